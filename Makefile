@@ -1,0 +1,161 @@
+# Dirigent: native turn-manager plugin for OpenClaw-style gateways.
+#
+#   make              the plugin (build/dirigent.so) and the host core library
+#   make check        every Check suite (make check SANITIZE=1: ASan+UBSan build)
+#   make demo         the seed's discussion story through the reference gateway
+#   make bench        benchmarks, printing figures and ratios
+#   make deps         install missing Debian -dev packages (as root)
+#   make install      PREFIX, DESTDIR, PLUGIN_DIR honoured
+#
+# File layout conventions (the build globs, so adding a file needs no edit here):
+#   plugin/*.c hooks/*.c   -> build/dirigent.so (+ templates/*.md embedded)
+#   host/*.c (not ocgw*)   -> build/libochost.a; host/ocgw*.c -> build/ocgw
+#   tests/check_*.c        -> one Check suite each, make_<name>_suite(), one runner
+#   tests/support/*.c      -> test helpers linked into the runner
+#   tests/plugins/*.c      -> fixture plugins build/tests/plugins/<name>.so
+#   servers/<name>.c       -> build/<name> (small standalone servers)
+
+PKGS      := jansson sqlite3 libcurl libmicrohttpd
+TEST_PKGS := check
+DEB_PKGS  := build-essential pkg-config libjansson-dev libsqlite3-dev \
+             libcurl4-openssl-dev libmicrohttpd-dev check libsubunit-dev
+
+CC      ?= cc
+VERSION := 0.1.0
+PREFIX  ?= /usr/local
+PLUGIN_DIR ?= $(PREFIX)/lib/openclaw/plugins/dirigent
+
+ifeq ($(SANITIZE),1)
+B := $(or $(BUILD),build/san)
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+else
+B := $(or $(BUILD),build)
+SANFLAGS :=
+endif
+
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CHECK_CFLAGS = $(shell pkg-config --cflags $(TEST_PKGS) 2>/dev/null)
+CHECK_LIBS   = $(shell pkg-config --libs $(TEST_PKGS) 2>/dev/null)
+
+WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+           -Wformat=2 -Wno-format-nonliteral
+CFLAGS  ?= -O2 -g
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -DDG_VERSION=\"$(VERSION)\" $(WARN) $(CFLAGS) \
+             -fPIC -fvisibility=hidden -pthread -Iinclude -Iplugin -Ihooks -Ihost \
+             -I$(B)/gen $(PKG_CFLAGS) $(SANFLAGS)
+LDFLAGS_ALL = -pthread $(SANFLAGS) $(LDFLAGS)
+
+PLUGIN_SRC := $(sort $(wildcard plugin/*.c hooks/*.c))
+PLUGIN_OBJ := $(PLUGIN_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/templates_embedded.o
+HOST_SRC   := $(sort $(filter-out host/ocgw%,$(wildcard host/*.c)))
+HOST_OBJ   := $(HOST_SRC:%.c=$(B)/obj/%.o)
+OCGW_SRC   := $(sort $(wildcard host/ocgw*.c))
+OCGW_OBJ   := $(OCGW_SRC:%.c=$(B)/obj/%.o)
+TEST_SRC   := $(sort $(wildcard tests/check_*.c))
+TEST_OBJ   := $(TEST_SRC:%.c=$(B)/obj/%.o)
+SUPPORT_SRC:= $(sort $(wildcard tests/support/*.c))
+SUPPORT_OBJ:= $(SUPPORT_SRC:%.c=$(B)/obj/%.o)
+FIXTURE_SRC:= $(sort $(wildcard tests/plugins/*.c))
+FIXTURES   := $(FIXTURE_SRC:tests/plugins/%.c=$(B)/tests/plugins/%.so)
+SERVER_SRC := $(sort $(wildcard servers/*.c))
+SERVERS    := $(SERVER_SRC:servers/%.c=$(B)/%)
+TEMPLATES  := $(sort $(wildcard templates/*.md))
+BENCH_SRC  := $(sort $(wildcard tests/bench/*.c))
+BENCH_OBJ  := $(BENCH_SRC:%.c=$(B)/obj/%.o)
+
+.PHONY: all check check-openclaw demo bench deps install uninstall clean manifest-check
+OPTIONAL := $(if $(OCGW_SRC),$(B)/ocgw) $(if $(wildcard tests/fake_discord_main.c),$(B)/fake-discord)
+all: $(B)/dirigent.so $(B)/libochost.a $(OPTIONAL) $(SERVERS)
+
+# ---- generated sources -------------------------------------------------------
+$(B)/gen/templates_embedded.c: $(TEMPLATES) scripts/embed-templates.sh
+	@mkdir -p $(@D)
+	sh scripts/embed-templates.sh $(TEMPLATES) > $@.tmp && mv $@.tmp $@
+
+$(B)/gen/suites.inc: $(TEST_SRC)
+	@mkdir -p $(@D)
+	sed -n 's/^Suite \*\(make_[a-z0-9_]*_suite\)(void).*/X(\1)/p' $(TEST_SRC) > $@.tmp && mv $@.tmp $@
+
+# ---- objects -----------------------------------------------------------------
+$(B)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -MMD -MP -c $< -o $@
+
+$(B)/obj/gen/templates_embedded.o: $(B)/gen/templates_embedded.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(B)/obj/tests/check_main.o: $(B)/gen/suites.inc
+
+# ---- products ----------------------------------------------------------------
+$(B)/dirigent.so: $(PLUGIN_OBJ)
+	$(CC) -shared -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -Wl,--no-undefined -Wl,-z,defs
+	@ex=$$(nm -D --defined-only $@ | awk '{print $$3}' | grep -vE '^(_init|_fini|_edata|_end|__bss_start)$$' | sort -u | tr '\n' ' '); \
+	  [ "$$ex" = "oc_plugin_entry " ] || { echo "dirigent.so exports more than oc_plugin_entry: $$ex"; rm -f $@; exit 1; }
+
+$(B)/libochost.a: $(HOST_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/ocgw: $(OCGW_OBJ) $(B)/libochost.a
+	$(CC) -o $@ $(OCGW_OBJ) $(B)/libochost.a $(LDFLAGS_ALL) $(PKG_LIBS) -ldl -lm
+
+$(B)/fake-discord: $(B)/obj/tests/fake_discord_main.o $(B)/obj/tests/support/fake_discord.o
+	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -lm
+
+$(B)/%: $(B)/obj/servers/%.o
+	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -lm
+
+$(B)/tests/plugins/%.so: tests/plugins/%.c include/openclaw/plugin.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -shared -o $@ $< $(LDFLAGS_ALL) $(PKG_LIBS)
+
+# Plugin objects minus the entry file link straight into the test runner, so
+# suites can reach internal (hidden) functions.
+$(B)/check_all: $(B)/obj/tests/check_main.o $(TEST_OBJ:$(B)/obj/tests/check_main.o=) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libochost.a
+	$(CC) -o $@ $(filter %.o,$^) $(B)/libochost.a $(LDFLAGS_ALL) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
+
+$(B)/bench: $(BENCH_OBJ) $(SUPPORT_OBJ) $(PLUGIN_OBJ)
+	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -ldl -lm
+
+TEST_DEPS := $(B)/check_all $(B)/dirigent.so $(B)/libochost.a $(OPTIONAL) $(SERVERS) $(FIXTURES)
+
+# CK_FORK stays on (crash capture, per-test timeouts); CHECK_SUITE=<name> runs one.
+check: deps-ok $(TEST_DEPS)
+	DG_BUILD_DIR=$(B) $(if $(CHECK_SUITE),CK_RUN_SUITE=$(CHECK_SUITE)) ./$(B)/check_all
+
+bench: deps-ok $(B)/bench all
+	DG_BUILD_DIR=$(B) ./$(B)/bench
+
+demo: deps-ok all
+	sh scripts/demo.sh $(B)
+
+check-openclaw: deps-ok all
+	sh bridge/openclaw/test/run.sh $(B)
+
+# ---- dependencies ---------------------------------------------------------------
+deps:
+	@sh scripts/deps.sh $(DEB_PKGS)
+
+# Builds start by making sure the -dev packages are there (installs them as root).
+deps-ok:
+	@pkg-config --exists $(PKGS) $(TEST_PKGS) 2>/dev/null || sh scripts/deps.sh $(DEB_PKGS)
+.PHONY: deps-ok
+
+# ---- install ------------------------------------------------------------------
+install: $(B)/dirigent.so
+	install -d $(DESTDIR)$(PLUGIN_DIR)/templates $(DESTDIR)$(PREFIX)/include/openclaw
+	install -m 0755 $(B)/dirigent.so $(DESTDIR)$(PLUGIN_DIR)/dirigent.so
+	install -m 0644 manifest.json $(DESTDIR)$(PLUGIN_DIR)/manifest.json
+	install -m 0644 $(TEMPLATES) $(DESTDIR)$(PLUGIN_DIR)/templates/
+	install -m 0644 include/openclaw/plugin.h $(DESTDIR)$(PREFIX)/include/openclaw/plugin.h
+	@for s in $(SERVERS) $(B)/ocgw; do [ -f $$s ] && install -D -m 0755 $$s $(DESTDIR)$(PREFIX)/bin/$$(basename $$s) || true; done
+
+uninstall:
+	rm -rf $(DESTDIR)$(PLUGIN_DIR) $(DESTDIR)$(PREFIX)/include/openclaw/plugin.h
+
+clean:
+	rm -rf build
+
+-include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

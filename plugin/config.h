@@ -1,0 +1,73 @@
+/*
+ * config.h -- the plugin's validated configuration as plain structs.
+ *
+ * dg_config_parse() is the only place that reads the JSON config
+ * (plugins.entries.dirigent.config); everything else reads this struct.
+ * Keys, types and defaults: shared/design/config-and-tools.md.
+ */
+#ifndef DG_CONFIG_H
+#define DG_CONFIG_H
+
+#include <stddef.h>
+#include <jansson.h>
+
+typedef enum dg_session_policy {
+    DG_POLICY_CHANNEL = 0,
+    DG_POLICY_THREAD = 1
+} dg_session_policy;
+
+typedef struct dg_agent_cfg {
+    char *agent_id;          /* key of `agents` */
+    char *discord_user_id;   /* snowflake */
+} dg_agent_cfg;
+
+typedef struct dg_config {
+    char *no_reply_provider;
+    char *no_reply_model;
+    dg_session_policy session_policy;
+    char *db_path;           /* resolved: config, else $DIRIGENT_STATE_DIR/dirigent.db, else ./dirigent.db */
+    char *templates_dir;     /* NULL: built-in templates only */
+
+    char *discord_api_base;  /* no trailing slash */
+    char *discord_guild_id;  /* NULL when not configured (channel creation then refused) */
+    char *moderator_token;   /* NULL when not configured; NEVER logged */
+    char *moderator_user_id;
+    long discord_timeout_ms;
+
+    dg_agent_cfg *agents;    /* sorted by agent_id */
+    size_t n_agents;
+    char **admins;           /* snowflakes */
+    size_t n_admins;
+
+    long turn_timeout_sec;
+    long turn_max_agent_messages;
+    long max_guide_chars;
+    long max_summary_bytes;
+    long closed_notice_cooldown_sec;
+} dg_config;
+
+/*
+ * Parse and validate `json` (borrowed) into *out, applying defaults and the
+ * environment overrides (DIRIGENT_SESSION_POLICY, DIRIGENT_MODERATOR_TOKEN,
+ * DIRIGENT_STATE_DIR). On failure returns a negative oc_status, writes a
+ * sentence naming the key and the rule into err, and leaves *out zeroed.
+ * On success *out owns its strings: release with dg_config_free().
+ * Thread: init only.
+ */
+int dg_config_parse(const json_t *json, dg_config *out, char *err, size_t err_len);
+
+/* Free what dg_config_parse allocated; safe on a zeroed struct. */
+void dg_config_free(dg_config *cfg);
+
+/* Agent by id / by Discord user id; borrowed pointers into cfg, NULL if none. */
+const dg_agent_cfg *dg_config_agent(const dg_config *cfg, const char *agent_id);
+const dg_agent_cfg *dg_config_agent_by_user(const dg_config *cfg, const char *user_id);
+
+/* "channel" / "thread". Static string. */
+const char *dg_session_policy_name(dg_session_policy p);
+
+/* True when s is a Discord snowflake: 1..20 decimal digits, fits in uint64,
+ * no leading zero unless "0" is excluded (ids are never 0). */
+int dg_is_snowflake(const char *s);
+
+#endif

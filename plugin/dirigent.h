@@ -1,0 +1,49 @@
+/*
+ * dirigent.h -- the plugin instance: what init builds and shutdown frees.
+ *
+ * One dg_plugin per successful init. Hooks and tools receive it as their
+ * `state` pointer. Fields are set by init before any hook can run and are
+ * read-only afterwards, except where a module guards its own part.
+ */
+#ifndef DG_DIRIGENT_H
+#define DG_DIRIGENT_H
+
+#include <stdarg.h>
+#include <stdint.h>
+#include "openclaw/plugin.h"
+#include "config.h"
+
+typedef struct dg_store dg_store;
+typedef struct dg_templates dg_templates;
+typedef struct dg_discord dg_discord;
+typedef struct dg_outbox dg_outbox;
+
+/* Injectable clock (tests move time by hand). Milliseconds since the epoch. */
+typedef int64_t (*dg_clock_fn)(void *clock_state);
+
+typedef struct dg_plugin {
+    const oc_host_api *api;   /* borrowed from the host until shutdown */
+    dg_config cfg;
+    dg_store *store;
+    dg_templates *templates;
+    dg_discord *discord;      /* NULL when no moderator token is configured */
+    dg_outbox *outbox;        /* NULL when discord is NULL */
+    dg_clock_fn clock;
+    void *clock_state;
+} dg_plugin;
+
+/* Current time in ms from the plugin's clock (real time unless a test set it). */
+int64_t dg_now_ms(const dg_plugin *p);
+
+/* Real wall clock, the default dg_clock_fn. */
+int64_t dg_wall_clock_ms(void *unused);
+
+/*
+ * Log through the host at OC_LOG_*; printf-style. The moderator token is
+ * scrubbed from the text before it leaves (defence in depth: no code path
+ * should format it anyway). Any thread; p may be NULL (then nothing).
+ */
+void dg_log(const dg_plugin *p, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif

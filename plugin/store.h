@@ -1,0 +1,56 @@
+/*
+ * store.h -- the plugin's durable state in one SQLite database.
+ *
+ * The store is the single owner of every piece of state (turn state,
+ * discussions, session overrides, the moderator outbox, message dedup).
+ * All SQL of the project lives in plugin/store*.c; other modules call the
+ * typed functions declared in store_<area>.h and never see SQL.
+ *
+ * Concurrency: one connection guarded by one mutex. Hooks run on many host
+ * threads and the outbox dispatcher on its own; a write transaction holds
+ * the mutex from dg_store_begin() to dg_store_commit()/dg_store_rollback(),
+ * so decisions that read-modify-write a scope are serialised.
+ */
+#ifndef DG_STORE_H
+#define DG_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct dg_store dg_store;
+
+/* Schema version this build writes; older databases are migrated forward. */
+int dg_store_schema_version(void);
+
+/*
+ * Open or create the database at path: WAL, busy timeout, foreign keys on;
+ * schema created or migrated inside one transaction and versioned with
+ * PRAGMA user_version. A database from a newer schema is refused untouched.
+ * A file that did not exist before and could not be set up is removed again.
+ * On failure returns a negative oc_status and a sentence in err.
+ * *out is owned by the caller: dg_store_close(). Thread: init only.
+ */
+int dg_store_open(const char *path, dg_store **out, char *err, size_t err_len);
+
+/* Close and free; finalises cached statements. NULL is fine. */
+void dg_store_close(dg_store *st);
+
+/*
+ * Transactions. dg_store_begin() takes the store mutex and starts
+ * BEGIN IMMEDIATE; commit or rollback ends it and releases the mutex.
+ * Every store_<area> function documents whether it must run inside one.
+ * Returns OC_OK or OC_ERR_IO (the reason is logged by the caller via
+ * dg_store_errmsg()). Any thread.
+ */
+int dg_store_begin(dg_store *st);
+int dg_store_commit(dg_store *st);
+void dg_store_rollback(dg_store *st);
+
+/* Last SQLite error text of this connection; valid until the next call on
+ * it, only meaningful while the caller holds the transaction. */
+const char *dg_store_errmsg(dg_store *st);
+
+/* Schema version found in the file when it was opened (0 for a new file). */
+int dg_store_opened_version(const dg_store *st);
+
+#endif

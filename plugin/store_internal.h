@@ -1,0 +1,50 @@
+/*
+ * store_internal.h -- shared by the plugin/store*.c files only.
+ */
+#ifndef DG_STORE_INTERNAL_H
+#define DG_STORE_INTERNAL_H
+
+#include <sqlite3.h>
+#include <pthread.h>
+#include "store.h"
+
+#define DG_STMT_CACHE 64
+
+struct dg_store {
+    sqlite3 *db;
+    pthread_mutex_t lock;     /* held for the length of a transaction */
+    int opened_version;
+    struct { const char *sql; sqlite3_stmt *stmt; } cache[DG_STMT_CACHE];
+};
+
+/*
+ * Prepared statement for `sql`, cached by the pointer identity of sql (pass
+ * a string literal or a static const array). Reset and bindings cleared on
+ * return. Borrowed: never finalise it. NULL on prepare error. Caller holds
+ * the store lock (inside a transaction).
+ */
+sqlite3_stmt *dg_store_stmt(dg_store *st, const char *sql);
+
+/* Bind a C string, NULL as SQL NULL. Returns the sqlite3 rc. */
+int dg_store_bind_text(sqlite3_stmt *s, int idx, const char *text);
+
+/* Copy a text column (NULL stays NULL); caller frees. */
+char *dg_store_col_dup(sqlite3_stmt *s, int col);
+
+/*
+ * Migrations: dg_schema_steps[v-1] takes a database from version v-1 to v.
+ * Each area owns its step (its SQL text lives in its own store_<area>.c):
+ *   v1 store.c         base (meta)
+ *   v2 store_turns.c   scopes, members, seen messages, session overrides
+ *   v3 store_outbox.c  moderator outbox
+ *   v4 store_discuss.c discussions, closed notices
+ * Append new steps only; never edit a released one.
+ */
+extern const char *const dg_schema_steps[];
+extern const int dg_schema_nsteps;
+
+extern const char dg_schema_v2_turns[];
+extern const char dg_schema_v3_outbox[];
+extern const char dg_schema_v4_discuss[];
+
+#endif

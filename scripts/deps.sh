@@ -1,0 +1,18 @@
+#!/bin/sh
+# Install the Debian packages the build needs, but only those missing.
+# As root it installs them with apt-get; otherwise it prints the command.
+set -eu
+missing=""
+for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+    echo "dirigent: missing packages:$missing" >&2
+    echo "dirigent: install them with: sudo apt-get install -y$missing" >&2
+    exit 1
+fi
+echo "dirigent: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends $missing
