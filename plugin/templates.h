@@ -1,0 +1,51 @@
+/*
+ * templates.h -- moderator messages and session-model texts.
+ *
+ * templates/*.md are embedded in the .so at build time; a `templatesDir`
+ * folder replaces them by file name at init. Placeholders are `{name}`
+ * with name in: discussGuide, initiatorMention, participantMentions,
+ * summaryPath, discussionChannel, originChannel, status. Substitution is
+ * plain text in one pass: a value containing `{summaryPath}`, `@everyone`
+ * or `<@id>` is copied as is and never expanded again. An unknown
+ * placeholder in any template is an init error naming the file and name.
+ * (Owner: discussion area.)
+ */
+#ifndef DG_TEMPLATES_H
+#define DG_TEMPLATES_H
+
+#include <stddef.h>
+
+/* One embedded template; the generated table ends with {NULL, NULL}. */
+typedef struct dg_embedded_template {
+    const char *name;   /* file name, e.g. "kickoff.md" */
+    const char *text;
+} dg_embedded_template;
+extern const dg_embedded_template dg_embedded_templates[];
+
+typedef struct dg_templates dg_templates;
+
+/* Values for placeholders; a NULL field renders as "" . Borrowed. */
+typedef struct dg_tpl_vars {
+    const char *discussGuide;
+    const char *initiatorMention;
+    const char *participantMentions;
+    const char *summaryPath;
+    const char *discussionChannel;
+    const char *originChannel;
+    const char *status;
+} dg_tpl_vars;
+
+/* Load the embedded set, then overrides from dir (may be NULL); validate all
+ * placeholders. *out owned by caller: dg_templates_free(). Init only. */
+int dg_templates_load(const char *dir, dg_templates **out, char *err, size_t err_len);
+void dg_templates_free(dg_templates *t);
+
+/* Raw text of a template by file name; borrowed until free; NULL if none.
+ * Any thread (read-only after load). */
+const char *dg_templates_get(const dg_templates *t, const char *name);
+
+/* Rendered text; a new malloc'd string the caller frees; NULL for an unknown
+ * name or out of memory. Any thread. */
+char *dg_templates_render(const dg_templates *t, const char *name, const dg_tpl_vars *vars);
+
+#endif
