@@ -88,6 +88,12 @@ $(B)/obj/gen/templates_embedded.o: $(B)/gen/templates_embedded.c
 
 $(B)/obj/tests/check_main.o: $(B)/gen/suites.inc
 
+$(B)/gen/benches.inc: $(BENCH_SRC)
+	@mkdir -p $(@D)
+	sed -n 's/^int \(bench_[a-z0-9_]*\)(void).*/X(\1)/p' $(BENCH_SRC) > $@.tmp && mv $@.tmp $@
+
+$(B)/obj/tests/bench/bench_main.o: $(B)/gen/benches.inc
+
 # ---- products ----------------------------------------------------------------
 $(B)/dirigent.so: $(PLUGIN_OBJ)
 	$(CC) -shared -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -Wl,--no-undefined -Wl,-z,defs
@@ -116,8 +122,8 @@ $(B)/tests/plugins/%.so: tests/plugins/%.c include/openclaw/plugin.h
 $(B)/check_all: $(B)/obj/tests/check_main.o $(TEST_OBJ:$(B)/obj/tests/check_main.o=) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libochost.a
 	$(CC) -o $@ $(filter %.o,$^) $(B)/libochost.a $(LDFLAGS_ALL) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
 
-$(B)/bench: $(BENCH_OBJ) $(SUPPORT_OBJ) $(PLUGIN_OBJ)
-	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -ldl -lm
+$(B)/bench: $(BENCH_OBJ) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libochost.a
+	$(CC) -o $@ $(filter %.o,$^) $(B)/libochost.a $(LDFLAGS_ALL) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
 
 TEST_DEPS := $(B)/check_all $(B)/dirigent.so $(B)/libochost.a $(OPTIONAL) $(SERVERS) $(FIXTURES)
 
