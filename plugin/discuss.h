@@ -1,0 +1,179 @@
+/*
+ * discuss.h -- discussion channels with callback (seed 003, sections 4-13).
+ *
+ * A discussion is a private Discord channel opened by an agent (the
+ * initiator) with `discord_channel_create` + `callbackChannelId`; it ends
+ * when the initiator calls `discuss-callback` with a summary file in its
+ * workspace. The core works on plain structs; hooks/tool_*.c decode JSON.
+ *
+ * Life cycle stored per discussion: active -> closed (exactly once).
+ * Effects owed by a state change (kickoff, result message, session
+ * overrides) are written in the same store transaction and carried out
+ * after commit; rows not yet carried out are re-driven by
+ * dg_discuss_resume() at the next init.
+ * (Owner: discussion area.)
+ */
+#ifndef DG_DISCUSS_H
+#define DG_DISCUSS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "dirigent.h"
+
+typedef enum dg_discussion_status {
+    DG_DISCUSSION_NONE = 0,     /* the channel is not a discussion channel */
+    DG_DISCUSSION_ACTIVE = 1,
+    DG_DISCUSSION_CLOSED = 2
+} dg_discussion_status;
+
+/* "active" / "closed" / "none". Static string. */
+const char *dg_discussion_status_name(dg_discussion_status s);
+
+/*
+ * One discussion row: every field of seed section 6 (mode is always
+ * "discussion") plus the initiator's workspace, the participants and the
+ * turn order. Strings owned by the struct: dg_discussion_clear().
+ */
+typedef struct dg_discussion {
+    int64_t id;
+    char *discussion_channel_id;
+    char *origin_channel_id;      /* callbackChannelId */
+    char *initiator_agent_id;
+    char *initiator_session_key;
+    char *initiator_session_id;   /* ctx sessionId, else the session key */
+    char *initiator_workspace;    /* absolute path, as the host gave it */
+    char *discuss_guide;
+    dg_discussion_status status;
+    int64_t created_at_ms;
+    int64_t completed_at_ms;      /* 0 while active */
+    char *summary_path;           /* relative to the workspace; NULL while active */
+    char **participants;          /* agent ids invited (initiator excluded) */
+    size_t n_participants;
+    char **turn_order;            /* agent ids, initiator first */
+    size_t n_turn_order;
+} dg_discussion;
+
+/* Free the strings of d and zero it; safe on a zeroed struct. */
+void dg_discussion_clear(dg_discussion *d);
+
+/* The trusted tool context (borrowed strings; NULL when absent). */
+typedef struct dg_caller {
+    const char *agent_id;
+    const char *session_key;
+    const char *session_id;
+    const char *workspace_dir;
+    const char *channel_id;
+    const char *thread_id;
+} dg_caller;
+
+/* Params of discord_channel_create after JSON decoding (borrowed). */
+typedef struct dg_channel_request {
+    const char *name;
+    const char *topic;                 /* NULL: none */
+    const char *parent_id;             /* NULL: none */
+    const char *const *participants;   /* agent ids */
+    size_t n_participants;
+    const char *const *allowed_user_ids;
+    size_t n_allowed_user_ids;
+    const char *callback_channel_id;   /* NULL: plain mode */
+    const char *discuss_guide;         /* required iff callback_channel_id */
+} dg_channel_request;
+
+typedef struct dg_channel_created {
+    char *channel_id;          /* owned: dg_channel_created_clear() */
+    int is_discussion;
+    int64_t discussion_id;     /* 0 in plain mode */
+} dg_channel_created;
+
+void dg_channel_created_clear(dg_channel_created *c);
+
+/*
+ * Check a request against the rules of config-and-tools.md (channel name,
+ * snowflakes, known participants, topic and guide length, guide iff
+ * callback, no discussion opened from inside a discussion channel).
+ * Returns OC_OK or OC_ERR_INVALID / OC_ERR_DENIED with a sentence in err
+ * naming the param and the rule. Opens its own store transaction for the
+ * nesting check. Any thread.
+ */
+int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
+                        const dg_channel_request *req, char *err, size_t err_len);
+
+/*
+ * discord_channel_create: validate, create the private channel over REST
+ * (members: caller, participants, allowed users, moderator), and in
+ * discussion mode record the discussion, prefill its turn order and queue
+ * the kickoff in one transaction, then kick the outbox. A REST failure
+ * leaves no row. On OC_OK *out is filled (caller clears it). On error a
+ * negative oc_status and an actionable sentence in err. Any tool thread;
+ * blocks for the REST call (bounded by discord.timeoutMs and retries).
+ */
+int dg_discuss_create_channel(dg_plugin *p, const dg_caller *caller,
+                              const dg_channel_request *req,
+                              dg_channel_created *out, char *err, size_t err_len);
+
+/* Result of a successful discuss-callback; owned strings. */
+typedef struct dg_callback_result {
+    int64_t discussion_id;
+    char *channel_id;
+    char *origin_channel_id;
+    char *summary_path;        /* relative to the initiator's workspace */
+} dg_callback_result;
+
+void dg_callback_result_clear(dg_callback_result *r);
+
+/*
+ * discuss-callback(summaryPath). Statuses in this order: caller's channel
+ * is not a discussion channel OC_ERR_NOT_FOUND; caller is not the
+ * initiator OC_ERR_DENIED; already closed OC_ERR_CONFLICT; summary file
+ * missing OC_ERR_NOT_FOUND; any other refused path OC_ERR_INVALID or
+ * OC_ERR_DENIED (see paths.h). Refusals change nothing. On success the
+ * discussion is closed in one transaction (overrides recorded for every
+ * session of the channel, turns closed, result queued to the origin
+ * channel), then the overrides are applied with session_patch. Of two
+ * concurrent callbacks exactly one succeeds; the other gets
+ * OC_ERR_CONFLICT. Any tool thread.
+ */
+int dg_discuss_callback(dg_plugin *p, const dg_caller *caller, const char *summary_path,
+                        dg_callback_result *out, char *err, size_t err_len);
+
+/*
+ * Re-drive effects a crash left undone: session overrides recorded but not
+ * applied are applied with session_patch and marked. The lead calls it at
+ * init after the store is open and the host api is set (outbox rows are
+ * re-sent by the outbox itself). Thread: init.
+ */
+void dg_discuss_resume(dg_plugin *p);
+
+/*
+ * A session seen in a channel (hC calls it from before_model_resolve).
+ * When channel_id is a closed discussion and the session has no override
+ * row yet, record one and apply session_patch(noReplyProvider,
+ * noReplyModel). Cheap when there is nothing to do (one indexed lookup).
+ * MUST be called with no store transaction open by the caller (it opens
+ * its own). Any thread; never fails loudly (errors are logged).
+ */
+void dg_discuss_session_seen(dg_plugin *p, const char *session_key,
+                             const char *agent_id, const char *channel_id);
+
+/*
+ * Status of channel_id as a discussion, for callers that already hold a
+ * store transaction (hooks in the turn path): DG_DISCUSSION_NONE /
+ * ACTIVE / CLOSED, or a negative oc_status on a store error. If d is not
+ * NULL and the channel is a discussion, *d is filled (caller clears it).
+ */
+int dg_discuss_lookup_locked(dg_store *st, const char *channel_id, dg_discussion *d);
+
+/*
+ * Closed-notice bookkeeping for the turn path (issue 5 point 5), inside the
+ * caller's transaction. Records message_id of channel_id as answered and
+ * returns 1 when it should get the "channel closed" notice now; 0 when not
+ * (this message was already handled -- several accounts report one message
+ * -- or another notice went out less than cooldown_ms ago; 0 = no window);
+ * a negative oc_status on a store error. The caller queues the notice in
+ * the same transaction when it gets 1.
+ */
+int dg_discuss_claim_closed_notice_locked(dg_store *st, const char *channel_id,
+                                          const char *message_id, int64_t now_ms,
+                                          int64_t cooldown_ms);
+
+#endif
