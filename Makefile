@@ -42,7 +42,7 @@ WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototyp
            -Wformat=2 -Wno-format-nonliteral
 CFLAGS  ?= -O2 -g
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -DDG_VERSION=\"$(VERSION)\" $(WARN) $(CFLAGS) \
-             -fPIC -fvisibility=hidden -pthread -Iinclude -Iplugin -Ihooks -Ihost \
+             -fPIC -fvisibility=hidden -pthread -Iinclude -Iplugin -Ihooks -Ihost -Itests/support \
              -I$(B)/gen $(PKG_CFLAGS) $(SANFLAGS)
 LDFLAGS_ALL = -pthread $(SANFLAGS) $(LDFLAGS)
 
@@ -80,7 +80,10 @@ $(B)/gen/suites.inc: $(TEST_SRC)
 # ---- objects -----------------------------------------------------------------
 $(B)/obj/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) $(OBJ_EXTRA) -MMD -MP -c $< -o $@
+
+# Suites and benches are found by name, not through headers.
+$(B)/obj/tests/%.o: OBJ_EXTRA := -Wno-missing-prototypes
 
 $(B)/obj/gen/templates_embedded.o: $(B)/gen/templates_embedded.c
 	@mkdir -p $(@D)

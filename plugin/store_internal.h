@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include "store.h"
 
-#define DG_STMT_CACHE 64
+#define DG_STMT_CACHE 256 /* power of two; distinct SQL statement sites */
 
 struct dg_store {
     sqlite3 *db;
@@ -20,7 +20,8 @@ struct dg_store {
 /*
  * Prepared statement for `sql`, cached by the pointer identity of sql (pass
  * a string literal or a static const array). Reset and bindings cleared on
- * return. Borrowed: never finalise it. NULL on prepare error. Caller holds
+ * return. Borrowed: never finalise it. NULL on prepare error (or a full
+ * cache, which means DG_STMT_CACHE must grow). Caller holds
  * the store lock (inside a transaction).
  */
 sqlite3_stmt *dg_store_stmt(dg_store *st, const char *sql);

@@ -1,0 +1,17 @@
+/*
+ * register.h -- what plugin.c calls during init to register handlers.
+ * Both run inside init only (the ABI allows register_tool/on nowhere else).
+ */
+#ifndef DG_REGISTER_H
+#define DG_REGISTER_H
+
+#include "dirigent.h"
+
+/* Subscribe every hook handler (hooks/hooks.c). Returns OC_OK or the first
+ * host refusal. */
+int dg_register_hooks(dg_plugin *p);
+
+/* Register every tool (hooks/tools.c). Returns OC_OK or the first refusal. */
+int dg_register_tools(dg_plugin *p);
+
+#endif

@@ -1,0 +1,443 @@
+/*
+ * config.c -- parse and validate plugins.entries.dirigent.config.
+ *
+ * The table of keys is the contract of shared/design/config-and-tools.md;
+ * manifest.json's configSchema mirrors it field for field (a test compares
+ * them). Every refusal names the key and the rule, because a typo in a
+ * gateway config must not pass silently.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "openclaw/plugin.h"
+
+#define DEFAULT_API_BASE "https://discord.com/api/v10"
+
+static int fail(char *err, size_t err_len, int status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int fail(char *err, size_t err_len, int status, const char *fmt, ...)
+{
+    if (err && err_len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, err_len, fmt, ap);
+        va_end(ap);
+    }
+    return status;
+}
+
+int dg_is_snowflake(const char *s)
+{
+    if (!s || !*s || strlen(s) > 20 || s[0] == '0')
+        return 0;
+    for (const char *c = s; *c; c++)
+        if (*c < '0' || *c > '9')
+            return 0;
+    /* 20 digits may still overflow 64 bits. */
+    errno = 0;
+    unsigned long long v = strtoull(s, NULL, 10);
+    return errno == 0 && v != 0;
+}
+
+const char *dg_session_policy_name(dg_session_policy p)
+{
+    return p == DG_POLICY_THREAD ? "thread" : "channel";
+}
+
+static int parse_policy(const char *s, dg_session_policy *out)
+{
+    if (strcmp(s, "channel") == 0) { *out = DG_POLICY_CHANNEL; return 1; }
+    if (strcmp(s, "thread") == 0) { *out = DG_POLICY_THREAD; return 1; }
+    return 0;
+}
+
+/* A key set: the keys an object may carry. */
+static int check_keys(const json_t *obj, const char *where, const char *const *allowed,
+                      char *err, size_t err_len)
+{
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)obj, key, val) {
+        int ok = 0;
+        for (const char *const *a = allowed; *a; a++)
+            if (strcmp(*a, key) == 0) { ok = 1; break; }
+        if (!ok)
+            return fail(err, err_len, OC_ERR_INVALID,
+                        "config: unknown key \"%s%s\"; check the spelling against the "
+                        "configuration reference (README) or remove it",
+                        where, key);
+    }
+    return OC_OK;
+}
+
+/* Optional string: *out stays NULL when absent. Empty strings are refused. */
+static int get_string(const json_t *obj, const char *key, const char *path, int required,
+                      char **out, char *err, size_t err_len)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v)) {
+        if (required)
+            return fail(err, err_len, OC_ERR_INVALID,
+                        "config: \"%s\" is required (a non-empty string)", path);
+        return OC_OK;
+    }
+    if (!json_is_string(v))
+        return fail(err, err_len, OC_ERR_INVALID, "config: \"%s\" must be a string", path);
+    if (json_string_length(v) == 0)
+        return fail(err, err_len, OC_ERR_INVALID, "config: \"%s\" must not be empty", path);
+    if (strlen(json_string_value(v)) != json_string_length(v))
+        return fail(err, err_len, OC_ERR_INVALID,
+                    "config: \"%s\" must not contain NUL characters", path);
+    *out = strdup(json_string_value(v));
+    return *out ? OC_OK : OC_ERR_NOMEM;
+}
+
+static int get_int(const json_t *obj, const char *key, const char *path, long def,
+                   long min, long max, long *out, char *err, size_t err_len)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v) {
+        *out = def;
+        return OC_OK;
+    }
+    if (!json_is_integer(v))
+        return fail(err, err_len, OC_ERR_INVALID,
+                    "config: \"%s\" must be an integer (got %s)", path,
+                    json_is_string(v) ? "a string" : json_is_real(v) ? "a fractional number"
+                    : json_is_boolean(v) ? "a boolean" : "another type");
+    json_int_t n = json_integer_value(v);
+    if (n < min || n > max)
+        return fail(err, err_len, OC_ERR_INVALID,
+                    "config: \"%s\" must be between %ld and %ld (got %lld)", path, min, max,
+                    (long long)n);
+    *out = (long)n;
+    return OC_OK;
+}
+
+static int get_object(const json_t *obj, const char *key, const char *path, json_t **out,
+                      char *err, size_t err_len)
+{
+    json_t *v = json_object_get(obj, key);
+    *out = NULL;
+    if (!v)
+        return OC_OK;
+    if (!json_is_object(v))
+        return fail(err, err_len, OC_ERR_INVALID, "config: \"%s\" must be an object", path);
+    *out = v;
+    return OC_OK;
+}
+
+static int cmp_agent(const void *a, const void *b)
+{
+    return strcmp(((const dg_agent_cfg *)a)->agent_id, ((const dg_agent_cfg *)b)->agent_id);
+}
+
+static int valid_agent_id(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 64)
+        return 0;
+    for (const char *c = s; *c; c++) {
+        int ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                 (*c >= '0' && *c <= '9') || *c == '-' || *c == '_' || *c == '.';
+        if (!ok)
+            return 0;
+    }
+    return 1;
+}
+
+static int parse_agents(const json_t *agents, dg_config *c, char *err, size_t err_len)
+{
+    size_t n = json_object_size(agents);
+    if (n == 0)
+        return OC_OK;
+    c->agents = calloc(n, sizeof *c->agents);
+    if (!c->agents)
+        return OC_ERR_NOMEM;
+    const char *id;
+    json_t *val;
+    char path[160];
+    json_object_foreach((json_t *)agents, id, val) {
+        if (!valid_agent_id(id))
+            return fail(err, err_len, OC_ERR_INVALID,
+                        "config: agent id \"%.64s\" in \"agents\" must be 1-64 characters of "
+                        "letters, digits, '-', '_' or '.'", id);
+        snprintf(path, sizeof path, "agents.%s", id);
+        if (!json_is_object(val))
+            return fail(err, err_len, OC_ERR_INVALID,
+                        "config: \"%s\" must be an object like {\"discordUserId\": \"<snowflake>\"}",
+                        path);
+        static const char *const keys[] = {"discordUserId", NULL};
+        char where[180];
+        snprintf(where, sizeof where, "%s.", path);
+        int rc = check_keys(val, where, keys, err, err_len);
+        if (rc)
+            return rc;
+        dg_agent_cfg *a = &c->agents[c->n_agents];
+        snprintf(path, sizeof path, "agents.%s.discordUserId", id);
+        rc = get_string(val, "discordUserId", path, 1, &a->discord_user_id, err, err_len);
+        if (rc)
+            return rc;
+        a->agent_id = strdup(id);
+        c->n_agents++;
+        if (!a->agent_id)
+            return OC_ERR_NOMEM;
+        if (!dg_is_snowflake(a->discord_user_id))
+            return fail(err, err_len, OC_ERR_INVALID,
+                        "config: \"%s\" must be a Discord snowflake (1-20 digits), got \"%.40s\"",
+                        path, a->discord_user_id);
+    }
+    qsort(c->agents, c->n_agents, sizeof *c->agents, cmp_agent);
+    for (size_t i = 0; i < c->n_agents; i++) {
+        if (c->moderator_user_id && strcmp(c->agents[i].discord_user_id, c->moderator_user_id) == 0)
+            return fail(err, err_len, OC_ERR_INVALID,
+                        "config: \"agents.%s.discordUserId\" is the moderator's user id; the "
+                        "moderator never takes turns, give the agent its own bot user",
+                        c->agents[i].agent_id);
+        for (size_t j = i + 1; j < c->n_agents; j++)
+            if (strcmp(c->agents[i].discord_user_id, c->agents[j].discord_user_id) == 0)
+                return fail(err, err_len, OC_ERR_INVALID,
+                            "config: agents \"%s\" and \"%s\" share discordUserId %s; each agent "
+                            "needs its own Discord user",
+                            c->agents[i].agent_id, c->agents[j].agent_id,
+                            c->agents[i].discord_user_id);
+    }
+    return OC_OK;
+}
+
+static int parse_admins(const json_t *admins, dg_config *c, char *err, size_t err_len)
+{
+    if (!admins)
+        return OC_OK;
+    if (!json_is_array(admins))
+        return fail(err, err_len, OC_ERR_INVALID,
+                    "config: \"admins\" must be an array of Discord user ids (snowflake strings)");
+    size_t n = json_array_size(admins);
+    if (n == 0)
+        return OC_OK;
+    c->admins = calloc(n, sizeof *c->admins);
+    if (!c->admins)
+        return OC_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        json_t *v = json_array_get(admins, i);
+        if (!json_is_string(v) || !dg_is_snowflake(json_string_value(v)))
+            return fail(err, err_len, OC_ERR_INVALID,
+                        "config: \"admins[%zu]\" must be a Discord snowflake string (1-20 digits)", i);
+        c->admins[i] = strdup(json_string_value(v));
+        if (!c->admins[i])
+            return OC_ERR_NOMEM;
+        c->n_admins++;
+    }
+    return OC_OK;
+}
+
+static int default_db_path(char **out)
+{
+    const char *dir = getenv("DIRIGENT_STATE_DIR");
+    if (!dir || !*dir)
+        dir = ".";
+    size_t n = strlen(dir) + sizeof "/dirigent.db";
+    *out = malloc(n);
+    if (!*out)
+        return OC_ERR_NOMEM;
+    snprintf(*out, n, "%s/dirigent.db", dir);
+    return OC_OK;
+}
+
+static int parse_discord(const json_t *d, dg_config *c, char *err, size_t err_len)
+{
+    static const char *const keys[] = {"apiBase", "guildId", "moderatorToken",
+                                       "moderatorUserId", "timeoutMs", NULL};
+    int rc;
+    if (!d)
+        return fail(err, err_len, OC_ERR_INVALID,
+                    "config: \"discord.moderatorUserId\" is required (the moderator bot's user id, "
+                    "a snowflake string)");
+    if ((rc = check_keys(d, "discord.", keys, err, err_len)))
+        return rc;
+    if ((rc = get_string(d, "apiBase", "discord.apiBase", 0, &c->discord_api_base, err, err_len)))
+        return rc;
+    if (!c->discord_api_base && !(c->discord_api_base = strdup(DEFAULT_API_BASE)))
+        return OC_ERR_NOMEM;
+    if (strncmp(c->discord_api_base, "http://", 7) != 0 &&
+        strncmp(c->discord_api_base, "https://", 8) != 0)
+        return fail(err, err_len, OC_ERR_INVALID,
+                    "config: \"discord.apiBase\" must start with http:// or https://");
+    size_t blen = strlen(c->discord_api_base);
+    while (blen > 0 && c->discord_api_base[blen - 1] == '/')
+        c->discord_api_base[--blen] = '\0';
+
+    if ((rc = get_string(d, "guildId", "discord.guildId", 0, &c->discord_guild_id, err, err_len)))
+        return rc;
+    if (c->discord_guild_id && !dg_is_snowflake(c->discord_guild_id))
+        return fail(err, err_len, OC_ERR_INVALID,
+                    "config: \"discord.guildId\" must be a Discord snowflake (1-20 digits)");
+    /* Never echo the token's value in an error, not even partly. */
+    if ((rc = get_string(d, "moderatorToken", "discord.moderatorToken", 0, &c->moderator_token,
+                         err, err_len)))
+        return rc;
+    if ((rc = get_string(d, "moderatorUserId", "discord.moderatorUserId", 1, &c->moderator_user_id,
+                         err, err_len)))
+        return rc;
+    if (!dg_is_snowflake(c->moderator_user_id))
+        return fail(err, err_len, OC_ERR_INVALID,
+                    "config: \"discord.moderatorUserId\" must be a Discord snowflake (1-20 digits)");
+    return get_int(d, "timeoutMs", "discord.timeoutMs", 15000, 100, 600000, &c->discord_timeout_ms,
+                   err, err_len);
+}
+
+static int parse_all(const json_t *json, dg_config *c, char *err, size_t err_len)
+{
+    static const char *const top[] = {"noReplyProvider", "noReplyModel", "sessionPolicy", "dbPath",
+                                      "templatesDir", "discord", "agents", "admins", "turn",
+                                      "discussion", NULL};
+    static const char *const turn_keys[] = {"timeoutSec", "maxAgentMessages", NULL};
+    static const char *const disc_keys[] = {"maxGuideChars", "maxSummaryBytes",
+                                            "closedNoticeCooldownSec", NULL};
+    int rc;
+    if (!json_is_object(json))
+        return fail(err, err_len, OC_ERR_INVALID,
+                    "config: the plugin config must be a JSON object "
+                    "(plugins.entries.dirigent.config)");
+    if ((rc = check_keys(json, "", top, err, err_len)))
+        return rc;
+    if ((rc = get_string(json, "noReplyProvider", "noReplyProvider", 1, &c->no_reply_provider, err,
+                         err_len)))
+        return rc;
+    if ((rc = get_string(json, "noReplyModel", "noReplyModel", 1, &c->no_reply_model, err, err_len)))
+        return rc;
+
+    char *policy = NULL;
+    if ((rc = get_string(json, "sessionPolicy", "sessionPolicy", 0, &policy, err, err_len)))
+        return rc;
+    c->session_policy = DG_POLICY_CHANNEL;
+    if (policy && !parse_policy(policy, &c->session_policy)) {
+        free(policy);
+        return fail(err, err_len, OC_ERR_INVALID,
+                    "config: \"sessionPolicy\" must be \"channel\" or \"thread\"");
+    }
+    free(policy);
+    const char *env_policy = getenv("DIRIGENT_SESSION_POLICY");
+    if (env_policy && *env_policy && !parse_policy(env_policy, &c->session_policy))
+        return fail(err, err_len, OC_ERR_INVALID,
+                    "config: environment variable DIRIGENT_SESSION_POLICY must be \"channel\" or "
+                    "\"thread\" (it overrides \"sessionPolicy\"); unset it or fix its value");
+
+    if ((rc = get_string(json, "dbPath", "dbPath", 0, &c->db_path, err, err_len)))
+        return rc;
+    if (!c->db_path && (rc = default_db_path(&c->db_path)))
+        return rc;
+    if ((rc = get_string(json, "templatesDir", "templatesDir", 0, &c->templates_dir, err, err_len)))
+        return rc;
+
+    json_t *obj;
+    if ((rc = get_object(json, "discord", "discord", &obj, err, err_len)))
+        return rc;
+    if ((rc = parse_discord(obj, c, err, err_len)))
+        return rc;
+    const char *env_token = getenv("DIRIGENT_MODERATOR_TOKEN");
+    if (env_token && *env_token) {
+        free(c->moderator_token);
+        if (!(c->moderator_token = strdup(env_token)))
+            return OC_ERR_NOMEM;
+    }
+
+    if ((rc = get_object(json, "agents", "agents", &obj, err, err_len)))
+        return rc;
+    if (obj && (rc = parse_agents(obj, c, err, err_len)))
+        return rc;
+    if ((rc = parse_admins(json_object_get(json, "admins"), c, err, err_len)))
+        return rc;
+
+    if ((rc = get_object(json, "turn", "turn", &obj, err, err_len)))
+        return rc;
+    if (obj && (rc = check_keys(obj, "turn.", turn_keys, err, err_len)))
+        return rc;
+    if ((rc = get_int(obj, "timeoutSec", "turn.timeoutSec", 60, 1, 86400, &c->turn_timeout_sec,
+                      err, err_len)))
+        return rc;
+    if ((rc = get_int(obj, "maxAgentMessages", "turn.maxAgentMessages", 40, 1, 100000,
+                      &c->turn_max_agent_messages, err, err_len)))
+        return rc;
+
+    if ((rc = get_object(json, "discussion", "discussion", &obj, err, err_len)))
+        return rc;
+    if (obj && (rc = check_keys(obj, "discussion.", disc_keys, err, err_len)))
+        return rc;
+    if ((rc = get_int(obj, "maxGuideChars", "discussion.maxGuideChars", 1500, 1, 100000,
+                      &c->max_guide_chars, err, err_len)))
+        return rc;
+    if ((rc = get_int(obj, "maxSummaryBytes", "discussion.maxSummaryBytes", 1048576, 1,
+                      1073741824L, &c->max_summary_bytes, err, err_len)))
+        return rc;
+    return get_int(obj, "closedNoticeCooldownSec", "discussion.closedNoticeCooldownSec", 60, 0,
+                   86400, &c->closed_notice_cooldown_sec, err, err_len);
+}
+
+int dg_config_parse(const json_t *json, dg_config *out, char *err, size_t err_len)
+{
+    memset(out, 0, sizeof *out);
+    if (err && err_len)
+        err[0] = '\0';
+    int rc = parse_all(json, out, err, err_len);
+    if (rc != OC_OK) {
+        if (rc == OC_ERR_NOMEM && err && err_len && !err[0])
+            snprintf(err, err_len, "config: out of memory while reading the config");
+        dg_config_free(out);
+    }
+    return rc;
+}
+
+void dg_config_free(dg_config *c)
+{
+    if (!c)
+        return;
+    free(c->no_reply_provider);
+    free(c->no_reply_model);
+    free(c->db_path);
+    free(c->templates_dir);
+    free(c->discord_api_base);
+    free(c->discord_guild_id);
+    if (c->moderator_token) {
+        /* Do not leave the secret in freed heap memory. */
+        volatile char *t = c->moderator_token;
+        while (*t)
+            *t++ = '\0';
+        free(c->moderator_token);
+    }
+    free(c->moderator_user_id);
+    for (size_t i = 0; i < c->n_agents; i++) {
+        free(c->agents[i].agent_id);
+        free(c->agents[i].discord_user_id);
+    }
+    free(c->agents);
+    for (size_t i = 0; i < c->n_admins; i++)
+        free(c->admins[i]);
+    free(c->admins);
+    memset(c, 0, sizeof *c);
+}
+
+const dg_agent_cfg *dg_config_agent(const dg_config *cfg, const char *agent_id)
+{
+    if (!agent_id || cfg->n_agents == 0)
+        return NULL;
+    dg_agent_cfg key = {.agent_id = (char *)agent_id};
+    return bsearch(&key, cfg->agents, cfg->n_agents, sizeof *cfg->agents, cmp_agent);
+}
+
+const dg_agent_cfg *dg_config_agent_by_user(const dg_config *cfg, const char *user_id)
+{
+    if (!user_id)
+        return NULL;
+    for (size_t i = 0; i < cfg->n_agents; i++)
+        if (strcmp(cfg->agents[i].discord_user_id, user_id) == 0)
+            return &cfg->agents[i];
+    return NULL;
+}

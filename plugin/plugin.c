@@ -1,0 +1,174 @@
+/*
+ * plugin.c -- the exported entry point, init and shutdown.
+ *
+ * init builds a dg_plugin step by step (config, templates, store, Discord
+ * client, hooks and tools, outbox dispatcher, re-driving owed effects);
+ * any failure unwinds what was built so far and leaves nothing running.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "openclaw/plugin.h"
+#include "dirigent.h"
+#include "discord.h"
+#include "discuss.h"
+#include "outbox.h"
+#include "register.h"
+#include "store.h"
+#include "templates.h"
+
+#ifndef DG_VERSION
+#define DG_VERSION "0.0.0"
+#endif
+
+static int dg_init(const oc_host_api *api, const json_t *config, void **state, char *err,
+                   size_t err_len);
+static void dg_shutdown(void *state);
+
+static const oc_plugin dirigent_plugin = {
+    .abi_major = OC_ABI_MAJOR,
+    .abi_minor = OC_ABI_MINOR,
+    .struct_size = sizeof(oc_plugin),
+    .id = "dirigent",
+    .version = DG_VERSION,
+    .init = dg_init,
+    .shutdown = dg_shutdown,
+};
+
+__attribute__((visibility("default"))) const oc_plugin *oc_plugin_entry(void);
+
+const oc_plugin *oc_plugin_entry(void)
+{
+    return &dirigent_plugin;
+}
+
+/* Size of an oc_host_api that carries every function this plugin calls. */
+#define HOST_API_MIN_SIZE (offsetof(oc_host_api, log) + sizeof(((oc_host_api *)0)->log))
+
+static int check_host(const oc_host_api *api, char *err, size_t err_len)
+{
+    if (!api) {
+        snprintf(err, err_len, "dirigent: the host passed no oc_host_api");
+        return OC_ERR_INVALID;
+    }
+    if (api->abi_major != OC_ABI_MAJOR) {
+        snprintf(err, err_len,
+                 "dirigent: host ABI major %u is not supported; this plugin speaks ABI %d.%d "
+                 "(a host of major %d is needed)",
+                 (unsigned)api->abi_major, OC_ABI_MAJOR, OC_ABI_MINOR, OC_ABI_MAJOR);
+        return OC_ERR_UNSUPPORTED;
+    }
+    if (api->struct_size < HOST_API_MIN_SIZE) {
+        snprintf(err, err_len,
+                 "dirigent: host oc_host_api is %u bytes, at least %zu are needed; the host was "
+                 "built against a broken header",
+                 (unsigned)api->struct_size, (size_t)HOST_API_MIN_SIZE);
+        return OC_ERR_UNSUPPORTED;
+    }
+    if (!api->register_tool || !api->on || !api->session_patch || !api->sessions_list ||
+        !api->log) {
+        snprintf(err, err_len,
+                 "dirigent: the host's oc_host_api has a NULL function (register_tool, on, "
+                 "session_patch, sessions_list and log are all required)");
+        return OC_ERR_INVALID;
+    }
+    return OC_OK;
+}
+
+static void free_plugin(dg_plugin *p)
+{
+    if (!p)
+        return;
+    dg_outbox_stop(p->outbox);
+    dg_discord_free(p->discord);
+    dg_store_close(p->store);
+    dg_templates_free(p->templates);
+    dg_config_free(&p->cfg);
+    free(p);
+}
+
+static int dg_init(const oc_host_api *api, const json_t *config, void **state, char *err,
+                   size_t err_len)
+{
+    char scratch[8];
+    if (!err || err_len == 0) {
+        err = scratch;
+        err_len = sizeof scratch;
+    }
+    err[0] = '\0';
+    if (!state) {
+        snprintf(err, err_len, "dirigent: init needs a place to store its state");
+        return OC_ERR_INVALID;
+    }
+    *state = NULL;
+    int rc = check_host(api, err, err_len);
+    if (rc)
+        return rc;
+
+    dg_plugin *p = calloc(1, sizeof *p);
+    if (!p) {
+        snprintf(err, err_len, "dirigent: out of memory");
+        return OC_ERR_NOMEM;
+    }
+    p->api = api;
+    p->clock = dg_wall_clock_ms;
+
+    if ((rc = dg_config_parse(config, &p->cfg, err, err_len)))
+        goto fail;
+    if ((rc = dg_templates_load(p->cfg.templates_dir, &p->templates, err, err_len)))
+        goto fail;
+    if ((rc = dg_store_open(p->cfg.db_path, &p->store, err, err_len)))
+        goto fail;
+    if (p->cfg.moderator_token) {
+        dg_discord_options o = {
+            .api_base = p->cfg.discord_api_base,
+            .token = p->cfg.moderator_token,
+            .timeout_ms = p->cfg.discord_timeout_ms,
+        };
+        if ((rc = dg_discord_new(&o, &p->discord, err, err_len)))
+            goto fail;
+    }
+    if ((rc = dg_register_hooks(p))) {
+        snprintf(err, err_len, "dirigent: the host refused a hook registration (%s)",
+                 oc_status_name(rc));
+        goto fail;
+    }
+    if ((rc = dg_register_tools(p))) {
+        snprintf(err, err_len, "dirigent: the host refused a tool registration (%s)",
+                 oc_status_name(rc));
+        goto fail;
+    }
+    if (p->discord && (rc = dg_outbox_start(p, &p->outbox, err, err_len)))
+        goto fail;
+    /* Effects owed by a previous run (session overrides) are re-driven now. */
+    dg_discuss_resume(p);
+
+    dg_log(p, OC_LOG_INFO,
+           "dirigent %s ready: sessionPolicy=%s db=%s schema=%d (was %d) agents=%zu "
+           "discord=%s moderator token %s",
+           DG_VERSION, dg_session_policy_name(p->cfg.session_policy), p->cfg.db_path,
+           dg_store_schema_version(), dg_store_opened_version(p->store), p->cfg.n_agents,
+           p->cfg.discord_api_base, p->cfg.moderator_token ? "set" : "not set (moderator silent)");
+    if (!p->cfg.moderator_token)
+        dg_log(p, OC_LOG_WARN,
+               "dirigent: no moderator token (discord.moderatorToken or env "
+               "DIRIGENT_MODERATOR_TOKEN): moderator messages are queued and sent once a token "
+               "is configured");
+    *state = p;
+    return OC_OK;
+
+fail:
+    free_plugin(p);
+    return rc;
+}
+
+static void dg_shutdown(void *state)
+{
+    dg_plugin *p = state;
+    if (!p)
+        return;
+    dg_log(p, OC_LOG_INFO, "dirigent: shutting down");
+    free_plugin(p);
+}

@@ -1,0 +1,321 @@
+/*
+ * check_config.c -- every key of the config table: required, types, ranges,
+ * unknown keys, defaults and environment overrides. Each refusal must name
+ * the key, because that is what the user has to fix.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "openclaw/plugin.h"
+#include "testutil.h"
+
+#define MOD "\"discord\":{\"moderatorUserId\":\"1000000000000000001\"}"
+#define BASE "\"noReplyProvider\":\"noreply\",\"noReplyModel\":\"no-reply\"," MOD
+
+static void clear_env(void)
+{
+    unsetenv("DIRIGENT_SESSION_POLICY");
+    unsetenv("DIRIGENT_MODERATOR_TOKEN");
+    unsetenv("DIRIGENT_STATE_DIR");
+}
+
+static int parse_text(const char *text, dg_config *c, char *err, size_t n)
+{
+    json_t *j = tu_json(text);
+    int rc = dg_config_parse(j, c, err, n);
+    json_decref(j);
+    return rc;
+}
+
+START_TEST(test_minimal_config_gets_defaults)
+{
+    clear_env();
+    dg_config c;
+    char err[256];
+    ck_assert_int_eq(parse_text("{" BASE "}", &c, err, sizeof err), OC_OK);
+    ck_assert_str_eq(c.no_reply_provider, "noreply");
+    ck_assert_str_eq(c.no_reply_model, "no-reply");
+    ck_assert_int_eq(c.session_policy, DG_POLICY_CHANNEL);
+    ck_assert_str_eq(c.db_path, "./dirigent.db");
+    ck_assert_ptr_null(c.templates_dir);
+    ck_assert_str_eq(c.discord_api_base, "https://discord.com/api/v10");
+    ck_assert_ptr_null(c.discord_guild_id);
+    ck_assert_ptr_null(c.moderator_token);
+    ck_assert_str_eq(c.moderator_user_id, "1000000000000000001");
+    ck_assert_int_eq(c.discord_timeout_ms, 15000);
+    ck_assert_uint_eq(c.n_agents, 0);
+    ck_assert_uint_eq(c.n_admins, 0);
+    ck_assert_int_eq(c.turn_timeout_sec, 60);
+    ck_assert_int_eq(c.turn_max_agent_messages, 40);
+    ck_assert_int_eq(c.max_guide_chars, 1500);
+    ck_assert_int_eq(c.max_summary_bytes, 1048576);
+    ck_assert_int_eq(c.closed_notice_cooldown_sec, 60);
+    dg_config_free(&c);
+}
+END_TEST
+
+START_TEST(test_full_config_is_read)
+{
+    clear_env();
+    dg_config c;
+    char err[256];
+    const char *text =
+        "{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"sessionPolicy\":\"thread\","
+        "\"dbPath\":\"/tmp/x.db\",\"templatesDir\":\"/tmp/tpl\","
+        "\"discord\":{\"apiBase\":\"http://127.0.0.1:9/api/v10/\",\"guildId\":\"42\","
+        "\"moderatorToken\":\"tok\",\"moderatorUserId\":\"7\",\"timeoutMs\":2500},"
+        "\"agents\":{\"zed\":{\"discordUserId\":\"300\"},\"amy\":{\"discordUserId\":\"100\"}},"
+        "\"admins\":[\"555\",\"666\"],\"turn\":{\"timeoutSec\":5,\"maxAgentMessages\":3},"
+        "\"discussion\":{\"maxGuideChars\":10,\"maxSummaryBytes\":20,"
+        "\"closedNoticeCooldownSec\":0}}";
+    ck_assert_int_eq(parse_text(text, &c, err, sizeof err), OC_OK);
+    ck_assert_int_eq(c.session_policy, DG_POLICY_THREAD);
+    ck_assert_str_eq(c.db_path, "/tmp/x.db");
+    ck_assert_str_eq(c.templates_dir, "/tmp/tpl");
+    ck_assert_str_eq(c.discord_api_base, "http://127.0.0.1:9/api/v10");
+    ck_assert_str_eq(c.discord_guild_id, "42");
+    ck_assert_str_eq(c.moderator_token, "tok");
+    ck_assert_int_eq(c.discord_timeout_ms, 2500);
+    ck_assert_uint_eq(c.n_agents, 2);
+    ck_assert_str_eq(dg_config_agent(&c, "zed")->discord_user_id, "300");
+    ck_assert_str_eq(dg_config_agent_by_user(&c, "100")->agent_id, "amy");
+    ck_assert_ptr_null(dg_config_agent(&c, "nobody"));
+    ck_assert_uint_eq(c.n_admins, 2);
+    ck_assert_str_eq(c.admins[1], "666");
+    ck_assert_int_eq(c.turn_timeout_sec, 5);
+    ck_assert_int_eq(c.turn_max_agent_messages, 3);
+    ck_assert_int_eq(c.max_guide_chars, 10);
+    ck_assert_int_eq(c.max_summary_bytes, 20);
+    ck_assert_int_eq(c.closed_notice_cooldown_sec, 0);
+    dg_config_free(&c);
+}
+END_TEST
+
+/* Each case: a config text that must be refused, and the key its error must name. */
+typedef struct bad_case {
+    const char *json;
+    const char *must_name;
+} bad_case;
+
+static const bad_case bad_cases[] = {
+    /* required keys missing */
+    {"{\"noReplyModel\":\"m\"," MOD "}", "\"noReplyProvider\""},
+    {"{\"noReplyProvider\":\"p\"," MOD "}", "\"noReplyModel\""},
+    {"{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\"}", "\"discord.moderatorUserId\""},
+    {"{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":{}}", "\"discord.moderatorUserId\""},
+    {"{\"noReplyProvider\":\"\",\"noReplyModel\":\"m\"," MOD "}", "\"noReplyProvider\""},
+    /* wrong types */
+    {"{\"noReplyProvider\":1,\"noReplyModel\":\"m\"," MOD "}", "\"noReplyProvider\""},
+    {"{\"noReplyProvider\":\"p\",\"noReplyModel\":[]," MOD "}", "\"noReplyModel\""},
+    {"{" BASE ",\"sessionPolicy\":true}", "\"sessionPolicy\""},
+    {"{" BASE ",\"sessionPolicy\":\"threads\"}", "\"sessionPolicy\""},
+    {"{" BASE ",\"dbPath\":5}", "\"dbPath\""},
+    {"{" BASE ",\"templatesDir\":{}}", "\"templatesDir\""},
+    {"{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":\"x\"}", "\"discord\""},
+    {"{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":{\"moderatorUserId\":7}}",
+     "\"discord.moderatorUserId\""},
+    {"{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":{\"moderatorUserId\":\"07\"}}",
+     "\"discord.moderatorUserId\""},
+    {"{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":{\"moderatorUserId\":\"1\","
+     "\"apiBase\":\"ftp://x\"}}", "\"discord.apiBase\""},
+    {"{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":{\"moderatorUserId\":\"1\","
+     "\"apiBase\":7}}", "\"discord.apiBase\""},
+    {"{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":{\"moderatorUserId\":\"1\","
+     "\"guildId\":\"abc\"}}", "\"discord.guildId\""},
+    {"{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":{\"moderatorUserId\":\"1\","
+     "\"moderatorToken\":123}}", "\"discord.moderatorToken\""},
+    {"{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":{\"moderatorUserId\":\"1\","
+     "\"timeoutMs\":\"100\"}}", "\"discord.timeoutMs\""},
+    {"{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":{\"moderatorUserId\":\"1\","
+     "\"timeoutMs\":1.5}}", "\"discord.timeoutMs\""},
+    {"{" BASE ",\"agents\":[]}", "\"agents\""},
+    {"{" BASE ",\"agents\":{\"a\":\"123\"}}", "\"agents.a\""},
+    {"{" BASE ",\"agents\":{\"a\":{}}}", "\"agents.a.discordUserId\""},
+    {"{" BASE ",\"agents\":{\"a\":{\"discordUserId\":12}}}", "\"agents.a.discordUserId\""},
+    {"{" BASE ",\"agents\":{\"a\":{\"discordUserId\":\"x1\"}}}", "\"agents.a.discordUserId\""},
+    {"{" BASE ",\"agents\":{\"a b\":{\"discordUserId\":\"5\"}}}", "\"a b\""},
+    {"{" BASE ",\"agents\":{\"a\":{\"discordUserId\":\"5\"},\"b\":{\"discordUserId\":\"5\"}}}",
+     "discordUserId"},
+    {"{" BASE ",\"agents\":{\"a\":{\"discordUserId\":\"1000000000000000001\"}}}",
+     "\"agents.a.discordUserId\""},
+    {"{" BASE ",\"admins\":\"5\"}", "\"admins\""},
+    {"{" BASE ",\"admins\":[\"5\",6]}", "\"admins[1]\""},
+    {"{" BASE ",\"turn\":[]}", "\"turn\""},
+    {"{" BASE ",\"turn\":{\"timeoutSec\":\"60\"}}", "\"turn.timeoutSec\""},
+    {"{" BASE ",\"turn\":{\"maxAgentMessages\":true}}", "\"turn.maxAgentMessages\""},
+    {"{" BASE ",\"discussion\":5}", "\"discussion\""},
+    {"{" BASE ",\"discussion\":{\"maxGuideChars\":null}}", "\"discussion.maxGuideChars\""},
+    {"{" BASE ",\"discussion\":{\"maxSummaryBytes\":\"1\"}}", "\"discussion.maxSummaryBytes\""},
+    {"{" BASE ",\"discussion\":{\"closedNoticeCooldownSec\":[]}}",
+     "\"discussion.closedNoticeCooldownSec\""},
+    /* out of range */
+    {"{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":{\"moderatorUserId\":\"1\","
+     "\"timeoutMs\":99}}", "\"discord.timeoutMs\""},
+    {"{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":{\"moderatorUserId\":\"1\","
+     "\"timeoutMs\":600001}}", "\"discord.timeoutMs\""},
+    {"{" BASE ",\"turn\":{\"timeoutSec\":0}}", "\"turn.timeoutSec\""},
+    {"{" BASE ",\"turn\":{\"timeoutSec\":86401}}", "\"turn.timeoutSec\""},
+    {"{" BASE ",\"turn\":{\"maxAgentMessages\":0}}", "\"turn.maxAgentMessages\""},
+    {"{" BASE ",\"discussion\":{\"maxGuideChars\":0}}", "\"discussion.maxGuideChars\""},
+    {"{" BASE ",\"discussion\":{\"maxSummaryBytes\":0}}", "\"discussion.maxSummaryBytes\""},
+    {"{" BASE ",\"discussion\":{\"maxSummaryBytes\":1073741825}}", "\"discussion.maxSummaryBytes\""},
+    {"{" BASE ",\"discussion\":{\"closedNoticeCooldownSec\":-1}}",
+     "\"discussion.closedNoticeCooldownSec\""},
+    /* unknown keys, at every level */
+    {"{" BASE ",\"noReplyModle\":\"x\"}", "\"noReplyModle\""},
+    {"{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":{\"moderatorUserId\":\"1\","
+     "\"token\":\"x\"}}", "\"discord.token\""},
+    {"{" BASE ",\"turn\":{\"timeout\":5}}", "\"turn.timeout\""},
+    {"{" BASE ",\"discussion\":{\"cooldown\":5}}", "\"discussion.cooldown\""},
+    {"{" BASE ",\"agents\":{\"a\":{\"discordUserId\":\"5\",\"model\":\"x\"}}}", "\"agents.a.model\""},
+    /* not an object at all */
+    {"[]", "config"},
+};
+
+START_TEST(test_bad_config_names_key)
+{
+    clear_env();
+    const bad_case *bc = &bad_cases[_i];
+    dg_config c;
+    char err[512] = "";
+    int rc = parse_text(bc->json, &c, err, sizeof err);
+    ck_assert_msg(rc == OC_ERR_INVALID, "case %d accepted (rc %d): %s", _i, rc, bc->json);
+    ck_assert_msg(strstr(err, bc->must_name) != NULL, "case %d: error \"%s\" does not name %s",
+                  _i, err, bc->must_name);
+    /* Refusal leaves a zeroed struct: nothing to free, nothing half-set. */
+    ck_assert_ptr_null(c.no_reply_provider);
+    ck_assert_ptr_null(c.agents);
+}
+END_TEST
+
+START_TEST(test_env_policy_overrides_config)
+{
+    clear_env();
+    dg_config c;
+    char err[256];
+    setenv("DIRIGENT_SESSION_POLICY", "thread", 1);
+    ck_assert_int_eq(parse_text("{" BASE ",\"sessionPolicy\":\"channel\"}", &c, err, sizeof err), OC_OK);
+    ck_assert_int_eq(c.session_policy, DG_POLICY_THREAD);
+    dg_config_free(&c);
+    setenv("DIRIGENT_SESSION_POLICY", "channel", 1);
+    ck_assert_int_eq(parse_text("{" BASE ",\"sessionPolicy\":\"thread\"}", &c, err, sizeof err), OC_OK);
+    ck_assert_int_eq(c.session_policy, DG_POLICY_CHANNEL);
+    dg_config_free(&c);
+    setenv("DIRIGENT_SESSION_POLICY", "bogus", 1);
+    ck_assert_int_eq(parse_text("{" BASE "}", &c, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(err, "DIRIGENT_SESSION_POLICY"));
+}
+END_TEST
+
+START_TEST(test_env_token_overrides_config)
+{
+    clear_env();
+    dg_config c;
+    char err[256];
+    setenv("DIRIGENT_MODERATOR_TOKEN", "from-env", 1);
+    ck_assert_int_eq(parse_text("{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":"
+                                "{\"moderatorUserId\":\"1\",\"moderatorToken\":\"from-config\"}}",
+                                &c, err, sizeof err), OC_OK);
+    ck_assert_str_eq(c.moderator_token, "from-env");
+    dg_config_free(&c);
+    unsetenv("DIRIGENT_MODERATOR_TOKEN");
+    ck_assert_int_eq(parse_text("{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":"
+                                "{\"moderatorUserId\":\"1\",\"moderatorToken\":\"from-config\"}}",
+                                &c, err, sizeof err), OC_OK);
+    ck_assert_str_eq(c.moderator_token, "from-config");
+    dg_config_free(&c);
+}
+END_TEST
+
+START_TEST(test_state_dir_sets_default_db_path)
+{
+    clear_env();
+    dg_config c;
+    char err[256];
+    setenv("DIRIGENT_STATE_DIR", "/var/lib/dg", 1);
+    ck_assert_int_eq(parse_text("{" BASE "}", &c, err, sizeof err), OC_OK);
+    ck_assert_str_eq(c.db_path, "/var/lib/dg/dirigent.db");
+    dg_config_free(&c);
+    /* An explicit dbPath wins over the state dir. */
+    ck_assert_int_eq(parse_text("{" BASE ",\"dbPath\":\"/x/y.db\"}", &c, err, sizeof err), OC_OK);
+    ck_assert_str_eq(c.db_path, "/x/y.db");
+    dg_config_free(&c);
+}
+END_TEST
+
+START_TEST(test_token_never_in_error_text)
+{
+    clear_env();
+    dg_config c;
+    char err[512];
+    /* A bad key next to a token: the error must not echo the token. */
+    int rc = parse_text("{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":"
+                        "{\"moderatorUserId\":\"x\",\"moderatorToken\":\"SECRET-TOKEN-123\"}}",
+                        &c, err, sizeof err);
+    ck_assert_int_eq(rc, OC_ERR_INVALID);
+    ck_assert_ptr_null(strstr(err, "SECRET"));
+}
+END_TEST
+
+START_TEST(test_snowflake_rules)
+{
+    ck_assert(dg_is_snowflake("1"));
+    ck_assert(dg_is_snowflake("1234567890123456789"));
+    ck_assert(dg_is_snowflake("18446744073709551615"));
+    ck_assert(!dg_is_snowflake("18446744073709551616")); /* > 2^64-1 */
+    ck_assert(!dg_is_snowflake("123456789012345678901"));
+    ck_assert(!dg_is_snowflake(""));
+    ck_assert(!dg_is_snowflake("0"));
+    ck_assert(!dg_is_snowflake("012"));
+    ck_assert(!dg_is_snowflake("12a"));
+    ck_assert(!dg_is_snowflake("-12"));
+    ck_assert(!dg_is_snowflake(" 12"));
+    ck_assert(!dg_is_snowflake(NULL));
+}
+END_TEST
+
+START_TEST(test_manifest_schema_matches_config_keys)
+{
+    /* manifest.json's configSchema must list exactly the keys init accepts. */
+    json_error_t e;
+    json_t *m = json_load_file("manifest.json", 0, &e);
+    ck_assert_msg(m != NULL, "manifest.json unreadable: %s", e.text);
+    json_t *props = json_object_get(json_object_get(m, "configSchema"), "properties");
+    ck_assert_ptr_nonnull(props);
+    const char *top[] = {"noReplyProvider", "noReplyModel", "sessionPolicy", "dbPath",
+                         "templatesDir", "discord", "agents", "admins", "turn", "discussion"};
+    ck_assert_uint_eq(json_object_size(props), sizeof top / sizeof top[0]);
+    for (size_t i = 0; i < sizeof top / sizeof top[0]; i++)
+        ck_assert_msg(json_object_get(props, top[i]) != NULL, "schema misses %s", top[i]);
+    json_t *d = json_object_get(json_object_get(props, "discord"), "properties");
+    ck_assert_uint_eq(json_object_size(d), 5);
+    ck_assert_ptr_nonnull(json_object_get(d, "moderatorToken"));
+    ck_assert_uint_eq(json_object_size(json_object_get(json_object_get(props, "turn"), "properties")), 2);
+    ck_assert_uint_eq(
+        json_object_size(json_object_get(json_object_get(props, "discussion"), "properties")), 3);
+    ck_assert_str_eq(json_string_value(json_object_get(m, "entry")), "oc_plugin_entry");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(m, "abi"), "major")),
+                     OC_ABI_MAJOR);
+    json_decref(m);
+}
+END_TEST
+
+Suite *make_config_suite(void)
+{
+    Suite *s = suite_create("config");
+    TCase *tc = tcase_create("config");
+    tcase_add_test(tc, test_minimal_config_gets_defaults);
+    tcase_add_test(tc, test_full_config_is_read);
+    tcase_add_loop_test(tc, test_bad_config_names_key, 0, (int)(sizeof bad_cases / sizeof bad_cases[0]));
+    tcase_add_test(tc, test_env_policy_overrides_config);
+    tcase_add_test(tc, test_env_token_overrides_config);
+    tcase_add_test(tc, test_state_dir_sets_default_db_path);
+    tcase_add_test(tc, test_token_never_in_error_text);
+    tcase_add_test(tc, test_snowflake_rules);
+    tcase_add_test(tc, test_manifest_schema_matches_config_keys);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,39 @@
+/*
+ * testutil.h -- small helpers shared by the Check suites.
+ */
+#ifndef DG_TESTUTIL_H
+#define DG_TESTUTIL_H
+
+#include <stddef.h>
+#include <jansson.h>
+
+/* A fresh private temp folder; returns a malloc'd path the caller frees
+ * (after tu_rmtree). Aborts the test on failure. */
+char *tu_mkdtemp(void);
+
+/* Remove a folder tree (best effort). */
+void tu_rmtree(const char *path);
+
+/* malloc'd "dir/name"; caller frees. */
+char *tu_path(const char *dir, const char *name);
+
+/* Write text into a file (truncating); 0 on success. */
+int tu_write_file(const char *path, const char *text);
+
+/* Parse JSON text or abort the test; new reference. */
+json_t *tu_json(const char *text);
+
+/* Build dir of the artefacts under test: env DG_BUILD_DIR or "build".
+ * Static string, do not free. */
+const char *tu_build_dir(void);
+
+/* A capture of log lines from a test host; see tu_log_* below. */
+typedef struct tu_logbuf {
+    char *text;     /* all lines, '\n'-separated; owned */
+    size_t len;
+} tu_logbuf;
+
+void tu_logbuf_add(tu_logbuf *lb, int level, const char *line);
+void tu_logbuf_free(tu_logbuf *lb);
+
+#endif
