@@ -77,6 +77,13 @@ static int check_host(const oc_host_api *api, char *err, size_t err_len)
     return OC_OK;
 }
 
+/* The Discord client logs through the host like the rest of the plugin.
+ * Called on whichever thread makes the request. */
+static void discord_log(void *state, int level, const char *message)
+{
+    dg_log(state, level, "discord: %s", message);
+}
+
 static void free_plugin(dg_plugin *p)
 {
     if (!p)
@@ -125,7 +132,10 @@ static int dg_init(const oc_host_api *api, const json_t *config, void **state, c
         dg_discord_options o = {
             .api_base = p->cfg.discord_api_base,
             .token = p->cfg.moderator_token,
+            .guild_id = p->cfg.discord_guild_id,
             .timeout_ms = p->cfg.discord_timeout_ms,
+            .log = discord_log,
+            .log_state = p,
         };
         if ((rc = dg_discord_new(&o, &p->discord, err, err_len)))
             goto fail;
