@@ -134,6 +134,18 @@ TEST_DEPS := $(B)/check_all $(B)/dirigent.so $(B)/libochost.a $(OPTIONAL) $(SERV
 check: deps-ok $(TEST_DEPS)
 	DG_BUILD_DIR=$(B) $(if $(CHECK_SUITE),CK_RUN_SUITE=$(CHECK_SUITE)) ./$(B)/check_all
 
+# Valgrind runs the suites in-process (CK_FORK=no) so leaks are seen; one
+# suite per run keeps a failure easy to read.
+VALGRIND_SUITES ?= config store plugin host abi scope silent turns templates paths discuss
+valgrind: deps-ok $(TEST_DEPS)
+	@for s in $(VALGRIND_SUITES); do \
+	  echo "== valgrind: $$s"; \
+	  DG_BUILD_DIR=$(B) CK_FORK=no CK_RUN_SUITE=$$s CK_DEFAULT_TIMEOUT=600 valgrind -q \
+	    --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect \
+	    --error-exitcode=99 ./$(B)/check_all || exit 1; \
+	done
+.PHONY: valgrind
+
 bench: deps-ok $(B)/bench all
 	DG_BUILD_DIR=$(B) ./$(B)/bench
 
