@@ -1,7 +1,7 @@
 /*
  * templates.h -- moderator messages and session-model texts.
  *
- * templates/*.md are embedded in the .so at build time; a `templatesDir`
+ * templates/NAME.md files are embedded in the .so at build time; a `templatesDir`
  * folder replaces them by file name at init. Placeholders are `{name}`
  * with name in: discussGuide, initiatorMention, participantMentions,
  * summaryPath, discussionChannel, originChannel, status. Substitution is
@@ -47,5 +47,19 @@ const char *dg_templates_get(const dg_templates *t, const char *name);
 /* Rendered text; a new malloc'd string the caller frees; NULL for an unknown
  * name or out of memory. Any thread. */
 char *dg_templates_render(const dg_templates *t, const char *name, const dg_tpl_vars *vars);
+
+/*
+ * Placeholder rule (decided by the discussion area): `{word}` where word is
+ * one or more ASCII letters [A-Za-z]+ is a placeholder and must be a known
+ * name; every other brace (`{}`, `{ x }`, `{"json": 1}`, `{a_b}`) is literal.
+ * A templatesDir file named *.md that is not a built-in template name is
+ * refused at load (a typo would otherwise pass silently); other files are
+ * ignored. An override must be a regular file (symlinks to one are fine:
+ * the folder is operator config, not agent input).
+ *
+ * Check one template text: OC_OK, or OC_ERR_INVALID with a sentence naming
+ * `name` and the unknown placeholder in err. Any thread.
+ */
+int dg_templates_check_text(const char *name, const char *text, char *err, size_t err_len);
 
 #endif

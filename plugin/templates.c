@@ -1,0 +1,329 @@
+/*
+ * templates.c -- the embedded template set, overrides from templatesDir,
+ * placeholder validation and single-pass plain-text rendering.
+ *
+ * Placeholder syntax (see templates.h): `{word}` where word is one or more
+ * ASCII letters is a placeholder and must be one of the known names; any
+ * other brace (`{}`, `{ x }`, `{"json": 1}`, `{a_b}`) is literal text. So a
+ * template can show JSON examples, and a typo such as `{sumaryPath}` is an
+ * init error instead of text that silently never gets filled.
+ */
+#include "templates.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "openclaw/plugin.h"
+
+/* An override larger than this is surely not a message template. */
+#define DG_TPL_MAX_BYTES (64 * 1024)
+
+struct dg_templates {
+    size_t n;
+    char **names;
+    char **texts;
+};
+
+static const char *const known_names[] = {
+    "discussGuide", "initiatorMention", "participantMentions", "summaryPath",
+    "discussionChannel", "originChannel", "status",
+};
+#define N_KNOWN (sizeof known_names / sizeof known_names[0])
+
+static void set_err(char *err, size_t err_len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t err_len, const char *fmt, ...)
+{
+    if (!err || err_len == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, err_len, fmt, ap);
+    va_end(ap);
+}
+
+static int is_alpha(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* Length of the placeholder token starting at s ("{word}"), 0 if s does not
+ * start one. The word is s+1 .. s+len-2. */
+static size_t placeholder_len(const char *s)
+{
+    if (s[0] != '{' || !is_alpha(s[1]))
+        return 0;
+    size_t i = 1;
+    while (is_alpha(s[i]))
+        i++;
+    return s[i] == '}' ? i + 1 : 0;
+}
+
+/* Index into known_names of the word s[0..len), or -1. */
+static int known_index(const char *s, size_t len)
+{
+    for (size_t i = 0; i < N_KNOWN; i++)
+        if (strlen(known_names[i]) == len && memcmp(known_names[i], s, len) == 0)
+            return (int)i;
+    return -1;
+}
+
+int dg_templates_check_text(const char *name, const char *text, char *err, size_t err_len)
+{
+    for (const char *s = text; *s; s++) {
+        size_t len = placeholder_len(s);
+        if (len == 0)
+            continue;
+        if (known_index(s + 1, len - 2) < 0) {
+            set_err(err, err_len,
+                    "template %s: unknown placeholder {%.*s}; known placeholders are "
+                    "{discussGuide} {initiatorMention} {participantMentions} {summaryPath} "
+                    "{discussionChannel} {originChannel} {status} (fix or remove it)",
+                    name, (int)(len - 2), s + 1);
+            return OC_ERR_INVALID;
+        }
+        s += len - 1;
+    }
+    return OC_OK;
+}
+
+void dg_templates_free(dg_templates *t)
+{
+    if (!t)
+        return;
+    for (size_t i = 0; i < t->n; i++) {
+        free(t->names[i]);
+        free(t->texts[i]);
+    }
+    free(t->names);
+    free(t->texts);
+    free(t);
+}
+
+static int index_of(const dg_templates *t, const char *name)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (strcmp(t->names[i], name) == 0)
+            return (int)i;
+    return -1;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/* Read dir/name into a new string. templatesDir is operator config (trusted),
+ * so a symlinked file is fine; it must end at a regular file. */
+static int read_override(int dirfd, const char *dir, const char *name, char **out,
+                         char *err, size_t err_len)
+{
+    int fd = openat(dirfd, name, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        set_err(err, err_len, "templatesDir %s: cannot open %s: %s (it must be a readable "
+                "regular file)", dir, name, strerror(errno));
+        return OC_ERR_IO;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        set_err(err, err_len, "templatesDir %s: %s is not a regular file", dir, name);
+        return OC_ERR_INVALID;
+    }
+    if (st.st_size > DG_TPL_MAX_BYTES) {
+        close(fd);
+        set_err(err, err_len, "templatesDir %s: %s is %lld bytes, over the limit of %d",
+                dir, name, (long long)st.st_size, DG_TPL_MAX_BYTES);
+        return OC_ERR_INVALID;
+    }
+    char *buf = malloc((size_t)st.st_size + 1);
+    if (!buf) {
+        close(fd);
+        set_err(err, err_len, "out of memory reading template %s", name);
+        return OC_ERR_NOMEM;
+    }
+    size_t got = 0;
+    for (;;) {
+        ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            set_err(err, err_len, "templatesDir %s: reading %s: %s", dir, name, strerror(errno));
+            free(buf);
+            close(fd);
+            return OC_ERR_IO;
+        }
+        if (r == 0 || (got += (size_t)r) == (size_t)st.st_size)
+            break;
+    }
+    close(fd);
+    buf[got] = '\0';
+    if (strlen(buf) != got) {
+        free(buf);
+        set_err(err, err_len, "templatesDir %s: %s contains a NUL byte", dir, name);
+        return OC_ERR_INVALID;
+    }
+    *out = buf;
+    return OC_OK;
+}
+
+/* Apply every *.md file of dir over the embedded set. A .md file whose name
+ * is not a known template is refused (a typo would otherwise be ignored);
+ * other files are ignored. */
+static int load_overrides(dg_templates *t, const char *dir, char *err, size_t err_len)
+{
+    int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd < 0) {
+        set_err(err, err_len, "templatesDir %s: cannot open folder: %s", dir, strerror(errno));
+        return OC_ERR_IO;
+    }
+    DIR *d = fdopendir(dirfd);
+    if (!d) {
+        close(dirfd);
+        set_err(err, err_len, "templatesDir %s: cannot list folder: %s", dir, strerror(errno));
+        return OC_ERR_IO;
+    }
+    int rc = OC_OK;
+    struct dirent *e;
+    while (rc == OC_OK && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.' || !ends_with(e->d_name, ".md"))
+            continue;
+        int i = index_of(t, e->d_name);
+        if (i < 0) {
+            char known[512] = "";
+            for (size_t k = 0; k < t->n; k++) {
+                size_t used = strlen(known);
+                snprintf(known + used, sizeof known - used, "%s%s", k ? " " : "", t->names[k]);
+            }
+            set_err(err, err_len, "templatesDir %s: %s is not a known template name "
+                    "(known: %s); rename or remove it", dir, e->d_name, known);
+            rc = OC_ERR_INVALID;
+            break;
+        }
+        char *text = NULL;
+        rc = read_override(dirfd, dir, e->d_name, &text, err, err_len);
+        if (rc != OC_OK)
+            break;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        rc = dg_templates_check_text(path, text, err, err_len);
+        if (rc != OC_OK) {
+            free(text);
+            break;
+        }
+        free(t->texts[i]);
+        t->texts[i] = text;
+    }
+    closedir(d);
+    return rc;
+}
+
+int dg_templates_load(const char *dir, dg_templates **out, char *err, size_t err_len)
+{
+    *out = NULL;
+    size_t n = 0;
+    while (dg_embedded_templates[n].name)
+        n++;
+    dg_templates *t = calloc(1, sizeof *t);
+    if (!t || !(t->names = calloc(n ? n : 1, sizeof *t->names)) ||
+        !(t->texts = calloc(n ? n : 1, sizeof *t->texts))) {
+        dg_templates_free(t);
+        set_err(err, err_len, "out of memory loading templates");
+        return OC_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        t->names[i] = strdup(dg_embedded_templates[i].name);
+        t->texts[i] = strdup(dg_embedded_templates[i].text);
+        t->n = i + 1;
+        if (!t->names[i] || !t->texts[i]) {
+            dg_templates_free(t);
+            set_err(err, err_len, "out of memory loading templates");
+            return OC_ERR_NOMEM;
+        }
+        int rc = dg_templates_check_text(t->names[i], t->texts[i], err, err_len);
+        if (rc != OC_OK) {
+            dg_templates_free(t);
+            return rc;
+        }
+    }
+    if (dir && *dir) {
+        int rc = load_overrides(t, dir, err, err_len);
+        if (rc != OC_OK) {
+            dg_templates_free(t);
+            return rc;
+        }
+    }
+    *out = t;
+    return OC_OK;
+}
+
+const char *dg_templates_get(const dg_templates *t, const char *name)
+{
+    if (!t || !name)
+        return NULL;
+    int i = index_of(t, name);
+    return i < 0 ? NULL : t->texts[i];
+}
+
+static const char *var_value(const dg_tpl_vars *v, int idx)
+{
+    if (!v)
+        return NULL;
+    switch (idx) {
+    case 0: return v->discussGuide;
+    case 1: return v->initiatorMention;
+    case 2: return v->participantMentions;
+    case 3: return v->summaryPath;
+    case 4: return v->discussionChannel;
+    case 5: return v->originChannel;
+    case 6: return v->status;
+    default: return NULL;
+    }
+}
+
+char *dg_templates_render(const dg_templates *t, const char *name, const dg_tpl_vars *vars)
+{
+    const char *text = dg_templates_get(t, name);
+    if (!text)
+        return NULL;
+    /* Two passes over the template (measure, then copy); values are copied
+     * verbatim and never scanned, which is what keeps them inert. */
+    size_t need = 1;
+    for (int pass = 0; pass < 2; pass++) {
+        char *out = NULL;
+        if (pass == 1 && !(out = malloc(need)))
+            return NULL;
+        size_t o = 0;
+        for (const char *s = text; *s;) {
+            size_t len = placeholder_len(s);
+            int idx = len ? known_index(s + 1, len - 2) : -1;
+            if (idx >= 0) {
+                const char *val = var_value(vars, idx);
+                size_t vl = val ? strlen(val) : 0;
+                if (out && vl)
+                    memcpy(out + o, val, vl);
+                o += vl;
+                s += len;
+            } else {
+                if (out)
+                    out[o] = *s;
+                o++;
+                s++;
+            }
+        }
+        if (out) {
+            out[o] = '\0';
+            return out;
+        }
+        need = o + 1;
+    }
+    return NULL;
+}
