@@ -17,6 +17,7 @@ typedef struct dg_store dg_store;
 typedef struct dg_templates dg_templates;
 typedef struct dg_discord dg_discord;
 typedef struct dg_outbox dg_outbox;
+typedef struct dg_turns dg_turns;
 
 /* Injectable clock (tests move time by hand). Milliseconds since the epoch. */
 typedef int64_t (*dg_clock_fn)(void *clock_state);
@@ -30,6 +31,8 @@ typedef struct dg_plugin {
     dg_outbox *outbox;        /* NULL when discord is NULL */
     dg_clock_fn clock;
     void *clock_state;
+    dg_turns *turns;          /* turn engine (hooks area): created by
+                                 dg_register_hooks, freed by dg_turns_free */
 } dg_plugin;
 
 /* Current time in ms from the plugin's clock (real time unless a test set it). */

@@ -18,6 +18,7 @@
 #include "register.h"
 #include "store.h"
 #include "templates.h"
+#include "turns_engine.h"
 
 #ifndef DG_VERSION
 #define DG_VERSION "0.0.0"
@@ -89,6 +90,7 @@ static void free_plugin(dg_plugin *p)
     if (!p)
         return;
     dg_outbox_stop(p->outbox);
+    dg_turns_free(p->turns);
     dg_discord_free(p->discord);
     dg_store_close(p->store);
     dg_templates_free(p->templates);

@@ -27,6 +27,131 @@
 #include <stdint.h>
 #include "dirigent.h"
 
+#include "silent.h"
+
+/* ---- Pure logic ---------------------------------------------------------- */
+
+/* Members of one channel's turn order, at most this many (bit masks). */
+#define DG_TURN_MAX_MEMBERS 64
+#define DG_NOBODY (-1)
+
+typedef enum dg_channel_mode {
+    DG_MODE_NORMAL = 0,
+    DG_MODE_DISCUSSION = 1,   /* idle round -> reminder to the initiator */
+    DG_MODE_CLOSED = 2        /* nothing wakes; everybody swapped to no-reply */
+} dg_channel_mode;
+
+/* "normal" / "discussion" / "closed". Static string. */
+const char *dg_channel_mode_name(dg_channel_mode m);
+
+/*
+ * What the logic knows of a scope's channel. Positions index the channel's
+ * member list (first-seen order, stable: members are only appended).
+ */
+typedef struct dg_turn_ctx {
+    int n_members;
+    uint64_t present;        /* members that are still configured agents */
+    dg_channel_mode mode;
+    int initiator;           /* discussion initiator's position or DG_NOBODY */
+    int64_t timeout_ms;      /* turn.timeoutSec * 1000; 0 = no timeout */
+    int64_t max_agent_msgs;  /* turn.maxAgentMessages; 0 = no loop guard */
+} dg_turn_ctx;
+
+/*
+ * The turn state of one scope. Plain data: the store saves and loads it
+ * as is. Bit i of a mask is member position i.
+ */
+typedef struct dg_turn_state {
+    int active;              /* 0 = dormant: nobody speaks */
+    int speaker;             /* position, or DG_NOBODY = derived: the next
+                                eligible member after `anchor` (used while the
+                                order is too short to pin a speaker) */
+    int anchor;              /* who the turn passes on from; DG_NOBODY = start */
+    uint64_t silent;         /* passed (NO_REPLY / timed out) in this cycle */
+    uint64_t mention;        /* human @mention: only these take turns ... */
+    uint64_t mention_done;   /* ... until each of them has spoken or passed */
+    uint64_t consumed;       /* ran to the end since the latest message */
+    int64_t agent_msgs;      /* agent messages since the last human one */
+    int rested;              /* put to rest by the loop guard (notice sent) */
+    int idle_reminded;       /* discussion: reminder sent in this idle period */
+    int handoff;             /* pending moderator hand-off target, DG_NOBODY */
+    int permit;              /* finished speaker whose message may still be sent */
+    int64_t permit_ms;
+    int64_t last_change_ms;  /* when the speaker last changed (timeouts) */
+    int64_t msg_seq;         /* non-moderator messages ingested */
+} dg_turn_state;
+
+/* A fresh, dormant state. */
+void dg_turn_state_init(dg_turn_state *s);
+
+/* Moderator messages owed by a change (the engine queues them). */
+typedef struct dg_turn_effects {
+    int handoff_to;          /* bare mention of this member, or DG_NOBODY */
+    int rest_notice;         /* the loop guard put the scope to rest */
+    int idle_reminder;       /* discussion idle: remind the initiator */
+} dg_turn_effects;
+
+void dg_turn_effects_init(dg_turn_effects *fx);
+
+typedef enum dg_sender_kind {
+    DG_SENDER_HUMAN = 0,
+    DG_SENDER_AGENT = 1,     /* an agent of `agents` (a member) */
+    DG_SENDER_BOT = 2,       /* another bot: outside the order, counts for the loop guard */
+    DG_SENDER_MODERATOR = 3, /* never speech, never wakes; ends an agent-only
+                                stretch for the loop guard (a result message)
+                                unless the scope is at rest */
+    DG_SENDER_HANDOFF = 4    /* the moderator's bare mention: changes nothing */
+} dg_sender_kind;
+
+/* 1 when the scope is managed: 2+ configured members and not closed. */
+int dg_turn_managed(const dg_turn_ctx *c);
+
+/* Effective speaker (position) as the state stands, DG_NOBODY when dormant
+ * or nobody is eligible. Does not apply timeouts. */
+int dg_turn_speaker(const dg_turn_state *s, const dg_turn_ctx *c);
+
+/*
+ * Apply turn.timeoutSec up to now: a speaker that has not finished within
+ * the timeout loses the turn (counted as a pass), possibly several times.
+ * fx may be NULL (read-only callers work on a copy).
+ */
+void dg_turn_expire(dg_turn_state *s, const dg_turn_ctx *c, int64_t now_ms,
+                    dg_turn_effects *fx);
+
+/*
+ * A new message in the scope (after dedup). sender_pos: the member position
+ * of an agent sender (DG_SENDER_AGENT), else DG_NOBODY. mentions: members a
+ * human @mentioned. Wake rules of issue 4; the moderator changes nothing.
+ */
+void dg_turn_on_message(dg_turn_state *s, const dg_turn_ctx *c, dg_sender_kind kind,
+                        int sender_pos, uint64_t mentions, int64_t now_ms,
+                        dg_turn_effects *fx);
+
+/*
+ * A run of member pos ended with outcome o. saw_latest: the run started
+ * after the latest message was ingested (it consumed that message). If pos
+ * holds the turn, the turn advances now (Dirigent bug 2).
+ */
+void dg_turn_on_run_end(dg_turn_state *s, const dg_turn_ctx *c, int pos, dg_run_outcome o,
+                        int saw_latest, int64_t now_ms, dg_turn_effects *fx);
+
+/*
+ * Decision of before_model_resolve for member pos (DG_NOBODY: an agent not
+ * in the order) at now: 1 = route to the no-reply model. Closed channels
+ * always 1; unmanaged scopes 0; else 1 unless pos is the speaker. Pure:
+ * timeouts are applied to a copy.
+ */
+int dg_turn_needs_override(const dg_turn_state *s, const dg_turn_ctx *c, int pos,
+                           int64_t now_ms);
+
+/*
+ * Decision of message_sending for a non-silent message of member pos: 1 =
+ * allowed. The speaker may send; so may the member whose speaking turn just
+ * ended (agent_end comes before the message is sent), for timeout_ms after
+ * it ended. Closed channels: never. Unmanaged scopes: always.
+ */
+int dg_turn_may_send(const dg_turn_state *s, const dg_turn_ctx *c, int pos, int64_t now_ms);
+
 /* ---- For the discussion area (called INSIDE the caller's transaction) ---- */
 
 /*

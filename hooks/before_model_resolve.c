@@ -1,0 +1,28 @@
+/*
+ * before_model_resolve.c -- route agents that do not hold the turn to the
+ * no-reply model: {providerOverride, modelOverride} for this run only.
+ * Decides without advancing any state.
+ */
+#include "hooks_internal.h"
+
+int dg_hook_before_model_resolve(void *state, const json_t *event, const json_t *ctx,
+                                 json_t **result)
+{
+    dg_plugin *p = state;
+    (void)event;
+    dg_hook_session hs;
+    if (!dg_hook_decode_session(ctx, &hs))
+        return OC_OK; /* not in a channel: nothing to decide */
+    dg_turn_verdict v;
+    int rc = dg_turns_resolve(p->turns, &hs.s, &v);
+    if (rc != OC_OK) {
+        dg_log(p, OC_LOG_ERROR, "before_model_resolve: no decision for %s in channel %s (%s)",
+               hs.s.agent_id, hs.s.channel_id, oc_status_name(rc));
+        return rc;
+    }
+    if (!v.no_reply)
+        return OC_OK;
+    *result = json_pack("{s:s, s:s}", "providerOverride", p->cfg.no_reply_provider,
+                        "modelOverride", p->cfg.no_reply_model);
+    return *result ? OC_OK : OC_ERR_NOMEM;
+}

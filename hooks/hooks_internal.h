@@ -1,0 +1,52 @@
+/*
+ * hooks_internal.h -- shared by the hook handlers in the hooks/ files: JSON
+ * decoding of the agent-hook context, and the handlers themselves.
+ * JSON stays here; the core (turns_engine.h) sees plain structs.
+ * (Owner: turn manager area.)
+ */
+#ifndef DG_HOOKS_INTERNAL_H
+#define DG_HOOKS_INTERNAL_H
+
+#include <jansson.h>
+#include "dirigent.h"
+#include "scope.h"
+#include "turns_engine.h"
+
+/* Priority our handlers register with (higher runs first). */
+#define DG_HOOK_PRIORITY 50
+
+/* The handlers (oc_hook_fn). state is the dg_plugin. Any host thread,
+ * several at once; each decides synchronously. */
+int dg_hook_message_received(void *state, const json_t *event, const json_t *ctx,
+                             json_t **result);
+int dg_hook_before_model_resolve(void *state, const json_t *event, const json_t *ctx,
+                                 json_t **result);
+int dg_hook_message_sending(void *state, const json_t *event, const json_t *ctx,
+                            json_t **result);
+int dg_hook_agent_end(void *state, const json_t *event, const json_t *ctx, json_t **result);
+int dg_hook_before_prompt_build(void *state, const json_t *event, const json_t *ctx,
+                                json_t **result);
+
+/* String member of obj, NULL when absent, not a string, or obj not an object.
+ * Borrowed from obj. */
+const char *dg_json_str(const json_t *obj, const char *key);
+
+/*
+ * The session of an agent-hook context: agentId, sessionKey, channelId,
+ * threadId; what is missing is taken from an OpenClaw session key
+ * (agent:<id>:discord:channel:<c>[:thread:<t>], agent:<id>:discord:direct:
+ * <peer>). Strings point into ctx or into *buf. Returns 1 when the session
+ * is in a channel the turn manager can look at, 0 when not (no agent or no
+ * channel: nothing to decide).
+ */
+typedef struct dg_hook_session {
+    dg_turn_session s;
+    char agent[128];
+    char channel[DG_SCOPE_ID_MAX];
+    char thread[DG_SCOPE_ID_MAX];
+    char key[384];
+} dg_hook_session;
+
+int dg_hook_decode_session(const json_t *ctx, dg_hook_session *out);
+
+#endif

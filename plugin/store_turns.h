@@ -1,0 +1,83 @@
+/*
+ * store_turns.h -- the SQL of the turn manager (schema slot v2).
+ *
+ * Tables:
+ *   turn_channels  one row per channel: mode (normal/discussion/closed),
+ *                  discussion initiator, the latest top-level thread root
+ *                  (thread policy), closed-notice ping-pong guard;
+ *   turn_members   the channel's turn order: (channel, position, agent id),
+ *                  positions 0.. in first-seen order, only ever appended
+ *                  (or replaced whole by a discussion prefill);
+ *   turn_scopes    one row per scope key (scope.h): the dg_turn_state
+ *                  fields, pending hand-off included, and the Discord
+ *                  channel its moderator messages go to;
+ *   turn_seen      message dedup: (channel, message id) ingested once
+ *                  although several accounts report the message.
+ *
+ * Every function runs inside a store transaction (caller holds
+ * dg_store_begin .. commit/rollback) and returns OC_OK or a negative
+ * oc_status (OC_ERR_IO on SQLite errors: dg_store_errmsg() says why).
+ * Statements are prepared once and cached (dg_store_stmt).
+ * (Owner: turn manager area.)
+ */
+#ifndef DG_STORE_TURNS_H
+#define DG_STORE_TURNS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "store.h"
+#include "turns.h"
+
+/* A channel row with its members. Owned strings: dg_turn_channel_row_clear. */
+typedef struct dg_turn_channel_row {
+    dg_channel_mode mode;
+    char *initiator;        /* agent id, NULL unless discussion/closed */
+    char *top_root;         /* latest top-level thread root, NULL if none */
+    int bot_noticed;        /* a closed notice answered a bot since the last human */
+    char **members;         /* agent ids by position */
+    size_t n_members;
+} dg_turn_channel_row;
+
+void dg_turn_channel_row_clear(dg_turn_channel_row *r);
+
+/* Channel row of channel_id with its members. OC_ERR_NOT_FOUND when none
+ * (then *out is zeroed: a normal channel without members). */
+int dg_store_turns_channel_load(dg_store *st, const char *channel_id, dg_turn_channel_row *out);
+
+/* Insert or update the channel row (members untouched). */
+int dg_store_turns_channel_save(dg_store *st, const char *channel_id, dg_channel_mode mode,
+                                const char *initiator, const char *top_root, int bot_noticed,
+                                int64_t now_ms);
+
+/* Append agent_id at position pos (pos = current member count). */
+int dg_store_turns_member_add(dg_store *st, const char *channel_id, int pos,
+                              const char *agent_id);
+
+/* Remove every member of channel_id (a prefill replaces the order). */
+int dg_store_turns_members_clear(dg_store *st, const char *channel_id);
+
+/* Turn state of scope_key into *s, its post channel (malloc'd, caller
+ * frees; may be NULL) into *post_channel. OC_ERR_NOT_FOUND when none. */
+int dg_store_turns_scope_load(dg_store *st, const char *scope_key, dg_turn_state *s,
+                              char **post_channel);
+
+/* Insert or replace the row of scope_key. */
+int dg_store_turns_scope_save(dg_store *st, const char *scope_key, const char *channel_id,
+                              const char *post_channel, const dg_turn_state *s, int64_t now_ms);
+
+/* Remove every scope of channel_id (a prefill starts the channel over). */
+int dg_store_turns_scopes_clear(dg_store *st, const char *channel_id);
+
+/* Record (channel_id, message_id) as ingested: *fresh = 1 the first time,
+ * 0 when it was already there. */
+int dg_store_turns_seen_claim(dg_store *st, const char *channel_id, const char *message_id,
+                              int64_t now_ms, int *fresh);
+
+/* Forget dedup rows older than before_ms (a message is reported within
+ * seconds; rows are kept for days). *removed may be NULL. */
+int dg_store_turns_seen_prune(dg_store *st, int64_t before_ms, long *removed);
+
+/* Counts for tests and diagnostics: rows of turn_seen / turn_scopes. */
+int dg_store_turns_count(dg_store *st, const char *table, long *out);
+
+#endif

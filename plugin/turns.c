@@ -1,0 +1,334 @@
+/*
+ * turns.c -- the turn manager's pure logic (rules in turns.h and issue 4).
+ *
+ * Everything here works on a dg_turn_state and a dg_turn_ctx passed in; no
+ * I/O, no locks, no clock. The engine (turns_engine.c) loads, calls, saves.
+ */
+#include "turns.h"
+
+#include <string.h>
+
+#define BIT(pos) ((uint64_t)1 << (unsigned)(pos))
+
+const char *dg_channel_mode_name(dg_channel_mode m)
+{
+    switch (m) {
+    case DG_MODE_NORMAL: return "normal";
+    case DG_MODE_DISCUSSION: return "discussion";
+    case DG_MODE_CLOSED: return "closed";
+    }
+    return "unknown";
+}
+
+void dg_turn_state_init(dg_turn_state *s)
+{
+    memset(s, 0, sizeof *s);
+    s->speaker = DG_NOBODY;
+    s->anchor = DG_NOBODY;
+    s->handoff = DG_NOBODY;
+    s->permit = DG_NOBODY;
+}
+
+void dg_turn_effects_init(dg_turn_effects *fx)
+{
+    fx->handoff_to = DG_NOBODY;
+    fx->rest_notice = 0;
+    fx->idle_reminder = 0;
+}
+
+static uint64_t all_members(const dg_turn_ctx *c)
+{
+    if (c->n_members <= 0)
+        return 0;
+    if (c->n_members >= DG_TURN_MAX_MEMBERS)
+        return ~(uint64_t)0;
+    return BIT(c->n_members) - 1;
+}
+
+static int valid_pos(const dg_turn_ctx *c, int pos)
+{
+    return pos >= 0 && pos < c->n_members && pos < DG_TURN_MAX_MEMBERS;
+}
+
+static int popcount64(uint64_t m)
+{
+    return __builtin_popcountll(m);
+}
+
+int dg_turn_managed(const dg_turn_ctx *c)
+{
+    return c->mode != DG_MODE_CLOSED && popcount64(c->present & all_members(c)) >= 2;
+}
+
+/* Who may take the next turn: configured members that have not passed in
+ * this cycle, restricted to the mentioned ones while a mention is open. */
+static uint64_t eligible(const dg_turn_state *s, const dg_turn_ctx *c)
+{
+    uint64_t m = c->present & all_members(c) & ~s->silent;
+    if (s->mention)
+        m &= s->mention & ~s->mention_done;
+    return m;
+}
+
+/* First member of mask after anchor in cyclic order (anchor itself last);
+ * from the start when anchor is DG_NOBODY. */
+static int next_after(int anchor, uint64_t mask, const dg_turn_ctx *c)
+{
+    int n = c->n_members < DG_TURN_MAX_MEMBERS ? c->n_members : DG_TURN_MAX_MEMBERS;
+    if (n <= 0 || !mask)
+        return DG_NOBODY;
+    int start = valid_pos(c, anchor) ? anchor + 1 : 0;
+    for (int i = 0; i < n; i++) {
+        int p = (start + i) % n;
+        if (mask & BIT(p))
+            return p;
+    }
+    return DG_NOBODY;
+}
+
+int dg_turn_speaker(const dg_turn_state *s, const dg_turn_ctx *c)
+{
+    if (!s->active)
+        return DG_NOBODY;
+    if (valid_pos(c, s->speaker) && (c->present & BIT(s->speaker)))
+        return s->speaker;
+    return next_after(s->anchor, eligible(s, c), c);
+}
+
+/* Pin the speaker once the order is long enough to be managed; while it is
+ * not, leave it derived so an agent that shows up next takes the turn
+ * instead of the one that just spoke. */
+static void pin_speaker(dg_turn_state *s, const dg_turn_ctx *c)
+{
+    s->speaker = dg_turn_managed(c) ? next_after(s->anchor, eligible(s, c), c) : DG_NOBODY;
+}
+
+static void go_dormant(dg_turn_state *s)
+{
+    s->active = 0;
+    s->speaker = DG_NOBODY;
+    s->handoff = DG_NOBODY;
+}
+
+/* Loop guard: one more agent message (or tool-only turn). Returns 1 when
+ * the scope is now at rest. */
+static int count_agent_message(dg_turn_state *s, const dg_turn_ctx *c, dg_turn_effects *fx)
+{
+    s->agent_msgs++;
+    if (c->max_agent_msgs <= 0 || s->agent_msgs < c->max_agent_msgs)
+        return 0;
+    go_dormant(s);
+    if (!s->rested) {
+        s->rested = 1;
+        if (fx)
+            fx->rest_notice = 1; /* the moderator says so once */
+    }
+    return 1;
+}
+
+/* The turn passes on from `from`, which finished with outcome o at `when`. */
+static void advance(dg_turn_state *s, const dg_turn_ctx *c, int from, dg_run_outcome o,
+                    int64_t when, dg_turn_effects *fx)
+{
+    if (o == DG_RUN_SILENT)
+        s->silent |= BIT(from);
+    if (s->mention) {
+        s->mention_done |= BIT(from) & s->mention;
+        if (!(s->mention & ~s->mention_done & c->present))
+            s->mention = s->mention_done = 0; /* each mentioned one had its turn */
+    }
+    s->anchor = from;
+    s->last_change_ms = when;
+    if (o == DG_RUN_SPOKE) {
+        /* Its own message is on the way and will wake the next one. */
+        s->permit = from;
+        s->permit_ms = when;
+        s->handoff = DG_NOBODY;
+    }
+    uint64_t el = eligible(s, c);
+    if (!el) {
+        /* A full cycle of silence. A discussion asks its initiator first,
+         * once per idle period; then it rests like any other scope. */
+        if (c->mode == DG_MODE_DISCUSSION && valid_pos(c, c->initiator) &&
+            (c->present & BIT(c->initiator)) && !s->idle_reminded) {
+            s->idle_reminded = 1;
+            s->silent &= ~BIT(c->initiator);
+            s->active = 1;
+            s->speaker = c->initiator;
+            s->handoff = DG_NOBODY; /* the reminder mentions the initiator */
+            s->agent_msgs = 0;      /* a moderator message, after a silent round */
+            if (fx)
+                fx->idle_reminder = 1;
+            return;
+        }
+        go_dormant(s);
+        return;
+    }
+    s->active = 1;
+    pin_speaker(s, c);
+    if (o == DG_RUN_SPOKE)
+        return;
+    /* Nothing new will be posted: an agent that already consumed the latest
+     * message silently would never be woken, so the moderator mentions it.
+     * At most one pending hand-off per scope. */
+    int sp = dg_turn_speaker(s, c);
+    if (sp != DG_NOBODY && (s->consumed & BIT(sp))) {
+        if (s->handoff != sp) {
+            s->handoff = sp;
+            if (fx)
+                fx->handoff_to = sp;
+        }
+    } else {
+        s->handoff = DG_NOBODY; /* it has not run yet: its own run will come */
+    }
+}
+
+void dg_turn_expire(dg_turn_state *s, const dg_turn_ctx *c, int64_t now_ms, dg_turn_effects *fx)
+{
+    /* Each round passes one speaker or ends the cycle: bounded. */
+    for (int guard = 0; guard < 2 * DG_TURN_MAX_MEMBERS + 4; guard++) {
+        if (!s->active || c->timeout_ms <= 0 || c->mode == DG_MODE_CLOSED)
+            return;
+        if (now_ms - s->last_change_ms < c->timeout_ms)
+            return;
+        int sp = dg_turn_speaker(s, c);
+        if (sp == DG_NOBODY) {
+            go_dormant(s);
+            return;
+        }
+        advance(s, c, sp, DG_RUN_SILENT, s->last_change_ms + c->timeout_ms, fx);
+    }
+}
+
+void dg_turn_on_message(dg_turn_state *s, const dg_turn_ctx *c, dg_sender_kind kind,
+                        int sender_pos, uint64_t mentions, int64_t now_ms, dg_turn_effects *fx)
+{
+    if (c->mode == DG_MODE_CLOSED)
+        return; /* nothing in a closed channel ever wakes a turn */
+    if (kind == DG_SENDER_HANDOFF)
+        return;
+    if (kind == DG_SENDER_MODERATOR) {
+        /* Never speech, never wakes (Dirigent bug 5). Only a human lifts a
+         * rest; hand-offs (above) never count, so they cannot hide a loop. */
+        if (!s->rested)
+            s->agent_msgs = 0;
+        return;
+    }
+    dg_turn_expire(s, c, now_ms, fx);
+
+    /* Any real message: a new latest message, a new cycle. */
+    s->msg_seq++;
+    s->consumed = 0;
+    s->handoff = DG_NOBODY;
+    s->silent = 0;
+    s->idle_reminded = 0;
+    int was_active = s->active;
+
+    if (kind == DG_SENDER_HUMAN) {
+        s->agent_msgs = 0;
+        s->rested = 0;
+        uint64_t m = mentions & c->present & all_members(c);
+        s->mention = m;
+        s->mention_done = 0;
+        if (m) {
+            /* Only the mentioned agents take turns, in turn order. */
+            s->anchor = DG_NOBODY;
+            s->active = 1;
+            s->speaker = next_after(DG_NOBODY, m, c);
+            if (!dg_turn_managed(c))
+                s->speaker = DG_NOBODY;
+            s->last_change_ms = now_ms;
+            return;
+        }
+        if (!was_active) {
+            s->anchor = DG_NOBODY; /* a sender outside the order: the first speaks */
+            s->active = 1;
+            pin_speaker(s, c);
+            s->last_change_ms = now_ms;
+        }
+        return;
+    }
+
+    if (count_agent_message(s, c, fx))
+        return;
+
+    if (kind == DG_SENDER_AGENT && valid_pos(c, sender_pos)) {
+        if (dg_turn_speaker(s, c) == sender_pos) {
+            /* Its message arrived before its run ended (streaming hosts):
+             * the rest of the same reply may still be sent. */
+            s->permit = sender_pos;
+            s->permit_ms = now_ms;
+        }
+        if (s->mention) {
+            s->mention_done |= BIT(sender_pos) & s->mention;
+            if (!(s->mention & ~s->mention_done & c->present))
+                s->mention = s->mention_done = 0;
+        }
+        s->anchor = sender_pos; /* an agent sender: the next agent speaks */
+        s->active = 1;
+        pin_speaker(s, c);
+        if (dg_turn_speaker(s, c) == DG_NOBODY)
+            go_dormant(s);
+        s->last_change_ms = now_ms;
+        return;
+    }
+
+    /* Another bot (outside the order). */
+    if (!was_active) {
+        s->anchor = DG_NOBODY;
+        s->active = 1;
+        pin_speaker(s, c);
+        s->last_change_ms = now_ms;
+    }
+}
+
+void dg_turn_on_run_end(dg_turn_state *s, const dg_turn_ctx *c, int pos, dg_run_outcome o,
+                        int saw_latest, int64_t now_ms, dg_turn_effects *fx)
+{
+    if (!valid_pos(c, pos))
+        return;
+    if (saw_latest)
+        s->consumed |= BIT(pos);
+    if (s->handoff == pos)
+        s->handoff = DG_NOBODY; /* the mention did its job */
+    if (c->mode == DG_MODE_CLOSED)
+        return;
+    dg_turn_expire(s, c, now_ms, fx);
+    if (!s->active || dg_turn_speaker(s, c) != pos)
+        return; /* not its turn (any more): nothing moves */
+    /* A tool-only turn is agent activity for the loop guard: an agent that
+     * keeps acting without a word must not cycle forever on hand-offs. */
+    if (o == DG_RUN_ACTED && count_agent_message(s, c, fx))
+        return;
+    advance(s, c, pos, o, now_ms, fx);
+}
+
+int dg_turn_needs_override(const dg_turn_state *s, const dg_turn_ctx *c, int pos, int64_t now_ms)
+{
+    if (c->mode == DG_MODE_CLOSED)
+        return 1;
+    if (!dg_turn_managed(c))
+        return 0;
+    dg_turn_state t = *s;
+    dg_turn_expire(&t, c, now_ms, NULL);
+    if (!t.active)
+        return 1;
+    return pos == DG_NOBODY || dg_turn_speaker(&t, c) != pos;
+}
+
+int dg_turn_may_send(const dg_turn_state *s, const dg_turn_ctx *c, int pos, int64_t now_ms)
+{
+    if (c->mode == DG_MODE_CLOSED)
+        return 0;
+    if (!dg_turn_managed(c))
+        return 1;
+    if (pos == DG_NOBODY)
+        return 0;
+    dg_turn_state t = *s;
+    dg_turn_expire(&t, c, now_ms, NULL);
+    if (dg_turn_speaker(&t, c) == pos)
+        return 1;
+    if (s->permit == pos && (c->timeout_ms <= 0 || now_ms - s->permit_ms <= c->timeout_ms))
+        return 1;
+    return 0;
+}

@@ -1,0 +1,1039 @@
+/*
+ * turns_engine.c -- the turn manager wired to store, outbox and clock
+ * (contract in turns_engine.h; the rules themselves live in turns.c).
+ *
+ * Locking. The store mutex (dg_store_begin .. commit) serialises every
+ * change: only a holder of it loads rows into the mirror or changes the
+ * mirror, and it does so under the mirror's write lock, so read-only hooks
+ * (before_model_resolve, message_sending) decide under the read lock
+ * alone. Lock order: store mutex, then the mirror lock. A record is freed
+ * only by a flush, which also runs under the store mutex, so a change in
+ * progress never loses its records.
+ *
+ * Discussion prefill/close run inside the discussion area's transaction
+ * with nothing but the store; they bump a generation counter and every
+ * engine drops its mirror before its next decision (reloading what it
+ * needs, after that transaction has ended).
+ */
+#include "turns_engine.h"
+
+#include <ctype.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "discuss.h"
+#include "outbox.h"
+#include "silent.h"
+#include "store.h"
+#include "store_turns.h"
+#include "templates.h"
+#include "turns_map.h"
+
+/* Dedup rows are kept this long, and pruned every so many ingests. */
+#define SEEN_KEEP_MS (7LL * 24 * 3600 * 1000)
+#define SEEN_PRUNE_EVERY 65536
+
+/* Bumped by prefill/close (and by a failed commit): mirrors built under an
+ * older value are dropped. Process-wide; a bump only costs a reload. */
+static _Atomic uint64_t g_generation = 1;
+
+static void bump_generation(void)
+{
+    atomic_fetch_add(&g_generation, 1);
+}
+
+typedef struct scope_rec scope_rec;
+
+typedef struct chan_rec {
+    char *id;
+    dg_channel_mode mode;
+    char *initiator;
+    char *top_root;              /* latest top-level thread (thread policy) */
+    int bot_noticed;
+    int n;                       /* members */
+    char *members[DG_TURN_MAX_MEMBERS];
+    uint64_t present;            /* members that are configured agents */
+    int initiator_pos;
+    int in_db;
+    scope_rec *follow;           /* scope of channel-level sessions, NULL until loaded */
+} chan_rec;
+
+struct scope_rec {
+    char *key;
+    dg_scope scope;
+    chan_rec *chan;
+    char *post_channel;          /* Discord channel for moderator messages; NULL = channel */
+    dg_turn_state st;
+    int in_db;
+};
+
+typedef struct sess_rec {
+    char *key;
+    char *thread;                /* ctx threadId it was resolved with */
+    chan_rec *chan;
+    scope_rec *fixed;            /* NULL: follows chan->follow */
+    int configured;              /* agent of `agents` */
+    int pos;                     /* member position or DG_NOBODY */
+    _Atomic int64_t seen_seq;    /* scope's msg_seq when its run resolved */
+    _Atomic(scope_rec *) last;   /* scope its run resolved in */
+} sess_rec;
+
+struct dg_turns {
+    dg_plugin *p;
+    pthread_rwlock_t lock;
+    uint64_t gen;
+    dg_map chans, scopes, sessions;
+    unsigned long fresh_ingests;
+    int warned_cap;
+};
+
+/* ---- mirror ---------------------------------------------------------------- */
+
+static void free_chan(void *v, void *arg)
+{
+    (void)arg;
+    chan_rec *c = v;
+    free(c->id);
+    free(c->initiator);
+    free(c->top_root);
+    for (int i = 0; i < c->n; i++)
+        free(c->members[i]);
+    free(c);
+}
+
+static void free_scope(void *v, void *arg)
+{
+    (void)arg;
+    scope_rec *r = v;
+    free(r->key);
+    free(r->post_channel);
+    free(r);
+}
+
+static void free_sess(void *v, void *arg)
+{
+    (void)arg;
+    sess_rec *s = v;
+    free(s->key);
+    free(s->thread);
+    free(s);
+}
+
+/* Caller holds the write lock. */
+static void flush_locked(dg_turns *t)
+{
+    dg_map_each(&t->sessions, free_sess, NULL);
+    dg_map_each(&t->scopes, free_scope, NULL);
+    dg_map_each(&t->chans, free_chan, NULL);
+    dg_map_clear(&t->sessions);
+    dg_map_clear(&t->scopes);
+    dg_map_clear(&t->chans);
+}
+
+/* Caller holds the store mutex. */
+static void sync_generation(dg_turns *t)
+{
+    uint64_t g = atomic_load(&g_generation);
+    if (g == t->gen)
+        return;
+    pthread_rwlock_wrlock(&t->lock);
+    flush_locked(t);
+    t->gen = g;
+    pthread_rwlock_unlock(&t->lock);
+}
+
+static void recompute_present(const dg_turns *t, chan_rec *c)
+{
+    c->present = 0;
+    c->initiator_pos = DG_NOBODY;
+    for (int i = 0; i < c->n; i++) {
+        if (dg_config_agent(&t->p->cfg, c->members[i]))
+            c->present |= (uint64_t)1 << i;
+        if (c->initiator && strcmp(c->members[i], c->initiator) == 0)
+            c->initiator_pos = i;
+    }
+}
+
+static void make_ctx(const dg_turns *t, const chan_rec *c, dg_turn_ctx *x)
+{
+    x->n_members = c->n;
+    x->present = c->present;
+    x->mode = c->mode;
+    x->initiator = c->initiator_pos;
+    x->timeout_ms = (int64_t)t->p->cfg.turn_timeout_sec * 1000;
+    x->max_agent_msgs = t->p->cfg.turn_max_agent_messages;
+}
+
+static int member_pos(const chan_rec *c, const char *agent_id)
+{
+    for (int i = 0; i < c->n; i++)
+        if (strcmp(c->members[i], agent_id) == 0)
+            return i;
+    return DG_NOBODY;
+}
+
+/* Channel record, loaded or created in the mirror. Store mutex held. */
+static int chan_get(dg_turns *t, const char *channel_id, chan_rec **out)
+{
+    *out = dg_map_get(&t->chans, channel_id);
+    if (*out)
+        return OC_OK;
+    dg_turn_channel_row row;
+    int rc = dg_store_turns_channel_load(t->p->store, channel_id, &row);
+    if (rc != OC_OK && rc != OC_ERR_NOT_FOUND)
+        return rc;
+    chan_rec *c = calloc(1, sizeof *c);
+    if (!c || !(c->id = strdup(channel_id))) {
+        free(c);
+        dg_turn_channel_row_clear(&row);
+        return OC_ERR_NOMEM;
+    }
+    c->in_db = rc == OC_OK;
+    c->mode = row.mode;
+    c->initiator = row.initiator;
+    c->top_root = row.top_root;
+    c->bot_noticed = row.bot_noticed;
+    for (size_t i = 0; i < row.n_members && i < DG_TURN_MAX_MEMBERS; i++) {
+        c->members[i] = row.members[i];
+        row.members[i] = NULL;
+        c->n++;
+    }
+    row.initiator = row.top_root = NULL;
+    dg_turn_channel_row_clear(&row);
+    recompute_present(t, c);
+    pthread_rwlock_wrlock(&t->lock);
+    rc = dg_map_put(&t->chans, c->id, c);
+    pthread_rwlock_unlock(&t->lock);
+    if (rc) {
+        free_chan(c, NULL);
+        return rc;
+    }
+    *out = c;
+    return OC_OK;
+}
+
+static int chan_save(dg_turns *t, chan_rec *c, int64_t now)
+{
+    int rc = dg_store_turns_channel_save(t->p->store, c->id, c->mode, c->initiator, c->top_root,
+                                         c->bot_noticed, now);
+    if (rc == OC_OK)
+        c->in_db = 1;
+    return rc;
+}
+
+/* Scope record, loaded or fresh (dormant). Store mutex held. */
+static int scope_get(dg_turns *t, chan_rec *c, const dg_scope *sc, scope_rec **out)
+{
+    char key[DG_SCOPE_KEY_MAX];
+    dg_scope_key(sc, key);
+    *out = dg_map_get(&t->scopes, key);
+    if (*out)
+        return OC_OK;
+    scope_rec *r = calloc(1, sizeof *r);
+    if (!r || !(r->key = strdup(key))) {
+        free(r);
+        return OC_ERR_NOMEM;
+    }
+    r->scope = *sc;
+    r->chan = c;
+    int rc = dg_store_turns_scope_load(t->p->store, key, &r->st, &r->post_channel);
+    if (rc != OC_OK && rc != OC_ERR_NOT_FOUND) {
+        free_scope(r, NULL);
+        return rc;
+    }
+    r->in_db = rc == OC_OK;
+    pthread_rwlock_wrlock(&t->lock);
+    rc = dg_map_put(&t->scopes, r->key, r);
+    pthread_rwlock_unlock(&t->lock);
+    if (rc) {
+        free_scope(r, NULL);
+        return rc;
+    }
+    *out = r;
+    return OC_OK;
+}
+
+/* The scope channel-level sessions act in (scope.h, turns_engine.h). */
+static int follow_scope(dg_turns *t, chan_rec *c, scope_rec **out)
+{
+    if (c->follow) {
+        *out = c->follow;
+        return OC_OK;
+    }
+    dg_scope sc;
+    int rc = (t->p->cfg.session_policy == DG_POLICY_THREAD && c->top_root)
+                 ? dg_scope_thread(c->id, c->top_root, &sc)
+                 : dg_scope_conversation(c->id, &sc);
+    if (rc == OC_OK)
+        rc = scope_get(t, c, &sc, out);
+    if (rc == OC_OK) {
+        pthread_rwlock_wrlock(&t->lock);
+        c->follow = *out;
+        pthread_rwlock_unlock(&t->lock);
+    }
+    return rc;
+}
+
+/* Position of agent_id in c, appending it when it is a configured agent
+ * seen for the first time. Store mutex held. */
+static int member_ensure(dg_turns *t, chan_rec *c, const char *agent_id, int64_t now, int *pos)
+{
+    *pos = member_pos(c, agent_id);
+    if (*pos != DG_NOBODY || !dg_config_agent(&t->p->cfg, agent_id))
+        return OC_OK;
+    if (c->n >= DG_TURN_MAX_MEMBERS) {
+        if (!t->warned_cap) {
+            t->warned_cap = 1;
+            dg_log(t->p, OC_LOG_WARN,
+                   "turns: channel %s already has %d agents in its turn order; agent %s is "
+                   "not added and stays silent there (at most %d agents take turns in one "
+                   "channel)", c->id, c->n, agent_id, DG_TURN_MAX_MEMBERS);
+        }
+        return OC_OK;
+    }
+    int rc = OC_OK;
+    if (!c->in_db)
+        rc = chan_save(t, c, now);
+    if (rc == OC_OK)
+        rc = dg_store_turns_member_add(t->p->store, c->id, c->n, agent_id);
+    if (rc != OC_OK)
+        return rc;
+    char *dup = strdup(agent_id);
+    if (!dup)
+        return OC_ERR_NOMEM;
+    pthread_rwlock_wrlock(&t->lock);
+    c->members[c->n] = dup;
+    c->n++;
+    recompute_present(t, c);
+    pthread_rwlock_unlock(&t->lock);
+    *pos = c->n - 1;
+    return OC_OK;
+}
+
+static int same_str(const char *a, const char *b)
+{
+    if (!a || !*a)
+        return !b || !*b;
+    return b && strcmp(a, b) == 0;
+}
+
+/* Session record for s, created or refreshed. Store mutex held. */
+static int session_prepare(dg_turns *t, const dg_turn_session *s, int64_t now, sess_rec **out)
+{
+    chan_rec *c;
+    int rc = chan_get(t, s->channel_id, &c);
+    if (rc)
+        return rc;
+    int configured = dg_config_agent(&t->p->cfg, s->agent_id) != NULL;
+    int pos = DG_NOBODY;
+    if (configured && (rc = member_ensure(t, c, s->agent_id, now, &pos)))
+        return rc;
+    scope_rec *fixed = NULL;
+    int has_thread = s->thread_id && *s->thread_id;
+    if (s->is_dm || t->p->cfg.session_policy == DG_POLICY_CHANNEL || has_thread) {
+        dg_scope_event ev = {.channel_id = s->channel_id, .thread_id = s->thread_id,
+                             .is_dm = s->is_dm};
+        dg_scope sc;
+        if ((rc = dg_scope_derive(t->p->cfg.session_policy, &ev, &sc)))
+            return rc;
+        if ((rc = scope_get(t, c, &sc, &fixed)))
+            return rc;
+        if (has_thread && sc.kind == DG_SCOPE_THREAD && !fixed->post_channel)
+            fixed->post_channel = strdup(s->thread_id); /* a Discord thread: post there */
+    } else {
+        scope_rec *f;
+        if ((rc = follow_scope(t, c, &f)))
+            return rc;
+    }
+
+    sess_rec *e = dg_map_get(&t->sessions, s->session_key);
+    char *thread = has_thread ? strdup(s->thread_id) : NULL;
+    if (has_thread && !thread)
+        return OC_ERR_NOMEM;
+    if (!e) {
+        e = calloc(1, sizeof *e);
+        if (!e || !(e->key = strdup(s->session_key))) {
+            free(e);
+            free(thread);
+            return OC_ERR_NOMEM;
+        }
+        atomic_init(&e->seen_seq, -1);
+        atomic_init(&e->last, NULL);
+        pthread_rwlock_wrlock(&t->lock);
+        rc = dg_map_put(&t->sessions, e->key, e);
+        pthread_rwlock_unlock(&t->lock);
+        if (rc) {
+            free(thread);
+            free_sess(e, NULL);
+            return rc;
+        }
+    }
+    pthread_rwlock_wrlock(&t->lock);
+    free(e->thread);
+    e->thread = thread;
+    e->chan = c;
+    e->fixed = fixed;
+    e->configured = configured;
+    e->pos = pos;
+    pthread_rwlock_unlock(&t->lock);
+    *out = e;
+    return OC_OK;
+}
+
+/* The mirror's session record for s if it is current; read lock held. */
+static sess_rec *session_lookup_locked(dg_turns *t, const dg_turn_session *s, scope_rec **scope)
+{
+    if (atomic_load(&g_generation) != t->gen)
+        return NULL;
+    sess_rec *e = dg_map_get(&t->sessions, s->session_key);
+    if (!e || strcmp(e->chan->id, s->channel_id) != 0 || !same_str(e->thread, s->thread_id))
+        return NULL;
+    if (e->configured && e->pos == DG_NOBODY && e->chan->n < DG_TURN_MAX_MEMBERS)
+        return NULL; /* not a member yet (e.g. after a prefill): record it */
+    *scope = e->fixed ? e->fixed : e->chan->follow;
+    return *scope ? e : NULL;
+}
+
+/* Commit, or on failure drop every mirror (reloaded from the database). */
+static int finish(dg_turns *t, int rc)
+{
+    if (rc == OC_OK) {
+        rc = dg_store_commit(t->p->store);
+        if (rc != OC_OK)
+            bump_generation();
+    } else {
+        bump_generation();
+        dg_store_rollback(t->p->store);
+    }
+    return rc;
+}
+
+static void install(dg_turns *t, scope_rec *r, const dg_turn_state *st)
+{
+    pthread_rwlock_wrlock(&t->lock);
+    r->st = *st;
+    pthread_rwlock_unlock(&t->lock);
+}
+
+static int save_scope(dg_turns *t, scope_rec *r, const dg_turn_state *st, int64_t now)
+{
+    int rc = dg_store_turns_scope_save(t->p->store, r->key, r->chan->id, r->post_channel, st, now);
+    if (rc == OC_OK)
+        r->in_db = 1;
+    return rc;
+}
+
+/* ---- moderator messages ------------------------------------------------------- */
+
+static const char *user_of(const dg_turns *t, const chan_rec *c, int pos)
+{
+    if (pos < 0 || pos >= c->n)
+        return NULL;
+    const dg_agent_cfg *a = dg_config_agent(&t->p->cfg, c->members[pos]);
+    return a ? a->discord_user_id : NULL;
+}
+
+static int enqueue(dg_turns *t, const char *channel, const char *content, const char *mention,
+                   int64_t now, int *kick)
+{
+    const char *ids[1] = {mention};
+    int rc = dg_outbox_enqueue(t->p->store, channel, content, mention ? ids : NULL,
+                               mention ? 1 : 0, now);
+    if (rc == OC_OK)
+        *kick = 1;
+    else
+        dg_log(t->p, OC_LOG_ERROR, "turns: could not queue a moderator message for channel %s "
+               "(%s)", channel, oc_status_name(rc));
+    return rc;
+}
+
+static int render_and_enqueue(dg_turns *t, const char *name, const dg_tpl_vars *vars,
+                              const char *channel, const char *mention, int64_t now, int *kick)
+{
+    char *text = t->p->templates ? dg_templates_render(t->p->templates, name, vars) : NULL;
+    if (!text) {
+        dg_log(t->p, OC_LOG_ERROR, "turns: template %s could not be rendered; the moderator "
+               "message for channel %s is not sent", name, channel);
+        return OC_ERR_INTERNAL;
+    }
+    int rc = enqueue(t, channel, text, mention, now, kick);
+    free(text);
+    return rc;
+}
+
+static int queue_effects(dg_turns *t, scope_rec *r, const dg_turn_effects *fx, int64_t now,
+                         int *kick)
+{
+    chan_rec *c = r->chan;
+    const char *post = r->post_channel ? r->post_channel : c->id;
+    int rc = OC_OK;
+    if (fx->handoff_to != DG_NOBODY) {
+        /* A bare mention wakes the next speaker, who already consumed the
+         * latest message silently. */
+        const char *uid = user_of(t, c, fx->handoff_to);
+        if (uid) {
+            char text[64];
+            snprintf(text, sizeof text, "<@%s>", uid);
+            rc = enqueue(t, post, text, uid, now, kick);
+        }
+    }
+    if (rc == OC_OK && fx->rest_notice) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "[Turn Manager]\n\n%ld agent messages in a row without a human. This "
+                 "conversation is paused: the agents stay silent here until a human writes.",
+                 (long)t->p->cfg.turn_max_agent_messages);
+        rc = enqueue(t, post, text, NULL, now, kick);
+    }
+    if (rc == OC_OK && fx->idle_reminder) {
+        const char *uid = user_of(t, c, c->initiator_pos);
+        dg_discussion d;
+        memset(&d, 0, sizeof d);
+        int have = dg_discuss_lookup_locked(t->p->store, c->id, &d) == DG_DISCUSSION_ACTIVE;
+        char mention[48] = "", chan[48] = "", origin[48] = "";
+        if (uid)
+            snprintf(mention, sizeof mention, "<@%s>", uid);
+        snprintf(chan, sizeof chan, "<#%s>", c->id);
+        if (have && d.origin_channel_id)
+            snprintf(origin, sizeof origin, "<#%s>", d.origin_channel_id);
+        dg_tpl_vars v = {.discussGuide = have ? d.discuss_guide : NULL,
+                         .initiatorMention = mention,
+                         .discussionChannel = chan,
+                         .originChannel = origin,
+                         .status = "active"};
+        rc = render_and_enqueue(t, "idle.md", &v, post, uid, now, kick);
+        dg_discussion_clear(&d);
+    }
+    return rc;
+}
+
+/* ---- lifecycle -------------------------------------------------------------------- */
+
+int dg_turns_new(dg_plugin *p, dg_turns **out)
+{
+    *out = NULL;
+    dg_turns *t = calloc(1, sizeof *t);
+    if (!t)
+        return OC_ERR_NOMEM;
+    t->p = p;
+    pthread_rwlock_init(&t->lock, NULL);
+    t->gen = atomic_load(&g_generation);
+    dg_map_init(&t->chans);
+    dg_map_init(&t->scopes);
+    dg_map_init(&t->sessions);
+    if (p->store && dg_store_begin(p->store) == OC_OK) {
+        long removed = 0;
+        int rc = dg_store_turns_seen_prune(p->store, dg_now_ms(p) - SEEN_KEEP_MS, &removed);
+        finish(t, rc);
+        if (removed)
+            dg_log(p, OC_LOG_DEBUG, "turns: forgot %ld old message ids", removed);
+    }
+    *out = t;
+    return OC_OK;
+}
+
+void dg_turns_free(dg_turns *t)
+{
+    if (!t)
+        return;
+    flush_locked(t);
+    pthread_rwlock_destroy(&t->lock);
+    free(t);
+}
+
+/* ---- message_received ------------------------------------------------------------ */
+
+/* Content made only of user mentions: the moderator's hand-off trigger. */
+static int is_bare_mention(const char *s)
+{
+    int any = 0;
+    while (s && *s) {
+        if (isspace((unsigned char)*s)) {
+            s++;
+            continue;
+        }
+        if (strncmp(s, "<@", 2) != 0)
+            return 0;
+        s += 2;
+        if (*s == '!')
+            s++;
+        if (!isdigit((unsigned char)*s))
+            return 0;
+        while (isdigit((unsigned char)*s))
+            s++;
+        if (*s++ != '>')
+            return 0;
+        any = 1;
+    }
+    return any;
+}
+
+static int closed_notice(dg_turns *t, chan_rec *c, const dg_turn_message *m, dg_sender_kind kind,
+                         int64_t now, int *kick)
+{
+    if (kind == DG_SENDER_MODERATOR || kind == DG_SENDER_HANDOFF || !m->message_id)
+        return OC_OK;
+    int botish = kind == DG_SENDER_AGENT || kind == DG_SENDER_BOT;
+    int rc;
+    if (!botish && c->bot_noticed) {
+        c->bot_noticed = 0; /* a human spoke: bots may get one notice again */
+        if ((rc = chan_save(t, c, now)))
+            return rc;
+    } else if (botish && c->bot_noticed) {
+        /* A bot already got a notice since the last human message: no
+         * ping-pong between the moderator and a bot answering it. */
+        return OC_OK;
+    }
+    int64_t cooldown = (int64_t)t->p->cfg.closed_notice_cooldown_sec * 1000;
+    int claim = dg_discuss_claim_closed_notice_locked(t->p->store, c->id, m->message_id, now,
+                                                      cooldown);
+    if (claim < 0)
+        return claim;
+    if (!claim)
+        return OC_OK;
+    char chan[48];
+    snprintf(chan, sizeof chan, "<#%s>", c->id);
+    dg_tpl_vars v = {.discussionChannel = chan, .status = "closed"};
+    const char *post = (m->thread_id && *m->thread_id) ? m->thread_id : c->id;
+    if ((rc = render_and_enqueue(t, "closed.md", &v, post, NULL, now, kick)))
+        return rc;
+    if (botish) {
+        c->bot_noticed = 1;
+        rc = chan_save(t, c, now);
+    }
+    return rc;
+}
+
+static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind kind,
+                         const dg_agent_cfg *sender_agent, int64_t now, int *kick)
+{
+    dg_store *st = t->p->store;
+    int rc;
+    if (m->message_id && *m->message_id) {
+        int fresh = 0;
+        if ((rc = dg_store_turns_seen_claim(st, m->channel_id, m->message_id, now, &fresh)))
+            return rc;
+        if (!fresh)
+            return OC_OK; /* another account reported it already */
+        if (++t->fresh_ingests % SEEN_PRUNE_EVERY == 0 &&
+            (rc = dg_store_turns_seen_prune(st, now - SEEN_KEEP_MS, NULL)))
+            return rc;
+    }
+    chan_rec *c;
+    if ((rc = chan_get(t, m->channel_id, &c)))
+        return rc;
+    if (c->mode == DG_MODE_CLOSED)
+        return closed_notice(t, c, m, kind, now, kick);
+
+    dg_scope_event ev = {.channel_id = m->channel_id, .thread_id = m->thread_id,
+                         .message_id = m->message_id, .is_dm = m->is_dm,
+                         .tags = m->tags, .n_tags = m->n_tags};
+    dg_scope sc;
+    if ((rc = dg_scope_derive(t->p->cfg.session_policy, &ev, &sc)))
+        return rc;
+    char root[65];
+    int top_level = t->p->cfg.session_policy == DG_POLICY_THREAD && !m->is_dm &&
+                    !(m->thread_id && *m->thread_id) && !dg_nip10_root(m->tags, m->n_tags, root) &&
+                    sc.kind == DG_SCOPE_THREAD;
+    int moderator = kind == DG_SENDER_MODERATOR || kind == DG_SENDER_HANDOFF;
+    if (moderator && top_level)
+        return OC_OK; /* its own one-message thread: nothing to change */
+
+    int pos = DG_NOBODY;
+    if (sender_agent && (rc = member_ensure(t, c, sender_agent->agent_id, now, &pos)))
+        return rc;
+    uint64_t mentions = 0;
+    if (kind == DG_SENDER_HUMAN) {
+        for (size_t i = 0; i < m->n_mentions; i++) {
+            const dg_agent_cfg *a = dg_config_agent_by_user(&t->p->cfg, m->mentions[i]);
+            int mp = a ? member_pos(c, a->agent_id) : DG_NOBODY;
+            if (mp != DG_NOBODY)
+                mentions |= (uint64_t)1 << mp;
+        }
+    }
+
+    scope_rec *r;
+    if ((rc = scope_get(t, c, &sc, &r)))
+        return rc;
+    if (moderator && !r->in_db)
+        return OC_OK; /* no state to change */
+    dg_turn_state next = r->st;
+    if (top_level) {
+        scope_rec *prev = NULL;
+        if ((rc = follow_scope(t, c, &prev)))
+            return rc;
+        if (prev != r && (kind == DG_SENDER_AGENT || kind == DG_SENDER_BOT)) {
+            /* Carry the loop guard across top-level threads. */
+            next.agent_msgs = prev->st.agent_msgs;
+            next.rested = prev->st.rested;
+        }
+        char *top = strdup(sc.root);
+        if (!top)
+            return OC_ERR_NOMEM;
+        pthread_rwlock_wrlock(&t->lock);
+        free(c->top_root);
+        c->top_root = top;
+        c->follow = r;
+        pthread_rwlock_unlock(&t->lock);
+        if ((rc = chan_save(t, c, now)))
+            return rc;
+    }
+    if (m->thread_id && *m->thread_id && sc.kind == DG_SCOPE_THREAD && !r->post_channel &&
+        !(r->post_channel = strdup(m->thread_id)))
+        return OC_ERR_NOMEM;
+
+    dg_turn_ctx x;
+    make_ctx(t, c, &x);
+    dg_turn_effects fx;
+    dg_turn_effects_init(&fx);
+    dg_turn_on_message(&next, &x, kind, pos, mentions, now, &fx);
+    if (memcmp(&next, &r->st, sizeof next) != 0 || !r->in_db) {
+        if ((rc = save_scope(t, r, &next, now)))
+            return rc;
+    }
+    if ((rc = queue_effects(t, r, &fx, now, kick)))
+        return rc;
+    install(t, r, &next);
+    return OC_OK;
+}
+
+int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err_len)
+{
+    if (!m->channel_id || !*m->channel_id || strlen(m->channel_id) >= DG_SCOPE_ID_MAX) {
+        snprintf(err, err_len, "message_received: event.channelId is missing or longer than %d "
+                 "characters; the host must say where the message was posted",
+                 DG_SCOPE_ID_MAX - 1);
+        return OC_ERR_INVALID;
+    }
+    if (!m->sender_id || !*m->sender_id) {
+        snprintf(err, err_len, "message_received: event.senderId is missing; the host must say "
+                 "who posted the message");
+        return OC_ERR_INVALID;
+    }
+    const dg_config *cfg = &t->p->cfg;
+    const dg_agent_cfg *agent = NULL;
+    dg_sender_kind kind;
+    if (cfg->moderator_user_id && strcmp(m->sender_id, cfg->moderator_user_id) == 0)
+        kind = is_bare_mention(m->content) ? DG_SENDER_HANDOFF : DG_SENDER_MODERATOR;
+    else if ((agent = dg_config_agent_by_user(cfg, m->sender_id)))
+        kind = DG_SENDER_AGENT;
+    else
+        kind = m->sender_is_bot ? DG_SENDER_BOT : DG_SENDER_HUMAN;
+
+    int64_t now = dg_now_ms(t->p);
+    if (dg_store_begin(t->p->store) != OC_OK) {
+        snprintf(err, err_len, "message_received: the state database is not available");
+        return OC_ERR_IO;
+    }
+    sync_generation(t);
+    int kick = 0;
+    int rc = ingest_locked(t, m, kind, agent, now, &kick);
+    if (rc)
+        snprintf(err, err_len, "message_received: could not record message %s of channel %s "
+                 "(%s: %s)", m->message_id ? m->message_id : "(no id)", m->channel_id,
+                 oc_status_name(rc), dg_store_errmsg(t->p->store));
+    rc = finish(t, rc);
+    if (rc == OC_OK && kick)
+        dg_outbox_kick(t->p->outbox);
+    return rc;
+}
+
+/* ---- agent hooks ------------------------------------------------------------------ */
+
+static int valid_session(const dg_turn_session *s)
+{
+    return s && s->agent_id && *s->agent_id && s->session_key && *s->session_key &&
+           s->channel_id && *s->channel_id && strlen(s->channel_id) < DG_SCOPE_ID_MAX &&
+           (!s->thread_id || strlen(s->thread_id) < DG_SCOPE_ID_MAX);
+}
+
+/* Make sure the mirror knows s (a short transaction the first time). */
+static int ensure_session(dg_turns *t, const dg_turn_session *s, int64_t now)
+{
+    if (dg_store_begin(t->p->store) != OC_OK)
+        return OC_ERR_IO;
+    sync_generation(t);
+    sess_rec *e;
+    int rc = session_prepare(t, s, now, &e);
+    return finish(t, rc);
+}
+
+typedef int (*decide_fn)(dg_turns *t, sess_rec *e, scope_rec *r, const dg_turn_session *s,
+                         int64_t now, void *out);
+
+/* Decide under the read lock from the mirror, filling it first if needed. */
+static int decide(dg_turns *t, const dg_turn_session *s, decide_fn fn, void *out)
+{
+    int64_t now = dg_now_ms(t->p);
+    for (int attempt = 0; attempt < 3; attempt++) {
+        pthread_rwlock_rdlock(&t->lock);
+        scope_rec *r = NULL;
+        sess_rec *e = session_lookup_locked(t, s, &r);
+        if (e) {
+            int rc = fn(t, e, r, s, now, out);
+            pthread_rwlock_unlock(&t->lock);
+            return rc;
+        }
+        pthread_rwlock_unlock(&t->lock);
+        int rc = ensure_session(t, s, now);
+        if (rc)
+            return rc;
+    }
+    return OC_ERR_INTERNAL; /* the mirror kept being dropped under us */
+}
+
+static int resolve_fn(dg_turns *t, sess_rec *e, scope_rec *r, const dg_turn_session *s,
+                      int64_t now, void *out)
+{
+    (void)s;
+    dg_turn_verdict *v = out;
+    chan_rec *c = e->chan;
+    v->closed = c->mode == DG_MODE_CLOSED;
+    if (v->closed) {
+        v->no_reply = 1;
+    } else if (e->configured) {
+        dg_turn_ctx x;
+        make_ctx(t, c, &x);
+        v->no_reply = dg_turn_needs_override(&r->st, &x, e->pos, now);
+    }
+    /* Remember what this run saw: agent_end tells whether it consumed the
+     * latest message (hand-offs). Not turn state: nothing advances. */
+    atomic_store(&e->seen_seq, r->st.msg_seq);
+    atomic_store(&e->last, r);
+    dg_scope_label(&r->scope, v->scope_label);
+    return OC_OK;
+}
+
+int dg_turns_resolve(dg_turns *t, const dg_turn_session *s, dg_turn_verdict *v)
+{
+    memset(v, 0, sizeof *v);
+    if (!valid_session(s))
+        return OC_ERR_INVALID;
+    int rc = decide(t, s, resolve_fn, v);
+    if (rc == OC_OK && v->closed)
+        dg_discuss_session_seen(t->p, s->session_key, s->agent_id, s->channel_id);
+    return rc;
+}
+
+typedef struct send_out {
+    int cancel;
+    char *reason;
+    size_t reason_len;
+    const char *content;
+} send_out;
+
+static int send_fn(dg_turns *t, sess_rec *e, scope_rec *r, const dg_turn_session *s,
+                   int64_t now, void *out)
+{
+    send_out *o = out;
+    chan_rec *c = e->chan;
+    if (c->mode == DG_MODE_CLOSED) {
+        o->cancel = 1;
+        snprintf(o->reason, o->reason_len,
+                 "dirigent: channel %s is a closed discussion channel (archive only); "
+                 "messages there are not delivered", c->id);
+        return OC_OK;
+    }
+    if (!e->configured || dg_silent_text(o->content))
+        return OC_OK;
+    dg_turn_ctx x;
+    make_ctx(t, c, &x);
+    if (dg_turn_may_send(&r->st, &x, e->pos, now))
+        return OC_OK;
+    dg_turn_state cur = r->st;
+    dg_turn_expire(&cur, &x, now, NULL);
+    int sp = dg_turn_speaker(&cur, &x);
+    char label[DG_SCOPE_LABEL_MAX];
+    o->cancel = 1;
+    snprintf(o->reason, o->reason_len,
+             "dirigent: it is not %s's turn in channel %s (%s); %s", s->agent_id, c->id,
+             dg_scope_label(&r->scope, label),
+             sp == DG_NOBODY ? "the conversation is resting until a new message"
+                             : "another agent holds the turn");
+    return OC_OK;
+}
+
+int dg_turns_check_send(dg_turns *t, const dg_turn_session *s, const char *content,
+                        int *cancel, char *reason, size_t reason_len)
+{
+    *cancel = 0;
+    if (!valid_session(s))
+        return OC_ERR_INVALID;
+    send_out o = {.reason = reason, .reason_len = reason_len, .content = content};
+    int rc = decide(t, s, send_fn, &o);
+    *cancel = o.cancel;
+    return rc;
+}
+
+static int run_end_locked(dg_turns *t, const dg_turn_session *s, dg_run_outcome outcome,
+                          int64_t now, int *kick)
+{
+    sess_rec *e = dg_map_get(&t->sessions, s->session_key);
+    scope_rec *r = NULL;
+    int64_t seen = -1;
+    if (e && strcmp(e->chan->id, s->channel_id) == 0 && same_str(e->thread, s->thread_id)) {
+        r = atomic_load(&e->last);
+        seen = atomic_load(&e->seen_seq);
+    }
+    sess_rec *fresh;
+    int rc = session_prepare(t, s, now, &fresh);
+    if (rc)
+        return rc;
+    chan_rec *c = fresh->chan;
+    if (c->mode == DG_MODE_CLOSED || !fresh->configured)
+        return OC_OK;
+    if (!r)
+        r = fresh->fixed ? fresh->fixed : c->follow;
+    /* Unknown (e.g. a restart during the run): assume it saw the latest. */
+    int saw_latest = seen < 0 || seen == r->st.msg_seq;
+    dg_turn_ctx x;
+    make_ctx(t, c, &x);
+    dg_turn_effects fx;
+    dg_turn_effects_init(&fx);
+    dg_turn_state next = r->st;
+    dg_turn_on_run_end(&next, &x, fresh->pos, outcome, saw_latest, now, &fx);
+    if (memcmp(&next, &r->st, sizeof next) != 0 && (rc = save_scope(t, r, &next, now)))
+        return rc;
+    if ((rc = queue_effects(t, r, &fx, now, kick)))
+        return rc;
+    install(t, r, &next);
+    return OC_OK;
+}
+
+int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *output,
+                     long tool_calls, int success)
+{
+    if (!valid_session(s))
+        return OC_ERR_INVALID;
+    if (!dg_config_agent(&t->p->cfg, s->agent_id))
+        return OC_OK; /* not one of ours: it takes no turns */
+    dg_run_outcome o = dg_run_classify(output, tool_calls);
+    int64_t now = dg_now_ms(t->p);
+    if (dg_store_begin(t->p->store) != OC_OK)
+        return OC_ERR_IO;
+    sync_generation(t);
+    int kick = 0;
+    int rc = run_end_locked(t, s, o, now, &kick);
+    if (rc)
+        dg_log(t->p, OC_LOG_ERROR, "agent_end: could not advance the turn of %s in channel %s "
+               "(%s: %s)", s->agent_id, s->channel_id, oc_status_name(rc),
+               dg_store_errmsg(t->p->store));
+    else
+        dg_log(t->p, OC_LOG_DEBUG, "agent_end: %s in %s %s%s", s->agent_id, s->channel_id,
+               dg_run_outcome_name(o), success ? "" : " (run failed)");
+    rc = finish(t, rc);
+    if (rc == OC_OK && kick)
+        dg_outbox_kick(t->p->outbox);
+    return rc;
+}
+
+/* ---- diagnostics ------------------------------------------------------------------- */
+
+int dg_turns_peek(dg_turns *t, const dg_scope *scope, dg_turn_state *out, dg_channel_mode *mode,
+                  int *n_members)
+{
+    if (dg_store_begin(t->p->store) != OC_OK)
+        return OC_ERR_IO;
+    sync_generation(t);
+    chan_rec *c;
+    scope_rec *r;
+    int rc = chan_get(t, scope->channel_id, &c);
+    if (rc == OC_OK)
+        rc = scope_get(t, c, scope, &r);
+    if (rc == OC_OK) {
+        if (out)
+            *out = r->st;
+        if (mode)
+            *mode = c->mode;
+        if (n_members)
+            *n_members = c->n;
+        if (!r->in_db && !r->st.active && r->st.msg_seq == 0)
+            rc = OC_ERR_NOT_FOUND;
+    }
+    dg_store_rollback(t->p->store);
+    return rc;
+}
+
+int dg_turns_member(dg_turns *t, const char *channel_id, int pos, char *buf, size_t len)
+{
+    if (dg_store_begin(t->p->store) != OC_OK)
+        return OC_ERR_IO;
+    sync_generation(t);
+    chan_rec *c;
+    int rc = chan_get(t, channel_id, &c);
+    if (rc == OC_OK && (pos < 0 || pos >= c->n))
+        rc = OC_ERR_NOT_FOUND;
+    if (rc == OC_OK)
+        snprintf(buf, len, "%s", c->members[pos]);
+    dg_store_rollback(t->p->store);
+    return rc;
+}
+
+/* ---- discussion area entry points (inside the caller's transaction) ------------- */
+
+int dg_turns_prefill_discussion(dg_store *st, const char *channel_id,
+                                const char *initiator_agent_id, const char *const *order,
+                                size_t n, int64_t now_ms)
+{
+    if (!st || !channel_id || !*channel_id || strlen(channel_id) >= DG_SCOPE_ID_MAX ||
+        !initiator_agent_id || !*initiator_agent_id || (n && !order))
+        return OC_ERR_INVALID;
+    const char *list[DG_TURN_MAX_MEMBERS];
+    size_t k = 0;
+    list[k++] = initiator_agent_id;
+    for (size_t i = 0; i < n; i++) {
+        if (!order[i] || !*order[i])
+            return OC_ERR_INVALID;
+        int dup = 0;
+        for (size_t j = 0; j < k; j++)
+            dup |= strcmp(list[j], order[i]) == 0;
+        if (dup)
+            continue;
+        if (k == DG_TURN_MAX_MEMBERS)
+            return OC_ERR_INVALID;
+        list[k++] = order[i];
+    }
+    /* The mirrors drop this channel (and the rest) before their next use. */
+    bump_generation();
+    int rc = dg_store_turns_members_clear(st, channel_id);
+    for (size_t i = 0; rc == OC_OK && i < k; i++)
+        rc = dg_store_turns_member_add(st, channel_id, (int)i, list[i]);
+    if (rc == OC_OK)
+        rc = dg_store_turns_scopes_clear(st, channel_id);
+    if (rc == OC_OK)
+        rc = dg_store_turns_channel_save(st, channel_id, DG_MODE_DISCUSSION, initiator_agent_id,
+                                         NULL, 0, now_ms);
+    if (rc != OC_OK)
+        return rc;
+    /* The initiator opened the discussion (its guide is the first word):
+     * the first participant after it speaks next. */
+    dg_turn_state s;
+    dg_turn_state_init(&s);
+    s.active = 1;
+    s.anchor = 0;
+    s.speaker = k >= 2 ? 1 : DG_NOBODY;
+    s.last_change_ms = now_ms;
+    dg_scope sc;
+    char key[DG_SCOPE_KEY_MAX];
+    if ((rc = dg_scope_conversation(channel_id, &sc)))
+        return rc;
+    return dg_store_turns_scope_save(st, dg_scope_key(&sc, key), channel_id, NULL, &s, now_ms);
+}
+
+int dg_turns_close_channel(dg_store *st, const char *channel_id, int64_t now_ms)
+{
+    if (!st || !channel_id || !*channel_id || strlen(channel_id) >= DG_SCOPE_ID_MAX)
+        return OC_ERR_INVALID;
+    bump_generation();
+    dg_turn_channel_row row;
+    int rc = dg_store_turns_channel_load(st, channel_id, &row);
+    if (rc != OC_OK && rc != OC_ERR_NOT_FOUND)
+        return rc;
+    rc = dg_store_turns_channel_save(st, channel_id, DG_MODE_CLOSED, row.initiator, row.top_root,
+                                     0, now_ms);
+    dg_turn_channel_row_clear(&row);
+    return rc;
+}

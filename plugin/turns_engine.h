@@ -1,0 +1,113 @@
+/*
+ * turns_engine.h -- the turn manager wired to the store, the outbox and the
+ * clock: what the hooks call (hooks/ decode JSON into these plain structs).
+ *
+ * One engine per plugin instance (p->turns). The store is the one owner of
+ * the state (Dirigent bug 10); the engine keeps an in-memory mirror of the
+ * rows it has touched so that before_model_resolve and message_sending
+ * decide without SQL. Every change runs in one store transaction: state
+ * rows, dedup row and the moderator messages it owes (outbox rows) commit
+ * together; the mirror is updated inside that transaction, and a failed
+ * commit drops the whole mirror (it is reloaded from the database).
+ *
+ * Scope of a session (agent hooks) -- see scope.h: DM or policy "channel"
+ * -> Conversation(channel); policy "thread" with threadId -> that thread;
+ * policy "thread" without threadId -> the channel's latest top-level thread
+ * (the thread the latest top-level message opened), Conversation(channel)
+ * before any. A top-level thread opened by an agent or bot message carries
+ * the loop-guard counter of the previous top-level thread on, so bots
+ * cannot escape the guard by each opening a new thread.
+ *
+ * Threads: every function may be called from any host thread, concurrently.
+ * (Owner: turn manager area.)
+ */
+#ifndef DG_TURNS_ENGINE_H
+#define DG_TURNS_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "dirigent.h"
+#include "scope.h"
+#include "turns.h"
+
+/* Create the engine of p (p->store, p->cfg must be set). *out owned by the
+ * caller: dg_turns_free. Prunes old dedup rows. Thread: init. */
+int dg_turns_new(dg_plugin *p, dg_turns **out);
+
+/* Free the engine; NULL is fine. Thread: shutdown. */
+void dg_turns_free(dg_turns *t);
+
+/* A message as message_received reports it. Borrowed strings. */
+typedef struct dg_turn_message {
+    const char *message_id;    /* dedup key with channel_id; NULL: no dedup */
+    const char *channel_id;    /* required */
+    const char *thread_id;     /* Discord thread, NULL if none */
+    int is_dm;
+    const char *sender_id;     /* required */
+    int sender_is_bot;
+    const char *content;       /* may be NULL */
+    const char *const *mentions; /* user ids */
+    size_t n_mentions;
+    const dg_tag *tags;        /* NIP-10 tags, may be NULL */
+    size_t n_tags;
+} dg_turn_message;
+
+/* The session an agent hook runs in. Borrowed strings. */
+typedef struct dg_turn_session {
+    const char *agent_id;      /* required */
+    const char *session_key;   /* required */
+    const char *channel_id;    /* required */
+    const char *thread_id;     /* NULL if none */
+    int is_dm;
+} dg_turn_session;
+
+/*
+ * message_received: ingest once per (channel, messageId); apply the wake
+ * rules; in a closed channel, queue the closed notice when owed. Owed
+ * moderator messages are committed with the change and the outbox kicked.
+ * Returns OC_OK (a duplicate is OK too), OC_ERR_INVALID (missing field,
+ * err says which) or OC_ERR_IO.
+ */
+int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err_len);
+
+/* Verdict of before_model_resolve. */
+typedef struct dg_turn_verdict {
+    int no_reply;              /* route this run to noReplyProvider/noReplyModel */
+    int closed;                /* the channel is a closed discussion */
+    char scope_label[DG_SCOPE_LABEL_MAX];
+} dg_turn_verdict;
+
+/*
+ * before_model_resolve: decide without advancing any state; the first call
+ * of a session records that it exists (the agent joins the channel's turn
+ * order). Returns OC_OK or a negative status (then *v says no_reply = 0).
+ */
+int dg_turns_resolve(dg_turns *t, const dg_turn_session *s, dg_turn_verdict *v);
+
+/*
+ * message_sending: *cancel = 1 with a reason when the message must not go
+ * out (closed channel; a non-silent message of a non-speaker in a managed
+ * scope). content may be NULL. Returns OC_OK or a negative status.
+ */
+int dg_turns_check_send(dg_turns *t, const dg_turn_session *s, const char *content,
+                        int *cancel, char *reason, size_t reason_len);
+
+/*
+ * agent_end: classify the run (silent.h) and, if it held the turn, advance
+ * at once (Dirigent bug 2). Owed hand-offs and notices are queued.
+ * Returns OC_OK or a negative status.
+ */
+int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *output,
+                     long tool_calls, int success);
+
+/* For tests and diagnostics: the state of scope (from the mirror or the
+ * store), the channel's mode and member count. OC_ERR_NOT_FOUND if the
+ * scope has no state yet. */
+int dg_turns_peek(dg_turns *t, const dg_scope *scope, dg_turn_state *st,
+                  dg_channel_mode *mode, int *n_members);
+
+/* Agent id at member position pos of channel_id, copied into buf; OC_OK or
+ * OC_ERR_NOT_FOUND. For tests and diagnostics. */
+int dg_turns_member(dg_turns *t, const char *channel_id, int pos, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,86 @@
+/*
+ * turns_map.c -- string-keyed open-addressing hash map (see turns_map.h).
+ */
+#include "turns_map.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "openclaw/plugin.h"
+
+uint64_t dg_map_hash(const char *key)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
+        h ^= *p;
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+void dg_map_init(dg_map *m)
+{
+    memset(m, 0, sizeof *m);
+}
+
+static dg_map_slot *find(const dg_map *m, const char *key, uint64_t h)
+{
+    size_t mask = m->cap - 1;
+    for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
+        dg_map_slot *s = &m->slots[i];
+        if (!s->key || (s->hash == h && strcmp(s->key, key) == 0))
+            return s;
+    }
+}
+
+void *dg_map_get(const dg_map *m, const char *key)
+{
+    if (!m->cap)
+        return NULL;
+    dg_map_slot *s = find(m, key, dg_map_hash(key));
+    return s->key ? s->val : NULL;
+}
+
+static int grow(dg_map *m)
+{
+    size_t cap = m->cap ? m->cap * 2 : 64;
+    dg_map_slot *slots = calloc(cap, sizeof *slots);
+    if (!slots)
+        return OC_ERR_NOMEM;
+    dg_map old = *m;
+    m->slots = slots;
+    m->cap = cap;
+    for (size_t i = 0; i < old.cap; i++)
+        if (old.slots[i].key)
+            *find(m, old.slots[i].key, old.slots[i].hash) = old.slots[i];
+    free(old.slots);
+    return OC_OK;
+}
+
+int dg_map_put(dg_map *m, const char *key, void *val)
+{
+    /* Load factor at most 1/2 keeps probes short. */
+    if ((m->n + 1) * 2 > m->cap && grow(m))
+        return OC_ERR_NOMEM;
+    uint64_t h = dg_map_hash(key);
+    dg_map_slot *s = find(m, key, h);
+    if (!s->key)
+        m->n++;
+    s->hash = h;
+    s->key = key;
+    s->val = val;
+    return OC_OK;
+}
+
+void dg_map_each(const dg_map *m, void (*fn)(void *val, void *arg), void *arg)
+{
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->slots[i].key)
+            fn(m->slots[i].val, arg);
+}
+
+void dg_map_clear(dg_map *m)
+{
+    free(m->slots);
+    dg_map_init(m);
+}

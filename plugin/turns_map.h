@@ -1,0 +1,44 @@
+/*
+ * turns_map.h -- a small string-keyed hash map (open addressing) for the
+ * turn engine's in-memory mirror. Not thread-safe by itself: the engine
+ * guards it. Keys and values are borrowed: the value owns its key string,
+ * which must stay put while the entry exists. Entries are only added, or
+ * all dropped at once (dg_map_clear). (Owner: turn manager area.)
+ */
+#ifndef DG_TURNS_MAP_H
+#define DG_TURNS_MAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct dg_map_slot {
+    uint64_t hash;
+    const char *key;   /* NULL: empty slot */
+    void *val;
+} dg_map_slot;
+
+typedef struct dg_map {
+    dg_map_slot *slots;
+    size_t cap;        /* power of two, 0 before the first put */
+    size_t n;
+} dg_map;
+
+/* FNV-1a 64 of a NUL-terminated string. */
+uint64_t dg_map_hash(const char *key);
+
+/* Zeroed map; nothing to allocate until the first put. */
+void dg_map_init(dg_map *m);
+
+/* Value for key or NULL. */
+void *dg_map_get(const dg_map *m, const char *key);
+
+/* Insert or replace; OC_OK or OC_ERR_NOMEM. */
+int dg_map_put(dg_map *m, const char *key, void *val);
+
+/* Call fn on every value (order unspecified), e.g. to free them. */
+void dg_map_each(const dg_map *m, void (*fn)(void *val, void *arg), void *arg);
+
+/* Drop every entry (values untouched) and free the table. */
+void dg_map_clear(dg_map *m);
+
+#endif
