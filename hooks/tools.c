@@ -1,0 +1,121 @@
+/*
+ * tools.c -- registration of the plugin's tools and the helpers they share.
+ */
+#include "tools.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "register.h"
+
+static const oc_tool channel_create_tool = {
+    .struct_size = sizeof(oc_tool),
+    .name = "discord_channel_create",
+    .description =
+        "Create a private Discord text channel for you, the agents in `participants` and "
+        "the users in `allowedUserIds`. With `callbackChannelId` (your work channel) and "
+        "`discussGuide` it becomes a discussion channel: the moderator posts the guide and "
+        "the rules, the agents take turns, and you end it by writing a summary file in your "
+        "workspace and calling discuss-callback from the discussion channel; the result "
+        "then comes back to the callback channel.",
+    .parameters = dg_tool_channel_create_schema,
+    .execute = dg_tool_channel_create,
+};
+
+static const oc_tool discuss_callback_tool = {
+    .struct_size = sizeof(oc_tool),
+    .name = "discuss-callback",
+    .description =
+        "End the discussion of the current discussion channel (only its initiator may). "
+        "Write the summary to a file in your workspace first and pass its path, relative "
+        "to the workspace. The channel is closed and the path is posted to the channel the "
+        "discussion was opened from.",
+    .parameters = dg_tool_discuss_callback_schema,
+    .execute = dg_tool_discuss_callback,
+};
+
+int dg_register_tools(dg_plugin *p)
+{
+    const oc_tool *tools[] = {&channel_create_tool, &discuss_callback_tool};
+    for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++) {
+        int rc = p->api->register_tool(p->api->host, tools[i]);
+        if (rc != OC_OK) {
+            dg_log(p, OC_LOG_ERROR, "the host refused tool %s (%s)", tools[i]->name,
+                   oc_status_name(rc));
+            return rc;
+        }
+    }
+    return OC_OK;
+}
+
+json_t *dg_tool_ok(const char *text, json_t *details)
+{
+    return json_pack("{s:[{s:s,s:s}],s:o}", "content", "type", "text", "text", text,
+                     "details", details ? details : json_object());
+}
+
+json_t *dg_tool_error(int status, const char *message)
+{
+    return json_pack("{s:{s:s,s:s}}", "error", "code", oc_status_name(status), "message",
+                     message && *message ? message : oc_status_name(status));
+}
+
+static const char *ctx_str(const json_t *ctx, const char *key)
+{
+    const char *s = json_string_value(json_object_get(ctx, key));
+    return s && *s ? s : NULL;
+}
+
+void dg_tool_caller(const json_t *ctx, dg_caller *out)
+{
+    memset(out, 0, sizeof *out);
+    out->agent_id = ctx_str(ctx, "agentId");
+    out->session_key = ctx_str(ctx, "sessionKey");
+    out->session_id = ctx_str(ctx, "sessionId");
+    out->workspace_dir = ctx_str(ctx, "workspaceDir");
+    out->channel_id = ctx_str(ctx, "channelId");
+    out->thread_id = ctx_str(ctx, "threadId");
+}
+
+int dg_tool_check_keys(const json_t *params, const char *const *allowed, char *err,
+                       size_t err_len)
+{
+    if (!json_is_object(params)) {
+        snprintf(err, err_len, "params must be a JSON object");
+        return OC_ERR_INVALID;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)params, key, v) {
+        int ok = 0;
+        for (size_t i = 0; allowed[i]; i++)
+            ok |= strcmp(allowed[i], key) == 0;
+        if (!ok) {
+            size_t o = (size_t)snprintf(err, err_len, "unknown parameter '%s'; accepted: ",
+                                        key);
+            for (size_t i = 0; allowed[i] && o < err_len; i++)
+                o += (size_t)snprintf(err + o, err_len - o, "%s%s", i ? ", " : "", allowed[i]);
+            return OC_ERR_INVALID;
+        }
+    }
+    return OC_OK;
+}
+
+int dg_tool_opt_string(const json_t *params, const char *key, const char **out, char *err,
+                       size_t err_len)
+{
+    *out = NULL;
+    json_t *v = json_object_get(params, key);
+    if (!v || json_is_null(v))
+        return OC_OK;
+    if (!json_is_string(v)) {
+        snprintf(err, err_len, "%s must be a string", key);
+        return OC_ERR_INVALID;
+    }
+    if (strlen(json_string_value(v)) != json_string_length(v)) {
+        snprintf(err, err_len, "%s contains a NUL character", key);
+        return OC_ERR_INVALID;
+    }
+    *out = json_string_value(v);
+    return OC_OK;
+}

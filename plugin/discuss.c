@@ -1,0 +1,810 @@
+/*
+ * discuss.c -- the discussion state machine (seed 003): create, callback,
+ * session overrides owed to a closed channel, and their re-drive.
+ *
+ * Flow of every state change (architecture.md): checks without holding the
+ * store lock where they do I/O (REST, filesystem, host calls), then ONE
+ * transaction that records the new state and the effects it owes (outbox
+ * rows, override rows), then the effects after commit (outbox kick,
+ * session_patch), marked done. A crash in between is repaired by
+ * dg_discuss_resume() and by the outbox's own resend.
+ */
+#include "discuss.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "discord.h"
+#include "outbox.h"
+#include "paths.h"
+#include "store.h"
+#include "store_discuss.h"
+#include "templates.h"
+#include "turns.h"
+
+/* Overrides re-driven per batch (bounded memory; loops while progressing). */
+#define OVERRIDE_BATCH 256
+
+static int fail(char *err, size_t err_len, int status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail(char *err, size_t err_len, int status, const char *fmt, ...)
+{
+    if (err && err_len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, err_len, fmt, ap);
+        va_end(ap);
+    }
+    return status;
+}
+
+const char *dg_discussion_status_name(dg_discussion_status s)
+{
+    switch (s) {
+    case DG_DISCUSSION_ACTIVE: return "active";
+    case DG_DISCUSSION_CLOSED: return "closed";
+    default: return "none";
+    }
+}
+
+static void free_strv(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+void dg_discussion_clear(dg_discussion *d)
+{
+    if (!d)
+        return;
+    free(d->discussion_channel_id);
+    free(d->origin_channel_id);
+    free(d->initiator_agent_id);
+    free(d->initiator_session_key);
+    free(d->initiator_session_id);
+    free(d->initiator_workspace);
+    free(d->discuss_guide);
+    free(d->summary_path);
+    free_strv(d->participants, d->n_participants);
+    free_strv(d->turn_order, d->n_turn_order);
+    memset(d, 0, sizeof *d);
+}
+
+void dg_channel_created_clear(dg_channel_created *c)
+{
+    if (!c)
+        return;
+    free(c->channel_id);
+    memset(c, 0, sizeof *c);
+}
+
+void dg_callback_result_clear(dg_callback_result *r)
+{
+    if (!r)
+        return;
+    free(r->channel_id);
+    free(r->origin_channel_id);
+    free(r->summary_path);
+    memset(r, 0, sizeof *r);
+}
+
+/* Unicode code points of a UTF-8 string (continuation bytes not counted). */
+static size_t utf8_chars(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        if (((unsigned char)*s & 0xC0) != 0x80)
+            n++;
+    return n;
+}
+
+static int is_blank(const char *s)
+{
+    for (; s && *s; s++)
+        if (*s != ' ' && *s != '\t' && *s != '\n' && *s != '\r')
+            return 0;
+    return 1;
+}
+
+/* ---- in-transaction helpers for other areas ----------------------------- */
+
+int dg_discuss_lookup_locked(dg_store *st, const char *channel_id, dg_discussion *d)
+{
+    if (!channel_id)
+        return DG_DISCUSSION_NONE;
+    if (d) {
+        int rc = dg_store_discussion_by_channel(st, channel_id, d);
+        if (rc == OC_ERR_NOT_FOUND)
+            return DG_DISCUSSION_NONE;
+        return rc == OC_OK ? (int)d->status : rc;
+    }
+    dg_discussion_status s;
+    int rc = dg_store_discussion_probe(st, channel_id, NULL, &s);
+    return rc == OC_OK ? (int)s : rc;
+}
+
+int dg_discuss_claim_closed_notice_locked(dg_store *st, const char *channel_id,
+                                          const char *message_id, int64_t now_ms,
+                                          int64_t cooldown_ms)
+{
+    if (!channel_id || !message_id)
+        return OC_ERR_INVALID;
+    int claimed = 0;
+    int rc = dg_store_discussion_notice_claim(st, channel_id, message_id, now_ms,
+                                              cooldown_ms, &claimed);
+    return rc == OC_OK ? claimed : rc;
+}
+
+/* ---- validation ----------------------------------------------------------- */
+
+/* Discussion status of a channel in a short read transaction. */
+static int channel_status(dg_plugin *p, const char *channel_id, dg_discussion_status *s)
+{
+    *s = DG_DISCUSSION_NONE;
+    if (!channel_id)
+        return OC_OK;
+    if (dg_store_begin(p->store) != OC_OK)
+        return OC_ERR_IO;
+    int rc = dg_store_discussion_probe(p->store, channel_id, NULL, s);
+    if (rc == OC_OK)
+        rc = dg_store_commit(p->store);
+    else
+        dg_store_rollback(p->store);
+    return rc;
+}
+
+int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
+                        const dg_channel_request *req, char *err, size_t err_len)
+{
+    char why[256];
+    const dg_config *cfg = &p->cfg;
+    if (!caller || !caller->agent_id || !*caller->agent_id)
+        return fail(err, err_len, OC_ERR_INVALID,
+                    "the tool context has no agentId; the host must say which agent calls "
+                    "discord_channel_create");
+    if (!dg_config_agent(cfg, caller->agent_id))
+        return fail(err, err_len, OC_ERR_DENIED,
+                    "agent '%s' is not in the plugin config `agents`, so it has no Discord "
+                    "user id and cannot be a member of the channel; add "
+                    "agents.%s.discordUserId to the dirigent config",
+                    caller->agent_id, caller->agent_id);
+    if (!req->name || !*req->name)
+        return fail(err, err_len, OC_ERR_INVALID,
+                    "name is required: the channel name (lower case, no spaces, 1-100 "
+                    "characters), e.g. \"design-review\"");
+    if (dg_discord_check_channel_name(req->name, why, sizeof why) != OC_OK)
+        return fail(err, err_len, OC_ERR_INVALID,
+                    "name '%s' is not a valid Discord text-channel name: %s; use lower "
+                    "case letters, digits and dashes, e.g. \"design-review\"", req->name, why);
+    if (req->topic && utf8_chars(req->topic) > DG_DISCORD_MAX_TOPIC)
+        return fail(err, err_len, OC_ERR_INVALID,
+                    "topic has %zu characters; Discord allows at most %d: shorten it",
+                    utf8_chars(req->topic), DG_DISCORD_MAX_TOPIC);
+    if (req->parent_id && !dg_is_snowflake(req->parent_id))
+        return fail(err, err_len, OC_ERR_INVALID,
+                    "parentId '%s' is not a Discord snowflake (1-20 digits); pass the "
+                    "category's id or leave parentId out", req->parent_id);
+    for (size_t i = 0; i < req->n_participants; i++) {
+        const char *a = req->participants[i];
+        if (!a || !dg_config_agent(cfg, a))
+            return fail(err, err_len, OC_ERR_INVALID,
+                        "participants[%zu] '%s' is not a known agent; participants are agent "
+                        "ids from the plugin config `agents` (humans go in allowedUserIds)",
+                        i, a ? a : "");
+    }
+    for (size_t i = 0; i < req->n_allowed_user_ids; i++) {
+        const char *u = req->allowed_user_ids[i];
+        if (!u || !dg_is_snowflake(u))
+            return fail(err, err_len, OC_ERR_INVALID,
+                        "allowedUserIds[%zu] '%s' is not a Discord user id (a snowflake of "
+                        "1-20 digits)", i, u ? u : "");
+    }
+    if (!req->callback_channel_id) {
+        if (req->discuss_guide)
+            return fail(err, err_len, OC_ERR_INVALID,
+                        "discussGuide is only accepted together with callbackChannelId (the "
+                        "channel to report the result to); add callbackChannelId for a "
+                        "discussion, or drop discussGuide for a plain channel");
+        return OC_OK;
+    }
+
+    /* Discussion mode. */
+    if (!dg_is_snowflake(req->callback_channel_id))
+        return fail(err, err_len, OC_ERR_INVALID,
+                    "callbackChannelId '%s' is not a Discord channel id (a snowflake of 1-20 "
+                    "digits); pass the id of the channel you are working in",
+                    req->callback_channel_id);
+    if (!req->discuss_guide || is_blank(req->discuss_guide))
+        return fail(err, err_len, OC_ERR_INVALID,
+                    "discussGuide is required with callbackChannelId: say what to discuss, "
+                    "what conclusion is wanted and its limits");
+    size_t gl = utf8_chars(req->discuss_guide);
+    if (gl > (size_t)cfg->max_guide_chars)
+        return fail(err, err_len, OC_ERR_INVALID,
+                    "discussGuide has %zu characters, over discussion.maxGuideChars (%ld); "
+                    "shorten it", gl, cfg->max_guide_chars);
+    size_t others = 0;
+    for (size_t i = 0; i < req->n_participants; i++)
+        if (strcmp(req->participants[i], caller->agent_id) != 0)
+            others++;
+    if (others == 0)
+        return fail(err, err_len, OC_ERR_INVALID,
+                    "participants must name at least one agent other than you for a "
+                    "discussion");
+    if (!caller->session_key || !*caller->session_key)
+        return fail(err, err_len, OC_ERR_INVALID,
+                    "the tool context has no sessionKey; a discussion records the "
+                    "initiator's session");
+    if (!caller->workspace_dir || caller->workspace_dir[0] != '/')
+        return fail(err, err_len, OC_ERR_INVALID,
+                    "the tool context has no absolute workspaceDir; a discussion needs the "
+                    "initiator's workspace for its summary file");
+
+    dg_discussion_status here, there;
+    if (channel_status(p, caller->channel_id, &here) != OC_OK ||
+        channel_status(p, req->callback_channel_id, &there) != OC_OK)
+        return fail(err, err_len, OC_ERR_IO, "the plugin's state store failed; try again");
+    if (here != DG_DISCUSSION_NONE)
+        return fail(err, err_len, OC_ERR_DENIED,
+                    "you are inside discussion channel %s: discussions do not nest; finish "
+                    "this one (the initiator calls discuss-callback) and open the new one "
+                    "from your work channel", caller->channel_id);
+    if (there != DG_DISCUSSION_NONE)
+        return fail(err, err_len, OC_ERR_DENIED,
+                    "callbackChannelId %s is itself a discussion channel: discussions do not "
+                    "nest; pass your work channel instead", req->callback_channel_id);
+    return OC_OK;
+}
+
+/* ---- create ----------------------------------------------------------------- */
+
+/* Append s to a string list unless present; borrowed pointers. */
+static void add_unique(const char **v, size_t *n, const char *s)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp(v[i], s) == 0)
+            return;
+    v[(*n)++] = s;
+}
+
+/* "<@a> <@b>" for the Discord ids of agents; malloc'd. */
+static char *mentions_of(const dg_config *cfg, char *const *agents, size_t n)
+{
+    size_t cap = 1;
+    for (size_t i = 0; i < n; i++)
+        cap += 4 + 24;
+    char *out = malloc(cap);
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        const dg_agent_cfg *a = dg_config_agent(cfg, agents[i]);
+        if (!a)
+            continue;
+        o += (size_t)snprintf(out + o, cap - o, "%s<@%s>", o ? " " : "", a->discord_user_id);
+    }
+    return out;
+}
+
+static char *channel_ref(const char *id)
+{
+    char *s = malloc(strlen(id) + 4);
+    if (s)
+        sprintf(s, "<#%s>", id);
+    return s;
+}
+
+/* A channel we created but could not record is removed again (best effort),
+ * so a failed tool call leaves nothing half-made in Discord either. */
+static void delete_channel(dg_plugin *p, const char *channel_id)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/channels/%s", channel_id);
+    dg_discord_err derr;
+    memset(&derr, 0, sizeof derr);
+    int rc = dg_discord_request(p->discord, "DELETE", path, NULL, 1, NULL, &derr);
+    if (rc != OC_OK)
+        dg_log(p, OC_LOG_ERROR, "discussion: channel %s was created but not recorded and "
+               "could not be deleted again: %s", channel_id, derr.message);
+}
+
+/* Build the stored discussion for a new channel (borrowing nothing). */
+static int build_discussion(dg_plugin *p, const dg_caller *c, const dg_channel_request *req,
+                            const char *channel_id, dg_discussion *d)
+{
+    memset(d, 0, sizeof *d);
+    d->discussion_channel_id = strdup(channel_id);
+    d->origin_channel_id = strdup(req->callback_channel_id);
+    d->initiator_agent_id = strdup(c->agent_id);
+    d->initiator_session_key = strdup(c->session_key);
+    d->initiator_session_id = strdup(c->session_id && *c->session_id ? c->session_id
+                                                                     : c->session_key);
+    d->initiator_workspace = strdup(c->workspace_dir);
+    d->discuss_guide = strdup(req->discuss_guide);
+    d->status = DG_DISCUSSION_ACTIVE;
+    d->created_at_ms = dg_now_ms(p);
+    d->turn_order = calloc(req->n_participants + 1, sizeof *d->turn_order);
+    d->participants = calloc(req->n_participants + 1, sizeof *d->participants);
+    if (!d->discussion_channel_id || !d->origin_channel_id || !d->initiator_agent_id ||
+        !d->initiator_session_key || !d->initiator_session_id || !d->initiator_workspace ||
+        !d->discuss_guide || !d->turn_order || !d->participants)
+        return OC_ERR_NOMEM;
+    if (!(d->turn_order[d->n_turn_order++] = strdup(c->agent_id)))
+        return OC_ERR_NOMEM;
+    for (size_t i = 0; i < req->n_participants; i++) {
+        const char *a = req->participants[i];
+        int dup = 0;
+        for (size_t j = 0; j < d->n_turn_order; j++)
+            dup |= strcmp(d->turn_order[j], a) == 0;
+        if (dup)
+            continue;
+        if (!(d->turn_order[d->n_turn_order++] = strdup(a)) ||
+            !(d->participants[d->n_participants++] = strdup(a)))
+            return OC_ERR_NOMEM;
+    }
+    return OC_OK;
+}
+
+/* Record the discussion, prefill its turns and queue the kickoff: one
+ * transaction. Returns OC_OK with *id, or a negative status (rolled back). */
+static int record_discussion(dg_plugin *p, dg_discussion *d, const char *kickoff,
+                             const char *const *mention_ids, size_t n_mentions, int64_t *id,
+                             char *err, size_t err_len)
+{
+    if (dg_store_begin(p->store) != OC_OK)
+        return fail(err, err_len, OC_ERR_IO, "the plugin's state store is busy or failing");
+    int rc = dg_store_discussion_insert(p->store, d, id);
+    if (rc == OC_OK)
+        d->id = *id;
+    if (rc == OC_OK)
+        rc = dg_turns_prefill_discussion(p->store, d->discussion_channel_id,
+                                         d->initiator_agent_id,
+                                         (const char *const *)d->turn_order + 1,
+                                         d->n_turn_order - 1, d->created_at_ms);
+    if (rc == OC_OK)
+        rc = dg_outbox_enqueue(p->store, d->discussion_channel_id, kickoff, mention_ids,
+                               n_mentions, d->created_at_ms);
+    if (rc == OC_OK)
+        rc = dg_store_commit(p->store);
+    else {
+        dg_log(p, OC_LOG_ERROR, "discussion: recording channel %s failed (%s): %s",
+               d->discussion_channel_id, oc_status_name(rc), dg_store_errmsg(p->store));
+        dg_store_rollback(p->store);
+    }
+    if (rc != OC_OK)
+        return fail(err, err_len, rc == OC_ERR_CONFLICT ? OC_ERR_CONFLICT : OC_ERR_IO,
+                    "the discussion channel could not be recorded (%s); nothing was kept, "
+                    "try again", oc_status_name(rc));
+    return OC_OK;
+}
+
+int dg_discuss_create_channel(dg_plugin *p, const dg_caller *caller,
+                              const dg_channel_request *req,
+                              dg_channel_created *out, char *err, size_t err_len)
+{
+    memset(out, 0, sizeof *out);
+    int rc = dg_discuss_validate(p, caller, req, err, err_len);
+    if (rc != OC_OK)
+        return rc;
+    if (!p->discord)
+        return fail(err, err_len, OC_ERR_UNSUPPORTED,
+                    "the moderator bot has no token (discord.moderatorToken or env "
+                    "DIRIGENT_MODERATOR_TOKEN), so no channel can be created; ask the operator");
+    if (!p->cfg.discord_guild_id)
+        return fail(err, err_len, OC_ERR_UNSUPPORTED,
+                    "discord.guildId is not configured, so no channel can be created; ask "
+                    "the operator to set it");
+    if (!p->cfg.moderator_user_id)
+        return fail(err, err_len, OC_ERR_UNSUPPORTED,
+                    "discord.moderatorUserId is not configured; ask the operator to set it");
+
+    /* Members: initiator, participants, allowed users, moderator. */
+    size_t cap = 2 + req->n_participants + req->n_allowed_user_ids;
+    const char **members = calloc(cap, sizeof *members);
+    if (!members)
+        return fail(err, err_len, OC_ERR_NOMEM, "out of memory");
+    size_t nm = 0;
+    add_unique(members, &nm, dg_config_agent(&p->cfg, caller->agent_id)->discord_user_id);
+    for (size_t i = 0; i < req->n_participants; i++)
+        add_unique(members, &nm, dg_config_agent(&p->cfg, req->participants[i])->discord_user_id);
+    for (size_t i = 0; i < req->n_allowed_user_ids; i++)
+        add_unique(members, &nm, req->allowed_user_ids[i]);
+    add_unique(members, &nm, p->cfg.moderator_user_id);
+
+    dg_discord_channel_spec spec = {
+        .guild_id = p->cfg.discord_guild_id,
+        .name = req->name,
+        .topic = req->topic,
+        .parent_id = req->parent_id,
+        .member_ids = members,
+        .n_members = nm,
+    };
+    char *channel_id = NULL;
+    dg_discord_err derr;
+    memset(&derr, 0, sizeof derr);
+    rc = dg_discord_create_private_channel(p->discord, &spec, &channel_id, &derr);
+    free(members);
+    if (rc != OC_OK) {
+        dg_log(p, OC_LOG_WARN, "discord_channel_create '%s' by %s failed: %s (HTTP %ld)",
+               req->name, caller->agent_id, derr.message, derr.http_status);
+        return fail(err, err_len, rc,
+                    "Discord refused to create channel '%s' (HTTP %ld): %s%s", req->name,
+                    derr.http_status, derr.message,
+                    derr.http_status == 403 ? "; the moderator bot lacks a permission in "
+                    "the guild (Manage Channels), ask the operator"
+                    : derr.retryable ? "; this may pass if you try again later" : "");
+    }
+    if (!req->callback_channel_id) {
+        out->channel_id = channel_id;
+        dg_log(p, OC_LOG_INFO, "channel %s '%s' created for %s (plain)", channel_id, req->name,
+               caller->agent_id);
+        return OC_OK;
+    }
+
+    /* Discussion: render the kickoff, then one transaction. */
+    dg_discussion d;
+    char *pm = NULL, *im = NULL, *oref = NULL, *dref = NULL, *kickoff = NULL;
+    const char **mention_ids = NULL;
+    rc = build_discussion(p, caller, req, channel_id, &d);
+    if (rc == OC_OK) {
+        char *first = d.turn_order[0];
+        pm = mentions_of(&p->cfg, d.participants, d.n_participants);
+        im = mentions_of(&p->cfg, &first, 1);
+        oref = channel_ref(d.origin_channel_id);
+        dref = channel_ref(channel_id);
+        mention_ids = calloc(d.n_turn_order, sizeof *mention_ids);
+        if (!pm || !im || !oref || !dref || !mention_ids)
+            rc = OC_ERR_NOMEM;
+    }
+    if (rc == OC_OK) {
+        for (size_t i = 0; i < d.n_turn_order; i++)
+            mention_ids[i] = dg_config_agent(&p->cfg, d.turn_order[i])->discord_user_id;
+        dg_tpl_vars v = {
+            .discussGuide = d.discuss_guide,
+            .initiatorMention = im,
+            .participantMentions = pm,
+            .discussionChannel = dref,
+            .originChannel = oref,
+            .status = "active",
+        };
+        kickoff = dg_templates_render(p->templates, "kickoff.md", &v);
+        if (!kickoff)
+            rc = OC_ERR_NOMEM;
+    }
+    int64_t id = 0;
+    if (rc == OC_OK)
+        rc = record_discussion(p, &d, kickoff, mention_ids, d.n_turn_order, &id, err, err_len);
+    else
+        fail(err, err_len, rc, "out of memory preparing the discussion; try again");
+    free(pm);
+    free(im);
+    free(oref);
+    free(dref);
+    free(kickoff);
+    free(mention_ids);
+    if (rc != OC_OK) {
+        delete_channel(p, channel_id);
+        free(channel_id);
+        dg_discussion_clear(&d);
+        return rc;
+    }
+    dg_outbox_kick(p->outbox);
+    dg_log(p, OC_LOG_INFO, "discussion %lld opened in channel %s by %s (origin %s, %zu agents)",
+           (long long)id, channel_id, caller->agent_id, d.origin_channel_id, d.n_turn_order);
+    dg_discussion_clear(&d);
+    out->channel_id = channel_id;
+    out->is_discussion = 1;
+    out->discussion_id = id;
+    return OC_OK;
+}
+
+/* ---- overrides ---------------------------------------------------------------- */
+
+/* Apply every recorded, not yet applied override; mark the ones the host
+ * took. Returns the number applied. Runs without holding the store lock
+ * while calling the host. */
+static size_t apply_pending(dg_plugin *p)
+{
+    size_t applied_total = 0;
+    for (;;) {
+        char **keys = NULL;
+        int64_t *ids = NULL;
+        size_t n = 0;
+        if (dg_store_begin(p->store) != OC_OK)
+            return applied_total;
+        int rc = dg_store_discussion_overrides_pending(p->store, OVERRIDE_BATCH, &keys, &ids, &n);
+        if (rc == OC_OK)
+            dg_store_commit(p->store);
+        else
+            dg_store_rollback(p->store);
+        if (rc != OC_OK || n == 0)
+            return applied_total;
+        size_t ok = 0;
+        char *done = calloc(n, 1);
+        for (size_t i = 0; done && i < n; i++) {
+            int prc = p->api->session_patch(p->api->host, keys[i], p->cfg.no_reply_provider,
+                                            p->cfg.no_reply_model);
+            if (prc == OC_OK) {
+                done[i] = 1;
+                ok++;
+            } else {
+                dg_log(p, OC_LOG_WARN, "discussion: session_patch(%s) failed (%s); it is "
+                       "retried at the next start", keys[i], oc_status_name(prc));
+            }
+        }
+        if (ok && dg_store_begin(p->store) == OC_OK) {
+            int64_t now = dg_now_ms(p);
+            int mrc = OC_OK;
+            for (size_t i = 0; i < n && mrc == OC_OK; i++)
+                if (done[i])
+                    mrc = dg_store_discussion_override_applied(p->store, ids[i], keys[i], now);
+            if (mrc == OC_OK)
+                dg_store_commit(p->store);
+            else
+                dg_store_rollback(p->store);
+        }
+        free(done);
+        free_strv(keys, n);
+        free(ids);
+        applied_total += ok;
+        /* Stop when a batch did not fully go through (the rest waits for the
+         * next start) or when it was the last one. */
+        if (ok < n || n < OVERRIDE_BATCH)
+            return applied_total;
+    }
+}
+
+void dg_discuss_resume(dg_plugin *p)
+{
+    if (!p || !p->store || !p->api)
+        return;
+    size_t n = apply_pending(p);
+    if (n)
+        dg_log(p, OC_LOG_INFO, "discussion: re-applied %zu no-reply session override(s) owed "
+               "by closed discussions", n);
+}
+
+void dg_discuss_session_seen(dg_plugin *p, const char *session_key, const char *agent_id,
+                             const char *channel_id)
+{
+    if (!p || !session_key || !*session_key || !channel_id)
+        return;
+    if (dg_store_begin(p->store) != OC_OK)
+        return;
+    int64_t id = 0;
+    dg_discussion_status s = DG_DISCUSSION_NONE;
+    int state = 0, rc = dg_store_discussion_probe(p->store, channel_id, &id, &s);
+    if (rc == OC_OK && s == DG_DISCUSSION_CLOSED)
+        rc = dg_store_discussion_override_state(p->store, id, session_key, &state);
+    if (rc == OC_OK && s == DG_DISCUSSION_CLOSED && state == 0)
+        rc = dg_store_discussion_override_add(p->store, id, session_key, agent_id,
+                                              dg_now_ms(p), NULL);
+    if (rc == OC_OK)
+        rc = dg_store_commit(p->store);
+    else
+        dg_store_rollback(p->store);
+    if (rc != OC_OK) {
+        dg_log(p, OC_LOG_ERROR, "discussion: recording session %s in channel %s failed (%s)",
+               session_key, channel_id, oc_status_name(rc));
+        return;
+    }
+    if (s != DG_DISCUSSION_CLOSED || state == 2)
+        return;
+    int prc = p->api->session_patch(p->api->host, session_key, p->cfg.no_reply_provider,
+                                    p->cfg.no_reply_model);
+    if (prc != OC_OK) {
+        dg_log(p, OC_LOG_WARN, "discussion: session_patch(%s) failed (%s); retried later",
+               session_key, oc_status_name(prc));
+        return;
+    }
+    if (dg_store_begin(p->store) != OC_OK)
+        return;
+    if (dg_store_discussion_override_applied(p->store, id, session_key, dg_now_ms(p)) == OC_OK)
+        dg_store_commit(p->store);
+    else
+        dg_store_rollback(p->store);
+    dg_log(p, OC_LOG_INFO, "discussion: session %s first seen in closed channel %s: "
+           "routed to the no-reply model", session_key, channel_id);
+}
+
+/* ---- callback ------------------------------------------------------------------ */
+
+/* Sessions of the channel from the host: keys and agents (malloc'd). */
+typedef struct session_list {
+    char **keys;
+    char **agents;
+    size_t n;
+} session_list;
+
+static void session_list_clear(session_list *l)
+{
+    free_strv(l->keys, l->n);
+    free_strv(l->agents, l->n);
+    memset(l, 0, sizeof *l);
+}
+
+static int list_sessions(dg_plugin *p, const char *channel_id, session_list *out)
+{
+    memset(out, 0, sizeof *out);
+    json_t *arr = p->api->sessions_list(p->api->host, channel_id);
+    if (!arr)
+        return OC_ERR_NOMEM;
+    int rc = OC_OK;
+    if (!json_is_array(arr)) {
+        dg_log(p, OC_LOG_WARN, "discussion: host sessions_list(%s) did not return an array",
+               channel_id);
+        json_decref(arr);
+        return OC_OK;
+    }
+    size_t n = json_array_size(arr);
+    out->keys = calloc(n ? n : 1, sizeof *out->keys);
+    out->agents = calloc(n ? n : 1, sizeof *out->agents);
+    if (!out->keys || !out->agents)
+        rc = OC_ERR_NOMEM;
+    for (size_t i = 0; rc == OC_OK && i < n; i++) {
+        json_t *e = json_array_get(arr, i);
+        const char *key = json_string_value(json_object_get(e, "sessionKey"));
+        const char *agent = json_string_value(json_object_get(e, "agentId"));
+        const char *ch = json_string_value(json_object_get(e, "channelId"));
+        if (!key || !*key || (ch && strcmp(ch, channel_id) != 0))
+            continue;
+        out->keys[out->n] = strdup(key);
+        out->agents[out->n] = agent ? strdup(agent) : NULL;
+        if (!out->keys[out->n] || (agent && !out->agents[out->n])) {
+            free(out->keys[out->n]);
+            free(out->agents[out->n]);
+            rc = OC_ERR_NOMEM;
+            break;
+        }
+        out->n++;
+    }
+    json_decref(arr);
+    if (rc != OC_OK)
+        session_list_clear(out);
+    return rc;
+}
+
+/* The read-only checks of the contract's order, on the stored row. */
+static int check_callable(dg_plugin *p, const dg_caller *c, dg_discussion *d, char *err,
+                          size_t err_len)
+{
+    if (!c->channel_id || !*c->channel_id)
+        return fail(err, err_len, OC_ERR_NOT_FOUND,
+                    "discuss-callback only works inside a discussion channel, and this call "
+                    "has no channel; call it from the discussion channel");
+    if (dg_store_begin(p->store) != OC_OK)
+        return fail(err, err_len, OC_ERR_IO, "the plugin's state store is busy or failing");
+    int rc = dg_store_discussion_by_channel(p->store, c->channel_id, d);
+    dg_store_commit(p->store);
+    if (rc == OC_ERR_NOT_FOUND)
+        return fail(err, err_len, OC_ERR_NOT_FOUND,
+                    "channel %s is not a discussion channel: discuss-callback only works "
+                    "inside a channel opened by discord_channel_create with "
+                    "callbackChannelId", c->channel_id);
+    if (rc != OC_OK)
+        return fail(err, err_len, OC_ERR_IO, "the plugin's state store failed (%s); try again",
+                    oc_status_name(rc));
+    if (!c->agent_id || strcmp(c->agent_id, d->initiator_agent_id) != 0)
+        return fail(err, err_len, OC_ERR_DENIED,
+                    "only the initiator of this discussion (agent '%s') may end it; you are "
+                    "'%s'. If the goal is reached, say so in the channel so the initiator "
+                    "writes the summary and calls discuss-callback",
+                    d->initiator_agent_id, c->agent_id ? c->agent_id : "");
+    if (d->status != DG_DISCUSSION_ACTIVE)
+        return fail(err, err_len, OC_ERR_CONFLICT,
+                    "this discussion is already closed (summary %s); nothing more to do here: "
+                    "continue the original task in <#%s>",
+                    d->summary_path ? d->summary_path : "?", d->origin_channel_id);
+    return OC_OK;
+}
+
+/* The closing transaction. */
+static int close_discussion(dg_plugin *p, const dg_discussion *d, const char *rel_path,
+                            const session_list *sessions, const char *result,
+                            const char *initiator_uid, int64_t now, char *err, size_t err_len)
+{
+    if (dg_store_begin(p->store) != OC_OK)
+        return fail(err, err_len, OC_ERR_IO, "the plugin's state store is busy or failing");
+    int rc = dg_store_discussion_close(p->store, d->id, rel_path, now);
+    for (size_t i = 0; rc == OC_OK && i < sessions->n; i++)
+        rc = dg_store_discussion_override_add(p->store, d->id, sessions->keys[i],
+                                              sessions->agents[i], now, NULL);
+    if (rc == OC_OK)
+        rc = dg_turns_close_channel(p->store, d->discussion_channel_id, now);
+    if (rc == OC_OK) {
+        const char *mention[1] = {initiator_uid};
+        rc = dg_outbox_enqueue(p->store, d->origin_channel_id, result, mention,
+                               initiator_uid ? 1 : 0, now);
+    }
+    if (rc == OC_OK)
+        rc = dg_store_commit(p->store);
+    else {
+        if (rc != OC_ERR_CONFLICT)
+            dg_log(p, OC_LOG_ERROR, "discussion %lld: closing failed (%s): %s",
+                   (long long)d->id, oc_status_name(rc), dg_store_errmsg(p->store));
+        dg_store_rollback(p->store);
+    }
+    if (rc == OC_ERR_CONFLICT)
+        return fail(err, err_len, OC_ERR_CONFLICT,
+                    "this discussion was closed a moment ago by another discuss-callback; "
+                    "nothing more to do here: continue in <#%s>", d->origin_channel_id);
+    if (rc != OC_OK)
+        return fail(err, err_len, OC_ERR_IO, "closing the discussion failed (%s); nothing "
+                    "changed, try again", oc_status_name(rc));
+    return OC_OK;
+}
+
+int dg_discuss_callback(dg_plugin *p, const dg_caller *caller, const char *summary_path,
+                        dg_callback_result *out, char *err, size_t err_len)
+{
+    memset(out, 0, sizeof *out);
+    dg_discussion d;
+    memset(&d, 0, sizeof d);
+    int rc = check_callable(p, caller, &d, err, err_len);
+    if (rc != OC_OK) {
+        dg_discussion_clear(&d);
+        return rc;
+    }
+    /* The file, resolved and opened once inside the stored workspace. */
+    dg_ws_file f;
+    rc = dg_ws_open(d.initiator_workspace, summary_path, p->cfg.max_summary_bytes, &f, err,
+                    err_len);
+    if (rc != OC_OK) {
+        dg_discussion_clear(&d);
+        return rc;
+    }
+    close(f.fd);
+    f.fd = -1;
+
+    session_list sessions;
+    const dg_agent_cfg *ini = dg_config_agent(&p->cfg, d.initiator_agent_id);
+    char *im = ini ? mentions_of(&p->cfg, &d.initiator_agent_id, 1) : strdup("");
+    char *dref = channel_ref(d.discussion_channel_id);
+    char *oref = channel_ref(d.origin_channel_id);
+    char *result = NULL;
+    rc = list_sessions(p, d.discussion_channel_id, &sessions);
+    if (rc == OC_OK && im && dref && oref) {
+        dg_tpl_vars v = {
+            .discussGuide = d.discuss_guide,
+            .initiatorMention = im,
+            .summaryPath = f.rel_path,
+            .discussionChannel = dref,
+            .originChannel = oref,
+            .status = "completed",
+        };
+        result = dg_templates_render(p->templates, "result.md", &v);
+    }
+    int64_t now = dg_now_ms(p);
+    if (rc == OC_OK && result)
+        rc = close_discussion(p, &d, f.rel_path, &sessions, result,
+                              ini ? ini->discord_user_id : NULL, now, err, err_len);
+    else
+        rc = fail(err, err_len, OC_ERR_NOMEM, "out of memory; nothing changed, try again");
+    free(im);
+    free(dref);
+    free(oref);
+    free(result);
+    if (rc == OC_OK) {
+        dg_outbox_kick(p->outbox);
+        size_t applied = apply_pending(p);
+        dg_log(p, OC_LOG_INFO, "discussion %lld in %s closed by %s: summary %s, %zu session "
+               "override(s) recorded, %zu applied", (long long)d.id, d.discussion_channel_id,
+               d.initiator_agent_id, f.rel_path, sessions.n, applied);
+        out->discussion_id = d.id;
+        out->channel_id = d.discussion_channel_id;
+        out->origin_channel_id = d.origin_channel_id;
+        out->summary_path = f.rel_path;
+        d.discussion_channel_id = NULL;
+        d.origin_channel_id = NULL;
+        f.rel_path = NULL;
+    }
+    session_list_clear(&sessions);
+    dg_ws_file_close(&f);
+    dg_discussion_clear(&d);
+    return rc;
+}

@@ -1,0 +1,367 @@
+/*
+ * paths.c -- resolve and open a file inside an agent's workspace without
+ * following any symlink below it (rules and statuses: paths.h).
+ */
+#include "paths.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "openclaw/plugin.h"
+
+#define HINT "write the summary as a regular file inside your workspace and pass its " \
+             "path relative to the workspace, e.g. plans/discussions/topic.md"
+
+static int fail(char *err, size_t err_len, int status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail(char *err, size_t err_len, int status, const char *fmt, ...)
+{
+    if (err && err_len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, err_len, fmt, ap);
+        va_end(ap);
+    }
+    return status;
+}
+
+char *dg_path_normalise(const char *rel, int *escapes)
+{
+    if (escapes)
+        *escapes = 0;
+    if (!rel || rel[0] == '/')
+        return NULL;
+    size_t n = strlen(rel);
+    char *out = malloc(n + 1);
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    const char *s = rel;
+    while (*s) {
+        const char *e = strchr(s, '/');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        if (len == 0 || (len == 1 && s[0] == '.')) {
+            /* skip */
+        } else if (len == 2 && s[0] == '.' && s[1] == '.') {
+            if (o == 0) {
+                free(out);
+                if (escapes)
+                    *escapes = 1;
+                return NULL;
+            }
+            while (o > 0 && out[o - 1] != '/')
+                o--;
+            if (o > 0)
+                o--;            /* the separator before the popped component */
+        } else {
+            if (o > 0)
+                out[o++] = '/';
+            memcpy(out + o, s, len);
+            o += len;
+        }
+        s += len;
+        if (*s == '/')
+            s++;
+    }
+    out[o] = '\0';
+    return out;
+}
+
+/* Absolute path a relative to directory prefix d (both normalised, no
+ * trailing slash, d may be "" for "/"): the remainder, or NULL if outside. */
+static const char *strip_prefix(const char *a, const char *d)
+{
+    size_t dl = strlen(d);
+    if (strncmp(a, d, dl) != 0)
+        return NULL;
+    if (a[dl] == '/')
+        return a + dl + 1;
+    if (a[dl] == '\0')
+        return a + dl;     /* the folder itself: "" */
+    return NULL;
+}
+
+/* Normalised form of an absolute path without its leading '/'. */
+static char *norm_abs(const char *abs)
+{
+    while (*abs == '/')
+        abs++;
+    int esc = 0;
+    char *r = dg_path_normalise(abs, &esc);
+    if (!r && esc)
+        r = strdup("");   /* "/.." is "/" */
+    return r;
+}
+
+/* Relative form of an absolute path inside workspace ws; NULL with *outside
+ * set when it lies elsewhere (or *outside 0 on out of memory). */
+static char *abs_to_rel(const char *ws, const char *path, int *outside)
+{
+    *outside = 0;
+    char *p = norm_abs(path), *w = norm_abs(ws), *r = NULL;
+    if (!p || !w)
+        goto out;
+    const char *rest = strip_prefix(p, w);
+    if (!rest) {
+        char real[PATH_MAX];
+        if (realpath(ws, real)) {
+            char *wr = norm_abs(real);
+            if (!wr)
+                goto out;
+            rest = strip_prefix(p, wr);
+            if (rest)
+                r = strdup(rest);
+            free(wr);
+            if (rest)
+                goto out;
+        }
+        *outside = 1;
+        goto out;
+    }
+    r = strdup(rest);
+out:
+    free(p);
+    free(w);
+    return r;
+}
+
+/* Explain why openat() of an intermediate folder failed. */
+static int dir_failure(int dirfd, const char *comp, int open_errno, const char *path,
+                       char *err, size_t err_len)
+{
+    struct stat st;
+    if (fstatat(dirfd, comp, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        if (errno == ENOENT)
+            return fail(err, err_len, OC_ERR_NOT_FOUND,
+                        "summaryPath %s: folder '%s' does not exist in your workspace; "
+                        "write the summary file first, then call discuss-callback again",
+                        path, comp);
+        if (errno == EACCES)
+            return fail(err, err_len, OC_ERR_DENIED,
+                        "summaryPath %s: folder '%s' is not accessible to the plugin; " HINT,
+                        path, comp);
+        return fail(err, err_len, OC_ERR_IO, "summaryPath %s: cannot inspect folder '%s': %s",
+                    path, comp, strerror(errno));
+    }
+    if (S_ISLNK(st.st_mode))
+        return fail(err, err_len, OC_ERR_DENIED,
+                    "summaryPath %s: folder '%s' is a symbolic link; symlinks are never "
+                    "followed (they could lead outside the workspace); " HINT, path, comp);
+    if (!S_ISDIR(st.st_mode))
+        return fail(err, err_len, OC_ERR_INVALID,
+                    "summaryPath %s: '%s' is a file, not a folder; " HINT, path, comp);
+    if (open_errno == EACCES)
+        return fail(err, err_len, OC_ERR_DENIED,
+                    "summaryPath %s: folder '%s' is not readable by the plugin; make it "
+                    "readable or " HINT, path, comp);
+    return fail(err, err_len, OC_ERR_IO, "summaryPath %s: cannot open folder '%s': %s",
+                path, comp, strerror(open_errno));
+}
+
+void dg_ws_file_close(dg_ws_file *f)
+{
+    if (!f)
+        return;
+    if (f->fd >= 0)
+        close(f->fd);
+    free(f->rel_path);
+    f->fd = -1;
+    f->rel_path = NULL;
+    f->size = 0;
+}
+
+/* Checks of a leaf's stat shared by the pre-open and post-open checks. */
+static int check_leaf_stat(const struct stat *st, const char *path, int64_t max_bytes,
+                           char *err, size_t err_len)
+{
+    if (S_ISLNK(st->st_mode))
+        return fail(err, err_len, OC_ERR_DENIED,
+                    "summaryPath %s is a symbolic link; symlinks are never followed (they "
+                    "could lead outside the workspace); " HINT, path);
+    if (S_ISDIR(st->st_mode))
+        return fail(err, err_len, OC_ERR_INVALID,
+                    "summaryPath %s is a folder, not a file; " HINT, path);
+    if (!S_ISREG(st->st_mode))
+        return fail(err, err_len, OC_ERR_INVALID,
+                    "summaryPath %s is not a regular file (a FIFO, socket or device); " HINT,
+                    path);
+    if (st->st_nlink > 1)
+        return fail(err, err_len, OC_ERR_DENIED,
+                    "summaryPath %s has %lu hard links (one could alias a file outside the "
+                    "workspace); write the summary into a fresh file and pass that path",
+                    path, (unsigned long)st->st_nlink);
+    if ((int64_t)st->st_size > max_bytes)
+        return fail(err, err_len, OC_ERR_INVALID,
+                    "summaryPath %s is %lld bytes, over discussion.maxSummaryBytes (%lld); "
+                    "shorten the summary and call discuss-callback again",
+                    path, (long long)st->st_size, (long long)max_bytes);
+    return OC_OK;
+}
+
+/* Read fd to its end (at most max_bytes + 1 bytes) to prove it is readable
+ * and within the limit even if it grew since fstat; rewind. */
+static int read_through(int fd, const char *path, int64_t max_bytes, int64_t *size,
+                        char *err, size_t err_len)
+{
+    char buf[8192];
+    int64_t total = 0;
+    for (;;) {
+        ssize_t r = read(fd, buf, sizeof buf);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return fail(err, err_len, OC_ERR_DENIED,
+                        "summaryPath %s cannot be read: %s; make it readable and call "
+                        "discuss-callback again", path, strerror(errno));
+        if (r == 0)
+            break;
+        total += r;
+        if (total > max_bytes)
+            return fail(err, err_len, OC_ERR_INVALID,
+                        "summaryPath %s is over discussion.maxSummaryBytes (%lld bytes); "
+                        "shorten the summary and call discuss-callback again",
+                        path, (long long)max_bytes);
+    }
+    if (lseek(fd, 0, SEEK_SET) != 0)
+        return fail(err, err_len, OC_ERR_IO, "summaryPath %s: cannot rewind: %s", path,
+                    strerror(errno));
+    *size = total;
+    return OC_OK;
+}
+
+int dg_ws_open(const char *workspace, const char *path, int64_t max_bytes,
+               dg_ws_file *out, char *err, size_t err_len)
+{
+    out->fd = -1;
+    out->rel_path = NULL;
+    out->size = 0;
+    if (!path || !*path)
+        return fail(err, err_len, OC_ERR_INVALID, "summaryPath is empty; " HINT);
+    if (strlen(path) >= PATH_MAX)
+        return fail(err, err_len, OC_ERR_INVALID,
+                    "summaryPath is longer than %d bytes; " HINT, PATH_MAX - 1);
+    if (!workspace || workspace[0] != '/')
+        return fail(err, err_len, OC_ERR_INVALID,
+                    "the initiator's workspace is not an absolute folder ('%s'); the host "
+                    "must give workspaceDir in the tool context", workspace ? workspace : "");
+
+    char *rel;
+    if (path[0] == '/') {
+        int outside = 0;
+        rel = abs_to_rel(workspace, path, &outside);
+        if (!rel)
+            return outside
+                ? fail(err, err_len, OC_ERR_DENIED,
+                       "summaryPath %s is outside your workspace %s; " HINT, path, workspace)
+                : fail(err, err_len, OC_ERR_NOMEM, "out of memory");
+    } else {
+        int escapes = 0;
+        rel = dg_path_normalise(path, &escapes);
+        if (!rel)
+            return escapes
+                ? fail(err, err_len, OC_ERR_DENIED,
+                       "summaryPath %s climbs out of your workspace with '..'; " HINT, path)
+                : fail(err, err_len, OC_ERR_NOMEM, "out of memory");
+    }
+    if (!*rel) {
+        free(rel);
+        return fail(err, err_len, OC_ERR_INVALID,
+                    "summaryPath %s names the workspace folder itself, not a file; " HINT,
+                    path);
+    }
+
+    int rc = OC_OK;
+    int dirfd = open(workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd < 0) {
+        rc = fail(err, err_len, errno == ENOENT ? OC_ERR_NOT_FOUND : OC_ERR_IO,
+                  "the initiator's workspace %s cannot be opened: %s", workspace,
+                  strerror(errno));
+        free(rel);
+        return rc;
+    }
+
+    /* Walk the folders of rel one by one, never following a symlink. */
+    char *comp = rel;
+    char *slash;
+    while ((slash = strchr(comp, '/')) != NULL) {
+        *slash = '\0';
+        int next = openat(dirfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (next < 0) {
+            rc = dir_failure(dirfd, comp, errno, path, err, err_len);
+            *slash = '/';
+            goto done;
+        }
+        close(dirfd);
+        dirfd = next;
+        *slash = '/';
+        comp = slash + 1;
+    }
+
+    /* The leaf: check what it is before opening (a FIFO or device is never
+     * opened), open without following, then make sure it is the same inode. */
+    struct stat before, after;
+    if (fstatat(dirfd, comp, &before, AT_SYMLINK_NOFOLLOW) != 0) {
+        if (errno == ENOENT)
+            rc = fail(err, err_len, OC_ERR_NOT_FOUND,
+                      "summaryPath %s does not exist in your workspace %s; write the "
+                      "summary file first, then call discuss-callback again", path, workspace);
+        else if (errno == EACCES)
+            rc = fail(err, err_len, OC_ERR_DENIED,
+                      "summaryPath %s is not accessible to the plugin; " HINT, path);
+        else
+            rc = fail(err, err_len, OC_ERR_IO, "summaryPath %s: %s", path, strerror(errno));
+        goto done;
+    }
+    if ((rc = check_leaf_stat(&before, path, max_bytes, err, err_len)) != OC_OK)
+        goto done;
+    int fd = openat(dirfd, comp, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        int e = errno;
+        if (e == ENOENT)
+            rc = fail(err, err_len, OC_ERR_NOT_FOUND,
+                      "summaryPath %s disappeared while being checked; write it again, then "
+                      "call discuss-callback again", path);
+        else if (e == ELOOP)
+            rc = fail(err, err_len, OC_ERR_DENIED,
+                      "summaryPath %s became a symbolic link while being checked; " HINT, path);
+        else if (e == EACCES || e == EPERM)
+            rc = fail(err, err_len, OC_ERR_DENIED,
+                      "summaryPath %s is not readable by the plugin; make it readable "
+                      "(e.g. chmod a+r) and call discuss-callback again", path);
+        else
+            rc = fail(err, err_len, OC_ERR_IO, "summaryPath %s cannot be opened: %s",
+                      path, strerror(e));
+        goto done;
+    }
+    if (fstat(fd, &after) != 0) {
+        rc = fail(err, err_len, OC_ERR_IO, "summaryPath %s: %s", path, strerror(errno));
+        close(fd);
+        goto done;
+    }
+    if (after.st_dev != before.st_dev || after.st_ino != before.st_ino) {
+        rc = fail(err, err_len, OC_ERR_DENIED,
+                  "summaryPath %s was replaced while being checked; leave the file alone "
+                  "and call discuss-callback again", path);
+        close(fd);
+        goto done;
+    }
+    if ((rc = check_leaf_stat(&after, path, max_bytes, err, err_len)) != OC_OK ||
+        (rc = read_through(fd, path, max_bytes, &out->size, err, err_len)) != OC_OK) {
+        close(fd);
+        goto done;
+    }
+    out->fd = fd;
+    out->rel_path = rel;
+    rel = NULL;
+done:
+    close(dirfd);
+    free(rel);
+    return rc;
+}

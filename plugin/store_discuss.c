@@ -1,0 +1,404 @@
+/*
+ * store_discuss.c -- all SQL of the discussion area, and its schema (v4).
+ */
+#include "store_discuss.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "openclaw/plugin.h"
+#include "store_internal.h"
+
+/*
+ * Migration v3 -> v4. status is 'active' or 'closed' (the seed's
+ * "completed" is the instant between the two and is not stored); a closed
+ * row always has completed_at_ms and summary_path, an active one neither.
+ */
+const char dg_schema_v4_discuss[] =
+    "CREATE TABLE discussions ("
+    "  id INTEGER PRIMARY KEY,"
+    "  mode TEXT NOT NULL DEFAULT 'discussion' CHECK (mode = 'discussion'),"
+    "  discussion_channel_id TEXT NOT NULL UNIQUE,"
+    "  origin_channel_id TEXT NOT NULL,"
+    "  initiator_agent_id TEXT NOT NULL,"
+    "  initiator_session_key TEXT NOT NULL,"
+    "  initiator_session_id TEXT NOT NULL,"
+    "  initiator_workspace TEXT NOT NULL,"
+    "  discuss_guide TEXT NOT NULL,"
+    "  status TEXT NOT NULL CHECK (status IN ('active', 'closed')),"
+    "  created_at_ms INTEGER NOT NULL,"
+    "  completed_at_ms INTEGER,"
+    "  summary_path TEXT,"
+    "  CHECK ((status = 'active' AND completed_at_ms IS NULL AND summary_path IS NULL) OR"
+    "         (status = 'closed' AND completed_at_ms IS NOT NULL AND summary_path IS NOT NULL))"
+    ");"
+    "CREATE TABLE discussion_members ("
+    "  discussion_id INTEGER NOT NULL REFERENCES discussions(id) ON DELETE CASCADE,"
+    "  position INTEGER NOT NULL,"
+    "  agent_id TEXT NOT NULL,"
+    "  role TEXT NOT NULL CHECK (role IN ('initiator', 'participant')),"
+    "  PRIMARY KEY (discussion_id, position),"
+    "  UNIQUE (discussion_id, agent_id)"
+    ");"
+    "CREATE TABLE discussion_overrides ("
+    "  discussion_id INTEGER NOT NULL REFERENCES discussions(id) ON DELETE CASCADE,"
+    "  session_key TEXT NOT NULL,"
+    "  agent_id TEXT,"
+    "  recorded_at_ms INTEGER NOT NULL,"
+    "  applied_at_ms INTEGER,"
+    "  PRIMARY KEY (discussion_id, session_key)"
+    ");"
+    "CREATE INDEX discussion_overrides_pending ON discussion_overrides(recorded_at_ms)"
+    "  WHERE applied_at_ms IS NULL;"
+    "CREATE TABLE discussion_closed_notices ("
+    "  channel_id TEXT NOT NULL,"
+    "  message_id TEXT NOT NULL,"
+    "  at_ms INTEGER NOT NULL,"
+    "  noticed INTEGER NOT NULL CHECK (noticed IN (0, 1)),"
+    "  PRIMARY KEY (channel_id, message_id)"
+    ");"
+    "CREATE INDEX discussion_closed_notices_last ON discussion_closed_notices"
+    "  (channel_id, noticed, at_ms);";
+
+static int sql_fail(void)
+{
+    return OC_ERR_IO;
+}
+
+static dg_discussion_status status_of(const unsigned char *s)
+{
+    if (s && strcmp((const char *)s, "active") == 0)
+        return DG_DISCUSSION_ACTIVE;
+    if (s && strcmp((const char *)s, "closed") == 0)
+        return DG_DISCUSSION_CLOSED;
+    return DG_DISCUSSION_NONE;
+}
+
+static const char SQL_INSERT[] =
+    "INSERT INTO discussions (discussion_channel_id, origin_channel_id, initiator_agent_id,"
+    " initiator_session_key, initiator_session_id, initiator_workspace, discuss_guide,"
+    " status, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, 'active', ?)";
+static const char SQL_INSERT_MEMBER[] =
+    "INSERT INTO discussion_members (discussion_id, position, agent_id, role)"
+    " VALUES (?, ?, ?, ?)";
+
+int dg_store_discussion_insert(dg_store *st, const dg_discussion *d, int64_t *id)
+{
+    sqlite3_stmt *s = dg_store_stmt(st, SQL_INSERT);
+    if (!s)
+        return sql_fail();
+    dg_store_bind_text(s, 1, d->discussion_channel_id);
+    dg_store_bind_text(s, 2, d->origin_channel_id);
+    dg_store_bind_text(s, 3, d->initiator_agent_id);
+    dg_store_bind_text(s, 4, d->initiator_session_key);
+    dg_store_bind_text(s, 5, d->initiator_session_id);
+    dg_store_bind_text(s, 6, d->initiator_workspace);
+    dg_store_bind_text(s, 7, d->discuss_guide);
+    sqlite3_bind_int64(s, 8, d->created_at_ms);
+    int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    if (rc == SQLITE_CONSTRAINT)
+        return OC_ERR_CONFLICT;
+    if (rc != SQLITE_DONE)
+        return sql_fail();
+    int64_t rowid = sqlite3_last_insert_rowid(st->db);
+    for (size_t i = 0; i < d->n_turn_order; i++) {
+        s = dg_store_stmt(st, SQL_INSERT_MEMBER);
+        if (!s)
+            return sql_fail();
+        sqlite3_bind_int64(s, 1, rowid);
+        sqlite3_bind_int64(s, 2, (sqlite3_int64)i);
+        dg_store_bind_text(s, 3, d->turn_order[i]);
+        dg_store_bind_text(s, 4, i == 0 ? "initiator" : "participant");
+        rc = sqlite3_step(s);
+        sqlite3_reset(s);
+        if (rc == SQLITE_CONSTRAINT)
+            return OC_ERR_INVALID;   /* the same agent twice: the caller dedups */
+        if (rc != SQLITE_DONE)
+            return sql_fail();
+    }
+    if (id)
+        *id = rowid;
+    return OC_OK;
+}
+
+static const char SQL_BY_CHANNEL[] =
+    "SELECT id, discussion_channel_id, origin_channel_id, initiator_agent_id,"
+    " initiator_session_key, initiator_session_id, initiator_workspace, discuss_guide,"
+    " status, created_at_ms, completed_at_ms, summary_path"
+    " FROM discussions WHERE discussion_channel_id = ?";
+static const char SQL_MEMBERS[] =
+    "SELECT agent_id, role FROM discussion_members WHERE discussion_id = ? ORDER BY position";
+
+static int append_str(char ***arr, size_t *n, const char *s)
+{
+    char **na = realloc(*arr, (*n + 1) * sizeof *na);
+    if (!na)
+        return OC_ERR_NOMEM;
+    *arr = na;
+    if (!(na[*n] = strdup(s)))
+        return OC_ERR_NOMEM;
+    (*n)++;
+    return OC_OK;
+}
+
+static int load_members(dg_store *st, dg_discussion *d)
+{
+    sqlite3_stmt *s = dg_store_stmt(st, SQL_MEMBERS);
+    if (!s)
+        return sql_fail();
+    sqlite3_bind_int64(s, 1, d->id);
+    int rc, status = OC_OK;
+    while (status == OC_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *agent = (const char *)sqlite3_column_text(s, 0);
+        const char *role = (const char *)sqlite3_column_text(s, 1);
+        status = append_str(&d->turn_order, &d->n_turn_order, agent ? agent : "");
+        if (status == OC_OK && role && strcmp(role, "participant") == 0)
+            status = append_str(&d->participants, &d->n_participants, agent ? agent : "");
+    }
+    if (status == OC_OK && rc != SQLITE_DONE)
+        status = sql_fail();
+    sqlite3_reset(s);
+    return status;
+}
+
+static const char SQL_PROBE[] =
+    "SELECT id, status FROM discussions WHERE discussion_channel_id = ?";
+
+int dg_store_discussion_probe(dg_store *st, const char *channel_id, int64_t *id,
+                              dg_discussion_status *status)
+{
+    if (id)
+        *id = 0;
+    *status = DG_DISCUSSION_NONE;
+    sqlite3_stmt *s = dg_store_stmt(st, SQL_PROBE);
+    if (!s)
+        return sql_fail();
+    dg_store_bind_text(s, 1, channel_id);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        if (id)
+            *id = sqlite3_column_int64(s, 0);
+        *status = status_of(sqlite3_column_text(s, 1));
+    }
+    sqlite3_reset(s);
+    return (rc == SQLITE_ROW || rc == SQLITE_DONE) ? OC_OK : sql_fail();
+}
+
+int dg_store_discussion_by_channel(dg_store *st, const char *channel_id, dg_discussion *out)
+{
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *s = dg_store_stmt(st, SQL_BY_CHANNEL);
+    if (!s)
+        return sql_fail();
+    dg_store_bind_text(s, 1, channel_id);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_DONE) {
+        sqlite3_reset(s);
+        return OC_ERR_NOT_FOUND;
+    }
+    if (rc != SQLITE_ROW) {
+        sqlite3_reset(s);
+        return sql_fail();
+    }
+    dg_discussion_status stt = status_of(sqlite3_column_text(s, 8));
+    out->id = sqlite3_column_int64(s, 0);
+    out->discussion_channel_id = dg_store_col_dup(s, 1);
+    out->origin_channel_id = dg_store_col_dup(s, 2);
+    out->initiator_agent_id = dg_store_col_dup(s, 3);
+    out->initiator_session_key = dg_store_col_dup(s, 4);
+    out->initiator_session_id = dg_store_col_dup(s, 5);
+    out->initiator_workspace = dg_store_col_dup(s, 6);
+    out->discuss_guide = dg_store_col_dup(s, 7);
+    out->status = stt;
+    out->created_at_ms = sqlite3_column_int64(s, 9);
+    out->completed_at_ms = sqlite3_column_type(s, 10) == SQLITE_NULL ? 0
+                         : sqlite3_column_int64(s, 10);
+    out->summary_path = dg_store_col_dup(s, 11);
+    sqlite3_reset(s);
+    int ok = out->discussion_channel_id && out->origin_channel_id &&
+             out->initiator_agent_id && out->initiator_session_key &&
+             out->initiator_session_id && out->initiator_workspace && out->discuss_guide &&
+             (stt != DG_DISCUSSION_CLOSED || out->summary_path);
+    int r = ok ? load_members(st, out) : OC_ERR_NOMEM;
+    if (r != OC_OK)
+        dg_discussion_clear(out);
+    return r;
+}
+
+static const char SQL_CLOSE[] =
+    "UPDATE discussions SET status = 'closed', summary_path = ?, completed_at_ms = ?"
+    " WHERE id = ? AND status = 'active'";
+
+int dg_store_discussion_close(dg_store *st, int64_t id, const char *summary_path,
+                              int64_t completed_at_ms)
+{
+    sqlite3_stmt *s = dg_store_stmt(st, SQL_CLOSE);
+    if (!s)
+        return sql_fail();
+    dg_store_bind_text(s, 1, summary_path);
+    sqlite3_bind_int64(s, 2, completed_at_ms);
+    sqlite3_bind_int64(s, 3, id);
+    int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    if (rc != SQLITE_DONE)
+        return sql_fail();
+    return sqlite3_changes(st->db) == 1 ? OC_OK : OC_ERR_CONFLICT;
+}
+
+static const char SQL_OVR_ADD[] =
+    "INSERT OR IGNORE INTO discussion_overrides (discussion_id, session_key, agent_id,"
+    " recorded_at_ms) VALUES (?, ?, ?, ?)";
+
+int dg_store_discussion_override_add(dg_store *st, int64_t discussion_id,
+                                     const char *session_key, const char *agent_id,
+                                     int64_t now_ms, int *inserted)
+{
+    sqlite3_stmt *s = dg_store_stmt(st, SQL_OVR_ADD);
+    if (!s)
+        return sql_fail();
+    sqlite3_bind_int64(s, 1, discussion_id);
+    dg_store_bind_text(s, 2, session_key);
+    dg_store_bind_text(s, 3, agent_id);
+    sqlite3_bind_int64(s, 4, now_ms);
+    int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    if (rc != SQLITE_DONE)
+        return sql_fail();
+    if (inserted)
+        *inserted = sqlite3_changes(st->db) == 1;
+    return OC_OK;
+}
+
+static const char SQL_OVR_APPLIED[] =
+    "UPDATE discussion_overrides SET applied_at_ms = ?"
+    " WHERE discussion_id = ? AND session_key = ?";
+
+int dg_store_discussion_override_applied(dg_store *st, int64_t discussion_id,
+                                         const char *session_key, int64_t now_ms)
+{
+    sqlite3_stmt *s = dg_store_stmt(st, SQL_OVR_APPLIED);
+    if (!s)
+        return sql_fail();
+    sqlite3_bind_int64(s, 1, now_ms);
+    sqlite3_bind_int64(s, 2, discussion_id);
+    dg_store_bind_text(s, 3, session_key);
+    int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    return rc == SQLITE_DONE ? OC_OK : sql_fail();
+}
+
+static const char SQL_OVR_STATE[] =
+    "SELECT applied_at_ms IS NOT NULL FROM discussion_overrides"
+    " WHERE discussion_id = ? AND session_key = ?";
+
+int dg_store_discussion_override_state(dg_store *st, int64_t discussion_id,
+                                       const char *session_key, int *state)
+{
+    *state = 0;
+    sqlite3_stmt *s = dg_store_stmt(st, SQL_OVR_STATE);
+    if (!s)
+        return sql_fail();
+    sqlite3_bind_int64(s, 1, discussion_id);
+    dg_store_bind_text(s, 2, session_key);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW)
+        *state = sqlite3_column_int(s, 0) ? 2 : 1;
+    sqlite3_reset(s);
+    return (rc == SQLITE_ROW || rc == SQLITE_DONE) ? OC_OK : sql_fail();
+}
+
+static const char SQL_OVR_PENDING[] =
+    "SELECT discussion_id, session_key FROM discussion_overrides"
+    " WHERE applied_at_ms IS NULL ORDER BY recorded_at_ms, discussion_id, session_key"
+    " LIMIT ?";
+
+int dg_store_discussion_overrides_pending(dg_store *st, size_t max, char ***keys,
+                                          int64_t **ids, size_t *n)
+{
+    *keys = NULL;
+    *ids = NULL;
+    *n = 0;
+    sqlite3_stmt *s = dg_store_stmt(st, SQL_OVR_PENDING);
+    if (!s)
+        return sql_fail();
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)max);
+    int rc, status = OC_OK;
+    while (status == OC_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        int64_t *ni = realloc(*ids, (*n + 1) * sizeof *ni);
+        if (!ni) {
+            status = OC_ERR_NOMEM;
+            break;
+        }
+        *ids = ni;
+        ni[*n] = sqlite3_column_int64(s, 0);
+        const char *k = (const char *)sqlite3_column_text(s, 1);
+        status = append_str(keys, n, k ? k : "");
+    }
+    if (status == OC_OK && rc != SQLITE_DONE)
+        status = sql_fail();
+    sqlite3_reset(s);
+    if (status != OC_OK) {
+        for (size_t i = 0; i < *n; i++)
+            free((*keys)[i]);
+        free(*keys);
+        free(*ids);
+        *keys = NULL;
+        *ids = NULL;
+        *n = 0;
+    }
+    return status;
+}
+
+static const char SQL_NOTICE_SEEN[] =
+    "SELECT 1 FROM discussion_closed_notices WHERE channel_id = ? AND message_id = ?";
+static const char SQL_NOTICE_LAST[] =
+    "SELECT MAX(at_ms) FROM discussion_closed_notices WHERE channel_id = ? AND noticed = 1";
+static const char SQL_NOTICE_ADD[] =
+    "INSERT INTO discussion_closed_notices (channel_id, message_id, at_ms, noticed)"
+    " VALUES (?, ?, ?, ?)";
+
+int dg_store_discussion_notice_claim(dg_store *st, const char *channel_id,
+                                     const char *message_id, int64_t now_ms,
+                                     int64_t cooldown_ms, int *claimed)
+{
+    *claimed = 0;
+    sqlite3_stmt *s = dg_store_stmt(st, SQL_NOTICE_SEEN);
+    if (!s)
+        return sql_fail();
+    dg_store_bind_text(s, 1, channel_id);
+    dg_store_bind_text(s, 2, message_id);
+    int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    if (rc == SQLITE_ROW)
+        return OC_OK;             /* this message was already handled */
+    if (rc != SQLITE_DONE)
+        return sql_fail();
+
+    int due = 1;
+    if (cooldown_ms > 0) {
+        s = dg_store_stmt(st, SQL_NOTICE_LAST);
+        if (!s)
+            return sql_fail();
+        dg_store_bind_text(s, 1, channel_id);
+        rc = sqlite3_step(s);
+        if (rc == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL)
+            due = now_ms - sqlite3_column_int64(s, 0) >= cooldown_ms;
+        sqlite3_reset(s);
+        if (rc != SQLITE_ROW)
+            return sql_fail();
+    }
+    s = dg_store_stmt(st, SQL_NOTICE_ADD);
+    if (!s)
+        return sql_fail();
+    dg_store_bind_text(s, 1, channel_id);
+    dg_store_bind_text(s, 2, message_id);
+    sqlite3_bind_int64(s, 3, now_ms);
+    sqlite3_bind_int(s, 4, due);
+    rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    if (rc != SQLITE_DONE)
+        return sql_fail();
+    *claimed = due;
+    return OC_OK;
+}

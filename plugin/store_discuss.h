@@ -1,0 +1,67 @@
+/*
+ * store_discuss.h -- the SQL of the discussion area (schema slot v4).
+ *
+ * Tables: discussions (one row per discussion channel, every field of seed
+ * section 6), discussion_members (turn order, initiator first),
+ * discussion_overrides (no-reply overrides owed to the sessions of a closed
+ * discussion channel; applied_at_ms NULL until session_patch succeeded),
+ * discussion_closed_notices (messages of closed channels already handled).
+ *
+ * Every function here must run inside a store transaction (the caller holds
+ * dg_store_begin .. commit/rollback) and returns OC_OK or a negative
+ * oc_status (OC_ERR_IO for SQLite errors: dg_store_errmsg() says why).
+ */
+#ifndef DG_STORE_DISCUSS_H
+#define DG_STORE_DISCUSS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "store.h"
+#include "discuss.h"
+
+/* Insert d (id ignored; status must be ACTIVE) with its members; the new row
+ * id goes to *id. OC_ERR_CONFLICT when the channel already has a row. */
+int dg_store_discussion_insert(dg_store *st, const dg_discussion *d, int64_t *id);
+
+/* Row of channel_id with its members into *out (caller clears).
+ * OC_ERR_NOT_FOUND if none. */
+int dg_store_discussion_by_channel(dg_store *st, const char *channel_id, dg_discussion *out);
+
+/* Cheap probe: *id and *status of channel_id's discussion (0 and
+ * DG_DISCUSSION_NONE, with OC_OK, when the channel is not one). id may be
+ * NULL. */
+int dg_store_discussion_probe(dg_store *st, const char *channel_id, int64_t *id,
+                              dg_discussion_status *status);
+
+/* active -> closed with summary path and completion time. OC_ERR_CONFLICT
+ * when the row is no longer active (another callback won). */
+int dg_store_discussion_close(dg_store *st, int64_t id, const char *summary_path,
+                              int64_t completed_at_ms);
+
+/* Record an owed override; *inserted = 1 when new, 0 when it was already
+ * recorded (then nothing changes). inserted may be NULL. */
+int dg_store_discussion_override_add(dg_store *st, int64_t discussion_id,
+                                     const char *session_key, const char *agent_id,
+                                     int64_t now_ms, int *inserted);
+
+/* Mark an override as applied. */
+int dg_store_discussion_override_applied(dg_store *st, int64_t discussion_id,
+                                         const char *session_key, int64_t now_ms);
+
+/* Is there an override row for (channel's discussion, session_key)?
+ * *state: 0 none, 1 recorded not applied, 2 applied. */
+int dg_store_discussion_override_state(dg_store *st, int64_t discussion_id,
+                                       const char *session_key, int *state);
+
+/* Pending (not applied) overrides, oldest first, at most max: session keys
+ * into *keys (array of malloc'd strings, caller frees each and the array),
+ * matching discussion ids into *ids (caller frees); count into *n. */
+int dg_store_discussion_overrides_pending(dg_store *st, size_t max, char ***keys,
+                                          int64_t **ids, size_t *n);
+
+/* Closed-notice claim (see dg_discuss_claim_closed_notice_locked). */
+int dg_store_discussion_notice_claim(dg_store *st, const char *channel_id,
+                                     const char *message_id, int64_t now_ms,
+                                     int64_t cooldown_ms, int *claimed);
+
+#endif

@@ -1,0 +1,1084 @@
+/*
+ * check_discuss.c -- discussion channels with callback (seed 003) through
+ * the plugin's tools, against the in-process fake Discord: the section 12
+ * story with every REST request checked, the same story with a plugin
+ * restart between every step, every refusal of discuss-callback, a double
+ * and two concurrent callbacks, validation errors of
+ * discord_channel_create, and a REST failure leaving no row.
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "openclaw/plugin.h"
+#include "dirigent.h"
+#include "discuss.h"
+#include "fake_discord.h"
+#include "store.h"
+#include "store_discuss.h"
+#include "testutil.h"
+
+const oc_plugin *oc_plugin_entry(void);
+
+#define MOD_TOKEN "MODTOKEN.fake.discuss"
+#define MOD_ID "1000000000000000001"
+#define PLANNER_ID "2000000000000000001"
+#define REVIEWER_ID "2000000000000000002"
+#define CODER_ID "2000000000000000003"
+#define HUMAN_ID "3000000000000000001"
+#define ORIGIN "4000000000000000001"
+#define WAIT_MS 15000
+
+/* ---- a small host: tools, sessions, patches, logs ------------------------------ */
+
+typedef struct th_session {
+    char key[200], agent[32], channel[32], thread[32];
+} th_session;
+
+typedef struct th_patch {
+    char key[200], provider[32], model[32];
+} th_patch;
+
+static struct {
+    pthread_mutex_t mu;
+    const oc_tool *tools[8];
+    int ntools;
+    th_session sessions[32];
+    int nsessions;
+    th_patch patches[128];
+    int npatches;
+    int patch_fail;           /* session_patch answers OC_ERR_IO while set */
+    tu_logbuf logs;
+} H;
+
+static int th_register_tool(oc_host *h, const oc_tool *t)
+{
+    (void)h;
+    ck_assert_int_lt(H.ntools, 8);
+    H.tools[H.ntools++] = t;
+    return OC_OK;
+}
+
+static int th_on(oc_host *h, const char *hook, oc_hook_fn fn, int prio)
+{
+    (void)h; (void)hook; (void)fn; (void)prio;
+    return OC_OK;
+}
+
+static int th_patch_fn(oc_host *h, const char *key, const char *prov, const char *model)
+{
+    (void)h;
+    pthread_mutex_lock(&H.mu);
+    int rc = OC_OK;
+    if (H.patch_fail)
+        rc = OC_ERR_IO;
+    else if (H.npatches < 128) {
+        th_patch *p = &H.patches[H.npatches++];
+        snprintf(p->key, sizeof p->key, "%s", key);
+        snprintf(p->provider, sizeof p->provider, "%s", prov ? prov : "(null)");
+        snprintf(p->model, sizeof p->model, "%s", model ? model : "(null)");
+    }
+    pthread_mutex_unlock(&H.mu);
+    return rc;
+}
+
+static json_t *th_list(oc_host *h, const char *channel)
+{
+    (void)h;
+    json_t *a = json_array();
+    pthread_mutex_lock(&H.mu);
+    for (int i = 0; i < H.nsessions; i++) {
+        th_session *s = &H.sessions[i];
+        if (strcmp(s->channel, channel) != 0)
+            continue;
+        json_t *o = json_pack("{s:s,s:s,s:s}", "sessionKey", s->key, "agentId", s->agent,
+                              "channelId", s->channel);
+        if (s->thread[0])
+            json_object_set_new(o, "threadId", json_string(s->thread));
+        json_array_append_new(a, o);
+    }
+    pthread_mutex_unlock(&H.mu);
+    return a;
+}
+
+static void th_log(oc_host *h, int level, const char *msg)
+{
+    (void)h;
+    pthread_mutex_lock(&H.mu);
+    tu_logbuf_add(&H.logs, level, msg);
+    pthread_mutex_unlock(&H.mu);
+}
+
+static const oc_host_api api = {
+    .abi_major = OC_ABI_MAJOR, .abi_minor = OC_ABI_MINOR, .struct_size = sizeof(oc_host_api),
+    .host = NULL, .register_tool = th_register_tool, .on = th_on,
+    .session_patch = th_patch_fn, .sessions_list = th_list, .log = th_log,
+};
+
+static void add_session(const char *agent, const char *channel, const char *thread)
+{
+    pthread_mutex_lock(&H.mu);
+    th_session *s = &H.sessions[H.nsessions++];
+    snprintf(s->agent, sizeof s->agent, "%s", agent);
+    snprintf(s->channel, sizeof s->channel, "%s", channel);
+    snprintf(s->thread, sizeof s->thread, "%s", thread ? thread : "");
+    if (thread)
+        snprintf(s->key, sizeof s->key, "agent:%s:discord:channel:%s:thread:%s", agent,
+                 channel, thread);
+    else
+        snprintf(s->key, sizeof s->key, "agent:%s:discord:channel:%s", agent, channel);
+    pthread_mutex_unlock(&H.mu);
+}
+
+static int patches_of(const char *key)
+{
+    int n = 0;
+    pthread_mutex_lock(&H.mu);
+    for (int i = 0; i < H.npatches; i++)
+        if (strcmp(H.patches[i].key, key) == 0) {
+            ck_assert_str_eq(H.patches[i].provider, "noreply");
+            ck_assert_str_eq(H.patches[i].model, "no-reply");
+            n++;
+        }
+    pthread_mutex_unlock(&H.mu);
+    return n;
+}
+
+/* ---- fixture ------------------------------------------------------------------------ */
+
+static fake_discord *fd;
+static char *dir, *db, *ws, *tpl_dir;
+static dg_plugin *P;
+static long max_summary = 4096;
+static long max_guide = 1500;
+
+static void setup(void)
+{
+    memset(&H, 0, sizeof H);
+    pthread_mutex_init(&H.mu, NULL);
+    unsetenv("DIRIGENT_MODERATOR_TOKEN");
+    unsetenv("DIRIGENT_SESSION_POLICY");
+    char e[256];
+    fake_discord_options o = {0};
+    ck_assert_msg(fake_discord_start(&o, &fd, e, sizeof e) == 0, "fake discord: %s", e);
+    ck_assert_int_eq(fake_discord_add_user(fd, MOD_TOKEN, MOD_ID, "moderator", 1), 0);
+    ck_assert_int_eq(fake_discord_add_user(fd, "T-planner", PLANNER_ID, "planner", 1), 0);
+    ck_assert_int_eq(fake_discord_add_user(fd, "T-reviewer", REVIEWER_ID, "reviewer", 1), 0);
+    ck_assert_int_eq(fake_discord_add_user(fd, "T-coder", CODER_ID, "coder", 1), 0);
+    ck_assert_int_eq(fake_discord_add_channel(fd, ORIGIN, "work", NULL), 0);
+    dir = tu_mkdtemp();
+    db = tu_path(dir, "dirigent.db");
+    ws = tu_path(dir, "ws-planner");
+    ck_assert_int_eq(mkdir(ws, 0755), 0);
+    tpl_dir = NULL;
+    max_summary = 4096;
+    max_guide = 1500;
+    P = NULL;
+}
+
+static void plugin_stop(void);
+
+static void teardown(void)
+{
+    plugin_stop();
+    fake_discord_stop(fd);
+    tu_rmtree(dir);
+    free(dir);
+    free(db);
+    free(ws);
+    tu_logbuf_free(&H.logs);
+}
+
+static void plugin_start(void)
+{
+    char text[4096];
+    snprintf(text, sizeof text,
+             "{\"noReplyProvider\":\"noreply\",\"noReplyModel\":\"no-reply\",\"dbPath\":\"%s\","
+             "\"discord\":{\"apiBase\":\"%s\",\"guildId\":\"%s\",\"moderatorToken\":\"%s\","
+             "\"moderatorUserId\":\"%s\",\"timeoutMs\":5000},"
+             "\"discussion\":{\"maxSummaryBytes\":%ld,\"maxGuideChars\":%ld},"
+             "\"agents\":{\"planner\":{\"discordUserId\":\"%s\"},"
+             "\"reviewer\":{\"discordUserId\":\"%s\"},\"coder\":{\"discordUserId\":\"%s\"}}}",
+             db, fake_discord_url(fd), fake_discord_guild_id(fd), MOD_TOKEN, MOD_ID,
+             max_summary, max_guide, PLANNER_ID, REVIEWER_ID, CODER_ID);
+    json_t *cfg = tu_json(text);
+    H.ntools = 0;
+    void *state = NULL;
+    char e[1024] = "";
+    int rc = oc_plugin_entry()->init(&api, cfg, &state, e, sizeof e);
+    json_decref(cfg);
+    ck_assert_msg(rc == OC_OK, "init: %s", e);
+    P = state;
+}
+
+static void plugin_stop(void)
+{
+    if (P)
+        oc_plugin_entry()->shutdown(P);
+    P = NULL;
+}
+
+static void plugin_restart(void)
+{
+    plugin_stop();
+    plugin_start();
+}
+
+/* Call a registered tool; returns the status, *res the result (decref). */
+static int tool(const char *name, const char *params, const json_t *ctx, json_t **res)
+{
+    const oc_tool *t = NULL;
+    for (int i = 0; i < H.ntools; i++)
+        if (strcmp(H.tools[i]->name, name) == 0)
+            t = H.tools[i];
+    ck_assert_msg(t != NULL, "tool %s not registered", name);
+    json_t *pj = tu_json(params);
+    *res = NULL;
+    int rc = t->execute(P, pj, ctx, res);
+    json_decref(pj);
+    ck_assert_ptr_nonnull(*res);
+    if (rc != OC_OK) {
+        json_t *e = json_object_get(*res, "error");
+        ck_assert_str_eq(json_string_value(json_object_get(e, "code")), oc_status_name(rc));
+        const char *m = json_string_value(json_object_get(e, "message"));
+        ck_assert_msg(m && strlen(m) > 20, "error without an actionable message");
+    } else {
+        json_t *c = json_array_get(json_object_get(*res, "content"), 0);
+        ck_assert_str_eq(json_string_value(json_object_get(c, "type")), "text");
+        ck_assert_ptr_nonnull(json_string_value(json_object_get(c, "text")));
+    }
+    return rc;
+}
+
+static const char *err_msg(const json_t *res)
+{
+    return json_string_value(json_object_get(json_object_get(res, "error"), "message"));
+}
+
+static json_t *ctx_of(const char *agent, const char *channel)
+{
+    char key[200];
+    snprintf(key, sizeof key, "agent:%s:discord:channel:%s", agent, channel);
+    return json_pack("{s:s,s:s,s:s,s:s,s:s}", "agentId", agent, "sessionKey", key,
+                     "sessionId", "sess-123", "workspaceDir", ws, "channelId", channel);
+}
+
+static const char *GUIDE =
+    "Discuss how a private discussion channel ends and calls back; produce a summary of the "
+    "tool params, the end condition and the error handling.";
+
+/* planner opens the story's discussion from the work channel; returns the
+ * new channel id (static buffer). */
+static const char *open_discussion(void)
+{
+    static char channel[32];
+    json_t *ctx = ctx_of("planner", ORIGIN), *res;
+    char params[1024];
+    snprintf(params, sizeof params,
+             "{\"name\":\"csm-callback\",\"participants\":[\"reviewer\",\"coder\"],"
+             "\"callbackChannelId\":\"%s\",\"discussGuide\":\"%s\"}", ORIGIN, GUIDE);
+    int rc = tool("discord_channel_create", params, ctx, &res);
+    ck_assert_msg(rc == OC_OK, "create: %s", err_msg(res));
+    json_t *d = json_object_get(res, "details");
+    ck_assert_str_eq(json_string_value(json_object_get(d, "mode")), "discussion");
+    ck_assert(json_integer_value(json_object_get(d, "discussionId")) > 0);
+    snprintf(channel, sizeof channel, "%s", json_string_value(json_object_get(d, "channelId")));
+    json_decref(res);
+    json_decref(ctx);
+    return channel;
+}
+
+static void write_ws(const char *rel, const char *text)
+{
+    char *p = tu_path(ws, rel);
+    char *slash = strrchr(p, '/');
+    *slash = '\0';
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", p);
+    ck_assert_int_eq(system(cmd), 0);
+    *slash = '/';
+    ck_assert_int_eq(tu_write_file(p, text), 0);
+    free(p);
+}
+
+static int callback(const char *agent, const char *channel, const char *path, json_t **res)
+{
+    json_t *ctx = ctx_of(agent, channel);
+    json_t *pj = json_pack("{s:s}", "summaryPath", path);
+    char *params = json_dumps(pj, 0);
+    int rc = tool("discuss-callback", params, ctx, res);
+    free(params);
+    json_decref(pj);
+    json_decref(ctx);
+    return rc;
+}
+
+static dg_discussion load_row(const char *channel)
+{
+    dg_discussion d;
+    ck_assert_int_eq(dg_store_begin(P->store), OC_OK);
+    int rc = dg_store_discussion_by_channel(P->store, channel, &d);
+    dg_store_commit(P->store);
+    ck_assert_int_eq(rc, OC_OK);
+    return d;
+}
+
+static int count_rows(const char *table)
+{
+    sqlite3 *s;
+    ck_assert_int_eq(sqlite3_open_v2(db, &s, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM %s", table);
+    sqlite3_stmt *st;
+    ck_assert_int_eq(sqlite3_prepare_v2(s, sql, -1, &st, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    int n = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(s);
+    return n;
+}
+
+/* Requests with this route template. New reference. */
+static json_t *requests_on(const char *route)
+{
+    json_t *all = fake_discord_requests(fd, 0), *out = json_array();
+    size_t i;
+    json_t *r;
+    json_array_foreach(all, i, r)
+        if (strcmp(json_string_value(json_object_get(r, "route")), route) == 0)
+            json_array_append(out, r);
+    json_decref(all);
+    return out;
+}
+
+static int str_in(const json_t *arr, const char *s)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(arr, i, v)
+        if (json_is_string(v) && strcmp(json_string_value(v), s) == 0)
+            return 1;
+    return 0;
+}
+
+/* ---- checks of the story's REST traffic ------------------------------------------------ */
+
+static void check_channel_request(const json_t *req, const char *const *members, size_t n)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/guilds/%s/channels", fake_discord_guild_id(fd));
+    ck_assert_str_eq(json_string_value(json_object_get(req, "method")), "POST");
+    ck_assert_str_eq(json_string_value(json_object_get(req, "path")), path);
+    ck_assert_str_eq(json_string_value(json_object_get(req, "authUserId")), MOD_ID);
+    json_t *body = json_object_get(req, "body");
+    ck_assert_str_eq(json_string_value(json_object_get(body, "name")), "csm-callback");
+    ck_assert_int_eq(json_integer_value(json_object_get(body, "type")), 0);
+    json_t *ow = json_object_get(body, "permission_overwrites");
+    ck_assert_uint_eq(json_array_size(ow), n + 1);
+    int everyone = 0;
+    size_t seen = 0;
+    size_t i;
+    json_t *o;
+    json_array_foreach(ow, i, o) {
+        const char *id = json_string_value(json_object_get(o, "id"));
+        int type = (int)json_integer_value(json_object_get(o, "type"));
+        if (strcmp(id, fake_discord_guild_id(fd)) == 0) {
+            everyone++;
+            ck_assert_int_eq(type, 0);
+            ck_assert_str_eq(json_string_value(json_object_get(o, "deny")), "1024");
+            continue;
+        }
+        ck_assert_int_eq(type, 1);
+        ck_assert_str_eq(json_string_value(json_object_get(o, "allow")), "68608");
+        int known = 0;
+        for (size_t k = 0; k < n; k++)
+            known |= strcmp(members[k], id) == 0;
+        ck_assert_msg(known, "unexpected member %s", id);
+        seen++;
+    }
+    ck_assert_int_eq(everyone, 1);
+    ck_assert_uint_eq(seen, n);
+}
+
+/* The single message of a channel; its request body checked; new ref. */
+static json_t *only_message_request(const char *channel)
+{
+    json_t *reqs = requests_on("POST /channels/{id}/messages"), *found = NULL;
+    char path[64];
+    snprintf(path, sizeof path, "/channels/%s/messages", channel);
+    size_t i;
+    json_t *r;
+    int ok = 0;
+    json_array_foreach(reqs, i, r) {
+        if (strcmp(json_string_value(json_object_get(r, "path")), path) != 0)
+            continue;
+        if (json_integer_value(json_object_get(r, "status")) / 100 != 2)
+            continue;
+        /* A resend after a restart may be answered 2xx too: with the same
+         * nonce, Discord hands back the first message (counted below). */
+        if (found)
+            ck_assert_str_eq(json_string_value(json_object_get(json_object_get(r, "body"),
+                                                               "nonce")),
+                             json_string_value(json_object_get(json_object_get(found, "body"),
+                                                               "nonce")));
+        else
+            found = r;
+        ok++;
+    }
+    ck_assert_int_ge(ok, 1);
+    json_incref(found);
+    json_decref(reqs);
+    ck_assert_str_eq(json_string_value(json_object_get(found, "authUserId")), MOD_ID);
+    json_t *body = json_object_get(found, "body");
+    json_t *am = json_object_get(body, "allowed_mentions");
+    ck_assert_uint_eq(json_array_size(json_object_get(am, "parse")), 0);
+    ck_assert(json_is_true(json_object_get(body, "enforce_nonce")));
+    ck_assert_ptr_nonnull(json_string_value(json_object_get(body, "nonce")));
+    ck_assert_uint_eq(fake_discord_message_count(fd, channel), 1);
+    return found;
+}
+
+static void check_kickoff(const char *channel)
+{
+    json_t *r = only_message_request(channel);
+    json_t *body = json_object_get(r, "body");
+    const char *content = json_string_value(json_object_get(body, "content"));
+    ck_assert_ptr_nonnull(strstr(content, "[Discussion Started]"));
+    ck_assert_ptr_nonnull(strstr(content, GUIDE));
+    ck_assert_ptr_nonnull(strstr(content, "<@" REVIEWER_ID ">"));
+    ck_assert_ptr_nonnull(strstr(content, "<@" CODER_ID ">"));
+    ck_assert_ptr_nonnull(strstr(content, "discuss-callback"));
+    ck_assert_ptr_nonnull(strstr(content, "<#" ORIGIN ">"));
+    json_t *users = json_object_get(json_object_get(body, "allowed_mentions"), "users");
+    ck_assert_uint_eq(json_array_size(users), 3);
+    ck_assert(str_in(users, PLANNER_ID) && str_in(users, REVIEWER_ID) && str_in(users, CODER_ID));
+    json_decref(r);
+}
+
+static void check_result(const char *channel, const char *rel)
+{
+    json_t *r = only_message_request(ORIGIN);
+    json_t *body = json_object_get(r, "body");
+    const char *content = json_string_value(json_object_get(body, "content"));
+    char link[64];
+    snprintf(link, sizeof link, "<#%s>", channel);
+    ck_assert_ptr_nonnull(strstr(content, "[Discussion Result Ready]"));
+    ck_assert_ptr_nonnull(strstr(content, rel));
+    ck_assert_ptr_nonnull(strstr(content, link));
+    ck_assert_ptr_nonnull(strstr(content, "<@" PLANNER_ID ">"));
+    ck_assert_ptr_nonnull(strstr(content, "completed"));
+    json_t *users = json_object_get(json_object_get(body, "allowed_mentions"), "users");
+    ck_assert_uint_eq(json_array_size(users), 1);
+    ck_assert(str_in(users, PLANNER_ID));
+    json_decref(r);
+}
+
+static void check_active_row(const char *channel)
+{
+    dg_discussion d = load_row(channel);
+    ck_assert_str_eq(d.discussion_channel_id, channel);
+    ck_assert_str_eq(d.origin_channel_id, ORIGIN);
+    ck_assert_str_eq(d.initiator_agent_id, "planner");
+    ck_assert_str_eq(d.initiator_session_key, "agent:planner:discord:channel:" ORIGIN);
+    ck_assert_str_eq(d.initiator_session_id, "sess-123");
+    ck_assert_str_eq(d.initiator_workspace, ws);
+    ck_assert_str_eq(d.discuss_guide, GUIDE);
+    ck_assert_int_eq(d.status, DG_DISCUSSION_ACTIVE);
+    ck_assert(d.created_at_ms > 0);
+    ck_assert(d.completed_at_ms == 0);
+    ck_assert_ptr_null(d.summary_path);
+    ck_assert_uint_eq(d.n_turn_order, 3);
+    ck_assert_str_eq(d.turn_order[0], "planner");
+    ck_assert_str_eq(d.turn_order[1], "reviewer");
+    ck_assert_str_eq(d.turn_order[2], "coder");
+    ck_assert_uint_eq(d.n_participants, 2);
+    ck_assert_str_eq(d.participants[0], "reviewer");
+    ck_assert_str_eq(d.participants[1], "coder");
+    dg_discussion_clear(&d);
+}
+
+static void check_closed_row(const char *channel, const char *rel)
+{
+    dg_discussion d = load_row(channel);
+    ck_assert_int_eq(d.status, DG_DISCUSSION_CLOSED);
+    ck_assert_str_eq(d.summary_path, rel);
+    ck_assert(d.completed_at_ms >= d.created_at_ms);
+    dg_discussion_clear(&d);
+}
+
+#define SUMMARY "plans/discussions/csm-discussion-summary.md"
+
+/* The seed's section 12, with an optional restart between every step. */
+static void story(int restarts)
+{
+    plugin_start();
+    /* 12.1 planner opens the discussion from the work channel. */
+    const char *ch = open_discussion();
+    char channel[32];
+    snprintf(channel, sizeof channel, "%s", ch);
+    if (restarts)
+        plugin_restart();   /* the kickoff may still be queued: it goes out after restart */
+    ck_assert_int_eq(fake_discord_wait_messages(fd, channel, 1, WAIT_MS), 0);
+    json_t *creates = requests_on("POST /guilds/{id}/channels");
+    ck_assert_uint_eq(json_array_size(creates), 1);
+    const char *members[] = {PLANNER_ID, REVIEWER_ID, CODER_ID, MOD_ID};
+    check_channel_request(json_array_get(creates, 0), members, 4);
+    json_decref(creates);
+    check_kickoff(channel);
+    check_active_row(channel);
+
+    /* 12.2 the agents talk in the channel: their sessions exist there. */
+    add_session("planner", channel, NULL);
+    add_session("reviewer", channel, NULL);
+    add_session("coder", channel, NULL);
+    add_session("reviewer", channel, "5000000000000000001");
+    add_session("planner", ORIGIN, NULL);    /* the origin session is not touched */
+    if (restarts)
+        plugin_restart();
+
+    /* 12.3 planner writes the summary and calls back. */
+    write_ws(SUMMARY, "# CSM discussion\n- params\n- end condition\n- errors\n");
+    if (restarts)
+        plugin_restart();
+    json_t *res;
+    int rc = callback("planner", channel, SUMMARY, &res);
+    ck_assert_msg(rc == OC_OK, "callback: %s", err_msg(res));
+    json_t *d = json_object_get(res, "details");
+    ck_assert_str_eq(json_string_value(json_object_get(d, "status")), "closed");
+    ck_assert_str_eq(json_string_value(json_object_get(d, "channelId")), channel);
+    ck_assert_str_eq(json_string_value(json_object_get(d, "originChannelId")), ORIGIN);
+    ck_assert_str_eq(json_string_value(json_object_get(d, "summaryPath")), SUMMARY);
+    ck_assert(json_integer_value(json_object_get(d, "discussionId")) > 0);
+    json_decref(res);
+    if (restarts)
+        plugin_restart();
+
+    /* 12.4 the work channel gets the result; the discussion is closed. */
+    ck_assert_int_eq(fake_discord_wait_messages(fd, ORIGIN, 1, WAIT_MS), 0);
+    check_result(channel, SUMMARY);
+    check_closed_row(channel, SUMMARY);
+    ck_assert_int_eq(patches_of("agent:planner:discord:channel:" ORIGIN), 0);
+    char key[200];
+    const char *agents[] = {"planner", "reviewer", "coder"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(key, sizeof key, "agent:%s:discord:channel:%s", agents[i], channel);
+        ck_assert_msg(patches_of(key) == 1, "not exactly one override for %s", key);
+    }
+    snprintf(key, sizeof key, "agent:reviewer:discord:channel:%s:thread:5000000000000000001",
+             channel);
+    ck_assert_int_eq(patches_of(key), 1);
+    ck_assert_int_eq(count_rows("discussion_overrides WHERE applied_at_ms IS NULL"), 0);
+    ck_assert_int_eq(count_rows("discussion_overrides"), 4);
+
+    /* A session that shows up later in the closed channel gets the override
+     * once; a second callback is refused and changes nothing. */
+    snprintf(key, sizeof key, "agent:coder:discord:channel:%s:thread:5000000000000000002",
+             channel);
+    dg_discuss_session_seen(P, key, "coder", channel);
+    dg_discuss_session_seen(P, key, "coder", channel);
+    ck_assert_int_eq(patches_of(key), 1);
+    if (restarts)
+        plugin_restart();
+    ck_assert_int_eq(patches_of(key), 1);
+    rc = callback("planner", channel, SUMMARY, &res);
+    ck_assert_int_eq(rc, OC_ERR_CONFLICT);
+    json_decref(res);
+
+    /* Every REST request of the story: one channel, two messages. */
+    plugin_stop();
+    json_t *cr = requests_on("POST /guilds/{id}/channels");
+    ck_assert_uint_eq(json_array_size(cr), 1);
+    json_decref(cr);
+    json_t *all = fake_discord_requests(fd, 0);
+    size_t i;
+    json_t *r;
+    int posts = 0;
+    json_t *nonces = json_object();
+    json_array_foreach(all, i, r) {
+        const char *route = json_string_value(json_object_get(r, "route"));
+        ck_assert_msg(strcmp(route, "POST /guilds/{id}/channels") == 0 ||
+                      strcmp(route, "POST /channels/{id}/messages") == 0,
+                      "unexpected request %s", route);
+        ck_assert_str_eq(json_string_value(json_object_get(r, "authorization")),
+                         "Bot " MOD_TOKEN);
+        if (strcmp(route, "POST /channels/{id}/messages") == 0) {
+            posts++;
+            json_object_set_new(nonces, json_string_value(json_object_get(
+                                    json_object_get(r, "body"), "nonce")), json_true());
+        }
+    }
+    json_decref(all);
+    /* Two moderator messages (kickoff, result); a resend after a restart
+     * reuses its nonce. */
+    ck_assert_int_ge(posts, 2);
+    ck_assert_uint_eq(json_object_size(nonces), 2);
+    json_decref(nonces);
+    ck_assert_uint_eq(fake_discord_message_count(fd, NULL), 2);
+}
+
+START_TEST(test_story)
+{
+    story(0);
+}
+END_TEST
+
+START_TEST(test_story_with_restarts)
+{
+    story(1);
+}
+END_TEST
+
+/* Overrides recorded by the close but not applied (the host refused, or we
+ * crashed) are applied at the next start. */
+START_TEST(test_overrides_redriven_after_restart)
+{
+    plugin_start();
+    const char *ch = open_discussion();
+    char channel[32];
+    snprintf(channel, sizeof channel, "%s", ch);
+    add_session("reviewer", channel, NULL);
+    add_session("coder", channel, NULL);
+    write_ws("s.md", "summary\n");
+    H.patch_fail = 1;
+    json_t *res;
+    ck_assert_int_eq(callback("planner", channel, "s.md", &res), OC_OK);
+    json_decref(res);
+    ck_assert_int_eq(count_rows("discussion_overrides WHERE applied_at_ms IS NULL"), 2);
+    H.patch_fail = 0;
+    plugin_restart();
+    char key[200];
+    snprintf(key, sizeof key, "agent:reviewer:discord:channel:%s", channel);
+    ck_assert_int_eq(patches_of(key), 1);
+    snprintf(key, sizeof key, "agent:coder:discord:channel:%s", channel);
+    ck_assert_int_eq(patches_of(key), 1);
+    ck_assert_int_eq(count_rows("discussion_overrides WHERE applied_at_ms IS NULL"), 0);
+    plugin_restart();    /* nothing left: no second patch */
+    ck_assert_int_eq(patches_of(key), 1);
+}
+END_TEST
+
+/* ---- refusals of discuss-callback ------------------------------------------------------- */
+
+static char disc[32];
+
+static void refusal_setup(void)
+{
+    setup();
+    plugin_start();
+    snprintf(disc, sizeof disc, "%s", open_discussion());
+    add_session("reviewer", disc, NULL);
+    ck_assert_int_eq(fake_discord_wait_messages(fd, disc, 1, WAIT_MS), 0);
+    write_ws("plans/ok.md", "fine\n");
+    char *outside = tu_path(dir, "outside");
+    ck_assert_int_eq(mkdir(outside, 0755), 0);
+    char *secret = tu_path(outside, "secret.md");
+    ck_assert_int_eq(tu_write_file(secret, "secret\n"), 0);
+    free(secret);
+    free(outside);
+}
+
+/* A refusal with this status changes nothing: row active, no message, no
+ * patch, no override row. */
+static void refused(const char *agent, const char *channel, const char *path, int status,
+                    const char *word)
+{
+    json_t *res;
+    int rc = callback(agent, channel, path, &res);
+    ck_assert_msg(rc == status, "'%s': expected %s, got %s: %s", path, oc_status_name(status),
+                  oc_status_name(rc), rc ? err_msg(res) : "ok");
+    if (word)
+        ck_assert_msg(strstr(err_msg(res), word), "'%s' not in: %s", word, err_msg(res));
+    json_decref(res);
+    dg_discussion d = load_row(disc);
+    ck_assert_int_eq(d.status, DG_DISCUSSION_ACTIVE);
+    dg_discussion_clear(&d);
+    ck_assert_uint_eq(fake_discord_message_count(fd, ORIGIN), 0);
+    ck_assert_int_eq(H.npatches, 0);
+    ck_assert_int_eq(count_rows("discussion_overrides"), 0);
+}
+
+START_TEST(test_refuse_not_discussion_channel)
+{
+    refused("planner", ORIGIN, "plans/ok.md", OC_ERR_NOT_FOUND, "not a discussion channel");
+}
+END_TEST
+
+START_TEST(test_refuse_not_initiator)
+{
+    refused("reviewer", disc, "plans/ok.md", OC_ERR_DENIED, "only the initiator");
+    /* The order of the contract: not the initiator wins over a missing file. */
+    refused("coder", disc, "missing.md", OC_ERR_DENIED, "initiator");
+}
+END_TEST
+
+START_TEST(test_refuse_paths)
+{
+    char *outside = tu_path(dir, "outside");
+    char *secret = tu_path(outside, "secret.md");
+    char *lnk = tu_path(ws, "plans/link.md");
+    ck_assert_int_eq(symlink(secret, lnk), 0);
+    refused("planner", disc, "plans/link.md", OC_ERR_DENIED, "symbolic link");
+    char *dlnk = tu_path(ws, "plans/evil");
+    ck_assert_int_eq(symlink(outside, dlnk), 0);
+    refused("planner", disc, "plans/evil/secret.md", OC_ERR_DENIED, "symbolic link");
+    refused("planner", disc, "../outside/secret.md", OC_ERR_DENIED, "..");
+    refused("planner", disc, secret, OC_ERR_DENIED, "outside your workspace");
+    refused("planner", disc, "/proc/self/environ", OC_ERR_DENIED, "outside your workspace");
+    char *fifo = tu_path(ws, "plans/fifo.md");
+    ck_assert_int_eq(mkfifo(fifo, 0644), 0);
+    refused("planner", disc, "plans/fifo.md", OC_ERR_INVALID, "not a regular file");
+    refused("planner", disc, "plans", OC_ERR_INVALID, "folder");
+    char *big = malloc(5000);
+    memset(big, 'x', 4999);
+    big[4999] = '\0';
+    write_ws("plans/big.md", big);
+    free(big);
+    refused("planner", disc, "plans/big.md", OC_ERR_INVALID, "maxSummaryBytes");
+    refused("planner", disc, "plans/missing.md", OC_ERR_NOT_FOUND, "does not exist");
+    refused("planner", disc, "", OC_ERR_INVALID, "empty");
+    free(outside);
+    free(secret);
+    free(lnk);
+    free(dlnk);
+    free(fifo);
+    /* After all of that, the real callback still works. */
+    json_t *res;
+    ck_assert_int_eq(callback("planner", disc, "plans/ok.md", &res), OC_OK);
+    json_decref(res);
+    ck_assert_int_eq(fake_discord_wait_messages(fd, ORIGIN, 1, WAIT_MS), 0);
+}
+END_TEST
+
+START_TEST(test_refuse_bad_params)
+{
+    json_t *ctx = ctx_of("planner", disc), *res;
+    ck_assert_int_eq(tool("discuss-callback", "{}", ctx, &res), OC_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(err_msg(res), "summaryPath"));
+    json_decref(res);
+    ck_assert_int_eq(tool("discuss-callback", "{\"summaryPath\":7}", ctx, &res), OC_ERR_INVALID);
+    json_decref(res);
+    ck_assert_int_eq(tool("discuss-callback",
+                          "{\"summaryPath\":\"plans/ok.md\",\"originChannelId\":\"1\"}", ctx,
+                          &res), OC_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(err_msg(res), "originChannelId"));
+    json_decref(res);
+    json_decref(ctx);
+    ck_assert_uint_eq(fake_discord_message_count(fd, ORIGIN), 0);
+}
+END_TEST
+
+START_TEST(test_double_callback)
+{
+    json_t *res;
+    ck_assert_int_eq(callback("planner", disc, "plans/ok.md", &res), OC_OK);
+    json_decref(res);
+    ck_assert_int_eq(callback("planner", disc, "plans/ok.md", &res), OC_ERR_CONFLICT);
+    ck_assert_ptr_nonnull(strstr(err_msg(res), "already closed"));
+    json_decref(res);
+    /* closed wins over a missing file (the contract's order) */
+    ck_assert_int_eq(callback("planner", disc, "plans/missing.md", &res), OC_ERR_CONFLICT);
+    json_decref(res);
+    ck_assert_int_eq(fake_discord_wait_messages(fd, ORIGIN, 1, WAIT_MS), 0);
+    plugin_stop();   /* the outbox had nothing else to send: exactly one result */
+    ck_assert_uint_eq(fake_discord_message_count(fd, ORIGIN), 1);
+}
+END_TEST
+
+static pthread_barrier_t barrier;
+static int concurrent_rc[2];
+
+static void *racer(void *arg)
+{
+    int i = (int)(intptr_t)arg;
+    json_t *res;
+    json_t *ctx = ctx_of("planner", disc);
+    json_t *pj = json_pack("{s:s}", "summaryPath", "plans/ok.md");
+    const oc_tool *t = NULL;
+    for (int k = 0; k < H.ntools; k++)
+        if (strcmp(H.tools[k]->name, "discuss-callback") == 0)
+            t = H.tools[k];
+    pthread_barrier_wait(&barrier);
+    res = NULL;
+    concurrent_rc[i] = t->execute(P, pj, ctx, &res);
+    json_decref(res);
+    json_decref(pj);
+    json_decref(ctx);
+    return NULL;
+}
+
+START_TEST(test_concurrent_callbacks)
+{
+    /* Several discussions, each closed by two callbacks racing. */
+    const int rounds = 4;
+    for (int round = 0; round < rounds; round++) {
+        if (round > 0) {
+            snprintf(disc, sizeof disc, "%s", open_discussion());
+            add_session("reviewer", disc, NULL);
+        }
+        pthread_barrier_init(&barrier, NULL, 2);
+        pthread_t a, b;
+        pthread_create(&a, NULL, racer, (void *)(intptr_t)0);
+        pthread_create(&b, NULL, racer, (void *)(intptr_t)1);
+        pthread_join(a, NULL);
+        pthread_join(b, NULL);
+        pthread_barrier_destroy(&barrier);
+        ck_assert_msg((concurrent_rc[0] == OC_OK) != (concurrent_rc[1] == OC_OK),
+                      "round %d: exactly one must win: %s / %s", round,
+                      oc_status_name(concurrent_rc[0]), oc_status_name(concurrent_rc[1]));
+        ck_assert_int_eq(concurrent_rc[0] == OC_OK ? concurrent_rc[1] : concurrent_rc[0],
+                         OC_ERR_CONFLICT);
+        ck_assert_int_eq(patches_of(H.sessions[round].key), 1);
+    }
+    ck_assert_int_eq(fake_discord_wait_messages(fd, ORIGIN, rounds, WAIT_MS), 0);
+    plugin_stop();
+    ck_assert_uint_eq(fake_discord_message_count(fd, ORIGIN), rounds);
+    ck_assert_int_eq(count_rows("discussion_overrides"), rounds);
+    ck_assert_int_eq(count_rows("discussions WHERE status = 'closed'"), rounds);
+}
+END_TEST
+
+/* ---- discord_channel_create ------------------------------------------------------------- */
+
+static void create_refused(const char *agent, const char *channel, const char *params,
+                           int status, const char *word)
+{
+    json_t *ctx = ctx_of(agent, channel), *res;
+    int rc = tool("discord_channel_create", params, ctx, &res);
+    ck_assert_msg(rc == status, "%s: expected %s, got %s: %s", params, oc_status_name(status),
+                  oc_status_name(rc), rc ? err_msg(res) : "ok");
+    ck_assert_msg(strstr(err_msg(res), word), "'%s' not in: %s", word, err_msg(res));
+    json_decref(res);
+    json_decref(ctx);
+}
+
+START_TEST(test_create_validation)
+{
+    plugin_start();
+    const char *O = ORIGIN;
+#define CB "\"callbackChannelId\":\"" ORIGIN "\""
+    create_refused("planner", O, "[]", OC_ERR_INVALID, "object");
+    create_refused("planner", O, "{}", OC_ERR_INVALID, "name");
+    create_refused("planner", O, "{\"name\":5}", OC_ERR_INVALID, "name");
+    create_refused("planner", O, "{\"name\":\"\"}", OC_ERR_INVALID, "name");
+    create_refused("planner", O, "{\"name\":\"Design\"}", OC_ERR_INVALID, "name 'Design'");
+    create_refused("planner", O, "{\"name\":\"two words\"}", OC_ERR_INVALID, "name");
+    char longname[256];
+    snprintf(longname, sizeof longname, "{\"name\":\"%0101d\"}", 0);
+    create_refused("planner", O, longname, OC_ERR_INVALID, "name");
+    create_refused("planner", O, "{\"name\":\"x\",\"colour\":\"red\"}", OC_ERR_INVALID,
+                   "unknown parameter 'colour'");
+    create_refused("planner", O, "{\"name\":\"x\",\"participants\":\"reviewer\"}",
+                   OC_ERR_INVALID, "participants");
+    create_refused("planner", O, "{\"name\":\"x\",\"participants\":[\"ghost\"]}",
+                   OC_ERR_INVALID, "participants[0] 'ghost'");
+    create_refused("planner", O, "{\"name\":\"x\",\"participants\":[1]}", OC_ERR_INVALID,
+                   "participants[0]");
+    create_refused("planner", O, "{\"name\":\"x\",\"allowedUserIds\":[\"abc\"]}",
+                   OC_ERR_INVALID, "allowedUserIds[0]");
+    create_refused("planner", O, "{\"name\":\"x\",\"allowedUserIds\":[\"0123\"]}",
+                   OC_ERR_INVALID, "allowedUserIds[0]");
+    char *topic = malloc(1100);
+    memset(topic, 'a', 1025);
+    topic[1025] = '\0';
+    char *params = NULL;
+    ck_assert_int_ge(asprintf(&params, "{\"name\":\"x\",\"topic\":\"%s\"}", topic), 0);
+    create_refused("planner", O, params, OC_ERR_INVALID, "topic");
+    free(params);
+    free(topic);
+    create_refused("planner", O, "{\"name\":\"x\",\"parentId\":\"cat\"}", OC_ERR_INVALID,
+                   "parentId");
+    create_refused("planner", O, "{\"name\":\"x\",\"discussGuide\":\"talk\"}", OC_ERR_INVALID,
+                   "discussGuide is only accepted together with callbackChannelId");
+    create_refused("planner", O, "{\"name\":\"x\",\"participants\":[\"reviewer\"]," CB "}",
+                   OC_ERR_INVALID, "discussGuide is required");
+    create_refused("planner", O, "{\"name\":\"x\",\"participants\":[\"reviewer\"]," CB
+                   ",\"discussGuide\":\"  \"}", OC_ERR_INVALID, "discussGuide is required");
+    create_refused("planner", O, "{\"name\":\"x\",\"participants\":[\"reviewer\"],"
+                   "\"callbackChannelId\":\"work\",\"discussGuide\":\"g\"}", OC_ERR_INVALID,
+                   "callbackChannelId 'work'");
+    create_refused("planner", O, "{\"name\":\"x\"," CB ",\"discussGuide\":\"g\"}",
+                   OC_ERR_INVALID, "at least one agent other than you");
+    create_refused("planner", O, "{\"name\":\"x\",\"participants\":[\"planner\"]," CB
+                   ",\"discussGuide\":\"g\"}", OC_ERR_INVALID, "other than you");
+    create_refused("stranger", O, "{\"name\":\"x\"}", OC_ERR_DENIED, "agents.stranger");
+    create_refused("planner", O, "{\"name\":\"x\",\"callbackChannelId\":7}", OC_ERR_INVALID,
+                   "callbackChannelId must be a string");
+    ck_assert_uint_eq(fake_discord_request_count(fd), 0);
+    ck_assert_int_eq(count_rows("discussions"), 0);
+}
+END_TEST
+
+START_TEST(test_create_guide_too_long)
+{
+    max_guide = 40;
+    plugin_start();
+    create_refused("planner", ORIGIN, "{\"name\":\"x\",\"participants\":[\"reviewer\"]," CB
+                   ",\"discussGuide\":\"" "0123456789012345678901234567890123456789X" "\"}",
+                   OC_ERR_INVALID, "discussion.maxGuideChars (40)");
+    /* 40 characters of UTF-8 (80 bytes) pass the character limit. */
+    json_t *ctx = ctx_of("planner", ORIGIN), *res;
+    char params[512];
+    char guide[200] = "";
+    for (int i = 0; i < 40; i++)
+        strcat(guide, "\xc3\xa9");
+    snprintf(params, sizeof params, "{\"name\":\"x\",\"participants\":[\"reviewer\"]," CB
+             ",\"discussGuide\":\"%s\"}", guide);
+    ck_assert_int_eq(tool("discord_channel_create", params, ctx, &res), OC_OK);
+    json_decref(res);
+    json_decref(ctx);
+    ck_assert_int_eq(count_rows("discussions"), 1);
+}
+END_TEST
+
+START_TEST(test_create_no_nesting)
+{
+    plugin_start();
+    const char *ch = open_discussion();
+    char channel[32];
+    snprintf(channel, sizeof channel, "%s", ch);
+    ck_assert_int_eq(fake_discord_wait_messages(fd, channel, 1, WAIT_MS), 0);   /* kickoff */
+    size_t before = fake_discord_request_count(fd);
+    char params[512];
+    snprintf(params, sizeof params, "{\"name\":\"inner\",\"participants\":[\"coder\"],"
+             "\"callbackChannelId\":\"%s\",\"discussGuide\":\"nested\"}", channel);
+    create_refused("planner", channel, params, OC_ERR_DENIED, "do not nest");
+    create_refused("reviewer", channel, params, OC_ERR_DENIED, "do not nest");
+    /* From the work channel, naming the discussion channel as the origin. */
+    create_refused("planner", ORIGIN, params, OC_ERR_DENIED, "do not nest");
+    ck_assert_uint_eq(fake_discord_request_count(fd), before);
+    ck_assert_int_eq(count_rows("discussions"), 1);
+    /* A plain channel from inside a discussion is fine (not a discussion). */
+    json_t *ctx = ctx_of("planner", channel), *res;
+    ck_assert_int_eq(tool("discord_channel_create", "{\"name\":\"side\"}", ctx, &res), OC_OK);
+    json_decref(res);
+    json_decref(ctx);
+}
+END_TEST
+
+START_TEST(test_create_plain)
+{
+    plugin_start();
+    json_t *ctx = ctx_of("planner", ORIGIN), *res;
+    ck_assert_int_eq(tool("discord_channel_create",
+                          "{\"name\":\"csm-callback\",\"participants\":[\"coder\"],"
+                          "\"allowedUserIds\":[\"" HUMAN_ID "\"],\"topic\":\"t\"}", ctx, &res),
+                     OC_OK);
+    json_t *d = json_object_get(res, "details");
+    ck_assert_str_eq(json_string_value(json_object_get(d, "mode")), "plain");
+    ck_assert_ptr_null(json_object_get(d, "discussionId"));
+    const char *channel = json_string_value(json_object_get(d, "channelId"));
+    json_t *made = fake_discord_channel(fd, channel);
+    ck_assert_ptr_nonnull(made);
+    json_decref(made);
+    json_t *creates = requests_on("POST /guilds/{id}/channels");
+    const char *members[] = {PLANNER_ID, CODER_ID, HUMAN_ID, MOD_ID};
+    check_channel_request(json_array_get(creates, 0), members, 4);
+    ck_assert_str_eq(json_string_value(json_object_get(
+                         json_object_get(json_array_get(creates, 0), "body"), "topic")), "t");
+    json_decref(creates);
+    json_decref(res);
+    json_decref(ctx);
+    plugin_stop();
+    ck_assert_uint_eq(fake_discord_request_count(fd), 1);   /* nothing else: no kickoff */
+    ck_assert_int_eq(count_rows("discussions"), 0);
+}
+END_TEST
+
+START_TEST(test_create_rest_failure_leaves_no_row)
+{
+    plugin_start();
+    char route[128];
+    snprintf(route, sizeof route, "POST /guilds/%s/channels", fake_discord_guild_id(fd));
+    ck_assert_int_eq(fake_discord_add_fault(fd, route, FD_FAULT_403, 1, 0, 0), 0);
+    json_t *ctx = ctx_of("planner", ORIGIN), *res;
+    char params[512];
+    snprintf(params, sizeof params, "{\"name\":\"csm\",\"participants\":[\"reviewer\"],"
+             "\"callbackChannelId\":\"%s\",\"discussGuide\":\"g\"}", ORIGIN);
+    ck_assert_int_eq(tool("discord_channel_create", params, ctx, &res), OC_ERR_DENIED);
+    ck_assert_ptr_nonnull(strstr(err_msg(res), "Missing Permissions"));
+    json_decref(res);
+    ck_assert_int_eq(count_rows("discussions"), 0);
+    ck_assert_int_eq(count_rows("discussion_members"), 0);
+    ck_assert_uint_eq(fake_discord_request_count(fd), 1);    /* a 403 is not retried */
+    /* The next try works. */
+    ck_assert_int_eq(tool("discord_channel_create", params, ctx, &res), OC_OK);
+    json_decref(res);
+    json_decref(ctx);
+    ck_assert_int_eq(count_rows("discussions"), 1);
+}
+END_TEST
+
+/* ---- in-transaction helpers for the turn path -------------------------------------------- */
+
+START_TEST(test_lookup_and_notices)
+{
+    plugin_start();
+    const char *ch = open_discussion();
+    char channel[32];
+    snprintf(channel, sizeof channel, "%s", ch);
+    dg_store *st = P->store;
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    ck_assert_int_eq(dg_discuss_lookup_locked(st, ORIGIN, NULL), DG_DISCUSSION_NONE);
+    ck_assert_int_eq(dg_discuss_lookup_locked(st, channel, NULL), DG_DISCUSSION_ACTIVE);
+    dg_discussion d;
+    ck_assert_int_eq(dg_discuss_lookup_locked(st, channel, &d), DG_DISCUSSION_ACTIVE);
+    ck_assert_str_eq(d.initiator_agent_id, "planner");
+    dg_discussion_clear(&d);
+    /* Notices: once per message, at most one per cooldown per channel. */
+    ck_assert_int_eq(dg_discuss_claim_closed_notice_locked(st, channel, "1", 1000, 60000), 1);
+    ck_assert_int_eq(dg_discuss_claim_closed_notice_locked(st, channel, "1", 1001, 60000), 0);
+    ck_assert_int_eq(dg_discuss_claim_closed_notice_locked(st, channel, "2", 2000, 60000), 0);
+    ck_assert_int_eq(dg_discuss_claim_closed_notice_locked(st, channel, "3", 61000, 60000), 1);
+    ck_assert_int_eq(dg_discuss_claim_closed_notice_locked(st, channel, "2", 99000, 60000), 0);
+    ck_assert_int_eq(dg_discuss_claim_closed_notice_locked(st, channel, "4", 61001, 0), 1);
+    ck_assert_int_eq(dg_discuss_claim_closed_notice_locked(st, channel, "5", 61001, 0), 1);
+    ck_assert_int_eq(dg_discuss_claim_closed_notice_locked(st, channel, "5", 61002, 0), 0);
+    dg_store_commit(st);
+    /* An active channel's sessions get no override when seen. */
+    dg_discuss_session_seen(P, "agent:coder:discord:channel:x", "coder", channel);
+    dg_discuss_session_seen(P, "agent:coder:discord:channel:" ORIGIN, "coder", ORIGIN);
+    ck_assert_int_eq(H.npatches, 0);
+    ck_assert_int_eq(count_rows("discussion_overrides"), 0);
+}
+END_TEST
+
+Suite *make_discuss_suite(void)
+{
+    Suite *s = suite_create("discuss");
+    TCase *tc = tcase_create("story");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_story);
+    tcase_add_test(tc, test_story_with_restarts);
+    tcase_add_test(tc, test_overrides_redriven_after_restart);
+    tcase_add_test(tc, test_lookup_and_notices);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("callback");
+    tcase_add_checked_fixture(tc, refusal_setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_refuse_not_discussion_channel);
+    tcase_add_test(tc, test_refuse_not_initiator);
+    tcase_add_test(tc, test_refuse_paths);
+    tcase_add_test(tc, test_refuse_bad_params);
+    tcase_add_test(tc, test_double_callback);
+    tcase_add_test(tc, test_concurrent_callbacks);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("create");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_create_validation);
+    tcase_add_test(tc, test_create_guide_too_long);
+    tcase_add_test(tc, test_create_no_nesting);
+    tcase_add_test(tc, test_create_plain);
+    tcase_add_test(tc, test_create_rest_failure_leaves_no_row);
+    suite_add_tcase(s, tc);
+    return s;
+}

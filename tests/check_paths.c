@@ -1,0 +1,449 @@
+/*
+ * check_paths.c -- the summary file must be a regular file inside the
+ * initiator's workspace: every way out (../, absolute elsewhere, symlinked
+ * file or folder, /proc/self/environ, hard link), every wrong kind (FIFO,
+ * folder, socket), size, missing, unreadable, and a swap race.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "openclaw/plugin.h"
+#include "paths.h"
+#include "testutil.h"
+
+static char *root;   /* temp folder: root/ws is the workspace, root/out is outside */
+static char *ws;
+static char err[1024];
+
+static char *P(const char *rel)
+{
+    return tu_path(root, rel);
+}
+
+static void mkdir_p(const char *rel)
+{
+    char *p = P(rel);
+    ck_assert_int_eq(mkdir(p, 0755), 0);
+    free(p);
+}
+
+static void write_rel(const char *rel, const char *text)
+{
+    char *p = P(rel);
+    ck_assert_int_eq(tu_write_file(p, text), 0);
+    free(p);
+}
+
+static void symlink_rel(const char *target, const char *rel)
+{
+    char *p = P(rel);
+    ck_assert_int_eq(symlink(target, p), 0);
+    free(p);
+}
+
+static void setup(void)
+{
+    root = tu_mkdtemp();
+    ws = P("ws");
+    mkdir_p("ws");
+    mkdir_p("ws/plans");
+    mkdir_p("ws/plans/discussions");
+    mkdir_p("out");
+    write_rel("ws/plans/discussions/summary.md", "# Summary\nall agreed\n");
+    write_rel("out/secret.md", "outside the workspace\n");
+    err[0] = '\0';
+}
+
+static void teardown(void)
+{
+    tu_rmtree(root);
+    free(root);
+    free(ws);
+}
+
+/* Open and expect status; on OC_OK returns the file (caller closes). */
+static dg_ws_file expect(const char *path, int64_t max, int status)
+{
+    dg_ws_file f;
+    int rc = dg_ws_open(ws, path, max, &f, err, sizeof err);
+    ck_assert_msg(rc == status, "path '%s': expected %s, got %s (%s)", path,
+                  oc_status_name(status), oc_status_name(rc), err);
+    if (rc != OC_OK) {
+        ck_assert_int_eq(f.fd, -1);
+        ck_assert_ptr_null(f.rel_path);
+        ck_assert_msg(strlen(err) > 20, "refusal without an explanation: '%s'", err);
+    }
+    return f;
+}
+
+START_TEST(test_relative_ok)
+{
+    dg_ws_file f = expect("plans/discussions/summary.md", 1 << 20, OC_OK);
+    ck_assert_str_eq(f.rel_path, "plans/discussions/summary.md");
+    ck_assert_int_eq(f.size, 21);
+    char buf[64] = {0};
+    ck_assert_int_eq(read(f.fd, buf, sizeof buf - 1), 21);
+    ck_assert_str_eq(buf, "# Summary\nall agreed\n");
+    dg_ws_file_close(&f);
+    ck_assert_int_eq(f.fd, -1);
+}
+END_TEST
+
+START_TEST(test_normalised)
+{
+    dg_ws_file f = expect("./plans//discussions/./summary.md", 1 << 20, OC_OK);
+    ck_assert_str_eq(f.rel_path, "plans/discussions/summary.md");
+    dg_ws_file_close(&f);
+    f = expect("plans/x/../discussions/summary.md", 1 << 20, OC_OK);
+    ck_assert_str_eq(f.rel_path, "plans/discussions/summary.md");
+    dg_ws_file_close(&f);
+}
+END_TEST
+
+START_TEST(test_absolute_inside)
+{
+    char *abs = tu_path(ws, "plans/discussions/summary.md");
+    dg_ws_file f = expect(abs, 1 << 20, OC_OK);
+    ck_assert_str_eq(f.rel_path, "plans/discussions/summary.md");
+    dg_ws_file_close(&f);
+    free(abs);
+}
+END_TEST
+
+START_TEST(test_absolute_inside_real_workspace)
+{
+    /* The host names the workspace through a symlink; the agent passes the
+     * real (resolved) absolute path: still inside. */
+    symlink_rel("ws", "ws-link");
+    char *link = P("ws-link");
+    char real[PATH_MAX];
+    ck_assert_ptr_nonnull(realpath(ws, real));
+    char *abs = tu_path(real, "plans/discussions/summary.md");
+    dg_ws_file f;
+    int rc = dg_ws_open(link, abs, 1 << 20, &f, err, sizeof err);
+    ck_assert_msg(rc == OC_OK, "%s", err);
+    ck_assert_str_eq(f.rel_path, "plans/discussions/summary.md");
+    dg_ws_file_close(&f);
+    free(abs);
+    free(link);
+}
+END_TEST
+
+START_TEST(test_empty)
+{
+    expect("", 1 << 20, OC_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(err, "empty"));
+    expect(".", 1 << 20, OC_ERR_INVALID);
+    expect("plans/..", 1 << 20, OC_ERR_INVALID);
+}
+END_TEST
+
+START_TEST(test_dotdot_escape)
+{
+    expect("../out/secret.md", 1 << 20, OC_ERR_DENIED);
+    ck_assert_ptr_nonnull(strstr(err, ".."));
+    expect("plans/../../out/secret.md", 1 << 20, OC_ERR_DENIED);
+    expect("../ws/plans/discussions/summary.md", 1 << 20, OC_ERR_DENIED);
+}
+END_TEST
+
+START_TEST(test_absolute_elsewhere)
+{
+    char *abs = P("out/secret.md");
+    expect(abs, 1 << 20, OC_ERR_DENIED);
+    ck_assert_ptr_nonnull(strstr(err, "outside your workspace"));
+    free(abs);
+    expect("/proc/self/environ", 1 << 20, OC_ERR_DENIED);
+    expect("/etc/passwd", 1 << 20, OC_ERR_DENIED);
+    /* A sibling whose name starts like the workspace is not inside it. */
+    mkdir_p("ws2");
+    write_rel("ws2/x.md", "x");
+    abs = P("ws2/x.md");
+    expect(abs, 1 << 20, OC_ERR_DENIED);
+    free(abs);
+    /* Lexically inside, really outside. */
+    abs = tu_path(ws, "../out/secret.md");
+    expect(abs, 1 << 20, OC_ERR_DENIED);
+    free(abs);
+}
+END_TEST
+
+START_TEST(test_symlinked_file_outside)
+{
+    char *target = P("out/secret.md");
+    symlink_rel(target, "ws/plans/discussions/link.md");
+    expect("plans/discussions/link.md", 1 << 20, OC_ERR_DENIED);
+    ck_assert_ptr_nonnull(strstr(err, "symbolic link"));
+    free(target);
+    symlink_rel("/proc/self/environ", "ws/env.md");
+    expect("env.md", 1 << 20, OC_ERR_DENIED);
+}
+END_TEST
+
+START_TEST(test_symlinked_file_inside_refused)
+{
+    /* Decision: even a symlink that stays inside is refused (paths.h). */
+    symlink_rel("summary.md", "ws/plans/discussions/alias.md");
+    expect("plans/discussions/alias.md", 1 << 20, OC_ERR_DENIED);
+    ck_assert_ptr_nonnull(strstr(err, "symbolic link"));
+}
+END_TEST
+
+START_TEST(test_symlinked_parent_folder)
+{
+    char *target = P("out");
+    symlink_rel(target, "ws/plans/evil");
+    expect("plans/evil/secret.md", 1 << 20, OC_ERR_DENIED);
+    ck_assert_ptr_nonnull(strstr(err, "folder 'evil' is a symbolic link"));
+    free(target);
+    /* Even a folder link that stays inside. */
+    symlink_rel("discussions", "ws/plans/d");
+    expect("plans/d/summary.md", 1 << 20, OC_ERR_DENIED);
+    /* And through an absolute path. */
+    char *abs = tu_path(ws, "plans/evil/secret.md");
+    expect(abs, 1 << 20, OC_ERR_DENIED);
+    free(abs);
+}
+END_TEST
+
+START_TEST(test_fifo)
+{
+    char *p = P("ws/fifo.md");
+    ck_assert_int_eq(mkfifo(p, 0644), 0);
+    expect("fifo.md", 1 << 20, OC_ERR_INVALID);   /* returns at once, never blocks */
+    ck_assert_ptr_nonnull(strstr(err, "not a regular file"));
+    free(p);
+}
+END_TEST
+
+START_TEST(test_folder)
+{
+    expect("plans/discussions", 1 << 20, OC_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(err, "folder"));
+    expect("plans/discussions/", 1 << 20, OC_ERR_INVALID);
+}
+END_TEST
+
+START_TEST(test_socket)
+{
+    char *p = P("ws/sock.md");
+    int s = socket(AF_UNIX, SOCK_STREAM, 0);
+    ck_assert_int_ge(s, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    ck_assert_uint_lt(strlen(p), sizeof a.sun_path);
+    strcpy(a.sun_path, p);
+    ck_assert_int_eq(bind(s, (struct sockaddr *)&a, sizeof a), 0);
+    expect("sock.md", 1 << 20, OC_ERR_INVALID);
+    close(s);
+    free(p);
+}
+END_TEST
+
+START_TEST(test_oversize)
+{
+    expect("plans/discussions/summary.md", 20, OC_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(err, "maxSummaryBytes"));
+    dg_ws_file f = expect("plans/discussions/summary.md", 21, OC_OK);   /* exactly the limit */
+    dg_ws_file_close(&f);
+}
+END_TEST
+
+START_TEST(test_missing)
+{
+    expect("plans/discussions/nope.md", 1 << 20, OC_ERR_NOT_FOUND);
+    ck_assert_ptr_nonnull(strstr(err, "does not exist"));
+    expect("plans/nofolder/x.md", 1 << 20, OC_ERR_NOT_FOUND);
+    char *abs = tu_path(ws, "nope.md");
+    expect(abs, 1 << 20, OC_ERR_NOT_FOUND);
+    free(abs);
+}
+END_TEST
+
+START_TEST(test_file_as_folder)
+{
+    expect("plans/discussions/summary.md/x", 1 << 20, OC_ERR_INVALID);
+}
+END_TEST
+
+START_TEST(test_hard_link)
+{
+    char *a = P("out/secret.md"), *b = P("ws/hard.md");
+    ck_assert_int_eq(link(a, b), 0);
+    expect("hard.md", 1 << 20, OC_ERR_DENIED);
+    ck_assert_ptr_nonnull(strstr(err, "hard link"));
+    free(a);
+    free(b);
+}
+END_TEST
+
+/* Expect OC_ERR_DENIED with `word` in the message for path, as an
+ * unprivileged user: root reads everything, so when the suite runs as root
+ * the check runs in a child that drops to nobody (the parent, still root,
+ * cleans up afterwards). */
+static void expect_denied_unprivileged(const char *path, const char *word)
+{
+    if (geteuid() != 0) {
+        expect(path, 1 << 20, OC_ERR_DENIED);
+        ck_assert_ptr_nonnull(strstr(err, word));
+        return;
+    }
+    ck_assert_int_eq(chmod(root, 0755), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        if (setgid(65534) != 0 || setuid(65534) != 0)
+            _exit(3);
+        dg_ws_file f;
+        int rc = dg_ws_open(ws, path, 1 << 20, &f, err, sizeof err);
+        _exit(rc == OC_ERR_DENIED && strstr(err, word) ? 0 : 1);
+    }
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status));
+    ck_assert_int_eq(WEXITSTATUS(status), 0);
+}
+
+START_TEST(test_unreadable)
+{
+    char *p = P("ws/plans/discussions/summary.md");
+    ck_assert_int_eq(chmod(p, 0), 0);
+    expect_denied_unprivileged("plans/discussions/summary.md", "not readable");
+    free(p);
+}
+END_TEST
+
+START_TEST(test_unreadable_folder)
+{
+    char *p = P("ws/plans");
+    ck_assert_int_eq(chmod(p, 0), 0);
+    expect_denied_unprivileged("plans/discussions/summary.md", "not readable");
+    ck_assert_int_eq(chmod(p, 0755), 0);
+    free(p);
+}
+END_TEST
+
+START_TEST(test_bad_workspace)
+{
+    dg_ws_file f;
+    ck_assert_int_eq(dg_ws_open("relative/ws", "a.md", 10, &f, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_int_eq(dg_ws_open(NULL, "a.md", 10, &f, err, sizeof err), OC_ERR_INVALID);
+}
+END_TEST
+
+START_TEST(test_normalise)
+{
+    int esc = 0;
+    char *s = dg_path_normalise("a/./b//c/../d", &esc);
+    ck_assert_str_eq(s, "a/b/d");
+    free(s);
+    ck_assert_ptr_null(dg_path_normalise("a/../..", &esc));
+    ck_assert_int_eq(esc, 1);
+    ck_assert_ptr_null(dg_path_normalise("/abs", &esc));
+    ck_assert_int_eq(esc, 0);
+    s = dg_path_normalise("./.", &esc);
+    ck_assert_str_eq(s, "");
+    free(s);
+}
+END_TEST
+
+/* A racer swaps the summary between a regular file and a symlink to the
+ * outside file while the checker opens it: whatever opens must never be
+ * the outside file. */
+static volatile int race_stop;
+static void *swapper(void *arg)
+{
+    (void)arg;
+    char *f = P("ws/r.md"), *tmp = P("ws/r.tmp"), *lnk = P("ws/r.lnk"), *out = P("out/secret.md");
+    while (!race_stop) {
+        unlink(tmp);
+        tu_write_file(tmp, "inside\n");
+        rename(tmp, f);
+        unlink(lnk);
+        if (symlink(out, lnk) == 0)
+            rename(lnk, f);
+    }
+    free(f);
+    free(tmp);
+    free(lnk);
+    free(out);
+    return NULL;
+}
+
+START_TEST(test_swap_race)
+{
+    struct stat outside;
+    char *out = P("out/secret.md");
+    ck_assert_int_eq(stat(out, &outside), 0);
+    write_rel("ws/r.md", "inside\n");
+    pthread_t t;
+    race_stop = 0;
+    ck_assert_int_eq(pthread_create(&t, NULL, swapper, NULL), 0);
+    int ok = 0, refused = 0;
+    for (int i = 0; i < 3000; i++) {
+        dg_ws_file f;
+        int rc = dg_ws_open(ws, "r.md", 1 << 20, &f, err, sizeof err);
+        if (rc == OC_OK) {
+            struct stat st;
+            ck_assert_int_eq(fstat(f.fd, &st), 0);
+            ck_assert_msg(!(st.st_ino == outside.st_ino && st.st_dev == outside.st_dev),
+                          "opened the file outside the workspace");
+            char buf[16] = {0};
+            ck_assert_int_eq(read(f.fd, buf, sizeof buf - 1), 7);
+            ck_assert_str_eq(buf, "inside\n");
+            ok++;
+            dg_ws_file_close(&f);
+        } else {
+            ck_assert_msg(rc == OC_ERR_DENIED || rc == OC_ERR_NOT_FOUND, "%s: %s",
+                          oc_status_name(rc), err);
+            refused++;
+        }
+    }
+    race_stop = 1;
+    pthread_join(t, NULL);
+    ck_assert_int_eq(ok + refused, 3000);
+    free(out);
+}
+END_TEST
+
+Suite *make_paths_suite(void)
+{
+    Suite *s = suite_create("paths");
+    TCase *tc = tcase_create("paths");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_relative_ok);
+    tcase_add_test(tc, test_normalised);
+    tcase_add_test(tc, test_absolute_inside);
+    tcase_add_test(tc, test_absolute_inside_real_workspace);
+    tcase_add_test(tc, test_empty);
+    tcase_add_test(tc, test_dotdot_escape);
+    tcase_add_test(tc, test_absolute_elsewhere);
+    tcase_add_test(tc, test_symlinked_file_outside);
+    tcase_add_test(tc, test_symlinked_file_inside_refused);
+    tcase_add_test(tc, test_symlinked_parent_folder);
+    tcase_add_test(tc, test_fifo);
+    tcase_add_test(tc, test_folder);
+    tcase_add_test(tc, test_socket);
+    tcase_add_test(tc, test_oversize);
+    tcase_add_test(tc, test_missing);
+    tcase_add_test(tc, test_file_as_folder);
+    tcase_add_test(tc, test_hard_link);
+    tcase_add_test(tc, test_unreadable);
+    tcase_add_test(tc, test_unreadable_folder);
+    tcase_add_test(tc, test_bad_workspace);
+    tcase_add_test(tc, test_normalise);
+    tcase_add_test(tc, test_swap_race);
+    suite_add_tcase(s, tc);
+    return s;
+}
