@@ -51,6 +51,8 @@ static struct {
     int ntools;
     th_session sessions[32];
     int nsessions;
+    struct { char name[32]; oc_hook_fn fn; } hooks[16];
+    int nhooks;
     th_patch patches[128];
     int npatches;
     int patch_fail;           /* session_patch answers OC_ERR_IO while set */
@@ -67,7 +69,10 @@ static int th_register_tool(oc_host *h, const oc_tool *t)
 
 static int th_on(oc_host *h, const char *hook, oc_hook_fn fn, int prio)
 {
-    (void)h; (void)hook; (void)fn; (void)prio;
+    (void)h; (void)prio;
+    ck_assert_int_lt(H.nhooks, 16);
+    snprintf(H.hooks[H.nhooks].name, sizeof H.hooks[0].name, "%s", hook);
+    H.hooks[H.nhooks++].fn = fn;
     return OC_OK;
 }
 
@@ -209,6 +214,7 @@ static void plugin_start(void)
              max_summary, max_guide, PLANNER_ID, REVIEWER_ID, CODER_ID);
     json_t *cfg = tu_json(text);
     H.ntools = 0;
+    H.nhooks = 0;
     void *state = NULL;
     char e[1024] = "";
     int rc = oc_plugin_entry()->init(&api, cfg, &state, e, sizeof e);
@@ -267,6 +273,43 @@ static json_t *ctx_of(const char *agent, const char *channel)
     snprintf(key, sizeof key, "agent:%s:discord:channel:%s", agent, channel);
     return json_pack("{s:s,s:s,s:s,s:s,s:s}", "agentId", agent, "sessionKey", key,
                      "sessionId", "sess-123", "workspaceDir", ws, "channelId", channel);
+}
+
+/* before_model_resolve as the host runs it for agent's session in channel
+ * (thread may be NULL): 1 when the run is routed to the no-reply model. */
+static int routed_to_noreply(const char *agent, const char *channel, const char *thread)
+{
+    char key[200];
+    if (thread)
+        snprintf(key, sizeof key, "agent:%s:discord:channel:%s:thread:%s", agent, channel,
+                 thread);
+    else
+        snprintf(key, sizeof key, "agent:%s:discord:channel:%s", agent, channel);
+    json_t *ctx = json_pack("{s:s,s:s,s:s,s:s}", "agentId", agent, "sessionKey", key,
+                            "channelId", channel, "messageProvider", "discord");
+    if (thread)
+        json_object_set_new(ctx, "threadId", json_string(thread));
+    json_t *ev = json_object(), *res = NULL;
+    int found = 0;
+    for (int i = 0; i < H.nhooks; i++) {
+        if (strcmp(H.hooks[i].name, "before_model_resolve") != 0)
+            continue;
+        found = 1;
+        ck_assert_int_eq(H.hooks[i].fn(P, ev, ctx, &res), OC_OK);
+        if (res)
+            break;
+    }
+    ck_assert_msg(found, "before_model_resolve not registered");
+    int routed = 0;
+    if (res) {
+        ck_assert_str_eq(json_string_value(json_object_get(res, "providerOverride")), "noreply");
+        ck_assert_str_eq(json_string_value(json_object_get(res, "modelOverride")), "no-reply");
+        routed = 1;
+    }
+    json_decref(res);
+    json_decref(ev);
+    json_decref(ctx);
+    return routed;
 }
 
 static const char *GUIDE =
@@ -533,7 +576,13 @@ static void story(int restarts)
     check_kickoff(channel);
     check_active_row(channel);
 
-    /* 12.2 the agents talk in the channel: their sessions exist there. */
+    /* 12.2 the turn order was prefilled initiator first: the initiator
+     * opened the discussion, so the first participant speaks and the
+     * others are routed to the no-reply model. */
+    ck_assert_int_eq(routed_to_noreply("reviewer", channel, NULL), 0);
+    ck_assert_int_eq(routed_to_noreply("coder", channel, NULL), 1);
+    ck_assert_int_eq(H.npatches, 0);   /* an active discussion patches no session */
+    /* The agents talk in the channel: their sessions exist there. */
     add_session("planner", channel, NULL);
     add_session("reviewer", channel, NULL);
     add_session("coder", channel, NULL);
@@ -575,9 +624,21 @@ static void story(int restarts)
     ck_assert_int_eq(patches_of(key), 1);
     ck_assert_int_eq(count_rows("discussion_overrides WHERE applied_at_ms IS NULL"), 0);
     ck_assert_int_eq(count_rows("discussion_overrides"), 4);
+    /* The origin session is untouched and runs normally. */
+    ck_assert_int_eq(routed_to_noreply("planner", ORIGIN, NULL), 0);
 
-    /* A session that shows up later in the closed channel gets the override
-     * once; a second callback is refused and changes nothing. */
+    /* Everyone in the closed channel is routed to the no-reply model. */
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(routed_to_noreply(agents[i], channel, NULL), 1);
+    /* A session first seen there (through the host's before_model_resolve)
+     * gets a persistent override, once. */
+    snprintf(key, sizeof key, "agent:planner:discord:channel:%s:thread:5000000000000000003",
+             channel);
+    ck_assert_int_eq(routed_to_noreply("planner", channel, "5000000000000000003"), 1);
+    ck_assert_int_eq(routed_to_noreply("planner", channel, "5000000000000000003"), 1);
+    ck_assert_int_eq(patches_of(key), 1);
+    /* The same through the core call directly; a second callback is refused
+     * and changes nothing. */
     snprintf(key, sizeof key, "agent:coder:discord:channel:%s:thread:5000000000000000002",
              channel);
     dg_discuss_session_seen(P, key, "coder", channel);
@@ -787,6 +848,22 @@ START_TEST(test_double_callback)
     ck_assert_int_eq(fake_discord_wait_messages(fd, ORIGIN, 1, WAIT_MS), 0);
     plugin_stop();   /* the outbox had nothing else to send: exactly one result */
     ck_assert_uint_eq(fake_discord_message_count(fd, ORIGIN), 1);
+}
+END_TEST
+
+START_TEST(test_callback_from_thread)
+{
+    /* Inside a thread of the discussion channel the context names the
+     * parent channel and the thread: still this discussion. */
+    json_t *ctx = ctx_of("planner", disc), *res;
+    json_object_set_new(ctx, "threadId", json_string("5000000000000000009"));
+    ck_assert_int_eq(tool("discuss-callback", "{\"summaryPath\":\"./plans//ok.md\"}", ctx,
+                          &res), OC_OK);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(res, "details"),
+                                                       "summaryPath")), "plans/ok.md");
+    json_decref(res);
+    json_decref(ctx);
+    ck_assert_int_eq(fake_discord_wait_messages(fd, ORIGIN, 1, WAIT_MS), 0);
 }
 END_TEST
 
@@ -1014,6 +1091,33 @@ START_TEST(test_create_rest_failure_leaves_no_row)
 }
 END_TEST
 
+START_TEST(test_create_guide_inert)
+{
+    plugin_start();
+    json_t *ctx = ctx_of("planner", ORIGIN), *res;
+    const char *guide = "Ping @everyone and @here and <@" HUMAN_ID "> and {summaryPath} {status}";
+    json_t *pj = json_pack("{s:s,s:[s],s:s,s:s}", "name", "inert", "participants", "coder",
+                           "callbackChannelId", ORIGIN, "discussGuide", guide);
+    char *params = json_dumps(pj, 0);
+    ck_assert_int_eq(tool("discord_channel_create", params, ctx, &res), OC_OK);
+    const char *channel = json_string_value(json_object_get(json_object_get(res, "details"),
+                                                            "channelId"));
+    ck_assert_int_eq(fake_discord_wait_messages(fd, channel, 1, WAIT_MS), 0);
+    json_t *r = only_message_request(channel);
+    json_t *body = json_object_get(r, "body");
+    const char *content = json_string_value(json_object_get(body, "content"));
+    ck_assert_ptr_nonnull(strstr(content, guide));     /* verbatim, nothing expanded */
+    json_t *users = json_object_get(json_object_get(body, "allowed_mentions"), "users");
+    ck_assert_uint_eq(json_array_size(users), 2);      /* planner and coder only */
+    ck_assert(!str_in(users, HUMAN_ID));
+    json_decref(r);
+    json_decref(res);
+    free(params);
+    json_decref(pj);
+    json_decref(ctx);
+}
+END_TEST
+
 /* ---- in-transaction helpers for the turn path -------------------------------------------- */
 
 START_TEST(test_lookup_and_notices)
@@ -1067,6 +1171,7 @@ Suite *make_discuss_suite(void)
     tcase_add_test(tc, test_refuse_not_initiator);
     tcase_add_test(tc, test_refuse_paths);
     tcase_add_test(tc, test_refuse_bad_params);
+    tcase_add_test(tc, test_callback_from_thread);
     tcase_add_test(tc, test_double_callback);
     tcase_add_test(tc, test_concurrent_callbacks);
     suite_add_tcase(s, tc);
@@ -1078,6 +1183,7 @@ Suite *make_discuss_suite(void)
     tcase_add_test(tc, test_create_guide_too_long);
     tcase_add_test(tc, test_create_no_nesting);
     tcase_add_test(tc, test_create_plain);
+    tcase_add_test(tc, test_create_guide_inert);
     tcase_add_test(tc, test_create_rest_failure_leaves_no_row);
     suite_add_tcase(s, tc);
     return s;
