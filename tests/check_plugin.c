@@ -1,0 +1,326 @@
+/*
+ * check_plugin.c -- the plugin's init and shutdown as a host sees them:
+ * the table returned by oc_plugin_entry, config refusals reaching `err`,
+ * nothing left behind on failure, no secret in any log line, and repeated
+ * init/shutdown cycles (run under `make valgrind` for leaks).
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "openclaw/plugin.h"
+#include "store.h"
+#include "testutil.h"
+
+const oc_plugin *oc_plugin_entry(void);
+
+#define TOKEN "SECRETmoderatorTOKENvalue.abc123"
+
+typedef struct test_host {
+    pthread_mutex_t lock;
+    tu_logbuf logs;
+    int tools, hooks;
+    char tool_names[8][64];
+    char hook_names[16][64];
+} test_host;
+
+static test_host H;
+
+static int th_register_tool(oc_host *h, const oc_tool *t)
+{
+    (void)h;
+    ck_assert_ptr_nonnull(t->execute);
+    ck_assert_ptr_nonnull(json_loads(t->parameters, 0, NULL) ? (void *)1 : NULL);
+    if (H.tools < 8)
+        snprintf(H.tool_names[H.tools], 64, "%s", t->name);
+    H.tools++;
+    return OC_OK;
+}
+
+static int th_on(oc_host *h, const char *hook, oc_hook_fn fn, int prio)
+{
+    (void)h; (void)prio;
+    ck_assert_ptr_nonnull(fn);
+    if (H.hooks < 16)
+        snprintf(H.hook_names[H.hooks], 64, "%s", hook);
+    H.hooks++;
+    return OC_OK;
+}
+
+static int th_patch(oc_host *h, const char *k, const char *p, const char *m)
+{
+    (void)h; (void)k; (void)p; (void)m;
+    return OC_OK;
+}
+
+static json_t *th_list(oc_host *h, const char *c)
+{
+    (void)h; (void)c;
+    return json_array();
+}
+
+static void th_log(oc_host *h, int level, const char *msg)
+{
+    (void)h;
+    pthread_mutex_lock(&H.lock);
+    tu_logbuf_add(&H.logs, level, msg);
+    pthread_mutex_unlock(&H.lock);
+}
+
+static oc_host_api api = {
+    .abi_major = OC_ABI_MAJOR, .abi_minor = OC_ABI_MINOR, .struct_size = sizeof(oc_host_api),
+    .host = NULL, .register_tool = th_register_tool, .on = th_on,
+    .session_patch = th_patch, .sessions_list = th_list, .log = th_log,
+};
+
+static char *dir;
+
+static void setup(void)
+{
+    memset(&H, 0, sizeof H);
+    pthread_mutex_init(&H.lock, NULL);
+    dir = tu_mkdtemp();
+    unsetenv("DIRIGENT_MODERATOR_TOKEN");
+    unsetenv("DIRIGENT_SESSION_POLICY");
+}
+
+static void teardown(void)
+{
+    tu_logbuf_free(&H.logs);
+    tu_rmtree(dir);
+    free(dir);
+}
+
+static json_t *config_with(const char *db, const char *extra)
+{
+    char text[2048];
+    snprintf(text, sizeof text,
+             "{\"noReplyProvider\":\"noreply\",\"noReplyModel\":\"no-reply\",\"dbPath\":\"%s\","
+             "\"discord\":{\"moderatorUserId\":\"1000000000000000001\","
+             "\"apiBase\":\"http://127.0.0.1:9/api/v10\"%s},"
+             "\"agents\":{\"planner\":{\"discordUserId\":\"2001\"},"
+             "\"coder\":{\"discordUserId\":\"2002\"}}}",
+             db, extra ? extra : "");
+    return tu_json(text);
+}
+
+static int exists(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0;
+}
+
+START_TEST(test_entry_table)
+{
+    const oc_plugin *pl = oc_plugin_entry();
+    ck_assert_ptr_nonnull(pl);
+    ck_assert_uint_eq(pl->abi_major, OC_ABI_MAJOR);
+    ck_assert_uint_eq(pl->abi_minor, OC_ABI_MINOR);
+    ck_assert_uint_eq(pl->struct_size, sizeof(oc_plugin));
+    ck_assert_str_eq(pl->id, "dirigent");
+    ck_assert_ptr_nonnull(pl->version);
+    ck_assert_ptr_nonnull(pl->init);
+    ck_assert_ptr_nonnull(pl->shutdown);
+}
+END_TEST
+
+START_TEST(test_init_registers_manifest_contracts)
+{
+    char *db = tu_path(dir, "d.db");
+    json_t *cfg = config_with(db, NULL);
+    void *state = NULL;
+    char err[512] = "";
+    const oc_plugin *pl = oc_plugin_entry();
+    ck_assert_msg(pl->init(&api, cfg, &state, err, sizeof err) == OC_OK, "init: %s", err);
+    ck_assert_ptr_nonnull(state);
+    ck_assert(exists(db));
+    /* What was registered is exactly what manifest.json promises. */
+    json_t *m = json_load_file("manifest.json", 0, NULL);
+    ck_assert_ptr_nonnull(m);
+    json_t *tools = json_object_get(json_object_get(m, "contracts"), "tools");
+    json_t *hooks = json_object_get(json_object_get(m, "contracts"), "hooks");
+    ck_assert_int_eq(H.tools, (int)json_array_size(tools));
+    for (int i = 0; i < H.tools; i++) {
+        int found = 0;
+        for (size_t j = 0; j < json_array_size(tools); j++)
+            found |= strcmp(H.tool_names[i], json_string_value(json_array_get(tools, j))) == 0;
+        ck_assert_msg(found, "tool %s registered but not in manifest", H.tool_names[i]);
+    }
+    for (int i = 0; i < H.hooks; i++) {
+        int found = 0;
+        for (size_t j = 0; j < json_array_size(hooks); j++)
+            found |= strcmp(H.hook_names[i], json_string_value(json_array_get(hooks, j))) == 0;
+        ck_assert_msg(found, "hook %s registered but not in manifest", H.hook_names[i]);
+    }
+    for (size_t j = 0; j < json_array_size(hooks); j++) {
+        int found = 0;
+        for (int i = 0; i < H.hooks; i++)
+            found |= strcmp(H.hook_names[i], json_string_value(json_array_get(hooks, j))) == 0;
+        ck_assert_msg(found, "manifest hook %s not registered",
+                      json_string_value(json_array_get(hooks, j)));
+    }
+    json_decref(m);
+    pl->shutdown(state);
+    json_decref(cfg);
+    free(db);
+}
+END_TEST
+
+START_TEST(test_bad_config_fails_init_and_creates_nothing)
+{
+    char *db = tu_path(dir, "never.db");
+    char text[512];
+    snprintf(text, sizeof text,
+             "{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"dbPath\":\"%s\","
+             "\"discord\":{\"moderatorUserId\":\"1\"},\"turn\":{\"timeoutSec\":0}}", db);
+    json_t *cfg = tu_json(text);
+    void *state = (void *)1;
+    char err[512] = "";
+    ck_assert_int_eq(oc_plugin_entry()->init(&api, cfg, &state, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_ptr_null(state);
+    ck_assert_ptr_nonnull(strstr(err, "turn.timeoutSec"));
+    ck_assert(!exists(db));
+    ck_assert_int_eq(H.tools + H.hooks, 0);
+    json_decref(cfg);
+    free(db);
+}
+END_TEST
+
+START_TEST(test_unwritable_db_fails_init_with_clear_message)
+{
+    char *db = tu_path(dir, "missing-folder/d.db");
+    json_t *cfg = config_with(db, NULL);
+    void *state = NULL;
+    char err[512] = "";
+    ck_assert_int_eq(oc_plugin_entry()->init(&api, cfg, &state, err, sizeof err), OC_ERR_IO);
+    ck_assert_ptr_null(state);
+    ck_assert_ptr_nonnull(strstr(err, db));
+    ck_assert(!exists(db));
+    json_decref(cfg);
+    free(db);
+}
+END_TEST
+
+START_TEST(test_newer_schema_fails_init)
+{
+    char *db = tu_path(dir, "future.db");
+    json_t *cfg = config_with(db, NULL);
+    void *state = NULL;
+    char err[512] = "";
+    const oc_plugin *pl = oc_plugin_entry();
+    ck_assert_int_eq(pl->init(&api, cfg, &state, err, sizeof err), OC_OK);
+    pl->shutdown(state);
+    /* Pretend a newer plugin wrote the file. */
+    char sql[64];
+    snprintf(sql, sizeof sql, "PRAGMA user_version = %d", dg_store_schema_version() + 1);
+    sqlite3 *h = NULL;
+    ck_assert_int_eq(sqlite3_open(db, &h), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(h, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(h);
+    state = NULL;
+    ck_assert_int_eq(pl->init(&api, cfg, &state, err, sizeof err), OC_ERR_UNSUPPORTED);
+    ck_assert_ptr_null(state);
+    ck_assert_ptr_nonnull(strstr(err, "newer"));
+    json_decref(cfg);
+    free(db);
+}
+END_TEST
+
+START_TEST(test_token_never_logged)
+{
+    char *db = tu_path(dir, "t.db");
+    json_t *cfg = config_with(db, ",\"moderatorToken\":\"" TOKEN "\"");
+    void *state = NULL;
+    char err[512] = "";
+    const oc_plugin *pl = oc_plugin_entry();
+    ck_assert_msg(pl->init(&api, cfg, &state, err, sizeof err) == OC_OK, "init: %s", err);
+    pl->shutdown(state);
+    /* And through the environment variable. */
+    setenv("DIRIGENT_MODERATOR_TOKEN", TOKEN "env", 1);
+    ck_assert_msg(pl->init(&api, cfg, &state, err, sizeof err) == OC_OK, "init: %s", err);
+    pl->shutdown(state);
+    unsetenv("DIRIGENT_MODERATOR_TOKEN");
+    ck_assert_ptr_nonnull(H.logs.text);
+    ck_assert_ptr_nonnull(strstr(H.logs.text, "moderator token set"));
+    /* Not the token, not even a prefix of it. */
+    ck_assert_ptr_null(strstr(H.logs.text, "SECRETmod"));
+    ck_assert_ptr_null(strstr(H.logs.text, "TOKENvalue"));
+    json_decref(cfg);
+    free(db);
+}
+END_TEST
+
+START_TEST(test_host_of_other_major_refused)
+{
+    oc_host_api other = api;
+    other.abi_major = OC_ABI_MAJOR + 1;
+    char *db = tu_path(dir, "m.db");
+    json_t *cfg = config_with(db, NULL);
+    void *state = NULL;
+    char err[512] = "";
+    ck_assert_int_eq(oc_plugin_entry()->init(&other, cfg, &state, err, sizeof err),
+                     OC_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(err, "major"));
+    ck_assert(!exists(db));
+    /* A host table too short to hold the functions the plugin calls. */
+    other = api;
+    other.struct_size = 16;
+    ck_assert_int_eq(oc_plugin_entry()->init(&other, cfg, &state, err, sizeof err),
+                     OC_ERR_UNSUPPORTED);
+    json_decref(cfg);
+    free(db);
+}
+END_TEST
+
+START_TEST(test_init_shutdown_cycles)
+{
+    char *db = tu_path(dir, "c.db");
+    json_t *cfg = config_with(db, ",\"moderatorToken\":\"x\"");
+    const oc_plugin *pl = oc_plugin_entry();
+    for (int i = 0; i < 5; i++) {
+        void *state = NULL;
+        char err[512] = "";
+        ck_assert_msg(pl->init(&api, cfg, &state, err, sizeof err) == OC_OK, "cycle %d: %s", i, err);
+        pl->shutdown(state);
+    }
+    json_decref(cfg);
+    free(db);
+}
+END_TEST
+
+START_TEST(test_tiny_err_buffer_is_safe)
+{
+    json_t *cfg = tu_json("{\"bogusKeyWithALongName\":1}");
+    void *state = NULL;
+    char err[4] = "xyz";
+    ck_assert_int_eq(oc_plugin_entry()->init(&api, cfg, &state, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_uint_le(strlen(err), 3);
+    ck_assert_int_eq(oc_plugin_entry()->init(&api, cfg, &state, NULL, 0), OC_ERR_INVALID);
+    json_decref(cfg);
+}
+END_TEST
+
+Suite *make_plugin_suite(void)
+{
+    Suite *s = suite_create("plugin");
+    TCase *tc = tcase_create("plugin");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_entry_table);
+    tcase_add_test(tc, test_init_registers_manifest_contracts);
+    tcase_add_test(tc, test_bad_config_fails_init_and_creates_nothing);
+    tcase_add_test(tc, test_unwritable_db_fails_init_with_clear_message);
+    tcase_add_test(tc, test_newer_schema_fails_init);
+    tcase_add_test(tc, test_token_never_logged);
+    tcase_add_test(tc, test_host_of_other_major_refused);
+    tcase_add_test(tc, test_init_shutdown_cycles);
+    tcase_add_test(tc, test_tiny_err_buffer_is_safe);
+    suite_add_tcase(s, tc);
+    return s;
+}
