@@ -154,7 +154,10 @@ static int read_load(och_host *h, const json_t *load, const char *base_dir, char
 
 static int read_entries(och_host *h, const json_t *entries, char *err, size_t err_len)
 {
-    static const char *const known[] = {"enabled", "config", NULL};
+    /* `hooks` is OpenClaw's per-plugin hook policy (allowConversationAccess,
+     * allowPromptInjection); this host grants every native hook, so it is
+     * accepted for config compatibility and checked only for its shape. */
+    static const char *const known[] = {"enabled", "config", "hooks", NULL};
     if (!json_is_object(entries))
         return fail(err, err_len, OC_ERR_INVALID,
                     "plugins.entries: expected an object (plugin id -> {enabled, config}), got %s",
@@ -179,6 +182,11 @@ static int read_entries(och_host *h, const json_t *entries, char *err, size_t er
         if (en && !json_is_boolean(en))
             return fail(err, err_len, OC_ERR_INVALID, "%s.enabled: expected true or false, got %s",
                         where, type_name(en));
+        const json_t *hk = json_object_get(e, "hooks");
+        if (hk && !json_is_object(hk))
+            return fail(err, err_len, OC_ERR_INVALID,
+                        "%s.hooks: expected an object (OpenClaw hook policy), got %s", where,
+                        type_name(hk));
         if (cfg && !json_is_object(cfg))
             return fail(err, err_len, OC_ERR_INVALID,
                         "%s.config: expected an object (the plugin's config), got %s", where,

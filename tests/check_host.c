@@ -109,6 +109,8 @@ START_TEST(config_errors_name_the_key)
          "plugins.entries.x.config: expected an object"},
         {"{\"plugins\": {\"entries\": {\"x\": {\"enable\": false}}}}",
          "plugins.entries.x.enable: unknown key"},
+        {"{\"plugins\": {\"entries\": {\"x\": {\"hooks\": true}}}}",
+         "plugins.entries.x.hooks: expected an object"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         och_host *h = och_host_new();
@@ -134,7 +136,8 @@ START_TEST(config_errors_name_the_key)
      * from base_dir. */
     h = och_host_new();
     cfg = tu_json("{\"discord\": {\"apiBase\": \"x\"}, \"agents\": [], "
-                  "\"plugins\": {\"load\": {\"paths\": [\".\"]}}}");
+                  "\"plugins\": {\"load\": {\"paths\": [\".\"]}, \"entries\": {\"x\": "
+                  "{\"hooks\": {\"allowConversationAccess\": true}}}}}");
     ck_assert_int_eq(och_host_configure(h, cfg, dir, err, sizeof err), OC_OK);
     ck_assert_int_eq(och_host_configure(h, cfg, dir, err, sizeof err), OC_ERR_CONFLICT);
     json_decref(cfg);
