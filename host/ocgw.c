@@ -1,0 +1,827 @@
+/*
+ * ocgw.c -- the reference gateway: an OpenClaw-style host on the host core
+ * (ochost.h) that loads native plugins, serves Discord channels over REST
+ * polling, and runs scripted agents (see ocgw.h for the file map).
+ *
+ *   ocgw --config host.json [--state-dir DIR] [--poll-ms N] [--log-level L]
+ *        [--expect story.json] [--timeout-ms N] [--transcript FILE] [--quiet]
+ *   ocgw --config host.json --check     load the plugins, report, exit
+ *
+ * Exit status: 0 after SIGTERM/SIGINT (gateway_stop fired), or with
+ * --expect when the story happened exactly; 1 when the story failed or
+ * timed out, or --check found a plugin refused or failed; 2 for a bad
+ * command line or config.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ocgw.h"
+
+#define MAX_BACKOFF_MS 5000L
+
+/* Polling state of one served channel (not persisted: rebuilt from the
+ * cursors at start). */
+struct ocgw_chan_rt {
+    char *id;
+    int64_t next_ms;      /* next poll / learn attempt */
+    long backoff_ms;      /* after failures; 0 when healthy */
+    unsigned rot;         /* which member agent's token polls */
+    char queued[24];      /* highest id queued ("" = none) */
+};
+
+static volatile sig_atomic_t g_stop;
+static ocgw *g_self;      /* for the REST client's log callback */
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    g_stop = 1;
+}
+
+/* ---- small services for the other files ------------------------------------------------ */
+
+void ocgw_rest(ocgw *g, int attempts)
+{
+    if (attempts > 0) {
+        g->rest_requests += attempts;
+        ocgw_state_count(&g->st, "restRequests", attempts);
+    }
+}
+
+const char *ocgw_who(const ocgw *g, const char *user_id)
+{
+    if (!user_id)
+        return "?";
+    const ocgw_agent *a = ocgw_agent_by_user(&g->cfg, user_id);
+    if (a)
+        return a->id;
+    const ocgw_human *h = ocgw_human_by_user(&g->cfg, user_id);
+    if (h)
+        return h->id;
+    if (g->cfg.moderator_user_id && !strcmp(g->cfg.moderator_user_id, user_id))
+        return "moderator";
+    return user_id;
+}
+
+const char *ocgw_chan_label(ocgw *g, const char *channel_id)
+{
+    json_t *ch = json_object_get(ocgw_state_obj(&g->st, "channels"), channel_id);
+    const char *l = json_string_value(json_object_get(ch, "alias"));
+    if (!l)
+        l = json_string_value(json_object_get(ch, "name"));
+    return l ? l : channel_id;
+}
+
+char *ocgw_pretty(ocgw *g, const char *text, size_t max)
+{
+    if (!text)
+        return strdup("");
+    size_t cap = strlen(text) + 64, len = 0;
+    char *out = malloc(cap);
+    for (const char *p = text; out && *p;) {
+        const char *add = p, *q = p;
+        size_t addn = 1;
+        char buf[160];
+        if (p[0] == '<' && (p[1] == '@' || p[1] == '#')) {
+            q = p + 2 + (p[1] == '@' && p[2] == '!');
+            const char *s = q;
+            while (*q >= '0' && *q <= '9')
+                q++;
+            if (*q == '>' && q > s && q - s <= 20) {
+                char id[24];
+                memcpy(id, s, (size_t)(q - s));
+                id[q - s] = 0;
+                snprintf(buf, sizeof buf, "%c%s", p[1],
+                         p[1] == '@' ? ocgw_who(g, id) : ocgw_chan_label(g, id));
+                add = buf;
+                addn = strlen(buf);
+                p = q + 1;
+            } else {
+                p++;
+            }
+        } else {
+            p++;
+        }
+        if (len + addn + 1 > cap) {
+            cap = (len + addn + 1) * 2;
+            char *nb = realloc(out, cap);
+            if (!nb) {
+                free(out);
+                return NULL;
+            }
+            out = nb;
+        }
+        memcpy(out + len, add, addn);
+        len += addn;
+    }
+    if (!out)
+        return NULL;
+    out[len] = 0;
+    char *line = ocgw_oneline(out, max);
+    free(out);
+    return line;
+}
+
+void ocgw_say(ocgw *g, const char *fmt, ...)
+{
+    if (g->quiet || !g->transcript)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(g->transcript, fmt, ap);
+    va_end(ap);
+    fputc('\n', g->transcript);
+    fflush(g->transcript);
+}
+
+void ocgw_maybe_die(ocgw *g, const char *point)
+{
+    if (!g->die_at)
+        return;
+    size_t pl = strlen(point);
+    if (strncmp(g->die_at, point, pl) || g->die_at[pl] != ':')
+        return;
+    if (++g->die_count >= atoi(g->die_at + pl + 1)) {
+        fprintf(stderr, "[ocgw] OCGW_DIE_AT=%s reached: SIGKILL\n", g->die_at);
+        fflush(NULL);
+        raise(SIGKILL);
+    }
+}
+
+json_t *ocgw_channel_agents(ocgw *g, const char *channel_id)
+{
+    json_t *ch = json_object_get(ocgw_state_obj(&g->st, "channels"), channel_id);
+    if (!ch || json_is_true(json_object_get(ch, "pending")))
+        return NULL;
+    return json_object_get(ch, "agents");
+}
+
+void ocgw_learn_channel(ocgw *g, const char *channel_id, const char *by_agent, const char *alias)
+{
+    if (!dg_discord_is_snowflake(channel_id))
+        return;
+    json_t *chs = ocgw_state_obj(&g->st, "channels");
+    json_t *ch = json_object_get(chs, channel_id);
+    if (ch) {
+        if (alias && !json_object_get(ch, "alias"))
+            json_object_set_new(ch, "alias", json_string(alias));
+        return;
+    }
+    ch = json_pack("{s:b, s:b, s:n, s:[]}", "learned", 1, "pending", 1, "cursor", "agents");
+    if (by_agent)
+        json_object_set_new(ch, "learnedBy", json_string(by_agent));
+    if (alias)
+        json_object_set_new(ch, "alias", json_string(alias));
+    json_object_set_new(chs, channel_id, ch);
+    och_log(g->host, OC_LOG_INFO, OCGW_SOURCE, "learnt channel %s%s%s%s%s", channel_id,
+            by_agent ? " from a tool result of " : " from a <#id> reference",
+            by_agent ? by_agent : "", alias ? " as @" : "", alias ? alias : "");
+}
+
+void ocgw_msg_from_discord(ocgw *g, const dg_discord_message *dm, ocgw_msg *m)
+{
+    memset(m, 0, sizeof *m);
+    m->id = strdup(dm->id);
+    json_t *ch = json_object_get(ocgw_state_obj(&g->st, "channels"), dm->channel_id);
+    const char *parent = json_string_value(json_object_get(ch, "parentId"));
+    if (parent) {
+        m->channel_id = strdup(parent);
+        m->thread_id = strdup(dm->channel_id);
+    } else {
+        m->channel_id = strdup(dm->channel_id);
+    }
+    m->author_id = strdup(dm->author_id ? dm->author_id : "0");
+    m->author_bot = dm->author_bot;
+    m->content = strdup(dm->content ? dm->content : "");
+    m->mentions = calloc(dm->n_mentions + 1, sizeof *m->mentions);
+    for (size_t i = 0; m->mentions && i < dm->n_mentions; i++)
+        m->mentions[m->n_mentions++] = strdup(dm->mention_ids[i]);
+}
+
+/* ---- ids ------------------------------------------------------------------------------------ */
+
+/* Snowflake order: shorter is smaller, then bytewise. */
+static int id_cmp(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la != lb)
+        return la < lb ? -1 : 1;
+    return strcmp(a, b);
+}
+
+static struct ocgw_chan_rt *rt_of(ocgw *g, const char *id)
+{
+    for (size_t i = 0; i < g->n_rt; i++)
+        if (!strcmp(g->rt[i].id, id))
+            return &g->rt[i];
+    if (g->n_rt == g->cap_rt) {
+        size_t cap = g->cap_rt ? g->cap_rt * 2 : 8;
+        struct ocgw_chan_rt *nr = realloc(g->rt, cap * sizeof *nr);
+        if (!nr)
+            return NULL;
+        g->rt = nr;
+        g->cap_rt = cap;
+    }
+    struct ocgw_chan_rt *r = &g->rt[g->n_rt++];
+    memset(r, 0, sizeof *r);
+    r->id = strdup(id);
+    return r;
+}
+
+static void rt_failed(ocgw *g, struct ocgw_chan_rt *r, int64_t now)
+{
+    r->backoff_ms = r->backoff_ms ? r->backoff_ms * 2 : g->cfg.poll_ms;
+    if (r->backoff_ms > MAX_BACKOFF_MS)
+        r->backoff_ms = MAX_BACKOFF_MS;
+    r->next_ms = now + r->backoff_ms;
+}
+
+/* ---- REST client plumbing ------------------------------------------------------------------------- */
+
+static void dc_log(void *state, int level, const char *message)
+{
+    if (g_self)
+        och_log(g_self->host, level, OCGW_SOURCE, "discord client of %s: %s",
+                (const char *)state, message);
+}
+
+static int make_client(ocgw *g, const char *name, const char *token, dg_discord **out, char *err,
+                       size_t n)
+{
+    dg_discord_options o = {
+        .api_base = g->cfg.api_base,
+        .token = token,
+        .guild_id = g->cfg.guild_id,
+        .timeout_ms = g->cfg.timeout_ms,
+        .user_agent = "DiscordBot (ocgw, " DG_VERSION ")",
+        .log = dc_log,
+        .log_state = (void *)name,
+    };
+    char e[300];
+    int rc = dg_discord_new(&o, out, e, sizeof e);
+    if (rc)
+        snprintf(err, n, "discord client for %s: %s", name, e);
+    return rc;
+}
+
+/* ---- channels ------------------------------------------------------------------------------------ */
+
+/* Configured channels into the state (first start) and their runtime. */
+static void install_channels(ocgw *g)
+{
+    json_t *chs = ocgw_state_obj(&g->st, "channels");
+    for (size_t i = 0; i < g->cfg.n_channels; i++) {
+        const ocgw_chan_cfg *c = &g->cfg.channels[i];
+        json_t *ch = json_object_get(chs, c->id);
+        if (!ch) {
+            ch = json_pack("{s:b, s:b, s:n}", "learned", 0, "pending", 0, "cursor");
+            json_object_set_new(chs, c->id, ch);
+        }
+        json_t *ags = json_array();
+        for (size_t k = 0; k < c->n_agents; k++)
+            json_array_append_new(ags, json_string(c->agents[k]));
+        json_object_set_new(ch, "agents", ags); /* the config is authoritative */
+        json_object_set_new(ch, "alias", json_string(c->alias));
+        if (c->parent_id)
+            json_object_set_new(ch, "parentId", json_string(c->parent_id));
+        else
+            json_object_del(ch, "parentId");
+    }
+}
+
+/* GET /channels/{id} for a learned channel: its name, thread parent and the
+ * agents that can see it (a private channel: the members its overwrites
+ * allow VIEW_CHANNEL; else every agent). */
+static void resolve_learned(ocgw *g, const char *id, json_t *ch, int64_t now)
+{
+    struct ocgw_chan_rt *r = rt_of(g, id);
+    if (!r || now < r->next_ms)
+        return;
+    const char *by = json_string_value(json_object_get(ch, "learnedBy"));
+    json_t *obj = NULL;
+    int any_retry = 0;
+    for (size_t k = 0; k <= g->cfg.n_agents && !obj; k++) {
+        const ocgw_agent *a = k == 0 ? ocgw_agent_by_id(&g->cfg, by) : &g->cfg.agents[k - 1];
+        if (!a || (k > 0 && by && !strcmp(a->id, by)))
+            continue;
+        char path[64];
+        snprintf(path, sizeof path, "/channels/%s", id);
+        dg_discord_err e;
+        int rc = dg_discord_request(a->dc, "GET", path, NULL, 1, &obj, &e);
+        ocgw_rest(g, e.attempts);
+        if (rc != OC_OK) {
+            json_decref(obj);
+            obj = NULL;
+            any_retry |= e.retryable;
+        }
+    }
+    if (!obj) {
+        if (any_retry) {
+            rt_failed(g, r, now);
+            return;
+        }
+        och_log(g->host, OC_LOG_WARN, OCGW_SOURCE,
+                "channel %s: none of the agents can read it; not served", id);
+        json_object_set_new(ch, "pending", json_false());
+        json_object_set_new(ch, "agents", json_array());
+        ocgw_state_save(&g->st);
+        return;
+    }
+    const char *name = json_string_value(json_object_get(obj, "name"));
+    if (name)
+        json_object_set_new(ch, "name", json_string(name));
+    json_int_t type = json_integer_value(json_object_get(obj, "type"));
+    const char *parent = json_string_value(json_object_get(obj, "parent_id"));
+    if ((type == 10 || type == 11 || type == 12) && parent)
+        json_object_set_new(ch, "parentId", json_string(parent));
+    int priv = 0;
+    size_t i;
+    json_t *ow;
+    json_t *ows = json_object_get(obj, "permission_overwrites");
+    json_array_foreach(ows, i, ow) {
+        const char *oid = json_string_value(json_object_get(ow, "id"));
+        json_t *deny = json_object_get(ow, "deny");
+        unsigned long long d = json_is_string(deny) ? strtoull(json_string_value(deny), NULL, 10)
+                                                    : (unsigned long long)json_integer_value(deny);
+        if (oid && g->cfg.guild_id && !strcmp(oid, g->cfg.guild_id) && (d & DG_PERM_VIEW_CHANNEL))
+            priv = 1;
+    }
+    json_t *ags = json_array();
+    for (size_t k = 0; k < g->cfg.n_agents; k++) {
+        const ocgw_agent *a = &g->cfg.agents[k];
+        int sees = !priv;
+        json_array_foreach(ows, i, ow) {
+            const char *oid = json_string_value(json_object_get(ow, "id"));
+            json_t *allow = json_object_get(ow, "allow");
+            unsigned long long al = json_is_string(allow)
+                                        ? strtoull(json_string_value(allow), NULL, 10)
+                                        : (unsigned long long)json_integer_value(allow);
+            if (oid && !strcmp(oid, a->user_id) && (al & DG_PERM_VIEW_CHANNEL))
+                sees = 1;
+        }
+        if (sees)
+            json_array_append_new(ags, json_string(a->id));
+    }
+    char list[256] = "";
+    json_t *v;
+    json_array_foreach(ags, i, v)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+                 json_string_value(v));
+    json_object_set_new(ch, "agents", ags);
+    json_object_set_new(ch, "pending", json_false());
+    json_object_set_new(ch, "cursor", json_string("0")); /* new to us: read from its start */
+    json_decref(obj);
+    ocgw_state_save(&g->st);
+    ocgw_say(g, "[gateway] serving #%s (%s, %s): seen by %s", ocgw_chan_label(g, id), id,
+             priv ? "private" : "public", *list ? list : "nobody");
+}
+
+/* First start: a configured channel is read from its latest message on
+ * (or from its start with fromStart). */
+static void init_cursor(ocgw *g, const char *id, json_t *ch, int64_t now)
+{
+    const ocgw_chan_cfg *c = ocgw_chan_cfg_by_id(&g->cfg, id);
+    struct ocgw_chan_rt *r = rt_of(g, id);
+    if (!r || now < r->next_ms)
+        return;
+    if (c && c->from_start) {
+        json_object_set_new(ch, "cursor", json_string("0"));
+        ocgw_state_save(&g->st);
+        return;
+    }
+    const ocgw_agent *a = ocgw_agent_by_id(
+        &g->cfg, json_string_value(json_array_get(json_object_get(ch, "agents"), 0)));
+    if (!a)
+        return;
+    dg_discord_message *msgs = NULL;
+    size_t n = 0;
+    dg_discord_err e;
+    int rc = dg_discord_get_messages(a->dc, id, NULL, 1, &msgs, &n, &e);
+    ocgw_rest(g, e.attempts);
+    if (rc != OC_OK) {
+        och_log(g->host, OC_LOG_WARN, OCGW_SOURCE, "channel %s: cannot read its latest message "
+                "(%s); retrying", id, e.message);
+        rt_failed(g, r, now);
+        return;
+    }
+    json_object_set_new(ch, "cursor", json_string(n ? msgs[n - 1].id : "0"));
+    dg_discord_messages_free(msgs, n);
+    r->backoff_ms = 0;
+    ocgw_state_save(&g->st);
+}
+
+static void enqueue(ocgw *g, ocgw_msg *m)
+{
+    if (g->n_queue == g->cap_queue) {
+        size_t cap = g->cap_queue ? g->cap_queue * 2 : 32;
+        ocgw_msg *nq = realloc(g->queue, cap * sizeof *nq);
+        if (!nq) {
+            ocgw_msg_free(m);
+            return;
+        }
+        g->queue = nq;
+        g->cap_queue = cap;
+    }
+    g->queue[g->n_queue++] = *m;
+    memset(m, 0, sizeof *m);
+}
+
+static void poll_channel(ocgw *g, const char *id, json_t *ch, int64_t now)
+{
+    struct ocgw_chan_rt *r = rt_of(g, id);
+    if (!r || now < r->next_ms)
+        return;
+    json_t *ags = json_object_get(ch, "agents");
+    size_t na = json_array_size(ags);
+    if (!na)
+        return;
+    const ocgw_agent *a = ocgw_agent_by_id(&g->cfg, json_string_value(json_array_get(ags, r->rot % na)));
+    if (!a)
+        return;
+    const char *cur = json_string_value(json_object_get(ch, "cursor"));
+    const char *after = (*r->queued && id_cmp(r->queued, cur) > 0) ? r->queued : cur;
+    /* "0" (from the start): ask for messages after 1, below every real id */
+    if (!strcmp(after, "0"))
+        after = "1";
+    dg_discord_message *msgs = NULL;
+    size_t n = 0;
+    dg_discord_err e;
+    int rc = dg_discord_get_messages(a->dc, id, after, 100, &msgs, &n, &e);
+    ocgw_rest(g, e.attempts);
+    if (rc != OC_OK) {
+        if (!e.retryable)
+            r->rot++; /* this agent cannot read it: try another member's token */
+        och_log(g->host, e.retryable ? OC_LOG_DEBUG : OC_LOG_WARN, OCGW_SOURCE,
+                "poll of #%s with %s's token failed: %s", ocgw_chan_label(g, id), a->id, e.message);
+        rt_failed(g, r, now);
+        return;
+    }
+    r->backoff_ms = 0;
+    r->next_ms = now + g->cfg.poll_ms;
+    for (size_t i = 0; i < n; i++) {
+        if (id_cmp(msgs[i].id, after) <= 0)
+            continue;
+        ocgw_msg m;
+        ocgw_msg_from_discord(g, &msgs[i], &m);
+        enqueue(g, &m);
+        snprintf(r->queued, sizeof r->queued, "%s", msgs[i].id);
+    }
+    if (n == 100)
+        r->next_ms = now; /* more are waiting */
+    dg_discord_messages_free(msgs, n);
+}
+
+/* The queued message with the smallest id, skipping those already
+ * processed; 1 when *out was filled. */
+static int dequeue(ocgw *g, ocgw_msg *out)
+{
+    json_t *chs = ocgw_state_obj(&g->st, "channels");
+    while (g->n_queue) {
+        size_t best = 0;
+        for (size_t i = 1; i < g->n_queue; i++)
+            if (id_cmp(g->queue[i].id, g->queue[best].id) < 0)
+                best = i;
+        ocgw_msg m = g->queue[best];
+        g->queue[best] = g->queue[--g->n_queue];
+        const char *key = m.thread_id ? m.thread_id : m.channel_id;
+        const char *cur = json_string_value(json_object_get(json_object_get(chs, key), "cursor"));
+        if (cur && id_cmp(m.id, cur) <= 0) {
+            ocgw_msg_free(&m);
+            continue;
+        }
+        *out = m;
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- totals ------------------------------------------------------------------------------------------ */
+
+static void print_totals(ocgw *g)
+{
+    ocgw_state *s = &g->st;
+    ocgw_say(g, "== totals (over %ld gateway start%s) ==",
+             (long)json_integer_value(json_object_get(s->doc, "starts")),
+             json_integer_value(json_object_get(s->doc, "starts")) == 1 ? "" : "s");
+    ocgw_say(g, "  messages processed      %ld", ocgw_state_total(s, "messages"));
+    ocgw_say(g, "  agent runs              %ld", ocgw_state_total(s, "runs"));
+    ocgw_say(g, "  real model calls        %ld", ocgw_state_total(s, "realModelCalls"));
+    ocgw_say(g, "  no-reply swaps          %ld (no model cost)", ocgw_state_total(s, "noReplySwaps"));
+    ocgw_say(g, "  tool calls              %ld (%ld errors)", ocgw_state_total(s, "toolCalls"),
+             ocgw_state_total(s, "toolErrors"));
+    ocgw_say(g, "  files written           %ld", ocgw_state_total(s, "filesWritten"));
+    ocgw_say(g, "  agent messages posted   %ld", ocgw_state_total(s, "agentPosts"));
+    ocgw_say(g, "  sends cancelled         %ld", ocgw_state_total(s, "cancelledSends"));
+    ocgw_say(g, "  moderator messages      %ld", ocgw_state_total(s, "moderatorMessages"));
+    ocgw_say(g, "  human messages posted   %ld", ocgw_state_total(s, "humanPosts"));
+    ocgw_say(g, "  REST requests by ocgw   %ld (this process: %ld)",
+             ocgw_state_total(s, "restRequests"), g->rest_requests);
+    ocgw_say(g, "  state                   %s", s->path);
+}
+
+/* ---- main -------------------------------------------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: ocgw --config host.json [options]\n"
+            "  --config FILE       host config (OpenClaw-shaped plugins + discord, gateway,\n"
+            "                      channels, agents, humans); see demo/README.md\n"
+            "  --state-dir DIR     overrides gateway.stateDir\n"
+            "  --poll-ms N         overrides gateway.pollIntervalMs\n"
+            "  --log-level L       debug|info|warn|error (overrides gateway.logLevel)\n"
+            "  --expect FILE       check a story (channel histories, files, tool outcomes);\n"
+            "                      exit 0 when it happened exactly, 1 on a difference/timeout\n"
+            "  --timeout-ms N      overrides the story's timeoutMs\n"
+            "  --transcript FILE   write the transcript there instead of stdout\n"
+            "  --quiet             no transcript\n"
+            "  --check             load the plugins, report each, exit (1 if one was refused\n"
+            "                      or failed)\n"
+            "  --help, --version\n");
+}
+
+static int level_of(const char *s)
+{
+    static const char *const names[] = {"debug", "info", "warn", "error"};
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(s, names[i]))
+            return i;
+    return -1;
+}
+
+static int report_plugins(ocgw *g)
+{
+    int bad = 0;
+    size_t n = och_plugin_count(g->host);
+    for (size_t i = 0; i < n; i++) {
+        och_plugin_info pi;
+        if (och_plugin_get(g->host, i, &pi) != OC_OK)
+            continue;
+        och_log(g->host, pi.state == OCH_PLUGIN_LOADED ? OC_LOG_INFO : OC_LOG_WARN, OCGW_SOURCE,
+                "plugin %s (%s): %s%s%s", pi.id ? pi.id : "?", pi.dir,
+                och_plugin_state_name(pi.state), pi.reason ? ": " : "", pi.reason ? pi.reason : "");
+        if (pi.state == OCH_PLUGIN_REFUSED || pi.state == OCH_PLUGIN_FAILED)
+            bad = 1;
+    }
+    if (n == 0)
+        och_log(g->host, OC_LOG_WARN, OCGW_SOURCE,
+                "no plugin found in plugins.load.paths: the gateway runs without plugins");
+    return bad;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, 0, 'c'}, {"state-dir", required_argument, 0, 's'},
+        {"poll-ms", required_argument, 0, 'p'}, {"log-level", required_argument, 0, 'l'},
+        {"expect", required_argument, 0, 'e'}, {"timeout-ms", required_argument, 0, 't'},
+        {"transcript", required_argument, 0, 'T'}, {"quiet", no_argument, 0, 'q'},
+        {"check", no_argument, 0, 'k'}, {"help", no_argument, 0, 'h'},
+        {"version", no_argument, 0, 'V'}, {0, 0, 0, 0}};
+    const char *config = NULL, *state_dir = NULL, *expect_path = NULL, *transcript = NULL;
+    long poll_ms = 0, timeout_ms = 0;
+    int log_level = -1, check_only = 0, quiet = 0, c;
+    while ((c = getopt_long(argc, argv, "c:s:p:l:e:t:T:qkhV", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c': config = optarg; break;
+        case 's': state_dir = optarg; break;
+        case 'p': poll_ms = atol(optarg); break;
+        case 'l':
+            if ((log_level = level_of(optarg)) < 0) {
+                fprintf(stderr, "ocgw: --log-level %s: use debug, info, warn or error\n", optarg);
+                return 2;
+            }
+            break;
+        case 'e': expect_path = optarg; break;
+        case 't': timeout_ms = atol(optarg); break;
+        case 'T': transcript = optarg; break;
+        case 'q': quiet = 1; break;
+        case 'k': check_only = 1; break;
+        case 'h': usage(stdout); return 0;
+        case 'V': printf("ocgw %s (plugin ABI %d.%d)\n", DG_VERSION, OC_ABI_MAJOR, OC_ABI_MINOR); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (!config || optind != argc || (poll_ms && (poll_ms < 10 || poll_ms > 600000))) {
+        usage(stderr);
+        return 2;
+    }
+
+    ocgw g;
+    memset(&g, 0, sizeof g);
+    g_self = &g;
+    g.stop = &g_stop;
+    g.quiet = quiet;
+    g.die_at = getenv("OCGW_DIE_AT");
+    char err[1024];
+    if (ocgw_config_load(config, &g.cfg, err, sizeof err) != OC_OK) {
+        fprintf(stderr, "ocgw: %s\n", err);
+        return 2;
+    }
+    if (state_dir) {
+        free(g.cfg.state_dir);
+        g.cfg.state_dir = ocgw_abspath(NULL, state_dir);
+    }
+    if (poll_ms)
+        g.cfg.poll_ms = poll_ms;
+    if (log_level >= 0)
+        g.cfg.log_level = log_level;
+    g.transcript = stdout;
+    if (transcript && !(g.transcript = fopen(transcript, "a"))) {
+        fprintf(stderr, "ocgw: --transcript %s: %s\n", transcript, strerror(errno));
+        ocgw_config_free(&g.cfg);
+        return 2;
+    }
+    ocgw_expect ex;
+    memset(&ex, 0, sizeof ex);
+    if (expect_path && ocgw_expect_load(expect_path, &ex, err, sizeof err) != 0) {
+        fprintf(stderr, "ocgw: --expect %s\n", err);
+        ocgw_config_free(&g.cfg);
+        return 2;
+    }
+    if (timeout_ms > 0)
+        ex.timeout_ms = timeout_ms;
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    int exit_code = 0;
+    g.host = och_host_new();
+    if (!g.host) {
+        fprintf(stderr, "ocgw: out of memory\n");
+        return 1;
+    }
+    och_host_set_log(g.host, NULL, NULL, g.cfg.log_level);
+    if (ocgw_state_open(&g.st, g.cfg.state_dir, g.cfg.fsync, err, sizeof err) != 0) {
+        och_log(g.host, OC_LOG_ERROR, OCGW_SOURCE, "%s", err);
+        och_host_free(g.host);
+        ocgw_config_free(&g.cfg);
+        ocgw_expect_free(&ex);
+        return 2;
+    }
+    char *sessions = ocgw_sprintf("%s/sessions.json", g.cfg.state_dir);
+    if (och_host_set_state_file(g.host, sessions, err, sizeof err) != OC_OK ||
+        och_host_configure(g.host, g.cfg.root, g.cfg.config_dir, err, sizeof err) != OC_OK) {
+        och_log(g.host, OC_LOG_ERROR, OCGW_SOURCE, "%s", err);
+        exit_code = 2;
+        goto out;
+    }
+    for (size_t i = 0; i < g.cfg.n_agents; i++) {
+        ocgw_agent *a = &g.cfg.agents[i];
+        if (make_client(&g, a->id, a->token, &a->dc, err, sizeof err) != OC_OK ||
+            ocgw_mkdirs(a->workspace, 0755) != 0) {
+            if (!a->dc)
+                och_log(g.host, OC_LOG_ERROR, OCGW_SOURCE, "%s", err);
+            else
+                och_log(g.host, OC_LOG_ERROR, OCGW_SOURCE, "agents[%s].workspace %s: %s", a->id,
+                        a->workspace, strerror(errno));
+            exit_code = 2;
+            goto out;
+        }
+    }
+    for (size_t i = 0; i < g.cfg.n_humans; i++) {
+        ocgw_human *h = &g.cfg.humans[i];
+        if (h->token && make_client(&g, h->id, h->token, &h->dc, err, sizeof err) != OC_OK) {
+            och_log(g.host, OC_LOG_ERROR, OCGW_SOURCE, "%s", err);
+            exit_code = 2;
+            goto out;
+        }
+    }
+
+    och_host_load(g.host);
+    if (report_plugins(&g) && check_only)
+        exit_code = 1;
+    if (check_only)
+        goto out;
+
+    install_channels(&g);
+    ocgw_state_save(&g.st);
+    {
+        json_t *ev = json_object();
+        och_hook_dispatch(g.host, "gateway_start", ev, NULL, NULL);
+        json_decref(ev);
+    }
+    long starts = (long)json_integer_value(json_object_get(g.st.doc, "starts"));
+    json_t *tools = och_tools_list(g.host);
+    ocgw_say(&g, "[gateway] started (start %ld): %zu agents, %zu configured channels, %zu tools, "
+                 "state %s", starts, g.cfg.n_agents, g.cfg.n_channels, json_array_size(tools),
+             g.st.path);
+    json_decref(tools);
+    och_log(g.host, OC_LOG_INFO, OCGW_SOURCE, "gateway started; polling every %ld ms",
+            g.cfg.poll_ms);
+
+    int64_t t0 = ocgw_now_ms(), last_check = 0, complete_since = 0, retry_at = 0;
+    long check_every = g.cfg.poll_ms * 2 > 300 ? g.cfg.poll_ms * 2 : 300;
+    while (!g_stop) {
+        int64_t now = ocgw_now_ms();
+        int busy = 0;
+        json_t *chs = ocgw_state_obj(&g.st, "channels");
+        const char *id;
+        json_t *ch;
+        int cursors_ready = 1;
+        json_object_foreach(chs, id, ch) {
+            if (json_is_true(json_object_get(ch, "pending")))
+                resolve_learned(&g, id, ch, now);
+            else if (json_is_null(json_object_get(ch, "cursor")) ||
+                     !json_object_get(ch, "cursor")) {
+                init_cursor(&g, id, ch, now);
+                if (!json_is_string(json_object_get(ch, "cursor")))
+                    cursors_ready = 0;
+            }
+        }
+        if (g_stop)
+            break;
+        if (now >= retry_at) {
+            int rc = 0;
+            if (json_is_object(json_object_get(g.st.doc, "inflight"))) {
+                rc = ocgw_process_inflight(&g);
+                busy = 1;
+            } else {
+                ocgw_msg m;
+                if (dequeue(&g, &m)) {
+                    ocgw_begin_message(&g, &m);
+                    ocgw_msg_free(&m);
+                    rc = ocgw_process_inflight(&g);
+                    busy = 1;
+                }
+            }
+            if (rc == 0 && cursors_ready && !busy)
+                rc = ocgw_humans_fire(&g);
+            if (rc == 1)
+                retry_at = now + g.cfg.poll_ms;
+        }
+        now = ocgw_now_ms();
+        json_object_foreach(chs, id, ch) {
+            if (g_stop)
+                break;
+            if (!json_is_true(json_object_get(ch, "pending")) &&
+                json_is_string(json_object_get(ch, "cursor")))
+                poll_channel(&g, id, ch, now);
+        }
+        if (expect_path && !busy && !g.n_queue &&
+            !json_is_object(json_object_get(g.st.doc, "inflight")) &&
+            now - last_check >= check_every) {
+            last_check = now;
+            char why[1024] = "";
+            int rc = ocgw_expect_check(&g, &ex, 0, why, sizeof why);
+            if (rc < 0) {
+                ocgw_say(&g, "== story FAILED: %s ==", why);
+                ocgw_expect_check(&g, &ex, 1, why, sizeof why);
+                exit_code = 1;
+                break;
+            }
+            if (rc == 1 && !complete_since)
+                complete_since = now;
+            else if (rc == 0)
+                complete_since = 0;
+            if (rc == 1 && now - complete_since >= ex.settle_ms) {
+                rc = ocgw_expect_check(&g, &ex, 1, why, sizeof why);
+                ocgw_say(&g, rc == 1 ? "== story complete: every step happened as written =="
+                                     : "== story FAILED at the final check: %s ==", why);
+                exit_code = rc == 1 ? 0 : 1;
+                break;
+            }
+            if (now - t0 > ex.timeout_ms) {
+                ocgw_say(&g, "== story TIMED OUT after %ld ms: %s ==", (long)(now - t0), why);
+                ocgw_expect_check(&g, &ex, 1, why, sizeof why);
+                exit_code = 1;
+                break;
+            }
+        }
+        if (!busy)
+            ocgw_sleep_ms(g.cfg.poll_ms < 20 ? g.cfg.poll_ms : 20);
+    }
+    {
+        json_t *ev = json_pack("{s:s}", "reason", g_stop ? "signal" : "story finished");
+        och_hook_dispatch(g.host, "gateway_stop", ev, NULL, NULL);
+        json_decref(ev);
+    }
+    ocgw_state_save(&g.st);
+    print_totals(&g);
+out:
+    och_host_free(g.host); /* plugins shut down first: their threads may still log */
+    g.host = NULL;
+    g_self = NULL;
+    free(sessions);
+    for (size_t i = 0; i < g.n_queue; i++)
+        ocgw_msg_free(&g.queue[i]);
+    free(g.queue);
+    for (size_t i = 0; i < g.n_rt; i++)
+        free(g.rt[i].id);
+    free(g.rt);
+    ocgw_state_close(&g.st);
+    ocgw_config_free(&g.cfg);
+    ocgw_expect_free(&ex);
+    if (g.transcript && g.transcript != stdout)
+        fclose(g.transcript);
+    return exit_code;
+}

@@ -1,0 +1,347 @@
+/*
+ * ocgw.h -- the reference gateway `ocgw`: internal interfaces between its
+ * files (not installed, not for embedders; they use ochost.h).
+ *
+ *   ocgw.c           main: CLI, life cycle, the loop (poll, process, humans)
+ *   ocgw_config.c    host config (OpenClaw-shaped plugins + discord, agents,
+ *                    humans, channels, gateway) with ${ENV} expansion
+ *   ocgw_scenario.c  scripted models (per-agent scenario files), human
+ *                    scripts, matching, {{var}} substitution
+ *   ocgw_state.c     the gateway's durable state (cursors, journal of the
+ *                    message in flight, scenario progress, totals): one JSON
+ *                    file rewritten atomically after every step
+ *   ocgw_run.c       one inbound message: message_received, decisions
+ *                    (before_model_resolve), runs (prompt build, scripted
+ *                    model, tools, agent_end, message_sending, POST)
+ *   ocgw_expect.c    --expect: a story's expected channel histories, files
+ *                    and tool outcomes, checked against Discord itself
+ *   ocgw_util.c      small helpers
+ *
+ * Threading: ocgw is single-threaded (one loop on the main thread); only
+ * the plugins' own threads run beside it, and they reach the gateway solely
+ * through the host core (logging, session_patch), which is thread-safe.
+ */
+#ifndef OCGW_H
+#define OCGW_H
+
+#include <signal.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "discord.h"
+#include "ochost.h"
+
+#define OCGW_SOURCE "ocgw"
+
+typedef struct ocgw ocgw;   /* the gateway (below) */
+
+/* ---- scenario (scripted model) ------------------------------------------------ */
+
+/* When a step applies / a human speaks: every set field must hold.
+ * Strings are owned; NULL means "any". */
+typedef struct ocgw_match {
+    char *channel;        /* "*", a channel alias ("work"), "@var", or a channel id */
+    char *from;           /* "human", "moderator", "agent", an agent id, a human id, a user id */
+    char **contains;      /* every one must occur in the content (after {{var}} substitution) */
+    size_t n_contains;
+    int mentions_me;      /* 1: the message mentions the agent running the step */
+} ocgw_match;
+
+typedef enum ocgw_action_kind {
+    OCGW_ACT_REPLY = 0,   /* text: the run's answer (posted unless silent) */
+    OCGW_ACT_TOOL,        /* tool + params through the host core */
+    OCGW_ACT_WRITE,       /* a file written into the agent's workspace */
+    OCGW_ACT_SILENT       /* the model answers NO_REPLY */
+} ocgw_action_kind;
+
+typedef struct ocgw_action {
+    ocgw_action_kind kind;
+    char *text;           /* REPLY text, WRITE content */
+    char *path;           /* WRITE: relative to the workspace */
+    char *tool;           /* TOOL name */
+    json_t *params;       /* TOOL params (owned); strings get {{var}} substitution */
+    json_t *bind;         /* TOOL: {"var": "detailsField"} (owned) or NULL */
+    int retries;          /* TOOL: extra calls after an OC_ERR_IO result */
+} ocgw_action;
+
+typedef struct ocgw_step {
+    char *name;           /* for the transcript; "step N" when absent */
+    ocgw_match when;
+    ocgw_action *acts;
+    size_t n_acts;
+    int repeat;           /* 1: may be used any number of times; default once */
+} ocgw_step;
+
+typedef struct ocgw_scenario {
+    ocgw_step *steps;
+    size_t n_steps;
+} ocgw_scenario;
+
+/* One scripted human message: posted once, in order, when `after` matches a
+ * processed message (no `after`: as soon as the previous one is posted). */
+typedef struct ocgw_human_step {
+    int has_after;
+    ocgw_match after;
+    char *channel;        /* alias, "@var" or id */
+    char *content;
+} ocgw_human_step;
+
+/* ---- config --------------------------------------------------------------------- */
+
+typedef struct ocgw_agent {
+    char *id;
+    char *workspace;      /* absolute */
+    char *user_id;        /* discordUserId */
+    char *token;          /* from the env variable tokenEnv; never logged */
+    char *token_env;
+    char *provider;       /* model "provider/model" split */
+    char *model;
+    char *scenario_path;  /* absolute; NULL: no scenario (every real run is silent) */
+    char *system_prompt;  /* NULL: a default */
+    ocgw_scenario scen;
+    dg_discord *dc;       /* the agent's bot client */
+} ocgw_agent;
+
+typedef struct ocgw_human {
+    char *id;
+    char *user_id;
+    char *token;          /* may be NULL when the human has no script */
+    char *token_env;
+    ocgw_human_step *steps;
+    size_t n_steps;
+    dg_discord *dc;
+} ocgw_human;
+
+typedef struct ocgw_chan_cfg {
+    char *alias;          /* key of `channels` */
+    char *id;
+    char *parent_id;      /* set: this channel is a thread of parent_id */
+    char **agents;        /* agent ids that see it (default: all agents) */
+    size_t n_agents;
+    int from_start;       /* 1: process the existing history at first start */
+} ocgw_chan_cfg;
+
+typedef struct ocgw_config {
+    json_t *root;         /* the expanded config (owned) */
+    char *config_dir;     /* folder of the config file (absolute) */
+
+    char *api_base;
+    char *guild_id;
+    char *moderator_user_id;   /* NULL: moderator messages are not labelled */
+    long timeout_ms;
+
+    char *state_dir;      /* absolute */
+    long poll_ms;
+    char *noreply_provider, *noreply_model;
+    int log_level;
+    int fsync;
+
+    ocgw_agent *agents;
+    size_t n_agents;
+    ocgw_human *humans;
+    size_t n_humans;
+    ocgw_chan_cfg *channels;
+    size_t n_channels;
+} ocgw_config;
+
+/*
+ * Read the host config file `path`, expand ${NAME} from the environment in
+ * every string (an unset variable is an error naming it), check every key
+ * ocgw owns (unknown keys refused, naming them), read the agents' tokens
+ * from their env variables and their scenario files. `plugins` is left to
+ * och_host_configure. On failure returns a negative oc_status with a
+ * sentence in err; *out is then zeroed. Release with ocgw_config_free.
+ */
+int ocgw_config_load(const char *path, ocgw_config *out, char *err, size_t err_len);
+void ocgw_config_free(ocgw_config *c);
+
+const ocgw_agent *ocgw_agent_by_id(const ocgw_config *c, const char *id);
+const ocgw_agent *ocgw_agent_by_user(const ocgw_config *c, const char *user_id);
+const ocgw_human *ocgw_human_by_id(const ocgw_config *c, const char *id);
+const ocgw_human *ocgw_human_by_user(const ocgw_config *c, const char *user_id);
+const ocgw_chan_cfg *ocgw_chan_cfg_by_alias(const ocgw_config *c, const char *alias);
+const ocgw_chan_cfg *ocgw_chan_cfg_by_id(const ocgw_config *c, const char *id);
+
+/* Scenario file / human script parsing (ocgw_scenario.c). `what` names the
+ * place for error texts. 0 or -1 with err. */
+int ocgw_scenario_load(const char *path, ocgw_scenario *out, char *err, size_t err_len);
+void ocgw_scenario_free(ocgw_scenario *s);
+int ocgw_match_parse(const json_t *j, const char *what, ocgw_match *out, char *err,
+                     size_t err_len);
+void ocgw_match_free(ocgw_match *m);
+
+/* ---- state ------------------------------------------------------------------------ */
+
+/* The gateway's durable state: a JSON document (see ocgw_state.c for the
+ * layout) kept in memory and written to <stateDir>/ocgw-state.json. */
+typedef struct ocgw_state {
+    char *path;
+    json_t *doc;          /* owned */
+    int fsync;
+} ocgw_state;
+
+/* Load (or create) the state file in dir. 0, or -1 with err (a malformed
+ * file is refused, never overwritten). */
+int ocgw_state_open(ocgw_state *st, const char *dir, int do_fsync, char *err, size_t err_len);
+/* Write the document atomically (temp file, fsync, rename). 0 or -1 (logged
+ * by the caller; the in-memory document stays authoritative). */
+int ocgw_state_save(ocgw_state *st);
+void ocgw_state_close(ocgw_state *st);
+
+/* Borrowed sub-objects, created empty when missing. */
+json_t *ocgw_state_obj(ocgw_state *st, const char *key);
+/* totals[key] += by */
+void ocgw_state_count(ocgw_state *st, const char *key, long by);
+long ocgw_state_total(ocgw_state *st, const char *key);
+/* vars[name] (borrowed string) or NULL. */
+const char *ocgw_state_var(ocgw_state *st, const char *name);
+
+/* ---- the gateway ---------------------------------------------------------------- */
+
+/* A message as the gateway handles it (owned strings). */
+typedef struct ocgw_msg {
+    char *id, *channel_id, *thread_id, *author_id, *content;
+    int author_bot;
+    char **mentions;
+    size_t n_mentions;
+} ocgw_msg;
+
+void ocgw_msg_free(ocgw_msg *m);
+/* From a message read over REST (a configured thread channel becomes
+ * channel = parent, thread = the thread). */
+void ocgw_msg_from_discord(ocgw *g, const dg_discord_message *dm, ocgw_msg *out);
+/* JSON form for the journal: new reference. */
+json_t *ocgw_msg_to_json(const ocgw_msg *m);
+/* Back from the journal; 0 or -1. */
+int ocgw_msg_from_json(const json_t *j, ocgw_msg *out);
+
+struct ocgw_chan_rt;   /* per-channel polling state (ocgw.c), not persisted */
+
+struct ocgw {
+    ocgw_config cfg;
+    och_host *host;
+    ocgw_state st;
+    volatile sig_atomic_t *stop;
+    FILE *transcript;     /* stdout unless --transcript FILE */
+    int quiet;
+    long rest_requests;   /* HTTP requests made by this process */
+    const char *die_at;   /* OCGW_DIE_AT (tests): "point:n" */
+    int die_count;
+    struct ocgw_chan_rt *rt;
+    size_t n_rt, cap_rt;
+    ocgw_msg *queue;      /* polled, not yet processed; any channel */
+    size_t n_queue, cap_queue;
+};
+
+/* Label of a user id for the transcript: agent id, human id, "moderator",
+ * or the id. Borrowed or static. */
+const char *ocgw_who(const ocgw *g, const char *user_id);
+/* Label of a channel: its alias or learned name, else the id. Borrowed. */
+const char *ocgw_chan_label(ocgw *g, const char *channel_id);
+/* Text for the transcript: <@id> -> @who, <#id> -> #label, one line of at
+ * most max characters. malloc'd (NULL only when out of memory). */
+char *ocgw_pretty(ocgw *g, const char *text, size_t max);
+/* One transcript line (printf-style), flushed. */
+void ocgw_say(ocgw *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Count REST requests (HTTP attempts) made by the gateway itself. */
+void ocgw_rest(ocgw *g, int attempts);
+/* Test hook: raise SIGKILL when OCGW_DIE_AT names this point and its count
+ * is reached. */
+void ocgw_maybe_die(ocgw *g, const char *point);
+
+/* Resolve a channel reference ("work", "@var", id) to an id; NULL if not
+ * (yet) known. Borrowed. */
+const char *ocgw_channel_ref(ocgw *g, const char *ref);
+
+/* True when `m` (a processed message) satisfies `w`; `agent` is the agent
+ * asking (for mentionsMe) or NULL. */
+int ocgw_match_msg(ocgw *g, const ocgw_match *w, const ocgw_msg *m, const ocgw_agent *agent);
+
+/*
+ * Substitute {{name}} in text: channel, message.id, agent, moderator,
+ * user:<agent or human id>, channel:<alias>, result.<details field of the
+ * last tool result>, lastError, and the gateway variables bound by tools.
+ * run_vars (borrowed, may be NULL) holds the per-run names. Returns a
+ * malloc'd string, or NULL with err naming the unknown variable.
+ */
+char *ocgw_subst(ocgw *g, const char *text, const json_t *run_vars, char *err, size_t err_len);
+
+/* Channels the gateway serves (ocgw.c). */
+/* The agents that see channel_id (borrowed JSON array of ids) or NULL. */
+json_t *ocgw_channel_agents(ocgw *g, const char *channel_id);
+/* Note a channel id from a tool result or a <#id> reference: served from
+ * now on once its members are known (learning is retried by the loop).
+ * by_agent: the agent that learned it (may be NULL); alias may be NULL. */
+void ocgw_learn_channel(ocgw *g, const char *channel_id, const char *by_agent,
+                        const char *alias);
+
+/* ---- processing one message (ocgw_run.c) ----------------------------------------- */
+
+/*
+ * Process the message in flight (state inflight) to the end: returns 0 when
+ * done (cursor advanced, inflight cleared), 1 when it must be retried later
+ * (a REST call failed for now; the journal keeps the progress), -1 on a
+ * fatal error (logged).
+ */
+int ocgw_process_inflight(ocgw *g);
+/* Start processing m (copied into the journal). */
+int ocgw_begin_message(ocgw *g, const ocgw_msg *m);
+
+/* Human scripts (ocgw_run.c): mark the steps whose `after` matches m as
+ * due (in the state, saved by the caller). */
+void ocgw_humans_observe(ocgw *g, const ocgw_msg *m);
+/* Post the due human messages; 0, or 1 to retry later. */
+int ocgw_humans_fire(ocgw *g);
+/* 1 when every human's script is posted. */
+int ocgw_humans_done(ocgw *g);
+
+/* ---- --expect (ocgw_expect.c) ------------------------------------------------------ */
+
+typedef struct ocgw_expect {
+    json_t *doc;          /* owned */
+    long timeout_ms;
+    long settle_ms;
+} ocgw_expect;
+
+int ocgw_expect_load(const char *path, ocgw_expect *out, char *err, size_t err_len);
+void ocgw_expect_free(ocgw_expect *e);
+/*
+ * Check the story against Discord (full channel histories fetched now),
+ * the workspaces and the journal of tool outcomes. Returns 1 when every
+ * expectation holds exactly, 0 while it is incomplete but nothing contradicts
+ * it yet, -1 when something contradicts it (an unexpected or missing
+ * message in the middle, a duplicate). why receives the first difference.
+ * When verbose, prints the report to the transcript.
+ */
+int ocgw_expect_check(ocgw *g, const ocgw_expect *e, int verbose, char *why, size_t why_len);
+
+/* ---- helpers (ocgw_util.c) ---------------------------------------------------------- */
+
+int64_t ocgw_now_ms(void);
+void ocgw_sleep_ms(long ms);
+char *ocgw_strdup(const char *s);
+char *ocgw_sprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* 64-bit FNV-1a over the NUL-separated parts (NULL-terminated list). */
+uint64_t ocgw_hash(const char *first, ...);
+/* mkdir -p; 0 or -1 (errno). */
+int ocgw_mkdirs(const char *path, mode_t mode);
+/* Write data to path atomically (temp, fsync if asked, rename). 0 or -1. */
+int ocgw_write_file(const char *path, const char *data, size_t len, int do_fsync);
+/* Read a whole file (malloc'd, NUL-terminated) or NULL. */
+char *ocgw_read_file(const char *path, size_t *len);
+/* Absolute form of path taken from base (malloc'd). */
+char *ocgw_abspath(const char *base, const char *path);
+/* True when the text is OpenClaw's silent answer (NO_REPLY rules). */
+int ocgw_is_silent(const char *text);
+/* Shorten text to one line of at most max characters for the transcript
+ * (malloc'd). */
+char *ocgw_oneline(const char *text, size_t max);
+/* Every <@id> / <@!id> user mention in text: a new JSON array of ids. */
+json_t *ocgw_user_mentions(const char *text);
+/* Every <#id> channel reference in text: a new JSON array of ids. */
+json_t *ocgw_channel_refs(const char *text);
+
+#endif

@@ -1,0 +1,683 @@
+/*
+ * ocgw_config.c -- the gateway's host config.
+ *
+ * OpenClaw-shaped: `plugins` (load.paths, allow, deny, entries.<id>.{enabled,
+ * config}) is read by the host core (och_host_configure); ocgw reads the
+ * rest: `discord`, `gateway`, `channels`, `agents`, `humans`. Every string
+ * of the file may use ${NAME} (environment; "$${" is a literal "${"), like
+ * OpenClaw's config. Relative paths are taken from the config file's folder.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ocgw.h"
+
+static int fail(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t n, const char *fmt, ...)
+{
+    if (err && n) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, n, fmt, ap);
+        va_end(ap);
+    }
+    return OC_ERR_INVALID;
+}
+
+/* ---- ${ENV} expansion ---------------------------------------------------------------- */
+
+static char *expand(const char *s, const char *where, char *err, size_t n)
+{
+    size_t cap = strlen(s) + 1, len = 0;
+    char *out = malloc(cap);
+    for (const char *p = s; out && *p;) {
+        const char *add = p;
+        size_t addn = 1;
+        char *val_owned = NULL;
+        if (p[0] == '$' && p[1] == '$' && p[2] == '{') {
+            add = "${";
+            addn = 2;
+            p += 3;
+        } else if (p[0] == '$' && p[1] == '{') {
+            const char *e = strchr(p + 2, '}');
+            if (!e) {
+                fail(err, n, "%s: \"${\" without a closing \"}\"; write $${ for a literal ${", where);
+                free(out);
+                return NULL;
+            }
+            char name[128];
+            size_t nl = (size_t)(e - p - 2);
+            if (nl == 0 || nl >= sizeof name) {
+                fail(err, n, "%s: empty or too long variable name in ${...}", where);
+                free(out);
+                return NULL;
+            }
+            memcpy(name, p + 2, nl);
+            name[nl] = 0;
+            const char *v = getenv(name);
+            if (!v) {
+                fail(err, n, "%s: environment variable %s is not set (used as ${%s}); set it "
+                             "or change the config", where, name, name);
+                free(out);
+                return NULL;
+            }
+            val_owned = strdup(v);
+            add = val_owned;
+            addn = val_owned ? strlen(val_owned) : 0;
+            p = e + 1;
+        } else {
+            p++;
+        }
+        if (len + addn + 1 > cap) {
+            cap = (len + addn + 1) * 2;
+            char *nb = realloc(out, cap);
+            if (!nb) {
+                free(out);
+                free(val_owned);
+                return NULL;
+            }
+            out = nb;
+        }
+        memcpy(out + len, add, addn);
+        len += addn;
+        free(val_owned);
+    }
+    if (out)
+        out[len] = 0;
+    return out;
+}
+
+/* Expand every string of j in place; where = JSON path for messages. */
+static int expand_tree(json_t *j, const char *where, char *err, size_t n)
+{
+    char sub[512];
+    if (json_is_object(j)) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(j, k, v) {
+            snprintf(sub, sizeof sub, "%s%s%s", where, *where ? "." : "", k);
+            if (json_is_string(v)) {
+                char *e = expand(json_string_value(v), sub, err, n);
+                if (!e)
+                    return OC_ERR_INVALID;
+                json_object_set_new(j, k, json_string(e));
+                free(e);
+            } else if (expand_tree(v, sub, err, n)) {
+                return OC_ERR_INVALID;
+            }
+        }
+    } else if (json_is_array(j)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(j, i, v) {
+            snprintf(sub, sizeof sub, "%s[%zu]", where, i);
+            if (json_is_string(v)) {
+                char *e = expand(json_string_value(v), sub, err, n);
+                if (!e)
+                    return OC_ERR_INVALID;
+                json_array_set_new(j, i, json_string(e));
+                free(e);
+            } else if (expand_tree(v, sub, err, n)) {
+                return OC_ERR_INVALID;
+            }
+        }
+    }
+    return OC_OK;
+}
+
+/* ---- typed readers ---------------------------------------------------------------------- */
+
+static int check_keys(const json_t *obj, const char *where, const char *const *allowed, char *err,
+                      size_t n)
+{
+    if (!json_is_object(obj))
+        return fail(err, n, "%s: expected an object", where);
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)obj, k, v) {
+        int ok = 0;
+        for (const char *const *a = allowed; *a && !ok; a++)
+            ok = !strcmp(*a, k);
+        if (!ok) {
+            char list[512] = "";
+            for (const char *const *a = allowed; *a; a++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
+                         a == allowed ? "" : ", ", *a);
+            return fail(err, n, "%s.%s: unknown key (known: %s); check the spelling", where, k,
+                        list);
+        }
+    }
+    return OC_OK;
+}
+
+/* Optional string: OC_OK with *out NULL when absent. */
+static int get_str(const json_t *obj, const char *key, const char *where, int required,
+                   char **out, char *err, size_t n)
+{
+    *out = NULL;
+    json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v)) {
+        if (required)
+            return fail(err, n, "%s.%s: required string is missing", where, key);
+        return OC_OK;
+    }
+    if (!json_is_string(v) || !*json_string_value(v))
+        return fail(err, n, "%s.%s: expected a non-empty string", where, key);
+    *out = strdup(json_string_value(v));
+    return *out ? OC_OK : OC_ERR_NOMEM;
+}
+
+static int get_long(const json_t *obj, const char *key, const char *where, long def, long lo,
+                    long hi, long *out, char *err, size_t n)
+{
+    json_t *v = json_object_get(obj, key);
+    *out = def;
+    if (!v)
+        return OC_OK;
+    if (!json_is_integer(v))
+        return fail(err, n, "%s.%s: expected an integer", where, key);
+    long long x = json_integer_value(v);
+    if (x < lo || x > hi)
+        return fail(err, n, "%s.%s: %lld is out of range %ld..%ld", where, key, x, lo, hi);
+    *out = (long)x;
+    return OC_OK;
+}
+
+static int get_bool(const json_t *obj, const char *key, const char *where, int def, int *out,
+                    char *err, size_t n)
+{
+    json_t *v = json_object_get(obj, key);
+    *out = def;
+    if (!v)
+        return OC_OK;
+    if (!json_is_boolean(v))
+        return fail(err, n, "%s.%s: expected true or false", where, key);
+    *out = json_is_true(v);
+    return OC_OK;
+}
+
+static int get_snowflake(const json_t *obj, const char *key, const char *where, int required,
+                         char **out, char *err, size_t n)
+{
+    int rc = get_str(obj, key, where, required, out, err, n);
+    if (rc)
+        return rc;
+    if (*out && !dg_discord_is_snowflake(*out)) {
+        free(*out);
+        *out = NULL;
+        return fail(err, n, "%s.%s: expected a Discord id (snowflake: 1-20 digits)", where, key);
+    }
+    return OC_OK;
+}
+
+static int id_ok(const char *s)
+{
+    if (!s || !*s || strlen(s) > 64)
+        return 0;
+    for (const char *p = s; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '_'))
+            return 0;
+    return 1;
+}
+
+/* ---- sections ------------------------------------------------------------------------------ */
+
+static int read_discord(ocgw_config *c, char *err, size_t n)
+{
+    static const char *const keys[] = {"apiBase", "guildId", "moderatorUserId", "timeoutMs", NULL};
+    json_t *d = json_object_get(c->root, "discord");
+    if (!d)
+        return fail(err, n, "discord: required object is missing (discord.apiBase at least)");
+    int rc = check_keys(d, "discord", keys, err, n);
+    if (!rc)
+        rc = get_str(d, "apiBase", "discord", 1, &c->api_base, err, n);
+    if (!rc)
+        rc = get_snowflake(d, "guildId", "discord", 0, &c->guild_id, err, n);
+    if (!rc)
+        rc = get_snowflake(d, "moderatorUserId", "discord", 0, &c->moderator_user_id, err, n);
+    if (!rc)
+        rc = get_long(d, "timeoutMs", "discord", 15000, 100, 600000, &c->timeout_ms, err, n);
+    return rc;
+}
+
+static int read_gateway(ocgw_config *c, char *err, size_t n)
+{
+    static const char *const keys[] = {"stateDir", "pollIntervalMs", "noReply", "logLevel",
+                                       "fsync", NULL};
+    json_t *g = json_object_get(c->root, "gateway");
+    json_t *empty = json_object();
+    if (!g)
+        g = empty;
+    int rc = check_keys(g, "gateway", keys, err, n);
+    char *sd = NULL, *lvl = NULL;
+    if (!rc)
+        rc = get_str(g, "stateDir", "gateway", 0, &sd, err, n);
+    if (!rc)
+        rc = get_long(g, "pollIntervalMs", "gateway", 1000, 10, 600000, &c->poll_ms, err, n);
+    if (!rc)
+        rc = get_bool(g, "fsync", "gateway", 1, &c->fsync, err, n);
+    if (!rc)
+        rc = get_str(g, "logLevel", "gateway", 0, &lvl, err, n);
+    if (!rc) {
+        c->log_level = OC_LOG_INFO;
+        if (lvl) {
+            static const char *const names[] = {"debug", "info", "warn", "error"};
+            c->log_level = -1;
+            for (int i = 0; i < 4; i++)
+                if (!strcmp(lvl, names[i]))
+                    c->log_level = i;
+            if (c->log_level < 0)
+                rc = fail(err, n, "gateway.logLevel: \"%s\" is not debug, info, warn or error",
+                          lvl);
+        }
+    }
+    if (!rc) {
+        json_t *nr = json_object_get(g, "noReply");
+        static const char *const nkeys[] = {"provider", "model", NULL};
+        if (!nr) {
+            rc = fail(err, n, "gateway.noReply: required object {provider, model} is missing: the "
+                              "pair the plugin routes silent agents to (its noReplyProvider/"
+                              "noReplyModel); runs resolved to it cost nothing");
+        } else {
+            rc = check_keys(nr, "gateway.noReply", nkeys, err, n);
+            if (!rc)
+                rc = get_str(nr, "provider", "gateway.noReply", 1, &c->noreply_provider, err, n);
+            if (!rc)
+                rc = get_str(nr, "model", "gateway.noReply", 1, &c->noreply_model, err, n);
+        }
+    }
+    if (!rc) {
+        c->state_dir = ocgw_abspath(c->config_dir, sd ? sd : "ocgw-state");
+        if (!c->state_dir)
+            rc = OC_ERR_NOMEM;
+    }
+    free(sd);
+    free(lvl);
+    json_decref(empty);
+    return rc;
+}
+
+static int str_array(const json_t *arr, const char *where, char ***out, size_t *n_out, char *err,
+                     size_t n)
+{
+    *out = NULL;
+    *n_out = 0;
+    if (!json_is_array(arr))
+        return fail(err, n, "%s: expected an array of strings", where);
+    size_t cnt = json_array_size(arr);
+    *out = calloc(cnt + 1, sizeof **out);
+    if (!*out)
+        return OC_ERR_NOMEM;
+    size_t i;
+    json_t *v;
+    json_array_foreach(arr, i, v) {
+        if (!json_is_string(v) || !*json_string_value(v))
+            return fail(err, n, "%s[%zu]: expected a non-empty string", where, i);
+        (*out)[(*n_out)++] = strdup(json_string_value(v));
+    }
+    return OC_OK;
+}
+
+static int read_agents(ocgw_config *c, char *err, size_t n)
+{
+    static const char *const keys[] = {"id", "workspace", "discordUserId", "tokenEnv", "model",
+                                       "scenario", "systemPrompt", NULL};
+    json_t *arr = json_object_get(c->root, "agents");
+    if (!json_is_array(arr) || json_array_size(arr) == 0)
+        return fail(err, n, "agents: required non-empty array of {id, workspace, discordUserId, "
+                            "tokenEnv, model, scenario?}");
+    c->agents = calloc(json_array_size(arr), sizeof *c->agents);
+    if (!c->agents)
+        return OC_ERR_NOMEM;
+    size_t i;
+    json_t *a;
+    json_array_foreach(arr, i, a) {
+        char where[64];
+        snprintf(where, sizeof where, "agents[%zu]", i);
+        ocgw_agent *ag = &c->agents[c->n_agents++];
+        char *ws = NULL, *model = NULL, *scen = NULL;
+        int rc = check_keys(a, where, keys, err, n);
+        if (!rc)
+            rc = get_str(a, "id", where, 1, &ag->id, err, n);
+        if (!rc && !id_ok(ag->id))
+            rc = fail(err, n, "%s.id: \"%s\" must be 1-64 of a-z 0-9 - _", where, ag->id);
+        if (!rc)
+            snprintf(where, sizeof where, "agents[%s]", ag->id);
+        for (size_t k = 0; !rc && k + 1 < c->n_agents; k++)
+            if (!strcmp(c->agents[k].id, ag->id))
+                rc = fail(err, n, "%s: agent id used twice", where);
+        if (!rc)
+            rc = get_str(a, "workspace", where, 1, &ws, err, n);
+        if (!rc)
+            rc = get_snowflake(a, "discordUserId", where, 1, &ag->user_id, err, n);
+        if (!rc)
+            rc = get_str(a, "tokenEnv", where, 1, &ag->token_env, err, n);
+        if (!rc) {
+            const char *t = getenv(ag->token_env);
+            if (!t || !*t)
+                rc = fail(err, n, "%s.tokenEnv: environment variable %s (the agent's bot token) "
+                                  "is not set", where, ag->token_env);
+            else
+                ag->token = strdup(t);
+        }
+        if (!rc)
+            rc = get_str(a, "model", where, 1, &model, err, n);
+        if (!rc) {
+            char *slash = strchr(model, '/');
+            if (!slash || slash == model || !slash[1])
+                rc = fail(err, n, "%s.model: \"%s\" must be \"provider/model\"", where, model);
+            else {
+                ag->provider = strndup(model, (size_t)(slash - model));
+                ag->model = strdup(slash + 1);
+            }
+        }
+        if (!rc)
+            rc = get_str(a, "scenario", where, 0, &scen, err, n);
+        if (!rc)
+            rc = get_str(a, "systemPrompt", where, 0, &ag->system_prompt, err, n);
+        if (!rc) {
+            ag->workspace = ocgw_abspath(c->config_dir, ws);
+            if (scen)
+                ag->scenario_path = ocgw_abspath(c->config_dir, scen);
+        }
+        if (!rc && ag->scenario_path) {
+            char e2[400];
+            if (ocgw_scenario_load(ag->scenario_path, &ag->scen, e2, sizeof e2) != 0)
+                rc = fail(err, n, "%s.scenario: %s", where, e2);
+        }
+        free(ws);
+        free(model);
+        free(scen);
+        if (rc)
+            return rc;
+    }
+    return OC_OK;
+}
+
+static int read_humans(ocgw_config *c, char *err, size_t n)
+{
+    static const char *const keys[] = {"id", "discordUserId", "tokenEnv", "script", NULL};
+    static const char *const skeys[] = {"after", "channel", "content", NULL};
+    json_t *arr = json_object_get(c->root, "humans");
+    if (!arr)
+        return OC_OK;
+    if (!json_is_array(arr))
+        return fail(err, n, "humans: expected an array of {id, discordUserId, tokenEnv?, script?}");
+    c->humans = calloc(json_array_size(arr) + 1, sizeof *c->humans);
+    if (!c->humans)
+        return OC_ERR_NOMEM;
+    size_t i;
+    json_t *h;
+    json_array_foreach(arr, i, h) {
+        char where[64];
+        snprintf(where, sizeof where, "humans[%zu]", i);
+        ocgw_human *hu = &c->humans[c->n_humans++];
+        int rc = check_keys(h, where, keys, err, n);
+        if (!rc)
+            rc = get_str(h, "id", where, 1, &hu->id, err, n);
+        if (!rc && !id_ok(hu->id))
+            rc = fail(err, n, "%s.id: \"%s\" must be 1-64 of a-z 0-9 - _", where, hu->id);
+        if (!rc && ocgw_agent_by_id(c, hu->id))
+            rc = fail(err, n, "%s.id: \"%s\" is already an agent id", where, hu->id);
+        if (!rc)
+            rc = get_snowflake(h, "discordUserId", where, 1, &hu->user_id, err, n);
+        if (!rc)
+            rc = get_str(h, "tokenEnv", where, 0, &hu->token_env, err, n);
+        json_t *script = json_object_get(h, "script");
+        if (!rc && script && !json_is_array(script))
+            rc = fail(err, n, "%s.script: expected an array of {after?, channel, content}", where);
+        if (!rc && json_array_size(script) > 0) {
+            const char *t = hu->token_env ? getenv(hu->token_env) : NULL;
+            if (!t || !*t)
+                rc = fail(err, n, "%s.tokenEnv: a human with a script needs a token: set "
+                                  "tokenEnv to an environment variable that holds it", where);
+            else
+                hu->token = strdup(t);
+        }
+        if (!rc && json_array_size(script) > 0) {
+            hu->steps = calloc(json_array_size(script), sizeof *hu->steps);
+            if (!hu->steps)
+                rc = OC_ERR_NOMEM;
+        }
+        size_t k;
+        json_t *s;
+        json_array_foreach(script, k, s) {
+            if (rc)
+                break;
+            char sw[96];
+            snprintf(sw, sizeof sw, "%s.script[%zu]", where, k);
+            ocgw_human_step *hs = &hu->steps[hu->n_steps++];
+            rc = check_keys(s, sw, skeys, err, n);
+            if (!rc)
+                rc = get_str(s, "channel", sw, 1, &hs->channel, err, n);
+            if (!rc)
+                rc = get_str(s, "content", sw, 1, &hs->content, err, n);
+            json_t *after = json_object_get(s, "after");
+            if (!rc && after) {
+                char aw[128];
+                snprintf(aw, sizeof aw, "%s.after", sw);
+                hs->has_after = 1;
+                rc = ocgw_match_parse(after, aw, &hs->after, err, n) ? OC_ERR_INVALID : OC_OK;
+            }
+        }
+        if (rc)
+            return rc;
+    }
+    return OC_OK;
+}
+
+static int read_channels(ocgw_config *c, char *err, size_t n)
+{
+    static const char *const keys[] = {"id", "parentId", "agents", "fromStart", NULL};
+    json_t *obj = json_object_get(c->root, "channels");
+    if (!obj)
+        return OC_OK;
+    if (!json_is_object(obj))
+        return fail(err, n, "channels: expected an object alias -> {id, agents?, parentId?, "
+                            "fromStart?}");
+    c->channels = calloc(json_object_size(obj) + 1, sizeof *c->channels);
+    if (!c->channels)
+        return OC_ERR_NOMEM;
+    const char *alias;
+    json_t *ch;
+    json_object_foreach(obj, alias, ch) {
+        char where[96];
+        snprintf(where, sizeof where, "channels.%s", alias);
+        ocgw_chan_cfg *cc = &c->channels[c->n_channels++];
+        cc->alias = strdup(alias);
+        int rc = id_ok(alias) ? OC_OK
+                              : fail(err, n, "%s: alias must be 1-64 of a-z 0-9 - _", where);
+        if (!rc)
+            rc = check_keys(ch, where, keys, err, n);
+        if (!rc)
+            rc = get_snowflake(ch, "id", where, 1, &cc->id, err, n);
+        if (!rc)
+            rc = get_snowflake(ch, "parentId", where, 0, &cc->parent_id, err, n);
+        if (!rc)
+            rc = get_bool(ch, "fromStart", where, 0, &cc->from_start, err, n);
+        json_t *ags = json_object_get(ch, "agents");
+        if (!rc && ags) {
+            char aw[128];
+            snprintf(aw, sizeof aw, "%s.agents", where);
+            rc = str_array(ags, aw, &cc->agents, &cc->n_agents, err, n);
+            for (size_t k = 0; !rc && k < cc->n_agents; k++)
+                if (!ocgw_agent_by_id(c, cc->agents[k]))
+                    rc = fail(err, n, "%s[%zu]: \"%s\" is not an agent of `agents`", aw, k,
+                              cc->agents[k]);
+        }
+        if (!rc && !ags) {
+            cc->agents = calloc(c->n_agents + 1, sizeof *cc->agents);
+            for (size_t k = 0; cc->agents && k < c->n_agents; k++)
+                cc->agents[cc->n_agents++] = strdup(c->agents[k].id);
+        }
+        for (size_t k = 0; !rc && k + 1 < c->n_channels; k++)
+            if (!strcmp(c->channels[k].id, cc->id))
+                rc = fail(err, n, "%s.id: channel %s is listed twice", where, cc->id);
+        if (rc)
+            return rc;
+    }
+    return OC_OK;
+}
+
+int ocgw_config_load(const char *path, ocgw_config *c, char *err, size_t err_len)
+{
+    memset(c, 0, sizeof *c);
+    json_error_t je;
+    c->root = json_load_file(path, 0, &je);
+    if (!c->root)
+        return fail(err, err_len, "%s: not readable JSON (line %d: %s)", path, je.line, je.text);
+    if (!json_is_object(c->root)) {
+        ocgw_config_free(c);
+        return fail(err, err_len, "%s: the host config must be a JSON object", path);
+    }
+    char abs[PATH_MAX];
+    if (!realpath(path, abs)) {
+        ocgw_config_free(c);
+        return fail(err, err_len, "%s: %s", path, strerror(errno));
+    }
+    char *slash = strrchr(abs, '/');
+    c->config_dir = slash == abs ? strdup("/") : strndup(abs, (size_t)(slash - abs));
+
+    static const char *const keys[] = {"plugins", "discord", "gateway", "channels", "agents",
+                                       "humans", "description", NULL};
+    int rc = expand_tree(c->root, "", err, err_len);
+    if (!rc)
+        rc = check_keys(c->root, "config", keys, err, err_len);
+    if (!rc)
+        rc = read_discord(c, err, err_len);
+    if (!rc)
+        rc = read_gateway(c, err, err_len);
+    if (!rc)
+        rc = read_agents(c, err, err_len);
+    if (!rc)
+        rc = read_humans(c, err, err_len);
+    if (!rc)
+        rc = read_channels(c, err, err_len);
+    for (size_t i = 0; !rc && i < c->n_agents; i++)
+        for (size_t k = 0; !rc && k < c->n_humans; k++)
+            if (!strcmp(c->agents[i].user_id, c->humans[k].user_id))
+                rc = fail(err, err_len, "humans[%s].discordUserId: same user as agent %s",
+                          c->humans[k].id, c->agents[i].id);
+    if (rc) {
+        ocgw_config_free(c);
+        memset(c, 0, sizeof *c);
+    }
+    return rc;
+}
+
+static void free_strv(char **v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+void ocgw_config_free(ocgw_config *c)
+{
+    if (!c)
+        return;
+    json_decref(c->root);
+    free(c->config_dir);
+    free(c->api_base);
+    free(c->guild_id);
+    free(c->moderator_user_id);
+    free(c->state_dir);
+    free(c->noreply_provider);
+    free(c->noreply_model);
+    for (size_t i = 0; i < c->n_agents; i++) {
+        ocgw_agent *a = &c->agents[i];
+        free(a->id);
+        free(a->workspace);
+        free(a->user_id);
+        if (a->token) {
+            memset(a->token, 0, strlen(a->token));
+            free(a->token);
+        }
+        free(a->token_env);
+        free(a->provider);
+        free(a->model);
+        free(a->scenario_path);
+        free(a->system_prompt);
+        ocgw_scenario_free(&a->scen);
+        dg_discord_free(a->dc);
+    }
+    free(c->agents);
+    for (size_t i = 0; i < c->n_humans; i++) {
+        ocgw_human *h = &c->humans[i];
+        free(h->id);
+        free(h->user_id);
+        if (h->token) {
+            memset(h->token, 0, strlen(h->token));
+            free(h->token);
+        }
+        free(h->token_env);
+        for (size_t k = 0; k < h->n_steps; k++) {
+            ocgw_match_free(&h->steps[k].after);
+            free(h->steps[k].channel);
+            free(h->steps[k].content);
+        }
+        free(h->steps);
+        dg_discord_free(h->dc);
+    }
+    free(c->humans);
+    for (size_t i = 0; i < c->n_channels; i++) {
+        free(c->channels[i].alias);
+        free(c->channels[i].id);
+        free(c->channels[i].parent_id);
+        free_strv(c->channels[i].agents, c->n_channels ? c->channels[i].n_agents : 0);
+    }
+    free(c->channels);
+    memset(c, 0, sizeof *c);
+}
+
+const ocgw_agent *ocgw_agent_by_id(const ocgw_config *c, const char *id)
+{
+    for (size_t i = 0; id && i < c->n_agents; i++)
+        if (c->agents[i].id && !strcmp(c->agents[i].id, id))
+            return &c->agents[i];
+    return NULL;
+}
+
+const ocgw_agent *ocgw_agent_by_user(const ocgw_config *c, const char *user_id)
+{
+    for (size_t i = 0; user_id && i < c->n_agents; i++)
+        if (c->agents[i].user_id && !strcmp(c->agents[i].user_id, user_id))
+            return &c->agents[i];
+    return NULL;
+}
+
+const ocgw_human *ocgw_human_by_id(const ocgw_config *c, const char *id)
+{
+    for (size_t i = 0; id && i < c->n_humans; i++)
+        if (c->humans[i].id && !strcmp(c->humans[i].id, id))
+            return &c->humans[i];
+    return NULL;
+}
+
+const ocgw_human *ocgw_human_by_user(const ocgw_config *c, const char *user_id)
+{
+    for (size_t i = 0; user_id && i < c->n_humans; i++)
+        if (c->humans[i].user_id && !strcmp(c->humans[i].user_id, user_id))
+            return &c->humans[i];
+    return NULL;
+}
+
+const ocgw_chan_cfg *ocgw_chan_cfg_by_alias(const ocgw_config *c, const char *alias)
+{
+    for (size_t i = 0; alias && i < c->n_channels; i++)
+        if (!strcmp(c->channels[i].alias, alias))
+            return &c->channels[i];
+    return NULL;
+}
+
+const ocgw_chan_cfg *ocgw_chan_cfg_by_id(const ocgw_config *c, const char *id)
+{
+    for (size_t i = 0; id && i < c->n_channels; i++)
+        if (c->channels[i].id && !strcmp(c->channels[i].id, id))
+            return &c->channels[i];
+    return NULL;
+}

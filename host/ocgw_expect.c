@@ -1,0 +1,348 @@
+/*
+ * ocgw_expect.c -- `ocgw --expect story.json`: the gateway checks a story
+ * against Discord itself (the full history of each channel, fetched with an
+ * agent's token), the agents' workspaces and its journal of tool outcomes,
+ * and exits 0 only when everything happened exactly as written.
+ *
+ *   {"timeoutMs": 120000, "settleMs": 1500,
+ *    "channels": {"work": [{"from": "alice", "contains": ["..."],
+ *                           "mentions": ["planner"]}, ...],
+ *                 "@discussion": [...]},
+ *    "files": [{"agent": "planner", "path": "plans/x.md", "contains": "..."}],
+ *    "tools": [{"agent": "planner", "tool": "discuss-callback",
+ *               "status": "OC_OK"}],
+ *    "totals": {"noReplySwaps": {"min": 1}},
+ *    "humansDone": true}
+ *
+ * Channel histories must match message for message: a missing message at
+ * the end means "not yet", any other difference (an extra message, a
+ * duplicate, a wrong author) contradicts the story. `mentions` lists the
+ * exact set of users the message mentions (agent/human ids, "moderator").
+ * Tool outcomes are compared in order, transient OC_ERR_IO results (retried
+ * by the scripted agent) left out. Strings take {{var}} substitution.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ocgw.h"
+
+static int why_set(char *why, size_t n, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int why_set(char *why, size_t n, int rc, const char *fmt, ...)
+{
+    if (why && n) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, n, fmt, ap);
+        va_end(ap);
+    }
+    return rc;
+}
+
+int ocgw_expect_load(const char *path, ocgw_expect *e, char *err, size_t n)
+{
+    memset(e, 0, sizeof *e);
+    json_error_t je;
+    e->doc = json_load_file(path, 0, &je);
+    if (!e->doc || !json_is_object(e->doc)) {
+        snprintf(err, n, "%s: not a readable JSON object (line %d: %s)", path, je.line, je.text);
+        json_decref(e->doc);
+        e->doc = NULL;
+        return -1;
+    }
+    static const char *const keys[] = {"description", "timeoutMs", "settleMs", "channels",
+                                       "files", "tools", "totals", "humansDone", NULL};
+    const char *k;
+    json_t *v;
+    json_object_foreach(e->doc, k, v) {
+        int ok = 0;
+        for (const char *const *a = keys; *a; a++)
+            ok |= !strcmp(*a, k);
+        if (!ok) {
+            snprintf(err, n, "%s: unknown key \"%s\"", path, k);
+            ocgw_expect_free(e);
+            return -1;
+        }
+    }
+    json_t *ch = json_object_get(e->doc, "channels");
+    json_object_foreach(ch, k, v) {
+        size_t i;
+        json_t *m;
+        json_array_foreach(v, i, m) {
+            char where[128];
+            snprintf(where, sizeof where, "%s: channels.%s[%zu]", path, k, i);
+            json_t *copy = json_deep_copy(m);
+            json_object_del(copy, "mentions");
+            ocgw_match tmp;
+            if (ocgw_match_parse(copy, where, &tmp, err, n) != 0) {
+                json_decref(copy);
+                ocgw_expect_free(e);
+                return -1;
+            }
+            ocgw_match_free(&tmp);
+            json_decref(copy);
+        }
+    }
+    e->timeout_ms = json_integer_value(json_object_get(e->doc, "timeoutMs"));
+    e->settle_ms = json_integer_value(json_object_get(e->doc, "settleMs"));
+    if (e->timeout_ms <= 0)
+        e->timeout_ms = 120000;
+    if (e->settle_ms <= 0)
+        e->settle_ms = 1500;
+    return 0;
+}
+
+void ocgw_expect_free(ocgw_expect *e)
+{
+    json_decref(e->doc);
+    memset(e, 0, sizeof *e);
+}
+
+/* The whole history of a channel, oldest first, read with the token of
+ * one of the agents that see it. 0, or -1 (REST failed: try again). */
+static int fetch_all(ocgw *g, const char *channel_id, ocgw_msg **out, size_t *n_out)
+{
+    *out = NULL;
+    *n_out = 0;
+    json_t *agents = ocgw_channel_agents(g, channel_id);
+    const ocgw_agent *a = ocgw_agent_by_id(&g->cfg, json_string_value(json_array_get(agents, 0)));
+    if (!a)
+        return -1;
+    char after[32] = "1"; /* before every message: Discord ids are far above 1 */
+    size_t cap = 0;
+    for (int pages = 0; pages < 50; pages++) {
+        dg_discord_message *msgs = NULL;
+        size_t n = 0;
+        dg_discord_err e;
+        int rc = dg_discord_get_messages(a->dc, channel_id, after, 100, &msgs, &n, &e);
+        ocgw_rest(g, e.attempts);
+        if (rc != OC_OK)
+            return -1;
+        for (size_t i = 0; i < n; i++) {
+            if (*n_out == cap) {
+                cap = cap ? cap * 2 : 64;
+                ocgw_msg *nb = realloc(*out, cap * sizeof **out);
+                if (!nb) {
+                    dg_discord_messages_free(msgs, n);
+                    return -1;
+                }
+                *out = nb;
+            }
+            ocgw_msg_from_discord(g, &msgs[i], &(*out)[(*n_out)++]);
+        }
+        if (n)
+            snprintf(after, sizeof after, "%s", msgs[n - 1].id);
+        dg_discord_messages_free(msgs, n);
+        if (n < 100)
+            break;
+    }
+    return 0;
+}
+
+static int mentions_equal(ocgw *g, const json_t *want, const ocgw_msg *m, char *desc, size_t dn)
+{
+    size_t nw = json_array_size(want);
+    size_t i;
+    json_t *v;
+    json_array_foreach(want, i, v) {
+        const char *who = json_string_value(v);
+        const char *uid = NULL;
+        if (who && !strcmp(who, "moderator"))
+            uid = g->cfg.moderator_user_id;
+        else if (ocgw_agent_by_id(&g->cfg, who))
+            uid = ocgw_agent_by_id(&g->cfg, who)->user_id;
+        else if (ocgw_human_by_id(&g->cfg, who))
+            uid = ocgw_human_by_id(&g->cfg, who)->user_id;
+        else
+            uid = who;
+        int found = 0;
+        for (size_t k = 0; uid && k < m->n_mentions; k++)
+            found |= !strcmp(m->mentions[k], uid);
+        if (!found) {
+            snprintf(desc, dn, "does not mention %s", who ? who : "?");
+            return 0;
+        }
+    }
+    if (m->n_mentions != nw) {
+        snprintf(desc, dn, "mentions %zu users, expected %zu", m->n_mentions, nw);
+        return 0;
+    }
+    return 1;
+}
+
+static void describe(const json_t *want, char *buf, size_t n)
+{
+    char *j = json_dumps(want, JSON_COMPACT | JSON_SORT_KEYS);
+    snprintf(buf, n, "%s", j ? j : "?");
+    free(j);
+}
+
+static int check_channel(ocgw *g, const char *ref, const json_t *want, int verbose, char *why,
+                         size_t wn)
+{
+    const char *id = ocgw_channel_ref(g, ref);
+    if (!id)
+        return why_set(why, wn, 0, "channel %s is not known yet", ref);
+    if (!ocgw_channel_agents(g, id))
+        return why_set(why, wn, 0, "channel %s (%s) is not served yet", ref, id);
+    ocgw_msg *msgs = NULL;
+    size_t n = 0;
+    if (fetch_all(g, id, &msgs, &n) != 0) {
+        free(msgs);
+        return why_set(why, wn, 0, "history of %s not readable right now", ref);
+    }
+    int rc = 1;
+    size_t nw = json_array_size(want);
+    if (verbose)
+        ocgw_say(g, "  #%s: %zu messages, %zu expected", ocgw_chan_label(g, id), n, nw);
+    for (size_t i = 0; i < n && rc == 1; i++) {
+        char *line = ocgw_pretty(g, msgs[i].content, 70);
+        if (i >= nw) {
+            rc = why_set(why, wn, -1, "#%s: unexpected message %zu from %s: \"%s\"", ref, i + 1,
+                         ocgw_who(g, msgs[i].author_id), line ? line : "");
+        } else {
+            json_t *w = json_array_get(want, i);
+            json_t *copy = json_deep_copy(w);
+            json_object_del(copy, "mentions");
+            ocgw_match mt;
+            char e[300], desc[300] = "";
+            ocgw_match_parse(copy, "expect", &mt, e, sizeof e);
+            json_decref(copy);
+            int ok = ocgw_match_msg(g, &mt, &msgs[i], NULL);
+            if (ok && json_object_get(w, "mentions"))
+                ok = mentions_equal(g, json_object_get(w, "mentions"), &msgs[i], desc,
+                                    sizeof desc);
+            ocgw_match_free(&mt);
+            if (!ok) {
+                char d[300];
+                describe(w, d, sizeof d);
+                rc = why_set(why, wn, -1, "#%s message %zu from %s \"%s\" is not the expected "
+                             "%s%s%s", ref, i + 1, ocgw_who(g, msgs[i].author_id),
+                             line ? line : "", d, *desc ? ": " : "", desc);
+            } else if (verbose) {
+                ocgw_say(g, "    ok %2zu  %-9s %s", i + 1, ocgw_who(g, msgs[i].author_id),
+                         line ? line : "");
+            }
+        }
+        free(line);
+    }
+    if (rc == 1 && n < nw) {
+        char d[300];
+        describe(json_array_get(want, n), d, sizeof d);
+        rc = why_set(why, wn, 0, "#%s: waiting for message %zu %s", ref, n + 1, d);
+    }
+    for (size_t i = 0; i < n; i++)
+        ocgw_msg_free(&msgs[i]);
+    free(msgs);
+    return rc;
+}
+
+static int check_files(ocgw *g, const json_t *files, int verbose, char *why, size_t wn)
+{
+    size_t i;
+    json_t *f;
+    json_array_foreach(files, i, f) {
+        const ocgw_agent *a = ocgw_agent_by_id(&g->cfg, json_string_value(json_object_get(f, "agent")));
+        const char *rel = json_string_value(json_object_get(f, "path"));
+        const char *want = json_string_value(json_object_get(f, "contains"));
+        if (!a || !rel)
+            return why_set(why, wn, -1, "files[%zu]: needs an agent of the config and a path", i);
+        char *path = ocgw_sprintf("%s/%s", a->workspace, rel);
+        char *text = path ? ocgw_read_file(path, NULL) : NULL;
+        int ok = text && (!want || strstr(text, want));
+        if (verbose && ok)
+            ocgw_say(g, "  file ok  %s", path);
+        free(text);
+        if (!ok) {
+            int rc = why_set(why, wn, 0, "file %s %s", path ? path : rel,
+                             text ? "lacks the expected text" : "does not exist yet");
+            free(path);
+            return rc;
+        }
+        free(path);
+    }
+    return 1;
+}
+
+static int check_tools(ocgw *g, const json_t *want, int verbose, char *why, size_t wn)
+{
+    json_t *have = json_object_get(g->st.doc, "tools");
+    size_t k = 0, i;
+    json_t *h;
+    json_array_foreach(have, i, h) {
+        const char *st = json_string_value(json_object_get(h, "status"));
+        if (st && !strcmp(st, "OC_ERR_IO"))
+            continue;
+        json_t *w = json_array_get(want, k);
+        const char *ha = json_string_value(json_object_get(h, "agent"));
+        const char *ht = json_string_value(json_object_get(h, "tool"));
+        if (!w)
+            return why_set(why, wn, -1, "unexpected tool call %s by %s (%s)", ht, ha, st);
+        const char *wa = json_string_value(json_object_get(w, "agent"));
+        const char *wt = json_string_value(json_object_get(w, "tool"));
+        const char *ws = json_string_value(json_object_get(w, "status"));
+        if (!wa || !wt || !ws || strcmp(wa, ha) || strcmp(wt, ht) || strcmp(ws, st))
+            return why_set(why, wn, -1, "tool call %zu was %s by %s -> %s; expected %s by %s -> %s",
+                           k + 1, ht, ha, st, wt ? wt : "?", wa ? wa : "?", ws ? ws : "?");
+        if (verbose)
+            ocgw_say(g, "  tool ok  %s by %s -> %s", ht, ha, st);
+        k++;
+    }
+    if (k < json_array_size(want))
+        return why_set(why, wn, 0, "waiting for tool call %zu (%s)", k + 1,
+                       json_string_value(json_object_get(json_array_get(want, k), "tool")));
+    return 1;
+}
+
+int ocgw_expect_check(ocgw *g, const ocgw_expect *e, int verbose, char *why, size_t wn)
+{
+    int result = 1;
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(e->doc, "channels"), k, v) {
+        int rc = check_channel(g, k, v, verbose, why, wn);
+        if (rc < 0)
+            return rc;
+        if (rc == 0 && result == 1) {
+            result = 0;
+            if (!verbose)
+                return 0;
+        }
+    }
+    char tmp[512];
+    int rc = check_tools(g, json_object_get(e->doc, "tools"), verbose && result == 1, tmp,
+                         sizeof tmp);
+    if (rc < 0)
+        return why_set(why, wn, -1, "%s", tmp);
+    if (rc == 0 && result == 1) {
+        result = 0;
+        why_set(why, wn, 0, "%s", tmp);
+    }
+    rc = check_files(g, json_object_get(e->doc, "files"), verbose && result == 1, tmp, sizeof tmp);
+    if (rc < 0)
+        return why_set(why, wn, -1, "%s", tmp);
+    if (rc == 0 && result == 1) {
+        result = 0;
+        why_set(why, wn, 0, "%s", tmp);
+    }
+    json_object_foreach(json_object_get(e->doc, "totals"), k, v) {
+        long have = ocgw_state_total(&g->st, k);
+        json_t *min = json_object_get(v, "min"), *max = json_object_get(v, "max");
+        if (max && have > json_integer_value(max))
+            return why_set(why, wn, -1, "total %s is %ld, above the maximum %lld", k, have,
+                           (long long)json_integer_value(max));
+        if (min && have < json_integer_value(min) && result == 1) {
+            result = 0;
+            why_set(why, wn, 0, "total %s is %ld, below the minimum %lld", k, have,
+                    (long long)json_integer_value(min));
+        }
+    }
+    if (json_is_true(json_object_get(e->doc, "humansDone")) && !ocgw_humans_done(g) &&
+        result == 1) {
+        result = 0;
+        why_set(why, wn, 0, "the scripted humans have messages left to post");
+    }
+    return result;
+}

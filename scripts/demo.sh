@@ -1,0 +1,96 @@
+#!/bin/sh
+# make demo: the seed's section 12 story (a discussion channel with callback)
+# through the reference gateway build/ocgw, the real build/dirigent.so and
+# the fake Discord build/fake-discord, all on 127.0.0.1.
+#
+#   sh scripts/demo.sh [BUILD_DIR]
+#
+# Everything written at run time goes to a fresh folder under $TMPDIR (or
+# /tmp) that is kept for inspection: the gateway state, the plugin's SQLite
+# database, the agents' workspaces and the logs. Exits 0 only when the story
+# happened exactly as demo/story.json says (checked by ocgw --expect against
+# the fake Discord's channel histories), and the fake's record shows every
+# moderator message once.
+set -u
+B=${1:-build}
+ROOT=$(pwd)
+for f in "$B/ocgw" "$B/fake-discord" "$B/dirigent.so" demo/host.json demo/story.json; do
+    [ -e "$f" ] || { echo "demo: $f is missing; run 'make demo' from the top folder" >&2; exit 2; }
+done
+RUN=$(mktemp -d "${TMPDIR:-/tmp}/dirigent-demo.XXXXXX") || exit 2
+
+GUILD=100000000000000001
+WORK=300000000000000001
+MOD=200000000000000001
+PLANNER=200000000000000011
+REVIEWER=200000000000000012
+CODER=200000000000000013
+ALICE=200000000000000021
+
+# Bot tokens of the demo (the fake Discord maps each to its user).
+export DIRIGENT_MODERATOR_TOKEN=demo-moderator-token
+export DEMO_PLANNER_TOKEN=demo-planner-token
+export DEMO_REVIEWER_TOKEN=demo-reviewer-token
+export DEMO_CODER_TOKEN=demo-coder-token
+export DEMO_ALICE_TOKEN=demo-alice-token
+
+"$B/fake-discord" --guild $GUILD --channel $WORK --url-file "$RUN/fake-url" \
+    >"$RUN/fake-discord.log" 2>&1 &
+FAKE=$!
+trap 'kill $FAKE 2>/dev/null; wait $FAKE 2>/dev/null' EXIT INT TERM
+i=0
+while [ ! -s "$RUN/fake-url" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ -s "$RUN/fake-url" ] || { echo "demo: the fake Discord did not start (see $RUN/fake-discord.log)" >&2; exit 1; }
+URL=$(cat "$RUN/fake-url")
+BASE=${URL%/api/v10}
+
+adduser() { # token user-id bot name
+    curl -sf -X POST -H 'Content-Type: application/json' \
+        -d "{\"token\":\"$1\",\"userId\":\"$2\",\"bot\":$3,\"username\":\"$4\"}" \
+        "$BASE/_fake/users" >/dev/null || { echo "demo: cannot register $4 at the fake" >&2; exit 1; }
+}
+adduser "$DIRIGENT_MODERATOR_TOKEN" $MOD true moderator
+adduser "$DEMO_PLANNER_TOKEN" $PLANNER true planner
+adduser "$DEMO_REVIEWER_TOKEN" $REVIEWER true reviewer
+adduser "$DEMO_CODER_TOKEN" $CODER true coder
+adduser "$DEMO_ALICE_TOKEN" $ALICE false alice
+
+# The plugin folder the gateway discovers: manifest + library side by side.
+mkdir -p "$RUN/plugins/dirigent" "$RUN/work"
+cp manifest.json "$RUN/plugins/dirigent/manifest.json"
+ln -s "$ROOT/$B/dirigent.so" "$RUN/plugins/dirigent/dirigent.so"
+
+export OCGW_API_BASE="$URL" OCGW_STATE="$RUN/state" OCGW_WORK="$RUN/work" OCGW_PLUGINS="$RUN/plugins"
+
+echo "== Dirigent demo: seed 003 section 12 =="
+echo "   fake Discord $URL, run folder $RUN"
+echo
+"$B/ocgw" --config demo/host.json --expect demo/story.json 2>"$RUN/ocgw.log"
+rc=$?
+
+# The fake's own record: every REST request, by whom.
+curl -sf "$BASE/_fake/requests" >"$RUN/requests.json" || echo '[]' >"$RUN/requests.json"
+curl -sf "$BASE/_fake/messages" >"$RUN/messages.json" || echo '[]' >"$RUN/messages.json"
+total=$(grep -o '"seq": *[0-9]*' "$RUN/requests.json" | wc -l)
+echo
+echo "== the fake Discord's record =="
+echo "  REST requests           $total"
+for pair in moderator:$MOD planner:$PLANNER reviewer:$REVIEWER coder:$CODER alice:$ALICE; do
+    n=$(grep -o "\"authUserId\": *\"${pair#*:}\"" "$RUN/requests.json" | wc -l)
+    printf '    by %-10s          %s\n' "${pair%%:*}" "$n"
+done
+# Each moderator message exactly once: no nonce twice among its messages.
+dups=$(grep -o '"nonce": *"[^"]*"' "$RUN/messages.json" | sort | uniq -d | wc -l)
+mods=$(grep -o "\"id\": *\"$MOD\"" "$RUN/messages.json" | wc -l)
+echo "  moderator messages      $mods (duplicate nonces: $dups)"
+echo
+echo "state database (plugin):  $RUN/state/dirigent.db"
+echo "gateway state:            $RUN/state/ocgw-state.json, $RUN/state/sessions.json"
+echo "workspaces:               $RUN/work"
+echo "logs:                     $RUN/ocgw.log, $RUN/fake-discord.log"
+if [ $rc -ne 0 ] || [ "$dups" -ne 0 ]; then
+    echo "demo: FAILED (ocgw exit $rc; the gateway log is $RUN/ocgw.log)" >&2
+    [ $rc -ne 0 ] || rc=1
+    exit $rc
+fi
+echo "demo: OK"
