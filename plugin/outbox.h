@@ -36,4 +36,52 @@ void dg_outbox_kick(dg_outbox *ob);
  * hangs (in-flight transfer abandoned, its row stays unsent). NULL is fine. */
 void dg_outbox_stop(dg_outbox *ob);
 
+/* ---- additions (discord/outbox area) ---------------------------------------- */
+
+/* Note on dg_outbox_stop: to end a hanging transfer it switches on the abort
+ * of p->discord (dg_discord_set_abort), which also ends other threads' calls
+ * in flight, and switches it off again after the join. Shutdown only. */
+
+/* Tuning of the dispatcher; zero fields take the defaults. */
+typedef struct dg_outbox_options {
+    long backoff_base_ms;  /* first wait after a failed send; default 1000 */
+    long backoff_max_ms;   /* cap of the doubling waits; default 60000 */
+    int max_attempts;      /* failed sends before a row is failed for good; default 20 */
+    size_t batch;          /* channels looked at per pass; default 64 */
+} dg_outbox_options;
+
+/* dg_outbox_start with options (o may be NULL). Needs p->store and
+ * p->discord. *out is owned by the caller: dg_outbox_stop(). Thread: init. */
+int dg_outbox_start_opts(dg_plugin *p, const dg_outbox_options *o, dg_outbox **out,
+                         char *err, size_t err_len);
+
+/*
+ * Wait until the dispatcher has found nothing pending (every row sent or
+ * failed for good) in a pass that began after this call. Returns OC_OK, or
+ * OC_ERR_IO after timeout_ms. For tests, the demo and benchmarks. Any thread
+ * but the dispatcher.
+ */
+int dg_outbox_wait_idle(dg_outbox *ob, long timeout_ms);
+
+/* Counters since start. */
+typedef struct dg_outbox_stats {
+    uint64_t sent;         /* rows marked sent */
+    uint64_t failed;       /* rows failed for good */
+    uint64_t retries;      /* failed sends that will be tried again */
+} dg_outbox_stats;
+
+void dg_outbox_get_stats(dg_outbox *ob, dg_outbox_stats *out);
+
+/*
+ * Split content into parts of at most `limit` characters (code points):
+ * at the last line break that fits, else the last space, else hard (never
+ * inside a UTF-8 sequence); the break character itself is dropped, so are
+ * line breaks at either end of a part, and parts of only whitespace are
+ * left out. *parts is owned by the caller:
+ * dg_outbox_parts_free(*parts, *n). Returns OC_OK, OC_ERR_INVALID (not
+ * UTF-8, limit 0) or OC_ERR_NOMEM.
+ */
+int dg_outbox_split(const char *content, size_t limit, char ***parts, size_t *n);
+void dg_outbox_parts_free(char **parts, size_t n);
+
 #endif

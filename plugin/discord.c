@@ -1,0 +1,1352 @@
+/*
+ * discord.c -- Discord REST client on libcurl: rate limits, retries, a pool
+ * of reusable handles, and an abort switch for shutdown. See discord.h.
+ *
+ * Self-contained on purpose (libcurl, jansson, pthreads only): the reference
+ * gateway compiles this file into its own binary.
+ */
+#include "discord.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef DG_VERSION
+#define DG_VERSION "0.0.0"
+#endif
+
+#define DEFAULT_TIMEOUT_MS 15000L
+#define DEFAULT_CONNECT_MS 5000L
+#define DEFAULT_ATTEMPTS 5
+#define DEFAULT_BACKOFF_MS 250L
+#define DEFAULT_BACKOFF_MAX_MS 4000L
+#define DEFAULT_IDLE 4
+#define MAX_429_PER_CALL 64      /* a server answering 429 forever still ends */
+#define MAX_BODY (8u << 20)      /* answers larger than this are refused */
+#define MAX_ROUTES 1024          /* idle route states beyond this are forgotten */
+#define POLL_MS 50               /* abort latency of a transfer in flight */
+
+/* Rate-limit state of one route (method + template + major id). */
+typedef struct rl_route {
+    char key[192];
+    char bucket[72];      /* X-RateLimit-Bucket, for logs */
+    int known;            /* limit/remaining/reset_at came from headers */
+    long limit;
+    long remaining;
+    int64_t reset_at;     /* monotonic ms */
+    int inflight;
+} rl_route;
+
+/* One reusable transfer handle. The multi handle keeps the connection
+ * cache, so a slot reuses its keep-alive connection across calls. */
+typedef struct slot {
+    CURLM *multi;
+    CURL *easy;
+} slot;
+
+struct dg_discord {
+    char *base;
+    char *guild_id;
+    char *user_agent;
+    struct curl_slist *headers;  /* read-only after new: holds the token */
+    long timeout_ms, connect_ms, backoff_base_ms, backoff_max_ms;
+    int max_attempts, max_idle;
+    dg_discord_log_fn log;
+    void *log_state;
+
+    atomic_int abort;
+
+    pthread_mutex_t mu;          /* guards everything below */
+    pthread_cond_t cond;         /* rate-limit state changed, or abort */
+    int64_t global_until;        /* monotonic ms */
+    rl_route *routes;
+    size_t n_routes, cap_routes;
+    uint64_t rng;
+
+    pthread_mutex_t pool_mu;
+    slot *idle;
+    size_t n_idle;
+};
+
+/* ---- small helpers ----------------------------------------------------------- */
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc = CURLE_OK;
+
+static void curl_init_once(void)
+{
+    curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void logf_(dg_discord *d, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void logf_(dg_discord *d, int level, const char *fmt, ...)
+{
+    if (!d->log)
+        return;
+    char buf[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    d->log(d->log_state, level, buf);
+}
+
+static int set_err(dg_discord_err *e, int rc, long http, int retryable, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static int set_err(dg_discord_err *e, int rc, long http, int retryable, const char *fmt, ...)
+{
+    if (e) {
+        e->http_status = http;
+        e->retryable = retryable;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(e->message, sizeof e->message, fmt, ap);
+        va_end(ap);
+    }
+    return rc;
+}
+
+static char *xstrdup(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+int dg_discord_is_snowflake(const char *s)
+{
+    if (!s || !*s || s[0] == '0')
+        return 0;
+    size_t n = 0;
+    for (const char *c = s; *c; c++, n++)
+        if (*c < '0' || *c > '9')
+            return 0;
+    if (n > 20)
+        return 0;
+    return n < 20 || strcmp(s, "18446744073709551615") <= 0;
+}
+
+/* Code points of a UTF-8 string, or -1 when it is not valid UTF-8. */
+static long utf8_chars(const char *s)
+{
+    long n = 0;
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        int extra;
+        if (*p < 0x80)
+            extra = 0;
+        else if ((*p & 0xE0) == 0xC0 && *p >= 0xC2)
+            extra = 1;
+        else if ((*p & 0xF0) == 0xE0)
+            extra = 2;
+        else if ((*p & 0xF8) == 0xF0 && *p <= 0xF4)
+            extra = 3;
+        else
+            return -1;
+        p++;
+        for (int i = 0; i < extra; i++, p++)
+            if ((*p & 0xC0) != 0x80)
+                return -1;
+        n++;
+    }
+    return n;
+}
+
+int dg_discord_check_channel_name(const char *name, char *why, size_t why_len)
+{
+    char scratch[4];
+    if (!why || !why_len) {
+        why = scratch;
+        why_len = sizeof scratch;
+    }
+    if (!name || !*name) {
+        snprintf(why, why_len, "name is empty; give 1 to %d characters", DG_DISCORD_MAX_NAME);
+        return OC_ERR_INVALID;
+    }
+    long n = utf8_chars(name);
+    if (n < 0) {
+        snprintf(why, why_len, "name is not valid UTF-8");
+        return OC_ERR_INVALID;
+    }
+    if (n > DG_DISCORD_MAX_NAME) {
+        snprintf(why, why_len, "name has %ld characters; Discord allows 1 to %d", n,
+                 DG_DISCORD_MAX_NAME);
+        return OC_ERR_INVALID;
+    }
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
+        if (*c <= 0x20 || *c == 0x7f) {
+            snprintf(why, why_len,
+                     "name contains whitespace or a control character; text-channel names "
+                     "use '-' instead of spaces");
+            return OC_ERR_INVALID;
+        }
+        if (*c >= 'A' && *c <= 'Z') {
+            snprintf(why, why_len, "name contains upper-case letters; text-channel names are "
+                                   "lower case");
+            return OC_ERR_INVALID;
+        }
+    }
+    return OC_OK;
+}
+
+/* "POST /channels/123/messages/456?x" -> "POST /channels/123/messages/{id}":
+ * the first id after channels/guilds/webhooks is the major parameter and
+ * stays; other ids become {id}; the query goes. */
+static void route_key(const char *method, const char *path, char *out, size_t out_len)
+{
+    size_t o = (size_t)snprintf(out, out_len, "%s ", method);
+    int have_major = 0;
+    const char *prev = "", *p = path;
+    size_t prev_len = 0;
+    while (*p && *p != '?' && o + 1 < out_len) {
+        if (*p == '/') {
+            out[o++] = *p++;
+            continue;
+        }
+        const char *seg = p;
+        while (*p && *p != '/' && *p != '?')
+            p++;
+        size_t len = (size_t)(p - seg);
+        int digits = len > 0;
+        for (size_t i = 0; i < len; i++)
+            if (seg[i] < '0' || seg[i] > '9')
+                digits = 0;
+        int major_ctx = (prev_len == 8 && !strncmp(prev, "channels", 8)) ||
+                        (prev_len == 6 && !strncmp(prev, "guilds", 6)) ||
+                        (prev_len == 8 && !strncmp(prev, "webhooks", 8));
+        const char *put = seg;
+        size_t put_len = len;
+        if (digits && !(major_ctx && !have_major)) {
+            put = "{id}";
+            put_len = 4;
+        } else if (digits) {
+            have_major = 1;
+        }
+        if (o + put_len >= out_len)
+            put_len = out_len - o - 1;
+        memcpy(out + o, put, put_len);
+        o += put_len;
+        prev = seg;
+        prev_len = len;
+    }
+    out[o] = '\0';
+}
+
+/* ---- rate-limit state ------------------------------------------------------------ */
+
+/* Route state for key; created when missing. Caller holds d->mu. May move
+ * the array: never keep the pointer across an unlock. */
+static rl_route *route_get(dg_discord *d, const char *key)
+{
+    for (size_t i = 0; i < d->n_routes; i++)
+        if (!strcmp(d->routes[i].key, key))
+            return &d->routes[i];
+    if (d->n_routes >= MAX_ROUTES) {
+        /* Forget idle routes whose window is over: they start again as
+         * unknown, which is the cautious state. */
+        int64_t now = mono_ms();
+        size_t w = 0;
+        for (size_t i = 0; i < d->n_routes; i++) {
+            rl_route *r = &d->routes[i];
+            if (r->inflight == 0 && r->reset_at <= now)
+                continue;
+            d->routes[w++] = *r;
+        }
+        d->n_routes = w;
+    }
+    if (d->n_routes == d->cap_routes) {
+        size_t cap = d->cap_routes ? d->cap_routes * 2 : 16;
+        rl_route *nr = realloc(d->routes, cap * sizeof *nr);
+        if (!nr)
+            return NULL;
+        d->routes = nr;
+        d->cap_routes = cap;
+    }
+    rl_route *r = &d->routes[d->n_routes++];
+    memset(r, 0, sizeof *r);
+    snprintf(r->key, sizeof r->key, "%s", key);
+    return r;
+}
+
+static void abs_time(int64_t mono_deadline, struct timespec *ts)
+{
+    ts->tv_sec = (time_t)(mono_deadline / 1000);
+    ts->tv_nsec = (long)(mono_deadline % 1000) * 1000000L;
+}
+
+/* Wait on d->cond until `until` (monotonic ms) at the latest. d->mu held. */
+static void cond_wait_until(dg_discord *d, int64_t until)
+{
+    struct timespec ts;
+    abs_time(until, &ts);
+    pthread_cond_timedwait(&d->cond, &d->mu, &ts);
+}
+
+static int aborted_err(dg_discord_err *e, const char *route)
+{
+    return set_err(e, OC_ERR_IO, 0, 1, "aborted: %s was cancelled because the client is "
+                                       "shutting down",
+                   route);
+}
+
+/*
+ * Take a permit for route: waits for the global limit, the route's window,
+ * or (unknown bucket) the request already in flight. Fails when the wait
+ * would end after deadline or the client is aborted.
+ */
+static int rl_acquire(dg_discord *d, const char *route, int64_t deadline, dg_discord_err *e)
+{
+    pthread_mutex_lock(&d->mu);
+    for (;;) {
+        if (atomic_load(&d->abort)) {
+            pthread_mutex_unlock(&d->mu);
+            return aborted_err(e, route);
+        }
+        int64_t now = mono_ms();
+        int64_t until;
+        const char *what;
+        if (d->global_until > now) {
+            until = d->global_until;
+            what = "the global rate limit";
+        } else {
+            rl_route *r = route_get(d, route);
+            if (!r) {
+                pthread_mutex_unlock(&d->mu);
+                return set_err(e, OC_ERR_NOMEM, 0, 1, "out of memory for rate-limit state");
+            }
+            if (!r->known) {
+                if (r->inflight == 0) {
+                    r->inflight++;
+                    pthread_mutex_unlock(&d->mu);
+                    return OC_OK;
+                }
+                until = -1; /* woken when that request ends */
+                what = "another request on a route whose bucket is not known yet";
+            } else {
+                if (r->remaining <= 0 && r->reset_at <= now)
+                    r->remaining = r->limit > 0 ? r->limit : 1;
+                if (r->remaining > 0) {
+                    r->remaining--;
+                    r->inflight++;
+                    pthread_mutex_unlock(&d->mu);
+                    return OC_OK;
+                }
+                until = r->reset_at;
+                what = "the route's rate limit";
+            }
+        }
+        if (until > deadline) {
+            pthread_mutex_unlock(&d->mu);
+            if (e)
+                e->retry_after_ms = (long)(until - now);
+            return set_err(e, OC_ERR_IO, e ? e->http_status : 0, 1,
+                           "rate limited: %s is held back by %s for another %lld ms, longer "
+                           "than this call may wait; try again later",
+                           route, what, (long long)(until - now));
+        }
+        if (until < 0 && now >= deadline) {
+            pthread_mutex_unlock(&d->mu);
+            return set_err(e, OC_ERR_IO, 0, 1,
+                           "timed out: %s waited for %s; try again later", route, what);
+        }
+        cond_wait_until(d, until < 0 ? deadline : until);
+    }
+}
+
+typedef struct hdrs {
+    char bucket[72];
+    int has_limit, has_remaining, has_reset, has_retry_after;
+    long limit, remaining;
+    double reset_after, retry_after;
+    int global;
+    char scope[16];
+} hdrs;
+
+/* Give the permit back and learn from the answer's headers (http 0: no
+ * answer). retry_after_ms > 0 for a 429. */
+static void rl_release(dg_discord *d, const char *route, const hdrs *h, long http,
+                       long retry_after_ms, int global)
+{
+    pthread_mutex_lock(&d->mu);
+    /* +1: mono_ms truncates, and a wait must never end early. */
+    int64_t now = mono_ms() + 1;
+    rl_route *r = route_get(d, route);
+    if (r) {
+        if (r->inflight > 0)
+            r->inflight--;
+        if (http && h->has_limit && h->has_remaining && h->has_reset) {
+            r->known = 1;
+            r->limit = h->limit;
+            r->remaining = h->remaining;
+            r->reset_at = now + (int64_t)(h->reset_after * 1000.0 + 0.999);
+            if (h->bucket[0])
+                snprintf(r->bucket, sizeof r->bucket, "%s", h->bucket);
+        }
+        if (http == 429 && !global) {
+            if (!r->known) {
+                r->known = 1;
+                r->limit = 1;
+            }
+            r->remaining = 0;
+            if (r->reset_at < now + retry_after_ms)
+                r->reset_at = now + retry_after_ms;
+        }
+    }
+    if (http == 429 && global && d->global_until < now + retry_after_ms)
+        d->global_until = now + retry_after_ms;
+    pthread_cond_broadcast(&d->cond);
+    pthread_mutex_unlock(&d->mu);
+}
+
+/* Sleep until `until` unless aborted; returns 0, or -1 when aborted. */
+static int sleep_until(dg_discord *d, int64_t until)
+{
+    pthread_mutex_lock(&d->mu);
+    while (!atomic_load(&d->abort) && mono_ms() < until)
+        cond_wait_until(d, until);
+    int ab = atomic_load(&d->abort);
+    pthread_mutex_unlock(&d->mu);
+    return ab ? -1 : 0;
+}
+
+static long backoff_ms(dg_discord *d, int failures)
+{
+    long b = d->backoff_base_ms;
+    for (int i = 1; i < failures && b < d->backoff_max_ms; i++)
+        b *= 2;
+    if (b > d->backoff_max_ms)
+        b = d->backoff_max_ms;
+    pthread_mutex_lock(&d->mu);
+    /* xorshift64*: jitter only, no need for more. */
+    d->rng ^= d->rng >> 12;
+    d->rng ^= d->rng << 25;
+    d->rng ^= d->rng >> 27;
+    uint64_t r = d->rng * 0x2545F4914F6CDD1Dull;
+    pthread_mutex_unlock(&d->mu);
+    /* Equal jitter: at least half the step, so retries still spread out. */
+    long half = b / 2;
+    return half + (long)(r % (uint64_t)(b - half + 1));
+}
+
+/* ---- handles and transfers --------------------------------------------------------- */
+
+static slot slot_get(dg_discord *d)
+{
+    slot s = {NULL, NULL};
+    pthread_mutex_lock(&d->pool_mu);
+    if (d->n_idle)
+        s = d->idle[--d->n_idle];
+    pthread_mutex_unlock(&d->pool_mu);
+    if (!s.easy) {
+        s.multi = curl_multi_init();
+        s.easy = curl_easy_init();
+        if (!s.multi || !s.easy) {
+            if (s.multi)
+                curl_multi_cleanup(s.multi);
+            if (s.easy)
+                curl_easy_cleanup(s.easy);
+            s.multi = NULL;
+            s.easy = NULL;
+        } else {
+            curl_multi_setopt(s.multi, CURLMOPT_MAXCONNECTS, 2L);
+        }
+    }
+    return s;
+}
+
+static void slot_drop(slot s)
+{
+    if (s.easy)
+        curl_easy_cleanup(s.easy);
+    if (s.multi)
+        curl_multi_cleanup(s.multi);
+}
+
+static void slot_put(dg_discord *d, slot s)
+{
+    pthread_mutex_lock(&d->pool_mu);
+    if ((int)d->n_idle < d->max_idle) {
+        d->idle[d->n_idle++] = s;
+        s.easy = NULL;
+    }
+    pthread_mutex_unlock(&d->pool_mu);
+    if (s.easy)
+        slot_drop(s);
+}
+
+typedef struct xfer {
+    char *body;
+    size_t len, cap;
+    int too_big;
+    hdrs h;
+} xfer;
+
+static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    xfer *x = ud;
+    size_t n = size * nmemb;
+    if (x->len + n + 1 > MAX_BODY) {
+        x->too_big = 1;
+        return 0;
+    }
+    if (x->len + n + 1 > x->cap) {
+        size_t cap = x->cap ? x->cap : 1024;
+        while (cap < x->len + n + 1)
+            cap *= 2;
+        char *nb = realloc(x->body, cap);
+        if (!nb)
+            return 0;
+        x->body = nb;
+        x->cap = cap;
+    }
+    memcpy(x->body + x->len, ptr, n);
+    x->len += n;
+    x->body[x->len] = '\0';
+    return n;
+}
+
+/* Header value for name (case-insensitive) into val, or 0. */
+static int header_is(const char *line, size_t len, const char *name, char *val, size_t val_len)
+{
+    size_t nl = strlen(name);
+    if (len <= nl || line[nl] != ':' || strncasecmp(line, name, nl) != 0)
+        return 0;
+    const char *v = line + nl + 1;
+    const char *end = line + len;
+    while (v < end && (*v == ' ' || *v == '\t'))
+        v++;
+    while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '))
+        end--;
+    size_t n = (size_t)(end - v);
+    if (n >= val_len)
+        n = val_len - 1;
+    memcpy(val, v, n);
+    val[n] = '\0';
+    return 1;
+}
+
+static size_t on_header(char *line, size_t size, size_t nmemb, void *ud)
+{
+    xfer *x = ud;
+    size_t n = size * nmemb;
+    char v[96];
+    if (n >= 5 && !strncmp(line, "HTTP/", 5)) {
+        memset(&x->h, 0, sizeof x->h); /* a new response (after 1xx) */
+    } else if (header_is(line, n, "X-RateLimit-Bucket", x->h.bucket, sizeof x->h.bucket)) {
+        /* stored in place */
+    } else if (header_is(line, n, "X-RateLimit-Limit", v, sizeof v)) {
+        x->h.limit = strtol(v, NULL, 10);
+        x->h.has_limit = 1;
+    } else if (header_is(line, n, "X-RateLimit-Remaining", v, sizeof v)) {
+        x->h.remaining = strtol(v, NULL, 10);
+        x->h.has_remaining = 1;
+    } else if (header_is(line, n, "X-RateLimit-Reset-After", v, sizeof v)) {
+        x->h.reset_after = strtod(v, NULL);
+        x->h.has_reset = x->h.reset_after >= 0;
+    } else if (header_is(line, n, "X-RateLimit-Global", v, sizeof v)) {
+        x->h.global = !strcasecmp(v, "true");
+    } else if (header_is(line, n, "X-RateLimit-Scope", x->h.scope, sizeof x->h.scope)) {
+        /* stored in place */
+    } else if (header_is(line, n, "Retry-After", v, sizeof v)) {
+        x->h.retry_after = strtod(v, NULL);
+        x->h.has_retry_after = x->h.retry_after >= 0;
+    }
+    return n;
+}
+
+#define CURLE_DG_ABORTED ((CURLcode)-1)
+
+/* One HTTP exchange on slot s; returns the curl code (CURLE_DG_ABORTED when
+ * the abort switch ended it) and the HTTP status in *http. */
+static CURLcode perform(dg_discord *d, slot *s, const char *method, const char *url,
+                        const char *json, int idempotent, long tmo_ms, xfer *x, long *http,
+                        char *cerr)
+{
+    CURL *e = s->easy;
+    curl_easy_reset(e);
+    cerr[0] = '\0';
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, d->headers);
+    curl_easy_setopt(e, CURLOPT_USERAGENT, d->user_agent);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, tmo_ms);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, d->connect_ms < tmo_ms ? d->connect_ms : tmo_ms);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, cerr);
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+    /* libcurl silently sends a request again when a reused keep-alive
+     * connection dies before any answer; for a request that must not run
+     * twice (no nonce) use a fresh connection so that never happens. */
+    curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, idempotent ? 0L : 1L);
+#if LIBCURL_VERSION_NUM >= 0x075500
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+    if (!strcmp(method, "GET")) {
+        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+    } else {
+        if (strcmp(method, "POST") != 0)
+            curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, json ? json : "");
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)(json ? strlen(json) : 0));
+    }
+
+    if (curl_multi_add_handle(s->multi, e) != CURLM_OK)
+        return CURLE_FAILED_INIT;
+    CURLcode cc = CURLE_OK;
+    int running = 1, aborted = 0;
+    while (running) {
+        if (curl_multi_perform(s->multi, &running) != CURLM_OK) {
+            cc = CURLE_FAILED_INIT;
+            break;
+        }
+        if (!running)
+            break;
+        if (atomic_load(&d->abort)) {
+            aborted = 1;
+            break;
+        }
+        curl_multi_poll(s->multi, NULL, 0, POLL_MS, NULL);
+    }
+    if (!aborted && cc == CURLE_OK) {
+        int left;
+        CURLMsg *m;
+        cc = CURLE_GOT_NOTHING;
+        while ((m = curl_multi_info_read(s->multi, &left)))
+            if (m->msg == CURLMSG_DONE && m->easy_handle == e)
+                cc = m->data.result;
+    }
+    curl_multi_remove_handle(s->multi, e);
+    *http = 0;
+    if (aborted)
+        return CURLE_DG_ABORTED;
+    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, http);
+    if (cc == CURLE_WRITE_ERROR && x->too_big)
+        snprintf(cerr, CURL_ERROR_SIZE, "answer larger than %u bytes", MAX_BODY);
+    return cc;
+}
+
+/* Connection never reached the server: safe to retry any request. */
+static int not_sent(CURLcode cc)
+{
+    return cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST ||
+           cc == CURLE_COULDNT_RESOLVE_PROXY;
+}
+
+/* First "_errors" message below j, with its path ("content"). */
+static int first_form_error(json_t *j, char *path, size_t path_len, const char **msg)
+{
+    if (!json_is_object(j))
+        return 0;
+    json_t *errs = json_object_get(j, "_errors");
+    if (json_is_array(errs) && json_array_size(errs) > 0) {
+        const char *m = json_string_value(json_object_get(json_array_get(errs, 0), "message"));
+        if (m) {
+            *msg = m;
+            return 1;
+        }
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(j, k, v) {
+        if (!strcmp(k, "_errors"))
+            continue;
+        size_t used = strlen(path);
+        snprintf(path + used, path_len - used, "%s%s", used ? "." : "", k);
+        if (first_form_error(v, path, path_len, msg))
+            return 1;
+        path[used] = '\0';
+    }
+    return 0;
+}
+
+/* Discord's message (and form-error detail) from an error body. */
+static void discord_message(const xfer *x, char *out, size_t out_len, int *code)
+{
+    out[0] = '\0';
+    *code = 0;
+    json_t *j = x->body ? json_loads(x->body, 0, NULL) : NULL;
+    const char *m = j ? json_string_value(json_object_get(j, "message")) : NULL;
+    if (m) {
+        *code = (int)json_integer_value(json_object_get(j, "code"));
+        char path[128] = "";
+        const char *detail = NULL;
+        if (first_form_error(json_object_get(j, "errors"), path, sizeof path, &detail))
+            snprintf(out, out_len, "%s (%s: %s)", m, path, detail);
+        else
+            snprintf(out, out_len, "%s", m);
+    } else if (x->body && x->len) {
+        snprintf(out, out_len, "%.200s", x->body);
+    } else {
+        snprintf(out, out_len, "no error text");
+    }
+    json_decref(j);
+}
+
+static int status_rc(long http)
+{
+    switch (http) {
+    case 400: return OC_ERR_INVALID;
+    case 401:
+    case 403: return OC_ERR_DENIED;
+    case 404: return OC_ERR_NOT_FOUND;
+    default: return OC_ERR_IO;
+    }
+}
+
+/* retry_after of a 429 in ms, rounded up, from body or headers. */
+static long retry_after_of(const xfer *x, int *global)
+{
+    double ra = -1;
+    int g = x->h.global || !strcasecmp(x->h.scope, "global");
+    json_t *j = x->body ? json_loads(x->body, 0, NULL) : NULL;
+    json_t *v = j ? json_object_get(j, "retry_after") : NULL;
+    if (json_is_number(v))
+        ra = json_number_value(v);
+    if (json_is_true(json_object_get(j, "global")))
+        g = 1;
+    json_decref(j);
+    if (ra < 0 && x->h.has_retry_after)
+        ra = x->h.retry_after;
+    if (ra < 0 && x->h.has_reset)
+        ra = x->h.reset_after;
+    if (ra < 0)
+        ra = 1.0; /* a 429 without any hint: be patient for a second */
+    *global = g;
+    long ms = (long)(ra * 1000.0);
+    if ((double)ms < ra * 1000.0)
+        ms++;
+    return ms > 0 ? ms : 1;
+}
+
+static int do_request(dg_discord *d, const char *method, const char *path, const char *json,
+                      int idempotent, json_t **response, dg_discord_err *e)
+{
+    dg_discord_err local;
+    if (!e)
+        e = &local;
+    memset(e, 0, sizeof *e);
+    if (response)
+        *response = NULL;
+
+    char route[192];
+    route_key(method, path, route, sizeof route);
+    size_t ulen = strlen(d->base) + strlen(path) + 1;
+    char *url = malloc(ulen);
+    if (!url)
+        return set_err(e, OC_ERR_NOMEM, 0, 1, "out of memory");
+    snprintf(url, ulen, "%s%s", d->base, path);
+
+    int64_t deadline = mono_ms() + d->timeout_ms;
+    int failures = 0, n429 = 0, rc = OC_OK;
+    char cerr[CURL_ERROR_SIZE];
+    for (;;) {
+        if ((rc = rl_acquire(d, route, deadline, e)) != OC_OK)
+            break;
+        long tmo = (long)(deadline - mono_ms());
+        if (tmo <= 0) {
+            rl_release(d, route, NULL, 0, 0, 0);
+            rc = set_err(e, OC_ERR_IO, e->http_status, 1,
+                         "timed out: %s got no answer within %ld ms; try again later", route,
+                         d->timeout_ms);
+            break;
+        }
+        slot s = slot_get(d);
+        if (!s.easy) {
+            rl_release(d, route, NULL, 0, 0, 0);
+            rc = set_err(e, OC_ERR_NOMEM, 0, 1, "out of memory for a transfer handle");
+            break;
+        }
+        xfer x;
+        memset(&x, 0, sizeof x);
+        long http = 0;
+        CURLcode cc = perform(d, &s, method, url, json, idempotent, tmo, &x, &http, cerr);
+        e->attempts++;
+        long ra = 0;
+        int global = 0;
+        if (cc == CURLE_OK && http == 429)
+            ra = retry_after_of(&x, &global);
+        rl_release(d, route, cc == CURLE_OK ? &x.h : NULL, cc == CURLE_OK ? http : 0, ra,
+                   global);
+        slot_put(d, s);
+
+        if (cc == CURLE_DG_ABORTED) {
+            free(x.body);
+            rc = aborted_err(e, route);
+            break;
+        }
+        if (cc != CURLE_OK) {
+            free(x.body);
+            failures++;
+            int timed_out = cc == CURLE_OPERATION_TIMEDOUT || mono_ms() >= deadline;
+            const char *why = cerr[0] ? cerr : curl_easy_strerror(cc);
+            if (timed_out) {
+                rc = set_err(e, OC_ERR_IO, 0, 1,
+                             "timed out: %s got no answer within %ld ms (%s); try again later",
+                             route, d->timeout_ms, why);
+                break;
+            }
+            if ((!idempotent && !not_sent(cc)) || failures >= d->max_attempts) {
+                rc = set_err(e, OC_ERR_IO, 0, 1,
+                             "no answer from Discord for %s after %d attempt%s: %s", route,
+                             e->attempts, e->attempts == 1 ? "" : "s", why);
+                break;
+            }
+            long wait = backoff_ms(d, failures);
+            logf_(d, OC_LOG_WARN, "discord: %s failed (%s); retry %d/%d in %ld ms", route, why,
+                  failures + 1, d->max_attempts, wait);
+            if (mono_ms() + wait >= deadline) {
+                rc = set_err(e, OC_ERR_IO, 0, 1,
+                             "timed out: %s failed (%s) and no time is left in its %ld ms to "
+                             "retry",
+                             route, why, d->timeout_ms);
+                break;
+            }
+            if (sleep_until(d, mono_ms() + wait) < 0) {
+                rc = aborted_err(e, route);
+                break;
+            }
+            continue;
+        }
+
+        e->http_status = http;
+        if (http >= 200 && http < 300) {
+            json_t *j = NULL;
+            if (x.len == 0) {
+                j = json_null();
+            } else {
+                json_error_t je;
+                j = json_loadb(x.body, x.len, 0, &je);
+            }
+            free(x.body);
+            if (!j) {
+                rc = set_err(e, OC_ERR_IO, http, 1,
+                             "Discord answered %ld to %s with a body that is not JSON", http,
+                             route);
+                break;
+            }
+            if (response)
+                *response = j;
+            else
+                json_decref(j);
+            e->message[0] = '\0';
+            rc = OC_OK;
+            break;
+        }
+        char dmsg[400];
+        discord_message(&x, dmsg, sizeof dmsg, &e->discord_code);
+        free(x.body);
+        if (http == 429) {
+            n429++;
+            logf_(d, OC_LOG_DEBUG, "discord: %s rate limited (%s), waiting %ld ms", route,
+                  global ? "global" : "route", ra);
+            if (n429 >= MAX_429_PER_CALL) {
+                rc = set_err(e, OC_ERR_IO, http, 1,
+                             "rate limited: %s answered 429 %d times in a row; try again later",
+                             route, n429);
+                break;
+            }
+            continue; /* rl_acquire waits retry_after, or fails past the bound */
+        }
+        if (http >= 500) {
+            failures++;
+            if (failures >= d->max_attempts) {
+                rc = set_err(e, OC_ERR_IO, http, 1,
+                             "Discord answered %ld to %s %d times: %s; try again later", http,
+                             route, failures, dmsg);
+                break;
+            }
+            long wait = backoff_ms(d, failures);
+            logf_(d, OC_LOG_WARN, "discord: %s answered %ld (%s); retry %d/%d in %ld ms", route,
+                  http, dmsg, failures + 1, d->max_attempts, wait);
+            if (mono_ms() + wait >= deadline) {
+                rc = set_err(e, OC_ERR_IO, http, 1,
+                             "Discord answered %ld to %s: %s; no time left in %ld ms to retry",
+                             http, route, dmsg, d->timeout_ms);
+                break;
+            }
+            if (sleep_until(d, mono_ms() + wait) < 0) {
+                rc = aborted_err(e, route);
+                break;
+            }
+            continue;
+        }
+        rc = set_err(e, status_rc(http), http, 0, "Discord refused %s with %ld: %s%s", route,
+                     http, dmsg,
+                     http == 403   ? "; give the bot that permission in the channel or guild"
+                     : http == 401 ? "; check the bot token"
+                                   : "");
+        if (e->discord_code) {
+            size_t used = strlen(e->message);
+            snprintf(e->message + used, sizeof e->message - used, " (Discord code %d)",
+                     e->discord_code);
+        }
+        break;
+    }
+    free(url);
+    return rc;
+}
+
+/* ---- public API ------------------------------------------------------------------ */
+
+int dg_discord_new(const dg_discord_options *o, dg_discord **out, char *err, size_t err_len)
+{
+    char scratch[4];
+    if (!err || !err_len) {
+        err = scratch;
+        err_len = sizeof scratch;
+    }
+    err[0] = '\0';
+    if (!out) {
+        snprintf(err, err_len, "discord: no place to store the client");
+        return OC_ERR_INVALID;
+    }
+    *out = NULL;
+    if (!o || !o->api_base || (strncmp(o->api_base, "https://", 8) != 0 &&
+                               strncmp(o->api_base, "http://", 7) != 0)) {
+        snprintf(err, err_len, "discord.apiBase must be an http:// or https:// URL such as "
+                               "https://discord.com/api/v10");
+        return OC_ERR_INVALID;
+    }
+    if (!o->token || !*o->token || strpbrk(o->token, "\r\n \t")) {
+        snprintf(err, err_len, "discord.moderatorToken is missing or contains whitespace; set "
+                               "the bot token (without the \"Bot \" prefix)");
+        return OC_ERR_INVALID;
+    }
+    if (o->guild_id && !dg_discord_is_snowflake(o->guild_id)) {
+        snprintf(err, err_len, "discord.guildId must be a snowflake (1-20 digits)");
+        return OC_ERR_INVALID;
+    }
+    if (o->timeout_ms < 0 || o->connect_timeout_ms < 0 || o->max_attempts < 0 ||
+        o->backoff_base_ms < 0 || o->backoff_max_ms < 0 || o->max_idle_handles < 0) {
+        snprintf(err, err_len, "discord: timeouts, attempts and back-off must not be negative");
+        return OC_ERR_INVALID;
+    }
+    pthread_once(&curl_once, curl_init_once);
+    if (curl_init_rc != CURLE_OK) {
+        snprintf(err, err_len, "discord: libcurl failed to initialise: %s",
+                 curl_easy_strerror(curl_init_rc));
+        return OC_ERR_INTERNAL;
+    }
+
+    dg_discord *d = calloc(1, sizeof *d);
+    if (!d)
+        goto nomem;
+    d->timeout_ms = o->timeout_ms ? o->timeout_ms : DEFAULT_TIMEOUT_MS;
+    d->connect_ms = o->connect_timeout_ms ? o->connect_timeout_ms : DEFAULT_CONNECT_MS;
+    if (d->connect_ms > d->timeout_ms)
+        d->connect_ms = d->timeout_ms;
+    d->max_attempts = o->max_attempts ? o->max_attempts : DEFAULT_ATTEMPTS;
+    d->backoff_base_ms = o->backoff_base_ms ? o->backoff_base_ms : DEFAULT_BACKOFF_MS;
+    d->backoff_max_ms = o->backoff_max_ms ? o->backoff_max_ms : DEFAULT_BACKOFF_MAX_MS;
+    if (d->backoff_max_ms < d->backoff_base_ms)
+        d->backoff_max_ms = d->backoff_base_ms;
+    d->max_idle = o->max_idle_handles ? o->max_idle_handles : DEFAULT_IDLE;
+    d->log = o->log;
+    d->log_state = o->log_state;
+    d->rng = (uint64_t)mono_ms() * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)d ^
+             (uint64_t)getpid();
+    if (!d->rng)
+        d->rng = 1;
+
+    d->base = xstrdup(o->api_base);
+    d->guild_id = xstrdup(o->guild_id);
+    d->user_agent = o->user_agent ? xstrdup(o->user_agent)
+                                  : xstrdup("DiscordBot (dirigent, " DG_VERSION ")");
+    d->idle = calloc((size_t)d->max_idle, sizeof *d->idle);
+    if (!d->base || !d->user_agent || !d->idle || (o->guild_id && !d->guild_id))
+        goto nomem_free;
+    size_t bl = strlen(d->base);
+    while (bl > 0 && d->base[bl - 1] == '/')
+        d->base[--bl] = '\0';
+
+    size_t al = strlen(o->token) + 32;
+    char *auth = malloc(al);
+    if (!auth)
+        goto nomem_free;
+    snprintf(auth, al, "Authorization: Bot %s", o->token);
+    struct curl_slist *h = curl_slist_append(NULL, auth);
+    memset(auth, 0, al);
+    free(auth);
+    struct curl_slist *h2 = h ? curl_slist_append(h, "Content-Type: application/json") : NULL;
+    struct curl_slist *h3 = h2 ? curl_slist_append(h2, "Expect:") : NULL;
+    if (!h3) {
+        if (h)
+            memset(h->data, 0, strlen(h->data));
+        curl_slist_free_all(h);
+        goto nomem_free;
+    }
+    d->headers = h3;
+
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&d->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&d->mu, NULL);
+    pthread_mutex_init(&d->pool_mu, NULL);
+    atomic_init(&d->abort, 0);
+    *out = d;
+    return OC_OK;
+
+nomem_free:
+    free(d->base);
+    free(d->guild_id);
+    free(d->user_agent);
+    free(d->idle);
+    free(d);
+nomem:
+    snprintf(err, err_len, "discord: out of memory creating the client");
+    return OC_ERR_NOMEM;
+}
+
+void dg_discord_free(dg_discord *d)
+{
+    if (!d)
+        return;
+    for (size_t i = 0; i < d->n_idle; i++)
+        slot_drop(d->idle[i]);
+    free(d->idle);
+    /* The first header carries the token: wipe it before it goes back. */
+    if (d->headers)
+        memset(d->headers->data, 0, strlen(d->headers->data));
+    curl_slist_free_all(d->headers);
+    free(d->routes);
+    free(d->base);
+    free(d->guild_id);
+    free(d->user_agent);
+    pthread_cond_destroy(&d->cond);
+    pthread_mutex_destroy(&d->mu);
+    pthread_mutex_destroy(&d->pool_mu);
+    free(d);
+}
+
+void dg_discord_set_abort(dg_discord *d, int on)
+{
+    if (!d)
+        return;
+    pthread_mutex_lock(&d->mu);
+    atomic_store(&d->abort, on ? 1 : 0);
+    pthread_cond_broadcast(&d->cond);
+    pthread_mutex_unlock(&d->mu);
+}
+
+const char *dg_discord_guild_id(const dg_discord *d)
+{
+    return d ? d->guild_id : NULL;
+}
+
+static char *dump(json_t *j)
+{
+    char *s = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    return s;
+}
+
+int dg_discord_request(dg_discord *d, const char *method, const char *path, const json_t *body,
+                       int idempotent, json_t **response, dg_discord_err *err)
+{
+    if (err)
+        memset(err, 0, sizeof *err);
+    if (response)
+        *response = NULL;
+    if (!d || !method || !path || path[0] != '/')
+        return set_err(err, OC_ERR_INVALID, 0, 0,
+                       "discord request: method and a path starting with '/' are required");
+    char *json = NULL;
+    if (body && !(json = json_dumps(body, JSON_COMPACT)))
+        return set_err(err, OC_ERR_INVALID, 0, 0, "discord request: body cannot be encoded");
+    int rc = do_request(d, method, path, json, idempotent, response, err);
+    free(json);
+    return rc;
+}
+
+int dg_discord_create_private_channel(dg_discord *d, const dg_discord_channel_spec *spec,
+                                      char **channel_id, dg_discord_err *err)
+{
+    if (err)
+        memset(err, 0, sizeof *err);
+    if (channel_id)
+        *channel_id = NULL;
+    if (!d || !spec || !channel_id)
+        return set_err(err, OC_ERR_INVALID, 0, 0, "create channel: missing argument");
+    const char *guild = spec->guild_id ? spec->guild_id : d->guild_id;
+    if (!guild)
+        return set_err(err, OC_ERR_INVALID, 0, 0,
+                       "create channel: no guild: set discord.guildId in the plugin config");
+    if (!dg_discord_is_snowflake(guild))
+        return set_err(err, OC_ERR_INVALID, 0, 0,
+                       "create channel: guild id must be a snowflake (1-20 digits)");
+    char why[160];
+    if (dg_discord_check_channel_name(spec->name, why, sizeof why) != OC_OK)
+        return set_err(err, OC_ERR_INVALID, 0, 0, "create channel: %s", why);
+    if (spec->topic) {
+        long tn = utf8_chars(spec->topic);
+        if (tn < 0 || tn > DG_DISCORD_MAX_TOPIC)
+            return set_err(err, OC_ERR_INVALID, 0, 0,
+                           "create channel: topic must be valid UTF-8 of at most %d characters",
+                           DG_DISCORD_MAX_TOPIC);
+    }
+    if (spec->parent_id && !dg_discord_is_snowflake(spec->parent_id))
+        return set_err(err, OC_ERR_INVALID, 0, 0,
+                       "create channel: parentId must be a snowflake (1-20 digits)");
+    if (spec->n_members && !spec->member_ids)
+        return set_err(err, OC_ERR_INVALID, 0, 0, "create channel: member list missing");
+    for (size_t i = 0; i < spec->n_members; i++)
+        if (!dg_discord_is_snowflake(spec->member_ids[i]))
+            return set_err(err, OC_ERR_INVALID, 0, 0,
+                           "create channel: member %zu (\"%.40s\") is not a snowflake", i,
+                           spec->member_ids[i] ? spec->member_ids[i] : "(null)");
+
+    char allow[24], deny[24];
+    snprintf(allow, sizeof allow, "%llu",
+             (unsigned long long)(DG_PERM_VIEW_CHANNEL | DG_PERM_SEND_MESSAGES |
+                                  DG_PERM_READ_MESSAGE_HISTORY));
+    snprintf(deny, sizeof deny, "%llu", (unsigned long long)DG_PERM_VIEW_CHANNEL);
+    json_t *ow = json_array();
+    json_array_append_new(ow, json_pack("{s:s, s:i, s:s, s:s}", "id", guild, "type", 0,
+                                        "allow", "0", "deny", deny));
+    for (size_t i = 0; i < spec->n_members; i++) {
+        int dup = !strcmp(spec->member_ids[i], guild);
+        for (size_t k = 0; k < i && !dup; k++)
+            dup = !strcmp(spec->member_ids[k], spec->member_ids[i]);
+        if (dup)
+            continue;
+        json_array_append_new(ow, json_pack("{s:s, s:i, s:s, s:s}", "id", spec->member_ids[i],
+                                            "type", 1, "allow", allow, "deny", "0"));
+    }
+    json_t *body = json_pack("{s:s, s:i, s:o}", "name", spec->name, "type", 0,
+                             "permission_overwrites", ow);
+    if (body && spec->topic)
+        json_object_set_new(body, "topic", json_string(spec->topic));
+    if (body && spec->parent_id)
+        json_object_set_new(body, "parent_id", json_string(spec->parent_id));
+    char *json = body ? dump(body) : NULL;
+    if (!json)
+        return set_err(err, OC_ERR_NOMEM, 0, 1, "create channel: out of memory");
+
+    char path[64];
+    snprintf(path, sizeof path, "/guilds/%s/channels", guild);
+    json_t *resp = NULL;
+    int rc = do_request(d, "POST", path, json, 0, &resp, err);
+    free(json);
+    if (rc != OC_OK)
+        return rc;
+    const char *id = json_string_value(json_object_get(resp, "id"));
+    if (!id || !dg_discord_is_snowflake(id)) {
+        json_decref(resp);
+        return set_err(err, OC_ERR_IO, err ? err->http_status : 0, 0,
+                       "create channel: Discord's answer has no channel id");
+    }
+    *channel_id = strdup(id);
+    json_decref(resp);
+    if (!*channel_id)
+        return set_err(err, OC_ERR_NOMEM, 0, 1, "create channel: out of memory");
+    return OC_OK;
+}
+
+int dg_discord_post_message(dg_discord *d, const char *channel_id, const char *content,
+                            const char *const *mention_ids, size_t n_mentions,
+                            const char *nonce, char **message_id, dg_discord_err *err)
+{
+    if (err)
+        memset(err, 0, sizeof *err);
+    if (message_id)
+        *message_id = NULL;
+    if (!d)
+        return set_err(err, OC_ERR_INVALID, 0, 0, "post message: no client");
+    if (!dg_discord_is_snowflake(channel_id))
+        return set_err(err, OC_ERR_INVALID, 0, 0,
+                       "post message: channel id must be a snowflake (1-20 digits)");
+    long n = content ? utf8_chars(content) : -1;
+    if (n <= 0 || n > DG_DISCORD_MAX_CONTENT)
+        return set_err(err, OC_ERR_INVALID, 0, 0,
+                       "post message: content must be valid UTF-8 of 1 to %d characters "
+                       "(has %ld); split longer text",
+                       DG_DISCORD_MAX_CONTENT, n);
+    if (nonce && (!*nonce || strlen(nonce) > DG_DISCORD_MAX_NONCE))
+        return set_err(err, OC_ERR_INVALID, 0, 0,
+                       "post message: nonce must be 1 to %d characters", DG_DISCORD_MAX_NONCE);
+    if (n_mentions > 100 || (n_mentions && !mention_ids))
+        return set_err(err, OC_ERR_INVALID, 0, 0,
+                       "post message: at most 100 mention ids, given as an array");
+    json_t *users = json_array();
+    for (size_t i = 0; i < n_mentions; i++) {
+        if (!dg_discord_is_snowflake(mention_ids[i])) {
+            json_decref(users);
+            return set_err(err, OC_ERR_INVALID, 0, 0,
+                           "post message: mention %zu is not a snowflake", i);
+        }
+        int dup = 0;
+        for (size_t k = 0; k < i && !dup; k++)
+            dup = !strcmp(mention_ids[k], mention_ids[i]);
+        if (!dup)
+            json_array_append_new(users, json_string(mention_ids[i]));
+    }
+    json_t *body = json_pack("{s:s, s:{s:[], s:o}}", "content", content, "allowed_mentions",
+                             "parse", "users", users);
+    if (body && nonce) {
+        json_object_set_new(body, "nonce", json_string(nonce));
+        json_object_set_new(body, "enforce_nonce", json_true());
+    }
+    char *json = body ? dump(body) : NULL;
+    if (!json)
+        return set_err(err, OC_ERR_NOMEM, 0, 1, "post message: out of memory");
+    char path[64];
+    snprintf(path, sizeof path, "/channels/%s/messages", channel_id);
+    json_t *resp = NULL;
+    int rc = do_request(d, "POST", path, json, nonce != NULL, &resp, err);
+    free(json);
+    if (rc != OC_OK)
+        return rc;
+    const char *id = json_string_value(json_object_get(resp, "id"));
+    if (!id) {
+        json_decref(resp);
+        return set_err(err, OC_ERR_IO, err ? err->http_status : 0, 1,
+                       "post message: Discord's answer has no message id");
+    }
+    if (message_id && !(*message_id = strdup(id))) {
+        json_decref(resp);
+        return set_err(err, OC_ERR_NOMEM, 0, 1, "post message: out of memory");
+    }
+    json_decref(resp);
+    return OC_OK;
+}
+
+static int cmp_snowflake(const void *a, const void *b)
+{
+    const dg_discord_message *x = a, *y = b;
+    size_t lx = strlen(x->id), ly = strlen(y->id);
+    if (lx != ly)
+        return lx < ly ? -1 : 1;
+    return strcmp(x->id, y->id);
+}
+
+void dg_discord_messages_free(dg_discord_message *msgs, size_t n)
+{
+    if (!msgs)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        free(msgs[i].id);
+        free(msgs[i].channel_id);
+        free(msgs[i].author_id);
+        free(msgs[i].content);
+        free(msgs[i].nonce);
+        for (size_t k = 0; k < msgs[i].n_mentions; k++)
+            free(msgs[i].mention_ids[k]);
+        free(msgs[i].mention_ids);
+    }
+    free(msgs);
+}
+
+/* Fill m from one message object; 0 or -1 (malformed / no memory). */
+static int read_message(json_t *j, dg_discord_message *m)
+{
+    const char *id = json_string_value(json_object_get(j, "id"));
+    json_t *author = json_object_get(j, "author");
+    const char *aid = json_string_value(json_object_get(author, "id"));
+    if (!id || !aid)
+        return -1;
+    m->id = strdup(id);
+    m->author_id = strdup(aid);
+    m->author_bot = json_is_true(json_object_get(author, "bot"));
+    m->channel_id = xstrdup(json_string_value(json_object_get(j, "channel_id")));
+    const char *c = json_string_value(json_object_get(j, "content"));
+    m->content = strdup(c ? c : "");
+    json_t *nonce = json_object_get(j, "nonce");
+    if (json_is_string(nonce)) {
+        m->nonce = strdup(json_string_value(nonce));
+    } else if (json_is_integer(nonce)) {
+        char b[32];
+        snprintf(b, sizeof b, "%" JSON_INTEGER_FORMAT, json_integer_value(nonce));
+        m->nonce = strdup(b);
+    }
+    json_t *mentions = json_object_get(j, "mentions");
+    size_t nm = json_is_array(mentions) ? json_array_size(mentions) : 0;
+    if (nm) {
+        m->mention_ids = calloc(nm, sizeof *m->mention_ids);
+        if (!m->mention_ids)
+            return -1;
+        for (size_t i = 0; i < nm; i++) {
+            const char *uid = json_string_value(json_object_get(json_array_get(mentions, i), "id"));
+            if (uid && !(m->mention_ids[m->n_mentions++] = strdup(uid)))
+                return -1;
+        }
+    }
+    return m->id && m->author_id && m->content ? 0 : -1;
+}
+
+int dg_discord_get_messages(dg_discord *d, const char *channel_id, const char *after_id,
+                            int limit, dg_discord_message **msgs, size_t *n, dg_discord_err *err)
+{
+    if (err)
+        memset(err, 0, sizeof *err);
+    if (msgs)
+        *msgs = NULL;
+    if (n)
+        *n = 0;
+    if (!d || !msgs || !n)
+        return set_err(err, OC_ERR_INVALID, 0, 0, "get messages: missing argument");
+    if (!dg_discord_is_snowflake(channel_id))
+        return set_err(err, OC_ERR_INVALID, 0, 0,
+                       "get messages: channel id must be a snowflake (1-20 digits)");
+    if (after_id && !dg_discord_is_snowflake(after_id))
+        return set_err(err, OC_ERR_INVALID, 0, 0,
+                       "get messages: after must be a message id (snowflake)");
+    if (limit < 1 || limit > 100)
+        return set_err(err, OC_ERR_INVALID, 0, 0, "get messages: limit must be 1..100");
+    char path[128];
+    if (after_id)
+        snprintf(path, sizeof path, "/channels/%s/messages?after=%s&limit=%d", channel_id,
+                 after_id, limit);
+    else
+        snprintf(path, sizeof path, "/channels/%s/messages?limit=%d", channel_id, limit);
+    json_t *resp = NULL;
+    int rc = do_request(d, "GET", path, NULL, 1, &resp, err);
+    if (rc != OC_OK)
+        return rc;
+    if (!json_is_array(resp)) {
+        json_decref(resp);
+        return set_err(err, OC_ERR_IO, err ? err->http_status : 0, 1,
+                       "get messages: Discord's answer is not an array");
+    }
+    size_t cnt = json_array_size(resp);
+    dg_discord_message *out = cnt ? calloc(cnt, sizeof *out) : NULL;
+    if (cnt && !out) {
+        json_decref(resp);
+        return set_err(err, OC_ERR_NOMEM, 0, 1, "get messages: out of memory");
+    }
+    for (size_t i = 0; i < cnt; i++) {
+        if (read_message(json_array_get(resp, i), &out[i]) != 0) {
+            dg_discord_messages_free(out, cnt);
+            json_decref(resp);
+            return set_err(err, OC_ERR_IO, err ? err->http_status : 0, 1,
+                           "get messages: message %zu of Discord's answer is malformed", i);
+        }
+    }
+    json_decref(resp);
+    if (cnt > 1)
+        qsort(out, cnt, sizeof *out, cmp_snowflake);
+    *msgs = out;
+    *n = cnt;
+    return OC_OK;
+}

@@ -1,0 +1,219 @@
+/*
+ * store_outbox.c -- all SQL of the moderator outbox, and its schema (v3).
+ */
+#include "store_outbox.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "openclaw/plugin.h"
+#include "store_internal.h"
+
+/*
+ * Migration v2 -> v3. A row is pending until it is sent (message_id set)
+ * or failed (last_error set); ids give the order within a channel. The
+ * partial index serves the dispatcher's "oldest pending row per channel".
+ */
+const char dg_schema_v3_outbox[] =
+    "CREATE TABLE outbox ("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  channel_id TEXT NOT NULL,"
+    "  content TEXT NOT NULL CHECK (length(content) BETWEEN 1 AND 2000),"
+    "  mentions TEXT NOT NULL DEFAULT '',"
+    "  nonce TEXT NOT NULL UNIQUE CHECK (length(nonce) BETWEEN 1 AND 25),"
+    "  part INTEGER NOT NULL DEFAULT 1,"
+    "  parts INTEGER NOT NULL DEFAULT 1 CHECK (part BETWEEN 1 AND parts),"
+    "  state INTEGER NOT NULL DEFAULT 0 CHECK (state IN (0, 1, 2)),"
+    "  attempts INTEGER NOT NULL DEFAULT 0,"
+    "  created_at_ms INTEGER NOT NULL,"
+    "  done_at_ms INTEGER,"
+    "  message_id TEXT,"
+    "  last_error TEXT,"
+    "  CHECK ((state = 1) = (message_id IS NOT NULL)),"
+    "  CHECK ((state = 0) = (done_at_ms IS NULL))"
+    ");"
+    "CREATE INDEX outbox_pending ON outbox(channel_id, id) WHERE state = 0;";
+
+#define ROW_COLS                                                                          \
+    "id, channel_id, content, mentions, nonce, part, parts, state, attempts, "           \
+    "created_at_ms, done_at_ms, message_id, last_error"
+
+static const char sql_insert[] =
+    "INSERT INTO outbox(channel_id, content, mentions, nonce, part, parts, created_at_ms) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+static const char sql_heads[] =
+    "SELECT " ROW_COLS " FROM outbox WHERE id IN "
+    "(SELECT min(id) FROM outbox WHERE state = 0 GROUP BY channel_id) ORDER BY id LIMIT ?1";
+static const char sql_list_all[] = "SELECT " ROW_COLS " FROM outbox ORDER BY id";
+static const char sql_list_chan[] =
+    "SELECT " ROW_COLS " FROM outbox WHERE channel_id = ?1 ORDER BY id";
+static const char sql_sent[] =
+    "UPDATE outbox SET state = 1, message_id = ?2, done_at_ms = ?3 WHERE id = ?1 AND state = 0";
+static const char sql_retry[] =
+    "UPDATE outbox SET attempts = attempts + 1, last_error = ?2 WHERE id = ?1 AND state = 0";
+static const char sql_failed[] =
+    "UPDATE outbox SET state = 2, attempts = attempts + 1, last_error = ?2, done_at_ms = ?3 "
+    "WHERE id = ?1 AND state = 0";
+static const char sql_count[] = "SELECT count(*) FROM outbox WHERE state = ?1";
+
+int dg_store_outbox_insert(dg_store *st, const dg_outbox_row *row, int64_t *id_out)
+{
+    sqlite3_stmt *s = dg_store_stmt(st, sql_insert);
+    if (!s)
+        return OC_ERR_IO;
+    dg_store_bind_text(s, 1, row->channel_id);
+    dg_store_bind_text(s, 2, row->content);
+    dg_store_bind_text(s, 3, row->mentions ? row->mentions : "");
+    dg_store_bind_text(s, 4, row->nonce);
+    sqlite3_bind_int(s, 5, row->part);
+    sqlite3_bind_int(s, 6, row->parts);
+    sqlite3_bind_int64(s, 7, row->created_at_ms);
+    int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    if (rc != SQLITE_DONE)
+        return OC_ERR_IO;
+    if (id_out)
+        *id_out = sqlite3_last_insert_rowid(st->db);
+    return OC_OK;
+}
+
+void dg_outbox_rows_free(dg_outbox_row *rows, size_t n)
+{
+    if (!rows)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        free(rows[i].channel_id);
+        free(rows[i].content);
+        free(rows[i].mentions);
+        free(rows[i].nonce);
+        free(rows[i].message_id);
+        free(rows[i].last_error);
+    }
+    free(rows);
+}
+
+/* Step s to the end, collecting rows. */
+static int collect(sqlite3_stmt *s, dg_outbox_row **rows, size_t *n)
+{
+    dg_outbox_row *out = NULL;
+    size_t cnt = 0, cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (cnt == cap) {
+            size_t nc = cap ? cap * 2 : 16;
+            dg_outbox_row *nr = realloc(out, nc * sizeof *nr);
+            if (!nr) {
+                rc = SQLITE_NOMEM;
+                break;
+            }
+            out = nr;
+            cap = nc;
+        }
+        dg_outbox_row *r = &out[cnt++];
+        memset(r, 0, sizeof *r);
+        r->id = sqlite3_column_int64(s, 0);
+        r->channel_id = dg_store_col_dup(s, 1);
+        r->content = dg_store_col_dup(s, 2);
+        r->mentions = dg_store_col_dup(s, 3);
+        r->nonce = dg_store_col_dup(s, 4);
+        r->part = sqlite3_column_int(s, 5);
+        r->parts = sqlite3_column_int(s, 6);
+        r->state = (dg_outbox_state)sqlite3_column_int(s, 7);
+        r->attempts = sqlite3_column_int(s, 8);
+        r->created_at_ms = sqlite3_column_int64(s, 9);
+        r->done_at_ms = sqlite3_column_int64(s, 10);
+        r->message_id = dg_store_col_dup(s, 11);
+        r->last_error = dg_store_col_dup(s, 12);
+        if (!r->channel_id || !r->content || !r->mentions || !r->nonce) {
+            rc = SQLITE_NOMEM;
+            break;
+        }
+    }
+    sqlite3_reset(s);
+    if (rc != SQLITE_DONE) {
+        dg_outbox_rows_free(out, cnt);
+        return rc == SQLITE_NOMEM ? OC_ERR_NOMEM : OC_ERR_IO;
+    }
+    *rows = out;
+    *n = cnt;
+    return OC_OK;
+}
+
+int dg_store_outbox_heads(dg_store *st, size_t max, dg_outbox_row **rows, size_t *n)
+{
+    *rows = NULL;
+    *n = 0;
+    sqlite3_stmt *s = dg_store_stmt(st, sql_heads);
+    if (!s)
+        return OC_ERR_IO;
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)max);
+    return collect(s, rows, n);
+}
+
+int dg_store_outbox_list(dg_store *st, const char *channel_id, dg_outbox_row **rows, size_t *n)
+{
+    *rows = NULL;
+    *n = 0;
+    sqlite3_stmt *s = dg_store_stmt(st, channel_id ? sql_list_chan : sql_list_all);
+    if (!s)
+        return OC_ERR_IO;
+    if (channel_id)
+        dg_store_bind_text(s, 1, channel_id);
+    return collect(s, rows, n);
+}
+
+/* Run an UPDATE on one row; OC_ERR_NOT_FOUND when it changed nothing. */
+static int update_one(dg_store *st, sqlite3_stmt *s)
+{
+    int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    if (rc != SQLITE_DONE)
+        return OC_ERR_IO;
+    return sqlite3_changes(st->db) == 1 ? OC_OK : OC_ERR_NOT_FOUND;
+}
+
+int dg_store_outbox_mark_sent(dg_store *st, int64_t id, const char *message_id, int64_t now_ms)
+{
+    sqlite3_stmt *s = dg_store_stmt(st, sql_sent);
+    if (!s || !message_id)
+        return s ? OC_ERR_INVALID : OC_ERR_IO;
+    sqlite3_bind_int64(s, 1, id);
+    dg_store_bind_text(s, 2, message_id);
+    sqlite3_bind_int64(s, 3, now_ms);
+    return update_one(st, s);
+}
+
+int dg_store_outbox_mark_retry(dg_store *st, int64_t id, const char *error)
+{
+    sqlite3_stmt *s = dg_store_stmt(st, sql_retry);
+    if (!s)
+        return OC_ERR_IO;
+    sqlite3_bind_int64(s, 1, id);
+    dg_store_bind_text(s, 2, error);
+    return update_one(st, s);
+}
+
+int dg_store_outbox_mark_failed(dg_store *st, int64_t id, const char *error, int64_t now_ms)
+{
+    sqlite3_stmt *s = dg_store_stmt(st, sql_failed);
+    if (!s)
+        return OC_ERR_IO;
+    sqlite3_bind_int64(s, 1, id);
+    dg_store_bind_text(s, 2, error ? error : "unknown error");
+    sqlite3_bind_int64(s, 3, now_ms);
+    return update_one(st, s);
+}
+
+int dg_store_outbox_count(dg_store *st, dg_outbox_state state, int64_t *n)
+{
+    *n = 0;
+    sqlite3_stmt *s = dg_store_stmt(st, sql_count);
+    if (!s)
+        return OC_ERR_IO;
+    sqlite3_bind_int(s, 1, (int)state);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW)
+        *n = sqlite3_column_int64(s, 0);
+    sqlite3_reset(s);
+    return rc == SQLITE_ROW ? OC_OK : OC_ERR_IO;
+}

@@ -1,0 +1,64 @@
+/*
+ * store_outbox.h -- typed access to the moderator outbox table (schema v3).
+ *
+ * A row is one Discord message owed: pending until the dispatcher marks it
+ * sent (with Discord's message id) or failed (with the reason). Every
+ * function here must run inside an open store transaction
+ * (dg_store_begin .. dg_store_commit) on the calling thread.
+ */
+#ifndef DG_STORE_OUTBOX_H
+#define DG_STORE_OUTBOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "store.h"
+
+typedef enum dg_outbox_state {
+    DG_OUTBOX_PENDING = 0,
+    DG_OUTBOX_SENT = 1,
+    DG_OUTBOX_FAILED = 2
+} dg_outbox_state;
+
+typedef struct dg_outbox_row {
+    int64_t id;             /* order of sending within a channel */
+    char *channel_id;
+    char *content;          /* <= 2000 characters */
+    char *mentions;         /* comma-separated user ids allowed to be pinged; "" none */
+    char *nonce;            /* stable, <= 25 characters, unique */
+    int part, parts;        /* 1-based part of a split message */
+    dg_outbox_state state;
+    int attempts;           /* failed sends so far */
+    int64_t created_at_ms;
+    int64_t done_at_ms;     /* sent or failed; 0 while pending */
+    char *message_id;       /* Discord's id once sent, else NULL */
+    char *last_error;       /* last failure reason, else NULL */
+} dg_outbox_row;
+
+/* Insert a pending row from row's channel_id, content, mentions, nonce,
+ * part, parts, created_at_ms (borrowed). *id_out may be NULL. Returns OC_OK
+ * or OC_ERR_IO (constraint or SQLite error). */
+int dg_store_outbox_insert(dg_store *st, const dg_outbox_row *row, int64_t *id_out);
+
+/* The oldest pending row of each channel, at most max rows, ordered by id.
+ * *rows (NULL when *n is 0) is owned by the caller: dg_outbox_rows_free. */
+int dg_store_outbox_heads(dg_store *st, size_t max, dg_outbox_row **rows, size_t *n);
+
+/* Every row of a channel (NULL: all channels) ordered by id; same ownership. */
+int dg_store_outbox_list(dg_store *st, const char *channel_id, dg_outbox_row **rows,
+                         size_t *n);
+
+/* Pending row -> sent. OC_ERR_NOT_FOUND when the row is not pending. */
+int dg_store_outbox_mark_sent(dg_store *st, int64_t id, const char *message_id, int64_t now_ms);
+
+/* Count one more failed attempt of a pending row and keep the reason. */
+int dg_store_outbox_mark_retry(dg_store *st, int64_t id, const char *error);
+
+/* Pending row -> failed for good, with the reason. */
+int dg_store_outbox_mark_failed(dg_store *st, int64_t id, const char *error, int64_t now_ms);
+
+/* Rows in a state. */
+int dg_store_outbox_count(dg_store *st, dg_outbox_state state, int64_t *n);
+
+void dg_outbox_rows_free(dg_outbox_row *rows, size_t n);
+
+#endif

@@ -1,0 +1,815 @@
+/*
+ * check_discord.c -- the Discord REST client against the in-process fake:
+ * happy paths, permission overwrites, mentions, rate limits (route, global,
+ * unknown bucket, known bucket), retries, refusals, timeouts, abort, and
+ * the token never leaving the Authorization header.
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "discord.h"
+#include "fake_discord.h"
+#include "outbox_env.h"
+
+#define TOKEN "tok-Agent.ZZ-secret"
+#define USER "200000000000000001"
+#define OTHER_TOKEN "tok-outsider"
+#define OTHER "200000000000000099"
+#define MEMBER1 "300000000000000001"
+#define MEMBER2 "300000000000000002"
+#define MEMBER3 "300000000000000003"
+
+typedef struct env {
+    fake_discord *fd;
+    dg_discord *d;
+    char chan[24];
+    char chan2[24];
+    pthread_mutex_t mu;
+    char log[1 << 16];
+    size_t log_len;
+} env;
+
+static void capture(void *state, int level, const char *message)
+{
+    env *e = state;
+    pthread_mutex_lock(&e->mu);
+    int n = snprintf(e->log + e->log_len, sizeof e->log - e->log_len, "%d %s\n", level, message);
+    if (n > 0 && (size_t)n < sizeof e->log - e->log_len)
+        e->log_len += (size_t)n;
+    pthread_mutex_unlock(&e->mu);
+}
+
+/* Fake + client; tune may be NULL. Short back-off so retries stay fast. */
+static env *env_open(const dg_discord_options *tune)
+{
+    env *e = calloc(1, sizeof *e);
+    ck_assert_ptr_nonnull(e);
+    pthread_mutex_init(&e->mu, NULL);
+    char err[256];
+    ck_assert_msg(fake_discord_start(NULL, &e->fd, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(fake_discord_add_user(e->fd, TOKEN, USER, "agent", 1), 0);
+    ck_assert_int_eq(fake_discord_add_user(e->fd, OTHER_TOKEN, OTHER, "outsider", 1), 0);
+    ck_assert_int_eq(fake_discord_add_channel(e->fd, NULL, "general", e->chan), 0);
+    ck_assert_int_eq(fake_discord_add_channel(e->fd, NULL, "random", e->chan2), 0);
+    dg_discord_options o;
+    memset(&o, 0, sizeof o);
+    if (tune)
+        o = *tune;
+    if (!o.backoff_base_ms)
+        o.backoff_base_ms = 10;
+    if (!o.backoff_max_ms)
+        o.backoff_max_ms = 40;
+    if (!o.timeout_ms)
+        o.timeout_ms = 10000;
+    o.api_base = fake_discord_url(e->fd);
+    o.token = TOKEN;
+    o.guild_id = fake_discord_guild_id(e->fd);
+    o.log = capture;
+    o.log_state = e;
+    ck_assert_msg(dg_discord_new(&o, &e->d, err, sizeof err) == OC_OK, "%s", err);
+    return e;
+}
+
+static void env_close(env *e)
+{
+    /* Whatever happened, the token never reached a log line. */
+    pthread_mutex_lock(&e->mu);
+    ck_assert_msg(!strstr(e->log, TOKEN), "token found in the client's log: %s", e->log);
+    pthread_mutex_unlock(&e->mu);
+    dg_discord_free(e->d);
+    fake_discord_stop(e->fd);
+    pthread_mutex_destroy(&e->mu);
+    free(e);
+}
+
+static json_t *req_at(json_t *reqs, size_t i)
+{
+    ck_assert_uint_gt(json_array_size(reqs), i);
+    return json_array_get(reqs, i);
+}
+
+static long long req_ms(json_t *reqs, size_t i)
+{
+    return (long long)json_integer_value(json_object_get(req_at(reqs, i), "tMs"));
+}
+
+static long req_status(json_t *reqs, size_t i)
+{
+    return (long)json_integer_value(json_object_get(req_at(reqs, i), "status"));
+}
+
+static const char *jstr(json_t *o, const char *key)
+{
+    return json_string_value(json_object_get(o, key));
+}
+
+/* ---- happy paths ----------------------------------------------------------------------- */
+
+START_TEST(post_message_happy)
+{
+    env *e = env_open(NULL);
+    const char *mentions[] = {MEMBER1};
+    char *mid = NULL;
+    dg_discord_err err;
+    int rc = dg_discord_post_message(e->d, e->chan, "hello <@" MEMBER1 ">", mentions, 1,
+                                     "nonce-happy-1", &mid, &err);
+    ck_assert_msg(rc == OC_OK, "%s", err.message);
+    ck_assert_str_eq(err.message, "");
+    ck_assert_int_eq(err.attempts, 1);
+    ck_assert_ptr_nonnull(mid);
+
+    json_t *msgs = fake_discord_messages(e->fd, e->chan);
+    ck_assert_uint_eq(json_array_size(msgs), 1);
+    json_t *m = json_array_get(msgs, 0);
+    ck_assert_str_eq(jstr(m, "id"), mid);
+    ck_assert_str_eq(jstr(json_object_get(m, "author"), "id"), USER);
+    ck_assert_str_eq(jstr(m, "content"), "hello <@" MEMBER1 ">");
+    ck_assert_str_eq(jstr(m, "nonce"), "nonce-happy-1");
+
+    json_t *reqs = fake_discord_requests(e->fd, 0);
+    ck_assert_uint_eq(json_array_size(reqs), 1);
+    json_t *r = req_at(reqs, 0);
+    ck_assert_str_eq(jstr(r, "method"), "POST");
+    ck_assert_str_eq(jstr(r, "route"), "POST /channels/{id}/messages");
+    ck_assert_str_eq(jstr(r, "authorization"), "Bot " TOKEN);
+    ck_assert_str_eq(jstr(r, "contentType"), "application/json");
+    ck_assert_msg(!strncmp(jstr(r, "userAgent"), "DiscordBot (", 12), "%s", jstr(r, "userAgent"));
+    json_t *body = json_object_get(r, "body");
+    ck_assert(json_is_true(json_object_get(body, "enforce_nonce")));
+    ck_assert_str_eq(jstr(body, "nonce"), "nonce-happy-1");
+    json_t *want = json_pack("{s:[], s:[s]}", "parse", "users", MEMBER1);
+    ck_assert(json_equal(json_object_get(body, "allowed_mentions"), want));
+    json_decref(want);
+    json_decref(reqs);
+    json_decref(msgs);
+    free(mid);
+    env_close(e);
+}
+END_TEST
+
+START_TEST(get_messages_after)
+{
+    env *e = env_open(NULL);
+    char *ids[5];
+    for (int i = 0; i < 5; i++) {
+        char text[16], nonce[16];
+        snprintf(text, sizeof text, "m%d", i);
+        snprintf(nonce, sizeof nonce, "n%d", i);
+        ck_assert_int_eq(dg_discord_post_message(e->d, e->chan, text, NULL, 0, nonce, &ids[i],
+                                                 NULL),
+                         OC_OK);
+    }
+    dg_discord_message *ms = NULL;
+    size_t n = 0;
+    dg_discord_err err;
+    ck_assert_int_eq(dg_discord_get_messages(e->d, e->chan, ids[1], 2, &ms, &n, &err), OC_OK);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_str_eq(ms[0].id, ids[2]);  /* oldest first */
+    ck_assert_str_eq(ms[1].id, ids[3]);
+    ck_assert_str_eq(ms[0].content, "m2");
+    ck_assert_str_eq(ms[0].author_id, USER);
+    ck_assert_int_eq(ms[0].author_bot, 1);
+    ck_assert_str_eq(ms[0].nonce, "n2");
+    ck_assert_str_eq(ms[0].channel_id, e->chan);
+    dg_discord_messages_free(ms, n);
+
+    ck_assert_int_eq(dg_discord_get_messages(e->d, e->chan, NULL, 100, &ms, &n, &err), OC_OK);
+    ck_assert_uint_eq(n, 5);
+    for (int i = 0; i < 5; i++)
+        ck_assert_str_eq(ms[i].id, ids[i]);
+    dg_discord_messages_free(ms, n);
+
+    ck_assert_int_eq(dg_discord_get_messages(e->d, e->chan, ids[4], 10, &ms, &n, &err), OC_OK);
+    ck_assert_uint_eq(n, 0);
+    ck_assert_ptr_null(ms);
+    ck_assert_int_eq(dg_discord_get_messages(e->d, e->chan, NULL, 0, &ms, &n, &err),
+                     OC_ERR_INVALID);
+    ck_assert_int_eq(dg_discord_get_messages(e->d, e->chan, "12x", 10, &ms, &n, &err),
+                     OC_ERR_INVALID);
+    for (int i = 0; i < 5; i++)
+        free(ids[i]);
+    env_close(e);
+}
+END_TEST
+
+START_TEST(private_channel_overwrites_exact)
+{
+    env *e = env_open(NULL);
+    /* The agent bot itself is one of the members, so it can post afterwards;
+     * a duplicate is dropped. */
+    const char *members[] = {MEMBER1, USER, MEMBER2, MEMBER1};
+    dg_discord_channel_spec spec = {
+        .name = "design-review",
+        .topic = "talk it through",
+        .member_ids = members,
+        .n_members = 4,
+    };
+    char *cid = NULL;
+    dg_discord_err err;
+    int rc = dg_discord_create_private_channel(e->d, &spec, &cid, &err);
+    ck_assert_msg(rc == OC_OK, "%s", err.message);
+    ck_assert(dg_discord_is_snowflake(cid));
+
+    json_t *reqs = fake_discord_requests(e->fd, 0);
+    ck_assert_uint_eq(json_array_size(reqs), 1);
+    json_t *r = req_at(reqs, 0);
+    char path[64];
+    snprintf(path, sizeof path, "/guilds/%s/channels", fake_discord_guild_id(e->fd));
+    ck_assert_str_eq(jstr(r, "path"), path);
+    json_t *body = json_object_get(r, "body");
+    ck_assert_str_eq(jstr(body, "name"), "design-review");
+    ck_assert_int_eq(json_integer_value(json_object_get(body, "type")), 0);
+    ck_assert_str_eq(jstr(body, "topic"), "talk it through");
+    json_t *want = json_pack("[{s:s, s:i, s:s, s:s}, {s:s, s:i, s:s, s:s}, {s:s, s:i, s:s, s:s},"
+                             " {s:s, s:i, s:s, s:s}]",
+                             "id", fake_discord_guild_id(e->fd), "type", 0, "allow", "0", "deny",
+                             "1024", "id", MEMBER1, "type", 1, "allow", "68608", "deny", "0",
+                             "id", USER, "type", 1, "allow", "68608", "deny", "0", "id", MEMBER2,
+                             "type", 1, "allow", "68608", "deny", "0");
+    char *got = json_dumps(json_object_get(body, "permission_overwrites"), JSON_COMPACT);
+    ck_assert_msg(json_equal(json_object_get(body, "permission_overwrites"), want), "%s", got);
+    free(got);
+    json_decref(want);
+    json_decref(reqs);
+
+    /* The fake created it private: members post, an outsider is refused. */
+    ck_assert_int_eq(dg_discord_post_message(e->d, cid, "member speaks", NULL, 0, NULL, NULL,
+                                             &err),
+                     OC_OK);
+    dg_discord_options o;
+    memset(&o, 0, sizeof o);
+    o.api_base = fake_discord_url(e->fd);
+    o.token = OTHER_TOKEN;
+    dg_discord *outsider = NULL;
+    char ebuf[128];
+    ck_assert_int_eq(dg_discord_new(&o, &outsider, ebuf, sizeof ebuf), OC_OK);
+    rc = dg_discord_post_message(outsider, cid, "let me in", NULL, 0, NULL, NULL, &err);
+    ck_assert_int_eq(rc, OC_ERR_DENIED);
+    ck_assert_int_eq(err.http_status, 403);
+    ck_assert_msg(strstr(err.message, "Missing Access"), "%s", err.message);
+    dg_discord_free(outsider);
+    free(cid);
+    env_close(e);
+}
+END_TEST
+
+START_TEST(channel_spec_refused_locally)
+{
+    env *e = env_open(NULL);
+    const char *bad_member[] = {"not-a-snowflake"};
+    dg_discord_channel_spec spec = {.name = "Bad Name"};
+    char *cid = NULL;
+    dg_discord_err err;
+    ck_assert_int_eq(dg_discord_create_private_channel(e->d, &spec, &cid, &err), OC_ERR_INVALID);
+    ck_assert_msg(strstr(err.message, "upper-case"), "%s", err.message);
+    spec.name = "ok-name";
+    spec.member_ids = bad_member;
+    spec.n_members = 1;
+    ck_assert_int_eq(dg_discord_create_private_channel(e->d, &spec, &cid, &err), OC_ERR_INVALID);
+    ck_assert_msg(strstr(err.message, "member 0"), "%s", err.message);
+    ck_assert_uint_eq(fake_discord_request_count(e->fd), 0);
+
+    char why[128];
+    ck_assert_int_eq(dg_discord_check_channel_name("a b", why, sizeof why), OC_ERR_INVALID);
+    ck_assert_int_eq(dg_discord_check_channel_name("", why, sizeof why), OC_ERR_INVALID);
+    char longname[120];
+    memset(longname, 'a', 101);
+    longname[101] = '\0';
+    ck_assert_int_eq(dg_discord_check_channel_name(longname, why, sizeof why), OC_ERR_INVALID);
+    longname[100] = '\0';
+    ck_assert_int_eq(dg_discord_check_channel_name(longname, why, sizeof why), OC_OK);
+    ck_assert_int_eq(dg_discord_check_channel_name("überlegung-2", why, sizeof why), OC_OK);
+    ck_assert(dg_discord_is_snowflake("18446744073709551615"));
+    ck_assert(!dg_discord_is_snowflake("18446744073709551616"));
+    ck_assert(!dg_discord_is_snowflake("0123"));
+    ck_assert(!dg_discord_is_snowflake(""));
+    ck_assert(!dg_discord_is_snowflake(NULL));
+    env_close(e);
+}
+END_TEST
+
+START_TEST(everyone_and_here_never_ping)
+{
+    env *e = env_open(NULL);
+    const char *mentions[] = {MEMBER1};
+    dg_discord_err err;
+    ck_assert_int_eq(dg_discord_post_message(e->d, e->chan,
+                                             "@everyone @here look <@" MEMBER1 "> and <@" MEMBER2
+                                             ">",
+                                             mentions, 1, "n-everyone", NULL, &err),
+                     OC_OK);
+    json_t *reqs = fake_discord_requests(e->fd, 0);
+    json_t *am = json_object_get(json_object_get(req_at(reqs, 0), "body"), "allowed_mentions");
+    ck_assert(json_is_array(json_object_get(am, "parse")));
+    ck_assert_uint_eq(json_array_size(json_object_get(am, "parse")), 0);
+    ck_assert_uint_eq(json_array_size(json_object_get(am, "users")), 1);
+    ck_assert_str_eq(json_string_value(json_array_get(json_object_get(am, "users"), 0)), MEMBER1);
+    json_t *msgs = fake_discord_messages(e->fd, e->chan);
+    json_t *m = json_array_get(msgs, 0);
+    ck_assert(json_is_false(json_object_get(m, "mention_everyone")));
+    json_t *pinged = json_object_get(m, "mentions");
+    ck_assert_uint_eq(json_array_size(pinged), 1);
+    ck_assert_str_eq(jstr(json_array_get(pinged, 0), "id"), MEMBER1);
+    json_decref(msgs);
+    json_decref(reqs);
+
+    /* Without a mention list nobody is pinged at all. */
+    ck_assert_int_eq(dg_discord_post_message(e->d, e->chan, "@everyone <@" MEMBER1 ">", NULL, 0,
+                                             NULL, NULL, &err),
+                     OC_OK);
+    msgs = fake_discord_messages(e->fd, e->chan);
+    m = json_array_get(msgs, 1);
+    ck_assert(json_is_false(json_object_get(m, "mention_everyone")));
+    ck_assert_uint_eq(json_array_size(json_object_get(m, "mentions")), 0);
+    json_decref(msgs);
+    env_close(e);
+}
+END_TEST
+
+/* ---- rate limits ---------------------------------------------------------------------------- */
+
+START_TEST(route_429_waits_retry_after)
+{
+    env *e = env_open(NULL);
+    ck_assert_int_eq(fake_discord_add_fault(e->fd, "POST /channels/{id}/messages", FD_FAULT_429,
+                                            1, 0.3, 0),
+                     0);
+    dg_discord_err err;
+    char *mid = NULL;
+    int rc = dg_discord_post_message(e->d, e->chan, "after the limit", NULL, 0, "n-429", &mid,
+                                     &err);
+    ck_assert_msg(rc == OC_OK, "%s", err.message);
+    json_t *reqs = fake_discord_requests(e->fd, 0);
+    ck_assert_uint_eq(json_array_size(reqs), 2);
+    ck_assert_int_eq(req_status(reqs, 0), 429);
+    ck_assert_int_eq(req_status(reqs, 1), 200);
+    long long gap = req_ms(reqs, 1) - req_ms(reqs, 0);
+    ck_assert_msg(gap >= 300, "retried after %lld ms, retry_after was 300 ms", gap);
+    ck_assert_uint_eq(fake_discord_message_count(e->fd, e->chan), 1);
+    ck_assert_int_eq(err.attempts, 2);
+    json_decref(reqs);
+    free(mid);
+    env_close(e);
+}
+END_TEST
+
+typedef struct post_job {
+    env *e;
+    const char *chan;
+    const char *nonce;
+    int rc;
+    dg_discord_err err;
+} post_job;
+
+static void *post_thread(void *arg)
+{
+    post_job *j = arg;
+    j->rc = dg_discord_post_message(j->e->d, j->chan, "from a thread", NULL, 0, j->nonce, NULL,
+                                    &j->err);
+    return NULL;
+}
+
+/* Index of the first recorded request with status, or -1. */
+static int find_status(fake_discord *fd, long status, long long wait_ms)
+{
+    long long until = obe_mono_ms() + wait_ms;
+    do {
+        json_t *reqs = fake_discord_requests(fd, 0);
+        for (size_t i = 0; i < json_array_size(reqs); i++) {
+            if (req_status(reqs, i) == status) {
+                json_decref(reqs);
+                return (int)i;
+            }
+        }
+        json_decref(reqs);
+        usleep(2000);
+    } while (obe_mono_ms() < until);
+    return -1;
+}
+
+START_TEST(global_429_blocks_every_route)
+{
+    env *e = env_open(NULL);
+    /* Learn both routes' buckets first, so only the global limit can hold
+     * the second request back. */
+    ck_assert_int_eq(dg_discord_post_message(e->d, e->chan, "warm a", NULL, 0, NULL, NULL, NULL),
+                     OC_OK);
+    ck_assert_int_eq(dg_discord_post_message(e->d, e->chan2, "warm b", NULL, 0, NULL, NULL, NULL),
+                     OC_OK);
+    fake_discord_clear_requests(e->fd);
+    char route[64];
+    snprintf(route, sizeof route, "POST /channels/%s/messages", e->chan);
+    ck_assert_int_eq(fake_discord_add_fault(e->fd, route, FD_FAULT_GLOBAL_429, 1, 0.5, 0), 0);
+
+    post_job a = {.e = e, .chan = e->chan, .nonce = "n-global-a"};
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, post_thread, &a), 0);
+    ck_assert_msg(find_status(e->fd, 429, 5000) == 0, "no 429 recorded");
+    /* Give the client a moment to read the 429 before the other route goes. */
+    usleep(50 * 1000);
+    dg_discord_err err;
+    int rc = dg_discord_post_message(e->d, e->chan2, "other route", NULL, 0, "n-global-b", NULL,
+                                     &err);
+    ck_assert_msg(rc == OC_OK, "%s", err.message);
+    pthread_join(t, NULL);
+    ck_assert_msg(a.rc == OC_OK, "%s", a.err.message);
+
+    json_t *reqs = fake_discord_requests(e->fd, 0);
+    ck_assert_uint_eq(json_array_size(reqs), 3);
+    long long t429 = req_ms(reqs, 0);
+    for (size_t i = 1; i < 3; i++) {
+        long long gap = req_ms(reqs, i) - t429;
+        ck_assert_msg(gap >= 500, "request %zu (%s) went %lld ms after a global 429 of 500 ms", i,
+                      jstr(req_at(reqs, i), "path"), gap);
+        ck_assert_int_eq(req_status(reqs, i), 200);
+    }
+    ck_assert_uint_eq(fake_discord_message_count(e->fd, e->chan), 2);
+    ck_assert_uint_eq(fake_discord_message_count(e->fd, e->chan2), 2);
+    json_decref(reqs);
+    env_close(e);
+}
+END_TEST
+
+START_TEST(unknown_bucket_one_at_a_time)
+{
+    env *e = env_open(NULL);
+    /* The first request is held 300 ms by the fake; a second one on the same
+     * route (bucket still unknown) must wait for its answer. */
+    ck_assert_int_eq(fake_discord_add_fault(e->fd, "*", FD_FAULT_DELAY, 1, 0, 300), 0);
+    post_job a = {.e = e, .chan = e->chan, .nonce = "n-unk-a"};
+    post_job b = {.e = e, .chan = e->chan, .nonce = "n-unk-b"};
+    pthread_t ta, tb;
+    ck_assert_int_eq(pthread_create(&ta, NULL, post_thread, &a), 0);
+    ck_assert_int_eq(fake_discord_wait_requests(e->fd, 1, 5000), 0);
+    ck_assert_int_eq(pthread_create(&tb, NULL, post_thread, &b), 0);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    ck_assert_int_eq(a.rc, OC_OK);
+    ck_assert_int_eq(b.rc, OC_OK);
+    json_t *reqs = fake_discord_requests(e->fd, 0);
+    ck_assert_uint_eq(json_array_size(reqs), 2);
+    long long gap = req_ms(reqs, 1) - req_ms(reqs, 0);
+    ck_assert_msg(gap >= 300, "second request overlapped the first (%lld ms)", gap);
+    json_decref(reqs);
+    env_close(e);
+}
+END_TEST
+
+START_TEST(known_bucket_waits_for_reset)
+{
+    env *e = env_open(NULL);
+    fake_discord_set_rate_limit(e->fd, 2, 0.6);
+    for (int i = 0; i < 3; i++) {
+        char nonce[16];
+        snprintf(nonce, sizeof nonce, "n-bucket-%d", i);
+        ck_assert_int_eq(dg_discord_post_message(e->d, e->chan, "within limits", NULL, 0, nonce,
+                                                 NULL, NULL),
+                         OC_OK);
+    }
+    json_t *reqs = fake_discord_requests(e->fd, 0);
+    /* The client read Remaining: 0 and waited: no 429 at all. */
+    ck_assert_uint_eq(json_array_size(reqs), 3);
+    for (size_t i = 0; i < 3; i++)
+        ck_assert_int_eq(req_status(reqs, i), 200);
+    long long gap = req_ms(reqs, 2) - req_ms(reqs, 0);
+    ck_assert_msg(gap >= 550, "third request %lld ms after the first; window is 600 ms", gap);
+    json_decref(reqs);
+    env_close(e);
+}
+END_TEST
+
+/* ---- retries and refusals ------------------------------------------------------------------- */
+
+START_TEST(server_error_three_times_then_success)
+{
+    env *e = env_open(NULL);
+    ck_assert_int_eq(fake_discord_add_fault(e->fd, "*", FD_FAULT_500, 3, 0, 0), 0);
+    dg_discord_err err;
+    char *mid = NULL;
+    int rc = dg_discord_post_message(e->d, e->chan, "eventually", NULL, 0, "n-500", &mid, &err);
+    ck_assert_msg(rc == OC_OK, "%s", err.message);
+    ck_assert_int_eq(err.attempts, 4);
+    ck_assert_uint_eq(fake_discord_request_count(e->fd), 4);
+    ck_assert_uint_eq(fake_discord_message_count(e->fd, e->chan), 1);
+    free(mid);
+    pthread_mutex_lock(&e->mu);
+    ck_assert_msg(strstr(e->log, "answered 500"), "retries are logged: %s", e->log);
+    pthread_mutex_unlock(&e->mu);
+    env_close(e);
+}
+END_TEST
+
+START_TEST(server_errors_bounded)
+{
+    dg_discord_options o = {.max_attempts = 3};
+    env *e = env_open(&o);
+    ck_assert_int_eq(fake_discord_add_fault(e->fd, "*", FD_FAULT_500, 10, 0, 0), 0);
+    dg_discord_err err;
+    int rc = dg_discord_post_message(e->d, e->chan, "never", NULL, 0, "n-500b", NULL, &err);
+    ck_assert_int_eq(rc, OC_ERR_IO);
+    ck_assert_int_eq(err.retryable, 1);
+    ck_assert_int_eq(err.http_status, 500);
+    ck_assert_int_eq(err.attempts, 3);
+    ck_assert_uint_eq(fake_discord_request_count(e->fd), 3);
+    env_close(e);
+}
+END_TEST
+
+START_TEST(forbidden_not_retried)
+{
+    env *e = env_open(NULL);
+    ck_assert_int_eq(fake_discord_add_fault(e->fd, "*", FD_FAULT_403, 5, 0, 0), 0);
+    dg_discord_err err;
+    int rc = dg_discord_post_message(e->d, e->chan, "denied", NULL, 0, "n-403", NULL, &err);
+    ck_assert_int_eq(rc, OC_ERR_DENIED);
+    ck_assert_int_eq(err.http_status, 403);
+    ck_assert_int_eq(err.discord_code, 50013);
+    ck_assert_int_eq(err.retryable, 0);
+    ck_assert_msg(strstr(err.message, "Missing Permissions"), "%s", err.message);
+    ck_assert_uint_eq(fake_discord_request_count(e->fd), 1);
+    ck_assert_uint_eq(fake_discord_message_count(e->fd, NULL), 0);
+    env_close(e);
+}
+END_TEST
+
+START_TEST(not_found_and_unauthorized)
+{
+    env *e = env_open(NULL);
+    dg_discord_err err;
+    int rc = dg_discord_post_message(e->d, "123456789012345678", "x", NULL, 0, NULL, NULL, &err);
+    ck_assert_int_eq(rc, OC_ERR_NOT_FOUND);
+    ck_assert_int_eq(err.http_status, 404);
+    ck_assert_int_eq(err.discord_code, 10003);
+    ck_assert_msg(strstr(err.message, "Unknown Channel"), "%s", err.message);
+
+    dg_discord_options o;
+    memset(&o, 0, sizeof o);
+    o.api_base = fake_discord_url(e->fd);
+    o.token = "tok-nobody-knows";
+    dg_discord *bad = NULL;
+    char ebuf[128];
+    ck_assert_int_eq(dg_discord_new(&o, &bad, ebuf, sizeof ebuf), OC_OK);
+    rc = dg_discord_post_message(bad, e->chan, "x", NULL, 0, "n-401", NULL, &err);
+    ck_assert_int_eq(rc, OC_ERR_DENIED);
+    ck_assert_int_eq(err.http_status, 401);
+    ck_assert_int_eq(err.retryable, 0);
+    ck_assert_msg(strstr(err.message, "Unauthorized"), "%s", err.message);
+    ck_assert_msg(!strstr(err.message, "tok-nobody-knows"), "%s", err.message);
+    dg_discord_free(bad);
+    ck_assert_uint_eq(fake_discord_request_count(e->fd), 2);
+    env_close(e);
+}
+END_TEST
+
+START_TEST(bad_request_carries_discords_message)
+{
+    env *e = env_open(NULL);
+    /* The client refuses an over-long content itself, without a request... */
+    char big[2100];
+    memset(big, 'x', 2001);
+    big[2001] = '\0';
+    dg_discord_err err;
+    ck_assert_int_eq(dg_discord_post_message(e->d, e->chan, big, NULL, 0, NULL, NULL, &err),
+                     OC_ERR_INVALID);
+    ck_assert_int_eq(dg_discord_post_message(e->d, e->chan, "ok", NULL, 0,
+                                             "12345678901234567890123456", NULL, &err),
+                     OC_ERR_INVALID);
+    ck_assert_uint_eq(fake_discord_request_count(e->fd), 0);
+    /* ...and surfaces Discord's own words when it refuses one. */
+    json_t *body = json_pack("{s:s}", "content", big);
+    char path[64];
+    snprintf(path, sizeof path, "/channels/%s/messages", e->chan);
+    int rc = dg_discord_request(e->d, "POST", path, body, 0, NULL, &err);
+    json_decref(body);
+    ck_assert_int_eq(rc, OC_ERR_INVALID);
+    ck_assert_int_eq(err.http_status, 400);
+    ck_assert_int_eq(err.discord_code, 50035);
+    ck_assert_msg(strstr(err.message, "Invalid Form Body") &&
+                      strstr(err.message, "content: Must be 2000 or fewer in length."),
+                  "%s", err.message);
+    ck_assert_uint_eq(fake_discord_request_count(e->fd), 1);
+    env_close(e);
+}
+END_TEST
+
+START_TEST(dropped_connection_retried_with_nonce)
+{
+    env *e = env_open(NULL);
+    /* Accepted, then the answer is lost: the retry carries the same nonce
+     * and Discord returns the first message. */
+    ck_assert_int_eq(fake_discord_add_fault(e->fd, "*", FD_FAULT_DROP_AFTER, 1, 0, 0), 0);
+    ck_assert_int_eq(fake_discord_add_fault(e->fd, "*", FD_FAULT_DROP, 1, 0, 0), 0);
+    dg_discord_err err;
+    char *mid = NULL;
+    int rc = dg_discord_post_message(e->d, e->chan, "once", NULL, 0, "n-drop", &mid, &err);
+    ck_assert_msg(rc == OC_OK, "%s", err.message);
+    ck_assert_int_eq(err.attempts, 3);
+    ck_assert_uint_eq(fake_discord_message_count(e->fd, e->chan), 1);
+    json_t *msgs = fake_discord_messages(e->fd, e->chan);
+    ck_assert_str_eq(jstr(json_array_get(msgs, 0), "id"), mid);
+    json_decref(msgs);
+    free(mid);
+
+    /* Without a nonce a broken transfer is not retried: it may have posted. */
+    ck_assert_int_eq(fake_discord_add_fault(e->fd, "*", FD_FAULT_DROP_AFTER, 1, 0, 0), 0);
+    rc = dg_discord_post_message(e->d, e->chan, "maybe", NULL, 0, NULL, NULL, &err);
+    ck_assert_int_eq(rc, OC_ERR_IO);
+    ck_assert_int_eq(err.attempts, 1);
+    ck_assert_int_eq(err.retryable, 1);
+    env_close(e);
+}
+END_TEST
+
+START_TEST(timeout_bounded)
+{
+    dg_discord_options o = {.timeout_ms = 400};
+    env *e = env_open(&o);
+    ck_assert_int_eq(fake_discord_add_fault(e->fd, "*", FD_FAULT_DELAY, 5, 0, 5000), 0);
+    dg_discord_err err;
+    long long t0 = obe_mono_ms();
+    int rc = dg_discord_post_message(e->d, e->chan, "slow", NULL, 0, "n-slow", NULL, &err);
+    long long took = obe_mono_ms() - t0;
+    ck_assert_int_eq(rc, OC_ERR_IO);
+    ck_assert_int_eq(err.retryable, 1);
+    ck_assert_msg(strstr(err.message, "timed out"), "%s", err.message);
+    ck_assert_msg(took >= 390 && took < 2500, "call took %lld ms with a 400 ms bound", took);
+    env_close(e);
+}
+END_TEST
+
+START_TEST(rate_limit_beyond_bound_fails_fast)
+{
+    dg_discord_options o = {.timeout_ms = 500};
+    env *e = env_open(&o);
+    ck_assert_int_eq(fake_discord_add_fault(e->fd, "*", FD_FAULT_429, 1, 30.0, 0), 0);
+    dg_discord_err err;
+    long long t0 = obe_mono_ms();
+    int rc = dg_discord_post_message(e->d, e->chan, "later", NULL, 0, "n-later", NULL, &err);
+    long long took = obe_mono_ms() - t0;
+    ck_assert_int_eq(rc, OC_ERR_IO);
+    ck_assert_int_eq(err.retryable, 1);
+    ck_assert_msg(err.retry_after_ms > 29000, "retry_after_ms %ld", err.retry_after_ms);
+    ck_assert_msg(took < 2000, "took %lld ms", took);
+    ck_assert_uint_eq(fake_discord_request_count(e->fd), 1);
+    env_close(e);
+}
+END_TEST
+
+typedef struct abort_job {
+    env *e;
+    int rc;
+    dg_discord_err err;
+    long long ended;
+} abort_job;
+
+static void *abort_thread(void *arg)
+{
+    abort_job *j = arg;
+    j->rc = dg_discord_post_message(j->e->d, j->e->chan, "hang", NULL, 0, "n-hang", NULL,
+                                    &j->err);
+    j->ended = obe_mono_ms();
+    return NULL;
+}
+
+START_TEST(abort_ends_transfer_quickly)
+{
+    env *e = env_open(NULL);
+    ck_assert_int_eq(fake_discord_add_fault(e->fd, "*", FD_FAULT_DELAY, 1, 0, 20000), 0);
+    abort_job j = {.e = e};
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, abort_thread, &j), 0);
+    ck_assert_int_eq(fake_discord_wait_requests(e->fd, 1, 5000), 0);
+    long long t0 = obe_mono_ms();
+    dg_discord_set_abort(e->d, 1);
+    pthread_join(t, NULL);
+    ck_assert_int_eq(j.rc, OC_ERR_IO);
+    ck_assert_msg(strstr(j.err.message, "aborted"), "%s", j.err.message);
+    ck_assert_msg(j.ended - t0 < 1000, "abort took %lld ms", j.ended - t0);
+    /* Calls fail at once while aborted, and work again after. */
+    dg_discord_err err;
+    ck_assert_int_eq(dg_discord_post_message(e->d, e->chan, "x", NULL, 0, NULL, NULL, &err),
+                     OC_ERR_IO);
+    dg_discord_set_abort(e->d, 0);
+    ck_assert_int_eq(dg_discord_post_message(e->d, e->chan, "x", NULL, 0, NULL, NULL, &err),
+                     OC_OK);
+    env_close(e);
+}
+END_TEST
+
+START_TEST(options_refused)
+{
+    dg_discord *d = NULL;
+    char err[200];
+    dg_discord_options o;
+    memset(&o, 0, sizeof o);
+    o.api_base = "ftp://x";
+    o.token = "t";
+    ck_assert_int_eq(dg_discord_new(&o, &d, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_msg(strstr(err, "apiBase"), "%s", err);
+    o.api_base = "http://127.0.0.1:1";
+    o.token = "has space";
+    ck_assert_int_eq(dg_discord_new(&o, &d, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_msg(strstr(err, "moderatorToken"), "%s", err);
+    ck_assert_msg(!strstr(err, "has space"), "%s", err);
+    o.token = "t";
+    o.guild_id = "abc";
+    ck_assert_int_eq(dg_discord_new(&o, &d, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_ptr_null(d);
+}
+END_TEST
+
+START_TEST(connection_refused_is_retryable)
+{
+    dg_discord_options o;
+    memset(&o, 0, sizeof o);
+    o.api_base = "http://127.0.0.1:1/api/v10";  /* nothing listens on port 1 */
+    o.token = "t";
+    o.max_attempts = 2;
+    o.backoff_base_ms = 10;
+    dg_discord *d = NULL;
+    char ebuf[128];
+    ck_assert_int_eq(dg_discord_new(&o, &d, ebuf, sizeof ebuf), OC_OK);
+    dg_discord_err err;
+    int rc = dg_discord_post_message(d, "123456789012345678", "x", NULL, 0, NULL, NULL, &err);
+    ck_assert_int_eq(rc, OC_ERR_IO);
+    ck_assert_int_eq(err.retryable, 1);
+    ck_assert_int_eq(err.attempts, 2);
+    ck_assert_int_eq(err.http_status, 0);
+    dg_discord_free(d);
+}
+END_TEST
+
+/* Many threads on one client: every message arrives once. */
+typedef struct many_job {
+    env *e;
+    int base;
+    int failures;
+} many_job;
+
+static void *many_thread(void *arg)
+{
+    many_job *j = arg;
+    for (int i = 0; i < 20; i++) {
+        char nonce[24], text[32];
+        snprintf(nonce, sizeof nonce, "t%d-%d", j->base, i);
+        snprintf(text, sizeof text, "thread %d msg %d", j->base, i);
+        if (dg_discord_post_message(j->e->d, (j->base & 1) ? j->e->chan : j->e->chan2, text,
+                                    NULL, 0, nonce, NULL, NULL) != OC_OK)
+            j->failures++;
+    }
+    return NULL;
+}
+
+START_TEST(concurrent_callers)
+{
+    env *e = env_open(NULL);
+    fake_discord_set_fail_rate(e->fd, 0.2, 7, 0.01);
+    many_job jobs[4];
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) {
+        jobs[i] = (many_job){.e = e, .base = i};
+        ck_assert_int_eq(pthread_create(&t[i], NULL, many_thread, &jobs[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        ck_assert_int_eq(jobs[i].failures, 0);
+    }
+    ck_assert_uint_eq(fake_discord_message_count(e->fd, NULL), 80);
+    env_close(e);
+}
+END_TEST
+
+Suite *make_discord_suite(void)
+{
+    Suite *s = suite_create("discord");
+    TCase *tc = tcase_create("client");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, post_message_happy);
+    tcase_add_test(tc, get_messages_after);
+    tcase_add_test(tc, private_channel_overwrites_exact);
+    tcase_add_test(tc, channel_spec_refused_locally);
+    tcase_add_test(tc, everyone_and_here_never_ping);
+    tcase_add_test(tc, route_429_waits_retry_after);
+    tcase_add_test(tc, global_429_blocks_every_route);
+    tcase_add_test(tc, unknown_bucket_one_at_a_time);
+    tcase_add_test(tc, known_bucket_waits_for_reset);
+    tcase_add_test(tc, server_error_three_times_then_success);
+    tcase_add_test(tc, server_errors_bounded);
+    tcase_add_test(tc, forbidden_not_retried);
+    tcase_add_test(tc, not_found_and_unauthorized);
+    tcase_add_test(tc, bad_request_carries_discords_message);
+    tcase_add_test(tc, dropped_connection_retried_with_nonce);
+    tcase_add_test(tc, timeout_bounded);
+    tcase_add_test(tc, rate_limit_beyond_bound_fails_fast);
+    tcase_add_test(tc, abort_ends_transfer_quickly);
+    tcase_add_test(tc, options_refused);
+    tcase_add_test(tc, connection_refused_is_retryable);
+    tcase_add_test(tc, concurrent_callers);
+    suite_add_tcase(s, tc);
+    return s;
+}

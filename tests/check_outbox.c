@@ -1,0 +1,657 @@
+/*
+ * check_outbox.c -- the durable moderator outbox against the fake Discord:
+ * sending with a stable nonce, order per channel, retries and permanent
+ * failures, splitting, resending on start, a crash between Discord's
+ * acceptance and the mark, 500 messages through a fake failing 30% of
+ * calls, and a bounded shutdown while Discord hangs.
+ */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "discord.h"
+#include "fake_discord.h"
+#include "outbox.h"
+#include "outbox_env.h"
+#include "store.h"
+#include "store_outbox.h"
+#include "testutil.h"
+
+#define MEMBER "300000000000000001"
+
+typedef struct oenv {
+    char *dir;
+    char *db;
+    fake_discord *fd;
+    char chan[24], chan2[24];
+    obe e;
+} oenv;
+
+static const dg_discord_options quick_client = {
+    .timeout_ms = 5000,
+    .backoff_base_ms = 5,
+    .backoff_max_ms = 40,
+};
+
+static const dg_outbox_options quick_outbox = {
+    .backoff_base_ms = 20,
+    .backoff_max_ms = 200,
+};
+
+static void fake_up(oenv *o)
+{
+    char err[200];
+    ck_assert_msg(fake_discord_start(NULL, &o->fd, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(fake_discord_add_user(o->fd, OBE_TOKEN, OBE_MOD_ID, "moderator", 1), 0);
+    ck_assert_int_eq(fake_discord_add_channel(o->fd, NULL, "general", o->chan), 0);
+    ck_assert_int_eq(fake_discord_add_channel(o->fd, NULL, "random", o->chan2), 0);
+}
+
+static void env_up(oenv *o, const dg_discord_options *tune)
+{
+    char err[256];
+    ck_assert_msg(obe_open(&o->e, fake_discord_url(o->fd), o->db, tune ? tune : &quick_client,
+                           err, sizeof err) == 0,
+                  "%s", err);
+}
+
+static oenv *oenv_open(const dg_discord_options *tune)
+{
+    oenv *o = calloc(1, sizeof *o);
+    ck_assert_ptr_nonnull(o);
+    o->dir = tu_mkdtemp();
+    o->db = tu_path(o->dir, "dirigent.db");
+    fake_up(o);
+    env_up(o, tune);
+    return o;
+}
+
+static void oenv_start(oenv *o, const dg_outbox_options *opt)
+{
+    char err[256];
+    ck_assert_msg(dg_outbox_start_opts(&o->e.p, opt ? opt : &quick_outbox, &o->e.p.outbox, err,
+                                       sizeof err) == OC_OK,
+                  "%s", err);
+}
+
+/* The token never reached a log line, whatever happened. */
+static void assert_no_token(obe *e)
+{
+    char *log = obe_log_text(e);
+    ck_assert_msg(!strstr(log, OBE_TOKEN), "token in the log: %s", log);
+    free(log);
+}
+
+static void oenv_close(oenv *o)
+{
+    assert_no_token(&o->e);
+    obe_close(&o->e);
+    fake_discord_stop(o->fd);
+    tu_rmtree(o->dir);
+    free(o->dir);
+    free(o->db);
+    free(o);
+}
+
+static void enqueue(oenv *o, const char *chan, const char *text, const char *const *mentions,
+                    size_t n)
+{
+    ck_assert_int_eq(dg_store_begin(o->e.p.store), OC_OK);
+    int rc = dg_outbox_enqueue(o->e.p.store, chan, text, mentions, n, dg_now_ms(&o->e.p));
+    ck_assert_int_eq(rc, OC_OK);
+    ck_assert_int_eq(dg_store_commit(o->e.p.store), OC_OK);
+    dg_outbox_kick(o->e.p.outbox);
+}
+
+static dg_outbox_row *rows_of(obe *e, const char *chan, size_t *n)
+{
+    dg_outbox_row *rows = NULL;
+    ck_assert_int_eq(dg_store_begin(e->p.store), OC_OK);
+    ck_assert_int_eq(dg_store_outbox_list(e->p.store, chan, &rows, n), OC_OK);
+    ck_assert_int_eq(dg_store_commit(e->p.store), OC_OK);
+    return rows;
+}
+
+static void wait_idle(oenv *o, long ms)
+{
+    ck_assert_msg(dg_outbox_wait_idle(o->e.p.outbox, ms) == OC_OK,
+                  "outbox not idle after %ld ms", ms);
+}
+
+static const char *jstr(json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k));
+}
+
+static unsigned long long id_num(const char *s)
+{
+    return strtoull(s, NULL, 10);
+}
+
+/* ---- basic sending --------------------------------------------------------------------- */
+
+START_TEST(sends_with_nonce_and_marks_sent)
+{
+    oenv *o = oenv_open(NULL);
+    oenv_start(o, NULL);
+    const char *mentions[] = {MEMBER};
+    enqueue(o, o->chan, "kickoff for <@" MEMBER "> @everyone", mentions, 1);
+    ck_assert_int_eq(fake_discord_wait_messages(o->fd, o->chan, 1, 10000), 0);
+    wait_idle(o, 10000);
+
+    size_t n = 0;
+    dg_outbox_row *rows = rows_of(&o->e, o->chan, &n);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_int_eq(rows[0].state, DG_OUTBOX_SENT);
+    ck_assert_int_eq(rows[0].attempts, 0);
+    ck_assert_uint_le(strlen(rows[0].nonce), 25);
+    ck_assert_str_eq(rows[0].mentions, MEMBER);
+    ck_assert_int_gt(rows[0].done_at_ms, 0);
+
+    json_t *msgs = fake_discord_messages(o->fd, o->chan);
+    json_t *m = json_array_get(msgs, 0);
+    ck_assert_str_eq(jstr(m, "id"), rows[0].message_id);
+    ck_assert_str_eq(jstr(json_object_get(m, "author"), "id"), OBE_MOD_ID);
+    ck_assert_str_eq(jstr(m, "nonce"), rows[0].nonce);
+    ck_assert(json_is_false(json_object_get(m, "mention_everyone")));
+
+    json_t *reqs = fake_discord_requests(o->fd, 0);
+    ck_assert_uint_eq(json_array_size(reqs), 1);
+    json_t *body = json_object_get(json_array_get(reqs, 0), "body");
+    ck_assert(json_is_true(json_object_get(body, "enforce_nonce")));
+    json_t *want = json_pack("{s:[], s:[s]}", "parse", "users", MEMBER);
+    ck_assert(json_equal(json_object_get(body, "allowed_mentions"), want));
+    json_decref(want);
+    json_decref(reqs);
+    json_decref(msgs);
+    dg_outbox_rows_free(rows, n);
+
+    dg_outbox_stats st;
+    dg_outbox_get_stats(o->e.p.outbox, &st);
+    ck_assert_uint_eq(st.sent, 1);
+    ck_assert_uint_eq(st.failed, 0);
+    oenv_close(o);
+}
+END_TEST
+
+START_TEST(enqueue_refuses_bad_input)
+{
+    oenv *o = oenv_open(NULL);
+    dg_store *st = o->e.p.store;
+    const char *bad[] = {"nope"};
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    ck_assert_int_eq(dg_outbox_enqueue(st, "general", "x", NULL, 0, 1), OC_ERR_INVALID);
+    ck_assert_int_eq(dg_outbox_enqueue(st, o->chan, "", NULL, 0, 1), OC_ERR_INVALID);
+    ck_assert_int_eq(dg_outbox_enqueue(st, o->chan, " \n\t ", NULL, 0, 1), OC_ERR_INVALID);
+    ck_assert_int_eq(dg_outbox_enqueue(st, o->chan, "x", bad, 1, 1), OC_ERR_INVALID);
+    ck_assert_int_eq(dg_outbox_enqueue(st, o->chan, "bad \xff utf8", NULL, 0, 1), OC_ERR_INVALID);
+    int64_t cnt = -1;
+    ck_assert_int_eq(dg_store_outbox_count(st, DG_OUTBOX_PENDING, &cnt), OC_OK);
+    ck_assert_int_eq(cnt, 0);
+    dg_store_commit(st);
+
+    /* A rolled-back transaction owes nothing. */
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    ck_assert_int_eq(dg_outbox_enqueue(st, o->chan, "never owed", NULL, 0, 1), OC_OK);
+    dg_store_rollback(st);
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    ck_assert_int_eq(dg_store_outbox_count(st, DG_OUTBOX_PENDING, &cnt), OC_OK);
+    dg_store_commit(st);
+    ck_assert_int_eq(cnt, 0);
+    oenv_close(o);
+}
+END_TEST
+
+/* ---- splitting ------------------------------------------------------------------------- */
+
+START_TEST(split_rules)
+{
+    char **parts = NULL;
+    size_t n = 0;
+    ck_assert_int_eq(dg_outbox_split("short", 2000, &parts, &n), OC_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(parts[0], "short");
+    dg_outbox_parts_free(parts, n);
+
+    /* Lines: break at the last line break that fits. */
+    ck_assert_int_eq(dg_outbox_split("aaaa\nbbbb\ncccc", 10, &parts, &n), OC_OK);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_str_eq(parts[0], "aaaa\nbbbb");
+    ck_assert_str_eq(parts[1], "cccc");
+    dg_outbox_parts_free(parts, n);
+
+    /* No line break: the last space. */
+    ck_assert_int_eq(dg_outbox_split("one two three", 8, &parts, &n), OC_OK);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_str_eq(parts[0], "one two");
+    ck_assert_str_eq(parts[1], "three");
+    dg_outbox_parts_free(parts, n);
+
+    /* Neither: a hard cut that never splits a character. */
+    char wide[2 * 2500 + 1];
+    for (int i = 0; i < 2500; i++)
+        memcpy(wide + 2 * i, "\xc3\xa9", 2);
+    wide[5000] = '\0';
+    ck_assert_int_eq(dg_outbox_split(wide, 2000, &parts, &n), OC_OK);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_uint_eq(strlen(parts[0]), 4000);
+    ck_assert_uint_eq(strlen(parts[1]), 1000);
+    dg_outbox_parts_free(parts, n);
+
+    /* Blank parts vanish. */
+    ck_assert_int_eq(dg_outbox_split("abc\n\n\n\n\n\n\n\n\n\n\n\n\ndef", 4, &parts, &n), OC_OK);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_str_eq(parts[0], "abc");
+    ck_assert_str_eq(parts[1], "def");
+    dg_outbox_parts_free(parts, n);
+    ck_assert_int_eq(dg_outbox_split("x\xc3", 10, &parts, &n), OC_ERR_INVALID);
+    ck_assert_ptr_null(parts);
+}
+END_TEST
+
+START_TEST(long_content_split_in_order)
+{
+    oenv *o = oenv_open(NULL);
+    oenv_start(o, NULL);
+    /* 90 lines of 50 characters: 4590 characters, three parts. */
+    char *text = malloc(90 * 51 + 1);
+    size_t len = 0;
+    for (int i = 0; i < 90; i++)
+        len += (size_t)sprintf(text + len, "line %03d %040d\n", i, i);
+    text[len - 1] = '\0';
+    enqueue(o, o->chan, text, NULL, 0);
+    wait_idle(o, 10000);
+
+    size_t n = 0;
+    dg_outbox_row *rows = rows_of(&o->e, o->chan, &n);
+    ck_assert_uint_eq(n, 3);
+    json_t *msgs = fake_discord_messages(o->fd, o->chan);
+    ck_assert_uint_eq(json_array_size(msgs), 3);
+    /* Concatenated with the dropped line breaks, the parts give the text. */
+    char *joined = calloc(1, len + 8);
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_int_eq(rows[i].part, (int)i + 1);
+        ck_assert_int_eq(rows[i].parts, 3);
+        ck_assert_int_eq(rows[i].state, DG_OUTBOX_SENT);
+        const char *c = jstr(json_array_get(msgs, i), "content");
+        ck_assert_str_eq(c, rows[i].content);
+        ck_assert_uint_le(strlen(c), 2000);
+        ck_assert_str_eq(jstr(json_array_get(msgs, i), "nonce"), rows[i].nonce);
+        if (i)
+            ck_assert_str_ne(rows[i].nonce, rows[i - 1].nonce);
+        if (i)
+            strcat(joined, "\n");
+        strcat(joined, c);
+    }
+    ck_assert_str_eq(joined, text);
+    free(joined);
+    json_decref(msgs);
+    dg_outbox_rows_free(rows, n);
+    free(text);
+    oenv_close(o);
+}
+END_TEST
+
+/* ---- failures -------------------------------------------------------------------------- */
+
+START_TEST(failing_row_blocks_only_its_channel)
+{
+    dg_discord_options tune = quick_client;
+    tune.max_attempts = 2;
+    oenv *o = oenv_open(&tune);
+    char route[64];
+    snprintf(route, sizeof route, "POST /channels/%s/messages", o->chan);
+    /* Three outbox attempts of two requests each fail, the fourth works. */
+    ck_assert_int_eq(fake_discord_add_fault(o->fd, route, FD_FAULT_500, 6, 0, 0), 0);
+    enqueue(o, o->chan, "A1", NULL, 0);
+    enqueue(o, o->chan, "A2", NULL, 0);
+    enqueue(o, o->chan2, "B1", NULL, 0);
+    oenv_start(o, NULL);
+    wait_idle(o, 20000);
+
+    json_t *a = fake_discord_messages(o->fd, o->chan);
+    json_t *b = fake_discord_messages(o->fd, o->chan2);
+    ck_assert_uint_eq(json_array_size(a), 2);
+    ck_assert_uint_eq(json_array_size(b), 1);
+    ck_assert_str_eq(jstr(json_array_get(a, 0), "content"), "A1");
+    ck_assert_str_eq(jstr(json_array_get(a, 1), "content"), "A2");
+    /* B1 went out while A1 was still failing. */
+    ck_assert(id_num(jstr(json_array_get(b, 0), "id")) <
+              id_num(jstr(json_array_get(a, 0), "id")));
+    size_t n = 0;
+    dg_outbox_row *rows = rows_of(&o->e, o->chan, &n);
+    ck_assert_int_eq(rows[0].attempts, 3);
+    ck_assert_msg(rows[0].last_error && strstr(rows[0].last_error, "500"), "%s",
+                  rows[0].last_error ? rows[0].last_error : "(null)");
+    ck_assert_int_eq(rows[0].state, DG_OUTBOX_SENT);
+    ck_assert_int_eq(rows[1].attempts, 0);
+    dg_outbox_rows_free(rows, n);
+    dg_outbox_stats st;
+    dg_outbox_get_stats(o->e.p.outbox, &st);
+    ck_assert_uint_eq(st.retries, 3);
+    ck_assert_uint_eq(st.sent, 3);
+    ck_assert(obe_log_has(&o->e, "attempt 1 of 20"));
+    json_decref(a);
+    json_decref(b);
+    oenv_close(o);
+}
+END_TEST
+
+START_TEST(forbidden_fails_for_good_and_unblocks)
+{
+    oenv *o = oenv_open(NULL);
+    ck_assert_int_eq(fake_discord_add_fault(o->fd, "*", FD_FAULT_403, 1, 0, 0), 0);
+    enqueue(o, o->chan, "refused", NULL, 0);
+    enqueue(o, o->chan, "next one", NULL, 0);
+    oenv_start(o, NULL);
+    wait_idle(o, 10000);
+    size_t n = 0;
+    dg_outbox_row *rows = rows_of(&o->e, o->chan, &n);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_int_eq(rows[0].state, DG_OUTBOX_FAILED);
+    ck_assert_int_eq(rows[0].attempts, 1);
+    ck_assert_ptr_null(rows[0].message_id);
+    ck_assert_msg(strstr(rows[0].last_error, "Missing Permissions"), "%s", rows[0].last_error);
+    ck_assert_int_eq(rows[1].state, DG_OUTBOX_SENT);
+    /* Not retried: one request carried the failed row's nonce. */
+    json_t *reqs = fake_discord_requests(o->fd, 0);
+    int with_nonce = 0;
+    for (size_t i = 0; i < json_array_size(reqs); i++) {
+        const char *nonce = jstr(json_object_get(json_array_get(reqs, i), "body"), "nonce");
+        with_nonce += nonce && !strcmp(nonce, rows[0].nonce);
+    }
+    ck_assert_int_eq(with_nonce, 1);
+    ck_assert_uint_eq(json_array_size(reqs), 2);
+    json_decref(reqs);
+    /* Logged at error level with Discord's message. */
+    char *log = obe_log_text(&o->e);
+    int found = 0;
+    for (char *line = strtok(log, "\n"); line; line = strtok(NULL, "\n"))
+        found |= !strncmp(line, "3 ", 2) && strstr(line, "failed for good") &&
+                 strstr(line, "Missing Permissions");
+    free(log);
+    ck_assert_msg(found, "no error-level line with Discord's message");
+    dg_outbox_rows_free(rows, n);
+    oenv_close(o);
+}
+END_TEST
+
+START_TEST(rate_limited_then_once)
+{
+    oenv *o = oenv_open(NULL);
+    oenv_start(o, NULL);
+    ck_assert_int_eq(fake_discord_add_fault(o->fd, "*", FD_FAULT_429, 1, 0.2, 0), 0);
+    enqueue(o, o->chan, "after a 429", NULL, 0);
+    wait_idle(o, 10000);
+    json_t *reqs = fake_discord_requests(o->fd, 0);
+    ck_assert_uint_eq(json_array_size(reqs), 2);
+    long long gap = json_integer_value(json_object_get(json_array_get(reqs, 1), "tMs")) -
+                    json_integer_value(json_object_get(json_array_get(reqs, 0), "tMs"));
+    ck_assert_msg(gap >= 200, "retried after %lld ms", gap);
+    ck_assert_uint_eq(fake_discord_message_count(o->fd, o->chan), 1);
+    json_decref(reqs);
+    oenv_close(o);
+}
+END_TEST
+
+/* ---- restarts ---------------------------------------------------------------------------- */
+
+START_TEST(unsent_rows_sent_on_start)
+{
+    oenv *o = oenv_open(NULL);
+    /* No dispatcher yet (as when no token was configured): rows wait. */
+    enqueue(o, o->chan, "owed before start", NULL, 0);
+    enqueue(o, o->chan2, "also owed", NULL, 0);
+    usleep(100 * 1000);
+    ck_assert_uint_eq(fake_discord_request_count(o->fd), 0);
+    /* Close and reopen the store, as a new process would. */
+    assert_no_token(&o->e);
+    obe_close(&o->e);
+    env_up(o, NULL);
+    oenv_start(o, NULL);
+    ck_assert_int_eq(fake_discord_wait_messages(o->fd, NULL, 2, 10000), 0);
+    wait_idle(o, 10000);
+    ck_assert_uint_eq(fake_discord_message_count(o->fd, o->chan), 1);
+    ck_assert_uint_eq(fake_discord_message_count(o->fd, o->chan2), 1);
+    oenv_close(o);
+}
+END_TEST
+
+/* Child of the crash test: enqueue one message, let the dispatcher send it,
+ * and wait to be killed. Plain code: no Check calls in this process. */
+static void crash_child(int rfd, const char *db)
+{
+    alarm(60); /* never outlive a failed test */
+    char buf[256];
+    size_t got = 0;
+    while (got < sizeof buf - 1) {
+        ssize_t r = read(rfd, buf + got, sizeof buf - 1 - got);
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+        buf[got] = '\0';
+        if (strchr(buf, '\n') && strchr(strchr(buf, '\n') + 1, '\n'))
+            break;
+    }
+    buf[got] = '\0';
+    char *nl = strchr(buf, '\n');
+    if (!nl)
+        _exit(2);
+    *nl = '\0';
+    char *chan = nl + 1;
+    chan[strcspn(chan, "\n")] = '\0';
+    obe e;
+    char err[256];
+    if (obe_open(&e, buf, db, &quick_client, err, sizeof err) != 0)
+        _exit(3);
+    if (dg_outbox_start_opts(&e.p, &quick_outbox, &e.p.outbox, err, sizeof err) != OC_OK)
+        _exit(4);
+    if (dg_store_begin(e.p.store) != OC_OK ||
+        dg_outbox_enqueue(e.p.store, chan, "owed exactly once", NULL, 0, dg_now_ms(&e.p)) !=
+            OC_OK ||
+        dg_store_commit(e.p.store) != OC_OK)
+        _exit(5);
+    dg_outbox_kick(e.p.outbox);
+    for (;;)
+        pause();
+}
+
+START_TEST(crash_between_accept_and_mark)
+{
+    oenv *o = calloc(1, sizeof *o);
+    o->dir = tu_mkdtemp();
+    o->db = tu_path(o->dir, "dirigent.db");
+    /* Fork before any thread exists; the child learns the URL by pipe. */
+    int pfd[2];
+    ck_assert_int_eq(pipe(pfd), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(pfd[1]);
+        crash_child(pfd[0], o->db);
+    }
+    close(pfd[0]);
+    fake_up(o);
+    /* Discord stores the message, then never answers. */
+    ck_assert_int_eq(fake_discord_add_fault(o->fd, "*", FD_FAULT_DELAY_AFTER, 1, 0, 60000), 0);
+    char line[200];
+    int len = snprintf(line, sizeof line, "%s\n%s\n", fake_discord_url(o->fd), o->chan);
+    ck_assert_int_eq(write(pfd[1], line, (size_t)len), len);
+    close(pfd[1]);
+    int waited = fake_discord_wait_messages(o->fd, o->chan, 1, 15000);
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ck_assert_msg(waited == 0, "the child never posted (exit status %d)", status);
+    ck_assert(WIFSIGNALED(status));
+
+    /* Restart: the row is still pending and goes out again with its nonce. */
+    fake_discord_clear_faults(o->fd);
+    env_up(o, NULL);
+    size_t n = 0;
+    dg_outbox_row *rows = rows_of(&o->e, o->chan, &n);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_int_eq(rows[0].state, DG_OUTBOX_PENDING);
+    char nonce[32];
+    snprintf(nonce, sizeof nonce, "%s", rows[0].nonce);
+    dg_outbox_rows_free(rows, n);
+    oenv_start(o, NULL);
+    wait_idle(o, 10000);
+
+    ck_assert_uint_eq(fake_discord_message_count(o->fd, o->chan), 1);
+    json_t *msgs = fake_discord_messages(o->fd, o->chan);
+    rows = rows_of(&o->e, o->chan, &n);
+    ck_assert_int_eq(rows[0].state, DG_OUTBOX_SENT);
+    ck_assert_str_eq(rows[0].message_id, jstr(json_array_get(msgs, 0), "id"));
+    dg_outbox_rows_free(rows, n);
+    json_decref(msgs);
+    json_t *reqs = fake_discord_requests(o->fd, 0);
+    ck_assert_uint_eq(json_array_size(reqs), 2);
+    for (size_t i = 0; i < 2; i++)
+        ck_assert_str_eq(jstr(json_object_get(json_array_get(reqs, i), "body"), "nonce"), nonce);
+    json_decref(reqs);
+    oenv_close(o);
+}
+END_TEST
+
+/* ---- load ---------------------------------------------------------------------------------- */
+
+START_TEST(five_hundred_through_thirty_percent_failures)
+{
+    oenv *o = oenv_open(NULL);
+    char chans[5][24];
+    snprintf(chans[0], 24, "%s", o->chan);
+    snprintf(chans[1], 24, "%s", o->chan2);
+    for (int c = 2; c < 5; c++)
+        ck_assert_int_eq(fake_discord_add_channel(o->fd, NULL, "extra", chans[c]), 0);
+    fake_discord_set_fail_rate(o->fd, 0.3, 20241130, 0.01);
+    dg_outbox_options opt = quick_outbox;
+    opt.max_attempts = 100;
+    oenv_start(o, &opt);
+    /* Owed in transactions of ten, interleaved over the channels. */
+    for (int batch = 0; batch < 50; batch++) {
+        ck_assert_int_eq(dg_store_begin(o->e.p.store), OC_OK);
+        for (int k = 0; k < 10; k++) {
+            int i = batch * 10 + k;
+            char text[32];
+            snprintf(text, sizeof text, "c%d-%03d", i % 5, i / 5);
+            ck_assert_int_eq(dg_outbox_enqueue(o->e.p.store, chans[i % 5], text, NULL, 0,
+                                               dg_now_ms(&o->e.p)),
+                             OC_OK);
+        }
+        ck_assert_int_eq(dg_store_commit(o->e.p.store), OC_OK);
+        dg_outbox_kick(o->e.p.outbox);
+    }
+    wait_idle(o, 150000);
+
+    for (int c = 0; c < 5; c++) {
+        json_t *msgs = fake_discord_messages(o->fd, chans[c]);
+        ck_assert_msg(json_array_size(msgs) == 100, "channel %d has %zu messages", c,
+                      json_array_size(msgs));
+        for (int i = 0; i < 100; i++) {
+            char want[32];
+            snprintf(want, sizeof want, "c%d-%03d", c, i);
+            ck_assert_str_eq(jstr(json_array_get(msgs, (size_t)i), "content"), want);
+        }
+        json_decref(msgs);
+    }
+    ck_assert_uint_eq(fake_discord_message_count(o->fd, NULL), 500);
+    int64_t sent = 0, failed = 0;
+    ck_assert_int_eq(dg_store_begin(o->e.p.store), OC_OK);
+    dg_store_outbox_count(o->e.p.store, DG_OUTBOX_SENT, &sent);
+    dg_store_outbox_count(o->e.p.store, DG_OUTBOX_FAILED, &failed);
+    dg_store_commit(o->e.p.store);
+    ck_assert_int_eq(sent, 500);
+    ck_assert_int_eq(failed, 0);
+    /* The fake really failed about 30% of the calls. */
+    json_t *reqs = fake_discord_requests(o->fd, 0);
+    size_t faults = 0, after = 0;
+    for (size_t i = 0; i < json_array_size(reqs); i++) {
+        const char *f = jstr(json_array_get(reqs, i), "fault");
+        faults += f != NULL;
+        after += f && !strcmp(f, "500after");
+    }
+    ck_assert_msg(faults * 10 >= json_array_size(reqs) * 2, "%zu faults in %zu requests", faults,
+                  json_array_size(reqs));
+    ck_assert_msg(after > 0, "some messages were accepted and then answered 500");
+    json_decref(reqs);
+    oenv_close(o);
+}
+END_TEST
+
+/* ---- shutdown --------------------------------------------------------------------------------- */
+
+START_TEST(shutdown_bounded_while_discord_hangs)
+{
+    oenv *o = oenv_open(NULL);
+    ck_assert_int_eq(fake_discord_add_fault(o->fd, "*", FD_FAULT_DELAY, 100, 0, 60000), 0);
+    oenv_start(o, NULL);
+    enqueue(o, o->chan, "into the void", NULL, 0);
+    ck_assert_int_eq(fake_discord_wait_requests(o->fd, 1, 10000), 0);
+    long long t0 = obe_mono_ms();
+    dg_outbox_stop(o->e.p.outbox);
+    long long took = obe_mono_ms() - t0;
+    o->e.p.outbox = NULL;
+    ck_assert_msg(took < 2000, "stop took %lld ms", took);
+    size_t n = 0;
+    dg_outbox_row *rows = rows_of(&o->e, o->chan, &n);
+    ck_assert_int_eq(rows[0].state, DG_OUTBOX_PENDING); /* stays for the next start */
+    ck_assert_int_eq(rows[0].attempts, 0);
+    dg_outbox_rows_free(rows, n);
+    /* The client works again after the stop. */
+    fake_discord_clear_faults(o->fd);
+    ck_assert_int_eq(dg_discord_post_message(o->e.p.discord, o->chan, "still usable", NULL, 0,
+                                             NULL, NULL, NULL),
+                     OC_OK);
+    oenv_close(o);
+}
+END_TEST
+
+START_TEST(shutdown_bounded_during_backoff)
+{
+    dg_discord_options tune = quick_client;
+    tune.max_attempts = 1;
+    oenv *o = oenv_open(&tune);
+    ck_assert_int_eq(fake_discord_add_fault(o->fd, "*", FD_FAULT_500, 100, 0, 0), 0);
+    dg_outbox_options opt = {.backoff_base_ms = 30000, .backoff_max_ms = 60000};
+    oenv_start(o, &opt);
+    enqueue(o, o->chan, "waits a long time", NULL, 0);
+    ck_assert_int_eq(fake_discord_wait_requests(o->fd, 1, 10000), 0);
+    usleep(100 * 1000);
+    long long t0 = obe_mono_ms();
+    dg_outbox_stop(o->e.p.outbox);
+    o->e.p.outbox = NULL;
+    long long took = obe_mono_ms() - t0;
+    ck_assert_msg(took < 2000, "stop took %lld ms", took);
+    ck_assert_uint_eq(fake_discord_request_count(o->fd), 1);
+    oenv_close(o);
+}
+END_TEST
+
+Suite *make_outbox_suite(void)
+{
+    Suite *s = suite_create("outbox");
+    TCase *tc = tcase_create("outbox");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, sends_with_nonce_and_marks_sent);
+    tcase_add_test(tc, enqueue_refuses_bad_input);
+    tcase_add_test(tc, split_rules);
+    tcase_add_test(tc, long_content_split_in_order);
+    tcase_add_test(tc, failing_row_blocks_only_its_channel);
+    tcase_add_test(tc, forbidden_fails_for_good_and_unblocks);
+    tcase_add_test(tc, rate_limited_then_once);
+    tcase_add_test(tc, unsent_rows_sent_on_start);
+    tcase_add_test(tc, crash_between_accept_and_mark);
+    tcase_add_test(tc, shutdown_bounded_while_discord_hangs);
+    tcase_add_test(tc, shutdown_bounded_during_backoff);
+    suite_add_tcase(s, tc);
+    TCase *load = tcase_create("load");
+    tcase_set_timeout(load, 240);
+    tcase_add_test(load, five_hundred_through_thirty_percent_failures);
+    suite_add_tcase(s, load);
+    return s;
+}

@@ -1,0 +1,203 @@
+/*
+ * fake_discord_main.c -- build/fake-discord: the fake Discord REST server as a
+ * process, for the demo, end-to-end tests and manual runs.
+ *
+ *   fake-discord [--port N] [--guild ID] [--user TOKEN=USERID]... [--channel ID]...
+ *                [--fail-rate F] [--seed S] [--retry-after SEC] [--url-file PATH]
+ *                [--no-permission-checks]
+ *
+ * Binds 127.0.0.1 (port 0 = any free port), prints its base URL
+ * (http://127.0.0.1:PORT/api/v10) as the first stdout line and flushes, then
+ * serves until SIGTERM or SIGINT. Control endpoints under /_fake/ (see
+ * tests/support/fake_discord.h) let other processes drive and inspect it.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fake_discord.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: fake-discord [--port N] [--guild ID] [--user TOKEN=USERID]... "
+            "[--channel ID]...\n"
+            "                    [--fail-rate F] [--seed S] [--retry-after SEC] "
+            "[--url-file PATH] [--no-permission-checks]\n"
+            "Prints its base URL on the first stdout line; stops on SIGTERM/SIGINT.\n");
+}
+
+/* Write text to path atomically (tmp file + rename), so a reader never sees
+ * half a URL. */
+static int write_atomic(const char *path, const char *text)
+{
+    size_t n = strlen(path) + 16;
+    char *tmp = malloc(n);
+    if (!tmp)
+        return -1;
+    snprintf(tmp, n, "%s.tmp%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    int ok = f && fputs(text, f) >= 0;
+    if (f && fclose(f) != 0)
+        ok = 0;
+    if (ok && rename(tmp, path) != 0)
+        ok = 0;
+    if (!ok)
+        unlink(tmp);
+    free(tmp);
+    return ok ? 0 : -1;
+}
+
+static int parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || end == s || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    fake_discord_options o;
+    memset(&o, 0, sizeof o);
+    const char *url_file = NULL;
+    double fail_rate = 0, retry_after = 0.05;
+    long seed = 1;
+
+    /* First pass: check everything; users and channels are added after the
+     * start by a second walk over argv. */
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long n;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--no-permission-checks")) {
+            o.no_permission_checks = 1;
+            continue;
+        }
+        if (!v) {
+            fprintf(stderr, "fake-discord: %s needs a value\n", a);
+            usage(stderr);
+            return 2;
+        }
+        i++;
+        if (!strcmp(a, "--port")) {
+            if (parse_long(v, 0, 65535, &n)) {
+                fprintf(stderr, "fake-discord: --port must be 0..65535, got %s\n", v);
+                return 2;
+            }
+            o.port = (int)n;
+        } else if (!strcmp(a, "--guild")) {
+            o.guild_id = v;
+        } else if (!strcmp(a, "--user")) {
+            if (!strchr(v, '=')) {
+                fprintf(stderr, "fake-discord: --user takes TOKEN=USERID, got %s\n", v);
+                return 2;
+            }
+        } else if (!strcmp(a, "--channel")) {
+            /* added after start */
+        } else if (!strcmp(a, "--fail-rate")) {
+            char *end;
+            fail_rate = strtod(v, &end);
+            if (*end || fail_rate < 0 || fail_rate > 1) {
+                fprintf(stderr, "fake-discord: --fail-rate must be 0..1, got %s\n", v);
+                return 2;
+            }
+        } else if (!strcmp(a, "--retry-after")) {
+            char *end;
+            retry_after = strtod(v, &end);
+            if (*end || retry_after <= 0) {
+                fprintf(stderr, "fake-discord: --retry-after must be > 0 seconds, got %s\n", v);
+                return 2;
+            }
+        } else if (!strcmp(a, "--seed")) {
+            if (parse_long(v, 0, 0x7fffffffL, &seed)) {
+                fprintf(stderr, "fake-discord: --seed must be a non-negative integer\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--url-file")) {
+            url_file = v;
+        } else {
+            fprintf(stderr, "fake-discord: unknown option %s\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+
+    /* Block the stop signals in every thread (the server's threads inherit
+     * the mask) and take them with sigwait below. */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    char err[256];
+    fake_discord *fd = NULL;
+    if (fake_discord_start(&o, &fd, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    int rc = 0;
+    for (int i = 1; i + 1 < argc && rc == 0; i++) {
+        if (!strcmp(argv[i], "--no-permission-checks") || !strcmp(argv[i], "-h") ||
+            !strcmp(argv[i], "--help"))
+            continue;
+        const char *opt = argv[i], *val = argv[++i];
+        if (!strcmp(opt, "--channel")) {
+            if (fake_discord_add_channel(fd, val, NULL, NULL) != 0) {
+                fprintf(stderr, "fake-discord: --channel %s must be a new snowflake\n", val);
+                rc = 2;
+            }
+            continue;
+        }
+        if (strcmp(opt, "--user") != 0)
+            continue;
+        char *dup = strdup(val);
+        char *eq = dup ? strchr(dup, '=') : NULL;
+        if (!eq) {
+            free(dup);
+            fprintf(stderr, "fake-discord: out of memory\n");
+            rc = 1;
+            break;
+        }
+        *eq = '\0';
+        if (fake_discord_add_user(fd, dup, eq + 1, NULL, 1) != 0) {
+            fprintf(stderr, "fake-discord: --user %s=%s: the user id must be a snowflake\n",
+                    dup, eq + 1);
+            rc = 2;
+        }
+        free(dup);
+    }
+    if (rc == 0 && fail_rate > 0)
+        fake_discord_set_fail_rate(fd, fail_rate, (unsigned)seed, retry_after);
+    /* The file first: whoever saw the stdout line can read the file too. */
+    if (rc == 0 && url_file) {
+        char line[96];
+        snprintf(line, sizeof line, "%s\n", fake_discord_url(fd));
+        if (write_atomic(url_file, line) != 0) {
+            fprintf(stderr, "fake-discord: cannot write --url-file %s\n", url_file);
+            rc = 1;
+        }
+    }
+    if (rc == 0) {
+        printf("%s\n", fake_discord_url(fd));
+        fflush(stdout);
+    }
+    if (rc == 0) {
+        int sig = 0;
+        sigwait(&stop, &sig);
+        fprintf(stderr, "fake-discord: stopping on signal %d\n", sig);
+    }
+    fake_discord_stop(fd);
+    return rc;
+}

@@ -1,0 +1,1542 @@
+/*
+ * fake_discord.c -- in-process fake Discord REST server on libmicrohttpd.
+ * See fake_discord.h for the endpoints, faults and ownership rules.
+ */
+#include "fake_discord.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#define DISCORD_EPOCH_MS 1420070400000ull
+#define PERM_VIEW (1ull << 10)
+#define PERM_SEND (1ull << 11)
+#define PERM_HISTORY (1ull << 16)
+#define MAX_BODY (1u << 20)
+
+typedef struct fd_user {
+    char *token;
+    char id[24];
+    char *username;
+    int bot;
+} fd_user;
+
+typedef struct fd_msg {
+    uint64_t id;
+    char *author;
+    char *nonce;        /* NULL when none */
+    json_t *obj;
+} fd_msg;
+
+typedef struct fd_chan {
+    char id[24];
+    json_t *obj;
+    fd_msg *msgs;
+    size_t n, cap;
+} fd_chan;
+
+typedef struct fd_fault {
+    char route[192];
+    int kind;
+    int count;
+    double retry_after;
+    long delay_ms;
+} fd_fault;
+
+typedef struct fd_bucket {
+    char key[192];
+    int64_t window_start;
+    int used;
+} fd_bucket;
+
+struct fake_discord {
+    struct MHD_Daemon *mhd;
+    int port;
+    char url[64];
+    char guild[24];
+    int no_perm;
+
+    pthread_mutex_t mu;
+    pthread_cond_t cond;  /* CLOCK_MONOTONIC; broadcast on every change */
+    int stopping;
+
+    fd_user *users;
+    size_t n_users, cap_users;
+    fd_chan **chans;
+    size_t n_chans, cap_chans;
+    fd_fault *faults;
+    size_t n_faults, cap_faults;
+    double fail_rate, fail_retry_after;
+    uint64_t rng;
+    int rl_limit;
+    double rl_window;
+    fd_bucket *buckets;
+    size_t n_buckets, cap_buckets;
+    json_t *requests;
+    long seq;
+    uint64_t last_id;
+};
+
+/* ---- small helpers ---------------------------------------------------------------- */
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int grow(void **arr, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap)
+        return 0;
+    size_t nc = *cap ? *cap * 2 : 16;
+    void *na = realloc(*arr, nc * elem);
+    if (!na)
+        return -1;
+    *arr = na;
+    *cap = nc;
+    return 0;
+}
+
+static int is_snowflake(const char *s)
+{
+    if (!s || !*s || s[0] == '0')
+        return 0;
+    size_t n = 0;
+    for (const char *c = s; *c; c++, n++)
+        if (*c < '0' || *c > '9')
+            return 0;
+    return n < 20 || (n == 20 && strcmp(s, "18446744073709551615") <= 0);
+}
+
+static long utf8_chars(const char *s)
+{
+    long n = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if ((*p & 0xC0) != 0x80)
+            n++;
+    return n;
+}
+
+static uint64_t next_id(fake_discord *fd)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+    uint64_t id = (ms - DISCORD_EPOCH_MS) << 22;
+    if (id <= fd->last_id)
+        id = fd->last_id + 1;
+    fd->last_id = id;
+    return id;
+}
+
+static void iso_now(char *out, size_t len)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    size_t n = strftime(out, len, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out + n, len - n, ".%03ld000+00:00", (long)(ts.tv_nsec / 1000000) % 1000);
+}
+
+static double rand01(fake_discord *fd)
+{
+    fd->rng ^= fd->rng >> 12;
+    fd->rng ^= fd->rng << 25;
+    fd->rng ^= fd->rng >> 27;
+    return (double)((fd->rng * 0x2545F4914F6CDD1Dull) >> 11) / 9007199254740992.0;
+}
+
+static const char *const fault_names[FD_FAULT_KIND_COUNT] = {
+    "429", "global429", "500", "500after", "403", "delay", "delayafter", "drop", "dropafter",
+};
+
+const char *fake_discord_fault_name(fake_discord_fault_kind k)
+{
+    return (unsigned)k < FD_FAULT_KIND_COUNT ? fault_names[k] : "unknown";
+}
+
+int fake_discord_fault_parse(const char *name)
+{
+    for (int i = 0; name && i < FD_FAULT_KIND_COUNT; i++)
+        if (!strcasecmp(name, fault_names[i]))
+            return i;
+    return -1;
+}
+
+/* Route template ("POST /channels/{id}/messages") and bucket key with the
+ * major id kept ("POST /channels/123/messages"). */
+static void routes_of(const char *method, const char *path, char *tmpl, size_t tl, char *major,
+                      size_t ml)
+{
+    size_t t = (size_t)snprintf(tmpl, tl, "%s ", method);
+    size_t m = (size_t)snprintf(major, ml, "%s ", method);
+    int have_major = 0;
+    const char *p = path, *prev = "";
+    size_t prev_len = 0;
+    while (*p) {
+        if (*p == '/') {
+            if (t + 1 < tl)
+                tmpl[t++] = '/';
+            if (m + 1 < ml)
+                major[m++] = '/';
+            p++;
+            continue;
+        }
+        const char *seg = p;
+        while (*p && *p != '/')
+            p++;
+        size_t len = (size_t)(p - seg);
+        int digits = 1;
+        for (size_t i = 0; i < len; i++)
+            digits &= seg[i] >= '0' && seg[i] <= '9';
+        int major_ctx = (prev_len == 8 && (!strncmp(prev, "channels", 8) ||
+                                           !strncmp(prev, "webhooks", 8))) ||
+                        (prev_len == 6 && !strncmp(prev, "guilds", 6));
+        const char *tput = digits ? "{id}" : seg;
+        size_t tlen = digits ? 4 : len;
+        const char *mput = tput;
+        size_t mlen = tlen;
+        if (digits && major_ctx && !have_major) {
+            have_major = 1;
+            mput = seg;
+            mlen = len;
+        }
+        if (t + tlen < tl) {
+            memcpy(tmpl + t, tput, tlen);
+            t += tlen;
+        }
+        if (m + mlen < ml) {
+            memcpy(major + m, mput, mlen);
+            m += mlen;
+        }
+        prev = seg;
+        prev_len = len;
+    }
+    tmpl[t] = '\0';
+    major[m] = '\0';
+}
+
+/* ---- state lookups (fd->mu held) ------------------------------------------------------ */
+
+static fd_user *user_by_token(fake_discord *fd, const char *token)
+{
+    for (size_t i = 0; token && i < fd->n_users; i++)
+        if (!strcmp(fd->users[i].token, token))
+            return &fd->users[i];
+    return NULL;
+}
+
+static fd_user *user_by_id(fake_discord *fd, const char *id)
+{
+    for (size_t i = 0; i < fd->n_users; i++)
+        if (!strcmp(fd->users[i].id, id))
+            return &fd->users[i];
+    return NULL;
+}
+
+static fd_chan *chan_by_id(fake_discord *fd, const char *id)
+{
+    for (size_t i = 0; id && i < fd->n_chans; i++)
+        if (!strcmp(fd->chans[i]->id, id))
+            return fd->chans[i];
+    return NULL;
+}
+
+static json_t *user_json(fake_discord *fd, const char *id)
+{
+    fd_user *u = user_by_id(fd, id);
+    char name[40];
+    snprintf(name, sizeof name, "user-%s", strlen(id) > 6 ? id + strlen(id) - 6 : id);
+    return json_pack("{s:s, s:s, s:b}", "id", id, "username", u && u->username ? u->username : name,
+                     "bot", u ? u->bot : 0);
+}
+
+static uint64_t perm_value(json_t *v)
+{
+    if (json_is_string(v))
+        return strtoull(json_string_value(v), NULL, 10);
+    if (json_is_integer(v))
+        return (uint64_t)json_integer_value(v);
+    return 0;
+}
+
+/* Permissions of user in channel from its overwrites (guild base: all). */
+static uint64_t perms_in(fake_discord *fd, fd_chan *ch, const char *user)
+{
+    uint64_t perms = ~0ull;
+    json_t *ows = json_object_get(ch->obj, "permission_overwrites");
+    size_t i;
+    json_t *ow;
+    json_array_foreach(ows, i, ow) {
+        const char *id = json_string_value(json_object_get(ow, "id"));
+        if (id && !strcmp(id, fd->guild) && json_integer_value(json_object_get(ow, "type")) == 0) {
+            perms &= ~perm_value(json_object_get(ow, "deny"));
+            perms |= perm_value(json_object_get(ow, "allow"));
+        }
+    }
+    json_array_foreach(ows, i, ow) {
+        const char *id = json_string_value(json_object_get(ow, "id"));
+        if (id && user && !strcmp(id, user) && json_integer_value(json_object_get(ow, "type")) == 1) {
+            perms &= ~perm_value(json_object_get(ow, "deny"));
+            perms |= perm_value(json_object_get(ow, "allow"));
+        }
+    }
+    return perms;
+}
+
+static fd_chan *chan_add(fake_discord *fd, const char *id, json_t *obj)
+{
+    if (grow((void **)&fd->chans, &fd->cap_chans, fd->n_chans, sizeof *fd->chans))
+        return NULL;
+    fd_chan *ch = calloc(1, sizeof *ch);
+    if (!ch)
+        return NULL;
+    snprintf(ch->id, sizeof ch->id, "%s", id);
+    ch->obj = obj;
+    fd->chans[fd->n_chans++] = ch;
+    pthread_cond_broadcast(&fd->cond);
+    return ch;
+}
+
+static fd_msg *msg_add(fake_discord *fd, fd_chan *ch, const char *author, const char *content,
+                       json_t *nonce, json_t *allowed)
+{
+    if (grow((void **)&ch->msgs, &ch->cap, ch->n, sizeof *ch->msgs))
+        return NULL;
+    uint64_t id = next_id(fd);
+    char ids[24], ts[48];
+    snprintf(ids, sizeof ids, "%llu", (unsigned long long)id);
+    iso_now(ts, sizeof ts);
+
+    /* Who is pinged: <@id>/<@!id> users as allowed_mentions permits;
+     * @everyone/@here only when allowed. */
+    json_t *parse = json_object_get(allowed, "parse");
+    json_t *users = json_object_get(allowed, "users");
+    int parse_users = !allowed, parse_everyone = !allowed;
+    size_t i;
+    json_t *v;
+    json_array_foreach(parse, i, v) {
+        if (json_is_string(v) && !strcmp(json_string_value(v), "users"))
+            parse_users = 1;
+        if (json_is_string(v) && !strcmp(json_string_value(v), "everyone"))
+            parse_everyone = 1;
+    }
+    json_t *mentions = json_array();
+    for (const char *p = strstr(content, "<@"); p; p = strstr(p + 2, "<@")) {
+        const char *q = p + 2;
+        if (*q == '!')
+            q++;
+        const char *s = q;
+        while (*q >= '0' && *q <= '9')
+            q++;
+        if (*q != '>' || q == s || q - s > 20)
+            continue;
+        char uid[24];
+        snprintf(uid, sizeof uid, "%.*s", (int)(q - s), s);
+        int ok = parse_users;
+        json_array_foreach(users, i, v) {
+            if (json_is_string(v) && !strcmp(json_string_value(v), uid))
+                ok = 1;
+        }
+        json_t *m;
+        size_t k;
+        json_array_foreach(mentions, k, m) {
+            if (!strcmp(json_string_value(json_object_get(m, "id")), uid))
+                ok = 0;
+        }
+        if (ok)
+            json_array_append_new(mentions, user_json(fd, uid));
+    }
+    int everyone = parse_everyone && (strstr(content, "@everyone") || strstr(content, "@here"));
+
+    json_t *obj = json_pack("{s:s, s:i, s:s, s:s, s:o, s:s, s:s, s:b, s:b, s:b, s:o, s:[], s:[]}",
+                            "id", ids, "type", 0, "channel_id", ch->id, "guild_id", fd->guild,
+                            "author", user_json(fd, author), "content", content, "timestamp", ts,
+                            "tts", 0, "pinned", 0, "mention_everyone", everyone, "mentions",
+                            mentions, "mention_roles", "attachments");
+    if (!obj)
+        return NULL;
+    if (nonce && !json_is_null(nonce))
+        json_object_set(obj, "nonce", nonce);
+    fd_msg *m = &ch->msgs[ch->n++];
+    m->id = id;
+    m->author = strdup(author);
+    m->nonce = NULL;
+    if (json_is_string(nonce)) {
+        m->nonce = strdup(json_string_value(nonce));
+    } else if (json_is_integer(nonce)) {
+        char b[32];
+        snprintf(b, sizeof b, "%" JSON_INTEGER_FORMAT, json_integer_value(nonce));
+        m->nonce = strdup(b);
+    }
+    m->obj = obj;
+    pthread_cond_broadcast(&fd->cond);
+    return m;
+}
+
+/* ---- replies -------------------------------------------------------------------------- */
+
+typedef struct reply {
+    int status;           /* -1: drop the connection */
+    json_t *body;         /* owned */
+    char hdr[8][2][96];
+    int n_hdr;
+} reply;
+
+static void add_hdr(reply *r, const char *k, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void add_hdr(reply *r, const char *k, const char *fmt, ...)
+{
+    if (r->n_hdr >= 8)
+        return;
+    snprintf(r->hdr[r->n_hdr][0], sizeof r->hdr[0][0], "%s", k);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->hdr[r->n_hdr][1], sizeof r->hdr[0][1], fmt, ap);
+    va_end(ap);
+    r->n_hdr++;
+}
+
+static void set_reply(reply *r, int status, json_t *body)
+{
+    json_decref(r->body);
+    r->status = status;
+    r->body = body;
+}
+
+static void err_reply(reply *r, int status, int code, const char *msg)
+{
+    set_reply(r, status, json_pack("{s:s, s:i}", "message", msg, "code", code));
+}
+
+static void form_error(reply *r, const char *field, const char *code, const char *msg)
+{
+    set_reply(r, 400, json_pack("{s:s, s:i, s:{s:{s:[{s:s, s:s}]}}}", "message",
+                                "Invalid Form Body", "code", 50035, "errors", field, "_errors",
+                                "code", code, "message", msg));
+}
+
+static void rate_limited(reply *r, double ra, int global, const char *bucket)
+{
+    set_reply(r, 429, json_pack("{s:s, s:f, s:b}", "message", "You are being rate limited.",
+                                "retry_after", ra, "global", global));
+    add_hdr(r, "Retry-After", "%ld", (long)(ra + 0.999));
+    if (global) {
+        add_hdr(r, "X-RateLimit-Global", "true");
+        add_hdr(r, "X-RateLimit-Scope", "global");
+    } else {
+        add_hdr(r, "X-RateLimit-Bucket", "%s", bucket);
+        add_hdr(r, "X-RateLimit-Limit", "1");
+        add_hdr(r, "X-RateLimit-Remaining", "0");
+        add_hdr(r, "X-RateLimit-Reset-After", "%.3f", ra);
+        add_hdr(r, "X-RateLimit-Scope", "user");
+    }
+}
+
+static enum MHD_Result send_reply(struct MHD_Connection *c, reply *r)
+{
+    char *text = r->body ? json_dumps(r->body, JSON_COMPACT) : strdup("");
+    json_decref(r->body);
+    r->body = NULL;
+    if (!text)
+        return MHD_NO;
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, "Content-Type", "application/json");
+    for (int i = 0; i < r->n_hdr; i++)
+        MHD_add_response_header(resp, r->hdr[i][0], r->hdr[i][1]);
+    enum MHD_Result ret = MHD_queue_response(c, (unsigned)r->status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+/* ---- the Discord endpoints (fd->mu held) ------------------------------------------------ */
+
+static int name_ok(const char *name, int type, reply *r)
+{
+    long n = name ? utf8_chars(name) : 0;
+    if (n < 1 || n > 100) {
+        form_error(r, "name", "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.");
+        return 0;
+    }
+    if (type == 0) {
+        for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
+            if (*c <= 0x20 || *c == 0x7f || (*c >= 'A' && *c <= 'Z')) {
+                form_error(r, "name", "CHANNEL_NAME_INVALID",
+                           "Text channel names must be lower case without spaces.");
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+/* Build a channel object from a create body; NULL with r set on refusal. */
+static json_t *channel_from(fake_discord *fd, json_t *body, const char *id, reply *r)
+{
+    json_t *tv = json_object_get(body, "type");
+    int type = tv ? (int)json_integer_value(tv) : 0;
+    if (tv && (!json_is_integer(tv) || (type != 0 && type != 4))) {
+        form_error(r, "type", "BASE_TYPE_CHOICES", "Value must be one of {0, 4}.");
+        return NULL;
+    }
+    const char *name = json_string_value(json_object_get(body, "name"));
+    if (!name_ok(name, type, r))
+        return NULL;
+    json_t *topic = json_object_get(body, "topic");
+    if (topic && !json_is_null(topic) &&
+        (!json_is_string(topic) || utf8_chars(json_string_value(topic)) > 1024)) {
+        form_error(r, "topic", "BASE_TYPE_MAX_LENGTH", "Must be 1024 or fewer in length.");
+        return NULL;
+    }
+    json_t *parent = json_object_get(body, "parent_id");
+    if (parent && !json_is_null(parent) && !is_snowflake(json_string_value(parent))) {
+        form_error(r, "parent_id", "NUMBER_TYPE_COERCE", "Value is not snowflake.");
+        return NULL;
+    }
+    json_t *ows = json_object_get(body, "permission_overwrites");
+    json_t *ows_out = json_array();
+    if (ows && !json_is_array(ows)) {
+        json_decref(ows_out);
+        form_error(r, "permission_overwrites", "BASE_TYPE_ARRAY", "Must be an array.");
+        return NULL;
+    }
+    size_t i;
+    json_t *ow;
+    json_array_foreach(ows, i, ow) {
+        const char *oid = json_string_value(json_object_get(ow, "id"));
+        json_t *ot = json_object_get(ow, "type");
+        json_t *al = json_object_get(ow, "allow"), *de = json_object_get(ow, "deny");
+        int bad = !is_snowflake(oid) || !json_is_integer(ot) ||
+                  (json_integer_value(ot) != 0 && json_integer_value(ot) != 1) ||
+                  (al && !json_is_string(al) && !json_is_integer(al)) ||
+                  (de && !json_is_string(de) && !json_is_integer(de));
+        if (bad) {
+            json_decref(ows_out);
+            form_error(r, "permission_overwrites", "BASE_TYPE_BAD",
+                       "Each overwrite needs a snowflake id, type 0 or 1, allow and deny.");
+            return NULL;
+        }
+        char a[24], d[24];
+        snprintf(a, sizeof a, "%llu", (unsigned long long)perm_value(al));
+        snprintf(d, sizeof d, "%llu", (unsigned long long)perm_value(de));
+        json_array_append_new(ows_out, json_pack("{s:s, s:I, s:s, s:s}", "id", oid, "type",
+                                                 json_integer_value(ot), "allow", a, "deny", d));
+    }
+    return json_pack("{s:s, s:i, s:s, s:s, s:i, s:o, s:O?, s:O?, s:b}", "id", id, "type", type,
+                     "guild_id", fd->guild, "name", name, "position", (int)fd->n_chans, "permission_overwrites",
+                     ows_out, "topic", json_is_null(topic) ? NULL : topic, "parent_id",
+                     json_is_null(parent) ? NULL : parent, "nsfw", 0);
+}
+
+static void api_create_channel(fake_discord *fd, const char *guild, json_t *body, reply *r)
+{
+    if (strcmp(guild, fd->guild) != 0) {
+        err_reply(r, 404, 10004, "Unknown Guild");
+        return;
+    }
+    if (!json_is_object(body)) {
+        err_reply(r, 400, 50109, "The request body contains invalid JSON.");
+        return;
+    }
+    char id[24];
+    snprintf(id, sizeof id, "%llu", (unsigned long long)next_id(fd));
+    json_t *obj = channel_from(fd, body, id, r);
+    if (!obj)
+        return;
+    if (!chan_add(fd, id, obj)) {
+        json_decref(obj);
+        err_reply(r, 500, 0, "500: Internal Server Error");
+        return;
+    }
+    set_reply(r, 201, json_deep_copy(obj));
+}
+
+static fd_msg *nonce_hit(fd_chan *ch, const char *author, const char *nonce)
+{
+    for (size_t i = ch->n; i-- > 0;)
+        if (ch->msgs[i].nonce && !strcmp(ch->msgs[i].nonce, nonce) &&
+            !strcmp(ch->msgs[i].author, author))
+            return &ch->msgs[i];
+    return NULL;
+}
+
+static void api_post_message(fake_discord *fd, fd_chan *ch, const char *user, json_t *body,
+                             reply *r)
+{
+    if (!fd->no_perm && (perms_in(fd, ch, user) & (PERM_VIEW | PERM_SEND)) != (PERM_VIEW | PERM_SEND)) {
+        err_reply(r, 403, 50001, "Missing Access");
+        return;
+    }
+    if (!json_is_object(body)) {
+        err_reply(r, 400, 50109, "The request body contains invalid JSON.");
+        return;
+    }
+    json_t *cv = json_object_get(body, "content");
+    if (cv && !json_is_string(cv)) {
+        form_error(r, "content", "BASE_TYPE_STRING", "Must be a string.");
+        return;
+    }
+    const char *content = cv ? json_string_value(cv) : "";
+    long n = utf8_chars(content);
+    if (n > 2000) {
+        form_error(r, "content", "BASE_TYPE_MAX_LENGTH", "Must be 2000 or fewer in length.");
+        return;
+    }
+    int blank = 1;
+    for (const char *c = content; *c && blank; c++)
+        blank = (*c == ' ' || *c == '\n' || *c == '\t' || *c == '\r');
+    if (blank) {
+        err_reply(r, 400, 50006, "Cannot send an empty message");
+        return;
+    }
+    json_t *nonce = json_object_get(body, "nonce");
+    char nb[32];
+    const char *nonce_s = NULL;
+    if (nonce && !json_is_null(nonce)) {
+        if (json_is_string(nonce)) {
+            nonce_s = json_string_value(nonce);
+        } else if (json_is_integer(nonce)) {
+            snprintf(nb, sizeof nb, "%" JSON_INTEGER_FORMAT, json_integer_value(nonce));
+            nonce_s = nb;
+        } else {
+            form_error(r, "nonce", "BASE_TYPE_BAD", "Must be a string or an integer.");
+            return;
+        }
+        if (strlen(nonce_s) > 25) {
+            form_error(r, "nonce", "BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length.");
+            return;
+        }
+    }
+    json_t *allowed = json_object_get(body, "allowed_mentions");
+    if (allowed && !json_is_null(allowed)) {
+        json_t *parse = json_object_get(allowed, "parse");
+        int parse_users = 0;
+        size_t i;
+        json_t *v;
+        json_array_foreach(parse, i, v) {
+            const char *s = json_string_value(v);
+            if (!s || (strcmp(s, "users") && strcmp(s, "roles") && strcmp(s, "everyone"))) {
+                form_error(r, "allowed_mentions.parse", "BASE_TYPE_CHOICES",
+                           "Value must be one of ('roles', 'users', 'everyone').");
+                return;
+            }
+            parse_users |= !strcmp(s, "users");
+        }
+        if (parse_users && json_array_size(json_object_get(allowed, "users")) > 0) {
+            form_error(r, "allowed_mentions", "MESSAGE_ALLOWED_MENTIONS_PARSE_EXCLUSIVE",
+                       "parse:[\"users\"] and users: [ids] are mutually exclusive.");
+            return;
+        }
+        if (json_array_size(json_object_get(allowed, "users")) > 100) {
+            form_error(r, "allowed_mentions.users", "BASE_TYPE_MAX_LENGTH",
+                       "Must be 100 or fewer in length.");
+            return;
+        }
+    } else {
+        allowed = NULL;
+    }
+    if (nonce_s && json_is_true(json_object_get(body, "enforce_nonce"))) {
+        fd_msg *hit = nonce_hit(ch, user, nonce_s);
+        if (hit) {
+            set_reply(r, 200, json_deep_copy(hit->obj));
+            return;
+        }
+    }
+    fd_msg *m = msg_add(fd, ch, user, content, nonce, allowed);
+    if (!m) {
+        err_reply(r, 500, 0, "500: Internal Server Error");
+        return;
+    }
+    set_reply(r, 200, json_deep_copy(m->obj));
+}
+
+static void api_get_messages(fake_discord *fd, fd_chan *ch, const char *user,
+                             struct MHD_Connection *c, reply *r)
+{
+    if (!fd->no_perm &&
+        (perms_in(fd, ch, user) & (PERM_VIEW | PERM_HISTORY)) != (PERM_VIEW | PERM_HISTORY)) {
+        err_reply(r, 403, 50001, "Missing Access");
+        return;
+    }
+    const char *ls = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
+    const char *after = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "after");
+    const char *before = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "before");
+    long limit = 50;
+    if (ls) {
+        char *end;
+        limit = strtol(ls, &end, 10);
+        if (*end || limit < 1 || limit > 100) {
+            form_error(r, "limit", "NUMBER_TYPE_MAX", "int value should be between 1 and 100.");
+            return;
+        }
+    }
+    if ((after && !is_snowflake(after)) || (before && !is_snowflake(before))) {
+        form_error(r, after && !is_snowflake(after) ? "after" : "before", "NUMBER_TYPE_COERCE",
+                   "Value is not snowflake.");
+        return;
+    }
+    uint64_t a = after ? strtoull(after, NULL, 10) : 0;
+    uint64_t b = before ? strtoull(before, NULL, 10) : UINT64_MAX;
+    /* Indices of matching messages (ascending), then the window Discord
+     * returns: the oldest `limit` after `after`, else the newest `limit`. */
+    size_t lo = 0, hi = ch->n; /* [lo, hi) */
+    while (lo < ch->n && ch->msgs[lo].id <= a)
+        lo++;
+    while (hi > lo && ch->msgs[hi - 1].id >= b)
+        hi--;
+    if (hi - lo > (size_t)limit) {
+        if (after)
+            hi = lo + (size_t)limit;
+        else
+            lo = hi - (size_t)limit;
+    }
+    json_t *arr = json_array();
+    for (size_t i = hi; i-- > lo;)
+        json_array_append_new(arr, json_deep_copy(ch->msgs[i].obj));
+    set_reply(r, 200, arr);
+}
+
+static void chan_free(fd_chan *ch)
+{
+    for (size_t k = 0; k < ch->n; k++) {
+        free(ch->msgs[k].author);
+        free(ch->msgs[k].nonce);
+        json_decref(ch->msgs[k].obj);
+    }
+    free(ch->msgs);
+    json_decref(ch->obj);
+    free(ch);
+}
+
+static void api_delete_channel(fake_discord *fd, const char *id, reply *r)
+{
+    for (size_t i = 0; i < fd->n_chans; i++) {
+        fd_chan *ch = fd->chans[i];
+        if (strcmp(ch->id, id))
+            continue;
+        set_reply(r, 200, json_deep_copy(ch->obj));
+        memmove(&fd->chans[i], &fd->chans[i + 1], (fd->n_chans - i - 1) * sizeof *fd->chans);
+        fd->n_chans--;
+        chan_free(ch);
+        pthread_cond_broadcast(&fd->cond);
+        return;
+    }
+    err_reply(r, 404, 10003, "Unknown Channel");
+}
+
+/* Route bucket window; 1 when the request may go on. Adds headers. */
+static int bucket_take(fake_discord *fd, const char *major, const char *tmpl, reply *r)
+{
+    fd_bucket *bk = NULL;
+    for (size_t i = 0; i < fd->n_buckets; i++)
+        if (!strcmp(fd->buckets[i].key, major))
+            bk = &fd->buckets[i];
+    if (!bk) {
+        if (grow((void **)&fd->buckets, &fd->cap_buckets, fd->n_buckets, sizeof *fd->buckets))
+            return 1;
+        bk = &fd->buckets[fd->n_buckets++];
+        memset(bk, 0, sizeof *bk);
+        snprintf(bk->key, sizeof bk->key, "%s", major);
+    }
+    int64_t now = mono_ms();
+    int64_t win = (int64_t)(fd->rl_window * 1000.0);
+    if (win < 1)
+        win = 1;
+    if (now - bk->window_start >= win) {
+        bk->window_start = now;
+        bk->used = 0;
+    }
+    double reset_after = (double)(bk->window_start + win - now) / 1000.0;
+    unsigned h = 2166136261u;
+    for (const char *p = tmpl; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    char bucket[16];
+    snprintf(bucket, sizeof bucket, "%08x", h);
+    if (bk->used >= fd->rl_limit) {
+        rate_limited(r, reset_after > 0.001 ? reset_after : 0.001, 0, bucket);
+        return 0;
+    }
+    bk->used++;
+    add_hdr(r, "X-RateLimit-Bucket", "%s", bucket);
+    add_hdr(r, "X-RateLimit-Limit", "%d", fd->rl_limit);
+    add_hdr(r, "X-RateLimit-Remaining", "%d", fd->rl_limit - bk->used);
+    add_hdr(r, "X-RateLimit-Reset-After", "%.3f", reset_after);
+    return 1;
+}
+
+/* Process one Discord request; r holds the answer. */
+static void api_process(fake_discord *fd, struct MHD_Connection *c, const char *method,
+                        const char *path, const char *tmpl, const char *major,
+                        const char *user, json_t *body, reply *r)
+{
+    if (!user) {
+        err_reply(r, 401, 0, "401: Unauthorized");
+        return;
+    }
+    if (!bucket_take(fd, major, tmpl, r))
+        return;
+    char id[32];
+    if (!strcmp(tmpl, "POST /guilds/{id}/channels") &&
+        sscanf(path, "/guilds/%23[0-9]/channels", id) == 1) {
+        api_create_channel(fd, id, body, r);
+        return;
+    }
+    int is_msgs = !strcmp(tmpl, "POST /channels/{id}/messages") ||
+                  !strcmp(tmpl, "GET /channels/{id}/messages");
+    int is_chan = !strcmp(tmpl, "GET /channels/{id}");
+    if (!strcmp(tmpl, "DELETE /channels/{id}") && sscanf(path, "/channels/%23[0-9]", id) == 1) {
+        api_delete_channel(fd, id, r);
+        return;
+    }
+    if ((is_msgs || is_chan) && sscanf(path, "/channels/%23[0-9]", id) == 1) {
+        fd_chan *ch = chan_by_id(fd, id);
+        if (!ch) {
+            err_reply(r, 404, 10003, "Unknown Channel");
+            return;
+        }
+        if (is_chan) {
+            if (!fd->no_perm && !(perms_in(fd, ch, user) & PERM_VIEW))
+                err_reply(r, 403, 50001, "Missing Access");
+            else
+                set_reply(r, 200, json_deep_copy(ch->obj));
+        } else if (method[0] == 'P') {
+            api_post_message(fd, ch, user, body, r);
+        } else {
+            api_get_messages(fd, ch, user, c, r);
+        }
+        return;
+    }
+    err_reply(r, 404, 0, "404: Not Found");
+}
+
+/* Wait until stop or delay_ms passed (fd->mu held). */
+static void delay_locked(fake_discord *fd, long delay_ms)
+{
+    int64_t until = mono_ms() + delay_ms + 1; /* +1: never early through truncation */
+    while (!fd->stopping && mono_ms() < until) {
+        struct timespec ts = {(time_t)(until / 1000), (long)(until % 1000) * 1000000L};
+        pthread_cond_timedwait(&fd->cond, &fd->mu, &ts);
+    }
+}
+
+/* Next fault for this request, or -1 (fd->mu held). */
+static int take_fault(fake_discord *fd, const char *tmpl, const char *concrete,
+                      double *ra, long *delay)
+{
+    for (size_t i = 0; i < fd->n_faults; i++) {
+        fd_fault *f = &fd->faults[i];
+        if (strcmp(f->route, "*") && strcmp(f->route, tmpl) && strcmp(f->route, concrete))
+            continue;
+        int kind = f->kind;
+        *ra = f->retry_after;
+        *delay = f->delay_ms;
+        if (--f->count <= 0) {
+            memmove(f, f + 1, (fd->n_faults - i - 1) * sizeof *f);
+            fd->n_faults--;
+        }
+        return kind;
+    }
+    if (fd->fail_rate > 0 && rand01(fd) < fd->fail_rate) {
+        double x = rand01(fd);
+        *ra = fd->fail_retry_after;
+        *delay = 0;
+        return x < 0.4 ? FD_FAULT_429 : x < 0.7 ? FD_FAULT_500 : FD_FAULT_500_AFTER;
+    }
+    return -1;
+}
+
+typedef struct fd_req {
+    char *body;
+    size_t len, cap;
+    int too_big;
+} fd_req;
+
+static enum MHD_Result collect_query(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind;
+    char **q = cls;
+    char *n = NULL;
+    if (asprintf(&n, "%s%s%s%s%s", *q ? *q : "", *q ? "&" : "", key, value ? "=" : "",
+                 value ? value : "") < 0)
+        return MHD_YES;
+    free(*q);
+    *q = n;
+    return MHD_YES;
+}
+
+static enum MHD_Result api(fake_discord *fd, struct MHD_Connection *c, const char *method,
+                           const char *path, fd_req *rq)
+{
+    char tmpl[192], major[192];
+    routes_of(method, path, tmpl, sizeof tmpl, major, sizeof major);
+    char concrete[192];
+    snprintf(concrete, sizeof concrete, "%s %s", method, path);
+    const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    const char *ua = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "User-Agent");
+    const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+    char *query = NULL;
+    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_query, &query);
+    json_t *body = NULL;
+    if (rq->len)
+        body = json_loadb(rq->body, rq->len, 0, NULL);
+
+    reply r;
+    memset(&r, 0, sizeof r);
+    pthread_mutex_lock(&fd->mu);
+    const char *user = NULL;
+    if (auth && !strncmp(auth, "Bot ", 4)) {
+        fd_user *u = user_by_token(fd, auth + 4);
+        user = u ? u->id : NULL;
+    }
+    double ra = 0.05;
+    long delay = 0;
+    int fault = take_fault(fd, tmpl, concrete, &ra, &delay);
+    if (ra <= 0)
+        ra = 0.05;
+    json_t *rec = json_pack(
+        "{s:I, s:I, s:s, s:s, s:s?, s:s, s:s?, s:s?, s:s?, s:s?, s:O?, s:i, s:s?}", "seq",
+        (json_int_t)++fd->seq, "tMs", (json_int_t)mono_ms(), "method", method, "path", path,
+        "query", query, "route", tmpl, "authorization", auth, "authUserId", user, "userAgent",
+        ua, "contentType", ct, "body", body, "status", 0, "fault",
+        fault >= 0 ? fault_names[fault] : NULL);
+    free(query);
+    if (rec && !body && rq->len)
+        json_object_set_new(rec, "body", json_stringn_nocheck(rq->body, rq->len));
+    if (rec && !json_object_get(rec, "body"))
+        json_object_set_new(rec, "body", json_null());
+    if (rec && !json_object_get(rec, "authUserId"))
+        json_object_set_new(rec, "authUserId", json_null());
+    if (rec) {
+        json_array_append(fd->requests, rec);
+        pthread_cond_broadcast(&fd->cond);
+    }
+
+    int drop = 0;
+    switch (fault) {
+    case FD_FAULT_429:
+    case FD_FAULT_GLOBAL_429: {
+        unsigned h = 2166136261u;
+        for (const char *p = tmpl; *p; p++)
+            h = (h ^ (unsigned char)*p) * 16777619u;
+        char bucket[16];
+        snprintf(bucket, sizeof bucket, "%08x", h);
+        rate_limited(&r, ra, fault == FD_FAULT_GLOBAL_429, bucket);
+        break;
+    }
+    case FD_FAULT_500:
+        err_reply(&r, 500, 0, "500: Internal Server Error");
+        break;
+    case FD_FAULT_403:
+        err_reply(&r, 403, 50013, "Missing Permissions");
+        break;
+    case FD_FAULT_DROP:
+        drop = 1;
+        break;
+    default:
+        if (fault == FD_FAULT_DELAY)
+            delay_locked(fd, delay);
+        if (fd->stopping) {
+            drop = 1;
+            break;
+        }
+        api_process(fd, c, method, path, tmpl, major, user, body, &r);
+        if (fault == FD_FAULT_500_AFTER) {
+            r.n_hdr = 0;
+            err_reply(&r, 500, 0, "500: Internal Server Error");
+        } else if (fault == FD_FAULT_DROP_AFTER) {
+            drop = 1;
+        } else if (fault == FD_FAULT_DELAY_AFTER) {
+            delay_locked(fd, delay);
+            if (fd->stopping)
+                drop = 1;
+        }
+        break;
+    }
+    if (rec) {
+        json_object_set_new(rec, "status", json_integer(drop ? -1 : r.status));
+        json_decref(rec);
+    }
+    pthread_cond_broadcast(&fd->cond);
+    pthread_mutex_unlock(&fd->mu);
+    json_decref(body);
+    if (drop) {
+        json_decref(r.body);
+        return MHD_NO;
+    }
+    return send_reply(c, &r);
+}
+
+/* ---- control endpoints ------------------------------------------------------------------ */
+
+static json_t *messages_locked(fake_discord *fd, const char *channel)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; i < fd->n_chans; i++) {
+        fd_chan *ch = fd->chans[i];
+        if (channel && strcmp(ch->id, channel))
+            continue;
+        for (size_t k = 0; k < ch->n; k++)
+            json_array_append_new(arr, json_deep_copy(ch->msgs[k].obj));
+    }
+    return arr;
+}
+
+static int add_user_locked(fake_discord *fd, const char *token, const char *id,
+                           const char *username, int bot)
+{
+    if (!token || !*token || !is_snowflake(id))
+        return -1;
+    fd_user *u = user_by_token(fd, token);
+    if (!u) {
+        if (grow((void **)&fd->users, &fd->cap_users, fd->n_users, sizeof *fd->users))
+            return -1;
+        u = &fd->users[fd->n_users];
+        memset(u, 0, sizeof *u);
+        if (!(u->token = strdup(token)))
+            return -1;
+        fd->n_users++;
+    }
+    snprintf(u->id, sizeof u->id, "%s", id);
+    free(u->username);
+    u->username = username ? strdup(username) : NULL;
+    u->bot = bot;
+    return 0;
+}
+
+static int add_fault_locked(fake_discord *fd, const char *route, int kind, int count, double ra,
+                            long delay)
+{
+    if (!route || kind < 0 || kind >= FD_FAULT_KIND_COUNT || count < 1 ||
+        grow((void **)&fd->faults, &fd->cap_faults, fd->n_faults, sizeof *fd->faults))
+        return -1;
+    fd_fault *f = &fd->faults[fd->n_faults++];
+    memset(f, 0, sizeof *f);
+    snprintf(f->route, sizeof f->route, "%s", route);
+    f->kind = kind;
+    f->count = count;
+    f->retry_after = ra > 0 ? ra : 0.05;
+    f->delay_ms = delay;
+    return 0;
+}
+
+static void clear_faults_locked(fake_discord *fd)
+{
+    fd->n_faults = 0;
+    fd->fail_rate = 0;
+}
+
+static enum MHD_Result control(fake_discord *fd, struct MHD_Connection *c, const char *method,
+                               const char *path, fd_req *rq)
+{
+    reply r;
+    memset(&r, 0, sizeof r);
+    json_t *body = rq->len ? json_loadb(rq->body, rq->len, 0, NULL) : NULL;
+    int get = !strcmp(method, "GET"), post = !strcmp(method, "POST"),
+        del = !strcmp(method, "DELETE");
+    pthread_mutex_lock(&fd->mu);
+    if (get && !strcmp(path, "/_fake/health")) {
+        set_reply(&r, 200, json_pack("{s:b, s:s}", "ok", 1, "guildId", fd->guild));
+    } else if (get && !strcmp(path, "/_fake/requests")) {
+        const char *since = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "since");
+        long s = since ? strtol(since, NULL, 10) : 0;
+        json_t *arr = json_array();
+        size_t i;
+        json_t *rec;
+        json_array_foreach(fd->requests, i, rec) {
+            if (json_integer_value(json_object_get(rec, "seq")) > s)
+                json_array_append_new(arr, json_deep_copy(rec));
+        }
+        set_reply(&r, 200, arr);
+    } else if (del && !strcmp(path, "/_fake/requests")) {
+        json_array_clear(fd->requests);
+        set_reply(&r, 200, json_pack("{s:b}", "ok", 1));
+    } else if (get && !strcmp(path, "/_fake/messages")) {
+        const char *ch = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "channel");
+        set_reply(&r, 200, messages_locked(fd, ch));
+    } else if (post && !strcmp(path, "/_fake/messages")) {
+        const char *ch = json_string_value(json_object_get(body, "channelId"));
+        const char *au = json_string_value(json_object_get(body, "authorId"));
+        const char *ct = json_string_value(json_object_get(body, "content"));
+        fd_chan *chan = chan_by_id(fd, ch);
+        if (!chan || !is_snowflake(au) || !ct) {
+            err_reply(&r, 400, 0, "need channelId (an existing channel), authorId (snowflake), "
+                                  "content");
+        } else {
+            fd_msg *m = msg_add(fd, chan, au, ct, NULL, NULL);
+            if (m)
+                set_reply(&r, 200, json_deep_copy(m->obj));
+            else
+                err_reply(&r, 500, 0, "out of memory");
+        }
+    } else if (get && !strcmp(path, "/_fake/channels")) {
+        json_t *arr = json_array();
+        for (size_t i = 0; i < fd->n_chans; i++)
+            json_array_append_new(arr, json_deep_copy(fd->chans[i]->obj));
+        set_reply(&r, 200, arr);
+    } else if (post && !strcmp(path, "/_fake/channels")) {
+        const char *id = json_string_value(json_object_get(body, "id"));
+        const char *g = json_string_value(json_object_get(body, "guildId"));
+        char nid[24];
+        if (id)
+            snprintf(nid, sizeof nid, "%s", id);
+        else
+            snprintf(nid, sizeof nid, "%llu", (unsigned long long)next_id(fd));
+        if (!json_is_object(body) || (id && !is_snowflake(id)) || chan_by_id(fd, nid) ||
+            (g && strcmp(g, fd->guild))) {
+            err_reply(&r, 400, 0, "need a JSON object; id must be a new snowflake; guildId "
+                                  "must be the fake's guild");
+        } else {
+            json_t *spec = json_deep_copy(body);
+            if (!json_object_get(spec, "name"))
+                json_object_set_new(spec, "name", json_string("general"));
+            json_t *obj = channel_from(fd, spec, nid, &r);
+            json_decref(spec);
+            if (obj && chan_add(fd, nid, obj))
+                set_reply(&r, 200, json_deep_copy(obj));
+            else if (obj)
+                json_decref(obj);
+        }
+    } else if (post && !strcmp(path, "/_fake/users")) {
+        json_t *bot = json_object_get(body, "bot");
+        if (add_user_locked(fd, json_string_value(json_object_get(body, "token")),
+                            json_string_value(json_object_get(body, "userId")),
+                            json_string_value(json_object_get(body, "username")),
+                            bot ? json_is_true(bot) : 1))
+            err_reply(&r, 400, 0, "need token (string) and userId (snowflake)");
+        else
+            set_reply(&r, 200, json_pack("{s:b}", "ok", 1));
+    } else if (post && !strcmp(path, "/_fake/faults")) {
+        json_t *cnt = json_object_get(body, "count");
+        const char *route = json_string_value(json_object_get(body, "route"));
+        if (add_fault_locked(fd, route ? route : "*",
+                             fake_discord_fault_parse(
+                                 json_string_value(json_object_get(body, "kind"))),
+                             cnt ? (int)json_integer_value(cnt) : 1,
+                             json_number_value(json_object_get(body, "retryAfter")),
+                             (long)json_integer_value(json_object_get(body, "delayMs"))))
+            err_reply(&r, 400, 0, "need kind (429, global429, 500, 500after, 403, delay, "
+                                  "delayafter, drop, dropafter), count >= 1, route");
+        else
+            set_reply(&r, 200, json_pack("{s:b}", "ok", 1));
+    } else if (del && !strcmp(path, "/_fake/faults")) {
+        clear_faults_locked(fd);
+        set_reply(&r, 200, json_pack("{s:b}", "ok", 1));
+    } else if (post && !strcmp(path, "/_fake/fail-rate")) {
+        double rate = json_number_value(json_object_get(body, "rate"));
+        if (rate < 0 || rate > 1) {
+            err_reply(&r, 400, 0, "rate must be between 0 and 1");
+        } else {
+            json_t *seed = json_object_get(body, "seed");
+            fd->fail_rate = rate;
+            fd->rng = seed ? (uint64_t)json_integer_value(seed) * 2654435761u + 1 : 88172645463325252ull;
+            double ra = json_number_value(json_object_get(body, "retryAfter"));
+            fd->fail_retry_after = ra > 0 ? ra : 0.05;
+            set_reply(&r, 200, json_pack("{s:b}", "ok", 1));
+        }
+    } else if (post && !strcmp(path, "/_fake/rate-limit")) {
+        int limit = (int)json_integer_value(json_object_get(body, "limit"));
+        double win = json_number_value(json_object_get(body, "windowSec"));
+        if (limit < 1 || win <= 0) {
+            err_reply(&r, 400, 0, "need limit >= 1 and windowSec > 0");
+        } else {
+            fd->rl_limit = limit;
+            fd->rl_window = win;
+            set_reply(&r, 200, json_pack("{s:b}", "ok", 1));
+        }
+    } else {
+        err_reply(&r, 404, 0, "unknown control endpoint; see tests/support/fake_discord.h");
+    }
+    pthread_mutex_unlock(&fd->mu);
+    json_decref(body);
+    return send_reply(c, &r);
+}
+
+/* ---- libmicrohttpd glue --------------------------------------------------------------------- */
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls)
+{
+    (void)version;
+    fake_discord *fd = cls;
+    fd_req *rq = *con_cls;
+    if (!rq) {
+        rq = calloc(1, sizeof *rq);
+        if (!rq)
+            return MHD_NO;
+        *con_cls = rq;
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        size_t n = *upload_data_size;
+        if (rq->len + n + 1 > MAX_BODY) {
+            rq->too_big = 1;
+        } else {
+            if (rq->len + n + 1 > rq->cap) {
+                size_t cap = rq->cap ? rq->cap : 4096;
+                while (cap < rq->len + n + 1)
+                    cap *= 2;
+                char *nb = realloc(rq->body, cap);
+                if (!nb)
+                    return MHD_NO;
+                rq->body = nb;
+                rq->cap = cap;
+            }
+            memcpy(rq->body + rq->len, upload_data, n);
+            rq->len += n;
+            rq->body[rq->len] = '\0';
+        }
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    const char *path = url;
+    if (!strncmp(path, "/api/v10", 8) && (path[8] == '/' || path[8] == '\0'))
+        path += 8;
+    if (rq->too_big) {
+        reply r;
+        memset(&r, 0, sizeof r);
+        err_reply(&r, 413, 40005, "Request entity too large");
+        return send_reply(c, &r);
+    }
+    if (!strncmp(path, "/_fake/", 7))
+        return control(fd, c, method, path, rq);
+    return api(fd, c, method, path, rq);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)c;
+    (void)toe;
+    fd_req *rq = *con_cls;
+    if (rq) {
+        free(rq->body);
+        free(rq);
+        *con_cls = NULL;
+    }
+}
+
+/* ---- public API -------------------------------------------------------------------------------- */
+
+int fake_discord_start(const fake_discord_options *o, fake_discord **out, char *err,
+                       size_t err_len)
+{
+    char scratch[4];
+    if (!err || !err_len) {
+        err = scratch;
+        err_len = sizeof scratch;
+    }
+    *out = NULL;
+    fake_discord_options def;
+    memset(&def, 0, sizeof def);
+    if (!o)
+        o = &def;
+    if (o->port < 0 || o->port > 65535 || (o->guild_id && !is_snowflake(o->guild_id))) {
+        snprintf(err, err_len, "fake-discord: port must be 0..65535 and guild a snowflake");
+        return -1;
+    }
+    fake_discord *fd = calloc(1, sizeof *fd);
+    if (!fd) {
+        snprintf(err, err_len, "fake-discord: out of memory");
+        return -1;
+    }
+    snprintf(fd->guild, sizeof fd->guild, "%s", o->guild_id ? o->guild_id : "100000000000000001");
+    fd->no_perm = o->no_permission_checks;
+    fd->rl_limit = 10000;
+    fd->rl_window = 1.0;
+    fd->fail_retry_after = 0.05;
+    fd->rng = 88172645463325252ull;
+    fd->requests = json_array();
+    pthread_mutex_init(&fd->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&fd->cond, &ca);
+    pthread_condattr_destroy(&ca);
+
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)o->port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    fd->mhd = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD,
+                               0, NULL, NULL, on_request, fd, MHD_OPTION_SOCK_ADDR,
+                               (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+                               fd, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+                               MHD_OPTION_END);
+    if (!fd->mhd) {
+        snprintf(err, err_len, "fake-discord: cannot listen on 127.0.0.1:%d (in use?)", o->port);
+        fake_discord_stop(fd);
+        return -1;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(fd->mhd, MHD_DAEMON_INFO_BIND_PORT);
+    fd->port = di ? di->port : o->port;
+    snprintf(fd->url, sizeof fd->url, "http://127.0.0.1:%d/api/v10", fd->port);
+    *out = fd;
+    return 0;
+}
+
+void fake_discord_stop(fake_discord *fd)
+{
+    if (!fd)
+        return;
+    pthread_mutex_lock(&fd->mu);
+    fd->stopping = 1;
+    pthread_cond_broadcast(&fd->cond);
+    pthread_mutex_unlock(&fd->mu);
+    if (fd->mhd)
+        MHD_stop_daemon(fd->mhd);
+    for (size_t i = 0; i < fd->n_users; i++) {
+        free(fd->users[i].token);
+        free(fd->users[i].username);
+    }
+    free(fd->users);
+    for (size_t i = 0; i < fd->n_chans; i++)
+        chan_free(fd->chans[i]);
+    free(fd->chans);
+    free(fd->faults);
+    free(fd->buckets);
+    json_decref(fd->requests);
+    pthread_cond_destroy(&fd->cond);
+    pthread_mutex_destroy(&fd->mu);
+    free(fd);
+}
+
+int fake_discord_port(const fake_discord *fd)
+{
+    return fd->port;
+}
+
+const char *fake_discord_url(const fake_discord *fd)
+{
+    return fd->url;
+}
+
+const char *fake_discord_guild_id(const fake_discord *fd)
+{
+    return fd->guild;
+}
+
+int fake_discord_add_user(fake_discord *fd, const char *token, const char *user_id,
+                          const char *username, int bot)
+{
+    pthread_mutex_lock(&fd->mu);
+    int rc = add_user_locked(fd, token, user_id, username, bot);
+    pthread_mutex_unlock(&fd->mu);
+    return rc;
+}
+
+int fake_discord_add_channel(fake_discord *fd, const char *id, const char *name, char *id_out)
+{
+    if (id && !is_snowflake(id))
+        return -1;
+    pthread_mutex_lock(&fd->mu);
+    char nid[24];
+    if (id)
+        snprintf(nid, sizeof nid, "%s", id);
+    else
+        snprintf(nid, sizeof nid, "%llu", (unsigned long long)next_id(fd));
+    int rc = -1;
+    if (!chan_by_id(fd, nid)) {
+        json_t *obj = json_pack("{s:s, s:i, s:s, s:s, s:i, s:[], s:b}", "id", nid, "type", 0,
+                                "guild_id", fd->guild, "name", name ? name : "general",
+                                "position", (int)fd->n_chans, "permission_overwrites", "nsfw", 0);
+        if (obj && chan_add(fd, nid, obj))
+            rc = 0;
+        else
+            json_decref(obj);
+    }
+    pthread_mutex_unlock(&fd->mu);
+    if (rc == 0 && id_out)
+        snprintf(id_out, 24, "%s", nid);
+    return rc;
+}
+
+int fake_discord_add_fault(fake_discord *fd, const char *route, fake_discord_fault_kind kind,
+                           int count, double retry_after_s, long delay_ms)
+{
+    pthread_mutex_lock(&fd->mu);
+    int rc = add_fault_locked(fd, route, (int)kind, count, retry_after_s, delay_ms);
+    pthread_mutex_unlock(&fd->mu);
+    return rc;
+}
+
+void fake_discord_clear_faults(fake_discord *fd)
+{
+    pthread_mutex_lock(&fd->mu);
+    clear_faults_locked(fd);
+    pthread_mutex_unlock(&fd->mu);
+}
+
+void fake_discord_set_fail_rate(fake_discord *fd, double rate, unsigned seed,
+                                double retry_after_s)
+{
+    pthread_mutex_lock(&fd->mu);
+    fd->fail_rate = rate < 0 ? 0 : rate > 1 ? 1 : rate;
+    fd->rng = (uint64_t)seed * 2654435761u + 1;
+    fd->fail_retry_after = retry_after_s > 0 ? retry_after_s : 0.05;
+    pthread_mutex_unlock(&fd->mu);
+}
+
+void fake_discord_set_rate_limit(fake_discord *fd, int limit, double window_s)
+{
+    pthread_mutex_lock(&fd->mu);
+    fd->rl_limit = limit > 0 ? limit : 1;
+    fd->rl_window = window_s > 0 ? window_s : 1.0;
+    fd->n_buckets = 0;
+    pthread_mutex_unlock(&fd->mu);
+}
+
+json_t *fake_discord_requests(fake_discord *fd, long since)
+{
+    json_t *arr = json_array();
+    pthread_mutex_lock(&fd->mu);
+    size_t i;
+    json_t *rec;
+    json_array_foreach(fd->requests, i, rec) {
+        if (json_integer_value(json_object_get(rec, "seq")) > since)
+            json_array_append_new(arr, json_deep_copy(rec));
+    }
+    pthread_mutex_unlock(&fd->mu);
+    return arr;
+}
+
+size_t fake_discord_request_count(fake_discord *fd)
+{
+    pthread_mutex_lock(&fd->mu);
+    size_t n = json_array_size(fd->requests);
+    pthread_mutex_unlock(&fd->mu);
+    return n;
+}
+
+void fake_discord_clear_requests(fake_discord *fd)
+{
+    pthread_mutex_lock(&fd->mu);
+    json_array_clear(fd->requests);
+    pthread_mutex_unlock(&fd->mu);
+}
+
+static size_t count_locked(fake_discord *fd, const char *channel)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < fd->n_chans; i++)
+        if (!channel || !strcmp(fd->chans[i]->id, channel))
+            n += fd->chans[i]->n;
+    return n;
+}
+
+/* Wait (fd->mu held) until pred or timeout; returns pred's last value. */
+static int wait_locked(fake_discord *fd, long timeout_ms, int (*pred)(fake_discord *, const void *),
+                       const void *arg)
+{
+    int64_t until = mono_ms() + timeout_ms;
+    int ok;
+    while (!(ok = pred(fd, arg)) && !fd->stopping && mono_ms() < until) {
+        struct timespec ts = {(time_t)(until / 1000), (long)(until % 1000) * 1000000L};
+        pthread_cond_timedwait(&fd->cond, &fd->mu, &ts);
+    }
+    return ok;
+}
+
+typedef struct wait_arg {
+    const char *channel;
+    size_t n;
+} wait_arg;
+
+static int pred_requests(fake_discord *fd, const void *a)
+{
+    return json_array_size(fd->requests) >= ((const wait_arg *)a)->n;
+}
+
+static int pred_messages(fake_discord *fd, const void *a)
+{
+    const wait_arg *w = a;
+    return count_locked(fd, w->channel) >= w->n;
+}
+
+int fake_discord_wait_requests(fake_discord *fd, size_t n, long timeout_ms)
+{
+    wait_arg w = {NULL, n};
+    pthread_mutex_lock(&fd->mu);
+    int ok = wait_locked(fd, timeout_ms, pred_requests, &w);
+    pthread_mutex_unlock(&fd->mu);
+    return ok ? 0 : -1;
+}
+
+json_t *fake_discord_messages(fake_discord *fd, const char *channel_id)
+{
+    pthread_mutex_lock(&fd->mu);
+    json_t *arr = messages_locked(fd, channel_id);
+    pthread_mutex_unlock(&fd->mu);
+    return arr;
+}
+
+size_t fake_discord_message_count(fake_discord *fd, const char *channel_id)
+{
+    pthread_mutex_lock(&fd->mu);
+    size_t n = count_locked(fd, channel_id);
+    pthread_mutex_unlock(&fd->mu);
+    return n;
+}
+
+int fake_discord_wait_messages(fake_discord *fd, const char *channel_id, size_t n,
+                               long timeout_ms)
+{
+    wait_arg w = {channel_id, n};
+    pthread_mutex_lock(&fd->mu);
+    int ok = wait_locked(fd, timeout_ms, pred_messages, &w);
+    pthread_mutex_unlock(&fd->mu);
+    return ok ? 0 : -1;
+}
+
+json_t *fake_discord_channel(fake_discord *fd, const char *channel_id)
+{
+    pthread_mutex_lock(&fd->mu);
+    fd_chan *ch = chan_by_id(fd, channel_id);
+    json_t *obj = ch ? json_deep_copy(ch->obj) : NULL;
+    pthread_mutex_unlock(&fd->mu);
+    return obj;
+}
+
+json_t *fake_discord_channels(fake_discord *fd)
+{
+    json_t *arr = json_array();
+    pthread_mutex_lock(&fd->mu);
+    for (size_t i = 0; i < fd->n_chans; i++)
+        json_array_append_new(arr, json_deep_copy(fd->chans[i]->obj));
+    pthread_mutex_unlock(&fd->mu);
+    return arr;
+}
+
+int fake_discord_inject_message(fake_discord *fd, const char *channel_id,
+                                const char *author_id, const char *content, char *id_out)
+{
+    if (!is_snowflake(author_id) || !content)
+        return -1;
+    pthread_mutex_lock(&fd->mu);
+    fd_chan *ch = chan_by_id(fd, channel_id);
+    fd_msg *m = ch ? msg_add(fd, ch, author_id, content, NULL, NULL) : NULL;
+    if (m && id_out)
+        snprintf(id_out, 24, "%llu", (unsigned long long)m->id);
+    pthread_mutex_unlock(&fd->mu);
+    return m ? 0 : -1;
+}

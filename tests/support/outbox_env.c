@@ -1,0 +1,118 @@
+/*
+ * outbox_env.c -- see outbox_env.h.
+ */
+#include "outbox_env.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "outbox.h"
+#include "store.h"
+
+static void append(obe *e, int level, const char *prefix, const char *msg)
+{
+    pthread_mutex_lock(&e->log_mu);
+    size_t add = strlen(prefix) + strlen(msg) + 8;
+    char *n = realloc(e->log, e->log_len + add + 1);
+    if (n) {
+        e->log = n;
+        e->log_len += (size_t)snprintf(e->log + e->log_len, add + 1, "%d %s%s\n", level, prefix,
+                                       msg);
+    }
+    pthread_mutex_unlock(&e->log_mu);
+}
+
+/* oc_host_api.log: host is the obe. */
+static void host_log(oc_host *host, int level, const char *message)
+{
+    append((obe *)host, level, "", message);
+}
+
+/* The client's own lines, unscrubbed. */
+static void client_log(void *state, int level, const char *message)
+{
+    append(state, level, "client: ", message);
+}
+
+int obe_open(obe *e, const char *base_url, const char *db_path, const dg_discord_options *tune,
+             char *err, size_t err_len)
+{
+    memset(e, 0, sizeof *e);
+    pthread_mutex_init(&e->log_mu, NULL);
+    e->api.abi_major = OC_ABI_MAJOR;
+    e->api.abi_minor = OC_ABI_MINOR;
+    e->api.struct_size = sizeof e->api;
+    e->api.host = (oc_host *)e;
+    e->api.log = host_log;
+    e->p.api = &e->api;
+    e->p.clock = dg_wall_clock_ms;
+    e->p.cfg.moderator_token = strdup(OBE_TOKEN);
+    e->p.cfg.moderator_user_id = strdup(OBE_MOD_ID);
+    e->p.cfg.discord_api_base = strdup(base_url);
+    e->p.cfg.discord_timeout_ms = tune && tune->timeout_ms ? tune->timeout_ms : 15000;
+    if (!e->p.cfg.moderator_token || !e->p.cfg.moderator_user_id || !e->p.cfg.discord_api_base) {
+        snprintf(err, err_len, "out of memory");
+        obe_close(e);
+        return -1;
+    }
+    if (dg_store_open(db_path, &e->p.store, err, err_len) != OC_OK) {
+        obe_close(e);
+        return -1;
+    }
+    dg_discord_options o;
+    memset(&o, 0, sizeof o);
+    if (tune)
+        o = *tune;
+    o.api_base = base_url;
+    o.token = OBE_TOKEN;
+    o.log = client_log;
+    o.log_state = e;
+    if (dg_discord_new(&o, &e->p.discord, err, err_len) != OC_OK) {
+        obe_close(e);
+        return -1;
+    }
+    return 0;
+}
+
+void obe_close(obe *e)
+{
+    dg_outbox_stop(e->p.outbox);
+    e->p.outbox = NULL;
+    dg_discord_free(e->p.discord);
+    e->p.discord = NULL;
+    dg_store_close(e->p.store);
+    e->p.store = NULL;
+    free(e->p.cfg.moderator_token);
+    free(e->p.cfg.moderator_user_id);
+    free(e->p.cfg.discord_api_base);
+    memset(&e->p.cfg, 0, sizeof e->p.cfg);
+    free(e->log);
+    e->log = NULL;
+    e->log_len = 0;
+    pthread_mutex_destroy(&e->log_mu);
+}
+
+char *obe_log_text(obe *e)
+{
+    pthread_mutex_lock(&e->log_mu);
+    char *t = strdup(e->log ? e->log : "");
+    pthread_mutex_unlock(&e->log_mu);
+    return t;
+}
+
+int obe_log_has(obe *e, const char *needle)
+{
+    pthread_mutex_lock(&e->log_mu);
+    int has = e->log && strstr(e->log, needle) != NULL;
+    pthread_mutex_unlock(&e->log_mu);
+    return has;
+}
+
+long long obe_mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}

@@ -1,0 +1,47 @@
+/*
+ * outbox_env.h -- a hand-built dg_plugin for the outbox suites and the
+ * outbox benchmark: a store file, a Discord client pointed at a fake, and a
+ * test oc_host_api whose log keeps every line (to look for the token).
+ */
+#ifndef DG_OUTBOX_ENV_H
+#define DG_OUTBOX_ENV_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include "dirigent.h"
+#include "discord.h"
+
+#define OBE_TOKEN "mod-Tok3n.SECRET-value"   /* the moderator's token in tests */
+#define OBE_MOD_ID "900000000000000001"       /* its user id */
+
+typedef struct obe {
+    oc_host_api api;            /* log only; other functions NULL */
+    dg_plugin p;                /* store + discord; outbox left to the test */
+    pthread_mutex_t log_mu;
+    char *log;                  /* every line: "<level> <text>\n"; owned */
+    size_t log_len;
+} obe;
+
+/*
+ * Build e: open (or create) the store at db_path and a client for base_url
+ * with OBE_TOKEN. tune (may be NULL) supplies timeouts, attempts and
+ * back-off; its api_base/token/log fields are ignored. The client logs raw
+ * lines (before dg_log's scrubbing) into the same capture, prefixed
+ * "client:". Returns 0, or -1 with a reason in err.
+ */
+int obe_open(obe *e, const char *base_url, const char *db_path, const dg_discord_options *tune,
+             char *err, size_t err_len);
+
+/* Stop e->p.outbox if set, free client, store and config strings. */
+void obe_close(obe *e);
+
+/* Snapshot of the log: malloc'd, caller frees (never NULL unless OOM). */
+char *obe_log_text(obe *e);
+
+/* 1 when some log line contains needle. */
+int obe_log_has(obe *e, const char *needle);
+
+/* Monotonic milliseconds (same clock as the fake's "tMs"). */
+long long obe_mono_ms(void);
+
+#endif
