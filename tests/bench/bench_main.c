@@ -1,6 +1,6 @@
 /*
  * bench_main.c -- `make bench`: runs every `int bench_<name>(void)` found in
- * tests/bench/*.c (collected into benches.inc by the build). Each bench
+ * the .c files of tests/bench (collected into benches.inc by the build). Each bench
  * prints its figures and ratios; a non-zero return marks a failed run (not
  * a missed aim: aims are printed, never asserted). BENCH=<name> runs one.
  */
