@@ -44,6 +44,7 @@ const char dg_schema_v2_turns[] =
     "  mention INTEGER NOT NULL,"
     "  mention_done INTEGER NOT NULL,"
     "  consumed INTEGER NOT NULL,"
+    "  owed INTEGER NOT NULL,"
     "  agent_msgs INTEGER NOT NULL,"
     "  rested INTEGER NOT NULL,"
     "  idle_reminded INTEGER NOT NULL,"
@@ -186,7 +187,8 @@ int dg_store_turns_members_clear(dg_store *st, const char *channel_id)
 
 static const char SQL_SCOPE_GET[] =
     "SELECT active, speaker, anchor, silent, mention, mention_done, consumed, agent_msgs,"
-    " rested, idle_reminded, handoff, permit, permit_ms, last_change_ms, msg_seq, post_channel"
+    " rested, idle_reminded, handoff, permit, permit_ms, last_change_ms, msg_seq, post_channel,"
+    " owed"
     " FROM turn_scopes WHERE scope_key = ?";
 
 int dg_store_turns_scope_load(dg_store *st, const char *scope_key, dg_turn_state *t,
@@ -225,6 +227,7 @@ int dg_store_turns_scope_load(dg_store *st, const char *scope_key, dg_turn_state
     t->msg_seq = sqlite3_column_int64(s, 14);
     if (post_channel)
         *post_channel = dg_store_col_dup(s, 15);
+    t->owed = (uint64_t)sqlite3_column_int64(s, 16);
     sqlite3_reset(s);
     return OC_OK;
 }
@@ -232,8 +235,8 @@ int dg_store_turns_scope_load(dg_store *st, const char *scope_key, dg_turn_state
 static const char SQL_SCOPE_PUT[] =
     "INSERT OR REPLACE INTO turn_scopes (scope_key, channel_id, post_channel, active, speaker,"
     " anchor, silent, mention, mention_done, consumed, agent_msgs, rested, idle_reminded,"
-    " handoff, permit, permit_ms, last_change_ms, msg_seq, updated_ms)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    " handoff, permit, permit_ms, last_change_ms, msg_seq, updated_ms, owed)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 
 int dg_store_turns_scope_save(dg_store *st, const char *scope_key, const char *channel_id,
                               const char *post_channel, const dg_turn_state *t, int64_t now_ms)
@@ -261,6 +264,7 @@ int dg_store_turns_scope_save(dg_store *st, const char *scope_key, const char *c
     sqlite3_bind_int64(s, i++, t->last_change_ms);
     sqlite3_bind_int64(s, i++, t->msg_seq);
     sqlite3_bind_int64(s, i++, now_ms);
+    sqlite3_bind_int64(s, i++, (sqlite3_int64)t->owed);
     return done(s);
 }
 

@@ -143,6 +143,7 @@ static void advance(dg_turn_state *s, const dg_turn_ctx *c, int from, dg_run_out
         /* Its own message is on the way and will wake the next one. */
         s->permit = from;
         s->permit_ms = when;
+        s->owed |= BIT(from);
         s->handoff = DG_NOBODY;
     }
     uint64_t el = eligible(s, c);
@@ -253,16 +254,22 @@ void dg_turn_on_message(dg_turn_state *s, const dg_turn_ctx *c, dg_sender_kind k
         return;
 
     if (kind == DG_SENDER_AGENT && valid_pos(c, sender_pos)) {
-        if (dg_turn_speaker(s, c) == sender_pos) {
-            /* Its message arrived before its run ended (streaming hosts):
-             * the rest of the same reply may still be sent. */
-            s->permit = sender_pos;
-            s->permit_ms = now_ms;
-        }
+        uint64_t b = BIT(sender_pos);
+        int owed = (s->owed & b) != 0;
+        s->owed &= ~b;
         if (s->mention) {
-            s->mention_done |= BIT(sender_pos) & s->mention;
+            s->mention_done |= b & s->mention;
             if (!(s->mention & ~s->mention_done & c->present))
                 s->mention = s->mention_done = 0;
+        }
+        int holds_turn = was_active && dg_turn_speaker(s, c) == sender_pos;
+        if (was_active && (owed || !holds_turn))
+            return; /* old news (or a message that should not have gone out) */
+        if (holds_turn) {
+            /* Its message arrived before its run ended: the rest of the
+             * same reply may still be sent. */
+            s->permit = sender_pos;
+            s->permit_ms = now_ms;
         }
         s->anchor = sender_pos; /* an agent sender: the next agent speaks */
         s->active = 1;
@@ -283,19 +290,30 @@ void dg_turn_on_message(dg_turn_state *s, const dg_turn_ctx *c, dg_sender_kind k
 }
 
 void dg_turn_on_run_end(dg_turn_state *s, const dg_turn_ctx *c, int pos, dg_run_outcome o,
-                        int saw_latest, int64_t now_ms, dg_turn_effects *fx)
+                        int saw_latest, int granted, int64_t now_ms, dg_turn_effects *fx)
 {
     if (!valid_pos(c, pos))
         return;
     if (saw_latest)
         s->consumed |= BIT(pos);
-    if (s->handoff == pos)
+    if (granted != 0 && s->handoff == pos)
         s->handoff = DG_NOBODY; /* the mention did its job */
     if (c->mode == DG_MODE_CLOSED)
         return;
     dg_turn_expire(s, c, now_ms, fx);
     if (!s->active || dg_turn_speaker(s, c) != pos)
         return; /* not its turn (any more): nothing moves */
+    if (granted == 0) {
+        /* The turn reached pos while a swapped run of it was going: that
+         * NO_REPLY was forced, not its answer. Wake it once it has seen the
+         * latest message. */
+        if ((s->consumed & BIT(pos)) && s->handoff != pos) {
+            s->handoff = pos;
+            if (fx)
+                fx->handoff_to = pos;
+        }
+        return;
+    }
     /* A tool-only turn is agent activity for the loop guard: an agent that
      * keeps acting without a word must not cycle forever on hand-offs. */
     if (o == DG_RUN_ACTED && count_agent_message(s, c, fx))

@@ -71,6 +71,8 @@ typedef struct dg_turn_state {
     uint64_t mention;        /* human @mention: only these take turns ... */
     uint64_t mention_done;   /* ... until each of them has spoken or passed */
     uint64_t consumed;       /* ran to the end since the latest message */
+    uint64_t owed;           /* ended its turn speaking; its message has not
+                                arrived yet (the turn already moved on) */
     int64_t agent_msgs;      /* agent messages since the last human one */
     int rested;              /* put to rest by the loop guard (notice sent) */
     int idle_reminded;       /* discussion: reminder sent in this idle period */
@@ -122,6 +124,13 @@ void dg_turn_expire(dg_turn_state *s, const dg_turn_ctx *c, int64_t now_ms,
  * A new message in the scope (after dedup). sender_pos: the member position
  * of an agent sender (DG_SENDER_AGENT), else DG_NOBODY. mentions: members a
  * human @mentioned. Wake rules of issue 4; the moderator changes nothing.
+ * Any real message resets the cycle (silent set) and wakes a dormant
+ * scope: a sender outside the order -> the first agent; an agent -> the
+ * agent after it. In an awake scope the turn only moves when the agent
+ * that holds it posts before its run ended (streaming hosts); the message
+ * of an agent whose turn already passed on at agent_end is old news (it
+ * must not pull the turn back), and a human keeps the current speaker
+ * unless they @mention agents.
  */
 void dg_turn_on_message(dg_turn_state *s, const dg_turn_ctx *c, dg_sender_kind kind,
                         int sender_pos, uint64_t mentions, int64_t now_ms,
@@ -129,11 +138,16 @@ void dg_turn_on_message(dg_turn_state *s, const dg_turn_ctx *c, dg_sender_kind k
 
 /*
  * A run of member pos ended with outcome o. saw_latest: the run started
- * after the latest message was ingested (it consumed that message). If pos
- * holds the turn, the turn advances now (Dirigent bug 2).
+ * after the latest message was ingested (it consumed that message).
+ * granted: 1 the run was resolved with the turn (no override), 0 it was
+ * swapped to the no-reply model, -1 unknown (e.g. resolved before a
+ * restart; then holding the turn now counts). If pos holds the turn and
+ * the run was granted, the turn advances now (Dirigent bug 2). A swapped
+ * run's forced NO_REPLY is never a pass: if the turn reached pos while it
+ * ran, pos is woken with a hand-off instead.
  */
 void dg_turn_on_run_end(dg_turn_state *s, const dg_turn_ctx *c, int pos, dg_run_outcome o,
-                        int saw_latest, int64_t now_ms, dg_turn_effects *fx);
+                        int saw_latest, int granted, int64_t now_ms, dg_turn_effects *fx);
 
 /*
  * Decision of before_model_resolve for member pos (DG_NOBODY: an agent not

@@ -79,6 +79,7 @@ typedef struct sess_rec {
     int pos;                     /* member position or DG_NOBODY */
     _Atomic int64_t seen_seq;    /* scope's msg_seq when its run resolved */
     _Atomic(scope_rec *) last;   /* scope its run resolved in */
+    _Atomic int granted;         /* last resolve: 1 turn, 0 swapped, -1 none */
 } sess_rec;
 
 struct dg_turns {
@@ -362,6 +363,7 @@ static int session_prepare(dg_turns *t, const dg_turn_session *s, int64_t now, s
         }
         atomic_init(&e->seen_seq, -1);
         atomic_init(&e->last, NULL);
+        atomic_init(&e->granted, -1);
         pthread_rwlock_wrlock(&t->lock);
         rc = dg_map_put(&t->sessions, e->key, e);
         pthread_rwlock_unlock(&t->lock);
@@ -803,6 +805,7 @@ static int resolve_fn(dg_turns *t, sess_rec *e, scope_rec *r, const dg_turn_sess
      * latest message (hand-offs). Not turn state: nothing advances. */
     atomic_store(&e->seen_seq, r->st.msg_seq);
     atomic_store(&e->last, r);
+    atomic_store(&e->granted, v->no_reply ? 0 : 1);
     dg_scope_label(&r->scope, v->scope_label);
     return OC_OK;
 }
@@ -874,9 +877,11 @@ static int run_end_locked(dg_turns *t, const dg_turn_session *s, dg_run_outcome 
     sess_rec *e = dg_map_get(&t->sessions, s->session_key);
     scope_rec *r = NULL;
     int64_t seen = -1;
+    int granted = -1;
     if (e && strcmp(e->chan->id, s->channel_id) == 0 && same_str(e->thread, s->thread_id)) {
         r = atomic_load(&e->last);
         seen = atomic_load(&e->seen_seq);
+        granted = atomic_load(&e->granted);
     }
     sess_rec *fresh;
     int rc = session_prepare(t, s, now, &fresh);
@@ -894,7 +899,7 @@ static int run_end_locked(dg_turns *t, const dg_turn_session *s, dg_run_outcome 
     dg_turn_effects fx;
     dg_turn_effects_init(&fx);
     dg_turn_state next = r->st;
-    dg_turn_on_run_end(&next, &x, fresh->pos, outcome, saw_latest, now, &fx);
+    dg_turn_on_run_end(&next, &x, fresh->pos, outcome, saw_latest, granted, now, &fx);
     if (memcmp(&next, &r->st, sizeof next) != 0 && (rc = save_scope(t, r, &next, now)))
         return rc;
     if ((rc = queue_effects(t, r, &fx, now, kick)))

@@ -1,0 +1,1101 @@
+/*
+ * check_turn_hooks.c -- the turn manager through the real hook
+ * registration: the plugin is started by a test host (turn_test_host.c)
+ * that calls the hooks with JSON the way a gateway does, on a hand-moved
+ * clock; moderator messages are read from the outbox table.
+ *
+ * Covers issue 4 (both session policies), the Dirigent bugs 2-7 and 10 as
+ * named regression tests, and the message side of discussion channels
+ * (issue 5 points 2 and 5).
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "openclaw/plugin.h"
+#include "discuss.h"
+#include "scope.h"
+#include "silent.h"
+#include "store.h"
+#include "store_discuss.h"
+#include "store_turns.h"
+#include "turn_test_host.h"
+#include "turns.h"
+#include "turns_engine.h"
+
+#define CH1 "300000000000000001"
+#define CH2 "300000000000000002"
+#define ORIGIN "300000000000000077"
+#define DM "300000000000000099"
+#define TH1 "310000000000000001"
+#define TH2 "310000000000000002"
+
+static tth H;
+static int next_msg = 1;
+
+static const char *mid(char *buf)
+{
+    snprintf(buf, 24, "4%017d", next_msg++);
+    return buf;
+}
+
+static void human_says(const char *channel, const char *thread, const char *text,
+                       const char *const *mentions)
+{
+    char id[24];
+    ck_assert_int_eq(tth_msg(&H, channel, thread, mid(id), TTH_HUMAN_UID, 0, text, mentions),
+                     OC_OK);
+}
+
+static void agent_posts(const char *agent, const char *channel, const char *thread,
+                        const char *text)
+{
+    char id[24];
+    ck_assert_int_eq(tth_msg(&H, channel, thread, mid(id), tth_uid(agent), 1, text, NULL), OC_OK);
+}
+
+static int run(const char *agent, const char *channel, const char *thread, const char *out)
+{
+    char id[24];
+    return tth_run(&H, agent, channel, thread, out, mid(id));
+}
+
+static dg_turn_state peek(const char *channel, const char *thread, dg_channel_mode *mode)
+{
+    dg_scope sc;
+    if (thread)
+        ck_assert_int_eq(dg_scope_thread(channel, thread, &sc), OC_OK);
+    else
+        ck_assert_int_eq(dg_scope_conversation(channel, &sc), OC_OK);
+    dg_turn_state st;
+    int rc = dg_turns_peek(tth_plugin(&H)->turns, &sc, &st, mode, NULL);
+    ck_assert_msg(rc == OC_OK, "scope has no state (%s)", oc_status_name(rc));
+    return st;
+}
+
+/* Which of the agents would get a real model run now (-1: none); fails the
+ * test when more than one would. */
+static int who_speaks(const char *const *agents, int n, const char *channel, const char *thread)
+{
+    int speaker = -1;
+    for (int i = 0; i < n; i++) {
+        int r = tth_resolve(&H, agents[i], channel, thread);
+        ck_assert_int_ge(r, 0);
+        if (r == 0) {
+            ck_assert_msg(speaker < 0, "two speakers: %s and %s", agents[speaker], agents[i]);
+            speaker = i;
+        }
+    }
+    return speaker;
+}
+
+static const char *const ABC[] = {TTH_ALPHA, TTH_BRAVO, TTH_CHARLIE};
+
+/* alpha, bravo, charlie join the channel in that order (first seen). */
+static void join3(const char *channel, const char *thread)
+{
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_ge(tth_resolve(&H, ABC[i], channel, thread), 0);
+}
+
+static void setup_channel(void)
+{
+    tth_start(&H, "channel", "\"turn\":{\"maxAgentMessages\":1000}");
+}
+
+static void setup_thread(void)
+{
+    tth_start(&H, "thread", "\"turn\":{\"maxAgentMessages\":1000}");
+}
+
+static void setup_no_cooldown(void)
+{
+    tth_start(&H, "channel", "\"discussion\":{\"closedNoticeCooldownSec\":0}");
+}
+
+static void teardown(void)
+{
+    tth_free(&H);
+}
+
+/* ---- a small gateway: every message runs every agent ------------------------ */
+
+typedef struct sim_msg {
+    char id[24];
+    char sender[24];
+    int bot;
+    char content[2100];
+} sim_msg;
+
+typedef struct sim {
+    const char *channel, *thread;
+    const char *const *agents;
+    int n_agents;
+    sim_msg queue[256];
+    int qh, qt;
+    int outbox_seen;
+    int rotate;
+    int real_runs, swapped_runs, cancelled, handoffs;
+    int last_number, limit;
+    int numbers_by[8];
+} sim;
+
+static void sim_deliver(sim *s, const char *sender, int bot, const char *content)
+{
+    ck_assert_int_lt(s->qt, 256);
+    sim_msg *m = &s->queue[s->qt++];
+    mid(m->id);
+    snprintf(m->sender, sizeof m->sender, "%s", sender);
+    m->bot = bot;
+    snprintf(m->content, sizeof m->content, "%s", content);
+    ck_assert_int_eq(tth_msg(&H, s->channel, s->thread, m->id, sender, bot, content, NULL),
+                     OC_OK);
+}
+
+/* Counting: the speaker says the next number, in strict rotation. */
+static void sim_say(sim *s, int idx, char *out, size_t len)
+{
+    int next = s->last_number + 1;
+    if (next > s->limit) {
+        snprintf(out, len, "NO_REPLY");
+        return;
+    }
+    ck_assert_msg(idx == (next - 1) % s->n_agents, "%s spoke out of turn (number %d is %s's)",
+                  s->agents[idx], next, s->agents[(next - 1) % s->n_agents]);
+    s->last_number = next;
+    s->numbers_by[idx]++;
+    snprintf(out, len, "%d", next);
+}
+
+static void sim_round(sim *s)
+{
+    s->qh++;
+    char posted[8][40];
+    int n_posted = 0;
+    for (int k = 0; k < s->n_agents; k++) {
+        int idx = (k + s->rotate) % s->n_agents;
+        const char *agent = s->agents[idx];
+        int swapped = tth_resolve(&H, agent, s->channel, s->thread);
+        ck_assert_int_ge(swapped, 0);
+        char out[16];
+        if (swapped) {
+            s->swapped_runs++;
+            snprintf(out, sizeof out, "NO_REPLY");
+        } else {
+            s->real_runs++;
+            sim_say(s, idx, out, sizeof out);
+        }
+        ck_assert_int_eq(tth_end(&H, agent, s->channel, s->thread, out, 0), OC_OK);
+        if (dg_silent_text(out))
+            continue;
+        if (tth_send(&H, agent, s->channel, s->thread, out)) {
+            s->cancelled++;
+            continue;
+        }
+        snprintf(posted[n_posted++], sizeof posted[0], "%d|%s", idx, out);
+    }
+    s->rotate++;
+    /* The posts come back to the gateway after the round. */
+    for (int i = 0; i < n_posted; i++) {
+        int idx = atoi(posted[i]);
+        sim_deliver(s, tth_uid(s->agents[idx]), 1, strchr(posted[i], '|') + 1);
+    }
+    /* So do the moderator's messages. */
+    const char *post = s->thread ? s->thread : s->channel;
+    for (;;) {
+        char *c = tth_outbox_content(&H, post, s->outbox_seen, NULL);
+        if (!c)
+            break;
+        s->outbox_seen++;
+        if (c[0] == '<' && c[1] == '@')
+            s->handoffs++;
+        sim_deliver(s, TTH_MOD_UID, 1, c);
+        free(c);
+    }
+}
+
+static void sim_run(sim *s, int max_rounds)
+{
+    for (int r = 0; r < max_rounds && s->qh < s->qt; r++)
+        sim_round(s);
+    ck_assert_msg(s->qh == s->qt, "the conversation did not settle in %d rounds", max_rounds);
+}
+
+static void count_to_eleven(const char *thread)
+{
+    join3(CH1, thread);
+    sim s = {.channel = CH1, .thread = thread, .agents = ABC, .n_agents = 3, .limit = 11};
+    sim_deliver(&s, TTH_HUMAN_UID, 0, "Count to 11, one number each, in turn.");
+    sim_run(&s, 200);
+    ck_assert_int_eq(s.last_number, 11);
+    ck_assert_int_eq(s.numbers_by[0], 4);
+    ck_assert_int_eq(s.numbers_by[1], 4);
+    ck_assert_int_eq(s.numbers_by[2], 3);
+    ck_assert_int_eq(s.cancelled, 0);
+    /* Real model runs: the 11 numbers plus the passes after 11. */
+    ck_assert_int_le(s.real_runs, 11 + 3);
+    dg_turn_state st = peek(CH1, thread, NULL);
+    ck_assert_int_eq(st.active, 0); /* everyone passed after 11: dormant */
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, thread), -1);
+}
+
+START_TEST(test_registers_the_five_hooks)
+{
+    static const char *const names[] = {"message_received", "before_model_resolve",
+                                        "before_prompt_build", "message_sending", "agent_end"};
+    ck_assert_int_eq(H.n_hooks, 5);
+    for (int i = 0; i < 5; i++) {
+        int found = 0;
+        for (int j = 0; j < H.n_hooks; j++)
+            found |= strcmp(H.hooks[j].name, names[i]) == 0;
+        ck_assert_msg(found, "hook %s not registered", names[i]);
+    }
+}
+END_TEST
+
+START_TEST(test_three_agents_count_to_eleven_in_turn)
+{
+    count_to_eleven(NULL);
+}
+END_TEST
+
+START_TEST(test_three_agents_count_to_eleven_in_a_thread)
+{
+    count_to_eleven(TH1);
+}
+END_TEST
+
+START_TEST(test_thread_policy_two_threads_rotate_independently)
+{
+    join3(CH1, TH1);
+    join3(CH1, TH2);
+    human_says(CH1, TH1, "question in thread one", NULL);
+    human_says(CH1, TH2, "question in thread two", NULL);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, TH1), 0);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, TH2), 0);
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, TH1, "answer in one"), 1);
+    /* Thread one moved on; thread two did not. */
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, TH1), 1);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, TH2), 0);
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, TH2, "answer in two"), 1);
+    ck_assert_int_eq(run(TTH_BRAVO, CH1, TH2, "more in two"), 1);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, TH1), 1);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, TH2), 2);
+    /* The channel-level conversation holds no turn state of its own. */
+    dg_scope sc;
+    dg_scope_conversation(CH1, &sc);
+    ck_assert_int_eq(dg_turns_peek(tth_plugin(&H)->turns, &sc, NULL, NULL, NULL),
+                     OC_ERR_NOT_FOUND);
+}
+END_TEST
+
+START_TEST(test_channel_policy_threads_share_one_rotation)
+{
+    join3(CH1, NULL);
+    human_says(CH1, TH1, "question in thread one", NULL);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, TH1), 0);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, TH2), 0);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 0);
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, TH1, "answer"), 1);
+    /* One rotation for the whole channel: bravo everywhere. */
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, TH2), 1);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 1);
+    dg_turn_state st = peek(CH1, NULL, NULL);
+    ck_assert_int_eq(st.msg_seq, 2);
+}
+END_TEST
+
+static void dm_one_conversation(void)
+{
+    json_t *ev = json_pack("{s:s, s:s, s:b, s:s, s:b, s:s, s:[]}", "messageId",
+                           "400000000000000901", "channelId", DM, "isDm", 1, "senderId",
+                           TTH_HUMAN_UID, "senderIsBot", 0, "content", "hi", "mentions");
+    json_t *ctx = json_pack("{s:s}", "channelId", DM);
+    ck_assert_int_eq(tth_call(&H, "message_received", ev, ctx, NULL), OC_OK);
+    json_decref(ev);
+    json_decref(ctx);
+    /* The agent's DM session: never swapped (one agent, one conversation). */
+    json_t *actx = json_pack("{s:s, s:s, s:s}", "agentId", TTH_ALPHA, "sessionKey",
+                             "agent:alpha:discord:direct:" TTH_HUMAN_UID, "channelId", DM);
+    json_t *r = NULL;
+    ck_assert_int_eq(tth_call(&H, "before_model_resolve", json_object(), actx, &r), OC_OK);
+    ck_assert_ptr_null(r);
+    json_decref(actx);
+    dg_turn_state st = peek(DM, NULL, NULL);
+    ck_assert_int_eq(st.msg_seq, 1);
+    dg_scope sc;
+    dg_scope_thread(DM, "400000000000000901", &sc);
+    ck_assert_int_eq(dg_turns_peek(tth_plugin(&H)->turns, &sc, NULL, NULL, NULL),
+                     OC_ERR_NOT_FOUND);
+}
+
+START_TEST(test_dm_is_one_conversation_under_channel_policy)
+{
+    dm_one_conversation();
+}
+END_TEST
+
+START_TEST(test_dm_is_one_conversation_under_thread_policy)
+{
+    dm_one_conversation();
+}
+END_TEST
+
+START_TEST(test_message_ingested_once_across_accounts)
+{
+    join3(CH1, NULL);
+    for (int account = 0; account < 3; account++)
+        ck_assert_int_eq(tth_msg(&H, CH1, NULL, "400000000000000500", TTH_HUMAN_UID, 0, "hi",
+                                 NULL), OC_OK);
+    dg_turn_state st = peek(CH1, NULL, NULL);
+    ck_assert_int_eq(st.msg_seq, 1);
+    /* An agent message reported three times counts once for the guard. */
+    for (int account = 0; account < 3; account++)
+        ck_assert_int_eq(tth_msg(&H, CH1, NULL, "400000000000000501", TTH_ALPHA_UID, 1, "yo",
+                                 NULL), OC_OK);
+    st = peek(CH1, NULL, NULL);
+    ck_assert_int_eq(st.msg_seq, 2);
+    ck_assert_int_eq(st.agent_msgs, 1);
+}
+END_TEST
+
+START_TEST(test_bug2_turn_advances_at_agent_end)
+{
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "go", NULL);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 0);
+    ck_assert_int_eq(tth_end(&H, TTH_ALPHA, CH1, NULL, "my answer", 0), OC_OK);
+    /* Before the reply is sent or seen, the gate already moved. */
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 1);
+    /* And alpha's own reply still goes out. */
+    ck_assert_int_eq(tth_send(&H, TTH_ALPHA, CH1, NULL, "my answer"), 0);
+    agent_posts(TTH_ALPHA, CH1, NULL, "my answer");
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 1);
+}
+END_TEST
+
+START_TEST(test_bug3_tool_only_turn_keeps_channel_awake)
+{
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "please update the file", NULL);
+    ck_assert_int_eq(tth_end(&H, TTH_ALPHA, CH1, NULL, "", 2), OC_OK); /* tools only */
+    ck_assert_int_eq(run(TTH_BRAVO, CH1, NULL, "NO_REPLY"), 0);
+    ck_assert_int_eq(run(TTH_CHARLIE, CH1, NULL, "NO_REPLY"), 0);
+    dg_turn_state st = peek(CH1, NULL, NULL);
+    ck_assert_int_eq(st.active, 1);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 0);
+}
+END_TEST
+
+START_TEST(test_bug4_decorated_no_reply_lets_channel_sleep)
+{
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "anything?", NULL);
+    static const char *const answers[] = {"  **NO_REPLY**\n", "no_reply.\nNO_REPLY",
+                                          "{\"action\":\"NO_REPLY\"}"};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(tth_resolve(&H, ABC[i], CH1, NULL), 0); /* its turn, a real run */
+        ck_assert_int_eq(tth_end(&H, ABC[i], CH1, NULL, answers[i], 0), OC_OK);
+    }
+    dg_turn_state st = peek(CH1, NULL, NULL);
+    ck_assert_int_eq(st.active, 0);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), -1);
+}
+END_TEST
+
+START_TEST(test_bug5_moderator_messages_never_wake)
+{
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "anything?", NULL);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(run(ABC[i], CH1, NULL, "NO_REPLY"), 0);
+    ck_assert_int_eq(peek(CH1, NULL, NULL).active, 0);
+    char id[24];
+    const char *const mentions[] = {TTH_ALPHA_UID, NULL};
+    ck_assert_int_eq(tth_msg(&H, CH1, NULL, mid(id), TTH_MOD_UID, 1, "[Discussion Idle] ...",
+                             mentions), OC_OK);
+    ck_assert_int_eq(tth_msg(&H, CH1, NULL, mid(id), TTH_MOD_UID, 1, "<@" TTH_ALPHA_UID ">",
+                             mentions), OC_OK);
+    dg_turn_state st = peek(CH1, NULL, NULL);
+    ck_assert_int_eq(st.active, 0);
+    ck_assert_int_eq(st.msg_seq, 1);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), -1);
+}
+END_TEST
+
+START_TEST(test_bug6_busy_channel_caps_speaker_runs)
+{
+    join3(CH1, NULL);
+    /* Twenty human messages arrive while alpha holds the turn; the host
+     * queues one run per message per agent, one run at a time per session. */
+    for (int i = 0; i < 20; i++)
+        human_says(CH1, NULL, "busy", NULL);
+    int real[3] = {0, 0, 0};
+    for (int m = 0; m < 20; m++) {
+        for (int a = 2; a >= 0; a--) { /* the speaker's run comes last */
+            int swapped = tth_resolve(&H, ABC[a], CH1, NULL);
+            ck_assert_int_ge(swapped, 0);
+            if (!swapped)
+                real[a]++;
+            ck_assert_int_eq(tth_end(&H, ABC[a], CH1, NULL, "NO_REPLY", 0), OC_OK);
+        }
+    }
+    /* One real completion per turn, not one per message: alpha, bravo and
+     * charlie each pass once, then the channel sleeps. */
+    ck_assert_int_eq(real[0], 1);
+    ck_assert_int_eq(real[1], 1);
+    ck_assert_int_eq(real[2], 1);
+    ck_assert_int_eq(peek(CH1, NULL, NULL).active, 0);
+    /* At most one hand-off pending at a time: two were posted in all. */
+    ck_assert_int_eq(tth_outbox_count(&H, CH1), 2);
+}
+END_TEST
+
+/* ---- discussion channels --------------------------------------------------------- */
+
+static int64_t open_discussion(const char *channel, const char *initiator,
+                               const char *const *participants, size_t n)
+{
+    dg_plugin *p = tth_plugin(&H);
+    char *order[8];
+    order[0] = (char *)initiator;
+    for (size_t i = 0; i < n; i++)
+        order[i + 1] = (char *)participants[i];
+    dg_discussion d = {
+        .discussion_channel_id = (char *)channel, .origin_channel_id = ORIGIN,
+        .initiator_agent_id = (char *)initiator, .initiator_session_key = "agent:x",
+        .initiator_session_id = "sid", .initiator_workspace = "/tmp/ws",
+        .discuss_guide = "Decide the release date.", .status = DG_DISCUSSION_ACTIVE,
+        .created_at_ms = dg_now_ms(p), .turn_order = order, .n_turn_order = n + 1,
+    };
+    int64_t id = 0;
+    ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
+    ck_assert_int_eq(dg_store_discussion_insert(p->store, &d, &id), OC_OK);
+    ck_assert_int_eq(dg_turns_prefill_discussion(p->store, channel, initiator, participants, n,
+                                                 dg_now_ms(p)), OC_OK);
+    ck_assert_int_eq(dg_store_commit(p->store), OC_OK);
+    return id;
+}
+
+static void close_discussion(int64_t id, const char *channel)
+{
+    dg_plugin *p = tth_plugin(&H);
+    ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
+    ck_assert_int_eq(dg_store_discussion_close(p->store, id, "plans/d.md", dg_now_ms(p)), OC_OK);
+    ck_assert_int_eq(dg_turns_close_channel(p->store, channel, dg_now_ms(p)), OC_OK);
+    ck_assert_int_eq(dg_store_commit(p->store), OC_OK);
+}
+
+static const char *const BC[] = {TTH_BRAVO, TTH_CHARLIE};
+
+START_TEST(test_discussion_prefill_first_participant_speaks)
+{
+    open_discussion(CH2, TTH_ALPHA, BC, 2);
+    dg_channel_mode mode;
+    dg_turn_state st = peek(CH2, NULL, &mode);
+    ck_assert_int_eq(mode, DG_MODE_DISCUSSION);
+    ck_assert_int_eq(st.active, 1);
+    /* The kickoff (a moderator message) wakes nobody by itself; the turn
+     * is already with the first participant. */
+    char id[24];
+    ck_assert_int_eq(tth_msg(&H, CH2, NULL, mid(id), TTH_MOD_UID, 1, "[Discussion Started]",
+                             NULL), OC_OK);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH2, NULL), 1);
+    char agent[32];
+    ck_assert_int_eq(dg_turns_member(tth_plugin(&H)->turns, CH2, 0, agent, sizeof agent), OC_OK);
+    ck_assert_str_eq(agent, TTH_ALPHA);
+}
+END_TEST
+
+START_TEST(test_discussion_idle_reminder_once_per_idle_period)
+{
+    open_discussion(CH2, TTH_ALPHA, BC, 2);
+    ck_assert_int_eq(run(TTH_BRAVO, CH2, NULL, "I think Friday."), 1);
+    /* A silent round: charlie, alpha, bravo pass. */
+    ck_assert_int_eq(run(TTH_CHARLIE, CH2, NULL, "NO_REPLY"), 0);
+    ck_assert_int_eq(run(TTH_ALPHA, CH2, NULL, "NO_REPLY"), 0);
+    ck_assert_int_eq(run(TTH_BRAVO, CH2, NULL, "NO_REPLY"), 0);
+    ck_assert_int_eq(tth_outbox_count(&H, CH2), 1);
+    char *text = tth_outbox_content(&H, CH2, 0, NULL);
+    ck_assert_ptr_nonnull(strstr(text, "[Discussion Idle]"));
+    ck_assert_ptr_nonnull(strstr(text, "<@" TTH_ALPHA_UID ">"));
+    free(text);
+    /* The reminder makes the initiator the speaker. */
+    char id[24];
+    ck_assert_int_eq(tth_msg(&H, CH2, NULL, mid(id), TTH_MOD_UID, 1, "[Discussion Idle]", NULL),
+                     OC_OK);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH2, NULL), 0);
+    /* The initiator stays silent too: the channel rests, no new reminder. */
+    ck_assert_int_eq(run(TTH_ALPHA, CH2, NULL, "NO_REPLY"), 0);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH2, NULL), -1);
+    tth_advance(&H, 3600 * 1000);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH2, NULL), -1);
+    ck_assert_int_eq(tth_outbox_count(&H, CH2), 1);
+    /* A real message starts a new idle period: the next silent round gets
+     * one more reminder. */
+    human_says(CH2, NULL, "Any objections?", NULL);
+    ck_assert_int_eq(run(TTH_ALPHA, CH2, NULL, "NO_REPLY"), 0);
+    ck_assert_int_eq(run(TTH_BRAVO, CH2, NULL, "NO_REPLY"), 0);
+    ck_assert_int_eq(run(TTH_CHARLIE, CH2, NULL, "NO_REPLY"), 0);
+    ck_assert_int_eq(tth_outbox_count(&H, CH2), 2);
+    text = tth_outbox_content(&H, CH2, 1, NULL);
+    ck_assert_ptr_nonnull(strstr(text, "[Discussion Idle]"));
+    free(text);
+}
+END_TEST
+
+START_TEST(test_closed_channel_overrides_cancels_and_never_wakes)
+{
+    int64_t id = open_discussion(CH2, TTH_ALPHA, BC, 2);
+    join3(CH2, NULL);
+    close_discussion(id, CH2);
+    /* Every agent, speaker or not, known or never seen before, is swapped. */
+    ck_assert_int_eq(tth_resolve(&H, TTH_BRAVO, CH2, NULL), 1);
+    ck_assert_int_eq(tth_resolve(&H, TTH_DELTA, CH2, NULL), 1);
+    /* A session first seen there also gets the persistent override. */
+    ck_assert_int_ge(H.patches, 1);
+    ck_assert_ptr_nonnull(strstr(H.last_patch, "=noreply/no-reply-1"));
+    /* Agents' messages are cancelled. */
+    ck_assert_int_eq(tth_send(&H, TTH_BRAVO, CH2, NULL, "one more thing"), 1);
+    ck_assert_int_eq(tth_send(&H, TTH_ALPHA, CH2, NULL, "NO_REPLY"), 1);
+    /* Nothing wakes a turn again. */
+    human_says(CH2, NULL, "hello?", NULL);
+    agent_posts(TTH_CHARLIE, CH2, NULL, "hi");
+    ck_assert_int_eq(who_speaks(ABC, 3, CH2, NULL), -1);
+    /* The other channels are untouched. */
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "hello", NULL);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 0);
+}
+END_TEST
+
+static int closed_notices(const char *channel)
+{
+    int n = 0;
+    for (int i = 0;; i++) {
+        char *c = tth_outbox_content(&H, channel, i, NULL);
+        if (!c)
+            break;
+        n += strstr(c, "[Channel Closed]") != NULL;
+        free(c);
+    }
+    return n;
+}
+
+START_TEST(test_bug7_closed_notice_once_per_message)
+{
+    int64_t id = open_discussion(CH2, TTH_ALPHA, BC, 2);
+    close_discussion(id, CH2);
+    /* A burst of 20 messages, each reported by three accounts. */
+    for (int i = 0; i < 20; i++) {
+        char msg[24];
+        mid(msg);
+        for (int account = 0; account < 3; account++)
+            ck_assert_int_eq(tth_msg(&H, CH2, NULL, msg, TTH_HUMAN_UID, 0, "late", NULL), OC_OK);
+        tth_advance(&H, 10);
+    }
+    ck_assert_int_eq(closed_notices(CH2), 20);
+    /* Moderator messages (the notices themselves) get none. */
+    char msg[24];
+    ck_assert_int_eq(tth_msg(&H, CH2, NULL, mid(msg), TTH_MOD_UID, 1, "[Channel Closed]", NULL),
+                     OC_OK);
+    ck_assert_int_eq(closed_notices(CH2), 20);
+}
+END_TEST
+
+START_TEST(test_closed_notice_cooldown_per_channel)
+{
+    int64_t id = open_discussion(CH2, TTH_ALPHA, BC, 2);
+    close_discussion(id, CH2);
+    for (int i = 0; i < 20; i++) {
+        human_says(CH2, NULL, "late", NULL);
+        tth_advance(&H, 1000);
+    }
+    ck_assert_int_eq(closed_notices(CH2), 1); /* 20 s < 60 s window */
+    tth_advance(&H, 60 * 1000);
+    human_says(CH2, NULL, "still there?", NULL);
+    ck_assert_int_eq(closed_notices(CH2), 2);
+}
+END_TEST
+
+START_TEST(test_closed_notice_no_ping_pong_with_a_bot)
+{
+    int64_t id = open_discussion(CH2, TTH_ALPHA, BC, 2);
+    close_discussion(id, CH2);
+    /* A bot answers every notice; with no cooldown it still gets at most
+     * one notice until a human speaks again. */
+    char msg[24];
+    ck_assert_int_eq(tth_msg(&H, CH2, NULL, mid(msg), TTH_BOT_UID, 1, "hello", NULL), OC_OK);
+    for (int i = 0; i < 10; i++) {
+        int before = tth_outbox_count(&H, CH2);
+        char *last = tth_outbox_content(&H, CH2, before - 1, NULL);
+        ck_assert_int_eq(tth_msg(&H, CH2, NULL, mid(msg), TTH_MOD_UID, 1, last, NULL), OC_OK);
+        free(last);
+        ck_assert_int_eq(tth_msg(&H, CH2, NULL, mid(msg), TTH_BOT_UID, 1, "re: closed?", NULL),
+                         OC_OK);
+        ck_assert_int_eq(tth_msg(&H, CH2, NULL, mid(msg), tth_uid(TTH_BRAVO), 1, "me too",
+                                 NULL), OC_OK);
+    }
+    ck_assert_int_eq(closed_notices(CH2), 1);
+    human_says(CH2, NULL, "why is it closed?", NULL);
+    ck_assert_int_eq(closed_notices(CH2), 2);
+    ck_assert_int_eq(tth_msg(&H, CH2, NULL, mid(msg), TTH_BOT_UID, 1, "hm", NULL), OC_OK);
+    ck_assert_int_eq(tth_msg(&H, CH2, NULL, mid(msg), TTH_BOT_UID, 1, "hm", NULL), OC_OK);
+    ck_assert_int_eq(closed_notices(CH2), 3);
+}
+END_TEST
+
+/* ---- state ownership, restart, concurrency ------------------------------------------ */
+
+START_TEST(test_bug10_one_state_owner_across_sessions_and_restart)
+{
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "go", NULL);
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "first"), 1);
+    /* bravo's channel session and its thread session (another session key,
+     * under channel policy the same scope) see one state. */
+    ck_assert_int_eq(tth_resolve(&H, TTH_BRAVO, CH1, NULL), 0);
+    ck_assert_int_eq(tth_resolve(&H, TTH_BRAVO, CH1, TH1), 0);
+    ck_assert_int_eq(tth_resolve(&H, TTH_CHARLIE, CH1, TH1), 1);
+    /* bravo finishes in its thread session: every session sees it. */
+    ck_assert_int_eq(tth_end(&H, TTH_BRAVO, CH1, TH1, "second", 0), OC_OK);
+    ck_assert_int_eq(tth_resolve(&H, TTH_BRAVO, CH1, NULL), 1);
+    ck_assert_int_eq(tth_resolve(&H, TTH_CHARLIE, CH1, NULL), 0);
+    /* The store is the owner: a new plugin instance has the same state. */
+    dg_turn_state before = peek(CH1, NULL, NULL);
+    tth_restart(&H);
+    dg_turn_state after = peek(CH1, NULL, NULL);
+    ck_assert_mem_eq(&before, &after, sizeof before);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 2);
+}
+END_TEST
+
+START_TEST(test_restart_mid_round_keeps_next_speaker)
+{
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "go", NULL);
+    ck_assert_int_eq(run(TTH_BRAVO, CH1, NULL, "NO_REPLY"), 0); /* consumed, swapped */
+    ck_assert_int_eq(run(TTH_CHARLIE, CH1, NULL, "NO_REPLY"), 0);
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "NO_REPLY"), 0);  /* passes: hand-off */
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 1);
+    tth_restart(&H);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 1);
+    /* The pending hand-off survived too: bravo's pass hands on to charlie. */
+    ck_assert_int_eq(tth_outbox_count(&H, CH1), 1);
+    ck_assert_int_eq(run(TTH_BRAVO, CH1, NULL, "NO_REPLY"), 0);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 2);
+    ck_assert_int_eq(tth_outbox_count(&H, CH1), 2);
+    tth_restart(&H);
+    ck_assert_int_eq(run(TTH_CHARLIE, CH1, NULL, "NO_REPLY"), 0);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), -1);
+}
+END_TEST
+
+#define CONC_THREADS 8
+#define CONC_TURNS 240
+
+static const char *const EIGHT[CONC_THREADS] = {"alpha", "bravo", "charlie", "delta",
+                                                "echo", "foxtrot", "golf", "hotel"};
+static _Atomic int conc_holder = -1;
+static _Atomic int conc_turns = 0;
+static _Atomic int conc_double = 0;
+static _Atomic int conc_msg = 0;
+static pthread_mutex_t conc_mu = PTHREAD_MUTEX_INITIALIZER;
+static int conc_seq[CONC_TURNS + CONC_THREADS];
+static int conc_n = 0;
+
+static void *conc_worker(void *arg)
+{
+    int me = (int)(intptr_t)arg;
+    const char *agent = EIGHT[me];
+    for (long spin = 0; spin < 2000000 && atomic_load(&conc_turns) < CONC_TURNS; spin++) {
+        int swapped = tth_resolve(&H, agent, CH1, NULL);
+        if (swapped < 0)
+            atomic_fetch_add(&conc_double, 1000);
+        if (swapped) {
+            /* A swapped run ends silently: it must not move anything. */
+            if (spin % 16 == 0)
+                tth_end(&H, agent, CH1, NULL, "NO_REPLY", 0);
+            continue;
+        }
+        int expected = -1;
+        if (!atomic_compare_exchange_strong(&conc_holder, &expected, me)) {
+            atomic_fetch_add(&conc_double, 1);
+            continue;
+        }
+        pthread_mutex_lock(&conc_mu);
+        conc_seq[conc_n++] = me;
+        pthread_mutex_unlock(&conc_mu);
+        int t = atomic_fetch_add(&conc_turns, 1);
+        atomic_store(&conc_holder, -1);
+        char id[24];
+        snprintf(id, sizeof id, "5%017d", atomic_fetch_add(&conc_msg, 1));
+        char text[32];
+        snprintf(text, sizeof text, "turn %d", t);
+        tth_end(&H, agent, CH1, NULL, text, 0);
+        /* Its message, reported by two accounts at once with the others. */
+        tth_msg(&H, CH1, NULL, id, tth_uid(agent), 1, text, NULL);
+        tth_msg(&H, CH1, NULL, id, tth_uid(agent), 1, text, NULL);
+    }
+    return NULL;
+}
+
+START_TEST(test_concurrent_hooks_from_8_threads_keep_one_speaker)
+{
+    /* Every agent joins first, in a known order. */
+    for (int i = 0; i < CONC_THREADS; i++)
+        ck_assert_int_ge(tth_resolve(&H, EIGHT[i], CH1, NULL), 0);
+    human_says(CH1, NULL, "go round", NULL);
+    pthread_t th[CONC_THREADS];
+    for (int i = 0; i < CONC_THREADS; i++)
+        ck_assert_int_eq(pthread_create(&th[i], NULL, conc_worker, (void *)(intptr_t)i), 0);
+    for (int i = 0; i < CONC_THREADS; i++)
+        pthread_join(th[i], NULL);
+    ck_assert_int_eq(atomic_load(&conc_double), 0);
+    ck_assert_int_ge(conc_n, CONC_TURNS);
+    /* No lost or doubled advance: strict rotation in the join order. */
+    for (int i = 0; i < conc_n; i++)
+        ck_assert_msg(conc_seq[i] == i % CONC_THREADS, "turn %d went to %s, expected %s", i,
+                      EIGHT[conc_seq[i]], EIGHT[i % CONC_THREADS]);
+    dg_turn_state st = peek(CH1, NULL, NULL);
+    ck_assert_int_eq(st.agent_msgs, conc_n); /* each message counted once */
+    ck_assert_int_eq(st.msg_seq, conc_n + 1);
+    ck_assert_int_eq(st.speaker, conc_n % CONC_THREADS);
+    /* The mirror matches the database. */
+    tth_restart(&H);
+    dg_turn_state again = peek(CH1, NULL, NULL);
+    ck_assert_mem_eq(&st, &again, sizeof st);
+}
+END_TEST
+
+/* ---- issue 4 behaviours ---------------------------------------------------------------- */
+
+START_TEST(test_handoff_mentions_next_speaker_once)
+{
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "thoughts?", NULL);
+    ck_assert_int_eq(run(TTH_BRAVO, CH1, NULL, "x"), 0);   /* swapped: consumed */
+    ck_assert_int_eq(run(TTH_CHARLIE, CH1, NULL, "x"), 0);
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "NO_REPLY"), 0);
+    ck_assert_int_eq(tth_outbox_count(&H, CH1), 1);
+    char *c = tth_outbox_content(&H, CH1, 0, NULL);
+    ck_assert_str_eq(c, "<@" TTH_BRAVO_UID ">");
+    free(c);
+    /* The hand-off is a moderator message: no speech, no new cycle. */
+    char id[24];
+    ck_assert_int_eq(tth_msg(&H, CH1, NULL, mid(id), TTH_MOD_UID, 1, "<@" TTH_BRAVO_UID ">",
+                             NULL), OC_OK);
+    dg_turn_state st = peek(CH1, NULL, NULL);
+    ck_assert_int_eq(st.msg_seq, 1);
+    ck_assert_uint_eq(st.silent, 1); /* alpha's pass still counts */
+    ck_assert_int_eq(st.handoff, 1);
+    /* Charlie's extra swapped run and a repeated resolve post nothing more. */
+    ck_assert_int_eq(run(TTH_CHARLIE, CH1, NULL, "x"), 0);
+    ck_assert_int_eq(tth_resolve(&H, TTH_BRAVO, CH1, NULL), 0);
+    ck_assert_int_eq(tth_outbox_count(&H, CH1), 1);
+    /* Bravo speaks: its own message wakes charlie, no hand-off needed. */
+    ck_assert_int_eq(run(TTH_BRAVO, CH1, NULL, "here is my view"), 1);
+    ck_assert_int_eq(tth_outbox_count(&H, CH1), 1);
+}
+END_TEST
+
+START_TEST(test_handoff_goes_to_the_discord_thread)
+{
+    join3(CH1, TH1);
+    human_says(CH1, TH1, "thoughts?", NULL);
+    ck_assert_int_eq(run(TTH_BRAVO, CH1, TH1, "x"), 0);
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, TH1, "NO_REPLY"), 0);
+    ck_assert_int_eq(tth_outbox_count(&H, TH1), 1);
+    ck_assert_int_eq(tth_outbox_count(&H, CH1), 0);
+}
+END_TEST
+
+START_TEST(test_loop_guard_rests_scope_and_says_so_once)
+{
+    tth_free(&H);
+    tth_start(&H, "channel", "\"turn\":{\"maxAgentMessages\":6}");
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "discuss among yourselves", NULL);
+    int spoken = 0;
+    for (int i = 0; i < 30; i++)
+        spoken += run(ABC[i % 3], CH1, NULL, "and another thing");
+    ck_assert_int_eq(spoken, 6);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), -1);
+    int notes = 0;
+    for (int i = 0; i < tth_outbox_count(&H, CH1); i++) {
+        char *c = tth_outbox_content(&H, CH1, i, NULL);
+        notes += strstr(c, "paused") != NULL;
+        free(c);
+    }
+    ck_assert_int_eq(notes, 1);
+    /* Bots ignoring the swap do not lift it, nor does the notice itself. */
+    agent_posts(TTH_ALPHA, CH1, NULL, "hello?");
+    char id[24];
+    ck_assert_int_eq(tth_msg(&H, CH1, NULL, mid(id), TTH_MOD_UID, 1, "[Turn Manager] paused",
+                             NULL), OC_OK);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), -1);
+    ck_assert_int_eq(tth_outbox_count(&H, CH1), 1);
+    /* A human does. */
+    human_says(CH1, NULL, "carry on", NULL);
+    ck_assert_int_ge(who_speaks(ABC, 3, CH1, NULL), 0);
+}
+END_TEST
+
+START_TEST(test_loop_guard_counts_across_top_level_threads)
+{
+    tth_free(&H);
+    tth_start(&H, "thread", "\"turn\":{\"maxAgentMessages\":4}");
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "top-level question", NULL);
+    int spoken = 0;
+    for (int i = 0; i < 12; i++)
+        spoken += run(ABC[i % 3], CH1, NULL, "top-level answer");
+    ck_assert_int_eq(spoken, 4);
+}
+END_TEST
+
+START_TEST(test_thread_policy_channel_session_follows_latest_top_level_thread)
+{
+    join3(CH1, NULL);
+    char first[24];
+    ck_assert_int_eq(tth_msg(&H, CH1, NULL, mid(first), TTH_HUMAN_UID, 0, "q1", NULL), OC_OK);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 0);
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "a1"), 1);
+    /* alpha's top-level reply opened its own thread; the channel-level
+     * sessions act there: bravo is next. */
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 1);
+    dg_turn_state st = peek(CH1, first, NULL);
+    ck_assert_int_eq(st.msg_seq, 1);
+    /* A session inside the Discord thread started from the first message
+     * (same id) lands in the first thread's scope. */
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, first), 1);
+}
+END_TEST
+
+START_TEST(test_timeout_moves_the_turn)
+{
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "go", NULL);
+    ck_assert_int_eq(run(TTH_BRAVO, CH1, NULL, "x"), 0);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 0);
+    tth_advance(&H, 59 * 1000);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 0);
+    tth_advance(&H, 1000);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 1); /* alpha lost the turn */
+    ck_assert_int_eq(tth_send(&H, TTH_ALPHA, CH1, NULL, "late answer"), 1);
+    /* alpha's late end moves nothing; it materialises the timeout, and
+     * bravo (who consumed the message) is mentioned. */
+    ck_assert_int_eq(tth_end(&H, TTH_ALPHA, CH1, NULL, "late answer", 0), OC_OK);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 1);
+    ck_assert_int_eq(tth_outbox_count(&H, CH1), 1);
+    tth_advance(&H, 2 * 60 * 1000);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), -1); /* everyone timed out */
+}
+END_TEST
+
+START_TEST(test_human_mention_limits_turns)
+{
+    join3(CH1, NULL);
+    const char *const mention_c[] = {TTH_CHARLIE_UID, NULL};
+    human_says(CH1, NULL, "@charlie what do you think?", mention_c);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 2);
+    ck_assert_int_eq(run(TTH_CHARLIE, CH1, NULL, "I think so"), 1);
+    /* charlie had its turn: normal rotation resumes after it. */
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 0);
+    const char *const mention_ab[] = {TTH_BRAVO_UID, TTH_ALPHA_UID, NULL};
+    human_says(CH1, NULL, "@bravo @alpha and you?", mention_ab);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 0);
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "yes"), 1);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 1);
+    ck_assert_int_eq(run(TTH_BRAVO, CH1, NULL, "NO_REPLY"), 0);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 2);
+}
+END_TEST
+
+START_TEST(test_human_message_resets_cycle_and_counter)
+{
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "go", NULL);
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "one"), 1);
+    ck_assert_int_eq(run(TTH_BRAVO, CH1, NULL, "NO_REPLY"), 0);
+    dg_turn_state st = peek(CH1, NULL, NULL);
+    ck_assert_uint_ne(st.silent, 0);
+    ck_assert_int_eq(st.agent_msgs, 1);
+    human_says(CH1, NULL, "bravo, really nothing?", NULL);
+    st = peek(CH1, NULL, NULL);
+    ck_assert_uint_eq(st.silent, 0);
+    ck_assert_int_eq(st.agent_msgs, 0);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 2); /* the current speaker keeps it */
+}
+END_TEST
+
+START_TEST(test_unmanaged_channel_and_unknown_agents_get_nothing)
+{
+    /* One agent alone is not managed. */
+    human_says(CH1, NULL, "hi", NULL);
+    ck_assert_int_eq(tth_resolve(&H, TTH_ALPHA, CH1, NULL), 0);
+    ck_assert_int_eq(tth_send(&H, TTH_ALPHA, CH1, NULL, "hello"), 0);
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "hello"), 1);
+    ck_assert_int_eq(tth_resolve(&H, TTH_ALPHA, CH1, NULL), 0);
+    /* A second agent joins: it, not the one that just spoke, is next. */
+    ck_assert_int_eq(tth_resolve(&H, TTH_BRAVO, CH1, NULL), 0);
+    ck_assert_int_eq(tth_resolve(&H, TTH_ALPHA, CH1, NULL), 1);
+    /* An agent not in `agents` is never swapped nor cancelled. */
+    ck_assert_int_eq(tth_resolve(&H, "stranger", CH1, NULL), 0);
+    ck_assert_int_eq(tth_send(&H, "stranger", CH1, NULL, "hey"), 0);
+    ck_assert_int_eq(tth_end(&H, "stranger", CH1, NULL, "hey", 0), OC_OK);
+    /* A context without a channel is none of our business. */
+    json_t *ctx = json_pack("{s:s, s:s}", "agentId", TTH_ALPHA, "sessionKey", "agent:alpha:main");
+    json_t *r = NULL;
+    ck_assert_int_eq(tth_call(&H, "before_model_resolve", json_object(), ctx, &r), OC_OK);
+    ck_assert_ptr_null(r);
+    json_decref(ctx);
+}
+END_TEST
+
+START_TEST(test_message_sending_cancels_non_speaker)
+{
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "go", NULL);
+    ck_assert_int_eq(tth_send(&H, TTH_BRAVO, CH1, NULL, "me first!"), 1);
+    ck_assert_int_eq(tth_send(&H, TTH_BRAVO, CH1, NULL, "NO_REPLY"), 0); /* silent: harmless */
+    ck_assert_int_eq(tth_send(&H, TTH_ALPHA, CH1, NULL, "my turn"), 0);
+    /* Dormant: nobody may send. */
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(run(ABC[i], CH1, NULL, "NO_REPLY"), 0);
+    ck_assert_int_eq(tth_send(&H, TTH_ALPHA, CH1, NULL, "still here"), 1);
+    ck_assert(tth_log_has(&H, "message_sending: cancelled for alpha"));
+}
+END_TEST
+
+START_TEST(test_session_key_supplies_missing_context)
+{
+    join3(CH1, TH1);
+    human_says(CH1, TH1, "go", NULL);
+    /* No channelId/threadId in ctx: taken from the OpenClaw session key. */
+    json_t *ctx = json_pack("{s:s}", "sessionKey",
+                            "agent:bravo:discord:channel:" CH1 ":thread:" TH1);
+    json_t *r = NULL;
+    ck_assert_int_eq(tth_call(&H, "before_model_resolve", json_object(), ctx, &r), OC_OK);
+    ck_assert_ptr_nonnull(r);
+    json_decref(r);
+    json_decref(ctx);
+}
+END_TEST
+
+START_TEST(test_malformed_event_refused_with_reason)
+{
+    json_t *ev = json_pack("{s:s, s:s}", "messageId", "400000000000000001", "content", "x");
+    json_t *ctx = json_object();
+    ck_assert_int_eq(tth_call(&H, "message_received", ev, ctx, NULL), OC_ERR_INVALID);
+    ck_assert(tth_log_has(&H, "event.channelId is missing"));
+    json_object_set_new(ev, "channelId", json_string(CH1));
+    ck_assert_int_eq(tth_call(&H, "message_received", ev, ctx, NULL), OC_ERR_INVALID);
+    ck_assert(tth_log_has(&H, "event.senderId is missing"));
+    json_decref(ev);
+    json_decref(ctx);
+}
+END_TEST
+
+static void session_text_once(const char *want, const char *not_want)
+{
+    char *text = tth_prompt(&H, TTH_ALPHA, CH1, "You are alpha.");
+    ck_assert_ptr_nonnull(text);
+    ck_assert_ptr_nonnull(strstr(text, want));
+    ck_assert_ptr_null(strstr(text, not_want));
+    /* A system prompt that already carries it gets nothing more. */
+    char *sys = NULL;
+    ck_assert_int_ge(asprintf(&sys, "You are alpha.\n\n%s\n", text), 0);
+    ck_assert_ptr_null(tth_prompt(&H, TTH_ALPHA, CH1, sys));
+    free(sys);
+    char *again = tth_prompt(&H, TTH_ALPHA, CH1, NULL);
+    ck_assert_str_eq(again, text);
+    free(again);
+    free(text);
+}
+
+START_TEST(test_session_model_text_appended_once_channel_policy)
+{
+    session_text_once("one per-channel session", "each thread gets its own");
+}
+END_TEST
+
+START_TEST(test_session_model_text_appended_once_thread_policy)
+{
+    session_text_once("each thread gets its own", "one per-channel session");
+}
+END_TEST
+
+START_TEST(test_env_policy_override_reaches_the_hooks)
+{
+    tth_free(&H);
+    setenv("DIRIGENT_SESSION_POLICY", "thread", 1);
+    /* tth_start clears the variable: set it after and restart. */
+    tth_start(&H, "channel", NULL);
+    setenv("DIRIGENT_SESSION_POLICY", "thread", 1);
+    tth_restart(&H);
+    char *text = tth_prompt(&H, TTH_ALPHA, CH1, NULL);
+    ck_assert_ptr_nonnull(strstr(text, "each thread gets its own"));
+    free(text);
+    unsetenv("DIRIGENT_SESSION_POLICY");
+}
+END_TEST
+
+Suite *make_turn_hooks_suite(void)
+{
+    Suite *s = suite_create("turn_hooks");
+    TCase *ch = tcase_create("channel_policy");
+    tcase_add_checked_fixture(ch, setup_channel, teardown);
+    tcase_set_timeout(ch, 60);
+    tcase_add_test(ch, test_registers_the_five_hooks);
+    tcase_add_test(ch, test_three_agents_count_to_eleven_in_turn);
+    tcase_add_test(ch, test_channel_policy_threads_share_one_rotation);
+    tcase_add_test(ch, test_dm_is_one_conversation_under_channel_policy);
+    tcase_add_test(ch, test_message_ingested_once_across_accounts);
+    tcase_add_test(ch, test_bug2_turn_advances_at_agent_end);
+    tcase_add_test(ch, test_bug3_tool_only_turn_keeps_channel_awake);
+    tcase_add_test(ch, test_bug4_decorated_no_reply_lets_channel_sleep);
+    tcase_add_test(ch, test_bug5_moderator_messages_never_wake);
+    tcase_add_test(ch, test_bug6_busy_channel_caps_speaker_runs);
+    tcase_add_test(ch, test_bug10_one_state_owner_across_sessions_and_restart);
+    tcase_add_test(ch, test_restart_mid_round_keeps_next_speaker);
+    tcase_add_test(ch, test_concurrent_hooks_from_8_threads_keep_one_speaker);
+    tcase_add_test(ch, test_handoff_mentions_next_speaker_once);
+    tcase_add_test(ch, test_loop_guard_rests_scope_and_says_so_once);
+    tcase_add_test(ch, test_timeout_moves_the_turn);
+    tcase_add_test(ch, test_human_mention_limits_turns);
+    tcase_add_test(ch, test_human_message_resets_cycle_and_counter);
+    tcase_add_test(ch, test_unmanaged_channel_and_unknown_agents_get_nothing);
+    tcase_add_test(ch, test_message_sending_cancels_non_speaker);
+    tcase_add_test(ch, test_malformed_event_refused_with_reason);
+    tcase_add_test(ch, test_session_model_text_appended_once_channel_policy);
+    tcase_add_test(ch, test_env_policy_override_reaches_the_hooks);
+    tcase_add_test(ch, test_discussion_prefill_first_participant_speaks);
+    tcase_add_test(ch, test_discussion_idle_reminder_once_per_idle_period);
+    tcase_add_test(ch, test_closed_channel_overrides_cancels_and_never_wakes);
+    tcase_add_test(ch, test_closed_notice_cooldown_per_channel);
+    suite_add_tcase(s, ch);
+
+    TCase *nc = tcase_create("no_cooldown");
+    tcase_add_checked_fixture(nc, setup_no_cooldown, teardown);
+    tcase_add_test(nc, test_bug7_closed_notice_once_per_message);
+    tcase_add_test(nc, test_closed_notice_no_ping_pong_with_a_bot);
+    suite_add_tcase(s, nc);
+
+    TCase *th = tcase_create("thread_policy");
+    tcase_add_checked_fixture(th, setup_thread, teardown);
+    tcase_set_timeout(th, 60);
+    tcase_add_test(th, test_three_agents_count_to_eleven_in_a_thread);
+    tcase_add_test(th, test_thread_policy_two_threads_rotate_independently);
+    tcase_add_test(th, test_dm_is_one_conversation_under_thread_policy);
+    tcase_add_test(th, test_handoff_goes_to_the_discord_thread);
+    tcase_add_test(th, test_loop_guard_counts_across_top_level_threads);
+    tcase_add_test(th, test_thread_policy_channel_session_follows_latest_top_level_thread);
+    tcase_add_test(th, test_session_key_supplies_missing_context);
+    tcase_add_test(th, test_session_model_text_appended_once_thread_policy);
+    suite_add_tcase(s, th);
+    return s;
+}
