@@ -280,6 +280,25 @@ START_TEST(messages_read_like_discord)
     json_decref(j);
     http_free(&r);
     free(u);
+
+    /* Across channels, the control view is oldest first too. */
+    char other[24], late[24];
+    ck_assert_int_eq(fake_discord_add_channel(fd, NULL, "other", other), 0);
+    ck_assert_int_eq(fake_discord_inject_message(fd, other, "555555555555555555", "o", NULL), 0);
+    ck_assert_int_eq(fake_discord_inject_message(fd, chan, "555555555555555555", "late", late), 0);
+    u = ctl_of(fd, "/_fake/messages");
+    r = http("GET", u, NULL, NULL);
+    j = body_json(&r);
+    ck_assert_uint_eq(json_array_size(j), 7);
+    for (size_t i = 1; i < 7; i++)
+        ck_assert(strtoull(json_string_value(json_object_get(json_array_get(j, i - 1), "id")),
+                           NULL, 10) <
+                  strtoull(json_string_value(json_object_get(json_array_get(j, i), "id")), NULL,
+                           10));
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(j, 6), "id")), late);
+    json_decref(j);
+    http_free(&r);
+    free(u);
     fake_discord_stop(fd);
 }
 END_TEST
@@ -578,6 +597,8 @@ START_TEST(cli_serves_and_stops)
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
         dup2(out[1], 1);
+        int quiet = open("/dev/null", O_WRONLY);
+        dup2(quiet, 2);
         close(out[0]);
         close(out[1]);
         execl(bin, bin, "--port", "0", "--guild", "111111111111111111", "--user",

@@ -985,16 +985,36 @@ static enum MHD_Result api(fake_discord *fd, struct MHD_Connection *c, const cha
 
 /* ---- control endpoints ------------------------------------------------------------------ */
 
+static int cmp_msg(const void *a, const void *b)
+{
+    const fd_msg *x = *(const fd_msg *const *)a, *y = *(const fd_msg *const *)b;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Messages of one channel or all, oldest first across channels. */
 static json_t *messages_locked(fake_discord *fd, const char *channel)
 {
+    size_t total = 0;
+    for (size_t i = 0; i < fd->n_chans; i++)
+        if (!channel || !strcmp(fd->chans[i]->id, channel))
+            total += fd->chans[i]->n;
+    fd_msg **all = total ? malloc(total * sizeof *all) : NULL;
     json_t *arr = json_array();
+    if (total && !all)
+        return arr;
+    size_t k = 0;
     for (size_t i = 0; i < fd->n_chans; i++) {
         fd_chan *ch = fd->chans[i];
         if (channel && strcmp(ch->id, channel))
             continue;
-        for (size_t k = 0; k < ch->n; k++)
-            json_array_append_new(arr, json_deep_copy(ch->msgs[k].obj));
+        for (size_t m = 0; m < ch->n; m++)
+            all[k++] = &ch->msgs[m];
     }
+    if (k > 1)
+        qsort(all, k, sizeof *all, cmp_msg);
+    for (size_t i = 0; i < k; i++)
+        json_array_append_new(arr, json_deep_copy(all[i]->obj));
+    free(all);
     return arr;
 }
 
