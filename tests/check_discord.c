@@ -784,6 +784,36 @@ START_TEST(concurrent_callers)
 }
 END_TEST
 
+START_TEST(connections_reused)
+{
+    env *e = env_open(NULL);
+    for (int i = 0; i < 5; i++) {
+        char nonce[16];
+        snprintf(nonce, sizeof nonce, "n-reuse-%d", i);
+        ck_assert_int_eq(dg_discord_post_message(e->d, e->chan, "same wire", NULL, 0, nonce,
+                                                 NULL, NULL),
+                         OC_OK);
+    }
+    dg_discord_message *ms = NULL;
+    size_t n = 0;
+    ck_assert_int_eq(dg_discord_get_messages(e->d, e->chan, NULL, 10, &ms, &n, NULL), OC_OK);
+    dg_discord_messages_free(ms, n);
+    /* A request that must not run twice gets a fresh connection. */
+    ck_assert_int_eq(dg_discord_post_message(e->d, e->chan, "no nonce", NULL, 0, NULL, NULL,
+                                             NULL),
+                     OC_OK);
+    json_t *reqs = fake_discord_requests(e->fd, 0);
+    ck_assert_uint_eq(json_array_size(reqs), 7);
+    json_int_t port = json_integer_value(json_object_get(req_at(reqs, 0), "clientPort"));
+    ck_assert_int_gt(port, 0);
+    for (size_t i = 1; i < 6; i++)
+        ck_assert_int_eq(json_integer_value(json_object_get(req_at(reqs, i), "clientPort")), port);
+    ck_assert_int_ne(json_integer_value(json_object_get(req_at(reqs, 6), "clientPort")), port);
+    json_decref(reqs);
+    env_close(e);
+}
+END_TEST
+
 Suite *make_discord_suite(void)
 {
     Suite *s = suite_create("discord");
@@ -810,6 +840,7 @@ Suite *make_discord_suite(void)
     tcase_add_test(tc, options_refused);
     tcase_add_test(tc, connection_refused_is_retryable);
     tcase_add_test(tc, concurrent_callers);
+    tcase_add_test(tc, connections_reused);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -924,6 +924,13 @@ static enum MHD_Result api(fake_discord *fd, struct MHD_Connection *c, const cha
     if (rec && !json_object_get(rec, "authUserId"))
         json_object_set_new(rec, "authUserId", json_null());
     if (rec) {
+        /* The client's TCP port tells connections apart (reuse checks). */
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
+            json_object_set_new(
+                rec, "clientPort",
+                json_integer(ntohs(((const struct sockaddr_in *)ci->client_addr)->sin_port)));
         json_array_append(fd->requests, rec);
         pthread_cond_broadcast(&fd->cond);
     }

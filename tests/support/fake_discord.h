@@ -47,7 +47,8 @@
  * "POST /channels/{id}/messages"), "authorization", "authUserId" (null when
  * unknown), "userAgent", "contentType", "body" (parsed JSON, or the text when
  * it is not JSON, or null), "status" (0 while unanswered, -1 dropped),
- * "fault" (kind name or null)}.
+ * "fault" (kind name or null), "clientPort" (the client's TCP port: equal
+ * ports mean one reused connection)}.
  */
 #ifndef DG_FAKE_DISCORD_H
 #define DG_FAKE_DISCORD_H
