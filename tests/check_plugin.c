@@ -36,7 +36,9 @@ static int th_register_tool(oc_host *h, const oc_tool *t)
 {
     (void)h;
     ck_assert_ptr_nonnull(t->execute);
-    ck_assert_ptr_nonnull(json_loads(t->parameters, 0, NULL) ? (void *)1 : NULL);
+    json_t *schema = json_loads(t->parameters, 0, NULL);
+    ck_assert_msg(json_is_object(schema), "tool %s: parameters is not a JSON object", t->name);
+    json_decref(schema);
     if (H.tools < 8)
         snprintf(H.tool_names[H.tools], 64, "%s", t->name);
     H.tools++;
