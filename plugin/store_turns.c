@@ -7,6 +7,7 @@
  */
 #include "store_turns.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,7 +16,17 @@
 
 /*
  * Migration v1 -> v2. Masks are member positions as 64-bit integers
- * (bit i = position i). Positions of -1 mean "nobody".
+ * (bit i = position i). Positions of -1 mean "nobody". msg_seq of
+ * dg_turn_state is not stored: it only relates a scope to the runs the
+ * engine remembers in memory, which a restart forgets too.
+ *
+ * turn_ledger holds, per channel, two kinds of rows under one key space:
+ * a dedup mark per ingested message (k = the message id, state columns
+ * NULL) and the turn state of each scope of the channel (k = "~conv" or
+ * "~thread:<root>", '~' sorting after every id). Discord ids grow, so a
+ * new message's mark lands next to its channel's state rows: one ingest
+ * (mark + state) usually dirties a single b-tree page, which is what a
+ * commit costs.
  */
 const char dg_schema_v2_turns[] =
     "CREATE TABLE turn_channels ("
@@ -33,34 +44,28 @@ const char dg_schema_v2_turns[] =
     "  PRIMARY KEY (channel_id, pos),"
     "  UNIQUE (channel_id, agent_id)"
     ") WITHOUT ROWID;"
-    "CREATE TABLE turn_scopes ("
-    "  scope_key TEXT PRIMARY KEY,"
+    "CREATE TABLE turn_ledger ("
     "  channel_id TEXT NOT NULL,"
+    "  k TEXT NOT NULL,"
+    "  at_ms INTEGER NOT NULL,"
     "  post_channel TEXT,"
-    "  active INTEGER NOT NULL,"
-    "  speaker INTEGER NOT NULL,"
-    "  anchor INTEGER NOT NULL,"
-    "  silent INTEGER NOT NULL,"
-    "  mention INTEGER NOT NULL,"
-    "  mention_done INTEGER NOT NULL,"
-    "  consumed INTEGER NOT NULL,"
-    "  owed INTEGER NOT NULL,"
-    "  agent_msgs INTEGER NOT NULL,"
-    "  rested INTEGER NOT NULL,"
-    "  idle_reminded INTEGER NOT NULL,"
-    "  handoff INTEGER NOT NULL,"
-    "  permit INTEGER NOT NULL,"
-    "  permit_ms INTEGER NOT NULL,"
-    "  last_change_ms INTEGER NOT NULL,"
-    "  msg_seq INTEGER NOT NULL,"
-    "  updated_ms INTEGER NOT NULL"
-    ") WITHOUT ROWID;"
-    "CREATE INDEX turn_scopes_channel ON turn_scopes(channel_id);"
-    "CREATE TABLE turn_seen ("
-    "  channel_id TEXT NOT NULL,"
-    "  message_id TEXT NOT NULL,"
-    "  seen_ms INTEGER NOT NULL,"
-    "  PRIMARY KEY (channel_id, message_id)"
+    "  active INTEGER,"
+    "  speaker INTEGER,"
+    "  anchor INTEGER,"
+    "  silent INTEGER,"
+    "  mention INTEGER,"
+    "  mention_done INTEGER,"
+    "  consumed INTEGER,"
+    "  owed INTEGER,"
+    "  agent_msgs INTEGER,"
+    "  rested INTEGER,"
+    "  idle_reminded INTEGER,"
+    "  handoff INTEGER,"
+    "  permit INTEGER,"
+    "  permit_ms INTEGER,"
+    "  last_change_ms INTEGER,"
+    "  PRIMARY KEY (channel_id, k),"
+    "  CHECK ((k >= '~') = (active IS NOT NULL))"
     ") WITHOUT ROWID;";
 
 void dg_turn_channel_row_clear(dg_turn_channel_row *r)
@@ -185,13 +190,22 @@ int dg_store_turns_members_clear(dg_store *st, const char *channel_id)
     return done(s);
 }
 
+/* Ledger key of a scope's state row into buf. */
+static const char *state_key(const dg_scope *sc, char *buf, size_t len)
+{
+    if (sc->kind == DG_SCOPE_CONVERSATION)
+        snprintf(buf, len, "~conv");
+    else
+        snprintf(buf, len, "~thread:%s", sc->root);
+    return buf;
+}
+
 static const char SQL_SCOPE_GET[] =
     "SELECT active, speaker, anchor, silent, mention, mention_done, consumed, agent_msgs,"
-    " rested, idle_reminded, handoff, permit, permit_ms, last_change_ms, msg_seq, post_channel,"
-    " owed"
-    " FROM turn_scopes WHERE scope_key = ?";
+    " rested, idle_reminded, handoff, permit, permit_ms, last_change_ms, post_channel, owed"
+    " FROM turn_ledger WHERE channel_id = ? AND k = ?";
 
-int dg_store_turns_scope_load(dg_store *st, const char *scope_key, dg_turn_state *t,
+int dg_store_turns_scope_load(dg_store *st, const dg_scope *sc, dg_turn_state *t,
                               char **post_channel)
 {
     dg_turn_state_init(t);
@@ -200,7 +214,9 @@ int dg_store_turns_scope_load(dg_store *st, const char *scope_key, dg_turn_state
     sqlite3_stmt *s = dg_store_stmt(st, SQL_SCOPE_GET);
     if (!s)
         return OC_ERR_IO;
-    dg_store_bind_text(s, 1, scope_key);
+    char k[DG_SCOPE_ID_MAX + 16];
+    dg_store_bind_text(s, 1, sc->channel_id);
+    dg_store_bind_text(s, 2, state_key(sc, k, sizeof k));
     int rc = sqlite3_step(s);
     if (rc == SQLITE_DONE) {
         sqlite3_reset(s);
@@ -224,29 +240,38 @@ int dg_store_turns_scope_load(dg_store *st, const char *scope_key, dg_turn_state
     t->permit = sqlite3_column_int(s, 11);
     t->permit_ms = sqlite3_column_int64(s, 12);
     t->last_change_ms = sqlite3_column_int64(s, 13);
-    t->msg_seq = sqlite3_column_int64(s, 14);
     if (post_channel)
-        *post_channel = dg_store_col_dup(s, 15);
-    t->owed = (uint64_t)sqlite3_column_int64(s, 16);
+        *post_channel = dg_store_col_dup(s, 14);
+    t->owed = (uint64_t)sqlite3_column_int64(s, 15);
     sqlite3_reset(s);
     return OC_OK;
 }
 
-static const char SQL_SCOPE_PUT[] =
-    "INSERT OR REPLACE INTO turn_scopes (scope_key, channel_id, post_channel, active, speaker,"
-    " anchor, silent, mention, mention_done, consumed, agent_msgs, rested, idle_reminded,"
-    " handoff, permit, permit_ms, last_change_ms, msg_seq, updated_ms, owed)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+static const char SQL_SCOPE_ADD[] =
+    "INSERT INTO turn_ledger (channel_id, k, at_ms, post_channel, active, speaker, anchor,"
+    " silent, mention, mention_done, consumed, owed, agent_msgs, rested, idle_reminded, handoff,"
+    " permit, permit_ms, last_change_ms)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
+    " ?19)";
+static const char SQL_SCOPE_SET[] =
+    "UPDATE turn_ledger SET at_ms = ?3, post_channel = ?4, active = ?5, speaker = ?6,"
+    " anchor = ?7, silent = ?8, mention = ?9, mention_done = ?10, consumed = ?11, owed = ?12,"
+    " agent_msgs = ?13, rested = ?14, idle_reminded = ?15, handoff = ?16, permit = ?17,"
+    " permit_ms = ?18, last_change_ms = ?19 WHERE channel_id = ?1 AND k = ?2";
 
-int dg_store_turns_scope_save(dg_store *st, const char *scope_key, const char *channel_id,
-                              const char *post_channel, const dg_turn_state *t, int64_t now_ms)
+int dg_store_turns_scope_save(dg_store *st, const dg_scope *sc, const char *post_channel,
+                              const dg_turn_state *t, int exists, int64_t now_ms)
 {
-    sqlite3_stmt *s = dg_store_stmt(st, SQL_SCOPE_PUT);
+    /* An UPDATE of a row known to exist is one b-tree seek; an upsert
+     * would probe for the conflict first. */
+    sqlite3_stmt *s = dg_store_stmt(st, exists ? SQL_SCOPE_SET : SQL_SCOPE_ADD);
     if (!s)
         return OC_ERR_IO;
+    char k[DG_SCOPE_ID_MAX + 16];
     int i = 1;
-    dg_store_bind_text(s, i++, scope_key);
-    dg_store_bind_text(s, i++, channel_id);
+    dg_store_bind_text(s, i++, sc->channel_id);
+    dg_store_bind_text(s, i++, state_key(sc, k, sizeof k));
+    sqlite3_bind_int64(s, i++, now_ms);
     dg_store_bind_text(s, i++, post_channel);
     sqlite3_bind_int(s, i++, t->active);
     sqlite3_bind_int(s, i++, t->speaker);
@@ -255,6 +280,7 @@ int dg_store_turns_scope_save(dg_store *st, const char *scope_key, const char *c
     sqlite3_bind_int64(s, i++, (sqlite3_int64)t->mention);
     sqlite3_bind_int64(s, i++, (sqlite3_int64)t->mention_done);
     sqlite3_bind_int64(s, i++, (sqlite3_int64)t->consumed);
+    sqlite3_bind_int64(s, i++, (sqlite3_int64)t->owed);
     sqlite3_bind_int64(s, i++, t->agent_msgs);
     sqlite3_bind_int(s, i++, t->rested);
     sqlite3_bind_int(s, i++, t->idle_reminded);
@@ -262,13 +288,15 @@ int dg_store_turns_scope_save(dg_store *st, const char *scope_key, const char *c
     sqlite3_bind_int(s, i++, t->permit);
     sqlite3_bind_int64(s, i++, t->permit_ms);
     sqlite3_bind_int64(s, i++, t->last_change_ms);
-    sqlite3_bind_int64(s, i++, t->msg_seq);
-    sqlite3_bind_int64(s, i++, now_ms);
-    sqlite3_bind_int64(s, i++, (sqlite3_int64)t->owed);
-    return done(s);
+    if (sqlite3_step(s) != SQLITE_DONE)
+        return OC_ERR_IO;
+    /* The caller's belief about the row was wrong: a bug, not a failure
+     * to paper over. */
+    return sqlite3_changes(sqlite3_db_handle(s)) == 1 ? OC_OK : OC_ERR_INTERNAL;
 }
 
-static const char SQL_SCOPES_CLEAR[] = "DELETE FROM turn_scopes WHERE channel_id = ?";
+static const char SQL_SCOPES_CLEAR[] =
+    "DELETE FROM turn_ledger WHERE channel_id = ? AND k >= '~'";
 
 int dg_store_turns_scopes_clear(dg_store *st, const char *channel_id)
 {
@@ -280,12 +308,14 @@ int dg_store_turns_scopes_clear(dg_store *st, const char *channel_id)
 }
 
 static const char SQL_SEEN_CLAIM[] =
-    "INSERT OR IGNORE INTO turn_seen (channel_id, message_id, seen_ms) VALUES (?, ?, ?)";
+    "INSERT OR IGNORE INTO turn_ledger (channel_id, k, at_ms) VALUES (?, ?, ?)";
 
 int dg_store_turns_seen_claim(dg_store *st, const char *channel_id, const char *message_id,
                               int64_t now_ms, int *fresh)
 {
     *fresh = 0;
+    if (!message_id || !*message_id || message_id[0] == '~')
+        return OC_ERR_INVALID; /* '~' starts the keys of state rows */
     sqlite3_stmt *s = dg_store_stmt(st, SQL_SEEN_CLAIM);
     if (!s)
         return OC_ERR_IO;
@@ -298,7 +328,7 @@ int dg_store_turns_seen_claim(dg_store *st, const char *channel_id, const char *
     return OC_OK;
 }
 
-static const char SQL_SEEN_PRUNE[] = "DELETE FROM turn_seen WHERE seen_ms < ?";
+static const char SQL_SEEN_PRUNE[] = "DELETE FROM turn_ledger WHERE k < '~' AND at_ms < ?";
 
 int dg_store_turns_seen_prune(dg_store *st, int64_t before_ms, long *removed)
 {
@@ -313,17 +343,17 @@ int dg_store_turns_seen_prune(dg_store *st, int64_t before_ms, long *removed)
     return OC_OK;
 }
 
-int dg_store_turns_count(dg_store *st, const char *table, long *out)
+int dg_store_turns_count(dg_store *st, const char *what, long *out)
 {
-    static const char SQL_N_SEEN[] = "SELECT count(*) FROM turn_seen";
-    static const char SQL_N_SCOPES[] = "SELECT count(*) FROM turn_scopes";
+    static const char SQL_N_SEEN[] = "SELECT count(*) FROM turn_ledger WHERE k < '~'";
+    static const char SQL_N_SCOPES[] = "SELECT count(*) FROM turn_ledger WHERE k >= '~'";
     static const char SQL_N_MEMBERS[] = "SELECT count(*) FROM turn_members";
     const char *sql = NULL;
-    if (strcmp(table, "turn_seen") == 0)
+    if (strcmp(what, "seen") == 0)
         sql = SQL_N_SEEN;
-    else if (strcmp(table, "turn_scopes") == 0)
+    else if (strcmp(what, "scopes") == 0)
         sql = SQL_N_SCOPES;
-    else if (strcmp(table, "turn_members") == 0)
+    else if (strcmp(what, "members") == 0)
         sql = SQL_N_MEMBERS;
     else
         return OC_ERR_INVALID;

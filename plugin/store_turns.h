@@ -8,11 +8,13 @@
  *   turn_members   the channel's turn order: (channel, position, agent id),
  *                  positions 0.. in first-seen order, only ever appended
  *                  (or replaced whole by a discussion prefill);
- *   turn_scopes    one row per scope key (scope.h): the dg_turn_state
- *                  fields, pending hand-off included, and the Discord
- *                  channel its moderator messages go to;
- *   turn_seen      message dedup: (channel, message id) ingested once
- *                  although several accounts report the message.
+ *   turn_ledger    per channel, under one key: a dedup mark per ingested
+ *                  message id (several accounts report one message) and
+ *                  the turn state of each scope of the channel (key "~conv"
+ *                  or "~thread:<root>"), pending hand-off and the Discord
+ *                  channel its moderator messages go to included. Marks
+ *                  and states of a channel sit side by side, so an ingest
+ *                  usually writes one page.
  *
  * Every function runs inside a store transaction (caller holds
  * dg_store_begin .. commit/rollback) and returns OC_OK or a negative
@@ -26,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "store.h"
+#include "scope.h"
 #include "turns.h"
 
 /* A channel row with its members. Owned strings: dg_turn_channel_row_clear. */
@@ -56,20 +59,23 @@ int dg_store_turns_member_add(dg_store *st, const char *channel_id, int pos,
 /* Remove every member of channel_id (a prefill replaces the order). */
 int dg_store_turns_members_clear(dg_store *st, const char *channel_id);
 
-/* Turn state of scope_key into *s, its post channel (malloc'd, caller
- * frees; may be NULL) into *post_channel. OC_ERR_NOT_FOUND when none. */
-int dg_store_turns_scope_load(dg_store *st, const char *scope_key, dg_turn_state *s,
+/* Turn state of scope sc into *s (msg_seq, not stored, reads 0), its post channel (malloc'd, caller frees;
+ * may be NULL) into *post_channel. OC_ERR_NOT_FOUND when none. */
+int dg_store_turns_scope_load(dg_store *st, const dg_scope *sc, dg_turn_state *s,
                               char **post_channel);
 
-/* Insert or replace the row of scope_key. */
-int dg_store_turns_scope_save(dg_store *st, const char *scope_key, const char *channel_id,
-                              const char *post_channel, const dg_turn_state *s, int64_t now_ms);
+/* Write the state row of scope sc: an update when exists is 1 (the row
+ * was loaded or saved before), an insert when 0. OC_ERR_INTERNAL when the
+ * row was not where the caller said (nothing updated, or a duplicate). */
+int dg_store_turns_scope_save(dg_store *st, const dg_scope *sc, const char *post_channel,
+                              const dg_turn_state *s, int exists, int64_t now_ms);
 
 /* Remove every scope of channel_id (a prefill starts the channel over). */
 int dg_store_turns_scopes_clear(dg_store *st, const char *channel_id);
 
 /* Record (channel_id, message_id) as ingested: *fresh = 1 the first time,
- * 0 when it was already there. */
+ * 0 when it was already there. OC_ERR_INVALID for an empty id or one that
+ * starts with '~' (reserved for state rows). */
 int dg_store_turns_seen_claim(dg_store *st, const char *channel_id, const char *message_id,
                               int64_t now_ms, int *fresh);
 
@@ -77,7 +83,8 @@ int dg_store_turns_seen_claim(dg_store *st, const char *channel_id, const char *
  * seconds; rows are kept for days). *removed may be NULL. */
 int dg_store_turns_seen_prune(dg_store *st, int64_t before_ms, long *removed);
 
-/* Counts for tests and diagnostics: rows of turn_seen / turn_scopes. */
-int dg_store_turns_count(dg_store *st, const char *table, long *out);
+/* Counts for tests and diagnostics: what = "seen" (dedup marks), "scopes"
+ * (state rows) or "members". */
+int dg_store_turns_count(dg_store *st, const char *what, long *out);
 
 #endif

@@ -29,6 +29,18 @@ void dg_turn_state_init(dg_turn_state *s)
     s->permit = DG_NOBODY;
 }
 
+int dg_turn_state_same(const dg_turn_state *a, const dg_turn_state *b)
+{
+    /* Field by field: the struct has padding a memcmp would read. */
+    return a->active == b->active && a->speaker == b->speaker && a->anchor == b->anchor &&
+           a->silent == b->silent && a->mention == b->mention &&
+           a->mention_done == b->mention_done && a->consumed == b->consumed &&
+           a->owed == b->owed && a->agent_msgs == b->agent_msgs && a->rested == b->rested &&
+           a->idle_reminded == b->idle_reminded && a->handoff == b->handoff &&
+           a->permit == b->permit && a->permit_ms == b->permit_ms &&
+           a->last_change_ms == b->last_change_ms;
+}
+
 void dg_turn_effects_init(dg_turn_effects *fx)
 {
     fx->handoff_to = DG_NOBODY;

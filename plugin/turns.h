@@ -80,11 +80,15 @@ typedef struct dg_turn_state {
     int permit;              /* finished speaker whose message may still be sent */
     int64_t permit_ms;
     int64_t last_change_ms;  /* when the speaker last changed (timeouts) */
-    int64_t msg_seq;         /* non-moderator messages ingested */
+    int64_t msg_seq;         /* non-moderator messages ingested (in memory
+                                only: it relates the scope to runs in flight) */
 } dg_turn_state;
 
 /* A fresh, dormant state. */
 void dg_turn_state_init(dg_turn_state *s);
+
+/* 1 when a and b agree on every field the store keeps (all but msg_seq). */
+int dg_turn_state_same(const dg_turn_state *a, const dg_turn_state *b);
 
 /* Moderator messages owed by a change (the engine queues them). */
 typedef struct dg_turn_effects {

@@ -240,7 +240,7 @@ static int scope_get(dg_turns *t, chan_rec *c, const dg_scope *sc, scope_rec **o
     }
     r->scope = *sc;
     r->chan = c;
-    int rc = dg_store_turns_scope_load(t->p->store, key, &r->st, &r->post_channel);
+    int rc = dg_store_turns_scope_load(t->p->store, sc, &r->st, &r->post_channel);
     if (rc != OC_OK && rc != OC_ERR_NOT_FOUND) {
         free_scope(r, NULL);
         return rc;
@@ -422,7 +422,8 @@ static void install(dg_turns *t, scope_rec *r, const dg_turn_state *st)
 
 static int save_scope(dg_turns *t, scope_rec *r, const dg_turn_state *st, int64_t now)
 {
-    int rc = dg_store_turns_scope_save(t->p->store, r->key, r->chan->id, r->post_channel, st, now);
+    int rc = dg_store_turns_scope_save(t->p->store, &r->scope, r->post_channel, st, r->in_db,
+                                       now);
     if (rc == OC_OK)
         r->in_db = 1;
     return rc;
@@ -692,7 +693,7 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
     dg_turn_effects fx;
     dg_turn_effects_init(&fx);
     dg_turn_on_message(&next, &x, kind, pos, mentions, now, &fx);
-    if (memcmp(&next, &r->st, sizeof next) != 0 || !r->in_db) {
+    if (!dg_turn_state_same(&next, &r->st) || !r->in_db) {
         if ((rc = save_scope(t, r, &next, now)))
             return rc;
     }
@@ -707,6 +708,12 @@ int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err
     if (!m->channel_id || !*m->channel_id || strlen(m->channel_id) >= DG_SCOPE_ID_MAX) {
         snprintf(err, err_len, "message_received: event.channelId is missing or longer than %d "
                  "characters; the host must say where the message was posted",
+                 DG_SCOPE_ID_MAX - 1);
+        return OC_ERR_INVALID;
+    }
+    if (m->message_id && (m->message_id[0] == '~' || strlen(m->message_id) >= DG_SCOPE_ID_MAX)) {
+        snprintf(err, err_len, "message_received: event.messageId \"%.40s\" is not a message id "
+                 "(it starts with '~' or is longer than %d characters)", m->message_id,
                  DG_SCOPE_ID_MAX - 1);
         return OC_ERR_INVALID;
     }
@@ -900,7 +907,7 @@ static int run_end_locked(dg_turns *t, const dg_turn_session *s, dg_run_outcome 
     dg_turn_effects_init(&fx);
     dg_turn_state next = r->st;
     dg_turn_on_run_end(&next, &x, fresh->pos, outcome, saw_latest, granted, now, &fx);
-    if (memcmp(&next, &r->st, sizeof next) != 0 && (rc = save_scope(t, r, &next, now)))
+    if ((!dg_turn_state_same(&next, &r->st) || !r->in_db) && (rc = save_scope(t, r, &next, now)))
         return rc;
     if ((rc = queue_effects(t, r, &fx, now, kick)))
         return rc;
@@ -1022,10 +1029,9 @@ int dg_turns_prefill_discussion(dg_store *st, const char *channel_id,
     s.speaker = k >= 2 ? 1 : DG_NOBODY;
     s.last_change_ms = now_ms;
     dg_scope sc;
-    char key[DG_SCOPE_KEY_MAX];
     if ((rc = dg_scope_conversation(channel_id, &sc)))
         return rc;
-    return dg_store_turns_scope_save(st, dg_scope_key(&sc, key), channel_id, NULL, &s, now_ms);
+    return dg_store_turns_scope_save(st, &sc, NULL, &s, 0, now_ms); /* cleared just above */
 }
 
 int dg_turns_close_channel(dg_store *st, const char *channel_id, int64_t now_ms)

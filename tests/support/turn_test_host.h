@@ -123,6 +123,10 @@ char *tth_outbox_content(tth *h, const char *channel, int i, char **channel_out)
 int tth_run(tth *h, const char *agent, const char *channel, const char *thread,
             const char *output, const char *msg_id);
 
+/* Outside Check (the benchmark): failed expectations abort with a message
+ * instead of failing a test. Call before tth_start. */
+void tth_standalone(void);
+
 /* Discord user id of a test agent (static string) or NULL. */
 const char *tth_uid(const char *agent);
 
