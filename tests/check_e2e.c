@@ -395,6 +395,46 @@ START_TEST(story_survives_death_at_each_journal_point)
 }
 END_TEST
 
+/* The story check itself can fail: a wrong author fails at once, a message
+ * that never comes times out; both say which message. */
+START_TEST(story_check_reports_the_difference)
+{
+    e2e_run r;
+    e2e_start(&r, NULL);
+    json_t *story = json_load_file("demo/story.json", 0, NULL);
+    ck_assert_ptr_nonnull(story);
+    json_t *work = json_object_get(json_object_get(story, "channels"), "work");
+    json_object_set_new(json_array_get(work, 1), "from", json_string("reviewer"));
+    char *wrong = tu_path(r.dir, "wrong-story.json");
+    ck_assert_int_eq(json_dump_file(story, wrong, 0), 0);
+    const char *args[] = {"--expect", wrong, "--poll-ms", "50", NULL};
+    e2e_ocgw_start(&r, "demo/host.json", args, NULL);
+    int st = 0;
+    ck_assert(e2e_ocgw_wait(&r, 60000, &st));
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1, "status %d", st);
+    char *out = e2e_read(&r, "ocgw-1.out");
+    ck_assert_msg(out && strstr(out, "story FAILED: #work message 2 from planner"), "%s", out);
+    free(out);
+
+    /* Same state, the story complete, one message more expected than ever
+     * comes: a bounded wait, then the missing message is named. */
+    json_object_set_new(json_array_get(work, 1), "from", json_string("planner"));
+    json_array_append_new(work, json_pack("{s:s, s:s}", "from", "coder", "contains", "never"));
+    ck_assert_int_eq(json_dump_file(story, wrong, 0), 0);
+    const char *args2[] = {"--expect", wrong, "--poll-ms", "50", "--timeout-ms", "3000", NULL};
+    e2e_ocgw_start(&r, "demo/host.json", args2, NULL);
+    ck_assert(e2e_ocgw_wait(&r, 60000, &st));
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1, "status %d", st);
+    out = e2e_read(&r, "ocgw-2.out");
+    ck_assert_msg(out && strstr(out, "story TIMED OUT") && strstr(out, "waiting for message 5"),
+                  "%s", out);
+    free(out);
+    json_decref(story);
+    free(wrong);
+    e2e_stop(&r);
+}
+END_TEST
+
 /* ---- plugin refusals -------------------------------------------------------------------- */
 
 static char *write_config(e2e_run *r, json_t *plugins_extra, const char *name)
@@ -507,6 +547,7 @@ Suite *make_e2e_suite(void)
     tcase_add_test(tc, story_with_30_percent_rest_failures);
     tcase_add_test(tc, story_survives_sigkill_at_each_step);
     tcase_add_test(tc, story_survives_death_at_each_journal_point);
+    tcase_add_test(tc, story_check_reports_the_difference);
     suite_add_tcase(s, tc);
     TCase *tp = tcase_create("plugins");
     tcase_set_timeout(tp, 60);
