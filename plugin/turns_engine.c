@@ -445,11 +445,18 @@ static int enqueue(dg_turns *t, const char *channel, const char *content, const 
     const char *ids[1] = {mention};
     int rc = dg_outbox_enqueue(t->p->store, channel, content, mention ? ids : NULL,
                                mention ? 1 : 0, now);
-    if (rc == OC_OK)
+    if (rc == OC_OK) {
         *kick = 1;
-    else
+    } else if (rc == OC_ERR_INVALID) {
+        /* Not a Discord channel (another relay's ids): nothing can ever be
+         * posted there, and the turn state must move on regardless. */
+        dg_log(t->p, OC_LOG_WARN, "turns: channel %s is not a Discord channel id; the "
+               "moderator message owed there is dropped", channel);
+        rc = OC_OK;
+    } else {
         dg_log(t->p, OC_LOG_ERROR, "turns: could not queue a moderator message for channel %s "
                "(%s)", channel, oc_status_name(rc));
+    }
     return rc;
 }
 

@@ -999,8 +999,27 @@ START_TEST(test_malformed_event_refused_with_reason)
     json_object_set_new(ev, "channelId", json_string(CH1));
     ck_assert_int_eq(tth_call(&H, "message_received", ev, ctx, NULL), OC_ERR_INVALID);
     ck_assert(tth_log_has(&H, "event.senderId is missing"));
+    json_object_set_new(ev, "senderId", json_string(TTH_HUMAN_UID));
+    json_object_set_new(ev, "messageId", json_string("~conv"));
+    ck_assert_int_eq(tth_call(&H, "message_received", ev, ctx, NULL), OC_ERR_INVALID);
+    ck_assert(tth_log_has(&H, "is not a message id"));
     json_decref(ev);
     json_decref(ctx);
+}
+END_TEST
+
+START_TEST(test_non_discord_channel_still_takes_turns)
+{
+    /* A relay whose ids are not snowflakes: hand-offs cannot be posted,
+     * turns move all the same. */
+    const char *ch = "general";
+    join3(ch, NULL);
+    human_says(ch, NULL, "hi all", NULL);
+    ck_assert_int_eq(run(TTH_BRAVO, ch, NULL, "x"), 0);
+    ck_assert_int_eq(run(TTH_ALPHA, ch, NULL, "NO_REPLY"), 0); /* hand-off owed to bravo */
+    ck_assert_int_eq(who_speaks(ABC, 3, ch, NULL), 1);
+    ck_assert(tth_log_has(&H, "is not a Discord channel id"));
+    ck_assert_int_eq(tth_outbox_count(&H, NULL), 0);
 }
 END_TEST
 
@@ -1075,6 +1094,7 @@ Suite *make_turn_hooks_suite(void)
     tcase_add_test(ch, test_unmanaged_channel_and_unknown_agents_get_nothing);
     tcase_add_test(ch, test_message_sending_cancels_non_speaker);
     tcase_add_test(ch, test_malformed_event_refused_with_reason);
+    tcase_add_test(ch, test_non_discord_channel_still_takes_turns);
     tcase_add_test(ch, test_session_model_text_appended_once_channel_policy);
     tcase_add_test(ch, test_env_policy_override_reaches_the_hooks);
     tcase_add_test(ch, test_discussion_prefill_first_participant_speaks);
