@@ -628,7 +628,7 @@ void ocgw_config_free(ocgw_config *c)
         free(c->channels[i].alias);
         free(c->channels[i].id);
         free(c->channels[i].parent_id);
-        free_strv(c->channels[i].agents, c->n_channels ? c->channels[i].n_agents : 0);
+        free_strv(c->channels[i].agents, c->channels[i].n_agents);
     }
     free(c->channels);
     memset(c, 0, sizeof *c);

@@ -297,13 +297,21 @@ static void prompt_build(ocgw *g, const ocgw_agent *a, json_t *run, const ocgw_m
         size_t n = strlen(app ? app : "") + strlen(pre ? pre : "");
         json_t *seen = ocgw_state_obj(&g->st, "promptContext");
         const char *key = sget(run, "sessionKey");
-        if ((size_t)iget(seen, key) != n) {
+        json_t *had = json_object_get(seen, key);
+        if (!had || strcmp(sget(had, "appendSystemContext") ? sget(had, "appendSystemContext") : "",
+                           app ? app : "") ||
+            strcmp(sget(had, "prependContext") ? sget(had, "prependContext") : "", pre ? pre : "")) {
             char *line = ocgw_oneline(app ? app : pre, 60);
             ocgw_say(g, "      %s: before_prompt_build adds %zu chars to its session's prompt "
                         "(%s: \"%s\")", a->id, n,
                      app ? "appendSystemContext" : "prependContext", line ? line : "");
             free(line);
-            iset(seen, key, (long)n);
+            json_t *rec = json_object();
+            if (app)
+                sset(rec, "appendSystemContext", app);
+            if (pre)
+                sset(rec, "prependContext", pre);
+            json_object_set_new(seen, key, rec);
         }
         ocgw_state_count(&g->st, "promptContexts", 1);
     }

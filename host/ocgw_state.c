@@ -13,6 +13,8 @@
  *    "inflight": null | the journal of the message being processed
  *                (ocgw_run.c),
  *    "tools": [{"agent", "tool", "status", "message"?}],
+ *    "promptContext": {"<sessionKey>": {"appendSystemContext"?,
+ *                      "prependContext"?}}     as before_prompt_build gave it,
  *    "totals": {"runs", "realModelCalls", "noReplySwaps", ...}}
  *
  * The session table (provider/model overrides) is the host core's own
