@@ -1,0 +1,945 @@
+// index.mjs -- OpenClaw plugin that runs the native Dirigent plugin.
+//
+// OpenClaw plugins are JS modules; Dirigent is a C shared object speaking
+// the native plugin ABI v1 (include/openclaw/plugin.h). This file loads
+// dirigent.so and libjansson with koffi and translates, never
+// reinterprets: oc_host_api is implemented here (register_tool ->
+// api.registerTool, on -> api.on with the priority, log -> api.logger,
+// session_patch/sessions_list over a persistent session table), JSON
+// crosses through json_dumps/json_loads, and OpenClaw's contexts are renamed
+// to the ABI's. Where OpenClaw behaves differently from the ABI contract the
+// difference is handled here and listed in README.md.
+//
+// Threads. JS runs on the main thread only. koffi relays a registered
+// callback that a foreign thread calls (the plugin's outbox thread logging,
+// say) to the main thread and blocks that thread until the callback has run
+// there. So the main thread must never wait for the plugin while the plugin
+// might wait for it: every call into the plugin except init runs with
+// koffi's .async on a worker thread while the main thread keeps its event
+// loop free. init runs synchronously (OpenClaw's register() is synchronous
+// and tools and hooks must be registered inside it); the ABI forbids the
+// plugin's own threads to call the host before init returns, so that is
+// safe. shutdown is always .async and only starts once no call is in
+// flight, which gives the plugin the ABI's promise that init and shutdown
+// never overlap any other call.
+import koffi from 'koffi';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+const ABI_MAJOR = 1;
+const ABI_MINOR = 0;
+const OC = {
+  OK: 0, INVALID: -1, NOT_FOUND: -2, DENIED: -3, CONFLICT: -4,
+  IO: -5, NOMEM: -6, UNSUPPORTED: -7, INTERNAL: -8,
+};
+const STATUS_NAMES = new Map([
+  [0, 'OC_OK'], [-1, 'OC_ERR_INVALID'], [-2, 'OC_ERR_NOT_FOUND'], [-3, 'OC_ERR_DENIED'],
+  [-4, 'OC_ERR_CONFLICT'], [-5, 'OC_ERR_IO'], [-6, 'OC_ERR_NOMEM'],
+  [-7, 'OC_ERR_UNSUPPORTED'], [-8, 'OC_ERR_INTERNAL'],
+]);
+const statusName = (s) => STATUS_NAMES.get(s) ?? 'OC_UNKNOWN';
+
+// Hooks of ABI v1. "Modify" hooks are registered with OpenClaw one per
+// native registration, at the plugin's priority, so they interleave with
+// other plugins exactly as the plugin asked. OpenClaw runs observe hooks
+// concurrently; the bridge runs the plugin's handlers of one observe hook
+// itself, in priority order, and adds its own lifecycle work after them.
+const MODIFY_HOOKS = new Set(['before_model_resolve', 'before_prompt_build', 'message_sending']);
+const OBSERVE_HOOKS = ['message_received', 'agent_end', 'gateway_start', 'gateway_stop'];
+const KNOWN_HOOKS = new Set([...MODIFY_HOOKS, ...OBSERVE_HOOKS]);
+
+// The bridge's own before_model_resolve runs before everything else: a
+// persistent override (session_patch) wins, like a session-store override.
+const BRIDGE_PRIORITY = 1_000_000;
+const JSON_DECODE_ANY = 0x4;
+const JSON_COMPACT = 0x20;
+const JSON_ENCODE_ANY = 0x200;
+const ERR_LEN = 1024;
+const DEFAULT_SETTLE_MS = 1500;
+const ENDED_RUNS_KEPT = 512;
+
+// Plugin id and manifest: the generated openclaw.plugin.json beside us.
+let PLUGIN_ID = 'dirigent';
+try {
+  PLUGIN_ID = JSON.parse(fs.readFileSync(new URL('./openclaw.plugin.json', import.meta.url), 'utf8')).id || PLUGIN_ID;
+} catch { /* the loader itself reports a missing manifest */ }
+
+// ---- process-wide state ------------------------------------------------------
+// OpenClaw evaluates this module once per registry (it copies plugin sources
+// into capture folders), so module scope is not process scope. One native
+// instance per process lives on globalThis instead.
+const G_KEY = Symbol.for(`dirigent.openclaw-bridge.v1:${PLUGIN_ID}`);
+const g = (globalThis[G_KEY] ??= {
+  native: null,        // koffi bindings of the first full registration
+  instances: new Map(),// host id -> live instance (callbacks route by it)
+  nextHostId: 0,
+  instance: null,      // the instance new calls go to
+  nativeConfig: null,  // config handed to init (bridge keys removed)
+  configKey: null,
+  bridgeOpts: {},
+  surface: null,       // {tools: Map name->{description, parameters}, hooks: [{hook, priority}]}
+  transition: null,    // promise of a shutdown or swap in progress
+  stopped: false,      // gateway_stop happened: no lazy re-init
+  gatewayStarted: false,
+  oneShotSeen: false,
+  endedRuns: new Set(),
+  sessions: null,
+  logger: null,
+});
+
+function log(level, message) {
+  const l = g.logger;
+  const text = `[${PLUGIN_ID}] ${message}`;
+  if (!l) {
+    process.stderr.write(`${text}\n`);
+    return;
+  }
+  const fn = [l.debug, l.info, l.warn, l.error][level] ?? l.info;
+  try {
+    (fn ?? l.info).call(l, text);
+  } catch {
+    process.stderr.write(`${text}\n`);
+  }
+}
+
+const isNull = (p) => p === null || p === undefined || p === 0n || p === 0;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// ---- native bindings -----------------------------------------------------------
+
+function resolveHome(p) {
+  return p.startsWith('~/') ? path.join(os.homedir(), p.slice(2)) : p;
+}
+
+function findSo(opts, rootDir) {
+  const tried = [];
+  const candidates = [];
+  if (opts.soPath) candidates.push(path.resolve(rootDir ?? process.cwd(), resolveHome(opts.soPath)));
+  else {
+    if (process.env.DIRIGENT_SO) candidates.push(path.resolve(resolveHome(process.env.DIRIGENT_SO)));
+    if (rootDir) {
+      candidates.push(path.join(rootDir, 'dirigent.so'));
+      candidates.push(path.join(rootDir, '..', '..', 'build', 'dirigent.so'));
+    }
+  }
+  for (const c of candidates) {
+    tried.push(c);
+    if (fs.existsSync(c)) return c;
+  }
+  throw new Error(`cannot find dirigent.so (tried: ${tried.join(', ') || 'nothing'}); set ` +
+    `plugins.entries.${PLUGIN_ID}.config.bridge.soPath or env DIRIGENT_SO to the built library`);
+}
+
+function loadNative(opts, rootDir) {
+  const k = koffi;
+  try {
+    // Plugin code runs on koffi's stack during .async calls; its 128 KiB
+    // default is too small for SQLite + libcurl + path buffers.
+    k.config({ ...k.config(), async_stack_size: 4 * 1024 * 1024 });
+  } catch (e) {
+    log(2, `koffi.config refused a larger async stack (${e.message}); continuing with its default`);
+  }
+  const soPath = findSo(opts, rootDir);
+  const janssonPath = opts.janssonPath || 'libjansson.so.4';
+  const jl = k.load(janssonPath);
+  const libc = k.load('libc.so.6');
+  const lib = k.load(soPath);
+  const n = {
+    k, soPath, lib,
+    json_loads: jl.func('void *json_loads(const char *input, size_t flags, void *error)'),
+    json_dumps: jl.func('void *json_dumps(void *json, size_t flags)'),
+    json_array: jl.func('void *json_array(void)'),
+    json_array_append_new: jl.func('int json_array_append_new(void *array, void *value)'),
+    json_delete: jl.func('void json_delete(void *json)'),
+    free: libc.func('void free(void *ptr)'),
+    OcTool: k.struct('dg_bridge_oc_tool', {
+      struct_size: 'uint32_t', name: 'const char *', description: 'const char *',
+      parameters: 'const char *', execute: 'void *',
+    }),
+    OcPlugin: k.struct('dg_bridge_oc_plugin', {
+      abi_major: 'uint32_t', abi_minor: 'uint32_t', struct_size: 'uint32_t',
+      id: 'const char *', version: 'const char *', init: 'void *', shutdown: 'void *',
+    }),
+    OcHostApi: k.struct('dg_bridge_oc_host_api', {
+      abi_major: 'uint32_t', abi_minor: 'uint32_t', struct_size: 'uint32_t', host: 'void *',
+      register_tool: 'void *', on: 'void *', session_patch: 'void *',
+      sessions_list: 'void *', log: 'void *',
+    }),
+    HandlerFn: k.proto('int dg_bridge_handler_fn(void *state, void *a, void *b, _Out_ void **result)'),
+    InitFn: k.proto('int dg_bridge_init_fn(void *api, void *config, _Out_ void **state, void *err, size_t err_len)'),
+    ShutdownFn: k.proto('void dg_bridge_shutdown_fn(void *state)'),
+    fnCache: new Map(),
+  };
+  const entry = lib.func('void *oc_plugin_entry(void)');
+  const tablePtr = entry();
+  if (isNull(tablePtr)) throw new Error(`${soPath}: oc_plugin_entry returned NULL`);
+  const sizeOk = k.decode(tablePtr, 'uint32_t', 3)[2];
+  if (sizeOk < k.sizeof(n.OcPlugin))
+    throw new Error(`${soPath}: oc_plugin is ${sizeOk} bytes, ABI v1 needs ${k.sizeof(n.OcPlugin)}`);
+  const table = k.decode(tablePtr, n.OcPlugin);
+  if (table.abi_major !== ABI_MAJOR)
+    throw new Error(`${soPath} speaks plugin ABI ${table.abi_major}.${table.abi_minor}; this bridge hosts ABI ${ABI_MAJOR}.x only`);
+  if (table.abi_minor > ABI_MINOR)
+    throw new Error(`${soPath} needs ABI minor ${table.abi_minor}; this bridge offers ${ABI_MAJOR}.${ABI_MINOR} (update the bridge)`);
+  if (isNull(table.init) || isNull(table.shutdown))
+    throw new Error(`${soPath}: oc_plugin has a NULL init or shutdown`);
+  n.table = table;
+  n.init = k.decode(table.init, n.InitFn);
+  n.shutdown = k.decode(table.shutdown, n.ShutdownFn);
+  if (table.id !== PLUGIN_ID)
+    log(2, `${soPath} calls itself "${table.id}" but the OpenClaw manifest says "${PLUGIN_ID}"`);
+
+  // Host callbacks, registered once for the process (koffi has a bounded
+  // number of slots). They run on the main thread whatever thread calls
+  // them, and must never throw: an exception would reach C as 0 (= OC_OK).
+  n.cb = {
+    register_tool: k.register(cbRegisterTool, k.pointer(k.proto('int dg_bridge_register_tool(void *host, void *tool)'))),
+    on: k.register(cbOn, k.pointer(k.proto('int dg_bridge_on(void *host, const char *hook, void *fn, int priority)'))),
+    session_patch: k.register(cbSessionPatch, k.pointer(k.proto(
+      'int dg_bridge_session_patch(void *host, const char *key, const char *provider, const char *model)'))),
+    sessions_list: k.register(cbSessionsList, k.pointer(k.proto('void *dg_bridge_sessions_list(void *host, const char *channel)'))),
+    log: k.register(cbLog, k.pointer(k.proto('void dg_bridge_log(void *host, int level, const char *message)'))),
+  };
+  return n;
+}
+
+// JSON both ways. toJson returns a new jansson reference (decref it);
+// fromJson copies a jansson value into JS and leaves the reference alone.
+function toJson(value) {
+  const n = g.native;
+  const p = n.json_loads(JSON.stringify(value ?? null), JSON_DECODE_ANY, null);
+  if (isNull(p)) throw new Error('json_loads refused a value the bridge encoded (out of memory?)');
+  return p;
+}
+
+function fromJson(p) {
+  if (isNull(p)) return undefined;
+  const n = g.native;
+  const s = n.json_dumps(p, JSON_COMPACT | JSON_ENCODE_ANY);
+  if (isNull(s)) throw new Error('json_dumps failed on a value from the plugin');
+  try {
+    return JSON.parse(n.k.decode(s, 'char', -1));
+  } finally {
+    n.free(s);
+  }
+}
+
+// json_decref is an inline function in jansson.h; the library's own
+// (atomic) decref runs when a temporary array that holds the value dies.
+function decref(p) {
+  if (isNull(p)) return;
+  const n = g.native;
+  const arr = n.json_array();
+  if (isNull(arr)) {
+    log(3, 'out of memory releasing a JSON value; it leaks');
+    return;
+  }
+  n.json_array_append_new(arr, p); // steals p (decrefs it on failure)
+  n.json_delete(arr);
+}
+
+function handlerFn(ptr) {
+  const n = g.native;
+  const key = String(ptr);
+  let f = n.fnCache.get(key);
+  if (!f) {
+    f = n.k.decode(ptr, n.HandlerFn);
+    n.fnCache.set(key, f);
+  }
+  return f;
+}
+
+function callAsync(f, ...args) {
+  return new Promise((resolve, reject) => {
+    f.async(...args, (err, res) => (err ? reject(err) : resolve(res)));
+  });
+}
+
+// One call of a tool or hook handler on a koffi worker thread.
+// Returns {status, result} with result copied into JS (or undefined).
+async function callHandler(inst, fnPtr, a, b) {
+  const pa = toJson(a);
+  let pb;
+  try {
+    pb = toJson(b);
+    const out = [null];
+    const status = await callAsync(handlerFn(fnPtr), inst.state, pa, pb, out);
+    let result;
+    if (!isNull(out[0])) {
+      try {
+        result = fromJson(out[0]);
+      } finally {
+        decref(out[0]);
+      }
+    }
+    return { status, result };
+  } finally {
+    decref(pa);
+    decref(pb);
+  }
+}
+
+// ---- host callbacks (oc_host_api) -------------------------------------------------
+
+function instanceOf(host) {
+  return g.instances.get(Number(host));
+}
+
+function cbRegisterTool(host, toolPtr) {
+  try {
+    const inst = instanceOf(host);
+    const n = g.native;
+    if (!inst || !inst.initializing) {
+      log(3, 'register_tool called outside init; the ABI allows it only inside init');
+      return OC.INVALID;
+    }
+    if (isNull(toolPtr)) return OC.INVALID;
+    const size = n.k.decode(toolPtr, 'uint32_t');
+    if (size < n.k.sizeof(n.OcTool)) {
+      log(3, `register_tool: oc_tool.struct_size ${size} is below ABI v1's ${n.k.sizeof(n.OcTool)}`);
+      return OC.INVALID;
+    }
+    const t = n.k.decode(toolPtr, n.OcTool);
+    if (typeof t.name !== 'string' || !t.name || isNull(t.execute)) {
+      log(3, 'register_tool: a tool needs a name and an execute function');
+      return OC.INVALID;
+    }
+    let parameters;
+    try {
+      parameters = JSON.parse(t.parameters ?? '');
+    } catch (e) {
+      log(3, `register_tool ${t.name}: parameters is not JSON (${e.message})`);
+      return OC.INVALID;
+    }
+    if (typeof parameters !== 'object' || parameters === null || Array.isArray(parameters)) {
+      log(3, `register_tool ${t.name}: parameters must be a JSON Schema object`);
+      return OC.INVALID;
+    }
+    if (inst.tools.has(t.name)) return OC.CONFLICT;
+    inst.tools.set(t.name, { description: t.description ?? '', parameters, execute: t.execute });
+    return OC.OK;
+  } catch (e) {
+    log(3, `register_tool failed inside the bridge: ${e.stack ?? e}`);
+    return OC.INTERNAL;
+  }
+}
+
+function cbOn(host, hook, fn, priority) {
+  try {
+    const inst = instanceOf(host);
+    if (!inst || !inst.initializing) {
+      log(3, 'on() called outside init; the ABI allows it only inside init');
+      return OC.INVALID;
+    }
+    if (!KNOWN_HOOKS.has(hook) || isNull(fn)) {
+      log(2, `on("${hook}"): ${isNull(fn) ? 'NULL handler' : 'not a hook of ABI v1'}; refused`);
+      return OC.INVALID;
+    }
+    inst.hooks.push({ hook, fn, priority: priority | 0, seq: inst.hooks.length });
+    return OC.OK;
+  } catch (e) {
+    log(3, `on() failed inside the bridge: ${e.stack ?? e}`);
+    return OC.INTERNAL;
+  }
+}
+
+function cbSessionPatch(host, key, provider, model) {
+  try {
+    if (!instanceOf(host)) return OC.INVALID;
+    if (typeof key !== 'string' || !key) return OC.INVALID;
+    const both = provider != null && model != null;
+    if (!both && (provider != null || model != null)) {
+      log(2, `session_patch ${key}: provider and model must both be set or both be NULL`);
+      return OC.INVALID;
+    }
+    if (both && (!provider || !model)) return OC.INVALID;
+    g.sessions.patch(key, both ? provider : null, both ? model : null);
+    return OC.OK;
+  } catch (e) {
+    log(3, `session_patch failed: ${e.stack ?? e}`);
+    return OC.IO;
+  }
+}
+
+function cbSessionsList(host, channelId) {
+  try {
+    const list = instanceOf(host) && typeof channelId === 'string' ? g.sessions.list(channelId) : [];
+    return toJson(list);
+  } catch (e) {
+    log(3, `sessions_list failed: ${e.stack ?? e}`);
+    try {
+      return toJson([]);
+    } catch {
+      return null;
+    }
+  }
+}
+
+function cbLog(host, level, message) {
+  try {
+    log(level >= 0 && level <= 3 ? level : 1, String(message ?? ''));
+  } catch { /* never throw into C */ }
+}
+
+// ---- instances -------------------------------------------------------------------
+
+function initInstance(nativeConfig) {
+  const n = g.native;
+  const k = n.k;
+  const id = ++g.nextHostId;
+  const inst = { id, state: null, api: null, tools: new Map(), hooks: [], inflight: 0, idle: null, initializing: true };
+  g.instances.set(id, inst);
+  const api = k.alloc(n.OcHostApi, 1);
+  k.encode(api, n.OcHostApi, {
+    abi_major: ABI_MAJOR, abi_minor: ABI_MINOR, struct_size: k.sizeof(n.OcHostApi),
+    host: BigInt(id), ...n.cb,
+  });
+  const cfg = toJson(nativeConfig);
+  const stateOut = [null];
+  const err = Buffer.alloc(ERR_LEN);
+  let rc;
+  try {
+    rc = n.init(api, cfg, stateOut, err, ERR_LEN);
+  } finally {
+    decref(cfg);
+    inst.initializing = false;
+  }
+  if (rc !== OC.OK) {
+    g.instances.delete(id);
+    k.free(api);
+    const nul = err.indexOf(0);
+    const reason = err.toString('utf8', 0, nul < 0 ? ERR_LEN : nul) || 'no reason given';
+    throw new Error(`${n.soPath} refused to start (${statusName(rc)}): ${reason}`);
+  }
+  inst.state = stateOut[0];
+  inst.api = api;
+  inst.hooks.sort((a, b) => b.priority - a.priority || a.seq - b.seq);
+  const surface = {
+    tools: new Map([...inst.tools].map(([name, t]) => [name, { description: t.description, parameters: t.parameters }])),
+    hooks: inst.hooks.map((h) => ({ hook: h.hook, priority: h.priority })),
+  };
+  if (!g.surface) {
+    g.surface = surface;
+  } else if (JSON.stringify([...g.surface.tools.keys()]) !== JSON.stringify([...surface.tools.keys()]) ||
+             JSON.stringify(g.surface.hooks) !== JSON.stringify(surface.hooks)) {
+    log(3, 'the restarted plugin registered other tools or hooks than the first start; ' +
+      'OpenClaw keeps the first set until the gateway restarts');
+  }
+  log(1, `${path.basename(n.soPath)} ${n.table.id} ${n.table.version} started (host ${id}): ` +
+    `tools [${[...inst.tools.keys()].join(', ')}], hooks [${inst.hooks.map((h) => `${h.hook}@${h.priority}`).join(', ')}]`);
+  return inst;
+}
+
+// The instance calls go to, started on demand (after a one-shot shutdown).
+async function liveInstance() {
+  while (g.transition) await g.transition;
+  if (!g.instance) {
+    if (g.stopped) throw new Error('the plugin was stopped with the gateway');
+    g.instance = initInstance(g.nativeConfig);
+  }
+  return g.instance;
+}
+
+async function withInstance(fn) {
+  const inst = await liveInstance();
+  inst.inflight += 1;
+  try {
+    return await fn(inst);
+  } finally {
+    inst.inflight -= 1;
+    if (inst.inflight === 0 && inst.idle) inst.idle();
+  }
+}
+
+// Waits until no call is in flight, then shuts the plugin down on a worker
+// thread (its threads may call the host while they stop; the main thread
+// stays free to serve them).
+async function shutdownInstance(reason) {
+  while (g.transition) await g.transition;
+  const inst = g.instance;
+  if (!inst) return;
+  g.instance = null;
+  const n = g.native;
+  g.transition = (async () => {
+    while (inst.inflight > 0) await new Promise((r) => { inst.idle = r; });
+    log(0, `shutting down host ${inst.id}: ${reason}`);
+    try {
+      await callAsync(n.shutdown, inst.state);
+    } finally {
+      g.instances.delete(inst.id);
+      n.k.free(inst.api);
+    }
+  })();
+  try {
+    await g.transition;
+  } finally {
+    g.transition = null;
+  }
+}
+
+// ---- sessions: seen keys and persistent overrides ----------------------------------
+
+const KEY_RE = /^agent:([^:]+):discord:channel:([^:]+)(?::thread:([^:]+))?$/;
+const DM_RE = /^agent:([^:]+):discord:direct:([^:]+)$/;
+
+function parseSessionKey(key) {
+  if (typeof key !== 'string') return null;
+  let m = KEY_RE.exec(key);
+  if (m) return { agentId: m[1], channelId: m[2], threadId: m[3], isDm: false };
+  m = DM_RE.exec(key);
+  if (m) return { agentId: m[1], peerId: m[2], isDm: true };
+  return null;
+}
+
+// A Discord channel id out of OpenClaw's channel-ish strings: "123",
+// "channel:123", "123:thread:456" (OpenClaw's channelId for a thread key).
+function channelFrom(v) {
+  if (typeof v !== 'string') return undefined;
+  const m = /^(?:channel:)?(\d+)(?::thread:\d+)?$/.exec(v);
+  return m ? m[1] : undefined;
+}
+
+// Sessions seen and overrides live in one JSON file so that they survive
+// the one-process-per-turn CLI (openclaw agent --local) and are shared by
+// every OpenClaw process on the machine. Writes are atomic (rename); the
+// file is re-read when another process changed it.
+class SessionStore {
+  constructor(file) {
+    this.file = file;
+    this.mtime = -1;
+    this.data = { version: 1, sessions: {} };
+    this.load();
+  }
+
+  load() {
+    let st;
+    try {
+      st = fs.statSync(this.file);
+    } catch {
+      return;
+    }
+    if (st.mtimeMs === this.mtime) return;
+    try {
+      const d = JSON.parse(fs.readFileSync(this.file, 'utf8'));
+      if (d && d.version === 1 && typeof d.sessions === 'object') this.data = d;
+      this.mtime = st.mtimeMs;
+    } catch (e) {
+      log(2, `session file ${this.file} unreadable (${e.message}); starting from what is in memory`);
+    }
+  }
+
+  save() {
+    fs.mkdirSync(path.dirname(this.file), { recursive: true });
+    const tmp = `${this.file}.tmp-${process.pid}`;
+    fs.writeFileSync(tmp, JSON.stringify(this.data));
+    fs.renameSync(tmp, this.file);
+    try {
+      this.mtime = fs.statSync(this.file).mtimeMs;
+    } catch { /* next load re-reads */ }
+  }
+
+  see(ctx) {
+    const p = parseSessionKey(ctx && ctx.sessionKey);
+    if (!p || p.isDm) return;
+    this.load();
+    const cur = this.data.sessions[ctx.sessionKey];
+    if (cur) return;
+    this.data.sessions[ctx.sessionKey] = {
+      agentId: p.agentId, channelId: p.channelId, ...(p.threadId ? { threadId: p.threadId } : {}),
+    };
+    this.save();
+  }
+
+  patch(key, provider, model) {
+    this.load();
+    const p = parseSessionKey(key);
+    const cur = this.data.sessions[key] ?? (p && !p.isDm
+      ? { agentId: p.agentId, channelId: p.channelId, ...(p.threadId ? { threadId: p.threadId } : {}) }
+      : {});
+    if (provider) {
+      cur.providerOverride = provider;
+      cur.modelOverride = model;
+    } else {
+      delete cur.providerOverride;
+      delete cur.modelOverride;
+    }
+    this.data.sessions[key] = cur;
+    this.save();
+  }
+
+  override(key) {
+    this.load();
+    const s = this.data.sessions[key];
+    return s && s.providerOverride ? { providerOverride: s.providerOverride, modelOverride: s.modelOverride } : undefined;
+  }
+
+  list(channelId) {
+    this.load();
+    const out = [];
+    for (const [sessionKey, s] of Object.entries(this.data.sessions)) {
+      if (s.channelId !== channelId || !s.agentId) continue;
+      out.push({ sessionKey, agentId: s.agentId, channelId: s.channelId, ...(s.threadId ? { threadId: s.threadId } : {}) });
+    }
+    return out;
+  }
+}
+
+function defaultStateFile(nativeConfig) {
+  const db = typeof nativeConfig.dbPath === 'string' ? nativeConfig.dbPath
+    : path.join(process.env.DIRIGENT_STATE_DIR || process.cwd(), 'dirigent.db');
+  return path.join(path.dirname(path.resolve(resolveHome(db))), 'dirigent-openclaw-sessions.json');
+}
+
+// ---- OpenClaw -> ABI translation ----------------------------------------------------
+
+const compact = (o) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined && v !== null));
+
+// Agent-hook context under the ABI's names. OpenClaw's own channelId is
+// "<c>:thread:<t>" for a thread key and absent or the provider name
+// ("discord") on other paths, so the session key decides when it parses.
+function agentCtx(octx = {}) {
+  const p = parseSessionKey(octx.sessionKey);
+  return compact({
+    agentId: octx.agentId ?? p?.agentId,
+    sessionKey: octx.sessionKey,
+    sessionId: octx.sessionId,
+    workspaceDir: octx.workspaceDir,
+    channelId: p && !p.isDm ? p.channelId : channelFrom(octx.channelId) ?? channelFrom(octx.conversationId),
+    threadId: p?.threadId ?? (octx.threadId != null ? String(octx.threadId) : undefined),
+    accountId: octx.accountId,
+    messageProvider: octx.messageProvider ?? octx.channel ?? (p ? 'discord' : undefined) ??
+      (/^[a-z][a-z0-9-]*$/.test(octx.channelId ?? '') ? octx.channelId : undefined),
+  });
+}
+
+function toolCtx(octx = {}) {
+  const p = parseSessionKey(octx.sessionKey);
+  const dc = octx.deliveryContext ?? {};
+  return compact({
+    agentId: octx.agentId ?? p?.agentId,
+    sessionKey: octx.sessionKey,
+    sessionId: octx.sessionId,
+    workspaceDir: octx.workspaceDir,
+    channelId: p && !p.isDm ? p.channelId : channelFrom(octx.nativeChannelId) ?? channelFrom(dc.to),
+    threadId: p?.threadId ?? (dc.threadId != null ? String(dc.threadId) : undefined),
+    accountId: dc.accountId ?? octx.accountId,
+    senderIsOwner: typeof octx.senderIsOwner === 'boolean' ? octx.senderIsOwner : undefined,
+  });
+}
+
+function textOf(content) {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content.filter((c) => c && c.type === 'text' && typeof c.text === 'string').map((c) => c.text).join('');
+}
+
+// agent_end: OpenClaw hands the whole transcript; the ABI wants this run's
+// final assistant text and its number of tool calls. The run starts after
+// the last user message.
+function agentEndEvent(ev = {}, octx = {}) {
+  const msgs = Array.isArray(ev.messages) ? ev.messages : [];
+  let start = 0;
+  for (let i = msgs.length - 1; i >= 0; i--) {
+    if (msgs[i] && msgs[i].role === 'user') {
+      start = i + 1;
+      break;
+    }
+  }
+  let toolCalls = 0;
+  let output = '';
+  for (const m of msgs.slice(start)) {
+    if (!m || m.role !== 'assistant') continue;
+    const parts = Array.isArray(m.content) ? m.content : [];
+    toolCalls += parts.filter((c) => c && (c.type === 'toolCall' || c.type === 'tool_use')).length;
+    if (Array.isArray(m.tool_calls)) toolCalls += m.tool_calls.length;
+    output = textOf(m.content);
+  }
+  return compact({ runId: ev.runId ?? octx.runId, success: ev.success !== false, output, toolCalls });
+}
+
+function messageReceivedEvent(ev = {}, octx = {}) {
+  const md = ev.metadata ?? {};
+  const p = parseSessionKey(ev.sessionKey ?? octx.sessionKey);
+  const content = typeof ev.content === 'string' ? ev.content : '';
+  const mentions = [...new Set([...content.matchAll(/<@!?(\d+)>/g)].map((m) => m[1]))];
+  return compact({
+    messageId: ev.messageId ?? md.messageId,
+    channelId: p && !p.isDm ? p.channelId : channelFrom(md.to) ?? channelFrom(octx.conversationId),
+    threadId: ev.threadId != null ? String(ev.threadId) : p?.threadId,
+    guildId: md.guildId,
+    isDm: p ? p.isDm : /^(user|direct|dm):/.test(String(md.to ?? octx.conversationId ?? '')),
+    senderId: ev.senderId ?? md.senderId,
+    senderIsBot: md.senderIsBot === true || md.isBot === true,
+    content,
+    mentions,
+  });
+}
+
+function hookEvent(hook, ev = {}, octx = {}) {
+  switch (hook) {
+  case 'before_model_resolve':
+    return compact({ prompt: typeof ev.prompt === 'string' ? ev.prompt : undefined });
+  case 'before_prompt_build':
+    return compact({
+      prompt: typeof ev.prompt === 'string' ? ev.prompt : undefined,
+      systemPrompt: typeof ev.systemPrompt === 'string' ? ev.systemPrompt : undefined,
+    });
+  case 'message_sending':
+    return compact({
+      to: ev.to != null ? String(ev.to) : undefined,
+      content: typeof ev.content === 'string' ? ev.content : '',
+      threadId: ev.threadId != null ? String(ev.threadId) : undefined,
+    });
+  case 'agent_end':
+    return agentEndEvent(ev, octx);
+  case 'message_received':
+    return messageReceivedEvent(ev, octx);
+  default:
+    return {};
+  }
+}
+
+function hookCtx(hook, ev = {}, octx = {}) {
+  if (hook === 'gateway_start' || hook === 'gateway_stop') return {};
+  if (hook === 'message_received') {
+    const e = messageReceivedEvent(ev, octx);
+    return compact({ channelId: e.channelId, accountId: octx.accountId });
+  }
+  // message_sending's OpenClaw context is a message context without agentId.
+  return agentCtx({ ...octx, sessionKey: octx.sessionKey ?? ev.sessionKey });
+}
+
+// Only the result fields the ABI defines for each hook reach OpenClaw.
+function hookResult(hook, r) {
+  if (!r || typeof r !== 'object') return undefined;
+  switch (hook) {
+  case 'before_model_resolve': {
+    const o = compact({
+      providerOverride: typeof r.providerOverride === 'string' ? r.providerOverride : undefined,
+      modelOverride: typeof r.modelOverride === 'string' ? r.modelOverride : undefined,
+    });
+    return Object.keys(o).length ? o : undefined;
+  }
+  case 'before_prompt_build': {
+    const o = compact({
+      appendSystemContext: typeof r.appendSystemContext === 'string' ? r.appendSystemContext : undefined,
+      prependContext: typeof r.prependContext === 'string' ? r.prependContext : undefined,
+    });
+    return Object.keys(o).length ? o : undefined;
+  }
+  case 'message_sending':
+    if (r.cancel === true) return compact({ cancel: true, cancelReason: typeof r.cancelReason === 'string' ? r.cancelReason : undefined });
+    if (typeof r.content === 'string') return { content: r.content };
+    return undefined;
+  default:
+    return undefined;
+  }
+}
+
+// ---- dispatch -------------------------------------------------------------------------
+
+async function runHook(inst, reg, ev, ctx) {
+  const { status, result } = await callHandler(inst, reg.fn, ev, ctx);
+  if (status !== OC.OK) {
+    const msg = result && result.error && result.error.message;
+    log(2, `hook ${reg.hook} returned ${statusName(status)}${msg ? `: ${msg}` : ''}; treated as no result`);
+    return undefined;
+  }
+  return result;
+}
+
+function seeSession(octx) {
+  try {
+    g.sessions.see(octx);
+  } catch (e) {
+    log(2, `cannot record session ${octx && octx.sessionKey}: ${e.message}`);
+  }
+}
+
+// A modify hook: one OpenClaw registration per native registration (seq).
+async function dispatchModify(seq, hook, oev, octx) {
+  try {
+    const ctx = hookCtx(hook, oev, octx);
+    seeSession(ctx);
+    const ev = hookEvent(hook, oev, octx);
+    return await withInstance(async (inst) => {
+      // inst.hooks is sorted like g.surface.hooks, so position seq is the
+      // same registration in every instance of this plugin.
+      const reg = inst.hooks[seq];
+      if (!reg || reg.hook !== hook) return undefined;
+      return hookResult(hook, await runHook(inst, reg, ev, ctx));
+    });
+  } catch (e) {
+    log(3, `${hook} failed in the bridge: ${e.stack ?? e}`);
+    return undefined;
+  }
+}
+
+function isOneShot() {
+  if (g.gatewayStarted) return false;
+  if (g.oneShotSeen) return true;
+  const argv = process.argv.slice(2);
+  return argv.includes('agent') && argv.includes('--local');
+}
+
+// An observe hook: the plugin's handlers in priority order, then the
+// bridge's lifecycle work.
+async function dispatchObserve(hook, oev, octx) {
+  try {
+    if (hook === 'gateway_start') g.gatewayStarted = true;
+    const ctx = hookCtx(hook, oev, octx);
+    if (hook !== 'message_received') seeSession(ctx);
+    const ev = hookEvent(hook, oev, octx);
+    let forward = true;
+    if (hook === 'agent_end') {
+      // OpenClaw retries an attempt without a visible answer inside one run
+      // and fires agent_end per attempt (same runId); the ABI has one per run.
+      const runKey = `${ctx.sessionKey}\u0000${ev.runId}`;
+      if (ev.runId && g.endedRuns.has(runKey)) {
+        forward = false;
+        log(0, `agent_end again for run ${ev.runId} (OpenClaw retry); not forwarded`);
+      } else if (ev.runId) {
+        g.endedRuns.add(runKey);
+        if (g.endedRuns.size > ENDED_RUNS_KEPT) g.endedRuns.delete(g.endedRuns.values().next().value);
+      }
+    }
+    const hasHandlers = g.surface && g.surface.hooks.some((h) => h.hook === hook);
+    if (forward && hasHandlers && !(hook === 'gateway_stop' && !g.instance)) {
+      await withInstance(async (inst) => {
+        for (const reg of inst.hooks.filter((h) => h.hook === hook)) await runHook(inst, reg, ev, ctx);
+      });
+    }
+  } catch (e) {
+    log(3, `${hook} failed in the bridge: ${e.stack ?? e}`);
+  }
+  try {
+    if (hook === 'gateway_stop') {
+      g.stopped = true;
+      await shutdownInstance('gateway_stop');
+    } else if (hook === 'agent_end' && isOneShot() && g.instance) {
+      // One process per turn: give the outbox its moment, then stop the
+      // plugin cleanly before OpenClaw calls process.exit (which would
+      // leave the plugin's threads running into exit). A later hook of the
+      // same process starts it again.
+      const settle = g.bridgeOpts.settleMs ?? DEFAULT_SETTLE_MS;
+      if (settle > 0) await sleep(settle);
+      await shutdownInstance('one-shot CLI run ended');
+    }
+  } catch (e) {
+    log(3, `shutdown after ${hook} failed: ${e.stack ?? e}`);
+  }
+  return undefined;
+}
+
+// The bridge's own before_model_resolve: records the session and returns
+// its persistent override (session_patch) on every run.
+function bridgeModelResolve(oev, octx) {
+  try {
+    const ctx = agentCtx(octx);
+    seeSession(ctx);
+    return ctx.sessionKey ? g.sessions.override(ctx.sessionKey) : undefined;
+  } catch (e) {
+    log(3, `before_model_resolve (bridge) failed: ${e.stack ?? e}`);
+    return undefined;
+  }
+}
+
+function makeTool(name, octx) {
+  if (octx && octx.oneShotCliRun === true) g.oneShotSeen = true;
+  const def = g.surface.tools.get(name);
+  const ctx = toolCtx(octx);
+  return {
+    name,
+    label: name,
+    description: def.description,
+    parameters: def.parameters,
+    async execute(_toolCallId, params) {
+      seeSession(ctx);
+      const { status, result } = await withInstance(async (inst) => {
+        const t = inst.tools.get(name);
+        if (!t) return { status: OC.NOT_FOUND, result: { error: { code: 'OC_ERR_NOT_FOUND', message: `tool ${name} is gone after a plugin restart` } } };
+        return callHandler(inst, t.execute, params ?? {}, ctx);
+      });
+      if (status === OC.OK) {
+        if (!result || !Array.isArray(result.content)) {
+          log(2, `tool ${name} returned OC_OK without content; the ABI requires {content, details}`);
+          return { content: [{ type: 'text', text: JSON.stringify(result ?? null) }], details: result ?? {} };
+        }
+        return { content: result.content, details: result.details ?? {} };
+      }
+      const err = result && result.error;
+      throw new Error(`${err && err.code ? err.code : statusName(status)}: ${err && err.message ? err.message : `${name} failed without a message`}`);
+    },
+  };
+}
+
+// ---- registration ---------------------------------------------------------------------
+
+function splitConfig(cfg) {
+  const { bridge, ...nativeConfig } = cfg && typeof cfg === 'object' ? cfg : {};
+  return { nativeConfig, bridgeOpts: bridge && typeof bridge === 'object' ? bridge : {} };
+}
+
+function registerWithOpenClaw(api) {
+  for (const name of g.surface.tools.keys()) {
+    api.registerTool((octx) => makeTool(name, octx), { name });
+  }
+  api.on('before_model_resolve', bridgeModelResolve, { priority: BRIDGE_PRIORITY });
+  for (const [i, h] of g.surface.hooks.entries()) {
+    if (MODIFY_HOOKS.has(h.hook))
+      api.on(h.hook, (ev, ctx) => dispatchModify(i, h.hook, ev, ctx), { priority: h.priority });
+  }
+  for (const hook of OBSERVE_HOOKS) {
+    const regs = g.surface.hooks.filter((h) => h.hook === hook);
+    const needed = regs.length > 0 || hook === 'agent_end' || hook === 'gateway_start' || hook === 'gateway_stop';
+    if (!needed) continue;
+    const priority = regs.length ? Math.max(...regs.map((h) => h.priority)) : 0;
+    api.on(hook, (ev, ctx) => dispatchObserve(hook, ev, ctx), { priority });
+  }
+}
+
+// Registration modes whose registry may run tools and hooks. OpenClaw
+// 2026.9.6 dispatches the typed hooks of an `openclaw agent --local` run
+// from a registry it loaded in "discovery" mode (checked: hooks registered
+// only in "full" mode never fire there), so every mode with a live runtime
+// gets the same tools and hooks; all of them share one native instance.
+const LIVE_MODES = new Set(['full', 'discovery', 'tool-discovery', 'setup-runtime']);
+
+function register(api) {
+  const mode = api.registrationMode ?? 'full';
+  // setup-only and cli-metadata loads have no runtime: nothing to start.
+  if (!LIVE_MODES.has(mode)) return;
+  g.logger = api.logger ?? g.logger;
+  const { nativeConfig, bridgeOpts } = splitConfig(api.pluginConfig);
+  const key = JSON.stringify(nativeConfig);
+  if (!g.native) {
+    g.bridgeOpts = bridgeOpts;
+    g.native = loadNative(bridgeOpts, api.rootDir);
+    g.sessions = new SessionStore(path.resolve(resolveHome(bridgeOpts.stateFile ?? defaultStateFile(nativeConfig))));
+  }
+  if (!g.instance && !g.transition) {
+    g.nativeConfig = nativeConfig;
+    g.configKey = key;
+    g.stopped = false;
+    g.instance = initInstance(nativeConfig);
+  } else if (key !== g.configKey) {
+    // OpenClaw re-registered with another config (hot reload): swap the
+    // instance once the calls in flight are done.
+    g.nativeConfig = nativeConfig;
+    g.configKey = key;
+    g.bridgeOpts = bridgeOpts;
+    shutdownInstance('configuration changed').catch((e) => log(3, `swap failed: ${e.stack ?? e}`));
+  }
+  registerWithOpenClaw(api);
+}
+
+export default {
+  id: PLUGIN_ID,
+  name: 'Dirigent',
+  description: 'Runs the native Dirigent plugin (dirigent.so, plugin ABI v1) inside OpenClaw',
+  register,
+};
+
+// For the bridge's own tests (test/unit.mjs): the translation functions.
+export const _internals = { parseSessionKey, channelFrom, agentCtx, toolCtx, agentEndEvent, messageReceivedEvent, hookResult, g };

