@@ -156,6 +156,12 @@ demo: deps-ok all
 check-openclaw: deps-ok all
 	sh bridge/openclaw/test/run.sh $(B)
 
+# OpenClaw's manifest of the bridge, generated from manifest.json (same id,
+# configSchema, contracts; needs node). run.sh regenerates it with its own
+# Node 24, so this rule is for people installing the bridge by hand.
+bridge/openclaw/openclaw.plugin.json: manifest.json bridge/openclaw/gen-plugin-json.mjs
+	node bridge/openclaw/gen-plugin-json.mjs manifest.json $@
+
 # ---- dependencies ---------------------------------------------------------------
 deps:
 	@sh scripts/deps.sh $(DEB_PKGS)
