@@ -588,7 +588,7 @@ class SessionStore {
 function defaultStateFile(nativeConfig) {
   const db = typeof nativeConfig.dbPath === 'string' ? nativeConfig.dbPath
     : path.join(process.env.DIRIGENT_STATE_DIR || process.cwd(), 'dirigent.db');
-  return path.join(path.dirname(path.resolve(resolveHome(db))), 'dirigent-openclaw-sessions.json');
+  return path.join(path.dirname(path.resolve(db)), 'dirigent-openclaw-sessions.json');
 }
 
 // ---- OpenClaw -> ABI translation ----------------------------------------------------
@@ -917,6 +917,8 @@ function register(api) {
     g.bridgeOpts = bridgeOpts;
     g.native = loadNative(bridgeOpts, api.rootDir);
     g.sessions = new SessionStore(path.resolve(resolveHome(bridgeOpts.stateFile ?? defaultStateFile(nativeConfig))));
+  } else if (bridgeOpts.soPath && path.resolve(api.rootDir ?? process.cwd(), resolveHome(bridgeOpts.soPath)) !== g.native.soPath) {
+    log(2, `bridge.soPath changed to ${bridgeOpts.soPath}; ${g.native.soPath} stays loaded until OpenClaw restarts`);
   }
   if (!g.instance && !g.transition) {
     g.nativeConfig = nativeConfig;

@@ -11,7 +11,7 @@
  * Tools:
  *   probe_echo   details {params, ctx}: exactly what it received
  *   probe_fail   always OC_ERR_DENIED with an error message
- *   probe_stats  details {ticks, patches, lists, lastList, seen: {hook: {event, ctx}},
+ *   probe_stats  details {ticks, patches, lists, lastList, seen: {hook: {event, ctx, calls}},
  *                bogusHookStatus, dupToolStatus, lateRegisterStatus}
  * The text of a successful tool answer is its details as compact JSON.
  * Hooks:
@@ -66,14 +66,17 @@ static void bp_go(bp_state *s)
     pthread_mutex_unlock(&s->mu);
 }
 
-/* Records a deep copy of event and ctx under the hook's name. */
+/* Records a deep copy of the last event and ctx under the hook's name, and
+ * how often the hook was called. */
 static void bp_record(bp_state *s, const char *hook, const json_t *event, const json_t *ctx)
 {
     json_t *e = json_deep_copy(event), *c = json_deep_copy(ctx);
     pthread_mutex_lock(&s->mu);
+    json_int_t calls =
+        json_integer_value(json_object_get(json_object_get(s->seen, hook), "calls")) + 1;
     json_object_set_new(s->seen, hook,
-                        json_pack("{s:o, s:o}", "event", e ? e : json_null(), "ctx",
-                                  c ? c : json_null()));
+                        json_pack("{s:o, s:o, s:I}", "event", e ? e : json_null(), "ctx",
+                                  c ? c : json_null(), "calls", calls));
     pthread_mutex_unlock(&s->mu);
 }
 

@@ -251,6 +251,8 @@ async function probeTurn() {
     bmr && bmr.ctx.agentId === 'planner' && bmr.ctx.sessionKey === key && bmr.ctx.channelId === '111' &&
     bmr.ctx.threadId === '222' && bmr.ctx.messageProvider === 'discord' && bmr.ctx.workspaceDir === ws &&
     /PROBE-TURN/.test(bmr.event.prompt || ''), JSON.stringify(bmr));
+  check('probe: before_model_resolve ran once for the run (one registry dispatches, not one per registration)',
+    bmr && bmr.calls === 1, `calls: ${bmr && bmr.calls}`);
   check('probe: before_prompt_build called', stats && stats.seen && stats.seen.before_prompt_build, JSON.stringify(stats && stats.seen));
   check('probe: plugin threads called log/session_patch/sessions_list during the turn',
     stats && stats.ticks > 0 && stats.patches > 0 && stats.lists > 0, JSON.stringify(stats && { t: stats.ticks, p: stats.patches, l: stats.lists }));

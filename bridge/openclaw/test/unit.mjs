@@ -131,6 +131,7 @@ await step('before_model_resolve: context renamed, override merged, no override 
   assert.equal(await runModify('before_model_resolve', { prompt: 'talk' }, octx), undefined);
   const seen = (await stats()).seen.before_model_resolve;
   assert.deepEqual(seen.event, { prompt: 'talk' });
+  assert.equal(seen.calls, 2);
   assert.deepEqual(seen.ctx, { agentId: 'planner', sessionKey: threadCtx.sessionKey, sessionId: 'sid-1',
     workspaceDir: '/ws/planner', channelId: '111', threadId: '222', messageProvider: 'discord' });
 });
