@@ -178,6 +178,11 @@ install: $(B)/dirigent.so
 	install -m 0644 manifest.json $(DESTDIR)$(PLUGIN_DIR)/manifest.json
 	install -m 0644 $(TEMPLATES) $(DESTDIR)$(PLUGIN_DIR)/templates/
 	install -m 0644 include/openclaw/plugin.h $(DESTDIR)$(PREFIX)/include/openclaw/plugin.h
+	@# The OpenClaw bridge beside the .so makes the same folder an OpenClaw plugin
+	@# (after `npm install --omit=dev` there for koffi; see README).
+	install -m 0644 bridge/openclaw/index.mjs bridge/openclaw/package.json $(DESTDIR)$(PLUGIN_DIR)/
+	@if [ -f bridge/openclaw/openclaw.plugin.json ]; then install -m 0644 bridge/openclaw/openclaw.plugin.json $(DESTDIR)$(PLUGIN_DIR)/; \
+	  else echo "note: run 'make bridge/openclaw/openclaw.plugin.json' (needs node) and install again to use the folder in OpenClaw"; fi
 	@for s in $(SERVERS) $(B)/ocgw; do [ -f $$s ] && install -D -m 0755 $$s $(DESTDIR)$(PREFIX)/bin/$$(basename $$s) || true; done
 
 uninstall:
