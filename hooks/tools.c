@@ -75,6 +75,7 @@ void dg_tool_caller(const json_t *ctx, dg_caller *out)
     out->workspace_dir = ctx_str(ctx, "workspaceDir");
     out->channel_id = ctx_str(ctx, "channelId");
     out->thread_id = ctx_str(ctx, "threadId");
+    out->tool_call_id = ctx_str(ctx, "toolCallId");
 }
 
 int dg_tool_check_keys(const json_t *params, const char *const *allowed, char *err,

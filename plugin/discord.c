@@ -1164,6 +1164,59 @@ int dg_discord_create_private_channel(dg_discord *d, const dg_discord_channel_sp
     return OC_OK;
 }
 
+static int snowflake_newer(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    return la != lb ? la > lb : strcmp(a, b) > 0;
+}
+
+int dg_discord_find_channel(dg_discord *d, const char *guild_id, const char *name,
+                            const char *topic_needle, char **channel_id, dg_discord_err *err)
+{
+    if (err)
+        memset(err, 0, sizeof *err);
+    if (channel_id)
+        *channel_id = NULL;
+    if (!d || !name || !channel_id)
+        return set_err(err, OC_ERR_INVALID, 0, 0, "find channel: missing argument");
+    const char *guild = guild_id ? guild_id : d->guild_id;
+    if (!guild || !dg_discord_is_snowflake(guild))
+        return set_err(err, OC_ERR_INVALID, 0, 0,
+                       "find channel: guild id must be a snowflake (1-20 digits)");
+    char path[64];
+    snprintf(path, sizeof path, "/guilds/%s/channels", guild);
+    json_t *resp = NULL;
+    int rc = do_request(d, "GET", path, NULL, 1, &resp, err);
+    if (rc != OC_OK)
+        return rc;
+    if (!json_is_array(resp)) {
+        json_decref(resp);
+        return set_err(err, OC_ERR_IO, err ? err->http_status : 0, 1,
+                       "find channel: Discord's answer is not an array");
+    }
+    const char *best = NULL;
+    size_t i;
+    json_t *c;
+    json_array_foreach(resp, i, c) {
+        const char *id = json_string_value(json_object_get(c, "id"));
+        const char *cname = json_string_value(json_object_get(c, "name"));
+        const char *topic = json_string_value(json_object_get(c, "topic"));
+        if (!id || !dg_discord_is_snowflake(id) || !cname || strcmp(cname, name) != 0 ||
+            json_integer_value(json_object_get(c, "type")) != 0)
+            continue;
+        if (topic_needle && (!topic || !strstr(topic, topic_needle)))
+            continue;
+        if (!best || snowflake_newer(id, best))
+            best = id;
+    }
+    if (best && !(*channel_id = strdup(best))) {
+        json_decref(resp);
+        return set_err(err, OC_ERR_NOMEM, 0, 1, "find channel: out of memory");
+    }
+    json_decref(resp);
+    return OC_OK;
+}
+
 int dg_discord_post_message(dg_discord *d, const char *channel_id, const char *content,
                             const char *const *mention_ids, size_t n_mentions,
                             const char *nonce, char **message_id, dg_discord_err *err)

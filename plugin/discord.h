@@ -140,6 +140,18 @@ int dg_discord_create_private_channel(dg_discord *d, const dg_discord_channel_sp
                                       char **channel_id, dg_discord_err *err);
 
 /*
+ * GET /guilds/{guild}/channels, then the newest text channel (type 0) named
+ * `name` whose topic contains topic_needle (NULL: any topic, none
+ * included). guild_id NULL: options.guild_id. Lets a caller that may have
+ * created a channel without hearing the answer (a crash, a broken transfer)
+ * find it again instead of creating a second one. On OC_OK *channel_id is
+ * a new string the caller frees, or NULL when no channel matches. Any
+ * thread.
+ */
+int dg_discord_find_channel(dg_discord *d, const char *guild_id, const char *name,
+                            const char *topic_needle, char **channel_id, dg_discord_err *err);
+
+/*
  * POST /channels/{channel_id}/messages with
  *   {"content", "allowed_mentions": {"parse": [], "users": mention_ids}}
  * and, when nonce is not NULL, "nonce" + "enforce_nonce": true, which makes

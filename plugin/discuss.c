@@ -11,6 +11,7 @@
  */
 #include "discuss.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,11 +23,19 @@
 #include "paths.h"
 #include "store.h"
 #include "store_discuss.h"
+#include "store_tool_calls.h"
 #include "templates.h"
 #include "turns.h"
 
 /* Overrides re-driven per batch (bounded memory; loops while progressing). */
 #define OVERRIDE_BATCH 256
+
+/* Tool-call results are kept this long (a repeat after a crash comes within
+ * minutes; a gateway down for days still finds its answers). */
+#define TOOL_CALL_KEEP_MS (30LL * 24 * 3600 * 1000)
+
+#define TOOL_CREATE "discord_channel_create"
+#define TOOL_CALLBACK "discuss-callback"
 
 static int fail(char *err, size_t err_len, int status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -260,6 +269,172 @@ int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
     return OC_OK;
 }
 
+/* ---- idempotency per ctx.toolCallId -------------------------------------- */
+
+/*
+ * A call with a toolCallId is identified by (tool, toolCallId, fingerprint).
+ * The fingerprint hashes the caller and the params, so an id that a host or
+ * a model reuses for a different call is not answered with another call's
+ * result; a true repeat (same id, same caller, same params) is.
+ */
+typedef struct idem {
+    const char *tool;
+    const char *call_id;
+    char fp[17];        /* 16 hex digits */
+    char marker[32];    /* "dg-call:<16 hex>": put in the topic of the channel */
+    int recovering;     /* an intent without a result was found */
+} idem;
+
+#define FNV_OFFSET 0xcbf29ce484222325ull
+#define FNV_PRIME 0x100000001b3ull
+
+/* Hash one field: NULL and "" differ, and fields cannot run into each other
+ * (the tool layer refuses strings with NUL bytes). */
+static void fp_add(uint64_t *h, const char *s)
+{
+    *h = (*h ^ (s ? 's' : 'n')) * FNV_PRIME;
+    for (; s && *s; s++)
+        *h = (*h ^ (unsigned char)*s) * FNV_PRIME;
+    *h = (*h ^ 0) * FNV_PRIME;
+}
+
+static void fp_add_count(uint64_t *h, size_t n)
+{
+    char num[24];
+    snprintf(num, sizeof num, "%zu", n);
+    fp_add(h, num);
+}
+
+static uint64_t fp_caller(const char *tool, const dg_caller *c)
+{
+    uint64_t h = FNV_OFFSET;
+    fp_add(&h, tool);
+    fp_add(&h, c->agent_id);
+    fp_add(&h, c->session_key);
+    fp_add(&h, c->channel_id);
+    fp_add(&h, c->thread_id);
+    return h;
+}
+
+static void idem_finish(idem *ic, const char *tool, const char *call_id, uint64_t h)
+{
+    ic->tool = tool;
+    ic->call_id = call_id;
+    ic->recovering = 0;
+    snprintf(ic->fp, sizeof ic->fp, "%016llx", (unsigned long long)h);
+    uint64_t m = FNV_OFFSET;
+    fp_add(&m, call_id);
+    fp_add(&m, ic->fp);
+    snprintf(ic->marker, sizeof ic->marker, "dg-call:%016llx", (unsigned long long)m);
+}
+
+static void idem_for_create(idem *ic, const dg_caller *c, const dg_channel_request *r)
+{
+    uint64_t h = fp_caller(TOOL_CREATE, c);
+    fp_add(&h, r->name);
+    fp_add(&h, r->topic);
+    fp_add(&h, r->parent_id);
+    fp_add_count(&h, r->n_participants);
+    for (size_t i = 0; i < r->n_participants; i++)
+        fp_add(&h, r->participants[i]);
+    fp_add_count(&h, r->n_allowed_user_ids);
+    for (size_t i = 0; i < r->n_allowed_user_ids; i++)
+        fp_add(&h, r->allowed_user_ids[i]);
+    fp_add(&h, r->callback_channel_id);
+    fp_add(&h, r->discuss_guide);
+    idem_finish(ic, TOOL_CREATE, c->tool_call_id, h);
+}
+
+static void idem_for_callback(idem *ic, const dg_caller *c, const char *summary_path)
+{
+    uint64_t h = fp_caller(TOOL_CALLBACK, c);
+    fp_add(&h, summary_path);
+    idem_finish(ic, TOOL_CALLBACK, c->tool_call_id, h);
+}
+
+/* The recorded row of ic in a short transaction (caller clears *row). */
+static int idem_lookup(dg_plugin *p, const idem *ic, dg_tool_call_row *row)
+{
+    memset(row, 0, sizeof *row);
+    if (dg_store_begin(p->store) != OC_OK)
+        return OC_ERR_IO;
+    int rc = dg_store_tool_call_get(p->store, ic->tool, ic->call_id, ic->fp, row);
+    if (rc == OC_OK)
+        rc = dg_store_commit(p->store);
+    else
+        dg_store_rollback(p->store);
+    return rc;
+}
+
+/*
+ * Calls with a toolCallId in progress in this process, per plugin instance:
+ * an intent row of a call still running is not the remains of a crash, and
+ * a repeat arriving meanwhile must not "recover" (and so duplicate) it. A
+ * plugin's calls have all returned before its shutdown, so an instance at a
+ * reused address starts empty.
+ */
+typedef struct inflight {
+    const dg_plugin *p;
+    char *key;
+    struct inflight *next;
+} inflight;
+
+static pthread_mutex_t g_inflight_mu = PTHREAD_MUTEX_INITIALIZER;
+static inflight *g_inflight;
+
+static char *inflight_key(const idem *ic)
+{
+    size_t n = strlen(ic->tool) + strlen(ic->call_id) + sizeof ic->fp + 3;
+    char *k = malloc(n);
+    if (k)
+        snprintf(k, n, "%s\x1f%s\x1f%s", ic->tool, ic->call_id, ic->fp);
+    return k;
+}
+
+/* OC_OK (claimed: release it), OC_ERR_CONFLICT (running), OC_ERR_NOMEM. */
+static int inflight_claim(const dg_plugin *p, const idem *ic)
+{
+    inflight *e = calloc(1, sizeof *e);
+    char *k = inflight_key(ic);
+    if (!e || !k) {
+        free(e);
+        free(k);
+        return OC_ERR_NOMEM;
+    }
+    pthread_mutex_lock(&g_inflight_mu);
+    for (inflight *x = g_inflight; x; x = x->next) {
+        if (x->p == p && strcmp(x->key, k) == 0) {
+            pthread_mutex_unlock(&g_inflight_mu);
+            free(e);
+            free(k);
+            return OC_ERR_CONFLICT;
+        }
+    }
+    e->p = p;
+    e->key = k;
+    e->next = g_inflight;
+    g_inflight = e;
+    pthread_mutex_unlock(&g_inflight_mu);
+    return OC_OK;
+}
+
+static void inflight_release(const dg_plugin *p, const idem *ic)
+{
+    char *k = inflight_key(ic);
+    pthread_mutex_lock(&g_inflight_mu);
+    for (inflight **pp = &g_inflight; k && *pp; pp = &(*pp)->next) {
+        if ((*pp)->p == p && strcmp((*pp)->key, k) == 0) {
+            inflight *e = *pp;
+            *pp = e->next;
+            free(e->key);
+            free(e);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&g_inflight_mu);
+    free(k);
+}
+
 /* ---- create ----------------------------------------------------------------- */
 
 /* Append s to a string list unless present; borrowed pointers. */
@@ -353,14 +528,20 @@ static int build_discussion(dg_plugin *p, const dg_caller *c, const dg_channel_r
 /* Record the discussion, prefill its turns and queue the kickoff: one
  * transaction. Returns OC_OK with *id, or a negative status (rolled back). */
 static int record_discussion(dg_plugin *p, dg_discussion *d, const char *kickoff,
-                             const char *const *mention_ids, size_t n_mentions, int64_t *id,
-                             char *err, size_t err_len)
+                             const char *const *mention_ids, size_t n_mentions,
+                             const idem *ic, int64_t *id, char *err, size_t err_len)
 {
     if (dg_store_begin(p->store) != OC_OK)
         return fail(err, err_len, OC_ERR_IO, "the plugin's state store is busy or failing");
     int rc = dg_store_discussion_insert(p->store, d, id);
     if (rc == OC_OK)
         d->id = *id;
+    if (rc == OC_OK && ic) {
+        /* The result, with the effect it reports. */
+        dg_tool_call_row res = {.channel_id = d->discussion_channel_id, .discussion_id = *id};
+        rc = dg_store_tool_call_done(p->store, ic->tool, ic->call_id, ic->fp, &res,
+                                     d->created_at_ms);
+    }
     if (rc == OC_OK)
         rc = dg_turns_prefill_discussion(p->store, d->discussion_channel_id,
                                          d->initiator_agent_id,
@@ -383,11 +564,78 @@ static int record_discussion(dg_plugin *p, dg_discussion *d, const char *kickoff
     return OC_OK;
 }
 
-int dg_discuss_create_channel(dg_plugin *p, const dg_caller *caller,
-                              const dg_channel_request *req,
-                              dg_channel_created *out, char *err, size_t err_len)
+/* The plain channel's result, recorded after the REST call (the channel is
+ * the whole effect). */
+static int record_plain(dg_plugin *p, const idem *ic, const char *channel_id, char *err,
+                        size_t err_len)
 {
-    memset(out, 0, sizeof *out);
+    if (dg_store_begin(p->store) != OC_OK)
+        return fail(err, err_len, OC_ERR_IO, "the plugin's state store is busy or failing");
+    dg_tool_call_row res = {.channel_id = (char *)channel_id};
+    int rc = dg_store_tool_call_done(p->store, ic->tool, ic->call_id, ic->fp, &res,
+                                     dg_now_ms(p));
+    if (rc == OC_OK)
+        rc = dg_store_commit(p->store);
+    else {
+        dg_log(p, OC_LOG_ERROR, "channel %s: recording the result of toolCallId %s failed "
+               "(%s): %s", channel_id, ic->call_id, oc_status_name(rc),
+               dg_store_errmsg(p->store));
+        dg_store_rollback(p->store);
+    }
+    if (rc != OC_OK)
+        return fail(err, err_len, OC_ERR_IO, "the channel could not be recorded (%s); nothing "
+                    "was kept, try again", oc_status_name(rc));
+    return OC_OK;
+}
+
+/* Record the intent of ic before the REST call, so that a repeat after a
+ * crash knows the channel may exist already. */
+static int record_intent(dg_plugin *p, const idem *ic, char *err, size_t err_len)
+{
+    if (dg_store_begin(p->store) != OC_OK)
+        return fail(err, err_len, OC_ERR_IO, "the plugin's state store is busy or failing");
+    int rc = dg_store_tool_call_intent(p->store, ic->tool, ic->call_id, ic->fp, dg_now_ms(p));
+    if (rc == OC_OK)
+        rc = dg_store_commit(p->store);
+    else
+        dg_store_rollback(p->store);
+    if (rc != OC_OK)
+        return fail(err, err_len, rc == OC_ERR_CONFLICT ? OC_ERR_CONFLICT : OC_ERR_IO,
+                    "the plugin's state store could not record this call (%s); nothing was "
+                    "done, try again", oc_status_name(rc));
+    return OC_OK;
+}
+
+/* Topic sent to Discord: the request's, with ic's marker on a line of its
+ * own when it fits (*needle: what a later lookup searches the topic for;
+ * the whole topic when the marker does not fit). Malloc'd or NULL. */
+static int topic_with_marker(const dg_channel_request *req, const idem *ic, char **topic,
+                             const char **needle)
+{
+    *topic = NULL;
+    *needle = NULL;
+    if (!ic)
+        return OC_OK;
+    size_t ml = strlen(ic->marker);
+    if (!req->topic) {
+        *needle = ic->marker;
+        return (*topic = strdup(ic->marker)) ? OC_OK : OC_ERR_NOMEM;
+    }
+    if (utf8_chars(req->topic) + 1 + ml > DG_DISCORD_MAX_TOPIC) {
+        *needle = req->topic;
+        return OC_OK;
+    }
+    size_t n = strlen(req->topic) + 1 + ml + 1;
+    if (!(*topic = malloc(n)))
+        return OC_ERR_NOMEM;
+    snprintf(*topic, n, "%s\n%s", req->topic, ic->marker);
+    *needle = ic->marker;
+    return OC_OK;
+}
+
+static int create_channel(dg_plugin *p, const dg_caller *caller, const dg_channel_request *req,
+                          idem *ic, dg_channel_created *out, char *err, size_t err_len)
+{
     int rc = dg_discuss_validate(p, caller, req, err, err_len);
     if (rc != OC_OK)
         return rc;
@@ -416,10 +664,21 @@ int dg_discuss_create_channel(dg_plugin *p, const dg_caller *caller,
         add_unique(members, &nm, req->allowed_user_ids[i]);
     add_unique(members, &nm, p->cfg.moderator_user_id);
 
+    char *topic = NULL;
+    const char *needle = NULL;
+    if (topic_with_marker(req, ic, &topic, &needle) != OC_OK) {
+        free(members);
+        return fail(err, err_len, OC_ERR_NOMEM, "out of memory");
+    }
+    if (ic && !ic->recovering && (rc = record_intent(p, ic, err, err_len)) != OC_OK) {
+        free(topic);
+        free(members);
+        return rc;
+    }
     dg_discord_channel_spec spec = {
         .guild_id = p->cfg.discord_guild_id,
         .name = req->name,
-        .topic = req->topic,
+        .topic = topic ? topic : req->topic,
         .parent_id = req->parent_id,
         .member_ids = members,
         .n_members = nm,
@@ -427,7 +686,30 @@ int dg_discuss_create_channel(dg_plugin *p, const dg_caller *caller,
     char *channel_id = NULL;
     dg_discord_err derr;
     memset(&derr, 0, sizeof derr);
-    rc = dg_discord_create_private_channel(p->discord, &spec, &channel_id, &derr);
+    rc = OC_OK;
+    if (ic && ic->recovering) {
+        /* An earlier attempt of this call recorded its intent and never its
+         * result: it may have created the channel before it died. */
+        rc = dg_discord_find_channel(p->discord, p->cfg.discord_guild_id, req->name, needle,
+                                     &channel_id, &derr);
+        if (rc != OC_OK) {
+            dg_log(p, OC_LOG_WARN, "discord_channel_create '%s' (toolCallId %s): could not "
+                   "list the guild's channels: %s", req->name, ic->call_id, derr.message);
+            free(topic);
+            free(members);
+            return fail(err, err_len, rc,
+                        "could not check whether an earlier attempt of this call already "
+                        "created channel '%s' (Discord: %s); nothing was created, try again",
+                        req->name, derr.message);
+        }
+        if (channel_id)
+            dg_log(p, OC_LOG_INFO, "discord_channel_create '%s' (toolCallId %s): channel %s, "
+                   "made by an earlier attempt that died before recording it, is used instead "
+                   "of a new one", req->name, ic->call_id, channel_id);
+    }
+    if (!channel_id)
+        rc = dg_discord_create_private_channel(p->discord, &spec, &channel_id, &derr);
+    free(topic);
     free(members);
     if (rc != OC_OK) {
         dg_log(p, OC_LOG_WARN, "discord_channel_create '%s' by %s failed: %s (HTTP %ld)",
@@ -440,6 +722,11 @@ int dg_discuss_create_channel(dg_plugin *p, const dg_caller *caller,
                     : derr.retryable ? "; this may pass if you try again later" : "");
     }
     if (!req->callback_channel_id) {
+        if (ic && (rc = record_plain(p, ic, channel_id, err, err_len)) != OC_OK) {
+            delete_channel(p, channel_id);
+            free(channel_id);
+            return rc;
+        }
         out->channel_id = channel_id;
         dg_log(p, OC_LOG_INFO, "channel %s '%s' created for %s (plain)", channel_id, req->name,
                caller->agent_id);
@@ -478,7 +765,8 @@ int dg_discuss_create_channel(dg_plugin *p, const dg_caller *caller,
     }
     int64_t id = 0;
     if (rc == OC_OK)
-        rc = record_discussion(p, &d, kickoff, mention_ids, d.n_turn_order, &id, err, err_len);
+        rc = record_discussion(p, &d, kickoff, mention_ids, d.n_turn_order, ic, &id, err,
+                               err_len);
     else
         fail(err, err_len, rc, "out of memory preparing the discussion; try again");
     free(pm);
@@ -501,6 +789,51 @@ int dg_discuss_create_channel(dg_plugin *p, const dg_caller *caller,
     out->is_discussion = 1;
     out->discussion_id = id;
     return OC_OK;
+}
+
+int dg_discuss_create_channel(dg_plugin *p, const dg_caller *caller,
+                              const dg_channel_request *req,
+                              dg_channel_created *out, char *err, size_t err_len)
+{
+    memset(out, 0, sizeof *out);
+    if (!caller || !caller->tool_call_id)
+        return create_channel(p, caller, req, NULL, out, err, err_len);
+    idem ic;
+    idem_for_create(&ic, caller, req);
+    int rc = inflight_claim(p, &ic);
+    if (rc == OC_ERR_CONFLICT)
+        return fail(err, err_len, OC_ERR_CONFLICT,
+                    "a call with toolCallId %s is still running; wait for its result instead "
+                    "of calling again", ic.call_id);
+    if (rc != OC_OK)
+        return fail(err, err_len, rc, "out of memory");
+    dg_tool_call_row row;
+    rc = idem_lookup(p, &ic, &row);
+    if (rc != OC_OK) {
+        rc = fail(err, err_len, OC_ERR_IO, "the plugin's state store failed (%s); try again",
+                  oc_status_name(rc));
+    } else if (row.state == DG_TOOL_CALL_DONE) {
+        /* Answered before (the host lost the answer): the same result, and
+         * nothing done again. */
+        if (!row.channel_id) {
+            rc = fail(err, err_len, OC_ERR_INTERNAL, "the stored result of toolCallId %s has "
+                      "no channel; this is a bug, report it", ic.call_id);
+        } else {
+            out->channel_id = row.channel_id;
+            row.channel_id = NULL;
+            out->is_discussion = row.discussion_id != 0;
+            out->discussion_id = row.discussion_id;
+            dg_log(p, OC_LOG_INFO, "discord_channel_create: toolCallId %s was answered before "
+                   "(channel %s); the same result is returned, nothing is done again",
+                   ic.call_id, out->channel_id);
+        }
+    } else {
+        ic.recovering = row.state == DG_TOOL_CALL_PENDING;
+        rc = create_channel(p, caller, req, &ic, out, err, err_len);
+    }
+    dg_tool_call_row_clear(&row);
+    inflight_release(p, &ic);
+    return rc;
 }
 
 /* ---- overrides ---------------------------------------------------------------- */
@@ -567,6 +900,16 @@ void dg_discuss_resume(dg_plugin *p)
     if (n)
         dg_log(p, OC_LOG_INFO, "discussion: re-applied %zu no-reply session override(s) owed "
                "by closed discussions", n);
+    if (dg_store_begin(p->store) == OC_OK) {
+        long removed = 0;
+        if (dg_store_tool_calls_prune(p->store, dg_now_ms(p) - TOOL_CALL_KEEP_MS, &removed) ==
+            OC_OK)
+            dg_store_commit(p->store);
+        else
+            dg_store_rollback(p->store);
+        if (removed)
+            dg_log(p, OC_LOG_DEBUG, "discussion: forgot %ld old tool-call results", removed);
+    }
 }
 
 void dg_discuss_session_seen(dg_plugin *p, const char *session_key, const char *agent_id,
@@ -706,11 +1049,19 @@ static int check_callable(dg_plugin *p, const dg_caller *c, dg_discussion *d, ch
 /* The closing transaction. */
 static int close_discussion(dg_plugin *p, const dg_discussion *d, const char *rel_path,
                             const session_list *sessions, const char *result,
-                            const char *initiator_uid, int64_t now, char *err, size_t err_len)
+                            const char *initiator_uid, const idem *ic, int64_t now, char *err,
+                            size_t err_len)
 {
     if (dg_store_begin(p->store) != OC_OK)
         return fail(err, err_len, OC_ERR_IO, "the plugin's state store is busy or failing");
     int rc = dg_store_discussion_close(p->store, d->id, rel_path, now);
+    if (rc == OC_OK && ic) {
+        dg_tool_call_row res = {.channel_id = d->discussion_channel_id,
+                                .discussion_id = d->id,
+                                .origin_channel_id = d->origin_channel_id,
+                                .summary_path = (char *)rel_path};
+        rc = dg_store_tool_call_done(p->store, ic->tool, ic->call_id, ic->fp, &res, now);
+    }
     for (size_t i = 0; rc == OC_OK && i < sessions->n; i++)
         rc = dg_store_discussion_override_add(p->store, d->id, sessions->keys[i],
                                               sessions->agents[i], now, NULL);
@@ -739,10 +1090,50 @@ static int close_discussion(dg_plugin *p, const dg_discussion *d, const char *re
     return OC_OK;
 }
 
+/* The stored result of a callback into *out: 1 when there is one. */
+static int callback_answered(dg_plugin *p, const idem *ic, dg_callback_result *out)
+{
+    dg_tool_call_row row;
+    if (idem_lookup(p, ic, &row) != OC_OK || row.state != DG_TOOL_CALL_DONE ||
+        !row.channel_id || !row.origin_channel_id || !row.summary_path) {
+        dg_tool_call_row_clear(&row);
+        return 0;
+    }
+    out->discussion_id = row.discussion_id;
+    out->channel_id = row.channel_id;
+    out->origin_channel_id = row.origin_channel_id;
+    out->summary_path = row.summary_path;
+    memset(&row, 0, sizeof row);
+    dg_log(p, OC_LOG_INFO, "discuss-callback: toolCallId %s was answered before (discussion "
+           "%lld closed); the same result is returned, nothing is done again", ic->call_id,
+           (long long)out->discussion_id);
+    return 1;
+}
+
+static int callback_once(dg_plugin *p, const dg_caller *caller, const char *summary_path,
+                         const idem *ic, dg_callback_result *out, char *err, size_t err_len);
+
 int dg_discuss_callback(dg_plugin *p, const dg_caller *caller, const char *summary_path,
                         dg_callback_result *out, char *err, size_t err_len)
 {
     memset(out, 0, sizeof *out);
+    if (!caller || !caller->tool_call_id)
+        return callback_once(p, caller, summary_path, NULL, out, err, err_len);
+    idem ic;
+    idem_for_callback(&ic, caller, summary_path);
+    if (callback_answered(p, &ic, out))
+        return OC_OK;
+    int rc = callback_once(p, caller, summary_path, &ic, out, err, err_len);
+    /* A repeat that raced with its first call (both passed the lookup):
+     * the first closed the discussion, this one gets its result. */
+    if (rc == OC_ERR_CONFLICT && callback_answered(p, &ic, out))
+        return OC_OK;
+    return rc;
+}
+
+static int callback_once(dg_plugin *p, const dg_caller *caller, const char *summary_path,
+                         const idem *ic, dg_callback_result *out, char *err, size_t err_len)
+{
     dg_discussion d;
     memset(&d, 0, sizeof d);
     int rc = check_callable(p, caller, &d, err, err_len);
@@ -782,7 +1173,7 @@ int dg_discuss_callback(dg_plugin *p, const dg_caller *caller, const char *summa
     int64_t now = dg_now_ms(p);
     if (rc == OC_OK && result)
         rc = close_discussion(p, &d, f.rel_path, &sessions, result,
-                              ini ? ini->discord_user_id : NULL, now, err, err_len);
+                              ini ? ini->discord_user_id : NULL, ic, now, err, err_len);
     else
         rc = fail(err, err_len, OC_ERR_NOMEM, "out of memory; nothing changed, try again");
     free(im);

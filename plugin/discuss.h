@@ -11,6 +11,24 @@
  * overrides) are written in the same store transaction and carried out
  * after commit; rows not yet carried out are re-driven by
  * dg_discuss_resume() at the next init.
+ *
+ * Idempotency. When the host gives the tool call an id (ctx.toolCallId,
+ * an addition to the ABI's tool context; OpenClaw passes the same id to
+ * execute(toolCallId, params)), both tools are idempotent per id: a call
+ * whose (toolCallId, caller, params) already succeeded gets the first
+ * call's result (same status, same details and text) and does nothing else
+ * -- no REST call, no row, no message. The result is stored in the same
+ * transaction as the effect it reports (store_tool_calls.h). Refusals and
+ * failures are not stored: they change nothing, and a repeat is checked
+ * again. discord_channel_create records its intent before the REST call
+ * and puts a marker ("dg-call:<16 hex>", derived from the id) on a line of
+ * its own at the end of the channel topic (when the topic leaves room for
+ * it); a repeat that finds the intent without a result (the first attempt
+ * died between Discord's answer and the commit) looks the channel up by
+ * name and marker (GET /guilds/{id}/channels) and finishes with it instead
+ * of creating a second one. A repeat that arrives while the first call is
+ * still running in this process gets OC_ERR_CONFLICT. Without a
+ * toolCallId nothing of this happens (no marker, no rows).
  * (Owner: discussion area.)
  */
 #ifndef DG_DISCUSS_H
@@ -64,6 +82,7 @@ typedef struct dg_caller {
     const char *workspace_dir;
     const char *channel_id;
     const char *thread_id;
+    const char *tool_call_id;   /* ctx.toolCallId: see "Idempotency" below */
 } dg_caller;
 
 /* Params of discord_channel_create after JSON decoding (borrowed). */
@@ -103,7 +122,9 @@ int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
  * (members: caller, participants, allowed users, moderator), and in
  * discussion mode record the discussion, prefill its turn order and queue
  * the kickoff in one transaction, then kick the outbox. A REST failure
- * leaves no row. On OC_OK *out is filled (caller clears it). On error a
+ * leaves no discussion row (with a toolCallId, only the intent). A repeated
+ * toolCallId is answered as described under "Idempotency" above. On OC_OK
+ * *out is filled (caller clears it). On error a
  * negative oc_status and an actionable sentence in err. Any tool thread;
  * blocks for the REST call (bounded by discord.timeoutMs and retries).
  */
@@ -131,14 +152,18 @@ void dg_callback_result_clear(dg_callback_result *r);
  * session of the channel, turns closed, result queued to the origin
  * channel), then the overrides are applied with session_patch. Of two
  * concurrent callbacks exactly one succeeds; the other gets
- * OC_ERR_CONFLICT. Any tool thread.
+ * OC_ERR_CONFLICT -- unless both carry the same toolCallId: a repeat of a
+ * successful callback (same toolCallId, caller and path) gets the first
+ * call's result, not OC_ERR_CONFLICT, and nothing happens again.
+ * Any tool thread.
  */
 int dg_discuss_callback(dg_plugin *p, const dg_caller *caller, const char *summary_path,
                         dg_callback_result *out, char *err, size_t err_len);
 
 /*
  * Re-drive effects a crash left undone: session overrides recorded but not
- * applied are applied with session_patch and marked. The lead calls it at
+ * applied are applied with session_patch and marked. Also forgets stored
+ * tool-call results older than 30 days. The lead calls it at
  * init after the store is open and the host api is set (outbox rows are
  * re-sent by the outbox itself). Thread: init.
  */

@@ -27,6 +27,8 @@ const char *const dg_schema_steps[] = {
     dg_schema_v2_turns,
     dg_schema_v3_outbox,
     dg_schema_v4_discuss,
+    dg_schema_v5_tool_calls,
+    dg_schema_v6_turn_runs,
 };
 const int dg_schema_nsteps = (int)(sizeof dg_schema_steps / sizeof dg_schema_steps[0]);
 

@@ -39,6 +39,8 @@ char *dg_store_col_dup(sqlite3_stmt *s, int col);
  *   v2 store_turns.c   scopes, members, seen messages, session overrides
  *   v3 store_outbox.c  moderator outbox
  *   v4 store_discuss.c discussions, closed notices
+ *   v5 store_tool_calls.c  tool results by ctx.toolCallId (idempotent tools)
+ *   v6 store_turns.c   agent_end runs already handled (dedup by runId)
  * Append new steps only; never edit a released one.
  */
 extern const char *const dg_schema_steps[];
@@ -47,5 +49,7 @@ extern const int dg_schema_nsteps;
 extern const char dg_schema_v2_turns[];
 extern const char dg_schema_v3_outbox[];
 extern const char dg_schema_v4_discuss[];
+extern const char dg_schema_v5_tool_calls[];
+extern const char dg_schema_v6_turn_runs[];
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * store_turns.c -- all SQL of the turn manager, and its schema (v2).
+ * store_turns.c -- all SQL of the turn manager, and its schema (v2, v6).
  *
  * Tables are WITHOUT ROWID on their natural keys: one b-tree per table, so
  * an ingest touches as few pages as possible (the benchmark compares it
@@ -67,6 +67,20 @@ const char dg_schema_v2_turns[] =
     "  PRIMARY KEY (channel_id, k),"
     "  CHECK ((k >= '~') = (active IS NOT NULL))"
     ") WITHOUT ROWID;";
+
+/*
+ * Migration v5 -> v6: agent_end runs already handled, per session. A host
+ * that replays agent_end after a crash gives the same runId; the second
+ * one must not advance the turn again. Pruned like the message marks.
+ */
+const char dg_schema_v6_turn_runs[] =
+    "CREATE TABLE turn_runs ("
+    "  session_key TEXT NOT NULL,"
+    "  run_id TEXT NOT NULL,"
+    "  at_ms INTEGER NOT NULL,"
+    "  PRIMARY KEY (session_key, run_id)"
+    ") WITHOUT ROWID;"
+    "CREATE INDEX turn_runs_at ON turn_runs(at_ms);";
 
 void dg_turn_channel_row_clear(dg_turn_channel_row *r)
 {
@@ -333,6 +347,42 @@ static const char SQL_SEEN_PRUNE[] = "DELETE FROM turn_ledger WHERE k < '~' AND 
 int dg_store_turns_seen_prune(dg_store *st, int64_t before_ms, long *removed)
 {
     sqlite3_stmt *s = dg_store_stmt(st, SQL_SEEN_PRUNE);
+    if (!s)
+        return OC_ERR_IO;
+    sqlite3_bind_int64(s, 1, before_ms);
+    if (sqlite3_step(s) != SQLITE_DONE)
+        return OC_ERR_IO;
+    if (removed)
+        *removed = (long)sqlite3_changes(sqlite3_db_handle(s));
+    return OC_OK;
+}
+
+static const char SQL_RUN_CLAIM[] =
+    "INSERT OR IGNORE INTO turn_runs (session_key, run_id, at_ms) VALUES (?, ?, ?)";
+
+int dg_store_turns_run_claim(dg_store *st, const char *session_key, const char *run_id,
+                             int64_t now_ms, int *fresh)
+{
+    *fresh = 0;
+    if (!session_key || !*session_key || !run_id || !*run_id)
+        return OC_ERR_INVALID;
+    sqlite3_stmt *s = dg_store_stmt(st, SQL_RUN_CLAIM);
+    if (!s)
+        return OC_ERR_IO;
+    dg_store_bind_text(s, 1, session_key);
+    dg_store_bind_text(s, 2, run_id);
+    sqlite3_bind_int64(s, 3, now_ms);
+    if (sqlite3_step(s) != SQLITE_DONE)
+        return OC_ERR_IO;
+    *fresh = sqlite3_changes(sqlite3_db_handle(s)) > 0;
+    return OC_OK;
+}
+
+static const char SQL_RUNS_PRUNE[] = "DELETE FROM turn_runs WHERE at_ms < ?";
+
+int dg_store_turns_runs_prune(dg_store *st, int64_t before_ms, long *removed)
+{
+    sqlite3_stmt *s = dg_store_stmt(st, SQL_RUNS_PRUNE);
     if (!s)
         return OC_ERR_IO;
     sqlite3_bind_int64(s, 1, before_ms);

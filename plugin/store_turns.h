@@ -1,5 +1,5 @@
 /*
- * store_turns.h -- the SQL of the turn manager (schema slot v2).
+ * store_turns.h -- the SQL of the turn manager (schema slots v2 and v6).
  *
  * Tables:
  *   turn_channels  one row per channel: mode (normal/discussion/closed),
@@ -15,6 +15,9 @@
  *                  channel its moderator messages go to included. Marks
  *                  and states of a channel sit side by side, so an ingest
  *                  usually writes one page.
+ *   turn_runs      (schema slot v6) agent_end runs already handled:
+ *                  (session key, runId), so a replayed agent_end (same
+ *                  runId, e.g. a host resuming after a crash) is ignored.
  *
  * Every function runs inside a store transaction (caller holds
  * dg_store_begin .. commit/rollback) and returns OC_OK or a negative
@@ -82,6 +85,14 @@ int dg_store_turns_seen_claim(dg_store *st, const char *channel_id, const char *
 /* Forget dedup rows older than before_ms (a message is reported within
  * seconds; rows are kept for days). *removed may be NULL. */
 int dg_store_turns_seen_prune(dg_store *st, int64_t before_ms, long *removed);
+
+/* Record run_id of session_key as handled: *fresh = 1 the first time, 0
+ * when it was already there. OC_ERR_INVALID for an empty key or id. */
+int dg_store_turns_run_claim(dg_store *st, const char *session_key, const char *run_id,
+                             int64_t now_ms, int *fresh);
+
+/* Forget handled runs older than before_ms. *removed may be NULL. */
+int dg_store_turns_runs_prune(dg_store *st, int64_t before_ms, long *removed);
 
 /* Counts for tests and diagnostics: what = "seen" (dedup marks), "scopes"
  * (state rows) or "members". */

@@ -33,7 +33,7 @@ struct dg_templates {
 
 static const char *const known_names[] = {
     "discussGuide", "initiatorMention", "participantMentions", "summaryPath",
-    "discussionChannel", "originChannel", "status",
+    "discussionChannel", "originChannel", "status", "maxAgentMessages",
 };
 #define N_KNOWN (sizeof known_names / sizeof known_names[0])
 
@@ -85,7 +85,8 @@ int dg_templates_check_text(const char *name, const char *text, char *err, size_
             set_err(err, err_len,
                     "template %s: unknown placeholder {%.*s}; known placeholders are "
                     "{discussGuide} {initiatorMention} {participantMentions} {summaryPath} "
-                    "{discussionChannel} {originChannel} {status} (fix or remove it)",
+                    "{discussionChannel} {originChannel} {status} {maxAgentMessages} (fix or "
+                    "remove it)",
                     name, (int)(len - 2), s + 1);
             return OC_ERR_INVALID;
         }
@@ -285,6 +286,7 @@ static const char *var_value(const dg_tpl_vars *v, int idx)
     case 4: return v->discussionChannel;
     case 5: return v->originChannel;
     case 6: return v->status;
+    case 7: return v->maxAgentMessages;
     default: return NULL;
     }
 }

@@ -4,7 +4,8 @@
  * templates/NAME.md files are embedded in the .so at build time; a `templatesDir`
  * folder replaces them by file name at init. Placeholders are `{name}`
  * with name in: discussGuide, initiatorMention, participantMentions,
- * summaryPath, discussionChannel, originChannel, status. Substitution is
+ * summaryPath, discussionChannel, originChannel, status, maxAgentMessages
+ * (the loop guard's limit, for rest.md). Substitution is
  * plain text in one pass: a value containing `{summaryPath}`, `@everyone`
  * or `<@id>` is copied as is and never expanded again. An unknown
  * placeholder in any template is an init error naming the file and name.
@@ -33,6 +34,7 @@ typedef struct dg_tpl_vars {
     const char *discussionChannel;
     const char *originChannel;
     const char *status;
+    const char *maxAgentMessages;   /* turn.maxAgentMessages as decimal text */
 } dg_tpl_vars;
 
 /* Load the embedded set, then overrides from dir (may be NULL); validate all

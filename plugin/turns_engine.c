@@ -32,7 +32,8 @@
 #include "templates.h"
 #include "turns_map.h"
 
-/* Dedup rows are kept this long, and pruned every so many ingests. */
+/* Dedup rows (message ids, run ids) are kept this long; message marks are
+ * also pruned every so many ingests. */
 #define SEEN_KEEP_MS (7LL * 24 * 3600 * 1000)
 #define SEEN_PRUNE_EVERY 65536
 
@@ -491,12 +492,10 @@ static int queue_effects(dg_turns *t, scope_rec *r, const dg_turn_effects *fx, i
         }
     }
     if (rc == OC_OK && fx->rest_notice) {
-        char text[512];
-        snprintf(text, sizeof text,
-                 "[Turn Manager]\n\n%ld agent messages in a row without a human. This "
-                 "conversation is paused: the agents stay silent here until a human writes.",
-                 (long)t->p->cfg.turn_max_agent_messages);
-        rc = enqueue(t, post, text, NULL, now, kick);
+        char limit[24];
+        snprintf(limit, sizeof limit, "%ld", (long)t->p->cfg.turn_max_agent_messages);
+        dg_tpl_vars v = {.maxAgentMessages = limit};
+        rc = render_and_enqueue(t, "rest.md", &v, post, NULL, now, kick);
     }
     if (rc == OC_OK && fx->idle_reminder) {
         const char *uid = user_of(t, c, c->initiator_pos);
@@ -536,10 +535,14 @@ int dg_turns_new(dg_plugin *p, dg_turns **out)
     dg_map_init(&t->sessions);
     if (p->store && dg_store_begin(p->store) == OC_OK) {
         long removed = 0;
+        long runs = 0;
         int rc = dg_store_turns_seen_prune(p->store, dg_now_ms(p) - SEEN_KEEP_MS, &removed);
+        if (rc == OC_OK)
+            rc = dg_store_turns_runs_prune(p->store, dg_now_ms(p) - SEEN_KEEP_MS, &runs);
         finish(t, rc);
-        if (removed)
-            dg_log(p, OC_LOG_DEBUG, "turns: forgot %ld old message ids", removed);
+        if (removed || runs)
+            dg_log(p, OC_LOG_DEBUG, "turns: forgot %ld old message ids and %ld old run ids",
+                   removed, runs);
     }
     *out = t;
     return OC_OK;
@@ -922,8 +925,8 @@ static int run_end_locked(dg_turns *t, const dg_turn_session *s, dg_run_outcome 
     return OC_OK;
 }
 
-int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *output,
-                     long tool_calls, int success)
+int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id,
+                     const char *output, long tool_calls, int success)
 {
     if (!valid_session(s))
         return OC_ERR_INVALID;
@@ -934,8 +937,16 @@ int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *output,
     if (dg_store_begin(t->p->store) != OC_OK)
         return OC_ERR_IO;
     sync_generation(t);
-    int kick = 0;
-    int rc = run_end_locked(t, s, o, now, &kick);
+    int kick = 0, fresh = 1, rc = OC_OK;
+    if (run_id && *run_id)
+        rc = dg_store_turns_run_claim(t->p->store, s->session_key, run_id, now, &fresh);
+    if (rc == OC_OK && !fresh) {
+        dg_log(t->p, OC_LOG_DEBUG, "agent_end: run %s of %s was already handled; ignored",
+               run_id, s->session_key);
+        return finish(t, OC_OK);
+    }
+    if (rc == OC_OK)
+        rc = run_end_locked(t, s, o, now, &kick);
     if (rc)
         dg_log(t->p, OC_LOG_ERROR, "agent_end: could not advance the turn of %s in channel %s "
                "(%s: %s)", s->agent_id, s->channel_id, oc_status_name(rc),

@@ -95,10 +95,14 @@ int dg_turns_check_send(dg_turns *t, const dg_turn_session *s, const char *conte
 /*
  * agent_end: classify the run (silent.h) and, if it held the turn, advance
  * at once (Dirigent bug 2). Owed hand-offs and notices are queued.
- * Returns OC_OK or a negative status.
+ * run_id (NULL or "": unknown) is recorded with the change in the same
+ * transaction: a second agent_end of the same run_id for the same session
+ * (a host replaying it after a crash, or firing it per attempt) changes
+ * nothing, also across restarts. Returns OC_OK (a repeat is OK too) or a
+ * negative status.
  */
-int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *output,
-                     long tool_calls, int success);
+int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id,
+                     const char *output, long tool_calls, int success);
 
 /* For tests and diagnostics: the state of scope (from the mirror or the
  * store), the channel's mode and member count. OC_ERR_NOT_FOUND if the

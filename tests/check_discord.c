@@ -258,6 +258,49 @@ START_TEST(private_channel_overwrites_exact)
 }
 END_TEST
 
+/* GET /guilds/{id}/channels: the newest text channel of that name whose
+ * topic holds the needle, or none; a wrong guild is Discord's 404. */
+START_TEST(find_channel_by_name_and_topic)
+{
+    env *e = env_open(NULL);
+    const char *members[] = {USER};
+    dg_discord_channel_spec spec = {.name = "side", .topic = "notes\ndg-call:1", .member_ids = members,
+                                    .n_members = 1};
+    char *a = NULL, *b = NULL, *c = NULL, *found = NULL;
+    dg_discord_err err;
+    ck_assert_int_eq(dg_discord_create_private_channel(e->d, &spec, &a, &err), OC_OK);
+    spec.topic = "dg-call:2";
+    ck_assert_int_eq(dg_discord_create_private_channel(e->d, &spec, &b, &err), OC_OK);
+    spec.topic = "notes\ndg-call:1";
+    spec.name = "other";
+    ck_assert_int_eq(dg_discord_create_private_channel(e->d, &spec, &c, &err), OC_OK);
+
+    ck_assert_int_eq(dg_discord_find_channel(e->d, NULL, "side", "dg-call:1", &found, &err),
+                     OC_OK);
+    ck_assert_str_eq(found, a);
+    free(found);
+    ck_assert_int_eq(dg_discord_find_channel(e->d, NULL, "side", NULL, &found, &err), OC_OK);
+    ck_assert_str_eq(found, b);   /* the newest */
+    free(found);
+    ck_assert_int_eq(dg_discord_find_channel(e->d, NULL, "side", "dg-call:3", &found, &err),
+                     OC_OK);
+    ck_assert_ptr_null(found);
+    ck_assert_int_eq(dg_discord_find_channel(e->d, "123", "side", NULL, &found, &err),
+                     OC_ERR_NOT_FOUND);
+    ck_assert_msg(strstr(err.message, "Unknown Guild"), "%s", err.message);
+    ck_assert_ptr_null(found);
+    json_t *reqs = fake_discord_requests(e->fd, 0);
+    json_t *r = req_at(reqs, 3);
+    ck_assert_str_eq(jstr(r, "route"), "GET /guilds/{id}/channels");
+    ck_assert_str_eq(jstr(r, "method"), "GET");
+    json_decref(reqs);
+    free(a);
+    free(b);
+    free(c);
+    env_close(e);
+}
+END_TEST
+
 START_TEST(channel_spec_refused_locally)
 {
     env *e = env_open(NULL);
@@ -822,6 +865,7 @@ Suite *make_discord_suite(void)
     tcase_add_test(tc, post_message_happy);
     tcase_add_test(tc, get_messages_after);
     tcase_add_test(tc, private_channel_overwrites_exact);
+    tcase_add_test(tc, find_channel_by_name_and_topic);
     tcase_add_test(tc, channel_spec_refused_locally);
     tcase_add_test(tc, everyone_and_here_never_ping);
     tcase_add_test(tc, route_429_waits_retry_after);

@@ -4,7 +4,9 @@
  * story with every REST request checked, the same story with a plugin
  * restart between every step, every refusal of discuss-callback, a double
  * and two concurrent callbacks, validation errors of
- * discord_channel_create, and a REST failure leaving no row.
+ * discord_channel_create, a REST failure leaving no row, and both tools
+ * answering a repeated ctx.toolCallId with the first result (a lost
+ * channel found again instead of a second one).
  */
 #include <check.h>
 #include <pthread.h>
@@ -1118,6 +1120,342 @@ START_TEST(test_create_guide_inert)
 }
 END_TEST
 
+/* ---- idempotency per ctx.toolCallId ------------------------------------------------------- */
+
+static json_t *ctx_call(const char *agent, const char *channel, const char *call_id)
+{
+    json_t *ctx = ctx_of(agent, channel);
+    if (call_id)
+        json_object_set_new(ctx, "toolCallId", json_string(call_id));
+    return ctx;
+}
+
+static char *discussion_params(const char *name)
+{
+    char *params = NULL;
+    ck_assert_int_ge(asprintf(&params, "{\"name\":\"%s\",\"participants\":[\"reviewer\","
+                              "\"coder\"],\"callbackChannelId\":\"%s\",\"discussGuide\":\"%s\"}",
+                              name, ORIGIN, GUIDE), 0);
+    return params;
+}
+
+/* Number of recorded requests on a route template with a 2xx answer. */
+static int ok_requests_on(const char *route)
+{
+    json_t *reqs = requests_on(route);
+    int n = 0;
+    size_t i;
+    json_t *r;
+    json_array_foreach(reqs, i, r)
+        n += json_integer_value(json_object_get(r, "status")) / 100 == 2;
+    json_decref(reqs);
+    return n;
+}
+
+static int all_requests_on(const char *route)
+{
+    json_t *reqs = requests_on(route);
+    int n = (int)json_array_size(reqs);
+    json_decref(reqs);
+    return n;
+}
+
+#define CREATE_ROUTE "POST /guilds/{id}/channels"
+#define LIST_ROUTE "GET /guilds/{id}/channels"
+
+/* The same discussion asked for twice with one toolCallId (the host lost
+ * the first answer), then again after a restart: one channel, one row, one
+ * kickoff, and the same result every time. */
+START_TEST(test_create_repeat_returns_first_result)
+{
+    plugin_start();
+    json_t *ctx = ctx_call("planner", ORIGIN, "run-7:0:0"), *first, *again;
+    char *params = discussion_params("csm-callback");
+    ck_assert_int_eq(tool("discord_channel_create", params, ctx, &first), OC_OK);
+    json_t *d = json_object_get(first, "details");
+    ck_assert_str_eq(json_string_value(json_object_get(d, "mode")), "discussion");
+    char channel[32];
+    snprintf(channel, sizeof channel, "%s", json_string_value(json_object_get(d, "channelId")));
+    ck_assert_int_eq(fake_discord_wait_messages(fd, channel, 1, WAIT_MS), 0);
+
+    ck_assert_int_eq(tool("discord_channel_create", params, ctx, &again), OC_OK);
+    ck_assert_msg(json_equal(first, again), "the repeat's result differs from the first");
+    json_decref(again);
+    plugin_restart();
+    ck_assert_int_eq(tool("discord_channel_create", params, ctx, &again), OC_OK);
+    ck_assert_msg(json_equal(first, again), "the repeat after a restart differs");
+    json_decref(again);
+    plugin_stop();
+
+    /* One creation, with the call's marker at the end of the topic; no
+     * lookup was needed (the result was recorded). */
+    json_t *creates = requests_on(CREATE_ROUTE);
+    ck_assert_uint_eq(json_array_size(creates), 1);
+    const char *members[] = {PLANNER_ID, REVIEWER_ID, CODER_ID, MOD_ID};
+    check_channel_request(json_array_get(creates, 0), members, 4);
+    const char *topic = json_string_value(json_object_get(
+        json_object_get(json_array_get(creates, 0), "body"), "topic"));
+    ck_assert_msg(topic && strncmp(topic, "dg-call:", 8) == 0 && strlen(topic) == 24,
+                  "topic: %s", topic ? topic : "(none)");
+    json_decref(creates);
+    ck_assert_int_eq(all_requests_on(LIST_ROUTE), 0);
+    ck_assert_int_eq(count_rows("discussions"), 1);
+    ck_assert_int_eq(count_rows("discussion_members"), 3);
+    ck_assert_int_eq(count_rows("tool_calls WHERE state = 'done'"), 1);
+    ck_assert_uint_eq(fake_discord_message_count(fd, channel), 1);   /* one kickoff */
+    ck_assert_uint_eq(fake_discord_message_count(fd, NULL), 1);
+    json_decref(first);
+    json_decref(ctx);
+    free(params);
+}
+END_TEST
+
+START_TEST(test_create_plain_repeat_and_other_ids)
+{
+    plugin_start();
+    const char *params = "{\"name\":\"side\",\"topic\":\"notes\"}";
+    json_t *ctx = ctx_call("planner", ORIGIN, "call-a"), *first, *again;
+    ck_assert_int_eq(tool("discord_channel_create", params, ctx, &first), OC_OK);
+    ck_assert_int_eq(tool("discord_channel_create", params, ctx, &again), OC_OK);
+    ck_assert(json_equal(first, again));
+    json_decref(again);
+    ck_assert_int_eq(all_requests_on(CREATE_ROUTE), 1);
+    json_t *creates = requests_on(CREATE_ROUTE);
+    const char *topic = json_string_value(json_object_get(
+        json_object_get(json_array_get(creates, 0), "body"), "topic"));
+    ck_assert_msg(strncmp(topic, "notes\ndg-call:", 14) == 0, "topic: %s", topic);
+    json_decref(creates);
+
+    /* Another toolCallId is another call: a second channel. */
+    json_t *ctx2 = ctx_call("planner", ORIGIN, "call-b");
+    ck_assert_int_eq(tool("discord_channel_create", params, ctx2, &again), OC_OK);
+    ck_assert(!json_equal(first, again));
+    json_decref(again);
+    ck_assert_int_eq(all_requests_on(CREATE_ROUTE), 2);
+    /* The same id with other params (a reused id) is another call too. */
+    ck_assert_int_eq(tool("discord_channel_create", "{\"name\":\"other\"}", ctx, &again), OC_OK);
+    ck_assert_str_ne(json_string_value(json_object_get(json_object_get(again, "details"),
+                                                       "channelId")),
+                     json_string_value(json_object_get(json_object_get(first, "details"),
+                                                       "channelId")));
+    json_decref(again);
+    ck_assert_int_eq(all_requests_on(CREATE_ROUTE), 3);
+    /* Without an id, nothing is recorded and nothing is deduplicated. */
+    json_t *plain = ctx_of("planner", ORIGIN);
+    ck_assert_int_eq(tool("discord_channel_create", params, plain, &again), OC_OK);
+    json_decref(again);
+    ck_assert_int_eq(tool("discord_channel_create", params, plain, &again), OC_OK);
+    json_decref(again);
+    ck_assert_int_eq(all_requests_on(CREATE_ROUTE), 5);
+    ck_assert_int_eq(count_rows("tool_calls"), 3);
+    ck_assert_int_eq(count_rows("discussions"), 0);
+    json_decref(plain);
+    json_decref(ctx2);
+    json_decref(ctx);
+    json_decref(first);
+}
+END_TEST
+
+/* Discord created the channel but the answer was lost (as when the process
+ * dies between Discord's answer and the commit): the repeat finds that
+ * channel by name and marker instead of creating a second one. */
+START_TEST(test_create_repeat_recovers_lost_channel)
+{
+    plugin_start();
+    char route[128];
+    snprintf(route, sizeof route, "POST /guilds/%s/channels", fake_discord_guild_id(fd));
+    ck_assert_int_eq(fake_discord_add_fault(fd, route, FD_FAULT_DROP_AFTER, 1, 0, 0), 0);
+    /* A decoy: same name, no marker (another call's channel). */
+    ck_assert_int_eq(fake_discord_add_channel(fd, NULL, "csm-callback", NULL), 0);
+    json_t *ctx = ctx_call("planner", ORIGIN, "run-9:0:0"), *res;
+    char *params = discussion_params("csm-callback");
+    ck_assert_int_eq(tool("discord_channel_create", params, ctx, &res), OC_ERR_IO);
+    json_decref(res);
+    ck_assert_int_eq(count_rows("discussions"), 0);
+    ck_assert_int_eq(count_rows("tool_calls WHERE state = 'pending'"), 1);
+    json_t *made = requests_on(CREATE_ROUTE);
+    ck_assert_uint_eq(json_array_size(made), 1);
+    json_decref(made);
+    json_t *chans = fake_discord_channels(fd);
+    ck_assert_uint_eq(json_array_size(chans), 3);   /* work, decoy, the lost one */
+    const char *lost = json_string_value(json_object_get(json_array_get(chans, 2), "id"));
+    char lost_id[32];
+    snprintf(lost_id, sizeof lost_id, "%s", lost);
+    json_decref(chans);
+
+    /* The lookup itself fails: nothing is created, the intent stays. */
+    snprintf(route, sizeof route, "GET /guilds/%s/channels", fake_discord_guild_id(fd));
+    ck_assert_int_eq(fake_discord_add_fault(fd, route, FD_FAULT_403, 1, 0, 0), 0);
+    ck_assert_int_eq(tool("discord_channel_create", params, ctx, &res), OC_ERR_DENIED);
+    ck_assert_ptr_nonnull(strstr(err_msg(res), "earlier attempt"));
+    json_decref(res);
+    ck_assert_int_eq(all_requests_on(CREATE_ROUTE), 1);
+
+    /* After a restart, the repeat recovers the lost channel. */
+    plugin_restart();
+    ck_assert_int_eq(tool("discord_channel_create", params, ctx, &res), OC_OK);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(res, "details"),
+                                                       "channelId")), lost_id);
+    json_t *first = res;
+    ck_assert_int_eq(fake_discord_wait_messages(fd, lost_id, 1, WAIT_MS), 0);
+    ck_assert_int_eq(tool("discord_channel_create", params, ctx, &res), OC_OK);
+    ck_assert(json_equal(first, res));
+    json_decref(res);
+    json_decref(first);
+    plugin_stop();
+    ck_assert_int_eq(all_requests_on(CREATE_ROUTE), 1);
+    ck_assert_int_eq(ok_requests_on(LIST_ROUTE), 1);
+    ck_assert_int_eq(count_rows("discussions"), 1);
+    ck_assert_int_eq(count_rows("tool_calls WHERE state = 'done'"), 1);
+    ck_assert_uint_eq(fake_discord_message_count(fd, lost_id), 1);
+    ck_assert_uint_eq(fake_discord_message_count(fd, NULL), 1);
+    json_decref(ctx);
+    free(params);
+}
+END_TEST
+
+/* A first attempt that Discord refused made nothing: the repeat looks,
+ * finds nothing, and creates the channel once. */
+START_TEST(test_create_repeat_after_refusal_creates_once)
+{
+    plugin_start();
+    char route[128];
+    snprintf(route, sizeof route, "POST /guilds/%s/channels", fake_discord_guild_id(fd));
+    ck_assert_int_eq(fake_discord_add_fault(fd, route, FD_FAULT_403, 1, 0, 0), 0);
+    json_t *ctx = ctx_call("planner", ORIGIN, "call-403"), *res;
+    const char *params = "{\"name\":\"side\"}";
+    ck_assert_int_eq(tool("discord_channel_create", params, ctx, &res), OC_ERR_DENIED);
+    json_decref(res);
+    ck_assert_int_eq(tool("discord_channel_create", params, ctx, &res), OC_OK);
+    json_decref(res);
+    ck_assert_int_eq(all_requests_on(LIST_ROUTE), 1);
+    ck_assert_int_eq(all_requests_on(CREATE_ROUTE), 2);
+    ck_assert_int_eq(ok_requests_on(CREATE_ROUTE), 1);
+    json_decref(ctx);
+}
+END_TEST
+
+static struct {
+    const char *params;
+    int rc;
+    json_t *res;
+} slow_call;
+
+/* Off the test's thread: no ck_assert here (checked after the join). */
+static void *slow_create(void *arg)
+{
+    json_t *ctx = arg, *pj = json_loads(slow_call.params, 0, NULL);
+    const oc_tool *t = NULL;
+    for (int k = 0; k < H.ntools; k++)
+        if (strcmp(H.tools[k]->name, "discord_channel_create") == 0)
+            t = H.tools[k];
+    slow_call.res = NULL;
+    slow_call.rc = t && pj ? t->execute(P, pj, ctx, &slow_call.res) : OC_ERR_INTERNAL;
+    json_decref(pj);
+    return NULL;
+}
+
+/* A repeat while the first call still waits for Discord is refused, not
+ * mistaken for the remains of a crash. */
+START_TEST(test_create_repeat_while_running_is_refused)
+{
+    plugin_start();
+    char route[128];
+    snprintf(route, sizeof route, "POST /guilds/%s/channels", fake_discord_guild_id(fd));
+    ck_assert_int_eq(fake_discord_add_fault(fd, route, FD_FAULT_DELAY, 1, 0, 1500), 0);
+    json_t *ctx = ctx_call("planner", ORIGIN, "call-slow"), *res;
+    slow_call.params = "{\"name\":\"side\"}";
+    pthread_t th;
+    pthread_create(&th, NULL, slow_create, ctx);
+    ck_assert_int_eq(fake_discord_wait_requests(fd, 1, WAIT_MS), 0);
+    ck_assert_int_eq(tool("discord_channel_create", slow_call.params, ctx, &res),
+                     OC_ERR_CONFLICT);
+    ck_assert_ptr_nonnull(strstr(err_msg(res), "still running"));
+    json_decref(res);
+    pthread_join(th, NULL);
+    ck_assert_int_eq(slow_call.rc, OC_OK);
+    ck_assert_int_eq(tool("discord_channel_create", slow_call.params, ctx, &res), OC_OK);
+    ck_assert(json_equal(slow_call.res, res));
+    json_decref(res);
+    json_decref(slow_call.res);
+    ck_assert_int_eq(all_requests_on(CREATE_ROUTE), 1);
+    ck_assert_int_eq(all_requests_on(LIST_ROUTE), 0);
+    json_decref(ctx);
+}
+END_TEST
+
+static int callback_id(const char *call_id, const char *path, json_t **res)
+{
+    json_t *ctx = ctx_call("planner", disc, call_id);
+    json_t *pj = json_pack("{s:s}", "summaryPath", path);
+    char *params = json_dumps(pj, 0);
+    int rc = tool("discuss-callback", params, ctx, res);
+    free(params);
+    json_decref(pj);
+    json_decref(ctx);
+    return rc;
+}
+
+/* The callback repeated with its toolCallId gets the first success (not
+ * OC_ERR_CONFLICT) and posts no second result; another id is refused as
+ * before. */
+START_TEST(test_callback_repeat_returns_first_result)
+{
+    json_t *first, *res;
+    ck_assert_int_eq(callback_id("run-3:1:0", "plans/ok.md", &first), OC_OK);
+    ck_assert_int_eq(fake_discord_wait_messages(fd, ORIGIN, 1, WAIT_MS), 0);
+    ck_assert_int_eq(callback_id("run-3:1:0", "plans/ok.md", &res), OC_OK);
+    ck_assert_msg(json_equal(first, res), "the repeat's result differs from the first");
+    json_decref(res);
+    plugin_restart();
+    ck_assert_int_eq(callback_id("run-3:1:0", "plans/ok.md", &res), OC_OK);
+    ck_assert(json_equal(first, res));
+    json_decref(res);
+    /* Another id, or the same id for another path: a new call, refused. */
+    ck_assert_int_eq(callback_id("run-4:0:0", "plans/ok.md", &res), OC_ERR_CONFLICT);
+    json_decref(res);
+    ck_assert_int_eq(callback_id("run-3:1:0", "plans/other.md", &res), OC_ERR_CONFLICT);
+    json_decref(res);
+    ck_assert_int_eq(callback_id(NULL, "plans/ok.md", &res), OC_ERR_CONFLICT);
+    json_decref(res);
+    plugin_stop();
+    ck_assert_uint_eq(fake_discord_message_count(fd, ORIGIN), 1);
+    ck_assert_int_eq(count_rows("discussion_overrides"), 1);
+    ck_assert_int_eq(patches_of(H.sessions[0].key), 1);
+    ck_assert_int_eq(count_rows("tool_calls"), 1);
+    json_decref(first);
+}
+END_TEST
+
+static void *racer_same_id(void *arg)
+{
+    int i = (int)(intptr_t)arg;
+    json_t *res = NULL;
+    pthread_barrier_wait(&barrier);
+    concurrent_rc[i] = callback_id("run-5:0:0", "plans/ok.md", &res);
+    json_decref(res);
+    return NULL;
+}
+
+/* Two copies of one call racing: both get the one success. */
+START_TEST(test_callback_same_id_racing)
+{
+    pthread_barrier_init(&barrier, NULL, 2);
+    pthread_t a, b;
+    pthread_create(&a, NULL, racer_same_id, (void *)(intptr_t)0);
+    pthread_create(&b, NULL, racer_same_id, (void *)(intptr_t)1);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    pthread_barrier_destroy(&barrier);
+    ck_assert_int_eq(concurrent_rc[0], OC_OK);
+    ck_assert_int_eq(concurrent_rc[1], OC_OK);
+    ck_assert_int_eq(fake_discord_wait_messages(fd, ORIGIN, 1, WAIT_MS), 0);
+    plugin_stop();
+    ck_assert_uint_eq(fake_discord_message_count(fd, ORIGIN), 1);
+    ck_assert_int_eq(count_rows("discussions WHERE status = 'closed'"), 1);
+}
+END_TEST
+
 /* ---- in-transaction helpers for the turn path -------------------------------------------- */
 
 START_TEST(test_lookup_and_notices)
@@ -1185,6 +1523,23 @@ Suite *make_discuss_suite(void)
     tcase_add_test(tc, test_create_plain);
     tcase_add_test(tc, test_create_guide_inert);
     tcase_add_test(tc, test_create_rest_failure_leaves_no_row);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("idempotent");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_create_repeat_returns_first_result);
+    tcase_add_test(tc, test_create_plain_repeat_and_other_ids);
+    tcase_add_test(tc, test_create_repeat_recovers_lost_channel);
+    tcase_add_test(tc, test_create_repeat_after_refusal_creates_once);
+    tcase_add_test(tc, test_create_repeat_while_running_is_refused);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("idempotent_callback");
+    tcase_add_checked_fixture(tc, refusal_setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_callback_repeat_returns_first_result);
+    tcase_add_test(tc, test_callback_same_id_racing);
     suite_add_tcase(s, tc);
     return s;
 }

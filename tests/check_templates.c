@@ -57,8 +57,8 @@ START_TEST(test_embedded_set)
 {
     dg_templates *t = NULL;
     ck_assert_int_eq(dg_templates_load(NULL, &t, err, sizeof err), OC_OK);
-    const char *names[] = {"kickoff.md", "idle.md", "closed.md", "result.md"};
-    for (size_t i = 0; i < 4; i++) {
+    const char *names[] = {"kickoff.md", "idle.md", "closed.md", "result.md", "rest.md"};
+    for (size_t i = 0; i < 5; i++) {
         const char *raw = dg_templates_get(t, names[i]);
         ck_assert_msg(raw && *raw, "embedded %s missing", names[i]);
         ck_assert_int_eq(dg_templates_check_text(names[i], raw, err, sizeof err), OC_OK);
@@ -108,6 +108,14 @@ START_TEST(test_default_texts)
     has(r, "Status:\ncompleted");
     has(r, "Continue the original task");
     free(r);
+
+    /* The loop guard's notice, the text it had before it was a template. */
+    dg_tpl_vars lim = {.maxAgentMessages = "12"};
+    char *z = dg_templates_render(t, "rest.md", &lim);
+    ck_assert_str_eq(z, "[Turn Manager]\n\n12 agent messages in a row without a human. This "
+                        "conversation is paused: the agents stay silent here until a human "
+                        "writes.\n");
+    free(z);
     dg_templates_free(t);
 }
 END_TEST

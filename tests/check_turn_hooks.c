@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "openclaw/plugin.h"
 #include "discuss.h"
@@ -22,6 +23,7 @@
 #include "store.h"
 #include "store_discuss.h"
 #include "store_turns.h"
+#include "testutil.h"
 #include "turn_test_host.h"
 #include "turns.h"
 #include "turns_engine.h"
@@ -378,6 +380,58 @@ START_TEST(test_bug2_turn_advances_at_agent_end)
     ck_assert_int_eq(tth_send(&H, TTH_ALPHA, CH1, NULL, "my answer"), 0);
     agent_posts(TTH_ALPHA, CH1, NULL, "my answer");
     ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 1);
+}
+END_TEST
+
+/* agent_end of agent in channel with this runId (tth_end makes a new one). */
+static int end_run(const char *agent, const char *channel, const char *output,
+                   const char *run_id)
+{
+    char key[256];
+    json_t *ctx = json_pack("{s:s, s:s, s:s, s:s}", "agentId", agent, "sessionKey",
+                            tth_session_key(key, sizeof key, agent, channel, NULL), "channelId",
+                            channel, "messageProvider", "discord");
+    json_t *ev = json_pack("{s:s, s:b, s:s, s:i}", "runId", run_id, "success", 1, "output",
+                           output, "toolCalls", 0);
+    int rc = tth_call(&H, "agent_end", ev, ctx, NULL);
+    json_decref(ev);
+    json_decref(ctx);
+    return rc;
+}
+
+/* A host replaying agent_end (same runId, same session: ocgw after a crash)
+ * must not move the turn twice. Here the replay is of bravo's forced
+ * NO_REPLY; once the turn has reached bravo, counting it again would pass
+ * bravo's real turn. Ignored in the same process and after a restart. */
+START_TEST(test_agent_end_replayed_with_same_run_id_is_ignored)
+{
+    /* Real time on the test clock: init (before the test host installs its
+     * clock) forgets run ids older than a week of wall-clock time. */
+    atomic_store(&H.now_ms, (int64_t)time(NULL) * 1000);
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "thoughts?", NULL);
+    ck_assert_int_eq(tth_resolve(&H, TTH_BRAVO, CH1, NULL), 1);   /* swapped */
+    ck_assert_int_eq(end_run(TTH_BRAVO, CH1, "NO_REPLY", "run-b1"), OC_OK);
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "NO_REPLY"), 0);   /* alpha passes */
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 1);
+    ck_assert_int_eq(tth_outbox_count(&H, CH1), 1);               /* hand-off to bravo */
+
+    ck_assert_int_eq(end_run(TTH_BRAVO, CH1, "NO_REPLY", "run-b1"), OC_OK);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 1);
+    tth_restart(&H);
+    ck_assert_int_eq(end_run(TTH_BRAVO, CH1, "NO_REPLY", "run-b1"), OC_OK);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 1);
+    dg_turn_state st = peek(CH1, NULL, NULL);
+    ck_assert_int_eq(st.handoff, 1);
+    ck_assert_int_eq(tth_outbox_count(&H, CH1), 1);
+
+    /* Another run of bravo is a new run: its pass counts. */
+    ck_assert_int_eq(end_run(TTH_BRAVO, CH1, "NO_REPLY", "run-b2"), OC_OK);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 2);
+    /* The same runId in another session is another run too: charlie's pass
+     * ends the silent round. */
+    ck_assert_int_eq(end_run(TTH_CHARLIE, CH1, "NO_REPLY", "run-b1"), OC_OK);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), -1);
 }
 END_TEST
 
@@ -831,7 +885,13 @@ START_TEST(test_loop_guard_rests_scope_and_says_so_once)
     int notes = 0;
     for (int i = 0; i < tth_outbox_count(&H, CH1); i++) {
         char *c = tth_outbox_content(&H, CH1, i, NULL);
-        notes += strstr(c, "paused") != NULL;
+        if (strstr(c, "paused")) {
+            notes++;
+            /* templates/rest.md with the configured limit */
+            ck_assert_msg(strstr(c, "[Turn Manager]\n\n6 agent messages in a row without a "
+                                    "human. This conversation is paused: the agents stay "
+                                    "silent here until a human writes."), "%s", c);
+        }
         free(c);
     }
     ck_assert_int_eq(notes, 1);
@@ -845,6 +905,32 @@ START_TEST(test_loop_guard_rests_scope_and_says_so_once)
     /* A human does. */
     human_says(CH1, NULL, "carry on", NULL);
     ck_assert_int_ge(who_speaks(ABC, 3, CH1, NULL), 0);
+}
+END_TEST
+
+/* The notice is templates/rest.md: a templatesDir file replaces it. */
+START_TEST(test_loop_guard_notice_from_templates_dir)
+{
+    tth_free(&H);
+    char *tpl = tu_mkdtemp();
+    char *file = tu_path(tpl, "rest.md");
+    ck_assert_int_eq(tu_write_file(file, "Resting after {maxAgentMessages} bot messages.\n"), 0);
+    char extra[512];
+    snprintf(extra, sizeof extra, "\"turn\":{\"maxAgentMessages\":3},\"templatesDir\":\"%s\"",
+             tpl);
+    tth_start(&H, "channel", extra);
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "discuss among yourselves", NULL);
+    for (int i = 0; i < 12; i++)
+        run(ABC[i % 3], CH1, NULL, "and another thing");
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), -1);
+    ck_assert_int_eq(tth_outbox_count(&H, CH1), 1);
+    char *c = tth_outbox_content(&H, CH1, 0, NULL);
+    ck_assert_msg(strstr(c, "Resting after 3 bot messages.") && !strstr(c, "paused"), "%s", c);
+    free(c);
+    tu_rmtree(tpl);
+    free(tpl);
+    free(file);
 }
 END_TEST
 
@@ -1079,6 +1165,7 @@ Suite *make_turn_hooks_suite(void)
     tcase_add_test(ch, test_dm_is_one_conversation_under_channel_policy);
     tcase_add_test(ch, test_message_ingested_once_across_accounts);
     tcase_add_test(ch, test_bug2_turn_advances_at_agent_end);
+    tcase_add_test(ch, test_agent_end_replayed_with_same_run_id_is_ignored);
     tcase_add_test(ch, test_bug3_tool_only_turn_keeps_channel_awake);
     tcase_add_test(ch, test_bug4_decorated_no_reply_lets_channel_sleep);
     tcase_add_test(ch, test_bug5_moderator_messages_never_wake);
@@ -1088,6 +1175,7 @@ Suite *make_turn_hooks_suite(void)
     tcase_add_test(ch, test_concurrent_hooks_from_8_threads_keep_one_speaker);
     tcase_add_test(ch, test_handoff_mentions_next_speaker_once);
     tcase_add_test(ch, test_loop_guard_rests_scope_and_says_so_once);
+    tcase_add_test(ch, test_loop_guard_notice_from_templates_dir);
     tcase_add_test(ch, test_timeout_moves_the_turn);
     tcase_add_test(ch, test_human_mention_limits_turns);
     tcase_add_test(ch, test_human_message_resets_cycle_and_counter);

@@ -87,7 +87,13 @@ typedef struct oc_host oc_host;
  *   params  borrowed for the call: arguments chosen by the model (untrusted).
  *   ctx     borrowed for the call: trusted context built by the host:
  *           agentId, sessionKey, sessionId?, workspaceDir, channelId,
- *           threadId?, accountId?, senderIsOwner?.
+ *           threadId?, accountId?, senderIsOwner?, toolCallId?.
+ *           toolCallId (an addition, same ABI version; absent from older
+ *           hosts): the id of this tool call, as OpenClaw passes it to
+ *           execute(toolCallId, params). A host that repeats a call (e.g.
+ *           after a crash, from its journal) passes the same id, so a tool
+ *           with effects can answer the repeat with its first result
+ *           instead of acting twice.
  *   result  out: a new reference handed to the caller, who decrefs it.
  *           On OC_OK: {"content":[{"type":"text","text":...}],"details":{...}}.
  *           On error: {"error":{"code":"<oc_status_name>","message":...}}.

@@ -568,6 +568,20 @@ static void api_create_channel(fake_discord *fd, const char *guild, json_t *body
     set_reply(r, 201, json_deep_copy(obj));
 }
 
+/* Every channel of the guild, as Discord lists them to a bot in the guild
+ * (private ones included: the bot made them). */
+static void api_list_channels(fake_discord *fd, const char *guild, reply *r)
+{
+    if (strcmp(guild, fd->guild) != 0) {
+        err_reply(r, 404, 10004, "Unknown Guild");
+        return;
+    }
+    json_t *arr = json_array();
+    for (size_t i = 0; i < fd->n_chans; i++)
+        json_array_append_new(arr, json_deep_copy(fd->chans[i]->obj));
+    set_reply(r, 200, arr);
+}
+
 static fd_msg *nonce_hit(fd_chan *ch, const char *author, const char *nonce)
 {
     for (size_t i = ch->n; i-- > 0;)
@@ -796,6 +810,11 @@ static void api_process(fake_discord *fd, struct MHD_Connection *c, const char *
     if (!strcmp(tmpl, "POST /guilds/{id}/channels") &&
         sscanf(path, "/guilds/%23[0-9]/channels", id) == 1) {
         api_create_channel(fd, id, body, r);
+        return;
+    }
+    if (!strcmp(tmpl, "GET /guilds/{id}/channels") &&
+        sscanf(path, "/guilds/%23[0-9]/channels", id) == 1) {
+        api_list_channels(fd, id, r);
         return;
     }
     int is_msgs = !strcmp(tmpl, "POST /channels/{id}/messages") ||

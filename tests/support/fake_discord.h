@@ -9,6 +9,7 @@
  * Base URL: http://127.0.0.1:<port>/api/v10 (the "/api/v10" prefix is
  * optional in request paths). Discord endpoints:
  *   POST /guilds/{guild}/channels      create a channel (name rules, overwrites)
+ *   GET  /guilds/{guild}/channels      every channel of the guild
  *   GET  /channels/{id}                the channel object
  *   DELETE /channels/{id}              delete it (and its messages)
  *   POST /channels/{id}/messages       post (content <= 2000, nonce <= 25,

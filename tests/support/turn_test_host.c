@@ -259,8 +259,12 @@ int tth_resolve(tth *h, const char *agent, const char *channel, const char *thre
 int tth_end(tth *h, const char *agent, const char *channel, const char *thread,
             const char *output, long tool_calls)
 {
+    /* Every call is a run of its own: the plugin ignores a repeated runId. */
+    static _Atomic long runs;
+    char run_id[32];
+    snprintf(run_id, sizeof run_id, "run-%ld", atomic_fetch_add(&runs, 1) + 1);
     json_t *ctx = agent_ctx(agent, channel, thread);
-    json_t *ev = json_pack("{s:s, s:b, s:s, s:I}", "runId", "run-1", "success", 1, "output",
+    json_t *ev = json_pack("{s:s, s:b, s:s, s:I}", "runId", run_id, "success", 1, "output",
                            output ? output : "", "toolCalls", (json_int_t)tool_calls);
     int rc = tth_call(h, "agent_end", ev, ctx, NULL);
     json_decref(ev);

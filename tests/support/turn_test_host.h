@@ -96,7 +96,8 @@ const char *tth_session_key(char *buf, size_t len, const char *agent, const char
  * nothing returned, -1 = hook error. */
 int tth_resolve(tth *h, const char *agent, const char *channel, const char *thread);
 
-/* agent_end of agent with output and tool calls; returns the hook status. */
+/* agent_end of agent with output and tool calls, with a runId of its own
+ * (a new one per call); returns the hook status. */
 int tth_end(tth *h, const char *agent, const char *channel, const char *thread,
             const char *output, long tool_calls);
 
