@@ -854,12 +854,15 @@ function makeTool(name, octx) {
     label: name,
     description: def.description,
     parameters: def.parameters,
-    async execute(_toolCallId, params) {
+    async execute(toolCallId, params) {
       seeSession(ctx);
+      // The call's id reaches the plugin as ctx.toolCallId (plugin.h): a
+      // tool with effects answers a repeated id with its first result.
+      const callCtx = typeof toolCallId === 'string' && toolCallId ? { ...ctx, toolCallId } : ctx;
       const { status, result } = await withInstance(async (inst) => {
         const t = inst.tools.get(name);
         if (!t) return { status: OC.NOT_FOUND, result: { error: { code: 'OC_ERR_NOT_FOUND', message: `tool ${name} is gone after a plugin restart` } } };
-        return callHandler(inst, t.execute, params ?? {}, ctx);
+        return callHandler(inst, t.execute, params ?? {}, callCtx);
       });
       if (status === OC.OK) {
         if (!result || !Array.isArray(result.content)) {

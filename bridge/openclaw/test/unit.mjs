@@ -114,7 +114,7 @@ await step('tool: params and context cross both ways unchanged / renamed', async
   assert.deepEqual(r.details.params, params);
   assert.deepEqual(r.details.ctx, {
     agentId: 'planner', sessionKey: threadCtx.sessionKey, sessionId: 'sid-1', workspaceDir: '/ws/planner',
-    channelId: '111', threadId: '222', accountId: 'acc-1', senderIsOwner: true,
+    channelId: '111', threadId: '222', accountId: 'acc-1', senderIsOwner: true, toolCallId: 'call-1',
   });
 });
 
