@@ -6,6 +6,7 @@
  * them). Every refusal names the key and the rule, because a typo in a
  * gateway config must not pass silently.
  */
+#include "errors.h"
 #include "config.h"
 
 #include <errno.h>
@@ -18,20 +19,6 @@
 #include "openclaw/plugin.h"
 
 #define DEFAULT_API_BASE "https://discord.com/api/v10"
-
-static int fail(char *err, size_t err_len, int status, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t err_len, int status, const char *fmt, ...)
-{
-    if (err && err_len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, err_len, fmt, ap);
-        va_end(ap);
-    }
-    return status;
-}
 
 int dg_is_snowflake(const char *s)
 {
@@ -69,7 +56,7 @@ static int check_keys(const json_t *obj, const char *where, const char *const *a
         for (const char *const *a = allowed; *a; a++)
             if (strcmp(*a, key) == 0) { ok = 1; break; }
         if (!ok)
-            return fail(err, err_len, OC_ERR_INVALID,
+            return dg_fail(err, err_len, OC_ERR_INVALID,
                         "config: unknown key \"%s%s\"; check the spelling against the "
                         "configuration reference (README) or remove it",
                         where, key);
@@ -84,16 +71,16 @@ static int get_string(const json_t *obj, const char *key, const char *path, int 
     json_t *v = json_object_get(obj, key);
     if (!v || json_is_null(v)) {
         if (required)
-            return fail(err, err_len, OC_ERR_INVALID,
+            return dg_fail(err, err_len, OC_ERR_INVALID,
                         "config: \"%s\" is required (a non-empty string)", path);
         return OC_OK;
     }
     if (!json_is_string(v))
-        return fail(err, err_len, OC_ERR_INVALID, "config: \"%s\" must be a string", path);
+        return dg_fail(err, err_len, OC_ERR_INVALID, "config: \"%s\" must be a string", path);
     if (json_string_length(v) == 0)
-        return fail(err, err_len, OC_ERR_INVALID, "config: \"%s\" must not be empty", path);
+        return dg_fail(err, err_len, OC_ERR_INVALID, "config: \"%s\" must not be empty", path);
     if (strlen(json_string_value(v)) != json_string_length(v))
-        return fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, OC_ERR_INVALID,
                     "config: \"%s\" must not contain NUL characters", path);
     *out = strdup(json_string_value(v));
     return *out ? OC_OK : OC_ERR_NOMEM;
@@ -108,13 +95,13 @@ static int get_int(const json_t *obj, const char *key, const char *path, long de
         return OC_OK;
     }
     if (!json_is_integer(v))
-        return fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, OC_ERR_INVALID,
                     "config: \"%s\" must be an integer (got %s)", path,
                     json_is_string(v) ? "a string" : json_is_real(v) ? "a fractional number"
                     : json_is_boolean(v) ? "a boolean" : "another type");
     json_int_t n = json_integer_value(v);
     if (n < min || n > max)
-        return fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, OC_ERR_INVALID,
                     "config: \"%s\" must be between %ld and %ld (got %lld)", path, min, max,
                     (long long)n);
     *out = (long)n;
@@ -129,7 +116,7 @@ static int get_object(const json_t *obj, const char *key, const char *path, json
     if (!v)
         return OC_OK;
     if (!json_is_object(v))
-        return fail(err, err_len, OC_ERR_INVALID, "config: \"%s\" must be an object", path);
+        return dg_fail(err, err_len, OC_ERR_INVALID, "config: \"%s\" must be an object", path);
     *out = v;
     return OC_OK;
 }
@@ -166,12 +153,12 @@ static int parse_agents(const json_t *agents, dg_config *c, char *err, size_t er
     char path[160];
     json_object_foreach((json_t *)agents, id, val) {
         if (!valid_agent_id(id))
-            return fail(err, err_len, OC_ERR_INVALID,
+            return dg_fail(err, err_len, OC_ERR_INVALID,
                         "config: agent id \"%.64s\" in \"agents\" must be 1-64 characters of "
                         "letters, digits, '-', '_' or '.'", id);
         snprintf(path, sizeof path, "agents.%s", id);
         if (!json_is_object(val))
-            return fail(err, err_len, OC_ERR_INVALID,
+            return dg_fail(err, err_len, OC_ERR_INVALID,
                         "config: \"%s\" must be an object like {\"discordUserId\": \"<snowflake>\"}",
                         path);
         static const char *const keys[] = {"discordUserId", NULL};
@@ -190,20 +177,20 @@ static int parse_agents(const json_t *agents, dg_config *c, char *err, size_t er
         if (!a->agent_id)
             return OC_ERR_NOMEM;
         if (!dg_is_snowflake(a->discord_user_id))
-            return fail(err, err_len, OC_ERR_INVALID,
+            return dg_fail(err, err_len, OC_ERR_INVALID,
                         "config: \"%s\" must be a Discord snowflake (1-20 digits), got \"%.40s\"",
                         path, a->discord_user_id);
     }
     qsort(c->agents, c->n_agents, sizeof *c->agents, cmp_agent);
     for (size_t i = 0; i < c->n_agents; i++) {
         if (c->moderator_user_id && strcmp(c->agents[i].discord_user_id, c->moderator_user_id) == 0)
-            return fail(err, err_len, OC_ERR_INVALID,
+            return dg_fail(err, err_len, OC_ERR_INVALID,
                         "config: \"agents.%s.discordUserId\" is the moderator's user id; the "
                         "moderator never takes turns, give the agent its own bot user",
                         c->agents[i].agent_id);
         for (size_t j = i + 1; j < c->n_agents; j++)
             if (strcmp(c->agents[i].discord_user_id, c->agents[j].discord_user_id) == 0)
-                return fail(err, err_len, OC_ERR_INVALID,
+                return dg_fail(err, err_len, OC_ERR_INVALID,
                             "config: agents \"%s\" and \"%s\" share discordUserId %s; each agent "
                             "needs its own Discord user",
                             c->agents[i].agent_id, c->agents[j].agent_id,
@@ -217,7 +204,7 @@ static int parse_admins(const json_t *admins, dg_config *c, char *err, size_t er
     if (!admins)
         return OC_OK;
     if (!json_is_array(admins))
-        return fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, OC_ERR_INVALID,
                     "config: \"admins\" must be an array of Discord user ids (snowflake strings)");
     size_t n = json_array_size(admins);
     if (n == 0)
@@ -228,7 +215,7 @@ static int parse_admins(const json_t *admins, dg_config *c, char *err, size_t er
     for (size_t i = 0; i < n; i++) {
         json_t *v = json_array_get(admins, i);
         if (!json_is_string(v) || !dg_is_snowflake(json_string_value(v)))
-            return fail(err, err_len, OC_ERR_INVALID,
+            return dg_fail(err, err_len, OC_ERR_INVALID,
                         "config: \"admins[%zu]\" must be a Discord snowflake string (1-20 digits)", i);
         c->admins[i] = strdup(json_string_value(v));
         if (!c->admins[i])
@@ -257,7 +244,7 @@ static int parse_discord(const json_t *d, dg_config *c, char *err, size_t err_le
                                        "moderatorUserId", "timeoutMs", NULL};
     int rc;
     if (!d)
-        return fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, OC_ERR_INVALID,
                     "config: \"discord.moderatorUserId\" is required (the moderator bot's user id, "
                     "a snowflake string)");
     if ((rc = check_keys(d, "discord.", keys, err, err_len)))
@@ -268,7 +255,7 @@ static int parse_discord(const json_t *d, dg_config *c, char *err, size_t err_le
         return OC_ERR_NOMEM;
     if (strncmp(c->discord_api_base, "http://", 7) != 0 &&
         strncmp(c->discord_api_base, "https://", 8) != 0)
-        return fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, OC_ERR_INVALID,
                     "config: \"discord.apiBase\" must start with http:// or https://");
     size_t blen = strlen(c->discord_api_base);
     while (blen > 0 && c->discord_api_base[blen - 1] == '/')
@@ -277,7 +264,7 @@ static int parse_discord(const json_t *d, dg_config *c, char *err, size_t err_le
     if ((rc = get_string(d, "guildId", "discord.guildId", 0, &c->discord_guild_id, err, err_len)))
         return rc;
     if (c->discord_guild_id && !dg_is_snowflake(c->discord_guild_id))
-        return fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, OC_ERR_INVALID,
                     "config: \"discord.guildId\" must be a Discord snowflake (1-20 digits)");
     /* Never echo the token's value in an error, not even partly. */
     if ((rc = get_string(d, "moderatorToken", "discord.moderatorToken", 0, &c->moderator_token,
@@ -287,7 +274,7 @@ static int parse_discord(const json_t *d, dg_config *c, char *err, size_t err_le
                          err, err_len)))
         return rc;
     if (!dg_is_snowflake(c->moderator_user_id))
-        return fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, OC_ERR_INVALID,
                     "config: \"discord.moderatorUserId\" must be a Discord snowflake (1-20 digits)");
     return get_int(d, "timeoutMs", "discord.timeoutMs", 15000, 100, 600000, &c->discord_timeout_ms,
                    err, err_len);
@@ -303,7 +290,7 @@ static int parse_all(const json_t *json, dg_config *c, char *err, size_t err_len
                                             "closedNoticeCooldownSec", NULL};
     int rc;
     if (!json_is_object(json))
-        return fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, OC_ERR_INVALID,
                     "config: the plugin config must be a JSON object "
                     "(plugins.entries.dirigent.config)");
     if ((rc = check_keys(json, "", top, err, err_len)))
@@ -320,13 +307,13 @@ static int parse_all(const json_t *json, dg_config *c, char *err, size_t err_len
     c->session_policy = DG_POLICY_CHANNEL;
     if (policy && !parse_policy(policy, &c->session_policy)) {
         free(policy);
-        return fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, OC_ERR_INVALID,
                     "config: \"sessionPolicy\" must be \"channel\" or \"thread\"");
     }
     free(policy);
     const char *env_policy = getenv("DIRIGENT_SESSION_POLICY");
     if (env_policy && *env_policy && !parse_policy(env_policy, &c->session_policy))
-        return fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, OC_ERR_INVALID,
                     "config: environment variable DIRIGENT_SESSION_POLICY must be \"channel\" or "
                     "\"thread\" (it overrides \"sessionPolicy\"); unset it or fix its value");
 

@@ -9,6 +9,7 @@
  * session_patch), marked done. A crash in between is repaired by
  * dg_discuss_resume() and by the outbox's own resend.
  */
+#include "errors.h"
 #include "discuss.h"
 
 #include <pthread.h>
@@ -36,19 +37,6 @@
 
 #define TOOL_CREATE "discord_channel_create"
 #define TOOL_CALLBACK "discuss-callback"
-
-static int fail(char *err, size_t err_len, int status, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail(char *err, size_t err_len, int status, const char *fmt, ...)
-{
-    if (err && err_len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, err_len, fmt, ap);
-        va_end(ap);
-    }
-    return status;
-}
 
 const char *dg_discussion_status_name(dg_discussion_status s)
 {
@@ -172,35 +160,35 @@ int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
     char why[256];
     const dg_config *cfg = &p->cfg;
     if (!caller || !caller->agent_id || !*caller->agent_id)
-        return fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, OC_ERR_INVALID,
                     "the tool context has no agentId; the host must say which agent calls "
                     "discord_channel_create");
     if (!dg_config_agent(cfg, caller->agent_id))
-        return fail(err, err_len, OC_ERR_DENIED,
+        return dg_fail(err, err_len, OC_ERR_DENIED,
                     "agent '%s' is not in the plugin config `agents`, so it has no Discord "
                     "user id and cannot be a member of the channel; add "
                     "agents.%s.discordUserId to the dirigent config",
                     caller->agent_id, caller->agent_id);
     if (!req->name || !*req->name)
-        return fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, OC_ERR_INVALID,
                     "name is required: the channel name (lower case, no spaces, 1-100 "
                     "characters), e.g. \"design-review\"");
     if (dg_discord_check_channel_name(req->name, why, sizeof why) != OC_OK)
-        return fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, OC_ERR_INVALID,
                     "name '%s' is not a valid Discord text-channel name: %s; use lower "
                     "case letters, digits and dashes, e.g. \"design-review\"", req->name, why);
     if (req->topic && utf8_chars(req->topic) > DG_DISCORD_MAX_TOPIC)
-        return fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, OC_ERR_INVALID,
                     "topic has %zu characters; Discord allows at most %d: shorten it",
                     utf8_chars(req->topic), DG_DISCORD_MAX_TOPIC);
     if (req->parent_id && !dg_is_snowflake(req->parent_id))
-        return fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, OC_ERR_INVALID,
                     "parentId '%s' is not a Discord snowflake (1-20 digits); pass the "
                     "category's id or leave parentId out", req->parent_id);
     for (size_t i = 0; i < req->n_participants; i++) {
         const char *a = req->participants[i];
         if (!a || !dg_config_agent(cfg, a))
-            return fail(err, err_len, OC_ERR_INVALID,
+            return dg_fail(err, err_len, OC_ERR_INVALID,
                         "participants[%zu] '%s' is not a known agent; participants are agent "
                         "ids from the plugin config `agents` (humans go in allowedUserIds)",
                         i, a ? a : "");
@@ -208,13 +196,13 @@ int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
     for (size_t i = 0; i < req->n_allowed_user_ids; i++) {
         const char *u = req->allowed_user_ids[i];
         if (!u || !dg_is_snowflake(u))
-            return fail(err, err_len, OC_ERR_INVALID,
+            return dg_fail(err, err_len, OC_ERR_INVALID,
                         "allowedUserIds[%zu] '%s' is not a Discord user id (a snowflake of "
                         "1-20 digits)", i, u ? u : "");
     }
     if (!req->callback_channel_id) {
         if (req->discuss_guide)
-            return fail(err, err_len, OC_ERR_INVALID,
+            return dg_fail(err, err_len, OC_ERR_INVALID,
                         "discussGuide is only accepted together with callbackChannelId (the "
                         "channel to report the result to); add callbackChannelId for a "
                         "discussion, or drop discussGuide for a plain channel");
@@ -223,17 +211,17 @@ int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
 
     /* Discussion mode. */
     if (!dg_is_snowflake(req->callback_channel_id))
-        return fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, OC_ERR_INVALID,
                     "callbackChannelId '%s' is not a Discord channel id (a snowflake of 1-20 "
                     "digits); pass the id of the channel you are working in",
                     req->callback_channel_id);
     if (!req->discuss_guide || is_blank(req->discuss_guide))
-        return fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, OC_ERR_INVALID,
                     "discussGuide is required with callbackChannelId: say what to discuss, "
                     "what conclusion is wanted and its limits");
     size_t gl = utf8_chars(req->discuss_guide);
     if (gl > (size_t)cfg->max_guide_chars)
-        return fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, OC_ERR_INVALID,
                     "discussGuide has %zu characters, over discussion.maxGuideChars (%ld); "
                     "shorten it", gl, cfg->max_guide_chars);
     size_t others = 0;
@@ -241,29 +229,29 @@ int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
         if (strcmp(req->participants[i], caller->agent_id) != 0)
             others++;
     if (others == 0)
-        return fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, OC_ERR_INVALID,
                     "participants must name at least one agent other than you for a "
                     "discussion");
     if (!caller->session_key || !*caller->session_key)
-        return fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, OC_ERR_INVALID,
                     "the tool context has no sessionKey; a discussion records the "
                     "initiator's session");
     if (!caller->workspace_dir || caller->workspace_dir[0] != '/')
-        return fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, OC_ERR_INVALID,
                     "the tool context has no absolute workspaceDir; a discussion needs the "
                     "initiator's workspace for its summary file");
 
     dg_discussion_status here, there;
     if (channel_status(p, caller->channel_id, &here) != OC_OK ||
         channel_status(p, req->callback_channel_id, &there) != OC_OK)
-        return fail(err, err_len, OC_ERR_IO, "the plugin's state store failed; try again");
+        return dg_fail(err, err_len, OC_ERR_IO, "the plugin's state store failed; try again");
     if (here != DG_DISCUSSION_NONE)
-        return fail(err, err_len, OC_ERR_DENIED,
+        return dg_fail(err, err_len, OC_ERR_DENIED,
                     "you are inside discussion channel %s: discussions do not nest; finish "
                     "this one (the initiator calls discuss-callback) and open the new one "
                     "from your work channel", caller->channel_id);
     if (there != DG_DISCUSSION_NONE)
-        return fail(err, err_len, OC_ERR_DENIED,
+        return dg_fail(err, err_len, OC_ERR_DENIED,
                     "callbackChannelId %s is itself a discussion channel: discussions do not "
                     "nest; pass your work channel instead", req->callback_channel_id);
     return OC_OK;
@@ -532,7 +520,7 @@ static int record_discussion(dg_plugin *p, dg_discussion *d, const char *kickoff
                              const idem *ic, int64_t *id, char *err, size_t err_len)
 {
     if (dg_store_begin(p->store) != OC_OK)
-        return fail(err, err_len, OC_ERR_IO, "the plugin's state store is busy or failing");
+        return dg_fail(err, err_len, OC_ERR_IO, "the plugin's state store is busy or failing");
     int rc = dg_store_discussion_insert(p->store, d, id);
     if (rc == OC_OK)
         d->id = *id;
@@ -558,7 +546,7 @@ static int record_discussion(dg_plugin *p, dg_discussion *d, const char *kickoff
         dg_store_rollback(p->store);
     }
     if (rc != OC_OK)
-        return fail(err, err_len, rc == OC_ERR_CONFLICT ? OC_ERR_CONFLICT : OC_ERR_IO,
+        return dg_fail(err, err_len, rc == OC_ERR_CONFLICT ? OC_ERR_CONFLICT : OC_ERR_IO,
                     "the discussion channel could not be recorded (%s); nothing was kept, "
                     "try again", oc_status_name(rc));
     return OC_OK;
@@ -570,7 +558,7 @@ static int record_plain(dg_plugin *p, const idem *ic, const char *channel_id, ch
                         size_t err_len)
 {
     if (dg_store_begin(p->store) != OC_OK)
-        return fail(err, err_len, OC_ERR_IO, "the plugin's state store is busy or failing");
+        return dg_fail(err, err_len, OC_ERR_IO, "the plugin's state store is busy or failing");
     dg_tool_call_row res = {.channel_id = (char *)channel_id};
     int rc = dg_store_tool_call_done(p->store, ic->tool, ic->call_id, ic->fp, &res,
                                      dg_now_ms(p));
@@ -583,7 +571,7 @@ static int record_plain(dg_plugin *p, const idem *ic, const char *channel_id, ch
         dg_store_rollback(p->store);
     }
     if (rc != OC_OK)
-        return fail(err, err_len, OC_ERR_IO, "the channel could not be recorded (%s); nothing "
+        return dg_fail(err, err_len, OC_ERR_IO, "the channel could not be recorded (%s); nothing "
                     "was kept, try again", oc_status_name(rc));
     return OC_OK;
 }
@@ -593,14 +581,14 @@ static int record_plain(dg_plugin *p, const idem *ic, const char *channel_id, ch
 static int record_intent(dg_plugin *p, const idem *ic, char *err, size_t err_len)
 {
     if (dg_store_begin(p->store) != OC_OK)
-        return fail(err, err_len, OC_ERR_IO, "the plugin's state store is busy or failing");
+        return dg_fail(err, err_len, OC_ERR_IO, "the plugin's state store is busy or failing");
     int rc = dg_store_tool_call_intent(p->store, ic->tool, ic->call_id, ic->fp, dg_now_ms(p));
     if (rc == OC_OK)
         rc = dg_store_commit(p->store);
     else
         dg_store_rollback(p->store);
     if (rc != OC_OK)
-        return fail(err, err_len, rc == OC_ERR_CONFLICT ? OC_ERR_CONFLICT : OC_ERR_IO,
+        return dg_fail(err, err_len, rc == OC_ERR_CONFLICT ? OC_ERR_CONFLICT : OC_ERR_IO,
                     "the plugin's state store could not record this call (%s); nothing was "
                     "done, try again", oc_status_name(rc));
     return OC_OK;
@@ -640,22 +628,22 @@ static int create_channel(dg_plugin *p, const dg_caller *caller, const dg_channe
     if (rc != OC_OK)
         return rc;
     if (!p->discord)
-        return fail(err, err_len, OC_ERR_UNSUPPORTED,
+        return dg_fail(err, err_len, OC_ERR_UNSUPPORTED,
                     "the moderator bot has no token (discord.moderatorToken or env "
                     "DIRIGENT_MODERATOR_TOKEN), so no channel can be created; ask the operator");
     if (!p->cfg.discord_guild_id)
-        return fail(err, err_len, OC_ERR_UNSUPPORTED,
+        return dg_fail(err, err_len, OC_ERR_UNSUPPORTED,
                     "discord.guildId is not configured, so no channel can be created; ask "
                     "the operator to set it");
     if (!p->cfg.moderator_user_id)
-        return fail(err, err_len, OC_ERR_UNSUPPORTED,
+        return dg_fail(err, err_len, OC_ERR_UNSUPPORTED,
                     "discord.moderatorUserId is not configured; ask the operator to set it");
 
     /* Members: initiator, participants, allowed users, moderator. */
     size_t cap = 2 + req->n_participants + req->n_allowed_user_ids;
     const char **members = calloc(cap, sizeof *members);
     if (!members)
-        return fail(err, err_len, OC_ERR_NOMEM, "out of memory");
+        return dg_fail(err, err_len, OC_ERR_NOMEM, "out of memory");
     size_t nm = 0;
     add_unique(members, &nm, dg_config_agent(&p->cfg, caller->agent_id)->discord_user_id);
     for (size_t i = 0; i < req->n_participants; i++)
@@ -668,7 +656,7 @@ static int create_channel(dg_plugin *p, const dg_caller *caller, const dg_channe
     const char *needle = NULL;
     if (topic_with_marker(req, ic, &topic, &needle) != OC_OK) {
         free(members);
-        return fail(err, err_len, OC_ERR_NOMEM, "out of memory");
+        return dg_fail(err, err_len, OC_ERR_NOMEM, "out of memory");
     }
     if (ic && !ic->recovering && (rc = record_intent(p, ic, err, err_len)) != OC_OK) {
         free(topic);
@@ -697,7 +685,7 @@ static int create_channel(dg_plugin *p, const dg_caller *caller, const dg_channe
                    "list the guild's channels: %s", req->name, ic->call_id, derr.message);
             free(topic);
             free(members);
-            return fail(err, err_len, rc,
+            return dg_fail(err, err_len, rc,
                         "could not check whether an earlier attempt of this call already "
                         "created channel '%s' (Discord: %s); nothing was created, try again",
                         req->name, derr.message);
@@ -714,7 +702,7 @@ static int create_channel(dg_plugin *p, const dg_caller *caller, const dg_channe
     if (rc != OC_OK) {
         dg_log(p, OC_LOG_WARN, "discord_channel_create '%s' by %s failed: %s (HTTP %ld)",
                req->name, caller->agent_id, derr.message, derr.http_status);
-        return fail(err, err_len, rc,
+        return dg_fail(err, err_len, rc,
                     "Discord refused to create channel '%s' (HTTP %ld): %s%s", req->name,
                     derr.http_status, derr.message,
                     derr.http_status == 403 ? "; the moderator bot lacks a permission in "
@@ -768,7 +756,7 @@ static int create_channel(dg_plugin *p, const dg_caller *caller, const dg_channe
         rc = record_discussion(p, &d, kickoff, mention_ids, d.n_turn_order, ic, &id, err,
                                err_len);
     else
-        fail(err, err_len, rc, "out of memory preparing the discussion; try again");
+        dg_fail(err, err_len, rc, "out of memory preparing the discussion; try again");
     free(pm);
     free(im);
     free(oref);
@@ -802,21 +790,21 @@ int dg_discuss_create_channel(dg_plugin *p, const dg_caller *caller,
     idem_for_create(&ic, caller, req);
     int rc = inflight_claim(p, &ic);
     if (rc == OC_ERR_CONFLICT)
-        return fail(err, err_len, OC_ERR_CONFLICT,
+        return dg_fail(err, err_len, OC_ERR_CONFLICT,
                     "a call with toolCallId %s is still running; wait for its result instead "
                     "of calling again", ic.call_id);
     if (rc != OC_OK)
-        return fail(err, err_len, rc, "out of memory");
+        return dg_fail(err, err_len, rc, "out of memory");
     dg_tool_call_row row;
     rc = idem_lookup(p, &ic, &row);
     if (rc != OC_OK) {
-        rc = fail(err, err_len, OC_ERR_IO, "the plugin's state store failed (%s); try again",
+        rc = dg_fail(err, err_len, OC_ERR_IO, "the plugin's state store failed (%s); try again",
                   oc_status_name(rc));
     } else if (row.state == DG_TOOL_CALL_DONE) {
         /* Answered before (the host lost the answer): the same result, and
          * nothing done again. */
         if (!row.channel_id) {
-            rc = fail(err, err_len, OC_ERR_INTERNAL, "the stored result of toolCallId %s has "
+            rc = dg_fail(err, err_len, OC_ERR_INTERNAL, "the stored result of toolCallId %s has "
                       "no channel; this is a bug, report it", ic.call_id);
         } else {
             out->channel_id = row.channel_id;
@@ -1017,29 +1005,29 @@ static int check_callable(dg_plugin *p, const dg_caller *c, dg_discussion *d, ch
                           size_t err_len)
 {
     if (!c->channel_id || !*c->channel_id)
-        return fail(err, err_len, OC_ERR_NOT_FOUND,
+        return dg_fail(err, err_len, OC_ERR_NOT_FOUND,
                     "discuss-callback only works inside a discussion channel, and this call "
                     "has no channel; call it from the discussion channel");
     if (dg_store_begin(p->store) != OC_OK)
-        return fail(err, err_len, OC_ERR_IO, "the plugin's state store is busy or failing");
+        return dg_fail(err, err_len, OC_ERR_IO, "the plugin's state store is busy or failing");
     int rc = dg_store_discussion_by_channel(p->store, c->channel_id, d);
     dg_store_commit(p->store);
     if (rc == OC_ERR_NOT_FOUND)
-        return fail(err, err_len, OC_ERR_NOT_FOUND,
+        return dg_fail(err, err_len, OC_ERR_NOT_FOUND,
                     "channel %s is not a discussion channel: discuss-callback only works "
                     "inside a channel opened by discord_channel_create with "
                     "callbackChannelId", c->channel_id);
     if (rc != OC_OK)
-        return fail(err, err_len, OC_ERR_IO, "the plugin's state store failed (%s); try again",
+        return dg_fail(err, err_len, OC_ERR_IO, "the plugin's state store failed (%s); try again",
                     oc_status_name(rc));
     if (!c->agent_id || strcmp(c->agent_id, d->initiator_agent_id) != 0)
-        return fail(err, err_len, OC_ERR_DENIED,
+        return dg_fail(err, err_len, OC_ERR_DENIED,
                     "only the initiator of this discussion (agent '%s') may end it; you are "
                     "'%s'. If the goal is reached, say so in the channel so the initiator "
                     "writes the summary and calls discuss-callback",
                     d->initiator_agent_id, c->agent_id ? c->agent_id : "");
     if (d->status != DG_DISCUSSION_ACTIVE)
-        return fail(err, err_len, OC_ERR_CONFLICT,
+        return dg_fail(err, err_len, OC_ERR_CONFLICT,
                     "this discussion is already closed (summary %s); nothing more to do here: "
                     "continue the original task in <#%s>",
                     d->summary_path ? d->summary_path : "?", d->origin_channel_id);
@@ -1053,7 +1041,7 @@ static int close_discussion(dg_plugin *p, const dg_discussion *d, const char *re
                             size_t err_len)
 {
     if (dg_store_begin(p->store) != OC_OK)
-        return fail(err, err_len, OC_ERR_IO, "the plugin's state store is busy or failing");
+        return dg_fail(err, err_len, OC_ERR_IO, "the plugin's state store is busy or failing");
     int rc = dg_store_discussion_close(p->store, d->id, rel_path, now);
     if (rc == OC_OK && ic) {
         dg_tool_call_row res = {.channel_id = d->discussion_channel_id,
@@ -1081,11 +1069,11 @@ static int close_discussion(dg_plugin *p, const dg_discussion *d, const char *re
         dg_store_rollback(p->store);
     }
     if (rc == OC_ERR_CONFLICT)
-        return fail(err, err_len, OC_ERR_CONFLICT,
+        return dg_fail(err, err_len, OC_ERR_CONFLICT,
                     "this discussion was closed a moment ago by another discuss-callback; "
                     "nothing more to do here: continue in <#%s>", d->origin_channel_id);
     if (rc != OC_OK)
-        return fail(err, err_len, OC_ERR_IO, "closing the discussion failed (%s); nothing "
+        return dg_fail(err, err_len, OC_ERR_IO, "closing the discussion failed (%s); nothing "
                     "changed, try again", oc_status_name(rc));
     return OC_OK;
 }
@@ -1175,7 +1163,7 @@ static int callback_once(dg_plugin *p, const dg_caller *caller, const char *summ
         rc = close_discussion(p, &d, f.rel_path, &sessions, result,
                               ini ? ini->discord_user_id : NULL, ic, now, err, err_len);
     else
-        rc = fail(err, err_len, OC_ERR_NOMEM, "out of memory; nothing changed, try again");
+        rc = dg_fail(err, err_len, OC_ERR_NOMEM, "out of memory; nothing changed, try again");
     free(im);
     free(dref);
     free(oref);

@@ -2,6 +2,7 @@
  * paths.c -- resolve and open a file inside an agent's workspace without
  * following any symlink below it (rules and statuses: paths.h).
  */
+#include "errors.h"
 #include "paths.h"
 
 #include <errno.h>
@@ -18,19 +19,6 @@
 
 #define HINT "write the summary as a regular file inside your workspace and pass its " \
              "path relative to the workspace, e.g. plans/discussions/topic.md"
-
-static int fail(char *err, size_t err_len, int status, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail(char *err, size_t err_len, int status, const char *fmt, ...)
-{
-    if (err && err_len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, err_len, fmt, ap);
-        va_end(ap);
-    }
-    return status;
-}
 
 char *dg_path_normalise(const char *rel, int *escapes)
 {
@@ -139,29 +127,29 @@ static int dir_failure(int dirfd, const char *comp, int open_errno, const char *
     struct stat st;
     if (fstatat(dirfd, comp, &st, AT_SYMLINK_NOFOLLOW) != 0) {
         if (errno == ENOENT)
-            return fail(err, err_len, OC_ERR_NOT_FOUND,
+            return dg_fail(err, err_len, OC_ERR_NOT_FOUND,
                         "summaryPath %s: folder '%s' does not exist in your workspace; "
                         "write the summary file first, then call discuss-callback again",
                         path, comp);
         if (errno == EACCES)
-            return fail(err, err_len, OC_ERR_DENIED,
+            return dg_fail(err, err_len, OC_ERR_DENIED,
                         "summaryPath %s: folder '%s' is not accessible to the plugin; " HINT,
                         path, comp);
-        return fail(err, err_len, OC_ERR_IO, "summaryPath %s: cannot inspect folder '%s': %s",
+        return dg_fail(err, err_len, OC_ERR_IO, "summaryPath %s: cannot inspect folder '%s': %s",
                     path, comp, strerror(errno));
     }
     if (S_ISLNK(st.st_mode))
-        return fail(err, err_len, OC_ERR_DENIED,
+        return dg_fail(err, err_len, OC_ERR_DENIED,
                     "summaryPath %s: folder '%s' is a symbolic link; symlinks are never "
                     "followed (they could lead outside the workspace); " HINT, path, comp);
     if (!S_ISDIR(st.st_mode))
-        return fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, OC_ERR_INVALID,
                     "summaryPath %s: '%s' is a file, not a folder; " HINT, path, comp);
     if (open_errno == EACCES)
-        return fail(err, err_len, OC_ERR_DENIED,
+        return dg_fail(err, err_len, OC_ERR_DENIED,
                     "summaryPath %s: folder '%s' is not readable by the plugin; make it "
                     "readable or " HINT, path, comp);
-    return fail(err, err_len, OC_ERR_IO, "summaryPath %s: cannot open folder '%s': %s",
+    return dg_fail(err, err_len, OC_ERR_IO, "summaryPath %s: cannot open folder '%s': %s",
                 path, comp, strerror(open_errno));
 }
 
@@ -182,23 +170,23 @@ static int check_leaf_stat(const struct stat *st, const char *path, int64_t max_
                            char *err, size_t err_len)
 {
     if (S_ISLNK(st->st_mode))
-        return fail(err, err_len, OC_ERR_DENIED,
+        return dg_fail(err, err_len, OC_ERR_DENIED,
                     "summaryPath %s is a symbolic link; symlinks are never followed (they "
                     "could lead outside the workspace); " HINT, path);
     if (S_ISDIR(st->st_mode))
-        return fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, OC_ERR_INVALID,
                     "summaryPath %s is a folder, not a file; " HINT, path);
     if (!S_ISREG(st->st_mode))
-        return fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, OC_ERR_INVALID,
                     "summaryPath %s is not a regular file (a FIFO, socket or device); " HINT,
                     path);
     if (st->st_nlink > 1)
-        return fail(err, err_len, OC_ERR_DENIED,
+        return dg_fail(err, err_len, OC_ERR_DENIED,
                     "summaryPath %s has %lu hard links (one could alias a file outside the "
                     "workspace); write the summary into a fresh file and pass that path",
                     path, (unsigned long)st->st_nlink);
     if ((int64_t)st->st_size > max_bytes)
-        return fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, OC_ERR_INVALID,
                     "summaryPath %s is %lld bytes, over discussion.maxSummaryBytes (%lld); "
                     "shorten the summary and call discuss-callback again",
                     path, (long long)st->st_size, (long long)max_bytes);
@@ -217,20 +205,20 @@ static int read_through(int fd, const char *path, int64_t max_bytes, int64_t *si
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)
-            return fail(err, err_len, OC_ERR_DENIED,
+            return dg_fail(err, err_len, OC_ERR_DENIED,
                         "summaryPath %s cannot be read: %s; make it readable and call "
                         "discuss-callback again", path, strerror(errno));
         if (r == 0)
             break;
         total += r;
         if (total > max_bytes)
-            return fail(err, err_len, OC_ERR_INVALID,
+            return dg_fail(err, err_len, OC_ERR_INVALID,
                         "summaryPath %s is over discussion.maxSummaryBytes (%lld bytes); "
                         "shorten the summary and call discuss-callback again",
                         path, (long long)max_bytes);
     }
     if (lseek(fd, 0, SEEK_SET) != 0)
-        return fail(err, err_len, OC_ERR_IO, "summaryPath %s: cannot rewind: %s", path,
+        return dg_fail(err, err_len, OC_ERR_IO, "summaryPath %s: cannot rewind: %s", path,
                     strerror(errno));
     *size = total;
     return OC_OK;
@@ -243,12 +231,12 @@ int dg_ws_open(const char *workspace, const char *path, int64_t max_bytes,
     out->rel_path = NULL;
     out->size = 0;
     if (!path || !*path)
-        return fail(err, err_len, OC_ERR_INVALID, "summaryPath is empty; " HINT);
+        return dg_fail(err, err_len, OC_ERR_INVALID, "summaryPath is empty; " HINT);
     if (strlen(path) >= PATH_MAX)
-        return fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, OC_ERR_INVALID,
                     "summaryPath is longer than %d bytes; " HINT, PATH_MAX - 1);
     if (!workspace || workspace[0] != '/')
-        return fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, OC_ERR_INVALID,
                     "the initiator's workspace is not an absolute folder ('%s'); the host "
                     "must give workspaceDir in the tool context", workspace ? workspace : "");
 
@@ -258,21 +246,21 @@ int dg_ws_open(const char *workspace, const char *path, int64_t max_bytes,
         rel = abs_to_rel(workspace, path, &outside);
         if (!rel)
             return outside
-                ? fail(err, err_len, OC_ERR_DENIED,
+                ? dg_fail(err, err_len, OC_ERR_DENIED,
                        "summaryPath %s is outside your workspace %s; " HINT, path, workspace)
-                : fail(err, err_len, OC_ERR_NOMEM, "out of memory");
+                : dg_fail(err, err_len, OC_ERR_NOMEM, "out of memory");
     } else {
         int escapes = 0;
         rel = dg_path_normalise(path, &escapes);
         if (!rel)
             return escapes
-                ? fail(err, err_len, OC_ERR_DENIED,
+                ? dg_fail(err, err_len, OC_ERR_DENIED,
                        "summaryPath %s climbs out of your workspace with '..'; " HINT, path)
-                : fail(err, err_len, OC_ERR_NOMEM, "out of memory");
+                : dg_fail(err, err_len, OC_ERR_NOMEM, "out of memory");
     }
     if (!*rel) {
         free(rel);
-        return fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, OC_ERR_INVALID,
                     "summaryPath %s names the workspace folder itself, not a file; " HINT,
                     path);
     }
@@ -280,7 +268,7 @@ int dg_ws_open(const char *workspace, const char *path, int64_t max_bytes,
     int rc = OC_OK;
     int dirfd = open(workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dirfd < 0) {
-        rc = fail(err, err_len, errno == ENOENT ? OC_ERR_NOT_FOUND : OC_ERR_IO,
+        rc = dg_fail(err, err_len, errno == ENOENT ? OC_ERR_NOT_FOUND : OC_ERR_IO,
                   "the initiator's workspace %s cannot be opened: %s", workspace,
                   strerror(errno));
         free(rel);
@@ -309,14 +297,14 @@ int dg_ws_open(const char *workspace, const char *path, int64_t max_bytes,
     struct stat before, after;
     if (fstatat(dirfd, comp, &before, AT_SYMLINK_NOFOLLOW) != 0) {
         if (errno == ENOENT)
-            rc = fail(err, err_len, OC_ERR_NOT_FOUND,
+            rc = dg_fail(err, err_len, OC_ERR_NOT_FOUND,
                       "summaryPath %s does not exist in your workspace %s; write the "
                       "summary file first, then call discuss-callback again", path, workspace);
         else if (errno == EACCES)
-            rc = fail(err, err_len, OC_ERR_DENIED,
+            rc = dg_fail(err, err_len, OC_ERR_DENIED,
                       "summaryPath %s is not accessible to the plugin; " HINT, path);
         else
-            rc = fail(err, err_len, OC_ERR_IO, "summaryPath %s: %s", path, strerror(errno));
+            rc = dg_fail(err, err_len, OC_ERR_IO, "summaryPath %s: %s", path, strerror(errno));
         goto done;
     }
     if ((rc = check_leaf_stat(&before, path, max_bytes, err, err_len)) != OC_OK)
@@ -325,28 +313,28 @@ int dg_ws_open(const char *workspace, const char *path, int64_t max_bytes,
     if (fd < 0) {
         int e = errno;
         if (e == ENOENT)
-            rc = fail(err, err_len, OC_ERR_NOT_FOUND,
+            rc = dg_fail(err, err_len, OC_ERR_NOT_FOUND,
                       "summaryPath %s disappeared while being checked; write it again, then "
                       "call discuss-callback again", path);
         else if (e == ELOOP)
-            rc = fail(err, err_len, OC_ERR_DENIED,
+            rc = dg_fail(err, err_len, OC_ERR_DENIED,
                       "summaryPath %s became a symbolic link while being checked; " HINT, path);
         else if (e == EACCES || e == EPERM)
-            rc = fail(err, err_len, OC_ERR_DENIED,
+            rc = dg_fail(err, err_len, OC_ERR_DENIED,
                       "summaryPath %s is not readable by the plugin; make it readable "
                       "(e.g. chmod a+r) and call discuss-callback again", path);
         else
-            rc = fail(err, err_len, OC_ERR_IO, "summaryPath %s cannot be opened: %s",
+            rc = dg_fail(err, err_len, OC_ERR_IO, "summaryPath %s cannot be opened: %s",
                       path, strerror(e));
         goto done;
     }
     if (fstat(fd, &after) != 0) {
-        rc = fail(err, err_len, OC_ERR_IO, "summaryPath %s: %s", path, strerror(errno));
+        rc = dg_fail(err, err_len, OC_ERR_IO, "summaryPath %s: %s", path, strerror(errno));
         close(fd);
         goto done;
     }
     if (after.st_dev != before.st_dev || after.st_ino != before.st_ino) {
-        rc = fail(err, err_len, OC_ERR_DENIED,
+        rc = dg_fail(err, err_len, OC_ERR_DENIED,
                   "summaryPath %s was replaced while being checked; leave the file alone "
                   "and call discuss-callback again", path);
         close(fd);

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "errors.h"
 #include "openclaw/plugin.h"
 
 static const char schema_v1_base[] =
@@ -35,13 +36,6 @@ const int dg_schema_nsteps = (int)(sizeof dg_schema_steps / sizeof dg_schema_ste
 int dg_store_schema_version(void)
 {
     return dg_schema_nsteps;
-}
-
-static int errf(char *err, size_t err_len, int rc, const char *fmt, const char *a, const char *b)
-{
-    if (err && err_len)
-        snprintf(err, err_len, fmt, a, b ? b : "");
-    return rc;
 }
 
 static int exec_sql(sqlite3 *db, const char *sql, char **msg)
@@ -76,10 +70,10 @@ static int migrate(sqlite3 *db, const char *path, int *opened, char *err, size_t
         exec_sql(db, "ROLLBACK", NULL);
         char got[48];
         snprintf(got, sizeof got, "%d (this build knows up to %d)", from, dg_schema_nsteps);
-        return errf(err, err_len, OC_ERR_UNSUPPORTED,
-                    "store: database %s has schema version %s; it was written by a newer "
-                    "dirigent: upgrade the plugin or point dbPath at another file",
-                    path, got);
+        return dg_fail(err, err_len, OC_ERR_UNSUPPORTED,
+                       "store: database %s has schema version %s; it was written by a newer "
+                       "dirigent: upgrade the plugin or point dbPath at another file",
+                       path, got);
     }
     for (int v = from; v < dg_schema_nsteps; v++) {
         if ((rc = exec_sql(db, dg_schema_steps[v], &msg)) != SQLITE_OK)
@@ -98,31 +92,47 @@ static int migrate(sqlite3 *db, const char *path, int *opened, char *err, size_t
 sql_fail_rollback:
     exec_sql(db, "ROLLBACK", NULL);
 sql_fail:
-    errf(err, err_len, OC_ERR_IO, "store: could not set up the schema of %s: %s", path,
-         msg ? msg : sqlite3_errmsg(db));
+    dg_fail(err, err_len, OC_ERR_IO, "store: could not set up the schema of %s: %s", path,
+            msg ? msg : sqlite3_errmsg(db));
     sqlite3_free(msg);
     return OC_ERR_IO;
+}
+
+/* Remove a database file and its WAL companions (best effort). */
+static void remove_db_files(const char *path)
+{
+    static const char *const suffix[] = {"", "-wal", "-shm", "-journal"};
+    size_t n = strlen(path) + sizeof "-journal";
+    char *name = malloc(n);
+    if (!name)
+        return;
+    for (size_t i = 0; i < sizeof suffix / sizeof suffix[0]; i++) {
+        snprintf(name, n, "%s%s", path, suffix[i]);
+        unlink(name);
+    }
+    free(name);
 }
 
 int dg_store_open(const char *path, dg_store **out, char *err, size_t err_len)
 {
     *out = NULL;
     if (!path || !*path)
-        return errf(err, err_len, OC_ERR_INVALID, "store: dbPath is empty%s%s", "", NULL);
+        return dg_fail(err, err_len, OC_ERR_INVALID, "store: dbPath is empty; set it to a file path");
     struct stat sb;
     int existed = stat(path, &sb) == 0;
 
     dg_store *st = calloc(1, sizeof *st);
     if (!st)
-        return errf(err, err_len, OC_ERR_NOMEM, "store: out of memory opening %s%s", path, NULL);
+        return dg_fail(err, err_len, OC_ERR_NOMEM, "store: out of memory opening %s", path);
     pthread_mutex_init(&st->lock, NULL);
 
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX;
     int rc = sqlite3_open_v2(path, &st->db, flags, NULL);
     if (rc != SQLITE_OK) {
-        errf(err, err_len, OC_ERR_IO,
-             "store: cannot open dbPath %s: %s; check that the folder exists and is writable",
-             path, st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
+        dg_fail(err, err_len, OC_ERR_IO,
+                "store: cannot open dbPath %s: %s; check that the folder exists and is writable",
+                path, st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
+        rc = OC_ERR_IO;
         goto fail;
     }
     sqlite3_extended_result_codes(st->db, 1);
@@ -134,33 +144,16 @@ int dg_store_open(const char *path, dg_store **out, char *err, size_t err_len)
                   "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
                   &msg);
     if (rc != SQLITE_OK) {
-        errf(err, err_len, OC_ERR_IO,
-             "store: cannot prepare dbPath %s: %s; check that the folder exists and is writable",
-             path, msg ? msg : sqlite3_errmsg(st->db));
+        dg_fail(err, err_len, OC_ERR_IO,
+                "store: cannot prepare dbPath %s: %s; check that the folder exists and is writable",
+                path, msg ? msg : sqlite3_errmsg(st->db));
         sqlite3_free(msg);
+        rc = OC_ERR_IO;
         goto fail;
     }
     rc = migrate(st->db, path, &st->opened_version, err, err_len);
-    if (rc != OC_OK) {
-        sqlite3_close_v2(st->db);
-        st->db = NULL;
-        pthread_mutex_destroy(&st->lock);
-        free(st);
-        if (!existed && rc != OC_ERR_UNSUPPORTED) {
-            /* Leave nothing behind when we created the file ourselves. */
-            size_t n = strlen(path) + 8;
-            char *side = malloc(n);
-            unlink(path);
-            if (side) {
-                snprintf(side, n, "%s-wal", path);
-                unlink(side);
-                snprintf(side, n, "%s-shm", path);
-                unlink(side);
-                free(side);
-            }
-        }
-        return rc;
-    }
+    if (rc != OC_OK)
+        goto fail;
     *out = st;
     return OC_OK;
 
@@ -169,19 +162,11 @@ fail:
         sqlite3_close_v2(st->db);
     pthread_mutex_destroy(&st->lock);
     free(st);
-    if (!existed) {
-        unlink(path);
-        size_t n = strlen(path) + 8;
-        char *side = malloc(n);
-        if (side) {
-            snprintf(side, n, "%s-wal", path);
-            unlink(side);
-            snprintf(side, n, "%s-shm", path);
-            unlink(side);
-            free(side);
-        }
-    }
-    return OC_ERR_IO;
+    /* Leave nothing behind when the file is ours; a database of a newer
+     * schema is someone else's and stays untouched. */
+    if (!existed && rc != OC_ERR_UNSUPPORTED)
+        remove_db_files(path);
+    return rc;
 }
 
 void dg_store_close(dg_store *st)
