@@ -324,17 +324,16 @@ int dg_store_turns_scopes_clear(dg_store *st, const char *channel_id)
 static const char SQL_SEEN_CLAIM[] =
     "INSERT OR IGNORE INTO turn_ledger (channel_id, k, at_ms) VALUES (?, ?, ?)";
 
-int dg_store_turns_seen_claim(dg_store *st, const char *channel_id, const char *message_id,
-                              int64_t now_ms, int *fresh)
+/* INSERT OR IGNORE of (a, b, now) with one of the claim statements; *fresh
+ * says whether the row is new (the first claim wins). */
+static int claim_pair(dg_store *st, const char *sql, const char *a, const char *b,
+                      int64_t now_ms, int *fresh)
 {
-    *fresh = 0;
-    if (!message_id || !*message_id || message_id[0] == '~')
-        return OC_ERR_INVALID; /* '~' starts the keys of state rows */
-    sqlite3_stmt *s = dg_store_stmt(st, SQL_SEEN_CLAIM);
+    sqlite3_stmt *s = dg_store_stmt(st, sql);
     if (!s)
         return OC_ERR_IO;
-    dg_store_bind_text(s, 1, channel_id);
-    dg_store_bind_text(s, 2, message_id);
+    dg_store_bind_text(s, 1, a);
+    dg_store_bind_text(s, 2, b);
     sqlite3_bind_int64(s, 3, now_ms);
     if (sqlite3_step(s) != SQLITE_DONE)
         return OC_ERR_IO;
@@ -342,11 +341,10 @@ int dg_store_turns_seen_claim(dg_store *st, const char *channel_id, const char *
     return OC_OK;
 }
 
-static const char SQL_SEEN_PRUNE[] = "DELETE FROM turn_ledger WHERE k < '~' AND at_ms < ?";
-
-int dg_store_turns_seen_prune(dg_store *st, int64_t before_ms, long *removed)
+/* One of the prune statements, whose only parameter is a cut-off time. */
+static int prune_before(dg_store *st, const char *sql, int64_t before_ms, long *removed)
 {
-    sqlite3_stmt *s = dg_store_stmt(st, SQL_SEEN_PRUNE);
+    sqlite3_stmt *s = dg_store_stmt(st, sql);
     if (!s)
         return OC_ERR_IO;
     sqlite3_bind_int64(s, 1, before_ms);
@@ -355,6 +353,22 @@ int dg_store_turns_seen_prune(dg_store *st, int64_t before_ms, long *removed)
     if (removed)
         *removed = (long)sqlite3_changes(sqlite3_db_handle(s));
     return OC_OK;
+}
+
+int dg_store_turns_seen_claim(dg_store *st, const char *channel_id, const char *message_id,
+                              int64_t now_ms, int *fresh)
+{
+    *fresh = 0;
+    if (!message_id || !*message_id || message_id[0] == '~')
+        return OC_ERR_INVALID; /* '~' starts the keys of state rows */
+    return claim_pair(st, SQL_SEEN_CLAIM, channel_id, message_id, now_ms, fresh);
+}
+
+static const char SQL_SEEN_PRUNE[] = "DELETE FROM turn_ledger WHERE k < '~' AND at_ms < ?";
+
+int dg_store_turns_seen_prune(dg_store *st, int64_t before_ms, long *removed)
+{
+    return prune_before(st, SQL_SEEN_PRUNE, before_ms, removed);
 }
 
 static const char SQL_RUN_CLAIM[] =
@@ -366,31 +380,14 @@ int dg_store_turns_run_claim(dg_store *st, const char *session_key, const char *
     *fresh = 0;
     if (!session_key || !*session_key || !run_id || !*run_id)
         return OC_ERR_INVALID;
-    sqlite3_stmt *s = dg_store_stmt(st, SQL_RUN_CLAIM);
-    if (!s)
-        return OC_ERR_IO;
-    dg_store_bind_text(s, 1, session_key);
-    dg_store_bind_text(s, 2, run_id);
-    sqlite3_bind_int64(s, 3, now_ms);
-    if (sqlite3_step(s) != SQLITE_DONE)
-        return OC_ERR_IO;
-    *fresh = sqlite3_changes(sqlite3_db_handle(s)) > 0;
-    return OC_OK;
+    return claim_pair(st, SQL_RUN_CLAIM, session_key, run_id, now_ms, fresh);
 }
 
 static const char SQL_RUNS_PRUNE[] = "DELETE FROM turn_runs WHERE at_ms < ?";
 
 int dg_store_turns_runs_prune(dg_store *st, int64_t before_ms, long *removed)
 {
-    sqlite3_stmt *s = dg_store_stmt(st, SQL_RUNS_PRUNE);
-    if (!s)
-        return OC_ERR_IO;
-    sqlite3_bind_int64(s, 1, before_ms);
-    if (sqlite3_step(s) != SQLITE_DONE)
-        return OC_ERR_IO;
-    if (removed)
-        *removed = (long)sqlite3_changes(sqlite3_db_handle(s));
-    return OC_OK;
+    return prune_before(st, SQL_RUNS_PRUNE, before_ms, removed);
 }
 
 int dg_store_turns_count(dg_store *st, const char *what, long *out)
