@@ -32,6 +32,9 @@
 #define MAX_BODY (8u << 20)      /* answers larger than this are refused */
 #define MAX_ROUTES 1024          /* idle route states beyond this are forgotten */
 #define POLL_MS 50               /* abort latency of a transfer in flight */
+#define MAX_WAIT_MS (3600L * 1000) /* longest rate-limit wait believed from a server: a
+                                    value beyond is an error or hostile, and a double
+                                    that big would not even fit the integer maths */
 
 /* Rate-limit state of one route (method + template + major id). */
 typedef struct rl_route {
@@ -92,6 +95,24 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+#define AUTH_PREFIX "Authorization: Bot "
+
+/* Overwrite every copy of the token in text with '*'. A server may echo the
+ * request (a proxy's error page, an apiBase pointing at the wrong thing), and
+ * what it says travels on into err->message: tool results an agent sees, the
+ * outbox's stored last_error, logs. The token lives only in the first header. */
+static void scrub_token(const dg_discord *d, char *text)
+{
+    if (!d->headers || !text)
+        return;
+    const char *tok = d->headers->data + strlen(AUTH_PREFIX);
+    size_t n = strlen(tok);
+    if (n == 0)
+        return;
+    for (char *hit = strstr(text, tok); hit; hit = strstr(hit + n, tok))
+        memset(hit, '*', n);
+}
+
 static void logf_(dg_discord *d, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -104,6 +125,7 @@ static void logf_(dg_discord *d, int level, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
+    scrub_token(d, buf);
     d->log(d->log_state, level, buf);
 }
 
@@ -126,6 +148,36 @@ static int set_err(dg_discord_err *e, int rc, long http, int retryable, const ch
 static char *xstrdup(const char *s)
 {
     return s ? strdup(s) : NULL;
+}
+
+/* Seconds as Discord writes them ("1", "0.350"), read the same whatever
+ * LC_NUMERIC the host runs with (strtod would stop at the '.' under a
+ * decimal-comma locale); -1 for anything else. */
+static double parse_secs(const char *v)
+{
+    double x = 0, scale = 1;
+    int digits = 0;
+    const char *p = v;
+    for (; *p >= '0' && *p <= '9'; p++, digits++)
+        x = x * 10 + (*p - '0');
+    if (*p == '.')
+        for (p++; *p >= '0' && *p <= '9'; p++, digits++)
+            x += (*p - '0') * (scale /= 10);
+    return digits && !*p ? x : -1;
+}
+
+/* Seconds from a server -> milliseconds, rounded up (a wait never ends
+ * early), capped at MAX_WAIT_MS; -1 when not a usable number. */
+static long secs_to_ms(double s)
+{
+    if (!(s >= 0))
+        return -1;   /* negative or NaN */
+    if (s * 1000.0 >= (double)MAX_WAIT_MS)
+        return MAX_WAIT_MS;
+    long ms = (long)(s * 1000.0);
+    if ((double)ms < s * 1000.0)
+        ms++;
+    return ms;
 }
 
 int dg_discord_is_snowflake(const char *s)
@@ -393,7 +445,7 @@ static void rl_release(dg_discord *d, const char *route, const hdrs *h, long htt
             r->known = 1;
             r->limit = h->limit;
             r->remaining = h->remaining;
-            r->reset_at = now + (int64_t)(h->reset_after * 1000.0 + 0.999);
+            r->reset_at = now + secs_to_ms(h->reset_after);
             if (h->bucket[0])
                 snprintf(r->bucket, sizeof r->bucket, "%s", h->bucket);
         }
@@ -556,14 +608,14 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *ud)
         x->h.remaining = strtol(v, NULL, 10);
         x->h.has_remaining = 1;
     } else if (header_is(line, n, "X-RateLimit-Reset-After", v, sizeof v)) {
-        x->h.reset_after = strtod(v, NULL);
+        x->h.reset_after = parse_secs(v);
         x->h.has_reset = x->h.reset_after >= 0;
     } else if (header_is(line, n, "X-RateLimit-Global", v, sizeof v)) {
         x->h.global = !strcasecmp(v, "true");
     } else if (header_is(line, n, "X-RateLimit-Scope", x->h.scope, sizeof x->h.scope)) {
         /* stored in place */
     } else if (header_is(line, n, "Retry-After", v, sizeof v)) {
-        x->h.retry_after = strtod(v, NULL);
+        x->h.retry_after = parse_secs(v);
         x->h.has_retry_after = x->h.retry_after >= 0;
     }
     return n;
@@ -680,10 +732,12 @@ static int first_form_error(json_t *j, char *path, size_t path_len, const char *
 }
 
 /* Discord's message (and form-error detail) from an error body. */
-static void discord_message(const xfer *x, char *out, size_t out_len, int *code)
+static void discord_message(const dg_discord *d, xfer *x, char *out, size_t out_len, int *code)
 {
     out[0] = '\0';
     *code = 0;
+    /* Before anything is cut to length: a cut token would leak its start. */
+    scrub_token(d, x->body);
     json_t *j = x->body ? json_loads(x->body, 0, NULL) : NULL;
     const char *m = j ? json_string_value(json_object_get(j, "message")) : NULL;
     if (m) {
@@ -700,6 +754,7 @@ static void discord_message(const xfer *x, char *out, size_t out_len, int *code)
         snprintf(out, out_len, "no error text");
     }
     json_decref(j);
+    scrub_token(d, out);   /* a token spelt with JSON escapes */
 }
 
 static int status_rc(long http)
@@ -732,9 +787,7 @@ static long retry_after_of(const xfer *x, int *global)
     if (ra < 0)
         ra = 1.0; /* a 429 without any hint: be patient for a second */
     *global = g;
-    long ms = (long)(ra * 1000.0);
-    if ((double)ms < ra * 1000.0)
-        ms++;
+    long ms = secs_to_ms(ra);
     return ms > 0 ? ms : 1;
 }
 
@@ -853,7 +906,7 @@ static int do_request(dg_discord *d, const char *method, const char *path, const
             break;
         }
         char dmsg[400];
-        discord_message(&x, dmsg, sizeof dmsg, &e->discord_code);
+        discord_message(d, &x, dmsg, sizeof dmsg, &e->discord_code);
         free(x.body);
         if (http == 429) {
             n429++;
@@ -903,6 +956,7 @@ static int do_request(dg_discord *d, const char *method, const char *path, const
         break;
     }
     free(url);
+    scrub_token(d, e->message);
     return rc;
 }
 
@@ -983,7 +1037,7 @@ int dg_discord_new(const dg_discord_options *o, dg_discord **out, char *err, siz
     char *auth = malloc(al);
     if (!auth)
         goto nomem_free;
-    snprintf(auth, al, "Authorization: Bot %s", o->token);
+    snprintf(auth, al, AUTH_PREFIX "%s", o->token);
     struct curl_slist *h = curl_slist_append(NULL, auth);
     memset(auth, 0, al);
     free(auth);

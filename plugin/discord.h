@@ -11,6 +11,8 @@
  *     learnt from X-RateLimit-* headers; a route whose bucket is not known
  *     yet runs one request at a time; a 429 waits retry_after (never less)
  *     and retries; a global 429 holds back every route of this client.
+ *     Times from the server are read independently of the locale and
+ *     believed up to one hour (a larger value counts as one hour).
  *   - 5xx and transport errors are retried with bounded exponential
  *     back-off and full jitter; 400/401/403/404 (and any other 4xx but 429)
  *     are never retried and come back with Discord's own message.
@@ -21,7 +23,8 @@
  *   - Thread-safe: any thread, several at once. Connections are reused
  *     through a small pool of libcurl handles.
  *   - The token goes into the Authorization header and nowhere else; no
- *     message produced here (err->message, log lines) contains it.
+ *     message produced here (err->message, log lines) contains it, not even
+ *     when a server echoes the request back in its answer.
  *   - curl_global_init runs once (pthread_once); curl_global_cleanup never.
  *
  * Status mapping (the oc_status returned; err->http_status has the code):

@@ -4,7 +4,11 @@
  * unknown bucket, known bucket), retries, refusals, timeouts, abort, and
  * the token never leaving the Authorization header.
  */
+#include <arpa/inet.h>
 #include <check.h>
+#include <locale.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -857,6 +861,243 @@ START_TEST(connections_reused)
 }
 END_TEST
 
+/* ---- a scripted server: answers exactly what a test says ---------------------------- */
+
+/* For answers the fake never gives (odd headers, bodies echoing the request):
+ * every request gets `status`, `body` (each "%AUTH%" replaced by the request's
+ * Authorization header) and the headers in hdr; arrival times are kept. */
+typedef struct script_srv {
+    struct MHD_Daemon *mhd;
+    char url[64];
+    pthread_mutex_t mu;
+    int status;
+    char body[512];
+    const char *hdr[8][2];
+    int n_hdr;
+    int count;
+    long long t_ms[256];
+} script_srv;
+
+static enum MHD_Result script_on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                         const char *method, const char *version,
+                                         const char *upload, size_t *upload_size, void **con)
+{
+    (void)url; (void)method; (void)version; (void)upload;
+    script_srv *s = cls;
+    static int marker;
+    if (!*con) {
+        *con = &marker;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    char body[1024] = "";
+    pthread_mutex_lock(&s->mu);
+    if (s->count < 256)
+        s->t_ms[s->count] = obe_mono_ms();
+    s->count++;
+    const char *b = s->body;
+    size_t o = 0;
+    while (*b && o + 1 < sizeof body) {
+        if (!strncmp(b, "%AUTH%", 6)) {
+            o += (size_t)snprintf(body + o, sizeof body - o, "%s", auth ? auth : "");
+            b += 6;
+        } else {
+            body[o++] = *b++;
+        }
+    }
+    body[o < sizeof body ? o : sizeof body - 1] = '\0';
+    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), body,
+                                                             MHD_RESPMEM_MUST_COPY);
+    for (int i = 0; i < s->n_hdr; i++)
+        MHD_add_response_header(r, s->hdr[i][0], s->hdr[i][1]);
+    int status = s->status;
+    pthread_mutex_unlock(&s->mu);
+    enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static script_srv *script_start(int status, const char *body)
+{
+    script_srv *s = calloc(1, sizeof *s);
+    ck_assert_ptr_nonnull(s);
+    pthread_mutex_init(&s->mu, NULL);
+    s->status = status;
+    snprintf(s->body, sizeof s->body, "%s", body);
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    s->mhd = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD,
+                              0, NULL, NULL, script_on_request, s, MHD_OPTION_SOCK_ADDR,
+                              (struct sockaddr *)&sa, MHD_OPTION_END);
+    ck_assert_ptr_nonnull(s->mhd);
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
+    snprintf(s->url, sizeof s->url, "http://127.0.0.1:%u/api/v10", (unsigned)di->port);
+    return s;
+}
+
+static void script_header(script_srv *s, const char *name, const char *value)
+{
+    ck_assert_int_lt(s->n_hdr, 8);
+    s->hdr[s->n_hdr][0] = name;
+    s->hdr[s->n_hdr][1] = value;
+    s->n_hdr++;
+}
+
+static int script_count(script_srv *s)
+{
+    pthread_mutex_lock(&s->mu);
+    int n = s->count;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+static void script_stop(script_srv *s)
+{
+    MHD_stop_daemon(s->mhd);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+static dg_discord *script_client(script_srv *s, long timeout_ms)
+{
+    dg_discord_options o = {
+        .api_base = s->url,
+        .token = TOKEN,
+        .timeout_ms = timeout_ms,
+        .backoff_base_ms = 10,
+        .backoff_max_ms = 40,
+    };
+    dg_discord *d = NULL;
+    char err[256];
+    ck_assert_msg(dg_discord_new(&o, &d, err, sizeof err) == OC_OK, "%s", err);
+    return d;
+}
+
+START_TEST(huge_retry_after_fails_fast)
+{
+    /* A retry_after too large for a long: the call must give up at once with
+     * the wait in retry_after_ms, not hammer the server with 1 ms waits. */
+    script_srv *s = script_start(429, "{\"message\":\"You are being rate limited.\","
+                                      "\"retry_after\":1e300,\"global\":false}");
+    dg_discord *d = script_client(s, 2000);
+    dg_discord_err err;
+    int rc = dg_discord_post_message(d, "400000000000000001", "x", NULL, 0, "n-huge", NULL,
+                                     &err);
+    ck_assert_int_eq(rc, OC_ERR_IO);
+    ck_assert_int_eq(err.retryable, 1);
+    ck_assert_msg(err.retry_after_ms >= 3600L * 1000, "retry_after_ms %ld", err.retry_after_ms);
+    ck_assert_int_eq(script_count(s), 1);
+    ck_assert_int_eq(err.attempts, 1);
+    dg_discord_free(d);
+    script_stop(s);
+}
+END_TEST
+
+START_TEST(huge_reset_after_holds_the_route)
+{
+    /* X-RateLimit-Reset-After beyond any int64 of milliseconds: the route is
+     * exhausted for (at least) as long as the client can wait, so the next
+     * call fails fast without a request. */
+    script_srv *s = script_start(200, "{\"id\":\"500000000000000001\"}");
+    script_header(s, "X-RateLimit-Bucket", "b1");
+    script_header(s, "X-RateLimit-Limit", "1");
+    script_header(s, "X-RateLimit-Remaining", "0");
+    script_header(s, "X-RateLimit-Reset-After", "99999999999999999999999.5");
+    dg_discord *d = script_client(s, 2000);
+    dg_discord_err err;
+    ck_assert_int_eq(dg_discord_post_message(d, "400000000000000001", "one", NULL, 0, "n-1",
+                                             NULL, &err), OC_OK);
+    int rc = dg_discord_post_message(d, "400000000000000001", "two", NULL, 0, "n-2", NULL, &err);
+    ck_assert_int_eq(rc, OC_ERR_IO);
+    ck_assert_int_eq(err.retryable, 1);
+    ck_assert_msg(err.retry_after_ms >= 3600L * 1000, "retry_after_ms %ld", err.retry_after_ms);
+    ck_assert_int_eq(script_count(s), 1);
+    dg_discord_free(d);
+    script_stop(s);
+}
+END_TEST
+
+/* Build a de_DE.UTF-8 locale (decimal comma) under dir with localedef;
+ * 0 when it is usable through LOCPATH. */
+static int make_comma_locale(const char *dir)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "localedef -i de_DE -f UTF-8 '%s/de_DE.UTF-8' >/dev/null 2>&1",
+             dir);
+    if (system(cmd) != 0)
+        return -1;
+    setenv("LOCPATH", dir, 1);
+    return setlocale(LC_NUMERIC, "de_DE.UTF-8") ? 0 : -1;
+}
+
+START_TEST(reset_after_read_the_same_in_any_locale)
+{
+    /* A host may run with a decimal-comma locale; "0.600" still means 600 ms. */
+    char dir[] = "/tmp/dg-locale-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    if (make_comma_locale(dir) != 0) {
+        fprintf(stderr, "reset_after_read_the_same_in_any_locale: no localedef/de_DE here, "
+                        "skipped\n");
+        char rm[128];
+        snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+        ck_assert_int_eq(system(rm), 0);
+        return;
+    }
+    ck_assert_double_eq(strtod("0.5", NULL), 0.0); /* the locale is really in force */
+    script_srv *s = script_start(200, "{\"id\":\"500000000000000001\"}");
+    script_header(s, "X-RateLimit-Bucket", "b1");
+    script_header(s, "X-RateLimit-Limit", "1");
+    script_header(s, "X-RateLimit-Remaining", "0");
+    script_header(s, "X-RateLimit-Reset-After", "0.600");
+    dg_discord *d = script_client(s, 5000);
+    ck_assert_int_eq(dg_discord_post_message(d, "400000000000000001", "one", NULL, 0, "n-1",
+                                             NULL, NULL), OC_OK);
+    ck_assert_int_eq(dg_discord_post_message(d, "400000000000000001", "two", NULL, 0, "n-2",
+                                             NULL, NULL), OC_OK);
+    ck_assert_int_eq(script_count(s), 2);
+    long long gap = s->t_ms[1] - s->t_ms[0];
+    setlocale(LC_NUMERIC, "C");
+    ck_assert_msg(gap >= 590, "second request after %lld ms, before the bucket's reset", gap);
+    dg_discord_free(d);
+    script_stop(s);
+    char rm[128];
+    snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(rm), 0);
+}
+END_TEST
+
+START_TEST(token_echoed_by_server_never_in_error)
+{
+    /* A proxy or a misconfigured apiBase may echo the request; the token
+     * must not travel on in err->message (tool results, the outbox's
+     * last_error, logs). */
+    const char *bodies[] = {
+        "bad gateway: you sent %AUTH%",
+        "{\"message\":\"denied for %AUTH%\",\"code\":0}",
+    };
+    for (int i = 0; i < 2; i++) {
+        script_srv *s = script_start(400, bodies[i]);
+        dg_discord *d = script_client(s, 2000);
+        dg_discord_err err;
+        int rc = dg_discord_post_message(d, "400000000000000001", "x", NULL, 0, "n-echo", NULL,
+                                         &err);
+        ck_assert_int_eq(rc, OC_ERR_INVALID);
+        ck_assert_int_eq(script_count(s), 1);
+        ck_assert_msg(!strstr(err.message, TOKEN), "token in error text: %s", err.message);
+        ck_assert_msg(strstr(err.message, "Bot "), "the rest of the text is kept: %s",
+                      err.message);
+        dg_discord_free(d);
+        script_stop(s);
+    }
+}
+END_TEST
+
 Suite *make_discord_suite(void)
 {
     Suite *s = suite_create("discord");
@@ -885,6 +1126,10 @@ Suite *make_discord_suite(void)
     tcase_add_test(tc, connection_refused_is_retryable);
     tcase_add_test(tc, concurrent_callers);
     tcase_add_test(tc, connections_reused);
+    tcase_add_test(tc, huge_retry_after_fails_fast);
+    tcase_add_test(tc, huge_reset_after_holds_the_route);
+    tcase_add_test(tc, reset_after_read_the_same_in_any_locale);
+    tcase_add_test(tc, token_echoed_by_server_never_in_error);
     suite_add_tcase(s, tc);
     return s;
 }
