@@ -402,54 +402,61 @@ static int send_row(dg_outbox *ob, const dg_outbox_row *row)
 }
 
 /*
- * One pass over the oldest pending row of each channel. Returns the
- * monotonic time at which a waiting channel is due (INT64_MAX: none), and
- * sets *progress when a row changed state; *empty when nothing is pending.
+ * One pass over the oldest pending row of each channel, read in pages of
+ * `batch` channels so that channels in back-off never hide the ones behind
+ * them. Returns the monotonic time at which a waiting channel is due
+ * (INT64_MAX: none), and sets *progress when a row changed state; *empty
+ * when nothing is pending.
  */
 static int64_t run_pass(dg_outbox *ob, int *progress, int *empty)
 {
     dg_plugin *p = ob->p;
     *progress = 0;
     *empty = 0;
-    dg_outbox_row *rows = NULL;
-    size_t n = 0;
-    int rc = dg_store_begin(p->store);
-    if (rc == OC_OK) {
-        rc = dg_store_outbox_heads(p->store, ob->o.batch, &rows, &n);
-        if (rc == OC_OK)
-            rc = dg_store_commit(p->store);
-        else
-            dg_store_rollback(p->store);
-    }
-    if (rc != OC_OK) {
+    int64_t next = INT64_MAX, after = 0;
+    for (int page = 0; !stopping(ob); page++) {
+        dg_outbox_row *rows = NULL;
+        size_t n = 0;
+        int rc = dg_store_begin(p->store);
+        if (rc == OC_OK) {
+            rc = dg_store_outbox_heads(p->store, after, ob->o.batch, &rows, &n);
+            if (rc == OC_OK)
+                rc = dg_store_commit(p->store);
+            else
+                dg_store_rollback(p->store);
+        }
+        if (rc != OC_OK) {
+            dg_outbox_rows_free(rows, n);
+            dg_log(p, OC_LOG_ERROR, "outbox: cannot read pending messages from the store "
+                                    "(%s); trying again in 1 s",
+                   oc_status_name(rc));
+            return mono_ms() + 1000 < next ? mono_ms() + 1000 : next;
+        }
+        if (n == 0) {
+            *empty = page == 0;
+            break;
+        }
+        for (size_t i = 0; i < n && !stopping(ob); i++) {
+            chan_wait *w = wait_of(ob, rows[i].channel_id);
+            if (w && w->not_before > mono_ms()) {
+                if (w->not_before < next)
+                    next = w->not_before;
+                continue;
+            }
+            if (send_row(ob, &rows[i])) {
+                *progress = 1;
+            } else {
+                w = wait_of(ob, rows[i].channel_id);
+                int64_t due = w ? w->not_before : mono_ms() + ob->o.backoff_base_ms;
+                if (due < next)
+                    next = due;
+            }
+        }
+        after = rows[n - 1].id;
         dg_outbox_rows_free(rows, n);
-        dg_log(p, OC_LOG_ERROR, "outbox: cannot read pending messages from the store (%s); "
-                                "trying again in 1 s",
-               oc_status_name(rc));
-        return mono_ms() + 1000;
+        if (n < ob->o.batch)
+            break;
     }
-    if (n == 0) {
-        *empty = 1;
-        return INT64_MAX;
-    }
-    int64_t next = INT64_MAX;
-    for (size_t i = 0; i < n && !stopping(ob); i++) {
-        chan_wait *w = wait_of(ob, rows[i].channel_id);
-        if (w && w->not_before > mono_ms()) {
-            if (w->not_before < next)
-                next = w->not_before;
-            continue;
-        }
-        if (send_row(ob, &rows[i])) {
-            *progress = 1;
-        } else {
-            w = wait_of(ob, rows[i].channel_id);
-            int64_t due = w ? w->not_before : mono_ms() + ob->o.backoff_base_ms;
-            if (due < next)
-                next = due;
-        }
-    }
-    dg_outbox_rows_free(rows, n);
     return next;
 }
 

@@ -47,7 +47,8 @@ typedef struct dg_outbox_options {
     long backoff_base_ms;  /* first wait after a failed send; default 1000 */
     long backoff_max_ms;   /* cap of the doubling waits; default 60000 */
     int max_attempts;      /* failed sends before a row is failed for good; default 20 */
-    size_t batch;          /* channels looked at per pass; default 64 */
+    size_t batch;          /* channels read from the store at a time (a pass
+                              pages through all of them); default 64 */
 } dg_outbox_options;
 
 /* dg_outbox_start with options (o may be NULL). Needs p->store and

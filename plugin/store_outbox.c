@@ -43,7 +43,8 @@ static const char sql_insert[] =
     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
 static const char sql_heads[] =
     "SELECT " ROW_COLS " FROM outbox WHERE id IN "
-    "(SELECT min(id) FROM outbox WHERE state = 0 GROUP BY channel_id) ORDER BY id LIMIT ?1";
+    "(SELECT min(id) FROM outbox WHERE state = 0 GROUP BY channel_id) AND id > ?2 "
+    "ORDER BY id LIMIT ?1";
 static const char sql_list_all[] = "SELECT " ROW_COLS " FROM outbox ORDER BY id";
 static const char sql_list_chan[] =
     "SELECT " ROW_COLS " FROM outbox WHERE channel_id = ?1 ORDER BY id";
@@ -139,7 +140,8 @@ static int collect(sqlite3_stmt *s, dg_outbox_row **rows, size_t *n)
     return OC_OK;
 }
 
-int dg_store_outbox_heads(dg_store *st, size_t max, dg_outbox_row **rows, size_t *n)
+int dg_store_outbox_heads(dg_store *st, int64_t after_id, size_t max, dg_outbox_row **rows,
+                          size_t *n)
 {
     *rows = NULL;
     *n = 0;
@@ -147,6 +149,7 @@ int dg_store_outbox_heads(dg_store *st, size_t max, dg_outbox_row **rows, size_t
     if (!s)
         return OC_ERR_IO;
     sqlite3_bind_int64(s, 1, (sqlite3_int64)max);
+    sqlite3_bind_int64(s, 2, after_id);
     return collect(s, rows, n);
 }
 

@@ -39,9 +39,12 @@ typedef struct dg_outbox_row {
  * or OC_ERR_IO (constraint or SQLite error). */
 int dg_store_outbox_insert(dg_store *st, const dg_outbox_row *row, int64_t *id_out);
 
-/* The oldest pending row of each channel, at most max rows, ordered by id.
- * *rows (NULL when *n is 0) is owned by the caller: dg_outbox_rows_free. */
-int dg_store_outbox_heads(dg_store *st, size_t max, dg_outbox_row **rows, size_t *n);
+/* The oldest pending row of each channel whose id is above after_id (0:
+ * from the start), at most max rows, ordered by id: a caller pages through
+ * every channel with after_id = the last id of the previous page. *rows
+ * (NULL when *n is 0) is owned by the caller: dg_outbox_rows_free. */
+int dg_store_outbox_heads(dg_store *st, int64_t after_id, size_t max, dg_outbox_row **rows,
+                          size_t *n);
 
 /* Every row of a channel (NULL: all channels) ordered by id; same ownership. */
 int dg_store_outbox_list(dg_store *st, const char *channel_id, dg_outbox_row **rows,

@@ -341,6 +341,35 @@ START_TEST(failing_row_blocks_only_its_channel)
 }
 END_TEST
 
+START_TEST(failing_channels_beyond_batch_do_not_starve_others)
+{
+    /* More channels in back-off than one pass looks at (batch) must not hold
+     * back a healthy channel whose head row is newer than theirs. */
+    dg_discord_options tune = quick_client;
+    tune.max_attempts = 1;
+    oenv *o = oenv_open(&tune);
+    char third[24];
+    ck_assert_int_eq(fake_discord_add_channel(o->fd, NULL, "third", third), 0);
+    char route[64];
+    snprintf(route, sizeof route, "POST /channels/%s/messages", o->chan);
+    ck_assert_int_eq(fake_discord_add_fault(o->fd, route, FD_FAULT_500, 1000, 0, 0), 0);
+    snprintf(route, sizeof route, "POST /channels/%s/messages", o->chan2);
+    ck_assert_int_eq(fake_discord_add_fault(o->fd, route, FD_FAULT_500, 1000, 0, 0), 0);
+    enqueue(o, o->chan, "A1 keeps failing", NULL, 0);
+    enqueue(o, o->chan2, "B1 keeps failing", NULL, 0);
+    enqueue(o, third, "C1 healthy", NULL, 0);
+    dg_outbox_options opt = quick_outbox;
+    opt.batch = 2;
+    opt.max_attempts = 1000;
+    oenv_start(o, &opt);
+    ck_assert_msg(fake_discord_wait_messages(o->fd, third, 1, 5000) == 0,
+                  "the healthy channel waited behind two failing ones");
+    ck_assert_uint_eq(fake_discord_message_count(o->fd, o->chan), 0);
+    ck_assert_uint_eq(fake_discord_message_count(o->fd, o->chan2), 0);
+    oenv_close(o);
+}
+END_TEST
+
 START_TEST(forbidden_fails_for_good_and_unblocks)
 {
     oenv *o = oenv_open(NULL);
@@ -642,6 +671,7 @@ Suite *make_outbox_suite(void)
     tcase_add_test(tc, split_rules);
     tcase_add_test(tc, long_content_split_in_order);
     tcase_add_test(tc, failing_row_blocks_only_its_channel);
+    tcase_add_test(tc, failing_channels_beyond_batch_do_not_starve_others);
     tcase_add_test(tc, forbidden_fails_for_good_and_unblocks);
     tcase_add_test(tc, rate_limited_then_once);
     tcase_add_test(tc, unsent_rows_sent_on_start);
