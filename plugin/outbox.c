@@ -28,6 +28,7 @@
 
 #define NONCE_BYTES 12   /* 24 hex characters, within Discord's 25 */
 #define MAX_MENTIONS 100
+#define HOLD_401_MS (10L * 60 * 1000)  /* pause of all sending after a refused token */
 
 /* Back-off of one channel whose head row failed. In memory only: after a
  * restart every pending row is due at once. */
@@ -53,6 +54,7 @@ struct dg_outbox {
     /* Dispatcher thread only. */
     chan_wait *waits;
     size_t n_waits, cap_waits;
+    int64_t hold_until;     /* monotonic ms: nothing is sent before (401) */
 };
 
 static int64_t mono_ms(void)
@@ -370,7 +372,18 @@ static int send_row(dg_outbox *ob, const dg_outbox_row *row)
         return 0; /* aborted by shutdown: the row stays as it was */
 
     int attempts = row->attempts + 1;
-    if (!e.retryable || attempts >= ob->o.max_attempts) {
+    if (e.http_status == 401) {
+        /* The token, not this message: keep every row, stop asking. */
+        record(ob, row, RETRY, NULL, e.message);
+        ob->hold_until = mono_ms() + HOLD_401_MS;
+        dg_log(p, OC_LOG_ERROR,
+               "outbox: Discord refuses the moderator token (%s); no moderator message is "
+               "sent for the next %ld minutes. Fix discord.moderatorToken (or env "
+               "DIRIGENT_MODERATOR_TOKEN) and restart: the messages wait, none is lost",
+               e.message, HOLD_401_MS / 60000);
+        return 0;
+    }
+    if (!e.retryable || (ob->o.max_attempts > 0 && attempts >= ob->o.max_attempts)) {
         char reason[700];
         snprintf(reason, sizeof reason, "%s%s", e.message,
                  e.retryable ? " (gave up after the last allowed attempt)" : "");
@@ -391,10 +404,13 @@ static int send_row(dg_outbox *ob, const dg_outbox_row *row)
         wait = e.retry_after_ms;
     record(ob, row, RETRY, NULL, e.message);
     wait_set(ob, row->channel_id, mono_ms() + wait);
+    char of[24] = "";
+    if (ob->o.max_attempts > 0)
+        snprintf(of, sizeof of, " of %d", ob->o.max_attempts);
     dg_log(p, OC_LOG_WARN,
-           "outbox: moderator message %lld for channel %s not sent (attempt %d of %d): %s; "
+           "outbox: moderator message %lld for channel %s not sent (attempt %d%s): %s; "
            "trying again in %ld ms",
-           (long long)row->id, row->channel_id, attempts, ob->o.max_attempts, e.message, wait);
+           (long long)row->id, row->channel_id, attempts, of, e.message, wait);
     pthread_mutex_lock(&ob->mu);
     ob->stats.retries++;
     pthread_mutex_unlock(&ob->mu);
@@ -414,7 +430,9 @@ static int64_t run_pass(dg_outbox *ob, int *progress, int *empty)
     *progress = 0;
     *empty = 0;
     int64_t next = INT64_MAX, after = 0;
-    for (int page = 0; !stopping(ob); page++) {
+    if (ob->hold_until > mono_ms())
+        return ob->hold_until;
+    for (int page = 0; !stopping(ob) && ob->hold_until <= mono_ms(); page++) {
         dg_outbox_row *rows = NULL;
         size_t n = 0;
         int rc = dg_store_begin(p->store);
@@ -436,7 +454,7 @@ static int64_t run_pass(dg_outbox *ob, int *progress, int *empty)
             *empty = page == 0;
             break;
         }
-        for (size_t i = 0; i < n && !stopping(ob); i++) {
+        for (size_t i = 0; i < n && !stopping(ob) && ob->hold_until <= mono_ms(); i++) {
             chan_wait *w = wait_of(ob, rows[i].channel_id);
             if (w && w->not_before > mono_ms()) {
                 if (w->not_before < next)
@@ -457,6 +475,8 @@ static int64_t run_pass(dg_outbox *ob, int *progress, int *empty)
         if (n < ob->o.batch)
             break;
     }
+    if (ob->hold_until > mono_ms())
+        return ob->hold_until;
     return next;
 }
 
@@ -530,8 +550,8 @@ int dg_outbox_start_opts(dg_plugin *p, const dg_outbox_options *o, dg_outbox **o
         ob->o.backoff_max_ms = 60000;
     if (ob->o.backoff_max_ms < ob->o.backoff_base_ms)
         ob->o.backoff_max_ms = ob->o.backoff_base_ms;
-    if (ob->o.max_attempts <= 0)
-        ob->o.max_attempts = 20;
+    if (ob->o.max_attempts < 0)
+        ob->o.max_attempts = 0;
     if (ob->o.batch == 0)
         ob->o.batch = 64;
     pthread_mutex_init(&ob->mu, NULL);

@@ -38,6 +38,10 @@ void dg_outbox_stop(dg_outbox *ob);
 
 /* ---- additions (discord/outbox area) ---------------------------------------- */
 
+/* A 401 (Discord refuses the moderator token) is not the row's fault: no row
+ * is failed, every send is held for 10 minutes (a bad token is not retried
+ * in a loop), and the rows go out once a valid token is in place. */
+
 /* Note on dg_outbox_stop: to end a hanging transfer it switches on the abort
  * of p->discord (dg_discord_set_abort), which also ends other threads' calls
  * in flight, and switches it off again after the join. Shutdown only. */
@@ -46,7 +50,9 @@ void dg_outbox_stop(dg_outbox *ob);
 typedef struct dg_outbox_options {
     long backoff_base_ms;  /* first wait after a failed send; default 1000 */
     long backoff_max_ms;   /* cap of the doubling waits; default 60000 */
-    int max_attempts;      /* failed sends before a row is failed for good; default 20 */
+    int max_attempts;      /* retryable failed sends before a row is failed for good;
+                              default 0: no limit (a Discord outage of any length
+                              loses nothing; only refusals fail a row) */
     size_t batch;          /* channels read from the store at a time (a pass
                               pages through all of them); default 64 */
 } dg_outbox_options;

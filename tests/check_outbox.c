@@ -334,7 +334,7 @@ START_TEST(failing_row_blocks_only_its_channel)
     dg_outbox_get_stats(o->e.p.outbox, &st);
     ck_assert_uint_eq(st.retries, 3);
     ck_assert_uint_eq(st.sent, 3);
-    ck_assert(obe_log_has(&o->e, "attempt 1 of 20"));
+    ck_assert(obe_log_has(&o->e, "(attempt 1)"));   /* no attempt limit by default */
     json_decref(a);
     json_decref(b);
     oenv_close(o);
@@ -366,6 +366,72 @@ START_TEST(failing_channels_beyond_batch_do_not_starve_others)
                   "the healthy channel waited behind two failing ones");
     ck_assert_uint_eq(fake_discord_message_count(o->fd, o->chan), 0);
     ck_assert_uint_eq(fake_discord_message_count(o->fd, o->chan2), 0);
+    oenv_close(o);
+}
+END_TEST
+
+START_TEST(outage_longer_than_any_attempt_count_loses_nothing)
+{
+    /* Discord down for longer than the old budget of 20 attempts (about a
+     * quarter of an hour at the default back-off): the row is still sent
+     * once Discord is back, not failed for good. */
+    dg_discord_options tune = quick_client;
+    tune.max_attempts = 1;
+    oenv *o = oenv_open(&tune);
+    char route[64];
+    snprintf(route, sizeof route, "POST /channels/%s/messages", o->chan);
+    ck_assert_int_eq(fake_discord_add_fault(o->fd, route, FD_FAULT_500, 25, 0, 0), 0);
+    enqueue(o, o->chan, "owed through an outage", NULL, 0);
+    dg_outbox_options opt = {.backoff_base_ms = 5, .backoff_max_ms = 20};
+    oenv_start(o, &opt);
+    ck_assert_int_eq(fake_discord_wait_messages(o->fd, o->chan, 1, 20000), 0);
+    wait_idle(o, 10000);
+    size_t n = 0;
+    dg_outbox_row *rows = rows_of(&o->e, o->chan, &n);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_int_eq(rows[0].state, DG_OUTBOX_SENT);
+    ck_assert_int_eq(rows[0].attempts, 25);
+    dg_outbox_rows_free(rows, n);
+    oenv_close(o);
+}
+END_TEST
+
+START_TEST(refused_token_holds_every_row)
+{
+    /* A 401 says the moderator token is wrong, not that this message is:
+     * the rows stay pending (nothing lost, no request per row hammering
+     * Discord with a bad token) and go out after a restart with a token
+     * Discord accepts. */
+    oenv *o = calloc(1, sizeof *o);
+    ck_assert_ptr_nonnull(o);
+    o->dir = tu_mkdtemp();
+    o->db = tu_path(o->dir, "dirigent.db");
+    char err[200];
+    ck_assert_msg(fake_discord_start(NULL, &o->fd, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(fake_discord_add_channel(o->fd, NULL, "general", o->chan), 0);
+    ck_assert_int_eq(fake_discord_add_channel(o->fd, NULL, "random", o->chan2), 0);
+    env_up(o, NULL);
+    enqueue(o, o->chan, "first", NULL, 0);
+    enqueue(o, o->chan, "second", NULL, 0);
+    enqueue(o, o->chan2, "other channel", NULL, 0);
+    oenv_start(o, NULL);
+    ck_assert_int_eq(fake_discord_wait_requests(o->fd, 1, 10000), 0);
+    usleep(500 * 1000);
+    ck_assert_uint_eq(fake_discord_request_count(o->fd), 1);
+    ck_assert(obe_log_has(&o->e, "401"));
+    int64_t pending = 0;
+    ck_assert_int_eq(dg_store_begin(o->e.p.store), OC_OK);
+    ck_assert_int_eq(dg_store_outbox_count(o->e.p.store, DG_OUTBOX_PENDING, &pending), OC_OK);
+    ck_assert_int_eq(dg_store_commit(o->e.p.store), OC_OK);
+    ck_assert_int_eq(pending, 3);
+    /* The operator fixes the token and restarts. */
+    dg_outbox_stop(o->e.p.outbox);
+    o->e.p.outbox = NULL;
+    ck_assert_int_eq(fake_discord_add_user(o->fd, OBE_TOKEN, OBE_MOD_ID, "moderator", 1), 0);
+    oenv_start(o, NULL);
+    wait_idle(o, 10000);
+    ck_assert_uint_eq(fake_discord_message_count(o->fd, o->chan), 2);
+    ck_assert_uint_eq(fake_discord_message_count(o->fd, o->chan2), 1);
     oenv_close(o);
 }
 END_TEST
@@ -672,6 +738,8 @@ Suite *make_outbox_suite(void)
     tcase_add_test(tc, long_content_split_in_order);
     tcase_add_test(tc, failing_row_blocks_only_its_channel);
     tcase_add_test(tc, failing_channels_beyond_batch_do_not_starve_others);
+    tcase_add_test(tc, outage_longer_than_any_attempt_count_loses_nothing);
+    tcase_add_test(tc, refused_token_holds_every_row);
     tcase_add_test(tc, forbidden_fails_for_good_and_unblocks);
     tcase_add_test(tc, rate_limited_then_once);
     tcase_add_test(tc, unsent_rows_sent_on_start);
