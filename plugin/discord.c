@@ -8,6 +8,7 @@
 #include "discord.h"
 
 #include <curl/curl.h>
+#include <locale.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -17,6 +18,7 @@
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
+#include <wctype.h>
 
 #ifndef DG_VERSION
 #define DG_VERSION "0.0.0"
@@ -219,6 +221,69 @@ static long utf8_chars(const char *s)
     return n;
 }
 
+/* Code point of the (valid) UTF-8 sequence at *p; *p moves past it. */
+static unsigned long utf8_next(const unsigned char **p)
+{
+    const unsigned char *c = *p;
+    unsigned long cp;
+    int extra;
+    if (*c < 0x80) {
+        cp = *c;
+        extra = 0;
+    } else if ((*c & 0xE0) == 0xC0) {
+        cp = *c & 0x1F;
+        extra = 1;
+    } else if ((*c & 0xF0) == 0xE0) {
+        cp = *c & 0x0F;
+        extra = 2;
+    } else {
+        cp = *c & 0x07;
+        extra = 3;
+    }
+    for (c++; extra > 0; extra--, c++)
+        cp = (cp << 6) | (*c & 0x3F);
+    *p = c;
+    return cp;
+}
+
+/* Spaces, line breaks, controls and invisible format characters of Unicode
+ * (Zs, Zl, Zp, Cc and the Cf marks that render as nothing): Discord turns
+ * spaces into dashes and a name with invisible marks only looks like
+ * another one. */
+static int invisible_or_space(unsigned long cp)
+{
+    static const unsigned long ranges[][2] = {
+        {0x0000, 0x0020}, {0x007F, 0x00A0}, {0x00AD, 0x00AD}, {0x061C, 0x061C},
+        {0x115F, 0x1160}, {0x1680, 0x1680}, {0x180E, 0x180E}, {0x2000, 0x200F},
+        {0x2028, 0x202F}, {0x205F, 0x206F}, {0x3000, 0x3000}, {0x3164, 0x3164},
+        {0xFE00, 0xFE0F}, {0xFEFF, 0xFEFF}, {0xFFA0, 0xFFA0}, {0xFFF0, 0xFFFB},
+        {0xE0000, 0xE0FFF},
+    };
+    for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++)
+        if (cp >= ranges[i][0] && cp <= ranges[i][1])
+            return 1;
+    return 0;
+}
+
+static locale_t utf8_locale;
+static pthread_once_t utf8_locale_once = PTHREAD_ONCE_INIT;
+
+static void utf8_locale_init(void)
+{
+    /* A private locale object: the process's own locale is left alone. */
+    utf8_locale = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+}
+
+/* 1 when cp is an upper-case letter (it has a lower-case form). Without a
+ * UTF-8 locale in libc only ASCII can be told. */
+static int upper_case(unsigned long cp)
+{
+    if (cp < 0x80)
+        return cp >= 'A' && cp <= 'Z';
+    pthread_once(&utf8_locale_once, utf8_locale_init);
+    return utf8_locale && (unsigned long)towlower_l((wint_t)cp, utf8_locale) != cp;
+}
+
 int dg_discord_check_channel_name(const char *name, char *why, size_t why_len)
 {
     char scratch[4];
@@ -240,16 +305,17 @@ int dg_discord_check_channel_name(const char *name, char *why, size_t why_len)
                  DG_DISCORD_MAX_NAME);
         return OC_ERR_INVALID;
     }
-    for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
-        if (*c <= 0x20 || *c == 0x7f) {
+    for (const unsigned char *c = (const unsigned char *)name; *c;) {
+        unsigned long cp = utf8_next(&c);
+        if (invisible_or_space(cp)) {
             snprintf(why, why_len,
-                     "name contains whitespace or a control character; text-channel names "
-                     "use '-' instead of spaces");
+                     "name contains whitespace, a control or an invisible character (U+%04lX); "
+                     "text-channel names use '-' instead of spaces", cp);
             return OC_ERR_INVALID;
         }
-        if (*c >= 'A' && *c <= 'Z') {
-            snprintf(why, why_len, "name contains upper-case letters; text-channel names are "
-                                   "lower case");
+        if (upper_case(cp)) {
+            snprintf(why, why_len, "name contains the upper-case letter U+%04lX; text-channel "
+                                   "names are lower case", cp);
             return OC_ERR_INVALID;
         }
     }

@@ -185,6 +185,8 @@ int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
         return dg_fail(err, err_len, OC_ERR_INVALID,
                     "parentId '%s' is not a Discord snowflake (1-20 digits); pass the "
                     "category's id or leave parentId out", req->parent_id);
+    /* A repeated or self-naming entry is a mistake of the caller (it may
+     * have meant another agent): refused, not silently dropped. */
     for (size_t i = 0; i < req->n_participants; i++) {
         const char *a = req->participants[i];
         if (!a || !dg_config_agent(cfg, a))
@@ -192,6 +194,15 @@ int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
                         "participants[%zu] '%s' is not a known agent; participants are agent "
                         "ids from the plugin config `agents` (humans go in allowedUserIds)",
                         i, a ? a : "");
+        if (strcmp(a, caller->agent_id) == 0)
+            return dg_fail(err, err_len, OC_ERR_INVALID,
+                        "participants[%zu] '%s' is you, the caller: you are a member of the "
+                        "channel anyway; list only agents other than you", i, a);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(req->participants[j], a) == 0)
+                return dg_fail(err, err_len, OC_ERR_INVALID,
+                            "participants[%zu] '%s' repeats participants[%zu]; name each agent "
+                            "once", i, a, j);
     }
     for (size_t i = 0; i < req->n_allowed_user_ids; i++) {
         const char *u = req->allowed_user_ids[i];
@@ -199,6 +210,11 @@ int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
             return dg_fail(err, err_len, OC_ERR_INVALID,
                         "allowedUserIds[%zu] '%s' is not a Discord user id (a snowflake of "
                         "1-20 digits)", i, u ? u : "");
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(req->allowed_user_ids[j], u) == 0)
+                return dg_fail(err, err_len, OC_ERR_INVALID,
+                            "allowedUserIds[%zu] '%s' repeats allowedUserIds[%zu]; name each "
+                            "user once", i, u, j);
     }
     if (!req->callback_channel_id) {
         if (req->discuss_guide)
@@ -224,11 +240,7 @@ int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
         return dg_fail(err, err_len, OC_ERR_INVALID,
                     "discussGuide has %zu characters, over discussion.maxGuideChars (%ld); "
                     "shorten it", gl, cfg->max_guide_chars);
-    size_t others = 0;
-    for (size_t i = 0; i < req->n_participants; i++)
-        if (strcmp(req->participants[i], caller->agent_id) != 0)
-            others++;
-    if (others == 0)
+    if (req->n_participants == 0)
         return dg_fail(err, err_len, OC_ERR_INVALID,
                     "participants must name at least one agent other than you for a "
                     "discussion");

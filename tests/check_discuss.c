@@ -988,8 +988,83 @@ START_TEST(test_create_validation)
     create_refused("stranger", O, "{\"name\":\"x\"}", OC_ERR_DENIED, "agents.stranger");
     create_refused("planner", O, "{\"name\":\"x\",\"callbackChannelId\":7}", OC_ERR_INVALID,
                    "callbackChannelId must be a string");
+    {
+        /* A NUL inside a JSON string would cut the name short in C. */
+        const oc_tool *t = NULL;
+        for (int i = 0; i < H.ntools; i++)
+            if (strcmp(H.tools[i]->name, "discord_channel_create") == 0)
+                t = H.tools[i];
+        json_t *pj = json_object(), *ctx = ctx_of("planner", O), *res = NULL;
+        json_object_set_new(pj, "name", json_stringn("a\0b", 3));
+        ck_assert_int_eq(t->execute(P, pj, ctx, &res), OC_ERR_INVALID);
+        ck_assert_ptr_nonnull(strstr(err_msg(res), "name contains a NUL"));
+        json_decref(res);
+        json_decref(pj);
+        json_decref(ctx);
+    }
+    create_refused("planner", O, "{\"name\":\"x\",\"participants\":{\"a\":1}}", OC_ERR_INVALID,
+                   "participants must be an array");
+    char *many = strdup("{\"name\":\"x\",\"allowedUserIds\":[\"1\"");
+    for (int i = 0; i < 60; i++) {
+        char *grown = NULL;
+        ck_assert_int_ge(asprintf(&grown, "%s,\"%d\"", many, i + 2), 0);
+        free(many);
+        many = grown;
+    }
+    char *many_params = NULL;
+    ck_assert_int_ge(asprintf(&many_params, "%s]}", many), 0);
+    create_refused("planner", O, many_params, OC_ERR_INVALID, "at most 50");
+    free(many);
+    free(many_params);
+    /* The same agent twice, or the caller naming itself: refused, in both
+     * modes, naming the entry (the caller is a member anyway). */
+    create_refused("planner", O, "{\"name\":\"x\",\"participants\":[\"reviewer\",\"coder\","
+                   "\"reviewer\"]," CB ",\"discussGuide\":\"g\"}", OC_ERR_INVALID,
+                   "participants[2] 'reviewer'");
+    create_refused("planner", O, "{\"name\":\"x\",\"participants\":[\"coder\",\"coder\"]}",
+                   OC_ERR_INVALID, "participants[1] 'coder'");
+    create_refused("planner", O, "{\"name\":\"x\",\"participants\":[\"reviewer\",\"planner\"],"
+                   CB ",\"discussGuide\":\"g\"}", OC_ERR_INVALID, "participants[1] 'planner'");
+    create_refused("planner", O, "{\"name\":\"x\",\"participants\":[\"planner\"]}",
+                   OC_ERR_INVALID, "participants[0] 'planner'");
+    create_refused("planner", O, "{\"name\":\"x\",\"allowedUserIds\":[\"" HUMAN_ID "\",\""
+                   HUMAN_ID "\"]}", OC_ERR_INVALID, "allowedUserIds[1]");
+    /* Unicode: spaces, invisible or control characters and upper case
+     * letters break the text-channel rules as their ASCII kin do. */
+    const char *bad_names[] = {
+        "design\\u00a0review", "design\\u3000review", "a\\u200bb", "a\\u2028b", "a\\u0085b",
+        "\\ufeffdesign", "a\\u202eb", "\\u00dcberblick", "\\u0414\\u0430",
+    };
+    for (size_t i = 0; i < sizeof bad_names / sizeof bad_names[0]; i++) {
+        char bad[128];
+        snprintf(bad, sizeof bad, "{\"name\":\"%s\"}", bad_names[i]);
+        create_refused("planner", O, bad, OC_ERR_INVALID, "not a valid Discord text-channel");
+    }
     ck_assert_uint_eq(fake_discord_request_count(fd), 0);
     ck_assert_int_eq(count_rows("discussions"), 0);
+}
+END_TEST
+
+START_TEST(test_create_unicode_name)
+{
+    /* Lower-case letters of any script are fine in a text-channel name. */
+    plugin_start();
+    json_t *ctx = ctx_of("planner", ORIGIN), *res;
+    const char *names[] = {"\u8ba8\u8bba-\u56de\u8c03", "\u00fcberblick", "\u0434\u0430"};
+    for (size_t i = 0; i < 3; i++) {
+        json_t *pj = json_pack("{s:s}", "name", names[i]);
+        char *params = json_dumps(pj, 0);
+        int rc = tool("discord_channel_create", params, ctx, &res);
+        ck_assert_msg(rc == OC_OK, "%s: %s", names[i], rc ? err_msg(res) : "");
+        json_t *made = fake_discord_channel(fd, json_string_value(json_object_get(
+                                                json_object_get(res, "details"), "channelId")));
+        ck_assert_str_eq(json_string_value(json_object_get(made, "name")), names[i]);
+        json_decref(made);
+        json_decref(res);
+        free(params);
+        json_decref(pj);
+    }
+    json_decref(ctx);
 }
 END_TEST
 
@@ -1518,6 +1593,7 @@ Suite *make_discuss_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_create_validation);
+    tcase_add_test(tc, test_create_unicode_name);
     tcase_add_test(tc, test_create_guide_too_long);
     tcase_add_test(tc, test_create_no_nesting);
     tcase_add_test(tc, test_create_plain);
