@@ -128,28 +128,32 @@ static int dir_failure(int dirfd, const char *comp, int open_errno, const char *
     if (fstatat(dirfd, comp, &st, AT_SYMLINK_NOFOLLOW) != 0) {
         if (errno == ENOENT)
             return dg_fail(err, err_len, OC_ERR_NOT_FOUND,
-                        "summaryPath %s: folder '%s' does not exist in your workspace; "
+                        "summaryPath %.120s: folder '%s' does not exist in your workspace; "
                         "write the summary file first, then call discuss-callback again",
                         path, comp);
         if (errno == EACCES)
             return dg_fail(err, err_len, OC_ERR_DENIED,
-                        "summaryPath %s: folder '%s' is not accessible to the plugin; " HINT,
+                        "summaryPath %.120s: folder '%s' is not accessible to the plugin; " HINT,
                         path, comp);
-        return dg_fail(err, err_len, OC_ERR_IO, "summaryPath %s: cannot inspect folder '%s': %s",
+        if (errno == ENAMETOOLONG)
+            return dg_fail(err, err_len, OC_ERR_INVALID,
+                        "summaryPath %.120s: folder name '%.40s...' is too long for the file "
+                        "system; " HINT, path, comp);
+        return dg_fail(err, err_len, OC_ERR_IO, "summaryPath %.120s: cannot inspect folder '%s': %s",
                     path, comp, strerror(errno));
     }
     if (S_ISLNK(st.st_mode))
         return dg_fail(err, err_len, OC_ERR_DENIED,
-                    "summaryPath %s: folder '%s' is a symbolic link; symlinks are never "
+                    "summaryPath %.120s: folder '%s' is a symbolic link; symlinks are never "
                     "followed (they could lead outside the workspace); " HINT, path, comp);
     if (!S_ISDIR(st.st_mode))
         return dg_fail(err, err_len, OC_ERR_INVALID,
-                    "summaryPath %s: '%s' is a file, not a folder; " HINT, path, comp);
+                    "summaryPath %.120s: '%s' is a file, not a folder; " HINT, path, comp);
     if (open_errno == EACCES)
         return dg_fail(err, err_len, OC_ERR_DENIED,
-                    "summaryPath %s: folder '%s' is not readable by the plugin; make it "
+                    "summaryPath %.120s: folder '%s' is not readable by the plugin; make it "
                     "readable or " HINT, path, comp);
-    return dg_fail(err, err_len, OC_ERR_IO, "summaryPath %s: cannot open folder '%s': %s",
+    return dg_fail(err, err_len, OC_ERR_IO, "summaryPath %.120s: cannot open folder '%s': %s",
                 path, comp, strerror(open_errno));
 }
 
@@ -171,23 +175,23 @@ static int check_leaf_stat(const struct stat *st, const char *path, int64_t max_
 {
     if (S_ISLNK(st->st_mode))
         return dg_fail(err, err_len, OC_ERR_DENIED,
-                    "summaryPath %s is a symbolic link; symlinks are never followed (they "
+                    "summaryPath %.120s is a symbolic link; symlinks are never followed (they "
                     "could lead outside the workspace); " HINT, path);
     if (S_ISDIR(st->st_mode))
         return dg_fail(err, err_len, OC_ERR_INVALID,
-                    "summaryPath %s is a folder, not a file; " HINT, path);
+                    "summaryPath %.120s is a folder, not a file; " HINT, path);
     if (!S_ISREG(st->st_mode))
         return dg_fail(err, err_len, OC_ERR_INVALID,
-                    "summaryPath %s is not a regular file (a FIFO, socket or device); " HINT,
+                    "summaryPath %.120s is not a regular file (a FIFO, socket or device); " HINT,
                     path);
     if (st->st_nlink > 1)
         return dg_fail(err, err_len, OC_ERR_DENIED,
-                    "summaryPath %s has %lu hard links (one could alias a file outside the "
+                    "summaryPath %.120s has %lu hard links (one could alias a file outside the "
                     "workspace); write the summary into a fresh file and pass that path",
                     path, (unsigned long)st->st_nlink);
     if ((int64_t)st->st_size > max_bytes)
         return dg_fail(err, err_len, OC_ERR_INVALID,
-                    "summaryPath %s is %lld bytes, over discussion.maxSummaryBytes (%lld); "
+                    "summaryPath %.120s is %lld bytes, over discussion.maxSummaryBytes (%lld); "
                     "shorten the summary and call discuss-callback again",
                     path, (long long)st->st_size, (long long)max_bytes);
     return OC_OK;
@@ -206,19 +210,19 @@ static int read_through(int fd, const char *path, int64_t max_bytes, int64_t *si
             continue;
         if (r < 0)
             return dg_fail(err, err_len, OC_ERR_DENIED,
-                        "summaryPath %s cannot be read: %s; make it readable and call "
+                        "summaryPath %.120s cannot be read: %s; make it readable and call "
                         "discuss-callback again", path, strerror(errno));
         if (r == 0)
             break;
         total += r;
         if (total > max_bytes)
             return dg_fail(err, err_len, OC_ERR_INVALID,
-                        "summaryPath %s is over discussion.maxSummaryBytes (%lld bytes); "
+                        "summaryPath %.120s is over discussion.maxSummaryBytes (%lld bytes); "
                         "shorten the summary and call discuss-callback again",
                         path, (long long)max_bytes);
     }
     if (lseek(fd, 0, SEEK_SET) != 0)
-        return dg_fail(err, err_len, OC_ERR_IO, "summaryPath %s: cannot rewind: %s", path,
+        return dg_fail(err, err_len, OC_ERR_IO, "summaryPath %.120s: cannot rewind: %s", path,
                     strerror(errno));
     *size = total;
     return OC_OK;
@@ -247,7 +251,7 @@ int dg_ws_open(const char *workspace, const char *path, int64_t max_bytes,
         if (!rel)
             return outside
                 ? dg_fail(err, err_len, OC_ERR_DENIED,
-                       "summaryPath %s is outside your workspace %s; " HINT, path, workspace)
+                       "summaryPath %.120s is outside your workspace %s; " HINT, path, workspace)
                 : dg_fail(err, err_len, OC_ERR_NOMEM, "out of memory");
     } else {
         int escapes = 0;
@@ -255,13 +259,13 @@ int dg_ws_open(const char *workspace, const char *path, int64_t max_bytes,
         if (!rel)
             return escapes
                 ? dg_fail(err, err_len, OC_ERR_DENIED,
-                       "summaryPath %s climbs out of your workspace with '..'; " HINT, path)
+                       "summaryPath %.120s climbs out of your workspace with '..'; " HINT, path)
                 : dg_fail(err, err_len, OC_ERR_NOMEM, "out of memory");
     }
     if (!*rel) {
         free(rel);
         return dg_fail(err, err_len, OC_ERR_INVALID,
-                    "summaryPath %s names the workspace folder itself, not a file; " HINT,
+                    "summaryPath %.120s names the workspace folder itself, not a file; " HINT,
                     path);
     }
 
@@ -298,13 +302,17 @@ int dg_ws_open(const char *workspace, const char *path, int64_t max_bytes,
     if (fstatat(dirfd, comp, &before, AT_SYMLINK_NOFOLLOW) != 0) {
         if (errno == ENOENT)
             rc = dg_fail(err, err_len, OC_ERR_NOT_FOUND,
-                      "summaryPath %s does not exist in your workspace %s; write the "
+                      "summaryPath %.120s does not exist in your workspace %s; write the "
                       "summary file first, then call discuss-callback again", path, workspace);
         else if (errno == EACCES)
             rc = dg_fail(err, err_len, OC_ERR_DENIED,
-                      "summaryPath %s is not accessible to the plugin; " HINT, path);
+                      "summaryPath %.120s is not accessible to the plugin; " HINT, path);
+        else if (errno == ENAMETOOLONG)
+            rc = dg_fail(err, err_len, OC_ERR_INVALID,
+                      "summaryPath %.120s: the file name '%.40s...' is too long for the file "
+                      "system; " HINT, path, comp);
         else
-            rc = dg_fail(err, err_len, OC_ERR_IO, "summaryPath %s: %s", path, strerror(errno));
+            rc = dg_fail(err, err_len, OC_ERR_IO, "summaryPath %.120s: %s", path, strerror(errno));
         goto done;
     }
     if ((rc = check_leaf_stat(&before, path, max_bytes, err, err_len)) != OC_OK)
@@ -314,28 +322,28 @@ int dg_ws_open(const char *workspace, const char *path, int64_t max_bytes,
         int e = errno;
         if (e == ENOENT)
             rc = dg_fail(err, err_len, OC_ERR_NOT_FOUND,
-                      "summaryPath %s disappeared while being checked; write it again, then "
+                      "summaryPath %.120s disappeared while being checked; write it again, then "
                       "call discuss-callback again", path);
         else if (e == ELOOP)
             rc = dg_fail(err, err_len, OC_ERR_DENIED,
-                      "summaryPath %s became a symbolic link while being checked; " HINT, path);
+                      "summaryPath %.120s became a symbolic link while being checked; " HINT, path);
         else if (e == EACCES || e == EPERM)
             rc = dg_fail(err, err_len, OC_ERR_DENIED,
-                      "summaryPath %s is not readable by the plugin; make it readable "
+                      "summaryPath %.120s is not readable by the plugin; make it readable "
                       "(e.g. chmod a+r) and call discuss-callback again", path);
         else
-            rc = dg_fail(err, err_len, OC_ERR_IO, "summaryPath %s cannot be opened: %s",
+            rc = dg_fail(err, err_len, OC_ERR_IO, "summaryPath %.120s cannot be opened: %s",
                       path, strerror(e));
         goto done;
     }
     if (fstat(fd, &after) != 0) {
-        rc = dg_fail(err, err_len, OC_ERR_IO, "summaryPath %s: %s", path, strerror(errno));
+        rc = dg_fail(err, err_len, OC_ERR_IO, "summaryPath %.120s: %s", path, strerror(errno));
         close(fd);
         goto done;
     }
     if (after.st_dev != before.st_dev || after.st_ino != before.st_ino) {
         rc = dg_fail(err, err_len, OC_ERR_DENIED,
-                  "summaryPath %s was replaced while being checked; leave the file alone "
+                  "summaryPath %.120s was replaced while being checked; leave the file alone "
                   "and call discuss-callback again", path);
         close(fd);
         goto done;

@@ -270,6 +270,32 @@ START_TEST(test_missing)
 }
 END_TEST
 
+START_TEST(test_name_too_long)
+{
+    /* A file or folder name longer than the file system allows is a bad
+     * path (refused as such, with a hint), not a storage failure. */
+    char name[400], path[480];
+    memset(name, 'a', 300);
+    name[300] = '\0';
+    snprintf(path, sizeof path, "plans/%s.md", name);
+    expect(path, 1 << 20, OC_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(err, "too long"));
+    snprintf(path, sizeof path, "%s/summary.md", name);
+    expect(path, 1 << 20, OC_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(err, "too long"));
+    /* A path of thousands of characters still leaves room for the rule
+     * and the hint in a 1 KiB message. */
+    char *lng = malloc(4000);
+    lng[0] = '\0';
+    for (int i = 0; i < 700; i++)
+        strcat(lng, "x/../");
+    strcat(lng, "../out/secret.md");
+    expect(lng, 1 << 20, OC_ERR_DENIED);
+    ck_assert_msg(strstr(err, "climbs out") && strstr(err, "e.g. plans/"), "%s", err);
+    free(lng);
+}
+END_TEST
+
 START_TEST(test_file_as_folder)
 {
     expect("plans/discussions/summary.md/x", 1 << 20, OC_ERR_INVALID);
@@ -438,6 +464,7 @@ Suite *make_paths_suite(void)
     tcase_add_test(tc, test_oversize);
     tcase_add_test(tc, test_missing);
     tcase_add_test(tc, test_file_as_folder);
+    tcase_add_test(tc, test_name_too_long);
     tcase_add_test(tc, test_hard_link);
     tcase_add_test(tc, test_unreadable);
     tcase_add_test(tc, test_unreadable_folder);
