@@ -4,6 +4,7 @@
 #include "tools.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "register.h"
@@ -48,16 +49,66 @@ int dg_register_tools(dg_plugin *p)
     return OC_OK;
 }
 
+/* A copy of s that is valid UTF-8 (malloc'd, NULL when out of memory).
+ * Texts are cut to fixed buffers with snprintf, which may split a
+ * character of a path or name quoted in them; jansson refuses such a
+ * string, and the result would be lost. A split sequence at the end goes,
+ * any other invalid byte becomes '?'. */
+static char *valid_utf8(const char *s)
+{
+    size_t n = strlen(s);
+    char *out = malloc(n + 1);
+    if (!out)
+        return NULL;
+    const unsigned char *c = (const unsigned char *)s;
+    size_t o = 0;
+    while (*c) {
+        size_t len = *c < 0x80 ? 1
+                   : (*c & 0xE0) == 0xC0 && *c >= 0xC2 ? 2
+                   : (*c & 0xF0) == 0xE0 ? 3
+                   : (*c & 0xF8) == 0xF0 && *c <= 0xF4 ? 4 : 0;
+        size_t k = 1;
+        while (len && k < len && (c[k] & 0xC0) == 0x80)
+            k++;
+        /* Overlong forms and surrogates are invalid too (jansson checks). */
+        int bad = len == 3 ? (c[0] == 0xE0 && c[1] < 0xA0) || (c[0] == 0xED && c[1] >= 0xA0)
+                : len == 4 ? (c[0] == 0xF0 && c[1] < 0x90) || (c[0] == 0xF4 && c[1] >= 0x90)
+                           : 0;
+        if (len && k == len && !bad) {
+            memcpy(out + o, c, len);
+            o += len;
+            c += len;
+        } else if (len && !c[k]) {
+            break;                  /* cut short at the end */
+        } else {
+            out[o++] = '?';
+            c++;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
 json_t *dg_tool_ok(const char *text, json_t *details)
 {
-    return json_pack("{s:[{s:s,s:s}],s:o}", "content", "type", "text", "text", text,
-                     "details", details ? details : json_object());
+    char *t = valid_utf8(text ? text : "");
+    json_t *r = t ? json_pack("{s:[{s:s,s:s}],s:o}", "content", "type", "text", "text", t,
+                              "details", details ? details : json_object())
+                  : NULL;
+    if (!t)
+        json_decref(details);
+    free(t);
+    return r;
 }
 
 json_t *dg_tool_error(int status, const char *message)
 {
-    return json_pack("{s:{s:s,s:s}}", "error", "code", oc_status_name(status), "message",
-                     message && *message ? message : oc_status_name(status));
+    char *m = valid_utf8(message && *message ? message : oc_status_name(status));
+    json_t *r = m ? json_pack("{s:{s:s,s:s}}", "error", "code", oc_status_name(status),
+                              "message", m)
+                  : NULL;
+    free(m);
+    return r;
 }
 
 static const char *ctx_str(const json_t *ctx, const char *key)

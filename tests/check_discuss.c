@@ -805,6 +805,22 @@ START_TEST(test_refuse_paths)
     refused("planner", disc, "plans/big.md", OC_ERR_INVALID, "maxSummaryBytes");
     refused("planner", disc, "plans/missing.md", OC_ERR_NOT_FOUND, "does not exist");
     refused("planner", disc, "", OC_ERR_INVALID, "empty");
+    /* Long paths in another script: the message is shortened without
+     * cutting a character in half (the result must stay valid JSON text). */
+    for (int k = 0; k < 3; k++) {
+        char uni[2048] = "";
+        for (int i = 0; i < k; i++)
+            strcat(uni, "a");
+        for (int i = 0; i < 60; i++)
+            strcat(uni, "\xe8\xae\xa1\xe5\x88\x92/");
+        strcat(uni, "x.md");
+        refused("planner", disc, uni, OC_ERR_NOT_FOUND, "does not exist");
+        char name[1024];
+        snprintf(name, sizeof name, "%.*s\xe6\x80\xbb\xe7\xbb\x93.md", k, "aa");
+        for (int i = 0; i < 100; i++)
+            strcat(name, "\xe6\x80\xbb");
+        refused("planner", disc, name, OC_ERR_INVALID, "too long");
+    }
     free(outside);
     free(secret);
     free(lnk);
@@ -813,6 +829,35 @@ START_TEST(test_refuse_paths)
     /* After all of that, the real callback still works. */
     json_t *res;
     ck_assert_int_eq(callback("planner", disc, "plans/ok.md", &res), OC_OK);
+    json_decref(res);
+    ck_assert_int_eq(fake_discord_wait_messages(fd, ORIGIN, 1, WAIT_MS), 0);
+}
+END_TEST
+
+START_TEST(test_callback_long_unicode_path)
+{
+    /* A long summary path in another script: the result text quoting it is
+     * shortened without breaking a character, so the success is reported
+     * as one (not as an out-of-memory error after the discussion closed). */
+    char rel[4096] = "";
+    for (int i = 0; i < 8; i++) {
+        for (int k = 0; k < 80; k++)
+            strcat(rel, "\xe8\xae\xa8");
+        strcat(rel, i % 2 ? "b/" : "/");
+    }
+    strcat(rel, "summary.md");
+    char *full = tu_path(ws, rel);
+    for (char *sl = strchr(full + strlen(ws) + 1, '/'); sl; sl = strchr(sl + 1, '/')) {
+        *sl = '\0';
+        ck_assert_int_eq(mkdir(full, 0755), 0);
+        *sl = '/';
+    }
+    ck_assert_int_eq(tu_write_file(full, "# summary\n"), 0);
+    free(full);
+    json_t *res;
+    ck_assert_int_eq(callback("planner", disc, rel, &res), OC_OK);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(res, "details"),
+                                                       "summaryPath")), rel);
     json_decref(res);
     ck_assert_int_eq(fake_discord_wait_messages(fd, ORIGIN, 1, WAIT_MS), 0);
 }
@@ -1584,6 +1629,7 @@ Suite *make_discuss_suite(void)
     tcase_add_test(tc, test_refuse_not_initiator);
     tcase_add_test(tc, test_refuse_paths);
     tcase_add_test(tc, test_refuse_bad_params);
+    tcase_add_test(tc, test_callback_long_unicode_path);
     tcase_add_test(tc, test_callback_from_thread);
     tcase_add_test(tc, test_double_callback);
     tcase_add_test(tc, test_concurrent_callbacks);
