@@ -176,6 +176,26 @@ static int read_override(int dirfd, const char *dir, const char *name, char **ou
     return OC_OK;
 }
 
+/* Templates posted by the moderator (the session-model texts are prompt
+ * additions and may be blank on purpose). */
+static int is_moderator_message(const char *name)
+{
+    static const char *const names[] = {"kickoff.md", "idle.md", "closed.md", "result.md",
+                                        "rest.md"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(names[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+static int blank(const char *s)
+{
+    for (; *s; s++)
+        if (*s != ' ' && *s != '\t' && *s != '\n' && *s != '\r')
+            return 0;
+    return 1;
+}
+
 /* Apply every *.md file of dir over the embedded set. A .md file whose name
  * is not a known template is refused (a typo would otherwise be ignored);
  * other files are ignored. */
@@ -216,6 +236,12 @@ static int load_overrides(dg_templates *t, const char *dir, char *err, size_t er
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         rc = dg_templates_check_text(path, text, err, err_len);
+        if (rc == OC_OK && is_moderator_message(e->d_name) && blank(text)) {
+            set_err(err, err_len, "templatesDir %s: %s is empty; a moderator message needs "
+                    "text (Discord refuses an empty message): write it or remove the file to "
+                    "keep the built-in one", dir, e->d_name);
+            rc = OC_ERR_INVALID;
+        }
         if (rc != OC_OK) {
             free(text);
             break;

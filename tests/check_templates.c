@@ -210,6 +210,32 @@ START_TEST(test_bad_dir_and_files)
 }
 END_TEST
 
+START_TEST(test_blank_moderator_template_refused)
+{
+    /* An empty moderator message can never be posted (Discord refuses
+     * empty content): say so at init instead of failing every discussion. */
+    const char *names[] = {"kickoff.md", "idle.md", "closed.md", "result.md", "rest.md"};
+    for (size_t i = 0; i < 5; i++) {
+        char *f = tu_path(dir, names[i]);
+        ck_assert_int_eq(tu_write_file(f, i % 2 ? "" : " \n\t\n"), 0);
+        dg_templates *t = NULL;
+        ck_assert_int_eq(dg_templates_load(dir, &t, err, sizeof err), OC_ERR_INVALID);
+        ck_assert_ptr_null(t);
+        has(err, names[i]);
+        has(err, "empty");
+        ck_assert_int_eq(unlink(f), 0);
+        free(f);
+    }
+    /* The prompt texts may be blanked on purpose: nothing is appended. */
+    char *f = tu_path(dir, "session_model_channel.md");
+    ck_assert_int_eq(tu_write_file(f, ""), 0);
+    dg_templates *t = NULL;
+    ck_assert_int_eq(dg_templates_load(dir, &t, err, sizeof err), OC_OK);
+    dg_templates_free(t);
+    free(f);
+}
+END_TEST
+
 START_TEST(test_override_symlink_allowed)
 {
     char *real = tu_path(dir, "real.txt"), *lnk = tu_path(dir, "closed.md");
@@ -331,6 +357,7 @@ Suite *make_templates_suite(void)
     tcase_add_test(tc, test_unknown_placeholder);
     tcase_add_test(tc, test_unknown_template_name);
     tcase_add_test(tc, test_bad_dir_and_files);
+    tcase_add_test(tc, test_blank_moderator_template_refused);
     tcase_add_test(tc, test_override_symlink_allowed);
     tcase_add_test(tc, test_so_embeds_templates);
     tcase_add_test(tc, test_so_unknown_placeholder_fails_init);
