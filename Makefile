@@ -52,6 +52,9 @@ HOST_SRC   := $(sort $(filter-out host/ocgw%,$(wildcard host/*.c)))
 HOST_OBJ   := $(HOST_SRC:%.c=$(B)/obj/%.o)
 OCGW_SRC   := $(sort $(wildcard host/ocgw*.c))
 OCGW_OBJ   := $(OCGW_SRC:%.c=$(B)/obj/%.o)
+# The gateway minus its main, linked into the test runner for the unit tests
+# of tests/check_ocgw.c (the linker takes only the members a suite uses).
+OCGW_LIB_OBJ := $(filter-out $(B)/obj/host/ocgw.o,$(OCGW_OBJ))
 TEST_SRC   := $(sort $(wildcard tests/check_*.c))
 TEST_OBJ   := $(TEST_SRC:%.c=$(B)/obj/%.o)
 SUPPORT_SRC:= $(sort $(wildcard tests/support/*.c))
@@ -69,13 +72,20 @@ OPTIONAL := $(if $(OCGW_SRC),$(B)/ocgw) $(if $(wildcard tests/fake_discord_main.
 all: $(B)/dirigent.so $(B)/libochost.a $(OPTIONAL) $(SERVERS)
 
 # ---- generated sources -------------------------------------------------------
-$(B)/gen/templates_embedded.c: $(TEMPLATES) scripts/embed-templates.sh
-	@mkdir -p $(@D)
-	sh scripts/embed-templates.sh $(TEMPLATES) > $@.tmp && mv $@.tmp $@
+# The generated lists are remade on every run (cheap) and replaced only when
+# their text changes: a source file removed or renamed is noticed (its stale
+# entry would break the link), and nothing is rebuilt when nothing changed.
+REPLACE_IF_CHANGED = { cmp -s $@.tmp $@ && rm -f $@.tmp || mv -f $@.tmp $@; }
+.PHONY: FORCE
+FORCE:
 
-$(B)/gen/suites.inc: $(TEST_SRC)
+$(B)/gen/templates_embedded.c: $(TEMPLATES) scripts/embed-templates.sh FORCE
 	@mkdir -p $(@D)
-	sed -n 's/^Suite \*\(make_[a-z0-9_]*_suite\)(void).*/X(\1)/p' $(TEST_SRC) > $@.tmp && mv $@.tmp $@
+	@sh scripts/embed-templates.sh $(TEMPLATES) > $@.tmp && $(REPLACE_IF_CHANGED)
+
+$(B)/gen/suites.inc: $(TEST_SRC) FORCE
+	@mkdir -p $(@D)
+	@sed -n 's/^Suite \*\(make_[a-z0-9_]*_suite\)(void).*/X(\1)/p' $(TEST_SRC) > $@.tmp && $(REPLACE_IF_CHANGED)
 
 # ---- objects -----------------------------------------------------------------
 $(B)/obj/%.o: %.c
@@ -87,13 +97,13 @@ $(B)/obj/tests/%.o: OBJ_EXTRA := -Wno-missing-prototypes
 
 $(B)/obj/gen/templates_embedded.o: $(B)/gen/templates_embedded.c
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
 $(B)/obj/tests/check_main.o: $(B)/gen/suites.inc
 
-$(B)/gen/benches.inc: $(BENCH_SRC)
+$(B)/gen/benches.inc: $(BENCH_SRC) FORCE
 	@mkdir -p $(@D)
-	sed -n 's/^int \(bench_[a-z0-9_]*\)(void).*/X(\1)/p' $(BENCH_SRC) > $@.tmp && mv $@.tmp $@
+	@sed -n 's/^int \(bench_[a-z0-9_]*\)(void).*/X(\1)/p' $(BENCH_SRC) > $@.tmp && $(REPLACE_IF_CHANGED)
 
 $(B)/obj/tests/bench/bench_main.o: $(B)/gen/benches.inc
 
@@ -114,8 +124,12 @@ $(B)/ocgw: $(OCGW_OBJ) $(B)/obj/plugin/discord.o $(B)/libochost.a
 $(B)/fake-discord: $(B)/obj/tests/fake_discord_main.o $(B)/obj/tests/support/fake_discord.o
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -lm
 
-$(B)/%: $(B)/obj/servers/%.o
+# A static pattern: the server objects are then no intermediate files that
+# make deletes after a build (and rebuilds on the next `make`).
+ifneq ($(SERVERS),)
+$(SERVERS): $(B)/%: $(B)/obj/servers/%.o
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -lm
+endif
 
 $(B)/tests/plugins/%.so: tests/plugins/%.c include/openclaw/plugin.h
 	@mkdir -p $(@D)
@@ -123,8 +137,12 @@ $(B)/tests/plugins/%.so: tests/plugins/%.c include/openclaw/plugin.h
 
 # Plugin objects minus the entry file link straight into the test runner, so
 # suites can reach internal (hidden) functions.
-$(B)/check_all: $(B)/obj/tests/check_main.o $(TEST_OBJ:$(B)/obj/tests/check_main.o=) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libochost.a
-	$(CC) -o $@ $(filter %.o,$^) $(B)/libochost.a $(LDFLAGS_ALL) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
+$(B)/check_all: $(B)/obj/tests/check_main.o $(TEST_OBJ:$(B)/obj/tests/check_main.o=) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libocgw.a $(B)/libochost.a
+	$(CC) -o $@ $(filter %.o,$^) $(B)/libocgw.a $(B)/libochost.a $(LDFLAGS_ALL) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
+
+$(B)/libocgw.a: $(OCGW_LIB_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
 
 $(B)/bench: $(BENCH_OBJ) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libochost.a
 	$(CC) -o $@ $(filter %.o,$^) $(B)/libochost.a $(LDFLAGS_ALL) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
@@ -172,7 +190,7 @@ deps-ok:
 .PHONY: deps-ok
 
 # ---- install ------------------------------------------------------------------
-install: $(B)/dirigent.so
+install: $(B)/dirigent.so $(SERVERS) $(if $(OCGW_SRC),$(B)/ocgw)
 	install -d $(DESTDIR)$(PLUGIN_DIR)/templates $(DESTDIR)$(PREFIX)/include/openclaw
 	install -m 0755 $(B)/dirigent.so $(DESTDIR)$(PLUGIN_DIR)/dirigent.so
 	install -m 0644 manifest.json $(DESTDIR)$(PLUGIN_DIR)/manifest.json
@@ -183,10 +201,13 @@ install: $(B)/dirigent.so
 	install -m 0644 bridge/openclaw/index.mjs bridge/openclaw/package.json $(DESTDIR)$(PLUGIN_DIR)/
 	@if [ -f bridge/openclaw/openclaw.plugin.json ]; then install -m 0644 bridge/openclaw/openclaw.plugin.json $(DESTDIR)$(PLUGIN_DIR)/; \
 	  else echo "note: run 'make bridge/openclaw/openclaw.plugin.json' (needs node) and install again to use the folder in OpenClaw"; fi
-	@for s in $(SERVERS) $(B)/ocgw; do [ -f $$s ] && install -D -m 0755 $$s $(DESTDIR)$(PREFIX)/bin/$$(basename $$s) || true; done
+	@# The programs: the reference gateway and the servers (dirigent-noreply).
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(SERVERS) $(if $(OCGW_SRC),$(B)/ocgw) $(DESTDIR)$(PREFIX)/bin/
 
 uninstall:
 	rm -rf $(DESTDIR)$(PLUGIN_DIR) $(DESTDIR)$(PREFIX)/include/openclaw/plugin.h
+	rm -f $(foreach p,$(SERVERS) $(if $(OCGW_SRC),$(B)/ocgw),$(DESTDIR)$(PREFIX)/bin/$(notdir $(p)))
 
 clean:
 	rm -rf build

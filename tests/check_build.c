@@ -1,0 +1,230 @@
+/*
+ * check_build.c -- the Makefile, read through `make -n` (nothing is built)
+ * for a fresh build folder: what `make install` builds and installs, that no
+ * object is deleted as an intermediate file, and that every compile records
+ * its header dependencies. Runs from the top folder, as `make check` does.
+ */
+#include <check.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+/* `make [-n] <args>` (NULL-terminated) with a clean environment for make
+ * (no MAKEFLAGS of the `make check` that runs us); its stdout, malloc'd. */
+static char *make_run(int dry, const char *const *args)
+{
+    char *dir = tu_mkdtemp();
+    char *outf = tu_path(dir, "out");
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
+        int fo = open(outf, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fe = open("/dev/null", O_WRONLY);
+        if (fo >= 0)
+            dup2(fo, 1);
+        if (fe >= 0)
+            dup2(fe, 2);
+        unsetenv("MAKEFLAGS");
+        unsetenv("MFLAGS");
+        unsetenv("MAKELEVEL");
+        unsetenv("SANITIZE");
+        const char *argv[32] = {"make", "--no-print-directory", "-n"};
+        int n = dry ? 3 : 2;
+        for (; *args && n < 31; args++)
+            argv[n++] = *args;
+        argv[n] = NULL;
+        execvp("make", (char *const *)argv);
+        _exit(126);
+    }
+    int st = 0, done = 0;
+    for (int i = 0; i < 3000 && !done; i++) {
+        done = waitpid(pid, &st, WNOHANG) == pid;
+        if (!done) {
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    if (!done) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+    }
+    ck_assert_msg(done && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+                  "make %s%s failed (status %d; is make installed?)", dry ? "-n " : "", args[0],
+                  st);
+    FILE *f = fopen(outf, "r");
+    ck_assert_ptr_nonnull(f);
+    char *text = NULL;
+    size_t cap = 0;
+    ssize_t k = getdelim(&text, &cap, '\0', f);
+    fclose(f);
+    ck_assert_msg(k >= 0 || !dry, "make -n printed nothing");
+    if (k < 0) {
+        free(text);
+        text = strdup("");
+    }
+    tu_rmtree(dir);
+    free(dir);
+    free(outf);
+    return text;
+}
+
+static char *dry_run(const char *const *args)
+{
+    return make_run(1, args);
+}
+
+/* The line of text holding needle (malloc'd) or NULL. */
+static char *line_with(const char *text, const char *needle)
+{
+    const char *p = strstr(text, needle);
+    if (!p)
+        return NULL;
+    const char *b = p, *e = p;
+    while (b > text && b[-1] != '\n')
+        b--;
+    while (*e && *e != '\n')
+        e++;
+    return strndup(b, (size_t)(e - b));
+}
+
+START_TEST(install_builds_and_installs_every_program)
+{
+    /* It used to install ocgw and dirigent-noreply only when an earlier make
+     * had happened to build them ([ -f ] ... || true). */
+    char *tmp = tu_mkdtemp();
+    char *b = tu_path(tmp, "b"), *d = tu_path(tmp, "d");
+    char barg[600], darg[600], link_gw[600], link_nr[600], bin[600];
+    snprintf(barg, sizeof barg, "BUILD=%s", b);
+    snprintf(darg, sizeof darg, "DESTDIR=%s", d);
+    const char *args[] = {barg, darg, "PREFIX=/opt/dg", "install", NULL};
+    char *out = dry_run(args);
+    snprintf(link_gw, sizeof link_gw, "-o %s/ocgw ", b);
+    snprintf(link_nr, sizeof link_nr, "-o %s/dirigent-noreply ", b);
+    ck_assert_msg(strstr(out, link_gw), "make install does not build ocgw (no \"%s\")", link_gw);
+    ck_assert_msg(strstr(out, link_nr), "make install does not build dirigent-noreply (no \"%s\")",
+                  link_nr);
+    snprintf(bin, sizeof bin, "%s/opt/dg/bin/", d);
+    char *inst = line_with(out, bin);
+    ck_assert_msg(inst && strstr(inst, "/ocgw") && strstr(inst, "/dirigent-noreply") &&
+                      !strstr(inst, "|| true"),
+                  "no unconditional install of the programs into %s: %.1500s", bin,
+                  inst ? inst : "(none)");
+    free(inst);
+    char plug[600];
+    snprintf(plug, sizeof plug, "%s/opt/dg/lib/openclaw/plugins/dirigent/dirigent.so", d);
+    ck_assert_msg(strstr(out, plug), "the plugin is not installed to %s", plug);
+    free(out);
+    free(b);
+    free(d);
+    tu_rmtree(tmp);
+    free(tmp);
+}
+END_TEST
+
+START_TEST(no_object_is_deleted_as_intermediate)
+{
+    /* dirigent-noreply's object was built through a bare pattern rule,
+     * deleted after the first build and rebuilt by the next `make`. */
+    char *tmp = tu_mkdtemp();
+    char barg[600];
+    snprintf(barg, sizeof barg, "BUILD=%s/b", tmp);
+    const char *args[] = {barg, "all", NULL};
+    char *out = dry_run(args);
+    for (const char *p = out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        /* make's own deletion of intermediates prints "rm <files>". */
+        char *line = strndup(p, strcspn(p, "\n"));
+        ck_assert_msg(strncmp(line, "rm ", 3) != 0 || line[3] == '-' || !strstr(line, "/obj/"),
+                      "make deletes an object after the build: %.1500s", line);
+        free(line);
+    }
+    free(out);
+    tu_rmtree(tmp);
+    free(tmp);
+}
+END_TEST
+
+START_TEST(every_compile_records_its_headers)
+{
+    /* templates_embedded.c includes templates.h but was compiled without
+     * -MMD: a change of the header left a stale object in the plugin. */
+    char *tmp = tu_mkdtemp();
+    char barg[600], runner[600];
+    snprintf(barg, sizeof barg, "BUILD=%s/b", tmp);
+    snprintf(runner, sizeof runner, "%s/b/check_all", tmp);
+    const char *args[] = {barg, "all", runner, NULL};
+    char *out = dry_run(args);
+    int compiles = 0;
+    for (const char *p = out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        size_t len = strcspn(p, "\n");
+        char *line = strndup(p, len);
+        if (strstr(line, " -c ") && strstr(line, ".c -o ")) {
+            compiles++;
+            ck_assert_msg(strstr(line, " -MMD "), "a compile without -MMD: %.1500s", line);
+        }
+        free(line);
+    }
+    ck_assert_int_ge(compiles, 20);
+    ck_assert_msg(strstr(out, "templates_embedded.c -o"), "templates_embedded.c not compiled?");
+    free(out);
+    tu_rmtree(tmp);
+    free(tmp);
+}
+END_TEST
+
+START_TEST(a_removed_suite_leaves_no_stale_entry)
+{
+    /* suites.inc depended on the test sources that exist: after a suite
+     * file was removed or renamed it stayed as it was, and the runner no
+     * longer linked (undefined make_<old>_suite). */
+    char *tmp = tu_mkdtemp();
+    char *b = tu_path(tmp, "b");
+    char *gen = tu_path(b, "gen");
+    char *inc = tu_path(gen, "suites.inc");
+    ck_assert_int_eq(mkdir(b, 0755), 0);
+    ck_assert_int_eq(mkdir(gen, 0755), 0);
+    ck_assert_int_eq(tu_write_file(inc, "X(make_gone_suite)\nX(make_build_suite)\n"), 0);
+    char barg[600];
+    snprintf(barg, sizeof barg, "BUILD=%s", b);
+    const char *args[] = {barg, inc, NULL};
+    free(make_run(0, args));
+    FILE *f = fopen(inc, "r");
+    ck_assert_ptr_nonnull(f);
+    char text[4096] = "";
+    size_t k = fread(text, 1, sizeof text - 1, f);
+    text[k] = '\0';
+    fclose(f);
+    ck_assert_msg(!strstr(text, "make_gone_suite"), "stale entry kept: %s", text);
+    ck_assert_msg(strstr(text, "X(make_build_suite)"), "the list lost a suite: %s", text);
+    free(inc);
+    free(gen);
+    free(b);
+    tu_rmtree(tmp);
+    free(tmp);
+}
+END_TEST
+
+Suite *make_build_suite(void)
+{
+    Suite *s = suite_create("build");
+    TCase *tc = tcase_create("makefile");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, install_builds_and_installs_every_program);
+    tcase_add_test(tc, no_object_is_deleted_as_intermediate);
+    tcase_add_test(tc, every_compile_records_its_headers);
+    tcase_add_test(tc, a_removed_suite_leaves_no_stale_entry);
+    suite_add_tcase(s, tc);
+    return s;
+}
