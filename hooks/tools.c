@@ -143,8 +143,9 @@ int dg_tool_check_keys(const json_t *params, const char *const *allowed, char *e
         for (size_t i = 0; allowed[i]; i++)
             ok |= strcmp(allowed[i], key) == 0;
         if (!ok) {
-            size_t o = (size_t)snprintf(err, err_len, "unknown parameter '%s'; accepted: ",
-                                        key);
+            /* The key is the model's: quoted short, so the accepted list fits. */
+            size_t o = (size_t)snprintf(err, err_len, "unknown parameter '%.64s%s'; accepted: ",
+                                        key, strlen(key) > 64 ? "..." : "");
             for (size_t i = 0; allowed[i] && o < err_len; i++)
                 o += (size_t)snprintf(err + o, err_len - o, "%s%s", i ? ", " : "", allowed[i]);
             return OC_ERR_INVALID;

@@ -175,7 +175,7 @@ int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
                     "characters), e.g. \"design-review\"");
     if (dg_discord_check_channel_name(req->name, why, sizeof why) != OC_OK)
         return dg_fail(err, err_len, OC_ERR_INVALID,
-                    "name '%s' is not a valid Discord text-channel name: %s; use lower "
+                    "name '%.100s' is not a valid Discord text-channel name: %s; use lower "
                     "case letters, digits and dashes, e.g. \"design-review\"", req->name, why);
     if (req->topic && utf8_chars(req->topic) > DG_DISCORD_MAX_TOPIC)
         return dg_fail(err, err_len, OC_ERR_INVALID,
@@ -183,7 +183,7 @@ int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
                     utf8_chars(req->topic), DG_DISCORD_MAX_TOPIC);
     if (req->parent_id && !dg_is_snowflake(req->parent_id))
         return dg_fail(err, err_len, OC_ERR_INVALID,
-                    "parentId '%s' is not a Discord snowflake (1-20 digits); pass the "
+                    "parentId '%.100s' is not a Discord snowflake (1-20 digits); pass the "
                     "category's id or leave parentId out", req->parent_id);
     /* A repeated or self-naming entry is a mistake of the caller (it may
      * have meant another agent): refused, not silently dropped. */
@@ -191,7 +191,7 @@ int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
         const char *a = req->participants[i];
         if (!a || !dg_config_agent(cfg, a))
             return dg_fail(err, err_len, OC_ERR_INVALID,
-                        "participants[%zu] '%s' is not a known agent; participants are agent "
+                        "participants[%zu] '%.100s' is not a known agent; participants are agent "
                         "ids from the plugin config `agents` (humans go in allowedUserIds)",
                         i, a ? a : "");
         if (strcmp(a, caller->agent_id) == 0)
@@ -208,7 +208,7 @@ int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
         const char *u = req->allowed_user_ids[i];
         if (!u || !dg_is_snowflake(u))
             return dg_fail(err, err_len, OC_ERR_INVALID,
-                        "allowedUserIds[%zu] '%s' is not a Discord user id (a snowflake of "
+                        "allowedUserIds[%zu] '%.100s' is not a Discord user id (a snowflake of "
                         "1-20 digits)", i, u ? u : "");
         for (size_t j = 0; j < i; j++)
             if (strcmp(req->allowed_user_ids[j], u) == 0)
@@ -228,7 +228,7 @@ int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
     /* Discussion mode. */
     if (!dg_is_snowflake(req->callback_channel_id))
         return dg_fail(err, err_len, OC_ERR_INVALID,
-                    "callbackChannelId '%s' is not a Discord channel id (a snowflake of 1-20 "
+                    "callbackChannelId '%.100s' is not a Discord channel id (a snowflake of 1-20 "
                     "digits); pass the id of the channel you are working in",
                     req->callback_channel_id);
     if (!req->discuss_guide || is_blank(req->discuss_guide))

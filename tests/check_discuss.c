@@ -876,6 +876,17 @@ START_TEST(test_refuse_bad_params)
                           &res), OC_ERR_INVALID);
     ck_assert_ptr_nonnull(strstr(err_msg(res), "originChannelId"));
     json_decref(res);
+    /* A huge unknown key still leaves room for the accepted ones. */
+    char *key = malloc(3001);
+    memset(key, 'k', 3000);
+    key[3000] = '\0';
+    char *params = NULL;
+    ck_assert_int_ge(asprintf(&params, "{\"summaryPath\":\"plans/ok.md\",\"%s\":1}", key), 0);
+    ck_assert_int_eq(tool("discuss-callback", params, ctx, &res), OC_ERR_INVALID);
+    ck_assert_msg(strstr(err_msg(res), "accepted: summaryPath"), "%.300s", err_msg(res));
+    json_decref(res);
+    free(params);
+    free(key);
     json_decref(ctx);
     ck_assert_uint_eq(fake_discord_message_count(fd, ORIGIN), 0);
 }
@@ -1061,6 +1072,27 @@ START_TEST(test_create_validation)
     create_refused("planner", O, many_params, OC_ERR_INVALID, "at most 50");
     free(many);
     free(many_params);
+    /* Huge values are quoted short: the rule still fits in the message. */
+    char *huge = malloc(5000), *hp = NULL;
+    memset(huge, 'a', 4999);
+    huge[4999] = '\0';
+    ck_assert_int_ge(asprintf(&hp, "{\"name\":\"%s\"}", huge), 0);
+    create_refused("planner", O, hp, OC_ERR_INVALID, "Discord allows 1 to 100");
+    free(hp);
+    ck_assert_int_ge(asprintf(&hp, "{\"name\":\"x\",\"participants\":[\"%s\"]}", huge), 0);
+    create_refused("planner", O, hp, OC_ERR_INVALID, "is not a known agent");
+    free(hp);
+    ck_assert_int_ge(asprintf(&hp, "{\"name\":\"x\",\"allowedUserIds\":[\"%s\"]}", huge), 0);
+    create_refused("planner", O, hp, OC_ERR_INVALID, "is not a Discord user id");
+    free(hp);
+    ck_assert_int_ge(asprintf(&hp, "{\"name\":\"x\",\"parentId\":\"%s\"}", huge), 0);
+    create_refused("planner", O, hp, OC_ERR_INVALID, "is not a Discord snowflake");
+    free(hp);
+    ck_assert_int_ge(asprintf(&hp, "{\"name\":\"x\",\"participants\":[\"reviewer\"],"
+                              "\"callbackChannelId\":\"%s\",\"discussGuide\":\"g\"}", huge), 0);
+    create_refused("planner", O, hp, OC_ERR_INVALID, "is not a Discord channel id");
+    free(hp);
+    free(huge);
     /* The same agent twice, or the caller naming itself: refused, in both
      * modes, naming the entry (the caller is a member anyway). */
     create_refused("planner", O, "{\"name\":\"x\",\"participants\":[\"reviewer\",\"coder\","
