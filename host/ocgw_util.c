@@ -216,7 +216,9 @@ char *ocgw_oneline(const char *text, size_t max)
     if (!text)
         return strdup("");
     size_t n = strlen(text);
-    char *out = malloc((n < max ? n : max) + 4);
+    /* max counts characters, not bytes: a UTF-8 character takes up to 4
+     * bytes, so the copy is bounded by the text's own length. */
+    char *out = malloc(n + 4);
     if (!out)
         return NULL;
     size_t o = 0, chars = 0;
