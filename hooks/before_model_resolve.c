@@ -11,7 +11,12 @@ int dg_hook_before_model_resolve(void *state, const json_t *event, const json_t 
     dg_plugin *p = state;
     (void)event;
     dg_hook_session hs;
-    if (!dg_hook_decode_session(ctx, &hs))
+    int ok = dg_hook_decode_session(ctx, &hs);
+    if (ok < 0) {
+        dg_log(p, OC_LOG_WARN, "before_model_resolve: %s; no decision for this run", hs.err);
+        return OC_ERR_INVALID;
+    }
+    if (!ok)
         return OC_OK; /* not in a channel: nothing to decide */
     dg_turn_verdict v;
     int rc = dg_turns_resolve(p->turns, &hs.s, &v);

@@ -15,6 +15,13 @@ const char *dg_json_str(const json_t *obj, const char *key)
     return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
+int dg_json_opt_str(const json_t *obj, const char *key, const char **out)
+{
+    const json_t *v = json_is_object(obj) ? json_object_get(obj, key) : NULL;
+    *out = json_is_string(v) ? json_string_value(v) : NULL;
+    return (!v || json_is_null(v) || json_is_string(v)) ? 0 : -1;
+}
+
 /* Copy the `:`-delimited field after marker in key into out; 1 if found. */
 static int key_field(const char *key, const char *marker, char *out, size_t cap)
 {
@@ -33,10 +40,16 @@ static int key_field(const char *key, const char *marker, char *out, size_t cap)
 int dg_hook_decode_session(const json_t *ctx, dg_hook_session *out)
 {
     memset(out, 0, sizeof *out);
-    const char *agent = dg_json_str(ctx, "agentId");
-    const char *key = dg_json_str(ctx, "sessionKey");
-    const char *channel = dg_json_str(ctx, "channelId");
-    const char *thread = dg_json_str(ctx, "threadId");
+    const char *agent, *key, *channel, *thread;
+    static const char *const names[] = {"agentId", "sessionKey", "channelId", "threadId"};
+    const char **vals[] = {&agent, &key, &channel, &thread};
+    for (size_t i = 0; i < 4; i++) {
+        if (dg_json_opt_str(ctx, names[i], vals[i])) {
+            snprintf(out->err, sizeof out->err, "ctx.%s is not a string; the host must pass "
+                     "ids as JSON strings", names[i]);
+            return -1;
+        }
+    }
     int is_dm = 0;
     if (key && strncmp(key, "agent:", 6) == 0) {
         /* OpenClaw's session key carries what a bridge may not pass. */
@@ -51,6 +64,12 @@ int dg_hook_decode_session(const json_t *ctx, dg_hook_session *out)
     }
     if (!agent || !*agent || !channel || !*channel)
         return 0;
+    if (strlen(channel) >= DG_SCOPE_ID_MAX || (thread && strlen(thread) >= DG_SCOPE_ID_MAX)) {
+        snprintf(out->err, sizeof out->err, "ctx.%s is longer than %d characters: not a "
+                 "channel or thread id", strlen(channel) >= DG_SCOPE_ID_MAX ? "channelId"
+                 : "threadId", DG_SCOPE_ID_MAX - 1);
+        return -1;
+    }
     if (!key || !*key) {
         snprintf(out->key, sizeof out->key, "agent:%s:channel:%s%s%s", agent, channel,
                  thread ? ":thread:" : "", thread ? thread : "");

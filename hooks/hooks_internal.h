@@ -32,12 +32,22 @@ int dg_hook_before_prompt_build(void *state, const json_t *event, const json_t *
 const char *dg_json_str(const json_t *obj, const char *key);
 
 /*
+ * Optional string member key of obj (an object) into *out (borrowed, NULL
+ * when absent or JSON null). Returns 0, or -1 when the member is there with
+ * another type: the caller refuses the event (a wrong-typed id must not
+ * silently count as a missing one).
+ */
+int dg_json_opt_str(const json_t *obj, const char *key, const char **out);
+
+/*
  * The session of an agent-hook context: agentId, sessionKey, channelId,
  * threadId; what is missing is taken from an OpenClaw session key
  * (agent:<id>:discord:channel:<c>[:thread:<t>], agent:<id>:discord:direct:
- * <peer>). Strings point into ctx or into *buf. Returns 1 when the session
+ * <peer>). Strings point into ctx or into *out. Returns 1 when the session
  * is in a channel the turn manager can look at, 0 when not (no agent or no
- * channel: nothing to decide).
+ * channel: nothing to decide), -1 when the context is malformed (one of
+ * those members is not a string, or an id is too long): out->err then says
+ * which member and why, for the caller to log; nothing is decided.
  */
 typedef struct dg_hook_session {
     dg_turn_session s;
@@ -45,6 +55,7 @@ typedef struct dg_hook_session {
     char channel[DG_SCOPE_ID_MAX];
     char thread[DG_SCOPE_ID_MAX];
     char key[384];
+    char err[160];
 } dg_hook_session;
 
 int dg_hook_decode_session(const json_t *ctx, dg_hook_session *out);

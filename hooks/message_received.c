@@ -13,6 +13,23 @@
 #define MAX_TAGS 64
 #define MAX_TAG_PARTS 8
 
+/* Refuse the event: log which field is wrong and what the host must send. */
+static int refuse(dg_plugin *p, const char *field, const char *rule)
+{
+    dg_log(p, OC_LOG_WARN, "message_received: event.%s %s; the message is ignored (nothing "
+           "changes)", field, rule);
+    return OC_ERR_INVALID;
+}
+
+/* Optional boolean member: 0 / 1, or -1 when it has another type. */
+static int opt_bool(const json_t *event, const char *key)
+{
+    const json_t *v = json_object_get(event, key);
+    if (!v || json_is_null(v))
+        return 0;
+    return json_is_boolean(v) ? json_is_true(v) : -1;
+}
+
 int dg_hook_message_received(void *state, const json_t *event, const json_t *ctx,
                              json_t **result)
 {
@@ -22,27 +39,54 @@ int dg_hook_message_received(void *state, const json_t *event, const json_t *ctx
         dg_log(p, OC_LOG_WARN, "message_received: the event is not a JSON object; ignored");
         return OC_ERR_INVALID;
     }
+    /* Every field is checked before anything is recorded: a wrong-typed id
+     * read as "absent" would turn a message into another one (no dedup, a
+     * top-level thread instead of its thread, a DM, a human). */
     dg_turn_message m;
     memset(&m, 0, sizeof m);
-    m.message_id = dg_json_str(event, "messageId");
-    m.channel_id = dg_json_str(event, "channelId");
-    if (!m.channel_id)
-        m.channel_id = dg_json_str(ctx, "channelId");
-    m.thread_id = dg_json_str(event, "threadId");
-    m.is_dm = json_is_true(json_object_get(event, "isDm"));
-    m.sender_id = dg_json_str(event, "senderId");
-    m.sender_is_bot = json_is_true(json_object_get(event, "senderIsBot"));
-    m.content = dg_json_str(event, "content");
+    static const char ID_RULE[] = "is not a string; ids are JSON strings";
+    if (dg_json_opt_str(event, "messageId", &m.message_id))
+        return refuse(p, "messageId", ID_RULE);
+    if (m.message_id && !*m.message_id)
+        return refuse(p, "messageId", "is empty; leave it out when the message has no id");
+    if (dg_json_opt_str(event, "channelId", &m.channel_id))
+        return refuse(p, "channelId", ID_RULE);
+    if (!m.channel_id && dg_json_opt_str(ctx, "channelId", &m.channel_id)) {
+        dg_log(p, OC_LOG_WARN, "message_received: event.channelId is missing and ctx.channelId "
+               "is not a string; the message is ignored (nothing changes)");
+        return OC_ERR_INVALID;
+    }
+    if (dg_json_opt_str(event, "threadId", &m.thread_id))
+        return refuse(p, "threadId", ID_RULE);
+    char root[DG_SCOPE_ID_MAX];
+    if (m.thread_id && *m.thread_id &&
+        dg_scope_normalize_root(m.thread_id, root, sizeof root) != OC_OK)
+    {
+        char rule[128];
+        snprintf(rule, sizeof rule, "is not a thread id (at most %d characters, no ':' and no "
+                 "control characters)", DG_SCOPE_ID_MAX - 1);
+        return refuse(p, "threadId", rule);
+    }
+    if (dg_json_opt_str(event, "senderId", &m.sender_id))
+        return refuse(p, "senderId", ID_RULE);
+    if (dg_json_opt_str(event, "content", &m.content))
+        return refuse(p, "content", "is not a string");
+    if ((m.is_dm = opt_bool(event, "isDm")) < 0)
+        return refuse(p, "isDm", "is not a boolean");
+    if ((m.sender_is_bot = opt_bool(event, "senderIsBot")) < 0)
+        return refuse(p, "senderIsBot", "is not a boolean");
 
     const char *mentions[MAX_MENTIONS];
     const json_t *jm = json_object_get(event, "mentions");
     size_t i;
     json_t *v;
-    if (json_is_array(jm)) {
-        json_array_foreach(jm, i, v) {
-            if (m.n_mentions < MAX_MENTIONS && json_is_string(v))
-                mentions[m.n_mentions++] = json_string_value(v);
-        }
+    if (jm && !json_is_null(jm) && !json_is_array(jm))
+        return refuse(p, "mentions", "is not an array of user ids");
+    json_array_foreach(jm, i, v) {
+        if (!json_is_string(v))
+            return refuse(p, "mentions", "holds something other than user id strings");
+        if (m.n_mentions < MAX_MENTIONS)
+            mentions[m.n_mentions++] = json_string_value(v);
     }
     m.mentions = mentions;
 

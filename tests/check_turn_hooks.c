@@ -1109,6 +1109,159 @@ START_TEST(test_non_discord_channel_still_takes_turns)
 }
 END_TEST
 
+/* ---- malformed hook events: a clear log line, nothing changes ------------------ */
+
+/* A well-formed message_received event (new reference) to spoil. */
+static json_t *msg_event(const char *channel, const char *msg_id, const char *sender, int bot,
+                         const char *content)
+{
+    return json_pack("{s:s, s:s, s:b, s:s, s:b, s:s, s:[]}", "messageId", msg_id, "channelId",
+                     channel, "isDm", 0, "senderId", sender, "senderIsBot", bot, "content",
+                     content, "mentions");
+}
+
+/* message_received with ev (stolen) in channel; returns the hook status. */
+static int deliver(json_t *ev, const char *channel)
+{
+    json_t *ctx = json_pack("{s:s}", "channelId", channel);
+    int rc = tth_call(&H, "message_received", ev, ctx, NULL);
+    json_decref(ev);
+    json_decref(ctx);
+    return rc;
+}
+
+START_TEST(test_malformed_message_fields_are_refused_and_change_nothing)
+{
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "go", NULL);
+    dg_turn_state before = peek(CH1, NULL, NULL);
+    struct {
+        const char *key;
+        json_t *value;        /* stolen */
+        const char *logged;   /* what the warning must name */
+    } bad[] = {
+        {"messageId", json_integer(400000000000000777LL), "event.messageId"},
+        {"messageId", json_string(""), "event.messageId"},
+        {"channelId", json_integer(300000000000000001LL), "event.channelId"},
+        {"threadId", json_integer(310000000000000001LL), "event.threadId"},
+        {"threadId", json_string("310000000000000001:x"), "event.threadId"},
+        {"senderId", json_integer(200000000000000001LL), "event.senderId"},
+        {"isDm", json_string("false"), "event.isDm"},
+        {"senderIsBot", json_integer(1), "event.senderIsBot"},
+        {"content", json_integer(42), "event.content"},
+        {"mentions", json_string(TTH_ALPHA_UID), "event.mentions"},
+        {"mentions", json_pack("[i]", 7), "event.mentions"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char id[24];
+        /* An agent message would move the turn (alpha holds it): refused,
+         * it must not. */
+        json_t *ev = msg_event(CH1, mid(id), TTH_ALPHA_UID, 1, "done");
+        json_object_set_new(ev, bad[i].key, bad[i].value);
+        ck_assert_msg(deliver(ev, CH1) == OC_ERR_INVALID, "%s accepted", bad[i].logged);
+        ck_assert_msg(tth_log_has(&H, bad[i].logged), "no log line names %s", bad[i].logged);
+        dg_turn_state now = peek(CH1, NULL, NULL);
+        ck_assert_msg(dg_turn_state_same(&before, &now) && now.msg_seq == before.msg_seq,
+                      "a message with a bad %s changed the turn state", bad[i].logged);
+    }
+    /* A thread id longer than any id is refused by name too. */
+    char big[300];
+    memset(big, '3', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    char id[24];
+    json_t *ev = msg_event(CH1, mid(id), TTH_HUMAN_UID, 0, "hi");
+    json_object_set_new(ev, "threadId", json_string(big));
+    ck_assert_int_eq(deliver(ev, CH1), OC_ERR_INVALID);
+    ck_assert(tth_log_has(&H, "event.threadId is not a thread id"));
+    /* An event that is not an object at all. */
+    json_t *arr = json_array();
+    ck_assert_int_eq(deliver(arr, CH1), OC_ERR_INVALID);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 0);
+    ck_assert_int_eq(peek(CH1, NULL, NULL).msg_seq, before.msg_seq);
+}
+END_TEST
+
+START_TEST(test_huge_content_and_ids_reused_across_channels)
+{
+    join3(CH1, NULL);
+    join3(CH2, NULL);
+    /* A megabyte of content is ingested like any message, once. */
+    size_t n = 1 << 20;
+    char *big = malloc(n + 1);
+    memset(big, 'x', n);
+    big[n] = '\0';
+    for (int account = 0; account < 2; account++)
+        ck_assert_int_eq(deliver(msg_event(CH1, "400000000000000600", TTH_HUMAN_UID, 0, big), CH1),
+                         OC_OK);
+    free(big);
+    ck_assert_int_eq(peek(CH1, NULL, NULL).msg_seq, 1);
+    /* The same message id in another channel is another message there
+     * (dedup is per channel and message id), and changes nothing here. */
+    ck_assert_int_eq(deliver(msg_event(CH2, "400000000000000600", TTH_HUMAN_UID, 0, "hi"), CH2),
+                     OC_OK);
+    ck_assert_int_eq(peek(CH2, NULL, NULL).msg_seq, 1);
+    ck_assert_int_eq(peek(CH2, NULL, NULL).active, 1);
+    ck_assert_int_eq(peek(CH1, NULL, NULL).msg_seq, 1);
+}
+END_TEST
+
+/* agent_end of the speaker with a spoiled event must not pass its turn. */
+START_TEST(test_malformed_agent_end_is_refused_and_changes_nothing)
+{
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "go", NULL);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 0);
+    char key[256];
+    json_t *ctx = json_pack("{s:s, s:s, s:s}", "agentId", TTH_ALPHA, "sessionKey",
+                            tth_session_key(key, sizeof key, TTH_ALPHA, CH1, NULL), "channelId",
+                            CH1);
+    json_t *events[] = {
+        json_null(),
+        json_string("NO_REPLY"),
+        json_pack("{s:s, s:b, s:i}", "runId", "r-1", "success", 1, "toolCalls", 0),
+        json_pack("{s:s, s:b, s:i, s:i}", "runId", "r-2", "success", 1, "output", 0,
+                  "toolCalls", 0),
+        json_pack("{s:s, s:b, s:s, s:s}", "runId", "r-3", "success", 1, "output", "",
+                  "toolCalls", "2"),
+        json_pack("{s:s, s:b, s:s}", "runId", "r-4", "success", 1, "output", ""),
+        json_pack("{s:i, s:b, s:s, s:i}", "runId", 5, "success", 1, "output", "NO_REPLY",
+                  "toolCalls", 0),
+        json_pack("{s:s, s:s, s:s, s:i}", "runId", "r-6", "success", "yes", "output", "NO_REPLY",
+                  "toolCalls", 0),
+        json_pack("{s:s, s:b, s:s, s:i}", "runId", "r-7", "success", 1, "output", "NO_REPLY",
+                  "toolCalls", -1),
+    };
+    for (size_t i = 0; i < sizeof events / sizeof events[0]; i++) {
+        ck_assert_msg(tth_call(&H, "agent_end", events[i], ctx, NULL) == OC_ERR_INVALID,
+                      "agent_end event %zu accepted", i);
+        ck_assert_msg(who_speaks(ABC, 3, CH1, NULL) == 0, "agent_end event %zu moved the turn",
+                      i);
+        json_decref(events[i]);
+    }
+    ck_assert(tth_log_has(&H, "agent_end: event.output"));
+    ck_assert(tth_log_has(&H, "agent_end: event.toolCalls"));
+    ck_assert(tth_log_has(&H, "agent_end: event.runId"));
+    ck_assert(tth_log_has(&H, "agent_end: event.success"));
+    /* A context whose ids have the wrong type is refused by name as well. */
+    json_t *bad_ctx = json_pack("{s:s, s:s, s:i}", "agentId", TTH_ALPHA, "sessionKey",
+                                "agent:alpha:discord:channel:" CH1, "channelId", 3);
+    json_t *ev = json_pack("{s:s, s:b, s:s, s:i}", "runId", "r-8", "success", 1, "output",
+                           "NO_REPLY", "toolCalls", 0);
+    ck_assert_int_eq(tth_call(&H, "agent_end", ev, bad_ctx, NULL), OC_ERR_INVALID);
+    ck_assert(tth_log_has(&H, "ctx.channelId"));
+    json_t *r = NULL;
+    ck_assert_int_eq(tth_call(&H, "before_model_resolve", EMPTY, bad_ctx, &r), OC_ERR_INVALID);
+    ck_assert_ptr_null(r);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 0);
+    /* The same run, well formed, passes. */
+    ck_assert_int_eq(tth_call(&H, "agent_end", ev, ctx, NULL), OC_OK);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 1);
+    json_decref(ev);
+    json_decref(bad_ctx);
+    json_decref(ctx);
+}
+END_TEST
+
 static void session_text_once(const char *want, const char *not_want)
 {
     char *text = tth_prompt(&H, TTH_ALPHA, CH1, "You are alpha.");
@@ -1182,6 +1335,9 @@ Suite *make_turn_hooks_suite(void)
     tcase_add_test(ch, test_unmanaged_channel_and_unknown_agents_get_nothing);
     tcase_add_test(ch, test_message_sending_cancels_non_speaker);
     tcase_add_test(ch, test_malformed_event_refused_with_reason);
+    tcase_add_test(ch, test_malformed_message_fields_are_refused_and_change_nothing);
+    tcase_add_test(ch, test_huge_content_and_ids_reused_across_channels);
+    tcase_add_test(ch, test_malformed_agent_end_is_refused_and_changes_nothing);
     tcase_add_test(ch, test_non_discord_channel_still_takes_turns);
     tcase_add_test(ch, test_session_model_text_appended_once_channel_policy);
     tcase_add_test(ch, test_env_policy_override_reaches_the_hooks);
