@@ -423,6 +423,10 @@ static int read_humans(ocgw_config *c, char *err, size_t n)
             rc = fail(err, n, "%s.id: \"%s\" must be 1-64 of a-z 0-9 - _", where, hu->id);
         if (!rc && ocgw_agent_by_id(c, hu->id))
             rc = fail(err, n, "%s.id: \"%s\" is already an agent id", where, hu->id);
+        for (size_t k = 0; !rc && k + 1 < c->n_humans; k++)
+            if (!strcmp(c->humans[k].id, hu->id))
+                rc = fail(err, n, "%s.id: \"%s\" is used by two humans; ids are unique", where,
+                          hu->id);
         if (!rc)
             rc = get_snowflake(h, "discordUserId", where, 1, &hu->user_id, err, n);
         if (!rc)
@@ -557,11 +561,34 @@ int ocgw_config_load(const char *path, ocgw_config *c, char *err, size_t err_len
         rc = read_humans(c, err, err_len);
     if (!rc)
         rc = read_channels(c, err, err_len);
-    for (size_t i = 0; !rc && i < c->n_agents; i++)
+    /* One Discord user is one participant: a shared id would make the
+     * gateway take one's messages for the other's (and skip an agent's
+     * runs as "its own message"). */
+    const char *mod = c->moderator_user_id;
+    for (size_t i = 0; !rc && i < c->n_agents; i++) {
+        for (size_t k = 0; !rc && k < i; k++)
+            if (!strcmp(c->agents[i].user_id, c->agents[k].user_id))
+                rc = fail(err, err_len, "agents[%s].discordUserId: %s is already the user of "
+                          "agent %s; each agent needs its own bot user", c->agents[i].id,
+                          c->agents[i].user_id, c->agents[k].id);
+        if (!rc && mod && !strcmp(c->agents[i].user_id, mod))
+            rc = fail(err, err_len, "agents[%s].discordUserId: %s is discord.moderatorUserId; "
+                      "the moderator bot cannot also be an agent", c->agents[i].id, mod);
         for (size_t k = 0; !rc && k < c->n_humans; k++)
             if (!strcmp(c->agents[i].user_id, c->humans[k].user_id))
                 rc = fail(err, err_len, "humans[%s].discordUserId: same user as agent %s",
                           c->humans[k].id, c->agents[i].id);
+    }
+    for (size_t i = 0; !rc && i < c->n_humans; i++) {
+        for (size_t k = 0; !rc && k < i; k++)
+            if (!strcmp(c->humans[i].user_id, c->humans[k].user_id))
+                rc = fail(err, err_len, "humans[%s].discordUserId: %s is already the user of "
+                          "human %s; give each human its own user", c->humans[i].id,
+                          c->humans[i].user_id, c->humans[k].id);
+        if (!rc && mod && !strcmp(c->humans[i].user_id, mod))
+            rc = fail(err, err_len, "humans[%s].discordUserId: %s is discord.moderatorUserId; "
+                      "the moderator bot is not a human", c->humans[i].id, mod);
+    }
     if (rc) {
         ocgw_config_free(c);
         memset(c, 0, sizeof *c);

@@ -1,7 +1,7 @@
 /*
  * check_ocgw.c -- unit tests of the reference gateway's pieces (host/ocgw_*.c
- * minus its main, linked from libocgw.a): the transcript's one-line texts.
- * The gateway as a whole runs in check_e2e.c.
+ * minus its main, linked from libocgw.a): the transcript's one-line texts and
+ * the host config's checks. The gateway as a whole runs in check_e2e.c.
  */
 #include <check.h>
 #include <malloc.h>
@@ -67,12 +67,107 @@ START_TEST(oneline_of_multibyte_text_fits_its_buffer)
 }
 END_TEST
 
+/* ---- host config --------------------------------------------------------------------------- */
+
+/* Writes a gateway config of two agents and one human with the given Discord
+ * user ids (moderator first) and loads it; returns the status, err filled. */
+static int load_with_users(const char *mod, const char *a1, const char *a2, const char *h1,
+                           const char *h2, char *err, size_t n)
+{
+    char *dir = tu_mkdtemp();
+    setenv("R3_OCGW_TOKEN", "t", 1);
+    json_t *humans = json_array();
+    json_array_append_new(humans, json_pack("{s:s, s:s}", "id", "alice", "discordUserId", h1));
+    if (h2)
+        json_array_append_new(humans, json_pack("{s:s, s:s}", "id", "bob", "discordUserId", h2));
+    json_t *cfg = json_pack(
+        "{s:{s:s, s:s, s:s}, s:{s:s, s:{s:s, s:s}}, s:[{s:s, s:s, s:s, s:s, s:s},"
+        " {s:s, s:s, s:s, s:s, s:s}], s:o}",
+        "discord", "apiBase", "http://127.0.0.1:9/api/v10", "guildId", "100000000000000001",
+        "moderatorUserId", mod, "gateway", "stateDir", "state", "noReply", "provider", "p",
+        "model", "m", "agents", "id", "planner", "workspace", "w/planner", "discordUserId", a1,
+        "tokenEnv", "R3_OCGW_TOKEN", "model", "x/planner", "id", "coder", "workspace",
+        "w/coder", "discordUserId", a2, "tokenEnv", "R3_OCGW_TOKEN", "model", "x/coder",
+        "humans", humans);
+    ck_assert_ptr_nonnull(cfg);
+    char *path = tu_path(dir, "host.json");
+    ck_assert_int_eq(json_dump_file(cfg, path, 0), 0);
+    json_decref(cfg);
+    ocgw_config c;
+    err[0] = '\0';
+    int rc = ocgw_config_load(path, &c, err, n);
+    if (rc == OC_OK)
+        ocgw_config_free(&c);
+    free(path);
+    tu_rmtree(dir);
+    free(dir);
+    return rc;
+}
+
+START_TEST(config_refuses_a_discord_user_shared_by_two_participants)
+{
+    char err[1024];
+    const char *M = "200000000000000001", *P = "200000000000000011",
+               *C = "200000000000000013", *A = "200000000000000021",
+               *B = "200000000000000022";
+    /* Distinct users load. */
+    ck_assert_msg(load_with_users(M, P, C, A, B, err, sizeof err) == OC_OK, "%s", err);
+    /* Two agents on one bot user: the gateway would take one's posts for
+     * the other's and skip its runs as "its own message". */
+    ck_assert_int_eq(load_with_users(M, P, P, A, NULL, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_msg(strstr(err, "agents[coder].discordUserId") && strstr(err, "agent planner"),
+                  "%s", err);
+    /* An agent that is the moderator bot. */
+    ck_assert_int_eq(load_with_users(M, P, M, A, NULL, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_msg(strstr(err, "agents[coder].discordUserId") &&
+                      strstr(err, "discord.moderatorUserId"), "%s", err);
+    /* Two humans on one user, a human that is the moderator. */
+    ck_assert_int_eq(load_with_users(M, P, C, A, A, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_msg(strstr(err, "humans[bob].discordUserId") && strstr(err, "human alice"), "%s",
+                  err);
+    ck_assert_int_eq(load_with_users(M, P, C, M, NULL, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_msg(strstr(err, "humans[alice].discordUserId") &&
+                      strstr(err, "discord.moderatorUserId"), "%s", err);
+    /* Still refused as before: a human that is an agent. */
+    ck_assert_int_eq(load_with_users(M, P, C, C, NULL, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_msg(strstr(err, "humans[alice].discordUserId: same user as agent coder"), "%s",
+                  err);
+}
+END_TEST
+
+START_TEST(config_refuses_a_human_id_used_twice)
+{
+    char err[1024];
+    char *dir = tu_mkdtemp();
+    setenv("R3_OCGW_TOKEN", "t", 1);
+    json_t *cfg = json_pack(
+        "{s:{s:s}, s:{s:{s:s, s:s}}, s:[{s:s, s:s, s:s, s:s, s:s}],"
+        " s:[{s:s, s:s}, {s:s, s:s}]}",
+        "discord", "apiBase", "http://127.0.0.1:9/api/v10", "gateway", "noReply", "provider",
+        "p", "model", "m", "agents", "id", "planner", "workspace", "w", "discordUserId",
+        "200000000000000011", "tokenEnv", "R3_OCGW_TOKEN", "model", "x/planner", "humans", "id",
+        "alice", "discordUserId", "200000000000000021", "id", "alice", "discordUserId",
+        "200000000000000022");
+    char *path = tu_path(dir, "host.json");
+    ck_assert_int_eq(json_dump_file(cfg, path, 0), 0);
+    json_decref(cfg);
+    ocgw_config c;
+    ck_assert_int_eq(ocgw_config_load(path, &c, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_msg(strstr(err, "humans[1].id: \"alice\" is used by two humans"), "%s", err);
+    free(path);
+    tu_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 Suite *make_ocgw_suite(void)
 {
     Suite *s = suite_create("ocgw");
     TCase *tc = tcase_create("pieces");
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, oneline_of_multibyte_text_fits_its_buffer);
+    tcase_add_test(tc, config_refuses_a_discord_user_shared_by_two_participants);
+    tcase_add_test(tc, config_refuses_a_human_id_used_twice);
     suite_add_tcase(s, tc);
     return s;
 }
