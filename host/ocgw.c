@@ -545,6 +545,22 @@ static void usage(FILE *f)
             "  --help, --version\n");
 }
 
+/* A whole number of milliseconds for option opt, in lo..hi; 0, or -1 after
+ * saying on stderr what is wrong with it. */
+static int ms_option(const char *opt, const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) {
+        fprintf(stderr, "ocgw: %s \"%s\": expected a whole number of milliseconds in %ld..%ld\n",
+                opt, s, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
 static int level_of(const char *s)
 {
     static const char *const names[] = {"debug", "info", "warn", "error"};
@@ -595,7 +611,10 @@ int main(int argc, char **argv)
         switch (c) {
         case 'c': config = optarg; break;
         case 's': state_dir = optarg; break;
-        case 'p': poll_ms = atol(optarg); break;
+        case 'p':
+            if (ms_option("--poll-ms", optarg, 10, 600000, &poll_ms))
+                return 2;
+            break;
         case 'l':
             if ((log_level = level_of(optarg)) < 0) {
                 fprintf(stderr, "ocgw: --log-level %s: use debug, info, warn or error\n", optarg);
@@ -603,7 +622,10 @@ int main(int argc, char **argv)
             }
             break;
         case 'e': expect_path = optarg; break;
-        case 't': timeout_ms = atol(optarg); break;
+        case 't':
+            if (ms_option("--timeout-ms", optarg, 1, 86400000, &timeout_ms))
+                return 2;
+            break;
         case 'T': transcript = optarg; break;
         case 'q': quiet = 1; break;
         case 'k': check_only = 1; break;
@@ -612,7 +634,11 @@ int main(int argc, char **argv)
         default: usage(stderr); return 2;
         }
     }
-    if (!config || optind != argc || (poll_ms && (poll_ms < 10 || poll_ms > 600000))) {
+    if (!config || optind != argc) {
+        if (optind != argc)
+            fprintf(stderr, "ocgw: unexpected argument \"%s\"\n", argv[optind]);
+        else
+            fprintf(stderr, "ocgw: --config FILE is required\n");
         usage(stderr);
         return 2;
     }

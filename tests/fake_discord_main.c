@@ -12,6 +12,7 @@
  * tests/support/fake_discord.h) let other processes drive and inspect it.
  */
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +50,29 @@ static int write_atomic(const char *path, const char *text)
         unlink(tmp);
     free(tmp);
     return ok ? 0 : -1;
+}
+
+/* A Discord id as the fake takes it: 1-20 digits, no leading zero, within
+ * 64 bits (the rule of fake_discord.c). */
+static int snowflake_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 20 || s[0] == '0' || strspn(s, "0123456789") != n)
+        return 0;
+    return n < 20 || strcmp(s, "18446744073709551615") <= 0;
+}
+
+/* A finite number in lo..hi (lo itself excluded when open_lo); strtod
+ * alone would take "", "nan" and "inf". */
+static int parse_double(const char *s, double lo, double hi, int open_lo, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v < lo || (open_lo && v <= lo) || v > hi)
+        return -1;
+    *out = v;
+    return 0;
 }
 
 static int parse_long(const char *s, long lo, long hi, long *out)
@@ -96,26 +120,36 @@ int main(int argc, char **argv)
             }
             o.port = (int)n;
         } else if (!strcmp(a, "--guild")) {
+            if (!snowflake_ok(v)) {
+                fprintf(stderr, "fake-discord: --guild must be a snowflake (1-20 digits), "
+                                "got \"%s\"\n", v);
+                return 2;
+            }
             o.guild_id = v;
         } else if (!strcmp(a, "--user")) {
-            if (!strchr(v, '=')) {
-                fprintf(stderr, "fake-discord: --user takes TOKEN=USERID, got %s\n", v);
+            const char *eq = strchr(v, '=');
+            if (!eq || eq == v || !snowflake_ok(eq + 1)) {
+                fprintf(stderr, "fake-discord: --user takes TOKEN=USERID (a non-empty token, "
+                                "a snowflake user id), got \"%s\"\n", v);
                 return 2;
             }
         } else if (!strcmp(a, "--channel")) {
             /* added after start */
+            if (!snowflake_ok(v)) {
+                fprintf(stderr, "fake-discord: --channel must be a snowflake (1-20 digits), "
+                                "got \"%s\"\n", v);
+                return 2;
+            }
         } else if (!strcmp(a, "--fail-rate")) {
-            char *end;
-            fail_rate = strtod(v, &end);
-            if (*end || fail_rate < 0 || fail_rate > 1) {
-                fprintf(stderr, "fake-discord: --fail-rate must be 0..1, got %s\n", v);
+            if (parse_double(v, 0, 1, 0, &fail_rate)) {
+                fprintf(stderr, "fake-discord: --fail-rate must be a number in 0..1, got \"%s\"\n",
+                        v);
                 return 2;
             }
         } else if (!strcmp(a, "--retry-after")) {
-            char *end;
-            retry_after = strtod(v, &end);
-            if (*end || retry_after <= 0) {
-                fprintf(stderr, "fake-discord: --retry-after must be > 0 seconds, got %s\n", v);
+            if (parse_double(v, 0, 60, 1, &retry_after)) {
+                fprintf(stderr, "fake-discord: --retry-after must be seconds above 0, at most 60, "
+                                "got \"%s\"\n", v);
                 return 2;
             }
         } else if (!strcmp(a, "--seed")) {
@@ -155,7 +189,7 @@ int main(int argc, char **argv)
         const char *opt = argv[i], *val = argv[++i];
         if (!strcmp(opt, "--channel")) {
             if (fake_discord_add_channel(fd, val, NULL, NULL) != 0) {
-                fprintf(stderr, "fake-discord: --channel %s must be a new snowflake\n", val);
+                fprintf(stderr, "fake-discord: --channel %s is given twice\n", val);
                 rc = 2;
             }
             continue;
@@ -172,9 +206,9 @@ int main(int argc, char **argv)
         }
         *eq = '\0';
         if (fake_discord_add_user(fd, dup, eq + 1, NULL, 1) != 0) {
-            fprintf(stderr, "fake-discord: --user %s=%s: the user id must be a snowflake\n",
-                    dup, eq + 1);
-            rc = 2;
+            fprintf(stderr, "fake-discord: --user %s=%s: the fake could not add it (out of "
+                            "memory)\n", dup, eq + 1);
+            rc = 1;
         }
         free(dup);
     }

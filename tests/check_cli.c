@@ -1,0 +1,152 @@
+/*
+ * check_cli.c -- the command lines of the standalone programs build/ocgw and
+ * build/fake-discord: every bad argument is refused with exit status 2 and a
+ * line naming the option and its rule, before anything is started. (The
+ * arguments of dirigent-noreply are checked in check_noreply.c.)
+ */
+#include <check.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+/* Runs <build>/<prog> with args (NULL-terminated) for at most 10 s; returns
+ * its exit status (-1 when it had to be killed or died of a signal) and its
+ * stderr in *err (malloc'd). */
+static int run(const char *prog, const char *const *args, char **err)
+{
+    char *dir = tu_mkdtemp();
+    char *errf = tu_path(dir, "stderr");
+    char *bin = NULL;
+    ck_assert_int_ge(asprintf(&bin, "%s/%s", tu_build_dir(), prog), 0);
+    ck_assert_msg(access(bin, X_OK) == 0, "%s is not built", bin);
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
+        int fe = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fo = open("/dev/null", O_WRONLY);
+        if (fe >= 0)
+            dup2(fe, 2);
+        if (fo >= 0)
+            dup2(fo, 1);
+        const char *argv[32] = {bin};
+        int n = 1;
+        for (; args && *args && n < 31; args++)
+            argv[n++] = *args;
+        argv[n] = NULL;
+        execv(bin, (char *const *)argv);
+        _exit(126);
+    }
+    int st = 0, done = 0;
+    for (int i = 0; i < 1000 && !done; i++) {
+        done = waitpid(pid, &st, WNOHANG) == pid;
+        if (!done) {
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    if (!done) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+    }
+    FILE *f = fopen(errf, "r");
+    char buf[4096] = "";
+    size_t k = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    buf[k] = '\0';
+    if (f)
+        fclose(f);
+    *err = strdup(buf);
+    tu_rmtree(dir);
+    free(dir);
+    free(errf);
+    free(bin);
+    return done && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* prog args... must exit 2 at once with every needle in its stderr. */
+static void refused(const char *prog, const char *const *args, const char *n1, const char *n2)
+{
+    char *err = NULL;
+    int rc = run(prog, args, &err);
+    char cmd[256] = "";
+    for (const char *const *a = args; *a; a++)
+        snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), " %s", *a);
+    ck_assert_msg(rc == 2, "%s%s: exit %d, want 2 (stderr: %s)", prog, cmd, rc, err);
+    ck_assert_msg(strstr(err, n1) && (!n2 || strstr(err, n2)),
+                  "%s%s: stderr lacks \"%s\"/\"%s\": %s", prog, cmd, n1, n2 ? n2 : "", err);
+    free(err);
+}
+
+START_TEST(fake_discord_refuses_bad_numbers_and_ids)
+{
+    /* strtod alone took "", "nan" and "inf": a NaN fail rate, an infinite
+     * Retry-After. */
+    static const char *const rates[] = {"", "nan", "inf", "-0.1", "1.5", "0.3x"};
+    for (size_t i = 0; i < sizeof rates / sizeof *rates; i++) {
+        const char *a[] = {"--fail-rate", rates[i], NULL};
+        refused("fake-discord", a, "--fail-rate", "0..1");
+    }
+    static const char *const waits[] = {"", "nan", "inf", "0", "-1", "1e300", "61"};
+    for (size_t i = 0; i < sizeof waits / sizeof *waits; i++) {
+        const char *a[] = {"--retry-after", waits[i], NULL};
+        refused("fake-discord", a, "--retry-after", "at most 60");
+    }
+    const char *g[] = {"--guild", "abc", NULL};
+    refused("fake-discord", g, "--guild", "snowflake");
+    const char *c[] = {"--channel", "12x", NULL};
+    refused("fake-discord", c, "--channel", "snowflake");
+    const char *u1[] = {"--user", "=200000000000000011", NULL};
+    refused("fake-discord", u1, "--user", "non-empty token");
+    const char *u2[] = {"--user", "tok=abc", NULL};
+    refused("fake-discord", u2, "--user", "snowflake user id");
+    const char *p[] = {"--port", "65536", NULL};
+    refused("fake-discord", p, "--port", "0..65535");
+    const char *x[] = {"--bogus", "1", NULL};
+    refused("fake-discord", x, "unknown option --bogus", NULL);
+}
+END_TEST
+
+START_TEST(ocgw_refuses_bad_numbers_and_stray_arguments)
+{
+    /* The numbers are checked before the config is read: atol() took
+     * "abc" as 0 (ignored) and "5" as a bare usage text. */
+    static const char *const polls[] = {"abc", "5", "600001", "50ms", ""};
+    for (size_t i = 0; i < sizeof polls / sizeof *polls; i++) {
+        const char *a[] = {"--poll-ms", polls[i], "--config", "demo/host.json", NULL};
+        refused("ocgw", a, "--poll-ms", "10..600000");
+    }
+    static const char *const timeouts[] = {"abc", "0", "-5", "1e3"};
+    for (size_t i = 0; i < sizeof timeouts / sizeof *timeouts; i++) {
+        const char *a[] = {"--timeout-ms", timeouts[i], "--config", "demo/host.json", NULL};
+        refused("ocgw", a, "--timeout-ms", "whole number of milliseconds");
+    }
+    const char *stray[] = {"--config", "demo/host.json", "extra", NULL};
+    refused("ocgw", stray, "unexpected argument \"extra\"", NULL);
+    const char *none[] = {"--quiet", NULL};
+    refused("ocgw", none, "--config FILE is required", NULL);
+    const char *lvl[] = {"--log-level", "loud", "--config", "demo/host.json", NULL};
+    refused("ocgw", lvl, "--log-level loud", "debug, info, warn or error");
+}
+END_TEST
+
+Suite *make_cli_suite(void)
+{
+    Suite *s = suite_create("cli");
+    TCase *tc = tcase_create("arguments");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, fake_discord_refuses_bad_numbers_and_ids);
+    tcase_add_test(tc, ocgw_refuses_bad_numbers_and_stray_arguments);
+    suite_add_tcase(s, tc);
+    return s;
+}
