@@ -72,21 +72,35 @@ static void nr_log(const nr_server *s, const char *method, const char *url,
             detail ? " " : "", detail ? detail : "");
 }
 
-/* Queue a JSON response; steals `body`. */
+/* True when s is valid UTF-8 (jansson's own check): text from the request
+ * line that goes into a JSON answer must be, or the answer cannot be built. */
+static bool nr_utf8(const char *s)
+{
+    json_t *j = json_string(s);
+    json_decref(j);
+    return j != NULL;
+}
+
+/* Queue a JSON response; steals `body`. A body that could not be built
+ * still gets an answer (500 with a fixed text), never a dropped connection. */
 static enum MHD_Result nr_send_json(struct MHD_Connection *c, unsigned status,
                                     json_t *body)
 {
+    static const char fallback[] =
+        "{\"error\":{\"message\":\"dirigent-noreply could not build its answer (out of "
+        "memory?)\",\"type\":\"server_error\",\"param\":null,\"code\":\"internal_error\"}}";
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
-    if (!text)
-        return MHD_NO;
-    size_t n = strlen(text);
     struct MHD_Response *r =
-        MHD_create_response_from_buffer(n, text, MHD_RESPMEM_MUST_FREE);
+        text ? MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE)
+             : MHD_create_response_from_buffer(sizeof fallback - 1, (void *)fallback,
+                                               MHD_RESPMEM_PERSISTENT);
     if (!r) {
         free(text);
         return MHD_NO;
     }
+    if (!text)
+        status = MHD_HTTP_INTERNAL_SERVER_ERROR;
     MHD_add_response_header(r, "Content-Type", "application/json");
     enum MHD_Result ret = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
@@ -322,7 +336,8 @@ static enum MHD_Result nr_handle(void *cls, struct MHD_Connection *c,
         if ((completions && !is_post) || (!completions && !is_get)) {
             const char *allowed = completions ? "POST" : "GET";
             char msg[120];
-            snprintf(msg, sizeof msg, "method %s not allowed here; use %s", method,
+            snprintf(msg, sizeof msg, "method %s not allowed here; use %s",
+                     strlen(method) <= 40 && nr_utf8(method) ? method : "(unusual)",
                      allowed);
             nr_log(s, method, url, MHD_HTTP_METHOD_NOT_ALLOWED, msg);
             json_t *err = json_pack("{s:{s:s, s:s, s:s}}", "error", "message", msg,
@@ -350,6 +365,11 @@ static enum MHD_Result nr_handle(void *cls, struct MHD_Connection *c,
                                  "missing or wrong bearer token; send "
                                  "\"Authorization: Bearer <token>\" with the token "
                                  "this server was started with");
+        if (one_model && !nr_utf8(path + 8))
+            return nr_send_error(s, c, method, url, MHD_HTTP_BAD_REQUEST,
+                                 "invalid_request_error", "invalid_value", "model",
+                                 "the model id in the path is not valid UTF-8; "
+                                 "percent-encode the UTF-8 bytes of the id");
         if (!completions) {
             json_t *body = models
                 ? json_pack("{s:s, s:[o]}", "object", "list", "data",

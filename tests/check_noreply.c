@@ -506,6 +506,32 @@ START_TEST(test_bad_input)
 }
 END_TEST
 
+/* Bytes that are not UTF-8 in the request line cannot go into a JSON
+ * answer as they are: still a JSON error, never a dropped connection. */
+START_TEST(test_non_utf8_request_line)
+{
+    nr_proc p;
+    nr_start(&p, QUIET, NULL);
+    nr_resp r = nr_http(p.url, "GET", "/models/%ff%fe", NULL, NULL, 0);
+    nr_expect_error(&r, 400, "not valid UTF-8", "model");
+    free(r.body);
+    r = nr_http(p.url, "\xff", "/models", NULL, NULL, 0);
+    nr_expect_error(&r, 405, "use GET", NULL);
+    free(r.body);
+    r = nr_http(p.url, "\xc3", "/chat/completions", NULL, NULL, 0);
+    nr_expect_error(&r, 405, "use POST", NULL);
+    free(r.body);
+    /* A valid UTF-8 id is echoed as it is. */
+    r = nr_http(p.url, "GET", "/models/%e8%ae%a8%e8%ae%ba", NULL, NULL, 0);
+    ck_assert_int_eq(r.status, 200);
+    json_t *j = nr_json(&r);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "id")), "讨论");
+    json_decref(j);
+    free(r.body);
+    ck_assert_int_eq(nr_stop(&p, SIGTERM), 0);
+}
+END_TEST
+
 START_TEST(test_body_limit)
 {
     nr_proc p;
@@ -572,6 +598,7 @@ Suite *make_noreply_suite(void)
     tcase_add_test(tc, test_auth_flag);
     tcase_add_test(tc, test_auth_env);
     tcase_add_test(tc, test_bad_input);
+    tcase_add_test(tc, test_non_utf8_request_line);
     tcase_add_test(tc, test_body_limit);
     tcase_add_test(tc, test_bad_args);
     suite_add_tcase(s, tc);
