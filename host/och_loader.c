@@ -11,11 +11,13 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "och_internal.h"
 
@@ -142,6 +144,67 @@ static int valid_id(const char *s)
     return 1;
 }
 
+/* A manifest is a few KiB; a bigger file is not one, and is not read into
+ * memory whole. */
+#define OCH_MANIFEST_MAX (1024 * 1024)
+
+/* The whole regular file at path if it holds at most max bytes: malloc'd
+ * (the caller frees), its length in *len. NULL with a sentence in why
+ * otherwise. Opened without blocking, so a FIFO put in the file's place
+ * cannot hang discovery. */
+static char *read_bounded(const char *path, size_t max, size_t *len, char *why, size_t why_len)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        snprintf(why, why_len, "cannot read it (%s)", strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
+        if (S_ISREG(st.st_mode))
+            snprintf(why, why_len, "it is %lld bytes, more than the %zu bytes a manifest may "
+                     "have; is it the right file?", (long long)st.st_size, max);
+        else
+            snprintf(why, why_len, "it is not a regular file");
+        close(fd);
+        return NULL;
+    }
+    /* One byte more than fstat said: filling it means the file grew. */
+    size_t cap = (size_t)st.st_size + 1;
+    char *buf = malloc(cap);
+    if (!buf) {
+        snprintf(why, why_len, "out of memory");
+        close(fd);
+        return NULL;
+    }
+    size_t n = 0;
+    while (n < cap) {
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            snprintf(why, why_len, "cannot read it (%s)", strerror(errno));
+            free(buf);
+            buf = NULL;
+        }
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    if (!buf)
+        return NULL;
+    if (n == cap) {
+        snprintf(why, why_len, "it changed while it was read; try again");
+        free(buf);
+        return NULL;
+    }
+    *len = n;
+    return buf;
+}
+
 /* Reads and checks dir/manifest.json into p. 0 when usable; otherwise p is
  * marked refused with the reason. */
 static int read_manifest(och_plugin *p)
@@ -151,8 +214,17 @@ static int read_manifest(och_plugin *p)
         set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR, "out of memory");
         return -1;
     }
+    char why[256];
+    size_t len = 0;
+    char *text = read_bounded(path, OCH_MANIFEST_MAX, &len, why, sizeof why);
+    if (!text) {
+        set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR, "%s: %s", path, why);
+        free(path);
+        return -1;
+    }
     json_error_t je;
-    json_t *m = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    json_t *m = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    free(text);
     if (!m) {
         set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR,
                     "%s: line %d column %d: %s; fix the manifest", path, je.line, je.column,

@@ -338,6 +338,42 @@ START_TEST(manifest_refusals)
 }
 END_TEST
 
+/* A manifest is small: a file of megabytes is refused before it is read
+ * into memory whole, and a manifest of the usual size still loads. */
+START_TEST(huge_manifest_is_refused)
+{
+    char *root = tu_mkdtemp();
+    size_t big = 2u * 1024u * 1024u;
+    char *pad = malloc(big + 1);
+    ck_assert_ptr_nonnull(pad);
+    memset(pad, 'x', big);
+    pad[big] = '\0';
+    json_t *x = json_pack("{s:s}", "description", pad);
+    free(pad);
+    free(host_test_plugin_dir(root, "big", "probe", "big.so", "big", 1, 0, x));
+    json_decref(x);
+    x = json_pack("{s:s}", "description", "a plugin with an ordinary manifest");
+    free(host_test_plugin_dir(root, "small", "probe", "small.so", "small", 1, 0, x));
+    json_decref(x);
+    json_t *cfg = json_pack("{s:{s:{s:[s]}}}", "plugins", "load", "paths", root);
+    host_test_log log;
+    host_test_log_init(&log);
+    och_host *h = load_host(&log, cfg);
+    ck_assert_str_eq(state_of(h, "small"), "loaded");
+    och_plugin_info info;
+    ck_assert_int_eq(och_plugin_get(h, 0, &info), OC_OK);
+    ck_assert_int_eq(info.state, OCH_PLUGIN_REFUSED);
+    ck_assert_msg(info.reason && strstr(info.reason, "more than the 1048576 bytes a manifest may "
+                                        "have"), "%s", info.reason ? info.reason : "(loaded)");
+    ck_assert(host_test_log_has(&log, "3 ", "big/manifest.json", "bytes a manifest may have",
+                                NULL));
+    och_host_free(h);
+    host_test_log_free(&log);
+    tu_rmtree(root);
+    free(root);
+}
+END_TEST
+
 START_TEST(failed_init_leaves_nothing_registered)
 {
     char *root = tu_mkdtemp();
@@ -1064,6 +1100,7 @@ Suite *make_host_suite(void)
     tcase_add_test(c, duplicate_id_first_wins);
     tcase_add_test(c, allow_deny_and_disabled);
     tcase_add_test(c, manifest_refusals);
+    tcase_add_test(c, huge_manifest_is_refused);
     tcase_add_test(c, failed_init_leaves_nothing_registered);
     suite_add_tcase(s, c);
 
