@@ -23,6 +23,14 @@ json_t *och_error_result(int status, const char *fmt, ...)
     return json_pack("{s:{s:s,s:s}}", "error", "code", oc_status_name(status), "message", msg);
 }
 
+/* jansson's own check: what it accepts as a string is what can be listed. */
+static int utf8_ok(const char *s)
+{
+    json_t *j = json_string(s);
+    json_decref(j);
+    return j != NULL;
+}
+
 int och_tools_register(och_plugin *p, const oc_tool *tool)
 {
     och_host *h = p->host;
@@ -35,6 +43,15 @@ int och_tools_register(och_plugin *p, const oc_tool *tool)
     if (!tool->name || !*tool->name || !tool->execute) {
         och_log(h, OC_LOG_ERROR, p->id, "register_tool refused: %s",
                 !tool->execute ? "execute is NULL" : "the tool has no name");
+        return OC_ERR_INVALID;
+    }
+    /* Name and description go to the model as JSON text: bytes that are
+     * not UTF-8 cannot, and would make och_tools_list fail for every tool. */
+    if (!utf8_ok(tool->name) || (tool->description && !utf8_ok(tool->description))) {
+        och_log(h, OC_LOG_ERROR, p->id,
+                "register_tool refused: the tool's %s is not valid UTF-8; save the plugin's "
+                "sources as UTF-8 and rebuild",
+                utf8_ok(tool->name) ? "description" : "name");
         return OC_ERR_INVALID;
     }
     json_t *schema = NULL;

@@ -697,6 +697,40 @@ START_TEST(tool_registry_and_contract_breakers)
 }
 END_TEST
 
+/* A tool whose description is not UTF-8 is refused at registration; it
+ * used to be accepted and then made och_tools_list answer NULL ("out of
+ * memory") for every plugin's tools. */
+START_TEST(tool_with_non_utf8_description_is_refused)
+{
+    char *root = tu_mkdtemp();
+    probe_at(root, "a", "alpha");
+    json_t *cfg = host_cfg(root, "alpha",
+                           "{\"tools\": [{\"name\": \"fine\", \"mode\": \"echo\"},"
+                           " {\"name\": \"latin1\", \"mode\": \"echo\","
+                           " \"latin1Description\": true}]}",
+                           NULL);
+    host_test_log log;
+    host_test_log_init(&log);
+    och_host *h = load_host(&log, cfg);
+    ck_assert_str_eq(state_of(h, "alpha"), "loaded");
+    ck_assert(host_test_log_has(&log, "3 alpha:", "register_tool refused: the tool's description "
+                                "is not valid UTF-8", NULL));
+    ck_assert(host_test_log_has(&log, "alpha: register latin1 -> OC_ERR_INVALID", NULL));
+    json_t *list = och_tools_list(h);
+    ck_assert_msg(list != NULL, "och_tools_list failed");
+    ck_assert_uint_eq(json_array_size(list), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(list, 0), "name")), "fine");
+    json_decref(list);
+    json_t *r = NULL;
+    ck_assert_int_eq(och_tool_call(h, "latin1", NULL, NULL, &r), OC_ERR_NOT_FOUND);
+    json_decref(r);
+    och_host_free(h);
+    host_test_log_free(&log);
+    tu_rmtree(root);
+    free(root);
+}
+END_TEST
+
 /* ---- sessions ---------------------------------------------------------------------------- */
 
 static void expect_override(och_host *h, const char *key, const char *prov, const char *model)
@@ -1113,6 +1147,7 @@ Suite *make_host_suite(void)
     c = tcase_create("tools");
     tcase_set_timeout(c, 60);
     tcase_add_test(c, tool_registry_and_contract_breakers);
+    tcase_add_test(c, tool_with_non_utf8_description_is_refused);
     suite_add_tcase(s, c);
 
     c = tcase_create("sessions");

@@ -9,7 +9,8 @@
  *   {"hooks": [{"hook": name, "priority": n, "label": s, "status": n,
  *               "result": {...}, "mode": "append"}],
  *    "tools": [{"name": s, "status": n, "result": {...}|null,
- *               "mode": "fixed"|"echo"|"patch"|"list"|"late_register"}],
+ *               "mode": "fixed"|"echo"|"patch"|"list"|"late_register",
+ *               "latin1Description": true}],
  *    "failInit": "reason",        registers first, then fails init
  *    "threadLogs": n}             a thread that logs n lines, joined in shutdown
  *
@@ -232,7 +233,11 @@ static int probe_init(const oc_host_api *api, const json_t *config, void **state
         s->status = (int)json_integer_value(json_object_get(v, "status"));
         s->has_result = json_object_get(v, "result") != NULL;
         s->result = json_incref(json_object_get(v, "result"));
-        s->tool = (oc_tool){sizeof(oc_tool), s->name, "a probe tool", "{\"type\":\"object\"}",
+        /* latin1Description: a description that is not UTF-8 (a plugin
+         * built with another source charset). */
+        const char *desc = json_is_true(json_object_get(v, "latin1Description"))
+                               ? "caf\xe9 tool" : "a probe tool";
+        s->tool = (oc_tool){sizeof(oc_tool), s->name, desc, "{\"type\":\"object\"}",
                             tool_fns[p->n_tools - 1]};
         int rc = api->register_tool(api->host, &s->tool);
         if (rc)
