@@ -18,7 +18,7 @@
 PKGS      := jansson sqlite3 libcurl libmicrohttpd
 TEST_PKGS := check
 DEB_PKGS  := build-essential pkg-config libjansson-dev libsqlite3-dev \
-             libcurl4-openssl-dev libmicrohttpd-dev check libsubunit-dev
+             libcurl4-openssl-dev libmicrohttpd-dev check libsubunit-dev curl
 
 CC      ?= cc
 VERSION := 0.1.0

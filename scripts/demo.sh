@@ -17,6 +17,10 @@ ROOT=$(pwd)
 for f in "$B/ocgw" "$B/fake-discord" "$B/dirigent.so" demo/host.json demo/story.json; do
     [ -e "$f" ] || { echo "demo: $f is missing; run 'make demo' from the top folder" >&2; exit 2; }
 done
+# curl registers the demo's users at the fake and reads its record; without
+# it every step below would fail with a misleading "cannot register".
+command -v curl >/dev/null 2>&1 ||
+    { echo "demo: the curl command is missing; install it (apt-get install curl, or make deps as root)" >&2; exit 2; }
 RUN=$(mktemp -d "${TMPDIR:-/tmp}/dirigent-demo.XXXXXX") || exit 2
 
 GUILD=100000000000000001
