@@ -12,11 +12,13 @@
 #include "errors.h"
 #include "discuss.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "discord.h"
@@ -252,6 +254,19 @@ int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
         return dg_fail(err, err_len, OC_ERR_INVALID,
                     "the tool context has no absolute workspaceDir; a discussion needs the "
                     "initiator's workspace for its summary file");
+    /* Only the initiator can end a discussion, with a file in this folder:
+     * without it the discussion could never close. */
+    struct stat wst;
+    const char *why_not = NULL;
+    if (stat(caller->workspace_dir, &wst) != 0)
+        why_not = strerror(errno);
+    else if (!S_ISDIR(wst.st_mode))
+        why_not = "not a folder";
+    if (why_not)
+        return dg_fail(err, err_len, OC_ERR_INVALID,
+                    "the tool context's workspaceDir %.200s is not an existing folder (%s); a "
+                    "discussion needs the initiator's workspace for its summary file, ask the "
+                    "operator to create it", caller->workspace_dir, why_not);
 
     dg_discussion_status here, there;
     if (channel_status(p, caller->channel_id, &here) != OC_OK ||

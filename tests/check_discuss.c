@@ -1122,6 +1122,83 @@ START_TEST(test_create_validation)
 }
 END_TEST
 
+/* discord_channel_create in discussion mode with ctx changed by edit. */
+static int create_with_ctx(json_t *ctx, json_t **res)
+{
+    char params[512];
+    snprintf(params, sizeof params, "{\"name\":\"ctx-rules\",\"participants\":[\"reviewer\"],"
+             "\"callbackChannelId\":\"%s\",\"discussGuide\":\"g\"}", ORIGIN);
+    return tool("discord_channel_create", params, ctx, res);
+}
+
+START_TEST(test_create_context_rules)
+{
+    /* The trusted context must carry what a discussion records; each gap is
+     * refused before any REST request, naming the field. */
+    plugin_start();
+    struct { const char *key; const char *value; const char *word; } bad[] = {
+        {"agentId", NULL, "agentId"},
+        {"sessionKey", NULL, "sessionKey"},
+        {"workspaceDir", NULL, "workspaceDir"},
+        {"workspaceDir", "relative/ws", "workspaceDir"},
+        {"workspaceDir", "/nonexistent-dg-ws/planner", "workspaceDir"},
+    };
+    json_t *res;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        json_t *ctx = ctx_of("planner", ORIGIN);
+        if (bad[i].value)
+            json_object_set_new(ctx, bad[i].key, json_string(bad[i].value));
+        else
+            json_object_del(ctx, bad[i].key);
+        ck_assert_int_eq(create_with_ctx(ctx, &res), OC_ERR_INVALID);
+        ck_assert_msg(strstr(err_msg(res), bad[i].word), "%s", err_msg(res));
+        json_decref(res);
+        json_decref(ctx);
+    }
+    /* A file where the workspace should be is no workspace either. */
+    char *file = tu_path(dir, "not-a-folder");
+    ck_assert_int_eq(tu_write_file(file, "x"), 0);
+    json_t *ctx = ctx_of("planner", ORIGIN);
+    json_object_set_new(ctx, "workspaceDir", json_string(file));
+    ck_assert_int_eq(create_with_ctx(ctx, &res), OC_ERR_INVALID);
+    json_decref(res);
+    json_decref(ctx);
+    free(file);
+    ck_assert_uint_eq(fake_discord_request_count(fd), 0);
+    ck_assert_int_eq(count_rows("discussions"), 0);
+
+    /* A trailing slash is the same folder: the callback with an absolute
+     * path inside it works and stores the path relative to it. */
+    ctx = ctx_of("planner", ORIGIN);
+    char *slashed = NULL;
+    ck_assert_int_ge(asprintf(&slashed, "%s/", ws), 0);
+    json_object_set_new(ctx, "workspaceDir", json_string(slashed));
+    ck_assert_int_eq(create_with_ctx(ctx, &res), OC_OK);
+    char channel[32];
+    snprintf(channel, sizeof channel, "%s", json_string_value(json_object_get(
+                                                json_object_get(res, "details"), "channelId")));
+    json_decref(res);
+    json_decref(ctx);
+    write_ws("plans/ctx.md", "summary\n");
+    char *abs = tu_path(ws, "plans/ctx.md");
+    /* A context without workspaceDir is fine for the callback: the stored
+     * workspace counts, never the caller's. */
+    ctx = ctx_of("planner", channel);
+    json_object_del(ctx, "workspaceDir");
+    json_t *pj = json_pack("{s:s}", "summaryPath", abs);
+    char *params = json_dumps(pj, 0);
+    ck_assert_int_eq(tool("discuss-callback", params, ctx, &res), OC_OK);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(res, "details"),
+                                                       "summaryPath")), "plans/ctx.md");
+    json_decref(res);
+    free(params);
+    json_decref(pj);
+    json_decref(ctx);
+    free(abs);
+    free(slashed);
+}
+END_TEST
+
 START_TEST(test_create_unicode_name)
 {
     /* Lower-case letters of any script are fine in a text-channel name. */
@@ -1672,6 +1749,7 @@ Suite *make_discuss_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_create_validation);
     tcase_add_test(tc, test_create_unicode_name);
+    tcase_add_test(tc, test_create_context_rules);
     tcase_add_test(tc, test_create_guide_too_long);
     tcase_add_test(tc, test_create_no_nesting);
     tcase_add_test(tc, test_create_plain);
