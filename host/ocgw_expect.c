@@ -41,6 +41,146 @@ static int why_set(char *why, size_t n, int rc, const char *fmt, ...)
     return rc;
 }
 
+/* Only the listed keys in object o; 0, or -1 with err naming the first other. */
+static int known_keys(const json_t *o, const char *where, const char *const *keys, char *err,
+                      size_t n)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)o, k, v) {
+        int ok = 0;
+        for (const char *const *a = keys; *a; a++)
+            ok |= !strcmp(*a, k);
+        if (!ok)
+            return why_set(err, n, -1, "%s: unknown key \"%s\"", where, k);
+    }
+    return 0;
+}
+
+/* Every string member of o named in keys (NULL-terminated) is a non-empty
+ * string when present; those before the first NULL of `required` must be. */
+static int strings(const json_t *o, const char *where, const char *const *keys, int n_required,
+                   char *err, size_t n)
+{
+    for (int i = 0; keys[i]; i++) {
+        const json_t *v = json_object_get(o, keys[i]);
+        if (!v && i >= n_required)
+            continue;
+        if (!json_is_string(v) || !*json_string_value(v))
+            return why_set(err, n, -1, "%s.%s: expected a non-empty string", where, keys[i]);
+    }
+    return 0;
+}
+
+/* The story's shape, checked at load so a typo is an error naming the key
+ * rather than a story that silently expects something else. */
+static int validate(const json_t *doc, const char *path, char *err, size_t n)
+{
+    static const char *const keys[] = {"description", "timeoutMs", "settleMs", "channels",
+                                       "files", "tools", "totals", "humansDone", NULL};
+    char where[256];
+    if (known_keys(doc, path, keys, err, n))
+        return -1;
+    const json_t *t = json_object_get(doc, "timeoutMs"), *s = json_object_get(doc, "settleMs");
+    if (t && (!json_is_integer(t) || json_integer_value(t) < 1 ||
+              json_integer_value(t) > 86400000))
+        return why_set(err, n, -1, "%s: timeoutMs: expected milliseconds in 1..86400000", path);
+    if (s && (!json_is_integer(s) || json_integer_value(s) < 0 ||
+              json_integer_value(s) > 600000))
+        return why_set(err, n, -1, "%s: settleMs: expected milliseconds in 0..600000", path);
+    const json_t *hd = json_object_get(doc, "humansDone");
+    if (hd && !json_is_boolean(hd))
+        return why_set(err, n, -1, "%s: humansDone: expected true or false", path);
+
+    const json_t *ch = json_object_get(doc, "channels");
+    if (ch && !json_is_object(ch))
+        return why_set(err, n, -1, "%s: channels: expected an object channel -> [messages]",
+                       path);
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)ch, k, v) {
+        if (!json_is_array(v))
+            return why_set(err, n, -1, "%s: channels.%s: expected an array of messages", path,
+                           k);
+        size_t i;
+        json_t *m;
+        json_array_foreach(v, i, m) {
+            snprintf(where, sizeof where, "%s: channels.%s[%zu]", path, k, i);
+            const json_t *mn = json_object_get(m, "mentions");
+            size_t x;
+            json_t *who;
+            if (mn && !json_is_array(mn))
+                return why_set(err, n, -1, "%s.mentions: expected an array of ids", where);
+            json_array_foreach(mn, x, who) if (!json_is_string(who)) return why_set(
+                err, n, -1, "%s.mentions[%zu]: expected an agent, human or user id", where, x);
+            json_t *copy = json_deep_copy(m);
+            json_object_del(copy, "mentions");
+            ocgw_match tmp;
+            int rc = ocgw_match_parse(copy, where, &tmp, err, n);
+            json_decref(copy);
+            if (rc != 0)
+                return -1;
+            ocgw_match_free(&tmp);
+        }
+    }
+
+    static const char *const fkeys[] = {"agent", "path", "contains", NULL};
+    const json_t *files = json_object_get(doc, "files");
+    if (files && !json_is_array(files))
+        return why_set(err, n, -1, "%s: files: expected an array of {agent, path, contains?}",
+                       path);
+    size_t i;
+    json_array_foreach(files, i, v) {
+        snprintf(where, sizeof where, "%s: files[%zu]", path, i);
+        if (!json_is_object(v))
+            return why_set(err, n, -1, "%s: expected an object {agent, path, contains?}", where);
+        if (known_keys(v, where, fkeys, err, n) || strings(v, where, fkeys, 2, err, n))
+            return -1;
+        const char *rel = json_string_value(json_object_get(v, "path"));
+        if (rel[0] == '/' || strstr(rel, ".."))
+            return why_set(err, n, -1, "%s.path: \"%s\" must be relative to the agent's "
+                           "workspace, without ..", where, rel);
+    }
+
+    static const char *const tkeys[] = {"agent", "tool", "status", NULL};
+    const json_t *tools = json_object_get(doc, "tools");
+    if (tools && !json_is_array(tools))
+        return why_set(err, n, -1, "%s: tools: expected an array of {agent, tool, status}", path);
+    json_array_foreach(tools, i, v) {
+        snprintf(where, sizeof where, "%s: tools[%zu]", path, i);
+        if (!json_is_object(v))
+            return why_set(err, n, -1, "%s: expected an object {agent, tool, status}", where);
+        if (known_keys(v, where, tkeys, err, n) || strings(v, where, tkeys, 3, err, n))
+            return -1;
+        const char *st = json_string_value(json_object_get(v, "status"));
+        int known = 0;
+        for (int c = OC_OK; c >= OC_ERR_INTERNAL; c--)
+            known |= !strcmp(st, oc_status_name(c));
+        if (!known)
+            return why_set(err, n, -1, "%s.status: \"%s\" is not an oc_status name (OC_OK, "
+                           "OC_ERR_INVALID, ... OC_ERR_INTERNAL)", where, st);
+    }
+
+    static const char *const mkeys[] = {"min", "max", NULL};
+    const json_t *totals = json_object_get(doc, "totals");
+    if (totals && !json_is_object(totals))
+        return why_set(err, n, -1, "%s: totals: expected an object name -> {min?, max?}", path);
+    json_object_foreach((json_t *)totals, k, v) {
+        snprintf(where, sizeof where, "%s: totals.%s", path, k);
+        if (!json_is_object(v))
+            return why_set(err, n, -1, "%s: expected an object {min?, max?}", where);
+        if (known_keys(v, where, mkeys, err, n))
+            return -1;
+        for (int b = 0; mkeys[b]; b++) {
+            const json_t *x = json_object_get(v, mkeys[b]);
+            if (x && (!json_is_integer(x) || json_integer_value(x) < 0))
+                return why_set(err, n, -1, "%s.%s: expected a count (an integer >= 0)", where,
+                               mkeys[b]);
+        }
+    }
+    return 0;
+}
+
 int ocgw_expect_load(const char *path, ocgw_expect *e, char *err, size_t n)
 {
     memset(e, 0, sizeof *e);
@@ -52,44 +192,15 @@ int ocgw_expect_load(const char *path, ocgw_expect *e, char *err, size_t n)
         e->doc = NULL;
         return -1;
     }
-    static const char *const keys[] = {"description", "timeoutMs", "settleMs", "channels",
-                                       "files", "tools", "totals", "humansDone", NULL};
-    const char *k;
-    json_t *v;
-    json_object_foreach(e->doc, k, v) {
-        int ok = 0;
-        for (const char *const *a = keys; *a; a++)
-            ok |= !strcmp(*a, k);
-        if (!ok) {
-            snprintf(err, n, "%s: unknown key \"%s\"", path, k);
-            ocgw_expect_free(e);
-            return -1;
-        }
-    }
-    json_t *ch = json_object_get(e->doc, "channels");
-    json_object_foreach(ch, k, v) {
-        size_t i;
-        json_t *m;
-        json_array_foreach(v, i, m) {
-            char where[128];
-            snprintf(where, sizeof where, "%s: channels.%s[%zu]", path, k, i);
-            json_t *copy = json_deep_copy(m);
-            json_object_del(copy, "mentions");
-            ocgw_match tmp;
-            if (ocgw_match_parse(copy, where, &tmp, err, n) != 0) {
-                json_decref(copy);
-                ocgw_expect_free(e);
-                return -1;
-            }
-            ocgw_match_free(&tmp);
-            json_decref(copy);
-        }
+    if (validate(e->doc, path, err, n) != 0) {
+        ocgw_expect_free(e);
+        return -1;
     }
     e->timeout_ms = json_integer_value(json_object_get(e->doc, "timeoutMs"));
     e->settle_ms = json_integer_value(json_object_get(e->doc, "settleMs"));
     if (e->timeout_ms <= 0)
         e->timeout_ms = 120000;
-    if (e->settle_ms <= 0)
+    if (!json_object_get(e->doc, "settleMs"))
         e->settle_ms = 1500;
     return 0;
 }

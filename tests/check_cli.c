@@ -140,6 +140,63 @@ START_TEST(ocgw_refuses_bad_numbers_and_stray_arguments)
 }
 END_TEST
 
+/* A story file for --expect is checked when it is read: a wrong type or a
+ * misspelt status used to be taken as "expect nothing" or a default. */
+START_TEST(ocgw_refuses_a_malformed_story)
+{
+    char *dir = tu_mkdtemp();
+    char *state = tu_path(dir, "state"), *work = tu_path(dir, "work");
+    char *plugins = tu_path(dir, "plugins");
+    setenv("OCGW_API_BASE", "http://127.0.0.1:9/api/v10", 1);
+    setenv("OCGW_STATE", state, 1);
+    setenv("OCGW_WORK", work, 1);
+    setenv("OCGW_PLUGINS", plugins, 1);
+    static const char *const tokens[] = {"DEMO_PLANNER_TOKEN", "DEMO_REVIEWER_TOKEN",
+                                         "DEMO_CODER_TOKEN", "DEMO_ALICE_TOKEN"};
+    for (size_t i = 0; i < sizeof tokens / sizeof *tokens; i++)
+        setenv(tokens[i], "cli-test-token", 1);
+    static const struct {
+        const char *story, *needle;
+    } cases[] = {
+        {"{\"timeoutMs\": \"60000\"}", "timeoutMs: expected milliseconds in 1..86400000"},
+        {"{\"settleMs\": -1}", "settleMs: expected milliseconds in 0..600000"},
+        {"{\"channels\": []}", "channels: expected an object"},
+        {"{\"channels\": {\"work\": {}}}", "channels.work: expected an array of messages"},
+        {"{\"channels\": {\"work\": [{\"from\": \"alice\", \"mentions\": \"planner\"}]}}",
+         "channels.work[0].mentions: expected an array"},
+        {"{\"channels\": {\"work\": [{\"form\": \"alice\"}]}}",
+         "channels.work[0].form: unknown key"},
+        {"{\"files\": [{\"agent\": \"planner\"}]}", "files[0].path: expected a non-empty string"},
+        {"{\"files\": [{\"agent\": \"planner\", \"path\": \"../x\"}]}", "without .."},
+        {"{\"tools\": [{\"agent\": \"planner\", \"tool\": \"t\", \"status\": \"OK\"}]}",
+         "tools[0].status: \"OK\" is not an oc_status name"},
+        {"{\"tools\": {}}", "tools: expected an array"},
+        {"{\"totals\": {\"runs\": {\"min\": \"1\"}}}", "totals.runs.min: expected a count"},
+        {"{\"humansDone\": \"yes\"}", "humansDone: expected true or false"},
+    };
+    char *story = tu_path(dir, "story.json");
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        ck_assert_int_eq(tu_write_file(story, cases[i].story), 0);
+        const char *a[] = {"--config", "demo/host.json", "--expect", story, "--quiet", NULL};
+        refused("ocgw", a, "--expect", cases[i].needle);
+    }
+    /* The demo's own story passes the check (the run then stops at the
+     * missing plugin folder, which is not the story's fault). */
+    char *err = NULL;
+    const char *ok[] = {"--config", "demo/host.json", "--expect", "demo/story.json", "--quiet",
+                        NULL};
+    ck_assert_int_eq(run("ocgw", ok, &err), 2);
+    ck_assert_msg(!strstr(err, "--expect") && strstr(err, "plugins.load.paths"), "%s", err);
+    free(err);
+    free(story);
+    tu_rmtree(dir);
+    free(dir);
+    free(state);
+    free(work);
+    free(plugins);
+}
+END_TEST
+
 Suite *make_cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -147,6 +204,7 @@ Suite *make_cli_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, fake_discord_refuses_bad_numbers_and_ids);
     tcase_add_test(tc, ocgw_refuses_bad_numbers_and_stray_arguments);
+    tcase_add_test(tc, ocgw_refuses_a_malformed_story);
     suite_add_tcase(s, tc);
     return s;
 }
