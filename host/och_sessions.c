@@ -331,6 +331,17 @@ int och_host_set_state_file(och_host *h, const char *path, char *err, size_t err
 
 /* ---- the table --------------------------------------------------------------------- */
 
+/* NULL, or text jansson takes as a string: the session list and the state
+ * file are JSON, so anything else could never be listed or written. */
+static int utf8_or_null(const char *s)
+{
+    if (!s)
+        return 1;
+    json_t *j = json_string(s);
+    json_decref(j);
+    return j != NULL;
+}
+
 static int same(const char *a, const char *b)
 {
     return (!a && !b) || (a && b && strcmp(a, b) == 0);
@@ -340,7 +351,8 @@ int och_session_touch(och_host *h, const char *key, const char *agent_id, const 
                       const char *thread_id)
 {
     if (!h || !key || !*key || !agent_id || !*agent_id || !channel_id || !*channel_id ||
-        (thread_id && !*thread_id))
+        (thread_id && !*thread_id) || !utf8_or_null(key) || !utf8_or_null(agent_id) ||
+        !utf8_or_null(channel_id) || !utf8_or_null(thread_id))
         return OC_ERR_INVALID;
     pthread_mutex_lock(&h->sess_mu);
     int rc = OC_OK;
@@ -396,7 +408,8 @@ out:
 
 int och_session_patch(och_host *h, const char *key, const char *provider, const char *model)
 {
-    if (!h || !key || !*key || !provider != !model || (provider && (!*provider || !*model)))
+    if (!h || !key || !*key || !provider != !model || (provider && (!*provider || !*model)) ||
+        !utf8_or_null(key) || !utf8_or_null(provider) || !utf8_or_null(model))
         return OC_ERR_INVALID;
     pthread_mutex_lock(&h->sess_mu);
     int rc = OC_OK;

@@ -262,8 +262,8 @@ size_t och_hook_count(och_host *h, const char *hook);
  * channel (the parent channel inside a thread) and thread_id (NULL outside a
  * thread). All strings copied. A new or changed session is persisted when a
  * state file is set. Returns OC_OK, OC_ERR_INVALID (NULL or empty key, agent
- * or channel; empty thread), OC_ERR_IO (state file write failed: nothing
- * changed), OC_ERR_NOMEM. Any thread.
+ * or channel; empty thread; a string that is not UTF-8), OC_ERR_IO (state
+ * file write failed: nothing changed), OC_ERR_NOMEM. Any thread.
  */
 int och_session_touch(och_host *h, const char *session_key, const char *agent_id,
                       const char *channel_id, const char *thread_id);
@@ -273,8 +273,9 @@ int och_session_touch(och_host *h, const char *session_key, const char *agent_id
  * session_patch does): both NULL clears it; both set (non-empty) sets it;
  * one NULL is OC_ERR_INVALID. A session not yet touched is accepted: the
  * override is kept for the key and applies when the session shows up.
- * Strings copied. Returns OC_OK, OC_ERR_INVALID, OC_ERR_IO (state file
- * write failed: nothing changed), OC_ERR_NOMEM. Any thread.
+ * Strings copied. Returns OC_OK, OC_ERR_INVALID (also for a string that is
+ * not UTF-8), OC_ERR_IO (state file write failed: nothing changed),
+ * OC_ERR_NOMEM. Any thread.
  */
 int och_session_patch(och_host *h, const char *session_key, const char *provider,
                       const char *model);

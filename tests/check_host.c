@@ -824,6 +824,40 @@ START_TEST(session_patch_and_list_round_trip)
 }
 END_TEST
 
+/* Session keys, ids and the override pair are JSON strings in the session
+ * list and the state file: bytes that are not UTF-8 are refused up front
+ * (they were taken, then broke the channel's list or failed the write as
+ * "out of memory"). */
+START_TEST(session_strings_must_be_utf8)
+{
+    char *dir = tu_mkdtemp();
+    char *file = tu_path(dir, "sessions.json");
+    och_host *h = och_host_new();
+    och_host_set_log(h, NULL, NULL, OC_LOG_ERROR);
+    touch_three(h);
+    ck_assert_int_eq(och_session_touch(h, "agent:x:discord:channel:100\xff", "x", "100", NULL),
+                     OC_ERR_INVALID);
+    ck_assert_int_eq(och_session_touch(h, "agent:x:discord:channel:100", "x\xc3", "100", NULL),
+                     OC_ERR_INVALID);
+    ck_assert_int_eq(och_session_touch(h, "agent:x:discord:channel:100", "x", "100", "5\xff"),
+                     OC_ERR_INVALID);
+    expect_channel_100(h);  /* the list of the channel still answers */
+    char err[512] = "";
+    ck_assert_msg(och_host_set_state_file(h, file, err, sizeof err) == OC_OK, "%s", err);
+    ck_assert_int_eq(och_session_patch(h, K1, "p\xe9", "m"), OC_ERR_INVALID);
+    ck_assert_int_eq(och_session_patch(h, K1, "p", "m\xe9"), OC_ERR_INVALID);
+    ck_assert_int_eq(och_session_patch(h, "agent:y:\xff", "p", "m"), OC_ERR_INVALID);
+    ck_assert_int_eq(och_session_patch(h, "agent:y:\xff", NULL, NULL), OC_ERR_INVALID);
+    expect_override(h, K1, NULL, NULL);
+    ck_assert_int_eq(och_session_patch(h, K1, "p", "m"), OC_OK);
+    expect_override(h, K1, "p", "m");
+    och_host_free(h);
+    tu_rmtree(dir);
+    free(dir);
+    free(file);
+}
+END_TEST
+
 START_TEST(session_api_from_plugin)
 {
     char *root = tu_mkdtemp();
@@ -1153,6 +1187,7 @@ Suite *make_host_suite(void)
     c = tcase_create("sessions");
     tcase_set_timeout(c, 60);
     tcase_add_test(c, session_patch_and_list_round_trip);
+    tcase_add_test(c, session_strings_must_be_utf8);
     tcase_add_test(c, session_api_from_plugin);
     tcase_add_test(c, session_state_survives_reopen);
     tcase_add_test(c, session_state_file_errors);
