@@ -2,13 +2,21 @@
  * turns_engine.c -- the turn manager wired to store, outbox and clock
  * (contract in turns_engine.h; the rules themselves live in turns.c).
  *
- * Locking. The store mutex (dg_store_begin .. commit) serialises every
- * change: only a holder of it loads rows into the mirror or changes the
- * mirror, and it does so under the mirror's write lock, so read-only hooks
- * (before_model_resolve, message_sending) decide under the read lock
- * alone. Lock order: store mutex, then the mirror lock. A record is freed
- * only by a flush, which also runs under the store mutex, so a change in
- * progress never loses its records.
+ * Locking. Every change of the engine runs between txn_begin() and
+ * finish(): the engine's writer mutex, then the store transaction. Only
+ * such a writer loads rows into the mirror or changes it, and it does so
+ * under the mirror's write lock, so read-only hooks (before_model_resolve,
+ * message_sending) decide under the read lock alone. Lock order: writer
+ * mutex, store mutex, mirror lock. A record is freed only by a flush, which
+ * also runs inside a writer, so a change in progress never loses its
+ * records.
+ *
+ * Commit before publish. A scope's new turn state is installed in the
+ * mirror only after its transaction has committed (finish()), still inside
+ * the writer: a reader never decides on a change that may yet be rolled
+ * back, and a failed commit drops the mirror before another writer can
+ * build on it (the writer mutex is held until then, although the store
+ * mutex is released by the commit itself).
  *
  * Discussion prefill/close run inside the discussion area's transaction
  * with nothing but the store; they bump a generation counter and every
@@ -83,10 +91,19 @@ typedef struct sess_rec {
     _Atomic int granted;         /* last resolve: 1 turn, 0 swapped, -1 none */
 } sess_rec;
 
+/* Scope states waiting for their transaction to commit (see finish()). */
+#define MAX_PENDING 4
+
 struct dg_turns {
     dg_plugin *p;
-    pthread_rwlock_t lock;
+    pthread_mutex_t wmu;         /* one engine writer at a time (txn_begin .. finish) */
+    pthread_rwlock_t lock;       /* the mirror: readers vs. the writer */
     uint64_t gen;
+    struct {
+        scope_rec *r;
+        dg_turn_state st;
+    } pending[MAX_PENDING];
+    int n_pending;
     dg_map chans, scopes, sessions;
     unsigned long fresh_ingests;
     int warned_cap;
@@ -400,25 +417,68 @@ static sess_rec *session_lookup_locked(dg_turns *t, const dg_turn_session *s, sc
     return *scope ? e : NULL;
 }
 
-/* Commit, or on failure drop every mirror (reloaded from the database). */
+/* Start a change: the writer mutex, then a store transaction; the mirror
+ * is brought up to date with changes made outside the engine. OC_OK or
+ * OC_ERR_IO (nothing held then). */
+static int txn_begin(dg_turns *t)
+{
+    pthread_mutex_lock(&t->wmu);
+    if (dg_store_begin(t->p->store) != OC_OK) {
+        pthread_mutex_unlock(&t->wmu);
+        return OC_ERR_IO;
+    }
+    sync_generation(t);
+    return OC_OK;
+}
+
+/*
+ * End a change: commit when rc is OC_OK, else roll back. After a commit
+ * the pending scope states are published; after a rollback or a failed
+ * commit the whole mirror is dropped (records loaded or changed in the
+ * transaction may not match the database) and reloaded on demand. Both
+ * under the mirror's write lock, before the writer mutex is released.
+ */
 static int finish(dg_turns *t, int rc)
 {
-    if (rc == OC_OK) {
+    if (rc == OC_OK)
         rc = dg_store_commit(t->p->store);
-        if (rc != OC_OK)
-            bump_generation();
-    } else {
-        bump_generation();
+    else
         dg_store_rollback(t->p->store);
+    pthread_rwlock_wrlock(&t->lock);
+    if (rc == OC_OK) {
+        for (int i = 0; i < t->n_pending; i++)
+            t->pending[i].r->st = t->pending[i].st;
+    } else {
+        flush_locked(t);
     }
+    t->n_pending = 0;
+    pthread_rwlock_unlock(&t->lock);
+    pthread_mutex_unlock(&t->wmu);
     return rc;
 }
 
-static void install(dg_turns *t, scope_rec *r, const dg_turn_state *st)
+/* End a change that only read (loaded records are what the database holds). */
+static void finish_read(dg_turns *t)
 {
-    pthread_rwlock_wrlock(&t->lock);
-    r->st = *st;
-    pthread_rwlock_unlock(&t->lock);
+    dg_store_rollback(t->p->store);
+    pthread_mutex_unlock(&t->wmu);
+}
+
+/* Publish st as r's state once the transaction commits. */
+static int install(dg_turns *t, scope_rec *r, const dg_turn_state *st)
+{
+    for (int i = 0; i < t->n_pending; i++) {
+        if (t->pending[i].r == r) {
+            t->pending[i].st = *st;
+            return OC_OK;
+        }
+    }
+    if (t->n_pending == MAX_PENDING)
+        return OC_ERR_INTERNAL; /* a change touches one or two scopes */
+    t->pending[t->n_pending].r = r;
+    t->pending[t->n_pending].st = *st;
+    t->n_pending++;
+    return OC_OK;
 }
 
 static int save_scope(dg_turns *t, scope_rec *r, const dg_turn_state *st, int64_t now)
@@ -528,12 +588,13 @@ int dg_turns_new(dg_plugin *p, dg_turns **out)
     if (!t)
         return OC_ERR_NOMEM;
     t->p = p;
+    pthread_mutex_init(&t->wmu, NULL);
     pthread_rwlock_init(&t->lock, NULL);
     t->gen = atomic_load(&g_generation);
     dg_map_init(&t->chans);
     dg_map_init(&t->scopes);
     dg_map_init(&t->sessions);
-    if (p->store && dg_store_begin(p->store) == OC_OK) {
+    if (p->store && txn_begin(t) == OC_OK) {
         long removed = 0;
         long runs = 0;
         int rc = dg_store_turns_seen_prune(p->store, dg_now_ms(p) - SEEN_KEEP_MS, &removed);
@@ -554,6 +615,7 @@ void dg_turns_free(dg_turns *t)
         return;
     flush_locked(t);
     pthread_rwlock_destroy(&t->lock);
+    pthread_mutex_destroy(&t->wmu);
     free(t);
 }
 
@@ -709,8 +771,7 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
     }
     if ((rc = queue_effects(t, r, &fx, now, kick)))
         return rc;
-    install(t, r, &next);
-    return OC_OK;
+    return install(t, r, &next);
 }
 
 int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err_len)
@@ -743,17 +804,20 @@ int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err
         kind = m->sender_is_bot ? DG_SENDER_BOT : DG_SENDER_HUMAN;
 
     int64_t now = dg_now_ms(t->p);
-    if (dg_store_begin(t->p->store) != OC_OK) {
+    if (txn_begin(t) != OC_OK) {
         snprintf(err, err_len, "message_received: the state database is not available");
         return OC_ERR_IO;
     }
-    sync_generation(t);
     int kick = 0;
     int rc = ingest_locked(t, m, kind, agent, now, &kick);
     if (rc)
         snprintf(err, err_len, "message_received: could not record message %s of channel %s "
                  "(%s: %s)", m->message_id ? m->message_id : "(no id)", m->channel_id,
                  oc_status_name(rc), dg_store_errmsg(t->p->store));
+    else
+        snprintf(err, err_len, "message_received: the state database did not commit message %s "
+                 "of channel %s; nothing of it was recorded", m->message_id ? m->message_id
+                 : "(no id)", m->channel_id);
     rc = finish(t, rc);
     if (rc == OC_OK && kick)
         dg_outbox_kick(t->p->outbox);
@@ -772,9 +836,8 @@ static int valid_session(const dg_turn_session *s)
 /* Make sure the mirror knows s (a short transaction the first time). */
 static int ensure_session(dg_turns *t, const dg_turn_session *s, int64_t now)
 {
-    if (dg_store_begin(t->p->store) != OC_OK)
+    if (txn_begin(t) != OC_OK)
         return OC_ERR_IO;
-    sync_generation(t);
     sess_rec *e;
     int rc = session_prepare(t, s, now, &e);
     return finish(t, rc);
@@ -921,8 +984,7 @@ static int run_end_locked(dg_turns *t, const dg_turn_session *s, dg_run_outcome 
         return rc;
     if ((rc = queue_effects(t, r, &fx, now, kick)))
         return rc;
-    install(t, r, &next);
-    return OC_OK;
+    return install(t, r, &next);
 }
 
 int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id,
@@ -934,9 +996,8 @@ int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id,
         return OC_OK; /* not one of ours: it takes no turns */
     dg_run_outcome o = dg_run_classify(output, tool_calls);
     int64_t now = dg_now_ms(t->p);
-    if (dg_store_begin(t->p->store) != OC_OK)
+    if (txn_begin(t) != OC_OK)
         return OC_ERR_IO;
-    sync_generation(t);
     int kick = 0, fresh = 1, rc = OC_OK;
     if (run_id && *run_id)
         rc = dg_store_turns_run_claim(t->p->store, s->session_key, run_id, now, &fresh);
@@ -954,7 +1015,11 @@ int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id,
     else
         dg_log(t->p, OC_LOG_DEBUG, "agent_end: %s in %s %s%s", s->agent_id, s->channel_id,
                dg_run_outcome_name(o), success ? "" : " (run failed)");
+    int failed = rc;
     rc = finish(t, rc);
+    if (rc != OC_OK && !failed)
+        dg_log(t->p, OC_LOG_ERROR, "agent_end: the state database did not commit the end of %s's "
+               "run in channel %s; the turn did not move", s->agent_id, s->channel_id);
     if (rc == OC_OK && kick)
         dg_outbox_kick(t->p->outbox);
     return rc;
@@ -965,9 +1030,8 @@ int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id,
 int dg_turns_peek(dg_turns *t, const dg_scope *scope, dg_turn_state *out, dg_channel_mode *mode,
                   int *n_members)
 {
-    if (dg_store_begin(t->p->store) != OC_OK)
+    if (txn_begin(t) != OC_OK)
         return OC_ERR_IO;
-    sync_generation(t);
     chan_rec *c;
     scope_rec *r;
     int rc = chan_get(t, scope->channel_id, &c);
@@ -983,22 +1047,21 @@ int dg_turns_peek(dg_turns *t, const dg_scope *scope, dg_turn_state *out, dg_cha
         if (!r->in_db && !r->st.active && r->st.msg_seq == 0)
             rc = OC_ERR_NOT_FOUND;
     }
-    dg_store_rollback(t->p->store);
+    finish_read(t);
     return rc;
 }
 
 int dg_turns_member(dg_turns *t, const char *channel_id, int pos, char *buf, size_t len)
 {
-    if (dg_store_begin(t->p->store) != OC_OK)
+    if (txn_begin(t) != OC_OK)
         return OC_ERR_IO;
-    sync_generation(t);
     chan_rec *c;
     int rc = chan_get(t, channel_id, &c);
     if (rc == OC_OK && (pos < 0 || pos >= c->n))
         rc = OC_ERR_NOT_FOUND;
     if (rc == OC_OK)
         snprintf(buf, len, "%s", c->members[pos]);
-    dg_store_rollback(t->p->store);
+    finish_read(t);
     return rc;
 }
 

@@ -7,8 +7,9 @@
  * rows it has touched so that before_model_resolve and message_sending
  * decide without SQL. Every change runs in one store transaction: state
  * rows, dedup row and the moderator messages it owes (outbox rows) commit
- * together; the mirror is updated inside that transaction, and a failed
- * commit drops the whole mirror (it is reloaded from the database).
+ * together; the new turn state reaches the mirror only once that commit
+ * has succeeded (readers never decide on a change that is rolled back), and
+ * a failed commit drops the whole mirror (it is reloaded from the database).
  *
  * Scope of a session (agent hooks) -- see scope.h: DM or policy "channel"
  * -> Conversation(channel); policy "thread" with threadId -> that thread;

@@ -22,6 +22,7 @@
 #include "silent.h"
 #include "store.h"
 #include "store_discuss.h"
+#include "store_internal.h"
 #include "store_turns.h"
 #include "testutil.h"
 #include "turn_test_host.h"
@@ -752,6 +753,83 @@ START_TEST(test_restart_mid_round_keeps_next_speaker)
 }
 END_TEST
 
+/* ---- a commit that fails --------------------------------------------------------- */
+
+/* A reader (before_model_resolve of `agent`) run on its own thread while
+ * the plugin is inside COMMIT; then the commit is made to fail. */
+typedef struct commit_probe {
+    const char *agent;
+    int armed;
+    pthread_t reader;
+    int started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done;        /* the reader returned */
+    int verdict;     /* its tth_resolve result */
+    int done_inside; /* it returned while the commit was in progress */
+} commit_probe;
+
+static void *probe_reader(void *arg)
+{
+    commit_probe *cp = arg;
+    int v = tth_resolve(&H, cp->agent, CH1, NULL);
+    pthread_mutex_lock(&cp->mu);
+    cp->verdict = v;
+    cp->done = 1;
+    pthread_cond_broadcast(&cp->cv);
+    pthread_mutex_unlock(&cp->mu);
+    return NULL;
+}
+
+/* sqlite3 commit hook (the committing thread, store lock held): nonzero
+ * turns the COMMIT into a rollback. */
+static int failing_commit(void *arg)
+{
+    commit_probe *cp = arg;
+    if (!cp->armed)
+        return 0;
+    cp->armed = 0;
+    cp->started = pthread_create(&cp->reader, NULL, probe_reader, cp) == 0;
+    /* Give the reader a generous second; a reader that waits for the
+     * commit to end is what a correct plugin does. */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 1;
+    pthread_mutex_lock(&cp->mu);
+    while (!cp->done && pthread_cond_timedwait(&cp->cv, &cp->mu, &until) == 0)
+        ;
+    cp->done_inside = cp->done;
+    pthread_mutex_unlock(&cp->mu);
+    return 1;
+}
+
+START_TEST(test_failed_commit_is_never_seen_and_leaves_the_turn)
+{
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "go", NULL);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 0);
+    commit_probe cp = {.agent = TTH_BRAVO, .armed = 1, .verdict = -2};
+    pthread_mutex_init(&cp.mu, NULL);
+    pthread_cond_init(&cp.cv, NULL);
+    sqlite3 *db = tth_plugin(&H)->store->db;
+    sqlite3_commit_hook(db, failing_commit, &cp);
+    /* alpha's turn ends; the change that passes it to bravo never commits. */
+    ck_assert_int_ne(tth_end(&H, TTH_ALPHA, CH1, NULL, "my answer", 0), OC_OK);
+    sqlite3_commit_hook(db, NULL, NULL);
+    ck_assert(cp.started);
+    pthread_join(cp.reader, NULL);
+    /* Neither during the commit nor after it did bravo get a real run. */
+    ck_assert_msg(cp.verdict == 1, "bravo was given the turn by a change that never committed "
+                  "(reader %s the commit)", cp.done_inside ? "inside" : "after");
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 0);
+    /* The engine carries on from the database: alpha's next end counts. */
+    ck_assert_int_eq(tth_end(&H, TTH_ALPHA, CH1, NULL, "my answer", 0), OC_OK);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 1);
+    pthread_cond_destroy(&cp.cv);
+    pthread_mutex_destroy(&cp.mu);
+}
+END_TEST
+
 #define CONC_THREADS 8
 #define CONC_TURNS 240
 
@@ -1326,6 +1404,7 @@ Suite *make_turn_hooks_suite(void)
     tcase_add_test(ch, test_bug10_one_state_owner_across_sessions_and_restart);
     tcase_add_test(ch, test_restart_mid_round_keeps_next_speaker);
     tcase_add_test(ch, test_concurrent_hooks_from_8_threads_keep_one_speaker);
+    tcase_add_test(ch, test_failed_commit_is_never_seen_and_leaves_the_turn);
     tcase_add_test(ch, test_handoff_mentions_next_speaker_once);
     tcase_add_test(ch, test_loop_guard_rests_scope_and_says_so_once);
     tcase_add_test(ch, test_loop_guard_notice_from_templates_dir);
