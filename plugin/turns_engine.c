@@ -19,9 +19,10 @@
  * mutex is released by the commit itself).
  *
  * Discussion prefill/close run inside the discussion area's transaction
- * with nothing but the store; they bump a generation counter and every
- * engine drops its mirror before its next decision (reloading what it
- * needs, after that transaction has ended).
+ * with nothing but the store; they log the channel they changed, and
+ * every engine reloads that channel's records in place before its next
+ * decision (after that transaction has ended). In place, so the runs in
+ * flight elsewhere (and there) keep what their resolve recorded.
  */
 #include "turns_engine.h"
 
@@ -45,13 +46,25 @@
 #define SEEN_KEEP_MS (7LL * 24 * 3600 * 1000)
 #define SEEN_PRUNE_EVERY 65536
 
-/* Bumped by prefill/close (and by a failed commit): mirrors built under an
- * older value are dropped. Process-wide; a bump only costs a reload. */
-static _Atomic uint64_t g_generation = 1;
+/*
+ * Channels changed outside the engines (discussion prefill/close): a ring
+ * of the latest channel ids and the count of entries ever logged.
+ * Process-wide (those entry points only have the store); an engine that
+ * fell more than the ring behind drops its whole mirror instead.
+ */
+#define INVAL_RING 64
+static pthread_mutex_t g_inval_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic uint64_t g_inval_seq;
+static char g_inval[INVAL_RING][DG_SCOPE_ID_MAX];
 
-static void bump_generation(void)
+/* Any thread. channel_id is shorter than DG_SCOPE_ID_MAX (checked). */
+static void log_channel_change(const char *channel_id)
 {
-    atomic_fetch_add(&g_generation, 1);
+    pthread_mutex_lock(&g_inval_mu);
+    uint64_t n = atomic_load(&g_inval_seq);
+    snprintf(g_inval[n % INVAL_RING], DG_SCOPE_ID_MAX, "%s", channel_id);
+    atomic_store(&g_inval_seq, n + 1);
+    pthread_mutex_unlock(&g_inval_mu);
 }
 
 typedef struct scope_rec scope_rec;
@@ -67,6 +80,7 @@ typedef struct chan_rec {
     uint64_t present;            /* members that are configured agents */
     int initiator_pos;
     int in_db;
+    unsigned epoch;              /* bumped when reloaded in place: sessions re-derive */
     scope_rec *follow;           /* scope of channel-level sessions, NULL until loaded */
 } chan_rec;
 
@@ -86,6 +100,7 @@ typedef struct sess_rec {
     scope_rec *fixed;            /* NULL: follows chan->follow */
     int configured;              /* agent of `agents` */
     int pos;                     /* member position or DG_NOBODY */
+    unsigned epoch;              /* chan->epoch it was derived under */
     _Atomic int64_t seen_seq;    /* scope's msg_seq when its run resolved */
     _Atomic(scope_rec *) last;   /* scope its run resolved in */
     _Atomic int granted;         /* last resolve: 1 turn, 0 swapped, -1 none */
@@ -98,7 +113,7 @@ struct dg_turns {
     dg_plugin *p;
     pthread_mutex_t wmu;         /* one engine writer at a time (txn_begin .. finish) */
     pthread_rwlock_t lock;       /* the mirror: readers vs. the writer */
-    uint64_t gen;
+    _Atomic uint64_t inval_seen; /* entries of the channel change log applied */
     struct {
         scope_rec *r;
         dg_turn_state st;
@@ -152,17 +167,6 @@ static void flush_locked(dg_turns *t)
     dg_map_clear(&t->chans);
 }
 
-/* Caller holds the store mutex. */
-static void sync_generation(dg_turns *t)
-{
-    uint64_t g = atomic_load(&g_generation);
-    if (g == t->gen)
-        return;
-    pthread_rwlock_wrlock(&t->lock);
-    flush_locked(t);
-    t->gen = g;
-    pthread_rwlock_unlock(&t->lock);
-}
 
 static void recompute_present(const dg_turns *t, chan_rec *c)
 {
@@ -273,6 +277,128 @@ static int scope_get(dg_turns *t, chan_rec *c, const dg_scope *sc, scope_rec **o
     }
     *out = r;
     return OC_OK;
+}
+
+typedef struct scope_list {
+    const chan_rec *chan;
+    scope_rec **v;
+    size_t n, cap;
+    int nomem;
+} scope_list;
+
+static void collect_scope(void *val, void *arg)
+{
+    scope_list *l = arg;
+    scope_rec *r = val;
+    if (r->chan != l->chan || l->nomem)
+        return;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 8;
+        scope_rec **v = realloc(l->v, cap * sizeof *v);
+        if (!v) {
+            l->nomem = 1;
+            return;
+        }
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = r;
+}
+
+/*
+ * Reload channel_id's records from the database in place (it was changed
+ * by a discussion prefill/close): the channel row and members, and the
+ * state of each of its scopes the mirror holds. Records stay where they
+ * are, so sessions keep what their last resolve recorded; sessions of the
+ * channel re-derive their position (epoch). Writer held. OC_OK or an error
+ * (the caller then drops the whole mirror).
+ */
+static int refresh_channel(dg_turns *t, const char *channel_id)
+{
+    chan_rec *c = dg_map_get(&t->chans, channel_id);
+    if (!c)
+        return OC_OK; /* not loaded: it will be read fresh */
+    dg_turn_channel_row row;
+    int rc = dg_store_turns_channel_load(t->p->store, channel_id, &row);
+    if (rc != OC_OK && rc != OC_ERR_NOT_FOUND)
+        return rc;
+    int chan_in_db = rc == OC_OK;
+    scope_list l = {.chan = c};
+    dg_map_each(&t->scopes, collect_scope, &l);
+    dg_turn_state *st = l.n ? calloc(l.n, sizeof *st) : NULL;
+    char **post = l.n ? calloc(l.n, sizeof *post) : NULL;
+    int *found = l.n ? calloc(l.n, sizeof *found) : NULL;
+    rc = l.nomem || (l.n && (!st || !post || !found)) ? OC_ERR_NOMEM : OC_OK;
+    for (size_t i = 0; rc == OC_OK && i < l.n; i++) {
+        rc = dg_store_turns_scope_load(t->p->store, &l.v[i]->scope, &st[i], &post[i]);
+        found[i] = rc == OC_OK;
+        if (rc == OC_ERR_NOT_FOUND)
+            rc = OC_OK;
+    }
+    if (rc == OC_OK) {
+        pthread_rwlock_wrlock(&t->lock);
+        for (int i = 0; i < c->n; i++)
+            free(c->members[i]);
+        c->n = 0;
+        for (size_t i = 0; i < row.n_members && i < DG_TURN_MAX_MEMBERS; i++) {
+            c->members[c->n++] = row.members[i];
+            row.members[i] = NULL;
+        }
+        free(c->initiator);
+        free(c->top_root);
+        c->initiator = row.initiator;
+        c->top_root = row.top_root;
+        row.initiator = row.top_root = NULL;
+        c->mode = row.mode;
+        c->bot_noticed = row.bot_noticed;
+        c->in_db = chan_in_db;
+        c->follow = NULL; /* the latest top-level thread may have changed */
+        c->epoch++;
+        recompute_present(t, c);
+        for (size_t i = 0; i < l.n; i++) {
+            scope_rec *r = l.v[i];
+            st[i].msg_seq = r->st.msg_seq; /* in memory only: runs in flight compare it */
+            r->st = st[i];
+            r->in_db = found[i];
+            free(r->post_channel);
+            r->post_channel = post[i];
+            post[i] = NULL;
+        }
+        pthread_rwlock_unlock(&t->lock);
+    }
+    for (size_t i = 0; post && i < l.n; i++)
+        free(post[i]);
+    free(post);
+    free(st);
+    free(found);
+    free(l.v);
+    dg_turn_channel_row_clear(&row);
+    return rc;
+}
+
+/* Apply the channel change log to the mirror. Writer held (txn_begin). */
+static void sync_changes(dg_turns *t)
+{
+    uint64_t seen = atomic_load(&t->inval_seen);
+    if (atomic_load(&g_inval_seq) == seen)
+        return;
+    char (*chans)[DG_SCOPE_ID_MAX] = NULL;
+    pthread_mutex_lock(&g_inval_mu);
+    uint64_t now = atomic_load(&g_inval_seq);
+    size_t n = (size_t)(now - seen);
+    if (n <= INVAL_RING && (chans = malloc(n * sizeof *chans)))
+        for (size_t i = 0; i < n; i++)
+            memcpy(chans[i], g_inval[(seen + i) % INVAL_RING], DG_SCOPE_ID_MAX);
+    pthread_mutex_unlock(&g_inval_mu);
+    int ok = chans != NULL;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = refresh_channel(t, chans[i]) == OC_OK;
+    free(chans);
+    pthread_rwlock_wrlock(&t->lock);
+    if (!ok)
+        flush_locked(t); /* too far behind, or a reload failed: start over */
+    atomic_store(&t->inval_seen, now);
+    pthread_rwlock_unlock(&t->lock);
 }
 
 /* The scope channel-level sessions act in (scope.h, turns_engine.h). */
@@ -398,6 +524,7 @@ static int session_prepare(dg_turns *t, const dg_turn_session *s, int64_t now, s
     e->fixed = fixed;
     e->configured = configured;
     e->pos = pos;
+    e->epoch = c->epoch;
     pthread_rwlock_unlock(&t->lock);
     *out = e;
     return OC_OK;
@@ -406,10 +533,11 @@ static int session_prepare(dg_turns *t, const dg_turn_session *s, int64_t now, s
 /* The mirror's session record for s if it is current; read lock held. */
 static sess_rec *session_lookup_locked(dg_turns *t, const dg_turn_session *s, scope_rec **scope)
 {
-    if (atomic_load(&g_generation) != t->gen)
-        return NULL;
+    if (atomic_load(&g_inval_seq) != atomic_load(&t->inval_seen))
+        return NULL; /* a channel changed outside the engine: catch up first */
     sess_rec *e = dg_map_get(&t->sessions, s->session_key);
-    if (!e || strcmp(e->chan->id, s->channel_id) != 0 || !same_str(e->thread, s->thread_id))
+    if (!e || strcmp(e->chan->id, s->channel_id) != 0 || !same_str(e->thread, s->thread_id) ||
+        e->epoch != e->chan->epoch)
         return NULL;
     if (e->configured && e->pos == DG_NOBODY && e->chan->n < DG_TURN_MAX_MEMBERS)
         return NULL; /* not a member yet (e.g. after a prefill): record it */
@@ -427,7 +555,7 @@ static int txn_begin(dg_turns *t)
         pthread_mutex_unlock(&t->wmu);
         return OC_ERR_IO;
     }
-    sync_generation(t);
+    sync_changes(t);
     return OC_OK;
 }
 
@@ -590,7 +718,7 @@ int dg_turns_new(dg_plugin *p, dg_turns **out)
     t->p = p;
     pthread_mutex_init(&t->wmu, NULL);
     pthread_rwlock_init(&t->lock, NULL);
-    t->gen = atomic_load(&g_generation);
+    atomic_init(&t->inval_seen, atomic_load(&g_inval_seq));
     dg_map_init(&t->chans);
     dg_map_init(&t->scopes);
     dg_map_init(&t->sessions);
@@ -1089,8 +1217,8 @@ int dg_turns_prefill_discussion(dg_store *st, const char *channel_id,
             return OC_ERR_INVALID;
         list[k++] = order[i];
     }
-    /* The mirrors drop this channel (and the rest) before their next use. */
-    bump_generation();
+    /* The mirrors reload this channel before their next use. */
+    log_channel_change(channel_id);
     int rc = dg_store_turns_members_clear(st, channel_id);
     for (size_t i = 0; rc == OC_OK && i < k; i++)
         rc = dg_store_turns_member_add(st, channel_id, (int)i, list[i]);
@@ -1119,7 +1247,7 @@ int dg_turns_close_channel(dg_store *st, const char *channel_id, int64_t now_ms)
 {
     if (!st || !channel_id || !*channel_id || strlen(channel_id) >= DG_SCOPE_ID_MAX)
         return OC_ERR_INVALID;
-    bump_generation();
+    log_channel_change(channel_id);
     dg_turn_channel_row row;
     int rc = dg_store_turns_channel_load(st, channel_id, &row);
     if (rc != OC_OK && rc != OC_ERR_NOT_FOUND)

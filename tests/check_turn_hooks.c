@@ -569,6 +569,43 @@ START_TEST(test_discussion_prefill_first_participant_speaks)
 }
 END_TEST
 
+/* A discussion opened or closed in another channel must not make the
+ * engine forget the runs in flight here: bravo's swapped run ends after the
+ * turn reached it, and its forced NO_REPLY is not bravo's pass. */
+START_TEST(test_discussion_elsewhere_keeps_runs_in_flight)
+{
+    static const char *const EF[] = {"echo", "foxtrot"};
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "go", NULL);
+    ck_assert_int_eq(tth_resolve(&H, TTH_BRAVO, CH1, NULL), 1);   /* swapped, still running */
+    ck_assert_int_eq(tth_resolve(&H, TTH_CHARLIE, CH1, NULL), 1);
+    int64_t id = open_discussion(CH2, TTH_DELTA, EF, 2);
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "NO_REPLY"), 0);   /* alpha passes */
+    /* (peek, not a resolve: bravo's session has one run at a time) */
+    ck_assert_int_eq(peek(CH1, NULL, NULL).speaker, 1);
+    /* bravo's forced NO_REPLY: bravo keeps the turn and is woken. */
+    ck_assert_int_eq(tth_end(&H, TTH_BRAVO, CH1, NULL, "NO_REPLY", 0), OC_OK);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 1);
+    ck_assert_int_eq(tth_outbox_count(&H, CH1), 1);
+    char *c = tth_outbox_content(&H, CH1, 0, NULL);
+    ck_assert_str_eq(c, "<@" TTH_BRAVO_UID ">");
+    free(c);
+    /* The same when a discussion is closed meanwhile: charlie's swapped
+     * run ends after bravo passed the turn to it. */
+    close_discussion(id, CH2);
+    ck_assert_int_eq(run(TTH_BRAVO, CH1, NULL, "NO_REPLY"), 0);
+    ck_assert_int_eq(peek(CH1, NULL, NULL).speaker, 2);
+    ck_assert_int_eq(tth_end(&H, TTH_CHARLIE, CH1, NULL, "NO_REPLY", 0), OC_OK);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 2);
+    ck_assert_int_eq(tth_outbox_count(&H, CH1), 2);
+    /* The discussion channel itself is what changed there. */
+    dg_channel_mode mode;
+    peek(CH2, NULL, &mode);
+    ck_assert_int_eq(mode, DG_MODE_CLOSED);
+    ck_assert_int_eq(tth_resolve(&H, "echo", CH2, NULL), 1);
+}
+END_TEST
+
 START_TEST(test_discussion_idle_reminder_once_per_idle_period)
 {
     open_discussion(CH2, TTH_ALPHA, BC, 2);
@@ -1422,6 +1459,7 @@ Suite *make_turn_hooks_suite(void)
     tcase_add_test(ch, test_env_policy_override_reaches_the_hooks);
     tcase_add_test(ch, test_discussion_prefill_first_participant_speaks);
     tcase_add_test(ch, test_discussion_idle_reminder_once_per_idle_period);
+    tcase_add_test(ch, test_discussion_elsewhere_keeps_runs_in_flight);
     tcase_add_test(ch, test_closed_channel_overrides_cancels_and_never_wakes);
     tcase_add_test(ch, test_closed_notice_cooldown_per_channel);
     suite_add_tcase(s, ch);
