@@ -876,6 +876,20 @@ START_TEST(test_refuse_bad_params)
                           &res), OC_ERR_INVALID);
     ck_assert_ptr_nonnull(strstr(err_msg(res), "originChannelId"));
     json_decref(res);
+    /* A NUL would let "plans/ok.md\0<anything>" pass as plans/ok.md. */
+    {
+        const oc_tool *t = NULL;
+        for (int i = 0; i < H.ntools; i++)
+            if (strcmp(H.tools[i]->name, "discuss-callback") == 0)
+                t = H.tools[i];
+        json_t *pj = json_object();
+        json_object_set_new(pj, "summaryPath", json_stringn("plans/ok.md\0/../../x", 20));
+        res = NULL;
+        ck_assert_int_eq(t->execute(P, pj, ctx, &res), OC_ERR_INVALID);
+        ck_assert_ptr_nonnull(strstr(err_msg(res), "summaryPath contains a NUL"));
+        json_decref(res);
+        json_decref(pj);
+    }
     /* A huge unknown key still leaves room for the accepted ones. */
     char *key = malloc(3001);
     memset(key, 'k', 3000);
