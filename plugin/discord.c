@@ -249,15 +249,15 @@ static unsigned long utf8_next(const unsigned char **p)
 /* Spaces, line breaks, controls and invisible format characters of Unicode
  * (Zs, Zl, Zp, Cc and the Cf marks that render as nothing): Discord turns
  * spaces into dashes and a name with invisible marks only looks like
- * another one. */
+ * another one. The joiner U+200D and the variation selectors stay allowed:
+ * emoji sequences are built with them. */
 static int invisible_or_space(unsigned long cp)
 {
     static const unsigned long ranges[][2] = {
         {0x0000, 0x0020}, {0x007F, 0x00A0}, {0x00AD, 0x00AD}, {0x061C, 0x061C},
-        {0x115F, 0x1160}, {0x1680, 0x1680}, {0x180E, 0x180E}, {0x2000, 0x200F},
-        {0x2028, 0x202F}, {0x205F, 0x206F}, {0x3000, 0x3000}, {0x3164, 0x3164},
-        {0xFE00, 0xFE0F}, {0xFEFF, 0xFEFF}, {0xFFA0, 0xFFA0}, {0xFFF0, 0xFFFB},
-        {0xE0000, 0xE0FFF},
+        {0x115F, 0x1160}, {0x1680, 0x1680}, {0x180E, 0x180E}, {0x2000, 0x200C},
+        {0x200E, 0x200F}, {0x2028, 0x202F}, {0x205F, 0x206F}, {0x3000, 0x3000},
+        {0x3164, 0x3164}, {0xFEFF, 0xFEFF}, {0xFFA0, 0xFFA0}, {0xFFF0, 0xFFFB},
     };
     for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++)
         if (cp >= ranges[i][0] && cp <= ranges[i][1])

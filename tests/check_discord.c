@@ -331,6 +331,17 @@ START_TEST(channel_spec_refused_locally)
     longname[100] = '\0';
     ck_assert_int_eq(dg_discord_check_channel_name(longname, why, sizeof why), OC_OK);
     ck_assert_int_eq(dg_discord_check_channel_name("überlegung-2", why, sizeof why), OC_OK);
+    /* Emoji sequences (joiner, variation selector) are not invisible marks;
+     * a zero-width space and a capital of another script are refused. */
+    ck_assert_int_eq(dg_discord_check_channel_name("\xf0\x9f\x91\xa8\xe2\x80\x8d\xf0\x9f"
+                                                   "\x91\xa9-team", why, sizeof why), OC_OK);
+    ck_assert_int_eq(dg_discord_check_channel_name("\xe2\x9d\xa4\xef\xb8\x8f-fans", why,
+                                                   sizeof why), OC_OK);
+    ck_assert_int_eq(dg_discord_check_channel_name("a\xe2\x80\x8b" "b", why, sizeof why),
+                     OC_ERR_INVALID);
+    ck_assert_int_eq(dg_discord_check_channel_name("\xc3\x9c" "berlegung", why, sizeof why),
+                     OC_ERR_INVALID);
+    ck_assert_msg(strstr(why, "U+00DC"), "%s", why);
     ck_assert(dg_discord_is_snowflake("18446744073709551615"));
     ck_assert(!dg_discord_is_snowflake("18446744073709551616"));
     ck_assert(!dg_discord_is_snowflake("0123"));
