@@ -87,15 +87,23 @@ $(B)/gen/suites.inc: $(TEST_SRC) FORCE
 	@mkdir -p $(@D)
 	@sed -n 's/^Suite \*\(make_[a-z0-9_]*_suite\)(void).*/X(\1)/p' $(TEST_SRC) > $@.tmp && $(REPLACE_IF_CHANGED)
 
+# The flags of this build, kept beside its objects: a change (SANITIZE=1 or
+# other CFLAGS in the same BUILD folder) rebuilds them instead of mixing old
+# objects into a build that claims the new flags.
+FLAGS_STAMP := $(B)/gen/flags
+$(FLAGS_STAMP): FORCE
+	@mkdir -p $(@D)
+	@echo '$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) $(LDFLAGS_ALL)' > $@.tmp && $(REPLACE_IF_CHANGED)
+
 # ---- objects -----------------------------------------------------------------
-$(B)/obj/%.o: %.c
+$(B)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) $(OBJ_EXTRA) -MMD -MP -c $< -o $@
 
 # Suites and benches are found by name, not through headers.
 $(B)/obj/tests/%.o: OBJ_EXTRA := -Wno-missing-prototypes
 
-$(B)/obj/gen/templates_embedded.o: $(B)/gen/templates_embedded.c
+$(B)/obj/gen/templates_embedded.o: $(B)/gen/templates_embedded.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
@@ -131,7 +139,7 @@ $(SERVERS): $(B)/%: $(B)/obj/servers/%.o
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -lm
 endif
 
-$(B)/tests/plugins/%.so: tests/plugins/%.c include/openclaw/plugin.h
+$(B)/tests/plugins/%.so: tests/plugins/%.c include/openclaw/plugin.h $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -shared -o $@ $< $(LDFLAGS_ALL) $(PKG_LIBS)
 

@@ -216,6 +216,42 @@ START_TEST(a_removed_suite_leaves_no_stale_entry)
 }
 END_TEST
 
+START_TEST(changed_flags_rebuild_the_objects)
+{
+    /* Objects did not depend on the flags: `make check SANITIZE=1 BUILD=x`
+     * after `make BUILD=x` rebuilt nothing and ran the suites without the
+     * sanitizers, and `make CFLAGS=...` kept the old objects. Real runs of
+     * one small object (a dry run cannot tell: it never writes the flags). */
+    char *tmp = tu_mkdtemp();
+    char barg[600], obj[600];
+    snprintf(barg, sizeof barg, "BUILD=%s/b", tmp);
+    snprintf(obj, sizeof obj, "%s/b/obj/host/och_util.o", tmp);
+    const char *plain[] = {barg, obj, NULL};
+    char *out = make_run(0, plain);
+    ck_assert_msg(strstr(out, "och_util.c -o"), "not built: %.1500s", out);
+    free(out);
+    out = make_run(0, plain);
+    ck_assert_msg(!strstr(out, "och_util.c -o"), "rebuilt with the same flags: %.1500s", out);
+    free(out);
+    const char *san[] = {barg, "SANITIZE=1", obj, NULL};
+    out = make_run(0, san);
+    char *line = line_with(out, "och_util.c -o");
+    ck_assert_msg(line && strstr(line, "-fsanitize=address"),
+                  "SANITIZE=1 in the same folder kept the plain object: %.1500s", out);
+    free(line);
+    free(out);
+    const char *cflags[] = {barg, "CFLAGS=-O0 -g", obj, NULL};
+    out = make_run(0, cflags);
+    line = line_with(out, "och_util.c -o");
+    ck_assert_msg(line && strstr(line, "-O0 -g") && !strstr(line, "-fsanitize"),
+                  "new CFLAGS kept the old object: %.1500s", out);
+    free(line);
+    free(out);
+    tu_rmtree(tmp);
+    free(tmp);
+}
+END_TEST
+
 Suite *make_build_suite(void)
 {
     Suite *s = suite_create("build");
@@ -225,6 +261,7 @@ Suite *make_build_suite(void)
     tcase_add_test(tc, no_object_is_deleted_as_intermediate);
     tcase_add_test(tc, every_compile_records_its_headers);
     tcase_add_test(tc, a_removed_suite_leaves_no_stale_entry);
+    tcase_add_test(tc, changed_flags_rebuild_the_objects);
     suite_add_tcase(s, tc);
     return s;
 }
