@@ -89,6 +89,7 @@ static void free_plugin(dg_plugin *p)
 {
     if (!p)
         return;
+    dg_turns_stop(p->turns); /* its thread kicks the outbox */
     dg_outbox_stop(p->outbox);
     dg_turns_free(p->turns);
     dg_discord_free(p->discord);
@@ -156,6 +157,8 @@ static int dg_init(const oc_host_api *api, const json_t *config, void **state, c
         goto fail;
     /* Effects owed by a previous run (session overrides) are re-driven now. */
     dg_discuss_resume(p);
+    /* Turn timeouts apply even when no event comes (a hung speaker). */
+    dg_turns_start(p->turns);
 
     dg_log(p, OC_LOG_INFO,
            "dirigent %s ready: sessionPolicy=%s db=%s schema=%d (was %d) agents=%zu "

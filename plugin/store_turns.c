@@ -390,6 +390,52 @@ int dg_store_turns_runs_prune(dg_store *st, int64_t before_ms, long *removed)
     return prune_before(st, SQL_RUNS_PRUNE, before_ms, removed);
 }
 
+int dg_store_turns_active_scopes(dg_store *st, dg_scope **out, size_t *n)
+{
+    static const char SQL_ACTIVE[] =
+        "SELECT channel_id, k FROM turn_ledger WHERE k >= '~' AND active = 1";
+    *out = NULL;
+    *n = 0;
+    /* Run once per start (a scan): prepared on the spot, not cached. */
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(st->db, SQL_ACTIVE, -1, &s, NULL) != SQLITE_OK)
+        return OC_ERR_IO;
+    int rc;
+    size_t cap = 0;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *ch = (const char *)sqlite3_column_text(s, 0);
+        const char *k = (const char *)sqlite3_column_text(s, 1);
+        dg_scope sc;
+        int ok = !ch || !k ? OC_ERR_INVALID
+                 : strcmp(k, "~conv") == 0 ? dg_scope_conversation(ch, &sc)
+                 : strncmp(k, "~thread:", 8) == 0 ? dg_scope_thread(ch, k + 8, &sc)
+                 : OC_ERR_INVALID;
+        if (ok != OC_OK)
+            continue;
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 16;
+            dg_scope *v = realloc(*out, cap * sizeof *v);
+            if (!v) {
+                sqlite3_finalize(s);
+                free(*out);
+                *out = NULL;
+                *n = 0;
+                return OC_ERR_NOMEM;
+            }
+            *out = v;
+        }
+        (*out)[(*n)++] = sc;
+    }
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE) {
+        free(*out);
+        *out = NULL;
+        *n = 0;
+        return OC_ERR_IO;
+    }
+    return OC_OK;
+}
+
 int dg_store_turns_count(dg_store *st, const char *what, long *out)
 {
     static const char SQL_N_SEEN[] = "SELECT count(*) FROM turn_ledger WHERE k < '~'";

@@ -94,6 +94,11 @@ int dg_store_turns_run_claim(dg_store *st, const char *session_key, const char *
 /* Forget handled runs older than before_ms. *removed may be NULL. */
 int dg_store_turns_runs_prune(dg_store *st, int64_t before_ms, long *removed);
 
+/* Every scope whose state row is awake (active), for the turn-timeout
+ * sweeper after a start: *out (malloc'd, caller frees; NULL when none)
+ * gets *n scopes. Rows whose key is not a scope key are skipped. */
+int dg_store_turns_active_scopes(dg_store *st, dg_scope **out, size_t *n);
+
 /* Counts for tests and diagnostics: what = "seen" (dedup marks), "scopes"
  * (state rows) or "members". */
 int dg_store_turns_count(dg_store *st, const char *what, long *out);

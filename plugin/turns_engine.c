@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "discuss.h"
 #include "outbox.h"
@@ -40,6 +41,10 @@
 #include "store_turns.h"
 #include "templates.h"
 #include "turns_map.h"
+
+/* The turn-timeout sweeper looks for speakers out of time this often
+ * (real time; the turn clock itself is dg_now_ms). */
+#define SWEEP_EVERY_MS 1000
 
 /* Dedup rows (message ids, run ids) are kept this long; message marks are
  * also pruned every so many ingests. */
@@ -119,6 +124,13 @@ struct dg_turns {
         dg_turn_state st;
     } pending[MAX_PENDING];
     int n_pending;
+    /* The turn-timeout sweeper (see sweeper()). */
+    pthread_t sweeper;
+    int sweeper_started;
+    pthread_mutex_t sw_mu;
+    pthread_cond_t sw_cv;        /* CLOCK_MONOTONIC */
+    int sw_stop;
+    _Atomic int rescan;          /* load the awake scopes of the database into the mirror */
     dg_map chans, scopes, sessions;
     unsigned long fresh_ingests;
     int warned_cap;
@@ -159,6 +171,7 @@ static void free_sess(void *v, void *arg)
 /* Caller holds the write lock. */
 static void flush_locked(dg_turns *t)
 {
+    atomic_store(&t->rescan, 1); /* the sweeper finds awake scopes in the mirror */
     dg_map_each(&t->sessions, free_sess, NULL);
     dg_map_each(&t->scopes, free_scope, NULL);
     dg_map_each(&t->chans, free_chan, NULL);
@@ -718,6 +731,13 @@ int dg_turns_new(dg_plugin *p, dg_turns **out)
     t->p = p;
     pthread_mutex_init(&t->wmu, NULL);
     pthread_rwlock_init(&t->lock, NULL);
+    pthread_mutex_init(&t->sw_mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&t->sw_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    atomic_init(&t->rescan, 1);
     atomic_init(&t->inval_seen, atomic_load(&g_inval_seq));
     dg_map_init(&t->chans);
     dg_map_init(&t->scopes);
@@ -741,10 +761,176 @@ void dg_turns_free(dg_turns *t)
 {
     if (!t)
         return;
+    dg_turns_stop(t);
     flush_locked(t);
+    pthread_cond_destroy(&t->sw_cv);
+    pthread_mutex_destroy(&t->sw_mu);
     pthread_rwlock_destroy(&t->lock);
     pthread_mutex_destroy(&t->wmu);
     free(t);
+}
+
+/* ---- turn timeouts ----------------------------------------------------------------- */
+
+/* Load every awake scope of the database into the mirror (after a start or
+ * a flush), where the sweeper looks for speakers out of time. */
+static int load_awake(dg_turns *t)
+{
+    if (txn_begin(t) != OC_OK)
+        return OC_ERR_IO;
+    dg_scope *v = NULL;
+    size_t n = 0;
+    int rc = dg_store_turns_active_scopes(t->p->store, &v, &n);
+    for (size_t i = 0; rc == OC_OK && i < n; i++) {
+        chan_rec *c;
+        scope_rec *r;
+        if ((rc = chan_get(t, v[i].channel_id, &c)) == OC_OK)
+            rc = scope_get(t, c, &v[i], &r);
+    }
+    free(v);
+    finish_read(t); /* what was loaded is what the database holds */
+    return rc;
+}
+
+typedef struct due_list {
+    int64_t now, timeout_ms;
+    dg_scope *v;
+    size_t n, cap;
+    int nomem;
+} due_list;
+
+/* Mirror read lock held. */
+static void collect_due(void *val, void *arg)
+{
+    const scope_rec *r = val;
+    due_list *d = arg;
+    if (d->nomem || !r->st.active || r->chan->mode == DG_MODE_CLOSED ||
+        d->now - r->st.last_change_ms < d->timeout_ms)
+        return;
+    if (d->n == d->cap) {
+        size_t cap = d->cap ? 2 * d->cap : 16;
+        dg_scope *v = realloc(d->v, cap * sizeof *v);
+        if (!v) {
+            d->nomem = 1;
+            return;
+        }
+        d->v = v;
+        d->cap = cap;
+    }
+    d->v[d->n++] = r->scope;
+}
+
+/* Apply turn.timeoutSec to scope sc now, with the moderator messages it
+ * owes (a hand-off to a next speaker who already consumed the latest
+ * message, a discussion's idle reminder): what a hook would do lazily, done
+ * although no hook comes. */
+static int expire_scope(dg_turns *t, const dg_scope *sc)
+{
+    int64_t now = dg_now_ms(t->p);
+    if (txn_begin(t) != OC_OK)
+        return OC_ERR_IO;
+    chan_rec *c;
+    scope_rec *r = NULL;
+    int kick = 0, rc = chan_get(t, sc->channel_id, &c);
+    if (rc == OC_OK)
+        rc = scope_get(t, c, sc, &r);
+    if (rc == OC_OK && c->mode != DG_MODE_CLOSED) {
+        dg_turn_ctx x;
+        make_ctx(t, c, &x);
+        dg_turn_effects fx;
+        dg_turn_effects_init(&fx);
+        dg_turn_state next = r->st;
+        int late = dg_turn_speaker(&r->st, &x);
+        dg_turn_expire(&next, &x, now, &fx);
+        if (!dg_turn_state_same(&next, &r->st)) {
+            char label[DG_SCOPE_LABEL_MAX];
+            dg_log(t->p, OC_LOG_INFO, "turns: %s did not finish within turn.timeoutSec (%lds) in "
+                   "channel %s (%s); the turn passes on", late >= 0 && late < c->n
+                   ? c->members[late] : "the speaker", (long)t->p->cfg.turn_timeout_sec, c->id,
+                   dg_scope_label(&r->scope, label));
+            if ((rc = save_scope(t, r, &next, now)) == OC_OK &&
+                (rc = queue_effects(t, r, &fx, now, &kick)) == OC_OK)
+                rc = install(t, r, &next);
+        }
+    }
+    if (rc != OC_OK)
+        dg_log(t->p, OC_LOG_ERROR, "turns: could not apply the turn timeout in channel %s (%s: "
+               "%s); retried shortly", sc->channel_id, oc_status_name(rc),
+               dg_store_errmsg(t->p->store));
+    rc = finish(t, rc);
+    if (rc == OC_OK && kick)
+        dg_outbox_kick(t->p->outbox);
+    return rc;
+}
+
+/* One pass: every awake scope whose speaker is out of time moves on. */
+static void sweep(dg_turns *t)
+{
+    if (atomic_exchange(&t->rescan, 0) && load_awake(t) != OC_OK)
+        atomic_store(&t->rescan, 1);
+    due_list d = {.now = dg_now_ms(t->p), .timeout_ms = (int64_t)t->p->cfg.turn_timeout_sec * 1000};
+    if (d.timeout_ms <= 0)
+        return;
+    pthread_rwlock_rdlock(&t->lock);
+    dg_map_each(&t->scopes, collect_due, &d);
+    pthread_rwlock_unlock(&t->lock);
+    for (size_t i = 0; i < d.n; i++)
+        expire_scope(t, &d.v[i]);
+    free(d.v);
+}
+
+/* The sweeper thread (started by dg_turns_start, joined by dg_turns_stop):
+ * a speaker whose run hangs or whose host never reports agent_end must not
+ * hold a quiet channel forever; nothing else would move it, since every
+ * other path applies the timeout only when an event arrives. */
+static void *sweeper(void *arg)
+{
+    dg_turns *t = arg;
+    pthread_mutex_lock(&t->sw_mu);
+    while (!t->sw_stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += SWEEP_EVERY_MS / 1000;
+        ts.tv_nsec += (long)(SWEEP_EVERY_MS % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        while (!t->sw_stop && pthread_cond_timedwait(&t->sw_cv, &t->sw_mu, &ts) == 0)
+            ;
+        if (t->sw_stop)
+            break;
+        pthread_mutex_unlock(&t->sw_mu);
+        sweep(t);
+        pthread_mutex_lock(&t->sw_mu);
+    }
+    pthread_mutex_unlock(&t->sw_mu);
+    return NULL;
+}
+
+int dg_turns_start(dg_turns *t)
+{
+    if (!t || t->sweeper_started)
+        return OC_OK;
+    if (pthread_create(&t->sweeper, NULL, sweeper, t) != 0) {
+        dg_log(t->p, OC_LOG_ERROR, "turns: could not start the turn-timeout thread; a speaker "
+               "that never finishes keeps the turn until the next message");
+        return OC_ERR_INTERNAL;
+    }
+    t->sweeper_started = 1;
+    return OC_OK;
+}
+
+void dg_turns_stop(dg_turns *t)
+{
+    if (!t || !t->sweeper_started)
+        return;
+    pthread_mutex_lock(&t->sw_mu);
+    t->sw_stop = 1;
+    pthread_cond_broadcast(&t->sw_cv);
+    pthread_mutex_unlock(&t->sw_mu);
+    pthread_join(t->sweeper, NULL);
+    t->sweeper_started = 0;
 }
 
 /* ---- message_received ------------------------------------------------------------ */

@@ -35,8 +35,22 @@
  * caller: dg_turns_free. Prunes old dedup rows. Thread: init. */
 int dg_turns_new(dg_plugin *p, dg_turns **out);
 
-/* Free the engine; NULL is fine. Thread: shutdown. */
+/* Free the engine (stopping its thread first); NULL is fine. Thread:
+ * shutdown. */
 void dg_turns_free(dg_turns *t);
+
+/*
+ * Start the engine's turn-timeout thread: about once a second it moves the
+ * turn on in every awake scope whose speaker has not finished within
+ * turn.timeoutSec, and queues what that owes (hand-off, idle reminder) --
+ * so a hung run cannot hold a quiet channel. Call once the plugin is fully
+ * set up (it kicks p->outbox). OC_OK or OC_ERR_INTERNAL. Thread: init.
+ */
+int dg_turns_start(dg_turns *t);
+
+/* Stop and join that thread; idempotent, NULL is fine. Call before the
+ * outbox is stopped. Thread: shutdown. */
+void dg_turns_stop(dg_turns *t);
 
 /* A message as message_received reports it. Borrowed strings. */
 typedef struct dg_turn_message {

@@ -1101,6 +1101,56 @@ START_TEST(test_timeout_moves_the_turn)
 }
 END_TEST
 
+/* Wait (real time, generous bound) until channel has n outbox rows. */
+static int wait_outbox(const char *channel, int n)
+{
+    for (int i = 0; i < 200; i++) {
+        if (tth_outbox_count(&H, channel) >= n)
+            return 1;
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
+/* The speaker's run hangs and nothing else happens in the channel: the
+ * turn still moves when the timeout is up, and the next speaker (who
+ * already consumed the message) is woken -- also after a restart. */
+static void speaker_hangs(int restart)
+{
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "go", NULL);
+    ck_assert_int_eq(run(TTH_BRAVO, CH1, NULL, "x"), 0);   /* swapped: consumed */
+    ck_assert_int_eq(run(TTH_CHARLIE, CH1, NULL, "x"), 0);
+    ck_assert_int_eq(tth_resolve(&H, TTH_ALPHA, CH1, NULL), 0); /* its run never ends */
+    if (restart)
+        tth_restart(&H);
+    tth_advance(&H, 61 * 1000);
+    ck_assert_msg(wait_outbox(CH1, 1), "nobody was woken after the speaker timed out");
+    char *c = tth_outbox_content(&H, CH1, 0, NULL);
+    ck_assert_str_eq(c, "<@" TTH_BRAVO_UID ">");
+    free(c);
+    dg_turn_state st = peek(CH1, NULL, NULL);
+    ck_assert_int_eq(st.speaker, 1);
+    ck_assert_int_eq(st.handoff, 1);
+    /* Once posted, the hand-off is not repeated while it is pending. */
+    struct timespec ts = {1, 500 * 1000000L};
+    nanosleep(&ts, NULL);
+    ck_assert_int_eq(tth_outbox_count(&H, CH1), 1);
+}
+
+START_TEST(test_hung_speaker_times_out_without_further_events)
+{
+    speaker_hangs(0);
+}
+END_TEST
+
+START_TEST(test_hung_speaker_times_out_after_a_restart)
+{
+    speaker_hangs(1);
+}
+END_TEST
+
 START_TEST(test_human_mention_limits_turns)
 {
     join3(CH1, NULL);
@@ -1446,6 +1496,8 @@ Suite *make_turn_hooks_suite(void)
     tcase_add_test(ch, test_loop_guard_rests_scope_and_says_so_once);
     tcase_add_test(ch, test_loop_guard_notice_from_templates_dir);
     tcase_add_test(ch, test_timeout_moves_the_turn);
+    tcase_add_test(ch, test_hung_speaker_times_out_without_further_events);
+    tcase_add_test(ch, test_hung_speaker_times_out_after_a_restart);
     tcase_add_test(ch, test_human_mention_limits_turns);
     tcase_add_test(ch, test_human_message_resets_cycle_and_counter);
     tcase_add_test(ch, test_unmanaged_channel_and_unknown_agents_get_nothing);

@@ -106,8 +106,10 @@ static void start_plugin(tth *h)
     json_decref(cfg);
     TTH_EXPECT(rc == OC_OK, "plugin init failed: %s", err);
     dg_plugin *p = h->state;
-    p->clock = th_clock;
+    /* State first: the plugin's timeout thread may read the clock (its
+     * first look comes a second after init). */
     p->clock_state = h;
+    p->clock = th_clock;
 }
 
 void tth_start(tth *h, const char *policy, const char *extra)
