@@ -508,6 +508,11 @@ static int read_channels(ocgw_config *c, char *err, size_t n)
             char aw[128];
             snprintf(aw, sizeof aw, "%s.agents", where);
             rc = str_array(ags, aw, &cc->agents, &cc->n_agents, err, n);
+            /* The gateway reads a channel with the token of an agent that
+             * sees it: with none, it could never be served. */
+            if (!rc && cc->n_agents == 0)
+                rc = fail(err, n, "%s: expected at least one agent (leave the key out and "
+                                  "every agent sees the channel)", aw);
             for (size_t k = 0; !rc && k < cc->n_agents; k++)
                 if (!ocgw_agent_by_id(c, cc->agents[k]))
                     rc = fail(err, n, "%s[%zu]: \"%s\" is not an agent of `agents`", aw, k,

@@ -160,6 +160,39 @@ START_TEST(config_refuses_a_human_id_used_twice)
 }
 END_TEST
 
+/* A configured channel that no agent sees had no token to read it with: its
+ * cursor was never set, and the gateway then never posted a scripted human
+ * message (it waits for every cursor). */
+START_TEST(config_refuses_a_channel_no_agent_sees)
+{
+    char err[1024];
+    char *dir = tu_mkdtemp();
+    setenv("R3_OCGW_TOKEN", "t", 1);
+    json_t *cfg = json_pack(
+        "{s:{s:s}, s:{s:{s:s, s:s}}, s:[{s:s, s:s, s:s, s:s, s:s}], s:{s:{s:s, s:[]}}}",
+        "discord", "apiBase", "http://127.0.0.1:9/api/v10", "gateway", "noReply", "provider",
+        "p", "model", "m", "agents", "id", "planner", "workspace", "w", "discordUserId",
+        "200000000000000011", "tokenEnv", "R3_OCGW_TOKEN", "model", "x/planner", "channels",
+        "work", "id", "300000000000000001", "agents");
+    char *path = tu_path(dir, "host.json");
+    ck_assert_int_eq(json_dump_file(cfg, path, 0), 0);
+    ocgw_config c;
+    ck_assert_int_eq(ocgw_config_load(path, &c, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_msg(strstr(err, "channels.work.agents") && strstr(err, "at least one agent"), "%s",
+                  err);
+    /* Without the key, every agent sees it. */
+    json_object_del(json_object_get(json_object_get(cfg, "channels"), "work"), "agents");
+    ck_assert_int_eq(json_dump_file(cfg, path, 0), 0);
+    ck_assert_msg(ocgw_config_load(path, &c, err, sizeof err) == OC_OK, "%s", err);
+    ck_assert_uint_eq(c.channels[0].n_agents, 1);
+    ocgw_config_free(&c);
+    json_decref(cfg);
+    free(path);
+    tu_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 Suite *make_ocgw_suite(void)
 {
     Suite *s = suite_create("ocgw");
@@ -168,6 +201,7 @@ Suite *make_ocgw_suite(void)
     tcase_add_test(tc, oneline_of_multibyte_text_fits_its_buffer);
     tcase_add_test(tc, config_refuses_a_discord_user_shared_by_two_participants);
     tcase_add_test(tc, config_refuses_a_human_id_used_twice);
+    tcase_add_test(tc, config_refuses_a_channel_no_agent_sees);
     suite_add_tcase(s, tc);
     return s;
 }
