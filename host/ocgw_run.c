@@ -688,15 +688,56 @@ static void say_message(ocgw *g, const ocgw_msg *m, int resumed)
     free(line);
 }
 
+static int one_of(const char *s, const char *const *set)
+{
+    for (; s && *set; set++)
+        if (!strcmp(s, *set))
+            return 1;
+    return 0;
+}
+
+/* The fields the processing relies on, as ocgw writes them. A journal from
+ * elsewhere (a state file edited by hand) is dropped, never half-run. NULL
+ * when usable, else what is wrong. */
+static const char *journal_fault(const json_t *inf)
+{
+    static const char *const phases[] = {"new", "runs", NULL};
+    static const char *const run_phases[] = {"decided", "model", "model_done", "ended", "done",
+                                             NULL};
+    static const char *const strings[] = {"agent", "sessionKey", "runId", "provider", "model",
+                                          NULL};
+    if (!one_of(sget(inf, "phase"), phases))
+        return "its phase is not \"new\" or \"runs\"";
+    const json_t *runs = json_object_get(inf, "runs");
+    if (!json_is_array(runs))
+        return "its runs are not an array";
+    size_t i;
+    json_t *run;
+    json_array_foreach(runs, i, run) {
+        if (!json_is_object(run) || !one_of(sget(run, "phase"), run_phases))
+            return "a run has no known phase";
+        for (const char *const *k = strings; *k; k++)
+            if (!sget(run, *k))
+                return "a run lacks its agent, session, run id or model";
+    }
+    return NULL;
+}
+
 int ocgw_process_inflight(ocgw *g)
 {
     json_t *inf = json_object_get(g->st.doc, "inflight");
     if (!json_is_object(inf))
         return 0;
     ocgw_msg m;
-    if (ocgw_msg_from_json(json_object_get(inf, "message"), &m) != 0) {
+    int bad_msg = ocgw_msg_from_json(json_object_get(inf, "message"), &m) != 0;
+    const char *fault = bad_msg ? "its message lacks id, channelId or authorId"
+                                : journal_fault(inf);
+    if (fault) {
         och_log(g->host, OC_LOG_ERROR, OCGW_SOURCE,
-                "the journal's message is malformed; dropping it (state %s)", g->st.path);
+                "the journal of the message in flight is malformed (%s); dropping it (state %s)",
+                fault, g->st.path);
+        if (!bad_msg)
+            ocgw_msg_free(&m);
         json_object_set_new(g->st.doc, "inflight", json_null());
         save(g);
         return -1;

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -522,6 +523,61 @@ START_TEST(bad_config_is_refused_naming_the_key)
 }
 END_TEST
 
+/* A journal (the state's "inflight") that ocgw did not write as it is, say
+ * edited by hand: the gateway drops it with a line naming the state file
+ * and goes on, instead of dying on a missing field. */
+START_TEST(malformed_journal_is_dropped_not_fatal)
+{
+    static const char *const journals[] = {
+        /* no phase, no runs */
+        "{\"message\": {\"id\": \"300000000000000099\", \"channelId\": \"" E2E_WORK "\","
+        " \"authorId\": \"" E2E_ALICE "\", \"content\": \"hi\"}}",
+        /* a run without its phase, session or ids */
+        "{\"message\": {\"id\": \"300000000000000099\", \"channelId\": \"" E2E_WORK "\","
+        " \"authorId\": \"" E2E_ALICE "\", \"content\": \"hi\"}, \"phase\": \"runs\","
+        " \"runs\": [{\"agent\": \"planner\"}]}",
+        /* an unknown phase */
+        "{\"message\": {\"id\": \"300000000000000099\", \"channelId\": \"" E2E_WORK "\","
+        " \"authorId\": \"" E2E_ALICE "\"}, \"phase\": \"later\", \"runs\": []}",
+    };
+    for (size_t i = 0; i < sizeof journals / sizeof *journals; i++) {
+        e2e_run r;
+        e2e_start(&r, NULL);
+        char *state = tu_path(r.dir, "state");
+        ck_assert_int_eq(mkdir(state, 0755), 0);
+        char *file = tu_path(state, "ocgw-state.json");
+        char doc[2048];
+        snprintf(doc, sizeof doc,
+                 "{\"version\": 1, \"starts\": 1, \"channels\": {}, \"vars\": {},"
+                 " \"steps\": {}, \"humans\": {\"alice\": {\"next\": 2, \"due\": false}},"
+                 " \"tools\": [], \"totals\": {}, \"inflight\": %s}",
+                 journals[i]);
+        ck_assert_int_eq(tu_write_file(file, doc), 0);
+        const char *args[] = {"--poll-ms", "50", NULL};
+        e2e_ocgw_start(&r, "demo/host.json", args, NULL);
+        char *err = NULL;
+        for (long t0 = now_ms(); now_ms() - t0 < 20000; nap(20)) {
+            free(err);
+            err = e2e_read(&r, "ocgw-1.err");
+            if ((err && strstr(err, "journal")) || e2e_ocgw_wait(&r, 1, NULL))
+                break;
+        }
+        ck_assert_msg(r.gw_pid > 0, "journal %zu: ocgw ended (died?) instead of going on:\n%s", i,
+                      err ? err : "");
+        ck_assert_msg(err && strstr(err, "journal") && strstr(err, "malformed") &&
+                          strstr(err, "ocgw-state.json"),
+                      "journal %zu: no clear line:\n%s", i, err ? err : "");
+        int st = e2e_ocgw_kill(&r, SIGTERM);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "journal %zu: SIGTERM status %d", i,
+                      st);
+        free(err);
+        free(file);
+        free(state);
+        e2e_stop(&r);
+    }
+}
+END_TEST
+
 Suite *make_e2e_suite(void)
 {
     Suite *s = suite_create("e2e");
@@ -537,6 +593,7 @@ Suite *make_e2e_suite(void)
     tcase_set_timeout(tp, 60);
     tcase_add_test(tp, plugins_disabled_denied_and_other_major);
     tcase_add_test(tp, bad_config_is_refused_naming_the_key);
+    tcase_add_test(tp, malformed_journal_is_dropped_not_fatal);
     suite_add_tcase(s, tp);
     return s;
 }
