@@ -50,58 +50,121 @@ static int is_separator(unsigned long cp)
            (cp >= 0xFF5B && cp <= 0xFF65);
 }
 
-/* Every token is NO_REPLY and there is at least one. */
-static int tokens_silent(const char *text)
+/* Every token of text[0..n) is NO_REPLY and there is at least one. A
+ * backslash before '_' is a markdown escape ("NO\_REPLY") and belongs to
+ * the token; the token is compared with the escapes taken out. */
+static int tokens_silent(const char *text, size_t n)
 {
     const unsigned char *s = (const unsigned char *)text;
-    size_t n = strlen(text), i = 0;
+    size_t i = 0;
     int tokens = 0;
     while (i < n) {
         size_t len;
         unsigned long cp = utf8_at(s + i, n - i, &len);
-        if (is_separator(cp)) {
+        if (is_separator(cp) && !(cp == '\\' && i + 1 < n && s[i + 1] == '_')) {
             i += len;
             continue;
         }
-        size_t start = i;
+        /* Collect the token without its escapes; a token this long is not
+         * the silent token, however many '_' decorate it. */
+        char tok[64];
+        size_t k = 0;
+        int too_long = 0;
         while (i < n) {
             cp = utf8_at(s + i, n - i, &len);
+            if (cp == '\\' && i + 1 < n && s[i + 1] == '_') {
+                i++; /* the escape goes, the '_' stays */
+                continue;
+            }
             if (is_separator(cp))
                 break;
+            for (size_t j = 0; j < len; j++) {
+                if (k < sizeof tok - 1)
+                    tok[k++] = (char)s[i + j];
+                else
+                    too_long = 1;
+            }
             i += len;
         }
-        size_t a = start, b = i;
-        while (a < b && s[a] == '_')
+        size_t a = 0, b = k;
+        while (a < b && tok[a] == '_')
             a++;
-        while (b > a && s[b - 1] == '_')
+        while (b > a && tok[b - 1] == '_')
             b--;
-        if (a == b)
+        if (a == b && !too_long)
             continue; /* only underscores: decoration */
-        if (b - a != strlen(DG_SILENT_TOKEN) ||
-            strncasecmp((const char *)s + a, DG_SILENT_TOKEN, b - a) != 0)
+        if (too_long || b - a != strlen(DG_SILENT_TOKEN) ||
+            strncasecmp(tok + a, DG_SILENT_TOKEN, b - a) != 0)
             return 0;
         tokens++;
     }
     return tokens > 0;
 }
 
-static int silent_depth(const char *text, int depth)
+/*
+ * When all of text[0..n) (white space aside) is one code fence
+ * ("```lang\n...\n```") or one inline code span ("`...`"), its inside into
+ * *in / *in_n; returns 1. A fenced reply is judged by what it holds, so a
+ * fenced JSON envelope is the envelope.
+ */
+static int unfence(const char *text, size_t n, const char **in, size_t *in_n)
 {
-    if (!text)
+    size_t a = 0, b = n;
+    while (a < b && isspace((unsigned char)text[a]))
+        a++;
+    while (b > a && isspace((unsigned char)text[b - 1]))
+        b--;
+    size_t ticks = 0;
+    while (a + ticks < b && text[a + ticks] == '`')
+        ticks++;
+    if (ticks == 0 || b - a < 2 * ticks)
         return 0;
+    for (size_t i = 0; i < ticks; i++)
+        if (text[b - 1 - i] != '`')
+            return 0;
+    size_t p = a + ticks, q = b - ticks;
+    if (ticks >= 3) {
+        /* An info string (a language name) runs to the end of the line. */
+        size_t r = p;
+        while (r < q && (isalnum((unsigned char)text[r]) || text[r] == '-' || text[r] == '_'))
+            r++;
+        if (r < q && text[r] != '\n' && text[r] != '\r' && r != p)
+            return 0; /* "```json {...}```" on one line: judged as text */
+        if (r < q && (text[r] == '\n' || text[r] == '\r'))
+            p = r;
+    }
+    if (p >= q || memchr(text + p, '`', q - p))
+        return 0; /* empty, or several code spans */
+    *in = text + p;
+    *in_n = q - p;
+    return 1;
+}
+
+static int silent_span(const char *text, size_t n, int depth)
+{
     const char *p = text;
-    while (*p && isspace((unsigned char)*p))
+    while (n && isspace((unsigned char)*p)) {
         p++;
-    if (depth < 3 && (*p == '{' || *p == '"')) {
-        json_t *j = json_loads(p, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
+        n--;
+    }
+    const char *in;
+    size_t in_n;
+    if (depth < 3 && unfence(p, n, &in, &in_n)) {
+        int r = silent_span(in, in_n, depth + 1);
+        if (r >= 0)
+            return r;
+    }
+    if (depth < 3 && n && (*p == '{' || *p == '"')) {
+        json_t *j = json_loadb(p, n, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
         if (j) {
             int r = 0, is_obj = json_is_object(j);
             if (json_is_string(j)) {
-                r = silent_depth(json_string_value(j), depth + 1);
+                r = silent_span(json_string_value(j), json_string_length(j), depth + 1) == 1;
             } else if (is_obj) {
                 /* The envelope {"action":"NO_REPLY"}. */
-                json_t *a = json_object_get(j, "action");
-                r = json_is_string(a) && silent_depth(json_string_value(a), depth + 1);
+                json_t *act = json_object_get(j, "action");
+                r = json_is_string(act) &&
+                    silent_span(json_string_value(act), json_string_length(act), depth + 1) == 1;
             }
             json_decref(j);
             if (is_obj || r)
@@ -109,12 +172,12 @@ static int silent_depth(const char *text, int depth)
             /* A JSON string that is not the token: still judge it as text. */
         }
     }
-    return tokens_silent(p);
+    return tokens_silent(p, n);
 }
 
 int dg_silent_text(const char *text)
 {
-    return silent_depth(text, 0);
+    return text ? silent_span(text, strlen(text), 0) : 0;
 }
 
 dg_run_outcome dg_run_classify(const char *output, long tool_calls)

@@ -6,7 +6,10 @@
  * surrounding white space and punctuation ignored (markdown emphasis, code
  * fences, quotes, a trailing full stop), the token repeated (on one line or
  * several), a JSON string "NO_REPLY", or an envelope {"action":"NO_REPLY"}.
- * Anything else in the text (another word, an emoji) makes it speech.
+ * A reply that is one code fence (with a language tag or not) or one inline
+ * code span is judged by what it holds, so a fenced envelope is silent too;
+ * a markdown-escaped "NO\_REPLY" is the token. Anything else in the text
+ * (another word, an emoji) makes it speech.
  *
  * A run's outcome also looks at its tool calls: a run that called tools
  * and said nothing (or only the token) acted -- it is NOT silent, so a

@@ -41,6 +41,28 @@ START_TEST(test_json_forms_are_silent)
 }
 END_TEST
 
+/* Bug 4 again, for the JSON forms: a model that wraps its envelope in a
+ * code fence (with or without a language tag) or inline code, or escapes
+ * the underscore for markdown, still says nothing. */
+START_TEST(test_fenced_and_escaped_forms_are_silent)
+{
+    static const char *const silent[] = {
+        "```json\n{\"action\":\"NO_REPLY\"}\n```", "```\n{\"action\":\"NO_REPLY\"}\n```",
+        "`{\"action\":\"NO_REPLY\"}`", "  ```JSON\n{ \"action\": \"no_reply\" }\n```\n",
+        "```json\n\"NO_REPLY\"\n```", "```text\nNO_REPLY\n```", "NO\\_REPLY", "**NO\\_REPLY**", "NO\\_REPLY\\_",
+    };
+    for (size_t i = 0; i < sizeof silent / sizeof silent[0]; i++)
+        ck_assert_msg(dg_silent_text(silent[i]), "'%s' should be silent", silent[i]);
+    static const char *const speech[] = {
+        "```json\n{\"action\":\"reply\",\"text\":\"NO_REPLY\"}\n```", "```python\nNO_REPLY = 1\n```",
+        "```json\n{\"action\":\"NO_REPLY\"}\n```\nand one more thing", "```\n```",
+        "NO\\\\_REPLY", "```json\n{\"action\":\"NO_REPLY\"}",
+    };
+    for (size_t i = 0; i < sizeof speech / sizeof speech[0]; i++)
+        ck_assert_msg(!dg_silent_text(speech[i]), "'%s' should be speech", speech[i]);
+}
+END_TEST
+
 START_TEST(test_speech_is_not_silent)
 {
     static const char *const speech[] = {
@@ -83,6 +105,7 @@ Suite *make_silent_suite(void)
     tcase_add_test(tc, test_bug4_decorated_and_multi_line_tokens_are_silent);
     tcase_add_test(tc, test_json_forms_are_silent);
     tcase_add_test(tc, test_speech_is_not_silent);
+    tcase_add_test(tc, test_fenced_and_escaped_forms_are_silent);
     tcase_add_test(tc, test_bug3_tool_calls_without_text_are_not_silent);
     tcase_add_test(tc, test_run_outcomes);
     suite_add_tcase(s, tc);
