@@ -252,6 +252,94 @@ START_TEST(changed_flags_rebuild_the_objects)
 }
 END_TEST
 
+/* Runs argv (argv[0] from PATH or a path) for at most 60 s with stdout to
+ * out (a file path) and stderr to err; returns the exit status or -1. */
+static int run_to(const char *const *argv, const char *out, const char *err)
+{
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
+        int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fo >= 0)
+            dup2(fo, 1);
+        if (fe >= 0)
+            dup2(fe, 2);
+        execvp(argv[0], (char *const *)argv);
+        _exit(126);
+    }
+    int st = 0, done = 0;
+    for (int i = 0; i < 6000 && !done; i++) {
+        done = waitpid(pid, &st, WNOHANG) == pid;
+        if (!done) {
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    if (!done) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+    }
+    return done && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    char *text = NULL;
+    size_t cap = 0;
+    ssize_t k = getdelim(&text, &cap, '\0', f);
+    fclose(f);
+    *len = k > 0 ? (size_t)k : 0;
+    return text ? text : strdup("");
+}
+
+START_TEST(embedded_templates_keep_every_character)
+{
+    /* A template with "??!" or "??/" (trigraphs in ISO C) failed the -std=c11
+     * -Werror build; a CRLF line ended its C string literal early. */
+    static const char text[] = "Really?\?! (a?\?/b) ?\?= \"quoted\" \\ back\\\r\n"
+                               "second line\twith a tab, {summaryPath} and <@123>\n";
+    char *tmp = tu_mkdtemp();
+    char *md = tu_path(tmp, "x.md"), *gen = tu_path(tmp, "e.c"), *mainc = tu_path(tmp, "m.c");
+    char *bin = tu_path(tmp, "t"), *out = tu_path(tmp, "out"), *err = tu_path(tmp, "err");
+    ck_assert_int_eq(tu_write_file(md, text), 0);
+    const char *embed[] = {"sh", "scripts/embed-templates.sh", md, NULL};
+    ck_assert_int_eq(run_to(embed, gen, err), 0);
+    ck_assert_int_eq(tu_write_file(mainc,
+                                   "#include <stdio.h>\n#include <string.h>\n"
+                                   "#include \"templates.h\"\n"
+                                   "int main(void) {\n"
+                                   "    fputs(dg_embedded_templates[0].text, stdout);\n"
+                                   "    return strcmp(dg_embedded_templates[0].name, \"x.md\") != 0"
+                                   " || dg_embedded_templates[1].name != NULL;\n}\n"),
+                     0);
+    const char *cc[] = {"cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-Iplugin", "-o", bin,
+                        gen, mainc, NULL};
+    char *junk = tu_path(tmp, "cc.out");
+    int rc = run_to(cc, junk, err);
+    size_t n;
+    char *why = slurp(err, &n);
+    ck_assert_msg(rc == 0, "the embedded template does not compile: %.1500s", why);
+    free(why);
+    const char *prog[] = {bin, NULL};
+    ck_assert_int_eq(run_to(prog, out, err), 0);
+    char *got = slurp(out, &n);
+    ck_assert_uint_eq(n, strlen(text));
+    ck_assert_msg(memcmp(got, text, n) == 0, "embedded text differs: \"%s\"", got);
+    free(got);
+    free(junk);
+    free(md), free(gen), free(mainc), free(bin), free(out), free(err);
+    tu_rmtree(tmp);
+    free(tmp);
+}
+END_TEST
+
 Suite *make_build_suite(void)
 {
     Suite *s = suite_create("build");
@@ -262,6 +350,7 @@ Suite *make_build_suite(void)
     tcase_add_test(tc, every_compile_records_its_headers);
     tcase_add_test(tc, a_removed_suite_leaves_no_stale_entry);
     tcase_add_test(tc, changed_flags_rebuild_the_objects);
+    tcase_add_test(tc, embedded_templates_keep_every_character);
     suite_add_tcase(s, tc);
     return s;
 }
