@@ -72,28 +72,37 @@ OPTIONAL := $(if $(OCGW_SRC),$(B)/ocgw) $(if $(wildcard tests/fake_discord_main.
 all: $(B)/dirigent.so $(B)/libochost.a $(OPTIONAL) $(SERVERS)
 
 # ---- generated sources -------------------------------------------------------
-# The generated lists are remade on every run (cheap) and replaced only when
-# their text changes: a source file removed or renamed is noticed (its stale
-# entry would break the link), and nothing is rebuilt when nothing changed.
-REPLACE_IF_CHANGED = { cmp -s $@.tmp $@ && rm -f $@.tmp || mv -f $@.tmp $@; }
+# A generated file that depends on a *list* (of suites, benches, templates,
+# or the flags of this build) is remade when the list differs from what the
+# file holds, not only when a listed file is newer: a removed or renamed
+# source would otherwise leave a stale entry (and a broken link), and other
+# CFLAGS or SANITIZE=1 in the same BUILD folder would keep objects built
+# without them. The comparison reads files at parse time and writes nothing,
+# so `make -n` and `make -q` stay exact.
+eq = $(and $(findstring x$(strip $(1)),x$(strip $(2))),$(findstring x$(strip $(2)),x$(strip $(1))))
+stale_unless = $(if $(call eq,$(1),$(2)),,FORCE)
 .PHONY: FORCE
 FORCE:
 
-$(B)/gen/templates_embedded.c: $(TEMPLATES) scripts/embed-templates.sh FORCE
-	@mkdir -p $(@D)
-	@sh scripts/embed-templates.sh $(TEMPLATES) > $@.tmp && $(REPLACE_IF_CHANGED)
+SUITES_SED  := s/^Suite \*\(make_[a-z0-9_]*_suite\)(void).*/X(\1)/p
+BENCHES_SED := s/^int \(bench_[a-z0-9_]*\)(void).*/X(\1)/p
 
-$(B)/gen/suites.inc: $(TEST_SRC) FORCE
+$(B)/gen/templates_embedded.c: $(TEMPLATES) scripts/embed-templates.sh \
+    $(call stale_unless,$(notdir $(TEMPLATES)),$(shell sed -n 's/^    {"\(.*\)",$$/\1/p' $(B)/gen/templates_embedded.c 2>/dev/null))
 	@mkdir -p $(@D)
-	@sed -n 's/^Suite \*\(make_[a-z0-9_]*_suite\)(void).*/X(\1)/p' $(TEST_SRC) > $@.tmp && $(REPLACE_IF_CHANGED)
+	sh scripts/embed-templates.sh $(TEMPLATES) > $@.tmp && mv $@.tmp $@
 
-# The flags of this build, kept beside its objects: a change (SANITIZE=1 or
-# other CFLAGS in the same BUILD folder) rebuilds them instead of mixing old
-# objects into a build that claims the new flags.
+$(B)/gen/suites.inc: $(TEST_SRC) \
+    $(call stale_unless,$(if $(TEST_SRC),$(shell sed -n '$(SUITES_SED)' $(TEST_SRC))),$(file <$(B)/gen/suites.inc))
+	@mkdir -p $(@D)
+	sed -n '$(SUITES_SED)' $(TEST_SRC) > $@.tmp && mv $@.tmp $@
+
+# The flags of this build, kept beside its objects; every object depends on it.
 FLAGS_STAMP := $(B)/gen/flags
-$(FLAGS_STAMP): FORCE
+FLAGS_NOW = $(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) $(LDFLAGS_ALL)
+$(FLAGS_STAMP): $(call stale_unless,$(FLAGS_NOW),$(file <$(FLAGS_STAMP)))
 	@mkdir -p $(@D)
-	@echo '$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) $(LDFLAGS_ALL)' > $@.tmp && $(REPLACE_IF_CHANGED)
+	@printf '%s\n' '$(subst ','\'',$(FLAGS_NOW))' > $@
 
 # ---- objects -----------------------------------------------------------------
 $(B)/obj/%.o: %.c $(FLAGS_STAMP)
@@ -109,9 +118,10 @@ $(B)/obj/gen/templates_embedded.o: $(B)/gen/templates_embedded.c $(FLAGS_STAMP)
 
 $(B)/obj/tests/check_main.o: $(B)/gen/suites.inc
 
-$(B)/gen/benches.inc: $(BENCH_SRC) FORCE
+$(B)/gen/benches.inc: $(BENCH_SRC) \
+    $(call stale_unless,$(if $(BENCH_SRC),$(shell sed -n '$(BENCHES_SED)' $(BENCH_SRC))),$(file <$(B)/gen/benches.inc))
 	@mkdir -p $(@D)
-	@sed -n 's/^int \(bench_[a-z0-9_]*\)(void).*/X(\1)/p' $(BENCH_SRC) > $@.tmp && $(REPLACE_IF_CHANGED)
+	sed -n '$(BENCHES_SED)' $(BENCH_SRC) > $@.tmp && mv $@.tmp $@
 
 $(B)/obj/tests/bench/bench_main.o: $(B)/gen/benches.inc
 
