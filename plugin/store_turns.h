@@ -67,9 +67,10 @@ int dg_store_turns_members_clear(dg_store *st, const char *channel_id);
 int dg_store_turns_scope_load(dg_store *st, const dg_scope *sc, dg_turn_state *s,
                               char **post_channel);
 
-/* Write the state row of scope sc: an update when exists is 1 (the row
- * was loaded or saved before), an insert when 0. OC_ERR_INTERNAL when the
- * row was not where the caller said (nothing updated, or a duplicate). */
+/* Write the state row of scope sc: replaced when exists is 1 (the row was
+ * loaded or saved before; written whole either way), inserted when 0.
+ * OC_ERR_INTERNAL when an insert finds the row already there (the caller's
+ * belief about it was wrong). */
 int dg_store_turns_scope_save(dg_store *st, const dg_scope *sc, const char *post_channel,
                               const dg_turn_state *s, int exists, int64_t now_ms);
 

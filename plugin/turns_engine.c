@@ -87,6 +87,8 @@ typedef struct chan_rec {
     int in_db;
     unsigned epoch;              /* bumped when reloaded in place: sessions re-derive */
     scope_rec *follow;           /* scope of channel-level sessions, NULL until loaded */
+    scope_rec *conv;             /* Conversation(channel) once loaded: the hot path's
+                                    scope under policy "channel", found without a key */
 } chan_rec;
 
 struct scope_rec {
@@ -263,11 +265,21 @@ static int chan_save(dg_turns *t, chan_rec *c, int64_t now)
 /* Scope record, loaded or fresh (dormant). Store mutex held. */
 static int scope_get(dg_turns *t, chan_rec *c, const dg_scope *sc, scope_rec **out)
 {
+    if (sc->kind == DG_SCOPE_CONVERSATION && c->conv) {
+        *out = c->conv; /* same record as by key: records live until a flush */
+        return OC_OK;
+    }
     char key[DG_SCOPE_KEY_MAX];
     dg_scope_key(sc, key);
     *out = dg_map_get(&t->scopes, key);
-    if (*out)
+    if (*out) {
+        if (sc->kind == DG_SCOPE_CONVERSATION) {
+            pthread_rwlock_wrlock(&t->lock);
+            c->conv = *out;
+            pthread_rwlock_unlock(&t->lock);
+        }
         return OC_OK;
+    }
     scope_rec *r = calloc(1, sizeof *r);
     if (!r || !(r->key = strdup(key))) {
         free(r);
@@ -283,6 +295,8 @@ static int scope_get(dg_turns *t, chan_rec *c, const dg_scope *sc, scope_rec **o
     r->in_db = rc == OC_OK;
     pthread_rwlock_wrlock(&t->lock);
     rc = dg_map_put(&t->scopes, r->key, r);
+    if (rc == OC_OK && sc->kind == DG_SCOPE_CONVERSATION)
+        c->conv = r;
     pthread_rwlock_unlock(&t->lock);
     if (rc) {
         free_scope(r, NULL);
@@ -585,6 +599,10 @@ static int finish(dg_turns *t, int rc)
         rc = dg_store_commit(t->p->store);
     else
         dg_store_rollback(t->p->store);
+    if (rc == OC_OK && t->n_pending == 0) {
+        pthread_mutex_unlock(&t->wmu); /* nothing to publish */
+        return OC_OK;
+    }
     pthread_rwlock_wrlock(&t->lock);
     if (rc == OC_OK) {
         for (int i = 0; i < t->n_pending; i++)
@@ -1128,11 +1146,12 @@ int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err
         snprintf(err, err_len, "message_received: could not record message %s of channel %s "
                  "(%s: %s)", m->message_id ? m->message_id : "(no id)", m->channel_id,
                  oc_status_name(rc), dg_store_errmsg(t->p->store));
-    else
+    int failed = rc;
+    rc = finish(t, rc);
+    if (rc != OC_OK && !failed)
         snprintf(err, err_len, "message_received: the state database did not commit message %s "
                  "of channel %s; nothing of it was recorded", m->message_id ? m->message_id
                  : "(no id)", m->channel_id);
-    rc = finish(t, rc);
     if (rc == OC_OK && kick)
         dg_outbox_kick(t->p->outbox);
     return rc;

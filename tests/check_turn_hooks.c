@@ -790,6 +790,59 @@ START_TEST(test_restart_mid_round_keeps_next_speaker)
 }
 END_TEST
 
+/* The state row round-trips every field (masks up to bit 63, "nobody"
+ * positions, 64-bit times); an insert over an existing row is refused as
+ * the bug it is, a save of a row said to exist writes it either way. */
+START_TEST(test_state_row_round_trip)
+{
+    dg_store *st = tth_plugin(&H)->store;
+    dg_scope sc;
+    ck_assert_int_eq(dg_scope_thread(CH1, TH1, &sc), OC_OK);
+    dg_turn_state a;
+    dg_turn_state_init(&a);
+    a.active = 1;
+    a.speaker = 63;
+    a.anchor = DG_NOBODY;
+    a.silent = (uint64_t)1 << 63 | 5;
+    a.mention = ~(uint64_t)0;
+    a.mention_done = (uint64_t)1 << 62;
+    a.consumed = 0x8000000000000001ull;
+    a.owed = 2;
+    a.agent_msgs = 99999;
+    a.rested = 1;
+    a.idle_reminded = 1;
+    a.handoff = 7;
+    a.permit = 3;
+    a.permit_ms = 4102444800000LL;
+    a.last_change_ms = 4102444800123LL;
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    ck_assert_int_eq(dg_store_turns_scope_save(st, &sc, TH1, &a, 0, 1), OC_OK);
+    ck_assert_int_eq(dg_store_turns_scope_save(st, &sc, TH1, &a, 0, 2), OC_ERR_INTERNAL);
+    dg_turn_state b;
+    char *post = NULL;
+    ck_assert_int_eq(dg_store_turns_scope_load(st, &sc, &b, &post), OC_OK);
+    ck_assert(dg_turn_state_same(&a, &b));
+    ck_assert_str_eq(post, TH1);
+    free(post);
+    a.speaker = 0;
+    a.silent = 0;
+    ck_assert_int_eq(dg_store_turns_scope_save(st, &sc, NULL, &a, 1, 3), OC_OK);
+    ck_assert_int_eq(dg_store_turns_scope_load(st, &sc, &b, &post), OC_OK);
+    ck_assert(dg_turn_state_same(&a, &b));
+    ck_assert_ptr_null(post);
+    /* Said to exist but missing (another scope): written all the same. */
+    dg_scope other;
+    ck_assert_int_eq(dg_scope_conversation(CH2, &other), OC_OK);
+    ck_assert_int_eq(dg_store_turns_scope_save(st, &other, NULL, &a, 1, 4), OC_OK);
+    ck_assert_int_eq(dg_store_turns_scope_load(st, &other, &b, NULL), OC_OK);
+    ck_assert(dg_turn_state_same(&a, &b));
+    long n = 0;
+    ck_assert_int_eq(dg_store_turns_count(st, "scopes", &n), OC_OK);
+    ck_assert_int_eq(n, 2);
+    dg_store_rollback(st);
+}
+END_TEST
+
 /* ---- a commit that fails --------------------------------------------------------- */
 
 /* A reader (before_model_resolve of `agent`) run on its own thread while
@@ -1492,6 +1545,7 @@ Suite *make_turn_hooks_suite(void)
     tcase_add_test(ch, test_restart_mid_round_keeps_next_speaker);
     tcase_add_test(ch, test_concurrent_hooks_from_8_threads_keep_one_speaker);
     tcase_add_test(ch, test_failed_commit_is_never_seen_and_leaves_the_turn);
+    tcase_add_test(ch, test_state_row_round_trip);
     tcase_add_test(ch, test_handoff_mentions_next_speaker_once);
     tcase_add_test(ch, test_loop_guard_rests_scope_and_says_so_once);
     tcase_add_test(ch, test_loop_guard_notice_from_templates_dir);
