@@ -383,6 +383,16 @@ int dg_store_turns_seen_prune(dg_store *st, int64_t before_ms, long *removed)
     return prune_before(st, SQL_SEEN_PRUNE, before_ms, removed);
 }
 
+/* '~thread;' is the first key after every '~thread:<root>'. */
+static const char SQL_STATES_PRUNE[] =
+    "DELETE FROM turn_ledger WHERE k >= '~thread:' AND k < '~thread;' AND active = 0"
+    " AND at_ms < ?";
+
+int dg_store_turns_states_prune(dg_store *st, int64_t before_ms, long *removed)
+{
+    return prune_before(st, SQL_STATES_PRUNE, before_ms, removed);
+}
+
 static const char SQL_RUN_CLAIM[] =
     "INSERT OR IGNORE INTO turn_runs (session_key, run_id, at_ms) VALUES (?, ?, ?)";
 

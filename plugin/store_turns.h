@@ -87,6 +87,12 @@ int dg_store_turns_seen_claim(dg_store *st, const char *channel_id, const char *
  * seconds; rows are kept for days). *removed may be NULL. */
 int dg_store_turns_seen_prune(dg_store *st, int64_t before_ms, long *removed);
 
+/* Forget the state rows of dormant thread scopes last written before
+ * before_ms (under policy "thread" every thread has one; a later message
+ * there starts it afresh). Conversation rows stay: one per channel.
+ * *removed may be NULL. */
+int dg_store_turns_states_prune(dg_store *st, int64_t before_ms, long *removed);
+
 /* Record run_id of session_key as handled: *fresh = 1 the first time, 0
  * when it was already there. OC_ERR_INVALID for an empty key or id. */
 int dg_store_turns_run_claim(dg_store *st, const char *session_key, const char *run_id,

@@ -46,8 +46,12 @@
  * (real time; the turn clock itself is dg_now_ms). */
 #define SWEEP_EVERY_MS 1000
 
-/* Dedup rows (message ids, run ids) are kept this long; message marks are
- * also pruned every so many ingests. */
+/* A dormant thread scope untouched this long (turn clock) leaves the
+ * mirror, with its sessions; the database still has it. */
+#define EVICT_IDLE_MS (3600LL * 1000)
+
+/* Dedup rows (message ids, run ids) and dormant thread states are kept
+ * this long; they are also pruned every so many ingests. */
 #define SEEN_KEEP_MS (7LL * 24 * 3600 * 1000)
 #define SEEN_PRUNE_EVERY 65536
 
@@ -98,6 +102,7 @@ struct scope_rec {
     char *post_channel;          /* Discord channel for moderator messages; NULL = channel */
     dg_turn_state st;
     int in_db;
+    int evict;                   /* chosen to leave the mirror (evict_idle) */
 };
 
 typedef struct sess_rec {
@@ -761,15 +766,17 @@ int dg_turns_new(dg_plugin *p, dg_turns **out)
     dg_map_init(&t->scopes);
     dg_map_init(&t->sessions);
     if (p->store && txn_begin(t) == OC_OK) {
-        long removed = 0;
-        long runs = 0;
-        int rc = dg_store_turns_seen_prune(p->store, dg_now_ms(p) - SEEN_KEEP_MS, &removed);
+        long removed = 0, runs = 0, states = 0;
+        int64_t before = dg_now_ms(p) - SEEN_KEEP_MS;
+        int rc = dg_store_turns_seen_prune(p->store, before, &removed);
         if (rc == OC_OK)
-            rc = dg_store_turns_runs_prune(p->store, dg_now_ms(p) - SEEN_KEEP_MS, &runs);
+            rc = dg_store_turns_runs_prune(p->store, before, &runs);
+        if (rc == OC_OK)
+            rc = dg_store_turns_states_prune(p->store, before, &states);
         finish(t, rc);
-        if (removed || runs)
-            dg_log(p, OC_LOG_DEBUG, "turns: forgot %ld old message ids and %ld old run ids",
-                   removed, runs);
+        if (removed || runs || states)
+            dg_log(p, OC_LOG_DEBUG, "turns: forgot %ld old message ids, %ld old run ids and %ld "
+                   "old finished threads", removed, runs, states);
     }
     *out = t;
     return OC_OK;
@@ -881,6 +888,77 @@ static int expire_scope(dg_turns *t, const dg_scope *sc)
     return rc;
 }
 
+typedef struct evict_scan {
+    int64_t now;
+    size_t n;
+} evict_scan;
+
+/* A dormant thread scope nobody has touched for EVICT_IDLE_MS, and not
+ * the one channel-level sessions follow. Mirror lock held. */
+static int evictable(const scope_rec *r, int64_t now)
+{
+    return r->scope.kind == DG_SCOPE_THREAD && !r->st.active && r != r->chan->follow &&
+           now - r->st.last_change_ms >= EVICT_IDLE_MS;
+}
+
+static void count_evictable(void *val, void *arg)
+{
+    evict_scan *e = arg;
+    e->n += evictable(val, e->now);
+}
+
+static int keep_scope(void *val, void *arg)
+{
+    (void)arg;
+    return !((scope_rec *)val)->evict;
+}
+
+static int keep_sess(void *val, void *arg)
+{
+    (void)arg;
+    sess_rec *e = val;
+    scope_rec *last = atomic_load(&e->last);
+    return !(e->fixed && e->fixed->evict) && !(last && last->evict);
+}
+
+static void mark_evict(void *val, void *arg)
+{
+    scope_rec *r = val;
+    r->evict = evictable(r, *(const int64_t *)arg);
+}
+
+static void unmark_evict(void *val, void *arg)
+{
+    (void)arg;
+    ((scope_rec *)val)->evict = 0;
+}
+
+/*
+ * Drop idle thread scopes and their sessions from the mirror: under the
+ * thread policy every thread (every top-level message, without Discord
+ * threads) is a scope, and the mirror would otherwise grow for as long as
+ * the process lives. A later event reloads what it needs from the
+ * database. Between changes (writer mutex) and with no reader (write lock).
+ */
+static void evict_idle(dg_turns *t, int64_t now)
+{
+    evict_scan e = {.now = now};
+    pthread_rwlock_rdlock(&t->lock);
+    dg_map_each(&t->scopes, count_evictable, &e);
+    pthread_rwlock_unlock(&t->lock);
+    if (!e.n)
+        return;
+    pthread_mutex_lock(&t->wmu);
+    pthread_rwlock_wrlock(&t->lock);
+    dg_map_each(&t->scopes, mark_evict, &now);
+    /* Sessions first: keep_sess reads the scopes' marks. */
+    if (dg_map_retain(&t->sessions, keep_sess, free_sess, NULL) != OC_OK ||
+        dg_map_retain(&t->scopes, keep_scope, free_scope, NULL) != OC_OK)
+        dg_map_each(&t->scopes, unmark_evict, NULL); /* out of memory: next time */
+    pthread_rwlock_unlock(&t->lock);
+    pthread_mutex_unlock(&t->wmu);
+}
+
 /* One pass: every awake scope whose speaker is out of time moves on. */
 static void sweep(dg_turns *t)
 {
@@ -895,6 +973,7 @@ static void sweep(dg_turns *t)
     for (size_t i = 0; i < d.n; i++)
         expire_scope(t, &d.v[i]);
     free(d.v);
+    evict_idle(t, d.now);
 }
 
 /* The sweeper thread (started by dg_turns_start, joined by dg_turns_stop):
@@ -1026,7 +1105,8 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
         if (!fresh)
             return OC_OK; /* another account reported it already */
         if (++t->fresh_ingests % SEEN_PRUNE_EVERY == 0 &&
-            (rc = dg_store_turns_seen_prune(st, now - SEEN_KEEP_MS, NULL)))
+            ((rc = dg_store_turns_seen_prune(st, now - SEEN_KEEP_MS, NULL)) ||
+             (rc = dg_store_turns_states_prune(st, now - SEEN_KEEP_MS, NULL))))
             return rc;
     }
     chan_rec *c;
@@ -1382,6 +1462,15 @@ int dg_turns_peek(dg_turns *t, const dg_scope *scope, dg_turn_state *out, dg_cha
     }
     finish_read(t);
     return rc;
+}
+
+int dg_turns_mirror_count(dg_turns *t, size_t *scopes, size_t *sessions)
+{
+    pthread_rwlock_rdlock(&t->lock);
+    *scopes = t->scopes.n;
+    *sessions = t->sessions.n;
+    pthread_rwlock_unlock(&t->lock);
+    return OC_OK;
 }
 
 int dg_turns_member(dg_turns *t, const char *channel_id, int pos, char *buf, size_t len)

@@ -125,6 +125,10 @@ int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id,
 int dg_turns_peek(dg_turns *t, const dg_scope *scope, dg_turn_state *st,
                   dg_channel_mode *mode, int *n_members);
 
+/* For tests and diagnostics: how many scope and session records the
+ * in-memory mirror holds. OC_OK. */
+int dg_turns_mirror_count(dg_turns *t, size_t *scopes, size_t *sessions);
+
 /* Agent id at member position pos of channel_id, copied into buf; OC_OK or
  * OC_ERR_NOT_FOUND. For tests and diagnostics. */
 int dg_turns_member(dg_turns *t, const char *channel_id, int pos, char *buf, size_t len);

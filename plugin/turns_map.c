@@ -84,3 +84,30 @@ void dg_map_clear(dg_map *m)
     free(m->slots);
     dg_map_init(m);
 }
+
+int dg_map_retain(dg_map *m, int (*keep)(void *val, void *arg),
+                  void (*drop)(void *val, void *arg), void *arg)
+{
+    if (!m->cap)
+        return OC_OK;
+    /* Rebuilt into a fresh table: open addressing has no plain delete. */
+    dg_map_slot *slots = calloc(m->cap, sizeof *slots);
+    if (!slots)
+        return OC_ERR_NOMEM;
+    dg_map old = *m;
+    m->slots = slots;
+    m->n = 0;
+    for (size_t i = 0; i < old.cap; i++) {
+        dg_map_slot *o = &old.slots[i];
+        if (!o->key)
+            continue;
+        if (keep(o->val, arg)) {
+            *find(m, o->key, o->hash) = *o;
+            m->n++;
+        } else {
+            drop(o->val, arg); /* its key lives in it: not used after this */
+        }
+    }
+    free(old.slots);
+    return OC_OK;
+}

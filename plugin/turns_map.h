@@ -2,8 +2,9 @@
  * turns_map.h -- a small string-keyed hash map (open addressing) for the
  * turn engine's in-memory mirror. Not thread-safe by itself: the engine
  * guards it. Keys and values are borrowed: the value owns its key string,
- * which must stay put while the entry exists. Entries are only added, or
- * all dropped at once (dg_map_clear). (Owner: turn manager area.)
+ * which must stay put while the entry exists. Entries are added, dropped
+ * all at once (dg_map_clear) or by a filter (dg_map_retain). (Owner: turn
+ * manager area.)
  */
 #ifndef DG_TURNS_MAP_H
 #define DG_TURNS_MAP_H
@@ -40,5 +41,12 @@ void dg_map_each(const dg_map *m, void (*fn)(void *val, void *arg), void *arg);
 
 /* Drop every entry (values untouched) and free the table. */
 void dg_map_clear(dg_map *m);
+
+/* Keep only the entries whose value keep() accepts; each other value is
+ * passed to drop() (which may free it, key included) once it is out of the
+ * map. keep() must not depend on values dropped before it. OC_OK, or
+ * OC_ERR_NOMEM with the map unchanged and nothing dropped. */
+int dg_map_retain(dg_map *m, int (*keep)(void *val, void *arg),
+                  void (*drop)(void *val, void *arg), void *arg);
 
 #endif

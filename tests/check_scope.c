@@ -3,6 +3,7 @@
  * tests (shared/reference/session-scope.md, "Its tests, as behaviours").
  */
 #include <check.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "openclaw/plugin.h"
@@ -240,6 +241,43 @@ START_TEST(test_scope_is_usable_as_a_hash_key)
 }
 END_TEST
 
+static int keep_even(void *val, void *arg)
+{
+    (void)arg;
+    return *(int *)val % 2 == 0;
+}
+
+static void count_drop(void *val, void *arg)
+{
+    (void)val;
+    (*(int *)arg)++;
+}
+
+START_TEST(test_map_retain_keeps_and_drops)
+{
+    dg_map m;
+    dg_map_init(&m);
+    static char keys[200][8];
+    static int vals[200];
+    for (int i = 0; i < 200; i++) {
+        snprintf(keys[i], sizeof keys[i], "k%d", i);
+        vals[i] = i;
+        ck_assert_int_eq(dg_map_put(&m, keys[i], &vals[i]), OC_OK);
+    }
+    int dropped = 0;
+    ck_assert_int_eq(dg_map_retain(&m, keep_even, count_drop, &dropped), OC_OK);
+    ck_assert_int_eq(dropped, 100);
+    ck_assert_uint_eq(m.n, 100);
+    for (int i = 0; i < 200; i++)
+        ck_assert_ptr_eq(dg_map_get(&m, keys[i]), i % 2 ? NULL : &vals[i]);
+    /* Still a working map. */
+    ck_assert_int_eq(dg_map_put(&m, keys[1], &vals[1]), OC_OK);
+    ck_assert_ptr_eq(dg_map_get(&m, keys[1]), &vals[1]);
+    dg_map_clear(&m);
+    ck_assert_int_eq(dg_map_retain(&m, keep_even, count_drop, &dropped), OC_OK);
+}
+END_TEST
+
 START_TEST(test_invalid_input_is_refused)
 {
     dg_scope s;
@@ -279,6 +317,7 @@ Suite *make_scope_suite(void)
     tcase_add_test(tc, test_labels_and_accessors);
     tcase_add_test(tc, test_scope_is_usable_as_a_hash_key);
     tcase_add_test(tc, test_invalid_input_is_refused);
+    tcase_add_test(tc, test_map_retain_keeps_and_drops);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1279,6 +1279,68 @@ START_TEST(test_message_sending_cancels_non_speaker)
 }
 END_TEST
 
+/* Under the thread policy every thread is a scope of its own: finished
+ * ones must not pile up for ever, neither in the database nor in memory. */
+static void thirty_finished_threads(void)
+{
+    join3(CH1, NULL);
+    for (int i = 0; i < 30; i++) {
+        char th[24];
+        snprintf(th, sizeof th, "32%016d", i);
+        human_says(CH1, th, "a question in its own thread", NULL);
+        for (int a = 0; a < 3; a++)
+            ck_assert_int_eq(run(ABC[a], CH1, th, "NO_REPLY"), 0);
+        ck_assert_int_eq(peek(CH1, th, NULL).active, 0);
+    }
+}
+
+START_TEST(test_old_finished_threads_leave_the_database)
+{
+    thirty_finished_threads();
+    dg_plugin *p = tth_plugin(&H);
+    long n = 0;
+    ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
+    ck_assert_int_eq(dg_store_turns_count(p->store, "scopes", &n), OC_OK);
+    dg_store_rollback(p->store);
+    ck_assert_int_ge(n, 30);
+    /* A restart forgets dormant threads older than the dedup window (the
+     * test clock stands in 1970, far behind the wall clock init prunes by). */
+    tth_restart(&H);
+    p = tth_plugin(&H);
+    ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
+    ck_assert_int_eq(dg_store_turns_count(p->store, "scopes", &n), OC_OK);
+    dg_store_rollback(p->store);
+    ck_assert_int_eq(n, 0);
+    /* A late reply in one of them starts it afresh. */
+    human_says(CH1, "320000000000000007", "one more thing", NULL);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, "320000000000000007"), 0);
+}
+END_TEST
+
+START_TEST(test_idle_threads_leave_the_memory)
+{
+    thirty_finished_threads();
+    size_t scopes = 0, sessions = 0;
+    ck_assert_int_eq(dg_turns_mirror_count(tth_plugin(&H)->turns, &scopes, &sessions), OC_OK);
+    ck_assert_int_ge(scopes, 30);
+    ck_assert_int_ge(sessions, 90);
+    tth_advance(&H, 2 * 3600 * 1000LL);
+    int shrunk = 0;
+    for (int i = 0; i < 200 && !shrunk; i++) {
+        ck_assert_int_eq(dg_turns_mirror_count(tth_plugin(&H)->turns, &scopes, &sessions), OC_OK);
+        shrunk = scopes < 5 && sessions < 10;
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    ck_assert_msg(shrunk, "still %zu scopes and %zu sessions in memory", scopes, sessions);
+    /* Evicted records come back from the database when needed. */
+    human_says(CH1, "320000000000000003", "back to this one", NULL);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, "320000000000000003"), 0);
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, "320000000000000003", "sure"), 1);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, "320000000000000003"), 1);
+}
+END_TEST
+
 START_TEST(test_session_key_supplies_missing_context)
 {
     join3(CH1, TH1);
@@ -1586,6 +1648,8 @@ Suite *make_turn_hooks_suite(void)
     tcase_add_test(th, test_loop_guard_counts_across_top_level_threads);
     tcase_add_test(th, test_thread_policy_channel_session_follows_latest_top_level_thread);
     tcase_add_test(th, test_session_key_supplies_missing_context);
+    tcase_add_test(th, test_old_finished_threads_leave_the_database);
+    tcase_add_test(th, test_idle_threads_leave_the_memory);
     tcase_add_test(th, test_session_model_text_appended_once_thread_policy);
     suite_add_tcase(s, th);
     return s;
