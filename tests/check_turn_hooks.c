@@ -1562,6 +1562,18 @@ static void session_text_once(const char *want, const char *not_want)
 START_TEST(test_session_model_text_appended_once_channel_policy)
 {
     session_text_once("one per-channel session", "each thread gets its own");
+    /* A systemPrompt that is not text cannot be checked: appended, and said. */
+    json_t *ctx = json_pack("{s:s, s:s, s:s}", "agentId", TTH_ALPHA, "sessionKey",
+                            "agent:alpha:discord:channel:" CH1, "channelId", CH1);
+    json_t *ev = json_pack("{s:i}", "systemPrompt", 7);
+    json_t *r = NULL;
+    ck_assert_int_eq(tth_call(&H, "before_prompt_build", ev, ctx, &r), OC_OK);
+    ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(r, "appendSystemContext")),
+                                 "one per-channel session"));
+    ck_assert(tth_log_has(&H, "before_prompt_build: event.systemPrompt is not a string"));
+    json_decref(r);
+    json_decref(ev);
+    json_decref(ctx);
 }
 END_TEST
 
