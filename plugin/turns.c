@@ -152,7 +152,11 @@ static void advance(dg_turn_state *s, const dg_turn_ctx *c, int from, dg_run_out
     s->anchor = from;
     s->last_change_ms = when;
     if (o == DG_RUN_SPOKE) {
-        /* Its own message is on the way and will wake the next one. */
+        /* Its own message is on the way and will wake the next one. That
+         * message starts a new cycle: the agents that passed on the old
+         * one may speak to it, so the turn goes to the agent after `from`
+         * (as when the message arrives first), not back to `from`. */
+        s->silent = 0;
         s->permit = from;
         s->permit_ms = when;
         s->owed |= BIT(from);

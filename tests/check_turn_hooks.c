@@ -1223,6 +1223,36 @@ START_TEST(test_human_mention_limits_turns)
 }
 END_TEST
 
+/* An agent that speaks after the others passed starts a new cycle with its
+ * message: the turn goes to the agent after it, as when its message
+ * arrives first -- not back to itself (an extra run of its own and a
+ * hand-off to get out of it). */
+START_TEST(test_speaking_after_passes_hands_on_to_the_next)
+{
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "go", NULL);
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "first"), 1);
+    ck_assert_int_eq(run(TTH_BRAVO, CH1, NULL, "NO_REPLY"), 0);
+    ck_assert_int_eq(run(TTH_CHARLIE, CH1, NULL, "NO_REPLY"), 0);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 0);
+    /* agent_end first, the message after it (the usual order). */
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "second thought"), 1);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 1);
+    ck_assert_int_eq(tth_outbox_count(&H, CH1), 0);
+    /* The same with the message first (a streaming host). */
+    ck_assert_int_eq(run(TTH_BRAVO, CH1, NULL, "NO_REPLY"), 0);
+    ck_assert_int_eq(run(TTH_CHARLIE, CH1, NULL, "NO_REPLY"), 0);
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "NO_REPLY"), 0); /* dormant now */
+    human_says(CH1, NULL, "again", NULL);
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "third"), 1);
+    ck_assert_int_eq(run(TTH_BRAVO, CH1, NULL, "NO_REPLY"), 0);
+    ck_assert_int_eq(run(TTH_CHARLIE, CH1, NULL, "NO_REPLY"), 0);
+    agent_posts(TTH_ALPHA, CH1, NULL, "fourth, streamed");
+    ck_assert_int_eq(tth_end(&H, TTH_ALPHA, CH1, NULL, "fourth, streamed", 0), OC_OK);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 1);
+}
+END_TEST
+
 START_TEST(test_human_message_resets_cycle_and_counter)
 {
     join3(CH1, NULL);
@@ -1628,6 +1658,7 @@ Suite *make_turn_hooks_suite(void)
     tcase_add_test(ch, test_hung_speaker_times_out_after_a_restart);
     tcase_add_test(ch, test_human_mention_limits_turns);
     tcase_add_test(ch, test_human_message_resets_cycle_and_counter);
+    tcase_add_test(ch, test_speaking_after_passes_hands_on_to_the_next);
     tcase_add_test(ch, test_unmanaged_channel_and_unknown_agents_get_nothing);
     tcase_add_test(ch, test_message_sending_cancels_non_speaker);
     tcase_add_test(ch, test_malformed_event_refused_with_reason);
