@@ -173,7 +173,8 @@ static void advance(dg_turn_state *s, const dg_turn_ctx *c, int from, dg_run_out
             s->active = 1;
             s->speaker = c->initiator;
             s->handoff = DG_NOBODY; /* the reminder mentions the initiator */
-            s->agent_msgs = 0;      /* a moderator message, after a silent round */
+            /* The loop guard runs on: the reminder answers bot activity, and
+             * resetting it would let initiator and moderator go on for ever. */
             if (fx)
                 fx->idle_reminder = 1;
             return;
@@ -226,8 +227,10 @@ void dg_turn_on_message(dg_turn_state *s, const dg_turn_ctx *c, dg_sender_kind k
         return;
     if (kind == DG_SENDER_MODERATOR) {
         /* Never speech, never wakes (Dirigent bug 5). Only a human lifts a
-         * rest; hand-offs (above) never count, so they cannot hide a loop. */
-        if (!s->rested)
+         * rest; hand-offs (above) never count, so they cannot hide a loop;
+         * nor does the idle reminder the scope just owed (idle_reminded and
+         * no real message since): it was caused by the bots themselves. */
+        if (!s->rested && !s->idle_reminded)
             s->agent_msgs = 0;
         return;
     }

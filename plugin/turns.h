@@ -105,7 +105,8 @@ typedef enum dg_sender_kind {
     DG_SENDER_BOT = 2,       /* another bot: outside the order, counts for the loop guard */
     DG_SENDER_MODERATOR = 3, /* never speech, never wakes; ends an agent-only
                                 stretch for the loop guard (a result message)
-                                unless the scope is at rest */
+                                unless the scope is at rest or it is the idle
+                                reminder the scope owed */
     DG_SENDER_HANDOFF = 4    /* the moderator's bare mention: changes nothing */
 } dg_sender_kind;
 

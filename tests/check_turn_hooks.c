@@ -643,6 +643,47 @@ START_TEST(test_discussion_idle_reminder_once_per_idle_period)
 }
 END_TEST
 
+/* The moderator's idle reminder answers bot activity; it must not reset the
+ * loop guard, or the initiator and the moderator can go on for ever with no
+ * human around: silent round, reminder, the initiator says a little,
+ * silent round, reminder, ... */
+START_TEST(test_idle_reminders_do_not_feed_a_loop)
+{
+    tth_free(&H);
+    tth_start(&H, "channel", "\"turn\":{\"maxAgentMessages\":6}");
+    open_discussion(CH2, TTH_ALPHA, BC, 2);
+    int cycles = 0, seen = 0;
+    for (; cycles < 30; cycles++) {
+        ck_assert_int_eq(run(TTH_BRAVO, CH2, NULL, "NO_REPLY"), 0);
+        ck_assert_int_eq(run(TTH_CHARLIE, CH2, NULL, "NO_REPLY"), 0);
+        ck_assert_int_eq(run(TTH_ALPHA, CH2, NULL, "NO_REPLY"), 0);
+        /* The reminder (if any) comes back to the gateway. */
+        int n = tth_outbox_count(&H, CH2), reminded = 0;
+        for (; seen < n; seen++) {
+            char *c = tth_outbox_content(&H, CH2, seen, NULL);
+            reminded |= strstr(c, "[Discussion Idle]") != NULL;
+            char id[24];
+            ck_assert_int_eq(tth_msg(&H, CH2, NULL, mid(id), TTH_MOD_UID, 1, c, NULL), OC_OK);
+            free(c);
+        }
+        if (!reminded || who_speaks(ABC, 3, CH2, NULL) != 0)
+            break;
+        /* The initiator answers the reminder with a few words, not the
+         * callback; the round goes on. */
+        ck_assert_int_eq(run(TTH_ALPHA, CH2, NULL, "Let us wait a little longer."), 1);
+    }
+    ck_assert_msg(cycles < 10, "still going after %d reminder cycles", cycles);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH2, NULL), -1);
+    int rests = 0;
+    for (int i = 0; i < tth_outbox_count(&H, CH2); i++) {
+        char *c = tth_outbox_content(&H, CH2, i, NULL);
+        rests += strstr(c, "paused") != NULL;
+        free(c);
+    }
+    ck_assert_int_eq(rests, 1);
+}
+END_TEST
+
 START_TEST(test_closed_channel_overrides_cancels_and_never_wakes)
 {
     int64_t id = open_discussion(CH2, TTH_ALPHA, BC, 2);
@@ -1670,6 +1711,7 @@ Suite *make_turn_hooks_suite(void)
     tcase_add_test(ch, test_env_policy_override_reaches_the_hooks);
     tcase_add_test(ch, test_discussion_prefill_first_participant_speaks);
     tcase_add_test(ch, test_discussion_idle_reminder_once_per_idle_period);
+    tcase_add_test(ch, test_idle_reminders_do_not_feed_a_loop);
     tcase_add_test(ch, test_discussion_elsewhere_keeps_runs_in_flight);
     tcase_add_test(ch, test_closed_channel_overrides_cancels_and_never_wakes);
     tcase_add_test(ch, test_closed_notice_cooldown_per_channel);
