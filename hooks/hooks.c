@@ -83,6 +83,12 @@ int dg_hook_decode_session(const json_t *ctx, dg_hook_session *out)
     return 1;
 }
 
+DG_SETTLED_HANDLER(settled_message_received, dg_hook_message_received)
+DG_SETTLED_HANDLER(settled_before_model_resolve, dg_hook_before_model_resolve)
+DG_SETTLED_HANDLER(settled_before_prompt_build, dg_hook_before_prompt_build)
+DG_SETTLED_HANDLER(settled_message_sending, dg_hook_message_sending)
+DG_SETTLED_HANDLER(settled_agent_end, dg_hook_agent_end)
+
 int dg_register_hooks(dg_plugin *p)
 {
     if (!p->turns) {
@@ -94,11 +100,11 @@ int dg_register_hooks(dg_plugin *p)
         const char *name;
         oc_hook_fn fn;
     } hooks[] = {
-        {"message_received", dg_hook_message_received},
-        {"before_model_resolve", dg_hook_before_model_resolve},
-        {"before_prompt_build", dg_hook_before_prompt_build},
-        {"message_sending", dg_hook_message_sending},
-        {"agent_end", dg_hook_agent_end},
+        {"message_received", settled_message_received},
+        {"before_model_resolve", settled_before_model_resolve},
+        {"before_prompt_build", settled_before_prompt_build},
+        {"message_sending", settled_message_sending},
+        {"agent_end", settled_agent_end},
     };
     for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++) {
         int rc = p->api->on(p->api->host, hooks[i].name, hooks[i].fn, DG_HOOK_PRIORITY);

@@ -9,6 +9,9 @@
 
 #include "register.h"
 
+DG_SETTLED_HANDLER(settled_channel_create, dg_tool_channel_create)
+DG_SETTLED_HANDLER(settled_discuss_callback, dg_tool_discuss_callback)
+
 static const oc_tool channel_create_tool = {
     .struct_size = sizeof(oc_tool),
     .name = "discord_channel_create",
@@ -20,7 +23,7 @@ static const oc_tool channel_create_tool = {
         "workspace and calling discuss-callback from the discussion channel; the result "
         "then comes back to the callback channel.",
     .parameters = dg_tool_channel_create_schema,
-    .execute = dg_tool_channel_create,
+    .execute = settled_channel_create,
 };
 
 static const oc_tool discuss_callback_tool = {
@@ -32,7 +35,7 @@ static const oc_tool discuss_callback_tool = {
         "to the workspace. The channel is closed and the path is posted to the channel the "
         "discussion was opened from.",
     .parameters = dg_tool_discuss_callback_schema,
-    .execute = dg_tool_discuss_callback,
+    .execute = settled_discuss_callback,
 };
 
 int dg_register_tools(dg_plugin *p)

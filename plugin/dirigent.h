@@ -9,6 +9,7 @@
 #define DG_DIRIGENT_H
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include "openclaw/plugin.h"
 #include "config.h"
@@ -33,7 +34,27 @@ typedef struct dg_plugin {
     void *clock_state;
     dg_turns *turns;          /* turn engine (hooks area): created by
                                  dg_register_hooks, freed by dg_turns_free */
+    atomic_int settled;       /* set by the first hook or tool call after init */
 } dg_plugin;
+
+/*
+ * Work that needs the host fully up: called first by every hook and tool
+ * (through DG_SETTLED_HANDLER), it runs once, on the first call after init
+ * returned. abi-v1 allows session_patch/sessions_list only between the
+ * return of init and the return of shutdown, so effects a previous run owed
+ * (session overrides of closed discussions) are re-driven here, not in
+ * init. Any thread; concurrent first calls do not wait for each other.
+ */
+void dg_plugin_settle(dg_plugin *p);
+
+/* Defines `static int name(...)` that settles the plugin, then calls fn:
+ * what hooks and tools register with the host. */
+#define DG_SETTLED_HANDLER(name, fn)                                                   \
+    static int name(void *state, const json_t *in, const json_t *ctx, json_t **result)  \
+    {                                                                                  \
+        dg_plugin_settle(state);                                                       \
+        return fn(state, in, ctx, result);                                             \
+    }
 
 /* Current time in ms from the plugin's clock (real time unless a test set it). */
 int64_t dg_now_ms(const dg_plugin *p);

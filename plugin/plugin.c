@@ -155,8 +155,9 @@ static int dg_init(const oc_host_api *api, const json_t *config, void **state, c
     }
     if (p->discord && (rc = dg_outbox_start(p, &p->outbox, err, err_len)))
         goto fail;
-    /* Effects owed by a previous run (session overrides) are re-driven now. */
-    dg_discuss_resume(p);
+    /* Effects owed by a previous run (session overrides) are re-driven by
+     * the first hook or tool call: the host's session table is only ours to
+     * patch once init has returned (dg_plugin_settle). */
     /* Turn timeouts apply even when no event comes (a hung speaker). */
     dg_turns_start(p->turns);
 
@@ -177,6 +178,15 @@ static int dg_init(const oc_host_api *api, const json_t *config, void **state, c
 fail:
     free_plugin(p);
     return rc;
+}
+
+void dg_plugin_settle(dg_plugin *p)
+{
+    if (!p || atomic_load_explicit(&p->settled, memory_order_acquire))
+        return;
+    if (atomic_exchange(&p->settled, 1))
+        return;
+    dg_discuss_resume(p);
 }
 
 static void dg_shutdown(void *state)

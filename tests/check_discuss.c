@@ -717,11 +717,16 @@ START_TEST(test_overrides_redriven_after_restart)
     plugin_restart();
     char key[200];
     snprintf(key, sizeof key, "agent:reviewer:discord:channel:%s", channel);
+    /* abi-v1: session_patch only after init has returned; the first hook
+     * call after the restart re-drives the owed overrides. */
+    ck_assert_int_eq(patches_of(key), 0);
+    ck_assert(routed_to_noreply("planner", channel, NULL));
     ck_assert_int_eq(patches_of(key), 1);
     snprintf(key, sizeof key, "agent:coder:discord:channel:%s", channel);
     ck_assert_int_eq(patches_of(key), 1);
     ck_assert_int_eq(count_rows("discussion_overrides WHERE applied_at_ms IS NULL"), 0);
     plugin_restart();    /* nothing left: no second patch */
+    ck_assert(routed_to_noreply("reviewer", channel, NULL));
     ck_assert_int_eq(patches_of(key), 1);
 }
 END_TEST

@@ -26,6 +26,7 @@ typedef struct test_host {
     pthread_mutex_t lock;
     tu_logbuf logs;
     int tools, hooks;
+    int session_calls;          /* session_patch + sessions_list */
     char tool_names[8][64];
     char hook_names[16][64];
 } test_host;
@@ -58,12 +59,14 @@ static int th_on(oc_host *h, const char *hook, oc_hook_fn fn, int prio)
 static int th_patch(oc_host *h, const char *k, const char *p, const char *m)
 {
     (void)h; (void)k; (void)p; (void)m;
+    H.session_calls++;
     return OC_OK;
 }
 
 static json_t *th_list(oc_host *h, const char *c)
 {
     (void)h; (void)c;
+    H.session_calls++;
     return json_array();
 }
 
@@ -142,6 +145,8 @@ START_TEST(test_init_registers_manifest_contracts)
     ck_assert_msg(pl->init(&api, cfg, &state, err, sizeof err) == OC_OK, "init: %s", err);
     ck_assert_ptr_nonnull(state);
     ck_assert(exists(db));
+    /* abi-v1: session functions only after init has returned. */
+    ck_assert_int_eq(H.session_calls, 0);
     /* What was registered is exactly what manifest.json promises. */
     json_t *m = json_load_file("manifest.json", 0, NULL);
     ck_assert_ptr_nonnull(m);

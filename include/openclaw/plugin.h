@@ -147,7 +147,8 @@ typedef struct oc_host_api {
 
     /* Persistent provider/model override of one session (like OpenClaw's
      * sessions.patch). Both NULL clears it; otherwise both must be set.
-     * Any thread, may block briefly. Returns OC_OK, OC_ERR_INVALID,
+     * Any thread, may block briefly, only after init has returned (never
+     * from inside init). Returns OC_OK, OC_ERR_INVALID,
      * OC_ERR_NOT_FOUND (unknown session, if the host only patches sessions
      * it holds). */
     int (*session_patch)(oc_host *host, const char *session_key,
@@ -156,11 +157,15 @@ typedef struct oc_host_api {
 
     /* Sessions the host holds in a channel, all threads included: a NEW
      * reference to an array of {sessionKey, agentId, channelId, threadId?}
-     * that the caller decrefs; NULL only when out of memory. Any thread. */
+     * that the caller decrefs; NULL only when out of memory. Any thread,
+     * only after init has returned. */
     json_t *(*sessions_list)(oc_host *host, const char *channel_id);
 
     /* Log one line at OC_LOG_*; any thread, never blocks for long. The
-     * message is plain text without a trailing newline. */
+     * message is plain text without a trailing newline. Unlike the other
+     * host functions, log may also be called from inside init (and from
+     * plugin threads that init started): a plugin must be able to say why it
+     * refuses to start. Hosts must accept it from init on. */
     void (*log)(oc_host *host, int level, const char *message);
 } oc_host_api;
 
