@@ -6,7 +6,9 @@
  */
 #include "turns.h"
 
+#include <ctype.h>
 #include <string.h>
+#include <strings.h>
 
 #define BIT(pos) ((uint64_t)1 << (unsigned)(pos))
 
@@ -368,4 +370,77 @@ int dg_turn_may_send(const dg_turn_state *s, const dg_turn_ctx *c, int pos, int6
     if (s->permit == pos && (c->timeout_ms <= 0 || now_ms - s->permit_ms <= c->timeout_ms))
         return 1;
     return 0;
+}
+
+/* ---- admin commands ---------------------------------------------------------- */
+
+dg_admin_cmd dg_admin_parse(const char *content)
+{
+    static const char CMD[] = "!dirigent";
+    const char *s = content;
+    if (!s)
+        return DG_ADMIN_NONE;
+    while (isspace((unsigned char)*s))
+        s++;
+    if (*s != '!' || strncasecmp(s, CMD, sizeof CMD - 1) != 0)
+        return DG_ADMIN_NONE;
+    s += sizeof CMD - 1;
+    if (*s && !isspace((unsigned char)*s))
+        return DG_ADMIN_NONE; /* "!dirigentfoo" is just text */
+    while (isspace((unsigned char)*s))
+        s++;
+    size_t n = 0;
+    while (s[n] && !isspace((unsigned char)s[n]))
+        n++;
+    static const struct {
+        const char *word;
+        dg_admin_cmd cmd;
+    } subs[] = {{"status", DG_ADMIN_STATUS}, {"rest", DG_ADMIN_REST},
+                {"wake", DG_ADMIN_WAKE}, {"skip", DG_ADMIN_SKIP}};
+    for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
+        if (n == strlen(subs[i].word) && strncasecmp(s, subs[i].word, n) == 0)
+            return subs[i].cmd;
+    return DG_ADMIN_HELP;
+}
+
+void dg_turn_admin_rest(dg_turn_state *s, int64_t now_ms)
+{
+    go_dormant(s);
+    s->permit = DG_NOBODY; /* the speaker's message still to come is cancelled */
+    s->mention = s->mention_done = 0;
+    s->last_change_ms = now_ms;
+}
+
+int dg_turn_admin_wake(dg_turn_state *s, const dg_turn_ctx *c, int pos, int64_t now_ms)
+{
+    if (!valid_pos(c, pos) || !(c->present & BIT(pos)))
+        return -1;
+    s->active = 1;
+    s->speaker = pos;
+    s->anchor = DG_NOBODY;
+    s->silent = 0;
+    s->mention = s->mention_done = 0;
+    s->agent_msgs = 0;
+    s->rested = 0;
+    s->idle_reminded = 0;
+    s->handoff = pos; /* the reply mentions it; its granted run clears this */
+    s->last_change_ms = now_ms;
+    return 0;
+}
+
+int dg_turn_admin_skip(dg_turn_state *s, const dg_turn_ctx *c, int64_t now_ms,
+                       dg_turn_effects *fx)
+{
+    int sp = dg_turn_speaker(s, c);
+    if (sp == DG_NOBODY)
+        return DG_NOBODY;
+    advance(s, c, sp, DG_RUN_SILENT, now_ms, fx);
+    int next = dg_turn_speaker(s, c);
+    if (s->active && next != DG_NOBODY && !fx->idle_reminder) {
+        /* Unlike a timeout, always mention it: an admin asked for the move
+         * and the next agent may not run on its own. */
+        s->handoff = next;
+        fx->handoff_to = next;
+    }
+    return sp;
 }

@@ -171,6 +171,43 @@ int dg_turn_needs_override(const dg_turn_state *s, const dg_turn_ctx *c, int pos
  */
 int dg_turn_may_send(const dg_turn_state *s, const dg_turn_ctx *c, int pos, int64_t now_ms);
 
+/* ---- Admin commands (config `admins`; the engine parses and replies) ---- */
+
+typedef enum dg_admin_cmd {
+    DG_ADMIN_NONE = 0,       /* not a `!dirigent` command */
+    DG_ADMIN_HELP = 1,       /* `!dirigent` with no or an unknown subcommand */
+    DG_ADMIN_STATUS = 2,
+    DG_ADMIN_REST = 3,
+    DG_ADMIN_WAKE = 4,
+    DG_ADMIN_SKIP = 5
+} dg_admin_cmd;
+
+/* Every moderator reply to an admin command starts with this, so its echo
+ * (message_received from the moderator) changes nothing, like a hand-off. */
+#define DG_ADMIN_REPLY_PREFIX "Dirigent (admin): "
+
+/* The command in content (may be NULL): trimmed, it starts with
+ * `!dirigent` (any case) followed by the end or white space; the next word
+ * (any case) is the subcommand. DG_ADMIN_NONE for anything else. */
+dg_admin_cmd dg_admin_parse(const char *content);
+
+/* `rest`: dormant now, with nothing pending (hand-off, open mention, the
+ * finished speaker's send permit), so no reminder or timeout wakes it. */
+void dg_turn_admin_rest(dg_turn_state *s, int64_t now_ms);
+
+/* `wake`: member pos (configured) gets the turn now; cycle, open mention,
+ * loop-guard counter and rest are cleared; the hand-off to pos is recorded
+ * as pending (the caller's reply mentions it). 0, or -1 when pos is not a
+ * configured member (nothing changed). */
+int dg_turn_admin_wake(dg_turn_state *s, const dg_turn_ctx *c, int pos, int64_t now_ms);
+
+/* `skip`: the current speaker passes (as on a timeout) and the next one is
+ * handed the turn with a mention (fx->handoff_to, also when it has not
+ * consumed the latest message). Returns the skipped speaker, or DG_NOBODY
+ * when there is none (dormant; nothing changed). */
+int dg_turn_admin_skip(dg_turn_state *s, const dg_turn_ctx *c, int64_t now_ms,
+                       dg_turn_effects *fx);
+
 /* ---- For the discussion area (called INSIDE the caller's transaction) ---- */
 
 /*

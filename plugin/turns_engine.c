@@ -28,6 +28,7 @@
 
 #include <ctype.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1093,8 +1094,232 @@ static int closed_notice(dg_turns *t, chan_rec *c, const dg_turn_message *m, dg_
     return rc;
 }
 
+/* ---- admin commands ------------------------------------------------------------- */
+
+static int is_admin(const dg_config *cfg, const char *user_id)
+{
+    for (size_t i = 0; i < cfg->n_admins; i++)
+        if (strcmp(cfg->admins[i], user_id) == 0)
+            return 1;
+    return 0;
+}
+
+static int is_admin_reply(const char *content)
+{
+    return content &&
+           strncmp(content, DG_ADMIN_REPLY_PREFIX, sizeof DG_ADMIN_REPLY_PREFIX - 1) == 0;
+}
+
+/* A growing reply text; on out of memory it keeps nomem set. */
+typedef struct reply_buf {
+    char *s;
+    size_t len, cap;
+    int nomem;
+} reply_buf;
+
+static void reply_add(reply_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void reply_add(reply_buf *b, const char *fmt, ...)
+{
+    if (b->nomem)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        b->nomem = 1;
+        return;
+    }
+    if (b->len + (size_t)n + 1 > b->cap) {
+        size_t cap = (b->len + (size_t)n + 1) * 2;
+        char *v = realloc(b->s, cap);
+        if (!v) {
+            b->nomem = 1;
+            return;
+        }
+        b->s = v;
+        b->cap = cap;
+    }
+    va_start(ap, fmt);
+    vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+static const char *admin_cmd_name(dg_admin_cmd cmd)
+{
+    switch (cmd) {
+    case DG_ADMIN_STATUS: return "status";
+    case DG_ADMIN_REST: return "rest";
+    case DG_ADMIN_WAKE: return "wake";
+    case DG_ADMIN_SKIP: return "skip";
+    case DG_ADMIN_HELP: return "help";
+    case DG_ADMIN_NONE: break;
+    }
+    return "none";
+}
+
+/* The status lines of scope r (state st, timeouts applied) into b. */
+static void admin_status(const dg_turns *t, const scope_rec *r, const dg_turn_state *st,
+                         const dg_turn_ctx *x, reply_buf *b)
+{
+    const chan_rec *c = r->chan;
+    char label[DG_SCOPE_LABEL_MAX];
+    reply_add(b, DG_ADMIN_REPLY_PREFIX "status\npolicy: %s, scope: %s\nmode: %s\nturn order:",
+              dg_session_policy_name(t->p->cfg.session_policy),
+              dg_scope_label(&r->scope, label), dg_channel_mode_name(c->mode));
+    int any = 0;
+    for (int i = 0; i < c->n; i++)
+        if (c->present & ((uint64_t)1 << i))
+            reply_add(b, "%s %s", any++ ? "," : "", c->members[i]);
+    if (!any)
+        reply_add(b, " none yet");
+    int sp = dg_turn_speaker(st, x);
+    if (!st->active)
+        reply_add(b, "\nspeaker: %s", st->rested ? "resting (loop guard)" : "dormant");
+    else
+        reply_add(b, "\nspeaker: %s", sp != DG_NOBODY ? c->members[sp] : "nobody eligible");
+    reply_add(b, "\npassed this cycle:");
+    any = 0;
+    for (int i = 0; i < c->n; i++)
+        if (st->silent & c->present & ((uint64_t)1 << i))
+            reply_add(b, "%s %s", any++ ? "," : "", c->members[i]);
+    if (!any)
+        reply_add(b, " none");
+    reply_add(b, "\nagent messages: %lld/%ld", (long long)st->agent_msgs,
+              (long)t->p->cfg.turn_max_agent_messages);
+    if (c->mode == DG_MODE_CLOSED)
+        reply_add(b, "\nthis discussion channel is closed: rest, wake and skip change nothing "
+                  "here");
+}
+
+/*
+ * Run admin command cmd of message m (already claimed by the dedup) on the
+ * message's scope: under policy "thread" a top-level command acts on the
+ * channel's latest top-level thread (what channel-level sessions follow)
+ * and opens no thread of its own -- a command is not speech. The state
+ * change and the reply commit together. Writer held.
+ */
+static int admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, int64_t now,
+                        int *kick)
+{
+    chan_rec *c;
+    int rc;
+    if ((rc = chan_get(t, m->channel_id, &c)))
+        return rc;
+    dg_scope_event ev = {.channel_id = m->channel_id, .thread_id = m->thread_id,
+                         .message_id = m->message_id, .is_dm = m->is_dm,
+                         .tags = m->tags, .n_tags = m->n_tags};
+    dg_scope sc;
+    if ((rc = dg_scope_derive(t->p->cfg.session_policy, &ev, &sc)))
+        return rc;
+    char root[65];
+    int top_level = t->p->cfg.session_policy == DG_POLICY_THREAD && !m->is_dm &&
+                    !(m->thread_id && *m->thread_id) && !dg_nip10_root(m->tags, m->n_tags, root) &&
+                    sc.kind == DG_SCOPE_THREAD;
+    scope_rec *r;
+    if ((rc = top_level ? follow_scope(t, c, &r) : scope_get(t, c, &sc, &r)))
+        return rc;
+    if (m->thread_id && *m->thread_id && r->scope.kind == DG_SCOPE_THREAD && !r->post_channel &&
+        !(r->post_channel = strdup(m->thread_id)))
+        return OC_ERR_NOMEM;
+    const char *post = r->post_channel ? r->post_channel : c->id;
+
+    char label[DG_SCOPE_LABEL_MAX];
+    dg_log(t->p, OC_LOG_INFO, "turns: admin %s ran \"!dirigent %s\" in channel %s (%s)",
+           m->sender_id, admin_cmd_name(cmd), c->id, dg_scope_label(&r->scope, label));
+
+    dg_turn_ctx x;
+    make_ctx(t, c, &x);
+    dg_turn_effects fx;
+    dg_turn_effects_init(&fx);
+    dg_turn_state next = r->st;
+    reply_buf b = {0};
+    const char *mention = NULL;
+    int changes = 0;
+    if (cmd == DG_ADMIN_STATUS) {
+        dg_turn_state view = r->st;
+        if (c->mode != DG_MODE_CLOSED)
+            dg_turn_expire(&view, &x, now, NULL); /* what a decision now would see */
+        admin_status(t, r, &view, &x, &b);
+    } else if (c->mode == DG_MODE_CLOSED) {
+        reply_add(&b, DG_ADMIN_REPLY_PREFIX "this discussion channel is closed; no command "
+                  "changes anything here.");
+    } else if (cmd == DG_ADMIN_REST) {
+        dg_turn_expire(&next, &x, now, &fx);
+        fx.handoff_to = DG_NOBODY; /* nobody is woken into a resting scope */
+        dg_turn_admin_rest(&next, now);
+        changes = 1;
+        reply_add(&b, DG_ADMIN_REPLY_PREFIX "resting now; no agent takes a turn here until the "
+                  "next message.");
+    } else if (cmd == DG_ADMIN_WAKE) {
+        int pos = DG_NOBODY;
+        for (size_t i = 0; pos == DG_NOBODY && i < m->n_mentions; i++) {
+            const dg_agent_cfg *a = dg_config_agent_by_user(&t->p->cfg, m->mentions[i]);
+            int mp = a ? member_pos(c, a->agent_id) : DG_NOBODY;
+            if (mp != DG_NOBODY && (c->present & ((uint64_t)1 << mp)))
+                pos = mp;
+        }
+        for (int i = 0; pos == DG_NOBODY && i < c->n; i++)
+            if (c->present & ((uint64_t)1 << i))
+                pos = i;
+        if (pos == DG_NOBODY || dg_turn_admin_wake(&next, &x, pos, now) != 0) {
+            reply_add(&b, DG_ADMIN_REPLY_PREFIX "no agent is in this channel's turn order yet; "
+                      "nothing to wake.");
+        } else {
+            changes = 1;
+            mention = user_of(t, c, pos);
+            reply_add(&b, DG_ADMIN_REPLY_PREFIX "awake; <@%s>, it is your turn.",
+                      mention ? mention : "?");
+        }
+    } else if (cmd == DG_ADMIN_SKIP) {
+        dg_turn_expire(&next, &x, now, &fx);
+        fx.handoff_to = DG_NOBODY; /* that speaker is skipped now */
+        int sp = dg_turn_admin_skip(&next, &x, now, &fx);
+        if (sp == DG_NOBODY) {
+            reply_add(&b, DG_ADMIN_REPLY_PREFIX "nobody holds the turn here (dormant); nothing "
+                      "to skip.");
+        } else {
+            changes = 1;
+            int to = fx.handoff_to;
+            fx.handoff_to = DG_NOBODY; /* the reply is the hand-off */
+            mention = to != DG_NOBODY ? user_of(t, c, to) : NULL;
+            if (mention)
+                reply_add(&b, DG_ADMIN_REPLY_PREFIX "%s's turn is skipped; <@%s>, it is your "
+                          "turn.", c->members[sp], mention);
+            else if (fx.idle_reminder)
+                reply_add(&b, DG_ADMIN_REPLY_PREFIX "%s's turn is skipped; the discussion "
+                          "initiator is asked to go on.", c->members[sp]);
+            else
+                reply_add(&b, DG_ADMIN_REPLY_PREFIX "%s's turn is skipped; nobody else is left "
+                          "in this cycle, so the scope is dormant.", c->members[sp]);
+        }
+    } else {
+        reply_add(&b, DG_ADMIN_REPLY_PREFIX "commands: `!dirigent status` (this scope's turn "
+                  "state), `!dirigent rest` (put it to sleep now), `!dirigent wake [@agent]` "
+                  "(give the first agent, or the one mentioned, the turn), `!dirigent skip` "
+                  "(pass the current speaker's turn on).");
+    }
+    if (b.nomem) {
+        free(b.s);
+        return OC_ERR_NOMEM;
+    }
+    if (changes && (!dg_turn_state_same(&next, &r->st) || !r->in_db))
+        rc = save_scope(t, r, &next, now);
+    if (rc == OC_OK)
+        rc = enqueue(t, post, b.s, mention, now, kick);
+    free(b.s);
+    if (rc == OC_OK)
+        rc = queue_effects(t, r, &fx, now, kick);
+    if (rc == OC_OK && changes)
+        rc = install(t, r, &next);
+    return rc;
+}
+
 static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind kind,
-                         const dg_agent_cfg *sender_agent, int64_t now, int *kick)
+                         const dg_agent_cfg *sender_agent, int admin, dg_admin_cmd cmd,
+                         int64_t now, int *kick)
 {
     dg_store *st = t->p->store;
     int rc;
@@ -1109,6 +1334,15 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
              (rc = dg_store_turns_states_prune(st, now - SEEN_KEEP_MS, NULL))))
             return rc;
     }
+    if (cmd != DG_ADMIN_NONE)
+        return admin_locked(t, m, cmd, now, kick);
+    /* Once per message (after the dedup), and a first-character test for
+     * nearly every ordinary message. */
+    if (kind == DG_SENDER_HUMAN && !admin && dg_admin_parse(m->content) != DG_ADMIN_NONE)
+        dg_log(t->p, OC_LOG_INFO, "turns: message %s in channel %s starts with !dirigent but "
+               "its sender %s is not in `admins`; it is not run as a command (an ordinary "
+               "message)", m->message_id ? m->message_id : "(no id)", m->channel_id,
+               m->sender_id);
     chan_rec *c;
     if ((rc = chan_get(t, m->channel_id, &c)))
         return rc;
@@ -1209,11 +1443,15 @@ int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err
     const dg_agent_cfg *agent = NULL;
     dg_sender_kind kind;
     if (cfg->moderator_user_id && strcmp(m->sender_id, cfg->moderator_user_id) == 0)
-        kind = is_bare_mention(m->content) ? DG_SENDER_HANDOFF : DG_SENDER_MODERATOR;
+        kind = is_bare_mention(m->content) || is_admin_reply(m->content) ? DG_SENDER_HANDOFF
+                                                                         : DG_SENDER_MODERATOR;
     else if ((agent = dg_config_agent_by_user(cfg, m->sender_id)))
         kind = DG_SENDER_AGENT;
     else
         kind = m->sender_is_bot ? DG_SENDER_BOT : DG_SENDER_HUMAN;
+    /* Only an admin's message pays for the command check. */
+    int admin = kind == DG_SENDER_HUMAN && is_admin(cfg, m->sender_id);
+    dg_admin_cmd cmd = admin ? dg_admin_parse(m->content) : DG_ADMIN_NONE;
 
     int64_t now = dg_now_ms(t->p);
     if (txn_begin(t) != OC_OK) {
@@ -1221,7 +1459,7 @@ int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err
         return OC_ERR_IO;
     }
     int kick = 0;
-    int rc = ingest_locked(t, m, kind, agent, now, &kick);
+    int rc = ingest_locked(t, m, kind, agent, admin, cmd, now, &kick);
     if (rc)
         snprintf(err, err_len, "message_received: could not record message %s of channel %s "
                  "(%s: %s)", m->message_id ? m->message_id : "(no id)", m->channel_id,

@@ -78,7 +78,10 @@ typedef struct dg_turn_session {
 
 /*
  * message_received: ingest once per (channel, messageId); apply the wake
- * rules; in a closed channel, queue the closed notice when owed. Owed
+ * rules; in a closed channel, queue the closed notice when owed. A message
+ * of a user in `admins` that is a `!dirigent` command (dg_admin_parse) is
+ * run instead of counted as speech: its state change and the moderator's
+ * reply commit together (README "Admin commands"). Owed
  * moderator messages are committed with the change and the outbox kicked.
  * Returns OC_OK (a duplicate is OK too), OC_ERR_INVALID (missing field,
  * err says which) or OC_ERR_IO.

@@ -1,0 +1,549 @@
+/*
+ * check_admin.c -- admin commands (`!dirigent status|rest|wake|skip`, config
+ * `admins`) through the real hooks: the plugin runs in the turn test host
+ * (turn_test_host.c); the moderator's replies are read from the outbox.
+ */
+#include <check.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "openclaw/plugin.h"
+#include "discuss.h"
+#include "scope.h"
+#include "store.h"
+#include "store_discuss.h"
+#include "store_outbox.h"
+#include "turn_test_host.h"
+#include "turns.h"
+#include "turns_engine.h"
+
+#define CH1 "300000000000000001"
+#define CH2 "300000000000000002"
+#define ORIGIN "300000000000000077"
+#define TH1 "310000000000000001"
+#define ADMIN_UID "200000000000000042"
+#define ADMINS "\"admins\":[\"" ADMIN_UID "\"]"
+
+static tth H;
+static int next_msg = 1;
+
+static const char *mid(char *buf)
+{
+    snprintf(buf, 24, "4%017d", next_msg++);
+    return buf;
+}
+
+static void human_says(const char *channel, const char *thread, const char *text)
+{
+    char id[24];
+    ck_assert_int_eq(tth_msg(&H, channel, thread, mid(id), TTH_HUMAN_UID, 0, text, NULL), OC_OK);
+}
+
+/* The admin posts text (mentions: NULL-terminated user ids or NULL). */
+static void admin_says(const char *channel, const char *thread, const char *text,
+                       const char *const *mentions)
+{
+    char id[24];
+    ck_assert_int_eq(tth_msg(&H, channel, thread, mid(id), ADMIN_UID, 0, text, mentions), OC_OK);
+}
+
+static int run(const char *agent, const char *channel, const char *thread, const char *out)
+{
+    char id[24];
+    return tth_run(&H, agent, channel, thread, out, mid(id));
+}
+
+static const char *const ABC[] = {TTH_ALPHA, TTH_BRAVO, TTH_CHARLIE};
+
+static void join3(const char *channel, const char *thread)
+{
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_ge(tth_resolve(&H, ABC[i], channel, thread), 0);
+}
+
+/* Which of alpha, bravo, charlie would get a real model run (-1: none). */
+static int who_speaks(const char *channel, const char *thread)
+{
+    int speaker = -1;
+    for (int i = 0; i < 3; i++) {
+        int r = tth_resolve(&H, ABC[i], channel, thread);
+        ck_assert_int_ge(r, 0);
+        if (r == 0) {
+            ck_assert_msg(speaker < 0, "two speakers: %s and %s", ABC[speaker], ABC[i]);
+            speaker = i;
+        }
+    }
+    return speaker;
+}
+
+static dg_turn_state peek_scope(const dg_scope *sc, dg_channel_mode *mode)
+{
+    dg_turn_state st;
+    int rc = dg_turns_peek(tth_plugin(&H)->turns, sc, &st, mode, NULL);
+    ck_assert_msg(rc == OC_OK, "scope has no state (%s)", oc_status_name(rc));
+    return st;
+}
+
+static dg_turn_state peek(const char *channel, const char *thread)
+{
+    dg_scope sc;
+    if (thread)
+        ck_assert_int_eq(dg_scope_thread(channel, thread, &sc), OC_OK);
+    else
+        ck_assert_int_eq(dg_scope_conversation(channel, &sc), OC_OK);
+    return peek_scope(&sc, NULL);
+}
+
+/* The outbox rows (all channels), in order. */
+static dg_outbox_row *outbox(size_t *n)
+{
+    dg_plugin *p = tth_plugin(&H);
+    dg_outbox_row *rows = NULL;
+    *n = 0;
+    ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
+    int rc = dg_store_outbox_list(p->store, NULL, &rows, n);
+    dg_store_rollback(p->store);
+    ck_assert_int_eq(rc, OC_OK);
+    return rows;
+}
+
+/* Exactly `want` rows; the last one has content, channel and mentions. */
+static void expect_last_reply(size_t want, const char *channel, const char *content,
+                              const char *mentions)
+{
+    size_t n;
+    dg_outbox_row *rows = outbox(&n);
+    ck_assert_uint_eq(n, want);
+    ck_assert_uint_ge(n, 1);
+    ck_assert_str_eq(rows[n - 1].content, content);
+    ck_assert_str_eq(rows[n - 1].channel_id, channel);
+    ck_assert_str_eq(rows[n - 1].mentions, mentions);
+    dg_outbox_rows_free(rows, n);
+}
+
+/* The moderator's reply comes back through message_received, as on Discord. */
+static void echo_last_reply(const char *channel, const char *thread)
+{
+    size_t n;
+    dg_outbox_row *rows = outbox(&n);
+    ck_assert_uint_ge(n, 1);
+    char id[24];
+    ck_assert_int_eq(tth_msg(&H, channel, thread, mid(id), TTH_MOD_UID, 1, rows[n - 1].content,
+                             NULL), OC_OK);
+    dg_outbox_rows_free(rows, n);
+}
+
+static void assert_same(const dg_turn_state *a, const dg_turn_state *b)
+{
+    ck_assert_msg(dg_turn_state_same(a, b), "turn state changed");
+    ck_assert_int_eq(a->msg_seq, b->msg_seq); /* not a new message either */
+}
+
+static void setup_channel(void)
+{
+    tth_start(&H, "channel", "\"turn\":{\"maxAgentMessages\":5,\"timeoutSec\":60}," ADMINS);
+}
+
+static void setup_thread(void)
+{
+    tth_start(&H, "thread", "\"turn\":{\"maxAgentMessages\":5,\"timeoutSec\":60}," ADMINS);
+    /* The engine prunes week-old dormant threads at start by the real clock
+     * (the test clock is installed after init): keep the test clock near it
+     * so a restart keeps what the test rests. */
+    atomic_store(&H.now_ms, (int64_t)time(NULL) * 1000);
+}
+
+static void teardown(void)
+{
+    tth_free(&H);
+}
+
+static const char HELP[] =
+    "Dirigent (admin): commands: `!dirigent status` (this scope's turn state), `!dirigent rest` "
+    "(put it to sleep now), `!dirigent wake [@agent]` (give the first agent, or the one "
+    "mentioned, the turn), `!dirigent skip` (pass the current speaker's turn on).";
+static const char RESTED[] =
+    "Dirigent (admin): resting now; no agent takes a turn here until the next message.";
+static const char CLOSED[] =
+    "Dirigent (admin): this discussion channel is closed; no command changes anything here.";
+
+/* ---- channel policy ------------------------------------------------------------- */
+
+START_TEST(test_status_shows_the_scope_and_changes_nothing)
+{
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "count with me");
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "one"), 1);      /* agent message 1 */
+    ck_assert_int_eq(run(TTH_BRAVO, CH1, NULL, "NO_REPLY"), 0); /* bravo passes */
+    dg_turn_state before = peek(CH1, NULL);
+    admin_says(CH1, NULL, "  !DIRIGENT Status  ", NULL);
+    expect_last_reply(1, CH1,
+                      "Dirigent (admin): status\n"
+                      "policy: channel, scope: conversation\n"
+                      "mode: normal\n"
+                      "turn order: alpha, bravo, charlie\n"
+                      "speaker: charlie\n"
+                      "passed this cycle: bravo\n"
+                      "agent messages: 1/5", "");
+    dg_turn_state after = peek(CH1, NULL);
+    assert_same(&before, &after);
+    /* Its echo neither ends the agent stretch nor wakes anything. */
+    echo_last_reply(CH1, NULL);
+    after = peek(CH1, NULL);
+    assert_same(&before, &after);
+    ck_assert_int_eq(who_speaks(CH1, NULL), 2);
+    ck_assert(tth_log_has(&H, "admin " ADMIN_UID " ran \"!dirigent status\""));
+
+    /* Dormant, then resting by the loop guard. */
+    ck_assert_int_eq(run(TTH_CHARLIE, CH1, NULL, "NO_REPLY"), 0);
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "NO_REPLY"), 0);
+    ck_assert_int_eq(peek(CH1, NULL).active, 0);
+    admin_says(CH1, NULL, "!dirigent status", NULL);
+    expect_last_reply(2, CH1,
+                      "Dirigent (admin): status\n"
+                      "policy: channel, scope: conversation\n"
+                      "mode: normal\n"
+                      "turn order: alpha, bravo, charlie\n"
+                      "speaker: dormant\n"
+                      "passed this cycle: alpha, bravo, charlie\n"
+                      "agent messages: 1/5", "");
+}
+END_TEST
+
+START_TEST(test_status_shows_the_loop_guard_rest)
+{
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "go");
+    for (int i = 0; i < 5; i++)
+        run(ABC[i % 3], CH1, NULL, "more");
+    dg_turn_state st = peek(CH1, NULL);
+    ck_assert_int_eq(st.rested, 1);
+    ck_assert_int_eq(st.active, 0);
+    admin_says(CH1, NULL, "!dirigent status", NULL);
+    size_t n;
+    dg_outbox_row *rows = outbox(&n);
+    ck_assert_uint_eq(n, 2); /* the rest notice, then the status */
+    ck_assert_ptr_nonnull(strstr(rows[1].content, "\nspeaker: resting (loop guard)\n"));
+    ck_assert_ptr_nonnull(strstr(rows[1].content, "\nagent messages: 5/5"));
+    dg_outbox_rows_free(rows, n);
+}
+END_TEST
+
+START_TEST(test_rest_sleeps_the_scope_across_a_restart)
+{
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "hello");
+    ck_assert_int_eq(who_speaks(CH1, NULL), 0);
+    dg_turn_state before = peek(CH1, NULL);
+    admin_says(CH1, NULL, "!dirigent rest", NULL);
+    expect_last_reply(1, CH1, RESTED, "");
+    dg_turn_state st = peek(CH1, NULL);
+    ck_assert_int_eq(st.active, 0);
+    ck_assert_int_eq(st.msg_seq, before.msg_seq); /* not a message: no new cycle */
+    ck_assert_int_eq(who_speaks(CH1, NULL), -1);
+    /* The former speaker may not post any more; its run ending moves nothing. */
+    ck_assert_int_eq(tth_send(&H, TTH_ALPHA, CH1, NULL, "late words"), 1);
+    ck_assert_int_eq(tth_end(&H, TTH_ALPHA, CH1, NULL, "NO_REPLY", 0), OC_OK);
+    /* The reply's echo does not wake it; neither does time. */
+    echo_last_reply(CH1, NULL);
+    tth_advance(&H, 3600 * 1000);
+    ck_assert_int_eq(who_speaks(CH1, NULL), -1);
+    tth_restart(&H);
+    ck_assert_int_eq(peek(CH1, NULL).active, 0);
+    ck_assert_int_eq(who_speaks(CH1, NULL), -1);
+    size_t n;
+    dg_outbox_row *rows = outbox(&n);
+    ck_assert_uint_eq(n, 1); /* no reminder, no hand-off */
+    dg_outbox_rows_free(rows, n);
+    /* The next human message wakes it by the usual rules. */
+    human_says(CH1, NULL, "back again");
+    ck_assert_int_eq(who_speaks(CH1, NULL), 0);
+}
+END_TEST
+
+START_TEST(test_wake_hands_the_turn_to_the_first_or_mentioned_agent)
+{
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "go");
+    for (int i = 0; i < 5; i++)
+        run(ABC[i % 3], CH1, NULL, "more");
+    ck_assert_int_eq(peek(CH1, NULL).rested, 1);
+    admin_says(CH1, NULL, "!dirigent wake", NULL);
+    expect_last_reply(2, CH1, "Dirigent (admin): awake; <@" TTH_ALPHA_UID ">, it is your turn.",
+                      TTH_ALPHA_UID);
+    dg_turn_state st = peek(CH1, NULL);
+    ck_assert_int_eq(st.active, 1);
+    ck_assert_int_eq(st.rested, 0);
+    ck_assert_int_eq(st.agent_msgs, 0);
+    ck_assert_int_eq(st.silent, 0);
+    ck_assert_int_eq(who_speaks(CH1, NULL), 0);
+    echo_last_reply(CH1, NULL); /* the hand-off: changes nothing */
+    ck_assert_int_eq(who_speaks(CH1, NULL), 0);
+
+    /* Put to rest, then woken with a mention: that agent speaks. */
+    admin_says(CH1, NULL, "!dirigent rest", NULL);
+    const char *const who[] = {TTH_HUMAN_UID, TTH_CHARLIE_UID, TTH_BRAVO_UID, NULL};
+    admin_says(CH1, NULL, "!dirigent wake <@" TTH_CHARLIE_UID "> <@" TTH_BRAVO_UID ">", who);
+    expect_last_reply(4, CH1, "Dirigent (admin): awake; <@" TTH_CHARLIE_UID ">, it is your turn.",
+                      TTH_CHARLIE_UID);
+    ck_assert_int_eq(who_speaks(CH1, NULL), 2);
+    /* Charlie's run consumes the hand-off and passes the turn on. */
+    ck_assert_int_eq(run(TTH_CHARLIE, CH1, NULL, "here"), 1);
+    ck_assert_int_eq(who_speaks(CH1, NULL), 0);
+}
+END_TEST
+
+START_TEST(test_wake_without_agents_changes_nothing)
+{
+    admin_says(CH1, NULL, "!dirigent wake", NULL);
+    expect_last_reply(1, CH1, "Dirigent (admin): no agent is in this channel's turn order yet; "
+                      "nothing to wake.", "");
+}
+END_TEST
+
+START_TEST(test_skip_passes_the_turn_with_a_mention)
+{
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "hello");
+    ck_assert_int_eq(who_speaks(CH1, NULL), 0);
+    admin_says(CH1, NULL, "!dirigent skip", NULL);
+    expect_last_reply(1, CH1, "Dirigent (admin): alpha's turn is skipped; <@" TTH_BRAVO_UID
+                      ">, it is your turn.", TTH_BRAVO_UID);
+    dg_turn_state st = peek(CH1, NULL);
+    ck_assert_int_eq(st.silent, 1); /* alpha passed, as on a timeout */
+    ck_assert_int_eq(who_speaks(CH1, NULL), 1);
+    /* alpha's late message is not allowed out. */
+    ck_assert_int_eq(tth_send(&H, TTH_ALPHA, CH1, NULL, "late"), 1);
+    admin_says(CH1, NULL, "!dirigent skip", NULL);
+    expect_last_reply(2, CH1, "Dirigent (admin): bravo's turn is skipped; <@" TTH_CHARLIE_UID
+                      ">, it is your turn.", TTH_CHARLIE_UID);
+    admin_says(CH1, NULL, "!dirigent skip", NULL);
+    expect_last_reply(3, CH1, "Dirigent (admin): charlie's turn is skipped; nobody else is left "
+                      "in this cycle, so the scope is dormant.", "");
+    ck_assert_int_eq(who_speaks(CH1, NULL), -1);
+    dg_turn_state before = peek(CH1, NULL);
+    admin_says(CH1, NULL, "!dirigent skip", NULL);
+    expect_last_reply(4, CH1, "Dirigent (admin): nobody holds the turn here (dormant); nothing "
+                      "to skip.", "");
+    dg_turn_state after = peek(CH1, NULL);
+    assert_same(&before, &after);
+}
+END_TEST
+
+START_TEST(test_unknown_or_missing_subcommand_lists_the_commands)
+{
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "hello");
+    dg_turn_state before = peek(CH1, NULL);
+    admin_says(CH1, NULL, "!dirigent", NULL);
+    expect_last_reply(1, CH1, HELP, "");
+    admin_says(CH1, NULL, "!Dirigent sleep now", NULL);
+    expect_last_reply(2, CH1, HELP, "");
+    dg_turn_state after = peek(CH1, NULL);
+    assert_same(&before, &after);
+    /* Not a command: ordinary speech of the admin (a new cycle). */
+    admin_says(CH1, NULL, "!dirigentstatus", NULL);
+    admin_says(CH1, NULL, "please !dirigent status", NULL);
+    size_t n;
+    dg_outbox_row *rows = outbox(&n);
+    ck_assert_uint_eq(n, 2);
+    dg_outbox_rows_free(rows, n);
+    ck_assert_int_eq(peek(CH1, NULL).msg_seq, before.msg_seq + 2);
+}
+END_TEST
+
+START_TEST(test_non_admin_command_is_an_ordinary_message)
+{
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "!dirigent wake");
+    ck_assert_int_eq(tth_outbox_count(&H, NULL), 0);
+    ck_assert(tth_log_has(&H, "is not in `admins`; it is not run as a command"));
+    /* Ordinary: it woke the dormant scope like any human message. */
+    ck_assert_int_eq(who_speaks(CH1, NULL), 0);
+    human_says(CH1, NULL, "!dirigent rest");
+    ck_assert_int_eq(who_speaks(CH1, NULL), 0);
+    /* An agent or another bot with such a text is no admin either. */
+    char id[24];
+    ck_assert_int_eq(tth_msg(&H, CH1, NULL, mid(id), TTH_BOT_UID, 1, "!dirigent rest", NULL),
+                     OC_OK);
+    ck_assert_int_eq(tth_outbox_count(&H, NULL), 0);
+}
+END_TEST
+
+START_TEST(test_command_runs_once_across_reporting_accounts)
+{
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "hello");
+    char id[24];
+    mid(id);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(tth_msg(&H, CH1, NULL, id, ADMIN_UID, 0, "!dirigent skip", NULL), OC_OK);
+    expect_last_reply(1, CH1, "Dirigent (admin): alpha's turn is skipped; <@" TTH_BRAVO_UID
+                      ">, it is your turn.", TTH_BRAVO_UID);
+    ck_assert_int_eq(who_speaks(CH1, NULL), 1);
+    mid(id);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(tth_msg(&H, CH1, NULL, id, ADMIN_UID, 0, "!dirigent status", NULL),
+                         OC_OK);
+    ck_assert_int_eq(tth_outbox_count(&H, NULL), 2);
+}
+END_TEST
+
+static void open_and_close_discussion(const char *channel)
+{
+    dg_plugin *p = tth_plugin(&H);
+    static const char *const BC[] = {TTH_BRAVO, TTH_CHARLIE};
+    char *order[] = {TTH_ALPHA, TTH_BRAVO, TTH_CHARLIE};
+    dg_discussion d = {
+        .discussion_channel_id = (char *)channel, .origin_channel_id = ORIGIN,
+        .initiator_agent_id = TTH_ALPHA, .initiator_session_key = "agent:x",
+        .initiator_session_id = "sid", .initiator_workspace = "/tmp/ws",
+        .discuss_guide = "Decide the release date.", .status = DG_DISCUSSION_ACTIVE,
+        .created_at_ms = dg_now_ms(p), .turn_order = order, .n_turn_order = 3,
+    };
+    int64_t id = 0;
+    ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
+    ck_assert_int_eq(dg_store_discussion_insert(p->store, &d, &id), OC_OK);
+    ck_assert_int_eq(dg_turns_prefill_discussion(p->store, channel, TTH_ALPHA, BC, 2,
+                                                 dg_now_ms(p)), OC_OK);
+    ck_assert_int_eq(dg_store_commit(p->store), OC_OK);
+    ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
+    ck_assert_int_eq(dg_store_discussion_close(p->store, id, "plans/d.md", dg_now_ms(p)), OC_OK);
+    ck_assert_int_eq(dg_turns_close_channel(p->store, channel, dg_now_ms(p)), OC_OK);
+    ck_assert_int_eq(dg_store_commit(p->store), OC_OK);
+}
+
+START_TEST(test_closed_channel_answers_closed)
+{
+    open_and_close_discussion(CH2);
+    dg_turn_state before = peek(CH2, NULL);
+    admin_says(CH2, NULL, "!dirigent wake", NULL);
+    expect_last_reply(1, CH2, CLOSED, "");
+    admin_says(CH2, NULL, "!dirigent rest", NULL);
+    expect_last_reply(2, CH2, CLOSED, "");
+    admin_says(CH2, NULL, "!dirigent skip", NULL);
+    expect_last_reply(3, CH2, CLOSED, "");
+    admin_says(CH2, NULL, "!dirigent help", NULL);
+    expect_last_reply(4, CH2, CLOSED, "");
+    admin_says(CH2, NULL, "!dirigent status", NULL);
+    expect_last_reply(5, CH2,
+                      "Dirigent (admin): status\n"
+                      "policy: channel, scope: conversation\n"
+                      "mode: closed\n"
+                      "turn order: alpha, bravo, charlie\n"
+                      "speaker: bravo\n"
+                      "passed this cycle: none\n"
+                      "agent messages: 0/5\n"
+                      "this discussion channel is closed: rest, wake and skip change nothing "
+                      "here", "");
+    dg_turn_state after = peek(CH2, NULL);
+    assert_same(&before, &after);
+    /* The echo of a reply gets no closed notice. */
+    echo_last_reply(CH2, NULL);
+    ck_assert_int_eq(tth_outbox_count(&H, NULL), 5);
+    ck_assert_int_eq(who_speaks(CH2, NULL), -1);
+}
+END_TEST
+
+/* ---- thread policy -------------------------------------------------------------- */
+
+START_TEST(test_thread_policy_command_acts_in_its_discord_thread)
+{
+    join3(CH1, TH1);
+    human_says(CH1, TH1, "in the thread");
+    ck_assert_int_eq(who_speaks(CH1, TH1), 0);
+    admin_says(CH1, TH1, "!dirigent skip", NULL);
+    /* Posted in the thread, where the command was. */
+    expect_last_reply(1, TH1, "Dirigent (admin): alpha's turn is skipped; <@" TTH_BRAVO_UID
+                      ">, it is your turn.", TTH_BRAVO_UID);
+    ck_assert_int_eq(who_speaks(CH1, TH1), 1);
+    admin_says(CH1, TH1, "!dirigent status", NULL);
+    expect_last_reply(2, TH1,
+                      "Dirigent (admin): status\n"
+                      "policy: thread, scope: thread:31000000\n"
+                      "mode: normal\n"
+                      "turn order: alpha, bravo, charlie\n"
+                      "speaker: bravo\n"
+                      "passed this cycle: alpha\n"
+                      "agent messages: 0/5", "");
+    admin_says(CH1, TH1, "!dirigent rest", NULL);
+    expect_last_reply(3, TH1, RESTED, "");
+    tth_restart(&H);
+    ck_assert_int_eq(peek(CH1, TH1).active, 0);
+    ck_assert_int_eq(who_speaks(CH1, TH1), -1);
+}
+END_TEST
+
+START_TEST(test_thread_policy_top_level_command_acts_on_the_latest_thread)
+{
+    join3(CH1, NULL);
+    char top[24];
+    mid(top);
+    ck_assert_int_eq(tth_msg(&H, CH1, NULL, top, TTH_HUMAN_UID, 0, "a new topic", NULL), OC_OK);
+    ck_assert_int_eq(who_speaks(CH1, NULL), 0);
+    dg_scope sc;
+    ck_assert_int_eq(dg_scope_thread(CH1, top, &sc), OC_OK);
+    dg_turn_state before = peek_scope(&sc, NULL);
+    /* A top-level status opens no thread of its own: the topic stays current. */
+    admin_says(CH1, NULL, "!dirigent status", NULL);
+    char want[512];
+    snprintf(want, sizeof want,
+             "Dirigent (admin): status\n"
+             "policy: thread, scope: thread:%.8s\n"
+             "mode: normal\n"
+             "turn order: alpha, bravo, charlie\n"
+             "speaker: alpha\n"
+             "passed this cycle: none\n"
+             "agent messages: 0/5", top);
+    expect_last_reply(1, CH1, want, "");
+    dg_turn_state after = peek_scope(&sc, NULL);
+    assert_same(&before, &after);
+    ck_assert_int_eq(who_speaks(CH1, NULL), 0);
+    echo_last_reply(CH1, NULL);
+    ck_assert_int_eq(who_speaks(CH1, NULL), 0);
+    /* rest puts that thread to sleep, also across a restart. */
+    admin_says(CH1, NULL, "!dirigent rest", NULL);
+    expect_last_reply(2, CH1, RESTED, "");
+    ck_assert_int_eq(peek_scope(&sc, NULL).active, 0);
+    ck_assert_int_eq(who_speaks(CH1, NULL), -1);
+    tth_restart(&H);
+    ck_assert_int_eq(peek_scope(&sc, NULL).active, 0);
+    ck_assert_int_eq(who_speaks(CH1, NULL), -1);
+    /* wake gives it back to the first agent. */
+    admin_says(CH1, NULL, "!dirigent wake", NULL);
+    expect_last_reply(3, CH1, "Dirigent (admin): awake; <@" TTH_ALPHA_UID ">, it is your turn.",
+                      TTH_ALPHA_UID);
+    ck_assert_int_eq(peek_scope(&sc, NULL).active, 1);
+    ck_assert_int_eq(who_speaks(CH1, NULL), 0);
+}
+END_TEST
+
+Suite *make_admin_suite(void)
+{
+    Suite *s = suite_create("admin");
+    TCase *ch = tcase_create("channel_policy");
+    tcase_add_checked_fixture(ch, setup_channel, teardown);
+    tcase_set_timeout(ch, 60);
+    tcase_add_test(ch, test_status_shows_the_scope_and_changes_nothing);
+    tcase_add_test(ch, test_status_shows_the_loop_guard_rest);
+    tcase_add_test(ch, test_rest_sleeps_the_scope_across_a_restart);
+    tcase_add_test(ch, test_wake_hands_the_turn_to_the_first_or_mentioned_agent);
+    tcase_add_test(ch, test_wake_without_agents_changes_nothing);
+    tcase_add_test(ch, test_skip_passes_the_turn_with_a_mention);
+    tcase_add_test(ch, test_unknown_or_missing_subcommand_lists_the_commands);
+    tcase_add_test(ch, test_non_admin_command_is_an_ordinary_message);
+    tcase_add_test(ch, test_command_runs_once_across_reporting_accounts);
+    tcase_add_test(ch, test_closed_channel_answers_closed);
+    suite_add_tcase(s, ch);
+
+    TCase *th = tcase_create("thread_policy");
+    tcase_add_checked_fixture(th, setup_thread, teardown);
+    tcase_set_timeout(th, 60);
+    tcase_add_test(th, test_thread_policy_command_acts_in_its_discord_thread);
+    tcase_add_test(th, test_thread_policy_top_level_command_acts_on_the_latest_thread);
+    suite_add_tcase(s, th);
+    return s;
+}
