@@ -107,17 +107,8 @@ char *ocgw_pretty(ocgw *g, const char *text, size_t max)
         } else {
             p++;
         }
-        if (len + addn + 1 > cap) {
-            cap = (len + addn + 1) * 2;
-            char *nb = realloc(out, cap);
-            if (!nb) {
-                free(out);
-                return NULL;
-            }
-            out = nb;
-        }
-        memcpy(out + len, add, addn);
-        len += addn;
+        if (ocgw_buf_append(&out, &len, &cap, add, addn))
+            return NULL;
     }
     if (!out)
         return NULL;

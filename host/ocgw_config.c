@@ -72,19 +72,10 @@ static char *expand(const char *s, const char *where, char *err, size_t n)
         } else {
             p++;
         }
-        if (len + addn + 1 > cap) {
-            cap = (len + addn + 1) * 2;
-            char *nb = realloc(out, cap);
-            if (!nb) {
-                free(out);
-                free(val_owned);
-                return NULL;
-            }
-            out = nb;
-        }
-        memcpy(out + len, add, addn);
-        len += addn;
+        int failed = ocgw_buf_append(&out, &len, &cap, add, addn);
         free(val_owned);
+        if (failed)
+            return NULL;
     }
     if (out)
         out[len] = 0;

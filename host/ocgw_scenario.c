@@ -397,17 +397,8 @@ char *ocgw_subst(ocgw *g, const char *text, const json_t *run_vars, char *err, s
         } else {
             p++;
         }
-        if (len + addn + 1 > cap) {
-            cap = (len + addn + 1) * 2;
-            char *nb = realloc(out, cap);
-            if (!nb) {
-                free(out);
-                return NULL;
-            }
-            out = nb;
-        }
-        memcpy(out + len, add, addn);
-        len += addn;
+        if (ocgw_buf_append(&out, &len, &cap, add, addn))
+            return NULL;
     }
     if (out)
         out[len] = 0;

@@ -276,3 +276,22 @@ json_t *ocgw_channel_refs(const char *text)
 {
     return refs(text, "<#");
 }
+
+int ocgw_buf_append(char **buf, size_t *len, size_t *cap, const char *add, size_t n)
+{
+    if (*len + n + 1 > *cap) {
+        size_t ncap = (*len + n + 1) * 2;
+        char *nb = realloc(*buf, ncap);
+        if (!nb) {
+            free(*buf);
+            *buf = NULL;
+            return -1;
+        }
+        *buf = nb;
+        *cap = ncap;
+    }
+    if (n)
+        memcpy(*buf + *len, add, n);
+    *len += n;
+    return 0;
+}
