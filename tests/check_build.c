@@ -5,15 +5,10 @@
  * its header dependencies. Runs from the top folder, as `make check` does.
  */
 #include <check.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -24,46 +19,17 @@ static char *make_run(int dry, const char *const *args)
 {
     char *dir = tu_mkdtemp();
     char *outf = tu_path(dir, "out");
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(127);
-        int fo = open(outf, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int fe = open("/dev/null", O_WRONLY);
-        if (fo >= 0)
-            dup2(fo, 1);
-        if (fe >= 0)
-            dup2(fe, 2);
-        unsetenv("MAKEFLAGS");
-        unsetenv("MFLAGS");
-        unsetenv("MAKELEVEL");
-        unsetenv("SANITIZE");
-        const char *argv[32] = {"make", "--no-print-directory", "-n"};
-        int n = dry ? 3 : 2;
-        for (; *args && n < 31; args++)
-            argv[n++] = *args;
-        argv[n] = NULL;
-        execvp("make", (char *const *)argv);
-        _exit(126);
-    }
-    int st = 0, done = 0;
-    for (int i = 0; i < 3000 && !done; i++) {
-        done = waitpid(pid, &st, WNOHANG) == pid;
-        if (!done) {
-            struct timespec ts = {0, 10 * 1000 * 1000};
-            nanosleep(&ts, NULL);
-        }
-    }
-    if (!done) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &st, 0);
-    }
-    ck_assert_msg(done && WIFEXITED(st) && WEXITSTATUS(st) == 0,
-                  "make %s%s failed (status %d; is make installed?)", dry ? "-n " : "", args[0],
-                  st);
+    /* A clean environment for make: not the MAKEFLAGS of the `make check`
+     * that runs us. */
+    static const char *const unset[] = {"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "SANITIZE", NULL};
+    const char *argv[32] = {"make", "--no-print-directory", "-n"};
+    int n = dry ? 3 : 2;
+    for (const char *const *a = args; *a && n < 31; a++)
+        argv[n++] = *a;
+    argv[n] = NULL;
+    int st = tu_run_wait(argv, outf, NULL, unset, 30000);
+    ck_assert_msg(st == 0, "make %s%s failed (status %d; is make installed?)", dry ? "-n " : "",
+                  args[0], st);
     FILE *f = fopen(outf, "r");
     ck_assert_ptr_nonnull(f);
     char *text = NULL;
@@ -261,35 +227,7 @@ END_TEST
  * out (a file path) and stderr to err; returns the exit status or -1. */
 static int run_to(const char *const *argv, const char *out, const char *err)
 {
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(127);
-        int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fo >= 0)
-            dup2(fo, 1);
-        if (fe >= 0)
-            dup2(fe, 2);
-        execvp(argv[0], (char *const *)argv);
-        _exit(126);
-    }
-    int st = 0, done = 0;
-    for (int i = 0; i < 6000 && !done; i++) {
-        done = waitpid(pid, &st, WNOHANG) == pid;
-        if (!done) {
-            struct timespec ts = {0, 10 * 1000 * 1000};
-            nanosleep(&ts, NULL);
-        }
-    }
-    if (!done) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &st, 0);
-    }
-    return done && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return tu_run_wait(argv, out, err, NULL, 60000);
 }
 
 static char *slurp(const char *path, size_t *len)

@@ -5,14 +5,9 @@
  * arguments of dirigent-noreply are checked in check_noreply.c.)
  */
 #include <check.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -27,39 +22,12 @@ static int run(const char *prog, const char *const *args, char **err)
     char *bin = NULL;
     ck_assert_int_ge(asprintf(&bin, "%s/%s", tu_build_dir(), prog), 0);
     ck_assert_msg(access(bin, X_OK) == 0, "%s is not built", bin);
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(127);
-        int fe = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int fo = open("/dev/null", O_WRONLY);
-        if (fe >= 0)
-            dup2(fe, 2);
-        if (fo >= 0)
-            dup2(fo, 1);
-        const char *argv[32] = {bin};
-        int n = 1;
-        for (; args && *args && n < 31; args++)
-            argv[n++] = *args;
-        argv[n] = NULL;
-        execv(bin, (char *const *)argv);
-        _exit(126);
-    }
-    int st = 0, done = 0;
-    for (int i = 0; i < 1000 && !done; i++) {
-        done = waitpid(pid, &st, WNOHANG) == pid;
-        if (!done) {
-            struct timespec ts = {0, 10 * 1000 * 1000};
-            nanosleep(&ts, NULL);
-        }
-    }
-    if (!done) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &st, 0);
-    }
+    const char *argv[32] = {bin};
+    int n = 1;
+    for (; args && *args && n < 31; args++)
+        argv[n++] = *args;
+    argv[n] = NULL;
+    int st = tu_run_wait(argv, NULL, errf, NULL, 10000);
     FILE *f = fopen(errf, "r");
     char buf[4096] = "";
     size_t k = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
@@ -71,7 +39,7 @@ static int run(const char *prog, const char *const *args, char **err)
     free(dir);
     free(errf);
     free(bin);
-    return done && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return st;
 }
 
 /* prog args... must exit 2 at once with every needle in its stderr. */

@@ -4,10 +4,15 @@
 #include "testutil.h"
 
 #include <check.h>
+#include <fcntl.h>
 #include <ftw.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 char *tu_mkdtemp(void)
@@ -89,4 +94,46 @@ void tu_logbuf_free(tu_logbuf *lb)
     free(lb->text);
     lb->text = NULL;
     lb->len = 0;
+}
+
+static void redirect(int fd, const char *path)
+{
+    int f = open(path ? path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (f >= 0) {
+        dup2(f, fd);
+        close(f);
+    }
+}
+
+int tu_run_wait(const char *const *argv, const char *out_path, const char *err_path,
+                const char *const *unset, long timeout_ms)
+{
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        /* Never outlive a test that timed out or crashed. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
+        redirect(1, out_path);
+        redirect(2, err_path);
+        for (; unset && *unset; unset++)
+            unsetenv(*unset);
+        execvp(argv[0], (char *const *)argv);
+        _exit(126);
+    }
+    int st = 0, done = 0;
+    for (long waited = 0; waited <= timeout_ms && !done; waited += 10) {
+        done = waitpid(pid, &st, WNOHANG) == pid;
+        if (!done) {
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    if (!done) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+    }
+    return done && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }

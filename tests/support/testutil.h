@@ -27,6 +27,16 @@ json_t *tu_json(const char *text);
  * Static string, do not free. */
 const char *tu_build_dir(void);
 
+/*
+ * Run argv (NULL-terminated; argv[0] is looked up in PATH unless it has a
+ * '/') with stdout to out_path and stderr to err_path (NULL: /dev/null),
+ * the environment variables named in unset (NULL-terminated, may be NULL)
+ * removed, for at most timeout_ms; the child dies with the test process.
+ * Returns its exit status, or -1 when it was killed or died of a signal.
+ */
+int tu_run_wait(const char *const *argv, const char *out_path, const char *err_path,
+                const char *const *unset, long timeout_ms);
+
 /* A capture of log lines from a test host; see tu_log_* below. */
 typedef struct tu_logbuf {
     char *text;     /* all lines, '\n'-separated; owned */
