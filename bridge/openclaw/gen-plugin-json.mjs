@@ -52,7 +52,7 @@ schema.properties.bridge = {
     },
     stateFile: {
       type: 'string', minLength: 1,
-      description: 'JSON file of sessions seen and their persistent model overrides (default: dirigent-openclaw-sessions.json beside dbPath)',
+      description: 'Journal (JSON lines) of sessions seen and their persistent model overrides (default: dirigent-openclaw-sessions.jsonl beside dbPath)',
     },
     settleMs: {
       type: 'integer', minimum: 0, maximum: 30000,
@@ -67,9 +67,9 @@ const plugin = {
   ...(manifest.description !== undefined ? { description: manifest.description } : {}),
   ...(manifest.version !== undefined ? { version: manifest.version } : {}),
   configSchema: schema,
-  // OpenClaw reads contracts.tools; it tolerates the other keys (checked
-  // with openclaw 2026.9.6), so the manifest's contracts go over unchanged.
-  contracts: structuredClone(manifest.contracts || { tools: [] }),
+  // OpenClaw reads contracts.tools only; hooks are registered at run time
+  // (api.on), so the manifest's contracts.hooks has no meaning there.
+  contracts: { tools: structuredClone((manifest.contracts && manifest.contracts.tools) || []) },
   activation: { onStartup: true },
 };
 

@@ -500,63 +500,135 @@ function channelFrom(v) {
   return m ? m[1] : undefined;
 }
 
-// Sessions seen and overrides live in one JSON file so that they survive
-// the one-process-per-turn CLI (openclaw agent --local) and are shared by
-// every OpenClaw process on the machine. Writes are atomic (rename); the
-// file is re-read when another process changed it.
+// Sessions seen and overrides live in one append-only journal (JSON lines,
+// `{"k": sessionKey, "s": {...}}`, the last line of a key wins) so that
+// they survive the one-process-per-turn CLI (openclaw agent --local) and
+// are shared by every OpenClaw process on the machine. A hook call costs no
+// I/O: lookups hit the in-memory map; a new session or an override is one
+// appended line (O_APPEND writes of one line do not interleave); other
+// processes' lines are read at most once per REFRESH_MS; the journal is
+// rewritten (tmp + rename) only when stale lines outnumber live ones, so
+// registering N sessions costs O(N), not the O(N^2) of rewriting a whole
+// file per new session.
+const REFRESH_MS = 1000;
+const COMPACT_SLACK = 1024;
+
 class SessionStore {
   constructor(file) {
     this.file = file;
-    this.mtime = -1;
-    this.data = { version: 1, sessions: {} };
-    this.load();
+    this.sessions = new Map();
+    this.lines = 0;
+    this.offset = 0;
+    this.ino = -1;
+    this.checkedAt = 0;
+    this.reload();
   }
 
-  load() {
-    let st;
+  // Reads the journal from `from` (0: everything). A torn last line (a
+  // writer died mid-line) is skipped; the next whole line goes on.
+  readFrom(from) {
+    let fd;
     try {
-      st = fs.statSync(this.file);
+      fd = fs.openSync(this.file, 'r');
     } catch {
       return;
     }
-    if (st.mtimeMs === this.mtime) return;
     try {
-      const d = JSON.parse(fs.readFileSync(this.file, 'utf8'));
-      if (d && d.version === 1 && typeof d.sessions === 'object') this.data = d;
-      this.mtime = st.mtimeMs;
-    } catch (e) {
-      log(2, `session file ${this.file} unreadable (${e.message}); starting from what is in memory`);
+      const st = fs.fstatSync(fd);
+      if (from === 0 || st.ino !== this.ino || st.size < this.offset) {
+        this.sessions.clear();
+        this.lines = 0;
+        from = 0;
+      }
+      this.ino = st.ino;
+      const size = st.size - from;
+      if (size <= 0) {
+        this.offset = st.size;
+        return;
+      }
+      const buf = Buffer.alloc(size);
+      const got = fs.readSync(fd, buf, 0, size, from);
+      const text = buf.toString('utf8', 0, got);
+      const lastNl = text.lastIndexOf('\n');
+      this.offset = from + (lastNl < 0 ? 0 : Buffer.byteLength(text.slice(0, lastNl + 1)));
+      for (const line of text.slice(0, lastNl + 1).split('\n')) {
+        if (!line) continue;
+        try {
+          const r = JSON.parse(line);
+          if (r && typeof r.k === 'string' && r.s && typeof r.s === 'object') {
+            this.sessions.set(r.k, r.s);
+            this.lines += 1;
+          }
+        } catch {
+          log(2, `session journal ${this.file}: an unreadable line was skipped`);
+        }
+      }
+    } finally {
+      fs.closeSync(fd);
     }
   }
 
-  save() {
+  reload() {
+    this.readFrom(0);
+    this.checkedAt = Date.now();
+  }
+
+  // Other processes' appends, at most once per REFRESH_MS.
+  refresh() {
+    const now = Date.now();
+    if (now - this.checkedAt < REFRESH_MS) return;
+    this.checkedAt = now;
+    this.readFrom(this.offset);
+  }
+
+  append(key, s) {
+    this.sessions.set(key, s);
     fs.mkdirSync(path.dirname(this.file), { recursive: true });
-    const tmp = `${this.file}.tmp-${process.pid}`;
-    fs.writeFileSync(tmp, JSON.stringify(this.data));
-    fs.renameSync(tmp, this.file);
+    const line = Buffer.from(`${JSON.stringify({ k: key, s })}\n`);
+    const fd = fs.openSync(this.file, 'a');
     try {
-      this.mtime = fs.statSync(this.file).mtimeMs;
-    } catch { /* next load re-reads */ }
+      fs.writeSync(fd, line);
+      const st = fs.fstatSync(fd);
+      // Nobody else appended since our last read: skip our own line.
+      if (st.ino === this.ino && st.size - line.length === this.offset) this.offset = st.size;
+      else if (this.ino === -1 && st.size === line.length) {
+        this.ino = st.ino;
+        this.offset = st.size;
+      }
+    } finally {
+      fs.closeSync(fd);
+    }
+    this.lines += 1;
+    if (this.lines > 2 * this.sessions.size + COMPACT_SLACK) this.compact();
+  }
+
+  compact() {
+    this.readFrom(this.offset); // take other processes' lines along
+    const tmp = `${this.file}.tmp-${process.pid}`;
+    let text = '';
+    for (const [k, s] of this.sessions) text += `${JSON.stringify({ k, s })}\n`;
+    fs.writeFileSync(tmp, text);
+    fs.renameSync(tmp, this.file);
+    const st = fs.statSync(this.file);
+    this.ino = st.ino;
+    this.offset = st.size;
+    this.lines = this.sessions.size;
   }
 
   see(ctx) {
-    const p = parseSessionKey(ctx && ctx.sessionKey);
+    const key = ctx && ctx.sessionKey;
+    if (typeof key !== 'string' || this.sessions.has(key)) return;
+    const p = parseSessionKey(key);
     if (!p || p.isDm) return;
-    this.load();
-    const cur = this.data.sessions[ctx.sessionKey];
-    if (cur) return;
-    this.data.sessions[ctx.sessionKey] = {
-      agentId: p.agentId, channelId: p.channelId, ...(p.threadId ? { threadId: p.threadId } : {}),
-    };
-    this.save();
+    this.append(key, { agentId: p.agentId, channelId: p.channelId, ...(p.threadId ? { threadId: p.threadId } : {}) });
   }
 
   patch(key, provider, model) {
-    this.load();
+    this.refresh();
     const p = parseSessionKey(key);
-    const cur = this.data.sessions[key] ?? (p && !p.isDm
+    const cur = { ...(this.sessions.get(key) ?? (p && !p.isDm
       ? { agentId: p.agentId, channelId: p.channelId, ...(p.threadId ? { threadId: p.threadId } : {}) }
-      : {});
+      : {})) };
     if (provider) {
       cur.providerOverride = provider;
       cur.modelOverride = model;
@@ -564,20 +636,23 @@ class SessionStore {
       delete cur.providerOverride;
       delete cur.modelOverride;
     }
-    this.data.sessions[key] = cur;
-    this.save();
+    this.append(key, cur);
+  }
+
+  get(key) {
+    this.refresh();
+    return this.sessions.get(key);
   }
 
   override(key) {
-    this.load();
-    const s = this.data.sessions[key];
+    const s = this.get(key);
     return s && s.providerOverride ? { providerOverride: s.providerOverride, modelOverride: s.modelOverride } : undefined;
   }
 
   list(channelId) {
-    this.load();
+    this.refresh();
     const out = [];
-    for (const [sessionKey, s] of Object.entries(this.data.sessions)) {
+    for (const [sessionKey, s] of this.sessions) {
       if (s.channelId !== channelId || !s.agentId) continue;
       out.push({ sessionKey, agentId: s.agentId, channelId: s.channelId, ...(s.threadId ? { threadId: s.threadId } : {}) });
     }
@@ -588,7 +663,7 @@ class SessionStore {
 function defaultStateFile(nativeConfig) {
   const db = typeof nativeConfig.dbPath === 'string' ? nativeConfig.dbPath
     : path.join(process.env.DIRIGENT_STATE_DIR || process.cwd(), 'dirigent.db');
-  return path.join(path.dirname(path.resolve(db)), 'dirigent-openclaw-sessions.json');
+  return path.join(path.dirname(path.resolve(db)), 'dirigent-openclaw-sessions.jsonl');
 }
 
 // ---- OpenClaw -> ABI translation ----------------------------------------------------
@@ -947,4 +1022,4 @@ export default {
 };
 
 // For the bridge's own tests (test/unit.mjs): the translation functions.
-export const _internals = { parseSessionKey, channelFrom, agentCtx, toolCtx, agentEndEvent, messageReceivedEvent, hookResult, g };
+export const _internals = { SessionStore, parseSessionKey, channelFrom, agentCtx, toolCtx, agentEndEvent, messageReceivedEvent, hookResult, g };

@@ -215,7 +215,7 @@ async function probeTurn() {
       load: { paths: [path.join(opt.plugins, 'bridge_probe')] },
       entries: { bridge_probe: { enabled: true, hooks: { allowConversationAccess: true, allowPromptInjection: true },
         config: { threads: 1, tickMs: 2, bridge: { soPath: path.join(opt.build, 'tests', 'plugins', 'bridge_probe.so'),
-          stateFile: path.join(home, 'probe-sessions.json'), settleMs: 200 } } } },
+          stateFile: path.join(home, 'probe-sessions.jsonl'), settleMs: 200 } } } },
     },
   });
   await setRules([
@@ -273,6 +273,9 @@ async function story() {
     dbPath: path.join(home, 'state', 'dirigent.db'),
     discord: { apiBase: fake.url, guildId: GUILD, moderatorToken: USERS.moderator.token, moderatorUserId: USERS.moderator.id, timeoutMs: 5000 },
     agents: { planner: { discordUserId: USERS.planner.id }, reviewer: { discordUserId: USERS.reviewer.id } },
+    // One CLI turn takes 30-60 s on a loaded 2-core machine: a turn timeout
+    // must not hand the turn on between two steps of the story.
+    turn: { timeoutSec: 3600 },
     bridge: { soPath: path.join(opt.build, 'dirigent.so') },
   };
   fs.mkdirSync(path.join(home, 'state'), { recursive: true });
@@ -382,9 +385,12 @@ async function story() {
   check('4: later reviewer turn still routed to dirigent-noreply', noreplyCalls().length > nr0, 'no request reached dirigent-noreply');
   check('4: the real model received nothing for the reviewer', reqs.filter((r) => r.model === 'reviewer-model').length === 0,
     reqs.map((r) => r.model).join(','));
-  const sessions = path.join(home, 'state', 'dirigent-openclaw-sessions.json');
+  const sessions = path.join(home, 'state', 'dirigent-openclaw-sessions.jsonl');
   let file = null;
-  try { file = JSON.parse(fs.readFileSync(sessions, 'utf8')); } catch { /* checked */ }
+  try {
+    file = { sessions: {} };
+    for (const line of fs.readFileSync(sessions, 'utf8').split('\n')) if (line) { const r = JSON.parse(line); file.sessions[r.k] = r.s; }
+  } catch { file = null; /* checked */ }
   const rv = file && file.sessions[`agent:reviewer:discord:channel:${D}`];
   check('4: the reviewer session carries the persistent no-reply override (session_patch)',
     rv && rv.providerOverride === 'noreply' && rv.modelOverride === 'no-reply', JSON.stringify(file));

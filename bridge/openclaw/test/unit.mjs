@@ -21,7 +21,13 @@ const watchdog = setTimeout(() => {
   process.exit(3);
 }, 90_000);
 
-const stateFile = path.join(scratch, 'sessions.json');
+const stateFile = path.join(scratch, 'sessions.jsonl');
+// The session journal as {key: latest record}: the last line of a key wins.
+function journal(file) {
+  const out = {};
+  for (const line of fs.readFileSync(file, 'utf8').split('\n')) if (line) { const r = JSON.parse(line); out[r.k] = r.s; }
+  return out;
+}
 const logs = [];
 const tools = new Map();
 const hooks = [];
@@ -210,10 +216,35 @@ await step('plugin threads call log/session_patch/sessions_list while 300 calls 
 await step('session_patch persists: the bridge returns the override first, on every run', async () => {
   const octx = { agentId: 'probe', sessionKey: 'agent:probe:discord:channel:42' };
   assert.deepEqual(await runModify('before_model_resolve', { prompt: 'talk' }, octx), { providerOverride: 'np', modelOverride: 'nm' });
-  const file = JSON.parse(fs.readFileSync(stateFile, 'utf8'));
+  const file = { sessions: journal(stateFile) };
   assert.deepEqual(file.sessions['agent:probe:discord:channel:42'],
     { agentId: 'probe', channelId: '42', providerOverride: 'np', modelOverride: 'nm' });
   assert.deepEqual(file.sessions[threadCtx.sessionKey], { agentId: 'planner', channelId: '111', threadId: '222' });
+});
+
+await step('session journal: one line per new session, shared between processes, compacted, torn line skipped', async () => {
+  const { SessionStore } = mod._internals;
+  const file = path.join(scratch, 'journal-test.jsonl');
+  const a = new SessionStore(file);
+  for (let c = 0; c < 2000; c++)
+    for (const agent of ['planner', 'reviewer', 'coder', 'qa']) a.see({ sessionKey: `agent:${agent}:discord:channel:${7000 + c}` });
+  // Seeing them again writes nothing.
+  for (let c = 0; c < 2000; c++) a.see({ sessionKey: `agent:qa:discord:channel:${7000 + c}` });
+  assert.equal(fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).length, 8000, 'one line per new session');
+  const b = new SessionStore(file); // another process
+  assert.equal(b.list('7001').length, 4);
+  a.patch('agent:coder:discord:channel:7001', 'np', 'nm');
+  b.checkedAt = 0; // its next refresh is due
+  assert.deepEqual(b.override('agent:coder:discord:channel:7001'), { providerOverride: 'np', modelOverride: 'nm' });
+  // Many patches of one key: the journal is compacted, the latest wins.
+  for (let i = 0; i < 12000; i++) a.patch('agent:coder:discord:channel:7002', i % 2 ? 'np' : null, i % 2 ? `m${i}` : null);
+  const lines = fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).length;
+  assert.ok(lines < 8000 * 2 + 2048, `compacted (${lines} lines)`);
+  assert.deepEqual(a.override('agent:coder:discord:channel:7002'), { providerOverride: 'np', modelOverride: 'm11999' });
+  fs.appendFileSync(file, '{"k":"agent:x:discord:chan'); // a writer died mid-line
+  const c = new SessionStore(file);
+  assert.deepEqual(c.override('agent:coder:discord:channel:7002'), { providerOverride: 'np', modelOverride: 'm11999' });
+  assert.equal(c.list('7999').length, 4);
 });
 
 await step('one-shot run: agent_end waits for calls in flight, then shuts down; next call restarts', async () => {
