@@ -45,7 +45,10 @@ const statusName = (s) => STATUS_NAMES.get(s) ?? 'OC_UNKNOWN';
 // other plugins exactly as the plugin asked. OpenClaw runs observe hooks
 // concurrently; the bridge runs the plugin's handlers of one observe hook
 // itself, in priority order, and adds its own lifecycle work after them.
-const MODIFY_HOOKS = new Set(['before_model_resolve', 'before_prompt_build', 'message_sending']);
+// Claim hooks (before_agent_reply, reply_payload_sending) are dispatched
+// like modify hooks: one OpenClaw registration per native registration.
+const MODIFY_HOOKS = new Set(['before_model_resolve', 'before_prompt_build', 'message_sending',
+  'before_agent_reply', 'reply_payload_sending']);
 const OBSERVE_HOOKS = ['message_received', 'agent_end', 'gateway_start', 'gateway_stop'];
 const KNOWN_HOOKS = new Set([...MODIFY_HOOKS, ...OBSERVE_HOOKS]);
 
@@ -683,6 +686,7 @@ function agentCtx(octx = {}) {
     channelId: p && !p.isDm ? p.channelId : channelFrom(octx.channelId) ?? channelFrom(octx.conversationId),
     threadId: p?.threadId ?? (octx.threadId != null ? String(octx.threadId) : undefined),
     accountId: octx.accountId,
+    runId: typeof octx.runId === 'string' && octx.runId ? octx.runId : undefined,
     messageProvider: octx.messageProvider ?? octx.channel ?? (p ? 'discord' : undefined) ??
       (/^[a-z][a-z0-9-]*$/.test(octx.channelId ?? '') ? octx.channelId : undefined),
   });
@@ -745,14 +749,42 @@ function messageReceivedEvent(ev = {}, octx = {}) {
     guildId: md.guildId,
     isDm: p ? p.isDm : /^(user|direct|dm):/.test(String(md.to ?? octx.conversationId ?? '')),
     senderId: ev.senderId ?? md.senderId,
-    senderIsBot: md.senderIsBot === true || md.isBot === true,
+    // Gateway events carry no bot flag: a sender is a bot when the
+    // plugin's config names it (an agent's discordUserId, the moderator).
+    senderIsBot: md.senderIsBot === true || md.isBot === true || knownBots().has(String(ev.senderId ?? md.senderId ?? '')),
     content,
     mentions,
   });
 }
 
+// Discord user ids the plugin's config names as bots, cached per config.
+let botIdsFor = null;
+let botIds = new Set();
+function knownBots() {
+  const cfg = g.nativeConfig;
+  if (cfg === botIdsFor) return botIds;
+  botIdsFor = cfg;
+  botIds = new Set();
+  for (const a of Object.values((cfg && cfg.agents) || {}))
+    if (a && typeof a.discordUserId === 'string') botIds.add(a.discordUserId);
+  const mod = cfg && cfg.discord && cfg.discord.moderatorUserId;
+  if (typeof mod === 'string') botIds.add(mod);
+  return botIds;
+}
+
 function hookEvent(hook, ev = {}, octx = {}) {
   switch (hook) {
+  case 'before_agent_reply':
+    return compact({ cleanedBody: typeof ev.cleanedBody === 'string' ? ev.cleanedBody : undefined });
+  case 'reply_payload_sending': {
+    const pl = ev.payload && typeof ev.payload === 'object' ? ev.payload : {};
+    return compact({
+      payload: compact({ text: typeof pl.text === 'string' ? pl.text : '', isError: pl.isError === true ? true : undefined }),
+      kind: typeof ev.kind === 'string' ? ev.kind : undefined,
+      runId: typeof ev.runId === 'string' ? ev.runId : undefined,
+      sessionKey: typeof ev.sessionKey === 'string' ? ev.sessionKey : undefined,
+    });
+  }
   case 'before_model_resolve':
     return compact({ prompt: typeof ev.prompt === 'string' ? ev.prompt : undefined });
   case 'before_prompt_build':
@@ -781,8 +813,9 @@ function hookCtx(hook, ev = {}, octx = {}) {
     const e = messageReceivedEvent(ev, octx);
     return compact({ channelId: e.channelId, accountId: octx.accountId });
   }
-  // message_sending's OpenClaw context is a message context without agentId.
-  return agentCtx({ ...octx, sessionKey: octx.sessionKey ?? ev.sessionKey });
+  // message_sending's and reply_payload_sending's OpenClaw context is a
+  // message context without agentId: the session key names the agent.
+  return agentCtx({ ...octx, sessionKey: octx.sessionKey ?? ev.sessionKey, runId: octx.runId ?? ev.runId });
 }
 
 // Only the result fields the ABI defines for each hook reach OpenClaw.
@@ -806,6 +839,14 @@ function hookResult(hook, r) {
   case 'message_sending':
     if (r.cancel === true) return compact({ cancel: true, cancelReason: typeof r.cancelReason === 'string' ? r.cancelReason : undefined });
     if (typeof r.content === 'string') return { content: r.content };
+    return undefined;
+  case 'before_agent_reply':
+    // Claimed without a reply: no model call, the inbound message stays
+    // in the agent's transcript; the fallback text OpenClaw then sends is
+    // cancelled by reply_payload_sending.
+    return r.handled === true ? compact({ handled: true, reason: typeof r.reason === 'string' ? r.reason : undefined }) : undefined;
+  case 'reply_payload_sending':
+    if (r.cancel === true) return compact({ cancel: true, reason: typeof r.reason === 'string' ? r.reason : undefined });
     return undefined;
   default:
     return undefined;

@@ -11,8 +11,13 @@
 #    stages the bridge as an OpenClaw plugin folder (with node_modules links
 #    into the cache), once for dirigent.so and once for the fixture
 #    plugin tests/plugins/bridge_probe.so.
-# 3. Runs test/unit.mjs (bridge against a fake api + the fixture) and
-#    test/scenario.mjs (real `openclaw agent --local` turns).
+# 3. Installs the official Discord channel plugin (@openclaw/discord) into
+#    the gateway stage's HOME with `openclaw plugins install`.
+# 4. Runs test/unit.mjs (bridge against a fake api + the fixture),
+#    test/scenario.mjs (real `openclaw agent --local` turns) and
+#    test/gateway.mjs (a real `openclaw gateway run` with one Discord bot per
+#    agent against the fake Discord's REST + gateway websocket).
+# DIRIGENT_OPENCLAW_STAGES=gateway (or unit,scenario) runs only those.
 # Steps 2-3 run in a private network namespace when `unshare` allows it, so
 # nothing but loopback is reachable (DIRIGENT_OPENCLAW_NETNS=0 skips that).
 # The scratch folder is kept on failure and printed.
@@ -85,11 +90,31 @@ cat >"$WORK/plugins/bridge_probe/openclaw.plugin.json" <<'EOF'
   "activation": {"onStartup": true}
 }
 EOF
-mkdir -p "$WORK/unit" "$WORK/scenario"
+mkdir -p "$WORK/unit" "$WORK/scenario" "$WORK/gateway/home"
+
+# ---- the gateway stage's HOME: the official Discord channel plugin -------------------
+# Installed the way a user installs it (`openclaw plugins install`), into
+# the stage's own HOME; npm's cache stays in $CACHE so a second run fetches
+# nothing. Done before the private network namespace (npm needs the registry).
+DISCORD_PLUGIN=@openclaw/discord@$OPENCLAW_VERSION
+case ",${DIRIGENT_OPENCLAW_STAGES:-gateway}," in *,gateway,*)
+echo "check-openclaw: installing $DISCORD_PLUGIN into the gateway stage's HOME"
+(cd "$WORK/gateway" && HOME="$WORK/gateway/home" npm_config_cache="$CACHE/npm-cache" npm_config_prefer_offline=true \
+    PATH="$(dirname "$NODE"):$PATH" "$NODE" "$CACHE/node_modules/openclaw/openclaw.mjs" plugins install "$DISCORD_PLUGIN" --pin) \
+    >"$WORK/gateway/discord-install.log" 2>&1 ||
+    fail "openclaw plugins install $DISCORD_PLUGIN failed (network? see $WORK/gateway/discord-install.log)"
+;; esac
 
 # ---- run (loopback only) -------------------------------------------------------------------
-TESTS="timeout 120 '$NODE' bridge/openclaw/test/unit.mjs '$WORK/plugins/bridge_probe' '$BABS/tests/plugins/bridge_probe.so' '$WORK/unit' &&
- timeout 1500 '$NODE' bridge/openclaw/test/scenario.mjs --build '$BABS' --cache '$CACHE' --work '$WORK/scenario' --plugins '$WORK/plugins'"
+STAGES=${DIRIGENT_OPENCLAW_STAGES:-unit,scenario,gateway}
+TESTS=true
+case ",$STAGES," in *,unit,*) TESTS="$TESTS &&
+ timeout 120 '$NODE' bridge/openclaw/test/unit.mjs '$WORK/plugins/bridge_probe' '$BABS/tests/plugins/bridge_probe.so' '$WORK/unit'" ;; esac
+case ",$STAGES," in *,scenario,*) TESTS="$TESTS &&
+ timeout 1500 '$NODE' bridge/openclaw/test/scenario.mjs --build '$BABS' --cache '$CACHE' --work '$WORK/scenario' --plugins '$WORK/plugins'" ;; esac
+case ",$STAGES," in *,gateway,*) TESTS="$TESTS &&
+ timeout 1200 '$NODE' bridge/openclaw/test/gateway.mjs --build '$BABS' --cache '$CACHE' --work '$WORK/gateway' --plugins '$WORK/plugins' --home '$WORK/gateway/home'" ;; esac
+[ "$TESTS" != true ] || fail "DIRIGENT_OPENCLAW_STAGES=$STAGES names no stage (unit, scenario, gateway)"
 rc=0
 if [ "${DIRIGENT_OPENCLAW_NETNS:-1}" != 0 ] && unshare -rn sh -c 'ip link set lo up' 2>/dev/null; then
     echo "check-openclaw: running in a private network namespace (loopback only)"

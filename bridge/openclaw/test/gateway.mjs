@@ -1,0 +1,353 @@
+// gateway.mjs -- the gateway stage of `make check-openclaw`: a real, long-lived
+// `openclaw gateway run` with the official Discord channel plugin
+// (@openclaw/discord), one bot account per agent, the bridge loading
+// dirigent.so, against build/fake-discord (REST and gateway websocket on one
+// loopback port), build/dirigent-noreply and the scripted model (model.mjs).
+//
+//   node gateway.mjs --build <abs build dir> --cache <npm cache dir>
+//                    --work <scratch dir> --plugins <staged plugin parent dir>
+//                    --home <HOME with @openclaw/discord installed>
+//
+// It plays the story of `make demo` (a human asks planner in #work; planner
+// opens a private discussion with reviewer and coder; they speak in turn; a
+// refused callback by a non-initiator; hand-offs; the idle reminder;
+// planner's callback; the result in #work; planner goes on; the closed
+// notice) and checks at the fake Discord and the scripted model:
+//   - every message in order, by the right bot;
+//   - real-model calls only for the speaker of each turn, no no-reply calls
+//     (the claim hooks keep non-speakers from running at all);
+//   - no text of a non-speaker or of a silent run reaches Discord (no
+//     NO_REPLY, no OpenClaw warning or fallback text);
+//   - each inbound message is ingested once although three accounts report
+//     it (the loop counter in `!dirigent status`);
+//   - the moderator's messages start a real run only for the agent they hand
+//     the turn to.
+// The OpenClaw config it writes is kept as <work>/openclaw.json.example: it
+// is the setup README "Use it in OpenClaw" describes. Loopback only.
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { spawn } from 'node:child_process';
+import {
+  getJson, postJson, waitFor, sleep, makeChecks, makeChildren, offlineEnv, modelEntry, writeConfig,
+} from './lib.mjs';
+
+const opt = {};
+for (let i = 2; i < process.argv.length; i += 2) opt[process.argv[i].replace(/^--/, '')] = process.argv[i + 1];
+for (const k of ['build', 'cache', 'work', 'plugins', 'home'])
+  if (!opt[k]) {
+    console.error(`gateway: --${k} is required`);
+    process.exit(2);
+  }
+const NODE = process.execPath;
+const OPENCLAW = path.join(opt.cache, 'node_modules', 'openclaw', 'openclaw.mjs');
+const HERE = path.dirname(new URL(import.meta.url).pathname);
+const STEP_MS = 180_000; // one step of the story on a loaded 2-core machine
+
+const { check, note, summary } = makeChecks('gateway');
+const { die, startServer, cleanup, children } = makeChildren('gateway');
+
+// Snowflakes of the story.
+const GUILD = '910000000000000001';
+const WORK = '210000000000000001';
+const HUMAN = { id: '110000000000000050', token: 'alice-token', name: 'alice' };
+const MOD = { id: '110000000000000099', token: 'moderator-token', name: 'moderator' };
+const AGENTS = {
+  planner: { id: '110000000000000001', token: 'planner-token' },
+  reviewer: { id: '110000000000000002', token: 'reviewer-token' },
+  coder: { id: '110000000000000003', token: 'coder-token' },
+};
+const NOREPLY_TOKEN = 'noreply-secret';
+const SUMMARY = 'plans/discussions/api-shape.md';
+const nameOf = (id) => (id === HUMAN.id ? 'alice' : id === MOD.id ? 'moderator'
+  : Object.keys(AGENTS).find((a) => AGENTS[a].id === id) ?? `?${id}`);
+
+// Texts that must never reach Discord: silence, and what OpenClaw sends
+// when a run ends without a visible answer or fails.
+const LEAKS = [/NO_REPLY/i, /⚠️/, /couldn't (generate|produce)/i, /did not produce a visible reply/i,
+  /something went wrong/i, /superseded/i, /SCRIPT-MISS/, /UNEXPECTED/];
+
+// ---- servers --------------------------------------------------------------------------
+
+fs.mkdirSync(opt.work, { recursive: true });
+const fake = await startServer(opt.work, 'fake-discord', path.join(opt.build, 'fake-discord'), [
+  '--guild', GUILD, '--heartbeat-ms', '5000',
+  ...[MOD, ...Object.values(AGENTS)].map((u) => ['--user', `${u.token}=${u.id}`]).flat(),
+]);
+const noreply = await startServer(opt.work, 'dirigent-noreply', path.join(opt.build, 'dirigent-noreply'), ['--token', NOREPLY_TOKEN]);
+const model = await startServer(opt.work, 'model', NODE, [path.join(HERE, 'model.mjs'), '--record', path.join(opt.work, 'model-requests.jsonl')]);
+for (const [n, u] of [['fake-discord', fake.url], ['dirigent-noreply', noreply.url], ['model', model.url]])
+  if (!u.startsWith('http://127.0.0.1:')) die(`${n} is not on loopback: ${u}`);
+const FAKE = fake.url.replace(/\/api\/v10$/, '');
+note(`fake Discord ${fake.url}, no-reply ${noreply.url}, model ${model.url}`);
+
+// Users and the work channel at the fake: bots with their names, one human.
+for (const [name, u] of [['moderator', MOD], ...Object.entries(AGENTS)])
+  await postJson(`${FAKE}/_fake/users`, { token: u.token, userId: u.id, bot: true, username: name });
+await postJson(`${FAKE}/_fake/users`, { token: HUMAN.token, userId: HUMAN.id, bot: false, username: HUMAN.name });
+await postJson(`${FAKE}/_fake/channels`, { id: WORK, name: 'work' });
+
+const setRules = (rules) => postJson(`${model.url}/_script`, { rules });
+const modelRequests = () => getJson(`${model.url}/_requests`);
+const noreplyCalls = () => fs.readFileSync(noreply.errFile, 'utf8').split('\n')
+  .filter((l) => /POST \/v1\/chat\/completions -> 200/.test(l));
+const messages = (ch) => getJson(`${FAKE}/_fake/messages${ch ? `?channel=${ch}` : ''}`);
+const channels = () => getJson(`${FAKE}/_fake/channels`);
+const say = (channelId, content) => postJson(`${FAKE}/_fake/messages`, { channelId, authorId: HUMAN.id, content });
+
+// ---- OpenClaw ------------------------------------------------------------------------
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+const home = opt.home;
+const ws = Object.fromEntries(Object.keys(AGENTS).map((a) => [a, path.join(home, `ws-${a}`)]));
+for (const d of Object.values(ws)) fs.mkdirSync(d, { recursive: true });
+const stateDir = path.join(home, 'dirigent-state');
+fs.mkdirSync(stateDir, { recursive: true });
+const gwPort = await freePort();
+
+// The installed Discord plugin left its own entries in openclaw.json: keep
+// them (plugins.entries.discord, meta) and add ours.
+let installed = {};
+try {
+  installed = JSON.parse(fs.readFileSync(path.join(home, '.openclaw', 'openclaw.json'), 'utf8'));
+} catch (e) {
+  die(`${home}/.openclaw/openclaw.json is missing (was @openclaw/discord installed there?): ${e.message}`);
+}
+const discordAccounts = Object.fromEntries(Object.entries(AGENTS).map(([a, u]) => [a, { token: u.token, applicationId: u.id }]));
+const config = {
+  ...installed,
+  update: { checkOnStart: false },
+  telemetry: { enabled: false },
+  tools: { toolSearch: false },
+  gateway: { mode: 'local', bind: 'loopback', port: gwPort, auth: { mode: 'token', token: 'gateway-test-token' } },
+  models: {
+    providers: {
+      script: { baseUrl: model.url, apiKey: 'script-key', api: 'openai-completions',
+        models: ['planner-model', 'reviewer-model', 'coder-model'].map(modelEntry) },
+      noreply: { baseUrl: noreply.url, apiKey: NOREPLY_TOKEN, api: 'openai-completions', models: [modelEntry('no-reply')] },
+    },
+  },
+  agents: {
+    ownership: 'explicit',
+    // A passing agent answers NO_REPLY; OpenClaw must accept that as silence
+    // in a channel instead of retrying for a visible answer.
+    defaults: { silentReply: { group: 'allow' } },
+    entries: Object.fromEntries(Object.keys(AGENTS).map((a) => [a, { workspace: ws[a], model: `script/${a}-model` }])),
+  },
+  bindings: Object.keys(AGENTS).map((a) => ({ agentId: a, match: { channel: 'discord', accountId: a } })),
+  channels: {
+    discord: {
+      enabled: true,
+      allowBots: true,
+      groupPolicy: 'allowlist',
+      guilds: { [GUILD]: { requireMention: false } },
+      accounts: discordAccounts,
+    },
+  },
+  plugins: {
+    ...(installed.plugins ?? {}),
+    load: { paths: [path.join(opt.plugins, 'dirigent')] },
+    entries: {
+      ...((installed.plugins && installed.plugins.entries) ?? {}),
+      discord: { enabled: true },
+      dirigent: {
+        enabled: true,
+        hooks: { allowConversationAccess: true, allowPromptInjection: true },
+        config: {
+          noReplyProvider: 'noreply',
+          noReplyModel: 'no-reply',
+          dbPath: path.join(stateDir, 'dirigent.db'),
+          admins: [HUMAN.id],
+          discord: { apiBase: fake.url, guildId: GUILD, moderatorUserId: MOD.id, timeoutMs: 5000 },
+          agents: Object.fromEntries(Object.entries(AGENTS).map(([a, u]) => [a, { discordUserId: u.id }])),
+          // A step takes tens of seconds on a loaded machine: no turn may
+          // be passed on by the timeout in between.
+          turn: { timeoutSec: 3600 },
+          bridge: { soPath: path.join(opt.build, 'dirigent.so') },
+        },
+      },
+    },
+  },
+};
+writeConfig(home, config);
+fs.writeFileSync(path.join(opt.work, 'openclaw.json.example'), `${JSON.stringify(config, null, 2)}\n`);
+
+const gwLog = path.join(opt.work, 'gateway.log');
+const gwFd = fs.openSync(gwLog, 'w');
+const gw = spawn(NODE, [OPENCLAW, 'gateway', 'run', '--port', String(gwPort), '--bind', 'loopback', '--verbose'], {
+  cwd: home, stdio: ['ignore', gwFd, gwFd],
+  env: {
+    ...process.env, ...offlineEnv, HOME: home,
+    DISCORD_API_URL: fake.url,
+    // The moderator's token lives in the environment, never in a config file.
+    DIRIGENT_MODERATOR_TOKEN: MOD.token,
+  },
+});
+children.push(gw);
+let gwExited = null;
+gw.on('exit', (code, sig) => { gwExited = code ?? sig; });
+const gwLogTail = () => fs.readFileSync(gwLog, 'utf8').slice(-3000);
+
+// All three bots logged in through the gateway websocket.
+const sessionsUp = await waitFor(async () => {
+  if (gwExited !== null) return 'exited';
+  try {
+    const s = await getJson(`${FAKE}/_fake/gateway`);
+    const ready = new Set((Array.isArray(s) ? s : s.sessions ?? []).filter((x) => x.identified).map((x) => x.userId));
+    return Object.values(AGENTS).every((u) => ready.has(u.id)) ? 'ready' : null;
+  } catch {
+    return null;
+  }
+}, 240_000, 500);
+if (!check('gateway: the three agent bots logged in to the fake Discord gateway (READY)', sessionsUp === 'ready',
+  `${sessionsUp ?? 'timeout'}; gateway log tail:\n${gwLogTail()}`)) {
+  cleanup();
+  process.exit(1);
+}
+const loaded = await waitFor(() => /dirigent\.so dirigent .* started/.test(fs.readFileSync(gwLog, 'utf8')), 60_000, 500);
+check('gateway: dirigent.so started inside the gateway (bridge)', loaded, gwLogTail());
+// The Discord plugin finishes its own startup (commands, presence) after
+// READY; give it a moment so the first message is not raced.
+await sleep(3000);
+
+// ---- the story ---------------------------------------------------------------------
+
+const guide = 'Agree on the shape of the public API. Planner writes the summary and calls discuss-callback.';
+await setRules([
+  // planner
+  { name: 'planner-open', model: 'planner-model', lastUserIncludes: 'OPEN-DISCUSSION', times: 1, reply: { toolCalls: [{
+    name: 'discord_channel_create', arguments: { name: 'api-shape', participants: ['reviewer', 'coder'],
+      callbackChannelId: WORK, discussGuide: guide } }] } },
+  { name: 'planner-opened', model: 'planner-model', afterTool: 'discord_channel_create', times: 1,
+    reply: { text: 'I opened a discussion with reviewer and coder; I will continue here when it reports back.' } },
+  { name: 'planner-write', model: 'planner-model', lastUserIncludes: '[Discussion Idle]', times: 1, reply: { toolCalls: [{
+    name: 'write', arguments: { path: SUMMARY, content: '# API shape\n\n## Decision\nOne entry point, versioned structs.\n' } }] } },
+  { name: 'planner-callback', model: 'planner-model', afterTool: 'write', times: 1,
+    reply: { toolCalls: [{ name: 'discuss-callback', arguments: { summaryPath: SUMMARY } }] } },
+  { name: 'planner-closed', model: 'planner-model', afterTool: 'discuss-callback', times: 1, reply: { text: 'NO_REPLY' } },
+  { name: 'planner-back', model: 'planner-model', lastUserIncludes: '[Discussion Result Ready]', times: 1,
+    reply: { text: `Back on the task: the discussion is summarised in ${SUMMARY}.` } },
+  { name: 'planner-pass', model: 'planner-model', anyTurn: true, reply: { text: 'NO_REPLY' } },
+  // reviewer
+  { name: 'reviewer-review', model: 'reviewer-model', lastUserIncludes: '[Discussion Started]', times: 1,
+    reply: { text: 'Review: versioned structs behind one entry point.' } },
+  { name: 'reviewer-pass', model: 'reviewer-model', anyTurn: true, reply: { text: 'NO_REPLY' } },
+  // coder
+  { name: 'coder-try-callback', model: 'coder-model', lastUserIncludes: 'Review:', times: 1,
+    reply: { toolCalls: [{ name: 'discuss-callback', arguments: { summaryPath: 'notes.md' } }] } },
+  { name: 'coder-impl', model: 'coder-model', afterTool: 'discuss-callback', times: 1,
+    reply: { text: 'Implementation: only the initiator may close it (discuss-callback said OC_ERR_DENIED).' } },
+  { name: 'coder-pass', model: 'coder-model', anyTurn: true, reply: { text: 'NO_REPLY' } },
+]);
+
+// 1. alice asks planner in #work; planner opens the discussion.
+await say(WORK, `<@${AGENTS.planner.id}> OPEN-DISCUSSION with reviewer and coder about the API shape, please.`);
+const disc = await waitFor(async () => (await channels()).find((c) => c.name === 'api-shape'), STEP_MS, 500);
+check('1: planner opened the private discussion channel', disc, `channels: ${JSON.stringify((await channels()).map((c) => c.name))}; log tail:\n${gwLogTail()}`);
+const D = disc && disc.id;
+const opened = await waitFor(async () => (await messages(WORK)).find((m) => m.author.id === AGENTS.planner.id), STEP_MS, 500);
+check('1: planner answered in #work through its own bot', opened && /opened a discussion/.test(opened.content), JSON.stringify(opened));
+
+if (D) {
+  // 2. The discussion runs: kickoff, review, refused callback + implementation,
+  // hand-offs, idle reminder, planner's callback, result in #work.
+  const result = await waitFor(async () => (await messages(WORK)).find((m) => m.author.id === MOD.id && m.content.includes('[Discussion Result Ready]')),
+    4 * STEP_MS, 1000);
+  check('2: the discussion ended with the result in #work', result && result.content.includes(SUMMARY) && result.content.includes(`<@${AGENTS.planner.id}>`),
+    result ? result.content : `no result; #discussion so far:\n${(await messages(D)).map((m) => `${nameOf(m.author.id)}: ${m.content.slice(0, 80)}`).join('\n')}\nlog tail:\n${gwLogTail()}`);
+  const back = await waitFor(async () => (await messages(WORK)).find((m) => m.author.id === AGENTS.planner.id && m.content.startsWith('Back on the task')), STEP_MS, 500);
+  check('2: planner went on in #work after the result', back, 'no "Back on the task" from planner');
+  check('2: the summary is in the planner workspace', fs.existsSync(path.join(ws.planner, SUMMARY)), path.join(ws.planner, SUMMARY));
+
+  // 3. A late human word in the closed channel gets the closed notice.
+  await say(D, 'One more thought: should the structs be versioned by size?');
+  const closed = await waitFor(async () => (await messages(D)).find((m) => m.author.id === MOD.id && m.content.includes('[Channel Closed]')), STEP_MS, 500);
+  check('3: the closed channel answers with the closed notice', closed, 'no [Channel Closed]');
+}
+
+// 4. The loop counter of #work: each inbound message counted once although
+// three accounts reported it.
+await sleep(3000);
+await say(WORK, '!dirigent status');
+const status = await waitFor(async () => (await messages(WORK)).find((m) => m.author.id === MOD.id && /agent messages: \d+/.test(m.content)), STEP_MS, 500);
+const counted = status && Number(/agent messages: (\d+)/.exec(status.content)[1]);
+check('4: #work counted planner\'s two messages once each (ingested once per message, not once per account)', counted === 2,
+  status ? status.content : 'no status reply');
+
+// Let late runs finish before the final look.
+await sleep(5000);
+
+// ---- what happened, as the fake and the model saw it -------------------------------------
+
+const all = await messages();
+const transcript = (ch) => all.filter((m) => m.channel_id === ch).map((m) => ({ from: nameOf(m.author.id), content: m.content }));
+const show = (t) => t.map((m) => `${m.from}: ${m.content.replace(/\s+/g, ' ').slice(0, 90)}`).join('\n    ');
+fs.writeFileSync(path.join(opt.work, 'transcript.json'), `${JSON.stringify(all, null, 2)}\n`);
+
+const leaks = all.filter((m) => LEAKS.some((re) => re.test(m.content)) && m.author.id !== MOD.id);
+check('no silent or fallback text reached Discord (NO_REPLY, OpenClaw warnings)', leaks.length === 0,
+  leaks.map((m) => `${nameOf(m.author.id)} in ${m.channel_id}: ${m.content.slice(0, 120)}`).join('\n    '));
+
+// The expected order of each channel: [from, pattern].
+function inOrder(name, got, want) {
+  let i = 0;
+  for (const m of got) if (i < want.length && m.from === want[i][0] && want[i][1].test(m.content)) i += 1;
+  const extra = got.filter((m) => !want.some(([f, re]) => f === m.from && re.test(m.content)));
+  check(name, i === want.length && extra.length === 0,
+    `matched ${i}/${want.length}; unexpected: ${JSON.stringify(extra)}\n    got:\n    ${show(got)}`);
+}
+inOrder('#work: every message in order, by the right bot', transcript(WORK), [
+  ['alice', /OPEN-DISCUSSION/],
+  ['planner', /opened a discussion/],
+  ['moderator', /\[Discussion Result Ready\]/],
+  ['planner', /^Back on the task/],
+  ['alice', /^!dirigent status/],
+  ['moderator', /agent messages:/],
+]);
+if (D) {
+  const r = AGENTS.reviewer.id;
+  const c = AGENTS.coder.id;
+  inOrder('#api-shape: every message in order, by the right bot', transcript(D), [
+    ['moderator', /\[Discussion Started\]/],
+    ['reviewer', /^Review:/],
+    ['coder', /^Implementation:.*OC_ERR_DENIED/],
+    ['moderator', new RegExp(`^<@${r}>\\s*$`)],
+    ['moderator', new RegExp(`^<@${c}>\\s*$`)],
+    ['moderator', /\[Discussion Idle\]/],
+    ['alice', /One more thought/],
+    ['moderator', /\[Channel Closed\]/],
+  ]);
+}
+
+const reqs = await modelRequests();
+fs.writeFileSync(path.join(opt.work, 'model-summary.json'), `${JSON.stringify(reqs.map((q) => ({ model: q.model, rule: q.rule })), null, 1)}\n`);
+check('every real-model call matched a rule of the story', reqs.every((q) => q.rule !== null),
+  reqs.filter((q) => q.rule === null).map((q) => `${q.model}: ${q.lastUser.slice(0, 100)}`).join('\n    '));
+const byRule = {};
+for (const q of reqs) byRule[q.rule] = (byRule[q.rule] ?? 0) + 1;
+// Speakers pass with NO_REPLY: planner once after the implementation
+// (and once after its callback), reviewer and coder once each on their
+// hand-off. A non-speaker that ran would hit its pass rule on every
+// message of the channel.
+check('real-model calls only for the speaker of each turn', (byRule['reviewer-pass'] ?? 0) <= 1 &&
+  (byRule['coder-pass'] ?? 0) <= 1 && (byRule['planner-pass'] ?? 0) <= 1 &&
+  ['planner-open', 'planner-opened', 'planner-write', 'planner-callback', 'planner-back', 'reviewer-review',
+    'coder-try-callback', 'coder-impl'].every((r) => byRule[r] === 1),
+  JSON.stringify(byRule));
+check('no call reached the no-reply model (non-speakers did not run at all)', noreplyCalls().length === 0,
+  noreplyCalls().slice(0, 5).join('\n    '));
+
+const failed = summary();
+console.log(`gateway: logs, config and transcript in ${opt.work}`);
+cleanup();
+process.exit(failed ? 1 : 0);
