@@ -647,8 +647,9 @@ START_TEST(claim_hooks_merge_and_can_be_switched_off)
     och_host_set_log(h, host_test_log_sink, &log, OC_LOG_DEBUG);
     och_host_set_claim_hooks(h, 0);
     char err[512] = "";
-    ck_assert_int_eq(och_host_configure(h, host_cfg(root, "beta", beta, NULL), NULL, err,
-                                        sizeof err), OC_OK);
+    json_t *cfg = host_cfg(root, "beta", beta, NULL);
+    ck_assert_int_eq(och_host_configure(h, cfg, NULL, err, sizeof err), OC_OK);
+    json_decref(cfg);
     ck_assert_int_eq(och_host_load(h), OC_OK);
     ck_assert(host_test_log_has(&log, "refused: this host is set up without the claim hooks",
                                 NULL));
