@@ -1,7 +1,9 @@
 /*
  * before_model_resolve.c -- route agents that do not hold the turn to the
  * no-reply model: {providerOverride, modelOverride} for this run only.
- * Decides without advancing any state.
+ * Decides without advancing any turn state; a swapped run is remembered
+ * (by runId from the event or ctx, else by session) so that its texts are
+ * cancelled and its end is never counted as speech (turns_engine.h).
  */
 #include "hooks_internal.h"
 
@@ -9,7 +11,6 @@ int dg_hook_before_model_resolve(void *state, const json_t *event, const json_t 
                                  json_t **result)
 {
     dg_plugin *p = state;
-    (void)event;
     dg_hook_session hs;
     int ok = dg_hook_decode_session(ctx, &hs);
     if (ok < 0) {
@@ -18,8 +19,14 @@ int dg_hook_before_model_resolve(void *state, const json_t *event, const json_t 
     }
     if (!ok)
         return OC_OK; /* not in a channel: nothing to decide */
+    const char *run_id = NULL, *field = NULL;
+    if (dg_hook_run_id(event, ctx, 0, &run_id, &field)) {
+        dg_log(p, OC_LOG_WARN, "before_model_resolve: %s of %s is not a string; no decision "
+               "for this run", field, hs.s.agent_id);
+        return OC_ERR_INVALID;
+    }
     dg_turn_verdict v;
-    int rc = dg_turns_resolve(p->turns, &hs.s, &v);
+    int rc = dg_turns_resolve_run(p->turns, &hs.s, run_id, &v);
     if (rc != OC_OK) {
         dg_log(p, OC_LOG_ERROR, "before_model_resolve: no decision for %s in channel %s (%s)",
                hs.s.agent_id, hs.s.channel_id, oc_status_name(rc));

@@ -83,11 +83,94 @@ int dg_hook_decode_session(const json_t *ctx, dg_hook_session *out)
     return 1;
 }
 
+/* "channel:<c>" -> c copied into out; 1 when found. */
+static int conversation_channel(const char *conv, char *out, size_t cap)
+{
+    if (!conv || strncmp(conv, "channel:", 8) != 0)
+        return 0;
+    return key_field(conv, "channel:", out, cap);
+}
+
+int dg_hook_decode_outbound(const json_t *event, const json_t *ctx, dg_hook_session *out)
+{
+    const char *agent = NULL, *key = NULL, *conv = NULL, *to = NULL;
+    if (dg_json_opt_str(ctx, "agentId", &agent)) {
+        memset(out, 0, sizeof *out);
+        snprintf(out->err, sizeof out->err, "ctx.agentId is not a string; the host must pass "
+                 "ids as JSON strings");
+        return -1;
+    }
+    if (agent)
+        return dg_hook_decode_session(ctx, out);
+    /* Gateway shape: ctx.channelId names the provider ("discord"). */
+    memset(out, 0, sizeof *out);
+    static const char *const names[] = {"sessionKey", "conversationId", "threadId"};
+    const char *thread = NULL;
+    const char **vals[] = {&key, &conv, &thread};
+    for (size_t i = 0; i < 3; i++) {
+        if (dg_json_opt_str(ctx, names[i], vals[i])) {
+            snprintf(out->err, sizeof out->err, "ctx.%s is not a string; the host must pass "
+                     "ids as JSON strings", names[i]);
+            return -1;
+        }
+    }
+    if (dg_json_opt_str(event, "to", &to)) {
+        snprintf(out->err, sizeof out->err, "event.to is not a string (\"channel:<id>\")");
+        return -1;
+    }
+    if (!key || strncmp(key, "agent:", 6) != 0 ||
+        !key_field(key, "agent:", out->agent, sizeof out->agent))
+        return 0; /* no agent: nothing to decide */
+    if (strstr(key, ":discord:direct:"))
+        out->s.is_dm = 1;
+    if (!key_field(key, ":discord:channel:", out->channel, sizeof out->channel) &&
+        !conversation_channel(conv, out->channel, sizeof out->channel) &&
+        !conversation_channel(to, out->channel, sizeof out->channel))
+        return 0;
+    if (!key_field(key, ":thread:", out->thread, sizeof out->thread) && thread) {
+        if (strlen(thread) >= sizeof out->thread) {
+            snprintf(out->err, sizeof out->err, "ctx.threadId is longer than %d characters: "
+                     "not a thread id", DG_SCOPE_ID_MAX - 1);
+            return -1;
+        }
+        snprintf(out->thread, sizeof out->thread, "%s", thread);
+    }
+    out->s.agent_id = out->agent;
+    out->s.session_key = key;
+    out->s.channel_id = out->channel;
+    out->s.thread_id = out->thread[0] ? out->thread : NULL;
+    return 1;
+}
+
+int dg_hook_run_id(const json_t *event, const json_t *ctx, int meta, const char **out,
+                   const char **field)
+{
+    *out = NULL;
+    if (dg_json_opt_str(event, "runId", out)) {
+        *field = "event.runId";
+        return -1;
+    }
+    if (!*out && dg_json_opt_str(ctx, "runId", out)) {
+        *field = "ctx.runId";
+        return -1;
+    }
+    const json_t *md = meta ? json_object_get(event, "metadata") : NULL;
+    if (!*out && json_is_object(md) && dg_json_opt_str(md, "runId", out)) {
+        *field = "event.metadata.runId";
+        return -1;
+    }
+    if (*out && !**out)
+        *out = NULL;
+    return 0;
+}
+
 DG_SETTLED_HANDLER(settled_message_received, dg_hook_message_received)
 DG_SETTLED_HANDLER(settled_before_model_resolve, dg_hook_before_model_resolve)
 DG_SETTLED_HANDLER(settled_before_prompt_build, dg_hook_before_prompt_build)
 DG_SETTLED_HANDLER(settled_message_sending, dg_hook_message_sending)
 DG_SETTLED_HANDLER(settled_agent_end, dg_hook_agent_end)
+DG_SETTLED_HANDLER(settled_before_agent_reply, dg_hook_before_agent_reply)
+DG_SETTLED_HANDLER(settled_reply_payload_sending, dg_hook_reply_payload_sending)
 
 int dg_register_hooks(dg_plugin *p)
 {
@@ -105,9 +188,21 @@ int dg_register_hooks(dg_plugin *p)
         {"before_prompt_build", settled_before_prompt_build},
         {"message_sending", settled_message_sending},
         {"agent_end", settled_agent_end},
+        /* The claim hooks (later additions to ABI v1): a host without them
+         * refuses the names, and the swap path does the work alone. */
+        {"before_agent_reply", settled_before_agent_reply},
+        {"reply_payload_sending", settled_reply_payload_sending},
     };
+    size_t n_core = 5, refused = 0;
     for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++) {
         int rc = p->api->on(p->api->host, hooks[i].name, hooks[i].fn, DG_HOOK_PRIORITY);
+        if (rc == OC_ERR_INVALID && i >= n_core) {
+            if (!refused++)
+                dg_log(p, OC_LOG_INFO, "hooks: the host has no claim hooks (it refused %s); "
+                       "agents without the turn are swapped to the no-reply model instead of "
+                       "being claimed", hooks[i].name);
+            continue;
+        }
         if (rc != OC_OK) {
             dg_log(p, OC_LOG_ERROR, "hooks: the host refused hook %s (%s)", hooks[i].name,
                    oc_status_name(rc));

@@ -26,6 +26,10 @@ int dg_hook_message_sending(void *state, const json_t *event, const json_t *ctx,
 int dg_hook_agent_end(void *state, const json_t *event, const json_t *ctx, json_t **result);
 int dg_hook_before_prompt_build(void *state, const json_t *event, const json_t *ctx,
                                 json_t **result);
+int dg_hook_before_agent_reply(void *state, const json_t *event, const json_t *ctx,
+                               json_t **result);
+int dg_hook_reply_payload_sending(void *state, const json_t *event, const json_t *ctx,
+                                  json_t **result);
 
 /* String member of obj, NULL when absent, not a string, or obj not an object.
  * Borrowed from obj. */
@@ -59,5 +63,24 @@ typedef struct dg_hook_session {
 } dg_hook_session;
 
 int dg_hook_decode_session(const json_t *ctx, dg_hook_session *out);
+
+/*
+ * The session of an outbound hook (message_sending, reply_payload_sending).
+ * With ctx.agentId: as dg_hook_decode_session. Without it (OpenClaw's
+ * gateway shape: ctx {channelId: "discord", accountId, conversationId,
+ * sessionKey}): the agent, channel and thread come from ctx.sessionKey;
+ * a channel missing there from ctx.conversationId or event.to
+ * ("channel:<c>"); ctx.channelId (the provider's name) is not read.
+ * Same returns as dg_hook_decode_session.
+ */
+int dg_hook_decode_outbound(const json_t *event, const json_t *ctx, dg_hook_session *out);
+
+/*
+ * The run id of a hook call: event.runId, else ctx.runId, else (with
+ * meta) event.metadata.runId; *out NULL when none. Returns 0, or -1 when
+ * one of them is there and not a string (*field names it, for the log).
+ */
+int dg_hook_run_id(const json_t *event, const json_t *ctx, int meta, const char **out,
+                   const char **field);
 
 #endif

@@ -1,8 +1,15 @@
 /*
  * message_sending.c -- defence in depth: cancel a non-silent message of an
  * agent that does not hold the turn (a host that ignored the override), and
- * every agent message in a closed discussion channel.
- * Event: to, content, threadId?. Result {cancel:true, cancelReason} or none.
+ * every agent message in a closed discussion channel, and any text of a
+ * run that was swapped to the no-reply model or claimed (whatever it says:
+ * NO_REPLY, a host's warning), matched by run id when the event or ctx has
+ * one (runId, metadata.runId), else by session (turns_engine.h).
+ * Event: to, content, threadId?, metadata?. Ctx: the agent ctx, or
+ * OpenClaw's gateway shape without agentId ({channelId: "discord",
+ * accountId, conversationId: "channel:<c>", sessionKey}; the agent and
+ * channel are then read from sessionKey, conversationId or to).
+ * Result {cancel:true, cancelReason} or none.
  */
 #include "hooks_internal.h"
 
@@ -13,7 +20,7 @@ int dg_hook_message_sending(void *state, const json_t *event, const json_t *ctx,
 {
     dg_plugin *p = state;
     dg_hook_session hs;
-    int ok = dg_hook_decode_session(ctx, &hs);
+    int ok = dg_hook_decode_outbound(event, ctx, &hs);
     if (ok < 0) {
         dg_log(p, OC_LOG_WARN, "message_sending: %s; the message is not checked", hs.err);
         return OC_ERR_INVALID;
@@ -34,9 +41,16 @@ int dg_hook_message_sending(void *state, const json_t *event, const json_t *ctx,
         /* Still decided, as speech: a non-speaker's message stays blocked. */
         dg_log(p, OC_LOG_WARN, "message_sending: event.content of %s is not a string; judged "
                "as a non-silent message", hs.s.agent_id);
+    const char *run_id = NULL, *field = NULL;
+    if (dg_hook_run_id(event, ctx, 1, &run_id, &field)) {
+        dg_log(p, OC_LOG_WARN, "message_sending: %s of %s is not a string; the message is not "
+               "checked", field, hs.s.agent_id);
+        return OC_ERR_INVALID;
+    }
     int cancel = 0;
     char reason[512];
-    int rc = dg_turns_check_send(p->turns, &hs.s, content, &cancel, reason, sizeof reason);
+    int rc = dg_turns_check_outbound(p->turns, &hs.s, run_id, content, &cancel, reason,
+                                     sizeof reason);
     if (rc != OC_OK) {
         dg_log(p, OC_LOG_ERROR, "message_sending: no decision for %s in channel %s (%s)",
                hs.s.agent_id, hs.s.channel_id, oc_status_name(rc));

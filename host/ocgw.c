@@ -503,6 +503,8 @@ static void print_totals(ocgw *g)
     ocgw_say(g, "  agent runs              %ld", ocgw_state_total(s, "runs"));
     ocgw_say(g, "  real model calls        %ld", ocgw_state_total(s, "realModelCalls"));
     ocgw_say(g, "  no-reply swaps          %ld (no model cost)", ocgw_state_total(s, "noReplySwaps"));
+    ocgw_say(g, "  claimed runs            %ld (no model call at all)",
+             ocgw_state_total(s, "claimedRuns"));
     ocgw_say(g, "  tool calls              %ld (%ld errors)", ocgw_state_total(s, "toolCalls"),
              ocgw_state_total(s, "toolErrors"));
     ocgw_say(g, "  files written           %ld", ocgw_state_total(s, "filesWritten"));
@@ -683,6 +685,7 @@ int main(int argc, char **argv)
         return 1;
     }
     och_host_set_log(g.host, NULL, NULL, g.cfg.log_level);
+    och_host_set_claim_hooks(g.host, g.cfg.claim_hooks);
     if (ocgw_state_open(&g.st, g.cfg.state_dir, g.cfg.fsync, err, sizeof err) != 0) {
         och_log(g.host, OC_LOG_ERROR, OCGW_SOURCE, "%s", err);
         och_host_free(g.host);

@@ -138,6 +138,10 @@ typedef struct ocgw_config {
     char *noreply_provider, *noreply_model;
     int log_level;
     int fsync;
+    int claim_hooks;           /* gateway.claimHooks: offer before_agent_reply and
+                                  reply_payload_sending (default true) */
+    int agent_end_after_claim; /* gateway.agentEndAfterClaim: agent_end fires after
+                                  a claimed run too (default true) */
 
     ocgw_agent *agents;
     size_t n_agents;

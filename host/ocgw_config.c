@@ -238,7 +238,7 @@ static int read_discord(ocgw_config *c, char *err, size_t n)
 static int read_gateway(ocgw_config *c, char *err, size_t n)
 {
     static const char *const keys[] = {"stateDir", "pollIntervalMs", "noReply", "logLevel",
-                                       "fsync", NULL};
+                                       "fsync", "claimHooks", "agentEndAfterClaim", NULL};
     json_t *g = json_object_get(c->root, "gateway");
     json_t *empty = json_object();
     if (!g)
@@ -251,6 +251,10 @@ static int read_gateway(ocgw_config *c, char *err, size_t n)
         rc = get_long(g, "pollIntervalMs", "gateway", 1000, 10, 600000, &c->poll_ms, err, n);
     if (!rc)
         rc = get_bool(g, "fsync", "gateway", 1, &c->fsync, err, n);
+    if (!rc)
+        rc = get_bool(g, "claimHooks", "gateway", 1, &c->claim_hooks, err, n);
+    if (!rc)
+        rc = get_bool(g, "agentEndAfterClaim", "gateway", 1, &c->agent_end_after_claim, err, n);
     if (!rc)
         rc = get_str(g, "logLevel", "gateway", 0, &lvl, err, n);
     if (!rc) {

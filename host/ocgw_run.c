@@ -5,8 +5,13 @@
  *
  *   1. message_received, once per agent account that sees the channel (the
  *      author's own account excepted), ctx {channelId, accountId};
- *   2. decisions: for every such agent, its session is touched and
- *      before_model_resolve runs (merged hook result, else the session's
+ *   2. decisions: for every such agent, its session is touched; with the
+ *      claim hooks (gateway.claimHooks, default on) before_agent_reply
+ *      runs first, and a {handled: true} run is *claimed*: no model call,
+ *      its output is OpenClaw's fallback text, agent_end fires only with
+ *      gateway.agentEndAfterClaim, and the fallback goes through
+ *      reply_payload_sending like any payload (cancelled: nothing posted).
+ *      Otherwise before_model_resolve runs (merged hook result, else the session's
  *      persistent override, else the agent's model). All decisions are made
  *      -- and saved -- before any run executes, as the runs of one message
  *      start together in a real gateway; the runs on the no-reply model
@@ -206,8 +211,24 @@ static json_t *decide(ocgw *g, const ocgw_agent *a, const ocgw_msg *m)
     sset(run, "provider", a->provider);
     sset(run, "model", a->model);
     json_t *ctx = agent_ctx(g, a, run, m, NULL);
-    json_t *ev = json_pack("{s:s}", "prompt", m->content ? m->content : "");
     json_t *res = NULL;
+    if (g->cfg.claim_hooks) {
+        json_t *cev = json_pack("{s:s}", "cleanedBody", m->content ? m->content : "");
+        och_hook_dispatch(g->host, "before_agent_reply", cev, ctx, &res);
+        json_decref(cev);
+        if (json_is_true(json_object_get(res, "handled"))) {
+            const char *why = sget(res, "reason");
+            sset(run, "why", why ? why : "before_agent_reply");
+            json_object_set_new(run, "claimed", json_true());
+            json_object_set_new(run, "noReply", json_false());
+            json_decref(res);
+            json_decref(ctx);
+            return run;
+        }
+        json_decref(res);
+        res = NULL;
+    }
+    json_t *ev = json_pack("{s:s}", "prompt", m->content ? m->content : "");
     och_hook_dispatch(g->host, "before_model_resolve", ev, ctx, &res);
     char *sp = NULL, *sm = NULL;
     och_session_override(g->host, sget(run, "sessionKey"), &sp, &sm);
@@ -529,9 +550,44 @@ static int run_model(ocgw *g, const ocgw_agent *a, json_t *run, const ocgw_msg *
     return 0;
 }
 
-static int send_reply(ocgw *g, const ocgw_agent *a, json_t *run, const ocgw_msg *m)
+/* reply_payload_sending of the run's output (OpenClaw's gateway ctx):
+ * 1 when a handler cancelled it; *text (malloc'd, caller frees) gets the
+ * text to send, rewritten or not. */
+static int payload_sending(ocgw *g, const ocgw_agent *a, json_t *run, const ocgw_msg *m,
+                           char **text)
 {
     const char *out = sget(run, "output");
+    char *conv = ocgw_sprintf("channel:%s", chan_key(m));
+    json_t *ctx = json_pack("{s:s, s:s, s:s, s:s, s:s}", "channelId", "discord", "accountId",
+                            a->id, "conversationId", conv, "sessionKey", sget(run, "sessionKey"),
+                            "runId", sget(run, "runId"));
+    json_t *ev = json_pack("{s:{s:s, s:b}, s:s, s:s, s:s, s:s}", "payload", "text", out,
+                           "isError", 0, "kind", "final", "channel", "discord", "sessionKey",
+                           sget(run, "sessionKey"), "runId", sget(run, "runId"));
+    free(conv);
+    json_t *res = NULL;
+    och_hook_dispatch(g->host, "reply_payload_sending", ev, ctx, &res);
+    json_decref(ev);
+    json_decref(ctx);
+    int cancelled = json_is_true(json_object_get(res, "cancel"));
+    const char *nt = sget(json_object_get(res, "payload"), "text");
+    *text = cancelled ? NULL : strdup(nt ? nt : out);
+    if (cancelled) {
+        const char *why = sget(res, "reason");
+        ocgw_say(g, "      %s: reply_payload_sending cancelled the payload: %s", a->id,
+                 why ? why : "(no reason)");
+        sset(run, "cancelled", why ? why : "");
+        ocgw_state_count(&g->st, "cancelledSends", 1);
+    }
+    json_decref(res);
+    return cancelled;
+}
+
+static int send_reply(ocgw *g, const ocgw_agent *a, json_t *run, const ocgw_msg *m)
+{
+    char *out = NULL;
+    if (payload_sending(g, a, run, m, &out))
+        return 0;
     json_t *ctx = agent_ctx(g, a, run, m, NULL);
     json_t *ev = json_pack("{s:s, s:s}", "to", m->channel_id, "content", out);
     if (m->thread_id)
@@ -547,9 +603,11 @@ static int send_reply(ocgw *g, const ocgw_agent *a, json_t *run, const ocgw_msg 
         sset(run, "cancelled", why ? why : "");
         ocgw_state_count(&g->st, "cancelledSends", 1);
         json_decref(res);
+        free(out);
         return 0;
     }
     char *content = strdup(sget(res, "content") ? sget(res, "content") : out);
+    free(out);
     json_decref(res);
     json_t *ids = ocgw_user_mentions(content);
     const char *mention[100];
@@ -596,7 +654,18 @@ static int do_run(ocgw *g, json_t *run, const ocgw_msg *m)
         return 0;
     }
     const char *ph = sget(run, "phase");
-    int real = !json_is_true(json_object_get(run, "noReply"));
+    int claimed = json_is_true(json_object_get(run, "claimed"));
+    int real = !claimed && !json_is_true(json_object_get(run, "noReply"));
+    if (!strcmp(ph, "decided") && claimed) {
+        /* OpenClaw: no model call; the inbound message stays in the
+         * transcript; the host then offers its fallback text. */
+        ocgw_say(g, "      %s: claimed by before_agent_reply (%s) -> no model call", a->id,
+                 sget(run, "why"));
+        sset(run, "output", "I finished the turn, but it did not produce a visible reply.");
+        sset(run, "phase", g->cfg.agent_end_after_claim ? "model_done" : "ended");
+        save(g);
+        ph = sget(run, "phase");
+    }
     if (!strcmp(ph, "decided")) {
         prompt_build(g, a, run, m);
         if (!real) {
@@ -655,7 +724,9 @@ static int do_run(ocgw *g, json_t *run, const ocgw_msg *m)
         sset(run, "phase", "done");
         ocgw_state_count(&g->st, "runs", 1);
         if (!real)
-            ocgw_state_count(&g->st, "noReplySwaps", 1);
+            ocgw_state_count(&g->st, claimed ? "claimedRuns" : "noReplySwaps", 1);
+        if (!real)
+            ocgw_state_count(&g->st, "silencedRuns", 1);
         save(g);
     }
     return 0;
@@ -755,8 +826,11 @@ int ocgw_process_inflight(ocgw *g)
             if (!a || !strcmp(a->user_id, m.author_id))
                 continue;
             json_t *run = decide(g, a, &m);
-            /* no-reply runs finish first: they are instant in a real gateway */
-            json_array_append_new(json_is_true(json_object_get(run, "noReply")) ? runs : real,
+            /* no-reply and claimed runs finish first: they are instant in a
+             * real gateway */
+            json_array_append_new(json_is_true(json_object_get(run, "noReply")) ||
+                                          json_is_true(json_object_get(run, "claimed"))
+                                      ? runs : real,
                                   run);
         }
         json_array_extend(runs, real);

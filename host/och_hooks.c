@@ -14,7 +14,19 @@
 const char *const och_hook_names[OCH_HOOK_COUNT] = {
     "message_received", "before_model_resolve", "before_prompt_build", "message_sending",
     "agent_end",        "gateway_start",        "gateway_stop",
+    "before_agent_reply", "reply_payload_sending",
 };
+
+static int is_claim_hook(int id)
+{
+    return id == OCH_HOOK_BEFORE_AGENT_REPLY || id == OCH_HOOK_REPLY_PAYLOAD_SENDING;
+}
+
+void och_host_set_claim_hooks(och_host *h, int on)
+{
+    if (h)
+        h->no_claim_hooks = !on;
+}
 
 int och_hook_id(const char *name)
 {
@@ -30,11 +42,16 @@ int och_hooks_register(och_plugin *p, const char *hook, oc_hook_fn fn, int prior
 {
     och_host *h = p->host;
     int id = och_hook_id(hook);
+    if (id >= 0 && is_claim_hook(id) && h->no_claim_hooks) {
+        och_log(h, OC_LOG_INFO, p->id, "on(\"%s\") refused: this host is set up without the "
+                "claim hooks (gateway.claimHooks false)", hook);
+        return OC_ERR_INVALID;
+    }
     if (id < 0) {
         och_log(h, OC_LOG_ERROR, p->id,
                 "on(\"%s\") refused: unknown hook; the hooks are message_received, "
                 "before_model_resolve, before_prompt_build, message_sending, agent_end, "
-                "gateway_start, gateway_stop",
+                "gateway_start, gateway_stop, before_agent_reply, reply_payload_sending",
                 hook ? hook : "NULL");
         return OC_ERR_INVALID;
     }
@@ -114,7 +131,10 @@ typedef struct merge {
     const char *hook;
     char *provider, *model;          /* before_model_resolve */
     char *append, *prepend;          /* before_prompt_build */
-    json_t *event;                   /* message_sending: private copy once rewritten */
+    json_t *event;                   /* message_sending, reply_payload_sending: private
+                                        copy once rewritten */
+    json_t *payload;                 /* reply_payload_sending: last rewrite */
+    int handled;                     /* before_agent_reply */
     char *content;                   /* message_sending: last rewrite */
     int cancelled;
     char *cancel_reason;
@@ -193,6 +213,45 @@ static int fold(och_host *h, merge *m, int id, const char *pid, const json_t *r,
         m->content = nc;
         return 0;
     }
+    case OCH_HOOK_BEFORE_AGENT_REPLY: {
+        if (!json_is_true(json_object_get(r, "handled")))
+            return 0;
+        check_string_field(h, pid, m->hook, r, "reason");
+        const json_t *why = json_object_get(r, "reason");
+        m->handled = 1;
+        if (!(m->cancel_reason = strdup(json_is_string(why) ? json_string_value(why) : "")))
+            m->nomem = 1;
+        return 1;
+    }
+    case OCH_HOOK_REPLY_PAYLOAD_SENDING: {
+        if (json_is_true(json_object_get(r, "cancel"))) {
+            check_string_field(h, pid, m->hook, r, "reason");
+            const json_t *why = json_object_get(r, "reason");
+            m->cancelled = 1;
+            if (!(m->cancel_reason = strdup(json_is_string(why) ? json_string_value(why) : "")))
+                m->nomem = 1;
+            return 1;
+        }
+        const json_t *pl = json_object_get(r, "payload");
+        if (!pl)
+            return 0;
+        if (!json_is_object(pl)) {
+            och_log(h, OC_LOG_WARN, pid, "hook %s: result field payload is not an object; "
+                    "ignored", m->hook);
+            return 0;
+        }
+        json_t *copy = json_deep_copy(pl);
+        if (!m->event)
+            m->event = json_copy((json_t *)base_event);  /* shallow: only payload changes */
+        if (!copy || !m->event || json_object_set(m->event, "payload", copy)) {
+            json_decref(copy);
+            m->nomem = 1;
+            return 1;
+        }
+        json_decref(m->payload);
+        m->payload = copy;
+        return 0;
+    }
     default:
         return 0;
     }
@@ -225,6 +284,16 @@ static json_t *merged_result(merge *m, int id)
             r = json_pack("{s:b,s:s}", "cancel", 1, "cancelReason", m->cancel_reason);
         else if (m->content)
             r = json_pack("{s:s}", "content", m->content);
+        break;
+    case OCH_HOOK_BEFORE_AGENT_REPLY:
+        if (m->handled)
+            r = json_pack("{s:b,s:s}", "handled", 1, "reason", m->cancel_reason);
+        break;
+    case OCH_HOOK_REPLY_PAYLOAD_SENDING:
+        if (m->cancelled)
+            r = json_pack("{s:b,s:s}", "cancel", 1, "reason", m->cancel_reason);
+        else if (m->payload)
+            r = json_pack("{s:O}", "payload", m->payload);
         break;
     default:
         break;
@@ -288,7 +357,7 @@ int och_hook_dispatch(och_host *h, const char *hook, const json_t *event, const 
     if (!m.nomem && result) {
         *result = merged_result(&m, id);
         if (!*result && (m.provider || m.model || m.append || m.prepend || m.cancelled ||
-                         m.content))
+                         m.content || m.handled || m.payload))
             rc = OC_ERR_NOMEM;
     }
     free(m.provider);
@@ -298,6 +367,7 @@ int och_hook_dispatch(och_host *h, const char *hook, const json_t *event, const 
     free(m.content);
     free(m.cancel_reason);
     json_decref(m.event);
+    json_decref(m.payload);
     json_decref(empty_e);
     json_decref(empty_c);
     return rc;

@@ -29,6 +29,8 @@ enum {
     OCH_HOOK_AGENT_END,
     OCH_HOOK_GATEWAY_START,
     OCH_HOOK_GATEWAY_STOP,
+    OCH_HOOK_BEFORE_AGENT_REPLY,     /* claim hooks: refused by a host set without them */
+    OCH_HOOK_REPLY_PAYLOAD_SENDING,
     OCH_HOOK_COUNT
 };
 
@@ -97,6 +99,9 @@ struct och_host {
     och_log_fn log_fn;
     void *log_user;
     int log_min;
+
+    /* och_host_set_claim_hooks(h, 0): `on` refuses the claim hooks */
+    int no_claim_hooks;
 
     /* config */
     int configured;

@@ -101,6 +101,15 @@ och_host *och_host_new(void);
 int och_host_set_state_file(och_host *h, const char *path, char *err, size_t err_len);
 
 /*
+ * Offer the claim hooks (before_agent_reply, reply_payload_sending) to
+ * plugins, or not: with on = 0 the host behaves like one written before
+ * them, and a plugin's `on` with either name is refused with
+ * OC_ERR_INVALID like any unknown name. Default: offered. Life-cycle
+ * function; call it before och_host_load.
+ */
+void och_host_set_claim_hooks(och_host *h, int on);
+
+/*
  * Read the host config (borrowed; the host copies what it keeps). Only the
  * `plugins` object is read; other top-level keys belong to the embedder and
  * are ignored:
@@ -224,7 +233,9 @@ json_t *och_error_result(int status, const char *fmt, ...) __attribute__((format
 /*
  * Hook names the host dispatches (OpenClaw's): message_received,
  * before_model_resolve, before_prompt_build, message_sending, agent_end,
- * gateway_start, gateway_stop. `on` with any other name is refused.
+ * gateway_start, gateway_stop, and the claim hooks before_agent_reply and
+ * reply_payload_sending (unless och_host_set_claim_hooks(h, 0)). `on` with
+ * any other name is refused.
  */
 
 /*
@@ -242,6 +253,15 @@ json_t *och_error_result(int status, const char *fmt, ...) __attribute__((format
  *                         {cancel:true, cancelReason}; a {content} rewrites
  *                         the content the later handlers see, and the result
  *                         is {content} (the last rewrite) if no one cancelled
+ *   before_agent_reply    the first {handled: true, reason?} in priority
+ *                         order is terminal: later handlers do not run, the
+ *                         result is {handled: true, reason} and the host
+ *                         makes no model call for the run
+ *   reply_payload_sending a {cancel: true, reason} is terminal (result
+ *                         {cancel: true, reason}: nothing is sent); a
+ *                         {payload} (an object) replaces the payload the
+ *                         later handlers see, and the result is {payload}
+ *                         (the last rewrite) if no one cancelled
  *   others                always NULL
  * A handler returning a negative status, or a result of the wrong shape, is
  * logged and counts as "no result". result may be NULL when the caller does

@@ -119,6 +119,18 @@ typedef struct sess_rec {
     _Atomic int granted;         /* last resolve: 1 turn, 0 swapped, -1 none */
 } sess_rec;
 
+/* A silenced run (turns_engine.h "Silenced runs"). */
+typedef enum mark_kind { MARK_NONE = 0, MARK_SWAPPED = 1, MARK_CLAIMED = 2 } mark_kind;
+
+typedef struct run_mark {
+    uint64_t sess_h;             /* hash of session_key (0: empty slot) */
+    char *session_key;           /* malloc'd */
+    char *run_id;                /* malloc'd; NULL: matched by session while live */
+    mark_kind kind;
+    int live;                    /* no unsilenced decision of the session since */
+    int64_t seen_seq;            /* scope's msg_seq when it was decided */
+} run_mark;
+
 /* Scope states waiting for their transaction to commit (see finish()). */
 #define MAX_PENDING 4
 
@@ -140,6 +152,11 @@ struct dg_turns {
     int sw_stop;
     _Atomic int rescan;          /* load the awake scopes of the database into the mirror */
     dg_map chans, scopes, sessions;
+    /* Silenced runs: a ring, newest at marks[(mk_next - 1) % DG_RUN_MARKS].
+     * mk_mu is a leaf lock (taken under any other, never the reverse). */
+    pthread_mutex_t mk_mu;
+    run_mark marks[DG_RUN_MARKS];
+    size_t mk_next;
     unsigned long fresh_ingests;
     int warned_cap;
 };
@@ -655,6 +672,128 @@ static int save_scope(dg_turns *t, scope_rec *r, const dg_turn_state *st, int64_
     return rc;
 }
 
+/* ---- silenced runs (marks) ------------------------------------------------------ */
+
+static uint64_t key_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h ? h : 1;
+}
+
+static int mark_is(const run_mark *m, uint64_t h, const char *key)
+{
+    return m->sess_h == h && strcmp(m->session_key, key) == 0;
+}
+
+/* Remember run (session key, run_id or NULL) as silenced. Any thread. A
+ * repeat for the same run refreshes its mark. Out of memory: the mark is
+ * not kept (logged); the turn-order checks still apply. */
+static void mark_add(dg_turns *t, const char *key, const char *run_id, mark_kind kind,
+                     int64_t seen_seq)
+{
+    if (run_id && !*run_id)
+        run_id = NULL;
+    uint64_t h = key_hash(key);
+    pthread_mutex_lock(&t->mk_mu);
+    run_mark *m = NULL;
+    for (size_t i = 0; i < DG_RUN_MARKS && !m; i++) {
+        run_mark *x = &t->marks[i];
+        if (mark_is(x, h, key) && (run_id ? x->run_id && strcmp(x->run_id, run_id) == 0
+                                          : !x->run_id && x->live))
+            m = x;
+    }
+    if (!m) {
+        m = &t->marks[t->mk_next++ % DG_RUN_MARKS];
+        free(m->session_key);
+        free(m->run_id);
+        memset(m, 0, sizeof *m);
+        m->session_key = strdup(key);
+        m->run_id = run_id ? strdup(run_id) : NULL;
+        if (!m->session_key || (run_id && !m->run_id)) {
+            free(m->session_key);
+            free(m->run_id);
+            memset(m, 0, sizeof *m);
+            pthread_mutex_unlock(&t->mk_mu);
+            dg_log(t->p, OC_LOG_ERROR, "turns: out of memory remembering the silenced run of "
+                   "%s; its texts are judged by the turn order only", key);
+            return;
+        }
+        m->sess_h = h;
+    }
+    if (m->kind != MARK_CLAIMED)
+        m->kind = kind; /* a claimed run makes no model call: it stays claimed */
+    m->live = 1;
+    m->seen_seq = seen_seq;
+    pthread_mutex_unlock(&t->mk_mu);
+}
+
+/* The session got a decision that is not silenced: its marks no longer
+ * match by session (those with a run id still match by run id). */
+static void mark_end_session(dg_turns *t, const char *key)
+{
+    uint64_t h = key_hash(key);
+    pthread_mutex_lock(&t->mk_mu);
+    for (size_t i = 0; i < DG_RUN_MARKS; i++)
+        if (t->marks[i].live && mark_is(&t->marks[i], h, key))
+            t->marks[i].live = 0;
+    pthread_mutex_unlock(&t->mk_mu);
+}
+
+/* The mark of run (key, run_id or NULL): its kind (MARK_NONE: none) and
+ * *seen. *other_run (may be NULL): 1 when no mark matched but the session
+ * has a live mark of another run id (the run asked about is not that
+ * silenced one). Newest first. Any thread. */
+static mark_kind mark_find_ex(dg_turns *t, const char *key, const char *run_id, int64_t *seen,
+                              int *other_run, int *exact);
+
+static mark_kind mark_find(dg_turns *t, const char *key, const char *run_id, int64_t *seen,
+                           int *other_run)
+{
+    return mark_find_ex(t, key, run_id, seen, other_run, NULL);
+}
+
+/* As mark_find; *exact (may be NULL): the mark matched by run id. */
+static mark_kind mark_find_ex(dg_turns *t, const char *key, const char *run_id, int64_t *seen,
+                              int *other_run, int *exact)
+{
+    if (run_id && !*run_id)
+        run_id = NULL;
+    uint64_t h = key_hash(key);
+    mark_kind k = MARK_NONE;
+    int other = 0;
+    pthread_mutex_lock(&t->mk_mu);
+    for (size_t n = 0; n < DG_RUN_MARKS && k == MARK_NONE; n++) {
+        const run_mark *m = &t->marks[(t->mk_next + DG_RUN_MARKS - 1 - n) % DG_RUN_MARKS];
+        if (!m->sess_h || !mark_is(m, h, key))
+            continue;
+        int match = run_id && m->run_id ? strcmp(run_id, m->run_id) == 0 : m->live;
+        if (match) {
+            k = m->kind;
+            if (seen)
+                *seen = m->seen_seq;
+            if (exact)
+                *exact = run_id && m->run_id;
+        } else if (run_id && m->run_id && m->live) {
+            other = 1;
+        }
+    }
+    pthread_mutex_unlock(&t->mk_mu);
+    if (other_run)
+        *other_run = k == MARK_NONE && other;
+    return k;
+}
+
+static void marks_free(dg_turns *t)
+{
+    for (size_t i = 0; i < DG_RUN_MARKS; i++) {
+        free(t->marks[i].session_key);
+        free(t->marks[i].run_id);
+    }
+    memset(t->marks, 0, sizeof t->marks);
+}
+
 /* ---- moderator messages ------------------------------------------------------- */
 
 static const char *user_of(const dg_turns *t, const chan_rec *c, int pos)
@@ -755,6 +894,7 @@ int dg_turns_new(dg_plugin *p, dg_turns **out)
     t->p = p;
     pthread_mutex_init(&t->wmu, NULL);
     pthread_rwlock_init(&t->lock, NULL);
+    pthread_mutex_init(&t->mk_mu, NULL);
     pthread_mutex_init(&t->sw_mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -789,6 +929,8 @@ void dg_turns_free(dg_turns *t)
         return;
     dg_turns_stop(t);
     flush_locked(t);
+    marks_free(t);
+    pthread_mutex_destroy(&t->mk_mu);
     pthread_cond_destroy(&t->sw_cv);
     pthread_mutex_destroy(&t->sw_mu);
     pthread_rwlock_destroy(&t->lock);
@@ -1518,11 +1660,18 @@ static int decide(dg_turns *t, const dg_turn_session *s, decide_fn fn, void *out
     return OC_ERR_INTERNAL; /* the mirror kept being dropped under us */
 }
 
+typedef struct resolve_out {
+    dg_turn_verdict *v;
+    int64_t seen_seq;
+} resolve_out;
+
 static int resolve_fn(dg_turns *t, sess_rec *e, scope_rec *r, const dg_turn_session *s,
                       int64_t now, void *out)
 {
     (void)s;
-    dg_turn_verdict *v = out;
+    resolve_out *ro = out;
+    dg_turn_verdict *v = ro->v;
+    ro->seen_seq = r->st.msg_seq;
     chan_rec *c = e->chan;
     v->closed = c->mode == DG_MODE_CLOSED;
     if (v->closed) {
@@ -1543,13 +1692,104 @@ static int resolve_fn(dg_turns *t, sess_rec *e, scope_rec *r, const dg_turn_sess
 
 int dg_turns_resolve(dg_turns *t, const dg_turn_session *s, dg_turn_verdict *v)
 {
+    return dg_turns_resolve_run(t, s, NULL, v);
+}
+
+int dg_turns_resolve_run(dg_turns *t, const dg_turn_session *s, const char *run_id,
+                         dg_turn_verdict *v)
+{
     memset(v, 0, sizeof *v);
     if (!valid_session(s))
         return OC_ERR_INVALID;
-    int rc = decide(t, s, resolve_fn, v);
-    if (rc == OC_OK && v->closed)
+    resolve_out ro = {.v = v};
+    int rc = decide(t, s, resolve_fn, &ro);
+    if (rc != OC_OK)
+        return rc;
+    /* Not turn state: what later texts and the run's end are judged by. */
+    if (v->no_reply)
+        mark_add(t, s->session_key, run_id, MARK_SWAPPED, ro.seen_seq);
+    else
+        mark_end_session(t, s->session_key);
+    if (v->closed)
         dg_discuss_session_seen(t->p, s->session_key, s->agent_id, s->channel_id);
     return rc;
+}
+
+int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
+                   dg_turn_claim *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!valid_session(s))
+        return OC_ERR_INVALID;
+    if (run_id && !*run_id)
+        run_id = NULL;
+    int64_t now = dg_now_ms(t->p);
+    if (txn_begin(t) != OC_OK)
+        return OC_ERR_IO;
+    int kick = 0, fresh = 1, changed = 0;
+    int64_t seen = 0;
+    sess_rec *e;
+    int rc = session_prepare(t, s, now, &e);
+    scope_rec *r = NULL;
+    if (rc == OC_OK) {
+        chan_rec *c = e->chan;
+        r = e->fixed ? e->fixed : c->follow;
+        dg_turn_ctx x;
+        make_ctx(t, c, &x);
+        out->closed = c->mode == DG_MODE_CLOSED;
+        out->claimed = out->closed ||
+                       (e->configured && dg_turn_needs_override(&r->st, &x, e->pos, now));
+        seen = r->st.msg_seq;
+        if (out->claimed && run_id)
+            rc = dg_store_turns_run_claim(t->p->store, s->session_key, run_id, now, &fresh);
+        if (rc == OC_OK && out->claimed && fresh && !out->closed) {
+            /* What a swapped run that ended silently does, now: no
+             * agent_end may follow a claimed run. */
+            dg_turn_effects fx;
+            dg_turn_effects_init(&fx);
+            dg_turn_state next = r->st;
+            dg_turn_on_run_end(&next, &x, e->pos, DG_RUN_SILENT, 1, 0, now, &fx);
+            changed = !dg_turn_state_same(&next, &r->st);
+            if ((changed || !r->in_db) && e->pos != DG_NOBODY)
+                rc = save_scope(t, r, &next, now);
+            if (rc == OC_OK)
+                rc = queue_effects(t, r, &fx, now, &kick);
+            if (rc == OC_OK)
+                rc = install(t, r, &next);
+        }
+        if (rc == OC_OK) {
+            atomic_store(&e->seen_seq, seen);
+            atomic_store(&e->last, r);
+            atomic_store(&e->granted, out->claimed ? 0 : 1);
+        }
+    }
+    int failed = rc;
+    rc = finish(t, rc);
+    if (rc != OC_OK) {
+        dg_log(t->p, OC_LOG_ERROR, "before_agent_reply: no decision for %s in channel %s (%s%s%s); "
+               "the run is not claimed and goes on as usual", s->agent_id, s->channel_id,
+               oc_status_name(rc), failed ? ": " : "", failed ? dg_store_errmsg(t->p->store) : "");
+        memset(out, 0, sizeof *out);
+        return rc;
+    }
+    if (kick)
+        dg_outbox_kick(t->p->outbox);
+    if (!out->claimed) {
+        mark_end_session(t, s->session_key);
+        return OC_OK;
+    }
+    mark_add(t, s->session_key, run_id, MARK_CLAIMED, seen);
+    char label[DG_SCOPE_LABEL_MAX];
+    snprintf(out->reason, sizeof out->reason, "dirigent: %s", out->closed
+             ? "closed discussion channel (archive only)"
+             : !r->st.active ? "the conversation is resting until a new message"
+                             : "another agent holds the turn");
+    dg_log(t->p, OC_LOG_DEBUG, "before_agent_reply: run %s of %s claimed in %s (%s)%s",
+           run_id ? run_id : "(no id)", s->agent_id, dg_scope_label(&r->scope, label),
+           out->reason, fresh ? "" : ", already claimed before");
+    if (out->closed)
+        dg_discuss_session_seen(t->p, s->session_key, s->agent_id, s->channel_id);
+    return OC_OK;
 }
 
 typedef struct send_out {
@@ -1590,6 +1830,47 @@ static int send_fn(dg_turns *t, sess_rec *e, scope_rec *r, const dg_turn_session
     return OC_OK;
 }
 
+/* *out = 1 when e's agent is the finished speaker whose message may still
+ * be sent (turns.h dg_turn_may_send). Read lock held. */
+static int permit_fn(dg_turns *t, sess_rec *e, scope_rec *r, const dg_turn_session *s,
+                     int64_t now, void *out)
+{
+    (void)s;
+    dg_turn_ctx x;
+    make_ctx(t, e->chan, &x);
+    *(int *)out = e->pos != DG_NOBODY && r->st.permit == e->pos &&
+                  (x.timeout_ms <= 0 || now - r->st.permit_ms <= x.timeout_ms);
+    return OC_OK;
+}
+
+int dg_turns_check_outbound(dg_turns *t, const dg_turn_session *s, const char *run_id,
+                            const char *content, int *cancel, char *reason,
+                            size_t reason_len)
+{
+    *cancel = 0;
+    if (!valid_session(s))
+        return OC_ERR_INVALID;
+    int exact = 0, permit = 0;
+    mark_kind k = mark_find_ex(t, s->session_key, run_id, NULL, NULL, &exact);
+    if (k == MARK_SWAPPED && !exact) {
+        /* Matched by session only: the text may be the reply of the
+         * agent's real run that just ended speaking (a swapped run of it
+         * started since, for a newer message); that one keeps its permit. */
+        int rc = decide(t, s, permit_fn, &permit);
+        if (rc != OC_OK)
+            return rc;
+    }
+    if (k == MARK_NONE || permit)
+        return dg_turns_check_send(t, s, content, cancel, reason, reason_len);
+    *cancel = 1;
+    snprintf(reason, reason_len, "dirigent: run %s of %s in channel %s was %s; none of its "
+             "texts is delivered", run_id && *run_id ? run_id : "(no id)", s->agent_id,
+             s->channel_id, k == MARK_CLAIMED ? "claimed (no model call, the agent does not "
+             "hold the turn)" : "swapped to the no-reply model (the agent did not hold the "
+             "turn)");
+    return OC_OK;
+}
+
 int dg_turns_check_send(dg_turns *t, const dg_turn_session *s, const char *content,
                         int *cancel, char *reason, size_t reason_len)
 {
@@ -1602,8 +1883,12 @@ int dg_turns_check_send(dg_turns *t, const dg_turn_session *s, const char *conte
     return rc;
 }
 
+/* mark: the run's mark (MARK_SWAPPED: judged as swapped with mark_seen;
+ * MARK_NONE: from what the session's last decision recorded); other_run:
+ * the session's last silenced decision was for another run id. */
 static int run_end_locked(dg_turns *t, const dg_turn_session *s, dg_run_outcome outcome,
-                          int64_t now, int *kick)
+                          mark_kind mark, int64_t mark_seen, int other_run, int64_t now,
+                          int *kick)
 {
     sess_rec *e = dg_map_get(&t->sessions, s->session_key);
     scope_rec *r = NULL;
@@ -1613,6 +1898,15 @@ static int run_end_locked(dg_turns *t, const dg_turn_session *s, dg_run_outcome 
         r = atomic_load(&e->last);
         seen = atomic_load(&e->seen_seq);
         granted = atomic_load(&e->granted);
+    }
+    if (mark == MARK_SWAPPED) {
+        /* Its own decision, not the session's latest: a swapped run that
+         * ends after the turn reached the agent (and after a real run of
+         * it was resolved) is still no speech. */
+        granted = 0;
+        seen = mark_seen;
+    } else if (other_run && granted == 0) {
+        granted = -1; /* the swap recorded was another run's: unknown */
     }
     sess_rec *fresh;
     int rc = session_prepare(t, s, now, &fresh);
@@ -1647,6 +1941,11 @@ int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id,
         return OC_OK; /* not one of ours: it takes no turns */
     dg_run_outcome o = dg_run_classify(output, tool_calls);
     int64_t now = dg_now_ms(t->p);
+    int64_t mark_seen = -1;
+    int other_run = 0;
+    mark_kind mark = mark_find(t, s->session_key, run_id, &mark_seen, &other_run);
+    if (mark == MARK_SWAPPED)
+        o = DG_RUN_SILENT; /* whatever it said: a forced no-reply run, never speech */
     if (txn_begin(t) != OC_OK)
         return OC_ERR_IO;
     int kick = 0, fresh = 1, rc = OC_OK;
@@ -1657,8 +1956,14 @@ int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id,
                run_id, s->session_key);
         return finish(t, OC_OK);
     }
+    if (rc == OC_OK && mark == MARK_CLAIMED) {
+        dg_log(t->p, OC_LOG_DEBUG, "agent_end: run %s of %s was claimed; its end changes "
+               "nothing (the claim did what it would)", run_id && *run_id ? run_id : "(no id)",
+               s->session_key);
+        return finish(t, OC_OK);
+    }
     if (rc == OC_OK)
-        rc = run_end_locked(t, s, o, now, &kick);
+        rc = run_end_locked(t, s, o, mark, mark_seen, other_run, now, &kick);
     if (rc)
         dg_log(t->p, OC_LOG_ERROR, "agent_end: could not advance the turn of %s in channel %s "
                "(%s: %s)", s->agent_id, s->channel_id, oc_status_name(rc),

@@ -88,6 +88,32 @@ typedef struct dg_turn_session {
  */
 int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err_len);
 
+/*
+ * Silenced runs (issue 10). A run is *swapped* when before_model_resolve
+ * routed it to the no-reply model, *claimed* when before_agent_reply
+ * answered {handled:true} for it (no model call at all). The engine
+ * remembers such runs in memory, per instance, in a ring of
+ * DG_RUN_MARKS marks (the oldest is overwritten): by runId when the hook
+ * had one, else by session key until that session next gets a decision
+ * that is not silenced (a real-model run or an unclaimed one). A mark
+ * matches a later event of the same session when both carry a run id and
+ * the ids are equal, or, when either lacks one, while the mark is live.
+ * What a mark does:
+ *   - every text of a silenced run is cancelled (message_sending,
+ *     reply_payload_sending), whatever it says and whenever it comes;
+ *   - agent_end of a swapped run is never speech: it is the silent
+ *     consumption of a no-reply run (granted = 0 in turns.h);
+ *   - agent_end of a claimed run changes nothing (the claim already did
+ *     what its end would do).
+ * Marks are not turn state and need not survive a restart: the claim's
+ * effect on the turn and its run id are committed to the store at claim
+ * time (a replayed agent_end with that run id is ignored across restarts);
+ * what a lost mark costs after a restart is that a fallback text or an
+ * id-less agent_end of a run in flight is judged like any other (the
+ * turn-order checks of message_sending still apply).
+ */
+#define DG_RUN_MARKS 512
+
 /* Verdict of before_model_resolve. */
 typedef struct dg_turn_verdict {
     int no_reply;              /* route this run to noReplyProvider/noReplyModel */
@@ -103,6 +129,47 @@ typedef struct dg_turn_verdict {
 int dg_turns_resolve(dg_turns *t, const dg_turn_session *s, dg_turn_verdict *v);
 
 /*
+ * before_model_resolve with the run id of the run (NULL: unknown): like
+ * dg_turns_resolve, and a no-reply verdict marks the run as swapped (see
+ * "Silenced runs"); a real-model verdict ends the session's live marks.
+ */
+int dg_turns_resolve_run(dg_turns *t, const dg_turn_session *s, const char *run_id,
+                         dg_turn_verdict *v);
+
+/* Verdict of before_agent_reply. */
+typedef struct dg_turn_claim {
+    int claimed;               /* answer {handled: true}: no model call */
+    int closed;                /* the channel is a closed discussion */
+    char reason[256];          /* why, for the host's log (when claimed) */
+} dg_turn_claim;
+
+/*
+ * before_agent_reply: the same decision as before_model_resolve (closed
+ * channel, dormant or resting scope, or not the speaker in a managed
+ * scope -> claimed; the speaker, unconfigured agents and unmanaged scopes
+ * -> not). A claim has on the turn state exactly the effect a swapped run
+ * that ended silently has (the agent consumed the latest message; if the
+ * turn is on it, it gets the hand-off), applied and committed now, with
+ * run_id (NULL: none) recorded like agent_end's so that a later agent_end
+ * of the run changes nothing, also after a restart; the run is marked
+ * claimed. A repeat for the same run_id changes nothing again. Returns
+ * OC_OK or a negative status (then nothing is claimed).
+ */
+int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
+                   dg_turn_claim *out);
+
+/*
+ * message_sending and reply_payload_sending: *cancel = 1 with a reason
+ * when the text of run_id (NULL: unknown) in session s must not go out:
+ * a silenced (swapped or claimed) run's text, whatever it says; else what
+ * dg_turns_check_send decides. content may be NULL. OC_OK or a negative
+ * status.
+ */
+int dg_turns_check_outbound(dg_turns *t, const dg_turn_session *s, const char *run_id,
+                            const char *content, int *cancel, char *reason,
+                            size_t reason_len);
+
+/*
  * message_sending: *cancel = 1 with a reason when the message must not go
  * out (closed channel; a non-silent message of a non-speaker in a managed
  * scope). content may be NULL. Returns OC_OK or a negative status.
@@ -116,8 +183,9 @@ int dg_turns_check_send(dg_turns *t, const dg_turn_session *s, const char *conte
  * run_id (NULL or "": unknown) is recorded with the change in the same
  * transaction: a second agent_end of the same run_id for the same session
  * (a host replaying it after a crash, or firing it per attempt) changes
- * nothing, also across restarts. Returns OC_OK (a repeat is OK too) or a
- * negative status.
+ * nothing, also across restarts. A swapped run's end is never speech and
+ * a claimed run's end changes nothing (see "Silenced runs"). Returns OC_OK
+ * (a repeat is OK too) or a negative status.
  */
 int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id,
                      const char *output, long tool_calls, int success);

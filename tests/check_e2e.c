@@ -243,14 +243,81 @@ START_TEST(story_as_the_seed_tells_it)
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "ocgw exit status %d", st);
     char *out = e2e_read(&r, "ocgw-1.out");
     ck_assert(out && strstr(out, "story complete"));
-    /* The transcript says who was swapped and what the moderator posted. */
-    ck_assert(strstr(out, "swapped to dirigent-noreply/no-reply"));
+    /* The transcript says who was claimed and what the moderator posted;
+     * claimed runs make no model call and their fallback text is
+     * cancelled (nothing but the story reaches Discord). */
+    ck_assert(strstr(out, "claimed by before_agent_reply"));
+    ck_assert(strstr(out, "reply_payload_sending cancelled the payload"));
+    ck_assert(!strstr(out, "swapped to dirigent-noreply/no-reply"));
     ck_assert(strstr(out, "moderator (moderator bot): [Discussion Idle]"));
     ck_assert(strstr(out, "planner <- discuss-callback OC_OK"));
-    ck_assert(strstr(out, "no-reply swaps"));
+    ck_assert(strstr(out, "no-reply swaps          0"));
     free(out);
     check_story_record(&r, 1);
     e2e_stop(&r);
+}
+END_TEST
+
+/* demo/host.json with gateway.<key> = value, written into r's folder
+ * (scenario paths made absolute). Returns the path (malloc'd). */
+static char *host_variant(e2e_run *r, const char *key, int value)
+{
+    json_t *cfg = json_load_file("demo/host.json", 0, NULL);
+    ck_assert_ptr_nonnull(cfg);
+    json_object_set_new(json_object_get(cfg, "gateway"), key, json_boolean(value));
+    char cwd[4096];
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    size_t i;
+    json_t *a;
+    json_array_foreach(json_object_get(cfg, "agents"), i, a) {
+        const char *sc = json_string_value(json_object_get(a, "scenario"));
+        char abs[8192];
+        snprintf(abs, sizeof abs, "%s/demo/%s", cwd, sc);
+        json_object_set_new(a, "scenario", json_string(abs));
+    }
+    char *path = tu_path(r->dir, "host-variant.json");
+    ck_assert_int_eq(json_dump_file(cfg, path, 0), 0);
+    json_decref(cfg);
+    return path;
+}
+
+/* The same story on a host without claim hooks (gateway.claimHooks false):
+ * the plugin falls back to the no-reply swap; or with claim hooks and no
+ * agent_end after a claimed run. */
+static void story_variant(const char *key, int value, const char *must, const char *must_not)
+{
+    e2e_run r;
+    e2e_start(&r, NULL);
+    char *cfg = host_variant(&r, key, value);
+    const char *args[] = {STORY_ARGS, NULL};
+    e2e_ocgw_start(&r, cfg, args, NULL);
+    int st = 0;
+    int ended = e2e_ocgw_wait(&r, 90000, &st);
+    if (!ended || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        dump_gateway(&r, 1);
+    ck_assert_msg(ended, "ocgw did not finish the story within 90 s");
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "ocgw exit status %d", st);
+    char *out = e2e_read(&r, "ocgw-1.out");
+    ck_assert(out && strstr(out, "story complete"));
+    ck_assert_msg(strstr(out, must), "the transcript lacks \"%s\"", must);
+    ck_assert_msg(!strstr(out, must_not), "the transcript has \"%s\"", must_not);
+    free(out);
+    free(cfg);
+    check_story_record(&r, 1);
+    e2e_stop(&r);
+}
+
+START_TEST(story_on_a_host_without_claim_hooks)
+{
+    story_variant("claimHooks", 0, "swapped to dirigent-noreply/no-reply",
+                  "claimed by before_agent_reply");
+}
+END_TEST
+
+START_TEST(story_with_no_agent_end_after_a_claim)
+{
+    story_variant("agentEndAfterClaim", 0, "claimed by before_agent_reply",
+                  "swapped to dirigent-noreply/no-reply");
 }
 END_TEST
 
@@ -584,6 +651,8 @@ Suite *make_e2e_suite(void)
     TCase *tc = tcase_create("story");
     tcase_set_timeout(tc, 180);
     tcase_add_test(tc, story_as_the_seed_tells_it);
+    tcase_add_test(tc, story_on_a_host_without_claim_hooks);
+    tcase_add_test(tc, story_with_no_agent_end_after_a_claim);
     tcase_add_test(tc, story_with_30_percent_rest_failures);
     tcase_add_test(tc, story_survives_sigkill_at_each_step);
     tcase_add_test(tc, story_survives_death_at_each_journal_point);

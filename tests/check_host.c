@@ -586,6 +586,82 @@ START_TEST(message_sending_rewrite_and_cancel)
 }
 END_TEST
 
+/* The claim hooks: the first handled:true wins and stops the walk; a
+ * payload cancel wins, payload rewrites chain; a host set up without them
+ * refuses the names (the probe's init then fails and says so). */
+START_TEST(claim_hooks_merge_and_can_be_switched_off)
+{
+    char *root = tu_mkdtemp();
+    probe_at(root, "a", "alpha");
+    probe_at(root, "b", "beta");
+    const char *alpha =
+        "{\"hooks\": ["
+        " {\"hook\": \"before_agent_reply\", \"priority\": 10, \"label\": \"c10\","
+        "  \"result\": {\"handled\": false}},"
+        " {\"hook\": \"before_agent_reply\", \"priority\": 1, \"label\": \"c1\","
+        "  \"result\": {\"handled\": true, \"reason\": \"late\"}},"
+        " {\"hook\": \"reply_payload_sending\", \"priority\": 10, \"label\": \"p10\","
+        "  \"result\": {\"payload\": {\"text\": \"rewritten\"}}}]}";
+    const char *beta =
+        "{\"hooks\": ["
+        " {\"hook\": \"before_agent_reply\", \"priority\": 5, \"label\": \"c5\","
+        "  \"result\": {\"handled\": true, \"reason\": \"not your turn\"}},"
+        " {\"hook\": \"reply_payload_sending\", \"priority\": 5, \"label\": \"p5\","
+        "  \"result\": {\"cancel\": true, \"reason\": \"claimed run\"}}]}";
+    host_test_log log;
+    host_test_log_init(&log);
+    och_host *h = load_host(&log, host_cfg(root, "alpha", alpha, "beta", beta, NULL));
+    json_t *ev = tu_json("{\"payload\": {\"text\": \"x\"}, \"kind\": \"final\"}");
+    json_t *r = NULL;
+    ck_assert_int_eq(och_hook_dispatch(h, "before_agent_reply", ev, NULL, &r), OC_OK);
+    ck_assert(json_is_true(json_object_get(r, "handled")));
+    ck_assert_str_eq(json_string_value(json_object_get(r, "reason")), "not your turn");
+    json_decref(r);
+    char *seq = host_test_log_seq(&log, NULL, "call c");
+    ck_assert_str_eq(seq, "call c10|call c5"); /* c1 never runs */
+    free(seq);
+    r = NULL;
+    ck_assert_int_eq(och_hook_dispatch(h, "reply_payload_sending", ev, NULL, &r), OC_OK);
+    ck_assert(json_is_true(json_object_get(r, "cancel")));
+    ck_assert_str_eq(json_string_value(json_object_get(r, "reason")), "claimed run");
+    json_decref(r);
+    och_host_free(h);
+    host_test_log_free(&log);
+
+    /* Without the cancel, the rewrite is the result. */
+    host_test_log_init(&log);
+    h = load_host(&log, host_cfg(root, "alpha", alpha, NULL));
+    r = NULL;
+    ck_assert_int_eq(och_hook_dispatch(h, "reply_payload_sending", ev, NULL, &r), OC_OK);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(r, "payload"), "text")),
+                     "rewritten");
+    json_decref(r);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(ev, "payload"), "text")),
+                     "x");
+    och_host_free(h);
+    host_test_log_free(&log);
+
+    /* A host without the claim hooks refuses their names. */
+    host_test_log_init(&log);
+    h = och_host_new();
+    och_host_set_log(h, host_test_log_sink, &log, OC_LOG_DEBUG);
+    och_host_set_claim_hooks(h, 0);
+    char err[512] = "";
+    json_t *cfg = host_cfg(root, "beta", beta, NULL);
+    ck_assert_int_eq(och_host_configure(h, cfg, NULL, err, sizeof err), OC_OK);
+    json_decref(cfg);
+    ck_assert_int_eq(och_host_load(h), OC_OK);
+    ck_assert(host_test_log_has(&log, "refused: this host is set up without the claim hooks",
+                                NULL));
+    ck_assert_uint_eq(och_hook_count(h, "before_agent_reply"), 0);
+    och_host_free(h);
+    host_test_log_free(&log);
+    json_decref(ev);
+    tu_rmtree(root);
+    free(root);
+}
+END_TEST
+
 /* ---- tools ------------------------------------------------------------------------------ */
 
 static const char *TOOLS_ALPHA =
@@ -1176,6 +1252,7 @@ Suite *make_host_suite(void)
     tcase_set_timeout(c, 60);
     tcase_add_test(c, hook_priority_order_and_model_merge);
     tcase_add_test(c, message_sending_rewrite_and_cancel);
+    tcase_add_test(c, claim_hooks_merge_and_can_be_switched_off);
     suite_add_tcase(s, c);
 
     c = tcase_create("tools");

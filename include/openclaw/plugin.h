@@ -111,6 +111,34 @@ typedef int (*oc_tool_fn)(void *state, const json_t *params, const json_t *ctx,
  * the README. A negative return is logged by the host and treated as "no
  * result". Hooks decide synchronously: a result reflects every call that
  * returned before this one started.
+ *
+ * Hook names (host->on; an unknown name is refused with OC_ERR_INVALID):
+ * message_received, before_model_resolve, before_prompt_build,
+ * message_sending, agent_end, gateway_start, gateway_stop (abi-v1.md), and
+ * two later additions of the same ABI version, the claim hooks (OpenClaw
+ * 2026.9.x). A host without them refuses their names; a plugin must take
+ * that refusal as "no claim hooks", not as a failure of init.
+ *   before_agent_reply     event {cleanedBody}; ctx: the agent ctx
+ *                          (agentId, sessionKey, sessionId?, channelId,
+ *                          threadId?, accountId, runId?, trigger?).
+ *                          Result {handled: true, reason?} or none: a
+ *                          handled run makes no model call (the inbound
+ *                          message stays in the agent's transcript); the
+ *                          host may still offer a fallback text payload.
+ *                          Merge: the first handled:true in priority order
+ *                          wins; later handlers do not run.
+ *   reply_payload_sending  event {payload: {text, isError?}, kind, channel?,
+ *                          sessionKey?, runId?}; ctx {channelId (the
+ *                          provider, e.g. "discord"), accountId,
+ *                          conversationId ("channel:<id>"), sessionKey,
+ *                          messageId?, senderId?, runId?}. Result
+ *                          {cancel: true, reason} (nothing is sent: no
+ *                          text, no typing) or {payload} (replaces it) or
+ *                          none. Merge: a cancel is terminal; payload
+ *                          rewrites chain like message_sending's content.
+ * message_sending in OpenClaw's gateway mode has a ctx without agentId:
+ * {channelId: "discord", accountId, conversationId, sessionKey}; the agent
+ * is in the session key agent:<agentId>:discord:channel:<c>[:thread:<t>].
  */
 typedef int (*oc_hook_fn)(void *state, const json_t *event, const json_t *ctx,
                           json_t **result);

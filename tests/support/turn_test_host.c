@@ -50,6 +50,9 @@ static int th_on(oc_host *host, const char *hook, oc_hook_fn fn, int priority)
     tth *h = (tth *)host;
     if (!hook || !fn || h->n_hooks >= 16)
         return OC_ERR_INVALID;
+    if (h->old_host &&
+        (!strcmp(hook, "before_agent_reply") || !strcmp(hook, "reply_payload_sending")))
+        return OC_ERR_INVALID; /* unknown to a host before the claim hooks */
     tth_hook *e = &h->hooks[h->n_hooks++];
     snprintf(e->name, sizeof e->name, "%s", hook);
     e->fn = fn;
@@ -114,7 +117,13 @@ static void start_plugin(tth *h)
 
 void tth_start(tth *h, const char *policy, const char *extra)
 {
+    tth_start_ex(h, policy, extra, 0);
+}
+
+void tth_start_ex(tth *h, const char *policy, const char *extra, int old_host)
+{
     memset(h, 0, sizeof *h);
+    h->old_host = old_host;
     pthread_mutex_init(&h->mu, NULL);
     unsetenv("DIRIGENT_MODERATOR_TOKEN");
     unsetenv("DIRIGENT_SESSION_POLICY");

@@ -54,6 +54,7 @@ typedef struct tth {
     int patches;                /* session_patch calls */
     char last_patch[256];
     json_t *sessions;           /* what sessions_list answers: array */
+    int old_host;               /* `on` refuses the claim hooks (a host before them) */
 } tth;
 
 /*
@@ -63,6 +64,11 @@ typedef struct tth {
  * The clock starts at 1,000,000 ms.
  */
 void tth_start(tth *h, const char *policy, const char *extra);
+
+/* As tth_start, as a host without the claim hooks when old_host is 1: its
+ * `on` refuses before_agent_reply and reply_payload_sending with
+ * OC_ERR_INVALID, like any unknown name. */
+void tth_start_ex(tth *h, const char *policy, const char *extra, int old_host);
 
 /* Shut the plugin down (database stays). */
 void tth_stop_plugin(tth *h);
