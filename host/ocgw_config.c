@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "ocgw.h"
+#include "secret_shape.h"
 
 static int fail(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(char *err, size_t n, const char *fmt, ...)
@@ -118,6 +119,27 @@ static int expand_tree(json_t *j, const char *where, char *err, size_t n)
         }
     }
     return OC_OK;
+}
+
+/* ---- secrets ---------------------------------------------------------------------------- */
+
+/* A token-shaped key or value anywhere in the file is refused by its path,
+ * before any other check could echo it. A plugin's own config is left to
+ * the plugin (its discord.moderatorToken may hold one; it checks the rest). */
+static int refuse_tokens(const json_t *root, const char *file, char *err, size_t n)
+{
+    static const char *const plugin_configs[] = {"plugins.entries.*.config", NULL};
+    char where[256];
+    int is_key;
+    if (!dg_json_find_token(root, plugin_configs, where, sizeof where, &is_key))
+        return OC_OK;
+    if (is_key)
+        return fail(err, n, "%s: a key of %s: this looks like a bot token; tokens belong in the "
+                            "environment: put it in an environment variable (an agent names it "
+                            "in tokenEnv) and fix the key", file, *where ? where : "the top level");
+    return fail(err, n, "%s: this looks like a bot token; tokens belong in the environment: put "
+                        "it in an environment variable and name that variable in tokenEnv (for "
+                        "an agent or a human) instead", where);
 }
 
 /* ---- typed readers ---------------------------------------------------------------------- */
@@ -544,7 +566,13 @@ int ocgw_config_load(const char *path, ocgw_config *c, char *err, size_t err_len
 
     static const char *const keys[] = {"plugins", "discord", "gateway", "channels", "agents",
                                        "humans", "description", NULL};
-    int rc = expand_tree(c->root, "", err, err_len);
+    /* Before and after ${NAME} expansion: a token written into the file, or
+     * one a variable put into a key that is not for tokens. */
+    int rc = refuse_tokens(c->root, path, err, err_len);
+    if (!rc)
+        rc = expand_tree(c->root, "", err, err_len);
+    if (!rc)
+        rc = refuse_tokens(c->root, path, err, err_len);
     if (!rc)
         rc = check_keys(c->root, "config", keys, err, err_len);
     if (!rc)

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "openclaw/plugin.h"
+#include "secret_shape.h"
 
 #define DEFAULT_API_BASE "https://discord.com/api/v10"
 
@@ -293,6 +294,22 @@ static int parse_all(const json_t *json, dg_config *c, char *err, size_t err_len
         return dg_fail(err, err_len, OC_ERR_INVALID,
                     "config: the plugin config must be a JSON object "
                     "(plugins.entries.dirigent.config)");
+    /* Before anything can echo a value or a key: a token anywhere but in
+     * discord.moderatorToken is refused without showing it. */
+    static const char *const token_home[] = {"discord.moderatorToken", NULL};
+    char where[256];
+    int is_key;
+    if (dg_json_find_token(json, token_home, where, sizeof where, &is_key)) {
+        char what[300];
+        if (is_key && !*where)
+            snprintf(what, sizeof what, "a top-level key");
+        else
+            snprintf(what, sizeof what, "%s\"%s\"", is_key ? "a key of " : "", where);
+        return dg_fail(err, err_len, OC_ERR_INVALID,
+                    "config: %s: this looks like a bot token; tokens belong in the environment "
+                    "(DIRIGENT_MODERATOR_TOKEN for the moderator), never in another key: move "
+                    "it there and fix the config", what);
+    }
     if ((rc = check_keys(json, "", top, err, err_len)))
         return rc;
     if ((rc = get_string(json, "noReplyProvider", "noReplyProvider", 1, &c->no_reply_provider, err,

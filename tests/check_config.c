@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "openclaw/plugin.h"
+#include "secret_shape.h"
 #include "testutil.h"
 
 #define MOD "\"discord\":{\"moderatorUserId\":\"1000000000000000001\"}"
@@ -260,6 +261,64 @@ START_TEST(test_token_never_in_error_text)
 }
 END_TEST
 
+#define BOT_TOKEN "MTIzNDU2Nzg5MDEyMzQ1Njc4.GhIjKl.abcdefghijklmnopqrstuvwxyz0123456789AB"
+
+START_TEST(test_token_shape_rule)
+{
+    ck_assert(dg_looks_like_token(BOT_TOKEN));
+    ck_assert(dg_looks_like_token("Bot " BOT_TOKEN));
+    ck_assert(dg_looks_like_token("x/" BOT_TOKEN "/y"));
+    ck_assert(!dg_looks_like_token(NULL));
+    ck_assert(!dg_looks_like_token(""));
+    ck_assert(!dg_looks_like_token("https://discord.com/api/v10"));
+    ck_assert(!dg_looks_like_token("1000000000000000001"));
+    ck_assert(!dg_looks_like_token("demo-planner-token"));
+    ck_assert(!dg_looks_like_token("openai/gpt-5.4"));
+    ck_assert(!dg_looks_like_token("a.b.c"));
+    ck_assert(!dg_looks_like_token("/var/lib/dirigent/state.v2.db"));
+}
+END_TEST
+
+/* A token pasted into any other key is refused by the key's name, and the
+ * error shows no part of it (issue 13). */
+START_TEST(test_token_in_any_key_is_never_echoed)
+{
+    clear_env();
+    static const struct { const char *json; const char *names; } cases[] = {
+        {"{" BASE ",\"agents\":{\"a\":{\"discordUserId\":\"" BOT_TOKEN "\"}}}",
+         "\"agents.a.discordUserId\""},
+        {"{" BASE ",\"agents\":{\"" BOT_TOKEN "\":{\"discordUserId\":\"5\"}}}",
+         "a key of \"agents\""},
+        {"{\"noReplyProvider\":\"p\",\"noReplyModel\":\"" BOT_TOKEN "\"," MOD "}",
+         "\"noReplyModel\""},
+        {"{" BASE ",\"admins\":[\"" BOT_TOKEN "\"]}", "\"admins[0]\""},
+        {"{" BASE ",\"dbPath\":\"/x/Bot " BOT_TOKEN "\"}", "\"dbPath\""},
+        {"{" BASE ",\"" BOT_TOKEN "\":1}", "a top-level key"},
+        {"{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":{\"moderatorUserId\":"
+         "\"" BOT_TOKEN "\"}}", "\"discord.moderatorUserId\""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        dg_config c;
+        char err[512] = "";
+        ck_assert_int_eq(parse_text(cases[i].json, &c, err, sizeof err), OC_ERR_INVALID);
+        ck_assert_msg(!strstr(err, "MTIzNDU2") && !strstr(err, "GhIjKl") &&
+                          !strstr(err, "abcdefghijklmnop"), "case %zu echoes the token: %s", i, err);
+        ck_assert_msg(strstr(err, cases[i].names) &&
+                          strstr(err, "this looks like a bot token; tokens belong in the "
+                                      "environment"), "case %zu: %s", i, err);
+        ck_assert_ptr_null(c.no_reply_provider);
+    }
+    /* Its own key still takes one (the environment wins when set). */
+    dg_config c;
+    char err[512] = "";
+    ck_assert_msg(parse_text("{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":"
+                             "{\"moderatorUserId\":\"1\",\"moderatorToken\":\"" BOT_TOKEN "\"}}",
+                             &c, err, sizeof err) == OC_OK, "%s", err);
+    ck_assert_str_eq(c.moderator_token, BOT_TOKEN);
+    dg_config_free(&c);
+}
+END_TEST
+
 START_TEST(test_snowflake_rules)
 {
     ck_assert(dg_is_snowflake("1"));
@@ -314,6 +373,8 @@ Suite *make_config_suite(void)
     tcase_add_test(tc, test_env_token_overrides_config);
     tcase_add_test(tc, test_state_dir_sets_default_db_path);
     tcase_add_test(tc, test_token_never_in_error_text);
+    tcase_add_test(tc, test_token_shape_rule);
+    tcase_add_test(tc, test_token_in_any_key_is_never_echoed);
     tcase_add_test(tc, test_snowflake_rules);
     tcase_add_test(tc, test_manifest_schema_matches_config_keys);
     suite_add_tcase(s, tc);
