@@ -645,6 +645,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "ocgw: %s\n", err);
         return 2;
     }
+    /* Plugins take their relative paths (dirigent: dbPath, templatesDir)
+     * from the folder of the host's config file, as ocgw does; OpenClaw's
+     * own variable tells them where that is, whatever the working directory. */
+    if (!g.cfg.config_path || setenv("OPENCLAW_CONFIG_PATH", g.cfg.config_path, 1) != 0) {
+        fprintf(stderr, "ocgw: cannot export OPENCLAW_CONFIG_PATH: %s\n", strerror(errno));
+        ocgw_config_free(&g.cfg);
+        return 2;
+    }
     if (state_dir) {
         free(g.cfg.state_dir);
         g.cfg.state_dir = ocgw_abspath(NULL, state_dir);

@@ -127,6 +127,8 @@ typedef struct ocgw_chan_cfg {
 typedef struct ocgw_config {
     json_t *root;         /* the expanded config (owned) */
     char *config_dir;     /* folder of the config file (absolute) */
+    char *config_path;    /* the config file (absolute); ocgw exports it to its plugins
+                           * as OPENCLAW_CONFIG_PATH, the base of their relative paths */
 
     char *api_base;
     char *guild_id;

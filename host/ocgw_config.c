@@ -563,6 +563,7 @@ int ocgw_config_load(const char *path, ocgw_config *c, char *err, size_t err_len
     }
     char *slash = strrchr(abs, '/');
     c->config_dir = slash == abs ? strdup("/") : strndup(abs, (size_t)(slash - abs));
+    c->config_path = strdup(abs);
 
     static const char *const keys[] = {"plugins", "discord", "gateway", "channels", "agents",
                                        "humans", "description", NULL};
@@ -633,6 +634,7 @@ void ocgw_config_free(ocgw_config *c)
         return;
     json_decref(c->root);
     free(c->config_dir);
+    free(c->config_path);
     free(c->api_base);
     free(c->guild_id);
     free(c->moderator_user_id);

@@ -15,9 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "openclaw/plugin.h"
 #include "secret_shape.h"
+#include "state_dir.h"
 
 #define DEFAULT_API_BASE "https://discord.com/api/v10"
 
@@ -226,16 +228,37 @@ static int parse_admins(const json_t *admins, dg_config *c, char *err, size_t er
     return OC_OK;
 }
 
-static int default_db_path(char **out)
+/* dbPath and templatesDir as absolute paths: a relative one is taken from
+ * the base of state_dir.h; no dbPath is dirigent.db in DIRIGENT_STATE_DIR,
+ * else in the working directory (the contract's default). */
+static int resolve_paths(dg_config *c, char *err, size_t err_len)
 {
-    const char *dir = getenv("DIRIGENT_STATE_DIR");
-    if (!dir || !*dir)
-        dir = ".";
-    size_t n = strlen(dir) + sizeof "/dirigent.db";
-    *out = malloc(n);
-    if (!*out)
+    int rc = dg_path_base(&c->path_base, &c->path_base_from, err, err_len);
+    if (rc)
+        return rc;
+    if (!c->db_path) {
+        const char *dir = getenv("DIRIGENT_STATE_DIR");
+        char cwd[4096];
+        if (!getcwd(cwd, sizeof cwd))
+            return dg_fail(err, err_len, OC_ERR_IO,
+                        "config: cannot read the working directory (%s); set \"dbPath\" to an "
+                        "absolute path", strerror(errno));
+        char *folder = dg_path_join_base(cwd, dir && *dir ? dir : ".");
+        c->db_path = folder ? dg_path_join_base(folder, "dirigent.db") : NULL;
+        free(folder);
+        return c->db_path ? OC_OK : OC_ERR_NOMEM;
+    }
+    char *abs = dg_path_join_base(c->path_base, c->db_path);
+    if (!abs)
         return OC_ERR_NOMEM;
-    snprintf(*out, n, "%s/dirigent.db", dir);
+    free(c->db_path);
+    c->db_path = abs;
+    if (c->templates_dir) {
+        if (!(abs = dg_path_join_base(c->path_base, c->templates_dir)))
+            return OC_ERR_NOMEM;
+        free(c->templates_dir);
+        c->templates_dir = abs;
+    }
     return OC_OK;
 }
 
@@ -336,9 +359,9 @@ static int parse_all(const json_t *json, dg_config *c, char *err, size_t err_len
 
     if ((rc = get_string(json, "dbPath", "dbPath", 0, &c->db_path, err, err_len)))
         return rc;
-    if (!c->db_path && (rc = default_db_path(&c->db_path)))
-        return rc;
     if ((rc = get_string(json, "templatesDir", "templatesDir", 0, &c->templates_dir, err, err_len)))
+        return rc;
+    if ((rc = resolve_paths(c, err, err_len)))
         return rc;
 
     json_t *obj;
@@ -407,6 +430,7 @@ void dg_config_free(dg_config *c)
     free(c->no_reply_model);
     free(c->db_path);
     free(c->templates_dir);
+    free(c->path_base);
     free(c->discord_api_base);
     free(c->discord_guild_id);
     if (c->moderator_token) {

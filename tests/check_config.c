@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "openclaw/plugin.h"
@@ -21,6 +22,17 @@ static void clear_env(void)
     unsetenv("DIRIGENT_SESSION_POLICY");
     unsetenv("DIRIGENT_MODERATOR_TOKEN");
     unsetenv("DIRIGENT_STATE_DIR");
+    unsetenv("OPENCLAW_CONFIG_PATH");
+}
+
+/* malloc'd "<cwd>/<rel>" */
+static char *in_cwd(const char *rel)
+{
+    char cwd[4096];
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    char *out = NULL;
+    ck_assert_int_ge(asprintf(&out, "%s/%s", cwd, rel), 0);
+    return out;
 }
 
 static int parse_text(const char *text, dg_config *c, char *err, size_t n)
@@ -40,7 +52,9 @@ START_TEST(test_minimal_config_gets_defaults)
     ck_assert_str_eq(c.no_reply_provider, "noreply");
     ck_assert_str_eq(c.no_reply_model, "no-reply");
     ck_assert_int_eq(c.session_policy, DG_POLICY_CHANNEL);
-    ck_assert_str_eq(c.db_path, "./dirigent.db");
+    char *want = in_cwd("dirigent.db");
+    ck_assert_str_eq(c.db_path, want);
+    free(want);
     ck_assert_ptr_null(c.templates_dir);
     ck_assert_str_eq(c.discord_api_base, "https://discord.com/api/v10");
     ck_assert_ptr_null(c.discord_guild_id);
@@ -247,6 +261,49 @@ START_TEST(test_state_dir_sets_default_db_path)
 }
 END_TEST
 
+/* Relative dbPath and templatesDir are taken from the host's config folder
+ * (OPENCLAW_CONFIG_PATH), else DIRIGENT_STATE_DIR, else the working
+ * directory: never left relative to wherever the host happened to start. */
+START_TEST(test_relative_paths_have_one_base)
+{
+    clear_env();
+    dg_config c;
+    char err[256];
+    const char *rel = "{" BASE ",\"dbPath\":\"./state/d.db\",\"templatesDir\":\"tpl\"}";
+    ck_assert_int_eq(parse_text(rel, &c, err, sizeof err), OC_OK);
+    char *want = in_cwd("state/d.db");
+    ck_assert_str_eq(c.db_path, want);
+    free(want);
+    want = in_cwd("tpl");
+    ck_assert_str_eq(c.templates_dir, want);
+    free(want);
+    ck_assert_str_eq(c.path_base_from, "the working directory");
+    dg_config_free(&c);
+
+    setenv("DIRIGENT_STATE_DIR", "/var/lib/dg", 1);
+    ck_assert_int_eq(parse_text(rel, &c, err, sizeof err), OC_OK);
+    ck_assert_str_eq(c.db_path, "/var/lib/dg/state/d.db");
+    ck_assert_str_eq(c.templates_dir, "/var/lib/dg/tpl");
+    dg_config_free(&c);
+
+    /* The host's config folder wins over the state dir. */
+    setenv("OPENCLAW_CONFIG_PATH", "/etc/gw/host.json", 1);
+    ck_assert_int_eq(parse_text(rel, &c, err, sizeof err), OC_OK);
+    ck_assert_str_eq(c.db_path, "/etc/gw/state/d.db");
+    ck_assert_str_eq(c.templates_dir, "/etc/gw/tpl");
+    ck_assert_str_eq(c.path_base, "/etc/gw");
+    dg_config_free(&c);
+    /* Absolute paths stay as written; no dbPath keeps the contract's default. */
+    ck_assert_int_eq(parse_text("{" BASE ",\"dbPath\":\"/x/y.db\"}", &c, err, sizeof err), OC_OK);
+    ck_assert_str_eq(c.db_path, "/x/y.db");
+    dg_config_free(&c);
+    ck_assert_int_eq(parse_text("{" BASE "}", &c, err, sizeof err), OC_OK);
+    ck_assert_str_eq(c.db_path, "/var/lib/dg/dirigent.db");
+    dg_config_free(&c);
+    clear_env();
+}
+END_TEST
+
 START_TEST(test_token_never_in_error_text)
 {
     clear_env();
@@ -372,6 +429,7 @@ Suite *make_config_suite(void)
     tcase_add_test(tc, test_env_policy_overrides_config);
     tcase_add_test(tc, test_env_token_overrides_config);
     tcase_add_test(tc, test_state_dir_sets_default_db_path);
+    tcase_add_test(tc, test_relative_paths_have_one_base);
     tcase_add_test(tc, test_token_never_in_error_text);
     tcase_add_test(tc, test_token_shape_rule);
     tcase_add_test(tc, test_token_in_any_key_is_never_echoed);

@@ -523,6 +523,44 @@ START_TEST(bad_config_is_refused_naming_the_key)
 }
 END_TEST
 
+/* The plugin's relative dbPath is taken from the folder of ocgw's config
+ * file, not from the folder ocgw was started in (issue 13): before, it
+ * landed in (or failed for want of) <cwd>/db/. */
+START_TEST(relative_db_path_is_taken_from_the_config_folder)
+{
+    e2e_run r;
+    e2e_start(&r, NULL);
+    char *cfg = write_config(&r, NULL, "relative.json");
+    json_t *j = json_load_file(cfg, 0, NULL);
+    json_t *pc = json_object_get(json_object_get(json_object_get(json_object_get(j, "plugins"),
+                                                                 "entries"), "dirigent"), "config");
+    json_object_set_new(pc, "dbPath", json_string("db/dirigent.db"));
+    ck_assert_int_eq(json_dump_file(j, cfg, 0), 0);
+    json_decref(j);
+    char *elsewhere = tu_path(r.dir, "elsewhere");
+    ck_assert_int_eq(mkdir(elsewhere, 0700), 0);
+    r.cwd = elsewhere;
+    const char *check[] = {"--check", NULL};
+    e2e_ocgw_start(&r, cfg, check, NULL);
+    int st = 0;
+    ck_assert(e2e_ocgw_wait(&r, 20000, &st));
+    char *err = e2e_read(&r, "ocgw-1.err");
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "--check status %d:\n%s", st, err);
+    char *db = tu_path(r.dir, "db/dirigent.db"), *wrong = tu_path(elsewhere, "db");
+    struct stat sb;
+    ck_assert_msg(stat(db, &sb) == 0, "no database at %s:\n%s", db, err);
+    ck_assert(stat(wrong, &sb) != 0);
+    /* Said once, as an absolute path, with where relative paths come from. */
+    ck_assert_msg(strstr(err, db) && strstr(err, "OPENCLAW_CONFIG_PATH"), "%s", err);
+    free(db);
+    free(wrong);
+    free(err);
+    free(elsewhere);
+    free(cfg);
+    e2e_stop(&r);
+}
+END_TEST
+
 /* A journal (the state's "inflight") that ocgw did not write as it is, say
  * edited by hand: the gateway drops it with a line naming the state file
  * and goes on, instead of dying on a missing field. */
@@ -594,6 +632,7 @@ Suite *make_e2e_suite(void)
     tcase_add_test(tp, plugins_disabled_denied_and_other_major);
     tcase_add_test(tp, bad_config_is_refused_naming_the_key);
     tcase_add_test(tp, malformed_journal_is_dropped_not_fatal);
+    tcase_add_test(tp, relative_db_path_is_taken_from_the_config_folder);
     suite_add_tcase(s, tp);
     return s;
 }
