@@ -531,8 +531,8 @@ static void usage(FILE *f)
             "  --timeout-ms N      overrides the story's timeoutMs\n"
             "  --transcript FILE   write the transcript there instead of stdout\n"
             "  --quiet             no transcript\n"
-            "  --check             load the plugins, report each, exit (1 if one was refused\n"
-            "                      or failed)\n"
+            "  --check             load the plugins, check the config against them, print one\n"
+            "                      summary line; exit 1 on a refused plugin or a mistake\n"
             "  --help, --version\n");
 }
 
@@ -728,10 +728,23 @@ int main(int argc, char **argv)
     }
 
     och_host_load(g.host);
-    if (report_plugins(&g) && check_only)
-        exit_code = 1;
-    if (check_only)
-        goto out;
+    {
+        int refused = report_plugins(&g);
+        int mistakes = ocgw_preflight(&g);
+        if (check_only) {
+            if (!refused && !mistakes)
+                ocgw_check_summary(&g, stdout);
+            exit_code = refused || mistakes ? 1 : 0;
+            goto out;
+        }
+        if (mistakes) {
+            och_log(g.host, OC_LOG_ERROR, OCGW_SOURCE,
+                    "not starting: fix the config (the lines above say what); ocgw --check "
+                    "tells the same without starting");
+            exit_code = 2;
+            goto out;
+        }
+    }
 
     install_channels(&g);
     ocgw_state_save(&g.st);
