@@ -521,19 +521,17 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: ocgw --config host.json [options]\n"
-            "  --config FILE       host config (OpenClaw-shaped plugins + discord, gateway,\n"
-            "                      channels, agents, humans); see demo/README.md\n"
+            "  --config FILE       host config (plugins, discord, gateway, channels, agents; demo/README.md)\n"
             "  --state-dir DIR     overrides gateway.stateDir\n"
             "  --poll-ms N         overrides gateway.pollIntervalMs\n"
             "  --log-level L       debug|info|warn|error (overrides gateway.logLevel)\n"
-            "  --expect FILE       check a story (channel histories, files, tool outcomes);\n"
-            "                      exit 0 when it happened exactly, 1 on a difference/timeout\n"
+            "  --expect FILE       check a story; exit 0 when it happened exactly, else 1\n"
             "  --timeout-ms N      overrides the story's timeoutMs\n"
             "  --transcript FILE   write the transcript there instead of stdout\n"
             "  --quiet             no transcript\n"
-            "  --check             load the plugins, check the config against them, print one\n"
-            "                      summary line; exit 1 on a refused plugin or a mistake\n"
-            "  --help, --version\n");
+            "  --check             load and check the plugins and the config, print a summary, exit\n"
+            "  -h, --help          this text\n"
+            "  --version           ocgw's version and plugin ABI\n");
 }
 
 /* A whole number of milliseconds for option opt, in lo..hi; 0, or -1 after
@@ -598,7 +596,8 @@ int main(int argc, char **argv)
     const char *config = NULL, *state_dir = NULL, *expect_path = NULL, *transcript = NULL;
     long poll_ms = 0, timeout_ms = 0;
     int log_level = -1, check_only = 0, quiet = 0, c;
-    while ((c = getopt_long(argc, argv, "c:s:p:l:e:t:T:qkhV", opts, NULL)) != -1) {
+    opterr = 0; /* our own words for a bad option */
+    while ((c = getopt_long(argc, argv, ":c:s:p:l:e:t:T:qkhV", opts, NULL)) != -1) {
         switch (c) {
         case 'c': config = optarg; break;
         case 's': state_dir = optarg; break;
@@ -622,7 +621,17 @@ int main(int argc, char **argv)
         case 'k': check_only = 1; break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("ocgw %s (plugin ABI %d.%d)\n", DG_VERSION, OC_ABI_MAJOR, OC_ABI_MINOR); return 0;
-        default: usage(stderr); return 2;
+        case ':':
+            fprintf(stderr, "ocgw: option %s needs a value\n", argv[optind - 1]);
+            usage(stderr);
+            return 2;
+        default:
+            if (optopt)
+                fprintf(stderr, "ocgw: unknown option -%c\n", optopt);
+            else
+                fprintf(stderr, "ocgw: unknown option %s\n", argv[optind - 1]);
+            usage(stderr);
+            return 2;
         }
     }
     if (!config || optind != argc) {

@@ -548,6 +548,10 @@ static int read_channels(ocgw_config *c, char *err, size_t n)
 int ocgw_config_load(const char *path, ocgw_config *c, char *err, size_t err_len)
 {
     memset(c, 0, sizeof *c);
+    FILE *probe = fopen(path, "r");
+    if (!probe)
+        return fail(err, err_len, "cannot read %s: %s", path, strerror(errno));
+    fclose(probe);
     json_error_t je;
     c->root = json_load_file(path, 0, &je);
     if (!c->root)
