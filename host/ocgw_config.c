@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "ocgw.h"
+#include "agent_id.h"
 #include "secret_shape.h"
 
 static int fail(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -227,16 +228,6 @@ static int get_snowflake(const json_t *obj, const char *key, const char *where, 
     return OC_OK;
 }
 
-static int id_ok(const char *s)
-{
-    if (!s || !*s || strlen(s) > 64)
-        return 0;
-    for (const char *p = s; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '_'))
-            return 0;
-    return 1;
-}
-
 /* ---- sections ------------------------------------------------------------------------------ */
 
 static int read_discord(ocgw_config *c, char *err, size_t n)
@@ -356,8 +347,8 @@ static int read_agents(ocgw_config *c, char *err, size_t n)
         int rc = check_keys(a, where, keys, err, n);
         if (!rc)
             rc = get_str(a, "id", where, 1, &ag->id, err, n);
-        if (!rc && !id_ok(ag->id))
-            rc = fail(err, n, "%s.id: \"%s\" must be 1-64 of a-z 0-9 - _", where, ag->id);
+        if (!rc && !dg_agent_id_valid(ag->id))
+            rc = fail(err, n, "%s.id: \"%.64s\" must be " DG_AGENT_ID_RULE, where, ag->id);
         if (!rc)
             snprintf(where, sizeof where, "agents[%s]", ag->id);
         for (size_t k = 0; !rc && k + 1 < c->n_agents; k++)
@@ -432,8 +423,9 @@ static int read_humans(ocgw_config *c, char *err, size_t n)
         int rc = check_keys(h, where, keys, err, n);
         if (!rc)
             rc = get_str(h, "id", where, 1, &hu->id, err, n);
-        if (!rc && !id_ok(hu->id))
-            rc = fail(err, n, "%s.id: \"%s\" must be 1-64 of a-z 0-9 - _", where, hu->id);
+        if (!rc && !dg_agent_id_valid(hu->id))
+            rc = fail(err, n, "%s.id: \"%.64s\" must be " DG_AGENT_ID_RULE " (the rule of agent "
+                      "ids, so a human id reads like one)", where, hu->id);
         if (!rc && ocgw_agent_by_id(c, hu->id))
             rc = fail(err, n, "%s.id: \"%s\" is already an agent id", where, hu->id);
         for (size_t k = 0; !rc && k + 1 < c->n_humans; k++)
@@ -506,8 +498,9 @@ static int read_channels(ocgw_config *c, char *err, size_t n)
         snprintf(where, sizeof where, "channels.%s", alias);
         ocgw_chan_cfg *cc = &c->channels[c->n_channels++];
         cc->alias = strdup(alias);
-        int rc = id_ok(alias) ? OC_OK
-                              : fail(err, n, "%s: alias must be 1-64 of a-z 0-9 - _", where);
+        int rc = dg_agent_id_valid(alias)
+                     ? OC_OK
+                     : fail(err, n, "%s: alias must be " DG_AGENT_ID_RULE, where);
         if (!rc)
             rc = check_keys(ch, where, keys, err, n);
         if (!rc)

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "openclaw/plugin.h"
+#include "agent_id.h"
 #include "secret_shape.h"
 #include "state_dir.h"
 
@@ -129,20 +130,6 @@ static int cmp_agent(const void *a, const void *b)
     return strcmp(((const dg_agent_cfg *)a)->agent_id, ((const dg_agent_cfg *)b)->agent_id);
 }
 
-static int valid_agent_id(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > 64)
-        return 0;
-    for (const char *c = s; *c; c++) {
-        int ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-                 (*c >= '0' && *c <= '9') || *c == '-' || *c == '_' || *c == '.';
-        if (!ok)
-            return 0;
-    }
-    return 1;
-}
-
 static int parse_agents(const json_t *agents, dg_config *c, char *err, size_t err_len)
 {
     size_t n = json_object_size(agents);
@@ -155,10 +142,10 @@ static int parse_agents(const json_t *agents, dg_config *c, char *err, size_t er
     json_t *val;
     char path[160];
     json_object_foreach((json_t *)agents, id, val) {
-        if (!valid_agent_id(id))
+        if (!dg_agent_id_valid(id))
             return dg_fail(err, err_len, OC_ERR_INVALID,
-                        "config: agent id \"%.64s\" in \"agents\" must be 1-64 characters of "
-                        "letters, digits, '-', '_' or '.'", id);
+                        "config: agent id \"%.64s\" in \"agents\" must be " DG_AGENT_ID_RULE
+                        "; write it as OpenClaw names the agent", id);
         snprintf(path, sizeof path, "agents.%s", id);
         if (!json_is_object(val))
             return dg_fail(err, err_len, OC_ERR_INVALID,

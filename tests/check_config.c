@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "agent_id.h"
 #include "openclaw/plugin.h"
 #include "secret_shape.h"
 #include "testutil.h"
@@ -376,6 +377,31 @@ START_TEST(test_token_in_any_key_is_never_echoed)
 }
 END_TEST
 
+/* One agent-id rule, OpenClaw's (README allowed '.' and capitals while ocgw
+ * refused them): capitals and dots could never match OpenClaw's ids. */
+START_TEST(test_agent_id_rule_is_openclaws)
+{
+    clear_env();
+    static const char *const good[] = {"planner", "p", "coder-2", "a_b", "0agent"};
+    static const char *const bad[] = {"Planner", "a.b", "-x", "_x", "a b", "",
+        "a2345678901234567890123456789012345678901234567890123456789012345"};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++)
+        ck_assert_msg(dg_agent_id_valid(good[i]), "%s", good[i]);
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        ck_assert_msg(!dg_agent_id_valid(bad[i]), "%s", bad[i]);
+    dg_config c;
+    char err[512];
+    ck_assert_int_eq(parse_text("{" BASE ",\"agents\":{\"Planner\":{\"discordUserId\":\"5\"}}}",
+                                &c, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_msg(strstr(err, "\"Planner\"") && strstr(err, DG_AGENT_ID_RULE), "%s", err);
+    ck_assert_int_eq(parse_text("{" BASE ",\"agents\":{\"a.b\":{\"discordUserId\":\"5\"}}}",
+                                &c, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_int_eq(parse_text("{" BASE ",\"agents\":{\"coder-2\":{\"discordUserId\":\"5\"}}}",
+                                &c, err, sizeof err), OC_OK);
+    dg_config_free(&c);
+}
+END_TEST
+
 START_TEST(test_snowflake_rules)
 {
     ck_assert(dg_is_snowflake("1"));
@@ -433,6 +459,7 @@ Suite *make_config_suite(void)
     tcase_add_test(tc, test_token_never_in_error_text);
     tcase_add_test(tc, test_token_shape_rule);
     tcase_add_test(tc, test_token_in_any_key_is_never_echoed);
+    tcase_add_test(tc, test_agent_id_rule_is_openclaws);
     tcase_add_test(tc, test_snowflake_rules);
     tcase_add_test(tc, test_manifest_schema_matches_config_keys);
     suite_add_tcase(s, tc);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent_id.h"
 #include "ocgw.h"
 #include "testutil.h"
 
@@ -262,6 +263,22 @@ START_TEST(config_never_echoes_a_token)
 }
 END_TEST
 
+/* The gateway applies the plugin's agent-id rule, word for word. */
+START_TEST(config_uses_the_one_agent_id_rule)
+{
+    char err[1024];
+    setenv("R3_OCGW_TOKEN", "t", 1);
+    json_t *cfg = small_config();
+    json_t *agent = json_array_get(json_object_get(cfg, "agents"), 0);
+    json_object_set_new(agent, "id", json_string("Planner"));
+    ck_assert_int_eq(load_json(cfg, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_msg(strstr(err, "agents[0].id: \"Planner\" must be " DG_AGENT_ID_RULE), "%s", err);
+    json_object_set_new(agent, "id", json_string("coder_2-b"));
+    ck_assert_msg(load_json(cfg, err, sizeof err) == OC_OK, "%s", err);
+    json_decref(cfg);
+}
+END_TEST
+
 Suite *make_ocgw_suite(void)
 {
     Suite *s = suite_create("ocgw");
@@ -272,6 +289,7 @@ Suite *make_ocgw_suite(void)
     tcase_add_test(tc, config_refuses_a_human_id_used_twice);
     tcase_add_test(tc, config_refuses_a_channel_no_agent_sees);
     tcase_add_test(tc, config_never_echoes_a_token);
+    tcase_add_test(tc, config_uses_the_one_agent_id_rule);
     suite_add_tcase(s, tc);
     return s;
 }
