@@ -14,6 +14,8 @@
 #   tests/support/*.c      -> test helpers linked into the runner
 #   tests/plugins/*.c      -> fixture plugins build/tests/plugins/<name>.so
 #   servers/<name>.c       -> build/<name> (small standalone servers)
+#   common/*.c             -> rules shared by the plugin and ocgw (token shape, agent
+#                             ids): built into both, so each rule exists once
 
 PKGS      := jansson sqlite3 libcurl libmicrohttpd
 TEST_PKGS := check
@@ -42,11 +44,13 @@ WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototyp
            -Wformat=2 -Wno-format-nonliteral
 CFLAGS  ?= -O2 -g
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -DDG_VERSION=\"$(VERSION)\" $(WARN) $(CFLAGS) \
-             -fPIC -fvisibility=hidden -pthread -Iinclude -Iplugin -Ihooks -Ihost -Itests/support \
+             -fPIC -fvisibility=hidden -pthread -Iinclude -Icommon -Iplugin -Ihooks -Ihost -Itests/support \
              -I$(B)/gen $(PKG_CFLAGS) $(SANFLAGS)
 LDFLAGS_ALL = -pthread $(SANFLAGS) $(LDFLAGS)
 
-PLUGIN_SRC := $(sort $(wildcard plugin/*.c hooks/*.c))
+COMMON_SRC := $(sort $(wildcard common/*.c))
+COMMON_OBJ := $(COMMON_SRC:%.c=$(B)/obj/%.o)
+PLUGIN_SRC := $(sort $(wildcard plugin/*.c hooks/*.c)) $(COMMON_SRC)
 PLUGIN_OBJ := $(PLUGIN_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/templates_embedded.o
 HOST_SRC   := $(sort $(filter-out host/ocgw%,$(wildcard host/*.c)))
 HOST_OBJ   := $(HOST_SRC:%.c=$(B)/obj/%.o)
@@ -136,8 +140,8 @@ $(B)/libochost.a: $(HOST_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 # ocgw reuses the plugin's standalone Discord REST client (plugin/discord.c).
-$(B)/ocgw: $(OCGW_OBJ) $(B)/obj/plugin/discord.o $(B)/libochost.a
-	$(CC) -o $@ $(OCGW_OBJ) $(B)/obj/plugin/discord.o $(B)/libochost.a $(LDFLAGS_ALL) $(PKG_LIBS) -ldl -lm
+$(B)/ocgw: $(OCGW_OBJ) $(B)/obj/plugin/discord.o $(COMMON_OBJ) $(B)/libochost.a
+	$(CC) -o $@ $(OCGW_OBJ) $(B)/obj/plugin/discord.o $(COMMON_OBJ) $(B)/libochost.a $(LDFLAGS_ALL) $(PKG_LIBS) -ldl -lm
 
 $(B)/fake-discord: $(B)/obj/tests/fake_discord_main.o $(B)/obj/tests/support/fake_discord.o
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -lm

@@ -523,19 +523,17 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: ocgw --config host.json [options]\n"
-            "  --config FILE       host config (OpenClaw-shaped plugins + discord, gateway,\n"
-            "                      channels, agents, humans); see demo/README.md\n"
+            "  --config FILE       host config (plugins, discord, gateway, channels, agents; demo/README.md)\n"
             "  --state-dir DIR     overrides gateway.stateDir\n"
             "  --poll-ms N         overrides gateway.pollIntervalMs\n"
             "  --log-level L       debug|info|warn|error (overrides gateway.logLevel)\n"
-            "  --expect FILE       check a story (channel histories, files, tool outcomes);\n"
-            "                      exit 0 when it happened exactly, 1 on a difference/timeout\n"
+            "  --expect FILE       check a story; exit 0 when it happened exactly, else 1\n"
             "  --timeout-ms N      overrides the story's timeoutMs\n"
             "  --transcript FILE   write the transcript there instead of stdout\n"
             "  --quiet             no transcript\n"
-            "  --check             load the plugins, report each, exit (1 if one was refused\n"
-            "                      or failed)\n"
-            "  --help, --version\n");
+            "  --check             load and check the plugins and the config, print a summary, exit\n"
+            "  -h, --help          this text\n"
+            "  --version           ocgw's version and plugin ABI\n");
 }
 
 /* A whole number of milliseconds for option opt, in lo..hi; 0, or -1 after
@@ -600,7 +598,8 @@ int main(int argc, char **argv)
     const char *config = NULL, *state_dir = NULL, *expect_path = NULL, *transcript = NULL;
     long poll_ms = 0, timeout_ms = 0;
     int log_level = -1, check_only = 0, quiet = 0, c;
-    while ((c = getopt_long(argc, argv, "c:s:p:l:e:t:T:qkhV", opts, NULL)) != -1) {
+    opterr = 0; /* our own words for a bad option */
+    while ((c = getopt_long(argc, argv, ":c:s:p:l:e:t:T:qkhV", opts, NULL)) != -1) {
         switch (c) {
         case 'c': config = optarg; break;
         case 's': state_dir = optarg; break;
@@ -624,7 +623,17 @@ int main(int argc, char **argv)
         case 'k': check_only = 1; break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("ocgw %s (plugin ABI %d.%d)\n", DG_VERSION, OC_ABI_MAJOR, OC_ABI_MINOR); return 0;
-        default: usage(stderr); return 2;
+        case ':':
+            fprintf(stderr, "ocgw: option %s needs a value\n", argv[optind - 1]);
+            usage(stderr);
+            return 2;
+        default:
+            if (optopt)
+                fprintf(stderr, "ocgw: unknown option -%c\n", optopt);
+            else
+                fprintf(stderr, "ocgw: unknown option %s\n", argv[optind - 1]);
+            usage(stderr);
+            return 2;
         }
     }
     if (!config || optind != argc) {
@@ -645,6 +654,14 @@ int main(int argc, char **argv)
     char err[1024];
     if (ocgw_config_load(config, &g.cfg, err, sizeof err) != OC_OK) {
         fprintf(stderr, "ocgw: %s\n", err);
+        return 2;
+    }
+    /* Plugins take their relative paths (dirigent: dbPath, templatesDir)
+     * from the folder of the host's config file, as ocgw does; OpenClaw's
+     * own variable tells them where that is, whatever the working directory. */
+    if (!g.cfg.config_path || setenv("OPENCLAW_CONFIG_PATH", g.cfg.config_path, 1) != 0) {
+        fprintf(stderr, "ocgw: cannot export OPENCLAW_CONFIG_PATH: %s\n", strerror(errno));
+        ocgw_config_free(&g.cfg);
         return 2;
     }
     if (state_dir) {
@@ -723,10 +740,23 @@ int main(int argc, char **argv)
     }
 
     och_host_load(g.host);
-    if (report_plugins(&g) && check_only)
-        exit_code = 1;
-    if (check_only)
-        goto out;
+    {
+        int refused = report_plugins(&g);
+        int mistakes = ocgw_preflight(&g);
+        if (check_only) {
+            if (!refused && !mistakes)
+                ocgw_check_summary(&g, stdout);
+            exit_code = refused || mistakes ? 1 : 0;
+            goto out;
+        }
+        if (mistakes) {
+            och_log(g.host, OC_LOG_ERROR, OCGW_SOURCE,
+                    "not starting: fix the config (the lines above say what); ocgw --check "
+                    "tells the same without starting");
+            exit_code = 2;
+            goto out;
+        }
+    }
 
     install_channels(&g);
     ocgw_state_save(&g.st);

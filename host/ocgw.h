@@ -13,6 +13,7 @@
  *   ocgw_run.c       one inbound message: message_received, decisions
  *                    (before_model_resolve), runs (prompt build, scripted
  *                    model, tools, agent_end, message_sending, POST)
+ *   ocgw_check.c     preflight checks after loading the plugins, --check's summary
  *   ocgw_expect.c    --expect: a story's expected channel histories, files
  *                    and tool outcomes, checked against Discord itself
  *   ocgw_util.c      small helpers
@@ -127,6 +128,8 @@ typedef struct ocgw_chan_cfg {
 typedef struct ocgw_config {
     json_t *root;         /* the expanded config (owned) */
     char *config_dir;     /* folder of the config file (absolute) */
+    char *config_path;    /* the config file (absolute); ocgw exports it to its plugins
+                           * as OPENCLAW_CONFIG_PATH, the base of their relative paths */
 
     char *api_base;
     char *guild_id;
@@ -321,6 +324,16 @@ void ocgw_expect_free(ocgw_expect *e);
  * When verbose, prints the report to the transcript.
  */
 int ocgw_expect_check(ocgw *g, const ocgw_expect *e, int verbose, char *why, size_t why_len);
+
+/* ---- preflight (ocgw_check.c) ----------------------------------------------------------- */
+
+/* After och_host_load: log each cost-burning mistake (an enabled entry whose
+ * plugin did not load, plugins.allow naming no plugin, gateway.noReply or
+ * discord.apiBase differing from a plugin's) at error level; 1 when any. */
+int ocgw_preflight(ocgw *g);
+/* The one summary line of a good --check (what loaded, tools, hooks,
+ * agents, channels) on f. */
+void ocgw_check_summary(ocgw *g, FILE *f);
 
 /* ---- helpers (ocgw_util.c) ---------------------------------------------------------- */
 

@@ -15,6 +15,8 @@
 #include <string.h>
 
 #include "ocgw.h"
+#include "agent_id.h"
+#include "secret_shape.h"
 
 static int fail(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(char *err, size_t n, const char *fmt, ...)
@@ -120,6 +122,27 @@ static int expand_tree(json_t *j, const char *where, char *err, size_t n)
     return OC_OK;
 }
 
+/* ---- secrets ---------------------------------------------------------------------------- */
+
+/* A token-shaped key or value anywhere in the file is refused by its path,
+ * before any other check could echo it. A plugin's own config is left to
+ * the plugin (its discord.moderatorToken may hold one; it checks the rest). */
+static int refuse_tokens(const json_t *root, const char *file, char *err, size_t n)
+{
+    static const char *const plugin_configs[] = {"plugins.entries.*.config", NULL};
+    char where[256];
+    int is_key;
+    if (!dg_json_find_token(root, plugin_configs, where, sizeof where, &is_key))
+        return OC_OK;
+    if (is_key)
+        return fail(err, n, "%s: a key of %s: this looks like a bot token; tokens belong in the "
+                            "environment: put it in an environment variable (an agent names it "
+                            "in tokenEnv) and fix the key", file, *where ? where : "the top level");
+    return fail(err, n, "%s: this looks like a bot token; tokens belong in the environment: put "
+                        "it in an environment variable and name that variable in tokenEnv (for "
+                        "an agent or a human) instead", where);
+}
+
 /* ---- typed readers ---------------------------------------------------------------------- */
 
 static int check_keys(const json_t *obj, const char *where, const char *const *allowed, char *err,
@@ -203,16 +226,6 @@ static int get_snowflake(const json_t *obj, const char *key, const char *where, 
         return fail(err, n, "%s.%s: expected a Discord id (snowflake: 1-20 digits)", where, key);
     }
     return OC_OK;
-}
-
-static int id_ok(const char *s)
-{
-    if (!s || !*s || strlen(s) > 64)
-        return 0;
-    for (const char *p = s; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '_'))
-            return 0;
-    return 1;
 }
 
 /* ---- sections ------------------------------------------------------------------------------ */
@@ -338,8 +351,8 @@ static int read_agents(ocgw_config *c, char *err, size_t n)
         int rc = check_keys(a, where, keys, err, n);
         if (!rc)
             rc = get_str(a, "id", where, 1, &ag->id, err, n);
-        if (!rc && !id_ok(ag->id))
-            rc = fail(err, n, "%s.id: \"%s\" must be 1-64 of a-z 0-9 - _", where, ag->id);
+        if (!rc && !dg_agent_id_valid(ag->id))
+            rc = fail(err, n, "%s.id: \"%.64s\" must be " DG_AGENT_ID_RULE, where, ag->id);
         if (!rc)
             snprintf(where, sizeof where, "agents[%s]", ag->id);
         for (size_t k = 0; !rc && k + 1 < c->n_agents; k++)
@@ -414,8 +427,9 @@ static int read_humans(ocgw_config *c, char *err, size_t n)
         int rc = check_keys(h, where, keys, err, n);
         if (!rc)
             rc = get_str(h, "id", where, 1, &hu->id, err, n);
-        if (!rc && !id_ok(hu->id))
-            rc = fail(err, n, "%s.id: \"%s\" must be 1-64 of a-z 0-9 - _", where, hu->id);
+        if (!rc && !dg_agent_id_valid(hu->id))
+            rc = fail(err, n, "%s.id: \"%.64s\" must be " DG_AGENT_ID_RULE " (the rule of agent "
+                      "ids, so a human id reads like one)", where, hu->id);
         if (!rc && ocgw_agent_by_id(c, hu->id))
             rc = fail(err, n, "%s.id: \"%s\" is already an agent id", where, hu->id);
         for (size_t k = 0; !rc && k + 1 < c->n_humans; k++)
@@ -488,8 +502,9 @@ static int read_channels(ocgw_config *c, char *err, size_t n)
         snprintf(where, sizeof where, "channels.%s", alias);
         ocgw_chan_cfg *cc = &c->channels[c->n_channels++];
         cc->alias = strdup(alias);
-        int rc = id_ok(alias) ? OC_OK
-                              : fail(err, n, "%s: alias must be 1-64 of a-z 0-9 - _", where);
+        int rc = dg_agent_id_valid(alias)
+                     ? OC_OK
+                     : fail(err, n, "%s: alias must be " DG_AGENT_ID_RULE, where);
         if (!rc)
             rc = check_keys(ch, where, keys, err, n);
         if (!rc)
@@ -530,6 +545,10 @@ static int read_channels(ocgw_config *c, char *err, size_t n)
 int ocgw_config_load(const char *path, ocgw_config *c, char *err, size_t err_len)
 {
     memset(c, 0, sizeof *c);
+    FILE *probe = fopen(path, "r");
+    if (!probe)
+        return fail(err, err_len, "cannot read %s: %s", path, strerror(errno));
+    fclose(probe);
     json_error_t je;
     c->root = json_load_file(path, 0, &je);
     if (!c->root)
@@ -545,10 +564,17 @@ int ocgw_config_load(const char *path, ocgw_config *c, char *err, size_t err_len
     }
     char *slash = strrchr(abs, '/');
     c->config_dir = slash == abs ? strdup("/") : strndup(abs, (size_t)(slash - abs));
+    c->config_path = strdup(abs);
 
     static const char *const keys[] = {"plugins", "discord", "gateway", "channels", "agents",
                                        "humans", "description", NULL};
-    int rc = expand_tree(c->root, "", err, err_len);
+    /* Before and after ${NAME} expansion: a token written into the file, or
+     * one a variable put into a key that is not for tokens. */
+    int rc = refuse_tokens(c->root, path, err, err_len);
+    if (!rc)
+        rc = expand_tree(c->root, "", err, err_len);
+    if (!rc)
+        rc = refuse_tokens(c->root, path, err, err_len);
     if (!rc)
         rc = check_keys(c->root, "config", keys, err, err_len);
     if (!rc)
@@ -609,6 +635,7 @@ void ocgw_config_free(ocgw_config *c)
         return;
     json_decref(c->root);
     free(c->config_dir);
+    free(c->config_path);
     free(c->api_base);
     free(c->guild_id);
     free(c->moderator_user_id);

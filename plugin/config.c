@@ -15,8 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "openclaw/plugin.h"
+#include "agent_id.h"
+#include "secret_shape.h"
+#include "state_dir.h"
 
 #define DEFAULT_API_BASE "https://discord.com/api/v10"
 
@@ -126,20 +130,6 @@ static int cmp_agent(const void *a, const void *b)
     return strcmp(((const dg_agent_cfg *)a)->agent_id, ((const dg_agent_cfg *)b)->agent_id);
 }
 
-static int valid_agent_id(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > 64)
-        return 0;
-    for (const char *c = s; *c; c++) {
-        int ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-                 (*c >= '0' && *c <= '9') || *c == '-' || *c == '_' || *c == '.';
-        if (!ok)
-            return 0;
-    }
-    return 1;
-}
-
 static int parse_agents(const json_t *agents, dg_config *c, char *err, size_t err_len)
 {
     size_t n = json_object_size(agents);
@@ -152,10 +142,10 @@ static int parse_agents(const json_t *agents, dg_config *c, char *err, size_t er
     json_t *val;
     char path[160];
     json_object_foreach((json_t *)agents, id, val) {
-        if (!valid_agent_id(id))
+        if (!dg_agent_id_valid(id))
             return dg_fail(err, err_len, OC_ERR_INVALID,
-                        "config: agent id \"%.64s\" in \"agents\" must be 1-64 characters of "
-                        "letters, digits, '-', '_' or '.'", id);
+                        "config: agent id \"%.64s\" in \"agents\" must be " DG_AGENT_ID_RULE
+                        "; write it as OpenClaw names the agent", id);
         snprintf(path, sizeof path, "agents.%s", id);
         if (!json_is_object(val))
             return dg_fail(err, err_len, OC_ERR_INVALID,
@@ -225,16 +215,37 @@ static int parse_admins(const json_t *admins, dg_config *c, char *err, size_t er
     return OC_OK;
 }
 
-static int default_db_path(char **out)
+/* dbPath and templatesDir as absolute paths: a relative one is taken from
+ * the base of state_dir.h; no dbPath is dirigent.db in DIRIGENT_STATE_DIR,
+ * else in the working directory (the contract's default). */
+static int resolve_paths(dg_config *c, char *err, size_t err_len)
 {
-    const char *dir = getenv("DIRIGENT_STATE_DIR");
-    if (!dir || !*dir)
-        dir = ".";
-    size_t n = strlen(dir) + sizeof "/dirigent.db";
-    *out = malloc(n);
-    if (!*out)
+    int rc = dg_path_base(&c->path_base, &c->path_base_from, err, err_len);
+    if (rc)
+        return rc;
+    if (!c->db_path) {
+        const char *dir = getenv("DIRIGENT_STATE_DIR");
+        char cwd[4096];
+        if (!getcwd(cwd, sizeof cwd))
+            return dg_fail(err, err_len, OC_ERR_IO,
+                        "config: cannot read the working directory (%s); set \"dbPath\" to an "
+                        "absolute path", strerror(errno));
+        char *folder = dg_path_join_base(cwd, dir && *dir ? dir : ".");
+        c->db_path = folder ? dg_path_join_base(folder, "dirigent.db") : NULL;
+        free(folder);
+        return c->db_path ? OC_OK : OC_ERR_NOMEM;
+    }
+    char *abs = dg_path_join_base(c->path_base, c->db_path);
+    if (!abs)
         return OC_ERR_NOMEM;
-    snprintf(*out, n, "%s/dirigent.db", dir);
+    free(c->db_path);
+    c->db_path = abs;
+    if (c->templates_dir) {
+        if (!(abs = dg_path_join_base(c->path_base, c->templates_dir)))
+            return OC_ERR_NOMEM;
+        free(c->templates_dir);
+        c->templates_dir = abs;
+    }
     return OC_OK;
 }
 
@@ -293,6 +304,22 @@ static int parse_all(const json_t *json, dg_config *c, char *err, size_t err_len
         return dg_fail(err, err_len, OC_ERR_INVALID,
                     "config: the plugin config must be a JSON object "
                     "(plugins.entries.dirigent.config)");
+    /* Before anything can echo a value or a key: a token anywhere but in
+     * discord.moderatorToken is refused without showing it. */
+    static const char *const token_home[] = {"discord.moderatorToken", NULL};
+    char where[256];
+    int is_key;
+    if (dg_json_find_token(json, token_home, where, sizeof where, &is_key)) {
+        char what[300];
+        if (is_key && !*where)
+            snprintf(what, sizeof what, "a top-level key");
+        else
+            snprintf(what, sizeof what, "%s\"%s\"", is_key ? "a key of " : "", where);
+        return dg_fail(err, err_len, OC_ERR_INVALID,
+                    "config: %s: this looks like a bot token; tokens belong in the environment "
+                    "(DIRIGENT_MODERATOR_TOKEN for the moderator), never in another key: move "
+                    "it there and fix the config", what);
+    }
     if ((rc = check_keys(json, "", top, err, err_len)))
         return rc;
     if ((rc = get_string(json, "noReplyProvider", "noReplyProvider", 1, &c->no_reply_provider, err,
@@ -319,9 +346,9 @@ static int parse_all(const json_t *json, dg_config *c, char *err, size_t err_len
 
     if ((rc = get_string(json, "dbPath", "dbPath", 0, &c->db_path, err, err_len)))
         return rc;
-    if (!c->db_path && (rc = default_db_path(&c->db_path)))
-        return rc;
     if ((rc = get_string(json, "templatesDir", "templatesDir", 0, &c->templates_dir, err, err_len)))
+        return rc;
+    if ((rc = resolve_paths(c, err, err_len)))
         return rc;
 
     json_t *obj;
@@ -390,6 +417,7 @@ void dg_config_free(dg_config *c)
     free(c->no_reply_model);
     free(c->db_path);
     free(c->templates_dir);
+    free(c->path_base);
     free(c->discord_api_base);
     free(c->discord_guild_id);
     if (c->moderator_token) {

@@ -25,8 +25,11 @@ typedef struct dg_config {
     char *no_reply_provider;
     char *no_reply_model;
     dg_session_policy session_policy;
-    char *db_path;           /* resolved: config, else $DIRIGENT_STATE_DIR/dirigent.db, else ./dirigent.db */
-    char *templates_dir;     /* NULL: built-in templates only */
+    char *db_path;           /* absolute: config (relative: from path_base), else
+                              * $DIRIGENT_STATE_DIR/dirigent.db, else <cwd>/dirigent.db */
+    char *templates_dir;     /* absolute; NULL: built-in templates only */
+    char *path_base;         /* folder relative paths were taken from (state_dir.h) */
+    const char *path_base_from; /* static: where path_base came from, for the log */
 
     char *discord_api_base;  /* no trailing slash */
     char *discord_guild_id;  /* NULL when not configured (channel creation then refused) */
@@ -49,7 +52,8 @@ typedef struct dg_config {
 /*
  * Parse and validate `json` (borrowed) into *out, applying defaults and the
  * environment overrides (DIRIGENT_SESSION_POLICY, DIRIGENT_MODERATOR_TOKEN,
- * DIRIGENT_STATE_DIR). On failure returns a negative oc_status, writes a
+ * DIRIGENT_STATE_DIR, OPENCLAW_CONFIG_PATH for relative paths: state_dir.h).
+ * On failure returns a negative oc_status, writes a
  * sentence naming the key and the rule into err, and leaves *out zeroed.
  * On success *out owns its strings: release with dg_config_free().
  * Thread: init only.

@@ -931,8 +931,8 @@ static int do_request(dg_discord *d, const char *method, const char *path, const
                 break;
             }
             long wait = backoff_ms(d, failures);
-            logf_(d, OC_LOG_WARN, "discord: %s failed (%s); retry %d/%d in %ld ms", route, why,
-                  failures + 1, d->max_attempts, wait);
+            logf_(d, OC_LOG_WARN, "discord: %s failed (%s); retry %d of %d in %ld ms", route,
+                  why, failures, d->max_attempts - 1, wait);
             if (mono_ms() + wait >= deadline) {
                 rc = set_err(e, OC_ERR_IO, 0, 1,
                              "timed out: %s failed (%s) and no time is left in its %ld ms to "
@@ -995,8 +995,8 @@ static int do_request(dg_discord *d, const char *method, const char *path, const
                 break;
             }
             long wait = backoff_ms(d, failures);
-            logf_(d, OC_LOG_WARN, "discord: %s answered %ld (%s); retry %d/%d in %ld ms", route,
-                  http, dmsg, failures + 1, d->max_attempts, wait);
+            logf_(d, OC_LOG_WARN, "discord: %s answered %ld (%s); retry %d of %d in %ld ms",
+                  route, http, dmsg, failures, d->max_attempts - 1, wait);
             if (mono_ms() + wait >= deadline) {
                 rc = set_err(e, OC_ERR_IO, http, 1,
                              "Discord answered %ld to %s: %s; no time left in %ld ms to retry",

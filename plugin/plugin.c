@@ -16,6 +16,7 @@
 #include "discuss.h"
 #include "outbox.h"
 #include "register.h"
+#include "state_dir.h"
 #include "store.h"
 #include "templates.h"
 #include "turns_engine.h"
@@ -129,8 +130,22 @@ static int dg_init(const oc_host_api *api, const json_t *config, void **state, c
         goto fail;
     if ((rc = dg_templates_load(p->cfg.templates_dir, &p->templates, err, err_len)))
         goto fail;
-    if ((rc = dg_store_open(p->cfg.db_path, &p->store, err, err_len)))
+    /* A missing folder of dbPath is created here (a folder as dbPath is
+     * refused), and taken back when the store then cannot open. */
+    char *created = NULL;
+    if ((rc = dg_db_dir_prepare(p->cfg.db_path, &created, err, err_len)))
         goto fail;
+    if ((rc = dg_store_open(p->cfg.db_path, &p->store, err, err_len))) {
+        dg_db_dir_undo(p->cfg.db_path, created);
+        free(created);
+        goto fail;
+    }
+    if (created)
+        dg_log(p, OC_LOG_INFO, "dirigent: created the folder %s for dbPath (mode 0700)", created);
+    free(created);
+    dg_log(p, OC_LOG_INFO, "dirigent: database %s, templates %s (relative paths are taken from "
+           "%s: %s)", p->cfg.db_path, p->cfg.templates_dir ? p->cfg.templates_dir : "built in",
+           p->cfg.path_base_from, p->cfg.path_base);
     if (p->cfg.moderator_token) {
         dg_discord_options o = {
             .api_base = p->cfg.discord_api_base,

@@ -75,12 +75,70 @@ static int known_index(const char *s, size_t len)
     return -1;
 }
 
+/* The placeholders each template is rendered with (the code that renders
+ * it fills exactly these; any other would always come out empty); the
+ * session-model texts are used as they are. README, Templates, says the same. */
+static const struct {
+    const char *name;
+    const char *receives; /* space-separated, each name once */
+} receives[] = {
+    {"kickoff.md", "discussGuide initiatorMention participantMentions discussionChannel "
+                   "originChannel status"},
+    {"idle.md", "discussGuide initiatorMention discussionChannel originChannel status"},
+    {"closed.md", "discussionChannel status"},
+    {"result.md", "discussGuide initiatorMention summaryPath discussionChannel originChannel "
+                  "status"},
+    {"rest.md", "maxAgentMessages"},
+    {"session_model_channel.md", ""},
+    {"session_model_thread.md", ""},
+};
+
+/* What template `name` (a file name, or a path ending in one) receives:
+ * static string, or NULL for a name that is no template. */
+static const char *receives_of(const char *name)
+{
+    const char *base = strrchr(name, '/');
+    base = base ? base + 1 : name;
+    for (size_t i = 0; i < sizeof receives / sizeof receives[0]; i++)
+        if (!strcmp(receives[i].name, base))
+            return receives[i].receives;
+    return NULL;
+}
+
+static int word_in(const char *list, const char *w, size_t len)
+{
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ' ');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == len && !memcmp(p, w, len))
+            return 1;
+        p += l + (e != NULL);
+    }
+    return 0;
+}
+
 int dg_templates_check_text(const char *name, const char *text, char *err, size_t err_len)
 {
+    const char *gets = receives_of(name);
     for (const char *s = text; *s; s++) {
         size_t len = placeholder_len(s);
         if (len == 0)
             continue;
+        if (known_index(s + 1, len - 2) >= 0 && gets && !word_in(gets, s + 1, len - 2)) {
+            char list[256] = "";
+            for (const char *p = gets; *p;) {
+                const char *e = strchr(p, ' ');
+                size_t l = e ? (size_t)(e - p) : strlen(p), used = strlen(list);
+                snprintf(list + used, sizeof list - used, "%s{%.*s}", used ? " " : "", (int)l, p);
+                p += l + (e != NULL);
+            }
+            set_err(err, err_len,
+                    "template %s: placeholder {%.*s} is never filled in this template; it "
+                    "receives %s (fix or remove it; README's Templates section lists what each "
+                    "template receives)",
+                    name, (int)(len - 2), s + 1, *list ? list : "no placeholders");
+            return OC_ERR_INVALID;
+        }
         if (known_index(s + 1, len - 2) < 0) {
             set_err(err, err_len,
                     "template %s: unknown placeholder {%.*s}; known placeholders are "

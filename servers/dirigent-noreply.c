@@ -439,14 +439,14 @@ static void nr_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 static void nr_usage(FILE *f)
 {
     fprintf(f,
-            "usage: dirigent-noreply [--host ADDR] [--port N] [--token T]\n"
-            "                        [--max-body BYTES] [--quiet]\n"
+            "usage: dirigent-noreply [options]\n"
             "  --host ADDR      address to bind (default 127.0.0.1; IPv4 or IPv6)\n"
             "  --port N         TCP port, 0 = any free port (default 0)\n"
-            "  --token T        require \"Authorization: Bearer T\" (env "
-            "DIRIGENT_NOREPLY_TOKEN)\n"
+            "  --token T        require \"Authorization: Bearer T\" (env DIRIGENT_NOREPLY_TOKEN)\n"
             "  --max-body B     largest request body accepted (default %u)\n"
             "  --quiet          no per-request line on stderr\n"
+            "  -h, --help       this text\n"
+            "  --version        the version\n"
             "Prints the base URL (http://HOST:PORT/v1) as the first stdout line.\n",
             NR_DEFAULT_MAX_BODY);
 }
@@ -465,12 +465,13 @@ static int nr_parse_ulong(const char *s, unsigned long max, unsigned long *out)
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"host", required_argument, NULL, 'h'},
+        {"host", required_argument, NULL, 'A'},
         {"port", required_argument, NULL, 'p'},
         {"token", required_argument, NULL, 't'},
         {"max-body", required_argument, NULL, 'm'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'H'},
+        {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
     static nr_server srv;
     const char *host = "127.0.0.1";
@@ -478,9 +479,10 @@ int main(int argc, char **argv)
     const char *env_token = getenv("DIRIGENT_NOREPLY_TOKEN");
     srv.token = env_token && *env_token ? env_token : NULL;
     int ch;
-    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    opterr = 0; /* our own words for a bad option */
+    while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (ch) {
-        case 'h': host = optarg; break;
+        case 'A': host = optarg; break;
         case 'p':
             if (nr_parse_ulong(optarg, 65535, &port) != 0) {
                 fprintf(stderr, "dirigent-noreply: --port must be 0..65535, got "
@@ -505,8 +507,20 @@ int main(int argc, char **argv)
             }
             break;
         case 'q': srv.quiet = true; break;
+        case 'h':
         case 'H': nr_usage(stdout); return 0;
-        default: nr_usage(stderr); return 2;
+        case 'V': printf("dirigent-noreply %s\n", DG_VERSION); return 0;
+        case ':':
+            fprintf(stderr, "dirigent-noreply: option %s needs a value\n", argv[optind - 1]);
+            nr_usage(stderr);
+            return 2;
+        default:
+            if (optopt)
+                fprintf(stderr, "dirigent-noreply: unknown option -%c\n", optopt);
+            else
+                fprintf(stderr, "dirigent-noreply: unknown option %s\n", argv[optind - 1]);
+            nr_usage(stderr);
+            return 2;
         }
     }
     if (optind < argc) {

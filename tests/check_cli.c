@@ -15,10 +15,10 @@
 /* Runs <build>/<prog> with args (NULL-terminated) for at most 10 s; returns
  * its exit status (-1 when it had to be killed or died of a signal) and its
  * stderr in *err (malloc'd). */
-static int run(const char *prog, const char *const *args, char **err)
+static int run_out(const char *prog, const char *const *args, char **out, char **err)
 {
     char *dir = tu_mkdtemp();
-    char *errf = tu_path(dir, "stderr");
+    char *errf = tu_path(dir, "stderr"), *outf = tu_path(dir, "stdout");
     char *bin = NULL;
     ck_assert_int_ge(asprintf(&bin, "%s/%s", tu_build_dir(), prog), 0);
     ck_assert_msg(access(bin, X_OK) == 0, "%s is not built", bin);
@@ -27,19 +27,31 @@ static int run(const char *prog, const char *const *args, char **err)
     for (; args && *args && n < 31; args++)
         argv[n++] = *args;
     argv[n] = NULL;
-    int st = tu_run_wait(argv, NULL, errf, NULL, 10000);
-    FILE *f = fopen(errf, "r");
-    char buf[4096] = "";
-    size_t k = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-    buf[k] = '\0';
-    if (f)
-        fclose(f);
-    *err = strdup(buf);
+    int st = tu_run_wait(argv, outf, errf, NULL, 10000);
+    char **dst[2] = {err, out};
+    const char *src[2] = {errf, outf};
+    for (int k = 0; k < 2; k++) {
+        if (!dst[k])
+            continue;
+        FILE *f = fopen(src[k], "r");
+        char buf[4096] = "";
+        size_t got = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        buf[got] = '\0';
+        if (f)
+            fclose(f);
+        *dst[k] = strdup(buf);
+    }
     tu_rmtree(dir);
     free(dir);
     free(errf);
+    free(outf);
     free(bin);
     return st;
+}
+
+static int run(const char *prog, const char *const *args, char **err)
+{
+    return run_out(prog, args, NULL, err);
 }
 
 /* prog args... must exit 2 at once with every needle in its stderr. */
@@ -165,6 +177,63 @@ START_TEST(ocgw_refuses_a_malformed_story)
 }
 END_TEST
 
+/* Each program answers --help and -h (one line per option, --version among
+ * them) and --version on stdout with status 0, and names an unknown option
+ * in the words "unknown option --bogus" (issue 13). */
+START_TEST(programs_answer_help_version_and_unknown_options)
+{
+    static const char *const progs[] = {"ocgw", "fake-discord", "dirigent-noreply"};
+    for (size_t i = 0; i < sizeof progs / sizeof *progs; i++) {
+        static const char *const helps[] = {"--help", "-h"};
+        for (size_t h = 0; h < 2; h++) {
+            const char *a[] = {helps[h], NULL};
+            char *out = NULL, *err = NULL;
+            int rc = run_out(progs[i], a, &out, &err);
+            ck_assert_msg(rc == 0 && strstr(out, "usage: ") && strstr(out, "\n  --version ") &&
+                              strstr(out, "\n  -h, --help "),
+                          "%s %s: exit %d, stdout: %s", progs[i], helps[h], rc, out);
+            free(out);
+            free(err);
+        }
+        const char *v[] = {"--version", NULL};
+        char *out = NULL, *err = NULL;
+        int rc = run_out(progs[i], v, &out, &err);
+        ck_assert_msg(rc == 0 && !strncmp(out, progs[i], strlen(progs[i])) &&
+                          strstr(out, DG_VERSION), "%s --version: exit %d: %s", progs[i], rc, out);
+        free(out);
+        free(err);
+        const char *b[] = {"--bogus", NULL};
+        refused(progs[i], b, "unknown option --bogus", NULL);
+    }
+}
+END_TEST
+
+START_TEST(ocgw_names_a_missing_config_file)
+{
+    const char *a[] = {"--config", "/nonexistent/host.json", NULL};
+    refused("ocgw", a, "cannot read /nonexistent/host.json: No such file or directory", NULL);
+}
+END_TEST
+
+/* CK_RUN_SUITE=bogus ran 0 checks and passed. */
+START_TEST(runner_refuses_an_unknown_suite_or_case)
+{
+    setenv("CK_RUN_SUITE", "bogus", 1);
+    unsetenv("CK_RUN_CASE");
+    char *err = NULL;
+    int rc = run("check_all", NULL, &err);
+    ck_assert_msg(rc == 2 && strstr(err, "CK_RUN_SUITE=bogus is not a suite") &&
+                      strstr(err, " config") && strstr(err, " cli"), "exit %d: %s", rc, err);
+    free(err);
+    setenv("CK_RUN_SUITE", "cli", 1);
+    setenv("CK_RUN_CASE", "bogus", 1);
+    rc = run("check_all", NULL, &err);
+    ck_assert_msg(rc == 2 && strstr(err, "CK_RUN_CASE=bogus is no test case of cli"),
+                  "exit %d: %s", rc, err);
+    free(err);
+}
+END_TEST
+
 Suite *make_cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -173,6 +242,9 @@ Suite *make_cli_suite(void)
     tcase_add_test(tc, fake_discord_refuses_bad_numbers_and_ids);
     tcase_add_test(tc, ocgw_refuses_bad_numbers_and_stray_arguments);
     tcase_add_test(tc, ocgw_refuses_a_malformed_story);
+    tcase_add_test(tc, programs_answer_help_version_and_unknown_options);
+    tcase_add_test(tc, ocgw_names_a_missing_config_file);
+    tcase_add_test(tc, runner_refuses_an_unknown_suite_or_case);
     suite_add_tcase(s, tc);
     return s;
 }

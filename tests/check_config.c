@@ -7,9 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
+#include "agent_id.h"
 #include "openclaw/plugin.h"
+#include "secret_shape.h"
 #include "testutil.h"
 
 #define MOD "\"discord\":{\"moderatorUserId\":\"1000000000000000001\"}"
@@ -20,6 +23,17 @@ static void clear_env(void)
     unsetenv("DIRIGENT_SESSION_POLICY");
     unsetenv("DIRIGENT_MODERATOR_TOKEN");
     unsetenv("DIRIGENT_STATE_DIR");
+    unsetenv("OPENCLAW_CONFIG_PATH");
+}
+
+/* malloc'd "<cwd>/<rel>" */
+static char *in_cwd(const char *rel)
+{
+    char cwd[4096];
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    char *out = NULL;
+    ck_assert_int_ge(asprintf(&out, "%s/%s", cwd, rel), 0);
+    return out;
 }
 
 static int parse_text(const char *text, dg_config *c, char *err, size_t n)
@@ -39,7 +53,9 @@ START_TEST(test_minimal_config_gets_defaults)
     ck_assert_str_eq(c.no_reply_provider, "noreply");
     ck_assert_str_eq(c.no_reply_model, "no-reply");
     ck_assert_int_eq(c.session_policy, DG_POLICY_CHANNEL);
-    ck_assert_str_eq(c.db_path, "./dirigent.db");
+    char *want = in_cwd("dirigent.db");
+    ck_assert_str_eq(c.db_path, want);
+    free(want);
     ck_assert_ptr_null(c.templates_dir);
     ck_assert_str_eq(c.discord_api_base, "https://discord.com/api/v10");
     ck_assert_ptr_null(c.discord_guild_id);
@@ -246,6 +262,49 @@ START_TEST(test_state_dir_sets_default_db_path)
 }
 END_TEST
 
+/* Relative dbPath and templatesDir are taken from the host's config folder
+ * (OPENCLAW_CONFIG_PATH), else DIRIGENT_STATE_DIR, else the working
+ * directory: never left relative to wherever the host happened to start. */
+START_TEST(test_relative_paths_have_one_base)
+{
+    clear_env();
+    dg_config c;
+    char err[256];
+    const char *rel = "{" BASE ",\"dbPath\":\"./state/d.db\",\"templatesDir\":\"tpl\"}";
+    ck_assert_int_eq(parse_text(rel, &c, err, sizeof err), OC_OK);
+    char *want = in_cwd("state/d.db");
+    ck_assert_str_eq(c.db_path, want);
+    free(want);
+    want = in_cwd("tpl");
+    ck_assert_str_eq(c.templates_dir, want);
+    free(want);
+    ck_assert_str_eq(c.path_base_from, "the working directory");
+    dg_config_free(&c);
+
+    setenv("DIRIGENT_STATE_DIR", "/var/lib/dg", 1);
+    ck_assert_int_eq(parse_text(rel, &c, err, sizeof err), OC_OK);
+    ck_assert_str_eq(c.db_path, "/var/lib/dg/state/d.db");
+    ck_assert_str_eq(c.templates_dir, "/var/lib/dg/tpl");
+    dg_config_free(&c);
+
+    /* The host's config folder wins over the state dir. */
+    setenv("OPENCLAW_CONFIG_PATH", "/etc/gw/host.json", 1);
+    ck_assert_int_eq(parse_text(rel, &c, err, sizeof err), OC_OK);
+    ck_assert_str_eq(c.db_path, "/etc/gw/state/d.db");
+    ck_assert_str_eq(c.templates_dir, "/etc/gw/tpl");
+    ck_assert_str_eq(c.path_base, "/etc/gw");
+    dg_config_free(&c);
+    /* Absolute paths stay as written; no dbPath keeps the contract's default. */
+    ck_assert_int_eq(parse_text("{" BASE ",\"dbPath\":\"/x/y.db\"}", &c, err, sizeof err), OC_OK);
+    ck_assert_str_eq(c.db_path, "/x/y.db");
+    dg_config_free(&c);
+    ck_assert_int_eq(parse_text("{" BASE "}", &c, err, sizeof err), OC_OK);
+    ck_assert_str_eq(c.db_path, "/var/lib/dg/dirigent.db");
+    dg_config_free(&c);
+    clear_env();
+}
+END_TEST
+
 START_TEST(test_token_never_in_error_text)
 {
     clear_env();
@@ -257,6 +316,89 @@ START_TEST(test_token_never_in_error_text)
                         &c, err, sizeof err);
     ck_assert_int_eq(rc, OC_ERR_INVALID);
     ck_assert_ptr_null(strstr(err, "SECRET"));
+}
+END_TEST
+
+#define BOT_TOKEN "MTIzNDU2Nzg5MDEyMzQ1Njc4.GhIjKl.abcdefghijklmnopqrstuvwxyz0123456789AB"
+
+START_TEST(test_token_shape_rule)
+{
+    ck_assert(dg_looks_like_token(BOT_TOKEN));
+    ck_assert(dg_looks_like_token("Bot " BOT_TOKEN));
+    ck_assert(dg_looks_like_token("x/" BOT_TOKEN "/y"));
+    ck_assert(!dg_looks_like_token(NULL));
+    ck_assert(!dg_looks_like_token(""));
+    ck_assert(!dg_looks_like_token("https://discord.com/api/v10"));
+    ck_assert(!dg_looks_like_token("1000000000000000001"));
+    ck_assert(!dg_looks_like_token("demo-planner-token"));
+    ck_assert(!dg_looks_like_token("openai/gpt-5.4"));
+    ck_assert(!dg_looks_like_token("a.b.c"));
+    ck_assert(!dg_looks_like_token("/var/lib/dirigent/state.v2.db"));
+}
+END_TEST
+
+/* A token pasted into any other key is refused by the key's name, and the
+ * error shows no part of it (issue 13). */
+START_TEST(test_token_in_any_key_is_never_echoed)
+{
+    clear_env();
+    static const struct { const char *json; const char *names; } cases[] = {
+        {"{" BASE ",\"agents\":{\"a\":{\"discordUserId\":\"" BOT_TOKEN "\"}}}",
+         "\"agents.a.discordUserId\""},
+        {"{" BASE ",\"agents\":{\"" BOT_TOKEN "\":{\"discordUserId\":\"5\"}}}",
+         "a key of \"agents\""},
+        {"{\"noReplyProvider\":\"p\",\"noReplyModel\":\"" BOT_TOKEN "\"," MOD "}",
+         "\"noReplyModel\""},
+        {"{" BASE ",\"admins\":[\"" BOT_TOKEN "\"]}", "\"admins[0]\""},
+        {"{" BASE ",\"dbPath\":\"/x/Bot " BOT_TOKEN "\"}", "\"dbPath\""},
+        {"{" BASE ",\"" BOT_TOKEN "\":1}", "a top-level key"},
+        {"{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":{\"moderatorUserId\":"
+         "\"" BOT_TOKEN "\"}}", "\"discord.moderatorUserId\""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        dg_config c;
+        char err[512] = "";
+        ck_assert_int_eq(parse_text(cases[i].json, &c, err, sizeof err), OC_ERR_INVALID);
+        ck_assert_msg(!strstr(err, "MTIzNDU2") && !strstr(err, "GhIjKl") &&
+                          !strstr(err, "abcdefghijklmnop"), "case %zu echoes the token: %s", i, err);
+        ck_assert_msg(strstr(err, cases[i].names) &&
+                          strstr(err, "this looks like a bot token; tokens belong in the "
+                                      "environment"), "case %zu: %s", i, err);
+        ck_assert_ptr_null(c.no_reply_provider);
+    }
+    /* Its own key still takes one (the environment wins when set). */
+    dg_config c;
+    char err[512] = "";
+    ck_assert_msg(parse_text("{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":"
+                             "{\"moderatorUserId\":\"1\",\"moderatorToken\":\"" BOT_TOKEN "\"}}",
+                             &c, err, sizeof err) == OC_OK, "%s", err);
+    ck_assert_str_eq(c.moderator_token, BOT_TOKEN);
+    dg_config_free(&c);
+}
+END_TEST
+
+/* One agent-id rule, OpenClaw's (README allowed '.' and capitals while ocgw
+ * refused them): capitals and dots could never match OpenClaw's ids. */
+START_TEST(test_agent_id_rule_is_openclaws)
+{
+    clear_env();
+    static const char *const good[] = {"planner", "p", "coder-2", "a_b", "0agent"};
+    static const char *const bad[] = {"Planner", "a.b", "-x", "_x", "a b", "",
+        "a2345678901234567890123456789012345678901234567890123456789012345"};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++)
+        ck_assert_msg(dg_agent_id_valid(good[i]), "%s", good[i]);
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        ck_assert_msg(!dg_agent_id_valid(bad[i]), "%s", bad[i]);
+    dg_config c;
+    char err[512];
+    ck_assert_int_eq(parse_text("{" BASE ",\"agents\":{\"Planner\":{\"discordUserId\":\"5\"}}}",
+                                &c, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_msg(strstr(err, "\"Planner\"") && strstr(err, DG_AGENT_ID_RULE), "%s", err);
+    ck_assert_int_eq(parse_text("{" BASE ",\"agents\":{\"a.b\":{\"discordUserId\":\"5\"}}}",
+                                &c, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_int_eq(parse_text("{" BASE ",\"agents\":{\"coder-2\":{\"discordUserId\":\"5\"}}}",
+                                &c, err, sizeof err), OC_OK);
+    dg_config_free(&c);
 }
 END_TEST
 
@@ -313,7 +455,11 @@ Suite *make_config_suite(void)
     tcase_add_test(tc, test_env_policy_overrides_config);
     tcase_add_test(tc, test_env_token_overrides_config);
     tcase_add_test(tc, test_state_dir_sets_default_db_path);
+    tcase_add_test(tc, test_relative_paths_have_one_base);
     tcase_add_test(tc, test_token_never_in_error_text);
+    tcase_add_test(tc, test_token_shape_rule);
+    tcase_add_test(tc, test_token_in_any_key_is_never_echoed);
+    tcase_add_test(tc, test_agent_id_rule_is_openclaws);
     tcase_add_test(tc, test_snowflake_rules);
     tcase_add_test(tc, test_manifest_schema_matches_config_keys);
     suite_add_tcase(s, tc);

@@ -557,6 +557,9 @@ START_TEST(server_error_three_times_then_success)
     free(mid);
     pthread_mutex_lock(&e->mu);
     ck_assert_msg(strstr(e->log, "answered 500"), "retries are logged: %s", e->log);
+    /* Counted from 1: the first retry is "retry 1", the third the last. */
+    ck_assert_msg(strstr(e->log, "retry 1 of ") && strstr(e->log, "retry 3 of ") &&
+                      !strstr(e->log, "retry 4 of "), "retries miscounted: %s", e->log);
     pthread_mutex_unlock(&e->mu);
     env_close(e);
 }

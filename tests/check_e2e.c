@@ -590,6 +590,123 @@ START_TEST(bad_config_is_refused_naming_the_key)
 }
 END_TEST
 
+/* The plugin's relative dbPath is taken from the folder of ocgw's config
+ * file, not from the folder ocgw was started in (issue 13): before, it
+ * landed in (or failed for want of) <cwd>/db/. */
+START_TEST(relative_db_path_is_taken_from_the_config_folder)
+{
+    e2e_run r;
+    e2e_start(&r, NULL);
+    char *cfg = write_config(&r, NULL, "relative.json");
+    json_t *j = json_load_file(cfg, 0, NULL);
+    json_t *pc = json_object_get(json_object_get(json_object_get(json_object_get(j, "plugins"),
+                                                                 "entries"), "dirigent"), "config");
+    json_object_set_new(pc, "dbPath", json_string("db/dirigent.db"));
+    ck_assert_int_eq(json_dump_file(j, cfg, 0), 0);
+    json_decref(j);
+    char *elsewhere = tu_path(r.dir, "elsewhere");
+    ck_assert_int_eq(mkdir(elsewhere, 0700), 0);
+    r.cwd = elsewhere;
+    const char *check[] = {"--check", NULL};
+    e2e_ocgw_start(&r, cfg, check, NULL);
+    int st = 0;
+    ck_assert(e2e_ocgw_wait(&r, 20000, &st));
+    char *err = e2e_read(&r, "ocgw-1.err");
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "--check status %d:\n%s", st, err);
+    char *db = tu_path(r.dir, "db/dirigent.db"), *wrong = tu_path(elsewhere, "db");
+    struct stat sb;
+    ck_assert_msg(stat(db, &sb) == 0, "no database at %s:\n%s", db, err);
+    ck_assert(stat(wrong, &sb) != 0);
+    /* Said once, as an absolute path, with where relative paths come from. */
+    ck_assert_msg(strstr(err, db) && strstr(err, "OPENCLAW_CONFIG_PATH"), "%s", err);
+    free(db);
+    free(wrong);
+    free(err);
+    free(elsewhere);
+    free(cfg);
+    e2e_stop(&r);
+}
+END_TEST
+
+/* Runs `ocgw --check` on cfg after edit (a JSON patch applied to the
+ * written config: a member of plugins.entries.dirigent.config, its
+ * discord.apiBase, or plugins.allow) and returns the exit status, with the
+ * output in out and err. */
+static int check_with(e2e_run *r, const char *cfg, const char *what, json_t *val, char **out,
+                      char **err)
+{
+    json_t *j = json_load_file(cfg, 0, NULL);
+    json_t *plugins = json_object_get(j, "plugins");
+    json_t *pc = json_object_get(json_object_get(json_object_get(plugins, "entries"),
+                                                 "dirigent"), "config");
+    if (what && !strcmp(what, "allow"))
+        json_object_set_new(plugins, "allow", val);
+    else if (what && !strcmp(what, "apiBase"))
+        json_object_set_new(json_object_get(pc, "discord"), "apiBase", val);
+    else if (what)
+        json_object_set_new(pc, what, val);
+    char *path = tu_path(r->dir, "check.json");
+    ck_assert_int_eq(json_dump_file(j, path, 0), 0);
+    json_decref(j);
+    const char *check[] = {"--check", NULL};
+    e2e_ocgw_start(r, path, check, NULL);
+    int st = 0;
+    ck_assert(e2e_ocgw_wait(r, 20000, &st));
+    char name[64];
+    snprintf(name, sizeof name, "ocgw-%d.out", r->gw_starts);
+    *out = e2e_read(r, name);
+    snprintf(name, sizeof name, "ocgw-%d.err", r->gw_starts);
+    *err = e2e_read(r, name);
+    free(path);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* --check fails on the mistakes that burn money (issue 13) and otherwise
+ * says in one line what it found. */
+START_TEST(check_refuses_cost_burning_mistakes)
+{
+    e2e_run r;
+    e2e_start(&r, NULL);
+    char *cfg = write_config(&r, NULL, "base.json");
+    char *out = NULL, *err = NULL;
+    int rc = check_with(&r, cfg, NULL, NULL, &out, &err);
+    ck_assert_msg(rc == 0, "good config: exit %d\n%s", rc, err);
+    ck_assert_msg(out && strstr(out, "ocgw --check: OK: plugins dirigent") &&
+                      strstr(out, "tools discord_channel_create, discuss-callback") &&
+                      strstr(out, "hooks message_received") && strstr(out, "agents planner") &&
+                      strstr(out, "channels #work " E2E_WORK), "summary: %s", out);
+    free(out);
+    free(err);
+
+    rc = check_with(&r, cfg, "noReplyModel", json_string("no-replyy"), &out, &err);
+    ck_assert_msg(rc == 1 && strstr(err, "gateway.noReply is dirigent-noreply/no-reply") &&
+                      strstr(err, "dirigent-noreply/no-replyy"), "exit %d: %s", rc, err);
+    ck_assert_msg(!out || !strstr(out, "OK"), "%s", out);
+    free(out);
+    free(err);
+
+    rc = check_with(&r, cfg, "noReplyProvider", json_string("openai"), &out, &err);
+    ck_assert_msg(rc == 1 && strstr(err, "openai/no-reply"), "exit %d: %s", rc, err);
+    free(out);
+    free(err);
+
+    rc = check_with(&r, cfg, "apiBase", json_string("http://127.0.0.1:9/api/v10"), &out, &err);
+    ck_assert_msg(rc == 1 && strstr(err, "plugins.entries.dirigent.config.discord.apiBase is "
+                                         "http://127.0.0.1:9/api/v10"), "exit %d: %s", rc, err);
+    free(out);
+    free(err);
+
+    rc = check_with(&r, cfg, "allow", json_pack("[s]", "dirigentt"), &out, &err);
+    ck_assert_msg(rc == 1 && strstr(err, "plugins.allow[0]: \"dirigentt\"") &&
+                      strstr(err, "plugins.entries.dirigent is configured and enabled, but the "
+                                  "plugin did not load"), "exit %d: %s", rc, err);
+    free(out);
+    free(err);
+    free(cfg);
+    e2e_stop(&r);
+}
+END_TEST
+
 /* A journal (the state's "inflight") that ocgw did not write as it is, say
  * edited by hand: the gateway drops it with a line naming the state file
  * and goes on, instead of dying on a missing field. */
@@ -663,6 +780,8 @@ Suite *make_e2e_suite(void)
     tcase_add_test(tp, plugins_disabled_denied_and_other_major);
     tcase_add_test(tp, bad_config_is_refused_naming_the_key);
     tcase_add_test(tp, malformed_journal_is_dropped_not_fatal);
+    tcase_add_test(tp, relative_db_path_is_taken_from_the_config_folder);
+    tcase_add_test(tp, check_refuses_cost_burning_mistakes);
     suite_add_tcase(s, tp);
     return s;
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent_id.h"
 #include "ocgw.h"
 #include "testutil.h"
 
@@ -193,6 +194,91 @@ START_TEST(config_refuses_a_channel_no_agent_sees)
 }
 END_TEST
 
+/* ---- secrets -------------------------------------------------------------------------------- */
+
+#define BOT_TOKEN "MTIzNDU2Nzg5MDEyMzQ1Njc4.GhIjKl.abcdefghijklmnopqrstuvwxyz0123456789AB"
+
+/* A one-agent config (new reference) with a plugin entry whose config holds
+ * a moderator token where it belongs. */
+static json_t *small_config(void)
+{
+    json_t *cfg = json_pack(
+        "{s:{s:{s:{s:{s:{s:s}}}}}, s:{s:s}, s:{s:{s:s, s:s}}, s:[{s:s, s:s, s:s, s:s, s:s}]}",
+        "plugins", "entries", "dirigent", "config", "discord", "moderatorToken", BOT_TOKEN,
+        "discord", "apiBase", "http://127.0.0.1:9/api/v10", "gateway", "noReply", "provider",
+        "p", "model", "m", "agents", "id", "planner", "workspace", "w", "discordUserId",
+        "200000000000000011", "tokenEnv", "R3_OCGW_TOKEN", "model", "x/planner");
+    ck_assert_ptr_nonnull(cfg);
+    return cfg;
+}
+
+static int load_json(json_t *cfg, char *err, size_t n)
+{
+    char *dir = tu_mkdtemp();
+    char *path = tu_path(dir, "host.json");
+    ck_assert_int_eq(json_dump_file(cfg, path, 0), 0);
+    ocgw_config c;
+    err[0] = '\0';
+    int rc = ocgw_config_load(path, &c, err, n);
+    if (rc == OC_OK)
+        ocgw_config_free(&c);
+    free(path);
+    tu_rmtree(dir);
+    free(dir);
+    return rc;
+}
+
+/* A bot token pasted into tokenEnv (or any other key, directly or through
+ * ${VAR}) is refused by the key's path and never shown (issue 13). */
+START_TEST(config_never_echoes_a_token)
+{
+    char err[1024];
+    setenv("R3_OCGW_TOKEN", "t", 1);
+    setenv("R3_OCGW_SECRET", BOT_TOKEN, 1);
+    json_t *cfg = small_config();
+    ck_assert_msg(load_json(cfg, err, sizeof err) == OC_OK, "%s", err);
+    json_t *agent = json_array_get(json_object_get(cfg, "agents"), 0);
+    static const struct { const char *key, *value, *names; } cases[] = {
+        {"tokenEnv", BOT_TOKEN, "agents[0].tokenEnv: "},
+        {"tokenEnv", "${R3_OCGW_SECRET}", "agents[0].tokenEnv: "},
+        {"discordUserId", BOT_TOKEN, "agents[0].discordUserId: "},
+        {"id", BOT_TOKEN, "agents[0].id: "},
+        {"model", "x/" BOT_TOKEN, "agents[0].model: "},
+        {BOT_TOKEN, "x", "a key of agents[0]"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        json_t *copy = json_deep_copy(agent);
+        json_object_set_new(agent, cases[i].key, json_string(cases[i].value));
+        ck_assert_int_eq(load_json(cfg, err, sizeof err), OC_ERR_INVALID);
+        ck_assert_msg(!strstr(err, "MTIzNDU2") && !strstr(err, "GhIjKl") &&
+                          !strstr(err, "abcdefghijklmnop"), "case %zu echoes the token: %s", i, err);
+        ck_assert_msg(strstr(err, cases[i].names) &&
+                          strstr(err, "this looks like a bot token; tokens belong in the "
+                                      "environment"), "case %zu: %s", i, err);
+        json_array_set_new(json_object_get(cfg, "agents"), 0, copy);
+        agent = copy;
+    }
+    json_decref(cfg);
+    unsetenv("R3_OCGW_SECRET");
+}
+END_TEST
+
+/* The gateway applies the plugin's agent-id rule, word for word. */
+START_TEST(config_uses_the_one_agent_id_rule)
+{
+    char err[1024];
+    setenv("R3_OCGW_TOKEN", "t", 1);
+    json_t *cfg = small_config();
+    json_t *agent = json_array_get(json_object_get(cfg, "agents"), 0);
+    json_object_set_new(agent, "id", json_string("Planner"));
+    ck_assert_int_eq(load_json(cfg, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_msg(strstr(err, "agents[0].id: \"Planner\" must be " DG_AGENT_ID_RULE), "%s", err);
+    json_object_set_new(agent, "id", json_string("coder_2-b"));
+    ck_assert_msg(load_json(cfg, err, sizeof err) == OC_OK, "%s", err);
+    json_decref(cfg);
+}
+END_TEST
+
 Suite *make_ocgw_suite(void)
 {
     Suite *s = suite_create("ocgw");
@@ -202,6 +288,8 @@ Suite *make_ocgw_suite(void)
     tcase_add_test(tc, config_refuses_a_discord_user_shared_by_two_participants);
     tcase_add_test(tc, config_refuses_a_human_id_used_twice);
     tcase_add_test(tc, config_refuses_a_channel_no_agent_sees);
+    tcase_add_test(tc, config_never_echoes_a_token);
+    tcase_add_test(tc, config_uses_the_one_agent_id_rule);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -93,6 +93,8 @@ static void setup(void)
     dir = tu_mkdtemp();
     unsetenv("DIRIGENT_MODERATOR_TOKEN");
     unsetenv("DIRIGENT_SESSION_POLICY");
+    unsetenv("DIRIGENT_STATE_DIR");
+    unsetenv("OPENCLAW_CONFIG_PATH");
 }
 
 static void teardown(void)
@@ -199,18 +201,54 @@ START_TEST(test_bad_config_fails_init_and_creates_nothing)
 }
 END_TEST
 
-START_TEST(test_unwritable_db_fails_init_with_clear_message)
+/* A dbPath whose folder does not exist yet: the missing levels are created
+ * (0700) and init succeeds (it failed with "check that the folder exists"). */
+START_TEST(test_missing_db_folder_is_created)
 {
-    char *db = tu_path(dir, "missing-folder/d.db");
+    char *db = tu_path(dir, "new/deeper/d.db");
+    json_t *cfg = config_with(db, NULL);
+    void *state = NULL;
+    char err[512] = "";
+    ck_assert_msg(oc_plugin_entry()->init(&api, cfg, &state, err, sizeof err) == OC_OK, "%s",
+                  err);
+    ck_assert(exists(db));
+    char *top = tu_path(dir, "new");
+    struct stat sb;
+    ck_assert_int_eq(stat(top, &sb), 0);
+    ck_assert_int_eq(sb.st_mode & 0777, 0700);
+    oc_plugin_entry()->shutdown(state);
+    ck_assert_ptr_nonnull(strstr(H.logs.text, "created the folder"));
+    json_decref(cfg);
+    free(top);
+    free(db);
+}
+END_TEST
+
+/* A folder that cannot be created is named with errno's text; a dbPath that
+ * is a folder is refused by name; neither leaves anything behind. */
+START_TEST(test_unusable_db_path_fails_init_with_clear_message)
+{
+    char *file = tu_path(dir, "plain-file");
+    ck_assert_int_eq(tu_write_file(file, "x"), 0);
+    char *db = tu_path(dir, "plain-file/sub/d.db");
     json_t *cfg = config_with(db, NULL);
     void *state = NULL;
     char err[512] = "";
     ck_assert_int_eq(oc_plugin_entry()->init(&api, cfg, &state, err, sizeof err), OC_ERR_IO);
     ck_assert_ptr_null(state);
-    ck_assert_ptr_nonnull(strstr(err, db));
-    ck_assert(!exists(db));
+    char *sub = tu_path(dir, "plain-file/sub");
+    ck_assert_msg(strstr(err, "cannot create the folder") && strstr(err, sub) &&
+                      strstr(err, "Not a directory"), "%s", err);
     json_decref(cfg);
+
+    cfg = config_with(dir, NULL);
+    ck_assert_int_eq(oc_plugin_entry()->init(&api, cfg, &state, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_msg(strstr(err, dir) && strstr(err, "is a folder"), "%s", err);
+    ck_assert_int_eq(H.tools + H.hooks, 0);
+    json_decref(cfg);
+    free(sub);
     free(db);
+    free(file);
 }
 END_TEST
 
@@ -322,7 +360,8 @@ Suite *make_plugin_suite(void)
     tcase_add_test(tc, test_entry_table);
     tcase_add_test(tc, test_init_registers_manifest_contracts);
     tcase_add_test(tc, test_bad_config_fails_init_and_creates_nothing);
-    tcase_add_test(tc, test_unwritable_db_fails_init_with_clear_message);
+    tcase_add_test(tc, test_missing_db_folder_is_created);
+    tcase_add_test(tc, test_unusable_db_path_fails_init_with_clear_message);
     tcase_add_test(tc, test_newer_schema_fails_init);
     tcase_add_test(tc, test_token_never_logged);
     tcase_add_test(tc, test_host_of_other_major_refused);

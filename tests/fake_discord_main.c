@@ -24,11 +24,31 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: fake-discord [--port N] [--guild ID] [--user TOKEN=USERID]... "
-            "[--channel ID]...\n"
-            "                    [--fail-rate F] [--seed S] [--retry-after SEC] "
-            "[--url-file PATH] [--no-permission-checks]\n"
+            "usage: fake-discord [options]\n"
+            "  --port N                 port on 127.0.0.1, 0 = any free port (default 0)\n"
+            "  --guild ID               the guild's id (a snowflake)\n"
+            "  --user TOKEN=USERID      a bot or user and its token (repeatable)\n"
+            "  --channel ID             a text channel of the guild (repeatable)\n"
+            "  --fail-rate F            fraction 0..1 of requests that fail (429/500)\n"
+            "  --seed S                 seed of the failure choice (default 1)\n"
+            "  --retry-after SEC        retry_after of the injected 429s (above 0, at most 60)\n"
+            "  --url-file PATH          also write the base URL to PATH\n"
+            "  --no-permission-checks   serve every request whatever the overwrites say\n"
+            "  -h, --help               this text\n"
+            "  --version                the version\n"
             "Prints its base URL on the first stdout line; stops on SIGTERM/SIGINT.\n");
+}
+
+/* Options that take a value. */
+static int takes_value(const char *a)
+{
+    static const char *const known[] = {"--port", "--guild", "--user", "--channel",
+                                        "--fail-rate", "--retry-after", "--seed", "--url-file",
+                                        NULL};
+    for (const char *const *k = known; *k; k++)
+        if (!strcmp(*k, a))
+            return 1;
+    return 0;
 }
 
 /* Write text to path atomically (tmp file + rename), so a reader never sees
@@ -103,9 +123,17 @@ int main(int argc, char **argv)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
+        } else if (!strcmp(a, "--version")) {
+            printf("fake-discord %s\n", DG_VERSION);
+            return 0;
         } else if (!strcmp(a, "--no-permission-checks")) {
             o.no_permission_checks = 1;
             continue;
+        }
+        if (!takes_value(a)) {
+            fprintf(stderr, "fake-discord: unknown option %s\n", a);
+            usage(stderr);
+            return 2;
         }
         if (!v) {
             fprintf(stderr, "fake-discord: %s needs a value\n", a);

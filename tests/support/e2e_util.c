@@ -285,6 +285,11 @@ void e2e_stop(e2e_run *r)
 pid_t e2e_ocgw_start(e2e_run *r, const char *config, const char *const *args, const char *die_at)
 {
     char *gw = bpath("ocgw");
+    char *abs_gw = realpath(gw, NULL); /* it must still be found after a chdir */
+    if (abs_gw) {
+        free(gw);
+        gw = abs_gw;
+    }
     const char *argv[32];
     int a = 0;
     argv[a++] = gw;
@@ -319,6 +324,8 @@ pid_t e2e_ocgw_start(e2e_run *r, const char *config, const char *const *args, co
         setenv("DEMO_REVIEWER_TOKEN", "e2e-reviewer-token", 1);
         setenv("DEMO_CODER_TOKEN", "e2e-coder-token", 1);
         setenv("DEMO_ALICE_TOKEN", "e2e-alice-token", 1);
+        if (r->cwd && chdir(r->cwd) != 0)
+            _exit(126);
         if (die_at)
             setenv("OCGW_DIE_AT", die_at, 1);
         else

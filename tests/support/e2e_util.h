@@ -29,6 +29,7 @@ typedef struct e2e_run {
     char base[128];       /* http://127.0.0.1:PORT */
     pid_t gw_pid;         /* the running ocgw, 0 when none */
     int gw_starts;        /* ocgw processes started (log files ocgw-<n>.out/.err) */
+    const char *cwd;      /* working directory of the next ocgw (NULL: the runner's) */
 } e2e_run;
 
 /* Start build/fake-discord with the extra arguments (NULL-terminated array

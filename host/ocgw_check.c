@@ -1,0 +1,169 @@
+/*
+ * ocgw_check.c -- mistakes that burn money or silently disable the plugin,
+ * found after the plugins are loaded and before anything is served:
+ *
+ *   - a configured, enabled plugin entry whose plugin did not load (a typo
+ *     in plugins.allow, a refused library, a failed init): its hooks never
+ *     run, so every agent answers on its real model;
+ *   - plugins.allow naming an id that no load path holds;
+ *   - gateway.noReply differing from a plugin's noReplyProvider/noReplyModel:
+ *     "silent" runs would go to a real (or unknown) model;
+ *   - a plugin's discord.apiBase differing from the gateway's: the gateway
+ *     would read one Discord while the plugin posts to another.
+ *
+ * The plugin is seen only through the ABI and the host config ocgw owns
+ * (plugins.entries.<id>.config is part of that file).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "ocgw.h"
+
+#define DISCORD_DEFAULT_API "https://discord.com/api/v10"
+
+/* Hooks of the ABI (include/openclaw/plugin.h), for the summary. */
+static const char *const hook_names[] = {"message_received", "before_model_resolve",
+                                         "before_prompt_build", "message_sending", "agent_end",
+                                         "gateway_start", "gateway_stop", NULL};
+
+static int same_base(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    while (la > 0 && a[la - 1] == '/')
+        la--;
+    while (lb > 0 && b[lb - 1] == '/')
+        lb--;
+    return la == lb && !strncmp(a, b, la);
+}
+
+/* Why candidate `id` is not loaded, in words (borrowed), or NULL. */
+static const char *reason_of(const ocgw *g, const char *id)
+{
+    size_t n = och_plugin_count(g->host);
+    for (size_t i = 0; i < n; i++) {
+        och_plugin_info pi;
+        if (och_plugin_get(g->host, i, &pi) == OC_OK && pi.id && !strcmp(pi.id, id))
+            return pi.reason ? pi.reason : och_plugin_state_name(pi.state);
+    }
+    return NULL;
+}
+
+int ocgw_preflight(ocgw *g)
+{
+    int bad = 0;
+    json_t *plugins = json_object_get(g->cfg.root, "plugins");
+    json_t *allow = json_object_get(plugins, "allow");
+    size_t i;
+    json_t *v;
+    json_array_foreach(allow, i, v) {
+        const char *id = json_string_value(v);
+        if (id && och_plugin_state_of(g->host, id) < 0) {
+            och_log(g->host, OC_LOG_ERROR, OCGW_SOURCE,
+                    "plugins.allow[%zu]: \"%s\" is not the id of any plugin in "
+                    "plugins.load.paths; fix the spelling (a non-empty allow list loads only "
+                    "the plugins it names)", i, id);
+            bad = 1;
+        }
+    }
+    const char *id;
+    json_t *entry;
+    json_object_foreach(json_object_get(plugins, "entries"), id, entry) {
+        if (json_is_false(json_object_get(entry, "enabled")))
+            continue;
+        int st = och_plugin_state_of(g->host, id);
+        if (st != OCH_PLUGIN_LOADED) {
+            const char *why = st < 0 ? "no plugin with this id is in plugins.load.paths"
+                                     : reason_of(g, id);
+            och_log(g->host, OC_LOG_ERROR, OCGW_SOURCE,
+                    "plugins.entries.%s is configured and enabled, but the plugin did not load "
+                    "(%s): none of its hooks or tools run, so every agent would answer on its "
+                    "real model; fix that, or set plugins.entries.%s.enabled to false",
+                    id, why ? why : "unknown reason", id);
+            bad = 1;
+        }
+        json_t *pc = json_object_get(entry, "config");
+        const char *prov = json_string_value(json_object_get(pc, "noReplyProvider"));
+        const char *model = json_string_value(json_object_get(pc, "noReplyModel"));
+        if ((prov && strcmp(prov, g->cfg.noreply_provider)) ||
+            (model && strcmp(model, g->cfg.noreply_model))) {
+            och_log(g->host, OC_LOG_ERROR, OCGW_SOURCE,
+                    "gateway.noReply is %s/%s but plugins.entries.%s.config routes silent agents "
+                    "to %s/%s: those runs would reach a model that is not the free no-reply one; "
+                    "make the two pairs the same",
+                    g->cfg.noreply_provider, g->cfg.noreply_model, id,
+                    prov ? prov : g->cfg.noreply_provider, model ? model : g->cfg.noreply_model);
+            bad = 1;
+        }
+        json_t *pd = json_object_get(pc, "discord");
+        if (json_is_object(pd)) {
+            const char *base = json_string_value(json_object_get(pd, "apiBase"));
+            if (!base)
+                base = DISCORD_DEFAULT_API;
+            if (!same_base(base, g->cfg.api_base)) {
+                och_log(g->host, OC_LOG_ERROR, OCGW_SOURCE,
+                        "discord.apiBase is %s but plugins.entries.%s.config.discord.apiBase is "
+                        "%s%s: the plugin would post to another Discord than the one the gateway "
+                        "reads; make them the same", g->cfg.api_base, id, base,
+                        json_object_get(pd, "apiBase") ? "" : " (its default)");
+                bad = 1;
+            }
+        }
+    }
+    return bad;
+}
+
+/* Append ", "-separated items to line. */
+static void add(char *line, size_t n, int *first, const char *fmt, const char *a, const char *b)
+{
+    size_t l = strlen(line);
+    if (l + 1 >= n)
+        return;
+    if (!*first)
+        snprintf(line + l, n - l, ", ");
+    l = strlen(line);
+    snprintf(line + l, n - l, fmt, a, b);
+    *first = 0;
+}
+
+void ocgw_check_summary(ocgw *g, FILE *f)
+{
+    char line[4096] = "ocgw --check: OK: plugins ";
+    int first = 1;
+    size_t n = och_plugin_count(g->host);
+    for (size_t i = 0; i < n; i++) {
+        och_plugin_info pi;
+        if (och_plugin_get(g->host, i, &pi) == OC_OK && pi.state == OCH_PLUGIN_LOADED)
+            add(line, sizeof line, &first, "%s %s", pi.id, pi.version ? pi.version : "");
+    }
+    if (first)
+        add(line, sizeof line, &first, "%s%s", "none", "");
+    snprintf(line + strlen(line), sizeof line - strlen(line), "; tools ");
+    first = 1;
+    json_t *tools = och_tools_list(g->host);
+    size_t i;
+    json_t *t;
+    json_array_foreach(tools, i, t)
+        add(line, sizeof line, &first, "%s%s", json_string_value(json_object_get(t, "name")), "");
+    json_decref(tools);
+    if (first)
+        add(line, sizeof line, &first, "%s%s", "none", "");
+    snprintf(line + strlen(line), sizeof line - strlen(line), "; hooks ");
+    first = 1;
+    for (const char *const *h = hook_names; *h; h++)
+        if (och_hook_count(g->host, *h) > 0)
+            add(line, sizeof line, &first, "%s%s", *h, "");
+    if (first)
+        add(line, sizeof line, &first, "%s%s", "none", "");
+    snprintf(line + strlen(line), sizeof line - strlen(line), "; agents ");
+    first = 1;
+    for (size_t k = 0; k < g->cfg.n_agents; k++)
+        add(line, sizeof line, &first, "%s%s", g->cfg.agents[k].id, "");
+    snprintf(line + strlen(line), sizeof line - strlen(line), "; channels ");
+    first = 1;
+    for (size_t k = 0; k < g->cfg.n_channels; k++)
+        add(line, sizeof line, &first, "#%s %s", g->cfg.channels[k].alias, g->cfg.channels[k].id);
+    if (first)
+        add(line, sizeof line, &first, "%s%s", "none (learned from tool results)", "");
+    fprintf(f, "%s\n", line);
+    fflush(f);
+}

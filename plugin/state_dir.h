@@ -1,0 +1,44 @@
+/*
+ * state_dir.h -- where the plugin's files live: relative `dbPath` and
+ * `templatesDir` made absolute against one documented base, and the
+ * database's folder made ready before the store opens it.
+ *
+ * Base of relative paths, first that applies:
+ *   1. the folder of the host's config file, when the host says where that is
+ *      in env OPENCLAW_CONFIG_PATH (OpenClaw's own variable; ocgw sets it);
+ *   2. env DIRIGENT_STATE_DIR;
+ *   3. the working directory.
+ */
+#ifndef DG_STATE_DIR_H
+#define DG_STATE_DIR_H
+
+#include <stddef.h>
+
+/*
+ * The base for relative paths (see above): *out is a malloc'd absolute
+ * folder the caller frees, *from a static phrase naming where it came from
+ * ("the folder of OPENCLAW_CONFIG_PATH", ...). Returns OC_OK or a negative
+ * oc_status with err. Thread: init only (reads the environment and cwd).
+ */
+int dg_path_base(char **out, const char **from, char *err, size_t err_len);
+
+/* path when absolute, else base/path (a leading "./" dropped): malloc'd,
+ * the caller frees; NULL when out of memory. */
+char *dg_path_join_base(const char *base, const char *path);
+
+/*
+ * Make db_path's folder ready: db_path itself must not be a folder (refused
+ * naming it); its missing parent folders are created, mode 0700 (only the
+ * missing last levels). *created receives the topmost folder created
+ * (malloc'd, the caller frees; NULL when none was needed), so a later
+ * failure can take them back with dg_db_dir_undo. Returns OC_OK,
+ * OC_ERR_INVALID or OC_ERR_IO with a sentence naming the folder and errno's
+ * text, OC_ERR_NOMEM. Thread: init only.
+ */
+int dg_db_dir_prepare(const char *db_path, char **created, char *err, size_t err_len);
+
+/* Remove the empty folders dg_db_dir_prepare created for db_path, from its
+ * parent up to `created` (best effort; NULL does nothing). */
+void dg_db_dir_undo(const char *db_path, const char *created);
+
+#endif
