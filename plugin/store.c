@@ -234,13 +234,31 @@ int dg_store_begin(dg_store *st)
         pthread_mutex_unlock(&st->lock);
         return OC_ERR_IO;
     }
+    st->changes_at_begin = sqlite3_total_changes64(st->db);
     return OC_OK;
+}
+
+void dg_store_test_fail_writes(dg_store *st, int on)
+{
+    atomic_store(&st->fail_writes, on != 0);
+}
+
+long dg_store_test_refused_writes(dg_store *st)
+{
+    return atomic_load(&st->refused_writes);
 }
 
 int dg_store_commit(dg_store *st)
 {
-    sqlite3_stmt *s = dg_store_stmt(st, "COMMIT");
-    int ok = s && sqlite3_step(s) == SQLITE_DONE;
+    int ok;
+    if (atomic_load(&st->fail_writes) &&
+        sqlite3_total_changes64(st->db) != st->changes_at_begin) {
+        atomic_fetch_add(&st->refused_writes, 1);
+        ok = 0;
+    } else {
+        sqlite3_stmt *s = dg_store_stmt(st, "COMMIT");
+        ok = s && sqlite3_step(s) == SQLITE_DONE;
+    }
     if (!ok) {
         /* A failed COMMIT leaves the transaction open: roll it back so the
          * connection stays usable, and report the loss to the caller. */

@@ -50,6 +50,16 @@ void dg_store_rollback(dg_store *st);
  * it, only meaningful while the caller holds the transaction. */
 const char *dg_store_errmsg(dg_store *st);
 
+/*
+ * Test seam (per store, no process-wide state): while on != 0, every commit
+ * of a transaction that changed a row is rolled back and reported as
+ * OC_ERR_IO, the way SQLite reports SQLITE_FULL or a read-only file; reads
+ * and transactions that changed nothing still work. Any thread.
+ * dg_store_test_refused_writes: commits refused so far.
+ */
+void dg_store_test_fail_writes(dg_store *st, int on);
+long dg_store_test_refused_writes(dg_store *st);
+
 /* Schema version found in the file when it was opened (0 for a new file). */
 int dg_store_opened_version(const dg_store *st);
 
