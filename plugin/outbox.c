@@ -31,11 +31,21 @@
 
 #include "discord.h"
 #include "store.h"
+#include "store_discuss.h"
 #include "store_outbox.h"
 
 #define NONCE_BYTES 12   /* 24 hex characters, within Discord's 25 */
 #define MAX_MENTIONS 100
 #define HOLD_401_MS (10L * 60 * 1000)  /* pause of all sending after a refused token */
+
+/* Retention (issue 12 bug 6): sent/failed rows and closed-notice marks older
+ * than outbox.retentionSec are deleted by the dispatcher, PRUNE_BATCH rows
+ * per transaction (the store lock is released in between), at most
+ * PRUNE_ROUNDS batches per table each PRUNE_EVERY_MS; the first round runs
+ * before the first pass. Discussions are the archive and stay. */
+#define PRUNE_BATCH 500
+#define PRUNE_ROUNDS 20
+#define PRUNE_EVERY_MS (10L * 60 * 1000)
 
 /* Back-off of one channel whose head row failed. In memory only: after a
  * restart every pending row is due at once. */
@@ -76,6 +86,7 @@ struct dg_outbox {
     int64_t hold_until;     /* monotonic ms: nothing is sent before (401) */
     unrecorded *unrec;      /* decided by Discord, not yet in the store */
     size_t n_unrec, cap_unrec;
+    int64_t next_prune;     /* monotonic ms of the next retention round */
 };
 
 static int64_t mono_ms(void)
@@ -583,10 +594,56 @@ static int64_t run_pass(dg_outbox *ob, int *progress, int *empty)
     return next;
 }
 
+/* One bounded round of one table's pruning; returns rows removed, or -1
+ * when the store failed (logged). */
+static long prune_table(dg_outbox *ob, int notices, int64_t before)
+{
+    dg_plugin *p = ob->p;
+    long total = 0;
+    for (int round = 0; round < PRUNE_ROUNDS && !stopping(ob); round++) {
+        long removed = 0;
+        int rc = dg_store_begin(p->store);
+        if (rc == OC_OK) {
+            rc = notices ? dg_store_discussion_notices_prune(p->store, before, PRUNE_BATCH, &removed)
+                         : dg_store_outbox_prune(p->store, before, PRUNE_BATCH, &removed);
+            if (rc == OC_OK)
+                rc = dg_store_commit(p->store);
+            else
+                dg_store_rollback(p->store);
+        }
+        if (rc != OC_OK) {
+            dg_log(p, OC_LOG_WARN, "outbox: could not delete old %s (%s); tried again in %ld "
+                                   "minutes",
+                   notices ? "closed-notice marks" : "sent messages", oc_status_name(rc),
+                   PRUNE_EVERY_MS / 60000);
+            return -1;
+        }
+        total += removed;
+        if (removed < PRUNE_BATCH)
+            break;
+    }
+    return total;
+}
+
+static void prune_due(dg_outbox *ob)
+{
+    if (mono_ms() < ob->next_prune || ob->p->cfg.outbox_retention_sec <= 0)
+        return;
+    ob->next_prune = mono_ms() + PRUNE_EVERY_MS;
+    int64_t before = dg_now_ms(ob->p) - (int64_t)ob->p->cfg.outbox_retention_sec * 1000;
+    long rows = prune_table(ob, 0, before);
+    long marks = prune_table(ob, 1, before);
+    if (rows > 0 || marks > 0)
+        dg_log(ob->p, OC_LOG_DEBUG, "outbox: deleted %ld sent or failed messages and %ld "
+                                    "closed-notice marks older than outbox.retentionSec (%lds)",
+               rows > 0 ? rows : 0, marks > 0 ? marks : 0, ob->p->cfg.outbox_retention_sec);
+}
+
 static void *dispatcher(void *arg)
 {
     dg_outbox *ob = arg;
     for (;;) {
+        prune_due(ob);
         pthread_mutex_lock(&ob->mu);
         if (ob->stop) {
             pthread_mutex_unlock(&ob->mu);
