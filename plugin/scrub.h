@@ -9,8 +9,10 @@
 
 #include <stddef.h>
 
-/* Shortest run of a secret's characters that is masked on its own. */
-#define DG_SCRUB_MIN_RUN 8
+/* Shortest run of a secret's characters that is masked on its own: long enough
+ * that a log line's own words (a token may contain "moderator") stay
+ * readable, short enough that no useful piece of a Discord token passes. */
+#define DG_SCRUB_MIN_RUN 10
 
 /*
  * Overwrite with '*' every run of text that spells a piece of secret of at
