@@ -140,8 +140,8 @@ $(B)/libochost.a: $(HOST_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 # ocgw reuses the plugin's standalone Discord REST client (plugin/discord.c).
-$(B)/ocgw: $(OCGW_OBJ) $(B)/obj/plugin/discord.o $(COMMON_OBJ) $(B)/libochost.a
-	$(CC) -o $@ $(OCGW_OBJ) $(B)/obj/plugin/discord.o $(COMMON_OBJ) $(B)/libochost.a $(LDFLAGS_ALL) $(PKG_LIBS) -ldl -lm
+$(B)/ocgw: $(OCGW_OBJ) $(B)/obj/plugin/discord.o $(B)/obj/plugin/scrub.o $(COMMON_OBJ) $(B)/libochost.a
+	$(CC) -o $@ $(OCGW_OBJ) $(B)/obj/plugin/discord.o $(B)/obj/plugin/scrub.o $(COMMON_OBJ) $(B)/libochost.a $(LDFLAGS_ALL) $(PKG_LIBS) -ldl -lm
 
 $(B)/fake-discord: $(B)/obj/tests/fake_discord_main.o $(B)/obj/tests/support/fake_discord.o
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -lm

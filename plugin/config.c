@@ -295,10 +295,11 @@ static int parse_all(const json_t *json, dg_config *c, char *err, size_t err_len
 {
     static const char *const top[] = {"noReplyProvider", "noReplyModel", "sessionPolicy", "dbPath",
                                       "templatesDir", "discord", "agents", "admins", "turn",
-                                      "discussion", NULL};
+                                      "discussion", "outbox", NULL};
     static const char *const turn_keys[] = {"timeoutSec", "maxAgentMessages", NULL};
     static const char *const disc_keys[] = {"maxGuideChars", "maxSummaryBytes",
                                             "closedNoticeCooldownSec", NULL};
+    static const char *const outbox_keys[] = {"retentionSec", NULL};
     int rc;
     if (!json_is_object(json))
         return dg_fail(err, err_len, OC_ERR_INVALID,
@@ -391,8 +392,18 @@ static int parse_all(const json_t *json, dg_config *c, char *err, size_t err_len
     if ((rc = get_int(obj, "maxSummaryBytes", "discussion.maxSummaryBytes", 1048576, 1,
                       1073741824L, &c->max_summary_bytes, err, err_len)))
         return rc;
-    return get_int(obj, "closedNoticeCooldownSec", "discussion.closedNoticeCooldownSec", 60, 0,
-                   86400, &c->closed_notice_cooldown_sec, err, err_len);
+    if ((rc = get_int(obj, "closedNoticeCooldownSec", "discussion.closedNoticeCooldownSec", 60, 0,
+                      86400, &c->closed_notice_cooldown_sec, err, err_len)))
+        return rc;
+
+    /* At least a day: never below the closed-notice cooldown or Discord's
+     * nonce window, so pruning cannot change what a row still decides. */
+    if ((rc = get_object(json, "outbox", "outbox", &obj, err, err_len)))
+        return rc;
+    if (obj && (rc = check_keys(obj, "outbox.", outbox_keys, err, err_len)))
+        return rc;
+    return get_int(obj, "retentionSec", "outbox.retentionSec", 604800, 86400, 315360000,
+                   &c->outbox_retention_sec, err, err_len);
 }
 
 int dg_config_parse(const json_t *json, dg_config *out, char *err, size_t err_len)

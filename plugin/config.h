@@ -47,6 +47,7 @@ typedef struct dg_config {
     long max_guide_chars;
     long max_summary_bytes;
     long closed_notice_cooldown_sec;
+    long outbox_retention_sec;  /* sent/failed outbox rows and closed-notice marks kept this long */
 } dg_config;
 
 /*

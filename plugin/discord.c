@@ -20,6 +20,8 @@
 #include <unistd.h>
 #include <wctype.h>
 
+#include "scrub.h"
+
 #ifndef DG_VERSION
 #define DG_VERSION "0.0.0"
 #endif
@@ -107,12 +109,8 @@ static void scrub_token(const dg_discord *d, char *text)
 {
     if (!d->headers || !text)
         return;
-    const char *tok = d->headers->data + strlen(AUTH_PREFIX);
-    size_t n = strlen(tok);
-    if (n == 0)
-        return;
-    for (char *hit = strstr(text, tok); hit; hit = strstr(hit + n, tok))
-        memset(hit, '*', n);
+    /* Also a piece of it (a truncated echo), in any case (scrub.h). */
+    dg_scrub_secret(text, d->headers->data + strlen(AUTH_PREFIX));
 }
 
 static void logf_(dg_discord *d, int level, const char *fmt, ...)
@@ -797,8 +795,30 @@ static int first_form_error(json_t *j, char *path, size_t path_len, const char *
     return 0;
 }
 
-/* Discord's message (and form-error detail) from an error body. */
-static void discord_message(const dg_discord *d, xfer *x, char *out, size_t out_len, int *code)
+/* Longest piece of a response body that reaches a message or a log line. */
+#define BODY_TEXT_MAX 200
+
+/* What is said of a 401/403 instead of its body: Discord's code, by name. */
+static const char *refusal_text(long http, int code)
+{
+    switch (code) {
+    case 50001: return "Missing Access";
+    case 50013: return "Missing Permissions";
+    case 40001: return "Unauthorized";
+    default: return http == 401 ? "401: Unauthorized" : "403: Forbidden";
+    }
+}
+
+/*
+ * Discord's message (and form-error detail) from an error body (issue 12
+ * bug 5). A 401/403 body is never repeated (it answers a request that
+ * carried the token; a proxy may echo it in any spelling): only its code,
+ * by name. Otherwise the text is taken JSON-decoded (a cut-off or non-JSON
+ * body has its escapes decoded too), scrubbed of any piece of the token,
+ * and cut to BODY_TEXT_MAX bytes.
+ */
+static void discord_message(const dg_discord *d, xfer *x, long http, char *out,
+                            size_t out_len, int *code)
 {
     out[0] = '\0';
     *code = 0;
@@ -806,21 +826,36 @@ static void discord_message(const dg_discord *d, xfer *x, char *out, size_t out_
     scrub_token(d, x->body);
     json_t *j = x->body ? json_loads(x->body, 0, NULL) : NULL;
     const char *m = j ? json_string_value(json_object_get(j, "message")) : NULL;
-    if (m) {
+    char text[2048];  /* decoded and scrubbed before the cut */
+    if (j)
         *code = (int)json_integer_value(json_object_get(j, "code"));
+    if (http == 401 || http == 403) {
+        snprintf(out, out_len, "%s (the body of a %ld is never shown)", refusal_text(http, *code),
+                 http);
+        json_decref(j);
+        return;
+    }
+    if (m) {
         char path[128] = "";
         const char *detail = NULL;
         if (first_form_error(json_object_get(j, "errors"), path, sizeof path, &detail))
-            snprintf(out, out_len, "%s (%s: %s)", m, path, detail);
+            snprintf(text, sizeof text, "%s (%s: %s)", m, path, detail);
         else
-            snprintf(out, out_len, "%s", m);
+            snprintf(text, sizeof text, "%s", m);
     } else if (x->body && x->len) {
-        snprintf(out, out_len, "%.200s", x->body);
+        snprintf(text, sizeof text, "%s", x->body);
+        dg_unescape_json_text(text);
     } else {
-        snprintf(out, out_len, "no error text");
+        snprintf(text, sizeof text, "no error text");
     }
     json_decref(j);
-    scrub_token(d, out);   /* a token spelt with JSON escapes */
+    scrub_token(d, text);   /* a token spelt with JSON escapes, now decoded */
+    dg_cut_for_log(text, BODY_TEXT_MAX);
+    size_t l = strlen(text);
+    if (l >= out_len)
+        l = out_len - 1;
+    memcpy(out, text, l);
+    out[l] = '\0';
 }
 
 static int status_rc(long http)
@@ -972,7 +1007,7 @@ static int do_request(dg_discord *d, const char *method, const char *path, const
             break;
         }
         char dmsg[400];
-        discord_message(d, &x, dmsg, sizeof dmsg, &e->discord_code);
+        discord_message(d, &x, http, dmsg, sizeof dmsg, &e->discord_code);
         free(x.body);
         if (http == 429) {
             n429++;

@@ -1146,6 +1146,61 @@ int dg_discuss_callback(dg_plugin *p, const dg_caller *caller, const char *summa
     return rc;
 }
 
+/* Length of the white-space character at s (n bytes left), 0 if none:
+ * ASCII space, tab, line breaks, and the UTF-8 spaces an editor may leave
+ * (no-break, the U+2000 block, zero width, ideographic, byte-order mark). */
+static size_t space_len(const unsigned char *s, size_t n)
+{
+    if (*s == ' ' || (*s >= '\t' && *s <= '\r'))
+        return 1;
+    if (n >= 2 && s[0] == 0xC2 && s[1] == 0xA0)
+        return 2;
+    if (n >= 3 && s[0] == 0xE2 && s[1] == 0x80 && (s[2] <= 0x8B || s[2] == 0xAF))
+        return 3;
+    if (n >= 3 && s[0] == 0xE2 && s[1] == 0x81 && s[2] == 0x9F)
+        return 3;
+    if (n >= 3 && s[0] == 0xE3 && s[1] == 0x80 && s[2] == 0x80)
+        return 3;
+    if (n >= 3 && s[0] == 0xEF && s[1] == 0xBB && s[2] == 0xBF)
+        return 3;
+    return 0;
+}
+
+/* Issue 12 bug 2: a summary needs at least one character that is not white
+ * space. Reads fd from its start (it is within maxSummaryBytes already).
+ * Returns OC_OK, OC_ERR_INVALID with a sentence, or OC_ERR_IO. */
+static int check_summary_text(int fd, const char *path, char *err, size_t err_len)
+{
+    unsigned char buf[8192 + 4];
+    size_t keep = 0;
+    for (;;) {
+        ssize_t r = read(fd, buf + keep, sizeof buf - 4 - keep);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return dg_fail(err, err_len, OC_ERR_IO, "summaryPath %.120s cannot be read: %s",
+                           path, strerror(errno));
+        size_t n = keep + (size_t)r, i = 0;
+        while (i < n) {
+            size_t l = space_len(buf + i, n - i);
+            if (l)
+                i += l;
+            else if (r > 0 && n - i < 3 && buf[i] >= 0xC2)
+                break; /* a multi-byte character cut by the read: finish it next time */
+            else
+                return OC_OK;
+        }
+        if (r == 0)
+            break;
+        keep = n - i;
+        memmove(buf, buf + i, keep);
+    }
+    return dg_fail(err, err_len, OC_ERR_INVALID,
+                   "summaryPath %.120s is empty or only white space; a summary needs at least "
+                   "one character that is not a space: write the summary into it and call "
+                   "discuss-callback again (nothing was changed)", path);
+}
+
 static int callback_once(dg_plugin *p, const dg_caller *caller, const char *summary_path,
                          const idem *ic, dg_callback_result *out, char *err, size_t err_len)
 {
@@ -1164,8 +1219,14 @@ static int callback_once(dg_plugin *p, const dg_caller *caller, const char *summ
         dg_discussion_clear(&d);
         return rc;
     }
+    rc = check_summary_text(f.fd, summary_path, err, err_len);
     close(f.fd);
     f.fd = -1;
+    if (rc != OC_OK) {
+        dg_ws_file_close(&f);
+        dg_discussion_clear(&d);
+        return rc;
+    }
 
     session_list sessions;
     const dg_agent_cfg *ini = dg_config_agent(&p->cfg, d.initiator_agent_id);

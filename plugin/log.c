@@ -7,15 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-/* Overwrite every occurrence of secret in buf with '*'. */
-static void scrub(char *buf, const char *secret)
-{
-    if (!secret || !*secret)
-        return;
-    size_t n = strlen(secret);
-    for (char *hit = strstr(buf, secret); hit; hit = strstr(hit + n, secret))
-        memset(hit, '*', n);
-}
+#include "scrub.h"
 
 void dg_log(const dg_plugin *p, int level, const char *fmt, ...)
 {
@@ -26,7 +18,7 @@ void dg_log(const dg_plugin *p, int level, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    scrub(buf, p->cfg.moderator_token);
+    dg_scrub_secret(buf, p->cfg.moderator_token); /* also a piece of it */
     p->api->log(p->api->host, level, buf);
 }
 

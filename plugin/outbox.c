@@ -9,6 +9,13 @@
  * carries the row's nonce with enforce_nonce, so sending again a row that
  * Discord accepted just before a crash returns the first message instead of
  * a duplicate. The dispatcher never holds the store lock during HTTP.
+ *
+ * Issue 12 bug 1: a row whose outcome Discord decided (accepted, or refused
+ * for good) but the store could not record (disk full, read-only file, any
+ * store error) is remembered in memory by this dispatcher and never posted
+ * again by this process; recording is retried with the same back-off as a
+ * failing Discord. Only a restart before the store recovers posts it again,
+ * and then its nonce makes Discord return the first message.
  */
 #include "outbox.h"
 
@@ -24,11 +31,21 @@
 
 #include "discord.h"
 #include "store.h"
+#include "store_discuss.h"
 #include "store_outbox.h"
 
 #define NONCE_BYTES 12   /* 24 hex characters, within Discord's 25 */
 #define MAX_MENTIONS 100
 #define HOLD_401_MS (10L * 60 * 1000)  /* pause of all sending after a refused token */
+
+/* Retention (issue 12 bug 6): sent/failed rows and closed-notice marks older
+ * than outbox.retentionSec are deleted by the dispatcher, PRUNE_BATCH rows
+ * per transaction (the store lock is released in between), at most
+ * PRUNE_ROUNDS batches per table each PRUNE_EVERY_MS; the first round runs
+ * before the first pass. Discussions are the archive and stay. */
+#define PRUNE_BATCH 500
+#define PRUNE_ROUNDS 20
+#define PRUNE_EVERY_MS (10L * 60 * 1000)
 
 /* Back-off of one channel whose head row failed. In memory only: after a
  * restart every pending row is due at once. */
@@ -36,6 +53,18 @@ typedef struct chan_wait {
     char channel_id[24];
     int64_t not_before;  /* monotonic ms */
 } chan_wait;
+
+/* Outcome of one send, recorded in its own transaction. */
+typedef enum outcome { SENT, RETRY, FAILED } outcome;
+
+/* A row Discord decided (SENT or FAILED) that the store has not recorded
+ * yet. At most one per channel: the row stays its channel's head. */
+typedef struct unrecorded {
+    int64_t row_id;
+    outcome oc;
+    char *detail;        /* SENT: Discord's message id; FAILED: the reason. Owned */
+    int failures;        /* store failures so far (drives the back-off) */
+} unrecorded;
 
 struct dg_outbox {
     dg_plugin *p;
@@ -55,6 +84,9 @@ struct dg_outbox {
     chan_wait *waits;
     size_t n_waits, cap_waits;
     int64_t hold_until;     /* monotonic ms: nothing is sent before (401) */
+    unrecorded *unrec;      /* decided by Discord, not yet in the store */
+    size_t n_unrec, cap_unrec;
+    int64_t next_prune;     /* monotonic ms of the next retention round */
 };
 
 static int64_t mono_ms(void)
@@ -311,40 +343,117 @@ static long backoff(const dg_outbox *ob, int failures)
     return b - b / 8 + j;
 }
 
-/* Record the outcome of one send in its own transaction. */
-typedef enum outcome { SENT, RETRY, FAILED } outcome;
-
-static void record(dg_outbox *ob, const dg_outbox_row *row, outcome oc, const char *message_id,
-                   const char *error)
+/* Record the outcome of one send in its own transaction. Returns OC_OK
+ * (also when the row was no longer pending) or the store's status. */
+static int record(dg_outbox *ob, const dg_outbox_row *row, outcome oc, const char *detail)
 {
     dg_plugin *p = ob->p;
     int rc = dg_store_begin(p->store);
     if (rc == OC_OK) {
         int64_t now = dg_now_ms(p);
         if (oc == SENT)
-            rc = dg_store_outbox_mark_sent(p->store, row->id, message_id, now);
+            rc = dg_store_outbox_mark_sent(p->store, row->id, detail, now);
         else if (oc == RETRY)
-            rc = dg_store_outbox_mark_retry(p->store, row->id, error);
+            rc = dg_store_outbox_mark_retry(p->store, row->id, detail);
         else
-            rc = dg_store_outbox_mark_failed(p->store, row->id, error, now);
+            rc = dg_store_outbox_mark_failed(p->store, row->id, detail, now);
         if (rc == OC_OK || rc == OC_ERR_NOT_FOUND)
             rc = dg_store_commit(p->store);
         else
             dg_store_rollback(p->store);
     }
-    if (rc != OC_OK)
-        /* The row stays pending: it is sent again, and the nonce turns that
-         * into the same message. */
-        dg_log(p, OC_LOG_ERROR,
-               "outbox: could not record the result of message %lld for channel %s (%s); it "
-               "will be sent again (the nonce prevents a duplicate)",
-               (long long)row->id, row->channel_id, oc_status_name(rc));
+    return rc;
+}
+
+static unrecorded *unrec_of(dg_outbox *ob, int64_t row_id)
+{
+    for (size_t i = 0; i < ob->n_unrec; i++)
+        if (ob->unrec[i].row_id == row_id)
+            return &ob->unrec[i];
+    return NULL;
+}
+
+static void unrec_drop(dg_outbox *ob, unrecorded *u)
+{
+    free(u->detail);
+    *u = ob->unrec[--ob->n_unrec];
+}
+
+/* Remember a decided row the store refused; NULL when out of memory (the
+ * caller still backs off, so even then no hot loop). */
+static unrecorded *unrec_add(dg_outbox *ob, int64_t row_id, outcome oc, const char *detail)
+{
+    if (ob->n_unrec == ob->cap_unrec) {
+        size_t nc = ob->cap_unrec ? ob->cap_unrec * 2 : 4;
+        unrecorded *nu = realloc(ob->unrec, nc * sizeof *nu);
+        if (!nu)
+            return NULL;
+        ob->unrec = nu;
+        ob->cap_unrec = nc;
+    }
+    char *d = strdup(detail ? detail : "");
+    if (!d)
+        return NULL;
+    unrecorded *u = &ob->unrec[ob->n_unrec++];
+    *u = (unrecorded){.row_id = row_id, .oc = oc, .detail = d, .failures = 0};
+    return u;
+}
+
+static void count_done(dg_outbox *ob, outcome oc)
+{
+    pthread_mutex_lock(&ob->mu);
+    if (oc == SENT)
+        ob->stats.sent++;
+    else
+        ob->stats.failed++;
+    pthread_mutex_unlock(&ob->mu);
+}
+
+/*
+ * Discord decided the row (SENT or FAILED) but recording failed with rc:
+ * keep the outcome in memory (u, NULL on first failure) and back the
+ * channel off. Returns 0 (no progress).
+ */
+static int record_refused(dg_outbox *ob, const dg_outbox_row *row, unrecorded *u, outcome oc,
+                          const char *detail, int rc)
+{
+    if (!u)
+        u = unrec_add(ob, row->id, oc, detail);
+    int failures = u ? ++u->failures : 1;
+    long wait = backoff(ob, failures);
+    wait_set(ob, row->channel_id, mono_ms() + wait);
+    dg_log(ob->p, OC_LOG_ERROR,
+           "outbox: moderator message %lld for channel %s was %s by Discord but the store "
+           "could not record it (%s, %d time%s); it is %s and recording is tried again in "
+           "%ld ms. Check free disk space and that dbPath %s is writable",
+           (long long)row->id, row->channel_id, oc == SENT ? "accepted" : "refused for good",
+           oc_status_name(rc), failures, failures == 1 ? "" : "s",
+           u ? "kept in memory and not sent again"
+             : "not kept (out of memory): it may be sent again, the nonce prevents a duplicate",
+           wait, ob->p->cfg.db_path ? ob->p->cfg.db_path : "(unset)");
+    return 0;
 }
 
 /* Send one row; returns 1 when its state changed (sent or failed). */
 static int send_row(dg_outbox *ob, const dg_outbox_row *row)
 {
     dg_plugin *p = ob->p;
+    unrecorded *u = unrec_of(ob, row->id);
+    if (u) {
+        /* Discord already decided this row: only the store is owed. */
+        outcome oc = u->oc;
+        int rc = record(ob, row, oc, u->detail);
+        if (rc != OC_OK)
+            return record_refused(ob, row, u, oc, u->detail, rc);
+        dg_log(p, OC_LOG_INFO, "outbox: moderator message %lld for channel %s recorded as %s "
+                               "after %d store failure%s",
+               (long long)row->id, row->channel_id, oc == SENT ? "sent" : "failed",
+               u->failures, u->failures == 1 ? "" : "s");
+        unrec_drop(ob, u);
+        wait_clear(ob, row->channel_id);
+        count_done(ob, oc);
+        return 1;
+    }
     const char *ids[MAX_MENTIONS];
     size_t n_ids = 0;
     char *mcopy = strdup(row->mentions);
@@ -360,12 +469,15 @@ static int send_row(dg_outbox *ob, const dg_outbox_row *row)
                                      row->nonce, &mid, &e);
     free(mcopy);
     if (rc == OC_OK) {
-        record(ob, row, SENT, mid, NULL);
+        int rrc = record(ob, row, SENT, mid);
+        if (rrc != OC_OK) {
+            record_refused(ob, row, NULL, SENT, mid, rrc);
+            free(mid);
+            return 0;
+        }
         free(mid);
         wait_clear(ob, row->channel_id);
-        pthread_mutex_lock(&ob->mu);
-        ob->stats.sent++;
-        pthread_mutex_unlock(&ob->mu);
+        count_done(ob, SENT);
         return 1;
     }
     if (stopping(ob))
@@ -374,7 +486,7 @@ static int send_row(dg_outbox *ob, const dg_outbox_row *row)
     int attempts = row->attempts + 1;
     if (e.http_status == 401) {
         /* The token, not this message: keep every row, stop asking. */
-        record(ob, row, RETRY, NULL, e.message);
+        record(ob, row, RETRY, e.message); /* best effort: the hold bounds it */
         ob->hold_until = mono_ms() + HOLD_401_MS;
         dg_log(p, OC_LOG_ERROR,
                "outbox: Discord refuses the moderator token (%s); no moderator message is "
@@ -387,22 +499,24 @@ static int send_row(dg_outbox *ob, const dg_outbox_row *row)
         char reason[700];
         snprintf(reason, sizeof reason, "%s%s", e.message,
                  e.retryable ? " (gave up after the last allowed attempt)" : "");
-        record(ob, row, FAILED, NULL, reason);
         dg_log(p, OC_LOG_ERROR,
                "outbox: moderator message %lld (part %d/%d) for channel %s failed for good "
                "after %d attempt%s: %s",
                (long long)row->id, row->part, row->parts, row->channel_id, attempts,
                attempts == 1 ? "" : "s", reason);
+        int rrc = record(ob, row, FAILED, reason);
+        if (rrc != OC_OK)
+            return record_refused(ob, row, NULL, FAILED, reason, rrc);
         wait_clear(ob, row->channel_id);
-        pthread_mutex_lock(&ob->mu);
-        ob->stats.failed++;
-        pthread_mutex_unlock(&ob->mu);
+        count_done(ob, FAILED);
         return 1;
     }
     long wait = backoff(ob, attempts);
     if (e.retry_after_ms > wait)
         wait = e.retry_after_ms;
-    record(ob, row, RETRY, NULL, e.message);
+    /* When the store cannot count the attempt either, the wait below still
+     * applies (it does not grow then: the count stays). */
+    record(ob, row, RETRY, e.message);
     wait_set(ob, row->channel_id, mono_ms() + wait);
     char of[24] = "";
     if (ob->o.max_attempts > 0)
@@ -480,10 +594,56 @@ static int64_t run_pass(dg_outbox *ob, int *progress, int *empty)
     return next;
 }
 
+/* One bounded round of one table's pruning; returns rows removed, or -1
+ * when the store failed (logged). */
+static long prune_table(dg_outbox *ob, int notices, int64_t before)
+{
+    dg_plugin *p = ob->p;
+    long total = 0;
+    for (int round = 0; round < PRUNE_ROUNDS && !stopping(ob); round++) {
+        long removed = 0;
+        int rc = dg_store_begin(p->store);
+        if (rc == OC_OK) {
+            rc = notices ? dg_store_discussion_notices_prune(p->store, before, PRUNE_BATCH, &removed)
+                         : dg_store_outbox_prune(p->store, before, PRUNE_BATCH, &removed);
+            if (rc == OC_OK)
+                rc = dg_store_commit(p->store);
+            else
+                dg_store_rollback(p->store);
+        }
+        if (rc != OC_OK) {
+            dg_log(p, OC_LOG_WARN, "outbox: could not delete old %s (%s); tried again in %ld "
+                                   "minutes",
+                   notices ? "closed-notice marks" : "sent messages", oc_status_name(rc),
+                   PRUNE_EVERY_MS / 60000);
+            return -1;
+        }
+        total += removed;
+        if (removed < PRUNE_BATCH)
+            break;
+    }
+    return total;
+}
+
+static void prune_due(dg_outbox *ob)
+{
+    if (mono_ms() < ob->next_prune || ob->p->cfg.outbox_retention_sec <= 0)
+        return;
+    ob->next_prune = mono_ms() + PRUNE_EVERY_MS;
+    int64_t before = dg_now_ms(ob->p) - (int64_t)ob->p->cfg.outbox_retention_sec * 1000;
+    long rows = prune_table(ob, 0, before);
+    long marks = prune_table(ob, 1, before);
+    if (rows > 0 || marks > 0)
+        dg_log(ob->p, OC_LOG_DEBUG, "outbox: deleted %ld sent or failed messages and %ld "
+                                    "closed-notice marks older than outbox.retentionSec (%lds)",
+               rows > 0 ? rows : 0, marks > 0 ? marks : 0, ob->p->cfg.outbox_retention_sec);
+}
+
 static void *dispatcher(void *arg)
 {
     dg_outbox *ob = arg;
     for (;;) {
+        prune_due(ob);
         pthread_mutex_lock(&ob->mu);
         if (ob->stop) {
             pthread_mutex_unlock(&ob->mu);
@@ -601,6 +761,16 @@ void dg_outbox_stop(dg_outbox *ob)
     if (ob->started)
         pthread_join(ob->thread, NULL);
     dg_discord_set_abort(ob->p->discord, 0);
+    for (size_t i = 0; i < ob->n_unrec; i++)
+        dg_log(ob->p, OC_LOG_ERROR,
+               "outbox: moderator message %lld was %s by Discord but never recorded (the store "
+               "kept failing); it stays pending and is posted again at the next start with the "
+               "same nonce (Discord returns the first message within its nonce window)",
+               (long long)ob->unrec[i].row_id,
+               ob->unrec[i].oc == SENT ? "accepted" : "refused for good");
+    while (ob->n_unrec)
+        unrec_drop(ob, &ob->unrec[0]);
+    free(ob->unrec);
     free(ob->waits);
     pthread_cond_destroy(&ob->cond);
     pthread_mutex_destroy(&ob->mu);

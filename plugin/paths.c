@@ -315,6 +315,18 @@ int dg_ws_open(const char *workspace, const char *path, int64_t max_bytes,
             rc = dg_fail(err, err_len, OC_ERR_IO, "summaryPath %.120s: %s", path, strerror(errno));
         goto done;
     }
+    /* A trailing '/' (or a last component '.') asks for a folder: the file
+     * system answers ENOTDIR for a file there, and so do we (it was dropped
+     * with the empty component and the file opened). */
+    size_t plen = strlen(path);
+    int want_dir = path[plen - 1] == '/' ||
+                   (path[plen - 1] == '.' && (plen == 1 || path[plen - 2] == '/'));
+    if (want_dir && !S_ISDIR(before.st_mode) && !S_ISLNK(before.st_mode)) {
+        rc = dg_fail(err, err_len, OC_ERR_INVALID,
+                  "summaryPath %.120s ends with '/' (or '/.'), which names a folder, but '%s' is not a "
+                  "folder (ENOTDIR); " HINT, path, comp);
+        goto done;
+    }
     if ((rc = check_leaf_stat(&before, path, max_bytes, err, err_len)) != OC_OK)
         goto done;
     int fd = openat(dirfd, comp, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);

@@ -19,7 +19,9 @@
  *     never opened), opened O_RDONLY|O_NOFOLLOW|O_NONBLOCK, and the opened
  *     inode must be the one checked, a regular file with one link (a hard
  *     link could alias a file outside), within the size limit, and
- *     actually readable to its end.
+ *     actually readable to its end;
+ *   - a path ending in '/' (or a last component '.') names a folder, as for
+ *     the file system: a file there is refused (ENOTDIR, OC_ERR_INVALID).
  * Statuses: OC_ERR_NOT_FOUND when a component or the file does not exist;
  * OC_ERR_DENIED for anything that leaves the workspace (absolute elsewhere,
  * `..` escape, symlink, hard link) or cannot be read; OC_ERR_INVALID for an

@@ -3,6 +3,21 @@
  *
  * Area-specific SQL lives in store_<area>.c; this file owns the connection,
  * the migration runner and the statement cache.
+ *
+ * Which database is ours (issue 12 bug 3), decided before anything is
+ * written to the file (not even journal_mode):
+ *   - PRAGMA application_id DG_APPLICATION_ID: ours. Its user_version must
+ *     not be above this build's, and it must hold every table of that version;
+ *   - application_id 0, no table at all, user_version 0: a new file; ours;
+ *   - application_id 0, user_version 1..current and exactly the tables our
+ *     migrations create up to that version: written by an older dirigent
+ *     (before the stamp); opened, migrated and stamped;
+ *   - application_id 0 and user_version above ours: refused as newer;
+ *   - anything else (another application_id, tables that are not ours,
+ *     user_version 0 with tables, our version without our tables) is
+ *     refused, the file left byte for byte as it was.
+ * An in-memory database (":memory:", "file::memory:", "mode=memory") is
+ * refused too: it would silently give up every durability promise.
  */
 #include "store_internal.h"
 
@@ -38,6 +53,9 @@ int dg_store_schema_version(void)
     return dg_schema_nsteps;
 }
 
+/* "Dirg" in the database header: PRAGMA application_id of our files. */
+#define DG_APPLICATION_ID 0x44697267
+
 static int exec_sql(sqlite3 *db, const char *sql, char **msg)
 {
     return sqlite3_exec(db, sql, NULL, NULL, msg);
@@ -55,8 +73,144 @@ static int read_user_version(sqlite3 *db, int *out)
     return rc;
 }
 
+static int read_int_pragma(sqlite3 *db, const char *sql, int *out)
+{
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &s, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        *out = sqlite3_column_int(s, 0);
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
+/* The names of the tables of db (not SQLite's own) as ",a,b,c," sorted;
+ * malloc'd, caller frees; NULL on error (*rc set). Reads only. */
+static char *table_list(sqlite3 *db, int *rc)
+{
+    static const char sql[] =
+        "SELECT ',' || coalesce(group_concat(name, ','), '') || ',' FROM (SELECT name FROM "
+        "sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' "
+        "ORDER BY name)";
+    sqlite3_stmt *s = NULL;
+    char *out = NULL;
+    *rc = sqlite3_prepare_v2(db, sql, -1, &s, NULL);
+    if (*rc == SQLITE_OK && (*rc = sqlite3_step(s)) == SQLITE_ROW) {
+        const unsigned char *t = sqlite3_column_text(s, 0);
+        out = strdup(t ? (const char *)t : ",,");
+        *rc = out ? SQLITE_OK : SQLITE_NOMEM;
+    }
+    sqlite3_finalize(s);
+    return out;
+}
+
+/* The tables our migrations create up to version v, in table_list's form
+ * (built in a scratch in-memory database, so it never drifts from the
+ * steps). malloc'd, caller frees; NULL on error. */
+static char *tables_of_version(int v)
+{
+    sqlite3 *db = NULL;
+    char *out = NULL;
+    int rc = sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_MEMORY, NULL);
+    for (int i = 0; rc == SQLITE_OK && i < v; i++)
+        rc = exec_sql(db, dg_schema_steps[i], NULL);
+    if (rc == SQLITE_OK)
+        out = table_list(db, &rc);
+    sqlite3_close(db);
+    return out;
+}
+
+/* 1 when every name of want (",a,b,") is in have. */
+static int has_tables(const char *have, const char *want)
+{
+    for (const char *w = want + 1; *w; ) {
+        const char *end = strchr(w, ',');
+        if (!end || end == w)
+            break;
+        size_t n = (size_t)(end - w);
+        int found = 0;
+        for (const char *h = have; (h = strstr(h, ",")) != NULL; h++)
+            if (!strncmp(h + 1, w, n) && h[1 + n] == ',') {
+                found = 1;
+                break;
+            }
+        if (!found)
+            return 0;
+        w = end + 1;
+    }
+    return 1;
+}
+
+/*
+ * Decide whether the open file is ours (see the top of the file), reading
+ * only. Returns OC_OK (and *app_id) or a refusal with a sentence.
+ */
+static int check_ours(sqlite3 *db, const char *path, int *app_id, char *err, size_t err_len)
+{
+    int version = 0, rc;
+    char *have = NULL, *want = NULL;
+    if ((rc = read_int_pragma(db, "PRAGMA application_id", app_id)) != SQLITE_OK ||
+        (rc = read_int_pragma(db, "PRAGMA user_version", &version)) != SQLITE_OK ||
+        !(have = table_list(db, &rc))) {
+        int out = dg_fail(err, err_len, rc == SQLITE_NOTADB ? OC_ERR_INVALID : OC_ERR_IO,
+                          "store: dbPath %s cannot be read as a SQLite database (%s); point "
+                          "dbPath at a new file or at dirigent's own database",
+                          path, sqlite3_errmsg(db));
+        return out;
+    }
+    int ours_stamp = *app_id == DG_APPLICATION_ID;
+    int out = OC_OK;
+    if (*app_id != 0 && !ours_stamp) {
+        out = dg_fail(err, err_len, OC_ERR_INVALID,
+                      "store: dbPath %s belongs to another application (SQLite application_id "
+                      "0x%08x, dirigent's is 0x%08x); it was left untouched: point dbPath at a "
+                      "new file", path, (unsigned)*app_id, (unsigned)DG_APPLICATION_ID);
+    } else if (version > dg_schema_nsteps) {
+        out = dg_fail(err, err_len, OC_ERR_UNSUPPORTED,
+                      "store: database %s has schema version %d (this build knows up to %d); "
+                      "it was written by a newer dirigent%s: it was left untouched; upgrade the "
+                      "plugin or point dbPath at another file",
+                      path, version, dg_schema_nsteps,
+                      ours_stamp ? "" : " or by another application");
+    } else if (!ours_stamp && version == 0) {
+        if (strcmp(have, ",,") != 0)
+            out = dg_fail(err, err_len, OC_ERR_INVALID,
+                          "store: dbPath %s is another application's SQLite database (tables "
+                          "%.200s and no dirigent marker); it was left untouched: point dbPath "
+                          "at a new file", path, have);
+    } else if (!(want = tables_of_version(version))) {
+        out = dg_fail(err, err_len, OC_ERR_NOMEM, "store: out of memory checking %s", path);
+    } else if (!has_tables(have, want)) {
+        out = dg_fail(err, err_len, OC_ERR_INVALID,
+                      "store: dbPath %s claims dirigent schema version %d but lacks its tables "
+                      "(has %.200s, needs %.200s); it is damaged or not dirigent's and was left "
+                      "untouched: restore it from a backup or point dbPath at a new file",
+                      path, version, have, want);
+    } else if (!ours_stamp && strcmp(have, want) != 0) {
+        out = dg_fail(err, err_len, OC_ERR_INVALID,
+                      "store: dbPath %s has tables that are not dirigent's (has %.200s, "
+                      "dirigent's are %.200s) and no dirigent marker; it was left untouched: "
+                      "point dbPath at a file of its own", path, have, want);
+    }
+    free(have);
+    free(want);
+    return out;
+}
+
+/* 1 when path names an in-memory database rather than a file. */
+static int is_memory_path(const char *path)
+{
+    if (!strcmp(path, ":memory:"))
+        return 1;
+    if (strncasecmp(path, "file:", 5) != 0)
+        return 0;
+    return strstr(path, ":memory:") != NULL || strcasestr(path, "mode=memory") != NULL;
+}
+
 /* Run the steps from `from` to the current version in one transaction. */
-static int migrate(sqlite3 *db, const char *path, int *opened, char *err, size_t err_len)
+static int migrate(sqlite3 *db, const char *path, int app_id, int *opened, char *err,
+                   size_t err_len)
 {
     char *msg = NULL;
     int rc = exec_sql(db, "BEGIN IMMEDIATE", &msg);
@@ -82,6 +236,12 @@ static int migrate(sqlite3 *db, const char *path, int *opened, char *err, size_t
     if (from != dg_schema_nsteps) {
         char pragma[48];
         snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", dg_schema_nsteps);
+        if ((rc = exec_sql(db, pragma, &msg)) != SQLITE_OK)
+            goto sql_fail_rollback;
+    }
+    if (app_id != DG_APPLICATION_ID) {
+        char pragma[48];
+        snprintf(pragma, sizeof pragma, "PRAGMA application_id = %d", DG_APPLICATION_ID);
         if ((rc = exec_sql(db, pragma, &msg)) != SQLITE_OK)
             goto sql_fail_rollback;
     }
@@ -118,6 +278,11 @@ int dg_store_open(const char *path, dg_store **out, char *err, size_t err_len)
     *out = NULL;
     if (!path || !*path)
         return dg_fail(err, err_len, OC_ERR_INVALID, "store: dbPath is empty; set it to a file path");
+    if (is_memory_path(path))
+        return dg_fail(err, err_len, OC_ERR_INVALID,
+                       "store: dbPath %s is an in-memory database; dirigent keeps turns, "
+                       "discussions and owed messages across restarts only in a file: set dbPath "
+                       "to a file path", path);
     struct stat sb;
     int existed = stat(path, &sb) == 0;
 
@@ -137,6 +302,10 @@ int dg_store_open(const char *path, dg_store **out, char *err, size_t err_len)
     }
     sqlite3_extended_result_codes(st->db, 1);
     sqlite3_busy_timeout(st->db, 5000);
+    /* Is it ours? Decided reading only, before the first write. */
+    int app_id = 0;
+    if ((rc = check_ours(st->db, path, &app_id, err, err_len)) != OC_OK)
+        goto fail;
     char *msg = NULL;
     /* WAL needs the file to be writable; this is where an unwritable
      * location shows up. */
@@ -151,7 +320,7 @@ int dg_store_open(const char *path, dg_store **out, char *err, size_t err_len)
         rc = OC_ERR_IO;
         goto fail;
     }
-    rc = migrate(st->db, path, &st->opened_version, err, err_len);
+    rc = migrate(st->db, path, app_id, &st->opened_version, err, err_len);
     if (rc != OC_OK)
         goto fail;
     *out = st;
@@ -162,9 +331,9 @@ fail:
         sqlite3_close_v2(st->db);
     pthread_mutex_destroy(&st->lock);
     free(st);
-    /* Leave nothing behind when the file is ours; a database of a newer
-     * schema is someone else's and stays untouched. */
-    if (!existed && rc != OC_ERR_UNSUPPORTED)
+    /* Leave nothing behind when the file did not exist before; an existing
+     * file is never removed (and was not written if it was not ours). */
+    if (!existed)
         remove_db_files(path);
     return rc;
 }
@@ -234,13 +403,31 @@ int dg_store_begin(dg_store *st)
         pthread_mutex_unlock(&st->lock);
         return OC_ERR_IO;
     }
+    st->changes_at_begin = sqlite3_total_changes64(st->db);
     return OC_OK;
+}
+
+void dg_store_test_fail_writes(dg_store *st, int on)
+{
+    atomic_store(&st->fail_writes, on != 0);
+}
+
+long dg_store_test_refused_writes(dg_store *st)
+{
+    return atomic_load(&st->refused_writes);
 }
 
 int dg_store_commit(dg_store *st)
 {
-    sqlite3_stmt *s = dg_store_stmt(st, "COMMIT");
-    int ok = s && sqlite3_step(s) == SQLITE_DONE;
+    int ok;
+    if (atomic_load(&st->fail_writes) &&
+        sqlite3_total_changes64(st->db) != st->changes_at_begin) {
+        atomic_fetch_add(&st->refused_writes, 1);
+        ok = 0;
+    } else {
+        sqlite3_stmt *s = dg_store_stmt(st, "COMMIT");
+        ok = s && sqlite3_step(s) == SQLITE_DONE;
+    }
     if (!ok) {
         /* A failed COMMIT leaves the transaction open: roll it back so the
          * connection stays usable, and report the loss to the caller. */

@@ -25,7 +25,12 @@ int dg_store_schema_version(void);
 /*
  * Open or create the database at path: WAL, busy timeout, foreign keys on;
  * schema created or migrated inside one transaction and versioned with
- * PRAGMA user_version. A database from a newer schema is refused untouched.
+ * PRAGMA user_version, stamped PRAGMA application_id 0x44697267 ("Dirg").
+ * Before anything is written the file must be recognised as ours (see
+ * store.c: the stamp, or an older dirigent's exact table set and version,
+ * or an empty file); another application's database, one that claims our
+ * version without our tables, a newer schema and an in-memory path are
+ * refused with the file left byte for byte as it was.
  * A file that did not exist before and could not be set up is removed again.
  * On failure returns a negative oc_status and a sentence in err.
  * *out is owned by the caller: dg_store_close(). Thread: init only.
@@ -49,6 +54,16 @@ void dg_store_rollback(dg_store *st);
 /* Last SQLite error text of this connection; valid until the next call on
  * it, only meaningful while the caller holds the transaction. */
 const char *dg_store_errmsg(dg_store *st);
+
+/*
+ * Test seam (per store, no process-wide state): while on != 0, every commit
+ * of a transaction that changed a row is rolled back and reported as
+ * OC_ERR_IO, the way SQLite reports SQLITE_FULL or a read-only file; reads
+ * and transactions that changed nothing still work. Any thread.
+ * dg_store_test_refused_writes: commits refused so far.
+ */
+void dg_store_test_fail_writes(dg_store *st, int on);
+long dg_store_test_refused_writes(dg_store *st);
 
 /* Schema version found in the file when it was opened (0 for a new file). */
 int dg_store_opened_version(const dg_store *st);

@@ -358,6 +358,29 @@ static const char SQL_NOTICE_ADD[] =
     "INSERT INTO discussion_closed_notices (channel_id, message_id, at_ms, noticed)"
     " VALUES (?, ?, ?, ?)";
 
+static const char SQL_NOTICE_PRUNE[] =
+    "DELETE FROM discussion_closed_notices WHERE rowid IN (SELECT rowid FROM "
+    "discussion_closed_notices WHERE at_ms < ? LIMIT ?)";
+
+int dg_store_discussion_notices_prune(dg_store *st, int64_t before_ms, int limit,
+                                      long *removed)
+{
+    if (removed)
+        *removed = 0;
+    sqlite3_stmt *s = dg_store_stmt(st, SQL_NOTICE_PRUNE);
+    if (!s)
+        return sql_fail();
+    sqlite3_bind_int64(s, 1, before_ms);
+    sqlite3_bind_int(s, 2, limit);
+    int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    if (rc != SQLITE_DONE)
+        return sql_fail();
+    if (removed)
+        *removed = (long)sqlite3_changes(st->db);
+    return OC_OK;
+}
+
 int dg_store_discussion_notice_claim(dg_store *st, const char *channel_id,
                                      const char *message_id, int64_t now_ms,
                                      int64_t cooldown_ms, int *claimed)

@@ -64,4 +64,9 @@ int dg_store_discussion_notice_claim(dg_store *st, const char *channel_id,
                                      const char *message_id, int64_t now_ms,
                                      int64_t cooldown_ms, int *claimed);
 
+/* Delete at most limit closed-notice marks older than before_ms; *removed
+ * (may be NULL) gets the count. Inside a transaction. */
+int dg_store_discussion_notices_prune(dg_store *st, int64_t before_ms, int limit,
+                                      long *removed);
+
 #endif

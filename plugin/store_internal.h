@@ -6,6 +6,7 @@
 
 #include <sqlite3.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include "store.h"
 
 #define DG_STMT_CACHE 256 /* power of two; distinct SQL statement sites */
@@ -14,6 +15,9 @@ struct dg_store {
     sqlite3 *db;
     pthread_mutex_t lock;     /* held for the length of a transaction */
     int opened_version;
+    sqlite3_int64 changes_at_begin;  /* sqlite3_total_changes at dg_store_begin */
+    atomic_int fail_writes;          /* test seam: commits that wrote refused */
+    atomic_long refused_writes;      /* commits refused by the seam so far */
     struct { const char *sql; sqlite3_stmt *stmt; } cache[DG_STMT_CACHE];
 };
 

@@ -56,6 +56,9 @@ static const char sql_failed[] =
     "UPDATE outbox SET state = 2, attempts = attempts + 1, last_error = ?2, done_at_ms = ?3 "
     "WHERE id = ?1 AND state = 0";
 static const char sql_count[] = "SELECT count(*) FROM outbox WHERE state = ?1";
+static const char sql_prune[] =
+    "DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE state != 0 AND "
+    "done_at_ms < ?1 ORDER BY id LIMIT ?2)";
 
 int dg_store_outbox_insert(dg_store *st, const dg_outbox_row *row, int64_t *id_out)
 {
@@ -219,4 +222,22 @@ int dg_store_outbox_count(dg_store *st, dg_outbox_state state, int64_t *n)
         *n = sqlite3_column_int64(s, 0);
     sqlite3_reset(s);
     return rc == SQLITE_ROW ? OC_OK : OC_ERR_IO;
+}
+
+int dg_store_outbox_prune(dg_store *st, int64_t before_ms, int limit, long *removed)
+{
+    if (removed)
+        *removed = 0;
+    sqlite3_stmt *s = dg_store_stmt(st, sql_prune);
+    if (!s)
+        return OC_ERR_IO;
+    sqlite3_bind_int64(s, 1, before_ms);
+    sqlite3_bind_int(s, 2, limit);
+    int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    if (rc != SQLITE_DONE)
+        return OC_ERR_IO;
+    if (removed)
+        *removed = (long)sqlite3_changes(st->db);
+    return OC_OK;
 }

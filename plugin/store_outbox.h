@@ -62,6 +62,11 @@ int dg_store_outbox_mark_failed(dg_store *st, int64_t id, const char *error, int
 /* Rows in a state. */
 int dg_store_outbox_count(dg_store *st, dg_outbox_state state, int64_t *n);
 
+/* Delete at most limit sent or failed rows done before before_ms (oldest
+ * first); pending rows are never touched. *removed (may be NULL) gets the
+ * count. Inside a transaction. */
+int dg_store_outbox_prune(dg_store *st, int64_t before_ms, int limit, long *removed);
+
 void dg_outbox_rows_free(dg_outbox_row *rows, size_t n);
 
 #endif

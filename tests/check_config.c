@@ -69,6 +69,7 @@ START_TEST(test_minimal_config_gets_defaults)
     ck_assert_int_eq(c.max_guide_chars, 1500);
     ck_assert_int_eq(c.max_summary_bytes, 1048576);
     ck_assert_int_eq(c.closed_notice_cooldown_sec, 60);
+    ck_assert_int_eq(c.outbox_retention_sec, 604800);
     dg_config_free(&c);
 }
 END_TEST
@@ -180,6 +181,11 @@ static const bad_case bad_cases[] = {
     {"{" BASE ",\"discussion\":{\"maxSummaryBytes\":1073741825}}", "\"discussion.maxSummaryBytes\""},
     {"{" BASE ",\"discussion\":{\"closedNoticeCooldownSec\":-1}}",
      "\"discussion.closedNoticeCooldownSec\""},
+    {"{" BASE ",\"outbox\":{\"retentionSec\":86399}}", "\"outbox.retentionSec\""},
+    {"{" BASE ",\"outbox\":{\"retentionSec\":315360001}}", "\"outbox.retentionSec\""},
+    {"{" BASE ",\"outbox\":{\"retentionSec\":\"7d\"}}", "\"outbox.retentionSec\""},
+    {"{" BASE ",\"outbox\":{\"retention\":5}}", "\"outbox.retention\""},
+    {"{" BASE ",\"outbox\":3}", "\"outbox\""},
     /* unknown keys, at every level */
     {"{" BASE ",\"noReplyModle\":\"x\"}", "\"noReplyModle\""},
     {"{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":{\"moderatorUserId\":\"1\","
@@ -428,7 +434,8 @@ START_TEST(test_manifest_schema_matches_config_keys)
     json_t *props = json_object_get(json_object_get(m, "configSchema"), "properties");
     ck_assert_ptr_nonnull(props);
     const char *top[] = {"noReplyProvider", "noReplyModel", "sessionPolicy", "dbPath",
-                         "templatesDir", "discord", "agents", "admins", "turn", "discussion"};
+                         "templatesDir", "discord", "agents", "admins", "turn", "discussion",
+                         "outbox"};
     ck_assert_uint_eq(json_object_size(props), sizeof top / sizeof top[0]);
     for (size_t i = 0; i < sizeof top / sizeof top[0]; i++)
         ck_assert_msg(json_object_get(props, top[i]) != NULL, "schema misses %s", top[i]);
@@ -438,6 +445,11 @@ START_TEST(test_manifest_schema_matches_config_keys)
     ck_assert_uint_eq(json_object_size(json_object_get(json_object_get(props, "turn"), "properties")), 2);
     ck_assert_uint_eq(
         json_object_size(json_object_get(json_object_get(props, "discussion"), "properties")), 3);
+    json_t *ob = json_object_get(json_object_get(props, "outbox"), "properties");
+    ck_assert_uint_eq(json_object_size(ob), 1);
+    json_t *ret = json_object_get(ob, "retentionSec");
+    ck_assert_int_eq(json_integer_value(json_object_get(ret, "default")), 604800);
+    ck_assert_int_eq(json_integer_value(json_object_get(ret, "minimum")), 86400);
     ck_assert_str_eq(json_string_value(json_object_get(m, "entry")), "oc_plugin_entry");
     ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(m, "abi"), "major")),
                      OC_ABI_MAJOR);

@@ -1112,6 +1112,109 @@ START_TEST(token_echoed_by_server_never_in_error)
 }
 END_TEST
 
+/* ---- altered echoes of the token (issue 12 bug 5) ---------------------------------------- */
+
+typedef struct echo_log {
+    pthread_mutex_t mu;
+    char text[16384];
+    size_t len;
+} echo_log;
+
+static void echo_capture(void *state, int level, const char *message)
+{
+    echo_log *l = state;
+    pthread_mutex_lock(&l->mu);
+    int n = snprintf(l->text + l->len, sizeof l->text - l->len, "%d %s\n", level, message);
+    if (n > 0 && (size_t)n < sizeof l->text - l->len)
+        l->len += (size_t)n;
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* Some 8-character piece of TOKEN (any case) in text: the piece, else NULL. */
+static const char *token_piece_in(const char *text)
+{
+    static char piece[16];
+    size_t n = strlen(TOKEN);
+    for (size_t i = 0; i + 8 <= n; i++) {
+        snprintf(piece, sizeof piece, "%.8s", TOKEN + i);
+        if (strcasestr(text, piece))
+            return piece;
+    }
+    return NULL;
+}
+
+/* TOKEN with every character as a JSON \u escape (in a C string: one
+ * backslash each), into out. */
+static void escaped_token(char *out, size_t len, size_t chars)
+{
+    size_t o = 0;
+    for (size_t i = 0; TOKEN[i] && i < chars && o + 7 < len; i++)
+        o += (size_t)snprintf(out + o, len - o, "\\u%04x", (unsigned char)TOKEN[i]);
+    out[o] = '\0';
+}
+
+START_TEST(token_altered_echo_never_logged)
+{
+    /* A server answering with a piece of the token (a truncated "Bot xxxx"),
+     * a JSON-escaped spelling, another case, or a cut-off body: none of it
+     * may reach the error text or a log line; 401/403 bodies are never
+     * repeated at all; what is kept is cut short. */
+    char esc[256], esc_half[128], bodies[7][512];
+    escaped_token(esc, sizeof esc, 99);
+    escaped_token(esc_half, sizeof esc_half, 12);
+    snprintf(bodies[0], sizeof bodies[0], "{\"message\":\"invalid Bot %.12s\",\"code\":0}", TOKEN);
+    snprintf(bodies[1], sizeof bodies[1], "{\"message\":\"denied for Bot %s\",\"code\":0}", esc);
+    snprintf(bodies[2], sizeof bodies[2], "{\"message\":\"cut off: Bot %s", esc_half);
+    snprintf(bodies[3], sizeof bodies[3], "proxy error for BOT TOK-AGENT.ZZ-SECRET");
+    snprintf(bodies[4], sizeof bodies[4], "{\"message\":\"ECHO-MARKER %%AUTH%% %s\",\"code\":50013}",
+             esc);
+    snprintf(bodies[5], sizeof bodies[5], "ECHO-MARKER bad token %.10s", TOKEN + 4);
+    memset(bodies[6], 'x', 450);
+    bodies[6][450] = '\0';
+    static const int status[] = {400, 404, 500, 400, 403, 401, 400};
+    for (int i = 0; i < 7; i++) {
+        script_srv *s = script_start(status[i], bodies[i]);
+        echo_log *lg = calloc(1, sizeof *lg);
+        pthread_mutex_init(&lg->mu, NULL);
+        dg_discord_options o = {
+            .api_base = s->url, .token = TOKEN, .timeout_ms = 5000,
+            .backoff_base_ms = 5, .backoff_max_ms = 10, .max_attempts = 2,
+            .log = echo_capture, .log_state = lg,
+        };
+        dg_discord *d = NULL;
+        char ebuf[256];
+        ck_assert_msg(dg_discord_new(&o, &d, ebuf, sizeof ebuf) == OC_OK, "%s", ebuf);
+        dg_discord_err err;
+        int rc = dg_discord_post_message(d, "400000000000000001", "x", NULL, 0, "n-echo", NULL,
+                                         &err);
+        ck_assert_int_ne(rc, OC_OK);
+        ck_assert_int_eq(err.http_status, status[i]);
+        const char *p1 = token_piece_in(err.message);
+        ck_assert_msg(!p1, "body %d: token piece '%s' in error text: %s", i, p1, err.message);
+        const char *p2 = token_piece_in(lg->text);
+        ck_assert_msg(!p2, "body %d: token piece '%s' in the log: %s", i, p2, lg->text);
+        ck_assert_msg(!strstr(err.message, "\\u00"), "body %d: escapes left: %s", i, err.message);
+        if (status[i] == 401 || status[i] == 403) {
+            ck_assert_msg(!strstr(err.message, "ECHO-MARKER") && !strstr(lg->text, "ECHO-MARKER"),
+                          "body %d: a %d body was repeated: %s", i, status[i], err.message);
+            ck_assert_msg(strstr(err.message, status[i] == 403 ? "Missing Permissions"
+                                                               : "Unauthorized"),
+                          "%s", err.message);
+        }
+        if (i == 6) {
+            ck_assert_msg(strstr(err.message, "xxx...") && !strstr(err.message, bodies[6]),
+                          "long body not cut short: %s", err.message);
+        }
+        if (i == 0)
+            ck_assert_msg(strstr(err.message, "invalid Bot "), "rest kept: %s", err.message);
+        dg_discord_free(d);
+        script_stop(s);
+        pthread_mutex_destroy(&lg->mu);
+        free(lg);
+    }
+}
+END_TEST
+
 Suite *make_discord_suite(void)
 {
     Suite *s = suite_create("discord");
@@ -1144,6 +1247,7 @@ Suite *make_discord_suite(void)
     tcase_add_test(tc, huge_reset_after_holds_the_route);
     tcase_add_test(tc, reset_after_read_the_same_in_any_locale);
     tcase_add_test(tc, token_echoed_by_server_never_in_error);
+    tcase_add_test(tc, token_altered_echo_never_logged);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -839,6 +839,34 @@ START_TEST(test_refuse_paths)
 }
 END_TEST
 
+START_TEST(test_refuse_empty_summary)
+{
+    /* Issue 12 bug 2: an empty or white-space-only summary closed the
+     * discussion and posted the result. */
+    write_ws("plans/empty.md", "");
+    refused("planner", disc, "plans/empty.md", OC_ERR_INVALID, "empty or only white space");
+    write_ws("plans/blank.md", "  \n\t\r\n   \n");
+    refused("planner", disc, "plans/blank.md", OC_ERR_INVALID, "summaryPath");
+    write_ws("plans/nbsp.md", "\xef\xbb\xbf\xc2\xa0\n\xe3\x80\x80 \n");
+    refused("planner", disc, "plans/nbsp.md", OC_ERR_INVALID, "at least one character");
+    /* Nothing queued for the origin either. */
+    char q[120];
+    snprintf(q, sizeof q, "outbox WHERE channel_id = '%s'", ORIGIN);
+    ck_assert_int_eq(count_rows(q), 0);
+    /* One visible character after 4000 spaces is a summary. */
+    char *late = malloc(4002);
+    memset(late, ' ', 4000);
+    late[4000] = 'x';
+    late[4001] = '\0';
+    write_ws("plans/late.md", late);
+    free(late);
+    json_t *res;
+    ck_assert_int_eq(callback("planner", disc, "plans/late.md", &res), OC_OK);
+    json_decref(res);
+    ck_assert_int_eq(fake_discord_wait_messages(fd, ORIGIN, 1, WAIT_MS), 0);
+}
+END_TEST
+
 START_TEST(test_callback_long_unicode_path)
 {
     /* A long summary path in another script: the result text quoting it is
@@ -1756,6 +1784,7 @@ Suite *make_discuss_suite(void)
     tcase_add_test(tc, test_refuse_not_discussion_channel);
     tcase_add_test(tc, test_refuse_not_initiator);
     tcase_add_test(tc, test_refuse_paths);
+    tcase_add_test(tc, test_refuse_empty_summary);
     tcase_add_test(tc, test_refuse_bad_params);
     tcase_add_test(tc, test_callback_long_unicode_path);
     tcase_add_test(tc, test_callback_from_thread);

@@ -18,6 +18,7 @@
 #include "outbox.h"
 #include "outbox_env.h"
 #include "store.h"
+#include "store_discuss.h"
 #include "store_outbox.h"
 #include "testutil.h"
 
@@ -613,6 +614,191 @@ START_TEST(crash_between_accept_and_mark)
 }
 END_TEST
 
+/* ---- a store that cannot record (issue 12 bug 1) -------------------------------------------- */
+
+/* Requests of the fake whose body carries nonce. */
+static int posts_with_nonce(fake_discord *fd, const char *nonce)
+{
+    json_t *reqs = fake_discord_requests(fd, 0);
+    int n = 0;
+    for (size_t i = 0; i < json_array_size(reqs); i++) {
+        const char *got = jstr(json_object_get(json_array_get(reqs, i), "body"), "nonce");
+        n += got && !strcmp(got, nonce);
+    }
+    json_decref(reqs);
+    return n;
+}
+
+/* Wait (bounded) until the store refused at least n commits. */
+static void wait_refused(oenv *o, long n)
+{
+    for (int i = 0; i < 2000 && dg_store_test_refused_writes(o->e.p.store) < n; i++)
+        usleep(5 * 1000);
+    ck_assert_msg(dg_store_test_refused_writes(o->e.p.store) >= n,
+                  "the store refused only %ld commits", dg_store_test_refused_writes(o->e.p.store));
+}
+
+START_TEST(store_full_after_accept_never_resends)
+{
+    /* Discord accepts, the store cannot record it (disk full): the row was
+     * POSTed again at once, as fast as Discord answered. Now it is kept in
+     * memory, recording backs off, and once the store recovers the row is
+     * marked sent with Discord's id; one POST in all. */
+    oenv *o = oenv_open(NULL);
+    enqueue(o, o->chan, "accepted while the disk is full", NULL, 0);
+    enqueue(o, o->chan, "queued behind it", NULL, 0);
+    size_t n = 0;
+    dg_outbox_row *rows = rows_of(&o->e, o->chan, &n);
+    ck_assert_uint_eq(n, 2);
+    char nonce[32], nonce2[32];
+    snprintf(nonce, sizeof nonce, "%s", rows[0].nonce);
+    snprintf(nonce2, sizeof nonce2, "%s", rows[1].nonce);
+    dg_outbox_rows_free(rows, n);
+
+    dg_store_test_fail_writes(o->e.p.store, 1);
+    oenv_start(o, NULL);
+    /* Several attempts to record (each a back-off apart) went by. */
+    wait_refused(o, 4);
+    ck_assert_int_eq(posts_with_nonce(o->fd, nonce), 1);
+    ck_assert_int_eq(posts_with_nonce(o->fd, nonce2), 0); /* order kept */
+    ck_assert(obe_log_has(&o->e, "not sent again"));
+
+    dg_store_test_fail_writes(o->e.p.store, 0);
+    wait_idle(o, 10000);
+    ck_assert_int_eq(posts_with_nonce(o->fd, nonce), 1);
+    ck_assert_int_eq(posts_with_nonce(o->fd, nonce2), 1);
+    json_t *msgs = fake_discord_messages(o->fd, o->chan);
+    ck_assert_uint_eq(json_array_size(msgs), 2);
+    rows = rows_of(&o->e, o->chan, &n);
+    ck_assert_int_eq(rows[0].state, DG_OUTBOX_SENT);
+    ck_assert_str_eq(rows[0].message_id, jstr(json_array_get(msgs, 0), "id"));
+    ck_assert_int_eq(rows[1].state, DG_OUTBOX_SENT);
+    dg_outbox_rows_free(rows, n);
+    json_decref(msgs);
+    dg_outbox_stats st;
+    dg_outbox_get_stats(o->e.p.outbox, &st);
+    ck_assert_uint_eq(st.sent, 2);
+    oenv_close(o);
+}
+END_TEST
+
+START_TEST(store_full_after_refusal_never_resends)
+{
+    /* The same for a row Discord refused for good (403): recording the
+     * failure failed, and the row was POSTed again at once. */
+    oenv *o = oenv_open(NULL);
+    ck_assert_int_eq(fake_discord_add_fault(o->fd, "*", FD_FAULT_403, 1, 0, 0), 0);
+    enqueue(o, o->chan, "refused while the disk is full", NULL, 0);
+    size_t n = 0;
+    dg_outbox_row *rows = rows_of(&o->e, o->chan, &n);
+    char nonce[32];
+    snprintf(nonce, sizeof nonce, "%s", rows[0].nonce);
+    dg_outbox_rows_free(rows, n);
+
+    dg_store_test_fail_writes(o->e.p.store, 1);
+    oenv_start(o, NULL);
+    wait_refused(o, 4);
+    ck_assert_int_eq(posts_with_nonce(o->fd, nonce), 1);
+    dg_store_test_fail_writes(o->e.p.store, 0);
+    wait_idle(o, 10000);
+    ck_assert_int_eq(posts_with_nonce(o->fd, nonce), 1);
+    rows = rows_of(&o->e, o->chan, &n);
+    ck_assert_int_eq(rows[0].state, DG_OUTBOX_FAILED);
+    ck_assert_msg(strstr(rows[0].last_error, "Missing Permissions"), "%s", rows[0].last_error);
+    dg_outbox_rows_free(rows, n);
+    ck_assert_uint_eq(fake_discord_message_count(o->fd, o->chan), 0);
+    oenv_close(o);
+}
+END_TEST
+
+/* ---- retention (issue 12 bug 6) ------------------------------------------------------------- */
+
+static int64_t test_clock_ms;
+static int64_t test_clock(void *unused)
+{
+    (void)unused;
+    return test_clock_ms;
+}
+
+static int64_t count_state(obe *e, dg_outbox_state state)
+{
+    int64_t n = 0;
+    ck_assert_int_eq(dg_store_begin(e->p.store), OC_OK);
+    ck_assert_int_eq(dg_store_outbox_count(e->p.store, state, &n), OC_OK);
+    ck_assert_int_eq(dg_store_commit(e->p.store), OC_OK);
+    return n;
+}
+
+static void claim_notice(obe *e, const char *chan, const char *msg, int64_t at)
+{
+    int claimed = 0;
+    ck_assert_int_eq(dg_store_begin(e->p.store), OC_OK);
+    ck_assert_int_eq(dg_store_discussion_notice_claim(e->p.store, chan, msg, at, 0, &claimed),
+                     OC_OK);
+    ck_assert_int_eq(dg_store_commit(e->p.store), OC_OK);
+}
+
+/* 1 when the notice mark (chan, msg) is still there (claiming it again is
+ * refused as already handled). Leaves a new mark when it was gone. */
+static int notice_kept(obe *e, const char *chan, const char *msg)
+{
+    int claimed = 0;
+    ck_assert_int_eq(dg_store_begin(e->p.store), OC_OK);
+    ck_assert_int_eq(dg_store_discussion_notice_claim(e->p.store, chan, msg, test_clock_ms, 0,
+                                                      &claimed), OC_OK);
+    ck_assert_int_eq(dg_store_commit(e->p.store), OC_OK);
+    return !claimed;
+}
+
+START_TEST(sent_rows_and_notice_marks_pruned_after_retention)
+{
+    /* Sent rows and closed-notice marks grew for ever (~235 B per message).
+     * Now rows done longer ago than outbox.retentionSec go; pending rows,
+     * recent rows and recent marks stay. */
+    oenv *o = oenv_open(NULL);
+    int64_t now = dg_wall_clock_ms(NULL);
+    const int64_t day = 86400LL * 1000;
+    o->e.p.clock = test_clock;
+    o->e.p.cfg.outbox_retention_sec = 7 * 86400;
+    test_clock_ms = now - 8 * day;
+    oenv_start(o, NULL);
+    enqueue(o, o->chan, "old one", NULL, 0);
+    enqueue(o, o->chan, "old two", NULL, 0);
+    wait_idle(o, 10000);
+    claim_notice(&o->e, o->chan, "500000000000000001", now - 8 * day);
+    claim_notice(&o->e, o->chan, "500000000000000002", now - day);
+
+    test_clock_ms = now;
+    enqueue(o, o->chan, "recent", NULL, 0);
+    wait_idle(o, 10000);
+    /* A row Discord keeps failing stays pending, however old. */
+    char route[64];
+    snprintf(route, sizeof route, "POST /channels/%s/messages", o->chan2);
+    ck_assert_int_eq(fake_discord_add_fault(o->fd, route, FD_FAULT_500, 100000, 0, 0), 0);
+    test_clock_ms = now - 30 * day;
+    enqueue(o, o->chan2, "owed for a month", NULL, 0);
+    test_clock_ms = now;
+    ck_assert_int_eq(count_state(&o->e, DG_OUTBOX_SENT), 3);
+
+    /* A restart runs the first retention round before the first pass. */
+    dg_outbox_stop(o->e.p.outbox);
+    o->e.p.outbox = NULL;
+    oenv_start(o, NULL);
+    for (int i = 0; i < 2000 && count_state(&o->e, DG_OUTBOX_SENT) > 1; i++)
+        usleep(5 * 1000);
+    ck_assert_int_eq(count_state(&o->e, DG_OUTBOX_SENT), 1);
+    ck_assert_int_eq(count_state(&o->e, DG_OUTBOX_PENDING), 1);
+    size_t n = 0;
+    dg_outbox_row *rows = rows_of(&o->e, o->chan, &n);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(rows[0].content, "recent");
+    dg_outbox_rows_free(rows, n);
+    ck_assert(notice_kept(&o->e, o->chan, "500000000000000002"));
+    ck_assert(!notice_kept(&o->e, o->chan, "500000000000000001"));
+    oenv_close(o);
+}
+END_TEST
+
 /* ---- load ---------------------------------------------------------------------------------- */
 
 START_TEST(five_hundred_through_thirty_percent_failures)
@@ -744,6 +930,9 @@ Suite *make_outbox_suite(void)
     tcase_add_test(tc, rate_limited_then_once);
     tcase_add_test(tc, unsent_rows_sent_on_start);
     tcase_add_test(tc, crash_between_accept_and_mark);
+    tcase_add_test(tc, store_full_after_accept_never_resends);
+    tcase_add_test(tc, store_full_after_refusal_never_resends);
+    tcase_add_test(tc, sent_rows_and_notice_marks_pruned_after_retention);
     tcase_add_test(tc, shutdown_bounded_while_discord_hangs);
     tcase_add_test(tc, shutdown_bounded_during_backoff);
     suite_add_tcase(s, tc);

@@ -302,6 +302,28 @@ START_TEST(test_file_as_folder)
 }
 END_TEST
 
+START_TEST(test_trailing_slash_on_file)
+{
+    /* Issue 12 bug 4: 'summary.md/' was accepted as 'summary.md'; the file
+     * system says ENOTDIR (not a folder), and so does the plugin. */
+    expect("plans/discussions/summary.md/", 1 << 20, OC_ERR_INVALID);
+    ck_assert_msg(strstr(err, "not a folder") && strstr(err, "summaryPath"), "%s", err);
+    expect("plans/discussions/summary.md//", 1 << 20, OC_ERR_INVALID);
+    expect("plans/discussions/summary.md/.", 1 << 20, OC_ERR_INVALID);
+    char *abs = tu_path(ws, "plans/discussions/summary.md/");
+    expect(abs, 1 << 20, OC_ERR_INVALID);
+    free(abs);
+    /* Agreeing with the kernel: open() refuses it the same way. */
+    char *real = P("ws/plans/discussions/summary.md/");
+    ck_assert_int_eq(open(real, O_RDONLY), -1);
+    ck_assert_int_eq(errno, ENOTDIR);
+    free(real);
+    /* Without the slash it is still fine. */
+    dg_ws_file f = expect("plans/discussions/summary.md", 1 << 20, OC_OK);
+    dg_ws_file_close(&f);
+}
+END_TEST
+
 START_TEST(test_hard_link)
 {
     char *a = P("out/secret.md"), *b = P("ws/hard.md");
@@ -464,6 +486,7 @@ Suite *make_paths_suite(void)
     tcase_add_test(tc, test_oversize);
     tcase_add_test(tc, test_missing);
     tcase_add_test(tc, test_file_as_folder);
+    tcase_add_test(tc, test_trailing_slash_on_file);
     tcase_add_test(tc, test_name_too_long);
     tcase_add_test(tc, test_hard_link);
     tcase_add_test(tc, test_unreadable);

@@ -173,6 +173,173 @@ START_TEST(test_every_version_migrates_to_current)
 }
 END_TEST
 
+/* The whole file, malloc'd (caller frees), and its size and mtime. */
+typedef struct snap { char *bytes; size_t len; struct timespec mtime; } snap;
+
+static snap snap_of(const char *path)
+{
+    snap sn = {0};
+    struct stat sb;
+    ck_assert_int_eq(stat(path, &sb), 0);
+    sn.len = (size_t)sb.st_size;
+    sn.mtime = sb.st_mtim;
+    sn.bytes = malloc(sn.len + 1);
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fread(sn.bytes, 1, sn.len, f), sn.len);
+    fclose(f);
+    return sn;
+}
+
+/* The file at path is byte for byte (and by mtime) what sn holds; no WAL
+ * was started beside it. Frees sn. */
+static void assert_untouched(const char *path, snap sn)
+{
+    snap now = snap_of(path);
+    ck_assert_uint_eq(now.len, sn.len);
+    ck_assert_msg(!memcmp(now.bytes, sn.bytes, sn.len), "%s was changed", path);
+    ck_assert_int_eq(now.mtime.tv_sec, sn.mtime.tv_sec);
+    ck_assert_int_eq(now.mtime.tv_nsec, sn.mtime.tv_nsec);
+    char wal[512];
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    ck_assert_msg(!file_exists(wal), "a WAL was started beside %s", path);
+    free(now.bytes);
+    free(sn.bytes);
+}
+
+static int int_pragma(const char *path, const char *pragma)
+{
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    sqlite3_stmt *s;
+    ck_assert_int_eq(sqlite3_prepare_v2(db, pragma, -1, &s, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(s), SQLITE_ROW);
+    int v = sqlite3_column_int(s, 0);
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    return v;
+}
+
+/* Open must refuse path with status and a message naming it and word. */
+static void refused_untouched(const char *path, int status, const char *word)
+{
+    snap sn = snap_of(path);
+    dg_store *st = NULL;
+    char err[512] = "";
+    int rc = dg_store_open(path, &st, err, sizeof err);
+    ck_assert_msg(rc == status, "%s: expected %s, got %s (%s)", path, oc_status_name(status),
+                  oc_status_name(rc), err);
+    ck_assert_ptr_null(st);
+    ck_assert_msg(strstr(err, path) && strstr(err, word), "'%s' or '%s' not in: %s", path, word,
+                  err);
+    assert_untouched(path, sn);
+}
+
+START_TEST(test_foreign_database_refused_untouched)
+{
+    /* Issue 12 bug 3: another application's database was switched to WAL,
+     * stamped with our user_version and given our tables. */
+    char *path = tu_path(dir, "other-app.db");
+    raw_exec(path, "CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT);"
+                   "INSERT INTO users(name) VALUES ('alice');");
+    refused_untouched(path, OC_ERR_INVALID, "another application");
+    /* Same with its own application_id. */
+    char *stamped = tu_path(dir, "stamped.db");
+    raw_exec(stamped, "PRAGMA application_id = 1234; CREATE TABLE t(x);");
+    refused_untouched(stamped, OC_ERR_INVALID, "application_id");
+    /* Our tables plus one of somebody else's, and no marker. */
+    char *mixed = tu_path(dir, "mixed.db");
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(mixed, &db), SQLITE_OK);
+    for (int v = 0; v < dg_store_schema_version(); v++)
+        ck_assert_int_eq(sqlite3_exec(db, dg_schema_steps[v], NULL, NULL, NULL), SQLITE_OK);
+    char pragma[64];
+    snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", dg_store_schema_version());
+    ck_assert_int_eq(sqlite3_exec(db, pragma, NULL, NULL, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(db, "CREATE TABLE invoices(x)", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    refused_untouched(mixed, OC_ERR_INVALID, "not dirigent's");
+    /* Not a database at all. */
+    char *text = tu_path(dir, "notes.txt");
+    ck_assert_int_eq(tu_write_file(text, "these are my notes, not a database\n"), 0);
+    refused_untouched(text, OC_ERR_INVALID, "SQLite database");
+    free(text);
+    free(mixed);
+    free(stamped);
+    free(path);
+}
+END_TEST
+
+START_TEST(test_our_version_without_our_tables_refused)
+{
+    char *path = tu_path(dir, "claims.db");
+    raw_exec(path, "PRAGMA user_version = 3;");
+    refused_untouched(path, OC_ERR_INVALID, "lacks its tables");
+    /* Stamped ours but the tables are gone. */
+    char *stamped = tu_path(dir, "claims2.db");
+    raw_exec(stamped, "PRAGMA application_id = 1147761255; PRAGMA user_version = 2;"
+                      "CREATE TABLE dg_meta(key TEXT PRIMARY KEY, value TEXT);");
+    refused_untouched(stamped, OC_ERR_INVALID, "lacks its tables");
+    free(stamped);
+    free(path);
+}
+END_TEST
+
+START_TEST(test_memory_db_path_refused)
+{
+    static const char *const paths[] = {":memory:", "file::memory:",
+                                        "file:dg?mode=memory&cache=shared",
+                                        "FILE:x.db?MODE=MEMORY", "file::memory:?cache=shared"};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        dg_store *st = NULL;
+        char err[512] = "";
+        ck_assert_int_eq(dg_store_open(paths[i], &st, err, sizeof err), OC_ERR_INVALID);
+        ck_assert_ptr_null(st);
+        ck_assert_msg(strstr(err, "dbPath") && strstr(err, "in-memory"), "%s", err);
+    }
+}
+END_TEST
+
+START_TEST(test_older_database_is_stamped)
+{
+    /* A database of an older dirigent (our tables and user_version, no
+     * application_id yet) still opens, and gets the stamp. */
+    int n = dg_store_schema_version();
+    for (int from = 1; from <= n; from++) {
+        char name[32];
+        snprintf(name, sizeof name, "old%d.db", from);
+        char *path = tu_path(dir, name);
+        sqlite3 *db;
+        ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+        for (int v = 0; v < from; v++)
+            ck_assert_int_eq(sqlite3_exec(db, dg_schema_steps[v], NULL, NULL, NULL), SQLITE_OK);
+        char pragma[64];
+        snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", from);
+        ck_assert_int_eq(sqlite3_exec(db, pragma, NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(db);
+        ck_assert_int_eq(int_pragma(path, "PRAGMA application_id"), 0);
+        dg_store *st = NULL;
+        char err[512];
+        ck_assert_msg(dg_store_open(path, &st, err, sizeof err) == OC_OK, "v%d: %s", from, err);
+        dg_store_close(st);
+        ck_assert_int_ne(int_pragma(path, "PRAGMA application_id"), 0);
+        ck_assert_int_eq(user_version(path), n);
+        /* And opens again as ours. */
+        ck_assert_msg(dg_store_open(path, &st, err, sizeof err) == OC_OK, "v%d: %s", from, err);
+        dg_store_close(st);
+        free(path);
+    }
+    /* A fresh file is stamped at creation. */
+    char *fresh = tu_path(dir, "fresh.db");
+    dg_store *st = NULL;
+    char err[512];
+    ck_assert_int_eq(dg_store_open(fresh, &st, err, sizeof err), OC_OK);
+    dg_store_close(st);
+    ck_assert_int_ne(int_pragma(fresh, "PRAGMA application_id"), 0);
+    free(fresh);
+}
+END_TEST
+
 START_TEST(test_newer_schema_is_refused_untouched)
 {
     char *path = tu_path(dir, "new.db");
@@ -181,20 +348,17 @@ START_TEST(test_newer_schema_is_refused_untouched)
              "CREATE TABLE future(x); INSERT INTO future VALUES (1); PRAGMA user_version = %d;",
              dg_store_schema_version() + 1);
     raw_exec(path, sql);
-    struct stat before;
-    ck_assert_int_eq(stat(path, &before), 0);
-
-    dg_store *st = NULL;
-    char err[256] = "";
-    ck_assert_int_eq(dg_store_open(path, &st, err, sizeof err), OC_ERR_UNSUPPORTED);
-    ck_assert_ptr_null(st);
-    ck_assert_ptr_nonnull(strstr(err, "newer"));
-    ck_assert_ptr_nonnull(strstr(err, path));
-    /* Still there, same version, same content. */
+    /* Refused before anything is written: journal_mode was switched to WAL
+     * first (a header change) against the store's own comment. */
+    refused_untouched(path, OC_ERR_UNSUPPORTED, "newer");
     ck_assert_int_eq(user_version(path), dg_store_schema_version() + 1);
-    struct stat after;
-    ck_assert_int_eq(stat(path, &after), 0);
-    ck_assert_int_eq(before.st_size, after.st_size);
+    /* A newer dirigent's own stamped file as well. */
+    char *stamped = tu_path(dir, "new2.db");
+    snprintf(sql, sizeof sql, "PRAGMA application_id = 1147761255; CREATE TABLE dg_meta(k);"
+                              "PRAGMA user_version = %d;", dg_store_schema_version() + 1);
+    raw_exec(stamped, sql);
+    refused_untouched(stamped, OC_ERR_UNSUPPORTED, "newer");
+    free(stamped);
     free(path);
 }
 END_TEST
@@ -278,6 +442,10 @@ Suite *make_store_suite(void)
     tcase_add_test(tc, test_migration_from_previous_version);
     tcase_add_test(tc, test_every_version_migrates_to_current);
     tcase_add_test(tc, test_newer_schema_is_refused_untouched);
+    tcase_add_test(tc, test_foreign_database_refused_untouched);
+    tcase_add_test(tc, test_our_version_without_our_tables_refused);
+    tcase_add_test(tc, test_memory_db_path_refused);
+    tcase_add_test(tc, test_older_database_is_stamped);
     tcase_add_test(tc, test_unusable_folder_fails_and_leaves_nothing);
     tcase_add_test(tc, test_empty_path_refused);
     tcase_add_test(tc, test_rollback_discards_and_commit_keeps);
