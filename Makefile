@@ -139,7 +139,10 @@ $(B)/libochost.a: $(HOST_OBJ)
 $(B)/ocgw: $(OCGW_OBJ) $(B)/obj/plugin/discord.o $(B)/libochost.a
 	$(CC) -o $@ $(OCGW_OBJ) $(B)/obj/plugin/discord.o $(B)/libochost.a $(LDFLAGS_ALL) $(PKG_LIBS) -ldl -lm
 
-$(B)/fake-discord: $(B)/obj/tests/fake_discord_main.o $(B)/obj/tests/support/fake_discord.o
+FAKE_DISCORD_OBJ := $(patsubst %.c,$(B)/obj/%.o,tests/support/fake_discord.c \
+                    tests/support/fake_discord_gateway.c tests/support/ws_frame.c \
+                    tests/support/ws_accept.c)
+$(B)/fake-discord: $(B)/obj/tests/fake_discord_main.o $(FAKE_DISCORD_OBJ)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -lm
 
 # A static pattern: the server objects are then no intermediate files that

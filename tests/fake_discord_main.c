@@ -4,7 +4,7 @@
  *
  *   fake-discord [--port N] [--guild ID] [--user TOKEN=USERID]... [--channel ID]...
  *                [--fail-rate F] [--seed S] [--retry-after SEC] [--url-file PATH]
- *                [--no-permission-checks]
+ *                [--no-permission-checks] [--heartbeat-ms MS] [--human USERID[=NAME]]...
  *
  * Binds 127.0.0.1 (port 0 = any free port), prints its base URL
  * (http://127.0.0.1:PORT/api/v10) as the first stdout line and flushes, then
@@ -28,6 +28,19 @@ static void usage(FILE *f)
             "[--channel ID]...\n"
             "                    [--fail-rate F] [--seed S] [--retry-after SEC] "
             "[--url-file PATH] [--no-permission-checks]\n"
+            "                    [--heartbeat-ms MS] [--human USERID[=NAME]]...\n"
+            "  --port N              listen on 127.0.0.1:N (0: any free port)\n"
+            "  --guild ID            the guild's snowflake\n"
+            "  --user TOKEN=USERID   a bot: token and user id (repeatable)\n"
+            "  --human USERID[=NAME] a human member without a token (repeatable)\n"
+            "  --channel ID          pre-create a public text channel (repeatable)\n"
+            "  --fail-rate F         fail requests with probability F (0..1)\n"
+            "  --seed S              seed of the fail-rate PRNG\n"
+            "  --retry-after SEC     retry_after of injected 429s\n"
+            "  --url-file PATH       also write the base URL to PATH\n"
+            "  --no-permission-checks  private channels open to everyone\n"
+            "  --heartbeat-ms MS     gateway HELLO heartbeat_interval (default 41250)\n"
+            "REST and the gateway websocket (ws://127.0.0.1:PORT) share the port.\n"
             "Prints its base URL on the first stdout line; stops on SIGTERM/SIGINT.\n");
 }
 
@@ -157,6 +170,23 @@ int main(int argc, char **argv)
                 fprintf(stderr, "fake-discord: --seed must be a non-negative integer\n");
                 return 2;
             }
+        } else if (!strcmp(a, "--heartbeat-ms")) {
+            if (parse_long(v, 1, 3600000L, &n)) {
+                fprintf(stderr, "fake-discord: --heartbeat-ms must be 1..3600000, got \"%s\"\n",
+                        v);
+                return 2;
+            }
+            o.heartbeat_ms = n;
+        } else if (!strcmp(a, "--human")) {
+            const char *eq = strchr(v, '=');
+            size_t idl = eq ? (size_t)(eq - v) : strlen(v);
+            char id[32];
+            snprintf(id, sizeof id, "%.*s", (int)(idl < 31 ? idl : 31), v);
+            if (idl > 20 || !snowflake_ok(id) || (eq && !eq[1])) {
+                fprintf(stderr, "fake-discord: --human takes USERID[=NAME] (a snowflake, a "
+                                "non-empty name), got \"%s\"\n", v);
+                return 2;
+            }
         } else if (!strcmp(a, "--url-file")) {
             url_file = v;
         } else {
@@ -191,6 +221,17 @@ int main(int argc, char **argv)
             if (fake_discord_add_channel(fd, val, NULL, NULL) != 0) {
                 fprintf(stderr, "fake-discord: --channel %s is given twice\n", val);
                 rc = 2;
+            }
+            continue;
+        }
+        if (!strcmp(opt, "--human")) {
+            char id[32];
+            const char *eq = strchr(val, '=');
+            size_t idl = eq ? (size_t)(eq - val) : strlen(val);
+            snprintf(id, sizeof id, "%.*s", (int)idl, val);
+            if (fake_discord_add_user(fd, NULL, id, eq ? eq + 1 : NULL, 0) != 0) {
+                fprintf(stderr, "fake-discord: --human %s: the fake could not add it\n", val);
+                rc = 1;
             }
             continue;
         }
