@@ -176,7 +176,7 @@ check: deps-ok $(TEST_DEPS)
 
 # Valgrind runs the suites in-process (CK_FORK=no) so leaks are seen; one
 # suite per run keeps a failure easy to read.
-VALGRIND_SUITES ?= config store plugin host abi ocgw scope silent turns turn_hooks admin templates paths discuss discord outbox fake_discord
+VALGRIND_SUITES ?= config store plugin host abi ocgw scope silent turns turn_hooks admin templates paths discuss discord outbox fake_discord fake_gateway
 valgrind: deps-ok $(TEST_DEPS)
 	@for s in $(VALGRIND_SUITES); do \
 	  echo "== valgrind: $$s"; \

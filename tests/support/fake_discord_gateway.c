@@ -421,12 +421,15 @@ static void *conn_main(void *arg)
 
     for (;;) {
         fdi_lock(fd);
-        if (g->stopping)
+        int stopping = g->stopping;
+        if (stopping)
             queue_close(c, 1001, "Server stopping.");
         int closing = c->closing;
         fdi_unlock(fd);
         int f = flush(c);
-        if (f < 0 || client_closed)
+        /* On stop the close frame is sent but its answer not awaited (RFC
+         * 6455 lets the server end TCP first): stop stays prompt. */
+        if (f < 0 || client_closed || stopping)
             break;
         if (closing && !close_deadline)
             close_deadline = now_ms() + GW_IO_TIMEOUT_MS;
