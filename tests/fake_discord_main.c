@@ -2,7 +2,7 @@
  * fake_discord_main.c -- build/fake-discord: the fake Discord REST server as a
  * process, for the demo, end-to-end tests and manual runs.
  *
- *   fake-discord [--port N] [--guild ID] [--user TOKEN=USERID]... [--channel ID]...
+ *   fake-discord [--port N] [--guild ID] [--user TOKEN=USERID[=NAME]]... [--channel ID]...
  *                [--fail-rate F] [--seed S] [--retry-after SEC] [--url-file PATH]
  *                [--no-permission-checks] [--heartbeat-ms MS] [--human USERID[=NAME]]...
  *
@@ -24,14 +24,14 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: fake-discord [--port N] [--guild ID] [--user TOKEN=USERID]... "
+            "usage: fake-discord [--port N] [--guild ID] [--user TOKEN=USERID[=NAME]]... "
             "[--channel ID]...\n"
             "                    [--fail-rate F] [--seed S] [--retry-after SEC] "
             "[--url-file PATH] [--no-permission-checks]\n"
             "                    [--heartbeat-ms MS] [--human USERID[=NAME]]...\n"
             "  --port N              listen on 127.0.0.1:N (0: any free port)\n"
             "  --guild ID            the guild's snowflake\n"
-            "  --user TOKEN=USERID   a bot: token and user id (repeatable)\n"
+            "  --user TOKEN=USERID[=NAME]  a bot: token, user id, username (repeatable)\n"
             "  --human USERID[=NAME] a human member without a token (repeatable)\n"
             "  --channel ID          pre-create a public text channel (repeatable)\n"
             "  --fail-rate F         fail requests with probability F (0..1)\n"
@@ -141,9 +141,15 @@ int main(int argc, char **argv)
             o.guild_id = v;
         } else if (!strcmp(a, "--user")) {
             const char *eq = strchr(v, '=');
-            if (!eq || eq == v || !snowflake_ok(eq + 1)) {
-                fprintf(stderr, "fake-discord: --user takes TOKEN=USERID (a non-empty token, "
-                                "a snowflake user id), got \"%s\"\n", v);
+            const char *eq2 = eq ? strchr(eq + 1, '=') : NULL;
+            char id[32] = "";
+            size_t idl = !eq ? 0 : eq2 ? (size_t)(eq2 - eq - 1) : strlen(eq + 1);
+            if (eq)
+                snprintf(id, sizeof id, "%.*s", (int)(idl < 31 ? idl : 31), eq + 1);
+            if (!eq || eq == v || idl > 20 || !snowflake_ok(id) || (eq2 && !eq2[1])) {
+                fprintf(stderr, "fake-discord: --user takes TOKEN=USERID[=NAME] (a non-empty "
+                                "token, a snowflake user id, a non-empty name), got \"%s\"\n",
+                        v);
                 return 2;
             }
         } else if (!strcmp(a, "--channel")) {
@@ -246,7 +252,10 @@ int main(int argc, char **argv)
             break;
         }
         *eq = '\0';
-        if (fake_discord_add_user(fd, dup, eq + 1, NULL, 1) != 0) {
+        char *name = strchr(eq + 1, '=');
+        if (name)
+            *name++ = '\0';
+        if (fake_discord_add_user(fd, dup, eq + 1, name, 1) != 0) {
             fprintf(stderr, "fake-discord: --user %s=%s: the fake could not add it (out of "
                             "memory)\n", dup, eq + 1);
             rc = 1;

@@ -27,6 +27,9 @@
 #define PERM_EVERYONE ((1ull << 6) | PERM_VIEW | PERM_SEND | (1ull << 14) | (1ull << 15) | \
                        PERM_HISTORY | (1ull << 17) | (1ull << 18) | (1ull << 35) | (1ull << 38))
 #define CHAN_PUBLIC_THREAD 11
+/* Application flags: the privileged intents granted (presence, members,
+ * message content); clients warn or ignore content without them. */
+#define APP_FLAGS ((1 << 12) | (1 << 14) | (1 << 18))
 #define MAX_BODY (1u << 20)
 
 typedef struct fd_user {
@@ -910,6 +913,11 @@ int fdi_port(const fake_discord *fd)
     return fd->port;
 }
 
+int fdi_app_flags(void)
+{
+    return APP_FLAGS;
+}
+
 /* A public thread (type 11) under parent, id given (a message's id when
  * started from one) or new. NULL with r set when refused. */
 static fd_chan *thread_add(fake_discord *fd, fd_chan *parent, const char *id, json_t *name,
@@ -1057,7 +1065,7 @@ static json_t *application_json(fake_discord *fd, const char *user)
     const char *name = u && u->username ? u->username : "fake-app";
     return json_pack("{s:s, s:s, s:n, s:s, s:b, s:b, s:i, s:s, s:o, s:o, s:n, s:[]}", "id", user,
                      "name", name, "icon", "description", "", "bot_public", 1,
-                     "bot_require_code_grant", 0, "flags", 0, "verify_key",
+                     "bot_require_code_grant", 0, "flags", APP_FLAGS, "verify_key",
                      "0000000000000000000000000000000000000000000000000000000000000000", "owner",
                      json_pack("{s:s, s:s, s:s, s:s}", "id", "100000000000000009", "username",
                                "fake-owner", "discriminator", "0", "global_name", "fake-owner"),

@@ -183,7 +183,7 @@ static void send_ready(fd_gateway *g, gw_conn *c, gw_session *s)
         "s:{}, s:[s]}",
         "v", 10, "user", user, "guilds", "id", fake_discord_guild_id(fd), "unavailable", 1,
         "session_id", s->id, "session_type", "normal", "resume_gateway_url", resume,
-        "application", "id", s->user, "flags", 0, "shard", 0, 1, "private_channels",
+        "application", "id", s->user, "flags", fdi_app_flags(), "shard", 0, 1, "private_channels",
         "presences", "relationships", "user_settings", "_trace", "fake-discord");
     c->identified = 1;
     session_send(s, "READY", ready);

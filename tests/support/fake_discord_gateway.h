@@ -35,6 +35,8 @@ json_t *fdi_guild_create(fake_discord *fd);
  * parent), also when permission checks are off (locked). */
 int fdi_can_view(fake_discord *fd, const char *channel_id, const char *user_id);
 int fdi_port(const fake_discord *fd);
+/* The application flags READY and /oauth2/applications/@me report. */
+int fdi_app_flags(void);
 
 /* ---- provided by fake_discord_gateway.c ---- */
 
