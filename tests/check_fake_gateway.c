@@ -573,6 +573,9 @@ START_TEST(stop_with_clients_connected_is_prompt)
     c[0] = bot_online(fd, TOK_A, NULL);
     c[1] = bot_online(fd, TOK_B, NULL);
     c[2] = connect_ws(fd); /* never identifies */
+    json_t *hello = ws_client_next_json(c[2], WAIT_MS, NULL);
+    ck_assert_ptr_nonnull(hello);
+    json_decref(hello);
     ck_assert_int_eq(fake_discord_wait_gateway(fd, 2, WAIT_MS), 0);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);

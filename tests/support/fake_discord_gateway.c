@@ -549,7 +549,8 @@ static void on_upgraded(void *cls, struct MHD_Connection *connection, void *con_
         return;
     }
     fdi_lock(g->fd);
-    int ok = !g->stopping && pthread_create(&c->thread, NULL, conn_main, c) == 0;
+    int stopping = g->stopping;
+    int ok = !stopping && pthread_create(&c->thread, NULL, conn_main, c) == 0;
     if (ok) {
         c->next = g->conns;
         g->conns = c;
@@ -557,6 +558,10 @@ static void on_upgraded(void *cls, struct MHD_Connection *connection, void *con_
     }
     fdi_unlock(g->fd);
     if (!ok) {
+        /* Upgraded just as stop began: say so as every other socket hears. */
+        static const uint8_t bye[] = {0x88, 0x02, 0x03, 0xE9}; /* close 1001 */
+        if (stopping)
+            write_all(sock, bye, sizeof bye);
         conn_free(c);
         MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
     }
