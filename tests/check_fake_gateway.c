@@ -7,10 +7,14 @@
  */
 #include <check.h>
 #include <curl/curl.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fake_discord.h"
 #include "testutil.h"
@@ -596,6 +600,85 @@ START_TEST(stop_with_clients_connected_is_prompt)
 }
 END_TEST
 
+/* build/fake-discord with the gateway options: --user with a name,
+ * --human, --heartbeat-ms; SIGTERM with a websocket open ends it cleanly. */
+START_TEST(cli_gateway_options)
+{
+    char *bin = NULL;
+    ck_assert_int_ge(asprintf(&bin, "%s/fake-discord", tu_build_dir()), 0);
+    ck_assert_msg(access(bin, X_OK) == 0, "%s is not built", bin);
+    int out[2];
+    ck_assert_int_eq(pipe(out), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        dup2(out[1], 1);
+        int quiet = open("/dev/null", O_WRONLY);
+        dup2(quiet, 2);
+        close(out[0]);
+        close(out[1]);
+        execl(bin, bin, "--port", "0", "--user", TOK_A "=" BOT_A "=alpha", "--human",
+              HUMAN "=alice", "--heartbeat-ms", "1234", "--channel", "333333333333333333",
+              (char *)NULL);
+        _exit(127);
+    }
+    close(out[1]);
+    FILE *f = fdopen(out[0], "r");
+    char line[128] = "";
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    int port = 0;
+    ck_assert_int_eq(sscanf(line, "http://127.0.0.1:%d/api/v10", &port), 1);
+    ws_client *c = ws_client_connect(port, "/?v=10&encoding=json", WAIT_MS, NULL);
+    ck_assert_ptr_nonnull(c);
+    json_t *hello = ws_client_next_json(c, WAIT_MS, NULL);
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(json_object_get(hello, "d"), "heartbeat_interval")),
+        1234);
+    json_decref(hello);
+    json_t *id = json_pack("{s:i, s:{s:s}}", "op", 2, "d", "token", TOK_A);
+    ws_client_send_json(c, id);
+    json_decref(id);
+    json_t *ready = ws_client_wait_dispatch(c, "READY", WAIT_MS);
+    ck_assert_str_eq(json_string_value(json_object_get(
+                         json_object_get(json_object_get(ready, "d"), "user"), "username")),
+                     "alpha");
+    json_decref(ready);
+    json_t *gc = ws_client_wait_dispatch(c, "GUILD_CREATE", WAIT_MS);
+    json_t *members = json_object_get(json_object_get(gc, "d"), "members");
+    int alice = 0;
+    size_t i;
+    json_t *m;
+    json_array_foreach(members, i, m) {
+        json_t *u = json_object_get(m, "user");
+        alice |= !strcmp(json_string_value(json_object_get(u, "id")), HUMAN) &&
+                 !strcmp(json_string_value(json_object_get(u, "username")), "alice") &&
+                 json_is_false(json_object_get(u, "bot"));
+    }
+    ck_assert_msg(alice, "the --human member is missing from GUILD_CREATE");
+    json_decref(gc);
+
+    ck_assert_int_eq(kill(pid, SIGTERM), 0);
+    int code = 0;
+    json_t *j;
+    while ((j = ws_client_next_json(c, WAIT_MS, &code)))
+        json_decref(j);
+    ck_assert_int_eq(code, 1001);
+    int status = 0;
+    pid_t w = 0;
+    for (int k = 0; k < 500 && (w = waitpid(pid, &status, WNOHANG)) == 0; k++)
+        usleep(10000);
+    if (w != pid) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        ck_abort_msg("fake-discord did not stop within 5 s of SIGTERM");
+    }
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d", status);
+    ws_client_close(c);
+    fclose(f);
+    free(bin);
+}
+END_TEST
+
 Suite *make_fake_gateway_suite(void)
 {
     Suite *s = suite_create("fake_gateway");
@@ -608,6 +691,7 @@ Suite *make_fake_gateway_suite(void)
     tcase_add_test(tc, frames_fragments_ping_close_and_limits);
     tcase_add_test(tc, threads_and_client_routes);
     tcase_add_test(tc, stop_with_clients_connected_is_prompt);
+    tcase_add_test(tc, cli_gateway_options);
     suite_add_tcase(s, tc);
     return s;
 }

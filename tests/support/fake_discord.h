@@ -47,6 +47,7 @@
  * as above; threads follow their parent), the author's own included;
  * CHANNEL_CREATE/CHANNEL_DELETE, THREAD_CREATE likewise. Sessions outlive
  * their socket (for RESUME) until stop; each keeps its last 1000 events.
+ * Websocket upgrades are not in /_fake/requests; /_fake/gateway shows them.
  *
  * Every Discord request needs "Authorization: Bot <token>" with a token
  * registered by fake_discord_add_user (else 401); the message author is that
