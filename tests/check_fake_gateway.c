@@ -485,10 +485,30 @@ START_TEST(threads_and_client_routes)
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(tc, "d"), "id")), mid);
     json_decref(tc);
     snprintf(path, sizeof path, "/api/v10/channels/%s/messages", mid);
-    json_decref(req_json(fd, "POST", path, TOK_A, "{\"content\":\"in thread\"}", 200));
+    json_t *own = req_json(fd, "POST", path, TOK_A, "{\"content\":\"in thread\"}", 200);
     json_t *m = ws_client_wait_dispatch(a, "MESSAGE_CREATE", WAIT_MS);
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(m, "d"), "channel_id")), mid);
     json_decref(m);
+    /* Edit the own message, not another's; delete it. */
+    snprintf(path, sizeof path, "/api/v10/channels/%s/messages/%s", mid,
+             json_string_value(json_object_get(own, "id")));
+    json_t *ed = req_json(fd, "PATCH", path, TOK_A, "{\"content\":\"edited\"}", 200);
+    ck_assert(json_is_string(json_object_get(ed, "edited_timestamp")));
+    json_decref(ed);
+    m = ws_client_wait_dispatch(a, "MESSAGE_UPDATE", WAIT_MS);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(m, "d"), "content")), "edited");
+    json_decref(m);
+    ck_assert_ptr_null(req_json(fd, "DELETE", path, TOK_A, NULL, 204));
+    m = ws_client_wait_dispatch(a, "MESSAGE_DELETE", WAIT_MS);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(m, "d"), "id")),
+                     json_string_value(json_object_get(own, "id")));
+    json_decref(m);
+    json_decref(own);
+    json_decref(req_json(fd, "GET", path, TOK_A, NULL, 404));
+    snprintf(path, sizeof path, "/api/v10/channels/%s/messages/%s", chan, mid);
+    json_t *e5 = req_json(fd, "PATCH", path, TOK_A, "{\"content\":\"x\"}", 403);
+    ck_assert_int_eq(json_integer_value(json_object_get(e5, "code")), 50005);
+    json_decref(e5);
     /* A standalone thread over REST, one over the control API with a message. */
     snprintf(path, sizeof path, "/api/v10/channels/%s/threads", chan);
     t = req_json(fd, "POST", path, TOK_A, "{\"name\":\"side\",\"type\":11}", 201);

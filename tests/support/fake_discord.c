@@ -1084,6 +1084,60 @@ static void gateway_info(fake_discord *fd, int bot, reply *r)
         set_reply(r, 200, json_pack("{s:s}", "url", url));
 }
 
+/* PATCH (own messages only: content) or DELETE a message; the gateway
+ * hears MESSAGE_UPDATE / MESSAGE_DELETE. */
+static void api_edit_or_delete(fake_discord *fd, const char *method, const char *chan,
+                               const char *mid, const char *user, json_t *body, reply *r)
+{
+    fd_chan *ch = chan_by_id(fd, chan);
+    fd_msg *m = ch ? msg_by_id(ch, mid) : NULL;
+    if (!ch) {
+        err_reply(r, 404, 10003, "Unknown Channel");
+        return;
+    }
+    if (!fd->no_perm && !(perms_in(fd, ch, user) & PERM_VIEW)) {
+        err_reply(r, 403, 50001, "Missing Access");
+        return;
+    }
+    if (!m) {
+        err_reply(r, 404, 10008, "Unknown Message");
+        return;
+    }
+    if (!strcmp(method, "DELETE")) {
+        /* Deleting others' messages needs MANAGE_MESSAGES, which bots here
+         * have (the guild base is every permission). */
+        json_t *ev = json_pack("{s:s, s:s, s:s}", "id", mid, "channel_id", ch->id, "guild_id",
+                               fd->guild);
+        free(m->author);
+        free(m->nonce);
+        json_decref(m->obj);
+        size_t at = (size_t)(m - ch->msgs);
+        memmove(m, m + 1, (ch->n - at - 1) * sizeof *m);
+        ch->n--;
+        fdg_dispatch(fd->gw, "MESSAGE_DELETE", ev, ch->id);
+        json_decref(ev);
+        set_reply(r, 204, NULL);
+        return;
+    }
+    if (strcmp(m->author, user) != 0) {
+        err_reply(r, 403, 50005, "Cannot edit a message authored by another user");
+        return;
+    }
+    json_t *cv = json_object_get(body, "content");
+    if (cv && (!json_is_string(cv) || utf8_chars(json_string_value(cv)) > 2000)) {
+        form_error(r, "content", "BASE_TYPE_MAX_LENGTH", "Must be 2000 or fewer in length.");
+        return;
+    }
+    if (cv)
+        json_object_set(m->obj, "content", cv);
+    char ts[48];
+    iso_now(ts, sizeof ts);
+    json_object_set_new(m->obj, "edited_timestamp", json_string(ts));
+    fdg_dispatch(fd->gw, "MESSAGE_UPDATE", m->obj, ch->id);
+    pthread_cond_broadcast(&fd->cond);
+    set_reply(r, 200, json_deep_copy(m->obj));
+}
+
 /* The routes a gateway client (OpenClaw's Discord plugin) needs beyond
  * channels and messages. 1 when handled (r set), 0 when not this route. */
 static int api_more(fake_discord *fd, const char *method, const char *path, const char *tmpl,
@@ -1149,6 +1203,23 @@ static int api_more(fake_discord *fd, const char *method, const char *path, cons
             err_reply(r, 404, 10008, "Unknown Message");
         else
             set_reply(r, 200, json_deep_copy(m->obj));
+    } else if ((!strcmp(tmpl, "PATCH /channels/{id}/messages/{id}") ||
+                !strcmp(tmpl, "DELETE /channels/{id}/messages/{id}")) &&
+               sscanf(path, "/channels/%23[0-9]/messages/%23[0-9]", a, b) == 2) {
+        api_edit_or_delete(fd, method, a, b, user, body, r);
+    } else if (!strcmp(tmpl, "GET /guilds/{id}/threads/active")) {
+        json_t *arr = json_array();
+        for (size_t i = 0; i < fd->n_chans; i++)
+            if (json_integer_value(json_object_get(fd->chans[i]->obj, "type")) ==
+                CHAN_PUBLIC_THREAD)
+                json_array_append(arr, fd->chans[i]->obj);
+        set_reply(r, 200, json_pack("{s:o, s:[]}", "threads", arr, "members"));
+    } else if ((!strcmp(method, "PUT") || !strcmp(method, "DELETE")) &&
+               sscanf(path, "/channels/%23[0-9]/thread-members/%127s", a, e) == 2) {
+        if (!chan_by_id(fd, a))
+            err_reply(r, 404, 10003, "Unknown Channel");
+        else
+            set_reply(r, 204, NULL); /* joining/leaving is not modelled */
     } else if (!strcmp(tmpl, "POST /channels/{id}/typing") &&
                sscanf(path, "/channels/%23[0-9]", a) == 1) {
         fd_chan *ch = chan_by_id(fd, a);

@@ -17,7 +17,12 @@
  *   GET  /channels/{id}/messages       ?after=&before=&limit= (newest first,
  *                                      like Discord)
  *   GET  /channels/{id}/messages/{m}   one message (404 10008 when unknown)
+ *   PATCH /channels/{id}/messages/{m}  edit own message's content (else 403
+ *                                      50005); MESSAGE_UPDATE dispatched
+ *   DELETE /channels/{id}/messages/{m} 204; MESSAGE_DELETE dispatched
  *   POST /channels/{id}/typing         204
+ *   PUT|DELETE /channels/{id}/thread-members/@me   204 (membership not modelled)
+ *   GET  /guilds/{id}/threads/active   {threads, members: []}
  *   PUT|DELETE /channels/{id}/messages/{m}/reactions/{emoji}/@me   204
  *   POST /channels/{id}/threads        {name}: a public thread (type 11)
  *   POST /channels/{id}/messages/{m}/threads   {name}: thread id = message id
