@@ -143,7 +143,10 @@ $(B)/libochost.a: $(HOST_OBJ)
 $(B)/ocgw: $(OCGW_OBJ) $(B)/obj/plugin/discord.o $(B)/obj/plugin/scrub.o $(COMMON_OBJ) $(B)/libochost.a
 	$(CC) -o $@ $(OCGW_OBJ) $(B)/obj/plugin/discord.o $(B)/obj/plugin/scrub.o $(COMMON_OBJ) $(B)/libochost.a $(LDFLAGS_ALL) $(PKG_LIBS) -ldl -lm
 
-$(B)/fake-discord: $(B)/obj/tests/fake_discord_main.o $(B)/obj/tests/support/fake_discord.o
+FAKE_DISCORD_OBJ := $(patsubst %.c,$(B)/obj/%.o,tests/support/fake_discord.c \
+                    tests/support/fake_discord_gateway.c tests/support/ws_frame.c \
+                    tests/support/ws_accept.c)
+$(B)/fake-discord: $(B)/obj/tests/fake_discord_main.o $(FAKE_DISCORD_OBJ)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -lm
 
 # A static pattern: the server objects are then no intermediate files that
@@ -177,7 +180,7 @@ check: deps-ok $(TEST_DEPS)
 
 # Valgrind runs the suites in-process (CK_FORK=no) so leaks are seen; one
 # suite per run keeps a failure easy to read.
-VALGRIND_SUITES ?= config store plugin host abi ocgw scope silent turns turn_hooks claim admin templates paths discuss discord outbox fake_discord
+VALGRIND_SUITES ?= config store plugin host abi ocgw scope silent turns turn_hooks claim admin templates paths discuss discord outbox fake_discord fake_gateway
 valgrind: deps-ok $(TEST_DEPS)
 	@for s in $(VALGRIND_SUITES); do \
 	  echo "== valgrind: $$s"; \

@@ -2,9 +2,9 @@
  * fake_discord_main.c -- build/fake-discord: the fake Discord REST server as a
  * process, for the demo, end-to-end tests and manual runs.
  *
- *   fake-discord [--port N] [--guild ID] [--user TOKEN=USERID]... [--channel ID]...
+ *   fake-discord [--port N] [--guild ID] [--user TOKEN=USERID[=NAME]]... [--channel ID]...
  *                [--fail-rate F] [--seed S] [--retry-after SEC] [--url-file PATH]
- *                [--no-permission-checks]
+ *                [--no-permission-checks] [--heartbeat-ms MS] [--human USERID[=NAME]]...
  *
  * Binds 127.0.0.1 (port 0 = any free port), prints its base URL
  * (http://127.0.0.1:PORT/api/v10) as the first stdout line and flushes, then
@@ -27,15 +27,18 @@ static void usage(FILE *f)
             "usage: fake-discord [options]\n"
             "  --port N                 port on 127.0.0.1, 0 = any free port (default 0)\n"
             "  --guild ID               the guild's id (a snowflake)\n"
-            "  --user TOKEN=USERID      a bot or user and its token (repeatable)\n"
+            "  --user TOKEN=USERID[=NAME]  a bot: token, user id, username (repeatable)\n"
+            "  --human USERID[=NAME]    a human member without a token (repeatable)\n"
             "  --channel ID             a text channel of the guild (repeatable)\n"
             "  --fail-rate F            fraction 0..1 of requests that fail (429/500)\n"
             "  --seed S                 seed of the failure choice (default 1)\n"
             "  --retry-after SEC        retry_after of the injected 429s (above 0, at most 60)\n"
             "  --url-file PATH          also write the base URL to PATH\n"
             "  --no-permission-checks   serve every request whatever the overwrites say\n"
+            "  --heartbeat-ms MS        gateway HELLO heartbeat_interval (default 41250)\n"
             "  -h, --help               this text\n"
             "  --version                the version\n"
+            "REST and the gateway websocket (ws://127.0.0.1:PORT) share the port.\n"
             "Prints its base URL on the first stdout line; stops on SIGTERM/SIGINT.\n");
 }
 
@@ -44,7 +47,7 @@ static int takes_value(const char *a)
 {
     static const char *const known[] = {"--port", "--guild", "--user", "--channel",
                                         "--fail-rate", "--retry-after", "--seed", "--url-file",
-                                        NULL};
+                                        "--heartbeat-ms", "--human", NULL};
     for (const char *const *k = known; *k; k++)
         if (!strcmp(*k, a))
             return 1;
@@ -156,9 +159,15 @@ int main(int argc, char **argv)
             o.guild_id = v;
         } else if (!strcmp(a, "--user")) {
             const char *eq = strchr(v, '=');
-            if (!eq || eq == v || !snowflake_ok(eq + 1)) {
-                fprintf(stderr, "fake-discord: --user takes TOKEN=USERID (a non-empty token, "
-                                "a snowflake user id), got \"%s\"\n", v);
+            const char *eq2 = eq ? strchr(eq + 1, '=') : NULL;
+            char id[32] = "";
+            size_t idl = !eq ? 0 : eq2 ? (size_t)(eq2 - eq - 1) : strlen(eq + 1);
+            if (eq)
+                snprintf(id, sizeof id, "%.*s", (int)(idl < 31 ? idl : 31), eq + 1);
+            if (!eq || eq == v || idl > 20 || !snowflake_ok(id) || (eq2 && !eq2[1])) {
+                fprintf(stderr, "fake-discord: --user takes TOKEN=USERID[=NAME] (a non-empty "
+                                "token, a snowflake user id, a non-empty name), got \"%s\"\n",
+                        v);
                 return 2;
             }
         } else if (!strcmp(a, "--channel")) {
@@ -183,6 +192,23 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--seed")) {
             if (parse_long(v, 0, 0x7fffffffL, &seed)) {
                 fprintf(stderr, "fake-discord: --seed must be a non-negative integer\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--heartbeat-ms")) {
+            if (parse_long(v, 1, 3600000L, &n)) {
+                fprintf(stderr, "fake-discord: --heartbeat-ms must be 1..3600000, got \"%s\"\n",
+                        v);
+                return 2;
+            }
+            o.heartbeat_ms = n;
+        } else if (!strcmp(a, "--human")) {
+            const char *eq = strchr(v, '=');
+            size_t idl = eq ? (size_t)(eq - v) : strlen(v);
+            char id[32];
+            snprintf(id, sizeof id, "%.*s", (int)(idl < 31 ? idl : 31), v);
+            if (idl > 20 || !snowflake_ok(id) || (eq && !eq[1])) {
+                fprintf(stderr, "fake-discord: --human takes USERID[=NAME] (a snowflake, a "
+                                "non-empty name), got \"%s\"\n", v);
                 return 2;
             }
         } else if (!strcmp(a, "--url-file")) {
@@ -222,6 +248,17 @@ int main(int argc, char **argv)
             }
             continue;
         }
+        if (!strcmp(opt, "--human")) {
+            char id[32];
+            const char *eq = strchr(val, '=');
+            size_t idl = eq ? (size_t)(eq - val) : strlen(val);
+            snprintf(id, sizeof id, "%.*s", (int)idl, val);
+            if (fake_discord_add_user(fd, NULL, id, eq ? eq + 1 : NULL, 0) != 0) {
+                fprintf(stderr, "fake-discord: --human %s: the fake could not add it\n", val);
+                rc = 1;
+            }
+            continue;
+        }
         if (strcmp(opt, "--user") != 0)
             continue;
         char *dup = strdup(val);
@@ -233,7 +270,10 @@ int main(int argc, char **argv)
             break;
         }
         *eq = '\0';
-        if (fake_discord_add_user(fd, dup, eq + 1, NULL, 1) != 0) {
+        char *name = strchr(eq + 1, '=');
+        if (name)
+            *name++ = '\0';
+        if (fake_discord_add_user(fd, dup, eq + 1, name, 1) != 0) {
             fprintf(stderr, "fake-discord: --user %s=%s: the fake could not add it (out of "
                             "memory)\n", dup, eq + 1);
             rc = 1;

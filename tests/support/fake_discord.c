@@ -3,6 +3,7 @@
  * See fake_discord.h for the endpoints, faults and ownership rules.
  */
 #include "fake_discord.h"
+#include "fake_discord_gateway.h"
 
 #include <arpa/inet.h>
 #include <microhttpd.h>
@@ -20,10 +21,19 @@
 #define PERM_VIEW (1ull << 10)
 #define PERM_SEND (1ull << 11)
 #define PERM_HISTORY (1ull << 16)
+/* What @everyone may do in the fake guild (no ADMINISTRATOR: overwrites
+ * must matter): reactions, view, send, embed, attach, history, mention
+ * everyone, external emoji, threads (create/send). */
+#define PERM_EVERYONE ((1ull << 6) | PERM_VIEW | PERM_SEND | (1ull << 14) | (1ull << 15) | \
+                       PERM_HISTORY | (1ull << 17) | (1ull << 18) | (1ull << 35) | (1ull << 38))
+#define CHAN_PUBLIC_THREAD 11
+/* Application flags: the privileged intents granted (presence, members,
+ * message content); clients warn or ignore content without them. */
+#define APP_FLAGS ((1 << 12) | (1 << 14) | (1 << 18))
 #define MAX_BODY (1u << 20)
 
 typedef struct fd_user {
-    char *token;
+    char *token;        /* NULL: a human without API access */
     char id[24];
     char *username;
     int bot;
@@ -83,6 +93,9 @@ struct fake_discord {
     json_t *requests;
     long seq;
     uint64_t last_id;
+    fd_gateway *gw;
+    char joined_at[48];  /* every member joined when the fake started */
+    json_t *commands;    /* application id -> array of application commands */
 };
 
 /* ---- small helpers ---------------------------------------------------------------- */
@@ -232,7 +245,7 @@ static void routes_of(const char *method, const char *path, char *tmpl, size_t t
 static fd_user *user_by_token(fake_discord *fd, const char *token)
 {
     for (size_t i = 0; token && i < fd->n_users; i++)
-        if (!strcmp(fd->users[i].token, token))
+        if (fd->users[i].token && !strcmp(fd->users[i].token, token))
             return &fd->users[i];
     return NULL;
 }
@@ -253,13 +266,27 @@ static fd_chan *chan_by_id(fake_discord *fd, const char *id)
     return NULL;
 }
 
+/* A Discord user object; unknown ids get a made-up name (a human). */
 static json_t *user_json(fake_discord *fd, const char *id)
 {
     fd_user *u = user_by_id(fd, id);
     char name[40];
     snprintf(name, sizeof name, "user-%s", strlen(id) > 6 ? id + strlen(id) - 6 : id);
-    return json_pack("{s:s, s:s, s:b}", "id", id, "username", u && u->username ? u->username : name,
-                     "bot", u ? u->bot : 0);
+    const char *un = u && u->username ? u->username : name;
+    return json_pack("{s:s, s:s, s:b, s:s, s:s, s:n, s:i}", "id", id, "username", un, "bot",
+                     u ? u->bot : 0, "discriminator", "0", "global_name", un, "avatar",
+                     "public_flags", 0);
+}
+
+/* A guild member object for user id (with the user inside when with_user). */
+static json_t *member_json(fake_discord *fd, const char *id, int with_user)
+{
+    json_t *m = json_pack("{s:[], s:s, s:b, s:b, s:i, s:b, s:n, s:n, s:n}", "roles", "joined_at",
+                          fd->joined_at, "deaf", 0, "mute", 0, "flags", 0, "pending", 0, "nick",
+                          "avatar", "premium_since");
+    if (m && with_user)
+        json_object_set_new(m, "user", user_json(fd, id));
+    return m;
 }
 
 static uint64_t perm_value(json_t *v)
@@ -275,6 +302,12 @@ static uint64_t perm_value(json_t *v)
 static uint64_t perms_in(fake_discord *fd, fd_chan *ch, const char *user)
 {
     uint64_t perms = ~0ull;
+    /* A (public) thread has no overwrites of its own: its parent decides. */
+    if (json_integer_value(json_object_get(ch->obj, "type")) == CHAN_PUBLIC_THREAD) {
+        fd_chan *parent = chan_by_id(fd, json_string_value(json_object_get(ch->obj, "parent_id")));
+        if (parent)
+            ch = parent;
+    }
     json_t *ows = json_object_get(ch->obj, "permission_overwrites");
     size_t i;
     json_t *ow;
@@ -305,12 +338,17 @@ static fd_chan *chan_add(fake_discord *fd, const char *id, json_t *obj)
     snprintf(ch->id, sizeof ch->id, "%s", id);
     ch->obj = obj;
     fd->chans[fd->n_chans++] = ch;
+    int thread = json_integer_value(json_object_get(obj, "type")) == CHAN_PUBLIC_THREAD;
+    fdg_dispatch(fd->gw, thread ? "THREAD_CREATE" : "CHANNEL_CREATE", obj, ch->id);
     pthread_cond_broadcast(&fd->cond);
     return ch;
 }
 
+/* Store a message and dispatch MESSAGE_CREATE to the bots that see the
+ * channel. extra_mentions: user ids mentioned besides <@id> in content
+ * (borrowed, may be NULL). */
 static fd_msg *msg_add(fake_discord *fd, fd_chan *ch, const char *author, const char *content,
-                       json_t *nonce, json_t *allowed)
+                       json_t *nonce, json_t *allowed, json_t *extra_mentions)
 {
     if (grow((void **)&ch->msgs, &ch->cap, ch->n, sizeof *ch->msgs))
         return NULL;
@@ -358,6 +396,22 @@ static fd_msg *msg_add(fake_discord *fd, fd_chan *ch, const char *author, const 
         if (ok)
             json_array_append_new(mentions, user_json(fd, uid));
     }
+    json_array_foreach(extra_mentions, i, v) {
+        const char *uid = json_string_value(v);
+        int dup = !is_snowflake(uid);
+        json_t *m;
+        size_t k;
+        json_array_foreach(mentions, k, m) {
+            if (!dup && !strcmp(json_string_value(json_object_get(m, "id")), uid))
+                dup = 1;
+        }
+        if (!dup)
+            json_array_append_new(mentions, user_json(fd, uid));
+    }
+    /* Guild messages carry the author's member object (without its user),
+     * and so do the mentions. */
+    json_array_foreach(mentions, i, v)
+        json_object_set_new(v, "member", member_json(fd, json_string_value(json_object_get(v, "id")), 0));
     int everyone = parse_everyone && (strstr(content, "@everyone") || strstr(content, "@here"));
 
     json_t *obj = json_pack("{s:s, s:i, s:s, s:s, s:o, s:s, s:s, s:b, s:b, s:b, s:o, s:[], s:[]}",
@@ -367,6 +421,11 @@ static fd_msg *msg_add(fake_discord *fd, fd_chan *ch, const char *author, const 
                             mentions, "mention_roles", "attachments");
     if (!obj)
         return NULL;
+    json_object_set_new(obj, "edited_timestamp", json_null());
+    json_object_set_new(obj, "embeds", json_array());
+    json_object_set_new(obj, "components", json_array());
+    json_object_set_new(obj, "flags", json_integer(0));
+    json_object_set_new(obj, "member", member_json(fd, author, 0));
     if (nonce && !json_is_null(nonce))
         json_object_set(obj, "nonce", nonce);
     fd_msg *m = &ch->msgs[ch->n++];
@@ -381,6 +440,10 @@ static fd_msg *msg_add(fake_discord *fd, fd_chan *ch, const char *author, const 
         m->nonce = strdup(b);
     }
     m->obj = obj;
+    json_t *tc = json_object_get(ch->obj, "message_count");
+    if (tc)
+        json_object_set_new(ch->obj, "message_count", json_integer(json_integer_value(tc) + 1));
+    fdg_dispatch(fd->gw, "MESSAGE_CREATE", obj, ch->id);
     pthread_cond_broadcast(&fd->cond);
     return m;
 }
@@ -673,7 +736,7 @@ static void api_post_message(fake_discord *fd, fd_chan *ch, const char *user, js
             return;
         }
     }
-    fd_msg *m = msg_add(fd, ch, user, content, nonce, allowed);
+    fd_msg *m = msg_add(fd, ch, user, content, nonce, allowed, NULL);
     if (!m) {
         err_reply(r, 500, 0, "500: Internal Server Error");
         return;
@@ -746,6 +809,9 @@ static void api_delete_channel(fake_discord *fd, const char *id, reply *r)
         if (strcmp(ch->id, id))
             continue;
         set_reply(r, 200, json_deep_copy(ch->obj));
+        /* Told before it goes: who could see it is decided by it. */
+        int thread = json_integer_value(json_object_get(ch->obj, "type")) == CHAN_PUBLIC_THREAD;
+        fdg_dispatch(fd->gw, thread ? "THREAD_DELETE" : "CHANNEL_DELETE", ch->obj, ch->id);
         memmove(&fd->chans[i], &fd->chans[i + 1], (fd->n_chans - i - 1) * sizeof *fd->chans);
         fd->n_chans--;
         chan_free(ch);
@@ -753,6 +819,449 @@ static void api_delete_channel(fake_discord *fd, const char *id, reply *r)
         return;
     }
     err_reply(r, 404, 10003, "Unknown Channel");
+}
+
+/* ---- guild, users, threads, application commands (fd->mu held) ---------------------- */
+
+static json_t *everyone_role(fake_discord *fd)
+{
+    char perms[24];
+    snprintf(perms, sizeof perms, "%llu", (unsigned long long)PERM_EVERYONE);
+    return json_pack("{s:s, s:s, s:s, s:i, s:i, s:b, s:b, s:b, s:i, s:n, s:n}", "id", fd->guild,
+                     "name", "@everyone", "permissions", perms, "position", 0, "color", 0,
+                     "hoist", 0, "managed", 0, "mentionable", 0, "flags", 0, "icon",
+                     "unicode_emoji");
+}
+
+/* The guild as REST GET /guilds/{id} returns it. */
+static json_t *guild_json(fake_discord *fd)
+{
+    json_t *g = json_pack(
+        "{s:s, s:s, s:n, s:s, s:s, s:[o], s:[], s:[], s:i, s:i, s:i, s:i, s:i, s:n, s:n, "
+        "s:s, s:i, s:b}",
+        "id", fd->guild, "name", "Fake Guild", "icon", "owner_id", "100000000000000009",
+        "preferred_locale", "en-US", "roles", everyone_role(fd), "emojis", "features",
+        "verification_level", 0, "default_message_notifications", 0,
+        "explicit_content_filter", 0, "mfa_level", 0, "nsfw_level", 0, "system_channel_id",
+        "afk_channel_id", "description", "", "premium_tier", 0, "premium_progress_bar_enabled",
+        0);
+    if (g)
+        json_object_set_new(g, "stickers", json_array());
+    return g;
+}
+
+json_t *fdi_guild_create(fake_discord *fd)
+{
+    json_t *g = guild_json(fd);
+    json_t *chans = json_array(), *threads = json_array(), *members = json_array();
+    for (size_t i = 0; i < fd->n_chans; i++) {
+        json_t *o = fd->chans[i]->obj;
+        int thread = json_integer_value(json_object_get(o, "type")) == CHAN_PUBLIC_THREAD;
+        json_array_append(thread ? threads : chans, o);
+    }
+    for (size_t i = 0; i < fd->n_users; i++)
+        json_array_append_new(members, member_json(fd, fd->users[i].id, 1));
+    json_object_set_new(g, "channels", chans);
+    json_object_set_new(g, "threads", threads);
+    json_object_set_new(g, "members", members);
+    json_object_set_new(g, "member_count", json_integer((json_int_t)fd->n_users));
+    json_object_set_new(g, "joined_at", json_string(fd->joined_at));
+    json_object_set_new(g, "large", json_false());
+    json_object_set_new(g, "unavailable", json_false());
+    json_object_set_new(g, "voice_states", json_array());
+    json_object_set_new(g, "presences", json_array());
+    json_object_set_new(g, "stage_instances", json_array());
+    json_object_set_new(g, "guild_scheduled_events", json_array());
+    json_object_set_new(g, "soundboard_sounds", json_array());
+    return g;
+}
+
+void fdi_lock(fake_discord *fd)
+{
+    pthread_mutex_lock(&fd->mu);
+}
+
+void fdi_unlock(fake_discord *fd)
+{
+    pthread_mutex_unlock(&fd->mu);
+}
+
+void fdi_changed(fake_discord *fd)
+{
+    pthread_cond_broadcast(&fd->cond);
+}
+
+const char *fdi_user_for_token(fake_discord *fd, const char *token)
+{
+    fd_user *u = user_by_token(fd, token);
+    return u ? u->id : NULL;
+}
+
+json_t *fdi_user_json(fake_discord *fd, const char *user_id)
+{
+    return user_json(fd, user_id);
+}
+
+int fdi_can_view(fake_discord *fd, const char *channel_id, const char *user_id)
+{
+    fd_chan *ch = chan_by_id(fd, channel_id);
+    return ch && (fd->no_perm || (perms_in(fd, ch, user_id) & PERM_VIEW));
+}
+
+int fdi_port(const fake_discord *fd)
+{
+    return fd->port;
+}
+
+int fdi_app_flags(void)
+{
+    return APP_FLAGS;
+}
+
+/* A public thread (type 11) under parent, id given (a message's id when
+ * started from one) or new. NULL with r set when refused. */
+static fd_chan *thread_add(fake_discord *fd, fd_chan *parent, const char *id, json_t *name,
+                           const char *owner, reply *r)
+{
+    const char *nm = json_string_value(name);
+    long n = nm ? utf8_chars(nm) : 0;
+    if (n < 1 || n > 100) {
+        form_error(r, "name", "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.");
+        return NULL;
+    }
+    int ptype = (int)json_integer_value(json_object_get(parent->obj, "type"));
+    if (ptype != 0) {
+        err_reply(r, 400, 50024, "Cannot execute action on this channel type");
+        return NULL;
+    }
+    char tid[24];
+    if (id)
+        snprintf(tid, sizeof tid, "%s", id);
+    else
+        snprintf(tid, sizeof tid, "%llu", (unsigned long long)next_id(fd));
+    if (chan_by_id(fd, tid)) {
+        err_reply(r, 400, 160004, "A thread has already been created for this message");
+        return NULL;
+    }
+    char ts[48];
+    iso_now(ts, sizeof ts);
+    json_t *obj = json_pack(
+        "{s:s, s:i, s:s, s:s, s:s, s:s, s:n, s:i, s:i, s:i, s:i, s:i, "
+        "s:{s:b, s:i, s:s, s:b, s:s}}",
+        "id", tid, "type", CHAN_PUBLIC_THREAD, "guild_id", fd->guild, "parent_id", parent->id,
+        "owner_id", owner, "name", nm, "last_message_id", "rate_limit_per_user", 0,
+        "message_count", 0, "member_count", 1, "total_message_sent", 0, "flags", 0,
+        "thread_metadata", "archived", 0, "auto_archive_duration", 1440, "archive_timestamp",
+        ts, "locked", 0, "create_timestamp", ts);
+    fd_chan *ch = obj ? chan_add(fd, tid, obj) : NULL;
+    if (!ch) {
+        json_decref(obj);
+        err_reply(r, 500, 0, "500: Internal Server Error");
+    }
+    return ch;
+}
+
+static fd_msg *msg_by_id(fd_chan *ch, const char *id)
+{
+    uint64_t v = strtoull(id, NULL, 10);
+    for (size_t i = 0; i < ch->n; i++)
+        if (ch->msgs[i].id == v)
+            return &ch->msgs[i];
+    return NULL;
+}
+
+/* The stored commands of an application (created on first use). */
+static json_t *commands_of(fake_discord *fd, const char *app)
+{
+    json_t *arr = json_object_get(fd->commands, app);
+    if (!arr) {
+        arr = json_array();
+        json_object_set_new(fd->commands, app, arr);
+    }
+    return arr;
+}
+
+/* A command as Discord echoes it: the body with id, application_id and
+ * version filled in. NULL with r set when the body lacks a name. */
+static json_t *command_from(fake_discord *fd, const char *app, json_t *body, const char *id,
+                            reply *r)
+{
+    if (!json_is_object(body) || !json_is_string(json_object_get(body, "name"))) {
+        form_error(r, "name", "BASE_TYPE_REQUIRED", "This field is required");
+        return NULL;
+    }
+    json_t *c = json_deep_copy(body);
+    char nid[24];
+    if (id)
+        snprintf(nid, sizeof nid, "%s", id);
+    else
+        snprintf(nid, sizeof nid, "%llu", (unsigned long long)next_id(fd));
+    json_object_set_new(c, "id", json_string(nid));
+    json_object_set_new(c, "application_id", json_string(app));
+    json_object_set_new(c, "version", json_string(nid));
+    if (!json_object_get(c, "type"))
+        json_object_set_new(c, "type", json_integer(1));
+    if (!json_object_get(c, "description"))
+        json_object_set_new(c, "description", json_string(""));
+    return c;
+}
+
+/* GET/POST/PUT/PATCH/DELETE /applications/{app}[/guilds/{g}]/commands[/{cmd}]:
+ * stored per application (guild commands share the store). */
+static void api_commands(fake_discord *fd, const char *method, const char *app,
+                         const char *cmd, json_t *body, reply *r)
+{
+    json_t *arr = commands_of(fd, app);
+    size_t i;
+    json_t *c;
+    if (!cmd && !strcmp(method, "GET")) {
+        set_reply(r, 200, json_deep_copy(arr));
+    } else if (!cmd && !strcmp(method, "PUT")) {
+        if (!json_is_array(body)) {
+            err_reply(r, 400, 50109, "The request body contains invalid JSON.");
+            return;
+        }
+        json_t *out = json_array();
+        json_array_foreach(body, i, c) {
+            json_t *one = command_from(fd, app, c, NULL, r);
+            if (!one) {
+                json_decref(out);
+                return;
+            }
+            json_array_append_new(out, one);
+        }
+        json_object_set_new(fd->commands, app, json_deep_copy(out));
+        set_reply(r, 200, out);
+    } else if (!cmd && !strcmp(method, "POST")) {
+        json_t *one = command_from(fd, app, body, NULL, r);
+        if (one) {
+            json_array_append(arr, one);
+            set_reply(r, 201, one);
+        }
+    } else if (cmd) {
+        json_array_foreach(arr, i, c) {
+            if (strcmp(json_string_value(json_object_get(c, "id")), cmd))
+                continue;
+            if (!strcmp(method, "DELETE")) {
+                json_array_remove(arr, i);
+                set_reply(r, 204, NULL);
+            } else if (!strcmp(method, "PATCH") && json_is_object(body)) {
+                json_object_update(c, body);
+                set_reply(r, 200, json_deep_copy(c));
+            } else {
+                set_reply(r, 200, json_deep_copy(c));
+            }
+            return;
+        }
+        err_reply(r, 404, 10063, "Unknown application command");
+    } else {
+        err_reply(r, 405, 0, "405: Method Not Allowed");
+    }
+}
+
+static json_t *application_json(fake_discord *fd, const char *user)
+{
+    fd_user *u = user_by_id(fd, user);
+    const char *name = u && u->username ? u->username : "fake-app";
+    return json_pack("{s:s, s:s, s:n, s:s, s:b, s:b, s:i, s:s, s:o, s:o, s:n, s:[]}", "id", user,
+                     "name", name, "icon", "description", "", "bot_public", 1,
+                     "bot_require_code_grant", 0, "flags", APP_FLAGS, "verify_key",
+                     "0000000000000000000000000000000000000000000000000000000000000000", "owner",
+                     json_pack("{s:s, s:s, s:s, s:s}", "id", "100000000000000009", "username",
+                               "fake-owner", "discriminator", "0", "global_name", "fake-owner"),
+                     "bot", user_json(fd, user), "team", "tags");
+}
+
+static void gateway_info(fake_discord *fd, int bot, reply *r)
+{
+    char url[64];
+    snprintf(url, sizeof url, "ws://127.0.0.1:%d", fd->port);
+    if (bot)
+        set_reply(r, 200, json_pack("{s:s, s:i, s:{s:i, s:i, s:i, s:i}}", "url", url, "shards", 1,
+                                    "session_start_limit", "total", 1000, "remaining", 1000,
+                                    "reset_after", 0, "max_concurrency", 1));
+    else
+        set_reply(r, 200, json_pack("{s:s}", "url", url));
+}
+
+/* PATCH (own messages only: content) or DELETE a message; the gateway
+ * hears MESSAGE_UPDATE / MESSAGE_DELETE. */
+static void api_edit_or_delete(fake_discord *fd, const char *method, const char *chan,
+                               const char *mid, const char *user, json_t *body, reply *r)
+{
+    fd_chan *ch = chan_by_id(fd, chan);
+    fd_msg *m = ch ? msg_by_id(ch, mid) : NULL;
+    if (!ch) {
+        err_reply(r, 404, 10003, "Unknown Channel");
+        return;
+    }
+    if (!fd->no_perm && !(perms_in(fd, ch, user) & PERM_VIEW)) {
+        err_reply(r, 403, 50001, "Missing Access");
+        return;
+    }
+    if (!m) {
+        err_reply(r, 404, 10008, "Unknown Message");
+        return;
+    }
+    if (!strcmp(method, "DELETE")) {
+        /* Deleting others' messages needs MANAGE_MESSAGES, which bots here
+         * have (the guild base is every permission). */
+        json_t *ev = json_pack("{s:s, s:s, s:s}", "id", mid, "channel_id", ch->id, "guild_id",
+                               fd->guild);
+        free(m->author);
+        free(m->nonce);
+        json_decref(m->obj);
+        size_t at = (size_t)(m - ch->msgs);
+        memmove(m, m + 1, (ch->n - at - 1) * sizeof *m);
+        ch->n--;
+        fdg_dispatch(fd->gw, "MESSAGE_DELETE", ev, ch->id);
+        json_decref(ev);
+        set_reply(r, 204, NULL);
+        return;
+    }
+    if (strcmp(m->author, user) != 0) {
+        err_reply(r, 403, 50005, "Cannot edit a message authored by another user");
+        return;
+    }
+    json_t *cv = json_object_get(body, "content");
+    if (cv && (!json_is_string(cv) || utf8_chars(json_string_value(cv)) > 2000)) {
+        form_error(r, "content", "BASE_TYPE_MAX_LENGTH", "Must be 2000 or fewer in length.");
+        return;
+    }
+    if (cv)
+        json_object_set(m->obj, "content", cv);
+    char ts[48];
+    iso_now(ts, sizeof ts);
+    json_object_set_new(m->obj, "edited_timestamp", json_string(ts));
+    fdg_dispatch(fd->gw, "MESSAGE_UPDATE", m->obj, ch->id);
+    pthread_cond_broadcast(&fd->cond);
+    set_reply(r, 200, json_deep_copy(m->obj));
+}
+
+/* The routes a gateway client (OpenClaw's Discord plugin) needs beyond
+ * channels and messages. 1 when handled (r set), 0 when not this route. */
+static int api_more(fake_discord *fd, const char *method, const char *path, const char *tmpl,
+                    const char *user, json_t *body, reply *r)
+{
+    char a[32], b[32], e[128];
+    if (!strcmp(tmpl, "GET /gateway/bot")) {
+        gateway_info(fd, 1, r);
+    } else if (!strcmp(tmpl, "GET /users/@me")) {
+        set_reply(r, 200, user_json(fd, user));
+    } else if (!strcmp(tmpl, "GET /users/{id}") && sscanf(path, "/users/%23[0-9]", a) == 1) {
+        if (user_by_id(fd, a))
+            set_reply(r, 200, user_json(fd, a));
+        else
+            err_reply(r, 404, 10013, "Unknown User");
+    } else if (!strcmp(tmpl, "GET /oauth2/applications/@me") ||
+               !strcmp(tmpl, "GET /applications/@me")) {
+        set_reply(r, 200, application_json(fd, user));
+    } else if (!strncmp(path, "/applications/", 14) && strstr(path, "/commands")) {
+        char cmd[32] = "";
+        int n = sscanf(path, "/applications/%23[0-9]/commands/%23[0-9]", a, cmd);
+        if (n < 1)
+            n = sscanf(path, "/applications/%23[0-9]/guilds/%23[0-9]/commands/%23[0-9]", a, b,
+                       cmd) >= 2 ? 1 + (cmd[0] != 0) : 0;
+        if (n < 1)
+            return 0;
+        api_commands(fd, method, a, cmd[0] ? cmd : NULL, body, r);
+    } else if (!strcmp(tmpl, "GET /guilds/{id}") && sscanf(path, "/guilds/%23[0-9]", a) == 1) {
+        if (strcmp(a, fd->guild))
+            err_reply(r, 404, 10004, "Unknown Guild");
+        else
+            set_reply(r, 200, guild_json(fd));
+    } else if (!strcmp(tmpl, "GET /guilds/{id}/roles") &&
+               sscanf(path, "/guilds/%23[0-9]", a) == 1) {
+        if (strcmp(a, fd->guild))
+            err_reply(r, 404, 10004, "Unknown Guild");
+        else
+            set_reply(r, 200, json_pack("[o]", everyone_role(fd)));
+    } else if (!strcmp(tmpl, "GET /guilds/{id}/members/{id}") &&
+               sscanf(path, "/guilds/%23[0-9]/members/%23[0-9]", a, b) == 2) {
+        if (strcmp(a, fd->guild))
+            err_reply(r, 404, 10004, "Unknown Guild");
+        else if (!user_by_id(fd, b))
+            err_reply(r, 404, 10007, "Unknown Member");
+        else
+            set_reply(r, 200, member_json(fd, b, 1));
+    } else if (!strcmp(tmpl, "GET /guilds/{id}/members") &&
+               sscanf(path, "/guilds/%23[0-9]", a) == 1) {
+        json_t *arr = json_array();
+        for (size_t i = 0; i < fd->n_users; i++)
+            json_array_append_new(arr, member_json(fd, fd->users[i].id, 1));
+        set_reply(r, 200, arr);
+    } else if (!strcmp(tmpl, "GET /channels/{id}/messages/{id}") &&
+               sscanf(path, "/channels/%23[0-9]/messages/%23[0-9]", a, b) == 2) {
+        fd_chan *ch = chan_by_id(fd, a);
+        fd_msg *m = ch ? msg_by_id(ch, b) : NULL;
+        if (!ch)
+            err_reply(r, 404, 10003, "Unknown Channel");
+        else if (!fd->no_perm && (perms_in(fd, ch, user) & (PERM_VIEW | PERM_HISTORY)) !=
+                                     (PERM_VIEW | PERM_HISTORY))
+            err_reply(r, 403, 50001, "Missing Access");
+        else if (!m)
+            err_reply(r, 404, 10008, "Unknown Message");
+        else
+            set_reply(r, 200, json_deep_copy(m->obj));
+    } else if ((!strcmp(tmpl, "PATCH /channels/{id}/messages/{id}") ||
+                !strcmp(tmpl, "DELETE /channels/{id}/messages/{id}")) &&
+               sscanf(path, "/channels/%23[0-9]/messages/%23[0-9]", a, b) == 2) {
+        api_edit_or_delete(fd, method, a, b, user, body, r);
+    } else if (!strcmp(tmpl, "GET /guilds/{id}/threads/active")) {
+        json_t *arr = json_array();
+        for (size_t i = 0; i < fd->n_chans; i++)
+            if (json_integer_value(json_object_get(fd->chans[i]->obj, "type")) ==
+                CHAN_PUBLIC_THREAD)
+                json_array_append(arr, fd->chans[i]->obj);
+        set_reply(r, 200, json_pack("{s:o, s:[]}", "threads", arr, "members"));
+    } else if ((!strcmp(method, "PUT") || !strcmp(method, "DELETE")) &&
+               sscanf(path, "/channels/%23[0-9]/thread-members/%127s", a, e) == 2) {
+        if (!chan_by_id(fd, a))
+            err_reply(r, 404, 10003, "Unknown Channel");
+        else
+            set_reply(r, 204, NULL); /* joining/leaving is not modelled */
+    } else if (!strcmp(tmpl, "POST /channels/{id}/typing") &&
+               sscanf(path, "/channels/%23[0-9]", a) == 1) {
+        fd_chan *ch = chan_by_id(fd, a);
+        if (!ch)
+            err_reply(r, 404, 10003, "Unknown Channel");
+        else if (!fd->no_perm && !(perms_in(fd, ch, user) & PERM_VIEW))
+            err_reply(r, 403, 50001, "Missing Access");
+        else
+            set_reply(r, 204, NULL);
+    } else if ((!strcmp(method, "PUT") || !strcmp(method, "DELETE")) &&
+               sscanf(path, "/channels/%23[0-9]/messages/%23[0-9]/reactions/%127[^/]", a, b,
+                      e) == 3) {
+        fd_chan *ch = chan_by_id(fd, a);
+        if (!ch)
+            err_reply(r, 404, 10003, "Unknown Channel");
+        else if (!msg_by_id(ch, b))
+            err_reply(r, 404, 10008, "Unknown Message");
+        else
+            set_reply(r, 204, NULL);
+    } else if ((!strcmp(tmpl, "POST /channels/{id}/threads") &&
+                sscanf(path, "/channels/%23[0-9]", a) == 1) ||
+               (!strcmp(tmpl, "POST /channels/{id}/messages/{id}/threads") &&
+                sscanf(path, "/channels/%23[0-9]/messages/%23[0-9]", a, b) == 2)) {
+        int from_msg = strstr(tmpl, "/messages/") != NULL;
+        fd_chan *ch = chan_by_id(fd, a);
+        if (!ch)
+            err_reply(r, 404, 10003, "Unknown Channel");
+        else if (!fd->no_perm && (perms_in(fd, ch, user) & (PERM_VIEW | PERM_SEND)) !=
+                                     (PERM_VIEW | PERM_SEND))
+            err_reply(r, 403, 50001, "Missing Access");
+        else if (from_msg && !msg_by_id(ch, b))
+            err_reply(r, 404, 10008, "Unknown Message");
+        else {
+            fd_chan *t = thread_add(fd, ch, from_msg ? b : NULL, json_object_get(body, "name"),
+                                    user, r);
+            if (t)
+                set_reply(r, 201, json_deep_copy(t->obj));
+        }
+    } else {
+        return 0;
+    }
+    return 1;
 }
 
 /* Route bucket window; 1 when the request may go on. Adds headers. */
@@ -800,6 +1309,10 @@ static void api_process(fake_discord *fd, struct MHD_Connection *c, const char *
                         const char *path, const char *tmpl, const char *major,
                         const char *user, json_t *body, reply *r)
 {
+    if (!strcmp(tmpl, "GET /gateway")) {
+        gateway_info(fd, 0, r); /* Discord serves it without a token */
+        return;
+    }
     if (!user) {
         err_reply(r, 401, 0, "401: Unauthorized");
         return;
@@ -842,7 +1355,8 @@ static void api_process(fake_discord *fd, struct MHD_Connection *c, const char *
         }
         return;
     }
-    err_reply(r, 404, 0, "404: Not Found");
+    if (!api_more(fd, method, path, tmpl, user, body, r))
+        err_reply(r, 404, 0, "404: Not Found");
 }
 
 /* Wait until stop or delay_ms passed (fd->mu held). */
@@ -1047,15 +1561,18 @@ static json_t *messages_locked(fake_discord *fd, const char *channel)
 static int add_user_locked(fake_discord *fd, const char *token, const char *id,
                            const char *username, int bot)
 {
-    if (!token || !*token || !is_snowflake(id))
+    /* A human may come without a token (no API access, only a name). */
+    if ((bot && (!token || !*token)) || (token && !*token) || !is_snowflake(id))
         return -1;
-    fd_user *u = user_by_token(fd, token);
+    fd_user *u = token ? user_by_token(fd, token) : user_by_id(fd, id);
+    if (u && !token && u->token)
+        u = NULL; /* a token user keeps its entry; this is another one */
     if (!u) {
         if (grow((void **)&fd->users, &fd->cap_users, fd->n_users, sizeof *fd->users))
             return -1;
         u = &fd->users[fd->n_users];
         memset(u, 0, sizeof *u);
-        if (!(u->token = strdup(token)))
+        if (token && !(u->token = strdup(token)))
             return -1;
         fd->n_users++;
     }
@@ -1118,19 +1635,52 @@ static enum MHD_Result control(fake_discord *fd, struct MHD_Connection *c, const
         set_reply(&r, 200, messages_locked(fd, ch));
     } else if (post && !strcmp(path, "/_fake/messages")) {
         const char *ch = json_string_value(json_object_get(body, "channelId"));
+        const char *th = json_string_value(json_object_get(body, "threadId"));
         const char *au = json_string_value(json_object_get(body, "authorId"));
         const char *ct = json_string_value(json_object_get(body, "content"));
-        fd_chan *chan = chan_by_id(fd, ch);
-        if (!chan || !is_snowflake(au) || !ct) {
-            err_reply(&r, 400, 0, "need channelId (an existing channel), authorId (snowflake), "
-                                  "content");
+        json_t *mentions = json_object_get(body, "mentions");
+        json_t *mk = json_object_get(body, "createThread");
+        fd_chan *chan = chan_by_id(fd, th ? th : ch);
+        if (!chan || !is_snowflake(au) || !ct || (mentions && !json_is_array(mentions)) ||
+            (mk && !json_is_string(mk))) {
+            err_reply(&r, 400, 0, "need channelId or threadId (an existing channel or thread), "
+                                  "authorId (snowflake), content; mentions: array of user ids; "
+                                  "createThread: a thread name");
         } else {
-            fd_msg *m = msg_add(fd, chan, au, ct, NULL, NULL);
-            if (m)
-                set_reply(&r, 200, json_deep_copy(m->obj));
-            else
+            fd_msg *m = msg_add(fd, chan, au, ct, NULL, NULL, mentions);
+            if (!m) {
                 err_reply(&r, 500, 0, "out of memory");
+            } else if (mk) {
+                char mid[24];
+                snprintf(mid, sizeof mid, "%llu", (unsigned long long)m->id);
+                json_t *obj = json_deep_copy(m->obj);
+                fd_chan *t = thread_add(fd, chan, mid, mk, au, &r);
+                if (t) {
+                    json_object_set(obj, "thread", t->obj);
+                    set_reply(&r, 200, obj);
+                } else {
+                    json_decref(obj);
+                }
+            } else {
+                set_reply(&r, 200, json_deep_copy(m->obj));
+            }
         }
+    } else if (post && !strcmp(path, "/_fake/threads")) {
+        const char *ch = json_string_value(json_object_get(body, "channelId"));
+        const char *mid = json_string_value(json_object_get(body, "messageId"));
+        const char *owner = json_string_value(json_object_get(body, "ownerId"));
+        fd_chan *chan = chan_by_id(fd, ch);
+        if (!chan || (mid && !msg_by_id(chan, mid)) || (owner && !is_snowflake(owner))) {
+            err_reply(&r, 400, 0, "need channelId (an existing text channel), name; messageId "
+                                  "(a message of it) and ownerId (snowflake) are optional");
+        } else {
+            fd_chan *t = thread_add(fd, chan, mid, json_object_get(body, "name"),
+                                    owner ? owner : "100000000000000009", &r);
+            if (t)
+                set_reply(&r, 200, json_deep_copy(t->obj));
+        }
+    } else if (get && !strcmp(path, "/_fake/gateway")) {
+        set_reply(&r, 200, fdg_sessions(fd->gw));
     } else if (get && !strcmp(path, "/_fake/channels")) {
         json_t *arr = json_array();
         for (size_t i = 0; i < fd->n_chans; i++)
@@ -1165,7 +1715,8 @@ static enum MHD_Result control(fake_discord *fd, struct MHD_Connection *c, const
                             json_string_value(json_object_get(body, "userId")),
                             json_string_value(json_object_get(body, "username")),
                             bot ? json_is_true(bot) : 1))
-            err_reply(&r, 400, 0, "need token (string) and userId (snowflake)");
+            err_reply(&r, 400, 0, "need userId (snowflake) and token (string; optional for "
+                                  "bot:false)");
         else
             set_reply(&r, 200, json_pack("{s:b}", "ok", 1));
     } else if (post && !strcmp(path, "/_fake/faults")) {
@@ -1264,6 +1815,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     if (!strncmp(path, "/_fake/", 7))
         return control(fd, c, method, path, rq);
+    /* The gateway shares the port: a websocket upgrade at "/" (the URL
+     * GET /gateway/bot hands out). */
+    const char *upg = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Upgrade");
+    if (!strcmp(method, "GET") && upg && !strcasecmp(upg, "websocket") && !strcmp(url, "/"))
+        return fdg_upgrade(fd->gw, c);
     return api(fd, c, method, path, rq);
 }
 
@@ -1296,8 +1852,10 @@ int fake_discord_start(const fake_discord_options *o, fake_discord **out, char *
     memset(&def, 0, sizeof def);
     if (!o)
         o = &def;
-    if (o->port < 0 || o->port > 65535 || (o->guild_id && !is_snowflake(o->guild_id))) {
-        snprintf(err, err_len, "fake-discord: port must be 0..65535 and guild a snowflake");
+    if (o->port < 0 || o->port > 65535 || (o->guild_id && !is_snowflake(o->guild_id)) ||
+        o->heartbeat_ms < 0) {
+        snprintf(err, err_len, "fake-discord: port must be 0..65535, guild a snowflake, "
+                               "heartbeat_ms >= 0");
         return -1;
     }
     fake_discord *fd = calloc(1, sizeof *fd);
@@ -1312,6 +1870,9 @@ int fake_discord_start(const fake_discord_options *o, fake_discord **out, char *
     fd->fail_retry_after = 0.05;
     fd->rng = 88172645463325252ull;
     fd->requests = json_array();
+    fd->commands = json_object();
+    iso_now(fd->joined_at, sizeof fd->joined_at);
+    fd->gw = fdg_new(fd, o->heartbeat_ms);
     pthread_mutex_init(&fd->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -1324,7 +1885,13 @@ int fake_discord_start(const fake_discord_options *o, fake_discord **out, char *
     sa.sin_family = AF_INET;
     sa.sin_port = htons((uint16_t)o->port);
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    fd->mhd = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD,
+    if (!fd->gw || !fd->requests || !fd->commands) {
+        snprintf(err, err_len, "fake-discord: out of memory");
+        fake_discord_stop(fd);
+        return -1;
+    }
+    fd->mhd = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                                   MHD_ALLOW_UPGRADE,
                                0, NULL, NULL, on_request, fd, MHD_OPTION_SOCK_ADDR,
                                (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
                                fd, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
@@ -1349,8 +1916,12 @@ void fake_discord_stop(fake_discord *fd)
     fd->stopping = 1;
     pthread_cond_broadcast(&fd->cond);
     pthread_mutex_unlock(&fd->mu);
+    /* Websockets first: MHD must not see upgraded sockets still open. */
+    fdg_shutdown(fd->gw);
     if (fd->mhd)
         MHD_stop_daemon(fd->mhd);
+    fdg_free(fd->gw);
+    json_decref(fd->commands);
     for (size_t i = 0; i < fd->n_users; i++) {
         free(fd->users[i].token);
         free(fd->users[i].username);
@@ -1580,9 +2151,68 @@ int fake_discord_inject_message(fake_discord *fd, const char *channel_id,
         return -1;
     pthread_mutex_lock(&fd->mu);
     fd_chan *ch = chan_by_id(fd, channel_id);
-    fd_msg *m = ch ? msg_add(fd, ch, author_id, content, NULL, NULL) : NULL;
+    fd_msg *m = ch ? msg_add(fd, ch, author_id, content, NULL, NULL, NULL) : NULL;
     if (m && id_out)
         snprintf(id_out, 24, "%llu", (unsigned long long)m->id);
     pthread_mutex_unlock(&fd->mu);
+    return m ? 0 : -1;
+}
+
+json_t *fake_discord_gateway_sessions(fake_discord *fd)
+{
+    pthread_mutex_lock(&fd->mu);
+    json_t *arr = fdg_sessions(fd->gw);
+    pthread_mutex_unlock(&fd->mu);
+    return arr;
+}
+
+static int pred_identified(fake_discord *fd, const void *a)
+{
+    return fdg_identified(fd->gw) >= ((const wait_arg *)a)->n;
+}
+
+int fake_discord_wait_gateway(fake_discord *fd, size_t n, long timeout_ms)
+{
+    wait_arg w = {NULL, n};
+    pthread_mutex_lock(&fd->mu);
+    int ok = wait_locked(fd, timeout_ms, pred_identified, &w);
+    pthread_mutex_unlock(&fd->mu);
+    return ok ? 0 : -1;
+}
+
+int fake_discord_add_thread(fake_discord *fd, const char *channel_id, const char *message_id,
+                            const char *name, char *id_out)
+{
+    pthread_mutex_lock(&fd->mu);
+    fd_chan *ch = chan_by_id(fd, channel_id);
+    reply r;
+    memset(&r, 0, sizeof r);
+    json_t *nm = json_string(name ? name : "thread");
+    fd_chan *t = ch && (!message_id || msg_by_id(ch, message_id))
+                     ? thread_add(fd, ch, message_id, nm, "100000000000000009", &r)
+                     : NULL;
+    json_decref(nm);
+    json_decref(r.body);
+    if (t && id_out)
+        snprintf(id_out, 24, "%s", t->id);
+    pthread_mutex_unlock(&fd->mu);
+    return t ? 0 : -1;
+}
+
+int fake_discord_inject(fake_discord *fd, const char *channel_id, const char *author_id,
+                        const char *content, const char *const *mentions, char *id_out)
+{
+    if (!is_snowflake(author_id) || !content)
+        return -1;
+    json_t *ms = json_array();
+    for (size_t i = 0; mentions && mentions[i]; i++)
+        json_array_append_new(ms, json_string(mentions[i]));
+    pthread_mutex_lock(&fd->mu);
+    fd_chan *ch = chan_by_id(fd, channel_id);
+    fd_msg *m = ch ? msg_add(fd, ch, author_id, content, NULL, NULL, ms) : NULL;
+    if (m && id_out)
+        snprintf(id_out, 24, "%llu", (unsigned long long)m->id);
+    pthread_mutex_unlock(&fd->mu);
+    json_decref(ms);
     return m ? 0 : -1;
 }

@@ -16,6 +16,44 @@
  *                                      enforce_nonce, allowed_mentions)
  *   GET  /channels/{id}/messages       ?after=&before=&limit= (newest first,
  *                                      like Discord)
+ *   GET  /channels/{id}/messages/{m}   one message (404 10008 when unknown)
+ *   PATCH /channels/{id}/messages/{m}  edit own message's content (else 403
+ *                                      50005); MESSAGE_UPDATE dispatched
+ *   DELETE /channels/{id}/messages/{m} 204; MESSAGE_DELETE dispatched
+ *   POST /channels/{id}/typing         204
+ *   PUT|DELETE /channels/{id}/thread-members/@me   204 (membership not modelled)
+ *   GET  /guilds/{id}/threads/active   {threads, members: []}
+ *   PUT|DELETE /channels/{id}/messages/{m}/reactions/{emoji}/@me   204
+ *   POST /channels/{id}/threads        {name}: a public thread (type 11)
+ *   POST /channels/{id}/messages/{m}/threads   {name}: thread id = message id
+ *   GET  /gateway, /gateway/bot        {url:"ws://127.0.0.1:PORT", shards:1,
+ *                                      session_start_limit} (/gateway: no token)
+ *   GET  /users/@me (also /users/%40me), /users/{id}
+ *   GET  /oauth2/applications/@me, /applications/@me   application = bot user id
+ *   GET|PUT|POST /applications/{app}[/guilds/{g}]/commands, GET|PATCH|DELETE
+ *        .../commands/{cmd}           stored per application and echoed
+ *   GET  /guilds/{id}, /guilds/{id}/roles (@everyone, id = guild id),
+ *        /guilds/{id}/members, /guilds/{id}/members/{user} (404 10007)
+ * Any other route answers 404 {"message":"404: Not Found","code":0} and is
+ * recorded like every request, so a client's unexpected calls show.
+ *
+ * Gateway (websocket, same port, path "/", ?v=10&encoding=json; compress=
+ * or another version/encoding is refused with 400): HELLO (op 10) on
+ * connect; op 1 -> op 11; IDENTIFY (op 2) with a registered bot token ->
+ * READY (s 1) + GUILD_CREATE (channels, threads, members, @everyone role,
+ * voice_states []), unknown token -> close 4004; op 3/4/8 accepted
+ * silently; RESUME (op 6) of a known session of that token replays the
+ * missed dispatches then RESUMED, else op 9 d:false; other ops before
+ * IDENTIFY -> 4003, bad JSON -> 4002, unknown op -> 4001, IDENTIFY twice
+ * -> 4005. Frames: client frames must be masked (else 1002); fragments,
+ * ping/pong and the close handshake are honoured; a message above 64 KiB
+ * -> 1009. Dispatches: MESSAGE_CREATE for every stored message (REST or
+ * injected) to every session whose user can see the channel (VIEW_CHANNEL
+ * as above; threads follow their parent), the author's own included;
+ * CHANNEL_CREATE/CHANNEL_DELETE, THREAD_CREATE likewise. Sessions outlive
+ * their socket (for RESUME) until stop; each keeps its last 1000 events.
+ * Websocket upgrades are not in /_fake/requests; /_fake/gateway shows them.
+ *
  * Every Discord request needs "Authorization: Bot <token>" with a token
  * registered by fake_discord_add_user (else 401); the message author is that
  * token's user. Errors have Discord's shape {"message":..., "code":...}
@@ -33,12 +71,21 @@
  *   DELETE /_fake/requests               forget them
  *   GET    /_fake/messages[?channel=ID]  messages oldest first (all channels
  *                                        when no channel is given)
- *   POST   /_fake/messages               {channelId, authorId, content} inject a
- *                                        message (a human speaking), no checks
+ *   POST   /_fake/messages               {channelId | threadId, authorId, content,
+ *                                        mentions?: [user ids] (besides <@id> in
+ *                                        content), createThread?: name} inject a
+ *                                        message (a human speaking), no checks;
+ *                                        dispatched like a posted one; with
+ *                                        createThread the answer has "thread"
+ *   POST   /_fake/threads                {channelId, name, messageId?, ownerId?}
+ *   GET    /_fake/gateway                one entry per open websocket: {userId,
+ *                                        sessionId, seq, identified, connectedAtMs
+ *                                        (CLOCK_MONOTONIC)}; ids null before IDENTIFY
  *   GET    /_fake/channels               every channel object
  *   POST   /_fake/channels               {id?, name?, guildId?, type?, topic?,
  *                                        permission_overwrites?} pre-create one
- *   POST   /_fake/users                  {token, userId, bot?, username?}
+ *   POST   /_fake/users                  {token, userId, bot?, username?}; a human
+ *                                        (bot:false) may come without a token
  *   POST   /_fake/faults                 {route, kind, count?, retryAfter?, delayMs?}
  *   DELETE /_fake/faults                 clear faults and the fail rate
  *   POST   /_fake/fail-rate              {rate, seed?, retryAfter?}
@@ -87,6 +134,7 @@ typedef struct fake_discord_options {
     const char *guild_id;      /* NULL: "100000000000000001" */
     int no_permission_checks;  /* 1: private channels are open to every user */
     int quiet;                 /* reserved for the CLI; the library never prints */
+    long heartbeat_ms;         /* gateway HELLO heartbeat_interval; 0: 41250 */
 } fake_discord_options;
 
 /* Start the server (o may be NULL for defaults). Returns 0 and *out (free
@@ -107,7 +155,8 @@ const char *fake_discord_url(const fake_discord *fd);
 const char *fake_discord_guild_id(const fake_discord *fd);
 
 /* Map token -> user id (a guild member). Re-adding a token replaces its user.
- * username may be NULL. Returns 0, or -1 for a bad id or no memory. */
+ * username may be NULL. token may be NULL for a human (bot 0): a member
+ * with a name and no API access. Returns 0, or -1 for a bad id or no memory. */
 int fake_discord_add_user(fake_discord *fd, const char *token, const char *user_id,
                           const char *username, int bot);
 
@@ -175,5 +224,24 @@ json_t *fake_discord_channels(fake_discord *fd);
  * unknown channel. */
 int fake_discord_inject_message(fake_discord *fd, const char *channel_id,
                                 const char *author_id, const char *content, char *id_out);
+
+/* Like fake_discord_inject_message, plus mentions: a NULL-terminated list
+ * of user ids (may be NULL) mentioned besides <@id> in content. */
+int fake_discord_inject(fake_discord *fd, const char *channel_id, const char *author_id,
+                        const char *content, const char *const *mentions, char *id_out);
+
+/* Create a public thread (type 11) in a text channel, started from
+ * message_id (then the thread's id is that id) or not (NULL). name NULL:
+ * "thread". id_out (>= 24 bytes) may be NULL. Returns 0 or -1. */
+int fake_discord_add_thread(fake_discord *fd, const char *channel_id, const char *message_id,
+                            const char *name, char *id_out);
+
+/* The open gateway websockets as a NEW JSON array (caller decrefs), the
+ * same objects as GET /_fake/gateway. */
+json_t *fake_discord_gateway_sessions(fake_discord *fd);
+
+/* Wait until at least n open websockets are identified (READY sent);
+ * 0, or -1 on timeout. */
+int fake_discord_wait_gateway(fake_discord *fd, size_t n, long timeout_ms);
 
 #endif
