@@ -810,8 +810,12 @@ function hookEvent(hook, ev = {}, octx = {}) {
 function hookCtx(hook, ev = {}, octx = {}) {
   if (hook === 'gateway_start' || hook === 'gateway_stop') return {};
   if (hook === 'message_received') {
+    // Fired once per account that saw the message; the session key (and
+    // the agent in it) tells which agent's session it was delivered to.
     const e = messageReceivedEvent(ev, octx);
-    return compact({ channelId: e.channelId, accountId: octx.accountId });
+    const key = octx.sessionKey ?? ev.sessionKey;
+    const p = parseSessionKey(key);
+    return compact({ channelId: e.channelId, accountId: octx.accountId, sessionKey: key, agentId: p?.agentId });
   }
   // message_sending's and reply_payload_sending's OpenClaw context is a
   // message context without agentId: the session key names the agent.
@@ -873,11 +877,38 @@ function seeSession(octx) {
   }
 }
 
+// Ingests in flight per channel. OpenClaw fires message_received without
+// waiting for it and starts the agents' runs at once, so a run's decision
+// (before_agent_reply, before_model_resolve) could otherwise be taken before
+// the plugin has seen the message the run answers: the speaker would be
+// claimed as if the scope were still asleep. Decisions for a channel wait
+// for the ingests of that channel that started before them.
+const pendingIngest = new Map(); // channelId -> Set of promises
+
+function trackIngest(channelId, promise) {
+  if (!channelId) return promise;
+  let set = pendingIngest.get(channelId);
+  if (!set) pendingIngest.set(channelId, (set = new Set()));
+  set.add(promise);
+  const done = () => {
+    set.delete(promise);
+    if (set.size === 0 && pendingIngest.get(channelId) === set) pendingIngest.delete(channelId);
+  };
+  promise.then(done, done);
+  return promise;
+}
+
+async function ingestsBefore(channelId) {
+  const set = channelId && pendingIngest.get(channelId);
+  if (set && set.size) await Promise.allSettled([...set]);
+}
+
 // A modify hook: one OpenClaw registration per native registration (seq).
 async function dispatchModify(seq, hook, oev, octx) {
   try {
     const ctx = hookCtx(hook, oev, octx);
     seeSession(ctx);
+    await ingestsBefore(ctx.channelId);
     const ev = hookEvent(hook, oev, octx);
     return await withInstance(async (inst) => {
       // inst.hooks is sorted like g.surface.hooks, so position seq is the
@@ -1014,7 +1045,9 @@ function registerWithOpenClaw(api) {
     const needed = regs.length > 0 || hook === 'agent_end' || hook === 'gateway_start' || hook === 'gateway_stop';
     if (!needed) continue;
     const priority = regs.length ? Math.max(...regs.map((h) => h.priority)) : 0;
-    api.on(hook, (ev, ctx) => dispatchObserve(hook, ev, ctx), { priority });
+    api.on(hook, hook === 'message_received'
+      ? (ev, ctx) => trackIngest(hookCtx(hook, ev, ctx).channelId, dispatchObserve(hook, ev, ctx))
+      : (ev, ctx) => dispatchObserve(hook, ev, ctx), { priority });
   }
 }
 

@@ -149,6 +149,9 @@ const config = {
     discord: {
       enabled: true,
       allowBots: true,
+      // No self-introduction when a bot sees a channel first: it would be
+      // a model run outside the turn order.
+      joinIntro: false,
       groupPolicy: 'allowlist',
       guilds: { [GUILD]: { requireMention: false } },
       accounts: discordAccounts,
@@ -299,10 +302,13 @@ check('no silent or fallback text reached Discord (NO_REPLY, OpenClaw warnings)'
   leaks.map((m) => `${nameOf(m.author.id)} in ${m.channel_id}: ${m.content.slice(0, 120)}`).join('\n    '));
 
 // The expected order of each channel: [from, pattern].
+// A bare mention by the moderator is a hand-off (the turn reached an agent
+// that had already seen the latest message): allowed anywhere.
+const isHandoff = (m) => m.from === 'moderator' && /^(<@\d+>\s*)+$/.test(m.content);
 function inOrder(name, got, want) {
   let i = 0;
   for (const m of got) if (i < want.length && m.from === want[i][0] && want[i][1].test(m.content)) i += 1;
-  const extra = got.filter((m) => !want.some(([f, re]) => f === m.from && re.test(m.content)));
+  const extra = got.filter((m) => !isHandoff(m) && !want.some(([f, re]) => f === m.from && re.test(m.content)));
   check(name, i === want.length && extra.length === 0,
     `matched ${i}/${want.length}; unexpected: ${JSON.stringify(extra)}\n    got:\n    ${show(got)}`);
 }
@@ -335,15 +341,25 @@ check('every real-model call matched a rule of the story', reqs.every((q) => q.r
   reqs.filter((q) => q.rule === null).map((q) => `${q.model}: ${q.lastUser.slice(0, 100)}`).join('\n    '));
 const byRule = {};
 for (const q of reqs) byRule[q.rule] = (byRule[q.rule] ?? 0) + 1;
-// Speakers pass with NO_REPLY: planner once after the implementation
-// (and once after its callback), reviewer and coder once each on their
-// hand-off. A non-speaker that ran would hit its pass rule on every
-// message of the channel.
-check('real-model calls only for the speaker of each turn', (byRule['reviewer-pass'] ?? 0) <= 1 &&
-  (byRule['coder-pass'] ?? 0) <= 1 && (byRule['planner-pass'] ?? 0) <= 1 &&
-  ['planner-open', 'planner-opened', 'planner-write', 'planner-callback', 'planner-back', 'reviewer-review',
-    'coder-try-callback', 'coder-impl'].every((r) => byRule[r] === 1),
-  JSON.stringify(byRule));
+check('each step of the story ran once on the real model', ['planner-open', 'planner-opened', 'planner-write',
+  'planner-callback', 'planner-back', 'reviewer-review', 'coder-try-callback', 'coder-impl'].every((r) => byRule[r] === 1),
+JSON.stringify(byRule));
+// Which inbound message each real-model call answered: OpenClaw names it
+// (message_id) in the internal context of the request. One speaker per
+// message: two agents calling the real model for one message means a
+// non-speaker ran.
+const answered = new Map(); // message id -> Set of agents
+for (const q of reqs) {
+  const text = JSON.stringify(q.raw && q.raw.messages ? q.raw.messages : []);
+  const ids = [...text.matchAll(/message_id\\*":\\*"(\d+)/g)].map((m) => m[1]);
+  const id = ids[ids.length - 1];
+  if (!id) continue;
+  if (!answered.has(id)) answered.set(id, new Set());
+  answered.get(id).add(q.model.replace(/-model$/, ''));
+}
+const twice = [...answered].filter(([, agents]) => agents.size > 1);
+check('real-model calls only for the speaker: one agent per inbound message', answered.size > 0 && twice.length === 0,
+  `${answered.size} messages answered; by several agents: ${JSON.stringify(twice.map(([id, a]) => [id, [...a]]))}`);
 check('no call reached the no-reply model (non-speakers did not run at all)', noreplyCalls().length === 0,
   noreplyCalls().slice(0, 5).join('\n    '));
 
