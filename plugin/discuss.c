@@ -1082,6 +1082,9 @@ static int close_discussion(dg_plugin *p, const dg_discussion *d, const char *re
                                               sessions->agents[i], now, NULL);
     if (rc == OC_OK)
         rc = dg_turns_close_channel(p->store, d->discussion_channel_id, now);
+    if (rc == OC_OK)
+        rc = dg_turns_wake_with_result(p->store, d->origin_channel_id, d->initiator_agent_id,
+                                       now);
     if (rc == OC_OK) {
         const char *mention[1] = {initiator_uid};
         rc = dg_outbox_enqueue(p->store, d->origin_channel_id, result, mention,

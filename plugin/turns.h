@@ -236,4 +236,17 @@ int dg_turns_prefill_discussion(dg_store *st, const char *channel_id,
  */
 int dg_turns_close_channel(dg_store *st, const char *channel_id, int64_t now_ms);
 
+/*
+ * The origin channel of a closed discussion is woken with the result: its
+ * conversation scope becomes awake with initiator_agent_id (added to the
+ * turn order when it is not in it yet) as the speaker, as if a human had
+ * @mentioned it -- the result message itself is the moderator's and wakes
+ * nobody. Passes, consumed marks, rest and a pending hand-off are cleared;
+ * the loop counter is kept (the result is not a human's word). Must be
+ * called inside an open store transaction. Returns OC_OK, OC_ERR_INVALID
+ * (empty ids, a full order) or OC_ERR_IO. Any thread.
+ */
+int dg_turns_wake_with_result(dg_store *st, const char *origin_channel_id,
+                              const char *initiator_agent_id, int64_t now_ms);
+
 #endif

@@ -2094,3 +2094,58 @@ int dg_turns_close_channel(dg_store *st, const char *channel_id, int64_t now_ms)
     dg_turn_channel_row_clear(&row);
     return rc;
 }
+
+int dg_turns_wake_with_result(dg_store *st, const char *origin_channel_id,
+                              const char *initiator_agent_id, int64_t now_ms)
+{
+    if (!st || !origin_channel_id || !*origin_channel_id ||
+        strlen(origin_channel_id) >= DG_SCOPE_ID_MAX || !initiator_agent_id ||
+        !*initiator_agent_id)
+        return OC_ERR_INVALID;
+    dg_turn_channel_row row;
+    int rc = dg_store_turns_channel_load(st, origin_channel_id, &row);
+    if (rc != OC_OK && rc != OC_ERR_NOT_FOUND)
+        return rc;
+    int pos = DG_NOBODY;
+    for (size_t i = 0; i < row.n_members; i++)
+        if (strcmp(row.members[i], initiator_agent_id) == 0)
+            pos = (int)i;
+    size_t n_members = row.n_members;
+    dg_turn_channel_row_clear(&row);
+    if (pos == DG_NOBODY) {
+        if (n_members >= DG_TURN_MAX_MEMBERS)
+            return OC_ERR_INVALID;
+        /* A channel row must exist before a member can be added to it. */
+        if (rc == OC_ERR_NOT_FOUND &&
+            (rc = dg_store_turns_channel_save(st, origin_channel_id, DG_MODE_NORMAL, NULL, NULL,
+                                              0, now_ms)) != OC_OK)
+            return rc;
+        pos = (int)n_members;
+        if ((rc = dg_store_turns_member_add(st, origin_channel_id, pos, initiator_agent_id)))
+            return rc;
+    }
+    /* The mirrors reload this channel before their next use. */
+    log_channel_change(origin_channel_id);
+    dg_scope sc;
+    if ((rc = dg_scope_conversation(origin_channel_id, &sc)))
+        return rc;
+    dg_turn_state s;
+    char *post = NULL;
+    rc = dg_store_turns_scope_load(st, &sc, &s, &post);
+    int exists = rc == OC_OK;
+    if (rc == OC_ERR_NOT_FOUND)
+        dg_turn_state_init(&s);
+    else if (rc != OC_OK)
+        return rc;
+    int64_t agent_msgs = exists ? s.agent_msgs : 0;
+    dg_turn_state_init(&s);
+    s.active = 1;
+    s.speaker = pos;
+    s.anchor = DG_NOBODY;
+    s.mention = UINT64_C(1) << pos;
+    s.agent_msgs = agent_msgs;
+    s.last_change_ms = now_ms;
+    rc = dg_store_turns_scope_save(st, &sc, post, &s, exists, now_ms);
+    free(post);
+    return rc;
+}

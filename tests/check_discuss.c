@@ -378,7 +378,7 @@ static int count_rows(const char *table)
 {
     sqlite3 *s;
     ck_assert_int_eq(sqlite3_open_v2(db, &s, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    char sql[128];
+    char sql[512];
     snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM %s", table);
     sqlite3_stmt *st;
     ck_assert_int_eq(sqlite3_prepare_v2(s, sql, -1, &st, NULL), SQLITE_OK);
@@ -614,6 +614,11 @@ static void story(int restarts)
     ck_assert_int_eq(fake_discord_wait_messages(fd, ORIGIN, 1, WAIT_MS), 0);
     check_result(channel, SUMMARY);
     check_closed_row(channel, SUMMARY);
+    /* The origin channel is woken with the result: the initiator holds the
+     * turn there (the result itself is the moderator's and wakes nobody). */
+    ck_assert_int_eq(count_rows("turn_ledger l JOIN turn_members m ON m.channel_id = "
+                                "l.channel_id AND m.pos = l.speaker WHERE l.channel_id = '"
+                                ORIGIN "' AND l.active = 1 AND m.agent_id = 'planner'"), 1);
     ck_assert_int_eq(patches_of("agent:planner:discord:channel:" ORIGIN), 0);
     char key[200];
     const char *agents[] = {"planner", "reviewer", "coder"};

@@ -109,10 +109,8 @@ function freePort() {
 }
 
 const home = opt.home;
-const ws = Object.fromEntries(Object.keys(AGENTS).map((a) => [a, path.join(home, `ws-${a}`)]));
+const ws = Object.fromEntries(Object.keys(AGENTS).map((a) => [a, path.join(home, 'agents', a)]));
 for (const d of Object.values(ws)) fs.mkdirSync(d, { recursive: true });
-const stateDir = path.join(home, 'dirigent-state');
-fs.mkdirSync(stateDir, { recursive: true });
 const gwPort = await freePort();
 
 // The installed Discord plugin left its own entries in openclaw.json: keep
@@ -123,56 +121,59 @@ try {
 } catch (e) {
   die(`${home}/.openclaw/openclaw.json is missing (was @openclaw/discord installed there?): ${e.message}`);
 }
-const discordAccounts = Object.fromEntries(Object.entries(AGENTS).map(([a, u]) => [a, { token: u.token, applicationId: u.id }]));
+// The configuration README "Use it in OpenClaw" shows, verbatim
+// (bridge/openclaw/example/openclaw.json; OpenClaw substitutes the
+// ${VARS} from the environment), plus only what a test needs on top: the
+// scripted models, loopback ports, the fake Discord's REST base for the
+// moderator, the staged plugin folder, no update checks.
+const EXAMPLE = path.join(HERE, '..', 'example', 'openclaw.json');
+const example = JSON.parse(fs.readFileSync(EXAMPLE, 'utf8'));
+const readme = fs.readFileSync(path.join(HERE, '..', '..', '..', 'README.md'), 'utf8');
+const squash = (t) => t.replace(/\s+/g, ' ').trim();
+check('README "Use it in OpenClaw" shows exactly the configuration this stage runs',
+  squash(readme).includes(squash(fs.readFileSync(EXAMPLE, 'utf8'))), `README.md lacks the text of ${EXAMPLE}`);
+const exampleEnv = {
+  HOME: home,
+  DISCORD_GUILD_ID: GUILD,
+  ADMIN_USER_ID: HUMAN.id,
+  MODERATOR_USER_ID: MOD.id,
+  DIRIGENT_MODERATOR_TOKEN: MOD.token,
+  DIRIGENT_NOREPLY_PORT: new URL(noreply.url).port,
+  DIRIGENT_NOREPLY_TOKEN: NOREPLY_TOKEN,
+  ...Object.fromEntries(Object.entries(AGENTS).flatMap(([a, u]) => [
+    [`${a.toUpperCase()}_BOT_TOKEN`, u.token], [`${a.toUpperCase()}_USER_ID`, u.id]])),
+};
+const dirigentEntry = example.plugins.entries.dirigent;
 const config = {
   ...installed,
+  ...example,
   update: { checkOnStart: false },
   telemetry: { enabled: false },
   tools: { toolSearch: false },
   gateway: { mode: 'local', bind: 'loopback', port: gwPort, auth: { mode: 'token', token: 'gateway-test-token' } },
   models: {
     providers: {
+      ...example.models.providers,
       script: { baseUrl: model.url, apiKey: 'script-key', api: 'openai-completions',
         models: ['planner-model', 'reviewer-model', 'coder-model'].map(modelEntry) },
-      noreply: { baseUrl: noreply.url, apiKey: NOREPLY_TOKEN, api: 'openai-completions', models: [modelEntry('no-reply')] },
     },
   },
   agents: {
-    ownership: 'explicit',
-    // A passing agent answers NO_REPLY; OpenClaw must accept that as silence
-    // in a channel instead of retrying for a visible answer.
-    defaults: { silentReply: { group: 'allow' } },
-    entries: Object.fromEntries(Object.keys(AGENTS).map((a) => [a, { workspace: ws[a], model: `script/${a}-model` }])),
-  },
-  bindings: Object.keys(AGENTS).map((a) => ({ agentId: a, match: { channel: 'discord', accountId: a } })),
-  channels: {
-    discord: {
-      enabled: true,
-      allowBots: true,
-      // No self-introduction when a bot sees a channel first: it would be
-      // a model run outside the turn order.
-      joinIntro: false,
-      groupPolicy: 'allowlist',
-      guilds: { [GUILD]: { requireMention: false } },
-      accounts: discordAccounts,
-    },
+    ...example.agents,
+    entries: Object.fromEntries(Object.entries(example.agents.entries).map(([a, e]) => [a, { ...e, model: `script/${a}-model` }])),
   },
   plugins: {
     ...(installed.plugins ?? {}),
+    ...example.plugins,
     load: { paths: [path.join(opt.plugins, 'dirigent')] },
     entries: {
       ...((installed.plugins && installed.plugins.entries) ?? {}),
-      discord: { enabled: true },
+      ...example.plugins.entries,
       dirigent: {
-        enabled: true,
-        hooks: { allowConversationAccess: true, allowPromptInjection: true },
+        ...dirigentEntry,
         config: {
-          noReplyProvider: 'noreply',
-          noReplyModel: 'no-reply',
-          dbPath: path.join(stateDir, 'dirigent.db'),
-          admins: [HUMAN.id],
-          discord: { apiBase: fake.url, guildId: GUILD, moderatorUserId: MOD.id, timeoutMs: 5000 },
-          agents: Object.fromEntries(Object.entries(AGENTS).map(([a, u]) => [a, { discordUserId: u.id }])),
+          ...dirigentEntry.config,
+          discord: { ...dirigentEntry.config.discord, apiBase: fake.url, timeoutMs: 5000 },
           // A step takes tens of seconds on a loaded machine: no turn may
           // be passed on by the timeout in between.
           turn: { timeoutSec: 3600 },
@@ -182,46 +183,68 @@ const config = {
     },
   },
 };
+for (const a of Object.keys(AGENTS)) fs.mkdirSync(path.join(home, 'agents', a), { recursive: true });
 writeConfig(home, config);
 fs.writeFileSync(path.join(opt.work, 'openclaw.json.example'), `${JSON.stringify(config, null, 2)}\n`);
 
-const gwLog = path.join(opt.work, 'gateway.log');
-const gwFd = fs.openSync(gwLog, 'w');
-const gw = spawn(NODE, [OPENCLAW, 'gateway', 'run', '--port', String(gwPort), '--bind', 'loopback', '--verbose'], {
-  cwd: home, stdio: ['ignore', gwFd, gwFd],
-  env: {
-    ...process.env, ...offlineEnv, HOME: home,
-    DISCORD_API_URL: fake.url,
-    // The moderator's token lives in the environment, never in a config file.
-    DIRIGENT_MODERATOR_TOKEN: MOD.token,
-  },
-});
-children.push(gw);
+// One `openclaw gateway run`; started again for the thread phase.
+let gw = null;
 let gwExited = null;
-gw.on('exit', (code, sig) => { gwExited = code ?? sig; });
+let gwLog = null;
+let gwRuns = 0;
 const gwLogTail = () => fs.readFileSync(gwLog, 'utf8').slice(-3000);
 
-// All three bots logged in through the gateway websocket.
-const sessionsUp = await waitFor(async () => {
-  if (gwExited !== null) return 'exited';
-  try {
-    const s = await getJson(`${FAKE}/_fake/gateway`);
-    const ready = new Set((Array.isArray(s) ? s : s.sessions ?? []).filter((x) => x.identified).map((x) => x.userId));
-    return Object.values(AGENTS).every((u) => ready.has(u.id)) ? 'ready' : null;
-  } catch {
-    return null;
+async function startGateway(extraEnv = {}) {
+  gwRuns += 1;
+  gwLog = path.join(opt.work, `gateway-${gwRuns}.log`);
+  const gwFd = fs.openSync(gwLog, 'w');
+  gwExited = null;
+  gw = spawn(NODE, [OPENCLAW, 'gateway', 'run', '--port', String(gwPort), '--bind', 'loopback', '--verbose'], {
+    cwd: home, stdio: ['ignore', gwFd, gwFd],
+    env: {
+      ...process.env, ...offlineEnv, ...exampleEnv,
+      DISCORD_API_URL: fake.url,
+      ...extraEnv,
+    },
+  });
+  children.push(gw);
+  gw.on('exit', (code, sig) => { gwExited = code ?? sig; });
+  // All three bots logged in through the gateway websocket (this run's
+  // sessions: the fake lists open sockets only).
+  const up = await waitFor(async () => {
+    if (gwExited !== null) return 'exited';
+    try {
+      const list = await getJson(`${FAKE}/_fake/gateway`);
+      const ready = new Set((Array.isArray(list) ? list : list.sessions ?? []).filter((x) => x.identified).map((x) => x.userId));
+      return Object.values(AGENTS).every((u) => ready.has(u.id)) ? 'ready' : null;
+    } catch {
+      return null;
+    }
+  }, 240_000, 500);
+  if (!check(`gateway run ${gwRuns}: the three agent bots logged in to the fake Discord gateway (READY)`, up === 'ready',
+    `${up ?? 'timeout'}; gateway log tail:\n${gwLogTail()}`)) {
+    cleanup();
+    process.exit(1);
   }
-}, 240_000, 500);
-if (!check('gateway: the three agent bots logged in to the fake Discord gateway (READY)', sessionsUp === 'ready',
-  `${sessionsUp ?? 'timeout'}; gateway log tail:\n${gwLogTail()}`)) {
-  cleanup();
-  process.exit(1);
+  const loaded = await waitFor(() => /dirigent\.so dirigent .* started/.test(fs.readFileSync(gwLog, 'utf8')), 60_000, 500);
+  check(`gateway run ${gwRuns}: dirigent.so started inside the gateway (bridge)`, loaded, gwLogTail());
+  // The Discord plugin finishes its own startup (commands, presence) after
+  // READY; give it a moment so the first message is not raced.
+  await sleep(3000);
 }
-const loaded = await waitFor(() => /dirigent\.so dirigent .* started/.test(fs.readFileSync(gwLog, 'utf8')), 60_000, 500);
-check('gateway: dirigent.so started inside the gateway (bridge)', loaded, gwLogTail());
-// The Discord plugin finishes its own startup (commands, presence) after
-// READY; give it a moment so the first message is not raced.
-await sleep(3000);
+
+async function stopGateway() {
+  if (!gw || gwExited !== null) return;
+  gw.kill('SIGTERM');
+  const stopped = await waitFor(() => gwExited !== null, 60_000, 200);
+  if (!stopped) gw.kill('SIGKILL');
+  await waitFor(async () => {
+    const list = await getJson(`${FAKE}/_fake/gateway`);
+    return (Array.isArray(list) ? list : list.sessions ?? []).length === 0;
+  }, 30_000, 200);
+}
+
+await startGateway();
 
 // ---- the story ---------------------------------------------------------------------
 
@@ -244,6 +267,8 @@ await setRules([
   // reviewer
   { name: 'reviewer-review', model: 'reviewer-model', lastUserIncludes: '[Discussion Started]', times: 1,
     reply: { text: 'Review: versioned structs behind one entry point.' } },
+  { name: 'reviewer-thread', model: 'reviewer-model', lastUserIncludes: 'THREAD-QUESTION', times: 1,
+    reply: { text: 'Thread answer: the ABI stays at v1; new hooks are added, never renamed.' } },
   { name: 'reviewer-pass', model: 'reviewer-model', anyTurn: true, reply: { text: 'NO_REPLY' } },
   // coder
   { name: 'coder-try-callback', model: 'coder-model', lastUserIncludes: 'Review:', times: 1,
@@ -287,6 +312,25 @@ const counted = status && Number(/agent messages: (\d+)/.exec(status.content)[1]
 check('4: #work counted planner\'s two messages once each (ingested once per message, not once per account)', counted === 2,
   status ? status.content : 'no status reply');
 
+// 5. sessionPolicy "thread" (switched by the environment, no config
+// change): a Discord thread in #work is a conversation of its own.
+await stopGateway();
+await startGateway({ DIRIGENT_SESSION_POLICY: 'thread' });
+const thread = await postJson(`${FAKE}/_fake/threads`, { channelId: WORK, name: 'abi-question', ownerId: HUMAN.id });
+const T = thread && (thread.id ?? (thread.thread && thread.thread.id));
+check('5: a thread was opened in #work', T, JSON.stringify(thread));
+if (T) {
+  await postJson(`${FAKE}/_fake/messages`, { threadId: T, authorId: HUMAN.id,
+    content: `<@${AGENTS.reviewer.id}> THREAD-QUESTION: is the ABI frozen?` });
+  const answer = await waitFor(async () => (await messages(T)).find((m) => m.author.id === AGENTS.reviewer.id), STEP_MS, 500);
+  check('5: reviewer answered inside the thread', answer && /^Thread answer/.test(answer.content), JSON.stringify(answer));
+  await sleep(3000);
+  await postJson(`${FAKE}/_fake/messages`, { threadId: T, authorId: HUMAN.id, content: '!dirigent status' });
+  const st = await waitFor(async () => (await messages(T)).find((m) => m.author.id === MOD.id && /agent messages: \d+/.test(m.content)), STEP_MS, 500);
+  check('5: the thread is its own scope under sessionPolicy "thread"', st && st.content.includes(T) && /thread/i.test(st.content),
+    st ? st.content : 'no status reply in the thread');
+}
+
 // Let late runs finish before the final look.
 await sleep(5000);
 
@@ -320,15 +364,19 @@ inOrder('#work: every message in order, by the right bot', transcript(WORK), [
   ['alice', /^!dirigent status/],
   ['moderator', /agent messages:/],
 ]);
+if (T) {
+  inOrder('thread in #work: every message in order, by the right bot', transcript(T), [
+    ['alice', /THREAD-QUESTION/],
+    ['reviewer', /^Thread answer/],
+    ['alice', /^!dirigent status/],
+    ['moderator', /agent messages:/],
+  ]);
+}
 if (D) {
-  const r = AGENTS.reviewer.id;
-  const c = AGENTS.coder.id;
   inOrder('#api-shape: every message in order, by the right bot', transcript(D), [
     ['moderator', /\[Discussion Started\]/],
     ['reviewer', /^Review:/],
     ['coder', /^Implementation:.*OC_ERR_DENIED/],
-    ['moderator', new RegExp(`^<@${r}>\\s*$`)],
-    ['moderator', new RegExp(`^<@${c}>\\s*$`)],
     ['moderator', /\[Discussion Idle\]/],
     ['alice', /One more thought/],
     ['moderator', /\[Channel Closed\]/],
@@ -342,24 +390,29 @@ check('every real-model call matched a rule of the story', reqs.every((q) => q.r
 const byRule = {};
 for (const q of reqs) byRule[q.rule] = (byRule[q.rule] ?? 0) + 1;
 check('each step of the story ran once on the real model', ['planner-open', 'planner-opened', 'planner-write',
-  'planner-callback', 'planner-back', 'reviewer-review', 'coder-try-callback', 'coder-impl'].every((r) => byRule[r] === 1),
+  'planner-callback', 'planner-back', 'reviewer-review', 'coder-try-callback', 'coder-impl', 'reviewer-thread'].every((r) => byRule[r] === 1),
 JSON.stringify(byRule));
 // Which inbound message each real-model call answered: OpenClaw names it
-// (message_id) in the internal context of the request. One speaker per
-// message: two agents calling the real model for one message means a
-// non-speaker ran.
-const answered = new Map(); // message id -> Set of agents
-for (const q of reqs) {
+// (message_id) in the internal context of the request. Agents take turns
+// on a message: the speaker runs; only when it passes does the next agent
+// get the turn (and runs on the same message). A non-speaker running at the
+// same time would show as agents interleaving on one message.
+const byMessage = new Map(); // message id -> agents in call order
+for (const q of [...reqs].sort((x, y) => x.at - y.at || x.seq - y.seq)) {
   const text = JSON.stringify(q.raw && q.raw.messages ? q.raw.messages : []);
   const ids = [...text.matchAll(/message_id\\*":\\*"(\d+)/g)].map((m) => m[1]);
   const id = ids[ids.length - 1];
   if (!id) continue;
-  if (!answered.has(id)) answered.set(id, new Set());
-  answered.get(id).add(q.model.replace(/-model$/, ''));
+  if (!byMessage.has(id)) byMessage.set(id, []);
+  byMessage.get(id).push(q.model.replace(/-model$/, ''));
 }
-const twice = [...answered].filter(([, agents]) => agents.size > 1);
-check('real-model calls only for the speaker: one agent per inbound message', answered.size > 0 && twice.length === 0,
-  `${answered.size} messages answered; by several agents: ${JSON.stringify(twice.map(([id, a]) => [id, [...a]]))}`);
+const interleaved = [...byMessage].filter(([, agents]) => {
+  const blocks = agents.filter((a, i) => i === 0 || agents[i - 1] !== a);
+  return new Set(blocks).size !== blocks.length;
+});
+check('real-model calls only for the speaker: agents take turns on each message, never interleave',
+  byMessage.size > 0 && interleaved.length === 0,
+  `${byMessage.size} messages answered; interleaved: ${JSON.stringify(interleaved)}`);
 check('no call reached the no-reply model (non-speakers did not run at all)', noreplyCalls().length === 0,
   noreplyCalls().slice(0, 5).join('\n    '));
 
