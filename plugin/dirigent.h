@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include "openclaw/plugin.h"
 #include "config.h"
+#include "log_defer.h"
 
 typedef struct dg_store dg_store;
 typedef struct dg_templates dg_templates;
@@ -23,8 +24,12 @@ typedef struct dg_turns dg_turns;
 /* Injectable clock (tests move time by hand). Milliseconds since the epoch. */
 typedef int64_t (*dg_clock_fn)(void *clock_state);
 
+/* Lines waiting for the log pump (log.c). */
+typedef struct dg_log_queue dg_log_queue;
+
 typedef struct dg_plugin {
     const oc_host_api *api;   /* borrowed from the host until shutdown */
+    dg_log_queue *logq;       /* lines of threads that must not call the host */
     dg_config cfg;
     dg_store *store;
     dg_templates *templates;
@@ -69,5 +74,26 @@ int64_t dg_wall_clock_ms(void *unused);
  */
 void dg_log(const dg_plugin *p, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/*
+ * Which threads log through the queue (log.c says why): a plugin-owned
+ * thread calls dg_log_own_thread() once when it starts; the store brackets
+ * each transaction with dg_log_defer_begin()/dg_log_defer_end(). Lines of
+ * such threads are delivered by the log pump, in order, from the first hook
+ * or tool call after init on (abi-v1: no host call from a plugin thread
+ * before init returned); before that they wait in the queue. Other threads
+ * hand their lines to the host directly. Declared in log_defer.h.
+ */
+/* The queue of p (p->logq): OC_OK or OC_ERR_NOMEM. Init thread. */
+int dg_log_queue_new(dg_log_queue **out);
+
+/* Start the pump (once; later calls do nothing). OC_OK or OC_ERR_NOMEM.
+ * Called by the first hook or tool call after init. */
+int dg_log_pump_start(dg_plugin *p);
+
+/* Stop the pump, deliver what is left from the calling thread and free the
+ * queue (p->logq = NULL). After every other plugin thread has ended.
+ * Shutdown thread. */
+void dg_log_queue_free(dg_plugin *p);
 
 #endif

@@ -642,6 +642,7 @@ static void prune_due(dg_outbox *ob)
 static void *dispatcher(void *arg)
 {
     dg_outbox *ob = arg;
+    dg_log_own_thread(); /* a plugin thread: never waits on the host */
     for (;;) {
         prune_due(ob);
         pthread_mutex_lock(&ob->mu);

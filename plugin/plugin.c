@@ -96,6 +96,7 @@ static void free_plugin(dg_plugin *p)
     dg_discord_free(p->discord);
     dg_store_close(p->store);
     dg_templates_free(p->templates);
+    dg_log_queue_free(p); /* after every thread that could queue a line */
     dg_config_free(&p->cfg);
     free(p);
 }
@@ -125,6 +126,11 @@ static int dg_init(const oc_host_api *api, const json_t *config, void **state, c
     }
     p->api = api;
     p->clock = dg_wall_clock_ms;
+    if ((rc = dg_log_queue_new(&p->logq))) {
+        free(p);
+        snprintf(err, err_len, "dirigent: out of memory");
+        return rc;
+    }
 
     if ((rc = dg_config_parse(config, &p->cfg, err, err_len)))
         goto fail;
@@ -201,6 +207,9 @@ void dg_plugin_settle(dg_plugin *p)
         return;
     if (atomic_exchange(&p->settled, 1))
         return;
+    if (dg_log_pump_start(p) != OC_OK)
+        dg_log(p, OC_LOG_ERROR, "dirigent: the log pump thread could not start; lines of the "
+               "plugin's own threads are delivered at shutdown only");
     dg_discuss_resume(p);
 }
 

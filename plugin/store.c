@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "errors.h"
+#include "log_defer.h"
 #include "openclaw/plugin.h"
 
 static const char schema_v1_base[] =
@@ -404,6 +405,7 @@ int dg_store_begin(dg_store *st)
         return OC_ERR_IO;
     }
     st->changes_at_begin = sqlite3_total_changes64(st->db);
+    dg_log_defer_begin(); /* no direct host call while the store is held */
     return OC_OK;
 }
 
@@ -433,6 +435,7 @@ int dg_store_commit(dg_store *st)
          * connection stays usable, and report the loss to the caller. */
         sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
     }
+    dg_log_defer_end();
     pthread_mutex_unlock(&st->lock);
     return ok ? OC_OK : OC_ERR_IO;
 }
@@ -441,6 +444,7 @@ void dg_store_rollback(dg_store *st)
 {
     if (!sqlite3_get_autocommit(st->db))
         sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+    dg_log_defer_end();
     pthread_mutex_unlock(&st->lock);
 }
 

@@ -1126,6 +1126,7 @@ static void sweep(dg_turns *t)
 static void *sweeper(void *arg)
 {
     dg_turns *t = arg;
+    dg_log_own_thread(); /* a plugin thread: never waits on the host */
     pthread_mutex_lock(&t->sw_mu);
     while (!t->sw_stop) {
         struct timespec ts;

@@ -1246,6 +1246,33 @@ START_TEST(test_hung_speaker_times_out_after_a_restart)
 }
 END_TEST
 
+/* A host that runs every host call on one thread (the Node bridge) makes a
+ * log call from another thread wait while that thread is busy inside a
+ * synchronous call into the plugin. The turn sweeper logs the timeout while
+ * it holds the store and the turn writer: if it called the host directly, a
+ * synchronous ingest on the busy thread would wait for it, and it for that
+ * thread. Its lines go through the log pump instead. */
+START_TEST(test_plugin_threads_never_wait_on_a_busy_host_thread)
+{
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "go", NULL);
+    ck_assert_int_eq(run(TTH_BRAVO, CH1, NULL, "x"), 0);
+    ck_assert_int_eq(run(TTH_CHARLIE, CH1, NULL, "x"), 0);
+    ck_assert_int_eq(tth_resolve(&H, TTH_ALPHA, CH1, NULL), 0); /* its run never ends */
+    tth_relay_begin(&H);
+    tth_advance(&H, 61 * 1000);
+    /* The sweeper applies the timeout (at most a second or two). */
+    for (int i = 0; i < 300 && peek(CH1, NULL, NULL).speaker == 0; i++) {
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    /* The busy thread ingests a message: it needs the turn writer. */
+    human_says(CH1, NULL, "still there?", NULL);
+    ck_assert_int_eq(tth_relay_end(&H), 0);
+    ck_assert(tth_log_has(&H, "did not finish within turn.timeoutSec"));
+}
+END_TEST
+
 START_TEST(test_human_mention_limits_turns)
 {
     join3(CH1, NULL);
@@ -1698,6 +1725,7 @@ Suite *make_turn_hooks_suite(void)
     tcase_add_test(ch, test_loop_guard_rests_scope_and_says_so_once);
     tcase_add_test(ch, test_loop_guard_notice_from_templates_dir);
     tcase_add_test(ch, test_timeout_moves_the_turn);
+    tcase_add_test(ch, test_plugin_threads_never_wait_on_a_busy_host_thread);
     tcase_add_test(ch, test_hung_speaker_times_out_without_further_events);
     tcase_add_test(ch, test_hung_speaker_times_out_after_a_restart);
     tcase_add_test(ch, test_human_mention_limits_turns);

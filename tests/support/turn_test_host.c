@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "silent.h"
 #include "store.h"
@@ -85,6 +86,16 @@ static void th_log(oc_host *host, int level, const char *message)
 {
     tth *h = (tth *)host;
     pthread_mutex_lock(&h->mu);
+    if (h->relay && !pthread_equal(pthread_self(), h->main_thread)) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 5;
+        int rc = 0;
+        while (h->main_busy && rc == 0)
+            rc = pthread_cond_timedwait(&h->relay_cv, &h->mu, &until);
+        if (h->main_busy)
+            h->relay_timeouts++;
+    }
     size_t add = strlen(message) + 4;
     char *t = realloc(h->log, h->log_len + add + 1);
     if (t) {
@@ -125,6 +136,7 @@ void tth_start_ex(tth *h, const char *policy, const char *extra, int old_host)
     memset(h, 0, sizeof *h);
     h->old_host = old_host;
     pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->relay_cv, NULL);
     unsetenv("DIRIGENT_MODERATOR_TOKEN");
     unsetenv("DIRIGENT_SESSION_POLICY");
     h->api = (oc_host_api){
@@ -177,6 +189,7 @@ void tth_free(tth *h)
     free(h->config);
     free(h->log);
     json_decref(h->sessions);
+    pthread_cond_destroy(&h->relay_cv);
     pthread_mutex_destroy(&h->mu);
     memset(h, 0, sizeof *h);
 }
@@ -396,8 +409,35 @@ int tth_run(tth *h, const char *agent, const char *channel, const char *thread,
 
 int tth_log_has(tth *h, const char *needle)
 {
+    /* A line logged inside a store transaction or by a plugin thread comes
+     * through the plugin's log pump, a moment later: wait for it (bounded). */
+    for (int i = 0; i < 500; i++) {
+        pthread_mutex_lock(&h->mu);
+        int r = h->log && strstr(h->log, needle) != NULL;
+        pthread_mutex_unlock(&h->mu);
+        if (r)
+            return 1;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
+void tth_relay_begin(tth *h)
+{
     pthread_mutex_lock(&h->mu);
-    int r = h->log && strstr(h->log, needle) != NULL;
+    h->relay = 1;
+    h->main_busy = 1;
+    h->main_thread = pthread_self();
     pthread_mutex_unlock(&h->mu);
-    return r;
+}
+
+int tth_relay_end(tth *h)
+{
+    pthread_mutex_lock(&h->mu);
+    h->main_busy = 0;
+    int n = h->relay_timeouts;
+    pthread_cond_broadcast(&h->relay_cv);
+    pthread_mutex_unlock(&h->mu);
+    return n;
 }

@@ -55,6 +55,12 @@ typedef struct tth {
     char last_patch[256];
     json_t *sessions;           /* what sessions_list answers: array */
     int old_host;               /* `on` refuses the claim hooks (a host before them) */
+    /* Relay mode: like a host that runs host calls on one thread (the Node
+     * bridge), a log call from any other thread waits until that thread is
+     * no longer busy (at most 5 s, then counted in relay_timeouts). */
+    int relay, main_busy, relay_timeouts;
+    pthread_t main_thread;
+    pthread_cond_t relay_cv;
 } tth;
 
 /*
@@ -137,7 +143,14 @@ void tth_standalone(void);
 /* Discord user id of a test agent (static string) or NULL. */
 const char *tth_uid(const char *agent);
 
-/* 1 when a log line contains needle. */
+/* 1 when a log line contains needle (waits up to 5 s for lines that come
+ * through the plugin's log pump). */
 int tth_log_has(tth *h, const char *needle);
+
+/* Relay mode on, the calling thread as the host's one thread, busy (as if
+ * inside a synchronous call into the plugin); tth_relay_end makes it idle
+ * and returns how many log calls of other threads gave up waiting. */
+void tth_relay_begin(tth *h);
+int tth_relay_end(tth *h);
 
 #endif

@@ -17,7 +17,8 @@
 #    test/scenario.mjs (real `openclaw agent --local` turns) and
 #    test/gateway.mjs (a real `openclaw gateway run` with one Discord bot per
 #    agent against the fake Discord's REST + gateway websocket).
-# DIRIGENT_OPENCLAW_STAGES=gateway (or unit,scenario) runs only those.
+# DIRIGENT_OPENCLAW_STAGES=gateway (or unit,scenario) runs only those;
+# `bench` (not in the default list) measures a decision through the bridge.
 # Steps 2-3 run in a private network namespace when `unshare` allows it, so
 # nothing but loopback is reachable (DIRIGENT_OPENCLAW_NETNS=0 skips that).
 # The scratch folder is kept on failure and printed.
@@ -114,7 +115,9 @@ case ",$STAGES," in *,scenario,*) TESTS="$TESTS &&
  timeout 1500 '$NODE' bridge/openclaw/test/scenario.mjs --build '$BABS' --cache '$CACHE' --work '$WORK/scenario' --plugins '$WORK/plugins'" ;; esac
 case ",$STAGES," in *,gateway,*) TESTS="$TESTS &&
  timeout 1200 '$NODE' bridge/openclaw/test/gateway.mjs --build '$BABS' --cache '$CACHE' --work '$WORK/gateway' --plugins '$WORK/plugins' --home '$WORK/gateway/home'" ;; esac
-[ "$TESTS" != true ] || fail "DIRIGENT_OPENCLAW_STAGES=$STAGES names no stage (unit, scenario, gateway)"
+case ",$STAGES," in *,bench,*) TESTS="$TESTS &&
+ timeout 300 '$NODE' bridge/openclaw/test/bench.mjs '$WORK/plugins/dirigent' '$BABS/dirigent.so' '$WORK/bench'" ;; esac
+[ "$TESTS" != true ] || fail "DIRIGENT_OPENCLAW_STAGES=$STAGES names no stage (unit, scenario, gateway, bench)"
 rc=0
 if [ "${DIRIGENT_OPENCLAW_NETNS:-1}" != 0 ] && unshare -rn sh -c 'ip link set lo up' 2>/dev/null; then
     echo "check-openclaw: running in a private network namespace (loopback only)"
