@@ -2028,6 +2028,28 @@ int dg_turns_check_outbound(dg_turns *t, const dg_turn_session *s, const char *r
     return OC_OK;
 }
 
+/* *out = 1 when e's channel is managed (dg_turns_channel_managed). Read
+ * lock held. */
+static int managed_fn(dg_turns *t, sess_rec *e, scope_rec *r, const dg_turn_session *s,
+                      int64_t now, void *out)
+{
+    (void)t, (void)r, (void)s, (void)now;
+    const chan_rec *c = e->chan;
+    *(int *)out = c->mode != DG_MODE_NORMAL || __builtin_popcountll(c->present) >= 2;
+    return OC_OK;
+}
+
+int dg_turns_channel_managed(dg_turns *t, const dg_turn_session *s, int *managed)
+{
+    *managed = 0;
+    if (!valid_session(s))
+        return OC_ERR_INVALID;
+    int rc = decide(t, s, managed_fn, managed);
+    if (rc != OC_OK)
+        *managed = 0;
+    return rc;
+}
+
 int dg_turns_check_send(dg_turns *t, const dg_turn_session *s, const char *content,
                         int *cancel, char *reason, size_t reason_len)
 {

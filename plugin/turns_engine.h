@@ -203,6 +203,15 @@ int dg_turns_check_outbound(dg_turns *t, const dg_turn_session *s, const char *r
                             size_t reason_len);
 
 /*
+ * *managed = 1 when the channel of session s is managed by the turn
+ * manager: a discussion channel (open or closed) or a channel with two or
+ * more configured agents in its turn order; else 0. Records the session
+ * like every decision. OC_OK or a negative status (then *managed = 0).
+ * reply_payload_sending cancels every error payload (isError) there.
+ */
+int dg_turns_channel_managed(dg_turns *t, const dg_turn_session *s, int *managed);
+
+/*
  * message_sending: *cancel = 1 with a reason when the message must not go
  * out (closed channel; a non-silent message of a non-speaker in a managed
  * scope). content may be NULL. Returns OC_OK or a negative status.

@@ -587,6 +587,71 @@ START_TEST(test_no_wait_without_per_agent_reports)
 }
 END_TEST
 
+/* ---- issue 13 bug 2: the host's error notices ---------------------------------- */
+
+/* reply_payload_sending of an error payload (isError: true) of agent in
+ * channel: 1 cancelled, 0 not, -1 error. */
+static int error_payload(const char *agent, const char *channel, const char *text)
+{
+    char key[256];
+    json_t *ctx = json_pack("{s:s, s:s, s:s, s:s}", "channelId", "discord", "accountId", agent,
+                            "conversationId", "channel:", "sessionKey",
+                            tth_session_key(key, sizeof key, agent, channel, NULL));
+    json_t *ev = json_pack("{s:{s:s, s:b}, s:s}", "payload", "text", text, "isError", 1, "kind",
+                           "final");
+    json_t *r = NULL;
+    int rc = tth_call(&H, "reply_payload_sending", ev, ctx, &r);
+    int out = rc != OC_OK ? -1 : 0;
+    if (rc == OC_OK && r) {
+        ck_assert(json_is_true(json_object_get(r, "cancel")));
+        ck_assert(json_is_string(json_object_get(r, "reason")));
+        out = 1;
+    }
+    json_decref(r);
+    json_decref(ev);
+    json_decref(ctx);
+    return out;
+}
+
+START_TEST(test_error_payload_of_the_speaker_is_cancelled)
+{
+    join3_and_ask();
+    ck_assert_int_eq(claim(TTH_ALPHA, "run-a1"), 0); /* the speaker */
+    ck_assert_int_eq(error_payload(TTH_ALPHA, CH1, WARNING), 1);
+    ck_assert(tth_log_has(&H, "error notice of alpha in channel " CH1 " not delivered: \""
+                          WARNING "\""));
+    /* An ordinary payload of the speaker still goes out. */
+    ck_assert_int_eq(payload(TTH_ALPHA, "run-a1", "my answer"), 0);
+    /* A long notice is logged cut at 120 characters. */
+    char long_text[400];
+    memset(long_text, 'x', sizeof long_text - 1);
+    long_text[sizeof long_text - 1] = '\0';
+    ck_assert_int_eq(error_payload(TTH_BRAVO, CH1, long_text), 1);
+    char want[160];
+    snprintf(want, sizeof want, "\"%.120s...\"", long_text);
+    ck_assert(tth_log_has(&H, want));
+}
+END_TEST
+
+START_TEST(test_error_payload_in_an_unmanaged_channel_is_untouched)
+{
+    /* One configured agent in CH0: not managed. */
+    ck_assert_int_eq(tth_resolve(&H, TTH_ALPHA, CH0, NULL), 0);
+    ck_assert_int_eq(error_payload(TTH_ALPHA, CH0, WARNING), 0);
+    /* A malformed isError is refused by name. */
+    char key[256];
+    json_t *ctx = json_pack("{s:s, s:s}", "channelId", "discord", "sessionKey",
+                            tth_session_key(key, sizeof key, TTH_ALPHA, CH0, NULL));
+    json_t *ev = json_pack("{s:{s:s, s:s}}", "payload", "text", WARNING, "isError", "yes");
+    json_t *r = NULL;
+    ck_assert_int_eq(tth_call(&H, "reply_payload_sending", ev, ctx, &r), OC_ERR_INVALID);
+    ck_assert_ptr_null(r);
+    ck_assert(tth_log_has(&H, "event.payload.isError of alpha is not a boolean"));
+    json_decref(ev);
+    json_decref(ctx);
+}
+END_TEST
+
 Suite *make_claim_suite(void)
 {
     Suite *s = suite_create("claim");
@@ -612,5 +677,11 @@ Suite *make_claim_suite(void)
     tcase_add_test(wake, test_kickoff_wakes_the_first_participant);
     tcase_add_test(wake, test_no_wait_without_per_agent_reports);
     suite_add_tcase(s, wake);
+    TCase *err = tcase_create("error_payload");
+    tcase_add_checked_fixture(err, setup, teardown);
+    tcase_set_timeout(err, 60);
+    tcase_add_test(err, test_error_payload_of_the_speaker_is_cancelled);
+    tcase_add_test(err, test_error_payload_in_an_unmanaged_channel_is_untouched);
+    suite_add_tcase(s, err);
     return s;
 }
