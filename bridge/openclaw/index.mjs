@@ -811,7 +811,11 @@ function hookCtx(hook, ev = {}, octx = {}) {
   if (hook === 'gateway_start' || hook === 'gateway_stop') return {};
   if (hook === 'message_received') {
     const e = messageReceivedEvent(ev, octx);
-    return compact({ channelId: e.channelId, accountId: octx.accountId });
+    // OpenClaw fires message_received once per agent session: the session
+    // key tells the plugin which agent this report is for (its wait for a
+    // wake message ends on the moderator's message reaching that agent).
+    return compact({ channelId: e.channelId, accountId: octx.accountId,
+      sessionKey: ev.sessionKey ?? octx.sessionKey });
   }
   // message_sending's and reply_payload_sending's OpenClaw context is a
   // message context without agentId: the session key names the agent.

@@ -188,7 +188,8 @@ await step('message_received: Discord ids from the session key, mentions from th
   const seen = (await stats()).seen.message_received;
   assert.deepEqual(seen.event, { messageId: 'm1', channelId: '111', threadId: '222', guildId: '9', isDm: false,
     senderId: '5', senderIsBot: false, content: 'hi <@1002> and <@!1003> <@1002>', mentions: ['1002', '1003'] });
-  assert.deepEqual(seen.ctx, { channelId: '111', accountId: 'a1' });
+  assert.deepEqual(seen.ctx, { channelId: '111', accountId: 'a1',
+    sessionKey: 'agent:planner:discord:channel:111:thread:222' });
 });
 
 await step('plugin threads call log/session_patch/sessions_list while 300 calls are in flight', async () => {
