@@ -83,6 +83,27 @@ int dg_hook_decode_session(const json_t *ctx, dg_hook_session *out)
     return 1;
 }
 
+int dg_hook_decode_recipient(const json_t *ctx, dg_hook_session *out)
+{
+    memset(out, 0, sizeof *out);
+    const char *key = NULL;
+    if (dg_json_opt_str(ctx, "sessionKey", &key)) {
+        snprintf(out->err, sizeof out->err, "ctx.sessionKey is not a string; the host must pass "
+                 "the session key as a JSON string");
+        return -1;
+    }
+    if (!key || strncmp(key, "agent:", 6) != 0 || strstr(key, ":discord:direct:") ||
+        !key_field(key, "agent:", out->agent, sizeof out->agent) ||
+        !key_field(key, ":discord:channel:", out->channel, sizeof out->channel))
+        return 0; /* no agent session in a channel: nothing per agent */
+    key_field(key, ":thread:", out->thread, sizeof out->thread);
+    out->s.agent_id = out->agent;
+    out->s.session_key = key;
+    out->s.channel_id = out->channel;
+    out->s.thread_id = out->thread[0] ? out->thread : NULL;
+    return 1;
+}
+
 /* "channel:<c>" -> c copied into out; 1 when found. */
 static int conversation_channel(const char *conv, char *out, size_t cap)
 {

@@ -76,6 +76,16 @@ int dg_hook_decode_session(const json_t *ctx, dg_hook_session *out);
 int dg_hook_decode_outbound(const json_t *event, const json_t *ctx, dg_hook_session *out);
 
 /*
+ * The agent session a message_received report is for: from ctx.sessionKey
+ * alone (agent:<id>:discord:channel:<c>[:thread:<t>]; the plugin config
+ * binds no accounts to agents, so ctx.accountId is not read). Returns 1
+ * with out->s set (strings point into ctx or *out), 0 when there is none
+ * (no key, a DM or another shape), -1 when ctx.sessionKey is not a string
+ * (out->err says so).
+ */
+int dg_hook_decode_recipient(const json_t *ctx, dg_hook_session *out);
+
+/*
  * The run id of a hook call: event.runId, else ctx.runId, else (with
  * meta) event.metadata.runId; *out NULL when none. Returns 0, or -1 when
  * one of them is there and not a string (*field names it, for the log).

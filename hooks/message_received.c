@@ -2,7 +2,13 @@
  * message_received.c -- decode the event, hand it to the turn engine.
  * Event: messageId, channelId, threadId?, guildId?, isDm, senderId,
  * senderIsBot, content, mentions[] (user ids), tags? (NIP-10 arrays).
- * Context: channelId, accountId? (fired once per account that saw it).
+ * Context: channelId, accountId?, sessionKey? (fired once per account that
+ * saw it). With sessionKey agent:<id>:discord:channel:<c>[:thread:<t>]
+ * (OpenClaw fires it once per agent session) the engine also learns that a
+ * moderator message reached that agent, which ends the agent's wait for its
+ * wake message (turns_engine.h "Awaiting the wake message"); this is done
+ * per report, before the dedup by message id. Without sessionKey nothing
+ * is known per agent, and no wait is ever armed.
  */
 #include "hooks_internal.h"
 
@@ -118,6 +124,24 @@ int dg_hook_message_received(void *state, const json_t *event, const json_t *ctx
         }
     }
     m.tags = tags;
+
+    dg_hook_session rcpt;
+    int per_agent = dg_hook_decode_recipient(ctx, &rcpt);
+    if (per_agent < 0) {
+        dg_log(p, OC_LOG_WARN, "message_received: %s; the message is ignored (nothing changes)",
+               rcpt.err);
+        return OC_ERR_INVALID;
+    }
+    if (per_agent) {
+        int same = strcmp(rcpt.s.channel_id, m.channel_id) == 0 ||
+                   (m.thread_id && strcmp(rcpt.s.channel_id, m.thread_id) == 0);
+        if (same)
+            m.recipient = &rcpt.s;
+        else
+            dg_log(p, OC_LOG_DEBUG, "message_received: ctx.sessionKey %s is not a session of "
+                   "channel %s; not counted as a delivery to %s", rcpt.s.session_key,
+                   m.channel_id, rcpt.s.agent_id);
+    }
 
     char err[512];
     int rc = dg_turns_ingest(p->turns, &m, err, sizeof err);

@@ -3,12 +3,33 @@
  * payload of a claimed or swapped run (the host's fallback texts after a
  * claim, a no-reply run's NO_REPLY or warning), and every payload that
  * message_sending would cancel (a non-speaker's text in a managed scope, a
- * closed discussion channel). Result {cancel: true, reason} or none.
+ * closed discussion channel). In a managed channel (two or more configured
+ * agents, or a discussion channel) every error payload (payload.isError:
+ * OpenClaw's own notices such as "Agent couldn't generate a response") is
+ * cancelled too, whoever sends it -- the speaker included: an error
+ * payload is never speech. Its text is logged at info (first 120
+ * characters) so an operator still sees it.
+ * Result {cancel: true, reason} or none.
  * Event: payload {text, isError?}, kind, channel?, sessionKey?, runId?.
  * Ctx (gateway shape): channelId ("discord"), accountId, conversationId
  * ("channel:<c>"), sessionKey, runId?; an agent ctx is read as well.
  */
 #include "hooks_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Bytes of the first max characters (UTF-8 code points) of s. */
+static int utf8_prefix(const char *s, int max)
+{
+    int n = 0, chars = 0;
+    while (s[n]) {
+        if (((unsigned char)s[n] & 0xC0) != 0x80 && chars++ == max)
+            break;
+        n++;
+    }
+    return n;
+}
 
 int dg_hook_reply_payload_sending(void *state, const json_t *event, const json_t *ctx,
                                   json_t **result)
@@ -59,12 +80,43 @@ int dg_hook_reply_payload_sending(void *state, const json_t *event, const json_t
         rc = OC_ERR_INVALID;
         goto out;
     }
+    const json_t *is_error = json_object_get(payload, "isError");
+    if (is_error && !json_is_null(is_error) && !json_is_boolean(is_error)) {
+        dg_log(p, OC_LOG_WARN, "reply_payload_sending: event.payload.isError of %s is not a "
+               "boolean; the payload is not checked", hs.s.agent_id);
+        rc = OC_ERR_INVALID;
+        goto out;
+    }
     if (dg_json_opt_str(payload, "text", &text))
         /* Still decided, as speech: a non-speaker's payload stays blocked. */
         dg_log(p, OC_LOG_WARN, "reply_payload_sending: event.payload.text of %s is not a "
                "string; judged as a non-silent text", hs.s.agent_id);
     int cancel = 0;
     char reason[512];
+    if (json_is_true(is_error)) {
+        /* The host's own error notice: never speech, never in a managed
+         * channel, whoever's run it ends (the speaker's included). */
+        int managed = 0;
+        rc = dg_turns_channel_managed(p->turns, &hs.s, &managed);
+        if (rc != OC_OK) {
+            dg_log(p, OC_LOG_ERROR, "reply_payload_sending: no decision for %s in channel %s "
+                   "(%s)", hs.s.agent_id, hs.s.channel_id, oc_status_name(rc));
+            goto out;
+        }
+        if (managed) {
+            const char *shown = text ? text : "";
+            int len = utf8_prefix(shown, 120);
+            dg_log(p, OC_LOG_INFO, "reply_payload_sending: error notice of %s in channel %s "
+                   "not delivered: \"%.*s%s\"", hs.s.agent_id, hs.s.channel_id, len, shown,
+                   shown[len] ? "..." : "");
+            snprintf(reason, sizeof reason, "dirigent: channel %s is managed by the turn "
+                     "manager; an error notice of the host (payload.isError) is never posted "
+                     "there", hs.s.channel_id);
+            *result = json_pack("{s:b, s:s}", "cancel", 1, "reason", reason);
+            rc = *result ? OC_OK : OC_ERR_NOMEM;
+            goto out;
+        }
+    }
     rc = dg_turns_check_outbound(p->turns, &hs.s, run_id, text, &cancel, reason, sizeof reason);
     if (rc != OC_OK) {
         dg_log(p, OC_LOG_ERROR, "reply_payload_sending: no decision for %s in channel %s (%s)",

@@ -122,6 +122,27 @@ static void go_dormant(dg_turn_state *s)
     s->active = 0;
     s->speaker = DG_NOBODY;
     s->handoff = DG_NOBODY;
+    s->awaiting = 0;
+}
+
+/* pos was just granted the turn with a moderator message that wakes it:
+ * it awaits that message (turns.h "Awaiting the wake message"). Armed even
+ * on read-only copies: they foresee what the real change will queue. */
+static void arm_wait(dg_turn_state *s, const dg_turn_ctx *c, int pos)
+{
+    s->awaiting = c->wake_tracking && valid_pos(c, pos) && s->active &&
+                  dg_turn_speaker(s, c) == pos ? BIT(pos) : 0;
+}
+
+/* The invariant: awaiting is empty or the current speaker's bit. A wait
+ * ends when the turn moves on or the scope sleeps. */
+static void settle_wait(dg_turn_state *s, const dg_turn_ctx *c)
+{
+    if (!s->awaiting)
+        return;
+    int sp = s->active ? dg_turn_speaker(s, c) : DG_NOBODY;
+    if (sp == DG_NOBODY || s->awaiting != BIT(sp))
+        s->awaiting = 0;
 }
 
 /* Loop guard: one more agent message (or tool-only turn). Returns 1 when
@@ -175,6 +196,7 @@ static void advance(dg_turn_state *s, const dg_turn_ctx *c, int from, dg_run_out
             s->active = 1;
             s->speaker = c->initiator;
             s->handoff = DG_NOBODY; /* the reminder mentions the initiator */
+            arm_wait(s, c, c->initiator);
             /* The loop guard runs on: the reminder answers bot activity, and
              * resetting it would let initiator and moderator go on for ever. */
             if (fx)
@@ -197,13 +219,15 @@ static void advance(dg_turn_state *s, const dg_turn_ctx *c, int from, dg_run_out
             s->handoff = sp;
             if (fx)
                 fx->handoff_to = sp;
+            arm_wait(s, c, sp);
         }
     } else {
         s->handoff = DG_NOBODY; /* it has not run yet: its own run will come */
     }
 }
 
-void dg_turn_expire(dg_turn_state *s, const dg_turn_ctx *c, int64_t now_ms, dg_turn_effects *fx)
+static void expire_impl(dg_turn_state *s, const dg_turn_ctx *c, int64_t now_ms,
+                        dg_turn_effects *fx)
 {
     /* Each round passes one speaker or ends the cycle: bounded. */
     for (int guard = 0; guard < 2 * DG_TURN_MAX_MEMBERS + 4; guard++) {
@@ -220,8 +244,15 @@ void dg_turn_expire(dg_turn_state *s, const dg_turn_ctx *c, int64_t now_ms, dg_t
     }
 }
 
-void dg_turn_on_message(dg_turn_state *s, const dg_turn_ctx *c, dg_sender_kind kind,
-                        int sender_pos, uint64_t mentions, int64_t now_ms, dg_turn_effects *fx)
+void dg_turn_expire(dg_turn_state *s, const dg_turn_ctx *c, int64_t now_ms, dg_turn_effects *fx)
+{
+    expire_impl(s, c, now_ms, fx);
+    settle_wait(s, c);
+}
+
+static void on_message_impl(dg_turn_state *s, const dg_turn_ctx *c, dg_sender_kind kind,
+                            int sender_pos, uint64_t mentions, int64_t now_ms,
+                            dg_turn_effects *fx)
 {
     if (c->mode == DG_MODE_CLOSED)
         return; /* nothing in a closed channel ever wakes a turn */
@@ -249,6 +280,7 @@ void dg_turn_on_message(dg_turn_state *s, const dg_turn_ctx *c, dg_sender_kind k
     if (kind == DG_SENDER_HUMAN) {
         s->agent_msgs = 0;
         s->rested = 0;
+        s->awaiting = 0; /* a human message starts over: any run of it counts */
         uint64_t m = mentions & c->present & all_members(c);
         s->mention = m;
         s->mention_done = 0;
@@ -310,8 +342,15 @@ void dg_turn_on_message(dg_turn_state *s, const dg_turn_ctx *c, dg_sender_kind k
     }
 }
 
-void dg_turn_on_run_end(dg_turn_state *s, const dg_turn_ctx *c, int pos, dg_run_outcome o,
-                        int saw_latest, int granted, int64_t now_ms, dg_turn_effects *fx)
+void dg_turn_on_message(dg_turn_state *s, const dg_turn_ctx *c, dg_sender_kind kind,
+                        int sender_pos, uint64_t mentions, int64_t now_ms, dg_turn_effects *fx)
+{
+    on_message_impl(s, c, kind, sender_pos, mentions, now_ms, fx);
+    settle_wait(s, c);
+}
+
+static void on_run_end_impl(dg_turn_state *s, const dg_turn_ctx *c, int pos, dg_run_outcome o,
+                            int saw_latest, int granted, int64_t now_ms, dg_turn_effects *fx)
 {
     if (!valid_pos(c, pos))
         return;
@@ -332,6 +371,7 @@ void dg_turn_on_run_end(dg_turn_state *s, const dg_turn_ctx *c, int pos, dg_run_
             s->handoff = pos;
             if (fx)
                 fx->handoff_to = pos;
+            arm_wait(s, c, pos);
         }
         return;
     }
@@ -340,6 +380,36 @@ void dg_turn_on_run_end(dg_turn_state *s, const dg_turn_ctx *c, int pos, dg_run_
     if (o == DG_RUN_ACTED && count_agent_message(s, c, fx))
         return;
     advance(s, c, pos, o, now_ms, fx);
+}
+
+void dg_turn_on_run_end(dg_turn_state *s, const dg_turn_ctx *c, int pos, dg_run_outcome o,
+                        int saw_latest, int granted, int64_t now_ms, dg_turn_effects *fx)
+{
+    on_run_end_impl(s, c, pos, o, saw_latest, granted, now_ms, fx);
+    settle_wait(s, c);
+}
+
+int dg_turn_awaiting_wake(const dg_turn_state *s, const dg_turn_ctx *c, int pos, int64_t now_ms)
+{
+    if (!s->awaiting || !valid_pos(c, pos) || !dg_turn_managed(c))
+        return 0;
+    dg_turn_state t = *s;
+    dg_turn_expire(&t, c, now_ms, NULL); /* settles: a moved turn ends the wait */
+    return (t.awaiting & BIT(pos)) != 0;
+}
+
+int dg_turn_wake_delivered(dg_turn_state *s, int pos)
+{
+    if (pos < 0 || pos >= DG_TURN_MAX_MEMBERS || !(s->awaiting & BIT(pos)))
+        return 0;
+    s->awaiting &= ~BIT(pos);
+    return 1;
+}
+
+int dg_turn_await_wake(dg_turn_state *s, const dg_turn_ctx *c, int pos)
+{
+    arm_wait(s, c, pos);
+    return s->awaiting != 0;
 }
 
 int dg_turn_needs_override(const dg_turn_state *s, const dg_turn_ctx *c, int pos, int64_t now_ms)
@@ -425,6 +495,7 @@ int dg_turn_admin_wake(dg_turn_state *s, const dg_turn_ctx *c, int pos, int64_t 
     s->idle_reminded = 0;
     s->handoff = pos; /* the reply mentions it; its granted run clears this */
     s->last_change_ms = now_ms;
+    arm_wait(s, c, pos); /* the reply wakes it */
     return 0;
 }
 
@@ -441,6 +512,8 @@ int dg_turn_admin_skip(dg_turn_state *s, const dg_turn_ctx *c, int64_t now_ms,
          * and the next agent may not run on its own. */
         s->handoff = next;
         fx->handoff_to = next;
+        arm_wait(s, c, next);
     }
+    settle_wait(s, c);
     return sp;
 }

@@ -55,6 +55,9 @@ typedef struct dg_turn_ctx {
     int initiator;           /* discussion initiator's position or DG_NOBODY */
     int64_t timeout_ms;      /* turn.timeoutSec * 1000; 0 = no timeout */
     int64_t max_agent_msgs;  /* turn.maxAgentMessages; 0 = no loop guard */
+    int wake_tracking;       /* the host reports message_received per agent
+                                session: a speaker woken by a moderator message
+                                awaits it (dg_turn_state.awaiting) */
 } dg_turn_ctx;
 
 /*
@@ -82,6 +85,12 @@ typedef struct dg_turn_state {
     int64_t last_change_ms;  /* when the speaker last changed (timeouts) */
     int64_t msg_seq;         /* non-moderator messages ingested (in memory
                                 only: it relates the scope to runs in flight) */
+    uint64_t awaiting;       /* in memory only (never stored, not compared by
+                                dg_turn_state_same): the speaker was granted the
+                                turn together with a moderator message meant to
+                                wake it (hand-off, idle reminder, kickoff, admin
+                                wake/skip) that has not reached its session yet.
+                                At most one bit, always the speaker's. */
 } dg_turn_state;
 
 /* A fresh, dormant state. */
@@ -170,6 +179,35 @@ int dg_turn_needs_override(const dg_turn_state *s, const dg_turn_ctx *c, int pos
  * it ended. Closed channels: never. Unmanaged scopes: always.
  */
 int dg_turn_may_send(const dg_turn_state *s, const dg_turn_ctx *c, int pos, int64_t now_ms);
+
+/*
+ * Awaiting the wake message (Dirigent issue 13, bug 1). OpenClaw queues a
+ * message that arrives while a session's run is still active and starts a
+ * run for it LATE, possibly after the turn reached that agent; such a stale
+ * run must not be taken as the agent's answer to the message that gave it
+ * the turn. So when a change grants the turn to an agent together with a
+ * moderator message meant to wake it (and c->wake_tracking is set), the
+ * agent is recorded in s->awaiting. While it is, the agent's runs are held
+ * back with no effect on the turn (dg_turn_awaiting_wake). The wait ends
+ * when a moderator message reaches that agent's session
+ * (dg_turn_wake_delivered), on a human message, and whenever the turn
+ * moves on or the scope sleeps (every function here keeps the invariant:
+ * awaiting is empty or the current speaker's bit).
+ */
+
+/* 1 when pos is the speaker and awaits its wake message at now (timeouts
+ * applied to a copy). 0 in unmanaged or closed scopes. Pure. */
+int dg_turn_awaiting_wake(const dg_turn_state *s, const dg_turn_ctx *c, int pos,
+                          int64_t now_ms);
+
+/* A moderator message reached pos's session: its wait (if any) ends.
+ * Returns 1 when pos was awaiting. */
+int dg_turn_wake_delivered(dg_turn_state *s, int pos);
+
+/* The turn was granted to pos with a wake message queued outside the
+ * pure logic (a discussion's kickoff): pos awaits it when c->wake_tracking
+ * is set and pos is the speaker now. Returns 1 when armed. */
+int dg_turn_await_wake(dg_turn_state *s, const dg_turn_ctx *c, int pos);
 
 /* ---- Admin commands (config `admins`; the engine parses and replies) ---- */
 

@@ -63,16 +63,28 @@
  * fell more than the ring behind drops its whole mirror instead.
  */
 #define INVAL_RING 64
+#define WAKE_AGENT_MAX 128
+typedef struct inval_entry {
+    char channel[DG_SCOPE_ID_MAX];
+    char wake[WAKE_AGENT_MAX];   /* agent granted the turn with a wake message
+                                    (a discussion's kickoff), "" for none */
+} inval_entry;
 static pthread_mutex_t g_inval_mu = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint64_t g_inval_seq;
-static char g_inval[INVAL_RING][DG_SCOPE_ID_MAX];
+static inval_entry g_inval[INVAL_RING];
 
-/* Any thread. channel_id is shorter than DG_SCOPE_ID_MAX (checked). */
-static void log_channel_change(const char *channel_id)
+/* Any thread. channel_id is shorter than DG_SCOPE_ID_MAX (checked); wake
+ * (NULL: none) is the agent that awaits a wake message there once the
+ * change has committed (an id too long is not recorded: no wait). */
+static void log_channel_change(const char *channel_id, const char *wake)
 {
     pthread_mutex_lock(&g_inval_mu);
     uint64_t n = atomic_load(&g_inval_seq);
-    snprintf(g_inval[n % INVAL_RING], DG_SCOPE_ID_MAX, "%s", channel_id);
+    inval_entry *e = &g_inval[n % INVAL_RING];
+    snprintf(e->channel, sizeof e->channel, "%s", channel_id);
+    e->wake[0] = '\0';
+    if (wake && strlen(wake) < sizeof e->wake)
+        snprintf(e->wake, sizeof e->wake, "%s", wake);
     atomic_store(&g_inval_seq, n + 1);
     pthread_mutex_unlock(&g_inval_mu);
 }
@@ -120,7 +132,13 @@ typedef struct sess_rec {
 } sess_rec;
 
 /* A silenced run (turns_engine.h "Silenced runs"). */
-typedef enum mark_kind { MARK_NONE = 0, MARK_SWAPPED = 1, MARK_CLAIMED = 2 } mark_kind;
+typedef enum mark_kind {
+    MARK_NONE = 0,
+    MARK_SWAPPED = 1,
+    MARK_CLAIMED = 2,
+    MARK_WAITING = 3             /* swapped while its agent awaited its wake message:
+                                    texts cancelled, its end changes nothing */
+} mark_kind;
 
 typedef struct run_mark {
     uint64_t sess_h;             /* hash of session_key (0: empty slot) */
@@ -130,6 +148,8 @@ typedef struct run_mark {
     int live;                    /* no unsilenced decision of the session since */
     int64_t seen_seq;            /* scope's msg_seq when it was decided */
 } run_mark;
+
+static int valid_session(const dg_turn_session *s);
 
 /* Scope states waiting for their transaction to commit (see finish()). */
 #define MAX_PENDING 4
@@ -152,6 +172,10 @@ struct dg_turns {
     int sw_stop;
     _Atomic int rescan;          /* load the awake scopes of the database into the mirror */
     dg_map chans, scopes, sessions;
+    /* Set once message_received has reported a delivery to an agent
+     * session (turns_engine.h "Awaiting the wake message"): only then is a
+     * wait armed. Per instance, never reset. */
+    _Atomic int wake_tracking;
     /* Silenced runs: a ring, newest at marks[(mk_next - 1) % DG_RUN_MARKS].
      * mk_mu is a leaf lock (taken under any other, never the reverse). */
     pthread_mutex_t mk_mu;
@@ -226,6 +250,7 @@ static void make_ctx(const dg_turns *t, const chan_rec *c, dg_turn_ctx *x)
     x->initiator = c->initiator_pos;
     x->timeout_ms = (int64_t)t->p->cfg.turn_timeout_sec * 1000;
     x->max_agent_msgs = t->p->cfg.turn_max_agent_messages;
+    x->wake_tracking = atomic_load(&t->wake_tracking);
 }
 
 static int member_pos(const chan_rec *c, const char *agent_id)
@@ -426,23 +451,62 @@ static int refresh_channel(dg_turns *t, const char *channel_id)
     return rc;
 }
 
+/*
+ * A discussion was opened in channel_id with agent as its first speaker,
+ * and the kickoff that wakes it is queued: agent awaits it in the
+ * channel's conversation (turns_engine.h "Awaiting the wake message"),
+ * if this engine tracks deliveries and agent holds the turn there now.
+ * Runs before any other change of this engine sees the new state, so the
+ * kickoff's delivery (a later change) always finds the wait. Writer held.
+ */
+static int arm_kickoff(dg_turns *t, const char *channel_id, const char *agent)
+{
+    if (!atomic_load(&t->wake_tracking))
+        return OC_OK;
+    chan_rec *c;
+    scope_rec *r;
+    dg_scope sc;
+    int rc = chan_get(t, channel_id, &c);
+    if (rc == OC_OK)
+        rc = dg_scope_conversation(channel_id, &sc);
+    if (rc == OC_OK)
+        rc = scope_get(t, c, &sc, &r);
+    if (rc != OC_OK)
+        return rc;
+    int pos = member_pos(c, agent);
+    if (c->mode != DG_MODE_DISCUSSION || pos == DG_NOBODY)
+        return OC_OK;
+    dg_turn_ctx x;
+    make_ctx(t, c, &x);
+    pthread_rwlock_wrlock(&t->lock);
+    int armed = dg_turn_await_wake(&r->st, &x, pos);
+    pthread_rwlock_unlock(&t->lock);
+    if (armed)
+        dg_log(t->p, OC_LOG_DEBUG, "turns: %s opens discussion channel %s and awaits the kickoff; "
+               "its runs before it arrives do not count", agent, channel_id);
+    return OC_OK;
+}
+
 /* Apply the channel change log to the mirror. Writer held (txn_begin). */
 static void sync_changes(dg_turns *t)
 {
     uint64_t seen = atomic_load(&t->inval_seen);
     if (atomic_load(&g_inval_seq) == seen)
         return;
-    char (*chans)[DG_SCOPE_ID_MAX] = NULL;
+    inval_entry *chans = NULL;
     pthread_mutex_lock(&g_inval_mu);
     uint64_t now = atomic_load(&g_inval_seq);
     size_t n = (size_t)(now - seen);
     if (n <= INVAL_RING && (chans = malloc(n * sizeof *chans)))
         for (size_t i = 0; i < n; i++)
-            memcpy(chans[i], g_inval[(seen + i) % INVAL_RING], DG_SCOPE_ID_MAX);
+            chans[i] = g_inval[(seen + i) % INVAL_RING];
     pthread_mutex_unlock(&g_inval_mu);
     int ok = chans != NULL;
-    for (size_t i = 0; ok && i < n; i++)
-        ok = refresh_channel(t, chans[i]) == OC_OK;
+    for (size_t i = 0; ok && i < n; i++) {
+        ok = refresh_channel(t, chans[i].channel) == OC_OK;
+        if (ok && chans[i].wake[0])
+            ok = arm_kickoff(t, chans[i].channel, chans[i].wake) == OC_OK;
+    }
     free(chans);
     pthread_rwlock_wrlock(&t->lock);
     if (!ok)
@@ -839,8 +903,11 @@ static int render_and_enqueue(dg_turns *t, const char *name, const dg_tpl_vars *
     return rc;
 }
 
-static int queue_effects(dg_turns *t, scope_rec *r, const dg_turn_effects *fx, int64_t now,
-                         int *kick)
+/* The moderator messages fx owes scope r, whose next state is next. A
+ * wake message that is not queued after all (no user id, not a Discord
+ * channel) ends the wait for it in next: nothing would ever end it. */
+static int queue_effects(dg_turns *t, scope_rec *r, const dg_turn_effects *fx,
+                         dg_turn_state *next, int64_t now, int *kick)
 {
     chan_rec *c = r->chan;
     const char *post = r->post_channel ? r->post_channel : c->id;
@@ -849,11 +916,16 @@ static int queue_effects(dg_turns *t, scope_rec *r, const dg_turn_effects *fx, i
         /* A bare mention wakes the next speaker, who already consumed the
          * latest message silently. */
         const char *uid = user_of(t, c, fx->handoff_to);
+        int queued = 0;
         if (uid) {
             char text[64];
             snprintf(text, sizeof text, "<@%s>", uid);
-            rc = enqueue(t, post, text, uid, now, kick);
+            rc = enqueue(t, post, text, uid, now, &queued);
         }
+        if (queued)
+            *kick = 1;
+        else
+            dg_turn_wake_delivered(next, fx->handoff_to);
     }
     if (rc == OC_OK && fx->rest_notice) {
         char limit[24];
@@ -877,8 +949,13 @@ static int queue_effects(dg_turns *t, scope_rec *r, const dg_turn_effects *fx, i
                          .discussionChannel = chan,
                          .originChannel = origin,
                          .status = "active"};
-        rc = render_and_enqueue(t, "idle.md", &v, post, uid, now, kick);
+        int queued = 0;
+        rc = render_and_enqueue(t, "idle.md", &v, post, uid, now, &queued);
         dg_discussion_clear(&d);
+        if (queued)
+            *kick = 1;
+        else
+            dg_turn_wake_delivered(next, c->initiator_pos);
     }
     return rc;
 }
@@ -1017,7 +1094,7 @@ static int expire_scope(dg_turns *t, const dg_scope *sc)
                    ? c->members[late] : "the speaker", (long)t->p->cfg.turn_timeout_sec, c->id,
                    dg_scope_label(&r->scope, label));
             if ((rc = save_scope(t, r, &next, now)) == OC_OK &&
-                (rc = queue_effects(t, r, &fx, now, &kick)) == OC_OK)
+                (rc = queue_effects(t, r, &fx, &next, now, &kick)) == OC_OK)
                 rc = install(t, r, &next);
         }
     }
@@ -1450,14 +1527,66 @@ static int admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd,
     }
     if (changes && (!dg_turn_state_same(&next, &r->st) || !r->in_db))
         rc = save_scope(t, r, &next, now);
+    int queued = 0;
     if (rc == OC_OK)
-        rc = enqueue(t, post, b.s, mention, now, kick);
+        rc = enqueue(t, post, b.s, mention, now, &queued);
     free(b.s);
+    if (queued)
+        *kick = 1;
+    else if (mention)
+        next.awaiting = 0; /* the reply that would wake it is not posted */
     if (rc == OC_OK)
-        rc = queue_effects(t, r, &fx, now, kick);
+        rc = queue_effects(t, r, &fx, &next, now, kick);
     if (rc == OC_OK && changes)
         rc = install(t, r, &next);
     return rc;
+}
+
+/* r's state as this change has it so far (pending), else as published. */
+static const dg_turn_state *staged(const dg_turns *t, const scope_rec *r)
+{
+    for (int i = 0; i < t->n_pending; i++)
+        if (t->pending[i].r == r)
+            return &t->pending[i].st;
+    return &r->st;
+}
+
+/*
+ * A moderator message reached the session rs (message_received reported
+ * per agent): if rs's agent awaits its wake message in the scope rs acts
+ * in, the wait ends (turns_engine.h "Awaiting the wake message"). Read
+ * only but for that: no member is added, nothing is stored. Writer held.
+ */
+static int deliver_locked(dg_turns *t, const dg_turn_session *rs)
+{
+    chan_rec *c;
+    int rc = chan_get(t, rs->channel_id, &c);
+    if (rc)
+        return rc;
+    int pos = member_pos(c, rs->agent_id);
+    if (pos == DG_NOBODY || c->mode == DG_MODE_CLOSED)
+        return OC_OK;
+    scope_rec *r;
+    int has_thread = rs->thread_id && *rs->thread_id;
+    if (rs->is_dm || t->p->cfg.session_policy == DG_POLICY_CHANNEL || has_thread) {
+        /* The scope the session's runs are decided in (session_prepare). */
+        dg_scope_event ev = {.channel_id = rs->channel_id, .thread_id = rs->thread_id,
+                             .is_dm = rs->is_dm};
+        dg_scope sc;
+        if ((rc = dg_scope_derive(t->p->cfg.session_policy, &ev, &sc)) ||
+            (rc = scope_get(t, c, &sc, &r)))
+            return rc;
+    } else if ((rc = follow_scope(t, c, &r))) {
+        return rc;
+    }
+    dg_turn_state next = *staged(t, r);
+    if (!dg_turn_wake_delivered(&next, pos))
+        return OC_OK;
+    char label[DG_SCOPE_LABEL_MAX];
+    dg_log(t->p, OC_LOG_DEBUG, "turns: the moderator's message reached %s in channel %s (%s); "
+           "it no longer awaits its wake message, its next run counts", rs->agent_id, c->id,
+           dg_scope_label(&r->scope, label));
+    return install(t, r, &next);
 }
 
 static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind kind,
@@ -1466,6 +1595,10 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
 {
     dg_store *st = t->p->store;
     int rc;
+    /* Per agent session, before the dedup: every account reports it. */
+    if (m->recipient && (kind == DG_SENDER_MODERATOR || kind == DG_SENDER_HANDOFF) &&
+        (rc = deliver_locked(t, m->recipient)))
+        return rc;
     if (m->message_id && *m->message_id) {
         int fresh = 0;
         if ((rc = dg_store_turns_seen_claim(st, m->channel_id, m->message_id, now, &fresh)))
@@ -1553,12 +1686,13 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
     make_ctx(t, c, &x);
     dg_turn_effects fx;
     dg_turn_effects_init(&fx);
+    next.awaiting = staged(t, r)->awaiting; /* a delivery above may have ended a wait */
     dg_turn_on_message(&next, &x, kind, pos, mentions, now, &fx);
     if (!dg_turn_state_same(&next, &r->st) || !r->in_db) {
         if ((rc = save_scope(t, r, &next, now)))
             return rc;
     }
-    if ((rc = queue_effects(t, r, &fx, now, kick)))
+    if ((rc = queue_effects(t, r, &fx, &next, now, kick)))
         return rc;
     return install(t, r, &next);
 }
@@ -1582,6 +1716,14 @@ int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err
                  "who posted the message");
         return OC_ERR_INVALID;
     }
+    if (m->recipient && !valid_session(m->recipient)) {
+        snprintf(err, err_len, "message_received: ctx.sessionKey names no agent session in a "
+                 "channel (agent, channel, at most %d characters each)", DG_SCOPE_ID_MAX - 1);
+        return OC_ERR_INVALID;
+    }
+    /* The host reports deliveries per agent session: waits may be armed. */
+    if (m->recipient && !atomic_load(&t->wake_tracking))
+        atomic_store(&t->wake_tracking, 1);
     const dg_config *cfg = &t->p->cfg;
     const dg_agent_cfg *agent = NULL;
     dg_sender_kind kind;
@@ -1681,6 +1823,10 @@ static int resolve_fn(dg_turns *t, sess_rec *e, scope_rec *r, const dg_turn_sess
         dg_turn_ctx x;
         make_ctx(t, c, &x);
         v->no_reply = dg_turn_needs_override(&r->st, &x, e->pos, now);
+        /* The speaker awaiting its wake message: this run started before
+         * it arrived (turns_engine.h); swapped, with no effect on the turn. */
+        v->waiting = !v->no_reply && dg_turn_awaiting_wake(&r->st, &x, e->pos, now);
+        v->no_reply |= v->waiting;
     }
     /* Remember what this run saw: agent_end tells whether it consumed the
      * latest message (hand-offs). Not turn state: nothing advances. */
@@ -1708,7 +1854,8 @@ int dg_turns_resolve_run(dg_turns *t, const dg_turn_session *s, const char *run_
         return rc;
     /* Not turn state: what later texts and the run's end are judged by. */
     if (v->no_reply)
-        mark_add(t, s->session_key, run_id, MARK_SWAPPED, ro.seen_seq);
+        mark_add(t, s->session_key, run_id, v->waiting ? MARK_WAITING : MARK_SWAPPED,
+                 ro.seen_seq);
     else
         mark_end_session(t, s->session_key);
     if (v->closed)
@@ -1740,10 +1887,16 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
         out->closed = c->mode == DG_MODE_CLOSED;
         out->claimed = out->closed ||
                        (e->configured && dg_turn_needs_override(&r->st, &x, e->pos, now));
+        /* The speaker awaiting its wake message: a stale run, held back
+         * with no effect on the turn. Its run id is still recorded, so its
+         * agent_end is ignored, also after a restart. */
+        out->waiting = !out->claimed && e->configured &&
+                       dg_turn_awaiting_wake(&r->st, &x, e->pos, now);
+        out->claimed |= out->waiting;
         seen = r->st.msg_seq;
         if (out->claimed && run_id)
             rc = dg_store_turns_run_claim(t->p->store, s->session_key, run_id, now, &fresh);
-        if (rc == OC_OK && out->claimed && fresh && !out->closed) {
+        if (rc == OC_OK && out->claimed && fresh && !out->closed && !out->waiting) {
             /* What a swapped run that ended silently does, now: no
              * agent_end may follow a claimed run. */
             dg_turn_effects fx;
@@ -1754,7 +1907,7 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
             if ((changed || !r->in_db) && e->pos != DG_NOBODY)
                 rc = save_scope(t, r, &next, now);
             if (rc == OC_OK)
-                rc = queue_effects(t, r, &fx, now, &kick);
+                rc = queue_effects(t, r, &fx, &next, now, &kick);
             if (rc == OC_OK)
                 rc = install(t, r, &next);
         }
@@ -1783,6 +1936,8 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
     char label[DG_SCOPE_LABEL_MAX];
     snprintf(out->reason, sizeof out->reason, "dirigent: %s", out->closed
              ? "closed discussion channel (archive only)"
+             : out->waiting ? "this agent holds the turn, but the moderator's message that "
+                              "wakes it has not reached it yet (this run started before it)"
              : !r->st.active ? "the conversation is resting until a new message"
                              : "another agent holds the turn");
     dg_log(t->p, OC_LOG_DEBUG, "before_agent_reply: run %s of %s claimed in %s (%s)%s",
@@ -1853,7 +2008,7 @@ int dg_turns_check_outbound(dg_turns *t, const dg_turn_session *s, const char *r
         return OC_ERR_INVALID;
     int exact = 0, permit = 0;
     mark_kind k = mark_find_ex(t, s->session_key, run_id, NULL, NULL, &exact);
-    if (k == MARK_SWAPPED && !exact) {
+    if ((k == MARK_SWAPPED || k == MARK_WAITING) && !exact) {
         /* Matched by session only: the text may be the reply of the
          * agent's real run that just ended speaking (a swapped run of it
          * started since, for a newer message); that one keeps its permit. */
@@ -1866,10 +2021,34 @@ int dg_turns_check_outbound(dg_turns *t, const dg_turn_session *s, const char *r
     *cancel = 1;
     snprintf(reason, reason_len, "dirigent: run %s of %s in channel %s was %s; none of its "
              "texts is delivered", run_id && *run_id ? run_id : "(no id)", s->agent_id,
-             s->channel_id, k == MARK_CLAIMED ? "claimed (no model call, the agent does not "
-             "hold the turn)" : "swapped to the no-reply model (the agent did not hold the "
-             "turn)");
+             s->channel_id, k == MARK_CLAIMED ? "claimed (no model call: the agent does not "
+             "hold the turn, or awaits the message that wakes it)"
+             : k == MARK_WAITING ? "swapped to the no-reply model (it started before the "
+             "message that wakes the agent had reached it)"
+             : "swapped to the no-reply model (the agent did not hold the turn)");
     return OC_OK;
+}
+
+/* *out = 1 when e's channel is managed (dg_turns_channel_managed). Read
+ * lock held. */
+static int managed_fn(dg_turns *t, sess_rec *e, scope_rec *r, const dg_turn_session *s,
+                      int64_t now, void *out)
+{
+    (void)t, (void)r, (void)s, (void)now;
+    const chan_rec *c = e->chan;
+    *(int *)out = c->mode != DG_MODE_NORMAL || __builtin_popcountll(c->present) >= 2;
+    return OC_OK;
+}
+
+int dg_turns_channel_managed(dg_turns *t, const dg_turn_session *s, int *managed)
+{
+    *managed = 0;
+    if (!valid_session(s))
+        return OC_ERR_INVALID;
+    int rc = decide(t, s, managed_fn, managed);
+    if (rc != OC_OK)
+        *managed = 0;
+    return rc;
 }
 
 int dg_turns_check_send(dg_turns *t, const dg_turn_session *s, const char *content,
@@ -1928,7 +2107,7 @@ static int run_end_locked(dg_turns *t, const dg_turn_session *s, dg_run_outcome 
     dg_turn_on_run_end(&next, &x, fresh->pos, outcome, saw_latest, granted, now, &fx);
     if ((!dg_turn_state_same(&next, &r->st) || !r->in_db) && (rc = save_scope(t, r, &next, now)))
         return rc;
-    if ((rc = queue_effects(t, r, &fx, now, kick)))
+    if ((rc = queue_effects(t, r, &fx, &next, now, kick)))
         return rc;
     return install(t, r, &next);
 }
@@ -1961,6 +2140,12 @@ int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id,
         dg_log(t->p, OC_LOG_DEBUG, "agent_end: run %s of %s was claimed; its end changes "
                "nothing (the claim did what it would)", run_id && *run_id ? run_id : "(no id)",
                s->session_key);
+        return finish(t, OC_OK);
+    }
+    if (rc == OC_OK && mark == MARK_WAITING) {
+        dg_log(t->p, OC_LOG_DEBUG, "agent_end: run %s of %s was swapped while the agent awaited "
+               "its wake message; its end changes nothing (no pass)",
+               run_id && *run_id ? run_id : "(no id)", s->session_key);
         return finish(t, OC_OK);
     }
     if (rc == OC_OK)
@@ -2055,8 +2240,9 @@ int dg_turns_prefill_discussion(dg_store *st, const char *channel_id,
             return OC_ERR_INVALID;
         list[k++] = order[i];
     }
-    /* The mirrors reload this channel before their next use. */
-    log_channel_change(channel_id);
+    /* The mirrors reload this channel before their next use; the first
+     * participant awaits the kickoff the caller queues with this change. */
+    log_channel_change(channel_id, k >= 2 ? list[1] : NULL);
     int rc = dg_store_turns_members_clear(st, channel_id);
     for (size_t i = 0; rc == OC_OK && i < k; i++)
         rc = dg_store_turns_member_add(st, channel_id, (int)i, list[i]);
@@ -2085,7 +2271,7 @@ int dg_turns_close_channel(dg_store *st, const char *channel_id, int64_t now_ms)
 {
     if (!st || !channel_id || !*channel_id || strlen(channel_id) >= DG_SCOPE_ID_MAX)
         return OC_ERR_INVALID;
-    log_channel_change(channel_id);
+    log_channel_change(channel_id, NULL);
     dg_turn_channel_row row;
     int rc = dg_store_turns_channel_load(st, channel_id, &row);
     if (rc != OC_OK && rc != OC_ERR_NOT_FOUND)

@@ -52,6 +52,8 @@ int dg_turns_start(dg_turns *t);
  * outbox is stopped. Thread: shutdown. */
 void dg_turns_stop(dg_turns *t);
 
+struct dg_turn_session;
+
 /* A message as message_received reports it. Borrowed strings. */
 typedef struct dg_turn_message {
     const char *message_id;    /* dedup key with channel_id; NULL: no dedup */
@@ -65,6 +67,10 @@ typedef struct dg_turn_message {
     size_t n_mentions;
     const dg_tag *tags;        /* NIP-10 tags, may be NULL */
     size_t n_tags;
+    /* The agent session this report is for (a host that fires
+     * message_received once per agent, with ctx.sessionKey), or NULL when
+     * the host did not say. See "Awaiting the wake message" below. */
+    const struct dg_turn_session *recipient;
 } dg_turn_message;
 
 /* The session an agent hook runs in. Borrowed strings. */
@@ -87,6 +93,28 @@ typedef struct dg_turn_session {
  * err says which) or OC_ERR_IO.
  */
 int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err_len);
+
+/*
+ * Awaiting the wake message (turns.h; issue 13 bug 1). When a change
+ * grants the turn to an agent together with a moderator message meant to
+ * wake it (hand-off, idle reminder, admin wake/skip reply, and the kickoff
+ * for the first participant of a new discussion), that agent awaits the
+ * message in its scope: until it reaches the agent's session, every run of
+ * the agent is a stale run OpenClaw queued earlier and started late, so
+ * before_agent_reply claims it and before_model_resolve swaps it, both
+ * with no effect on the turn (no pass, no consumption, the agent keeps the
+ * turn; its texts are cancelled and its agent_end changes nothing).
+ * The wait ends when message_received reports a moderator message to
+ * that agent's session (m->recipient: the first one after the grant; per
+ * agent, before the dedup by message id), on a human message, and when the
+ * turn moves on (timeout, skip, rest, wake, a full cycle).
+ * Armed only once this engine has seen a message_received with a
+ * recipient (ctx.sessionKey): a host that never reports deliveries per
+ * agent session would leave the speaker waiting for ever. The wait lives
+ * in memory per plugin instance (a restart or a dropped mirror loses it,
+ * and then the agent's next run counts as before): it only decides which
+ * of the speaker's runs count, the turn state it protects is in the store.
+ */
 
 /*
  * Silenced runs (issue 10). A run is *swapped* when before_model_resolve
@@ -118,6 +146,8 @@ int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err
 typedef struct dg_turn_verdict {
     int no_reply;              /* route this run to noReplyProvider/noReplyModel */
     int closed;                /* the channel is a closed discussion */
+    int waiting;               /* no_reply because the speaker awaits its wake
+                                  message: the run has no turn effect */
     char scope_label[DG_SCOPE_LABEL_MAX];
 } dg_turn_verdict;
 
@@ -140,6 +170,8 @@ int dg_turns_resolve_run(dg_turns *t, const dg_turn_session *s, const char *run_
 typedef struct dg_turn_claim {
     int claimed;               /* answer {handled: true}: no model call */
     int closed;                /* the channel is a closed discussion */
+    int waiting;               /* claimed because the speaker awaits its wake
+                                  message: no effect on the turn at all */
     char reason[256];          /* why, for the host's log (when claimed) */
 } dg_turn_claim;
 
@@ -147,8 +179,9 @@ typedef struct dg_turn_claim {
  * before_agent_reply: the same decision as before_model_resolve (closed
  * channel, dormant or resting scope, or not the speaker in a managed
  * scope -> claimed; the speaker, unconfigured agents and unmanaged scopes
- * -> not). A claim has on the turn state exactly the effect a swapped run
- * that ended silently has (the agent consumed the latest message; if the
+ * -> not; the speaker while it awaits its wake message -> claimed with no
+ * effect on the turn). Any other claim has on the turn state exactly the
+ * effect a swapped run that ended silently has (the agent consumed the latest message; if the
  * turn is on it, it gets the hand-off), applied and committed now, with
  * run_id (NULL: none) recorded like agent_end's so that a later agent_end
  * of the run changes nothing, also after a restart; the run is marked
@@ -168,6 +201,15 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
 int dg_turns_check_outbound(dg_turns *t, const dg_turn_session *s, const char *run_id,
                             const char *content, int *cancel, char *reason,
                             size_t reason_len);
+
+/*
+ * *managed = 1 when the channel of session s is managed by the turn
+ * manager: a discussion channel (open or closed) or a channel with two or
+ * more configured agents in its turn order; else 0. Records the session
+ * like every decision. OC_OK or a negative status (then *managed = 0).
+ * reply_payload_sending cancels every error payload (isError) there.
+ */
+int dg_turns_channel_managed(dg_turns *t, const dg_turn_session *s, int *managed);
 
 /*
  * message_sending: *cancel = 1 with a reason when the message must not go

@@ -12,13 +12,17 @@
 #include <time.h>
 
 #include "openclaw/plugin.h"
+#include "discuss.h"
 #include "scope.h"
+#include "store.h"
+#include "store_discuss.h"
 #include "testutil.h"
 #include "turn_test_host.h"
 #include "turns.h"
 #include "turns_engine.h"
 
 #define CH1 "300000000000000001"
+#define CH0 "300000000000000002"  /* another channel, where the host shows it reports per agent */
 #define FALLBACK "I finished the turn, but it did not produce a visible reply"
 #define WARNING "\xE2\x9A\xA0\xEF\xB8\x8F Agent couldn't generate a response. Please try again."
 
@@ -372,6 +376,282 @@ START_TEST(test_malformed_claim_input_is_refused)
 }
 END_TEST
 
+/* ---- issue 13 bug 1: a speaker awaits the moderator's message that wakes it ---- */
+
+/* message_received of message msg_id as reported to agent's session in
+ * channel (OpenClaw: once per agent, ctx.sessionKey names the session). */
+static void deliver(const char *agent, const char *channel, const char *msg_id,
+                    const char *sender, int is_bot, const char *content)
+{
+    char key[256];
+    json_t *ev = json_pack("{s:s, s:s, s:b, s:s, s:b, s:s, s:[]}", "messageId", msg_id,
+                           "channelId", channel, "isDm", 0, "senderId", sender, "senderIsBot",
+                           is_bot, "content", content, "mentions");
+    json_t *ctx = json_pack("{s:s, s:s, s:s}", "channelId", channel, "accountId", agent,
+                            "sessionKey", tth_session_key(key, sizeof key, agent, channel, NULL));
+    ck_assert_int_eq(tth_call(&H, "message_received", ev, ctx, NULL), OC_OK);
+    json_decref(ev);
+    json_decref(ctx);
+}
+
+/* The message reaches alpha, bravo and charlie in CH1, in that order. */
+static void deliver_all(const char *sender, int is_bot, const char *content)
+{
+    char id[24];
+    mid(id);
+    for (int i = 0; i < 3; i++)
+        deliver(ABC[i], CH1, id, sender, is_bot, content);
+}
+
+/* CH1 becomes a discussion: initiator alpha, then bravo, charlie (what the
+ * discussion area does in one transaction; the kickoff is not queued). */
+static void open_discussion(void)
+{
+    dg_plugin *p = tth_plugin(&H);
+    static const char *const BC[] = {TTH_BRAVO, TTH_CHARLIE};
+    char *order[3] = {TTH_ALPHA, TTH_BRAVO, TTH_CHARLIE};
+    dg_discussion d = {
+        .discussion_channel_id = CH1, .origin_channel_id = CH0,
+        .initiator_agent_id = TTH_ALPHA, .initiator_session_key = "agent:x",
+        .initiator_session_id = "sid", .initiator_workspace = "/tmp/ws",
+        .discuss_guide = "Decide the release date.", .status = DG_DISCUSSION_ACTIVE,
+        .created_at_ms = dg_now_ms(p), .turn_order = order, .n_turn_order = 3,
+    };
+    int64_t id = 0;
+    ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
+    ck_assert_int_eq(dg_store_discussion_insert(p->store, &d, &id), OC_OK);
+    ck_assert_int_eq(dg_turns_prefill_discussion(p->store, CH1, TTH_ALPHA, BC, 2, dg_now_ms(p)),
+                     OC_OK);
+    ck_assert_int_eq(dg_store_commit(p->store), OC_OK);
+}
+
+/* The decision of a run: before_model_resolve (swap) or before_agent_reply
+ * (claim). 1 silenced, 0 not. */
+static int decide_run(const char *agent, const char *run_id, int swap)
+{
+    int r = swap ? resolve_run(agent, run_id) : claim(agent, run_id);
+    ck_assert_int_ge(r, 0);
+    return r;
+}
+
+/* A whole run: decided, then ended with output (NO_REPLY when silenced).
+ * Returns 1 when it was silenced. */
+static int whole_run(const char *agent, const char *run_id, int swap, const char *output)
+{
+    int silenced = decide_run(agent, run_id, swap);
+    ck_assert_int_eq(end_run(agent, run_id, silenced ? "NO_REPLY" : output), OC_OK);
+    return silenced;
+}
+
+/* A text of agent's run: cancelled? (reply_payload_sending with the claim
+ * hooks, message_sending on a host without them.) */
+static int text_cancelled(const char *agent, const char *run_id, int swap, const char *text)
+{
+    return swap ? send_text(agent, 0, run_id, text) : payload(agent, run_id, text);
+}
+
+/* The story up to the idle reminder: the discussion opens (kickoff to
+ * everyone), bravo speaks, charlie passes (hand-off to alpha, delivered),
+ * alpha passes, bravo passes: a silent round, so the moderator queues the
+ * idle reminder and alpha, the initiator, holds the turn. */
+static void silent_round_to_reminder(int swap)
+{
+    open_discussion();
+    deliver_all(TTH_MOD_UID, 1, "[Discussion Started] Decide the release date.");
+    ck_assert_int_eq(whole_run(TTH_BRAVO, "b1", swap, "I think Friday."), 0);
+    deliver_all(TTH_BRAVO_UID, 1, "I think Friday.");
+    ck_assert_int_eq(whole_run(TTH_ALPHA, "a1", swap, "(ignored)"), 1);  /* not its turn */
+    ck_assert_int_eq(whole_run(TTH_BRAVO, "b2", swap, "(ignored)"), 1);
+    ck_assert_int_eq(whole_run(TTH_CHARLIE, "c1", swap, "NO_REPLY"), 0); /* coder passes */
+    ck_assert_int_eq(tth_outbox_count(&H, CH1), 1);                     /* <@alpha> */
+    deliver_all(TTH_MOD_UID, 1, "<@" TTH_ALPHA_UID ">");
+    ck_assert_int_eq(whole_run(TTH_ALPHA, "a2", swap, "NO_REPLY"), 0);
+    ck_assert_int_eq(tth_outbox_count(&H, CH1), 2);                     /* <@bravo> */
+    deliver_all(TTH_MOD_UID, 1, "<@" TTH_BRAVO_UID ">");
+    ck_assert_int_eq(whole_run(TTH_BRAVO, "b3", swap, "NO_REPLY"), 0);
+    ck_assert_int_eq(tth_outbox_count(&H, CH1), 3);
+    char *text = tth_outbox_content(&H, CH1, 2, NULL);
+    ck_assert_ptr_nonnull(strstr(text, "[Discussion Idle]"));
+    free(text);
+    dg_turn_state st = peek();
+    ck_assert_int_eq(st.active, 1);
+    ck_assert_int_eq(st.speaker, 0);
+}
+
+/* The trace of the real gateway: alpha's session still had a queued run
+ * (for an older message); it starts after the idle reminder made alpha the
+ * speaker but before the reminder reached alpha. That run must not be
+ * alpha's answer: held back, no pass, alpha keeps the turn. */
+static void stale_run_is_held_back(int swap)
+{
+    silent_round_to_reminder(swap);
+    dg_turn_state before = peek();
+    ck_assert_uint_eq(before.awaiting, 1);
+    ck_assert_int_eq(decide_run(TTH_ALPHA, "a-stale", swap), 1);
+    ck_assert_int_eq(text_cancelled(TTH_ALPHA, "a-stale", swap, "NO_REPLY"), 1);
+    ck_assert_int_eq(end_run(TTH_ALPHA, "a-stale", "NO_REPLY"), OC_OK);
+    dg_turn_state after = peek();
+    ck_assert(dg_turn_state_same(&before, &after)); /* not a pass, not a consumption */
+    ck_assert_int_eq(after.speaker, 0);
+    ck_assert_int_eq(tth_outbox_count(&H, CH1), 3);  /* and no hand-off either */
+    /* The reminder reaches the others first: alpha still waits, also for a
+     * run without an id. */
+    char id[24];
+    mid(id);
+    const char *reminder = "[Discussion Idle] ... <@" TTH_ALPHA_UID ">";
+    deliver(TTH_BRAVO, CH1, id, TTH_MOD_UID, 1, reminder);
+    deliver(TTH_CHARLIE, CH1, id, TTH_MOD_UID, 1, reminder);
+    ck_assert_int_eq(decide_run(TTH_ALPHA, NULL, swap), 1);
+    ck_assert_int_eq(end_run(TTH_ALPHA, NULL, "NO_REPLY"), OC_OK);
+    after = peek();
+    ck_assert(dg_turn_state_same(&before, &after));
+    /* The reminder reaches alpha: its next run is its answer and counts. */
+    deliver(TTH_ALPHA, CH1, id, TTH_MOD_UID, 1, reminder);
+    ck_assert_uint_eq(peek().awaiting, 0);
+    ck_assert_int_eq(decide_run(TTH_ALPHA, "a3", swap), 0);
+    ck_assert_int_eq(end_run(TTH_ALPHA, "a3", "Friday it is; I will write the summary."), OC_OK);
+    ck_assert_int_eq(text_cancelled(TTH_ALPHA, "a3", swap, "Friday it is."), 0);
+    after = peek();
+    ck_assert_int_eq(after.permit, 0);
+    ck_assert_int_eq(after.speaker, 1); /* it spoke: bravo is next */
+    ck_assert_uint_eq(after.owed, 1); /* its message is on the way */
+}
+
+START_TEST(test_stale_run_before_the_idle_reminder_is_claimed)
+{
+    stale_run_is_held_back(0);
+    ck_assert(tth_log_has(&H, "the moderator's message that wakes it has not reached it"));
+}
+END_TEST
+
+START_TEST(test_stale_run_before_the_idle_reminder_is_swapped)
+{
+    tth_free(&H);
+    tth_start_ex(&H, "channel", "\"turn\":{\"maxAgentMessages\":1000}", 1);
+    atomic_store(&H.now_ms, (int64_t)time(NULL) * 1000);
+    stale_run_is_held_back(1);
+}
+END_TEST
+
+START_TEST(test_human_message_ends_the_wait)
+{
+    silent_round_to_reminder(0);
+    ck_assert_int_eq(claim(TTH_ALPHA, "a-stale"), 1);
+    deliver_all(TTH_HUMAN_UID, 0, "any news?");
+    ck_assert_uint_eq(peek().awaiting, 0);
+    ck_assert_int_eq(peek().speaker, 0);
+    ck_assert_int_eq(claim(TTH_ALPHA, "a-human"), 0); /* its run for the human counts */
+}
+END_TEST
+
+START_TEST(test_kickoff_wakes_the_first_participant)
+{
+    /* The host has shown it reports deliveries per agent session. */
+    deliver(TTH_ALPHA, CH0, "499999999999999001", TTH_HUMAN_UID, 0, "hello");
+    open_discussion();
+    dg_turn_state before = peek();
+    ck_assert_int_eq(before.speaker, 1);
+    ck_assert_uint_eq(before.awaiting, 1u << 1);
+    ck_assert_int_eq(claim(TTH_BRAVO, "b0"), 1);  /* before the kickoff reached it */
+    ck_assert_int_eq(end_run(TTH_BRAVO, "b0", "NO_REPLY"), OC_OK);
+    dg_turn_state after = peek();
+    ck_assert(dg_turn_state_same(&before, &after));
+    deliver_all(TTH_MOD_UID, 1, "[Discussion Started] Decide the release date.");
+    ck_assert_int_eq(claim(TTH_BRAVO, "b1"), 0);
+    ck_assert_int_eq(claim(TTH_CHARLIE, "c1"), 1); /* not its turn (an ordinary claim) */
+}
+END_TEST
+
+START_TEST(test_no_wait_without_per_agent_reports)
+{
+    /* The same story, the host reporting each message once without a
+     * session key: nothing is armed, the speaker's runs count as before. */
+    open_discussion();
+    ck_assert_uint_eq(peek().awaiting, 0);
+    ck_assert_int_eq(claim(TTH_BRAVO, "b1"), 0);
+    ck_assert_int_eq(end_run(TTH_BRAVO, "b1", "NO_REPLY"), OC_OK);
+    ck_assert_int_eq(claim(TTH_CHARLIE, "c1"), 0);
+    ck_assert_int_eq(end_run(TTH_CHARLIE, "c1", "NO_REPLY"), OC_OK);
+    ck_assert_uint_eq(peek().awaiting, 0);
+    /* A session key of the wrong type is refused by name, nothing changes. */
+    dg_turn_state before = peek();
+    json_t *ev = json_pack("{s:s, s:s, s:s, s:s}", "messageId", "499999999999999002",
+                           "channelId", CH1, "senderId", TTH_HUMAN_UID, "content", "hi");
+    json_t *ctx = json_pack("{s:s, s:i}", "channelId", CH1, "sessionKey", 5);
+    ck_assert_int_eq(tth_call(&H, "message_received", ev, ctx, NULL), OC_ERR_INVALID);
+    ck_assert(tth_log_has(&H, "ctx.sessionKey is not a string"));
+    dg_turn_state after = peek();
+    ck_assert(dg_turn_state_same(&before, &after));
+    json_decref(ev);
+    json_decref(ctx);
+}
+END_TEST
+
+/* ---- issue 13 bug 2: the host's error notices ---------------------------------- */
+
+/* reply_payload_sending of an error payload (isError: true) of agent in
+ * channel: 1 cancelled, 0 not, -1 error. */
+static int error_payload(const char *agent, const char *channel, const char *text)
+{
+    char key[256];
+    json_t *ctx = json_pack("{s:s, s:s, s:s, s:s}", "channelId", "discord", "accountId", agent,
+                            "conversationId", "channel:", "sessionKey",
+                            tth_session_key(key, sizeof key, agent, channel, NULL));
+    json_t *ev = json_pack("{s:{s:s, s:b}, s:s}", "payload", "text", text, "isError", 1, "kind",
+                           "final");
+    json_t *r = NULL;
+    int rc = tth_call(&H, "reply_payload_sending", ev, ctx, &r);
+    int out = rc != OC_OK ? -1 : 0;
+    if (rc == OC_OK && r) {
+        ck_assert(json_is_true(json_object_get(r, "cancel")));
+        ck_assert(json_is_string(json_object_get(r, "reason")));
+        out = 1;
+    }
+    json_decref(r);
+    json_decref(ev);
+    json_decref(ctx);
+    return out;
+}
+
+START_TEST(test_error_payload_of_the_speaker_is_cancelled)
+{
+    join3_and_ask();
+    ck_assert_int_eq(claim(TTH_ALPHA, "run-a1"), 0); /* the speaker */
+    ck_assert_int_eq(error_payload(TTH_ALPHA, CH1, WARNING), 1);
+    ck_assert(tth_log_has(&H, "error notice of alpha in channel " CH1 " not delivered: \""
+                          WARNING "\""));
+    /* An ordinary payload of the speaker still goes out. */
+    ck_assert_int_eq(payload(TTH_ALPHA, "run-a1", "my answer"), 0);
+    /* A long notice is logged cut at 120 characters. */
+    char long_text[400];
+    memset(long_text, 'x', sizeof long_text - 1);
+    long_text[sizeof long_text - 1] = '\0';
+    ck_assert_int_eq(error_payload(TTH_BRAVO, CH1, long_text), 1);
+    char want[160];
+    snprintf(want, sizeof want, "\"%.120s...\"", long_text);
+    ck_assert(tth_log_has(&H, want));
+}
+END_TEST
+
+START_TEST(test_error_payload_in_an_unmanaged_channel_is_untouched)
+{
+    /* One configured agent in CH0: not managed. */
+    ck_assert_int_eq(tth_resolve(&H, TTH_ALPHA, CH0, NULL), 0);
+    ck_assert_int_eq(error_payload(TTH_ALPHA, CH0, WARNING), 0);
+    /* A malformed isError is refused by name. */
+    char key[256];
+    json_t *ctx = json_pack("{s:s, s:s}", "channelId", "discord", "sessionKey",
+                            tth_session_key(key, sizeof key, TTH_ALPHA, CH0, NULL));
+    json_t *ev = json_pack("{s:{s:s, s:s}}", "payload", "text", WARNING, "isError", "yes");
+    json_t *r = NULL;
+    ck_assert_int_eq(tth_call(&H, "reply_payload_sending", ev, ctx, &r), OC_ERR_INVALID);
+    ck_assert_ptr_null(r);
+    ck_assert(tth_log_has(&H, "event.payload.isError of alpha is not a boolean"));
+    json_decref(ev);
+    json_decref(ctx);
+}
+END_TEST
+
 Suite *make_claim_suite(void)
 {
     Suite *s = suite_create("claim");
@@ -388,5 +668,20 @@ Suite *make_claim_suite(void)
     tcase_add_test(tc, test_old_host_without_claim_hooks_still_starts);
     tcase_add_test(tc, test_malformed_claim_input_is_refused);
     suite_add_tcase(s, tc);
+    TCase *wake = tcase_create("wake");
+    tcase_add_checked_fixture(wake, setup, teardown);
+    tcase_set_timeout(wake, 60);
+    tcase_add_test(wake, test_stale_run_before_the_idle_reminder_is_claimed);
+    tcase_add_test(wake, test_stale_run_before_the_idle_reminder_is_swapped);
+    tcase_add_test(wake, test_human_message_ends_the_wait);
+    tcase_add_test(wake, test_kickoff_wakes_the_first_participant);
+    tcase_add_test(wake, test_no_wait_without_per_agent_reports);
+    suite_add_tcase(s, wake);
+    TCase *err = tcase_create("error_payload");
+    tcase_add_checked_fixture(err, setup, teardown);
+    tcase_set_timeout(err, 60);
+    tcase_add_test(err, test_error_payload_of_the_speaker_is_cancelled);
+    tcase_add_test(err, test_error_payload_in_an_unmanaged_channel_is_untouched);
+    suite_add_tcase(s, err);
     return s;
 }

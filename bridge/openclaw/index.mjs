@@ -810,12 +810,12 @@ function hookEvent(hook, ev = {}, octx = {}) {
 function hookCtx(hook, ev = {}, octx = {}) {
   if (hook === 'gateway_start' || hook === 'gateway_stop') return {};
   if (hook === 'message_received') {
-    // Fired once per account that saw the message; the session key (and
-    // the agent in it) tells which agent's session it was delivered to.
     const e = messageReceivedEvent(ev, octx);
-    const key = octx.sessionKey ?? ev.sessionKey;
-    const p = parseSessionKey(key);
-    return compact({ channelId: e.channelId, accountId: octx.accountId, sessionKey: key, agentId: p?.agentId });
+    // OpenClaw fires message_received once per agent session: the session
+    // key tells the plugin which agent this report is for (its wait for a
+    // wake message ends on the moderator's message reaching that agent).
+    return compact({ channelId: e.channelId, accountId: octx.accountId,
+      sessionKey: ev.sessionKey ?? octx.sessionKey });
   }
   // message_sending's and reply_payload_sending's OpenClaw context is a
   // message context without agentId: the session key names the agent.

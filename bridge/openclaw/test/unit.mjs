@@ -139,7 +139,7 @@ await step('before_model_resolve: context renamed, override merged, no override 
   assert.deepEqual(seen.event, { prompt: 'talk' });
   assert.equal(seen.calls, 2);
   assert.deepEqual(seen.ctx, { agentId: 'planner', sessionKey: threadCtx.sessionKey, sessionId: 'sid-1',
-    workspaceDir: '/ws/planner', channelId: '111', threadId: '222', messageProvider: 'discord' });
+    workspaceDir: '/ws/planner', channelId: '111', threadId: '222', runId: 'r0', messageProvider: 'discord' });
 });
 
 await step('before_prompt_build and message_sending results', async () => {
@@ -170,7 +170,7 @@ await step('agent_end: this run only (output, toolCalls), once per runId', async
   let seen = (await stats()).seen.agent_end;
   assert.deepEqual(seen.event, { runId: 'run-7', success: true, output: 'done', toolCalls: 1 });
   assert.deepEqual(seen.ctx, { agentId: 'planner', sessionKey: 'agent:planner:discord:channel:111',
-    channelId: '111', messageProvider: 'discord' });
+    channelId: '111', runId: 'run-7', messageProvider: 'discord' });
   // OpenClaw's retry of the same run: not forwarded a second time.
   await runObserve('agent_end', { runId: 'run-7', messages: [...messages, { role: 'user', content: 'again' },
     { role: 'assistant', content: [{ type: 'text', text: 'NO_REPLY' }] }], success: true }, octx);
@@ -188,7 +188,8 @@ await step('message_received: Discord ids from the session key, mentions from th
   const seen = (await stats()).seen.message_received;
   assert.deepEqual(seen.event, { messageId: 'm1', channelId: '111', threadId: '222', guildId: '9', isDm: false,
     senderId: '5', senderIsBot: false, content: 'hi <@1002> and <@!1003> <@1002>', mentions: ['1002', '1003'] });
-  assert.deepEqual(seen.ctx, { channelId: '111', accountId: 'a1' });
+  assert.deepEqual(seen.ctx, { channelId: '111', accountId: 'a1',
+    sessionKey: 'agent:planner:discord:channel:111:thread:222' });
 });
 
 await step('plugin threads call log/session_patch/sessions_list while 300 calls are in flight', async () => {
