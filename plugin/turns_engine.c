@@ -2312,7 +2312,7 @@ int dg_turns_wake_with_result(dg_store *st, const char *origin_channel_id,
             return rc;
     }
     /* The mirrors reload this channel before their next use. */
-    log_channel_change(origin_channel_id);
+    log_channel_change(origin_channel_id, initiator_agent_id); /* the result wakes it */
     dg_scope sc;
     if ((rc = dg_scope_conversation(origin_channel_id, &sc)))
         return rc;

@@ -127,7 +127,9 @@ try {
 // scripted models, loopback ports, the fake Discord's REST base for the
 // moderator, the staged plugin folder, no update checks.
 const EXAMPLE = path.join(HERE, '..', 'example', 'openclaw.json');
-const example = JSON.parse(fs.readFileSync(EXAMPLE, 'utf8'));
+// OpenClaw substitutes ${VARS} in values, not in keys: the guild's id is
+// written into the file by hand (YOUR_GUILD_ID), as README says.
+const example = JSON.parse(fs.readFileSync(EXAMPLE, 'utf8').replaceAll('YOUR_GUILD_ID', GUILD));
 const readme = fs.readFileSync(path.join(HERE, '..', '..', '..', 'README.md'), 'utf8');
 const squash = (t) => t.replace(/\s+/g, ' ').trim();
 check('README "Use it in OpenClaw" shows exactly the configuration this stage runs',
