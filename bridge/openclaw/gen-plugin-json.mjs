@@ -71,6 +71,8 @@ const plugin = {
   // (api.on), so the manifest's contracts.hooks has no meaning there.
   contracts: { tools: structuredClone((manifest.contracts && manifest.contracts.tools) || []) },
   activation: { onStartup: true },
+  // Read by the bridge (index.mjs): hooks it may call on Node's main thread.
+  ...(manifest.threading ? { threading: structuredClone(manifest.threading) } : {}),
 };
 
 const text = `${JSON.stringify(plugin, null, 2)}\n`;

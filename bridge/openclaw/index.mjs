@@ -14,9 +14,11 @@
 // callback that a foreign thread calls (the plugin's outbox thread logging,
 // say) to the main thread and blocks that thread until the callback has run
 // there. So the main thread must never wait for the plugin while the plugin
-// might wait for it: every call into the plugin except init runs with
-// koffi's .async on a worker thread while the main thread keeps its event
-// loop free. init runs synchronously (OpenClaw's register() is synchronous
+// might wait for it: every call into the plugin except init, and the hooks
+// the plugin's manifest declares synchronous (threading.synchronousHooks:
+// they never wait for a thread that calls the host), runs with koffi's
+// .async on a worker thread while the main thread keeps its event loop
+// free. init runs synchronously (OpenClaw's register() is synchronous
 // and tools and hooks must be registered inside it); the ABI forbids the
 // plugin's own threads to call the host before init returns, so that is
 // safe. shutdown is always .async and only starts once no call is in
@@ -64,8 +66,15 @@ const ENDED_RUNS_KEPT = 512;
 
 // Plugin id and manifest: the generated openclaw.plugin.json beside us.
 let PLUGIN_ID = 'dirigent';
+// Hooks the plugin declares safe to call synchronously (manifest
+// "threading.synchronousHooks"): they never wait for a lock held by a
+// thread that calls the host. Every other call goes through .async.
+let SYNC_HOOKS = new Set();
 try {
-  PLUGIN_ID = JSON.parse(fs.readFileSync(new URL('./openclaw.plugin.json', import.meta.url), 'utf8')).id || PLUGIN_ID;
+  const m = JSON.parse(fs.readFileSync(new URL('./openclaw.plugin.json', import.meta.url), 'utf8'));
+  PLUGIN_ID = m.id || PLUGIN_ID;
+  const declared = m.threading && m.threading.synchronousHooks;
+  if (Array.isArray(declared)) SYNC_HOOKS = new Set(declared.filter((h) => h === 'before_model_resolve'));
 } catch { /* the loader itself reports a missing manifest */ }
 
 // ---- process-wide state ------------------------------------------------------
@@ -152,6 +161,8 @@ function loadNative(opts, rootDir) {
     k, soPath, lib,
     json_loads: jl.func('void *json_loads(const char *input, size_t flags, void *error)'),
     json_dumps: jl.func('void *json_dumps(void *json, size_t flags)'),
+    // The buffer as a plain pointer: jansson writes into the Buffer's memory.
+    json_dumpb: jl.func('size_t json_dumpb(void *json, void *buffer, size_t size, size_t flags)'),
     json_array: jl.func('void *json_array(void)'),
     json_array_append_new: jl.func('int json_array_append_new(void *array, void *value)'),
     json_delete: jl.func('void json_delete(void *json)'),
@@ -170,6 +181,9 @@ function loadNative(opts, rootDir) {
       sessions_list: 'void *', log: 'void *',
     }),
     HandlerFn: k.proto('int dg_bridge_handler_fn(void *state, void *a, void *b, _Out_ void **result)'),
+    // The synchronous path passes one preallocated result slot instead of
+    // koffi's output marshalling.
+    HandlerSlotFn: k.proto('int dg_bridge_handler_slot_fn(void *state, void *a, void *b, void *result)'),
     InitFn: k.proto('int dg_bridge_init_fn(void *api, void *config, _Out_ void **state, void *err, size_t err_len)'),
     ShutdownFn: k.proto('void dg_bridge_shutdown_fn(void *state)'),
     fnCache: new Map(),
@@ -281,6 +295,108 @@ async function callHandler(inst, fnPtr, a, b) {
     decref(pa);
     decref(pb);
   }
+}
+
+// Inputs of the synchronous path by their JSON text: a run asks
+// before_model_resolve with the same event and context several times, and
+// a session's context repeats across runs, so most calls skip json_loads
+// and the release. The plugin only borrows its inputs (plugin.h), so a
+// cached value is never changed or kept by it. Bounded; oldest out first.
+const INPUT_CACHE_MAX = 256;
+const inputCache = new Map(); // JSON text -> jansson pointer (one reference, ours)
+
+function cachedJson(value) {
+  const text = JSON.stringify(value ?? null);
+  return cachedJsonText(text);
+}
+
+function cachedJsonText(text) {
+  let p = inputCache.get(text);
+  if (p !== undefined) return p;
+  const n = g.native;
+  p = n.json_loads(text, JSON_DECODE_ANY, null);
+  if (isNull(p)) throw new Error('json_loads refused a value the bridge encoded (out of memory?)');
+  inputCache.set(text, p);
+  if (inputCache.size > INPUT_CACHE_MAX) {
+    const [oldest, op] = inputCache.entries().next().value;
+    inputCache.delete(oldest);
+    decref(op);
+  }
+  return p;
+}
+
+const promptCache = new Map(); // prompt -> jansson {prompt} (ours)
+const NO_PROMPT = Symbol('no prompt');
+function promptEvent(prompt) {
+  const key = prompt === undefined ? NO_PROMPT : prompt;
+  let p = promptCache.get(key);
+  if (p !== undefined) return p;
+  p = toJson(prompt === undefined ? {} : { prompt });
+  promptCache.set(key, p);
+  if (promptCache.size > INPUT_CACHE_MAX) {
+    const [oldest, op] = promptCache.entries().next().value;
+    promptCache.delete(oldest);
+    decref(op);
+  }
+  return p;
+}
+
+// A result into JS through one reusable buffer (json_dumpb: no allocation
+// on either side); a result too large for it goes the general way.
+const RESULT_BUF = Buffer.alloc(4096);
+
+// Results by their text: a plugin gives the same few answers again and
+// again (an override, a cancel), so the parsed value is kept. Callers must
+// not change what they get (hookResult copies fields into a new object).
+const resultCache = new Map();
+function takeResult(p) {
+  const n = g.native;
+  try {
+    const len = Number(n.json_dumpb(p, RESULT_BUF, RESULT_BUF.length, JSON_COMPACT | JSON_ENCODE_ANY));
+    if (len > 0 && len <= RESULT_BUF.length) {
+      const text = RESULT_BUF.latin1Slice(0, len);
+      let v = resultCache.get(text);
+      if (v === undefined) {
+        v = JSON.parse(RESULT_BUF.toString('utf8', 0, len));
+        if (resultCache.size < INPUT_CACHE_MAX) resultCache.set(text, v);
+      }
+      return v;
+    }
+    return fromJson(p);
+  } finally {
+    release(p);
+  }
+}
+
+// decref for a value that is usually ours alone: jansson's json_t is
+// {json_type type; size_t refcount}, so a refcount of 1 (nobody else holds
+// it) lets json_delete free it in one call; otherwise the general decref.
+const REFCOUNT_OFFSET = 8;
+function release(p) {
+  const n = g.native;
+  if (n.k.decode(p, REFCOUNT_OFFSET, 'size_t') === 1) n.json_delete(p);
+  else decref(p);
+}
+
+function toJsonOwned(value) {
+  return toJson(value);
+}
+
+// The same on the calling thread (SYNC_HOOKS only); ctxPtr is a jansson
+// value the caller keeps.
+let resultSlot = null;
+const slotFns = new Map();
+function callHandlerSync(inst, fnPtr, evPtr, ctxPtr) {
+  const n = g.native;
+  const k = n.k;
+  const key = String(fnPtr);
+  let f = slotFns.get(key);
+  if (!f) slotFns.set(key, (f = k.decode(fnPtr, n.HandlerSlotFn)));
+  if (!resultSlot) resultSlot = k.alloc('void *', 1);
+  k.encode(resultSlot, 'void *', null);
+  const status = f(inst.state, evPtr, ctxPtr, resultSlot);
+  const out = k.decode(resultSlot, 'void *');
+  return { status, result: isNull(out) ? undefined : takeResult(out) };
 }
 
 // ---- host callbacks (oc_host_api) -------------------------------------------------
@@ -692,6 +808,33 @@ function agentCtx(octx = {}) {
   });
 }
 
+// agentCtx of the decision path, cached by the OpenClaw fields it reads:
+// a run asks several times and a session's fields repeat, and renaming
+// costs more than the decision itself. The entry also carries the jansson
+// value of the renamed context (created on first use, ours). Bounded.
+const CTX_FIELDS = ['agentId', 'sessionKey', 'sessionId', 'workspaceDir', 'channelId', 'threadId',
+  'conversationId', 'accountId', 'runId', 'messageProvider', 'channel'];
+const CTX_CACHE_MAX = 256;
+const ctxCache = new Map(); // field values joined -> {ctx, ptr}
+
+function agentCtxEntry(octx = {}) {
+  let key = '';
+  for (const f of CTX_FIELDS) {
+    const v = octx[f];
+    key += `${v === undefined || v === null ? '' : typeof v === 'string' ? v : JSON.stringify(v)}\u001f`;
+  }
+  let e = ctxCache.get(key);
+  if (e) return e;
+  e = { ctx: agentCtx(octx), ptr: null };
+  ctxCache.set(key, e);
+  if (ctxCache.size > CTX_CACHE_MAX) {
+    const [oldest, old] = ctxCache.entries().next().value;
+    ctxCache.delete(oldest);
+    if (old.ptr) decref(old.ptr);
+  }
+  return e;
+}
+
 function toolCtx(octx = {}) {
   const p = parseSessionKey(octx.sessionKey);
   const dc = octx.deliveryContext ?? {};
@@ -822,6 +965,21 @@ function hookCtx(hook, ev = {}, octx = {}) {
   return agentCtx({ ...octx, sessionKey: octx.sessionKey ?? ev.sessionKey, runId: octx.runId ?? ev.runId });
 }
 
+// hookResult of the synchronous path, by the (cached, shared) result value.
+const hookResultMemo = new Map(); // hook -> Map(result value -> answer)
+function hookResultCached(hook, r) {
+  if (!r || typeof r !== 'object') return undefined;
+  let m = hookResultMemo.get(hook);
+  if (!m) hookResultMemo.set(hook, (m = new Map()));
+  let a = m.get(r);
+  if (a === undefined && !m.has(r)) {
+    a = hookResult(hook, r);
+    if (m.size < INPUT_CACHE_MAX) m.set(r, a);
+  }
+  // A copy: the host may change what it gets.
+  return a && { ...a };
+}
+
 // Only the result fields the ABI defines for each hook reach OpenClaw.
 function hookResult(hook, r) {
   if (!r || typeof r !== 'object') return undefined;
@@ -923,6 +1081,52 @@ async function dispatchModify(seq, hook, oev, octx) {
   }
 }
 
+// Hooks decided synchronously on the calling (main) thread (SYNC_HOOKS, as
+// the plugin's manifest declares them) when nothing is in the way: a decision that only reads the plugin's turn state costs a
+// few microseconds this way, against a thread hop and a promise round trip
+// of ~30 us through koffi's .async. Safe only because the plugin declares
+// it: such a hook never waits for a lock held by a thread that calls the
+// host (Dirigent's own threads and store transactions log through its log
+// pump), so the main thread waiting for the plugin can never wait for a
+// thread that waits for the main thread. Only before_model_resolve is
+// taken this way (the one decision hosts ask for on every model call).
+
+function dispatchModifyFast(seq, hook, oev, octx) {
+  const ce = agentCtxEntry(octx);
+  const ctx = ce.ctx;
+  const inst = g.instance;
+  const ch = ctx.channelId;
+  if (!inst || g.transition || (ch && pendingIngest.has(ch))) return dispatchModify(seq, hook, oev, octx);
+  try {
+    seeSession(ctx);
+    const reg = inst.hooks[seq];
+    if (!reg || reg.hook !== hook) return undefined;
+    // before_model_resolve's event is {prompt?}: cached by the prompt itself
+    // (a string's hash is computed once), other events by their JSON text.
+    const evPtr = hook === 'before_model_resolve'
+      ? promptEvent(oev && typeof oev.prompt === 'string' ? oev.prompt : undefined)
+      : cachedJson(hookEvent(hook, oev, octx));
+    if (!ce.ptr) ce.ptr = toJsonOwned(ctx);
+    inst.inflight += 1;
+    let r;
+    try {
+      r = callHandlerSync(inst, reg.fn, evPtr, ce.ptr);
+    } finally {
+      inst.inflight -= 1;
+      if (inst.inflight === 0 && inst.idle) inst.idle();
+    }
+    if (r.status !== OC.OK) {
+      const msg = r.result && r.result.error && r.result.error.message;
+      log(2, `hook ${hook} returned ${statusName(r.status)}${msg ? `: ${msg}` : ''}; treated as no result`);
+      return undefined;
+    }
+    return hookResultCached(hook, r.result);
+  } catch (e) {
+    log(3, `${hook} failed in the bridge: ${e.stack ?? e}`);
+    return undefined;
+  }
+}
+
 function isOneShot() {
   if (g.gatewayStarted) return false;
   if (g.oneShotSeen) return true;
@@ -983,7 +1187,7 @@ async function dispatchObserve(hook, oev, octx) {
 // its persistent override (session_patch) on every run.
 function bridgeModelResolve(oev, octx) {
   try {
-    const ctx = agentCtx(octx);
+    const ctx = agentCtxEntry(octx).ctx;
     seeSession(ctx);
     return ctx.sessionKey ? g.sessions.override(ctx.sessionKey) : undefined;
   } catch (e) {
@@ -1038,7 +1242,9 @@ function registerWithOpenClaw(api) {
   api.on('before_model_resolve', bridgeModelResolve, { priority: BRIDGE_PRIORITY });
   for (const [i, h] of g.surface.hooks.entries()) {
     if (MODIFY_HOOKS.has(h.hook))
-      api.on(h.hook, (ev, ctx) => dispatchModify(i, h.hook, ev, ctx), { priority: h.priority });
+      api.on(h.hook, SYNC_HOOKS.has(h.hook)
+        ? (ev, ctx) => dispatchModifyFast(i, h.hook, ev, ctx)
+        : (ev, ctx) => dispatchModify(i, h.hook, ev, ctx), { priority: h.priority });
   }
   for (const hook of OBSERVE_HOOKS) {
     const regs = g.surface.hooks.filter((h) => h.hook === hook);
