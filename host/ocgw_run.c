@@ -562,7 +562,8 @@ static int payload_sending(ocgw *g, const ocgw_agent *a, json_t *run, const ocgw
                             a->id, "conversationId", conv, "sessionKey", sget(run, "sessionKey"),
                             "runId", sget(run, "runId"));
     json_t *ev = json_pack("{s:{s:s, s:b}, s:s, s:s, s:s, s:s}", "payload", "text", out,
-                           "isError", 0, "kind", "final", "channel", "discord", "sessionKey",
+                           "isError", json_is_true(json_object_get(run, "isError")), "kind",
+                           "final", "channel", "discord", "sessionKey",
                            sget(run, "sessionKey"), "runId", sget(run, "runId"));
     free(conv);
     json_t *res = NULL;
@@ -662,6 +663,8 @@ static int do_run(ocgw *g, json_t *run, const ocgw_msg *m)
         ocgw_say(g, "      %s: claimed by before_agent_reply (%s) -> no model call", a->id,
                  sget(run, "why"));
         sset(run, "output", "I finished the turn, but it did not produce a visible reply.");
+        /* OpenClaw marks this fallback as an error notice (isError). */
+        json_object_set_new(run, "isError", json_true());
         sset(run, "phase", g->cfg.agent_end_after_claim ? "model_done" : "ended");
         save(g);
         ph = sget(run, "phase");

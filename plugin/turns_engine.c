@@ -1646,7 +1646,12 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
     if (kind == DG_SENDER_HUMAN) {
         for (size_t i = 0; i < m->n_mentions; i++) {
             const dg_agent_cfg *a = dg_config_agent_by_user(&t->p->cfg, m->mentions[i]);
-            int mp = a ? member_pos(c, a->agent_id) : DG_NOBODY;
+            /* A configured agent a human asks by name belongs to the channel's
+             * order even before it was seen there (the first message of a
+             * channel comes before any agent's run). */
+            int mp = DG_NOBODY;
+            if (a && (rc = member_ensure(t, c, a->agent_id, now, &mp)))
+                return rc;
             if (mp != DG_NOBODY)
                 mentions |= (uint64_t)1 << mp;
         }

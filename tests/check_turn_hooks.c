@@ -1273,6 +1273,16 @@ START_TEST(test_plugin_threads_never_wait_on_a_busy_host_thread)
 }
 END_TEST
 
+/* The first message of a channel comes before any agent's run: an agent a
+ * human asks by name takes the turn although it was never seen there. */
+START_TEST(test_first_message_mentions_an_unseen_agent)
+{
+    const char *const mention_c[] = {TTH_CHARLIE_UID, NULL};
+    human_says(CH1, NULL, "@charlie a first question", mention_c);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 2);
+}
+END_TEST
+
 START_TEST(test_human_mention_limits_turns)
 {
     join3(CH1, NULL);
@@ -1726,6 +1736,7 @@ Suite *make_turn_hooks_suite(void)
     tcase_add_test(ch, test_loop_guard_notice_from_templates_dir);
     tcase_add_test(ch, test_timeout_moves_the_turn);
     tcase_add_test(ch, test_plugin_threads_never_wait_on_a_busy_host_thread);
+    tcase_add_test(ch, test_first_message_mentions_an_unseen_agent);
     tcase_add_test(ch, test_hung_speaker_times_out_without_further_events);
     tcase_add_test(ch, test_hung_speaker_times_out_after_a_restart);
     tcase_add_test(ch, test_human_mention_limits_turns);
