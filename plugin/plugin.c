@@ -14,6 +14,7 @@
 #include "dirigent.h"
 #include "discord.h"
 #include "discuss.h"
+#include "seen_set.h"
 #include "outbox.h"
 #include "register.h"
 #include "state_dir.h"
@@ -97,6 +98,7 @@ static void free_plugin(dg_plugin *p)
     dg_store_close(p->store);
     dg_templates_free(p->templates);
     dg_config_free(&p->cfg);
+    dg_seen_set_free(p->closed_seen);
     free(p);
 }
 
@@ -125,6 +127,11 @@ static int dg_init(const oc_host_api *api, const json_t *config, void **state, c
     }
     p->api = api;
     p->clock = dg_wall_clock_ms;
+    if (!(p->closed_seen = dg_seen_set_new())) {
+        free(p);
+        snprintf(err, err_len, "dirigent: out of memory");
+        return OC_ERR_NOMEM;
+    }
 
     if ((rc = dg_config_parse(config, &p->cfg, err, err_len)))
         goto fail;
