@@ -20,6 +20,7 @@ typedef struct dg_templates dg_templates;
 typedef struct dg_discord dg_discord;
 typedef struct dg_outbox dg_outbox;
 typedef struct dg_turns dg_turns;
+typedef struct dg_seen_set dg_seen_set;
 
 /* Injectable clock (tests move time by hand). Milliseconds since the epoch. */
 typedef int64_t (*dg_clock_fn)(void *clock_state);
@@ -40,6 +41,10 @@ typedef struct dg_plugin {
     dg_turns *turns;          /* turn engine (hooks area): created by
                                  dg_register_hooks, freed by dg_turns_free */
     atomic_int settled;       /* set by the first hook or tool call after init */
+    dg_seen_set *closed_seen; /* sessions already recorded in a closed discussion
+                                 channel (discuss.c); created by init, freed by
+                                 shutdown; NULL (hand-built plugins in tests):
+                                 the store is asked on every call */
 } dg_plugin;
 
 /*

@@ -1372,16 +1372,13 @@ int dg_discord_find_channel(dg_discord *d, const char *guild_id, const char *nam
     return OC_OK;
 }
 
-int dg_discord_post_message(dg_discord *d, const char *channel_id, const char *content,
-                            const char *const *mention_ids, size_t n_mentions,
-                            const char *nonce, char **message_id, dg_discord_err *err)
+/* Check a post's arguments and build its JSON body into *json (malloc'd,
+ * caller frees). Returns OC_OK or the error set in err. */
+static int post_body(const char *channel_id, const char *content,
+                     const char *const *mention_ids, size_t n_mentions, const char *nonce,
+                     char **json, dg_discord_err *err)
 {
-    if (err)
-        memset(err, 0, sizeof *err);
-    if (message_id)
-        *message_id = NULL;
-    if (!d)
-        return set_err(err, OC_ERR_INVALID, 0, 0, "post message: no client");
+    *json = NULL;
     if (!dg_discord_is_snowflake(channel_id))
         return set_err(err, OC_ERR_INVALID, 0, 0,
                        "post message: channel id must be a snowflake (1-20 digits)");
@@ -1416,13 +1413,30 @@ int dg_discord_post_message(dg_discord *d, const char *channel_id, const char *c
         json_object_set_new(body, "nonce", json_string(nonce));
         json_object_set_new(body, "enforce_nonce", json_true());
     }
-    char *json = body ? dump(body) : NULL;
-    if (!json)
+    *json = body ? dump(body) : NULL;
+    if (!*json)
         return set_err(err, OC_ERR_NOMEM, 0, 1, "post message: out of memory");
+    return OC_OK;
+}
+
+int dg_discord_post_message(dg_discord *d, const char *channel_id, const char *content,
+                            const char *const *mention_ids, size_t n_mentions,
+                            const char *nonce, char **message_id, dg_discord_err *err)
+{
+    if (err)
+        memset(err, 0, sizeof *err);
+    if (message_id)
+        *message_id = NULL;
+    if (!d)
+        return set_err(err, OC_ERR_INVALID, 0, 0, "post message: no client");
+    char *json = NULL;
+    int rc = post_body(channel_id, content, mention_ids, n_mentions, nonce, &json, err);
+    if (rc != OC_OK)
+        return rc;
     char path[64];
     snprintf(path, sizeof path, "/channels/%s/messages", channel_id);
     json_t *resp = NULL;
-    int rc = do_request(d, "POST", path, json, nonce != NULL, &resp, err);
+    rc = do_request(d, "POST", path, json, nonce != NULL, &resp, err);
     free(json);
     if (rc != OC_OK)
         return rc;
@@ -1557,4 +1571,471 @@ int dg_discord_get_messages(dg_discord *d, const char *channel_id, const char *a
     *msgs = out;
     *n = cnt;
     return OC_OK;
+}
+
+/* ---- pipelined posts (issue 14) ----------------------------------------------------
+ *
+ * Several message posts in flight at once on one curl multi, driven by the
+ * caller's thread. Each post keeps every rule of dg_discord_post_message:
+ * rate-limit permits (never waited for here: a post whose permit is not
+ * there yet waits on its own timer while the others go on), 429 retries,
+ * 5xx and transport retries with the client's back-off, the call's time
+ * bound, the abort switch. Handles are configured once; per attempt only
+ * the URL, the body and the remaining time are set. */
+
+typedef struct preq {
+    int used;                  /* 1: a post owns this entry */
+    int active;                /* its transfer is in the multi */
+    uint64_t tag;
+    char route[96];
+    char url[256];
+    char *json;                /* body, owned */
+    int64_t deadline, not_before;
+    int failures, n429;
+    CURL *easy;                /* configured once at pipe_new */
+    xfer x;
+    char cerr[CURL_ERROR_SIZE];
+    dg_discord_err e;
+} preq;
+
+struct dg_discord_pipe {
+    dg_discord *d;
+    CURLM *multi;
+    size_t cap, busy;
+    preq *reqs;
+    atomic_int woken;          /* set by dg_discord_pipe_wakeup */
+};
+
+/* Take route's permit without waiting. 1: taken; 0: not before *until
+ * (monotonic ms; -1: when another request of the route ends); -1: aborted;
+ * -2: out of memory. */
+static int rl_try(dg_discord *d, const char *route, int64_t *until)
+{
+    pthread_mutex_lock(&d->mu);
+    int rc = 0;
+    int64_t now = mono_ms();
+    if (atomic_load(&d->abort)) {
+        rc = -1;
+    } else if (d->global_until > now) {
+        *until = d->global_until;
+    } else {
+        rl_route *r = route_get(d, route);
+        if (!r) {
+            rc = -2;
+        } else if (!r->known) {
+            if (r->inflight == 0) {
+                r->inflight++;
+                rc = 1;
+            } else {
+                *until = -1;
+            }
+        } else {
+            if (r->remaining <= 0 && r->reset_at <= now)
+                r->remaining = r->limit > 0 ? r->limit : 1;
+            if (r->remaining > 0) {
+                r->remaining--;
+                r->inflight++;
+                rc = 1;
+            } else {
+                *until = r->reset_at;
+            }
+        }
+    }
+    pthread_mutex_unlock(&d->mu);
+    return rc;
+}
+
+int dg_discord_pipe_new(dg_discord *d, size_t cap, dg_discord_pipe **out)
+{
+    *out = NULL;
+    if (!d || cap == 0 || cap > 256)
+        return OC_ERR_INVALID;
+    dg_discord_pipe *p = calloc(1, sizeof *p);
+    if (!p)
+        return OC_ERR_NOMEM;
+    p->d = d;
+    p->cap = cap;
+    p->reqs = calloc(cap, sizeof *p->reqs);
+    p->multi = curl_multi_init();
+    if (!p->reqs || !p->multi) {
+        dg_discord_pipe_free(p);
+        return OC_ERR_NOMEM;
+    }
+    curl_multi_setopt(p->multi, CURLMOPT_MAXCONNECTS, (long)cap + 2);
+    for (size_t i = 0; i < cap; i++) {
+        preq *q = &p->reqs[i];
+        CURL *e = q->easy = curl_easy_init();
+        if (!e) {
+            dg_discord_pipe_free(p);
+            return OC_ERR_NOMEM;
+        }
+        curl_easy_setopt(e, CURLOPT_PRIVATE, q);
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, d->headers);
+        curl_easy_setopt(e, CURLOPT_USERAGENT, d->user_agent);
+        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, d->connect_ms < d->timeout_ms
+                                                           ? d->connect_ms : d->timeout_ms);
+        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(e, CURLOPT_WRITEDATA, &q->x);
+        curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(e, CURLOPT_HEADERDATA, &q->x);
+        curl_easy_setopt(e, CURLOPT_ERRORBUFFER, q->cerr);
+        curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+        /* Every post here carries a nonce: a resend on a dead keep-alive
+         * connection returns the first message, so reuse is safe. */
+        curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 0L);
+#if LIBCURL_VERSION_NUM >= 0x075500
+        curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+        curl_easy_setopt(e, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+        curl_easy_setopt(e, CURLOPT_POST, 1L);
+    }
+    *out = p;
+    return OC_OK;
+}
+
+/* End q: its result into *done; the entry is free again. */
+static void preq_finish(dg_discord_pipe *p, preq *q, int rc, char *message_id,
+                        dg_discord_done *done)
+{
+    if (q->active) {
+        curl_multi_remove_handle(p->multi, q->easy);
+        q->active = 0;
+    }
+    scrub_token(p->d, q->e.message);
+    done->tag = q->tag;
+    done->rc = rc;
+    done->message_id = message_id;
+    done->err = q->e;
+    free(q->json);
+    q->json = NULL;
+    free(q->x.body);
+    memset(&q->x, 0, sizeof q->x);
+    q->used = 0;
+    p->busy--;
+}
+
+void dg_discord_pipe_free(dg_discord_pipe *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; p->reqs && i < p->cap; i++) {
+        preq *q = &p->reqs[i];
+        if (q->active) {
+            curl_multi_remove_handle(p->multi, q->easy);
+            rl_release(p->d, q->route, NULL, 0, 0, 0);
+        }
+        free(q->json);
+        free(q->x.body);
+        if (q->easy)
+            curl_easy_cleanup(q->easy);
+    }
+    free(p->reqs);
+    if (p->multi)
+        curl_multi_cleanup(p->multi);
+    free(p);
+}
+
+size_t dg_discord_pipe_busy(const dg_discord_pipe *p)
+{
+    return p ? p->busy : 0;
+}
+
+void dg_discord_pipe_wakeup(dg_discord_pipe *p)
+{
+#if LIBCURL_VERSION_NUM >= 0x074400
+    if (p) {
+        atomic_store(&p->woken, 1);
+        curl_multi_wakeup(p->multi);
+    }
+#else
+    if (p)
+        atomic_store(&p->woken, 1);
+#endif
+}
+
+int dg_discord_pipe_post(dg_discord_pipe *p, uint64_t tag, const char *channel_id,
+                         const char *content, const char *const *mention_ids, size_t n_mentions,
+                         const char *nonce, dg_discord_err *err)
+{
+    if (err)
+        memset(err, 0, sizeof *err);
+    if (!p || !nonce)
+        return set_err(err, OC_ERR_INVALID, 0, 0, "post message: a pipelined post needs a "
+                                                  "nonce");
+    if (p->busy == p->cap)
+        return set_err(err, OC_ERR_INVALID, 0, 1, "post message: the pipe is full");
+    preq *q = NULL;
+    for (size_t i = 0; i < p->cap && !q; i++)
+        if (!p->reqs[i].used)
+            q = &p->reqs[i];
+    char *json = NULL;
+    int rc = post_body(channel_id, content, mention_ids, n_mentions, nonce, &json, err);
+    if (rc != OC_OK)
+        return rc;
+    q->used = 1;
+    q->active = 0;
+    q->tag = tag;
+    q->json = json;
+    char path[64];
+    snprintf(path, sizeof path, "/channels/%s/messages", channel_id);
+    route_key("POST", path, q->route, sizeof q->route);
+    snprintf(q->url, sizeof q->url, "%s%s", p->d->base, path);
+    int64_t now = mono_ms();
+    q->deadline = now + p->d->timeout_ms;
+    q->not_before = now;
+    q->failures = q->n429 = 0;
+    memset(&q->e, 0, sizeof q->e);
+    memset(&q->x, 0, sizeof q->x);
+    p->busy++;
+    return OC_OK;
+}
+
+/* Start q's next attempt if it is due and has its permit; otherwise
+ * push its timer. Returns 1 when q ended (result in *done). */
+static int preq_start(dg_discord_pipe *p, preq *q, int64_t now, dg_discord_done *done)
+{
+    dg_discord *d = p->d;
+    int64_t until = 0;
+    int r = rl_try(d, q->route, &until);
+    if (r == -1) {
+        aborted_err(&q->e, q->route);
+        preq_finish(p, q, OC_ERR_IO, NULL, done);
+        return 1;
+    }
+    if (r == -2) {
+        set_err(&q->e, OC_ERR_NOMEM, 0, 1, "out of memory for rate-limit state");
+        preq_finish(p, q, OC_ERR_NOMEM, NULL, done);
+        return 1;
+    }
+    if (r == 0) {
+        if (until > q->deadline) {
+            q->e.retry_after_ms = (long)(until - now);
+            set_err(&q->e, OC_ERR_IO, q->e.http_status, 1,
+                    "rate limited: %s is held back for another %lld ms, longer than this call "
+                    "may wait; try again later",
+                    q->route, (long long)(until - now));
+            preq_finish(p, q, OC_ERR_IO, NULL, done);
+            return 1;
+        }
+        if (until < 0 && now >= q->deadline) {
+            set_err(&q->e, OC_ERR_IO, 0, 1, "timed out: %s waited for another request on a "
+                                            "route whose bucket is not known yet; try again later",
+                    q->route);
+            preq_finish(p, q, OC_ERR_IO, NULL, done);
+            return 1;
+        }
+        q->not_before = until < 0 ? now + 2 : until;
+        return 0;
+    }
+    long tmo = (long)(q->deadline - now);
+    if (tmo <= 0) {
+        rl_release(d, q->route, NULL, 0, 0, 0);
+        set_err(&q->e, OC_ERR_IO, q->e.http_status, 1,
+                "timed out: %s got no answer within %ld ms; try again later", q->route,
+                d->timeout_ms);
+        preq_finish(p, q, OC_ERR_IO, NULL, done);
+        return 1;
+    }
+    q->cerr[0] = '\0';
+    free(q->x.body);
+    memset(&q->x, 0, sizeof q->x);
+    curl_easy_setopt(q->easy, CURLOPT_URL, q->url);
+    curl_easy_setopt(q->easy, CURLOPT_POSTFIELDS, q->json);
+    curl_easy_setopt(q->easy, CURLOPT_POSTFIELDSIZE, (long)strlen(q->json));
+    curl_easy_setopt(q->easy, CURLOPT_TIMEOUT_MS, tmo);
+    if (curl_multi_add_handle(p->multi, q->easy) != CURLM_OK) {
+        rl_release(d, q->route, NULL, 0, 0, 0);
+        set_err(&q->e, OC_ERR_IO, 0, 1, "%s could not be started", q->route);
+        preq_finish(p, q, OC_ERR_IO, NULL, done);
+        return 1;
+    }
+    q->active = 1;
+    return 0;
+}
+
+/* A retry of q after a failure: wait, or end q when no time is left.
+ * Returns 1 when q ended. */
+static int preq_retry(dg_discord_pipe *p, preq *q, long http, const char *why,
+                      dg_discord_done *done)
+{
+    dg_discord *d = p->d;
+    if (q->failures >= d->max_attempts) {
+        if (http)
+            set_err(&q->e, OC_ERR_IO, http, 1, "Discord answered %ld to %s %d times: %s; try "
+                                               "again later",
+                    http, q->route, q->failures, why);
+        else
+            set_err(&q->e, OC_ERR_IO, 0, 1, "no answer from Discord for %s after %d attempt%s: "
+                                            "%s",
+                    q->route, q->e.attempts, q->e.attempts == 1 ? "" : "s", why);
+        preq_finish(p, q, OC_ERR_IO, NULL, done);
+        return 1;
+    }
+    long wait = backoff_ms(d, q->failures);
+    if (http)
+        logf_(d, OC_LOG_WARN, "discord: %s answered %ld (%s); retry %d of %d in %ld ms",
+              q->route, http, why, q->failures, d->max_attempts - 1, wait);
+    else
+        logf_(d, OC_LOG_WARN, "discord: %s failed (%s); retry %d of %d in %ld ms", q->route,
+              why, q->failures, d->max_attempts - 1, wait);
+    if (mono_ms() + wait >= q->deadline) {
+        set_err(&q->e, OC_ERR_IO, http, 1, "timed out: %s failed (%s) and no time is left in "
+                                           "its %ld ms to retry",
+                q->route, why, d->timeout_ms);
+        preq_finish(p, q, OC_ERR_IO, NULL, done);
+        return 1;
+    }
+    q->not_before = mono_ms() + wait;
+    return 0;
+}
+
+/* q's transfer ended with cc. Returns 1 when q ended (result in *done). */
+static int preq_done(dg_discord_pipe *p, preq *q, CURLcode cc, dg_discord_done *done)
+{
+    dg_discord *d = p->d;
+    curl_multi_remove_handle(p->multi, q->easy);
+    q->active = 0;
+    long http = 0;
+    if (cc == CURLE_OK)
+        curl_easy_getinfo(q->easy, CURLINFO_RESPONSE_CODE, &http);
+    q->e.attempts++;
+    long ra = 0;
+    int global = 0;
+    if (cc == CURLE_OK && http == 429)
+        ra = retry_after_of(&q->x, &global);
+    rl_release(d, q->route, cc == CURLE_OK ? &q->x.h : NULL, cc == CURLE_OK ? http : 0, ra,
+               global);
+    if (cc != CURLE_OK) {
+        q->failures++;
+        if (cc == CURLE_WRITE_ERROR && q->x.too_big)
+            snprintf(q->cerr, CURL_ERROR_SIZE, "answer larger than %u bytes", MAX_BODY);
+        const char *why = q->cerr[0] ? q->cerr : curl_easy_strerror(cc);
+        if (cc == CURLE_OPERATION_TIMEDOUT || mono_ms() >= q->deadline) {
+            set_err(&q->e, OC_ERR_IO, 0, 1,
+                    "timed out: %s got no answer within %ld ms (%s); try again later", q->route,
+                    d->timeout_ms, why);
+            preq_finish(p, q, OC_ERR_IO, NULL, done);
+            return 1;
+        }
+        char whyc[CURL_ERROR_SIZE];
+        snprintf(whyc, sizeof whyc, "%s", why);
+        return preq_retry(p, q, 0, whyc, done);
+    }
+    q->e.http_status = http;
+    if (http >= 200 && http < 300) {
+        json_t *j = q->x.len ? json_loadb(q->x.body, q->x.len, 0, NULL) : NULL;
+        const char *id = json_string_value(json_object_get(j, "id"));
+        char *mid = id ? strdup(id) : NULL;
+        json_decref(j);
+        if (!mid) {
+            set_err(&q->e, OC_ERR_IO, http, 1, id ? "post message: out of memory"
+                                                  : "post message: Discord's answer has no "
+                                                    "message id");
+            preq_finish(p, q, OC_ERR_IO, NULL, done);
+            return 1;
+        }
+        q->e.message[0] = '\0';
+        preq_finish(p, q, OC_OK, mid, done);
+        return 1;
+    }
+    char dmsg[400];
+    discord_message(d, &q->x, http, dmsg, sizeof dmsg, &q->e.discord_code);
+    if (http == 429) {
+        q->n429++;
+        logf_(d, OC_LOG_DEBUG, "discord: %s rate limited (%s), waiting %ld ms", q->route,
+              global ? "global" : "route", ra);
+        if (q->n429 >= MAX_429_PER_CALL) {
+            set_err(&q->e, OC_ERR_IO, http, 1,
+                    "rate limited: %s answered 429 %d times in a row; try again later", q->route,
+                    q->n429);
+            preq_finish(p, q, OC_ERR_IO, NULL, done);
+            return 1;
+        }
+        q->not_before = mono_ms(); /* the permit waits retry_after */
+        return 0;
+    }
+    if (http >= 500) {
+        q->failures++;
+        return preq_retry(p, q, http, dmsg, done);
+    }
+    int rc = set_err(&q->e, status_rc(http), http, 0, "Discord refused %s with %ld: %s%s",
+                     q->route, http, dmsg,
+                     http == 403   ? "; give the bot that permission in the channel or guild"
+                     : http == 401 ? "; check the bot token"
+                                   : "");
+    if (q->e.discord_code) {
+        size_t used = strlen(q->e.message);
+        snprintf(q->e.message + used, sizeof q->e.message - used, " (Discord code %d)",
+                 q->e.discord_code);
+    }
+    preq_finish(p, q, rc, NULL, done);
+    return 1;
+}
+
+size_t dg_discord_pipe_run(dg_discord_pipe *p, long wait_ms, dg_discord_done *done)
+{
+    if (!p || p->busy == 0)
+        return 0;
+    dg_discord *d = p->d;
+    int64_t until = mono_ms() + (wait_ms > 0 ? wait_ms : 0);
+    size_t nd = 0;
+    for (;;) {
+        int64_t now = mono_ms(), wake = until;
+        int ab = atomic_load(&d->abort);
+        for (size_t i = 0; i < p->cap; i++) {
+            preq *q = &p->reqs[i];
+            if (!q->used || q->active)
+                continue;
+            if (ab) {
+                aborted_err(&q->e, q->route);
+                preq_finish(p, q, OC_ERR_IO, NULL, &done[nd++]);
+            } else if (q->not_before <= now) {
+                nd += (size_t)preq_start(p, q, now, &done[nd]);
+            }
+            if (q->used && !q->active && q->not_before < wake)
+                wake = q->not_before;
+        }
+        int running = 0;
+        curl_multi_perform(p->multi, &running);
+        CURLMsg *m;
+        int left;
+        while ((m = curl_multi_info_read(p->multi, &left))) {
+            if (m->msg != CURLMSG_DONE)
+                continue;
+            preq *q = NULL;
+            curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&q);
+            if (q && q->active)
+                nd += (size_t)preq_done(p, q, m->data.result, &done[nd]);
+        }
+        if (ab) {
+            /* Transfers in flight are abandoned; their posts stay unsent. */
+            for (size_t i = 0; i < p->cap; i++) {
+                preq *q = &p->reqs[i];
+                if (q->used && q->active) {
+                    rl_release(d, q->route, NULL, 0, 0, 0);
+                    aborted_err(&q->e, q->route);
+                    preq_finish(p, q, OC_ERR_IO, NULL, &done[nd++]);
+                }
+            }
+        }
+        if (nd || p->busy == 0 || atomic_exchange(&p->woken, 0))
+            return nd;
+        now = mono_ms();
+        if (now >= until)
+            return 0;
+        /* Any not-yet-started post that became due goes round again. */
+        int due = 0;
+        for (size_t i = 0; i < p->cap && !due; i++)
+            due = p->reqs[i].used && !p->reqs[i].active && p->reqs[i].not_before <= now;
+        if (due)
+            continue;
+        int64_t t = (wake < until ? wake : until) - now;
+        if (t > POLL_MS)
+            t = POLL_MS;
+        if (t < 0)
+            t = 0;
+        curl_multi_poll(p->multi, NULL, 0, (int)t, NULL);
+    }
 }

@@ -205,4 +205,49 @@ int dg_discord_request(dg_discord *d, const char *method, const char *path,
                        const json_t *body, int idempotent, json_t **response,
                        dg_discord_err *err);
 
+/*
+ * Pipelined posts (issue 14): up to `cap` message posts in flight at once
+ * on one curl multi, driven by the one thread that owns the pipe (it is not
+ * thread-safe, except dg_discord_pipe_wakeup). Every post keeps the rules
+ * of dg_discord_post_message (rate limits, 429/5xx/transport retries,
+ * options.timeout_ms bound, abort switch) but never makes the others wait:
+ * a post waiting for its route's window or a back-off does so on its own
+ * timer. Posts need a nonce (a resend is then harmless). The handles are
+ * configured once. *out is owned by the caller: dg_discord_pipe_free()
+ * (posts still in flight are abandoned). cap 1..256. The client must
+ * outlive the pipe.
+ */
+typedef struct dg_discord_pipe dg_discord_pipe;
+
+int dg_discord_pipe_new(dg_discord *d, size_t cap, dg_discord_pipe **out);
+void dg_discord_pipe_free(dg_discord_pipe *p);
+
+/* Start a post identified by tag (arguments as dg_discord_post_message,
+ * copied). OC_OK: its result comes from dg_discord_pipe_run. Otherwise the
+ * post was refused at once (bad argument, pipe full: err says why). */
+int dg_discord_pipe_post(dg_discord_pipe *p, uint64_t tag, const char *channel_id,
+                         const char *content, const char *const *mention_ids, size_t n_mentions,
+                         const char *nonce, dg_discord_err *err);
+
+/* A post that ended. message_id (OC_OK only) is owned by the receiver. */
+typedef struct dg_discord_done {
+    uint64_t tag;
+    int rc;                   /* as dg_discord_post_message */
+    char *message_id;
+    dg_discord_err err;
+} dg_discord_done;
+
+/* Posts started and not ended yet. */
+size_t dg_discord_pipe_busy(const dg_discord_pipe *p);
+
+/*
+ * Drive the posts for at most wait_ms: returns as soon as one or more
+ * ended (their results in done[0..n-1]; done has room for `cap`), or 0
+ * after wait_ms, after a wakeup, or at once when nothing is in flight.
+ */
+size_t dg_discord_pipe_run(dg_discord_pipe *p, long wait_ms, dg_discord_done *done);
+
+/* Make a dg_discord_pipe_run in progress return early. Any thread. */
+void dg_discord_pipe_wakeup(dg_discord_pipe *p);
+
 #endif

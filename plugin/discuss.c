@@ -11,6 +11,7 @@
  */
 #include "errors.h"
 #include "discuss.h"
+#include "seen_set.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -932,6 +933,11 @@ void dg_discuss_session_seen(dg_plugin *p, const char *session_key, const char *
 {
     if (!p || !session_key || !*session_key || !channel_id)
         return;
+    /* Issue 14: a closed channel stays closed and an applied override stays
+     * applied, so a session handled once is answered from memory, without
+     * a write transaction or the store lock ingest needs. */
+    if (dg_seen_set_has(p->closed_seen, session_key, channel_id))
+        return;
     if (dg_store_begin(p->store) != OC_OK)
         return;
     int64_t id = 0;
@@ -951,8 +957,12 @@ void dg_discuss_session_seen(dg_plugin *p, const char *session_key, const char *
                session_key, channel_id, oc_status_name(rc));
         return;
     }
-    if (s != DG_DISCUSSION_CLOSED || state == 2)
+    if (s != DG_DISCUSSION_CLOSED)
         return;
+    if (state == 2) {
+        dg_seen_set_add(p->closed_seen, session_key, channel_id); /* best effort: a cache */
+        return;
+    }
     int prc = p->api->session_patch(p->api->host, session_key, p->cfg.no_reply_provider,
                                     p->cfg.no_reply_model);
     if (prc != OC_OK) {
@@ -962,10 +972,10 @@ void dg_discuss_session_seen(dg_plugin *p, const char *session_key, const char *
     }
     if (dg_store_begin(p->store) != OC_OK)
         return;
-    if (dg_store_discussion_override_applied(p->store, id, session_key, dg_now_ms(p)) == OC_OK)
-        dg_store_commit(p->store);
-    else
+    if (dg_store_discussion_override_applied(p->store, id, session_key, dg_now_ms(p)) != OC_OK)
         dg_store_rollback(p->store);
+    else if (dg_store_commit(p->store) == OC_OK)
+        dg_seen_set_add(p->closed_seen, session_key, channel_id); /* best effort: a cache */
     dg_log(p, OC_LOG_INFO, "discussion: session %s first seen in closed channel %s: "
            "routed to the no-reply model", session_key, channel_id);
 }

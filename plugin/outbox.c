@@ -47,24 +47,48 @@
 #define PRUNE_ROUNDS 20
 #define PRUNE_EVERY_MS (10L * 60 * 1000)
 
-/* Back-off of one channel whose head row failed. In memory only: after a
- * restart every pending row is due at once. */
-typedef struct chan_wait {
-    char channel_id[24];
-    int64_t not_before;  /* monotonic ms */
-} chan_wait;
+/* Rows read from the store per channel at a time (dg_outbox_options.batch
+ * overrides), ids per discovery page, decided rows recorded per
+ * transaction at most, and how long a decided row waits for its batch. */
+#define DISCOVER_PAGE 1024
+#define DISCOVER_PAGES 8        /* pages per loop turn: sending goes on in between */
+#define MARK_BATCH 64
+#define MARK_DELAY_MS 20
+#define DEFAULT_INFLIGHT 16
 
-/* Outcome of one send, recorded in its own transaction. */
+/* Outcome of one send. */
 typedef enum outcome { SENT, RETRY, FAILED } outcome;
 
-/* A row Discord decided (SENT or FAILED) that the store has not recorded
- * yet. At most one per channel: the row stays its channel's head. */
-typedef struct unrecorded {
+/*
+ * A row Discord decided (SENT or FAILED) whose mark is not in the store
+ * yet: waiting for its batch, or refused by the store (then its channel is
+ * held: nothing more of it is sent until the batch is recorded). Issue 12
+ * bug 1 and issue 14: it is never posted again by this process; a crash
+ * before the batch commits posts it again at the next start with the same
+ * nonce, and Discord returns the first message.
+ */
+typedef struct decided {
     int64_t row_id;
     outcome oc;
-    char *detail;        /* SENT: Discord's message id; FAILED: the reason. Owned */
-    int failures;        /* store failures so far (drives the back-off) */
-} unrecorded;
+    char *detail;          /* SENT: Discord's message id; FAILED: the reason. Owned */
+    char channel_id[24];
+    int failures;          /* store refusals so far (drives the back-off) */
+    int64_t since;         /* monotonic ms at the decision */
+} decided;
+
+/* One channel with pending rows. Dispatcher thread only. In memory only:
+ * after a restart every pending row is due at once. */
+typedef struct ochan {
+    char id[24];
+    dg_outbox_row *q;      /* pending rows loaded, oldest first: q[head .. n) */
+    size_t head, n;
+    int64_t cursor;        /* id of the last row loaded (rows up to it are in q,
+                              decided, or done) */
+    int64_t known_max;     /* highest pending id discovery saw */
+    int64_t not_before;    /* monotonic ms: back-off of the head row */
+    int inflight;          /* the head row is posted, no answer yet */
+    int held;              /* a decided row of it was refused by the store */
+} ochan;
 
 struct dg_outbox {
     dg_plugin *p;
@@ -79,13 +103,21 @@ struct dg_outbox {
     uint64_t passes_begun, passes_done;
     uint64_t idle_pass;     /* number of the last pass that found nothing pending */
     dg_outbox_stats stats;
+    dg_discord_pipe *pipe;  /* created before the thread, freed after the join; its
+                               wakeup is the only call other threads make */
 
     /* Dispatcher thread only. */
-    chan_wait *waits;
-    size_t n_waits, cap_waits;
+    dg_discord_done *done;  /* o.max_inflight results */
+    ochan **chans;          /* channels with rows in memory or owed */
+    size_t n_chans, cap_chans;
+    decided *dec;
+    size_t n_dec, cap_dec;
+    int64_t dec_retry_at;   /* monotonic ms: next try after the store refused a batch */
+    int64_t disc_after;     /* discovery cursor: highest id seen */
+    int need_disc;          /* rows may exist beyond disc_after */
+    int64_t disc_retry_at;  /* monotonic ms: discovery failed, try again then */
     int64_t hold_until;     /* monotonic ms: nothing is sent before (401) */
-    unrecorded *unrec;      /* decided by Discord, not yet in the store */
-    size_t n_unrec, cap_unrec;
+    int token_ok;           /* Discord accepted a post of this dispatcher */
     int64_t next_prune;     /* monotonic ms of the next retention round */
 };
 
@@ -290,39 +322,6 @@ int dg_outbox_enqueue(dg_store *st, const char *channel_id, const char *content,
 
 /* ---- the dispatcher ---------------------------------------------------------------- */
 
-static chan_wait *wait_of(dg_outbox *ob, const char *channel_id)
-{
-    for (size_t i = 0; i < ob->n_waits; i++)
-        if (!strcmp(ob->waits[i].channel_id, channel_id))
-            return &ob->waits[i];
-    return NULL;
-}
-
-static void wait_clear(dg_outbox *ob, const char *channel_id)
-{
-    chan_wait *w = wait_of(ob, channel_id);
-    if (w)
-        *w = ob->waits[--ob->n_waits];
-}
-
-static void wait_set(dg_outbox *ob, const char *channel_id, int64_t not_before)
-{
-    chan_wait *w = wait_of(ob, channel_id);
-    if (!w) {
-        if (ob->n_waits == ob->cap_waits) {
-            size_t nc = ob->cap_waits ? ob->cap_waits * 2 : 8;
-            chan_wait *nw = realloc(ob->waits, nc * sizeof *nw);
-            if (!nw)
-                return; /* no back-off then: retried on the next pass */
-            ob->waits = nw;
-            ob->cap_waits = nc;
-        }
-        w = &ob->waits[ob->n_waits++];
-        snprintf(w->channel_id, sizeof w->channel_id, "%s", channel_id);
-    }
-    w->not_before = not_before;
-}
-
 static int stopping(dg_outbox *ob)
 {
     pthread_mutex_lock(&ob->mu);
@@ -343,20 +342,179 @@ static long backoff(const dg_outbox *ob, int failures)
     return b - b / 8 + j;
 }
 
-/* Record the outcome of one send in its own transaction. Returns OC_OK
- * (also when the row was no longer pending) or the store's status. */
-static int record(dg_outbox *ob, const dg_outbox_row *row, outcome oc, const char *detail)
+static void count_done(dg_outbox *ob, outcome oc, uint64_t n)
+{
+    pthread_mutex_lock(&ob->mu);
+    if (oc == SENT)
+        ob->stats.sent += n;
+    else if (oc == FAILED)
+        ob->stats.failed += n;
+    else
+        ob->stats.retries += n;
+    pthread_mutex_unlock(&ob->mu);
+}
+
+static ochan *chan_of(dg_outbox *ob, const char *channel_id)
+{
+    for (size_t i = 0; i < ob->n_chans; i++)
+        if (!strcmp(ob->chans[i]->id, channel_id))
+            return ob->chans[i];
+    return NULL;
+}
+
+/* The channel's entry, created when missing; NULL when out of memory. */
+static ochan *chan_get(dg_outbox *ob, const char *channel_id)
+{
+    ochan *c = chan_of(ob, channel_id);
+    if (c)
+        return c;
+    if (ob->n_chans == ob->cap_chans) {
+        size_t nc = ob->cap_chans ? ob->cap_chans * 2 : 16;
+        ochan **np = realloc(ob->chans, nc * sizeof *np);
+        if (!np)
+            return NULL;
+        ob->chans = np;
+        ob->cap_chans = nc;
+    }
+    c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    snprintf(c->id, sizeof c->id, "%s", channel_id);
+    ob->chans[ob->n_chans++] = c;
+    return c;
+}
+
+static void chan_free(ochan *c)
+{
+    if (c->q) {
+        for (size_t i = c->head; i < c->n; i++) {
+            dg_outbox_row *r = &c->q[i];
+            free(r->channel_id);
+            free(r->content);
+            free(r->mentions);
+            free(r->nonce);
+            free(r->message_id);
+            free(r->last_error);
+        }
+        free(c->q);
+    }
+    free(c);
+}
+
+/* Drop the head row of c (it was decided). */
+static void chan_pop(ochan *c)
+{
+    dg_outbox_row *r = &c->q[c->head++];
+    free(r->channel_id);
+    free(r->content);
+    free(r->mentions);
+    free(r->nonce);
+    free(r->message_id);
+    free(r->last_error);
+    memset(r, 0, sizeof *r);
+    if (c->head == c->n) {
+        free(c->q);
+        c->q = NULL;
+        c->head = c->n = 0;
+    }
+}
+
+/* Forget channels with nothing left (only when no decided row is owed: a
+ * channel's cursor must outlive its unrecorded rows). */
+static void chans_sweep(dg_outbox *ob)
+{
+    if (ob->n_dec)
+        return;
+    size_t w = 0;
+    for (size_t i = 0; i < ob->n_chans; i++) {
+        ochan *c = ob->chans[i];
+        if (!c->inflight && c->head == c->n && c->cursor >= c->known_max &&
+            c->not_before <= mono_ms())
+            chan_free(c);
+        else
+            ob->chans[w++] = c;
+    }
+    ob->n_chans = w;
+}
+
+/* Read where pending rows are, from the discovery cursor on. */
+static void discover(dg_outbox *ob)
+{
+    dg_plugin *p = ob->p;
+    for (int page = 0; page < DISCOVER_PAGES; page++) {
+        dg_outbox_ref *refs = NULL;
+        size_t n = 0;
+        int rc = dg_store_begin(p->store);
+        if (rc == OC_OK) {
+            rc = dg_store_outbox_discover(p->store, ob->disc_after, DISCOVER_PAGE, &refs, &n);
+            if (rc == OC_OK)
+                rc = dg_store_commit(p->store);
+            else
+                dg_store_rollback(p->store);
+        }
+        if (rc != OC_OK) {
+            free(refs);
+            dg_log(p, OC_LOG_ERROR, "outbox: cannot read pending messages from the store "
+                                    "(%s); trying again in 1 s",
+                   oc_status_name(rc));
+            ob->disc_retry_at = mono_ms() + 1000;
+            return;
+        }
+        for (size_t i = 0; i < n; i++) {
+            ochan *c = chan_get(ob, refs[i].channel_id);
+            if (!c) {
+                free(refs);
+                ob->disc_retry_at = mono_ms() + 1000; /* out of memory: later */
+                return;
+            }
+            if (refs[i].id > c->known_max)
+                c->known_max = refs[i].id;
+            ob->disc_after = refs[i].id;
+        }
+        free(refs);
+        if (n < DISCOVER_PAGE) {
+            ob->need_disc = 0;
+            return;
+        }
+    }
+}
+
+/* Load the next rows of c. OC_OK (maybe none) or the store's status. */
+static int refill(dg_outbox *ob, ochan *c)
+{
+    dg_plugin *p = ob->p;
+    dg_outbox_row *rows = NULL;
+    size_t n = 0;
+    int rc = dg_store_begin(p->store);
+    if (rc == OC_OK) {
+        rc = dg_store_outbox_pending_of(p->store, c->id, c->cursor, ob->o.batch, &rows, &n);
+        if (rc == OC_OK)
+            rc = dg_store_commit(p->store);
+        else
+            dg_store_rollback(p->store);
+    }
+    if (rc != OC_OK) {
+        dg_outbox_rows_free(rows, n);
+        return rc;
+    }
+    if (n == 0) {
+        c->cursor = c->known_max; /* nothing pending up to what discovery saw */
+        return OC_OK;
+    }
+    c->q = rows;
+    c->head = 0;
+    c->n = n;
+    c->cursor = rows[n - 1].id;
+    return OC_OK;
+}
+
+/* Record a retry count (best effort, own transaction: the rare path). */
+static int record_retry(dg_outbox *ob, const dg_outbox_row *row, const char *error)
 {
     dg_plugin *p = ob->p;
     int rc = dg_store_begin(p->store);
     if (rc == OC_OK) {
-        int64_t now = dg_now_ms(p);
-        if (oc == SENT)
-            rc = dg_store_outbox_mark_sent(p->store, row->id, detail, now);
-        else if (oc == RETRY)
-            rc = dg_store_outbox_mark_retry(p->store, row->id, detail);
-        else
-            rc = dg_store_outbox_mark_failed(p->store, row->id, detail, now);
+        rc = dg_store_outbox_mark_retry(p->store, row->id, error);
         if (rc == OC_OK || rc == OC_ERR_NOT_FOUND)
             rc = dg_store_commit(p->store);
         else
@@ -365,233 +523,261 @@ static int record(dg_outbox *ob, const dg_outbox_row *row, outcome oc, const cha
     return rc;
 }
 
-static unrecorded *unrec_of(dg_outbox *ob, int64_t row_id)
+/* Keep a decision until its batch is recorded; the head row of c goes.
+ * detail is taken over (owned). When out of memory the row simply stays
+ * pending in the store and in c (sent again later: the nonce prevents a
+ * duplicate), with a back-off. */
+static void decide(dg_outbox *ob, ochan *c, outcome oc, char *detail)
 {
-    for (size_t i = 0; i < ob->n_unrec; i++)
-        if (ob->unrec[i].row_id == row_id)
-            return &ob->unrec[i];
-    return NULL;
-}
-
-static void unrec_drop(dg_outbox *ob, unrecorded *u)
-{
-    free(u->detail);
-    *u = ob->unrec[--ob->n_unrec];
-}
-
-/* Remember a decided row the store refused; NULL when out of memory (the
- * caller still backs off, so even then no hot loop). */
-static unrecorded *unrec_add(dg_outbox *ob, int64_t row_id, outcome oc, const char *detail)
-{
-    if (ob->n_unrec == ob->cap_unrec) {
-        size_t nc = ob->cap_unrec ? ob->cap_unrec * 2 : 4;
-        unrecorded *nu = realloc(ob->unrec, nc * sizeof *nu);
-        if (!nu)
-            return NULL;
-        ob->unrec = nu;
-        ob->cap_unrec = nc;
+    if (ob->n_dec == ob->cap_dec) {
+        size_t nc = ob->cap_dec ? ob->cap_dec * 2 : MARK_BATCH;
+        decided *nd = realloc(ob->dec, nc * sizeof *nd);
+        if (!nd) {
+            free(detail);
+            c->not_before = mono_ms() + backoff(ob, 1);
+            return;
+        }
+        ob->dec = nd;
+        ob->cap_dec = nc;
     }
-    char *d = strdup(detail ? detail : "");
-    if (!d)
-        return NULL;
-    unrecorded *u = &ob->unrec[ob->n_unrec++];
-    *u = (unrecorded){.row_id = row_id, .oc = oc, .detail = d, .failures = 0};
-    return u;
+    decided *d = &ob->dec[ob->n_dec++];
+    memset(d, 0, sizeof *d);
+    d->row_id = c->q[c->head].id;
+    d->oc = oc;
+    d->detail = detail;
+    d->since = mono_ms();
+    snprintf(d->channel_id, sizeof d->channel_id, "%s", c->id);
+    chan_pop(c);
 }
 
-static void count_done(dg_outbox *ob, outcome oc)
-{
-    pthread_mutex_lock(&ob->mu);
-    if (oc == SENT)
-        ob->stats.sent++;
-    else
-        ob->stats.failed++;
-    pthread_mutex_unlock(&ob->mu);
-}
-
-/*
- * Discord decided the row (SENT or FAILED) but recording failed with rc:
- * keep the outcome in memory (u, NULL on first failure) and back the
- * channel off. Returns 0 (no progress).
- */
-static int record_refused(dg_outbox *ob, const dg_outbox_row *row, unrecorded *u, outcome oc,
-                          const char *detail, int rc)
-{
-    if (!u)
-        u = unrec_add(ob, row->id, oc, detail);
-    int failures = u ? ++u->failures : 1;
-    long wait = backoff(ob, failures);
-    wait_set(ob, row->channel_id, mono_ms() + wait);
-    dg_log(ob->p, OC_LOG_ERROR,
-           "outbox: moderator message %lld for channel %s was %s by Discord but the store "
-           "could not record it (%s, %d time%s); it is %s and recording is tried again in "
-           "%ld ms. Check free disk space and that dbPath %s is writable",
-           (long long)row->id, row->channel_id, oc == SENT ? "accepted" : "refused for good",
-           oc_status_name(rc), failures, failures == 1 ? "" : "s",
-           u ? "kept in memory and not sent again"
-             : "not kept (out of memory): it may be sent again, the nonce prevents a duplicate",
-           wait, ob->p->cfg.db_path ? ob->p->cfg.db_path : "(unset)");
-    return 0;
-}
-
-/* Send one row; returns 1 when its state changed (sent or failed). */
-static int send_row(dg_outbox *ob, const dg_outbox_row *row)
+/* Record every decided row in one transaction. */
+static void flush(dg_outbox *ob)
 {
     dg_plugin *p = ob->p;
-    unrecorded *u = unrec_of(ob, row->id);
-    if (u) {
-        /* Discord already decided this row: only the store is owed. */
-        outcome oc = u->oc;
-        int rc = record(ob, row, oc, u->detail);
-        if (rc != OC_OK)
-            return record_refused(ob, row, u, oc, u->detail, rc);
-        dg_log(p, OC_LOG_INFO, "outbox: moderator message %lld for channel %s recorded as %s "
-                               "after %d store failure%s",
-               (long long)row->id, row->channel_id, oc == SENT ? "sent" : "failed",
-               u->failures, u->failures == 1 ? "" : "s");
-        unrec_drop(ob, u);
-        wait_clear(ob, row->channel_id);
-        count_done(ob, oc);
-        return 1;
+    if (!ob->n_dec)
+        return;
+    int rc = dg_store_begin(p->store);
+    if (rc == OC_OK) {
+        int64_t now = dg_now_ms(p);
+        for (size_t i = 0; i < ob->n_dec && (rc == OC_OK || rc == OC_ERR_NOT_FOUND); i++) {
+            decided *d = &ob->dec[i];
+            rc = d->oc == SENT ? dg_store_outbox_mark_sent(p->store, d->row_id, d->detail, now)
+                               : dg_store_outbox_mark_failed(p->store, d->row_id, d->detail, now);
+        }
+        if (rc == OC_OK || rc == OC_ERR_NOT_FOUND)
+            rc = dg_store_commit(p->store);
+        else
+            dg_store_rollback(p->store);
     }
+    if (rc != OC_OK) {
+        int worst = 0;
+        for (size_t i = 0; i < ob->n_dec; i++) {
+            decided *d = &ob->dec[i];
+            d->failures++;
+            if (d->failures > worst)
+                worst = d->failures;
+            ochan *c = chan_of(ob, d->channel_id);
+            if (c)
+                c->held = 1;
+            dg_log(p, OC_LOG_ERROR,
+                   "outbox: moderator message %lld for channel %s was %s by Discord but the "
+                   "store could not record it (%s, %d time%s); it is kept in memory and not "
+                   "sent again, and recording is tried again in about %ld ms. Check free disk "
+                   "space and that dbPath %s is writable",
+                   (long long)d->row_id, d->channel_id,
+                   d->oc == SENT ? "accepted" : "refused for good", oc_status_name(rc),
+                   d->failures, d->failures == 1 ? "" : "s", backoff(ob, d->failures),
+                   p->cfg.db_path ? p->cfg.db_path : "(unset)");
+        }
+        ob->dec_retry_at = mono_ms() + backoff(ob, worst);
+        return;
+    }
+    uint64_t sent = 0, failed = 0;
+    for (size_t i = 0; i < ob->n_dec; i++) {
+        decided *d = &ob->dec[i];
+        if (d->failures)
+            dg_log(p, OC_LOG_INFO, "outbox: moderator message %lld for channel %s recorded as "
+                                   "%s after %d store failure%s",
+                   (long long)d->row_id, d->channel_id, d->oc == SENT ? "sent" : "failed",
+                   d->failures, d->failures == 1 ? "" : "s");
+        if (d->oc == SENT)
+            sent++;
+        else
+            failed++;
+        free(d->detail);
+    }
+    ob->n_dec = 0;
+    ob->dec_retry_at = 0;
+    for (size_t i = 0; i < ob->n_chans; i++)
+        ob->chans[i]->held = 0;
+    if (sent)
+        count_done(ob, SENT, sent);
+    if (failed)
+        count_done(ob, FAILED, failed);
+}
+
+/* Due now: the batch is full, or its oldest row waited long enough. */
+static int flush_due(const dg_outbox *ob, int64_t now)
+{
+    if (!ob->n_dec || ob->dec_retry_at > now)
+        return 0;
+    return ob->n_dec >= MARK_BATCH || now - ob->dec[0].since >= MARK_DELAY_MS ||
+           ob->dec_retry_at != 0;
+}
+
+/* Post the head row of c. */
+static void post_head(dg_outbox *ob, ochan *c)
+{
+    dg_plugin *p = ob->p;
+    const dg_outbox_row *row = &c->q[c->head];
     const char *ids[MAX_MENTIONS];
     size_t n_ids = 0;
-    char *mcopy = strdup(row->mentions);
-    if (!mcopy)
-        return 0;
+    char mcopy[MAX_MENTIONS * 22];
+    snprintf(mcopy, sizeof mcopy, "%s", row->mentions);
     for (char *save = NULL, *t = strtok_r(mcopy, ",", &save); t && n_ids < MAX_MENTIONS;
          t = strtok_r(NULL, ",", &save))
         ids[n_ids++] = t;
-
     dg_discord_err e;
-    char *mid = NULL;
-    int rc = dg_discord_post_message(p->discord, row->channel_id, row->content, ids, n_ids,
-                                     row->nonce, &mid, &e);
-    free(mcopy);
+    int rc = dg_discord_pipe_post(ob->pipe, (uint64_t)row->id, row->channel_id, row->content,
+                                  ids, n_ids, row->nonce, &e);
     if (rc == OC_OK) {
-        int rrc = record(ob, row, SENT, mid);
-        if (rrc != OC_OK) {
-            record_refused(ob, row, NULL, SENT, mid, rrc);
-            free(mid);
-            return 0;
-        }
-        free(mid);
-        wait_clear(ob, row->channel_id);
-        count_done(ob, SENT);
-        return 1;
+        c->inflight = 1;
+        return;
+    }
+    /* Refused before any request: the row can never be sent as it is. */
+    char *reason = strdup(e.message);
+    dg_log(p, OC_LOG_ERROR, "outbox: moderator message %lld (part %d/%d) for channel %s "
+                            "failed for good: %s",
+           (long long)row->id, row->part, row->parts, row->channel_id, e.message);
+    if (reason)
+        decide(ob, c, FAILED, reason);
+    else
+        c->not_before = mono_ms() + backoff(ob, 1);
+}
+
+/* A post of the pipe ended. */
+static void on_done(dg_outbox *ob, dg_discord_done *d)
+{
+    dg_plugin *p = ob->p;
+    ochan *c = NULL;
+    for (size_t i = 0; i < ob->n_chans && !c; i++)
+        if (ob->chans[i]->inflight && ob->chans[i]->q &&
+            ob->chans[i]->q[ob->chans[i]->head].id == (int64_t)d->tag)
+            c = ob->chans[i];
+    if (!c) {
+        free(d->message_id);
+        return;
+    }
+    c->inflight = 0;
+    dg_outbox_row *row = &c->q[c->head];
+    if (d->rc == OC_OK) {
+        ob->token_ok = 1;
+        c->not_before = 0;
+        decide(ob, c, SENT, d->message_id);
+        return;
     }
     if (stopping(ob))
-        return 0; /* aborted by shutdown: the row stays as it was */
-
+        return; /* aborted by shutdown: the row stays as it was */
+    dg_discord_err *e = &d->err;
     int attempts = row->attempts + 1;
-    if (e.http_status == 401) {
+    if (e->http_status == 401) {
         /* The token, not this message: keep every row, stop asking. */
-        record(ob, row, RETRY, e.message); /* best effort: the hold bounds it */
+        record_retry(ob, row, e->message); /* best effort: the hold bounds it */
+        row->attempts = attempts;
         ob->hold_until = mono_ms() + HOLD_401_MS;
         dg_log(p, OC_LOG_ERROR,
                "outbox: Discord refuses the moderator token (%s); no moderator message is "
                "sent for the next %ld minutes. Fix discord.moderatorToken (or env "
                "DIRIGENT_MODERATOR_TOKEN) and restart: the messages wait, none is lost",
-               e.message, HOLD_401_MS / 60000);
-        return 0;
+               e->message, HOLD_401_MS / 60000);
+        return;
     }
-    if (!e.retryable || (ob->o.max_attempts > 0 && attempts >= ob->o.max_attempts)) {
+    if (!e->retryable || (ob->o.max_attempts > 0 && attempts >= ob->o.max_attempts)) {
         char reason[700];
-        snprintf(reason, sizeof reason, "%s%s", e.message,
-                 e.retryable ? " (gave up after the last allowed attempt)" : "");
+        snprintf(reason, sizeof reason, "%s%s", e->message,
+                 e->retryable ? " (gave up after the last allowed attempt)" : "");
         dg_log(p, OC_LOG_ERROR,
                "outbox: moderator message %lld (part %d/%d) for channel %s failed for good "
                "after %d attempt%s: %s",
                (long long)row->id, row->part, row->parts, row->channel_id, attempts,
                attempts == 1 ? "" : "s", reason);
-        int rrc = record(ob, row, FAILED, reason);
-        if (rrc != OC_OK)
-            return record_refused(ob, row, NULL, FAILED, reason, rrc);
-        wait_clear(ob, row->channel_id);
-        count_done(ob, FAILED);
-        return 1;
+        char *r = strdup(reason);
+        if (r) {
+            c->not_before = 0;
+            decide(ob, c, FAILED, r);
+        } else {
+            c->not_before = mono_ms() + backoff(ob, attempts);
+        }
+        return;
     }
     long wait = backoff(ob, attempts);
-    if (e.retry_after_ms > wait)
-        wait = e.retry_after_ms;
+    if (e->retry_after_ms > wait)
+        wait = e->retry_after_ms;
     /* When the store cannot count the attempt either, the wait below still
      * applies (it does not grow then: the count stays). */
-    record(ob, row, RETRY, e.message);
-    wait_set(ob, row->channel_id, mono_ms() + wait);
+    if (record_retry(ob, row, e->message) == OC_OK)
+        row->attempts = attempts;
+    c->not_before = mono_ms() + wait;
     char of[24] = "";
     if (ob->o.max_attempts > 0)
         snprintf(of, sizeof of, " of %d", ob->o.max_attempts);
     dg_log(p, OC_LOG_WARN,
            "outbox: moderator message %lld for channel %s not sent (attempt %d%s): %s; "
            "trying again in %ld ms",
-           (long long)row->id, row->channel_id, attempts, of, e.message, wait);
-    pthread_mutex_lock(&ob->mu);
-    ob->stats.retries++;
-    pthread_mutex_unlock(&ob->mu);
-    return 0;
+           (long long)row->id, row->channel_id, attempts, of, e->message, wait);
+    count_done(ob, RETRY, 1);
 }
 
-/*
- * One pass over the oldest pending row of each channel, read in pages of
- * `batch` channels so that channels in back-off never hide the ones behind
- * them. Returns the monotonic time at which a waiting channel is due
- * (INT64_MAX: none), and sets *progress when a row changed state; *empty
- * when nothing is pending.
- */
-static int64_t run_pass(dg_outbox *ob, int *progress, int *empty)
+/* Post the head row of every channel that may send now. Returns the
+ * monotonic time at which a waiting channel is due (INT64_MAX: none). */
+static int64_t post_due(dg_outbox *ob)
 {
-    dg_plugin *p = ob->p;
-    *progress = 0;
-    *empty = 0;
-    int64_t next = INT64_MAX, after = 0;
-    if (ob->hold_until > mono_ms())
+    int64_t now = mono_ms(), next = INT64_MAX;
+    if (ob->hold_until > now)
         return ob->hold_until;
-    for (int page = 0; !stopping(ob) && ob->hold_until <= mono_ms(); page++) {
-        dg_outbox_row *rows = NULL;
-        size_t n = 0;
-        int rc = dg_store_begin(p->store);
-        if (rc == OC_OK) {
-            rc = dg_store_outbox_heads(p->store, after, ob->o.batch, &rows, &n);
-            if (rc == OC_OK)
-                rc = dg_store_commit(p->store);
-            else
-                dg_store_rollback(p->store);
-        }
-        if (rc != OC_OK) {
-            dg_outbox_rows_free(rows, n);
-            dg_log(p, OC_LOG_ERROR, "outbox: cannot read pending messages from the store "
-                                    "(%s); trying again in 1 s",
-                   oc_status_name(rc));
-            return mono_ms() + 1000 < next ? mono_ms() + 1000 : next;
-        }
-        if (n == 0) {
-            *empty = page == 0;
+    for (size_t i = 0; i < ob->n_chans; i++) {
+        /* Until Discord has accepted the token once, one post at a time: a
+         * wrong token costs one refused request, not one per channel. */
+        size_t cap = ob->token_ok ? (size_t)ob->o.max_inflight : 1;
+        if (dg_discord_pipe_busy(ob->pipe) >= cap)
             break;
+        ochan *c = ob->chans[i];
+        if (c->inflight || c->held)
+            continue;
+        if (c->not_before > now) {
+            if (c->not_before < next)
+                next = c->not_before;
+            continue;
         }
-        for (size_t i = 0; i < n && !stopping(ob) && ob->hold_until <= mono_ms(); i++) {
-            chan_wait *w = wait_of(ob, rows[i].channel_id);
-            if (w && w->not_before > mono_ms()) {
-                if (w->not_before < next)
-                    next = w->not_before;
+        if (c->head == c->n && c->cursor < c->known_max) {
+            int rc = refill(ob, c);
+            if (rc != OC_OK) {
+                dg_log(ob->p, OC_LOG_ERROR, "outbox: cannot read pending messages of channel %s "
+                                            "from the store (%s); trying again in 1 s",
+                       c->id, oc_status_name(rc));
+                c->not_before = now + 1000;
+                if (c->not_before < next)
+                    next = c->not_before;
                 continue;
             }
-            if (send_row(ob, &rows[i])) {
-                *progress = 1;
-            } else {
-                w = wait_of(ob, rows[i].channel_id);
-                int64_t due = w ? w->not_before : mono_ms() + ob->o.backoff_base_ms;
-                if (due < next)
-                    next = due;
-            }
         }
-        after = rows[n - 1].id;
-        dg_outbox_rows_free(rows, n);
-        if (n < ob->o.batch)
-            break;
+        if (c->head < c->n)
+            post_head(ob, c);
     }
-    if (ob->hold_until > mono_ms())
-        return ob->hold_until;
     return next;
+}
+
+/* Nothing in memory, nothing owed, discovery caught up. */
+static int all_done(const dg_outbox *ob)
+{
+    if (ob->need_disc || ob->n_dec || dg_discord_pipe_busy(ob->pipe))
+        return 0;
+    for (size_t i = 0; i < ob->n_chans; i++) {
+        const ochan *c = ob->chans[i];
+        if (c->head < c->n || c->cursor < c->known_max || c->inflight)
+            return 0;
+    }
+    return 1;
 }
 
 /* One bounded round of one table's pruning; returns rows removed, or -1
@@ -639,10 +825,12 @@ static void prune_due(dg_outbox *ob)
                rows > 0 ? rows : 0, marks > 0 ? marks : 0, ob->p->cfg.outbox_retention_sec);
 }
 
+
 static void *dispatcher(void *arg)
 {
     dg_outbox *ob = arg;
     dg_log_own_thread(); /* a plugin thread: never waits on the host */
+    ob->need_disc = 1;
     for (;;) {
         prune_due(ob);
         pthread_mutex_lock(&ob->mu);
@@ -650,32 +838,79 @@ static void *dispatcher(void *arg)
             pthread_mutex_unlock(&ob->mu);
             break;
         }
+        if (ob->kicked)
+            ob->need_disc = 1;
         ob->kicked = 0;
         uint64_t pass_no = ++ob->passes_begun;
         pthread_mutex_unlock(&ob->mu);
 
-        int progress = 0, empty = 0;
-        int64_t next = run_pass(ob, &progress, &empty);
+        int64_t now = mono_ms();
+        if (ob->need_disc && ob->disc_retry_at <= now)
+            discover(ob);
+        if (flush_due(ob, now))
+            flush(ob);
+        int64_t next = post_due(ob);
+        if (ob->disc_retry_at > now && ob->disc_retry_at < next)
+            next = ob->disc_retry_at;
+        if (ob->dec_retry_at && ob->dec_retry_at < next)
+            next = ob->dec_retry_at;
 
+        if (dg_discord_pipe_busy(ob->pipe)) {
+            /* Wait for answers, at most until a timer or the batch is due. */
+            int64_t until = next;
+            if (ob->n_dec && !ob->dec_retry_at && ob->dec[0].since + MARK_DELAY_MS < until)
+                until = ob->dec[0].since + MARK_DELAY_MS;
+            long wait = until == INT64_MAX ? 1000 : (long)(until - mono_ms());
+            if (wait < 0)
+                wait = 0;
+            size_t n = dg_discord_pipe_run(ob->pipe, wait, ob->done);
+            for (size_t i = 0; i < n; i++)
+                on_done(ob, &ob->done[i]);
+            pthread_mutex_lock(&ob->mu);
+            ob->passes_done = pass_no;
+            pthread_cond_broadcast(&ob->cond);
+            pthread_mutex_unlock(&ob->mu);
+            continue;
+        }
+        /* Nothing in flight: what was decided is recorded before any wait. */
+        if (ob->n_dec && ob->dec_retry_at <= mono_ms()) {
+            flush(ob);
+            if (!ob->n_dec)
+                continue; /* channels held by the batch may go on */
+        }
+        if (ob->dec_retry_at && ob->dec_retry_at < next)
+            next = ob->dec_retry_at;
+        chans_sweep(ob);
+        int empty = all_done(ob);
         pthread_mutex_lock(&ob->mu);
         ob->passes_done = pass_no;
         if (empty)
             ob->idle_pass = pass_no;
         pthread_cond_broadcast(&ob->cond);
-        /* Progress means more rows may be due right away (the next row of a
-         * channel); otherwise sleep until a kick, stop or the next due time. */
-        if (!progress) {
-            while (!ob->stop && !ob->kicked && mono_ms() < next) {
-                if (next == INT64_MAX) {
-                    pthread_cond_wait(&ob->cond, &ob->mu);
-                } else {
-                    struct timespec ts = {(time_t)(next / 1000), (long)(next % 1000) * 1000000L};
-                    pthread_cond_timedwait(&ob->cond, &ob->mu, &ts);
-                }
+        /* Sleep until a kick, stop or the next due time; go on at once when
+         * something is due now (a channel's next row, more discovery). */
+        int busy_now = ob->need_disc && ob->disc_retry_at <= mono_ms();
+        for (size_t i = 0; i < ob->n_chans && !busy_now; i++) {
+            ochan *c = ob->chans[i];
+            busy_now = !c->held && !c->inflight && c->not_before <= mono_ms() &&
+                       ob->hold_until <= mono_ms() &&
+                       (c->head < c->n || c->cursor < c->known_max);
+        }
+        while (!busy_now && !ob->stop && !ob->kicked && mono_ms() < next) {
+            if (next == INT64_MAX) {
+                pthread_cond_wait(&ob->cond, &ob->mu);
+            } else {
+                struct timespec ts = {(time_t)(next / 1000), (long)(next % 1000) * 1000000L};
+                pthread_cond_timedwait(&ob->cond, &ob->mu, &ts);
             }
         }
         pthread_mutex_unlock(&ob->mu);
     }
+    /* What Discord decided is recorded before the thread ends (one try:
+     * a row the store still refuses goes out again at the next start, with
+     * its nonce). */
+    if (ob->n_dec && ob->dec_retry_at <= mono_ms())
+        flush(ob);
     return NULL;
 }
 
@@ -715,6 +950,18 @@ int dg_outbox_start_opts(dg_plugin *p, const dg_outbox_options *o, dg_outbox **o
         ob->o.max_attempts = 0;
     if (ob->o.batch == 0)
         ob->o.batch = 64;
+    if (ob->o.max_inflight <= 0)
+        ob->o.max_inflight = DEFAULT_INFLIGHT;
+    if (ob->o.max_inflight > 256)
+        ob->o.max_inflight = 256;
+    ob->done = calloc((size_t)ob->o.max_inflight, sizeof *ob->done);
+    if (!ob->done || dg_discord_pipe_new(p->discord, (size_t)ob->o.max_inflight, &ob->pipe) !=
+                         OC_OK) {
+        snprintf(err, err_len, "outbox: out of memory");
+        free(ob->done);
+        free(ob);
+        return OC_ERR_NOMEM;
+    }
     pthread_mutex_init(&ob->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -726,6 +973,8 @@ int dg_outbox_start_opts(dg_plugin *p, const dg_outbox_options *o, dg_outbox **o
         snprintf(err, err_len, "outbox: cannot start the dispatcher thread: %s", strerror(rc));
         pthread_cond_destroy(&ob->cond);
         pthread_mutex_destroy(&ob->mu);
+        dg_discord_pipe_free(ob->pipe);
+        free(ob->done);
         free(ob);
         return OC_ERR_IO;
     }
@@ -747,6 +996,7 @@ void dg_outbox_kick(dg_outbox *ob)
     ob->kicked = 1;
     pthread_cond_broadcast(&ob->cond);
     pthread_mutex_unlock(&ob->mu);
+    dg_discord_pipe_wakeup(ob->pipe);
 }
 
 void dg_outbox_stop(dg_outbox *ob)
@@ -759,20 +1009,26 @@ void dg_outbox_stop(dg_outbox *ob)
     pthread_mutex_unlock(&ob->mu);
     /* A transfer or rate-limit wait in flight ends within ~50 ms. */
     dg_discord_set_abort(ob->p->discord, 1);
+    dg_discord_pipe_wakeup(ob->pipe);
     if (ob->started)
         pthread_join(ob->thread, NULL);
     dg_discord_set_abort(ob->p->discord, 0);
-    for (size_t i = 0; i < ob->n_unrec; i++)
+    for (size_t i = 0; i < ob->n_dec; i++) {
         dg_log(ob->p, OC_LOG_ERROR,
-               "outbox: moderator message %lld was %s by Discord but never recorded (the store "
-               "kept failing); it stays pending and is posted again at the next start with the "
-               "same nonce (Discord returns the first message within its nonce window)",
-               (long long)ob->unrec[i].row_id,
-               ob->unrec[i].oc == SENT ? "accepted" : "refused for good");
-    while (ob->n_unrec)
-        unrec_drop(ob, &ob->unrec[0]);
-    free(ob->unrec);
-    free(ob->waits);
+                   "outbox: moderator message %lld was %s by Discord but never recorded (the "
+                   "store kept failing); it stays pending and is posted again at the next "
+                   "start with the same nonce (Discord returns the first message within its "
+                   "nonce window)",
+                   (long long)ob->dec[i].row_id,
+                   ob->dec[i].oc == SENT ? "accepted" : "refused for good");
+        free(ob->dec[i].detail);
+    }
+    free(ob->dec);
+    for (size_t i = 0; i < ob->n_chans; i++)
+        chan_free(ob->chans[i]);
+    free(ob->chans);
+    dg_discord_pipe_free(ob->pipe);
+    free(ob->done);
     pthread_cond_destroy(&ob->cond);
     pthread_mutex_destroy(&ob->mu);
     free(ob);

@@ -53,8 +53,11 @@ typedef struct dg_outbox_options {
     int max_attempts;      /* retryable failed sends before a row is failed for good;
                               default 0: no limit (a Discord outage of any length
                               loses nothing; only refusals fail a row) */
-    size_t batch;          /* channels read from the store at a time (a pass
-                              pages through all of them); default 64 */
+    size_t batch;          /* pending rows of a channel read from the store at
+                              a time; default 64 */
+    int max_inflight;      /* channels with a post in flight at once (one per
+                              channel, order within a channel kept); default
+                              16; 1: one post at a time */
 } dg_outbox_options;
 
 /* dg_outbox_start with options (o may be NULL). Needs p->store and

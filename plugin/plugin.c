@@ -14,6 +14,7 @@
 #include "dirigent.h"
 #include "discord.h"
 #include "discuss.h"
+#include "seen_set.h"
 #include "outbox.h"
 #include "register.h"
 #include "state_dir.h"
@@ -98,6 +99,7 @@ static void free_plugin(dg_plugin *p)
     dg_templates_free(p->templates);
     dg_log_queue_free(p); /* after every thread that could queue a line */
     dg_config_free(&p->cfg);
+    dg_seen_set_free(p->closed_seen);
     free(p);
 }
 
@@ -126,10 +128,11 @@ static int dg_init(const oc_host_api *api, const json_t *config, void **state, c
     }
     p->api = api;
     p->clock = dg_wall_clock_ms;
-    if ((rc = dg_log_queue_new(&p->logq))) {
+    if ((rc = dg_log_queue_new(&p->logq)) || !(p->closed_seen = dg_seen_set_new())) {
+        dg_log_queue_free(p);
         free(p);
         snprintf(err, err_len, "dirigent: out of memory");
-        return rc;
+        return OC_ERR_NOMEM;
     }
 
     if ((rc = dg_config_parse(config, &p->cfg, err, err_len)))

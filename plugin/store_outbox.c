@@ -3,6 +3,7 @@
  */
 #include "store_outbox.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +46,11 @@ static const char sql_heads[] =
     "SELECT " ROW_COLS " FROM outbox WHERE id IN "
     "(SELECT min(id) FROM outbox WHERE state = 0 GROUP BY channel_id) AND id > ?2 "
     "ORDER BY id LIMIT ?1";
+static const char sql_discover[] =
+    "SELECT id, channel_id FROM outbox WHERE id > ?1 AND state = 0 ORDER BY id LIMIT ?2";
+static const char sql_pending_of[] =
+    "SELECT " ROW_COLS " FROM outbox WHERE channel_id = ?1 AND state = 0 AND id > ?2 "
+    "ORDER BY id LIMIT ?3";
 static const char sql_list_all[] = "SELECT " ROW_COLS " FROM outbox ORDER BY id";
 static const char sql_list_chan[] =
     "SELECT " ROW_COLS " FROM outbox WHERE channel_id = ?1 ORDER BY id";
@@ -153,6 +159,60 @@ int dg_store_outbox_heads(dg_store *st, int64_t after_id, size_t max, dg_outbox_
         return OC_ERR_IO;
     sqlite3_bind_int64(s, 1, (sqlite3_int64)max);
     sqlite3_bind_int64(s, 2, after_id);
+    return collect(s, rows, n);
+}
+
+int dg_store_outbox_discover(dg_store *st, int64_t after_id, size_t max, dg_outbox_ref **out,
+                             size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *s = dg_store_stmt(st, sql_discover);
+    if (!s)
+        return OC_ERR_IO;
+    sqlite3_bind_int64(s, 1, after_id);
+    sqlite3_bind_int64(s, 2, (sqlite3_int64)max);
+    dg_outbox_ref *refs = NULL;
+    size_t cnt = 0, cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (cnt == cap) {
+            size_t nc = cap ? cap * 2 : 64;
+            dg_outbox_ref *nr = realloc(refs, nc * sizeof *nr);
+            if (!nr) {
+                rc = SQLITE_NOMEM;
+                break;
+            }
+            refs = nr;
+            cap = nc;
+        }
+        const unsigned char *c = sqlite3_column_text(s, 1);
+        refs[cnt].id = sqlite3_column_int64(s, 0);
+        snprintf(refs[cnt].channel_id, sizeof refs[cnt].channel_id, "%s",
+                 c ? (const char *)c : "");
+        cnt++;
+    }
+    sqlite3_reset(s);
+    if (rc != SQLITE_DONE) {
+        free(refs);
+        return rc == SQLITE_NOMEM ? OC_ERR_NOMEM : OC_ERR_IO;
+    }
+    *out = refs;
+    *n = cnt;
+    return OC_OK;
+}
+
+int dg_store_outbox_pending_of(dg_store *st, const char *channel_id, int64_t after_id,
+                               size_t max, dg_outbox_row **rows, size_t *n)
+{
+    *rows = NULL;
+    *n = 0;
+    sqlite3_stmt *s = dg_store_stmt(st, sql_pending_of);
+    if (!s)
+        return OC_ERR_IO;
+    dg_store_bind_text(s, 1, channel_id);
+    sqlite3_bind_int64(s, 2, after_id);
+    sqlite3_bind_int64(s, 3, (sqlite3_int64)max);
     return collect(s, rows, n);
 }
 

@@ -46,6 +46,24 @@ int dg_store_outbox_insert(dg_store *st, const dg_outbox_row *row, int64_t *id_o
 int dg_store_outbox_heads(dg_store *st, int64_t after_id, size_t max, dg_outbox_row **rows,
                           size_t *n);
 
+/* Where pending rows are (issue 14): the id and channel of pending rows
+ * whose id is above after_id, oldest first, at most max; a cursor walk over
+ * the primary key (no content read), so a caller that keeps the last id
+ * touches each row once however long the backlog. *out (NULL when *n is 0)
+ * is owned by the caller: free(). */
+typedef struct dg_outbox_ref {
+    int64_t id;
+    char channel_id[24];
+} dg_outbox_ref;
+
+int dg_store_outbox_discover(dg_store *st, int64_t after_id, size_t max, dg_outbox_ref **out,
+                             size_t *n);
+
+/* Pending rows of one channel with id above after_id, oldest first, at most
+ * max (the pending index). *rows as dg_store_outbox_heads. */
+int dg_store_outbox_pending_of(dg_store *st, const char *channel_id, int64_t after_id,
+                               size_t max, dg_outbox_row **rows, size_t *n);
+
 /* Every row of a channel (NULL: all channels) ordered by id; same ownership. */
 int dg_store_outbox_list(dg_store *st, const char *channel_id, dg_outbox_row **rows,
                          size_t *n);

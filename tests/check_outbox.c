@@ -43,6 +43,15 @@ static const dg_outbox_options quick_outbox = {
     .backoff_max_ms = 200,
 };
 
+/* The fault, crash and load tests run against both dispatchers: one post
+ * at a time (loop index 0) and one per channel in flight (index 1). */
+static dg_outbox_options quick_outbox_for(int i)
+{
+    dg_outbox_options o = quick_outbox;
+    o.max_inflight = i ? 16 : 1;
+    return o;
+}
+
 static void fake_up(oenv *o)
 {
     char err[200];
@@ -311,7 +320,10 @@ START_TEST(failing_row_blocks_only_its_channel)
     enqueue(o, o->chan, "A1", NULL, 0);
     enqueue(o, o->chan, "A2", NULL, 0);
     enqueue(o, o->chan2, "B1", NULL, 0);
-    oenv_start(o, NULL);
+    {
+        dg_outbox_options variant = quick_outbox_for(_i);
+        oenv_start(o, &variant);
+    }
     wait_idle(o, 20000);
 
     json_t *a = fake_discord_messages(o->fd, o->chan);
@@ -443,7 +455,10 @@ START_TEST(forbidden_fails_for_good_and_unblocks)
     ck_assert_int_eq(fake_discord_add_fault(o->fd, "*", FD_FAULT_403, 1, 0, 0), 0);
     enqueue(o, o->chan, "refused", NULL, 0);
     enqueue(o, o->chan, "next one", NULL, 0);
-    oenv_start(o, NULL);
+    {
+        dg_outbox_options variant = quick_outbox_for(_i);
+        oenv_start(o, &variant);
+    }
     wait_idle(o, 10000);
     size_t n = 0;
     dg_outbox_row *rows = rows_of(&o->e, o->chan, &n);
@@ -479,7 +494,10 @@ END_TEST
 START_TEST(rate_limited_then_once)
 {
     oenv *o = oenv_open(NULL);
-    oenv_start(o, NULL);
+    {
+        dg_outbox_options variant = quick_outbox_for(_i);
+        oenv_start(o, &variant);
+    }
     ck_assert_int_eq(fake_discord_add_fault(o->fd, "*", FD_FAULT_429, 1, 0.2, 0), 0);
     enqueue(o, o->chan, "after a 429", NULL, 0);
     wait_idle(o, 10000);
@@ -490,6 +508,46 @@ START_TEST(rate_limited_then_once)
     ck_assert_msg(gap >= 200, "retried after %lld ms", gap);
     ck_assert_uint_eq(fake_discord_message_count(o->fd, o->chan), 1);
     json_decref(reqs);
+    oenv_close(o);
+}
+END_TEST
+
+START_TEST(rate_limit_on_one_route_does_not_stall_others)
+{
+    /* Pipelined dispatcher (issue 14): channel A's route answers 429 with a
+     * 1.5 s retry_after; channel B's rows go out meanwhile, in order, and
+     * A's row follows once the window is over, once. */
+    oenv *o = oenv_open(NULL);
+    char route[64];
+    snprintf(route, sizeof route, "POST /channels/%s/messages", o->chan);
+    ck_assert_int_eq(fake_discord_add_fault(o->fd, route, FD_FAULT_429, 1, 1.5, 0), 0);
+    /* One accepted post first, so the dispatcher runs several in flight. */
+    enqueue(o, o->chan2, "B0", NULL, 0);
+    {
+        dg_outbox_options variant = quick_outbox_for(1);
+        oenv_start(o, &variant);
+    }
+    ck_assert_int_eq(fake_discord_wait_messages(o->fd, o->chan2, 1, 5000), 0);
+    long long t0 = obe_mono_ms();
+    enqueue(o, o->chan, "A1", NULL, 0);
+    for (int i = 1; i <= 5; i++) {
+        char text[8];
+        snprintf(text, sizeof text, "B%d", i);
+        enqueue(o, o->chan2, text, NULL, 0);
+    }
+    ck_assert_int_eq(fake_discord_wait_messages(o->fd, o->chan2, 6, 5000), 0);
+    long long took = obe_mono_ms() - t0;
+    ck_assert_msg(took < 1400, "channel B waited %lld ms behind A's 429", took);
+    ck_assert_uint_eq(fake_discord_message_count(o->fd, o->chan), 0);
+    wait_idle(o, 10000);
+    ck_assert_uint_eq(fake_discord_message_count(o->fd, o->chan), 1);
+    json_t *b = fake_discord_messages(o->fd, o->chan2);
+    for (int i = 0; i <= 5; i++) {
+        char want[8];
+        snprintf(want, sizeof want, "B%d", i);
+        ck_assert_str_eq(jstr(json_array_get(b, (size_t)i), "content"), want);
+    }
+    json_decref(b);
     oenv_close(o);
 }
 END_TEST
@@ -519,7 +577,7 @@ END_TEST
 
 /* Child of the crash test: enqueue one message, let the dispatcher send it,
  * and wait to be killed. Plain code: no Check calls in this process. */
-static void crash_child(int rfd, const char *db)
+static void crash_child(int rfd, const char *db, int variant)
 {
     alarm(60); /* never outlive a failed test */
     char buf[256];
@@ -544,7 +602,8 @@ static void crash_child(int rfd, const char *db)
     char err[256];
     if (obe_open(&e, buf, db, &quick_client, err, sizeof err) != 0)
         _exit(3);
-    if (dg_outbox_start_opts(&e.p, &quick_outbox, &e.p.outbox, err, sizeof err) != OC_OK)
+    dg_outbox_options opt = quick_outbox_for(variant);
+    if (dg_outbox_start_opts(&e.p, &opt, &e.p.outbox, err, sizeof err) != OC_OK)
         _exit(4);
     if (dg_store_begin(e.p.store) != OC_OK ||
         dg_outbox_enqueue(e.p.store, chan, "owed exactly once", NULL, 0, dg_now_ms(&e.p)) !=
@@ -568,7 +627,7 @@ START_TEST(crash_between_accept_and_mark)
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
         close(pfd[1]);
-        crash_child(pfd[0], o->db);
+        crash_child(pfd[0], o->db, _i);
     }
     close(pfd[0]);
     fake_up(o);
@@ -595,7 +654,8 @@ START_TEST(crash_between_accept_and_mark)
     char nonce[32];
     snprintf(nonce, sizeof nonce, "%s", rows[0].nonce);
     dg_outbox_rows_free(rows, n);
-    oenv_start(o, NULL);
+    dg_outbox_options opt = quick_outbox_for(_i);
+    oenv_start(o, &opt);
     wait_idle(o, 10000);
 
     ck_assert_uint_eq(fake_discord_message_count(o->fd, o->chan), 1);
@@ -656,11 +716,17 @@ START_TEST(store_full_after_accept_never_resends)
     dg_outbox_rows_free(rows, n);
 
     dg_store_test_fail_writes(o->e.p.store, 1);
-    oenv_start(o, NULL);
+    {
+        dg_outbox_options variant = quick_outbox_for(_i);
+        oenv_start(o, &variant);
+    }
     /* Several attempts to record (each a back-off apart) went by. */
     wait_refused(o, 4);
     ck_assert_int_eq(posts_with_nonce(o->fd, nonce), 1);
-    ck_assert_int_eq(posts_with_nonce(o->fd, nonce2), 0); /* order kept */
+    /* Marks are recorded in batches (issue 14): the next row of the channel
+     * may have gone out after the first was accepted (order kept), but once
+     * the store refused, nothing is posted twice and nothing more is sent. */
+    ck_assert_int_le(posts_with_nonce(o->fd, nonce2), 1);
     ck_assert(obe_log_has(&o->e, "not sent again"));
 
     dg_store_test_fail_writes(o->e.p.store, 0);
@@ -696,7 +762,10 @@ START_TEST(store_full_after_refusal_never_resends)
     dg_outbox_rows_free(rows, n);
 
     dg_store_test_fail_writes(o->e.p.store, 1);
-    oenv_start(o, NULL);
+    {
+        dg_outbox_options variant = quick_outbox_for(_i);
+        oenv_start(o, &variant);
+    }
     wait_refused(o, 4);
     ck_assert_int_eq(posts_with_nonce(o->fd, nonce), 1);
     dg_store_test_fail_writes(o->e.p.store, 0);
@@ -810,7 +879,7 @@ START_TEST(five_hundred_through_thirty_percent_failures)
     for (int c = 2; c < 5; c++)
         ck_assert_int_eq(fake_discord_add_channel(o->fd, NULL, "extra", chans[c]), 0);
     fake_discord_set_fail_rate(o->fd, 0.3, 20241130, 0.01);
-    dg_outbox_options opt = quick_outbox;
+    dg_outbox_options opt = quick_outbox_for(_i);
     opt.max_attempts = 100;
     oenv_start(o, &opt);
     /* Owed in transactions of ten, interleaved over the channels. */
@@ -922,23 +991,24 @@ Suite *make_outbox_suite(void)
     tcase_add_test(tc, enqueue_refuses_bad_input);
     tcase_add_test(tc, split_rules);
     tcase_add_test(tc, long_content_split_in_order);
-    tcase_add_test(tc, failing_row_blocks_only_its_channel);
+    tcase_add_loop_test(tc, failing_row_blocks_only_its_channel, 0, 2);
     tcase_add_test(tc, failing_channels_beyond_batch_do_not_starve_others);
     tcase_add_test(tc, outage_longer_than_any_attempt_count_loses_nothing);
     tcase_add_test(tc, refused_token_holds_every_row);
-    tcase_add_test(tc, forbidden_fails_for_good_and_unblocks);
-    tcase_add_test(tc, rate_limited_then_once);
+    tcase_add_loop_test(tc, forbidden_fails_for_good_and_unblocks, 0, 2);
+    tcase_add_loop_test(tc, rate_limited_then_once, 0, 2);
+    tcase_add_test(tc, rate_limit_on_one_route_does_not_stall_others);
     tcase_add_test(tc, unsent_rows_sent_on_start);
-    tcase_add_test(tc, crash_between_accept_and_mark);
-    tcase_add_test(tc, store_full_after_accept_never_resends);
-    tcase_add_test(tc, store_full_after_refusal_never_resends);
+    tcase_add_loop_test(tc, crash_between_accept_and_mark, 0, 2);
+    tcase_add_loop_test(tc, store_full_after_accept_never_resends, 0, 2);
+    tcase_add_loop_test(tc, store_full_after_refusal_never_resends, 0, 2);
     tcase_add_test(tc, sent_rows_and_notice_marks_pruned_after_retention);
     tcase_add_test(tc, shutdown_bounded_while_discord_hangs);
     tcase_add_test(tc, shutdown_bounded_during_backoff);
     suite_add_tcase(s, tc);
     TCase *load = tcase_create("load");
     tcase_set_timeout(load, 240);
-    tcase_add_test(load, five_hundred_through_thirty_percent_failures);
+    tcase_add_loop_test(load, five_hundred_through_thirty_percent_failures, 0, 2);
     suite_add_tcase(s, load);
     return s;
 }

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_table.h"
+
 #define X(fn) int fn(void);
 #include "benches.inc"
 #undef X
@@ -24,5 +26,6 @@ int main(void)
     }
 #include "benches.inc"
 #undef X
+    bench_table_print();
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -1,8 +1,23 @@
 /*
- * bench_outbox.c -- outbox throughput to the fake Discord (messages/s)
- * beside raw libcurl posts of the same messages in the same run, and the
- * ratio; plus the delay from a kick to the message being in the fake.
- * BENCH_OUTBOX_N sets the message count (default 2000).
+ * bench_outbox.c -- the outbox beside raw libcurl posts of the same
+ * messages to the same fake Discord, round by round in one run:
+ *   - 1, 4 and 16 channels: a round posts K messages serially on one
+ *     keep-alive libcurl handle (the floor), and has the outbox deliver K
+ *     messages that were owed in one transaction before the round (the
+ *     plugin enqueues inside the transaction of the state change; that
+ *     commit is not the outbox's cost). The outbox's time runs from the kick
+ *     until it is idle: every row posted AND marked sent. Which side goes
+ *     first alternates. Figures are us per message; the ratio is the
+ *     outbox's rate over the raw rate (aims: >= 0.9x one channel, >= 1.5x
+ *     four and sixteen);
+ *   - backlog: N rows pending at once (an outage) drained, per row, for
+ *     N = 1k, 10k, 100k, interleaved with 1k rounds (aim: 100k within 1.2x
+ *     of 1k per row). Every channel gets the same number of messages in all
+ *     sizes (the fake looks nonces up per channel);
+ *   - the delay from a kick to delivery on an idle outbox.
+ * BENCH_OUTBOX_K (messages per round, 200), BENCH_OUTBOX_ROUNDS (15),
+ * BENCH_BACKLOG_MAX (100000) change the sizes; BENCH_OUTBOX_INFLIGHT the
+ * outbox's max_inflight (default 16).
  */
 #include <curl/curl.h>
 #include <stdio.h>
@@ -10,13 +25,29 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench_table.h"
 #include "fake_discord.h"
 #include "outbox.h"
 #include "outbox_env.h"
 #include "store.h"
 #include "testutil.h"
 
-#define CHANNELS 4
+#define MAX_CHANNELS 512
+#define PER_CHANNEL_BACKLOG 250
+
+typedef struct bctx {
+    fake_discord *fd;
+    obe e;
+    CURL *raw;
+    struct curl_slist *hdrs;
+    long seq;             /* message number, for distinct texts and nonces */
+} bctx;
+
+static long env_long(const char *name, long dflt)
+{
+    const char *v = getenv(name);
+    return v && *v && atol(v) > 0 ? atol(v) : dflt;
+}
 
 static size_t sink(char *p, size_t sz, size_t n, void *ud)
 {
@@ -25,169 +56,271 @@ static size_t sink(char *p, size_t sz, size_t n, void *ud)
     return sz * n;
 }
 
-static void text_of(int i, char *out, size_t len)
+static void text_of(long i, char *out, size_t len)
 {
-    snprintf(out, len, "bench message %05d for <@300000000000000001>: the turn passes on", i);
+    snprintf(out, len, "bench message %07ld for <@300000000000000001>: the turn passes on", i);
 }
 
-/* Raw posts on one keep-alive handle: the floor the outbox builds on. */
-static int raw_posts(fake_discord *fd, char chans[][24], int n, double *secs)
+static double now_us(void)
 {
-    CURL *c = curl_easy_init();
-    if (!c)
-        return -1;
-    struct curl_slist *h = curl_slist_append(NULL, "Authorization: Bot " OBE_TOKEN);
-    h = curl_slist_append(h, "Content-Type: application/json");
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    int bad = 0;
-    long long t0 = obe_mono_ms();
-    for (int i = 0; i < n; i++) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+/* k raw posts round-robin over chans, serially on one keep-alive handle,
+ * with the body the outbox sends. us per message, or -1. */
+static double raw_round(bctx *b, char chans[][24], int n_chans, int k)
+{
+    double t0 = now_us();
+    for (int i = 0; i < k; i++) {
         char url[160], text[96], body[400];
-        snprintf(url, sizeof url, "%s/channels/%s/messages", fake_discord_url(fd),
-                 chans[i % CHANNELS]);
-        text_of(i, text, sizeof text);
+        long m = b->seq++;
+        snprintf(url, sizeof url, "%s/channels/%s/messages", fake_discord_url(b->fd),
+                 chans[i % n_chans]);
+        text_of(m, text, sizeof text);
         snprintf(body, sizeof body,
                  "{\"content\":\"%s\",\"allowed_mentions\":{\"parse\":[],\"users\":"
-                 "[\"300000000000000001\"]},\"nonce\":\"raw%d\",\"enforce_nonce\":true}",
-                 text, i);
-        curl_easy_setopt(c, CURLOPT_URL, url);
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+                 "[\"300000000000000001\"]},\"nonce\":\"raw%ld\",\"enforce_nonce\":true}",
+                 text, m);
+        curl_easy_setopt(b->raw, CURLOPT_URL, url);
+        curl_easy_setopt(b->raw, CURLOPT_POSTFIELDS, body);
         long status = 0;
-        if (curl_easy_perform(c) != CURLE_OK ||
-            curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status) != CURLE_OK || status != 200)
-            bad++;
+        if (curl_easy_perform(b->raw) != CURLE_OK ||
+            curl_easy_getinfo(b->raw, CURLINFO_RESPONSE_CODE, &status) != CURLE_OK ||
+            status != 200)
+            return -1;
     }
-    *secs = (double)(obe_mono_ms() - t0) / 1000.0;
-    curl_slist_free_all(h);
-    curl_easy_cleanup(c);
-    return bad;
+    return (now_us() - t0) / k;
+}
+
+/* Owe k messages round-robin over chans in one transaction (not timed). */
+static int owe(bctx *b, char chans[][24], int n_chans, long k)
+{
+    const char *mention[] = {"300000000000000001"};
+    if (dg_store_begin(b->e.p.store) != OC_OK)
+        return -1;
+    for (long i = 0; i < k; i++) {
+        char text[96];
+        text_of(b->seq++, text, sizeof text);
+        if (dg_outbox_enqueue(b->e.p.store, chans[i % n_chans], text, mention, 1,
+                              dg_now_ms(&b->e.p)) != OC_OK) {
+            dg_store_rollback(b->e.p.store);
+            return -1;
+        }
+    }
+    return dg_store_commit(b->e.p.store) == OC_OK ? 0 : -1;
+}
+
+/* Kick, wait until every owed row is posted and marked. us per message. */
+static double drain(bctx *b, long k)
+{
+    double t0 = now_us();
+    dg_outbox_kick(b->e.p.outbox);
+    if (dg_outbox_wait_idle(b->e.p.outbox, 600000) != OC_OK)
+        return -1;
+    return (now_us() - t0) / (double)k;
+}
+
+static double outbox_round(bctx *b, char chans[][24], int n_chans, int k)
+{
+    if (owe(b, chans, n_chans, k) != 0)
+        return -1;
+    return drain(b, k);
+}
+
+static int add_channels(bctx *b, const char *name, char out[][24], int n)
+{
+    for (int c = 0; c < n; c++)
+        if (fake_discord_add_channel(b->fd, NULL, name, out[c]) != 0)
+            return -1;
+    return 0;
+}
+
+static int bench_channels(bctx *b, int n_chans, int k, int rounds)
+{
+    char (*raw)[24] = calloc(MAX_CHANNELS, 24), (*ob)[24] = calloc(MAX_CHANNELS, 24);
+    double *tr = calloc((size_t)rounds, sizeof *tr), *to = calloc((size_t)rounds, sizeof *to);
+    int rc = -1;
+    if (!raw || !ob || !tr || !to || add_channels(b, "raw", raw, n_chans) ||
+        add_channels(b, "outbox", ob, n_chans))
+        goto out;
+    /* One warm-up round each (connections, statement cache). */
+    if (raw_round(b, raw, n_chans, k / 4 + 1) < 0 || outbox_round(b, ob, n_chans, k / 4 + 1) < 0)
+        goto out;
+    for (int r = 0; r < rounds; r++) {
+        /* Fresh channels every round: the fake looks a nonce up among all
+         * messages of its channel (Discord does not), and that server work
+         * would otherwise grow round by round on both sides. */
+        if (add_channels(b, "raw", raw, n_chans) || add_channels(b, "outbox", ob, n_chans))
+            goto out;
+        if (r % 2) {
+            tr[r] = raw_round(b, raw, n_chans, k);
+            to[r] = outbox_round(b, ob, n_chans, k);
+        } else {
+            to[r] = outbox_round(b, ob, n_chans, k);
+            tr[r] = raw_round(b, raw, n_chans, k);
+        }
+        if (tr[r] < 0 || to[r] < 0) {
+            printf("outbox bench: a round failed (%d channels)\n", n_chans);
+            goto out;
+        }
+        fake_discord_clear_requests(b->fd);
+    }
+    bench_sort(tr, rounds);
+    bench_sort(to, rounds);
+    double r50 = bench_pct(tr, rounds, 0.5), r99 = bench_pct(tr, rounds, 0.99);
+    double o50 = bench_pct(to, rounds, 0.5), o99 = bench_pct(to, rounds, 0.99);
+    printf("outbox, %2d channel%s: %.1f us/msg p50 (%.1f p99) = %.0f msg/s; raw serial "
+           "libcurl %.1f us/msg p50 (%.1f p99) = %.0f msg/s; %d rounds of %d\n",
+           n_chans, n_chans == 1 ? " " : "s", o50, o99, 1e6 / o50, r50, r99, 1e6 / r50, rounds,
+           k);
+    char what[64];
+    snprintf(what, sizeof what, "outbox rate, %d channel%s", n_chans, n_chans == 1 ? "" : "s");
+    bench_row(what, "us/msg", o50, o99, "raw serial", r50, r99, r50 / o50, r99 / o99, 1,
+              n_chans == 1 ? 0.9 : 1.5);
+    rc = 0;
+out:
+    free(raw);
+    free(ob);
+    free(tr);
+    free(to);
+    return rc;
+}
+
+/* Per-row drain cost of a backlog of n rows (n / PER_CHANNEL_BACKLOG
+ * fresh channels, so the fake's per-channel work is the same for all n). */
+static double backlog_round(bctx *b, long n)
+{
+    int n_chans = (int)(n / PER_CHANNEL_BACKLOG);
+    if (n_chans < 1)
+        n_chans = 1;
+    if (n_chans > MAX_CHANNELS)
+        n_chans = MAX_CHANNELS;
+    char (*ch)[24] = calloc(MAX_CHANNELS, 24);
+    double per = -1;
+    if (ch && add_channels(b, "backlog", ch, n_chans) == 0 && owe(b, ch, n_chans, n) == 0)
+        per = drain(b, n);
+    fake_discord_clear_requests(b->fd);
+    free(ch);
+    return per;
+}
+
+static int bench_backlog(bctx *b)
+{
+    long max = env_long("BENCH_BACKLOG_MAX", 100000);
+    long sizes[] = {1000, 10000, 100000};
+    double small[8];
+    int n_small = 0;
+    double big[3] = {0, 0, 0};
+    /* 1k, 10k, 1k, 100k, 1k: the small size brackets the large ones. */
+    for (int s = 1; s < 3; s++) {
+        if ((small[n_small++] = backlog_round(b, sizes[0])) < 0)
+            return -1;
+        if (sizes[s] > max)
+            continue;
+        if ((big[s] = backlog_round(b, sizes[s])) < 0)
+            return -1;
+    }
+    if ((small[n_small++] = backlog_round(b, sizes[0])) < 0)
+        return -1;
+    bench_sort(small, n_small);
+    double s50 = bench_pct(small, n_small, 0.5), s99 = bench_pct(small, n_small, 0.99);
+    printf("backlog drain per row: 1k %.1f us (p50 of %d; p99 %.1f)", s50, n_small, s99);
+    for (int s = 1; s < 3; s++)
+        if (big[s] > 0)
+            printf(", %ldk %.1f us (%.2fx)", sizes[s] / 1000, big[s], big[s] / s50);
+    printf("\n");
+    for (int s = 1; s < 3; s++) {
+        if (big[s] <= 0)
+            continue;
+        char what[64];
+        snprintf(what, sizeof what, "backlog %ldk, per row vs 1k", sizes[s] / 1000);
+        bench_row(what, "us/row", big[s], big[s], "1k", s50, s99, big[s] / s50, big[s] / s99,
+                  0, 1.2);
+    }
+    return 0;
+}
+
+static int bench_latency(bctx *b)
+{
+    char ch[1][24];
+    if (add_channels(b, "latency", ch, 1))
+        return -1;
+    const int probes = 20;
+    double t[20];
+    for (int i = 0; i < probes; i++) {
+        size_t before = fake_discord_message_count(b->fd, ch[0]);
+        double k0 = now_us();
+        if (owe(b, ch, 1, 1) != 0)
+            return -1;
+        dg_outbox_kick(b->e.p.outbox);
+        if (fake_discord_wait_messages(b->fd, ch[0], before + 1, 10000) != 0)
+            return -1;
+        t[i] = (now_us() - k0) / 1000.0;
+        usleep(20 * 1000);
+    }
+    bench_sort(t, probes);
+    printf("kick to delivery: p50 %.2f ms, worst %.2f ms over %d messages (aim: < 1000 ms)\n",
+           bench_pct(t, probes, 0.5), t[probes - 1], probes);
+    return 0;
 }
 
 int bench_outbox(void)
 {
-    int n = 2000;
-    const char *env = getenv("BENCH_OUTBOX_N");
-    if (env && atoi(env) > 0)
-        n = atoi(env);
+    int k = (int)env_long("BENCH_OUTBOX_K", 200);
+    int rounds = (int)env_long("BENCH_OUTBOX_ROUNDS", 15);
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    fake_discord *fd = NULL;
+    bctx b;
+    memset(&b, 0, sizeof b);
     char err[256];
-    if (fake_discord_start(NULL, &fd, err, sizeof err) != 0) {
+    if (fake_discord_start(NULL, &b.fd, err, sizeof err) != 0) {
         printf("fake: %s\n", err);
         return 1;
     }
-    fake_discord_add_user(fd, OBE_TOKEN, OBE_MOD_ID, "moderator", 1);
-    char raw_chans[CHANNELS][24], ob_chans[CHANNELS][24];
-    for (int c = 0; c < CHANNELS; c++) {
-        fake_discord_add_channel(fd, NULL, "raw", raw_chans[c]);
-        fake_discord_add_channel(fd, NULL, "outbox", ob_chans[c]);
-    }
-
-    double raw_s = 0;
-    int bad = raw_posts(fd, raw_chans, n, &raw_s);
-    if (bad) {
-        printf("raw libcurl: %d of %d posts failed\n", bad, n);
-        fake_discord_stop(fd);
-        return 1;
-    }
-    fake_discord_clear_requests(fd);
-
+    fake_discord_add_user(b.fd, OBE_TOKEN, OBE_MOD_ID, "moderator", 1);
     char dir[] = "/tmp/dg-bench-XXXXXX";
     if (!mkdtemp(dir)) {
-        fake_discord_stop(fd);
+        fake_discord_stop(b.fd);
         return 1;
     }
     char db[64];
     snprintf(db, sizeof db, "%s/bench.db", dir);
-    obe e;
     int rc = 1;
-    if (obe_open(&e, fake_discord_url(fd), db, NULL, err, sizeof err) != 0) {
+    b.raw = curl_easy_init();
+    b.hdrs = curl_slist_append(NULL, "Authorization: Bot " OBE_TOKEN);
+    b.hdrs = curl_slist_append(b.hdrs, "Content-Type: application/json");
+    curl_easy_setopt(b.raw, CURLOPT_HTTPHEADER, b.hdrs);
+    curl_easy_setopt(b.raw, CURLOPT_WRITEFUNCTION, sink);
+    curl_easy_setopt(b.raw, CURLOPT_NOSIGNAL, 1L);
+    if (obe_open(&b.e, fake_discord_url(b.fd), db, NULL, err, sizeof err) != 0) {
         printf("outbox env: %s\n", err);
         goto out_fake;
     }
-    if (dg_outbox_start(&e.p, &e.p.outbox, err, sizeof err) != OC_OK) {
+    dg_outbox_options oo = {.max_inflight = (int)env_long("BENCH_OUTBOX_INFLIGHT", 0)};
+    if (dg_outbox_start_opts(&b.e.p, &oo, &b.e.p.outbox, err, sizeof err) != OC_OK) {
         printf("outbox: %s\n", err);
         goto out_env;
     }
-
-    /* Throughput: every message owed in its own transaction and kicked, as
-     * the plugin does, until the outbox is idle again. */
-    const char *mention[] = {"300000000000000001"};
-    long long t0 = obe_mono_ms();
-    for (int i = 0; i < n; i++) {
-        char text[96];
-        text_of(i, text, sizeof text);
-        if (dg_store_begin(e.p.store) != OC_OK ||
-            dg_outbox_enqueue(e.p.store, ob_chans[i % CHANNELS], text, mention, 1,
-                              dg_now_ms(&e.p)) != OC_OK ||
-            dg_store_commit(e.p.store) != OC_OK) {
-            printf("outbox: enqueue %d failed\n", i);
+    int chans[] = {1, 4, 16};
+    for (int i = 0; i < 3; i++)
+        if (bench_channels(&b, chans[i], k, rounds) != 0)
             goto out_env;
-        }
-        dg_outbox_kick(e.p.outbox);
-    }
-    if (dg_outbox_wait_idle(e.p.outbox, 600000) != OC_OK) {
-        printf("outbox: not idle after 600 s\n");
+    if (bench_backlog(&b) != 0) {
+        printf("outbox bench: backlog failed\n");
         goto out_env;
     }
-    double ob_s = (double)(obe_mono_ms() - t0) / 1000.0;
-    size_t delivered = 0;
-    for (int c = 0; c < CHANNELS; c++)
-        delivered += fake_discord_message_count(fd, ob_chans[c]);
-    if (delivered != (size_t)n) {
-        printf("outbox: %zu of %d messages delivered\n", delivered, n);
+    if (bench_latency(&b) != 0) {
+        printf("outbox bench: a probe was not delivered within 10 s\n");
         goto out_env;
     }
-
-    /* Kick-to-delivery delay of single messages on an idle outbox. */
-    long long worst = 0, total = 0;
-    const int probes = 20;
-    for (int i = 0; i < probes; i++) {
-        size_t before = fake_discord_message_count(fd, ob_chans[0]);
-        long long k0 = obe_mono_ms();
-        if (dg_store_begin(e.p.store) != OC_OK ||
-            dg_outbox_enqueue(e.p.store, ob_chans[0], "latency probe", NULL, 0,
-                              dg_now_ms(&e.p)) != OC_OK ||
-            dg_store_commit(e.p.store) != OC_OK)
-            goto out_env;
-        dg_outbox_kick(e.p.outbox);
-        if (fake_discord_wait_messages(fd, ob_chans[0], before + 1, 10000) != 0) {
-            printf("outbox: a probe was not delivered within 10 s\n");
-            goto out_env;
-        }
-        long long d = obe_mono_ms() - k0;
-        total += d;
-        if (d > worst)
-            worst = d;
-        usleep(20 * 1000);
-    }
-
-    double raw_rate = n / (raw_s > 0 ? raw_s : 1e-3);
-    double ob_rate = n / (ob_s > 0 ? ob_s : 1e-3);
-    printf("messages                 %d over %d channels (fake Discord on loopback)\n", n,
-           CHANNELS);
-    printf("raw libcurl posts        %.0f messages/s (%.2f s)\n", raw_rate, raw_s);
-    printf("outbox (durable, nonce)  %.0f messages/s (%.2f s)\n", ob_rate, ob_s);
-    printf("ratio outbox/raw         %.2f\n", ob_rate / raw_rate);
-    printf("kick to delivery         mean %.1f ms, worst %lld ms over %d messages (aim: < 1000 ms)\n",
-           (double)total / probes, worst, probes);
     rc = 0;
-
 out_env:
-    obe_close(&e);
-    {
-        char path[96];
-        snprintf(path, sizeof path, "%s/bench.db", dir);
-        unlink(path);
-        snprintf(path, sizeof path, "%s/bench.db-wal", dir);
-        unlink(path);
-        snprintf(path, sizeof path, "%s/bench.db-shm", dir);
-        unlink(path);
-        rmdir(dir);
-    }
+    obe_close(&b.e);
+    tu_rmtree(dir);
 out_fake:
-    fake_discord_stop(fd);
+    curl_slist_free_all(b.hdrs);
+    curl_easy_cleanup(b.raw);
+    fake_discord_stop(b.fd);
     return rc;
 }

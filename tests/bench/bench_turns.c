@@ -10,8 +10,10 @@
  *     messages to awake channels (the speaker keeps the turn: only the
  *     dedup mark is written) and messages of the speaker (the turn passes:
  *     the scope's state row is written as well).
- * Aims (printed, never asserted): decision within 3x its baseline, ingest
- * within 1.5x the raw insert. BENCH_TURNS_SCOPES / BENCH_TURNS_SAMPLES /
+ * Aims (in the summary table, judged at p50, never asserted): decision
+ * within 3x its baseline (ctx pre-parsed, as the ABI passes it), a closed
+ * discussion channel's decision within 1.2x an open one's, ingest within
+ * 1.3x (human) / 1.5x (speaker) the raw insert. BENCH_TURNS_SCOPES / BENCH_TURNS_SAMPLES /
  * BENCH_TURNS_INGESTS change the sizes.
  */
 #include <sqlite3.h>
@@ -20,7 +22,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_table.h"
+#include "discuss.h"
 #include "hooks_internal.h"
+#include "store.h"
+#include "store_discuss.h"
+#include "turns.h"
 #include "turn_test_host.h"
 #include "turns_map.h"
 
@@ -40,18 +47,6 @@ static double now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double pct(double *v, long n, double p)
-{
-    long i = (long)(p * (double)(n - 1));
-    return v[i];
 }
 
 static double mean(const double *v, long n)
@@ -89,6 +84,27 @@ static int baseline_once(const char *ctx_text, const dg_map *m, int *sink)
     *sink += v ? *v : 0;
     json_decref(ctx);
     return v ? 0 : -1;
+}
+
+/* Baseline with the ctx already parsed (as the ABI passes it): decode +
+ * one hash lookup. */
+static int baseline_parsed(const json_t *ctx, const dg_map *m, int *sink)
+{
+    dg_hook_session hs;
+    int ok = dg_hook_decode_session(ctx, &hs) == 1;
+    int *v = ok ? dg_map_get(m, hs.s.session_key) : NULL;
+    *sink += v ? *v : 0;
+    return v ? 0 : -1;
+}
+
+/* The hook on an already parsed ctx: what a host sees. */
+static int hook_parsed(tth *h, const json_t *ctx, oc_hook_fn fn, json_t *event, int *sink)
+{
+    json_t *r = NULL;
+    int rc = fn(h->state, event, ctx, &r);
+    *sink += r != NULL;
+    json_decref(r);
+    return rc;
 }
 
 static int hook_once(tth *h, const char *ctx_text, oc_hook_fn fn, json_t *event, int *sink)
@@ -155,40 +171,133 @@ static int bench_resolve(tth *h, long scopes, long samples)
     }
     printf("setup: %ld scopes x %d agents in %.1f s\n", scopes, AGENTS, (now_ns() - t0) / 1e9);
 
-    /* Warm both paths, then alternate them sample by sample so both see
+    /* A closed discussion channel with the same 8 agents: every session
+     * is seen once (recorded, routed to the no-reply model) before timing. */
+    dg_plugin *p = tth_plugin(h);
+    const char *closed_ch = "399999999999999999";
+    json_t *closed_ctx[AGENTS];
+    {
+        const char *parts[AGENTS - 1];
+        char *order[AGENTS];
+        for (int a = 0; a < AGENTS; a++) {
+            order[a] = (char *)NAMES[a];
+            if (a)
+                parts[a - 1] = NAMES[a];
+        }
+        dg_discussion d = {
+            .discussion_channel_id = (char *)closed_ch, .origin_channel_id = "300000000000000001",
+            .initiator_agent_id = (char *)NAMES[0], .initiator_session_key = "agent:x",
+            .initiator_session_id = "sid", .initiator_workspace = "/tmp/ws",
+            .discuss_guide = "bench", .status = DG_DISCUSSION_ACTIVE,
+            .created_at_ms = dg_now_ms(p), .turn_order = order, .n_turn_order = AGENTS,
+        };
+        int64_t id = 0;
+        if (dg_store_begin(p->store) != OC_OK)
+            return -1;
+        if (dg_store_discussion_insert(p->store, &d, &id) != OC_OK ||
+            dg_turns_prefill_discussion(p->store, closed_ch, NAMES[0], parts, AGENTS - 1,
+                                        dg_now_ms(p)) != OC_OK ||
+            dg_store_discussion_close(p->store, id, "plans/d.md", dg_now_ms(p)) != OC_OK ||
+            dg_turns_close_channel(p->store, closed_ch, dg_now_ms(p)) != OC_OK) {
+            dg_store_rollback(p->store);
+            return -1;
+        }
+        if (dg_store_commit(p->store) != OC_OK)
+            return -1;
+        for (int a = 0; a < AGENTS; a++) {
+            char key[128];
+            tth_session_key(key, sizeof key, NAMES[a], closed_ch, NULL);
+            closed_ctx[a] = json_pack("{s:s, s:s, s:s, s:s, s:s}", "agentId", NAMES[a],
+                                      "sessionKey", key, "channelId", closed_ch,
+                                      "messageProvider", "discord", "workspaceDir", "/srv/a");
+            int sink0 = 0;
+            if (!closed_ctx[a] || hook_parsed(h, closed_ctx[a], fn, event, &sink0) != OC_OK)
+                return -1;
+        }
+    }
+    /* The ctx of every session parsed once, before timing. */
+    json_t **pctx = calloc((size_t)n_sessions, sizeof *pctx);
+    double *tc = malloc((size_t)samples * sizeof *tc);
+    double *tbt = malloc((size_t)samples * sizeof *tbt);
+    double *tht = malloc((size_t)samples * sizeof *tht);
+    if (!pctx || !tc || !tbt || !tht)
+        return -1;
+    for (long i = 0; i < n_sessions; i++)
+        if (!(pctx[i] = json_loads(ctx[i], 0, NULL)))
+            return -1;
+
+    /* Warm every path, then take them in turn sample by sample so all see
      * the same machine state. */
     int sink = 0, overrides = 0;
     for (long i = 0; i < 20000; i++) {
         long k = (long)(rng() % (uint64_t)n_sessions);
-        baseline_once(ctx[k], &m, &sink);
-        hook_once(h, ctx[k], fn, event, &sink);
+        baseline_parsed(pctx[k], &m, &sink);
+        hook_parsed(h, pctx[k], fn, event, &sink);
+        hook_parsed(h, closed_ctx[k % AGENTS], fn, event, &sink);
     }
     for (long i = 0; i < samples; i++) {
+        long k = (long)(rng() % (uint64_t)n_sessions);
+        double a = now_ns();
+        if (baseline_parsed(pctx[k], &m, &sink))
+            return -1;
+        double b = now_ns();
+        int before = sink;
+        if (hook_parsed(h, pctx[k], fn, event, &sink) != OC_OK)
+            return -1;
+        double c = now_ns();
+        overrides += sink != before;
+        if (hook_parsed(h, closed_ctx[k % AGENTS], fn, event, &sink) != OC_OK)
+            return -1;
+        double d2 = now_ns();
+        tb[i] = b - a;
+        th[i] = c - b;
+        tc[i] = d2 - c;
+    }
+    /* The same with the ctx text parsed inside the timing on both sides
+     * (a host that hands over text), a tenth of the samples. */
+    long tsamples = samples / 10;
+    for (long i = 0; i < tsamples; i++) {
         long k = (long)(rng() % (uint64_t)n_sessions);
         double a = now_ns();
         if (baseline_once(ctx[k], &m, &sink))
             return -1;
         double b = now_ns();
-        int before = sink;
         if (hook_once(h, ctx[k], fn, event, &sink) != OC_OK)
             return -1;
-        double c = now_ns();
-        overrides += sink != before;
-        tb[i] = b - a;
-        th[i] = c - b;
+        tbt[i] = b - a;
+        tht[i] = now_ns() - b;
     }
-    qsort(tb, (size_t)samples, sizeof *tb, cmp_double);
-    qsort(th, (size_t)samples, sizeof *th, cmp_double);
-    double b50 = pct(tb, samples, 0.50), b99 = pct(tb, samples, 0.99);
-    double h50 = pct(th, samples, 0.50), h99 = pct(th, samples, 0.99);
-    printf("before_model_resolve: p50 %.2f us  p99 %.2f us  (%ld samples, %.0f%% swapped)\n",
-           h50 / 1e3, h99 / 1e3, samples, 100.0 * overrides / (double)samples);
-    printf("baseline (ctx parse + hash lookup): p50 %.2f us  p99 %.2f us\n", b50 / 1e3,
+    bench_sort(tb, samples);
+    bench_sort(th, samples);
+    bench_sort(tc, samples);
+    bench_sort(tbt, tsamples);
+    bench_sort(tht, tsamples);
+    double b50 = bench_pct(tb, samples, 0.50), b99 = bench_pct(tb, samples, 0.99);
+    double h50 = bench_pct(th, samples, 0.50), h99 = bench_pct(th, samples, 0.99);
+    double c50 = bench_pct(tc, samples, 0.50), c99 = bench_pct(tc, samples, 0.99);
+    printf("before_model_resolve (ctx pre-parsed, as the ABI passes it): open channel p50 %.2f "
+           "us  p99 %.2f us (%ld samples, %.0f%% swapped); closed channel p50 %.2f us  p99 "
+           "%.2f us\n",
+           h50 / 1e3, h99 / 1e3, samples, 100.0 * overrides / (double)samples, c50 / 1e3,
+           c99 / 1e3);
+    printf("baseline (decode + hash lookup, pre-parsed): p50 %.2f us  p99 %.2f us\n", b50 / 1e3,
            b99 / 1e3);
-    double r50 = h50 / b50, r99 = h99 / b99;
-    printf("ratio: p50 %.2fx  p99 %.2fx  -- aim <= 3x: %s\n", r50, r99,
-           r50 <= 3.0 ? (r99 <= 3.0 ? "met (p50 and p99)" : "met at p50, missed at p99")
-                      : "MISSED");
+    printf("with the ctx text parsed on both sides: hook p50 %.2f us, baseline p50 %.2f us "
+           "(%.2fx)\n",
+           bench_pct(tht, tsamples, 0.5) / 1e3, bench_pct(tbt, tsamples, 0.5) / 1e3,
+           bench_pct(tht, tsamples, 0.5) / bench_pct(tbt, tsamples, 0.5));
+    bench_row("resolve decision, open channel", "us", h50 / 1e3, h99 / 1e3, "decode+hash",
+              b50 / 1e3, b99 / 1e3, h50 / b50, h99 / b99, 0, 3.0);
+    bench_row("resolve decision, closed channel", "us", c50 / 1e3, c99 / 1e3, "open chan",
+              h50 / 1e3, h99 / 1e3, c50 / h50, c99 / h99, 0, 1.2);
+    for (int a = 0; a < AGENTS; a++)
+        json_decref(closed_ctx[a]);
+    for (long i = 0; i < n_sessions; i++)
+        json_decref(pctx[i]);
+    free(pctx);
+    free(tc);
+    free(tbt);
+    free(tht);
 
     for (long i = 0; i < n_sessions; i++) {
         free(ctx[i]);
@@ -317,19 +426,20 @@ static int bench_ingest(tth *h, long scopes, long n, int kind, long *offset)
     json_decref(ctx);
     if (rc == 0) {
         double rm = mean(tr, n), hm = mean(th, n);
-        qsort(tr, (size_t)n, sizeof *tr, cmp_double);
-        qsort(th, (size_t)n, sizeof *th, cmp_double);
-        double r50 = pct(tr, n, 0.5), h50 = pct(th, n, 0.5);
+        bench_sort(tr, n);
+        bench_sort(th, n);
+        double r50 = bench_pct(tr, n, 0.5), h50 = bench_pct(th, n, 0.5);
+        double r99 = bench_pct(tr, n, 0.99), h99 = bench_pct(th, n, 0.99);
         printf("message_received ingest, %s: p50 %.2f us  mean %.2f us  p99 %.2f us  "
                "(%ld messages)\n",
                kind ? "the speaker's message (turn passes, state row written)"
                     : "human message to an awake channel (dedup mark only)",
-               h50 / 1e3, hm / 1e3, pct(th, n, 0.99) / 1e3, n);
+               h50 / 1e3, hm / 1e3, h99 / 1e3, n);
         printf("raw prepared insert (own transaction): p50 %.2f us  mean %.2f us  p99 %.2f us\n",
-               r50 / 1e3, rm / 1e3, pct(tr, n, 0.99) / 1e3);
-        double ratio = hm / rm;
-        printf("ratio: mean %.2fx  p50 %.2fx  -- aim <= 1.5x: %s\n", ratio, h50 / r50,
-               ratio <= 1.5 ? "met" : "MISSED");
+               r50 / 1e3, rm / 1e3, r99 / 1e3);
+        bench_row(kind ? "ingest, speaker's message" : "ingest, human message", "us", h50 / 1e3,
+                  h99 / 1e3, "raw insert", r50 / 1e3, r99 / 1e3, h50 / r50, h99 / r99, 0,
+                  kind ? 1.5 : 1.3);
     }
     free(path);
     free(tr);

@@ -1,0 +1,83 @@
+/*
+ * bench_table.c -- rows of the summary table (see bench_table.h).
+ */
+#include "bench_table.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_ROWS 32
+
+typedef struct row {
+    char what[64], unit[16], floor_what[48];
+    double fig50, fig99, floor50, floor99, ratio50, ratio99, aim;
+    int higher;
+} row;
+
+/* The bench program's table: filled by the benches, printed by main. */
+static row rows[MAX_ROWS];
+static int n_rows;
+
+void bench_row(const char *what, const char *unit, double fig50, double fig99,
+               const char *floor_what, double floor50, double floor99, double ratio50,
+               double ratio99, int higher, double aim)
+{
+    if (n_rows == MAX_ROWS)
+        return;
+    row *r = &rows[n_rows++];
+    snprintf(r->what, sizeof r->what, "%s", what);
+    snprintf(r->unit, sizeof r->unit, "%s", unit);
+    snprintf(r->floor_what, sizeof r->floor_what, "%s", floor_what);
+    r->fig50 = fig50;
+    r->fig99 = fig99;
+    r->floor50 = floor50;
+    r->floor99 = floor99;
+    r->ratio50 = ratio50;
+    r->ratio99 = ratio99;
+    r->higher = higher;
+    r->aim = aim;
+}
+
+void bench_table_print(void)
+{
+    if (!n_rows)
+        return;
+    printf("\n== summary (p50, p99 in brackets; each figure and its floor interleaved round by "
+           "round in this run; met/missed from the p50 ratio)\n");
+    printf("%-34s %-22s %-30s %-16s %-8s %s\n", "figure", "p50 (p99)", "floor: p50 (p99)",
+           "ratio p50 (p99)", "aim", "verdict");
+    int met_all = 1;
+    for (int i = 0; i < n_rows; i++) {
+        row *r = &rows[i];
+        char fig[40], flo[64], rat[32], aim[16];
+        snprintf(fig, sizeof fig, "%.2f (%.2f) %s", r->fig50, r->fig99, r->unit);
+        snprintf(flo, sizeof flo, "%s %.2f (%.2f)", r->floor_what, r->floor50, r->floor99);
+        snprintf(rat, sizeof rat, "%.2fx (%.2fx)", r->ratio50, r->ratio99);
+        snprintf(aim, sizeof aim, "%s %.2fx", r->higher ? ">=" : "<=", r->aim);
+        int met = r->higher ? r->ratio50 >= r->aim : r->ratio50 <= r->aim;
+        met_all &= met;
+        printf("%-34s %-22s %-30s %-16s %-8s %s\n", r->what, fig, flo, rat, aim,
+               met ? "met" : "MISSED");
+    }
+    printf("aims: %s\n", met_all ? "all met" : "some MISSED (see above)");
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void bench_sort(double *v, long n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+}
+
+double bench_pct(const double *sorted, long n, double p)
+{
+    if (n <= 0)
+        return 0;
+    long i = (long)(p * (double)(n - 1) + 0.5);
+    return sorted[i];
+}

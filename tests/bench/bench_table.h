@@ -1,0 +1,26 @@
+/*
+ * bench_table.h -- the one table `make bench` ends with. Every bench adds
+ * its rows: the figure and its floor (p50, with p99 beside), measured
+ * interleaved round by round in the same run, the ratio at p50 (p99
+ * beside), the aim and whether the p50 ratio meets it. Nothing else
+ * decides "met". Main thread only.
+ */
+#ifndef DG_BENCH_TABLE_H
+#define DG_BENCH_TABLE_H
+
+/* higher: the aim is ratio >= aim (throughput); else ratio <= aim (cost).
+ * unit: of the figures ("us/msg", "us"). Strings are copied. */
+void bench_row(const char *what, const char *unit, double fig50, double fig99,
+               const char *floor_what, double floor50, double floor99, double ratio50,
+               double ratio99, int higher, double aim);
+
+/* Print the table (bench_main, after every bench). */
+void bench_table_print(void);
+
+/* p (0..1) of n sorted samples. */
+double bench_pct(const double *sorted, long n, double p);
+
+/* Sort n samples ascending in place. */
+void bench_sort(double *v, long n);
+
+#endif
