@@ -5,7 +5,10 @@
  * run that was swapped to the no-reply model or claimed (whatever it says:
  * NO_REPLY, a host's warning), matched by run id when the event or ctx has
  * one (runId, metadata.runId), else by session (turns_engine.h).
- * Event: to, content, threadId?, metadata?. Ctx: the agent ctx, or
+ * An event with isError: true (a host's own error or "no reply" notice, as
+ * the host or its bridge marks it) is cancelled in every managed channel,
+ * whoever sends it, the speaker included: it is never speech.
+ * Event: to, content, threadId?, metadata?, isError?. Ctx: the agent ctx, or
  * OpenClaw's gateway shape without agentId ({channelId: "discord",
  * accountId, conversationId: "channel:<c>", sessionKey}; the agent and
  * channel are then read from sessionKey, conversationId or to).
@@ -47,8 +50,35 @@ int dg_hook_message_sending(void *state, const json_t *event, const json_t *ctx,
                "checked", field, hs.s.agent_id);
         return OC_ERR_INVALID;
     }
+    const json_t *is_error = json_object_get(event, "isError");
+    if (is_error && !json_is_null(is_error) && !json_is_boolean(is_error)) {
+        dg_log(p, OC_LOG_WARN, "message_sending: event.isError of %s is not a boolean; the "
+               "message is not checked", hs.s.agent_id);
+        return OC_ERR_INVALID;
+    }
     int cancel = 0;
     char reason[512];
+    if (json_is_true(is_error)) {
+        int managed = 0;
+        int mrc = dg_turns_channel_managed(p->turns, &hs.s, &managed);
+        if (mrc != OC_OK) {
+            dg_log(p, OC_LOG_ERROR, "message_sending: no decision for %s in channel %s (%s)",
+                   hs.s.agent_id, hs.s.channel_id, oc_status_name(mrc));
+            return mrc;
+        }
+        if (managed) {
+            const char *shown = content ? content : "";
+            int len = dg_utf8_prefix(shown, 120);
+            dg_log(p, OC_LOG_INFO, "message_sending: error notice of %s in channel %s not "
+                   "delivered: \"%.*s%s\"", hs.s.agent_id, hs.s.channel_id, len, shown,
+                   shown[len] ? "..." : "");
+            snprintf(reason, sizeof reason, "dirigent: channel %s is managed by the turn "
+                     "manager; an error notice of the host (isError) is never posted there",
+                     hs.s.channel_id);
+            *result = json_pack("{s:b, s:s}", "cancel", 1, "cancelReason", reason);
+            return *result ? OC_OK : OC_ERR_NOMEM;
+        }
+    }
     int rc = dg_turns_check_outbound(p->turns, &hs.s, run_id, content, &cancel, reason,
                                      sizeof reason);
     if (rc != OC_OK) {

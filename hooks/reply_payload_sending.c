@@ -19,18 +19,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Bytes of the first max characters (UTF-8 code points) of s. */
-static int utf8_prefix(const char *s, int max)
-{
-    int n = 0, chars = 0;
-    while (s[n]) {
-        if (((unsigned char)s[n] & 0xC0) != 0x80 && chars++ == max)
-            break;
-        n++;
-    }
-    return n;
-}
-
 int dg_hook_reply_payload_sending(void *state, const json_t *event, const json_t *ctx,
                                   json_t **result)
 {
@@ -105,7 +93,7 @@ int dg_hook_reply_payload_sending(void *state, const json_t *event, const json_t
         }
         if (managed) {
             const char *shown = text ? text : "";
-            int len = utf8_prefix(shown, 120);
+            int len = dg_utf8_prefix(shown, 120);
             dg_log(p, OC_LOG_INFO, "reply_payload_sending: error notice of %s in channel %s "
                    "not delivered: \"%.*s%s\"", hs.s.agent_id, hs.s.channel_id, len, shown,
                    shown[len] ? "..." : "");

@@ -633,6 +633,42 @@ START_TEST(test_error_payload_of_the_speaker_is_cancelled)
 }
 END_TEST
 
+/* message_sending with isError (the bridge marks OpenClaw's fixed notices,
+ * e.g. its "couldn't produce or deliver a reply" fallback, which reaches
+ * only message_sending): cancelled from the speaker too, and only in a
+ * managed channel. */
+static int error_message(const char *agent, const char *channel, const char *text)
+{
+    char key[256];
+    json_t *ctx = json_pack("{s:s, s:s, s:s, s:s}", "channelId", "discord", "accountId", agent,
+                            "conversationId", "channel:", "sessionKey",
+                            tth_session_key(key, sizeof key, agent, channel, NULL));
+    json_t *ev = json_pack("{s:s, s:s, s:b}", "to", "channel:", "content", text, "isError", 1);
+    json_t *r = NULL;
+    int rc = tth_call(&H, "message_sending", ev, ctx, &r);
+    int out = rc != OC_OK ? -1 : 0;
+    if (rc == OC_OK && r) {
+        ck_assert(json_is_true(json_object_get(r, "cancel")));
+        out = 1;
+    }
+    json_decref(r);
+    json_decref(ev);
+    json_decref(ctx);
+    return out;
+}
+
+START_TEST(test_error_message_of_the_speaker_is_cancelled)
+{
+    join3_and_ask();
+    ck_assert_int_eq(claim(TTH_ALPHA, "run-a1"), 0); /* the speaker */
+    ck_assert_int_eq(error_message(TTH_ALPHA, CH1, WARNING), 1);
+    ck_assert(tth_log_has(&H, "message_sending: error notice of alpha in channel " CH1));
+    /* Unmanaged channel: untouched. */
+    ck_assert_int_eq(tth_resolve(&H, TTH_ALPHA, CH0, NULL), 0);
+    ck_assert_int_eq(error_message(TTH_ALPHA, CH0, WARNING), 0);
+}
+END_TEST
+
 START_TEST(test_error_payload_in_an_unmanaged_channel_is_untouched)
 {
     /* One configured agent in CH0: not managed. */
@@ -681,6 +717,7 @@ Suite *make_claim_suite(void)
     tcase_add_checked_fixture(err, setup, teardown);
     tcase_set_timeout(err, 60);
     tcase_add_test(err, test_error_payload_of_the_speaker_is_cancelled);
+    tcase_add_test(err, test_error_message_of_the_speaker_is_cancelled);
     tcase_add_test(err, test_error_payload_in_an_unmanaged_channel_is_untouched);
     suite_add_tcase(s, err);
     return s;

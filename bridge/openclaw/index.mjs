@@ -900,6 +900,24 @@ function messageReceivedEvent(ev = {}, octx = {}) {
   });
 }
 
+// OpenClaw's own notices, sent as if the agent had written them when a run
+// ends without a visible answer or fails (seen in gateway runs; texts of
+// openclaw 2026.9.6). Not every one comes with payload.isError, and the
+// no-visible-reply fallback reaches only message_sending: the bridge marks
+// them isError so the plugin can keep them out of managed channels.
+const HOST_NOTICE_PREFIXES = [
+  "⚠️ OpenClaw couldn't produce or deliver a reply",
+  "⚠️ Agent couldn't generate a response",
+  'I finished the turn, but it did not produce a visible reply',
+  '⚠️ Something went wrong while processing your request',
+  'Something went wrong while processing your message',
+  'agent run superseded by a newer session writer',
+  '⚠️ This turn was interrupted because it stopped making progress',
+  '⚠️ Previous run is still shutting down',
+  'This message was not queued because the session queue is full',
+];
+const isHostNotice = (text) => typeof text === 'string' && HOST_NOTICE_PREFIXES.some((p) => text.startsWith(p));
+
 // Discord user ids the plugin's config names as bots, cached per config.
 let botIdsFor = null;
 let botIds = new Set();
@@ -922,7 +940,8 @@ function hookEvent(hook, ev = {}, octx = {}) {
   case 'reply_payload_sending': {
     const pl = ev.payload && typeof ev.payload === 'object' ? ev.payload : {};
     return compact({
-      payload: compact({ text: typeof pl.text === 'string' ? pl.text : '', isError: pl.isError === true ? true : undefined }),
+      payload: compact({ text: typeof pl.text === 'string' ? pl.text : '',
+        isError: pl.isError === true || isHostNotice(pl.text) ? true : undefined }),
       kind: typeof ev.kind === 'string' ? ev.kind : undefined,
       runId: typeof ev.runId === 'string' ? ev.runId : undefined,
       sessionKey: typeof ev.sessionKey === 'string' ? ev.sessionKey : undefined,
@@ -940,6 +959,7 @@ function hookEvent(hook, ev = {}, octx = {}) {
       to: ev.to != null ? String(ev.to) : undefined,
       content: typeof ev.content === 'string' ? ev.content : '',
       threadId: ev.threadId != null ? String(ev.threadId) : undefined,
+      isError: isHostNotice(ev.content) ? true : undefined,
     });
   case 'agent_end':
     return agentEndEvent(ev, octx);
@@ -1302,4 +1322,4 @@ export default {
 };
 
 // For the bridge's own tests (test/unit.mjs): the translation functions.
-export const _internals = { SessionStore, parseSessionKey, channelFrom, agentCtx, toolCtx, agentEndEvent, messageReceivedEvent, hookResult, g };
+export const _internals = { SessionStore, isHostNotice, parseSessionKey, channelFrom, agentCtx, toolCtx, agentEndEvent, messageReceivedEvent, hookResult, g };

@@ -155,6 +155,11 @@ await step('before_prompt_build and message_sending results', async () => {
   assert.deepEqual(seen.event, { to: 'channel:111', content: 'fine' });
   assert.deepEqual(seen.ctx, { agentId: 'planner', sessionKey: 'agent:planner:discord:channel:111',
     channelId: '111', accountId: 'a1', messageProvider: 'discord' });
+  // OpenClaw's own notices reach the plugin marked isError.
+  const notice = "⚠️ OpenClaw couldn't produce or deliver a reply. Please try again. Reference: r1.";
+  await runModify('message_sending', { to: 'channel:111', content: notice }, mctx);
+  assert.deepEqual((await stats()).seen.message_sending.event, { to: 'channel:111', content: notice, isError: true });
+  assert.equal(mod._internals.isHostNotice('⚠️ careful: this API is deprecated'), false);
 });
 
 await step('agent_end: this run only (output, toolCalls), once per runId', async () => {
