@@ -4,6 +4,9 @@
 #   make check        every Check suite (make check SANITIZE=1: ASan+UBSan build)
 #   make demo         the seed's discussion story through the reference gateway
 #   make bench        benchmarks, printing figures and ratios
+#   make fuzz         libFuzzer targets (clang, ASan+UBSan), long run; fuzz-short: CI's
+#   make check-faults storage and Discord faults with their figures printed
+#   make coverage     gcov build (build-cov), make check, line/branch coverage per file
 #   make deps         install missing Debian -dev packages (as root)
 #   make install      PREFIX, DESTDIR, PLUGIN_DIR honoured
 #
@@ -27,7 +30,12 @@ VERSION := 0.1.0
 PREFIX  ?= /usr/local
 PLUGIN_DIR ?= $(PREFIX)/lib/openclaw/plugins/dirigent
 
-ifeq ($(SANITIZE),1)
+ifeq ($(FUZZ),1)
+# The fuzz build (make fuzz): clang, libFuzzer's coverage hooks, ASan+UBSan.
+B := $(or $(BUILD),build/fuzz)
+SANFLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
+            -fno-sanitize-recover=undefined
+else ifeq ($(SANITIZE),1)
 B := $(or $(BUILD),build/san)
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 else
@@ -71,7 +79,8 @@ TEMPLATES  := $(sort $(wildcard templates/*.md))
 BENCH_SRC  := $(sort $(wildcard tests/bench/*.c))
 BENCH_OBJ  := $(BENCH_SRC:%.c=$(B)/obj/%.o)
 
-.PHONY: all check check-openclaw demo bench deps install uninstall clean manifest-check
+.PHONY: all check check-openclaw demo bench deps install uninstall clean manifest-check \
+        fuzz fuzz-short fuzz-build check-faults coverage
 OPTIONAL := $(if $(OCGW_SRC),$(B)/ocgw) $(if $(wildcard tests/fake_discord_main.c),$(B)/fake-discord)
 all: $(B)/dirigent.so $(B)/libochost.a $(OPTIONAL) $(SERVERS)
 
@@ -204,6 +213,58 @@ check-openclaw: deps-ok all
 # Node 24, so this rule is for people installing the bridge by hand.
 bridge/openclaw/openclaw.plugin.json: manifest.json bridge/openclaw/gen-plugin-json.mjs
 	node bridge/openclaw/gen-plugin-json.mjs manifest.json $@
+
+# ---- fuzzing ------------------------------------------------------------------
+# libFuzzer targets (tests/fuzz/): one per hook and tool of the real plugin,
+# from raw JSON, and one per parser (scope, silent, templates, config,
+# paths). Built by clang in build/fuzz with ASan+UBSan; the seeds are
+# tests/fuzz/corpus/<target>/ (read only: what a run finds goes to
+# build/fuzz/corpus/<target>/). Needs clang and libclang-rt-14-dev
+# (scripts/deps.sh --fuzz installs them); nothing else needs them.
+FUZZ_HOOKS := message_received before_model_resolve before_prompt_build message_sending \
+              agent_end before_agent_reply reply_payload_sending
+FUZZ_TOOLS := discord_channel_create discuss-callback
+FUZZ_UNITS := $(patsubst tests/fuzz/fuzz_%.c,%,$(filter-out tests/fuzz/fuzz_plugin.c \
+              tests/fuzz/fuzz_host.c tests/fuzz/fuzz_util.c,$(wildcard tests/fuzz/fuzz_*.c)))
+FUZZ_TARGETS := $(FUZZ_HOOKS:%=hook_%) $(subst -,_,$(FUZZ_TOOLS:%=tool_%)) $(FUZZ_UNITS)
+FUZZ_SECONDS ?= 600
+FUZZ_SHORT_SECONDS ?= 10
+FUZZ_CC ?= clang
+
+fuzz-build: deps-ok
+	@command -v $(FUZZ_CC) >/dev/null 2>&1 || { echo "make fuzz needs clang and libclang-rt-14-dev: sh scripts/deps.sh --fuzz"; exit 1; }
+	$(MAKE) FUZZ=1 CC=$(FUZZ_CC) $(FUZZ_TARGETS:%=build/fuzz/fuzz/%)
+
+fuzz: fuzz-build
+	sh scripts/fuzz-run.sh build/fuzz/fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-short: fuzz-build
+	sh scripts/fuzz-run.sh build/fuzz/fuzz $(FUZZ_SHORT_SECONDS) $(FUZZ_TARGETS)
+
+ifeq ($(FUZZ),1)
+FUZZ_SUPPORT := $(B)/obj/tests/fuzz/fuzz_util.o
+FUZZ_HOST_OBJ := $(B)/obj/tests/fuzz/fuzz_host.o $(FAKE_DISCORD_OBJ)
+# The fake Discord runs beside the plugin; its code is no fuzzing target, so
+# it gets the sanitizers without libFuzzer's coverage feedback.
+$(FAKE_DISCORD_OBJ): SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer \
+                                 -fno-sanitize-recover=undefined
+FUZZ_LINK = $(CC) -fsanitize=fuzzer,address,undefined -o $@ $^ -pthread $(PKG_LIBS) -ldl -lm
+
+define fuzz_plugin_target
+$(B)/obj/tests/fuzz/$(1).o: tests/fuzz/fuzz_plugin.c $(FLAGS_STAMP)
+	@mkdir -p $$(@D)
+	$$(CC) $$(ALL_CFLAGS) -DFZ_KIND="'$(2)'" -DFZ_NAME='"$(3)"' -MMD -MP -c $$< -o $$@
+$(B)/fuzz/$(1): $(B)/obj/tests/fuzz/$(1).o $(FUZZ_HOST_OBJ) $(PLUGIN_OBJ)
+	@mkdir -p $$(@D)
+	$$(FUZZ_LINK)
+endef
+$(foreach h,$(FUZZ_HOOKS),$(eval $(call fuzz_plugin_target,hook_$(h),h,$(h))))
+$(foreach t,$(FUZZ_TOOLS),$(eval $(call fuzz_plugin_target,$(subst -,_,tool_$(t)),t,$(t))))
+
+$(FUZZ_UNITS:%=$(B)/fuzz/%): $(B)/fuzz/%: $(B)/obj/tests/fuzz/fuzz_%.o $(FUZZ_SUPPORT) $(PLUGIN_OBJ)
+	@mkdir -p $(@D)
+	$(FUZZ_LINK)
+endif
 
 # ---- dependencies ---------------------------------------------------------------
 deps:
