@@ -214,6 +214,19 @@ check-openclaw: deps-ok all
 bridge/openclaw/openclaw.plugin.json: manifest.json bridge/openclaw/gen-plugin-json.mjs
 	node bridge/openclaw/gen-plugin-json.mjs manifest.json $@
 
+# ---- faults -------------------------------------------------------------------
+# The storage and Discord faults with their figures (tests/check_faults.c:
+# full disk on a private tmpfs as root, read-only, corrupt pages, kill -9
+# while sending, every hostile mode of the fake), then the cases that
+# already live in other suites: foreign, newer and in-memory databases
+# (store) and the injected store failures, crash between accept
+# and mark, 30% failing Discord (outbox).
+FAULT_SUITES := faults store outbox
+check-faults: deps-ok $(TEST_DEPS)
+	@for s in $(FAULT_SUITES); do \
+	  DG_BUILD_DIR=$(B) CK_RUN_SUITE=$$s ./$(B)/check_all || exit 1; \
+	done
+
 # ---- fuzzing ------------------------------------------------------------------
 # libFuzzer targets (tests/fuzz/): one per hook and tool of the real plugin,
 # from raw JSON, and one per parser (scope, silent, templates, config,
