@@ -241,7 +241,7 @@ FUZZ_UNITS := $(patsubst tests/fuzz/fuzz_%.c,%,$(filter-out tests/fuzz/fuzz_plug
               tests/fuzz/fuzz_host.c tests/fuzz/fuzz_util.c,$(wildcard tests/fuzz/fuzz_*.c)))
 FUZZ_TARGETS := $(FUZZ_HOOKS:%=hook_%) $(subst -,_,$(FUZZ_TOOLS:%=tool_%)) $(FUZZ_UNITS)
 FUZZ_SECONDS ?= 600
-FUZZ_SHORT_SECONDS ?= 10
+FUZZ_SHORT_SECONDS ?= 20
 FUZZ_CC ?= clang
 
 fuzz-build: deps-ok

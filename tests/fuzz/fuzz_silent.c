@@ -3,8 +3,8 @@
  *
  * Input: the first byte picks the tool-call count (0..3), the rest is the
  * agent's output (cut at a NUL, as a C string). Checked: dg_run_classify
- * agrees with dg_silent_text (silent text and no tool calls is a pass;
- * tool calls and silent text is "acted"; anything else spoke) and gives a
+ * agrees with dg_silent_text (silent or blank text and no tool calls is a
+ * pass; tool calls and silent text is "acted"; anything else spoke) and gives a
  * named outcome; the same text wrapped in white space keeps its verdict.
  */
 #include <stdint.h>
@@ -35,7 +35,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fprintf(stderr, "fuzz_silent: silent text classified as speech: \"%s\"\n", text);
         abort();
     }
-    if (!silent && o == DG_RUN_SILENT) {
+    int blank = 1;
+    for (const char *p = text; *p && blank; p++)
+        blank = *p == ' ' || (*p >= '\t' && *p <= '\r');
+    /* Saying nothing at all is a pass too (not a NO_REPLY text). */
+    if (!silent && !blank && o == DG_RUN_SILENT) {
         fprintf(stderr, "fuzz_silent: speech classified as silent: \"%s\"\n", text);
         abort();
     }
