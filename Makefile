@@ -30,7 +30,12 @@ VERSION := 0.1.0
 PREFIX  ?= /usr/local
 PLUGIN_DIR ?= $(PREFIX)/lib/openclaw/plugins/dirigent
 
-ifeq ($(FUZZ),1)
+ifeq ($(COVERAGE),1)
+# The coverage build (make coverage): gcov counters, no optimisation.
+B := $(or $(BUILD),build-cov)
+SANFLAGS := --coverage
+CFLAGS := -O0 -g
+else ifeq ($(FUZZ),1)
 # The fuzz build (make fuzz): clang, libFuzzer's coverage hooks, ASan+UBSan.
 B := $(or $(BUILD),build/fuzz)
 SANFLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
@@ -141,7 +146,7 @@ $(B)/obj/tests/bench/bench_main.o: $(B)/gen/benches.inc
 # ---- products ----------------------------------------------------------------
 $(B)/dirigent.so: $(PLUGIN_OBJ)
 	$(CC) -shared -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -Wl,--no-undefined -Wl,-z,defs
-	@ex=$$(nm -D --defined-only $@ | awk '{print $$3}' | grep -vE '^(_init|_fini|_edata|_end|__bss_start)$$' | sort -u | tr '\n' ' '); \
+	@ex=$$(nm -D --defined-only $@ | awk '{print $$3}' | grep -vE '^(_init|_fini|_edata|_end|__bss_start$(GCOV_EXPORTS))$$' | sort -u | tr '\n' ' '); \
 	  [ "$$ex" = "oc_plugin_entry " ] || { echo "dirigent.so exports more than oc_plugin_entry: $$ex"; rm -f $@; exit 1; }
 
 $(B)/libochost.a: $(HOST_OBJ)
@@ -213,6 +218,24 @@ check-openclaw: deps-ok all
 # Node 24, so this rule is for people installing the bridge by hand.
 bridge/openclaw/openclaw.plugin.json: manifest.json bridge/openclaw/gen-plugin-json.mjs
 	node bridge/openclaw/gen-plugin-json.mjs manifest.json $@
+
+# ---- coverage -----------------------------------------------------------------
+# A gcov build in build-cov runs make check, then scripts/coverage.sh prints
+# line and branch coverage per file of plugin/ hooks/ host/ servers/ common/.
+# --coverage links libgcov into the .so, which exports its __gcov_* entry
+# points and mangle_path (a libgcov helper of GCC 12 with default
+# visibility): the export check allows exactly those, in this build only.
+GCOV_EXPORTS := $(if $(filter 1,$(COVERAGE)),|__gcov_[A-Za-z0-9_]+|mangle_path)
+# The suites run with make's variables out of the environment: the build
+# suite starts make itself and must not inherit COVERAGE=1.
+coverage: deps-ok
+	find build-cov -name '*.gcda' -delete 2>/dev/null || true
+	$(MAKE) COVERAGE=1 test-deps
+	-env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL DG_BUILD_DIR=build-cov ./build-cov/check_all
+	sh scripts/coverage.sh build-cov plugin hooks host servers common
+
+test-deps: deps-ok $(TEST_DEPS)
+.PHONY: test-deps
 
 # ---- faults -------------------------------------------------------------------
 # The storage and Discord faults with their figures (tests/check_faults.c:
