@@ -153,7 +153,7 @@ START_TEST(dirigent_exports_only_the_entry)
         if (!strcmp(name, "_init") || !strcmp(name, "_fini") || !strcmp(name, "_edata") ||
             !strcmp(name, "_end") || !strcmp(name, "__bss_start"))
             continue;
-        gcov |= !strcmp(name, "__gcov_dump");
+        gcov |= !strncmp(name, "__gcov_", 7); /* only a --coverage build has them */
         if (n_names < 64)
             memcpy(names[n_names++], name, sizeof names[0]);
     }
