@@ -332,6 +332,6 @@ uninstall:
 	rm -f $(foreach p,$(SERVERS) $(if $(OCGW_SRC),$(B)/ocgw),$(DESTDIR)$(PREFIX)/bin/$(notdir $(p)))
 
 clean:
-	rm -rf build
+	rm -rf build build-cov
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
