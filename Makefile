@@ -4,6 +4,9 @@
 #   make check        every Check suite (make check SANITIZE=1: ASan+UBSan build)
 #   make demo         the seed's discussion story through the reference gateway
 #   make bench        benchmarks, printing figures and ratios
+#   make fuzz         libFuzzer targets (clang, ASan+UBSan), long run; fuzz-short: CI's
+#   make check-faults storage and Discord faults with their figures printed
+#   make coverage     gcov build (build-cov), make check, line/branch coverage per file
 #   make deps         install missing Debian -dev packages (as root)
 #   make install      PREFIX, DESTDIR, PLUGIN_DIR honoured
 #
@@ -27,7 +30,17 @@ VERSION := 0.1.0
 PREFIX  ?= /usr/local
 PLUGIN_DIR ?= $(PREFIX)/lib/openclaw/plugins/dirigent
 
-ifeq ($(SANITIZE),1)
+ifeq ($(COVERAGE),1)
+# The coverage build (make coverage): gcov counters, no optimisation.
+B := $(or $(BUILD),build-cov)
+SANFLAGS := --coverage
+CFLAGS := -O0 -g
+else ifeq ($(FUZZ),1)
+# The fuzz build (make fuzz): clang, libFuzzer's coverage hooks, ASan+UBSan.
+B := $(or $(BUILD),build/fuzz)
+SANFLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
+            -fno-sanitize-recover=undefined
+else ifeq ($(SANITIZE),1)
 B := $(or $(BUILD),build/san)
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 else
@@ -71,7 +84,8 @@ TEMPLATES  := $(sort $(wildcard templates/*.md))
 BENCH_SRC  := $(sort $(wildcard tests/bench/*.c))
 BENCH_OBJ  := $(BENCH_SRC:%.c=$(B)/obj/%.o)
 
-.PHONY: all check check-openclaw demo bench deps install uninstall clean manifest-check
+.PHONY: all check check-openclaw demo bench deps install uninstall clean manifest-check \
+        fuzz fuzz-short fuzz-build check-faults coverage
 OPTIONAL := $(if $(OCGW_SRC),$(B)/ocgw) $(if $(wildcard tests/fake_discord_main.c),$(B)/fake-discord)
 all: $(B)/dirigent.so $(B)/libochost.a $(OPTIONAL) $(SERVERS)
 
@@ -132,7 +146,7 @@ $(B)/obj/tests/bench/bench_main.o: $(B)/gen/benches.inc
 # ---- products ----------------------------------------------------------------
 $(B)/dirigent.so: $(PLUGIN_OBJ)
 	$(CC) -shared -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -Wl,--no-undefined -Wl,-z,defs
-	@ex=$$(nm -D --defined-only $@ | awk '{print $$3}' | grep -vE '^(_init|_fini|_edata|_end|__bss_start)$$' | sort -u | tr '\n' ' '); \
+	@ex=$$(nm -D --defined-only $@ | awk '{print $$3}' | grep -vE '^(_init|_fini|_edata|_end|__bss_start$(GCOV_EXPORTS))$$' | sort -u | tr '\n' ' '); \
 	  [ "$$ex" = "oc_plugin_entry " ] || { echo "dirigent.so exports more than oc_plugin_entry: $$ex"; rm -f $@; exit 1; }
 
 $(B)/libochost.a: $(HOST_OBJ)
@@ -180,7 +194,7 @@ check: deps-ok $(TEST_DEPS)
 
 # Valgrind runs the suites in-process (CK_FORK=no) so leaks are seen; one
 # suite per run keeps a failure easy to read.
-VALGRIND_SUITES ?= config store plugin host abi ocgw scope silent turns turn_hooks claim admin templates paths discuss discord outbox fake_discord fake_gateway
+VALGRIND_SUITES ?= config store store_turns hook_errors plugin host abi ocgw scope silent turns turn_hooks claim admin templates paths discuss discord outbox fake_discord fake_gateway
 valgrind: deps-ok $(TEST_DEPS)
 	@for s in $(VALGRIND_SUITES); do \
 	  echo "== valgrind: $$s"; \
@@ -204,6 +218,89 @@ check-openclaw: deps-ok all
 # Node 24, so this rule is for people installing the bridge by hand.
 bridge/openclaw/openclaw.plugin.json: manifest.json bridge/openclaw/gen-plugin-json.mjs
 	node bridge/openclaw/gen-plugin-json.mjs manifest.json $@
+
+# ---- coverage -----------------------------------------------------------------
+# A gcov build in build-cov runs make check, then scripts/coverage.sh prints
+# line and branch coverage per file of plugin/ hooks/ host/ servers/ common/.
+# --coverage links libgcov into the .so, which exports its __gcov_* entry
+# points and mangle_path (a libgcov helper of GCC 12 with default
+# visibility): the export check allows exactly those, in this build only.
+GCOV_EXPORTS := $(if $(filter 1,$(COVERAGE)),|__gcov_[A-Za-z0-9_]+|mangle_path)
+# The suites run with make's variables out of the environment: the build
+# suite starts make itself and must not inherit COVERAGE=1.
+coverage: deps-ok
+	find build-cov -name '*.gcda' -delete 2>/dev/null || true
+	$(MAKE) COVERAGE=1 test-deps
+	-env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL DG_BUILD_DIR=build-cov ./build-cov/check_all
+	sh scripts/coverage.sh build-cov plugin hooks host servers common
+
+test-deps: deps-ok $(TEST_DEPS)
+.PHONY: test-deps
+
+# ---- faults -------------------------------------------------------------------
+# The storage and Discord faults with their figures (tests/check_faults.c:
+# full disk on a private tmpfs as root, read-only, corrupt pages, kill -9
+# while sending, every hostile mode of the fake), then the cases that
+# already live in other suites: foreign, newer and in-memory databases
+# (store) and the injected store failures, crash between accept
+# and mark, 30% failing Discord (outbox).
+FAULT_SUITES := faults store outbox
+check-faults: deps-ok $(TEST_DEPS)
+	@for s in $(FAULT_SUITES); do \
+	  DG_BUILD_DIR=$(B) CK_RUN_SUITE=$$s ./$(B)/check_all || exit 1; \
+	done
+
+# ---- fuzzing ------------------------------------------------------------------
+# libFuzzer targets (tests/fuzz/): one per hook and tool of the real plugin,
+# from raw JSON, and one per parser (scope, silent, templates, config,
+# paths). Built by clang in build/fuzz with ASan+UBSan; the seeds are
+# tests/fuzz/corpus/<target>/ (read only: what a run finds goes to
+# build/fuzz/corpus/<target>/). Needs clang and libclang-rt-14-dev
+# (scripts/deps.sh --fuzz installs them); nothing else needs them.
+FUZZ_HOOKS := message_received before_model_resolve before_prompt_build message_sending \
+              agent_end before_agent_reply reply_payload_sending
+FUZZ_TOOLS := discord_channel_create discuss-callback
+FUZZ_UNITS := $(patsubst tests/fuzz/fuzz_%.c,%,$(filter-out tests/fuzz/fuzz_plugin.c \
+              tests/fuzz/fuzz_host.c tests/fuzz/fuzz_util.c,$(wildcard tests/fuzz/fuzz_*.c)))
+FUZZ_TARGETS := $(FUZZ_HOOKS:%=hook_%) $(subst -,_,$(FUZZ_TOOLS:%=tool_%)) $(FUZZ_UNITS)
+FUZZ_SECONDS ?= 600
+FUZZ_SHORT_SECONDS ?= 20
+FUZZ_CC ?= clang
+
+fuzz-build: deps-ok
+	@command -v $(FUZZ_CC) >/dev/null 2>&1 || { echo "make fuzz needs clang and libclang-rt-14-dev: sh scripts/deps.sh --fuzz"; exit 1; }
+	$(MAKE) FUZZ=1 CC=$(FUZZ_CC) $(FUZZ_TARGETS:%=build/fuzz/fuzz/%)
+
+fuzz: fuzz-build
+	sh scripts/fuzz-run.sh build/fuzz/fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-short: fuzz-build
+	sh scripts/fuzz-run.sh build/fuzz/fuzz $(FUZZ_SHORT_SECONDS) $(FUZZ_TARGETS)
+
+ifeq ($(FUZZ),1)
+FUZZ_SUPPORT := $(B)/obj/tests/fuzz/fuzz_util.o
+FUZZ_HOST_OBJ := $(B)/obj/tests/fuzz/fuzz_host.o $(FAKE_DISCORD_OBJ)
+# The fake Discord runs beside the plugin; its code is no fuzzing target, so
+# it gets the sanitizers without libFuzzer's coverage feedback.
+$(FAKE_DISCORD_OBJ): SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer \
+                                 -fno-sanitize-recover=undefined
+FUZZ_LINK = $(CC) -fsanitize=fuzzer,address,undefined -o $@ $^ -pthread $(PKG_LIBS) -ldl -lm
+
+define fuzz_plugin_target
+$(B)/obj/tests/fuzz/$(1).o: tests/fuzz/fuzz_plugin.c $(FLAGS_STAMP)
+	@mkdir -p $$(@D)
+	$$(CC) $$(ALL_CFLAGS) -DFZ_KIND="'$(2)'" -DFZ_NAME='"$(3)"' -MMD -MP -c $$< -o $$@
+$(B)/fuzz/$(1): $(B)/obj/tests/fuzz/$(1).o $(FUZZ_HOST_OBJ) $(PLUGIN_OBJ)
+	@mkdir -p $$(@D)
+	$$(FUZZ_LINK)
+endef
+$(foreach h,$(FUZZ_HOOKS),$(eval $(call fuzz_plugin_target,hook_$(h),h,$(h))))
+$(foreach t,$(FUZZ_TOOLS),$(eval $(call fuzz_plugin_target,$(subst -,_,tool_$(t)),t,$(t))))
+
+$(FUZZ_UNITS:%=$(B)/fuzz/%): $(B)/fuzz/%: $(B)/obj/tests/fuzz/fuzz_%.o $(FUZZ_SUPPORT) $(PLUGIN_OBJ)
+	@mkdir -p $(@D)
+	$(FUZZ_LINK)
+endif
 
 # ---- dependencies ---------------------------------------------------------------
 deps:
@@ -235,6 +332,6 @@ uninstall:
 	rm -f $(foreach p,$(SERVERS) $(if $(OCGW_SRC),$(B)/ocgw),$(DESTDIR)$(PREFIX)/bin/$(notdir $(p)))
 
 clean:
-	rm -rf build
+	rm -rf build build-cov
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

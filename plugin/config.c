@@ -223,6 +223,16 @@ static int resolve_paths(dg_config *c, char *err, size_t err_len)
     int rc = dg_path_base(&c->path_base, &c->path_base_from, err, err_len);
     if (rc)
         return rc;
+    /* templatesDir first: it is taken from the base whether or not dbPath
+     * is given (without dbPath it stayed relative and was read from the
+     * working directory; found by make fuzz). */
+    if (c->templates_dir) {
+        char *abs = dg_path_join_base(c->path_base, c->templates_dir);
+        if (!abs)
+            return OC_ERR_NOMEM;
+        free(c->templates_dir);
+        c->templates_dir = abs;
+    }
     if (!c->db_path) {
         const char *dir = getenv("DIRIGENT_STATE_DIR");
         char cwd[4096];
@@ -240,12 +250,6 @@ static int resolve_paths(dg_config *c, char *err, size_t err_len)
         return OC_ERR_NOMEM;
     free(c->db_path);
     c->db_path = abs;
-    if (c->templates_dir) {
-        if (!(abs = dg_path_join_base(c->path_base, c->templates_dir)))
-            return OC_ERR_NOMEM;
-        free(c->templates_dir);
-        c->templates_dir = abs;
-    }
     return OC_OK;
 }
 

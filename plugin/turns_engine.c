@@ -51,6 +51,13 @@
  * mirror, with its sessions; the database still has it. */
 #define EVICT_IDLE_MS (3600LL * 1000)
 
+/* Dormant thread scopes the mirror keeps at most, whatever their age (each
+ * costs about 0.8 KB with its sessions; under the thread policy every
+ * top-level message makes one): past it the least recently changed leave,
+ * down to 3/4 of it, so the scan that finds them is paid once per quarter
+ * of the bound, not per message (issue 12, bug 7). */
+#define DORMANT_MAX 4096
+
 /* Dedup rows (message ids, run ids) and dormant thread states are kept
  * this long; they are also pruned every so many ingests. */
 #define SEEN_KEEP_MS (7LL * 24 * 3600 * 1000)
@@ -183,6 +190,8 @@ struct dg_turns {
     size_t mk_next;
     unsigned long fresh_ingests;
     int warned_cap;
+    size_t dormant_max;          /* DORMANT_MAX; tests lower it */
+    size_t evict_at;             /* mirror size (scopes) that makes an ingest evict */
 };
 
 /* ---- mirror ---------------------------------------------------------------- */
@@ -969,6 +978,7 @@ int dg_turns_new(dg_plugin *p, dg_turns **out)
     if (!t)
         return OC_ERR_NOMEM;
     t->p = p;
+    t->dormant_max = t->evict_at = DORMANT_MAX;
     pthread_mutex_init(&t->wmu, NULL);
     pthread_rwlock_init(&t->lock, NULL);
     pthread_mutex_init(&t->mk_mu, NULL);
@@ -1110,21 +1120,48 @@ static int expire_scope(dg_turns *t, const dg_scope *sc)
 
 typedef struct evict_scan {
     int64_t now;
-    size_t n;
+    size_t n;                    /* evictable by age */
+    size_t dormant;              /* dormant thread scopes (evictable by count) */
+    int64_t *ages;               /* their last changes, when collected */
+    size_t n_ages;
+    int64_t cutoff;              /* dormant ones changed at or before this leave too */
 } evict_scan;
 
-/* A dormant thread scope nobody has touched for EVICT_IDLE_MS, and not
- * the one channel-level sessions follow. Mirror lock held. */
-static int evictable(const scope_rec *r, int64_t now)
+/* A dormant thread scope that is not the one channel-level sessions
+ * follow: it may leave the mirror. Mirror lock held. */
+static int dormant_thread(const scope_rec *r)
 {
-    return r->scope.kind == DG_SCOPE_THREAD && !r->st.active && r != r->chan->follow &&
-           now - r->st.last_change_ms >= EVICT_IDLE_MS;
+    return r->scope.kind == DG_SCOPE_THREAD && !r->st.active && r != r->chan->follow;
+}
+
+/* A dormant thread scope nobody has touched for EVICT_IDLE_MS, or one of
+ * the oldest past the count bound (cutoff). Mirror lock held. */
+static int evictable(const scope_rec *r, const evict_scan *e)
+{
+    return dormant_thread(r) && (e->now - r->st.last_change_ms >= EVICT_IDLE_MS ||
+                                 r->st.last_change_ms <= e->cutoff);
 }
 
 static void count_evictable(void *val, void *arg)
 {
     evict_scan *e = arg;
-    e->n += evictable(val, e->now);
+    const scope_rec *r = val;
+    e->n += evictable(r, e);
+    e->dormant += dormant_thread(r);
+}
+
+static void collect_ages(void *val, void *arg)
+{
+    evict_scan *e = arg;
+    const scope_rec *r = val;
+    if (dormant_thread(r) && e->n_ages < e->dormant)
+        e->ages[e->n_ages++] = r->st.last_change_ms;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
 }
 
 static int keep_scope(void *val, void *arg)
@@ -1144,7 +1181,7 @@ static int keep_sess(void *val, void *arg)
 static void mark_evict(void *val, void *arg)
 {
     scope_rec *r = val;
-    r->evict = evictable(r, *(const int64_t *)arg);
+    r->evict = evictable(r, arg);
 }
 
 static void unmark_evict(void *val, void *arg)
@@ -1157,24 +1194,60 @@ static void unmark_evict(void *val, void *arg)
  * Drop idle thread scopes and their sessions from the mirror: under the
  * thread policy every thread (every top-level message, without Discord
  * threads) is a scope, and the mirror would otherwise grow for as long as
- * the process lives. A later event reloads what it needs from the
- * database. Between changes (writer mutex) and with no reader (write lock).
+ * the process lives. Idle ones leave after EVICT_IDLE_MS; past
+ * t->dormant_max dormant ones, the least recently changed leave at once.
+ * A later event reloads what it needs from the database. Between changes
+ * (writer mutex) and with no reader (write lock).
  */
 static void evict_idle(dg_turns *t, int64_t now)
 {
-    evict_scan e = {.now = now};
+    evict_scan e = {.now = now, .cutoff = INT64_MIN};
     pthread_rwlock_rdlock(&t->lock);
     dg_map_each(&t->scopes, count_evictable, &e);
     pthread_rwlock_unlock(&t->lock);
-    if (!e.n)
+    if (!e.n && e.dormant <= t->dormant_max)
         return;
     pthread_mutex_lock(&t->wmu);
     pthread_rwlock_wrlock(&t->lock);
-    dg_map_each(&t->scopes, mark_evict, &now);
+    if (e.dormant > t->dormant_max && (e.ages = malloc(e.dormant * sizeof *e.ages))) {
+        /* Counted again under the lock: the map may have changed. */
+        dg_map_each(&t->scopes, collect_ages, &e);
+        size_t keep = t->dormant_max - t->dormant_max / 4;
+        if (e.n_ages > keep) {
+            qsort(e.ages, e.n_ages, sizeof *e.ages, cmp_i64);
+            e.cutoff = e.ages[e.n_ages - keep - 1];
+        }
+        free(e.ages);
+        e.ages = NULL;
+    }
+    dg_map_each(&t->scopes, mark_evict, &e);
     /* Sessions first: keep_sess reads the scopes' marks. */
     if (dg_map_retain(&t->sessions, keep_sess, free_sess, NULL) != OC_OK ||
         dg_map_retain(&t->scopes, keep_scope, free_scope, NULL) != OC_OK)
         dg_map_each(&t->scopes, unmark_evict, NULL); /* out of memory: next time */
+    t->evict_at = t->scopes.n + t->dormant_max / 4 > t->dormant_max
+                      ? t->scopes.n + t->dormant_max / 4 : t->dormant_max;
+    pthread_rwlock_unlock(&t->lock);
+    pthread_mutex_unlock(&t->wmu);
+}
+
+/* After an ingest: a mirror past its bound is trimmed at once, not at the
+ * sweeper's next pass (a burst of top-level messages would otherwise grow
+ * it by as many as arrive in a second). */
+static void evict_if_over(dg_turns *t, int64_t now)
+{
+    pthread_rwlock_rdlock(&t->lock);
+    int over = t->scopes.n > t->evict_at;
+    pthread_rwlock_unlock(&t->lock);
+    if (over)
+        evict_idle(t, now);
+}
+
+void dg_turns_set_dormant_max(dg_turns *t, size_t n)
+{
+    pthread_mutex_lock(&t->wmu);
+    pthread_rwlock_wrlock(&t->lock);
+    t->dormant_max = t->evict_at = n ? n : DORMANT_MAX;
     pthread_rwlock_unlock(&t->lock);
     pthread_mutex_unlock(&t->wmu);
 }
@@ -1762,6 +1835,8 @@ int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err
                  : "(no id)", m->channel_id);
     if (rc == OC_OK && kick)
         dg_outbox_kick(t->p->outbox);
+    if (rc == OC_OK)
+        evict_if_over(t, now);
     return rc;
 }
 

@@ -242,6 +242,10 @@ int dg_turns_peek(dg_turns *t, const dg_scope *scope, dg_turn_state *st,
  * in-memory mirror holds. OC_OK. */
 int dg_turns_mirror_count(dg_turns *t, size_t *scopes, size_t *sessions);
 
+/* For tests: keep at most n dormant thread scopes in the mirror (0: the
+ * built-in bound, 4096); the least recently changed beyond it leave. */
+void dg_turns_set_dormant_max(dg_turns *t, size_t n);
+
 /* Agent id at member position pos of channel_id, copied into buf; OC_OK or
  * OC_ERR_NOT_FOUND. For tests and diagnostics. */
 int dg_turns_member(dg_turns *t, const char *channel_id, int pos, char *buf, size_t len);

@@ -143,7 +143,9 @@ START_TEST(dirigent_exports_only_the_entry)
     FILE *f = popen(cmd, "r");
     ck_assert_ptr_nonnull(f);
     char line[512];
-    int entry = 0, others = 0;
+    int entry = 0, others = 0, gcov = 0;
+    static char names[64][400];
+    int n_names = 0;
     while (fgets(line, sizeof line, f)) {
         char addr[64], type[8], name[400];
         if (sscanf(line, "%63s %7s %399s", addr, type, name) != 3)
@@ -151,11 +153,22 @@ START_TEST(dirigent_exports_only_the_entry)
         if (!strcmp(name, "_init") || !strcmp(name, "_fini") || !strcmp(name, "_edata") ||
             !strcmp(name, "_end") || !strcmp(name, "__bss_start"))
             continue;
+        gcov |= !strncmp(name, "__gcov_", 7); /* only a --coverage build has them */
+        if (n_names < 64)
+            memcpy(names[n_names++], name, sizeof names[0]);
+    }
+    /* A coverage build (make coverage) links libgcov, which exports its
+     * __gcov_* entry points and mangle_path: exactly those are allowed
+     * there, nothing else. */
+    for (int i = 0; i < n_names; i++) {
+        const char *name = names[i];
+        if (gcov && (!strncmp(name, "__gcov_", 7) || !strcmp(name, "mangle_path")))
+            continue;
         if (strcmp(name, "oc_plugin_entry") == 0) {
             entry++;
         } else {
             others++;
-            fprintf(stderr, "unexpected export: %s", line);
+            fprintf(stderr, "unexpected export: %s\n", name);
         }
     }
     ck_assert_int_eq(pclose(f), 0);

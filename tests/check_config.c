@@ -307,6 +307,13 @@ START_TEST(test_relative_paths_have_one_base)
     ck_assert_int_eq(parse_text("{" BASE "}", &c, err, sizeof err), OC_OK);
     ck_assert_str_eq(c.db_path, "/var/lib/dg/dirigent.db");
     dg_config_free(&c);
+    /* templatesDir without dbPath: taken from the same base (it stayed
+     * relative and was read from the working directory; found by the
+     * config fuzz target). */
+    ck_assert_int_eq(parse_text("{" BASE ",\"templatesDir\":\"tpl\"}", &c, err, sizeof err),
+                     OC_OK);
+    ck_assert_str_eq(c.templates_dir, "/etc/gw/tpl");
+    dg_config_free(&c);
     clear_env();
 }
 END_TEST

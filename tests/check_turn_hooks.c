@@ -1452,6 +1452,27 @@ START_TEST(test_idle_threads_leave_the_memory)
 }
 END_TEST
 
+/* Issue 12 bug 7: a burst of top-level messages (each its own thread scope
+ * under the thread policy) must not grow the mirror for an hour: past the
+ * bound the least recently changed dormant scopes leave at once. */
+START_TEST(test_dormant_threads_bounded_by_count)
+{
+    dg_turns_set_dormant_max(tth_plugin(&H)->turns, 8);
+    thirty_finished_threads();
+    size_t scopes = 0, sessions = 0;
+    ck_assert_int_eq(dg_turns_mirror_count(tth_plugin(&H)->turns, &scopes, &sessions), OC_OK);
+    /* At most the bound plus the quarter that may gather before the next
+     * trim, plus the channel's own scope. */
+    ck_assert_msg(scopes <= 8 + 2 + 1, "%zu scopes in memory with a bound of 8", scopes);
+    ck_assert_msg(sessions <= 3 * (8 + 2 + 1), "%zu sessions in memory", sessions);
+    /* The oldest left; it comes back from the database when needed. */
+    human_says(CH1, "320000000000000000", "back to the first one", NULL);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, "320000000000000000"), 0);
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, "320000000000000000", "sure"), 1);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, "320000000000000000"), 1);
+}
+END_TEST
+
 START_TEST(test_session_key_supplies_missing_context)
 {
     join3(CH1, TH1);
@@ -1777,6 +1798,7 @@ Suite *make_turn_hooks_suite(void)
     tcase_add_test(th, test_session_key_supplies_missing_context);
     tcase_add_test(th, test_old_finished_threads_leave_the_database);
     tcase_add_test(th, test_idle_threads_leave_the_memory);
+    tcase_add_test(th, test_dormant_threads_bounded_by_count);
     tcase_add_test(th, test_session_model_text_appended_once_thread_policy);
     suite_add_tcase(s, th);
     return s;

@@ -1,0 +1,273 @@
+/*
+ * check_hook_errors.c -- the hooks' refusals and error paths, one by one,
+ * through the real plugin (turn_test_host.h): every malformed field a host
+ * could send to message_received, message_sending and
+ * reply_payload_sending is refused with a log line naming it and changes
+ * nothing; a store that cannot commit yields an error status, never a
+ * decision taken on a state that was not recorded. (Raises the lowest
+ * covered hook files of issue 12: every line they have is reached here or
+ * by the turn suites.)
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "openclaw/plugin.h"
+#include "store.h"
+#include "testutil.h"
+#include "turn_test_host.h"
+
+#define CH "330000000000000001"
+#define CH_NEW "330000000000000002"
+
+static tth H;
+
+static void setup(void)
+{
+    tth_start(&H, "channel", NULL);
+}
+
+static void teardown(void)
+{
+    tth_free(&H);
+}
+
+static int call(const char *hook, const char *event, const char *ctx, json_t **result)
+{
+    json_t *e = tu_json(event), *c = tu_json(ctx);
+    int rc = tth_call(&H, hook, e, c, result);
+    json_decref(e);
+    json_decref(c);
+    return rc;
+}
+
+/* Alpha and bravo join CH (their sessions resolve there); a human asks:
+ * alpha holds the turn, bravo does not. */
+static void alpha_speaks(void)
+{
+    ck_assert_int_ge(tth_resolve(&H, TTH_ALPHA, CH, NULL), 0);
+    ck_assert_int_ge(tth_resolve(&H, TTH_BRAVO, CH, NULL), 0);
+    ck_assert_int_eq(tth_msg(&H, CH, NULL, "340000000000000003", TTH_HUMAN_UID, 0, "go", NULL),
+                     OC_OK);
+    ck_assert_int_eq(tth_resolve(&H, TTH_BRAVO, CH, NULL), 1);
+}
+
+#define BRAVO_CTX "{\"agentId\":\"bravo\",\"sessionKey\":\"agent:bravo:discord:channel:" CH \
+                  "\",\"channelId\":\"" CH "\"}"
+#define GW_BRAVO "{\"channelId\":\"discord\",\"accountId\":\"bravo\",\"conversationId\":" \
+                 "\"channel:" CH "\",\"sessionKey\":\"agent:bravo:discord:channel:" CH "\"}"
+
+/* ---- message_received ------------------------------------------------------------------ */
+
+START_TEST(received_without_any_channel_id)
+{
+    ck_assert_int_eq(call("message_received",
+                          "{\"messageId\":\"1\",\"senderId\":\"" TTH_HUMAN_UID "\"}",
+                          "{\"channelId\":5}", NULL),
+                     OC_ERR_INVALID);
+    ck_assert(tth_log_has(&H, "ctx.channelId is not a string"));
+}
+END_TEST
+
+START_TEST(received_tags_malformed_ones_ignored)
+{
+    alpha_speaks();
+    /* Tags that are not arrays, or hold a non-string, do not count; more
+     * than the 64 read are ignored; the message itself is taken. */
+    json_t *tags = json_array();
+    json_array_append_new(tags, json_string("not a tag"));
+    json_array_append_new(tags, json_pack("[s, i]", "e", 5));
+    json_array_append_new(tags, json_pack("[s, s, s, s, s, s, s, s, s, s]", "e",
+                                          "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1"
+                                          "a1a1a1a1a1a1", "", "reply", "x", "x", "x", "x", "x",
+                                          "x"));
+    for (int i = 0; i < 70; i++)
+        json_array_append_new(tags, json_pack("[s, s]", "p", "someone"));
+    json_t *ev = json_pack("{s:s, s:s, s:s, s:s, s:o}", "messageId", "340000000000000009",
+                           "channelId", CH, "senderId", TTH_HUMAN_UID, "content", "tagged",
+                           "tags", tags);
+    json_t *ctx = json_pack("{s:s}", "channelId", CH);
+    ck_assert_int_eq(tth_call(&H, "message_received", ev, ctx, NULL), OC_OK);
+    json_decref(ev);
+    json_decref(ctx);
+}
+END_TEST
+
+START_TEST(received_store_failure_is_an_error)
+{
+    alpha_speaks();
+    dg_store_test_fail_writes(tth_plugin(&H)->store, 1);
+    ck_assert_int_eq(tth_msg(&H, CH, NULL, "340000000000000010", TTH_HUMAN_UID, 0, "again", NULL),
+                     OC_ERR_IO);
+    dg_store_test_fail_writes(tth_plugin(&H)->store, 0);
+    ck_assert(tth_log_has(&H, "340000000000000010"));
+    /* Nothing of it was recorded: the same message is taken afterwards. */
+    ck_assert_int_eq(tth_msg(&H, CH, NULL, "340000000000000010", TTH_HUMAN_UID, 0, "again", NULL),
+                     OC_OK);
+}
+END_TEST
+
+/* ---- message_sending ------------------------------------------------------------------- */
+
+START_TEST(sending_without_an_agent_is_not_ours)
+{
+    json_t *r = NULL;
+    ck_assert_int_eq(call("message_sending", "{\"to\":\"channel:" CH "\",\"content\":\"x\"}",
+                          "{\"channelId\":\"discord\",\"sessionKey\":\"cron:nightly\"}", &r),
+                     OC_OK);
+    ck_assert_ptr_null(r);
+}
+END_TEST
+
+START_TEST(sending_bad_thread_ids_refused)
+{
+    alpha_speaks();
+    ck_assert_int_eq(call("message_sending", "{\"content\":\"x\",\"threadId\":7}", BRAVO_CTX,
+                          NULL), OC_ERR_INVALID);
+    char ev[400];
+    snprintf(ev, sizeof ev, "{\"content\":\"x\",\"threadId\":\"%0120d\"}", 1);
+    ck_assert_int_eq(call("message_sending", ev, BRAVO_CTX, NULL), OC_ERR_INVALID);
+    ck_assert(tth_log_has(&H, "event.threadId of bravo is not a thread id"));
+}
+END_TEST
+
+START_TEST(sending_thread_from_the_event)
+{
+    alpha_speaks();
+    /* ctx without threadId: the event's thread is the scope's (channel
+     * policy: the channel's conversation), bravo is still no speaker. */
+    json_t *r = NULL;
+    ck_assert_int_eq(call("message_sending", "{\"content\":\"me too\",\"threadId\":\"" CH "1\"}",
+                          BRAVO_CTX, &r), OC_OK);
+    ck_assert_ptr_nonnull(r);
+    ck_assert(json_is_true(json_object_get(r, "cancel")));
+    json_decref(r);
+}
+END_TEST
+
+START_TEST(sending_content_not_a_string_is_speech)
+{
+    alpha_speaks();
+    json_t *r = NULL;
+    ck_assert_int_eq(call("message_sending", "{\"content\":{\"text\":\"NO_REPLY\"}}", BRAVO_CTX,
+                          &r), OC_OK);
+    ck_assert(tth_log_has(&H, "event.content of bravo is not a string"));
+    ck_assert_ptr_nonnull(r); /* a non-speaker's "speech": cancelled */
+    json_decref(r);
+}
+END_TEST
+
+START_TEST(sending_run_id_not_a_string_refused)
+{
+    alpha_speaks();
+    ck_assert_int_eq(call("message_sending", "{\"content\":\"x\",\"runId\":12}", BRAVO_CTX, NULL),
+                     OC_ERR_INVALID);
+    ck_assert(tth_log_has(&H, "event.runId of bravo is not a string"));
+}
+END_TEST
+
+START_TEST(sending_without_a_recorded_state_is_an_error)
+{
+    /* A session never seen in a channel never seen: deciding needs the
+     * channel recorded, and the store refuses every commit. */
+    dg_store_test_fail_writes(tth_plugin(&H)->store, 1);
+    int rc = call("message_sending", "{\"content\":\"x\"}",
+                  "{\"agentId\":\"bravo\",\"sessionKey\":\"agent:bravo:discord:channel:" CH_NEW
+                  "\",\"channelId\":\"" CH_NEW "\"}", NULL);
+    dg_store_test_fail_writes(tth_plugin(&H)->store, 0);
+    ck_assert_int_eq(rc, OC_ERR_IO);
+    ck_assert(tth_log_has(&H, "message_sending: no decision for bravo"));
+}
+END_TEST
+
+/* ---- reply_payload_sending ------------------------------------------------------------- */
+
+START_TEST(payload_event_not_an_object)
+{
+    ck_assert_int_eq(call("reply_payload_sending", "[1]", GW_BRAVO, NULL), OC_ERR_INVALID);
+    ck_assert_int_eq(call("reply_payload_sending", "{\"sessionKey\":3}", "{}", NULL),
+                     OC_ERR_INVALID);
+    ck_assert(tth_log_has(&H, "event.sessionKey is not a string"));
+}
+END_TEST
+
+START_TEST(payload_session_key_from_the_event)
+{
+    alpha_speaks();
+    json_t *r = NULL;
+    ck_assert_int_eq(call("reply_payload_sending",
+                          "{\"payload\":{\"text\":\"me too\"},\"sessionKey\":"
+                          "\"agent:bravo:discord:channel:" CH "\"}",
+                          "{\"channelId\":\"discord\",\"conversationId\":\"channel:" CH "\"}",
+                          &r), OC_OK);
+    ck_assert_ptr_nonnull(r);
+    ck_assert(json_is_true(json_object_get(r, "cancel")));
+    json_decref(r);
+    /* ctx not even an object: the event's key alone. */
+    ck_assert_int_eq(call("reply_payload_sending",
+                          "{\"payload\":{\"text\":\"me too\"},\"sessionKey\":"
+                          "\"agent:bravo:discord:channel:" CH "\"}", "[]", &r), OC_OK);
+    ck_assert_ptr_nonnull(r);
+    json_decref(r);
+}
+END_TEST
+
+START_TEST(payload_bad_fields_refused)
+{
+    alpha_speaks();
+    ck_assert_int_eq(call("reply_payload_sending", "{\"payload\":{\"text\":\"x\"}}",
+                          "{\"channelId\":\"discord\",\"conversationId\":5,\"sessionKey\":"
+                          "\"agent:bravo:discord:channel:" CH "\"}", NULL), OC_ERR_INVALID);
+    ck_assert(tth_log_has(&H, "ctx.conversationId is not a string"));
+    ck_assert_int_eq(call("reply_payload_sending", "{\"payload\":{\"text\":\"x\"},\"runId\":[1]}",
+                          GW_BRAVO, NULL), OC_ERR_INVALID);
+    ck_assert(tth_log_has(&H, "event.runId of bravo is not a string"));
+    ck_assert_int_eq(call("reply_payload_sending", "{\"payload\":\"x\"}", GW_BRAVO, NULL),
+                     OC_ERR_INVALID);
+    json_t *r = NULL;
+    ck_assert_int_eq(call("reply_payload_sending", "{\"payload\":{\"text\":false}}", GW_BRAVO, &r),
+                     OC_OK);
+    ck_assert(tth_log_has(&H, "event.payload.text of bravo is not a string"));
+    ck_assert_ptr_nonnull(r);
+    json_decref(r);
+    /* No agent in the key: not ours. */
+    ck_assert_int_eq(call("reply_payload_sending", "{\"payload\":{\"text\":\"x\"}}",
+                          "{\"channelId\":\"discord\",\"sessionKey\":\"main\"}", &r), OC_OK);
+    ck_assert_ptr_null(r);
+}
+END_TEST
+
+START_TEST(payload_without_a_recorded_state_is_an_error)
+{
+    dg_store_test_fail_writes(tth_plugin(&H)->store, 1);
+    int rc = call("reply_payload_sending", "{\"payload\":{\"text\":\"x\"}}",
+                  "{\"channelId\":\"discord\",\"conversationId\":\"channel:" CH_NEW "\","
+                  "\"sessionKey\":\"agent:bravo:discord:channel:" CH_NEW "\"}", NULL);
+    dg_store_test_fail_writes(tth_plugin(&H)->store, 0);
+    ck_assert_int_eq(rc, OC_ERR_IO);
+    ck_assert(tth_log_has(&H, "reply_payload_sending: no decision for bravo"));
+}
+END_TEST
+
+Suite *make_hook_errors_suite(void)
+{
+    Suite *s = suite_create("hook_errors");
+    TCase *tc = tcase_create("hook_errors");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, received_without_any_channel_id);
+    tcase_add_test(tc, received_tags_malformed_ones_ignored);
+    tcase_add_test(tc, received_store_failure_is_an_error);
+    tcase_add_test(tc, sending_without_an_agent_is_not_ours);
+    tcase_add_test(tc, sending_bad_thread_ids_refused);
+    tcase_add_test(tc, sending_thread_from_the_event);
+    tcase_add_test(tc, sending_content_not_a_string_is_speech);
+    tcase_add_test(tc, sending_run_id_not_a_string_refused);
+    tcase_add_test(tc, sending_without_a_recorded_state_is_an_error);
+    tcase_add_test(tc, payload_event_not_an_object);
+    tcase_add_test(tc, payload_session_key_from_the_event);
+    tcase_add_test(tc, payload_bad_fields_refused);
+    tcase_add_test(tc, payload_without_a_recorded_state_is_an_error);
+    suite_add_tcase(s, tc);
+    return s;
+}
