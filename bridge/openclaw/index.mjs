@@ -885,10 +885,17 @@ function messageReceivedEvent(ev = {}, octx = {}) {
   const p = parseSessionKey(ev.sessionKey ?? octx.sessionKey);
   const content = typeof ev.content === 'string' ? ev.content : '';
   const mentions = [...new Set([...content.matchAll(/<@!?(\d+)>/g)].map((m) => m[1]))];
+  const channelId = p && !p.isDm ? p.channelId : channelFrom(md.to) ?? channelFrom(octx.conversationId);
+  // OpenClaw routes a Discord thread as a channel session of its own
+  // (`...:channel:<threadId>`, no parent in the key or the event): the
+  // agent hooks then name the thread as the channel, so the message must
+  // too, or its scope would not be the one the agents' runs are decided in.
+  let threadId = ev.threadId != null ? String(ev.threadId) : p?.threadId;
+  if (threadId !== undefined && threadId === channelId) threadId = undefined;
   return compact({
     messageId: ev.messageId ?? md.messageId,
-    channelId: p && !p.isDm ? p.channelId : channelFrom(md.to) ?? channelFrom(octx.conversationId),
-    threadId: ev.threadId != null ? String(ev.threadId) : p?.threadId,
+    channelId,
+    threadId,
     guildId: md.guildId,
     isDm: p ? p.isDm : /^(user|direct|dm):/.test(String(md.to ?? octx.conversationId ?? '')),
     senderId: ev.senderId ?? md.senderId,

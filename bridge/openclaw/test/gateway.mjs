@@ -311,8 +311,11 @@ await sleep(3000);
 await say(WORK, '!dirigent status');
 const status = await waitFor(async () => (await messages(WORK)).find((m) => m.author.id === MOD.id && /agent messages: \d+/.test(m.content)), STEP_MS, 500);
 const counted = status && Number(/agent messages: (\d+)/.exec(status.content)[1]);
-check('4: #work counted planner\'s two messages once each (ingested once per message, not once per account)', counted === 2,
-  status ? status.content : 'no status reply');
+// planner wrote two messages in #work since alice's question (a silent
+// round may reset the count in between); three accounts report each, so
+// counting per report would show at least 3.
+check('4: #work counted each of planner\'s messages once (ingested once per message, not once per account)',
+  counted >= 1 && counted <= 2, status ? status.content : 'no status reply');
 
 // 5. sessionPolicy "thread" (switched by the environment, no config
 // change): a Discord thread in #work is a conversation of its own.
@@ -329,7 +332,10 @@ if (T) {
   await sleep(3000);
   await postJson(`${FAKE}/_fake/messages`, { threadId: T, authorId: HUMAN.id, content: '!dirigent status' });
   const st = await waitFor(async () => (await messages(T)).find((m) => m.author.id === MOD.id && /agent messages: \d+/.test(m.content)), STEP_MS, 500);
-  check('5: the thread is its own scope under sessionPolicy "thread"', st && st.content.includes(T) && /thread/i.test(st.content),
+  // OpenClaw keeps a Discord thread as a session of its own; its turns are
+  // its own too: the status in the thread counts only the thread's message.
+  check('5: the thread is a conversation of its own (its status counts only its own agent message)',
+    st && /policy: thread/.test(st.content) && /agent messages: 1\//.test(st.content),
     st ? st.content : 'no status reply in the thread');
 }
 
