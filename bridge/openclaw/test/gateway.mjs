@@ -424,6 +424,7 @@ check('real-model calls only for the speaker: agents take turns on each message,
 check('no call reached the no-reply model (non-speakers did not run at all)', noreplyCalls().length === 0,
   noreplyCalls().slice(0, 5).join('\n    '));
 
+await stopGateway(); // and wait for it: its files are removed next
 const failed = summary();
 console.log(`gateway: logs, config and transcript in ${opt.work}`);
 cleanup();
