@@ -39,6 +39,7 @@
 #include "outbox.h"
 #include "silent.h"
 #include "store.h"
+#include "store_discuss.h"
 #include "store_turns.h"
 #include "templates.h"
 #include "turns_map.h"
@@ -1257,6 +1258,7 @@ static void sweep(dg_turns *t)
 {
     if (atomic_exchange(&t->rescan, 0) && load_awake(t) != OC_OK)
         atomic_store(&t->rescan, 1);
+    dg_discuss_sweep(t->p); /* discussion timers (issue 16): their own transactions */
     due_list d = {.now = dg_now_ms(t->p), .timeout_ms = (int64_t)t->p->cfg.turn_timeout_sec * 1000};
     if (d.timeout_ms <= 0)
         return;
@@ -1709,6 +1711,10 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
                     !(m->thread_id && *m->thread_id) && !dg_nip10_root(m->tags, m->n_tags, root) &&
                     sc.kind == DG_SCOPE_THREAD;
     int moderator = kind == DG_SENDER_MODERATOR || kind == DG_SENDER_HANDOFF;
+    /* A human's or an agent's word restarts a discussion's quiet-time clock. */
+    if (!moderator && c->mode == DG_MODE_DISCUSSION &&
+        (rc = dg_store_discussion_touch(st, c->id, now)))
+        return rc;
     if (moderator && top_level)
         return OC_OK; /* its own one-message thread: nothing to change */
 
