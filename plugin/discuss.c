@@ -1420,3 +1420,83 @@ void dg_discuss_sweep(dg_plugin *p)
     if (kick)
         dg_outbox_kick(p->outbox);
 }
+
+/* ---- forced close by an admin (issue 16 item 2) --------------------------------- */
+
+#define ADMIN_NO_SUMMARY "none (closed by an admin without a summary)"
+
+int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id,
+                                  const char *summary_path, int64_t now_ms, int *closed,
+                                  char *msg, size_t msg_len)
+{
+    *closed = 0;
+    dg_store *st = p->store;
+    dg_discussion d;
+    int rc = dg_store_discussion_by_channel(st, channel_id, &d);
+    if (rc == OC_ERR_NOT_FOUND)
+        return dg_fail(msg, msg_len, OC_OK,
+                       "this channel is not a discussion channel; `!dirigent close` only "
+                       "works inside one.");
+    if (rc != OC_OK)
+        return rc;
+    if (d.status != DG_DISCUSSION_ACTIVE) {
+        dg_discussion_clear(&d);
+        return dg_fail(msg, msg_len, OC_OK,
+                       "this discussion is already closed; nothing changed.");
+    }
+    dg_ws_file f = {.fd = -1};
+    char why[384];
+    if (summary_path) {
+        rc = dg_ws_open(d.initiator_workspace, summary_path, p->cfg.max_summary_bytes, &f,
+                        why, sizeof why);
+        if (rc == OC_OK) {
+            rc = check_summary_text(f.fd, summary_path, why, sizeof why);
+            close(f.fd);
+            f.fd = -1;
+        }
+        if (rc != OC_OK) {
+            dg_ws_file_close(&f);
+            dg_discussion_clear(&d);
+            return dg_fail(msg, msg_len, OC_OK, "the summary path is refused (%s), nothing "
+                           "changed: %s", oc_status_name(rc), why);
+        }
+    }
+    const dg_agent_cfg *ini = dg_config_agent(&p->cfg, d.initiator_agent_id);
+    const char *uid = ini ? ini->discord_user_id : NULL;
+    const char *mention[1] = {uid};
+    char *im = mentions_of(&p->cfg, &d.initiator_agent_id, 1);
+    char *dref = channel_ref(d.discussion_channel_id);
+    char *oref = channel_ref(d.origin_channel_id);
+    char *text = NULL;
+    if (im && dref && oref) {
+        dg_tpl_vars v = {.discussGuide = d.discuss_guide, .initiatorMention = im,
+                         .summaryPath = f.rel_path ? f.rel_path : ADMIN_NO_SUMMARY,
+                         .discussionChannel = dref, .originChannel = oref,
+                         .status = "closed-by-admin"};
+        text = dg_templates_render(p->templates, "result.md", &v);
+    }
+    rc = text ? OC_OK : OC_ERR_NOMEM;
+    if (rc == OC_OK)
+        rc = dg_store_discussion_close_as(st, d.id, f.rel_path, now_ms, "closed-by-admin");
+    if (rc == OC_OK)
+        rc = dg_turns_close_channel(st, d.discussion_channel_id, now_ms);
+    if (rc == OC_OK)
+        rc = dg_turns_wake_with_result(st, d.origin_channel_id, d.initiator_agent_id, now_ms);
+    if (rc == OC_OK)
+        rc = dg_outbox_enqueue(st, d.origin_channel_id, text, mention, uid ? 1 : 0, now_ms);
+    if (rc == OC_OK) {
+        *closed = 1;
+        snprintf(msg, msg_len, "discussion closed (status closed-by-admin%s%s); the result "
+                 "went to <#%s>.", f.rel_path ? ", summary " : ", no summary",
+                 f.rel_path ? f.rel_path : "", d.origin_channel_id);
+        dg_log(p, OC_LOG_INFO, "discussion %lld in %s closed by an admin (summary %s)",
+               (long long)d.id, d.discussion_channel_id, f.rel_path ? f.rel_path : "none");
+    }
+    free(im);
+    free(dref);
+    free(oref);
+    free(text);
+    dg_ws_file_close(&f);
+    dg_discussion_clear(&d);
+    return rc;
+}

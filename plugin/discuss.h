@@ -222,4 +222,24 @@ int dg_discuss_claim_closed_notice_locked(dg_store *st, const char *channel_id,
  */
 void dg_discuss_sweep(dg_plugin *p);
 
+/*
+ * `!dirigent close [summaryPath]` by an admin in discussion channel
+ * channel_id, inside the caller's store transaction (the turn writer's):
+ * closes it like a callback with status `closed-by-admin` -- turns closed,
+ * result.md to the origin channel (mentioning the initiator, {status}
+ * "closed-by-admin"), the origin woken for the initiator; later messages
+ * get the closed notice. With summary_path (NULL: none) the file is checked
+ * against the initiator's workspace exactly as discuss-callback checks it;
+ * without one the result says no summary was given. No host call (the
+ * sessions of the channel get their no-reply override when next seen).
+ * Returns OC_OK with *closed 1 when it closed, OC_OK with *closed 0 when
+ * refused (not a discussion, already closed, the path refused) with
+ * nothing written; a negative store error otherwise (the caller rolls
+ * back). A sentence for the admin's reply goes to msg either way.
+ * Any thread.
+ */
+int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id,
+                                  const char *summary_path, int64_t now_ms, int *closed,
+                                  char *msg, size_t msg_len);
+
 #endif

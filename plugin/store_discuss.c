@@ -244,15 +244,14 @@ int dg_store_discussion_by_channel(dg_store *st, const char *channel_id, dg_disc
     snprintf(out->end_status, sizeof out->end_status, "%s",
              stt != DG_DISCUSSION_CLOSED ? "" : es ? (const char *)es : "completed");
     sqlite3_reset(s);
-    if (out->summary_path && !*out->summary_path) {
-        free(out->summary_path);        /* expired: no summary */
-        out->summary_path = NULL;
-    }
     int ok = out->discussion_channel_id && out->origin_channel_id &&
              out->initiator_agent_id && out->initiator_session_key &&
              out->initiator_session_id && out->initiator_workspace && out->discuss_guide &&
-             (stt != DG_DISCUSSION_CLOSED || out->summary_path ||
-              strcmp(out->end_status, "expired") == 0);
+             (stt != DG_DISCUSSION_CLOSED || out->summary_path);
+    if (out->summary_path && !*out->summary_path) {
+        free(out->summary_path);        /* expired / closed by an admin without one */
+        out->summary_path = NULL;
+    }
     int r = ok ? load_members(st, out) : OC_ERR_NOMEM;
     if (r != OC_OK)
         dg_discussion_clear(out);
