@@ -302,7 +302,8 @@ static int parse_all(const json_t *json, dg_config *c, char *err, size_t err_len
                                       "discussion", "outbox", NULL};
     static const char *const turn_keys[] = {"timeoutSec", "maxAgentMessages", NULL};
     static const char *const disc_keys[] = {"maxGuideChars", "maxSummaryBytes",
-                                            "closedNoticeCooldownSec", NULL};
+                                            "closedNoticeCooldownSec", "reminderAfterSec",
+                                            "maxLifetimeSec", NULL};
     static const char *const outbox_keys[] = {"retentionSec", NULL};
     int rc;
     if (!json_is_object(json))
@@ -398,6 +399,12 @@ static int parse_all(const json_t *json, dg_config *c, char *err, size_t err_len
         return rc;
     if ((rc = get_int(obj, "closedNoticeCooldownSec", "discussion.closedNoticeCooldownSec", 60, 0,
                       86400, &c->closed_notice_cooldown_sec, err, err_len)))
+        return rc;
+    if ((rc = get_int(obj, "reminderAfterSec", "discussion.reminderAfterSec", 1800, 0,
+                      31536000L, &c->reminder_after_sec, err, err_len)))
+        return rc;
+    if ((rc = get_int(obj, "maxLifetimeSec", "discussion.maxLifetimeSec", 0, 0, 31536000L,
+                      &c->max_lifetime_sec, err, err_len)))
         return rc;
 
     /* At least a day: never below the closed-notice cooldown or Discord's

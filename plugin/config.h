@@ -47,6 +47,8 @@ typedef struct dg_config {
     long max_guide_chars;
     long max_summary_bytes;
     long closed_notice_cooldown_sec;
+    long reminder_after_sec;    /* discussion.reminderAfterSec: quiet-time reminder, 0 = off */
+    long max_lifetime_sec;      /* discussion.maxLifetimeSec: wrap-up, then expiry; 0 = none */
     long outbox_retention_sec;  /* sent/failed outbox rows and closed-notice marks kept this long */
 } dg_config;
 

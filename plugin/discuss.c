@@ -1288,3 +1288,215 @@ static int callback_once(dg_plugin *p, const dg_caller *caller, const char *summ
     dg_discussion_clear(&d);
     return rc;
 }
+
+/* ---- timers: quiet-time reminder, lifetime wrap-up and expiry (issue 16) ------ */
+
+/* Due discussions handled per sweep pass (the rest come next pass). */
+#define TIMER_BATCH 16
+
+typedef enum timer_action { TIMER_NONE, TIMER_REMIND, TIMER_WRAPUP, TIMER_EXPIRE } timer_action;
+
+static timer_action timer_due(const dg_discussion *d, int64_t now, int64_t rem, int64_t life)
+{
+    int64_t activity = d->last_activity_ms ? d->last_activity_ms : d->created_at_ms;
+    if (life > 0 && d->wrapup_at_ms && d->wrapup_at_ms + life <= now)
+        return TIMER_EXPIRE;
+    if (life > 0 && !d->wrapup_at_ms && d->created_at_ms + life <= now)
+        return TIMER_WRAPUP;
+    if (rem > 0 && activity + rem <= now && d->reminded_for_ms != activity)
+        return TIMER_REMIND;
+    return TIMER_NONE;
+}
+
+/* The text an expired discussion's result message shows for its summary. */
+#define EXPIRED_SUMMARY "none (the discussion expired before the initiator wrote a summary)"
+
+/* One due discussion in its own transaction: the state change and the
+ * message it owes are committed together, so each happens exactly once
+ * (a restart finds the stored state and does not repeat it). Returns 1
+ * when a message was queued. */
+static int timer_one(dg_plugin *p, const char *channel, int64_t now, int64_t rem, int64_t life)
+{
+    dg_store *st = p->store;
+    if (dg_store_begin(st) != OC_OK)
+        return 0;
+    dg_discussion d;
+    int rc = dg_store_discussion_by_channel(st, channel, &d);
+    timer_action act = rc == OC_OK && d.status == DG_DISCUSSION_ACTIVE
+                     ? timer_due(&d, now, rem, life) : TIMER_NONE;
+    if (act == TIMER_NONE) {
+        if (rc == OC_OK || rc == OC_ERR_NOT_FOUND)
+            dg_store_commit(st);
+        else
+            dg_store_rollback(st);
+        dg_discussion_clear(&d);
+        return 0;
+    }
+    const dg_agent_cfg *ini = dg_config_agent(&p->cfg, d.initiator_agent_id);
+    const char *uid = ini ? ini->discord_user_id : NULL;
+    const char *mention[1] = {uid};
+    char *im = mentions_of(&p->cfg, &d.initiator_agent_id, 1);
+    char *dref = channel_ref(d.discussion_channel_id);
+    char *oref = channel_ref(d.origin_channel_id);
+    char *text = NULL;
+    int64_t activity = d.last_activity_ms ? d.last_activity_ms : d.created_at_ms;
+    if (im && dref && oref) {
+        dg_tpl_vars v = {.discussGuide = d.discuss_guide, .initiatorMention = im,
+                         .discussionChannel = dref, .originChannel = oref,
+                         .status = act == TIMER_EXPIRE ? "expired" : "active"};
+        if (act == TIMER_EXPIRE)
+            v.summaryPath = EXPIRED_SUMMARY;
+        text = dg_templates_render(p->templates, act == TIMER_REMIND ? "timeout.md"
+                                   : act == TIMER_WRAPUP ? "wrapup.md" : "result.md", &v);
+    }
+    rc = text ? OC_OK : OC_ERR_NOMEM;
+    if (act == TIMER_EXPIRE) {
+        if (rc == OC_OK)
+            rc = dg_store_discussion_close_as(st, d.id, NULL, now, "expired");
+        if (rc == OC_OK)
+            rc = dg_turns_close_channel(st, d.discussion_channel_id, now);
+        if (rc == OC_OK)
+            rc = dg_turns_wake_with_result(st, d.origin_channel_id, d.initiator_agent_id, now);
+        if (rc == OC_OK)
+            rc = dg_outbox_enqueue(st, d.origin_channel_id, text, mention, uid ? 1 : 0, now);
+    } else {
+        /* The wrap-up request also answers the current quiet period. */
+        if (rc == OC_OK && act == TIMER_WRAPUP)
+            rc = dg_store_discussion_mark_wrapup(st, d.id, now);
+        if (rc == OC_OK)
+            rc = dg_store_discussion_mark_reminded(st, d.id, activity);
+        if (rc == OC_OK)
+            rc = dg_turns_wake_with_result(st, d.discussion_channel_id, d.initiator_agent_id,
+                                           now);
+        if (rc == OC_OK)
+            rc = dg_outbox_enqueue(st, d.discussion_channel_id, text, mention, uid ? 1 : 0,
+                                   now);
+    }
+    if (rc == OC_OK)
+        rc = dg_store_commit(st);
+    else
+        dg_store_rollback(st);
+    static const char *const what[] = {"", "quiet-time reminder (discussion.reminderAfterSec)",
+                                       "wrap-up request (discussion.maxLifetimeSec)",
+                                       "expiry (twice discussion.maxLifetimeSec)"};
+    if (rc == OC_OK)
+        dg_log(p, OC_LOG_INFO, "discussion %lld in %s: %s%s", (long long)d.id,
+               d.discussion_channel_id, what[act],
+               act == TIMER_EXPIRE ? ": closed with status expired, no summary; the result "
+               "went to the origin channel" : ": queued to the initiator, who has the turn");
+    else
+        dg_log(p, OC_LOG_ERROR, "discussion %lld in %s: the %s failed (%s); retried shortly",
+               (long long)d.id, d.discussion_channel_id, what[act], oc_status_name(rc));
+    free(im);
+    free(dref);
+    free(oref);
+    free(text);
+    dg_discussion_clear(&d);
+    return rc == OC_OK;
+}
+
+void dg_discuss_sweep(dg_plugin *p)
+{
+    int64_t rem = (int64_t)p->cfg.reminder_after_sec * 1000;
+    int64_t life = (int64_t)p->cfg.max_lifetime_sec * 1000;
+    if ((rem <= 0 && life <= 0) || !p->store || !p->templates)
+        return;
+    int64_t now = dg_now_ms(p);
+    char **ch = NULL;
+    size_t n = 0;
+    if (dg_store_begin(p->store) != OC_OK)
+        return;
+    int rc = dg_store_discussion_timers_due(p->store, now, rem, life, TIMER_BATCH, &ch, &n);
+    if (rc == OC_OK)
+        dg_store_commit(p->store);
+    else
+        dg_store_rollback(p->store);
+    int kick = 0;
+    for (size_t i = 0; i < n; i++) {
+        kick |= timer_one(p, ch[i], now, rem, life);
+        free(ch[i]);
+    }
+    free(ch);
+    if (kick)
+        dg_outbox_kick(p->outbox);
+}
+
+/* ---- forced close by an admin (issue 16 item 2) --------------------------------- */
+
+#define ADMIN_NO_SUMMARY "none (closed by an admin without a summary)"
+
+int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id,
+                                  const char *summary_path, int64_t now_ms, int *closed,
+                                  char *msg, size_t msg_len)
+{
+    *closed = 0;
+    dg_store *st = p->store;
+    dg_discussion d;
+    int rc = dg_store_discussion_by_channel(st, channel_id, &d);
+    if (rc == OC_ERR_NOT_FOUND)
+        return dg_fail(msg, msg_len, OC_OK,
+                       "this channel is not a discussion channel; `!dirigent close` only "
+                       "works inside one.");
+    if (rc != OC_OK)
+        return rc;
+    if (d.status != DG_DISCUSSION_ACTIVE) {
+        dg_discussion_clear(&d);
+        return dg_fail(msg, msg_len, OC_OK,
+                       "this discussion is already closed; nothing changed.");
+    }
+    dg_ws_file f = {.fd = -1};
+    char why[384];
+    if (summary_path) {
+        rc = dg_ws_open(d.initiator_workspace, summary_path, p->cfg.max_summary_bytes, &f,
+                        why, sizeof why);
+        if (rc == OC_OK) {
+            rc = check_summary_text(f.fd, summary_path, why, sizeof why);
+            close(f.fd);
+            f.fd = -1;
+        }
+        if (rc != OC_OK) {
+            dg_ws_file_close(&f);
+            dg_discussion_clear(&d);
+            return dg_fail(msg, msg_len, OC_OK, "the summary path is refused (%s), nothing "
+                           "changed: %s", oc_status_name(rc), why);
+        }
+    }
+    const dg_agent_cfg *ini = dg_config_agent(&p->cfg, d.initiator_agent_id);
+    const char *uid = ini ? ini->discord_user_id : NULL;
+    const char *mention[1] = {uid};
+    char *im = mentions_of(&p->cfg, &d.initiator_agent_id, 1);
+    char *dref = channel_ref(d.discussion_channel_id);
+    char *oref = channel_ref(d.origin_channel_id);
+    char *text = NULL;
+    if (im && dref && oref) {
+        dg_tpl_vars v = {.discussGuide = d.discuss_guide, .initiatorMention = im,
+                         .summaryPath = f.rel_path ? f.rel_path : ADMIN_NO_SUMMARY,
+                         .discussionChannel = dref, .originChannel = oref,
+                         .status = "closed-by-admin"};
+        text = dg_templates_render(p->templates, "result.md", &v);
+    }
+    rc = text ? OC_OK : OC_ERR_NOMEM;
+    if (rc == OC_OK)
+        rc = dg_store_discussion_close_as(st, d.id, f.rel_path, now_ms, "closed-by-admin");
+    if (rc == OC_OK)
+        rc = dg_turns_close_channel(st, d.discussion_channel_id, now_ms);
+    if (rc == OC_OK)
+        rc = dg_turns_wake_with_result(st, d.origin_channel_id, d.initiator_agent_id, now_ms);
+    if (rc == OC_OK)
+        rc = dg_outbox_enqueue(st, d.origin_channel_id, text, mention, uid ? 1 : 0, now_ms);
+    if (rc == OC_OK) {
+        *closed = 1;
+        snprintf(msg, msg_len, "discussion closed (status closed-by-admin%s%s); the result "
+                 "went to <#%s>.", f.rel_path ? ", summary " : ", no summary",
+                 f.rel_path ? f.rel_path : "", d.origin_channel_id);
+        dg_log(p, OC_LOG_INFO, "discussion %lld in %s closed by an admin (summary %s)",
+               (long long)d.id, d.discussion_channel_id, f.rel_path ? f.rel_path : "none");
+    }
+    free(im);
+    free(dref);
+    free(oref);
+    free(text);
+    dg_ws_file_close(&f);
+    dg_discussion_clear(&d);
+    return rc;
+}

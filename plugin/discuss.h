@@ -69,6 +69,11 @@ typedef struct dg_discussion {
     size_t n_participants;
     char **turn_order;            /* agent ids, initiator first */
     size_t n_turn_order;
+    /* Timers (store v7; read only, not written by insert). */
+    int64_t last_activity_ms;     /* latest human/agent message; 0: none yet */
+    int64_t reminded_for_ms;      /* quiet period reminded (its last activity); -1: none */
+    int64_t wrapup_at_ms;         /* lifetime wrap-up request queued at; 0: not yet */
+    char end_status[16];          /* closed: "completed" / "expired" / "closed-by-admin" */
 } dg_discussion;
 
 /* Free the strings of d and zero it; safe on a zeroed struct. */
@@ -200,5 +205,41 @@ int dg_discuss_lookup_locked(dg_store *st, const char *channel_id, dg_discussion
 int dg_discuss_claim_closed_notice_locked(dg_store *st, const char *channel_id,
                                           const char *message_id, int64_t now_ms,
                                           int64_t cooldown_ms);
+
+/*
+ * The discussion timers (issue 16), applied by the turn sweeper once a
+ * second (turns_engine.c): an active discussion without a human's or an
+ * agent's message for discussion.reminderAfterSec gets timeout.md (once per
+ * quiet period) and the initiator gets the turn; past
+ * discussion.maxLifetimeSec from its creation wrapup.md (once), the
+ * initiator gets the turn; one more maxLifetimeSec after that request it
+ * is closed with status `expired` (no summary; result.md to the origin
+ * with {status} "expired"). Each change and its message are one store
+ * transaction, so each happens exactly once, across restarts too. No host
+ * call: sessions of an expired channel get their no-reply override when
+ * next seen (dg_discuss_session_seen). MUST be called with no store
+ * transaction open. Thread: the sweeper (any plugin thread).
+ */
+void dg_discuss_sweep(dg_plugin *p);
+
+/*
+ * `!dirigent close [summaryPath]` by an admin in discussion channel
+ * channel_id, inside the caller's store transaction (the turn writer's):
+ * closes it like a callback with status `closed-by-admin` -- turns closed,
+ * result.md to the origin channel (mentioning the initiator, {status}
+ * "closed-by-admin"), the origin woken for the initiator; later messages
+ * get the closed notice. With summary_path (NULL: none) the file is checked
+ * against the initiator's workspace exactly as discuss-callback checks it;
+ * without one the result says no summary was given. No host call (the
+ * sessions of the channel get their no-reply override when next seen).
+ * Returns OC_OK with *closed 1 when it closed, OC_OK with *closed 0 when
+ * refused (not a discussion, already closed, the path refused) with
+ * nothing written; a negative store error otherwise (the caller rolls
+ * back). A sentence for the admin's reply goes to msg either way.
+ * Any thread.
+ */
+int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id,
+                                  const char *summary_path, int64_t now_ms, int *closed,
+                                  char *msg, size_t msg_len);
 
 #endif

@@ -46,6 +46,7 @@ const char *const dg_schema_steps[] = {
     dg_schema_v4_discuss,
     dg_schema_v5_tool_calls,
     dg_schema_v6_turn_runs,
+    dg_schema_v7_discuss_timers,
 };
 const int dg_schema_nsteps = (int)(sizeof dg_schema_steps / sizeof dg_schema_steps[0]);
 

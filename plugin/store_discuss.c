@@ -3,6 +3,7 @@
  */
 #include "store_discuss.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +60,25 @@ const char dg_schema_v4_discuss[] =
     ");"
     "CREATE INDEX discussion_closed_notices_last ON discussion_closed_notices"
     "  (channel_id, noticed, at_ms);";
+
+/*
+ * Migration v6 -> v7 (issue 16): the discussion timers and how a
+ * discussion ended. last_activity_ms: the latest message of a human or an
+ * agent in the channel (NULL: none since the kickoff, created_at_ms
+ * counts); reminded_for_ms: the last_activity value the quiet-time
+ * reminder (timeout.md) was sent for (once per quiet period);
+ * wrapup_at_ms: when the lifetime's wrap-up request was queued;
+ * end_status: 'completed' / 'expired' / 'closed-by-admin' once closed
+ * (NULL on rows closed before v7: 'completed'). The v4 CHECK wants a
+ * summary_path on every closed row; an expired discussion has none and
+ * stores '' there (read back as NULL).
+ */
+const char dg_schema_v7_discuss_timers[] =
+    "ALTER TABLE discussions ADD COLUMN last_activity_ms INTEGER;"
+    "ALTER TABLE discussions ADD COLUMN reminded_for_ms INTEGER;"
+    "ALTER TABLE discussions ADD COLUMN wrapup_at_ms INTEGER;"
+    "ALTER TABLE discussions ADD COLUMN end_status TEXT"
+    "  CHECK (end_status IS NULL OR end_status IN ('completed', 'expired', 'closed-by-admin'));";
 
 static int sql_fail(void)
 {
@@ -125,7 +145,8 @@ int dg_store_discussion_insert(dg_store *st, const dg_discussion *d, int64_t *id
 static const char SQL_BY_CHANNEL[] =
     "SELECT id, discussion_channel_id, origin_channel_id, initiator_agent_id,"
     " initiator_session_key, initiator_session_id, initiator_workspace, discuss_guide,"
-    " status, created_at_ms, completed_at_ms, summary_path"
+    " status, created_at_ms, completed_at_ms, summary_path, last_activity_ms,"
+    " reminded_for_ms, wrapup_at_ms, end_status"
     " FROM discussions WHERE discussion_channel_id = ?";
 static const char SQL_MEMBERS[] =
     "SELECT agent_id, role FROM discussion_members WHERE discussion_id = ? ORDER BY position";
@@ -215,11 +236,22 @@ int dg_store_discussion_by_channel(dg_store *st, const char *channel_id, dg_disc
     out->completed_at_ms = sqlite3_column_type(s, 10) == SQLITE_NULL ? 0
                          : sqlite3_column_int64(s, 10);
     out->summary_path = dg_store_col_dup(s, 11);
+    out->last_activity_ms = sqlite3_column_int64(s, 12);  /* NULL reads as 0 */
+    out->reminded_for_ms = sqlite3_column_type(s, 13) == SQLITE_NULL ? -1
+                         : sqlite3_column_int64(s, 13);
+    out->wrapup_at_ms = sqlite3_column_int64(s, 14);
+    const unsigned char *es = sqlite3_column_text(s, 15);
+    snprintf(out->end_status, sizeof out->end_status, "%s",
+             stt != DG_DISCUSSION_CLOSED ? "" : es ? (const char *)es : "completed");
     sqlite3_reset(s);
     int ok = out->discussion_channel_id && out->origin_channel_id &&
              out->initiator_agent_id && out->initiator_session_key &&
              out->initiator_session_id && out->initiator_workspace && out->discuss_guide &&
              (stt != DG_DISCUSSION_CLOSED || out->summary_path);
+    if (out->summary_path && !*out->summary_path) {
+        free(out->summary_path);        /* expired / closed by an admin without one */
+        out->summary_path = NULL;
+    }
     int r = ok ? load_members(st, out) : OC_ERR_NOMEM;
     if (r != OC_OK)
         dg_discussion_clear(out);
@@ -227,18 +259,25 @@ int dg_store_discussion_by_channel(dg_store *st, const char *channel_id, dg_disc
 }
 
 static const char SQL_CLOSE[] =
-    "UPDATE discussions SET status = 'closed', summary_path = ?, completed_at_ms = ?"
-    " WHERE id = ? AND status = 'active'";
+    "UPDATE discussions SET status = 'closed', summary_path = ?, completed_at_ms = ?,"
+    " end_status = ? WHERE id = ? AND status = 'active'";
 
 int dg_store_discussion_close(dg_store *st, int64_t id, const char *summary_path,
                               int64_t completed_at_ms)
 {
+    return dg_store_discussion_close_as(st, id, summary_path, completed_at_ms, "completed");
+}
+
+int dg_store_discussion_close_as(dg_store *st, int64_t id, const char *summary_path,
+                                 int64_t completed_at_ms, const char *end_status)
+{
     sqlite3_stmt *s = dg_store_stmt(st, SQL_CLOSE);
     if (!s)
         return sql_fail();
-    dg_store_bind_text(s, 1, summary_path);
+    dg_store_bind_text(s, 1, summary_path ? summary_path : "");
     sqlite3_bind_int64(s, 2, completed_at_ms);
-    sqlite3_bind_int64(s, 3, id);
+    dg_store_bind_text(s, 3, end_status);
+    sqlite3_bind_int64(s, 4, id);
     int rc = sqlite3_step(s);
     sqlite3_reset(s);
     if (rc != SQLITE_DONE)
@@ -424,4 +463,92 @@ int dg_store_discussion_notice_claim(dg_store *st, const char *channel_id,
         return sql_fail();
     *claimed = due;
     return OC_OK;
+}
+
+/* ---- timers (issue 16 item 1) ------------------------------------------------ */
+
+static const char SQL_TOUCH[] =
+    "UPDATE discussions SET last_activity_ms = ?"
+    " WHERE discussion_channel_id = ? AND status = 'active'";
+
+int dg_store_discussion_touch(dg_store *st, const char *channel_id, int64_t now_ms)
+{
+    sqlite3_stmt *s = dg_store_stmt(st, SQL_TOUCH);
+    if (!s)
+        return sql_fail();
+    sqlite3_bind_int64(s, 1, now_ms);
+    dg_store_bind_text(s, 2, channel_id);
+    int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    return rc == SQLITE_DONE ? OC_OK : sql_fail();
+}
+
+/* ?1 now, ?2 reminder ms (0 off), ?3 lifetime ms (0 off), ?4 limit. */
+static const char SQL_DUE[] =
+    "SELECT discussion_channel_id FROM discussions WHERE status = 'active' AND ("
+    " (?2 > 0 AND COALESCE(last_activity_ms, created_at_ms) + ?2 <= ?1 AND"
+    "  (reminded_for_ms IS NULL OR reminded_for_ms <> COALESCE(last_activity_ms, created_at_ms)))"
+    " OR (?3 > 0 AND wrapup_at_ms IS NULL AND created_at_ms + ?3 <= ?1)"
+    " OR (?3 > 0 AND wrapup_at_ms IS NOT NULL AND wrapup_at_ms + ?3 <= ?1))"
+    " ORDER BY id LIMIT ?4";
+
+int dg_store_discussion_timers_due(dg_store *st, int64_t now_ms, int64_t reminder_ms,
+                                   int64_t lifetime_ms, size_t max, char ***channels,
+                                   size_t *n)
+{
+    *channels = NULL;
+    *n = 0;
+    sqlite3_stmt *s = dg_store_stmt(st, SQL_DUE);
+    if (!s)
+        return sql_fail();
+    sqlite3_bind_int64(s, 1, now_ms);
+    sqlite3_bind_int64(s, 2, reminder_ms);
+    sqlite3_bind_int64(s, 3, lifetime_ms);
+    sqlite3_bind_int64(s, 4, (sqlite3_int64)max);
+    int rc, status = OC_OK;
+    while (status == OC_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *ch = (const char *)sqlite3_column_text(s, 0);
+        status = append_str(channels, n, ch ? ch : "");
+    }
+    if (status == OC_OK && rc != SQLITE_DONE)
+        status = sql_fail();
+    sqlite3_reset(s);
+    if (status != OC_OK) {
+        for (size_t i = 0; i < *n; i++)
+            free((*channels)[i]);
+        free(*channels);
+        *channels = NULL;
+        *n = 0;
+    }
+    return status;
+}
+
+static const char SQL_REMINDED[] =
+    "UPDATE discussions SET reminded_for_ms = ? WHERE id = ? AND status = 'active'";
+static const char SQL_WRAPUP[] =
+    "UPDATE discussions SET wrapup_at_ms = ? WHERE id = ? AND status = 'active'"
+    " AND wrapup_at_ms IS NULL";
+
+static int update_one(dg_store *st, const char *sql, int64_t v, int64_t id)
+{
+    sqlite3_stmt *s = dg_store_stmt(st, sql);
+    if (!s)
+        return sql_fail();
+    sqlite3_bind_int64(s, 1, v);
+    sqlite3_bind_int64(s, 2, id);
+    int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    if (rc != SQLITE_DONE)
+        return sql_fail();
+    return sqlite3_changes(st->db) == 1 ? OC_OK : OC_ERR_CONFLICT;
+}
+
+int dg_store_discussion_mark_reminded(dg_store *st, int64_t id, int64_t activity_ms)
+{
+    return update_one(st, SQL_REMINDED, activity_ms, id);
+}
+
+int dg_store_discussion_mark_wrapup(dg_store *st, int64_t id, int64_t now_ms)
+{
+    return update_one(st, SQL_WRAPUP, now_ms, id);
 }

@@ -69,4 +69,27 @@ int dg_store_discussion_notice_claim(dg_store *st, const char *channel_id,
 int dg_store_discussion_notices_prune(dg_store *st, int64_t before_ms, int limit,
                                       long *removed);
 
+/* Close with an end status ('completed', 'expired', 'closed-by-admin');
+ * summary_path NULL: none (stored as ''). OC_ERR_CONFLICT when not active. */
+int dg_store_discussion_close_as(dg_store *st, int64_t id, const char *summary_path,
+                                 int64_t completed_at_ms, const char *end_status);
+
+/* A human's or an agent's message in channel_id (no-op unless an active
+ * discussion): the quiet-time clock restarts. */
+int dg_store_discussion_touch(dg_store *st, const char *channel_id, int64_t now_ms);
+
+/* Channels of active discussions with a timer due at now_ms (reminder_ms /
+ * lifetime_ms 0: that timer is off), at most max, oldest first. *channels
+ * is a malloc'd array of malloc'd strings the caller frees (each, then the
+ * array). Any thread, inside a transaction. */
+int dg_store_discussion_timers_due(dg_store *st, int64_t now_ms, int64_t reminder_ms,
+                                   int64_t lifetime_ms, size_t max, char ***channels,
+                                   size_t *n);
+
+/* The quiet-time reminder was queued for the quiet period that started at
+ * activity_ms / the wrap-up request was queued at now_ms. OC_ERR_CONFLICT
+ * when the discussion is no longer active (or the wrap-up was recorded). */
+int dg_store_discussion_mark_reminded(dg_store *st, int64_t id, int64_t activity_ms);
+int dg_store_discussion_mark_wrapup(dg_store *st, int64_t id, int64_t now_ms);
+
 #endif

@@ -45,6 +45,7 @@ char *dg_store_col_dup(sqlite3_stmt *s, int col);
  *   v4 store_discuss.c discussions, closed notices
  *   v5 store_tool_calls.c  tool results by ctx.toolCallId (idempotent tools)
  *   v6 store_turns.c   agent_end runs already handled (dedup by runId)
+ *   v7 store_discuss.c discussion timers and end status (issue 16)
  * Append new steps only; never edit a released one.
  */
 extern const char *const dg_schema_steps[];
@@ -55,5 +56,6 @@ extern const char dg_schema_v3_outbox[];
 extern const char dg_schema_v4_discuss[];
 extern const char dg_schema_v5_tool_calls[];
 extern const char dg_schema_v6_turn_runs[];
+extern const char dg_schema_v7_discuss_timers[];
 
 #endif

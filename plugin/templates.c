@@ -89,6 +89,8 @@ static const struct {
     {"result.md", "discussGuide initiatorMention summaryPath discussionChannel originChannel "
                   "status"},
     {"rest.md", "maxAgentMessages"},
+    {"timeout.md", "discussGuide initiatorMention discussionChannel originChannel status"},
+    {"wrapup.md", "discussGuide initiatorMention discussionChannel originChannel status"},
     {"session_model_channel.md", ""},
     {"session_model_thread.md", ""},
 };
@@ -239,7 +241,7 @@ static int read_override(int dirfd, const char *dir, const char *name, char **ou
 static int is_moderator_message(const char *name)
 {
     static const char *const names[] = {"kickoff.md", "idle.md", "closed.md", "result.md",
-                                        "rest.md"};
+                                        "rest.md", "timeout.md", "wrapup.md"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(names[i], name) == 0)
             return 1;

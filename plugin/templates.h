@@ -56,7 +56,8 @@ char *dg_templates_render(const dg_templates *t, const char *name, const dg_tpl_
  * name; every other brace (`{}`, `{ x }`, `{"json": 1}`, `{a_b}`) is literal.
  * A templatesDir file named *.md that is not a built-in template name is
  * refused at load (a typo would otherwise pass silently); other files are
- * ignored. A moderator message (kickoff, idle, closed, result, rest) that is
+ * ignored. A moderator message (kickoff, idle, closed, result, rest, timeout,
+ * wrapup) that is
  * empty or only white space is refused at load too (it could never be
  * posted); the session-model texts may be blank. An override must be a regular file (symlinks to one are fine:
  * the folder is operator config, not agent input).

@@ -466,11 +466,37 @@ dg_admin_cmd dg_admin_parse(const char *content)
         const char *word;
         dg_admin_cmd cmd;
     } subs[] = {{"status", DG_ADMIN_STATUS}, {"rest", DG_ADMIN_REST},
-                {"wake", DG_ADMIN_WAKE}, {"skip", DG_ADMIN_SKIP}};
+                {"wake", DG_ADMIN_WAKE}, {"skip", DG_ADMIN_SKIP},
+                {"close", DG_ADMIN_CLOSE}};
     for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
         if (n == strlen(subs[i].word) && strncasecmp(s, subs[i].word, n) == 0)
             return subs[i].cmd;
     return DG_ADMIN_HELP;
+}
+
+int dg_admin_arg(const char *content, char *buf, size_t len)
+{
+    if (!content || !buf || !len || dg_admin_parse(content) == DG_ADMIN_NONE)
+        return 0;
+    const char *s = content;
+    for (int word = 0; word < 2; word++) { /* skip "!dirigent" and the subcommand */
+        while (isspace((unsigned char)*s))
+            s++;
+        while (*s && !isspace((unsigned char)*s))
+            s++;
+    }
+    while (isspace((unsigned char)*s))
+        s++;
+    size_t n = 0;
+    while (s[n] && !isspace((unsigned char)s[n]))
+        n++;
+    if (!n)
+        return 0;
+    if (n >= len)
+        return -1;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    return 1;
 }
 
 void dg_turn_admin_rest(dg_turn_state *s, int64_t now_ms)

@@ -217,7 +217,8 @@ typedef enum dg_admin_cmd {
     DG_ADMIN_STATUS = 2,
     DG_ADMIN_REST = 3,
     DG_ADMIN_WAKE = 4,
-    DG_ADMIN_SKIP = 5
+    DG_ADMIN_SKIP = 5,
+    DG_ADMIN_CLOSE = 6       /* `!dirigent close [summaryPath]` (discussion channels) */
 } dg_admin_cmd;
 
 /* Every moderator reply to an admin command starts with this, so its echo
@@ -228,6 +229,11 @@ typedef enum dg_admin_cmd {
  * `!dirigent` (any case) followed by the end or white space; the next word
  * (any case) is the subcommand. DG_ADMIN_NONE for anything else. */
 dg_admin_cmd dg_admin_parse(const char *content);
+
+/* The first word after the subcommand of a `!dirigent` command (e.g. the
+ * summaryPath of `close`), copied into buf (NUL-terminated); 0 when there
+ * is none, -1 when it does not fit in len. Any thread. */
+int dg_admin_arg(const char *content, char *buf, size_t len);
 
 /* `rest`: dormant now, with nothing pending (hand-off, open mention, the
  * finished speaker's send permit), so no reminder or timeout wakes it. */

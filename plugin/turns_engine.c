@@ -39,6 +39,7 @@
 #include "outbox.h"
 #include "silent.h"
 #include "store.h"
+#include "store_discuss.h"
 #include "store_turns.h"
 #include "templates.h"
 #include "turns_map.h"
@@ -1257,6 +1258,7 @@ static void sweep(dg_turns *t)
 {
     if (atomic_exchange(&t->rescan, 0) && load_awake(t) != OC_OK)
         atomic_store(&t->rescan, 1);
+    dg_discuss_sweep(t->p); /* discussion timers (issue 16): their own transactions */
     due_list d = {.now = dg_now_ms(t->p), .timeout_ms = (int64_t)t->p->cfg.turn_timeout_sec * 1000};
     if (d.timeout_ms <= 0)
         return;
@@ -1447,6 +1449,7 @@ static const char *admin_cmd_name(dg_admin_cmd cmd)
     case DG_ADMIN_REST: return "rest";
     case DG_ADMIN_WAKE: return "wake";
     case DG_ADMIN_SKIP: return "skip";
+    case DG_ADMIN_CLOSE: return "close";
     case DG_ADMIN_HELP: return "help";
     case DG_ADMIN_NONE: break;
     }
@@ -1539,6 +1542,23 @@ static int admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd,
     } else if (c->mode == DG_MODE_CLOSED) {
         reply_add(&b, DG_ADMIN_REPLY_PREFIX "this discussion channel is closed; no command "
                   "changes anything here.");
+    } else if (cmd == DG_ADMIN_CLOSE) {
+        /* The discussion area closes it in this transaction; the channel's
+         * mirror reloads (closed) before its next use. */
+        char path[1024], msg[768];
+        int has = dg_admin_arg(m->content, path, sizeof path), closed = 0;
+        if (has < 0) {
+            reply_add(&b, DG_ADMIN_REPLY_PREFIX "the summary path is longer than %zu bytes; "
+                      "nothing changed.", sizeof path - 1);
+        } else {
+            rc = dg_discuss_admin_close_locked(t->p, c->id, has ? path : NULL, now, &closed, msg,
+                                               sizeof msg);
+            if (rc != OC_OK) {
+                free(b.s);
+                return rc;
+            }
+            reply_add(&b, DG_ADMIN_REPLY_PREFIX "%s", msg);
+        }
     } else if (cmd == DG_ADMIN_REST) {
         dg_turn_expire(&next, &x, now, &fx);
         fx.handoff_to = DG_NOBODY; /* nobody is woken into a resting scope */
@@ -1592,7 +1612,8 @@ static int admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd,
         reply_add(&b, DG_ADMIN_REPLY_PREFIX "commands: `!dirigent status` (this scope's turn "
                   "state), `!dirigent rest` (put it to sleep now), `!dirigent wake [@agent]` "
                   "(give the first agent, or the one mentioned, the turn), `!dirigent skip` "
-                  "(pass the current speaker's turn on).");
+                  "(pass the current speaker's turn on), `!dirigent close [summaryPath]` (in a "
+                  "discussion channel: close it now, status closed-by-admin).");
     }
     if (b.nomem) {
         free(b.s);
@@ -1709,6 +1730,10 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
                     !(m->thread_id && *m->thread_id) && !dg_nip10_root(m->tags, m->n_tags, root) &&
                     sc.kind == DG_SCOPE_THREAD;
     int moderator = kind == DG_SENDER_MODERATOR || kind == DG_SENDER_HANDOFF;
+    /* A human's or an agent's word restarts a discussion's quiet-time clock. */
+    if (!moderator && c->mode == DG_MODE_DISCUSSION &&
+        (rc = dg_store_discussion_touch(st, c->id, now)))
+        return rc;
     if (moderator && top_level)
         return OC_OK; /* its own one-message thread: nothing to change */
 

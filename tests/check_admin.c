@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "openclaw/plugin.h"
@@ -16,6 +17,7 @@
 #include "store.h"
 #include "store_discuss.h"
 #include "store_outbox.h"
+#include "testutil.h"
 #include "turn_test_host.h"
 #include "turns.h"
 #include "turns_engine.h"
@@ -164,7 +166,9 @@ static void teardown(void)
 static const char HELP[] =
     "Dirigent (admin): commands: `!dirigent status` (this scope's turn state), `!dirigent rest` "
     "(put it to sleep now), `!dirigent wake [@agent]` (give the first agent, or the one "
-    "mentioned, the turn), `!dirigent skip` (pass the current speaker's turn on).";
+    "mentioned, the turn), `!dirigent skip` (pass the current speaker's turn on), "
+    "`!dirigent close [summaryPath]` (in a discussion channel: close it now, status "
+    "closed-by-admin).";
 static const char RESTED[] =
     "Dirigent (admin): resting now; no agent takes a turn here until the next message.";
 static const char CLOSED[] =
@@ -448,6 +452,137 @@ START_TEST(test_closed_channel_answers_closed)
 }
 END_TEST
 
+/* ---- forced close (issue 16 item 2) ---------------------------------------------- */
+
+/* An active discussion in channel whose initiator (alpha) works in ws. */
+static void open_active_discussion(const char *channel, const char *ws)
+{
+    dg_plugin *p = tth_plugin(&H);
+    static const char *const BC[] = {TTH_BRAVO, TTH_CHARLIE};
+    char *order[] = {TTH_ALPHA, TTH_BRAVO, TTH_CHARLIE};
+    dg_discussion d = {
+        .discussion_channel_id = (char *)channel, .origin_channel_id = ORIGIN,
+        .initiator_agent_id = TTH_ALPHA, .initiator_session_key = "agent:x",
+        .initiator_session_id = "sid", .initiator_workspace = (char *)ws,
+        .discuss_guide = "Decide the release date.", .status = DG_DISCUSSION_ACTIVE,
+        .created_at_ms = dg_now_ms(p), .turn_order = order, .n_turn_order = 3,
+    };
+    ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
+    ck_assert_int_eq(dg_store_discussion_insert(p->store, &d, NULL), OC_OK);
+    ck_assert_int_eq(dg_turns_prefill_discussion(p->store, channel, TTH_ALPHA, BC, 2,
+                                                 dg_now_ms(p)), OC_OK);
+    ck_assert_int_eq(dg_store_commit(p->store), OC_OK);
+}
+
+static dg_discussion row_of(const char *channel)
+{
+    dg_plugin *p = tth_plugin(&H);
+    dg_discussion d;
+    ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
+    ck_assert_int_eq(dg_store_discussion_by_channel(p->store, channel, &d), OC_OK);
+    ck_assert_int_eq(dg_store_commit(p->store), OC_OK);
+    return d;
+}
+
+/* The last outbox row's content contains needle. */
+static int last_reply_has(const char *needle)
+{
+    size_t n;
+    dg_outbox_row *rows = outbox(&n);
+    int has = n > 0 && strstr(rows[n - 1].content, needle) != NULL;
+    dg_outbox_rows_free(rows, n);
+    return has;
+}
+
+START_TEST(test_admin_close_with_summary_closes_like_a_callback)
+{
+    char *ws = tu_mkdtemp();
+    char *dir = tu_path(ws, "plans");
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    char *file = tu_path(dir, "d.md");
+    ck_assert_int_eq(tu_write_file(file, "## Decision\nFriday.\n"), 0);
+    open_active_discussion(CH2, ws);
+    admin_says(CH2, NULL, "!dirigent close plans/d.md", NULL);
+    size_t n;
+    dg_outbox_row *rows = outbox(&n);
+    ck_assert_uint_eq(n, 2);
+    /* The result to the origin, then the admin's reply. */
+    ck_assert_str_eq(rows[0].channel_id, ORIGIN);
+    ck_assert_ptr_nonnull(strstr(rows[0].content, "[Discussion Result Ready]"));
+    ck_assert_ptr_nonnull(strstr(rows[0].content, "closed-by-admin"));
+    ck_assert_ptr_nonnull(strstr(rows[0].content, "plans/d.md"));
+    ck_assert_str_eq(rows[0].mentions, TTH_ALPHA_UID);
+    ck_assert_str_eq(rows[1].channel_id, CH2);
+    ck_assert_ptr_nonnull(strstr(rows[1].content, "discussion closed"));
+    dg_outbox_rows_free(rows, n);
+    dg_discussion d = row_of(CH2);
+    ck_assert_int_eq(d.status, DG_DISCUSSION_CLOSED);
+    ck_assert_str_eq(d.end_status, "closed-by-admin");
+    ck_assert_str_eq(d.summary_path, "plans/d.md");
+    dg_discussion_clear(&d);
+    dg_channel_mode mode;
+    dg_scope sc;
+    ck_assert_int_eq(dg_scope_conversation(CH2, &sc), OC_OK);
+    peek_scope(&sc, &mode);
+    ck_assert_int_eq(mode, DG_MODE_CLOSED);
+    /* The origin is woken for the initiator; later words get the closed notice. */
+    ck_assert_int_eq(who_speaks(ORIGIN, NULL), 0);
+    echo_last_reply(CH2, NULL);
+    human_says(CH2, NULL, "one more thing");
+    ck_assert(last_reply_has("[Channel Closed]"));
+    /* A second close changes nothing. */
+    admin_says(CH2, NULL, "!dirigent close", NULL);
+    expect_last_reply(4, CH2, CLOSED, "");
+    tu_rmtree(ws);
+    free(file);
+    free(dir);
+    free(ws);
+}
+END_TEST
+
+START_TEST(test_admin_close_refusals_change_nothing)
+{
+    char *ws = tu_mkdtemp();
+    char *file = tu_path(ws, "blank.md");
+    ck_assert_int_eq(tu_write_file(file, "  \n"), 0);
+    open_active_discussion(CH2, ws);
+    const char *bad[] = {"!dirigent close ../outside.md", "!dirigent close missing.md",
+                         "!dirigent close /etc/passwd", "!dirigent close blank.md"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        admin_says(CH2, NULL, bad[i], NULL);
+        ck_assert_msg(last_reply_has("the summary path is refused"), "%s", bad[i]);
+        dg_discussion d = row_of(CH2);
+        ck_assert_int_eq(d.status, DG_DISCUSSION_ACTIVE);
+        dg_discussion_clear(&d);
+    }
+    ck_assert_int_eq(tth_outbox_count(&H, ORIGIN), 0);
+    /* Not a discussion channel. */
+    join3(CH1, NULL);
+    admin_says(CH1, NULL, "!dirigent close", NULL);
+    ck_assert(last_reply_has("not a discussion channel"));
+    /* Not an admin: an ordinary message. */
+    human_says(CH2, NULL, "!dirigent close");
+    dg_discussion d = row_of(CH2);
+    ck_assert_int_eq(d.status, DG_DISCUSSION_ACTIVE);
+    dg_discussion_clear(&d);
+    /* Without a path: closed, the result says there is no summary. */
+    admin_says(CH2, NULL, "!dirigent close", NULL);
+    d = row_of(CH2);
+    ck_assert_int_eq(d.status, DG_DISCUSSION_CLOSED);
+    ck_assert_str_eq(d.end_status, "closed-by-admin");
+    ck_assert_ptr_null(d.summary_path);
+    dg_discussion_clear(&d);
+    ck_assert_int_eq(tth_outbox_count(&H, ORIGIN), 1);
+    char *text = tth_outbox_content(&H, ORIGIN, 0, NULL);
+    ck_assert_ptr_nonnull(strstr(text, "closed-by-admin"));
+    ck_assert_ptr_nonnull(strstr(text, "without a summary"));
+    free(text);
+    tu_rmtree(ws);
+    free(file);
+    free(ws);
+}
+END_TEST
+
 /* ---- thread policy -------------------------------------------------------------- */
 
 START_TEST(test_thread_policy_command_acts_in_its_discord_thread)
@@ -537,6 +672,8 @@ Suite *make_admin_suite(void)
     tcase_add_test(ch, test_non_admin_command_is_an_ordinary_message);
     tcase_add_test(ch, test_command_runs_once_across_reporting_accounts);
     tcase_add_test(ch, test_closed_channel_answers_closed);
+    tcase_add_test(ch, test_admin_close_with_summary_closes_like_a_callback);
+    tcase_add_test(ch, test_admin_close_refusals_change_nothing);
     suite_add_tcase(s, ch);
 
     TCase *th = tcase_create("thread_policy");

@@ -69,6 +69,8 @@ START_TEST(test_minimal_config_gets_defaults)
     ck_assert_int_eq(c.max_guide_chars, 1500);
     ck_assert_int_eq(c.max_summary_bytes, 1048576);
     ck_assert_int_eq(c.closed_notice_cooldown_sec, 60);
+    ck_assert_int_eq(c.reminder_after_sec, 1800);
+    ck_assert_int_eq(c.max_lifetime_sec, 0);
     ck_assert_int_eq(c.outbox_retention_sec, 604800);
     dg_config_free(&c);
 }
@@ -87,7 +89,7 @@ START_TEST(test_full_config_is_read)
         "\"agents\":{\"zed\":{\"discordUserId\":\"300\"},\"amy\":{\"discordUserId\":\"100\"}},"
         "\"admins\":[\"555\",\"666\"],\"turn\":{\"timeoutSec\":5,\"maxAgentMessages\":3},"
         "\"discussion\":{\"maxGuideChars\":10,\"maxSummaryBytes\":20,"
-        "\"closedNoticeCooldownSec\":0}}";
+        "\"closedNoticeCooldownSec\":0,\"reminderAfterSec\":0,\"maxLifetimeSec\":7200}}";
     ck_assert_int_eq(parse_text(text, &c, err, sizeof err), OC_OK);
     ck_assert_int_eq(c.session_policy, DG_POLICY_THREAD);
     ck_assert_str_eq(c.db_path, "/tmp/x.db");
@@ -107,6 +109,8 @@ START_TEST(test_full_config_is_read)
     ck_assert_int_eq(c.max_guide_chars, 10);
     ck_assert_int_eq(c.max_summary_bytes, 20);
     ck_assert_int_eq(c.closed_notice_cooldown_sec, 0);
+    ck_assert_int_eq(c.reminder_after_sec, 0);
+    ck_assert_int_eq(c.max_lifetime_sec, 7200);
     dg_config_free(&c);
 }
 END_TEST
@@ -181,6 +185,13 @@ static const bad_case bad_cases[] = {
     {"{" BASE ",\"discussion\":{\"maxSummaryBytes\":1073741825}}", "\"discussion.maxSummaryBytes\""},
     {"{" BASE ",\"discussion\":{\"closedNoticeCooldownSec\":-1}}",
      "\"discussion.closedNoticeCooldownSec\""},
+    {"{" BASE ",\"discussion\":{\"reminderAfterSec\":-1}}", "\"discussion.reminderAfterSec\""},
+    {"{" BASE ",\"discussion\":{\"reminderAfterSec\":31536001}}",
+     "\"discussion.reminderAfterSec\""},
+    {"{" BASE ",\"discussion\":{\"reminderAfterSec\":\"30m\"}}",
+     "\"discussion.reminderAfterSec\""},
+    {"{" BASE ",\"discussion\":{\"maxLifetimeSec\":-5}}", "\"discussion.maxLifetimeSec\""},
+    {"{" BASE ",\"discussion\":{\"maxLifetimeSec\":1.5}}", "\"discussion.maxLifetimeSec\""},
     {"{" BASE ",\"outbox\":{\"retentionSec\":86399}}", "\"outbox.retentionSec\""},
     {"{" BASE ",\"outbox\":{\"retentionSec\":315360001}}", "\"outbox.retentionSec\""},
     {"{" BASE ",\"outbox\":{\"retentionSec\":\"7d\"}}", "\"outbox.retentionSec\""},
@@ -450,8 +461,12 @@ START_TEST(test_manifest_schema_matches_config_keys)
     ck_assert_uint_eq(json_object_size(d), 5);
     ck_assert_ptr_nonnull(json_object_get(d, "moderatorToken"));
     ck_assert_uint_eq(json_object_size(json_object_get(json_object_get(props, "turn"), "properties")), 2);
-    ck_assert_uint_eq(
-        json_object_size(json_object_get(json_object_get(props, "discussion"), "properties")), 3);
+    json_t *dp = json_object_get(json_object_get(props, "discussion"), "properties");
+    ck_assert_uint_eq(json_object_size(dp), 5);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(dp, "reminderAfterSec"),
+                                                        "default")), 1800);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(dp, "maxLifetimeSec"),
+                                                        "default")), 0);
     json_t *ob = json_object_get(json_object_get(props, "outbox"), "properties");
     ck_assert_uint_eq(json_object_size(ob), 1);
     json_t *ret = json_object_get(ob, "retentionSec");

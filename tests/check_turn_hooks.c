@@ -108,7 +108,8 @@ static void join3(const char *channel, const char *thread)
 
 static void setup_channel(void)
 {
-    tth_start(&H, "channel", "\"turn\":{\"maxAgentMessages\":1000}");
+    tth_start(&H, "channel", "\"turn\":{\"maxAgentMessages\":1000},"
+              "\"discussion\":{\"reminderAfterSec\":0}");
 }
 
 static void setup_thread(void)
@@ -118,7 +119,8 @@ static void setup_thread(void)
 
 static void setup_no_cooldown(void)
 {
-    tth_start(&H, "channel", "\"discussion\":{\"closedNoticeCooldownSec\":0}");
+    tth_start(&H, "channel", "\"discussion\":{\"closedNoticeCooldownSec\":0,"
+              "\"reminderAfterSec\":0}");
 }
 
 static void teardown(void)
@@ -682,6 +684,152 @@ START_TEST(test_idle_reminders_do_not_feed_a_loop)
         free(c);
     }
     ck_assert_int_eq(rests, 1);
+}
+END_TEST
+
+/* ---- discussion timers (issue 16 item 1) ----------------------------------------- */
+
+/* The outbox rows of channel containing needle. */
+static int outbox_with(const char *channel, const char *needle)
+{
+    int k = 0;
+    for (int i = 0; i < tth_outbox_count(&H, channel); i++) {
+        char *c = tth_outbox_content(&H, channel, i, NULL);
+        k += c && strstr(c, needle) != NULL;
+        free(c);
+    }
+    return k;
+}
+
+static dg_discussion row_of(const char *channel)
+{
+    dg_plugin *p = tth_plugin(&H);
+    dg_discussion d;
+    ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
+    ck_assert_int_eq(dg_store_discussion_by_channel(p->store, channel, &d), OC_OK);
+    ck_assert_int_eq(dg_store_commit(p->store), OC_OK);
+    return d;
+}
+
+/* The sweeper thread applies the timers too; a direct pass makes the test
+ * independent of its timing (both are exactly-once through the store). */
+static void sweep_now(void)
+{
+    dg_discuss_sweep(tth_plugin(&H));
+}
+
+START_TEST(test_discussion_quiet_reminder_once_per_quiet_period)
+{
+    tth_free(&H);
+    tth_start(&H, "channel", "\"discussion\":{\"reminderAfterSec\":600}");
+    open_discussion(CH2, TTH_ALPHA, BC, 2);
+    ck_assert_int_eq(run(TTH_BRAVO, CH2, NULL, "I think Friday."), 1);
+    tth_advance(&H, 599 * 1000);
+    sweep_now();
+    ck_assert_int_eq(outbox_with(CH2, "[Discussion Quiet]"), 0);
+    tth_advance(&H, 2 * 1000);
+    sweep_now();
+    sweep_now();
+    ck_assert_int_eq(outbox_with(CH2, "[Discussion Quiet]"), 1);
+    ck_assert_int_eq(outbox_with(CH2, "<@" TTH_ALPHA_UID ">"), 1);
+    /* The initiator has the turn. */
+    ck_assert_int_eq(who_speaks(ABC, 3, CH2, NULL), 0);
+    /* The moderator's own message does not start a new quiet period, and a
+     * restart does not send it again. */
+    char id[24];
+    ck_assert_int_eq(tth_msg(&H, CH2, NULL, mid(id), TTH_MOD_UID, 1, "[Discussion Quiet]",
+                             NULL), OC_OK);
+    tth_restart(&H);
+    tth_advance(&H, 3600 * 1000);
+    sweep_now();
+    ck_assert_int_eq(outbox_with(CH2, "[Discussion Quiet]"), 1);
+    /* A human's word starts a new period: one more reminder after it. */
+    human_says(CH2, NULL, "Any objections?", NULL);
+    tth_advance(&H, 601 * 1000);
+    sweep_now();
+    sweep_now();
+    ck_assert_int_eq(outbox_with(CH2, "[Discussion Quiet]"), 2);
+    dg_discussion d = row_of(CH2);
+    ck_assert_int_eq(d.status, DG_DISCUSSION_ACTIVE);
+    dg_discussion_clear(&d);
+}
+END_TEST
+
+START_TEST(test_discussion_quiet_reminder_off_with_zero)
+{
+    open_discussion(CH2, TTH_ALPHA, BC, 2);   /* setup: reminderAfterSec 0 */
+    tth_advance(&H, 30LL * 24 * 3600 * 1000);
+    sweep_now();
+    ck_assert_int_eq(tth_outbox_count(&H, CH2), 0);
+    ck_assert_int_eq(tth_outbox_count(&H, ORIGIN), 0);
+}
+END_TEST
+
+START_TEST(test_discussion_lifetime_wrapup_then_expiry)
+{
+    tth_free(&H);
+    tth_start(&H, "channel", "\"discussion\":{\"reminderAfterSec\":0,\"maxLifetimeSec\":3600}");
+    open_discussion(CH2, TTH_ALPHA, BC, 2);
+    tth_advance(&H, 3599 * 1000);
+    sweep_now();
+    ck_assert_int_eq(tth_outbox_count(&H, CH2), 0);
+    tth_advance(&H, 1000);
+    sweep_now();
+    sweep_now();
+    ck_assert_int_eq(outbox_with(CH2, "[Discussion Time Is Up]"), 1);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH2, NULL), 0);
+    dg_discussion d = row_of(CH2);
+    ck_assert_int_eq(d.status, DG_DISCUSSION_ACTIVE);
+    ck_assert_int_gt(d.wrapup_at_ms, 0);
+    dg_discussion_clear(&d);
+    /* Across a restart: not asked again, and the second period counts on. */
+    tth_restart(&H);
+    tth_advance(&H, 3599 * 1000);
+    sweep_now();
+    ck_assert_int_eq(outbox_with(CH2, "[Discussion Time Is Up]"), 1);
+    d = row_of(CH2);
+    ck_assert_int_eq(d.status, DG_DISCUSSION_ACTIVE);
+    dg_discussion_clear(&d);
+    tth_advance(&H, 1000);
+    sweep_now();
+    sweep_now();
+    d = row_of(CH2);
+    ck_assert_int_eq(d.status, DG_DISCUSSION_CLOSED);
+    ck_assert_str_eq(d.end_status, "expired");
+    ck_assert_ptr_null(d.summary_path);
+    ck_assert_int_gt(d.completed_at_ms, 0);
+    dg_discussion_clear(&d);
+    /* The result went to the origin, once, saying so, with no summary path. */
+    ck_assert_int_eq(tth_outbox_count(&H, ORIGIN), 1);
+    char *text = tth_outbox_content(&H, ORIGIN, 0, NULL);
+    ck_assert_ptr_nonnull(strstr(text, "[Discussion Result Ready]"));
+    ck_assert_ptr_nonnull(strstr(text, "expired"));
+    ck_assert_ptr_nonnull(strstr(text, "<@" TTH_ALPHA_UID ">"));
+    ck_assert_ptr_null(strstr(text, ".md"));
+    free(text);
+    dg_channel_mode mode;
+    peek(CH2, NULL, &mode);
+    ck_assert_int_eq(mode, DG_MODE_CLOSED);
+    tth_restart(&H);
+    tth_advance(&H, 24 * 3600 * 1000LL);
+    sweep_now();
+    ck_assert_int_eq(tth_outbox_count(&H, ORIGIN), 1);
+    ck_assert_int_eq(tth_outbox_count(&H, CH2), 1);
+}
+END_TEST
+
+/* Nothing but the background sweeper applies the reminder (no event). */
+START_TEST(test_discussion_timers_run_in_the_background)
+{
+    tth_free(&H);
+    tth_start(&H, "channel", "\"discussion\":{\"reminderAfterSec\":60}");
+    open_discussion(CH2, TTH_ALPHA, BC, 2);
+    tth_advance(&H, 61 * 1000);
+    for (int i = 0; i < 1000 && tth_outbox_count(&H, CH2) == 0; i++) {
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    ck_assert_int_eq(outbox_with(CH2, "[Discussion Quiet]"), 1);
 }
 END_TEST
 
@@ -1775,6 +1923,10 @@ Suite *make_turn_hooks_suite(void)
     tcase_add_test(ch, test_discussion_prefill_first_participant_speaks);
     tcase_add_test(ch, test_discussion_idle_reminder_once_per_idle_period);
     tcase_add_test(ch, test_idle_reminders_do_not_feed_a_loop);
+    tcase_add_test(ch, test_discussion_quiet_reminder_once_per_quiet_period);
+    tcase_add_test(ch, test_discussion_quiet_reminder_off_with_zero);
+    tcase_add_test(ch, test_discussion_lifetime_wrapup_then_expiry);
+    tcase_add_test(ch, test_discussion_timers_run_in_the_background);
     tcase_add_test(ch, test_discussion_elsewhere_keeps_runs_in_flight);
     tcase_add_test(ch, test_closed_channel_overrides_cancels_and_never_wakes);
     tcase_add_test(ch, test_closed_notice_cooldown_per_channel);
