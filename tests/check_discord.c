@@ -1005,7 +1005,10 @@ START_TEST(huge_retry_after_fails_fast)
                                      &err);
     ck_assert_int_eq(rc, OC_ERR_IO);
     ck_assert_int_eq(err.retryable, 1);
-    ck_assert_msg(err.retry_after_ms >= 3600L * 1000, "retry_after_ms %ld", err.retry_after_ms);
+    /* The hold is capped at an hour from the first answer; the time between
+     * the two calls (milliseconds, more on a loaded machine) is already
+     * spent when the second one asks. */
+    ck_assert_msg(err.retry_after_ms >= 3500L * 1000, "retry_after_ms %ld", err.retry_after_ms);
     ck_assert_int_eq(script_count(s), 1);
     ck_assert_int_eq(err.attempts, 1);
     dg_discord_free(d);
@@ -1030,7 +1033,10 @@ START_TEST(huge_reset_after_holds_the_route)
     int rc = dg_discord_post_message(d, "400000000000000001", "two", NULL, 0, "n-2", NULL, &err);
     ck_assert_int_eq(rc, OC_ERR_IO);
     ck_assert_int_eq(err.retryable, 1);
-    ck_assert_msg(err.retry_after_ms >= 3600L * 1000, "retry_after_ms %ld", err.retry_after_ms);
+    /* The hold is capped at an hour from the first answer; the time between
+     * the two calls (milliseconds, more on a loaded machine) is already
+     * spent when the second one asks. */
+    ck_assert_msg(err.retry_after_ms >= 3500L * 1000, "retry_after_ms %ld", err.retry_after_ms);
     ck_assert_int_eq(script_count(s), 1);
     dg_discord_free(d);
     script_stop(s);
