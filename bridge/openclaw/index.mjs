@@ -166,6 +166,9 @@ function loadNative(opts, rootDir) {
     json_array: jl.func('void *json_array(void)'),
     json_array_append_new: jl.func('int json_array_append_new(void *array, void *value)'),
     json_delete: jl.func('void json_delete(void *json)'),
+    json_deep_copy: jl.func('void *json_deep_copy(void *json)'),
+    json_string: jl.func('void *json_string(const char *value)'),
+    json_object_set_new: jl.func('int json_object_set_new(void *object, const char *key, void *value)'),
     free: libc.func('void free(void *ptr)'),
     OcTool: k.struct('dg_bridge_oc_tool', {
       struct_size: 'uint32_t', name: 'const char *', description: 'const char *',
@@ -376,6 +379,19 @@ function release(p) {
   const n = g.native;
   if (n.k.decode(p, REFCOUNT_OFFSET, 'size_t') === 1) n.json_delete(p);
   else decref(p);
+}
+
+// A copy of a cached context with this run's id (ours alone: json_delete).
+function withRunId(base, runId) {
+  const n = g.native;
+  const c = n.json_deep_copy(base);
+  if (isNull(c)) throw new Error('json_deep_copy failed (out of memory?)');
+  const sv = n.json_string(runId);
+  if (isNull(sv) || n.json_object_set_new(c, 'runId', sv) !== 0) {
+    n.json_delete(c);
+    throw new Error('cannot add runId to the context (out of memory, or not UTF-8)');
+  }
+  return c;
 }
 
 function toJsonOwned(value) {
@@ -812,12 +828,27 @@ function agentCtx(octx = {}) {
 // a run asks several times and a session's fields repeat, and renaming
 // costs more than the decision itself. The entry also carries the jansson
 // value of the renamed context (created on first use, ours). Bounded.
+// runId is not part of the key: every run has its own, and the entry's
+// jansson value gets it added per call (json_deep_copy + one field), which
+// costs a fraction of renaming and parsing the whole context again.
 const CTX_FIELDS = ['agentId', 'sessionKey', 'sessionId', 'workspaceDir', 'channelId', 'threadId',
-  'conversationId', 'accountId', 'runId', 'messageProvider', 'channel'];
+  'conversationId', 'accountId', 'messageProvider', 'channel'];
 const CTX_CACHE_MAX = 256;
 const ctxCache = new Map(); // field values joined -> {ctx, ptr}
 
+// OpenClaw hands every handler of one hook call the same context object:
+// the bridge's own before_model_resolve and the plugin's share one entry.
+const ctxByObject = new WeakMap();
+
 function agentCtxEntry(octx = {}) {
+  const known = ctxByObject.get(octx);
+  if (known) return known;
+  const e = agentCtxEntryByFields(octx);
+  ctxByObject.set(octx, e);
+  return e;
+}
+
+function agentCtxEntryByFields(octx) {
   let key = '';
   for (const f of CTX_FIELDS) {
     const v = octx[f];
@@ -825,7 +856,8 @@ function agentCtxEntry(octx = {}) {
   }
   let e = ctxCache.get(key);
   if (e) return e;
-  e = { ctx: agentCtx(octx), ptr: null };
+  const { runId, ...rest } = octx;
+  e = { ctx: agentCtx(rest), ptr: null };
   ctxCache.set(key, e);
   if (ctxCache.size > CTX_CACHE_MAX) {
     const [oldest, old] = ctxCache.entries().next().value;
@@ -1134,11 +1166,14 @@ function dispatchModifyFast(seq, hook, oev, octx) {
       ? promptEvent(oev && typeof oev.prompt === 'string' ? oev.prompt : undefined)
       : cachedJson(hookEvent(hook, oev, octx));
     if (!ce.ptr) ce.ptr = toJsonOwned(ctx);
+    const runId = typeof octx.runId === 'string' && octx.runId ? octx.runId : undefined;
+    const ctxPtr = runId ? withRunId(ce.ptr, runId) : ce.ptr;
     inst.inflight += 1;
     let r;
     try {
-      r = callHandlerSync(inst, reg.fn, evPtr, ce.ptr);
+      r = callHandlerSync(inst, reg.fn, evPtr, ctxPtr);
     } finally {
+      if (ctxPtr !== ce.ptr) g.native.json_delete(ctxPtr);
       inst.inflight -= 1;
       if (inst.inflight === 0 && inst.idle) inst.idle();
     }
