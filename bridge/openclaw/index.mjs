@@ -149,6 +149,7 @@ const RUNTIME_PACKAGES = {
   'libjansson.so.4': 'libjansson4',
   'libsqlite3.so.0': 'libsqlite3-0',
   'libcurl.so.4': 'libcurl4 (libcurl4t64 on Debian 13 / Ubuntu 24.04 and later)',
+  'libmicrohttpd.so.12': 'libmicrohttpd12 (libmicrohttpd12t64 on Debian 13 / Ubuntu 24.04 and later)',
   'libc.so.6': 'libc6',
 };
 const ELF_MACHINES = { 3: 'ia32', 40: 'arm', 62: 'x64', 183: 'arm64', 243: 'riscv64', 258: 'loong64', 21: 'ppc64' };
