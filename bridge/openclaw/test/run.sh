@@ -146,7 +146,9 @@ if [ "$rc" -ne 0 ]; then
     fail "exit $rc; logs, configs and turn outputs kept in $WORK"
 fi
 # The installed package is recorded: OpenClaw knows where it came from.
-if grep -l "dirigent: OpenClaw can't verify where this plugin came from" "$WORK"/gateway/gateway-*.log 2>/dev/null; then
+# (2026.9.6 logs "[plugins] OpenClaw can't verify where this plugin came from.
+# Review it with 'openclaw plugins inspect dirigent'. ...")
+if grep -l "can't verify where this plugin came from. Review it with 'openclaw plugins inspect dirigent'" "$WORK"/gateway/gateway-*.log 2>/dev/null; then
     fail "the installed plugin still draws \"can't verify where this plugin came from\" (logs kept in $WORK)"
 fi
 rm -rf "$WORK"
