@@ -8,7 +8,8 @@
 #   make check-faults storage and Discord faults with their figures printed
 #   make coverage     gcov build (build-cov), make check, line/branch coverage per file
 #   make deps         install missing Debian -dev packages (as root)
-#   make install      PREFIX, DESTDIR, PLUGIN_DIR honoured
+#   make package      build/dirigent-openclaw-<version>.tgz for `openclaw plugins install`
+#   make install      PREFIX, DESTDIR, PLUGIN_DIR honoured; make uninstall
 #
 # File layout conventions (the build globs, so adding a file needs no edit here):
 #   plugin/*.c hooks/*.c   -> build/dirigent.so (+ templates/*.md embedded)
@@ -26,9 +27,18 @@ DEB_PKGS  := build-essential pkg-config libjansson-dev libsqlite3-dev \
              libcurl4-openssl-dev libmicrohttpd-dev check libsubunit-dev curl
 
 CC      ?= cc
-VERSION := 0.1.0
+# The one place of the version is manifest.json: the .so (DG_VERSION), the
+# generated openclaw.plugin.json, the package and its name take it from
+# there; tests/check_build.c fails when bridge/openclaw/package.json differs.
+VERSION := $(shell sed -n 's/^  "version": "\([^"]*\)",*$$/\1/p' manifest.json)
 PREFIX  ?= /usr/local
 PLUGIN_DIR ?= $(PREFIX)/lib/openclaw/plugins/dirigent
+# Where make install and make package copy koffi from (a node_modules folder
+# with koffi and @koromix/koffi-linux-<arch>); none = without koffi.
+KOFFI_FROM ?= $(HOME)/.cache/dirigent-openclaw/node_modules
+ifeq ($(VERSION),)
+$(error manifest.json has no "version" line (the one place of the version))
+endif
 
 ifeq ($(COVERAGE),1)
 # The coverage build (make coverage): gcov counters, no optimisation.
@@ -85,7 +95,7 @@ BENCH_SRC  := $(sort $(wildcard tests/bench/*.c))
 BENCH_OBJ  := $(BENCH_SRC:%.c=$(B)/obj/%.o)
 
 .PHONY: all check check-openclaw demo bench deps install uninstall clean manifest-check \
-        fuzz fuzz-short fuzz-build check-faults coverage
+        fuzz fuzz-short fuzz-build check-faults coverage package
 OPTIONAL := $(if $(OCGW_SRC),$(B)/ocgw) $(if $(wildcard tests/fake_discord_main.c),$(B)/fake-discord)
 all: $(B)/dirigent.so $(B)/libochost.a $(OPTIONAL) $(SERVERS)
 
@@ -311,25 +321,48 @@ deps-ok:
 	@pkg-config --exists $(PKGS) $(TEST_PKGS) 2>/dev/null || sh scripts/deps.sh $(DEB_PKGS)
 .PHONY: deps-ok
 
-# ---- install ------------------------------------------------------------------
-install: $(B)/dirigent.so $(SERVERS) $(if $(OCGW_SRC),$(B)/ocgw)
-	install -d $(DESTDIR)$(PLUGIN_DIR)/templates $(DESTDIR)$(PREFIX)/include/openclaw
-	install -m 0755 $(B)/dirigent.so $(DESTDIR)$(PLUGIN_DIR)/dirigent.so
-	install -m 0644 manifest.json $(DESTDIR)$(PLUGIN_DIR)/manifest.json
-	install -m 0644 $(TEMPLATES) $(DESTDIR)$(PLUGIN_DIR)/templates/
-	install -m 0644 include/openclaw/plugin.h $(DESTDIR)$(PREFIX)/include/openclaw/plugin.h
-	@# The OpenClaw bridge beside the .so makes the same folder an OpenClaw plugin
-	@# (after `npm install --omit=dev` there for koffi; see README).
-	install -m 0644 bridge/openclaw/index.mjs bridge/openclaw/package.json $(DESTDIR)$(PLUGIN_DIR)/
-	@if [ -f bridge/openclaw/openclaw.plugin.json ]; then install -m 0644 bridge/openclaw/openclaw.plugin.json $(DESTDIR)$(PLUGIN_DIR)/; \
-	  else echo "note: run 'make bridge/openclaw/openclaw.plugin.json' (needs node) and install again to use the folder in OpenClaw"; fi
-	@# The programs: the reference gateway and the servers (dirigent-noreply).
-	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 $(SERVERS) $(if $(OCGW_SRC),$(B)/ocgw) $(DESTDIR)$(PREFIX)/bin/
+# ---- package and install ---------------------------------------------------------
+# The plugin folder OpenClaw loads (bridge, openclaw.plugin.json, dirigent.so,
+# dirigent-noreply and its systemd unit, README, LICENSE, koffi) is staged
+# once in $(B)/package/dirigent by scripts/package.sh; make package packs it,
+# make install copies it.
+PKG_TGZ := $(B)/dirigent-openclaw-$(VERSION).tgz
+PKG_INPUTS := $(B)/dirigent.so $(B)/dirigent-noreply
+package: $(PKG_INPUTS)
+	DIRIGENT_KOFFI_FROM='$(KOFFI_FROM)' sh scripts/package.sh pack $(B) $(VERSION)
 
+PC_DIR      := $(PREFIX)/lib/pkgconfig
+UNIT_DIR    := $(PREFIX)/lib/systemd/user
+INSTALL_BIN := $(SERVERS) $(if $(OCGW_SRC),$(B)/ocgw)
+install: $(PKG_INPUTS) $(INSTALL_BIN)
+	DIRIGENT_KOFFI_FROM='$(KOFFI_FROM)' sh scripts/package.sh stage $(B) $(VERSION)
+	install -d $(DESTDIR)$(PLUGIN_DIR) $(DESTDIR)$(PREFIX)/include/openclaw \
+	  $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PC_DIR) $(DESTDIR)$(UNIT_DIR)
+	@# The complete OpenClaw plugin folder, plus manifest.json and the templates
+	@# for hosts that read the ABI manifest (ocgw).
+	cp -R $(B)/package/dirigent/. $(DESTDIR)$(PLUGIN_DIR)/
+	install -m 0644 manifest.json $(DESTDIR)$(PLUGIN_DIR)/manifest.json
+	install -d $(DESTDIR)$(PLUGIN_DIR)/templates
+	install -m 0644 $(TEMPLATES) $(DESTDIR)$(PLUGIN_DIR)/templates/
+	@[ -d $(DESTDIR)$(PLUGIN_DIR)/node_modules/koffi ] || echo "note: installed without koffi (KOFFI_FROM=$(KOFFI_FROM)); run 'npm install --omit=dev' in $(PLUGIN_DIR) before OpenClaw loads it"
+	@# The ABI header and its pkg-config file, for authors of other native plugins.
+	install -m 0644 include/openclaw/plugin.h $(DESTDIR)$(PREFIX)/include/openclaw/plugin.h
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' scripts/openclaw-plugin.pc.in \
+	  > $(DESTDIR)$(PC_DIR)/openclaw-plugin.pc
+	@# The programs: the reference gateway and the servers (dirigent-noreply),
+	@# and dirigent-noreply's systemd user unit pointing at this bin folder.
+	install -m 0755 $(INSTALL_BIN) $(DESTDIR)$(PREFIX)/bin/
+	sed 's|%h/.openclaw/extensions/dirigent/dirigent-noreply|$(PREFIX)/bin/dirigent-noreply|' \
+	  servers/dirigent-noreply.service > $(DESTDIR)$(UNIT_DIR)/dirigent-noreply.service
+
+# Removes every file install wrote, and the folders only it uses when empty.
 uninstall:
-	rm -rf $(DESTDIR)$(PLUGIN_DIR) $(DESTDIR)$(PREFIX)/include/openclaw/plugin.h
-	rm -f $(foreach p,$(SERVERS) $(if $(OCGW_SRC),$(B)/ocgw),$(DESTDIR)$(PREFIX)/bin/$(notdir $(p)))
+	rm -rf $(DESTDIR)$(PLUGIN_DIR)
+	rm -f $(DESTDIR)$(PREFIX)/include/openclaw/plugin.h $(DESTDIR)$(PC_DIR)/openclaw-plugin.pc \
+	  $(DESTDIR)$(UNIT_DIR)/dirigent-noreply.service \
+	  $(foreach p,$(INSTALL_BIN),$(DESTDIR)$(PREFIX)/bin/$(notdir $(p)))
+	rmdir $(DESTDIR)$(PREFIX)/include/openclaw $(DESTDIR)$(PREFIX)/lib/openclaw/plugins \
+	  $(DESTDIR)$(PREFIX)/lib/openclaw 2>/dev/null || true
 
 clean:
 	rm -rf build build-cov

@@ -9,6 +9,7 @@
  *
  *   dirigent-noreply [--host 127.0.0.1] [--port 0] [--token T]
  *                    [--max-body BYTES] [--quiet]
+ *   dirigent-noreply --check URL [--token T]
  *
  * Endpoints (with and without the /v1 prefix):
  *   GET  /v1/models               {"object":"list","data":[{"id":"no-reply",...}]}
@@ -20,8 +21,13 @@
  * Bearer token: --token or env DIRIGENT_NOREPLY_TOKEN; when set, a request
  * without "Authorization: Bearer <token>" gets 401. SIGTERM/SIGINT stop the
  * server cleanly (exit 0). One line per request on stderr unless --quiet.
+ * --check URL asks a running instance at URL (the base URL it printed) for
+ * its model list with the same token, and exits 0 when it answers as this
+ * server does, 1 (with the reason on stderr) otherwise: a health check for
+ * systemd, scripts and monitoring.
  */
 #include <arpa/inet.h>
+#include <curl/curl.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -445,10 +451,122 @@ static void nr_usage(FILE *f)
             "  --token T        require \"Authorization: Bearer T\" (env DIRIGENT_NOREPLY_TOKEN)\n"
             "  --max-body B     largest request body accepted (default %u)\n"
             "  --quiet          no per-request line on stderr\n"
+            "  --check URL      exit 0 when a running instance at URL (its base URL)\n"
+            "                   answers (with --token / env DIRIGENT_NOREPLY_TOKEN), else 1\n"
             "  -h, --help       this text\n"
             "  --version        the version\n"
             "Prints the base URL (http://HOST:PORT/v1) as the first stdout line.\n",
             NR_DEFAULT_MAX_BODY);
+}
+
+/* ---- --check URL ------------------------------------------------------------------ */
+
+#define NR_CHECK_TIMEOUT_MS 5000L
+#define NR_CHECK_MAX_BODY (64u * 1024u)
+
+typedef struct nr_buf {
+    char data[NR_CHECK_MAX_BODY + 1];
+    size_t len;
+} nr_buf;
+
+static size_t nr_check_write(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    nr_buf *b = ud;
+    size_t n = size * nmemb;
+    if (n > NR_CHECK_MAX_BODY - b->len)
+        return 0; /* a model list is small; anything larger is not us */
+    memcpy(b->data + b->len, ptr, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return n;
+}
+
+/* GET <url>/models with the bearer token; 0 when the answer is this
+ * server's model list, 1 otherwise, 2 for a URL that cannot be one. */
+static int nr_check(const char *url, const char *token)
+{
+    if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) {
+        fprintf(stderr, "dirigent-noreply --check: the URL must start with http:// or "
+                        "https:// (the base URL the server printed, e.g. "
+                        "http://127.0.0.1:18790/v1), got \"%s\"\n", url);
+        return 2;
+    }
+    size_t ul = strlen(url);
+    if (ul > 2000) {
+        fprintf(stderr, "dirigent-noreply --check: the URL is longer than 2000 bytes\n");
+        return 2;
+    }
+    char target[2100];
+    snprintf(target, sizeof target, "%.*s/models", (int)(ul && url[ul - 1] == '/' ? ul - 1 : ul),
+             url);
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        fprintf(stderr, "dirigent-noreply --check: libcurl did not initialise\n");
+        return 1;
+    }
+    static nr_buf body;
+    body.len = 0;
+    body.data[0] = '\0';
+    char auth[600];
+    struct curl_slist *hdr = NULL;
+    if (token) {
+        if (strlen(token) > 500) {
+            fprintf(stderr, "dirigent-noreply --check: the token is longer than 500 bytes\n");
+            curl_global_cleanup();
+            return 2;
+        }
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+        hdr = curl_slist_append(NULL, auth);
+    }
+    CURL *h = curl_easy_init();
+    int rc = 1;
+    if (!h || (token && !hdr)) {
+        fprintf(stderr, "dirigent-noreply --check: out of memory\n");
+        goto out;
+    }
+    char err[CURL_ERROR_SIZE] = "";
+    curl_easy_setopt(h, CURLOPT_URL, target);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, nr_check_write);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, err);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, NR_CHECK_TIMEOUT_MS);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_NOPROXY, "*"); /* the instance is local; no proxy in between */
+    CURLcode res = curl_easy_perform(h);
+    long status = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    if (res != CURLE_OK) {
+        fprintf(stderr, "dirigent-noreply --check: %s: no answer (%s)\n", target,
+                *err ? err : curl_easy_strerror(res));
+        goto out;
+    }
+    if (status == 401) {
+        fprintf(stderr, "dirigent-noreply --check: %s: 401, the instance wants another "
+                        "token (--token or env DIRIGENT_NOREPLY_TOKEN)\n", target);
+        goto out;
+    }
+    if (status != 200) {
+        fprintf(stderr, "dirigent-noreply --check: %s: HTTP %ld, not a model list\n",
+                target, status);
+        goto out;
+    }
+    json_t *j = json_loads(body.data, 0, NULL);
+    json_t *first = json_array_get(json_object_get(j, "data"), 0);
+    const char *owner = json_string_value(json_object_get(first, "owned_by"));
+    if (!owner || strcmp(owner, "dirigent") != 0)
+        fprintf(stderr, "dirigent-noreply --check: %s answers 200 but not with "
+                        "dirigent-noreply's model list\n", target);
+    else {
+        printf("dirigent-noreply --check: %s answers\n", url);
+        rc = 0;
+    }
+    json_decref(j);
+out:
+    if (h)
+        curl_easy_cleanup(h);
+    curl_slist_free_all(hdr);
+    curl_global_cleanup();
+    return rc;
 }
 
 static int nr_parse_ulong(const char *s, unsigned long max, unsigned long *out)
@@ -470,11 +588,13 @@ int main(int argc, char **argv)
         {"token", required_argument, NULL, 't'},
         {"max-body", required_argument, NULL, 'm'},
         {"quiet", no_argument, NULL, 'q'},
+        {"check", required_argument, NULL, 'c'},
         {"help", no_argument, NULL, 'H'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
     static nr_server srv;
     const char *host = "127.0.0.1";
+    const char *check_url = NULL;
     unsigned long port = 0, max_body = NR_DEFAULT_MAX_BODY;
     const char *env_token = getenv("DIRIGENT_NOREPLY_TOKEN");
     srv.token = env_token && *env_token ? env_token : NULL;
@@ -507,6 +627,7 @@ int main(int argc, char **argv)
             }
             break;
         case 'q': srv.quiet = true; break;
+        case 'c': check_url = optarg; break;
         case 'h':
         case 'H': nr_usage(stdout); return 0;
         case 'V': printf("dirigent-noreply %s\n", DG_VERSION); return 0;
@@ -528,6 +649,8 @@ int main(int argc, char **argv)
         nr_usage(stderr);
         return 2;
     }
+    if (check_url)
+        return nr_check(check_url, srv.token);
     srv.max_body = max_body;
     snprintf(srv.id_prefix, sizeof srv.id_prefix, "noreply%ld", (long)getpid());
 

@@ -5,6 +5,8 @@
  * its header dependencies. Runs from the top folder, as `make check` does.
  */
 #include <check.h>
+#include <dirent.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,9 +91,11 @@ START_TEST(install_builds_and_installs_every_program)
                   "no unconditional install of the programs into %s: %.1500s", bin,
                   inst ? inst : "(none)");
     free(inst);
+    /* The plugin folder is the package's staged folder, copied whole. */
     char plug[600];
-    snprintf(plug, sizeof plug, "%s/opt/dg/lib/openclaw/plugins/dirigent/dirigent.so", d);
-    ck_assert_msg(strstr(out, plug), "the plugin is not installed to %s", plug);
+    snprintf(plug, sizeof plug, "%s/package/dirigent/. %s/opt/dg/lib/openclaw/plugins/dirigent/", b, d);
+    ck_assert_msg(strstr(out, "scripts/package.sh stage"), "make install does not stage the plugin folder");
+    ck_assert_msg(strstr(out, plug), "the plugin folder is not installed (no \"%s\")", plug);
     free(out);
     free(b);
     free(d);
@@ -283,6 +287,237 @@ START_TEST(embedded_templates_keep_every_character)
 }
 END_TEST
 
+/* Run argv for at most 120 s; its exit status, stdout+stderr in *out (malloc'd). */
+static int run_capture(const char *const *argv, char **out)
+{
+    char *dir = tu_mkdtemp();
+    char *of = tu_path(dir, "out");
+    static const char *const unset[] = {"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "SANITIZE", NULL};
+    int st = tu_run_wait(argv, of, of, unset, 120000);
+    FILE *f = fopen(of, "r");
+    ck_assert_ptr_nonnull(f);
+    char *text = NULL;
+    size_t cap = 0;
+    if (getdelim(&text, &cap, '\0', f) < 0) {
+        free(text);
+        text = strdup("");
+    }
+    fclose(f);
+    tu_rmtree(dir);
+    free(dir);
+    free(of);
+    *out = text;
+    return st;
+}
+
+/* The "version" of a JSON file of the tree (malloc'd), or a failed test. */
+static char *json_version(const char *file)
+{
+    json_error_t e;
+    json_t *j = json_load_file(file, 0, &e);
+    ck_assert_msg(j, "%s: %s (line %d)", file, e.text, e.line);
+    const char *v = json_string_value(json_object_get(j, "version"));
+    ck_assert_msg(v && *v, "%s has no \"version\" string", file);
+    char *r = strdup(v);
+    json_decref(j);
+    return r;
+}
+
+START_TEST(one_version_everywhere)
+{
+    /* manifest.json is the one place; the Makefile (DG_VERSION of the .so,
+     * the tarball's name) reads it, gen-plugin-json.mjs copies it, and
+     * check_abi compares the .so's own version with it. package.json must
+     * say the same, and so must the tarball name README tells users to
+     * install. */
+    char *v = json_version("manifest.json");
+    char *pv = json_version("bridge/openclaw/package.json");
+    ck_assert_msg(strcmp(v, pv) == 0,
+                  "bridge/openclaw/package.json says version %s, manifest.json %s: make them equal",
+                  pv, v);
+    char *tmp = tu_mkdtemp();
+    char *b = tu_path(tmp, "b");
+    char barg[600], want[200];
+    snprintf(barg, sizeof barg, "BUILD=%s", b);
+    const char *args[] = {barg, "package", NULL};
+    char *out = dry_run(args);
+    snprintf(want, sizeof want, "-DDG_VERSION=\\\"%s\\\"", v);
+    ck_assert_msg(strstr(out, want), "the .so is not compiled with %s: %.800s", want, out);
+    snprintf(want, sizeof want, "scripts/package.sh pack %s %s", b, v);
+    ck_assert_msg(strstr(out, want), "make package does not pack version %s (no \"%s\")", v, want);
+    FILE *f = fopen("README.md", "r");
+    ck_assert_ptr_nonnull(f);
+    char *readme = NULL;
+    size_t cap = 0;
+    ck_assert(getdelim(&readme, &cap, '\0', f) > 0);
+    fclose(f);
+    snprintf(want, sizeof want, "build/dirigent-openclaw-%s.tgz", v);
+    ck_assert_msg(strstr(readme, want), "README.md does not name the tarball %s", want);
+    /* The generated openclaw.plugin.json, when node is there to generate it. */
+    char *gen = tu_path(tmp, "openclaw.plugin.json");
+    char *gout = NULL;
+    const char *node[] = {"node", "bridge/openclaw/gen-plugin-json.mjs", "manifest.json", gen, NULL};
+    int st = run_capture(node, &gout);
+    if (st == 127 || st == -1 || (st != 0 && strstr(gout, "No such file")))
+        fprintf(stderr, "build: node not found; openclaw.plugin.json's version not compared\n");
+    else {
+        ck_assert_msg(st == 0, "gen-plugin-json.mjs failed: %s", gout);
+        char *gv = json_version(gen);
+        ck_assert_msg(strcmp(gv, v) == 0, "openclaw.plugin.json says %s, manifest.json %s", gv, v);
+        free(gv);
+    }
+    free(gout), free(gen), free(readme), free(out), free(b), free(pv), free(v);
+    tu_rmtree(tmp);
+    free(tmp);
+}
+END_TEST
+
+/* Every file (not folder) under dir, '\n'-separated, into *acc. */
+static void list_files(const char *dir, char **acc, size_t *len)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        char *p = tu_path(dir, e->d_name);
+        struct stat st;
+        if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+            list_files(p, acc, len);
+        else {
+            size_t n = strlen(p);
+            char *na = realloc(*acc, *len + n + 2);
+            ck_assert_ptr_nonnull(na);
+            memcpy(na + *len, p, n);
+            na[*len + n] = '\n';
+            na[*len + n + 1] = '\0';
+            *acc = na;
+            *len += n + 1;
+        }
+        free(p);
+    }
+    closedir(d);
+}
+
+static const char tiny_host[] =
+    "#include <openclaw/plugin.h>\n"
+    "#include <dlfcn.h>\n"
+    "#include <stdio.h>\n"
+    "int main(int argc, char **argv)\n"
+    "{\n"
+    "    if (argc != 2) return 2;\n"
+    "    void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);\n"
+    "    if (!h) { fprintf(stderr, \"%s\\n\", dlerror()); return 1; }\n"
+    "    oc_plugin_entry_fn entry;\n"
+    "    *(void **)&entry = dlsym(h, OC_PLUGIN_ENTRY_SYMBOL);\n"
+    "    const oc_plugin *p = entry ? entry() : NULL;\n"
+    "    if (!p || p->abi_major != OC_ABI_MAJOR || p->struct_size < sizeof *p) return 3;\n"
+    "    printf(\"%s %s abi %u.%u\\n\", p->id, p->version, (unsigned)p->abi_major, (unsigned)p->abi_minor);\n"
+    "    return 0;\n"
+    "}\n";
+
+START_TEST(install_then_uninstall_leaves_nothing)
+{
+    /* distcheck in small: make install into a DESTDIR, compile a tiny host
+     * against the installed header found through the installed .pc, load
+     * the installed .so with it, make uninstall: no file may be left. */
+    const char *b = tu_build_dir();
+    char *tmp = tu_mkdtemp();
+    char *d = tu_path(tmp, "dest");
+    char barg[600], darg[600];
+    snprintf(barg, sizeof barg, "BUILD=%s", b);
+    snprintf(darg, sizeof darg, "DESTDIR=%s", d);
+#if defined(__SANITIZE_ADDRESS__)
+    const char *san = "SANITIZE=1"; /* this runner's build folder is a sanitizer build */
+#else
+    const char *san = "SANITIZE=";
+#endif
+    /* Nothing may be rebuilt: the build folder under test is installed as it is. */
+    const char *dry[] = {barg, darg, san, "PREFIX=/usr/local", "KOFFI_FROM=none", "install", NULL};
+    char *plan = dry_run(dry);
+    ck_assert_msg(!strstr(plan, " -c "), "make install would compile in %s (flags differ from "
+                  "this build?): %.600s", b, plan);
+    free(plan);
+    const char *inst[] = {"make", "--no-print-directory", barg, darg, san, "PREFIX=/usr/local",
+                          "KOFFI_FROM=none", "install", NULL};
+    char *out = NULL;
+    int st = run_capture(inst, &out);
+    ck_assert_msg(st == 0, "make install DESTDIR=%s failed (%d): %s", d, st, out);
+    free(out);
+
+    /* A complete plugin folder: what OpenClaw needs to load it. */
+    static const char *const plugin_files[] = {
+        "index.mjs", "package.json", "openclaw.plugin.json", "dirigent.so", "dirigent-noreply",
+        "dirigent-noreply.service", "dirigent-noreply.env", "LICENSE", "README.md", "manifest.json", NULL};
+    char pdir[800], f[1000];
+    snprintf(pdir, sizeof pdir, "%s/usr/local/lib/openclaw/plugins/dirigent", d);
+    for (const char *const *n = plugin_files; *n; n++) {
+        snprintf(f, sizeof f, "%s/%s", pdir, *n);
+        ck_assert_msg(access(f, R_OK) == 0, "make install left out %s", f);
+    }
+    static const char *const other[] = {
+        "bin/ocgw", "bin/dirigent-noreply", "include/openclaw/plugin.h",
+        "lib/pkgconfig/openclaw-plugin.pc", "lib/systemd/user/dirigent-noreply.service", NULL};
+    for (const char *const *n = other; *n; n++) {
+        snprintf(f, sizeof f, "%s/usr/local/%s", d, *n);
+        ck_assert_msg(access(f, R_OK) == 0, "make install left out %s", f);
+    }
+
+    /* The tiny host, compiled with the .pc's flags. */
+    char pcpath[900], defprefix[900];
+    snprintf(pcpath, sizeof pcpath, "PKG_CONFIG_PATH=%s/usr/local/lib/pkgconfig", d);
+    snprintf(defprefix, sizeof defprefix, "--define-variable=prefix=%s/usr/local", d);
+    const char *pc[] = {"env", pcpath, "pkg-config", defprefix, "--cflags", "openclaw-plugin", NULL};
+    char *cflags = NULL;
+    st = run_capture(pc, &cflags);
+    ck_assert_msg(st == 0, "pkg-config --cflags openclaw-plugin failed: %s", cflags);
+    cflags[strcspn(cflags, "\n")] = '\0';
+    char inc[900];
+    snprintf(inc, sizeof inc, "-I%s/usr/local/include", d);
+    ck_assert_msg(strstr(cflags, inc), "pkg-config --cflags openclaw-plugin gives \"%s\", not %s",
+                  cflags, inc);
+    char *src = tu_path(tmp, "host.c"), *exe = tu_path(tmp, "host");
+    ck_assert_int_eq(tu_write_file(src, tiny_host), 0);
+    char script[3000];
+    snprintf(script, sizeof script,
+             "cc -std=c11 -Wall -Wextra -Werror %s %s '%s' -o '%s' -ldl",
+#if defined(__SANITIZE_ADDRESS__)
+             "-fsanitize=address,undefined",
+#else
+             "",
+#endif
+             cflags, src, exe);
+    const char *cc[] = {"sh", "-c", script, NULL};
+    st = run_capture(cc, &out);
+    ck_assert_msg(st == 0, "the tiny host does not compile against the installed header: %s: %s",
+                  script, out);
+    free(out);
+    snprintf(f, sizeof f, "%s/dirigent.so", pdir);
+    const char *run[] = {exe, f, NULL};
+    st = run_capture(run, &out);
+    char *v = json_version("manifest.json");
+    char want[200];
+    snprintf(want, sizeof want, "dirigent %s abi 1.", v);
+    ck_assert_msg(st == 0 && strstr(out, want), "the tiny host cannot load %s (%d): %s", f, st, out);
+    free(out);
+
+    const char *un[] = {"make", "--no-print-directory", barg, darg, san, "PREFIX=/usr/local",
+                        "uninstall", NULL};
+    st = run_capture(un, &out);
+    ck_assert_msg(st == 0, "make uninstall failed (%d): %s", st, out);
+    free(out);
+    char *left = NULL;
+    size_t len = 0;
+    list_files(d, &left, &len);
+    ck_assert_msg(!left, "make uninstall left files behind:\n%s", left ? left : "");
+    free(v), free(src), free(exe), free(cflags), free(d);
+    tu_rmtree(tmp);
+    free(tmp);
+}
+END_TEST
+
 Suite *make_build_suite(void)
 {
     Suite *s = suite_create("build");
@@ -294,6 +529,8 @@ Suite *make_build_suite(void)
     tcase_add_test(tc, a_removed_suite_leaves_no_stale_entry);
     tcase_add_test(tc, changed_flags_rebuild_the_objects);
     tcase_add_test(tc, embedded_templates_keep_every_character);
+    tcase_add_test(tc, one_version_everywhere);
+    tcase_add_test(tc, install_then_uninstall_leaves_nothing);
     suite_add_tcase(s, tc);
     return s;
 }

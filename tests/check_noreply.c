@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "testutil.h"
+
 extern Suite *make_noreply_suite(void);
 
 typedef struct nr_proc {
@@ -587,6 +589,127 @@ START_TEST(test_bad_args)
 }
 END_TEST
 
+/* ---- --check URL and the systemd unit ---------------------------------------------- */
+
+/* Run dirigent-noreply --check URL [extra...] (env_token: its
+ * DIRIGENT_NOREPLY_TOKEN, or none); exit status, stdout+stderr in out. */
+static int nr_check_run(const char *url, const char *extra, const char *env_token, char *out,
+                        size_t outlen)
+{
+    char *dir = tu_mkdtemp();
+    char *of = tu_path(dir, "out");
+    char envtok[200];
+    snprintf(envtok, sizeof envtok, "DIRIGENT_NOREPLY_TOKEN=%s", env_token ? env_token : "");
+    const char *argv[10] = {"env", env_token ? envtok : "-u", env_token ? nr_bin() : "DIRIGENT_NOREPLY_TOKEN"};
+    int n = 3;
+    if (!env_token)
+        argv[n++] = nr_bin();
+    argv[n++] = "--check";
+    argv[n++] = url;
+    if (extra) {
+        argv[n++] = "--token";
+        argv[n++] = extra;
+    }
+    argv[n] = NULL;
+    int st = tu_run_wait(argv, of, of, NULL, 20000);
+    FILE *f = fopen(of, "r");
+    ck_assert_ptr_nonnull(f);
+    size_t k = fread(out, 1, outlen - 1, f);
+    out[k] = '\0';
+    fclose(f);
+    tu_rmtree(dir);
+    free(dir);
+    free(of);
+    return st;
+}
+
+START_TEST(test_check)
+{
+    nr_proc p;
+    const char *args[] = {"--quiet", "--token", "s3cret", NULL};
+    nr_start(&p, args, NULL);
+    char out[2048];
+    ck_assert_msg(nr_check_run(p.url, "s3cret", NULL, out, sizeof out) == 0, "--check: %s", out);
+    ck_assert_msg(strstr(out, "answers"), "--check says nothing on success: %s", out);
+    ck_assert_msg(nr_check_run(p.url, NULL, "s3cret", out, sizeof out) == 0,
+                  "--check with the token from the environment: %s", out);
+    /* A trailing slash is the same base URL. */
+    char slash[200];
+    snprintf(slash, sizeof slash, "%s/", p.url);
+    ck_assert_msg(nr_check_run(slash, "s3cret", NULL, out, sizeof out) == 0, "%s: %s", slash, out);
+    /* Wrong or missing token: 1, and the reason. */
+    ck_assert_int_eq(nr_check_run(p.url, "wrong", NULL, out, sizeof out), 1);
+    ck_assert_msg(strstr(out, "401") && strstr(out, "token"), "no reason for a 401: %s", out);
+    ck_assert_int_eq(nr_check_run(p.url, NULL, NULL, out, sizeof out), 1);
+    /* Something that answers, but not with our model list: the root is a 404. */
+    char root[200];
+    snprintf(root, sizeof root, "%.*s/nothing", (int)(strlen(p.url) - 3), p.url);
+    ck_assert_int_eq(nr_check_run(root, "s3cret", NULL, out, sizeof out), 1);
+    ck_assert_msg(strstr(out, "HTTP 404"), "no status for a wrong path: %s", out);
+    ck_assert_int_eq(nr_stop(&p, SIGTERM), 0);
+    /* Nothing listening any more. */
+    ck_assert_int_eq(nr_check_run(p.url, "s3cret", NULL, out, sizeof out), 1);
+    ck_assert_msg(strstr(out, "no answer"), "no reason for a refused connection: %s", out);
+    /* Not a URL at all: a usage error naming the rule. */
+    ck_assert_int_eq(nr_check_run("127.0.0.1:18790", NULL, NULL, out, sizeof out), 2);
+    ck_assert_msg(strstr(out, "http://"), "no rule for a bad URL: %s", out);
+}
+END_TEST
+
+/* The value of KEY= in a KEY=VALUE file (malloc'd) or NULL. */
+static char *nr_env_value(const char *text, const char *key)
+{
+    size_t kl = strlen(key);
+    for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+        if (strncmp(l, key, kl) == 0 && l[kl] == '=')
+            return strndup(l + kl + 1, strcspn(l + kl + 1, "\n"));
+    return NULL;
+}
+
+static char *nr_slurp(const char *file)
+{
+    FILE *f = fopen(file, "r");
+    ck_assert_msg(f, "cannot read %s", file);
+    char *text = NULL;
+    size_t cap = 0;
+    ck_assert(getdelim(&text, &cap, '\0', f) > 0);
+    fclose(f);
+    return text;
+}
+
+START_TEST(test_systemd_unit)
+{
+    /* The unit reads its token and port from an environment file, and its
+     * ExecStart runs dirigent-noreply with options the server accepts: started
+     * here with that command line (port 0 instead of the file's) and the
+     * file's token, a --check with the same token answers. */
+    char *unit = nr_slurp("servers/dirigent-noreply.service");
+    char *env = nr_slurp("servers/dirigent-noreply.env");
+    ck_assert_msg(strstr(unit, "\nEnvironmentFile="), "the unit reads no environment file");
+    char *token = nr_env_value(env, "DIRIGENT_NOREPLY_TOKEN");
+    char *port = nr_env_value(env, "DIRIGENT_NOREPLY_PORT");
+    ck_assert_msg(token && *token && port && *port,
+                  "the environment file sets no DIRIGENT_NOREPLY_TOKEN or DIRIGENT_NOREPLY_PORT");
+    char *exec = nr_env_value(strstr(unit, "\nExecStart=") + 1, "ExecStart");
+    ck_assert_msg(exec, "the unit has no ExecStart");
+    char *bin = strstr(exec, "/dirigent-noreply ");
+    ck_assert_msg(bin, "ExecStart does not run dirigent-noreply: %s", exec);
+    ck_assert_msg(strstr(exec, "--port ${DIRIGENT_NOREPLY_PORT}"), "ExecStart ignores the port of the file: %s", exec);
+    const char *args[12];
+    int n = 0;
+    for (char *save = NULL, *t = strtok_r(bin + strlen("/dirigent-noreply "), " ", &save); t && n < 11;
+         t = strtok_r(NULL, " ", &save))
+        args[n++] = strcmp(t, "${DIRIGENT_NOREPLY_PORT}") == 0 ? "0" : t;
+    args[n] = NULL;
+    nr_proc p;
+    nr_start(&p, args, token);
+    char out[2048];
+    ck_assert_msg(nr_check_run(p.url, NULL, token, out, sizeof out) == 0, "--check: %s", out);
+    ck_assert_int_eq(nr_stop(&p, SIGTERM), 0);
+    free(exec), free(port), free(token), free(env), free(unit);
+}
+END_TEST
+
 Suite *make_noreply_suite(void)
 {
     Suite *s = suite_create("noreply");
@@ -601,6 +724,8 @@ Suite *make_noreply_suite(void)
     tcase_add_test(tc, test_non_utf8_request_line);
     tcase_add_test(tc, test_body_limit);
     tcase_add_test(tc, test_bad_args);
+    tcase_add_test(tc, test_check);
+    tcase_add_test(tc, test_systemd_unit);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -143,6 +143,64 @@ function findSo(opts, rootDir) {
     `plugins.entries.${PLUGIN_ID}.config.bridge.soPath or env DIRIGENT_SO to the built library`);
 }
 
+// The Debian/Ubuntu package of each library dirigent.so (or the bridge)
+// loads, for the error a user sees when one is missing.
+const RUNTIME_PACKAGES = {
+  'libjansson.so.4': 'libjansson4',
+  'libsqlite3.so.0': 'libsqlite3-0',
+  'libcurl.so.4': 'libcurl4 (libcurl4t64 on Debian 13 / Ubuntu 24.04 and later)',
+  'libmicrohttpd.so.12': 'libmicrohttpd12 (libmicrohttpd12t64 on Debian 13 / Ubuntu 24.04 and later)',
+  'libc.so.6': 'libc6',
+};
+const ELF_MACHINES = { 3: 'ia32', 40: 'arm', 62: 'x64', 183: 'arm64', 243: 'riscv64', 258: 'loong64', 21: 'ppc64' };
+
+// koffi's raw dlopen error turned into what to do about it: which library
+// is missing and the package that provides it, or that the file was built
+// for another architecture. `file` is what was being loaded.
+function explainLoadError(file, e) {
+  const raw = String(e && e.message ? e.message : e);
+  let head = null;
+  try {
+    const fd = fs.openSync(file, 'r');
+    try {
+      head = Buffer.alloc(20);
+      if (fs.readSync(fd, head, 0, 20, 0) < 20) head = null;
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch { /* a bare soname such as libjansson.so.4: no file to read */ }
+  if (head) {
+    if (head.readUInt32BE(0) !== 0x7f454c46)
+      return new Error(`${file} is not an ELF shared library (${raw}); rebuild it with make`);
+    const bits = head[4] === 2 ? 64 : 32;
+    const machine = head[5] === 2 ? head.readUInt16BE(18) : head.readUInt16LE(18);
+    const arch = ELF_MACHINES[machine] ?? `ELF machine ${machine}`;
+    const want = process.arch;
+    const wantBits = ['x64', 'arm64', 'riscv64', 'loong64', 'ppc64', 's390x'].includes(want) ? 64 : 32;
+    if (arch !== want || bits !== wantBits)
+      return new Error(`${file} is built for ${arch} (${bits}-bit) but this Node runs on ${want}: ` +
+        `build dirigent.so on this machine (make) or install the package built for ${want} (${raw})`);
+  }
+  const m = /([\w.+-]+\.so(?:\.\d+)*): cannot open shared object file/.exec(raw);
+  if (m) {
+    const lib = m[1];
+    const pkg = RUNTIME_PACKAGES[lib];
+    const needer = path.basename(file) === lib ? 'the bridge' : file;
+    return new Error(`${needer} needs ${lib}, which is not installed` +
+      (pkg ? `: install the package ${pkg} (apt-get install ${pkg.split(' ')[0]})` : ' (install the package that provides it)') +
+      `; runtime packages: libjansson4 libsqlite3-0 libcurl4 (${raw})`);
+  }
+  return new Error(`cannot load ${file}: ${raw}`);
+}
+
+function loadLibrary(k, file) {
+  try {
+    return k.load(file);
+  } catch (e) {
+    throw explainLoadError(file, e);
+  }
+}
+
 function loadNative(opts, rootDir) {
   const k = koffi;
   try {
@@ -154,9 +212,9 @@ function loadNative(opts, rootDir) {
   }
   const soPath = findSo(opts, rootDir);
   const janssonPath = opts.janssonPath || 'libjansson.so.4';
-  const jl = k.load(janssonPath);
-  const libc = k.load('libc.so.6');
-  const lib = k.load(soPath);
+  const jl = loadLibrary(k, janssonPath);
+  const libc = loadLibrary(k, 'libc.so.6');
+  const lib = loadLibrary(k, soPath);
   const n = {
     k, soPath, lib,
     json_loads: jl.func('void *json_loads(const char *input, size_t flags, void *error)'),
@@ -1364,4 +1422,4 @@ export default {
 };
 
 // For the bridge's own tests (test/unit.mjs): the translation functions.
-export const _internals = { SessionStore, isHostNotice, parseSessionKey, channelFrom, agentCtx, toolCtx, agentEndEvent, messageReceivedEvent, hookResult, g };
+export const _internals = { explainLoadError, SessionStore, isHostNotice, parseSessionKey, channelFrom, agentCtx, toolCtx, agentEndEvent, messageReceivedEvent, hookResult, g };

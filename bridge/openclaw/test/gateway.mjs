@@ -125,7 +125,8 @@ try {
 // (bridge/openclaw/example/openclaw.json; OpenClaw substitutes the
 // ${VARS} from the environment), plus only what a test needs on top: the
 // scripted models, loopback ports, the fake Discord's REST base for the
-// moderator, the staged plugin folder, no update checks.
+// moderator, no update checks. The plugin itself is the one run.sh installed
+// from the package (make package) with `openclaw plugins install`.
 const EXAMPLE = path.join(HERE, '..', 'example', 'openclaw.json');
 // OpenClaw substitutes ${VARS} in values, not in keys: the guild's id is
 // written into the file by hand (YOUR_GUILD_ID), as README says.
@@ -167,7 +168,6 @@ const config = {
   plugins: {
     ...(installed.plugins ?? {}),
     ...example.plugins,
-    load: { paths: [path.join(opt.plugins, 'dirigent')] },
     entries: {
       ...((installed.plugins && installed.plugins.entries) ?? {}),
       ...example.plugins.entries,
@@ -179,7 +179,6 @@ const config = {
           // A step takes tens of seconds on a loaded machine: no turn may
           // be passed on by the timeout in between.
           turn: { timeoutSec: 3600 },
-          bridge: { soPath: path.join(opt.build, 'dirigent.so') },
         },
       },
     },

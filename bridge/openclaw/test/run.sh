@@ -11,8 +11,10 @@
 #    stages the bridge as an OpenClaw plugin folder (with node_modules links
 #    into the cache), once for dirigent.so and once for the fixture
 #    plugin tests/plugins/bridge_probe.so.
-# 3. Installs the official Discord channel plugin (@openclaw/discord) into
-#    the gateway stage's HOME with `openclaw plugins install`.
+# 3. Installs the official Discord channel plugin (@openclaw/discord) and
+#    Dirigent's own package (make package: build/dirigent-openclaw-<version>.tgz,
+#    koffi bundled, installed offline) into the gateway stage's HOME with
+#    `openclaw plugins install`, as README tells a user to.
 # 4. Runs test/unit.mjs (bridge against a fake api + the fixture),
 #    test/scenario.mjs (real `openclaw agent --local` turns) and
 #    test/gateway.mjs (a real `openclaw gateway run` with one Discord bot per
@@ -104,6 +106,19 @@ echo "check-openclaw: installing $DISCORD_PLUGIN into the gateway stage's HOME"
     PATH="$(dirname "$NODE"):$PATH" "$NODE" "$CACHE/node_modules/openclaw/openclaw.mjs" plugins install "$DISCORD_PLUGIN" --pin) \
     >"$WORK/gateway/discord-install.log" 2>&1 ||
     fail "openclaw plugins install $DISCORD_PLUGIN failed (network? see $WORK/gateway/discord-install.log)"
+# Dirigent from its package, with the README's command; npm offline: the
+# package carries koffi itself, nothing may come from the registry.
+VERSION=$(sed -n 's/^  "version": "\([^"]*\)",*$/\1/p' manifest.json)
+PKG=$BABS/dirigent-openclaw-$VERSION.tgz
+echo "check-openclaw: make package; openclaw plugins install $PKG into the gateway stage's HOME"
+NODE="$NODE" DIRIGENT_KOFFI_FROM="$CACHE/node_modules" sh scripts/package.sh pack "$B" "$VERSION" >"$WORK/gateway/package.log" 2>&1 ||
+    fail "make package failed (see $WORK/gateway/package.log)"
+(cd "$WORK/gateway" && HOME="$WORK/gateway/home" npm_config_cache="$CACHE/npm-cache" npm_config_offline=true \
+    PATH="$(dirname "$NODE"):$PATH" "$NODE" "$CACHE/node_modules/openclaw/openclaw.mjs" plugins install "$PKG" --force --accept-capabilities) \
+    >"$WORK/gateway/dirigent-install.log" 2>&1 ||
+    fail "openclaw plugins install $PKG failed (see $WORK/gateway/dirigent-install.log)"
+[ -f "$WORK/gateway/home/.openclaw/extensions/dirigent/node_modules/koffi/package.json" ] ||
+    fail "openclaw plugins install $PKG left no node_modules/koffi in ~/.openclaw/extensions/dirigent"
 ;; esac
 
 # ---- run (loopback only) -------------------------------------------------------------------
@@ -129,6 +144,12 @@ fi
 if [ "$rc" -ne 0 ]; then
     [ "$rc" -eq 124 ] && echo "check-openclaw: a step hit its time limit (deadlock?)" >&2
     fail "exit $rc; logs, configs and turn outputs kept in $WORK"
+fi
+# The installed package is recorded: OpenClaw knows where it came from.
+# (2026.9.6 logs "[plugins] OpenClaw can't verify where this plugin came from.
+# Review it with 'openclaw plugins inspect dirigent'. ...")
+if grep -l "can't verify where this plugin came from. Review it with 'openclaw plugins inspect dirigent'" "$WORK"/gateway/gateway-*.log 2>/dev/null; then
+    fail "the installed plugin still draws \"can't verify where this plugin came from\" (logs kept in $WORK)"
 fi
 # OpenClaw's own helper processes may still be finishing a write into the
 # stage's HOME for a moment after the gateway exited: retry, never fail the

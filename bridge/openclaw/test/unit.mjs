@@ -89,6 +89,38 @@ await step('setup-only and cli-metadata registrations start nothing', async () =
   assert.equal(hooks.length, 0);
 });
 
+await step('a .so that cannot load names the missing library and its package, or the architecture', async () => {
+  // A copy of the probe whose NEEDED libjansson.so.4 became libjansson.so.9
+  // (same length): dlopen fails on that library, as on a machine without it.
+  const bytes = fs.readFileSync(probeSo);
+  const from = Buffer.from('libjansson.so.4\0');
+  assert.ok(bytes.indexOf(from) >= 0, 'the probe links libjansson.so.4');
+  let at;
+  while ((at = bytes.indexOf(from)) >= 0) bytes.write('libjansson.so.9\0', at, 'latin1');
+  const missing = path.join(scratch, 'needs-missing.so');
+  fs.writeFileSync(missing, bytes);
+  assert.throws(() => bridge.register(fakeApi({ ...base, bridge: { ...base.bridge, soPath: missing } })),
+    (e) => e.message.startsWith(`${missing} needs libjansson.so.9, which is not installed`));
+  assert.equal(g.native, null);
+  // The same probe marked as an arm64 (aarch64) build.
+  const arm = Buffer.from(fs.readFileSync(probeSo));
+  arm.writeUInt16LE(process.arch === 'arm64' ? 62 : 183, 18);
+  const armSo = path.join(scratch, 'other-arch.so');
+  fs.writeFileSync(armSo, arm);
+  assert.throws(() => bridge.register(fakeApi({ ...base, bridge: { ...base.bridge, soPath: armSo } })),
+    new RegExp(`^Error: ${armSo} is built for (arm64|x64) \\(64-bit\\) but this Node runs on ${process.arch}: build dirigent.so on this machine`));
+  assert.equal(g.native, null);
+  // Each runtime library of dirigent.so with its Debian/Ubuntu package.
+  const explain = mod._internals.explainLoadError;
+  for (const [lib, pkg] of [['libjansson.so.4', 'libjansson4'], ['libsqlite3.so.0', 'libsqlite3-0'], ['libcurl.so.4', 'libcurl4']]) {
+    const e = explain('/nowhere/dirigent.so', new Error(`Failed to load shared library: ${lib}: cannot open shared object file: No such file or directory`));
+    assert.match(e.message, new RegExp(`^/nowhere/dirigent.so needs ${lib.replaceAll('.', '\\.')}, which is not installed: install the package ${pkg}[ (]`));
+    assert.match(e.message, new RegExp(`apt-get install ${pkg}\\)`));
+  }
+  assert.match(explain('libjansson.so.4', new Error('libjansson.so.4: cannot open shared object file: No such file or directory')).message,
+    /^the bridge needs libjansson\.so\.4, which is not installed: install the package libjansson4/);
+});
+
 await step('an init error names the key and registers nothing', async () => {
   assert.throws(() => bridge.register(fakeApi({ ...base, zzz: 1 })), /refused to start \(OC_ERR_INVALID\).*"zzz"/);
   assert.equal(tools.size, 0);
