@@ -269,9 +269,12 @@ static void on_message_impl(dg_turn_state *s, const dg_turn_ctx *c, dg_sender_ki
     }
     dg_turn_expire(s, c, now_ms, fx);
 
-    /* Any real message: a new latest message, a new cycle. */
+    /* Any real message: a new latest message, a new cycle. Its author has
+     * seen it (a host never runs an agent for its own message): when the
+     * turn comes back to it with nothing new said, it is woken by a
+     * hand-off like any agent that already consumed the latest message. */
     s->msg_seq++;
-    s->consumed = 0;
+    s->consumed = kind == DG_SENDER_AGENT && valid_pos(c, sender_pos) ? BIT(sender_pos) : 0;
     s->handoff = DG_NOBODY;
     s->silent = 0;
     s->idle_reminded = 0;

@@ -206,7 +206,9 @@ START_TEST(test_status_shows_the_scope_and_changes_nothing)
     ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "NO_REPLY"), 0);
     ck_assert_int_eq(peek(CH1, NULL).active, 0);
     admin_says(CH1, NULL, "!dirigent status", NULL);
-    expect_last_reply(2, CH1,
+    /* 3 rows: the first status, the hand-off that woke alpha (the author of
+     * the latest message) when the turn came back to it, this status. */
+    expect_last_reply(3, CH1,
                       "Dirigent (admin): status\n"
                       "policy: channel, scope: conversation\n"
                       "mode: normal\n"

@@ -613,12 +613,17 @@ START_TEST(test_discussion_idle_reminder_once_per_idle_period)
 {
     open_discussion(CH2, TTH_ALPHA, BC, 2);
     ck_assert_int_eq(run(TTH_BRAVO, CH2, NULL, "I think Friday."), 1);
-    /* A silent round: charlie, alpha, bravo pass. */
+    /* A silent round: charlie, alpha pass; bravo wrote the latest message
+     * (no host runs it for its own message), so it is woken, and passes. */
     ck_assert_int_eq(run(TTH_CHARLIE, CH2, NULL, "NO_REPLY"), 0);
     ck_assert_int_eq(run(TTH_ALPHA, CH2, NULL, "NO_REPLY"), 0);
-    ck_assert_int_eq(run(TTH_BRAVO, CH2, NULL, "NO_REPLY"), 0);
     ck_assert_int_eq(tth_outbox_count(&H, CH2), 1);
     char *text = tth_outbox_content(&H, CH2, 0, NULL);
+    ck_assert_str_eq(text, "<@" TTH_BRAVO_UID ">");
+    free(text);
+    ck_assert_int_eq(run(TTH_BRAVO, CH2, NULL, "NO_REPLY"), 0);
+    ck_assert_int_eq(tth_outbox_count(&H, CH2), 2);
+    text = tth_outbox_content(&H, CH2, 1, NULL);
     ck_assert_ptr_nonnull(strstr(text, "[Discussion Idle]"));
     ck_assert_ptr_nonnull(strstr(text, "<@" TTH_ALPHA_UID ">"));
     free(text);
@@ -632,15 +637,15 @@ START_TEST(test_discussion_idle_reminder_once_per_idle_period)
     ck_assert_int_eq(who_speaks(ABC, 3, CH2, NULL), -1);
     tth_advance(&H, 3600 * 1000);
     ck_assert_int_eq(who_speaks(ABC, 3, CH2, NULL), -1);
-    ck_assert_int_eq(tth_outbox_count(&H, CH2), 1);
+    ck_assert_int_eq(tth_outbox_count(&H, CH2), 2);
     /* A real message starts a new idle period: the next silent round gets
      * one more reminder. */
     human_says(CH2, NULL, "Any objections?", NULL);
     ck_assert_int_eq(run(TTH_ALPHA, CH2, NULL, "NO_REPLY"), 0);
     ck_assert_int_eq(run(TTH_BRAVO, CH2, NULL, "NO_REPLY"), 0);
     ck_assert_int_eq(run(TTH_CHARLIE, CH2, NULL, "NO_REPLY"), 0);
-    ck_assert_int_eq(tth_outbox_count(&H, CH2), 2);
-    text = tth_outbox_content(&H, CH2, 1, NULL);
+    ck_assert_int_eq(tth_outbox_count(&H, CH2), 3);
+    text = tth_outbox_content(&H, CH2, 2, NULL);
     ck_assert_ptr_nonnull(strstr(text, "[Discussion Idle]"));
     free(text);
 }
@@ -1431,6 +1436,29 @@ START_TEST(test_first_message_mentions_an_unseen_agent)
 }
 END_TEST
 
+/* A host never runs an agent for its own message: when the turn comes back
+ * to the author of the latest message with nothing new said, the author
+ * must be woken like any agent that already saw it (seen in a real gateway:
+ * the discussion waited for ever on the coder after the others passed). */
+START_TEST(test_author_of_the_latest_message_is_woken_when_the_turn_returns)
+{
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "go", NULL);
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "my idea"), 1);
+    ck_assert_int_eq(run(TTH_BRAVO, CH1, NULL, "NO_REPLY"), 0);
+    ck_assert_int_eq(run(TTH_CHARLIE, CH1, NULL, "NO_REPLY"), 0);
+    dg_turn_state st = peek(CH1, NULL, NULL);
+    if (st.active) {
+        /* The turn is alpha's again: alpha is mentioned, not waited for. */
+        ck_assert_int_eq(st.speaker, 0);
+        ck_assert_msg(wait_outbox(CH1, 1), "alpha was never woken");
+        char *c = tth_outbox_content(&H, CH1, tth_outbox_count(&H, CH1) - 1, NULL);
+        ck_assert_str_eq(c, "<@" TTH_ALPHA_UID ">");
+        free(c);
+    }
+}
+END_TEST
+
 START_TEST(test_human_mention_limits_turns)
 {
     join3(CH1, NULL);
@@ -1462,10 +1490,13 @@ START_TEST(test_speaking_after_passes_hands_on_to_the_next)
     ck_assert_int_eq(run(TTH_BRAVO, CH1, NULL, "NO_REPLY"), 0);
     ck_assert_int_eq(run(TTH_CHARLIE, CH1, NULL, "NO_REPLY"), 0);
     ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 0);
+    /* alpha wrote the latest message: it is woken (no host runs an agent
+     * for its own message), once. */
+    ck_assert_int_eq(tth_outbox_count(&H, CH1), 1);
     /* agent_end first, the message after it (the usual order). */
     ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "second thought"), 1);
     ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 1);
-    ck_assert_int_eq(tth_outbox_count(&H, CH1), 0);
+    ck_assert_int_eq(tth_outbox_count(&H, CH1), 1);
     /* The same with the message first (a streaming host). */
     ck_assert_int_eq(run(TTH_BRAVO, CH1, NULL, "NO_REPLY"), 0);
     ck_assert_int_eq(run(TTH_CHARLIE, CH1, NULL, "NO_REPLY"), 0);
@@ -1906,6 +1937,7 @@ Suite *make_turn_hooks_suite(void)
     tcase_add_test(ch, test_timeout_moves_the_turn);
     tcase_add_test(ch, test_plugin_threads_never_wait_on_a_busy_host_thread);
     tcase_add_test(ch, test_first_message_mentions_an_unseen_agent);
+    tcase_add_test(ch, test_author_of_the_latest_message_is_woken_when_the_turn_returns);
     tcase_add_test(ch, test_hung_speaker_times_out_without_further_events);
     tcase_add_test(ch, test_hung_speaker_times_out_after_a_restart);
     tcase_add_test(ch, test_human_mention_limits_turns);
