@@ -29,8 +29,14 @@ int dg_hook_before_agent_reply(void *state, const json_t *event, const json_t *c
                "claimed (nothing changes)", field, hs.s.agent_id);
         return OC_ERR_INVALID;
     }
+    const char *prompt = NULL;
+    if (dg_json_opt_str(event, "cleanedBody", &prompt)) {
+        dg_log(p, OC_LOG_WARN, "before_agent_reply: event.cleanedBody of %s is not a string; "
+               "the run is not claimed (nothing changes)", hs.s.agent_id);
+        return OC_ERR_INVALID;
+    }
     dg_turn_claim c;
-    int rc = dg_turns_claim(p->turns, &hs.s, run_id, &c);
+    int rc = dg_turns_claim(p->turns, &hs.s, run_id, prompt, &c);
     if (rc != OC_OK)
         return rc; /* logged by the engine */
     if (!c.claimed)

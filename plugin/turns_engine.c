@@ -124,7 +124,20 @@ struct scope_rec {
     dg_turn_state st;
     int in_db;
     int evict;                   /* chosen to leave the mirror (evict_idle) */
+    /* The first line of the idle reminder that woke wake_fp_pos (mentions
+     * dropped), "" when none: a run of that speaker counts only once its
+     * prompt carries it. A host may start a run queued for an older
+     * message after the reminder reached the session; that run must not
+     * answer for the speaker. In memory, written under the writer mutex;
+     * lost on restart (then the delivery alone ends the wait). */
+    char wake_fp[48];
+    int wake_fp_pos;
+    int64_t wake_fp_ms;          /* when it was set: older than WAKE_FP_MAX_MS, ignored */
 };
+
+/* A fingerprint older than this is ignored: a wake run that never matched
+ * (a host that rewrote the text) must not hold a speaker for longer. */
+#define WAKE_FP_MAX_MS (10 * 60 * 1000)
 
 typedef struct sess_rec {
     char *key;
@@ -899,8 +912,40 @@ static int enqueue(dg_turns *t, const char *channel, const char *content, const 
     return rc;
 }
 
+/* The fingerprint of a wake message (scope_rec.wake_fp): its first line
+ * with user mentions dropped and blanks trimmed, at most cap - 1 bytes cut
+ * on a character boundary; "" when nothing is left. */
+static void wake_fingerprint(const char *text, char *out, size_t cap)
+{
+    size_t n = 0;
+    const char *p = text;
+    while (*p == '\n' || *p == '\r' || *p == ' ' || *p == '\t')
+        p++;
+    while (*p && *p != '\n' && *p != '\r' && n + 1 < cap) {
+        if (p[0] == '<' && p[1] == '@') { /* <@id> / <@!id>: rendered as a name */
+            const char *e = strchr(p, '>');
+            if (e) {
+                p = e + 1;
+                continue;
+            }
+        }
+        out[n++] = *p++;
+    }
+    if (((unsigned char)*p & 0xC0) == 0x80) {
+        /* Cut inside a character: drop what was copied of it. */
+        while (n > 0 && ((unsigned char)out[n - 1] & 0xC0) == 0x80)
+            n--;
+        if (n > 0)
+            n--;
+    }
+    while (n > 0 && (out[n - 1] == ' ' || out[n - 1] == '\t'))
+        n--;
+    out[n] = '\0';
+}
+
 static int render_and_enqueue(dg_turns *t, const char *name, const dg_tpl_vars *vars,
-                              const char *channel, const char *mention, int64_t now, int *kick)
+                              const char *channel, const char *mention, int64_t now, int *kick,
+                              char *fp, size_t fp_cap)
 {
     char *text = t->p->templates ? dg_templates_render(t->p->templates, name, vars) : NULL;
     if (!text) {
@@ -908,6 +953,8 @@ static int render_and_enqueue(dg_turns *t, const char *name, const dg_tpl_vars *
                "message for channel %s is not sent", name, channel);
         return OC_ERR_INTERNAL;
     }
+    if (fp)
+        wake_fingerprint(text, fp, fp_cap);
     int rc = enqueue(t, channel, text, mention, now, kick);
     free(text);
     return rc;
@@ -941,7 +988,7 @@ static int queue_effects(dg_turns *t, scope_rec *r, const dg_turn_effects *fx,
         char limit[24];
         snprintf(limit, sizeof limit, "%ld", (long)t->p->cfg.turn_max_agent_messages);
         dg_tpl_vars v = {.maxAgentMessages = limit};
-        rc = render_and_enqueue(t, "rest.md", &v, post, NULL, now, kick);
+        rc = render_and_enqueue(t, "rest.md", &v, post, NULL, now, kick, NULL, 0);
     }
     if (rc == OC_OK && fx->idle_reminder) {
         const char *uid = user_of(t, c, c->initiator_pos);
@@ -960,12 +1007,17 @@ static int queue_effects(dg_turns *t, scope_rec *r, const dg_turn_effects *fx,
                          .originChannel = origin,
                          .status = "active"};
         int queued = 0;
-        rc = render_and_enqueue(t, "idle.md", &v, post, uid, now, &queued);
+        char fp[sizeof r->wake_fp];
+        rc = render_and_enqueue(t, "idle.md", &v, post, uid, now, &queued, fp, sizeof fp);
         dg_discussion_clear(&d);
-        if (queued)
+        if (queued) {
             *kick = 1;
-        else
+            memcpy(r->wake_fp, fp, sizeof fp);
+            r->wake_fp_pos = c->initiator_pos;
+            r->wake_fp_ms = now;
+        } else {
             dg_turn_wake_delivered(next, c->initiator_pos);
+        }
     }
     return rc;
 }
@@ -1380,7 +1432,7 @@ static int closed_notice(dg_turns *t, chan_rec *c, const dg_turn_message *m, dg_
     snprintf(chan, sizeof chan, "<#%s>", c->id);
     dg_tpl_vars v = {.discussionChannel = chan, .status = "closed"};
     const char *post = (m->thread_id && *m->thread_id) ? m->thread_id : c->id;
-    if ((rc = render_and_enqueue(t, "closed.md", &v, post, NULL, now, kick)))
+    if ((rc = render_and_enqueue(t, "closed.md", &v, post, NULL, now, kick, NULL, 0)))
         return rc;
     if (botish) {
         c->bot_noticed = 1;
@@ -1758,6 +1810,8 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
     scope_rec *r;
     if ((rc = scope_get(t, c, &sc, &r)))
         return rc;
+    if (!moderator)
+        r->wake_fp[0] = '\0'; /* a real message: the reminder is history */
     if (moderator && !r->in_db)
         return OC_OK; /* no state to change */
     dg_turn_state next = r->st;
@@ -1969,7 +2023,7 @@ int dg_turns_resolve_run(dg_turns *t, const dg_turn_session *s, const char *run_
 }
 
 int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
-                   dg_turn_claim *out)
+                   const char *prompt, dg_turn_claim *out)
 {
     memset(out, 0, sizeof *out);
     if (!valid_session(s))
@@ -1997,6 +2051,15 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
          * agent_end is ignored, also after a restart. */
         out->waiting = !out->claimed && e->configured &&
                        dg_turn_awaiting_wake(&r->st, &x, e->pos, now);
+        /* Woken by the idle reminder: a run whose prompt does not carry it
+         * was queued before it (the host runs it late); held back too. */
+        if (!out->claimed && !out->waiting && e->configured && prompt && r->wake_fp[0] &&
+            r->wake_fp_pos == e->pos && now - r->wake_fp_ms <= WAKE_FP_MAX_MS) {
+            if (strstr(prompt, r->wake_fp))
+                r->wake_fp[0] = '\0'; /* the run that answers it */
+            else
+                out->waiting = 1;
+        }
         out->claimed |= out->waiting;
         seen = r->st.msg_seq;
         if (out->claimed && run_id)

@@ -186,10 +186,13 @@ typedef struct dg_turn_claim {
  * run_id (NULL: none) recorded like agent_end's so that a later agent_end
  * of the run changes nothing, also after a restart; the run is marked
  * claimed. A repeat for the same run_id changes nothing again. Returns
- * OC_OK or a negative status (then nothing is claimed).
+ * OC_OK or a negative status (then nothing is claimed). prompt (the run's
+ * prompt, the event's cleanedBody; NULL: unknown): a speaker woken by the
+ * idle reminder is held back, like a stale run, until a run's prompt
+ * carries the reminder's first line.
  */
 int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
-                   dg_turn_claim *out);
+                   const char *prompt, dg_turn_claim *out);
 
 /*
  * message_sending and reply_payload_sending: *cancel = 1 with a reason

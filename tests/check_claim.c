@@ -87,10 +87,13 @@ static json_t *gwctx(const char *agent, const char *run_id)
 }
 
 /* before_agent_reply: 1 handled, 0 no result, -1 error. */
+/* The prompt the next claim() hands the plugin as event.cleanedBody. */
+static const char *claim_body = "hello";
+
 static int claim(const char *agent, const char *run_id)
 {
     json_t *ctx = actx(agent, run_id);
-    json_t *ev = json_pack("{s:s}", "cleanedBody", "hello");
+    json_t *ev = json_pack("{s:s}", "cleanedBody", claim_body);
     json_t *r = NULL;
     int rc = tth_call(&H, "before_agent_reply", ev, ctx, &r);
     int out = rc != OC_OK ? -1 : 0;
@@ -505,10 +508,20 @@ static void stale_run_is_held_back(int swap)
     ck_assert_int_eq(end_run(TTH_ALPHA, NULL, "NO_REPLY"), OC_OK);
     after = peek();
     ck_assert(dg_turn_state_same(&before, &after));
-    /* The reminder reaches alpha: its next run is its answer and counts. */
+    /* The reminder reaches alpha. */
     deliver(TTH_ALPHA, CH1, id, TTH_MOD_UID, 1, reminder);
     ck_assert_uint_eq(peek().awaiting, 0);
+    if (!swap) {
+        /* A run queued for an older message that the host starts only now
+         * (its prompt lacks the reminder) is still held back. */
+        ck_assert_int_eq(decide_run(TTH_ALPHA, "a-late", swap), 1);
+        ck_assert_int_eq(end_run(TTH_ALPHA, "a-late", "NO_REPLY"), OC_OK);
+        ck_assert_int_eq(peek().speaker, 0);
+        claim_body = "[Discussion Idle] ... @alpha, if the discussion goal has been achieved";
+    }
+    /* The run that answers the reminder counts. */
     ck_assert_int_eq(decide_run(TTH_ALPHA, "a3", swap), 0);
+    claim_body = "hello";
     ck_assert_int_eq(end_run(TTH_ALPHA, "a3", "Friday it is; I will write the summary."), OC_OK);
     ck_assert_int_eq(text_cancelled(TTH_ALPHA, "a3", swap, "Friday it is."), 0);
     after = peek();
