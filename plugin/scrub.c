@@ -49,7 +49,7 @@ static int hexval(int c)
     return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
 
-/* The code unit of "\uXXXX" at s, or -1. */
+/* The code unit of a "\u" escape (four hex digits) at s, or -1. */
 static long u_escape(const char *s)
 {
     if (s[0] != '\\' || s[1] != 'u')

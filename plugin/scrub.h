@@ -25,7 +25,7 @@ void dg_scrub_secret(char *text, const char *secret);
 
 /*
  * Decode JSON string escapes found in text, in place (\" \\ \/ \b \f \n \r
- * \t and \uXXXX with surrogate pairs, to UTF-8; a malformed escape is kept
+ * \t and \u with four hex digits, surrogate pairs included, to UTF-8; a malformed escape is kept
  * as written). For text that is not a whole JSON document (a cut-off or
  * non-JSON error body) so that a JSON-escaped spelling of the secret is
  * seen by dg_scrub_secret. Never lengthens text.

@@ -24,8 +24,10 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import readline from 'node:readline';
 import { DatabaseSync } from 'node:sqlite';
+import {
+  getJson, waitFor, makeChecks, makeChildren, offlineEnv, modelEntry, writeConfig,
+} from './lib.mjs';
 
 const opt = {};
 for (let i = 2; i < process.argv.length; i += 2) opt[process.argv[i].replace(/^--/, '')] = process.argv[i + 1];
@@ -52,86 +54,9 @@ const SUMMARY = 'plans/discussions/api-shape.md';
 
 // ---- bookkeeping ------------------------------------------------------------------
 
-const results = [];
-function check(name, ok, detail = '') {
-  results.push({ name, ok: !!ok, detail });
-  console.log(`scenario: ${ok ? 'PASS' : 'FAIL'} ${name}${!ok && detail ? `\n    ${detail}` : ''}`);
-  return !!ok;
-}
-function note(msg) {
-  console.log(`scenario: ${msg}`);
-}
-const children = [];
-function cleanup() {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGTERM');
-}
-process.on('exit', cleanup);
-for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => { cleanup(); process.exit(130); });
-
-function die(msg) {
-  console.error(`scenario: FAILED: ${msg}`);
-  cleanup();
-  process.exit(1);
-}
-
-// Start a server that prints its URL on the first stdout line.
-function startServer(name, cmd, args, env = process.env) {
-  const errFile = path.join(opt.work, `${name}.stderr`);
-  const errFd = fs.openSync(errFile, 'w');
-  const proc = spawn(cmd, args, { stdio: ['ignore', 'pipe', errFd], env });
-  children.push(proc);
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => die(`${name} printed no URL within 20 s (${errFile})`), 20_000);
-    proc.on('exit', (code) => {
-      clearTimeout(timer);
-      die(`${name} exited (${code}) before printing its URL: ${fs.readFileSync(errFile, 'utf8').slice(0, 2000)}`);
-    });
-    readline.createInterface({ input: proc.stdout }).once('line', (line) => {
-      clearTimeout(timer);
-      proc.removeAllListeners('exit');
-      proc.on('exit', (code, sig) => { if (!stopping) note(`${name} exited unexpectedly (${code ?? sig})`); });
-      resolve({ proc, url: line.trim(), errFile });
-    });
-  });
-}
-let stopping = false;
-
-async function getJson(url, init) {
-  const r = await fetch(url, init);
-  const text = await r.text();
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new Error(`${url}: not JSON (${r.status}): ${text.slice(0, 200)}`);
-  }
-}
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-async function waitFor(fn, ms, step = 200) {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v || Date.now() > end) return v;
-    await sleep(step);
-  }
-}
-
-// ---- OpenClaw ----------------------------------------------------------------------
-
-const offlineEnv = {
-  // No update checks, statistics, helper downloads or mDNS: only loopback.
-  OPENCLAW_NO_AUTO_UPDATE: '1', OPENCLAW_OFFLINE: '1', OPENCLAW_DISABLE_BONJOUR: '1',
-  DO_NOT_TRACK: '1', CI: '1', NO_COLOR: '1', FORCE_COLOR: '0',
-};
-
-function modelEntry(id) {
-  return { id, name: id, reasoning: false, input: ['text'], cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
-    contextWindow: 128000, maxTokens: 4096 };
-}
-
-function writeConfig(home, cfg) {
-  fs.mkdirSync(path.join(home, '.openclaw'), { recursive: true });
-  fs.writeFileSync(path.join(home, '.openclaw', 'openclaw.json'), `${JSON.stringify(cfg, null, 2)}\n`);
-}
+const { check, note, summary } = makeChecks('scenario');
+const { children, cleanup, die, startServer: startIn } = makeChildren('scenario');
+const startServer = (name, cmd, args, env) => startIn(opt.work, name, cmd, args, env);
 
 let turnNo = 0;
 function turn(home, agent, sessionKey, message) {
@@ -420,9 +345,7 @@ function claimedRuns(channel, agent) {
 if (!opt.only || opt.only === 'probe') await probeTurn();
 if (!opt.only || opt.only === 'story') await story();
 
-stopping = true;
-const failed = results.filter((r) => !r.ok);
-console.log(`scenario: ${results.length - failed.length}/${results.length} checks passed${failed.length ? `; FAILED: ${failed.map((f) => f.name).join('; ')}` : ''}`);
+const failed = summary();
 console.log(`scenario: logs and configs in ${opt.work}`);
 cleanup();
-process.exit(failed.length ? 1 : 0);
+process.exit(failed ? 1 : 0);
