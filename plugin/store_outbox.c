@@ -42,10 +42,6 @@ const char dg_schema_v3_outbox[] =
 static const char sql_insert[] =
     "INSERT INTO outbox(channel_id, content, mentions, nonce, part, parts, created_at_ms) "
     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
-static const char sql_heads[] =
-    "SELECT " ROW_COLS " FROM outbox WHERE id IN "
-    "(SELECT min(id) FROM outbox WHERE state = 0 GROUP BY channel_id) AND id > ?2 "
-    "ORDER BY id LIMIT ?1";
 static const char sql_discover[] =
     "SELECT id, channel_id FROM outbox WHERE id > ?1 AND state = 0 ORDER BY id LIMIT ?2";
 static const char sql_pending_of[] =
@@ -147,19 +143,6 @@ static int collect(sqlite3_stmt *s, dg_outbox_row **rows, size_t *n)
     *rows = out;
     *n = cnt;
     return OC_OK;
-}
-
-int dg_store_outbox_heads(dg_store *st, int64_t after_id, size_t max, dg_outbox_row **rows,
-                          size_t *n)
-{
-    *rows = NULL;
-    *n = 0;
-    sqlite3_stmt *s = dg_store_stmt(st, sql_heads);
-    if (!s)
-        return OC_ERR_IO;
-    sqlite3_bind_int64(s, 1, (sqlite3_int64)max);
-    sqlite3_bind_int64(s, 2, after_id);
-    return collect(s, rows, n);
 }
 
 int dg_store_outbox_discover(dg_store *st, int64_t after_id, size_t max, dg_outbox_ref **out,

@@ -39,13 +39,6 @@ typedef struct dg_outbox_row {
  * or OC_ERR_IO (constraint or SQLite error). */
 int dg_store_outbox_insert(dg_store *st, const dg_outbox_row *row, int64_t *id_out);
 
-/* The oldest pending row of each channel whose id is above after_id (0:
- * from the start), at most max rows, ordered by id: a caller pages through
- * every channel with after_id = the last id of the previous page. *rows
- * (NULL when *n is 0) is owned by the caller: dg_outbox_rows_free. */
-int dg_store_outbox_heads(dg_store *st, int64_t after_id, size_t max, dg_outbox_row **rows,
-                          size_t *n);
-
 /* Where pending rows are (issue 14): the id and channel of pending rows
  * whose id is above after_id, oldest first, at most max; a cursor walk over
  * the primary key (no content read), so a caller that keeps the last id
@@ -60,7 +53,8 @@ int dg_store_outbox_discover(dg_store *st, int64_t after_id, size_t max, dg_outb
                              size_t *n);
 
 /* Pending rows of one channel with id above after_id, oldest first, at most
- * max (the pending index). *rows as dg_store_outbox_heads. */
+ * max (the pending index). *rows (NULL when *n is 0) is owned by the caller:
+ * dg_outbox_rows_free. */
 int dg_store_outbox_pending_of(dg_store *st, const char *channel_id, int64_t after_id,
                                size_t max, dg_outbox_row **rows, size_t *n);
 

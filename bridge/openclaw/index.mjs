@@ -452,10 +452,6 @@ function withRunId(base, runId) {
   return c;
 }
 
-function toJsonOwned(value) {
-  return toJson(value);
-}
-
 // The same on the calling thread (SYNC_HOOKS only); ctxPtr is a jansson
 // value the caller keeps.
 let resultSlot = null;
@@ -1223,7 +1219,7 @@ function dispatchModifyFast(seq, hook, oev, octx) {
     const evPtr = hook === 'before_model_resolve'
       ? promptEvent(oev && typeof oev.prompt === 'string' ? oev.prompt : undefined)
       : cachedJson(hookEvent(hook, oev, octx));
-    if (!ce.ptr) ce.ptr = toJsonOwned(ctx);
+    if (!ce.ptr) ce.ptr = toJson(ctx); /* ours, released on eviction */
     const runId = typeof octx.runId === 'string' && octx.runId ? octx.runId : undefined;
     const ctxPtr = runId ? withRunId(ce.ptr, runId) : ce.ptr;
     inst.inflight += 1;
