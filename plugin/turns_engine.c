@@ -116,6 +116,17 @@ typedef struct chan_rec {
                                     scope under policy "channel", found without a key */
 } chan_rec;
 
+/* One message of the scope's recent history (scope_rec.recent). */
+#define RECENT_MAX 4
+#define RECENT_FP_MAX 48
+/* An older message is evidence of a stale prompt only when its
+ * fingerprint is this long: a short one ("ok") turns up by chance. */
+#define RECENT_FP_EVIDENCE 8
+typedef struct recent_msg {
+    char fp[RECENT_FP_MAX];      /* message_fingerprint(); "" when nothing to look for */
+    int author;                  /* member position of its agent, DG_NOBODY for others */
+} recent_msg;
+
 struct scope_rec {
     char *key;
     dg_scope scope;
@@ -133,6 +144,13 @@ struct scope_rec {
     char wake_fp[48];
     int wake_fp_pos;
     int64_t wake_fp_ms;          /* when it was set: older than WAKE_FP_MAX_MS, ignored */
+    /* The last RECENT_MAX human/agent messages of the scope, newest at
+     * recent_head - 1 (recent_msg): a run of the speaker whose prompt
+     * carries one of the older ones but not the newest was queued for an
+     * older message and started late (dg_turns_claim). In memory only:
+     * after a restart there is no evidence and runs count. */
+    recent_msg recent[RECENT_MAX];
+    unsigned recent_head;        /* messages recorded so far (mod RECENT_MAX: next slot) */
 };
 
 /* A fingerprint older than this is ignored: a wake run that never matched
@@ -941,6 +959,76 @@ static void wake_fingerprint(const char *text, char *out, size_t cap)
     while (n > 0 && (out[n - 1] == ' ' || out[n - 1] == '\t'))
         n--;
     out[n] = '\0';
+}
+
+/*
+ * The fingerprint of a human's or an agent's message (scope_rec.recent):
+ * its longest piece between line breaks and <...> tokens (mentions, channel
+ * links, custom emoji: a host renders them its own way), trimmed, at most
+ * cap - 1 bytes cut on a character boundary; "" when nothing is left.
+ */
+static void message_fingerprint(const char *text, char *out, size_t cap)
+{
+    const char *best = NULL;
+    size_t best_len = 0;
+    const char *p = text ? text : "";
+    while (*p) {
+        const char *seg = p;
+        while (*p && *p != '\n' && *p != '\r' && !(*p == '<' && strchr(p, '>')))
+            p++;
+        const char *end = p;
+        while (seg < end && (*seg == ' ' || *seg == '\t'))
+            seg++;
+        while (end > seg && (end[-1] == ' ' || end[-1] == '\t'))
+            end--;
+        if ((size_t)(end - seg) > best_len) {
+            best = seg;
+            best_len = (size_t)(end - seg);
+        }
+        if (*p == '<')
+            p = strchr(p, '>') + 1;
+        else if (*p)
+            p++;
+    }
+    size_t n = best_len < cap - 1 ? best_len : cap - 1;
+    if (n < best_len) {
+        /* Cut inside a character: drop what was copied of it. */
+        while (n > 0 && ((unsigned char)best[n] & 0xC0) == 0x80)
+            n--;
+    }
+    if (n)
+        memcpy(out, best, n);
+    out[n] = '\0';
+}
+
+static void recent_push(scope_rec *r, const char *content, int author)
+{
+    recent_msg *m = &r->recent[r->recent_head % RECENT_MAX];
+    message_fingerprint(content, m->fp, sizeof m->fp);
+    m->author = author;
+    r->recent_head++;
+}
+
+/*
+ * 1 when prompt answers an older message of scope r than its newest, for
+ * the agent at member position pos: the newest (not its own) is not in
+ * the prompt, and an older one of someone else's (long enough to count)
+ * is. 0 otherwise, also when there is no evidence either way.
+ */
+static int answers_older(const scope_rec *r, int pos, const char *prompt)
+{
+    if (r->recent_head == 0)
+        return 0;
+    const recent_msg *latest = &r->recent[(r->recent_head - 1) % RECENT_MAX];
+    if (latest->author == pos || !latest->fp[0] || strstr(prompt, latest->fp))
+        return 0;
+    unsigned older = r->recent_head - 1 < RECENT_MAX - 1 ? r->recent_head - 1 : RECENT_MAX - 1;
+    for (unsigned i = 1; i <= older; i++) {
+        const recent_msg *o = &r->recent[(r->recent_head - 1 - i) % RECENT_MAX];
+        if (o->author != pos && strlen(o->fp) >= RECENT_FP_EVIDENCE && strstr(prompt, o->fp))
+            return 1;
+    }
+    return 0;
 }
 
 static int render_and_enqueue(dg_turns *t, const char *name, const dg_tpl_vars *vars,
@@ -1810,8 +1898,10 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
     scope_rec *r;
     if ((rc = scope_get(t, c, &sc, &r)))
         return rc;
-    if (!moderator)
+    if (!moderator) {
         r->wake_fp[0] = '\0'; /* a real message: the reminder is history */
+        recent_push(r, m->content, pos);
+    }
     if (moderator && !r->in_db)
         return OC_OK; /* no state to change */
     dg_turn_state next = r->st;
@@ -2033,7 +2123,7 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
     int64_t now = dg_now_ms(t->p);
     if (txn_begin(t) != OC_OK)
         return OC_ERR_IO;
-    int kick = 0, fresh = 1, changed = 0;
+    int kick = 0, fresh = 1, changed = 0, stale = 0;
     int64_t seen = 0;
     sess_rec *e;
     int rc = session_prepare(t, s, now, &e);
@@ -2053,12 +2143,23 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
                        dg_turn_awaiting_wake(&r->st, &x, e->pos, now);
         /* Woken by the idle reminder: a run whose prompt does not carry it
          * was queued before it (the host runs it late); held back too. */
+        int woken = 0;
         if (!out->claimed && !out->waiting && e->configured && prompt && r->wake_fp[0] &&
             r->wake_fp_pos == e->pos && now - r->wake_fp_ms <= WAKE_FP_MAX_MS) {
-            if (strstr(prompt, r->wake_fp))
+            if (strstr(prompt, r->wake_fp)) {
                 r->wake_fp[0] = '\0'; /* the run that answers it */
-            else
+                woken = 1;
+            } else {
                 out->waiting = 1;
+            }
+        }
+        /* The speaker's run that answers an older message than the
+         * scope's newest: queued before the turn reached it, started late;
+         * held back too (the host runs the newer message after it). */
+        if (!out->claimed && !out->waiting && !woken && e->configured && prompt &&
+            e->pos != DG_NOBODY && answers_older(r, e->pos, prompt)) {
+            out->waiting = 1;
+            stale = 1;
         }
         out->claimed |= out->waiting;
         seen = r->st.msg_seq;
@@ -2104,6 +2205,9 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
     char label[DG_SCOPE_LABEL_MAX];
     snprintf(out->reason, sizeof out->reason, "dirigent: %s", out->closed
              ? "closed discussion channel (archive only)"
+             : stale ? "this agent holds the turn, but this run answers an older message "
+                       "than the latest (the host queued it before the turn moved; the run "
+                       "for the latest message follows)"
              : out->waiting ? "this agent holds the turn, but the moderator's message that "
                               "wakes it has not reached it yet (this run started before it)"
              : !r->st.active ? "the conversation is resting until a new message"
