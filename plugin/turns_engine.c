@@ -40,6 +40,7 @@
 #include "silent.h"
 #include "store.h"
 #include "store_discuss.h"
+#include "store_shared.h"
 #include "store_turns.h"
 #include "templates.h"
 #include "turns_map.h"
@@ -198,6 +199,8 @@ struct dg_turns {
     pthread_mutex_t wmu;         /* one engine writer at a time (txn_begin .. finish) */
     pthread_rwlock_t lock;       /* the mirror: readers vs. the writer */
     _Atomic uint64_t inval_seen; /* entries of the channel change log applied */
+    _Atomic int64_t applied;     /* the store's change log (other instances sharing
+                                    it, store_shared.h) is applied up to here */
     struct {
         scope_rec *r;
         dg_turn_state st;
@@ -429,7 +432,7 @@ static void collect_scope(void *val, void *arg)
  * channel re-derive their position (epoch). Writer held. OC_OK or an error
  * (the caller then drops the whole mirror).
  */
-static int refresh_channel(dg_turns *t, const char *channel_id)
+static int refresh_channel(dg_turns *t, const char *channel_id, int other)
 {
     chan_rec *c = dg_map_get(&t->chans, channel_id);
     if (!c)
@@ -474,6 +477,11 @@ static int refresh_channel(dg_turns *t, const char *channel_id)
         for (size_t i = 0; i < l.n; i++) {
             scope_rec *r = l.v[i];
             st[i].msg_seq = r->st.msg_seq; /* in memory only: runs in flight compare it */
+            /* Another instance changed the scope (perhaps it ingested a
+             * message this one counts as a duplicate): a run that resolved
+             * before may not have seen it. */
+            if (other && !dg_turn_state_same(&st[i], &r->st))
+                st[i].msg_seq++;
             r->st = st[i];
             r->in_db = found[i];
             free(r->post_channel);
@@ -544,7 +552,7 @@ static void sync_changes(dg_turns *t)
     pthread_mutex_unlock(&g_inval_mu);
     int ok = chans != NULL;
     for (size_t i = 0; ok && i < n; i++) {
-        ok = refresh_channel(t, chans[i].channel) == OC_OK;
+        ok = refresh_channel(t, chans[i].channel, 0) == OC_OK;
         if (ok && chans[i].wake[0])
             ok = arm_kickoff(t, chans[i].channel, chans[i].wake) == OC_OK;
     }
@@ -554,6 +562,33 @@ static void sync_changes(dg_turns *t)
         flush_locked(t); /* too far behind, or a reload failed: start over */
     atomic_store(&t->inval_seen, now);
     pthread_rwlock_unlock(&t->lock);
+}
+
+/*
+ * Apply what other instances sharing the store committed (store_shared.h):
+ * the channels they changed since t->applied are reloaded in place, like a
+ * discussion's prefill. Writer held, inside the write transaction, so
+ * nobody commits in between and the decision that follows reads what the
+ * database holds. A failed reload drops the whole mirror.
+ */
+static void sync_store(dg_turns *t)
+{
+    char **ch = NULL;
+    size_t n = 0;
+    int64_t upto = 0;
+    int rc = dg_store_changes_since(t->p->store, atomic_load(&t->applied), &ch, &n, &upto);
+    for (size_t i = 0; rc == OC_OK && i < n; i++)
+        rc = refresh_channel(t, ch[i], 1);
+    for (size_t i = 0; i < n; i++)
+        free(ch[i]);
+    free(ch);
+    if (rc != OC_OK) {
+        pthread_rwlock_wrlock(&t->lock);
+        flush_locked(t);
+        pthread_rwlock_unlock(&t->lock);
+    }
+    if (upto > atomic_load(&t->applied))
+        atomic_store(&t->applied, upto);
 }
 
 /* The scope channel-level sessions act in (scope.h, turns_engine.h). */
@@ -711,6 +746,7 @@ static int txn_begin(dg_turns *t)
         return OC_ERR_IO;
     }
     sync_changes(t);
+    sync_store(t);
     return OC_OK;
 }
 
@@ -723,10 +759,15 @@ static int txn_begin(dg_turns *t)
  */
 static int finish(dg_turns *t, int rc)
 {
+    int64_t wrote = dg_store_txn_change_seq(t->p->store);
     if (rc == OC_OK)
         rc = dg_store_commit(t->p->store);
     else
         dg_store_rollback(t->p->store);
+    /* Synced at txn_begin under the write lock: every sequence below ours
+     * is applied. */
+    if (rc == OC_OK && wrote > atomic_load(&t->applied))
+        atomic_store(&t->applied, wrote);
     if (rc == OC_OK && t->n_pending == 0) {
         pthread_mutex_unlock(&t->wmu); /* nothing to publish */
         return OC_OK;
@@ -1131,6 +1172,8 @@ int dg_turns_new(dg_plugin *p, dg_turns **out)
     pthread_condattr_destroy(&ca);
     atomic_init(&t->rescan, 1);
     atomic_init(&t->inval_seen, atomic_load(&g_inval_seq));
+    int64_t seq = dg_store_change_seq(p->store); /* the mirror starts empty: all applied */
+    atomic_init(&t->applied, seq > 0 ? seq : 0);
     dg_map_init(&t->chans);
     dg_map_init(&t->scopes);
     dg_map_init(&t->sessions);
@@ -2031,10 +2074,25 @@ static int ensure_session(dg_turns *t, const dg_turn_session *s, int64_t now)
 typedef int (*decide_fn)(dg_turns *t, sess_rec *e, scope_rec *r, const dg_turn_session *s,
                          int64_t now, void *out);
 
-/* Decide under the read lock from the mirror, filling it first if needed. */
+/* Another instance sharing the store committed a change this mirror has
+ * not applied (or the probe cannot tell): sync before deciding. A memory
+ * compare when nothing was committed since the last probe. */
+static int mirror_stale(dg_turns *t)
+{
+    int64_t seq = dg_store_change_seq(t->p->store);
+    return seq < 0 || seq > atomic_load(&t->applied);
+}
+
+/* Decide under the read lock from the mirror, filling it first if needed
+ * (and bringing it up to date with other instances sharing the store). */
 static int decide(dg_turns *t, const dg_turn_session *s, decide_fn fn, void *out)
 {
     int64_t now = dg_now_ms(t->p);
+    if (mirror_stale(t)) {
+        if (txn_begin(t) != OC_OK)
+            return OC_ERR_IO;
+        finish_read(t);
+    }
     for (int attempt = 0; attempt < 3; attempt++) {
         pthread_rwlock_rdlock(&t->lock);
         scope_rec *r = NULL;
