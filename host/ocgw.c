@@ -516,9 +516,10 @@ static int others_polled_since(ocgw *g, const ocgw_msg *m, int64_t now)
     const char *id;
     json_t *ch;
     json_object_foreach(chs, id, ch) {
-        if (!strcmp(id, own) || json_is_true(json_object_get(ch, "pending")) ||
-            !json_is_string(json_object_get(ch, "cursor")) ||
-            !json_array_size(json_object_get(ch, "agents")))
+        /* A channel learnt a moment ago (a discussion just opened) counts
+         * too: its kickoff may be older than m. One nobody sees does not. */
+        if (!strcmp(id, own) || (!json_is_true(json_object_get(ch, "pending")) &&
+                                 !json_array_size(json_object_get(ch, "agents"))))
             continue;
         struct ocgw_chan_rt *r = rt_of(g, id);
         if (r && !r->backoff_ms && r->polled_ms < m->queued_ms)
