@@ -873,26 +873,6 @@ END_TEST
 
 /* ---- the playground (make demo KEEP=1) ------------------------------------------------------ */
 
-/* The whole text of path (malloc'd; the caller frees it), or NULL when it
- * cannot be read (yet). */
-static char *read_file(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return NULL;
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    char chunk[4096];
-    size_t n;
-    while (m && (n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        fwrite(chunk, 1, n, m);
-    fclose(f);
-    if (m)
-        fclose(m);
-    return buf;
-}
-
 /* The fake's messages of channel ch by the moderator containing text. */
 static int moderator_said(e2e_run *r, const char *ch, const char *text)
 {
@@ -924,6 +904,9 @@ START_TEST(playground_starts_answers_and_stops_cleanly)
 {
     char *tmp = tu_mkdtemp();
     char *out_path = tu_path(tmp, "demo.out");
+    e2e_run r; /* no processes of its own: its folder and the fake's URL, for the helpers */
+    memset(&r, 0, sizeof r);
+    r.dir = tmp;
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
@@ -939,7 +922,7 @@ START_TEST(playground_starts_answers_and_stops_cleanly)
     char *out = NULL;
     for (long t0 = now_ms(); now_ms() - t0 < 120000; nap(100)) {
         free(out);
-        out = read_file(out_path);
+        out = e2e_read(&r, "demo.out");
         if ((out && strstr(out, "playground ready")) || waitpid(pid, NULL, WNOHANG) == pid)
             break;
     }
@@ -964,20 +947,14 @@ START_TEST(playground_starts_answers_and_stops_cleanly)
     ck_assert_msg(strstr(out, kill_line), "no stop command \"%s\" printed", kill_line);
 
     /* The fake Discord listens on loopback only. */
-    e2e_run r;
-    memset(&r, 0, sizeof r);
-    char url_path[1100];
-    snprintf(url_path, sizeof url_path, "%s/fake-url", run);
-    char *url = read_file(url_path);
+    r.dir = run;
+    char *url = e2e_read(&r, "fake-url");
     ck_assert_msg(url && !strncmp(url, "http://127.0.0.1:", 17), "fake URL %s", url);
     snprintf(r.url, sizeof r.url, "%s", url);
     snprintf(r.base, sizeof r.base, "%.*s", (int)(strstr(url, "/api/v10") - url), url);
     free(url);
-    char pidf[1100];
-    snprintf(pidf, sizeof pidf, "%s/ocgw.pid", run);
-    char *gw_txt = read_file(pidf);
-    snprintf(pidf, sizeof pidf, "%s/fake-discord.pid", run);
-    char *fk_txt = read_file(pidf);
+    char *gw_txt = e2e_read(&r, "ocgw.pid");
+    char *fk_txt = e2e_read(&r, "fake-discord.pid");
     ck_assert(gw_txt && fk_txt);
     pid_t gw = (pid_t)atol(gw_txt), fk = (pid_t)atol(fk_txt);
     free(gw_txt);
@@ -992,16 +969,8 @@ START_TEST(playground_starts_answers_and_stops_cleanly)
     int status = 0, closed = 0;
     for (long t0 = now_ms(); now_ms() - t0 < 30000 && (!status || closed < 2); nap(100)) {
         status = moderator_said(&r, E2E_WORK, "Dirigent (admin): status");
-        char *disc = NULL;
-        char sp[1100];
-        snprintf(sp, sizeof sp, "%s/state/ocgw-state.json", run);
-        char *st = read_file(sp);
-        json_t *j = st ? json_loads(st, 0, NULL) : NULL;
-        const char *d = sget(json_object_get(j, "vars"), "discussion");
-        disc = d ? strdup(d) : NULL;
-        json_decref(j);
-        free(st);
-        closed = disc ? moderator_said(&r, disc, "[Channel Closed]") : 0;
+        char *disc = discussion_id(&r);
+        closed = moderator_said(&r, disc, "[Channel Closed]");
         free(disc);
     }
     if (!status || closed < 2)
