@@ -48,6 +48,7 @@ const char *const dg_schema_steps[] = {
     dg_schema_v6_turn_runs,
     dg_schema_v7_discuss_timers,
     dg_schema_v8_shared,
+    dg_schema_v9_discuss_index,
 };
 const int dg_schema_nsteps = (int)(sizeof dg_schema_steps / sizeof dg_schema_steps[0]);
 

@@ -62,6 +62,7 @@ char *dg_store_col_dup(sqlite3_stmt *s, int col);
  *   v6 store_turns.c   agent_end runs already handled (dedup by runId)
  *   v7 store_discuss.c discussion timers and end status (issue 16)
  *   v8 store_shared.c  change log and leases: instances sharing a store (issue 17)
+ *   v9 store_discuss_index.c  discussion channel names, members by agent (issue 16)
  * Append new steps only; never edit a released one.
  */
 extern const char *const dg_schema_steps[];
@@ -74,6 +75,7 @@ extern const char dg_schema_v5_tool_calls[];
 extern const char dg_schema_v6_turn_runs[];
 extern const char dg_schema_v7_discuss_timers[];
 extern const char dg_schema_v8_shared[];
+extern const char dg_schema_v9_discuss_index[];
 
 /* Open the probe connection of st on path (store_shared.c); OC_OK or
  * OC_ERR_IO with a sentence in err. Init only. */

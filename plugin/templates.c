@@ -33,7 +33,8 @@ struct dg_templates {
 
 static const char *const known_names[] = {
     "discussGuide", "initiatorMention", "participantMentions", "summaryPath",
-    "discussionChannel", "originChannel", "status", "maxAgentMessages",
+    "discussionChannel", "originChannel", "status", "maxAgentMessages", "summaryTemplate",
+    "summaryPreview",
 };
 #define N_KNOWN (sizeof known_names / sizeof known_names[0])
 
@@ -83,14 +84,17 @@ static const struct {
     const char *receives; /* space-separated, each name once */
 } receives[] = {
     {"kickoff.md", "discussGuide initiatorMention participantMentions discussionChannel "
-                   "originChannel status"},
-    {"idle.md", "discussGuide initiatorMention discussionChannel originChannel status"},
+                   "originChannel status summaryPath summaryTemplate"},
+    {"idle.md", "discussGuide initiatorMention discussionChannel originChannel status "
+                "summaryPath"},
     {"closed.md", "discussionChannel status"},
     {"result.md", "discussGuide initiatorMention summaryPath discussionChannel originChannel "
-                  "status"},
+                  "status summaryPreview"},
     {"rest.md", "maxAgentMessages"},
-    {"timeout.md", "discussGuide initiatorMention discussionChannel originChannel status"},
-    {"wrapup.md", "discussGuide initiatorMention discussionChannel originChannel status"},
+    {"timeout.md", "discussGuide initiatorMention discussionChannel originChannel status "
+                   "summaryPath"},
+    {"wrapup.md", "discussGuide initiatorMention discussionChannel originChannel status "
+                  "summaryPath"},
     {"session_model_channel.md", ""},
     {"session_model_thread.md", ""},
 };
@@ -145,8 +149,8 @@ int dg_templates_check_text(const char *name, const char *text, char *err, size_
             set_err(err, err_len,
                     "template %s: unknown placeholder {%.*s}; known placeholders are "
                     "{discussGuide} {initiatorMention} {participantMentions} {summaryPath} "
-                    "{discussionChannel} {originChannel} {status} {maxAgentMessages} (fix or "
-                    "remove it)",
+                    "{discussionChannel} {originChannel} {status} {maxAgentMessages} "
+                    "{summaryTemplate} {summaryPreview} (fix or remove it)",
                     name, (int)(len - 2), s + 1);
             return OC_ERR_INVALID;
         }
@@ -373,6 +377,8 @@ static const char *var_value(const dg_tpl_vars *v, int idx)
     case 5: return v->originChannel;
     case 6: return v->status;
     case 7: return v->maxAgentMessages;
+    case 8: return v->summaryTemplate;
+    case 9: return v->summaryPreview;
     default: return NULL;
     }
 }

@@ -5,7 +5,8 @@
  * folder replaces them by file name at init. Placeholders are `{name}`
  * with name in: discussGuide, initiatorMention, participantMentions,
  * summaryPath, discussionChannel, originChannel, status, maxAgentMessages
- * (the loop guard's limit, for rest.md). Substitution is
+ * (the loop guard's limit, for rest.md), summaryTemplate (kickoff.md) and
+ * summaryPreview (result.md). Substitution is
  * plain text in one pass: a value containing `{summaryPath}`, `@everyone`
  * or `<@id>` is copied as is and never expanded again. An unknown
  * placeholder in any template is an init error naming the file and name.
@@ -35,6 +36,8 @@ typedef struct dg_tpl_vars {
     const char *originChannel;
     const char *status;
     const char *maxAgentMessages;   /* turn.maxAgentMessages as decimal text */
+    const char *summaryTemplate;    /* kickoff: discussion.summaryTemplate's text, "" none */
+    const char *summaryPreview;     /* result: the summary's inert preview, "" none */
 } dg_tpl_vars;
 
 /* Load the embedded set, then overrides from dir (may be NULL); validate all

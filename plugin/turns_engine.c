@@ -1132,14 +1132,18 @@ static int queue_effects(dg_turns *t, scope_rec *r, const dg_turn_effects *fx,
         snprintf(chan, sizeof chan, "<#%s>", c->id);
         if (have && d.origin_channel_id)
             snprintf(origin, sizeof origin, "<#%s>", d.origin_channel_id);
+        char *where = have ? dg_discuss_suggested_path_locked(t->p, &d) : NULL;
         dg_tpl_vars v = {.discussGuide = have ? d.discuss_guide : NULL,
                          .initiatorMention = mention,
                          .discussionChannel = chan,
                          .originChannel = origin,
-                         .status = "active"};
+                         .status = "active",
+                         .summaryPath = where};
         int queued = 0;
         char fp[sizeof r->wake_fp];
-        rc = render_and_enqueue(t, "idle.md", &v, post, uid, now, &queued, fp, sizeof fp);
+        rc = have && !where ? OC_ERR_NOMEM
+           : render_and_enqueue(t, "idle.md", &v, post, uid, now, &queued, fp, sizeof fp);
+        free(where);
         dg_discussion_clear(&d);
         if (queued) {
             *kick = 1;

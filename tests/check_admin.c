@@ -513,6 +513,8 @@ START_TEST(test_admin_close_with_summary_closes_like_a_callback)
     ck_assert_ptr_nonnull(strstr(rows[0].content, "[Discussion Result Ready]"));
     ck_assert_ptr_nonnull(strstr(rows[0].content, "closed-by-admin"));
     ck_assert_ptr_nonnull(strstr(rows[0].content, "plans/d.md"));
+    /* The preview (discussion.previewChars, default 400) comes along. */
+    ck_assert_ptr_nonnull(strstr(rows[0].content, "Summary preview:\n> ## Decision\n> Friday."));
     ck_assert_str_eq(rows[0].mentions, TTH_ALPHA_UID);
     ck_assert_str_eq(rows[1].channel_id, CH2);
     ck_assert_ptr_nonnull(strstr(rows[1].content, "discussion closed"));

@@ -164,6 +164,7 @@ static char *dir, *db, *ws, *tpl_dir;
 static dg_plugin *P;
 static long max_summary = 4096;
 static long max_guide = 1500;
+static char extra_disc[1024];   /* more keys of "discussion" (",\"k\":v"), "" none */
 
 static void setup(void)
 {
@@ -186,6 +187,7 @@ static void setup(void)
     tpl_dir = NULL;
     max_summary = 4096;
     max_guide = 1500;
+    extra_disc[0] = '\0';
     P = NULL;
 }
 
@@ -209,11 +211,11 @@ static void plugin_start(void)
              "{\"noReplyProvider\":\"noreply\",\"noReplyModel\":\"no-reply\",\"dbPath\":\"%s\","
              "\"discord\":{\"apiBase\":\"%s\",\"guildId\":\"%s\",\"moderatorToken\":\"%s\","
              "\"moderatorUserId\":\"%s\",\"timeoutMs\":5000},"
-             "\"discussion\":{\"maxSummaryBytes\":%ld,\"maxGuideChars\":%ld},"
+             "\"discussion\":{\"maxSummaryBytes\":%ld,\"maxGuideChars\":%ld%s},"
              "\"agents\":{\"planner\":{\"discordUserId\":\"%s\"},"
              "\"reviewer\":{\"discordUserId\":\"%s\"},\"coder\":{\"discordUserId\":\"%s\"}}}",
              db, fake_discord_url(fd), fake_discord_guild_id(fd), MOD_TOKEN, MOD_ID,
-             max_summary, max_guide, PLANNER_ID, REVIEWER_ID, CODER_ID);
+             max_summary, max_guide, extra_disc, PLANNER_ID, REVIEWER_ID, CODER_ID);
     json_t *cfg = tu_json(text);
     H.ntools = 0;
     H.nhooks = 0;
@@ -1771,6 +1773,192 @@ START_TEST(test_lookup_and_notices)
 }
 END_TEST
 
+/* ---- summary conventions (issue 16 items 3, 4 and 7) ------------------------------- */
+
+/* Content of message i of channel, once it is there; malloc'd. */
+static char *message_text(const char *channel, size_t i)
+{
+    ck_assert_int_eq(fake_discord_wait_messages(fd, channel, i + 1, WAIT_MS), 0);
+    json_t *msgs = fake_discord_messages(fd, channel);
+    const char *c = json_string_value(json_object_get(json_array_get(msgs, i), "content"));
+    ck_assert_ptr_nonnull(c);
+    char *out = strdup(c);
+    json_decref(msgs);
+    return out;
+}
+
+static void has_text(const char *text, const char *needle)
+{
+    ck_assert_msg(strstr(text, needle) != NULL, "'%s' not in:\n%s", needle, text);
+}
+
+/* summaryDir: the kickoff names <summaryDir>/<channel name>.md, a bare file
+ * name is found there first, and the stored path is the one found. */
+START_TEST(test_summary_dir_convention)
+{
+    snprintf(extra_disc, sizeof extra_disc, ",\"summaryDir\":\"notes/talks/\"");
+    plugin_start();
+    char ch[32];
+    snprintf(ch, sizeof ch, "%s", open_discussion());
+    char *kick = message_text(ch, 0);
+    has_text(kick, "notes/talks/csm-callback.md");
+    free(kick);
+    write_ws("notes/talks/csm-callback.md", "# Decided\nship it\n");
+    write_ws("csm-callback.md", "a decoy at the workspace's top\n");
+    json_t *res;
+    ck_assert_int_eq(callback("planner", ch, "csm-callback.md", &res), OC_OK);
+    json_t *d = json_object_get(res, "details");
+    ck_assert_str_eq(json_string_value(json_object_get(d, "summaryPath")),
+                     "notes/talks/csm-callback.md");
+    json_decref(res);
+    dg_discussion row = load_row(ch);
+    ck_assert_str_eq(row.summary_path, "notes/talks/csm-callback.md");
+    dg_discussion_clear(&row);
+    char *result = message_text(ORIGIN, 0);
+    has_text(result, "notes/talks/csm-callback.md");
+    free(result);
+}
+END_TEST
+
+/* Not in summaryDir: the name is taken as given (from the workspace), and a
+ * refusal is the one the path as written gets. */
+START_TEST(test_summary_dir_fallback_and_refusals)
+{
+    write_ws("top.md", "at the top\n");
+    refused("planner", disc, "nowhere.md", OC_ERR_NOT_FOUND, "nowhere.md");
+    char *lnk = tu_path(ws, "plans/discussions");
+    ck_assert_int_eq(mkdir(lnk, 0755), 0);
+    free(lnk);
+    refused("planner", disc, "nowhere.md", OC_ERR_NOT_FOUND, "nowhere.md");
+    json_t *res;
+    ck_assert_int_eq(callback("planner", disc, "top.md", &res), OC_OK);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(res, "details"),
+                                                       "summaryPath")), "top.md");
+    json_decref(res);
+}
+END_TEST
+
+/* A required heading missing: OC_ERR_INVALID naming it, nothing changed;
+ * with every heading the callback closes. The kickoff shows the template. */
+START_TEST(test_summary_template_headings)
+{
+    char *tpl = tu_path(dir, "summary-template.md");
+    ck_assert_int_eq(tu_write_file(tpl, "# Summary layout\n\n## Decision\n## Open questions\n"
+                                        "Write the decision first.\n"), 0);
+    snprintf(extra_disc, sizeof extra_disc, ",\"summaryTemplate\":\"%s\"", tpl);
+    free(tpl);
+    plugin_start();
+    char ch[32];
+    snprintf(ch, sizeof ch, "%s", open_discussion());
+    char *kick = message_text(ch, 0);
+    has_text(kick, "Summary template");
+    has_text(kick, "## Decision\n## Open questions\nWrite the decision first.");
+    free(kick);
+    write_ws("plans/s.md", "# Summary layout\n## Decision\nFriday.\n##Open questions\n");
+    json_t *res;
+    ck_assert_int_eq(callback("planner", ch, "plans/s.md", &res), OC_ERR_INVALID);
+    has_text(err_msg(res), "\"## Open questions\"");
+    ck_assert_ptr_null(strstr(err_msg(res), "\"## Decision\""));
+    json_decref(res);
+    dg_discussion row = load_row(ch);
+    ck_assert_int_eq(row.status, DG_DISCUSSION_ACTIVE);
+    dg_discussion_clear(&row);
+    ck_assert_uint_eq(fake_discord_message_count(fd, ORIGIN), 0);
+    /* Blanks around a heading do not matter; its words do. */
+    write_ws("plans/s.md", "  ## Decision  \r\nFriday.\n## Open questions\n# Summary layout");
+    ck_assert_int_eq(callback("planner", ch, "plans/s.md", &res), OC_OK);
+    json_decref(res);
+    ck_assert_int_eq(load_row(ch).status, DG_DISCUSSION_CLOSED);
+}
+END_TEST
+
+/* A template that cannot serve is an init error naming the key. */
+START_TEST(test_summary_template_refused_at_init)
+{
+    char *tpl = tu_path(dir, "no-headings.md");
+    ck_assert_int_eq(tu_write_file(tpl, "just words\n"), 0);
+    const char *paths[] = {tpl, "/nonexistent/summary.md"};
+    for (size_t i = 0; i < 2; i++) {
+        char text[2048];
+        snprintf(text, sizeof text,
+                 "{\"noReplyProvider\":\"n\",\"noReplyModel\":\"m\",\"dbPath\":\"%s\","
+                 "\"discord\":{\"moderatorUserId\":\"%s\"},"
+                 "\"discussion\":{\"summaryTemplate\":\"%s\"}}", db, MOD_ID, paths[i]);
+        json_t *cfg = tu_json(text);
+        void *state = NULL;
+        char e[1024] = "";
+        ck_assert_int_eq(oc_plugin_entry()->init(&api, cfg, &state, e, sizeof e),
+                         OC_ERR_INVALID);
+        json_decref(cfg);
+        ck_assert_ptr_null(state);
+        has_text(e, "discussion.summaryTemplate");
+        has_text(e, paths[i]);
+    }
+    free(tpl);
+}
+END_TEST
+
+/* With previewChars n: open the story's discussion, close it with a summary
+ * of this text, and return the result message (malloc'd). */
+static char *result_with_preview(long n, const char *summary)
+{
+    snprintf(extra_disc, sizeof extra_disc, ",\"previewChars\":%ld", n);
+    plugin_start();
+    char ch[32];
+    snprintf(ch, sizeof ch, "%s", open_discussion());
+    write_ws("plans/p.md", summary);
+    json_t *res;
+    ck_assert_int_eq(callback("planner", ch, "plans/p.md", &res), OC_OK);
+    json_decref(res);
+    return message_text(ORIGIN, 0);
+}
+
+/* The result carries the first previewChars characters, cut on a line
+ * break, quoted and inert: no mention, channel link or placeholder works. */
+START_TEST(test_summary_preview)
+{
+    char *r = result_with_preview(80, "## Decision\nShip on Friday, ask @everyone and <@"
+                                  HUMAN_ID ">.\n{status} <#" ORIGIN "> and a third line that "
+                                  "is long enough\n");
+    has_text(r, "Summary preview:\n> ## Decision\n> Ship on Friday, ask @\xE2\x80\x8B"
+                "everyone and <\xE2\x80\x8B@\xE2\x80\x8B" HUMAN_ID ">. ...\n\n");
+    ck_assert_ptr_null(strstr(r, "third line"));
+    ck_assert_ptr_null(strstr(r, "@everyone"));
+    ck_assert_ptr_null(strstr(r, "<@" HUMAN_ID));
+    /* {status} of the template is still filled once, the summary's never. */
+    has_text(r, "completed");
+    free(r);
+}
+END_TEST
+
+/* previewChars 0: no preview at all; a short summary comes whole and uncut. */
+START_TEST(test_summary_preview_off_and_short)
+{
+    char *r = result_with_preview(0, "Short {status} text.\n");
+    ck_assert_ptr_null(strstr(r, "Summary preview"));
+    ck_assert_ptr_null(strstr(r, "Short"));
+    free(r);
+    plugin_stop();
+    extra_disc[0] = '\0';   /* the default, 400 */
+    plugin_start();
+    char ch[32];
+    json_t *res, *ctx = ctx_of("planner", ORIGIN);
+    char params[512];
+    snprintf(params, sizeof params, "{\"name\":\"second\",\"participants\":[\"reviewer\"],"
+             "\"callbackChannelId\":\"%s\",\"discussGuide\":\"again\"}", ORIGIN);
+    ck_assert_int_eq(tool("discord_channel_create", params, ctx, &res), OC_OK);
+    snprintf(ch, sizeof ch, "%s", json_string_value(json_object_get(json_object_get(res,
+             "details"), "channelId")));
+    json_decref(res);
+    json_decref(ctx);
+    ck_assert_int_eq(callback("planner", ch, "plans/p.md", &res), OC_OK);
+    json_decref(res);
+    r = message_text(ORIGIN, 1);
+    has_text(r, "Summary preview:\n> Short {status} text.\n\nSource discussion channel");
+    free(r);
+}
+END_TEST
+
 Suite *make_discuss_suite(void)
 {
     Suite *s = suite_create("discuss");
@@ -1795,6 +1983,17 @@ Suite *make_discuss_suite(void)
     tcase_add_test(tc, test_callback_from_thread);
     tcase_add_test(tc, test_double_callback);
     tcase_add_test(tc, test_concurrent_callbacks);
+    tcase_add_test(tc, test_summary_dir_fallback_and_refusals);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("summary");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_summary_dir_convention);
+    tcase_add_test(tc, test_summary_template_headings);
+    tcase_add_test(tc, test_summary_template_refused_at_init);
+    tcase_add_test(tc, test_summary_preview);
+    tcase_add_test(tc, test_summary_preview_off_and_short);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("create");

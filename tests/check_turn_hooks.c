@@ -628,6 +628,9 @@ START_TEST(test_discussion_idle_reminder_once_per_idle_period)
     text = tth_outbox_content(&H, CH2, 1, NULL);
     ck_assert_ptr_nonnull(strstr(text, "[Discussion Idle]"));
     ck_assert_ptr_nonnull(strstr(text, "<@" TTH_ALPHA_UID ">"));
+    /* Where to write (discussion.summaryDir; no channel name was recorded
+     * for this row, so its id stands in). */
+    ck_assert_ptr_nonnull(strstr(text, "(plans/discussions/" CH2 ".md)"));
     free(text);
     /* The reminder makes the initiator the speaker. */
     char id[24];
@@ -739,6 +742,7 @@ START_TEST(test_discussion_quiet_reminder_once_per_quiet_period)
     sweep_now();
     ck_assert_int_eq(outbox_with(CH2, "[Discussion Quiet]"), 1);
     ck_assert_int_eq(outbox_with(CH2, "<@" TTH_ALPHA_UID ">"), 1);
+    ck_assert_int_eq(outbox_with(CH2, "(plans/discussions/" CH2 ".md)"), 1);
     /* The initiator has the turn. */
     ck_assert_int_eq(who_speaks(ABC, 3, CH2, NULL), 0);
     /* The moderator's own message does not start a new quiet period, and a
