@@ -1959,6 +1959,167 @@ START_TEST(test_summary_preview_off_and_short)
 }
 END_TEST
 
+/* ---- reading tools: discussion_status, discussion_list (issue 16 items 5, 6) ---- */
+
+/* planner opens a discussion named name with these participants (a JSON
+ * array's text); returns its channel id into ch and the discussion id. */
+static int64_t open_named(const char *name, const char *participants, char ch[32])
+{
+    json_t *ctx = ctx_of("planner", ORIGIN), *res;
+    char params[512];
+    snprintf(params, sizeof params, "{\"name\":\"%s\",\"participants\":%s,"
+             "\"callbackChannelId\":\"%s\",\"discussGuide\":\"Decide.\"}", name,
+             participants, ORIGIN);
+    ck_assert_int_eq(tool("discord_channel_create", params, ctx, &res), OC_OK);
+    json_t *d = json_object_get(res, "details");
+    snprintf(ch, 32, "%s", json_string_value(json_object_get(d, "channelId")));
+    int64_t id = json_integer_value(json_object_get(d, "discussionId"));
+    json_decref(res);
+    json_decref(ctx);
+    return id;
+}
+
+/* discussion_status as agent from channel with params; status returned. */
+static int status_of(const char *agent, const char *channel, const char *params, json_t **res)
+{
+    json_t *ctx = ctx_of(agent, channel);
+    int rc = tool("discussion_status", params, ctx, res);
+    json_decref(ctx);
+    return rc;
+}
+
+static const char *dstr(const json_t *res, const char *key)
+{
+    return json_string_value(json_object_get(json_object_get(res, "details"), key));
+}
+
+START_TEST(test_status_tool)
+{
+    plugin_start();
+    char ch[32], other[32], params[128];
+    int64_t id = open_named("talk-one", "[\"reviewer\",\"coder\"]", ch);
+    int64_t id2 = open_named("talk-two", "[\"reviewer\"]", other);
+    json_t *res;
+    /* Without params, in the discussion channel: that discussion. */
+    ck_assert_int_eq(status_of("reviewer", ch, "{}", &res), OC_OK);
+    json_t *d = json_object_get(res, "details");
+    ck_assert_int_eq(json_integer_value(json_object_get(d, "discussionId")), id);
+    ck_assert_str_eq(dstr(res, "status"), "active");
+    ck_assert_str_eq(dstr(res, "name"), "talk-one");
+    ck_assert_str_eq(dstr(res, "initiator"), "planner");
+    ck_assert_str_eq(dstr(res, "role"), "participant");
+    ck_assert_str_eq(dstr(res, "originChannelId"), ORIGIN);
+    ck_assert_uint_eq(json_array_size(json_object_get(d, "participants")), 2);
+    ck_assert_ptr_nonnull(dstr(res, "createdAt"));
+    ck_assert(json_is_null(json_object_get(d, "closedAt")));
+    ck_assert(json_is_null(json_object_get(d, "summaryPath")));
+    json_t *turn = json_object_get(d, "turn");
+    ck_assert_str_eq(json_string_value(json_object_get(turn, "state")), "speaking");
+    ck_assert_str_eq(json_string_value(json_object_get(turn, "speaker")), "reviewer");
+    ck_assert_uint_eq(json_array_size(json_object_get(turn, "order")), 3);
+    ck_assert_uint_eq(json_array_size(json_object_get(turn, "passed")), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(turn, "agentMessages")), 0);
+    json_decref(res);
+    /* By id or channel from elsewhere: members only. */
+    snprintf(params, sizeof params, "{\"discussionId\":%lld}", (long long)id2);
+    ck_assert_int_eq(status_of("reviewer", ORIGIN, params, &res), OC_OK);
+    ck_assert_str_eq(dstr(res, "channelId"), other);
+    json_decref(res);
+    ck_assert_int_eq(status_of("coder", ORIGIN, params, &res), OC_ERR_DENIED);
+    json_decref(res);
+    snprintf(params, sizeof params, "{\"channelId\":\"%s\"}", other);
+    ck_assert_int_eq(status_of("coder", ch, params, &res), OC_ERR_DENIED);
+    json_decref(res);
+    ck_assert_int_eq(status_of("planner", ch, params, &res), OC_OK);
+    ck_assert_str_eq(dstr(res, "role"), "initiator");
+    json_decref(res);
+    /* What is not there, and bad params. */
+    ck_assert_int_eq(status_of("planner", ORIGIN, "{}", &res), OC_ERR_NOT_FOUND);
+    json_decref(res);
+    ck_assert_int_eq(status_of("planner", ORIGIN, "{\"discussionId\":9999}", &res),
+                     OC_ERR_NOT_FOUND);
+    json_decref(res);
+    snprintf(params, sizeof params, "{\"channelId\":\"%s\"}", ORIGIN);
+    ck_assert_int_eq(status_of("planner", ch, params, &res), OC_ERR_NOT_FOUND);
+    json_decref(res);
+    const char *bad[] = {"{\"discussionId\":0}", "{\"discussionId\":\"1\"}",
+                         "{\"channelId\":\"abc\"}", "{\"discussionId\":1,\"channelId\":\"5\"}",
+                         "{\"other\":1}"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        ck_assert_int_eq(status_of("planner", ch, bad[i], &res), OC_ERR_INVALID);
+        json_decref(res);
+    }
+    /* Closed: the end status, time and summary path. */
+    write_ws("plans/discussions/talk-one.md", "done\n");
+    ck_assert_int_eq(callback("planner", ch, "talk-one.md", &res), OC_OK);
+    json_decref(res);
+    ck_assert_int_eq(status_of("coder", ch, "{}", &res), OC_OK);
+    d = json_object_get(res, "details");
+    ck_assert_str_eq(dstr(res, "status"), "completed");
+    ck_assert_str_eq(dstr(res, "summaryPath"), "plans/discussions/talk-one.md");
+    ck_assert_ptr_nonnull(dstr(res, "closedAt"));
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(d, "turn"), "state")),
+                     "closed");
+    json_decref(res);
+}
+END_TEST
+
+static int list_of(const char *agent, const char *params, json_t **res)
+{
+    json_t *ctx = agent ? ctx_of(agent, ORIGIN) : json_pack("{s:s}", "channelId", ORIGIN);
+    int rc = tool("discussion_list", params, ctx, res);
+    json_decref(ctx);
+    return rc;
+}
+
+static const char *nth_channel(const json_t *res, size_t i)
+{
+    json_t *arr = json_object_get(json_object_get(res, "details"), "discussions");
+    return json_string_value(json_object_get(json_array_get(arr, i), "channelId"));
+}
+
+START_TEST(test_list_tool)
+{
+    plugin_start();
+    char a[32], b[32], c[32];
+    open_named("first", "[\"reviewer\",\"coder\"]", a);
+    open_named("second", "[\"reviewer\"]", b);
+    open_named("third", "[\"coder\"]", c);
+    json_t *res, *d;
+    /* coder: its own two, newest first. */
+    ck_assert_int_eq(list_of("coder", "{}", &res), OC_OK);
+    d = json_object_get(res, "details");
+    ck_assert_uint_eq(json_array_size(json_object_get(d, "discussions")), 2);
+    ck_assert_str_eq(nth_channel(res, 0), c);
+    ck_assert_str_eq(nth_channel(res, 1), a);
+    ck_assert(json_is_null(json_object_get(d, "nextOffset")));
+    json_decref(res);
+    /* planner pages through all three. */
+    ck_assert_int_eq(list_of("planner", "{\"limit\":2}", &res), OC_OK);
+    d = json_object_get(res, "details");
+    ck_assert_uint_eq(json_array_size(json_object_get(d, "discussions")), 2);
+    ck_assert_str_eq(nth_channel(res, 0), c);
+    ck_assert_str_eq(nth_channel(res, 1), b);
+    ck_assert_int_eq(json_integer_value(json_object_get(d, "nextOffset")), 2);
+    json_decref(res);
+    ck_assert_int_eq(list_of("planner", "{\"limit\":2,\"offset\":2}", &res), OC_OK);
+    d = json_object_get(res, "details");
+    ck_assert_uint_eq(json_array_size(json_object_get(d, "discussions")), 1);
+    ck_assert_str_eq(nth_channel(res, 0), a);
+    ck_assert(json_is_null(json_object_get(d, "nextOffset")));
+    json_decref(res);
+    /* No agent in the context, bad params. */
+    ck_assert_int_eq(list_of(NULL, "{}", &res), OC_ERR_DENIED);
+    json_decref(res);
+    const char *bad[] = {"{\"limit\":0}", "{\"limit\":51}", "{\"offset\":-1}",
+                         "{\"page\":1}"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        ck_assert_int_eq(list_of("planner", bad[i], &res), OC_ERR_INVALID);
+        json_decref(res);
+    }
+}
+END_TEST
+
 Suite *make_discuss_suite(void)
 {
     Suite *s = suite_create("discuss");
@@ -1994,6 +2155,13 @@ Suite *make_discuss_suite(void)
     tcase_add_test(tc, test_summary_template_refused_at_init);
     tcase_add_test(tc, test_summary_preview);
     tcase_add_test(tc, test_summary_preview_off_and_short);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("reading");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_status_tool);
+    tcase_add_test(tc, test_list_tool);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("create");
