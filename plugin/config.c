@@ -330,8 +330,17 @@ static int parse_summary(const json_t *obj, dg_config *c, char *err, size_t err_
         free(c->summary_template);
         c->summary_template = abs;
     }
-    return get_int(obj, "previewChars", "discussion.previewChars", 400, 0, 4000,
-                   &c->preview_chars, err, err_len);
+    if ((rc = get_int(obj, "previewChars", "discussion.previewChars", 400, 0, 4000,
+                      &c->preview_chars, err, err_len)))
+        return rc;
+    if ((rc = get_string(obj, "archiveChannelId", "discussion.archiveChannelId", 0,
+                         &c->archive_channel_id, err, err_len)))
+        return rc;
+    if (c->archive_channel_id && !dg_is_snowflake(c->archive_channel_id))
+        return dg_fail(err, err_len, OC_ERR_INVALID,
+                       "config: \"discussion.archiveChannelId\" must be a Discord channel id "
+                       "(a snowflake string of 1-20 digits) the moderator may post in");
+    return OC_OK;
 }
 
 static int parse_all(const json_t *json, dg_config *c, char *err, size_t err_len)
@@ -343,7 +352,7 @@ static int parse_all(const json_t *json, dg_config *c, char *err, size_t err_len
     static const char *const disc_keys[] = {"maxGuideChars", "maxSummaryBytes",
                                             "closedNoticeCooldownSec", "reminderAfterSec",
                                             "maxLifetimeSec", "summaryDir", "summaryTemplate",
-                                            "previewChars", NULL};
+                                            "previewChars", "archiveChannelId", NULL};
     static const char *const outbox_keys[] = {"retentionSec", NULL};
     int rc;
     if (!json_is_object(json))
@@ -484,6 +493,7 @@ void dg_config_free(dg_config *c)
     free(c->templates_dir);
     free(c->summary_dir);
     free(c->summary_template);
+    free(c->archive_channel_id);
     free(c->path_base);
     free(c->discord_api_base);
     free(c->discord_guild_id);

@@ -53,6 +53,7 @@ typedef struct dg_config {
                                  * initiator's workspace, no trailing '/' */
     char *summary_template;     /* discussion.summaryTemplate: absolute path, NULL: none */
     long preview_chars;         /* discussion.previewChars: 0 = no preview */
+    char *archive_channel_id;   /* discussion.archiveChannelId: snowflake, NULL: no index */
     long outbox_retention_sec;  /* sent/failed outbox rows and closed-notice marks kept this long */
 } dg_config;
 

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "discord.h"
+#include "discuss_archive.h"
 #include "outbox.h"
 #include "paths.h"
 #include "store.h"
@@ -1161,6 +1162,8 @@ static int close_discussion(dg_plugin *p, const dg_discussion *d, const char *re
                                initiator_uid ? 1 : 0, now);
     }
     if (rc == OC_OK)
+        rc = dg_discuss_archive_locked(p, d, "completed", rel_path, now);
+    if (rc == OC_OK)
         rc = dg_store_commit(p->store);
     else {
         if (rc != OC_ERR_CONFLICT)
@@ -1428,6 +1431,8 @@ static int timer_one(dg_plugin *p, const char *channel, int64_t now, int64_t rem
             rc = dg_turns_wake_with_result(st, d.origin_channel_id, d.initiator_agent_id, now);
         if (rc == OC_OK)
             rc = dg_outbox_enqueue(st, d.origin_channel_id, text, mention, uid ? 1 : 0, now);
+        if (rc == OC_OK)
+            rc = dg_discuss_archive_locked(p, &d, "expired", NULL, now);
     } else {
         /* The wrap-up request also answers the current quiet period. */
         if (rc == OC_OK && act == TIMER_WRAPUP)
@@ -1556,6 +1561,8 @@ int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id,
         rc = dg_turns_wake_with_result(st, d.origin_channel_id, d.initiator_agent_id, now_ms);
     if (rc == OC_OK)
         rc = dg_outbox_enqueue(st, d.origin_channel_id, text, mention, uid ? 1 : 0, now_ms);
+    if (rc == OC_OK)
+        rc = dg_discuss_archive_locked(p, &d, "closed-by-admin", f.rel_path, now_ms);
     if (rc == OC_OK) {
         *closed = 1;
         snprintf(msg, msg_len, "discussion closed (status closed-by-admin%s%s); the result "

@@ -544,6 +544,31 @@ START_TEST(test_admin_close_with_summary_closes_like_a_callback)
 }
 END_TEST
 
+/* With discussion.archiveChannelId the admin's close appends the index line. */
+START_TEST(test_admin_close_appends_archive_line)
+{
+    tth_free(&H);
+    tth_start(&H, "channel", "\"discussion\":{\"archiveChannelId\":\"300000000000000099\"},"
+              ADMINS);
+    char *ws = tu_mkdtemp();
+    open_active_discussion(CH2, ws);
+    admin_says(CH2, NULL, "!dirigent close", NULL);
+    size_t n;
+    dg_outbox_row *rows = outbox(&n);
+    int lines = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(rows[i].channel_id, "300000000000000099") == 0) {
+            lines++;
+            ck_assert_ptr_nonnull(strstr(rows[i].content, "| <#" CH2 "> | closed-by-admin | "
+                                                          "summary `none`"));
+        }
+    ck_assert_int_eq(lines, 1);
+    dg_outbox_rows_free(rows, n);
+    tu_rmtree(ws);
+    free(ws);
+}
+END_TEST
+
 START_TEST(test_admin_close_refusals_change_nothing)
 {
     char *ws = tu_mkdtemp();
@@ -678,6 +703,7 @@ Suite *make_admin_suite(void)
     tcase_add_test(ch, test_closed_channel_answers_closed);
     tcase_add_test(ch, test_admin_close_with_summary_closes_like_a_callback);
     tcase_add_test(ch, test_admin_close_refusals_change_nothing);
+    tcase_add_test(ch, test_admin_close_appends_archive_line);
     suite_add_tcase(s, ch);
 
     TCase *th = tcase_create("thread_policy");

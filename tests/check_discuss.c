@@ -2120,6 +2120,57 @@ START_TEST(test_list_tool)
 }
 END_TEST
 
+#define ARCHIVE "4000000000000000099"
+
+/* The outbox rows queued for channel (pending or sent). */
+static int outbox_rows_for(const char *channel)
+{
+    char what[128];
+    snprintf(what, sizeof what, "outbox WHERE channel_id = '%s'", channel);
+    return count_rows(what);
+}
+
+/* discussion.archiveChannelId: a closed discussion's line goes there once;
+ * a refused callback adds none; without the key nothing is posted there. */
+START_TEST(test_archive_index_line)
+{
+    ck_assert_int_eq(fake_discord_add_channel(fd, ARCHIVE, "archive", NULL), 0);
+    snprintf(extra_disc, sizeof extra_disc, ",\"archiveChannelId\":\"%s\"", ARCHIVE);
+    plugin_start();
+    char ch[32];
+    open_named("talk-arch", "[\"reviewer\"]", ch);
+    json_t *res;
+    ck_assert_int_eq(callback("planner", ch, "missing.md", &res), OC_ERR_NOT_FOUND);
+    json_decref(res);
+    ck_assert_int_eq(outbox_rows_for(ARCHIVE), 0);
+    write_ws("plans/discussions/talk-arch.md", "done\n");
+    ck_assert_int_eq(callback("planner", ch, "talk-arch.md", &res), OC_OK);
+    json_decref(res);
+    char *line = message_text(ARCHIVE, 0);
+    char want[256];
+    snprintf(want, sizeof want, "| <#%s> | completed | summary `plans/discussions/talk-arch.md`",
+             ch);
+    has_text(line, "talk-arch | initiator planner | ");
+    has_text(line, " UTC | ");
+    has_text(line, want);
+    ck_assert_ptr_null(strchr(line, '\n'));
+    free(line);
+    plugin_restart();
+    ck_assert_int_eq(callback("planner", ch, "talk-arch.md", &res), OC_ERR_CONFLICT);
+    json_decref(res);
+    ck_assert_int_eq(outbox_rows_for(ARCHIVE), 1);
+    /* Without the key: no line anywhere but the origin. */
+    plugin_stop();
+    extra_disc[0] = '\0';
+    plugin_start();
+    open_named("talk-quiet", "[\"reviewer\"]", ch);
+    write_ws("plans/discussions/talk-quiet.md", "done\n");
+    ck_assert_int_eq(callback("planner", ch, "talk-quiet.md", &res), OC_OK);
+    json_decref(res);
+    ck_assert_int_eq(outbox_rows_for(ARCHIVE), 1);
+}
+END_TEST
+
 Suite *make_discuss_suite(void)
 {
     Suite *s = suite_create("discuss");
@@ -2162,6 +2213,7 @@ Suite *make_discuss_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_status_tool);
     tcase_add_test(tc, test_list_tool);
+    tcase_add_test(tc, test_archive_index_line);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("create");

@@ -779,7 +779,8 @@ END_TEST
 START_TEST(test_discussion_lifetime_wrapup_then_expiry)
 {
     tth_free(&H);
-    tth_start(&H, "channel", "\"discussion\":{\"reminderAfterSec\":0,\"maxLifetimeSec\":3600}");
+    tth_start(&H, "channel", "\"discussion\":{\"reminderAfterSec\":0,\"maxLifetimeSec\":3600,"
+                             "\"archiveChannelId\":\"300000000000000099\"}");
     open_discussion(CH2, TTH_ALPHA, BC, 2);
     tth_advance(&H, 3599 * 1000);
     sweep_now();
@@ -826,6 +827,11 @@ START_TEST(test_discussion_lifetime_wrapup_then_expiry)
     sweep_now();
     ck_assert_int_eq(tth_outbox_count(&H, ORIGIN), 1);
     ck_assert_int_eq(tth_outbox_count(&H, CH2), 1);
+    /* One archive index line (discussion.archiveChannelId), once. */
+    ck_assert_int_eq(tth_outbox_count(&H, "300000000000000099"), 1);
+    ck_assert_int_eq(outbox_with("300000000000000099", CH2 " | initiator " TTH_ALPHA " | "), 1);
+    ck_assert_int_eq(outbox_with("300000000000000099", "| <#" CH2 "> | expired | summary `none`"),
+                     1);
 }
 END_TEST
 
