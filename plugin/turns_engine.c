@@ -36,6 +36,7 @@
 #include <time.h>
 
 #include "agent_names.h"
+#include "admin_sessions.h"
 #include "discuss.h"
 #include "outbox.h"
 #include "silent.h"
@@ -1645,6 +1646,8 @@ static const char *admin_cmd_name(dg_admin_cmd cmd)
     case DG_ADMIN_WAKE: return "wake";
     case DG_ADMIN_SKIP: return "skip";
     case DG_ADMIN_CLOSE: return "close";
+    case DG_ADMIN_ROTATE: return "rotate";
+    case DG_ADMIN_CANCEL: return "cancel";
     case DG_ADMIN_HELP: return "help";
     case DG_ADMIN_NONE: break;
     }
@@ -1692,8 +1695,19 @@ static void admin_status(const dg_turns *t, const scope_rec *r, const dg_turn_st
  * and opens no thread of its own -- a command is not speech. The state
  * change and the reply commit together. Writer held.
  */
+/* `rotate` / `cancel` call the host, which Dirigent never does under a lock:
+ * admin_locked records what to do here, dg_turns_message does it after the
+ * commit and posts the reply in a second short transaction. */
+typedef struct owner_action {
+    dg_admin_cmd cmd;                 /* DG_ADMIN_NONE: nothing to do */
+    char channel[DG_SCOPE_ID_MAX];
+    char thread[DG_SCOPE_ID_MAX];     /* "" at the top level */
+    char post[DG_SCOPE_ID_MAX];       /* where the reply goes */
+    char speaker[72];                 /* cancel: the speaker's agent id, "" nobody */
+} owner_action;
+
 static int admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, int64_t now,
-                        int *kick)
+                        int *kick, owner_action *oa)
 {
     chan_rec *c;
     int rc;
@@ -1754,6 +1768,18 @@ static int admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd,
             }
             reply_add(&b, DG_ADMIN_REPLY_PREFIX "%s", msg);
         }
+    } else if (cmd == DG_ADMIN_ROTATE || cmd == DG_ADMIN_CANCEL) {
+        /* Host calls after the commit (owner_action); the turn state stays
+         * (an aborted run ends with agent_end like any other). */
+        dg_turn_state view = r->st;
+        dg_turn_expire(&view, &x, now, NULL);
+        int sp = view.active ? dg_turn_speaker(&view, &x) : DG_NOBODY;
+        oa->cmd = cmd;
+        snprintf(oa->channel, sizeof oa->channel, "%s", c->id);
+        snprintf(oa->thread, sizeof oa->thread, "%s", m->thread_id ? m->thread_id : "");
+        snprintf(oa->post, sizeof oa->post, "%s", post);
+        snprintf(oa->speaker, sizeof oa->speaker, "%s", sp != DG_NOBODY ? c->members[sp] : "");
+        return OC_OK;
     } else if (cmd == DG_ADMIN_REST) {
         dg_turn_expire(&next, &x, now, &fx);
         fx.handoff_to = DG_NOBODY; /* nobody is woken into a resting scope */
@@ -1808,7 +1834,9 @@ static int admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd,
                   "state), `!dirigent rest` (put it to sleep now), `!dirigent wake [@agent]` "
                   "(give the first agent, or the one mentioned, the turn), `!dirigent skip` "
                   "(pass the current speaker's turn on), `!dirigent close [summaryPath]` (in a "
-                  "discussion channel: close it now, status closed-by-admin).");
+                  "discussion channel: close it now, status closed-by-admin), `!dirigent "
+                  "rotate` (end this scope's sessions: the next message opens fresh ones), "
+                  "`!dirigent cancel` (abort the speaker's run in flight).");
     }
     if (b.nomem) {
         free(b.s);
@@ -1878,9 +1906,33 @@ static int deliver_locked(dg_turns *t, const dg_turn_session *rs)
     return install(t, r, &next);
 }
 
+/* The host calls of `rotate` / `cancel` (no lock held), then their reply in
+ * its own transaction. OC_OK when the reply was queued. */
+static int owner_reply(dg_turns *t, const owner_action *oa, int64_t now)
+{
+    char msg[512], text[600];
+    const char *thread = oa->thread[0] ? oa->thread : NULL;
+    if (oa->cmd == DG_ADMIN_ROTATE)
+        dg_admin_rotate(t->p, oa->channel, thread, msg, sizeof msg);
+    else
+        dg_admin_cancel(t->p, oa->channel, thread, oa->speaker[0] ? oa->speaker : NULL, msg,
+                        sizeof msg);
+    snprintf(text, sizeof text, DG_ADMIN_REPLY_PREFIX "%s", msg);
+    if (txn_begin(t) != OC_OK)
+        return OC_ERR_IO;
+    int queued = 0;
+    int rc = enqueue(t, oa->post, text, NULL, now, &queued);
+    rc = finish(t, rc);
+    if (rc != OC_OK)
+        dg_log(t->p, OC_LOG_WARN, "turns: the reply to \"!dirigent %s\" in %s could not be "
+               "queued (%s); the command itself was carried out", admin_cmd_name(oa->cmd),
+               oa->channel, oc_status_name(rc));
+    return rc == OC_OK && queued ? OC_OK : OC_ERR_IO;
+}
+
 static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind kind,
                          const dg_agent_cfg *sender_agent, int admin, dg_admin_cmd cmd,
-                         int64_t now, int *kick)
+                         int64_t now, int *kick, owner_action *oa)
 {
     dg_store *st = t->p->store;
     int rc;
@@ -1900,7 +1952,7 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
             return rc;
     }
     if (cmd != DG_ADMIN_NONE)
-        return admin_locked(t, m, cmd, now, kick);
+        return admin_locked(t, m, cmd, now, kick, oa);
     /* Once per message (after the dedup), and a first-character test for
      * nearly every ordinary message. */
     if (kind == DG_SENDER_HUMAN && !admin && dg_admin_parse(m->content) != DG_ADMIN_NONE)
@@ -2063,7 +2115,8 @@ int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err
         return OC_ERR_IO;
     }
     int kick = 0;
-    int rc = ingest_locked(t, m, kind, agent, admin, cmd, now, &kick);
+    owner_action oa = {.cmd = DG_ADMIN_NONE};
+    int rc = ingest_locked(t, m, kind, agent, admin, cmd, now, &kick, &oa);
     if (rc)
         snprintf(err, err_len, "message_received: could not record message %s of channel %s "
                  "(%s: %s)", m->message_id ? m->message_id : "(no id)", m->channel_id,
@@ -2074,6 +2127,8 @@ int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err
         snprintf(err, err_len, "message_received: the state database did not commit message %s "
                  "of channel %s; nothing of it was recorded", m->message_id ? m->message_id
                  : "(no id)", m->channel_id);
+    if (rc == OC_OK && oa.cmd != DG_ADMIN_NONE && owner_reply(t, &oa, now) == OC_OK)
+        kick = 1;
     if (rc == OC_OK && kick)
         dg_outbox_kick(t->p->outbox);
     if (rc == OC_OK)
