@@ -9,6 +9,9 @@
 #include <stdatomic.h>
 #include "store.h"
 
+/* "Dirg" in the database header: PRAGMA application_id of our files. */
+#define DG_APPLICATION_ID 0x44697267
+
 #define DG_STMT_CACHE 256 /* power of two; distinct SQL statement sites */
 #define DG_NOTED_MAX 8    /* channels a transaction remembers having logged */
 #define DG_NOTED_LEN 64
@@ -48,6 +51,9 @@ sqlite3_stmt *dg_store_stmt(dg_store *st, const char *sql);
 /* Bind a C string, NULL as SQL NULL. Returns the sqlite3 rc. */
 int dg_store_bind_text(sqlite3_stmt *s, int idx, const char *text);
 
+/* The integer a one-value statement (a PRAGMA) answers into *out; a SQLite rc. */
+int dg_store_pragma_int(sqlite3 *db, const char *sql, int *out);
+
 /* Copy a text column (NULL stays NULL); caller frees. */
 char *dg_store_col_dup(sqlite3_stmt *s, int col);
 
@@ -63,6 +69,7 @@ char *dg_store_col_dup(sqlite3_stmt *s, int col);
  *   v7 store_discuss.c discussion timers and end status (issue 16)
  *   v8 store_shared.c  change log and leases: instances sharing a store (issue 17)
  *   v9 store_discuss_index.c  discussion channel names, members by agent (issue 16)
+ *   v10 store_transitions.c turn transitions with their causes (issue 16)
  * Append new steps only; never edit a released one.
  */
 extern const char *const dg_schema_steps[];
@@ -76,6 +83,7 @@ extern const char dg_schema_v6_turn_runs[];
 extern const char dg_schema_v7_discuss_timers[];
 extern const char dg_schema_v8_shared[];
 extern const char dg_schema_v9_discuss_index[];
+extern const char dg_schema_v10_transitions[];
 
 /* Open the probe connection of st on path (store_shared.c); OC_OK or
  * OC_ERR_IO with a sentence in err. Init only. */

@@ -422,14 +422,22 @@ int dg_store_turns_runs_prune(dg_store *st, int64_t before_ms, long *removed)
 
 int dg_store_turns_active_scopes(dg_store *st, dg_scope **out, size_t *n)
 {
-    static const char SQL_ACTIVE[] =
-        "SELECT channel_id, k FROM turn_ledger WHERE k >= '~' AND active = 1";
+    return dg_store_turns_scopes(st, 1, out, n);
+}
+
+int dg_store_turns_scopes(dg_store *st, int active_only, dg_scope **out, size_t *n)
+{
+    static const char SQL_SCOPES[] =
+        "SELECT channel_id, k FROM turn_ledger WHERE k >= '~' AND (?1 = 0 OR active = 1)"
+        " ORDER BY channel_id, k";
     *out = NULL;
     *n = 0;
-    /* Run once per start (a scan): prepared on the spot, not cached. */
+    /* Run once per start or per operator's call (a scan): prepared on the
+     * spot, not cached. */
     sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(st->db, SQL_ACTIVE, -1, &s, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(st->db, SQL_SCOPES, -1, &s, NULL) != SQLITE_OK)
         return OC_ERR_IO;
+    sqlite3_bind_int(s, 1, active_only ? 1 : 0);
     int rc;
     size_t cap = 0;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {

@@ -27,7 +27,8 @@ typedef struct dg_turn_view {
 
 /*
  * The view of scope sc at now_ms into *out (caller clears it), with cfg for
- * who is a configured agent and the timeouts. Inside the caller's store
+ * who is a configured agent and the timeouts (cfg NULL, a reader without
+ * the plugin's config: every member counts, no timeout is applied). Inside the caller's store
  * transaction. OC_OK (also when the scope has no state: has_state 0), or a
  * negative oc_status.
  */

@@ -37,6 +37,7 @@
 
 #include "agent_names.h"
 #include "admin_sessions.h"
+#include "store_transitions.h"
 #include "discuss.h"
 #include "outbox.h"
 #include "silent.h"
@@ -812,9 +813,44 @@ static int install(dg_turns *t, scope_rec *r, const dg_turn_state *st)
     return OC_OK;
 }
 
-static int save_scope(dg_turns *t, scope_rec *r, const dg_turn_state *st, int64_t now)
+/* The transitions log row of r going from r->st to st (store_transitions.h). */
+static int log_transition(dg_turns *t, const scope_rec *r, const dg_turn_state *st, int64_t now,
+                          const char *cause)
 {
-    int rc = dg_store_turns_scope_save(t->p->store, &r->scope, r->post_channel, st, r->in_db,
+    const chan_rec *c = r->chan;
+    dg_turn_ctx x;
+    make_ctx(t, c, &x);
+    int before = r->in_db && r->st.active ? dg_turn_speaker(&r->st, &x) : DG_NOBODY;
+    int after = st->active ? dg_turn_speaker(st, &x) : DG_NOBODY;
+    char scope[DG_SCOPE_ID_MAX + 8], passed[512] = "";
+    if (r->scope.kind == DG_SCOPE_THREAD)
+        snprintf(scope, sizeof scope, "thread:%s", r->scope.root);
+    else
+        snprintf(scope, sizeof scope, "conversation");
+    for (int i = 0; i < c->n; i++)
+        if (st->silent & ((uint64_t)1 << i)) {
+            size_t used = strlen(passed);
+            snprintf(passed + used, sizeof passed - used, "%s%s", used ? "," : "", c->members[i]);
+        }
+    dg_transition tr = {
+        .at_ms = now, .scope = scope, .cause = (char *)cause,
+        .speaker_before = before != DG_NOBODY ? c->members[before] : NULL,
+        .speaker_after = after != DG_NOBODY ? c->members[after] : NULL,
+        .state = c->mode == DG_MODE_CLOSED ? "closed" : st->active ? "speaking"
+               : st->rested ? "resting" : "dormant",
+        .passed = passed, .agent_msgs = st->agent_msgs,
+    };
+    return dg_store_transition_add(t->p->store, c->id, &tr);
+}
+
+/* Write r's new state st with why it changed (cause: a sentence for the
+ * operator's view, dirigent-ctl why). */
+static int save_scope(dg_turns *t, scope_rec *r, const dg_turn_state *st, int64_t now,
+                      const char *cause)
+{
+    int rc = log_transition(t, r, st, now, cause);
+    if (rc == OC_OK)
+        rc = dg_store_turns_scope_save(t->p->store, &r->scope, r->post_channel, st, r->in_db,
                                        now);
     if (rc == OC_OK)
         r->in_db = 1;
@@ -1299,7 +1335,11 @@ static int expire_scope(dg_turns *t, const dg_scope *sc)
                    "channel %s (%s); the turn passes on", late >= 0 && late < c->n
                    ? c->members[late] : "the speaker", (long)t->p->cfg.turn_timeout_sec, c->id,
                    dg_scope_label(&r->scope, label));
-            if ((rc = save_scope(t, r, &next, now)) == OC_OK &&
+            char cause[160];
+            snprintf(cause, sizeof cause, "%s did not finish within turn.timeoutSec (%lds): "
+                     "timed out", late >= 0 && late < c->n ? c->members[late] : "the speaker",
+                     (long)t->p->cfg.turn_timeout_sec);
+            if ((rc = save_scope(t, r, &next, now, cause)) == OC_OK &&
                 (rc = queue_effects(t, r, &fx, &next, now, &kick)) == OC_OK)
                 rc = install(t, r, &next);
         }
@@ -1734,6 +1774,9 @@ static int admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd,
     char label[DG_SCOPE_LABEL_MAX];
     dg_log(t->p, OC_LOG_INFO, "turns: admin %s ran \"!dirigent %s\" in channel %s (%s)",
            m->sender_id, admin_cmd_name(cmd), c->id, dg_scope_label(&r->scope, label));
+    char cause[160];
+    snprintf(cause, sizeof cause, "admin command !dirigent %s by %s", admin_cmd_name(cmd),
+             m->sender_id);
 
     dg_turn_ctx x;
     make_ctx(t, c, &x);
@@ -1843,7 +1886,7 @@ static int admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd,
         return OC_ERR_NOMEM;
     }
     if (changes && (!dg_turn_state_same(&next, &r->st) || !r->in_db))
-        rc = save_scope(t, r, &next, now);
+        rc = save_scope(t, r, &next, now, cause);
     int queued = 0;
     if (rc == OC_OK)
         rc = enqueue(t, post, b.s, mention, now, &queued);
@@ -2060,7 +2103,15 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
     next.awaiting = staged(t, r)->awaiting; /* a delivery above may have ended a wait */
     dg_turn_on_message(&next, &x, kind, pos, mentions, now, &fx);
     if (!dg_turn_state_same(&next, &r->st) || !r->in_db) {
-        if ((rc = save_scope(t, r, &next, now)))
+        static const char *const kinds[] = {"human", "agent", "bot", "moderator",
+                                            "moderator hand-off"};
+        char cause[200];
+        snprintf(cause, sizeof cause, "message %s from %s %s%s%s%s",
+                 m->message_id ? m->message_id : "(no id)",
+                 (unsigned)kind < sizeof kinds / sizeof *kinds ? kinds[kind] : "sender",
+                 m->sender_id, pos != DG_NOBODY ? " (" : "", pos != DG_NOBODY ? c->members[pos]
+                 : "", pos != DG_NOBODY ? ")" : "");
+        if ((rc = save_scope(t, r, &next, now, cause)))
             return rc;
     }
     if ((rc = queue_effects(t, r, &fx, &next, now, kick)))
@@ -2316,7 +2367,7 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
             dg_turn_on_run_end(&next, &x, e->pos, DG_RUN_SILENT, 1, 0, now, &fx);
             changed = !dg_turn_state_same(&next, &r->st);
             if ((changed || !r->in_db) && e->pos != DG_NOBODY)
-                rc = save_scope(t, r, &next, now);
+                rc = save_scope(t, r, &next, now, "a claimed run (before_agent_reply) passed");
             if (rc == OC_OK)
                 rc = queue_effects(t, r, &fx, &next, now, &kick);
             if (rc == OC_OK)
@@ -2519,7 +2570,11 @@ static int run_end_locked(dg_turns *t, const dg_turn_session *s, dg_run_outcome 
     dg_turn_effects_init(&fx);
     dg_turn_state next = r->st;
     dg_turn_on_run_end(&next, &x, fresh->pos, outcome, saw_latest, granted, now, &fx);
-    if ((!dg_turn_state_same(&next, &r->st) || !r->in_db) && (rc = save_scope(t, r, &next, now)))
+    char cause[200];
+    snprintf(cause, sizeof cause, "run of %s ended: %s%s", s->agent_id,
+             outcome == DG_RUN_SPOKE ? "spoke" : outcome == DG_RUN_SILENT ? "passed (silent)"
+             : "tool calls only", saw_latest ? "" : " (it answered an older message)");
+    if ((!dg_turn_state_same(&next, &r->st) || !r->in_db) && (rc = save_scope(t, r, &next, now, cause)))
         return rc;
     if ((rc = queue_effects(t, r, &fx, &next, now, kick)))
         return rc;
