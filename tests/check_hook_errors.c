@@ -253,6 +253,104 @@ START_TEST(payload_without_a_recorded_state_is_an_error)
 END_TEST
 
 
+/* ---- context decoding refusals (hooks.c) and the claim hooks' refusals ---- */
+
+#define LONG_ID "1234567890123456789012345678901234567890123456789012345678901234567890" \
+                "1234567890123456789012345678901234567890"  /* 110: over DG_SCOPE_ID_MAX */
+
+START_TEST(session_ctx_refusals)
+{
+    /* A too-long channel or thread id is refused and named; so is a
+     * non-string run id; a key without agent: is not ours. */
+    json_t *r = NULL;
+    ck_assert_int_eq(call("before_agent_reply", "{}", "{\"agentId\":\"bravo\",\"channelId\":\""
+                          LONG_ID "\"}", &r), OC_ERR_INVALID);
+    ck_assert(tth_log_has(&H, "ctx.channelId is longer than"));
+    ck_assert_int_eq(call("agent_end", "{\"output\":\"x\",\"toolCalls\":0}",
+                          "{\"agentId\":\"bravo\",\"channelId\":\"" CH "\",\"threadId\":\""
+                          LONG_ID "\"}", &r), OC_ERR_INVALID);
+    ck_assert(tth_log_has(&H, "ctx.threadId is longer than"));
+    ck_assert_int_eq(call("before_agent_reply", "{}", "{\"agentId\":7}", &r), OC_ERR_INVALID);
+    ck_assert(tth_log_has(&H, "before_agent_reply: ctx.agentId is not a string"));
+    /* Not in a channel (no channel anywhere): nothing to decide. */
+    ck_assert_int_eq(call("before_agent_reply", "{}", "{\"agentId\":\"bravo\"}", &r), OC_OK);
+    ck_assert_ptr_null(r);
+    /* Without a session key one is made from agent and channel. */
+    ck_assert_int_eq(call("before_agent_reply", "{\"cleanedBody\":\"hi\"}",
+                          "{\"agentId\":\"bravo\",\"channelId\":\"" CH "\",\"threadId\":\""
+                          "330000000000000009\"}", &r), OC_OK);
+    json_decref(r);
+    r = NULL;
+    ck_assert_int_eq(call("before_agent_reply", "{\"runId\":5}", BRAVO_CTX, &r),
+                     OC_ERR_INVALID);
+    ck_assert(tth_log_has(&H, "before_agent_reply: event.runId of bravo is not a string"));
+    ck_assert_int_eq(call("before_agent_reply", "{\"cleanedBody\":[]}", BRAVO_CTX, &r),
+                     OC_ERR_INVALID);
+    ck_assert(tth_log_has(&H, "event.cleanedBody of bravo is not a string"));
+    ck_assert_ptr_null(r);
+}
+END_TEST
+
+START_TEST(agent_end_refusals)
+{
+    json_t *r = NULL;
+    /* toolCalls as an array counts its entries; a non-string ctx.runId is
+     * refused; a ctx that names no channel is not ours. */
+    ck_assert_int_eq(call("agent_end", "{\"output\":\"\",\"toolCalls\":[{},{}]}", BRAVO_CTX, &r),
+                     OC_OK);
+    ck_assert_int_eq(call("agent_end", "{\"output\":\"x\",\"toolCalls\":0}",
+                          "{\"agentId\":\"bravo\",\"channelId\":\"" CH "\",\"runId\":1}", &r),
+                     OC_ERR_INVALID);
+    ck_assert(tth_log_has(&H, "ctx.runId is not a string"));
+    ck_assert_int_eq(call("agent_end", "{\"output\":\"x\",\"toolCalls\":0}", "{\"agentId\":1}",
+                          &r), OC_ERR_INVALID);
+    ck_assert(tth_log_has(&H, "agent_end: ctx.agentId is not a string"));
+    ck_assert_int_eq(call("agent_end", "{\"output\":\"x\",\"toolCalls\":0}",
+                          "{\"agentId\":\"bravo\"}", &r), OC_OK);
+    ck_assert_ptr_null(r);
+}
+END_TEST
+
+START_TEST(outbound_ctx_refusals)
+{
+    json_t *r = NULL;
+    /* message_sending in the gateway's shape: a non-string agentId,
+     * conversationId or event.to is refused; a too-long thread id too; the
+     * channel may come from conversationId or event.to; a direct session
+     * is a DM. */
+    ck_assert_int_eq(call("message_sending", "{\"content\":\"x\"}", "{\"agentId\":[]}", &r),
+                     OC_ERR_INVALID);
+    ck_assert_int_eq(call("message_sending", "{\"content\":\"x\"}",
+                          "{\"channelId\":\"discord\",\"conversationId\":3}", &r),
+                     OC_ERR_INVALID);
+    ck_assert_int_eq(call("message_sending", "{\"content\":\"x\",\"to\":9}",
+                          "{\"channelId\":\"discord\",\"sessionKey\":\"agent:bravo:main\"}", &r),
+                     OC_ERR_INVALID);
+    ck_assert(tth_log_has(&H, "event.to is not a string"));
+    ck_assert_int_eq(call("message_sending", "{\"content\":\"x\"}",
+                          "{\"channelId\":\"discord\",\"sessionKey\":\"agent:bravo:main\","
+                          "\"conversationId\":\"channel:" CH "\",\"threadId\":\"" LONG_ID "\"}",
+                          &r), OC_ERR_INVALID);
+    ck_assert(tth_log_has(&H, "ctx.threadId is longer than"));
+    alpha_speaks();
+    ck_assert_int_eq(call("message_sending", "{\"content\":\"x\",\"to\":\"channel:" CH "\"}",
+                          "{\"channelId\":\"discord\",\"sessionKey\":\"agent:bravo:main\"}", &r),
+                     OC_OK);
+    ck_assert(json_is_true(json_object_get(r, "cancel"))); /* bravo does not hold the turn */
+    json_decref(r);
+    r = NULL;
+    ck_assert_int_eq(call("message_sending", "{\"content\":\"x\"}",
+                          "{\"channelId\":\"discord\",\"sessionKey\":\"agent:bravo:main\","
+                          "\"conversationId\":\"user:5\"}", &r), OC_OK);
+    ck_assert_ptr_null(r); /* no channel: not ours */
+    ck_assert_int_eq(call("message_sending", "{\"content\":\"x\"}",
+                          "{\"channelId\":\"discord\",\"sessionKey\":"
+                          "\"agent:bravo:discord:direct:200000000000000001\","
+                          "\"conversationId\":\"channel:" CH "\"}", &r), OC_OK);
+    json_decref(r);
+}
+END_TEST
+
 /* ---- out of memory ---------------------------------------------------------
  * A turn in CH as steps, each one hook call. oom_step_k plays steps before
  * k as usual, then step k once per allocation it makes, with that
@@ -353,6 +451,9 @@ Suite *make_hook_errors_suite(void)
     tcase_add_test(tc, payload_session_key_from_the_event);
     tcase_add_test(tc, payload_bad_fields_refused);
     tcase_add_test(tc, payload_without_a_recorded_state_is_an_error);
+    tcase_add_test(tc, session_ctx_refusals);
+    tcase_add_test(tc, agent_end_refusals);
+    tcase_add_test(tc, outbound_ctx_refusals);
     suite_add_tcase(s, tc);
     TCase *oom = tcase_create("oom");
     tcase_set_timeout(oom, 600);
