@@ -284,7 +284,7 @@ check-faults: deps-ok $(TEST_DEPS)
 # (scripts/deps.sh --fuzz installs them); nothing else needs them.
 FUZZ_HOOKS := message_received before_model_resolve before_prompt_build message_sending \
               agent_end before_agent_reply reply_payload_sending
-FUZZ_TOOLS := discord_channel_create discuss-callback
+FUZZ_TOOLS := discord_channel_create discuss-callback discussion_status discussion_list
 FUZZ_UNITS := $(patsubst tests/fuzz/fuzz_%.c,%,$(filter-out tests/fuzz/fuzz_plugin.c \
               tests/fuzz/fuzz_host.c tests/fuzz/fuzz_util.c,$(wildcard tests/fuzz/fuzz_*.c)))
 FUZZ_TARGETS := $(FUZZ_HOOKS:%=hook_%) $(subst -,_,$(FUZZ_TOOLS:%=tool_%)) $(FUZZ_UNITS)

@@ -1910,7 +1910,9 @@ START_TEST(test_summary_template_headings)
     write_ws("plans/s.md", "  ## Decision  \r\nFriday.\n## Open questions\n# Summary layout");
     ck_assert_int_eq(callback("planner", ch, "plans/s.md", &res), OC_OK);
     json_decref(res);
-    ck_assert_int_eq(load_row(ch).status, DG_DISCUSSION_CLOSED);
+    row = load_row(ch);
+    ck_assert_int_eq(row.status, DG_DISCUSSION_CLOSED);
+    dg_discussion_clear(&row);
 }
 END_TEST
 
