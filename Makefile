@@ -21,10 +21,11 @@
 #   common/*.c             -> rules shared by the plugin and ocgw (token shape, agent
 #                             ids): built into both, so each rule exists once
 
-PKGS      := jansson sqlite3 libcurl libmicrohttpd
+PKGS      := jansson sqlite3 libcurl libmicrohttpd libpq
 TEST_PKGS := check
 DEB_PKGS  := build-essential pkg-config libjansson-dev libsqlite3-dev \
-             libcurl4-openssl-dev libmicrohttpd-dev check libsubunit-dev curl
+             libcurl4-openssl-dev libmicrohttpd-dev check libsubunit-dev curl \
+             libpq-dev postgresql
 
 CC      ?= cc
 # The one place of the version is manifest.json: the .so (DG_VERSION), the
