@@ -392,6 +392,10 @@ int dg_store_open(const char *path, dg_store **out, char *err, size_t err_len)
     }
     if ((rc = dg_store_probe_open(st, path, err, err_len)) != OC_OK)
         goto fail;
+    if (!(st->where = strdup(path))) {
+        rc = dg_fail(err, err_len, OC_ERR_NOMEM, "store: out of memory opening %s", path);
+        goto fail;
+    }
     *out = st;
     return OC_OK;
 
@@ -432,7 +436,13 @@ void dg_store_close(dg_store *st)
         sqlite3_close_v2(st->db);
     pthread_mutex_destroy(&st->probe_mu);
     pthread_mutex_destroy(&st->lock);
+    free(st->where);
     free(st);
+}
+
+const char *dg_store_where(const dg_store *st)
+{
+    return st && st->where ? st->where : "(no store)";
 }
 
 int dg_store_opened_version(const dg_store *st)

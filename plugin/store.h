@@ -35,10 +35,19 @@ int dg_store_schema_version(void);
  * version without our tables, a newer schema and an in-memory path are
  * refused with the file left byte for byte as it was.
  * A file that did not exist before and could not be set up is removed again.
+ * A path starting with postgresql:// or postgres:// opens a PostgreSQL
+ * database instead (store_pg.c: same schema and version checks, a
+ * dg_schema_version table in place of the PRAGMAs); its password never
+ * reaches err.
  * On failure returns a negative oc_status and a sentence in err.
  * *out is owned by the caller: dg_store_close(). Thread: init only.
  */
 int dg_store_open(const char *path, dg_store **out, char *err, size_t err_len);
+
+/* What the store is, for messages: the file's path, or "PostgreSQL
+ * user@host:port/dbname" (never the password). Borrowed, valid while st is
+ * open. Any thread. */
+const char *dg_store_where(const dg_store *st);
 
 /* Close and free; finalises cached statements. NULL is fine. */
 void dg_store_close(dg_store *st);

@@ -28,6 +28,7 @@ struct dg_store {
     struct dg_pg *pg;         /* PostgreSQL backend; NULL on SQLite */
     pthread_mutex_t lock;     /* held for the length of a transaction */
     int opened_version;
+    char *where;              /* dg_store_where: the path, or "PostgreSQL user@host/db" */
     sqlite3_int64 changes_at_begin;  /* sqlite3_total_changes at dg_store_begin */
     atomic_int fail_writes;          /* test seam: commits that wrote refused */
     atomic_long refused_writes;      /* commits refused by the seam so far */
@@ -91,7 +92,6 @@ long dg_pg_last_changes(dg_store *st);
 int64_t dg_pg_total_changes(dg_store *st);
 const char *dg_pg_errmsg(dg_store *st);
 int64_t dg_pg_change_seq(dg_store *st);
-int dg_pg_notify_change(dg_store *st);
 
 /*
  * Migrations: dg_schema_steps[v-1] takes a database from version v-1 to v.

@@ -8,7 +8,8 @@
  *     are serialised as SQLite's BEGIN IMMEDIATE serialises them, and each
  *     statement after the lock sees every commit before it;
  *   - INSERT ... ON CONFLICT and RETURNING;
- *   - LISTEN / pg_notify for the probe (another instance committed);
+ *   - no notifications: the probe reads the change log's head (store_shared.h)
+ *     on a second connection, a round trip per decision but never stale;
  *   - pg_advisory_xact_lock at open only, so two instances starting on an
  *     empty database do not both create the schema.
  *
@@ -40,11 +41,12 @@
 
 struct dg_pg {
     PGconn *conn;      /* the store's connection: store lock held */
-    PGconn *probe;     /* LISTENs for commits: probe_mu held */
+    PGconn *probe;     /* reads the change log's head: probe_mu held */
     char *where;       /* user@host:port/dbname, for messages */
     char *secret;      /* the password as libpq reads it (zeroed at close) */
     char *secret_raw;  /* ... and as the url spells it (percent-encoded) */
     unsigned epoch;    /* bumped on a reconnect: statements must be prepared again */
+    int probe_prepared; /* the probe's head statement exists on its session */
     int next_name;
     long last_changes;
     int64_t total_changes;
@@ -63,8 +65,6 @@ struct dg_pg_stmt {
     long changes;
 };
 
-static const char sql_probe_listen[] = "LISTEN dg_turn_changes";
-static const char sql_notify[] = "SELECT pg_notify('dg_turn_changes', '')";
 static const char sql_begin[] =
     "BEGIN ISOLATION LEVEL READ COMMITTED;"
     "SELECT version FROM dg_schema_version FOR UPDATE";
@@ -400,9 +400,10 @@ int dg_pg_open(dg_store *st, const char *url, char *err, size_t err_len)
         return rc;
     if (!(pg->probe = connect_to(pg, url, err, err_len)))
         return OC_ERR_IO;
-    if (run(pg, pg->probe, sql_probe_listen, PGRES_COMMAND_OK, NULL) != OC_OK)
-        return dg_fail(err, err_len, OC_ERR_IO, "store: cannot LISTEN on the PostgreSQL store "
-                       "%s (%s); the store needs LISTEN/NOTIFY", pg->where, pg->errmsg);
+    size_t n = strlen(pg->where) + sizeof "PostgreSQL ";
+    if (!(st->where = malloc(n)))
+        return dg_fail(err, err_len, OC_ERR_NOMEM, "store: out of memory");
+    snprintf(st->where, n, "PostgreSQL %s", pg->where);
     return OC_OK;
 }
 
@@ -570,44 +571,38 @@ void dg_pg_rollback(dg_store *st)
     PQclear(PQexec(st->pg->conn, "ROLLBACK"));
 }
 
-int dg_pg_notify_change(dg_store *st)
-{
-    return run(st->pg, st->pg->conn, sql_notify, PGRES_TUPLES_OK, NULL);
-}
-
+/*
+ * The head of the change log, read on the probe connection each time: a
+ * round trip (an index-only max), but exact. A notification (LISTEN)
+ * would spare it when nothing changed, yet arrives after the commit: a
+ * decision in between would come from a stale mirror, which the engine
+ * must never do. After a broken connection (a server restart) one
+ * reconnect, then -1 ("cannot tell": the engine syncs in a transaction).
+ */
 int64_t dg_pg_change_seq(dg_store *st)
 {
     struct dg_pg *pg = st->pg;
     pthread_mutex_lock(&st->probe_mu);
-    int heard = 0;
-    if (PQstatus(pg->probe) != CONNECTION_OK) {
-        PQreset(pg->probe);
-        PGresult *r = PQstatus(pg->probe) == CONNECTION_OK ? PQexec(pg->probe, sql_probe_listen)
-                                                          : NULL;
-        if (!r || PQresultStatus(r) != PGRES_COMMAND_OK)
-            st->probe_seq = -1;
-        PQclear(r);
-        heard = 1; /* notifications may have been lost with the connection */
-    }
-    /* Reading what the socket already holds: no round trip when nothing
-     * was committed. */
-    if (PQconsumeInput(pg->probe)) {
-        PGnotify *n;
-        while ((n = PQnotifies(pg->probe)) != NULL) {
-            heard = 1;
-            PQfreemem(n);
+    int64_t out = -1;
+    for (int attempt = 0; attempt < 2 && out < 0; attempt++) {
+        if (attempt || PQstatus(pg->probe) != CONNECTION_OK) {
+            PQreset(pg->probe);
+            pg->probe_prepared = 0;
+            if (PQstatus(pg->probe) != CONNECTION_OK)
+                continue;
         }
-    } else {
-        heard = 1;
-        st->probe_seq = -1;
-    }
-    if (heard || st->probe_seq < 0) {
-        PGresult *r = PQexec(pg->probe, dg_sql_change_head);
-        st->probe_seq = r && PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1
-                            ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : -1;
+        if (!pg->probe_prepared) {
+            PGresult *p = PQprepare(pg->probe, "head", dg_sql_change_head, 0, NULL);
+            pg->probe_prepared = p && PQresultStatus(p) == PGRES_COMMAND_OK;
+            PQclear(p);
+            if (!pg->probe_prepared)
+                continue;
+        }
+        PGresult *r = PQexecPrepared(pg->probe, "head", 0, NULL, NULL, NULL, 0);
+        if (r && PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+            out = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
         PQclear(r);
     }
-    int64_t out = st->probe_seq;
     pthread_mutex_unlock(&st->probe_mu);
     return out;
 }

@@ -139,9 +139,6 @@ int dg_store_change_note(dg_store *st, const char *channel_id)
             return OC_ERR_IO;
         st->txn_seq = dg_col_int64(s, 0);
         dg_reset(s);
-        /* PostgreSQL: the other instances' probes hear of it at commit. */
-        if (st->pg && dg_pg_notify_change(st) != OC_OK)
-            return OC_ERR_IO;
     }
     if (!(s = dg_store_stmt(st, sql_note)))
         return OC_ERR_IO;

@@ -170,6 +170,20 @@ int pgs_exec(const char *url, const char *sql)
     return rc;
 }
 
+long pgs_value(const char *url, const char *sql)
+{
+    PGconn *c = PQconnectdb(url);
+    long v = -1;
+    if (PQstatus(c) == CONNECTION_OK) {
+        PGresult *r = PQexec(c, sql);
+        if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0 && !PQgetisnull(r, 0, 0))
+            v = strtol(PQgetvalue(r, 0, 0), NULL, 10);
+        PQclear(r);
+    }
+    PQfinish(c);
+    return v;
+}
+
 char *pgs_fresh_url(void)
 {
     ck_assert_msg(pgs_up, "the PostgreSQL server is not running");

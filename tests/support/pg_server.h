@@ -38,6 +38,10 @@ const char *pgs_url(void);
  * own. malloc'd, caller frees. Aborts the test on failure. */
 char *pgs_fresh_url(void);
 
+/* The first value of sql's first row on url as a number; -1 when the
+ * query fails (quietly: tests ask whether a table exists this way). */
+long pgs_value(const char *url, const char *sql);
+
 /* Run one SQL text on url (test set-up: foreign tables, a newer version);
  * 0 on success, else the message is printed. */
 int pgs_exec(const char *url, const char *sql);

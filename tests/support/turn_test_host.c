@@ -148,10 +148,10 @@ void tth_start_ex(tth *h, const char *policy, const char *extra, int old_host)
     h->plugin = oc_plugin_entry();
     h->dir = tu_mkdtemp();
     atomic_store(&h->now_ms, 1000000);
-    char *db = tu_path(h->dir, "dirigent.db");
+    h->store = tu_store_member(h->dir);
     if (asprintf(&h->config,
                  "{\"noReplyProvider\":\"noreply\",\"noReplyModel\":\"no-reply-1\","
-                 "\"sessionPolicy\":\"%s\",\"dbPath\":\"%s\","
+                 "\"sessionPolicy\":\"%s\",%s,"
                  "\"discord\":{\"moderatorUserId\":\"" TTH_MOD_UID "\","
                  "\"guildId\":\"500000000000000001\"},"
                  "\"agents\":{\"alpha\":{\"discordUserId\":\"" TTH_ALPHA_UID "\"},"
@@ -162,9 +162,8 @@ void tth_start_ex(tth *h, const char *policy, const char *extra, int old_host)
                  "\"foxtrot\":{\"discordUserId\":\"100000000000000006\"},"
                  "\"golf\":{\"discordUserId\":\"100000000000000007\"},"
                  "\"hotel\":{\"discordUserId\":\"100000000000000008\"}}%s%s}",
-                 policy, db, extra ? "," : "", extra ? extra : "") < 0)
+                 policy, h->store, extra ? "," : "", extra ? extra : "") < 0)
         TTH_EXPECT(0, "out of memory");
-    free(db);
     start_plugin(h);
 }
 
@@ -187,6 +186,7 @@ void tth_free(tth *h)
     tu_rmtree(h->dir);
     free(h->dir);
     free(h->config);
+    free(h->store);
     free(h->log);
     json_decref(h->sessions);
     pthread_cond_destroy(&h->relay_cv);
