@@ -399,9 +399,10 @@ static const char SQL_NOTICE_ADD[] =
     "INSERT INTO discussion_closed_notices (channel_id, message_id, at_ms, noticed)"
     " VALUES (?, ?, ?, ?)";
 
+/* By the primary key, not SQLite's rowid (PostgreSQL has none). */
 static const char SQL_NOTICE_PRUNE[] =
-    "DELETE FROM discussion_closed_notices WHERE rowid IN (SELECT rowid FROM "
-    "discussion_closed_notices WHERE at_ms < ? LIMIT ?)";
+    "DELETE FROM discussion_closed_notices WHERE (channel_id, message_id) IN (SELECT"
+    " channel_id, message_id FROM discussion_closed_notices WHERE at_ms < ? LIMIT ?)";
 
 int dg_store_discussion_notices_prune(dg_store *st, int64_t before_ms, int limit,
                                       long *removed)

@@ -445,11 +445,6 @@ START_TEST(two_engines_on_one_file_agree)
 }
 END_TEST
 
-static void pg_up(void)
-{
-    pgs_start();
-}
-
 /* The cases of both suites; on_pg: the store is a PostgreSQL database of
  * a server the suite starts (tu_db_target gives each test its schema). */
 static Suite *shared_suite(const char *name, int on_pg)
@@ -458,7 +453,7 @@ static Suite *shared_suite(const char *name, int on_pg)
     TCase *tc = tcase_create(name);
     tcase_set_timeout(tc, 150);
     if (on_pg)
-        tcase_add_unchecked_fixture(tc, pg_up, pgs_stop);
+        pgs_on_pg(tc, 1);
     tcase_add_test(tc, change_log_names_what_other_instances_changed);
     tcase_add_test(tc, lease_held_renewed_taken_over_and_released);
     tcase_add_loop_test(tc, two_processes_send_each_row_once_in_order, 0, 2);

@@ -255,17 +255,12 @@ START_TEST(probe_sees_the_other_instances_commit_at_once)
 }
 END_TEST
 
-static void pg_up(void)
-{
-    pgs_start();
-}
-
 Suite *make_store_pg_suite(void)
 {
     Suite *s = suite_create("store_pg");
     TCase *tc = tcase_create("store_pg");
     tcase_set_timeout(tc, 60);
-    tcase_add_unchecked_fixture(tc, pg_up, pgs_stop);
+    pgs_on_pg(tc, 1);
     tcase_add_test(tc, new_database_created_then_reopened_at_its_version);
     tcase_add_test(tc, another_applications_database_refused_untouched);
     tcase_add_test(tc, newer_schema_refused);

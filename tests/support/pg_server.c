@@ -142,6 +142,16 @@ void pgs_stop(void)
     pgs_up = 0;
 }
 
+static void start_fixture(void)
+{
+    pgs_start();
+}
+
+void pgs_on_pg(TCase *tc, int last)
+{
+    tcase_add_unchecked_fixture(tc, start_fixture, last ? pgs_stop : NULL);
+}
+
 int pgs_running(void)
 {
     return pgs_up;

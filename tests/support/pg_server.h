@@ -28,6 +28,12 @@ int pgs_start(void);
 /* Stop it and remove its folder (unchecked teardown). */
 void pgs_stop(void);
 
+/* Run tc's tests on PostgreSQL: an unchecked fixture starts the server
+ * (once; later test cases of the suite find it running); last: this is the
+ * suite's last test case, whose teardown stops it. */
+struct TCase;
+void pgs_on_pg(struct TCase *tc, int last);
+
 /* 1 when pgs_start started a server. */
 int pgs_running(void);
 

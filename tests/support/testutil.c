@@ -144,11 +144,19 @@ char *tu_db_target(const char *dir)
     return pgs_running() ? pgs_fresh_url() : tu_path(dir, "dirigent.db");
 }
 
+char *tu_store_member_of(const char *target)
+{
+    char *out = NULL;
+    int pg = !strncmp(target, "postgresql://", 13);
+    ck_assert_int_ge(asprintf(&out, pg ? "\"store\":{\"url\":\"%s\"}" : "\"dbPath\":\"%s\"",
+                              target), 0);
+    return out;
+}
+
 char *tu_store_member(const char *dir)
 {
-    char *t = tu_db_target(dir), *out = NULL;
-    int pg = pgs_running();
-    ck_assert_int_ge(asprintf(&out, pg ? "\"store\":{\"url\":\"%s\"}" : "\"dbPath\":\"%s\"", t), 0);
+    char *t = tu_db_target(dir);
+    char *out = tu_store_member_of(t);
     free(t);
     return out;
 }

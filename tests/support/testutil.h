@@ -26,6 +26,9 @@ char *tu_db_target(const char *dir);
  * "store":{"url":"<url>"} (no braces around it). malloc'd; caller frees. */
 char *tu_store_member(const char *dir);
 
+/* The same member for a target tu_db_target gave. malloc'd. */
+char *tu_store_member_of(const char *target);
+
 /* Write text into a file (truncating); 0 on success. */
 int tu_write_file(const char *path, const char *text);
 
