@@ -507,7 +507,7 @@ int dg_store_begin(dg_store *st)
     pthread_mutex_lock(&st->lock);
     int ok;
     if (st->pg) {
-        ok = dg_pg_begin(st) == OC_OK;
+        ok = dg_pg_begin(st) == OC_OK; /* sets txn_head */
     } else {
         dg_stmt *s = dg_store_stmt(st, "BEGIN IMMEDIATE");
         ok = s && dg_step(s) == DG_DONE;
@@ -516,6 +516,8 @@ int dg_store_begin(dg_store *st)
         pthread_mutex_unlock(&st->lock);
         return OC_ERR_IO;
     }
+    if (!st->pg)
+        st->txn_head = -1;
     st->changes_at_begin = total_changes(st);
     st->txn_seq = 0;
     st->n_noted = 0;

@@ -37,6 +37,9 @@ struct dg_store {
      * this open store. */
     char instance[128];
     int64_t txn_seq;                 /* change-log sequence of the open transaction, 0 none */
+    int64_t txn_head;                /* the log's head read with the write lock at
+                                      * dg_store_begin (PostgreSQL, saving round
+                                      * trips); -1: not read */
     char noted[DG_NOTED_MAX][DG_NOTED_LEN]; /* channels logged by it */
     int n_noted;
     /* The probe: a second, read-only connection with its own lock, so the

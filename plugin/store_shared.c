@@ -132,7 +132,9 @@ int dg_store_change_note(dg_store *st, const char *channel_id)
         if (!strcmp(st->noted[i], channel_id))
             return OC_OK;
     dg_stmt *s;
-    if (!st->txn_seq) {
+    if (!st->txn_seq && st->txn_head >= 0) {
+        st->txn_seq = st->txn_head + 1; /* the head read with the lock at begin */
+    } else if (!st->txn_seq) {
         /* One sequence per transaction: writers are serialised, so it is
          * above every committed one. */
         if (!(s = dg_store_stmt(st, sql_next_seq)) || dg_step(s) != DG_ROW)
@@ -165,6 +167,8 @@ int dg_store_changes_since(dg_store *st, int64_t after, char ***channels, size_t
     *channels = NULL;
     *n = 0;
     *upto = after;
+    if (st->txn_head >= 0 && st->txn_head <= after && !st->txn_seq)
+        return OC_OK; /* the head read at begin: nothing after `after` yet */
     dg_stmt *s = dg_store_stmt(st, sql_since);
     if (!s)
         return OC_ERR_IO;

@@ -5,12 +5,15 @@
 #include "pg_server.h"
 
 #include <check.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <libpq-fe.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -45,7 +48,32 @@ static int find_bindir(void)
     return 0;
 }
 
-/* Run a server tool as the server's user; its output goes to dir/log. */
+/* Run argv with stdout and stderr to out; its exit status, -1 when it
+ * could not run or died. No Check call: the bench uses this outside a
+ * test (pg_ctl -w -t and initdb bound their own time). */
+static int spawn_wait(const char *const *argv, const char *out)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        int fd = open(out, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        execvp(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Run a server tool as the server's user; its output goes to dir/tool.log. */
 static int run_tool(const char *const *args)
 {
     const char *argv[24];
@@ -64,7 +92,7 @@ static int run_tool(const char *const *args)
     argv[n] = NULL;
     char out[128];
     snprintf(out, sizeof out, "%s/tool.log", pgs_dir);
-    return tu_run_wait(argv, out, out, NULL, 180000);
+    return spawn_wait(argv, out);
 }
 
 static void show_log(const char *name)
@@ -94,18 +122,23 @@ int pgs_start(void)
                      "/usr/lib/postgresql/<version>/bin or /usr/local/bin): run `make deps` "
                      "(Debian postgresql) or set DG_SKIP_PG=1 to skip these suites knowingly");
     }
+    /* No Check assertion on the way unless something fails: the bench
+     * starts a server outside any test. */
     snprintf(pgs_dir, sizeof pgs_dir, "/tmp/dg-pg-XXXXXX");
-    ck_assert_msg(mkdtemp(pgs_dir) != NULL, "mkdtemp for the PostgreSQL server failed");
+    if (!mkdtemp(pgs_dir))
+        ck_abort_msg("mkdtemp for the PostgreSQL server failed: %s", strerror(errno));
     if (geteuid() == 0) {
         struct passwd *pw = getpwnam("nobody");
-        ck_assert_msg(pw != NULL, "running as root needs the user nobody for PostgreSQL");
-        ck_assert_int_eq(chown(pgs_dir, pw->pw_uid, pw->pw_gid), 0);
+        if (!pw || chown(pgs_dir, pw->pw_uid, pw->pw_gid) != 0)
+            ck_abort_msg("running as root, the PostgreSQL server runs as the user nobody, "
+                         "which must exist and own %s", pgs_dir);
     }
     char pwfile[128], data[128], log[128], opts[256];
     snprintf(pwfile, sizeof pwfile, "%s/pw", pgs_dir);
     snprintf(data, sizeof data, "%s/data", pgs_dir);
     snprintf(log, sizeof log, "%s/server.log", pgs_dir);
-    ck_assert_int_eq(tu_write_file(pwfile, PGS_PASSWORD "\n"), 0);
+    if (tu_write_file(pwfile, PGS_PASSWORD "\n") != 0)
+        ck_abort_msg("cannot write %s", pwfile);
     chmod(pwfile, 0644);
     const char *initdb[] = {"initdb", "-D", data, "-U", "dirigent", "--pwfile", pwfile,
                             "-A", "scram-sha-256", "-E", "UTF8", "--locale=C", "--no-sync",
@@ -196,14 +229,17 @@ long pgs_value(const char *url, const char *sql)
 
 char *pgs_fresh_url(void)
 {
-    ck_assert_msg(pgs_up, "the PostgreSQL server is not running");
+    if (!pgs_up)
+        ck_abort_msg("the PostgreSQL server is not running");
     char schema[64], sql[128];
     snprintf(schema, sizeof schema, "t_%ld_%d", (long)getpid(), ++pgs_counter);
     snprintf(sql, sizeof sql, "CREATE SCHEMA %s", schema);
-    ck_assert_msg(pgs_exec(pgs_base, sql) == 0, "cannot create schema %s", schema);
+    if (pgs_exec(pgs_base, sql) != 0)
+        ck_abort_msg("cannot create schema %s", schema);
     size_t n = strlen(pgs_base) + strlen(schema) + 40;
     char *url = malloc(n);
-    ck_assert_ptr_nonnull(url);
+    if (!url)
+        ck_abort_msg("out of memory");
     snprintf(url, n, "%s&options=-csearch_path%%3D%s", pgs_base, schema);
     return url;
 }
