@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bench_table.h"
 #include "pg_server.h"
@@ -26,19 +25,6 @@
 #define PG_AGENTS 3
 
 static const char *const PG_NAMES[PG_AGENTS] = {TTH_ALPHA, TTH_BRAVO, TTH_CHARLIE};
-
-static long pg_env_long(const char *name, long dflt)
-{
-    const char *v = getenv(name);
-    return v && *v ? strtol(v, NULL, 10) : dflt;
-}
-
-static double pg_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
 
 static oc_hook_fn pg_hook(tth *h, const char *name)
 {
@@ -93,9 +79,9 @@ static int pg_decide_once(tth *h, json_t **ctx, long n_ctx, uint64_t *x, double 
     *x ^= *x >> 7;
     *x ^= *x << 17;
     json_t *r = NULL;
-    double t0 = pg_now_ns();
+    double t0 = bench_now_ns();
     int rc = pg_hook(h, "before_model_resolve")(h->state, ev, ctx[*x % (uint64_t)n_ctx], &r);
-    *t = pg_now_ns() - t0;
+    *t = bench_now_ns() - t0;
     json_decref(r);
     return rc == OC_OK ? 0 : -1;
 }
@@ -138,11 +124,11 @@ static int pg_raw_insert(PGconn *c, long i, double *t)
     snprintf(id, sizeof id, "7%017ld", i);
     snprintf(at, sizeof at, "%ld", 1000000 + i);
     const char *v[3] = {ch, id, at};
-    double t0 = pg_now_ns();
+    double t0 = bench_now_ns();
     PGresult *r1 = PQexec(c, "BEGIN");
     PGresult *r2 = PQexecPrepared(c, "ins", 3, v, NULL, NULL, 0);
     PGresult *r3 = PQexec(c, "COMMIT");
-    *t = pg_now_ns() - t0;
+    *t = bench_now_ns() - t0;
     int ok = PQresultStatus(r2) == PGRES_COMMAND_OK && PQresultStatus(r3) == PGRES_COMMAND_OK;
     PQclear(r1);
     PQclear(r2);
@@ -174,9 +160,9 @@ static int pg_ingest(tth *h, long scopes, long n)
         if (i % 2)
             rc = pg_raw_insert(c, i, &tr[i]);
         json_t *r = NULL;
-        double t0 = pg_now_ns();
+        double t0 = bench_now_ns();
         rc |= fn(h->state, ev, ctx, &r) == OC_OK ? 0 : -1;
-        th[i] = pg_now_ns() - t0;
+        th[i] = bench_now_ns() - t0;
         json_decref(r);
         json_decref(ev);
         if (!(i % 2) && rc == 0)
@@ -202,9 +188,9 @@ static int pg_ingest(tth *h, long scopes, long n)
 
 int bench_store_pg(void)
 {
-    long scopes = pg_env_long("BENCH_PG_SCOPES", 300);
-    long samples = pg_env_long("BENCH_PG_SAMPLES", 20000);
-    long ingests = pg_env_long("BENCH_PG_INGESTS", 4000);
+    long scopes = bench_env_long("BENCH_PG_SCOPES", 300);
+    long samples = bench_env_long("BENCH_PG_SAMPLES", 20000);
+    long ingests = bench_env_long("BENCH_PG_INGESTS", 4000);
     if (scopes < 1 || samples < 100 || ingests < 100 || !pgs_start())
         return 1;
     tth_standalone();

@@ -195,35 +195,42 @@ const char *pgs_url(void)
     return pgs_base;
 }
 
-int pgs_exec(const char *url, const char *sql)
+/* sql on a connection of its own to url: its result (caller clears), or
+ * NULL with the reason in why (static). */
+static PGresult *query(const char *url, const char *sql, const char **why)
 {
+    static char msg[512];
     PGconn *c = PQconnectdb(url);
-    int rc = -1;
-    if (PQstatus(c) == CONNECTION_OK) {
-        PGresult *r = PQexec(c, sql);
-        ExecStatusType t = PQresultStatus(r);
-        rc = t == PGRES_COMMAND_OK || t == PGRES_TUPLES_OK ? 0 : -1;
-        if (rc)
-            fprintf(stderr, "pgs_exec: %s", PQresultErrorMessage(r));
+    PGresult *r = PQstatus(c) == CONNECTION_OK ? PQexec(c, sql) : NULL;
+    ExecStatusType t = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    if (t != PGRES_COMMAND_OK && t != PGRES_TUPLES_OK) {
+        snprintf(msg, sizeof msg, "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
+        *why = msg;
         PQclear(r);
-    } else {
-        fprintf(stderr, "pgs_exec: %s", PQerrorMessage(c));
+        r = NULL;
     }
     PQfinish(c);
-    return rc;
+    return r;
+}
+
+int pgs_exec(const char *url, const char *sql)
+{
+    const char *why = NULL;
+    PGresult *r = query(url, sql, &why);
+    int ok = r != NULL;
+    if (!ok)
+        fprintf(stderr, "pgs_exec: %s", why);
+    PQclear(r);
+    return ok ? 0 : -1;
 }
 
 long pgs_value(const char *url, const char *sql)
 {
-    PGconn *c = PQconnectdb(url);
-    long v = -1;
-    if (PQstatus(c) == CONNECTION_OK) {
-        PGresult *r = PQexec(c, sql);
-        if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0 && !PQgetisnull(r, 0, 0))
-            v = strtol(PQgetvalue(r, 0, 0), NULL, 10);
-        PQclear(r);
-    }
-    PQfinish(c);
+    const char *why = NULL;
+    PGresult *r = query(url, sql, &why);
+    long v = r && PQntuples(r) > 0 && !PQgetisnull(r, 0, 0) ? strtol(PQgetvalue(r, 0, 0), NULL, 10)
+                                                           : -1;
+    PQclear(r);
     return v;
 }
 
