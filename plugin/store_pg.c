@@ -568,7 +568,8 @@ int dg_pg_commit(dg_store *st)
      * "ROLLBACK": that is a loss, not a commit. */
     int ok = r && PQresultStatus(r) == PGRES_COMMAND_OK && !strcmp(PQcmdStatus(r), "COMMIT");
     if (!ok)
-        keep_error(pg, r && PQresultStatus(r) != PGRES_COMMAND_OK ? PQresultErrorMessage(r)
+        keep_error(pg, !r ? PQerrorMessage(pg->conn)
+                       : PQresultStatus(r) != PGRES_COMMAND_OK ? PQresultErrorMessage(r)
                        : "the transaction was aborted by an earlier failed statement");
     PQclear(r);
     return ok ? OC_OK : OC_ERR_IO;

@@ -139,6 +139,7 @@ void tth_start_ex(tth *h, const char *policy, const char *extra, int old_host)
     pthread_cond_init(&h->relay_cv, NULL);
     unsetenv("DIRIGENT_MODERATOR_TOKEN");
     unsetenv("DIRIGENT_SESSION_POLICY");
+    unsetenv("DIRIGENT_STORE_URL"); /* the store is the one tu_store_member names */
     h->api = (oc_host_api){
         .abi_major = OC_ABI_MAJOR, .abi_minor = OC_ABI_MINOR,
         .struct_size = sizeof(oc_host_api), .host = (oc_host *)h,
