@@ -258,6 +258,8 @@ END_TEST
 Suite *make_store_pg_suite(void)
 {
     Suite *s = suite_create("store_pg");
+    if (pgs_skipped())
+        return s;
     TCase *tc = tcase_create("store_pg");
     tcase_set_timeout(tc, 60);
     pgs_on_pg(tc, 1);

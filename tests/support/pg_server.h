@@ -34,6 +34,11 @@ void pgs_stop(void);
 struct TCase;
 void pgs_on_pg(struct TCase *tc, int last);
 
+/* 1 when the PostgreSQL suites are skipped knowingly: no server binaries
+ * and DG_SKIP_PG=1 (says so once, loudly, on stderr). A *_pg suite then
+ * holds no test at all, rather than running its cases on SQLite. */
+int pgs_skipped(void);
+
 /* 1 when pgs_start started a server. */
 int pgs_running(void);
 
