@@ -1,5 +1,7 @@
 /*
- * store.h -- the plugin's durable state in one SQLite database.
+ * store.h -- the plugin's durable state in one database: a SQLite file, or
+ * a PostgreSQL database several gateways share (store_pg.c, behind the
+ * statement seam of store_db.h).
  *
  * The store is the single owner of every piece of state (turn state,
  * discussions, session overrides, the moderator outbox, message dedup).
@@ -11,7 +13,8 @@
  * the mutex from dg_store_begin() to dg_store_commit()/dg_store_rollback(),
  * so decisions that read-modify-write a scope are serialised. Across
  * processes sharing the file, BEGIN IMMEDIATE (SQLite's write lock)
- * serialises them the same way; a second, read-only connection answers
+ * serialises them the same way (PostgreSQL: a row lock each transaction
+ * takes first); a second, read-only connection answers
  * the hot path's "did another instance commit?" (store_shared.h).
  */
 #ifndef DG_STORE_H
@@ -63,7 +66,8 @@ int dg_store_begin(dg_store *st);
 int dg_store_commit(dg_store *st);
 void dg_store_rollback(dg_store *st);
 
-/* Last SQLite error text of this connection; valid until the next call on
+/* Last error text of this connection (SQLite's, or libpq's without the
+ * password); valid until the next call on
  * it, only meaningful while the caller holds the transaction. */
 const char *dg_store_errmsg(dg_store *st);
 
