@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "openclaw/plugin.h"
+#include "store_db.h"
 #include "store_internal.h"
 
 /*
@@ -23,32 +24,32 @@ static const char SQL_SET_NAME[] = "UPDATE discussions SET channel_name = ? WHER
 
 int dg_store_discussion_set_name(dg_store *st, int64_t id, const char *name)
 {
-    sqlite3_stmt *s = dg_store_stmt(st, SQL_SET_NAME);
+    dg_stmt *s = dg_store_stmt(st, SQL_SET_NAME);
     if (!s)
         return OC_ERR_IO;
     dg_store_bind_text(s, 1, name);
-    sqlite3_bind_int64(s, 2, id);
-    int rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    return rc == SQLITE_DONE ? OC_OK : OC_ERR_IO;
+    dg_bind_int64(s, 2, id);
+    int rc = dg_step(s);
+    dg_reset(s);
+    return rc == DG_DONE ? OC_OK : OC_ERR_IO;
 }
 
 /* One text column of the discussion row id into *out. */
 static int text_of(dg_store *st, const char *sql, int64_t id, char **out)
 {
     *out = NULL;
-    sqlite3_stmt *s = dg_store_stmt(st, sql);
+    dg_stmt *s = dg_store_stmt(st, sql);
     if (!s)
         return OC_ERR_IO;
-    sqlite3_bind_int64(s, 1, id);
-    int rc = sqlite3_step(s), status = OC_OK;
-    if (rc == SQLITE_ROW) {
-        if (sqlite3_column_type(s, 0) != SQLITE_NULL && !(*out = dg_store_col_dup(s, 0)))
+    dg_bind_int64(s, 1, id);
+    int rc = dg_step(s), status = OC_OK;
+    if (rc == DG_ROW) {
+        if (!dg_col_null(s, 0) && !(*out = dg_store_col_dup(s, 0)))
             status = OC_ERR_NOMEM;
     } else {
-        status = rc == SQLITE_DONE ? OC_ERR_NOT_FOUND : OC_ERR_IO;
+        status = rc == DG_DONE ? OC_ERR_NOT_FOUND : OC_ERR_IO;
     }
-    sqlite3_reset(s);
+    dg_reset(s);
     return status;
 }
 
@@ -83,18 +84,18 @@ int dg_store_discussion_list(dg_store *st, const char *agent_id, int active_only
     *channels = NULL;
     *n = 0;
     *more = 0;
-    sqlite3_stmt *s = dg_store_stmt(st, agent_id ? SQL_LIST_AGENT : SQL_LIST_ALL);
+    dg_stmt *s = dg_store_stmt(st, agent_id ? SQL_LIST_AGENT : SQL_LIST_ALL);
     if (!s)
         return OC_ERR_IO;
     if (agent_id)
         dg_store_bind_text(s, 1, agent_id);
-    sqlite3_bind_int(s, 2, active_only ? 1 : 0);
+    dg_bind_int64(s, 2, active_only ? 1 : 0);
     /* One row more than the page says whether there is a next page. */
-    sqlite3_bind_int64(s, 3, (sqlite3_int64)limit + 1);
-    sqlite3_bind_int64(s, 4, (sqlite3_int64)offset);
+    dg_bind_int64(s, 3, (int64_t)limit + 1);
+    dg_bind_int64(s, 4, (int64_t)offset);
     char **v = limit ? calloc(limit, sizeof *v) : NULL;
     int rc, status = limit && !v ? OC_ERR_NOMEM : OC_OK;
-    while (status == OC_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+    while (status == OC_OK && (rc = dg_step(s)) == DG_ROW) {
         if (*n == limit) {
             *more = 1;
             break;
@@ -104,9 +105,9 @@ int dg_store_discussion_list(dg_store *st, const char *agent_id, int active_only
         else
             (*n)++;
     }
-    if (status == OC_OK && !*more && rc != SQLITE_DONE)
+    if (status == OC_OK && !*more && rc != DG_DONE)
         status = OC_ERR_IO;
-    sqlite3_reset(s);
+    dg_reset(s);
     if (status != OC_OK) {
         for (size_t i = 0; i < *n; i++)
             free(v[i]);

@@ -11,6 +11,7 @@
 #include "errors.h"
 #include "log_defer.h"
 #include "openclaw/plugin.h"
+#include "store_db.h"
 #include "store_internal.h"
 #include "store_outbox.h"
 
@@ -78,24 +79,24 @@ static const char SQL_SUMMARY[] =
 int dg_store_outbox_summary(dg_store *st, dg_outbox_summary *out)
 {
     memset(out, 0, sizeof *out);
-    sqlite3_stmt *s = dg_store_stmt(st, SQL_SUMMARY);
+    dg_stmt *s = dg_store_stmt(st, SQL_SUMMARY);
     if (!s)
         return OC_ERR_IO;
     int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        int state = sqlite3_column_int(s, 0);
-        long count = (long)sqlite3_column_int64(s, 1);
+    while ((rc = dg_step(s)) == DG_ROW) {
+        int state = dg_col_int(s, 0);
+        long count = (long)dg_col_int64(s, 1);
         if (state == DG_OUTBOX_PENDING) {
             out->pending = count;
-            out->oldest_pending_ms = sqlite3_column_int64(s, 2);
+            out->oldest_pending_ms = dg_col_int64(s, 2);
         } else if (state == DG_OUTBOX_SENT) {
             out->sent = count;
         } else {
             out->failed = count;
         }
     }
-    sqlite3_reset(s);
-    return rc == SQLITE_DONE ? OC_OK : OC_ERR_IO;
+    dg_reset(s);
+    return rc == DG_DONE ? OC_OK : OC_ERR_IO;
 }
 
 static const char SQL_ROWS_IN[] =
@@ -107,28 +108,28 @@ int dg_store_outbox_rows_in(dg_store *st, int state, size_t max, dg_outbox_row *
 {
     *rows = NULL;
     *n = 0;
-    sqlite3_stmt *s = dg_store_stmt(st, SQL_ROWS_IN);
+    dg_stmt *s = dg_store_stmt(st, SQL_ROWS_IN);
     if (!s)
         return OC_ERR_IO;
-    sqlite3_bind_int(s, 1, state);
-    sqlite3_bind_int64(s, 2, (sqlite3_int64)max);
+    dg_bind_int64(s, 1, state);
+    dg_bind_int64(s, 2, (int64_t)max);
     dg_outbox_row *v = max ? calloc(max, sizeof *v) : NULL;
-    int rc = SQLITE_DONE, status = max && !v ? OC_ERR_NOMEM : OC_OK;
-    while (status == OC_OK && *n < max && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+    int rc = DG_DONE, status = max && !v ? OC_ERR_NOMEM : OC_OK;
+    while (status == OC_OK && *n < max && (rc = dg_step(s)) == DG_ROW) {
         dg_outbox_row *r = &v[(*n)++];
-        r->id = sqlite3_column_int64(s, 0);
+        r->id = dg_col_int64(s, 0);
         r->channel_id = dg_store_col_dup(s, 1);
         r->state = (dg_outbox_state)state;
-        r->attempts = sqlite3_column_int(s, 2);
-        r->created_at_ms = sqlite3_column_int64(s, 3);
-        r->done_at_ms = sqlite3_column_int64(s, 4);
+        r->attempts = dg_col_int(s, 2);
+        r->created_at_ms = dg_col_int64(s, 3);
+        r->done_at_ms = dg_col_int64(s, 4);
         r->last_error = dg_store_col_dup(s, 5);
         if (!r->channel_id)
             status = OC_ERR_NOMEM;
     }
-    if (status == OC_OK && rc != SQLITE_ROW && rc != SQLITE_DONE)
+    if (status == OC_OK && rc != DG_ROW && rc != DG_DONE)
         status = OC_ERR_IO;
-    sqlite3_reset(s);
+    dg_reset(s);
     if (status != OC_OK) {
         dg_outbox_rows_free(v, *n);
         *n = 0;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "openclaw/plugin.h"
+#include "store_db.h"
 #include "store_internal.h"
 
 /* Migration v9 -> v10 (issue 16): one row per turn-state write with its
@@ -50,30 +51,30 @@ static const char SQL_PRUNE[] =
 
 int dg_store_transition_add(dg_store *st, const char *channel_id, const dg_transition *t)
 {
-    sqlite3_stmt *s = dg_store_stmt(st, SQL_ADD);
+    dg_stmt *s = dg_store_stmt(st, SQL_ADD);
     if (!s)
         return OC_ERR_IO;
     dg_store_bind_text(s, 1, channel_id);
     dg_store_bind_text(s, 2, t->scope);
-    sqlite3_bind_int64(s, 3, t->at_ms);
+    dg_bind_int64(s, 3, t->at_ms);
     dg_store_bind_text(s, 4, t->cause);
     dg_store_bind_text(s, 5, t->speaker_before);
     dg_store_bind_text(s, 6, t->speaker_after);
     dg_store_bind_text(s, 7, t->state);
     dg_store_bind_text(s, 8, t->passed ? t->passed : "");
-    sqlite3_bind_int64(s, 9, t->agent_msgs);
-    int rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE)
+    dg_bind_int64(s, 9, t->agent_msgs);
+    int rc = dg_step(s);
+    dg_reset(s);
+    if (rc != DG_DONE)
         return OC_ERR_IO;
     if (!(s = dg_store_stmt(st, SQL_PRUNE)))
         return OC_ERR_IO;
     dg_store_bind_text(s, 1, channel_id);
     dg_store_bind_text(s, 2, t->scope);
-    sqlite3_bind_int(s, 3, DG_TRANSITIONS_KEEP);
-    rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    return rc == SQLITE_DONE ? OC_OK : OC_ERR_IO;
+    dg_bind_int64(s, 3, DG_TRANSITIONS_KEEP);
+    rc = dg_step(s);
+    dg_reset(s);
+    return rc == DG_DONE ? OC_OK : OC_ERR_IO;
 }
 
 static const char SQL_LIST[] =
@@ -86,30 +87,30 @@ int dg_store_transitions_list(dg_store *st, const char *channel_id, const char *
 {
     *out = NULL;
     *n = 0;
-    sqlite3_stmt *s = dg_store_stmt(st, SQL_LIST);
+    dg_stmt *s = dg_store_stmt(st, SQL_LIST);
     if (!s)
         return OC_ERR_IO;
     dg_store_bind_text(s, 1, channel_id);
     dg_store_bind_text(s, 2, scope);
-    sqlite3_bind_int64(s, 3, (sqlite3_int64)max);
+    dg_bind_int64(s, 3, (int64_t)max);
     dg_transition *v = max ? calloc(max, sizeof *v) : NULL;
-    int rc = SQLITE_DONE, status = max && !v ? OC_ERR_NOMEM : OC_OK;
-    while (status == OC_OK && *n < max && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+    int rc = DG_DONE, status = max && !v ? OC_ERR_NOMEM : OC_OK;
+    while (status == OC_OK && *n < max && (rc = dg_step(s)) == DG_ROW) {
         dg_transition *t = &v[(*n)++];
-        t->at_ms = sqlite3_column_int64(s, 0);
+        t->at_ms = dg_col_int64(s, 0);
         t->scope = dg_store_col_dup(s, 1);
         t->cause = dg_store_col_dup(s, 2);
         t->speaker_before = dg_store_col_dup(s, 3);
         t->speaker_after = dg_store_col_dup(s, 4);
         t->state = dg_store_col_dup(s, 5);
         t->passed = dg_store_col_dup(s, 6);
-        t->agent_msgs = sqlite3_column_int64(s, 7);
+        t->agent_msgs = dg_col_int64(s, 7);
         if (!t->scope || !t->cause || !t->state || !t->passed)
             status = OC_ERR_NOMEM;
     }
-    if (status == OC_OK && rc != SQLITE_ROW && rc != SQLITE_DONE)
+    if (status == OC_OK && rc != DG_ROW && rc != DG_DONE)
         status = OC_ERR_IO;
-    sqlite3_reset(s);
+    dg_reset(s);
     if (status != OC_OK) {
         dg_transitions_free(v, *n);
         *n = 0;

@@ -148,6 +148,7 @@ function findSo(opts, rootDir) {
 const RUNTIME_PACKAGES = {
   'libjansson.so.4': 'libjansson4',
   'libsqlite3.so.0': 'libsqlite3-0',
+  'libpq.so.5': 'libpq5',
   'libcurl.so.4': 'libcurl4 (libcurl4t64 on Debian 13 / Ubuntu 24.04 and later)',
   'libmicrohttpd.so.12': 'libmicrohttpd12 (libmicrohttpd12t64 on Debian 13 / Ubuntu 24.04 and later)',
   'libc.so.6': 'libc6',
@@ -188,7 +189,7 @@ function explainLoadError(file, e) {
     const needer = path.basename(file) === lib ? 'the bridge' : file;
     return new Error(`${needer} needs ${lib}, which is not installed` +
       (pkg ? `: install the package ${pkg} (apt-get install ${pkg.split(' ')[0]})` : ' (install the package that provides it)') +
-      `; runtime packages: libjansson4 libsqlite3-0 libcurl4 (${raw})`);
+      `; runtime packages: libjansson4 libsqlite3-0 libpq5 libcurl4 (${raw})`);
   }
   return new Error(`cannot load ${file}: ${raw}`);
 }
@@ -1408,6 +1409,29 @@ function register(api) {
     shutdownInstance('configuration changed').catch((e) => log(3, `swap failed: ${e.stack ?? e}`));
   }
   registerWithOpenClaw(api);
+  warnUnmanagedAgents(api.config, nativeConfig);
+}
+
+// An OpenClaw agent that answers on Discord but is missing from the
+// plugin's `agents` is not managed: in a shared channel it runs its real
+// model on every message. Said once per registration, naming the agents.
+function warnUnmanagedAgents(hostConfig, nativeConfig) {
+  try {
+    const managed = new Set(Object.keys(nativeConfig?.agents ?? {}));
+    const onDiscord = new Set();
+    for (const b of Array.isArray(hostConfig?.bindings) ? hostConfig.bindings : []) {
+      if (b && typeof b.agentId === 'string' && b.match && b.match.channel === 'discord') onDiscord.add(b.agentId);
+    }
+    const missing = [...onDiscord].filter((id) => !managed.has(id)).sort();
+    if (missing.length) {
+      log(2, `OpenClaw agent${missing.length > 1 ? 's' : ''} ${missing.join(', ')} answer${missing.length > 1 ? '' : 's'} on Discord ` +
+        `(bindings) but ${missing.length > 1 ? 'are' : 'is'} not in plugins.entries.dirigent.config.agents: not managed, ` +
+        `${missing.length > 1 ? 'they run their' : 'it runs its'} real model on every message of a shared channel; ` +
+        'add each with its discordUserId');
+    }
+  } catch (e) {
+    log(3, `checking OpenClaw's agents against the plugin's failed: ${e.stack ?? e}`);
+  }
 }
 
 export default {

@@ -112,7 +112,7 @@ await step('a .so that cannot load names the missing library and its package, or
   assert.equal(g.native, null);
   // Each runtime library of dirigent.so with its Debian/Ubuntu package.
   const explain = mod._internals.explainLoadError;
-  for (const [lib, pkg] of [['libjansson.so.4', 'libjansson4'], ['libsqlite3.so.0', 'libsqlite3-0'], ['libcurl.so.4', 'libcurl4']]) {
+  for (const [lib, pkg] of [['libjansson.so.4', 'libjansson4'], ['libsqlite3.so.0', 'libsqlite3-0'], ['libpq.so.5', 'libpq5'], ['libcurl.so.4', 'libcurl4']]) {
     const e = explain('/nowhere/dirigent.so', new Error(`Failed to load shared library: ${lib}: cannot open shared object file: No such file or directory`));
     assert.match(e.message, new RegExp(`^/nowhere/dirigent.so needs ${lib.replaceAll('.', '\\.')}, which is not installed: install the package ${pkg}[ (]`));
     assert.match(e.message, new RegExp(`apt-get install ${pkg}\\)`));
@@ -308,6 +308,21 @@ await step('gateway_stop shuts down for good', async () => {
   await assert.rejects(tool('probe_echo', threadCtx).execute('late', {}), /stopped with the gateway/);
   const seen = logs.filter((l) => /bridge_probe: stopped after/.test(l.m));
   assert.equal(seen.length, 2);
+});
+
+await step('register: an OpenClaw agent bound to Discord but missing from the plugin\'s agents is named in a warning', async () => {
+  const n = logs.length;
+  const api = fakeApi(base, 'full');
+  api.config = { bindings: [
+    { agentId: 'ghost', match: { channel: 'discord', accountId: 'ghost' } },
+    { agentId: 'planner', match: { channel: 'telegram' } },
+  ] };
+  bridge.register(api);
+  const warned = logs.slice(n).filter((l) => l.level === 'warn' && /not in plugins\.entries\.dirigent\.config\.agents/.test(l.m));
+  assert.equal(warned.length, 1, JSON.stringify(logs.slice(n)));
+  assert.match(warned[0].m, /agent ghost answers on Discord/);
+  assert.doesNotMatch(warned[0].m, /planner/);
+  await runObserve('gateway_stop', { reason: 'test' }, {});
 });
 
 clearTimeout(watchdog);
