@@ -206,11 +206,6 @@ DG_SETTLED_HANDLER(settled_reply_payload_sending, dg_hook_reply_payload_sending)
 
 int dg_register_hooks(dg_plugin *p)
 {
-    if (!p->turns) {
-        int rc = dg_turns_new(p, &p->turns);
-        if (rc)
-            return rc;
-    }
     static const struct {
         const char *name;
         oc_hook_fn fn;

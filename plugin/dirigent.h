@@ -38,8 +38,8 @@ typedef struct dg_plugin {
     dg_outbox *outbox;        /* NULL when discord is NULL */
     dg_clock_fn clock;
     void *clock_state;
-    dg_turns *turns;          /* turn engine (hooks area): created by
-                                 dg_register_hooks, freed by dg_turns_free */
+    dg_turns *turns;          /* turn engine: created by dg_core_new, freed
+                                 by dg_core_free */
     atomic_int settled;       /* set by the first hook or tool call after init */
     dg_seen_set *closed_seen; /* sessions already recorded in a closed discussion
                                  channel (discuss.c); created by init, freed by
