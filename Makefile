@@ -19,7 +19,10 @@
 #   tests/plugins/*.c      -> fixture plugins build/tests/plugins/<name>.so
 #   servers/<name>.c       -> build/<name> (small standalone servers)
 #   common/*.c             -> rules shared by the plugin and ocgw (token shape, agent
-#                             ids): built into both, so each rule exists once
+#                             ids, secret scrubbing): built into both, so each rule
+#                             exists once
+#   discord/*.c            -> build/libdgdiscord.a, the Discord REST client, linked
+#                             by dirigent.so and ocgw
 
 PKGS      := jansson sqlite3 libcurl libmicrohttpd
 TEST_PKGS := check
@@ -67,12 +70,15 @@ WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototyp
            -Wformat=2 -Wno-format-nonliteral
 CFLAGS  ?= -O2 -g
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -DDG_VERSION=\"$(VERSION)\" $(WARN) $(CFLAGS) \
-             -fPIC -fvisibility=hidden -pthread -Iinclude -Icommon -Iplugin -Ihooks -Ihost -Itests/support \
+             -fPIC -fvisibility=hidden -pthread -Iinclude -Icommon -Idiscord -Iplugin -Ihooks -Ihost -Itests/support \
              -I$(B)/gen $(PKG_CFLAGS) $(SANFLAGS)
 LDFLAGS_ALL = -pthread $(SANFLAGS) $(LDFLAGS)
 
 COMMON_SRC := $(sort $(wildcard common/*.c))
 COMMON_OBJ := $(COMMON_SRC:%.c=$(B)/obj/%.o)
+DISCORD_SRC := $(sort $(wildcard discord/*.c))
+DISCORD_OBJ := $(DISCORD_SRC:%.c=$(B)/obj/%.o)
+DISCORD_LIB := $(B)/libdgdiscord.a
 PLUGIN_SRC := $(sort $(wildcard plugin/*.c hooks/*.c)) $(COMMON_SRC)
 PLUGIN_OBJ := $(PLUGIN_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/templates_embedded.o
 HOST_SRC   := $(sort $(filter-out host/ocgw%,$(wildcard host/*.c)))
@@ -154,8 +160,8 @@ $(B)/gen/benches.inc: $(BENCH_SRC) \
 $(B)/obj/tests/bench/bench_main.o: $(B)/gen/benches.inc
 
 # ---- products ----------------------------------------------------------------
-$(B)/dirigent.so: $(PLUGIN_OBJ)
-	$(CC) -shared -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -Wl,--no-undefined -Wl,-z,defs
+$(B)/dirigent.so: $(PLUGIN_OBJ) $(DISCORD_LIB)
+	$(CC) -shared -o $@ $(PLUGIN_OBJ) $(DISCORD_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) -Wl,--no-undefined -Wl,-z,defs
 	@ex=$$(nm -D --defined-only $@ | awk '{print $$3}' | grep -vE '^(_init|_fini|_edata|_end|__bss_start$(GCOV_EXPORTS))$$' | sort -u | tr '\n' ' '); \
 	  [ "$$ex" = "oc_plugin_entry " ] || { echo "dirigent.so exports more than oc_plugin_entry: $$ex"; rm -f $@; exit 1; }
 
@@ -163,9 +169,13 @@ $(B)/libochost.a: $(HOST_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
-# ocgw reuses the plugin's standalone Discord REST client (plugin/discord.c).
-$(B)/ocgw: $(OCGW_OBJ) $(B)/obj/plugin/discord.o $(B)/obj/plugin/scrub.o $(COMMON_OBJ) $(B)/libochost.a
-	$(CC) -o $@ $(OCGW_OBJ) $(B)/obj/plugin/discord.o $(B)/obj/plugin/scrub.o $(COMMON_OBJ) $(B)/libochost.a $(LDFLAGS_ALL) $(PKG_LIBS) -ldl -lm
+$(DISCORD_LIB): $(DISCORD_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+# ocgw's agent bots use the same Discord REST client as the plugin.
+$(B)/ocgw: $(OCGW_OBJ) $(DISCORD_LIB) $(COMMON_OBJ) $(B)/libochost.a
+	$(CC) -o $@ $(OCGW_OBJ) $(DISCORD_LIB) $(COMMON_OBJ) $(B)/libochost.a $(LDFLAGS_ALL) $(PKG_LIBS) -ldl -lm
 
 FAKE_DISCORD_OBJ := $(patsubst %.c,$(B)/obj/%.o,tests/support/fake_discord.c \
                     tests/support/fake_discord_gateway.c tests/support/ws_frame.c \
@@ -186,15 +196,15 @@ $(B)/tests/plugins/%.so: tests/plugins/%.c include/openclaw/plugin.h $(FLAGS_STA
 
 # Plugin objects minus the entry file link straight into the test runner, so
 # suites can reach internal (hidden) functions.
-$(B)/check_all: $(B)/obj/tests/check_main.o $(TEST_OBJ:$(B)/obj/tests/check_main.o=) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libocgw.a $(B)/libochost.a
-	$(CC) -o $@ $(filter %.o,$^) $(B)/libocgw.a $(B)/libochost.a $(LDFLAGS_ALL) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
+$(B)/check_all: $(B)/obj/tests/check_main.o $(TEST_OBJ:$(B)/obj/tests/check_main.o=) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libocgw.a $(B)/libochost.a $(DISCORD_LIB)
+	$(CC) -o $@ $(filter %.o,$^) $(B)/libocgw.a $(B)/libochost.a $(DISCORD_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
 
 $(B)/libocgw.a: $(OCGW_LIB_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
-$(B)/bench: $(BENCH_OBJ) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libochost.a
-	$(CC) -o $@ $(filter %.o,$^) $(B)/libochost.a $(LDFLAGS_ALL) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
+$(B)/bench: $(BENCH_OBJ) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libochost.a $(DISCORD_LIB)
+	$(CC) -o $@ $(filter %.o,$^) $(B)/libochost.a $(DISCORD_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
 
 TEST_DEPS := $(B)/check_all $(B)/dirigent.so $(B)/libochost.a $(OPTIONAL) $(SERVERS) $(FIXTURES)
 
@@ -242,7 +252,7 @@ coverage: deps-ok
 	find build-cov -name '*.gcda' -delete 2>/dev/null || true
 	$(MAKE) COVERAGE=1 test-deps
 	-env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL DG_BUILD_DIR=build-cov ./build-cov/check_all
-	sh scripts/coverage.sh build-cov plugin hooks host servers common
+	sh scripts/coverage.sh build-cov plugin hooks host servers common discord
 
 test-deps: deps-ok $(TEST_DEPS)
 .PHONY: test-deps
@@ -300,14 +310,14 @@ define fuzz_plugin_target
 $(B)/obj/tests/fuzz/$(1).o: tests/fuzz/fuzz_plugin.c $(FLAGS_STAMP)
 	@mkdir -p $$(@D)
 	$$(CC) $$(ALL_CFLAGS) -DFZ_KIND="'$(2)'" -DFZ_NAME='"$(3)"' -MMD -MP -c $$< -o $$@
-$(B)/fuzz/$(1): $(B)/obj/tests/fuzz/$(1).o $(FUZZ_HOST_OBJ) $(PLUGIN_OBJ)
+$(B)/fuzz/$(1): $(B)/obj/tests/fuzz/$(1).o $(FUZZ_HOST_OBJ) $(PLUGIN_OBJ) $(DISCORD_LIB)
 	@mkdir -p $$(@D)
 	$$(FUZZ_LINK)
 endef
 $(foreach h,$(FUZZ_HOOKS),$(eval $(call fuzz_plugin_target,hook_$(h),h,$(h))))
 $(foreach t,$(FUZZ_TOOLS),$(eval $(call fuzz_plugin_target,$(subst -,_,tool_$(t)),t,$(t))))
 
-$(FUZZ_UNITS:%=$(B)/fuzz/%): $(B)/fuzz/%: $(B)/obj/tests/fuzz/fuzz_%.o $(FUZZ_SUPPORT) $(PLUGIN_OBJ)
+$(FUZZ_UNITS:%=$(B)/fuzz/%): $(B)/fuzz/%: $(B)/obj/tests/fuzz/fuzz_%.o $(FUZZ_SUPPORT) $(PLUGIN_OBJ) $(DISCORD_LIB)
 	@mkdir -p $(@D)
 	$(FUZZ_LINK)
 endif
