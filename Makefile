@@ -69,9 +69,26 @@ CHECK_LIBS   = $(shell pkg-config --libs $(TEST_PKGS) 2>/dev/null)
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wformat=2 -Wno-format-nonliteral
 CFLAGS  ?= -O2 -g
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -DDG_VERSION=\"$(VERSION)\" $(WARN) $(CFLAGS) \
-             -fPIC -fvisibility=hidden -pthread -Iinclude -Icommon -Idiscord -Iplugin -Ihooks -Ihost -Itests/support \
-             -I$(B)/gen $(PKG_CFLAGS) $(SANFLAGS)
+BASE_CFLAGS = -std=c11 -D_GNU_SOURCE -DDG_VERSION=\"$(VERSION)\" $(WARN) $(CFLAGS) \
+             -fPIC -fvisibility=hidden -pthread -I$(B)/gen $(PKG_CFLAGS) $(SANFLAGS)
+ALL_CFLAGS = $(PART_INC) $(BASE_CFLAGS)
+
+# Include paths per part: a part sees include/, its own folder and the parts
+# below it, nothing else, so an include that points upwards (plugin/ using
+# hooks/, discord/ using plugin/, host/ using plugin/) fails the build.
+#   include/ <- common/ <- discord/ <- plugin/ <- hooks/      (dirigent.so)
+#   include/ <- common/ <- discord/ <- host/                  (libochost.a, ocgw)
+# Tests see every part. The objects of a part get its list (below); the
+# flags stamp leaves the lists out (they are fixed here, and a stamp made
+# for one part would be stale for the next).
+INC_common  := -Iinclude -Icommon
+INC_discord := $(INC_common) -Idiscord
+INC_plugin  := $(INC_discord) -Iplugin
+INC_hooks   := $(INC_plugin) -Ihooks
+INC_host    := $(INC_discord) -Ihost
+INC_servers := $(INC_common)
+INC_tests   := $(INC_hooks) -Ihost -Itests/support
+PART_INC     = $(INC_tests)
 LDFLAGS_ALL = -pthread $(SANFLAGS) $(LDFLAGS)
 
 COMMON_SRC := $(sort $(wildcard common/*.c))
@@ -133,7 +150,7 @@ $(B)/gen/suites.inc: $(TEST_SRC) \
 
 # The flags of this build, kept beside its objects; every object depends on it.
 FLAGS_STAMP := $(B)/gen/flags
-FLAGS_NOW = $(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) $(LDFLAGS_ALL)
+FLAGS_NOW = $(CC) $(BASE_CFLAGS) $(CHECK_CFLAGS) $(LDFLAGS_ALL)
 $(FLAGS_STAMP): $(call stale_unless,$(FLAGS_NOW),$(file <$(FLAGS_STAMP)))
 	@mkdir -p $(@D)
 	@printf '%s\n' '$(subst ','\'',$(FLAGS_NOW))' > $@
@@ -145,6 +162,14 @@ $(B)/obj/%.o: %.c $(FLAGS_STAMP)
 
 # Suites and benches are found by name, not through headers.
 $(B)/obj/tests/%.o: OBJ_EXTRA := -Wno-missing-prototypes
+
+$(B)/obj/common/%.o: PART_INC = $(INC_common)
+$(B)/obj/discord/%.o: PART_INC = $(INC_discord)
+$(B)/obj/plugin/%.o: PART_INC = $(INC_plugin)
+$(B)/obj/hooks/%.o: PART_INC = $(INC_hooks)
+$(B)/obj/host/%.o: PART_INC = $(INC_host)
+$(B)/obj/servers/%.o: PART_INC = $(INC_servers)
+$(B)/obj/gen/%.o: PART_INC = $(INC_plugin)
 
 $(B)/obj/gen/templates_embedded.o: $(B)/gen/templates_embedded.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)

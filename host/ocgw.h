@@ -16,7 +16,16 @@
  *   ocgw_check.c     preflight checks after loading the plugins, --check's summary
  *   ocgw_expect.c    --expect: a story's expected channel histories, files
  *                    and tool outcomes, checked against Discord itself
+ *   ocgw_services.c  names and labels, transcript, REST count, learned
+ *                    channels, OCGW_DIE_AT (used by ocgw.c, run, expect)
+ *   ocgw_lookup.c    agents, humans and channels of a loaded config (used by
+ *                    the config and scenario loaders)
  *   ocgw_util.c      small helpers
+ *
+ * Calls point one way (no file calls back into a file that calls it):
+ * ocgw.c on top; ocgw_expect.c -> ocgw_run.c -> ocgw_services.c;
+ * ocgw_config.c -> ocgw_scenario.c; below them ocgw_lookup.c and
+ * ocgw_state.c -> ocgw_util.c; then the host core (ochost.h) and discord/.
  *
  * Threading: ocgw is single-threaded (one loop on the main thread); only
  * the plugins' own threads run beside it, and they reach the gateway solely

@@ -134,7 +134,7 @@ struct och_host {
     char *state_path;
 };
 
-/* och_log with a va_list. */
+/* och_log with a va_list (och_log.c, which every other file may call). */
 void och_vlog(och_host *h, int level, const char *source, const char *fmt, va_list ap)
     __attribute__((format(printf, 4, 0)));
 
