@@ -10,6 +10,17 @@
  * Discord accepted just before a crash returns the first message instead of
  * a duplicate. The dispatcher never holds the store lock during HTTP.
  *
+ * Issue 17: instances sharing a store send each channel under a lease (the
+ * store's store_leases, store_shared.h): one instance at a time per
+ * channel, so order holds across instances; the holder renews it before a
+ * post when less than half is left; another instance polls the channel and
+ * takes it over once the lease ran out (its holder died), reloading the
+ * channel's pending rows from the store. A row whose post was in flight
+ * when its holder died is posted again by the next holder with the same
+ * nonce (Discord returns the first message). Discovery runs every
+ * DISCOVER_EVERY_MS as well as on kicks: rows another instance queued are
+ * found without a kick of this one.
+ *
  * Issue 12 bug 1: a row whose outcome Discord decided (accepted, or refused
  * for good) but the store could not record (disk full, read-only file, any
  * store error) is remembered in memory by this dispatcher and never posted
@@ -33,6 +44,7 @@
 #include "store.h"
 #include "store_discuss.h"
 #include "store_outbox.h"
+#include "store_shared.h"
 
 #define NONCE_BYTES 12   /* 24 hex characters, within Discord's 25 */
 #define MAX_MENTIONS 100
@@ -55,6 +67,9 @@
 #define MARK_BATCH 64
 #define MARK_DELAY_MS 20
 #define DEFAULT_INFLIGHT 16
+#define DEFAULT_LEASE_MS 30000
+#define LEASE_POLL_MS 1000      /* a channel another instance holds is looked at again */
+#define DISCOVER_EVERY_MS 1000  /* rows queued by other instances sharing the store */
 
 /* Outcome of one send. */
 typedef enum outcome { SENT, RETRY, FAILED } outcome;
@@ -88,6 +103,8 @@ typedef struct ochan {
     int64_t not_before;    /* monotonic ms: back-off of the head row */
     int inflight;          /* the head row is posted, no answer yet */
     int held;              /* a decided row of it was refused by the store */
+    int64_t lease_until;   /* wall ms: this instance's lease on the channel runs out
+                              (0: none) */
 } ochan;
 
 struct dg_outbox {
@@ -119,6 +136,7 @@ struct dg_outbox {
     int64_t hold_until;     /* monotonic ms: nothing is sent before (401) */
     int token_ok;           /* Discord accepted a post of this dispatcher */
     int64_t next_prune;     /* monotonic ms of the next retention round */
+    int64_t next_disc;      /* monotonic ms of the next timed discovery */
 };
 
 static int64_t mono_ms(void)
@@ -419,22 +437,61 @@ static void chan_pop(ochan *c)
     }
 }
 
+/* The name of c's lease in the store; out has room for 8 + 24 bytes. */
+static void lease_name(const ochan *c, char *out, size_t len)
+{
+    snprintf(out, len, "outbox:%s", c->id);
+}
+
+/* Give up the leases this instance holds on the channels v[0..n) (one
+ * transaction, best effort: a lease not given up runs out). */
+static void leases_release(dg_outbox *ob, ochan *const *v, size_t n)
+{
+    dg_store *st = ob->p->store;
+    size_t held = 0;
+    for (size_t i = 0; i < n; i++)
+        held += v[i]->lease_until > 0;
+    if (!held || dg_store_begin(st) != OC_OK)
+        return;
+    int rc = OC_OK;
+    for (size_t i = 0; rc == OC_OK && i < n; i++) {
+        char name[40];
+        lease_name(v[i], name, sizeof name);
+        if (v[i]->lease_until > 0)
+            rc = dg_store_lease_release(st, name);
+    }
+    if (rc == OC_OK)
+        rc = dg_store_commit(st);
+    else
+        dg_store_rollback(st);
+    for (size_t i = 0; rc == OC_OK && i < n; i++)
+        v[i]->lease_until = 0;
+}
+
 /* Forget channels with nothing left (only when no decided row is owed: a
- * channel's cursor must outlive its unrecorded rows). */
+ * channel's cursor must outlive its unrecorded rows), giving their leases
+ * up so another instance need not wait for them to run out. */
 static void chans_sweep(dg_outbox *ob)
 {
-    if (ob->n_dec)
+    if (ob->n_dec || !ob->n_chans)
         return;
-    size_t w = 0;
+    ochan **gone = malloc(ob->n_chans * sizeof *gone);
+    if (!gone)
+        return; /* out of memory: next pass */
+    size_t w = 0, n_gone = 0;
     for (size_t i = 0; i < ob->n_chans; i++) {
         ochan *c = ob->chans[i];
         if (!c->inflight && c->head == c->n && c->cursor >= c->known_max &&
             c->not_before <= mono_ms())
-            chan_free(c);
+            gone[n_gone++] = c;
         else
             ob->chans[w++] = c;
     }
     ob->n_chans = w;
+    leases_release(ob, gone, n_gone);
+    for (size_t i = 0; i < n_gone; i++)
+        chan_free(gone[i]);
+    free(gone);
 }
 
 /* Read where pending rows are, from the discovery cursor on. */
@@ -728,6 +785,88 @@ static void on_done(dg_outbox *ob, dg_discord_done *d)
     count_done(ob, RETRY, 1);
 }
 
+/* Highest id of a decided row of c not recorded yet; 0 when none. */
+static int64_t dec_max_of(const dg_outbox *ob, const ochan *c)
+{
+    int64_t m = 0;
+    for (size_t i = 0; i < ob->n_dec; i++)
+        if (!strcmp(ob->dec[i].channel_id, c->id) && ob->dec[i].row_id > m)
+            m = ob->dec[i].row_id;
+    return m;
+}
+
+/* Drop the rows of c loaded in memory: the next refill reads the store
+ * again from the row after `after`. */
+static void chan_forget_rows(ochan *c, int64_t after)
+{
+    while (c->q && c->head < c->n)
+        chan_pop(c);
+    c->cursor = after;
+}
+
+/*
+ * 1 when this instance may post in c now: it holds the channel's lease
+ * with more than half of it left, renewing or taking it here when needed
+ * (one short transaction every lease_ms / 2 while it sends). A lease taken
+ * afresh reloads the channel from the store (another holder may have sent
+ * rows meanwhile). 0 when another instance holds it (c is looked at again
+ * within LEASE_POLL_MS) or the store failed (again in 1 s); *next is
+ * lowered to that time. Dispatcher thread.
+ */
+static int lease_ok(dg_outbox *ob, ochan *c, int64_t now, int64_t *next)
+{
+    int64_t wall = dg_store_wall_ms();
+    if (c->lease_until - wall > ob->o.lease_ms / 2)
+        return 1;
+    dg_store *st = ob->p->store;
+    char name[40];
+    lease_name(c, name, sizeof name);
+    int got = 0, fresh = 0;
+    int64_t other = 0, until = wall + ob->o.lease_ms;
+    int rc = dg_store_begin(st);
+    if (rc == OC_OK) {
+        rc = dg_store_lease_take(st, name, wall, until, c->lease_until, &got, &fresh, &other);
+        if (rc == OC_OK)
+            rc = dg_store_commit(st);
+        else
+            dg_store_rollback(st);
+    }
+    if (rc != OC_OK && got) {
+        /* Nobody else holds it, but the store refused to record it (disk
+         * full, read-only file): send anyway, as a lone instance would; a
+         * store that takes no write gives no other instance the lease
+         * either. Taking it is tried again before the next post. */
+        c->lease_until = 0;
+        return 1;
+    }
+    if (rc != OC_OK || !got) {
+        if (rc != OC_OK)
+            dg_log(ob->p, OC_LOG_ERROR, "outbox: cannot take the sending lease of channel %s "
+                   "from the store (%s); trying again in 1 s", c->id, oc_status_name(rc));
+        else if (c->lease_until)
+            dg_log(ob->p, OC_LOG_WARN, "outbox: another instance sharing the store took over "
+                   "channel %s (this one did not renew its lease in time); it sends there now",
+                   c->id);
+        long wait = rc != OC_OK ? 1000 : (long)(other - wall + 1);
+        if (wait > LEASE_POLL_MS)
+            wait = LEASE_POLL_MS;
+        if (wait < 50)
+            wait = 50;
+        if (rc == OC_OK) {
+            c->lease_until = 0;
+            chan_forget_rows(c, dec_max_of(ob, c));
+        }
+        c->not_before = now + wait;
+        if (c->not_before < *next)
+            *next = c->not_before;
+        return 0;
+    }
+    if (fresh)
+        chan_forget_rows(c, dec_max_of(ob, c));
+    c->lease_until = until;
+    return 1;
+}
+
 /* Post the head row of every channel that may send now. Returns the
  * monotonic time at which a waiting channel is due (INT64_MAX: none). */
 static int64_t post_due(dg_outbox *ob)
@@ -749,6 +888,10 @@ static int64_t post_due(dg_outbox *ob)
                 next = c->not_before;
             continue;
         }
+        if (c->head == c->n && c->cursor >= c->known_max)
+            continue;
+        if (!lease_ok(ob, c, now, &next))
+            continue;
         if (c->head == c->n && c->cursor < c->known_max) {
             int rc = refill(ob, c);
             if (rc != OC_OK) {
@@ -838,8 +981,10 @@ static void *dispatcher(void *arg)
             pthread_mutex_unlock(&ob->mu);
             break;
         }
-        if (ob->kicked)
+        if (ob->kicked || mono_ms() >= ob->next_disc) {
             ob->need_disc = 1;
+            ob->next_disc = mono_ms() + DISCOVER_EVERY_MS;
+        }
         ob->kicked = 0;
         uint64_t pass_no = ++ob->passes_begun;
         pthread_mutex_unlock(&ob->mu);
@@ -854,6 +999,8 @@ static void *dispatcher(void *arg)
             next = ob->disc_retry_at;
         if (ob->dec_retry_at && ob->dec_retry_at < next)
             next = ob->dec_retry_at;
+        if (ob->next_disc < next)
+            next = ob->next_disc;
 
         if (dg_discord_pipe_busy(ob->pipe)) {
             /* Wait for answers, at most until a timer or the batch is due. */
@@ -911,6 +1058,7 @@ static void *dispatcher(void *arg)
      * its nonce). */
     if (ob->n_dec && ob->dec_retry_at <= mono_ms())
         flush(ob);
+    leases_release(ob, ob->chans, ob->n_chans); /* the next holder need not wait */
     return NULL;
 }
 
@@ -954,6 +1102,10 @@ int dg_outbox_start_opts(dg_plugin *p, const dg_outbox_options *o, dg_outbox **o
         ob->o.max_inflight = DEFAULT_INFLIGHT;
     if (ob->o.max_inflight > 256)
         ob->o.max_inflight = 256;
+    if (ob->o.lease_ms <= 0)
+        ob->o.lease_ms = DEFAULT_LEASE_MS;
+    if (ob->o.lease_ms < 200)
+        ob->o.lease_ms = 200;
     ob->done = calloc((size_t)ob->o.max_inflight, sizeof *ob->done);
     if (!ob->done || dg_discord_pipe_new(p->discord, (size_t)ob->o.max_inflight, &ob->pipe) !=
                          OC_OK) {

@@ -58,6 +58,10 @@ typedef struct dg_outbox_options {
     int max_inflight;      /* channels with a post in flight at once (one per
                               channel, order within a channel kept); default
                               16; 1: one post at a time */
+    long lease_ms;         /* a channel is sent by the instance holding its lease
+                              (issue 17: instances sharing a store); renewed while
+                              it sends, taken over by another instance this long
+                              after its holder stopped renewing; default 30000 */
 } dg_outbox_options;
 
 /* dg_outbox_start with options (o may be NULL). Needs p->store and

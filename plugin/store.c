@@ -47,6 +47,7 @@ const char *const dg_schema_steps[] = {
     dg_schema_v5_tool_calls,
     dg_schema_v6_turn_runs,
     dg_schema_v7_discuss_timers,
+    dg_schema_v8_shared,
 };
 const int dg_schema_nsteps = (int)(sizeof dg_schema_steps / sizeof dg_schema_steps[0]);
 
@@ -325,6 +326,8 @@ int dg_store_open(const char *path, dg_store **out, char *err, size_t err_len)
     if (!st)
         return dg_fail(err, err_len, OC_ERR_NOMEM, "store: out of memory opening %s", path);
     pthread_mutex_init(&st->lock, NULL);
+    pthread_mutex_init(&st->probe_mu, NULL);
+    st->probe_seq = -1;
 
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX;
     int rc = sqlite3_open_v2(path, &st->db, flags, NULL);
@@ -358,12 +361,24 @@ int dg_store_open(const char *path, dg_store **out, char *err, size_t err_len)
     rc = migrate(st->db, path, app_id, &st->opened_version, err, err_len);
     if (rc != OC_OK)
         goto fail;
+    if (dg_store_make_instance(st) != OC_OK) {
+        rc = dg_fail(err, err_len, OC_ERR_IO, "store: no random bytes for the instance id "
+                     "of %s; try again", path);
+        goto fail;
+    }
+    if ((rc = dg_store_probe_open(st, path, err, err_len)) != OC_OK)
+        goto fail;
     *out = st;
     return OC_OK;
 
 fail:
+    sqlite3_finalize(st->probe_dv_stmt);
+    sqlite3_finalize(st->probe_seq_stmt);
+    if (st->probe)
+        sqlite3_close_v2(st->probe);
     if (st->db)
         sqlite3_close_v2(st->db);
+    pthread_mutex_destroy(&st->probe_mu);
     pthread_mutex_destroy(&st->lock);
     free(st);
     /* Leave nothing behind when the file did not exist before; an existing
@@ -380,7 +395,11 @@ void dg_store_close(dg_store *st)
     for (int i = 0; i < DG_STMT_CACHE; i++)
         if (st->cache[i].stmt)
             sqlite3_finalize(st->cache[i].stmt);
+    sqlite3_finalize(st->probe_dv_stmt);
+    sqlite3_finalize(st->probe_seq_stmt);
+    sqlite3_close_v2(st->probe);
     sqlite3_close_v2(st->db);
+    pthread_mutex_destroy(&st->probe_mu);
     pthread_mutex_destroy(&st->lock);
     free(st);
 }
@@ -439,6 +458,8 @@ int dg_store_begin(dg_store *st)
         return OC_ERR_IO;
     }
     st->changes_at_begin = sqlite3_total_changes64(st->db);
+    st->txn_seq = 0;
+    st->n_noted = 0;
     dg_log_defer_begin(); /* no direct host call while the store is held */
     return OC_OK;
 }

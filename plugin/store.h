@@ -9,7 +9,10 @@
  * Concurrency: one connection guarded by one mutex. Hooks run on many host
  * threads and the outbox dispatcher on its own; a write transaction holds
  * the mutex from dg_store_begin() to dg_store_commit()/dg_store_rollback(),
- * so decisions that read-modify-write a scope are serialised.
+ * so decisions that read-modify-write a scope are serialised. Across
+ * processes sharing the file, BEGIN IMMEDIATE (SQLite's write lock)
+ * serialises them the same way; a second, read-only connection answers
+ * the hot path's "did another instance commit?" (store_shared.h).
  */
 #ifndef DG_STORE_H
 #define DG_STORE_H

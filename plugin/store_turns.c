@@ -13,6 +13,7 @@
 
 #include "openclaw/plugin.h"
 #include "store_internal.h"
+#include "store_shared.h"
 
 /*
  * Migration v1 -> v2. Masks are member positions as 64-bit integers
@@ -110,6 +111,13 @@ static int done(sqlite3_stmt *s)
     return sqlite3_step(s) == SQLITE_DONE ? OC_OK : OC_ERR_IO;
 }
 
+/* A write of channel_id's turn state succeeded with rc: log the channel
+ * for the other instances sharing the store (store_shared.h). */
+static int logged(dg_store *st, const char *channel_id, int rc)
+{
+    return rc == OC_OK ? dg_store_change_note(st, channel_id) : rc;
+}
+
 static const char SQL_CHANNEL_GET[] =
     "SELECT mode, initiator, top_root, bot_noticed FROM turn_channels WHERE channel_id = ?";
 static const char SQL_MEMBERS_GET[] =
@@ -185,7 +193,7 @@ int dg_store_turns_channel_save(dg_store *st, const char *channel_id, dg_channel
     dg_store_bind_text(s, 4, top_root);
     sqlite3_bind_int(s, 5, bot_noticed ? 1 : 0);
     sqlite3_bind_int64(s, 6, now_ms);
-    return done(s);
+    return logged(st, channel_id, done(s));
 }
 
 static const char SQL_MEMBER_ADD[] =
@@ -201,7 +209,7 @@ int dg_store_turns_member_add(dg_store *st, const char *channel_id, int pos, con
     dg_store_bind_text(s, 1, channel_id);
     sqlite3_bind_int(s, 2, pos);
     dg_store_bind_text(s, 3, agent_id);
-    return done(s);
+    return logged(st, channel_id, done(s));
 }
 
 static const char SQL_MEMBERS_CLEAR[] = "DELETE FROM turn_members WHERE channel_id = ?";
@@ -212,7 +220,7 @@ int dg_store_turns_members_clear(dg_store *st, const char *channel_id)
     if (!s)
         return OC_ERR_IO;
     dg_store_bind_text(s, 1, channel_id);
-    return done(s);
+    return logged(st, channel_id, done(s));
 }
 
 /* Ledger key of a scope's state row into buf. */
@@ -318,7 +326,7 @@ int dg_store_turns_scope_save(dg_store *st, const dg_scope *sc, const char *post
     int rc = sqlite3_step(s);
     if (rc == SQLITE_CONSTRAINT_PRIMARYKEY && !exists)
         return OC_ERR_INTERNAL; /* the caller's belief about the row was wrong: a bug */
-    return rc == SQLITE_DONE ? OC_OK : OC_ERR_IO;
+    return logged(st, sc->channel_id, rc == SQLITE_DONE ? OC_OK : OC_ERR_IO);
 }
 
 static const char SQL_SCOPES_CLEAR[] =
@@ -330,7 +338,7 @@ int dg_store_turns_scopes_clear(dg_store *st, const char *channel_id)
     if (!s)
         return OC_ERR_IO;
     dg_store_bind_text(s, 1, channel_id);
-    return done(s);
+    return logged(st, channel_id, done(s));
 }
 
 static const char SQL_SEEN_CLAIM[] =

@@ -40,6 +40,7 @@
 #include "silent.h"
 #include "store.h"
 #include "store_discuss.h"
+#include "store_shared.h"
 #include "store_turns.h"
 #include "templates.h"
 #include "turns_map.h"
@@ -116,6 +117,17 @@ typedef struct chan_rec {
                                     scope under policy "channel", found without a key */
 } chan_rec;
 
+/* One message of the scope's recent history (scope_rec.recent). */
+#define RECENT_MAX 4
+#define RECENT_FP_MAX 48
+/* An older message is evidence of a stale prompt only when its
+ * fingerprint is this long: a short one ("ok") turns up by chance. */
+#define RECENT_FP_EVIDENCE 8
+typedef struct recent_msg {
+    char fp[RECENT_FP_MAX];      /* message_fingerprint(); "" when nothing to look for */
+    int author;                  /* member position of its agent, DG_NOBODY for others */
+} recent_msg;
+
 struct scope_rec {
     char *key;
     dg_scope scope;
@@ -133,6 +145,13 @@ struct scope_rec {
     char wake_fp[48];
     int wake_fp_pos;
     int64_t wake_fp_ms;          /* when it was set: older than WAKE_FP_MAX_MS, ignored */
+    /* The last RECENT_MAX human/agent messages of the scope, newest at
+     * recent_head - 1 (recent_msg): a run of the speaker whose prompt
+     * carries one of the older ones but not the newest was queued for an
+     * older message and started late (dg_turns_claim). In memory only:
+     * after a restart there is no evidence and runs count. */
+    recent_msg recent[RECENT_MAX];
+    unsigned recent_head;        /* messages recorded so far (mod RECENT_MAX: next slot) */
 };
 
 /* A fingerprint older than this is ignored: a wake run that never matched
@@ -180,6 +199,8 @@ struct dg_turns {
     pthread_mutex_t wmu;         /* one engine writer at a time (txn_begin .. finish) */
     pthread_rwlock_t lock;       /* the mirror: readers vs. the writer */
     _Atomic uint64_t inval_seen; /* entries of the channel change log applied */
+    _Atomic int64_t applied;     /* the store's change log (other instances sharing
+                                    it, store_shared.h) is applied up to here */
     struct {
         scope_rec *r;
         dg_turn_state st;
@@ -411,7 +432,7 @@ static void collect_scope(void *val, void *arg)
  * channel re-derive their position (epoch). Writer held. OC_OK or an error
  * (the caller then drops the whole mirror).
  */
-static int refresh_channel(dg_turns *t, const char *channel_id)
+static int refresh_channel(dg_turns *t, const char *channel_id, int other)
 {
     chan_rec *c = dg_map_get(&t->chans, channel_id);
     if (!c)
@@ -456,6 +477,11 @@ static int refresh_channel(dg_turns *t, const char *channel_id)
         for (size_t i = 0; i < l.n; i++) {
             scope_rec *r = l.v[i];
             st[i].msg_seq = r->st.msg_seq; /* in memory only: runs in flight compare it */
+            /* Another instance changed the scope (perhaps it ingested a
+             * message this one counts as a duplicate): a run that resolved
+             * before may not have seen it. */
+            if (other && !dg_turn_state_same(&st[i], &r->st))
+                st[i].msg_seq++;
             r->st = st[i];
             r->in_db = found[i];
             free(r->post_channel);
@@ -526,7 +552,7 @@ static void sync_changes(dg_turns *t)
     pthread_mutex_unlock(&g_inval_mu);
     int ok = chans != NULL;
     for (size_t i = 0; ok && i < n; i++) {
-        ok = refresh_channel(t, chans[i].channel) == OC_OK;
+        ok = refresh_channel(t, chans[i].channel, 0) == OC_OK;
         if (ok && chans[i].wake[0])
             ok = arm_kickoff(t, chans[i].channel, chans[i].wake) == OC_OK;
     }
@@ -536,6 +562,33 @@ static void sync_changes(dg_turns *t)
         flush_locked(t); /* too far behind, or a reload failed: start over */
     atomic_store(&t->inval_seen, now);
     pthread_rwlock_unlock(&t->lock);
+}
+
+/*
+ * Apply what other instances sharing the store committed (store_shared.h):
+ * the channels they changed since t->applied are reloaded in place, like a
+ * discussion's prefill. Writer held, inside the write transaction, so
+ * nobody commits in between and the decision that follows reads what the
+ * database holds. A failed reload drops the whole mirror.
+ */
+static void sync_store(dg_turns *t)
+{
+    char **ch = NULL;
+    size_t n = 0;
+    int64_t upto = 0;
+    int rc = dg_store_changes_since(t->p->store, atomic_load(&t->applied), &ch, &n, &upto);
+    for (size_t i = 0; rc == OC_OK && i < n; i++)
+        rc = refresh_channel(t, ch[i], 1);
+    for (size_t i = 0; i < n; i++)
+        free(ch[i]);
+    free(ch);
+    if (rc != OC_OK) {
+        pthread_rwlock_wrlock(&t->lock);
+        flush_locked(t);
+        pthread_rwlock_unlock(&t->lock);
+    }
+    if (upto > atomic_load(&t->applied))
+        atomic_store(&t->applied, upto);
 }
 
 /* The scope channel-level sessions act in (scope.h, turns_engine.h). */
@@ -693,6 +746,7 @@ static int txn_begin(dg_turns *t)
         return OC_ERR_IO;
     }
     sync_changes(t);
+    sync_store(t);
     return OC_OK;
 }
 
@@ -705,10 +759,15 @@ static int txn_begin(dg_turns *t)
  */
 static int finish(dg_turns *t, int rc)
 {
+    int64_t wrote = dg_store_txn_change_seq(t->p->store);
     if (rc == OC_OK)
         rc = dg_store_commit(t->p->store);
     else
         dg_store_rollback(t->p->store);
+    /* Synced at txn_begin under the write lock: every sequence below ours
+     * is applied. */
+    if (rc == OC_OK && wrote > atomic_load(&t->applied))
+        atomic_store(&t->applied, wrote);
     if (rc == OC_OK && t->n_pending == 0) {
         pthread_mutex_unlock(&t->wmu); /* nothing to publish */
         return OC_OK;
@@ -943,6 +1002,76 @@ static void wake_fingerprint(const char *text, char *out, size_t cap)
     out[n] = '\0';
 }
 
+/*
+ * The fingerprint of a human's or an agent's message (scope_rec.recent):
+ * its longest piece between line breaks and <...> tokens (mentions, channel
+ * links, custom emoji: a host renders them its own way), trimmed, at most
+ * cap - 1 bytes cut on a character boundary; "" when nothing is left.
+ */
+static void message_fingerprint(const char *text, char *out, size_t cap)
+{
+    const char *best = NULL;
+    size_t best_len = 0;
+    const char *p = text ? text : "";
+    while (*p) {
+        const char *seg = p;
+        while (*p && *p != '\n' && *p != '\r' && !(*p == '<' && strchr(p, '>')))
+            p++;
+        const char *end = p;
+        while (seg < end && (*seg == ' ' || *seg == '\t'))
+            seg++;
+        while (end > seg && (end[-1] == ' ' || end[-1] == '\t'))
+            end--;
+        if ((size_t)(end - seg) > best_len) {
+            best = seg;
+            best_len = (size_t)(end - seg);
+        }
+        if (*p == '<')
+            p = strchr(p, '>') + 1;
+        else if (*p)
+            p++;
+    }
+    size_t n = best_len < cap - 1 ? best_len : cap - 1;
+    if (n < best_len) {
+        /* Cut inside a character: drop what was copied of it. */
+        while (n > 0 && ((unsigned char)best[n] & 0xC0) == 0x80)
+            n--;
+    }
+    if (n)
+        memcpy(out, best, n);
+    out[n] = '\0';
+}
+
+static void recent_push(scope_rec *r, const char *content, int author)
+{
+    recent_msg *m = &r->recent[r->recent_head % RECENT_MAX];
+    message_fingerprint(content, m->fp, sizeof m->fp);
+    m->author = author;
+    r->recent_head++;
+}
+
+/*
+ * 1 when prompt answers an older message of scope r than its newest, for
+ * the agent at member position pos: the newest (not its own) is not in
+ * the prompt, and an older one of someone else's (long enough to count)
+ * is. 0 otherwise, also when there is no evidence either way.
+ */
+static int answers_older(const scope_rec *r, int pos, const char *prompt)
+{
+    if (r->recent_head == 0)
+        return 0;
+    const recent_msg *latest = &r->recent[(r->recent_head - 1) % RECENT_MAX];
+    if (latest->author == pos || !latest->fp[0] || strstr(prompt, latest->fp))
+        return 0;
+    unsigned older = r->recent_head - 1 < RECENT_MAX - 1 ? r->recent_head - 1 : RECENT_MAX - 1;
+    for (unsigned i = 1; i <= older; i++) {
+        const recent_msg *o = &r->recent[(r->recent_head - 1 - i) % RECENT_MAX];
+        if (o->author != pos && strlen(o->fp) >= RECENT_FP_EVIDENCE && strstr(prompt, o->fp))
+            return 1;
+    }
+    return 0;
+}
+
 static int render_and_enqueue(dg_turns *t, const char *name, const dg_tpl_vars *vars,
                               const char *channel, const char *mention, int64_t now, int *kick,
                               char *fp, size_t fp_cap)
@@ -1043,6 +1172,8 @@ int dg_turns_new(dg_plugin *p, dg_turns **out)
     pthread_condattr_destroy(&ca);
     atomic_init(&t->rescan, 1);
     atomic_init(&t->inval_seen, atomic_load(&g_inval_seq));
+    int64_t seq = dg_store_change_seq(p->store); /* the mirror starts empty: all applied */
+    atomic_init(&t->applied, seq > 0 ? seq : 0);
     dg_map_init(&t->chans);
     dg_map_init(&t->scopes);
     dg_map_init(&t->sessions);
@@ -1810,8 +1941,10 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
     scope_rec *r;
     if ((rc = scope_get(t, c, &sc, &r)))
         return rc;
-    if (!moderator)
+    if (!moderator) {
         r->wake_fp[0] = '\0'; /* a real message: the reminder is history */
+        recent_push(r, m->content, pos);
+    }
     if (moderator && !r->in_db)
         return OC_OK; /* no state to change */
     dg_turn_state next = r->st;
@@ -1941,10 +2074,25 @@ static int ensure_session(dg_turns *t, const dg_turn_session *s, int64_t now)
 typedef int (*decide_fn)(dg_turns *t, sess_rec *e, scope_rec *r, const dg_turn_session *s,
                          int64_t now, void *out);
 
-/* Decide under the read lock from the mirror, filling it first if needed. */
+/* Another instance sharing the store committed a change this mirror has
+ * not applied (or the probe cannot tell): sync before deciding. A memory
+ * compare when nothing was committed since the last probe. */
+static int mirror_stale(dg_turns *t)
+{
+    int64_t seq = dg_store_change_seq(t->p->store);
+    return seq < 0 || seq > atomic_load(&t->applied);
+}
+
+/* Decide under the read lock from the mirror, filling it first if needed
+ * (and bringing it up to date with other instances sharing the store). */
 static int decide(dg_turns *t, const dg_turn_session *s, decide_fn fn, void *out)
 {
     int64_t now = dg_now_ms(t->p);
+    if (mirror_stale(t)) {
+        if (txn_begin(t) != OC_OK)
+            return OC_ERR_IO;
+        finish_read(t);
+    }
     for (int attempt = 0; attempt < 3; attempt++) {
         pthread_rwlock_rdlock(&t->lock);
         scope_rec *r = NULL;
@@ -2033,7 +2181,7 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
     int64_t now = dg_now_ms(t->p);
     if (txn_begin(t) != OC_OK)
         return OC_ERR_IO;
-    int kick = 0, fresh = 1, changed = 0;
+    int kick = 0, fresh = 1, changed = 0, stale = 0;
     int64_t seen = 0;
     sess_rec *e;
     int rc = session_prepare(t, s, now, &e);
@@ -2053,12 +2201,23 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
                        dg_turn_awaiting_wake(&r->st, &x, e->pos, now);
         /* Woken by the idle reminder: a run whose prompt does not carry it
          * was queued before it (the host runs it late); held back too. */
+        int woken = 0;
         if (!out->claimed && !out->waiting && e->configured && prompt && r->wake_fp[0] &&
             r->wake_fp_pos == e->pos && now - r->wake_fp_ms <= WAKE_FP_MAX_MS) {
-            if (strstr(prompt, r->wake_fp))
+            if (strstr(prompt, r->wake_fp)) {
                 r->wake_fp[0] = '\0'; /* the run that answers it */
-            else
+                woken = 1;
+            } else {
                 out->waiting = 1;
+            }
+        }
+        /* The speaker's run that answers an older message than the
+         * scope's newest: queued before the turn reached it, started late;
+         * held back too (the host runs the newer message after it). */
+        if (!out->claimed && !out->waiting && !woken && e->configured && prompt &&
+            e->pos != DG_NOBODY && answers_older(r, e->pos, prompt)) {
+            out->waiting = 1;
+            stale = 1;
         }
         out->claimed |= out->waiting;
         seen = r->st.msg_seq;
@@ -2104,6 +2263,9 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
     char label[DG_SCOPE_LABEL_MAX];
     snprintf(out->reason, sizeof out->reason, "dirigent: %s", out->closed
              ? "closed discussion channel (archive only)"
+             : stale ? "this agent holds the turn, but this run answers an older message "
+                       "than the latest (the host queued it before the turn moved; the run "
+                       "for the latest message follows)"
              : out->waiting ? "this agent holds the turn, but the moderator's message that "
                               "wakes it has not reached it yet (this run started before it)"
              : !r->st.active ? "the conversation is resting until a new message"

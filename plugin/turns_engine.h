@@ -189,7 +189,9 @@ typedef struct dg_turn_claim {
  * OC_OK or a negative status (then nothing is claimed). prompt (the run's
  * prompt, the event's cleanedBody; NULL: unknown): a speaker woken by the
  * idle reminder is held back, like a stale run, until a run's prompt
- * carries the reminder's first line.
+ * carries the reminder's first line; a speaker's run whose prompt carries
+ * an older human or agent message of the scope but not the newest was
+ * queued before the turn moved and is held back the same way.
  */
 int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
                    const char *prompt, dg_turn_claim *out);

@@ -312,6 +312,64 @@ START_TEST(test_swapped_run_ending_after_the_turn_moved_is_not_speech)
 }
 END_TEST
 
+/* The race seen in the real gateway: bravo's run for the human's question
+ * is queued by the host and starts only after alpha answered and the turn
+ * moved to bravo. That run answers the old prompt: held back, no effect on
+ * the turn; the run whose prompt carries alpha's answer counts. */
+START_TEST(test_run_for_an_older_message_than_the_latest_is_held_back)
+{
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(claim(ABC[i], NULL), i > 0);
+    const char *ask = "Which day should we ship the release?";
+    human_says(ask);
+    claim_body = ask;
+    ck_assert_int_eq(claim(TTH_BRAVO, "b-queued"), 1); /* not its turn: consumed */
+    ck_assert_int_eq(claim(TTH_ALPHA, "a1"), 0);
+    ck_assert_int_eq(end_run(TTH_ALPHA, "a1", "Friday, after the <#1> freeze."), OC_OK);
+    agent_posts(TTH_ALPHA, "Friday, after the <#300000000000000009> freeze.");
+    dg_turn_state before = peek();
+    ck_assert_int_eq(before.speaker, 1);
+    /* The host starts a second run of bravo for the question only now. */
+    ck_assert_int_eq(claim(TTH_BRAVO, "b-late"), 1);
+    ck_assert(tth_log_has(&H, "this run answers an older message than the latest"));
+    ck_assert_int_eq(end_run(TTH_BRAVO, "b-late", "Tuesday!"), OC_OK);
+    ck_assert_int_eq(payload(TTH_BRAVO, "b-late", "Tuesday!"), 1);
+    dg_turn_state after = peek();
+    ck_assert(dg_turn_state_same(&before, &after));
+    ck_assert_int_eq(tth_outbox_count(&H, CH1), 0);
+    /* The run with alpha's answer (the host renders the link its own way,
+     * with the older messages as context) counts. */
+    claim_body = "[Chat messages since your last reply - for context]\nhuman: Which day should "
+                 "we ship the release?\nalpha: Friday, after the #general freeze.";
+    ck_assert_int_eq(claim(TTH_BRAVO, "b2"), 0);
+    claim_body = "hello";
+    ck_assert_int_eq(end_run(TTH_BRAVO, "b2", "Friday suits me."), OC_OK);
+    ck_assert_int_eq(peek().speaker, 2);
+}
+END_TEST
+
+/* No evidence, no hold: a prompt that carries none of the recent messages
+ * (a host that rewrote them), a short older message found by chance, and
+ * the speaker's own latest message. */
+START_TEST(test_run_without_evidence_of_an_older_message_counts)
+{
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(claim(ABC[i], NULL), i > 0);
+    human_says("ok");
+    ck_assert_int_eq(claim(TTH_ALPHA, "a1"), 0);
+    ck_assert_int_eq(end_run(TTH_ALPHA, "a1", "Shall we ship on Friday then?"), OC_OK);
+    agent_posts(TTH_ALPHA, "Shall we ship on Friday then?");
+    ck_assert_int_eq(peek().speaker, 1);
+    claim_body = "ok";                         /* only the short older one */
+    ck_assert_int_eq(claim(TTH_BRAVO, "b1"), 0);
+    claim_body = "something else entirely";    /* nothing recognisable */
+    ck_assert_int_eq(claim(TTH_BRAVO, "b1"), 0);
+    claim_body = "hello";
+    ck_assert_int_eq(end_run(TTH_BRAVO, "b1", "Yes."), OC_OK);
+    ck_assert_int_eq(peek().speaker, 2);
+}
+END_TEST
+
 START_TEST(test_message_sending_in_gateway_shape)
 {
     join3_and_ask();
@@ -713,6 +771,8 @@ Suite *make_claim_suite(void)
     tcase_add_test(tc, test_agent_end_after_a_claim_changes_nothing);
     tcase_add_test(tc, test_payloads_of_a_claimed_run_are_cancelled);
     tcase_add_test(tc, test_swapped_run_ending_after_the_turn_moved_is_not_speech);
+    tcase_add_test(tc, test_run_for_an_older_message_than_the_latest_is_held_back);
+    tcase_add_test(tc, test_run_without_evidence_of_an_older_message_counts);
     tcase_add_test(tc, test_message_sending_in_gateway_shape);
     tcase_add_test(tc, test_old_host_without_claim_hooks_still_starts);
     tcase_add_test(tc, test_malformed_claim_input_is_refused);

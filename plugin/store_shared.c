@@ -1,0 +1,290 @@
+/*
+ * store_shared.c -- all SQL of sharing a store between instances, and its
+ * schema (v8): the change log of turn-state channels and the leases.
+ */
+#include "store_shared.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "errors.h"
+#include "openclaw/plugin.h"
+#include "store_internal.h"
+
+/*
+ * Migration v7 -> v8. turn_changes: one row per channel whose turn state
+ * was ever written, with the sequence of the latest transaction that wrote
+ * it and that writer's instance id (bounded by the number of channels).
+ * store_leases: a named right, its holder and when it runs out.
+ */
+const char dg_schema_v8_shared[] =
+    "CREATE TABLE turn_changes ("
+    "  channel_id TEXT PRIMARY KEY,"
+    "  seq INTEGER NOT NULL,"
+    "  instance TEXT NOT NULL"
+    ") WITHOUT ROWID;"
+    "CREATE INDEX turn_changes_seq ON turn_changes(seq);"
+    "CREATE TABLE store_leases ("
+    "  name TEXT PRIMARY KEY,"
+    "  owner TEXT NOT NULL,"
+    "  until_ms INTEGER NOT NULL"
+    ") WITHOUT ROWID;";
+
+static const char sql_next_seq[] = "SELECT coalesce(max(seq), 0) + 1 FROM turn_changes";
+static const char sql_note[] =
+    "INSERT INTO turn_changes(channel_id, seq, instance) VALUES (?1, ?2, ?3) "
+    "ON CONFLICT(channel_id) DO UPDATE SET seq = excluded.seq, instance = excluded.instance";
+static const char sql_since[] =
+    "SELECT channel_id, instance, seq FROM turn_changes WHERE seq > ?1 ORDER BY seq";
+static const char sql_max_seq[] = "SELECT coalesce(max(seq), 0) FROM turn_changes";
+static const char sql_lease_get[] = "SELECT owner, until_ms FROM store_leases WHERE name = ?1";
+static const char sql_lease_add[] =
+    "INSERT INTO store_leases(name, owner, until_ms) VALUES (?1, ?2, ?3)";
+static const char sql_lease_set[] =
+    "UPDATE store_leases SET owner = ?2, until_ms = ?3 WHERE name = ?1";
+static const char sql_lease_drop[] = "DELETE FROM store_leases WHERE name = ?1 AND owner = ?2";
+
+int dg_store_make_instance(dg_store *st)
+{
+    unsigned char b[8];
+    size_t got = 0;
+    while (got < sizeof b) {
+        ssize_t r = getrandom(b + got, sizeof b - got, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return OC_ERR_IO;
+        got += (size_t)r;
+    }
+    char host[64] = "";
+    if (gethostname(host, sizeof host) != 0)
+        host[0] = '\0';
+    host[sizeof host - 1] = '\0';
+    for (char *c = host; *c; c++)
+        if (*c == '/')
+            *c = '_';
+    int n = snprintf(st->instance, sizeof st->instance, "%s/%ld/", host, (long)getpid());
+    for (size_t i = 0; i < sizeof b && n > 0 && (size_t)n + 2 < sizeof st->instance; i++)
+        n += snprintf(st->instance + n, sizeof st->instance - (size_t)n, "%02x", b[i]);
+    return OC_OK;
+}
+
+/* 1 when owner names a process of this machine that no longer exists: its
+ * lease is over now (a crashed gateway restarting on the same machine need
+ * not wait for it to run out). Same host name and pid namespace assumed. */
+static int owner_dead_here(const dg_store *st, const char *owner)
+{
+    const char *me_pid = strchr(st->instance, '/');
+    const char *o_pid = strchr(owner, '/');
+    if (!me_pid || !o_pid || me_pid - st->instance != o_pid - owner ||
+        strncmp(owner, st->instance, (size_t)(o_pid - owner)) != 0)
+        return 0;
+    char *end = NULL;
+    long pid = strtol(o_pid + 1, &end, 10);
+    if (!end || *end != '/' || pid <= 0 || pid == (long)getpid())
+        return 0;
+    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+int dg_store_probe_open(dg_store *st, const char *path, char *err, size_t err_len)
+{
+    int rc = sqlite3_open_v2(path, &st->probe, SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX,
+                             NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_busy_timeout(st->probe, 5000);
+        rc = sqlite3_prepare_v3(st->probe, "PRAGMA data_version", -1,
+                                SQLITE_PREPARE_PERSISTENT, &st->probe_dv_stmt, NULL);
+    }
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v3(st->probe, sql_max_seq, -1, SQLITE_PREPARE_PERSISTENT,
+                                &st->probe_seq_stmt, NULL);
+    if (rc != SQLITE_OK)
+        return dg_fail(err, err_len, OC_ERR_IO,
+                       "store: cannot open a second (read-only) connection to dbPath %s: %s; "
+                       "check that the folder is readable",
+                       path, st->probe ? sqlite3_errmsg(st->probe) : sqlite3_errstr(rc));
+    return OC_OK;
+}
+
+const char *dg_store_instance(const dg_store *st)
+{
+    return st->instance;
+}
+
+int64_t dg_store_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int dg_store_change_note(dg_store *st, const char *channel_id)
+{
+    if (!channel_id)
+        return OC_ERR_INVALID;
+    for (int i = 0; i < st->n_noted; i++)
+        if (!strcmp(st->noted[i], channel_id))
+            return OC_OK;
+    sqlite3_stmt *s;
+    if (!st->txn_seq) {
+        /* One sequence per transaction: writers are serialised, so it is
+         * above every committed one. */
+        if (!(s = dg_store_stmt(st, sql_next_seq)) || sqlite3_step(s) != SQLITE_ROW)
+            return OC_ERR_IO;
+        st->txn_seq = sqlite3_column_int64(s, 0);
+        sqlite3_reset(s);
+    }
+    if (!(s = dg_store_stmt(st, sql_note)))
+        return OC_ERR_IO;
+    dg_store_bind_text(s, 1, channel_id);
+    sqlite3_bind_int64(s, 2, st->txn_seq);
+    dg_store_bind_text(s, 3, st->instance);
+    int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    if (rc != SQLITE_DONE)
+        return OC_ERR_IO;
+    if (st->n_noted < DG_NOTED_MAX && strlen(channel_id) < DG_NOTED_LEN)
+        snprintf(st->noted[st->n_noted++], DG_NOTED_LEN, "%s", channel_id);
+    return OC_OK;
+}
+
+int64_t dg_store_txn_change_seq(const dg_store *st)
+{
+    return st->txn_seq;
+}
+
+int dg_store_changes_since(dg_store *st, int64_t after, char ***channels, size_t *n,
+                           int64_t *upto)
+{
+    *channels = NULL;
+    *n = 0;
+    *upto = after;
+    sqlite3_stmt *s = dg_store_stmt(st, sql_since);
+    if (!s)
+        return OC_ERR_IO;
+    sqlite3_bind_int64(s, 1, after);
+    char **v = NULL;
+    size_t cnt = 0, cap = 0;
+    int rc, out = OC_OK;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        int64_t seq = sqlite3_column_int64(s, 2);
+        if (seq > *upto)
+            *upto = seq;
+        const unsigned char *who = sqlite3_column_text(s, 1);
+        if (who && !strcmp((const char *)who, st->instance))
+            continue; /* our own change: the mirror has it */
+        if (cnt == cap) {
+            size_t nc = cap ? 2 * cap : 8;
+            char **nv = realloc(v, nc * sizeof *nv);
+            if (!nv) {
+                out = OC_ERR_NOMEM;
+                break;
+            }
+            v = nv;
+            cap = nc;
+        }
+        if (!(v[cnt] = dg_store_col_dup(s, 0))) {
+            out = OC_ERR_NOMEM;
+            break;
+        }
+        cnt++;
+    }
+    sqlite3_reset(s);
+    if (out == OC_OK && rc != SQLITE_DONE)
+        out = OC_ERR_IO;
+    if (out != OC_OK) {
+        for (size_t i = 0; i < cnt; i++)
+            free(v[i]);
+        free(v);
+        *upto = after;
+        return out;
+    }
+    *channels = v;
+    *n = cnt;
+    return OC_OK;
+}
+
+int64_t dg_store_change_seq(dg_store *st)
+{
+    pthread_mutex_lock(&st->probe_mu);
+    int64_t out = -1;
+    int dv = 0;
+    if (sqlite3_step(st->probe_dv_stmt) == SQLITE_ROW) {
+        dv = sqlite3_column_int(st->probe_dv_stmt, 0);
+        out = st->probe_seq;
+        if (out < 0 || dv != st->probe_dv) {
+            /* Something committed since the last probe (perhaps this
+             * instance's own main connection): read the log's head. */
+            out = sqlite3_step(st->probe_seq_stmt) == SQLITE_ROW
+                      ? sqlite3_column_int64(st->probe_seq_stmt, 0) : -1;
+            sqlite3_reset(st->probe_seq_stmt);
+            st->probe_seq = out;
+            st->probe_dv = dv;
+        }
+    }
+    sqlite3_reset(st->probe_dv_stmt);
+    pthread_mutex_unlock(&st->probe_mu);
+    return out;
+}
+
+int dg_store_lease_take(dg_store *st, const char *name, int64_t now_ms, int64_t until_ms,
+                        int64_t held_until, int *got, int *fresh, int64_t *other_until)
+{
+    *got = *fresh = 0;
+    *other_until = 0;
+    sqlite3_stmt *s = dg_store_stmt(st, sql_lease_get);
+    if (!s)
+        return OC_ERR_IO;
+    dg_store_bind_text(s, 1, name);
+    int rc = sqlite3_step(s);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        sqlite3_reset(s);
+        return OC_ERR_IO;
+    }
+    int exists = rc == SQLITE_ROW;
+    const unsigned char *o = exists ? sqlite3_column_text(s, 0) : NULL;
+    char owner[sizeof st->instance];
+    snprintf(owner, sizeof owner, "%s", o ? (const char *)o : "");
+    int mine = exists && !strcmp(owner, st->instance);
+    int64_t until = exists ? sqlite3_column_int64(s, 1) : 0;
+    sqlite3_reset(s);
+    if (exists && !(mine && held_until && until == held_until) && until >= now_ms &&
+        !owner_dead_here(st, owner)) {
+        /* Someone else's, still running (or ours from a state we lost:
+         * it runs out like anyone's). */
+        *other_until = until;
+        return OC_OK;
+    }
+    /* Ours without a break only when nobody wrote it since we did. */
+    *fresh = !(exists && mine && held_until && until == held_until);
+    s = dg_store_stmt(st, exists ? sql_lease_set : sql_lease_add);
+    if (!s)
+        return OC_ERR_IO;
+    dg_store_bind_text(s, 1, name);
+    dg_store_bind_text(s, 2, st->instance);
+    sqlite3_bind_int64(s, 3, until_ms);
+    rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    if (rc != SQLITE_DONE)
+        return OC_ERR_IO;
+    *got = 1;
+    return OC_OK;
+}
+
+int dg_store_lease_release(dg_store *st, const char *name)
+{
+    sqlite3_stmt *s = dg_store_stmt(st, sql_lease_drop);
+    if (!s)
+        return OC_ERR_IO;
+    dg_store_bind_text(s, 1, name);
+    dg_store_bind_text(s, 2, st->instance);
+    int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    return rc == SQLITE_DONE ? OC_OK : OC_ERR_IO;
+}
