@@ -18,9 +18,10 @@
 #   tests/support/*.c      -> test helpers linked into the runner
 #   tests/plugins/*.c      -> fixture plugins build/tests/plugins/<name>.so
 #   servers/<name>.c       -> build/<name> (small standalone servers)
-#   common/*.c             -> rules shared by the plugin and ocgw (token shape, agent
-#                             ids, secret scrubbing): built into both, so each rule
-#                             exists once
+#   common/*.c             -> build/libdgcommon.a: what several parts share, written
+#                             once (token shape, agent ids, secret scrubbing, UTF-8,
+#                             string buffer, key checker, HTTP-server scaffold); each
+#                             program takes the members it uses
 #   discord/*.c            -> build/libdgdiscord.a, the Discord REST client, linked
 #                             by dirigent.so and ocgw
 
@@ -93,10 +94,11 @@ LDFLAGS_ALL = -pthread $(SANFLAGS) $(LDFLAGS)
 
 COMMON_SRC := $(sort $(wildcard common/*.c))
 COMMON_OBJ := $(COMMON_SRC:%.c=$(B)/obj/%.o)
+COMMON_LIB := $(B)/libdgcommon.a
 DISCORD_SRC := $(sort $(wildcard discord/*.c))
 DISCORD_OBJ := $(DISCORD_SRC:%.c=$(B)/obj/%.o)
 DISCORD_LIB := $(B)/libdgdiscord.a
-PLUGIN_SRC := $(sort $(wildcard plugin/*.c hooks/*.c)) $(COMMON_SRC)
+PLUGIN_SRC := $(sort $(wildcard plugin/*.c hooks/*.c))
 PLUGIN_OBJ := $(PLUGIN_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/templates_embedded.o
 HOST_SRC   := $(sort $(filter-out host/ocgw%,$(wildcard host/*.c)))
 HOST_OBJ   := $(HOST_SRC:%.c=$(B)/obj/%.o)
@@ -185,8 +187,8 @@ $(B)/gen/benches.inc: $(BENCH_SRC) \
 $(B)/obj/tests/bench/bench_main.o: $(B)/gen/benches.inc
 
 # ---- products ----------------------------------------------------------------
-$(B)/dirigent.so: $(PLUGIN_OBJ) $(DISCORD_LIB)
-	$(CC) -shared -o $@ $(PLUGIN_OBJ) $(DISCORD_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) -Wl,--no-undefined -Wl,-z,defs
+$(B)/dirigent.so: $(PLUGIN_OBJ) $(DISCORD_LIB) $(COMMON_LIB)
+	$(CC) -shared -o $@ $(PLUGIN_OBJ) $(DISCORD_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) -Wl,--no-undefined -Wl,-z,defs
 	@ex=$$(nm -D --defined-only $@ | awk '{print $$3}' | grep -vE '^(_init|_fini|_edata|_end|__bss_start$(GCOV_EXPORTS))$$' | sort -u | tr '\n' ' '); \
 	  [ "$$ex" = "oc_plugin_entry " ] || { echo "dirigent.so exports more than oc_plugin_entry: $$ex"; rm -f $@; exit 1; }
 
@@ -198,20 +200,24 @@ $(DISCORD_LIB): $(DISCORD_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
+$(COMMON_LIB): $(COMMON_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
 # ocgw's agent bots use the same Discord REST client as the plugin.
-$(B)/ocgw: $(OCGW_OBJ) $(DISCORD_LIB) $(COMMON_OBJ) $(B)/libochost.a
-	$(CC) -o $@ $(OCGW_OBJ) $(DISCORD_LIB) $(COMMON_OBJ) $(B)/libochost.a $(LDFLAGS_ALL) $(PKG_LIBS) -ldl -lm
+$(B)/ocgw: $(OCGW_OBJ) $(DISCORD_LIB) $(B)/libochost.a $(COMMON_LIB)
+	$(CC) -o $@ $(OCGW_OBJ) $(DISCORD_LIB) $(B)/libochost.a $(COMMON_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) -ldl -lm
 
 FAKE_DISCORD_OBJ := $(patsubst %.c,$(B)/obj/%.o,tests/support/fake_discord.c \
                     tests/support/fake_discord_gateway.c tests/support/ws_frame.c \
                     tests/support/ws_accept.c)
-$(B)/fake-discord: $(B)/obj/tests/fake_discord_main.o $(FAKE_DISCORD_OBJ)
+$(B)/fake-discord: $(B)/obj/tests/fake_discord_main.o $(FAKE_DISCORD_OBJ) $(COMMON_LIB)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -lm
 
 # A static pattern: the server objects are then no intermediate files that
 # make deletes after a build (and rebuilds on the next `make`).
 ifneq ($(SERVERS),)
-$(SERVERS): $(B)/%: $(B)/obj/servers/%.o
+$(SERVERS): $(B)/%: $(B)/obj/servers/%.o $(COMMON_LIB)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -lm
 endif
 
@@ -221,15 +227,15 @@ $(B)/tests/plugins/%.so: tests/plugins/%.c include/openclaw/plugin.h $(FLAGS_STA
 
 # Plugin objects minus the entry file link straight into the test runner, so
 # suites can reach internal (hidden) functions.
-$(B)/check_all: $(B)/obj/tests/check_main.o $(TEST_OBJ:$(B)/obj/tests/check_main.o=) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libocgw.a $(B)/libochost.a $(DISCORD_LIB)
-	$(CC) -o $@ $(filter %.o,$^) $(B)/libocgw.a $(B)/libochost.a $(DISCORD_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
+$(B)/check_all: $(B)/obj/tests/check_main.o $(TEST_OBJ:$(B)/obj/tests/check_main.o=) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libocgw.a $(B)/libochost.a $(DISCORD_LIB) $(COMMON_LIB)
+	$(CC) -o $@ $(filter %.o,$^) $(B)/libocgw.a $(B)/libochost.a $(DISCORD_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
 
 $(B)/libocgw.a: $(OCGW_LIB_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
-$(B)/bench: $(BENCH_OBJ) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libochost.a $(DISCORD_LIB)
-	$(CC) -o $@ $(filter %.o,$^) $(B)/libochost.a $(DISCORD_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
+$(B)/bench: $(BENCH_OBJ) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libochost.a $(DISCORD_LIB) $(COMMON_LIB)
+	$(CC) -o $@ $(filter %.o,$^) $(B)/libochost.a $(DISCORD_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
 
 TEST_DEPS := $(B)/check_all $(B)/dirigent.so $(B)/libochost.a $(OPTIONAL) $(SERVERS) $(FIXTURES)
 
@@ -239,7 +245,7 @@ check: deps-ok $(TEST_DEPS)
 
 # Valgrind runs the suites in-process (CK_FORK=no) so leaks are seen; one
 # suite per run keeps a failure easy to read.
-VALGRIND_SUITES ?= config store store_turns hook_errors plugin host abi ocgw scope silent turns turn_hooks claim admin templates paths discuss discord outbox fake_discord fake_gateway
+VALGRIND_SUITES ?= common config store store_turns hook_errors plugin host abi ocgw scope silent turns turn_hooks claim admin templates paths discuss discord outbox fake_discord fake_gateway
 valgrind: deps-ok $(TEST_DEPS)
 	@for s in $(VALGRIND_SUITES); do \
 	  echo "== valgrind: $$s"; \
@@ -335,14 +341,14 @@ define fuzz_plugin_target
 $(B)/obj/tests/fuzz/$(1).o: tests/fuzz/fuzz_plugin.c $(FLAGS_STAMP)
 	@mkdir -p $$(@D)
 	$$(CC) $$(ALL_CFLAGS) -DFZ_KIND="'$(2)'" -DFZ_NAME='"$(3)"' -MMD -MP -c $$< -o $$@
-$(B)/fuzz/$(1): $(B)/obj/tests/fuzz/$(1).o $(FUZZ_HOST_OBJ) $(PLUGIN_OBJ) $(DISCORD_LIB)
+$(B)/fuzz/$(1): $(B)/obj/tests/fuzz/$(1).o $(FUZZ_HOST_OBJ) $(PLUGIN_OBJ) $(DISCORD_LIB) $(COMMON_LIB)
 	@mkdir -p $$(@D)
 	$$(FUZZ_LINK)
 endef
 $(foreach h,$(FUZZ_HOOKS),$(eval $(call fuzz_plugin_target,hook_$(h),h,$(h))))
 $(foreach t,$(FUZZ_TOOLS),$(eval $(call fuzz_plugin_target,$(subst -,_,tool_$(t)),t,$(t))))
 
-$(FUZZ_UNITS:%=$(B)/fuzz/%): $(B)/fuzz/%: $(B)/obj/tests/fuzz/fuzz_%.o $(FUZZ_SUPPORT) $(PLUGIN_OBJ) $(DISCORD_LIB)
+$(FUZZ_UNITS:%=$(B)/fuzz/%): $(B)/fuzz/%: $(B)/obj/tests/fuzz/fuzz_%.o $(FUZZ_SUPPORT) $(PLUGIN_OBJ) $(DISCORD_LIB) $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(FUZZ_LINK)
 endif

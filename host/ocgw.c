@@ -559,7 +559,7 @@ int main(int argc, char **argv)
         ocgw_expect_free(&ex);
         return 2;
     }
-    char *sessions = ocgw_sprintf("%s/sessions.json", g.cfg.state_dir);
+    char *sessions = dg_sprintf("%s/sessions.json", g.cfg.state_dir);
     if (och_host_set_state_file(g.host, sessions, err, sizeof err) != OC_OK ||
         och_host_configure(g.host, g.cfg.root, g.cfg.config_dir, err, sizeof err) != OC_OK) {
         och_log(g.host, OC_LOG_ERROR, OCGW_SOURCE, "%s", err);

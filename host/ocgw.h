@@ -41,6 +41,7 @@
 #include <stdint.h>
 #include <jansson.h>
 
+#include "buf.h"
 #include "discord.h"
 #include "ochost.h"
 
@@ -349,11 +350,6 @@ void ocgw_check_summary(ocgw *g, FILE *f);
 int64_t ocgw_now_ms(void);
 void ocgw_sleep_ms(long ms);
 char *ocgw_strdup(const char *s);
-/* Append n bytes of add to the growable string *buf (length *len, capacity
- * *cap, always room for a final NUL). 0, or -1 when out of memory: then *buf
- * is freed and NULL, so callers just return. */
-int ocgw_buf_append(char **buf, size_t *len, size_t *cap, const char *add, size_t n);
-char *ocgw_sprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* 64-bit FNV-1a over the NUL-separated parts (NULL-terminated list). */
 uint64_t ocgw_hash(const char *first, ...);
 /* mkdir -p; 0 or -1 (errno). */

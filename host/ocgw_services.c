@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "ocgw.h"
+#include "buf.h"
 
 void ocgw_rest(ocgw *g, int attempts)
 {
@@ -49,9 +50,8 @@ char *ocgw_pretty(ocgw *g, const char *text, size_t max)
 {
     if (!text)
         return strdup("");
-    size_t cap = strlen(text) + 64, len = 0;
-    char *out = malloc(cap);
-    for (const char *p = text; out && *p;) {
+    dg_buf out = {0};
+    for (const char *p = text; *p;) {
         const char *add = p, *q = p;
         size_t addn = 1;
         char buf[160];
@@ -75,14 +75,13 @@ char *ocgw_pretty(ocgw *g, const char *text, size_t max)
         } else {
             p++;
         }
-        if (ocgw_buf_append(&out, &len, &cap, add, addn))
+        if (dg_buf_add(&out, add, addn)) {
+            dg_buf_free(&out);
             return NULL;
+        }
     }
-    if (!out)
-        return NULL;
-    out[len] = 0;
-    char *line = ocgw_oneline(out, max);
-    free(out);
+    char *line = ocgw_oneline(out.s ? out.s : "", max);
+    dg_buf_free(&out);
     return line;
 }
 

@@ -30,6 +30,7 @@
 #include "store_tool_calls.h"
 #include "templates.h"
 #include "turns.h"
+#include "utf8.h"
 
 /* Overrides re-driven per batch (bounded memory; loops while progressing). */
 #define OVERRIDE_BATCH 256
@@ -92,16 +93,6 @@ void dg_callback_result_clear(dg_callback_result *r)
     memset(r, 0, sizeof *r);
 }
 
-/* Unicode code points of a UTF-8 string (continuation bytes not counted). */
-static size_t utf8_chars(const char *s)
-{
-    size_t n = 0;
-    for (; *s; s++)
-        if (((unsigned char)*s & 0xC0) != 0x80)
-            n++;
-    return n;
-}
-
 static int is_blank(const char *s)
 {
     for (; s && *s; s++)
@@ -150,11 +141,7 @@ static int channel_status(dg_plugin *p, const char *channel_id, dg_discussion_st
     if (dg_store_begin(p->store) != OC_OK)
         return OC_ERR_IO;
     int rc = dg_store_discussion_probe(p->store, channel_id, NULL, s);
-    if (rc == OC_OK)
-        rc = dg_store_commit(p->store);
-    else
-        dg_store_rollback(p->store);
-    return rc;
+    return dg_store_end(p->store, rc);
 }
 
 int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
@@ -180,10 +167,10 @@ int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
         return dg_fail(err, err_len, OC_ERR_INVALID,
                     "name '%.100s' is not a valid Discord text-channel name: %s; use lower "
                     "case letters, digits and dashes, e.g. \"design-review\"", req->name, why);
-    if (req->topic && utf8_chars(req->topic) > DG_DISCORD_MAX_TOPIC)
+    if (req->topic && dg_utf8_count(req->topic) > DG_DISCORD_MAX_TOPIC)
         return dg_fail(err, err_len, OC_ERR_INVALID,
                     "topic has %zu characters; Discord allows at most %d: shorten it",
-                    utf8_chars(req->topic), DG_DISCORD_MAX_TOPIC);
+                    dg_utf8_count(req->topic), DG_DISCORD_MAX_TOPIC);
     if (req->parent_id && !dg_is_snowflake(req->parent_id))
         return dg_fail(err, err_len, OC_ERR_INVALID,
                     "parentId '%.100s' is not a Discord snowflake (1-20 digits); pass the "
@@ -238,7 +225,7 @@ int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
         return dg_fail(err, err_len, OC_ERR_INVALID,
                     "discussGuide is required with callbackChannelId: say what to discuss, "
                     "what conclusion is wanted and its limits");
-    size_t gl = utf8_chars(req->discuss_guide);
+    size_t gl = dg_utf8_count(req->discuss_guide);
     if (gl > (size_t)cfg->max_guide_chars)
         return dg_fail(err, err_len, OC_ERR_INVALID,
                     "discussGuide has %zu characters, over discussion.maxGuideChars (%ld); "
@@ -375,11 +362,7 @@ static int idem_lookup(dg_plugin *p, const idem *ic, dg_tool_call_row *row)
     if (dg_store_begin(p->store) != OC_OK)
         return OC_ERR_IO;
     int rc = dg_store_tool_call_get(p->store, ic->tool, ic->call_id, ic->fp, row);
-    if (rc == OC_OK)
-        rc = dg_store_commit(p->store);
-    else
-        dg_store_rollback(p->store);
-    return rc;
+    return dg_store_end(p->store, rc);
 }
 
 /*
@@ -566,13 +549,10 @@ static int record_discussion(dg_plugin *p, dg_discussion *d, const char *kickoff
     if (rc == OC_OK)
         rc = dg_outbox_enqueue(p->store, d->discussion_channel_id, kickoff, mention_ids,
                                n_mentions, d->created_at_ms);
-    if (rc == OC_OK)
-        rc = dg_store_commit(p->store);
-    else {
+    if (rc != OC_OK)
         dg_log(p, OC_LOG_ERROR, "discussion: recording channel %s failed (%s): %s",
                d->discussion_channel_id, oc_status_name(rc), dg_store_errmsg(p->store));
-        dg_store_rollback(p->store);
-    }
+    rc = dg_store_end(p->store, rc);
     if (rc != OC_OK)
         return dg_fail(err, err_len, rc == OC_ERR_CONFLICT ? OC_ERR_CONFLICT : OC_ERR_IO,
                     "the discussion channel could not be recorded (%s); nothing was kept, "
@@ -590,14 +570,11 @@ static int record_plain(dg_plugin *p, const idem *ic, const char *channel_id, ch
     dg_tool_call_row res = {.channel_id = (char *)channel_id};
     int rc = dg_store_tool_call_done(p->store, ic->tool, ic->call_id, ic->fp, &res,
                                      dg_now_ms(p));
-    if (rc == OC_OK)
-        rc = dg_store_commit(p->store);
-    else {
+    if (rc != OC_OK)
         dg_log(p, OC_LOG_ERROR, "channel %s: recording the result of toolCallId %s failed "
                "(%s): %s", channel_id, ic->call_id, oc_status_name(rc),
                dg_store_errmsg(p->store));
-        dg_store_rollback(p->store);
-    }
+    rc = dg_store_end(p->store, rc);
     if (rc != OC_OK)
         return dg_fail(err, err_len, OC_ERR_IO, "the channel could not be recorded (%s); nothing "
                     "was kept, try again", oc_status_name(rc));
@@ -611,10 +588,7 @@ static int record_intent(dg_plugin *p, const idem *ic, char *err, size_t err_len
     if (dg_store_begin(p->store) != OC_OK)
         return dg_fail(err, err_len, OC_ERR_IO, "the plugin's state store is busy or failing");
     int rc = dg_store_tool_call_intent(p->store, ic->tool, ic->call_id, ic->fp, dg_now_ms(p));
-    if (rc == OC_OK)
-        rc = dg_store_commit(p->store);
-    else
-        dg_store_rollback(p->store);
+    rc = dg_store_end(p->store, rc);
     if (rc != OC_OK)
         return dg_fail(err, err_len, rc == OC_ERR_CONFLICT ? OC_ERR_CONFLICT : OC_ERR_IO,
                     "the plugin's state store could not record this call (%s); nothing was "
@@ -637,7 +611,7 @@ static int topic_with_marker(const dg_channel_request *req, const idem *ic, char
         *needle = ic->marker;
         return (*topic = strdup(ic->marker)) ? OC_OK : OC_ERR_NOMEM;
     }
-    if (utf8_chars(req->topic) + 1 + ml > DG_DISCORD_MAX_TOPIC) {
+    if (dg_utf8_count(req->topic) + 1 + ml > DG_DISCORD_MAX_TOPIC) {
         *needle = req->topic;
         return OC_OK;
     }
@@ -867,10 +841,7 @@ static size_t apply_pending(dg_plugin *p)
         if (dg_store_begin(p->store) != OC_OK)
             return applied_total;
         int rc = dg_store_discussion_overrides_pending(p->store, OVERRIDE_BATCH, &keys, &ids, &n);
-        if (rc == OC_OK)
-            dg_store_commit(p->store);
-        else
-            dg_store_rollback(p->store);
+        dg_store_end(p->store, rc);
         if (rc != OC_OK || n == 0)
             return applied_total;
         size_t ok = 0;
@@ -892,10 +863,7 @@ static size_t apply_pending(dg_plugin *p)
             for (size_t i = 0; i < n && mrc == OC_OK; i++)
                 if (done[i])
                     mrc = dg_store_discussion_override_applied(p->store, ids[i], keys[i], now);
-            if (mrc == OC_OK)
-                dg_store_commit(p->store);
-            else
-                dg_store_rollback(p->store);
+            dg_store_end(p->store, mrc);
         }
         free(done);
         free_strv(keys, n);
@@ -918,11 +886,8 @@ void dg_discuss_resume(dg_plugin *p)
                "by closed discussions", n);
     if (dg_store_begin(p->store) == OC_OK) {
         long removed = 0;
-        if (dg_store_tool_calls_prune(p->store, dg_now_ms(p) - TOOL_CALL_KEEP_MS, &removed) ==
-            OC_OK)
-            dg_store_commit(p->store);
-        else
-            dg_store_rollback(p->store);
+        dg_store_end(p->store, dg_store_tool_calls_prune(p->store, dg_now_ms(p) -
+                                                          TOOL_CALL_KEEP_MS, &removed));
         if (removed)
             dg_log(p, OC_LOG_DEBUG, "discussion: forgot %ld old tool-call results", removed);
     }
@@ -948,10 +913,7 @@ void dg_discuss_session_seen(dg_plugin *p, const char *session_key, const char *
     if (rc == OC_OK && s == DG_DISCUSSION_CLOSED && state == 0)
         rc = dg_store_discussion_override_add(p->store, id, session_key, agent_id,
                                               dg_now_ms(p), NULL);
-    if (rc == OC_OK)
-        rc = dg_store_commit(p->store);
-    else
-        dg_store_rollback(p->store);
+    rc = dg_store_end(p->store, rc);
     if (rc != OC_OK) {
         dg_log(p, OC_LOG_ERROR, "discussion: recording session %s in channel %s failed (%s)",
                session_key, channel_id, oc_status_name(rc));
@@ -1100,14 +1062,10 @@ static int close_discussion(dg_plugin *p, const dg_discussion *d, const char *re
         rc = dg_outbox_enqueue(p->store, d->origin_channel_id, result, mention,
                                initiator_uid ? 1 : 0, now);
     }
-    if (rc == OC_OK)
-        rc = dg_store_commit(p->store);
-    else {
-        if (rc != OC_ERR_CONFLICT)
-            dg_log(p, OC_LOG_ERROR, "discussion %lld: closing failed (%s): %s",
-                   (long long)d->id, oc_status_name(rc), dg_store_errmsg(p->store));
-        dg_store_rollback(p->store);
-    }
+    if (rc != OC_OK && rc != OC_ERR_CONFLICT)
+        dg_log(p, OC_LOG_ERROR, "discussion %lld: closing failed (%s): %s",
+               (long long)d->id, oc_status_name(rc), dg_store_errmsg(p->store));
+    rc = dg_store_end(p->store, rc);
     if (rc == OC_ERR_CONFLICT)
         return dg_fail(err, err_len, OC_ERR_CONFLICT,
                     "this discussion was closed a moment ago by another discuss-callback; "
@@ -1372,10 +1330,7 @@ static int timer_one(dg_plugin *p, const char *channel, int64_t now, int64_t rem
             rc = dg_outbox_enqueue(st, d.discussion_channel_id, text, mention, uid ? 1 : 0,
                                    now);
     }
-    if (rc == OC_OK)
-        rc = dg_store_commit(st);
-    else
-        dg_store_rollback(st);
+    rc = dg_store_end(st, rc);
     static const char *const what[] = {"", "quiet-time reminder (discussion.reminderAfterSec)",
                                        "wrap-up request (discussion.maxLifetimeSec)",
                                        "expiry (twice discussion.maxLifetimeSec)"};
@@ -1407,10 +1362,7 @@ void dg_discuss_sweep(dg_plugin *p)
     if (dg_store_begin(p->store) != OC_OK)
         return;
     int rc = dg_store_discussion_timers_due(p->store, now, rem, life, TIMER_BATCH, &ch, &n);
-    if (rc == OC_OK)
-        dg_store_commit(p->store);
-    else
-        dg_store_rollback(p->store);
+    dg_store_end(p->store, rc);
     int kick = 0;
     for (size_t i = 0; i < n; i++) {
         kick |= timer_one(p, ch[i], now, rem, life);
