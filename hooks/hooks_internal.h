@@ -2,7 +2,6 @@
  * hooks_internal.h -- shared by the hook handlers in the hooks/ files: JSON
  * decoding of the agent-hook context, and the handlers themselves.
  * JSON stays here; the core (turns_engine.h) sees plain structs.
- * (Owner: turn manager area.)
  */
 #ifndef DG_HOOKS_INTERNAL_H
 #define DG_HOOKS_INTERNAL_H

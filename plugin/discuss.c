@@ -1377,6 +1377,22 @@ void dg_discuss_sweep(dg_plugin *p)
 
 #define ADMIN_NO_SUMMARY "none (closed by an admin without a summary)"
 
+/* The reply template name (admin_*.md) rendered with v into msg; OC_OK
+ * (a template that cannot be rendered leaves msg empty, and says so in
+ * the log). */
+static int admin_reply(dg_plugin *p, const char *name, const dg_tpl_vars *v, char *msg,
+                       size_t msg_len)
+{
+    static const dg_tpl_vars none;
+    char *text = p->templates ? dg_templates_render_trim(p->templates, name, v ? v : &none)
+                              : NULL;
+    if (!text)
+        dg_log(p, OC_LOG_ERROR, "discussion: template %s could not be rendered", name);
+    snprintf(msg, msg_len, "%s", text ? text : "");
+    free(text);
+    return OC_OK;
+}
+
 int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id,
                                   const char *summary_path, int64_t now_ms, int *closed,
                                   char *msg, size_t msg_len)
@@ -1386,15 +1402,12 @@ int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id,
     dg_discussion d;
     int rc = dg_store_discussion_by_channel(st, channel_id, &d);
     if (rc == OC_ERR_NOT_FOUND)
-        return dg_fail(msg, msg_len, OC_OK,
-                       "this channel is not a discussion channel; `!dirigent close` only "
-                       "works inside one.");
+        return admin_reply(p, "admin_close_not_discussion.md", NULL, msg, msg_len);
     if (rc != OC_OK)
         return rc;
     if (d.status != DG_DISCUSSION_ACTIVE) {
         dg_discussion_clear(&d);
-        return dg_fail(msg, msg_len, OC_OK,
-                       "this discussion is already closed; nothing changed.");
+        return admin_reply(p, "admin_close_already.md", NULL, msg, msg_len);
     }
     dg_ws_file f = {.fd = -1};
     char why[384];
@@ -1409,8 +1422,8 @@ int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id,
         if (rc != OC_OK) {
             dg_ws_file_close(&f);
             dg_discussion_clear(&d);
-            return dg_fail(msg, msg_len, OC_OK, "the summary path is refused (%s), nothing "
-                           "changed: %s", oc_status_name(rc), why);
+            dg_tpl_vars v = {.error = oc_status_name(rc), .reason = why};
+            return admin_reply(p, "admin_close_refused.md", &v, msg, msg_len);
         }
     }
     const dg_agent_cfg *ini = dg_config_agent(&p->cfg, d.initiator_agent_id);
@@ -1438,9 +1451,9 @@ int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id,
         rc = dg_outbox_enqueue(st, d.origin_channel_id, text, mention, uid ? 1 : 0, now_ms);
     if (rc == OC_OK) {
         *closed = 1;
-        snprintf(msg, msg_len, "discussion closed (status closed-by-admin%s%s); the result "
-                 "went to <#%s>.", f.rel_path ? ", summary " : ", no summary",
-                 f.rel_path ? f.rel_path : "", d.origin_channel_id);
+        dg_tpl_vars v = {.summaryPath = f.rel_path, .originChannel = oref};
+        admin_reply(p, f.rel_path ? "admin_close_done.md" : "admin_close_done_nosummary.md", &v,
+                    msg, msg_len);
         dg_log(p, OC_LOG_INFO, "discussion %lld in %s closed by an admin (summary %s)",
                (long long)d.id, d.discussion_channel_id, f.rel_path ? f.rel_path : "none");
     }

@@ -29,7 +29,6 @@
  * of creating a second one. A repeat that arrives while the first call is
  * still running in this process gets OC_ERR_CONFLICT. Without a
  * toolCallId nothing of this happens (no marker, no rows).
- * (Owner: discussion area.)
  */
 #ifndef DG_DISCUSS_H
 #define DG_DISCUSS_H

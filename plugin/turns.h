@@ -18,7 +18,6 @@
  *     moderator messages owed by a change, queued through the outbox in the
  *     same transaction.
  *
- * (Owner: turn manager area, engineer hC.)
  */
 #ifndef DG_TURNS_H
 #define DG_TURNS_H

@@ -25,6 +25,7 @@
  * flight elsewhere (and there) keep what their resolve recorded.
  */
 #include "turns_engine.h"
+#include "turns_engine_test.h"
 
 #include <ctype.h>
 #include <pthread.h>
@@ -35,6 +36,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "buf.h"
 #include "discuss.h"
 #include "outbox.h"
 #include "silent.h"
@@ -1588,41 +1590,42 @@ static int is_admin_reply(const char *content)
            strncmp(content, DG_ADMIN_REPLY_PREFIX, sizeof DG_ADMIN_REPLY_PREFIX - 1) == 0;
 }
 
-/* A growing reply text; on out of memory it keeps nomem set. */
+/* A growing reply text; on out of memory (or a template that cannot be
+ * rendered) it keeps nomem set. */
 typedef struct reply_buf {
-    char *s;
-    size_t len, cap;
+    dg_buf b;
     int nomem;
 } reply_buf;
 
-static void reply_add(reply_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void reply_add(reply_buf *b, const char *fmt, ...)
+static void reply_add(reply_buf *r, const char *text)
 {
-    if (b->nomem)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-        b->nomem = 1;
-        return;
-    }
-    if (b->len + (size_t)n + 1 > b->cap) {
-        size_t cap = (b->len + (size_t)n + 1) * 2;
-        char *v = realloc(b->s, cap);
-        if (!v) {
-            b->nomem = 1;
-            return;
-        }
-        b->s = v;
-        b->cap = cap;
-    }
-    va_start(ap, fmt);
-    vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
+    if (!r->nomem && (!text || dg_buf_adds(&r->b, text)))
+        r->nomem = 1;
+}
+
+/* The reply prefix, then template name (admin_*.md) rendered with v. */
+static void reply_tpl(const dg_turns *t, reply_buf *r, const char *name, const dg_tpl_vars *v)
+{
+    static const dg_tpl_vars none;
+    char *text = t->p->templates ? dg_templates_render_trim(t->p->templates, name, v ? v : &none)
+                                 : NULL;
+    if (!text)
+        dg_log(t->p, OC_LOG_ERROR, "turns: template %s could not be rendered; the admin reply "
+               "is not sent", name);
+    reply_add(r, DG_ADMIN_REPLY_PREFIX);
+    reply_add(r, text);
+    free(text);
+}
+
+/* "a, b" of the members of c whose bit is set in mask, or `none`. 0 or
+ * -1 when out of memory; out is freed by the caller. */
+static int member_list(const chan_rec *c, uint64_t mask, const char *none, dg_buf *out)
+{
+    for (int i = 0; i < c->n; i++)
+        if ((mask & ((uint64_t)1 << i)) &&
+            ((out->len && dg_buf_adds(out, ", ")) || dg_buf_adds(out, c->members[i])))
+            return -1;
+    return out->len ? 0 : dg_buf_adds(out, none);
 }
 
 static const char *admin_cmd_name(dg_admin_cmd cmd)
@@ -1644,33 +1647,36 @@ static void admin_status(const dg_turns *t, const scope_rec *r, const dg_turn_st
                          const dg_turn_ctx *x, reply_buf *b)
 {
     const chan_rec *c = r->chan;
-    char label[DG_SCOPE_LABEL_MAX];
-    reply_add(b, DG_ADMIN_REPLY_PREFIX "status\npolicy: %s, scope: %s\nmode: %s\nturn order:",
-              dg_session_policy_name(t->p->cfg.session_policy),
-              dg_scope_label(&r->scope, label), dg_channel_mode_name(c->mode));
-    int any = 0;
-    for (int i = 0; i < c->n; i++)
-        if (c->present & ((uint64_t)1 << i))
-            reply_add(b, "%s %s", any++ ? "," : "", c->members[i]);
-    if (!any)
-        reply_add(b, " none yet");
+    char label[DG_SCOPE_LABEL_MAX], msgs[24], max[24];
+    dg_buf order = {0}, passed = {0};
+    if (member_list(c, c->present, "none yet", &order) ||
+        member_list(c, st->silent & c->present, "none", &passed))
+        b->nomem = 1;
     int sp = dg_turn_speaker(st, x);
-    if (!st->active)
-        reply_add(b, "\nspeaker: %s", st->rested ? "resting (loop guard)" : "dormant");
-    else
-        reply_add(b, "\nspeaker: %s", sp != DG_NOBODY ? c->members[sp] : "nobody eligible");
-    reply_add(b, "\npassed this cycle:");
-    any = 0;
-    for (int i = 0; i < c->n; i++)
-        if (st->silent & c->present & ((uint64_t)1 << i))
-            reply_add(b, "%s %s", any++ ? "," : "", c->members[i]);
-    if (!any)
-        reply_add(b, " none");
-    reply_add(b, "\nagent messages: %lld/%ld", (long long)st->agent_msgs,
-              (long)t->p->cfg.turn_max_agent_messages);
-    if (c->mode == DG_MODE_CLOSED)
-        reply_add(b, "\nthis discussion channel is closed: rest, wake and skip change nothing "
-                  "here");
+    snprintf(msgs, sizeof msgs, "%lld", (long long)st->agent_msgs);
+    snprintf(max, sizeof max, "%ld", (long)t->p->cfg.turn_max_agent_messages);
+    dg_tpl_vars v = {
+        .policy = dg_session_policy_name(t->p->cfg.session_policy),
+        .scope = dg_scope_label(&r->scope, label),
+        .mode = dg_channel_mode_name(c->mode),
+        .turnOrder = order.s,
+        .speaker = !st->active ? (st->rested ? "resting (loop guard)" : "dormant")
+                 : sp != DG_NOBODY ? c->members[sp] : "nobody eligible",
+        .passed = passed.s,
+        .agentMessages = msgs,
+        .maxAgentMessages = max,
+    };
+    if (!b->nomem)
+        reply_tpl(t, b, "admin_status.md", &v);
+    dg_buf_free(&order);
+    dg_buf_free(&passed);
+    if (c->mode == DG_MODE_CLOSED) {
+        char *note = t->p->templates
+            ? dg_templates_render_trim(t->p->templates, "admin_status_closed.md", &v) : NULL;
+        reply_add(b, "\n");
+        reply_add(b, note);
+        free(note);
+    }
 }
 
 /*
@@ -1723,32 +1729,32 @@ static int admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd,
             dg_turn_expire(&view, &x, now, NULL); /* what a decision now would see */
         admin_status(t, r, &view, &x, &b);
     } else if (c->mode == DG_MODE_CLOSED) {
-        reply_add(&b, DG_ADMIN_REPLY_PREFIX "this discussion channel is closed; no command "
-                  "changes anything here.");
+        reply_tpl(t, &b, "admin_closed.md", NULL);
     } else if (cmd == DG_ADMIN_CLOSE) {
         /* The discussion area closes it in this transaction; the channel's
          * mirror reloads (closed) before its next use. */
         char path[1024], msg[768];
         int has = dg_admin_arg(m->content, path, sizeof path), closed = 0;
         if (has < 0) {
-            reply_add(&b, DG_ADMIN_REPLY_PREFIX "the summary path is longer than %zu bytes; "
-                      "nothing changed.", sizeof path - 1);
+            char max[24];
+            snprintf(max, sizeof max, "%zu", sizeof path - 1);
+            reply_tpl(t, &b, "admin_close_path_long.md", &(dg_tpl_vars){.maxBytes = max});
         } else {
             rc = dg_discuss_admin_close_locked(t->p, c->id, has ? path : NULL, now, &closed, msg,
                                                sizeof msg);
             if (rc != OC_OK) {
-                free(b.s);
+                dg_buf_free(&b.b);
                 return rc;
             }
-            reply_add(&b, DG_ADMIN_REPLY_PREFIX "%s", msg);
+            reply_add(&b, DG_ADMIN_REPLY_PREFIX);
+            reply_add(&b, msg);
         }
     } else if (cmd == DG_ADMIN_REST) {
         dg_turn_expire(&next, &x, now, &fx);
         fx.handoff_to = DG_NOBODY; /* nobody is woken into a resting scope */
         dg_turn_admin_rest(&next, now);
         changes = 1;
-        reply_add(&b, DG_ADMIN_REPLY_PREFIX "resting now; no agent takes a turn here until the "
-                  "next message.");
+        reply_tpl(t, &b, "admin_rest.md", NULL);
     } else if (cmd == DG_ADMIN_WAKE) {
         int pos = DG_NOBODY;
         for (size_t i = 0; pos == DG_NOBODY && i < m->n_mentions; i++) {
@@ -1761,53 +1767,44 @@ static int admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd,
             if (c->present & ((uint64_t)1 << i))
                 pos = i;
         if (pos == DG_NOBODY || dg_turn_admin_wake(&next, &x, pos, now) != 0) {
-            reply_add(&b, DG_ADMIN_REPLY_PREFIX "no agent is in this channel's turn order yet; "
-                      "nothing to wake.");
+            reply_tpl(t, &b, "admin_wake_nobody.md", NULL);
         } else {
             changes = 1;
             mention = user_of(t, c, pos);
-            reply_add(&b, DG_ADMIN_REPLY_PREFIX "awake; <@%s>, it is your turn.",
-                      mention ? mention : "?");
+            char at[96];
+            snprintf(at, sizeof at, "<@%s>", mention ? mention : "?");
+            reply_tpl(t, &b, "admin_wake.md", &(dg_tpl_vars){.agentMention = at});
         }
     } else if (cmd == DG_ADMIN_SKIP) {
         dg_turn_expire(&next, &x, now, &fx);
         fx.handoff_to = DG_NOBODY; /* that speaker is skipped now */
         int sp = dg_turn_admin_skip(&next, &x, now, &fx);
         if (sp == DG_NOBODY) {
-            reply_add(&b, DG_ADMIN_REPLY_PREFIX "nobody holds the turn here (dormant); nothing "
-                      "to skip.");
+            reply_tpl(t, &b, "admin_skip_nobody.md", NULL);
         } else {
             changes = 1;
             int to = fx.handoff_to;
             fx.handoff_to = DG_NOBODY; /* the reply is the hand-off */
             mention = to != DG_NOBODY ? user_of(t, c, to) : NULL;
-            if (mention)
-                reply_add(&b, DG_ADMIN_REPLY_PREFIX "%s's turn is skipped; <@%s>, it is your "
-                          "turn.", c->members[sp], mention);
-            else if (fx.idle_reminder)
-                reply_add(&b, DG_ADMIN_REPLY_PREFIX "%s's turn is skipped; the discussion "
-                          "initiator is asked to go on.", c->members[sp]);
-            else
-                reply_add(&b, DG_ADMIN_REPLY_PREFIX "%s's turn is skipped; nobody else is left "
-                          "in this cycle, so the scope is dormant.", c->members[sp]);
+            char at[96];
+            snprintf(at, sizeof at, "<@%s>", mention ? mention : "");
+            dg_tpl_vars v = {.skippedAgent = c->members[sp], .agentMention = at};
+            reply_tpl(t, &b, mention ? "admin_skip.md" : fx.idle_reminder
+                             ? "admin_skip_initiator.md" : "admin_skip_dormant.md", &v);
         }
     } else {
-        reply_add(&b, DG_ADMIN_REPLY_PREFIX "commands: `!dirigent status` (this scope's turn "
-                  "state), `!dirigent rest` (put it to sleep now), `!dirigent wake [@agent]` "
-                  "(give the first agent, or the one mentioned, the turn), `!dirigent skip` "
-                  "(pass the current speaker's turn on), `!dirigent close [summaryPath]` (in a "
-                  "discussion channel: close it now, status closed-by-admin).");
+        reply_tpl(t, &b, "admin_help.md", NULL);
     }
     if (b.nomem) {
-        free(b.s);
+        dg_buf_free(&b.b);
         return OC_ERR_NOMEM;
     }
     if (changes && (!dg_turn_state_same(&next, &r->st) || !r->in_db))
         rc = save_scope(t, r, &next, now);
     int queued = 0;
     if (rc == OC_OK)
-        rc = enqueue(t, post, b.s, mention, now, &queued);
-    free(b.s);
+        rc = enqueue(t, post, b.b.s, mention, now, &queued);
+    dg_buf_free(&b.b);
     if (queued)
         *kick = 1;
     else if (mention)

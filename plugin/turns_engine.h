@@ -20,7 +20,6 @@
  * cannot escape the guard by each opening a new thread.
  *
  * Threads: every function may be called from any host thread, concurrently.
- * (Owner: turn manager area.)
  */
 #ifndef DG_TURNS_ENGINE_H
 #define DG_TURNS_ENGINE_H
@@ -236,23 +235,5 @@ int dg_turns_check_send(dg_turns *t, const dg_turn_session *s, const char *conte
  */
 int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id,
                      const char *output, long tool_calls, int success);
-
-/* For tests and diagnostics: the state of scope (from the mirror or the
- * store), the channel's mode and member count. OC_ERR_NOT_FOUND if the
- * scope has no state yet. */
-int dg_turns_peek(dg_turns *t, const dg_scope *scope, dg_turn_state *st,
-                  dg_channel_mode *mode, int *n_members);
-
-/* For tests and diagnostics: how many scope and session records the
- * in-memory mirror holds. OC_OK. */
-int dg_turns_mirror_count(dg_turns *t, size_t *scopes, size_t *sessions);
-
-/* For tests: keep at most n dormant thread scopes in the mirror (0: the
- * built-in bound, 4096); the least recently changed beyond it leave. */
-void dg_turns_set_dormant_max(dg_turns *t, size_t n);
-
-/* Agent id at member position pos of channel_id, copied into buf; OC_OK or
- * OC_ERR_NOT_FOUND. For tests and diagnostics. */
-int dg_turns_member(dg_turns *t, const char *channel_id, int pos, char *buf, size_t len);
 
 #endif

@@ -21,6 +21,7 @@
 #include "turn_test_host.h"
 #include "turns.h"
 #include "turns_engine.h"
+#include "turns_engine_test.h"
 
 #define CH1 "300000000000000001"
 #define CH2 "300000000000000002"

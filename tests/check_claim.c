@@ -20,6 +20,7 @@
 #include "turn_test_host.h"
 #include "turns.h"
 #include "turns_engine.h"
+#include "turns_engine_test.h"
 
 #define CH1 "300000000000000001"
 #define CH0 "300000000000000002"  /* another channel, where the host shows it reports per agent */
