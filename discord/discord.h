@@ -195,6 +195,16 @@ int dg_discord_get_messages(dg_discord *d, const char *channel_id, const char *a
 void dg_discord_messages_free(dg_discord_message *msgs, size_t n);
 
 /*
+ * GET /users/{user_id}: the user's username and global (display) name,
+ * copied (cut to fit) into the caller's buffers; global_name "" when the
+ * user has none. OC_OK, or the failure in err (404: no such user, not
+ * retryable). Any thread.
+ */
+int dg_discord_get_user_names(dg_discord *d, const char *user_id, char *username,
+                              size_t username_len, char *global_name, size_t global_len,
+                              dg_discord_err *err);
+
+/*
  * Any other request, with the same rate limiting and retries. method
  * "GET"/"POST"/"PATCH"/"PUT"/"DELETE"; path starts with '/' and is
  * appended to api_base (query allowed); body borrowed, may be NULL.

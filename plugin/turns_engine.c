@@ -36,6 +36,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "agent_names.h"
 #include "buf.h"
 #include "discuss.h"
 #include "outbox.h"
@@ -229,6 +230,7 @@ struct dg_turns {
     int warned_cap;
     size_t dormant_max;          /* DORMANT_MAX; tests lower it */
     size_t evict_at;             /* mirror size (scopes) that makes an ingest evict */
+    dg_agent_names *names;       /* agents' Discord names, for mentions in text */
 };
 
 /* ---- mirror ---------------------------------------------------------------- */
@@ -1163,6 +1165,10 @@ int dg_turns_new(dg_plugin *p, dg_turns **out)
         return OC_ERR_NOMEM;
     t->p = p;
     t->dormant_max = t->evict_at = DORMANT_MAX;
+    if (dg_agent_names_new(p->cfg.n_agents, &t->names) != OC_OK) {
+        free(t);
+        return OC_ERR_NOMEM;
+    }
     pthread_mutex_init(&t->wmu, NULL);
     pthread_rwlock_init(&t->lock, NULL);
     pthread_mutex_init(&t->mk_mu, NULL);
@@ -1208,6 +1214,7 @@ void dg_turns_free(dg_turns *t)
     pthread_mutex_destroy(&t->sw_mu);
     pthread_rwlock_destroy(&t->lock);
     pthread_mutex_destroy(&t->wmu);
+    dg_agent_names_free(t->names);
     free(t);
 }
 
@@ -1479,6 +1486,7 @@ static void *sweeper(void *arg)
         if (t->sw_stop)
             break;
         pthread_mutex_unlock(&t->sw_mu);
+        dg_agent_names_refresh(t->names, t->p, dg_now_ms(t->p));
         sweep(t);
         pthread_mutex_lock(&t->sw_mu);
     }
@@ -1933,6 +1941,23 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
             if (mp != DG_NOBODY)
                 mentions |= (uint64_t)1 << mp;
         }
+        /* Mentions the host rendered as text ("@name"). */
+        size_t n_agents = t->p->cfg.n_agents;
+        unsigned char *hit = n_agents && m->content && strchr(m->content, '@')
+                                 ? calloc(n_agents, 1) : NULL;
+        if (hit && dg_agent_names_mentioned(t->names, m->content, hit)) {
+            for (size_t i = 0; i < n_agents; i++) {
+                int mp = DG_NOBODY;
+                if (hit[i] &&
+                    (rc = member_ensure(t, c, t->p->cfg.agents[i].agent_id, now, &mp))) {
+                    free(hit);
+                    return rc;
+                }
+                if (mp != DG_NOBODY)
+                    mentions |= (uint64_t)1 << mp;
+            }
+        }
+        free(hit);
     }
 
     scope_rec *r;

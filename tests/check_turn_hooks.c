@@ -15,9 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "openclaw/plugin.h"
 #include "discuss.h"
+#include "fake_discord.h"
 #include "scope.h"
 #include "silent.h"
 #include "store.h"
@@ -1460,6 +1462,48 @@ START_TEST(test_author_of_the_latest_message_is_woken_when_the_turn_returns)
 }
 END_TEST
 
+/* OpenClaw's Discord channel renders <@id> as "@<display name>" before
+ * message_received: the plugin learns the agents' names from Discord (the
+ * sweeper thread, GET /users/{id}) and honours such a mention too. */
+START_TEST(test_human_mention_rendered_as_text_picks_the_agent)
+{
+    fake_discord *fd = NULL;
+    char err[256];
+    ck_assert_msg(fake_discord_start(NULL, &fd, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(fake_discord_add_user(fd, "MODTOKEN.fake.names", TTH_MOD_UID, "moderator", 1),
+                     0);
+    ck_assert_int_eq(fake_discord_add_user(fd, "tok.alpha", TTH_ALPHA_UID, "Alpha Bot", 1), 0);
+    ck_assert_int_eq(fake_discord_add_user(fd, "tok.charlie", TTH_CHARLIE_UID, "charlie", 1), 0);
+    char extra[512];
+    snprintf(extra, sizeof extra,
+             "\"discord\":{\"apiBase\":\"%s\",\"guildId\":\"%s\",\"moderatorToken\":"
+             "\"MODTOKEN.fake.names\",\"moderatorUserId\":\"" TTH_MOD_UID "\"}",
+             fake_discord_url(fd), fake_discord_guild_id(fd));
+    tth_free(&H);
+    tth_start(&H, "channel", extra);
+    join3(CH1, NULL); /* a first hook call: the plugin's log pump starts */
+    /* The sweeper looks the names up a second after start (tth_log_has
+     * waits for a line up to 5 s). */
+    ck_assert_msg(tth_log_has(&H, "agent charlie is mentioned in text as @charlie"), "%s", H.log);
+    ck_assert(tth_log_has(&H, "agent alpha is mentioned in text as @Alpha Bot"));
+    /* An agent Discord does not know is reported once, by name. */
+    ck_assert(tth_log_has(&H, "could not look up the Discord names of agent bravo"));
+    /* Not a mention: inside a word, or a longer name. */
+    human_says(CH1, NULL, "mail me at ops@charlie or ask @charlies", NULL);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 0);
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "NO_REPLY"), 0);
+    human_says(CH1, NULL, "@charlie what do you think?", NULL);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 2);
+    ck_assert_int_eq(run(TTH_CHARLIE, CH1, NULL, "I think so"), 1);
+    /* A name with a space, followed by punctuation. */
+    human_says(CH1, NULL, "and @Alpha Bot, you?", NULL);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 0);
+    tth_free(&H);
+    fake_discord_stop(fd);
+    tth_start(&H, "channel", NULL);
+}
+END_TEST
+
 START_TEST(test_human_mention_limits_turns)
 {
     join3(CH1, NULL);
@@ -1942,6 +1986,7 @@ Suite *make_turn_hooks_suite(void)
     tcase_add_test(ch, test_hung_speaker_times_out_without_further_events);
     tcase_add_test(ch, test_hung_speaker_times_out_after_a_restart);
     tcase_add_test(ch, test_human_mention_limits_turns);
+    tcase_add_test(ch, test_human_mention_rendered_as_text_picks_the_agent);
     tcase_add_test(ch, test_human_message_resets_cycle_and_counter);
     tcase_add_test(ch, test_speaking_after_passes_hands_on_to_the_next);
     tcase_add_test(ch, test_unmanaged_channel_and_unknown_agents_get_nothing);
