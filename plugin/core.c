@@ -80,6 +80,7 @@ void dg_core_free(dg_plugin *p)
     dg_log_queue_free(p); /* after every thread that could queue a line */
     dg_config_free(&p->cfg);
     dg_seen_set_free(p->closed_seen);
+    pthread_mutex_destroy(&p->inflight_mu); /* no tool call runs at shutdown */
     free(p);
 }
 
@@ -98,8 +99,10 @@ int dg_core_new(const oc_host_api *api, const json_t *config, dg_core_attach_fn 
     }
     p->api = api;
     p->clock = dg_wall_clock_ms;
+    pthread_mutex_init(&p->inflight_mu, NULL);
     if ((rc = dg_log_queue_new(&p->logq)) || !(p->closed_seen = dg_seen_set_new())) {
         dg_log_queue_free(p);
+        pthread_mutex_destroy(&p->inflight_mu);
         free(p);
         snprintf(err, err_len, "dirigent: out of memory");
         return OC_ERR_NOMEM;

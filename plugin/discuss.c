@@ -30,6 +30,7 @@
 #include "store_tool_calls.h"
 #include "templates.h"
 #include "turns.h"
+#include "turns_engine.h"
 #include "utf8.h"
 
 /* Overrides re-driven per batch (bounded memory; loops while progressing). */
@@ -366,20 +367,16 @@ static int idem_lookup(dg_plugin *p, const idem *ic, dg_tool_call_row *row)
 }
 
 /*
- * Calls with a toolCallId in progress in this process, per plugin instance:
- * an intent row of a call still running is not the remains of a crash, and
- * a repeat arriving meanwhile must not "recover" (and so duplicate) it. A
- * plugin's calls have all returned before its shutdown, so an instance at a
- * reused address starts empty.
+ * Calls with a toolCallId in progress in this plugin instance
+ * (p->inflight): an intent row of a call still running is not the remains
+ * of a crash, and a repeat arriving meanwhile must not "recover" (and so
+ * duplicate) it. A plugin's calls have all returned before its shutdown.
  */
-typedef struct inflight {
-    const dg_plugin *p;
+struct dg_inflight {
     char *key;
-    struct inflight *next;
-} inflight;
-
-static pthread_mutex_t g_inflight_mu = PTHREAD_MUTEX_INITIALIZER;
-static inflight *g_inflight;
+    struct dg_inflight *next;
+};
+typedef struct dg_inflight inflight;
 
 static char *inflight_key(const idem *ic)
 {
@@ -391,7 +388,7 @@ static char *inflight_key(const idem *ic)
 }
 
 /* OC_OK (claimed: release it), OC_ERR_CONFLICT (running), OC_ERR_NOMEM. */
-static int inflight_claim(const dg_plugin *p, const idem *ic)
+static int inflight_claim(dg_plugin *p, const idem *ic)
 {
     inflight *e = calloc(1, sizeof *e);
     char *k = inflight_key(ic);
@@ -400,29 +397,28 @@ static int inflight_claim(const dg_plugin *p, const idem *ic)
         free(k);
         return OC_ERR_NOMEM;
     }
-    pthread_mutex_lock(&g_inflight_mu);
-    for (inflight *x = g_inflight; x; x = x->next) {
-        if (x->p == p && strcmp(x->key, k) == 0) {
-            pthread_mutex_unlock(&g_inflight_mu);
+    pthread_mutex_lock(&p->inflight_mu);
+    for (inflight *x = p->inflight; x; x = x->next) {
+        if (strcmp(x->key, k) == 0) {
+            pthread_mutex_unlock(&p->inflight_mu);
             free(e);
             free(k);
             return OC_ERR_CONFLICT;
         }
     }
-    e->p = p;
     e->key = k;
-    e->next = g_inflight;
-    g_inflight = e;
-    pthread_mutex_unlock(&g_inflight_mu);
+    e->next = p->inflight;
+    p->inflight = e;
+    pthread_mutex_unlock(&p->inflight_mu);
     return OC_OK;
 }
 
-static void inflight_release(const dg_plugin *p, const idem *ic)
+static void inflight_release(dg_plugin *p, const idem *ic)
 {
     char *k = inflight_key(ic);
-    pthread_mutex_lock(&g_inflight_mu);
-    for (inflight **pp = &g_inflight; k && *pp; pp = &(*pp)->next) {
-        if ((*pp)->p == p && strcmp((*pp)->key, k) == 0) {
+    pthread_mutex_lock(&p->inflight_mu);
+    for (inflight **pp = &p->inflight; k && *pp; pp = &(*pp)->next) {
+        if (strcmp((*pp)->key, k) == 0) {
             inflight *e = *pp;
             *pp = e->next;
             free(e->key);
@@ -430,7 +426,7 @@ static void inflight_release(const dg_plugin *p, const idem *ic)
             break;
         }
     }
-    pthread_mutex_unlock(&g_inflight_mu);
+    pthread_mutex_unlock(&p->inflight_mu);
     free(k);
 }
 
@@ -542,7 +538,7 @@ static int record_discussion(dg_plugin *p, dg_discussion *d, const char *kickoff
                                      d->created_at_ms);
     }
     if (rc == OC_OK)
-        rc = dg_turns_prefill_discussion(p->store, d->discussion_channel_id,
+        rc = dg_turns_prefill_discussion(p->turns, d->discussion_channel_id,
                                          d->initiator_agent_id,
                                          (const char *const *)d->turn_order + 1,
                                          d->n_turn_order - 1, d->created_at_ms);
@@ -1053,9 +1049,9 @@ static int close_discussion(dg_plugin *p, const dg_discussion *d, const char *re
         rc = dg_store_discussion_override_add(p->store, d->id, sessions->keys[i],
                                               sessions->agents[i], now, NULL);
     if (rc == OC_OK)
-        rc = dg_turns_close_channel(p->store, d->discussion_channel_id, now);
+        rc = dg_turns_close_channel(p->turns, d->discussion_channel_id, now);
     if (rc == OC_OK)
-        rc = dg_turns_wake_with_result(p->store, d->origin_channel_id, d->initiator_agent_id,
+        rc = dg_turns_wake_with_result(p->turns, d->origin_channel_id, d->initiator_agent_id,
                                        now);
     if (rc == OC_OK) {
         const char *mention[1] = {initiator_uid};
@@ -1312,9 +1308,9 @@ static int timer_one(dg_plugin *p, const char *channel, int64_t now, int64_t rem
         if (rc == OC_OK)
             rc = dg_store_discussion_close_as(st, d.id, NULL, now, "expired");
         if (rc == OC_OK)
-            rc = dg_turns_close_channel(st, d.discussion_channel_id, now);
+            rc = dg_turns_close_channel(p->turns, d.discussion_channel_id, now);
         if (rc == OC_OK)
-            rc = dg_turns_wake_with_result(st, d.origin_channel_id, d.initiator_agent_id, now);
+            rc = dg_turns_wake_with_result(p->turns, d.origin_channel_id, d.initiator_agent_id, now);
         if (rc == OC_OK)
             rc = dg_outbox_enqueue(st, d.origin_channel_id, text, mention, uid ? 1 : 0, now);
     } else {
@@ -1324,7 +1320,7 @@ static int timer_one(dg_plugin *p, const char *channel, int64_t now, int64_t rem
         if (rc == OC_OK)
             rc = dg_store_discussion_mark_reminded(st, d.id, activity);
         if (rc == OC_OK)
-            rc = dg_turns_wake_with_result(st, d.discussion_channel_id, d.initiator_agent_id,
+            rc = dg_turns_wake_with_result(p->turns, d.discussion_channel_id, d.initiator_agent_id,
                                            now);
         if (rc == OC_OK)
             rc = dg_outbox_enqueue(st, d.discussion_channel_id, text, mention, uid ? 1 : 0,
@@ -1444,9 +1440,9 @@ int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id,
     if (rc == OC_OK)
         rc = dg_store_discussion_close_as(st, d.id, f.rel_path, now_ms, "closed-by-admin");
     if (rc == OC_OK)
-        rc = dg_turns_close_channel(st, d.discussion_channel_id, now_ms);
+        rc = dg_turns_close_channel(p->turns, d.discussion_channel_id, now_ms);
     if (rc == OC_OK)
-        rc = dg_turns_wake_with_result(st, d.origin_channel_id, d.initiator_agent_id, now_ms);
+        rc = dg_turns_wake_with_result(p->turns, d.origin_channel_id, d.initiator_agent_id, now_ms);
     if (rc == OC_OK)
         rc = dg_outbox_enqueue(st, d.origin_channel_id, text, mention, uid ? 1 : 0, now_ms);
     if (rc == OC_OK) {

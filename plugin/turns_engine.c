@@ -69,10 +69,11 @@
 #define SEEN_PRUNE_EVERY 65536
 
 /*
- * Channels changed outside the engines (discussion prefill/close): a ring
- * of the latest channel ids and the count of entries ever logged.
- * Process-wide (those entry points only have the store); an engine that
- * fell more than the ring behind drops its whole mirror instead.
+ * Channels the discussion code changed through the engine (prefill,
+ * close, wake with result) inside its own transaction: a ring of the
+ * latest channel ids and the count of entries ever logged, per engine. A
+ * writer that fell more than the ring behind drops its whole mirror
+ * instead.
  */
 #define INVAL_RING 64
 #define WAKE_AGENT_MAX 128
@@ -81,26 +82,6 @@ typedef struct inval_entry {
     char wake[WAKE_AGENT_MAX];   /* agent granted the turn with a wake message
                                     (a discussion's kickoff), "" for none */
 } inval_entry;
-static pthread_mutex_t g_inval_mu = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic uint64_t g_inval_seq;
-static inval_entry g_inval[INVAL_RING];
-
-/* Any thread. channel_id is shorter than DG_SCOPE_ID_MAX (checked); wake
- * (NULL: none) is the agent that awaits a wake message there once the
- * change has committed (an id too long is not recorded: no wait). */
-static void log_channel_change(const char *channel_id, const char *wake)
-{
-    pthread_mutex_lock(&g_inval_mu);
-    uint64_t n = atomic_load(&g_inval_seq);
-    inval_entry *e = &g_inval[n % INVAL_RING];
-    snprintf(e->channel, sizeof e->channel, "%s", channel_id);
-    e->wake[0] = '\0';
-    if (wake && strlen(wake) < sizeof e->wake)
-        snprintf(e->wake, sizeof e->wake, "%s", wake);
-    atomic_store(&g_inval_seq, n + 1);
-    pthread_mutex_unlock(&g_inval_mu);
-}
-
 typedef struct scope_rec scope_rec;
 
 typedef struct chan_rec {
@@ -201,7 +182,12 @@ struct dg_turns {
     dg_plugin *p;
     pthread_mutex_t wmu;         /* one engine writer at a time (txn_begin .. finish) */
     pthread_rwlock_t lock;       /* the mirror: readers vs. the writer */
-    _Atomic uint64_t inval_seen; /* entries of the channel change log applied */
+    /* The channel change log (inval_entry): inval_mu guards the ring;
+     * inval_seq counts entries ever logged, inval_seen those applied. */
+    pthread_mutex_t inval_mu;
+    _Atomic uint64_t inval_seq;
+    inval_entry inval[INVAL_RING];
+    _Atomic uint64_t inval_seen;
     _Atomic int64_t applied;     /* the store's change log (other instances sharing
                                     it, store_shared.h) is applied up to here */
     struct {
@@ -232,6 +218,22 @@ struct dg_turns {
     size_t evict_at;             /* mirror size (scopes) that makes an ingest evict */
     dg_agent_names *names;       /* agents' Discord names, for mentions in text */
 };
+
+/* Any thread. channel_id is shorter than DG_SCOPE_ID_MAX (checked); wake
+ * (NULL: none) is the agent that awaits a wake message there once the
+ * change has committed (an id too long is not recorded: no wait). */
+static void log_channel_change(dg_turns *t, const char *channel_id, const char *wake)
+{
+    pthread_mutex_lock(&t->inval_mu);
+    uint64_t n = atomic_load(&t->inval_seq);
+    inval_entry *e = &t->inval[n % INVAL_RING];
+    snprintf(e->channel, sizeof e->channel, "%s", channel_id);
+    e->wake[0] = '\0';
+    if (wake && strlen(wake) < sizeof e->wake)
+        snprintf(e->wake, sizeof e->wake, "%s", wake);
+    atomic_store(&t->inval_seq, n + 1);
+    pthread_mutex_unlock(&t->inval_mu);
+}
 
 /* ---- mirror ---------------------------------------------------------------- */
 
@@ -544,16 +546,16 @@ static int arm_kickoff(dg_turns *t, const char *channel_id, const char *agent)
 static void sync_changes(dg_turns *t)
 {
     uint64_t seen = atomic_load(&t->inval_seen);
-    if (atomic_load(&g_inval_seq) == seen)
+    if (atomic_load(&t->inval_seq) == seen)
         return;
     inval_entry *chans = NULL;
-    pthread_mutex_lock(&g_inval_mu);
-    uint64_t now = atomic_load(&g_inval_seq);
+    pthread_mutex_lock(&t->inval_mu);
+    uint64_t now = atomic_load(&t->inval_seq);
     size_t n = (size_t)(now - seen);
     if (n <= INVAL_RING && (chans = malloc(n * sizeof *chans)))
         for (size_t i = 0; i < n; i++)
-            chans[i] = g_inval[(seen + i) % INVAL_RING];
-    pthread_mutex_unlock(&g_inval_mu);
+            chans[i] = t->inval[(seen + i) % INVAL_RING];
+    pthread_mutex_unlock(&t->inval_mu);
     int ok = chans != NULL;
     for (size_t i = 0; ok && i < n; i++) {
         ok = refresh_channel(t, chans[i].channel, 0) == OC_OK;
@@ -727,7 +729,7 @@ static int session_prepare(dg_turns *t, const dg_turn_session *s, int64_t now, s
 /* The mirror's session record for s if it is current; read lock held. */
 static sess_rec *session_lookup_locked(dg_turns *t, const dg_turn_session *s, scope_rec **scope)
 {
-    if (atomic_load(&g_inval_seq) != atomic_load(&t->inval_seen))
+    if (atomic_load(&t->inval_seq) != atomic_load(&t->inval_seen))
         return NULL; /* a channel changed outside the engine: catch up first */
     sess_rec *e = dg_map_get(&t->sessions, s->session_key);
     if (!e || strcmp(e->chan->id, s->channel_id) != 0 || !same_str(e->thread, s->thread_id) ||
@@ -1179,7 +1181,9 @@ int dg_turns_new(dg_plugin *p, dg_turns **out)
     pthread_cond_init(&t->sw_cv, &ca);
     pthread_condattr_destroy(&ca);
     atomic_init(&t->rescan, 1);
-    atomic_init(&t->inval_seen, atomic_load(&g_inval_seq));
+    pthread_mutex_init(&t->inval_mu, NULL);
+    atomic_init(&t->inval_seq, 0);
+    atomic_init(&t->inval_seen, 0);
     int64_t seq = dg_store_change_seq(p->store); /* the mirror starts empty: all applied */
     atomic_init(&t->applied, seq > 0 ? seq : 0);
     dg_map_init(&t->chans);
@@ -1210,6 +1214,7 @@ void dg_turns_free(dg_turns *t)
     flush_locked(t);
     marks_free(t);
     pthread_mutex_destroy(&t->mk_mu);
+    pthread_mutex_destroy(&t->inval_mu);
     pthread_cond_destroy(&t->sw_cv);
     pthread_mutex_destroy(&t->sw_mu);
     pthread_rwlock_destroy(&t->lock);
@@ -2568,12 +2573,13 @@ int dg_turns_member(dg_turns *t, const char *channel_id, int pos, char *buf, siz
     return rc;
 }
 
-/* ---- discussion area entry points (inside the caller's transaction) ------------- */
+/* ---- discussion channels (inside the caller's transaction) ------------------------ */
 
-int dg_turns_prefill_discussion(dg_store *st, const char *channel_id,
+int dg_turns_prefill_discussion(dg_turns *t, const char *channel_id,
                                 const char *initiator_agent_id, const char *const *order,
                                 size_t n, int64_t now_ms)
 {
+    dg_store *st = t ? t->p->store : NULL;
     if (!st || !channel_id || !*channel_id || strlen(channel_id) >= DG_SCOPE_ID_MAX ||
         !initiator_agent_id || !*initiator_agent_id || (n && !order))
         return OC_ERR_INVALID;
@@ -2594,7 +2600,7 @@ int dg_turns_prefill_discussion(dg_store *st, const char *channel_id,
     }
     /* The mirrors reload this channel before their next use; the first
      * participant awaits the kickoff the caller queues with this change. */
-    log_channel_change(channel_id, k >= 2 ? list[1] : NULL);
+    log_channel_change(t, channel_id, k >= 2 ? list[1] : NULL);
     int rc = dg_store_turns_members_clear(st, channel_id);
     for (size_t i = 0; rc == OC_OK && i < k; i++)
         rc = dg_store_turns_member_add(st, channel_id, (int)i, list[i]);
@@ -2619,11 +2625,12 @@ int dg_turns_prefill_discussion(dg_store *st, const char *channel_id,
     return dg_store_turns_scope_save(st, &sc, NULL, &s, 0, now_ms); /* cleared just above */
 }
 
-int dg_turns_close_channel(dg_store *st, const char *channel_id, int64_t now_ms)
+int dg_turns_close_channel(dg_turns *t, const char *channel_id, int64_t now_ms)
 {
+    dg_store *st = t ? t->p->store : NULL;
     if (!st || !channel_id || !*channel_id || strlen(channel_id) >= DG_SCOPE_ID_MAX)
         return OC_ERR_INVALID;
-    log_channel_change(channel_id, NULL);
+    log_channel_change(t, channel_id, NULL);
     dg_turn_channel_row row;
     int rc = dg_store_turns_channel_load(st, channel_id, &row);
     if (rc != OC_OK && rc != OC_ERR_NOT_FOUND)
@@ -2634,9 +2641,10 @@ int dg_turns_close_channel(dg_store *st, const char *channel_id, int64_t now_ms)
     return rc;
 }
 
-int dg_turns_wake_with_result(dg_store *st, const char *origin_channel_id,
+int dg_turns_wake_with_result(dg_turns *t, const char *origin_channel_id,
                               const char *initiator_agent_id, int64_t now_ms)
 {
+    dg_store *st = t ? t->p->store : NULL;
     if (!st || !origin_channel_id || !*origin_channel_id ||
         strlen(origin_channel_id) >= DG_SCOPE_ID_MAX || !initiator_agent_id ||
         !*initiator_agent_id)
@@ -2664,7 +2672,7 @@ int dg_turns_wake_with_result(dg_store *st, const char *origin_channel_id,
             return rc;
     }
     /* The mirrors reload this channel before their next use. */
-    log_channel_change(origin_channel_id, initiator_agent_id); /* the result wakes it */
+    log_channel_change(t, origin_channel_id, initiator_agent_id); /* the result wakes it */
     dg_scope sc;
     if ((rc = dg_scope_conversation(origin_channel_id, &sc)))
         return rc;

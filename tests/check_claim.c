@@ -482,7 +482,7 @@ static void open_discussion(void)
     int64_t id = 0;
     ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
     ck_assert_int_eq(dg_store_discussion_insert(p->store, &d, &id), OC_OK);
-    ck_assert_int_eq(dg_turns_prefill_discussion(p->store, CH1, TTH_ALPHA, BC, 2, dg_now_ms(p)),
+    ck_assert_int_eq(dg_turns_prefill_discussion(p->turns, CH1, TTH_ALPHA, BC, 2, dg_now_ms(p)),
                      OC_OK);
     ck_assert_int_eq(dg_store_commit(p->store), OC_OK);
 }

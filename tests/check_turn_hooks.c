@@ -539,7 +539,7 @@ static int64_t open_discussion(const char *channel, const char *initiator,
     int64_t id = 0;
     ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
     ck_assert_int_eq(dg_store_discussion_insert(p->store, &d, &id), OC_OK);
-    ck_assert_int_eq(dg_turns_prefill_discussion(p->store, channel, initiator, participants, n,
+    ck_assert_int_eq(dg_turns_prefill_discussion(p->turns, channel, initiator, participants, n,
                                                  dg_now_ms(p)), OC_OK);
     ck_assert_int_eq(dg_store_commit(p->store), OC_OK);
     return id;
@@ -550,7 +550,7 @@ static void close_discussion(int64_t id, const char *channel)
     dg_plugin *p = tth_plugin(&H);
     ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
     ck_assert_int_eq(dg_store_discussion_close(p->store, id, "plans/d.md", dg_now_ms(p)), OC_OK);
-    ck_assert_int_eq(dg_turns_close_channel(p->store, channel, dg_now_ms(p)), OC_OK);
+    ck_assert_int_eq(dg_turns_close_channel(p->turns, channel, dg_now_ms(p)), OC_OK);
     ck_assert_int_eq(dg_store_commit(p->store), OC_OK);
 }
 
