@@ -940,61 +940,6 @@ void dg_discuss_session_seen(dg_plugin *p, const char *session_key, const char *
 
 /* ---- callback ------------------------------------------------------------------ */
 
-/* Sessions of the channel from the host: keys and agents (malloc'd). */
-typedef struct session_list {
-    char **keys;
-    char **agents;
-    size_t n;
-} session_list;
-
-static void session_list_clear(session_list *l)
-{
-    free_strv(l->keys, l->n);
-    free_strv(l->agents, l->n);
-    memset(l, 0, sizeof *l);
-}
-
-static int list_sessions(dg_plugin *p, const char *channel_id, session_list *out)
-{
-    memset(out, 0, sizeof *out);
-    json_t *arr = p->api->sessions_list(p->api->host, channel_id);
-    if (!arr)
-        return OC_ERR_NOMEM;
-    int rc = OC_OK;
-    if (!json_is_array(arr)) {
-        dg_log(p, OC_LOG_WARN, "discussion: host sessions_list(%s) did not return an array",
-               channel_id);
-        json_decref(arr);
-        return OC_OK;
-    }
-    size_t n = json_array_size(arr);
-    out->keys = calloc(n ? n : 1, sizeof *out->keys);
-    out->agents = calloc(n ? n : 1, sizeof *out->agents);
-    if (!out->keys || !out->agents)
-        rc = OC_ERR_NOMEM;
-    for (size_t i = 0; rc == OC_OK && i < n; i++) {
-        json_t *e = json_array_get(arr, i);
-        const char *key = json_string_value(json_object_get(e, "sessionKey"));
-        const char *agent = json_string_value(json_object_get(e, "agentId"));
-        const char *ch = json_string_value(json_object_get(e, "channelId"));
-        if (!key || !*key || (ch && strcmp(ch, channel_id) != 0))
-            continue;
-        out->keys[out->n] = strdup(key);
-        out->agents[out->n] = agent ? strdup(agent) : NULL;
-        if (!out->keys[out->n] || (agent && !out->agents[out->n])) {
-            free(out->keys[out->n]);
-            free(out->agents[out->n]);
-            rc = OC_ERR_NOMEM;
-            break;
-        }
-        out->n++;
-    }
-    json_decref(arr);
-    if (rc != OC_OK)
-        session_list_clear(out);
-    return rc;
-}
-
 /* The read-only checks of the contract's order, on the stored row. */
 static int check_callable(dg_plugin *p, const dg_caller *c, dg_discussion *d, char *err,
                           size_t err_len)
@@ -1031,7 +976,7 @@ static int check_callable(dg_plugin *p, const dg_caller *c, dg_discussion *d, ch
 
 /* The closing transaction. */
 static int close_discussion(dg_plugin *p, const dg_discussion *d, const char *rel_path,
-                            const session_list *sessions, const char *result,
+                            const dg_session_refs *sessions, const char *result,
                             const char *initiator_uid, const idem *ic, int64_t now, char *err,
                             size_t err_len)
 {
@@ -1046,8 +991,8 @@ static int close_discussion(dg_plugin *p, const dg_discussion *d, const char *re
         rc = dg_store_tool_call_done(p->store, ic->tool, ic->call_id, ic->fp, &res, now);
     }
     for (size_t i = 0; rc == OC_OK && i < sessions->n; i++)
-        rc = dg_store_discussion_override_add(p->store, d->id, sessions->keys[i],
-                                              sessions->agents[i], now, NULL);
+        rc = dg_store_discussion_override_add(p->store, d->id, sessions->v[i].session_key,
+                                              sessions->v[i].agent_id, now, NULL);
     if (rc == OC_OK)
         rc = dg_turns_close_channel(p->turns, d->discussion_channel_id, now);
     if (rc == OC_OK)
@@ -1093,19 +1038,21 @@ static int callback_answered(dg_plugin *p, const idem *ic, dg_callback_result *o
 }
 
 static int callback_once(dg_plugin *p, const dg_caller *caller, const char *summary_path,
-                         const idem *ic, dg_callback_result *out, char *err, size_t err_len);
+                         const dg_session_refs *sessions, const idem *ic,
+                         dg_callback_result *out, char *err, size_t err_len);
 
 int dg_discuss_callback(dg_plugin *p, const dg_caller *caller, const char *summary_path,
-                        dg_callback_result *out, char *err, size_t err_len)
+                        const dg_session_refs *sessions, dg_callback_result *out, char *err,
+                        size_t err_len)
 {
     memset(out, 0, sizeof *out);
     if (!caller || !caller->tool_call_id)
-        return callback_once(p, caller, summary_path, NULL, out, err, err_len);
+        return callback_once(p, caller, summary_path, sessions, NULL, out, err, err_len);
     idem ic;
     idem_for_callback(&ic, caller, summary_path);
     if (callback_answered(p, &ic, out))
         return OC_OK;
-    int rc = callback_once(p, caller, summary_path, &ic, out, err, err_len);
+    int rc = callback_once(p, caller, summary_path, sessions, &ic, out, err, err_len);
     /* A repeat that raced with its first call (both passed the lookup):
      * the first closed the discussion, this one gets its result. */
     if (rc == OC_ERR_CONFLICT && callback_answered(p, &ic, out))
@@ -1169,7 +1116,8 @@ static int check_summary_text(int fd, const char *path, char *err, size_t err_le
 }
 
 static int callback_once(dg_plugin *p, const dg_caller *caller, const char *summary_path,
-                         const idem *ic, dg_callback_result *out, char *err, size_t err_len)
+                         const dg_session_refs *sessions, const idem *ic,
+                         dg_callback_result *out, char *err, size_t err_len)
 {
     dg_discussion d;
     memset(&d, 0, sizeof d);
@@ -1195,13 +1143,12 @@ static int callback_once(dg_plugin *p, const dg_caller *caller, const char *summ
         return rc;
     }
 
-    session_list sessions;
     const dg_agent_cfg *ini = dg_config_agent(&p->cfg, d.initiator_agent_id);
     char *im = ini ? mentions_of(&p->cfg, &d.initiator_agent_id, 1) : strdup("");
     char *dref = channel_ref(d.discussion_channel_id);
     char *oref = channel_ref(d.origin_channel_id);
     char *result = NULL;
-    rc = list_sessions(p, d.discussion_channel_id, &sessions);
+    rc = sessions && !sessions->unavailable ? OC_OK : OC_ERR_NOMEM;
     if (rc == OC_OK && im && dref && oref) {
         dg_tpl_vars v = {
             .discussGuide = d.discuss_guide,
@@ -1215,7 +1162,7 @@ static int callback_once(dg_plugin *p, const dg_caller *caller, const char *summ
     }
     int64_t now = dg_now_ms(p);
     if (rc == OC_OK && result)
-        rc = close_discussion(p, &d, f.rel_path, &sessions, result,
+        rc = close_discussion(p, &d, f.rel_path, sessions, result,
                               ini ? ini->discord_user_id : NULL, ic, now, err, err_len);
     else
         rc = dg_fail(err, err_len, OC_ERR_NOMEM, "out of memory; nothing changed, try again");
@@ -1228,7 +1175,7 @@ static int callback_once(dg_plugin *p, const dg_caller *caller, const char *summ
         size_t applied = apply_pending(p);
         dg_log(p, OC_LOG_INFO, "discussion %lld in %s closed by %s: summary %s, %zu session "
                "override(s) recorded, %zu applied", (long long)d.id, d.discussion_channel_id,
-               d.initiator_agent_id, f.rel_path, sessions.n, applied);
+               d.initiator_agent_id, f.rel_path, sessions->n, applied);
         out->discussion_id = d.id;
         out->channel_id = d.discussion_channel_id;
         out->origin_channel_id = d.origin_channel_id;
@@ -1237,7 +1184,6 @@ static int callback_once(dg_plugin *p, const dg_caller *caller, const char *summ
         d.origin_channel_id = NULL;
         f.rel_path = NULL;
     }
-    session_list_clear(&sessions);
     dg_ws_file_close(&f);
     dg_discussion_clear(&d);
     return rc;
