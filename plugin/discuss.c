@@ -1,6 +1,8 @@
 /*
- * discuss.c -- the discussion state machine (seed 003): create, callback,
- * session overrides owed to a closed channel, and their re-drive.
+ * discuss.c -- the discussion state machine (seed 003): validation,
+ * create, callback, timers and the admin's forced close. The tool-call
+ * ledger (discuss_ledger.c) and the session overrides a closed channel
+ * owes (discuss_overrides.c) share discuss_int.h with it.
  *
  * Flow of every state change (architecture.md): checks without holding the
  * store lock where they do I/O (REST, filesystem, host calls), then ONE
@@ -9,39 +11,7 @@
  * session_patch), marked done. A crash in between is repaired by
  * dg_discuss_resume() and by the outbox's own resend.
  */
-#include "errors.h"
-#include "discuss.h"
-#include "seen_set.h"
-
-#include <errno.h>
-#include <pthread.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include "discord.h"
-#include "outbox.h"
-#include "paths.h"
-#include "store.h"
-#include "store_discuss.h"
-#include "store_tool_calls.h"
-#include "templates.h"
-#include "turns.h"
-#include "turns_engine.h"
-#include "utf8.h"
-
-/* Overrides re-driven per batch (bounded memory; loops while progressing). */
-#define OVERRIDE_BATCH 256
-
-/* Tool-call results are kept this long (a repeat after a crash comes within
- * minutes; a gateway down for days still finds its answers). */
-#define TOOL_CALL_KEEP_MS (30LL * 24 * 3600 * 1000)
-
-#define TOOL_CREATE "discord_channel_create"
-#define TOOL_CALLBACK "discuss-callback"
+#include "discuss_int.h"
 
 const char *dg_discussion_status_name(dg_discussion_status s)
 {
@@ -52,7 +22,7 @@ const char *dg_discussion_status_name(dg_discussion_status s)
     }
 }
 
-static void free_strv(char **v, size_t n)
+void free_strv(char **v, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         free(v[i]);
@@ -271,163 +241,6 @@ int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
                     "callbackChannelId %s is itself a discussion channel: discussions do not "
                     "nest; pass your work channel instead", req->callback_channel_id);
     return OC_OK;
-}
-
-/* ---- idempotency per ctx.toolCallId -------------------------------------- */
-
-/*
- * A call with a toolCallId is identified by (tool, toolCallId, fingerprint).
- * The fingerprint hashes the caller and the params, so an id that a host or
- * a model reuses for a different call is not answered with another call's
- * result; a true repeat (same id, same caller, same params) is.
- */
-typedef struct idem {
-    const char *tool;
-    const char *call_id;
-    char fp[17];        /* 16 hex digits */
-    char marker[32];    /* "dg-call:<16 hex>": put in the topic of the channel */
-    int recovering;     /* an intent without a result was found */
-} idem;
-
-#define FNV_OFFSET 0xcbf29ce484222325ull
-#define FNV_PRIME 0x100000001b3ull
-
-/* Hash one field: NULL and "" differ, and fields cannot run into each other
- * (the tool layer refuses strings with NUL bytes). */
-static void fp_add(uint64_t *h, const char *s)
-{
-    *h = (*h ^ (s ? 's' : 'n')) * FNV_PRIME;
-    for (; s && *s; s++)
-        *h = (*h ^ (unsigned char)*s) * FNV_PRIME;
-    *h = (*h ^ 0) * FNV_PRIME;
-}
-
-static void fp_add_count(uint64_t *h, size_t n)
-{
-    char num[24];
-    snprintf(num, sizeof num, "%zu", n);
-    fp_add(h, num);
-}
-
-static uint64_t fp_caller(const char *tool, const dg_caller *c)
-{
-    uint64_t h = FNV_OFFSET;
-    fp_add(&h, tool);
-    fp_add(&h, c->agent_id);
-    fp_add(&h, c->session_key);
-    fp_add(&h, c->channel_id);
-    fp_add(&h, c->thread_id);
-    return h;
-}
-
-static void idem_finish(idem *ic, const char *tool, const char *call_id, uint64_t h)
-{
-    ic->tool = tool;
-    ic->call_id = call_id;
-    ic->recovering = 0;
-    snprintf(ic->fp, sizeof ic->fp, "%016llx", (unsigned long long)h);
-    uint64_t m = FNV_OFFSET;
-    fp_add(&m, call_id);
-    fp_add(&m, ic->fp);
-    snprintf(ic->marker, sizeof ic->marker, "dg-call:%016llx", (unsigned long long)m);
-}
-
-static void idem_for_create(idem *ic, const dg_caller *c, const dg_channel_request *r)
-{
-    uint64_t h = fp_caller(TOOL_CREATE, c);
-    fp_add(&h, r->name);
-    fp_add(&h, r->topic);
-    fp_add(&h, r->parent_id);
-    fp_add_count(&h, r->n_participants);
-    for (size_t i = 0; i < r->n_participants; i++)
-        fp_add(&h, r->participants[i]);
-    fp_add_count(&h, r->n_allowed_user_ids);
-    for (size_t i = 0; i < r->n_allowed_user_ids; i++)
-        fp_add(&h, r->allowed_user_ids[i]);
-    fp_add(&h, r->callback_channel_id);
-    fp_add(&h, r->discuss_guide);
-    idem_finish(ic, TOOL_CREATE, c->tool_call_id, h);
-}
-
-static void idem_for_callback(idem *ic, const dg_caller *c, const char *summary_path)
-{
-    uint64_t h = fp_caller(TOOL_CALLBACK, c);
-    fp_add(&h, summary_path);
-    idem_finish(ic, TOOL_CALLBACK, c->tool_call_id, h);
-}
-
-/* The recorded row of ic in a short transaction (caller clears *row). */
-static int idem_lookup(dg_plugin *p, const idem *ic, dg_tool_call_row *row)
-{
-    memset(row, 0, sizeof *row);
-    if (dg_store_begin(p->store) != OC_OK)
-        return OC_ERR_IO;
-    int rc = dg_store_tool_call_get(p->store, ic->tool, ic->call_id, ic->fp, row);
-    return dg_store_end(p->store, rc);
-}
-
-/*
- * Calls with a toolCallId in progress in this plugin instance
- * (p->inflight): an intent row of a call still running is not the remains
- * of a crash, and a repeat arriving meanwhile must not "recover" (and so
- * duplicate) it. A plugin's calls have all returned before its shutdown.
- */
-struct dg_inflight {
-    char *key;
-    struct dg_inflight *next;
-};
-typedef struct dg_inflight inflight;
-
-static char *inflight_key(const idem *ic)
-{
-    size_t n = strlen(ic->tool) + strlen(ic->call_id) + sizeof ic->fp + 3;
-    char *k = malloc(n);
-    if (k)
-        snprintf(k, n, "%s\x1f%s\x1f%s", ic->tool, ic->call_id, ic->fp);
-    return k;
-}
-
-/* OC_OK (claimed: release it), OC_ERR_CONFLICT (running), OC_ERR_NOMEM. */
-static int inflight_claim(dg_plugin *p, const idem *ic)
-{
-    inflight *e = calloc(1, sizeof *e);
-    char *k = inflight_key(ic);
-    if (!e || !k) {
-        free(e);
-        free(k);
-        return OC_ERR_NOMEM;
-    }
-    pthread_mutex_lock(&p->inflight_mu);
-    for (inflight *x = p->inflight; x; x = x->next) {
-        if (strcmp(x->key, k) == 0) {
-            pthread_mutex_unlock(&p->inflight_mu);
-            free(e);
-            free(k);
-            return OC_ERR_CONFLICT;
-        }
-    }
-    e->key = k;
-    e->next = p->inflight;
-    p->inflight = e;
-    pthread_mutex_unlock(&p->inflight_mu);
-    return OC_OK;
-}
-
-static void inflight_release(dg_plugin *p, const idem *ic)
-{
-    char *k = inflight_key(ic);
-    pthread_mutex_lock(&p->inflight_mu);
-    for (inflight **pp = &p->inflight; k && *pp; pp = &(*pp)->next) {
-        if (strcmp((*pp)->key, k) == 0) {
-            inflight *e = *pp;
-            *pp = e->next;
-            free(e->key);
-            free(e);
-            break;
-        }
-    }
-    pthread_mutex_unlock(&p->inflight_mu);
-    free(k);
 }
 
 /* ---- create ----------------------------------------------------------------- */
@@ -820,122 +633,6 @@ int dg_discuss_create_channel(dg_plugin *p, const dg_caller *caller,
     dg_tool_call_row_clear(&row);
     inflight_release(p, &ic);
     return rc;
-}
-
-/* ---- overrides ---------------------------------------------------------------- */
-
-/* Apply every recorded, not yet applied override; mark the ones the host
- * took. Returns the number applied. Runs without holding the store lock
- * while calling the host. */
-static size_t apply_pending(dg_plugin *p)
-{
-    size_t applied_total = 0;
-    for (;;) {
-        char **keys = NULL;
-        int64_t *ids = NULL;
-        size_t n = 0;
-        if (dg_store_begin(p->store) != OC_OK)
-            return applied_total;
-        int rc = dg_store_discussion_overrides_pending(p->store, OVERRIDE_BATCH, &keys, &ids, &n);
-        dg_store_end(p->store, rc);
-        if (rc != OC_OK || n == 0)
-            return applied_total;
-        size_t ok = 0;
-        char *done = calloc(n, 1);
-        for (size_t i = 0; done && i < n; i++) {
-            int prc = p->api->session_patch(p->api->host, keys[i], p->cfg.no_reply_provider,
-                                            p->cfg.no_reply_model);
-            if (prc == OC_OK) {
-                done[i] = 1;
-                ok++;
-            } else {
-                dg_log(p, OC_LOG_WARN, "discussion: session_patch(%s) failed (%s); it is "
-                       "retried at the next start", keys[i], oc_status_name(prc));
-            }
-        }
-        if (ok && dg_store_begin(p->store) == OC_OK) {
-            int64_t now = dg_now_ms(p);
-            int mrc = OC_OK;
-            for (size_t i = 0; i < n && mrc == OC_OK; i++)
-                if (done[i])
-                    mrc = dg_store_discussion_override_applied(p->store, ids[i], keys[i], now);
-            dg_store_end(p->store, mrc);
-        }
-        free(done);
-        free_strv(keys, n);
-        free(ids);
-        applied_total += ok;
-        /* Stop when a batch did not fully go through (the rest waits for the
-         * next start) or when it was the last one. */
-        if (ok < n || n < OVERRIDE_BATCH)
-            return applied_total;
-    }
-}
-
-void dg_discuss_resume(dg_plugin *p)
-{
-    if (!p || !p->store || !p->api)
-        return;
-    size_t n = apply_pending(p);
-    if (n)
-        dg_log(p, OC_LOG_INFO, "discussion: re-applied %zu no-reply session override(s) owed "
-               "by closed discussions", n);
-    if (dg_store_begin(p->store) == OC_OK) {
-        long removed = 0;
-        dg_store_end(p->store, dg_store_tool_calls_prune(p->store, dg_now_ms(p) -
-                                                          TOOL_CALL_KEEP_MS, &removed));
-        if (removed)
-            dg_log(p, OC_LOG_DEBUG, "discussion: forgot %ld old tool-call results", removed);
-    }
-}
-
-void dg_discuss_session_seen(dg_plugin *p, const char *session_key, const char *agent_id,
-                             const char *channel_id)
-{
-    if (!p || !session_key || !*session_key || !channel_id)
-        return;
-    /* Issue 14: a closed channel stays closed and an applied override stays
-     * applied, so a session handled once is answered from memory, without
-     * a write transaction or the store lock ingest needs. */
-    if (dg_seen_set_has(p->closed_seen, session_key, channel_id))
-        return;
-    if (dg_store_begin(p->store) != OC_OK)
-        return;
-    int64_t id = 0;
-    dg_discussion_status s = DG_DISCUSSION_NONE;
-    int state = 0, rc = dg_store_discussion_probe(p->store, channel_id, &id, &s);
-    if (rc == OC_OK && s == DG_DISCUSSION_CLOSED)
-        rc = dg_store_discussion_override_state(p->store, id, session_key, &state);
-    if (rc == OC_OK && s == DG_DISCUSSION_CLOSED && state == 0)
-        rc = dg_store_discussion_override_add(p->store, id, session_key, agent_id,
-                                              dg_now_ms(p), NULL);
-    rc = dg_store_end(p->store, rc);
-    if (rc != OC_OK) {
-        dg_log(p, OC_LOG_ERROR, "discussion: recording session %s in channel %s failed (%s)",
-               session_key, channel_id, oc_status_name(rc));
-        return;
-    }
-    if (s != DG_DISCUSSION_CLOSED)
-        return;
-    if (state == 2) {
-        dg_seen_set_add(p->closed_seen, session_key, channel_id); /* best effort: a cache */
-        return;
-    }
-    int prc = p->api->session_patch(p->api->host, session_key, p->cfg.no_reply_provider,
-                                    p->cfg.no_reply_model);
-    if (prc != OC_OK) {
-        dg_log(p, OC_LOG_WARN, "discussion: session_patch(%s) failed (%s); retried later",
-               session_key, oc_status_name(prc));
-        return;
-    }
-    if (dg_store_begin(p->store) != OC_OK)
-        return;
-    if (dg_store_discussion_override_applied(p->store, id, session_key, dg_now_ms(p)) != OC_OK)
-        dg_store_rollback(p->store);
-    else if (dg_store_commit(p->store) == OC_OK)
-        dg_seen_set_add(p->closed_seen, session_key, channel_id); /* best effort: a cache */
-    dg_log(p, OC_LOG_INFO, "discussion: session %s first seen in closed channel %s: "
-           "routed to the no-reply model", session_key, channel_id);
 }
 
 /* ---- callback ------------------------------------------------------------------ */
