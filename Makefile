@@ -2,7 +2,8 @@
 #
 #   make              the plugin (build/dirigent.so) and the host core library
 #   make check        every Check suite (make check SANITIZE=1: ASan+UBSan build)
-#   make demo         the seed's discussion story through the reference gateway
+#   make demo         the discussion story through the reference gateway (KEEP=1:
+#                     then a playground to type into; VERBOSE=1: internal lines)
 #   make bench        benchmarks, printing figures and ratios
 #   make fuzz         libFuzzer targets (clang, ASan+UBSan), long run; fuzz-short: CI's
 #   make check-faults storage and Discord faults with their figures printed
@@ -119,7 +120,7 @@ TEMPLATES  := $(sort $(wildcard templates/*.md))
 BENCH_SRC  := $(sort $(wildcard tests/bench/*.c))
 BENCH_OBJ  := $(BENCH_SRC:%.c=$(B)/obj/%.o)
 
-.PHONY: all check check-openclaw demo bench deps install uninstall clean manifest-check \
+.PHONY: all check check-openclaw demo playground bench deps install uninstall clean manifest-check \
         fuzz fuzz-short fuzz-build check-faults coverage package
 OPTIONAL := $(if $(OCGW_SRC),$(B)/ocgw) $(if $(wildcard tests/fake_discord_main.c),$(B)/fake-discord)
 all: $(B)/dirigent.so $(B)/libochost.a $(OPTIONAL) $(SERVERS)
@@ -258,8 +259,14 @@ valgrind: deps-ok $(TEST_DEPS)
 bench: deps-ok $(B)/bench all
 	DG_BUILD_DIR=$(B) ./$(B)/bench
 
+# VERBOSE=1: the gateway's internal lines too; KEEP=1 (or make playground):
+# the fake Discord and the gateway keep running after the story.
+DEMO_FLAGS = $(if $(filter 1,$(VERBOSE)),--verbose) $(if $(filter 1,$(KEEP)),--keep)
 demo: deps-ok all
-	sh scripts/demo.sh $(B)
+	sh scripts/demo.sh $(B) $(DEMO_FLAGS)
+
+playground: deps-ok all
+	sh scripts/demo.sh $(B) $(DEMO_FLAGS) --keep
 
 check-openclaw: deps-ok all
 	sh bridge/openclaw/test/run.sh $(B)

@@ -5,6 +5,7 @@
  *
  *   ocgw --config host.json [--state-dir DIR] [--poll-ms N] [--log-level L]
  *        [--expect story.json] [--timeout-ms N] [--transcript FILE] [--quiet]
+ *        [--verbose]
  *   ocgw --config host.json --check     load the plugins, report, exit
  *
  * Exit status: 0 after SIGTERM/SIGINT (gateway_stop fired), or with
@@ -31,6 +32,7 @@ struct ocgw_chan_rt {
     int64_t next_ms;      /* next poll / learn attempt */
     long backoff_ms;      /* after failures; 0 when healthy */
     unsigned rot;         /* which member agent's token polls */
+    int64_t polled_ms;    /* start of the latest successful poll (0: none yet) */
     char queued[24];      /* highest id queued ("" = none) */
 };
 
@@ -303,11 +305,14 @@ static void poll_channel(ocgw *g, const char *id, json_t *ch, int64_t now)
     }
     r->backoff_ms = 0;
     r->next_ms = now + g->cfg.poll_ms;
+    r->polled_ms = now; /* at or before the request left: a safe lower bound */
+    int64_t found = ocgw_now_ms(); /* after every message of the page was posted */
     for (size_t i = 0; i < n; i++) {
         if (id_cmp(msgs[i].id, after) <= 0)
             continue;
         ocgw_msg m;
         ocgw_msg_from_discord(g, &msgs[i], &m);
+        m.queued_ms = found;
         enqueue(g, &m);
         snprintf(r->queued, sizeof r->queued, "%s", msgs[i].id);
     }
@@ -316,9 +321,39 @@ static void poll_channel(ocgw *g, const char *id, json_t *ch, int64_t now)
     dg_discord_messages_free(msgs, n);
 }
 
+/*
+ * True when every other healthy served channel was polled after m was
+ * found: a message posted earlier elsewhere (a smaller id) is then queued
+ * too, so the smallest id is the next one posted and the transcript shows
+ * messages in the order they were posted. A channel that fails (backing
+ * off) or cannot be polled does not hold the others back for long: after
+ * four poll intervals m goes anyway.
+ */
+static int others_polled_since(ocgw *g, const ocgw_msg *m, int64_t now)
+{
+    if (now - m->queued_ms >= 4 * g->cfg.poll_ms)
+        return 1;
+    const char *own = m->thread_id ? m->thread_id : m->channel_id;
+    json_t *chs = ocgw_state_obj(&g->st, "channels");
+    const char *id;
+    json_t *ch;
+    json_object_foreach(chs, id, ch) {
+        /* A channel learnt a moment ago (a discussion just opened) counts
+         * too: its kickoff may be older than m. One nobody sees does not. */
+        if (!strcmp(id, own) || (!json_is_true(json_object_get(ch, "pending")) &&
+                                 !json_array_size(json_object_get(ch, "agents"))))
+            continue;
+        struct ocgw_chan_rt *r = rt_of(g, id);
+        if (r && !r->backoff_ms && r->polled_ms < m->queued_ms)
+            return 0;
+    }
+    return 1;
+}
+
 /* The queued message with the smallest id, skipping those already
- * processed; 1 when *out was filled. */
-static int dequeue(ocgw *g, ocgw_msg *out)
+ * processed, once it is surely the next one posted (others_polled_since);
+ * 1 when *out was filled. */
+static int dequeue(ocgw *g, ocgw_msg *out, int64_t now)
 {
     json_t *chs = ocgw_state_obj(&g->st, "channels");
     while (g->n_queue) {
@@ -326,6 +361,8 @@ static int dequeue(ocgw *g, ocgw_msg *out)
         for (size_t i = 1; i < g->n_queue; i++)
             if (id_cmp(g->queue[i].id, g->queue[best].id) < 0)
                 best = i;
+        if (!others_polled_since(g, &g->queue[best], now))
+            return 0;
         ocgw_msg m = g->queue[best];
         g->queue[best] = g->queue[--g->n_queue];
         const char *key = m.thread_id ? m.thread_id : m.channel_id;
@@ -363,7 +400,24 @@ static void print_totals(ocgw *g)
     ocgw_say(g, "  human messages posted   %ld", ocgw_state_total(s, "humanPosts"));
     ocgw_say(g, "  REST requests by ocgw   %ld (this process: %ld)",
              ocgw_state_total(s, "restRequests"), g->rest_requests);
+    /* Reads are the gateway's own (polling, look-ups, story checks), made
+     * with some member's token: they belong to no agent. */
+    ocgw_say(g, "    reads (polling)       %ld", ocgw_state_total(s, "restReads"));
+    char posts[512] = "";
+    const char *who;
+    json_t *n;
+    json_object_foreach(ocgw_state_obj(s, "restPostsBy"), who, n) {
+        size_t l = strlen(posts);
+        snprintf(posts + l, sizeof posts - l, "%s%s %lld", l ? ", " : "", who,
+                 (long long)json_integer_value(n));
+    }
+    ocgw_say(g, "    posts by              %s", *posts ? posts : "nobody");
     ocgw_say(g, "  state                   %s", s->path);
+    char *value = ocgw_value_line(ocgw_state_total(s, "runs"),
+                                  ocgw_state_total(s, "claimedRuns") +
+                                      ocgw_state_total(s, "noReplySwaps"));
+    ocgw_say(g, "== value: %s ==", value ? value : "(out of memory)");
+    free(value);
 }
 
 /* ---- main -------------------------------------------------------------------------------------------- */
@@ -380,6 +434,7 @@ static void usage(FILE *f)
             "  --timeout-ms N      overrides the story's timeoutMs\n"
             "  --transcript FILE   write the transcript there instead of stdout\n"
             "  --quiet             no transcript\n"
+            "  -v, --verbose       also the gateway's internal lines (variables, prompt context)\n"
             "  --check             load and check the plugins and the config, print a summary, exit\n"
             "  -h, --help          this text\n"
             "  --version           ocgw's version and plugin ABI\n");
@@ -442,13 +497,14 @@ int main(int argc, char **argv)
         {"poll-ms", required_argument, 0, 'p'}, {"log-level", required_argument, 0, 'l'},
         {"expect", required_argument, 0, 'e'}, {"timeout-ms", required_argument, 0, 't'},
         {"transcript", required_argument, 0, 'T'}, {"quiet", no_argument, 0, 'q'},
+        {"verbose", no_argument, 0, 'v'},
         {"check", no_argument, 0, 'k'}, {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, 'V'}, {0, 0, 0, 0}};
     const char *config = NULL, *state_dir = NULL, *expect_path = NULL, *transcript = NULL;
     long poll_ms = 0, timeout_ms = 0;
-    int log_level = -1, check_only = 0, quiet = 0, c;
+    int log_level = -1, check_only = 0, quiet = 0, verbose = 0, c;
     opterr = 0; /* our own words for a bad option */
-    while ((c = getopt_long(argc, argv, ":c:s:p:l:e:t:T:qkhV", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":c:s:p:l:e:t:T:qvkhV", opts, NULL)) != -1) {
         switch (c) {
         case 'c': config = optarg; break;
         case 's': state_dir = optarg; break;
@@ -469,6 +525,7 @@ int main(int argc, char **argv)
             break;
         case 'T': transcript = optarg; break;
         case 'q': quiet = 1; break;
+        case 'v': verbose = 1; break;
         case 'k': check_only = 1; break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("ocgw %s (plugin ABI %d.%d)\n", DG_VERSION, OC_ABI_MAJOR, OC_ABI_MINOR); return 0;
@@ -499,6 +556,7 @@ int main(int argc, char **argv)
     g_self = &g;
     g.stop = &g_stop;
     g.quiet = quiet;
+    g.verbose = verbose;
     g.die_at = getenv("OCGW_DIE_AT");
     char err[1024];
     if (ocgw_config_load(config, &g.cfg, err, sizeof err) != OC_OK) {
@@ -651,7 +709,7 @@ int main(int argc, char **argv)
                 busy = 1;
             } else {
                 ocgw_msg m;
-                if (dequeue(&g, &m)) {
+                if (dequeue(&g, &m, now)) {
                     ocgw_begin_message(&g, &m);
                     ocgw_msg_free(&m);
                     rc = ocgw_process_inflight(&g);

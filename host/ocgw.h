@@ -224,6 +224,9 @@ typedef struct ocgw_msg {
     int author_bot;
     char **mentions;
     size_t n_mentions;
+    int64_t queued_ms;    /* when the poll that found it returned (not persisted):
+                           * it is processed once every other channel was polled
+                           * after that, so messages go out in the order posted */
 } ocgw_msg;
 
 void ocgw_msg_free(ocgw_msg *m);
@@ -244,6 +247,7 @@ struct ocgw {
     volatile sig_atomic_t *stop;
     FILE *transcript;     /* stdout unless --transcript FILE */
     int quiet;
+    int verbose;          /* --verbose: also the gateway's internal lines (ocgw_detail) */
     long rest_requests;   /* HTTP requests made by this process */
     const char *die_at;   /* OCGW_DIE_AT (tests): "point:n" */
     int die_count;
@@ -263,8 +267,15 @@ const char *ocgw_chan_label(ocgw *g, const char *channel_id);
 char *ocgw_pretty(ocgw *g, const char *text, size_t max);
 /* One transcript line (printf-style), flushed. */
 void ocgw_say(ocgw *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Count REST requests (HTTP attempts) made by the gateway itself. */
+/* The same, only with --verbose: the gateway's internal lines (variables
+ * bound, prompt context added, payloads cancelled after a claim). */
+void ocgw_detail(ocgw *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Count REST requests (HTTP attempts) made by the gateway itself: reads
+ * (polling, channel look-ups, story checks, made with some agent's token
+ * but on nobody's behalf) ... */
 void ocgw_rest(ocgw *g, int attempts);
+/* ... and posts on behalf of `who` (an agent or human id), counted per poster. */
+void ocgw_rest_post(ocgw *g, int attempts, const char *who);
 /* Test hook: raise SIGKILL when OCGW_DIE_AT names this point and its count
  * is reached. */
 void ocgw_maybe_die(ocgw *g, const char *point);
@@ -365,6 +376,10 @@ int ocgw_is_silent(const char *text);
 /* Shorten text to one line of at most max characters for the transcript
  * (malloc'd). */
 char *ocgw_oneline(const char *text, size_t max);
+/* The demo's value in one line, from the run counters: runs made, of which
+ * `avoided` never reached a real model (claimed or swapped to the no-reply
+ * model). malloc'd (NULL only when out of memory); the caller frees it. */
+char *ocgw_value_line(long runs, long avoided);
 /* Every <@id> / <@!id> user mention in text: a new JSON array of ids. */
 json_t *ocgw_user_mentions(const char *text);
 /* Every <#id> channel reference in text: a new JSON array of ids. */

@@ -323,9 +323,9 @@ static void prompt_build(ocgw *g, const ocgw_agent *a, json_t *run, const ocgw_m
                            app ? app : "") ||
             strcmp(sget(had, "prependContext") ? sget(had, "prependContext") : "", pre ? pre : "")) {
             char *line = ocgw_oneline(app ? app : pre, 60);
-            ocgw_say(g, "      %s: before_prompt_build adds %zu chars to its session's prompt "
-                        "(%s: \"%s\")", a->id, n,
-                     app ? "appendSystemContext" : "prependContext", line ? line : "");
+            ocgw_detail(g, "      %s: before_prompt_build adds %zu chars to its session's prompt "
+                           "(%s: \"%s\")", a->id, n,
+                        app ? "appendSystemContext" : "prependContext", line ? line : "");
             free(line);
             json_t *rec = json_object();
             if (app)
@@ -442,7 +442,7 @@ static int do_tool(ocgw *g, const ocgw_agent *a, json_t *run, const ocgw_msg *m,
             const char *val = sget(details, json_string_value(v));
             if (val) {
                 sset(ocgw_state_obj(&g->st, "vars"), k, val);
-                ocgw_say(g, "      %s: {{%s}} = %s", a->id, k, val);
+                ocgw_detail(g, "      %s: {{%s}} = %s", a->id, k, val);
             } else {
                 ocgw_say(g, "      %s: details.%s missing: {{%s}} stays unbound", a->id,
                          json_string_value(v), k);
@@ -575,8 +575,14 @@ static int payload_sending(ocgw *g, const ocgw_agent *a, json_t *run, const ocgw
     *text = cancelled ? NULL : strdup(nt ? nt : out);
     if (cancelled) {
         const char *why = sget(res, "reason");
-        ocgw_say(g, "      %s: reply_payload_sending cancelled the payload: %s", a->id,
-                 why ? why : "(no reason)");
+        /* After a claim the cancel is expected (the host's fallback text):
+         * an internal line; any other cancel is news. */
+        if (json_is_true(json_object_get(run, "claimed")))
+            ocgw_detail(g, "      %s: reply_payload_sending cancelled the payload: %s", a->id,
+                        why ? why : "(no reason)");
+        else
+            ocgw_say(g, "      %s: reply_payload_sending cancelled the payload: %s", a->id,
+                     why ? why : "(no reason)");
         sset(run, "cancelled", why ? why : "");
         ocgw_state_count(&g->st, "cancelledSends", 1);
     }
@@ -621,7 +627,7 @@ static int send_reply(ocgw *g, const ocgw_agent *a, json_t *run, const ocgw_msg 
     char *mid = NULL;
     dg_discord_err e;
     int rc = dg_discord_post_message(a->dc, chan_key(m), content, mention, nm, nonce, &mid, &e);
-    ocgw_rest(g, e.attempts);
+    ocgw_rest_post(g, e.attempts, a->id);
     json_decref(ids);
     if (rc == OC_OK) {
         ocgw_maybe_die(g, "after-post");
@@ -934,7 +940,7 @@ int ocgw_humans_fire(ocgw *g)
             nonce_for(nonce, 'h', h->id, idx, ch);
             dg_discord_err e;
             int rc = dg_discord_post_message(h->dc, ch, content, mention, nm, nonce, NULL, &e);
-            ocgw_rest(g, e.attempts);
+            ocgw_rest_post(g, e.attempts, h->id);
             json_decref(ids);
             if (rc != OC_OK && e.retryable) {
                 free(content);

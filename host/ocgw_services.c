@@ -19,7 +19,19 @@ void ocgw_rest(ocgw *g, int attempts)
     if (attempts > 0) {
         g->rest_requests += attempts;
         ocgw_state_count(&g->st, "restRequests", attempts);
+        ocgw_state_count(&g->st, "restReads", attempts);
     }
+}
+
+void ocgw_rest_post(ocgw *g, int attempts, const char *who)
+{
+    if (attempts <= 0)
+        return;
+    g->rest_requests += attempts;
+    ocgw_state_count(&g->st, "restRequests", attempts);
+    json_t *by = ocgw_state_obj(&g->st, "restPostsBy");
+    json_object_set_new(by, who, json_integer(json_integer_value(json_object_get(by, who)) +
+                                              attempts));
 }
 
 const char *ocgw_who(const ocgw *g, const char *user_id)
@@ -85,16 +97,31 @@ char *ocgw_pretty(ocgw *g, const char *text, size_t max)
     return line;
 }
 
-void ocgw_say(ocgw *g, const char *fmt, ...)
+static void say_v(ocgw *g, const char *fmt, va_list ap)
 {
     if (g->quiet || !g->transcript)
         return;
-    va_list ap;
-    va_start(ap, fmt);
     vfprintf(g->transcript, fmt, ap);
-    va_end(ap);
     fputc('\n', g->transcript);
     fflush(g->transcript);
+}
+
+void ocgw_say(ocgw *g, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    say_v(g, fmt, ap);
+    va_end(ap);
+}
+
+void ocgw_detail(ocgw *g, const char *fmt, ...)
+{
+    if (!g->verbose)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    say_v(g, fmt, ap);
+    va_end(ap);
 }
 
 void ocgw_maybe_die(ocgw *g, const char *point)

@@ -15,7 +15,9 @@
  *    "tools": [{"agent", "tool", "status", "message"?}],
  *    "promptContext": {"<sessionKey>": {"appendSystemContext"?,
  *                      "prependContext"?}}     as before_prompt_build gave it,
- *    "totals": {"runs", "realModelCalls", "noReplySwaps", ...}}
+ *    "totals": {"runs", "realModelCalls", "noReplySwaps", "claimedRuns",
+ *               "restRequests", "restReads", ...},
+ *    "restPostsBy": {"<agent or human id>": REST attempts of its posts}}
  *
  * The session table (provider/model overrides) is the host core's own
  * state file beside it (sessions.json); the plugins keep theirs.

@@ -231,6 +231,22 @@ char *ocgw_oneline(const char *text, size_t max)
     return out;
 }
 
+char *ocgw_value_line(long runs, long avoided)
+{
+    if (runs <= 0)
+        return dg_sprintf("no agent ran, so there was no model call to avoid");
+    if (avoided < 0)
+        avoided = 0;
+    if (avoided > runs)
+        avoided = runs; /* counters of a hand-edited state: never above 100% */
+    long pct = (avoided * 100 + runs / 2) / runs;
+    if (runs == 1)
+        return dg_sprintf("without the plugin the one agent run would have called a model: "
+                            "%ld avoided (%ld%%), %ld made", avoided, pct, runs - avoided);
+    return dg_sprintf("without the plugin all %ld agent runs would have called a model: "
+                        "%ld avoided (%ld%%), %ld made", runs, avoided, pct, runs - avoided);
+}
+
 static json_t *refs(const char *text, const char *open)
 {
     json_t *arr = json_array();

@@ -118,7 +118,7 @@ struct dg_outbox {
     pthread_cond_t cond;    /* CLOCK_MONOTONIC: kicks, stop, passes done */
     int stop;
     int kicked;
-    uint64_t passes_begun, passes_done;
+    uint64_t passes_begun;
     uint64_t idle_pass;     /* number of the last pass that found nothing pending */
     dg_outbox_stats stats;
     dg_discord_pipe *pipe;  /* created before the thread, freed after the join; its
@@ -999,10 +999,8 @@ static void *dispatcher(void *arg)
             size_t n = dg_discord_pipe_run(ob->pipe, wait, ob->done);
             for (size_t i = 0; i < n; i++)
                 on_done(ob, &ob->done[i]);
-            pthread_mutex_lock(&ob->mu);
-            ob->passes_done = pass_no;
-            pthread_cond_broadcast(&ob->cond);
-            pthread_mutex_unlock(&ob->mu);
+            /* No broadcast here: waiters want an idle pass, and waking
+             * them on every answer cost a context switch per message. */
             continue;
         }
         /* Nothing in flight: what was decided is recorded before any wait. */
@@ -1016,10 +1014,10 @@ static void *dispatcher(void *arg)
         chans_sweep(ob);
         int empty = all_done(ob);
         pthread_mutex_lock(&ob->mu);
-        ob->passes_done = pass_no;
-        if (empty)
+        if (empty) {
             ob->idle_pass = pass_no;
-        pthread_cond_broadcast(&ob->cond);
+            pthread_cond_broadcast(&ob->cond);
+        }
         /* Sleep until a kick, stop or the next due time; go on at once when
          * something is due now (a channel's next row, more discovery). */
         int busy_now = ob->need_disc && ob->disc_retry_at <= mono_ms();

@@ -3,7 +3,12 @@
 # through the reference gateway build/ocgw, the real build/dirigent.so and
 # the fake Discord build/fake-discord, all on 127.0.0.1.
 #
-#   sh scripts/demo.sh [BUILD_DIR]
+#   sh scripts/demo.sh [BUILD_DIR] [--verbose] [--keep]
+#
+#   --verbose  the gateway's internal lines too (variables, prompt context)
+#   --keep     the playground: after the story the fake Discord and the
+#              gateway keep running, and the script prints how to post as
+#              the human (alice) and how to stop; SIGINT/SIGTERM stop both
 #
 # Everything written at run time goes to a fresh folder under $TMPDIR (or
 # /tmp) that is kept for inspection: the gateway state, the plugin's SQLite
@@ -12,7 +17,17 @@
 # the fake Discord's channel histories), and the fake's record shows every
 # moderator message once.
 set -u
-B=${1:-build}
+B=build
+VERBOSE=
+KEEP=0
+for a in "$@"; do
+    case $a in
+    --verbose) VERBOSE=--verbose ;;
+    --keep) KEEP=1 ;;
+    -*) echo "demo: unknown option $a (use --verbose, --keep)" >&2; exit 2 ;;
+    *) B=$a ;;
+    esac
+done
 ROOT=$(pwd)
 for f in "$B/ocgw" "$B/fake-discord" "$B/dirigent.so" demo/host.json demo/story.json; do
     [ -e "$f" ] || { echo "demo: $f is missing; run 'make demo' from the top folder" >&2; exit 2; }
@@ -41,7 +56,18 @@ export DEMO_ALICE_TOKEN=demo-alice-token
 "$B/fake-discord" --guild $GUILD --channel $WORK --url-file "$RUN/fake-url" \
     >"$RUN/fake-discord.log" 2>&1 &
 FAKE=$!
-trap 'kill $FAKE 2>/dev/null; wait $FAKE 2>/dev/null' EXIT INT TERM
+GW=
+echo $FAKE >"$RUN/fake-discord.pid"
+# Whatever ends the script (the story, Ctrl-C, kill) stops what it started.
+stop() {
+    [ -z "$GW" ] || kill $GW 2>/dev/null
+    kill $FAKE 2>/dev/null
+    [ -z "$GW" ] || wait $GW 2>/dev/null
+    wait $FAKE 2>/dev/null
+}
+trap stop EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 i=0
 while [ ! -s "$RUN/fake-url" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 [ -s "$RUN/fake-url" ] || { echo "demo: the fake Discord did not start (see $RUN/fake-discord.log)" >&2; exit 1; }
@@ -66,11 +92,13 @@ ln -s "$ROOT/$B/dirigent.so" "$RUN/plugins/dirigent/dirigent.so"
 
 export OCGW_API_BASE="$URL" OCGW_STATE="$RUN/state" OCGW_WORK="$RUN/work" OCGW_PLUGINS="$RUN/plugins"
 
-echo "== Dirigent demo: seed 003 section 12 =="
+echo "== Dirigent demo: a private discussion channel with a callback =="
 echo "   fake Discord $URL, run folder $RUN"
 echo
-"$B/ocgw" --config demo/host.json --expect demo/story.json 2>"$RUN/ocgw.log"
-rc=$?
+# The transcript is shown as it comes and kept: its last line is the value.
+{ "$B/ocgw" --config demo/host.json --expect demo/story.json $VERBOSE 2>"$RUN/ocgw.log"
+  echo $? >"$RUN/ocgw.rc"; } | tee "$RUN/transcript.txt"
+rc=$(cat "$RUN/ocgw.rc" 2>/dev/null || echo 1)
 
 # The fake's own record: every REST request, by whom.
 curl -sf "$BASE/_fake/requests" >"$RUN/requests.json" || echo '[]' >"$RUN/requests.json"
@@ -79,9 +107,18 @@ total=$(grep -o '"seq": *[0-9]*' "$RUN/requests.json" | wc -l)
 echo
 echo "== the fake Discord's record =="
 echo "  REST requests           $total"
-for pair in moderator:$MOD planner:$PLANNER reviewer:$REVIEWER coder:$CODER alice:$ALICE; do
-    n=$(grep -o "\"authUserId\": *\"${pair#*:}\"" "$RUN/requests.json" | wc -l)
-    printf '    by %-10s          %s\n' "${pair%%:*}" "$n"
+# One "METHOD USERID" line per request. ocgw polls with an agent's token,
+# so a GET made with an agent's token is the gateway's, not the agent's.
+grep -oE '"method":"[A-Z]+","path":"[^"]*","query":(null|"[^"]*"),"route":"[^"]*","authorization":(null|"[^"]*"),"authUserId":(null|"[0-9]+")' \
+    "$RUN/requests.json" |
+    sed 's/^"method":"\([A-Z]*\)".*"authUserId":"\{0,1\}\([0-9a-z]*\)"\{0,1\}$/\1 \2/' >"$RUN/requests.txt"
+n=$(grep -c " $MOD\$" "$RUN/requests.txt")
+echo "    by the plugin         $n (the moderator bot's token)"
+n=$(grep -v " $MOD\$" "$RUN/requests.txt" | grep -c '^GET ')
+echo "    reads by ocgw         $n (polling and look-ups, with an agent's token)"
+for pair in planner:$PLANNER reviewer:$REVIEWER coder:$CODER alice:$ALICE; do
+    n=$(grep -v '^GET ' "$RUN/requests.txt" | grep -c " ${pair#*:}\$")
+    printf '    posts by %-10s   %s\n' "${pair%%:*}" "$n"
 done
 # Each moderator message exactly once: no nonce twice among its messages.
 dups=$(grep -o '"nonce": *"[^"]*"' "$RUN/messages.json" | sort | uniq -d | wc -l)
@@ -92,9 +129,49 @@ echo "state database (plugin):  $RUN/state/dirigent.db"
 echo "gateway state:            $RUN/state/ocgw-state.json, $RUN/state/sessions.json"
 echo "workspaces:               $RUN/work"
 echo "logs:                     $RUN/ocgw.log, $RUN/fake-discord.log"
-if [ $rc -ne 0 ] || [ "$dups" -ne 0 ]; then
+if [ "$rc" -ne 0 ] || [ "$dups" -ne 0 ]; then
     echo "demo: FAILED (ocgw exit $rc; the gateway log is $RUN/ocgw.log)" >&2
-    [ $rc -ne 0 ] || rc=1
-    exit $rc
+    [ "$rc" -ne 0 ] || rc=1
+    exit "$rc"
 fi
-echo "demo: OK"
+# The value line ocgw computed from its counters (runs, claimed, swapped).
+value=$(sed -n 's/^== value: \(.*\) ==$/\1/p' "$RUN/transcript.txt" | tail -n 1)
+if [ "$KEEP" != 1 ]; then
+    echo "demo: OK: ${value:-no value line in the transcript}"
+    exit 0
+fi
+
+# ---- the playground ------------------------------------------------------------
+# The same gateway again on the same state (it resumes where the story
+# ended), run by this script until Ctrl-C or a signal.
+DISC=$(sed -n 's/.*"discussion": *"\([0-9]*\)".*/\1/p' "$RUN/state/ocgw-state.json" | head -n 1)
+cat >"$RUN/playground.env" <<ENV
+PG_URL=$URL
+PG_WORK=$WORK
+PG_DISCUSSION=$DISC
+PG_MOD=$MOD
+PG_PLANNER=$PLANNER
+PG_REVIEWER=$REVIEWER
+PG_CODER=$CODER
+PG_ALICE_TOKEN=$DEMO_ALICE_TOKEN
+ENV
+cp scripts/demo-post.sh "$RUN/post" && chmod +x "$RUN/post"
+"$B/ocgw" --config demo/host.json $VERBOSE 2>>"$RUN/ocgw.log" &
+GW=$!
+echo $GW >"$RUN/ocgw.pid"
+echo
+echo "demo: OK: ${value:-no value line in the transcript}"
+echo
+echo "== playground: the fake Discord ($URL) and the gateway keep running =="
+echo "From another terminal, post as alice (the human, an admin of the plugin):"
+echo "  $RUN/post work '@planner please design how a discussion ends'   # a new discussion, live"
+echo "  $RUN/post work '!dirigent status'"
+echo "  $RUN/post discussion '!dirigent status'"
+echo "  $RUN/post discussion 'anyone here?'          # closed: the moderator's notice"
+echo "What happens shows below. Stop both with Ctrl-C here, or: kill $$"
+echo "(the fake Discord's control API, e.g. $BASE/_fake/messages, is in demo/README.md)"
+echo "playground ready"
+wait $GW
+rc=$?
+GW=
+exit $rc

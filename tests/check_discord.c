@@ -1118,6 +1118,59 @@ START_TEST(token_echoed_by_server_never_in_error)
 }
 END_TEST
 
+/* One pipelined post answered by the script server; its result. */
+static dg_discord_done pipe_post_once(script_srv *s)
+{
+    dg_discord *d = script_client(s, 2000);
+    dg_discord_pipe *p = NULL;
+    ck_assert_int_eq(dg_discord_pipe_new(d, 1, &p), OC_OK);
+    dg_discord_err err;
+    ck_assert_int_eq(dg_discord_pipe_post(p, 7, "400000000000000001", "x", NULL, 0, "n-pipe",
+                                          &err), OC_OK);
+    dg_discord_done done;
+    memset(&done, 0, sizeof done);
+    size_t n = 0;
+    for (int i = 0; i < 100 && n == 0; i++)
+        n = dg_discord_pipe_run(p, 100, &done);
+    ck_assert_int_eq((int)n, 1);
+    ck_assert_int_eq((int)done.tag, 7);
+    dg_discord_pipe_free(p);
+    dg_discord_free(d);
+    return done;
+}
+
+START_TEST(pipe_takes_the_top_level_id)
+{
+    /* The answer's id is read without parsing the whole message: ids of
+     * nested objects, an "id" inside a string and key order must not
+     * fool it; an escaped id is read by the full parser. */
+    static const struct {
+        const char *body, *id;
+    } cases[] = {
+        {"{\"author\":{\"id\":\"111\",\"x\":[{\"id\":\"9\"}]},\"content\":\"a \\\"id\\\":\\\"333\\\" "
+         "b\",\"mentions\":[{\"id\":\"222\"}],\"id\":\"444555\",\"n\":[1,{\"id\":\"7\"}]}",
+         "444555"},
+        {" {\"id\" : \"1234\", \"author\": {\"id\": \"5\"}}", "1234"},
+        {"{\"author\":{\"id\":\"5\"},\"id\":\"12\\u0033\"}", "123"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        script_srv *s = script_start(200, cases[i].body);
+        dg_discord_done done = pipe_post_once(s);
+        ck_assert_msg(done.rc == OC_OK, "case %zu: %s", i, done.err.message);
+        ck_assert_str_eq(done.message_id, cases[i].id);
+        free(done.message_id);
+        script_stop(s);
+    }
+    /* Only nested ids: no message id, an error that says so. */
+    script_srv *s = script_start(200, "{\"author\":{\"id\":\"5\"},\"mentions\":[{\"id\":\"6\"}]}");
+    dg_discord_done done = pipe_post_once(s);
+    ck_assert_int_ne(done.rc, OC_OK);
+    ck_assert_ptr_null(done.message_id);
+    ck_assert_msg(strstr(done.err.message, "no message id"), "%s", done.err.message);
+    script_stop(s);
+}
+END_TEST
+
 /* ---- altered echoes of the token (issue 12 bug 5) ---------------------------------------- */
 
 typedef struct echo_log {
@@ -1253,6 +1306,7 @@ Suite *make_discord_suite(void)
     tcase_add_test(tc, huge_reset_after_holds_the_route);
     tcase_add_test(tc, reset_after_read_the_same_in_any_locale);
     tcase_add_test(tc, token_echoed_by_server_never_in_error);
+    tcase_add_test(tc, pipe_takes_the_top_level_id);
     tcase_add_test(tc, token_altered_echo_never_logged);
     suite_add_tcase(s, tc);
     return s;

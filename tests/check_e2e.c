@@ -227,6 +227,103 @@ static void check_story_record(e2e_run *r, int exact_creates)
     free(disc);
 }
 
+/* Snowflake order: shorter is smaller, then bytewise. */
+static int id_cmp(const void *a, const void *b)
+{
+    const char *x = sget(*(json_t *const *)a, "id"), *y = sget(*(json_t *const *)b, "id");
+    size_t lx = strlen(x), ly = strlen(y);
+    return lx != ly ? (lx < ly ? -1 : 1) : strcmp(x, y);
+}
+
+static const char *name_of(const char *user_id)
+{
+    static const char *const ids[][2] = {{E2E_MOD, "moderator"}, {E2E_PLANNER, "planner"},
+                                         {E2E_REVIEWER, "reviewer"}, {E2E_CODER, "coder"},
+                                         {E2E_ALICE, "alice"}};
+    for (size_t i = 0; i < sizeof ids / sizeof *ids; i++)
+        if (user_id && !strcmp(user_id, ids[i][0]))
+            return ids[i][1];
+    return "?";
+}
+
+/* The transcript shows messages in the order they were posted: its message
+ * lines ("[#channel] who (kind): ...") name the same channel and author,
+ * one for one, as the fake's messages of every channel sorted by id. */
+static void check_transcript_order(e2e_run *r, const char *out)
+{
+    json_t *all = e2e_get(r, "/_fake/messages");
+    size_t n = json_array_size(all);
+    ck_assert_uint_gt(n, 0);
+    json_t **msgs = calloc(n, sizeof *msgs);
+    ck_assert_ptr_nonnull(msgs);
+    for (size_t i = 0; i < n; i++)
+        msgs[i] = json_array_get(all, i);
+    qsort(msgs, n, sizeof *msgs, id_cmp);
+    const char *p = out;
+    for (size_t i = 0; i < n; i++) {
+        char line_want[128];
+        snprintf(line_want, sizeof line_want, "\n[#%s] %s (",
+                 !strcmp(sget(msgs[i], "channel_id"), E2E_WORK) ? "work" : "discussion",
+                 name_of(author_of(msgs[i])));
+        /* the next message line, skipping "[#x] alice (scripted human) posts" */
+        const char *line = p;
+        while ((line = strstr(line, "\n[#")) && strstr(line, " (scripted human) posts ") &&
+               strstr(line, " (scripted human) posts ") < strchr(line + 1, '\n'))
+            line++;
+        ck_assert_msg(line && !strncmp(line, line_want, strlen(line_want)),
+                      "message %zu of %zu (id %s) is not next in the transcript: expected "
+                      "\"%s...\", found \"%.60s\"", i + 1, n, sget(msgs[i], "id"), line_want + 1,
+                      line ? line + 1 : "(end)");
+        p = line + 1;
+    }
+    free(msgs);
+    json_decref(all);
+}
+
+/* The value line of the totals, the figures of the gateway's own counters;
+ * the REST requests: reads plus each poster's posts, and every poster's
+ * count equal to the posts the fake recorded with its token. */
+static void check_value_and_rest(e2e_run *r, const char *out)
+{
+    char *text = e2e_read(r, "state/ocgw-state.json");
+    ck_assert_ptr_nonnull(text);
+    json_t *st = json_loads(text, 0, NULL);
+    free(text);
+    json_t *t = json_object_get(st, "totals");
+    long runs = (long)json_integer_value(json_object_get(t, "runs"));
+    long avoided = (long)json_integer_value(json_object_get(t, "claimedRuns")) +
+                   (long)json_integer_value(json_object_get(t, "noReplySwaps"));
+    long real = (long)json_integer_value(json_object_get(t, "realModelCalls"));
+    ck_assert_int_eq(runs, avoided + real);
+    char value[256];
+    snprintf(value, sizeof value, "== value: without the plugin all %ld agent runs would have "
+             "called a model: %ld avoided (%ld%%), %ld made ==", runs, avoided,
+             (avoided * 100 + runs / 2) / runs, real);
+    ck_assert_msg(strstr(out, value), "the transcript lacks \"%s\"", value);
+    json_t *by = json_object_get(st, "restPostsBy");
+    long sum = (long)json_integer_value(json_object_get(t, "restReads"));
+    json_t *reqs = e2e_get(r, "/_fake/requests");
+    const char *who;
+    json_t *v;
+    json_object_foreach(by, who, v) {
+        sum += (long)json_integer_value(v);
+        const char *uid = !strcmp(who, "alice") ? E2E_ALICE : !strcmp(who, "planner") ? E2E_PLANNER
+                          : !strcmp(who, "reviewer") ? E2E_REVIEWER : E2E_CODER;
+        long posts = 0;
+        size_t i;
+        json_t *o;
+        json_array_foreach(reqs, i, o) posts += sget(o, "authUserId") &&
+                                                !strcmp(sget(o, "authUserId"), uid) &&
+                                                !strcmp(sget(o, "method"), "POST");
+        ck_assert_msg(posts == json_integer_value(v), "%s: %ld posts at the fake, ocgw counted %lld",
+                      who, posts, (long long)json_integer_value(v));
+    }
+    ck_assert_uint_eq(json_object_size(by), 4); /* alice, planner, reviewer, coder */
+    ck_assert_int_eq(sum, json_integer_value(json_object_get(t, "restRequests")));
+    json_decref(reqs);
+    json_decref(st);
+}
+
 /* ---- the story ------------------------------------------------------------------------ */
 
 START_TEST(story_as_the_seed_tells_it)
@@ -247,11 +344,16 @@ START_TEST(story_as_the_seed_tells_it)
      * claimed runs make no model call and their fallback text is
      * cancelled (nothing but the story reaches Discord). */
     ck_assert(strstr(out, "claimed by before_agent_reply"));
-    ck_assert(strstr(out, "reply_payload_sending cancelled the payload"));
     ck_assert(!strstr(out, "swapped to dirigent-noreply/no-reply"));
     ck_assert(strstr(out, "moderator (moderator bot): [Discussion Idle]"));
     ck_assert(strstr(out, "planner <- discuss-callback OC_OK"));
     ck_assert(strstr(out, "no-reply swaps          0"));
+    /* Internal lines only with --verbose (story_with_no_agent_end_after_a_claim). */
+    ck_assert(!strstr(out, "reply_payload_sending cancelled the payload"));
+    ck_assert(!strstr(out, "{{discussion}} ="));
+    ck_assert(!strstr(out, "before_prompt_build adds"));
+    check_transcript_order(&r, out);
+    check_value_and_rest(&r, out);
     free(out);
     check_story_record(&r, 1);
     e2e_stop(&r);
@@ -283,13 +385,14 @@ static char *host_variant(e2e_run *r, const char *key, int value)
 
 /* The same story on a host without claim hooks (gateway.claimHooks false):
  * the plugin falls back to the no-reply swap; or with claim hooks and no
- * agent_end after a claimed run. */
-static void story_variant(const char *key, int value, const char *must, const char *must_not)
+ * agent_end after a claimed run (with --verbose: the internal lines). */
+static void story_variant(const char *key, int value, const char *must, const char *must_not,
+                          int verbose)
 {
     e2e_run r;
     e2e_start(&r, NULL);
     char *cfg = host_variant(&r, key, value);
-    const char *args[] = {STORY_ARGS, NULL};
+    const char *args[] = {STORY_ARGS, verbose ? "--verbose" : NULL, NULL};
     e2e_ocgw_start(&r, cfg, args, NULL);
     int st = 0;
     int ended = e2e_ocgw_wait(&r, 90000, &st);
@@ -301,6 +404,12 @@ static void story_variant(const char *key, int value, const char *must, const ch
     ck_assert(out && strstr(out, "story complete"));
     ck_assert_msg(strstr(out, must), "the transcript lacks \"%s\"", must);
     ck_assert_msg(!strstr(out, must_not), "the transcript has \"%s\"", must_not);
+    if (verbose) {
+        ck_assert(strstr(out, "reply_payload_sending cancelled the payload"));
+        ck_assert(strstr(out, "planner: {{discussion}} = "));
+        ck_assert(strstr(out, "before_prompt_build adds"));
+    }
+    check_value_and_rest(&r, out);
     free(out);
     free(cfg);
     check_story_record(&r, 1);
@@ -310,14 +419,14 @@ static void story_variant(const char *key, int value, const char *must, const ch
 START_TEST(story_on_a_host_without_claim_hooks)
 {
     story_variant("claimHooks", 0, "swapped to dirigent-noreply/no-reply",
-                  "claimed by before_agent_reply");
+                  "claimed by before_agent_reply", 0);
 }
 END_TEST
 
 START_TEST(story_with_no_agent_end_after_a_claim)
 {
     story_variant("agentEndAfterClaim", 0, "claimed by before_agent_reply",
-                  "swapped to dirigent-noreply/no-reply");
+                  "swapped to dirigent-noreply/no-reply", 1);
 }
 END_TEST
 
@@ -762,6 +871,138 @@ START_TEST(malformed_journal_is_dropped_not_fatal)
 }
 END_TEST
 
+/* ---- the playground (make demo KEEP=1) ------------------------------------------------------ */
+
+/* The fake's messages of channel ch by the moderator containing text. */
+static int moderator_said(e2e_run *r, const char *ch, const char *text)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/_fake/messages?channel=%s", ch);
+    json_t *msgs = e2e_get(r, path);
+    int n = 0;
+    size_t i;
+    json_t *m;
+    json_array_foreach(msgs, i, m) n += author_of(m) && !strcmp(author_of(m), E2E_MOD) &&
+                                        strstr(sget(m, "content"), text) != NULL;
+    json_decref(msgs);
+    return n;
+}
+
+static int alive(pid_t pid)
+{
+    return pid > 0 && kill(pid, 0) == 0;
+}
+
+/*
+ * make demo KEEP=1: the story, then the fake Discord (on 127.0.0.1) and the
+ * gateway keep running; the printed post command reaches both channels
+ * (!dirigent status in #work, a message in the closed discussion channel
+ * gets the closed notice); SIGTERM stops the script and both processes.
+ * Every wait is bounded; on failure the whole process group is killed.
+ */
+START_TEST(playground_starts_answers_and_stops_cleanly)
+{
+    char *tmp = tu_mkdtemp();
+    char *out_path = tu_path(tmp, "demo.out");
+    e2e_run r; /* no processes of its own: its folder and the fake's URL, for the helpers */
+    memset(&r, 0, sizeof r);
+    r.dir = tmp;
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        setpgid(0, 0); /* its own group: the test can stop all of it */
+        setenv("TMPDIR", tmp, 1);
+        FILE *o = freopen(out_path, "w", stdout);
+        if (!o || !freopen("/dev/null", "r", stdin) || dup2(fileno(stdout), 2) < 0)
+            _exit(126);
+        execlp("sh", "sh", "scripts/demo.sh", tu_build_dir(), "--keep", (char *)NULL);
+        _exit(127);
+    }
+    setpgid(pid, pid);
+    char *out = NULL;
+    for (long t0 = now_ms(); now_ms() - t0 < 120000; nap(100)) {
+        free(out);
+        out = e2e_read(&r, "demo.out");
+        if ((out && strstr(out, "playground ready")) || waitpid(pid, NULL, WNOHANG) == pid)
+            break;
+    }
+    if (!out || !strstr(out, "playground ready")) {
+        kill(-pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        ck_abort_msg("the playground did not start within 120 s:\n%s", out ? out : "");
+    }
+    /* The run folder, from "   fake Discord URL, run folder DIR". */
+    const char *rf = strstr(out, ", run folder ");
+    ck_assert_ptr_nonnull(rf);
+    char run[1024];
+    ck_assert_int_eq(sscanf(rf, ", run folder %1023s", run), 1);
+    ck_assert_msg(!strncmp(run, tmp, strlen(tmp)), "run folder %s outside TMPDIR %s", run, tmp);
+    ck_assert(strstr(out, "demo: OK: without the plugin all "));
+    char post[1100];
+    snprintf(post, sizeof post, "%s/post", run);
+    ck_assert_msg(strstr(out, post), "no post command printed:\n%s", out);
+    ck_assert(strstr(out, "'!dirigent status'"));
+    char kill_line[64];
+    snprintf(kill_line, sizeof kill_line, "kill %d", (int)pid);
+    ck_assert_msg(strstr(out, kill_line), "no stop command \"%s\" printed", kill_line);
+
+    /* The fake Discord listens on loopback only. */
+    r.dir = run;
+    char *url = e2e_read(&r, "fake-url");
+    ck_assert_msg(url && !strncmp(url, "http://127.0.0.1:", 17), "fake URL %s", url);
+    snprintf(r.url, sizeof r.url, "%s", url);
+    snprintf(r.base, sizeof r.base, "%.*s", (int)(strstr(url, "/api/v10") - url), url);
+    free(url);
+    char *gw_txt = e2e_read(&r, "ocgw.pid");
+    char *fk_txt = e2e_read(&r, "fake-discord.pid");
+    ck_assert(gw_txt && fk_txt);
+    pid_t gw = (pid_t)atol(gw_txt), fk = (pid_t)atol(fk_txt);
+    free(gw_txt);
+    free(fk_txt);
+    ck_assert(alive(gw) && alive(fk));
+
+    /* The printed commands, as a newcomer types them. */
+    const char *status_argv[] = {post, "work", "!dirigent status", NULL};
+    ck_assert_int_eq(tu_run_wait(status_argv, NULL, NULL, NULL, 20000), 0);
+    const char *closed_argv[] = {post, "discussion", "anyone here?", NULL};
+    ck_assert_int_eq(tu_run_wait(closed_argv, NULL, NULL, NULL, 20000), 0);
+    int status = 0, closed = 0;
+    for (long t0 = now_ms(); now_ms() - t0 < 30000 && (!status || closed < 2); nap(100)) {
+        status = moderator_said(&r, E2E_WORK, "Dirigent (admin): status");
+        char *disc = discussion_id(&r);
+        closed = moderator_said(&r, disc, "[Channel Closed]");
+        free(disc);
+    }
+    if (!status || closed < 2)
+        kill(-pid, SIGKILL);
+    ck_assert_msg(status, "no answer to !dirigent status in #work within 30 s");
+    ck_assert_msg(closed >= 2, "no second closed notice in the discussion channel within 30 s");
+
+    /* The stop the script prints: SIGTERM to it ends the gateway and the fake. */
+    kill(pid, SIGTERM);
+    int st = 0, ended = 0;
+    for (long t0 = now_ms(); now_ms() - t0 < 20000; nap(50))
+        if (waitpid(pid, &st, WNOHANG) == pid) {
+            ended = 1;
+            break;
+        }
+    if (!ended) {
+        kill(-pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+    ck_assert_msg(ended, "the playground did not stop within 20 s of SIGTERM");
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 143, "the script's status %d", st);
+    for (long t0 = now_ms(); now_ms() - t0 < 5000 && (alive(gw) || alive(fk)); nap(50))
+        ;
+    ck_assert_msg(!alive(gw), "the gateway (pid %d) still runs", (int)gw);
+    ck_assert_msg(!alive(fk), "the fake Discord (pid %d) still runs", (int)fk);
+    free(out);
+    free(out_path);
+    tu_rmtree(tmp);
+    free(tmp);
+}
+END_TEST
+
 Suite *make_e2e_suite(void)
 {
     Suite *s = suite_create("e2e");
@@ -783,5 +1024,9 @@ Suite *make_e2e_suite(void)
     tcase_add_test(tp, relative_db_path_is_taken_from_the_config_folder);
     tcase_add_test(tp, check_refuses_cost_burning_mistakes);
     suite_add_tcase(s, tp);
+    TCase *tg = tcase_create("playground");
+    tcase_set_timeout(tg, 240);
+    tcase_add_test(tg, playground_starts_answers_and_stops_cleanly);
+    suite_add_tcase(s, tg);
     return s;
 }

@@ -240,6 +240,51 @@ START_TEST(enforce_nonce_returns_first_message)
 }
 END_TEST
 
+START_TEST(lean_answers_in_full_and_keeps_little)
+{
+    /* The benches' lean mode: the same answer to a post, the same nonce
+     * rule and counts, but no bodies or request records kept. */
+    fake_discord *fd = NULL;
+    char err[200], chan[24];
+    fake_discord_options o = {.lean = 1};
+    ck_assert_msg(fake_discord_start(&o, &fd, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(fake_discord_add_user(fd, TOKEN, USER, "agent", 1), 0);
+    ck_assert_int_eq(fake_discord_add_channel(fd, NULL, "general", chan), 0);
+    char *u = NULL;
+    ck_assert_int_ge(asprintf(&u, "%s/channels/%s/messages", fake_discord_url(fd), chan), 0);
+    const char *b1 = "{\"content\":\"one <@" USER ">\",\"nonce\":\"n1\",\"enforce_nonce\":true,"
+                     "\"allowed_mentions\":{\"parse\":[],\"users\":[\"" USER "\"]}}";
+    http_res r1 = http("POST", u, TOKEN, b1);
+    http_res r2 = http("POST", u, TOKEN, b1);
+    ck_assert_int_eq(r1.status, 200);
+    ck_assert_int_eq(r2.status, 200);
+    json_t *j1 = body_json(&r1), *j2 = body_json(&r2);
+    ck_assert_str_eq(json_string_value(json_object_get(j1, "content")), "one <@" USER ">");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j1, "author"), "id")),
+                     USER);
+    ck_assert_int_eq(json_array_size(json_object_get(j1, "mentions")), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(j1, "nonce")), "n1");
+    ck_assert_str_eq(json_string_value(json_object_get(j2, "id")),
+                     json_string_value(json_object_get(j1, "id")));
+    ck_assert_uint_eq(fake_discord_message_count(fd, chan), 1);
+    ck_assert_uint_eq(fake_discord_request_count(fd), 2);
+    json_t *reqs = fake_discord_requests(fd, 0);
+    ck_assert_int_eq(json_array_size(reqs), 0);
+    json_decref(reqs);
+    json_t *msgs = fake_discord_messages(fd, chan);
+    ck_assert_int_eq(json_array_size(msgs), 0);
+    json_decref(msgs);
+    fake_discord_clear_requests(fd);
+    ck_assert_uint_eq(fake_discord_request_count(fd), 0);
+    json_decref(j1);
+    json_decref(j2);
+    http_free(&r1);
+    http_free(&r2);
+    free(u);
+    fake_discord_stop(fd);
+}
+END_TEST
+
 START_TEST(messages_read_like_discord)
 {
     char chan[24];
@@ -664,6 +709,7 @@ Suite *make_fake_discord_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, refuses_what_discord_refuses);
     tcase_add_test(tc, enforce_nonce_returns_first_message);
+    tcase_add_test(tc, lean_answers_in_full_and_keeps_little);
     tcase_add_test(tc, messages_read_like_discord);
     tcase_add_test(tc, faults_as_told);
     tcase_add_test(tc, fail_rate_seeded);

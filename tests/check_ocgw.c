@@ -279,6 +279,41 @@ START_TEST(config_uses_the_one_agent_id_rule)
 }
 END_TEST
 
+/* The demo's value line is arithmetic on the counters it is given: runs,
+ * avoided, made and the rounded share, never a fixed text. */
+START_TEST(value_line_is_computed_from_the_counters)
+{
+    static const struct {
+        long runs, avoided;
+        const char *want;
+    } cases[] = {
+        {24, 16, "without the plugin all 24 agent runs would have called a model: 16 avoided "
+                 "(67%), 8 made"},
+        {50, 32, "without the plugin all 50 agent runs would have called a model: 32 avoided "
+                 "(64%), 18 made"},
+        {3, 1, "without the plugin all 3 agent runs would have called a model: 1 avoided (33%), "
+               "2 made"},
+        {8, 0, "without the plugin all 8 agent runs would have called a model: 0 avoided (0%), "
+               "8 made"},
+        {1, 1, "without the plugin the one agent run would have called a model: 1 avoided "
+               "(100%), 0 made"},
+        /* a hand-edited state never gives more than every run, or less than none */
+        {4, 9, "without the plugin all 4 agent runs would have called a model: 4 avoided "
+               "(100%), 0 made"},
+        {4, -2, "without the plugin all 4 agent runs would have called a model: 0 avoided "
+                "(0%), 4 made"},
+        {0, 0, "no agent ran, so there was no model call to avoid"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *line = ocgw_value_line(cases[i].runs, cases[i].avoided);
+        ck_assert_ptr_nonnull(line);
+        ck_assert_msg(!strcmp(line, cases[i].want), "runs %ld avoided %ld: \"%s\"",
+                      cases[i].runs, cases[i].avoided, line);
+        free(line);
+    }
+}
+END_TEST
+
 Suite *make_ocgw_suite(void)
 {
     Suite *s = suite_create("ocgw");
@@ -290,6 +325,7 @@ Suite *make_ocgw_suite(void)
     tcase_add_test(tc, config_refuses_a_channel_no_agent_sees);
     tcase_add_test(tc, config_never_echoes_a_token);
     tcase_add_test(tc, config_uses_the_one_agent_id_rule);
+    tcase_add_test(tc, value_line_is_computed_from_the_counters);
     suite_add_tcase(s, tc);
     return s;
 }

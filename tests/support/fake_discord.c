@@ -75,6 +75,8 @@ struct fake_discord {
     char url[64];
     char guild[24];
     int no_perm;
+    int lean;             /* see fake_discord_options.lean */
+    size_t lean_requests; /* lean: Discord requests since the last clear */
 
     pthread_mutex_t mu;
     pthread_cond_t cond;  /* CLOCK_MONOTONIC; broadcast on every change */
@@ -436,7 +438,8 @@ static fd_msg *msg_add(fake_discord *fd, fd_chan *ch, const char *author, const 
     json_t *tc = json_object_get(ch->obj, "message_count");
     if (tc)
         json_object_set_new(ch->obj, "message_count", json_integer(json_integer_value(tc) + 1));
-    fdg_dispatch(fd->gw, "MESSAGE_CREATE", obj, ch->id);
+    if (!fd->lean)
+        fdg_dispatch(fd->gw, "MESSAGE_CREATE", obj, ch->id);
     pthread_cond_broadcast(&fd->cond);
     return m;
 }
@@ -446,6 +449,7 @@ static fd_msg *msg_add(fake_discord *fd, fd_chan *ch, const char *author, const 
 typedef struct reply {
     int status;           /* -1: drop the connection */
     json_t *body;         /* owned */
+    char *text;           /* owned; when set, sent instead of body (already serialised) */
     char hdr[8][2][96];
     int n_hdr;
 } reply;
@@ -468,8 +472,21 @@ static void add_hdr(reply *r, const char *k, const char *fmt, ...)
 static void set_reply(reply *r, int status, json_t *body)
 {
     json_decref(r->body);
+    free(r->text);
+    r->text = NULL;
     r->status = status;
     r->body = body;
+}
+
+/* An answer serialised now, under fd->mu, from an object the server keeps
+ * (no deep copy of it to serialise after the unlock). */
+static void set_reply_of(reply *r, int status, const json_t *obj)
+{
+    set_reply(r, status, NULL);
+    free(r->text);
+    r->text = json_dumps(obj, JSON_COMPACT);
+    if (!r->text)
+        r->status = 500;
 }
 
 static void err_reply(reply *r, int status, int code, const char *msg)
@@ -503,9 +520,10 @@ static void rate_limited(reply *r, double ra, int global, const char *bucket)
 
 static enum MHD_Result send_reply(struct MHD_Connection *c, reply *r)
 {
-    char *text = r->body ? json_dumps(r->body, JSON_COMPACT) : strdup("");
+    char *text = r->text ? r->text : r->body ? json_dumps(r->body, JSON_COMPACT) : strdup("");
     json_decref(r->body);
     r->body = NULL;
+    r->text = NULL;
     if (!text)
         return MHD_NO;
     struct MHD_Response *resp = dg_http_response(text, strlen(text), "application/json");
@@ -718,8 +736,16 @@ static void api_post_message(fake_discord *fd, fd_chan *ch, const char *user, js
     }
     if (nonce_s && json_is_true(json_object_get(body, "enforce_nonce"))) {
         fd_msg *hit = nonce_hit(ch, user, nonce_s);
-        if (hit) {
-            set_reply(r, 200, json_deep_copy(hit->obj));
+        if (hit && hit->obj) {
+            set_reply_of(r, 200, hit->obj);
+            return;
+        }
+        if (hit) { /* lean: the first message's id, not its whole body */
+            char idt[48];
+            snprintf(idt, sizeof idt, "{\"id\":\"%llu\"}", (unsigned long long)hit->id);
+            set_reply(r, 200, NULL);
+            r->text = strdup(idt);
+            r->status = r->text ? 200 : 500;
             return;
         }
     }
@@ -728,7 +754,11 @@ static void api_post_message(fake_discord *fd, fd_chan *ch, const char *user, js
         err_reply(r, 500, 0, "500: Internal Server Error");
         return;
     }
-    set_reply(r, 200, json_deep_copy(m->obj));
+    set_reply_of(r, 200, m->obj);
+    if (fd->lean) {
+        json_decref(m->obj);
+        m->obj = NULL;
+    }
 }
 
 static void api_get_messages(fake_discord *fd, fd_chan *ch, const char *user,
@@ -773,7 +803,8 @@ static void api_get_messages(fake_discord *fd, fd_chan *ch, const char *user,
     }
     json_t *arr = json_array();
     for (size_t i = hi; i-- > lo;)
-        json_array_append_new(arr, json_deep_copy(ch->msgs[i].obj));
+        if (ch->msgs[i].obj) /* lean: bodies are not kept */
+            json_array_append_new(arr, json_deep_copy(ch->msgs[i].obj));
     set_reply(r, 200, arr);
 }
 
@@ -953,7 +984,7 @@ static fd_msg *msg_by_id(fd_chan *ch, const char *id)
     uint64_t v = strtoull(id, NULL, 10);
     for (size_t i = 0; i < ch->n; i++)
         if (ch->msgs[i].id == v)
-            return &ch->msgs[i];
+            return ch->msgs[i].obj ? &ch->msgs[i] : NULL; /* lean: unknown */
     return NULL;
 }
 
@@ -1427,13 +1458,17 @@ static enum MHD_Result api(fake_discord *fd, struct MHD_Connection *c, const cha
     int fault = take_fault(fd, tmpl, concrete, &ra, &delay);
     if (ra <= 0)
         ra = 0.05;
-    json_t *rec = json_pack(
+    json_t *rec = fd->lean ? NULL : json_pack(
         "{s:I, s:I, s:s, s:s, s:s?, s:s, s:s?, s:s?, s:s?, s:s?, s:O?, s:i, s:s?}", "seq",
         (json_int_t)++fd->seq, "tMs", (json_int_t)mono_ms(), "method", method, "path", path,
         "query", query, "route", tmpl, "authorization", auth, "authUserId", user, "userAgent",
         ua, "contentType", ct, "body", body, "status", 0, "fault",
         fault >= 0 ? fault_names[fault] : NULL);
     free(query);
+    if (fd->lean) {
+        fd->lean_requests++;
+        pthread_cond_broadcast(&fd->cond);
+    }
     if (rec && !body && rq->buf.len)
         json_object_set_new(rec, "body", json_stringn_nocheck(rq->buf.s, rq->buf.len));
     if (rec && !json_object_get(rec, "body"))
@@ -1501,7 +1536,7 @@ static enum MHD_Result api(fake_discord *fd, struct MHD_Connection *c, const cha
     pthread_mutex_unlock(&fd->mu);
     json_decref(body);
     if (drop) {
-        json_decref(r.body);
+        set_reply(&r, 0, NULL);
         return MHD_NO;
     }
     return send_reply(c, &r);
@@ -1532,7 +1567,8 @@ static json_t *messages_locked(fake_discord *fd, const char *channel)
         if (channel && strcmp(ch->id, channel))
             continue;
         for (size_t m = 0; m < ch->n; m++)
-            all[k++] = &ch->msgs[m];
+            if (ch->msgs[m].obj) /* lean: bodies are not kept */
+                all[k++] = &ch->msgs[m];
     }
     if (k > 1)
         qsort(all, k, sizeof *all, cmp_msg);
@@ -1832,6 +1868,7 @@ int fake_discord_start(const fake_discord_options *o, fake_discord **out, char *
     }
     snprintf(fd->guild, sizeof fd->guild, "%s", o->guild_id ? o->guild_id : "100000000000000001");
     fd->no_perm = o->no_permission_checks;
+    fd->lean = o->lean;
     fd->rl_limit = 10000;
     fd->rl_window = 1.0;
     fd->fail_retry_after = 0.05;
@@ -2006,7 +2043,7 @@ json_t *fake_discord_requests(fake_discord *fd, long since)
 size_t fake_discord_request_count(fake_discord *fd)
 {
     pthread_mutex_lock(&fd->mu);
-    size_t n = json_array_size(fd->requests);
+    size_t n = fd->lean ? fd->lean_requests : json_array_size(fd->requests);
     pthread_mutex_unlock(&fd->mu);
     return n;
 }
@@ -2015,6 +2052,7 @@ void fake_discord_clear_requests(fake_discord *fd)
 {
     pthread_mutex_lock(&fd->mu);
     json_array_clear(fd->requests);
+    fd->lean_requests = 0;
     pthread_mutex_unlock(&fd->mu);
 }
 
@@ -2047,7 +2085,8 @@ typedef struct wait_arg {
 
 static int pred_requests(fake_discord *fd, const void *a)
 {
-    return json_array_size(fd->requests) >= ((const wait_arg *)a)->n;
+    return (fd->lean ? fd->lean_requests : json_array_size(fd->requests)) >=
+           ((const wait_arg *)a)->n;
 }
 
 static int pred_messages(fake_discord *fd, const void *a)
@@ -2158,7 +2197,7 @@ int fake_discord_add_thread(fake_discord *fd, const char *channel_id, const char
                      ? thread_add(fd, ch, message_id, nm, "100000000000000009", &r)
                      : NULL;
     json_decref(nm);
-    json_decref(r.body);
+    set_reply(&r, 0, NULL);
     if (t && id_out)
         snprintf(id_out, 24, "%s", t->id);
     pthread_mutex_unlock(&fd->mu);
