@@ -125,16 +125,10 @@ int admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, int64_
     int rc;
     if ((rc = chan_get(t, m->channel_id, &c)))
         return rc;
-    dg_scope_event ev = {.channel_id = m->channel_id, .thread_id = m->thread_id,
-                         .message_id = m->message_id, .is_dm = m->is_dm,
-                         .tags = m->tags, .n_tags = m->n_tags};
     dg_scope sc;
-    if ((rc = dg_scope_derive(t->p->cfg.session_policy, &ev, &sc)))
+    int top_level;
+    if ((rc = message_scope(t, m, &sc, &top_level)))
         return rc;
-    char root[65];
-    int top_level = t->p->cfg.session_policy == DG_POLICY_THREAD && !m->is_dm &&
-                    !(m->thread_id && *m->thread_id) && !dg_nip10_root(m->tags, m->n_tags, root) &&
-                    sc.kind == DG_SCOPE_THREAD;
     scope_rec *r;
     if ((rc = top_level ? follow_scope(t, c, &r) : scope_get(t, c, &sc, &r)))
         return rc;

@@ -636,6 +636,24 @@ int save_scope(dg_turns *t, scope_rec *r, const dg_turn_state *st, int64_t now)
     return rc;
 }
 
+/* The scope message m belongs to, and whether it is a top-level message
+ * under policy "thread" (it opens a thread of its own). OC_OK or the
+ * status of dg_scope_derive. */
+int message_scope(const dg_turns *t, const dg_turn_message *m, dg_scope *sc, int *top_level)
+{
+    dg_scope_event ev = {.channel_id = m->channel_id, .thread_id = m->thread_id,
+                         .message_id = m->message_id, .is_dm = m->is_dm,
+                         .tags = m->tags, .n_tags = m->n_tags};
+    int rc = dg_scope_derive(t->p->cfg.session_policy, &ev, sc);
+    if (rc)
+        return rc;
+    char root[65];
+    *top_level = t->p->cfg.session_policy == DG_POLICY_THREAD && !m->is_dm &&
+                 !(m->thread_id && *m->thread_id) && !dg_nip10_root(m->tags, m->n_tags, root) &&
+                 sc->kind == DG_SCOPE_THREAD;
+    return OC_OK;
+}
+
 /* ---- silenced runs (marks) ------------------------------------------------------ */
 
 static uint64_t key_hash(const char *s)

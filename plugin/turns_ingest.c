@@ -154,16 +154,10 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
     if (c->mode == DG_MODE_CLOSED)
         return closed_notice(t, c, m, kind, now, kick);
 
-    dg_scope_event ev = {.channel_id = m->channel_id, .thread_id = m->thread_id,
-                         .message_id = m->message_id, .is_dm = m->is_dm,
-                         .tags = m->tags, .n_tags = m->n_tags};
     dg_scope sc;
-    if ((rc = dg_scope_derive(t->p->cfg.session_policy, &ev, &sc)))
+    int top_level;
+    if ((rc = message_scope(t, m, &sc, &top_level)))
         return rc;
-    char root[65];
-    int top_level = t->p->cfg.session_policy == DG_POLICY_THREAD && !m->is_dm &&
-                    !(m->thread_id && *m->thread_id) && !dg_nip10_root(m->tags, m->n_tags, root) &&
-                    sc.kind == DG_SCOPE_THREAD;
     int moderator = kind == DG_SENDER_MODERATOR || kind == DG_SENDER_HANDOFF;
     /* A human's or an agent's word restarts a discussion's quiet-time clock. */
     if (!moderator && c->mode == DG_MODE_DISCUSSION &&

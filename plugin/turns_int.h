@@ -244,6 +244,8 @@ int install(dg_turns *t, scope_rec *r, const dg_turn_state *st);
 
 int save_scope(dg_turns *t, scope_rec *r, const dg_turn_state *st, int64_t now);
 
+int message_scope(const dg_turns *t, const dg_turn_message *m, dg_scope *sc, int *top_level);
+
 void mark_add(dg_turns *t, const char *key, const char *run_id, mark_kind kind,
               int64_t seen_seq);
 
