@@ -121,7 +121,7 @@ BENCH_SRC  := $(sort $(wildcard tests/bench/*.c))
 BENCH_OBJ  := $(BENCH_SRC:%.c=$(B)/obj/%.o)
 
 .PHONY: all check check-openclaw demo playground bench deps install uninstall clean manifest-check \
-        fuzz fuzz-short fuzz-build check-faults coverage package
+        fuzz fuzz-short fuzz-ci fuzz-build deps-fuzz check-faults coverage package
 OPTIONAL := $(if $(OCGW_SRC),$(B)/ocgw) $(if $(wildcard tests/fake_discord_main.c),$(B)/fake-discord)
 all: $(B)/dirigent.so $(B)/libochost.a $(OPTIONAL) $(SERVERS)
 
@@ -228,8 +228,11 @@ $(B)/tests/plugins/%.so: tests/plugins/%.c include/openclaw/plugin.h $(FLAGS_STA
 
 # Plugin objects minus the entry file link straight into the test runner, so
 # suites can reach internal (hidden) functions.
+# The allocation functions are wrapped (tests/support/failalloc.h) so that
+# suites can make one allocation fail and reach the out-of-memory branches.
+WRAP_ALLOC := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=strndup
 $(B)/check_all: $(B)/obj/tests/check_main.o $(TEST_OBJ:$(B)/obj/tests/check_main.o=) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libocgw.a $(B)/libochost.a $(DISCORD_LIB) $(COMMON_LIB)
-	$(CC) -o $@ $(filter %.o,$^) $(B)/libocgw.a $(B)/libochost.a $(DISCORD_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
+	$(CC) -o $@ $(filter %.o,$^) $(B)/libocgw.a $(B)/libochost.a $(DISCORD_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(WRAP_ALLOC) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
 
 $(B)/libocgw.a: $(OCGW_LIB_OBJ)
 	@mkdir -p $(@D)
@@ -335,6 +338,16 @@ fuzz: fuzz-build
 fuzz-short: fuzz-build
 	sh scripts/fuzz-run.sh build/fuzz/fuzz $(FUZZ_SHORT_SECONDS) $(FUZZ_TARGETS)
 
+# CI's run (.ci/run, after make check): every target replays its seeds and
+# tries new inputs for FUZZ_CI_SECONDS, two at a time (CI has 2 cores); the
+# per-input timeout is looser than by hand, as CI's machine may be loaded.
+FUZZ_CI_SECONDS ?= 20
+FUZZ_CI_JOBS ?= 2
+fuzz-ci: deps-fuzz
+	$(MAKE) -j$(FUZZ_CI_JOBS) fuzz-build
+	FUZZ_JOBS=$(FUZZ_CI_JOBS) FUZZ_TIMEOUT=30 \
+	  sh scripts/fuzz-run.sh build/fuzz/fuzz $(FUZZ_CI_SECONDS) $(FUZZ_TARGETS)
+
 ifeq ($(FUZZ),1)
 FUZZ_SUPPORT := $(B)/obj/tests/fuzz/fuzz_util.o
 FUZZ_HOST_OBJ := $(B)/obj/tests/fuzz/fuzz_host.o $(FAKE_DISCORD_OBJ)
@@ -363,6 +376,12 @@ endif
 # ---- dependencies ---------------------------------------------------------------
 deps:
 	@sh scripts/deps.sh $(DEB_PKGS)
+	@sh scripts/deps.sh --fuzz || echo "dirigent: make check does not need them; make fuzz and make fuzz-ci do"
+
+# The fuzzing toolchain (clang, libFuzzer's runtime): installed as root,
+# else the command to install it is printed and the target fails.
+deps-fuzz:
+	@sh scripts/deps.sh --fuzz
 
 # Builds start by making sure the -dev packages are there (installs them as root).
 deps-ok:

@@ -1164,9 +1164,20 @@ const char *dg_discord_guild_id(const dg_discord *d)
     return d ? d->guild_id : NULL;
 }
 
-static char *dump(json_t *j)
+/* The request body as text, or NULL when it cannot be made; takes j.
+ * bad: a member could not be added while building j (out of memory), so
+ * j is not the request meant. The text is read back and compared:
+ * jansson 2.14's json_dumps can return text without an object key (which
+ * Discord refuses as invalid JSON) when one of its allocations fails. */
+static char *dump_checked(json_t *j, int bad)
 {
-    char *s = json_dumps(j, JSON_COMPACT);
+    char *s = j && !bad ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_t *back = s ? json_loads(s, 0, NULL) : NULL;
+    if (s && !json_equal(back, j)) {
+        free(s);
+        s = NULL;
+    }
+    json_decref(back);
     json_decref(j);
     return s;
 }
@@ -1181,9 +1192,12 @@ int dg_discord_request(dg_discord *d, const char *method, const char *path, cons
     if (!d || !method || !path || path[0] != '/')
         return set_err(err, OC_ERR_INVALID, 0, 0,
                        "discord request: method and a path starting with '/' are required");
+    if (body && !json_is_object(body) && !json_is_array(body))
+        return set_err(err, OC_ERR_INVALID, 0, 0,
+                       "discord request: the body must be a JSON object or array");
     char *json = NULL;
-    if (body && !(json = json_dumps(body, JSON_COMPACT)))
-        return set_err(err, OC_ERR_INVALID, 0, 0, "discord request: body cannot be encoded");
+    if (body && !(json = dump_checked(json_incref((json_t *)body), 0)))
+        return set_err(err, OC_ERR_NOMEM, 0, 1, "discord request: out of memory encoding the body");
     int rc = do_request(d, method, path, json, idempotent, response, err);
     free(json);
     return rc;
@@ -1232,24 +1246,25 @@ int dg_discord_create_private_channel(dg_discord *d, const dg_discord_channel_sp
                                   DG_PERM_READ_MESSAGE_HISTORY));
     snprintf(deny, sizeof deny, "%llu", (unsigned long long)DG_PERM_VIEW_CHANNEL);
     json_t *ow = json_array();
-    json_array_append_new(ow, json_pack("{s:s, s:i, s:s, s:s}", "id", guild, "type", 0,
-                                        "allow", "0", "deny", deny));
+    int bad = json_array_append_new(ow, json_pack("{s:s, s:i, s:s, s:s}", "id", guild, "type", 0,
+                                                  "allow", "0", "deny", deny));
     for (size_t i = 0; i < spec->n_members; i++) {
         int dup = !strcmp(spec->member_ids[i], guild);
         for (size_t k = 0; k < i && !dup; k++)
             dup = !strcmp(spec->member_ids[k], spec->member_ids[i]);
         if (dup)
             continue;
-        json_array_append_new(ow, json_pack("{s:s, s:i, s:s, s:s}", "id", spec->member_ids[i],
-                                            "type", 1, "allow", allow, "deny", "0"));
+        bad |= json_array_append_new(ow, json_pack("{s:s, s:i, s:s, s:s}", "id",
+                                                   spec->member_ids[i], "type", 1, "allow",
+                                                   allow, "deny", "0"));
     }
     json_t *body = json_pack("{s:s, s:i, s:o}", "name", spec->name, "type", 0,
                              "permission_overwrites", ow);
     if (body && spec->topic)
-        json_object_set_new(body, "topic", json_string(spec->topic));
+        bad |= json_object_set_new(body, "topic", json_string(spec->topic));
     if (body && spec->parent_id)
-        json_object_set_new(body, "parent_id", json_string(spec->parent_id));
-    char *json = body ? dump(body) : NULL;
+        bad |= json_object_set_new(body, "parent_id", json_string(spec->parent_id));
+    char *json = dump_checked(body, bad);
     if (!json)
         return set_err(err, OC_ERR_NOMEM, 0, 1, "create channel: out of memory");
 
@@ -1384,6 +1399,7 @@ static int post_body(const char *channel_id, const char *content,
         return set_err(err, OC_ERR_INVALID, 0, 0,
                        "post message: at most 100 mention ids, given as an array");
     json_t *users = json_array();
+    int bad = 0;
     for (size_t i = 0; i < n_mentions; i++) {
         if (!dg_discord_is_snowflake(mention_ids[i])) {
             json_decref(users);
@@ -1394,15 +1410,15 @@ static int post_body(const char *channel_id, const char *content,
         for (size_t k = 0; k < i && !dup; k++)
             dup = !strcmp(mention_ids[k], mention_ids[i]);
         if (!dup)
-            json_array_append_new(users, json_string(mention_ids[i]));
+            bad |= json_array_append_new(users, json_string(mention_ids[i]));
     }
     json_t *body = json_pack("{s:s, s:{s:[], s:o}}", "content", content, "allowed_mentions",
                              "parse", "users", users);
     if (body && nonce) {
-        json_object_set_new(body, "nonce", json_string(nonce));
-        json_object_set_new(body, "enforce_nonce", json_true());
+        bad |= json_object_set_new(body, "nonce", json_string(nonce));
+        bad |= json_object_set_new(body, "enforce_nonce", json_true());
     }
-    *json = body ? dump(body) : NULL;
+    *json = dump_checked(body, bad);
     if (!*json)
         return set_err(err, OC_ERR_NOMEM, 0, 1, "post message: out of memory");
     return OC_OK;

@@ -171,6 +171,11 @@ int dg_core_new(const oc_host_api *api, const json_t *config, dg_core_attach_fn 
 
 fail:
     dg_core_free(p);
+    /* Some steps (the dbPath folder, the config's path base) answer
+     * OC_ERR_NOMEM without a text: the host must still get a reason. */
+    if (!err[0])
+        snprintf(err, err_len, "dirigent: %s while starting; start the gateway again",
+                 rc == OC_ERR_NOMEM ? "out of memory" : oc_status_name(rc));
     return rc;
 }
 

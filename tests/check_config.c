@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "failalloc.h"
 #include "agent_id.h"
 #include "openclaw/plugin.h"
 #include "secret_shape.h"
@@ -479,6 +480,42 @@ START_TEST(test_manifest_schema_matches_config_keys)
 }
 END_TEST
 
+/* Parsing with each of its allocations failing in turn (failalloc.h): a
+ * status that says so and nothing half-filled to free twice (SANITIZE=1
+ * reports a leak or a double free), a relative dbPath and relative
+ * templatesDir included (taken from the working directory). */
+START_TEST(test_out_of_memory)
+{
+    ck_assert(fa_available());
+    clear_env();
+    json_t *j = tu_json("{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\","
+                        "\"sessionPolicy\":\"thread\",\"dbPath\":\"state/x.db\","
+                        "\"templatesDir\":\"tpl\",\"discord\":{\"apiBase\":"
+                        "\"http://127.0.0.1:9/api/v10/\",\"guildId\":\"42\",\"moderatorToken\":"
+                        "\"tok\",\"moderatorUserId\":\"7\"},\"agents\":{\"zed\":{\"discordUserId\":"
+                        "\"300\"},\"amy\":{\"discordUserId\":\"100\"}},\"admins\":[\"555\",\"666\"]}");
+    long n;
+    for (n = 1; n < 100000; n++) {
+        dg_config c;
+        char err[256] = "";
+        fa_arm_own(n);
+        int rc = dg_config_parse(j, &c, err, sizeof err);
+        int hit = fa_disarm();
+        if (rc == OC_OK)
+            dg_config_free(&c);
+        else
+            ck_assert_msg(rc == OC_ERR_NOMEM || rc == OC_ERR_IO, "allocation %ld: %d (%s)", n,
+                          rc, err);
+        if (!hit) {
+            ck_assert_int_eq(rc, OC_OK);
+            break;
+        }
+    }
+    ck_assert_int_gt(n, 10);
+    json_decref(j);
+}
+END_TEST
+
 Suite *make_config_suite(void)
 {
     Suite *s = suite_create("config");
@@ -496,6 +533,7 @@ Suite *make_config_suite(void)
     tcase_add_test(tc, test_agent_id_rule_is_openclaws);
     tcase_add_test(tc, test_snowflake_rules);
     tcase_add_test(tc, test_manifest_schema_matches_config_keys);
+    tcase_add_test(tc, test_out_of_memory);
     suite_add_tcase(s, tc);
     return s;
 }

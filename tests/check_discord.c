@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include "discord.h"
+#include "failalloc.h"
+#include "scrub.h"
 #include "fake_discord.h"
 #include "outbox_env.h"
 
@@ -1274,11 +1276,164 @@ START_TEST(token_altered_echo_never_logged)
 }
 END_TEST
 
+/* ---- the scrubber (scrub.h), which discord.c runs on every body it logs -- */
+
+START_TEST(scrub_decodes_json_escapes)
+{
+    /* Every simple escape, \u of 1, 2, 3 and 4 UTF-8 bytes (a surrogate
+     * pair), a lone surrogate, \u0000 and malformed escapes kept as written. */
+    char t[] = "a\\\"b\\\\c\\/d\\be\\ff\\ng\\rh\\ti \\u0041\\u00e9\\u20ac\\ud83d\\ude00"
+               " \\ud83dx \\ude00 \\u0000| \\u12G4 \\q \\";
+    dg_unescape_json_text(t);
+    ck_assert_str_eq(t, "a\"b\\c/d\be\ff\ng\rh\ti A\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"
+                        " ?x ?  | \\u12G4 \\q \\");
+    dg_unescape_json_text(NULL); /* nothing to do */
+}
+END_TEST
+
+START_TEST(scrub_masks_escaped_and_cut_token)
+{
+    const char *tok = "MTIzNDU2Nzg5MDEyMzQ1Njc4.GhIjKl.abcdefghijklmnopqrstuvwxyz012345";
+    /* A JSON-escaped spelling (\u0041 for a letter) becomes readable only
+     * once decoded; then the scrubber masks it, and a cut "Bot MTIz..." too. */
+    char body[256];
+    snprintf(body, sizeof body, "{\"message\":\"bad \\u004dTIzNDU2Nzg5MDEyMzQ1Njc4.GhIj\","
+             "\"echo\":\"Bot %.20s\"}", tok);
+    dg_unescape_json_text(body);
+    dg_scrub_secret(body, tok);
+    ck_assert_ptr_null(strstr(body, "MTIzNDU2Nzg5"));
+    ck_assert_ptr_nonnull(strstr(body, "**********"));
+    char keep[] = "no secret here";
+    dg_scrub_secret(keep, NULL);
+    dg_scrub_secret(keep, "");
+    ck_assert_str_eq(keep, "no secret here");
+}
+END_TEST
+
+START_TEST(scrub_cut_for_log)
+{
+    /* Control characters become spaces; a cut never splits a UTF-8
+     * sequence and is marked with "...". */
+    char a[32] = "x\ty\nz\x7f";
+    dg_cut_for_log(a, 20);
+    ck_assert_str_eq(a, "x y z ");
+    char b[32] = "ab\xc3\xa9\xc3\xa9zzzz";  /* a b é é z z z z */
+    dg_cut_for_log(b, 3);                  /* byte 3 is inside the first é */
+    ck_assert_str_eq(b, "ab...");
+    char c[32] = "abcdef";
+    dg_cut_for_log(c, 3);
+    ck_assert_str_eq(c, "abc...");
+    dg_cut_for_log(NULL, 3);
+}
+END_TEST
+
+/* ---- out of memory ------------------------------------------------------------------------
+ * Each call of the client once per allocation it makes (its own and
+ * jansson's; libcurl's and the fake's threads are not counted), that
+ * allocation failing: a status, never a crash, a leak (SANITIZE=1) or a
+ * half-filled result; the client still works afterwards. A post that
+ * Discord accepted may still answer OC_ERR_NOMEM: the nonce makes the
+ * caller's resend return the same message.
+ */
+typedef struct oom_out {
+    int rc;
+    int bad_result;           /* an OC_OK answer without its result, or an error with one */
+    char message[600];
+} oom_out;
+
+/* No Check assertion in here: Check is linked in, its allocations count. */
+static void oom_call(env *e, int k, oom_out *o)
+{
+    dg_discord_err err;
+    memset(&err, 0, sizeof err);
+    char *id = NULL;
+    int rc, want_id = 1;
+    const char *mentions[] = {MEMBER1, MEMBER2};
+    switch (k) {
+    case 0:
+        rc = dg_discord_post_message(e->d, e->chan, "hi <@" MEMBER1 ">", mentions, 2,
+                                     "oom-nonce-1", &id, &err);
+        break;
+    case 1: {
+        dg_discord_message *m = NULL;
+        size_t n = 0;
+        rc = dg_discord_get_messages(e->d, e->chan, NULL, 50, &m, &n, &err);
+        want_id = 0;
+        o->bad_result = rc == OC_OK ? n > 0 && !m : m != NULL;
+        dg_discord_messages_free(m, n);
+        break;
+    }
+    case 2: {
+        const char *members[] = {MEMBER1, MEMBER2, MEMBER1};
+        dg_discord_channel_spec spec = {.name = "oom-room", .topic = "t-oom",
+                                        .member_ids = members, .n_members = 3};
+        rc = dg_discord_create_private_channel(e->d, &spec, &id, &err);
+        break;
+    }
+    case 3:
+        rc = dg_discord_find_channel(e->d, NULL, "general", NULL, &id, &err);
+        break;
+    default: {
+        dg_discord_pipe *p = NULL;
+        want_id = 0;
+        rc = dg_discord_pipe_new(e->d, 4, &p);
+        if (rc == OC_OK) {
+            rc = dg_discord_pipe_post(p, 7, e->chan, "piped", NULL, 0, "oom-nonce-2", &err);
+            dg_discord_done done[4];
+            for (int i = 0; rc == OC_OK && dg_discord_pipe_busy(p) && i < 100; i++) {
+                size_t got = dg_discord_pipe_run(p, 100, done);
+                for (size_t j = 0; j < got; j++) {
+                    rc = done[j].rc;
+                    if (rc != OC_OK)
+                        err = done[j].err;
+                    o->bad_result |= (rc == OC_OK) != (done[j].message_id != NULL);
+                    free(done[j].message_id);
+                }
+            }
+            dg_discord_pipe_free(p);
+        }
+        break;
+    }
+    }
+    if (want_id)
+        o->bad_result = (rc == OC_OK) != (id != NULL);
+    free(id);
+    o->rc = rc;
+    snprintf(o->message, sizeof o->message, "%s", err.message);
+}
+
+START_TEST(out_of_memory_each_call)
+{
+    ck_assert_msg(fa_available(), "check_all was linked without the allocation wrappers");
+    env *e = env_open(NULL);
+    long n;
+    for (n = 1; n < 100000; n++) {
+        oom_out o = {0};
+        fa_arm_own(n);
+        oom_call(e, _i, &o);
+        int hit = fa_disarm();
+        ck_assert_msg(o.rc == OC_OK || o.rc == OC_ERR_NOMEM || o.rc == OC_ERR_IO,
+                      "call %d, allocation %ld: status %d (%s)", _i, n, o.rc, o.message);
+        ck_assert_msg(!o.bad_result, "call %d, allocation %ld: status %d and result disagree",
+                      _i, n, o.rc);
+        if (!hit) {
+            ck_assert_int_eq(o.rc, OC_OK);
+            break;
+        }
+    }
+    ck_assert_int_gt(n, 1);
+    env_close(e);
+}
+END_TEST
+
 Suite *make_discord_suite(void)
 {
     Suite *s = suite_create("discord");
     TCase *tc = tcase_create("client");
     tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, scrub_decodes_json_escapes);
+    tcase_add_test(tc, scrub_masks_escaped_and_cut_token);
+    tcase_add_test(tc, scrub_cut_for_log);
     tcase_add_test(tc, post_message_happy);
     tcase_add_test(tc, get_messages_after);
     tcase_add_test(tc, private_channel_overwrites_exact);
@@ -1309,5 +1464,9 @@ Suite *make_discord_suite(void)
     tcase_add_test(tc, pipe_takes_the_top_level_id);
     tcase_add_test(tc, token_altered_echo_never_logged);
     suite_add_tcase(s, tc);
+    TCase *oom = tcase_create("oom");
+    tcase_set_timeout(oom, 300);
+    tcase_add_loop_test(oom, out_of_memory_each_call, 0, 5);
+    suite_add_tcase(s, oom);
     return s;
 }

@@ -21,6 +21,7 @@
 #include "openclaw/plugin.h"
 #include "dirigent.h"
 #include "discuss.h"
+#include "failalloc.h"
 #include "fake_discord.h"
 #include "store.h"
 #include "store_discuss.h"
@@ -61,7 +62,7 @@ static struct {
     tu_logbuf logs;
 } H;
 
-static int th_register_tool(oc_host *h, const oc_tool *t)
+static int th_register_tool_run(oc_host *h, const oc_tool *t)
 {
     (void)h;
     ck_assert_int_lt(H.ntools, 8);
@@ -69,7 +70,17 @@ static int th_register_tool(oc_host *h, const oc_tool *t)
     return OC_OK;
 }
 
-static int th_on(oc_host *h, const char *hook, oc_hook_fn fn, int prio)
+/* The host never fails: an allocation-failure sweep fails the plugin's only
+ * (failalloc.h). */
+static int th_register_tool(oc_host *h, const oc_tool *t)
+{
+    int was = fa_suspend();
+    int r = th_register_tool_run(h, t);
+    fa_resume(was);
+    return r;
+}
+
+static int th_on_run(oc_host *h, const char *hook, oc_hook_fn fn, int prio)
 {
     (void)h; (void)prio;
     ck_assert_int_lt(H.nhooks, 16);
@@ -78,7 +89,15 @@ static int th_on(oc_host *h, const char *hook, oc_hook_fn fn, int prio)
     return OC_OK;
 }
 
-static int th_patch_fn(oc_host *h, const char *key, const char *prov, const char *model)
+static int th_on(oc_host *h, const char *hook, oc_hook_fn fn, int prio)
+{
+    int was = fa_suspend();
+    int r = th_on_run(h, hook, fn, prio);
+    fa_resume(was);
+    return r;
+}
+
+static int th_patch_fn_run(oc_host *h, const char *key, const char *prov, const char *model)
 {
     (void)h;
     pthread_mutex_lock(&H.mu);
@@ -95,7 +114,15 @@ static int th_patch_fn(oc_host *h, const char *key, const char *prov, const char
     return rc;
 }
 
-static json_t *th_list(oc_host *h, const char *channel)
+static int th_patch_fn(oc_host *h, const char *key, const char *prov, const char *model)
+{
+    int was = fa_suspend();
+    int r = th_patch_fn_run(h, key, prov, model);
+    fa_resume(was);
+    return r;
+}
+
+static json_t *th_list_run(oc_host *h, const char *channel)
 {
     (void)h;
     json_t *a = json_array();
@@ -114,12 +141,27 @@ static json_t *th_list(oc_host *h, const char *channel)
     return a;
 }
 
-static void th_log(oc_host *h, int level, const char *msg)
+static json_t *th_list(oc_host *h, const char *channel)
+{
+    int was = fa_suspend();
+    json_t *r = th_list_run(h, channel);
+    fa_resume(was);
+    return r;
+}
+
+static void th_log_run(oc_host *h, int level, const char *msg)
 {
     (void)h;
     pthread_mutex_lock(&H.mu);
     tu_logbuf_add(&H.logs, level, msg);
     pthread_mutex_unlock(&H.mu);
+}
+
+static void th_log(oc_host *h, int level, const char *msg)
+{
+    int was = fa_suspend();
+    th_log_run(h, level, msg);
+    fa_resume(was);
 }
 
 static const oc_host_api api = {
@@ -1771,6 +1813,79 @@ START_TEST(test_lookup_and_notices)
 }
 END_TEST
 
+/* ---- out of memory ------------------------------------------------------------------
+ * Each tool call once per allocation it makes (the plugin's and jansson's;
+ * the fake Discord's threads are not counted), that allocation failing,
+ * each time with a fresh plugin, database and fake Discord: the tool
+ * answers a status with a result object, never crashes or leaks
+ * (SANITIZE=1), and a discussion it reports as opened or closed is so in
+ * the store. k = 0: discord_channel_create of a discussion; 1:
+ * discuss-callback of an open one.
+ */
+static int oom_tool(const char *name, const char *params, json_t *ctx, long nth, int *hit,
+                    json_t **res)
+{
+    const oc_tool *t = NULL;
+    for (int i = 0; i < H.ntools; i++)
+        if (strcmp(H.tools[i]->name, name) == 0)
+            t = H.tools[i];
+    ck_assert_ptr_nonnull(t);
+    json_t *pj = tu_json(params);
+    *res = NULL;
+    fa_arm_own(nth);
+    int rc = t->execute(P, pj, ctx, res);
+    *hit = fa_disarm();
+    json_decref(pj);
+    return rc;
+}
+
+START_TEST(test_tools_out_of_memory)
+{
+    ck_assert_msg(fa_available(), "check_all was linked without the allocation wrappers");
+    long n;
+    for (n = 1; n < 100000; n++) {
+        setup();
+        plugin_start();
+        json_t *res = NULL, *ctx;
+        int hit, rc;
+        char params[1024];
+        if (_i == 0) {
+            ctx = ctx_of("planner", ORIGIN);
+            snprintf(params, sizeof params,
+                     "{\"name\":\"csm-oom\",\"participants\":[\"reviewer\",\"coder\"],"
+                     "\"callbackChannelId\":\"%s\",\"discussGuide\":\"%s\"}", ORIGIN, GUIDE);
+            rc = oom_tool("discord_channel_create", params, ctx, n, &hit, &res);
+        } else {
+            const char *d = open_discussion();
+            write_ws("plans/ok.md", "fine\n");
+            ctx = ctx_of("planner", d);
+            rc = oom_tool("discuss-callback", "{\"summaryPath\":\"plans/ok.md\"}", ctx, n, &hit,
+                          &res);
+        }
+        ck_assert_msg(rc == OC_OK || strcmp(oc_status_name(rc), "OC_UNKNOWN") != 0,
+                      "allocation %ld: status %d", n, rc);
+        ck_assert_msg(json_is_object(res), "allocation %ld: status %s without a result object",
+                      n, oc_status_name(rc));
+        if (rc == OC_OK && _i == 0) {
+            const char *ch = json_string_value(json_object_get(json_object_get(res, "details"),
+                                                               "channelId"));
+            ck_assert_ptr_nonnull(ch);
+            dg_discussion d = load_row(ch);
+            ck_assert_int_eq(d.status, DG_DISCUSSION_ACTIVE);
+            dg_discussion_clear(&d);
+        }
+        json_decref(res);
+        json_decref(ctx);
+        teardown();
+        if (!hit) {
+            ck_assert_int_eq(rc, OC_OK);
+            break;
+        }
+    }
+    ck_assert_int_gt(n, 10);
+}
+END_TEST
+
 Suite *make_discuss_suite(void)
 {
     Suite *s = suite_create("discuss");
@@ -1825,6 +1940,10 @@ Suite *make_discuss_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_callback_repeat_returns_first_result);
     tcase_add_test(tc, test_callback_same_id_racing);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("oom");
+    tcase_set_timeout(tc, 600);
+    tcase_add_loop_test(tc, test_tools_out_of_memory, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -6,13 +6,15 @@
  * nothing; a store that cannot commit yields an error status, never a
  * decision taken on a state that was not recorded. (Raises the lowest
  * covered hook files of issue 12: every line they have is reached here or
- * by the turn suites.)
+ * by the turn suites.) The oom case makes each allocation of one hook call
+ * fail in turn (failalloc.h), for every hook of a turn.
  */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "failalloc.h"
 #include "openclaw/plugin.h"
 #include "store.h"
 #include "testutil.h"
@@ -250,6 +252,187 @@ START_TEST(payload_without_a_recorded_state_is_an_error)
 }
 END_TEST
 
+
+/* ---- context decoding refusals (hooks.c) and the claim hooks' refusals ---- */
+
+#define LONG_ID "1234567890123456789012345678901234567890123456789012345678901234567890" \
+                "1234567890123456789012345678901234567890"  /* 110: over DG_SCOPE_ID_MAX */
+
+START_TEST(session_ctx_refusals)
+{
+    /* A too-long channel or thread id is refused and named; so is a
+     * non-string run id; a key without agent: is not ours. */
+    json_t *r = NULL;
+    ck_assert_int_eq(call("before_agent_reply", "{}", "{\"agentId\":\"bravo\",\"channelId\":\""
+                          LONG_ID "\"}", &r), OC_ERR_INVALID);
+    ck_assert(tth_log_has(&H, "ctx.channelId is longer than"));
+    ck_assert_int_eq(call("agent_end", "{\"output\":\"x\",\"toolCalls\":0}",
+                          "{\"agentId\":\"bravo\",\"channelId\":\"" CH "\",\"threadId\":\""
+                          LONG_ID "\"}", &r), OC_ERR_INVALID);
+    ck_assert(tth_log_has(&H, "ctx.threadId is longer than"));
+    ck_assert_int_eq(call("before_agent_reply", "{}", "{\"agentId\":7}", &r), OC_ERR_INVALID);
+    ck_assert(tth_log_has(&H, "before_agent_reply: ctx.agentId is not a string"));
+    /* Not in a channel (no channel anywhere): nothing to decide. */
+    ck_assert_int_eq(call("before_agent_reply", "{}", "{\"agentId\":\"bravo\"}", &r), OC_OK);
+    ck_assert_ptr_null(r);
+    /* Without a session key one is made from agent and channel. */
+    ck_assert_int_eq(call("before_agent_reply", "{\"cleanedBody\":\"hi\"}",
+                          "{\"agentId\":\"bravo\",\"channelId\":\"" CH "\",\"threadId\":\""
+                          "330000000000000009\"}", &r), OC_OK);
+    json_decref(r);
+    r = NULL;
+    ck_assert_int_eq(call("before_agent_reply", "{\"runId\":5}", BRAVO_CTX, &r),
+                     OC_ERR_INVALID);
+    ck_assert(tth_log_has(&H, "before_agent_reply: event.runId of bravo is not a string"));
+    ck_assert_int_eq(call("before_agent_reply", "{\"cleanedBody\":[]}", BRAVO_CTX, &r),
+                     OC_ERR_INVALID);
+    ck_assert(tth_log_has(&H, "event.cleanedBody of bravo is not a string"));
+    ck_assert_ptr_null(r);
+}
+END_TEST
+
+START_TEST(agent_end_refusals)
+{
+    json_t *r = NULL;
+    /* toolCalls as an array counts its entries; a non-string ctx.runId is
+     * refused; a ctx that names no channel is not ours. */
+    ck_assert_int_eq(call("agent_end", "{\"output\":\"\",\"toolCalls\":[{},{}]}", BRAVO_CTX, &r),
+                     OC_OK);
+    ck_assert_int_eq(call("agent_end", "{\"output\":\"x\",\"toolCalls\":0}",
+                          "{\"agentId\":\"bravo\",\"channelId\":\"" CH "\",\"runId\":1}", &r),
+                     OC_ERR_INVALID);
+    ck_assert(tth_log_has(&H, "ctx.runId is not a string"));
+    ck_assert_int_eq(call("agent_end", "{\"output\":\"x\",\"toolCalls\":0}", "{\"agentId\":1}",
+                          &r), OC_ERR_INVALID);
+    ck_assert(tth_log_has(&H, "agent_end: ctx.agentId is not a string"));
+    ck_assert_int_eq(call("agent_end", "{\"output\":\"x\",\"toolCalls\":0}",
+                          "{\"agentId\":\"bravo\"}", &r), OC_OK);
+    ck_assert_ptr_null(r);
+}
+END_TEST
+
+START_TEST(outbound_ctx_refusals)
+{
+    json_t *r = NULL;
+    /* message_sending in the gateway's shape: a non-string agentId,
+     * conversationId or event.to is refused; a too-long thread id too; the
+     * channel may come from conversationId or event.to; a direct session
+     * is a DM. */
+    ck_assert_int_eq(call("message_sending", "{\"content\":\"x\"}", "{\"agentId\":[]}", &r),
+                     OC_ERR_INVALID);
+    ck_assert_int_eq(call("message_sending", "{\"content\":\"x\"}",
+                          "{\"channelId\":\"discord\",\"conversationId\":3}", &r),
+                     OC_ERR_INVALID);
+    ck_assert_int_eq(call("message_sending", "{\"content\":\"x\",\"to\":9}",
+                          "{\"channelId\":\"discord\",\"sessionKey\":\"agent:bravo:main\"}", &r),
+                     OC_ERR_INVALID);
+    ck_assert(tth_log_has(&H, "event.to is not a string"));
+    ck_assert_int_eq(call("message_sending", "{\"content\":\"x\"}",
+                          "{\"channelId\":\"discord\",\"sessionKey\":\"agent:bravo:main\","
+                          "\"conversationId\":\"channel:" CH "\",\"threadId\":\"" LONG_ID "\"}",
+                          &r), OC_ERR_INVALID);
+    ck_assert(tth_log_has(&H, "ctx.threadId is longer than"));
+    alpha_speaks();
+    ck_assert_int_eq(call("message_sending", "{\"content\":\"x\",\"to\":\"channel:" CH "\"}",
+                          "{\"channelId\":\"discord\",\"sessionKey\":\"agent:bravo:main\"}", &r),
+                     OC_OK);
+    ck_assert(json_is_true(json_object_get(r, "cancel"))); /* bravo does not hold the turn */
+    json_decref(r);
+    r = NULL;
+    ck_assert_int_eq(call("message_sending", "{\"content\":\"x\"}",
+                          "{\"channelId\":\"discord\",\"sessionKey\":\"agent:bravo:main\","
+                          "\"conversationId\":\"user:5\"}", &r), OC_OK);
+    ck_assert_ptr_null(r); /* no channel: not ours */
+    ck_assert_int_eq(call("message_sending", "{\"content\":\"x\"}",
+                          "{\"channelId\":\"discord\",\"sessionKey\":"
+                          "\"agent:bravo:discord:direct:200000000000000001\","
+                          "\"conversationId\":\"channel:" CH "\"}", &r), OC_OK);
+    json_decref(r);
+}
+END_TEST
+
+/* ---- out of memory ---------------------------------------------------------
+ * A turn in CH as steps, each one hook call. oom_step_k plays steps before
+ * k as usual, then step k once per allocation it makes, with that
+ * allocation failing (a fresh plugin and database each time, SQLite's
+ * allocations counted too). Each must end with a status (OC_OK when the
+ * plugin could do without, or an error) and neither crash nor leak (under
+ * SANITIZE=1 LeakSanitizer fails the test process); then the plugin must
+ * still take the rest of the turn.
+ */
+#define ALPHA_CTX "{\"agentId\":\"alpha\",\"sessionKey\":\"agent:alpha:discord:channel:" CH \
+                  "\",\"channelId\":\"" CH "\",\"messageProvider\":\"discord\"}"
+#define BRAVO_CTX2 "{\"agentId\":\"bravo\",\"sessionKey\":\"agent:bravo:discord:channel:" CH \
+                   "\",\"channelId\":\"" CH "\",\"messageProvider\":\"discord\"}"
+
+static const struct {
+    const char *hook, *event, *ctx;
+} oom_steps[] = {
+    {"before_model_resolve", "{\"prompt\":\"hello\"}", ALPHA_CTX},
+    {"before_model_resolve", "{\"prompt\":\"hello\"}", BRAVO_CTX2},
+    {"message_received", "{\"messageId\":\"340000000000000003\",\"channelId\":\"" CH "\","
+     "\"isDm\":false,\"senderId\":\"" TTH_HUMAN_UID "\",\"senderIsBot\":false,"
+     "\"content\":\"go <@" TTH_ALPHA_UID "> [[tag]]\",\"mentions\":[\"" TTH_ALPHA_UID "\"]}",
+     "{\"channelId\":\"" CH "\"}"},
+    {"before_model_resolve", "{\"prompt\":\"hello\"}", BRAVO_CTX2},
+    {"before_prompt_build", "{\"prompt\":\"hi\",\"systemPrompt\":\"sys\"}", ALPHA_CTX},
+    {"message_sending", "{\"to\":\"" CH "\",\"content\":\"an answer\"}", ALPHA_CTX},
+    {"agent_end", "{\"runId\":\"run-a\",\"success\":true,\"output\":\"an answer\","
+     "\"toolCalls\":0}", ALPHA_CTX},
+    {"before_agent_reply", "{\"cleanedBody\":\"go\"}", BRAVO_CTX},
+    {"reply_payload_sending", "{\"payload\":{\"text\":\"x\"}}", GW_BRAVO},
+    {"message_sending", "{\"to\":\"" CH "\",\"content\":\"NO_REPLY\"}", BRAVO_CTX2},
+    {"agent_end", "{\"runId\":\"run-b\",\"success\":true,\"output\":\"NO_REPLY\","
+     "\"toolCalls\":0}", BRAVO_CTX2},
+};
+#define OOM_STEPS ((int)(sizeof oom_steps / sizeof oom_steps[0]))
+
+/* Step k; with nth > 0 the nth allocation inside the hook fails and *hit
+ * says whether it came. */
+static int oom_step(int k, long nth, int *hit)
+{
+    json_t *e = tu_json(oom_steps[k].event), *c = tu_json(oom_steps[k].ctx), *r = NULL;
+    if (nth > 0)
+        fa_arm(nth);
+    int rc = tth_call(&H, oom_steps[k].hook, e, c, &r);
+    if (nth > 0)
+        *hit = fa_disarm();
+    json_decref(r);
+    json_decref(e);
+    json_decref(c);
+    return rc;
+}
+
+static void oom_sweep(int k)
+{
+    ck_assert_msg(fa_available(), "check_all was linked without the allocation wrappers");
+    fa_install();
+    long n;
+    for (n = 1; n < 100000; n++) {
+        tth_start(&H, "channel", NULL);
+        for (int i = 0; i < k; i++)
+            ck_assert_int_eq(oom_step(i, 0, NULL), OC_OK);
+        int hit = 0;
+        int rc = oom_step(k, n, &hit);
+        ck_assert_msg(rc == OC_OK || strcmp(oc_status_name(rc), "OC_UNKNOWN") != 0,
+                      "%s, allocation %ld: status %d", oom_steps[k].hook, n, rc);
+        /* Whatever the failure left, the rest of the turn is taken. */
+        for (int i = k + 1; i < OOM_STEPS; i++)
+            oom_step(i, 0, NULL);
+        tth_free(&H);
+        if (!hit) {
+            ck_assert_int_eq(rc, OC_OK);
+            break;
+        }
+    }
+}
+
+START_TEST(oom_step_k)
+{
+    oom_sweep(_i);
+}
+END_TEST
+
 Suite *make_hook_errors_suite(void)
 {
     Suite *s = suite_create("hook_errors");
@@ -268,6 +451,13 @@ Suite *make_hook_errors_suite(void)
     tcase_add_test(tc, payload_session_key_from_the_event);
     tcase_add_test(tc, payload_bad_fields_refused);
     tcase_add_test(tc, payload_without_a_recorded_state_is_an_error);
+    tcase_add_test(tc, session_ctx_refusals);
+    tcase_add_test(tc, agent_end_refusals);
+    tcase_add_test(tc, outbound_ctx_refusals);
     suite_add_tcase(s, tc);
+    TCase *oom = tcase_create("oom");
+    tcase_set_timeout(oom, 600);
+    tcase_add_loop_test(oom, oom_step_k, 0, (int)(sizeof oom_steps / sizeof oom_steps[0]));
+    suite_add_tcase(s, oom);
     return s;
 }

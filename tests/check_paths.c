@@ -20,6 +20,7 @@
 
 #include "openclaw/plugin.h"
 #include "paths.h"
+#include "failalloc.h"
 #include "testutil.h"
 
 static char *root;   /* temp folder: root/ws is the workspace, root/out is outside */
@@ -526,10 +527,42 @@ START_TEST(test_swap_race)
 }
 END_TEST
 
+/* Opening a summary with each allocation failing in turn (failalloc.h): a
+ * status, no descriptor and no path left open or leaked (SANITIZE=1). */
+START_TEST(test_out_of_memory)
+{
+    ck_assert(fa_available());
+    long n;
+    for (n = 1; n < 100000; n++) {
+        dg_ws_file f;
+        fa_arm_own(n);
+        int rc = dg_ws_open(ws, "plans/./discussions/../discussions/summary.md", 1 << 20, &f,
+                            err, sizeof err);
+        int esc = 0;
+        char *norm = dg_path_normalise("a/./b/../c", &esc);
+        int hit = fa_disarm();
+        ck_assert_msg(rc == OC_OK || rc == OC_ERR_NOMEM, "allocation %ld: %d (%s)", n, rc, err);
+        if (rc == OC_OK) {
+            ck_assert_str_eq(f.rel_path, "plans/discussions/summary.md");
+            dg_ws_file_close(&f);
+        } else {
+            ck_assert_int_eq(f.fd, -1);
+        }
+        free(norm);
+        if (!hit) {
+            ck_assert_int_eq(rc, OC_OK);
+            break;
+        }
+    }
+    ck_assert_int_gt(n, 1);
+}
+END_TEST
+
 Suite *make_paths_suite(void)
 {
     Suite *s = suite_create("paths");
     TCase *tc = tcase_create("paths");
+    tcase_add_test(tc, test_out_of_memory);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_relative_ok);

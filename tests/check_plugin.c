@@ -2,7 +2,8 @@
  * check_plugin.c -- the plugin's init and shutdown as a host sees them:
  * the table returned by oc_plugin_entry, config refusals reaching `err`,
  * nothing left behind on failure, no secret in any log line, and repeated
- * init/shutdown cycles (run under `make valgrind` for leaks).
+ * init/shutdown cycles (run under `make valgrind` for leaks); init with each
+ * of its allocations failing in turn (failalloc.h).
  */
 #include <check.h>
 #include <pthread.h>
@@ -14,6 +15,7 @@
 
 #include <sqlite3.h>
 
+#include "failalloc.h"
 #include "openclaw/plugin.h"
 #include "store.h"
 #include "testutil.h"
@@ -33,7 +35,7 @@ typedef struct test_host {
 
 static test_host H;
 
-static int th_register_tool(oc_host *h, const oc_tool *t)
+static int th_register_tool_run(oc_host *h, const oc_tool *t)
 {
     (void)h;
     ck_assert_ptr_nonnull(t->execute);
@@ -46,7 +48,16 @@ static int th_register_tool(oc_host *h, const oc_tool *t)
     return OC_OK;
 }
 
-static int th_on(oc_host *h, const char *hook, oc_hook_fn fn, int prio)
+/* The host does not fail: the sweeps fail the plugin's allocations only. */
+static int th_register_tool(oc_host *h, const oc_tool *t)
+{
+    int was = fa_suspend();
+    int r = th_register_tool_run(h, t);
+    fa_resume(was);
+    return r;
+}
+
+static int th_on_run(oc_host *h, const char *hook, oc_hook_fn fn, int prio)
 {
     (void)h; (void)prio;
     ck_assert_ptr_nonnull(fn);
@@ -56,26 +67,57 @@ static int th_on(oc_host *h, const char *hook, oc_hook_fn fn, int prio)
     return OC_OK;
 }
 
-static int th_patch(oc_host *h, const char *k, const char *p, const char *m)
+static int th_on(oc_host *h, const char *hook, oc_hook_fn fn, int prio)
+{
+    int was = fa_suspend();
+    int r = th_on_run(h, hook, fn, prio);
+    fa_resume(was);
+    return r;
+}
+
+static int th_patch_run(oc_host *h, const char *k, const char *p, const char *m)
 {
     (void)h; (void)k; (void)p; (void)m;
     H.session_calls++;
     return OC_OK;
 }
 
-static json_t *th_list(oc_host *h, const char *c)
+static int th_patch(oc_host *h, const char *k, const char *p, const char *m)
+{
+    int was = fa_suspend();
+    int r = th_patch_run(h, k, p, m);
+    fa_resume(was);
+    return r;
+}
+
+static json_t *th_list_run(oc_host *h, const char *c)
 {
     (void)h; (void)c;
     H.session_calls++;
     return json_array();
 }
 
-static void th_log(oc_host *h, int level, const char *msg)
+static json_t *th_list(oc_host *h, const char *c)
+{
+    int was = fa_suspend();
+    json_t *r = th_list_run(h, c);
+    fa_resume(was);
+    return r;
+}
+
+static void th_log_run(oc_host *h, int level, const char *msg)
 {
     (void)h;
     pthread_mutex_lock(&H.lock);
     tu_logbuf_add(&H.logs, level, msg);
     pthread_mutex_unlock(&H.lock);
+}
+
+static void th_log(oc_host *h, int level, const char *msg)
+{
+    int was = fa_suspend();
+    th_log_run(h, level, msg);
+    fa_resume(was);
 }
 
 static oc_host_api api = {
@@ -351,6 +393,90 @@ START_TEST(test_tiny_err_buffer_is_safe)
 }
 END_TEST
 
+/*
+ * init once per allocation it makes, that allocation failing: each of the
+ * plugin's and jansson's, then every SQLITE_STRIDE-th of SQLite's; on a new
+ * database (fresh = 1: the schema is created) or on one made by an earlier
+ * init. Each refusal is a status with a reason in err and no state; the
+ * process neither crashes nor leaks (SANITIZE=1); and an init after the
+ * failure works.
+ */
+#define SQLITE_STRIDE 37
+
+static void init_oom_pass(int fresh, int sqlite, json_t *cfg, const char *db, int *refused)
+{
+    const oc_plugin *pl = oc_plugin_entry();
+    for (long n = 1; n < 1000000; n += sqlite ? SQLITE_STRIDE : 1) {
+        if (fresh)
+            unlink(db);
+        void *state = NULL;
+        char err[512] = "";
+        if (sqlite)
+            fa_arm_sqlite(n);
+        else
+            fa_arm_own(n);
+        int rc = pl->init(&api, cfg, &state, err, sizeof err);
+        int hit = fa_disarm();
+        if (rc == OC_OK) {
+            pl->shutdown(state);
+        } else {
+            (*refused)++;
+            ck_assert_ptr_null(state);
+            ck_assert_msg(err[0] != '\0', "allocation %ld: status %d without a reason", n, rc);
+            ck_assert_msg(rc == OC_ERR_NOMEM || rc == OC_ERR_IO || rc == OC_ERR_INTERNAL,
+                          "allocation %ld: status %d (%s)", n, rc, err);
+            /* The next start is not hindered by what the failed one left. */
+            if (fresh)
+                unlink(db);
+            ck_assert_msg(pl->init(&api, cfg, &state, err, sizeof err) == OC_OK,
+                          "after allocation %ld failed: %s", n, err);
+            pl->shutdown(state);
+        }
+        if (!hit)
+            break;
+    }
+}
+
+static void init_oom_sweep(int fresh)
+{
+    ck_assert_msg(fa_available(), "check_all was linked without the allocation wrappers");
+    fa_install(); /* before the first database of this process: SQLite counted */
+    char *db = tu_path(dir, "oom.db");
+    char *tpl = realpath("templates", NULL);
+    ck_assert_ptr_nonnull(tpl);
+    char extra[1024];
+    snprintf(extra, sizeof extra, ",\"moderatorToken\":\"x\"},\"templatesDir\":\"%s\","
+             "\"discussion\":{\"reminderAfterSec\":600", tpl);
+    json_t *cfg = config_with(db, extra);
+    if (!fresh) {
+        void *state = NULL;
+        char err[512] = "";
+        ck_assert_msg(oc_plugin_entry()->init(&api, cfg, &state, err, sizeof err) == OC_OK,
+                      "%s", err);
+        oc_plugin_entry()->shutdown(state);
+    }
+    int own = 0, sq = 0;
+    init_oom_pass(fresh, 0, cfg, db, &own);
+    init_oom_pass(fresh, 1, cfg, db, &sq);
+    ck_assert_int_gt(own, 10);
+    ck_assert_int_gt(sq, 10);
+    json_decref(cfg);
+    free(tpl);
+    free(db);
+}
+
+START_TEST(test_init_out_of_memory_new_db)
+{
+    init_oom_sweep(1);
+}
+END_TEST
+
+START_TEST(test_init_out_of_memory_existing_db)
+{
+    init_oom_sweep(0);
+}
+END_TEST
+
 Suite *make_plugin_suite(void)
 {
     Suite *s = suite_create("plugin");
@@ -368,5 +494,11 @@ Suite *make_plugin_suite(void)
     tcase_add_test(tc, test_init_shutdown_cycles);
     tcase_add_test(tc, test_tiny_err_buffer_is_safe);
     suite_add_tcase(s, tc);
+    TCase *oom = tcase_create("oom");
+    tcase_add_checked_fixture(oom, setup, teardown);
+    tcase_set_timeout(oom, 600);
+    tcase_add_test(oom, test_init_out_of_memory_new_db);
+    tcase_add_test(oom, test_init_out_of_memory_existing_db);
+    suite_add_tcase(s, oom);
     return s;
 }

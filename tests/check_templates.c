@@ -14,6 +14,7 @@
 
 #include "openclaw/plugin.h"
 #include "templates.h"
+#include "failalloc.h"
 #include "testutil.h"
 
 static char *dir;
@@ -398,10 +399,40 @@ START_TEST(test_so_unknown_placeholder_fails_init)
 }
 END_TEST
 
+/* Loading the templates folder and rendering, with each allocation failing
+ * in turn (failalloc.h): OC_ERR_NOMEM or NULL, never a crash or a leak
+ * (SANITIZE=1). */
+START_TEST(test_out_of_memory)
+{
+    ck_assert(fa_available());
+    dg_tpl_vars vars;
+    memset(&vars, 0, sizeof vars);
+    long n;
+    for (n = 1; n < 100000; n++) {
+        dg_templates *t = NULL;
+        char why[256] = "";
+        fa_arm_own(n);
+        int rc = dg_templates_load("templates", &t, why, sizeof why);
+        char *out = rc == OC_OK ? dg_templates_render(t, "kickoff.md", &vars) : NULL;
+        int hit = fa_disarm();
+        ck_assert_msg(rc == OC_OK || rc == OC_ERR_NOMEM, "allocation %ld: %d (%s)", n, rc, why);
+        ck_assert(rc == OC_OK || t == NULL);
+        free(out);
+        dg_templates_free(t);
+        if (!hit) {
+            ck_assert_int_eq(rc, OC_OK);
+            break;
+        }
+    }
+    ck_assert_int_gt(n, 10);
+}
+END_TEST
+
 Suite *make_templates_suite(void)
 {
     Suite *s = suite_create("templates");
     TCase *tc = tcase_create("templates");
+    tcase_add_test(tc, test_out_of_memory);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_embedded_set);
     tcase_add_test(tc, test_default_texts);

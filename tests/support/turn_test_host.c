@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "failalloc.h"
 #include "silent.h"
 #include "store.h"
 #include "store_outbox.h"
@@ -40,13 +41,23 @@ void tth_standalone(void)
 
 /* Host functions: host is the tth itself. Any thread. */
 
-static int th_register_tool(oc_host *host, const oc_tool *tool)
+static int th_register_tool_run(oc_host *host, const oc_tool *tool)
 {
     (void)host;
     return tool && tool->execute ? OC_OK : OC_ERR_INVALID;
 }
 
-static int th_on(oc_host *host, const char *hook, oc_hook_fn fn, int priority)
+/* The host never fails: an allocation-failure sweep fails the plugin's only
+ * (failalloc.h). */
+static int th_register_tool(oc_host *host, const oc_tool *tool)
+{
+    int was = fa_suspend();
+    int r = th_register_tool_run(host, tool);
+    fa_resume(was);
+    return r;
+}
+
+static int th_on_run(oc_host *host, const char *hook, oc_hook_fn fn, int priority)
 {
     tth *h = (tth *)host;
     if (!hook || !fn || h->n_hooks >= 16)
@@ -61,7 +72,15 @@ static int th_on(oc_host *host, const char *hook, oc_hook_fn fn, int priority)
     return OC_OK;
 }
 
-static int th_patch(oc_host *host, const char *key, const char *provider, const char *model)
+static int th_on(oc_host *host, const char *hook, oc_hook_fn fn, int priority)
+{
+    int was = fa_suspend();
+    int r = th_on_run(host, hook, fn, priority);
+    fa_resume(was);
+    return r;
+}
+
+static int th_patch_run(oc_host *host, const char *key, const char *provider, const char *model)
 {
     tth *h = (tth *)host;
     pthread_mutex_lock(&h->mu);
@@ -72,7 +91,15 @@ static int th_patch(oc_host *host, const char *key, const char *provider, const 
     return OC_OK;
 }
 
-static json_t *th_list(oc_host *host, const char *channel)
+static int th_patch(oc_host *host, const char *key, const char *provider, const char *model)
+{
+    int was = fa_suspend();
+    int r = th_patch_run(host, key, provider, model);
+    fa_resume(was);
+    return r;
+}
+
+static json_t *th_list_run(oc_host *host, const char *channel)
 {
     tth *h = (tth *)host;
     (void)channel;
@@ -82,7 +109,15 @@ static json_t *th_list(oc_host *host, const char *channel)
     return r;
 }
 
-static void th_log(oc_host *host, int level, const char *message)
+static json_t *th_list(oc_host *host, const char *channel)
+{
+    int was = fa_suspend();
+    json_t *r = th_list_run(host, channel);
+    fa_resume(was);
+    return r;
+}
+
+static void th_log_run(oc_host *host, int level, const char *message)
 {
     tth *h = (tth *)host;
     pthread_mutex_lock(&h->mu);
@@ -103,6 +138,13 @@ static void th_log(oc_host *host, int level, const char *message)
         h->log_len += (size_t)snprintf(h->log + h->log_len, add + 1, "%d %s\n", level, message);
     }
     pthread_mutex_unlock(&h->mu);
+}
+
+static void th_log(oc_host *host, int level, const char *message)
+{
+    int was = fa_suspend();
+    th_log_run(host, level, message);
+    fa_resume(was);
 }
 
 static int64_t th_clock(void *state)

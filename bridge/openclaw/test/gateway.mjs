@@ -378,6 +378,12 @@ if (T) {
     ['alice', /^!dirigent status/],
     ['moderator', /agent messages:/],
   ]);
+  // OpenClaw hands message_received the text with <@id> rendered as
+  // @name: the plugin must still see whom alice asked, so reviewer takes
+  // the turn at once (no other agent runs first and hands it on).
+  const handoffs = transcript(T).filter(isHandoff);
+  check('5: alice\'s @mention (rendered as @name by OpenClaw) gave reviewer the turn at once (no hand-off)',
+    handoffs.length === 0, show(handoffs));
 }
 if (D) {
   inOrder('#api-shape: every message in order, by the right bot', transcript(D), [
