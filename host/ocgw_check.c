@@ -9,7 +9,9 @@
  *   - gateway.noReply differing from a plugin's noReplyProvider/noReplyModel:
  *     "silent" runs would go to a real (or unknown) model;
  *   - a plugin's discord.apiBase differing from the gateway's: the gateway
- *     would read one Discord while the plugin posts to another.
+ *     would read one Discord while the plugin posts to another;
+ *   - a gateway agent missing from a plugin's `agents`: never held back,
+ *     it runs its real model on every message of a shared channel.
  *
  * The plugin is seen only through the ABI and the host config ocgw owns
  * (plugins.entries.<id>.config is part of that file).
@@ -22,9 +24,10 @@
 #define DISCORD_DEFAULT_API "https://discord.com/api/v10"
 
 /* Hooks of the ABI (include/openclaw/plugin.h), for the summary. */
-static const char *const hook_names[] = {"message_received", "before_model_resolve",
-                                         "before_prompt_build", "message_sending", "agent_end",
-                                         "gateway_start", "gateway_stop", NULL};
+static const char *const hook_names[] = {"message_received", "before_agent_reply",
+                                         "before_model_resolve", "before_prompt_build",
+                                         "message_sending", "reply_payload_sending",
+                                         "agent_end", "gateway_start", "gateway_stop", NULL};
 
 static int same_base(const char *a, const char *b)
 {
@@ -93,6 +96,21 @@ int ocgw_preflight(ocgw *g)
                     g->cfg.noreply_provider, g->cfg.noreply_model, id,
                     prov ? prov : g->cfg.noreply_provider, model ? model : g->cfg.noreply_model);
             bad = 1;
+        }
+        /* A plugin that manages named agents (an `agents` object): a
+         * gateway agent missing there is never held back, so it would run
+         * its real model on every message of a shared channel. */
+        json_t *managed = json_object_get(pc, "agents");
+        for (size_t k = 0; json_is_object(managed) && k < g->cfg.n_agents; k++) {
+            const char *aid = g->cfg.agents[k].id;
+            if (!json_object_get(managed, aid)) {
+                och_log(g->host, OC_LOG_ERROR, OCGW_SOURCE,
+                        "agent %s of the gateway is not in plugins.entries.%s.config.agents: "
+                        "the plugin never holds it back, so it would run its real model on "
+                        "every message of a shared channel; add it there with its "
+                        "discordUserId", aid, id);
+                bad = 1;
+            }
         }
         json_t *pd = json_object_get(pc, "discord");
         if (json_is_object(pd)) {

@@ -171,6 +171,8 @@ echo "  $RUN/post discussion 'anyone here?'          # closed: the moderator's n
 echo "What happens shows below. Stop both with Ctrl-C here, or: kill $$"
 echo "(the fake Discord's control API, e.g. $BASE/_fake/messages, is in demo/README.md)"
 echo "playground ready"
+# Stopping the playground is how it is meant to end: not a failure.
+trap 'echo; echo "playground stopped"; exit 0' INT TERM
 wait $GW
 rc=$?
 GW=

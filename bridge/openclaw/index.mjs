@@ -1408,6 +1408,29 @@ function register(api) {
     shutdownInstance('configuration changed').catch((e) => log(3, `swap failed: ${e.stack ?? e}`));
   }
   registerWithOpenClaw(api);
+  warnUnmanagedAgents(api.config, nativeConfig);
+}
+
+// An OpenClaw agent that answers on Discord but is missing from the
+// plugin's `agents` is not managed: in a shared channel it runs its real
+// model on every message. Said once per registration, naming the agents.
+function warnUnmanagedAgents(hostConfig, nativeConfig) {
+  try {
+    const managed = new Set(Object.keys(nativeConfig?.agents ?? {}));
+    const onDiscord = new Set();
+    for (const b of Array.isArray(hostConfig?.bindings) ? hostConfig.bindings : []) {
+      if (b && typeof b.agentId === 'string' && b.match && b.match.channel === 'discord') onDiscord.add(b.agentId);
+    }
+    const missing = [...onDiscord].filter((id) => !managed.has(id)).sort();
+    if (missing.length) {
+      log(2, `OpenClaw agent${missing.length > 1 ? 's' : ''} ${missing.join(', ')} answer${missing.length > 1 ? '' : 's'} on Discord ` +
+        `(bindings) but ${missing.length > 1 ? 'are' : 'is'} not in plugins.entries.dirigent.config.agents: not managed, ` +
+        `${missing.length > 1 ? 'they run their' : 'it runs its'} real model on every message of a shared channel; ` +
+        'add each with its discordUserId');
+    }
+  } catch (e) {
+    log(3, `checking OpenClaw's agents against the plugin's failed: ${e.stack ?? e}`);
+  }
 }
 
 export default {

@@ -310,5 +310,20 @@ await step('gateway_stop shuts down for good', async () => {
   assert.equal(seen.length, 2);
 });
 
+await step('register: an OpenClaw agent bound to Discord but missing from the plugin\'s agents is named in a warning', async () => {
+  const n = logs.length;
+  const api = fakeApi(base, 'full');
+  api.config = { bindings: [
+    { agentId: 'ghost', match: { channel: 'discord', accountId: 'ghost' } },
+    { agentId: 'planner', match: { channel: 'telegram' } },
+  ] };
+  bridge.register(api);
+  const warned = logs.slice(n).filter((l) => l.level === 'warn' && /not in plugins\.entries\.dirigent\.config\.agents/.test(l.m));
+  assert.equal(warned.length, 1, JSON.stringify(logs.slice(n)));
+  assert.match(warned[0].m, /agent ghost answers on Discord/);
+  assert.doesNotMatch(warned[0].m, /planner/);
+  await runObserve('gateway_stop', { reason: 'test' }, {});
+});
+
 clearTimeout(watchdog);
 console.log(`unit: ${passed} steps passed`);
