@@ -26,10 +26,11 @@
 #   discord/*.c            -> build/libdgdiscord.a, the Discord REST client, linked
 #                             by dirigent.so and ocgw
 
-PKGS      := jansson sqlite3 libcurl libmicrohttpd
+PKGS      := jansson sqlite3 libcurl libmicrohttpd libpq
 TEST_PKGS := check
 DEB_PKGS  := build-essential pkg-config libjansson-dev libsqlite3-dev \
-             libcurl4-openssl-dev libmicrohttpd-dev check libsubunit-dev curl
+             libcurl4-openssl-dev libmicrohttpd-dev check libsubunit-dev curl \
+             libpq-dev postgresql
 
 CC      ?= cc
 # The one place of the version is manifest.json: the .so (DG_VERSION), the
@@ -249,7 +250,7 @@ check: deps-ok $(TEST_DEPS)
 
 # Valgrind runs the suites in-process (CK_FORK=no) so leaks are seen; one
 # suite per run keeps a failure easy to read.
-VALGRIND_SUITES ?= common config store store_turns hook_errors plugin host abi ocgw scope silent turns turn_hooks claim admin templates paths discuss discord outbox fake_discord fake_gateway
+VALGRIND_SUITES ?= common config store store_pg store_turns hook_errors plugin host abi ocgw scope silent turns turn_hooks claim admin templates paths discuss discord outbox fake_discord fake_gateway
 valgrind: deps-ok $(TEST_DEPS)
 	@for s in $(VALGRIND_SUITES); do \
 	  echo "== valgrind: $$s"; \

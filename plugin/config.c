@@ -248,6 +248,55 @@ static int resolve_paths(dg_config *c, char *err, size_t err_len)
     return OC_OK;
 }
 
+/* Free a string that may hold a secret without leaving it in the heap. */
+static void free_secret(char *s)
+{
+    if (!s)
+        return;
+    for (volatile char *t = s; *t; t++)
+        *t = '\0';
+    free(s);
+}
+
+/*
+ * store.url, or env DIRIGENT_STORE_URL, which wins (like the moderator
+ * token: a secret set by the deployment overrides the file). The value is
+ * never echoed: it may hold a password. Without either, the store is the
+ * SQLite file dbPath.
+ */
+static int parse_store(const json_t *json, dg_config *c, char *err, size_t err_len)
+{
+    static const char *const store_keys[] = {"url", NULL};
+    json_t *obj = NULL;
+    int rc;
+    if ((rc = get_object(json, "store", "store", &obj, err, err_len)))
+        return rc;
+    if (obj && (rc = check_keys(obj, "store.", store_keys, err, err_len)))
+        return rc;
+    if (obj && (rc = get_string(obj, "url", "store.url", 0, &c->store_url, err, err_len)))
+        return rc;
+    const char *env = getenv("DIRIGENT_STORE_URL");
+    const char *from = "\"store.url\"";
+    if (env && *env) {
+        free_secret(c->store_url);
+        if (!(c->store_url = strdup(env)))
+            return OC_ERR_NOMEM;
+        from = "environment variable DIRIGENT_STORE_URL";
+    } else if (c->store_url && c->db_path) {
+        return dg_fail(err, err_len, OC_ERR_INVALID,
+                       "config: both \"dbPath\" (a SQLite file) and \"store.url\" (a PostgreSQL "
+                       "database) are set; keep the one store this gateway should use");
+    }
+    if (c->store_url && strncmp(c->store_url, "postgresql://", 13) != 0 &&
+        strncmp(c->store_url, "postgres://", 11) != 0)
+        return dg_fail(err, err_len, OC_ERR_INVALID,
+                       "config: %s must be a PostgreSQL url starting with postgresql:// (e.g. "
+                       "postgresql://user:password@host:5432/dbname; the value is not shown, "
+                       "it may hold a password); leave it out to use the SQLite file dbPath",
+                       from);
+    return OC_OK;
+}
+
 static int parse_discord(const json_t *d, dg_config *c, char *err, size_t err_len)
 {
     static const char *const keys[] = {"apiBase", "guildId", "moderatorToken",
@@ -294,7 +343,7 @@ static int parse_all(const json_t *json, dg_config *c, char *err, size_t err_len
 {
     static const char *const top[] = {"noReplyProvider", "noReplyModel", "sessionPolicy", "dbPath",
                                       "templatesDir", "discord", "agents", "admins", "turn",
-                                      "discussion", "outbox", NULL};
+                                      "discussion", "outbox", "store", NULL};
     static const char *const turn_keys[] = {"timeoutSec", "maxAgentMessages", NULL};
     static const char *const disc_keys[] = {"maxGuideChars", "maxSummaryBytes",
                                             "closedNoticeCooldownSec", "reminderAfterSec",
@@ -346,6 +395,8 @@ static int parse_all(const json_t *json, dg_config *c, char *err, size_t err_len
                     "\"thread\" (it overrides \"sessionPolicy\"); unset it or fix its value");
 
     if ((rc = get_string(json, "dbPath", "dbPath", 0, &c->db_path, err, err_len)))
+        return rc;
+    if ((rc = parse_store(json, c, err, err_len)))
         return rc;
     if ((rc = get_string(json, "templatesDir", "templatesDir", 0, &c->templates_dir, err, err_len)))
         return rc;
@@ -433,6 +484,7 @@ void dg_config_free(dg_config *c)
     free(c->no_reply_provider);
     free(c->no_reply_model);
     free(c->db_path);
+    free_secret(c->store_url);
     free(c->templates_dir);
     free(c->path_base);
     free(c->discord_api_base);

@@ -27,6 +27,9 @@ typedef struct dg_config {
     dg_session_policy session_policy;
     char *db_path;           /* absolute: config (relative: from path_base), else
                               * $DIRIGENT_STATE_DIR/dirigent.db, else <cwd>/dirigent.db */
+    char *store_url;         /* PostgreSQL store (env DIRIGENT_STORE_URL, else store.url);
+                              * NULL: the SQLite file db_path. NEVER logged: it may
+                              * hold a password (dg_store_where names the store) */
     char *templates_dir;     /* absolute; NULL: built-in templates only */
     char *path_base;         /* folder relative paths were taken from (state_dir.h) */
     const char *path_base_from; /* static: where path_base came from, for the log */

@@ -115,9 +115,12 @@ int dg_core_new(const oc_host_api *api, const json_t *config, dg_core_attach_fn 
     /* A missing folder of dbPath is created here (a folder as dbPath is
      * refused), and taken back when the store then cannot open. */
     char *created = NULL;
-    if ((rc = dg_db_dir_prepare(p->cfg.db_path, &created, err, err_len)))
+    if (p->cfg.store_url) {
+        if ((rc = dg_store_open(p->cfg.store_url, &p->store, err, err_len)))
+            goto fail;
+    } else if ((rc = dg_db_dir_prepare(p->cfg.db_path, &created, err, err_len))) {
         goto fail;
-    if ((rc = dg_store_open(p->cfg.db_path, &p->store, err, err_len))) {
+    } else if ((rc = dg_store_open(p->cfg.db_path, &p->store, err, err_len))) {
         dg_db_dir_undo(p->cfg.db_path, created);
         free(created);
         goto fail;
@@ -126,7 +129,7 @@ int dg_core_new(const oc_host_api *api, const json_t *config, dg_core_attach_fn 
         dg_log(p, OC_LOG_INFO, "dirigent: created the folder %s for dbPath (mode 0700)", created);
     free(created);
     dg_log(p, OC_LOG_INFO, "dirigent: database %s, templates %s (relative paths are taken from "
-           "%s: %s)", p->cfg.db_path, p->cfg.templates_dir ? p->cfg.templates_dir : "built in",
+           "%s: %s)", dg_store_where(p->store), p->cfg.templates_dir ? p->cfg.templates_dir : "built in",
            p->cfg.path_base_from, p->cfg.path_base);
     if (p->cfg.moderator_token) {
         dg_discord_options o = {
@@ -158,7 +161,7 @@ int dg_core_new(const oc_host_api *api, const json_t *config, dg_core_attach_fn 
     dg_log(p, OC_LOG_INFO,
            "dirigent %s ready: sessionPolicy=%s db=%s schema=%d (was %d) agents=%zu "
            "discord=%s moderator token %s",
-           DG_VERSION, dg_session_policy_name(p->cfg.session_policy), p->cfg.db_path,
+           DG_VERSION, dg_session_policy_name(p->cfg.session_policy), dg_store_where(p->store),
            dg_store_schema_version(), dg_store_opened_version(p->store), p->cfg.n_agents,
            p->cfg.discord_api_base, p->cfg.moderator_token ? "set" : "not set (moderator silent)");
     if (!p->cfg.moderator_token)

@@ -626,11 +626,11 @@ static void flush(dg_outbox *ob)
                    "outbox: moderator message %lld for channel %s was %s by Discord but the "
                    "store could not record it (%s, %d time%s); it is kept in memory and not "
                    "sent again, and recording is tried again in about %ld ms. Check free disk "
-                   "space and that dbPath %s is writable",
+                   "space and that the store %s is writable",
                    (long long)d->row_id, d->channel_id,
                    d->oc == SENT ? "accepted" : "refused for good", oc_status_name(rc),
                    d->failures, d->failures == 1 ? "" : "s", backoff(ob, d->failures),
-                   p->cfg.db_path ? p->cfg.db_path : "(unset)");
+                   dg_store_where(p->store));
         }
         ob->dec_retry_at = mono_ms() + backoff(ob, worst);
         return;

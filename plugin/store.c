@@ -111,7 +111,7 @@ static char *table_list(sqlite3 *db, int *rc)
 /* The tables our migrations create up to version v, in table_list's form
  * (built in a scratch in-memory database, so it never drifts from the
  * steps). malloc'd, caller frees; NULL on error. */
-static char *tables_of_version(int v)
+char *dg_store_tables_of_version(int v)
 {
     sqlite3 *db = NULL;
     char *out = NULL;
@@ -125,7 +125,7 @@ static char *tables_of_version(int v)
 }
 
 /* 1 when every name of want (",a,b,") is in have. */
-static int has_tables(const char *have, const char *want)
+int dg_store_has_tables(const char *have, const char *want)
 {
     for (const char *w = want + 1; *w; ) {
         const char *end = strchr(w, ',');
@@ -213,9 +213,9 @@ static int check_ours(sqlite3 *db, const char *path, int *app_id, char *err, siz
                           "store: dbPath %s is another application's SQLite database (tables "
                           "%.200s and no dirigent marker); it was left untouched: point dbPath "
                           "at a new file", path, have);
-    } else if (!(want = tables_of_version(version))) {
+    } else if (!(want = dg_store_tables_of_version(version))) {
         out = dg_fail(err, err_len, OC_ERR_NOMEM, "store: out of memory checking %s", path);
-    } else if (!has_tables(have, want)) {
+    } else if (!dg_store_has_tables(have, want)) {
         out = dg_fail(err, err_len, OC_ERR_INVALID,
                       "store: dbPath %s claims dirigent schema version %d but lacks its tables "
                       "(has %.200s, needs %.200s); it is damaged or not dirigent's and was left "
@@ -309,9 +309,33 @@ static void remove_db_files(const char *path)
     free(name);
 }
 
+/* A PostgreSQL store: store_pg.c does what the rest of this file does for
+ * a file (connect, recognise, migrate). */
+static int open_url(const char *url, dg_store **out, char *err, size_t err_len)
+{
+    dg_store *st = calloc(1, sizeof *st);
+    if (!st)
+        return dg_fail(err, err_len, OC_ERR_NOMEM, "store: out of memory opening store.url");
+    pthread_mutex_init(&st->lock, NULL);
+    pthread_mutex_init(&st->probe_mu, NULL);
+    st->probe_seq = -1;
+    int rc = dg_pg_open(st, url, err, err_len);
+    if (rc == OC_OK && dg_store_make_instance(st) != OC_OK)
+        rc = dg_fail(err, err_len, OC_ERR_IO, "store: no random bytes for the instance id; "
+                     "try again");
+    if (rc != OC_OK) {
+        dg_store_close(st);
+        return rc;
+    }
+    *out = st;
+    return OC_OK;
+}
+
 int dg_store_open(const char *path, dg_store **out, char *err, size_t err_len)
 {
     *out = NULL;
+    if (dg_store_is_url(path))
+        return open_url(path, out, err, err_len);
     if (!path || !*path)
         return dg_fail(err, err_len, OC_ERR_INVALID, "store: dbPath is empty; set it to a file path");
     if (is_memory_path(path))
@@ -368,6 +392,10 @@ int dg_store_open(const char *path, dg_store **out, char *err, size_t err_len)
     }
     if ((rc = dg_store_probe_open(st, path, err, err_len)) != OC_OK)
         goto fail;
+    if (!(st->where = strdup(path))) {
+        rc = dg_fail(err, err_len, OC_ERR_NOMEM, "store: out of memory opening %s", path);
+        goto fail;
+    }
     *out = st;
     return OC_OK;
 
@@ -392,16 +420,29 @@ void dg_store_close(dg_store *st)
 {
     if (!st)
         return;
-    for (int i = 0; i < DG_STMT_CACHE; i++)
-        if (st->cache[i].stmt)
-            sqlite3_finalize(st->cache[i].stmt);
+    for (int i = 0; i < DG_STMT_CACHE; i++) {
+        if (st->cache[i].stmt.lite)
+            sqlite3_finalize(st->cache[i].stmt.lite);
+        if (st->cache[i].stmt.pg)
+            dg_pg_stmt_free(&st->cache[i].stmt);
+    }
+    if (st->pg)
+        dg_pg_close(st);
     sqlite3_finalize(st->probe_dv_stmt);
     sqlite3_finalize(st->probe_seq_stmt);
-    sqlite3_close_v2(st->probe);
-    sqlite3_close_v2(st->db);
+    if (st->probe)
+        sqlite3_close_v2(st->probe);
+    if (st->db)
+        sqlite3_close_v2(st->db);
     pthread_mutex_destroy(&st->probe_mu);
     pthread_mutex_destroy(&st->lock);
+    free(st->where);
     free(st);
+}
+
+const char *dg_store_where(const dg_store *st)
+{
+    return st && st->where ? st->where : "(no store)";
 }
 
 int dg_store_opened_version(const dg_store *st)
@@ -409,7 +450,7 @@ int dg_store_opened_version(const dg_store *st)
     return st->opened_version;
 }
 
-sqlite3_stmt *dg_store_stmt(dg_store *st, const char *sql)
+dg_stmt *dg_store_stmt(dg_store *st, const char *sql)
 {
     /* Open addressing on the pointer: the hot path is a hash and a compare. */
     uintptr_t h = (uintptr_t)sql;
@@ -417,18 +458,26 @@ sqlite3_stmt *dg_store_stmt(dg_store *st, const char *sql)
     h *= 0x9E3779B97F4A7C15ull;
     for (unsigned probe = 0; probe < DG_STMT_CACHE; probe++) {
         unsigned i = (unsigned)((h >> 32) + probe) & (DG_STMT_CACHE - 1);
+        dg_stmt *c = &st->cache[i].stmt;
         if (st->cache[i].sql == sql) {
-            sqlite3_reset(st->cache[i].stmt);
-            sqlite3_clear_bindings(st->cache[i].stmt);
-            return st->cache[i].stmt;
+            if (c->lite) {
+                sqlite3_reset(c->lite);
+                sqlite3_clear_bindings(c->lite);
+            } else {
+                dg_pg_reset(c);
+            }
+            return c;
         }
         if (!st->cache[i].sql) {
-            sqlite3_stmt *s = NULL;
-            if (sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s, NULL) != SQLITE_OK)
+            if (st->pg) {
+                if (dg_pg_stmt_prepare(st, sql, c) != OC_OK)
+                    return NULL;
+            } else if (sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &c->lite,
+                                          NULL) != SQLITE_OK) {
                 return NULL;
+            }
             st->cache[i].sql = sql;
-            st->cache[i].stmt = s;
-            return s;
+            return c;
         }
     }
     /* More distinct statements than slots: a build-time design error. Never
@@ -436,28 +485,40 @@ sqlite3_stmt *dg_store_stmt(dg_store *st, const char *sql)
     return NULL;
 }
 
-int dg_store_bind_text(sqlite3_stmt *s, int idx, const char *text)
+void dg_store_bind_text(dg_stmt *s, int idx, const char *text)
 {
-    if (!text)
-        return sqlite3_bind_null(s, idx);
-    return sqlite3_bind_text(s, idx, text, -1, SQLITE_TRANSIENT);
+    dg_bind_text(s, idx, text);
 }
 
-char *dg_store_col_dup(sqlite3_stmt *s, int col)
+char *dg_store_col_dup(dg_stmt *s, int col)
 {
-    const unsigned char *t = sqlite3_column_text(s, col);
-    return t ? strdup((const char *)t) : NULL;
+    const char *t = dg_col_text(s, col);
+    return t ? strdup(t) : NULL;
+}
+
+/* Rows written on st's connection since it opened. */
+static int64_t total_changes(dg_store *st)
+{
+    return st->db ? sqlite3_total_changes64(st->db) : dg_pg_total_changes(st);
 }
 
 int dg_store_begin(dg_store *st)
 {
     pthread_mutex_lock(&st->lock);
-    sqlite3_stmt *s = dg_store_stmt(st, "BEGIN IMMEDIATE");
-    if (!s || sqlite3_step(s) != SQLITE_DONE) {
+    int ok;
+    if (st->pg) {
+        ok = dg_pg_begin(st) == OC_OK; /* sets txn_head */
+    } else {
+        dg_stmt *s = dg_store_stmt(st, "BEGIN IMMEDIATE");
+        ok = s && dg_step(s) == DG_DONE;
+    }
+    if (!ok) {
         pthread_mutex_unlock(&st->lock);
         return OC_ERR_IO;
     }
-    st->changes_at_begin = sqlite3_total_changes64(st->db);
+    if (!st->pg)
+        st->txn_head = -1;
+    st->changes_at_begin = total_changes(st);
     st->txn_seq = 0;
     st->n_noted = 0;
     dg_log_defer_begin(); /* no direct host call while the store is held */
@@ -477,18 +538,22 @@ long dg_store_test_refused_writes(dg_store *st)
 int dg_store_commit(dg_store *st)
 {
     int ok;
-    if (atomic_load(&st->fail_writes) &&
-        sqlite3_total_changes64(st->db) != st->changes_at_begin) {
+    if (atomic_load(&st->fail_writes) && total_changes(st) != st->changes_at_begin) {
         atomic_fetch_add(&st->refused_writes, 1);
         ok = 0;
+    } else if (st->pg) {
+        ok = dg_pg_commit(st) == OC_OK;
     } else {
-        sqlite3_stmt *s = dg_store_stmt(st, "COMMIT");
-        ok = s && sqlite3_step(s) == SQLITE_DONE;
+        dg_stmt *s = dg_store_stmt(st, "COMMIT");
+        ok = s && dg_step(s) == DG_DONE;
     }
     if (!ok) {
         /* A failed COMMIT leaves the transaction open: roll it back so the
          * connection stays usable, and report the loss to the caller. */
-        sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+        if (st->pg)
+            dg_pg_rollback(st);
+        else
+            sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
     }
     dg_log_defer_end();
     pthread_mutex_unlock(&st->lock);
@@ -497,7 +562,9 @@ int dg_store_commit(dg_store *st)
 
 void dg_store_rollback(dg_store *st)
 {
-    if (!sqlite3_get_autocommit(st->db))
+    if (st->pg)
+        dg_pg_rollback(st);
+    else if (!sqlite3_get_autocommit(st->db))
         sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
     dg_log_defer_end();
     pthread_mutex_unlock(&st->lock);
@@ -513,5 +580,5 @@ int dg_store_end(dg_store *st, int rc)
 
 const char *dg_store_errmsg(dg_store *st)
 {
-    return sqlite3_errmsg(st->db);
+    return st->pg ? dg_pg_errmsg(st) : sqlite3_errmsg(st->db);
 }

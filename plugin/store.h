@@ -1,5 +1,7 @@
 /*
- * store.h -- the plugin's durable state in one SQLite database.
+ * store.h -- the plugin's durable state in one database: a SQLite file, or
+ * a PostgreSQL database several gateways share (store_pg.c, behind the
+ * statement seam of store_db.h).
  *
  * The store is the single owner of every piece of state (turn state,
  * discussions, session overrides, the moderator outbox, message dedup).
@@ -11,7 +13,8 @@
  * the mutex from dg_store_begin() to dg_store_commit()/dg_store_rollback(),
  * so decisions that read-modify-write a scope are serialised. Across
  * processes sharing the file, BEGIN IMMEDIATE (SQLite's write lock)
- * serialises them the same way; a second, read-only connection answers
+ * serialises them the same way (PostgreSQL: a row lock each transaction
+ * takes first); a second, read-only connection answers
  * the hot path's "did another instance commit?" (store_shared.h).
  */
 #ifndef DG_STORE_H
@@ -35,10 +38,19 @@ int dg_store_schema_version(void);
  * version without our tables, a newer schema and an in-memory path are
  * refused with the file left byte for byte as it was.
  * A file that did not exist before and could not be set up is removed again.
+ * A path starting with postgresql:// or postgres:// opens a PostgreSQL
+ * database instead (store_pg.c: same schema and version checks, a
+ * dg_schema_version table in place of the PRAGMAs); its password never
+ * reaches err.
  * On failure returns a negative oc_status and a sentence in err.
  * *out is owned by the caller: dg_store_close(). Thread: init only.
  */
 int dg_store_open(const char *path, dg_store **out, char *err, size_t err_len);
+
+/* What the store is, for messages: the file's path, or "PostgreSQL
+ * user@host:port/dbname" (never the password). Borrowed, valid while st is
+ * open. Any thread. */
+const char *dg_store_where(const dg_store *st);
 
 /* Close and free; finalises cached statements. NULL is fine. */
 void dg_store_close(dg_store *st);
@@ -59,7 +71,8 @@ void dg_store_rollback(dg_store *st);
  * status, or rc after a rollback. The thread that began it. */
 int dg_store_end(dg_store *st, int rc);
 
-/* Last SQLite error text of this connection; valid until the next call on
+/* Last error text of this connection (SQLite's, or libpq's without the
+ * password); valid until the next call on
  * it, only meaningful while the caller holds the transaction. */
 const char *dg_store_errmsg(dg_store *st);
 

@@ -85,11 +85,11 @@ static int sql_fail(void)
     return OC_ERR_IO;
 }
 
-static dg_discussion_status status_of(const unsigned char *s)
+static dg_discussion_status status_of(const char *s)
 {
-    if (s && strcmp((const char *)s, "active") == 0)
+    if (s && strcmp(s, "active") == 0)
         return DG_DISCUSSION_ACTIVE;
-    if (s && strcmp((const char *)s, "closed") == 0)
+    if (s && strcmp(s, "closed") == 0)
         return DG_DISCUSSION_CLOSED;
     return DG_DISCUSSION_NONE;
 }
@@ -97,14 +97,15 @@ static dg_discussion_status status_of(const unsigned char *s)
 static const char SQL_INSERT[] =
     "INSERT INTO discussions (discussion_channel_id, origin_channel_id, initiator_agent_id,"
     " initiator_session_key, initiator_session_id, initiator_workspace, discuss_guide,"
-    " status, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, 'active', ?)";
+    " status, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, 'active', ?)"
+    " ON CONFLICT DO NOTHING RETURNING id";
 static const char SQL_INSERT_MEMBER[] =
     "INSERT INTO discussion_members (discussion_id, position, agent_id, role)"
-    " VALUES (?, ?, ?, ?)";
+    " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING";
 
 int dg_store_discussion_insert(dg_store *st, const dg_discussion *d, int64_t *id)
 {
-    sqlite3_stmt *s = dg_store_stmt(st, SQL_INSERT);
+    dg_stmt *s = dg_store_stmt(st, SQL_INSERT);
     if (!s)
         return sql_fail();
     dg_store_bind_text(s, 1, d->discussion_channel_id);
@@ -114,28 +115,29 @@ int dg_store_discussion_insert(dg_store *st, const dg_discussion *d, int64_t *id
     dg_store_bind_text(s, 5, d->initiator_session_id);
     dg_store_bind_text(s, 6, d->initiator_workspace);
     dg_store_bind_text(s, 7, d->discuss_guide);
-    sqlite3_bind_int64(s, 8, d->created_at_ms);
-    int rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    if (rc == SQLITE_CONSTRAINT)
+    dg_bind_int64(s, 8, d->created_at_ms);
+    int rc = dg_step(s);
+    int64_t rowid = rc == DG_ROW ? dg_col_int64(s, 0) : 0;
+    dg_reset(s);
+    if (rc == DG_DONE) /* no row returned: that channel has a discussion */
         return OC_ERR_CONFLICT;
-    if (rc != SQLITE_DONE)
+    if (rc != DG_ROW)
         return sql_fail();
-    int64_t rowid = sqlite3_last_insert_rowid(st->db);
     for (size_t i = 0; i < d->n_turn_order; i++) {
         s = dg_store_stmt(st, SQL_INSERT_MEMBER);
         if (!s)
             return sql_fail();
-        sqlite3_bind_int64(s, 1, rowid);
-        sqlite3_bind_int64(s, 2, (sqlite3_int64)i);
+        dg_bind_int64(s, 1, rowid);
+        dg_bind_int64(s, 2, i);
         dg_store_bind_text(s, 3, d->turn_order[i]);
         dg_store_bind_text(s, 4, i == 0 ? "initiator" : "participant");
-        rc = sqlite3_step(s);
-        sqlite3_reset(s);
-        if (rc == SQLITE_CONSTRAINT)
-            return OC_ERR_INVALID;   /* the same agent twice: the caller dedups */
-        if (rc != SQLITE_DONE)
+        rc = dg_step(s);
+        long added = rc == DG_DONE ? dg_changes(s) : 0;
+        dg_reset(s);
+        if (rc != DG_DONE)
             return sql_fail();
+        if (added == 0)
+            return OC_ERR_INVALID;   /* the same agent twice: the caller dedups */
     }
     if (id)
         *id = rowid;
@@ -165,21 +167,21 @@ static int append_str(char ***arr, size_t *n, const char *s)
 
 static int load_members(dg_store *st, dg_discussion *d)
 {
-    sqlite3_stmt *s = dg_store_stmt(st, SQL_MEMBERS);
+    dg_stmt *s = dg_store_stmt(st, SQL_MEMBERS);
     if (!s)
         return sql_fail();
-    sqlite3_bind_int64(s, 1, d->id);
+    dg_bind_int64(s, 1, d->id);
     int rc, status = OC_OK;
-    while (status == OC_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        const char *agent = (const char *)sqlite3_column_text(s, 0);
-        const char *role = (const char *)sqlite3_column_text(s, 1);
+    while (status == OC_OK && (rc = dg_step(s)) == DG_ROW) {
+        const char *agent = dg_col_text(s, 0);
+        const char *role = dg_col_text(s, 1);
         status = append_str(&d->turn_order, &d->n_turn_order, agent ? agent : "");
         if (status == OC_OK && role && strcmp(role, "participant") == 0)
             status = append_str(&d->participants, &d->n_participants, agent ? agent : "");
     }
-    if (status == OC_OK && rc != SQLITE_DONE)
+    if (status == OC_OK && rc != DG_DONE)
         status = sql_fail();
-    sqlite3_reset(s);
+    dg_reset(s);
     return status;
 }
 
@@ -192,38 +194,38 @@ int dg_store_discussion_probe(dg_store *st, const char *channel_id, int64_t *id,
     if (id)
         *id = 0;
     *status = DG_DISCUSSION_NONE;
-    sqlite3_stmt *s = dg_store_stmt(st, SQL_PROBE);
+    dg_stmt *s = dg_store_stmt(st, SQL_PROBE);
     if (!s)
         return sql_fail();
     dg_store_bind_text(s, 1, channel_id);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) {
+    int rc = dg_step(s);
+    if (rc == DG_ROW) {
         if (id)
-            *id = sqlite3_column_int64(s, 0);
-        *status = status_of(sqlite3_column_text(s, 1));
+            *id = dg_col_int64(s, 0);
+        *status = status_of(dg_col_text(s, 1));
     }
-    sqlite3_reset(s);
-    return (rc == SQLITE_ROW || rc == SQLITE_DONE) ? OC_OK : sql_fail();
+    dg_reset(s);
+    return (rc == DG_ROW || rc == DG_DONE) ? OC_OK : sql_fail();
 }
 
 int dg_store_discussion_by_channel(dg_store *st, const char *channel_id, dg_discussion *out)
 {
     memset(out, 0, sizeof *out);
-    sqlite3_stmt *s = dg_store_stmt(st, SQL_BY_CHANNEL);
+    dg_stmt *s = dg_store_stmt(st, SQL_BY_CHANNEL);
     if (!s)
         return sql_fail();
     dg_store_bind_text(s, 1, channel_id);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_DONE) {
-        sqlite3_reset(s);
+    int rc = dg_step(s);
+    if (rc == DG_DONE) {
+        dg_reset(s);
         return OC_ERR_NOT_FOUND;
     }
-    if (rc != SQLITE_ROW) {
-        sqlite3_reset(s);
+    if (rc != DG_ROW) {
+        dg_reset(s);
         return sql_fail();
     }
-    dg_discussion_status stt = status_of(sqlite3_column_text(s, 8));
-    out->id = sqlite3_column_int64(s, 0);
+    dg_discussion_status stt = status_of(dg_col_text(s, 8));
+    out->id = dg_col_int64(s, 0);
     out->discussion_channel_id = dg_store_col_dup(s, 1);
     out->origin_channel_id = dg_store_col_dup(s, 2);
     out->initiator_agent_id = dg_store_col_dup(s, 3);
@@ -232,18 +234,18 @@ int dg_store_discussion_by_channel(dg_store *st, const char *channel_id, dg_disc
     out->initiator_workspace = dg_store_col_dup(s, 6);
     out->discuss_guide = dg_store_col_dup(s, 7);
     out->status = stt;
-    out->created_at_ms = sqlite3_column_int64(s, 9);
-    out->completed_at_ms = sqlite3_column_type(s, 10) == SQLITE_NULL ? 0
-                         : sqlite3_column_int64(s, 10);
+    out->created_at_ms = dg_col_int64(s, 9);
+    out->completed_at_ms = dg_col_null(s, 10) ? 0
+                         : dg_col_int64(s, 10);
     out->summary_path = dg_store_col_dup(s, 11);
-    out->last_activity_ms = sqlite3_column_int64(s, 12);  /* NULL reads as 0 */
-    out->reminded_for_ms = sqlite3_column_type(s, 13) == SQLITE_NULL ? -1
-                         : sqlite3_column_int64(s, 13);
-    out->wrapup_at_ms = sqlite3_column_int64(s, 14);
-    const unsigned char *es = sqlite3_column_text(s, 15);
+    out->last_activity_ms = dg_col_int64(s, 12);  /* NULL reads as 0 */
+    out->reminded_for_ms = dg_col_null(s, 13) ? -1
+                         : dg_col_int64(s, 13);
+    out->wrapup_at_ms = dg_col_int64(s, 14);
+    const char *es = dg_col_text(s, 15);
     snprintf(out->end_status, sizeof out->end_status, "%s",
-             stt != DG_DISCUSSION_CLOSED ? "" : es ? (const char *)es : "completed");
-    sqlite3_reset(s);
+             stt != DG_DISCUSSION_CLOSED ? "" : es ? es : "completed");
+    dg_reset(s);
     int ok = out->discussion_channel_id && out->origin_channel_id &&
              out->initiator_agent_id && out->initiator_session_key &&
              out->initiator_session_id && out->initiator_workspace && out->discuss_guide &&
@@ -271,41 +273,41 @@ int dg_store_discussion_close(dg_store *st, int64_t id, const char *summary_path
 int dg_store_discussion_close_as(dg_store *st, int64_t id, const char *summary_path,
                                  int64_t completed_at_ms, const char *end_status)
 {
-    sqlite3_stmt *s = dg_store_stmt(st, SQL_CLOSE);
+    dg_stmt *s = dg_store_stmt(st, SQL_CLOSE);
     if (!s)
         return sql_fail();
     dg_store_bind_text(s, 1, summary_path ? summary_path : "");
-    sqlite3_bind_int64(s, 2, completed_at_ms);
+    dg_bind_int64(s, 2, completed_at_ms);
     dg_store_bind_text(s, 3, end_status);
-    sqlite3_bind_int64(s, 4, id);
-    int rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE)
+    dg_bind_int64(s, 4, id);
+    int rc = dg_step(s);
+    dg_reset(s);
+    if (rc != DG_DONE)
         return sql_fail();
-    return sqlite3_changes(st->db) == 1 ? OC_OK : OC_ERR_CONFLICT;
+    return dg_store_changes(st) == 1 ? OC_OK : OC_ERR_CONFLICT;
 }
 
 static const char SQL_OVR_ADD[] =
-    "INSERT OR IGNORE INTO discussion_overrides (discussion_id, session_key, agent_id,"
-    " recorded_at_ms) VALUES (?, ?, ?, ?)";
+    "INSERT INTO discussion_overrides (discussion_id, session_key, agent_id,"
+    " recorded_at_ms) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING";
 
 int dg_store_discussion_override_add(dg_store *st, int64_t discussion_id,
                                      const char *session_key, const char *agent_id,
                                      int64_t now_ms, int *inserted)
 {
-    sqlite3_stmt *s = dg_store_stmt(st, SQL_OVR_ADD);
+    dg_stmt *s = dg_store_stmt(st, SQL_OVR_ADD);
     if (!s)
         return sql_fail();
-    sqlite3_bind_int64(s, 1, discussion_id);
+    dg_bind_int64(s, 1, discussion_id);
     dg_store_bind_text(s, 2, session_key);
     dg_store_bind_text(s, 3, agent_id);
-    sqlite3_bind_int64(s, 4, now_ms);
-    int rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE)
+    dg_bind_int64(s, 4, now_ms);
+    int rc = dg_step(s);
+    dg_reset(s);
+    if (rc != DG_DONE)
         return sql_fail();
     if (inserted)
-        *inserted = sqlite3_changes(st->db) == 1;
+        *inserted = dg_store_changes(st) == 1;
     return OC_OK;
 }
 
@@ -316,15 +318,15 @@ static const char SQL_OVR_APPLIED[] =
 int dg_store_discussion_override_applied(dg_store *st, int64_t discussion_id,
                                          const char *session_key, int64_t now_ms)
 {
-    sqlite3_stmt *s = dg_store_stmt(st, SQL_OVR_APPLIED);
+    dg_stmt *s = dg_store_stmt(st, SQL_OVR_APPLIED);
     if (!s)
         return sql_fail();
-    sqlite3_bind_int64(s, 1, now_ms);
-    sqlite3_bind_int64(s, 2, discussion_id);
+    dg_bind_int64(s, 1, now_ms);
+    dg_bind_int64(s, 2, discussion_id);
     dg_store_bind_text(s, 3, session_key);
-    int rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    return rc == SQLITE_DONE ? OC_OK : sql_fail();
+    int rc = dg_step(s);
+    dg_reset(s);
+    return rc == DG_DONE ? OC_OK : sql_fail();
 }
 
 static const char SQL_OVR_STATE[] =
@@ -335,16 +337,16 @@ int dg_store_discussion_override_state(dg_store *st, int64_t discussion_id,
                                        const char *session_key, int *state)
 {
     *state = 0;
-    sqlite3_stmt *s = dg_store_stmt(st, SQL_OVR_STATE);
+    dg_stmt *s = dg_store_stmt(st, SQL_OVR_STATE);
     if (!s)
         return sql_fail();
-    sqlite3_bind_int64(s, 1, discussion_id);
+    dg_bind_int64(s, 1, discussion_id);
     dg_store_bind_text(s, 2, session_key);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW)
-        *state = sqlite3_column_int(s, 0) ? 2 : 1;
-    sqlite3_reset(s);
-    return (rc == SQLITE_ROW || rc == SQLITE_DONE) ? OC_OK : sql_fail();
+    int rc = dg_step(s);
+    if (rc == DG_ROW)
+        *state = dg_col_int(s, 0) ? 2 : 1;
+    dg_reset(s);
+    return (rc == DG_ROW || rc == DG_DONE) ? OC_OK : sql_fail();
 }
 
 static const char SQL_OVR_PENDING[] =
@@ -358,25 +360,25 @@ int dg_store_discussion_overrides_pending(dg_store *st, size_t max, char ***keys
     *keys = NULL;
     *ids = NULL;
     *n = 0;
-    sqlite3_stmt *s = dg_store_stmt(st, SQL_OVR_PENDING);
+    dg_stmt *s = dg_store_stmt(st, SQL_OVR_PENDING);
     if (!s)
         return sql_fail();
-    sqlite3_bind_int64(s, 1, (sqlite3_int64)max);
+    dg_bind_int64(s, 1, max);
     int rc, status = OC_OK;
-    while (status == OC_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+    while (status == OC_OK && (rc = dg_step(s)) == DG_ROW) {
         int64_t *ni = realloc(*ids, (*n + 1) * sizeof *ni);
         if (!ni) {
             status = OC_ERR_NOMEM;
             break;
         }
         *ids = ni;
-        ni[*n] = sqlite3_column_int64(s, 0);
-        const char *k = (const char *)sqlite3_column_text(s, 1);
+        ni[*n] = dg_col_int64(s, 0);
+        const char *k = dg_col_text(s, 1);
         status = append_str(keys, n, k ? k : "");
     }
-    if (status == OC_OK && rc != SQLITE_DONE)
+    if (status == OC_OK && rc != DG_DONE)
         status = sql_fail();
-    sqlite3_reset(s);
+    dg_reset(s);
     if (status != OC_OK) {
         for (size_t i = 0; i < *n; i++)
             free((*keys)[i]);
@@ -397,26 +399,27 @@ static const char SQL_NOTICE_ADD[] =
     "INSERT INTO discussion_closed_notices (channel_id, message_id, at_ms, noticed)"
     " VALUES (?, ?, ?, ?)";
 
+/* By the primary key, not SQLite's rowid (PostgreSQL has none). */
 static const char SQL_NOTICE_PRUNE[] =
-    "DELETE FROM discussion_closed_notices WHERE rowid IN (SELECT rowid FROM "
-    "discussion_closed_notices WHERE at_ms < ? LIMIT ?)";
+    "DELETE FROM discussion_closed_notices WHERE (channel_id, message_id) IN (SELECT"
+    " channel_id, message_id FROM discussion_closed_notices WHERE at_ms < ? LIMIT ?)";
 
 int dg_store_discussion_notices_prune(dg_store *st, int64_t before_ms, int limit,
                                       long *removed)
 {
     if (removed)
         *removed = 0;
-    sqlite3_stmt *s = dg_store_stmt(st, SQL_NOTICE_PRUNE);
+    dg_stmt *s = dg_store_stmt(st, SQL_NOTICE_PRUNE);
     if (!s)
         return sql_fail();
-    sqlite3_bind_int64(s, 1, before_ms);
-    sqlite3_bind_int(s, 2, limit);
-    int rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE)
+    dg_bind_int64(s, 1, before_ms);
+    dg_bind_int64(s, 2, limit);
+    int rc = dg_step(s);
+    dg_reset(s);
+    if (rc != DG_DONE)
         return sql_fail();
     if (removed)
-        *removed = (long)sqlite3_changes(st->db);
+        *removed = (long)dg_store_changes(st);
     return OC_OK;
 }
 
@@ -425,16 +428,16 @@ int dg_store_discussion_notice_claim(dg_store *st, const char *channel_id,
                                      int64_t cooldown_ms, int *claimed)
 {
     *claimed = 0;
-    sqlite3_stmt *s = dg_store_stmt(st, SQL_NOTICE_SEEN);
+    dg_stmt *s = dg_store_stmt(st, SQL_NOTICE_SEEN);
     if (!s)
         return sql_fail();
     dg_store_bind_text(s, 1, channel_id);
     dg_store_bind_text(s, 2, message_id);
-    int rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    if (rc == SQLITE_ROW)
+    int rc = dg_step(s);
+    dg_reset(s);
+    if (rc == DG_ROW)
         return OC_OK;             /* this message was already handled */
-    if (rc != SQLITE_DONE)
+    if (rc != DG_DONE)
         return sql_fail();
 
     int due = 1;
@@ -443,11 +446,11 @@ int dg_store_discussion_notice_claim(dg_store *st, const char *channel_id,
         if (!s)
             return sql_fail();
         dg_store_bind_text(s, 1, channel_id);
-        rc = sqlite3_step(s);
-        if (rc == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL)
-            due = now_ms - sqlite3_column_int64(s, 0) >= cooldown_ms;
-        sqlite3_reset(s);
-        if (rc != SQLITE_ROW)
+        rc = dg_step(s);
+        if (rc == DG_ROW && !dg_col_null(s, 0))
+            due = now_ms - dg_col_int64(s, 0) >= cooldown_ms;
+        dg_reset(s);
+        if (rc != DG_ROW)
             return sql_fail();
     }
     s = dg_store_stmt(st, SQL_NOTICE_ADD);
@@ -455,11 +458,11 @@ int dg_store_discussion_notice_claim(dg_store *st, const char *channel_id,
         return sql_fail();
     dg_store_bind_text(s, 1, channel_id);
     dg_store_bind_text(s, 2, message_id);
-    sqlite3_bind_int64(s, 3, now_ms);
-    sqlite3_bind_int(s, 4, due);
-    rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE)
+    dg_bind_int64(s, 3, now_ms);
+    dg_bind_int64(s, 4, due);
+    rc = dg_step(s);
+    dg_reset(s);
+    if (rc != DG_DONE)
         return sql_fail();
     *claimed = due;
     return OC_OK;
@@ -473,14 +476,14 @@ static const char SQL_TOUCH[] =
 
 int dg_store_discussion_touch(dg_store *st, const char *channel_id, int64_t now_ms)
 {
-    sqlite3_stmt *s = dg_store_stmt(st, SQL_TOUCH);
+    dg_stmt *s = dg_store_stmt(st, SQL_TOUCH);
     if (!s)
         return sql_fail();
-    sqlite3_bind_int64(s, 1, now_ms);
+    dg_bind_int64(s, 1, now_ms);
     dg_store_bind_text(s, 2, channel_id);
-    int rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    return rc == SQLITE_DONE ? OC_OK : sql_fail();
+    int rc = dg_step(s);
+    dg_reset(s);
+    return rc == DG_DONE ? OC_OK : sql_fail();
 }
 
 /* ?1 now, ?2 reminder ms (0 off), ?3 lifetime ms (0 off), ?4 limit. */
@@ -498,21 +501,21 @@ int dg_store_discussion_timers_due(dg_store *st, int64_t now_ms, int64_t reminde
 {
     *channels = NULL;
     *n = 0;
-    sqlite3_stmt *s = dg_store_stmt(st, SQL_DUE);
+    dg_stmt *s = dg_store_stmt(st, SQL_DUE);
     if (!s)
         return sql_fail();
-    sqlite3_bind_int64(s, 1, now_ms);
-    sqlite3_bind_int64(s, 2, reminder_ms);
-    sqlite3_bind_int64(s, 3, lifetime_ms);
-    sqlite3_bind_int64(s, 4, (sqlite3_int64)max);
+    dg_bind_int64(s, 1, now_ms);
+    dg_bind_int64(s, 2, reminder_ms);
+    dg_bind_int64(s, 3, lifetime_ms);
+    dg_bind_int64(s, 4, max);
     int rc, status = OC_OK;
-    while (status == OC_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        const char *ch = (const char *)sqlite3_column_text(s, 0);
+    while (status == OC_OK && (rc = dg_step(s)) == DG_ROW) {
+        const char *ch = dg_col_text(s, 0);
         status = append_str(channels, n, ch ? ch : "");
     }
-    if (status == OC_OK && rc != SQLITE_DONE)
+    if (status == OC_OK && rc != DG_DONE)
         status = sql_fail();
-    sqlite3_reset(s);
+    dg_reset(s);
     if (status != OC_OK) {
         for (size_t i = 0; i < *n; i++)
             free((*channels)[i]);
@@ -531,16 +534,16 @@ static const char SQL_WRAPUP[] =
 
 static int update_one(dg_store *st, const char *sql, int64_t v, int64_t id)
 {
-    sqlite3_stmt *s = dg_store_stmt(st, sql);
+    dg_stmt *s = dg_store_stmt(st, sql);
     if (!s)
         return sql_fail();
-    sqlite3_bind_int64(s, 1, v);
-    sqlite3_bind_int64(s, 2, id);
-    int rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE)
+    dg_bind_int64(s, 1, v);
+    dg_bind_int64(s, 2, id);
+    int rc = dg_step(s);
+    dg_reset(s);
+    if (rc != DG_DONE)
         return sql_fail();
-    return sqlite3_changes(st->db) == 1 ? OC_OK : OC_ERR_CONFLICT;
+    return dg_store_changes(st) == 1 ? OC_OK : OC_ERR_CONFLICT;
 }
 
 int dg_store_discussion_mark_reminded(dg_store *st, int64_t id, int64_t activity_ms)

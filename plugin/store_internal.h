@@ -8,23 +8,38 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include "store.h"
+#include "store_db.h"
 
 #define DG_STMT_CACHE 256 /* power of two; distinct SQL statement sites */
 #define DG_NOTED_MAX 8    /* channels a transaction remembers having logged */
 #define DG_NOTED_LEN 64
 
+struct dg_pg;      /* store_pg.c: the PostgreSQL connections */
+struct dg_pg_stmt; /* store_pg.c: a prepared statement there */
+
+/* One statement of either backend (exactly one of the two is set). */
+struct dg_stmt {
+    sqlite3_stmt *lite;
+    struct dg_pg_stmt *pg;
+};
+
 struct dg_store {
-    sqlite3 *db;
+    sqlite3 *db;              /* SQLite backend; NULL on PostgreSQL */
+    struct dg_pg *pg;         /* PostgreSQL backend; NULL on SQLite */
     pthread_mutex_t lock;     /* held for the length of a transaction */
     int opened_version;
+    char *where;              /* dg_store_where: the path, or "PostgreSQL user@host/db" */
     sqlite3_int64 changes_at_begin;  /* sqlite3_total_changes at dg_store_begin */
     atomic_int fail_writes;          /* test seam: commits that wrote refused */
     atomic_long refused_writes;      /* commits refused by the seam so far */
-    struct { const char *sql; sqlite3_stmt *stmt; } cache[DG_STMT_CACHE];
+    struct { const char *sql; dg_stmt stmt; } cache[DG_STMT_CACHE];
     /* Sharing (store_shared.c). instance: "<host>/<pid>/<random hex>" of
      * this open store. */
     char instance[128];
     int64_t txn_seq;                 /* change-log sequence of the open transaction, 0 none */
+    int64_t txn_head;                /* the log's head read with the write lock at
+                                      * dg_store_begin (PostgreSQL, saving round
+                                      * trips); -1: not read */
     char noted[DG_NOTED_MAX][DG_NOTED_LEN]; /* channels logged by it */
     int n_noted;
     /* The probe: a second, read-only connection with its own lock, so the
@@ -43,13 +58,43 @@ struct dg_store {
  * cache, which means DG_STMT_CACHE must grow). Caller holds
  * the store lock (inside a transaction).
  */
-sqlite3_stmt *dg_store_stmt(dg_store *st, const char *sql);
+dg_stmt *dg_store_stmt(dg_store *st, const char *sql);
 
-/* Bind a C string, NULL as SQL NULL. Returns the sqlite3 rc. */
-int dg_store_bind_text(sqlite3_stmt *s, int idx, const char *text);
+/* Bind a C string, NULL as SQL NULL (a copy is bound). */
+void dg_store_bind_text(dg_stmt *s, int idx, const char *text);
 
 /* Copy a text column (NULL stays NULL); caller frees. */
-char *dg_store_col_dup(sqlite3_stmt *s, int col);
+char *dg_store_col_dup(dg_stmt *s, int col);
+
+/* Rows written by the last write statement of st's connection. */
+long dg_store_changes(dg_store *st);
+
+/* 1 when url names a PostgreSQL database (postgresql:// or postgres://). */
+int dg_store_is_url(const char *url);
+
+/*
+ * The PostgreSQL side of the seam (store_pg.c). dg_pg_open connects,
+ * checks the database is ours and migrates it (like store.c for a file);
+ * err never holds the password. The statement functions mirror
+ * store_db.h. dg_pg_exec runs SQL without parameters or rows (BEGIN,
+ * COMMIT); OC_OK or OC_ERR_IO.
+ */
+int dg_pg_open(dg_store *st, const char *url, char *err, size_t err_len);
+void dg_pg_close(dg_store *st);
+int dg_pg_stmt_prepare(dg_store *st, const char *sql, dg_stmt *out);
+void dg_pg_stmt_free(dg_stmt *s);
+void dg_pg_bind(dg_stmt *s, int idx, const char *text);
+int dg_pg_step(dg_stmt *s);
+const char *dg_pg_col(dg_stmt *s, int col);
+long dg_pg_changes(dg_stmt *s);
+void dg_pg_reset(dg_stmt *s);
+int dg_pg_begin(dg_store *st);
+int dg_pg_commit(dg_store *st);
+void dg_pg_rollback(dg_store *st);
+long dg_pg_last_changes(dg_store *st);
+int64_t dg_pg_total_changes(dg_store *st);
+const char *dg_pg_errmsg(dg_store *st);
+int64_t dg_pg_change_seq(dg_store *st);
 
 /*
  * Migrations: dg_schema_steps[v-1] takes a database from version v-1 to v.
@@ -74,6 +119,15 @@ extern const char dg_schema_v5_tool_calls[];
 extern const char dg_schema_v6_turn_runs[];
 extern const char dg_schema_v7_discuss_timers[];
 extern const char dg_schema_v8_shared[];
+
+/* The tables our migrations create up to version v as ",a,b," sorted
+ * (malloc'd, caller frees; NULL on error), and whether have holds every
+ * table of want (store.c; the PostgreSQL check uses the same lists). */
+char *dg_store_tables_of_version(int v);
+int dg_store_has_tables(const char *have, const char *want);
+
+/* The head of the change log: the latest sequence (store_shared.c). */
+extern const char dg_sql_change_head[];
 
 /* Open the probe connection of st on path (store_shared.c); OC_OK or
  * OC_ERR_IO with a sentence in err. Init only. */

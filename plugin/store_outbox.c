@@ -41,7 +41,7 @@ const char dg_schema_v3_outbox[] =
 
 static const char sql_insert[] =
     "INSERT INTO outbox(channel_id, content, mentions, nonce, part, parts, created_at_ms) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id";
 static const char sql_discover[] =
     "SELECT id, channel_id FROM outbox WHERE id > ?1 AND state = 0 ORDER BY id LIMIT ?2";
 static const char sql_pending_of[] =
@@ -64,22 +64,22 @@ static const char sql_prune[] =
 
 int dg_store_outbox_insert(dg_store *st, const dg_outbox_row *row, int64_t *id_out)
 {
-    sqlite3_stmt *s = dg_store_stmt(st, sql_insert);
+    dg_stmt *s = dg_store_stmt(st, sql_insert);
     if (!s)
         return OC_ERR_IO;
     dg_store_bind_text(s, 1, row->channel_id);
     dg_store_bind_text(s, 2, row->content);
     dg_store_bind_text(s, 3, row->mentions ? row->mentions : "");
     dg_store_bind_text(s, 4, row->nonce);
-    sqlite3_bind_int(s, 5, row->part);
-    sqlite3_bind_int(s, 6, row->parts);
-    sqlite3_bind_int64(s, 7, row->created_at_ms);
-    int rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE)
+    dg_bind_int64(s, 5, row->part);
+    dg_bind_int64(s, 6, row->parts);
+    dg_bind_int64(s, 7, row->created_at_ms);
+    int rc = dg_step(s);
+    if (rc == DG_ROW && id_out)
+        *id_out = dg_col_int64(s, 0);
+    dg_reset(s);
+    if (rc != DG_ROW)
         return OC_ERR_IO;
-    if (id_out)
-        *id_out = sqlite3_last_insert_rowid(st->db);
     return OC_OK;
 }
 
@@ -99,17 +99,17 @@ void dg_outbox_rows_free(dg_outbox_row *rows, size_t n)
 }
 
 /* Step s to the end, collecting rows. */
-static int collect(sqlite3_stmt *s, dg_outbox_row **rows, size_t *n)
+static int collect(dg_stmt *s, dg_outbox_row **rows, size_t *n)
 {
     dg_outbox_row *out = NULL;
     size_t cnt = 0, cap = 0;
     int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    while ((rc = dg_step(s)) == DG_ROW) {
         if (cnt == cap) {
             size_t nc = cap ? cap * 2 : 16;
             dg_outbox_row *nr = realloc(out, nc * sizeof *nr);
             if (!nr) {
-                rc = SQLITE_NOMEM;
+                rc = DG_NOMEM;
                 break;
             }
             out = nr;
@@ -117,28 +117,28 @@ static int collect(sqlite3_stmt *s, dg_outbox_row **rows, size_t *n)
         }
         dg_outbox_row *r = &out[cnt++];
         memset(r, 0, sizeof *r);
-        r->id = sqlite3_column_int64(s, 0);
+        r->id = dg_col_int64(s, 0);
         r->channel_id = dg_store_col_dup(s, 1);
         r->content = dg_store_col_dup(s, 2);
         r->mentions = dg_store_col_dup(s, 3);
         r->nonce = dg_store_col_dup(s, 4);
-        r->part = sqlite3_column_int(s, 5);
-        r->parts = sqlite3_column_int(s, 6);
-        r->state = (dg_outbox_state)sqlite3_column_int(s, 7);
-        r->attempts = sqlite3_column_int(s, 8);
-        r->created_at_ms = sqlite3_column_int64(s, 9);
-        r->done_at_ms = sqlite3_column_int64(s, 10);
+        r->part = dg_col_int(s, 5);
+        r->parts = dg_col_int(s, 6);
+        r->state = (dg_outbox_state)dg_col_int(s, 7);
+        r->attempts = dg_col_int(s, 8);
+        r->created_at_ms = dg_col_int64(s, 9);
+        r->done_at_ms = dg_col_int64(s, 10);
         r->message_id = dg_store_col_dup(s, 11);
         r->last_error = dg_store_col_dup(s, 12);
         if (!r->channel_id || !r->content || !r->mentions || !r->nonce) {
-            rc = SQLITE_NOMEM;
+            rc = DG_NOMEM;
             break;
         }
     }
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE) {
+    dg_reset(s);
+    if (rc != DG_DONE) {
         dg_outbox_rows_free(out, cnt);
-        return rc == SQLITE_NOMEM ? OC_ERR_NOMEM : OC_ERR_IO;
+        return rc == DG_NOMEM ? OC_ERR_NOMEM : OC_ERR_IO;
     }
     *rows = out;
     *n = cnt;
@@ -150,35 +150,35 @@ int dg_store_outbox_discover(dg_store *st, int64_t after_id, size_t max, dg_outb
 {
     *out = NULL;
     *n = 0;
-    sqlite3_stmt *s = dg_store_stmt(st, sql_discover);
+    dg_stmt *s = dg_store_stmt(st, sql_discover);
     if (!s)
         return OC_ERR_IO;
-    sqlite3_bind_int64(s, 1, after_id);
-    sqlite3_bind_int64(s, 2, (sqlite3_int64)max);
+    dg_bind_int64(s, 1, after_id);
+    dg_bind_int64(s, 2, max);
     dg_outbox_ref *refs = NULL;
     size_t cnt = 0, cap = 0;
     int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    while ((rc = dg_step(s)) == DG_ROW) {
         if (cnt == cap) {
             size_t nc = cap ? cap * 2 : 64;
             dg_outbox_ref *nr = realloc(refs, nc * sizeof *nr);
             if (!nr) {
-                rc = SQLITE_NOMEM;
+                rc = DG_NOMEM;
                 break;
             }
             refs = nr;
             cap = nc;
         }
-        const unsigned char *c = sqlite3_column_text(s, 1);
-        refs[cnt].id = sqlite3_column_int64(s, 0);
+        const char *c = dg_col_text(s, 1);
+        refs[cnt].id = dg_col_int64(s, 0);
         snprintf(refs[cnt].channel_id, sizeof refs[cnt].channel_id, "%s",
-                 c ? (const char *)c : "");
+                 c ? c : "");
         cnt++;
     }
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE) {
+    dg_reset(s);
+    if (rc != DG_DONE) {
         free(refs);
-        return rc == SQLITE_NOMEM ? OC_ERR_NOMEM : OC_ERR_IO;
+        return rc == DG_NOMEM ? OC_ERR_NOMEM : OC_ERR_IO;
     }
     *out = refs;
     *n = cnt;
@@ -190,12 +190,12 @@ int dg_store_outbox_pending_of(dg_store *st, const char *channel_id, int64_t aft
 {
     *rows = NULL;
     *n = 0;
-    sqlite3_stmt *s = dg_store_stmt(st, sql_pending_of);
+    dg_stmt *s = dg_store_stmt(st, sql_pending_of);
     if (!s)
         return OC_ERR_IO;
     dg_store_bind_text(s, 1, channel_id);
-    sqlite3_bind_int64(s, 2, after_id);
-    sqlite3_bind_int64(s, 3, (sqlite3_int64)max);
+    dg_bind_int64(s, 2, after_id);
+    dg_bind_int64(s, 3, max);
     return collect(s, rows, n);
 }
 
@@ -203,7 +203,7 @@ int dg_store_outbox_list(dg_store *st, const char *channel_id, dg_outbox_row **r
 {
     *rows = NULL;
     *n = 0;
-    sqlite3_stmt *s = dg_store_stmt(st, channel_id ? sql_list_chan : sql_list_all);
+    dg_stmt *s = dg_store_stmt(st, channel_id ? sql_list_chan : sql_list_all);
     if (!s)
         return OC_ERR_IO;
     if (channel_id)
@@ -212,75 +212,75 @@ int dg_store_outbox_list(dg_store *st, const char *channel_id, dg_outbox_row **r
 }
 
 /* Run an UPDATE on one row; OC_ERR_NOT_FOUND when it changed nothing. */
-static int update_one(dg_store *st, sqlite3_stmt *s)
+static int update_one(dg_store *st, dg_stmt *s)
 {
-    int rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE)
+    int rc = dg_step(s);
+    dg_reset(s);
+    if (rc != DG_DONE)
         return OC_ERR_IO;
-    return sqlite3_changes(st->db) == 1 ? OC_OK : OC_ERR_NOT_FOUND;
+    return dg_store_changes(st) == 1 ? OC_OK : OC_ERR_NOT_FOUND;
 }
 
 int dg_store_outbox_mark_sent(dg_store *st, int64_t id, const char *message_id, int64_t now_ms)
 {
-    sqlite3_stmt *s = dg_store_stmt(st, sql_sent);
+    dg_stmt *s = dg_store_stmt(st, sql_sent);
     if (!s || !message_id)
         return s ? OC_ERR_INVALID : OC_ERR_IO;
-    sqlite3_bind_int64(s, 1, id);
+    dg_bind_int64(s, 1, id);
     dg_store_bind_text(s, 2, message_id);
-    sqlite3_bind_int64(s, 3, now_ms);
+    dg_bind_int64(s, 3, now_ms);
     return update_one(st, s);
 }
 
 int dg_store_outbox_mark_retry(dg_store *st, int64_t id, const char *error)
 {
-    sqlite3_stmt *s = dg_store_stmt(st, sql_retry);
+    dg_stmt *s = dg_store_stmt(st, sql_retry);
     if (!s)
         return OC_ERR_IO;
-    sqlite3_bind_int64(s, 1, id);
+    dg_bind_int64(s, 1, id);
     dg_store_bind_text(s, 2, error);
     return update_one(st, s);
 }
 
 int dg_store_outbox_mark_failed(dg_store *st, int64_t id, const char *error, int64_t now_ms)
 {
-    sqlite3_stmt *s = dg_store_stmt(st, sql_failed);
+    dg_stmt *s = dg_store_stmt(st, sql_failed);
     if (!s)
         return OC_ERR_IO;
-    sqlite3_bind_int64(s, 1, id);
+    dg_bind_int64(s, 1, id);
     dg_store_bind_text(s, 2, error ? error : "unknown error");
-    sqlite3_bind_int64(s, 3, now_ms);
+    dg_bind_int64(s, 3, now_ms);
     return update_one(st, s);
 }
 
 int dg_store_outbox_count(dg_store *st, dg_outbox_state state, int64_t *n)
 {
     *n = 0;
-    sqlite3_stmt *s = dg_store_stmt(st, sql_count);
+    dg_stmt *s = dg_store_stmt(st, sql_count);
     if (!s)
         return OC_ERR_IO;
-    sqlite3_bind_int(s, 1, (int)state);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW)
-        *n = sqlite3_column_int64(s, 0);
-    sqlite3_reset(s);
-    return rc == SQLITE_ROW ? OC_OK : OC_ERR_IO;
+    dg_bind_int64(s, 1, (int)state);
+    int rc = dg_step(s);
+    if (rc == DG_ROW)
+        *n = dg_col_int64(s, 0);
+    dg_reset(s);
+    return rc == DG_ROW ? OC_OK : OC_ERR_IO;
 }
 
 int dg_store_outbox_prune(dg_store *st, int64_t before_ms, int limit, long *removed)
 {
     if (removed)
         *removed = 0;
-    sqlite3_stmt *s = dg_store_stmt(st, sql_prune);
+    dg_stmt *s = dg_store_stmt(st, sql_prune);
     if (!s)
         return OC_ERR_IO;
-    sqlite3_bind_int64(s, 1, before_ms);
-    sqlite3_bind_int(s, 2, limit);
-    int rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE)
+    dg_bind_int64(s, 1, before_ms);
+    dg_bind_int64(s, 2, limit);
+    int rc = dg_step(s);
+    dg_reset(s);
+    if (rc != DG_DONE)
         return OC_ERR_IO;
     if (removed)
-        *removed = (long)sqlite3_changes(st->db);
+        *removed = (long)dg_store_changes(st);
     return OC_OK;
 }

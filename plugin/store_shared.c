@@ -42,7 +42,7 @@ static const char sql_note[] =
     "ON CONFLICT(channel_id) DO UPDATE SET seq = excluded.seq, instance = excluded.instance";
 static const char sql_since[] =
     "SELECT channel_id, instance, seq FROM turn_changes WHERE seq > ?1 ORDER BY seq";
-static const char sql_max_seq[] = "SELECT coalesce(max(seq), 0) FROM turn_changes";
+const char dg_sql_change_head[] = "SELECT coalesce(max(seq), 0) FROM turn_changes";
 static const char sql_lease_get[] = "SELECT owner, until_ms FROM store_leases WHERE name = ?1";
 static const char sql_lease_add[] =
     "INSERT INTO store_leases(name, owner, until_ms) VALUES (?1, ?2, ?3)";
@@ -102,7 +102,7 @@ int dg_store_probe_open(dg_store *st, const char *path, char *err, size_t err_le
                                 SQLITE_PREPARE_PERSISTENT, &st->probe_dv_stmt, NULL);
     }
     if (rc == SQLITE_OK)
-        rc = sqlite3_prepare_v3(st->probe, sql_max_seq, -1, SQLITE_PREPARE_PERSISTENT,
+        rc = sqlite3_prepare_v3(st->probe, dg_sql_change_head, -1, SQLITE_PREPARE_PERSISTENT,
                                 &st->probe_seq_stmt, NULL);
     if (rc != SQLITE_OK)
         return dg_fail(err, err_len, OC_ERR_IO,
@@ -131,23 +131,25 @@ int dg_store_change_note(dg_store *st, const char *channel_id)
     for (int i = 0; i < st->n_noted; i++)
         if (!strcmp(st->noted[i], channel_id))
             return OC_OK;
-    sqlite3_stmt *s;
-    if (!st->txn_seq) {
+    dg_stmt *s;
+    if (!st->txn_seq && st->txn_head >= 0) {
+        st->txn_seq = st->txn_head + 1; /* the head read with the lock at begin */
+    } else if (!st->txn_seq) {
         /* One sequence per transaction: writers are serialised, so it is
          * above every committed one. */
-        if (!(s = dg_store_stmt(st, sql_next_seq)) || sqlite3_step(s) != SQLITE_ROW)
+        if (!(s = dg_store_stmt(st, sql_next_seq)) || dg_step(s) != DG_ROW)
             return OC_ERR_IO;
-        st->txn_seq = sqlite3_column_int64(s, 0);
-        sqlite3_reset(s);
+        st->txn_seq = dg_col_int64(s, 0);
+        dg_reset(s);
     }
     if (!(s = dg_store_stmt(st, sql_note)))
         return OC_ERR_IO;
     dg_store_bind_text(s, 1, channel_id);
-    sqlite3_bind_int64(s, 2, st->txn_seq);
+    dg_bind_int64(s, 2, st->txn_seq);
     dg_store_bind_text(s, 3, st->instance);
-    int rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE)
+    int rc = dg_step(s);
+    dg_reset(s);
+    if (rc != DG_DONE)
         return OC_ERR_IO;
     if (st->n_noted < DG_NOTED_MAX && strlen(channel_id) < DG_NOTED_LEN)
         snprintf(st->noted[st->n_noted++], DG_NOTED_LEN, "%s", channel_id);
@@ -165,19 +167,21 @@ int dg_store_changes_since(dg_store *st, int64_t after, char ***channels, size_t
     *channels = NULL;
     *n = 0;
     *upto = after;
-    sqlite3_stmt *s = dg_store_stmt(st, sql_since);
+    if (st->txn_head >= 0 && st->txn_head <= after && !st->txn_seq)
+        return OC_OK; /* the head read at begin: nothing after `after` yet */
+    dg_stmt *s = dg_store_stmt(st, sql_since);
     if (!s)
         return OC_ERR_IO;
-    sqlite3_bind_int64(s, 1, after);
+    dg_bind_int64(s, 1, after);
     char **v = NULL;
     size_t cnt = 0, cap = 0;
     int rc, out = OC_OK;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        int64_t seq = sqlite3_column_int64(s, 2);
+    while ((rc = dg_step(s)) == DG_ROW) {
+        int64_t seq = dg_col_int64(s, 2);
         if (seq > *upto)
             *upto = seq;
-        const unsigned char *who = sqlite3_column_text(s, 1);
-        if (who && !strcmp((const char *)who, st->instance))
+        const char *who = dg_col_text(s, 1);
+        if (who && !strcmp(who, st->instance))
             continue; /* our own change: the mirror has it */
         if (cnt == cap) {
             size_t nc = cap ? 2 * cap : 8;
@@ -195,8 +199,8 @@ int dg_store_changes_since(dg_store *st, int64_t after, char ***channels, size_t
         }
         cnt++;
     }
-    sqlite3_reset(s);
-    if (out == OC_OK && rc != SQLITE_DONE)
+    dg_reset(s);
+    if (out == OC_OK && rc != DG_DONE)
         out = OC_ERR_IO;
     if (out != OC_OK) {
         for (size_t i = 0; i < cnt; i++)
@@ -212,6 +216,8 @@ int dg_store_changes_since(dg_store *st, int64_t after, char ***channels, size_t
 
 int64_t dg_store_change_seq(dg_store *st)
 {
+    if (st->pg)
+        return dg_pg_change_seq(st);
     pthread_mutex_lock(&st->probe_mu);
     int64_t out = -1;
     int dv = 0;
@@ -238,22 +244,22 @@ int dg_store_lease_take(dg_store *st, const char *name, int64_t now_ms, int64_t 
 {
     *got = *fresh = 0;
     *other_until = 0;
-    sqlite3_stmt *s = dg_store_stmt(st, sql_lease_get);
+    dg_stmt *s = dg_store_stmt(st, sql_lease_get);
     if (!s)
         return OC_ERR_IO;
     dg_store_bind_text(s, 1, name);
-    int rc = sqlite3_step(s);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        sqlite3_reset(s);
+    int rc = dg_step(s);
+    if (rc != DG_ROW && rc != DG_DONE) {
+        dg_reset(s);
         return OC_ERR_IO;
     }
-    int exists = rc == SQLITE_ROW;
-    const unsigned char *o = exists ? sqlite3_column_text(s, 0) : NULL;
+    int exists = rc == DG_ROW;
+    const char *o = exists ? dg_col_text(s, 0) : NULL;
     char owner[sizeof st->instance];
-    snprintf(owner, sizeof owner, "%s", o ? (const char *)o : "");
+    snprintf(owner, sizeof owner, "%s", o ? o : "");
     int mine = exists && !strcmp(owner, st->instance);
-    int64_t until = exists ? sqlite3_column_int64(s, 1) : 0;
-    sqlite3_reset(s);
+    int64_t until = exists ? dg_col_int64(s, 1) : 0;
+    dg_reset(s);
     if (exists && !(mine && held_until && until == held_until) && until >= now_ms &&
         !owner_dead_here(st, owner)) {
         /* Someone else's, still running (or ours from a state we lost:
@@ -268,10 +274,10 @@ int dg_store_lease_take(dg_store *st, const char *name, int64_t now_ms, int64_t 
         return OC_ERR_IO;
     dg_store_bind_text(s, 1, name);
     dg_store_bind_text(s, 2, st->instance);
-    sqlite3_bind_int64(s, 3, until_ms);
-    rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE)
+    dg_bind_int64(s, 3, until_ms);
+    rc = dg_step(s);
+    dg_reset(s);
+    if (rc != DG_DONE)
         return OC_ERR_IO;
     *got = 1;
     return OC_OK;
@@ -279,12 +285,12 @@ int dg_store_lease_take(dg_store *st, const char *name, int64_t now_ms, int64_t 
 
 int dg_store_lease_release(dg_store *st, const char *name)
 {
-    sqlite3_stmt *s = dg_store_stmt(st, sql_lease_drop);
+    dg_stmt *s = dg_store_stmt(st, sql_lease_drop);
     if (!s)
         return OC_ERR_IO;
     dg_store_bind_text(s, 1, name);
     dg_store_bind_text(s, 2, st->instance);
-    int rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    return rc == SQLITE_DONE ? OC_OK : OC_ERR_IO;
+    int rc = dg_step(s);
+    dg_reset(s);
+    return rc == DG_DONE ? OC_OK : OC_ERR_IO;
 }

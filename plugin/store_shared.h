@@ -4,7 +4,8 @@
  *
  * Every instance that opens a store gets a random instance id
  * (dg_store_instance). Writers are serialised by the database's own write
- * lock (SQLite: BEGIN IMMEDIATE), so the state a transaction reads is
+ * lock (SQLite: BEGIN IMMEDIATE; PostgreSQL: SELECT ... FOR UPDATE of the
+ * one dg_schema_version row), so the state a transaction reads is
  * what every instance committed before it.
  *
  * Change log (schema v8, table turn_changes): each transaction that writes

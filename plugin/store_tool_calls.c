@@ -39,7 +39,7 @@ void dg_tool_call_row_clear(dg_tool_call_row *r)
     memset(r, 0, sizeof *r);
 }
 
-static void bind_key(sqlite3_stmt *s, const char *tool, const char *call_id, const char *fp)
+static void bind_key(dg_stmt *s, const char *tool, const char *call_id, const char *fp)
 {
     dg_store_bind_text(s, 1, tool);
     dg_store_bind_text(s, 2, call_id);
@@ -54,30 +54,30 @@ int dg_store_tool_call_get(dg_store *st, const char *tool, const char *call_id,
                            const char *fingerprint, dg_tool_call_row *out)
 {
     memset(out, 0, sizeof *out);
-    sqlite3_stmt *s = dg_store_stmt(st, SQL_GET);
+    dg_stmt *s = dg_store_stmt(st, SQL_GET);
     if (!s)
         return OC_ERR_IO;
     bind_key(s, tool, call_id, fingerprint);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_DONE) {
-        sqlite3_reset(s);
+    int rc = dg_step(s);
+    if (rc == DG_DONE) {
+        dg_reset(s);
         return OC_OK;
     }
-    if (rc != SQLITE_ROW) {
-        sqlite3_reset(s);
+    if (rc != DG_ROW) {
+        dg_reset(s);
         return OC_ERR_IO;
     }
-    const unsigned char *state = sqlite3_column_text(s, 0);
-    out->state = state && strcmp((const char *)state, "done") == 0 ? DG_TOOL_CALL_DONE
+    const char *state = dg_col_text(s, 0);
+    out->state = state && strcmp(state, "done") == 0 ? DG_TOOL_CALL_DONE
                                                                    : DG_TOOL_CALL_PENDING;
     out->channel_id = dg_store_col_dup(s, 1);
-    out->discussion_id = sqlite3_column_int64(s, 2);
+    out->discussion_id = dg_col_int64(s, 2);
     out->origin_channel_id = dg_store_col_dup(s, 3);
     out->summary_path = dg_store_col_dup(s, 4);
-    int nomem = (sqlite3_column_type(s, 1) != SQLITE_NULL && !out->channel_id) ||
-                (sqlite3_column_type(s, 3) != SQLITE_NULL && !out->origin_channel_id) ||
-                (sqlite3_column_type(s, 4) != SQLITE_NULL && !out->summary_path);
-    sqlite3_reset(s);
+    int nomem = (!dg_col_null(s, 1) && !out->channel_id) ||
+                (!dg_col_null(s, 3) && !out->origin_channel_id) ||
+                (!dg_col_null(s, 4) && !out->summary_path);
+    dg_reset(s);
     if (nomem) {
         dg_tool_call_row_clear(out);
         return OC_ERR_NOMEM;
@@ -87,25 +87,25 @@ int dg_store_tool_call_get(dg_store *st, const char *tool, const char *call_id,
 
 static const char SQL_INTENT[] =
     "INSERT INTO tool_calls (tool, call_id, fingerprint, state, started_at_ms)"
-    " VALUES (?, ?, ?, 'pending', ?)";
+    " VALUES (?, ?, ?, 'pending', ?) ON CONFLICT DO NOTHING";
 
 int dg_store_tool_call_intent(dg_store *st, const char *tool, const char *call_id,
                               const char *fingerprint, int64_t now_ms)
 {
-    sqlite3_stmt *s = dg_store_stmt(st, SQL_INTENT);
+    dg_stmt *s = dg_store_stmt(st, SQL_INTENT);
     if (!s)
         return OC_ERR_IO;
     bind_key(s, tool, call_id, fingerprint);
-    sqlite3_bind_int64(s, 4, now_ms);
-    int rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    if ((rc & 0xff) == SQLITE_CONSTRAINT)
-        return OC_ERR_CONFLICT;
-    return rc == SQLITE_DONE ? OC_OK : OC_ERR_IO;
+    dg_bind_int64(s, 4, now_ms);
+    int rc = dg_step(s);
+    dg_reset(s);
+    if (rc != DG_DONE)
+        return OC_ERR_IO;
+    return dg_store_changes(st) == 1 ? OC_OK : OC_ERR_CONFLICT;
 }
 
 /* Insert as done, or turn a pending row into a done one; a done row is left
- * alone (no change: the caller learns it from sqlite3_changes). */
+ * alone (no change: the caller learns it from dg_store_changes). */
 static const char SQL_DONE[] =
     "INSERT INTO tool_calls (tool, call_id, fingerprint, state, started_at_ms, done_at_ms,"
     " channel_id, discussion_id, origin_channel_id, summary_path)"
@@ -119,23 +119,23 @@ int dg_store_tool_call_done(dg_store *st, const char *tool, const char *call_id,
                             const char *fingerprint, const dg_tool_call_row *result,
                             int64_t now_ms)
 {
-    sqlite3_stmt *s = dg_store_stmt(st, SQL_DONE);
+    dg_stmt *s = dg_store_stmt(st, SQL_DONE);
     if (!s)
         return OC_ERR_IO;
     bind_key(s, tool, call_id, fingerprint);
-    sqlite3_bind_int64(s, 4, now_ms);
+    dg_bind_int64(s, 4, now_ms);
     dg_store_bind_text(s, 5, result->channel_id);
     if (result->discussion_id)
-        sqlite3_bind_int64(s, 6, result->discussion_id);
+        dg_bind_int64(s, 6, result->discussion_id);
     else
-        sqlite3_bind_null(s, 6);
+        dg_bind_null(s, 6);
     dg_store_bind_text(s, 7, result->origin_channel_id);
     dg_store_bind_text(s, 8, result->summary_path);
-    int rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE)
+    int rc = dg_step(s);
+    dg_reset(s);
+    if (rc != DG_DONE)
         return OC_ERR_IO;
-    return sqlite3_changes(st->db) == 1 ? OC_OK : OC_ERR_CONFLICT;
+    return dg_store_changes(st) == 1 ? OC_OK : OC_ERR_CONFLICT;
 }
 
 static const char SQL_PRUNE[] = "DELETE FROM tool_calls WHERE started_at_ms < ?";
@@ -144,15 +144,15 @@ int dg_store_tool_calls_prune(dg_store *st, int64_t before_ms, long *removed)
 {
     if (removed)
         *removed = 0;
-    sqlite3_stmt *s = dg_store_stmt(st, SQL_PRUNE);
+    dg_stmt *s = dg_store_stmt(st, SQL_PRUNE);
     if (!s)
         return OC_ERR_IO;
-    sqlite3_bind_int64(s, 1, before_ms);
-    int rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE)
+    dg_bind_int64(s, 1, before_ms);
+    int rc = dg_step(s);
+    dg_reset(s);
+    if (rc != DG_DONE)
         return OC_ERR_IO;
     if (removed)
-        *removed = (long)sqlite3_changes(st->db);
+        *removed = (long)dg_store_changes(st);
     return OC_OK;
 }

@@ -98,17 +98,14 @@ void dg_turn_channel_row_clear(dg_turn_channel_row *r)
 /* Bind a string the caller keeps alive until the statement has run (the
  * hot paths step at once): no copy, unlike dg_store_bind_text. SQLite does
  * not read a bound value after the step; the next dg_store_stmt() drops it. */
-static void bind_borrowed(sqlite3_stmt *s, int idx, const char *text)
+static void bind_borrowed(dg_stmt *s, int idx, const char *text)
 {
-    if (text)
-        sqlite3_bind_text(s, idx, text, -1, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(s, idx);
+    dg_bind_text_borrowed(s, idx, text);
 }
 
-static int done(sqlite3_stmt *s)
+static int done(dg_stmt *s)
 {
-    return sqlite3_step(s) == SQLITE_DONE ? OC_OK : OC_ERR_IO;
+    return dg_step(s) == DG_DONE ? OC_OK : OC_ERR_IO;
 }
 
 /* A write of channel_id's turn state succeeded with rc: log the channel
@@ -126,29 +123,29 @@ static const char SQL_MEMBERS_GET[] =
 int dg_store_turns_channel_load(dg_store *st, const char *channel_id, dg_turn_channel_row *out)
 {
     memset(out, 0, sizeof *out);
-    sqlite3_stmt *s = dg_store_stmt(st, SQL_CHANNEL_GET);
+    dg_stmt *s = dg_store_stmt(st, SQL_CHANNEL_GET);
     if (!s)
         return OC_ERR_IO;
     dg_store_bind_text(s, 1, channel_id);
-    int rc = sqlite3_step(s);
-    int found = rc == SQLITE_ROW;
+    int rc = dg_step(s);
+    int found = rc == DG_ROW;
     if (found) {
-        int mode = sqlite3_column_int(s, 0);
+        int mode = dg_col_int(s, 0);
         out->mode = (mode == 1) ? DG_MODE_DISCUSSION : (mode == 2) ? DG_MODE_CLOSED : DG_MODE_NORMAL;
         out->initiator = dg_store_col_dup(s, 1);
         out->top_root = dg_store_col_dup(s, 2);
-        out->bot_noticed = sqlite3_column_int(s, 3);
-    } else if (rc != SQLITE_DONE) {
+        out->bot_noticed = dg_col_int(s, 3);
+    } else if (rc != DG_DONE) {
         return OC_ERR_IO;
     }
-    sqlite3_reset(s);
+    dg_reset(s);
 
     s = dg_store_stmt(st, SQL_MEMBERS_GET);
     if (!s)
         goto io;
     dg_store_bind_text(s, 1, channel_id);
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        int pos = sqlite3_column_int(s, 0);
+    while ((rc = dg_step(s)) == DG_ROW) {
+        int pos = dg_col_int(s, 0);
         if (pos != (int)out->n_members || pos >= DG_TURN_MAX_MEMBERS)
             break; /* positions are contiguous from 0; anything else is ignored */
         char **m = realloc(out->members, (out->n_members + 1) * sizeof *m);
@@ -160,17 +157,17 @@ int dg_store_turns_channel_load(dg_store *st, const char *channel_id, dg_turn_ch
         out->n_members++;
         found = 1;
     }
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+    if (rc != DG_ROW && rc != DG_DONE)
         goto io;
-    sqlite3_reset(s);
+    dg_reset(s);
     return found ? OC_OK : OC_ERR_NOT_FOUND;
 nomem:
-    sqlite3_reset(s);
+    dg_reset(s);
     dg_turn_channel_row_clear(out);
     return OC_ERR_NOMEM;
 io:
     if (s)
-        sqlite3_reset(s);
+        dg_reset(s);
     dg_turn_channel_row_clear(out);
     return OC_ERR_IO;
 }
@@ -184,15 +181,15 @@ int dg_store_turns_channel_save(dg_store *st, const char *channel_id, dg_channel
                                 const char *initiator, const char *top_root, int bot_noticed,
                                 int64_t now_ms)
 {
-    sqlite3_stmt *s = dg_store_stmt(st, SQL_CHANNEL_PUT);
+    dg_stmt *s = dg_store_stmt(st, SQL_CHANNEL_PUT);
     if (!s)
         return OC_ERR_IO;
     dg_store_bind_text(s, 1, channel_id);
-    sqlite3_bind_int(s, 2, (int)mode);
+    dg_bind_int64(s, 2, (int)mode);
     dg_store_bind_text(s, 3, initiator);
     dg_store_bind_text(s, 4, top_root);
-    sqlite3_bind_int(s, 5, bot_noticed ? 1 : 0);
-    sqlite3_bind_int64(s, 6, now_ms);
+    dg_bind_int64(s, 5, bot_noticed ? 1 : 0);
+    dg_bind_int64(s, 6, now_ms);
     return logged(st, channel_id, done(s));
 }
 
@@ -203,11 +200,11 @@ int dg_store_turns_member_add(dg_store *st, const char *channel_id, int pos, con
 {
     if (pos < 0 || pos >= DG_TURN_MAX_MEMBERS || !agent_id)
         return OC_ERR_INVALID;
-    sqlite3_stmt *s = dg_store_stmt(st, SQL_MEMBER_ADD);
+    dg_stmt *s = dg_store_stmt(st, SQL_MEMBER_ADD);
     if (!s)
         return OC_ERR_IO;
     dg_store_bind_text(s, 1, channel_id);
-    sqlite3_bind_int(s, 2, pos);
+    dg_bind_int64(s, 2, pos);
     dg_store_bind_text(s, 3, agent_id);
     return logged(st, channel_id, done(s));
 }
@@ -216,7 +213,7 @@ static const char SQL_MEMBERS_CLEAR[] = "DELETE FROM turn_members WHERE channel_
 
 int dg_store_turns_members_clear(dg_store *st, const char *channel_id)
 {
-    sqlite3_stmt *s = dg_store_stmt(st, SQL_MEMBERS_CLEAR);
+    dg_stmt *s = dg_store_stmt(st, SQL_MEMBERS_CLEAR);
     if (!s)
         return OC_ERR_IO;
     dg_store_bind_text(s, 1, channel_id);
@@ -244,39 +241,39 @@ int dg_store_turns_scope_load(dg_store *st, const dg_scope *sc, dg_turn_state *t
     dg_turn_state_init(t);
     if (post_channel)
         *post_channel = NULL;
-    sqlite3_stmt *s = dg_store_stmt(st, SQL_SCOPE_GET);
+    dg_stmt *s = dg_store_stmt(st, SQL_SCOPE_GET);
     if (!s)
         return OC_ERR_IO;
     char k[DG_SCOPE_ID_MAX + 16];
     dg_store_bind_text(s, 1, sc->channel_id);
     dg_store_bind_text(s, 2, state_key(sc, k, sizeof k));
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_DONE) {
-        sqlite3_reset(s);
+    int rc = dg_step(s);
+    if (rc == DG_DONE) {
+        dg_reset(s);
         return OC_ERR_NOT_FOUND;
     }
-    if (rc != SQLITE_ROW) {
-        sqlite3_reset(s);
+    if (rc != DG_ROW) {
+        dg_reset(s);
         return OC_ERR_IO;
     }
-    t->active = sqlite3_column_int(s, 0);
-    t->speaker = sqlite3_column_int(s, 1);
-    t->anchor = sqlite3_column_int(s, 2);
-    t->silent = (uint64_t)sqlite3_column_int64(s, 3);
-    t->mention = (uint64_t)sqlite3_column_int64(s, 4);
-    t->mention_done = (uint64_t)sqlite3_column_int64(s, 5);
-    t->consumed = (uint64_t)sqlite3_column_int64(s, 6);
-    t->agent_msgs = sqlite3_column_int64(s, 7);
-    t->rested = sqlite3_column_int(s, 8);
-    t->idle_reminded = sqlite3_column_int(s, 9);
-    t->handoff = sqlite3_column_int(s, 10);
-    t->permit = sqlite3_column_int(s, 11);
-    t->permit_ms = sqlite3_column_int64(s, 12);
-    t->last_change_ms = sqlite3_column_int64(s, 13);
+    t->active = dg_col_int(s, 0);
+    t->speaker = dg_col_int(s, 1);
+    t->anchor = dg_col_int(s, 2);
+    t->silent = (uint64_t)dg_col_int64(s, 3);
+    t->mention = (uint64_t)dg_col_int64(s, 4);
+    t->mention_done = (uint64_t)dg_col_int64(s, 5);
+    t->consumed = (uint64_t)dg_col_int64(s, 6);
+    t->agent_msgs = dg_col_int64(s, 7);
+    t->rested = dg_col_int(s, 8);
+    t->idle_reminded = dg_col_int(s, 9);
+    t->handoff = dg_col_int(s, 10);
+    t->permit = dg_col_int(s, 11);
+    t->permit_ms = dg_col_int64(s, 12);
+    t->last_change_ms = dg_col_int64(s, 13);
     if (post_channel)
         *post_channel = dg_store_col_dup(s, 14);
-    t->owed = (uint64_t)sqlite3_column_int64(s, 15);
-    sqlite3_reset(s);
+    t->owed = (uint64_t)dg_col_int64(s, 15);
+    dg_reset(s);
     return OC_OK;
 }
 
@@ -285,7 +282,7 @@ static const char SQL_SCOPE_ADD[] =
     " silent, mention, mention_done, consumed, owed, agent_msgs, rested, idle_reminded, handoff,"
     " permit, permit_ms, last_change_ms)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
-    " ?19)";
+    " ?19) ON CONFLICT DO NOTHING";
 /* The row is written whole: on a WITHOUT ROWID table an UPDATE is a delete
  * and an insert as well, and costs more (it reads the old record first);
  * REPLACE writes the same row for less. */
@@ -295,38 +292,53 @@ static const char SQL_SCOPE_SET[] =
     " permit, permit_ms, last_change_ms)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
     " ?19)";
+/* PostgreSQL has no REPLACE: the same whole-row write as an upsert. */
+static const char SQL_SCOPE_SET_PG[] =
+    "INSERT INTO turn_ledger (channel_id, k, at_ms, post_channel, active, speaker, anchor,"
+    " silent, mention, mention_done, consumed, owed, agent_msgs, rested, idle_reminded, handoff,"
+    " permit, permit_ms, last_change_ms)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
+    " ?19) ON CONFLICT (channel_id, k) DO UPDATE SET at_ms = excluded.at_ms,"
+    " post_channel = excluded.post_channel, active = excluded.active,"
+    " speaker = excluded.speaker, anchor = excluded.anchor, silent = excluded.silent,"
+    " mention = excluded.mention, mention_done = excluded.mention_done,"
+    " consumed = excluded.consumed, owed = excluded.owed, agent_msgs = excluded.agent_msgs,"
+    " rested = excluded.rested, idle_reminded = excluded.idle_reminded,"
+    " handoff = excluded.handoff, permit = excluded.permit, permit_ms = excluded.permit_ms,"
+    " last_change_ms = excluded.last_change_ms";
 
 int dg_store_turns_scope_save(dg_store *st, const dg_scope *sc, const char *post_channel,
                               const dg_turn_state *t, int exists, int64_t now_ms)
 {
-    sqlite3_stmt *s = dg_store_stmt(st, exists ? SQL_SCOPE_SET : SQL_SCOPE_ADD);
+    dg_stmt *s = dg_store_stmt(st, !exists ? SQL_SCOPE_ADD : st->pg ? SQL_SCOPE_SET_PG
+                                                                     : SQL_SCOPE_SET);
     if (!s)
         return OC_ERR_IO;
     char k[DG_SCOPE_ID_MAX + 16];
     int i = 1;
     bind_borrowed(s, i++, sc->channel_id);
     bind_borrowed(s, i++, state_key(sc, k, sizeof k));
-    sqlite3_bind_int64(s, i++, now_ms);
+    dg_bind_int64(s, i++, now_ms);
     bind_borrowed(s, i++, post_channel);
-    sqlite3_bind_int(s, i++, t->active);
-    sqlite3_bind_int(s, i++, t->speaker);
-    sqlite3_bind_int(s, i++, t->anchor);
-    sqlite3_bind_int64(s, i++, (sqlite3_int64)t->silent);
-    sqlite3_bind_int64(s, i++, (sqlite3_int64)t->mention);
-    sqlite3_bind_int64(s, i++, (sqlite3_int64)t->mention_done);
-    sqlite3_bind_int64(s, i++, (sqlite3_int64)t->consumed);
-    sqlite3_bind_int64(s, i++, (sqlite3_int64)t->owed);
-    sqlite3_bind_int64(s, i++, t->agent_msgs);
-    sqlite3_bind_int(s, i++, t->rested);
-    sqlite3_bind_int(s, i++, t->idle_reminded);
-    sqlite3_bind_int(s, i++, t->handoff);
-    sqlite3_bind_int(s, i++, t->permit);
-    sqlite3_bind_int64(s, i++, t->permit_ms);
-    sqlite3_bind_int64(s, i++, t->last_change_ms);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_CONSTRAINT_PRIMARYKEY && !exists)
+    dg_bind_int64(s, i++, t->active);
+    dg_bind_int64(s, i++, t->speaker);
+    dg_bind_int64(s, i++, t->anchor);
+    dg_bind_int64(s, i++, t->silent);
+    dg_bind_int64(s, i++, t->mention);
+    dg_bind_int64(s, i++, t->mention_done);
+    dg_bind_int64(s, i++, t->consumed);
+    dg_bind_int64(s, i++, t->owed);
+    dg_bind_int64(s, i++, t->agent_msgs);
+    dg_bind_int64(s, i++, t->rested);
+    dg_bind_int64(s, i++, t->idle_reminded);
+    dg_bind_int64(s, i++, t->handoff);
+    dg_bind_int64(s, i++, t->permit);
+    dg_bind_int64(s, i++, t->permit_ms);
+    dg_bind_int64(s, i++, t->last_change_ms);
+    int rc = dg_step(s);
+    if (rc == DG_DONE && !exists && dg_changes(s) == 0)
         return OC_ERR_INTERNAL; /* the caller's belief about the row was wrong: a bug */
-    return logged(st, sc->channel_id, rc == SQLITE_DONE ? OC_OK : OC_ERR_IO);
+    return logged(st, sc->channel_id, rc == DG_DONE ? OC_OK : OC_ERR_IO);
 }
 
 static const char SQL_SCOPES_CLEAR[] =
@@ -334,7 +346,7 @@ static const char SQL_SCOPES_CLEAR[] =
 
 int dg_store_turns_scopes_clear(dg_store *st, const char *channel_id)
 {
-    sqlite3_stmt *s = dg_store_stmt(st, SQL_SCOPES_CLEAR);
+    dg_stmt *s = dg_store_stmt(st, SQL_SCOPES_CLEAR);
     if (!s)
         return OC_ERR_IO;
     dg_store_bind_text(s, 1, channel_id);
@@ -342,36 +354,36 @@ int dg_store_turns_scopes_clear(dg_store *st, const char *channel_id)
 }
 
 static const char SQL_SEEN_CLAIM[] =
-    "INSERT OR IGNORE INTO turn_ledger (channel_id, k, at_ms) VALUES (?, ?, ?)";
+    "INSERT INTO turn_ledger (channel_id, k, at_ms) VALUES (?, ?, ?) ON CONFLICT DO NOTHING";
 
-/* INSERT OR IGNORE of (a, b, now) with one of the claim statements; *fresh
+/* INSERT ... ON CONFLICT DO NOTHING of (a, b, now) with one of the claim statements; *fresh
  * says whether the row is new (the first claim wins). */
 static int claim_pair(dg_store *st, const char *sql, const char *a, const char *b,
                       int64_t now_ms, int *fresh)
 {
-    sqlite3_stmt *s = dg_store_stmt(st, sql);
+    dg_stmt *s = dg_store_stmt(st, sql);
     if (!s)
         return OC_ERR_IO;
     bind_borrowed(s, 1, a);
     bind_borrowed(s, 2, b);
-    sqlite3_bind_int64(s, 3, now_ms);
-    if (sqlite3_step(s) != SQLITE_DONE)
+    dg_bind_int64(s, 3, now_ms);
+    if (dg_step(s) != DG_DONE)
         return OC_ERR_IO;
-    *fresh = sqlite3_changes(sqlite3_db_handle(s)) > 0;
+    *fresh = dg_changes(s) > 0;
     return OC_OK;
 }
 
 /* One of the prune statements, whose only parameter is a cut-off time. */
 static int prune_before(dg_store *st, const char *sql, int64_t before_ms, long *removed)
 {
-    sqlite3_stmt *s = dg_store_stmt(st, sql);
+    dg_stmt *s = dg_store_stmt(st, sql);
     if (!s)
         return OC_ERR_IO;
-    sqlite3_bind_int64(s, 1, before_ms);
-    if (sqlite3_step(s) != SQLITE_DONE)
+    dg_bind_int64(s, 1, before_ms);
+    if (dg_step(s) != DG_DONE)
         return OC_ERR_IO;
     if (removed)
-        *removed = (long)sqlite3_changes(sqlite3_db_handle(s));
+        *removed = (long)dg_changes(s);
     return OC_OK;
 }
 
@@ -402,7 +414,7 @@ int dg_store_turns_states_prune(dg_store *st, int64_t before_ms, long *removed)
 }
 
 static const char SQL_RUN_CLAIM[] =
-    "INSERT OR IGNORE INTO turn_runs (session_key, run_id, at_ms) VALUES (?, ?, ?)";
+    "INSERT INTO turn_runs (session_key, run_id, at_ms) VALUES (?, ?, ?) ON CONFLICT DO NOTHING";
 
 int dg_store_turns_run_claim(dg_store *st, const char *session_key, const char *run_id,
                              int64_t now_ms, int *fresh)
@@ -426,15 +438,14 @@ int dg_store_turns_active_scopes(dg_store *st, dg_scope **out, size_t *n)
         "SELECT channel_id, k FROM turn_ledger WHERE k >= '~' AND active = 1";
     *out = NULL;
     *n = 0;
-    /* Run once per start (a scan): prepared on the spot, not cached. */
-    sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(st->db, SQL_ACTIVE, -1, &s, NULL) != SQLITE_OK)
+    dg_stmt *s = dg_store_stmt(st, SQL_ACTIVE);
+    if (!s)
         return OC_ERR_IO;
     int rc;
     size_t cap = 0;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        const char *ch = (const char *)sqlite3_column_text(s, 0);
-        const char *k = (const char *)sqlite3_column_text(s, 1);
+    while ((rc = dg_step(s)) == DG_ROW) {
+        const char *ch = dg_col_text(s, 0);
+        const char *k = dg_col_text(s, 1);
         dg_scope sc;
         int ok = !ch || !k ? OC_ERR_INVALID
                  : strcmp(k, "~conv") == 0 ? dg_scope_conversation(ch, &sc)
@@ -446,7 +457,7 @@ int dg_store_turns_active_scopes(dg_store *st, dg_scope **out, size_t *n)
             cap = cap ? 2 * cap : 16;
             dg_scope *v = realloc(*out, cap * sizeof *v);
             if (!v) {
-                sqlite3_finalize(s);
+                dg_reset(s);
                 free(*out);
                 *out = NULL;
                 *n = 0;
@@ -456,8 +467,8 @@ int dg_store_turns_active_scopes(dg_store *st, dg_scope **out, size_t *n)
         }
         (*out)[(*n)++] = sc;
     }
-    sqlite3_finalize(s);
-    if (rc != SQLITE_DONE) {
+    dg_reset(s);
+    if (rc != DG_DONE) {
         free(*out);
         *out = NULL;
         *n = 0;
@@ -480,13 +491,12 @@ int dg_store_turns_count(dg_store *st, const char *what, long *out)
         sql = SQL_N_MEMBERS;
     else
         return OC_ERR_INVALID;
-    /* Rarely used: prepared on the spot, not cached (cache slots are few). */
-    sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
+    dg_stmt *s = dg_store_stmt(st, sql);
+    if (!s)
         return OC_ERR_IO;
-    int rc = sqlite3_step(s) == SQLITE_ROW ? OC_OK : OC_ERR_IO;
+    int rc = dg_step(s) == DG_ROW ? OC_OK : OC_ERR_IO;
     if (rc == OC_OK)
-        *out = (long)sqlite3_column_int64(s, 0);
-    sqlite3_finalize(s);
+        *out = (long)dg_col_int64(s, 0);
+    dg_reset(s);
     return rc;
 }

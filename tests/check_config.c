@@ -25,6 +25,7 @@ static void clear_env(void)
     unsetenv("DIRIGENT_MODERATOR_TOKEN");
     unsetenv("DIRIGENT_STATE_DIR");
     unsetenv("OPENCLAW_CONFIG_PATH");
+    unsetenv("DIRIGENT_STORE_URL");
 }
 
 /* malloc'd "<cwd>/<rel>" */
@@ -444,6 +445,46 @@ START_TEST(test_snowflake_rules)
 }
 END_TEST
 
+/* store.url or env DIRIGENT_STORE_URL (which wins); the value, which may
+ * hold a password, is never echoed; one store only. */
+START_TEST(test_store_url_and_env)
+{
+    clear_env();
+    dg_config c;
+    char err[512];
+    ck_assert_int_eq(parse_text("{" BASE "}", &c, err, sizeof err), OC_OK);
+    ck_assert_ptr_null(c.store_url); /* the SQLite file dbPath by default */
+    dg_config_free(&c);
+    ck_assert_int_eq(parse_text("{" BASE ",\"store\":{\"url\":\"postgresql://u:pw-A-123@h/db\"}}",
+                                &c, err, sizeof err), OC_OK);
+    ck_assert_str_eq(c.store_url, "postgresql://u:pw-A-123@h/db");
+    dg_config_free(&c);
+    setenv("DIRIGENT_STORE_URL", "postgres://u:pw-B-456@h2/db2", 1);
+    ck_assert_int_eq(parse_text("{" BASE ",\"store\":{\"url\":\"postgresql://u:pw-A-123@h/db\"}}",
+                                &c, err, sizeof err), OC_OK);
+    ck_assert_str_eq(c.store_url, "postgres://u:pw-B-456@h2/db2");
+    dg_config_free(&c);
+    /* The environment's store wins over a dbPath in the file too. */
+    ck_assert_int_eq(parse_text("{" BASE ",\"dbPath\":\"/tmp/x.db\"}", &c, err, sizeof err),
+                     OC_OK);
+    ck_assert_str_eq(c.store_url, "postgres://u:pw-B-456@h2/db2");
+    dg_config_free(&c);
+    setenv("DIRIGENT_STORE_URL", "mysql://u:pw-C-789@h/db", 1);
+    ck_assert_int_eq(parse_text("{" BASE "}", &c, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_msg(strstr(err, "DIRIGENT_STORE_URL") && !strstr(err, "pw-C-789"), "%s", err);
+    unsetenv("DIRIGENT_STORE_URL");
+    ck_assert_int_eq(parse_text("{" BASE ",\"store\":{\"url\":\"sqlite://u:pw-D-000@h\"}}",
+                                &c, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_msg(strstr(err, "store.url") && !strstr(err, "pw-D-000"), "%s", err);
+    ck_assert_int_eq(parse_text("{" BASE ",\"dbPath\":\"/tmp/x.db\",\"store\":{\"url\":"
+                                "\"postgresql://h/db\"}}", &c, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_msg(strstr(err, "dbPath") && strstr(err, "store.url"), "%s", err);
+    ck_assert_int_eq(parse_text("{" BASE ",\"store\":{\"uri\":\"postgresql://h/db\"}}",
+                                &c, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_msg(strstr(err, "store.uri"), "%s", err);
+}
+END_TEST
+
 START_TEST(test_manifest_schema_matches_config_keys)
 {
     /* manifest.json's configSchema must list exactly the keys init accepts. */
@@ -454,7 +495,7 @@ START_TEST(test_manifest_schema_matches_config_keys)
     ck_assert_ptr_nonnull(props);
     const char *top[] = {"noReplyProvider", "noReplyModel", "sessionPolicy", "dbPath",
                          "templatesDir", "discord", "agents", "admins", "turn", "discussion",
-                         "outbox"};
+                         "outbox", "store"};
     ck_assert_uint_eq(json_object_size(props), sizeof top / sizeof top[0]);
     for (size_t i = 0; i < sizeof top / sizeof top[0]; i++)
         ck_assert_msg(json_object_get(props, top[i]) != NULL, "schema misses %s", top[i]);
@@ -473,6 +514,9 @@ START_TEST(test_manifest_schema_matches_config_keys)
     json_t *ret = json_object_get(ob, "retentionSec");
     ck_assert_int_eq(json_integer_value(json_object_get(ret, "default")), 604800);
     ck_assert_int_eq(json_integer_value(json_object_get(ret, "minimum")), 86400);
+    json_t *sp = json_object_get(json_object_get(props, "store"), "properties");
+    ck_assert_uint_eq(json_object_size(sp), 1);
+    ck_assert_ptr_nonnull(json_object_get(sp, "url"));
     ck_assert_str_eq(json_string_value(json_object_get(m, "entry")), "oc_plugin_entry");
     ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(m, "abi"), "major")),
                      OC_ABI_MAJOR);
@@ -532,6 +576,7 @@ Suite *make_config_suite(void)
     tcase_add_test(tc, test_token_in_any_key_is_never_echoed);
     tcase_add_test(tc, test_agent_id_rule_is_openclaws);
     tcase_add_test(tc, test_snowflake_rules);
+    tcase_add_test(tc, test_store_url_and_env);
     tcase_add_test(tc, test_manifest_schema_matches_config_keys);
     tcase_add_test(tc, test_out_of_memory);
     suite_add_tcase(s, tc);

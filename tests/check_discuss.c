@@ -25,6 +25,7 @@
 #include "fake_discord.h"
 #include "store.h"
 #include "store_discuss.h"
+#include "pg_server.h"
 #include "testutil.h"
 
 const oc_plugin *oc_plugin_entry(void);
@@ -222,7 +223,7 @@ static void setup(void)
     ck_assert_int_eq(fake_discord_add_user(fd, "T-coder", CODER_ID, "coder", 1), 0);
     ck_assert_int_eq(fake_discord_add_channel(fd, ORIGIN, "work", NULL), 0);
     dir = tu_mkdtemp();
-    db = tu_path(dir, "dirigent.db");
+    db = tu_db_target(dir); /* a file, or a PostgreSQL schema in discuss_pg */
     ws = tu_path(dir, "ws-planner");
     ck_assert_int_eq(mkdir(ws, 0755), 0);
     tpl_dir = NULL;
@@ -247,15 +248,17 @@ static void teardown(void)
 static void plugin_start(void)
 {
     char text[4096];
+    char *store = tu_store_member_of(db);
     snprintf(text, sizeof text,
-             "{\"noReplyProvider\":\"noreply\",\"noReplyModel\":\"no-reply\",\"dbPath\":\"%s\","
+             "{\"noReplyProvider\":\"noreply\",\"noReplyModel\":\"no-reply\",%s,"
              "\"discord\":{\"apiBase\":\"%s\",\"guildId\":\"%s\",\"moderatorToken\":\"%s\","
              "\"moderatorUserId\":\"%s\",\"timeoutMs\":5000},"
              "\"discussion\":{\"maxSummaryBytes\":%ld,\"maxGuideChars\":%ld},"
              "\"agents\":{\"planner\":{\"discordUserId\":\"%s\"},"
              "\"reviewer\":{\"discordUserId\":\"%s\"},\"coder\":{\"discordUserId\":\"%s\"}}}",
-             db, fake_discord_url(fd), fake_discord_guild_id(fd), MOD_TOKEN, MOD_ID,
+             store, fake_discord_url(fd), fake_discord_guild_id(fd), MOD_TOKEN, MOD_ID,
              max_summary, max_guide, PLANNER_ID, REVIEWER_ID, CODER_ID);
+    free(store);
     json_t *cfg = tu_json(text);
     H.ntools = 0;
     H.nhooks = 0;
@@ -418,6 +421,13 @@ static dg_discussion load_row(const char *channel)
 
 static int count_rows(const char *table)
 {
+    if (pgs_running()) {
+        char q[512];
+        snprintf(q, sizeof q, "SELECT COUNT(*) FROM %s", table);
+        long n = pgs_value(db, q);
+        ck_assert_msg(n >= 0, "%s failed on PostgreSQL", q);
+        return (int)n;
+    }
     sqlite3 *s;
     ck_assert_int_eq(sqlite3_open_v2(db, &s, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     char sql[512];
@@ -1886,10 +1896,16 @@ START_TEST(test_tools_out_of_memory)
 }
 END_TEST
 
-Suite *make_discuss_suite(void)
+/* The cases of discuss and discuss_pg (on_pg: the store is a PostgreSQL
+ * database, tests/support/pg_server.h). */
+static Suite *discuss_suite(const char *name, int on_pg)
 {
-    Suite *s = suite_create("discuss");
+    Suite *s = suite_create(name);
+    if (on_pg && pgs_skipped())
+        return s;
     TCase *tc = tcase_create("story");
+    if (on_pg)
+        pgs_on_pg(tc, 0);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_story);
@@ -1899,6 +1915,8 @@ Suite *make_discuss_suite(void)
     suite_add_tcase(s, tc);
 
     tc = tcase_create("callback");
+    if (on_pg)
+        pgs_on_pg(tc, 0);
     tcase_add_checked_fixture(tc, refusal_setup, teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_refuse_not_discussion_channel);
@@ -1913,6 +1931,8 @@ Suite *make_discuss_suite(void)
     suite_add_tcase(s, tc);
 
     tc = tcase_create("create");
+    if (on_pg)
+        pgs_on_pg(tc, 0);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_create_validation);
@@ -1926,6 +1946,8 @@ Suite *make_discuss_suite(void)
     suite_add_tcase(s, tc);
 
     tc = tcase_create("idempotent");
+    if (on_pg)
+        pgs_on_pg(tc, 0);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_create_repeat_returns_first_result);
@@ -1936,14 +1958,28 @@ Suite *make_discuss_suite(void)
     suite_add_tcase(s, tc);
 
     tc = tcase_create("idempotent_callback");
+    if (on_pg)
+        pgs_on_pg(tc, 1);
     tcase_add_checked_fixture(tc, refusal_setup, teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_callback_repeat_returns_first_result);
     tcase_add_test(tc, test_callback_same_id_racing);
     suite_add_tcase(s, tc);
+    if (on_pg) /* the allocation sweeps cover the plugin's code, which is the same */
+        return s;
     tc = tcase_create("oom");
     tcase_set_timeout(tc, 600);
     tcase_add_loop_test(tc, test_tools_out_of_memory, 0, 2);
     suite_add_tcase(s, tc);
     return s;
+}
+
+Suite *make_discuss_suite(void)
+{
+    return discuss_suite("discuss", 0);
+}
+
+Suite *make_discuss_pg_suite(void)
+{
+    return discuss_suite("discuss_pg", 1);
 }

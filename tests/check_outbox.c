@@ -20,6 +20,7 @@
 #include "store.h"
 #include "store_discuss.h"
 #include "store_outbox.h"
+#include "pg_server.h"
 #include "testutil.h"
 
 #define MEMBER "300000000000000001"
@@ -74,7 +75,7 @@ static oenv *oenv_open(const dg_discord_options *tune)
     oenv *o = calloc(1, sizeof *o);
     ck_assert_ptr_nonnull(o);
     o->dir = tu_mkdtemp();
-    o->db = tu_path(o->dir, "dirigent.db");
+    o->db = tu_db_target(o->dir);
     fake_up(o);
     env_up(o, tune);
     return o;
@@ -418,7 +419,7 @@ START_TEST(refused_token_holds_every_row)
     oenv *o = calloc(1, sizeof *o);
     ck_assert_ptr_nonnull(o);
     o->dir = tu_mkdtemp();
-    o->db = tu_path(o->dir, "dirigent.db");
+    o->db = tu_db_target(o->dir);
     char err[200];
     ck_assert_msg(fake_discord_start(NULL, &o->fd, err, sizeof err) == 0, "%s", err);
     ck_assert_int_eq(fake_discord_add_channel(o->fd, NULL, "general", o->chan), 0);
@@ -619,7 +620,7 @@ START_TEST(crash_between_accept_and_mark)
 {
     oenv *o = calloc(1, sizeof *o);
     o->dir = tu_mkdtemp();
-    o->db = tu_path(o->dir, "dirigent.db");
+    o->db = tu_db_target(o->dir);
     /* Fork before any thread exists; the child learns the URL by pipe. */
     int pfd[2];
     ck_assert_int_eq(pipe(pfd), 0);
@@ -982,10 +983,16 @@ START_TEST(shutdown_bounded_during_backoff)
 }
 END_TEST
 
-Suite *make_outbox_suite(void)
+/* The cases of outbox and outbox_pg (on_pg: the store is a PostgreSQL
+ * database, tests/support/pg_server.h). */
+static Suite *outbox_suite(const char *name, int on_pg)
 {
-    Suite *s = suite_create("outbox");
+    Suite *s = suite_create(name);
+    if (on_pg && pgs_skipped())
+        return s;
     TCase *tc = tcase_create("outbox");
+    if (on_pg)
+        pgs_on_pg(tc, 0);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, sends_with_nonce_and_marks_sent);
     tcase_add_test(tc, enqueue_refuses_bad_input);
@@ -1007,8 +1014,20 @@ Suite *make_outbox_suite(void)
     tcase_add_test(tc, shutdown_bounded_during_backoff);
     suite_add_tcase(s, tc);
     TCase *load = tcase_create("load");
+    if (on_pg)
+        pgs_on_pg(load, 1);
     tcase_set_timeout(load, 240);
     tcase_add_loop_test(load, five_hundred_through_thirty_percent_failures, 0, 2);
     suite_add_tcase(s, load);
     return s;
+}
+
+Suite *make_outbox_suite(void)
+{
+    return outbox_suite("outbox", 0);
+}
+
+Suite *make_outbox_pg_suite(void)
+{
+    return outbox_suite("outbox_pg", 1);
 }

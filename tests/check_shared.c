@@ -17,6 +17,7 @@
 #include "fake_discord.h"
 #include "outbox.h"
 #include "outbox_env.h"
+#include "pg_server.h"
 #include "store.h"
 #include "store_outbox.h"
 #include "store_shared.h"
@@ -75,7 +76,7 @@ static const char *changes_of(dg_store *st, int64_t after, int64_t *upto)
 
 START_TEST(change_log_names_what_other_instances_changed)
 {
-    char *dir = tu_mkdtemp(), *db = tu_path(dir, "dirigent.db");
+    char *dir = tu_mkdtemp(), *db = tu_db_target(dir);
     dg_store *a = open_store(db), *b = open_store(db);
     ck_assert_str_ne(dg_store_instance(a), dg_store_instance(b));
     int64_t seq0 = dg_store_change_seq(b);
@@ -125,7 +126,7 @@ static void take(dg_store *st, const char *name, int64_t now, int64_t until, int
 
 START_TEST(lease_held_renewed_taken_over_and_released)
 {
-    char *dir = tu_mkdtemp(), *db = tu_path(dir, "dirigent.db");
+    char *dir = tu_mkdtemp(), *db = tu_db_target(dir);
     dg_store *a = open_store(db), *b = open_store(db);
     take(a, "outbox:1", 1000, 2000, 0, 1, 1, 0);      /* new: a's */
     take(b, "outbox:1", 1500, 2500, 0, 0, 0, 2000);   /* running: not b's */
@@ -308,7 +309,7 @@ START_TEST(two_processes_send_each_row_once_in_order)
 {
     shenv s = {0};
     s.dir = tu_mkdtemp();
-    s.db = tu_path(s.dir, "dirigent.db");
+    s.db = tu_db_target(s.dir);
     dg_store_close(open_store(s.db)); /* the schema exists before the children open it */
     int w1, w2;
     pid_t p1 = spawn(&w1, s.db, 0, 16), p2 = spawn(&w2, s.db, 0, 16);
@@ -345,7 +346,7 @@ START_TEST(dead_instance_channels_taken_over)
 {
     shenv s = {0};
     s.dir = tu_mkdtemp();
-    s.db = tu_path(s.dir, "dirigent.db");
+    s.db = tu_db_target(s.dir);
     dg_store_close(open_store(s.db));
     int wa, wb;
     pid_t pa = spawn(&wa, s.db, 1000, 1), pb = spawn(&wb, s.db, 1000, 1);
@@ -410,10 +411,7 @@ START_TEST(two_engines_on_one_file_agree)
 {
     tth a, b;
     tth_start(&a, "channel", NULL);
-    char *db = tu_path(a.dir, "dirigent.db");
-    char extra[512];
-    snprintf(extra, sizeof extra, "\"dbPath\":\"%s\"", db);
-    tth_start(&b, "channel", extra);
+    tth_start(&b, "channel", a.store); /* a's store: its dbPath or store.url again */
     ck_assert_str_ne(dg_store_instance(tth_plugin(&a)->store),
                      dg_store_instance(tth_plugin(&b)->store));
     /* Alternate which instance sees each event first; both see every one
@@ -445,15 +443,20 @@ START_TEST(two_engines_on_one_file_agree)
     ck_assert(dg_turn_state_same(&sa, &sb));
     tth_free(&b);
     tth_free(&a);
-    free(db);
 }
 END_TEST
 
-Suite *make_shared_suite(void)
+/* The cases of both suites; on_pg: the store is a PostgreSQL database of
+ * a server the suite starts (tu_db_target gives each test its schema). */
+static Suite *shared_suite(const char *name, int on_pg)
 {
-    Suite *s = suite_create("shared");
-    TCase *tc = tcase_create("shared");
+    Suite *s = suite_create(name);
+    if (on_pg && pgs_skipped())
+        return s;
+    TCase *tc = tcase_create(name);
     tcase_set_timeout(tc, 150);
+    if (on_pg)
+        pgs_on_pg(tc, 1);
     tcase_add_test(tc, change_log_names_what_other_instances_changed);
     tcase_add_test(tc, lease_held_renewed_taken_over_and_released);
     tcase_add_loop_test(tc, two_processes_send_each_row_once_in_order, 0, 2);
@@ -461,4 +464,15 @@ Suite *make_shared_suite(void)
     tcase_add_test(tc, two_engines_on_one_file_agree);
     suite_add_tcase(s, tc);
     return s;
+}
+
+Suite *make_shared_suite(void)
+{
+    return shared_suite("shared", 0);
+}
+
+/* The same cases with the instances on one PostgreSQL database. */
+Suite *make_shared_pg_suite(void)
+{
+    return shared_suite("shared_pg", 1);
 }

@@ -76,12 +76,12 @@ START_TEST(test_pragmas_are_set)
     char err[256];
     ck_assert_int_eq(dg_store_open(path, &st, err, sizeof err), OC_OK);
     ck_assert_int_eq(dg_store_begin(st), OC_OK);
-    sqlite3_stmt *s = dg_store_stmt(st, "PRAGMA journal_mode");
-    ck_assert_int_eq(sqlite3_step(s), SQLITE_ROW);
-    ck_assert_str_eq((const char *)sqlite3_column_text(s, 0), "wal");
+    dg_stmt *s = dg_store_stmt(st, "PRAGMA journal_mode");
+    ck_assert_int_eq(dg_step(s), DG_ROW);
+    ck_assert_str_eq(dg_col_text(s, 0), "wal");
     s = dg_store_stmt(st, "PRAGMA foreign_keys");
-    ck_assert_int_eq(sqlite3_step(s), SQLITE_ROW);
-    ck_assert_int_eq(sqlite3_column_int(s, 0), 1);
+    ck_assert_int_eq(dg_step(s), DG_ROW);
+    ck_assert_int_eq(dg_col_int(s, 0), 1);
     dg_store_rollback(st);
     dg_store_close(st);
     free(path);
@@ -95,8 +95,8 @@ START_TEST(test_reopen_keeps_data_and_version)
     char err[256];
     ck_assert_int_eq(dg_store_open(path, &st, err, sizeof err), OC_OK);
     ck_assert_int_eq(dg_store_begin(st), OC_OK);
-    sqlite3_stmt *s = dg_store_stmt(st, "INSERT INTO dg_meta(key, value) VALUES ('k', 'v')");
-    ck_assert_int_eq(sqlite3_step(s), SQLITE_DONE);
+    dg_stmt *s = dg_store_stmt(st, "INSERT INTO dg_meta(key, value) VALUES ('k', 'v')");
+    ck_assert_int_eq(dg_step(s), DG_DONE);
     ck_assert_int_eq(dg_store_commit(st), OC_OK);
     dg_store_close(st);
 
@@ -104,8 +104,8 @@ START_TEST(test_reopen_keeps_data_and_version)
     ck_assert_int_eq(dg_store_opened_version(st), dg_store_schema_version());
     ck_assert_int_eq(dg_store_begin(st), OC_OK);
     s = dg_store_stmt(st, "SELECT value FROM dg_meta WHERE key = 'k'");
-    ck_assert_int_eq(sqlite3_step(s), SQLITE_ROW);
-    ck_assert_str_eq((const char *)sqlite3_column_text(s, 0), "v");
+    ck_assert_int_eq(dg_step(s), DG_ROW);
+    ck_assert_str_eq(dg_col_text(s, 0), "v");
     dg_store_rollback(st);
     dg_store_close(st);
     free(path);
@@ -137,9 +137,9 @@ START_TEST(test_migration_from_previous_version)
     ck_assert_int_eq(dg_store_open(path, &st, err, sizeof err), OC_OK);
     ck_assert_int_eq(dg_store_opened_version(st), n - 1);
     ck_assert_int_eq(dg_store_begin(st), OC_OK);
-    sqlite3_stmt *s = dg_store_stmt(st, "SELECT value FROM dg_meta WHERE key = 'old'");
-    ck_assert_int_eq(sqlite3_step(s), SQLITE_ROW);
-    ck_assert_str_eq((const char *)sqlite3_column_text(s, 0), "row");
+    dg_stmt *s = dg_store_stmt(st, "SELECT value FROM dg_meta WHERE key = 'old'");
+    ck_assert_int_eq(dg_step(s), DG_ROW);
+    ck_assert_str_eq(dg_col_text(s, 0), "row");
     dg_store_rollback(st);
     dg_store_close(st);
     ck_assert_int_eq(user_version(path), n);
@@ -417,14 +417,14 @@ START_TEST(test_rollback_discards_and_commit_keeps)
     char err[256];
     ck_assert_int_eq(dg_store_open(path, &st, err, sizeof err), OC_OK);
     ck_assert_int_eq(dg_store_begin(st), OC_OK);
-    sqlite3_stmt *s = dg_store_stmt(st, "INSERT INTO dg_meta(key, value) VALUES (?1, 'v')");
+    dg_stmt *s = dg_store_stmt(st, "INSERT INTO dg_meta(key, value) VALUES (?1, 'v')");
     dg_store_bind_text(s, 1, "gone");
-    ck_assert_int_eq(sqlite3_step(s), SQLITE_DONE);
+    ck_assert_int_eq(dg_step(s), DG_DONE);
     dg_store_rollback(st);
     ck_assert_int_eq(dg_store_begin(st), OC_OK);
     s = dg_store_stmt(st, "SELECT count(*) FROM dg_meta WHERE key = 'gone'");
-    ck_assert_int_eq(sqlite3_step(s), SQLITE_ROW);
-    ck_assert_int_eq(sqlite3_column_int(s, 0), 0);
+    ck_assert_int_eq(dg_step(s), DG_ROW);
+    ck_assert_int_eq(dg_col_int(s, 0), 0);
     dg_store_rollback(st);
     dg_store_close(st);
     free(path);
@@ -436,6 +436,9 @@ Suite *make_store_suite(void)
     Suite *s = suite_create("store");
     TCase *tc = tcase_create("store");
     tcase_add_checked_fixture(tc, setup, teardown);
+    /* Check's default 4 s: every_version_migrates_to_current ran out of it
+     * under SANITIZE=1 with the machine's load at 6 on 2 cores. */
+    tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_fresh_database_is_created_at_current_version);
     tcase_add_test(tc, test_pragmas_are_set);
     tcase_add_test(tc, test_reopen_keeps_data_and_version);

@@ -26,6 +26,7 @@
 #include "store_discuss.h"
 #include "store_internal.h"
 #include "store_turns.h"
+#include "pg_server.h"
 #include "testutil.h"
 #include "turn_test_host.h"
 #include "turns.h"
@@ -1954,10 +1955,16 @@ START_TEST(test_env_policy_override_reaches_the_hooks)
 }
 END_TEST
 
-Suite *make_turn_hooks_suite(void)
+/* The cases of turn_hooks and turn_hooks_pg (on_pg: the plugin's store is
+ * a PostgreSQL database, tests/support/pg_server.h). */
+static Suite *turn_hooks_suite(const char *name, int on_pg)
 {
-    Suite *s = suite_create("turn_hooks");
+    Suite *s = suite_create(name);
+    if (on_pg && pgs_skipped())
+        return s;
     TCase *ch = tcase_create("channel_policy");
+    if (on_pg)
+        pgs_on_pg(ch, 0);
     tcase_add_checked_fixture(ch, setup_channel, teardown);
     tcase_set_timeout(ch, 60);
     tcase_add_test(ch, test_registers_the_seven_hooks);
@@ -1974,7 +1981,8 @@ Suite *make_turn_hooks_suite(void)
     tcase_add_test(ch, test_bug10_one_state_owner_across_sessions_and_restart);
     tcase_add_test(ch, test_restart_mid_round_keeps_next_speaker);
     tcase_add_test(ch, test_concurrent_hooks_from_8_threads_keep_one_speaker);
-    tcase_add_test(ch, test_failed_commit_is_never_seen_and_leaves_the_turn);
+    if (!on_pg) /* it fails a commit through a SQLite commit hook */
+        tcase_add_test(ch, test_failed_commit_is_never_seen_and_leaves_the_turn);
     tcase_add_test(ch, test_state_row_round_trip);
     tcase_add_test(ch, test_handoff_mentions_next_speaker_once);
     tcase_add_test(ch, test_loop_guard_rests_scope_and_says_so_once);
@@ -2011,12 +2019,16 @@ Suite *make_turn_hooks_suite(void)
     suite_add_tcase(s, ch);
 
     TCase *nc = tcase_create("no_cooldown");
+    if (on_pg)
+        pgs_on_pg(nc, 0);
     tcase_add_checked_fixture(nc, setup_no_cooldown, teardown);
     tcase_add_test(nc, test_bug7_closed_notice_once_per_message);
     tcase_add_test(nc, test_closed_notice_no_ping_pong_with_a_bot);
     suite_add_tcase(s, nc);
 
     TCase *th = tcase_create("thread_policy");
+    if (on_pg)
+        pgs_on_pg(th, 1);
     tcase_add_checked_fixture(th, setup_thread, teardown);
     tcase_set_timeout(th, 60);
     tcase_add_test(th, test_three_agents_count_to_eleven_in_a_thread);
@@ -2032,4 +2044,14 @@ Suite *make_turn_hooks_suite(void)
     tcase_add_test(th, test_session_model_text_appended_once_thread_policy);
     suite_add_tcase(s, th);
     return s;
+}
+
+Suite *make_turn_hooks_suite(void)
+{
+    return turn_hooks_suite("turn_hooks", 0);
+}
+
+Suite *make_turn_hooks_pg_suite(void)
+{
+    return turn_hooks_suite("turn_hooks_pg", 1);
 }

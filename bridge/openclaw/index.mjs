@@ -148,6 +148,7 @@ function findSo(opts, rootDir) {
 const RUNTIME_PACKAGES = {
   'libjansson.so.4': 'libjansson4',
   'libsqlite3.so.0': 'libsqlite3-0',
+  'libpq.so.5': 'libpq5',
   'libcurl.so.4': 'libcurl4 (libcurl4t64 on Debian 13 / Ubuntu 24.04 and later)',
   'libmicrohttpd.so.12': 'libmicrohttpd12 (libmicrohttpd12t64 on Debian 13 / Ubuntu 24.04 and later)',
   'libc.so.6': 'libc6',
@@ -188,7 +189,7 @@ function explainLoadError(file, e) {
     const needer = path.basename(file) === lib ? 'the bridge' : file;
     return new Error(`${needer} needs ${lib}, which is not installed` +
       (pkg ? `: install the package ${pkg} (apt-get install ${pkg.split(' ')[0]})` : ' (install the package that provides it)') +
-      `; runtime packages: libjansson4 libsqlite3-0 libcurl4 (${raw})`);
+      `; runtime packages: libjansson4 libsqlite3-0 libpq5 libcurl4 (${raw})`);
   }
   return new Error(`cannot load ${file}: ${raw}`);
 }

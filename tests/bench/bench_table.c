@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define MAX_ROWS 32
 
@@ -80,4 +81,17 @@ double bench_pct(const double *sorted, long n, double p)
         return 0;
     long i = (long)(p * (double)(n - 1) + 0.5);
     return sorted[i];
+}
+
+long bench_env_long(const char *name, long dflt)
+{
+    const char *v = getenv(name);
+    return v && *v ? strtol(v, NULL, 10) : dflt;
+}
+
+double bench_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }

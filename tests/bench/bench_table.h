@@ -23,4 +23,10 @@ double bench_pct(const double *sorted, long n, double p);
 /* Sort n samples ascending in place. */
 void bench_sort(double *v, long n);
 
+/* A size from the environment (name unset or empty: dflt). */
+long bench_env_long(const char *name, long dflt);
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+double bench_now_ns(void);
+
 #endif

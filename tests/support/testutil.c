@@ -2,6 +2,7 @@
  * testutil.c -- helpers for the Check suites (temp folders, files, JSON).
  */
 #include "testutil.h"
+#include "pg_server.h"
 
 #include <check.h>
 #include <fcntl.h>
@@ -136,4 +137,26 @@ int tu_run_wait(const char *const *argv, const char *out_path, const char *err_p
         waitpid(pid, &st, 0);
     }
     return done && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+char *tu_db_target(const char *dir)
+{
+    return pgs_running() ? pgs_fresh_url() : tu_path(dir, "dirigent.db");
+}
+
+char *tu_store_member_of(const char *target)
+{
+    char *out = NULL;
+    int pg = !strncmp(target, "postgresql://", 13);
+    if (asprintf(&out, pg ? "\"store\":{\"url\":\"%s\"}" : "\"dbPath\":\"%s\"", target) < 0)
+        ck_abort_msg("out of memory"); /* no Check call on success: benches use it too */
+    return out;
+}
+
+char *tu_store_member(const char *dir)
+{
+    char *t = tu_db_target(dir);
+    char *out = tu_store_member_of(t);
+    free(t);
+    return out;
 }

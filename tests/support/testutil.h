@@ -17,6 +17,18 @@ void tu_rmtree(const char *path);
 /* malloc'd "dir/name"; caller frees. */
 char *tu_path(const char *dir, const char *name);
 
+/* Where a test's store lives: while a PostgreSQL suite's server runs
+ * (pg_server.h), the url of a fresh schema; else "dir/dirigent.db". The
+ * same test body thus runs on both backends. malloc'd; caller frees. */
+char *tu_db_target(const char *dir);
+
+/* The plugin config member naming that store: "dbPath":"<file>" or
+ * "store":{"url":"<url>"} (no braces around it). malloc'd; caller frees. */
+char *tu_store_member(const char *dir);
+
+/* The same member for a target tu_db_target gave. malloc'd. */
+char *tu_store_member_of(const char *target);
+
 /* Write text into a file (truncating); 0 on success. */
 int tu_write_file(const char *path, const char *text);
 

@@ -181,6 +181,7 @@ void tth_start_ex(tth *h, const char *policy, const char *extra, int old_host)
     pthread_cond_init(&h->relay_cv, NULL);
     unsetenv("DIRIGENT_MODERATOR_TOKEN");
     unsetenv("DIRIGENT_SESSION_POLICY");
+    unsetenv("DIRIGENT_STORE_URL"); /* the store is the one tu_store_member names */
     h->api = (oc_host_api){
         .abi_major = OC_ABI_MAJOR, .abi_minor = OC_ABI_MINOR,
         .struct_size = sizeof(oc_host_api), .host = (oc_host *)h,
@@ -190,10 +191,10 @@ void tth_start_ex(tth *h, const char *policy, const char *extra, int old_host)
     h->plugin = oc_plugin_entry();
     h->dir = tu_mkdtemp();
     atomic_store(&h->now_ms, 1000000);
-    char *db = tu_path(h->dir, "dirigent.db");
+    h->store = tu_store_member(h->dir);
     if (asprintf(&h->config,
                  "{\"noReplyProvider\":\"noreply\",\"noReplyModel\":\"no-reply-1\","
-                 "\"sessionPolicy\":\"%s\",\"dbPath\":\"%s\","
+                 "\"sessionPolicy\":\"%s\",%s,"
                  "\"discord\":{\"moderatorUserId\":\"" TTH_MOD_UID "\","
                  "\"guildId\":\"500000000000000001\"},"
                  "\"agents\":{\"alpha\":{\"discordUserId\":\"" TTH_ALPHA_UID "\"},"
@@ -204,9 +205,8 @@ void tth_start_ex(tth *h, const char *policy, const char *extra, int old_host)
                  "\"foxtrot\":{\"discordUserId\":\"100000000000000006\"},"
                  "\"golf\":{\"discordUserId\":\"100000000000000007\"},"
                  "\"hotel\":{\"discordUserId\":\"100000000000000008\"}}%s%s}",
-                 policy, db, extra ? "," : "", extra ? extra : "") < 0)
+                 policy, h->store, extra ? "," : "", extra ? extra : "") < 0)
         TTH_EXPECT(0, "out of memory");
-    free(db);
     start_plugin(h);
 }
 
@@ -229,6 +229,7 @@ void tth_free(tth *h)
     tu_rmtree(h->dir);
     free(h->dir);
     free(h->config);
+    free(h->store);
     free(h->log);
     json_decref(h->sessions);
     pthread_cond_destroy(&h->relay_cv);

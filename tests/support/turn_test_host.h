@@ -44,6 +44,7 @@ typedef struct tth {
     void *state;                /* the plugin's dg_plugin */
     char *dir;                  /* temp folder holding the database */
     char *config;               /* JSON text of the plugin config */
+    char *store;                /* its member naming the store (tu_store_member) */
     _Atomic int64_t now_ms;     /* the plugin's clock */
     pthread_mutex_t mu;
     tth_hook hooks[16];

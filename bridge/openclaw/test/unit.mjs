@@ -112,7 +112,7 @@ await step('a .so that cannot load names the missing library and its package, or
   assert.equal(g.native, null);
   // Each runtime library of dirigent.so with its Debian/Ubuntu package.
   const explain = mod._internals.explainLoadError;
-  for (const [lib, pkg] of [['libjansson.so.4', 'libjansson4'], ['libsqlite3.so.0', 'libsqlite3-0'], ['libcurl.so.4', 'libcurl4']]) {
+  for (const [lib, pkg] of [['libjansson.so.4', 'libjansson4'], ['libsqlite3.so.0', 'libsqlite3-0'], ['libpq.so.5', 'libpq5'], ['libcurl.so.4', 'libcurl4']]) {
     const e = explain('/nowhere/dirigent.so', new Error(`Failed to load shared library: ${lib}: cannot open shared object file: No such file or directory`));
     assert.match(e.message, new RegExp(`^/nowhere/dirigent.so needs ${lib.replaceAll('.', '\\.')}, which is not installed: install the package ${pkg}[ (]`));
     assert.match(e.message, new RegExp(`apt-get install ${pkg}\\)`));

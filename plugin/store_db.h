@@ -1,0 +1,56 @@
+/*
+ * store_db.h -- the backend seam of the store: statements over SQLite or
+ * PostgreSQL (libpq). Included by plugin/store*.c only; SQL stays there.
+ *
+ * SQL is written once in the dialect both engines share: `?` or `?N`
+ * placeholders (PostgreSQL gets them as `$N`), INSERT ... ON CONFLICT, no
+ * PRAGMA outside store.c. An INSERT whose conflict is an expected answer
+ * says ON CONFLICT DO NOTHING and its caller reads dg_changes() == 0: a
+ * failed statement would end a PostgreSQL transaction, not only itself.
+ * Schema steps are SQLite DDL; store_pg.c translates the few type words
+ * (INTEGER -> BIGINT, TEXT -> TEXT COLLATE "C" so ids sort bytewise as in
+ * SQLite, INTEGER PRIMARY KEY -> BIGSERIAL, WITHOUT ROWID dropped).
+ *
+ * Every function here runs with the store lock held (inside a transaction
+ * or at init), on the calling thread.
+ */
+#ifndef DG_STORE_DB_H
+#define DG_STORE_DB_H
+
+#include <stdint.h>
+
+typedef struct dg_stmt dg_stmt;
+
+/* dg_step results. */
+enum {
+    DG_ROW = 1,   /* a row is ready: read it with dg_col_* */
+    DG_DONE = 0,  /* no (more) rows; a write finished */
+    DG_ERR = -1,  /* failed: dg_store_errmsg() says why */
+    DG_NOMEM = -2 /* out of memory (also a marker callers use in loops) */
+};
+
+/* Bind parameter idx (1-based). Text is copied (NULL binds SQL NULL). */
+void dg_bind_int64(dg_stmt *s, int idx, int64_t v);
+void dg_bind_null(dg_stmt *s, int idx);
+void dg_bind_text(dg_stmt *s, int idx, const char *text);
+/* Like dg_bind_text without the copy where the backend allows it: the
+ * caller keeps text alive until the statement has run (hot paths). */
+void dg_bind_text_borrowed(dg_stmt *s, int idx, const char *text);
+
+/* Run (first call) or advance. */
+int dg_step(dg_stmt *s);
+
+/* Columns of the current row (0-based). Text is borrowed until the next
+ * dg_step/dg_reset of s; NULL for SQL NULL. */
+int64_t dg_col_int64(dg_stmt *s, int col);
+int dg_col_int(dg_stmt *s, int col);
+const char *dg_col_text(dg_stmt *s, int col);
+int dg_col_null(dg_stmt *s, int col);
+
+/* Rows written by the last write that s ran. */
+long dg_changes(dg_stmt *s);
+
+/* Drop the result and the bindings; s stays prepared (cached). */
+void dg_reset(dg_stmt *s);
+
+#endif

@@ -1,0 +1,277 @@
+/*
+ * check_store_pg.c -- plugin/store_pg.c against a real PostgreSQL server
+ * (tests/support/pg_server.h, one per suite): which database is ours
+ * (new, ours at a version, another application's, a newer dirigent's, a
+ * version without its tables), the password kept out of every message,
+ * the statement seam's answers where the dialects differ (conflicts read
+ * as "no row changed", RETURNING ids, a failed statement failing the
+ * commit but not the connection), a reconnect after the server dropped
+ * the session, and the probe seeing another instance's commit at once.
+ * The areas' statements themselves run in the *_pg suites (shared_pg,
+ * outbox_pg, discuss_pg, turn_hooks_pg), which are the SQLite suites'
+ * cases on this backend.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "openclaw/plugin.h"
+#include "pg_server.h"
+#include "scope.h"
+#include "store.h"
+#include "store_internal.h"
+#include "store_outbox.h"
+#include "store_shared.h"
+#include "store_tool_calls.h"
+#include "store_turns.h"
+#include "testutil.h"
+
+static dg_store *open_ok(const char *url)
+{
+    dg_store *st = NULL;
+    char err[512];
+    ck_assert_msg(dg_store_open(url, &st, err, sizeof err) == OC_OK, "%s", err);
+    return st;
+}
+
+/* The number of rows of sql's first column, read on url. */
+static long count_of(const char *url, const char *sql)
+{
+    dg_store *st = open_ok(url);
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    dg_stmt *s = dg_store_stmt(st, sql);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(dg_step(s), DG_ROW);
+    long n = (long)dg_col_int64(s, 0);
+    dg_store_rollback(st);
+    dg_store_close(st);
+    return n;
+}
+
+START_TEST(new_database_created_then_reopened_at_its_version)
+{
+    char *url = pgs_fresh_url();
+    dg_store *st = open_ok(url);
+    ck_assert_int_eq(dg_store_opened_version(st), 0);
+    ck_assert_ptr_nonnull(strstr(dg_store_where(st), "PostgreSQL dirigent@"));
+    ck_assert_ptr_null(strstr(dg_store_where(st), PGS_PASSWORD));
+    dg_store_close(st);
+    st = open_ok(url);
+    ck_assert_int_eq(dg_store_opened_version(st), dg_store_schema_version());
+    dg_store_close(st);
+    ck_assert_int_eq(count_of(url, "SELECT version FROM dg_schema_version"),
+                     dg_store_schema_version());
+    /* Every text column sorts bytewise as in SQLite ('~' after every
+     * digit): the store's key ranges rely on it whatever the database's
+     * own collation. */
+    ck_assert_int_eq(count_of(url, "SELECT count(*) FROM information_schema.columns WHERE"
+                                   " table_schema = current_schema() AND data_type = 'text'"
+                                   " AND collation_name IS DISTINCT FROM 'C'"), 0);
+    ck_assert_int_gt(count_of(url, "SELECT count(*) FROM information_schema.columns WHERE"
+                                   " table_schema = current_schema() AND data_type = 'text'"), 10);
+    free(url);
+}
+END_TEST
+
+START_TEST(another_applications_database_refused_untouched)
+{
+    char *url = pgs_fresh_url();
+    ck_assert_int_eq(pgs_exec(url, "CREATE TABLE invoices (id int)"), 0);
+    dg_store *st = NULL;
+    char err[512];
+    ck_assert_int_eq(dg_store_open(url, &st, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_ptr_null(st);
+    ck_assert_msg(strstr(err, "invoices") && strstr(err, "of its own"), "%s", err);
+    /* Nothing written: no table of ours appeared. */
+    ck_assert_int_eq(pgs_value(url, "SELECT count(*) FROM information_schema.tables WHERE"
+                                    " table_schema = current_schema()"), 1);
+    free(url);
+}
+END_TEST
+
+START_TEST(newer_schema_refused)
+{
+    char *url = pgs_fresh_url();
+    dg_store_close(open_ok(url));
+    char sql[96];
+    snprintf(sql, sizeof sql, "UPDATE dg_schema_version SET version = %d",
+             dg_store_schema_version() + 1);
+    ck_assert_int_eq(pgs_exec(url, sql), 0);
+    dg_store *st = NULL;
+    char err[512];
+    ck_assert_int_eq(dg_store_open(url, &st, err, sizeof err), OC_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(err, "newer dirigent"), "%s", err);
+    free(url);
+}
+END_TEST
+
+START_TEST(version_without_its_tables_refused)
+{
+    char *url = pgs_fresh_url();
+    ck_assert_int_eq(pgs_exec(url, "CREATE TABLE dg_schema_version (version BIGINT NOT NULL);"
+                                   "INSERT INTO dg_schema_version VALUES (3)"), 0);
+    dg_store *st = NULL;
+    char err[512];
+    ck_assert_int_eq(dg_store_open(url, &st, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_msg(strstr(err, "lacks its tables"), "%s", err);
+    free(url);
+}
+END_TEST
+
+/* Each refusal names the store as user@host/db and never spells the
+ * password (neither the one given nor the right one). */
+START_TEST(password_never_in_a_message)
+{
+    static const char wrong[] = "Wrong-Passw0rd-42";
+    char url[768], err[512];
+    dg_store *st = NULL;
+    const char *tail = strchr(pgs_url(), '@');
+    snprintf(url, sizeof url, "postgresql://dirigent:%s%s", wrong, tail);
+    ck_assert_int_eq(dg_store_open(url, &st, err, sizeof err), OC_ERR_IO);
+    ck_assert_msg(strstr(err, "password authentication failed"), "%s", err);
+    ck_assert_msg(strstr(err, "dirigent@"), "%s", err);
+    ck_assert_msg(!strstr(err, wrong) && !strstr(err, "Passw0rd"), "%s", err);
+    /* An unreadable url: libpq's parse error must not carry it either. */
+    snprintf(url, sizeof url, "postgresql://dirigent:%s@/postgres?nosuchoption=1", wrong);
+    ck_assert_int_eq(dg_store_open(url, &st, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_msg(!strstr(err, wrong) && strstr(err, "store.url"), "%s", err);
+    /* No server at that socket: the message names it without the password. */
+    snprintf(url, sizeof url, "postgresql://dirigent:%s@/postgres?host=/nonexistent&port=1",
+             PGS_PASSWORD);
+    ck_assert_int_eq(dg_store_open(url, &st, err, sizeof err), OC_ERR_IO);
+    ck_assert_msg(!strstr(err, PGS_PASSWORD) && strstr(err, "/nonexistent"), "%s", err);
+}
+END_TEST
+
+/* A conflict is "no row changed" (an error would abort the transaction);
+ * RETURNING gives increasing ids. */
+START_TEST(conflicts_and_returned_ids)
+{
+    char *url = pgs_fresh_url();
+    dg_store *st = open_ok(url);
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    int fresh = 0;
+    ck_assert_int_eq(dg_store_turns_seen_claim(st, "41", "1001", 5, &fresh), OC_OK);
+    ck_assert_int_eq(fresh, 1);
+    ck_assert_int_eq(dg_store_turns_seen_claim(st, "41", "1001", 6, &fresh), OC_OK);
+    ck_assert_int_eq(fresh, 0);
+    ck_assert_int_eq(dg_store_tool_call_intent(st, "t", "c1", "f", 7), OC_OK);
+    ck_assert_int_eq(dg_store_tool_call_intent(st, "t", "c1", "f", 8), OC_ERR_CONFLICT);
+    dg_outbox_row row = {.channel_id = "41", .content = "hello", .mentions = "",
+                         .nonce = "n1", .part = 1, .parts = 1, .created_at_ms = 9};
+    int64_t id1 = 0, id2 = 0;
+    ck_assert_int_eq(dg_store_outbox_insert(st, &row, &id1), OC_OK);
+    row.nonce = "n2";
+    ck_assert_int_eq(dg_store_outbox_insert(st, &row, &id2), OC_OK);
+    ck_assert_int_gt(id1, 0);
+    ck_assert_int_gt(id2, id1);
+    /* The transaction is still good after the conflicts. */
+    ck_assert_int_eq(dg_store_commit(st), OC_OK);
+    dg_store_close(st);
+    ck_assert_int_eq(count_of(url, "SELECT count(*) FROM outbox"), 2);
+    ck_assert_int_eq(count_of(url, "SELECT count(*) FROM tool_calls"), 1);
+    free(url);
+}
+END_TEST
+
+/* A failed statement aborts a PostgreSQL transaction: the commit must say
+ * so (not report success), nothing is kept, and the store goes on. */
+START_TEST(failed_statement_fails_the_commit_not_the_store)
+{
+    char *url = pgs_fresh_url();
+    dg_store *st = open_ok(url);
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    int fresh = 0;
+    ck_assert_int_eq(dg_store_turns_seen_claim(st, "41", "2001", 5, &fresh), OC_OK);
+    dg_outbox_row bad = {.channel_id = "41", .content = "", .mentions = "", .nonce = "n",
+                         .part = 1, .parts = 1, .created_at_ms = 1}; /* content CHECK */
+    ck_assert_int_eq(dg_store_outbox_insert(st, &bad, NULL), OC_ERR_IO);
+    ck_assert_msg(strstr(dg_store_errmsg(st), "check constraint"), "%s", dg_store_errmsg(st));
+    ck_assert_int_eq(dg_store_commit(st), OC_ERR_IO);
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    ck_assert_int_eq(dg_store_turns_seen_claim(st, "41", "2001", 5, &fresh), OC_OK);
+    ck_assert_int_eq(fresh, 1); /* the first claim was not kept */
+    ck_assert_int_eq(dg_store_commit(st), OC_OK);
+    dg_store_close(st);
+    free(url);
+}
+END_TEST
+
+/* The server ends the session (a restart, an admin): the next transaction
+ * reconnects and prepares its statements again. */
+START_TEST(session_ended_by_the_server_reconnects)
+{
+    char *url = pgs_fresh_url();
+    dg_store *st = open_ok(url);
+    long n = 0;
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    ck_assert_int_eq(dg_store_turns_count(st, "seen", &n), OC_OK);
+    ck_assert_int_eq(dg_store_commit(st), OC_OK);
+    ck_assert_int_eq(pgs_exec(pgs_url(), "SELECT pg_terminate_backend(pid) FROM "
+                                         "pg_stat_activity WHERE usename = 'dirigent' AND "
+                                         "pid <> pg_backend_pid()"), 0);
+    /* The first attempt may meet the dead socket; one more must work. */
+    int ok = dg_store_begin(st) == OC_OK && dg_store_turns_count(st, "seen", &n) == OC_OK;
+    if (ok)
+        ok = dg_store_commit(st) == OC_OK;
+    else
+        dg_store_rollback(st);
+    if (!ok) {
+        ck_assert_int_eq(dg_store_begin(st), OC_OK);
+        ck_assert_int_eq(dg_store_turns_count(st, "seen", &n), OC_OK);
+        ck_assert_int_eq(dg_store_commit(st), OC_OK);
+    }
+    ck_assert_int_ge(dg_store_change_seq(st), 0); /* the probe reconnects too */
+    dg_store_close(st);
+    free(url);
+}
+END_TEST
+
+/* The probe sees another instance's commit as soon as the commit returned
+ * (no notification to wait for: never a stale answer). */
+START_TEST(probe_sees_the_other_instances_commit_at_once)
+{
+    char *url = pgs_fresh_url();
+    dg_store *a = open_ok(url), *b = open_ok(url);
+    int64_t s0 = dg_store_change_seq(b);
+    ck_assert_int_eq(s0, 0);
+    dg_scope sc;
+    ck_assert_int_eq(dg_scope_conversation("42", &sc), OC_OK);
+    dg_turn_state t;
+    memset(&t, 0, sizeof t);
+    t.speaker = t.anchor = DG_NOBODY;
+    t.active = 1;
+    ck_assert_int_eq(dg_store_begin(a), OC_OK);
+    ck_assert_int_eq(dg_store_turns_scope_save(a, &sc, NULL, &t, 0, 10), OC_OK);
+    ck_assert_int_eq(dg_store_commit(a), OC_OK);
+    int64_t s1 = dg_store_change_seq(b);
+    ck_assert_int_gt(s1, s0);
+    ck_assert_int_eq(dg_store_change_seq(b), s1); /* nothing new: the same answer */
+    dg_store_close(a);
+    dg_store_close(b);
+    free(url);
+}
+END_TEST
+
+Suite *make_store_pg_suite(void)
+{
+    Suite *s = suite_create("store_pg");
+    if (pgs_skipped())
+        return s;
+    TCase *tc = tcase_create("store_pg");
+    tcase_set_timeout(tc, 60);
+    pgs_on_pg(tc, 1);
+    tcase_add_test(tc, new_database_created_then_reopened_at_its_version);
+    tcase_add_test(tc, another_applications_database_refused_untouched);
+    tcase_add_test(tc, newer_schema_refused);
+    tcase_add_test(tc, version_without_its_tables_refused);
+    tcase_add_test(tc, password_never_in_a_message);
+    tcase_add_test(tc, conflicts_and_returned_ids);
+    tcase_add_test(tc, failed_statement_fails_the_commit_not_the_store);
+    tcase_add_test(tc, session_ended_by_the_server_reconnects);
+    tcase_add_test(tc, probe_sees_the_other_instances_commit_at_once);
+    suite_add_tcase(s, tc);
+    return s;
+}
