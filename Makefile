@@ -19,8 +19,12 @@
 #   tests/support/*.c      -> test helpers linked into the runner
 #   tests/plugins/*.c      -> fixture plugins build/tests/plugins/<name>.so
 #   servers/<name>.c       -> build/<name> (small standalone servers)
-#   common/*.c             -> rules shared by the plugin and ocgw (token shape, agent
-#                             ids): built into both, so each rule exists once
+#   common/*.c             -> build/libdgcommon.a: what several parts share, written
+#                             once (token shape, agent ids, secret scrubbing, UTF-8,
+#                             string buffer, key checker, HTTP-server scaffold); each
+#                             program takes the members it uses
+#   discord/*.c            -> build/libdgdiscord.a, the Discord REST client, linked
+#                             by dirigent.so and ocgw
 
 PKGS      := jansson sqlite3 libcurl libmicrohttpd libpq
 TEST_PKGS := check
@@ -68,14 +72,35 @@ CHECK_LIBS   = $(shell pkg-config --libs $(TEST_PKGS) 2>/dev/null)
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wformat=2 -Wno-format-nonliteral
 CFLAGS  ?= -O2 -g
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -DDG_VERSION=\"$(VERSION)\" $(WARN) $(CFLAGS) \
-             -fPIC -fvisibility=hidden -pthread -Iinclude -Icommon -Iplugin -Ihooks -Ihost -Itests/support \
-             -I$(B)/gen $(PKG_CFLAGS) $(SANFLAGS)
+BASE_CFLAGS = -std=c11 -D_GNU_SOURCE -DDG_VERSION=\"$(VERSION)\" $(WARN) $(CFLAGS) \
+             -fPIC -fvisibility=hidden -pthread -I$(B)/gen $(PKG_CFLAGS) $(SANFLAGS)
+ALL_CFLAGS = $(PART_INC) $(BASE_CFLAGS)
+
+# Include paths per part: a part sees include/, its own folder and the parts
+# below it, nothing else, so an include that points upwards (plugin/ using
+# hooks/, discord/ using plugin/, host/ using plugin/) fails the build.
+#   include/ <- common/ <- discord/ <- plugin/ <- hooks/      (dirigent.so)
+#   include/ <- common/ <- discord/ <- host/                  (libochost.a, ocgw)
+# Tests see every part. The objects of a part get its list (below); the
+# flags stamp leaves the lists out (they are fixed here, and a stamp made
+# for one part would be stale for the next).
+INC_common  := -Iinclude -Icommon
+INC_discord := $(INC_common) -Idiscord
+INC_plugin  := $(INC_discord) -Iplugin
+INC_hooks   := $(INC_plugin) -Ihooks
+INC_host    := $(INC_discord) -Ihost
+INC_servers := $(INC_common)
+INC_tests   := $(INC_hooks) -Ihost -Itests/support
+PART_INC     = $(INC_tests)
 LDFLAGS_ALL = -pthread $(SANFLAGS) $(LDFLAGS)
 
 COMMON_SRC := $(sort $(wildcard common/*.c))
 COMMON_OBJ := $(COMMON_SRC:%.c=$(B)/obj/%.o)
-PLUGIN_SRC := $(sort $(wildcard plugin/*.c hooks/*.c)) $(COMMON_SRC)
+COMMON_LIB := $(B)/libdgcommon.a
+DISCORD_SRC := $(sort $(wildcard discord/*.c))
+DISCORD_OBJ := $(DISCORD_SRC:%.c=$(B)/obj/%.o)
+DISCORD_LIB := $(B)/libdgdiscord.a
+PLUGIN_SRC := $(sort $(wildcard plugin/*.c hooks/*.c))
 PLUGIN_OBJ := $(PLUGIN_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/templates_embedded.o
 HOST_SRC   := $(sort $(filter-out host/ocgw%,$(wildcard host/*.c)))
 HOST_OBJ   := $(HOST_SRC:%.c=$(B)/obj/%.o)
@@ -129,7 +154,7 @@ $(B)/gen/suites.inc: $(TEST_SRC) \
 
 # The flags of this build, kept beside its objects; every object depends on it.
 FLAGS_STAMP := $(B)/gen/flags
-FLAGS_NOW = $(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) $(LDFLAGS_ALL)
+FLAGS_NOW = $(CC) $(BASE_CFLAGS) $(CHECK_CFLAGS) $(LDFLAGS_ALL)
 $(FLAGS_STAMP): $(call stale_unless,$(FLAGS_NOW),$(file <$(FLAGS_STAMP)))
 	@mkdir -p $(@D)
 	@printf '%s\n' '$(subst ','\'',$(FLAGS_NOW))' > $@
@@ -141,6 +166,14 @@ $(B)/obj/%.o: %.c $(FLAGS_STAMP)
 
 # Suites and benches are found by name, not through headers.
 $(B)/obj/tests/%.o: OBJ_EXTRA := -Wno-missing-prototypes
+
+$(B)/obj/common/%.o: PART_INC = $(INC_common)
+$(B)/obj/discord/%.o: PART_INC = $(INC_discord)
+$(B)/obj/plugin/%.o: PART_INC = $(INC_plugin)
+$(B)/obj/hooks/%.o: PART_INC = $(INC_hooks)
+$(B)/obj/host/%.o: PART_INC = $(INC_host)
+$(B)/obj/servers/%.o: PART_INC = $(INC_servers)
+$(B)/obj/gen/%.o: PART_INC = $(INC_plugin)
 
 $(B)/obj/gen/templates_embedded.o: $(B)/gen/templates_embedded.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
@@ -156,8 +189,8 @@ $(B)/gen/benches.inc: $(BENCH_SRC) \
 $(B)/obj/tests/bench/bench_main.o: $(B)/gen/benches.inc
 
 # ---- products ----------------------------------------------------------------
-$(B)/dirigent.so: $(PLUGIN_OBJ)
-	$(CC) -shared -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -Wl,--no-undefined -Wl,-z,defs
+$(B)/dirigent.so: $(PLUGIN_OBJ) $(DISCORD_LIB) $(COMMON_LIB)
+	$(CC) -shared -o $@ $(PLUGIN_OBJ) $(DISCORD_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) -Wl,--no-undefined -Wl,-z,defs
 	@ex=$$(nm -D --defined-only $@ | awk '{print $$3}' | grep -vE '^(_init|_fini|_edata|_end|__bss_start$(GCOV_EXPORTS))$$' | sort -u | tr '\n' ' '); \
 	  [ "$$ex" = "oc_plugin_entry " ] || { echo "dirigent.so exports more than oc_plugin_entry: $$ex"; rm -f $@; exit 1; }
 
@@ -165,24 +198,32 @@ $(B)/libochost.a: $(HOST_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
-# ocgw reuses the plugin's standalone Discord REST client (plugin/discord.c).
-$(B)/ocgw: $(OCGW_OBJ) $(B)/obj/plugin/discord.o $(B)/obj/plugin/scrub.o $(COMMON_OBJ) $(B)/libochost.a
-	$(CC) -o $@ $(OCGW_OBJ) $(B)/obj/plugin/discord.o $(B)/obj/plugin/scrub.o $(COMMON_OBJ) $(B)/libochost.a $(LDFLAGS_ALL) $(PKG_LIBS) -ldl -lm
+$(DISCORD_LIB): $(DISCORD_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(COMMON_LIB): $(COMMON_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+# ocgw's agent bots use the same Discord REST client as the plugin.
+$(B)/ocgw: $(OCGW_OBJ) $(DISCORD_LIB) $(B)/libochost.a $(COMMON_LIB)
+	$(CC) -o $@ $(OCGW_OBJ) $(DISCORD_LIB) $(B)/libochost.a $(COMMON_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) -ldl -lm
 
 FAKE_DISCORD_OBJ := $(patsubst %.c,$(B)/obj/%.o,tests/support/fake_discord.c \
                     tests/support/fake_discord_gateway.c tests/support/ws_frame.c \
                     tests/support/ws_accept.c)
-$(B)/fake-discord: $(B)/obj/tests/fake_discord_main.o $(FAKE_DISCORD_OBJ)
+$(B)/fake-discord: $(B)/obj/tests/fake_discord_main.o $(FAKE_DISCORD_OBJ) $(COMMON_LIB)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -lm
 
 # The operator's CLI: the plugin's store code over a read-only connection.
-$(B)/dirigent-ctl: $(B)/obj/tools/dirigent-ctl.o $(PLUGIN_OBJ)
+$(B)/dirigent-ctl: $(B)/obj/tools/dirigent-ctl.o $(PLUGIN_OBJ) $(DISCORD_LIB) $(COMMON_LIB)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -lm
 
 # A static pattern: the server objects are then no intermediate files that
 # make deletes after a build (and rebuilds on the next `make`).
 ifneq ($(SERVERS),)
-$(SERVERS): $(B)/%: $(B)/obj/servers/%.o
+$(SERVERS): $(B)/%: $(B)/obj/servers/%.o $(COMMON_LIB)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -lm
 endif
 
@@ -195,15 +236,15 @@ $(B)/tests/plugins/%.so: tests/plugins/%.c include/openclaw/plugin.h $(FLAGS_STA
 # The allocation functions are wrapped (tests/support/failalloc.h) so that
 # suites can make one allocation fail and reach the out-of-memory branches.
 WRAP_ALLOC := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=strndup
-$(B)/check_all: $(B)/obj/tests/check_main.o $(TEST_OBJ:$(B)/obj/tests/check_main.o=) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libocgw.a $(B)/libochost.a
-	$(CC) -o $@ $(filter %.o,$^) $(B)/libocgw.a $(B)/libochost.a $(LDFLAGS_ALL) $(WRAP_ALLOC) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
+$(B)/check_all: $(B)/obj/tests/check_main.o $(TEST_OBJ:$(B)/obj/tests/check_main.o=) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libocgw.a $(B)/libochost.a $(DISCORD_LIB) $(COMMON_LIB)
+	$(CC) -o $@ $(filter %.o,$^) $(B)/libocgw.a $(B)/libochost.a $(DISCORD_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(WRAP_ALLOC) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
 
 $(B)/libocgw.a: $(OCGW_LIB_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
-$(B)/bench: $(BENCH_OBJ) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libochost.a
-	$(CC) -o $@ $(filter %.o,$^) $(B)/libochost.a $(LDFLAGS_ALL) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
+$(B)/bench: $(BENCH_OBJ) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libochost.a $(DISCORD_LIB) $(COMMON_LIB)
+	$(CC) -o $@ $(filter %.o,$^) $(B)/libochost.a $(DISCORD_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
 
 TEST_DEPS := $(B)/check_all $(B)/dirigent.so $(B)/libochost.a $(OPTIONAL) $(SERVERS) $(FIXTURES) \
              $(B)/dirigent-ctl
@@ -214,7 +255,7 @@ check: deps-ok $(TEST_DEPS)
 
 # Valgrind runs the suites in-process (CK_FORK=no) so leaks are seen; one
 # suite per run keeps a failure easy to read.
-VALGRIND_SUITES ?= config store store_pg store_turns hook_errors plugin host abi ocgw scope silent turns turn_hooks claim admin templates paths discuss discord outbox fake_discord fake_gateway
+VALGRIND_SUITES ?= common config store store_pg store_turns hook_errors plugin host abi ocgw scope silent turns turn_hooks claim admin templates paths discuss discord outbox fake_discord fake_gateway
 valgrind: deps-ok $(TEST_DEPS)
 	@for s in $(VALGRIND_SUITES); do \
 	  echo "== valgrind: $$s"; \
@@ -258,7 +299,7 @@ coverage: deps-ok
 	find build-cov -name '*.gcda' -delete 2>/dev/null || true
 	$(MAKE) COVERAGE=1 test-deps
 	-env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL DG_BUILD_DIR=build-cov ./build-cov/check_all
-	sh scripts/coverage.sh build-cov plugin hooks host servers common
+	sh scripts/coverage.sh build-cov plugin hooks host servers common discord
 
 test-deps: deps-ok $(TEST_DEPS)
 .PHONY: test-deps
@@ -326,14 +367,14 @@ define fuzz_plugin_target
 $(B)/obj/tests/fuzz/$(1).o: tests/fuzz/fuzz_plugin.c $(FLAGS_STAMP)
 	@mkdir -p $$(@D)
 	$$(CC) $$(ALL_CFLAGS) -DFZ_KIND="'$(2)'" -DFZ_NAME='"$(3)"' -MMD -MP -c $$< -o $$@
-$(B)/fuzz/$(1): $(B)/obj/tests/fuzz/$(1).o $(FUZZ_HOST_OBJ) $(PLUGIN_OBJ)
+$(B)/fuzz/$(1): $(B)/obj/tests/fuzz/$(1).o $(FUZZ_HOST_OBJ) $(PLUGIN_OBJ) $(DISCORD_LIB) $(COMMON_LIB)
 	@mkdir -p $$(@D)
 	$$(FUZZ_LINK)
 endef
 $(foreach h,$(FUZZ_HOOKS),$(eval $(call fuzz_plugin_target,hook_$(h),h,$(h))))
 $(foreach t,$(FUZZ_TOOLS),$(eval $(call fuzz_plugin_target,$(subst -,_,tool_$(t)),t,$(t))))
 
-$(FUZZ_UNITS:%=$(B)/fuzz/%): $(B)/fuzz/%: $(B)/obj/tests/fuzz/fuzz_%.o $(FUZZ_SUPPORT) $(PLUGIN_OBJ)
+$(FUZZ_UNITS:%=$(B)/fuzz/%): $(B)/fuzz/%: $(B)/obj/tests/fuzz/fuzz_%.o $(FUZZ_SUPPORT) $(PLUGIN_OBJ) $(DISCORD_LIB) $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(FUZZ_LINK)
 endif

@@ -9,17 +9,6 @@
 
 #include "register.h"
 
-int dg_utf8_prefix(const char *s, int max)
-{
-    int n = 0, chars = 0;
-    while (s[n]) {
-        if (((unsigned char)s[n] & 0xC0) != 0x80 && chars++ == max)
-            break;
-        n++;
-    }
-    return n;
-}
-
 const char *dg_json_str(const json_t *obj, const char *key)
 {
     const json_t *v = json_is_object(obj) ? json_object_get(obj, key) : NULL;
@@ -206,11 +195,6 @@ DG_SETTLED_HANDLER(settled_reply_payload_sending, dg_hook_reply_payload_sending)
 
 int dg_register_hooks(dg_plugin *p)
 {
-    if (!p->turns) {
-        int rc = dg_turns_new(p, &p->turns);
-        if (rc)
-            return rc;
-    }
     static const struct {
         const char *name;
         oc_hook_fn fn;

@@ -2,13 +2,13 @@
  * hooks_internal.h -- shared by the hook handlers in the hooks/ files: JSON
  * decoding of the agent-hook context, and the handlers themselves.
  * JSON stays here; the core (turns_engine.h) sees plain structs.
- * (Owner: turn manager area.)
  */
 #ifndef DG_HOOKS_INTERNAL_H
 #define DG_HOOKS_INTERNAL_H
 
 #include <jansson.h>
 #include "dirigent.h"
+#include "utf8.h"
 #include "scope.h"
 #include "turns_engine.h"
 
@@ -33,10 +33,6 @@ int dg_hook_reply_payload_sending(void *state, const json_t *event, const json_t
 
 /* String member of obj, NULL when absent, not a string, or obj not an object.
  * Borrowed from obj. */
-/* Bytes of the first max characters (UTF-8 code points) of s: a log line
- * quotes a text cut there, never inside a character. Any thread. */
-int dg_utf8_prefix(const char *s, int max);
-
 const char *dg_json_str(const json_t *obj, const char *key);
 
 /*

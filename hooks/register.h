@@ -1,5 +1,5 @@
 /*
- * register.h -- what plugin.c calls during init to register handlers.
+ * register.h -- what entry.c calls during init to register handlers.
  * Both run inside init only (the ABI allows register_tool/on nowhere else).
  */
 #ifndef DG_REGISTER_H

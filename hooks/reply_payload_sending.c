@@ -93,7 +93,7 @@ int dg_hook_reply_payload_sending(void *state, const json_t *event, const json_t
         }
         if (managed) {
             const char *shown = text ? text : "";
-            int len = dg_utf8_prefix(shown, 120);
+            int len = (int)dg_utf8_prefix(shown, 120);
             dg_log(p, OC_LOG_INFO, "reply_payload_sending: error notice of %s in channel %s "
                    "not delivered: \"%.*s%s\"", hs.s.agent_id, hs.s.channel_id, len, shown,
                    shown[len] ? "..." : "");

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "register.h"
+#include "json_keys.h"
+#include "utf8.h"
 
 DG_SETTLED_HANDLER(settled_channel_create, dg_tool_channel_create)
 DG_SETTLED_HANDLER(settled_discuss_callback, dg_tool_discuss_callback)
@@ -77,49 +79,9 @@ int dg_register_tools(dg_plugin *p)
     return OC_OK;
 }
 
-/* A copy of s that is valid UTF-8 (malloc'd, NULL when out of memory).
- * Texts are cut to fixed buffers with snprintf, which may split a
- * character of a path or name quoted in them; jansson refuses such a
- * string, and the result would be lost. A split sequence at the end goes,
- * any other invalid byte becomes '?'. */
-static char *valid_utf8(const char *s)
-{
-    size_t n = strlen(s);
-    char *out = malloc(n + 1);
-    if (!out)
-        return NULL;
-    const unsigned char *c = (const unsigned char *)s;
-    size_t o = 0;
-    while (*c) {
-        size_t len = *c < 0x80 ? 1
-                   : (*c & 0xE0) == 0xC0 && *c >= 0xC2 ? 2
-                   : (*c & 0xF0) == 0xE0 ? 3
-                   : (*c & 0xF8) == 0xF0 && *c <= 0xF4 ? 4 : 0;
-        size_t k = 1;
-        while (len && k < len && (c[k] & 0xC0) == 0x80)
-            k++;
-        /* Overlong forms and surrogates are invalid too (jansson checks). */
-        int bad = len == 3 ? (c[0] == 0xE0 && c[1] < 0xA0) || (c[0] == 0xED && c[1] >= 0xA0)
-                : len == 4 ? (c[0] == 0xF0 && c[1] < 0x90) || (c[0] == 0xF4 && c[1] >= 0x90)
-                           : 0;
-        if (len && k == len && !bad) {
-            memcpy(out + o, c, len);
-            o += len;
-            c += len;
-        } else if (len && !c[k]) {
-            break;                  /* cut short at the end */
-        } else {
-            out[o++] = '?';
-            c++;
-        }
-    }
-    out[o] = '\0';
-    return out;
-}
-
 json_t *dg_tool_ok(const char *text, json_t *details)
 {
-    char *t = valid_utf8(text ? text : "");
+    char *t = dg_utf8_valid_copy(text ? text : "");
     json_t *r = t ? json_pack("{s:[{s:s,s:s}],s:o}", "content", "type", "text", "text", t,
                               "details", details ? details : json_object())
                   : NULL;
@@ -131,7 +93,7 @@ json_t *dg_tool_ok(const char *text, json_t *details)
 
 json_t *dg_tool_error(int status, const char *message)
 {
-    char *m = valid_utf8(message && *message ? message : oc_status_name(status));
+    char *m = dg_utf8_valid_copy(message && *message ? message : oc_status_name(status));
     json_t *r = m ? json_pack("{s:{s:s,s:s}}", "error", "code", oc_status_name(status),
                               "message", m)
                   : NULL;
@@ -164,20 +126,14 @@ int dg_tool_check_keys(const json_t *params, const char *const *allowed, char *e
         snprintf(err, err_len, "params must be a JSON object");
         return OC_ERR_INVALID;
     }
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)params, key, v) {
-        int ok = 0;
-        for (size_t i = 0; allowed[i]; i++)
-            ok |= strcmp(allowed[i], key) == 0;
-        if (!ok) {
-            /* The key is the model's: quoted short, so the accepted list fits. */
-            size_t o = (size_t)snprintf(err, err_len, "unknown parameter '%.64s%s'; accepted: ",
-                                        key, strlen(key) > 64 ? "..." : "");
-            for (size_t i = 0; allowed[i] && o < err_len; i++)
-                o += (size_t)snprintf(err + o, err_len - o, "%s%s", i ? ", " : "", allowed[i]);
-            return OC_ERR_INVALID;
-        }
+    const char *key = dg_json_unknown_key(params, allowed);
+    if (key) {
+        /* The key is the model's: quoted short, so the accepted list fits. */
+        size_t o = (size_t)snprintf(err, err_len, "unknown parameter '%.64s%s'; accepted: ",
+                                    key, strlen(key) > 64 ? "..." : "");
+        for (size_t i = 0; allowed[i] && o < err_len; i++)
+            o += (size_t)snprintf(err + o, err_len - o, "%s%s", i ? ", " : "", allowed[i]);
+        return OC_ERR_INVALID;
     }
     return OC_OK;
 }

@@ -1,7 +1,6 @@
 /*
  * tools.h -- the plugin's tools (handlers like hooks: decode and validate
  * the JSON params, call the core, encode the result in the ABI's shapes).
- * (Owner: discussion area.)
  */
 #ifndef DG_TOOLS_H
 #define DG_TOOLS_H

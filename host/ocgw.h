@@ -16,7 +16,16 @@
  *   ocgw_check.c     preflight checks after loading the plugins, --check's summary
  *   ocgw_expect.c    --expect: a story's expected channel histories, files
  *                    and tool outcomes, checked against Discord itself
+ *   ocgw_services.c  names and labels, transcript, REST count, learned
+ *                    channels, OCGW_DIE_AT (used by ocgw.c, run, expect)
+ *   ocgw_lookup.c    agents, humans and channels of a loaded config (used by
+ *                    the config and scenario loaders)
  *   ocgw_util.c      small helpers
+ *
+ * Calls point one way (no file calls back into a file that calls it):
+ * ocgw.c on top; ocgw_expect.c -> ocgw_run.c -> ocgw_services.c;
+ * ocgw_config.c -> ocgw_scenario.c; below them ocgw_lookup.c and
+ * ocgw_state.c -> ocgw_util.c; then the host core (ochost.h) and discord/.
  *
  * Threading: ocgw is single-threaded (one loop on the main thread); only
  * the plugins' own threads run beside it, and they reach the gateway solely
@@ -32,6 +41,7 @@
 #include <stdint.h>
 #include <jansson.h>
 
+#include "buf.h"
 #include "discord.h"
 #include "ochost.h"
 
@@ -351,11 +361,6 @@ void ocgw_check_summary(ocgw *g, FILE *f);
 int64_t ocgw_now_ms(void);
 void ocgw_sleep_ms(long ms);
 char *ocgw_strdup(const char *s);
-/* Append n bytes of add to the growable string *buf (length *len, capacity
- * *cap, always room for a final NUL). 0, or -1 when out of memory: then *buf
- * is freed and NULL, so callers just return. */
-int ocgw_buf_append(char **buf, size_t *len, size_t *cap, const char *add, size_t n);
-char *ocgw_sprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* 64-bit FNV-1a over the NUL-separated parts (NULL-terminated list). */
 uint64_t ocgw_hash(const char *first, ...);
 /* mkdir -p; 0 or -1 (errno). */

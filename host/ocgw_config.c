@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "ocgw.h"
+#include "buf.h"
 #include "agent_id.h"
 #include "secret_shape.h"
 
@@ -34,9 +35,8 @@ static int fail(char *err, size_t n, const char *fmt, ...)
 
 static char *expand(const char *s, const char *where, char *err, size_t n)
 {
-    size_t cap = strlen(s) + 1, len = 0;
-    char *out = malloc(cap);
-    for (const char *p = s; out && *p;) {
+    dg_buf out = {0};
+    for (const char *p = s; *p;) {
         const char *add = p;
         size_t addn = 1;
         char *val_owned = NULL;
@@ -48,14 +48,14 @@ static char *expand(const char *s, const char *where, char *err, size_t n)
             const char *e = strchr(p + 2, '}');
             if (!e) {
                 fail(err, n, "%s: \"${\" without a closing \"}\"; write $${ for a literal ${", where);
-                free(out);
+                dg_buf_free(&out);
                 return NULL;
             }
             char name[128];
             size_t nl = (size_t)(e - p - 2);
             if (nl == 0 || nl >= sizeof name) {
                 fail(err, n, "%s: empty or too long variable name in ${...}", where);
-                free(out);
+                dg_buf_free(&out);
                 return NULL;
             }
             memcpy(name, p + 2, nl);
@@ -64,7 +64,7 @@ static char *expand(const char *s, const char *where, char *err, size_t n)
             if (!v) {
                 fail(err, n, "%s: environment variable %s is not set (used as ${%s}); set it "
                              "or change the config", where, name, name);
-                free(out);
+                dg_buf_free(&out);
                 return NULL;
             }
             val_owned = strdup(v);
@@ -74,14 +74,14 @@ static char *expand(const char *s, const char *where, char *err, size_t n)
         } else {
             p++;
         }
-        int failed = ocgw_buf_append(&out, &len, &cap, add, addn);
+        int failed = dg_buf_add(&out, add, addn);
         free(val_owned);
-        if (failed)
+        if (failed) {
+            dg_buf_free(&out);
             return NULL;
+        }
     }
-    if (out)
-        out[len] = 0;
-    return out;
+    return out.s ? out.s : strdup("");
 }
 
 /* Expand every string of j in place; where = JSON path for messages. */
@@ -686,52 +686,4 @@ void ocgw_config_free(ocgw_config *c)
     }
     free(c->channels);
     memset(c, 0, sizeof *c);
-}
-
-const ocgw_agent *ocgw_agent_by_id(const ocgw_config *c, const char *id)
-{
-    for (size_t i = 0; id && i < c->n_agents; i++)
-        if (c->agents[i].id && !strcmp(c->agents[i].id, id))
-            return &c->agents[i];
-    return NULL;
-}
-
-const ocgw_agent *ocgw_agent_by_user(const ocgw_config *c, const char *user_id)
-{
-    for (size_t i = 0; user_id && i < c->n_agents; i++)
-        if (c->agents[i].user_id && !strcmp(c->agents[i].user_id, user_id))
-            return &c->agents[i];
-    return NULL;
-}
-
-const ocgw_human *ocgw_human_by_id(const ocgw_config *c, const char *id)
-{
-    for (size_t i = 0; id && i < c->n_humans; i++)
-        if (c->humans[i].id && !strcmp(c->humans[i].id, id))
-            return &c->humans[i];
-    return NULL;
-}
-
-const ocgw_human *ocgw_human_by_user(const ocgw_config *c, const char *user_id)
-{
-    for (size_t i = 0; user_id && i < c->n_humans; i++)
-        if (c->humans[i].user_id && !strcmp(c->humans[i].user_id, user_id))
-            return &c->humans[i];
-    return NULL;
-}
-
-const ocgw_chan_cfg *ocgw_chan_cfg_by_alias(const ocgw_config *c, const char *alias)
-{
-    for (size_t i = 0; alias && i < c->n_channels; i++)
-        if (!strcmp(c->channels[i].alias, alias))
-            return &c->channels[i];
-    return NULL;
-}
-
-const ocgw_chan_cfg *ocgw_chan_cfg_by_id(const ocgw_config *c, const char *id)
-{
-    for (size_t i = 0; id && i < c->n_channels; i++)
-        if (c->channels[i].id && !strcmp(c->channels[i].id, id))
-            return &c->channels[i];
-    return NULL;
 }

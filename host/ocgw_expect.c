@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "ocgw.h"
+#include "json_keys.h"
 
 static int why_set(char *why, size_t n, int rc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -45,16 +46,8 @@ static int why_set(char *why, size_t n, int rc, const char *fmt, ...)
 static int known_keys(const json_t *o, const char *where, const char *const *keys, char *err,
                       size_t n)
 {
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)o, k, v) {
-        int ok = 0;
-        for (const char *const *a = keys; *a; a++)
-            ok |= !strcmp(*a, k);
-        if (!ok)
-            return why_set(err, n, -1, "%s: unknown key \"%s\"", where, k);
-    }
-    return 0;
+    const char *k = dg_json_unknown_key(o, keys);
+    return k ? why_set(err, n, -1, "%s: unknown key \"%s\"", where, k) : 0;
 }
 
 /* Every string member of o named in keys (NULL-terminated) is a non-empty
@@ -360,7 +353,7 @@ static int check_files(ocgw *g, const json_t *files, int verbose, char *why, siz
         const char *want = json_string_value(json_object_get(f, "contains"));
         if (!a || !rel)
             return why_set(why, wn, -1, "files[%zu]: needs an agent of the config and a path", i);
-        char *path = ocgw_sprintf("%s/%s", a->workspace, rel);
+        char *path = dg_sprintf("%s/%s", a->workspace, rel);
         char *text = path ? ocgw_read_file(path, NULL) : NULL;
         int ok = text && (!want || strstr(text, want));
         if (verbose && ok)

@@ -130,9 +130,9 @@ static const char *chan_key(const ocgw_msg *m)
 static char *session_key(const char *agent, const ocgw_msg *m)
 {
     if (m->thread_id)
-        return ocgw_sprintf("agent:%s:discord:channel:%s:thread:%s", agent, m->channel_id,
+        return dg_sprintf("agent:%s:discord:channel:%s:thread:%s", agent, m->channel_id,
                             m->thread_id);
-    return ocgw_sprintf("agent:%s:discord:channel:%s", agent, m->channel_id);
+    return dg_sprintf("agent:%s:discord:channel:%s", agent, m->channel_id);
 }
 
 /* Agent-hook context (abi-v1.md) and, with tool_call_id, the tool context. */
@@ -496,7 +496,7 @@ static int do_write(ocgw *g, const ocgw_agent *a, json_t *run, const ocgw_action
         json_object_set_new(run, "success", json_false());
         return 0;
     }
-    char *path = ocgw_sprintf("%s/%s", a->workspace, rel);
+    char *path = dg_sprintf("%s/%s", a->workspace, rel);
     char *slash = path ? strrchr(path, '/') : NULL;
     int ok = 0;
     if (slash) {
@@ -561,7 +561,7 @@ static int payload_sending(ocgw *g, const ocgw_agent *a, json_t *run, const ocgw
                            char **text)
 {
     const char *out = sget(run, "output");
-    char *conv = ocgw_sprintf("channel:%s", chan_key(m));
+    char *conv = dg_sprintf("channel:%s", chan_key(m));
     json_t *ctx = json_pack("{s:s, s:s, s:s, s:s, s:s}", "channelId", "discord", "accountId",
                             a->id, "conversationId", conv, "sessionKey", sget(run, "sessionKey"),
                             "runId", sget(run, "runId"));

@@ -24,6 +24,8 @@
 #include <string.h>
 
 #include "ocgw.h"
+#include "buf.h"
+#include "json_keys.h"
 
 static int fail(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(char *err, size_t n, const char *fmt, ...)
@@ -40,16 +42,8 @@ static int fail(char *err, size_t n, const char *fmt, ...)
 static int only_keys(const json_t *o, const char *where, const char *const *keys, char *err,
                      size_t n)
 {
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)o, k, v) {
-        int ok = 0;
-        for (const char *const *a = keys; *a; a++)
-            ok |= !strcmp(*a, k);
-        if (!ok)
-            return fail(err, n, "%s.%s: unknown key", where, k);
-    }
-    return 0;
+    const char *k = dg_json_unknown_key(o, keys);
+    return k ? fail(err, n, "%s.%s: unknown key", where, k) : 0;
 }
 
 static char *opt_str(const json_t *o, const char *k)
@@ -367,10 +361,9 @@ static const char *lookup(ocgw *g, const char *name, const json_t *run_vars)
 
 char *ocgw_subst(ocgw *g, const char *text, const json_t *run_vars, char *err, size_t n)
 {
-    size_t cap = strlen(text) + 64, len = 0;
-    char *out = malloc(cap);
+    dg_buf out = {0};
     const char *p = text;
-    while (out && *p) {
+    while (*p) {
         const char *add = p;
         size_t addn = 1;
         if (p[0] == '{' && p[1] == '{') {
@@ -379,7 +372,7 @@ char *ocgw_subst(ocgw *g, const char *text, const json_t *run_vars, char *err, s
             size_t nl = e ? (size_t)(e - p - 2) : 0;
             if (!e || nl == 0 || nl >= sizeof name) {
                 fail(err, n, "\"{{\" without a name and a closing \"}}\" in \"%.40s\"", p);
-                free(out);
+                dg_buf_free(&out);
                 return NULL;
             }
             memcpy(name, p + 2, nl);
@@ -389,7 +382,7 @@ char *ocgw_subst(ocgw *g, const char *text, const json_t *run_vars, char *err, s
                 fail(err, n, "{{%s}} is not known here (known: channel, message.id, agent, "
                              "moderator, guild, user:<id>, channel:<alias>, result.<field>, "
                              "lastError, and variables bound by a tool)", name);
-                free(out);
+                dg_buf_free(&out);
                 return NULL;
             }
             addn = strlen(add);
@@ -397,10 +390,10 @@ char *ocgw_subst(ocgw *g, const char *text, const json_t *run_vars, char *err, s
         } else {
             p++;
         }
-        if (ocgw_buf_append(&out, &len, &cap, add, addn))
+        if (dg_buf_add(&out, add, addn)) {
+            dg_buf_free(&out);
             return NULL;
+        }
     }
-    if (out)
-        out[len] = 0;
-    return out;
+    return out.s ? out.s : strdup("");
 }

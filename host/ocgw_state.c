@@ -38,7 +38,7 @@ int ocgw_state_open(ocgw_state *st, const char *dir, int do_fsync, char *err, si
         snprintf(err, err_len, "gateway.stateDir %s: cannot create it (%s)", dir, strerror(errno));
         return -1;
     }
-    st->path = ocgw_sprintf("%s/ocgw-state.json", dir);
+    st->path = dg_sprintf("%s/ocgw-state.json", dir);
     if (!st->path) {
         snprintf(err, err_len, "out of memory");
         return -1;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "ocgw.h"
+#include "utf8.h"
 
 int64_t ocgw_now_ms(void)
 {
@@ -36,17 +37,6 @@ void ocgw_sleep_ms(long ms)
 char *ocgw_strdup(const char *s)
 {
     return s ? strdup(s) : NULL;
-}
-
-char *ocgw_sprintf(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = NULL;
-    if (vasprintf(&s, fmt, ap) < 0)
-        s = NULL;
-    va_end(ap);
-    return s;
 }
 
 uint64_t ocgw_hash(const char *first, ...)
@@ -94,7 +84,7 @@ int ocgw_mkdirs(const char *path, mode_t mode)
 
 int ocgw_write_file(const char *path, const char *data, size_t len, int do_fsync)
 {
-    char *tmp = ocgw_sprintf("%s.tmp.%ld", path, (long)getpid());
+    char *tmp = dg_sprintf("%s.tmp.%ld", path, (long)getpid());
     if (!tmp)
         return -1;
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -166,11 +156,11 @@ char *ocgw_abspath(const char *base, const char *path)
     if (path[0] == '/')
         return strdup(path);
     if (base && *base)
-        return ocgw_sprintf("%s/%s", base, path);
+        return dg_sprintf("%s/%s", base, path);
     char cwd[PATH_MAX];
     if (!getcwd(cwd, sizeof cwd))
         return NULL;
-    return ocgw_sprintf("%s/%s", cwd, path);
+    return dg_sprintf("%s/%s", cwd, path);
 }
 
 /* The silent-reply rule of OpenClaw (shared/reference/openclaw.md): only
@@ -231,8 +221,8 @@ char *ocgw_oneline(const char *text, size_t max)
             chars++;
     }
     /* Do not cut a UTF-8 sequence in half. */
-    while (o > 0 && o < n && ((unsigned char)text[o] & 0xC0) == 0x80)
-        o--;
+    if (o < n)
+        o = dg_utf8_char_start(text, o);
     if (o < n) {
         memcpy(out + o, "...", 3);
         o += 3;
@@ -244,16 +234,16 @@ char *ocgw_oneline(const char *text, size_t max)
 char *ocgw_value_line(long runs, long avoided)
 {
     if (runs <= 0)
-        return ocgw_sprintf("no agent ran, so there was no model call to avoid");
+        return dg_sprintf("no agent ran, so there was no model call to avoid");
     if (avoided < 0)
         avoided = 0;
     if (avoided > runs)
         avoided = runs; /* counters of a hand-edited state: never above 100% */
     long pct = (avoided * 100 + runs / 2) / runs;
     if (runs == 1)
-        return ocgw_sprintf("without the plugin the one agent run would have called a model: "
+        return dg_sprintf("without the plugin the one agent run would have called a model: "
                             "%ld avoided (%ld%%), %ld made", avoided, pct, runs - avoided);
-    return ocgw_sprintf("without the plugin all %ld agent runs would have called a model: "
+    return dg_sprintf("without the plugin all %ld agent runs would have called a model: "
                         "%ld avoided (%ld%%), %ld made", runs, avoided, pct, runs - avoided);
 }
 
@@ -293,21 +283,3 @@ json_t *ocgw_channel_refs(const char *text)
     return refs(text, "<#");
 }
 
-int ocgw_buf_append(char **buf, size_t *len, size_t *cap, const char *add, size_t n)
-{
-    if (*len + n + 1 > *cap) {
-        size_t ncap = (*len + n + 1) * 2;
-        char *nb = realloc(*buf, ncap);
-        if (!nb) {
-            free(*buf);
-            *buf = NULL;
-            return -1;
-        }
-        *buf = nb;
-        *cap = ncap;
-    }
-    if (n)
-        memcpy(*buf + *len, add, n);
-    *len += n;
-    return 0;
-}

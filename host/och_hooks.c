@@ -152,7 +152,7 @@ static void join(merge *m, char **acc, const json_t *v)
     if (!json_is_string(v))
         return;
     const char *s = json_string_value(v);
-    char *n = *acc ? och_sprintf("%s\n\n%s", *acc, s) : strdup(s);
+    char *n = *acc ? dg_sprintf("%s\n\n%s", *acc, s) : strdup(s);
     if (!n) {
         m->nomem = 1;
         return;

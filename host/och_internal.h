@@ -18,6 +18,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include "buf.h"
 #include "ochost.h"
 
 /* Hook ids, in the order of och_hook_names[]. */
@@ -137,7 +138,7 @@ struct och_host {
     char *state_path;
 };
 
-/* och_log with a va_list. */
+/* och_log with a va_list (och_log.c, which every other file may call). */
 void och_vlog(och_host *h, int level, const char *source, const char *fmt, va_list ap)
     __attribute__((format(printf, 4, 0)));
 
@@ -164,7 +165,6 @@ const och_entry_cfg *och_config_entry(const och_host *h, const char *id);
 /* Small helpers (och_util.c). */
 char *och_strdup(const char *s);                 /* NULL in, NULL out; malloc'd */
 char *och_path_join(const char *dir, const char *name);  /* malloc'd */
-char *och_sprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));  /* malloc'd */
 int och_str_in(const char *s, char *const *list, size_t n);
 /* True when a manifest contracts array (may be NULL) lists name. */
 int och_json_array_has(const json_t *arr, const char *name);

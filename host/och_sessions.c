@@ -161,7 +161,7 @@ static int save(const och_host *h, char *why, size_t why_len)
     json_t *root = table_json(h);
     char *text = root ? json_dumps(root, JSON_INDENT(1) | JSON_SORT_KEYS) : NULL;
     json_decref(root);
-    char *tmp = och_sprintf("%s.tmp.%ld", h->state_path, (long)getpid());
+    char *tmp = dg_sprintf("%s.tmp.%ld", h->state_path, (long)getpid());
     if (!text || !tmp) {
         free(text);
         free(tmp);

@@ -17,18 +17,7 @@ char *och_path_join(const char *dir, const char *name)
 {
     size_t dl = strlen(dir);
     int slash = dl > 0 && dir[dl - 1] == '/';
-    return och_sprintf("%s%s%s", dir, slash ? "" : "/", name);
-}
-
-char *och_sprintf(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = NULL;
-    if (vasprintf(&s, fmt, ap) < 0)
-        s = NULL;
-    va_end(ap);
-    return s;
+    return dg_sprintf("%s%s%s", dir, slash ? "" : "/", name);
 }
 
 int och_str_in(const char *s, char *const *list, size_t n)

@@ -19,6 +19,7 @@
 
 #include "openclaw/plugin.h"
 #include "agent_id.h"
+#include "json_keys.h"
 #include "secret_shape.h"
 #include "paths.h"
 #include "state_dir.h"
@@ -54,18 +55,12 @@ static int parse_policy(const char *s, dg_session_policy *out)
 static int check_keys(const json_t *obj, const char *where, const char *const *allowed,
                       char *err, size_t err_len)
 {
-    const char *key;
-    json_t *val;
-    json_object_foreach((json_t *)obj, key, val) {
-        int ok = 0;
-        for (const char *const *a = allowed; *a; a++)
-            if (strcmp(*a, key) == 0) { ok = 1; break; }
-        if (!ok)
-            return dg_fail(err, err_len, OC_ERR_INVALID,
-                        "config: unknown key \"%s%s\"; check the spelling against the "
-                        "configuration reference (README) or remove it",
-                        where, key);
-    }
+    const char *key = dg_json_unknown_key(obj, allowed);
+    if (key)
+        return dg_fail(err, err_len, OC_ERR_INVALID,
+                    "config: unknown key \"%s%s\"; check the spelling against the "
+                    "configuration reference (README) or remove it",
+                    where, key);
     return OC_OK;
 }
 

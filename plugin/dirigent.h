@@ -9,6 +9,7 @@
 #define DG_DIRIGENT_H
 
 #include <stdarg.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include "openclaw/plugin.h"
@@ -39,9 +40,12 @@ typedef struct dg_plugin {
     dg_outbox *outbox;        /* NULL when discord is NULL */
     dg_clock_fn clock;
     void *clock_state;
-    dg_turns *turns;          /* turn engine (hooks area): created by
-                                 dg_register_hooks, freed by dg_turns_free */
+    dg_turns *turns;          /* turn engine: created by dg_core_new, freed
+                                 by dg_core_free */
     atomic_int settled;       /* set by the first hook or tool call after init */
+    pthread_mutex_t inflight_mu; /* guards inflight */
+    struct dg_inflight *inflight; /* tool calls with a toolCallId running now
+                                     (discuss.c); empty when no call runs */
     dg_seen_set *closed_seen; /* sessions already recorded in a closed discussion
                                  channel (discuss.c); created by init, freed by
                                  shutdown; NULL (hand-built plugins in tests):

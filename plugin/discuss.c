@@ -1,6 +1,8 @@
 /*
- * discuss.c -- the discussion state machine (seed 003): create, callback,
- * session overrides owed to a closed channel, and their re-drive.
+ * discuss.c -- the discussion state machine (seed 003): validation,
+ * create, callback, timers and the admin's forced close. The tool-call
+ * ledger (discuss_ledger.c) and the session overrides a closed channel
+ * owes (discuss_overrides.c) share discuss_int.h with it.
  *
  * Flow of every state change (architecture.md): checks without holding the
  * store lock where they do I/O (REST, filesystem, host calls), then ONE
@@ -9,40 +11,10 @@
  * session_patch), marked done. A crash in between is repaired by
  * dg_discuss_resume() and by the outbox's own resend.
  */
-#include "errors.h"
-#include "discuss.h"
-#include "seen_set.h"
-
-#include <errno.h>
-#include <pthread.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include "discord.h"
+#include "discuss_int.h"
 #include "discuss_archive.h"
-#include "outbox.h"
-#include "paths.h"
-#include "store.h"
-#include "store_discuss.h"
 #include "store_discuss_index.h"
 #include "summary.h"
-#include "store_tool_calls.h"
-#include "templates.h"
-#include "turns.h"
-
-/* Overrides re-driven per batch (bounded memory; loops while progressing). */
-#define OVERRIDE_BATCH 256
-
-/* Tool-call results are kept this long (a repeat after a crash comes within
- * minutes; a gateway down for days still finds its answers). */
-#define TOOL_CALL_KEEP_MS (30LL * 24 * 3600 * 1000)
-
-#define TOOL_CREATE "discord_channel_create"
-#define TOOL_CALLBACK "discuss-callback"
 
 const char *dg_discussion_status_name(dg_discussion_status s)
 {
@@ -53,7 +25,7 @@ const char *dg_discussion_status_name(dg_discussion_status s)
     }
 }
 
-static void free_strv(char **v, size_t n)
+void free_strv(char **v, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         free(v[i]);
@@ -93,16 +65,6 @@ void dg_callback_result_clear(dg_callback_result *r)
     free(r->origin_channel_id);
     free(r->summary_path);
     memset(r, 0, sizeof *r);
-}
-
-/* Unicode code points of a UTF-8 string (continuation bytes not counted). */
-static size_t utf8_chars(const char *s)
-{
-    size_t n = 0;
-    for (; *s; s++)
-        if (((unsigned char)*s & 0xC0) != 0x80)
-            n++;
-    return n;
 }
 
 static int is_blank(const char *s)
@@ -153,11 +115,7 @@ static int channel_status(dg_plugin *p, const char *channel_id, dg_discussion_st
     if (dg_store_begin(p->store) != OC_OK)
         return OC_ERR_IO;
     int rc = dg_store_discussion_probe(p->store, channel_id, NULL, s);
-    if (rc == OC_OK)
-        rc = dg_store_commit(p->store);
-    else
-        dg_store_rollback(p->store);
-    return rc;
+    return dg_store_end(p->store, rc);
 }
 
 int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
@@ -183,10 +141,10 @@ int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
         return dg_fail(err, err_len, OC_ERR_INVALID,
                     "name '%.100s' is not a valid Discord text-channel name: %s; use lower "
                     "case letters, digits and dashes, e.g. \"design-review\"", req->name, why);
-    if (req->topic && utf8_chars(req->topic) > DG_DISCORD_MAX_TOPIC)
+    if (req->topic && dg_utf8_count(req->topic) > DG_DISCORD_MAX_TOPIC)
         return dg_fail(err, err_len, OC_ERR_INVALID,
                     "topic has %zu characters; Discord allows at most %d: shorten it",
-                    utf8_chars(req->topic), DG_DISCORD_MAX_TOPIC);
+                    dg_utf8_count(req->topic), DG_DISCORD_MAX_TOPIC);
     if (req->parent_id && !dg_is_snowflake(req->parent_id))
         return dg_fail(err, err_len, OC_ERR_INVALID,
                     "parentId '%.100s' is not a Discord snowflake (1-20 digits); pass the "
@@ -241,7 +199,7 @@ int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
         return dg_fail(err, err_len, OC_ERR_INVALID,
                     "discussGuide is required with callbackChannelId: say what to discuss, "
                     "what conclusion is wanted and its limits");
-    size_t gl = utf8_chars(req->discuss_guide);
+    size_t gl = dg_utf8_count(req->discuss_guide);
     if (gl > (size_t)cfg->max_guide_chars)
         return dg_fail(err, err_len, OC_ERR_INVALID,
                     "discussGuide has %zu characters, over discussion.maxGuideChars (%ld); "
@@ -286,172 +244,6 @@ int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
                     "callbackChannelId %s is itself a discussion channel: discussions do not "
                     "nest; pass your work channel instead", req->callback_channel_id);
     return OC_OK;
-}
-
-/* ---- idempotency per ctx.toolCallId -------------------------------------- */
-
-/*
- * A call with a toolCallId is identified by (tool, toolCallId, fingerprint).
- * The fingerprint hashes the caller and the params, so an id that a host or
- * a model reuses for a different call is not answered with another call's
- * result; a true repeat (same id, same caller, same params) is.
- */
-typedef struct idem {
-    const char *tool;
-    const char *call_id;
-    char fp[17];        /* 16 hex digits */
-    char marker[32];    /* "dg-call:<16 hex>": put in the topic of the channel */
-    int recovering;     /* an intent without a result was found */
-} idem;
-
-#define FNV_OFFSET 0xcbf29ce484222325ull
-#define FNV_PRIME 0x100000001b3ull
-
-/* Hash one field: NULL and "" differ, and fields cannot run into each other
- * (the tool layer refuses strings with NUL bytes). */
-static void fp_add(uint64_t *h, const char *s)
-{
-    *h = (*h ^ (s ? 's' : 'n')) * FNV_PRIME;
-    for (; s && *s; s++)
-        *h = (*h ^ (unsigned char)*s) * FNV_PRIME;
-    *h = (*h ^ 0) * FNV_PRIME;
-}
-
-static void fp_add_count(uint64_t *h, size_t n)
-{
-    char num[24];
-    snprintf(num, sizeof num, "%zu", n);
-    fp_add(h, num);
-}
-
-static uint64_t fp_caller(const char *tool, const dg_caller *c)
-{
-    uint64_t h = FNV_OFFSET;
-    fp_add(&h, tool);
-    fp_add(&h, c->agent_id);
-    fp_add(&h, c->session_key);
-    fp_add(&h, c->channel_id);
-    fp_add(&h, c->thread_id);
-    return h;
-}
-
-static void idem_finish(idem *ic, const char *tool, const char *call_id, uint64_t h)
-{
-    ic->tool = tool;
-    ic->call_id = call_id;
-    ic->recovering = 0;
-    snprintf(ic->fp, sizeof ic->fp, "%016llx", (unsigned long long)h);
-    uint64_t m = FNV_OFFSET;
-    fp_add(&m, call_id);
-    fp_add(&m, ic->fp);
-    snprintf(ic->marker, sizeof ic->marker, "dg-call:%016llx", (unsigned long long)m);
-}
-
-static void idem_for_create(idem *ic, const dg_caller *c, const dg_channel_request *r)
-{
-    uint64_t h = fp_caller(TOOL_CREATE, c);
-    fp_add(&h, r->name);
-    fp_add(&h, r->topic);
-    fp_add(&h, r->parent_id);
-    fp_add_count(&h, r->n_participants);
-    for (size_t i = 0; i < r->n_participants; i++)
-        fp_add(&h, r->participants[i]);
-    fp_add_count(&h, r->n_allowed_user_ids);
-    for (size_t i = 0; i < r->n_allowed_user_ids; i++)
-        fp_add(&h, r->allowed_user_ids[i]);
-    fp_add(&h, r->callback_channel_id);
-    fp_add(&h, r->discuss_guide);
-    idem_finish(ic, TOOL_CREATE, c->tool_call_id, h);
-}
-
-static void idem_for_callback(idem *ic, const dg_caller *c, const char *summary_path)
-{
-    uint64_t h = fp_caller(TOOL_CALLBACK, c);
-    fp_add(&h, summary_path);
-    idem_finish(ic, TOOL_CALLBACK, c->tool_call_id, h);
-}
-
-/* The recorded row of ic in a short transaction (caller clears *row). */
-static int idem_lookup(dg_plugin *p, const idem *ic, dg_tool_call_row *row)
-{
-    memset(row, 0, sizeof *row);
-    if (dg_store_begin(p->store) != OC_OK)
-        return OC_ERR_IO;
-    int rc = dg_store_tool_call_get(p->store, ic->tool, ic->call_id, ic->fp, row);
-    if (rc == OC_OK)
-        rc = dg_store_commit(p->store);
-    else
-        dg_store_rollback(p->store);
-    return rc;
-}
-
-/*
- * Calls with a toolCallId in progress in this process, per plugin instance:
- * an intent row of a call still running is not the remains of a crash, and
- * a repeat arriving meanwhile must not "recover" (and so duplicate) it. A
- * plugin's calls have all returned before its shutdown, so an instance at a
- * reused address starts empty.
- */
-typedef struct inflight {
-    const dg_plugin *p;
-    char *key;
-    struct inflight *next;
-} inflight;
-
-static pthread_mutex_t g_inflight_mu = PTHREAD_MUTEX_INITIALIZER;
-static inflight *g_inflight;
-
-static char *inflight_key(const idem *ic)
-{
-    size_t n = strlen(ic->tool) + strlen(ic->call_id) + sizeof ic->fp + 3;
-    char *k = malloc(n);
-    if (k)
-        snprintf(k, n, "%s\x1f%s\x1f%s", ic->tool, ic->call_id, ic->fp);
-    return k;
-}
-
-/* OC_OK (claimed: release it), OC_ERR_CONFLICT (running), OC_ERR_NOMEM. */
-static int inflight_claim(const dg_plugin *p, const idem *ic)
-{
-    inflight *e = calloc(1, sizeof *e);
-    char *k = inflight_key(ic);
-    if (!e || !k) {
-        free(e);
-        free(k);
-        return OC_ERR_NOMEM;
-    }
-    pthread_mutex_lock(&g_inflight_mu);
-    for (inflight *x = g_inflight; x; x = x->next) {
-        if (x->p == p && strcmp(x->key, k) == 0) {
-            pthread_mutex_unlock(&g_inflight_mu);
-            free(e);
-            free(k);
-            return OC_ERR_CONFLICT;
-        }
-    }
-    e->p = p;
-    e->key = k;
-    e->next = g_inflight;
-    g_inflight = e;
-    pthread_mutex_unlock(&g_inflight_mu);
-    return OC_OK;
-}
-
-static void inflight_release(const dg_plugin *p, const idem *ic)
-{
-    char *k = inflight_key(ic);
-    pthread_mutex_lock(&g_inflight_mu);
-    for (inflight **pp = &g_inflight; k && *pp; pp = &(*pp)->next) {
-        if ((*pp)->p == p && strcmp((*pp)->key, k) == 0) {
-            inflight *e = *pp;
-            *pp = e->next;
-            free(e->key);
-            free(e);
-            break;
-        }
-    }
-    pthread_mutex_unlock(&g_inflight_mu);
-    free(k);
 }
 
 /* ---- create ----------------------------------------------------------------- */
@@ -613,20 +405,17 @@ static int record_discussion(dg_plugin *p, dg_discussion *d, const char *name,
                                      d->created_at_ms);
     }
     if (rc == OC_OK)
-        rc = dg_turns_prefill_discussion(p->store, d->discussion_channel_id,
+        rc = dg_turns_prefill_discussion(p->turns, d->discussion_channel_id,
                                          d->initiator_agent_id,
                                          (const char *const *)d->turn_order + 1,
                                          d->n_turn_order - 1, d->created_at_ms);
     if (rc == OC_OK)
         rc = dg_outbox_enqueue(p->store, d->discussion_channel_id, kickoff, mention_ids,
                                n_mentions, d->created_at_ms);
-    if (rc == OC_OK)
-        rc = dg_store_commit(p->store);
-    else {
+    if (rc != OC_OK)
         dg_log(p, OC_LOG_ERROR, "discussion: recording channel %s failed (%s): %s",
                d->discussion_channel_id, oc_status_name(rc), dg_store_errmsg(p->store));
-        dg_store_rollback(p->store);
-    }
+    rc = dg_store_end(p->store, rc);
     if (rc != OC_OK)
         return dg_fail(err, err_len, rc == OC_ERR_CONFLICT ? OC_ERR_CONFLICT : OC_ERR_IO,
                     "the discussion channel could not be recorded (%s); nothing was kept, "
@@ -644,14 +433,11 @@ static int record_plain(dg_plugin *p, const idem *ic, const char *channel_id, ch
     dg_tool_call_row res = {.channel_id = (char *)channel_id};
     int rc = dg_store_tool_call_done(p->store, ic->tool, ic->call_id, ic->fp, &res,
                                      dg_now_ms(p));
-    if (rc == OC_OK)
-        rc = dg_store_commit(p->store);
-    else {
+    if (rc != OC_OK)
         dg_log(p, OC_LOG_ERROR, "channel %s: recording the result of toolCallId %s failed "
                "(%s): %s", channel_id, ic->call_id, oc_status_name(rc),
                dg_store_errmsg(p->store));
-        dg_store_rollback(p->store);
-    }
+    rc = dg_store_end(p->store, rc);
     if (rc != OC_OK)
         return dg_fail(err, err_len, OC_ERR_IO, "the channel could not be recorded (%s); nothing "
                     "was kept, try again", oc_status_name(rc));
@@ -665,10 +451,7 @@ static int record_intent(dg_plugin *p, const idem *ic, char *err, size_t err_len
     if (dg_store_begin(p->store) != OC_OK)
         return dg_fail(err, err_len, OC_ERR_IO, "the plugin's state store is busy or failing");
     int rc = dg_store_tool_call_intent(p->store, ic->tool, ic->call_id, ic->fp, dg_now_ms(p));
-    if (rc == OC_OK)
-        rc = dg_store_commit(p->store);
-    else
-        dg_store_rollback(p->store);
+    rc = dg_store_end(p->store, rc);
     if (rc != OC_OK)
         return dg_fail(err, err_len, rc == OC_ERR_CONFLICT ? OC_ERR_CONFLICT : OC_ERR_IO,
                     "the plugin's state store could not record this call (%s); nothing was "
@@ -691,7 +474,7 @@ static int topic_with_marker(const dg_channel_request *req, const idem *ic, char
         *needle = ic->marker;
         return (*topic = strdup(ic->marker)) ? OC_OK : OC_ERR_NOMEM;
     }
-    if (utf8_chars(req->topic) + 1 + ml > DG_DISCORD_MAX_TOPIC) {
+    if (dg_utf8_count(req->topic) + 1 + ml > DG_DISCORD_MAX_TOPIC) {
         *needle = req->topic;
         return OC_OK;
     }
@@ -913,190 +696,7 @@ int dg_discuss_create_channel(dg_plugin *p, const dg_caller *caller,
     return rc;
 }
 
-/* ---- overrides ---------------------------------------------------------------- */
-
-/* Apply every recorded, not yet applied override; mark the ones the host
- * took. Returns the number applied. Runs without holding the store lock
- * while calling the host. */
-static size_t apply_pending(dg_plugin *p)
-{
-    size_t applied_total = 0;
-    for (;;) {
-        char **keys = NULL;
-        int64_t *ids = NULL;
-        size_t n = 0;
-        if (dg_store_begin(p->store) != OC_OK)
-            return applied_total;
-        int rc = dg_store_discussion_overrides_pending(p->store, OVERRIDE_BATCH, &keys, &ids, &n);
-        if (rc == OC_OK)
-            dg_store_commit(p->store);
-        else
-            dg_store_rollback(p->store);
-        if (rc != OC_OK || n == 0)
-            return applied_total;
-        size_t ok = 0;
-        char *done = calloc(n, 1);
-        for (size_t i = 0; done && i < n; i++) {
-            int prc = p->api->session_patch(p->api->host, keys[i], p->cfg.no_reply_provider,
-                                            p->cfg.no_reply_model);
-            if (prc == OC_OK) {
-                done[i] = 1;
-                ok++;
-            } else {
-                dg_log(p, OC_LOG_WARN, "discussion: session_patch(%s) failed (%s); it is "
-                       "retried at the next start", keys[i], oc_status_name(prc));
-            }
-        }
-        if (ok && dg_store_begin(p->store) == OC_OK) {
-            int64_t now = dg_now_ms(p);
-            int mrc = OC_OK;
-            for (size_t i = 0; i < n && mrc == OC_OK; i++)
-                if (done[i])
-                    mrc = dg_store_discussion_override_applied(p->store, ids[i], keys[i], now);
-            if (mrc == OC_OK)
-                dg_store_commit(p->store);
-            else
-                dg_store_rollback(p->store);
-        }
-        free(done);
-        free_strv(keys, n);
-        free(ids);
-        applied_total += ok;
-        /* Stop when a batch did not fully go through (the rest waits for the
-         * next start) or when it was the last one. */
-        if (ok < n || n < OVERRIDE_BATCH)
-            return applied_total;
-    }
-}
-
-void dg_discuss_resume(dg_plugin *p)
-{
-    if (!p || !p->store || !p->api)
-        return;
-    size_t n = apply_pending(p);
-    if (n)
-        dg_log(p, OC_LOG_INFO, "discussion: re-applied %zu no-reply session override(s) owed "
-               "by closed discussions", n);
-    if (dg_store_begin(p->store) == OC_OK) {
-        long removed = 0;
-        if (dg_store_tool_calls_prune(p->store, dg_now_ms(p) - TOOL_CALL_KEEP_MS, &removed) ==
-            OC_OK)
-            dg_store_commit(p->store);
-        else
-            dg_store_rollback(p->store);
-        if (removed)
-            dg_log(p, OC_LOG_DEBUG, "discussion: forgot %ld old tool-call results", removed);
-    }
-}
-
-void dg_discuss_session_seen(dg_plugin *p, const char *session_key, const char *agent_id,
-                             const char *channel_id)
-{
-    if (!p || !session_key || !*session_key || !channel_id)
-        return;
-    /* Issue 14: a closed channel stays closed and an applied override stays
-     * applied, so a session handled once is answered from memory, without
-     * a write transaction or the store lock ingest needs. */
-    if (dg_seen_set_has(p->closed_seen, session_key, channel_id))
-        return;
-    if (dg_store_begin(p->store) != OC_OK)
-        return;
-    int64_t id = 0;
-    dg_discussion_status s = DG_DISCUSSION_NONE;
-    int state = 0, rc = dg_store_discussion_probe(p->store, channel_id, &id, &s);
-    if (rc == OC_OK && s == DG_DISCUSSION_CLOSED)
-        rc = dg_store_discussion_override_state(p->store, id, session_key, &state);
-    if (rc == OC_OK && s == DG_DISCUSSION_CLOSED && state == 0)
-        rc = dg_store_discussion_override_add(p->store, id, session_key, agent_id,
-                                              dg_now_ms(p), NULL);
-    if (rc == OC_OK)
-        rc = dg_store_commit(p->store);
-    else
-        dg_store_rollback(p->store);
-    if (rc != OC_OK) {
-        dg_log(p, OC_LOG_ERROR, "discussion: recording session %s in channel %s failed (%s)",
-               session_key, channel_id, oc_status_name(rc));
-        return;
-    }
-    if (s != DG_DISCUSSION_CLOSED)
-        return;
-    if (state == 2) {
-        dg_seen_set_add(p->closed_seen, session_key, channel_id); /* best effort: a cache */
-        return;
-    }
-    int prc = p->api->session_patch(p->api->host, session_key, p->cfg.no_reply_provider,
-                                    p->cfg.no_reply_model);
-    if (prc != OC_OK) {
-        dg_log(p, OC_LOG_WARN, "discussion: session_patch(%s) failed (%s); retried later",
-               session_key, oc_status_name(prc));
-        return;
-    }
-    if (dg_store_begin(p->store) != OC_OK)
-        return;
-    if (dg_store_discussion_override_applied(p->store, id, session_key, dg_now_ms(p)) != OC_OK)
-        dg_store_rollback(p->store);
-    else if (dg_store_commit(p->store) == OC_OK)
-        dg_seen_set_add(p->closed_seen, session_key, channel_id); /* best effort: a cache */
-    dg_log(p, OC_LOG_INFO, "discussion: session %s first seen in closed channel %s: "
-           "routed to the no-reply model", session_key, channel_id);
-}
-
 /* ---- callback ------------------------------------------------------------------ */
-
-/* Sessions of the channel from the host: keys and agents (malloc'd). */
-typedef struct session_list {
-    char **keys;
-    char **agents;
-    size_t n;
-} session_list;
-
-static void session_list_clear(session_list *l)
-{
-    free_strv(l->keys, l->n);
-    free_strv(l->agents, l->n);
-    memset(l, 0, sizeof *l);
-}
-
-static int list_sessions(dg_plugin *p, const char *channel_id, session_list *out)
-{
-    memset(out, 0, sizeof *out);
-    json_t *arr = p->api->sessions_list(p->api->host, channel_id);
-    if (!arr)
-        return OC_ERR_NOMEM;
-    int rc = OC_OK;
-    if (!json_is_array(arr)) {
-        dg_log(p, OC_LOG_WARN, "discussion: host sessions_list(%s) did not return an array",
-               channel_id);
-        json_decref(arr);
-        return OC_OK;
-    }
-    size_t n = json_array_size(arr);
-    out->keys = calloc(n ? n : 1, sizeof *out->keys);
-    out->agents = calloc(n ? n : 1, sizeof *out->agents);
-    if (!out->keys || !out->agents)
-        rc = OC_ERR_NOMEM;
-    for (size_t i = 0; rc == OC_OK && i < n; i++) {
-        json_t *e = json_array_get(arr, i);
-        const char *key = json_string_value(json_object_get(e, "sessionKey"));
-        const char *agent = json_string_value(json_object_get(e, "agentId"));
-        const char *ch = json_string_value(json_object_get(e, "channelId"));
-        if (!key || !*key || (ch && strcmp(ch, channel_id) != 0))
-            continue;
-        out->keys[out->n] = strdup(key);
-        out->agents[out->n] = agent ? strdup(agent) : NULL;
-        if (!out->keys[out->n] || (agent && !out->agents[out->n])) {
-            free(out->keys[out->n]);
-            free(out->agents[out->n]);
-            rc = OC_ERR_NOMEM;
-            break;
-        }
-        out->n++;
-    }
-    json_decref(arr);
-    if (rc != OC_OK)
-        session_list_clear(out);
-    return rc;
-}
 
 /* The read-only checks of the contract's order, on the stored row. */
 static int check_callable(dg_plugin *p, const dg_caller *c, dg_discussion *d, char *err,
@@ -1134,7 +734,7 @@ static int check_callable(dg_plugin *p, const dg_caller *c, dg_discussion *d, ch
 
 /* The closing transaction. */
 static int close_discussion(dg_plugin *p, const dg_discussion *d, const char *rel_path,
-                            const session_list *sessions, const char *result,
+                            const dg_session_refs *sessions, const char *result,
                             const char *initiator_uid, const idem *ic, int64_t now, char *err,
                             size_t err_len)
 {
@@ -1149,12 +749,12 @@ static int close_discussion(dg_plugin *p, const dg_discussion *d, const char *re
         rc = dg_store_tool_call_done(p->store, ic->tool, ic->call_id, ic->fp, &res, now);
     }
     for (size_t i = 0; rc == OC_OK && i < sessions->n; i++)
-        rc = dg_store_discussion_override_add(p->store, d->id, sessions->keys[i],
-                                              sessions->agents[i], now, NULL);
+        rc = dg_store_discussion_override_add(p->store, d->id, sessions->v[i].session_key,
+                                              sessions->v[i].agent_id, now, NULL);
     if (rc == OC_OK)
-        rc = dg_turns_close_channel(p->store, d->discussion_channel_id, now);
+        rc = dg_turns_close_channel(p->turns, d->discussion_channel_id, now);
     if (rc == OC_OK)
-        rc = dg_turns_wake_with_result(p->store, d->origin_channel_id, d->initiator_agent_id,
+        rc = dg_turns_wake_with_result(p->turns, d->origin_channel_id, d->initiator_agent_id,
                                        now);
     if (rc == OC_OK) {
         const char *mention[1] = {initiator_uid};
@@ -1163,14 +763,10 @@ static int close_discussion(dg_plugin *p, const dg_discussion *d, const char *re
     }
     if (rc == OC_OK)
         rc = dg_discuss_archive_locked(p, d, "completed", rel_path, now);
-    if (rc == OC_OK)
-        rc = dg_store_commit(p->store);
-    else {
-        if (rc != OC_ERR_CONFLICT)
-            dg_log(p, OC_LOG_ERROR, "discussion %lld: closing failed (%s): %s",
-                   (long long)d->id, oc_status_name(rc), dg_store_errmsg(p->store));
-        dg_store_rollback(p->store);
-    }
+    if (rc != OC_OK && rc != OC_ERR_CONFLICT)
+        dg_log(p, OC_LOG_ERROR, "discussion %lld: closing failed (%s): %s",
+               (long long)d->id, oc_status_name(rc), dg_store_errmsg(p->store));
+    rc = dg_store_end(p->store, rc);
     if (rc == OC_ERR_CONFLICT)
         return dg_fail(err, err_len, OC_ERR_CONFLICT,
                     "this discussion was closed a moment ago by another discuss-callback; "
@@ -1202,19 +798,21 @@ static int callback_answered(dg_plugin *p, const idem *ic, dg_callback_result *o
 }
 
 static int callback_once(dg_plugin *p, const dg_caller *caller, const char *summary_path,
-                         const idem *ic, dg_callback_result *out, char *err, size_t err_len);
+                         const dg_session_refs *sessions, const idem *ic,
+                         dg_callback_result *out, char *err, size_t err_len);
 
 int dg_discuss_callback(dg_plugin *p, const dg_caller *caller, const char *summary_path,
-                        dg_callback_result *out, char *err, size_t err_len)
+                        const dg_session_refs *sessions, dg_callback_result *out, char *err,
+                        size_t err_len)
 {
     memset(out, 0, sizeof *out);
     if (!caller || !caller->tool_call_id)
-        return callback_once(p, caller, summary_path, NULL, out, err, err_len);
+        return callback_once(p, caller, summary_path, sessions, NULL, out, err, err_len);
     idem ic;
     idem_for_callback(&ic, caller, summary_path);
     if (callback_answered(p, &ic, out))
         return OC_OK;
-    int rc = callback_once(p, caller, summary_path, &ic, out, err, err_len);
+    int rc = callback_once(p, caller, summary_path, sessions, &ic, out, err, err_len);
     /* A repeat that raced with its first call (both passed the lookup):
      * the first closed the discussion, this one gets its result. */
     if (rc == OC_ERR_CONFLICT && callback_answered(p, &ic, out))
@@ -1278,7 +876,8 @@ static int check_summary_text(int fd, const char *path, char *err, size_t err_le
 }
 
 static int callback_once(dg_plugin *p, const dg_caller *caller, const char *summary_path,
-                         const idem *ic, dg_callback_result *out, char *err, size_t err_len)
+                         const dg_session_refs *sessions, const idem *ic,
+                         dg_callback_result *out, char *err, size_t err_len)
 {
     dg_discussion d;
     memset(&d, 0, sizeof d);
@@ -1310,13 +909,12 @@ static int callback_once(dg_plugin *p, const dg_caller *caller, const char *summ
         return rc;
     }
 
-    session_list sessions;
     const dg_agent_cfg *ini = dg_config_agent(&p->cfg, d.initiator_agent_id);
     char *im = ini ? mentions_of(&p->cfg, &d.initiator_agent_id, 1) : strdup("");
     char *dref = channel_ref(d.discussion_channel_id);
     char *oref = channel_ref(d.origin_channel_id);
     char *result = NULL;
-    rc = list_sessions(p, d.discussion_channel_id, &sessions);
+    rc = sessions && !sessions->unavailable ? OC_OK : OC_ERR_NOMEM;
     if (rc == OC_OK && im && dref && oref) {
         dg_tpl_vars v = {
             .discussGuide = d.discuss_guide,
@@ -1331,7 +929,7 @@ static int callback_once(dg_plugin *p, const dg_caller *caller, const char *summ
     }
     int64_t now = dg_now_ms(p);
     if (rc == OC_OK && result)
-        rc = close_discussion(p, &d, f.rel_path, &sessions, result,
+        rc = close_discussion(p, &d, f.rel_path, sessions, result,
                               ini ? ini->discord_user_id : NULL, ic, now, err, err_len);
     else
         rc = dg_fail(err, err_len, OC_ERR_NOMEM, "out of memory; nothing changed, try again");
@@ -1345,7 +943,7 @@ static int callback_once(dg_plugin *p, const dg_caller *caller, const char *summ
         size_t applied = apply_pending(p);
         dg_log(p, OC_LOG_INFO, "discussion %lld in %s closed by %s: summary %s, %zu session "
                "override(s) recorded, %zu applied", (long long)d.id, d.discussion_channel_id,
-               d.initiator_agent_id, f.rel_path, sessions.n, applied);
+               d.initiator_agent_id, f.rel_path, sessions->n, applied);
         out->discussion_id = d.id;
         out->channel_id = d.discussion_channel_id;
         out->origin_channel_id = d.origin_channel_id;
@@ -1354,7 +952,6 @@ static int callback_once(dg_plugin *p, const dg_caller *caller, const char *summ
         d.origin_channel_id = NULL;
         f.rel_path = NULL;
     }
-    session_list_clear(&sessions);
     dg_ws_file_close(&f);
     dg_discussion_clear(&d);
     return rc;
@@ -1426,9 +1023,9 @@ static int timer_one(dg_plugin *p, const char *channel, int64_t now, int64_t rem
         if (rc == OC_OK)
             rc = dg_store_discussion_close_as(st, d.id, NULL, now, "expired");
         if (rc == OC_OK)
-            rc = dg_turns_close_channel(st, d.discussion_channel_id, now);
+            rc = dg_turns_close_channel(p->turns, d.discussion_channel_id, now);
         if (rc == OC_OK)
-            rc = dg_turns_wake_with_result(st, d.origin_channel_id, d.initiator_agent_id, now);
+            rc = dg_turns_wake_with_result(p->turns, d.origin_channel_id, d.initiator_agent_id, now);
         if (rc == OC_OK)
             rc = dg_outbox_enqueue(st, d.origin_channel_id, text, mention, uid ? 1 : 0, now);
         if (rc == OC_OK)
@@ -1440,16 +1037,13 @@ static int timer_one(dg_plugin *p, const char *channel, int64_t now, int64_t rem
         if (rc == OC_OK)
             rc = dg_store_discussion_mark_reminded(st, d.id, activity);
         if (rc == OC_OK)
-            rc = dg_turns_wake_with_result(st, d.discussion_channel_id, d.initiator_agent_id,
+            rc = dg_turns_wake_with_result(p->turns, d.discussion_channel_id, d.initiator_agent_id,
                                            now);
         if (rc == OC_OK)
             rc = dg_outbox_enqueue(st, d.discussion_channel_id, text, mention, uid ? 1 : 0,
                                    now);
     }
-    if (rc == OC_OK)
-        rc = dg_store_commit(st);
-    else
-        dg_store_rollback(st);
+    rc = dg_store_end(st, rc);
     static const char *const what[] = {"", "quiet-time reminder (discussion.reminderAfterSec)",
                                        "wrap-up request (discussion.maxLifetimeSec)",
                                        "expiry (twice discussion.maxLifetimeSec)"};
@@ -1482,10 +1076,7 @@ void dg_discuss_sweep(dg_plugin *p)
     if (dg_store_begin(p->store) != OC_OK)
         return;
     int rc = dg_store_discussion_timers_due(p->store, now, rem, life, TIMER_BATCH, &ch, &n);
-    if (rc == OC_OK)
-        dg_store_commit(p->store);
-    else
-        dg_store_rollback(p->store);
+    dg_store_end(p->store, rc);
     int kick = 0;
     for (size_t i = 0; i < n; i++) {
         kick |= timer_one(p, ch[i], now, rem, life);
@@ -1500,6 +1091,22 @@ void dg_discuss_sweep(dg_plugin *p)
 
 #define ADMIN_NO_SUMMARY "none (closed by an admin without a summary)"
 
+/* The reply template name (admin_*.md) rendered with v into msg; OC_OK
+ * (a template that cannot be rendered leaves msg empty, and says so in
+ * the log). */
+static int admin_reply(dg_plugin *p, const char *name, const dg_tpl_vars *v, char *msg,
+                       size_t msg_len)
+{
+    static const dg_tpl_vars none;
+    char *text = p->templates ? dg_templates_render_trim(p->templates, name, v ? v : &none)
+                              : NULL;
+    if (!text)
+        dg_log(p, OC_LOG_ERROR, "discussion: template %s could not be rendered", name);
+    snprintf(msg, msg_len, "%s", text ? text : "");
+    free(text);
+    return OC_OK;
+}
+
 int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id,
                                   const char *summary_path, int64_t now_ms, int *closed,
                                   char *msg, size_t msg_len)
@@ -1509,15 +1116,12 @@ int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id,
     dg_discussion d;
     int rc = dg_store_discussion_by_channel(st, channel_id, &d);
     if (rc == OC_ERR_NOT_FOUND)
-        return dg_fail(msg, msg_len, OC_OK,
-                       "this channel is not a discussion channel; `!dirigent close` only "
-                       "works inside one.");
+        return admin_reply(p, "admin_close_not_discussion.md", NULL, msg, msg_len);
     if (rc != OC_OK)
         return rc;
     if (d.status != DG_DISCUSSION_ACTIVE) {
         dg_discussion_clear(&d);
-        return dg_fail(msg, msg_len, OC_OK,
-                       "this discussion is already closed; nothing changed.");
+        return admin_reply(p, "admin_close_already.md", NULL, msg, msg_len);
     }
     dg_ws_file f = {.fd = -1};
     char why[384], *preview = NULL;
@@ -1534,8 +1138,8 @@ int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id,
         if (rc != OC_OK) {
             dg_ws_file_close(&f);
             dg_discussion_clear(&d);
-            return dg_fail(msg, msg_len, OC_OK, "the summary path is refused (%s), nothing "
-                           "changed: %s", oc_status_name(rc), why);
+            dg_tpl_vars v = {.error = oc_status_name(rc), .reason = why};
+            return admin_reply(p, "admin_close_refused.md", &v, msg, msg_len);
         }
     }
     const dg_agent_cfg *ini = dg_config_agent(&p->cfg, d.initiator_agent_id);
@@ -1556,18 +1160,18 @@ int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id,
     if (rc == OC_OK)
         rc = dg_store_discussion_close_as(st, d.id, f.rel_path, now_ms, "closed-by-admin");
     if (rc == OC_OK)
-        rc = dg_turns_close_channel(st, d.discussion_channel_id, now_ms);
+        rc = dg_turns_close_channel(p->turns, d.discussion_channel_id, now_ms);
     if (rc == OC_OK)
-        rc = dg_turns_wake_with_result(st, d.origin_channel_id, d.initiator_agent_id, now_ms);
+        rc = dg_turns_wake_with_result(p->turns, d.origin_channel_id, d.initiator_agent_id, now_ms);
     if (rc == OC_OK)
         rc = dg_outbox_enqueue(st, d.origin_channel_id, text, mention, uid ? 1 : 0, now_ms);
     if (rc == OC_OK)
         rc = dg_discuss_archive_locked(p, &d, "closed-by-admin", f.rel_path, now_ms);
     if (rc == OC_OK) {
         *closed = 1;
-        snprintf(msg, msg_len, "discussion closed (status closed-by-admin%s%s); the result "
-                 "went to <#%s>.", f.rel_path ? ", summary " : ", no summary",
-                 f.rel_path ? f.rel_path : "", d.origin_channel_id);
+        dg_tpl_vars v = {.summaryPath = f.rel_path, .originChannel = oref};
+        admin_reply(p, f.rel_path ? "admin_close_done.md" : "admin_close_done_nosummary.md", &v,
+                    msg, msg_len);
         dg_log(p, OC_LOG_INFO, "discussion %lld in %s closed by an admin (summary %s)",
                (long long)d.id, d.discussion_channel_id, f.rel_path ? f.rel_path : "none");
     }

@@ -29,7 +29,6 @@
  * of creating a second one. A repeat that arrives while the first call is
  * still running in this process gets OC_ERR_CONFLICT. Without a
  * toolCallId nothing of this happens (no marker, no rows).
- * (Owner: discussion area.)
  */
 #ifndef DG_DISCUSS_H
 #define DG_DISCUSS_H
@@ -147,6 +146,20 @@ typedef struct dg_callback_result {
 
 void dg_callback_result_clear(dg_callback_result *r);
 
+/* The host's sessions of the caller's channel as plain values: the tool
+ * handler asks the host (sessions_list) and decodes its JSON, the core
+ * reads no JSON. Strings borrowed for the call; agent_id may be NULL. */
+typedef struct dg_session_ref {
+    const char *session_key;
+    const char *agent_id;
+} dg_session_ref;
+
+typedef struct dg_session_refs {
+    const dg_session_ref *v;
+    size_t n;
+    int unavailable;          /* the host could not list them (out of memory) */
+} dg_session_refs;
+
 /*
  * discuss-callback(summaryPath). Statuses in this order: caller's channel
  * is not a discussion channel OC_ERR_NOT_FOUND; caller is not the
@@ -154,7 +167,7 @@ void dg_callback_result_clear(dg_callback_result *r);
  * missing OC_ERR_NOT_FOUND; any other refused path OC_ERR_INVALID or
  * OC_ERR_DENIED (see paths.h). Refusals change nothing. On success the
  * discussion is closed in one transaction (overrides recorded for every
- * session of the channel, turns closed, result queued to the origin
+ * session of `sessions`, turns closed, result queued to the origin
  * channel), then the overrides are applied with session_patch. Of two
  * concurrent callbacks exactly one succeeds; the other gets
  * OC_ERR_CONFLICT -- unless both carry the same toolCallId: a repeat of a
@@ -163,7 +176,8 @@ void dg_callback_result_clear(dg_callback_result *r);
  * Any tool thread.
  */
 int dg_discuss_callback(dg_plugin *p, const dg_caller *caller, const char *summary_path,
-                        dg_callback_result *out, char *err, size_t err_len);
+                        const dg_session_refs *sessions, dg_callback_result *out, char *err,
+                        size_t err_len);
 
 /*
  * Re-drive effects a crash left undone: session overrides recorded but not

@@ -44,6 +44,7 @@
 #include "store.h"
 #include "store_discuss.h"
 #include "store_outbox.h"
+#include "utf8.h"
 #include "store_shared.h"
 
 #define NONCE_BYTES 12   /* 24 hex characters, within Discord's 25 */
@@ -148,21 +149,6 @@ static int64_t mono_ms(void)
 
 /* ---- splitting and enqueueing ------------------------------------------------------ */
 
-/* Byte length of the UTF-8 sequence starting at c, or 0 if invalid. */
-static size_t seq_len(const unsigned char *c)
-{
-    if (*c < 0x80)
-        return 1;
-    size_t n = (*c & 0xE0) == 0xC0 && *c >= 0xC2 ? 2
-               : (*c & 0xF0) == 0xE0             ? 3
-               : (*c & 0xF8) == 0xF0 && *c <= 0xF4 ? 4
-                                                 : 0;
-    for (size_t i = 1; i < n; i++)
-        if ((c[i] & 0xC0) != 0x80)
-            return 0;
-    return n;
-}
-
 static int blank(const char *s, size_t len)
 {
     for (size_t i = 0; i < len; i++)
@@ -219,7 +205,7 @@ int dg_outbox_split(const char *content, size_t limit, char ***parts, size_t *n)
         size_t off = 0, chars = 0;
         const char *nl = NULL, *sp = NULL;
         while (s[off] && chars < limit) {
-            size_t l = seq_len((const unsigned char *)s + off);
+            size_t l = dg_utf8_seq_len(s + off);
             if (!l) {
                 dg_outbox_parts_free(*parts, *n);
                 *parts = NULL;

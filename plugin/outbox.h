@@ -5,8 +5,7 @@
  * as the state change that owes it (dg_outbox_enqueue inside the caller's
  * dg_store_begin/commit). After commit the caller kicks the dispatcher,
  * which posts rows to Discord in order per channel with a stable nonce
- * (enforce_nonce), so a resend after a crash never duplicates. (Owner:
- * discord/outbox area.)
+ * (enforce_nonce), so a resend after a crash never duplicates.
  */
 #ifndef DG_OUTBOX_H
 #define DG_OUTBOX_H
@@ -36,7 +35,7 @@ void dg_outbox_kick(dg_outbox *ob);
  * hangs (in-flight transfer abandoned, its row stays unsent). NULL is fine. */
 void dg_outbox_stop(dg_outbox *ob);
 
-/* ---- additions (discord/outbox area) ---------------------------------------- */
+/* ---- notes and tuning ------------------------------------------------------------ */
 
 /* A 401 (Discord refuses the moderator token) is not the row's fault: no row
  * is failed, every send is held for 10 minutes (a bad token is not retried

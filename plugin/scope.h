@@ -27,7 +27,6 @@
  * is the message such a run answers.
  *
  * Pure functions over plain structs; no allocation. Any thread.
- * (Owner: turn manager area.)
  */
 #ifndef DG_SCOPE_H
 #define DG_SCOPE_H

@@ -4,7 +4,6 @@
  * recorded in a closed discussion channel): a hot path asks the set before
  * it opens a store transaction. A cache only: the store stays the owner of
  * the fact, and an empty set (after a restart) only costs one lookup.
- * (Owner: discussion area.)
  */
 #ifndef DG_SEEN_SET_H
 #define DG_SEEN_SET_H

@@ -5,34 +5,13 @@
  * json_t leaves this file.
  */
 #include "silent.h"
+#include "utf8.h"
 
 #include <ctype.h>
 #include <string.h>
 #include <strings.h>
 
 #include <jansson.h>
-
-/* Decode one UTF-8 code point at s (n bytes left); *len gets its length.
- * Invalid bytes decode as themselves, length 1 (they are word characters). */
-static unsigned long utf8_at(const unsigned char *s, size_t n, size_t *len)
-{
-    unsigned char c = s[0];
-    size_t need = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (need <= 1 || need > n) {
-        *len = 1;
-        return c;
-    }
-    unsigned long cp = c & (0x7Fu >> need);
-    for (size_t i = 1; i < need; i++) {
-        if ((s[i] & 0xC0) != 0x80) {
-            *len = 1;
-            return c;
-        }
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    *len = need;
-    return cp;
-}
 
 /* White space and punctuation separate tokens. '_' belongs to the token
  * (NO_REPLY has one) and is trimmed from token edges instead. Besides
@@ -60,7 +39,7 @@ static int tokens_silent(const char *text, size_t n)
     int tokens = 0;
     while (i < n) {
         size_t len;
-        unsigned long cp = utf8_at(s + i, n - i, &len);
+        unsigned long cp = dg_utf8_decode(text + i, n - i, &len);
         if (is_separator(cp) && !(cp == '\\' && i + 1 < n && s[i + 1] == '_')) {
             i += len;
             continue;
@@ -71,7 +50,7 @@ static int tokens_silent(const char *text, size_t n)
         size_t k = 0;
         int too_long = 0;
         while (i < n) {
-            cp = utf8_at(s + i, n - i, &len);
+            cp = dg_utf8_decode(text + i, n - i, &len);
             if (cp == '\\' && i + 1 < n && s[i + 1] == '_') {
                 i++; /* the escape goes, the '_' stays */
                 continue;

@@ -15,7 +15,7 @@
  * and said nothing (or only the token) acted -- it is NOT silent, so a
  * channel never falls dormant because an agent was busy (Dirigent bug 3).
  *
- * Pure functions; any thread. (Owner: turn manager area.)
+ * Pure functions; any thread.
  */
 #ifndef DG_SILENT_H
 #define DG_SILENT_H

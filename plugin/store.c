@@ -575,6 +575,14 @@ void dg_store_rollback(dg_store *st)
     pthread_mutex_unlock(&st->lock);
 }
 
+int dg_store_end(dg_store *st, int rc)
+{
+    if (rc == OC_OK)
+        return dg_store_commit(st);
+    dg_store_rollback(st);
+    return rc;
+}
+
 const char *dg_store_errmsg(dg_store *st)
 {
     return st->pg ? dg_pg_errmsg(st) : sqlite3_errmsg(st->db);

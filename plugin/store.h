@@ -66,6 +66,11 @@ int dg_store_begin(dg_store *st);
 int dg_store_commit(dg_store *st);
 void dg_store_rollback(dg_store *st);
 
+/* End the transaction begun by dg_store_begin with the outcome of its
+ * work: commit when rc is OC_OK, else roll back. Returns the commit's
+ * status, or rc after a rollback. The thread that began it. */
+int dg_store_end(dg_store *st, int rc);
+
 /* Last error text of this connection (SQLite's, or libpq's without the
  * password); valid until the next call on
  * it, only meaningful while the caller holds the transaction. */

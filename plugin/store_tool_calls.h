@@ -5,7 +5,7 @@
  * had an effect. A host that repeats a call after a crash (same
  * toolCallId) gets the first call's result from here instead of a second
  * effect. The fingerprint (caller and params, computed by the discussion
- * area) keeps an id that a model or host happens to reuse for another call
+ * code) keeps an id that a model or host happens to reuse for another call
  * from being answered with an unrelated result.
  *
  * States: 'pending' is the intent recorded before an effect outside the
@@ -16,7 +16,6 @@
  * Every function here must run inside a store transaction (the caller holds
  * dg_store_begin .. commit/rollback) and returns OC_OK or a negative
  * oc_status (OC_ERR_IO for SQLite errors: dg_store_errmsg() says why).
- * (Owner: discussion area.)
  */
 #ifndef DG_STORE_TOOL_CALLS_H
 #define DG_STORE_TOOL_CALLS_H

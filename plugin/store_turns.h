@@ -23,7 +23,6 @@
  * dg_store_begin .. commit/rollback) and returns OC_OK or a negative
  * oc_status (OC_ERR_IO on SQLite errors: dg_store_errmsg() says why).
  * Statements are prepared once and cached (dg_store_stmt).
- * (Owner: turn manager area.)
  */
 #ifndef DG_STORE_TURNS_H
 #define DG_STORE_TURNS_H

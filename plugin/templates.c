@@ -31,12 +31,21 @@ struct dg_templates {
     char **texts;
 };
 
-static const char *const known_names[] = {
-    "discussGuide", "initiatorMention", "participantMentions", "summaryPath",
-    "discussionChannel", "originChannel", "status", "maxAgentMessages", "summaryTemplate",
-    "summaryPreview",
+/* Every placeholder, and where its value sits in dg_tpl_vars. */
+#define KNOWN(f) {#f, offsetof(dg_tpl_vars, f)}
+static const struct {
+    const char *name;
+    size_t off;
+} placeholders[] = {
+    KNOWN(discussGuide), KNOWN(initiatorMention), KNOWN(participantMentions),
+    KNOWN(summaryPath), KNOWN(discussionChannel), KNOWN(originChannel), KNOWN(status),
+    KNOWN(maxAgentMessages), KNOWN(agentMention), KNOWN(skippedAgent), KNOWN(policy),
+    KNOWN(scope), KNOWN(mode), KNOWN(turnOrder), KNOWN(speaker), KNOWN(passed),
+    KNOWN(agentMessages), KNOWN(maxBytes), KNOWN(error), KNOWN(reason),
+    KNOWN(summaryTemplate), KNOWN(summaryPreview),
 };
-#define N_KNOWN (sizeof known_names / sizeof known_names[0])
+#undef KNOWN
+#define N_KNOWN (sizeof placeholders / sizeof placeholders[0])
 
 static void set_err(char *err, size_t err_len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -67,11 +76,11 @@ static size_t placeholder_len(const char *s)
     return s[i] == '}' ? i + 1 : 0;
 }
 
-/* Index into known_names of the word s[0..len), or -1. */
+/* Index into placeholders of the word s[0..len), or -1. */
 static int known_index(const char *s, size_t len)
 {
     for (size_t i = 0; i < N_KNOWN; i++)
-        if (strlen(known_names[i]) == len && memcmp(known_names[i], s, len) == 0)
+        if (strlen(placeholders[i].name) == len && memcmp(placeholders[i].name, s, len) == 0)
             return (int)i;
     return -1;
 }
@@ -97,6 +106,25 @@ static const struct {
                   "summaryPath"},
     {"session_model_channel.md", ""},
     {"session_model_thread.md", ""},
+    /* Replies to `!dirigent` commands (after the reply prefix). */
+    {"admin_help.md", ""},
+    {"admin_closed.md", ""},
+    {"admin_rest.md", ""},
+    {"admin_wake.md", "agentMention"},
+    {"admin_wake_nobody.md", ""},
+    {"admin_skip.md", "skippedAgent agentMention"},
+    {"admin_skip_initiator.md", "skippedAgent"},
+    {"admin_skip_dormant.md", "skippedAgent"},
+    {"admin_skip_nobody.md", ""},
+    {"admin_status.md", "policy scope mode turnOrder speaker passed agentMessages "
+                        "maxAgentMessages"},
+    {"admin_status_closed.md", ""},
+    {"admin_close_path_long.md", "maxBytes"},
+    {"admin_close_not_discussion.md", ""},
+    {"admin_close_already.md", ""},
+    {"admin_close_refused.md", "error reason"},
+    {"admin_close_done.md", "summaryPath originChannel"},
+    {"admin_close_done_nosummary.md", "originChannel"},
 };
 
 /* What template `name` (a file name, or a path ending in one) receives:
@@ -146,12 +174,15 @@ int dg_templates_check_text(const char *name, const char *text, char *err, size_
             return OC_ERR_INVALID;
         }
         if (known_index(s + 1, len - 2) < 0) {
+            char list[512] = "";
+            for (size_t i = 0; i < N_KNOWN; i++) {
+                size_t used = strlen(list);
+                snprintf(list + used, sizeof list - used, "%s{%s}", i ? " " : "", placeholders[i].name);
+            }
             set_err(err, err_len,
-                    "template %s: unknown placeholder {%.*s}; known placeholders are "
-                    "{discussGuide} {initiatorMention} {participantMentions} {summaryPath} "
-                    "{discussionChannel} {originChannel} {status} {maxAgentMessages} "
-                    "{summaryTemplate} {summaryPreview} (fix or remove it)",
-                    name, (int)(len - 2), s + 1);
+                    "template %s: unknown placeholder {%.*s}; known placeholders are %s (fix "
+                    "or remove it)",
+                    name, (int)(len - 2), s + 1, list);
             return OC_ERR_INVALID;
         }
         s += len - 1;
@@ -249,7 +280,7 @@ static int is_moderator_message(const char *name)
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(names[i], name) == 0)
             return 1;
-    return 0;
+    return strncmp(name, "admin_", 6) == 0; /* the command replies */
 }
 
 static int blank(const char *s)
@@ -283,7 +314,7 @@ static int load_overrides(dg_templates *t, const char *dir, char *err, size_t er
             continue;
         int i = index_of(t, e->d_name);
         if (i < 0) {
-            char known[512] = "";
+            char known[1024] = "";
             for (size_t k = 0; k < t->n; k++) {
                 size_t used = strlen(known);
                 snprintf(known + used, sizeof known - used, "%s%s", k ? " " : "", t->names[k]);
@@ -366,21 +397,7 @@ const char *dg_templates_get(const dg_templates *t, const char *name)
 
 static const char *var_value(const dg_tpl_vars *v, int idx)
 {
-    if (!v)
-        return NULL;
-    switch (idx) {
-    case 0: return v->discussGuide;
-    case 1: return v->initiatorMention;
-    case 2: return v->participantMentions;
-    case 3: return v->summaryPath;
-    case 4: return v->discussionChannel;
-    case 5: return v->originChannel;
-    case 6: return v->status;
-    case 7: return v->maxAgentMessages;
-    case 8: return v->summaryTemplate;
-    case 9: return v->summaryPreview;
-    default: return NULL;
-    }
+    return v ? *(const char *const *)((const char *)v + placeholders[idx].off) : NULL;
 }
 
 char *dg_templates_render(const dg_templates *t, const char *name, const dg_tpl_vars *vars)
@@ -420,4 +437,15 @@ char *dg_templates_render(const dg_templates *t, const char *name, const dg_tpl_
         need = o + 1;
     }
     return NULL;
+}
+
+char *dg_templates_render_trim(const dg_templates *t, const char *name, const dg_tpl_vars *vars)
+{
+    char *text = dg_templates_render(t, name, vars);
+    if (text) {
+        size_t n = strlen(text);
+        while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r'))
+            text[--n] = '\0';
+    }
+    return text;
 }

@@ -3,14 +3,11 @@
  *
  * templates/NAME.md files are embedded in the .so at build time; a `templatesDir`
  * folder replaces them by file name at init. Placeholders are `{name}`
- * with name in: discussGuide, initiatorMention, participantMentions,
- * summaryPath, discussionChannel, originChannel, status, maxAgentMessages
- * (the loop guard's limit, for rest.md), summaryTemplate (kickoff.md) and
- * summaryPreview (result.md). Substitution is
+ * with name a field of dg_tpl_vars; which template receives which is a
+ * table in templates.c (and README's Templates section). Substitution is
  * plain text in one pass: a value containing `{summaryPath}`, `@everyone`
  * or `<@id>` is copied as is and never expanded again. An unknown
  * placeholder in any template is an init error naming the file and name.
- * (Owner: discussion area.)
  */
 #ifndef DG_TEMPLATES_H
 #define DG_TEMPLATES_H
@@ -36,6 +33,20 @@ typedef struct dg_tpl_vars {
     const char *originChannel;
     const char *status;
     const char *maxAgentMessages;   /* turn.maxAgentMessages as decimal text */
+    /* The replies to `!dirigent` commands (admin_*.md). */
+    const char *agentMention;       /* "<@id>" of the agent whose turn it is now */
+    const char *skippedAgent;       /* agent id whose turn was skipped */
+    const char *policy;             /* sessionPolicy */
+    const char *scope;              /* the scope's label */
+    const char *mode;               /* the channel's mode */
+    const char *turnOrder;          /* "a, b" or "none yet" */
+    const char *speaker;            /* agent id, or what holds the scope */
+    const char *passed;             /* agents that passed this cycle, or "none" */
+    const char *agentMessages;      /* agent messages in a row, decimal text */
+    const char *maxBytes;           /* a length limit, decimal text */
+    const char *error;              /* a status name (oc_status_name) */
+    const char *reason;             /* the sentence saying why */
+    /* Discussion summaries (issue 16). */
     const char *summaryTemplate;    /* kickoff: discussion.summaryTemplate's text, "" none */
     const char *summaryPreview;     /* result: the summary's inert preview, "" none */
 } dg_tpl_vars;
@@ -53,14 +64,19 @@ const char *dg_templates_get(const dg_templates *t, const char *name);
  * name or out of memory. Any thread. */
 char *dg_templates_render(const dg_templates *t, const char *name, const dg_tpl_vars *vars);
 
+/* As dg_templates_render, without the line breaks at the end: for a text
+ * that is one part of a message (a command reply after its prefix).
+ * Caller frees; NULL as dg_templates_render. Any thread. */
+char *dg_templates_render_trim(const dg_templates *t, const char *name, const dg_tpl_vars *vars);
+
 /*
- * Placeholder rule (decided by the discussion area): `{word}` where word is
+ * Placeholder rule: `{word}` where word is
  * one or more ASCII letters [A-Za-z]+ is a placeholder and must be a known
  * name; every other brace (`{}`, `{ x }`, `{"json": 1}`, `{a_b}`) is literal.
  * A templatesDir file named *.md that is not a built-in template name is
  * refused at load (a typo would otherwise pass silently); other files are
  * ignored. A moderator message (kickoff, idle, closed, result, rest, timeout,
- * wrapup) that is
+ * wrapup, admin_*) that is
  * empty or only white space is refused at load too (it could never be
  * posted); the session-model texts may be blank. An override must be a regular file (symlinks to one are fine:
  * the folder is operator config, not agent input).

@@ -18,7 +18,6 @@
  *     moderator messages owed by a change, queued through the outbox in the
  *     same transaction.
  *
- * (Owner: turn manager area, engineer hC.)
  */
 #ifndef DG_TURNS_H
 #define DG_TURNS_H
@@ -253,46 +252,5 @@ int dg_turn_admin_wake(dg_turn_state *s, const dg_turn_ctx *c, int pos, int64_t 
  * when there is none (dormant; nothing changed). */
 int dg_turn_admin_skip(dg_turn_state *s, const dg_turn_ctx *c, int64_t now_ms,
                        dg_turn_effects *fx);
-
-/* ---- For the discussion area (called INSIDE the caller's transaction) ---- */
-
-/*
- * Make channel_id a discussion channel: mode "discussion" with
- * initiator_agent_id, the turn order replaced by initiator first then
- * `order` (agent ids; duplicates and the initiator are skipped), and the
- * channel's conversation scope awake with the initiator counted as having
- * opened the discussion, so the first participant after it speaks next
- * (the kickoff, a moderator message, wakes nobody by itself). Counters,
- * silent set and reminders are reset.
- * Must be called inside an open store transaction (dg_store_begin); the
- * caller commits or rolls back -- a rollback leaves the turn state as it
- * was. Returns OC_OK, OC_ERR_INVALID (empty ids, n too large) or OC_ERR_IO.
- * Any thread.
- */
-int dg_turns_prefill_discussion(dg_store *st, const char *channel_id,
-                                const char *initiator_agent_id,
-                                const char *const *order, size_t n, int64_t now_ms);
-
-/*
- * Close channel_id for good: mode "closed". From then on nothing in the
- * channel wakes a turn, every agent there gets the no-reply override, agent
- * messages are cancelled, and non-moderator messages get the closed notice
- * (handled by the hooks). Idempotent. Must be called inside an open store
- * transaction. Returns OC_OK, OC_ERR_INVALID or OC_ERR_IO. Any thread.
- */
-int dg_turns_close_channel(dg_store *st, const char *channel_id, int64_t now_ms);
-
-/*
- * The origin channel of a closed discussion is woken with the result: its
- * conversation scope becomes awake with initiator_agent_id (added to the
- * turn order when it is not in it yet) as the speaker, as if a human had
- * @mentioned it -- the result message itself is the moderator's and wakes
- * nobody. Passes, consumed marks, rest and a pending hand-off are cleared;
- * the loop counter is kept (the result is not a human's word). Must be
- * called inside an open store transaction. Returns OC_OK, OC_ERR_INVALID
- * (empty ids, a full order) or OC_ERR_IO. Any thread.
- */
-int dg_turns_wake_with_result(dg_store *st, const char *origin_channel_id,
-                              const char *initiator_agent_id, int64_t now_ms);
 
 #endif

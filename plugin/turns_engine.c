@@ -1,6 +1,10 @@
 /*
  * turns_engine.c -- the turn manager wired to store, outbox and clock
- * (contract in turns_engine.h; the rules themselves live in turns.c).
+ * (contract in turns_engine.h; the rules themselves live in turns.c):
+ * the mirror and its transactions, silenced runs, moderator messages, the
+ * engine's life cycle, diagnostics and the discussion channels' entry
+ * points. Its other files (turns_int.h lists them) are the sweeper,
+ * ingest, admin commands and the agent hooks' decisions.
  *
  * Locking. Every change of the engine runs between txn_begin() and
  * finish(): the engine's writer mutex, then the store transaction. Only
@@ -18,220 +22,30 @@
  * build on it (the writer mutex is held until then, although the store
  * mutex is released by the commit itself).
  *
- * Discussion prefill/close run inside the discussion area's transaction
- * with nothing but the store; they log the channel they changed, and
- * every engine reloads that channel's records in place before its next
- * decision (after that transaction has ended). In place, so the runs in
- * flight elsewhere (and there) keep what their resolve recorded.
+ * Discussion prefill/close run inside the discussion code's transaction,
+ * not as an engine writer; they log the channel they changed in the
+ * engine's change ring, and the engine reloads that channel's records in
+ * place before its next decision (after that transaction has ended). In
+ * place, so the runs in flight elsewhere (and there) keep what their
+ * resolve recorded.
  */
-#include "turns_engine.h"
-
-#include <ctype.h>
-#include <pthread.h>
-#include <stdarg.h>
-#include <stdatomic.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-#include "agent_names.h"
-#include "admin_sessions.h"
-#include "store_transitions.h"
-#include "discuss.h"
-#include "outbox.h"
-#include "silent.h"
-#include "store.h"
-#include "store_discuss.h"
-#include "store_shared.h"
-#include "store_turns.h"
-#include "templates.h"
-#include "turns_map.h"
-
-/* The turn-timeout sweeper looks for speakers out of time this often
- * (real time; the turn clock itself is dg_now_ms). */
-#define SWEEP_EVERY_MS 1000
-
-/* A dormant thread scope untouched this long (turn clock) leaves the
- * mirror, with its sessions; the database still has it. */
-#define EVICT_IDLE_MS (3600LL * 1000)
-
-/* Dormant thread scopes the mirror keeps at most, whatever their age (each
- * costs about 0.8 KB with its sessions; under the thread policy every
- * top-level message makes one): past it the least recently changed leave,
- * down to 3/4 of it, so the scan that finds them is paid once per quarter
- * of the bound, not per message (issue 12, bug 7). */
-#define DORMANT_MAX 4096
-
-/* Dedup rows (message ids, run ids) and dormant thread states are kept
- * this long; they are also pruned every so many ingests. */
-#define SEEN_KEEP_MS (7LL * 24 * 3600 * 1000)
-#define SEEN_PRUNE_EVERY 65536
-
-/*
- * Channels changed outside the engines (discussion prefill/close): a ring
- * of the latest channel ids and the count of entries ever logged.
- * Process-wide (those entry points only have the store); an engine that
- * fell more than the ring behind drops its whole mirror instead.
- */
-#define INVAL_RING 64
-#define WAKE_AGENT_MAX 128
-typedef struct inval_entry {
-    char channel[DG_SCOPE_ID_MAX];
-    char wake[WAKE_AGENT_MAX];   /* agent granted the turn with a wake message
-                                    (a discussion's kickoff), "" for none */
-} inval_entry;
-static pthread_mutex_t g_inval_mu = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic uint64_t g_inval_seq;
-static inval_entry g_inval[INVAL_RING];
+#include "turns_int.h"
 
 /* Any thread. channel_id is shorter than DG_SCOPE_ID_MAX (checked); wake
  * (NULL: none) is the agent that awaits a wake message there once the
  * change has committed (an id too long is not recorded: no wait). */
-static void log_channel_change(const char *channel_id, const char *wake)
+static void log_channel_change(dg_turns *t, const char *channel_id, const char *wake)
 {
-    pthread_mutex_lock(&g_inval_mu);
-    uint64_t n = atomic_load(&g_inval_seq);
-    inval_entry *e = &g_inval[n % INVAL_RING];
+    pthread_mutex_lock(&t->inval_mu);
+    uint64_t n = atomic_load(&t->inval_seq);
+    inval_entry *e = &t->inval[n % INVAL_RING];
     snprintf(e->channel, sizeof e->channel, "%s", channel_id);
     e->wake[0] = '\0';
     if (wake && strlen(wake) < sizeof e->wake)
         snprintf(e->wake, sizeof e->wake, "%s", wake);
-    atomic_store(&g_inval_seq, n + 1);
-    pthread_mutex_unlock(&g_inval_mu);
+    atomic_store(&t->inval_seq, n + 1);
+    pthread_mutex_unlock(&t->inval_mu);
 }
-
-typedef struct scope_rec scope_rec;
-
-typedef struct chan_rec {
-    char *id;
-    dg_channel_mode mode;
-    char *initiator;
-    char *top_root;              /* latest top-level thread (thread policy) */
-    int bot_noticed;
-    int n;                       /* members */
-    char *members[DG_TURN_MAX_MEMBERS];
-    uint64_t present;            /* members that are configured agents */
-    int initiator_pos;
-    int in_db;
-    unsigned epoch;              /* bumped when reloaded in place: sessions re-derive */
-    scope_rec *follow;           /* scope of channel-level sessions, NULL until loaded */
-    scope_rec *conv;             /* Conversation(channel) once loaded: the hot path's
-                                    scope under policy "channel", found without a key */
-} chan_rec;
-
-/* One message of the scope's recent history (scope_rec.recent). */
-#define RECENT_MAX 4
-#define RECENT_FP_MAX 48
-/* An older message is evidence of a stale prompt only when its
- * fingerprint is this long: a short one ("ok") turns up by chance. */
-#define RECENT_FP_EVIDENCE 8
-typedef struct recent_msg {
-    char fp[RECENT_FP_MAX];      /* message_fingerprint(); "" when nothing to look for */
-    int author;                  /* member position of its agent, DG_NOBODY for others */
-} recent_msg;
-
-struct scope_rec {
-    char *key;
-    dg_scope scope;
-    chan_rec *chan;
-    char *post_channel;          /* Discord channel for moderator messages; NULL = channel */
-    dg_turn_state st;
-    int in_db;
-    int evict;                   /* chosen to leave the mirror (evict_idle) */
-    /* The first line of the idle reminder that woke wake_fp_pos (mentions
-     * dropped), "" when none: a run of that speaker counts only once its
-     * prompt carries it. A host may start a run queued for an older
-     * message after the reminder reached the session; that run must not
-     * answer for the speaker. In memory, written under the writer mutex;
-     * lost on restart (then the delivery alone ends the wait). */
-    char wake_fp[48];
-    int wake_fp_pos;
-    int64_t wake_fp_ms;          /* when it was set: older than WAKE_FP_MAX_MS, ignored */
-    /* The last RECENT_MAX human/agent messages of the scope, newest at
-     * recent_head - 1 (recent_msg): a run of the speaker whose prompt
-     * carries one of the older ones but not the newest was queued for an
-     * older message and started late (dg_turns_claim). In memory only:
-     * after a restart there is no evidence and runs count. */
-    recent_msg recent[RECENT_MAX];
-    unsigned recent_head;        /* messages recorded so far (mod RECENT_MAX: next slot) */
-};
-
-/* A fingerprint older than this is ignored: a wake run that never matched
- * (a host that rewrote the text) must not hold a speaker for longer. */
-#define WAKE_FP_MAX_MS (10 * 60 * 1000)
-
-typedef struct sess_rec {
-    char *key;
-    char *thread;                /* ctx threadId it was resolved with */
-    chan_rec *chan;
-    scope_rec *fixed;            /* NULL: follows chan->follow */
-    int configured;              /* agent of `agents` */
-    int pos;                     /* member position or DG_NOBODY */
-    unsigned epoch;              /* chan->epoch it was derived under */
-    _Atomic int64_t seen_seq;    /* scope's msg_seq when its run resolved */
-    _Atomic(scope_rec *) last;   /* scope its run resolved in */
-    _Atomic int granted;         /* last resolve: 1 turn, 0 swapped, -1 none */
-} sess_rec;
-
-/* A silenced run (turns_engine.h "Silenced runs"). */
-typedef enum mark_kind {
-    MARK_NONE = 0,
-    MARK_SWAPPED = 1,
-    MARK_CLAIMED = 2,
-    MARK_WAITING = 3             /* swapped while its agent awaited its wake message:
-                                    texts cancelled, its end changes nothing */
-} mark_kind;
-
-typedef struct run_mark {
-    uint64_t sess_h;             /* hash of session_key (0: empty slot) */
-    char *session_key;           /* malloc'd */
-    char *run_id;                /* malloc'd; NULL: matched by session while live */
-    mark_kind kind;
-    int live;                    /* no unsilenced decision of the session since */
-    int64_t seen_seq;            /* scope's msg_seq when it was decided */
-} run_mark;
-
-static int valid_session(const dg_turn_session *s);
-
-/* Scope states waiting for their transaction to commit (see finish()). */
-#define MAX_PENDING 4
-
-struct dg_turns {
-    dg_plugin *p;
-    pthread_mutex_t wmu;         /* one engine writer at a time (txn_begin .. finish) */
-    pthread_rwlock_t lock;       /* the mirror: readers vs. the writer */
-    _Atomic uint64_t inval_seen; /* entries of the channel change log applied */
-    _Atomic int64_t applied;     /* the store's change log (other instances sharing
-                                    it, store_shared.h) is applied up to here */
-    struct {
-        scope_rec *r;
-        dg_turn_state st;
-    } pending[MAX_PENDING];
-    int n_pending;
-    /* The turn-timeout sweeper (see sweeper()). */
-    pthread_t sweeper;
-    int sweeper_started;
-    pthread_mutex_t sw_mu;
-    pthread_cond_t sw_cv;        /* CLOCK_MONOTONIC */
-    int sw_stop;
-    _Atomic int rescan;          /* load the awake scopes of the database into the mirror */
-    dg_map chans, scopes, sessions;
-    /* Set once message_received has reported a delivery to an agent
-     * session (turns_engine.h "Awaiting the wake message"): only then is a
-     * wait armed. Per instance, never reset. */
-    _Atomic int wake_tracking;
-    /* Silenced runs: a ring, newest at marks[(mk_next - 1) % DG_RUN_MARKS].
-     * mk_mu is a leaf lock (taken under any other, never the reverse). */
-    pthread_mutex_t mk_mu;
-    run_mark marks[DG_RUN_MARKS];
-    size_t mk_next;
-    unsigned long fresh_ingests;
-    int warned_cap;
-    size_t dormant_max;          /* DORMANT_MAX; tests lower it */
-    size_t evict_at;             /* mirror size (scopes) that makes an ingest evict */
-    dg_agent_names *names;       /* agents' Discord names, for mentions in text */
-};
 
 /* ---- mirror ---------------------------------------------------------------- */
 
@@ -247,7 +61,7 @@ static void free_chan(void *v, void *arg)
     free(c);
 }
 
-static void free_scope(void *v, void *arg)
+void free_scope(void *v, void *arg)
 {
     (void)arg;
     scope_rec *r = v;
@@ -256,7 +70,7 @@ static void free_scope(void *v, void *arg)
     free(r);
 }
 
-static void free_sess(void *v, void *arg)
+void free_sess(void *v, void *arg)
 {
     (void)arg;
     sess_rec *s = v;
@@ -290,7 +104,7 @@ static void recompute_present(const dg_turns *t, chan_rec *c)
     }
 }
 
-static void make_ctx(const dg_turns *t, const chan_rec *c, dg_turn_ctx *x)
+void make_ctx(const dg_turns *t, const chan_rec *c, dg_turn_ctx *x)
 {
     x->n_members = c->n;
     x->present = c->present;
@@ -301,7 +115,7 @@ static void make_ctx(const dg_turns *t, const chan_rec *c, dg_turn_ctx *x)
     x->wake_tracking = atomic_load(&t->wake_tracking);
 }
 
-static int member_pos(const chan_rec *c, const char *agent_id)
+int member_pos(const chan_rec *c, const char *agent_id)
 {
     for (int i = 0; i < c->n; i++)
         if (strcmp(c->members[i], agent_id) == 0)
@@ -310,7 +124,7 @@ static int member_pos(const chan_rec *c, const char *agent_id)
 }
 
 /* Channel record, loaded or created in the mirror. Store mutex held. */
-static int chan_get(dg_turns *t, const char *channel_id, chan_rec **out)
+int chan_get(dg_turns *t, const char *channel_id, chan_rec **out)
 {
     *out = dg_map_get(&t->chans, channel_id);
     if (*out)
@@ -349,7 +163,7 @@ static int chan_get(dg_turns *t, const char *channel_id, chan_rec **out)
     return OC_OK;
 }
 
-static int chan_save(dg_turns *t, chan_rec *c, int64_t now)
+int chan_save(dg_turns *t, chan_rec *c, int64_t now)
 {
     int rc = dg_store_turns_channel_save(t->p->store, c->id, c->mode, c->initiator, c->top_root,
                                          c->bot_noticed, now);
@@ -359,7 +173,7 @@ static int chan_save(dg_turns *t, chan_rec *c, int64_t now)
 }
 
 /* Scope record, loaded or fresh (dormant). Store mutex held. */
-static int scope_get(dg_turns *t, chan_rec *c, const dg_scope *sc, scope_rec **out)
+int scope_get(dg_turns *t, chan_rec *c, const dg_scope *sc, scope_rec **out)
 {
     if (sc->kind == DG_SCOPE_CONVERSATION && c->conv) {
         *out = c->conv; /* same record as by key: records live until a flush */
@@ -544,16 +358,16 @@ static int arm_kickoff(dg_turns *t, const char *channel_id, const char *agent)
 static void sync_changes(dg_turns *t)
 {
     uint64_t seen = atomic_load(&t->inval_seen);
-    if (atomic_load(&g_inval_seq) == seen)
+    if (atomic_load(&t->inval_seq) == seen)
         return;
     inval_entry *chans = NULL;
-    pthread_mutex_lock(&g_inval_mu);
-    uint64_t now = atomic_load(&g_inval_seq);
+    pthread_mutex_lock(&t->inval_mu);
+    uint64_t now = atomic_load(&t->inval_seq);
     size_t n = (size_t)(now - seen);
     if (n <= INVAL_RING && (chans = malloc(n * sizeof *chans)))
         for (size_t i = 0; i < n; i++)
-            chans[i] = g_inval[(seen + i) % INVAL_RING];
-    pthread_mutex_unlock(&g_inval_mu);
+            chans[i] = t->inval[(seen + i) % INVAL_RING];
+    pthread_mutex_unlock(&t->inval_mu);
     int ok = chans != NULL;
     for (size_t i = 0; ok && i < n; i++) {
         ok = refresh_channel(t, chans[i].channel, 0) == OC_OK;
@@ -596,7 +410,7 @@ static void sync_store(dg_turns *t)
 }
 
 /* The scope channel-level sessions act in (scope.h, turns_engine.h). */
-static int follow_scope(dg_turns *t, chan_rec *c, scope_rec **out)
+int follow_scope(dg_turns *t, chan_rec *c, scope_rec **out)
 {
     if (c->follow) {
         *out = c->follow;
@@ -618,7 +432,7 @@ static int follow_scope(dg_turns *t, chan_rec *c, scope_rec **out)
 
 /* Position of agent_id in c, appending it when it is a configured agent
  * seen for the first time. Store mutex held. */
-static int member_ensure(dg_turns *t, chan_rec *c, const char *agent_id, int64_t now, int *pos)
+int member_ensure(dg_turns *t, chan_rec *c, const char *agent_id, int64_t now, int *pos)
 {
     *pos = member_pos(c, agent_id);
     if (*pos != DG_NOBODY || !dg_config_agent(&t->p->cfg, agent_id))
@@ -652,7 +466,7 @@ static int member_ensure(dg_turns *t, chan_rec *c, const char *agent_id, int64_t
     return OC_OK;
 }
 
-static int same_str(const char *a, const char *b)
+int same_str(const char *a, const char *b)
 {
     if (!a || !*a)
         return !b || !*b;
@@ -660,7 +474,7 @@ static int same_str(const char *a, const char *b)
 }
 
 /* Session record for s, created or refreshed. Store mutex held. */
-static int session_prepare(dg_turns *t, const dg_turn_session *s, int64_t now, sess_rec **out)
+int session_prepare(dg_turns *t, const dg_turn_session *s, int64_t now, sess_rec **out)
 {
     chan_rec *c;
     int rc = chan_get(t, s->channel_id, &c);
@@ -725,9 +539,9 @@ static int session_prepare(dg_turns *t, const dg_turn_session *s, int64_t now, s
 }
 
 /* The mirror's session record for s if it is current; read lock held. */
-static sess_rec *session_lookup_locked(dg_turns *t, const dg_turn_session *s, scope_rec **scope)
+sess_rec *session_lookup_locked(dg_turns *t, const dg_turn_session *s, scope_rec **scope)
 {
-    if (atomic_load(&g_inval_seq) != atomic_load(&t->inval_seen))
+    if (atomic_load(&t->inval_seq) != atomic_load(&t->inval_seen))
         return NULL; /* a channel changed outside the engine: catch up first */
     sess_rec *e = dg_map_get(&t->sessions, s->session_key);
     if (!e || strcmp(e->chan->id, s->channel_id) != 0 || !same_str(e->thread, s->thread_id) ||
@@ -742,7 +556,7 @@ static sess_rec *session_lookup_locked(dg_turns *t, const dg_turn_session *s, sc
 /* Start a change: the writer mutex, then a store transaction; the mirror
  * is brought up to date with changes made outside the engine. OC_OK or
  * OC_ERR_IO (nothing held then). */
-static int txn_begin(dg_turns *t)
+int txn_begin(dg_turns *t)
 {
     pthread_mutex_lock(&t->wmu);
     if (dg_store_begin(t->p->store) != OC_OK) {
@@ -761,7 +575,7 @@ static int txn_begin(dg_turns *t)
  * transaction may not match the database) and reloaded on demand. Both
  * under the mirror's write lock, before the writer mutex is released.
  */
-static int finish(dg_turns *t, int rc)
+int finish(dg_turns *t, int rc)
 {
     int64_t wrote = dg_store_txn_change_seq(t->p->store);
     if (rc == OC_OK)
@@ -790,14 +604,14 @@ static int finish(dg_turns *t, int rc)
 }
 
 /* End a change that only read (loaded records are what the database holds). */
-static void finish_read(dg_turns *t)
+void finish_read(dg_turns *t)
 {
     dg_store_rollback(t->p->store);
     pthread_mutex_unlock(&t->wmu);
 }
 
 /* Publish st as r's state once the transaction commits. */
-static int install(dg_turns *t, scope_rec *r, const dg_turn_state *st)
+int install(dg_turns *t, scope_rec *r, const dg_turn_state *st)
 {
     for (int i = 0; i < t->n_pending; i++) {
         if (t->pending[i].r == r) {
@@ -843,10 +657,8 @@ static int log_transition(dg_turns *t, const scope_rec *r, const dg_turn_state *
     return dg_store_transition_add(t->p->store, c->id, &tr);
 }
 
-/* Write r's new state st with why it changed (cause: a sentence for the
- * operator's view, dirigent-ctl why). */
-static int save_scope(dg_turns *t, scope_rec *r, const dg_turn_state *st, int64_t now,
-                      const char *cause)
+int save_scope(dg_turns *t, scope_rec *r, const dg_turn_state *st, int64_t now,
+               const char *cause)
 {
     int rc = log_transition(t, r, st, now, cause);
     if (rc == OC_OK)
@@ -855,6 +667,24 @@ static int save_scope(dg_turns *t, scope_rec *r, const dg_turn_state *st, int64_
     if (rc == OC_OK)
         r->in_db = 1;
     return rc;
+}
+
+/* The scope message m belongs to, and whether it is a top-level message
+ * under policy "thread" (it opens a thread of its own). OC_OK or the
+ * status of dg_scope_derive. */
+int message_scope(const dg_turns *t, const dg_turn_message *m, dg_scope *sc, int *top_level)
+{
+    dg_scope_event ev = {.channel_id = m->channel_id, .thread_id = m->thread_id,
+                         .message_id = m->message_id, .is_dm = m->is_dm,
+                         .tags = m->tags, .n_tags = m->n_tags};
+    int rc = dg_scope_derive(t->p->cfg.session_policy, &ev, sc);
+    if (rc)
+        return rc;
+    char root[65];
+    *top_level = t->p->cfg.session_policy == DG_POLICY_THREAD && !m->is_dm &&
+                 !(m->thread_id && *m->thread_id) && !dg_nip10_root(m->tags, m->n_tags, root) &&
+                 sc->kind == DG_SCOPE_THREAD;
+    return OC_OK;
 }
 
 /* ---- silenced runs (marks) ------------------------------------------------------ */
@@ -875,8 +705,8 @@ static int mark_is(const run_mark *m, uint64_t h, const char *key)
 /* Remember run (session key, run_id or NULL) as silenced. Any thread. A
  * repeat for the same run refreshes its mark. Out of memory: the mark is
  * not kept (logged); the turn-order checks still apply. */
-static void mark_add(dg_turns *t, const char *key, const char *run_id, mark_kind kind,
-                     int64_t seen_seq)
+void mark_add(dg_turns *t, const char *key, const char *run_id, mark_kind kind,
+              int64_t seen_seq)
 {
     if (run_id && !*run_id)
         run_id = NULL;
@@ -916,7 +746,7 @@ static void mark_add(dg_turns *t, const char *key, const char *run_id, mark_kind
 
 /* The session got a decision that is not silenced: its marks no longer
  * match by session (those with a run id still match by run id). */
-static void mark_end_session(dg_turns *t, const char *key)
+void mark_end_session(dg_turns *t, const char *key)
 {
     uint64_t h = key_hash(key);
     pthread_mutex_lock(&t->mk_mu);
@@ -930,18 +760,15 @@ static void mark_end_session(dg_turns *t, const char *key)
  * *seen. *other_run (may be NULL): 1 when no mark matched but the session
  * has a live mark of another run id (the run asked about is not that
  * silenced one). Newest first. Any thread. */
-static mark_kind mark_find_ex(dg_turns *t, const char *key, const char *run_id, int64_t *seen,
-                              int *other_run, int *exact);
-
-static mark_kind mark_find(dg_turns *t, const char *key, const char *run_id, int64_t *seen,
-                           int *other_run)
+mark_kind mark_find(dg_turns *t, const char *key, const char *run_id, int64_t *seen,
+                    int *other_run)
 {
     return mark_find_ex(t, key, run_id, seen, other_run, NULL);
 }
 
 /* As mark_find; *exact (may be NULL): the mark matched by run id. */
-static mark_kind mark_find_ex(dg_turns *t, const char *key, const char *run_id, int64_t *seen,
-                              int *other_run, int *exact)
+mark_kind mark_find_ex(dg_turns *t, const char *key, const char *run_id, int64_t *seen,
+                       int *other_run, int *exact)
 {
     if (run_id && !*run_id)
         run_id = NULL;
@@ -981,7 +808,7 @@ static void marks_free(dg_turns *t)
 
 /* ---- moderator messages ------------------------------------------------------- */
 
-static const char *user_of(const dg_turns *t, const chan_rec *c, int pos)
+const char *user_of(const dg_turns *t, const chan_rec *c, int pos)
 {
     if (pos < 0 || pos >= c->n)
         return NULL;
@@ -989,8 +816,8 @@ static const char *user_of(const dg_turns *t, const chan_rec *c, int pos)
     return a ? a->discord_user_id : NULL;
 }
 
-static int enqueue(dg_turns *t, const char *channel, const char *content, const char *mention,
-                   int64_t now, int *kick)
+int enqueue(dg_turns *t, const char *channel, const char *content, const char *mention,
+            int64_t now, int *kick)
 {
     const char *ids[1] = {mention};
     int rc = dg_outbox_enqueue(t->p->store, channel, content, mention ? ids : NULL,
@@ -1081,7 +908,7 @@ static void message_fingerprint(const char *text, char *out, size_t cap)
     out[n] = '\0';
 }
 
-static void recent_push(scope_rec *r, const char *content, int author)
+void recent_push(scope_rec *r, const char *content, int author)
 {
     recent_msg *m = &r->recent[r->recent_head % RECENT_MAX];
     message_fingerprint(content, m->fp, sizeof m->fp);
@@ -1095,7 +922,7 @@ static void recent_push(scope_rec *r, const char *content, int author)
  * the prompt, and an older one of someone else's (long enough to count)
  * is. 0 otherwise, also when there is no evidence either way.
  */
-static int answers_older(const scope_rec *r, int pos, const char *prompt)
+int answers_older(const scope_rec *r, int pos, const char *prompt)
 {
     if (r->recent_head == 0)
         return 0;
@@ -1111,9 +938,9 @@ static int answers_older(const scope_rec *r, int pos, const char *prompt)
     return 0;
 }
 
-static int render_and_enqueue(dg_turns *t, const char *name, const dg_tpl_vars *vars,
-                              const char *channel, const char *mention, int64_t now, int *kick,
-                              char *fp, size_t fp_cap)
+int render_and_enqueue(dg_turns *t, const char *name, const dg_tpl_vars *vars,
+                       const char *channel, const char *mention, int64_t now, int *kick,
+                       char *fp, size_t fp_cap)
 {
     char *text = t->p->templates ? dg_templates_render(t->p->templates, name, vars) : NULL;
     if (!text) {
@@ -1131,8 +958,8 @@ static int render_and_enqueue(dg_turns *t, const char *name, const dg_tpl_vars *
 /* The moderator messages fx owes scope r, whose next state is next. A
  * wake message that is not queued after all (no user id, not a Discord
  * channel) ends the wait for it in next: nothing would ever end it. */
-static int queue_effects(dg_turns *t, scope_rec *r, const dg_turn_effects *fx,
-                         dg_turn_state *next, int64_t now, int *kick)
+int queue_effects(dg_turns *t, scope_rec *r, const dg_turn_effects *fx,
+                  dg_turn_state *next, int64_t now, int *kick)
 {
     chan_rec *c = r->chan;
     const char *post = r->post_channel ? r->post_channel : c->id;
@@ -1218,7 +1045,9 @@ int dg_turns_new(dg_plugin *p, dg_turns **out)
     pthread_cond_init(&t->sw_cv, &ca);
     pthread_condattr_destroy(&ca);
     atomic_init(&t->rescan, 1);
-    atomic_init(&t->inval_seen, atomic_load(&g_inval_seq));
+    pthread_mutex_init(&t->inval_mu, NULL);
+    atomic_init(&t->inval_seq, 0);
+    atomic_init(&t->inval_seen, 0);
     int64_t seq = dg_store_change_seq(p->store); /* the mirror starts empty: all applied */
     atomic_init(&t->applied, seq > 0 ? seq : 0);
     dg_map_init(&t->chans);
@@ -1249,1391 +1078,13 @@ void dg_turns_free(dg_turns *t)
     flush_locked(t);
     marks_free(t);
     pthread_mutex_destroy(&t->mk_mu);
+    pthread_mutex_destroy(&t->inval_mu);
     pthread_cond_destroy(&t->sw_cv);
     pthread_mutex_destroy(&t->sw_mu);
     pthread_rwlock_destroy(&t->lock);
     pthread_mutex_destroy(&t->wmu);
     dg_agent_names_free(t->names);
     free(t);
-}
-
-/* ---- turn timeouts ----------------------------------------------------------------- */
-
-/* Load every awake scope of the database into the mirror (after a start or
- * a flush), where the sweeper looks for speakers out of time. */
-static int load_awake(dg_turns *t)
-{
-    if (txn_begin(t) != OC_OK)
-        return OC_ERR_IO;
-    dg_scope *v = NULL;
-    size_t n = 0;
-    int rc = dg_store_turns_active_scopes(t->p->store, &v, &n);
-    for (size_t i = 0; rc == OC_OK && i < n; i++) {
-        chan_rec *c;
-        scope_rec *r;
-        if ((rc = chan_get(t, v[i].channel_id, &c)) == OC_OK)
-            rc = scope_get(t, c, &v[i], &r);
-    }
-    free(v);
-    finish_read(t); /* what was loaded is what the database holds */
-    return rc;
-}
-
-typedef struct due_list {
-    int64_t now, timeout_ms;
-    dg_scope *v;
-    size_t n, cap;
-    int nomem;
-} due_list;
-
-/* Mirror read lock held. */
-static void collect_due(void *val, void *arg)
-{
-    const scope_rec *r = val;
-    due_list *d = arg;
-    if (d->nomem || !r->st.active || r->chan->mode == DG_MODE_CLOSED ||
-        d->now - r->st.last_change_ms < d->timeout_ms)
-        return;
-    if (d->n == d->cap) {
-        size_t cap = d->cap ? 2 * d->cap : 16;
-        dg_scope *v = realloc(d->v, cap * sizeof *v);
-        if (!v) {
-            d->nomem = 1;
-            return;
-        }
-        d->v = v;
-        d->cap = cap;
-    }
-    d->v[d->n++] = r->scope;
-}
-
-/* Apply turn.timeoutSec to scope sc now, with the moderator messages it
- * owes (a hand-off to a next speaker who already consumed the latest
- * message, a discussion's idle reminder): what a hook would do lazily, done
- * although no hook comes. */
-static int expire_scope(dg_turns *t, const dg_scope *sc)
-{
-    int64_t now = dg_now_ms(t->p);
-    if (txn_begin(t) != OC_OK)
-        return OC_ERR_IO;
-    chan_rec *c;
-    scope_rec *r = NULL;
-    int kick = 0, rc = chan_get(t, sc->channel_id, &c);
-    if (rc == OC_OK)
-        rc = scope_get(t, c, sc, &r);
-    if (rc == OC_OK && c->mode != DG_MODE_CLOSED) {
-        dg_turn_ctx x;
-        make_ctx(t, c, &x);
-        dg_turn_effects fx;
-        dg_turn_effects_init(&fx);
-        dg_turn_state next = r->st;
-        int late = dg_turn_speaker(&r->st, &x);
-        dg_turn_expire(&next, &x, now, &fx);
-        if (!dg_turn_state_same(&next, &r->st)) {
-            char label[DG_SCOPE_LABEL_MAX];
-            dg_log(t->p, OC_LOG_INFO, "turns: %s did not finish within turn.timeoutSec (%lds) in "
-                   "channel %s (%s); the turn passes on", late >= 0 && late < c->n
-                   ? c->members[late] : "the speaker", (long)t->p->cfg.turn_timeout_sec, c->id,
-                   dg_scope_label(&r->scope, label));
-            char cause[160];
-            snprintf(cause, sizeof cause, "%s did not finish within turn.timeoutSec (%lds): "
-                     "timed out", late >= 0 && late < c->n ? c->members[late] : "the speaker",
-                     (long)t->p->cfg.turn_timeout_sec);
-            if ((rc = save_scope(t, r, &next, now, cause)) == OC_OK &&
-                (rc = queue_effects(t, r, &fx, &next, now, &kick)) == OC_OK)
-                rc = install(t, r, &next);
-        }
-    }
-    if (rc != OC_OK)
-        dg_log(t->p, OC_LOG_ERROR, "turns: could not apply the turn timeout in channel %s (%s: "
-               "%s); retried shortly", sc->channel_id, oc_status_name(rc),
-               dg_store_errmsg(t->p->store));
-    rc = finish(t, rc);
-    if (rc == OC_OK && kick)
-        dg_outbox_kick(t->p->outbox);
-    return rc;
-}
-
-typedef struct evict_scan {
-    int64_t now;
-    size_t n;                    /* evictable by age */
-    size_t dormant;              /* dormant thread scopes (evictable by count) */
-    int64_t *ages;               /* their last changes, when collected */
-    size_t n_ages;
-    int64_t cutoff;              /* dormant ones changed at or before this leave too */
-} evict_scan;
-
-/* A dormant thread scope that is not the one channel-level sessions
- * follow: it may leave the mirror. Mirror lock held. */
-static int dormant_thread(const scope_rec *r)
-{
-    return r->scope.kind == DG_SCOPE_THREAD && !r->st.active && r != r->chan->follow;
-}
-
-/* A dormant thread scope nobody has touched for EVICT_IDLE_MS, or one of
- * the oldest past the count bound (cutoff). Mirror lock held. */
-static int evictable(const scope_rec *r, const evict_scan *e)
-{
-    return dormant_thread(r) && (e->now - r->st.last_change_ms >= EVICT_IDLE_MS ||
-                                 r->st.last_change_ms <= e->cutoff);
-}
-
-static void count_evictable(void *val, void *arg)
-{
-    evict_scan *e = arg;
-    const scope_rec *r = val;
-    e->n += evictable(r, e);
-    e->dormant += dormant_thread(r);
-}
-
-static void collect_ages(void *val, void *arg)
-{
-    evict_scan *e = arg;
-    const scope_rec *r = val;
-    if (dormant_thread(r) && e->n_ages < e->dormant)
-        e->ages[e->n_ages++] = r->st.last_change_ms;
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-static int keep_scope(void *val, void *arg)
-{
-    (void)arg;
-    return !((scope_rec *)val)->evict;
-}
-
-static int keep_sess(void *val, void *arg)
-{
-    (void)arg;
-    sess_rec *e = val;
-    scope_rec *last = atomic_load(&e->last);
-    return !(e->fixed && e->fixed->evict) && !(last && last->evict);
-}
-
-static void mark_evict(void *val, void *arg)
-{
-    scope_rec *r = val;
-    r->evict = evictable(r, arg);
-}
-
-static void unmark_evict(void *val, void *arg)
-{
-    (void)arg;
-    ((scope_rec *)val)->evict = 0;
-}
-
-/*
- * Drop idle thread scopes and their sessions from the mirror: under the
- * thread policy every thread (every top-level message, without Discord
- * threads) is a scope, and the mirror would otherwise grow for as long as
- * the process lives. Idle ones leave after EVICT_IDLE_MS; past
- * t->dormant_max dormant ones, the least recently changed leave at once.
- * A later event reloads what it needs from the database. Between changes
- * (writer mutex) and with no reader (write lock).
- */
-static void evict_idle(dg_turns *t, int64_t now)
-{
-    evict_scan e = {.now = now, .cutoff = INT64_MIN};
-    pthread_rwlock_rdlock(&t->lock);
-    dg_map_each(&t->scopes, count_evictable, &e);
-    pthread_rwlock_unlock(&t->lock);
-    if (!e.n && e.dormant <= t->dormant_max)
-        return;
-    pthread_mutex_lock(&t->wmu);
-    pthread_rwlock_wrlock(&t->lock);
-    if (e.dormant > t->dormant_max && (e.ages = malloc(e.dormant * sizeof *e.ages))) {
-        /* Counted again under the lock: the map may have changed. */
-        dg_map_each(&t->scopes, collect_ages, &e);
-        size_t keep = t->dormant_max - t->dormant_max / 4;
-        if (e.n_ages > keep) {
-            qsort(e.ages, e.n_ages, sizeof *e.ages, cmp_i64);
-            e.cutoff = e.ages[e.n_ages - keep - 1];
-        }
-        free(e.ages);
-        e.ages = NULL;
-    }
-    dg_map_each(&t->scopes, mark_evict, &e);
-    /* Sessions first: keep_sess reads the scopes' marks. */
-    if (dg_map_retain(&t->sessions, keep_sess, free_sess, NULL) != OC_OK ||
-        dg_map_retain(&t->scopes, keep_scope, free_scope, NULL) != OC_OK)
-        dg_map_each(&t->scopes, unmark_evict, NULL); /* out of memory: next time */
-    t->evict_at = t->scopes.n + t->dormant_max / 4 > t->dormant_max
-                      ? t->scopes.n + t->dormant_max / 4 : t->dormant_max;
-    pthread_rwlock_unlock(&t->lock);
-    pthread_mutex_unlock(&t->wmu);
-}
-
-/* After an ingest: a mirror past its bound is trimmed at once, not at the
- * sweeper's next pass (a burst of top-level messages would otherwise grow
- * it by as many as arrive in a second). */
-static void evict_if_over(dg_turns *t, int64_t now)
-{
-    pthread_rwlock_rdlock(&t->lock);
-    int over = t->scopes.n > t->evict_at;
-    pthread_rwlock_unlock(&t->lock);
-    if (over)
-        evict_idle(t, now);
-}
-
-void dg_turns_set_dormant_max(dg_turns *t, size_t n)
-{
-    pthread_mutex_lock(&t->wmu);
-    pthread_rwlock_wrlock(&t->lock);
-    t->dormant_max = t->evict_at = n ? n : DORMANT_MAX;
-    pthread_rwlock_unlock(&t->lock);
-    pthread_mutex_unlock(&t->wmu);
-}
-
-/* One pass: every awake scope whose speaker is out of time moves on. */
-static void sweep(dg_turns *t)
-{
-    if (atomic_exchange(&t->rescan, 0) && load_awake(t) != OC_OK)
-        atomic_store(&t->rescan, 1);
-    dg_discuss_sweep(t->p); /* discussion timers (issue 16): their own transactions */
-    due_list d = {.now = dg_now_ms(t->p), .timeout_ms = (int64_t)t->p->cfg.turn_timeout_sec * 1000};
-    if (d.timeout_ms <= 0)
-        return;
-    pthread_rwlock_rdlock(&t->lock);
-    dg_map_each(&t->scopes, collect_due, &d);
-    pthread_rwlock_unlock(&t->lock);
-    for (size_t i = 0; i < d.n; i++)
-        expire_scope(t, &d.v[i]);
-    free(d.v);
-    evict_idle(t, d.now);
-}
-
-/* The sweeper thread (started by dg_turns_start, joined by dg_turns_stop):
- * a speaker whose run hangs or whose host never reports agent_end must not
- * hold a quiet channel forever; nothing else would move it, since every
- * other path applies the timeout only when an event arrives. */
-static void *sweeper(void *arg)
-{
-    dg_turns *t = arg;
-    dg_log_own_thread(); /* a plugin thread: never waits on the host */
-    pthread_mutex_lock(&t->sw_mu);
-    while (!t->sw_stop) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += SWEEP_EVERY_MS / 1000;
-        ts.tv_nsec += (long)(SWEEP_EVERY_MS % 1000) * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        while (!t->sw_stop && pthread_cond_timedwait(&t->sw_cv, &t->sw_mu, &ts) == 0)
-            ;
-        if (t->sw_stop)
-            break;
-        pthread_mutex_unlock(&t->sw_mu);
-        dg_agent_names_refresh(t->names, t->p, dg_now_ms(t->p));
-        sweep(t);
-        pthread_mutex_lock(&t->sw_mu);
-    }
-    pthread_mutex_unlock(&t->sw_mu);
-    return NULL;
-}
-
-int dg_turns_start(dg_turns *t)
-{
-    if (!t || t->sweeper_started)
-        return OC_OK;
-    if (pthread_create(&t->sweeper, NULL, sweeper, t) != 0) {
-        dg_log(t->p, OC_LOG_ERROR, "turns: could not start the turn-timeout thread; a speaker "
-               "that never finishes keeps the turn until the next message");
-        return OC_ERR_INTERNAL;
-    }
-    t->sweeper_started = 1;
-    return OC_OK;
-}
-
-void dg_turns_stop(dg_turns *t)
-{
-    if (!t || !t->sweeper_started)
-        return;
-    pthread_mutex_lock(&t->sw_mu);
-    t->sw_stop = 1;
-    pthread_cond_broadcast(&t->sw_cv);
-    pthread_mutex_unlock(&t->sw_mu);
-    pthread_join(t->sweeper, NULL);
-    t->sweeper_started = 0;
-}
-
-/* ---- message_received ------------------------------------------------------------ */
-
-/* Content made only of user mentions: the moderator's hand-off trigger. */
-static int is_bare_mention(const char *s)
-{
-    int any = 0;
-    while (s && *s) {
-        if (isspace((unsigned char)*s)) {
-            s++;
-            continue;
-        }
-        if (strncmp(s, "<@", 2) != 0)
-            return 0;
-        s += 2;
-        if (*s == '!')
-            s++;
-        if (!isdigit((unsigned char)*s))
-            return 0;
-        while (isdigit((unsigned char)*s))
-            s++;
-        if (*s++ != '>')
-            return 0;
-        any = 1;
-    }
-    return any;
-}
-
-static int closed_notice(dg_turns *t, chan_rec *c, const dg_turn_message *m, dg_sender_kind kind,
-                         int64_t now, int *kick)
-{
-    if (kind == DG_SENDER_MODERATOR || kind == DG_SENDER_HANDOFF || !m->message_id)
-        return OC_OK;
-    int botish = kind == DG_SENDER_AGENT || kind == DG_SENDER_BOT;
-    int rc;
-    if (!botish && c->bot_noticed) {
-        c->bot_noticed = 0; /* a human spoke: bots may get one notice again */
-        if ((rc = chan_save(t, c, now)))
-            return rc;
-    } else if (botish && c->bot_noticed) {
-        /* A bot already got a notice since the last human message: no
-         * ping-pong between the moderator and a bot answering it. */
-        return OC_OK;
-    }
-    int64_t cooldown = (int64_t)t->p->cfg.closed_notice_cooldown_sec * 1000;
-    int claim = dg_discuss_claim_closed_notice_locked(t->p->store, c->id, m->message_id, now,
-                                                      cooldown);
-    if (claim < 0)
-        return claim;
-    if (!claim)
-        return OC_OK;
-    char chan[48];
-    snprintf(chan, sizeof chan, "<#%s>", c->id);
-    dg_tpl_vars v = {.discussionChannel = chan, .status = "closed"};
-    const char *post = (m->thread_id && *m->thread_id) ? m->thread_id : c->id;
-    if ((rc = render_and_enqueue(t, "closed.md", &v, post, NULL, now, kick, NULL, 0)))
-        return rc;
-    if (botish) {
-        c->bot_noticed = 1;
-        rc = chan_save(t, c, now);
-    }
-    return rc;
-}
-
-/* ---- admin commands ------------------------------------------------------------- */
-
-static int is_admin(const dg_config *cfg, const char *user_id)
-{
-    for (size_t i = 0; i < cfg->n_admins; i++)
-        if (strcmp(cfg->admins[i], user_id) == 0)
-            return 1;
-    return 0;
-}
-
-static int is_admin_reply(const char *content)
-{
-    return content &&
-           strncmp(content, DG_ADMIN_REPLY_PREFIX, sizeof DG_ADMIN_REPLY_PREFIX - 1) == 0;
-}
-
-/* A growing reply text; on out of memory it keeps nomem set. */
-typedef struct reply_buf {
-    char *s;
-    size_t len, cap;
-    int nomem;
-} reply_buf;
-
-static void reply_add(reply_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void reply_add(reply_buf *b, const char *fmt, ...)
-{
-    if (b->nomem)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-        b->nomem = 1;
-        return;
-    }
-    if (b->len + (size_t)n + 1 > b->cap) {
-        size_t cap = (b->len + (size_t)n + 1) * 2;
-        char *v = realloc(b->s, cap);
-        if (!v) {
-            b->nomem = 1;
-            return;
-        }
-        b->s = v;
-        b->cap = cap;
-    }
-    va_start(ap, fmt);
-    vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
-}
-
-static const char *admin_cmd_name(dg_admin_cmd cmd)
-{
-    switch (cmd) {
-    case DG_ADMIN_STATUS: return "status";
-    case DG_ADMIN_REST: return "rest";
-    case DG_ADMIN_WAKE: return "wake";
-    case DG_ADMIN_SKIP: return "skip";
-    case DG_ADMIN_CLOSE: return "close";
-    case DG_ADMIN_ROTATE: return "rotate";
-    case DG_ADMIN_CANCEL: return "cancel";
-    case DG_ADMIN_HELP: return "help";
-    case DG_ADMIN_NONE: break;
-    }
-    return "none";
-}
-
-/* The status lines of scope r (state st, timeouts applied) into b. */
-static void admin_status(const dg_turns *t, const scope_rec *r, const dg_turn_state *st,
-                         const dg_turn_ctx *x, reply_buf *b)
-{
-    const chan_rec *c = r->chan;
-    char label[DG_SCOPE_LABEL_MAX];
-    reply_add(b, DG_ADMIN_REPLY_PREFIX "status\npolicy: %s, scope: %s\nmode: %s\nturn order:",
-              dg_session_policy_name(t->p->cfg.session_policy),
-              dg_scope_label(&r->scope, label), dg_channel_mode_name(c->mode));
-    int any = 0;
-    for (int i = 0; i < c->n; i++)
-        if (c->present & ((uint64_t)1 << i))
-            reply_add(b, "%s %s", any++ ? "," : "", c->members[i]);
-    if (!any)
-        reply_add(b, " none yet");
-    int sp = dg_turn_speaker(st, x);
-    if (!st->active)
-        reply_add(b, "\nspeaker: %s", st->rested ? "resting (loop guard)" : "dormant");
-    else
-        reply_add(b, "\nspeaker: %s", sp != DG_NOBODY ? c->members[sp] : "nobody eligible");
-    reply_add(b, "\npassed this cycle:");
-    any = 0;
-    for (int i = 0; i < c->n; i++)
-        if (st->silent & c->present & ((uint64_t)1 << i))
-            reply_add(b, "%s %s", any++ ? "," : "", c->members[i]);
-    if (!any)
-        reply_add(b, " none");
-    reply_add(b, "\nagent messages: %lld/%ld", (long long)st->agent_msgs,
-              (long)t->p->cfg.turn_max_agent_messages);
-    if (c->mode == DG_MODE_CLOSED)
-        reply_add(b, "\nthis discussion channel is closed: rest, wake and skip change nothing "
-                  "here");
-}
-
-/*
- * Run admin command cmd of message m (already claimed by the dedup) on the
- * message's scope: under policy "thread" a top-level command acts on the
- * channel's latest top-level thread (what channel-level sessions follow)
- * and opens no thread of its own -- a command is not speech. The state
- * change and the reply commit together. Writer held.
- */
-/* `rotate` / `cancel` call the host, which Dirigent never does under a lock:
- * admin_locked records what to do here, dg_turns_message does it after the
- * commit and posts the reply in a second short transaction. */
-typedef struct owner_action {
-    dg_admin_cmd cmd;                 /* DG_ADMIN_NONE: nothing to do */
-    char channel[DG_SCOPE_ID_MAX];
-    char thread[DG_SCOPE_ID_MAX];     /* "" at the top level */
-    char post[DG_SCOPE_ID_MAX];       /* where the reply goes */
-    char speaker[72];                 /* cancel: the speaker's agent id, "" nobody */
-} owner_action;
-
-static int admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, int64_t now,
-                        int *kick, owner_action *oa)
-{
-    chan_rec *c;
-    int rc;
-    if ((rc = chan_get(t, m->channel_id, &c)))
-        return rc;
-    dg_scope_event ev = {.channel_id = m->channel_id, .thread_id = m->thread_id,
-                         .message_id = m->message_id, .is_dm = m->is_dm,
-                         .tags = m->tags, .n_tags = m->n_tags};
-    dg_scope sc;
-    if ((rc = dg_scope_derive(t->p->cfg.session_policy, &ev, &sc)))
-        return rc;
-    char root[65];
-    int top_level = t->p->cfg.session_policy == DG_POLICY_THREAD && !m->is_dm &&
-                    !(m->thread_id && *m->thread_id) && !dg_nip10_root(m->tags, m->n_tags, root) &&
-                    sc.kind == DG_SCOPE_THREAD;
-    scope_rec *r;
-    if ((rc = top_level ? follow_scope(t, c, &r) : scope_get(t, c, &sc, &r)))
-        return rc;
-    if (m->thread_id && *m->thread_id && r->scope.kind == DG_SCOPE_THREAD && !r->post_channel &&
-        !(r->post_channel = strdup(m->thread_id)))
-        return OC_ERR_NOMEM;
-    const char *post = r->post_channel ? r->post_channel : c->id;
-
-    char label[DG_SCOPE_LABEL_MAX];
-    dg_log(t->p, OC_LOG_INFO, "turns: admin %s ran \"!dirigent %s\" in channel %s (%s)",
-           m->sender_id, admin_cmd_name(cmd), c->id, dg_scope_label(&r->scope, label));
-    char cause[160];
-    snprintf(cause, sizeof cause, "admin command !dirigent %s by %s", admin_cmd_name(cmd),
-             m->sender_id);
-
-    dg_turn_ctx x;
-    make_ctx(t, c, &x);
-    dg_turn_effects fx;
-    dg_turn_effects_init(&fx);
-    dg_turn_state next = r->st;
-    reply_buf b = {0};
-    const char *mention = NULL;
-    int changes = 0;
-    if (cmd == DG_ADMIN_STATUS) {
-        dg_turn_state view = r->st;
-        if (c->mode != DG_MODE_CLOSED)
-            dg_turn_expire(&view, &x, now, NULL); /* what a decision now would see */
-        admin_status(t, r, &view, &x, &b);
-    } else if (c->mode == DG_MODE_CLOSED) {
-        reply_add(&b, DG_ADMIN_REPLY_PREFIX "this discussion channel is closed; no command "
-                  "changes anything here.");
-    } else if (cmd == DG_ADMIN_CLOSE) {
-        /* The discussion area closes it in this transaction; the channel's
-         * mirror reloads (closed) before its next use. */
-        char path[1024], msg[768];
-        int has = dg_admin_arg(m->content, path, sizeof path), closed = 0;
-        if (has < 0) {
-            reply_add(&b, DG_ADMIN_REPLY_PREFIX "the summary path is longer than %zu bytes; "
-                      "nothing changed.", sizeof path - 1);
-        } else {
-            rc = dg_discuss_admin_close_locked(t->p, c->id, has ? path : NULL, now, &closed, msg,
-                                               sizeof msg);
-            if (rc != OC_OK) {
-                free(b.s);
-                return rc;
-            }
-            reply_add(&b, DG_ADMIN_REPLY_PREFIX "%s", msg);
-        }
-    } else if (cmd == DG_ADMIN_ROTATE || cmd == DG_ADMIN_CANCEL) {
-        /* Host calls after the commit (owner_action); the turn state stays
-         * (an aborted run ends with agent_end like any other). */
-        dg_turn_state view = r->st;
-        dg_turn_expire(&view, &x, now, NULL);
-        int sp = view.active ? dg_turn_speaker(&view, &x) : DG_NOBODY;
-        oa->cmd = cmd;
-        snprintf(oa->channel, sizeof oa->channel, "%s", c->id);
-        snprintf(oa->thread, sizeof oa->thread, "%s", m->thread_id ? m->thread_id : "");
-        snprintf(oa->post, sizeof oa->post, "%s", post);
-        snprintf(oa->speaker, sizeof oa->speaker, "%s", sp != DG_NOBODY ? c->members[sp] : "");
-        return OC_OK;
-    } else if (cmd == DG_ADMIN_REST) {
-        dg_turn_expire(&next, &x, now, &fx);
-        fx.handoff_to = DG_NOBODY; /* nobody is woken into a resting scope */
-        dg_turn_admin_rest(&next, now);
-        changes = 1;
-        reply_add(&b, DG_ADMIN_REPLY_PREFIX "resting now; no agent takes a turn here until the "
-                  "next message.");
-    } else if (cmd == DG_ADMIN_WAKE) {
-        int pos = DG_NOBODY;
-        for (size_t i = 0; pos == DG_NOBODY && i < m->n_mentions; i++) {
-            const dg_agent_cfg *a = dg_config_agent_by_user(&t->p->cfg, m->mentions[i]);
-            int mp = a ? member_pos(c, a->agent_id) : DG_NOBODY;
-            if (mp != DG_NOBODY && (c->present & ((uint64_t)1 << mp)))
-                pos = mp;
-        }
-        for (int i = 0; pos == DG_NOBODY && i < c->n; i++)
-            if (c->present & ((uint64_t)1 << i))
-                pos = i;
-        if (pos == DG_NOBODY || dg_turn_admin_wake(&next, &x, pos, now) != 0) {
-            reply_add(&b, DG_ADMIN_REPLY_PREFIX "no agent is in this channel's turn order yet; "
-                      "nothing to wake.");
-        } else {
-            changes = 1;
-            mention = user_of(t, c, pos);
-            reply_add(&b, DG_ADMIN_REPLY_PREFIX "awake; <@%s>, it is your turn.",
-                      mention ? mention : "?");
-        }
-    } else if (cmd == DG_ADMIN_SKIP) {
-        dg_turn_expire(&next, &x, now, &fx);
-        fx.handoff_to = DG_NOBODY; /* that speaker is skipped now */
-        int sp = dg_turn_admin_skip(&next, &x, now, &fx);
-        if (sp == DG_NOBODY) {
-            reply_add(&b, DG_ADMIN_REPLY_PREFIX "nobody holds the turn here (dormant); nothing "
-                      "to skip.");
-        } else {
-            changes = 1;
-            int to = fx.handoff_to;
-            fx.handoff_to = DG_NOBODY; /* the reply is the hand-off */
-            mention = to != DG_NOBODY ? user_of(t, c, to) : NULL;
-            if (mention)
-                reply_add(&b, DG_ADMIN_REPLY_PREFIX "%s's turn is skipped; <@%s>, it is your "
-                          "turn.", c->members[sp], mention);
-            else if (fx.idle_reminder)
-                reply_add(&b, DG_ADMIN_REPLY_PREFIX "%s's turn is skipped; the discussion "
-                          "initiator is asked to go on.", c->members[sp]);
-            else
-                reply_add(&b, DG_ADMIN_REPLY_PREFIX "%s's turn is skipped; nobody else is left "
-                          "in this cycle, so the scope is dormant.", c->members[sp]);
-        }
-    } else {
-        reply_add(&b, DG_ADMIN_REPLY_PREFIX "commands: `!dirigent status` (this scope's turn "
-                  "state), `!dirigent rest` (put it to sleep now), `!dirigent wake [@agent]` "
-                  "(give the first agent, or the one mentioned, the turn), `!dirigent skip` "
-                  "(pass the current speaker's turn on), `!dirigent close [summaryPath]` (in a "
-                  "discussion channel: close it now, status closed-by-admin), `!dirigent "
-                  "rotate` (end this scope's sessions: the next message opens fresh ones), "
-                  "`!dirigent cancel` (abort the speaker's run in flight).");
-    }
-    if (b.nomem) {
-        free(b.s);
-        return OC_ERR_NOMEM;
-    }
-    if (changes && (!dg_turn_state_same(&next, &r->st) || !r->in_db))
-        rc = save_scope(t, r, &next, now, cause);
-    int queued = 0;
-    if (rc == OC_OK)
-        rc = enqueue(t, post, b.s, mention, now, &queued);
-    free(b.s);
-    if (queued)
-        *kick = 1;
-    else if (mention)
-        next.awaiting = 0; /* the reply that would wake it is not posted */
-    if (rc == OC_OK)
-        rc = queue_effects(t, r, &fx, &next, now, kick);
-    if (rc == OC_OK && changes)
-        rc = install(t, r, &next);
-    return rc;
-}
-
-/* r's state as this change has it so far (pending), else as published. */
-static const dg_turn_state *staged(const dg_turns *t, const scope_rec *r)
-{
-    for (int i = 0; i < t->n_pending; i++)
-        if (t->pending[i].r == r)
-            return &t->pending[i].st;
-    return &r->st;
-}
-
-/*
- * A moderator message reached the session rs (message_received reported
- * per agent): if rs's agent awaits its wake message in the scope rs acts
- * in, the wait ends (turns_engine.h "Awaiting the wake message"). Read
- * only but for that: no member is added, nothing is stored. Writer held.
- */
-static int deliver_locked(dg_turns *t, const dg_turn_session *rs)
-{
-    chan_rec *c;
-    int rc = chan_get(t, rs->channel_id, &c);
-    if (rc)
-        return rc;
-    int pos = member_pos(c, rs->agent_id);
-    if (pos == DG_NOBODY || c->mode == DG_MODE_CLOSED)
-        return OC_OK;
-    scope_rec *r;
-    int has_thread = rs->thread_id && *rs->thread_id;
-    if (rs->is_dm || t->p->cfg.session_policy == DG_POLICY_CHANNEL || has_thread) {
-        /* The scope the session's runs are decided in (session_prepare). */
-        dg_scope_event ev = {.channel_id = rs->channel_id, .thread_id = rs->thread_id,
-                             .is_dm = rs->is_dm};
-        dg_scope sc;
-        if ((rc = dg_scope_derive(t->p->cfg.session_policy, &ev, &sc)) ||
-            (rc = scope_get(t, c, &sc, &r)))
-            return rc;
-    } else if ((rc = follow_scope(t, c, &r))) {
-        return rc;
-    }
-    dg_turn_state next = *staged(t, r);
-    if (!dg_turn_wake_delivered(&next, pos))
-        return OC_OK;
-    char label[DG_SCOPE_LABEL_MAX];
-    dg_log(t->p, OC_LOG_DEBUG, "turns: the moderator's message reached %s in channel %s (%s); "
-           "it no longer awaits its wake message, its next run counts", rs->agent_id, c->id,
-           dg_scope_label(&r->scope, label));
-    return install(t, r, &next);
-}
-
-/* The host calls of `rotate` / `cancel` (no lock held), then their reply in
- * its own transaction. OC_OK when the reply was queued. */
-static int owner_reply(dg_turns *t, const owner_action *oa, int64_t now)
-{
-    char msg[512], text[600];
-    const char *thread = oa->thread[0] ? oa->thread : NULL;
-    if (oa->cmd == DG_ADMIN_ROTATE)
-        dg_admin_rotate(t->p, oa->channel, thread, msg, sizeof msg);
-    else
-        dg_admin_cancel(t->p, oa->channel, thread, oa->speaker[0] ? oa->speaker : NULL, msg,
-                        sizeof msg);
-    snprintf(text, sizeof text, DG_ADMIN_REPLY_PREFIX "%s", msg);
-    if (txn_begin(t) != OC_OK)
-        return OC_ERR_IO;
-    int queued = 0;
-    int rc = enqueue(t, oa->post, text, NULL, now, &queued);
-    rc = finish(t, rc);
-    if (rc != OC_OK)
-        dg_log(t->p, OC_LOG_WARN, "turns: the reply to \"!dirigent %s\" in %s could not be "
-               "queued (%s); the command itself was carried out", admin_cmd_name(oa->cmd),
-               oa->channel, oc_status_name(rc));
-    return rc == OC_OK && queued ? OC_OK : OC_ERR_IO;
-}
-
-static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind kind,
-                         const dg_agent_cfg *sender_agent, int admin, dg_admin_cmd cmd,
-                         int64_t now, int *kick, owner_action *oa)
-{
-    dg_store *st = t->p->store;
-    int rc;
-    /* Per agent session, before the dedup: every account reports it. */
-    if (m->recipient && (kind == DG_SENDER_MODERATOR || kind == DG_SENDER_HANDOFF) &&
-        (rc = deliver_locked(t, m->recipient)))
-        return rc;
-    if (m->message_id && *m->message_id) {
-        int fresh = 0;
-        if ((rc = dg_store_turns_seen_claim(st, m->channel_id, m->message_id, now, &fresh)))
-            return rc;
-        if (!fresh)
-            return OC_OK; /* another account reported it already */
-        if (++t->fresh_ingests % SEEN_PRUNE_EVERY == 0 &&
-            ((rc = dg_store_turns_seen_prune(st, now - SEEN_KEEP_MS, NULL)) ||
-             (rc = dg_store_turns_states_prune(st, now - SEEN_KEEP_MS, NULL))))
-            return rc;
-    }
-    if (cmd != DG_ADMIN_NONE)
-        return admin_locked(t, m, cmd, now, kick, oa);
-    /* Once per message (after the dedup), and a first-character test for
-     * nearly every ordinary message. */
-    if (kind == DG_SENDER_HUMAN && !admin && dg_admin_parse(m->content) != DG_ADMIN_NONE)
-        dg_log(t->p, OC_LOG_INFO, "turns: message %s in channel %s starts with !dirigent but "
-               "its sender %s is not in `admins`; it is not run as a command (an ordinary "
-               "message)", m->message_id ? m->message_id : "(no id)", m->channel_id,
-               m->sender_id);
-    chan_rec *c;
-    if ((rc = chan_get(t, m->channel_id, &c)))
-        return rc;
-    if (c->mode == DG_MODE_CLOSED)
-        return closed_notice(t, c, m, kind, now, kick);
-
-    dg_scope_event ev = {.channel_id = m->channel_id, .thread_id = m->thread_id,
-                         .message_id = m->message_id, .is_dm = m->is_dm,
-                         .tags = m->tags, .n_tags = m->n_tags};
-    dg_scope sc;
-    if ((rc = dg_scope_derive(t->p->cfg.session_policy, &ev, &sc)))
-        return rc;
-    char root[65];
-    int top_level = t->p->cfg.session_policy == DG_POLICY_THREAD && !m->is_dm &&
-                    !(m->thread_id && *m->thread_id) && !dg_nip10_root(m->tags, m->n_tags, root) &&
-                    sc.kind == DG_SCOPE_THREAD;
-    int moderator = kind == DG_SENDER_MODERATOR || kind == DG_SENDER_HANDOFF;
-    /* A human's or an agent's word restarts a discussion's quiet-time clock. */
-    if (!moderator && c->mode == DG_MODE_DISCUSSION &&
-        (rc = dg_store_discussion_touch(st, c->id, now)))
-        return rc;
-    if (moderator && top_level)
-        return OC_OK; /* its own one-message thread: nothing to change */
-
-    int pos = DG_NOBODY;
-    if (sender_agent && (rc = member_ensure(t, c, sender_agent->agent_id, now, &pos)))
-        return rc;
-    uint64_t mentions = 0;
-    if (kind == DG_SENDER_HUMAN) {
-        for (size_t i = 0; i < m->n_mentions; i++) {
-            const dg_agent_cfg *a = dg_config_agent_by_user(&t->p->cfg, m->mentions[i]);
-            /* A configured agent a human asks by name belongs to the channel's
-             * order even before it was seen there (the first message of a
-             * channel comes before any agent's run). */
-            int mp = DG_NOBODY;
-            if (a && (rc = member_ensure(t, c, a->agent_id, now, &mp)))
-                return rc;
-            if (mp != DG_NOBODY)
-                mentions |= (uint64_t)1 << mp;
-        }
-        /* Mentions the host rendered as text ("@name"). */
-        size_t n_agents = t->p->cfg.n_agents;
-        unsigned char *hit = n_agents && m->content && strchr(m->content, '@')
-                                 ? calloc(n_agents, 1) : NULL;
-        if (hit && dg_agent_names_mentioned(t->names, m->content, hit)) {
-            for (size_t i = 0; i < n_agents; i++) {
-                int mp = DG_NOBODY;
-                if (hit[i] &&
-                    (rc = member_ensure(t, c, t->p->cfg.agents[i].agent_id, now, &mp))) {
-                    free(hit);
-                    return rc;
-                }
-                if (mp != DG_NOBODY)
-                    mentions |= (uint64_t)1 << mp;
-            }
-        }
-        free(hit);
-    }
-
-    scope_rec *r;
-    if ((rc = scope_get(t, c, &sc, &r)))
-        return rc;
-    if (!moderator) {
-        r->wake_fp[0] = '\0'; /* a real message: the reminder is history */
-        recent_push(r, m->content, pos);
-    }
-    if (moderator && !r->in_db)
-        return OC_OK; /* no state to change */
-    dg_turn_state next = r->st;
-    if (top_level) {
-        scope_rec *prev = NULL;
-        if ((rc = follow_scope(t, c, &prev)))
-            return rc;
-        if (prev != r && (kind == DG_SENDER_AGENT || kind == DG_SENDER_BOT)) {
-            /* Carry the loop guard across top-level threads. */
-            next.agent_msgs = prev->st.agent_msgs;
-            next.rested = prev->st.rested;
-        }
-        char *top = strdup(sc.root);
-        if (!top)
-            return OC_ERR_NOMEM;
-        pthread_rwlock_wrlock(&t->lock);
-        free(c->top_root);
-        c->top_root = top;
-        c->follow = r;
-        pthread_rwlock_unlock(&t->lock);
-        if ((rc = chan_save(t, c, now)))
-            return rc;
-    }
-    if (m->thread_id && *m->thread_id && sc.kind == DG_SCOPE_THREAD && !r->post_channel &&
-        !(r->post_channel = strdup(m->thread_id)))
-        return OC_ERR_NOMEM;
-
-    dg_turn_ctx x;
-    make_ctx(t, c, &x);
-    dg_turn_effects fx;
-    dg_turn_effects_init(&fx);
-    next.awaiting = staged(t, r)->awaiting; /* a delivery above may have ended a wait */
-    dg_turn_on_message(&next, &x, kind, pos, mentions, now, &fx);
-    if (!dg_turn_state_same(&next, &r->st) || !r->in_db) {
-        static const char *const kinds[] = {"human", "agent", "bot", "moderator",
-                                            "moderator hand-off"};
-        char cause[200];
-        snprintf(cause, sizeof cause, "message %s from %s %s%s%s%s",
-                 m->message_id ? m->message_id : "(no id)",
-                 (unsigned)kind < sizeof kinds / sizeof *kinds ? kinds[kind] : "sender",
-                 m->sender_id, pos != DG_NOBODY ? " (" : "", pos != DG_NOBODY ? c->members[pos]
-                 : "", pos != DG_NOBODY ? ")" : "");
-        if ((rc = save_scope(t, r, &next, now, cause)))
-            return rc;
-    }
-    if ((rc = queue_effects(t, r, &fx, &next, now, kick)))
-        return rc;
-    return install(t, r, &next);
-}
-
-int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err_len)
-{
-    if (!m->channel_id || !*m->channel_id || strlen(m->channel_id) >= DG_SCOPE_ID_MAX) {
-        snprintf(err, err_len, "message_received: event.channelId is missing or longer than %d "
-                 "characters; the host must say where the message was posted",
-                 DG_SCOPE_ID_MAX - 1);
-        return OC_ERR_INVALID;
-    }
-    if (m->message_id && (m->message_id[0] == '~' || strlen(m->message_id) >= DG_SCOPE_ID_MAX)) {
-        snprintf(err, err_len, "message_received: event.messageId \"%.40s\" is not a message id "
-                 "(it starts with '~' or is longer than %d characters)", m->message_id,
-                 DG_SCOPE_ID_MAX - 1);
-        return OC_ERR_INVALID;
-    }
-    if (!m->sender_id || !*m->sender_id) {
-        snprintf(err, err_len, "message_received: event.senderId is missing; the host must say "
-                 "who posted the message");
-        return OC_ERR_INVALID;
-    }
-    if (m->recipient && !valid_session(m->recipient)) {
-        snprintf(err, err_len, "message_received: ctx.sessionKey names no agent session in a "
-                 "channel (agent, channel, at most %d characters each)", DG_SCOPE_ID_MAX - 1);
-        return OC_ERR_INVALID;
-    }
-    /* The host reports deliveries per agent session: waits may be armed. */
-    if (m->recipient && !atomic_load(&t->wake_tracking))
-        atomic_store(&t->wake_tracking, 1);
-    const dg_config *cfg = &t->p->cfg;
-    const dg_agent_cfg *agent = NULL;
-    dg_sender_kind kind;
-    if (cfg->moderator_user_id && strcmp(m->sender_id, cfg->moderator_user_id) == 0)
-        kind = is_bare_mention(m->content) || is_admin_reply(m->content) ? DG_SENDER_HANDOFF
-                                                                         : DG_SENDER_MODERATOR;
-    else if ((agent = dg_config_agent_by_user(cfg, m->sender_id)))
-        kind = DG_SENDER_AGENT;
-    else
-        kind = m->sender_is_bot ? DG_SENDER_BOT : DG_SENDER_HUMAN;
-    /* Only an admin's message pays for the command check. */
-    int admin = kind == DG_SENDER_HUMAN && is_admin(cfg, m->sender_id);
-    dg_admin_cmd cmd = admin ? dg_admin_parse(m->content) : DG_ADMIN_NONE;
-
-    int64_t now = dg_now_ms(t->p);
-    if (txn_begin(t) != OC_OK) {
-        snprintf(err, err_len, "message_received: the state database is not available");
-        return OC_ERR_IO;
-    }
-    int kick = 0;
-    owner_action oa = {.cmd = DG_ADMIN_NONE};
-    int rc = ingest_locked(t, m, kind, agent, admin, cmd, now, &kick, &oa);
-    if (rc)
-        snprintf(err, err_len, "message_received: could not record message %s of channel %s "
-                 "(%s: %s)", m->message_id ? m->message_id : "(no id)", m->channel_id,
-                 oc_status_name(rc), dg_store_errmsg(t->p->store));
-    int failed = rc;
-    rc = finish(t, rc);
-    if (rc != OC_OK && !failed)
-        snprintf(err, err_len, "message_received: the state database did not commit message %s "
-                 "of channel %s; nothing of it was recorded", m->message_id ? m->message_id
-                 : "(no id)", m->channel_id);
-    if (rc == OC_OK && oa.cmd != DG_ADMIN_NONE && owner_reply(t, &oa, now) == OC_OK)
-        kick = 1;
-    if (rc == OC_OK && kick)
-        dg_outbox_kick(t->p->outbox);
-    if (rc == OC_OK)
-        evict_if_over(t, now);
-    return rc;
-}
-
-/* ---- agent hooks ------------------------------------------------------------------ */
-
-static int valid_session(const dg_turn_session *s)
-{
-    return s && s->agent_id && *s->agent_id && s->session_key && *s->session_key &&
-           s->channel_id && *s->channel_id && strlen(s->channel_id) < DG_SCOPE_ID_MAX &&
-           (!s->thread_id || strlen(s->thread_id) < DG_SCOPE_ID_MAX);
-}
-
-/* Make sure the mirror knows s (a short transaction the first time). */
-static int ensure_session(dg_turns *t, const dg_turn_session *s, int64_t now)
-{
-    if (txn_begin(t) != OC_OK)
-        return OC_ERR_IO;
-    sess_rec *e;
-    int rc = session_prepare(t, s, now, &e);
-    return finish(t, rc);
-}
-
-typedef int (*decide_fn)(dg_turns *t, sess_rec *e, scope_rec *r, const dg_turn_session *s,
-                         int64_t now, void *out);
-
-/* Another instance sharing the store committed a change this mirror has
- * not applied (or the probe cannot tell): sync before deciding. A memory
- * compare when nothing was committed since the last probe. */
-static int mirror_stale(dg_turns *t)
-{
-    int64_t seq = dg_store_change_seq(t->p->store);
-    return seq < 0 || seq > atomic_load(&t->applied);
-}
-
-/* Decide under the read lock from the mirror, filling it first if needed
- * (and bringing it up to date with other instances sharing the store). */
-static int decide(dg_turns *t, const dg_turn_session *s, decide_fn fn, void *out)
-{
-    int64_t now = dg_now_ms(t->p);
-    if (mirror_stale(t)) {
-        if (txn_begin(t) != OC_OK)
-            return OC_ERR_IO;
-        finish_read(t);
-    }
-    for (int attempt = 0; attempt < 3; attempt++) {
-        pthread_rwlock_rdlock(&t->lock);
-        scope_rec *r = NULL;
-        sess_rec *e = session_lookup_locked(t, s, &r);
-        if (e) {
-            int rc = fn(t, e, r, s, now, out);
-            pthread_rwlock_unlock(&t->lock);
-            return rc;
-        }
-        pthread_rwlock_unlock(&t->lock);
-        int rc = ensure_session(t, s, now);
-        if (rc)
-            return rc;
-    }
-    return OC_ERR_INTERNAL; /* the mirror kept being dropped under us */
-}
-
-typedef struct resolve_out {
-    dg_turn_verdict *v;
-    int64_t seen_seq;
-} resolve_out;
-
-static int resolve_fn(dg_turns *t, sess_rec *e, scope_rec *r, const dg_turn_session *s,
-                      int64_t now, void *out)
-{
-    (void)s;
-    resolve_out *ro = out;
-    dg_turn_verdict *v = ro->v;
-    ro->seen_seq = r->st.msg_seq;
-    chan_rec *c = e->chan;
-    v->closed = c->mode == DG_MODE_CLOSED;
-    if (v->closed) {
-        v->no_reply = 1;
-    } else if (e->configured) {
-        dg_turn_ctx x;
-        make_ctx(t, c, &x);
-        v->no_reply = dg_turn_needs_override(&r->st, &x, e->pos, now);
-        /* The speaker awaiting its wake message: this run started before
-         * it arrived (turns_engine.h); swapped, with no effect on the turn. */
-        v->waiting = !v->no_reply && dg_turn_awaiting_wake(&r->st, &x, e->pos, now);
-        v->no_reply |= v->waiting;
-    }
-    /* Remember what this run saw: agent_end tells whether it consumed the
-     * latest message (hand-offs). Not turn state: nothing advances. */
-    atomic_store(&e->seen_seq, r->st.msg_seq);
-    atomic_store(&e->last, r);
-    atomic_store(&e->granted, v->no_reply ? 0 : 1);
-    dg_scope_label(&r->scope, v->scope_label);
-    return OC_OK;
-}
-
-int dg_turns_resolve(dg_turns *t, const dg_turn_session *s, dg_turn_verdict *v)
-{
-    return dg_turns_resolve_run(t, s, NULL, v);
-}
-
-int dg_turns_resolve_run(dg_turns *t, const dg_turn_session *s, const char *run_id,
-                         dg_turn_verdict *v)
-{
-    memset(v, 0, sizeof *v);
-    if (!valid_session(s))
-        return OC_ERR_INVALID;
-    resolve_out ro = {.v = v};
-    int rc = decide(t, s, resolve_fn, &ro);
-    if (rc != OC_OK)
-        return rc;
-    /* Not turn state: what later texts and the run's end are judged by. */
-    if (v->no_reply)
-        mark_add(t, s->session_key, run_id, v->waiting ? MARK_WAITING : MARK_SWAPPED,
-                 ro.seen_seq);
-    else
-        mark_end_session(t, s->session_key);
-    if (v->closed)
-        dg_discuss_session_seen(t->p, s->session_key, s->agent_id, s->channel_id);
-    return rc;
-}
-
-int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
-                   const char *prompt, dg_turn_claim *out)
-{
-    memset(out, 0, sizeof *out);
-    if (!valid_session(s))
-        return OC_ERR_INVALID;
-    if (run_id && !*run_id)
-        run_id = NULL;
-    int64_t now = dg_now_ms(t->p);
-    if (txn_begin(t) != OC_OK)
-        return OC_ERR_IO;
-    int kick = 0, fresh = 1, changed = 0, stale = 0;
-    int64_t seen = 0;
-    sess_rec *e;
-    int rc = session_prepare(t, s, now, &e);
-    scope_rec *r = NULL;
-    if (rc == OC_OK) {
-        chan_rec *c = e->chan;
-        r = e->fixed ? e->fixed : c->follow;
-        dg_turn_ctx x;
-        make_ctx(t, c, &x);
-        out->closed = c->mode == DG_MODE_CLOSED;
-        out->claimed = out->closed ||
-                       (e->configured && dg_turn_needs_override(&r->st, &x, e->pos, now));
-        /* The speaker awaiting its wake message: a stale run, held back
-         * with no effect on the turn. Its run id is still recorded, so its
-         * agent_end is ignored, also after a restart. */
-        out->waiting = !out->claimed && e->configured &&
-                       dg_turn_awaiting_wake(&r->st, &x, e->pos, now);
-        /* Woken by the idle reminder: a run whose prompt does not carry it
-         * was queued before it (the host runs it late); held back too. */
-        int woken = 0;
-        if (!out->claimed && !out->waiting && e->configured && prompt && r->wake_fp[0] &&
-            r->wake_fp_pos == e->pos && now - r->wake_fp_ms <= WAKE_FP_MAX_MS) {
-            if (strstr(prompt, r->wake_fp)) {
-                r->wake_fp[0] = '\0'; /* the run that answers it */
-                woken = 1;
-            } else {
-                out->waiting = 1;
-            }
-        }
-        /* The speaker's run that answers an older message than the
-         * scope's newest: queued before the turn reached it, started late;
-         * held back too (the host runs the newer message after it). */
-        if (!out->claimed && !out->waiting && !woken && e->configured && prompt &&
-            e->pos != DG_NOBODY && answers_older(r, e->pos, prompt)) {
-            out->waiting = 1;
-            stale = 1;
-        }
-        out->claimed |= out->waiting;
-        seen = r->st.msg_seq;
-        if (out->claimed && run_id)
-            rc = dg_store_turns_run_claim(t->p->store, s->session_key, run_id, now, &fresh);
-        if (rc == OC_OK && out->claimed && fresh && !out->closed && !out->waiting) {
-            /* What a swapped run that ended silently does, now: no
-             * agent_end may follow a claimed run. */
-            dg_turn_effects fx;
-            dg_turn_effects_init(&fx);
-            dg_turn_state next = r->st;
-            dg_turn_on_run_end(&next, &x, e->pos, DG_RUN_SILENT, 1, 0, now, &fx);
-            changed = !dg_turn_state_same(&next, &r->st);
-            if ((changed || !r->in_db) && e->pos != DG_NOBODY)
-                rc = save_scope(t, r, &next, now, "a claimed run (before_agent_reply) passed");
-            if (rc == OC_OK)
-                rc = queue_effects(t, r, &fx, &next, now, &kick);
-            if (rc == OC_OK)
-                rc = install(t, r, &next);
-        }
-        if (rc == OC_OK) {
-            atomic_store(&e->seen_seq, seen);
-            atomic_store(&e->last, r);
-            atomic_store(&e->granted, out->claimed ? 0 : 1);
-        }
-    }
-    int failed = rc;
-    rc = finish(t, rc);
-    if (rc != OC_OK) {
-        dg_log(t->p, OC_LOG_ERROR, "before_agent_reply: no decision for %s in channel %s (%s%s%s); "
-               "the run is not claimed and goes on as usual", s->agent_id, s->channel_id,
-               oc_status_name(rc), failed ? ": " : "", failed ? dg_store_errmsg(t->p->store) : "");
-        memset(out, 0, sizeof *out);
-        return rc;
-    }
-    if (kick)
-        dg_outbox_kick(t->p->outbox);
-    if (!out->claimed) {
-        mark_end_session(t, s->session_key);
-        return OC_OK;
-    }
-    mark_add(t, s->session_key, run_id, MARK_CLAIMED, seen);
-    char label[DG_SCOPE_LABEL_MAX];
-    snprintf(out->reason, sizeof out->reason, "dirigent: %s", out->closed
-             ? "closed discussion channel (archive only)"
-             : stale ? "this agent holds the turn, but this run answers an older message "
-                       "than the latest (the host queued it before the turn moved; the run "
-                       "for the latest message follows)"
-             : out->waiting ? "this agent holds the turn, but the moderator's message that "
-                              "wakes it has not reached it yet (this run started before it)"
-             : !r->st.active ? "the conversation is resting until a new message"
-                             : "another agent holds the turn");
-    dg_log(t->p, OC_LOG_DEBUG, "before_agent_reply: run %s of %s claimed in %s (%s)%s",
-           run_id ? run_id : "(no id)", s->agent_id, dg_scope_label(&r->scope, label),
-           out->reason, fresh ? "" : ", already claimed before");
-    if (out->closed)
-        dg_discuss_session_seen(t->p, s->session_key, s->agent_id, s->channel_id);
-    return OC_OK;
-}
-
-typedef struct send_out {
-    int cancel;
-    char *reason;
-    size_t reason_len;
-    const char *content;
-} send_out;
-
-static int send_fn(dg_turns *t, sess_rec *e, scope_rec *r, const dg_turn_session *s,
-                   int64_t now, void *out)
-{
-    send_out *o = out;
-    chan_rec *c = e->chan;
-    if (c->mode == DG_MODE_CLOSED) {
-        o->cancel = 1;
-        snprintf(o->reason, o->reason_len,
-                 "dirigent: channel %s is a closed discussion channel (archive only); "
-                 "messages there are not delivered", c->id);
-        return OC_OK;
-    }
-    if (!e->configured || dg_silent_text(o->content))
-        return OC_OK;
-    dg_turn_ctx x;
-    make_ctx(t, c, &x);
-    if (dg_turn_may_send(&r->st, &x, e->pos, now))
-        return OC_OK;
-    dg_turn_state cur = r->st;
-    dg_turn_expire(&cur, &x, now, NULL);
-    int sp = dg_turn_speaker(&cur, &x);
-    char label[DG_SCOPE_LABEL_MAX];
-    o->cancel = 1;
-    snprintf(o->reason, o->reason_len,
-             "dirigent: it is not %s's turn in channel %s (%s); %s", s->agent_id, c->id,
-             dg_scope_label(&r->scope, label),
-             sp == DG_NOBODY ? "the conversation is resting until a new message"
-                             : "another agent holds the turn");
-    return OC_OK;
-}
-
-/* *out = 1 when e's agent is the finished speaker whose message may still
- * be sent (turns.h dg_turn_may_send). Read lock held. */
-static int permit_fn(dg_turns *t, sess_rec *e, scope_rec *r, const dg_turn_session *s,
-                     int64_t now, void *out)
-{
-    (void)s;
-    dg_turn_ctx x;
-    make_ctx(t, e->chan, &x);
-    *(int *)out = e->pos != DG_NOBODY && r->st.permit == e->pos &&
-                  (x.timeout_ms <= 0 || now - r->st.permit_ms <= x.timeout_ms);
-    return OC_OK;
-}
-
-int dg_turns_check_outbound(dg_turns *t, const dg_turn_session *s, const char *run_id,
-                            const char *content, int *cancel, char *reason,
-                            size_t reason_len)
-{
-    *cancel = 0;
-    if (!valid_session(s))
-        return OC_ERR_INVALID;
-    int exact = 0, permit = 0;
-    mark_kind k = mark_find_ex(t, s->session_key, run_id, NULL, NULL, &exact);
-    if ((k == MARK_SWAPPED || k == MARK_WAITING) && !exact) {
-        /* Matched by session only: the text may be the reply of the
-         * agent's real run that just ended speaking (a swapped run of it
-         * started since, for a newer message); that one keeps its permit. */
-        int rc = decide(t, s, permit_fn, &permit);
-        if (rc != OC_OK)
-            return rc;
-    }
-    if (k == MARK_NONE || permit)
-        return dg_turns_check_send(t, s, content, cancel, reason, reason_len);
-    *cancel = 1;
-    snprintf(reason, reason_len, "dirigent: run %s of %s in channel %s was %s; none of its "
-             "texts is delivered", run_id && *run_id ? run_id : "(no id)", s->agent_id,
-             s->channel_id, k == MARK_CLAIMED ? "claimed (no model call: the agent does not "
-             "hold the turn, or awaits the message that wakes it)"
-             : k == MARK_WAITING ? "swapped to the no-reply model (it started before the "
-             "message that wakes the agent had reached it)"
-             : "swapped to the no-reply model (the agent did not hold the turn)");
-    return OC_OK;
-}
-
-/* *out = 1 when e's channel is managed (dg_turns_channel_managed). Read
- * lock held. */
-static int managed_fn(dg_turns *t, sess_rec *e, scope_rec *r, const dg_turn_session *s,
-                      int64_t now, void *out)
-{
-    (void)t, (void)r, (void)s, (void)now;
-    const chan_rec *c = e->chan;
-    *(int *)out = c->mode != DG_MODE_NORMAL || __builtin_popcountll(c->present) >= 2;
-    return OC_OK;
-}
-
-int dg_turns_channel_managed(dg_turns *t, const dg_turn_session *s, int *managed)
-{
-    *managed = 0;
-    if (!valid_session(s))
-        return OC_ERR_INVALID;
-    int rc = decide(t, s, managed_fn, managed);
-    if (rc != OC_OK)
-        *managed = 0;
-    return rc;
-}
-
-int dg_turns_check_send(dg_turns *t, const dg_turn_session *s, const char *content,
-                        int *cancel, char *reason, size_t reason_len)
-{
-    *cancel = 0;
-    if (!valid_session(s))
-        return OC_ERR_INVALID;
-    send_out o = {.reason = reason, .reason_len = reason_len, .content = content};
-    int rc = decide(t, s, send_fn, &o);
-    *cancel = o.cancel;
-    return rc;
-}
-
-/* mark: the run's mark (MARK_SWAPPED: judged as swapped with mark_seen;
- * MARK_NONE: from what the session's last decision recorded); other_run:
- * the session's last silenced decision was for another run id. */
-static int run_end_locked(dg_turns *t, const dg_turn_session *s, dg_run_outcome outcome,
-                          mark_kind mark, int64_t mark_seen, int other_run, int64_t now,
-                          int *kick)
-{
-    sess_rec *e = dg_map_get(&t->sessions, s->session_key);
-    scope_rec *r = NULL;
-    int64_t seen = -1;
-    int granted = -1;
-    if (e && strcmp(e->chan->id, s->channel_id) == 0 && same_str(e->thread, s->thread_id)) {
-        r = atomic_load(&e->last);
-        seen = atomic_load(&e->seen_seq);
-        granted = atomic_load(&e->granted);
-    }
-    if (mark == MARK_SWAPPED) {
-        /* Its own decision, not the session's latest: a swapped run that
-         * ends after the turn reached the agent (and after a real run of
-         * it was resolved) is still no speech. */
-        granted = 0;
-        seen = mark_seen;
-    } else if (other_run && granted == 0) {
-        granted = -1; /* the swap recorded was another run's: unknown */
-    }
-    sess_rec *fresh;
-    int rc = session_prepare(t, s, now, &fresh);
-    if (rc)
-        return rc;
-    chan_rec *c = fresh->chan;
-    if (c->mode == DG_MODE_CLOSED || !fresh->configured)
-        return OC_OK;
-    if (!r)
-        r = fresh->fixed ? fresh->fixed : c->follow;
-    /* Unknown (e.g. a restart during the run): assume it saw the latest. */
-    int saw_latest = seen < 0 || seen == r->st.msg_seq;
-    dg_turn_ctx x;
-    make_ctx(t, c, &x);
-    dg_turn_effects fx;
-    dg_turn_effects_init(&fx);
-    dg_turn_state next = r->st;
-    dg_turn_on_run_end(&next, &x, fresh->pos, outcome, saw_latest, granted, now, &fx);
-    char cause[200];
-    snprintf(cause, sizeof cause, "run of %s ended: %s%s", s->agent_id,
-             outcome == DG_RUN_SPOKE ? "spoke" : outcome == DG_RUN_SILENT ? "passed (silent)"
-             : "tool calls only", saw_latest ? "" : " (it answered an older message)");
-    if ((!dg_turn_state_same(&next, &r->st) || !r->in_db) && (rc = save_scope(t, r, &next, now, cause)))
-        return rc;
-    if ((rc = queue_effects(t, r, &fx, &next, now, kick)))
-        return rc;
-    return install(t, r, &next);
-}
-
-int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id,
-                     const char *output, long tool_calls, int success)
-{
-    if (!valid_session(s))
-        return OC_ERR_INVALID;
-    if (!dg_config_agent(&t->p->cfg, s->agent_id))
-        return OC_OK; /* not one of ours: it takes no turns */
-    dg_run_outcome o = dg_run_classify(output, tool_calls);
-    int64_t now = dg_now_ms(t->p);
-    int64_t mark_seen = -1;
-    int other_run = 0;
-    mark_kind mark = mark_find(t, s->session_key, run_id, &mark_seen, &other_run);
-    if (mark == MARK_SWAPPED)
-        o = DG_RUN_SILENT; /* whatever it said: a forced no-reply run, never speech */
-    if (txn_begin(t) != OC_OK)
-        return OC_ERR_IO;
-    int kick = 0, fresh = 1, rc = OC_OK;
-    if (run_id && *run_id)
-        rc = dg_store_turns_run_claim(t->p->store, s->session_key, run_id, now, &fresh);
-    if (rc == OC_OK && !fresh) {
-        dg_log(t->p, OC_LOG_DEBUG, "agent_end: run %s of %s was already handled; ignored",
-               run_id, s->session_key);
-        return finish(t, OC_OK);
-    }
-    if (rc == OC_OK && mark == MARK_CLAIMED) {
-        dg_log(t->p, OC_LOG_DEBUG, "agent_end: run %s of %s was claimed; its end changes "
-               "nothing (the claim did what it would)", run_id && *run_id ? run_id : "(no id)",
-               s->session_key);
-        return finish(t, OC_OK);
-    }
-    if (rc == OC_OK && mark == MARK_WAITING) {
-        dg_log(t->p, OC_LOG_DEBUG, "agent_end: run %s of %s was swapped while the agent awaited "
-               "its wake message; its end changes nothing (no pass)",
-               run_id && *run_id ? run_id : "(no id)", s->session_key);
-        return finish(t, OC_OK);
-    }
-    if (rc == OC_OK)
-        rc = run_end_locked(t, s, o, mark, mark_seen, other_run, now, &kick);
-    if (rc)
-        dg_log(t->p, OC_LOG_ERROR, "agent_end: could not advance the turn of %s in channel %s "
-               "(%s: %s)", s->agent_id, s->channel_id, oc_status_name(rc),
-               dg_store_errmsg(t->p->store));
-    else
-        dg_log(t->p, OC_LOG_DEBUG, "agent_end: %s in %s %s%s", s->agent_id, s->channel_id,
-               dg_run_outcome_name(o), success ? "" : " (run failed)");
-    int failed = rc;
-    rc = finish(t, rc);
-    if (rc != OC_OK && !failed)
-        dg_log(t->p, OC_LOG_ERROR, "agent_end: the state database did not commit the end of %s's "
-               "run in channel %s; the turn did not move", s->agent_id, s->channel_id);
-    if (rc == OC_OK && kick)
-        dg_outbox_kick(t->p->outbox);
-    return rc;
 }
 
 /* ---- diagnostics ------------------------------------------------------------------- */
@@ -2685,12 +1136,13 @@ int dg_turns_member(dg_turns *t, const char *channel_id, int pos, char *buf, siz
     return rc;
 }
 
-/* ---- discussion area entry points (inside the caller's transaction) ------------- */
+/* ---- discussion channels (inside the caller's transaction) ------------------------ */
 
-int dg_turns_prefill_discussion(dg_store *st, const char *channel_id,
+int dg_turns_prefill_discussion(dg_turns *t, const char *channel_id,
                                 const char *initiator_agent_id, const char *const *order,
                                 size_t n, int64_t now_ms)
 {
+    dg_store *st = t ? t->p->store : NULL;
     if (!st || !channel_id || !*channel_id || strlen(channel_id) >= DG_SCOPE_ID_MAX ||
         !initiator_agent_id || !*initiator_agent_id || (n && !order))
         return OC_ERR_INVALID;
@@ -2711,7 +1163,7 @@ int dg_turns_prefill_discussion(dg_store *st, const char *channel_id,
     }
     /* The mirrors reload this channel before their next use; the first
      * participant awaits the kickoff the caller queues with this change. */
-    log_channel_change(channel_id, k >= 2 ? list[1] : NULL);
+    log_channel_change(t, channel_id, k >= 2 ? list[1] : NULL);
     int rc = dg_store_turns_members_clear(st, channel_id);
     for (size_t i = 0; rc == OC_OK && i < k; i++)
         rc = dg_store_turns_member_add(st, channel_id, (int)i, list[i]);
@@ -2736,11 +1188,12 @@ int dg_turns_prefill_discussion(dg_store *st, const char *channel_id,
     return dg_store_turns_scope_save(st, &sc, NULL, &s, 0, now_ms); /* cleared just above */
 }
 
-int dg_turns_close_channel(dg_store *st, const char *channel_id, int64_t now_ms)
+int dg_turns_close_channel(dg_turns *t, const char *channel_id, int64_t now_ms)
 {
+    dg_store *st = t ? t->p->store : NULL;
     if (!st || !channel_id || !*channel_id || strlen(channel_id) >= DG_SCOPE_ID_MAX)
         return OC_ERR_INVALID;
-    log_channel_change(channel_id, NULL);
+    log_channel_change(t, channel_id, NULL);
     dg_turn_channel_row row;
     int rc = dg_store_turns_channel_load(st, channel_id, &row);
     if (rc != OC_OK && rc != OC_ERR_NOT_FOUND)
@@ -2751,9 +1204,10 @@ int dg_turns_close_channel(dg_store *st, const char *channel_id, int64_t now_ms)
     return rc;
 }
 
-int dg_turns_wake_with_result(dg_store *st, const char *origin_channel_id,
+int dg_turns_wake_with_result(dg_turns *t, const char *origin_channel_id,
                               const char *initiator_agent_id, int64_t now_ms)
 {
+    dg_store *st = t ? t->p->store : NULL;
     if (!st || !origin_channel_id || !*origin_channel_id ||
         strlen(origin_channel_id) >= DG_SCOPE_ID_MAX || !initiator_agent_id ||
         !*initiator_agent_id)
@@ -2781,7 +1235,7 @@ int dg_turns_wake_with_result(dg_store *st, const char *origin_channel_id,
             return rc;
     }
     /* The mirrors reload this channel before their next use. */
-    log_channel_change(origin_channel_id, initiator_agent_id); /* the result wakes it */
+    log_channel_change(t, origin_channel_id, initiator_agent_id); /* the result wakes it */
     dg_scope sc;
     if ((rc = dg_scope_conversation(origin_channel_id, &sc)))
         return rc;

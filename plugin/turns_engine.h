@@ -20,7 +20,6 @@
  * cannot escape the guard by each opening a new thread.
  *
  * Threads: every function may be called from any host thread, concurrently.
- * (Owner: turn manager area.)
  */
 #ifndef DG_TURNS_ENGINE_H
 #define DG_TURNS_ENGINE_H
@@ -237,22 +236,49 @@ int dg_turns_check_send(dg_turns *t, const dg_turn_session *s, const char *conte
 int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id,
                      const char *output, long tool_calls, int success);
 
-/* For tests and diagnostics: the state of scope (from the mirror or the
- * store), the channel's mode and member count. OC_ERR_NOT_FOUND if the
- * scope has no state yet. */
-int dg_turns_peek(dg_turns *t, const dg_scope *scope, dg_turn_state *st,
-                  dg_channel_mode *mode, int *n_members);
+/* ---- Discussion channels (called INSIDE the caller's store transaction) ---- */
 
-/* For tests and diagnostics: how many scope and session records the
- * in-memory mirror holds. OC_OK. */
-int dg_turns_mirror_count(dg_turns *t, size_t *scopes, size_t *sessions);
+/* The discussion code changes a channel's turn state through these, so the
+ * engine knows which of its mirror's channels to reload (t's own change
+ * log: no process-wide state). */
 
-/* For tests: keep at most n dormant thread scopes in the mirror (0: the
- * built-in bound, 4096); the least recently changed beyond it leave. */
-void dg_turns_set_dormant_max(dg_turns *t, size_t n);
+/*
+ * Make channel_id a discussion channel: mode "discussion" with
+ * initiator_agent_id, the turn order replaced by initiator first then
+ * `order` (agent ids; duplicates and the initiator are skipped), and the
+ * channel's conversation scope awake with the initiator counted as having
+ * opened the discussion, so the first participant after it speaks next
+ * (the kickoff, a moderator message, wakes nobody by itself). Counters,
+ * silent set and reminders are reset.
+ * Must be called inside an open store transaction (dg_store_begin); the
+ * caller commits or rolls back -- a rollback leaves the turn state as it
+ * was. Returns OC_OK, OC_ERR_INVALID (empty ids, n too large) or OC_ERR_IO.
+ * Any thread.
+ */
+int dg_turns_prefill_discussion(dg_turns *t, const char *channel_id,
+                                const char *initiator_agent_id,
+                                const char *const *order, size_t n, int64_t now_ms);
 
-/* Agent id at member position pos of channel_id, copied into buf; OC_OK or
- * OC_ERR_NOT_FOUND. For tests and diagnostics. */
-int dg_turns_member(dg_turns *t, const char *channel_id, int pos, char *buf, size_t len);
+/*
+ * Close channel_id for good: mode "closed". From then on nothing in the
+ * channel wakes a turn, every agent there gets the no-reply override, agent
+ * messages are cancelled, and non-moderator messages get the closed notice
+ * (handled by the hooks). Idempotent. Must be called inside an open store
+ * transaction. Returns OC_OK, OC_ERR_INVALID or OC_ERR_IO. Any thread.
+ */
+int dg_turns_close_channel(dg_turns *t, const char *channel_id, int64_t now_ms);
+
+/*
+ * The origin channel of a closed discussion is woken with the result: its
+ * conversation scope becomes awake with initiator_agent_id (added to the
+ * turn order when it is not in it yet) as the speaker, as if a human had
+ * @mentioned it -- the result message itself is the moderator's and wakes
+ * nobody. Passes, consumed marks, rest and a pending hand-off are cleared;
+ * the loop counter is kept (the result is not a human's word). Must be
+ * called inside an open store transaction. Returns OC_OK, OC_ERR_INVALID
+ * (empty ids, a full order) or OC_ERR_IO. Any thread.
+ */
+int dg_turns_wake_with_result(dg_turns *t, const char *origin_channel_id,
+                              const char *initiator_agent_id, int64_t now_ms);
 
 #endif

@@ -3,8 +3,7 @@
  * turn engine's in-memory mirror. Not thread-safe by itself: the engine
  * guards it. Keys and values are borrowed: the value owns its key string,
  * which must stay put while the entry exists. Entries are added, dropped
- * all at once (dg_map_clear) or by a filter (dg_map_retain). (Owner: turn
- * manager area.)
+ * all at once (dg_map_clear) or by a filter (dg_map_retain).
  */
 #ifndef DG_TURNS_MAP_H
 #define DG_TURNS_MAP_H

@@ -45,6 +45,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "buf.h"
+#include "http_server.h"
+
 #define NR_SILENT_TEXT "NO_REPLY"
 #define NR_DEFAULT_MODEL "no-reply"
 #define NR_DEFAULT_MAX_BODY (8u * 1024u * 1024u) /* a long agent context fits */
@@ -62,9 +65,7 @@ typedef struct nr_server {
 
 /* Per-request state, allocated on the first callback, freed by nr_completed. */
 typedef struct nr_request {
-    char *body;
-    size_t len, cap;
-    bool too_large;
+    dg_http_body body;
 } nr_request;
 
 /* ---- small helpers ---------------------------------------------------------- */
@@ -97,20 +98,17 @@ static enum MHD_Result nr_send_json(struct MHD_Connection *c, unsigned status,
         "memory?)\",\"type\":\"server_error\",\"param\":null,\"code\":\"internal_error\"}}";
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
-    struct MHD_Response *r =
-        text ? MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE)
-             : MHD_create_response_from_buffer(sizeof fallback - 1, (void *)fallback,
-                                               MHD_RESPMEM_PERSISTENT);
-    if (!r) {
-        free(text);
-        return MHD_NO;
-    }
-    if (!text)
+    struct MHD_Response *r;
+    if (text) {
+        r = dg_http_response(text, strlen(text), "application/json");
+    } else {
+        r = MHD_create_response_from_buffer(sizeof fallback - 1, (void *)fallback,
+                                            MHD_RESPMEM_PERSISTENT);
+        if (r)
+            MHD_add_response_header(r, "Content-Type", "application/json");
         status = MHD_HTTP_INTERNAL_SERVER_ERROR;
-    MHD_add_response_header(r, "Content-Type", "application/json");
-    enum MHD_Result ret = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
-    return ret;
+    }
+    return r ? dg_http_queue(c, status, r) : MHD_NO;
 }
 
 /* OpenAI-shaped error: {"error":{"message","type","param","code"}}. */
@@ -177,72 +175,49 @@ static json_t *nr_chunk(const char *id, json_int_t created, const char *model,
 }
 
 /* Append "data: <json>\n\n" to the SSE text; steals chunk. */
-static int nr_sse_append(char **buf, size_t *len, json_t *chunk)
+static int nr_sse_append(dg_buf *b, json_t *chunk)
 {
     char *text = chunk ? json_dumps(chunk, JSON_COMPACT) : NULL;
     json_decref(chunk);
     if (!text)
         return -1;
-    size_t add = strlen(text) + 8; /* "data: " + "\n\n" */
-    char *nb = realloc(*buf, *len + add + 1);
-    if (!nb) {
-        free(text);
-        return -1;
-    }
-    *buf = nb;
-    *len += (size_t)snprintf(nb + *len, add + 1, "data: %s\n\n", text);
+    int rc = dg_buf_adds(b, "data: ") || dg_buf_adds(b, text) || dg_buf_adds(b, "\n\n") ? -1 : 0;
     free(text);
-    return 0;
+    return rc;
 }
 
 static enum MHD_Result nr_send_stream(struct MHD_Connection *c, const char *id,
                                       json_int_t created, const char *model)
 {
-    char *buf = NULL;
-    size_t len = 0;
+    dg_buf buf = {0};
     json_t *last = nr_chunk(id, created, model, json_object(), "stop");
     if (last)
         json_object_set_new(last, "usage", nr_zero_usage());
-    if (nr_sse_append(&buf, &len,
+    if (nr_sse_append(&buf,
                       nr_chunk(id, created, model,
                                json_pack("{s:s, s:s}", "role", "assistant",
                                          "content", ""),
                                NULL)) != 0 ||
-        nr_sse_append(&buf, &len,
+        nr_sse_append(&buf,
                       nr_chunk(id, created, model,
                                json_pack("{s:s}", "content", NR_SILENT_TEXT),
                                NULL)) != 0 ||
-        nr_sse_append(&buf, &len, last) != 0) {
-        free(buf);
+        nr_sse_append(&buf, last) != 0 || dg_buf_adds(&buf, "data: [DONE]\n\n") != 0) {
+        dg_buf_free(&buf);
         return MHD_NO;
     }
-    static const char done[] = "data: [DONE]\n\n";
-    char *nb = realloc(buf, len + sizeof done);
-    if (!nb) {
-        free(buf);
+    struct MHD_Response *r = dg_http_response(buf.s, buf.len, "text/event-stream");
+    if (!r)
         return MHD_NO;
-    }
-    buf = nb;
-    memcpy(buf + len, done, sizeof done);
-    len += sizeof done - 1;
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
-    if (!r) {
-        free(buf);
-        return MHD_NO;
-    }
-    MHD_add_response_header(r, "Content-Type", "text/event-stream");
     MHD_add_response_header(r, "Cache-Control", "no-cache");
-    enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, r);
-    MHD_destroy_response(r);
-    return ret;
+    return dg_http_queue(c, MHD_HTTP_OK, r);
 }
 
 static enum MHD_Result nr_completion(nr_server *s, struct MHD_Connection *c,
                                      const char *method, const char *url,
                                      const nr_request *rq)
 {
-    if (rq->too_large) {
+    if (rq->body.too_large) {
         char msg[160];
         snprintf(msg, sizeof msg,
                  "request body is larger than %zu bytes; raise --max-body if "
@@ -252,10 +227,11 @@ static enum MHD_Result nr_completion(nr_server *s, struct MHD_Connection *c,
                              msg);
     }
     json_error_t jerr;
-    json_t *req = rq->len ? json_loadb(rq->body, rq->len, 0, &jerr) : NULL;
+    const dg_buf *in = &rq->body.buf;
+    json_t *req = in->len ? json_loadb(in->s, in->len, 0, &jerr) : NULL;
     if (!req) {
         char msg[300];
-        if (!rq->len)
+        if (!in->len)
             snprintf(msg, sizeof msg, "request body is empty; send a JSON "
                                       "object with \"model\" and \"messages\"");
         else
@@ -353,17 +329,11 @@ static enum MHD_Result nr_handle(void *cls, struct MHD_Connection *c,
             json_decref(err);
             if (!text)
                 return MHD_NO;
-            struct MHD_Response *r = MHD_create_response_from_buffer(
-                strlen(text), text, MHD_RESPMEM_MUST_FREE);
-            if (!r) {
-                free(text);
+            struct MHD_Response *r = dg_http_response(text, strlen(text), "application/json");
+            if (!r)
                 return MHD_NO;
-            }
-            MHD_add_response_header(r, "Content-Type", "application/json");
             MHD_add_response_header(r, "Allow", allowed);
-            enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_METHOD_NOT_ALLOWED, r);
-            MHD_destroy_response(r);
-            return ret;
+            return dg_http_queue(c, MHD_HTTP_METHOD_NOT_ALLOWED, r);
         }
         if (!nr_token_ok(s, c))
             return nr_send_error(s, c, method, url, MHD_HTTP_UNAUTHORIZED,
@@ -401,27 +371,9 @@ static enum MHD_Result nr_handle(void *cls, struct MHD_Connection *c,
         *con_cls = rq;
         return MHD_YES;
     }
-    if (*upload_data_size) {
-        size_t n = *upload_data_size;
-        *upload_data_size = 0;
-        if (rq->too_large || n > s->max_body - rq->len) {
-            rq->too_large = true; /* keep draining, answer 413 at the end */
-            return MHD_YES;
-        }
-        if (rq->len + n > rq->cap) {
-            size_t cap = rq->cap ? rq->cap : 4096;
-            while (cap < rq->len + n)
-                cap *= 2;
-            char *nb = realloc(rq->body, cap);
-            if (!nb)
-                return MHD_NO;
-            rq->body = nb;
-            rq->cap = cap;
-        }
-        memcpy(rq->body + rq->len, upload_data, n);
-        rq->len += n;
-        return MHD_YES;
-    }
+    if (*upload_data_size) /* past max_body: keep draining, answer 413 at the end */
+        return dg_http_body_take(&rq->body, upload_data, upload_data_size, s->max_body)
+            ? MHD_NO : MHD_YES;
     return nr_completion(s, c, method, url, rq);
 }
 
@@ -434,7 +386,7 @@ static void nr_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     (void)toe;
     nr_request *rq = *con_cls;
     if (rq) {
-        free(rq->body);
+        dg_http_body_free(&rq->body);
         free(rq);
         *con_cls = NULL;
     }
@@ -694,8 +646,7 @@ int main(int argc, char **argv)
                         "another --port or --host\n", host, port, strerror(errno));
         return 1;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-    unsigned bound = info ? info->port : (unsigned)port;
+    unsigned bound = dg_http_bound_port(d, (unsigned)port);
     printf(v6 ? "http://[%s]:%u/v1\n" : "http://%s:%u/v1\n", host, bound);
     fflush(stdout);
 

@@ -21,6 +21,7 @@
 #include "turn_test_host.h"
 #include "turns.h"
 #include "turns_engine.h"
+#include "turns_engine_test.h"
 
 #define CH1 "300000000000000001"
 #define CH2 "300000000000000002"
@@ -414,12 +415,12 @@ static void open_and_close_discussion(const char *channel)
     int64_t id = 0;
     ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
     ck_assert_int_eq(dg_store_discussion_insert(p->store, &d, &id), OC_OK);
-    ck_assert_int_eq(dg_turns_prefill_discussion(p->store, channel, TTH_ALPHA, BC, 2,
+    ck_assert_int_eq(dg_turns_prefill_discussion(p->turns, channel, TTH_ALPHA, BC, 2,
                                                  dg_now_ms(p)), OC_OK);
     ck_assert_int_eq(dg_store_commit(p->store), OC_OK);
     ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
     ck_assert_int_eq(dg_store_discussion_close(p->store, id, "plans/d.md", dg_now_ms(p)), OC_OK);
-    ck_assert_int_eq(dg_turns_close_channel(p->store, channel, dg_now_ms(p)), OC_OK);
+    ck_assert_int_eq(dg_turns_close_channel(p->turns, channel, dg_now_ms(p)), OC_OK);
     ck_assert_int_eq(dg_store_commit(p->store), OC_OK);
 }
 
@@ -472,7 +473,7 @@ static void open_active_discussion(const char *channel, const char *ws)
     };
     ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
     ck_assert_int_eq(dg_store_discussion_insert(p->store, &d, NULL), OC_OK);
-    ck_assert_int_eq(dg_turns_prefill_discussion(p->store, channel, TTH_ALPHA, BC, 2,
+    ck_assert_int_eq(dg_turns_prefill_discussion(p->turns, channel, TTH_ALPHA, BC, 2,
                                                  dg_now_ms(p)), OC_OK);
     ck_assert_int_eq(dg_store_commit(p->store), OC_OK);
 }

@@ -20,6 +20,7 @@
 #include "turn_test_host.h"
 #include "turns.h"
 #include "turns_engine.h"
+#include "turns_engine_test.h"
 
 #define CH1 "300000000000000001"
 #define CH0 "300000000000000002"  /* another channel, where the host shows it reports per agent */
@@ -481,7 +482,7 @@ static void open_discussion(void)
     int64_t id = 0;
     ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
     ck_assert_int_eq(dg_store_discussion_insert(p->store, &d, &id), OC_OK);
-    ck_assert_int_eq(dg_turns_prefill_discussion(p->store, CH1, TTH_ALPHA, BC, 2, dg_now_ms(p)),
+    ck_assert_int_eq(dg_turns_prefill_discussion(p->turns, CH1, TTH_ALPHA, BC, 2, dg_now_ms(p)),
                      OC_OK);
     ck_assert_int_eq(dg_store_commit(p->store), OC_OK);
 }

@@ -20,6 +20,7 @@
 #include "testutil.h"
 #include "turn_test_host.h"
 #include "turns.h"
+#include "turns_engine.h"
 
 #define CH1 "300000000000000001"
 #define CH2 "300000000000000002"
@@ -184,7 +185,7 @@ START_TEST(test_discussions_show_and_outbox)
     const char *bc[] = {TTH_BRAVO};
     ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
     ck_assert_int_eq(dg_store_discussion_insert(p->store, &d, &id), OC_OK);
-    ck_assert_int_eq(dg_turns_prefill_discussion(p->store, CH2, TTH_ALPHA, bc, 1,
+    ck_assert_int_eq(dg_turns_prefill_discussion(p->turns, CH2, TTH_ALPHA, bc, 1,
                                                  dg_now_ms(p)), OC_OK);
     ck_assert_int_eq(dg_store_commit(p->store), OC_OK);
     json_t *l = ctl_json("discussions", NULL, NULL);

@@ -25,6 +25,7 @@
 #include "testutil.h"
 #include "turn_test_host.h"
 #include "turns_engine.h"
+#include "turns_engine_test.h"
 
 /* ---- the store: change log and leases ------------------------------------------------ */
 

@@ -168,6 +168,34 @@ START_TEST(test_override_by_name)
 }
 END_TEST
 
+/* The replies to `!dirigent` commands are templates like the others: an
+ * override replaces one, the reply text loses its final line break, a
+ * placeholder it never receives or an empty file is refused at load. */
+START_TEST(test_admin_replies_are_templates)
+{
+    put("admin_wake.md", "Up you get, {agentMention}.\n\n");
+    dg_templates *t = NULL;
+    ck_assert_msg(dg_templates_load(dir, &t, err, sizeof err) == OC_OK, "%s", err);
+    dg_tpl_vars v = {.agentMention = "<@2002>"};
+    char *w = dg_templates_render_trim(t, "admin_wake.md", &v);
+    ck_assert_str_eq(w, "Up you get, <@2002>.");
+    free(w);
+    char *r = dg_templates_render_trim(t, "admin_rest.md", &v); /* the embedded one */
+    ck_assert_str_eq(r, "resting now; no agent takes a turn here until the next message.");
+    free(r);
+    dg_templates_free(t);
+
+    put("admin_wake.md", "Up you get.\n");
+    put("admin_rest.md", "Resting, {agentMention}.\n");
+    ck_assert_int_eq(dg_templates_load(dir, &t, err, sizeof err), OC_ERR_INVALID);
+    has(err, "admin_rest.md");
+    has(err, "{agentMention}");
+    put("admin_rest.md", " \n");
+    ck_assert_int_eq(dg_templates_load(dir, &t, err, sizeof err), OC_ERR_INVALID);
+    has(err, "admin_rest.md is empty");
+}
+END_TEST
+
 START_TEST(test_unknown_placeholder)
 {
     put("idle.md", "Hello {initiatorMention}, see {sumaryPath}.\n");
@@ -412,6 +440,7 @@ Suite *make_templates_suite(void)
     tcase_add_test(tc, test_values_inert);
     tcase_add_test(tc, test_literal_braces);
     tcase_add_test(tc, test_override_by_name);
+    tcase_add_test(tc, test_admin_replies_are_templates);
     tcase_add_test(tc, test_unknown_placeholder);
     tcase_add_test(tc, test_unknown_template_name);
     tcase_add_test(tc, test_bad_dir_and_files);

@@ -31,6 +31,7 @@
 #include "turn_test_host.h"
 #include "turns.h"
 #include "turns_engine.h"
+#include "turns_engine_test.h"
 
 #define CH1 "300000000000000001"
 #define CH2 "300000000000000002"
@@ -539,7 +540,7 @@ static int64_t open_discussion(const char *channel, const char *initiator,
     int64_t id = 0;
     ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
     ck_assert_int_eq(dg_store_discussion_insert(p->store, &d, &id), OC_OK);
-    ck_assert_int_eq(dg_turns_prefill_discussion(p->store, channel, initiator, participants, n,
+    ck_assert_int_eq(dg_turns_prefill_discussion(p->turns, channel, initiator, participants, n,
                                                  dg_now_ms(p)), OC_OK);
     ck_assert_int_eq(dg_store_commit(p->store), OC_OK);
     return id;
@@ -550,7 +551,7 @@ static void close_discussion(int64_t id, const char *channel)
     dg_plugin *p = tth_plugin(&H);
     ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
     ck_assert_int_eq(dg_store_discussion_close(p->store, id, "plans/d.md", dg_now_ms(p)), OC_OK);
-    ck_assert_int_eq(dg_turns_close_channel(p->store, channel, dg_now_ms(p)), OC_OK);
+    ck_assert_int_eq(dg_turns_close_channel(p->turns, channel, dg_now_ms(p)), OC_OK);
     ck_assert_int_eq(dg_store_commit(p->store), OC_OK);
 }
 

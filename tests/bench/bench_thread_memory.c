@@ -22,6 +22,7 @@
 
 #include "turn_test_host.h"
 #include "turns_engine.h"
+#include "turns_engine_test.h"
 
 #define CH "310000000000000001"
 

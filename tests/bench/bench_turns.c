@@ -195,10 +195,10 @@ static int bench_resolve(tth *h, long scopes, long samples)
         if (dg_store_begin(p->store) != OC_OK)
             return -1;
         if (dg_store_discussion_insert(p->store, &d, &id) != OC_OK ||
-            dg_turns_prefill_discussion(p->store, closed_ch, NAMES[0], parts, AGENTS - 1,
+            dg_turns_prefill_discussion(p->turns, closed_ch, NAMES[0], parts, AGENTS - 1,
                                         dg_now_ms(p)) != OC_OK ||
             dg_store_discussion_close(p->store, id, "plans/d.md", dg_now_ms(p)) != OC_OK ||
-            dg_turns_close_channel(p->store, closed_ch, dg_now_ms(p)) != OC_OK) {
+            dg_turns_close_channel(p->turns, closed_ch, dg_now_ms(p)) != OC_OK) {
             dg_store_rollback(p->store);
             return -1;
         }

@@ -59,8 +59,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     }
     if (rc == OC_OK) {
-        dg_tpl_vars v = {parts[1], parts[2], parts[3], parts[4],
-                         parts[5], parts[6], parts[7], parts[8]};
+        dg_tpl_vars v = {.discussGuide = parts[1], .initiatorMention = parts[2],
+                         .participantMentions = parts[3], .summaryPath = parts[4],
+                         .discussionChannel = parts[5], .originChannel = parts[6],
+                         .status = parts[7], .maxAgentMessages = parts[8]};
         char *out = dg_templates_render(t, name, &v);
         if (!out) {
             fprintf(stderr, "fuzz_templates: a loaded template did not render\n");
@@ -68,7 +70,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         free(out);
         const char *all = "{status}";
-        dg_tpl_vars same = {all, all, all, all, all, all, all, all};
+        /* Every field is a const char * (templates.h): all of them set. */
+        dg_tpl_vars same;
+        const char **field = (const char **)&same;
+        for (size_t i = 0; i < sizeof same / sizeof *field; i++)
+            field[i] = all;
         char *o2 = dg_templates_render(t, name, &same);
         const char *raw = dg_templates_get(t, name);
         /* Each placeholder becomes "{status}" once; never expanded again. */

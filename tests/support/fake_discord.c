@@ -4,6 +4,8 @@
  */
 #include "fake_discord.h"
 #include "fake_discord_gateway.h"
+#include "http_server.h"
+#include "utf8.h"
 
 #include <arpa/inet.h>
 #include <microhttpd.h>
@@ -131,15 +133,6 @@ static int is_snowflake(const char *s)
         if (*c < '0' || *c > '9')
             return 0;
     return n < 20 || (n == 20 && strcmp(s, "18446744073709551615") <= 0);
-}
-
-static long utf8_chars(const char *s)
-{
-    long n = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-        if ((*p & 0xC0) != 0x80)
-            n++;
-    return n;
 }
 
 static uint64_t next_id(fake_discord *fd)
@@ -533,25 +526,19 @@ static enum MHD_Result send_reply(struct MHD_Connection *c, reply *r)
     r->text = NULL;
     if (!text)
         return MHD_NO;
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-    if (!resp) {
-        free(text);
+    struct MHD_Response *resp = dg_http_response(text, strlen(text), "application/json");
+    if (!resp)
         return MHD_NO;
-    }
-    MHD_add_response_header(resp, "Content-Type", "application/json");
     for (int i = 0; i < r->n_hdr; i++)
         MHD_add_response_header(resp, r->hdr[i][0], r->hdr[i][1]);
-    enum MHD_Result ret = MHD_queue_response(c, (unsigned)r->status, resp);
-    MHD_destroy_response(resp);
-    return ret;
+    return dg_http_queue(c, (unsigned)r->status, resp);
 }
 
 /* ---- the Discord endpoints (fd->mu held) ------------------------------------------------ */
 
 static int name_ok(const char *name, int type, reply *r)
 {
-    long n = name ? utf8_chars(name) : 0;
+    long n = name ? (long)dg_utf8_count(name) : 0;
     if (n < 1 || n > 100) {
         form_error(r, "name", "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.");
         return 0;
@@ -582,7 +569,7 @@ static json_t *channel_from(fake_discord *fd, json_t *body, const char *id, repl
         return NULL;
     json_t *topic = json_object_get(body, "topic");
     if (topic && !json_is_null(topic) &&
-        (!json_is_string(topic) || utf8_chars(json_string_value(topic)) > 1024)) {
+        (!json_is_string(topic) || (long)dg_utf8_count(json_string_value(topic)) > 1024)) {
         form_error(r, "topic", "BASE_TYPE_MAX_LENGTH", "Must be 1024 or fewer in length.");
         return NULL;
     }
@@ -689,7 +676,7 @@ static void api_post_message(fake_discord *fd, fd_chan *ch, const char *user, js
         return;
     }
     const char *content = cv ? json_string_value(cv) : "";
-    long n = utf8_chars(content);
+    long n = (long)dg_utf8_count(content);
     if (n > 2000) {
         form_error(r, "content", "BASE_TYPE_MAX_LENGTH", "Must be 2000 or fewer in length.");
         return;
@@ -955,7 +942,7 @@ static fd_chan *thread_add(fake_discord *fd, fd_chan *parent, const char *id, js
                            const char *owner, reply *r)
 {
     const char *nm = json_string_value(name);
-    long n = nm ? utf8_chars(nm) : 0;
+    long n = nm ? (long)dg_utf8_count(nm) : 0;
     if (n < 1 || n > 100) {
         form_error(r, "name", "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.");
         return NULL;
@@ -1155,7 +1142,7 @@ static void api_edit_or_delete(fake_discord *fd, const char *method, const char 
         return;
     }
     json_t *cv = json_object_get(body, "content");
-    if (cv && (!json_is_string(cv) || utf8_chars(json_string_value(cv)) > 2000)) {
+    if (cv && (!json_is_string(cv) || (long)dg_utf8_count(json_string_value(cv)) > 2000)) {
         form_error(r, "content", "BASE_TYPE_MAX_LENGTH", "Must be 2000 or fewer in length.");
         return;
     }
@@ -1426,11 +1413,8 @@ static int take_fault(fake_discord *fd, const char *tmpl, const char *concrete,
     return -1;
 }
 
-typedef struct fd_req {
-    char *body;
-    size_t len, cap;
-    int too_big;
-} fd_req;
+/* A request's body (http_server.h). */
+typedef dg_http_body fd_req;
 
 static enum MHD_Result collect_query(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
@@ -1458,8 +1442,8 @@ static enum MHD_Result api(fake_discord *fd, struct MHD_Connection *c, const cha
     char *query = NULL;
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_query, &query);
     json_t *body = NULL;
-    if (rq->len)
-        body = json_loadb(rq->body, rq->len, 0, NULL);
+    if (rq->buf.len)
+        body = json_loadb(rq->buf.s, rq->buf.len, 0, NULL);
 
     reply r;
     memset(&r, 0, sizeof r);
@@ -1485,8 +1469,8 @@ static enum MHD_Result api(fake_discord *fd, struct MHD_Connection *c, const cha
         fd->lean_requests++;
         pthread_cond_broadcast(&fd->cond);
     }
-    if (rec && !body && rq->len)
-        json_object_set_new(rec, "body", json_stringn_nocheck(rq->body, rq->len));
+    if (rec && !body && rq->buf.len)
+        json_object_set_new(rec, "body", json_stringn_nocheck(rq->buf.s, rq->buf.len));
     if (rec && !json_object_get(rec, "body"))
         json_object_set_new(rec, "body", json_null());
     if (rec && !json_object_get(rec, "authUserId"))
@@ -1646,7 +1630,7 @@ static enum MHD_Result control(fake_discord *fd, struct MHD_Connection *c, const
 {
     reply r;
     memset(&r, 0, sizeof r);
-    json_t *body = rq->len ? json_loadb(rq->body, rq->len, 0, NULL) : NULL;
+    json_t *body = rq->buf.len ? json_loadb(rq->buf.s, rq->buf.len, 0, NULL) : NULL;
     int get = !strcmp(method, "GET"), post = !strcmp(method, "POST"),
         del = !strcmp(method, "DELETE");
     pthread_mutex_lock(&fd->mu);
@@ -1819,31 +1803,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     }
     if (*upload_data_size) {
-        size_t n = *upload_data_size;
-        if (rq->len + n + 1 > MAX_BODY) {
-            rq->too_big = 1;
-        } else {
-            if (rq->len + n + 1 > rq->cap) {
-                size_t cap = rq->cap ? rq->cap : 4096;
-                while (cap < rq->len + n + 1)
-                    cap *= 2;
-                char *nb = realloc(rq->body, cap);
-                if (!nb)
-                    return MHD_NO;
-                rq->body = nb;
-                rq->cap = cap;
-            }
-            memcpy(rq->body + rq->len, upload_data, n);
-            rq->len += n;
-            rq->body[rq->len] = '\0';
-        }
-        *upload_data_size = 0;
-        return MHD_YES;
+        /* Bodies of MAX_BODY bytes or more are answered 413. */
+        return dg_http_body_take(rq, upload_data, upload_data_size, MAX_BODY - 1) ? MHD_NO
+                                                                                   : MHD_YES;
     }
     const char *path = url;
     if (!strncmp(path, "/api/v10", 8) && (path[8] == '/' || path[8] == '\0'))
         path += 8;
-    if (rq->too_big) {
+    if (rq->too_large) {
         reply r;
         memset(&r, 0, sizeof r);
         err_reply(&r, 413, 40005, "Request entity too large");
@@ -1867,7 +1834,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     (void)toe;
     fd_req *rq = *con_cls;
     if (rq) {
-        free(rq->body);
+        dg_http_body_free(rq);
         free(rq);
         *con_cls = NULL;
     }
@@ -1938,8 +1905,7 @@ int fake_discord_start(const fake_discord_options *o, fake_discord **out, char *
         fake_discord_stop(fd);
         return -1;
     }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(fd->mhd, MHD_DAEMON_INFO_BIND_PORT);
-    fd->port = di ? di->port : o->port;
+    fd->port = (int)dg_http_bound_port(fd->mhd, (unsigned)o->port);
     snprintf(fd->url, sizeof fd->url, "http://127.0.0.1:%d/api/v10", fd->port);
     *out = fd;
     return 0;

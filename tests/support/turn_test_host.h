@@ -5,7 +5,6 @@
  * calls them with JSON events the way a host would. The plugin's clock is
  * the host's hand-moved clock. No moderator token: outbox rows stay
  * pending, so tests read what the moderator owes straight from the store.
- * (Owner: turn manager area.)
  */
 #ifndef DG_TURN_TEST_HOST_H
 #define DG_TURN_TEST_HOST_H

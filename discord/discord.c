@@ -21,6 +21,7 @@
 #include <wctype.h>
 
 #include "scrub.h"
+#include "utf8.h"
 
 #ifndef DG_VERSION
 #define DG_VERSION "0.0.0"
@@ -193,57 +194,6 @@ int dg_discord_is_snowflake(const char *s)
     return n < 20 || strcmp(s, "18446744073709551615") <= 0;
 }
 
-/* Code points of a UTF-8 string, or -1 when it is not valid UTF-8. */
-static long utf8_chars(const char *s)
-{
-    long n = 0;
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        int extra;
-        if (*p < 0x80)
-            extra = 0;
-        else if ((*p & 0xE0) == 0xC0 && *p >= 0xC2)
-            extra = 1;
-        else if ((*p & 0xF0) == 0xE0)
-            extra = 2;
-        else if ((*p & 0xF8) == 0xF0 && *p <= 0xF4)
-            extra = 3;
-        else
-            return -1;
-        p++;
-        for (int i = 0; i < extra; i++, p++)
-            if ((*p & 0xC0) != 0x80)
-                return -1;
-        n++;
-    }
-    return n;
-}
-
-/* Code point of the (valid) UTF-8 sequence at *p; *p moves past it. */
-static unsigned long utf8_next(const unsigned char **p)
-{
-    const unsigned char *c = *p;
-    unsigned long cp;
-    int extra;
-    if (*c < 0x80) {
-        cp = *c;
-        extra = 0;
-    } else if ((*c & 0xE0) == 0xC0) {
-        cp = *c & 0x1F;
-        extra = 1;
-    } else if ((*c & 0xF0) == 0xE0) {
-        cp = *c & 0x0F;
-        extra = 2;
-    } else {
-        cp = *c & 0x07;
-        extra = 3;
-    }
-    for (c++; extra > 0; extra--, c++)
-        cp = (cp << 6) | (*c & 0x3F);
-    *p = c;
-    return cp;
-}
-
 /* Spaces, line breaks, controls and invisible format characters of Unicode
  * (Zs, Zl, Zp, Cc and the Cf marks that render as nothing): Discord turns
  * spaces into dashes and a name with invisible marks only looks like
@@ -293,7 +243,7 @@ int dg_discord_check_channel_name(const char *name, char *why, size_t why_len)
         snprintf(why, why_len, "name is empty; give 1 to %d characters", DG_DISCORD_MAX_NAME);
         return OC_ERR_INVALID;
     }
-    long n = utf8_chars(name);
+    long n = dg_utf8_count_valid(name);
     if (n < 0) {
         snprintf(why, why_len, "name is not valid UTF-8");
         return OC_ERR_INVALID;
@@ -303,8 +253,12 @@ int dg_discord_check_channel_name(const char *name, char *why, size_t why_len)
                  DG_DISCORD_MAX_NAME);
         return OC_ERR_INVALID;
     }
-    for (const unsigned char *c = (const unsigned char *)name; *c;) {
-        unsigned long cp = utf8_next(&c);
+    size_t left = strlen(name);
+    for (const char *c = name; *c;) {
+        size_t l;
+        unsigned long cp = dg_utf8_decode(c, left, &l);
+        c += l;
+        left -= l;
         if (invisible_or_space(cp)) {
             snprintf(why, why_len,
                      "name contains whitespace, a control or an invisible character (U+%04lX); "
@@ -1269,7 +1223,7 @@ int dg_discord_create_private_channel(dg_discord *d, const dg_discord_channel_sp
     if (dg_discord_check_channel_name(spec->name, why, sizeof why) != OC_OK)
         return set_err(err, OC_ERR_INVALID, 0, 0, "create channel: %s", why);
     if (spec->topic) {
-        long tn = utf8_chars(spec->topic);
+        long tn = dg_utf8_count_valid(spec->topic);
         if (tn < 0 || tn > DG_DISCORD_MAX_TOPIC)
             return set_err(err, OC_ERR_INVALID, 0, 0,
                            "create channel: topic must be valid UTF-8 of at most %d characters",
@@ -1432,7 +1386,7 @@ static int post_body(const char *channel_id, const char *content,
     if (!dg_discord_is_snowflake(channel_id))
         return set_err(err, OC_ERR_INVALID, 0, 0,
                        "post message: channel id must be a snowflake (1-20 digits)");
-    long n = content ? utf8_chars(content) : -1;
+    long n = content ? dg_utf8_count_valid(content) : -1;
     if (n <= 0 || n > DG_DISCORD_MAX_CONTENT)
         return set_err(err, OC_ERR_INVALID, 0, 0,
                        "post message: content must be valid UTF-8 of 1 to %d characters "

@@ -1,9 +1,10 @@
 /*
- * plugin.c -- the exported entry point, init and shutdown.
+ * core.c -- building and freeing the plugin's core (dg_plugin).
  *
- * init builds a dg_plugin step by step (config, templates, store, Discord
- * client, hooks and tools, outbox dispatcher, re-driving owed effects);
- * any failure unwinds what was built so far and leaves nothing running.
+ * dg_core_new builds a dg_plugin step by step (config, templates, store,
+ * Discord client, turn engine, the caller's handlers, outbox dispatcher,
+ * turn timeouts); any failure unwinds what was built so far and leaves
+ * nothing running. The entry point (hooks/entry.c) calls it from init.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -11,12 +12,12 @@
 #include <string.h>
 
 #include "openclaw/plugin.h"
+#include "core.h"
 #include "dirigent.h"
 #include "discord.h"
 #include "discuss.h"
 #include "seen_set.h"
 #include "outbox.h"
-#include "register.h"
 #include "state_dir.h"
 #include "store.h"
 #include "summary.h"
@@ -26,30 +27,6 @@
 #ifndef DG_VERSION
 #define DG_VERSION "0.0.0"
 #endif
-
-static int dg_init(const oc_host_api *api, const json_t *config, void **state, char *err,
-                   size_t err_len);
-static void dg_shutdown(void *state);
-
-static const oc_plugin dirigent_plugin = {
-    .abi_major = OC_ABI_MAJOR,
-    /* 0, not OC_ABI_MINOR: the plugin needs only ABI 1.0 (a 1.0 host refuses
-     * a plugin of a higher minor) and uses the 1.1 functions when the host's
-     * oc_host_api has them (OC_HOST_API_HAS). */
-    .abi_minor = 0,
-    .struct_size = sizeof(oc_plugin),
-    .id = "dirigent",
-    .version = DG_VERSION,
-    .init = dg_init,
-    .shutdown = dg_shutdown,
-};
-
-__attribute__((visibility("default"))) const oc_plugin *oc_plugin_entry(void);
-
-const oc_plugin *oc_plugin_entry(void)
-{
-    return &dirigent_plugin;
-}
 
 /* Size of an oc_host_api that carries every function this plugin calls. */
 #define HOST_API_MIN_SIZE (offsetof(oc_host_api, log) + sizeof(((oc_host_api *)0)->log))
@@ -91,7 +68,7 @@ static void discord_log(void *state, int level, const char *message)
     dg_log(state, level, "discord: %s", message);
 }
 
-static void free_plugin(dg_plugin *p)
+void dg_core_free(dg_plugin *p)
 {
     if (!p)
         return;
@@ -105,23 +82,14 @@ static void free_plugin(dg_plugin *p)
     dg_log_queue_free(p); /* after every thread that could queue a line */
     dg_config_free(&p->cfg);
     dg_seen_set_free(p->closed_seen);
+    pthread_mutex_destroy(&p->inflight_mu); /* no tool call runs at shutdown */
     free(p);
 }
 
-static int dg_init(const oc_host_api *api, const json_t *config, void **state, char *err,
-                   size_t err_len)
+int dg_core_new(const oc_host_api *api, const json_t *config, dg_core_attach_fn attach,
+                dg_plugin **out, char *err, size_t err_len)
 {
-    char scratch[8];
-    if (!err || err_len == 0) {
-        err = scratch;
-        err_len = sizeof scratch;
-    }
-    err[0] = '\0';
-    if (!state) {
-        snprintf(err, err_len, "dirigent: init needs a place to store its state");
-        return OC_ERR_INVALID;
-    }
-    *state = NULL;
+    *out = NULL;
     int rc = check_host(api, err, err_len);
     if (rc)
         return rc;
@@ -133,8 +101,10 @@ static int dg_init(const oc_host_api *api, const json_t *config, void **state, c
     }
     p->api = api;
     p->clock = dg_wall_clock_ms;
+    pthread_mutex_init(&p->inflight_mu, NULL);
     if ((rc = dg_log_queue_new(&p->logq)) || !(p->closed_seen = dg_seen_set_new())) {
         dg_log_queue_free(p);
+        pthread_mutex_destroy(&p->inflight_mu);
         free(p);
         snprintf(err, err_len, "dirigent: out of memory");
         return OC_ERR_NOMEM;
@@ -178,16 +148,13 @@ static int dg_init(const oc_host_api *api, const json_t *config, void **state, c
         if ((rc = dg_discord_new(&o, &p->discord, err, err_len)))
             goto fail;
     }
-    if ((rc = dg_register_hooks(p))) {
-        snprintf(err, err_len, "dirigent: the host refused a hook registration (%s)",
+    if ((rc = dg_turns_new(p, &p->turns))) {
+        snprintf(err, err_len, "dirigent: the turn engine could not start (%s)",
                  oc_status_name(rc));
         goto fail;
     }
-    if ((rc = dg_register_tools(p))) {
-        snprintf(err, err_len, "dirigent: the host refused a tool registration (%s)",
-                 oc_status_name(rc));
+    if ((rc = attach(p, err, err_len)))
         goto fail;
-    }
     if (p->discord && (rc = dg_outbox_start(p, &p->outbox, err, err_len)))
         goto fail;
     /* Effects owed by a previous run (session overrides) are re-driven by
@@ -207,11 +174,11 @@ static int dg_init(const oc_host_api *api, const json_t *config, void **state, c
                "dirigent: no moderator token (discord.moderatorToken or env "
                "DIRIGENT_MODERATOR_TOKEN): moderator messages are queued and sent once a token "
                "is configured");
-    *state = p;
+    *out = p;
     return OC_OK;
 
 fail:
-    free_plugin(p);
+    dg_core_free(p);
     /* Some steps (the dbPath folder, the config's path base) answer
      * OC_ERR_NOMEM without a text: the host must still get a reason. */
     if (!err[0])
@@ -230,13 +197,4 @@ void dg_plugin_settle(dg_plugin *p)
         dg_log(p, OC_LOG_ERROR, "dirigent: the log pump thread could not start; lines of the "
                "plugin's own threads are delivered at shutdown only");
     dg_discuss_resume(p);
-}
-
-static void dg_shutdown(void *state)
-{
-    dg_plugin *p = state;
-    if (!p)
-        return;
-    dg_log(p, OC_LOG_INFO, "dirigent: shutting down");
-    free_plugin(p);
 }

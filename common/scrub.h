@@ -2,7 +2,8 @@
  * scrub.h -- keeping a secret (the moderator token) out of text that leaves
  * the plugin: log lines, error messages, tool results, stored last_error.
  *
- * Used by discord.c (also linked into ocgw) and log.c; no state, any thread.
+ * Used by discord/ (also linked into ocgw) and plugin/log.c; no state, any
+ * thread.
  */
 #ifndef DG_SCRUB_H
 #define DG_SCRUB_H

@@ -2,6 +2,7 @@
  * scrub.c -- see scrub.h.
  */
 #include "scrub.h"
+#include "utf8.h"
 
 #include <string.h>
 
@@ -141,8 +142,6 @@ void dg_cut_for_log(char *text, size_t max_bytes)
             *t = ' ';
     if (len <= max_bytes)
         return;
-    size_t cut = max_bytes;
-    while (cut > 0 && ((unsigned char)text[cut] & 0xC0) == 0x80)
-        cut--;
+    size_t cut = dg_utf8_char_start(text, max_bytes);
     memcpy(text + cut, "...", 4);
 }

@@ -1,10 +1,11 @@
 /*
  * discord.h -- Discord REST client (API v10) on libcurl.
  *
- * Used by the plugin (moderator bot: channel creation, the outbox) and, as a
- * standalone file, by the reference gateway (agent bots post and poll).
- * discord.c depends only on libcurl, jansson, pthreads and this header, so
- * a host can compile it on its own; it never calls dg_log or the store.
+ * The discord/ part: a static library (build/libdgdiscord.a) linked by the
+ * plugin (moderator bot: channel creation, the outbox) and by the reference
+ * gateway (agent bots post and poll). It depends only on libcurl, jansson,
+ * pthreads, include/ and common/ (scrub.h); it knows no turn, discussion or
+ * host, and never calls dg_log or the store.
  *
  * Behaviour (shared/reference/discord-rest.md):
  *   - Rate limits: state per route (method + route template, major id kept)

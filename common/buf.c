@@ -1,0 +1,51 @@
+/*
+ * buf.c -- the growable string buffer and dg_sprintf (buf.h).
+ */
+#include "buf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int dg_buf_add(dg_buf *b, const char *add, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 64;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *s = realloc(b->s, cap);
+        if (!s)
+            return -1;
+        b->s = s;
+        b->cap = cap;
+    }
+    if (n)
+        memcpy(b->s + b->len, add, n);
+    b->len += n;
+    b->s[b->len] = '\0';
+    return 0;
+}
+
+int dg_buf_adds(dg_buf *b, const char *add)
+{
+    return dg_buf_add(b, add, strlen(add));
+}
+
+void dg_buf_free(dg_buf *b)
+{
+    free(b->s);
+    b->s = NULL;
+    b->len = b->cap = 0;
+}
+
+char *dg_sprintf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0)
+        s = NULL;
+    va_end(ap);
+    return s;
+}

@@ -1,0 +1,33 @@
+/*
+ * buf.h -- a growable string buffer and a formatting strdup, written once
+ * for every part. No state, any thread (a dg_buf belongs to its user).
+ */
+#ifndef DG_BUF_H
+#define DG_BUF_H
+
+#include <stddef.h>
+
+/* A NUL-terminated string that grows as it is appended to. Start from
+ * {0}; s is NULL until the first append. The owner frees s (free or
+ * dg_buf_free). */
+typedef struct dg_buf {
+    char *s;
+    size_t len;
+    size_t cap;
+} dg_buf;
+
+/* Append n bytes of add (which may hold NULs) and keep s NUL-terminated.
+ * 0, or -1 when out of memory (b unchanged). */
+int dg_buf_add(dg_buf *b, const char *add, size_t n);
+
+/* Append a NUL-terminated string. 0 or -1 as dg_buf_add. */
+int dg_buf_adds(dg_buf *b, const char *add);
+
+/* Free b->s and reset b to empty. */
+void dg_buf_free(dg_buf *b);
+
+/* printf into a new string (malloc'd, the caller frees); NULL when out of
+ * memory. */
+char *dg_sprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,81 @@
+/*
+ * discuss_int.h -- the discussion code's private header: what its files
+ * share. Only they include it:
+ *   discuss.c            the state machine: validation, create, callback,
+ *                        timers, the admin's forced close
+ *   discuss_ledger.c     the tool-call ledger: idempotency per toolCallId
+ *                        (fingerprints, stored results, calls in flight)
+ *   discuss_overrides.c  the no-reply session overrides a closed channel
+ *                        owes, and their re-drive
+ */
+#ifndef DG_DISCUSS_INT_H
+#define DG_DISCUSS_INT_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "discuss.h"
+#include "errors.h"
+#include "seen_set.h"
+#include "discord.h"
+#include "outbox.h"
+#include "paths.h"
+#include "store.h"
+#include "store_discuss.h"
+#include "store_tool_calls.h"
+#include "templates.h"
+#include "turns.h"
+#include "turns_engine.h"
+#include "utf8.h"
+
+/* Overrides re-driven per batch (bounded memory; loops while progressing). */
+#define OVERRIDE_BATCH 256
+
+/* Tool-call results are kept this long (a repeat after a crash comes within
+ * minutes; a gateway down for days still finds its answers). */
+#define TOOL_CALL_KEEP_MS (30LL * 24 * 3600 * 1000)
+
+#define TOOL_CREATE "discord_channel_create"
+#define TOOL_CALLBACK "discuss-callback"
+
+/*
+ * A call with a toolCallId is identified by (tool, toolCallId, fingerprint).
+ * The fingerprint hashes the caller and the params, so an id that a host or
+ * a model reuses for a different call is not answered with another call's
+ * result; a true repeat (same id, same caller, same params) is.
+ */
+typedef struct idem {
+    const char *tool;
+    const char *call_id;
+    char fp[17];        /* 16 hex digits */
+    char marker[32];    /* "dg-call:<16 hex>": put in the topic of the channel */
+    int recovering;     /* an intent without a result was found */
+} idem;
+
+/* ---- discuss.c --------------------------------------------------------- */
+
+void free_strv(char **v, size_t n);
+
+/* ---- discuss_ledger.c -------------------------------------------------- */
+
+void idem_for_create(idem *ic, const dg_caller *c, const dg_channel_request *r);
+
+void idem_for_callback(idem *ic, const dg_caller *c, const char *summary_path);
+
+int idem_lookup(dg_plugin *p, const idem *ic, dg_tool_call_row *row);
+
+int inflight_claim(dg_plugin *p, const idem *ic);
+
+void inflight_release(dg_plugin *p, const idem *ic);
+
+/* ---- discuss_overrides.c ----------------------------------------------- */
+
+size_t apply_pending(dg_plugin *p);
+
+#endif

@@ -1,0 +1,282 @@
+/*
+ * turns_admin.c -- `!dirigent` commands of an admin (status, rest, wake,
+ * skip, close, help): the state change and the reply (admin_*.md
+ * templates) commit together. Records and locking: turns_int.h,
+ * turns_engine.c.
+ */
+#include "turns_int.h"
+
+/* ---- admin commands ------------------------------------------------------------- */
+
+int is_admin(const dg_config *cfg, const char *user_id)
+{
+    for (size_t i = 0; i < cfg->n_admins; i++)
+        if (strcmp(cfg->admins[i], user_id) == 0)
+            return 1;
+    return 0;
+}
+
+int is_admin_reply(const char *content)
+{
+    return content &&
+           strncmp(content, DG_ADMIN_REPLY_PREFIX, sizeof DG_ADMIN_REPLY_PREFIX - 1) == 0;
+}
+
+/* A growing reply text; on out of memory (or a template that cannot be
+ * rendered) it keeps nomem set. */
+typedef struct reply_buf {
+    dg_buf b;
+    int nomem;
+} reply_buf;
+
+static void reply_add(reply_buf *r, const char *text)
+{
+    if (!r->nomem && (!text || dg_buf_adds(&r->b, text)))
+        r->nomem = 1;
+}
+
+/* The reply prefix, then template name (admin_*.md) rendered with v. */
+static void reply_tpl(const dg_turns *t, reply_buf *r, const char *name, const dg_tpl_vars *v)
+{
+    static const dg_tpl_vars none;
+    char *text = t->p->templates ? dg_templates_render_trim(t->p->templates, name, v ? v : &none)
+                                 : NULL;
+    if (!text)
+        dg_log(t->p, OC_LOG_ERROR, "turns: template %s could not be rendered; the admin reply "
+               "is not sent", name);
+    reply_add(r, DG_ADMIN_REPLY_PREFIX);
+    reply_add(r, text);
+    free(text);
+}
+
+/* "a, b" of the members of c whose bit is set in mask, or `none`. 0 or
+ * -1 when out of memory; out is freed by the caller. */
+static int member_list(const chan_rec *c, uint64_t mask, const char *none, dg_buf *out)
+{
+    for (int i = 0; i < c->n; i++)
+        if ((mask & ((uint64_t)1 << i)) &&
+            ((out->len && dg_buf_adds(out, ", ")) || dg_buf_adds(out, c->members[i])))
+            return -1;
+    return out->len ? 0 : dg_buf_adds(out, none);
+}
+
+static const char *admin_cmd_name(dg_admin_cmd cmd)
+{
+    switch (cmd) {
+    case DG_ADMIN_STATUS: return "status";
+    case DG_ADMIN_REST: return "rest";
+    case DG_ADMIN_WAKE: return "wake";
+    case DG_ADMIN_SKIP: return "skip";
+    case DG_ADMIN_CLOSE: return "close";
+    case DG_ADMIN_ROTATE: return "rotate";
+    case DG_ADMIN_CANCEL: return "cancel";
+    case DG_ADMIN_HELP: return "help";
+    case DG_ADMIN_NONE: break;
+    }
+    return "none";
+}
+
+/* The status lines of scope r (state st, timeouts applied) into b. */
+static void admin_status(const dg_turns *t, const scope_rec *r, const dg_turn_state *st,
+                         const dg_turn_ctx *x, reply_buf *b)
+{
+    const chan_rec *c = r->chan;
+    char label[DG_SCOPE_LABEL_MAX], msgs[24], max[24];
+    dg_buf order = {0}, passed = {0};
+    if (member_list(c, c->present, "none yet", &order) ||
+        member_list(c, st->silent & c->present, "none", &passed))
+        b->nomem = 1;
+    int sp = dg_turn_speaker(st, x);
+    snprintf(msgs, sizeof msgs, "%lld", (long long)st->agent_msgs);
+    snprintf(max, sizeof max, "%ld", (long)t->p->cfg.turn_max_agent_messages);
+    dg_tpl_vars v = {
+        .policy = dg_session_policy_name(t->p->cfg.session_policy),
+        .scope = dg_scope_label(&r->scope, label),
+        .mode = dg_channel_mode_name(c->mode),
+        .turnOrder = order.s,
+        .speaker = !st->active ? (st->rested ? "resting (loop guard)" : "dormant")
+                 : sp != DG_NOBODY ? c->members[sp] : "nobody eligible",
+        .passed = passed.s,
+        .agentMessages = msgs,
+        .maxAgentMessages = max,
+    };
+    if (!b->nomem)
+        reply_tpl(t, b, "admin_status.md", &v);
+    dg_buf_free(&order);
+    dg_buf_free(&passed);
+    if (c->mode == DG_MODE_CLOSED) {
+        char *note = t->p->templates
+            ? dg_templates_render_trim(t->p->templates, "admin_status_closed.md", &v) : NULL;
+        reply_add(b, "\n");
+        reply_add(b, note);
+        free(note);
+    }
+}
+
+/*
+ * Run admin command cmd of message m (already claimed by the dedup) on the
+ * message's scope: under policy "thread" a top-level command acts on the
+ * channel's latest top-level thread (what channel-level sessions follow)
+ * and opens no thread of its own -- a command is not speech. The state
+ * change and the reply commit together. Writer held.
+ */
+int owner_reply(dg_turns *t, const owner_action *oa, int64_t now)
+{
+    char msg[512], text[600];
+    const char *thread = oa->thread[0] ? oa->thread : NULL;
+    if (oa->cmd == DG_ADMIN_ROTATE)
+        dg_admin_rotate(t->p, oa->channel, thread, msg, sizeof msg);
+    else
+        dg_admin_cancel(t->p, oa->channel, thread, oa->speaker[0] ? oa->speaker : NULL, msg,
+                        sizeof msg);
+    snprintf(text, sizeof text, DG_ADMIN_REPLY_PREFIX "%s", msg);
+    if (txn_begin(t) != OC_OK)
+        return OC_ERR_IO;
+    int queued = 0;
+    int rc = enqueue(t, oa->post, text, NULL, now, &queued);
+    rc = finish(t, rc);
+    if (rc != OC_OK)
+        dg_log(t->p, OC_LOG_WARN, "turns: the reply to \"!dirigent %s\" in %s could not be "
+               "queued (%s); the command itself was carried out", admin_cmd_name(oa->cmd),
+               oa->channel, oc_status_name(rc));
+    return rc == OC_OK && queued ? OC_OK : OC_ERR_IO;
+}
+
+int admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, int64_t now,
+                 int *kick, owner_action *oa)
+{
+    chan_rec *c;
+    int rc;
+    if ((rc = chan_get(t, m->channel_id, &c)))
+        return rc;
+    dg_scope sc;
+    int top_level;
+    if ((rc = message_scope(t, m, &sc, &top_level)))
+        return rc;
+    scope_rec *r;
+    if ((rc = top_level ? follow_scope(t, c, &r) : scope_get(t, c, &sc, &r)))
+        return rc;
+    if (m->thread_id && *m->thread_id && r->scope.kind == DG_SCOPE_THREAD && !r->post_channel &&
+        !(r->post_channel = strdup(m->thread_id)))
+        return OC_ERR_NOMEM;
+    const char *post = r->post_channel ? r->post_channel : c->id;
+
+    char label[DG_SCOPE_LABEL_MAX];
+    dg_log(t->p, OC_LOG_INFO, "turns: admin %s ran \"!dirigent %s\" in channel %s (%s)",
+           m->sender_id, admin_cmd_name(cmd), c->id, dg_scope_label(&r->scope, label));
+    char cause[160];
+    snprintf(cause, sizeof cause, "admin command !dirigent %s by %s", admin_cmd_name(cmd),
+             m->sender_id);
+
+    dg_turn_ctx x;
+    make_ctx(t, c, &x);
+    dg_turn_effects fx;
+    dg_turn_effects_init(&fx);
+    dg_turn_state next = r->st;
+    reply_buf b = {0};
+    const char *mention = NULL;
+    int changes = 0;
+    if (cmd == DG_ADMIN_STATUS) {
+        dg_turn_state view = r->st;
+        if (c->mode != DG_MODE_CLOSED)
+            dg_turn_expire(&view, &x, now, NULL); /* what a decision now would see */
+        admin_status(t, r, &view, &x, &b);
+    } else if (c->mode == DG_MODE_CLOSED) {
+        reply_tpl(t, &b, "admin_closed.md", NULL);
+    } else if (cmd == DG_ADMIN_CLOSE) {
+        /* The discussion area closes it in this transaction; the channel's
+         * mirror reloads (closed) before its next use. */
+        char path[1024], msg[768];
+        int has = dg_admin_arg(m->content, path, sizeof path), closed = 0;
+        if (has < 0) {
+            char max[24];
+            snprintf(max, sizeof max, "%zu", sizeof path - 1);
+            reply_tpl(t, &b, "admin_close_path_long.md", &(dg_tpl_vars){.maxBytes = max});
+        } else {
+            rc = dg_discuss_admin_close_locked(t->p, c->id, has ? path : NULL, now, &closed, msg,
+                                               sizeof msg);
+            if (rc != OC_OK) {
+                dg_buf_free(&b.b);
+                return rc;
+            }
+            reply_add(&b, DG_ADMIN_REPLY_PREFIX);
+            reply_add(&b, msg);
+        }
+    } else if (cmd == DG_ADMIN_ROTATE || cmd == DG_ADMIN_CANCEL) {
+        /* Host calls after the commit (owner_action); the turn state stays
+         * (an aborted run ends with agent_end like any other). */
+        dg_turn_state view = r->st;
+        dg_turn_expire(&view, &x, now, NULL);
+        int sp = view.active ? dg_turn_speaker(&view, &x) : DG_NOBODY;
+        oa->cmd = cmd;
+        snprintf(oa->channel, sizeof oa->channel, "%s", c->id);
+        snprintf(oa->thread, sizeof oa->thread, "%s", m->thread_id ? m->thread_id : "");
+        snprintf(oa->post, sizeof oa->post, "%s", post);
+        snprintf(oa->speaker, sizeof oa->speaker, "%s", sp != DG_NOBODY ? c->members[sp] : "");
+        return OC_OK;
+    } else if (cmd == DG_ADMIN_REST) {
+        dg_turn_expire(&next, &x, now, &fx);
+        fx.handoff_to = DG_NOBODY; /* nobody is woken into a resting scope */
+        dg_turn_admin_rest(&next, now);
+        changes = 1;
+        reply_tpl(t, &b, "admin_rest.md", NULL);
+    } else if (cmd == DG_ADMIN_WAKE) {
+        int pos = DG_NOBODY;
+        for (size_t i = 0; pos == DG_NOBODY && i < m->n_mentions; i++) {
+            const dg_agent_cfg *a = dg_config_agent_by_user(&t->p->cfg, m->mentions[i]);
+            int mp = a ? member_pos(c, a->agent_id) : DG_NOBODY;
+            if (mp != DG_NOBODY && (c->present & ((uint64_t)1 << mp)))
+                pos = mp;
+        }
+        for (int i = 0; pos == DG_NOBODY && i < c->n; i++)
+            if (c->present & ((uint64_t)1 << i))
+                pos = i;
+        if (pos == DG_NOBODY || dg_turn_admin_wake(&next, &x, pos, now) != 0) {
+            reply_tpl(t, &b, "admin_wake_nobody.md", NULL);
+        } else {
+            changes = 1;
+            mention = user_of(t, c, pos);
+            char at[96];
+            snprintf(at, sizeof at, "<@%s>", mention ? mention : "?");
+            reply_tpl(t, &b, "admin_wake.md", &(dg_tpl_vars){.agentMention = at});
+        }
+    } else if (cmd == DG_ADMIN_SKIP) {
+        dg_turn_expire(&next, &x, now, &fx);
+        fx.handoff_to = DG_NOBODY; /* that speaker is skipped now */
+        int sp = dg_turn_admin_skip(&next, &x, now, &fx);
+        if (sp == DG_NOBODY) {
+            reply_tpl(t, &b, "admin_skip_nobody.md", NULL);
+        } else {
+            changes = 1;
+            int to = fx.handoff_to;
+            fx.handoff_to = DG_NOBODY; /* the reply is the hand-off */
+            mention = to != DG_NOBODY ? user_of(t, c, to) : NULL;
+            char at[96];
+            snprintf(at, sizeof at, "<@%s>", mention ? mention : "");
+            dg_tpl_vars v = {.skippedAgent = c->members[sp], .agentMention = at};
+            reply_tpl(t, &b, mention ? "admin_skip.md" : fx.idle_reminder
+                             ? "admin_skip_initiator.md" : "admin_skip_dormant.md", &v);
+        }
+    } else {
+        reply_tpl(t, &b, "admin_help.md", NULL);
+    }
+    if (b.nomem) {
+        dg_buf_free(&b.b);
+        return OC_ERR_NOMEM;
+    }
+    if (changes && (!dg_turn_state_same(&next, &r->st) || !r->in_db))
+        rc = save_scope(t, r, &next, now, cause);
+    int queued = 0;
+    if (rc == OC_OK)
+        rc = enqueue(t, post, b.b.s, mention, now, &queued);
+    dg_buf_free(&b.b);
+    if (queued)
+        *kick = 1;
+    else if (mention)
+        next.awaiting = 0; /* the reply that would wake it is not posted */
+    if (rc == OC_OK)
+        rc = queue_effects(t, r, &fx, &next, now, kick);
+    if (rc == OC_OK && changes)
+        rc = install(t, r, &next);
+    return rc;
+}

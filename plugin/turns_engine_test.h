@@ -1,0 +1,30 @@
+/*
+ * turns_engine_test.h -- what tests (and benches) ask the turn engine that
+ * production code never does: peeking at a scope's state, counting and
+ * bounding the in-memory mirror, naming a member. No file of plugin/ or
+ * hooks/ but turns_engine.c includes this. Any thread.
+ */
+#ifndef DG_TURNS_ENGINE_TEST_H
+#define DG_TURNS_ENGINE_TEST_H
+
+#include <stddef.h>
+#include "turns_engine.h"
+
+/* The state of scope (from the mirror or the store), the channel's mode
+ * and member count. OC_ERR_NOT_FOUND if the
+ * scope has no state yet. */
+int dg_turns_peek(dg_turns *t, const dg_scope *scope, dg_turn_state *st,
+                  dg_channel_mode *mode, int *n_members);
+
+/* How many scope and session records the in-memory mirror holds. OC_OK. */
+int dg_turns_mirror_count(dg_turns *t, size_t *scopes, size_t *sessions);
+
+/* Keep at most n dormant thread scopes in the mirror (0: the built-in
+ * bound, 4096); the least recently changed beyond it leave. */
+void dg_turns_set_dormant_max(dg_turns *t, size_t n);
+
+/* Agent id at member position pos of channel_id, copied into buf; OC_OK or
+ * OC_ERR_NOT_FOUND. */
+int dg_turns_member(dg_turns *t, const char *channel_id, int pos, char *buf, size_t len);
+
+#endif

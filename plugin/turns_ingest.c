@@ -1,0 +1,327 @@
+/*
+ * turns_ingest.c -- message_received: every message of a served channel
+ * is recorded once (dedup), moves the turn state of its scope, and queues
+ * what that owes (hand-off, rest notice, closed notice); an admin's
+ * command goes to turns_admin.c. Records and locking: turns_int.h,
+ * turns_engine.c.
+ */
+#include "turns_int.h"
+
+/* ---- message_received ------------------------------------------------------------ */
+
+/* Content made only of user mentions: the moderator's hand-off trigger. */
+static int is_bare_mention(const char *s)
+{
+    int any = 0;
+    while (s && *s) {
+        if (isspace((unsigned char)*s)) {
+            s++;
+            continue;
+        }
+        if (strncmp(s, "<@", 2) != 0)
+            return 0;
+        s += 2;
+        if (*s == '!')
+            s++;
+        if (!isdigit((unsigned char)*s))
+            return 0;
+        while (isdigit((unsigned char)*s))
+            s++;
+        if (*s++ != '>')
+            return 0;
+        any = 1;
+    }
+    return any;
+}
+
+static int closed_notice(dg_turns *t, chan_rec *c, const dg_turn_message *m, dg_sender_kind kind,
+                         int64_t now, int *kick)
+{
+    if (kind == DG_SENDER_MODERATOR || kind == DG_SENDER_HANDOFF || !m->message_id)
+        return OC_OK;
+    int botish = kind == DG_SENDER_AGENT || kind == DG_SENDER_BOT;
+    int rc;
+    if (!botish && c->bot_noticed) {
+        c->bot_noticed = 0; /* a human spoke: bots may get one notice again */
+        if ((rc = chan_save(t, c, now)))
+            return rc;
+    } else if (botish && c->bot_noticed) {
+        /* A bot already got a notice since the last human message: no
+         * ping-pong between the moderator and a bot answering it. */
+        return OC_OK;
+    }
+    int64_t cooldown = (int64_t)t->p->cfg.closed_notice_cooldown_sec * 1000;
+    int claim = dg_discuss_claim_closed_notice_locked(t->p->store, c->id, m->message_id, now,
+                                                      cooldown);
+    if (claim < 0)
+        return claim;
+    if (!claim)
+        return OC_OK;
+    char chan[48];
+    snprintf(chan, sizeof chan, "<#%s>", c->id);
+    dg_tpl_vars v = {.discussionChannel = chan, .status = "closed"};
+    const char *post = (m->thread_id && *m->thread_id) ? m->thread_id : c->id;
+    if ((rc = render_and_enqueue(t, "closed.md", &v, post, NULL, now, kick, NULL, 0)))
+        return rc;
+    if (botish) {
+        c->bot_noticed = 1;
+        rc = chan_save(t, c, now);
+    }
+    return rc;
+}
+
+
+/* r's state as this change has it so far (pending), else as published. */
+static const dg_turn_state *staged(const dg_turns *t, const scope_rec *r)
+{
+    for (int i = 0; i < t->n_pending; i++)
+        if (t->pending[i].r == r)
+            return &t->pending[i].st;
+    return &r->st;
+}
+
+/*
+ * A moderator message reached the session rs (message_received reported
+ * per agent): if rs's agent awaits its wake message in the scope rs acts
+ * in, the wait ends (turns_engine.h "Awaiting the wake message"). Read
+ * only but for that: no member is added, nothing is stored. Writer held.
+ */
+static int deliver_locked(dg_turns *t, const dg_turn_session *rs)
+{
+    chan_rec *c;
+    int rc = chan_get(t, rs->channel_id, &c);
+    if (rc)
+        return rc;
+    int pos = member_pos(c, rs->agent_id);
+    if (pos == DG_NOBODY || c->mode == DG_MODE_CLOSED)
+        return OC_OK;
+    scope_rec *r;
+    int has_thread = rs->thread_id && *rs->thread_id;
+    if (rs->is_dm || t->p->cfg.session_policy == DG_POLICY_CHANNEL || has_thread) {
+        /* The scope the session's runs are decided in (session_prepare). */
+        dg_scope_event ev = {.channel_id = rs->channel_id, .thread_id = rs->thread_id,
+                             .is_dm = rs->is_dm};
+        dg_scope sc;
+        if ((rc = dg_scope_derive(t->p->cfg.session_policy, &ev, &sc)) ||
+            (rc = scope_get(t, c, &sc, &r)))
+            return rc;
+    } else if ((rc = follow_scope(t, c, &r))) {
+        return rc;
+    }
+    dg_turn_state next = *staged(t, r);
+    if (!dg_turn_wake_delivered(&next, pos))
+        return OC_OK;
+    char label[DG_SCOPE_LABEL_MAX];
+    dg_log(t->p, OC_LOG_DEBUG, "turns: the moderator's message reached %s in channel %s (%s); "
+           "it no longer awaits its wake message, its next run counts", rs->agent_id, c->id,
+           dg_scope_label(&r->scope, label));
+    return install(t, r, &next);
+}
+
+static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind kind,
+                         const dg_agent_cfg *sender_agent, int admin, dg_admin_cmd cmd,
+                         int64_t now, int *kick, owner_action *oa)
+{
+    dg_store *st = t->p->store;
+    int rc;
+    /* Per agent session, before the dedup: every account reports it. */
+    if (m->recipient && (kind == DG_SENDER_MODERATOR || kind == DG_SENDER_HANDOFF) &&
+        (rc = deliver_locked(t, m->recipient)))
+        return rc;
+    if (m->message_id && *m->message_id) {
+        int fresh = 0;
+        if ((rc = dg_store_turns_seen_claim(st, m->channel_id, m->message_id, now, &fresh)))
+            return rc;
+        if (!fresh)
+            return OC_OK; /* another account reported it already */
+        if (++t->fresh_ingests % SEEN_PRUNE_EVERY == 0 &&
+            ((rc = dg_store_turns_seen_prune(st, now - SEEN_KEEP_MS, NULL)) ||
+             (rc = dg_store_turns_states_prune(st, now - SEEN_KEEP_MS, NULL))))
+            return rc;
+    }
+    if (cmd != DG_ADMIN_NONE)
+        return admin_locked(t, m, cmd, now, kick, oa);
+    /* Once per message (after the dedup), and a first-character test for
+     * nearly every ordinary message. */
+    if (kind == DG_SENDER_HUMAN && !admin && dg_admin_parse(m->content) != DG_ADMIN_NONE)
+        dg_log(t->p, OC_LOG_INFO, "turns: message %s in channel %s starts with !dirigent but "
+               "its sender %s is not in `admins`; it is not run as a command (an ordinary "
+               "message)", m->message_id ? m->message_id : "(no id)", m->channel_id,
+               m->sender_id);
+    chan_rec *c;
+    if ((rc = chan_get(t, m->channel_id, &c)))
+        return rc;
+    if (c->mode == DG_MODE_CLOSED)
+        return closed_notice(t, c, m, kind, now, kick);
+
+    dg_scope sc;
+    int top_level;
+    if ((rc = message_scope(t, m, &sc, &top_level)))
+        return rc;
+    int moderator = kind == DG_SENDER_MODERATOR || kind == DG_SENDER_HANDOFF;
+    /* A human's or an agent's word restarts a discussion's quiet-time clock. */
+    if (!moderator && c->mode == DG_MODE_DISCUSSION &&
+        (rc = dg_store_discussion_touch(st, c->id, now)))
+        return rc;
+    if (moderator && top_level)
+        return OC_OK; /* its own one-message thread: nothing to change */
+
+    int pos = DG_NOBODY;
+    if (sender_agent && (rc = member_ensure(t, c, sender_agent->agent_id, now, &pos)))
+        return rc;
+    uint64_t mentions = 0;
+    if (kind == DG_SENDER_HUMAN) {
+        for (size_t i = 0; i < m->n_mentions; i++) {
+            const dg_agent_cfg *a = dg_config_agent_by_user(&t->p->cfg, m->mentions[i]);
+            /* A configured agent a human asks by name belongs to the channel's
+             * order even before it was seen there (the first message of a
+             * channel comes before any agent's run). */
+            int mp = DG_NOBODY;
+            if (a && (rc = member_ensure(t, c, a->agent_id, now, &mp)))
+                return rc;
+            if (mp != DG_NOBODY)
+                mentions |= (uint64_t)1 << mp;
+        }
+        /* Mentions the host rendered as text ("@name"). */
+        size_t n_agents = t->p->cfg.n_agents;
+        unsigned char *hit = n_agents && m->content && strchr(m->content, '@')
+                                 ? calloc(n_agents, 1) : NULL;
+        if (hit && dg_agent_names_mentioned(t->names, m->content, hit)) {
+            for (size_t i = 0; i < n_agents; i++) {
+                int mp = DG_NOBODY;
+                if (hit[i] &&
+                    (rc = member_ensure(t, c, t->p->cfg.agents[i].agent_id, now, &mp))) {
+                    free(hit);
+                    return rc;
+                }
+                if (mp != DG_NOBODY)
+                    mentions |= (uint64_t)1 << mp;
+            }
+        }
+        free(hit);
+    }
+
+    scope_rec *r;
+    if ((rc = scope_get(t, c, &sc, &r)))
+        return rc;
+    if (!moderator) {
+        r->wake_fp[0] = '\0'; /* a real message: the reminder is history */
+        recent_push(r, m->content, pos);
+    }
+    if (moderator && !r->in_db)
+        return OC_OK; /* no state to change */
+    dg_turn_state next = r->st;
+    if (top_level) {
+        scope_rec *prev = NULL;
+        if ((rc = follow_scope(t, c, &prev)))
+            return rc;
+        if (prev != r && (kind == DG_SENDER_AGENT || kind == DG_SENDER_BOT)) {
+            /* Carry the loop guard across top-level threads. */
+            next.agent_msgs = prev->st.agent_msgs;
+            next.rested = prev->st.rested;
+        }
+        char *top = strdup(sc.root);
+        if (!top)
+            return OC_ERR_NOMEM;
+        pthread_rwlock_wrlock(&t->lock);
+        free(c->top_root);
+        c->top_root = top;
+        c->follow = r;
+        pthread_rwlock_unlock(&t->lock);
+        if ((rc = chan_save(t, c, now)))
+            return rc;
+    }
+    if (m->thread_id && *m->thread_id && sc.kind == DG_SCOPE_THREAD && !r->post_channel &&
+        !(r->post_channel = strdup(m->thread_id)))
+        return OC_ERR_NOMEM;
+
+    dg_turn_ctx x;
+    make_ctx(t, c, &x);
+    dg_turn_effects fx;
+    dg_turn_effects_init(&fx);
+    next.awaiting = staged(t, r)->awaiting; /* a delivery above may have ended a wait */
+    dg_turn_on_message(&next, &x, kind, pos, mentions, now, &fx);
+    if (!dg_turn_state_same(&next, &r->st) || !r->in_db) {
+        static const char *const kinds[] = {"human", "agent", "bot", "moderator",
+                                            "moderator hand-off"};
+        char cause[200];
+        snprintf(cause, sizeof cause, "message %s from %s %s%s%s%s",
+                 m->message_id ? m->message_id : "(no id)",
+                 (unsigned)kind < sizeof kinds / sizeof *kinds ? kinds[kind] : "sender",
+                 m->sender_id, pos != DG_NOBODY ? " (" : "", pos != DG_NOBODY ? c->members[pos]
+                 : "", pos != DG_NOBODY ? ")" : "");
+        if ((rc = save_scope(t, r, &next, now, cause)))
+            return rc;
+    }
+    if ((rc = queue_effects(t, r, &fx, &next, now, kick)))
+        return rc;
+    return install(t, r, &next);
+}
+
+int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err_len)
+{
+    if (!m->channel_id || !*m->channel_id || strlen(m->channel_id) >= DG_SCOPE_ID_MAX) {
+        snprintf(err, err_len, "message_received: event.channelId is missing or longer than %d "
+                 "characters; the host must say where the message was posted",
+                 DG_SCOPE_ID_MAX - 1);
+        return OC_ERR_INVALID;
+    }
+    if (m->message_id && (m->message_id[0] == '~' || strlen(m->message_id) >= DG_SCOPE_ID_MAX)) {
+        snprintf(err, err_len, "message_received: event.messageId \"%.40s\" is not a message id "
+                 "(it starts with '~' or is longer than %d characters)", m->message_id,
+                 DG_SCOPE_ID_MAX - 1);
+        return OC_ERR_INVALID;
+    }
+    if (!m->sender_id || !*m->sender_id) {
+        snprintf(err, err_len, "message_received: event.senderId is missing; the host must say "
+                 "who posted the message");
+        return OC_ERR_INVALID;
+    }
+    if (m->recipient && !valid_session(m->recipient)) {
+        snprintf(err, err_len, "message_received: ctx.sessionKey names no agent session in a "
+                 "channel (agent, channel, at most %d characters each)", DG_SCOPE_ID_MAX - 1);
+        return OC_ERR_INVALID;
+    }
+    /* The host reports deliveries per agent session: waits may be armed. */
+    if (m->recipient && !atomic_load(&t->wake_tracking))
+        atomic_store(&t->wake_tracking, 1);
+    const dg_config *cfg = &t->p->cfg;
+    const dg_agent_cfg *agent = NULL;
+    dg_sender_kind kind;
+    if (cfg->moderator_user_id && strcmp(m->sender_id, cfg->moderator_user_id) == 0)
+        kind = is_bare_mention(m->content) || is_admin_reply(m->content) ? DG_SENDER_HANDOFF
+                                                                         : DG_SENDER_MODERATOR;
+    else if ((agent = dg_config_agent_by_user(cfg, m->sender_id)))
+        kind = DG_SENDER_AGENT;
+    else
+        kind = m->sender_is_bot ? DG_SENDER_BOT : DG_SENDER_HUMAN;
+    /* Only an admin's message pays for the command check. */
+    int admin = kind == DG_SENDER_HUMAN && is_admin(cfg, m->sender_id);
+    dg_admin_cmd cmd = admin ? dg_admin_parse(m->content) : DG_ADMIN_NONE;
+
+    int64_t now = dg_now_ms(t->p);
+    if (txn_begin(t) != OC_OK) {
+        snprintf(err, err_len, "message_received: the state database is not available");
+        return OC_ERR_IO;
+    }
+    int kick = 0;
+    owner_action oa = {.cmd = DG_ADMIN_NONE};
+    int rc = ingest_locked(t, m, kind, agent, admin, cmd, now, &kick, &oa);
+    if (rc)
+        snprintf(err, err_len, "message_received: could not record message %s of channel %s "
+                 "(%s: %s)", m->message_id ? m->message_id : "(no id)", m->channel_id,
+                 oc_status_name(rc), dg_store_errmsg(t->p->store));
+    int failed = rc;
+    rc = finish(t, rc);
+    if (rc != OC_OK && !failed)
+        snprintf(err, err_len, "message_received: the state database did not commit message %s "
+                 "of channel %s; nothing of it was recorded", m->message_id ? m->message_id
+                 : "(no id)", m->channel_id);
+    if (rc == OC_OK && oa.cmd != DG_ADMIN_NONE && owner_reply(t, &oa, now) == OC_OK)
+        kick = 1;
+    if (rc == OC_OK && kick)
+        dg_outbox_kick(t->p->outbox);
+    if (rc == OC_OK)
+        evict_if_over(t, now);
+    return rc;
+}

@@ -1,0 +1,313 @@
+/*
+ * turns_int.h -- the turn engine's private header: its records (the
+ * mirror of channels, scopes and sessions; silenced runs; the engine
+ * itself) and the calls its files make of each other. Only the engine's
+ * files include it:
+ *   turns_engine.c   the mirror, its transactions and publishing, silenced
+ *                    runs, moderator messages, life cycle, diagnostics,
+ *                    and the discussion channels' entry points
+ *   turns_sweeper.c  turn timeouts and eviction (the sweeper thread)
+ *   turns_ingest.c   message_received
+ *   turns_admin.c    `!dirigent` commands
+ *   turns_decide.c   the agent hooks' decisions
+ * Locking and the commit-before-publish rule: turns_engine.c.
+ */
+#ifndef DG_TURNS_INT_H
+#define DG_TURNS_INT_H
+
+#include <ctype.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "turns_engine.h"
+#include "turns_engine_test.h"
+#include "agent_names.h"
+#include "buf.h"
+#include "discuss.h"
+#include "outbox.h"
+#include "silent.h"
+#include "store.h"
+#include "store_discuss.h"
+#include "store_shared.h"
+#include "store_turns.h"
+#include "templates.h"
+#include "turns_map.h"
+#include "admin_sessions.h"
+#include "store_transitions.h"
+
+/* The turn-timeout sweeper looks for speakers out of time this often
+ * (real time; the turn clock itself is dg_now_ms). */
+#define SWEEP_EVERY_MS 1000
+
+/* A dormant thread scope untouched this long (turn clock) leaves the
+ * mirror, with its sessions; the database still has it. */
+#define EVICT_IDLE_MS (3600LL * 1000)
+
+/* Dormant thread scopes the mirror keeps at most, whatever their age (each
+ * costs about 0.8 KB with its sessions; under the thread policy every
+ * top-level message makes one): past it the least recently changed leave,
+ * down to 3/4 of it, so the scan that finds them is paid once per quarter
+ * of the bound, not per message (issue 12, bug 7). */
+#define DORMANT_MAX 4096
+
+/* Dedup rows (message ids, run ids) and dormant thread states are kept
+ * this long; they are also pruned every so many ingests. */
+#define SEEN_KEEP_MS (7LL * 24 * 3600 * 1000)
+#define SEEN_PRUNE_EVERY 65536
+
+/*
+ * Channels the discussion code changed through the engine (prefill,
+ * close, wake with result) inside its own transaction: a ring of the
+ * latest channel ids and the count of entries ever logged, per engine. A
+ * writer that fell more than the ring behind drops its whole mirror
+ * instead.
+ */
+#define INVAL_RING 64
+#define WAKE_AGENT_MAX 128
+typedef struct inval_entry {
+    char channel[DG_SCOPE_ID_MAX];
+    char wake[WAKE_AGENT_MAX];   /* agent granted the turn with a wake message
+                                    (a discussion's kickoff), "" for none */
+} inval_entry;
+typedef struct scope_rec scope_rec;
+
+typedef struct chan_rec {
+    char *id;
+    dg_channel_mode mode;
+    char *initiator;
+    char *top_root;              /* latest top-level thread (thread policy) */
+    int bot_noticed;
+    int n;                       /* members */
+    char *members[DG_TURN_MAX_MEMBERS];
+    uint64_t present;            /* members that are configured agents */
+    int initiator_pos;
+    int in_db;
+    unsigned epoch;              /* bumped when reloaded in place: sessions re-derive */
+    scope_rec *follow;           /* scope of channel-level sessions, NULL until loaded */
+    scope_rec *conv;             /* Conversation(channel) once loaded: the hot path's
+                                    scope under policy "channel", found without a key */
+} chan_rec;
+
+/* One message of the scope's recent history (scope_rec.recent). */
+#define RECENT_MAX 4
+#define RECENT_FP_MAX 48
+/* An older message is evidence of a stale prompt only when its
+ * fingerprint is this long: a short one ("ok") turns up by chance. */
+#define RECENT_FP_EVIDENCE 8
+typedef struct recent_msg {
+    char fp[RECENT_FP_MAX];      /* message_fingerprint(); "" when nothing to look for */
+    int author;                  /* member position of its agent, DG_NOBODY for others */
+} recent_msg;
+
+struct scope_rec {
+    char *key;
+    dg_scope scope;
+    chan_rec *chan;
+    char *post_channel;          /* Discord channel for moderator messages; NULL = channel */
+    dg_turn_state st;
+    int in_db;
+    int evict;                   /* chosen to leave the mirror (evict_idle) */
+    /* The first line of the idle reminder that woke wake_fp_pos (mentions
+     * dropped), "" when none: a run of that speaker counts only once its
+     * prompt carries it. A host may start a run queued for an older
+     * message after the reminder reached the session; that run must not
+     * answer for the speaker. In memory, written under the writer mutex;
+     * lost on restart (then the delivery alone ends the wait). */
+    char wake_fp[48];
+    int wake_fp_pos;
+    int64_t wake_fp_ms;          /* when it was set: older than WAKE_FP_MAX_MS, ignored */
+    /* The last RECENT_MAX human/agent messages of the scope, newest at
+     * recent_head - 1 (recent_msg): a run of the speaker whose prompt
+     * carries one of the older ones but not the newest was queued for an
+     * older message and started late (dg_turns_claim). In memory only:
+     * after a restart there is no evidence and runs count. */
+    recent_msg recent[RECENT_MAX];
+    unsigned recent_head;        /* messages recorded so far (mod RECENT_MAX: next slot) */
+};
+
+/* A fingerprint older than this is ignored: a wake run that never matched
+ * (a host that rewrote the text) must not hold a speaker for longer. */
+#define WAKE_FP_MAX_MS (10 * 60 * 1000)
+
+typedef struct sess_rec {
+    char *key;
+    char *thread;                /* ctx threadId it was resolved with */
+    chan_rec *chan;
+    scope_rec *fixed;            /* NULL: follows chan->follow */
+    int configured;              /* agent of `agents` */
+    int pos;                     /* member position or DG_NOBODY */
+    unsigned epoch;              /* chan->epoch it was derived under */
+    _Atomic int64_t seen_seq;    /* scope's msg_seq when its run resolved */
+    _Atomic(scope_rec *) last;   /* scope its run resolved in */
+    _Atomic int granted;         /* last resolve: 1 turn, 0 swapped, -1 none */
+} sess_rec;
+
+/* A silenced run (turns_engine.h "Silenced runs"). */
+typedef enum mark_kind {
+    MARK_NONE = 0,
+    MARK_SWAPPED = 1,
+    MARK_CLAIMED = 2,
+    MARK_WAITING = 3             /* swapped while its agent awaited its wake message:
+                                    texts cancelled, its end changes nothing */
+} mark_kind;
+
+typedef struct run_mark {
+    uint64_t sess_h;             /* hash of session_key (0: empty slot) */
+    char *session_key;           /* malloc'd */
+    char *run_id;                /* malloc'd; NULL: matched by session while live */
+    mark_kind kind;
+    int live;                    /* no unsilenced decision of the session since */
+    int64_t seen_seq;            /* scope's msg_seq when it was decided */
+} run_mark;
+
+
+/* Scope states waiting for their transaction to commit (see finish()). */
+#define MAX_PENDING 4
+
+struct dg_turns {
+    dg_plugin *p;
+    pthread_mutex_t wmu;         /* one engine writer at a time (txn_begin .. finish) */
+    pthread_rwlock_t lock;       /* the mirror: readers vs. the writer */
+    /* The channel change log (inval_entry): inval_mu guards the ring;
+     * inval_seq counts entries ever logged, inval_seen those applied. */
+    pthread_mutex_t inval_mu;
+    _Atomic uint64_t inval_seq;
+    inval_entry inval[INVAL_RING];
+    _Atomic uint64_t inval_seen;
+    _Atomic int64_t applied;     /* the store's change log (other instances sharing
+                                    it, store_shared.h) is applied up to here */
+    struct {
+        scope_rec *r;
+        dg_turn_state st;
+    } pending[MAX_PENDING];
+    int n_pending;
+    /* The turn-timeout sweeper (see sweeper()). */
+    pthread_t sweeper;
+    int sweeper_started;
+    pthread_mutex_t sw_mu;
+    pthread_cond_t sw_cv;        /* CLOCK_MONOTONIC */
+    int sw_stop;
+    _Atomic int rescan;          /* load the awake scopes of the database into the mirror */
+    dg_map chans, scopes, sessions;
+    /* Set once message_received has reported a delivery to an agent
+     * session (turns_engine.h "Awaiting the wake message"): only then is a
+     * wait armed. Per instance, never reset. */
+    _Atomic int wake_tracking;
+    /* Silenced runs: a ring, newest at marks[(mk_next - 1) % DG_RUN_MARKS].
+     * mk_mu is a leaf lock (taken under any other, never the reverse). */
+    pthread_mutex_t mk_mu;
+    run_mark marks[DG_RUN_MARKS];
+    size_t mk_next;
+    unsigned long fresh_ingests;
+    int warned_cap;
+    size_t dormant_max;          /* DORMANT_MAX; tests lower it */
+    size_t evict_at;             /* mirror size (scopes) that makes an ingest evict */
+    dg_agent_names *names;       /* agents' Discord names, for mentions in text */
+};
+
+/* ---- turns_engine.c ---------------------------------------------------- */
+
+void free_scope(void *v, void *arg);
+
+void free_sess(void *v, void *arg);
+
+void make_ctx(const dg_turns *t, const chan_rec *c, dg_turn_ctx *x);
+
+int member_pos(const chan_rec *c, const char *agent_id);
+
+int chan_get(dg_turns *t, const char *channel_id, chan_rec **out);
+
+int chan_save(dg_turns *t, chan_rec *c, int64_t now);
+
+int scope_get(dg_turns *t, chan_rec *c, const dg_scope *sc, scope_rec **out);
+
+int follow_scope(dg_turns *t, chan_rec *c, scope_rec **out);
+
+int member_ensure(dg_turns *t, chan_rec *c, const char *agent_id, int64_t now, int *pos);
+
+int same_str(const char *a, const char *b);
+
+int session_prepare(dg_turns *t, const dg_turn_session *s, int64_t now, sess_rec **out);
+
+sess_rec *session_lookup_locked(dg_turns *t, const dg_turn_session *s, scope_rec **scope);
+
+int txn_begin(dg_turns *t);
+
+int finish(dg_turns *t, int rc);
+
+void finish_read(dg_turns *t);
+
+int install(dg_turns *t, scope_rec *r, const dg_turn_state *st);
+
+/* Write r's new state st with why it changed (cause: a sentence for the
+ * operator's view, dirigent-ctl why; one turn_transitions row). */
+int save_scope(dg_turns *t, scope_rec *r, const dg_turn_state *st, int64_t now,
+               const char *cause);
+
+int message_scope(const dg_turns *t, const dg_turn_message *m, dg_scope *sc, int *top_level);
+
+void mark_add(dg_turns *t, const char *key, const char *run_id, mark_kind kind,
+              int64_t seen_seq);
+
+void mark_end_session(dg_turns *t, const char *key);
+
+mark_kind mark_find(dg_turns *t, const char *key, const char *run_id, int64_t *seen,
+                    int *other_run);
+
+mark_kind mark_find_ex(dg_turns *t, const char *key, const char *run_id, int64_t *seen,
+                       int *other_run, int *exact);
+
+const char *user_of(const dg_turns *t, const chan_rec *c, int pos);
+
+int enqueue(dg_turns *t, const char *channel, const char *content, const char *mention,
+            int64_t now, int *kick);
+
+void recent_push(scope_rec *r, const char *content, int author);
+
+int answers_older(const scope_rec *r, int pos, const char *prompt);
+
+int render_and_enqueue(dg_turns *t, const char *name, const dg_tpl_vars *vars,
+                       const char *channel, const char *mention, int64_t now, int *kick,
+                       char *fp, size_t fp_cap);
+
+int queue_effects(dg_turns *t, scope_rec *r, const dg_turn_effects *fx,
+                  dg_turn_state *next, int64_t now, int *kick);
+
+/* ---- turns_sweeper.c --------------------------------------------------- */
+
+void evict_if_over(dg_turns *t, int64_t now);
+
+/* ---- turns_admin.c ----------------------------------------------------- */
+
+int is_admin(const dg_config *cfg, const char *user_id);
+
+int is_admin_reply(const char *content);
+
+/* `rotate` / `cancel` call the host, which Dirigent never does under a lock:
+ * admin_locked records what to do here, and owner_reply (after the commit)
+ * calls the host and posts the reply in a second short transaction. */
+typedef struct owner_action {
+    dg_admin_cmd cmd;                 /* DG_ADMIN_NONE: nothing to do */
+    char channel[DG_SCOPE_ID_MAX];
+    char thread[DG_SCOPE_ID_MAX];     /* "" at the top level */
+    char post[DG_SCOPE_ID_MAX];       /* where the reply goes */
+    char speaker[72];                 /* cancel: the speaker's agent id, "" nobody */
+} owner_action;
+
+int admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, int64_t now,
+                 int *kick, owner_action *oa);
+
+/* The host calls of oa (no lock held), then their reply in its own
+ * transaction. OC_OK when the reply was queued. */
+int owner_reply(dg_turns *t, const owner_action *oa, int64_t now);
+
+/* ---- turns_decide.c ---------------------------------------------------- */
+
+int valid_session(const dg_turn_session *s);
+
+#endif

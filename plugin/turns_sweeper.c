@@ -1,0 +1,312 @@
+/*
+ * turns_sweeper.c -- the turn engine's timeout thread: about once a second
+ * it moves the turn on where a speaker ran out of time, and it keeps the
+ * mirror small (dormant thread scopes leave it). Records and locking:
+ * turns_int.h, turns_engine.c.
+ */
+#include "turns_int.h"
+
+/* ---- turn timeouts ----------------------------------------------------------------- */
+
+/* Load every awake scope of the database into the mirror (after a start or
+ * a flush), where the sweeper looks for speakers out of time. */
+static int load_awake(dg_turns *t)
+{
+    if (txn_begin(t) != OC_OK)
+        return OC_ERR_IO;
+    dg_scope *v = NULL;
+    size_t n = 0;
+    int rc = dg_store_turns_active_scopes(t->p->store, &v, &n);
+    for (size_t i = 0; rc == OC_OK && i < n; i++) {
+        chan_rec *c;
+        scope_rec *r;
+        if ((rc = chan_get(t, v[i].channel_id, &c)) == OC_OK)
+            rc = scope_get(t, c, &v[i], &r);
+    }
+    free(v);
+    finish_read(t); /* what was loaded is what the database holds */
+    return rc;
+}
+
+typedef struct due_list {
+    int64_t now, timeout_ms;
+    dg_scope *v;
+    size_t n, cap;
+    int nomem;
+} due_list;
+
+/* Mirror read lock held. */
+static void collect_due(void *val, void *arg)
+{
+    const scope_rec *r = val;
+    due_list *d = arg;
+    if (d->nomem || !r->st.active || r->chan->mode == DG_MODE_CLOSED ||
+        d->now - r->st.last_change_ms < d->timeout_ms)
+        return;
+    if (d->n == d->cap) {
+        size_t cap = d->cap ? 2 * d->cap : 16;
+        dg_scope *v = realloc(d->v, cap * sizeof *v);
+        if (!v) {
+            d->nomem = 1;
+            return;
+        }
+        d->v = v;
+        d->cap = cap;
+    }
+    d->v[d->n++] = r->scope;
+}
+
+/* Apply turn.timeoutSec to scope sc now, with the moderator messages it
+ * owes (a hand-off to a next speaker who already consumed the latest
+ * message, a discussion's idle reminder): what a hook would do lazily, done
+ * although no hook comes. */
+static int expire_scope(dg_turns *t, const dg_scope *sc)
+{
+    int64_t now = dg_now_ms(t->p);
+    if (txn_begin(t) != OC_OK)
+        return OC_ERR_IO;
+    chan_rec *c;
+    scope_rec *r = NULL;
+    int kick = 0, rc = chan_get(t, sc->channel_id, &c);
+    if (rc == OC_OK)
+        rc = scope_get(t, c, sc, &r);
+    if (rc == OC_OK && c->mode != DG_MODE_CLOSED) {
+        dg_turn_ctx x;
+        make_ctx(t, c, &x);
+        dg_turn_effects fx;
+        dg_turn_effects_init(&fx);
+        dg_turn_state next = r->st;
+        int late = dg_turn_speaker(&r->st, &x);
+        dg_turn_expire(&next, &x, now, &fx);
+        if (!dg_turn_state_same(&next, &r->st)) {
+            char label[DG_SCOPE_LABEL_MAX];
+            dg_log(t->p, OC_LOG_INFO, "turns: %s did not finish within turn.timeoutSec (%lds) in "
+                   "channel %s (%s); the turn passes on", late >= 0 && late < c->n
+                   ? c->members[late] : "the speaker", (long)t->p->cfg.turn_timeout_sec, c->id,
+                   dg_scope_label(&r->scope, label));
+            char cause[160];
+            snprintf(cause, sizeof cause, "%s did not finish within turn.timeoutSec (%lds): "
+                     "timed out", late >= 0 && late < c->n ? c->members[late] : "the speaker",
+                     (long)t->p->cfg.turn_timeout_sec);
+            if ((rc = save_scope(t, r, &next, now, cause)) == OC_OK &&
+                (rc = queue_effects(t, r, &fx, &next, now, &kick)) == OC_OK)
+                rc = install(t, r, &next);
+        }
+    }
+    if (rc != OC_OK)
+        dg_log(t->p, OC_LOG_ERROR, "turns: could not apply the turn timeout in channel %s (%s: "
+               "%s); retried shortly", sc->channel_id, oc_status_name(rc),
+               dg_store_errmsg(t->p->store));
+    rc = finish(t, rc);
+    if (rc == OC_OK && kick)
+        dg_outbox_kick(t->p->outbox);
+    return rc;
+}
+
+typedef struct evict_scan {
+    int64_t now;
+    size_t n;                    /* evictable by age */
+    size_t dormant;              /* dormant thread scopes (evictable by count) */
+    int64_t *ages;               /* their last changes, when collected */
+    size_t n_ages;
+    int64_t cutoff;              /* dormant ones changed at or before this leave too */
+} evict_scan;
+
+/* A dormant thread scope that is not the one channel-level sessions
+ * follow: it may leave the mirror. Mirror lock held. */
+static int dormant_thread(const scope_rec *r)
+{
+    return r->scope.kind == DG_SCOPE_THREAD && !r->st.active && r != r->chan->follow;
+}
+
+/* A dormant thread scope nobody has touched for EVICT_IDLE_MS, or one of
+ * the oldest past the count bound (cutoff). Mirror lock held. */
+static int evictable(const scope_rec *r, const evict_scan *e)
+{
+    return dormant_thread(r) && (e->now - r->st.last_change_ms >= EVICT_IDLE_MS ||
+                                 r->st.last_change_ms <= e->cutoff);
+}
+
+static void count_evictable(void *val, void *arg)
+{
+    evict_scan *e = arg;
+    const scope_rec *r = val;
+    e->n += evictable(r, e);
+    e->dormant += dormant_thread(r);
+}
+
+static void collect_ages(void *val, void *arg)
+{
+    evict_scan *e = arg;
+    const scope_rec *r = val;
+    if (dormant_thread(r) && e->n_ages < e->dormant)
+        e->ages[e->n_ages++] = r->st.last_change_ms;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int keep_scope(void *val, void *arg)
+{
+    (void)arg;
+    return !((scope_rec *)val)->evict;
+}
+
+static int keep_sess(void *val, void *arg)
+{
+    (void)arg;
+    sess_rec *e = val;
+    scope_rec *last = atomic_load(&e->last);
+    return !(e->fixed && e->fixed->evict) && !(last && last->evict);
+}
+
+static void mark_evict(void *val, void *arg)
+{
+    scope_rec *r = val;
+    r->evict = evictable(r, arg);
+}
+
+static void unmark_evict(void *val, void *arg)
+{
+    (void)arg;
+    ((scope_rec *)val)->evict = 0;
+}
+
+/*
+ * Drop idle thread scopes and their sessions from the mirror: under the
+ * thread policy every thread (every top-level message, without Discord
+ * threads) is a scope, and the mirror would otherwise grow for as long as
+ * the process lives. Idle ones leave after EVICT_IDLE_MS; past
+ * t->dormant_max dormant ones, the least recently changed leave at once.
+ * A later event reloads what it needs from the database. Between changes
+ * (writer mutex) and with no reader (write lock).
+ */
+static void evict_idle(dg_turns *t, int64_t now)
+{
+    evict_scan e = {.now = now, .cutoff = INT64_MIN};
+    pthread_rwlock_rdlock(&t->lock);
+    dg_map_each(&t->scopes, count_evictable, &e);
+    pthread_rwlock_unlock(&t->lock);
+    if (!e.n && e.dormant <= t->dormant_max)
+        return;
+    pthread_mutex_lock(&t->wmu);
+    pthread_rwlock_wrlock(&t->lock);
+    if (e.dormant > t->dormant_max && (e.ages = malloc(e.dormant * sizeof *e.ages))) {
+        /* Counted again under the lock: the map may have changed. */
+        dg_map_each(&t->scopes, collect_ages, &e);
+        size_t keep = t->dormant_max - t->dormant_max / 4;
+        if (e.n_ages > keep) {
+            qsort(e.ages, e.n_ages, sizeof *e.ages, cmp_i64);
+            e.cutoff = e.ages[e.n_ages - keep - 1];
+        }
+        free(e.ages);
+        e.ages = NULL;
+    }
+    dg_map_each(&t->scopes, mark_evict, &e);
+    /* Sessions first: keep_sess reads the scopes' marks. */
+    if (dg_map_retain(&t->sessions, keep_sess, free_sess, NULL) != OC_OK ||
+        dg_map_retain(&t->scopes, keep_scope, free_scope, NULL) != OC_OK)
+        dg_map_each(&t->scopes, unmark_evict, NULL); /* out of memory: next time */
+    t->evict_at = t->scopes.n + t->dormant_max / 4 > t->dormant_max
+                      ? t->scopes.n + t->dormant_max / 4 : t->dormant_max;
+    pthread_rwlock_unlock(&t->lock);
+    pthread_mutex_unlock(&t->wmu);
+}
+
+/* After an ingest: a mirror past its bound is trimmed at once, not at the
+ * sweeper's next pass (a burst of top-level messages would otherwise grow
+ * it by as many as arrive in a second). */
+void evict_if_over(dg_turns *t, int64_t now)
+{
+    pthread_rwlock_rdlock(&t->lock);
+    int over = t->scopes.n > t->evict_at;
+    pthread_rwlock_unlock(&t->lock);
+    if (over)
+        evict_idle(t, now);
+}
+
+void dg_turns_set_dormant_max(dg_turns *t, size_t n)
+{
+    pthread_mutex_lock(&t->wmu);
+    pthread_rwlock_wrlock(&t->lock);
+    t->dormant_max = t->evict_at = n ? n : DORMANT_MAX;
+    pthread_rwlock_unlock(&t->lock);
+    pthread_mutex_unlock(&t->wmu);
+}
+
+/* One pass: every awake scope whose speaker is out of time moves on. */
+static void sweep(dg_turns *t)
+{
+    if (atomic_exchange(&t->rescan, 0) && load_awake(t) != OC_OK)
+        atomic_store(&t->rescan, 1);
+    dg_discuss_sweep(t->p); /* discussion timers (issue 16): their own transactions */
+    due_list d = {.now = dg_now_ms(t->p), .timeout_ms = (int64_t)t->p->cfg.turn_timeout_sec * 1000};
+    if (d.timeout_ms <= 0)
+        return;
+    pthread_rwlock_rdlock(&t->lock);
+    dg_map_each(&t->scopes, collect_due, &d);
+    pthread_rwlock_unlock(&t->lock);
+    for (size_t i = 0; i < d.n; i++)
+        expire_scope(t, &d.v[i]);
+    free(d.v);
+    evict_idle(t, d.now);
+}
+
+/* The sweeper thread (started by dg_turns_start, joined by dg_turns_stop):
+ * a speaker whose run hangs or whose host never reports agent_end must not
+ * hold a quiet channel forever; nothing else would move it, since every
+ * other path applies the timeout only when an event arrives. */
+static void *sweeper(void *arg)
+{
+    dg_turns *t = arg;
+    dg_log_own_thread(); /* a plugin thread: never waits on the host */
+    pthread_mutex_lock(&t->sw_mu);
+    while (!t->sw_stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += SWEEP_EVERY_MS / 1000;
+        ts.tv_nsec += (long)(SWEEP_EVERY_MS % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        while (!t->sw_stop && pthread_cond_timedwait(&t->sw_cv, &t->sw_mu, &ts) == 0)
+            ;
+        if (t->sw_stop)
+            break;
+        pthread_mutex_unlock(&t->sw_mu);
+        dg_agent_names_refresh(t->names, t->p, dg_now_ms(t->p));
+        sweep(t);
+        pthread_mutex_lock(&t->sw_mu);
+    }
+    pthread_mutex_unlock(&t->sw_mu);
+    return NULL;
+}
+
+int dg_turns_start(dg_turns *t)
+{
+    if (!t || t->sweeper_started)
+        return OC_OK;
+    if (pthread_create(&t->sweeper, NULL, sweeper, t) != 0) {
+        dg_log(t->p, OC_LOG_ERROR, "turns: could not start the turn-timeout thread; a speaker "
+               "that never finishes keeps the turn until the next message");
+        return OC_ERR_INTERNAL;
+    }
+    t->sweeper_started = 1;
+    return OC_OK;
+}
+
+void dg_turns_stop(dg_turns *t)
+{
+    if (!t || !t->sweeper_started)
+        return;
+    pthread_mutex_lock(&t->sw_mu);
+    t->sw_stop = 1;
+    pthread_cond_broadcast(&t->sw_cv);
+    pthread_mutex_unlock(&t->sw_mu);
+    pthread_join(t->sweeper, NULL);
+    t->sweeper_started = 0;
+}

@@ -1,0 +1,134 @@
+/*
+ * check_common.c -- the helpers of common/ every part shares: UTF-8
+ * counting, checking, decoding and cutting; the growable string buffer and
+ * dg_sprintf; the "only these keys" rule; the HTTP request body bound.
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "http_server.h"
+#include "json_keys.h"
+#include "utf8.h"
+
+START_TEST(test_utf8_count_and_prefix)
+{
+    ck_assert_uint_eq(dg_utf8_count(""), 0);
+    ck_assert_uint_eq(dg_utf8_count("a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"), 4); /* a é € 😀 */
+    ck_assert_uint_eq(dg_utf8_prefix("a\xc3\xa9z", 2), 3);   /* never inside é */
+    ck_assert_uint_eq(dg_utf8_prefix("ab", 5), 2);
+    ck_assert_uint_eq(dg_utf8_char_start("a\xe2\x82\xac", 3), 1); /* inside €: back to its start */
+    ck_assert_uint_eq(dg_utf8_char_start("abc", 2), 2);
+}
+END_TEST
+
+START_TEST(test_utf8_well_formed_sequences)
+{
+    ck_assert_uint_eq(dg_utf8_seq_len("a"), 1);
+    ck_assert_uint_eq(dg_utf8_seq_len("\xc3\xa9"), 2);
+    ck_assert_uint_eq(dg_utf8_seq_len("\xf0\x9f\x98\x80"), 4);
+    ck_assert_uint_eq(dg_utf8_seq_len("\x80"), 0);           /* stray continuation */
+    ck_assert_uint_eq(dg_utf8_seq_len("\xc0\x80"), 0);       /* overlong NUL */
+    ck_assert_uint_eq(dg_utf8_seq_len("\xe0\x80\x80"), 0);   /* overlong */
+    ck_assert_uint_eq(dg_utf8_seq_len("\xed\xa0\x80"), 0);   /* surrogate */
+    ck_assert_uint_eq(dg_utf8_seq_len("\xf4\x90\x80\x80"), 0); /* past U+10FFFF */
+    ck_assert_uint_eq(dg_utf8_seq_len("\xe2\x82"), 0);       /* cut short */
+    ck_assert_int_eq(dg_utf8_count_valid("h\xc3\xa9"), 2);
+    ck_assert_int_eq(dg_utf8_count_valid("h\xff"), -1);
+}
+END_TEST
+
+START_TEST(test_utf8_decode_is_lenient)
+{
+    size_t len;
+    ck_assert_uint_eq(dg_utf8_decode("\xe2\x82\xac", 3, &len), 0x20AC);
+    ck_assert_uint_eq(len, 3);
+    ck_assert_uint_eq(dg_utf8_decode("\xe2\x82\xac", 2, &len), 0xE2); /* not enough bytes */
+    ck_assert_uint_eq(len, 1);
+    ck_assert_uint_eq(dg_utf8_decode("\xc3(", 2, &len), 0xC3);
+    ck_assert_uint_eq(len, 1);
+}
+END_TEST
+
+START_TEST(test_utf8_valid_copy)
+{
+    char *c = dg_utf8_valid_copy("ok \xff \xc3\xa9 \xed\xa0\x80!");
+    ck_assert_str_eq(c, "ok ? \xc3\xa9 ?\?\?!");
+    free(c);
+    c = dg_utf8_valid_copy("cut \xe2\x82"); /* a sequence cut at the end goes */
+    ck_assert_str_eq(c, "cut ");
+    free(c);
+}
+END_TEST
+
+START_TEST(test_buf_grows_and_sprintf)
+{
+    dg_buf b = {0};
+    for (int i = 0; i < 1000; i++)
+        ck_assert_int_eq(dg_buf_adds(&b, "xy"), 0);
+    ck_assert_uint_eq(b.len, 2000);
+    ck_assert_uint_eq(strlen(b.s), 2000);
+    ck_assert_int_eq(dg_buf_add(&b, "a\0b", 3), 0);
+    ck_assert_uint_eq(b.len, 2003);
+    ck_assert_int_eq(b.s[2001], '\0');
+    ck_assert_int_eq(b.s[2003], '\0');
+    dg_buf_free(&b);
+    ck_assert_ptr_null(b.s);
+    ck_assert_uint_eq(b.len, 0);
+    char *s = dg_sprintf("%s-%d", "n", 42);
+    ck_assert_str_eq(s, "n-42");
+    free(s);
+}
+END_TEST
+
+START_TEST(test_unknown_key)
+{
+    static const char *const allowed[] = {"a", "b", NULL};
+    json_t *o = json_pack("{s:i, s:i}", "a", 1, "b", 2);
+    ck_assert_ptr_null(dg_json_unknown_key(o, allowed));
+    json_object_set_new(o, "c", json_true());
+    ck_assert_str_eq(dg_json_unknown_key(o, allowed), "c");
+    json_decref(o);
+    json_t *arr = json_array();
+    ck_assert_ptr_null(dg_json_unknown_key(arr, allowed)); /* no object, no keys */
+    json_decref(arr);
+}
+END_TEST
+
+START_TEST(test_http_body_bound)
+{
+    dg_http_body b = {0};
+    size_t n = 6;
+    ck_assert_int_eq(dg_http_body_take(&b, "hello ", &n, 10), 0);
+    ck_assert_uint_eq(n, 0);
+    ck_assert_str_eq(b.buf.s, "hello ");
+    n = 4;
+    ck_assert_int_eq(dg_http_body_take(&b, "1234", &n, 10), 0); /* exactly max */
+    ck_assert(!b.too_large);
+    n = 1;
+    ck_assert_int_eq(dg_http_body_take(&b, "x", &n, 10), 0);
+    ck_assert(b.too_large);
+    ck_assert_uint_eq(b.buf.len, 10);
+    n = 0;
+    ck_assert_int_eq(dg_http_body_take(&b, "", &n, 10), 0); /* later chunks are dropped */
+    ck_assert_uint_eq(b.buf.len, 10);
+    dg_http_body_free(&b);
+    ck_assert_ptr_null(b.buf.s);
+}
+END_TEST
+
+Suite *make_common_suite(void)
+{
+    Suite *s = suite_create("common");
+    TCase *tc = tcase_create("helpers");
+    tcase_add_test(tc, test_utf8_count_and_prefix);
+    tcase_add_test(tc, test_utf8_well_formed_sequences);
+    tcase_add_test(tc, test_utf8_decode_is_lenient);
+    tcase_add_test(tc, test_utf8_valid_copy);
+    tcase_add_test(tc, test_buf_grows_and_sprintf);
+    tcase_add_test(tc, test_unknown_key);
+    tcase_add_test(tc, test_http_body_bound);
+    suite_add_tcase(s, tc);
+    return s;
+}
