@@ -443,6 +443,19 @@ static int count_rows(const char *table)
     return n;
 }
 
+/* Requests of the tools' work: all but the agents' name lookups, which
+ * the engine's sweeper makes once whenever it gets to them (agent_names.h). */
+static size_t story_request_count(void)
+{
+    json_t *all = fake_discord_requests(fd, 0);
+    size_t i, n = 0;
+    json_t *r;
+    json_array_foreach(all, i, r)
+        n += strcmp(json_string_value(json_object_get(r, "route")), "GET /users/{id}") != 0;
+    json_decref(all);
+    return n;
+}
+
 /* Requests with this route template. New reference. */
 static json_t *requests_on(const char *route)
 {
@@ -724,6 +737,10 @@ static void story(int restarts)
     json_t *nonces = json_object();
     json_array_foreach(all, i, r) {
         const char *route = json_string_value(json_object_get(r, "route"));
+        /* The agents' names, looked up once by the engine's sweeper whenever
+         * it gets to them (agent_names.h): read-only, not part of the story. */
+        if (strcmp(route, "GET /users/{id}") == 0)
+            continue;
         ck_assert_msg(strcmp(route, "POST /guilds/{id}/channels") == 0 ||
                       strcmp(route, "POST /channels/{id}/messages") == 0,
                       "unexpected request %s", route);
@@ -1223,7 +1240,7 @@ START_TEST(test_create_validation)
         snprintf(bad, sizeof bad, "{\"name\":\"%s\"}", bad_names[i]);
         create_refused("planner", O, bad, OC_ERR_INVALID, "not a valid Discord text-channel");
     }
-    ck_assert_uint_eq(fake_discord_request_count(fd), 0);
+    ck_assert_uint_eq(story_request_count(), 0);
     ck_assert_int_eq(count_rows("discussions"), 0);
 }
 END_TEST
@@ -1270,7 +1287,7 @@ START_TEST(test_create_context_rules)
     json_decref(res);
     json_decref(ctx);
     free(file);
-    ck_assert_uint_eq(fake_discord_request_count(fd), 0);
+    ck_assert_uint_eq(story_request_count(), 0);
     ck_assert_int_eq(count_rows("discussions"), 0);
 
     /* A trailing slash is the same folder: the callback with an absolute
@@ -1357,7 +1374,7 @@ START_TEST(test_create_no_nesting)
     char channel[32];
     snprintf(channel, sizeof channel, "%s", ch);
     ck_assert_int_eq(fake_discord_wait_messages(fd, channel, 1, WAIT_MS), 0);   /* kickoff */
-    size_t before = fake_discord_request_count(fd);
+    size_t before = story_request_count();
     char params[512];
     snprintf(params, sizeof params, "{\"name\":\"inner\",\"participants\":[\"coder\"],"
              "\"callbackChannelId\":\"%s\",\"discussGuide\":\"nested\"}", channel);
@@ -1365,7 +1382,7 @@ START_TEST(test_create_no_nesting)
     create_refused("reviewer", channel, params, OC_ERR_DENIED, "do not nest");
     /* From the work channel, naming the discussion channel as the origin. */
     create_refused("planner", ORIGIN, params, OC_ERR_DENIED, "do not nest");
-    ck_assert_uint_eq(fake_discord_request_count(fd), before);
+    ck_assert_uint_eq(story_request_count(), before);
     ck_assert_int_eq(count_rows("discussions"), 1);
     /* A plain channel from inside a discussion is fine (not a discussion). */
     json_t *ctx = ctx_of("planner", channel), *res;
@@ -1399,7 +1416,7 @@ START_TEST(test_create_plain)
     json_decref(res);
     json_decref(ctx);
     plugin_stop();
-    ck_assert_uint_eq(fake_discord_request_count(fd), 1);   /* nothing else: no kickoff */
+    ck_assert_uint_eq(story_request_count(), 1);   /* nothing else: no kickoff */
     ck_assert_int_eq(count_rows("discussions"), 0);
 }
 END_TEST
@@ -1419,7 +1436,7 @@ START_TEST(test_create_rest_failure_leaves_no_row)
     json_decref(res);
     ck_assert_int_eq(count_rows("discussions"), 0);
     ck_assert_int_eq(count_rows("discussion_members"), 0);
-    ck_assert_uint_eq(fake_discord_request_count(fd), 1);    /* a 403 is not retried */
+    ck_assert_uint_eq(story_request_count(), 1);    /* a 403 is not retried */
     /* The next try works. */
     ck_assert_int_eq(tool("discord_channel_create", params, ctx, &res), OC_OK);
     json_decref(res);
