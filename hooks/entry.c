@@ -8,6 +8,7 @@
 
 #include "openclaw/plugin.h"
 #include "core.h"
+#include "host_sessions.h"
 #include "register.h"
 
 #ifndef DG_VERSION
@@ -41,6 +42,7 @@ const oc_plugin *oc_plugin_entry(void)
 /* The hooks, then the tools (abi-v1: only during init). Init thread. */
 static int attach_handlers(dg_plugin *p, char *err, size_t err_len)
 {
+    p->host_sessions = dg_host_sessions;
     int rc = dg_register_hooks(p);
     if (rc) {
         snprintf(err, err_len, "dirigent: the host refused a hook registration (%s)",

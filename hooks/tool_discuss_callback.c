@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host_sessions.h"
 #include "tools.h"
 
 const char dg_tool_discuss_callback_schema[] =
@@ -17,46 +18,6 @@ const char dg_tool_discuss_callback_schema[] =
     "}}";
 
 static const char *const allowed_keys[] = {"summaryPath", NULL};
-
-/*
- * The host's sessions of channel_id (sessions_list) as plain values into
- * *out; out->v is malloc'd (the caller frees it) and borrows from *list,
- * which the caller decrefs after the call. A host that answers no array
- * has no sessions to list (logged); a NULL answer makes the list
- * unavailable (the core refuses the close as out of memory).
- */
-static void host_sessions(dg_plugin *p, const char *channel_id, json_t **list,
-                          dg_session_refs *out)
-{
-    memset(out, 0, sizeof *out);
-    *list = channel_id && *channel_id ? p->api->sessions_list(p->api->host, channel_id) : NULL;
-    if (!*list) {
-        out->unavailable = channel_id && *channel_id;
-        return;
-    }
-    if (!json_is_array(*list)) {
-        dg_log(p, OC_LOG_WARN, "discussion: host sessions_list(%s) did not return an array",
-               channel_id);
-        return;
-    }
-    size_t n = json_array_size(*list);
-    dg_session_ref *v = calloc(n ? n : 1, sizeof *v);
-    if (!v) {
-        out->unavailable = 1;
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        json_t *e = json_array_get(*list, i);
-        const char *key = json_string_value(json_object_get(e, "sessionKey"));
-        const char *ch = json_string_value(json_object_get(e, "channelId"));
-        if (!key || !*key || (ch && strcmp(ch, channel_id) != 0))
-            continue;
-        v[out->n].session_key = key;
-        v[out->n].agent_id = json_string_value(json_object_get(e, "agentId"));
-        out->n++;
-    }
-    out->v = v;
-}
 
 int dg_tool_discuss_callback(void *state, const json_t *params, const json_t *ctx,
                              json_t **result)
@@ -76,12 +37,10 @@ int dg_tool_discuss_callback(void *state, const json_t *params, const json_t *ct
     }
     dg_callback_result r = {0};
     if (rc == OC_OK) {
-        json_t *list;
         dg_session_refs sessions;
-        host_sessions(p, caller.channel_id, &list, &sessions);
+        dg_host_sessions(p, caller.channel_id, &sessions);
         rc = dg_discuss_callback(p, &caller, path, &sessions, &r, err, sizeof err);
-        free((void *)sessions.v);
-        json_decref(list);
+        dg_session_refs_release(&sessions);
     }
     if (rc != OC_OK) {
         *result = dg_tool_error(rc, err);

@@ -1,23 +1,26 @@
 /*
  * admin_sessions.c -- `!dirigent rotate` and `!dirigent cancel` through the
- * host (admin_sessions.h).
+ * host (admin_sessions.h). The replies are templates (admin_rotate_*.md,
+ * admin_cancel_*.md); the host's sessions come in as plain values.
  */
 #include "admin_sessions.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "discuss.h"
 #include "openclaw/plugin.h"
+#include "templates.h"
 
-/* 1 when session s (an entry of sessions_list) is in the command's scope. */
-static int in_scope(const dg_plugin *p, const json_t *s, const char *thread_id)
+/* 1 when session s is in the command's scope. */
+static int in_scope(const dg_plugin *p, const dg_session_ref *s, const char *thread_id)
 {
     if (p->cfg.session_policy == DG_POLICY_CHANNEL)
         return 1;
-    const char *t = json_string_value(json_object_get(s, "threadId"));
     if (!thread_id || !*thread_id)
-        return !t || !*t;
-    return t && strcmp(t, thread_id) == 0;
+        return !s->thread_id;
+    return s->thread_id && strcmp(s->thread_id, thread_id) == 0;
 }
 
 static const char *scope_words(const dg_plugin *p, const char *thread_id)
@@ -27,80 +30,101 @@ static const char *scope_words(const dg_plugin *p, const char *thread_id)
     return thread_id && *thread_id ? "this thread" : "this channel's top level";
 }
 
+/* Template `name` rendered with vars into msg (cut to fit); a fixed
+ * sentence when it cannot be rendered (out of memory). */
+static void reply(const dg_plugin *p, const char *name, const dg_tpl_vars *vars, char *msg,
+                  size_t msg_len)
+{
+    char *text = p->templates ? dg_templates_render_trim(p->templates, name, vars) : NULL;
+    snprintf(msg, msg_len, "%s", text ? text : "the reply could not be rendered (out of "
+             "memory); the host's log has what happened.");
+    free(text);
+}
+
+static void list_sessions(dg_plugin *p, const char *channel_id, dg_session_refs *out)
+{
+    memset(out, 0, sizeof *out);
+    if (p->host_sessions)
+        p->host_sessions(p, channel_id, out);
+    else
+        out->unavailable = 1;
+}
+
 void dg_admin_rotate(dg_plugin *p, const char *channel_id, const char *thread_id, char *msg,
                      size_t msg_len)
 {
+    dg_tpl_vars v = {.scope = scope_words(p, thread_id)};
     if (!OC_HOST_API_HAS(p->api, session_reset)) {
-        snprintf(msg, msg_len, "rotate is not supported by this host (it has no session_reset, "
-                 "ABI 1.1); nothing changed.");
+        reply(p, "admin_rotate_unsupported.md", &v, msg, msg_len);
         return;
     }
-    json_t *list = p->api->sessions_list(p->api->host, channel_id);
-    size_t i, done = 0, failed = 0;
-    json_t *s;
-    json_array_foreach(list, i, s) {
-        const char *key = json_string_value(json_object_get(s, "sessionKey"));
-        if (!key || !in_scope(p, s, thread_id))
+    dg_session_refs list;
+    list_sessions(p, channel_id, &list);
+    if (list.unavailable) {
+        dg_session_refs_release(&list);
+        reply(p, "admin_rotate_unavailable.md", &v, msg, msg_len);
+        return;
+    }
+    size_t done = 0, failed = 0;
+    for (size_t i = 0; i < list.n; i++) {
+        const dg_session_ref *s = &list.v[i];
+        if (!in_scope(p, s, thread_id))
             continue;
-        int rc = p->api->session_reset(p->api->host, key);
-        if (rc == OC_OK)
+        int rc = p->api->session_reset(p->api->host, s->session_key);
+        if (rc == OC_OK) {
             done++;
-        else if (rc != OC_ERR_NOT_FOUND) {
+        } else if (rc != OC_ERR_NOT_FOUND) {
             failed++;
-            dg_log(p, OC_LOG_WARN, "admin rotate: session_reset(%s) failed: %s", key,
-                   oc_status_name(rc));
+            dg_log(p, OC_LOG_WARN, "admin rotate: session_reset(%s) failed: %s",
+                   s->session_key, oc_status_name(rc));
         }
     }
-    json_decref(list);
-    if (!list)
-        snprintf(msg, msg_len, "rotate: the host could not list the sessions (out of memory); "
-                 "nothing changed, try again.");
-    else if (failed)
-        snprintf(msg, msg_len, "rotated %zu session(s) of %s; %zu could not be reset (the "
-                 "host's log says why).", done, scope_words(p, thread_id), failed);
-    else
-        snprintf(msg, msg_len, "rotated %zu session(s) of %s; the next message opens fresh "
-                 "ones.", done, scope_words(p, thread_id));
+    dg_session_refs_release(&list);
+    char sessions[24], failures[24];
+    snprintf(sessions, sizeof sessions, "%zu", done);
+    snprintf(failures, sizeof failures, "%zu", failed);
+    v.sessions = sessions;
+    v.failed = failures;
+    reply(p, failed ? "admin_rotate_partial.md" : "admin_rotate_done.md", &v, msg, msg_len);
 }
 
 void dg_admin_cancel(dg_plugin *p, const char *channel_id, const char *thread_id,
                      const char *speaker_agent, char *msg, size_t msg_len)
 {
+    dg_tpl_vars v = {.scope = scope_words(p, thread_id), .speaker = speaker_agent};
     if (!OC_HOST_API_HAS(p->api, run_abort)) {
-        snprintf(msg, msg_len, "cancel is not supported by this host (it has no run_abort, "
-                 "ABI 1.1); nothing changed.");
+        reply(p, "admin_cancel_unsupported.md", &v, msg, msg_len);
         return;
     }
     if (!speaker_agent) {
-        snprintf(msg, msg_len, "nobody holds the turn in %s; there is no run to cancel.",
-                 scope_words(p, thread_id));
+        reply(p, "admin_cancel_nobody.md", &v, msg, msg_len);
         return;
     }
-    json_t *list = p->api->sessions_list(p->api->host, channel_id);
-    size_t i, aborted = 0;
+    dg_session_refs list;
+    list_sessions(p, channel_id, &list);
+    if (list.unavailable) {
+        dg_session_refs_release(&list);
+        reply(p, "admin_cancel_unavailable.md", &v, msg, msg_len);
+        return;
+    }
+    size_t aborted = 0;
     int failed = 0;
-    json_t *s;
-    json_array_foreach(list, i, s) {
-        const char *key = json_string_value(json_object_get(s, "sessionKey"));
-        const char *agent = json_string_value(json_object_get(s, "agentId"));
-        if (!key || !agent || strcmp(agent, speaker_agent) != 0 || !in_scope(p, s, thread_id))
+    for (size_t i = 0; i < list.n; i++) {
+        const dg_session_ref *s = &list.v[i];
+        if (!s->agent_id || strcmp(s->agent_id, speaker_agent) != 0 ||
+            !in_scope(p, s, thread_id))
             continue;
-        int rc = p->api->run_abort(p->api->host, key);
-        if (rc == OC_OK)
+        int rc = p->api->run_abort(p->api->host, s->session_key);
+        if (rc == OC_OK) {
             aborted++;
-        else if (rc != OC_ERR_NOT_FOUND) {
+        } else if (rc != OC_ERR_NOT_FOUND) {
             failed = 1;
-            dg_log(p, OC_LOG_WARN, "admin cancel: run_abort(%s) failed: %s", key,
+            dg_log(p, OC_LOG_WARN, "admin cancel: run_abort(%s) failed: %s", s->session_key,
                    oc_status_name(rc));
         }
     }
-    json_decref(list);
-    if (aborted)
-        snprintf(msg, msg_len, "%s's run was aborted.", speaker_agent);
-    else if (failed)
-        snprintf(msg, msg_len, "aborting %s's run failed (the host's log says why).",
-                 speaker_agent);
-    else
-        snprintf(msg, msg_len, "%s holds the turn but has no run in flight; nothing to cancel.",
-                 speaker_agent);
+    dg_session_refs_release(&list);
+    reply(p, aborted ? "admin_cancel_done.md" : failed ? "admin_cancel_failed.md"
+                                                       : "admin_cancel_idle.md",
+          &v, msg, msg_len);
 }

@@ -22,6 +22,7 @@ typedef struct dg_discord dg_discord;
 typedef struct dg_outbox dg_outbox;
 typedef struct dg_turns dg_turns;
 typedef struct dg_seen_set dg_seen_set;
+struct dg_session_refs;     /* discuss.h */
 typedef struct dg_summary_rules dg_summary_rules;
 
 /* Injectable clock (tests move time by hand). Milliseconds since the epoch. */
@@ -52,6 +53,12 @@ typedef struct dg_plugin {
                                  the store is asked on every call */
     dg_summary_rules *summary_rules; /* discussion.summaryTemplate's headings (summary.h);
                                  NULL: none configured. Read-only after init */
+    /* The host's sessions of a channel as plain values (the core reads no
+     * JSON): set by the entry point (hooks/host_sessions.c); NULL in
+     * hand-built plugins, then every list is unavailable. out is released
+     * with dg_session_refs_release. Any thread, no plugin lock held. */
+    void (*host_sessions)(struct dg_plugin *p, const char *channel_id,
+                          struct dg_session_refs *out);
 } dg_plugin;
 
 /*

@@ -67,6 +67,16 @@ void dg_callback_result_clear(dg_callback_result *r)
     memset(r, 0, sizeof *r);
 }
 
+void dg_session_refs_release(dg_session_refs *r)
+{
+    if (!r)
+        return;
+    free((void *)r->v);
+    if (r->release && r->owner)
+        r->release(r->owner);
+    memset(r, 0, sizeof *r);
+}
+
 static int is_blank(const char *s)
 {
     for (; s && *s; s++)

@@ -152,13 +152,20 @@ void dg_callback_result_clear(dg_callback_result *r);
 typedef struct dg_session_ref {
     const char *session_key;
     const char *agent_id;
+    const char *thread_id;    /* NULL: the channel's top level (or unknown) */
 } dg_session_ref;
 
 typedef struct dg_session_refs {
-    const dg_session_ref *v;
+    const dg_session_ref *v;  /* malloc'd by whoever filled it */
     size_t n;
     int unavailable;          /* the host could not list them (out of memory) */
+    void *owner;              /* what the strings borrow from; NULL: nothing */
+    void (*release)(void *owner);
 } dg_session_refs;
+
+/* Free what r holds (v, and owner through release); r is then empty.
+ * NULL-safe. Any thread. */
+void dg_session_refs_release(dg_session_refs *r);
 
 /*
  * discuss-callback(summaryPath). Statuses in this order: caller's channel

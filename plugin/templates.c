@@ -42,7 +42,7 @@ static const struct {
     KNOWN(maxAgentMessages), KNOWN(agentMention), KNOWN(skippedAgent), KNOWN(policy),
     KNOWN(scope), KNOWN(mode), KNOWN(turnOrder), KNOWN(speaker), KNOWN(passed),
     KNOWN(agentMessages), KNOWN(maxBytes), KNOWN(error), KNOWN(reason),
-    KNOWN(summaryTemplate), KNOWN(summaryPreview),
+    KNOWN(summaryTemplate), KNOWN(summaryPreview), KNOWN(sessions), KNOWN(failed),
 };
 #undef KNOWN
 #define N_KNOWN (sizeof placeholders / sizeof placeholders[0])
@@ -125,6 +125,16 @@ static const struct {
     {"admin_close_refused.md", "error reason"},
     {"admin_close_done.md", "summaryPath originChannel"},
     {"admin_close_done_nosummary.md", "originChannel"},
+    {"admin_rotate_unsupported.md", "scope"},
+    {"admin_rotate_unavailable.md", "scope"},
+    {"admin_rotate_done.md", "sessions scope"},
+    {"admin_rotate_partial.md", "sessions failed scope"},
+    {"admin_cancel_unsupported.md", "scope speaker"},
+    {"admin_cancel_nobody.md", "scope"},
+    {"admin_cancel_unavailable.md", "scope speaker"},
+    {"admin_cancel_done.md", "scope speaker"},
+    {"admin_cancel_failed.md", "scope speaker"},
+    {"admin_cancel_idle.md", "scope speaker"},
 };
 
 /* What template `name` (a file name, or a path ending in one) receives:

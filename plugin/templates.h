@@ -49,6 +49,9 @@ typedef struct dg_tpl_vars {
     /* Discussion summaries (issue 16). */
     const char *summaryTemplate;    /* kickoff: discussion.summaryTemplate's text, "" none */
     const char *summaryPreview;     /* result: the summary's inert preview, "" none */
+    /* `!dirigent rotate` (issue 16). */
+    const char *sessions;           /* sessions reset, decimal text */
+    const char *failed;             /* sessions that could not be reset, decimal text */
 } dg_tpl_vars;
 
 /* Load the embedded set, then overrides from dir (may be NULL); validate all
