@@ -875,10 +875,14 @@ static void message_fingerprint(const char *text, char *out, size_t cap)
     out[n] = '\0';
 }
 
-void recent_push(scope_rec *r, const char *content, int author)
+void recent_push(scope_rec *r, const char *content, int author, int only_text)
 {
     recent_msg *m = &r->recent[r->recent_head % RECENT_MAX];
-    message_fingerprint(content, m->fp, sizeof m->fp);
+    char fp[sizeof m->fp];
+    message_fingerprint(content, fp, sizeof fp);
+    if (only_text && !fp[0])
+        return;
+    memcpy(m->fp, fp, sizeof fp);
     m->author = author;
     r->recent_head++;
 }

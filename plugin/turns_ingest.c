@@ -206,7 +206,12 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
         return rc;
     if (!moderator) {
         r->wake_fp[0] = '\0'; /* a real message: the reminder is history */
-        recent_push(r, m->content, pos);
+        recent_push(r, m->content, pos, 0);
+    } else if (kind == DG_SENDER_MODERATOR) {
+        /* A moderator text (a kickoff, a result, a reply) is a message the
+         * agents' runs answer too: a run queued for the kickoff that starts
+         * after a participant spoke is a stale one. */
+        recent_push(r, m->content, DG_NOBODY, 1);
     }
     if (moderator && !r->in_db)
         return OC_OK; /* no state to change */

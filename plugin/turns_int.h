@@ -119,7 +119,8 @@ struct scope_rec {
     char wake_fp[48];
     int wake_fp_pos;
     int64_t wake_fp_ms;          /* when it was set: older than WAKE_FP_MAX_MS, ignored */
-    /* The last RECENT_MAX human/agent messages of the scope, newest at
+    /* The last RECENT_MAX messages of the scope (humans', agents' and the
+     * moderator's texts; not bare hand-offs), newest at
      * recent_head - 1 (recent_msg): a run of the speaker whose prompt
      * carries one of the older ones but not the newest was queued for an
      * older message and started late (dg_turns_claim). In memory only:
@@ -262,7 +263,9 @@ const char *user_of(const dg_turns *t, const chan_rec *c, int pos);
 int enqueue(dg_turns *t, const char *channel, const char *content, const char *mention,
             int64_t now, int *kick);
 
-void recent_push(scope_rec *r, const char *content, int author);
+/* Record a message of scope r (writer held); only_text: not when nothing
+ * of it can be recognised (a moderator's bare hand-off). */
+void recent_push(scope_rec *r, const char *content, int author, int only_text);
 
 int answers_older(const scope_rec *r, int pos, const char *prompt);
 

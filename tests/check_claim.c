@@ -349,6 +349,32 @@ START_TEST(test_run_for_an_older_message_than_the_latest_is_held_back)
 }
 END_TEST
 
+/* The same for a run queued for a moderator's text (seen in the gateway
+ * stage under load: coder's run for the discussion's kickoff started after
+ * reviewer spoke and the turn had come to coder). */
+START_TEST(test_run_for_the_moderators_older_text_is_held_back)
+{
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(claim(ABC[i], NULL), i > 0);
+    human_says("go");
+    const char *kickoff = "[Discussion Started] This channel was created for a discussion.";
+    char id[24];
+    ck_assert_int_eq(tth_msg(&H, CH1, NULL, mid(id), TTH_MOD_UID, 1, kickoff, NULL), OC_OK);
+    ck_assert_int_eq(claim(TTH_ALPHA, "a1"), 0);
+    ck_assert_int_eq(end_run(TTH_ALPHA, "a1", "Review: versioned structs."), OC_OK);
+    agent_posts(TTH_ALPHA, "Review: versioned structs behind one entry point.");
+    dg_turn_state before = peek();
+    ck_assert_int_eq(before.speaker, 1);
+    claim_body = kickoff;
+    ck_assert_int_eq(claim(TTH_BRAVO, "b-late"), 1);
+    dg_turn_state after = peek();
+    ck_assert(dg_turn_state_same(&before, &after));
+    claim_body = "Review: versioned structs behind one entry point.";
+    ck_assert_int_eq(claim(TTH_BRAVO, "b2"), 0);
+    claim_body = "hello";
+}
+END_TEST
+
 /* No evidence, no hold: a prompt that carries none of the recent messages
  * (a host that rewrote them), a short older message found by chance, and
  * the speaker's own latest message. */
@@ -774,6 +800,7 @@ Suite *make_claim_suite(void)
     tcase_add_test(tc, test_swapped_run_ending_after_the_turn_moved_is_not_speech);
     tcase_add_test(tc, test_run_for_an_older_message_than_the_latest_is_held_back);
     tcase_add_test(tc, test_run_without_evidence_of_an_older_message_counts);
+    tcase_add_test(tc, test_run_for_the_moderators_older_text_is_held_back);
     tcase_add_test(tc, test_message_sending_in_gateway_shape);
     tcase_add_test(tc, test_old_host_without_claim_hooks_still_starts);
     tcase_add_test(tc, test_malformed_claim_input_is_refused);
