@@ -124,7 +124,7 @@ BENCH_OBJ  := $(BENCH_SRC:%.c=$(B)/obj/%.o)
 .PHONY: all check check-openclaw demo playground bench deps install uninstall clean manifest-check \
         fuzz fuzz-short fuzz-ci fuzz-build deps-fuzz check-faults coverage package
 OPTIONAL := $(if $(OCGW_SRC),$(B)/ocgw) $(if $(wildcard tests/fake_discord_main.c),$(B)/fake-discord)
-all: $(B)/dirigent.so $(B)/libochost.a $(OPTIONAL) $(SERVERS)
+all: $(B)/dirigent.so $(B)/libochost.a $(OPTIONAL) $(SERVERS) $(B)/dirigent-ctl
 
 # ---- generated sources -------------------------------------------------------
 # A generated file that depends on a *list* (of suites, benches, templates,
@@ -216,6 +216,10 @@ FAKE_DISCORD_OBJ := $(patsubst %.c,$(B)/obj/%.o,tests/support/fake_discord.c \
 $(B)/fake-discord: $(B)/obj/tests/fake_discord_main.o $(FAKE_DISCORD_OBJ) $(COMMON_LIB)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -lm
 
+# The operator's CLI: the plugin's store code over a read-only connection.
+$(B)/dirigent-ctl: $(B)/obj/tools/dirigent-ctl.o $(PLUGIN_OBJ) $(DISCORD_LIB) $(COMMON_LIB)
+	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -lm
+
 # A static pattern: the server objects are then no intermediate files that
 # make deletes after a build (and rebuilds on the next `make`).
 ifneq ($(SERVERS),)
@@ -242,7 +246,8 @@ $(B)/libocgw.a: $(OCGW_LIB_OBJ)
 $(B)/bench: $(BENCH_OBJ) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libochost.a $(DISCORD_LIB) $(COMMON_LIB)
 	$(CC) -o $@ $(filter %.o,$^) $(B)/libochost.a $(DISCORD_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
 
-TEST_DEPS := $(B)/check_all $(B)/dirigent.so $(B)/libochost.a $(OPTIONAL) $(SERVERS) $(FIXTURES)
+TEST_DEPS := $(B)/check_all $(B)/dirigent.so $(B)/libochost.a $(OPTIONAL) $(SERVERS) $(FIXTURES) \
+             $(B)/dirigent-ctl
 
 # CK_FORK stays on (crash capture, per-test timeouts); CHECK_SUITE=<name> runs one.
 check: deps-ok $(TEST_DEPS)
@@ -321,7 +326,7 @@ check-faults: deps-ok $(TEST_DEPS)
 # (scripts/deps.sh --fuzz installs them); nothing else needs them.
 FUZZ_HOOKS := message_received before_model_resolve before_prompt_build message_sending \
               agent_end before_agent_reply reply_payload_sending
-FUZZ_TOOLS := discord_channel_create discuss-callback
+FUZZ_TOOLS := discord_channel_create discuss-callback discussion_status discussion_list
 FUZZ_UNITS := $(patsubst tests/fuzz/fuzz_%.c,%,$(filter-out tests/fuzz/fuzz_plugin.c \
               tests/fuzz/fuzz_host.c tests/fuzz/fuzz_util.c,$(wildcard tests/fuzz/fuzz_*.c)))
 FUZZ_TARGETS := $(FUZZ_HOOKS:%=hook_%) $(subst -,_,$(FUZZ_TOOLS:%=tool_%)) $(FUZZ_UNITS)
@@ -401,7 +406,7 @@ package: $(PKG_INPUTS)
 
 PC_DIR      := $(PREFIX)/lib/pkgconfig
 UNIT_DIR    := $(PREFIX)/lib/systemd/user
-INSTALL_BIN := $(SERVERS) $(if $(OCGW_SRC),$(B)/ocgw)
+INSTALL_BIN := $(SERVERS) $(if $(OCGW_SRC),$(B)/ocgw) $(B)/dirigent-ctl
 install: $(PKG_INPUTS) $(INSTALL_BIN)
 	DIRIGENT_KOFFI_FROM='$(KOFFI_FROM)' sh scripts/package.sh stage $(B) $(VERSION)
 	install -d $(DESTDIR)$(PLUGIN_DIR) $(DESTDIR)$(PREFIX)/include/openclaw \

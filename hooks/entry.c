@@ -20,7 +20,10 @@ static void dg_shutdown(void *state);
 
 static const oc_plugin dirigent_plugin = {
     .abi_major = OC_ABI_MAJOR,
-    .abi_minor = OC_ABI_MINOR,
+    /* 0, not OC_ABI_MINOR: the plugin needs only ABI 1.0 (a 1.0 host refuses
+     * a plugin of a higher minor) and uses the 1.1 functions when the host's
+     * oc_host_api has them (OC_HOST_API_HAS). */
+    .abi_minor = 0,
     .struct_size = sizeof(oc_plugin),
     .id = "dirigent",
     .version = DG_VERSION,

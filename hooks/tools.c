@@ -13,6 +13,8 @@
 
 DG_SETTLED_HANDLER(settled_channel_create, dg_tool_channel_create)
 DG_SETTLED_HANDLER(settled_discuss_callback, dg_tool_discuss_callback)
+DG_SETTLED_HANDLER(settled_discussion_status, dg_tool_discussion_status)
+DG_SETTLED_HANDLER(settled_discussion_list, dg_tool_discussion_list)
 
 static const oc_tool channel_create_tool = {
     .struct_size = sizeof(oc_tool),
@@ -40,9 +42,32 @@ static const oc_tool discuss_callback_tool = {
     .execute = settled_discuss_callback,
 };
 
+static const oc_tool discussion_status_tool = {
+    .struct_size = sizeof(oc_tool),
+    .name = "discussion_status",
+    .description =
+        "Show a discussion: status, initiator, participants, origin channel, times, whose "
+        "turn it is, who passed, and the summary path once closed. Without params: the "
+        "discussion of the current channel; with discussionId or channelId: one you "
+        "initiated or take part in.",
+    .parameters = dg_tool_discussion_status_schema,
+    .execute = settled_discussion_status,
+};
+
+static const oc_tool discussion_list_tool = {
+    .struct_size = sizeof(oc_tool),
+    .name = "discussion_list",
+    .description =
+        "List the discussions you initiated or were invited to, newest first, a page at a "
+        "time (limit, offset); each with its id, channel, status and summary path.",
+    .parameters = dg_tool_discussion_list_schema,
+    .execute = settled_discussion_list,
+};
+
 int dg_register_tools(dg_plugin *p)
 {
-    const oc_tool *tools[] = {&channel_create_tool, &discuss_callback_tool};
+    const oc_tool *tools[] = {&channel_create_tool, &discuss_callback_tool,
+                              &discussion_status_tool, &discussion_list_tool};
     for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++) {
         int rc = p->api->register_tool(p->api->host, tools[i]);
         if (rc != OC_OK) {

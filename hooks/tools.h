@@ -15,10 +15,24 @@ int dg_tool_channel_create(void *state, const json_t *params, const json_t *ctx,
                            json_t **result);
 int dg_tool_discuss_callback(void *state, const json_t *params, const json_t *ctx,
                              json_t **result);
+int dg_tool_discussion_status(void *state, const json_t *params, const json_t *ctx,
+                              json_t **result);
+int dg_tool_discussion_list(void *state, const json_t *params, const json_t *ctx,
+                            json_t **result);
 
 /* JSON Schemas (text) of the tools' params; static strings. */
 extern const char dg_tool_channel_create_schema[];
 extern const char dg_tool_discuss_callback_schema[];
+extern const char dg_tool_discussion_status_schema[];
+extern const char dg_tool_discussion_list_schema[];
+
+/* One discussion as the reading tools show it (discussionId, channelId,
+ * name, status, initiator, participants, role of caller_agent (may be
+ * NULL: left out), originChannelId, createdAt, closedAt, summaryPath, turn
+ * {state, speaker, order, passed, agentMessages}). New reference; NULL when
+ * out of memory. */
+struct dg_discussion_info;
+json_t *dg_tool_discussion_json(const struct dg_discussion_info *i, const char *caller_agent);
 
 /* Success result {"content":[{"type":"text","text":text}],"details":details};
  * steals details. New reference (caller decrefs); NULL when out of memory. */

@@ -139,12 +139,16 @@ static char *session_key(const char *agent, const ocgw_msg *m)
 static json_t *agent_ctx(ocgw *g, const ocgw_agent *a, const json_t *run, const ocgw_msg *m,
                          const char *tool_call_id)
 {
+    /* sessionId: the key until !dirigent rotate reset the session (ABI 1.1). */
+    char *sid = och_session_id(g->host, sget(run, "sessionKey"));
     json_t *ctx = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:b}", "agentId",
                             a->id, "sessionKey", sget(run, "sessionKey"), "sessionId",
-                            sget(run, "sessionKey"), "workspaceDir", a->workspace, "channelId",
+                            sid ? sid : sget(run, "sessionKey"), "workspaceDir", a->workspace,
+                            "channelId",
                             m->channel_id, "accountId", a->id, "messageProvider", "discord",
                             "runId", sget(run, "runId"), "senderId", m->author_id, "trigger",
                             "message", "senderIsOwner", 0);
+    free(sid);
     if (m->thread_id)
         sset(ctx, "threadId", m->thread_id);
     if (g->cfg.guild_id)
@@ -703,7 +707,15 @@ static int do_run(ocgw *g, json_t *run, const ocgw_msg *m)
         ph = sget(run, "phase");
     }
     if (!strcmp(ph, "model")) {
-        if (run_model(g, a, run, m))
+        /* In flight for run_abort (ABI 1.1): an aborted run posts nothing. */
+        och_run_begin(g->host, sget(run, "sessionKey"));
+        int failed = run_model(g, a, run, m);
+        if (och_run_end(g->host, sget(run, "sessionKey")) && !failed) {
+            ocgw_say(g, "      %s: run aborted (run_abort) -> nothing posted", a->id);
+            sset(run, "output", "");
+            json_object_set_new(run, "success", json_false());
+        }
+        if (failed)
             return 1;
         sset(run, "phase", "model_done");
         save(g);

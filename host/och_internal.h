@@ -93,6 +93,9 @@ typedef struct och_hook_list {
 typedef struct och_session {
     char *key, *agent_id, *channel_id, *thread_id;  /* agent/channel NULL until touched */
     char *provider, *model;                          /* override, both or neither */
+    long generation;         /* session_reset count: sessionId "<key>#<generation>" */
+    int running;             /* a run is in flight (memory only) */
+    int abort_requested;     /* run_abort asked to stop it (memory only) */
 } och_session;
 
 struct och_host {

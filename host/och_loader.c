@@ -71,6 +71,28 @@ static json_t *api_sessions_list(oc_host *p, const char *channel_id)
     return och_sessions_list(p ? p->host : NULL, channel_id);
 }
 
+static int api_session_reset(oc_host *p, const char *key)
+{
+    if (!p)
+        return OC_ERR_INVALID;
+    int rc = och_session_reset(p->host, key);
+    och_log(p->host, rc == OC_OK ? OC_LOG_INFO : OC_LOG_WARN, p->id, "session_reset(%s): %s",
+            key ? key : "NULL", rc == OC_OK ? "the next message opens a fresh session"
+                                            : oc_status_name(rc));
+    return rc;
+}
+
+static int api_run_abort(oc_host *p, const char *key)
+{
+    if (!p)
+        return OC_ERR_INVALID;
+    int rc = och_run_abort(p->host, key);
+    och_log(p->host, OC_LOG_INFO, p->id, "run_abort(%s): %s", key ? key : "NULL",
+            rc == OC_OK ? "the run in flight is aborted"
+            : rc == OC_ERR_NOT_FOUND ? "no run in flight" : oc_status_name(rc));
+    return rc;
+}
+
 static void api_log(oc_host *p, int level, const char *message)
 {
     if (!p)
@@ -89,6 +111,8 @@ void och_plugin_api_fill(och_plugin *p)
     p->api.session_patch = api_session_patch;
     p->api.sessions_list = api_sessions_list;
     p->api.log = api_log;
+    p->api.session_reset = api_session_reset;
+    p->api.run_abort = api_run_abort;
 }
 
 /* ---- candidates ---------------------------------------------------------------- */

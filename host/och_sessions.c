@@ -109,7 +109,9 @@ static json_t *table_json(const och_host *h)
         json_t *o = json_pack("{s:s}", "sessionKey", s->key);
         if (!o || set_opt(o, "agentId", s->agent_id) || set_opt(o, "channelId", s->channel_id) ||
             set_opt(o, "threadId", s->thread_id) || set_opt(o, "providerOverride", s->provider) ||
-            set_opt(o, "modelOverride", s->model)) {
+            set_opt(o, "modelOverride", s->model) ||
+            (s->generation && json_object_set_new(o, "generation",
+                                                  json_integer(s->generation)))) {
             json_decref(o);
             json_decref(root);
             return NULL;
@@ -264,6 +266,9 @@ static int load_state(och_host *h, const char *path, char *err, size_t err_len)
             rc = OC_ERR_IO;
             break;
         }
+        json_t *gen = json_object_get(o, "generation");
+        if (json_is_integer(gen) && json_integer_value(gen) > 0)
+            s.generation = (long)json_integer_value(gen);
         long at = find(h, s.key);
         if (at >= 0) {
             snprintf(err, err_len, "session state file %s: sessions[%zu] repeats key %s", path,
@@ -534,4 +539,82 @@ json_t *och_sessions_list(och_host *h, const char *channel_id)
     }
     pthread_mutex_unlock(&h->sess_mu);
     return arr;
+}
+
+/* ---- ABI 1.1: session_reset, run_abort ------------------------------------------------ */
+
+int och_session_reset(och_host *h, const char *key)
+{
+    if (!h || !key || !*key)
+        return OC_ERR_INVALID;
+    pthread_mutex_lock(&h->sess_mu);
+    long at = find(h, key);
+    int rc = OC_ERR_NOT_FOUND;
+    if (at >= 0) {
+        h->sessions[at].generation++;
+        if ((rc = persist(h, "session_reset")))
+            h->sessions[at].generation--;
+    }
+    pthread_mutex_unlock(&h->sess_mu);
+    return rc;
+}
+
+char *och_session_id(och_host *h, const char *key)
+{
+    if (!h || !key)
+        return NULL;
+    pthread_mutex_lock(&h->sess_mu);
+    long at = find(h, key);
+    long gen = at >= 0 ? h->sessions[at].generation : 0;
+    pthread_mutex_unlock(&h->sess_mu);
+    size_t len = strlen(key) + 24;
+    char *id = malloc(len);
+    if (id && gen)
+        snprintf(id, len, "%s#%ld", key, gen);
+    else if (id)
+        snprintf(id, len, "%s", key);
+    return id;
+}
+
+int och_run_begin(och_host *h, const char *key)
+{
+    if (!h || !key)
+        return OC_ERR_INVALID;
+    pthread_mutex_lock(&h->sess_mu);
+    long at = find(h, key);
+    if (at >= 0) {
+        h->sessions[at].running = 1;
+        h->sessions[at].abort_requested = 0;
+    }
+    pthread_mutex_unlock(&h->sess_mu);
+    return at >= 0 ? OC_OK : OC_ERR_NOT_FOUND;
+}
+
+int och_run_end(och_host *h, const char *key)
+{
+    if (!h || !key)
+        return 0;
+    pthread_mutex_lock(&h->sess_mu);
+    long at = find(h, key);
+    int aborted = 0;
+    if (at >= 0) {
+        aborted = h->sessions[at].abort_requested;
+        h->sessions[at].running = 0;
+        h->sessions[at].abort_requested = 0;
+    }
+    pthread_mutex_unlock(&h->sess_mu);
+    return aborted;
+}
+
+int och_run_abort(och_host *h, const char *key)
+{
+    if (!h || !key || !*key)
+        return OC_ERR_INVALID;
+    pthread_mutex_lock(&h->sess_mu);
+    long at = find(h, key);
+    int rc = at >= 0 && h->sessions[at].running ? OC_OK : OC_ERR_NOT_FOUND;
+    if (rc == OC_OK)
+        h->sessions[at].abort_requested = 1;
+    pthread_mutex_unlock(&h->sess_mu);
+    return rc;
 }

@@ -316,6 +316,30 @@ int och_session_override(och_host *h, const char *session_key, char **provider, 
  */
 json_t *och_sessions_list(och_host *h, const char *channel_id);
 
+/*
+ * ABI 1.1 session_reset: the session ends; the next run of the key is a
+ * fresh session (its sessionId, och_session_id, gets a new "#<n>" suffix;
+ * the override stays). Persisted like a touch. OC_OK, OC_ERR_NOT_FOUND
+ * (unknown key), OC_ERR_INVALID, OC_ERR_IO (state file: nothing changed).
+ * Any thread.
+ */
+int och_session_reset(och_host *h, const char *session_key);
+
+/* The current sessionId of a key: the key itself until its first reset,
+ * then "<key>#<resets>". malloc'd (caller frees); NULL out of memory. */
+char *och_session_id(och_host *h, const char *session_key);
+
+/*
+ * Runs in flight, for ABI 1.1 run_abort: the gateway brackets a session's
+ * model call with och_run_begin / och_run_end; och_run_abort marks the run
+ * of a key as aborted (OC_OK) or answers OC_ERR_NOT_FOUND when the key has
+ * no run in flight; och_run_end returns 1 when the run was aborted (the
+ * gateway then posts nothing and reports success false). Any thread.
+ */
+int och_run_begin(och_host *h, const char *session_key);
+int och_run_end(och_host *h, const char *session_key);
+int och_run_abort(och_host *h, const char *session_key);
+
 #ifdef __cplusplus
 }
 #endif

@@ -21,6 +21,7 @@
 #include "agent_id.h"
 #include "json_keys.h"
 #include "secret_shape.h"
+#include "paths.h"
 #include "state_dir.h"
 
 #define DEFAULT_API_BASE "https://discord.com/api/v10"
@@ -339,6 +340,53 @@ static int parse_discord(const json_t *d, dg_config *c, char *err, size_t err_le
                    err, err_len);
 }
 
+/* discussion.summaryDir / summaryTemplate / previewChars (issue 16 items 3,
+ * 4, 7). summaryDir names a folder inside every initiator's workspace, so it
+ * must stay relative and below it; the template is operator config, taken
+ * from the base like templatesDir. */
+static int parse_summary(const json_t *obj, dg_config *c, char *err, size_t err_len)
+{
+    char *dir = NULL;
+    int rc = get_string(obj, "summaryDir", "discussion.summaryDir", 0, &dir, err, err_len);
+    if (rc)
+        return rc;
+    int escapes = 0, absolute = dir && dir[0] == '/';
+    char *norm = absolute ? NULL : dg_path_normalise(dir ? dir : "plans/discussions", &escapes);
+    free(dir);
+    if (!norm || !*norm) {
+        int refused = norm != NULL || escapes || absolute;
+        free(norm);
+        if (!refused)
+            return OC_ERR_NOMEM;
+        return dg_fail(err, err_len, OC_ERR_INVALID,
+                       "config: \"discussion.summaryDir\" must be a relative folder inside the "
+                       "initiator's workspace (no leading '/', no '..' above it, not '.'), "
+                       "e.g. \"plans/discussions\"");
+    }
+    c->summary_dir = norm;
+    if ((rc = get_string(obj, "summaryTemplate", "discussion.summaryTemplate", 0,
+                         &c->summary_template, err, err_len)))
+        return rc;
+    if (c->summary_template) {
+        char *abs = dg_path_join_base(c->path_base, c->summary_template);
+        if (!abs)
+            return OC_ERR_NOMEM;
+        free(c->summary_template);
+        c->summary_template = abs;
+    }
+    if ((rc = get_int(obj, "previewChars", "discussion.previewChars", 400, 0, 4000,
+                      &c->preview_chars, err, err_len)))
+        return rc;
+    if ((rc = get_string(obj, "archiveChannelId", "discussion.archiveChannelId", 0,
+                         &c->archive_channel_id, err, err_len)))
+        return rc;
+    if (c->archive_channel_id && !dg_is_snowflake(c->archive_channel_id))
+        return dg_fail(err, err_len, OC_ERR_INVALID,
+                       "config: \"discussion.archiveChannelId\" must be a Discord channel id "
+                       "(a snowflake string of 1-20 digits) the moderator may post in");
+    return OC_OK;
+}
+
 static int parse_all(const json_t *json, dg_config *c, char *err, size_t err_len)
 {
     static const char *const top[] = {"noReplyProvider", "noReplyModel", "sessionPolicy", "dbPath",
@@ -347,7 +395,8 @@ static int parse_all(const json_t *json, dg_config *c, char *err, size_t err_len
     static const char *const turn_keys[] = {"timeoutSec", "maxAgentMessages", NULL};
     static const char *const disc_keys[] = {"maxGuideChars", "maxSummaryBytes",
                                             "closedNoticeCooldownSec", "reminderAfterSec",
-                                            "maxLifetimeSec", NULL};
+                                            "maxLifetimeSec", "summaryDir", "summaryTemplate",
+                                            "previewChars", "archiveChannelId", NULL};
     static const char *const outbox_keys[] = {"retentionSec", NULL};
     int rc;
     if (!json_is_object(json))
@@ -453,6 +502,9 @@ static int parse_all(const json_t *json, dg_config *c, char *err, size_t err_len
                       &c->max_lifetime_sec, err, err_len)))
         return rc;
 
+    if ((rc = parse_summary(obj, c, err, err_len)))
+        return rc;
+
     /* At least a day: never below the closed-notice cooldown or Discord's
      * nonce window, so pruning cannot change what a row still decides. */
     if ((rc = get_object(json, "outbox", "outbox", &obj, err, err_len)))
@@ -486,6 +538,9 @@ void dg_config_free(dg_config *c)
     free(c->db_path);
     free_secret(c->store_url);
     free(c->templates_dir);
+    free(c->summary_dir);
+    free(c->summary_template);
+    free(c->archive_channel_id);
     free(c->path_base);
     free(c->discord_api_base);
     free(c->discord_guild_id);

@@ -52,6 +52,11 @@ typedef struct dg_config {
     long closed_notice_cooldown_sec;
     long reminder_after_sec;    /* discussion.reminderAfterSec: quiet-time reminder, 0 = off */
     long max_lifetime_sec;      /* discussion.maxLifetimeSec: wrap-up, then expiry; 0 = none */
+    char *summary_dir;          /* discussion.summaryDir: normalised, relative to the
+                                 * initiator's workspace, no trailing '/' */
+    char *summary_template;     /* discussion.summaryTemplate: absolute path, NULL: none */
+    long preview_chars;         /* discussion.previewChars: 0 = no preview */
+    char *archive_channel_id;   /* discussion.archiveChannelId: snowflake, NULL: no index */
     long outbox_retention_sec;  /* sent/failed outbox rows and closed-notice marks kept this long */
 } dg_config;
 

@@ -20,6 +20,7 @@
 #include "outbox.h"
 #include "state_dir.h"
 #include "store.h"
+#include "summary.h"
 #include "templates.h"
 #include "turns_engine.h"
 
@@ -77,6 +78,7 @@ void dg_core_free(dg_plugin *p)
     dg_discord_free(p->discord);
     dg_store_close(p->store);
     dg_templates_free(p->templates);
+    dg_summary_rules_free(p->summary_rules);
     dg_log_queue_free(p); /* after every thread that could queue a line */
     dg_config_free(&p->cfg);
     dg_seen_set_free(p->closed_seen);
@@ -111,6 +113,9 @@ int dg_core_new(const oc_host_api *api, const json_t *config, dg_core_attach_fn 
     if ((rc = dg_config_parse(config, &p->cfg, err, err_len)))
         goto fail;
     if ((rc = dg_templates_load(p->cfg.templates_dir, &p->templates, err, err_len)))
+        goto fail;
+    if (p->cfg.summary_template &&
+        (rc = dg_summary_rules_load(p->cfg.summary_template, &p->summary_rules, err, err_len)))
         goto fail;
     /* A missing folder of dbPath is created here (a folder as dbPath is
      * refused), and taken back when the store then cannot open. */

@@ -22,6 +22,7 @@ typedef struct dg_discord dg_discord;
 typedef struct dg_outbox dg_outbox;
 typedef struct dg_turns dg_turns;
 typedef struct dg_seen_set dg_seen_set;
+typedef struct dg_summary_rules dg_summary_rules;
 
 /* Injectable clock (tests move time by hand). Milliseconds since the epoch. */
 typedef int64_t (*dg_clock_fn)(void *clock_state);
@@ -49,6 +50,8 @@ typedef struct dg_plugin {
                                  channel (discuss.c); created by init, freed by
                                  shutdown; NULL (hand-built plugins in tests):
                                  the store is asked on every call */
+    dg_summary_rules *summary_rules; /* discussion.summaryTemplate's headings (summary.h);
+                                 NULL: none configured. Read-only after init */
 } dg_plugin;
 
 /*

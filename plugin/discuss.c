@@ -12,6 +12,9 @@
  * dg_discuss_resume() and by the outbox's own resend.
  */
 #include "discuss_int.h"
+#include "discuss_archive.h"
+#include "store_discuss_index.h"
+#include "summary.h"
 
 const char *dg_discussion_status_name(dg_discussion_status s)
 {
@@ -297,6 +300,54 @@ static void delete_channel(dg_plugin *p, const char *channel_id)
 }
 
 /* Build the stored discussion for a new channel (borrowing nothing). */
+/* {summaryTemplate} of the kickoff: the template file under a line that
+ * says what it is for, "" without one. Caller frees; NULL out of memory. */
+static char *summary_template_text(const dg_plugin *p)
+{
+    const char *t = dg_summary_rules_text(p->summary_rules);
+    if (!t)
+        return strdup("");
+    static const char head[] = "Summary template (the summary must contain each of its "
+                               "headings on a line of its own):\n";
+    size_t tl = strlen(t);
+    while (tl && (t[tl - 1] == '\n' || t[tl - 1] == '\r' || t[tl - 1] == ' '))
+        tl--;
+    /* Ends with a blank line: the built-in kickoff puts it before the next
+     * paragraph with no line of its own (nothing shows when it is ""). */
+    size_t len = sizeof head + tl + 2;
+    char *s = malloc(len);
+    if (s)
+        snprintf(s, len, "%s%.*s\n\n", head, (int)tl, t);
+    return s;
+}
+
+/* {summaryPreview} of the result: the preview (summary.h) under a line that
+ * says what it is, "" when previewChars is 0 or the file is blank. Caller
+ * frees; NULL when out of memory or unreadable. */
+static char *preview_of(const dg_plugin *p, int fd)
+{
+    char *q = dg_summary_preview(fd, p->cfg.preview_chars);
+    if (!q || !*q)
+        return q;
+    static const char head[] = "Summary preview:\n";
+    size_t len = sizeof head + strlen(q) + 2;
+    char *s = malloc(len);
+    if (s)
+        snprintf(s, len, "%s%s\n\n", head, q);  /* blank line: as for summaryTemplate */
+    free(q);
+    return s;
+}
+
+char *dg_discuss_suggested_path_locked(const dg_plugin *p, const dg_discussion *d)
+{
+    char *name = NULL;
+    if (dg_store_discussion_name(p->store, d->id, &name) != OC_OK)
+        name = NULL;
+    char *s = dg_summary_suggested_path(p->cfg.summary_dir, name, d->discussion_channel_id);
+    free(name);
+    return s;
+}
+
 static int build_discussion(dg_plugin *p, const dg_caller *c, const dg_channel_request *req,
                             const char *channel_id, dg_discussion *d)
 {
@@ -335,15 +386,18 @@ static int build_discussion(dg_plugin *p, const dg_caller *c, const dg_channel_r
 
 /* Record the discussion, prefill its turns and queue the kickoff: one
  * transaction. Returns OC_OK with *id, or a negative status (rolled back). */
-static int record_discussion(dg_plugin *p, dg_discussion *d, const char *kickoff,
-                             const char *const *mention_ids, size_t n_mentions,
-                             const idem *ic, int64_t *id, char *err, size_t err_len)
+static int record_discussion(dg_plugin *p, dg_discussion *d, const char *name,
+                             const char *kickoff, const char *const *mention_ids,
+                             size_t n_mentions, const idem *ic, int64_t *id, char *err,
+                             size_t err_len)
 {
     if (dg_store_begin(p->store) != OC_OK)
         return dg_fail(err, err_len, OC_ERR_IO, "the plugin's state store is busy or failing");
     int rc = dg_store_discussion_insert(p->store, d, id);
     if (rc == OC_OK)
         d->id = *id;
+    if (rc == OC_OK)
+        rc = dg_store_discussion_set_name(p->store, *id, name);
     if (rc == OC_OK && ic) {
         /* The result, with the effect it reports. */
         dg_tool_call_row res = {.channel_id = d->discussion_channel_id, .discussion_id = *id};
@@ -534,7 +588,8 @@ static int create_channel(dg_plugin *p, const dg_caller *caller, const dg_channe
 
     /* Discussion: render the kickoff, then one transaction. */
     dg_discussion d;
-    char *pm = NULL, *im = NULL, *oref = NULL, *dref = NULL, *kickoff = NULL;
+    char *pm = NULL, *im = NULL, *oref = NULL, *dref = NULL, *kickoff = NULL, *where = NULL;
+    char *tpl = NULL;
     const char **mention_ids = NULL;
     rc = build_discussion(p, caller, req, channel_id, &d);
     if (rc == OC_OK) {
@@ -544,7 +599,9 @@ static int create_channel(dg_plugin *p, const dg_caller *caller, const dg_channe
         oref = channel_ref(d.origin_channel_id);
         dref = channel_ref(channel_id);
         mention_ids = calloc(d.n_turn_order, sizeof *mention_ids);
-        if (!pm || !im || !oref || !dref || !mention_ids)
+        where = dg_summary_suggested_path(p->cfg.summary_dir, req->name, channel_id);
+        tpl = summary_template_text(p);
+        if (!pm || !im || !oref || !dref || !mention_ids || !where || !tpl)
             rc = OC_ERR_NOMEM;
     }
     if (rc == OC_OK) {
@@ -557,6 +614,8 @@ static int create_channel(dg_plugin *p, const dg_caller *caller, const dg_channe
             .discussionChannel = dref,
             .originChannel = oref,
             .status = "active",
+            .summaryPath = where,
+            .summaryTemplate = tpl,
         };
         kickoff = dg_templates_render(p->templates, "kickoff.md", &v);
         if (!kickoff)
@@ -564,8 +623,8 @@ static int create_channel(dg_plugin *p, const dg_caller *caller, const dg_channe
     }
     int64_t id = 0;
     if (rc == OC_OK)
-        rc = record_discussion(p, &d, kickoff, mention_ids, d.n_turn_order, ic, &id, err,
-                               err_len);
+        rc = record_discussion(p, &d, req->name, kickoff, mention_ids, d.n_turn_order, ic, &id,
+                               err, err_len);
     else
         dg_fail(err, err_len, rc, "out of memory preparing the discussion; try again");
     free(pm);
@@ -573,6 +632,8 @@ static int create_channel(dg_plugin *p, const dg_caller *caller, const dg_channe
     free(oref);
     free(dref);
     free(kickoff);
+    free(where);
+    free(tpl);
     free(mention_ids);
     if (rc != OC_OK) {
         delete_channel(p, channel_id);
@@ -700,6 +761,8 @@ static int close_discussion(dg_plugin *p, const dg_discussion *d, const char *re
         rc = dg_outbox_enqueue(p->store, d->origin_channel_id, result, mention,
                                initiator_uid ? 1 : 0, now);
     }
+    if (rc == OC_OK)
+        rc = dg_discuss_archive_locked(p, d, "completed", rel_path, now);
     if (rc != OC_OK && rc != OC_ERR_CONFLICT)
         dg_log(p, OC_LOG_ERROR, "discussion %lld: closing failed (%s): %s",
                (long long)d->id, oc_status_name(rc), dg_store_errmsg(p->store));
@@ -825,13 +888,19 @@ static int callback_once(dg_plugin *p, const dg_caller *caller, const char *summ
     }
     /* The file, resolved and opened once inside the stored workspace. */
     dg_ws_file f;
-    rc = dg_ws_open(d.initiator_workspace, summary_path, p->cfg.max_summary_bytes, &f, err,
-                    err_len);
+    rc = dg_summary_open(d.initiator_workspace, p->cfg.summary_dir, summary_path,
+                         p->cfg.max_summary_bytes, &f, err, err_len);
     if (rc != OC_OK) {
         dg_discussion_clear(&d);
         return rc;
     }
     rc = check_summary_text(f.fd, summary_path, err, err_len);
+    if (rc == OC_OK)
+        rc = dg_summary_check_headings(p->summary_rules, f.fd, f.rel_path, err, err_len);
+    char *preview = rc == OC_OK ? preview_of(p, f.fd) : NULL;
+    if (rc == OC_OK && !preview)
+        rc = dg_fail(err, err_len, OC_ERR_IO, "summaryPath %.120s could not be read for its "
+                     "preview; nothing changed, try again", f.rel_path);
     close(f.fd);
     f.fd = -1;
     if (rc != OC_OK) {
@@ -854,6 +923,7 @@ static int callback_once(dg_plugin *p, const dg_caller *caller, const char *summ
             .discussionChannel = dref,
             .originChannel = oref,
             .status = "completed",
+            .summaryPreview = preview,
         };
         result = dg_templates_render(p->templates, "result.md", &v);
     }
@@ -867,6 +937,7 @@ static int callback_once(dg_plugin *p, const dg_caller *caller, const char *summ
     free(dref);
     free(oref);
     free(result);
+    free(preview);
     if (rc == OC_OK) {
         dg_outbox_kick(p->outbox);
         size_t applied = apply_pending(p);
@@ -935,14 +1006,15 @@ static int timer_one(dg_plugin *p, const char *channel, int64_t now, int64_t rem
     char *im = mentions_of(&p->cfg, &d.initiator_agent_id, 1);
     char *dref = channel_ref(d.discussion_channel_id);
     char *oref = channel_ref(d.origin_channel_id);
-    char *text = NULL;
+    char *text = NULL, *where = NULL;
     int64_t activity = d.last_activity_ms ? d.last_activity_ms : d.created_at_ms;
-    if (im && dref && oref) {
+    if (act != TIMER_EXPIRE)
+        where = dg_discuss_suggested_path_locked(p, &d);
+    if (im && dref && oref && (act == TIMER_EXPIRE || where)) {
         dg_tpl_vars v = {.discussGuide = d.discuss_guide, .initiatorMention = im,
                          .discussionChannel = dref, .originChannel = oref,
-                         .status = act == TIMER_EXPIRE ? "expired" : "active"};
-        if (act == TIMER_EXPIRE)
-            v.summaryPath = EXPIRED_SUMMARY;
+                         .status = act == TIMER_EXPIRE ? "expired" : "active",
+                         .summaryPath = act == TIMER_EXPIRE ? EXPIRED_SUMMARY : where};
         text = dg_templates_render(p->templates, act == TIMER_REMIND ? "timeout.md"
                                    : act == TIMER_WRAPUP ? "wrapup.md" : "result.md", &v);
     }
@@ -956,6 +1028,8 @@ static int timer_one(dg_plugin *p, const char *channel, int64_t now, int64_t rem
             rc = dg_turns_wake_with_result(p->turns, d.origin_channel_id, d.initiator_agent_id, now);
         if (rc == OC_OK)
             rc = dg_outbox_enqueue(st, d.origin_channel_id, text, mention, uid ? 1 : 0, now);
+        if (rc == OC_OK)
+            rc = dg_discuss_archive_locked(p, &d, "expired", NULL, now);
     } else {
         /* The wrap-up request also answers the current quiet period. */
         if (rc == OC_OK && act == TIMER_WRAPUP)
@@ -985,6 +1059,7 @@ static int timer_one(dg_plugin *p, const char *channel, int64_t now, int64_t rem
     free(dref);
     free(oref);
     free(text);
+    free(where);
     dg_discussion_clear(&d);
     return rc == OC_OK;
 }
@@ -1049,12 +1124,14 @@ int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id,
         return admin_reply(p, "admin_close_already.md", NULL, msg, msg_len);
     }
     dg_ws_file f = {.fd = -1};
-    char why[384];
+    char why[384], *preview = NULL;
     if (summary_path) {
-        rc = dg_ws_open(d.initiator_workspace, summary_path, p->cfg.max_summary_bytes, &f,
-                        why, sizeof why);
+        rc = dg_summary_open(d.initiator_workspace, p->cfg.summary_dir, summary_path,
+                             p->cfg.max_summary_bytes, &f, why, sizeof why);
         if (rc == OC_OK) {
             rc = check_summary_text(f.fd, summary_path, why, sizeof why);
+            if (rc == OC_OK && !(preview = preview_of(p, f.fd)))
+                rc = dg_fail(why, sizeof why, OC_ERR_IO, "it could not be read");
             close(f.fd);
             f.fd = -1;
         }
@@ -1076,7 +1153,7 @@ int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id,
         dg_tpl_vars v = {.discussGuide = d.discuss_guide, .initiatorMention = im,
                          .summaryPath = f.rel_path ? f.rel_path : ADMIN_NO_SUMMARY,
                          .discussionChannel = dref, .originChannel = oref,
-                         .status = "closed-by-admin"};
+                         .status = "closed-by-admin", .summaryPreview = preview};
         text = dg_templates_render(p->templates, "result.md", &v);
     }
     rc = text ? OC_OK : OC_ERR_NOMEM;
@@ -1088,6 +1165,8 @@ int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id,
         rc = dg_turns_wake_with_result(p->turns, d.origin_channel_id, d.initiator_agent_id, now_ms);
     if (rc == OC_OK)
         rc = dg_outbox_enqueue(st, d.origin_channel_id, text, mention, uid ? 1 : 0, now_ms);
+    if (rc == OC_OK)
+        rc = dg_discuss_archive_locked(p, &d, "closed-by-admin", f.rel_path, now_ms);
     if (rc == OC_OK) {
         *closed = 1;
         dg_tpl_vars v = {.summaryPath = f.rel_path, .originChannel = oref};
@@ -1100,6 +1179,7 @@ int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id,
     free(dref);
     free(oref);
     free(text);
+    free(preview);
     dg_ws_file_close(&f);
     dg_discussion_clear(&d);
     return rc;

@@ -256,4 +256,13 @@ int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id,
                                   const char *summary_path, int64_t now_ms, int *closed,
                                   char *msg, size_t msg_len);
 
+/*
+ * Where the initiator is asked to write the summary of d (the summary path
+ * convention, issue 16 item 3): "<discussion.summaryDir>/<channel name>.md"
+ * (the channel id stands in for rows without a recorded name). A new string
+ * the caller frees; NULL when out of memory. Inside the caller's store
+ * transaction. Any thread.
+ */
+char *dg_discuss_suggested_path_locked(const dg_plugin *p, const dg_discussion *d);
+
 #endif

@@ -48,6 +48,8 @@ const char *const dg_schema_steps[] = {
     dg_schema_v6_turn_runs,
     dg_schema_v7_discuss_timers,
     dg_schema_v8_shared,
+    dg_schema_v9_discuss_index,
+    dg_schema_v10_transitions,
 };
 const int dg_schema_nsteps = (int)(sizeof dg_schema_steps / sizeof dg_schema_steps[0]);
 
@@ -56,8 +58,6 @@ int dg_store_schema_version(void)
     return dg_schema_nsteps;
 }
 
-/* "Dirg" in the database header: PRAGMA application_id of our files. */
-#define DG_APPLICATION_ID 0x44697267
 
 static int exec_sql(sqlite3 *db, const char *sql, char **msg)
 {
@@ -86,6 +86,11 @@ static int read_int_pragma(sqlite3 *db, const char *sql, int *out)
     }
     sqlite3_finalize(s);
     return rc;
+}
+
+int dg_store_pragma_int(sqlite3 *db, const char *sql, int *out)
+{
+    return read_int_pragma(db, sql, out);
 }
 
 /* The names of the tables of db (not SQLite's own) as ",a,b,c," sorted;

@@ -10,6 +10,9 @@
 #include "store.h"
 #include "store_db.h"
 
+/* "Dirg" in the database header: PRAGMA application_id of our files. */
+#define DG_APPLICATION_ID 0x44697267
+
 #define DG_STMT_CACHE 256 /* power of two; distinct SQL statement sites */
 #define DG_NOTED_MAX 8    /* channels a transaction remembers having logged */
 #define DG_NOTED_LEN 64
@@ -63,6 +66,9 @@ dg_stmt *dg_store_stmt(dg_store *st, const char *sql);
 /* Bind a C string, NULL as SQL NULL (a copy is bound). */
 void dg_store_bind_text(dg_stmt *s, int idx, const char *text);
 
+/* The integer a one-value statement (a PRAGMA) answers into *out; a SQLite rc. */
+int dg_store_pragma_int(sqlite3 *db, const char *sql, int *out);
+
 /* Copy a text column (NULL stays NULL); caller frees. */
 char *dg_store_col_dup(dg_stmt *s, int col);
 
@@ -107,6 +113,8 @@ int64_t dg_pg_change_seq(dg_store *st);
  *   v6 store_turns.c   agent_end runs already handled (dedup by runId)
  *   v7 store_discuss.c discussion timers and end status (issue 16)
  *   v8 store_shared.c  change log and leases: instances sharing a store (issue 17)
+ *   v9 store_discuss_index.c  discussion channel names, members by agent (issue 16)
+ *   v10 store_transitions.c turn transitions with their causes (issue 16)
  * Append new steps only; never edit a released one.
  */
 extern const char *const dg_schema_steps[];
@@ -119,6 +127,8 @@ extern const char dg_schema_v5_tool_calls[];
 extern const char dg_schema_v6_turn_runs[];
 extern const char dg_schema_v7_discuss_timers[];
 extern const char dg_schema_v8_shared[];
+extern const char dg_schema_v9_discuss_index[];
+extern const char dg_schema_v10_transitions[];
 
 /* The tables our migrations create up to version v as ",a,b," sorted
  * (malloc'd, caller frees; NULL on error), and whether have holds every

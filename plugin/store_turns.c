@@ -434,13 +434,20 @@ int dg_store_turns_runs_prune(dg_store *st, int64_t before_ms, long *removed)
 
 int dg_store_turns_active_scopes(dg_store *st, dg_scope **out, size_t *n)
 {
-    static const char SQL_ACTIVE[] =
-        "SELECT channel_id, k FROM turn_ledger WHERE k >= '~' AND active = 1";
+    return dg_store_turns_scopes(st, 1, out, n);
+}
+
+int dg_store_turns_scopes(dg_store *st, int active_only, dg_scope **out, size_t *n)
+{
+    static const char SQL_SCOPES[] =
+        "SELECT channel_id, k FROM turn_ledger WHERE k >= '~' AND (?1 = 0 OR active = 1)"
+        " ORDER BY channel_id, k";
     *out = NULL;
     *n = 0;
-    dg_stmt *s = dg_store_stmt(st, SQL_ACTIVE);
+    dg_stmt *s = dg_store_stmt(st, SQL_SCOPES);
     if (!s)
         return OC_ERR_IO;
+    dg_bind_int64(s, 1, active_only ? 1 : 0);
     int rc;
     size_t cap = 0;
     while ((rc = dg_step(s)) == DG_ROW) {

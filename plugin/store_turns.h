@@ -105,6 +105,10 @@ int dg_store_turns_runs_prune(dg_store *st, int64_t before_ms, long *removed);
  * gets *n scopes. Rows whose key is not a scope key are skipped. */
 int dg_store_turns_active_scopes(dg_store *st, dg_scope **out, size_t *n);
 
+/* Every scope with a state row (active_only 0) or only the awake ones, by
+ * channel then scope key; same ownership (the operator's CLI lists them). */
+int dg_store_turns_scopes(dg_store *st, int active_only, dg_scope **out, size_t *n);
+
 /* Counts for tests and diagnostics: what = "seen" (dedup marks), "scopes"
  * (state rows) or "members". */
 int dg_store_turns_count(dg_store *st, const char *what, long *out);

@@ -42,6 +42,7 @@ static const struct {
     KNOWN(maxAgentMessages), KNOWN(agentMention), KNOWN(skippedAgent), KNOWN(policy),
     KNOWN(scope), KNOWN(mode), KNOWN(turnOrder), KNOWN(speaker), KNOWN(passed),
     KNOWN(agentMessages), KNOWN(maxBytes), KNOWN(error), KNOWN(reason),
+    KNOWN(summaryTemplate), KNOWN(summaryPreview),
 };
 #undef KNOWN
 #define N_KNOWN (sizeof placeholders / sizeof placeholders[0])
@@ -92,14 +93,17 @@ static const struct {
     const char *receives; /* space-separated, each name once */
 } receives[] = {
     {"kickoff.md", "discussGuide initiatorMention participantMentions discussionChannel "
-                   "originChannel status"},
-    {"idle.md", "discussGuide initiatorMention discussionChannel originChannel status"},
+                   "originChannel status summaryPath summaryTemplate"},
+    {"idle.md", "discussGuide initiatorMention discussionChannel originChannel status "
+                "summaryPath"},
     {"closed.md", "discussionChannel status"},
     {"result.md", "discussGuide initiatorMention summaryPath discussionChannel originChannel "
-                  "status"},
+                  "status summaryPreview"},
     {"rest.md", "maxAgentMessages"},
-    {"timeout.md", "discussGuide initiatorMention discussionChannel originChannel status"},
-    {"wrapup.md", "discussGuide initiatorMention discussionChannel originChannel status"},
+    {"timeout.md", "discussGuide initiatorMention discussionChannel originChannel status "
+                   "summaryPath"},
+    {"wrapup.md", "discussGuide initiatorMention discussionChannel originChannel status "
+                  "summaryPath"},
     {"session_model_channel.md", ""},
     {"session_model_thread.md", ""},
     /* Replies to `!dirigent` commands (after the reply prefix). */

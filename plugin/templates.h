@@ -46,6 +46,9 @@ typedef struct dg_tpl_vars {
     const char *maxBytes;           /* a length limit, decimal text */
     const char *error;              /* a status name (oc_status_name) */
     const char *reason;             /* the sentence saying why */
+    /* Discussion summaries (issue 16). */
+    const char *summaryTemplate;    /* kickoff: discussion.summaryTemplate's text, "" none */
+    const char *summaryPreview;     /* result: the summary's inert preview, "" none */
 } dg_tpl_vars;
 
 /* Load the embedded set, then overrides from dir (may be NULL); validate all

@@ -470,7 +470,8 @@ dg_admin_cmd dg_admin_parse(const char *content)
         dg_admin_cmd cmd;
     } subs[] = {{"status", DG_ADMIN_STATUS}, {"rest", DG_ADMIN_REST},
                 {"wake", DG_ADMIN_WAKE}, {"skip", DG_ADMIN_SKIP},
-                {"close", DG_ADMIN_CLOSE}};
+                {"close", DG_ADMIN_CLOSE}, {"rotate", DG_ADMIN_ROTATE},
+                {"cancel", DG_ADMIN_CANCEL}};
     for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
         if (n == strlen(subs[i].word) && strncasecmp(s, subs[i].word, n) == 0)
             return subs[i].cmd;

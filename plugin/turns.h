@@ -217,7 +217,9 @@ typedef enum dg_admin_cmd {
     DG_ADMIN_REST = 3,
     DG_ADMIN_WAKE = 4,
     DG_ADMIN_SKIP = 5,
-    DG_ADMIN_CLOSE = 6       /* `!dirigent close [summaryPath]` (discussion channels) */
+    DG_ADMIN_CLOSE = 6,      /* `!dirigent close [summaryPath]` (discussion channels) */
+    DG_ADMIN_ROTATE = 7,     /* `!dirigent rotate`: the scope's sessions end (host, ABI 1.1) */
+    DG_ADMIN_CANCEL = 8      /* `!dirigent cancel`: the speaker's run is aborted (ABI 1.1) */
 } dg_admin_cmd;
 
 /* Every moderator reply to an admin command starts with this, so its echo

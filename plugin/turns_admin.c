@@ -68,6 +68,8 @@ static const char *admin_cmd_name(dg_admin_cmd cmd)
     case DG_ADMIN_WAKE: return "wake";
     case DG_ADMIN_SKIP: return "skip";
     case DG_ADMIN_CLOSE: return "close";
+    case DG_ADMIN_ROTATE: return "rotate";
+    case DG_ADMIN_CANCEL: return "cancel";
     case DG_ADMIN_HELP: return "help";
     case DG_ADMIN_NONE: break;
     }
@@ -118,8 +120,30 @@ static void admin_status(const dg_turns *t, const scope_rec *r, const dg_turn_st
  * and opens no thread of its own -- a command is not speech. The state
  * change and the reply commit together. Writer held.
  */
+int owner_reply(dg_turns *t, const owner_action *oa, int64_t now)
+{
+    char msg[512], text[600];
+    const char *thread = oa->thread[0] ? oa->thread : NULL;
+    if (oa->cmd == DG_ADMIN_ROTATE)
+        dg_admin_rotate(t->p, oa->channel, thread, msg, sizeof msg);
+    else
+        dg_admin_cancel(t->p, oa->channel, thread, oa->speaker[0] ? oa->speaker : NULL, msg,
+                        sizeof msg);
+    snprintf(text, sizeof text, DG_ADMIN_REPLY_PREFIX "%s", msg);
+    if (txn_begin(t) != OC_OK)
+        return OC_ERR_IO;
+    int queued = 0;
+    int rc = enqueue(t, oa->post, text, NULL, now, &queued);
+    rc = finish(t, rc);
+    if (rc != OC_OK)
+        dg_log(t->p, OC_LOG_WARN, "turns: the reply to \"!dirigent %s\" in %s could not be "
+               "queued (%s); the command itself was carried out", admin_cmd_name(oa->cmd),
+               oa->channel, oc_status_name(rc));
+    return rc == OC_OK && queued ? OC_OK : OC_ERR_IO;
+}
+
 int admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, int64_t now,
-                 int *kick)
+                 int *kick, owner_action *oa)
 {
     chan_rec *c;
     int rc;
@@ -140,6 +164,9 @@ int admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, int64_
     char label[DG_SCOPE_LABEL_MAX];
     dg_log(t->p, OC_LOG_INFO, "turns: admin %s ran \"!dirigent %s\" in channel %s (%s)",
            m->sender_id, admin_cmd_name(cmd), c->id, dg_scope_label(&r->scope, label));
+    char cause[160];
+    snprintf(cause, sizeof cause, "admin command !dirigent %s by %s", admin_cmd_name(cmd),
+             m->sender_id);
 
     dg_turn_ctx x;
     make_ctx(t, c, &x);
@@ -175,6 +202,18 @@ int admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, int64_
             reply_add(&b, DG_ADMIN_REPLY_PREFIX);
             reply_add(&b, msg);
         }
+    } else if (cmd == DG_ADMIN_ROTATE || cmd == DG_ADMIN_CANCEL) {
+        /* Host calls after the commit (owner_action); the turn state stays
+         * (an aborted run ends with agent_end like any other). */
+        dg_turn_state view = r->st;
+        dg_turn_expire(&view, &x, now, NULL);
+        int sp = view.active ? dg_turn_speaker(&view, &x) : DG_NOBODY;
+        oa->cmd = cmd;
+        snprintf(oa->channel, sizeof oa->channel, "%s", c->id);
+        snprintf(oa->thread, sizeof oa->thread, "%s", m->thread_id ? m->thread_id : "");
+        snprintf(oa->post, sizeof oa->post, "%s", post);
+        snprintf(oa->speaker, sizeof oa->speaker, "%s", sp != DG_NOBODY ? c->members[sp] : "");
+        return OC_OK;
     } else if (cmd == DG_ADMIN_REST) {
         dg_turn_expire(&next, &x, now, &fx);
         fx.handoff_to = DG_NOBODY; /* nobody is woken into a resting scope */
@@ -226,7 +265,7 @@ int admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, int64_
         return OC_ERR_NOMEM;
     }
     if (changes && (!dg_turn_state_same(&next, &r->st) || !r->in_db))
-        rc = save_scope(t, r, &next, now);
+        rc = save_scope(t, r, &next, now, cause);
     int queued = 0;
     if (rc == OC_OK)
         rc = enqueue(t, post, b.b.s, mention, now, &queued);

@@ -186,7 +186,7 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
             dg_turn_on_run_end(&next, &x, e->pos, DG_RUN_SILENT, 1, 0, now, &fx);
             changed = !dg_turn_state_same(&next, &r->st);
             if ((changed || !r->in_db) && e->pos != DG_NOBODY)
-                rc = save_scope(t, r, &next, now);
+                rc = save_scope(t, r, &next, now, "a claimed run (before_agent_reply) passed");
             if (rc == OC_OK)
                 rc = queue_effects(t, r, &fx, &next, now, &kick);
             if (rc == OC_OK)
@@ -389,7 +389,12 @@ static int run_end_locked(dg_turns *t, const dg_turn_session *s, dg_run_outcome 
     dg_turn_effects_init(&fx);
     dg_turn_state next = r->st;
     dg_turn_on_run_end(&next, &x, fresh->pos, outcome, saw_latest, granted, now, &fx);
-    if ((!dg_turn_state_same(&next, &r->st) || !r->in_db) && (rc = save_scope(t, r, &next, now)))
+    char cause[200];
+    snprintf(cause, sizeof cause, "run of %s ended: %s%s", s->agent_id,
+             outcome == DG_RUN_SPOKE ? "spoke" : outcome == DG_RUN_SILENT ? "passed (silent)"
+             : "tool calls only", saw_latest ? "" : " (it answered an older message)");
+    if ((!dg_turn_state_same(&next, &r->st) || !r->in_db) &&
+        (rc = save_scope(t, r, &next, now, cause)))
         return rc;
     if ((rc = queue_effects(t, r, &fx, &next, now, kick)))
         return rc;

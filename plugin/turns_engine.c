@@ -627,9 +627,42 @@ int install(dg_turns *t, scope_rec *r, const dg_turn_state *st)
     return OC_OK;
 }
 
-int save_scope(dg_turns *t, scope_rec *r, const dg_turn_state *st, int64_t now)
+/* The transitions log row of r going from r->st to st (store_transitions.h). */
+static int log_transition(dg_turns *t, const scope_rec *r, const dg_turn_state *st, int64_t now,
+                          const char *cause)
 {
-    int rc = dg_store_turns_scope_save(t->p->store, &r->scope, r->post_channel, st, r->in_db,
+    const chan_rec *c = r->chan;
+    dg_turn_ctx x;
+    make_ctx(t, c, &x);
+    int before = r->in_db && r->st.active ? dg_turn_speaker(&r->st, &x) : DG_NOBODY;
+    int after = st->active ? dg_turn_speaker(st, &x) : DG_NOBODY;
+    char scope[DG_SCOPE_ID_MAX + 8], passed[512] = "";
+    if (r->scope.kind == DG_SCOPE_THREAD)
+        snprintf(scope, sizeof scope, "thread:%s", r->scope.root);
+    else
+        snprintf(scope, sizeof scope, "conversation");
+    for (int i = 0; i < c->n; i++)
+        if (st->silent & ((uint64_t)1 << i)) {
+            size_t used = strlen(passed);
+            snprintf(passed + used, sizeof passed - used, "%s%s", used ? "," : "", c->members[i]);
+        }
+    dg_transition tr = {
+        .at_ms = now, .scope = scope, .cause = (char *)cause,
+        .speaker_before = before != DG_NOBODY ? c->members[before] : NULL,
+        .speaker_after = after != DG_NOBODY ? c->members[after] : NULL,
+        .state = c->mode == DG_MODE_CLOSED ? "closed" : st->active ? "speaking"
+               : st->rested ? "resting" : "dormant",
+        .passed = passed, .agent_msgs = st->agent_msgs,
+    };
+    return dg_store_transition_add(t->p->store, c->id, &tr);
+}
+
+int save_scope(dg_turns *t, scope_rec *r, const dg_turn_state *st, int64_t now,
+               const char *cause)
+{
+    int rc = log_transition(t, r, st, now, cause);
+    if (rc == OC_OK)
+        rc = dg_store_turns_scope_save(t->p->store, &r->scope, r->post_channel, st, r->in_db,
                                        now);
     if (rc == OC_OK)
         r->in_db = 1;
@@ -967,14 +1000,18 @@ int queue_effects(dg_turns *t, scope_rec *r, const dg_turn_effects *fx,
         snprintf(chan, sizeof chan, "<#%s>", c->id);
         if (have && d.origin_channel_id)
             snprintf(origin, sizeof origin, "<#%s>", d.origin_channel_id);
+        char *where = have ? dg_discuss_suggested_path_locked(t->p, &d) : NULL;
         dg_tpl_vars v = {.discussGuide = have ? d.discuss_guide : NULL,
                          .initiatorMention = mention,
                          .discussionChannel = chan,
                          .originChannel = origin,
-                         .status = "active"};
+                         .status = "active",
+                         .summaryPath = where};
         int queued = 0;
         char fp[sizeof r->wake_fp];
-        rc = render_and_enqueue(t, "idle.md", &v, post, uid, now, &queued, fp, sizeof fp);
+        rc = have && !where ? OC_ERR_NOMEM
+           : render_and_enqueue(t, "idle.md", &v, post, uid, now, &queued, fp, sizeof fp);
+        free(where);
         dg_discussion_clear(&d);
         if (queued) {
             *kick = 1;

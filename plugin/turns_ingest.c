@@ -120,7 +120,7 @@ static int deliver_locked(dg_turns *t, const dg_turn_session *rs)
 
 static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind kind,
                          const dg_agent_cfg *sender_agent, int admin, dg_admin_cmd cmd,
-                         int64_t now, int *kick)
+                         int64_t now, int *kick, owner_action *oa)
 {
     dg_store *st = t->p->store;
     int rc;
@@ -140,7 +140,7 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
             return rc;
     }
     if (cmd != DG_ADMIN_NONE)
-        return admin_locked(t, m, cmd, now, kick);
+        return admin_locked(t, m, cmd, now, kick, oa);
     /* Once per message (after the dedup), and a first-character test for
      * nearly every ordinary message. */
     if (kind == DG_SENDER_HUMAN && !admin && dg_admin_parse(m->content) != DG_ADMIN_NONE)
@@ -247,7 +247,15 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
     next.awaiting = staged(t, r)->awaiting; /* a delivery above may have ended a wait */
     dg_turn_on_message(&next, &x, kind, pos, mentions, now, &fx);
     if (!dg_turn_state_same(&next, &r->st) || !r->in_db) {
-        if ((rc = save_scope(t, r, &next, now)))
+        static const char *const kinds[] = {"human", "agent", "bot", "moderator",
+                                            "moderator hand-off"};
+        char cause[200];
+        snprintf(cause, sizeof cause, "message %s from %s %s%s%s%s",
+                 m->message_id ? m->message_id : "(no id)",
+                 (unsigned)kind < sizeof kinds / sizeof *kinds ? kinds[kind] : "sender",
+                 m->sender_id, pos != DG_NOBODY ? " (" : "", pos != DG_NOBODY ? c->members[pos]
+                 : "", pos != DG_NOBODY ? ")" : "");
+        if ((rc = save_scope(t, r, &next, now, cause)))
             return rc;
     }
     if ((rc = queue_effects(t, r, &fx, &next, now, kick)))
@@ -302,7 +310,8 @@ int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err
         return OC_ERR_IO;
     }
     int kick = 0;
-    int rc = ingest_locked(t, m, kind, agent, admin, cmd, now, &kick);
+    owner_action oa = {.cmd = DG_ADMIN_NONE};
+    int rc = ingest_locked(t, m, kind, agent, admin, cmd, now, &kick, &oa);
     if (rc)
         snprintf(err, err_len, "message_received: could not record message %s of channel %s "
                  "(%s: %s)", m->message_id ? m->message_id : "(no id)", m->channel_id,
@@ -313,6 +322,8 @@ int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err
         snprintf(err, err_len, "message_received: the state database did not commit message %s "
                  "of channel %s; nothing of it was recorded", m->message_id ? m->message_id
                  : "(no id)", m->channel_id);
+    if (rc == OC_OK && oa.cmd != DG_ADMIN_NONE && owner_reply(t, &oa, now) == OC_OK)
+        kick = 1;
     if (rc == OC_OK && kick)
         dg_outbox_kick(t->p->outbox);
     if (rc == OC_OK)

@@ -37,6 +37,8 @@
 #include "store_turns.h"
 #include "templates.h"
 #include "turns_map.h"
+#include "admin_sessions.h"
+#include "store_transitions.h"
 
 /* The turn-timeout sweeper looks for speakers out of time this often
  * (real time; the turn clock itself is dg_now_ms). */
@@ -243,7 +245,10 @@ void finish_read(dg_turns *t);
 
 int install(dg_turns *t, scope_rec *r, const dg_turn_state *st);
 
-int save_scope(dg_turns *t, scope_rec *r, const dg_turn_state *st, int64_t now);
+/* Write r's new state st with why it changed (cause: a sentence for the
+ * operator's view, dirigent-ctl why; one turn_transitions row). */
+int save_scope(dg_turns *t, scope_rec *r, const dg_turn_state *st, int64_t now,
+               const char *cause);
 
 int message_scope(const dg_turns *t, const dg_turn_message *m, dg_scope *sc, int *top_level);
 
@@ -286,8 +291,23 @@ int is_admin(const dg_config *cfg, const char *user_id);
 
 int is_admin_reply(const char *content);
 
+/* `rotate` / `cancel` call the host, which Dirigent never does under a lock:
+ * admin_locked records what to do here, and owner_reply (after the commit)
+ * calls the host and posts the reply in a second short transaction. */
+typedef struct owner_action {
+    dg_admin_cmd cmd;                 /* DG_ADMIN_NONE: nothing to do */
+    char channel[DG_SCOPE_ID_MAX];
+    char thread[DG_SCOPE_ID_MAX];     /* "" at the top level */
+    char post[DG_SCOPE_ID_MAX];       /* where the reply goes */
+    char speaker[72];                 /* cancel: the speaker's agent id, "" nobody */
+} owner_action;
+
 int admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, int64_t now,
-                 int *kick);
+                 int *kick, owner_action *oa);
+
+/* The host calls of oa (no lock held), then their reply in its own
+ * transaction. OC_OK when the reply was queued. */
+int owner_reply(dg_turns *t, const owner_action *oa, int64_t now);
 
 /* ---- turns_decide.c ---------------------------------------------------- */
 

@@ -84,7 +84,11 @@ static int expire_scope(dg_turns *t, const dg_scope *sc)
                    "channel %s (%s); the turn passes on", late >= 0 && late < c->n
                    ? c->members[late] : "the speaker", (long)t->p->cfg.turn_timeout_sec, c->id,
                    dg_scope_label(&r->scope, label));
-            if ((rc = save_scope(t, r, &next, now)) == OC_OK &&
+            char cause[160];
+            snprintf(cause, sizeof cause, "%s did not finish within turn.timeoutSec (%lds): "
+                     "timed out", late >= 0 && late < c->n ? c->members[late] : "the speaker",
+                     (long)t->p->cfg.turn_timeout_sec);
+            if ((rc = save_scope(t, r, &next, now, cause)) == OC_OK &&
                 (rc = queue_effects(t, r, &fx, &next, now, &kick)) == OC_OK)
                 rc = install(t, r, &next);
         }

@@ -169,7 +169,8 @@ static const char HELP[] =
     "(put it to sleep now), `!dirigent wake [@agent]` (give the first agent, or the one "
     "mentioned, the turn), `!dirigent skip` (pass the current speaker's turn on), "
     "`!dirigent close [summaryPath]` (in a discussion channel: close it now, status "
-    "closed-by-admin).";
+    "closed-by-admin), `!dirigent rotate` (end this scope's sessions: the next message opens "
+    "fresh ones), `!dirigent cancel` (abort the speaker's run in flight).";
 static const char RESTED[] =
     "Dirigent (admin): resting now; no agent takes a turn here until the next message.";
 static const char CLOSED[] =
@@ -514,6 +515,8 @@ START_TEST(test_admin_close_with_summary_closes_like_a_callback)
     ck_assert_ptr_nonnull(strstr(rows[0].content, "[Discussion Result Ready]"));
     ck_assert_ptr_nonnull(strstr(rows[0].content, "closed-by-admin"));
     ck_assert_ptr_nonnull(strstr(rows[0].content, "plans/d.md"));
+    /* The preview (discussion.previewChars, default 400) comes along. */
+    ck_assert_ptr_nonnull(strstr(rows[0].content, "Summary preview:\n> ## Decision\n> Friday."));
     ck_assert_str_eq(rows[0].mentions, TTH_ALPHA_UID);
     ck_assert_str_eq(rows[1].channel_id, CH2);
     ck_assert_ptr_nonnull(strstr(rows[1].content, "discussion closed"));
@@ -539,6 +542,31 @@ START_TEST(test_admin_close_with_summary_closes_like_a_callback)
     tu_rmtree(ws);
     free(file);
     free(dir);
+    free(ws);
+}
+END_TEST
+
+/* With discussion.archiveChannelId the admin's close appends the index line. */
+START_TEST(test_admin_close_appends_archive_line)
+{
+    tth_free(&H);
+    tth_start(&H, "channel", "\"discussion\":{\"archiveChannelId\":\"300000000000000099\"},"
+              ADMINS);
+    char *ws = tu_mkdtemp();
+    open_active_discussion(CH2, ws);
+    admin_says(CH2, NULL, "!dirigent close", NULL);
+    size_t n;
+    dg_outbox_row *rows = outbox(&n);
+    int lines = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(rows[i].channel_id, "300000000000000099") == 0) {
+            lines++;
+            ck_assert_ptr_nonnull(strstr(rows[i].content, "| <#" CH2 "> | closed-by-admin | "
+                                                          "summary `none`"));
+        }
+    ck_assert_int_eq(lines, 1);
+    dg_outbox_rows_free(rows, n);
+    tu_rmtree(ws);
     free(ws);
 }
 END_TEST
@@ -587,6 +615,111 @@ START_TEST(test_admin_close_refusals_change_nothing)
 END_TEST
 
 /* ---- thread policy -------------------------------------------------------------- */
+
+/* ---- rotate / cancel: owner commands per scope (ABI 1.1 host calls) --------------- */
+
+/* What sessions_list answers: alpha, bravo in CH1; alpha in thread TH1 too. */
+static void host_sessions(void)
+{
+    char k1[200], k2[200], k3[200];
+    tth_session_key(k1, sizeof k1, TTH_ALPHA, CH1, NULL);
+    tth_session_key(k2, sizeof k2, TTH_BRAVO, CH1, NULL);
+    tth_session_key(k3, sizeof k3, TTH_ALPHA, CH1, TH1);
+    json_decref(H.sessions);
+    H.sessions = json_pack("[{s:s,s:s,s:s},{s:s,s:s,s:s},{s:s,s:s,s:s,s:s}]",
+                           "sessionKey", k1, "agentId", TTH_ALPHA, "channelId", CH1,
+                           "sessionKey", k2, "agentId", TTH_BRAVO, "channelId", CH1,
+                           "sessionKey", k3, "agentId", TTH_ALPHA, "channelId", CH1,
+                           "threadId", TH1);
+}
+
+static const char *last_reply(void)
+{
+    static char text[1024];
+    size_t n;
+    dg_outbox_row *rows = outbox(&n);
+    ck_assert_uint_ge(n, 1);
+    snprintf(text, sizeof text, "%s", rows[n - 1].content);
+    dg_outbox_rows_free(rows, n);
+    return text;
+}
+
+START_TEST(test_rotate_resets_the_channels_sessions)
+{
+    host_sessions();
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "hello");
+    dg_turn_state before = peek(CH1, NULL);
+    admin_says(CH1, NULL, "!dirigent rotate", NULL);
+    /* Policy channel: the scope is the whole channel, threads included. */
+    ck_assert_str_eq(H.resets, "agent:alpha:discord:channel:" CH1 "\n"
+                               "agent:bravo:discord:channel:" CH1 "\n"
+                               "agent:alpha:discord:channel:" CH1 ":thread:" TH1 "\n");
+    ck_assert_str_eq(last_reply(), "Dirigent (admin): rotated 3 session(s) of this channel; "
+                                   "the next message opens fresh ones.");
+    dg_turn_state after = peek(CH1, NULL);
+    assert_same(&before, &after);
+}
+END_TEST
+
+START_TEST(test_cancel_aborts_the_speakers_run_or_says_why_not)
+{
+    host_sessions();
+    join3(CH1, NULL);
+    admin_says(CH1, NULL, "!dirigent cancel", NULL);
+    ck_assert_str_eq(last_reply(), "Dirigent (admin): nobody holds the turn in this channel; "
+                                   "there is no run to cancel.");
+    ck_assert_str_eq(H.aborts, "");
+    human_says(CH1, NULL, "hello");
+    ck_assert_int_eq(who_speaks(CH1, NULL), 0);
+    admin_says(CH1, NULL, "!dirigent cancel", NULL);
+    ck_assert_str_eq(H.aborts, "agent:alpha:discord:channel:" CH1 "\n"
+                               "agent:alpha:discord:channel:" CH1 ":thread:" TH1 "\n");
+    ck_assert_str_eq(last_reply(), "Dirigent (admin): alpha's run was aborted.");
+    H.abort_status = OC_ERR_NOT_FOUND;
+    admin_says(CH1, NULL, "!dirigent cancel", NULL);
+    ck_assert_str_eq(last_reply(), "Dirigent (admin): alpha holds the turn but has no run in "
+                                   "flight; nothing to cancel.");
+    ck_assert_int_eq(who_speaks(CH1, NULL), 0);   /* the turn stays */
+}
+END_TEST
+
+/* A 1.0 host (its oc_host_api ends before session_reset): said, nothing done. */
+START_TEST(test_rotate_and_cancel_on_an_abi_1_0_host)
+{
+    host_sessions();
+    H.api.struct_size = (uint32_t)offsetof(oc_host_api, session_reset);
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "hello");
+    admin_says(CH1, NULL, "!dirigent rotate", NULL);
+    ck_assert_ptr_nonnull(strstr(last_reply(), "rotate is not supported by this host"));
+    admin_says(CH1, NULL, "!dirigent cancel", NULL);
+    ck_assert_ptr_nonnull(strstr(last_reply(), "cancel is not supported by this host"));
+    ck_assert_str_eq(H.resets, "");
+    ck_assert_str_eq(H.aborts, "");
+}
+END_TEST
+
+/* Policy thread: inside a thread the command acts on that thread only; at
+ * the top level on the channel's own sessions. */
+START_TEST(test_thread_policy_rotate_and_cancel_act_on_their_thread)
+{
+    host_sessions();
+    join3(CH1, TH1);
+    human_says(CH1, TH1, "in the thread");
+    ck_assert_int_eq(who_speaks(CH1, TH1), 0);
+    admin_says(CH1, TH1, "!dirigent rotate", NULL);
+    ck_assert_str_eq(H.resets, "agent:alpha:discord:channel:" CH1 ":thread:" TH1 "\n");
+    ck_assert_str_eq(last_reply(), "Dirigent (admin): rotated 1 session(s) of this thread; "
+                                   "the next message opens fresh ones.");
+    admin_says(CH1, TH1, "!dirigent cancel", NULL);
+    ck_assert_str_eq(H.aborts, "agent:alpha:discord:channel:" CH1 ":thread:" TH1 "\n");
+    H.resets[0] = '\0';
+    admin_says(CH1, NULL, "!dirigent rotate", NULL);
+    ck_assert_str_eq(H.resets, "agent:alpha:discord:channel:" CH1 "\n"
+                               "agent:bravo:discord:channel:" CH1 "\n");
+}
+END_TEST
 
 START_TEST(test_thread_policy_command_acts_in_its_discord_thread)
 {
@@ -677,10 +810,16 @@ Suite *make_admin_suite(void)
     tcase_add_test(ch, test_closed_channel_answers_closed);
     tcase_add_test(ch, test_admin_close_with_summary_closes_like_a_callback);
     tcase_add_test(ch, test_admin_close_refusals_change_nothing);
+    tcase_add_test(ch, test_admin_close_appends_archive_line);
     suite_add_tcase(s, ch);
+
+    tcase_add_test(ch, test_rotate_resets_the_channels_sessions);
+    tcase_add_test(ch, test_cancel_aborts_the_speakers_run_or_says_why_not);
+    tcase_add_test(ch, test_rotate_and_cancel_on_an_abi_1_0_host);
 
     TCase *th = tcase_create("thread_policy");
     tcase_add_checked_fixture(th, setup_thread, teardown);
+    tcase_add_test(th, test_thread_policy_rotate_and_cancel_act_on_their_thread);
     tcase_set_timeout(th, 60);
     tcase_add_test(th, test_thread_policy_command_acts_in_its_discord_thread);
     tcase_add_test(th, test_thread_policy_top_level_command_acts_on_the_latest_thread);

@@ -73,6 +73,10 @@ START_TEST(test_minimal_config_gets_defaults)
     ck_assert_int_eq(c.closed_notice_cooldown_sec, 60);
     ck_assert_int_eq(c.reminder_after_sec, 1800);
     ck_assert_int_eq(c.max_lifetime_sec, 0);
+    ck_assert_str_eq(c.summary_dir, "plans/discussions");
+    ck_assert_ptr_null(c.summary_template);
+    ck_assert_int_eq(c.preview_chars, 400);
+    ck_assert_ptr_null(c.archive_channel_id);
     ck_assert_int_eq(c.outbox_retention_sec, 604800);
     dg_config_free(&c);
 }
@@ -91,7 +95,9 @@ START_TEST(test_full_config_is_read)
         "\"agents\":{\"zed\":{\"discordUserId\":\"300\"},\"amy\":{\"discordUserId\":\"100\"}},"
         "\"admins\":[\"555\",\"666\"],\"turn\":{\"timeoutSec\":5,\"maxAgentMessages\":3},"
         "\"discussion\":{\"maxGuideChars\":10,\"maxSummaryBytes\":20,"
-        "\"closedNoticeCooldownSec\":0,\"reminderAfterSec\":0,\"maxLifetimeSec\":7200}}";
+        "\"closedNoticeCooldownSec\":0,\"reminderAfterSec\":0,\"maxLifetimeSec\":7200,"
+        "\"summaryDir\":\"./notes//talks/\",\"summaryTemplate\":\"/tmp/summary.md\","
+        "\"previewChars\":0,\"archiveChannelId\":\"4242\"}}";
     ck_assert_int_eq(parse_text(text, &c, err, sizeof err), OC_OK);
     ck_assert_int_eq(c.session_policy, DG_POLICY_THREAD);
     ck_assert_str_eq(c.db_path, "/tmp/x.db");
@@ -113,6 +119,10 @@ START_TEST(test_full_config_is_read)
     ck_assert_int_eq(c.closed_notice_cooldown_sec, 0);
     ck_assert_int_eq(c.reminder_after_sec, 0);
     ck_assert_int_eq(c.max_lifetime_sec, 7200);
+    ck_assert_str_eq(c.summary_dir, "notes/talks");
+    ck_assert_str_eq(c.summary_template, "/tmp/summary.md");
+    ck_assert_int_eq(c.preview_chars, 0);
+    ck_assert_str_eq(c.archive_channel_id, "4242");
     dg_config_free(&c);
 }
 END_TEST
@@ -194,6 +204,16 @@ static const bad_case bad_cases[] = {
      "\"discussion.reminderAfterSec\""},
     {"{" BASE ",\"discussion\":{\"maxLifetimeSec\":-5}}", "\"discussion.maxLifetimeSec\""},
     {"{" BASE ",\"discussion\":{\"maxLifetimeSec\":1.5}}", "\"discussion.maxLifetimeSec\""},
+    {"{" BASE ",\"discussion\":{\"summaryDir\":\"/abs/dir\"}}", "\"discussion.summaryDir\""},
+    {"{" BASE ",\"discussion\":{\"summaryDir\":\"a/../../up\"}}", "\"discussion.summaryDir\""},
+    {"{" BASE ",\"discussion\":{\"summaryDir\":\"./.\"}}", "\"discussion.summaryDir\""},
+    {"{" BASE ",\"discussion\":{\"summaryDir\":\"\"}}", "\"discussion.summaryDir\""},
+    {"{" BASE ",\"discussion\":{\"summaryTemplate\":7}}", "\"discussion.summaryTemplate\""},
+    {"{" BASE ",\"discussion\":{\"previewChars\":-1}}", "\"discussion.previewChars\""},
+    {"{" BASE ",\"discussion\":{\"previewChars\":4001}}", "\"discussion.previewChars\""},
+    {"{" BASE ",\"discussion\":{\"archiveChannelId\":\"#archive\"}}",
+     "\"discussion.archiveChannelId\""},
+    {"{" BASE ",\"discussion\":{\"archiveChannelId\":42}}", "\"discussion.archiveChannelId\""},
     {"{" BASE ",\"outbox\":{\"retentionSec\":86399}}", "\"outbox.retentionSec\""},
     {"{" BASE ",\"outbox\":{\"retentionSec\":315360001}}", "\"outbox.retentionSec\""},
     {"{" BASE ",\"outbox\":{\"retentionSec\":\"7d\"}}", "\"outbox.retentionSec\""},
@@ -504,7 +524,11 @@ START_TEST(test_manifest_schema_matches_config_keys)
     ck_assert_ptr_nonnull(json_object_get(d, "moderatorToken"));
     ck_assert_uint_eq(json_object_size(json_object_get(json_object_get(props, "turn"), "properties")), 2);
     json_t *dp = json_object_get(json_object_get(props, "discussion"), "properties");
-    ck_assert_uint_eq(json_object_size(dp), 5);
+    ck_assert_uint_eq(json_object_size(dp), 9);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(dp, "summaryDir"),
+                                                       "default")), "plans/discussions");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(dp, "previewChars"),
+                                                        "default")), 400);
     ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(dp, "reminderAfterSec"),
                                                         "default")), 1800);
     ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(dp, "maxLifetimeSec"),

@@ -207,6 +207,7 @@ static char *dir, *db, *ws, *tpl_dir;
 static dg_plugin *P;
 static long max_summary = 4096;
 static long max_guide = 1500;
+static char extra_disc[1024];   /* more keys of "discussion" (",\"k\":v"), "" none */
 
 static void setup(void)
 {
@@ -229,6 +230,7 @@ static void setup(void)
     tpl_dir = NULL;
     max_summary = 4096;
     max_guide = 1500;
+    extra_disc[0] = '\0';
     P = NULL;
 }
 
@@ -253,11 +255,11 @@ static void plugin_start(void)
              "{\"noReplyProvider\":\"noreply\",\"noReplyModel\":\"no-reply\",%s,"
              "\"discord\":{\"apiBase\":\"%s\",\"guildId\":\"%s\",\"moderatorToken\":\"%s\","
              "\"moderatorUserId\":\"%s\",\"timeoutMs\":5000},"
-             "\"discussion\":{\"maxSummaryBytes\":%ld,\"maxGuideChars\":%ld},"
+             "\"discussion\":{\"maxSummaryBytes\":%ld,\"maxGuideChars\":%ld%s},"
              "\"agents\":{\"planner\":{\"discordUserId\":\"%s\"},"
              "\"reviewer\":{\"discordUserId\":\"%s\"},\"coder\":{\"discordUserId\":\"%s\"}}}",
              store, fake_discord_url(fd), fake_discord_guild_id(fd), MOD_TOKEN, MOD_ID,
-             max_summary, max_guide, PLANNER_ID, REVIEWER_ID, CODER_ID);
+             max_summary, max_guide, extra_disc, PLANNER_ID, REVIEWER_ID, CODER_ID);
     free(store);
     json_t *cfg = tu_json(text);
     H.ntools = 0;
@@ -1840,6 +1842,406 @@ START_TEST(test_lookup_and_notices)
 }
 END_TEST
 
+/* ---- summary conventions (issue 16 items 3, 4 and 7) ------------------------------- */
+
+/* Content of message i of channel, once it is there; malloc'd. */
+static char *message_text(const char *channel, size_t i)
+{
+    ck_assert_int_eq(fake_discord_wait_messages(fd, channel, i + 1, WAIT_MS), 0);
+    json_t *msgs = fake_discord_messages(fd, channel);
+    const char *c = json_string_value(json_object_get(json_array_get(msgs, i), "content"));
+    ck_assert_ptr_nonnull(c);
+    char *out = strdup(c);
+    json_decref(msgs);
+    return out;
+}
+
+static void has_text(const char *text, const char *needle)
+{
+    ck_assert_msg(strstr(text, needle) != NULL, "'%s' not in:\n%s", needle, text);
+}
+
+/* summaryDir: the kickoff names <summaryDir>/<channel name>.md, a bare file
+ * name is found there first, and the stored path is the one found. */
+START_TEST(test_summary_dir_convention)
+{
+    snprintf(extra_disc, sizeof extra_disc, ",\"summaryDir\":\"notes/talks/\"");
+    plugin_start();
+    char ch[32];
+    snprintf(ch, sizeof ch, "%s", open_discussion());
+    char *kick = message_text(ch, 0);
+    has_text(kick, "notes/talks/csm-callback.md");
+    free(kick);
+    write_ws("notes/talks/csm-callback.md", "# Decided\nship it\n");
+    write_ws("csm-callback.md", "a decoy at the workspace's top\n");
+    json_t *res;
+    ck_assert_int_eq(callback("planner", ch, "csm-callback.md", &res), OC_OK);
+    json_t *d = json_object_get(res, "details");
+    ck_assert_str_eq(json_string_value(json_object_get(d, "summaryPath")),
+                     "notes/talks/csm-callback.md");
+    json_decref(res);
+    dg_discussion row = load_row(ch);
+    ck_assert_str_eq(row.summary_path, "notes/talks/csm-callback.md");
+    dg_discussion_clear(&row);
+    char *result = message_text(ORIGIN, 0);
+    has_text(result, "notes/talks/csm-callback.md");
+    free(result);
+}
+END_TEST
+
+/* Not in summaryDir: the name is taken as given (from the workspace), and a
+ * refusal is the one the path as written gets. */
+START_TEST(test_summary_dir_fallback_and_refusals)
+{
+    write_ws("top.md", "at the top\n");
+    refused("planner", disc, "nowhere.md", OC_ERR_NOT_FOUND, "nowhere.md");
+    char *lnk = tu_path(ws, "plans/discussions");
+    ck_assert_int_eq(mkdir(lnk, 0755), 0);
+    free(lnk);
+    refused("planner", disc, "nowhere.md", OC_ERR_NOT_FOUND, "nowhere.md");
+    json_t *res;
+    ck_assert_int_eq(callback("planner", disc, "top.md", &res), OC_OK);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(res, "details"),
+                                                       "summaryPath")), "top.md");
+    json_decref(res);
+}
+END_TEST
+
+/* A required heading missing: OC_ERR_INVALID naming it, nothing changed;
+ * with every heading the callback closes. The kickoff shows the template. */
+START_TEST(test_summary_template_headings)
+{
+    char *tpl = tu_path(dir, "summary-template.md");
+    ck_assert_int_eq(tu_write_file(tpl, "# Summary layout\n\n## Decision\n## Open questions\n"
+                                        "Write the decision first.\n"), 0);
+    snprintf(extra_disc, sizeof extra_disc, ",\"summaryTemplate\":\"%s\"", tpl);
+    free(tpl);
+    plugin_start();
+    char ch[32];
+    snprintf(ch, sizeof ch, "%s", open_discussion());
+    char *kick = message_text(ch, 0);
+    has_text(kick, "Summary template");
+    has_text(kick, "## Decision\n## Open questions\nWrite the decision first.");
+    free(kick);
+    write_ws("plans/s.md", "# Summary layout\n## Decision\nFriday.\n##Open questions\n");
+    json_t *res;
+    ck_assert_int_eq(callback("planner", ch, "plans/s.md", &res), OC_ERR_INVALID);
+    has_text(err_msg(res), "\"## Open questions\"");
+    ck_assert_ptr_null(strstr(err_msg(res), "\"## Decision\""));
+    json_decref(res);
+    dg_discussion row = load_row(ch);
+    ck_assert_int_eq(row.status, DG_DISCUSSION_ACTIVE);
+    dg_discussion_clear(&row);
+    ck_assert_uint_eq(fake_discord_message_count(fd, ORIGIN), 0);
+    /* Blanks around a heading do not matter; its words do. */
+    write_ws("plans/s.md", "  ## Decision  \r\nFriday.\n## Open questions\n# Summary layout");
+    ck_assert_int_eq(callback("planner", ch, "plans/s.md", &res), OC_OK);
+    json_decref(res);
+    row = load_row(ch);
+    ck_assert_int_eq(row.status, DG_DISCUSSION_CLOSED);
+    dg_discussion_clear(&row);
+}
+END_TEST
+
+/* A template that cannot serve is an init error naming the key. */
+START_TEST(test_summary_template_refused_at_init)
+{
+    char *tpl = tu_path(dir, "no-headings.md");
+    ck_assert_int_eq(tu_write_file(tpl, "just words\n"), 0);
+    const char *paths[] = {tpl, "/nonexistent/summary.md"};
+    for (size_t i = 0; i < 2; i++) {
+        char text[2048];
+        snprintf(text, sizeof text,
+                 "{\"noReplyProvider\":\"n\",\"noReplyModel\":\"m\",\"dbPath\":\"%s\","
+                 "\"discord\":{\"moderatorUserId\":\"%s\"},"
+                 "\"discussion\":{\"summaryTemplate\":\"%s\"}}", db, MOD_ID, paths[i]);
+        json_t *cfg = tu_json(text);
+        void *state = NULL;
+        char e[1024] = "";
+        ck_assert_int_eq(oc_plugin_entry()->init(&api, cfg, &state, e, sizeof e),
+                         OC_ERR_INVALID);
+        json_decref(cfg);
+        ck_assert_ptr_null(state);
+        has_text(e, "discussion.summaryTemplate");
+        has_text(e, paths[i]);
+    }
+    free(tpl);
+}
+END_TEST
+
+/* With previewChars n: open the story's discussion, close it with a summary
+ * of this text, and return the result message (malloc'd). */
+static char *result_with_preview(long n, const char *summary)
+{
+    snprintf(extra_disc, sizeof extra_disc, ",\"previewChars\":%ld", n);
+    plugin_start();
+    char ch[32];
+    snprintf(ch, sizeof ch, "%s", open_discussion());
+    write_ws("plans/p.md", summary);
+    json_t *res;
+    ck_assert_int_eq(callback("planner", ch, "plans/p.md", &res), OC_OK);
+    json_decref(res);
+    return message_text(ORIGIN, 0);
+}
+
+/* The result carries the first previewChars characters, cut on a line
+ * break, quoted and inert: no mention, channel link or placeholder works. */
+START_TEST(test_summary_preview)
+{
+    char *r = result_with_preview(80, "## Decision\nShip on Friday, ask @everyone and <@"
+                                  HUMAN_ID ">.\n{status} <#" ORIGIN "> and a third line that "
+                                  "is long enough\n");
+    has_text(r, "Summary preview:\n> ## Decision\n> Ship on Friday, ask @\xE2\x80\x8B"
+                "everyone and <\xE2\x80\x8B@\xE2\x80\x8B" HUMAN_ID ">. ...\n\n");
+    ck_assert_ptr_null(strstr(r, "third line"));
+    ck_assert_ptr_null(strstr(r, "@everyone"));
+    ck_assert_ptr_null(strstr(r, "<@" HUMAN_ID));
+    /* {status} of the template is still filled once, the summary's never. */
+    has_text(r, "completed");
+    free(r);
+}
+END_TEST
+
+/* previewChars 0: no preview at all; a short summary comes whole and uncut. */
+START_TEST(test_summary_preview_off_and_short)
+{
+    char *r = result_with_preview(0, "Short {status} text.\n");
+    ck_assert_ptr_null(strstr(r, "Summary preview"));
+    ck_assert_ptr_null(strstr(r, "Short"));
+    free(r);
+    plugin_stop();
+    extra_disc[0] = '\0';   /* the default, 400 */
+    plugin_start();
+    char ch[32];
+    json_t *res, *ctx = ctx_of("planner", ORIGIN);
+    char params[512];
+    snprintf(params, sizeof params, "{\"name\":\"second\",\"participants\":[\"reviewer\"],"
+             "\"callbackChannelId\":\"%s\",\"discussGuide\":\"again\"}", ORIGIN);
+    ck_assert_int_eq(tool("discord_channel_create", params, ctx, &res), OC_OK);
+    snprintf(ch, sizeof ch, "%s", json_string_value(json_object_get(json_object_get(res,
+             "details"), "channelId")));
+    json_decref(res);
+    json_decref(ctx);
+    ck_assert_int_eq(callback("planner", ch, "plans/p.md", &res), OC_OK);
+    json_decref(res);
+    r = message_text(ORIGIN, 1);
+    has_text(r, "Summary preview:\n> Short {status} text.\n\nSource discussion channel");
+    free(r);
+}
+END_TEST
+
+/* ---- reading tools: discussion_status, discussion_list (issue 16 items 5, 6) ---- */
+
+/* planner opens a discussion named name with these participants (a JSON
+ * array's text); returns its channel id into ch and the discussion id. */
+static int64_t open_named(const char *name, const char *participants, char ch[32])
+{
+    json_t *ctx = ctx_of("planner", ORIGIN), *res;
+    char params[512];
+    snprintf(params, sizeof params, "{\"name\":\"%s\",\"participants\":%s,"
+             "\"callbackChannelId\":\"%s\",\"discussGuide\":\"Decide.\"}", name,
+             participants, ORIGIN);
+    ck_assert_int_eq(tool("discord_channel_create", params, ctx, &res), OC_OK);
+    json_t *d = json_object_get(res, "details");
+    snprintf(ch, 32, "%s", json_string_value(json_object_get(d, "channelId")));
+    int64_t id = json_integer_value(json_object_get(d, "discussionId"));
+    json_decref(res);
+    json_decref(ctx);
+    return id;
+}
+
+/* discussion_status as agent from channel with params; status returned. */
+static int status_of(const char *agent, const char *channel, const char *params, json_t **res)
+{
+    json_t *ctx = ctx_of(agent, channel);
+    int rc = tool("discussion_status", params, ctx, res);
+    json_decref(ctx);
+    return rc;
+}
+
+static const char *dstr(const json_t *res, const char *key)
+{
+    return json_string_value(json_object_get(json_object_get(res, "details"), key));
+}
+
+START_TEST(test_status_tool)
+{
+    plugin_start();
+    char ch[32], other[32], params[128];
+    int64_t id = open_named("talk-one", "[\"reviewer\",\"coder\"]", ch);
+    int64_t id2 = open_named("talk-two", "[\"reviewer\"]", other);
+    json_t *res;
+    /* Without params, in the discussion channel: that discussion. */
+    ck_assert_int_eq(status_of("reviewer", ch, "{}", &res), OC_OK);
+    json_t *d = json_object_get(res, "details");
+    ck_assert_int_eq(json_integer_value(json_object_get(d, "discussionId")), id);
+    ck_assert_str_eq(dstr(res, "status"), "active");
+    ck_assert_str_eq(dstr(res, "name"), "talk-one");
+    ck_assert_str_eq(dstr(res, "initiator"), "planner");
+    ck_assert_str_eq(dstr(res, "role"), "participant");
+    ck_assert_str_eq(dstr(res, "originChannelId"), ORIGIN);
+    ck_assert_uint_eq(json_array_size(json_object_get(d, "participants")), 2);
+    ck_assert_ptr_nonnull(dstr(res, "createdAt"));
+    ck_assert(json_is_null(json_object_get(d, "closedAt")));
+    ck_assert(json_is_null(json_object_get(d, "summaryPath")));
+    json_t *turn = json_object_get(d, "turn");
+    ck_assert_str_eq(json_string_value(json_object_get(turn, "state")), "speaking");
+    ck_assert_str_eq(json_string_value(json_object_get(turn, "speaker")), "reviewer");
+    ck_assert_uint_eq(json_array_size(json_object_get(turn, "order")), 3);
+    ck_assert_uint_eq(json_array_size(json_object_get(turn, "passed")), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(turn, "agentMessages")), 0);
+    json_decref(res);
+    /* By id or channel from elsewhere: members only. */
+    snprintf(params, sizeof params, "{\"discussionId\":%lld}", (long long)id2);
+    ck_assert_int_eq(status_of("reviewer", ORIGIN, params, &res), OC_OK);
+    ck_assert_str_eq(dstr(res, "channelId"), other);
+    json_decref(res);
+    ck_assert_int_eq(status_of("coder", ORIGIN, params, &res), OC_ERR_DENIED);
+    json_decref(res);
+    snprintf(params, sizeof params, "{\"channelId\":\"%s\"}", other);
+    ck_assert_int_eq(status_of("coder", ch, params, &res), OC_ERR_DENIED);
+    json_decref(res);
+    ck_assert_int_eq(status_of("planner", ch, params, &res), OC_OK);
+    ck_assert_str_eq(dstr(res, "role"), "initiator");
+    json_decref(res);
+    /* What is not there, and bad params. */
+    ck_assert_int_eq(status_of("planner", ORIGIN, "{}", &res), OC_ERR_NOT_FOUND);
+    json_decref(res);
+    ck_assert_int_eq(status_of("planner", ORIGIN, "{\"discussionId\":9999}", &res),
+                     OC_ERR_NOT_FOUND);
+    json_decref(res);
+    snprintf(params, sizeof params, "{\"channelId\":\"%s\"}", ORIGIN);
+    ck_assert_int_eq(status_of("planner", ch, params, &res), OC_ERR_NOT_FOUND);
+    json_decref(res);
+    const char *bad[] = {"{\"discussionId\":0}", "{\"discussionId\":\"1\"}",
+                         "{\"channelId\":\"abc\"}", "{\"discussionId\":1,\"channelId\":\"5\"}",
+                         "{\"other\":1}"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        ck_assert_int_eq(status_of("planner", ch, bad[i], &res), OC_ERR_INVALID);
+        json_decref(res);
+    }
+    /* Closed: the end status, time and summary path. */
+    write_ws("plans/discussions/talk-one.md", "done\n");
+    ck_assert_int_eq(callback("planner", ch, "talk-one.md", &res), OC_OK);
+    json_decref(res);
+    ck_assert_int_eq(status_of("coder", ch, "{}", &res), OC_OK);
+    d = json_object_get(res, "details");
+    ck_assert_str_eq(dstr(res, "status"), "completed");
+    ck_assert_str_eq(dstr(res, "summaryPath"), "plans/discussions/talk-one.md");
+    ck_assert_ptr_nonnull(dstr(res, "closedAt"));
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(d, "turn"), "state")),
+                     "closed");
+    json_decref(res);
+}
+END_TEST
+
+static int list_of(const char *agent, const char *params, json_t **res)
+{
+    json_t *ctx = agent ? ctx_of(agent, ORIGIN) : json_pack("{s:s}", "channelId", ORIGIN);
+    int rc = tool("discussion_list", params, ctx, res);
+    json_decref(ctx);
+    return rc;
+}
+
+static const char *nth_channel(const json_t *res, size_t i)
+{
+    json_t *arr = json_object_get(json_object_get(res, "details"), "discussions");
+    return json_string_value(json_object_get(json_array_get(arr, i), "channelId"));
+}
+
+START_TEST(test_list_tool)
+{
+    plugin_start();
+    char a[32], b[32], c[32];
+    open_named("first", "[\"reviewer\",\"coder\"]", a);
+    open_named("second", "[\"reviewer\"]", b);
+    open_named("third", "[\"coder\"]", c);
+    json_t *res, *d;
+    /* coder: its own two, newest first. */
+    ck_assert_int_eq(list_of("coder", "{}", &res), OC_OK);
+    d = json_object_get(res, "details");
+    ck_assert_uint_eq(json_array_size(json_object_get(d, "discussions")), 2);
+    ck_assert_str_eq(nth_channel(res, 0), c);
+    ck_assert_str_eq(nth_channel(res, 1), a);
+    ck_assert(json_is_null(json_object_get(d, "nextOffset")));
+    json_decref(res);
+    /* planner pages through all three. */
+    ck_assert_int_eq(list_of("planner", "{\"limit\":2}", &res), OC_OK);
+    d = json_object_get(res, "details");
+    ck_assert_uint_eq(json_array_size(json_object_get(d, "discussions")), 2);
+    ck_assert_str_eq(nth_channel(res, 0), c);
+    ck_assert_str_eq(nth_channel(res, 1), b);
+    ck_assert_int_eq(json_integer_value(json_object_get(d, "nextOffset")), 2);
+    json_decref(res);
+    ck_assert_int_eq(list_of("planner", "{\"limit\":2,\"offset\":2}", &res), OC_OK);
+    d = json_object_get(res, "details");
+    ck_assert_uint_eq(json_array_size(json_object_get(d, "discussions")), 1);
+    ck_assert_str_eq(nth_channel(res, 0), a);
+    ck_assert(json_is_null(json_object_get(d, "nextOffset")));
+    json_decref(res);
+    /* No agent in the context, bad params. */
+    ck_assert_int_eq(list_of(NULL, "{}", &res), OC_ERR_DENIED);
+    json_decref(res);
+    const char *bad[] = {"{\"limit\":0}", "{\"limit\":51}", "{\"offset\":-1}",
+                         "{\"page\":1}"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        ck_assert_int_eq(list_of("planner", bad[i], &res), OC_ERR_INVALID);
+        json_decref(res);
+    }
+}
+END_TEST
+
+#define ARCHIVE "4000000000000000099"
+
+/* The outbox rows queued for channel (pending or sent). */
+static int outbox_rows_for(const char *channel)
+{
+    char what[128];
+    snprintf(what, sizeof what, "outbox WHERE channel_id = '%s'", channel);
+    return count_rows(what);
+}
+
+/* discussion.archiveChannelId: a closed discussion's line goes there once;
+ * a refused callback adds none; without the key nothing is posted there. */
+START_TEST(test_archive_index_line)
+{
+    ck_assert_int_eq(fake_discord_add_channel(fd, ARCHIVE, "archive", NULL), 0);
+    snprintf(extra_disc, sizeof extra_disc, ",\"archiveChannelId\":\"%s\"", ARCHIVE);
+    plugin_start();
+    char ch[32];
+    open_named("talk-arch", "[\"reviewer\"]", ch);
+    json_t *res;
+    ck_assert_int_eq(callback("planner", ch, "missing.md", &res), OC_ERR_NOT_FOUND);
+    json_decref(res);
+    ck_assert_int_eq(outbox_rows_for(ARCHIVE), 0);
+    write_ws("plans/discussions/talk-arch.md", "done\n");
+    ck_assert_int_eq(callback("planner", ch, "talk-arch.md", &res), OC_OK);
+    json_decref(res);
+    char *line = message_text(ARCHIVE, 0);
+    char want[256];
+    snprintf(want, sizeof want, "| <#%s> | completed | summary `plans/discussions/talk-arch.md`",
+             ch);
+    has_text(line, "talk-arch | initiator planner | ");
+    has_text(line, " UTC | ");
+    has_text(line, want);
+    ck_assert_ptr_null(strchr(line, '\n'));
+    free(line);
+    plugin_restart();
+    ck_assert_int_eq(callback("planner", ch, "talk-arch.md", &res), OC_ERR_CONFLICT);
+    json_decref(res);
+    ck_assert_int_eq(outbox_rows_for(ARCHIVE), 1);
+    /* Without the key: no line anywhere but the origin. */
+    plugin_stop();
+    extra_disc[0] = '\0';
+    plugin_start();
+    open_named("talk-quiet", "[\"reviewer\"]", ch);
+    write_ws("plans/discussions/talk-quiet.md", "done\n");
+    ck_assert_int_eq(callback("planner", ch, "talk-quiet.md", &res), OC_OK);
+    json_decref(res);
+    ck_assert_int_eq(outbox_rows_for(ARCHIVE), 1);
+}
+END_TEST
+
 /* ---- out of memory ------------------------------------------------------------------
  * Each tool call once per allocation it makes (the plugin's and jansson's;
  * the fake Discord's threads are not counted), that allocation failing,
@@ -1945,6 +2347,25 @@ static Suite *discuss_suite(const char *name, int on_pg)
     tcase_add_test(tc, test_callback_from_thread);
     tcase_add_test(tc, test_double_callback);
     tcase_add_test(tc, test_concurrent_callbacks);
+    tcase_add_test(tc, test_summary_dir_fallback_and_refusals);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("summary");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_summary_dir_convention);
+    tcase_add_test(tc, test_summary_template_headings);
+    tcase_add_test(tc, test_summary_template_refused_at_init);
+    tcase_add_test(tc, test_summary_preview);
+    tcase_add_test(tc, test_summary_preview_off_and_short);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("reading");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_status_tool);
+    tcase_add_test(tc, test_list_tool);
+    tcase_add_test(tc, test_archive_index_line);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("create");

@@ -650,7 +650,7 @@ START_TEST(plugins_disabled_denied_and_other_major)
             break;
     }
     ck_assert_msg(out && strstr(out, "[gateway] started"), "the gateway did not start");
-    ck_assert_msg(strstr(out, "2 tools"), "dirigent's tools are not there: %s", out);
+    ck_assert_msg(strstr(out, "4 tools"), "dirigent's tools are not there: %s", out);
     int st = e2e_ocgw_kill(&r, SIGTERM);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "SIGTERM: status %d", st);
     char *err = e2e_read(&r, "ocgw-1.err");

@@ -189,8 +189,8 @@ START_TEST(discovery_order_and_shutdown_order)
     ck_assert_int_eq(och_plugin_get(h, 5, &info), OC_ERR_NOT_FOUND);
 
     char *inits = host_test_log_seq(&log, NULL, "init ");
-    ck_assert_str_eq(inits, "init zeta host 1.0|init mid host 1.0|init alpha host 1.0|"
-                            "init gamma host 1.0|init delta host 1.0");
+    ck_assert_str_eq(inits, "init zeta host 1.1|init mid host 1.1|init alpha host 1.1|"
+                            "init gamma host 1.1|init delta host 1.1");
     free(inits);
     och_host_free(h);
     char *downs = host_test_log_seq(&log, NULL, "shutdown ");
@@ -230,7 +230,7 @@ START_TEST(duplicate_id_first_wins)
     ck_assert_ptr_nonnull(strstr(i1.reason, "/a/one"));
     ck_assert(host_test_log_has(&log, "2 alpha:", "/b/one duplicate", NULL));
     char *inits = host_test_log_seq(&log, NULL, "init ");
-    ck_assert_str_eq(inits, "init alpha host 1.0");
+    ck_assert_str_eq(inits, "init alpha host 1.1");
     free(inits);
     och_host_free(h);
     host_test_log_free(&log);
@@ -267,7 +267,7 @@ START_TEST(allow_deny_and_disabled)
     ck_assert(host_test_log_has(&log, "2 host:", "plugins.allow lists \"nosuch\"", NULL));
     /* Only alpha ran: its config reached init (its thread logged). */
     char *inits = host_test_log_seq(&log, NULL, "init ");
-    ck_assert_str_eq(inits, "init alpha host 1.0");
+    ck_assert_str_eq(inits, "init alpha host 1.1");
     free(inits);
     och_host_free(h);
     char *th = host_test_log_seq(&log, "alpha", "thread line");
@@ -974,6 +974,50 @@ START_TEST(session_api_from_plugin)
 }
 END_TEST
 
+/* ABI 1.1: session_reset gives the key a fresh sessionId (persisted, the
+ * override kept); run_abort only stops a run in flight. */
+START_TEST(session_reset_and_run_abort)
+{
+    char *dir = tu_mkdtemp();
+    char *path = tu_path(dir, "state.json");
+    char err[512] = "";
+    och_host *h = och_host_new();
+    och_host_set_log(h, NULL, NULL, OC_LOG_ERROR);
+    ck_assert_int_eq(och_host_set_state_file(h, path, err, sizeof err), OC_OK);
+    touch_three(h);
+    ck_assert_int_eq(och_session_patch(h, K1, "noreply", "no-reply"), OC_OK);
+    char *id = och_session_id(h, K1);
+    ck_assert_str_eq(id, K1);
+    free(id);
+    ck_assert_int_eq(och_session_reset(h, K1), OC_OK);
+    ck_assert_int_eq(och_session_reset(h, K1), OC_OK);
+    ck_assert_int_eq(och_session_reset(h, "agent:nobody:discord:channel:1"), OC_ERR_NOT_FOUND);
+    id = och_session_id(h, K1);
+    ck_assert_str_eq(id, K1 "#2");
+    free(id);
+    expect_override(h, K1, "noreply", "no-reply");
+    och_host *h2 = och_host_new();
+    och_host_set_log(h2, NULL, NULL, OC_LOG_ERROR);
+    ck_assert_int_eq(och_host_set_state_file(h2, path, err, sizeof err), OC_OK);
+    id = och_session_id(h2, K1);
+    ck_assert_str_eq(id, K1 "#2");
+    free(id);
+    och_host_free(h2);
+    /* run_abort: nothing in flight, then a run that is aborted, then over. */
+    ck_assert_int_eq(och_run_abort(h, K2), OC_ERR_NOT_FOUND);
+    ck_assert_int_eq(och_run_begin(h, K2), OC_OK);
+    ck_assert_int_eq(och_run_abort(h, K2), OC_OK);
+    ck_assert_int_eq(och_run_end(h, K2), 1);
+    ck_assert_int_eq(och_run_abort(h, K2), OC_ERR_NOT_FOUND);
+    ck_assert_int_eq(och_run_begin(h, K2), OC_OK);
+    ck_assert_int_eq(och_run_end(h, K2), 0);
+    och_host_free(h);
+    tu_rmtree(dir);
+    free(dir);
+    free(path);
+}
+END_TEST
+
 START_TEST(session_state_survives_reopen)
 {
     char *dir = tu_mkdtemp();
@@ -1267,6 +1311,7 @@ Suite *make_host_suite(void)
     tcase_add_test(c, session_strings_must_be_utf8);
     tcase_add_test(c, session_api_from_plugin);
     tcase_add_test(c, session_state_survives_reopen);
+    tcase_add_test(c, session_reset_and_run_abort);
     tcase_add_test(c, session_state_file_errors);
     tcase_add_test(c, session_write_failure_undoes_the_change);
     suite_add_tcase(s, c);

@@ -273,7 +273,8 @@ START_TEST(test_placeholder_the_template_never_receives)
     static const struct { const char *file, *text, *gets; } cases[] = {
         {"rest.md", "Resting; see {discussGuide}\n", "{maxAgentMessages}"},
         {"closed.md", "closed by {initiatorMention}\n", "{discussionChannel} {status}"},
-        {"kickoff.md", "{summaryPath}\n", "{discussGuide}"},
+        {"kickoff.md", "{summaryPreview}\n", "{discussGuide}"},
+        {"idle.md", "{summaryTemplate}\n", "{summaryPath}"},
         {"session_model_thread.md", "{status}\n", "no placeholders"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {

@@ -630,6 +630,9 @@ START_TEST(test_discussion_idle_reminder_once_per_idle_period)
     text = tth_outbox_content(&H, CH2, 1, NULL);
     ck_assert_ptr_nonnull(strstr(text, "[Discussion Idle]"));
     ck_assert_ptr_nonnull(strstr(text, "<@" TTH_ALPHA_UID ">"));
+    /* Where to write (discussion.summaryDir; no channel name was recorded
+     * for this row, so its id stands in). */
+    ck_assert_ptr_nonnull(strstr(text, "(plans/discussions/" CH2 ".md)"));
     free(text);
     /* The reminder makes the initiator the speaker. */
     char id[24];
@@ -741,6 +744,7 @@ START_TEST(test_discussion_quiet_reminder_once_per_quiet_period)
     sweep_now();
     ck_assert_int_eq(outbox_with(CH2, "[Discussion Quiet]"), 1);
     ck_assert_int_eq(outbox_with(CH2, "<@" TTH_ALPHA_UID ">"), 1);
+    ck_assert_int_eq(outbox_with(CH2, "(plans/discussions/" CH2 ".md)"), 1);
     /* The initiator has the turn. */
     ck_assert_int_eq(who_speaks(ABC, 3, CH2, NULL), 0);
     /* The moderator's own message does not start a new quiet period, and a
@@ -777,7 +781,8 @@ END_TEST
 START_TEST(test_discussion_lifetime_wrapup_then_expiry)
 {
     tth_free(&H);
-    tth_start(&H, "channel", "\"discussion\":{\"reminderAfterSec\":0,\"maxLifetimeSec\":3600}");
+    tth_start(&H, "channel", "\"discussion\":{\"reminderAfterSec\":0,\"maxLifetimeSec\":3600,"
+                             "\"archiveChannelId\":\"300000000000000099\"}");
     open_discussion(CH2, TTH_ALPHA, BC, 2);
     tth_advance(&H, 3599 * 1000);
     sweep_now();
@@ -824,6 +829,11 @@ START_TEST(test_discussion_lifetime_wrapup_then_expiry)
     sweep_now();
     ck_assert_int_eq(tth_outbox_count(&H, ORIGIN), 1);
     ck_assert_int_eq(tth_outbox_count(&H, CH2), 1);
+    /* One archive index line (discussion.archiveChannelId), once. */
+    ck_assert_int_eq(tth_outbox_count(&H, "300000000000000099"), 1);
+    ck_assert_int_eq(outbox_with("300000000000000099", CH2 " | initiator " TTH_ALPHA " | "), 1);
+    ck_assert_int_eq(outbox_with("300000000000000099", "| <#" CH2 "> | expired | summary `none`"),
+                     1);
 }
 END_TEST
 

@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 #define OC_ABI_MAJOR 1
-#define OC_ABI_MINOR 0
+#define OC_ABI_MINOR 1
 
 /* The one symbol a plugin exports; hosts look it up with dlsym(). */
 #define OC_PLUGIN_ENTRY_SYMBOL "oc_plugin_entry"
@@ -195,7 +195,33 @@ typedef struct oc_host_api {
      * plugin threads that init started): a plugin must be able to say why it
      * refuses to start. Hosts must accept it from init on. */
     void (*log)(oc_host *host, int level, const char *message);
+
+    /* ---- ABI 1.1 (optional; a 1.0 host's struct_size ends before them) ----
+     * A plugin uses one only when api->struct_size covers the field
+     * (OC_HOST_API_HAS(api, field)) and the pointer is not NULL; otherwise
+     * the host does not support it, and the plugin must still work. */
+
+    /* End the session session_key: the host drops its conversation so the
+     * next message for that key opens a fresh session (a new sessionId);
+     * the persistent override of session_patch stays with the key. A run in
+     * flight is not aborted (run_abort does that). Any thread, only after
+     * init has returned. Returns OC_OK, OC_ERR_NOT_FOUND (the host holds no
+     * such session), OC_ERR_IO. */
+    int (*session_reset)(oc_host *host, const char *session_key);
+
+    /* Abort the run in flight of session session_key, as an owner's stop
+     * command does: it ends without posting (agent_end reports success
+     * false). Any thread, only after init has returned. Returns OC_OK when a
+     * run was aborted, OC_ERR_NOT_FOUND when the session has no run in
+     * flight (nothing happens), OC_ERR_IO. */
+    int (*run_abort)(oc_host *host, const char *session_key);
 } oc_host_api;
+
+/* 1 when the host's api struct has the field (it was built against a header
+ * that has it) and set it: for the optional functions of later minors. */
+#define OC_HOST_API_HAS(api, field)                                                       \
+    ((api)->struct_size >= offsetof(oc_host_api, field) + sizeof((api)->field) &&          \
+     (api)->field != NULL)
 
 /*
  * The plugin's table, returned by oc_plugin_entry(). Static storage: the

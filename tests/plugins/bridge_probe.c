@@ -342,7 +342,7 @@ static void bp_shutdown(void *state)
 
 static const oc_plugin bp_plugin = {
     .abi_major = OC_ABI_MAJOR,
-    .abi_minor = OC_ABI_MINOR,
+    .abi_minor = 0, /* needs ABI 1.0 only: it runs on the bridge (a 1.0 host) */
     .struct_size = sizeof(oc_plugin),
     .id = "bridge_probe",
     .version = "0.0.1",

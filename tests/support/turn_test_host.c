@@ -117,6 +117,29 @@ static json_t *th_list(oc_host *host, const char *channel)
     return r;
 }
 
+/* ABI 1.1 host calls: recorded (no allocation: no fault-injection guard needed). */
+static void th_keys_add(tth *h, char *buf, size_t len, const char *key)
+{
+    pthread_mutex_lock(&h->mu);
+    size_t used = strlen(buf);
+    snprintf(buf + used, len - used, "%s\n", key ? key : "");
+    pthread_mutex_unlock(&h->mu);
+}
+
+static int th_reset(oc_host *host, const char *key)
+{
+    tth *h = (tth *)host;
+    th_keys_add(h, h->resets, sizeof h->resets, key);
+    return OC_OK;
+}
+
+static int th_abort(oc_host *host, const char *key)
+{
+    tth *h = (tth *)host;
+    th_keys_add(h, h->aborts, sizeof h->aborts, key);
+    return h->abort_status;
+}
+
 static void th_log_run(oc_host *host, int level, const char *message)
 {
     tth *h = (tth *)host;
@@ -186,7 +209,8 @@ void tth_start_ex(tth *h, const char *policy, const char *extra, int old_host)
         .abi_major = OC_ABI_MAJOR, .abi_minor = OC_ABI_MINOR,
         .struct_size = sizeof(oc_host_api), .host = (oc_host *)h,
         .register_tool = th_register_tool, .on = th_on, .session_patch = th_patch,
-        .sessions_list = th_list, .log = th_log,
+        .sessions_list = th_list, .log = th_log, .session_reset = th_reset,
+        .run_abort = th_abort,
     };
     h->plugin = oc_plugin_entry();
     h->dir = tu_mkdtemp();

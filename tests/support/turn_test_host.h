@@ -54,6 +54,11 @@ typedef struct tth {
     int patches;                /* session_patch calls */
     char last_patch[256];
     json_t *sessions;           /* what sessions_list answers: array */
+    /* ABI 1.1 (a test makes the host a 1.0 one by setting api.struct_size to
+     * offsetof(oc_host_api, session_reset)): the keys reset / aborted, in
+     * call order, each followed by '\n'; run_abort answers abort_status. */
+    char resets[1024], aborts[1024];
+    int abort_status;
     int old_host;               /* `on` refuses the claim hooks (a host before them) */
     /* Relay mode: like a host that runs host calls on one thread (the Node
      * bridge), a log call from any other thread waits until that thread is

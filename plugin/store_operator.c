@@ -1,0 +1,140 @@
+/*
+ * store_operator.c -- read-only store access for the operator's CLI
+ * (store_operator.h).
+ */
+#include "store_operator.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "errors.h"
+#include "log_defer.h"
+#include "openclaw/plugin.h"
+#include "store_db.h"
+#include "store_internal.h"
+#include "store_outbox.h"
+
+int dg_store_open_readonly(const char *path, dg_store **out, char *err, size_t err_len)
+{
+    *out = NULL;
+    if (!path || !*path)
+        return dg_fail(err, err_len, OC_ERR_INVALID, "--db: a database path is required");
+    dg_store *st = calloc(1, sizeof *st);
+    if (!st)
+        return dg_fail(err, err_len, OC_ERR_NOMEM, "out of memory opening %s", path);
+    pthread_mutex_init(&st->lock, NULL);
+    pthread_mutex_init(&st->probe_mu, NULL);
+    st->probe_seq = -1;
+    int rc = sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX, NULL);
+    int app = 0, version = 0;
+    if (rc == SQLITE_OK) {
+        sqlite3_busy_timeout(st->db, 5000);
+        rc = dg_store_pragma_int(st->db, "PRAGMA application_id", &app);
+    }
+    if (rc == SQLITE_OK)
+        rc = dg_store_pragma_int(st->db, "PRAGMA user_version", &version);
+    int status = OC_OK;
+    if (rc != SQLITE_OK)
+        status = dg_fail(err, err_len, OC_ERR_IO, "cannot read %s as a SQLite database (%s); "
+                         "give --db the plugin's dbPath", path,
+                         st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
+    else if (app != DG_APPLICATION_ID)
+        status = dg_fail(err, err_len, OC_ERR_INVALID, "%s is not a dirigent database "
+                         "(application_id 0x%08x); give --db the plugin's dbPath", path,
+                         (unsigned)app);
+    else if (version < dg_schema_nsteps)
+        status = dg_fail(err, err_len, OC_ERR_UNSUPPORTED, "%s is at schema version %d, this "
+                         "dirigent-ctl reads version %d: start the plugin of this version once "
+                         "(it migrates the file), then ask again", path, version,
+                         dg_schema_nsteps);
+    else if (version > dg_schema_nsteps)
+        status = dg_fail(err, err_len, OC_ERR_UNSUPPORTED, "%s is at schema version %d, newer "
+                         "than this dirigent-ctl (%d): use the dirigent-ctl installed with that "
+                         "plugin", path, version, dg_schema_nsteps);
+    if (status != OC_OK) {
+        dg_store_close(st);
+        return status;
+    }
+    st->opened_version = version;
+    *out = st;
+    return OC_OK;
+}
+
+int dg_store_begin_read(dg_store *st)
+{
+    pthread_mutex_lock(&st->lock);
+    if (sqlite3_exec(st->db, "BEGIN DEFERRED", NULL, NULL, NULL) != SQLITE_OK) {
+        pthread_mutex_unlock(&st->lock);
+        return OC_ERR_IO;
+    }
+    st->changes_at_begin = sqlite3_total_changes64(st->db);
+    dg_log_defer_begin(); /* dg_store_commit / rollback end it */
+    return OC_OK;
+}
+
+static const char SQL_SUMMARY[] =
+    "SELECT state, COUNT(*), MIN(created_at_ms) FROM outbox GROUP BY state";
+
+int dg_store_outbox_summary(dg_store *st, dg_outbox_summary *out)
+{
+    memset(out, 0, sizeof *out);
+    dg_stmt *s = dg_store_stmt(st, SQL_SUMMARY);
+    if (!s)
+        return OC_ERR_IO;
+    int rc;
+    while ((rc = dg_step(s)) == DG_ROW) {
+        int state = dg_col_int(s, 0);
+        long count = (long)dg_col_int64(s, 1);
+        if (state == DG_OUTBOX_PENDING) {
+            out->pending = count;
+            out->oldest_pending_ms = dg_col_int64(s, 2);
+        } else if (state == DG_OUTBOX_SENT) {
+            out->sent = count;
+        } else {
+            out->failed = count;
+        }
+    }
+    dg_reset(s);
+    return rc == DG_DONE ? OC_OK : OC_ERR_IO;
+}
+
+static const char SQL_ROWS_IN[] =
+    "SELECT id, channel_id, attempts, created_at_ms, done_at_ms, last_error FROM outbox"
+    " WHERE state = ? ORDER BY id LIMIT ?";
+
+int dg_store_outbox_rows_in(dg_store *st, int state, size_t max, dg_outbox_row **rows,
+                            size_t *n)
+{
+    *rows = NULL;
+    *n = 0;
+    dg_stmt *s = dg_store_stmt(st, SQL_ROWS_IN);
+    if (!s)
+        return OC_ERR_IO;
+    dg_bind_int64(s, 1, state);
+    dg_bind_int64(s, 2, (int64_t)max);
+    dg_outbox_row *v = max ? calloc(max, sizeof *v) : NULL;
+    int rc = DG_DONE, status = max && !v ? OC_ERR_NOMEM : OC_OK;
+    while (status == OC_OK && *n < max && (rc = dg_step(s)) == DG_ROW) {
+        dg_outbox_row *r = &v[(*n)++];
+        r->id = dg_col_int64(s, 0);
+        r->channel_id = dg_store_col_dup(s, 1);
+        r->state = (dg_outbox_state)state;
+        r->attempts = dg_col_int(s, 2);
+        r->created_at_ms = dg_col_int64(s, 3);
+        r->done_at_ms = dg_col_int64(s, 4);
+        r->last_error = dg_store_col_dup(s, 5);
+        if (!r->channel_id)
+            status = OC_ERR_NOMEM;
+    }
+    if (status == OC_OK && rc != DG_ROW && rc != DG_DONE)
+        status = OC_ERR_IO;
+    dg_reset(s);
+    if (status != OC_OK) {
+        dg_outbox_rows_free(v, *n);
+        *n = 0;
+        return status;
+    }
+    *rows = v;
+    return OC_OK;
+}

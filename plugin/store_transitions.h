@@ -1,0 +1,41 @@
+/*
+ * store_transitions.h -- the turn transitions log (schema v10, issue 16):
+ * why an agent did (not) speak, for the operator's CLI. Every write of a
+ * scope's turn state by the engine (a message, a run's end, a timeout, an
+ * admin command -- never before_model_resolve) appends one row with its
+ * cause; the newest DG_TRANSITIONS_KEEP rows per scope are kept, older ones
+ * are deleted by the same write (bounded without a sweeper).
+ *
+ * Functions run inside a store transaction and return OC_OK or a negative
+ * oc_status.
+ */
+#ifndef DG_STORE_TRANSITIONS_H
+#define DG_STORE_TRANSITIONS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "store.h"
+
+#define DG_TRANSITIONS_KEEP 32
+
+typedef struct dg_transition {
+    int64_t at_ms;
+    char *scope;         /* "conversation" / "thread:<root>" */
+    char *cause;         /* e.g. "message 123 from human 456", "timeout", "admin skip" */
+    char *speaker_before, *speaker_after;  /* agent ids; NULL: nobody */
+    char *state;         /* "speaking" / "dormant" / "resting" / "closed" after it */
+    char *passed;        /* agents that passed in the cycle after it, comma-separated */
+    int64_t agent_msgs;
+} dg_transition;
+
+void dg_transitions_free(dg_transition *v, size_t n);
+
+/* Append t (at_ms, strings borrowed) for channel_id and prune the scope. */
+int dg_store_transition_add(dg_store *st, const char *channel_id, const dg_transition *t);
+
+/* The newest `max` transitions of channel_id (scope NULL: every scope),
+ * newest first: *out malloc'd (dg_transitions_free), *n rows. */
+int dg_store_transitions_list(dg_store *st, const char *channel_id, const char *scope,
+                              size_t max, dg_transition **out, size_t *n);
+
+#endif

@@ -1,0 +1,290 @@
+/*
+ * check_ctl.c -- build/dirigent-ctl, the operator's read-only view, run as
+ * a process against the database of a running plugin (the turn test host):
+ * scopes, why (turn transitions with their causes, recorded where the
+ * state changes and never by before_model_resolve), discussions and show,
+ * outbox; its refusals; and that it writes nothing.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "openclaw/plugin.h"
+#include "discuss.h"
+#include "store.h"
+#include "outbox.h"
+#include "store_discuss.h"
+#include "store_transitions.h"
+#include "testutil.h"
+#include "turn_test_host.h"
+#include "turns.h"
+#include "turns_engine.h"
+
+#define CH1 "300000000000000001"
+#define CH2 "300000000000000002"
+#define ORIGIN "300000000000000077"
+
+static tth H;
+static int msg_seq;
+
+static const char *mid(char *buf)
+{
+    snprintf(buf, 24, "%d", 880000000 + ++msg_seq);
+    return buf;
+}
+
+static void setup(void)
+{
+    msg_seq = 0;
+    tth_start(&H, "channel", NULL);
+}
+
+static void teardown(void)
+{
+    tth_free(&H);
+}
+
+static char *db_path(void)
+{
+    return tu_path(H.dir, "dirigent.db");
+}
+
+/* Run dirigent-ctl with args (NULL-terminated, after --db); its exit status,
+ * stdout into *out (malloc'd, caller frees; may be NULL). */
+static int ctl(char **out, const char *a1, const char *a2, const char *a3, const char *a4)
+{
+    char *bin = tu_path(tu_build_dir(), "dirigent-ctl");
+    char *db = db_path();
+    char *outp = tu_path(H.dir, "ctl.out");
+    const char *argv[] = {bin, "--db", db, a1, a2, a3, a4, NULL};
+    int st = tu_run_wait(argv, outp, NULL, NULL, 20000);
+    if (out) {
+        FILE *f = fopen(outp, "r");
+        *out = NULL;
+        if (f) {
+            size_t cap = 1 << 20, n;
+            *out = calloc(1, cap + 1);
+            n = fread(*out, 1, cap, f);
+            (*out)[n] = '\0';
+            fclose(f);
+        }
+    }
+    free(bin);
+    free(db);
+    free(outp);
+    return st;
+}
+
+static json_t *ctl_json(const char *a1, const char *a2, const char *a3)
+{
+    char *out = NULL;
+    int st = ctl(&out, "--json", a1, a2, a3);
+    ck_assert_msg(st == 0, "dirigent-ctl %s: exit %d: %s", a1, st, out ? out : "");
+    json_error_t e;
+    json_t *j = json_loads(out, 0, &e);
+    ck_assert_msg(j != NULL, "not JSON (%s): %s", e.text, out);
+    free(out);
+    return j;
+}
+
+static void three_join_and_talk(void)
+{
+    const char *abc[] = {TTH_ALPHA, TTH_BRAVO, TTH_CHARLIE};
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_ge(tth_resolve(&H, abc[i], CH1, NULL), 0);
+    char id[24];
+    ck_assert_int_eq(tth_msg(&H, CH1, NULL, mid(id), TTH_HUMAN_UID, 0, "hello", NULL), OC_OK);
+    ck_assert_int_eq(tth_run(&H, TTH_ALPHA, CH1, NULL, "Hi there.", mid(id)), 1);
+    ck_assert_int_eq(tth_run(&H, TTH_BRAVO, CH1, NULL, "NO_REPLY", mid(id)), 0);
+}
+
+START_TEST(test_scopes_and_why_on_a_live_database)
+{
+    three_join_and_talk();
+    json_t *s = ctl_json("scopes", NULL, NULL);
+    ck_assert_uint_eq(json_array_size(s), 1);
+    json_t *sc = json_array_get(s, 0);
+    ck_assert_str_eq(json_string_value(json_object_get(sc, "channelId")), CH1);
+    ck_assert_str_eq(json_string_value(json_object_get(sc, "scope")), "conversation");
+    ck_assert_str_eq(json_string_value(json_object_get(sc, "state")), "speaking");
+    ck_assert_str_eq(json_string_value(json_object_get(sc, "speaker")), TTH_CHARLIE);
+    ck_assert_str_eq(json_string_value(json_object_get(sc, "passed")), TTH_BRAVO);
+    ck_assert_uint_eq(json_array_size(json_object_get(sc, "order")), 3);
+    json_decref(s);
+
+    json_t *w = ctl_json("why", CH1, TTH_BRAVO);
+    json_t *tr = json_object_get(w, "transitions");
+    ck_assert_uint_ge(json_array_size(tr), 3);
+    /* Newest first: bravo's pass, alpha's speech, the human's message. */
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(tr, 0), "cause")),
+                     "run of " TTH_BRAVO " ended: passed (silent)");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(tr, 0), "speakerBefore")),
+                     TTH_BRAVO);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(tr, 0), "speakerAfter")),
+                     TTH_CHARLIE);
+    size_t n = json_array_size(tr);
+    int spoke = 0;
+    for (size_t i = 1; i < n; i++)
+        spoke |= !strcmp(json_string_value(json_object_get(json_array_get(tr, i), "cause")),
+                         "run of " TTH_ALPHA " ended: spoke");
+    ck_assert(spoke);
+    ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(json_array_get(tr, n - 1),
+                                                                   "cause")),
+                                 "from human " TTH_HUMAN_UID));
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(w, "agent"), "gets")),
+                     "the no-reply model: it does not hold the turn");
+    json_decref(w);
+    /* before_model_resolve records nothing. */
+    for (int i = 0; i < 5; i++)
+        ck_assert_int_eq(tth_resolve(&H, TTH_BRAVO, CH1, NULL), 1);
+    w = ctl_json("why", CH1, NULL);
+    ck_assert_uint_eq(json_array_size(json_object_get(w, "transitions")), n);
+    json_decref(w);
+    /* The text form names the causes too. */
+    char *out = NULL;
+    ck_assert_int_eq(ctl(&out, "why", CH1, TTH_CHARLIE, NULL), 0);
+    ck_assert_ptr_nonnull(strstr(out, "run of " TTH_ALPHA " ended: spoke"));
+    ck_assert_ptr_nonnull(strstr(out, TTH_CHARLIE " gets a real model run: it holds the turn"));
+    free(out);
+}
+END_TEST
+
+/* The log is bounded: the newest DG_TRANSITIONS_KEEP rows per scope. */
+START_TEST(test_transitions_are_pruned)
+{
+    three_join_and_talk();
+    char id[24];
+    for (int i = 0; i < DG_TRANSITIONS_KEEP; i++) {
+        ck_assert_int_eq(tth_msg(&H, CH1, NULL, mid(id), TTH_HUMAN_UID, 0, "again", NULL),
+                         OC_OK);
+        /* Whoever holds the turn speaks: the state changes every round. */
+        const char *abc[] = {TTH_ALPHA, TTH_BRAVO, TTH_CHARLIE};
+        for (int k = 0; k < 3; k++)
+            ck_assert_int_ge(tth_run(&H, abc[k], CH1, NULL, "Once more.", mid(id)), 0);
+    }
+    json_t *w = ctl_json("why", CH1, NULL);
+    ck_assert_uint_eq(json_array_size(json_object_get(w, "transitions")), DG_TRANSITIONS_KEEP);
+    json_decref(w);
+}
+END_TEST
+
+START_TEST(test_discussions_show_and_outbox)
+{
+    dg_plugin *p = tth_plugin(&H);
+    char *order[] = {TTH_ALPHA, TTH_BRAVO};
+    dg_discussion d = {
+        .discussion_channel_id = CH2, .origin_channel_id = ORIGIN,
+        .initiator_agent_id = TTH_ALPHA, .initiator_session_key = "agent:x",
+        .initiator_session_id = "sid", .initiator_workspace = "/tmp/ws",
+        .discuss_guide = "Decide the release date.", .status = DG_DISCUSSION_ACTIVE,
+        .created_at_ms = dg_now_ms(p), .turn_order = order, .n_turn_order = 2,
+    };
+    int64_t id = 0;
+    const char *bc[] = {TTH_BRAVO};
+    ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
+    ck_assert_int_eq(dg_store_discussion_insert(p->store, &d, &id), OC_OK);
+    ck_assert_int_eq(dg_turns_prefill_discussion(p->turns, CH2, TTH_ALPHA, bc, 1,
+                                                 dg_now_ms(p)), OC_OK);
+    ck_assert_int_eq(dg_store_commit(p->store), OC_OK);
+    json_t *l = ctl_json("discussions", NULL, NULL);
+    ck_assert_uint_eq(json_array_size(l), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(l, 0), "discussionId")),
+                     id);
+    json_decref(l);
+    char ids[24];
+    snprintf(ids, sizeof ids, "%lld", (long long)id);
+    json_t *s = ctl_json("show", ids, NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(s, "channelId")), CH2);
+    ck_assert_str_eq(json_string_value(json_object_get(s, "status")), "active");
+    ck_assert_str_eq(json_string_value(json_object_get(s, "guide")), "Decide the release date.");
+    json_decref(s);
+    s = ctl_json("show", CH2, NULL);
+    ck_assert_int_eq(json_integer_value(json_object_get(s, "discussionId")), id);
+    json_decref(s);
+    /* Closed: only with --all. */
+    ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
+    ck_assert_int_eq(dg_store_discussion_close(p->store, id, "plans/d.md", dg_now_ms(p)), OC_OK);
+    ck_assert_int_eq(dg_store_commit(p->store), OC_OK);
+    l = ctl_json("discussions", NULL, NULL);
+    ck_assert_uint_eq(json_array_size(l), 0);
+    json_decref(l);
+    l = ctl_json("discussions", "--all", NULL);
+    ck_assert_uint_eq(json_array_size(l), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(l, 0), "summaryPath")),
+                     "plans/d.md");
+    json_decref(l);
+    char *out = NULL;
+    ck_assert_int_eq(ctl(&out, "show", "999", NULL, NULL), 1);
+    free(out);
+
+    /* The outbox: no moderator token here, so what is queued stays pending. */
+    ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
+    ck_assert_int_eq(dg_outbox_enqueue(p->store, ORIGIN, "owed", NULL, 0, dg_now_ms(p)), OC_OK);
+    ck_assert_int_eq(dg_store_commit(p->store), OC_OK);
+    json_t *o = ctl_json("outbox", NULL, NULL);
+    ck_assert_int_ge(json_integer_value(json_object_get(o, "pending")), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(o, "failed")), 0);
+    ck_assert(json_is_integer(json_object_get(o, "oldestPendingAgeSec")));
+    ck_assert_uint_ge(json_array_size(json_object_get(o, "pendingRows")), 1);
+    json_decref(o);
+}
+END_TEST
+
+/* Usage errors exit 2, a database that is not dirigent's exits 1, and
+ * nothing is ever written: the file's bytes stay the same. */
+START_TEST(test_refusals_and_read_only)
+{
+    three_join_and_talk();
+    tth_stop_plugin(&H);
+    char *db = db_path();
+    char *before = NULL;
+    {
+        FILE *f = fopen(db, "rb");
+        ck_assert_ptr_nonnull(f);
+        before = calloc(1, 4 << 20);
+        size_t n = fread(before, 1, 4 << 20, f);
+        fclose(f);
+        ck_assert_uint_gt(n, 0);
+    }
+    char *out = NULL;
+    ck_assert_int_eq(ctl(&out, "scopes", NULL, NULL, NULL), 0);
+    free(out);
+    ck_assert_int_eq(ctl(NULL, "why", NULL, NULL, NULL), 2);
+    ck_assert_int_eq(ctl(NULL, "nonsense", NULL, NULL, NULL), 2);
+    ck_assert_int_eq(ctl(NULL, "scopes", "--all", NULL, NULL), 2);
+    FILE *f = fopen(db, "rb");
+    char *after = calloc(1, 4 << 20);
+    size_t n = fread(after, 1, 4 << 20, f);
+    fclose(f);
+    ck_assert_int_eq(memcmp(before, after, n), 0);
+    free(before);
+    free(after);
+    /* Not a dirigent database. */
+    char *other = tu_path(H.dir, "other.txt");
+    ck_assert_int_eq(tu_write_file(other, "not sqlite at all, just text\n"), 0);
+    char *bin = tu_path(tu_build_dir(), "dirigent-ctl");
+    const char *argv[] = {bin, "--db", other, "scopes", NULL};
+    ck_assert_int_eq(tu_run_wait(argv, NULL, NULL, NULL, 20000), 1);
+    const char *argv2[] = {bin, "scopes", NULL};
+    ck_assert_int_eq(tu_run_wait(argv2, NULL, NULL, NULL, 20000), 2);
+    free(bin);
+    free(other);
+    free(db);
+}
+END_TEST
+
+Suite *make_ctl_suite(void)
+{
+    Suite *s = suite_create("ctl");
+    TCase *tc = tcase_create("ctl");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_scopes_and_why_on_a_live_database);
+    tcase_add_test(tc, test_transitions_are_pruned);
+    tcase_add_test(tc, test_discussions_show_and_outbox);
+    tcase_add_test(tc, test_refusals_and_read_only);
+    suite_add_tcase(s, tc);
+    return s;
+}

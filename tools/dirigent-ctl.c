@@ -1,0 +1,457 @@
+/*
+ * dirigent-ctl -- the operator's read-only view of a dirigent store
+ * (issue 16): which scopes are managed and whose turn it is, why an agent
+ * did not speak (the scope's last turn transitions with their causes),
+ * which discussions exist, and what the outbox still owes.
+ *
+ *   dirigent-ctl --db PATH [--json] scopes
+ *   dirigent-ctl --db PATH [--json] why CHANNEL [AGENT]
+ *   dirigent-ctl --db PATH [--json] discussions [--all]
+ *   dirigent-ctl --db PATH [--json] show DISCUSSION   (id or channel id)
+ *   dirigent-ctl --db PATH [--json] outbox
+ *
+ * Safe on a live database: it opens the file read-only and reads in
+ * deferred transactions (a snapshot; the plugin's writer is never blocked
+ * under WAL). It has no plugin config, so every member of a turn order
+ * counts and turn.timeoutSec is not applied: the state is shown as stored.
+ * Exit status: 0, 1 for a refused database or a store error, 2 for usage.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "discuss_status.h"
+#include "openclaw/plugin.h"
+#include "store.h"
+#include "store_discuss.h"
+#include "store_discuss_index.h"
+#include "store_operator.h"
+#include "store_outbox.h"
+#include "store_turns.h"
+#include "store_transitions.h"
+#include "turn_view.h"
+
+#define LIST_MAX 1000
+
+static const char USAGE[] =
+    "usage: dirigent-ctl --db PATH [--json] COMMAND\n"
+    "  scopes                 every managed scope: order, speaker or dormant/resting,\n"
+    "                         passed, agent messages\n"
+    "  why CHANNEL [AGENT]    the last turn transitions of the channel's scopes and their\n"
+    "                         causes; with AGENT, what that agent gets now\n"
+    "  discussions [--all]    active discussions (--all: closed ones too), newest first\n"
+    "  show DISCUSSION        one discussion by id or channel id\n"
+    "  outbox                 pending and failed moderator messages, oldest pending age\n"
+    "Reads the database only (safe while the plugin runs).\n";
+
+typedef struct ctl {
+    dg_store *st;
+    int json;
+    int64_t now;
+} ctl;
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static const char *iso(int64_t ms, char *buf, size_t len)
+{
+    time_t s = (time_t)(ms / 1000);
+    struct tm tm;
+    if (ms <= 0 || !gmtime_r(&s, &tm) || !strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        snprintf(buf, len, "-");
+    return buf;
+}
+
+static void print_json(json_t *j)
+{
+    char *s = j ? json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
+    puts(s ? s : "null");
+    free(s);
+    json_decref(j);
+}
+
+static int store_err(const char *what, int rc)
+{
+    fprintf(stderr, "dirigent-ctl: %s failed (%s); the database may be busy or damaged, try "
+            "again\n", what, oc_status_name(rc));
+    return 1;
+}
+
+static json_t *str_or_null(const char *s)
+{
+    return s ? json_string(s) : json_null();
+}
+
+static void scope_name(const dg_scope *sc, char *buf, size_t len)
+{
+    if (sc->kind == DG_SCOPE_THREAD)
+        snprintf(buf, len, "thread:%s", sc->root);
+    else
+        snprintf(buf, len, "conversation");
+}
+
+/* The passed members of v as a comma-separated list into buf. */
+static const char *passed_of(const dg_turn_view *v, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    for (size_t i = 0; i < v->n_members && i < DG_TURN_MAX_MEMBERS; i++)
+        if (v->state.silent & ((uint64_t)1 << i)) {
+            size_t used = strlen(buf);
+            snprintf(buf + used, len - used, "%s%s", used ? "," : "", v->members[i]);
+        }
+    return buf;
+}
+
+static json_t *view_json(const dg_scope *sc, const dg_turn_view *v)
+{
+    char name[128], passed[512], when[32];
+    scope_name(sc, name, sizeof name);
+    json_t *order = json_array();
+    for (size_t i = 0; i < v->n_members; i++)
+        json_array_append_new(order, json_string(v->members[i]));
+    return json_pack("{s:s,s:s,s:s,s:o,s:o,s:s,s:I,s:s}", "channelId", dg_scope_channel(sc),
+                     "scope", name, "state", v->condition, "order", order, "speaker",
+                     str_or_null(dg_turn_view_member(v, v->speaker)), "passed",
+                     passed_of(v, passed, sizeof passed), "agentMessages",
+                     (json_int_t)v->state.agent_msgs, "lastChange",
+                     iso(v->state.last_change_ms, when, sizeof when));
+}
+
+static int cmd_scopes(ctl *c)
+{
+    dg_scope *v = NULL;
+    size_t n = 0;
+    int rc = dg_store_turns_scopes(c->st, 0, &v, &n);
+    if (rc != OC_OK)
+        return store_err("reading the scopes", rc);
+    json_t *arr = json_array();
+    if (!c->json)
+        printf("%-20s %-24s %-9s %-14s %-24s %6s  %s\n", "CHANNEL", "SCOPE", "STATE", "SPEAKER",
+               "PASSED", "AGMSG", "LAST CHANGE");
+    for (size_t i = 0; i < n && rc == OC_OK; i++) {
+        dg_turn_view tv;
+        if ((rc = dg_turn_view_load(c->st, NULL, &v[i], c->now, &tv)) != OC_OK)
+            break;
+        if (c->json) {
+            json_array_append_new(arr, view_json(&v[i], &tv));
+        } else {
+            char name[128], passed[512], when[32];
+            scope_name(&v[i], name, sizeof name);
+            const char *sp = dg_turn_view_member(&tv, tv.speaker);
+            printf("%-20s %-24s %-9s %-14s %-24s %6lld  %s\n", dg_scope_channel(&v[i]), name,
+                   tv.condition, sp ? sp : "-", *passed_of(&tv, passed, sizeof passed) ? passed
+                   : "-", (long long)tv.state.agent_msgs,
+                   iso(tv.state.last_change_ms, when, sizeof when));
+        }
+        dg_turn_view_clear(&tv);
+    }
+    free(v);
+    if (rc != OC_OK) {
+        json_decref(arr);
+        return store_err("reading a scope", rc);
+    }
+    if (c->json)
+        print_json(arr);
+    else
+        json_decref(arr);
+    return 0;
+}
+
+static int cmd_why(ctl *c, const char *channel, const char *agent)
+{
+    dg_transition *v = NULL;
+    size_t n = 0;
+    int rc = dg_store_transitions_list(c->st, channel, NULL, DG_TRANSITIONS_KEEP, &v, &n);
+    if (rc != OC_OK)
+        return store_err("reading the transitions", rc);
+    /* What the agent gets now: the channel's conversation scope as stored. */
+    dg_scope sc;
+    dg_turn_view tv;
+    memset(&tv, 0, sizeof tv);
+    if (dg_scope_conversation(channel, &sc) != OC_OK ||
+        (rc = dg_turn_view_load(c->st, NULL, &sc, c->now, &tv)) != OC_OK) {
+        dg_transitions_free(v, n);
+        return rc ? store_err("reading the scope", rc) : (fprintf(stderr, "dirigent-ctl: "
+               "CHANNEL must be a channel id\n"), 2);
+    }
+    const char *sp = dg_turn_view_member(&tv, tv.speaker);
+    int member = 0;
+    for (size_t i = 0; agent && i < tv.n_members; i++)
+        member |= strcmp(tv.members[i], agent) == 0;
+    char now_text[256] = "";
+    if (agent)
+        snprintf(now_text, sizeof now_text, "%s",
+                 !member ? "not in this channel's turn order: it is not managed here (its runs "
+                           "go on as usual)"
+                 : tv.mode == DG_MODE_CLOSED ? "the no-reply model: the discussion channel is "
+                                               "closed"
+                 : sp && strcmp(sp, agent) == 0 ? "a real model run: it holds the turn"
+                 : "the no-reply model: it does not hold the turn");
+    if (c->json) {
+        json_t *arr = json_array();
+        char when[32];
+        for (size_t i = 0; i < n; i++)
+            json_array_append_new(arr, json_pack(
+                "{s:s,s:s,s:s,s:o,s:o,s:s,s:s,s:I}", "at", iso(v[i].at_ms, when, sizeof when),
+                "scope", v[i].scope, "cause", v[i].cause, "speakerBefore",
+                str_or_null(v[i].speaker_before), "speakerAfter",
+                str_or_null(v[i].speaker_after), "state", v[i].state, "passed", v[i].passed,
+                "agentMessages", (json_int_t)v[i].agent_msgs));
+        json_t *o = json_pack("{s:s,s:o,s:o}", "channelId", channel, "transitions", arr,
+                              "now", view_json(&sc, &tv));
+        if (agent)
+            json_object_set_new(o, "agent", json_pack("{s:s,s:s}", "id", agent, "gets",
+                                                      now_text));
+        print_json(o);
+    } else {
+        printf("channel %s, newest first (at most %d kept per scope):\n", channel,
+               DG_TRANSITIONS_KEEP);
+        if (!n)
+            printf("  no turn transitions recorded\n");
+        for (size_t i = 0; i < n; i++) {
+            char when[32];
+            printf("  %s %-20s %s: %s -> %s (%s%s%s, %lld agent msgs)\n",
+                   iso(v[i].at_ms, when, sizeof when), v[i].scope, v[i].cause,
+                   v[i].speaker_before ? v[i].speaker_before : "nobody",
+                   v[i].speaker_after ? v[i].speaker_after : "nobody", v[i].state,
+                   *v[i].passed ? ", passed " : "", v[i].passed, (long long)v[i].agent_msgs);
+        }
+        printf("now (conversation scope): %s, speaker %s\n", tv.condition, sp ? sp : "none");
+        if (agent)
+            printf("%s gets %s\n", agent, now_text);
+    }
+    dg_turn_view_clear(&tv);
+    dg_transitions_free(v, n);
+    return 0;
+}
+
+static json_t *discussion_json(const dg_discussion_info *i)
+{
+    const dg_discussion *d = &i->d;
+    char a[32], b[32];
+    json_t *parts = json_array();
+    for (size_t k = 0; k < d->n_participants; k++)
+        json_array_append_new(parts, json_string(d->participants[k]));
+    return json_pack("{s:I,s:s,s:o,s:s,s:s,s:o,s:s,s:s,s:s,s:o,s:s,s:o}", "discussionId",
+                     (json_int_t)d->id, "channelId", d->discussion_channel_id, "name",
+                     str_or_null(i->channel_name), "status",
+                     d->status == DG_DISCUSSION_CLOSED ? d->end_status : "active", "initiator",
+                     d->initiator_agent_id, "participants", parts, "originChannelId",
+                     d->origin_channel_id, "createdAt", iso(d->created_at_ms, a, sizeof a),
+                     "closedAt", iso(d->completed_at_ms, b, sizeof b), "summaryPath",
+                     str_or_null(d->summary_path), "turn", i->turn.condition, "speaker",
+                     str_or_null(dg_turn_view_member(&i->turn, i->turn.speaker)));
+}
+
+static int cmd_discussions(ctl *c, int all)
+{
+    char **ch = NULL;
+    size_t n = 0;
+    int more = 0;
+    int rc = dg_store_discussion_list(c->st, NULL, !all, 0, LIST_MAX, &ch, &n, &more);
+    if (rc != OC_OK)
+        return store_err("listing the discussions", rc);
+    json_t *arr = json_array();
+    if (!c->json)
+        printf("%-6s %-20s %-24s %-16s %-14s %-20s %s\n", "ID", "CHANNEL", "NAME", "STATUS",
+               "INITIATOR", "CREATED", "SUMMARY");
+    for (size_t i = 0; i < n; i++) {
+        dg_discussion_info info;
+        if (rc == OC_OK && (rc = dg_discussion_info_load_locked(c->st, NULL, ch[i], c->now,
+                                                                &info)) == OC_OK) {
+            if (c->json) {
+                json_array_append_new(arr, discussion_json(&info));
+            } else {
+                char when[32];
+                const dg_discussion *d = &info.d;
+                printf("%-6lld %-20s %-24s %-16s %-14s %-20s %s\n", (long long)d->id,
+                       d->discussion_channel_id, info.channel_name ? info.channel_name : "-",
+                       d->status == DG_DISCUSSION_CLOSED ? d->end_status : "active",
+                       d->initiator_agent_id, iso(d->created_at_ms, when, sizeof when),
+                       d->summary_path ? d->summary_path : "-");
+            }
+            dg_discussion_info_clear(&info);
+        }
+        free(ch[i]);
+    }
+    free(ch);
+    if (rc != OC_OK) {
+        json_decref(arr);
+        return store_err("reading a discussion", rc);
+    }
+    if (c->json)
+        print_json(arr);
+    else {
+        json_decref(arr);
+        if (more)
+            printf("(only the newest %d are shown)\n", LIST_MAX);
+    }
+    return 0;
+}
+
+static int cmd_show(ctl *c, const char *which)
+{
+    char *end = NULL;
+    long long id = strtoll(which, &end, 10);
+    char *channel = NULL;
+    int rc = OC_OK;
+    /* A short number is a discussion id; a snowflake is a channel id. */
+    if (end && !*end && id > 0 && strlen(which) < 12)
+        rc = dg_store_discussion_channel_of(c->st, id, &channel);
+    const char *ch = channel ? channel : which;
+    dg_discussion_info info;
+    if (rc == OC_OK)
+        rc = dg_discussion_info_load_locked(c->st, NULL, ch, c->now, &info);
+    free(channel);
+    if (rc == OC_ERR_NOT_FOUND) {
+        fprintf(stderr, "dirigent-ctl: no discussion %s (give its id or its channel id; "
+                "`discussions --all` lists them)\n", which);
+        return 1;
+    }
+    if (rc != OC_OK)
+        return store_err("reading the discussion", rc);
+    json_t *o = discussion_json(&info);
+    json_t *order = json_array();
+    for (size_t i = 0; i < info.turn.n_members; i++)
+        json_array_append_new(order, json_string(info.turn.members[i]));
+    char passed[512];
+    json_object_set_new(o, "order", order);
+    json_object_set_new(o, "passed", json_string(passed_of(&info.turn, passed, sizeof passed)));
+    json_object_set_new(o, "agentMessages", json_integer(info.turn.state.agent_msgs));
+    json_object_set_new(o, "guide", json_string(info.d.discuss_guide));
+    json_object_set_new(o, "workspace", json_string(info.d.initiator_workspace));
+    dg_discussion_info_clear(&info);
+    if (c->json) {
+        print_json(o);
+        return 0;
+    }
+    const char *key;
+    json_t *val;
+    json_object_foreach(o, key, val) {
+        char *text = json_is_string(val) ? NULL : json_dumps(val, JSON_ENCODE_ANY | JSON_COMPACT);
+        printf("%-16s %s\n", key, text ? text : json_string_value(val));
+        free(text);
+    }
+    json_decref(o);
+    return 0;
+}
+
+static int cmd_outbox(ctl *c)
+{
+    dg_outbox_summary sum;
+    dg_outbox_row *pend = NULL, *fail = NULL;
+    size_t np = 0, nf = 0;
+    int rc = dg_store_outbox_summary(c->st, &sum);
+    if (rc == OC_OK)
+        rc = dg_store_outbox_rows_in(c->st, DG_OUTBOX_PENDING, 20, &pend, &np);
+    if (rc == OC_OK)
+        rc = dg_store_outbox_rows_in(c->st, DG_OUTBOX_FAILED, 20, &fail, &nf);
+    if (rc != OC_OK) {
+        dg_outbox_rows_free(pend, np);
+        dg_outbox_rows_free(fail, nf);
+        return store_err("reading the outbox", rc);
+    }
+    int64_t age = sum.oldest_pending_ms ? (c->now - sum.oldest_pending_ms) / 1000 : 0;
+    if (c->json) {
+        json_t *p = json_array(), *f = json_array();
+        char when[32];
+        for (size_t i = 0; i < np; i++)
+            json_array_append_new(p, json_pack("{s:I,s:s,s:i,s:s}", "id",
+                                               (json_int_t)pend[i].id, "channelId",
+                                               pend[i].channel_id, "attempts",
+                                               pend[i].attempts, "createdAt",
+                                               iso(pend[i].created_at_ms, when, sizeof when)));
+        for (size_t i = 0; i < nf; i++)
+            json_array_append_new(f, json_pack("{s:I,s:s,s:i,s:s,s:o}", "id",
+                                               (json_int_t)fail[i].id, "channelId",
+                                               fail[i].channel_id, "attempts",
+                                               fail[i].attempts, "failedAt",
+                                               iso(fail[i].done_at_ms, when, sizeof when),
+                                               "reason", str_or_null(fail[i].last_error)));
+        print_json(json_pack("{s:i,s:i,s:i,s:o,s:o,s:o}", "pending", (int)sum.pending, "sent",
+                             (int)sum.sent, "failed", (int)sum.failed, "oldestPendingAgeSec",
+                             sum.pending ? json_integer(age) : json_null(), "pendingRows", p,
+                             "failedRows", f));
+    } else {
+        printf("pending %ld, sent %ld, failed %ld", sum.pending, sum.sent, sum.failed);
+        if (sum.pending)
+            printf(", oldest pending %llds old", (long long)age);
+        printf("\n");
+        for (size_t i = 0; i < np; i++)
+            printf("  pending #%lld to %s, %d failed attempt(s)\n", (long long)pend[i].id,
+                   pend[i].channel_id, pend[i].attempts);
+        for (size_t i = 0; i < nf; i++)
+            printf("  failed  #%lld to %s: %s\n", (long long)fail[i].id, fail[i].channel_id,
+                   fail[i].last_error ? fail[i].last_error : "(no reason recorded)");
+    }
+    dg_outbox_rows_free(pend, np);
+    dg_outbox_rows_free(fail, nf);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *db = NULL;
+    ctl c = {.now = wall_ms()};
+    int i = 1;
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        if (!strcmp(argv[i], "--db") && i + 1 < argc)
+            db = argv[++i];
+        else if (!strcmp(argv[i], "--json"))
+            c.json = 1;
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(USAGE, stdout);
+            return 0;
+        } else
+            break;
+    }
+    /* --json may also follow the command. */
+    int n = 0;
+    const char *args[4] = {0};
+    int all = 0;
+    for (; i < argc; i++) {
+        if (!strcmp(argv[i], "--json"))
+            c.json = 1;
+        else if (!strcmp(argv[i], "--all"))
+            all = 1;
+        else if (n < 4)
+            args[n++] = argv[i];
+        else
+            n = 5;
+    }
+    const char *cmd = args[0];
+    int ok_args = cmd && ((!strcmp(cmd, "scopes") && n == 1) ||
+                          (!strcmp(cmd, "why") && (n == 2 || n == 3)) ||
+                          (!strcmp(cmd, "discussions") && n == 1) ||
+                          (!strcmp(cmd, "show") && n == 2) || (!strcmp(cmd, "outbox") && n == 1));
+    if (!db || !ok_args || (all && strcmp(cmd, "discussions") != 0)) {
+        fprintf(stderr, "%s%s", !db ? "dirigent-ctl: --db PATH is required\n"
+                : "dirigent-ctl: unknown command or wrong arguments\n", USAGE);
+        return 2;
+    }
+    char err[512] = "";
+    int rc = dg_store_open_readonly(db, &c.st, err, sizeof err);
+    if (rc != OC_OK) {
+        fprintf(stderr, "dirigent-ctl: %s\n", err);
+        return 1;
+    }
+    if (dg_store_begin_read(c.st) != OC_OK) {
+        fprintf(stderr, "dirigent-ctl: cannot read %s (%s)\n", db, dg_store_errmsg(c.st));
+        dg_store_close(c.st);
+        return 1;
+    }
+    int status = !strcmp(cmd, "scopes") ? cmd_scopes(&c)
+               : !strcmp(cmd, "why") ? cmd_why(&c, args[1], args[2])
+               : !strcmp(cmd, "discussions") ? cmd_discussions(&c, all)
+               : !strcmp(cmd, "show") ? cmd_show(&c, args[1])
+               : cmd_outbox(&c);
+    dg_store_rollback(c.st);
+    dg_store_close(c.st);
+    return status;
+}
