@@ -1276,7 +1276,7 @@ START_TEST(token_altered_echo_never_logged)
 }
 END_TEST
 
-/* ---- the scrubber (scrub.h), which discord.c runs on every body it logs -- */
+/* ---- the scrubber (scrub.h), which transport.c runs on every body it logs */
 
 START_TEST(scrub_decodes_json_escapes)
 {

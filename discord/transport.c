@@ -1,27 +1,19 @@
 /*
- * discord.c -- Discord REST client on libcurl: rate limits, retries, a pool
- * of reusable handles, and an abort switch for shutdown. See discord.h.
+ * transport.c -- the Discord client's transport on libcurl: rate limits,
+ * retries, a pool of reusable handles, an abort switch for shutdown, the
+ * raw request and the pipelined posts. The endpoints (channels.c,
+ * messages.c, users.c) call it through discord_int.h. See discord.h.
  *
  * Self-contained on purpose (libcurl, jansson, pthreads only): the reference
- * gateway compiles this file into its own binary.
+ * gateway links this library into its own binary.
  */
-#include "discord.h"
+#include "discord_int.h"
 
-#include <curl/curl.h>
-#include <locale.h>
-#include <pthread.h>
-#include <stdarg.h>
-#include <stdatomic.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
-#include <wctype.h>
 
 #include "scrub.h"
-#include "utf8.h"
 
 #ifndef DG_VERSION
 #define DG_VERSION "0.0.0"
@@ -40,48 +32,6 @@
 #define MAX_WAIT_MS (3600L * 1000) /* longest rate-limit wait believed from a server: a
                                     value beyond is an error or hostile, and a double
                                     that big would not even fit the integer maths */
-
-/* Rate-limit state of one route (method + template + major id). */
-typedef struct rl_route {
-    char key[192];
-    char bucket[72];      /* X-RateLimit-Bucket, for logs */
-    int known;            /* limit/remaining/reset_at came from headers */
-    long limit;
-    long remaining;
-    int64_t reset_at;     /* monotonic ms */
-    int inflight;
-} rl_route;
-
-/* One reusable transfer handle. The multi handle keeps the connection
- * cache, so a slot reuses its keep-alive connection across calls. */
-typedef struct slot {
-    CURLM *multi;
-    CURL *easy;
-} slot;
-
-struct dg_discord {
-    char *base;
-    char *guild_id;
-    char *user_agent;
-    struct curl_slist *headers;  /* read-only after new: holds the token */
-    long timeout_ms, connect_ms, backoff_base_ms, backoff_max_ms;
-    int max_attempts, max_idle;
-    dg_discord_log_fn log;
-    void *log_state;
-
-    atomic_int abort;
-
-    pthread_mutex_t mu;          /* guards everything below */
-    pthread_cond_t cond;         /* rate-limit state changed, or abort */
-    int64_t global_until;        /* monotonic ms */
-    rl_route *routes;
-    size_t n_routes, cap_routes;
-    uint64_t rng;
-
-    pthread_mutex_t pool_mu;
-    slot *idle;
-    size_t n_idle;
-};
 
 /* ---- small helpers ----------------------------------------------------------- */
 
@@ -130,27 +80,6 @@ static void logf_(dg_discord *d, int level, const char *fmt, ...)
     d->log(d->log_state, level, buf);
 }
 
-static int set_err(dg_discord_err *e, int rc, long http, int retryable, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-
-static int set_err(dg_discord_err *e, int rc, long http, int retryable, const char *fmt, ...)
-{
-    if (e) {
-        e->http_status = http;
-        e->retryable = retryable;
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(e->message, sizeof e->message, fmt, ap);
-        va_end(ap);
-    }
-    return rc;
-}
-
-static char *xstrdup(const char *s)
-{
-    return s ? strdup(s) : NULL;
-}
-
 /* Seconds as Discord writes them ("1", "0.350"), read the same whatever
  * LC_NUMERIC the host runs with (strtod would stop at the '.' under a
  * decimal-comma locale); -1 for anything else. */
@@ -192,86 +121,6 @@ int dg_discord_is_snowflake(const char *s)
     if (n > 20)
         return 0;
     return n < 20 || strcmp(s, "18446744073709551615") <= 0;
-}
-
-/* Spaces, line breaks, controls and invisible format characters of Unicode
- * (Zs, Zl, Zp, Cc and the Cf marks that render as nothing): Discord turns
- * spaces into dashes and a name with invisible marks only looks like
- * another one. The joiner U+200D and the variation selectors stay allowed:
- * emoji sequences are built with them. */
-static int invisible_or_space(unsigned long cp)
-{
-    static const unsigned long ranges[][2] = {
-        {0x0000, 0x0020}, {0x007F, 0x00A0}, {0x00AD, 0x00AD}, {0x061C, 0x061C},
-        {0x115F, 0x1160}, {0x1680, 0x1680}, {0x180E, 0x180E}, {0x2000, 0x200C},
-        {0x200E, 0x200F}, {0x2028, 0x202F}, {0x205F, 0x206F}, {0x3000, 0x3000},
-        {0x3164, 0x3164}, {0xFEFF, 0xFEFF}, {0xFFA0, 0xFFA0}, {0xFFF0, 0xFFFB},
-    };
-    for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++)
-        if (cp >= ranges[i][0] && cp <= ranges[i][1])
-            return 1;
-    return 0;
-}
-
-static locale_t utf8_locale;
-static pthread_once_t utf8_locale_once = PTHREAD_ONCE_INIT;
-
-static void utf8_locale_init(void)
-{
-    /* A private locale object: the process's own locale is left alone. */
-    utf8_locale = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
-}
-
-/* 1 when cp is an upper-case letter (it has a lower-case form). Without a
- * UTF-8 locale in libc only ASCII can be told. */
-static int upper_case(unsigned long cp)
-{
-    if (cp < 0x80)
-        return cp >= 'A' && cp <= 'Z';
-    pthread_once(&utf8_locale_once, utf8_locale_init);
-    return utf8_locale && (unsigned long)towlower_l((wint_t)cp, utf8_locale) != cp;
-}
-
-int dg_discord_check_channel_name(const char *name, char *why, size_t why_len)
-{
-    char scratch[4];
-    if (!why || !why_len) {
-        why = scratch;
-        why_len = sizeof scratch;
-    }
-    if (!name || !*name) {
-        snprintf(why, why_len, "name is empty; give 1 to %d characters", DG_DISCORD_MAX_NAME);
-        return OC_ERR_INVALID;
-    }
-    long n = dg_utf8_count_valid(name);
-    if (n < 0) {
-        snprintf(why, why_len, "name is not valid UTF-8");
-        return OC_ERR_INVALID;
-    }
-    if (n > DG_DISCORD_MAX_NAME) {
-        snprintf(why, why_len, "name has %ld characters; Discord allows 1 to %d", n,
-                 DG_DISCORD_MAX_NAME);
-        return OC_ERR_INVALID;
-    }
-    size_t left = strlen(name);
-    for (const char *c = name; *c;) {
-        size_t l;
-        unsigned long cp = dg_utf8_decode(c, left, &l);
-        c += l;
-        left -= l;
-        if (invisible_or_space(cp)) {
-            snprintf(why, why_len,
-                     "name contains whitespace, a control or an invisible character (U+%04lX); "
-                     "text-channel names use '-' instead of spaces", cp);
-            return OC_ERR_INVALID;
-        }
-        if (upper_case(cp)) {
-            snprintf(why, why_len, "name contains the upper-case letter U+%04lX; text-channel "
-                                   "names are lower case", cp);
-            return OC_ERR_INVALID;
-        }
-    }
-    return OC_OK;
 }
 
 /* "POST /channels/123/messages/456?x" -> "POST /channels/123/messages/{id}":
@@ -846,8 +695,8 @@ static long retry_after_of(const xfer *x, int *global)
     return ms > 0 ? ms : 1;
 }
 
-static int do_request(dg_discord *d, const char *method, const char *path, const char *json,
-                      int idempotent, json_t **response, dg_discord_err *e)
+int dgd_do_request(dg_discord *d, const char *method, const char *path, const char *json,
+                   int idempotent, json_t **response, dg_discord_err *e)
 {
     dg_discord_err local;
     if (!e)
@@ -1169,7 +1018,7 @@ const char *dg_discord_guild_id(const dg_discord *d)
  * j is not the request meant. The text is read back and compared:
  * jansson 2.14's json_dumps can return text without an object key (which
  * Discord refuses as invalid JSON) when one of its allocations fails. */
-static char *dump_checked(json_t *j, int bad)
+char *dgd_dump_checked(json_t *j, int bad)
 {
     char *s = j && !bad ? json_dumps(j, JSON_COMPACT) : NULL;
     json_t *back = s ? json_loads(s, 0, NULL) : NULL;
@@ -1196,386 +1045,11 @@ int dg_discord_request(dg_discord *d, const char *method, const char *path, cons
         return set_err(err, OC_ERR_INVALID, 0, 0,
                        "discord request: the body must be a JSON object or array");
     char *json = NULL;
-    if (body && !(json = dump_checked(json_incref((json_t *)body), 0)))
+    if (body && !(json = dgd_dump_checked(json_incref((json_t *)body), 0)))
         return set_err(err, OC_ERR_NOMEM, 0, 1, "discord request: out of memory encoding the body");
-    int rc = do_request(d, method, path, json, idempotent, response, err);
+    int rc = dgd_do_request(d, method, path, json, idempotent, response, err);
     free(json);
     return rc;
-}
-
-int dg_discord_create_private_channel(dg_discord *d, const dg_discord_channel_spec *spec,
-                                      char **channel_id, dg_discord_err *err)
-{
-    if (err)
-        memset(err, 0, sizeof *err);
-    if (channel_id)
-        *channel_id = NULL;
-    if (!d || !spec || !channel_id)
-        return set_err(err, OC_ERR_INVALID, 0, 0, "create channel: missing argument");
-    const char *guild = spec->guild_id ? spec->guild_id : d->guild_id;
-    if (!guild)
-        return set_err(err, OC_ERR_INVALID, 0, 0,
-                       "create channel: no guild: set discord.guildId in the plugin config");
-    if (!dg_discord_is_snowflake(guild))
-        return set_err(err, OC_ERR_INVALID, 0, 0,
-                       "create channel: guild id must be a snowflake (1-20 digits)");
-    char why[160];
-    if (dg_discord_check_channel_name(spec->name, why, sizeof why) != OC_OK)
-        return set_err(err, OC_ERR_INVALID, 0, 0, "create channel: %s", why);
-    if (spec->topic) {
-        long tn = dg_utf8_count_valid(spec->topic);
-        if (tn < 0 || tn > DG_DISCORD_MAX_TOPIC)
-            return set_err(err, OC_ERR_INVALID, 0, 0,
-                           "create channel: topic must be valid UTF-8 of at most %d characters",
-                           DG_DISCORD_MAX_TOPIC);
-    }
-    if (spec->parent_id && !dg_discord_is_snowflake(spec->parent_id))
-        return set_err(err, OC_ERR_INVALID, 0, 0,
-                       "create channel: parentId must be a snowflake (1-20 digits)");
-    if (spec->n_members && !spec->member_ids)
-        return set_err(err, OC_ERR_INVALID, 0, 0, "create channel: member list missing");
-    for (size_t i = 0; i < spec->n_members; i++)
-        if (!dg_discord_is_snowflake(spec->member_ids[i]))
-            return set_err(err, OC_ERR_INVALID, 0, 0,
-                           "create channel: member %zu (\"%.40s\") is not a snowflake", i,
-                           spec->member_ids[i] ? spec->member_ids[i] : "(null)");
-
-    char allow[24], deny[24];
-    snprintf(allow, sizeof allow, "%llu",
-             (unsigned long long)(DG_PERM_VIEW_CHANNEL | DG_PERM_SEND_MESSAGES |
-                                  DG_PERM_READ_MESSAGE_HISTORY));
-    snprintf(deny, sizeof deny, "%llu", (unsigned long long)DG_PERM_VIEW_CHANNEL);
-    json_t *ow = json_array();
-    int bad = json_array_append_new(ow, json_pack("{s:s, s:i, s:s, s:s}", "id", guild, "type", 0,
-                                                  "allow", "0", "deny", deny));
-    for (size_t i = 0; i < spec->n_members; i++) {
-        int dup = !strcmp(spec->member_ids[i], guild);
-        for (size_t k = 0; k < i && !dup; k++)
-            dup = !strcmp(spec->member_ids[k], spec->member_ids[i]);
-        if (dup)
-            continue;
-        bad |= json_array_append_new(ow, json_pack("{s:s, s:i, s:s, s:s}", "id",
-                                                   spec->member_ids[i], "type", 1, "allow",
-                                                   allow, "deny", "0"));
-    }
-    json_t *body = json_pack("{s:s, s:i, s:o}", "name", spec->name, "type", 0,
-                             "permission_overwrites", ow);
-    if (body && spec->topic)
-        bad |= json_object_set_new(body, "topic", json_string(spec->topic));
-    if (body && spec->parent_id)
-        bad |= json_object_set_new(body, "parent_id", json_string(spec->parent_id));
-    char *json = dump_checked(body, bad);
-    if (!json)
-        return set_err(err, OC_ERR_NOMEM, 0, 1, "create channel: out of memory");
-
-    char path[64];
-    snprintf(path, sizeof path, "/guilds/%s/channels", guild);
-    json_t *resp = NULL;
-    int rc = do_request(d, "POST", path, json, 0, &resp, err);
-    free(json);
-    if (rc != OC_OK)
-        return rc;
-    const char *id = json_string_value(json_object_get(resp, "id"));
-    if (!id || !dg_discord_is_snowflake(id)) {
-        json_decref(resp);
-        return set_err(err, OC_ERR_IO, err ? err->http_status : 0, 0,
-                       "create channel: Discord's answer has no channel id");
-    }
-    *channel_id = strdup(id);
-    json_decref(resp);
-    if (!*channel_id)
-        return set_err(err, OC_ERR_NOMEM, 0, 1, "create channel: out of memory");
-    return OC_OK;
-}
-
-static int snowflake_newer(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    return la != lb ? la > lb : strcmp(a, b) > 0;
-}
-
-int dg_discord_find_channel(dg_discord *d, const char *guild_id, const char *name,
-                            const char *topic_needle, char **channel_id, dg_discord_err *err)
-{
-    if (err)
-        memset(err, 0, sizeof *err);
-    if (channel_id)
-        *channel_id = NULL;
-    if (!d || !name || !channel_id)
-        return set_err(err, OC_ERR_INVALID, 0, 0, "find channel: missing argument");
-    const char *guild = guild_id ? guild_id : d->guild_id;
-    if (!guild || !dg_discord_is_snowflake(guild))
-        return set_err(err, OC_ERR_INVALID, 0, 0,
-                       "find channel: guild id must be a snowflake (1-20 digits)");
-    char path[64];
-    snprintf(path, sizeof path, "/guilds/%s/channels", guild);
-    json_t *resp = NULL;
-    int rc = do_request(d, "GET", path, NULL, 1, &resp, err);
-    if (rc != OC_OK)
-        return rc;
-    if (!json_is_array(resp)) {
-        json_decref(resp);
-        return set_err(err, OC_ERR_IO, err ? err->http_status : 0, 1,
-                       "find channel: Discord's answer is not an array");
-    }
-    const char *best = NULL;
-    size_t i;
-    json_t *c;
-    json_array_foreach(resp, i, c) {
-        const char *id = json_string_value(json_object_get(c, "id"));
-        const char *cname = json_string_value(json_object_get(c, "name"));
-        const char *topic = json_string_value(json_object_get(c, "topic"));
-        if (!id || !dg_discord_is_snowflake(id) || !cname || strcmp(cname, name) != 0 ||
-            json_integer_value(json_object_get(c, "type")) != 0)
-            continue;
-        if (topic_needle && (!topic || !strstr(topic, topic_needle)))
-            continue;
-        if (!best || snowflake_newer(id, best))
-            best = id;
-    }
-    if (best && !(*channel_id = strdup(best))) {
-        json_decref(resp);
-        return set_err(err, OC_ERR_NOMEM, 0, 1, "find channel: out of memory");
-    }
-    json_decref(resp);
-    return OC_OK;
-}
-
-int dg_discord_get_user_names(dg_discord *d, const char *user_id, char *username,
-                              size_t username_len, char *global_name, size_t global_len,
-                              dg_discord_err *err)
-{
-    if (err)
-        memset(err, 0, sizeof *err);
-    if (username && username_len)
-        username[0] = '\0';
-    if (global_name && global_len)
-        global_name[0] = '\0';
-    if (!d || !username || !username_len || !global_name || !global_len)
-        return set_err(err, OC_ERR_INVALID, 0, 0, "get user: missing argument");
-    if (!user_id || !dg_discord_is_snowflake(user_id))
-        return set_err(err, OC_ERR_INVALID, 0, 0,
-                       "get user: user id must be a snowflake (1-20 digits)");
-    char path[48];
-    snprintf(path, sizeof path, "/users/%s", user_id);
-    json_t *resp = NULL;
-    int rc = do_request(d, "GET", path, NULL, 1, &resp, err);
-    if (rc != OC_OK)
-        return rc;
-    const char *un = json_string_value(json_object_get(resp, "username"));
-    const char *gn = json_string_value(json_object_get(resp, "global_name"));
-    if (!un) {
-        json_decref(resp);
-        return set_err(err, OC_ERR_IO, err ? err->http_status : 0, 1,
-                       "get user: Discord's answer has no username");
-    }
-    snprintf(username, username_len, "%s", un);
-    if (gn)
-        snprintf(global_name, global_len, "%s", gn);
-    json_decref(resp);
-    return OC_OK;
-}
-
-/* Check a post's arguments and build its JSON body into *json (malloc'd,
- * caller frees). Returns OC_OK or the error set in err. */
-static int post_body(const char *channel_id, const char *content,
-                     const char *const *mention_ids, size_t n_mentions, const char *nonce,
-                     char **json, dg_discord_err *err)
-{
-    *json = NULL;
-    if (!dg_discord_is_snowflake(channel_id))
-        return set_err(err, OC_ERR_INVALID, 0, 0,
-                       "post message: channel id must be a snowflake (1-20 digits)");
-    long n = content ? dg_utf8_count_valid(content) : -1;
-    if (n <= 0 || n > DG_DISCORD_MAX_CONTENT)
-        return set_err(err, OC_ERR_INVALID, 0, 0,
-                       "post message: content must be valid UTF-8 of 1 to %d characters "
-                       "(has %ld); split longer text",
-                       DG_DISCORD_MAX_CONTENT, n);
-    if (nonce && (!*nonce || strlen(nonce) > DG_DISCORD_MAX_NONCE))
-        return set_err(err, OC_ERR_INVALID, 0, 0,
-                       "post message: nonce must be 1 to %d characters", DG_DISCORD_MAX_NONCE);
-    if (n_mentions > 100 || (n_mentions && !mention_ids))
-        return set_err(err, OC_ERR_INVALID, 0, 0,
-                       "post message: at most 100 mention ids, given as an array");
-    json_t *users = json_array();
-    int bad = 0;
-    for (size_t i = 0; i < n_mentions; i++) {
-        if (!dg_discord_is_snowflake(mention_ids[i])) {
-            json_decref(users);
-            return set_err(err, OC_ERR_INVALID, 0, 0,
-                           "post message: mention %zu is not a snowflake", i);
-        }
-        int dup = 0;
-        for (size_t k = 0; k < i && !dup; k++)
-            dup = !strcmp(mention_ids[k], mention_ids[i]);
-        if (!dup)
-            bad |= json_array_append_new(users, json_string(mention_ids[i]));
-    }
-    json_t *body = json_pack("{s:s, s:{s:[], s:o}}", "content", content, "allowed_mentions",
-                             "parse", "users", users);
-    if (body && nonce) {
-        bad |= json_object_set_new(body, "nonce", json_string(nonce));
-        bad |= json_object_set_new(body, "enforce_nonce", json_true());
-    }
-    *json = dump_checked(body, bad);
-    if (!*json)
-        return set_err(err, OC_ERR_NOMEM, 0, 1, "post message: out of memory");
-    return OC_OK;
-}
-
-int dg_discord_post_message(dg_discord *d, const char *channel_id, const char *content,
-                            const char *const *mention_ids, size_t n_mentions,
-                            const char *nonce, char **message_id, dg_discord_err *err)
-{
-    if (err)
-        memset(err, 0, sizeof *err);
-    if (message_id)
-        *message_id = NULL;
-    if (!d)
-        return set_err(err, OC_ERR_INVALID, 0, 0, "post message: no client");
-    char *json = NULL;
-    int rc = post_body(channel_id, content, mention_ids, n_mentions, nonce, &json, err);
-    if (rc != OC_OK)
-        return rc;
-    char path[64];
-    snprintf(path, sizeof path, "/channels/%s/messages", channel_id);
-    json_t *resp = NULL;
-    rc = do_request(d, "POST", path, json, nonce != NULL, &resp, err);
-    free(json);
-    if (rc != OC_OK)
-        return rc;
-    const char *id = json_string_value(json_object_get(resp, "id"));
-    if (!id) {
-        json_decref(resp);
-        return set_err(err, OC_ERR_IO, err ? err->http_status : 0, 1,
-                       "post message: Discord's answer has no message id");
-    }
-    if (message_id && !(*message_id = strdup(id))) {
-        json_decref(resp);
-        return set_err(err, OC_ERR_NOMEM, 0, 1, "post message: out of memory");
-    }
-    json_decref(resp);
-    return OC_OK;
-}
-
-static int cmp_snowflake(const void *a, const void *b)
-{
-    const dg_discord_message *x = a, *y = b;
-    size_t lx = strlen(x->id), ly = strlen(y->id);
-    if (lx != ly)
-        return lx < ly ? -1 : 1;
-    return strcmp(x->id, y->id);
-}
-
-void dg_discord_messages_free(dg_discord_message *msgs, size_t n)
-{
-    if (!msgs)
-        return;
-    for (size_t i = 0; i < n; i++) {
-        free(msgs[i].id);
-        free(msgs[i].channel_id);
-        free(msgs[i].author_id);
-        free(msgs[i].content);
-        free(msgs[i].nonce);
-        for (size_t k = 0; k < msgs[i].n_mentions; k++)
-            free(msgs[i].mention_ids[k]);
-        free(msgs[i].mention_ids);
-    }
-    free(msgs);
-}
-
-/* Fill m from one message object; 0 or -1 (malformed / no memory). */
-static int read_message(json_t *j, dg_discord_message *m)
-{
-    const char *id = json_string_value(json_object_get(j, "id"));
-    json_t *author = json_object_get(j, "author");
-    const char *aid = json_string_value(json_object_get(author, "id"));
-    if (!id || !aid)
-        return -1;
-    m->id = strdup(id);
-    m->author_id = strdup(aid);
-    m->author_bot = json_is_true(json_object_get(author, "bot"));
-    m->channel_id = xstrdup(json_string_value(json_object_get(j, "channel_id")));
-    const char *c = json_string_value(json_object_get(j, "content"));
-    m->content = strdup(c ? c : "");
-    json_t *nonce = json_object_get(j, "nonce");
-    if (json_is_string(nonce)) {
-        m->nonce = strdup(json_string_value(nonce));
-    } else if (json_is_integer(nonce)) {
-        char b[32];
-        snprintf(b, sizeof b, "%" JSON_INTEGER_FORMAT, json_integer_value(nonce));
-        m->nonce = strdup(b);
-    }
-    json_t *mentions = json_object_get(j, "mentions");
-    size_t nm = json_is_array(mentions) ? json_array_size(mentions) : 0;
-    if (nm) {
-        m->mention_ids = calloc(nm, sizeof *m->mention_ids);
-        if (!m->mention_ids)
-            return -1;
-        for (size_t i = 0; i < nm; i++) {
-            const char *uid = json_string_value(json_object_get(json_array_get(mentions, i), "id"));
-            if (uid && !(m->mention_ids[m->n_mentions++] = strdup(uid)))
-                return -1;
-        }
-    }
-    return m->id && m->author_id && m->content ? 0 : -1;
-}
-
-int dg_discord_get_messages(dg_discord *d, const char *channel_id, const char *after_id,
-                            int limit, dg_discord_message **msgs, size_t *n, dg_discord_err *err)
-{
-    if (err)
-        memset(err, 0, sizeof *err);
-    if (msgs)
-        *msgs = NULL;
-    if (n)
-        *n = 0;
-    if (!d || !msgs || !n)
-        return set_err(err, OC_ERR_INVALID, 0, 0, "get messages: missing argument");
-    if (!dg_discord_is_snowflake(channel_id))
-        return set_err(err, OC_ERR_INVALID, 0, 0,
-                       "get messages: channel id must be a snowflake (1-20 digits)");
-    if (after_id && !dg_discord_is_snowflake(after_id))
-        return set_err(err, OC_ERR_INVALID, 0, 0,
-                       "get messages: after must be a message id (snowflake)");
-    if (limit < 1 || limit > 100)
-        return set_err(err, OC_ERR_INVALID, 0, 0, "get messages: limit must be 1..100");
-    char path[128];
-    if (after_id)
-        snprintf(path, sizeof path, "/channels/%s/messages?after=%s&limit=%d", channel_id,
-                 after_id, limit);
-    else
-        snprintf(path, sizeof path, "/channels/%s/messages?limit=%d", channel_id, limit);
-    json_t *resp = NULL;
-    int rc = do_request(d, "GET", path, NULL, 1, &resp, err);
-    if (rc != OC_OK)
-        return rc;
-    if (!json_is_array(resp)) {
-        json_decref(resp);
-        return set_err(err, OC_ERR_IO, err ? err->http_status : 0, 1,
-                       "get messages: Discord's answer is not an array");
-    }
-    size_t cnt = json_array_size(resp);
-    dg_discord_message *out = cnt ? calloc(cnt, sizeof *out) : NULL;
-    if (cnt && !out) {
-        json_decref(resp);
-        return set_err(err, OC_ERR_NOMEM, 0, 1, "get messages: out of memory");
-    }
-    for (size_t i = 0; i < cnt; i++) {
-        if (read_message(json_array_get(resp, i), &out[i]) != 0) {
-            dg_discord_messages_free(out, cnt);
-            json_decref(resp);
-            return set_err(err, OC_ERR_IO, err ? err->http_status : 0, 1,
-                           "get messages: message %zu of Discord's answer is malformed", i);
-        }
-    }
-    json_decref(resp);
-    if (cnt > 1)
-        qsort(out, cnt, sizeof *out, cmp_snowflake);
-    *msgs = out;
-    *n = cnt;
-    return OC_OK;
 }
 
 /* ---- pipelined posts (issue 14) ----------------------------------------------------
@@ -1791,7 +1265,7 @@ int dg_discord_pipe_post(dg_discord_pipe *p, uint64_t tag, const char *channel_i
         if (!p->reqs[i].used)
             q = &p->reqs[i];
     char *json = NULL;
-    int rc = post_body(channel_id, content, mention_ids, n_mentions, nonce, &json, err);
+    int rc = dgd_post_body(channel_id, content, mention_ids, n_mentions, nonce, &json, err);
     if (rc != OC_OK)
         return rc;
     q->used = 1;

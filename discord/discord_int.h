@@ -1,0 +1,110 @@
+/*
+ * discord_int.h -- the Discord client's private header: the client record
+ * and what the transport lends the endpoint files. Only discord/ includes it:
+ *   transport.c  curl handles and their pool, requests and answers,
+ *                rate-limit routes, 429/5xx/transport retries, the abort
+ *                switch, the raw request and the pipelined posts
+ *   channels.c   the channel-name rule, create a private channel, find one
+ *   messages.c   post and read messages, and the post body the pipe shares
+ *   users.c      a user's names
+ * The functions here run on the thread that called the public API
+ * (discord.h) they serve.
+ */
+#ifndef DG_DISCORD_INT_H
+#define DG_DISCORD_INT_H
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "discord.h"
+
+/* Rate-limit state of one route (method + template + major id). */
+typedef struct rl_route {
+    char key[192];
+    char bucket[72];      /* X-RateLimit-Bucket, for logs */
+    int known;            /* limit/remaining/reset_at came from headers */
+    long limit;
+    long remaining;
+    int64_t reset_at;     /* monotonic ms */
+    int inflight;
+} rl_route;
+
+/* One reusable transfer handle. The multi handle keeps the connection
+ * cache, so a slot reuses its keep-alive connection across calls. */
+typedef struct slot {
+    CURLM *multi;
+    CURL *easy;
+} slot;
+
+struct dg_discord {
+    char *base;
+    char *guild_id;
+    char *user_agent;
+    struct curl_slist *headers;  /* read-only after new: holds the token */
+    long timeout_ms, connect_ms, backoff_base_ms, backoff_max_ms;
+    int max_attempts, max_idle;
+    dg_discord_log_fn log;
+    void *log_state;
+
+    atomic_int abort;
+
+    pthread_mutex_t mu;          /* guards everything below */
+    pthread_cond_t cond;         /* rate-limit state changed, or abort */
+    int64_t global_until;        /* monotonic ms */
+    rl_route *routes;
+    size_t n_routes, cap_routes;
+    uint64_t rng;
+
+    pthread_mutex_t pool_mu;
+    slot *idle;
+    size_t n_idle;
+};
+
+/* Fill e (when not NULL) and return rc: the error code, the HTTP status,
+ * whether a retry may help, and the message (printf format). */
+static inline int set_err(dg_discord_err *e, int rc, long http, int retryable, const char *fmt,
+                          ...) __attribute__((format(printf, 5, 6)));
+
+static inline int set_err(dg_discord_err *e, int rc, long http, int retryable, const char *fmt,
+                          ...)
+{
+    if (e) {
+        e->http_status = http;
+        e->retryable = retryable;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(e->message, sizeof e->message, fmt, ap);
+        va_end(ap);
+    }
+    return rc;
+}
+
+static inline char *xstrdup(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+/* The request body as text (malloc'd, the caller frees), or NULL when it
+ * cannot be made; takes j. bad: a member could not be added while
+ * building j (out of memory), so j is not the request meant. */
+char *dgd_dump_checked(json_t *j, int bad);
+
+/* One request under every rule of the transport (rate limits, retries, the
+ * call's time bound, the abort switch). json: the body or NULL, not taken.
+ * *response (when response is not NULL): the answer, the caller decrefs. */
+int dgd_do_request(dg_discord *d, const char *method, const char *path, const char *json,
+                   int idempotent, json_t **response, dg_discord_err *e);
+
+/* Check a post's arguments and build its JSON body into *json (malloc'd,
+ * the caller frees). Returns OC_OK or the error set in err. Shared by
+ * dg_discord_post_message and the pipe (transport.c). */
+int dgd_post_body(const char *channel_id, const char *content, const char *const *mention_ids,
+                  size_t n_mentions, const char *nonce, char **json, dg_discord_err *err);
+
+#endif
