@@ -109,6 +109,11 @@ void fa_install(void)
     }
 }
 
+int fa_sqlite_hooked(void)
+{
+    return sq_orig.xMalloc != NULL;
+}
+
 static void arm(long n, int kinds)
 {
     fa_install();

@@ -25,6 +25,11 @@
  * that wants SQLite's failures calls it first. */
 void fa_install(void);
 
+/* 1 when SQLite's allocations are counted (fa_install ran before the
+ * process opened its first database: always in fork mode; in one process
+ * running many tests, as under valgrind, usually not). */
+int fa_sqlite_hooked(void);
+
 /* From now on, on the calling thread: the nth allocation (1 = the next one)
  * returns NULL, once. */
 void fa_arm(long nth);
