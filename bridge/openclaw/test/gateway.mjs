@@ -381,9 +381,12 @@ if (T) {
   // OpenClaw hands message_received the text with <@id> rendered as
   // @name: the plugin must still see whom alice asked, so reviewer takes
   // the turn at once (no other agent runs first and hands it on).
-  const handoffs = transcript(T).filter(isHandoff);
-  check('5: alice\'s @mention (rendered as @name by OpenClaw) gave reviewer the turn at once (no hand-off)',
-    handoffs.length === 0, show(handoffs));
+  // Hand-offs after reviewer's answer are the rotation going on.
+  const inThread = transcript(T);
+  const answered = inThread.findIndex((m) => m.from === 'reviewer');
+  const handoffs = inThread.slice(0, answered < 0 ? inThread.length : answered).filter(isHandoff);
+  check('5: alice\'s @mention (rendered as @name by OpenClaw) gave reviewer the turn at once (no hand-off before its answer)',
+    answered >= 0 && handoffs.length === 0, show(inThread));
 }
 if (D) {
   inOrder('#api-shape: every message in order, by the right bot', transcript(D), [
