@@ -175,6 +175,14 @@ static void unmark_evict(void *val, void *arg)
     ((scope_rec *)val)->evict = 0;
 }
 
+/* The mirror size at which an ingest next looks for scopes to evict.
+ * Write lock held. */
+static void set_evict_at(dg_turns *t)
+{
+    size_t next = t->scopes.n + t->dormant_max / 4;
+    t->evict_at = next > t->dormant_max ? next : t->dormant_max;
+}
+
 /*
  * Drop idle thread scopes and their sessions from the mirror: under the
  * thread policy every thread (every top-level message, without Discord
@@ -189,11 +197,21 @@ static void evict_idle(dg_turns *t, int64_t now)
     evict_scan e = {.now = now, .cutoff = INT64_MIN};
     pthread_rwlock_rdlock(&t->lock);
     dg_map_each(&t->scopes, count_evictable, &e);
+    int over = t->scopes.n > t->evict_at;
     pthread_rwlock_unlock(&t->lock);
-    if (!e.n && e.dormant <= t->dormant_max)
+    if (!e.n && e.dormant <= t->dormant_max && !over)
         return;
     pthread_mutex_lock(&t->wmu);
     pthread_rwlock_wrlock(&t->lock);
+    if (!e.n && e.dormant <= t->dormant_max) {
+        /* Nothing may leave (channel scopes, or awake ones) yet the mirror
+         * is past the bound: the next scan waits for dormant_max/4 more
+         * scopes, or every ingest would walk the whole map again. */
+        set_evict_at(t);
+        pthread_rwlock_unlock(&t->lock);
+        pthread_mutex_unlock(&t->wmu);
+        return;
+    }
     if (e.dormant > t->dormant_max && (e.ages = malloc(e.dormant * sizeof *e.ages))) {
         /* Counted again under the lock: the map may have changed. */
         dg_map_each(&t->scopes, collect_ages, &e);
@@ -210,8 +228,7 @@ static void evict_idle(dg_turns *t, int64_t now)
     if (dg_map_retain(&t->sessions, keep_sess, free_sess, NULL) != OC_OK ||
         dg_map_retain(&t->scopes, keep_scope, free_scope, NULL) != OC_OK)
         dg_map_each(&t->scopes, unmark_evict, NULL); /* out of memory: next time */
-    t->evict_at = t->scopes.n + t->dormant_max / 4 > t->dormant_max
-                      ? t->scopes.n + t->dormant_max / 4 : t->dormant_max;
+    set_evict_at(t);
     pthread_rwlock_unlock(&t->lock);
     pthread_mutex_unlock(&t->wmu);
 }
