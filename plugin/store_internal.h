@@ -26,6 +26,10 @@ struct dg_stmt {
     struct dg_pg_stmt *pg;
 };
 
+/* Bytes of the first copy of the WAL-index header (https://sqlite.org/walformat.html,
+ * "The WAL-Index Header": iVersion .. aCksum, 48 bytes). */
+#define DG_WAL_HDR_LEN 48
+
 struct dg_store {
     sqlite3 *db;              /* SQLite backend; NULL on PostgreSQL */
     struct dg_pg *pg;         /* PostgreSQL backend; NULL on SQLite */
@@ -52,6 +56,13 @@ struct dg_store {
     pthread_mutex_t probe_mu;
     int probe_dv;                    /* PRAGMA data_version at the last probe */
     int64_t probe_seq;               /* the change sequence read then; -1 none */
+    /* The WAL-index header in shared memory (SQLite's documented wal-index
+     * layout, mapped through the VFS's xShmMap), NULL when the VFS offers
+     * none: every commit by any connection rewrites it, so an unchanged
+     * header means nothing committed and the probe needs no statement. */
+    const volatile unsigned char *shm_hdr;
+    unsigned char shm_seen[DG_WAL_HDR_LEN]; /* the header at the last probe */
+    int shm_valid;                   /* shm_seen holds a header */
 };
 
 /*

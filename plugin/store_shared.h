@@ -63,6 +63,11 @@ int64_t dg_store_txn_change_seq(const dg_store *st);
  */
 int64_t dg_store_change_seq(dg_store *st);
 
+/* 1 when dg_store_change_seq answers "nothing committed" from the SQLite
+ * wal-index header in shared memory (no statement), 0 when every call runs
+ * the probe's statements (PostgreSQL, or a VFS without shared memory). */
+int dg_store_probe_in_memory(dg_store *st);
+
 /*
  * In a transaction: take or keep the lease `name` until until_ms
  * (wall-clock ms). held_until is the until_ms this instance last got for

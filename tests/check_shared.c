@@ -108,6 +108,38 @@ START_TEST(change_log_names_what_other_instances_changed)
 }
 END_TEST
 
+/* dg_store_change_seq answers from the WAL-index header in shared memory
+ * when nothing committed since its last probe (SQLite): every commit of the
+ * other instance, however soon after a probe, must still show. */
+START_TEST(probe_from_memory_sees_every_commit)
+{
+    char *dir = tu_mkdtemp(), *db = tu_db_target(dir);
+    dg_store *a = open_store(db), *b = open_store(db);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(dg_store_change_seq(b), 0); /* attach, remember, from memory */
+    if (!strstr(db, "://")) /* SQLite: the memory path must be the one tested */
+        ck_assert_msg(dg_store_probe_in_memory(b), "the probe should read the wal-index");
+    for (int64_t n = 1; n <= 40; n++) {
+        char ch[24];
+        snprintf(ch, sizeof ch, "%d", (int)(700 + n % 5));
+        save_scope(a, ch);
+        ck_assert_int_eq(dg_store_change_seq(b), n);
+        ck_assert_int_eq(dg_store_change_seq(b), n);
+        /* b's own commits move the head as well. */
+        if (n % 10 == 0) {
+            save_scope(b, "999");
+            ck_assert_int_eq(dg_store_change_seq(b), ++n);
+            ck_assert_int_eq(dg_store_change_seq(a), n);
+        }
+    }
+    dg_store_close(a);
+    dg_store_close(b);
+    tu_rmtree(dir);
+    free(dir);
+    free(db);
+}
+END_TEST
+
 static void take(dg_store *st, const char *name, int64_t now, int64_t until, int64_t held,
                  int want_got, int want_fresh, int64_t want_other)
 {
@@ -458,6 +490,7 @@ static Suite *shared_suite(const char *name, int on_pg)
     if (on_pg)
         pgs_on_pg(tc, 1);
     tcase_add_test(tc, change_log_names_what_other_instances_changed);
+    tcase_add_test(tc, probe_from_memory_sees_every_commit);
     tcase_add_test(tc, lease_held_renewed_taken_over_and_released);
     tcase_add_loop_test(tc, two_processes_send_each_row_once_in_order, 0, 2);
     tcase_add_loop_test(tc, dead_instance_channels_taken_over, 0, 2);
