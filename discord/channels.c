@@ -195,15 +195,10 @@ int dg_discord_find_channel(dg_discord *d, const char *guild_id, const char *nam
                        "find channel: guild id must be a snowflake (1-20 digits)");
     char path[64];
     snprintf(path, sizeof path, "/guilds/%s/channels", guild);
-    json_t *resp = NULL;
-    int rc = dgd_do_request(d, "GET", path, NULL, 1, &resp, err);
+    json_t *resp;
+    int rc = dgd_get_json(d, "find channel", path, JSON_ARRAY, &resp, err);
     if (rc != OC_OK)
         return rc;
-    if (!json_is_array(resp)) {
-        json_decref(resp);
-        return set_err(err, OC_ERR_IO, err ? err->http_status : 0, 1,
-                       "find channel: Discord's answer is not an array");
-    }
     const char *best = NULL;
     size_t i;
     json_t *c;

@@ -101,6 +101,27 @@ char *dgd_dump_checked(json_t *j, int bad);
 int dgd_do_request(dg_discord *d, const char *method, const char *path, const char *json,
                    int idempotent, json_t **response, dg_discord_err *e);
 
+/* GET path and check the answer's shape: a JSON value of type want
+ * (JSON_ARRAY or JSON_OBJECT). *out: the answer, the caller decrefs; NULL
+ * on error. what names the operation in the error ("get messages"). */
+static inline int dgd_get_json(dg_discord *d, const char *what, const char *path,
+                               json_type want, json_t **out, dg_discord_err *err)
+{
+    json_t *resp = NULL;
+    int rc = dgd_do_request(d, "GET", path, NULL, 1, &resp, err);
+    *out = NULL;
+    if (rc != OC_OK)
+        return rc;
+    if (!resp || json_typeof(resp) != want) {
+        json_decref(resp);
+        return set_err(err, OC_ERR_IO, err ? err->http_status : 0, 1,
+                       "%s: Discord's answer is not %s", what,
+                       want == JSON_ARRAY ? "an array" : "an object");
+    }
+    *out = resp;
+    return OC_OK;
+}
+
 /* Check a post's arguments and build its JSON body into *json (malloc'd,
  * the caller frees). Returns OC_OK or the error set in err. Shared by
  * dg_discord_post_message and the pipe (transport.c). */

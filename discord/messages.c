@@ -177,15 +177,10 @@ int dg_discord_get_messages(dg_discord *d, const char *channel_id, const char *a
                  after_id, limit);
     else
         snprintf(path, sizeof path, "/channels/%s/messages?limit=%d", channel_id, limit);
-    json_t *resp = NULL;
-    int rc = dgd_do_request(d, "GET", path, NULL, 1, &resp, err);
+    json_t *resp;
+    int rc = dgd_get_json(d, "get messages", path, JSON_ARRAY, &resp, err);
     if (rc != OC_OK)
         return rc;
-    if (!json_is_array(resp)) {
-        json_decref(resp);
-        return set_err(err, OC_ERR_IO, err ? err->http_status : 0, 1,
-                       "get messages: Discord's answer is not an array");
-    }
     size_t cnt = json_array_size(resp);
     dg_discord_message *out = cnt ? calloc(cnt, sizeof *out) : NULL;
     if (cnt && !out) {

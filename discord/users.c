@@ -21,8 +21,8 @@ int dg_discord_get_user_names(dg_discord *d, const char *user_id, char *username
                        "get user: user id must be a snowflake (1-20 digits)");
     char path[48];
     snprintf(path, sizeof path, "/users/%s", user_id);
-    json_t *resp = NULL;
-    int rc = dgd_do_request(d, "GET", path, NULL, 1, &resp, err);
+    json_t *resp;
+    int rc = dgd_get_json(d, "get user", path, JSON_OBJECT, &resp, err);
     if (rc != OC_OK)
         return rc;
     const char *un = json_string_value(json_object_get(resp, "username"));

@@ -583,6 +583,39 @@ START_TEST(server_errors_bounded)
 }
 END_TEST
 
+/* Every GET (dgd_get_json): a 2xx answer of the wrong JSON shape is an
+ * error naming the call, not a crash or an empty success; outputs untouched. */
+START_TEST(get_answer_of_wrong_shape_refused)
+{
+    env *e = env_open(NULL);
+    dg_discord_err err;
+    dg_discord_message *ms = (dg_discord_message *)1;
+    size_t n = 7;
+    ck_assert_int_eq(fake_discord_add_fault(e->fd, "*", FD_FAULT_SHAPE_AFTER, 3, 0, 0), 0);
+    ck_assert_int_eq(dg_discord_get_messages(e->d, e->chan, NULL, 10, &ms, &n, &err),
+                     OC_ERR_IO);
+    ck_assert_msg(strstr(err.message, "get messages: Discord's answer is not an array"), "%s",
+                  err.message);
+    ck_assert_ptr_null(ms);
+    ck_assert_uint_eq(n, 0);
+    char *found = (char *)"x";
+    ck_assert_int_eq(dg_discord_find_channel(e->d, NULL, "side", NULL, &found, &err), OC_ERR_IO);
+    ck_assert_msg(strstr(err.message, "find channel: Discord's answer is not an array"), "%s",
+                  err.message);
+    ck_assert_ptr_null(found);
+    char user[64] = "x", global[64] = "y";
+    ck_assert_int_eq(dg_discord_get_user_names(e->d, USER, user, sizeof user, global,
+                                               sizeof global, &err),
+                     OC_ERR_IO);
+    ck_assert_msg(strstr(err.message, "get user: Discord's answer is not an object"), "%s",
+                  err.message);
+    ck_assert_str_eq(user, "");
+    ck_assert_str_eq(global, "");
+    ck_assert_uint_eq(fake_discord_request_count(e->fd), 3); /* not retried */
+    env_close(e);
+}
+END_TEST
+
 START_TEST(forbidden_not_retried)
 {
     env *e = env_open(NULL);
@@ -1447,6 +1480,7 @@ Suite *make_discord_suite(void)
     tcase_add_test(tc, server_error_three_times_then_success);
     tcase_add_test(tc, server_errors_bounded);
     tcase_add_test(tc, forbidden_not_retried);
+    tcase_add_test(tc, get_answer_of_wrong_shape_refused);
     tcase_add_test(tc, not_found_and_unauthorized);
     tcase_add_test(tc, bad_request_carries_discords_message);
     tcase_add_test(tc, dropped_connection_retried_with_nonce);

@@ -167,6 +167,7 @@ static double rand01(fake_discord *fd)
 
 static const char *const fault_names[FD_FAULT_KIND_COUNT] = {
     "429", "global429", "500", "500after", "403", "delay", "delayafter", "drop", "dropafter",
+    "shapeafter",
 };
 
 const char *fake_discord_fault_name(fake_discord_fault_kind k)
@@ -1521,6 +1522,11 @@ static enum MHD_Result api(fake_discord *fd, struct MHD_Connection *c, const cha
             err_reply(&r, 500, 0, "500: Internal Server Error");
         } else if (fault == FD_FAULT_DROP_AFTER) {
             drop = 1;
+        } else if (fault == FD_FAULT_SHAPE_AFTER && r.status == 200) {
+            int was_array = r.body ? json_is_array(r.body) : r.text && r.text[0] == '[';
+            r.n_hdr = 0;
+            set_reply(&r, 200, was_array ? json_pack("{s:b}", "unexpected", 1)
+                                         : json_pack("[s]", "unexpected"));
         } else if (fault == FD_FAULT_DELAY_AFTER) {
             delay_locked(fd, delay);
             if (fd->stopping)

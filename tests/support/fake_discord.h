@@ -119,11 +119,13 @@ typedef enum fake_discord_fault_kind {
     FD_FAULT_DELAY_AFTER, /* process, wait delay_ms, then answer */
     FD_FAULT_DROP,        /* close the connection without an answer, not processed */
     FD_FAULT_DROP_AFTER,  /* process, then close without an answer */
+    FD_FAULT_SHAPE_AFTER, /* process, then answer 200 with JSON of the other shape
+                           * (an object where an array belongs, and the reverse) */
     FD_FAULT_KIND_COUNT
 } fake_discord_fault_kind;
 
 /* "429", "global429", "500", "500after", "403", "delay", "delayafter", "drop",
- * "dropafter". Static strings. */
+ * "dropafter", "shapeafter". Static strings. */
 const char *fake_discord_fault_name(fake_discord_fault_kind k);
 
 /* Kind by name (as above); -1 when unknown. */
