@@ -465,6 +465,7 @@ dg_stmt *dg_store_stmt(dg_store *st, const char *sql)
         unsigned i = (unsigned)((h >> 32) + probe) & (DG_STMT_CACHE - 1);
         dg_stmt *c = &st->cache[i].stmt;
         if (st->cache[i].sql == sql) {
+            c->bind_failed = 0;
             if (c->lite) {
                 sqlite3_reset(c->lite);
                 sqlite3_clear_bindings(c->lite);
@@ -474,6 +475,7 @@ dg_stmt *dg_store_stmt(dg_store *st, const char *sql)
             return c;
         }
         if (!st->cache[i].sql) {
+            c->bind_failed = 0;
             if (st->pg) {
                 if (dg_pg_stmt_prepare(st, sql, c) != OC_OK)
                     return NULL;
@@ -538,6 +540,18 @@ void dg_store_test_fail_writes(dg_store *st, int on)
 long dg_store_test_refused_writes(dg_store *st)
 {
     return atomic_load(&st->refused_writes);
+}
+
+void dg_store_test_forget(dg_store *st)
+{
+    if (!st->db)
+        return;
+    for (int i = 0; i < DG_STMT_CACHE; i++) {
+        sqlite3_finalize(st->cache[i].stmt.lite);
+        st->cache[i].stmt.lite = NULL;
+        st->cache[i].sql = NULL;
+    }
+    sqlite3_db_release_memory(st->db);
 }
 
 int dg_store_commit(dg_store *st)

@@ -86,6 +86,16 @@ const char *dg_store_errmsg(dg_store *st);
 void dg_store_test_fail_writes(dg_store *st, int on);
 long dg_store_test_refused_writes(dg_store *st);
 
+/*
+ * Test seam for the fault sweeps: finalise every cached statement and give
+ * back the connection's unused page cache, so the next call prepares its
+ * statements and reads its pages again (and a failure injected there is
+ * reached). SQLite stores only; outside a transaction or between two
+ * statements of one (never while a caller steps a statement). Caller's
+ * thread.
+ */
+void dg_store_test_forget(dg_store *st);
+
 /* Schema version found in the file when it was opened (0 for a new file). */
 int dg_store_opened_version(const dg_store *st);
 

@@ -35,8 +35,8 @@ void dg_bind_text(dg_stmt *s, int idx, const char *text)
         dg_pg_bind(s, idx, text);
     else if (!text)
         sqlite3_bind_null(s->lite, idx);
-    else
-        sqlite3_bind_text(s->lite, idx, text, -1, SQLITE_TRANSIENT);
+    else if (sqlite3_bind_text(s->lite, idx, text, -1, SQLITE_TRANSIENT) == SQLITE_NOMEM)
+        s->bind_failed = 1; /* the copy failed: the parameter is NULL now */
 }
 
 void dg_bind_text_borrowed(dg_stmt *s, int idx, const char *text)
@@ -51,6 +51,8 @@ void dg_bind_text_borrowed(dg_stmt *s, int idx, const char *text)
 
 int dg_step(dg_stmt *s)
 {
+    if (s->bind_failed)
+        return DG_NOMEM;
     if (!s->lite)
         return dg_pg_step(s);
     int rc = sqlite3_step(s->lite);
@@ -94,6 +96,7 @@ long dg_changes(dg_stmt *s)
 
 void dg_reset(dg_stmt *s)
 {
+    s->bind_failed = 0;
     if (s->lite)
         sqlite3_reset(s->lite);
     else

@@ -24,6 +24,10 @@ struct dg_pg_stmt; /* store_pg.c: a prepared statement there */
 struct dg_stmt {
     sqlite3_stmt *lite;
     struct dg_pg_stmt *pg;
+    /* A bind since the last reset could not copy its value (out of memory):
+     * the parameter would run as NULL, so dg_step refuses to run it
+     * (DG_NOMEM) instead of writing or matching a NULL. */
+    int bind_failed;
 };
 
 /* Bytes of the first copy of the WAL-index header (https://sqlite.org/walformat.html,

@@ -470,9 +470,9 @@ void dg_pg_bind(dg_stmt *stmt, int idx, const char *text)
     if (idx < 1 || idx > DG_PG_MAXP)
         return;
     free(s->vals[idx - 1]);
-    /* Out of memory binds NULL; the statement then fails on a NOT NULL
-     * column or finds nothing, and the caller reports it. */
     s->vals[idx - 1] = text ? strdup(text) : NULL;
+    if (text && !s->vals[idx - 1])
+        stmt->bind_failed = 1; /* out of memory: dg_step refuses to run a NULL here */
 }
 
 int dg_pg_step(dg_stmt *stmt)

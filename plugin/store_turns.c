@@ -135,6 +135,9 @@ int dg_store_turns_channel_load(dg_store *st, const char *channel_id, dg_turn_ch
         out->initiator = dg_store_col_dup(s, 1);
         out->top_root = dg_store_col_dup(s, 2);
         out->bot_noticed = dg_col_int(s, 3);
+        /* A copy that failed must not read as "no initiator" / "no thread". */
+        if ((!out->initiator && !dg_col_null(s, 1)) || (!out->top_root && !dg_col_null(s, 2)))
+            goto nomem;
     } else if (rc != DG_DONE) {
         return OC_ERR_IO;
     }
@@ -270,11 +273,13 @@ int dg_store_turns_scope_load(dg_store *st, const dg_scope *sc, dg_turn_state *t
     t->permit = dg_col_int(s, 11);
     t->permit_ms = dg_col_int64(s, 12);
     t->last_change_ms = dg_col_int64(s, 13);
-    if (post_channel)
-        *post_channel = dg_store_col_dup(s, 14);
     t->owed = (uint64_t)dg_col_int64(s, 15);
+    int status = OC_OK;
+    /* A copy that failed must not read as "post in the channel itself". */
+    if (post_channel && !(*post_channel = dg_store_col_dup(s, 14)) && !dg_col_null(s, 14))
+        status = OC_ERR_NOMEM;
     dg_reset(s);
-    return OC_OK;
+    return status;
 }
 
 static const char SQL_SCOPE_ADD[] =

@@ -31,11 +31,21 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "failalloc.h"
 #include "fake_discord.h"
 #include "outbox.h"
 #include "outbox_env.h"
+#include "scope.h"
 #include "store.h"
+#include "store_discuss.h"
+#include "store_discuss_index.h"
+#include "store_internal.h"
+#include "store_operator.h"
 #include "store_outbox.h"
+#include "store_shared.h"
+#include "store_tool_calls.h"
+#include "store_transitions.h"
+#include "store_turns.h"
 #include "testutil.h"
 
 static const dg_discord_options quick_client = {
@@ -561,6 +571,567 @@ START_TEST(hostile_discord_mode)
 }
 END_TEST
 
+/* ---- store sweep -------------------------------------------------------------
+ * Every store operation, on a database holding a row of every table, run
+ * again and again with the nth allocation failing (ours, jansson's and
+ * SQLite's, counted together: failalloc.h), n = 1, 2, ... until the
+ * operation makes fewer than n. Before each run the store forgets its
+ * prepared statements and page cache (dg_store_test_forget), so a failure
+ * lands in prepare, in step and in our copies alike. Each run must end in
+ * OC_OK with the very rows a run without faults writes, or in OC_ERR_IO /
+ * OC_ERR_NOMEM (the transaction is then rolled back by the caller, as the
+ * core does); never a crash, never a leak (SANITIZE=1). A success with rows
+ * different from the reference is a half-written state. Fork mode hooks
+ * SQLite's allocator (fa_install before the first open); without it (one
+ * process, as under valgrind) only our own allocations are swept. */
+
+typedef struct sweep_fx {
+    int64_t disc_id, closed_id, outbox_id, sent_id;
+    dg_scope conv;
+} sweep_fx;
+
+typedef int (*sweep_op)(dg_store *st, const sweep_fx *fx);
+
+/* Every row of every table of db as text, in a stable order; caller frees. */
+static int dump_row(void *arg, int n, char **v, char **col)
+{
+    (void)col;
+    char **buf = arg;
+    for (int i = 0; i < n; i++) {
+        size_t have = *buf ? strlen(*buf) : 0, add = (v[i] ? strlen(v[i]) : 4) + 2;
+        char *nb = realloc(*buf, have + add);
+        ck_assert_ptr_nonnull(nb);
+        snprintf(nb + have, add, "%s%c", v[i] ? v[i] : "NULL", i + 1 < n ? '|' : '\n');
+        *buf = nb;
+    }
+    return 0;
+}
+
+static char *dump_db(sqlite3 *db)
+{
+    char *names = NULL, *out = NULL;
+    ck_assert_int_eq(sqlite3_exec(db, "SELECT name FROM sqlite_master WHERE type = 'table' "
+                                      "ORDER BY name", dump_row, &names, NULL), SQLITE_OK);
+    for (char *save = NULL, *t = strtok_r(names, "\n", &save); t; t = strtok_r(NULL, "\n", &save)) {
+        char sql[160];
+        snprintf(sql, sizeof sql, "SELECT '%s'; SELECT * FROM \"%s\" ORDER BY 1, 2", t, t);
+        ck_assert_int_eq(sqlite3_exec(db, sql, dump_row, &out, NULL), SQLITE_OK);
+    }
+    free(names);
+    return out;
+}
+
+static void sweep_one(dg_store *st, const sweep_fx *fx, sweep_op op, const char *name,
+                      long *runs)
+{
+    /* The reference: the rows a run without faults leaves (rolled back). */
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    ck_assert_msg(op(st, fx) == OC_OK, "%s fails without a fault", name);
+    char *want = dump_db(st->db);
+    dg_store_rollback(st);
+    char *before = dump_db(st->db);
+    for (long n = 1;; n++) {
+        dg_store_test_forget(st);
+        ck_assert_int_eq(dg_store_begin(st), OC_OK);
+        if (fa_sqlite_hooked())
+            fa_arm(n);
+        else
+            fa_arm_own(n);
+        int rc = op(st, fx);
+        int hit = fa_disarm();
+        if (rc == OC_OK) {
+            char *got = dump_db(st->db);
+            ck_assert_msg(!strcmp(got, want), "%s with allocation %ld failing returned OC_OK "
+                          "but wrote other rows:\n%s\nwant:\n%s", name, n, got, want);
+            free(got);
+        } else {
+            ck_assert_msg(rc == OC_ERR_IO || rc == OC_ERR_NOMEM, "%s with allocation %ld "
+                          "failing: status %d", name, n, rc);
+        }
+        dg_store_rollback(st);
+        char *after = dump_db(st->db);
+        ck_assert_msg(!strcmp(after, before), "%s: a rolled-back run changed the store", name);
+        free(after);
+        ++*runs;
+        if (!hit) {
+            ck_assert_msg(rc == OC_OK, "%s fails without a fault after %ld runs", name, n);
+            break;
+        }
+    }
+    free(before);
+    free(want);
+}
+
+/* A store with a row in every table; ids into fx. */
+static dg_store *sweep_store(const char *path, sweep_fx *fx)
+{
+    fa_install(); /* before the process opens its first database */
+    dg_store *st = NULL;
+    char err[256];
+    ck_assert_int_eq(dg_store_open(path, &st, err, sizeof err), OC_OK);
+    memset(fx, 0, sizeof *fx);
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    for (int i = 0; i < 4; i++) {
+        char nonce[16], content[16];
+        snprintf(nonce, sizeof nonce, "n%d", i);
+        snprintf(content, sizeof content, "hello %d", i);
+        dg_outbox_row r = {.channel_id = "100", .content = content, .mentions = "",
+                           .nonce = nonce, .part = 1, .parts = 1, .created_at_ms = 1000 + i};
+        int64_t id;
+        ck_assert_int_eq(dg_store_outbox_insert(st, &r, &id), OC_OK);
+        if (i == 0)
+            fx->outbox_id = id;
+        if (i == 1)
+            fx->sent_id = id;
+        if (i == 1)
+            ck_assert_int_eq(dg_store_outbox_mark_sent(st, id, "9001", 2000), OC_OK);
+        if (i == 2)
+            ck_assert_int_eq(dg_store_outbox_mark_failed(st, id, "refused", 2000), OC_OK);
+    }
+    char *parts[] = {"beta", "gamma"}, *order[] = {"alpha", "beta", "gamma"};
+    for (int i = 0; i < 2; i++) {
+        dg_discussion d = {.discussion_channel_id = i ? "201" : "200",
+                           .origin_channel_id = "100", .initiator_agent_id = "alpha",
+                           .initiator_session_key = "agent:alpha:discord:channel:100",
+                           .initiator_session_id = "s1", .initiator_workspace = "/tmp/ws",
+                           .discuss_guide = "guide", .status = DG_DISCUSSION_ACTIVE,
+                           .created_at_ms = 1000, .participants = parts, .n_participants = 2,
+                           .turn_order = order, .n_turn_order = 3};
+        int64_t id;
+        ck_assert_int_eq(dg_store_discussion_insert(st, &d, &id), OC_OK);
+        ck_assert_int_eq(dg_store_discussion_set_name(st, id, i ? "closed-topic" : "topic"),
+                         OC_OK);
+        *(i ? &fx->closed_id : &fx->disc_id) = id;
+    }
+    ck_assert_int_eq(dg_store_discussion_close(st, fx->closed_id, "s.md", 3000), OC_OK);
+    int ins = 0, claimed = 0;
+    ck_assert_int_eq(dg_store_discussion_override_add(st, fx->closed_id,
+                     "agent:beta:discord:channel:201", "beta", 3000, &ins), OC_OK);
+    ck_assert_int_eq(dg_store_discussion_override_add(st, fx->closed_id,
+                     "agent:gamma:discord:channel:201", "gamma", 3000, &ins), OC_OK);
+    ck_assert_int_eq(dg_store_discussion_notice_claim(st, "201", "m1", 1000, 0, &claimed),
+                     OC_OK);
+    ck_assert_int_eq(dg_store_turns_channel_save(st, "100", DG_MODE_NORMAL, NULL, "555", 0,
+                                                 1000), OC_OK);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(dg_store_turns_member_add(st, "100", i, order[i]), OC_OK);
+    ck_assert_int_eq(dg_scope_conversation("100", &fx->conv), OC_OK);
+    dg_turn_state ts = {.active = 1, .speaker = 1, .anchor = 0, .handoff = DG_NOBODY,
+                        .permit = DG_NOBODY, .last_change_ms = 1000};
+    ck_assert_int_eq(dg_store_turns_scope_save(st, &fx->conv, "100", &ts, 0, 1000), OC_OK);
+    int fresh = 0;
+    ck_assert_int_eq(dg_store_turns_seen_claim(st, "100", "m1", 1000, &fresh), OC_OK);
+    ck_assert_int_eq(dg_store_turns_run_claim(st, "agent:alpha:discord:channel:100", "r1", 1000,
+                                              &fresh), OC_OK);
+    ck_assert_int_eq(dg_store_tool_call_intent(st, "discuss", "c1", "fp", 1000), OC_OK);
+    dg_tool_call_row res = {.state = DG_TOOL_CALL_DONE, .channel_id = "200",
+                            .discussion_id = fx->disc_id, .origin_channel_id = "100",
+                            .summary_path = "s.md"};
+    ck_assert_int_eq(dg_store_tool_call_done(st, "discuss", "c1", "fp", &res, 1000), OC_OK);
+    for (int i = 0; i < 3; i++) {
+        dg_transition t = {.at_ms = 1000 + i, .scope = "conversation", .cause = "message 1",
+                           .speaker_before = "alpha", .speaker_after = "beta",
+                           .state = "speaking", .passed = "", .agent_msgs = i};
+        ck_assert_int_eq(dg_store_transition_add(st, "100", &t), OC_OK);
+    }
+    ck_assert_int_eq(dg_store_change_note(st, "100"), OC_OK);
+    int got, fr;
+    int64_t other;
+    ck_assert_int_eq(dg_store_lease_take(st, "sweeper", 1000, 9000000000000LL, 0, &got, &fr,
+                                         &other), OC_OK);
+    ck_assert_int_eq(dg_store_commit(st), OC_OK);
+    /* Another instance's changes, for changes_since to return. */
+    ck_assert_int_eq(sqlite3_exec(st->db, "INSERT INTO turn_changes VALUES "
+                                  "('300', 50, 'elsewhere/1/00'), ('301', 51, 'elsewhere/1/00')",
+                                  NULL, NULL, NULL), SQLITE_OK);
+    return st;
+}
+
+/* The operations, each with arguments that succeed on sweep_store's rows;
+ * each frees what it got. */
+static int op_outbox_insert(dg_store *st, const sweep_fx *fx)
+{
+    (void)fx;
+    dg_outbox_row r = {.channel_id = "100", .content = "new", .mentions = "1,2",
+                       .nonce = "fresh", .part = 1, .parts = 2, .created_at_ms = 5000};
+    int64_t id;
+    return dg_store_outbox_insert(st, &r, &id);
+}
+
+static int op_outbox_discover(dg_store *st, const sweep_fx *fx)
+{
+    (void)fx;
+    dg_outbox_ref *refs = NULL;
+    size_t n = 0;
+    int rc = dg_store_outbox_discover(st, 0, 16, &refs, &n);
+    free(refs);
+    return rc == OC_OK && n == 0 ? OC_ERR_INTERNAL : rc;
+}
+
+static int op_outbox_pending_of(dg_store *st, const sweep_fx *fx)
+{
+    (void)fx;
+    dg_outbox_row *rows = NULL;
+    size_t n = 0;
+    int rc = dg_store_outbox_pending_of(st, "100", 0, 16, &rows, &n);
+    dg_outbox_rows_free(rows, n);
+    return rc == OC_OK && n != 2 ? OC_ERR_INTERNAL : rc;
+}
+
+static int op_outbox_list(dg_store *st, const sweep_fx *fx)
+{
+    (void)fx;
+    dg_outbox_row *rows = NULL;
+    size_t n = 0;
+    int rc = dg_store_outbox_list(st, NULL, &rows, &n);
+    dg_outbox_rows_free(rows, n);
+    if (rc == OC_OK && n != 4)
+        return OC_ERR_INTERNAL;
+    if (rc == OC_OK) {
+        rc = dg_store_outbox_list(st, "100", &rows, &n);
+        dg_outbox_rows_free(rows, n);
+    }
+    return rc;
+}
+
+static int op_outbox_marks(dg_store *st, const sweep_fx *fx)
+{
+    int rc = dg_store_outbox_mark_retry(st, fx->outbox_id, "try again");
+    if (rc == OC_OK)
+        rc = dg_store_outbox_mark_sent(st, fx->outbox_id, "9002", 6000);
+    if (rc == OC_OK)
+        rc = dg_store_outbox_mark_failed(st, fx->outbox_id + 3, "gone", 6000);
+    return rc;
+}
+
+static int op_outbox_count_prune(dg_store *st, const sweep_fx *fx)
+{
+    (void)fx;
+    int64_t n = 0;
+    long removed = 0;
+    int rc = dg_store_outbox_count(st, DG_OUTBOX_PENDING, &n);
+    if (rc == OC_OK)
+        rc = dg_store_outbox_prune(st, 999999, 10, &removed);
+    return rc == OC_OK && removed != 2 ? OC_ERR_INTERNAL : rc;
+}
+
+static int op_outbox_operator(dg_store *st, const sweep_fx *fx)
+{
+    (void)fx;
+    dg_outbox_summary sum;
+    int rc = dg_store_outbox_summary(st, &sum);
+    if (rc == OC_OK && (sum.pending != 2 || sum.sent != 1 || sum.failed != 1))
+        return OC_ERR_INTERNAL;
+    dg_outbox_row *rows = NULL;
+    size_t n = 0;
+    if (rc == OC_OK) {
+        rc = dg_store_outbox_rows_in(st, DG_OUTBOX_PENDING, 10, &rows, &n);
+        dg_outbox_rows_free(rows, n);
+    }
+    return rc == OC_OK && n != 2 ? OC_ERR_INTERNAL : rc;
+}
+
+static int op_discussion_insert(dg_store *st, const sweep_fx *fx)
+{
+    (void)fx;
+    char *parts[] = {"beta"}, *order[] = {"alpha", "beta"};
+    dg_discussion d = {.discussion_channel_id = "202", .origin_channel_id = "100",
+                       .initiator_agent_id = "alpha",
+                       .initiator_session_key = "agent:alpha:discord:channel:100",
+                       .initiator_session_id = "s2", .initiator_workspace = "/tmp/ws",
+                       .discuss_guide = "g", .status = DG_DISCUSSION_ACTIVE,
+                       .created_at_ms = 7000, .participants = parts, .n_participants = 1,
+                       .turn_order = order, .n_turn_order = 2};
+    int64_t id;
+    return dg_store_discussion_insert(st, &d, &id);
+}
+
+static int op_discussion_read(dg_store *st, const sweep_fx *fx)
+{
+    dg_discussion d = {0};
+    int rc = dg_store_discussion_by_channel(st, "200", &d);
+    int ok = rc != OC_OK || (d.n_turn_order == 3 && d.n_participants == 2);
+    dg_discussion_clear(&d);
+    if (!ok)
+        return OC_ERR_INTERNAL;
+    int64_t id = 0;
+    dg_discussion_status status;
+    if (rc == OC_OK)
+        rc = dg_store_discussion_probe(st, "201", &id, &status);
+    if (rc == OC_OK && (id != fx->closed_id || status != DG_DISCUSSION_CLOSED))
+        return OC_ERR_INTERNAL;
+    return rc;
+}
+
+static int op_discussion_close(dg_store *st, const sweep_fx *fx)
+{
+    return dg_store_discussion_close_as(st, fx->disc_id, NULL, 8000, "expired");
+}
+
+static int op_discussion_overrides(dg_store *st, const sweep_fx *fx)
+{
+    int ins = 0, state = 0;
+    int rc = dg_store_discussion_override_add(st, fx->closed_id,
+                                              "agent:alpha:discord:channel:201", "alpha", 8000,
+                                              &ins);
+    if (rc == OC_OK)
+        rc = dg_store_discussion_override_applied(st, fx->closed_id,
+                                                  "agent:beta:discord:channel:201", 8000);
+    if (rc == OC_OK)
+        rc = dg_store_discussion_override_state(st, fx->closed_id,
+                                                "agent:beta:discord:channel:201", &state);
+    if (rc == OC_OK && (ins != 1 || state != 2))
+        return OC_ERR_INTERNAL;
+    return rc;
+}
+
+static int op_discussion_pending(dg_store *st, const sweep_fx *fx)
+{
+    (void)fx;
+    char **keys = NULL;
+    int64_t *ids = NULL;
+    size_t n = 0;
+    int rc = dg_store_discussion_overrides_pending(st, 10, &keys, &ids, &n);
+    for (size_t i = 0; i < n; i++)
+        free(keys[i]);
+    free(keys);
+    free(ids);
+    return rc == OC_OK && n != 2 ? OC_ERR_INTERNAL : rc;
+}
+
+static int op_discussion_notices(dg_store *st, const sweep_fx *fx)
+{
+    (void)fx;
+    int claimed = 0;
+    long removed = 0;
+    int rc = dg_store_discussion_notice_claim(st, "201", "m2", 9000, 10, &claimed);
+    if (rc == OC_OK)
+        rc = dg_store_discussion_notices_prune(st, 5000, 10, &removed);
+    return rc == OC_OK && removed != 1 ? OC_ERR_INTERNAL : rc;
+}
+
+static int op_discussion_timers(dg_store *st, const sweep_fx *fx)
+{
+    char **ch = NULL;
+    size_t n = 0;
+    int rc = dg_store_discussion_touch(st, "200", 9000);
+    if (rc == OC_OK)
+        rc = dg_store_discussion_timers_due(st, 999999, 10, 100, 10, &ch, &n);
+    for (size_t i = 0; i < n; i++)
+        free(ch[i]);
+    free(ch);
+    if (rc == OC_OK && n != 1)
+        return OC_ERR_INTERNAL;
+    if (rc == OC_OK)
+        rc = dg_store_discussion_mark_reminded(st, fx->disc_id, 9000);
+    if (rc == OC_OK)
+        rc = dg_store_discussion_mark_wrapup(st, fx->disc_id, 9000);
+    return rc;
+}
+
+static int op_discussion_index(dg_store *st, const sweep_fx *fx)
+{
+    char *name = NULL, *chan = NULL, **v = NULL;
+    size_t n = 0;
+    int more = 0;
+    int rc = dg_store_discussion_set_name(st, fx->disc_id, "renamed");
+    if (rc == OC_OK)
+        rc = dg_store_discussion_name(st, fx->closed_id, &name);
+    if (rc == OC_OK)
+        rc = dg_store_discussion_channel_of(st, fx->closed_id, &chan);
+    int ok = rc != OC_OK || (name && chan && !strcmp(chan, "201"));
+    free(name);
+    free(chan);
+    if (!ok)
+        return OC_ERR_INTERNAL;
+    for (int agent = 0; rc == OC_OK && agent < 2; agent++) {
+        rc = dg_store_discussion_list(st, agent ? "beta" : NULL, 0, 0, agent ? 1 : 10, &v, &n,
+                                      &more);
+        for (size_t i = 0; i < n; i++)
+            free(v[i]);
+        free(v);
+        v = NULL;
+        if (rc == OC_OK && (agent ? n != 1 || !more : n != 2))
+            return OC_ERR_INTERNAL;
+    }
+    return rc;
+}
+
+static int op_turns_channel(dg_store *st, const sweep_fx *fx)
+{
+    (void)fx;
+    dg_turn_channel_row r = {0};
+    int rc = dg_store_turns_channel_load(st, "100", &r);
+    int ok = rc != OC_OK || (r.n_members == 3 && r.top_root);
+    dg_turn_channel_row_clear(&r);
+    if (!ok)
+        return OC_ERR_INTERNAL;
+    if (rc == OC_OK)
+        rc = dg_store_turns_channel_save(st, "101", DG_MODE_DISCUSSION, "alpha", NULL, 1, 9000);
+    if (rc == OC_OK)
+        rc = dg_store_turns_member_add(st, "101", 0, "alpha");
+    if (rc == OC_OK)
+        rc = dg_store_turns_members_clear(st, "100");
+    return rc;
+}
+
+static int op_turns_scope(dg_store *st, const sweep_fx *fx)
+{
+    dg_turn_state s;
+    char *post = NULL;
+    int rc = dg_store_turns_scope_load(st, &fx->conv, &s, &post);
+    int ok = rc != OC_OK || (post && s.speaker == 1);
+    free(post);
+    if (!ok)
+        return OC_ERR_INTERNAL;
+    s.speaker = 2;
+    if (rc == OC_OK)
+        rc = dg_store_turns_scope_save(st, &fx->conv, "100", &s, 1, 9000);
+    dg_scope th;
+    if (rc == OC_OK && dg_scope_thread("100", "777", &th) == OC_OK)
+        rc = dg_store_turns_scope_save(st, &th, "778", &s, 0, 9000);
+    dg_scope *v = NULL;
+    size_t n = 0;
+    for (int active = 0; rc == OC_OK && active < 3; active++) {
+        rc = active == 2 ? dg_store_turns_active_scopes(st, &v, &n)
+                         : dg_store_turns_scopes(st, active, &v, &n);
+        free(v);
+        v = NULL;
+        if (rc == OC_OK && n != 2)
+            return OC_ERR_INTERNAL;
+    }
+    if (rc == OC_OK)
+        rc = dg_store_turns_scopes_clear(st, "100");
+    return rc;
+}
+
+static int op_turns_marks(dg_store *st, const sweep_fx *fx)
+{
+    (void)fx;
+    int fresh = 0;
+    long removed = 0, count = 0;
+    int rc = dg_store_turns_seen_claim(st, "100", "m9", 9000, &fresh);
+    if (rc == OC_OK)
+        rc = dg_store_turns_run_claim(st, "agent:beta:discord:channel:100", "r9", 9000, &fresh);
+    if (rc == OC_OK)
+        rc = dg_store_turns_seen_prune(st, 5000, &removed);
+    if (rc == OC_OK)
+        rc = dg_store_turns_runs_prune(st, 5000, &removed);
+    if (rc == OC_OK)
+        rc = dg_store_turns_states_prune(st, 0, &removed);
+    static const char *const what[] = {"seen", "scopes", "members"};
+    for (int i = 0; rc == OC_OK && i < 3; i++)
+        rc = dg_store_turns_count(st, what[i], &count);
+    return rc;
+}
+
+static int op_tool_calls(dg_store *st, const sweep_fx *fx)
+{
+    dg_tool_call_row r = {0};
+    long removed = 0;
+    int rc = dg_store_tool_call_get(st, "discuss", "c1", "fp", &r);
+    int ok = rc != OC_OK || (r.state == DG_TOOL_CALL_DONE && r.discussion_id == fx->disc_id &&
+                             r.summary_path && r.channel_id && r.origin_channel_id);
+    dg_tool_call_row_clear(&r);
+    if (!ok)
+        return OC_ERR_INTERNAL;
+    if (rc == OC_OK)
+        rc = dg_store_tool_call_intent(st, "discuss", "c2", "fp", 9000);
+    dg_tool_call_row res = {.state = DG_TOOL_CALL_DONE, .channel_id = "203",
+                            .discussion_id = 9, .origin_channel_id = "100"};
+    if (rc == OC_OK)
+        rc = dg_store_tool_call_done(st, "discuss", "c2", "fp", &res, 9000);
+    if (rc == OC_OK)
+        rc = dg_store_tool_calls_prune(st, 5000, &removed);
+    return rc;
+}
+
+static int op_transitions(dg_store *st, const sweep_fx *fx)
+{
+    (void)fx;
+    dg_transition t = {.at_ms = 9000, .scope = "conversation", .cause = "timeout",
+                       .speaker_before = "beta", .state = "dormant", .passed = "alpha"};
+    int rc = dg_store_transition_add(st, "100", &t);
+    dg_transition *v = NULL;
+    size_t n = 0;
+    if (rc == OC_OK)
+        rc = dg_store_transitions_list(st, "100", "conversation", 10, &v, &n);
+    dg_transitions_free(v, n);
+    return rc == OC_OK && n != 4 ? OC_ERR_INTERNAL : rc;
+}
+
+static int op_shared(dg_store *st, const sweep_fx *fx)
+{
+    (void)fx;
+    char **ch = NULL;
+    size_t n = 0;
+    int64_t upto = 0;
+    int rc = dg_store_changes_since(st, 0, &ch, &n, &upto);
+    for (size_t i = 0; i < n; i++)
+        free(ch[i]);
+    free(ch);
+    if (rc == OC_OK && (n != 2 || upto != 51))
+        return OC_ERR_INTERNAL;
+    if (rc == OC_OK)
+        rc = dg_store_change_note(st, "101");
+    int got = 0, fresh = 0;
+    int64_t other = 0;
+    if (rc == OC_OK)
+        rc = dg_store_lease_take(st, "sweeper", 2000, 9000000000001LL, 9000000000000LL, &got,
+                                 &fresh, &other);
+    if (rc == OC_OK)
+        rc = dg_store_lease_take(st, "other", 2000, 3000, 0, &got, &fresh, &other);
+    if (rc == OC_OK)
+        rc = dg_store_lease_release(st, "sweeper");
+    return rc;
+}
+
+static const struct {
+    const char *name;
+    sweep_op op;
+} sweep_ops[] = {
+    {"outbox insert", op_outbox_insert},
+    {"outbox discover", op_outbox_discover},
+    {"outbox pending_of", op_outbox_pending_of},
+    {"outbox list", op_outbox_list},
+    {"outbox marks", op_outbox_marks},
+    {"outbox count and prune", op_outbox_count_prune},
+    {"outbox summary and rows_in", op_outbox_operator},
+    {"discussion insert", op_discussion_insert},
+    {"discussion by_channel and probe", op_discussion_read},
+    {"discussion close_as", op_discussion_close},
+    {"discussion overrides", op_discussion_overrides},
+    {"discussion overrides_pending", op_discussion_pending},
+    {"discussion notices", op_discussion_notices},
+    {"discussion timers", op_discussion_timers},
+    {"discussion index", op_discussion_index},
+    {"turns channel", op_turns_channel},
+    {"turns scope", op_turns_scope},
+    {"turns marks", op_turns_marks},
+    {"tool calls", op_tool_calls},
+    {"transitions", op_transitions},
+    {"shared", op_shared},
+};
+
+START_TEST(store_operations_under_every_allocation_failure)
+{
+    ck_assert(fa_available());
+    char *dir = tu_mkdtemp();
+    char *path = tu_path(dir, "sweep.db");
+    sweep_fx fx;
+    dg_store *st = sweep_store(path, &fx);
+    long runs = 0;
+    sweep_one(st, &fx, sweep_ops[_i].op, sweep_ops[_i].name, &runs);
+    printf("faults sweep %s: %ld runs, each OC_OK with the reference rows or an error with "
+           "nothing written%s\n", sweep_ops[_i].name, runs,
+           fa_sqlite_hooked() ? "" : " (own allocations only: SQLite not hooked)");
+    dg_store_close(st);
+    tu_rmtree(dir);
+    free(path);
+    free(dir);
+}
+END_TEST
+
 Suite *make_faults_suite(void)
 {
     Suite *s = suite_create("faults");
@@ -579,5 +1150,10 @@ Suite *make_faults_suite(void)
     tcase_set_timeout(dc, 90);
     tcase_add_loop_test(dc, hostile_discord_mode, 0, (int)(sizeof modes / sizeof *modes));
     suite_add_tcase(s, dc);
+    TCase *sw = tcase_create("sweep");
+    tcase_set_timeout(sw, 120);
+    tcase_add_loop_test(sw, store_operations_under_every_allocation_failure, 0,
+                        (int)(sizeof sweep_ops / sizeof *sweep_ops));
+    suite_add_tcase(s, sw);
     return s;
 }
