@@ -90,8 +90,10 @@ int dg_db_dir_prepare(const char *db_path, char **created, char *err, size_t err
         if (stat(dir, &sb) != 0) {
             if (mkdir(dir, 0700) != 0 && errno != EEXIST)
                 rc = -1;
-            else if (!*created && !(*created = strdup(dir)))
+            else if (!*created && !(*created = strdup(dir))) {
+                rmdir(dir); /* the first level made: no copy names it for the undo */
                 rc = -2;
+            }
         }
         if (rc) {
             int e = errno;
@@ -125,7 +127,10 @@ void dg_db_dir_undo(const char *db_path, const char *created)
     size_t cl = strlen(created);
     for (char *slash; (slash = strrchr(dir, '/')) && slash != dir;) {
         *slash = '\0';
-        if (strlen(dir) < cl || rmdir(dir) != 0)
+        /* A level that is not there (ENOENT, ENAMETOOLONG) is the one whose
+         * mkdir failed: go on up to the levels that were made. A level
+         * that is not empty (something was put into it since) stops here. */
+        if (strlen(dir) < cl || (rmdir(dir) != 0 && (errno == ENOTEMPTY || errno == EEXIST)))
             break;
     }
     free(dir);
