@@ -586,6 +586,77 @@ START_TEST(test_out_of_memory)
 }
 END_TEST
 
+/* Edges of the table: a string with a NUL inside, empty agents and admins,
+ * a store that is not an object or a url that is not a string, and the
+ * look-ups' and free's NULL arguments.
+ * Left uncovered on purpose (the coverage aim names each such line):
+ *   config.c:resolve_paths, getcwd failing when dbPath is absent: the same
+ *   call read the working directory a moment before (dg_path_base, which
+ *   refuses first: test_state_dir_unreadable_cwd_is_refused), so only
+ *   another thread's chdir in between could make the second read fail. */
+START_TEST(test_config_edges)
+{
+    clear_env();
+    static const struct { const char *json, *word; } bad[] = {
+        {"{" BASE ",\"store\":5}", "\"store\""},
+        {"{" BASE ",\"store\":{\"url\":5}}", "\"store.url\""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        dg_config c;
+        char err[512] = "";
+        ck_assert_int_eq(parse_text(bad[i].json, &c, err, sizeof err), OC_ERR_INVALID);
+        ck_assert_msg(strstr(err, bad[i].word) != NULL, "case %zu: %s", i, err);
+    }
+    dg_config c;
+    char err[512] = "";
+    json_t *nul = tu_json("{" BASE "}");
+    json_object_set_new(nul, "dbPath", json_stringn("a\0b", 3));
+    ck_assert_int_eq(dg_config_parse(nul, &c, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_msg(strstr(err, "\"dbPath\"") != NULL, "%s", err);
+    json_decref(nul);
+    ck_assert_int_eq(parse_text("{" BASE ",\"agents\":{},\"admins\":[]}", &c, err, sizeof err),
+                     OC_OK);
+    ck_assert_int_eq((int)c.n_agents, 0);
+    ck_assert_ptr_null(dg_config_agent(&c, "alpha"));
+    ck_assert_ptr_null(dg_config_agent(&c, NULL));
+    ck_assert_ptr_null(dg_config_agent_by_user(&c, NULL));
+    dg_config_free(&c);
+    dg_config_free(NULL);
+}
+END_TEST
+
+/* The allocation sweep again with the environment's overrides (store url,
+ * token) and the defaults that are copied (apiBase) and the summary
+ * template resolved. */
+START_TEST(test_out_of_memory_with_overrides)
+{
+    ck_assert(fa_available());
+    clear_env();
+    setenv("DIRIGENT_STORE_URL", "postgresql://u@127.0.0.1/db", 1);
+    setenv("DIRIGENT_MODERATOR_TOKEN", "env.token.value", 1);
+    json_t *j = tu_json("{" BASE ",\"discussion\":{\"summaryTemplate\":\"tpl/summary.md\"}}");
+    long n;
+    for (n = 1; n < 100000; n++) {
+        dg_config c;
+        char err[256] = "";
+        fa_arm_own(n);
+        int rc = dg_config_parse(j, &c, err, sizeof err);
+        int hit = fa_disarm();
+        if (rc == OC_OK)
+            dg_config_free(&c);
+        else
+            ck_assert_msg(rc == OC_ERR_NOMEM, "allocation %ld: %d (%s)", n, rc, err);
+        if (!hit) {
+            ck_assert_int_eq(rc, OC_OK);
+            break;
+        }
+    }
+    ck_assert_int_gt(n, 10);
+    json_decref(j);
+    clear_env();
+}
+END_TEST
+
 /* ---- state_dir.c: the base of relative paths, dbPath's folder ---------------
  * Left uncovered on purpose (the coverage aim names each such line):
  *   state_dir.c:dg_path_join_base, asprintf returning -1: glibc allocates
@@ -769,6 +840,8 @@ Suite *make_config_suite(void)
     tcase_add_test(tc, test_store_url_and_env);
     tcase_add_test(tc, test_manifest_schema_matches_config_keys);
     tcase_add_test(tc, test_out_of_memory);
+    tcase_add_test(tc, test_config_edges);
+    tcase_add_test(tc, test_out_of_memory_with_overrides);
     tcase_add_test(tc, test_state_dir_joins_paths_on_one_base);
     tcase_add_test(tc, test_state_dir_unreadable_cwd_is_refused);
     tcase_add_test(tc, test_state_dir_creates_and_takes_back_db_folders);

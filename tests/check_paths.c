@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -336,6 +337,17 @@ START_TEST(test_hard_link)
 }
 END_TEST
 
+/* A forked child's end: _exit (no atexit handler of the parent's test,
+ * no stdio buffer written twice), after writing its coverage counters in a
+ * gcov build (__gcov_dump exists only there), so the lines it ran count. */
+extern void __gcov_dump(void) __attribute__((weak));
+static void child_exit(int code)
+{
+    if (__gcov_dump)
+        __gcov_dump();
+    _exit(code);
+}
+
 /* Expect OC_ERR_DENIED with `word` in the message for path, as an
  * unprivileged user: root reads everything, so when the suite runs as root
  * the check runs in a child that drops to nobody (the parent, still root,
@@ -355,7 +367,7 @@ static void expect_denied_unprivileged(const char *path, const char *word)
             _exit(3);
         dg_ws_file f;
         int rc = dg_ws_open(ws, path, 1 << 20, &f, err, sizeof err);
-        _exit(rc == OC_ERR_DENIED && strstr(err, word) ? 0 : 1);
+        child_exit(rc == OC_ERR_DENIED && strstr(err, word) ? 0 : 1);
     }
     int status = 0;
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
@@ -527,34 +539,93 @@ START_TEST(test_swap_race)
 }
 END_TEST
 
+/* A folder that can be read but not searched (r--): the walk opens it, but
+ * cannot look inside; the error says the folder is not accessible. And the
+ * leaf's own folder so: the file cannot even be looked at. */
+START_TEST(test_folder_not_searchable)
+{
+    char *p = P("ws/plans");
+    ck_assert_int_eq(chmod(p, 0444), 0);
+    expect_denied_unprivileged("plans/discussions/summary.md", "not accessible");
+    ck_assert_int_eq(chmod(p, 0755), 0);
+    free(p);
+    p = P("ws/plans/discussions");
+    ck_assert_int_eq(chmod(p, 0444), 0);
+    expect_denied_unprivileged("plans/discussions/summary.md", "not accessible");
+    ck_assert_int_eq(chmod(p, 0755), 0);
+    free(p);
+}
+END_TEST
+
+/* No descriptor left for the walk (RLIMIT_NOFILE at the lowest free one,
+ * plus the workspace's): a folder, then the leaf, that cannot be opened
+ * is an OC_ERR_IO naming it and errno's words, with nothing left open. */
+START_TEST(test_out_of_descriptors)
+{
+    write_rel("ws/top.md", "# top\n");
+    struct rlimit was;
+    ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &was), 0);
+    int lowest = dup(0);
+    ck_assert_int_ge(lowest, 0);
+    close(lowest);
+    struct rlimit tight = {.rlim_cur = (rlim_t)lowest + 1, .rlim_max = was.rlim_max};
+    static const char *const paths[] = {"plans/discussions/summary.md", "top.md"};
+    static const char *const words[] = {"cannot open folder 'plans'", "cannot be opened"};
+    for (int i = 0; i < 2; i++) {
+        dg_ws_file f;
+        ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &tight), 0);
+        int rc = dg_ws_open(ws, paths[i], 1 << 20, &f, err, sizeof err);
+        ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &was), 0);
+        ck_assert_msg(rc == OC_ERR_IO && strstr(err, words[i]), "%s: %d (%s)", paths[i], rc,
+                      err);
+        ck_assert_int_eq(f.fd, -1);
+        int again = dup(0);
+        ck_assert_int_eq(again, lowest); /* nothing left open */
+        close(again);
+    }
+    dg_ws_file_close(NULL); /* nothing to close: nothing happens */
+}
+END_TEST
+
 /* Opening a summary with each allocation failing in turn (failalloc.h): a
  * status, no descriptor and no path left open or leaked (SANITIZE=1). */
 START_TEST(test_out_of_memory)
 {
     ck_assert(fa_available());
-    long n;
-    for (n = 1; n < 100000; n++) {
-        dg_ws_file f;
-        fa_arm_own(n);
-        int rc = dg_ws_open(ws, "plans/./discussions/../discussions/summary.md", 1 << 20, &f,
-                            err, sizeof err);
-        int esc = 0;
-        char *norm = dg_path_normalise("a/./b/../c", &esc);
-        int hit = fa_disarm();
-        ck_assert_msg(rc == OC_OK || rc == OC_ERR_NOMEM, "allocation %ld: %d (%s)", n, rc, err);
-        if (rc == OC_OK) {
-            ck_assert_str_eq(f.rel_path, "plans/discussions/summary.md");
-            dg_ws_file_close(&f);
-        } else {
-            ck_assert_int_eq(f.fd, -1);
+    /* Relative, absolute in the workspace, and absolute through the real
+     * path of a workspace the host names by a symlink (abs_to_rel's copies). */
+    symlink_rel("ws", "ws-link");
+    char *link_ws = P("ws-link");
+    char *abs = tu_path(ws, "plans/discussions/summary.md");
+    const char *const wss[] = {ws, ws, link_ws};
+    const char *const paths[] = {"plans/./discussions/../discussions/summary.md", abs, abs};
+    for (int k = 0; k < 3; k++) {
+        long n;
+        for (n = 1; n < 100000; n++) {
+            dg_ws_file f;
+            fa_arm_own(n);
+            int rc = dg_ws_open(wss[k], paths[k], 1 << 20, &f, err, sizeof err);
+            int esc = 0;
+            char *norm = dg_path_normalise("a/./b/../c", &esc);
+            int hit = fa_disarm();
+            ck_assert_msg(rc == OC_OK || rc == OC_ERR_NOMEM, "allocation %ld: %d (%s)", n, rc,
+                          err);
+            if (rc == OC_OK) {
+                ck_assert_str_eq(f.rel_path, "plans/discussions/summary.md");
+                dg_ws_file_close(&f);
+            } else {
+                ck_assert_int_eq(f.fd, -1);
+            }
+            free(norm);
+            if (!hit) {
+                ck_assert_int_eq(rc, OC_OK);
+                break;
+            }
         }
-        free(norm);
-        if (!hit) {
-            ck_assert_int_eq(rc, OC_OK);
-            break;
-        }
+        ck_assert_int_gt(n, 1);
     }
-    ck_assert_int_gt(n, 1);
+    free(abs);
+    free(link_ws);
 }
 END_TEST
 
@@ -563,6 +634,8 @@ Suite *make_paths_suite(void)
     Suite *s = suite_create("paths");
     TCase *tc = tcase_create("paths");
     tcase_add_test(tc, test_out_of_memory);
+    tcase_add_test(tc, test_folder_not_searchable);
+    tcase_add_test(tc, test_out_of_descriptors);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_relative_ok);
