@@ -10,7 +10,9 @@
 #include <unistd.h>
 
 #include "openclaw/plugin.h"
+#include "failalloc.h"
 #include "store_internal.h"
+#include "store_operator.h"
 #include "testutil.h"
 
 static char *dir;
@@ -431,6 +433,82 @@ START_TEST(test_rollback_discards_and_commit_keeps)
 }
 END_TEST
 
+/* The operator's read-only open (dirigent-ctl): a path is required, and a
+ * file that is not ours, older or newer than this build is refused naming
+ * what to do; our own file opens, reads, and is never written. Out of
+ * memory at each allocation of the open: a status, nothing leaked. */
+START_TEST(test_readonly_open_refuses_what_it_cannot_read)
+{
+    fa_install(); /* before the first database: SQLite's allocations count too */
+    dg_store *st = NULL;
+    char err[512] = "";
+    ck_assert_int_eq(dg_store_open_readonly("", &st, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(err, "--db"));
+    ck_assert_int_eq(dg_store_open_readonly(NULL, &st, err, sizeof err), OC_ERR_INVALID);
+
+    char *foreign = tu_path(dir, "foreign.db");
+    raw_exec(foreign, "PRAGMA application_id = 7; CREATE TABLE t(x);");
+    ck_assert_int_eq(dg_store_open_readonly(foreign, &st, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(err, "not a dirigent database"));
+    ck_assert_ptr_null(st);
+
+    char *path = tu_path(dir, "ours.db");
+    ck_assert_int_eq(dg_store_open(path, &st, err, sizeof err), OC_OK);
+    dg_store_close(st);
+    char sql[96];
+    snprintf(sql, sizeof sql, "PRAGMA user_version = %d", dg_store_schema_version() - 1);
+    raw_exec(path, sql);
+    ck_assert_int_eq(dg_store_open_readonly(path, &st, err, sizeof err), OC_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(err, "start the plugin of this version once"));
+    snprintf(sql, sizeof sql, "PRAGMA user_version = %d", dg_store_schema_version() + 1);
+    raw_exec(path, sql);
+    ck_assert_int_eq(dg_store_open_readonly(path, &st, err, sizeof err), OC_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(err, "newer"));
+    snprintf(sql, sizeof sql, "PRAGMA user_version = %d", dg_store_schema_version());
+    raw_exec(path, sql);
+
+    long n;
+    for (n = 1; n < 1000; n++) {
+        fa_arm_own(n);
+        int rc = dg_store_open_readonly(path, &st, err, sizeof err);
+        int hit = fa_disarm();
+        if (rc == OC_OK) {
+            ck_assert_int_eq(dg_store_begin_read(st), OC_OK);
+            dg_outbox_summary sum;
+            ck_assert_int_eq(dg_store_outbox_summary(st, &sum), OC_OK);
+            ck_assert_int_eq(sum.pending + sum.sent + sum.failed, 0);
+            dg_store_rollback(st);
+            dg_store_close(st);
+        } else {
+            ck_assert_int_eq(rc, OC_ERR_NOMEM);
+            ck_assert_ptr_null(st);
+        }
+        if (!hit)
+            break;
+    }
+    ck_assert_int_gt(n, 1);
+    /* BEGIN of the read failing (SQLite out of memory): OC_ERR_IO, the
+     * store's lock released (the next begin_read does not hang). */
+    ck_assert_int_eq(dg_store_open_readonly(path, &st, err, sizeof err), OC_OK);
+    int failed = 0;
+    for (n = 1; fa_sqlite_hooked() && n < 1000; n++) {
+        fa_arm_sqlite(n);
+        int rc = dg_store_begin_read(st);
+        int hit = fa_disarm();
+        if (rc == OC_OK)
+            dg_store_rollback(st);
+        else
+            failed += rc == OC_ERR_IO;
+        if (!hit)
+            break;
+    }
+    ck_assert(!fa_sqlite_hooked() || failed > 0);
+    dg_store_close(st);
+    free(path);
+    free(foreign);
+}
+END_TEST
+
 Suite *make_store_suite(void)
 {
     Suite *s = suite_create("store");
@@ -452,6 +530,7 @@ Suite *make_store_suite(void)
     tcase_add_test(tc, test_unusable_folder_fails_and_leaves_nothing);
     tcase_add_test(tc, test_empty_path_refused);
     tcase_add_test(tc, test_rollback_discards_and_commit_keeps);
+    tcase_add_test(tc, test_readonly_open_refuses_what_it_cannot_read);
     suite_add_tcase(s, tc);
     return s;
 }
