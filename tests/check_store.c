@@ -11,8 +11,10 @@
 
 #include "openclaw/plugin.h"
 #include "failalloc.h"
+#include "faultvfs.h"
 #include "store_internal.h"
 #include "store_operator.h"
+#include "store_outbox.h"
 #include "testutil.h"
 
 static char *dir;
@@ -509,6 +511,171 @@ START_TEST(test_readonly_open_refuses_what_it_cannot_read)
 }
 END_TEST
 
+/* ---- storage faults (tests/support/faultvfs.h) -----------------------------
+ * Each kind of storage call failing at its nth call, n = 1, 2, ... until
+ * the operation makes fewer calls: opening a new file, migrating an older
+ * one, a write transaction. The answer is OC_OK or OC_ERR_IO with a
+ * sentence naming the file; what is on disk afterwards is the state before
+ * or after, never between (a new file is gone, an older one opens at its
+ * version or at ours, a row is there whole or not at all); the store stays
+ * usable; nothing leaks (SANITIZE=1). */
+static const int fault_kinds[] = {
+    FV_READ, FV_WRITE, FV_SYNC, FV_TRUNCATE, FV_LOCK, FV_SHMMAP, FV_SHMLOCK,
+    FV_WRITE | FV_STICKY, FV_SYNC | FV_STICKY, FV_SHMLOCK | FV_STICKY,
+};
+#define N_FAULT_KINDS (int)(sizeof fault_kinds / sizeof *fault_kinds)
+
+static void remove_db(const char *path)
+{
+    static const char *const sfx[] = {"", "-wal", "-shm", "-journal"};
+    for (size_t i = 0; i < sizeof sfx / sizeof *sfx; i++) {
+        char p[600];
+        snprintf(p, sizeof p, "%s%s", path, sfx[i]);
+        unlink(p);
+    }
+}
+
+static void copy_file(const char *from, const char *to)
+{
+    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+    ck_assert(in && out);
+    char buf[8192];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        ck_assert_uint_eq(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    ck_assert_int_eq(fclose(out), 0);
+}
+
+START_TEST(test_open_under_storage_faults)
+{
+    ck_assert_int_eq(fv_install(), 0);
+    int kind = fault_kinds[_i];
+    /* An older file of ours (version current - 1, stamped), to migrate. */
+    char *old = tu_path(dir, "old.db"), *path = tu_path(dir, "f.db");
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(old, &db), SQLITE_OK);
+    for (int v = 0; v < dg_store_schema_version() - 1; v++)
+        ck_assert_int_eq(sqlite3_exec(db, dg_schema_steps[v], NULL, NULL, NULL), SQLITE_OK);
+    char sql[96];
+    snprintf(sql, sizeof sql, "PRAGMA user_version = %d; PRAGMA application_id = %d",
+             dg_store_schema_version() - 1, DG_APPLICATION_ID);
+    ck_assert_int_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    long runs = 0, failed = 0;
+    for (int older = 0; older < 2; older++) {
+        for (long n = 1; n < 10000; n++) {
+            remove_db(path);
+            if (older)
+                copy_file(old, path);
+            dg_store *st = NULL;
+            char err[512] = "";
+            fv_arm(kind, n);
+            int rc = dg_store_open(path, &st, err, sizeof err);
+            int hit = fv_disarm();
+            runs++;
+            if (rc == OC_OK) {
+                dg_store_close(st);
+            } else {
+                failed++;
+                ck_assert_msg(rc == OC_ERR_IO, "kind 0x%x, call %ld: %d (%s)", kind, n, rc, err);
+                ck_assert_msg(strstr(err, path) != NULL, "%s", err);
+                ck_assert_ptr_null(st);
+                /* A new file leaves nothing behind; an older one is still
+                 * there, at its version or migrated whole. */
+                ck_assert_int_eq(file_exists(path), older);
+            }
+            if (file_exists(path)) {
+                ck_assert_int_eq(dg_store_open(path, &st, err, sizeof err), OC_OK);
+                int v = dg_store_opened_version(st);
+                ck_assert(v == dg_store_schema_version() ||
+                          (older && v == dg_store_schema_version() - 1) || (!older && v == 0));
+                dg_store_close(st);
+                ck_assert_int_eq(user_version(path), dg_store_schema_version());
+            }
+            if (!hit) {
+                ck_assert_int_eq(rc, OC_OK);
+                break;
+            }
+        }
+    }
+    printf("faults open 0x%x: %ld runs, %ld refused with OC_ERR_IO naming the file, "
+           "none half-made\n", kind, runs, failed);
+    free(old);
+    free(path);
+}
+END_TEST
+
+/* A row with its text read back from a connection of its own: NULL when
+ * the nonce has no row. */
+static char *row_content(const char *path, const char *nonce)
+{
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *s;
+    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT content FROM outbox WHERE nonce = ?1", -1,
+                                        &s, NULL), SQLITE_OK);
+    sqlite3_bind_text(s, 1, nonce, -1, SQLITE_STATIC);
+    char *out = NULL;
+    if (sqlite3_step(s) == SQLITE_ROW)
+        out = strdup((const char *)sqlite3_column_text(s, 0));
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    return out;
+}
+
+START_TEST(test_write_transaction_under_storage_faults)
+{
+    ck_assert_int_eq(fv_install(), 0);
+    int kind = fault_kinds[_i];
+    char *path = tu_path(dir, "w.db");
+    dg_store *st = NULL;
+    char err[256];
+    ck_assert_int_eq(dg_store_open(path, &st, err, sizeof err), OC_OK);
+    long runs = 0, failed = 0;
+    for (long n = 1; n < 10000; n++) {
+        char nonce[32], content[64];
+        snprintf(nonce, sizeof nonce, "n%ld", n);
+        snprintf(content, sizeof content, "message %ld of the fault sweep", n);
+        dg_outbox_row r = {.channel_id = "100", .content = content, .mentions = "",
+                           .nonce = nonce, .part = 1, .parts = 1, .created_at_ms = n};
+        dg_store_test_forget(st); /* the pages are read again: reads can fail too */
+        fv_arm(kind, n);
+        int rc = dg_store_begin(st);
+        if (rc == OC_OK) {
+            rc = dg_store_outbox_insert(st, &r, NULL);
+            rc = dg_store_end(st, rc);
+        }
+        int hit = fv_disarm();
+        runs++;
+        ck_assert_msg(rc == OC_OK || rc == OC_ERR_IO, "kind 0x%x, call %ld: %d", kind, n, rc);
+        failed += rc != OC_OK;
+        /* Whole or not at all; there when the commit said so. A failed
+         * sync may still leave the commit on disk: "not known", never
+         * half. */
+        char *got = row_content(path, nonce);
+        if (rc == OC_OK)
+            ck_assert_ptr_nonnull(got);
+        if (got)
+            ck_assert_str_eq(got, content);
+        free(got);
+        /* The store is usable at once (no lock held, no transaction open). */
+        ck_assert_int_eq(dg_store_begin(st), OC_OK);
+        int64_t pending = -1;
+        ck_assert_int_eq(dg_store_outbox_count(st, DG_OUTBOX_PENDING, &pending), OC_OK);
+        dg_store_rollback(st);
+        if (!hit) {
+            ck_assert_int_eq(rc, OC_OK);
+            break;
+        }
+    }
+    printf("faults write 0x%x: %ld runs, %ld failed with OC_ERR_IO, rows whole or absent, "
+           "store usable after each\n", kind, runs, failed);
+    dg_store_close(st);
+    free(path);
+}
+END_TEST
+
 Suite *make_store_suite(void)
 {
     Suite *s = suite_create("store");
@@ -532,5 +699,11 @@ Suite *make_store_suite(void)
     tcase_add_test(tc, test_rollback_discards_and_commit_keeps);
     tcase_add_test(tc, test_readonly_open_refuses_what_it_cannot_read);
     suite_add_tcase(s, tc);
+    TCase *fc = tcase_create("faults");
+    tcase_add_checked_fixture(fc, setup, teardown);
+    tcase_set_timeout(fc, 120);
+    tcase_add_loop_test(fc, test_open_under_storage_faults, 0, N_FAULT_KINDS);
+    tcase_add_loop_test(fc, test_write_transaction_under_storage_faults, 0, N_FAULT_KINDS);
+    suite_add_tcase(s, fc);
     return s;
 }
