@@ -634,7 +634,9 @@ START_TEST(test_out_of_memory_with_overrides)
     clear_env();
     setenv("DIRIGENT_STORE_URL", "postgresql://u@127.0.0.1/db", 1);
     setenv("DIRIGENT_MODERATOR_TOKEN", "env.token.value", 1);
-    json_t *j = tu_json("{" BASE ",\"discussion\":{\"summaryTemplate\":\"tpl/summary.md\"}}");
+    /* Absolute: a relative one is joined by asprintf, whose allocation
+     * --wrap cannot make fail (see state_dir's note below). */
+    json_t *j = tu_json("{" BASE ",\"discussion\":{\"summaryTemplate\":\"/srv/summary.md\"}}");
     long n;
     for (n = 1; n < 100000; n++) {
         dg_config c;
@@ -797,6 +799,16 @@ START_TEST(test_state_dir_creates_and_takes_back_db_folders)
             break;
     }
     ck_assert_int_gt(n, 2);
+    /* The undo's own copy failing: nothing removed, nothing leaked. */
+    ck_assert_int_eq(dg_db_dir_prepare(db, &created, err, sizeof err), OC_OK);
+    fa_arm_own(1);
+    dg_db_dir_undo(db, created);
+    ck_assert_int_eq(fa_disarm(), 1);
+    ck_assert(is_dir(ab));
+    dg_db_dir_undo(db, created);
+    ck_assert(!is_dir(a));
+    free(created);
+    created = NULL;
     for (n = 1; n < 1000; n++) {
         clear_env();
         setenv("OPENCLAW_CONFIG_PATH", "/etc/oc/ocgw.json", 1);

@@ -689,8 +689,9 @@ static dg_store *sweep_store(const char *path, sweep_fx *fx)
             ck_assert_int_eq(dg_store_outbox_mark_failed(st, id, "refused", 2000), OC_OK);
     }
     char *parts[] = {"beta", "gamma"}, *order[] = {"alpha", "beta", "gamma"};
-    for (int i = 0; i < 2; i++) {
-        dg_discussion d = {.discussion_channel_id = i ? "201" : "200",
+    for (int i = 0; i < 3; i++) {
+        char *chan[] = {"200", "201", "203"};
+        dg_discussion d = {.discussion_channel_id = chan[i],
                            .origin_channel_id = "100", .initiator_agent_id = "alpha",
                            .initiator_session_key = "agent:alpha:discord:channel:100",
                            .initiator_session_id = "s1", .initiator_workspace = "/tmp/ws",
@@ -699,9 +700,9 @@ static dg_store *sweep_store(const char *path, sweep_fx *fx)
                            .turn_order = order, .n_turn_order = 3};
         int64_t id;
         ck_assert_int_eq(dg_store_discussion_insert(st, &d, &id), OC_OK);
-        ck_assert_int_eq(dg_store_discussion_set_name(st, id, i ? "closed-topic" : "topic"),
-                         OC_OK);
-        *(i ? &fx->closed_id : &fx->disc_id) = id;
+        ck_assert_int_eq(dg_store_discussion_set_name(st, id, chan[i]), OC_OK);
+        if (i < 2)
+            *(i ? &fx->closed_id : &fx->disc_id) = id;
     }
     ck_assert_int_eq(dg_store_discussion_close(st, fx->closed_id, "s.md", 3000), OC_OK);
     int ins = 0, claimed = 0;
@@ -920,7 +921,7 @@ static int op_discussion_timers(dg_store *st, const sweep_fx *fx)
     for (size_t i = 0; i < n; i++)
         free(ch[i]);
     free(ch);
-    if (rc == OC_OK && n != 1)
+    if (rc == OC_OK && n != 2)
         return OC_ERR_INTERNAL;
     if (rc == OC_OK)
         rc = dg_store_discussion_mark_reminded(st, fx->disc_id, 9000);
@@ -951,7 +952,7 @@ static int op_discussion_index(dg_store *st, const sweep_fx *fx)
             free(v[i]);
         free(v);
         v = NULL;
-        if (rc == OC_OK && (agent ? n != 1 || !more : n != 2))
+        if (rc == OC_OK && (agent ? n != 1 || !more : n != 3))
             return OC_ERR_INTERNAL;
     }
     return rc;
@@ -1132,6 +1133,48 @@ START_TEST(store_operations_under_every_allocation_failure)
 }
 END_TEST
 
+/* The refusals of the store's discussion and tool-call calls: a second
+ * discussion on a channel is OC_ERR_CONFLICT, an agent twice in the turn
+ * order OC_ERR_INVALID, and neither leaves a row; clearing no row is a
+ * no-op.
+ * Left uncovered on purpose (the coverage aim names each such line):
+ *   store_discuss.c:status_of, a status neither 'active' nor 'closed':
+ *   the table's CHECK constraint refuses any other value. */
+START_TEST(store_discussion_refusals_change_nothing)
+{
+    char *dir = tu_mkdtemp();
+    char *path = tu_path(dir, "edges.db");
+    sweep_fx fx;
+    dg_store *st = sweep_store(path, &fx);
+    char *before = dump_db(st->db);
+    char *order[] = {"alpha", "beta", "beta"}, *parts[] = {"beta"};
+    dg_discussion d = {.discussion_channel_id = "200", .origin_channel_id = "100",
+                       .initiator_agent_id = "alpha", .initiator_session_key = "k",
+                       .initiator_session_id = "s", .initiator_workspace = "/tmp/ws",
+                       .discuss_guide = "g", .status = DG_DISCUSSION_ACTIVE,
+                       .created_at_ms = 1, .participants = parts, .n_participants = 1,
+                       .turn_order = order, .n_turn_order = 2};
+    int64_t id = 0;
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    ck_assert_int_eq(dg_store_discussion_insert(st, &d, &id), OC_ERR_CONFLICT);
+    dg_store_rollback(st);
+    d.discussion_channel_id = "204";
+    d.n_turn_order = 3;
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    ck_assert_int_eq(dg_store_discussion_insert(st, &d, &id), OC_ERR_INVALID);
+    dg_store_rollback(st);
+    char *after = dump_db(st->db);
+    ck_assert_str_eq(after, before);
+    dg_tool_call_row_clear(NULL);
+    free(after);
+    free(before);
+    dg_store_close(st);
+    tu_rmtree(dir);
+    free(path);
+    free(dir);
+}
+END_TEST
+
 Suite *make_faults_suite(void)
 {
     Suite *s = suite_create("faults");
@@ -1154,6 +1197,7 @@ Suite *make_faults_suite(void)
     tcase_set_timeout(sw, 120);
     tcase_add_loop_test(sw, store_operations_under_every_allocation_failure, 0,
                         (int)(sizeof sweep_ops / sizeof *sweep_ops));
+    tcase_add_test(sw, store_discussion_refusals_change_nothing);
     suite_add_tcase(s, sw);
     return s;
 }

@@ -7,6 +7,7 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "outbox_env.h"
 #include "pg_server.h"
 #include "store.h"
+#include "store_internal.h"
 #include "store_outbox.h"
 #include "store_shared.h"
 #include "store_turns.h"
@@ -176,6 +178,49 @@ START_TEST(lease_held_renewed_taken_over_and_released)
     take(a, "outbox:1", 2900, 3900, 0, 1, 1, 0);      /* given up: a's at once */
     dg_store_close(a);
     dg_store_close(b);
+    tu_rmtree(dir);
+    free(dir);
+    free(db);
+}
+END_TEST
+
+/* The instance id's host part never holds a '/' (it separates host, pid
+ * and random part), a lease of a process on another host is never taken
+ * as dead here (its pid means nothing on this machine), and a change note
+ * without a channel is refused. The host name with a '/' needs root (a UTS
+ * namespace of this test's own); otherwise that part is skipped, saying
+ * so. */
+START_TEST(instance_id_and_other_hosts_leases)
+{
+    char *dir = tu_mkdtemp(), *db = tu_db_target(dir);
+    int slashed = 0;
+    if (geteuid() == 0 && unshare(CLONE_NEWUTS) == 0 &&
+        sethostname("rack/7/node", strlen("rack/7/node")) == 0)
+        slashed = 1;
+    else
+        printf("shared: not root, the host name with '/' is not tried\n");
+    dg_store *a = open_store(db);
+    const char *id = dg_store_instance(a);
+    if (slashed)
+        ck_assert_msg(!strncmp(id, "rack_7_node/", strlen("rack_7_node/")), "%s", id);
+    char pid_part[32];
+    snprintf(pid_part, sizeof pid_part, "/%ld/", (long)getpid());
+    ck_assert_msg(strstr(id, pid_part) != NULL, "%s", id);
+    ck_assert_int_eq(dg_store_begin(a), OC_OK);
+    ck_assert_int_eq(dg_store_change_note(a, NULL), OC_ERR_INVALID);
+    /* pid 999999999 exists nowhere, but on another host it is not ours to judge. */
+    dg_stmt *s = dg_store_stmt(a, "INSERT INTO store_leases(name, owner, until_ms) "
+                                  "VALUES ('outbox:9', 'elsewhere.example/999999999/ab', 5000)");
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(dg_step(s), DG_DONE);
+    int got = 0, fresh = 0;
+    int64_t other = 0;
+    ck_assert_int_eq(dg_store_lease_take(a, "outbox:9", 1000, 2000, 0, &got, &fresh, &other),
+                     OC_OK);
+    ck_assert_int_eq(got, 0);
+    ck_assert_int_eq(other, 5000);
+    ck_assert_int_eq(dg_store_commit(a), OC_OK);
+    dg_store_close(a);
     tu_rmtree(dir);
     free(dir);
     free(db);
@@ -492,6 +537,7 @@ static Suite *shared_suite(const char *name, int on_pg)
     tcase_add_test(tc, change_log_names_what_other_instances_changed);
     tcase_add_test(tc, probe_from_memory_sees_every_commit);
     tcase_add_test(tc, lease_held_renewed_taken_over_and_released);
+    tcase_add_test(tc, instance_id_and_other_hosts_leases);
     tcase_add_loop_test(tc, two_processes_send_each_row_once_in_order, 0, 2);
     tcase_add_loop_test(tc, dead_instance_channels_taken_over, 0, 2);
     tcase_add_test(tc, two_engines_on_one_file_agree);
