@@ -544,14 +544,15 @@ long dg_store_test_refused_writes(dg_store *st)
 
 void dg_store_test_forget(dg_store *st)
 {
-    if (!st->db)
-        return;
     for (int i = 0; i < DG_STMT_CACHE; i++) {
         sqlite3_finalize(st->cache[i].stmt.lite);
         st->cache[i].stmt.lite = NULL;
+        if (st->cache[i].stmt.pg)
+            dg_pg_stmt_free(&st->cache[i].stmt);
         st->cache[i].sql = NULL;
     }
-    sqlite3_db_release_memory(st->db);
+    if (st->db)
+        sqlite3_db_release_memory(st->db);
 }
 
 int dg_store_commit(dg_store *st)

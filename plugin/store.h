@@ -90,7 +90,8 @@ long dg_store_test_refused_writes(dg_store *st);
  * Test seam for the fault sweeps: finalise every cached statement and give
  * back the connection's unused page cache, so the next call prepares its
  * statements and reads its pages again (and a failure injected there is
- * reached). SQLite stores only; outside a transaction or between two
+ * reached). Either backend (PostgreSQL: the statements are prepared on the
+ * server again under new names); outside a transaction or between two
  * statements of one (never while a caller steps a statement). Caller's
  * thread.
  */

@@ -676,6 +676,39 @@ START_TEST(test_write_transaction_under_storage_faults)
 }
 END_TEST
 
+/* A new file whose open fails (every write refused: a full disk) and each
+ * of our allocations failing in turn, the clean-up's too: OC_ERR_IO or
+ * OC_ERR_NOMEM, nothing leaked; the clean-up is best effort, so a file may
+ * stay only when its own allocation failed. */
+START_TEST(test_failed_open_cleanup_out_of_memory)
+{
+    ck_assert_int_eq(fv_install(), 0);
+    ck_assert(fa_available());
+    char *path = tu_path(dir, "c.db");
+    long n;
+    int left = 0;
+    for (n = 1; n < 1000; n++) {
+        remove_db(path);
+        dg_store *st = NULL;
+        char err[512] = "";
+        fv_arm(FV_WRITE | FV_STICKY, 1);
+        fa_arm_own(n);
+        int rc = dg_store_open(path, &st, err, sizeof err);
+        int hit = fa_disarm();
+        fv_disarm();
+        ck_assert_msg(rc == OC_ERR_IO || rc == OC_ERR_NOMEM, "allocation %ld: %d (%s)", n, rc,
+                      err);
+        left += file_exists(path);
+        if (!hit)
+            break;
+    }
+    ck_assert_int_gt(n, 2);
+    ck_assert_int_le(left, 1);
+    remove_db(path);
+    free(path);
+}
+END_TEST
+
 Suite *make_store_suite(void)
 {
     Suite *s = suite_create("store");
@@ -704,6 +737,7 @@ Suite *make_store_suite(void)
     tcase_set_timeout(fc, 120);
     tcase_add_loop_test(fc, test_open_under_storage_faults, 0, N_FAULT_KINDS);
     tcase_add_loop_test(fc, test_write_transaction_under_storage_faults, 0, N_FAULT_KINDS);
+    tcase_add_test(fc, test_failed_open_cleanup_out_of_memory);
     suite_add_tcase(s, fc);
     return s;
 }

@@ -452,6 +452,129 @@ START_TEST(open_out_of_memory)
 }
 END_TEST
 
+/* A url that names user and password as parameters instead of before '@'
+ * opens the same (no password between ':' and '@' to scrub). */
+START_TEST(url_with_credentials_as_parameters)
+{
+    char *url = pgs_fresh_url();
+    static const char su[] = "postgresql://dirigent:" PGS_PASSWORD "@/postgres?";
+    ck_assert(!strncmp(url, su, strlen(su)));
+    char *alt = NULL;
+    ck_assert_int_ge(asprintf(&alt, "postgresql:///postgres?user=dirigent&password="
+                              PGS_PASSWORD "&%s", url + strlen(su)), 0);
+    dg_store *st = open_ok(alt);
+    ck_assert_int_eq(dg_store_opened_version(st), 0);
+    ck_assert_ptr_null(strstr(dg_store_where(st), PGS_PASSWORD));
+    dg_store_close(st);
+    free(alt);
+    free(url);
+}
+END_TEST
+
+/* The server refuses parts of the check and the migration to a role with
+ * too few rights: the version table cannot be read, the version cannot be
+ * written after the new tables were made (all of it rolled back), the
+ * second (probe) connection is over the role's limit. Each is OC_ERR_IO
+ * with the server's reason, no password, nothing half-made. */
+START_TEST(schema_steps_refused_by_the_server)
+{
+    char role[32], sql[300], err[512];
+    make_role(role, sizeof role);
+    dg_store *st = NULL;
+    /* 1. dg_schema_version there but not readable by the role. */
+    char *u1 = pgs_fresh_url();
+    st = open_ok(u1);
+    dg_store_close(st);
+    snprintf(sql, sizeof sql, "GRANT USAGE ON SCHEMA %s TO %s", schema_of(u1), role);
+    ck_assert_int_eq(pgs_exec(pgs_url(), sql), 0);
+    char *m1 = url_as(u1, role);
+    ck_assert_int_eq(dg_store_open(m1, &st, err, sizeof err), OC_ERR_IO);
+    ck_assert_msg(strstr(err, "permission denied") && !strstr(err, PGS_PASSWORD), "%s", err);
+    /* 2. One version behind; the role may create tables but not write the
+     * version: the new table is rolled back with the rest. */
+    char *u2 = pgs_fresh_url();
+    st = open_ok(u2);
+    dg_store_close(st);
+    ck_assert_int_eq(pgs_exec(u2, "DROP TABLE turn_transitions"), 0);
+    snprintf(sql, sizeof sql, "UPDATE dg_schema_version SET version = %d",
+             dg_store_schema_version() - 1);
+    ck_assert_int_eq(pgs_exec(u2, sql), 0);
+    snprintf(sql, sizeof sql, "GRANT USAGE, CREATE ON SCHEMA %s TO %s; GRANT SELECT ON ALL "
+             "TABLES IN SCHEMA %s TO %s", schema_of(u2), role, schema_of(u2), role);
+    ck_assert_int_eq(pgs_exec(pgs_url(), sql), 0);
+    char *m2 = url_as(u2, role);
+    ck_assert_int_eq(dg_store_open(m2, &st, err, sizeof err), OC_ERR_IO);
+    ck_assert_msg(strstr(err, "permission denied") && strstr(err, "dg_schema_version"), "%s",
+                  err);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM information_schema.tables WHERE "
+             "table_schema = '%s' AND table_name = 'turn_transitions'", schema_of(u2));
+    ck_assert_int_eq(pgs_value(pgs_url(), sql), 0);
+    snprintf(sql, sizeof sql, "SELECT version FROM %s.dg_schema_version", schema_of(u2));
+    ck_assert_int_eq(pgs_value(pgs_url(), sql), dg_store_schema_version() - 1);
+    /* 3. A role allowed one connection: the probe's is refused. */
+    char *u3 = pgs_fresh_url();
+    snprintf(sql, sizeof sql, "GRANT ALL ON SCHEMA %s TO %s; ALTER ROLE %s CONNECTION LIMIT 1",
+             schema_of(u3), role, role);
+    ck_assert_int_eq(pgs_exec(pgs_url(), sql), 0);
+    char *m3 = url_as(u3, role);
+    ck_assert_int_eq(dg_store_open(m3, &st, err, sizeof err), OC_ERR_IO);
+    ck_assert_msg(strstr(err, "too many connections") && !strstr(err, PGS_PASSWORD), "%s",
+                  err);
+    ck_assert_ptr_null(st);
+    snprintf(sql, sizeof sql, "DROP SCHEMA %s CASCADE; DROP SCHEMA %s CASCADE",
+             schema_of(u1), schema_of(u2));
+    ck_assert_int_eq(pgs_exec(pgs_url(), sql), 0);
+    drop_role(role, schema_of(u3));
+    free(m1);
+    free(m2);
+    free(m3);
+    free(u1);
+    free(u2);
+    free(u3);
+}
+END_TEST
+
+/* Statements with each of our allocations failing in turn (the store
+ * forgets its statements before each run, so each prepares again): the
+ * copy of the SQL, the statement, a bound value. OC_OK with the row, or an
+ * error with the transaction rolled back and nothing written. */
+START_TEST(statements_out_of_memory)
+{
+    ck_assert(fa_available());
+    char *url = pgs_fresh_url();
+    dg_store *st = open_ok(url);
+    long n, failed = 0;
+    for (n = 1; n < 1000; n++) {
+        char nonce[32];
+        snprintf(nonce, sizeof nonce, "oom-%ld", n);
+        dg_outbox_row r = {.channel_id = "100", .content = "hello", .mentions = "",
+                           .nonce = nonce, .part = 1, .parts = 1, .created_at_ms = n};
+        dg_store_test_forget(st);
+        ck_assert_int_eq(dg_store_begin(st), OC_OK);
+        fa_arm_own(n);
+        int64_t count = 0;
+        int rc = dg_store_outbox_insert(st, &r, NULL);
+        if (rc == OC_OK)
+            rc = dg_store_outbox_count(st, DG_OUTBOX_PENDING, &count);
+        int hit = fa_disarm();
+        rc = dg_store_end(st, rc);
+        failed += rc != OC_OK;
+        ck_assert_msg(rc == OC_OK || rc == OC_ERR_IO || rc == OC_ERR_NOMEM, "allocation %ld: %d",
+                      n, rc);
+        char sql[128];
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM outbox WHERE nonce = '%s'", nonce);
+        ck_assert_int_eq(pgs_value(url, sql), rc == OC_OK);
+        if (!hit) {
+            ck_assert_int_eq(rc, OC_OK);
+            break;
+        }
+    }
+    ck_assert_int_gt(failed, 3);
+    dg_store_close(st);
+    free(url);
+}
+END_TEST
+
 Suite *make_store_pg_suite(void)
 {
     Suite *s = suite_create("store_pg");
@@ -473,6 +596,9 @@ Suite *make_store_pg_suite(void)
     tcase_add_test(tc, reconnect_refused_fails_cleanly_then_recovers);
     tcase_add_test(tc, tables_dropped_behind_the_store_fail_cleanly);
     tcase_add_test(tc, open_out_of_memory);
+    tcase_add_test(tc, url_with_credentials_as_parameters);
+    tcase_add_test(tc, schema_steps_refused_by_the_server);
+    tcase_add_test(tc, statements_out_of_memory);
     suite_add_tcase(s, tc);
     return s;
 }
