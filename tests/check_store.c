@@ -709,6 +709,51 @@ START_TEST(test_failed_open_cleanup_out_of_memory)
 }
 END_TEST
 
+/* The last steps of opening a new file (the migration's pragmas and
+ * COMMIT, the instance id, the probe's connection) with one of SQLite's
+ * allocations failing: the open makes thousands, so the sweep takes the
+ * last 250 of a fault-free open, from the end back. OC_ERR_IO or
+ * OC_ERR_NOMEM with nothing left behind, or OC_OK; nothing leaked. */
+START_TEST(test_open_tail_out_of_memory)
+{
+    fa_install();
+    if (!fa_sqlite_hooked()) {
+        printf("store: SQLite's allocator not hooked (one process): tail sweep skipped\n");
+        return;
+    }
+    char *path = tu_path(dir, "tail.db");
+    dg_store *st = NULL;
+    char err[512] = "";
+    fa_arm_sqlite(1L << 40);
+    ck_assert_int_eq(dg_store_open(path, &st, err, sizeof err), OC_OK);
+    long total = fa_count();
+    fa_disarm();
+    dg_store_close(st);
+    long failed = 0;
+    for (long n = total; n > 0 && n > total - 250; n--) {
+        remove_db(path);
+        st = NULL;
+        fa_arm_sqlite(n);
+        int rc = dg_store_open(path, &st, err, sizeof err);
+        fa_disarm();
+        if (rc == OC_OK) {
+            dg_store_close(st);
+        } else {
+            failed++;
+            ck_assert_msg(rc == OC_ERR_IO || rc == OC_ERR_NOMEM, "allocation %ld of %ld: %d (%s)",
+                          n, total, rc, err);
+            ck_assert_ptr_null(st);
+            ck_assert(!file_exists(path));
+        }
+    }
+    printf("store: open tail sweep: %ld SQLite allocations in an open, the last 250 failed in "
+           "turn, %ld refused cleanly\n", total, failed);
+    ck_assert_int_gt(failed, 0);
+    remove_db(path);
+    free(path);
+}
+END_TEST
+
 Suite *make_store_suite(void)
 {
     Suite *s = suite_create("store");
@@ -738,6 +783,7 @@ Suite *make_store_suite(void)
     tcase_add_loop_test(fc, test_open_under_storage_faults, 0, N_FAULT_KINDS);
     tcase_add_loop_test(fc, test_write_transaction_under_storage_faults, 0, N_FAULT_KINDS);
     tcase_add_test(fc, test_failed_open_cleanup_out_of_memory);
+    tcase_add_test(fc, test_open_tail_out_of_memory);
     suite_add_tcase(s, fc);
     return s;
 }
