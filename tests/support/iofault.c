@@ -1,9 +1,9 @@
 /*
- * faultvfs.c -- see faultvfs.h. Every file method forwards to the file of
+ * iofault.c -- see iofault.h. Every file method forwards to the file of
  * the wrapped VFS, which lives right after ours in the same allocation
  * (szOsFile covers both); the VFS methods forward to the wrapped VFS.
  */
-#include "faultvfs.h"
+#include "iofault.h"
 
 #include <sqlite3.h>
 #include <string.h>
@@ -44,22 +44,22 @@ static int fv_close(sqlite3_file *f)
 
 static int fv_read(sqlite3_file *f, void *buf, int amt, sqlite3_int64 off)
 {
-    return fault(FV_READ) ? SQLITE_IOERR_READ : RM(f)->xRead(REAL(f), buf, amt, off);
+    return fault(IOF_READ) ? SQLITE_IOERR_READ : RM(f)->xRead(REAL(f), buf, amt, off);
 }
 
 static int fv_write(sqlite3_file *f, const void *buf, int amt, sqlite3_int64 off)
 {
-    return fault(FV_WRITE) ? SQLITE_FULL : RM(f)->xWrite(REAL(f), buf, amt, off);
+    return fault(IOF_WRITE) ? SQLITE_FULL : RM(f)->xWrite(REAL(f), buf, amt, off);
 }
 
 static int fv_truncate(sqlite3_file *f, sqlite3_int64 size)
 {
-    return fault(FV_TRUNCATE) ? SQLITE_IOERR_TRUNCATE : RM(f)->xTruncate(REAL(f), size);
+    return fault(IOF_TRUNCATE) ? SQLITE_IOERR_TRUNCATE : RM(f)->xTruncate(REAL(f), size);
 }
 
 static int fv_sync(sqlite3_file *f, int flags)
 {
-    return fault(FV_SYNC) ? SQLITE_IOERR_FSYNC : RM(f)->xSync(REAL(f), flags);
+    return fault(IOF_SYNC) ? SQLITE_IOERR_FSYNC : RM(f)->xSync(REAL(f), flags);
 }
 
 static int fv_file_size(sqlite3_file *f, sqlite3_int64 *size)
@@ -69,7 +69,7 @@ static int fv_file_size(sqlite3_file *f, sqlite3_int64 *size)
 
 static int fv_lock(sqlite3_file *f, int level)
 {
-    return fault(FV_LOCK) ? SQLITE_IOERR_LOCK : RM(f)->xLock(REAL(f), level);
+    return fault(IOF_LOCK) ? SQLITE_IOERR_LOCK : RM(f)->xLock(REAL(f), level);
 }
 
 static int fv_unlock(sqlite3_file *f, int level)
@@ -99,7 +99,7 @@ static int fv_device_characteristics(sqlite3_file *f)
 
 static int fv_shm_map(sqlite3_file *f, int region, int size, int extend, void volatile **out)
 {
-    return fault(FV_SHMMAP) ? SQLITE_IOERR_SHMMAP
+    return fault(IOF_SHMMAP) ? SQLITE_IOERR_SHMMAP
                             : RM(f)->xShmMap(REAL(f), region, size, extend, out);
 }
 
@@ -108,7 +108,7 @@ static int fv_shm_map(sqlite3_file *f, int region, int size, int extend, void vo
  * an unlock of its shared memory). */
 static int fv_shm_lock(sqlite3_file *f, int offset, int n, int flags)
 {
-    return (flags & SQLITE_SHM_LOCK) && fault(FV_SHMLOCK)
+    return (flags & SQLITE_SHM_LOCK) && fault(IOF_SHMLOCK)
                ? SQLITE_IOERR_SHMLOCK : RM(f)->xShmLock(REAL(f), offset, n, flags);
 }
 
@@ -215,7 +215,7 @@ static int fv_current_time64(sqlite3_vfs *v, sqlite3_int64 *out)
     return orig->xCurrentTimeInt64(orig, out);
 }
 
-int fv_install(void)
+int iof_install(void)
 {
     if (orig)
         return 0;
@@ -247,7 +247,7 @@ int fv_install(void)
         .iVersion = 2,
         .szOsFile = (int)sizeof(fv_file) + o->szOsFile,
         .mxPathname = o->mxPathname,
-        .zName = "dg-faultvfs",
+        .zName = "dg-iofault",
         .xOpen = fv_open,
         .xDelete = fv_delete,
         .xAccess = fv_access,
@@ -270,22 +270,22 @@ int fv_install(void)
     return 0;
 }
 
-void fv_arm(int methods, long n)
+void iof_arm(int methods, long n)
 {
     count = 0;
     nth = n;
     hit = 0;
-    sticky = (methods & FV_STICKY) != 0;
-    armed = methods & FV_ALL;
+    sticky = (methods & IOF_STICKY) != 0;
+    armed = methods & IOF_ALL;
 }
 
-int fv_disarm(void)
+int iof_disarm(void)
 {
     armed = 0;
     return hit;
 }
 
-long fv_count(void)
+long iof_count(void)
 {
     return count;
 }
