@@ -414,6 +414,81 @@ int dg_pg_open(dg_store *st, const char *url, char *err, size_t err_len)
     return OC_OK;
 }
 
+/*
+ * The operator's read-only open (dirigent-ctl): the same recognition as
+ * check_and_migrate but nothing is created or migrated, and the session
+ * refuses writes itself (default_transaction_read_only), so even a bug
+ * in a caller cannot change the store. No probe connection: nothing
+ * decides turns here.
+ */
+int dg_pg_open_readonly(dg_store *st, const char *url, char *err, size_t err_len)
+{
+    struct dg_pg *pg = calloc(1, sizeof *pg);
+    if (!pg)
+        return dg_fail(err, err_len, OC_ERR_NOMEM, "store: out of memory");
+    st->pg = pg;
+    pg->epoch = 1;
+    int rc = parse_url(pg, url, err, err_len);
+    if (rc != OC_OK)
+        return rc;
+    if (!(pg->conn = connect_to(pg, url, err, err_len)))
+        return OC_ERR_IO;
+    char *have = NULL, *want = NULL, *hv = NULL, *ver = NULL;
+    int version = 0, out = OC_OK;
+    if (run(pg, pg->conn, "SET default_transaction_read_only = on", PGRES_COMMAND_OK, NULL) !=
+            OC_OK ||
+        run(pg, pg->conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", PGRES_COMMAND_OK,
+            NULL) != OC_OK ||
+        !(have = one_value(pg, sql_tables)) || !(hv = one_value(pg, sql_has_version)) ||
+        (strcmp(hv, "0") != 0 && !(ver = one_value(pg, "SELECT version FROM dg_schema_version"))))
+        out = dg_fail(err, err_len, OC_ERR_IO, "cannot read the PostgreSQL store %s: %s",
+                      pg->where, pg->errmsg);
+    else if (ver)
+        version = atoi(ver);
+    if (out == OC_OK && !strcmp(hv, "0"))
+        out = dg_fail(err, err_len, OC_ERR_INVALID, "the PostgreSQL store %s is not a dirigent "
+                      "store (no dg_schema_version); give --store-url the plugin's store.url",
+                      pg->where);
+    else if (out == OC_OK && version < dg_schema_nsteps)
+        out = dg_fail(err, err_len, OC_ERR_UNSUPPORTED, "the PostgreSQL store %s is at schema "
+                      "version %d, this dirigent-ctl reads version %d: start the plugin of this "
+                      "version once (it migrates the store), then ask again", pg->where,
+                      version, dg_schema_nsteps);
+    else if (out == OC_OK && version > dg_schema_nsteps)
+        out = dg_fail(err, err_len, OC_ERR_UNSUPPORTED, "the PostgreSQL store %s is at schema "
+                      "version %d, newer than this dirigent-ctl (%d): use the dirigent-ctl "
+                      "installed with that plugin", pg->where, version, dg_schema_nsteps);
+    else if (out == OC_OK && !(want = dg_store_tables_of_version(version)))
+        out = dg_fail(err, err_len, OC_ERR_NOMEM, "store: out of memory checking %s", pg->where);
+    else if (out == OC_OK && !dg_store_has_tables(have, want))
+        out = dg_fail(err, err_len, OC_ERR_INVALID, "the PostgreSQL store %s claims dirigent "
+                      "schema version %d but lacks its tables (has %.200s, needs %.200s)",
+                      pg->where, version, have, want);
+    run(pg, pg->conn, "ROLLBACK", PGRES_COMMAND_OK, NULL);
+    free(have);
+    free(want);
+    free(hv);
+    free(ver);
+    if (out != OC_OK)
+        return out;
+    st->opened_version = version;
+    size_t n = strlen(pg->where) + sizeof "PostgreSQL ";
+    if (!(st->where = malloc(n)))
+        return dg_fail(err, err_len, OC_ERR_NOMEM, "store: out of memory");
+    snprintf(st->where, n, "PostgreSQL %s", pg->where);
+    return OC_OK;
+}
+
+/* A snapshot for the operator: every query of one dirigent-ctl command
+ * sees the same committed state, and the writers' row lock is never
+ * taken (the plugin's transactions go on beside it). */
+int dg_pg_begin_read(dg_store *st)
+{
+    struct dg_pg *pg = st->pg;
+    return run(pg, pg->conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+               PGRES_COMMAND_OK, NULL);
+}
+
 void dg_pg_close(dg_store *st)
 {
     struct dg_pg *pg = st->pg;

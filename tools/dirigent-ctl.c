@@ -9,10 +9,14 @@
  *   dirigent-ctl --db PATH [--json] discussions [--all]
  *   dirigent-ctl --db PATH [--json] show DISCUSSION   (id or channel id)
  *   dirigent-ctl --db PATH [--json] outbox
+ *   dirigent-ctl --store-url URL ...       (a PostgreSQL store; or env
+ *                                           DIRIGENT_STORE_URL)
  *
  * Safe on a live database: it opens the file read-only and reads in
  * deferred transactions (a snapshot; the plugin's writer is never blocked
- * under WAL). It has no plugin config, so every member of a turn order
+ * under WAL); on PostgreSQL the session is default_transaction_read_only
+ * and reads in one REPEATABLE READ READ ONLY transaction, without the
+ * writers' lock. The url's password is never printed. It has no plugin config, so every member of a turn order
  * counts and turn.timeoutSec is not applied: the state is shown as stored.
  * Exit status: 0, 1 for a refused database or a store error, 2 for usage.
  */
@@ -37,6 +41,8 @@
 
 static const char USAGE[] =
     "usage: dirigent-ctl --db PATH [--json] COMMAND\n"
+    "       dirigent-ctl --store-url postgresql://... [--json] COMMAND\n"
+    "       (or env DIRIGENT_STORE_URL instead of --db / --store-url)\n"
     "  scopes                 every managed scope: order, speaker or dormant/resting,\n"
     "                         passed, agent messages\n"
     "  why CHANNEL [AGENT]    the last turn transitions of the channel's scopes and their\n"
@@ -397,12 +403,14 @@ static int cmd_outbox(ctl *c)
 
 int main(int argc, char **argv)
 {
-    const char *db = NULL;
+    const char *db = NULL, *url = NULL;
     ctl c = {.now = wall_ms()};
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (!strcmp(argv[i], "--db") && i + 1 < argc)
             db = argv[++i];
+        else if (!strcmp(argv[i], "--store-url") && i + 1 < argc)
+            url = argv[++i];
         else if (!strcmp(argv[i], "--json"))
             c.json = 1;
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -430,19 +438,35 @@ int main(int argc, char **argv)
                           (!strcmp(cmd, "why") && (n == 2 || n == 3)) ||
                           (!strcmp(cmd, "discussions") && n == 1) ||
                           (!strcmp(cmd, "show") && n == 2) || (!strcmp(cmd, "outbox") && n == 1));
-    if (!db || !ok_args || (all && strcmp(cmd, "discussions") != 0)) {
-        fprintf(stderr, "%s%s", !db ? "dirigent-ctl: --db PATH is required\n"
-                : "dirigent-ctl: unknown command or wrong arguments\n", USAGE);
+    /* An explicit option wins over the environment (unlike the plugin,
+     * where the environment wins over its config file): the operator
+     * typed it for this call. */
+    const char *env = getenv("DIRIGENT_STORE_URL");
+    if (!db && !url && env && *env)
+        url = env;
+    const char *why = db && url ? "dirigent-ctl: give either --db PATH (SQLite) or --store-url "
+                                  "URL (PostgreSQL), not both\n"
+                    : !db && !url ? "dirigent-ctl: --db PATH or --store-url URL (or env "
+                                    "DIRIGENT_STORE_URL) is required\n"
+                    : url && !dg_store_is_url(url) ? "dirigent-ctl: --store-url (or "
+                                    "DIRIGENT_STORE_URL) must be a postgresql:// or "
+                                    "postgres:// url; a SQLite file goes to --db\n"
+                    : !ok_args || (all && strcmp(cmd, "discussions") != 0)
+                        ? "dirigent-ctl: unknown command or wrong arguments\n" : NULL;
+    if (why) {
+        fprintf(stderr, "%s%s", why, USAGE);
         return 2;
     }
     char err[512] = "";
-    int rc = dg_store_open_readonly(db, &c.st, err, sizeof err);
+    int rc = dg_store_open_readonly(url ? url : db, &c.st, err, sizeof err);
     if (rc != OC_OK) {
         fprintf(stderr, "dirigent-ctl: %s\n", err);
         return 1;
     }
     if (dg_store_begin_read(c.st) != OC_OK) {
-        fprintf(stderr, "dirigent-ctl: cannot read %s (%s)\n", db, dg_store_errmsg(c.st));
+        /* dg_store_where names a PostgreSQL store without its password. */
+        fprintf(stderr, "dirigent-ctl: cannot read %s (%s)\n", url ? dg_store_where(c.st) : db,
+                dg_store_errmsg(c.st));
         dg_store_close(c.st);
         return 1;
     }
