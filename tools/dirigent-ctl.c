@@ -82,10 +82,11 @@ static void print_json(json_t *j)
     json_decref(j);
 }
 
-static int store_err(const char *what, int rc)
+static int store_err(const ctl *c, const char *what, int rc)
 {
-    fprintf(stderr, "dirigent-ctl: %s failed (%s); the database may be busy or damaged, try "
-            "again\n", what, oc_status_name(rc));
+    fprintf(stderr, "dirigent-ctl: %s failed (%s: %s); the database may be busy or damaged, "
+            "try again\n", what, oc_status_name(rc),
+            dg_store_errmsg(c->st));
     return 1;
 }
 
@@ -135,7 +136,7 @@ static int cmd_scopes(ctl *c)
     size_t n = 0;
     int rc = dg_store_turns_scopes(c->st, 0, &v, &n);
     if (rc != OC_OK)
-        return store_err("reading the scopes", rc);
+        return store_err(c, "reading the scopes", rc);
     json_t *arr = json_array();
     if (!c->json)
         printf("%-20s %-24s %-9s %-14s %-24s %6s  %s\n", "CHANNEL", "SCOPE", "STATE", "SPEAKER",
@@ -160,7 +161,7 @@ static int cmd_scopes(ctl *c)
     free(v);
     if (rc != OC_OK) {
         json_decref(arr);
-        return store_err("reading a scope", rc);
+        return store_err(c, "reading a scope", rc);
     }
     if (c->json)
         print_json(arr);
@@ -175,7 +176,7 @@ static int cmd_why(ctl *c, const char *channel, const char *agent)
     size_t n = 0;
     int rc = dg_store_transitions_list(c->st, channel, NULL, DG_TRANSITIONS_KEEP, &v, &n);
     if (rc != OC_OK)
-        return store_err("reading the transitions", rc);
+        return store_err(c, "reading the transitions", rc);
     /* What the agent gets now: the channel's conversation scope as stored. */
     dg_scope sc;
     dg_turn_view tv;
@@ -183,7 +184,7 @@ static int cmd_why(ctl *c, const char *channel, const char *agent)
     if (dg_scope_conversation(channel, &sc) != OC_OK ||
         (rc = dg_turn_view_load(c->st, NULL, &sc, c->now, &tv)) != OC_OK) {
         dg_transitions_free(v, n);
-        return rc ? store_err("reading the scope", rc) : (fprintf(stderr, "dirigent-ctl: "
+        return rc ? store_err(c, "reading the scope", rc) : (fprintf(stderr, "dirigent-ctl: "
                "CHANNEL must be a channel id\n"), 2);
     }
     const char *sp = dg_turn_view_member(&tv, tv.speaker);
@@ -262,7 +263,7 @@ static int cmd_discussions(ctl *c, int all)
     int more = 0;
     int rc = dg_store_discussion_list(c->st, NULL, !all, 0, LIST_MAX, &ch, &n, &more);
     if (rc != OC_OK)
-        return store_err("listing the discussions", rc);
+        return store_err(c, "listing the discussions", rc);
     json_t *arr = json_array();
     if (!c->json)
         printf("%-6s %-20s %-24s %-16s %-14s %-20s %s\n", "ID", "CHANNEL", "NAME", "STATUS",
@@ -289,7 +290,7 @@ static int cmd_discussions(ctl *c, int all)
     free(ch);
     if (rc != OC_OK) {
         json_decref(arr);
-        return store_err("reading a discussion", rc);
+        return store_err(c, "reading a discussion", rc);
     }
     if (c->json)
         print_json(arr);
@@ -321,7 +322,7 @@ static int cmd_show(ctl *c, const char *which)
         return 1;
     }
     if (rc != OC_OK)
-        return store_err("reading the discussion", rc);
+        return store_err(c, "reading the discussion", rc);
     json_t *o = discussion_json(&info);
     json_t *order = json_array();
     for (size_t i = 0; i < info.turn.n_members; i++)
@@ -361,7 +362,7 @@ static int cmd_outbox(ctl *c)
     if (rc != OC_OK) {
         dg_outbox_rows_free(pend, np);
         dg_outbox_rows_free(fail, nf);
-        return store_err("reading the outbox", rc);
+        return store_err(c, "reading the outbox", rc);
     }
     int64_t age = sum.oldest_pending_ms ? (c->now - sum.oldest_pending_ms) / 1000 : 0;
     if (c->json) {
