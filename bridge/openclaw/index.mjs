@@ -649,8 +649,27 @@ function cbRunAbort(host, key) {
 // The deletion itself is asynchronous in OpenClaw and a host call cannot
 // wait for a promise (the main thread answers it): it is started here,
 // bound to the entry's sessionId (expectedSessionId: a session that changed
-// meanwhile is left alone), and its outcome logged. The persistent override
-// of session_patch lives in the bridge's own journal and stays with the key.
+// meanwhile is left alone), and its outcome logged. OpenClaw refuses to
+// delete a session while a run of it is in flight ("retry after the run
+// completes") -- and the owner's own `!dirigent rotate` message is being
+// handled by every session of the scope at that moment -- so a refusal of
+// that kind is retried every RESET_RETRY_MS, at most RESET_RETRIES times.
+// The persistent override of session_patch lives in the bridge's own
+// journal and stays with the key.
+const RESET_RETRY_MS = 1000;
+const RESET_RETRIES = 300; // 5 minutes: longer than a run's usual model call
+const BUSY_RE = /competing work is in flight|retry after the run completes/;
+async function deleteWhenIdle(sdk, params) {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await sdk.deleteSessionEntry(params);
+    } catch (e) {
+      if (attempt >= RESET_RETRIES || !BUSY_RE.test(String(e.message ?? e))) throw e;
+      if (attempt === 0) log(0, `session_reset ${params.sessionKey}: a run is in flight; the reset waits for it`);
+      await new Promise((r) => setTimeout(r, RESET_RETRY_MS));
+    }
+  }
+}
 function cbSessionReset(host, key) {
   try {
     if (!instanceOf(host) || typeof key !== 'string' || !key) return OC.INVALID;
@@ -658,8 +677,7 @@ function cbSessionReset(host, key) {
     const entry = sdk.getSessionEntry({ sessionKey: key });
     if (!entry) return OC.NOT_FOUND;
     const expectedSessionId = typeof entry.sessionId === 'string' ? entry.sessionId : null;
-    Promise.resolve()
-      .then(() => sdk.deleteSessionEntry({ sessionKey: key, expectedSessionId, archiveTranscript: true }))
+    deleteWhenIdle(sdk, { sessionKey: key, expectedSessionId, archiveTranscript: true })
       .then((deleted) => log(deleted ? 1 : 2, deleted
         ? `session_reset ${key}: session ${expectedSessionId} ended (transcript archived); the next message opens a fresh one`
         : `session_reset ${key}: OpenClaw did not delete the entry (it changed meanwhile); nothing was reset`))

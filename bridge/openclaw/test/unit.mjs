@@ -300,7 +300,15 @@ await step('ABI 1.1: session_reset/run_abort offered only with OpenClaw\'s SDK, 
     resolveActiveEmbeddedRunSessionId: (key) => (key === threadCtx.sessionKey ? 'sid-1' : key === 'agent:x:discord:channel:9' ? 'sid-9' : undefined),
     abortAgentHarnessRun: (sid) => { seen.push(['abort', sid]); if (sid === 'sid-9') throw new Error('boom'); return true; },
     getSessionEntry: ({ sessionKey }) => entries.get(sessionKey),
-    deleteSessionEntry: async (p) => { seen.push(['delete', p]); entries.delete(p.sessionKey); return true; },
+    // OpenClaw refuses while a run of the session is in flight: the first
+    // attempt is refused that way, the retry succeeds.
+    deleteSessionEntry: async (p) => {
+      seen.push(['delete', p]);
+      if (seen.filter((x) => x[0] === 'delete').length === 1)
+        throw new Error(`Cannot mutate session while competing work is in flight for ${p.sessionKey}; retry after the run completes`);
+      entries.delete(p.sessionKey);
+      return true;
+    },
   };
   try {
     await mod._internals.shutdownInstance('test: restart with the SDK');
@@ -308,10 +316,11 @@ await step('ABI 1.1: session_reset/run_abort offered only with OpenClaw\'s SDK, 
     assert.deepEqual(await host('run_abort', 'agent:x:discord:channel:1'), { offered: true, status: -2 });
     assert.deepEqual(await host('run_abort', 'agent:x:discord:channel:9'), { offered: true, status: -5 });
     assert.deepEqual(await host('session_reset', threadCtx.sessionKey), { offered: true, status: 0 });
-    await new Promise((r) => setTimeout(r, 50)); // the deletion is started, not awaited
+    // The deletion is started, not awaited; refused once (a run in flight), retried after 1 s.
+    const del = { sessionKey: threadCtx.sessionKey, expectedSessionId: 'sid-1', archiveTranscript: true };
+    for (let i = 0; i < 100 && entries.has(threadCtx.sessionKey); i++) await new Promise((r) => setTimeout(r, 50));
     assert.deepEqual(await host('session_reset', threadCtx.sessionKey), { offered: true, status: -2 }, 'gone after the reset');
-    assert.deepEqual(seen, [['abort', 'sid-1'], ['abort', 'sid-9'],
-      ['delete', { sessionKey: threadCtx.sessionKey, expectedSessionId: 'sid-1', archiveTranscript: true }]]);
+    assert.deepEqual(seen, [['abort', 'sid-1'], ['abort', 'sid-9'], ['delete', del], ['delete', del]]);
     assert.ok(logs.some((l) => /session_reset .*session sid-1 ended \(transcript archived\)/.test(l.m)), 'the outcome is logged');
   } finally {
     delete globalThis[SEAM];
