@@ -342,14 +342,15 @@ if (T) {
   // finds no run in flight (the thread is quiet by now). Either one saying
   // "not supported by this host" means the bridge did not offer the call.
   await postJson(`${FAKE}/_fake/messages`, { threadId: T, authorId: HUMAN.id, content: '!dirigent rotate' });
-  const rot = await waitFor(async () => (await messages(T)).find((m) => m.author.id === MOD.id && /^rotate/.test(m.content)), STEP_MS, 500);
+  // Admin replies start with "Dirigent (admin): ".
+  const rot = await waitFor(async () => (await messages(T)).find((m) => m.author.id === MOD.id && /: rotate/.test(m.content)), STEP_MS, 500);
   check('6: !dirigent rotate in the thread reset its sessions through OpenClaw (session_reset)',
-    rot && /^rotated [1-9]\d* session\(s\) of /.test(rot.content), rot ? rot.content : 'no rotate reply');
+    rot && /: rotated [1-9]\d* session\(s\) of /.test(rot.content), rot ? rot.content : 'no rotate reply');
   const ended = await waitFor(() => /session_reset agent:[^ ]+: session \S+ ended \(transcript archived\)/.test(fs.readFileSync(gwLog, 'utf8')), STEP_MS, 500);
   check('6: OpenClaw deleted the rotated session entry (the bridge logged the outcome)', ended,
     fs.readFileSync(gwLog, 'utf8').split('\n').filter((l) => /session_reset/.test(l)).join('\n    ') || 'no session_reset line in the gateway log');
   await postJson(`${FAKE}/_fake/messages`, { threadId: T, authorId: HUMAN.id, content: '!dirigent cancel' });
-  const can = await waitFor(async () => (await messages(T)).find((m) => m.author.id === MOD.id && /(cancel|run)/.test(m.content) && !/^rotated/.test(m.content)), STEP_MS, 500);
+  const can = await waitFor(async () => (await messages(T)).find((m) => m.author.id === MOD.id && /(cancel|run)/.test(m.content) && !/: rotated/.test(m.content)), STEP_MS, 500);
   check('6: !dirigent cancel reached OpenClaw\'s run registry (run_abort offered; nothing in flight)',
     can && /(no run in flight|there is no run to cancel|run was aborted)/.test(can.content), can ? can.content : 'no cancel reply');
 }
@@ -394,7 +395,7 @@ if (T) {
     ['alice', /^!dirigent status/],
     ['moderator', /agent messages:/],
     ['alice', /^!dirigent rotate/],
-    ['moderator', /^rotated/],
+    ['moderator', /: rotated/],
     ['alice', /^!dirigent cancel/],
     ['moderator', /(no run in flight|no run to cancel|run was aborted)/],
   ]);
