@@ -391,7 +391,9 @@ done:
     return out;
 }
 
-int dg_pg_open(dg_store *st, const char *url, char *err, size_t err_len)
+/* st->pg with the store's connection to url (both opens); on failure what
+ * was made stays in st for dg_pg_close. */
+static int open_conn(dg_store *st, const char *url, char *err, size_t err_len)
 {
     struct dg_pg *pg = calloc(1, sizeof *pg);
     if (!pg)
@@ -401,17 +403,27 @@ int dg_pg_open(dg_store *st, const char *url, char *err, size_t err_len)
     int rc = parse_url(pg, url, err, err_len);
     if (rc != OC_OK)
         return rc;
-    if (!(pg->conn = connect_to(pg, url, err, err_len)))
-        return OC_ERR_IO;
-    if ((rc = check_and_migrate(st, err, err_len)) != OC_OK)
-        return rc;
-    if (!(pg->probe = connect_to(pg, url, err, err_len)))
-        return OC_ERR_IO;
-    size_t n = strlen(pg->where) + sizeof "PostgreSQL ";
+    return (pg->conn = connect_to(pg, url, err, err_len)) ? OC_OK : OC_ERR_IO;
+}
+
+/* dg_store_where's name of the store: "PostgreSQL user@host:port/db". */
+static int set_where(dg_store *st, char *err, size_t err_len)
+{
+    size_t n = strlen(st->pg->where) + sizeof "PostgreSQL ";
     if (!(st->where = malloc(n)))
         return dg_fail(err, err_len, OC_ERR_NOMEM, "store: out of memory");
-    snprintf(st->where, n, "PostgreSQL %s", pg->where);
+    snprintf(st->where, n, "PostgreSQL %s", st->pg->where);
     return OC_OK;
+}
+
+int dg_pg_open(dg_store *st, const char *url, char *err, size_t err_len)
+{
+    int rc = open_conn(st, url, err, err_len);
+    if (rc != OC_OK || (rc = check_and_migrate(st, err, err_len)) != OC_OK)
+        return rc;
+    if (!(st->pg->probe = connect_to(st->pg, url, err, err_len)))
+        return OC_ERR_IO;
+    return set_where(st, err, err_len);
 }
 
 /*
@@ -423,16 +435,10 @@ int dg_pg_open(dg_store *st, const char *url, char *err, size_t err_len)
  */
 int dg_pg_open_readonly(dg_store *st, const char *url, char *err, size_t err_len)
 {
-    struct dg_pg *pg = calloc(1, sizeof *pg);
-    if (!pg)
-        return dg_fail(err, err_len, OC_ERR_NOMEM, "store: out of memory");
-    st->pg = pg;
-    pg->epoch = 1;
-    int rc = parse_url(pg, url, err, err_len);
+    int rc = open_conn(st, url, err, err_len);
     if (rc != OC_OK)
         return rc;
-    if (!(pg->conn = connect_to(pg, url, err, err_len)))
-        return OC_ERR_IO;
+    struct dg_pg *pg = st->pg;
     char *have = NULL, *want = NULL, *hv = NULL, *ver = NULL;
     int version = 0, out = OC_OK;
     if (run(pg, pg->conn, "SET default_transaction_read_only = on", PGRES_COMMAND_OK, NULL) !=
@@ -472,11 +478,7 @@ int dg_pg_open_readonly(dg_store *st, const char *url, char *err, size_t err_len
     if (out != OC_OK)
         return out;
     st->opened_version = version;
-    size_t n = strlen(pg->where) + sizeof "PostgreSQL ";
-    if (!(st->where = malloc(n)))
-        return dg_fail(err, err_len, OC_ERR_NOMEM, "store: out of memory");
-    snprintf(st->where, n, "PostgreSQL %s", pg->where);
-    return OC_OK;
+    return set_where(st, err, err_len);
 }
 
 /* A snapshot for the operator: every query of one dirigent-ctl command
