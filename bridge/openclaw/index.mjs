@@ -576,8 +576,9 @@ function cbSessionsList(host, channelId) {
 
 // ---- ABI 1.1: session_reset and run_abort over OpenClaw's plugin SDK -----------------
 //
-// What OpenClaw 2026.9.6 offers an external plugin (README "OpenClaw bridge"
-// lists what was searched and what is not there):
+// What OpenClaw 2026.9.6 offers an external plugin (README.md, "Admin
+// commands" and "what is not done", lists what was searched and what is not
+// there; bridge/openclaw/README.md item 18):
 //   run_abort     openclaw/plugin-sdk/agent-harness: resolveActiveEmbeddedRunSessionId
 //                 (session key -> the sessionId of its run in flight) and
 //                 abortAgentHarnessRun(sessionId) (OpenClaw's abortEmbeddedAgentRun,
@@ -592,7 +593,9 @@ function cbSessionsList(host, channelId) {
 // OpenClaw aliases `openclaw/plugin-sdk/*` for a plugin's own files (module
 // resolution hooks), so a resolve from here finds its dist. Resolving is
 // cheap and decides at init whether the functions are offered; loading
-// (seconds for the harness graph) waits for the first owner command.
+// waits for the first owner command (inside a gateway the modules are
+// already loaded by OpenClaw itself; cold, the harness graph took about 3 s
+// here, which a one-shot CLI run never pays).
 // Test seam: globalThis[Symbol.for('dirigent.openclaw-bridge.sdk')], an
 // object with the four functions, replaces the SDK (unit.mjs).
 const SDK_SEAM = Symbol.for('dirigent.openclaw-bridge.sdk');
