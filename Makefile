@@ -347,8 +347,11 @@ fuzz-short: fuzz-build
 # CI's run (.ci/run, after make check): every target replays its seeds and
 # tries new inputs for FUZZ_CI_SECONDS, two at a time (CI has 2 cores); the
 # per-input timeout is looser than by hand, as CI's machine may be loaded.
-FUZZ_CI_SECONDS ?= 20
+FUZZ_CI_SECONDS ?= 60
 FUZZ_CI_JOBS ?= 2
+fuzz-list:
+	@echo $(FUZZ_TARGETS)
+
 fuzz-ci: deps-fuzz
 	$(MAKE) -j$(FUZZ_CI_JOBS) fuzz-build
 	FUZZ_JOBS=$(FUZZ_CI_JOBS) FUZZ_TIMEOUT=30 \

@@ -14,6 +14,9 @@
  *    "totals": {"noReplySwaps": {"min": 1}},
  *    "humansDone": true}
  *
+ * A channel key may also be a channel id the gateway does not serve (no
+ * agent sees it, e.g. the moderator's archive index): its history is read
+ * with the first agent's token and checked the same way.
  * Channel histories must match message for message: a missing message at
  * the end means "not yet", any other difference (an extra message, a
  * duplicate, a wrong author) contradicts the story. `mentions` lists the
@@ -211,7 +214,11 @@ static int fetch_all(ocgw *g, const char *channel_id, ocgw_msg **out, size_t *n_
     *out = NULL;
     *n_out = 0;
     json_t *agents = ocgw_channel_agents(g, channel_id);
-    const ocgw_agent *a = ocgw_agent_by_id(&g->cfg, json_string_value(json_array_get(agents, 0)));
+    /* A channel the gateway does not serve (see check_channel) is read with
+     * the first agent's token. */
+    const ocgw_agent *a = agents ? ocgw_agent_by_id(&g->cfg,
+                                                    json_string_value(json_array_get(agents, 0)))
+                        : g->cfg.n_agents ? &g->cfg.agents[0] : NULL;
     if (!a)
         return -1;
     char after[32] = "1"; /* before every message: Discord ids are far above 1 */
@@ -289,7 +296,10 @@ static int check_channel(ocgw *g, const char *ref, const json_t *want, int verbo
     const char *id = ocgw_channel_ref(g, ref);
     if (!id)
         return why_set(why, wn, 0, "channel %s is not known yet", ref);
-    if (!ocgw_channel_agents(g, id))
+    /* A channel named by its id that the gateway does not serve (no agent
+     * runs there: an archive index the moderator writes) is checked from
+     * its history alone; a served one only once it is served. */
+    if (id != ref && !ocgw_channel_agents(g, id))
         return why_set(why, wn, 0, "channel %s (%s) is not served yet", ref, id);
     ocgw_msg *msgs = NULL;
     size_t n = 0;

@@ -47,6 +47,10 @@ int dg_store_schema_version(void);
  */
 int dg_store_open(const char *path, dg_store **out, char *err, size_t err_len);
 
+/* 1 when path names a PostgreSQL database (postgresql:// or postgres://),
+ * the test dg_store_open makes (dirigent-ctl sorts --store-url with it). */
+int dg_store_is_url(const char *path);
+
 /* What the store is, for messages: the file's path, or "PostgreSQL
  * user@host:port/dbname" (never the password). Borrowed, valid while st is
  * open. Any thread. */

@@ -72,10 +72,12 @@ static const char SQL_LIST_AGENT[] =
     " WHERE d.id IN (SELECT discussion_id FROM discussion_members WHERE agent_id = ?1)"
     "   AND (?2 = 0 OR d.status = 'active')"
     " ORDER BY d.created_at_ms DESC, d.id DESC LIMIT ?3 OFFSET ?4";
+/* Its parameters are the ones above less the agent: PostgreSQL refuses a
+ * statement with a parameter it never sees (it cannot type $1). */
 static const char SQL_LIST_ALL[] =
     "SELECT d.discussion_channel_id FROM discussions d"
-    " WHERE (?2 = 0 OR d.status = 'active')"
-    " ORDER BY d.created_at_ms DESC, d.id DESC LIMIT ?3 OFFSET ?4";
+    " WHERE (?1 = 0 OR d.status = 'active')"
+    " ORDER BY d.created_at_ms DESC, d.id DESC LIMIT ?2 OFFSET ?3";
 
 int dg_store_discussion_list(dg_store *st, const char *agent_id, int active_only,
                              size_t offset, size_t limit, char ***channels, size_t *n,
@@ -87,12 +89,13 @@ int dg_store_discussion_list(dg_store *st, const char *agent_id, int active_only
     dg_stmt *s = dg_store_stmt(st, agent_id ? SQL_LIST_AGENT : SQL_LIST_ALL);
     if (!s)
         return OC_ERR_IO;
+    int k = agent_id ? 1 : 0;
     if (agent_id)
         dg_store_bind_text(s, 1, agent_id);
-    dg_bind_int64(s, 2, active_only ? 1 : 0);
+    dg_bind_int64(s, k + 1, active_only ? 1 : 0);
     /* One row more than the page says whether there is a next page. */
-    dg_bind_int64(s, 3, (int64_t)limit + 1);
-    dg_bind_int64(s, 4, (int64_t)offset);
+    dg_bind_int64(s, k + 2, (int64_t)limit + 1);
+    dg_bind_int64(s, k + 3, (int64_t)offset);
     char **v = limit ? calloc(limit, sizeof *v) : NULL;
     int rc, status = limit && !v ? OC_ERR_NOMEM : OC_OK;
     while (status == OC_OK && (rc = dg_step(s)) == DG_ROW) {

@@ -90,8 +90,6 @@ char *dg_store_col_dup(dg_stmt *s, int col);
 /* Rows written by the last write statement of st's connection. */
 long dg_store_changes(dg_store *st);
 
-/* 1 when url names a PostgreSQL database (postgresql:// or postgres://). */
-int dg_store_is_url(const char *url);
 
 /*
  * The PostgreSQL side of the seam (store_pg.c). dg_pg_open connects,
@@ -102,6 +100,12 @@ int dg_store_is_url(const char *url);
  */
 int dg_pg_open(dg_store *st, const char *url, char *err, size_t err_len);
 void dg_pg_close(dg_store *st);
+/* Read-only (dirigent-ctl, store_operator.c): the database must be ours at
+ * exactly this build's version; nothing is created, migrated or written
+ * (the session is default_transaction_read_only). dg_pg_begin_read opens
+ * a READ ONLY snapshot transaction without the writers' lock. */
+int dg_pg_open_readonly(dg_store *st, const char *url, char *err, size_t err_len);
+int dg_pg_begin_read(dg_store *st);
 int dg_pg_stmt_prepare(dg_store *st, const char *sql, dg_stmt *out);
 void dg_pg_stmt_free(dg_stmt *s);
 void dg_pg_bind(dg_stmt *s, int idx, const char *text);

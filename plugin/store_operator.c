@@ -22,10 +22,20 @@ int dg_store_open_readonly(const char *path, dg_store **out, char *err, size_t e
         return dg_fail(err, err_len, OC_ERR_INVALID, "--db: a database path is required");
     dg_store *st = calloc(1, sizeof *st);
     if (!st)
-        return dg_fail(err, err_len, OC_ERR_NOMEM, "out of memory opening %s", path);
+        return dg_fail(err, err_len, OC_ERR_NOMEM, "out of memory opening the store");
     pthread_mutex_init(&st->lock, NULL);
     pthread_mutex_init(&st->probe_mu, NULL);
     st->probe_seq = -1;
+    if (dg_store_is_url(path)) {
+        /* A PostgreSQL store; messages never hold the url (its password). */
+        int prc = dg_pg_open_readonly(st, path, err, err_len);
+        if (prc != OC_OK) {
+            dg_store_close(st);
+            return prc;
+        }
+        *out = st;
+        return OC_OK;
+    }
     int rc = sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX, NULL);
     int app = 0, version = 0;
     if (rc == SQLITE_OK) {
@@ -64,11 +74,13 @@ int dg_store_open_readonly(const char *path, dg_store **out, char *err, size_t e
 int dg_store_begin_read(dg_store *st)
 {
     pthread_mutex_lock(&st->lock);
-    if (sqlite3_exec(st->db, "BEGIN DEFERRED", NULL, NULL, NULL) != SQLITE_OK) {
+    int ok = st->pg ? dg_pg_begin_read(st) == OC_OK
+                    : sqlite3_exec(st->db, "BEGIN DEFERRED", NULL, NULL, NULL) == SQLITE_OK;
+    if (!ok) {
         pthread_mutex_unlock(&st->lock);
         return OC_ERR_IO;
     }
-    st->changes_at_begin = sqlite3_total_changes64(st->db);
+    st->changes_at_begin = st->db ? sqlite3_total_changes64(st->db) : 0;
     dg_log_defer_begin(); /* dg_store_commit / rollback end it */
     return OC_OK;
 }

@@ -15,7 +15,9 @@
 #include "store.h"
 
 /*
- * Open path read-only: it must be dirigent's database at exactly this
+ * Open path read-only (a SQLite file, or a postgresql:// url: then the
+ * session itself refuses writes and err never holds the password): it
+ * must be dirigent's database at exactly this
  * build's schema version (an older one: "start the plugin once to migrate";
  * a newer one: "use the dirigent-ctl of that version"). Nothing is written,
  * not even the journal mode. On OC_OK *out is closed with dg_store_close.
@@ -23,8 +25,9 @@
  */
 int dg_store_open_readonly(const char *path, dg_store **out, char *err, size_t err_len);
 
-/* A read transaction (BEGIN DEFERRED; end it with dg_store_commit or
- * dg_store_rollback): a snapshot of the database, no write lock. */
+/* A read transaction (SQLite BEGIN DEFERRED, PostgreSQL REPEATABLE READ
+ * READ ONLY; end it with dg_store_commit or dg_store_rollback): a
+ * snapshot of the database, no write lock. */
 int dg_store_begin_read(dg_store *st);
 
 /* The outbox in numbers: rows pending / sent / failed, and the creation

@@ -391,7 +391,9 @@ done:
     return out;
 }
 
-int dg_pg_open(dg_store *st, const char *url, char *err, size_t err_len)
+/* st->pg with the store's connection to url (both opens); on failure what
+ * was made stays in st for dg_pg_close. */
+static int open_conn(dg_store *st, const char *url, char *err, size_t err_len)
 {
     struct dg_pg *pg = calloc(1, sizeof *pg);
     if (!pg)
@@ -401,17 +403,92 @@ int dg_pg_open(dg_store *st, const char *url, char *err, size_t err_len)
     int rc = parse_url(pg, url, err, err_len);
     if (rc != OC_OK)
         return rc;
-    if (!(pg->conn = connect_to(pg, url, err, err_len)))
-        return OC_ERR_IO;
-    if ((rc = check_and_migrate(st, err, err_len)) != OC_OK)
-        return rc;
-    if (!(pg->probe = connect_to(pg, url, err, err_len)))
-        return OC_ERR_IO;
-    size_t n = strlen(pg->where) + sizeof "PostgreSQL ";
+    return (pg->conn = connect_to(pg, url, err, err_len)) ? OC_OK : OC_ERR_IO;
+}
+
+/* dg_store_where's name of the store: "PostgreSQL user@host:port/db". */
+static int set_where(dg_store *st, char *err, size_t err_len)
+{
+    size_t n = strlen(st->pg->where) + sizeof "PostgreSQL ";
     if (!(st->where = malloc(n)))
         return dg_fail(err, err_len, OC_ERR_NOMEM, "store: out of memory");
-    snprintf(st->where, n, "PostgreSQL %s", pg->where);
+    snprintf(st->where, n, "PostgreSQL %s", st->pg->where);
     return OC_OK;
+}
+
+int dg_pg_open(dg_store *st, const char *url, char *err, size_t err_len)
+{
+    int rc = open_conn(st, url, err, err_len);
+    if (rc != OC_OK || (rc = check_and_migrate(st, err, err_len)) != OC_OK)
+        return rc;
+    if (!(st->pg->probe = connect_to(st->pg, url, err, err_len)))
+        return OC_ERR_IO;
+    return set_where(st, err, err_len);
+}
+
+/*
+ * The operator's read-only open (dirigent-ctl): the same recognition as
+ * check_and_migrate but nothing is created or migrated, and the session
+ * refuses writes itself (default_transaction_read_only), so even a bug
+ * in a caller cannot change the store. No probe connection: nothing
+ * decides turns here.
+ */
+int dg_pg_open_readonly(dg_store *st, const char *url, char *err, size_t err_len)
+{
+    int rc = open_conn(st, url, err, err_len);
+    if (rc != OC_OK)
+        return rc;
+    struct dg_pg *pg = st->pg;
+    char *have = NULL, *want = NULL, *hv = NULL, *ver = NULL;
+    int version = 0, out = OC_OK;
+    if (run(pg, pg->conn, "SET default_transaction_read_only = on", PGRES_COMMAND_OK, NULL) !=
+            OC_OK ||
+        run(pg, pg->conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", PGRES_COMMAND_OK,
+            NULL) != OC_OK ||
+        !(have = one_value(pg, sql_tables)) || !(hv = one_value(pg, sql_has_version)) ||
+        (strcmp(hv, "0") != 0 && !(ver = one_value(pg, "SELECT version FROM dg_schema_version"))))
+        out = dg_fail(err, err_len, OC_ERR_IO, "cannot read the PostgreSQL store %s: %s",
+                      pg->where, pg->errmsg);
+    else if (ver)
+        version = atoi(ver);
+    if (out == OC_OK && !strcmp(hv, "0"))
+        out = dg_fail(err, err_len, OC_ERR_INVALID, "the PostgreSQL store %s is not a dirigent "
+                      "store (no dg_schema_version); give --store-url the plugin's store.url",
+                      pg->where);
+    else if (out == OC_OK && version < dg_schema_nsteps)
+        out = dg_fail(err, err_len, OC_ERR_UNSUPPORTED, "the PostgreSQL store %s is at schema "
+                      "version %d, this dirigent-ctl reads version %d: start the plugin of this "
+                      "version once (it migrates the store), then ask again", pg->where,
+                      version, dg_schema_nsteps);
+    else if (out == OC_OK && version > dg_schema_nsteps)
+        out = dg_fail(err, err_len, OC_ERR_UNSUPPORTED, "the PostgreSQL store %s is at schema "
+                      "version %d, newer than this dirigent-ctl (%d): use the dirigent-ctl "
+                      "installed with that plugin", pg->where, version, dg_schema_nsteps);
+    else if (out == OC_OK && !(want = dg_store_tables_of_version(version)))
+        out = dg_fail(err, err_len, OC_ERR_NOMEM, "store: out of memory checking %s", pg->where);
+    else if (out == OC_OK && !dg_store_has_tables(have, want))
+        out = dg_fail(err, err_len, OC_ERR_INVALID, "the PostgreSQL store %s claims dirigent "
+                      "schema version %d but lacks its tables (has %.200s, needs %.200s)",
+                      pg->where, version, have, want);
+    run(pg, pg->conn, "ROLLBACK", PGRES_COMMAND_OK, NULL);
+    free(have);
+    free(want);
+    free(hv);
+    free(ver);
+    if (out != OC_OK)
+        return out;
+    st->opened_version = version;
+    return set_where(st, err, err_len);
+}
+
+/* A snapshot for the operator: every query of one dirigent-ctl command
+ * sees the same committed state, and the writers' row lock is never
+ * taken (the plugin's transactions go on beside it). */
+int dg_pg_begin_read(dg_store *st)
+{
+    struct dg_pg *pg = st->pg;
+    return run(pg, pg->conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+               PGRES_COMMAND_OK, NULL);
 }
 
 void dg_pg_close(dg_store *st)

@@ -79,7 +79,7 @@ int dg_store_transition_add(dg_store *st, const char *channel_id, const dg_trans
 
 static const char SQL_LIST[] =
     "SELECT at_ms, scope, cause, speaker_before, speaker_after, state, passed, agent_msgs"
-    " FROM turn_transitions WHERE channel_id = ?1 AND (?2 IS NULL OR scope = ?2)"
+    " FROM turn_transitions WHERE channel_id = ?1 AND (CAST(?2 AS TEXT) IS NULL OR scope = ?2)"
     " ORDER BY id DESC LIMIT ?3";
 
 int dg_store_transitions_list(dg_store *st, const char *channel_id, const char *scope,

@@ -40,6 +40,7 @@ RUN=$(mktemp -d "${TMPDIR:-/tmp}/dirigent-demo.XXXXXX") || exit 2
 
 GUILD=100000000000000001
 WORK=300000000000000001
+ARCHIVE=300000000000000002 # discussion.archiveChannelId of demo/host.json
 MOD=200000000000000001
 PLANNER=200000000000000011
 REVIEWER=200000000000000012
@@ -53,7 +54,7 @@ export DEMO_REVIEWER_TOKEN=demo-reviewer-token
 export DEMO_CODER_TOKEN=demo-coder-token
 export DEMO_ALICE_TOKEN=demo-alice-token
 
-"$B/fake-discord" --guild $GUILD --channel $WORK --url-file "$RUN/fake-url" \
+"$B/fake-discord" --guild $GUILD --channel $WORK --channel $ARCHIVE --url-file "$RUN/fake-url" \
     >"$RUN/fake-discord.log" 2>&1 &
 FAKE=$!
 GW=
@@ -124,6 +125,14 @@ done
 dups=$(grep -o '"nonce": *"[^"]*"' "$RUN/messages.json" | sort | uniq -d | wc -l)
 mods=$(grep -o "\"id\": *\"$MOD\"" "$RUN/messages.json" | wc -l)
 echo "  moderator messages      $mods (duplicate nonces: $dups)"
+# The archive index (discussion.archiveChannelId): a channel no agent sees.
+# Shown here, after the transcript: its line is queued with the close, so
+# its place among #work's lines would depend on timing. ocgw --expect has
+# checked it above (demo/story.json, channel $ARCHIVE).
+curl -sf "$BASE/_fake/messages?channel=$ARCHIVE" >"$RUN/archive.json" || echo '[]' >"$RUN/archive.json"
+echo
+echo "== the archive index (channel $ARCHIVE, discussion.archiveChannelId) =="
+grep -o '"content":"[^"]*"' "$RUN/archive.json" | sed 's/^"content":"/  /; s/"$//'
 echo
 echo "state database (plugin):  $RUN/state/dirigent.db"
 echo "gateway state:            $RUN/state/ocgw-state.json, $RUN/state/sessions.json"

@@ -3,7 +3,9 @@
  * a process against the database of a running plugin (the turn test host):
  * scopes, why (turn transitions with their causes, recorded where the
  * state changes and never by before_model_resolve), discussions and show,
- * outbox; its refusals; and that it writes nothing.
+ * outbox; its refusals; and that it writes nothing. ctl_pg runs the same
+ * cases on a PostgreSQL store (tests/support/pg_server.h), read with
+ * --store-url, plus the PostgreSQL refusals (password never printed).
  */
 #include <check.h>
 #include <stdio.h>
@@ -12,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "openclaw/plugin.h"
+#include "pg_server.h"
 #include "discuss.h"
 #include "store.h"
 #include "outbox.h"
@@ -51,15 +54,36 @@ static char *db_path(void)
     return tu_path(H.dir, "dirigent.db");
 }
 
-/* Run dirigent-ctl with args (NULL-terminated, after --db); its exit status,
- * stdout into *out (malloc'd, caller frees; may be NULL). */
+/* The PostgreSQL url of the test host's store (its member is
+ * "store":{"url":"..."}), malloc'd; NULL on SQLite. */
+static char *store_url(void)
+{
+    const char *u = strstr(H.store, "postgresql://");
+    const char *end = u ? strchr(u, '"') : NULL;
+    return end ? strndup(u, (size_t)(end - u)) : NULL;
+}
+
+/* Run dirigent-ctl with args (after --db PATH, or --store-url URL on
+ * PostgreSQL); its exit status, stdout into *out (malloc'd, caller frees;
+ * may be NULL). */
 static int ctl(char **out, const char *a1, const char *a2, const char *a3, const char *a4)
 {
     char *bin = tu_path(tu_build_dir(), "dirigent-ctl");
-    char *db = db_path();
+    char *url = store_url();
+    char *db = url ? url : db_path();
     char *outp = tu_path(H.dir, "ctl.out");
-    const char *argv[] = {bin, "--db", db, a1, a2, a3, a4, NULL};
-    int st = tu_run_wait(argv, outp, NULL, NULL, 20000);
+    char *errp = tu_path(H.dir, "ctl.err");
+    const char *argv[] = {bin, url ? "--store-url" : "--db", db, a1, a2, a3, a4, NULL};
+    int st = tu_run_wait(argv, outp, errp, NULL, 20000);
+    if (st != 0) { /* what it said, for the failing assertion's reader */
+        FILE *e = fopen(errp, "r");
+        char line[1024];
+        while (e && fgets(line, sizeof line, e))
+            fprintf(stderr, "dirigent-ctl %s: %s", a1 ? a1 : "", line);
+        if (e)
+            fclose(e);
+    }
+    free(errp);
     if (out) {
         FILE *f = fopen(outp, "r");
         *out = NULL;
@@ -275,16 +299,133 @@ START_TEST(test_refusals_and_read_only)
 }
 END_TEST
 
-Suite *make_ctl_suite(void)
+/* Read a file whole (test helper); malloc'd, NULL when missing. */
+static char *slurp(const char *path)
 {
-    Suite *s = suite_create("ctl");
-    TCase *tc = tcase_create("ctl");
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NULL;
+    char *buf = calloc(1, 1 << 16);
+    size_t n = fread(buf, 1, (1 << 16) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* dirigent-ctl's exit status on argv with the environment variable
+ * DIRIGENT_STORE_URL set to env (NULL: removed); stderr into *err. */
+static int ctl_env(const char *const *argv, const char *env, char **err)
+{
+    char *errp = tu_path(H.dir, "ctl.err");
+    const char *unset[] = {"DIRIGENT_STORE_URL", NULL};
+    if (env)
+        setenv("DIRIGENT_STORE_URL", env, 1);
+    int st = tu_run_wait(argv, NULL, errp, env ? NULL : unset, 20000);
+    unsetenv("DIRIGENT_STORE_URL");
+    *err = slurp(errp);
+    ck_assert_ptr_nonnull(*err);
+    free(errp);
+    return st;
+}
+
+/* PostgreSQL: the env variable names the store when no option does (the
+ * text output is the same as on SQLite); a database that is not ours is
+ * refused and left without a table (the plugin's open would have created
+ * the schema: dirigent-ctl reads only); a wrong password, a refused url and
+ * --db with --store-url are refused; the password is never printed. */
+START_TEST(test_pg_store_url_env_refusals_and_no_password)
+{
+    three_join_and_talk();
+    char *url = store_url();
+    ck_assert_ptr_nonnull(url);
+    char *bin = tu_path(tu_build_dir(), "dirigent-ctl");
+    char *outp = tu_path(H.dir, "env.out");
+    const char *argv_env[] = {bin, "scopes", NULL};
+    setenv("DIRIGENT_STORE_URL", url, 1);
+    ck_assert_int_eq(tu_run_wait(argv_env, outp, NULL, NULL, 20000), 0);
+    unsetenv("DIRIGENT_STORE_URL");
+    char *text = slurp(outp);
+    ck_assert_ptr_nonnull(strstr(text, CH1));
+    ck_assert_ptr_nonnull(strstr(text, "conversation"));
+    ck_assert_ptr_nonnull(strstr(text, TTH_CHARLIE));
+    free(text);
+
+    char *err = NULL;
+    /* A fresh schema: not a dirigent store; nothing created there. */
+    char *empty = pgs_fresh_url();
+    const char *argv_empty[] = {bin, "--store-url", empty, "scopes", NULL};
+    ck_assert_int_eq(ctl_env(argv_empty, NULL, &err), 1);
+    ck_assert_msg(strstr(err, "not a dirigent store") && !strstr(err, PGS_PASSWORD), "%s", err);
+    free(err);
+    ck_assert_int_eq(pgs_value(empty, "SELECT count(*) FROM information_schema.tables WHERE "
+                                      "table_schema = current_schema()"), 0);
+    /* The same through the environment. */
+    ck_assert_int_eq(ctl_env(argv_env, empty, &err), 1);
+    ck_assert_msg(strstr(err, "not a dirigent store") && !strstr(err, PGS_PASSWORD), "%s", err);
+    free(err);
+    /* A wrong password: refused, and neither password is printed. */
+    char *bad = strdup(url);
+    char *pw = strstr(bad, PGS_PASSWORD);
+    ck_assert_ptr_nonnull(pw);
+    memcpy(pw, "wrong-Passw0rd-4711", strlen(PGS_PASSWORD) < 19 ? strlen(PGS_PASSWORD) : 19);
+    const char *argv_bad[] = {bin, "--store-url", bad, "outbox", NULL};
+    ck_assert_int_eq(ctl_env(argv_bad, NULL, &err), 1);
+    ck_assert_msg(!strstr(err, PGS_PASSWORD) && !strstr(err, "wrong-Passw0rd") &&
+                  strstr(err, "cannot connect"), "%s", err);
+    free(err);
+    /* Usage: a non-url, and both options. */
+    const char *argv_nourl[] = {bin, "--store-url", "/tmp/x.db", "scopes", NULL};
+    ck_assert_int_eq(ctl_env(argv_nourl, NULL, &err), 2);
+    ck_assert_msg(strstr(err, "must be a postgresql://"), "%s", err);
+    free(err);
+    const char *argv_both[] = {bin, "--db", "/tmp/x.db", "--store-url", url, "scopes", NULL};
+    ck_assert_int_eq(ctl_env(argv_both, NULL, &err), 2);
+    ck_assert_msg(strstr(err, "not both") && !strstr(err, PGS_PASSWORD), "%s", err);
+    free(err);
+    /* --db wins over the environment. */
+    char *db = tu_path(H.dir, "nothing-here.db");
+    const char *argv_db[] = {bin, "--db", db, "scopes", NULL};
+    ck_assert_int_eq(ctl_env(argv_db, url, &err), 1);
+    ck_assert_msg(strstr(err, db) != NULL, "%s", err);
+    free(err);
+    free(db);
+    free(bad);
+    free(empty);
+    free(outp);
+    free(bin);
+    free(url);
+}
+END_TEST
+
+/* The cases of ctl and ctl_pg (on_pg: the test host's store is a
+ * PostgreSQL database, read with --store-url). */
+static Suite *ctl_suite(const char *name, int on_pg)
+{
+    Suite *s = suite_create(name);
+    if (on_pg && pgs_skipped())
+        return s;
+    TCase *tc = tcase_create(name);
+    if (on_pg)
+        pgs_on_pg(tc, 1);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_scopes_and_why_on_a_live_database);
     tcase_add_test(tc, test_transitions_are_pruned);
     tcase_add_test(tc, test_discussions_show_and_outbox);
-    tcase_add_test(tc, test_refusals_and_read_only);
+    if (on_pg)
+        tcase_add_test(tc, test_pg_store_url_env_refusals_and_no_password);
+    else
+        tcase_add_test(tc, test_refusals_and_read_only); /* bytes of the file */
     suite_add_tcase(s, tc);
     return s;
+}
+
+Suite *make_ctl_suite(void)
+{
+    return ctl_suite("ctl", 0);
+}
+
+Suite *make_ctl_pg_suite(void)
+{
+    return ctl_suite("ctl_pg", 1);
 }

@@ -135,11 +135,14 @@ static void check_story_record(e2e_run *r, int exact_creates)
         {E2E_MOD, "[Channel Closed]"},
     };
     check_channel(r, disc, d, 8);
+    /* The archive index (discussion.archiveChannelId): one line, once. */
+    const want archive[] = {{E2E_MOD, "| completed | summary `plans/discussions/"}};
+    check_channel(r, E2E_ARCHIVE, archive, 1);
 
     /* Nothing anywhere else, and no message twice: every moderator and agent
      * message carries its own nonce. */
     json_t *all = e2e_get(r, "/_fake/messages");
-    ck_assert_int_eq(json_array_size(all), 12);
+    ck_assert_int_eq(json_array_size(all), 13);
     size_t i, k;
     json_t *m, *o;
     int mods = 0;
@@ -151,7 +154,7 @@ static void check_story_record(e2e_run *r, int exact_creates)
             ck_assert_msg(strcmp(sget(m, "nonce"), sget(o, "nonce")) || strcmp(a, author_of(o)),
                           "nonce %s used twice by %s", sget(m, "nonce"), a);
     }
-    ck_assert_int_eq(mods, 6);
+    ck_assert_int_eq(mods, 7);
     json_decref(all);
 
     /* The channel creation: private, exactly the members of the story. */
@@ -248,16 +251,18 @@ static const char *name_of(const char *user_id)
 
 /* The transcript shows messages in the order they were posted: its message
  * lines ("[#channel] who (kind): ...") name the same channel and author,
- * one for one, as the fake's messages of every channel sorted by id. */
+ * one for one, as the fake's messages of every channel the gateway serves
+ * sorted by id (the archive index is no channel of the gateway's). */
 static void check_transcript_order(e2e_run *r, const char *out)
 {
     json_t *all = e2e_get(r, "/_fake/messages");
-    size_t n = json_array_size(all);
-    ck_assert_uint_gt(n, 0);
-    json_t **msgs = calloc(n, sizeof *msgs);
+    size_t n = 0;
+    ck_assert_uint_gt(json_array_size(all), 0);
+    json_t **msgs = calloc(json_array_size(all), sizeof *msgs);
     ck_assert_ptr_nonnull(msgs);
-    for (size_t i = 0; i < n; i++)
-        msgs[i] = json_array_get(all, i);
+    for (size_t i = 0; i < json_array_size(all); i++)
+        if (strcmp(sget(json_array_get(all, i), "channel_id"), E2E_ARCHIVE) != 0)
+            msgs[n++] = json_array_get(all, i);
     qsort(msgs, n, sizeof *msgs, id_cmp);
     const char *p = out;
     for (size_t i = 0; i < n; i++) {
@@ -588,6 +593,21 @@ START_TEST(story_check_reports_the_difference)
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1, "status %d", st);
     out = e2e_read(&r, "ocgw-2.out");
     ck_assert_msg(out && strstr(out, "story TIMED OUT") && strstr(out, "waiting for message 5"),
+                  "%s", out);
+    free(out);
+
+    /* The archive index, a channel the gateway does not serve, is checked
+     * from its history too: a wrong status there fails at once. */
+    json_array_remove(work, json_array_size(work) - 1);
+    json_t *archive = json_object_get(json_object_get(story, "channels"), E2E_ARCHIVE);
+    ck_assert_ptr_nonnull(archive);
+    json_object_set_new(json_array_get(archive, 0), "contains", json_string("| expired |"));
+    ck_assert_int_eq(json_dump_file(story, wrong, 0), 0);
+    e2e_ocgw_start(&r, "demo/host.json", args2, NULL);
+    ck_assert(e2e_ocgw_wait(&r, 60000, &st));
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1, "status %d", st);
+    out = e2e_read(&r, "ocgw-3.out");
+    ck_assert_msg(out && strstr(out, "story FAILED: #" E2E_ARCHIVE " message 1 from moderator"),
                   "%s", out);
     free(out);
     json_decref(story);

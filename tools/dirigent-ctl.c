@@ -9,10 +9,14 @@
  *   dirigent-ctl --db PATH [--json] discussions [--all]
  *   dirigent-ctl --db PATH [--json] show DISCUSSION   (id or channel id)
  *   dirigent-ctl --db PATH [--json] outbox
+ *   dirigent-ctl --store-url URL ...       (a PostgreSQL store; or env
+ *                                           DIRIGENT_STORE_URL)
  *
  * Safe on a live database: it opens the file read-only and reads in
  * deferred transactions (a snapshot; the plugin's writer is never blocked
- * under WAL). It has no plugin config, so every member of a turn order
+ * under WAL); on PostgreSQL the session is default_transaction_read_only
+ * and reads in one REPEATABLE READ READ ONLY transaction, without the
+ * writers' lock. The url's password is never printed. It has no plugin config, so every member of a turn order
  * counts and turn.timeoutSec is not applied: the state is shown as stored.
  * Exit status: 0, 1 for a refused database or a store error, 2 for usage.
  */
@@ -37,6 +41,8 @@
 
 static const char USAGE[] =
     "usage: dirigent-ctl --db PATH [--json] COMMAND\n"
+    "       dirigent-ctl --store-url postgresql://... [--json] COMMAND\n"
+    "       (or env DIRIGENT_STORE_URL instead of --db / --store-url)\n"
     "  scopes                 every managed scope: order, speaker or dormant/resting,\n"
     "                         passed, agent messages\n"
     "  why CHANNEL [AGENT]    the last turn transitions of the channel's scopes and their\n"
@@ -76,10 +82,11 @@ static void print_json(json_t *j)
     json_decref(j);
 }
 
-static int store_err(const char *what, int rc)
+static int store_err(const ctl *c, const char *what, int rc)
 {
-    fprintf(stderr, "dirigent-ctl: %s failed (%s); the database may be busy or damaged, try "
-            "again\n", what, oc_status_name(rc));
+    fprintf(stderr, "dirigent-ctl: %s failed (%s: %s); the database may be busy or damaged, "
+            "try again\n", what, oc_status_name(rc),
+            dg_store_errmsg(c->st));
     return 1;
 }
 
@@ -129,7 +136,7 @@ static int cmd_scopes(ctl *c)
     size_t n = 0;
     int rc = dg_store_turns_scopes(c->st, 0, &v, &n);
     if (rc != OC_OK)
-        return store_err("reading the scopes", rc);
+        return store_err(c, "reading the scopes", rc);
     json_t *arr = json_array();
     if (!c->json)
         printf("%-20s %-24s %-9s %-14s %-24s %6s  %s\n", "CHANNEL", "SCOPE", "STATE", "SPEAKER",
@@ -154,7 +161,7 @@ static int cmd_scopes(ctl *c)
     free(v);
     if (rc != OC_OK) {
         json_decref(arr);
-        return store_err("reading a scope", rc);
+        return store_err(c, "reading a scope", rc);
     }
     if (c->json)
         print_json(arr);
@@ -169,7 +176,7 @@ static int cmd_why(ctl *c, const char *channel, const char *agent)
     size_t n = 0;
     int rc = dg_store_transitions_list(c->st, channel, NULL, DG_TRANSITIONS_KEEP, &v, &n);
     if (rc != OC_OK)
-        return store_err("reading the transitions", rc);
+        return store_err(c, "reading the transitions", rc);
     /* What the agent gets now: the channel's conversation scope as stored. */
     dg_scope sc;
     dg_turn_view tv;
@@ -177,7 +184,7 @@ static int cmd_why(ctl *c, const char *channel, const char *agent)
     if (dg_scope_conversation(channel, &sc) != OC_OK ||
         (rc = dg_turn_view_load(c->st, NULL, &sc, c->now, &tv)) != OC_OK) {
         dg_transitions_free(v, n);
-        return rc ? store_err("reading the scope", rc) : (fprintf(stderr, "dirigent-ctl: "
+        return rc ? store_err(c, "reading the scope", rc) : (fprintf(stderr, "dirigent-ctl: "
                "CHANNEL must be a channel id\n"), 2);
     }
     const char *sp = dg_turn_view_member(&tv, tv.speaker);
@@ -256,7 +263,7 @@ static int cmd_discussions(ctl *c, int all)
     int more = 0;
     int rc = dg_store_discussion_list(c->st, NULL, !all, 0, LIST_MAX, &ch, &n, &more);
     if (rc != OC_OK)
-        return store_err("listing the discussions", rc);
+        return store_err(c, "listing the discussions", rc);
     json_t *arr = json_array();
     if (!c->json)
         printf("%-6s %-20s %-24s %-16s %-14s %-20s %s\n", "ID", "CHANNEL", "NAME", "STATUS",
@@ -283,7 +290,7 @@ static int cmd_discussions(ctl *c, int all)
     free(ch);
     if (rc != OC_OK) {
         json_decref(arr);
-        return store_err("reading a discussion", rc);
+        return store_err(c, "reading a discussion", rc);
     }
     if (c->json)
         print_json(arr);
@@ -315,7 +322,7 @@ static int cmd_show(ctl *c, const char *which)
         return 1;
     }
     if (rc != OC_OK)
-        return store_err("reading the discussion", rc);
+        return store_err(c, "reading the discussion", rc);
     json_t *o = discussion_json(&info);
     json_t *order = json_array();
     for (size_t i = 0; i < info.turn.n_members; i++)
@@ -355,7 +362,7 @@ static int cmd_outbox(ctl *c)
     if (rc != OC_OK) {
         dg_outbox_rows_free(pend, np);
         dg_outbox_rows_free(fail, nf);
-        return store_err("reading the outbox", rc);
+        return store_err(c, "reading the outbox", rc);
     }
     int64_t age = sum.oldest_pending_ms ? (c->now - sum.oldest_pending_ms) / 1000 : 0;
     if (c->json) {
@@ -397,12 +404,14 @@ static int cmd_outbox(ctl *c)
 
 int main(int argc, char **argv)
 {
-    const char *db = NULL;
+    const char *db = NULL, *url = NULL;
     ctl c = {.now = wall_ms()};
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (!strcmp(argv[i], "--db") && i + 1 < argc)
             db = argv[++i];
+        else if (!strcmp(argv[i], "--store-url") && i + 1 < argc)
+            url = argv[++i];
         else if (!strcmp(argv[i], "--json"))
             c.json = 1;
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -430,19 +439,35 @@ int main(int argc, char **argv)
                           (!strcmp(cmd, "why") && (n == 2 || n == 3)) ||
                           (!strcmp(cmd, "discussions") && n == 1) ||
                           (!strcmp(cmd, "show") && n == 2) || (!strcmp(cmd, "outbox") && n == 1));
-    if (!db || !ok_args || (all && strcmp(cmd, "discussions") != 0)) {
-        fprintf(stderr, "%s%s", !db ? "dirigent-ctl: --db PATH is required\n"
-                : "dirigent-ctl: unknown command or wrong arguments\n", USAGE);
+    /* An explicit option wins over the environment (unlike the plugin,
+     * where the environment wins over its config file): the operator
+     * typed it for this call. */
+    const char *env = getenv("DIRIGENT_STORE_URL");
+    if (!db && !url && env && *env)
+        url = env;
+    const char *why = db && url ? "dirigent-ctl: give either --db PATH (SQLite) or --store-url "
+                                  "URL (PostgreSQL), not both\n"
+                    : !db && !url ? "dirigent-ctl: --db PATH or --store-url URL (or env "
+                                    "DIRIGENT_STORE_URL) is required\n"
+                    : url && !dg_store_is_url(url) ? "dirigent-ctl: --store-url (or "
+                                    "DIRIGENT_STORE_URL) must be a postgresql:// or "
+                                    "postgres:// url; a SQLite file goes to --db\n"
+                    : !ok_args || (all && strcmp(cmd, "discussions") != 0)
+                        ? "dirigent-ctl: unknown command or wrong arguments\n" : NULL;
+    if (why) {
+        fprintf(stderr, "%s%s", why, USAGE);
         return 2;
     }
     char err[512] = "";
-    int rc = dg_store_open_readonly(db, &c.st, err, sizeof err);
+    int rc = dg_store_open_readonly(url ? url : db, &c.st, err, sizeof err);
     if (rc != OC_OK) {
         fprintf(stderr, "dirigent-ctl: %s\n", err);
         return 1;
     }
     if (dg_store_begin_read(c.st) != OC_OK) {
-        fprintf(stderr, "dirigent-ctl: cannot read %s (%s)\n", db, dg_store_errmsg(c.st));
+        /* dg_store_where names a PostgreSQL store without its password. */
+        fprintf(stderr, "dirigent-ctl: cannot read %s (%s)\n", url ? dg_store_where(c.st) : db,
+                dg_store_errmsg(c.st));
         dg_store_close(c.st);
         return 1;
     }

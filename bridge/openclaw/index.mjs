@@ -26,11 +26,14 @@
 // never overlap any other call.
 import koffi from 'koffi';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 
 const ABI_MAJOR = 1;
-const ABI_MINOR = 0;
+// 1.1: the optional session_reset and run_abort, offered when OpenClaw's
+// plugin SDK has what they need (see openclawSdk below).
+const ABI_MINOR = 1;
 const OC = {
   OK: 0, INVALID: -1, NOT_FOUND: -2, DENIED: -3, CONFLICT: -4,
   IO: -5, NOMEM: -6, UNSUPPORTED: -7, INTERNAL: -8,
@@ -98,6 +101,7 @@ const g = (globalThis[G_KEY] ??= {
   endedRuns: new Set(),
   sessions: null,
   logger: null,
+  sdk: null,           // OpenClaw SDK modules of the 1.1 host calls, loaded on first use
 });
 
 function log(level, message) {
@@ -241,6 +245,8 @@ function loadNative(opts, rootDir) {
       abi_major: 'uint32_t', abi_minor: 'uint32_t', struct_size: 'uint32_t', host: 'void *',
       register_tool: 'void *', on: 'void *', session_patch: 'void *',
       sessions_list: 'void *', log: 'void *',
+      // ABI 1.1 (optional: NULL when OpenClaw does not offer them).
+      session_reset: 'void *', run_abort: 'void *',
     }),
     HandlerFn: k.proto('int dg_bridge_handler_fn(void *state, void *a, void *b, _Out_ void **result)'),
     // The synchronous path passes one preallocated result slot instead of
@@ -279,6 +285,8 @@ function loadNative(opts, rootDir) {
       'int dg_bridge_session_patch(void *host, const char *key, const char *provider, const char *model)'))),
     sessions_list: k.register(cbSessionsList, k.pointer(k.proto('void *dg_bridge_sessions_list(void *host, const char *channel)'))),
     log: k.register(cbLog, k.pointer(k.proto('void dg_bridge_log(void *host, int level, const char *message)'))),
+    session_reset: k.register(cbSessionReset, k.pointer(k.proto('int dg_bridge_session_reset(void *host, const char *key)'))),
+    run_abort: k.register(cbRunAbort, k.pointer(k.proto('int dg_bridge_run_abort(void *host, const char *key)'))),
   };
   return n;
 }
@@ -566,6 +574,124 @@ function cbSessionsList(host, channelId) {
   }
 }
 
+// ---- ABI 1.1: session_reset and run_abort over OpenClaw's plugin SDK -----------------
+//
+// What OpenClaw 2026.9.6 offers an external plugin (README.md, "Admin
+// commands" and "what is not done", lists what was searched and what is not
+// there; bridge/openclaw/README.md item 18):
+//   run_abort     openclaw/plugin-sdk/agent-harness: resolveActiveEmbeddedRunSessionId
+//                 (session key -> the sessionId of its run in flight) and
+//                 abortAgentHarnessRun(sessionId) (OpenClaw's abortEmbeddedAgentRun,
+//                 the stop command's own call; true when a run was aborted).
+//   session_reset openclaw/plugin-sdk/session-store-runtime: getSessionEntry and
+//                 deleteSessionEntry (transcript archived): the key's entry goes,
+//                 so the next message opens a fresh session with a new sessionId.
+//                 OpenClaw's own reset (sessions.reset, /new, /reset) is not
+//                 reachable: api.runtime.gateway.request refuses plugins that
+//                 are not bundled or trusted official ones, and
+//                 api.runtime.agent.session has no reset.
+// OpenClaw aliases `openclaw/plugin-sdk/*` for a plugin's own files (module
+// resolution hooks), so a resolve from here finds its dist. Resolving is
+// cheap and decides at init whether the functions are offered; loading
+// waits for the first owner command (inside a gateway the modules are
+// already loaded by OpenClaw itself; cold, the harness graph took about 3 s
+// here, which a one-shot CLI run never pays).
+// Test seam: globalThis[Symbol.for('dirigent.openclaw-bridge.sdk')], an
+// object with the four functions, replaces the SDK (unit.mjs).
+const SDK_SEAM = Symbol.for('dirigent.openclaw-bridge.sdk');
+const SDK_MODULES = {
+  harness: 'openclaw/plugin-sdk/agent-harness',
+  store: 'openclaw/plugin-sdk/session-store-runtime',
+};
+const sdkRequire = createRequire(import.meta.url);
+
+// 1 when OpenClaw's SDK module for `which` can be found (no loading).
+function sdkOffers(which) {
+  if (globalThis[SDK_SEAM]) return true;
+  try {
+    sdkRequire.resolve(SDK_MODULES[which]);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// The SDK's functions (loaded once, synchronously: a host call must answer
+// before it returns). Throws when the module or a function is missing.
+function openclawSdk(which) {
+  const seam = globalThis[SDK_SEAM];
+  if (seam) return seam;
+  g.sdk ??= {};
+  if (!g.sdk[which]) {
+    const m = sdkRequire(SDK_MODULES[which]);
+    const need = which === 'harness' ? ['resolveActiveEmbeddedRunSessionId', 'abortAgentHarnessRun']
+      : ['getSessionEntry', 'deleteSessionEntry'];
+    for (const f of need)
+      if (typeof m[f] !== 'function') throw new Error(`${SDK_MODULES[which]} has no ${f}()`);
+    g.sdk[which] = m;
+  }
+  return g.sdk[which];
+}
+
+// run_abort: the run in flight of the key's session, aborted as OpenClaw's
+// stop does (its agent_end reports success false). Synchronous in OpenClaw.
+function cbRunAbort(host, key) {
+  try {
+    if (!instanceOf(host) || typeof key !== 'string' || !key) return OC.INVALID;
+    const sdk = openclawSdk('harness');
+    const sessionId = sdk.resolveActiveEmbeddedRunSessionId(key);
+    if (!sessionId) return OC.NOT_FOUND;
+    return sdk.abortAgentHarnessRun(sessionId) ? OC.OK : OC.NOT_FOUND;
+  } catch (e) {
+    log(3, `run_abort ${key}: ${e.stack ?? e}`);
+    return OC.IO;
+  }
+}
+
+// session_reset: OC_ERR_NOT_FOUND when OpenClaw holds no entry for the key.
+// The deletion itself is asynchronous in OpenClaw and a host call cannot
+// wait for a promise (the main thread answers it): it is started here,
+// bound to the entry's sessionId (expectedSessionId: a session that changed
+// meanwhile is left alone), and its outcome logged. OpenClaw refuses to
+// delete a session while a run of it is in flight ("retry after the run
+// completes") -- and the owner's own `!dirigent rotate` message is being
+// handled by every session of the scope at that moment -- so a refusal of
+// that kind is retried every RESET_RETRY_MS, at most RESET_RETRIES times.
+// The persistent override of session_patch lives in the bridge's own
+// journal and stays with the key.
+const RESET_RETRY_MS = 1000;
+const RESET_RETRIES = 300; // 5 minutes: longer than a run's usual model call
+const BUSY_RE = /competing work is in flight|retry after the run completes/;
+async function deleteWhenIdle(sdk, params) {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await sdk.deleteSessionEntry(params);
+    } catch (e) {
+      if (attempt >= RESET_RETRIES || !BUSY_RE.test(String(e.message ?? e))) throw e;
+      if (attempt === 0) log(0, `session_reset ${params.sessionKey}: a run is in flight; the reset waits for it`);
+      await new Promise((r) => setTimeout(r, RESET_RETRY_MS));
+    }
+  }
+}
+function cbSessionReset(host, key) {
+  try {
+    if (!instanceOf(host) || typeof key !== 'string' || !key) return OC.INVALID;
+    const sdk = openclawSdk('store');
+    const entry = sdk.getSessionEntry({ sessionKey: key });
+    if (!entry) return OC.NOT_FOUND;
+    const expectedSessionId = typeof entry.sessionId === 'string' ? entry.sessionId : null;
+    deleteWhenIdle(sdk, { sessionKey: key, expectedSessionId, archiveTranscript: true })
+      .then((deleted) => log(deleted ? 1 : 2, deleted
+        ? `session_reset ${key}: session ${expectedSessionId} ended (transcript archived); the next message opens a fresh one`
+        : `session_reset ${key}: OpenClaw did not delete the entry (it changed meanwhile); nothing was reset`))
+      .catch((e) => log(3, `session_reset ${key}: OpenClaw refused the deletion: ${e.message ?? e}`));
+    return OC.OK;
+  } catch (e) {
+    log(3, `session_reset ${key}: ${e.stack ?? e}`);
+    return OC.IO;
+  }
+}
+
 function cbLog(host, level, message) {
   try {
     log(level >= 0 && level <= 3 ? level : 1, String(message ?? ''));
@@ -581,9 +707,13 @@ function initInstance(nativeConfig) {
   const inst = { id, state: null, api: null, tools: new Map(), hooks: [], inflight: 0, idle: null, initializing: true };
   g.instances.set(id, inst);
   const api = k.alloc(n.OcHostApi, 1);
+  // The 1.1 functions only where OpenClaw has what they need: NULL makes
+  // the plugin say "not supported by this host" (OC_HOST_API_HAS).
   k.encode(api, n.OcHostApi, {
     abi_major: ABI_MAJOR, abi_minor: ABI_MINOR, struct_size: k.sizeof(n.OcHostApi),
     host: BigInt(id), ...n.cb,
+    session_reset: sdkOffers('store') ? n.cb.session_reset : null,
+    run_abort: sdkOffers('harness') ? n.cb.run_abort : null,
   });
   const cfg = toJson(nativeConfig);
   const stateOut = [null];
@@ -1442,4 +1572,4 @@ export default {
 };
 
 // For the bridge's own tests (test/unit.mjs): the translation functions.
-export const _internals = { explainLoadError, SessionStore, isHostNotice, parseSessionKey, channelFrom, agentCtx, toolCtx, agentEndEvent, messageReceivedEvent, hookResult, g };
+export const _internals = { explainLoadError, shutdownInstance, SessionStore, isHostNotice, parseSessionKey, channelFrom, agentCtx, toolCtx, agentEndEvent, messageReceivedEvent, hookResult, g };

@@ -13,6 +13,9 @@
  *   probe_fail   always OC_ERR_DENIED with an error message
  *   probe_stats  details {ticks, patches, lists, lastList, seen: {hook: {event, ctx, calls}},
  *                bogusHookStatus, dupToolStatus, lateRegisterStatus}
+ *   probe_host   params {call: "session_reset" | "run_abort", key}: details {offered,
+ *                status}: whether the host offers that ABI 1.1 function
+ *                (OC_HOST_API_HAS) and, if so, what it returned for key
  * The text of a successful tool answer is its details as compact JSON.
  * Hooks:
  *   before_model_resolve (priority 10): {providerOverride "np", modelOverride "nm"}
@@ -54,7 +57,7 @@ typedef struct bp_state {
 
 __attribute__((visibility("default"))) const oc_plugin *oc_plugin_entry(void);
 
-static const oc_tool bp_tools[3];
+static const oc_tool bp_tools[4];
 
 static void bp_go(bp_state *s)
 {
@@ -170,6 +173,28 @@ static int bp_stats(void *state, const json_t *params, const json_t *ctx, json_t
     return bp_answer(details, result);
 }
 
+/* The ABI 1.1 host calls, on demand (the bridge's session_reset/run_abort). */
+static int bp_host(void *state, const json_t *params, const json_t *ctx, json_t **result)
+{
+    (void)ctx;
+    bp_state *s = state;
+    bp_go(s);
+    const char *call = json_string_value(json_object_get(params, "call"));
+    const char *key = json_string_value(json_object_get(params, "key"));
+    int reset = call && !strcmp(call, "session_reset"), abort_ = call && !strcmp(call, "run_abort");
+    if ((!reset && !abort_) || !key) {
+        *result = json_pack("{s:{s:s, s:s}}", "error", "code", "OC_ERR_INVALID", "message",
+                            "probe_host: call must be session_reset or run_abort, key a string");
+        return OC_ERR_INVALID;
+    }
+    int offered = reset ? OC_HOST_API_HAS(s->api, session_reset)
+                        : OC_HOST_API_HAS(s->api, run_abort);
+    int rc = !offered ? OC_ERR_UNSUPPORTED
+           : reset    ? s->api->session_reset(s->api->host, key)
+                      : s->api->run_abort(s->api->host, key);
+    return bp_answer(json_pack("{s:b, s:i}", "offered", offered, "status", rc), result);
+}
+
 static int bp_model_resolve(void *state, const json_t *event, const json_t *ctx, json_t **result)
 {
     bp_state *s = state;
@@ -232,13 +257,16 @@ static int bp_gw_stop(void *state, const json_t *event, const json_t *ctx, json_
     return bp_observe(state, "gateway_stop", event, ctx);
 }
 
-static const oc_tool bp_tools[3] = {
+static const oc_tool bp_tools[4] = {
     {sizeof(oc_tool), "probe_echo", "Echo the params and the trusted context (bridge test)",
      "{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\"}}}", bp_echo},
     {sizeof(oc_tool), "probe_fail", "Always refuses (bridge test)",
      "{\"type\":\"object\",\"properties\":{}}", bp_fail},
     {sizeof(oc_tool), "probe_stats", "Counters of the probe's own threads (bridge test)",
      "{\"type\":\"object\",\"properties\":{}}", bp_stats},
+    {sizeof(oc_tool), "probe_host", "Call an ABI 1.1 host function (bridge test)",
+     "{\"type\":\"object\",\"properties\":{\"call\":{\"type\":\"string\"},"
+     "\"key\":{\"type\":\"string\"}}}", bp_host},
 };
 
 static void bp_free(bp_state *s)
@@ -342,7 +370,7 @@ static void bp_shutdown(void *state)
 
 static const oc_plugin bp_plugin = {
     .abi_major = OC_ABI_MAJOR,
-    .abi_minor = 0, /* needs ABI 1.0 only: it runs on the bridge (a 1.0 host) */
+    .abi_minor = 0, /* needs ABI 1.0 only; the 1.1 functions are optional (probe_host) */
     .struct_size = sizeof(oc_plugin),
     .id = "bridge_probe",
     .version = "0.0.1",

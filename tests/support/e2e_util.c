@@ -180,6 +180,8 @@ void e2e_start(e2e_run *r, const char *const *fake_args)
     argv[a++] = E2E_GUILD;
     argv[a++] = "--channel";
     argv[a++] = E2E_WORK;
+    argv[a++] = "--channel"; /* the archive index of demo/host.json */
+    argv[a++] = E2E_ARCHIVE;
     argv[a++] = "--url-file";
     argv[a++] = url_file;
     for (int i = 0; fake_args && fake_args[i] && a < 30; i++)

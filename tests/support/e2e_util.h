@@ -16,6 +16,7 @@
 /* Ids of the demo (demo/host.json). */
 #define E2E_GUILD "100000000000000001"
 #define E2E_WORK "300000000000000001"
+#define E2E_ARCHIVE "300000000000000002" /* discussion.archiveChannelId of demo/host.json */
 #define E2E_MOD "200000000000000001"
 #define E2E_PLANNER "200000000000000011"
 #define E2E_REVIEWER "200000000000000012"

@@ -336,6 +336,26 @@ if (T) {
   check('5: the thread is a conversation of its own (its status counts only its own agent message)',
     st && /policy: thread/.test(st.content) && /agent messages: 1\//.test(st.content),
     st ? st.content : 'no status reply in the thread');
+  // 6. The owner commands through the bridge's ABI 1.1 host calls (OpenClaw's
+  // plugin SDK): rotate ends the thread's sessions (OpenClaw deletes the
+  // entries, transcripts archived: the bridge logs each outcome); cancel
+  // finds nothing to abort (the thread is quiet by now). Either one saying
+  // "not supported by this host" means the bridge did not offer the call.
+  await postJson(`${FAKE}/_fake/messages`, { threadId: T, authorId: HUMAN.id, content: '!dirigent rotate' });
+  // Admin replies start with "Dirigent (admin): ".
+  const rot = await waitFor(async () => (await messages(T)).find((m) => m.author.id === MOD.id && /: rotate/.test(m.content)), STEP_MS, 500);
+  check('6: !dirigent rotate in the thread reset its sessions through OpenClaw (session_reset)',
+    rot && /: rotated [1-9]\d* session\(s\) of /.test(rot.content), rot ? rot.content : 'no rotate reply');
+  const ended = await waitFor(() => /session_reset agent:[^ ]+: session \S+ ended \(transcript archived\)/.test(fs.readFileSync(gwLog, 'utf8')), STEP_MS, 500);
+  check('6: OpenClaw deleted the rotated session entry (the bridge logged the outcome)', ended,
+    fs.readFileSync(gwLog, 'utf8').split('\n').filter((l) => /session_reset/.test(l)).join('\n    ') || 'no session_reset line in the gateway log');
+  await postJson(`${FAKE}/_fake/messages`, { threadId: T, authorId: HUMAN.id, content: '!dirigent cancel' });
+  const can = await waitFor(async () => (await messages(T)).find((m) => m.author.id === MOD.id && /(cancel|run)/.test(m.content) && !/: rotated/.test(m.content)), STEP_MS, 500);
+  // Whether a speaker holds the turn then depends on timing (a hand-off may
+  // be under way): "nobody holds the turn" is decided before the host call,
+  // "no run in flight" / "aborted" come from OpenClaw's run registry.
+  check('6: !dirigent cancel is offered by the bridge (run_abort; not "not supported by this host")',
+    can && /(no run in flight|there is no run to cancel|run was aborted)/.test(can.content), can ? can.content : 'no cancel reply');
 }
 
 // Let late runs finish before the final look.
@@ -377,6 +397,10 @@ if (T) {
     ['reviewer', /^Thread answer/],
     ['alice', /^!dirigent status/],
     ['moderator', /agent messages:/],
+    ['alice', /^!dirigent rotate/],
+    ['moderator', /: rotated/],
+    ['alice', /^!dirigent cancel/],
+    ['moderator', /(no run in flight|no run to cancel|run was aborted)/],
   ]);
   // OpenClaw hands message_received the text with <@id> rendered as
   // @name: the plugin must still see whom alice asked, so reviewer takes

@@ -89,7 +89,7 @@ cat >"$WORK/plugins/bridge_probe/openclaw.plugin.json" <<'EOF'
   "id": "bridge_probe",
   "name": "Bridge probe",
   "configSchema": {"type": "object"},
-  "contracts": {"tools": ["probe_echo", "probe_fail", "probe_stats"]},
+  "contracts": {"tools": ["probe_echo", "probe_fail", "probe_stats", "probe_host"]},
   "activation": {"onStartup": true}
 }
 EOF

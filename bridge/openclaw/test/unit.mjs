@@ -129,7 +129,7 @@ await step('an init error names the key and registers nothing', async () => {
 
 await step('register: tools and hooks with priorities; bridge keys never reach init', async () => {
   bridge.register(fakeApi(base, 'discovery'));
-  assert.deepEqual([...tools.keys()].sort(), ['probe_echo', 'probe_fail', 'probe_stats']);
+  assert.deepEqual([...tools.keys()].sort(), ['probe_echo', 'probe_fail', 'probe_host', 'probe_stats']);
   const names = hooks.map((h) => `${h.name}@${h.priority}`).sort();
   for (const want of ['before_model_resolve@1000000', 'before_model_resolve@10', 'before_prompt_build@0',
     'message_sending@0', 'agent_end@0', 'message_received@0', 'gateway_start@0', 'gateway_stop@0'])
@@ -285,6 +285,48 @@ await step('session journal: one line per new session, shared between processes,
   assert.equal(c.list('7999').length, 4);
 });
 
+await step('ABI 1.1: session_reset/run_abort offered only with OpenClaw\'s SDK, and wired to it', async () => {
+  const host = async (call, key) => (await tool('probe_host', threadCtx).execute('h', { call, key })).details;
+  // Here the SDK cannot be resolved (no openclaw beside the staged plugin):
+  // NULL pointers, so the plugin answers "not supported by this host".
+  assert.deepEqual(await host('run_abort', threadCtx.sessionKey), { offered: false, status: -7 });
+  assert.deepEqual(await host('session_reset', threadCtx.sessionKey), { offered: false, status: -7 });
+  // With the SDK (the test seam stands in for openclaw/plugin-sdk/*): the
+  // calls reach it, from the plugin's worker thread through the main thread.
+  const seen = [];
+  const entries = new Map([[threadCtx.sessionKey, { sessionId: 'sid-1' }]]);
+  const SEAM = Symbol.for('dirigent.openclaw-bridge.sdk');
+  globalThis[SEAM] = {
+    resolveActiveEmbeddedRunSessionId: (key) => (key === threadCtx.sessionKey ? 'sid-1' : key === 'agent:x:discord:channel:9' ? 'sid-9' : undefined),
+    abortAgentHarnessRun: (sid) => { seen.push(['abort', sid]); if (sid === 'sid-9') throw new Error('boom'); return true; },
+    getSessionEntry: ({ sessionKey }) => entries.get(sessionKey),
+    // OpenClaw refuses while a run of the session is in flight: the first
+    // attempt is refused that way, the retry succeeds.
+    deleteSessionEntry: async (p) => {
+      seen.push(['delete', p]);
+      if (seen.filter((x) => x[0] === 'delete').length === 1)
+        throw new Error(`Cannot mutate session while competing work is in flight for ${p.sessionKey}; retry after the run completes`);
+      entries.delete(p.sessionKey);
+      return true;
+    },
+  };
+  try {
+    await mod._internals.shutdownInstance('test: restart with the SDK');
+    assert.deepEqual(await host('run_abort', threadCtx.sessionKey), { offered: true, status: 0 });
+    assert.deepEqual(await host('run_abort', 'agent:x:discord:channel:1'), { offered: true, status: -2 });
+    assert.deepEqual(await host('run_abort', 'agent:x:discord:channel:9'), { offered: true, status: -5 });
+    assert.deepEqual(await host('session_reset', threadCtx.sessionKey), { offered: true, status: 0 });
+    // The deletion is started, not awaited; refused once (a run in flight), retried after 1 s.
+    const del = { sessionKey: threadCtx.sessionKey, expectedSessionId: 'sid-1', archiveTranscript: true };
+    for (let i = 0; i < 100 && entries.has(threadCtx.sessionKey); i++) await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(await host('session_reset', threadCtx.sessionKey), { offered: true, status: -2 }, 'gone after the reset');
+    assert.deepEqual(seen, [['abort', 'sid-1'], ['abort', 'sid-9'], ['delete', del], ['delete', del]]);
+    assert.ok(logs.some((l) => /session_reset .*session sid-1 ended \(transcript archived\)/.test(l.m)), 'the outcome is logged');
+  } finally {
+    delete globalThis[SEAM];
+  }
+});
+
 await step('one-shot run: agent_end waits for calls in flight, then shuts down; next call restarts', async () => {
   tool('probe_echo', { ...threadCtx, oneShotCliRun: true }); // what OpenClaw's CLI run hands the factory
   const firstHost = g.instance.id;
@@ -302,12 +344,13 @@ await step('one-shot run: agent_end waits for calls in flight, then shuts down; 
 });
 
 await step('gateway_stop shuts down for good', async () => {
+  const stoppedBefore = logs.filter((l) => /bridge_probe: stopped after/.test(l.m)).length;
   await runObserve('gateway_start', { port: 1 }, {});
   await runObserve('gateway_stop', { reason: 'test' }, {});
   assert.equal(g.instance, null);
   await assert.rejects(tool('probe_echo', threadCtx).execute('late', {}), /stopped with the gateway/);
   const seen = logs.filter((l) => /bridge_probe: stopped after/.test(l.m));
-  assert.equal(seen.length, 2);
+  assert.equal(seen.length, stoppedBefore + 1);
 });
 
 await step('register: an OpenClaw agent bound to Discord but missing from the plugin\'s agents is named in a warning', async () => {
