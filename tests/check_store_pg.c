@@ -40,6 +40,7 @@
 #include "scope.h"
 #include "store.h"
 #include "store_internal.h"
+#include "store_operator.h"
 #include "store_outbox.h"
 #include "store_shared.h"
 #include "store_tool_calls.h"
@@ -608,6 +609,54 @@ START_TEST(statements_out_of_memory)
 }
 END_TEST
 
+/* The operator's read-only open on PostgreSQL: an older, a newer store
+ * and one without its tables are refused naming what to do, a version
+ * table that cannot be read is OC_ERR_IO with the server's reason, and the
+ * scratch table list out of memory is OC_ERR_NOMEM. */
+START_TEST(readonly_open_refusals)
+{
+    fa_install(); /* before this process's first SQLite database */
+    char *url = pgs_fresh_url(), sql[300], err[512];
+    dg_store *st = open_ok(url);
+    dg_store_close(st);
+    static const struct { int delta; const char *word; } vers[] = {
+        {-1, "start the plugin of this version once"}, {+1, "newer than this dirigent-ctl"}};
+    for (int i = 0; i < 2; i++) {
+        snprintf(sql, sizeof sql, "UPDATE dg_schema_version SET version = %d",
+                 dg_store_schema_version() + vers[i].delta);
+        ck_assert_int_eq(pgs_exec(url, sql), 0);
+        st = NULL;
+        ck_assert_int_eq(dg_store_open_readonly(url, &st, err, sizeof err), OC_ERR_UNSUPPORTED);
+        ck_assert_msg(strstr(err, vers[i].word) != NULL, "%s", err);
+        ck_assert_ptr_null(st);
+    }
+    snprintf(sql, sizeof sql, "UPDATE dg_schema_version SET version = %d",
+             dg_store_schema_version());
+    ck_assert_int_eq(pgs_exec(url, sql), 0);
+    if (fa_sqlite_hooked()) {
+        fa_arm_sqlite(1);
+        ck_assert_int_eq(dg_store_open_readonly(url, &st, err, sizeof err), OC_ERR_NOMEM);
+        ck_assert_int_eq(fa_disarm(), 1);
+    }
+    ck_assert_int_eq(pgs_exec(url, "DROP TABLE turn_transitions"), 0);
+    ck_assert_int_eq(dg_store_open_readonly(url, &st, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_msg(strstr(err, "lacks its tables") != NULL, "%s", err);
+    /* Visible (the role may insert) but not readable: the server's reason. */
+    char role[32];
+    make_role(role, sizeof role);
+    snprintf(sql, sizeof sql, "GRANT USAGE ON SCHEMA %s TO %s; GRANT INSERT ON %s.dg_schema_version "
+             "TO %s", schema_of(url), role, schema_of(url), role);
+    ck_assert_int_eq(pgs_exec(pgs_url(), sql), 0);
+    char *mine = url_as(url, role);
+    ck_assert_int_eq(dg_store_open_readonly(mine, &st, err, sizeof err), OC_ERR_IO);
+    ck_assert_msg(strstr(err, "cannot read the PostgreSQL store") &&
+                  strstr(err, "permission denied") && !strstr(err, PGS_PASSWORD), "%s", err);
+    drop_role(role, schema_of(url));
+    free(mine);
+    free(url);
+}
+END_TEST
+
 Suite *make_store_pg_suite(void)
 {
     Suite *s = suite_create("store_pg");
@@ -632,6 +681,7 @@ Suite *make_store_pg_suite(void)
     tcase_add_test(tc, url_with_credentials_as_parameters);
     tcase_add_test(tc, schema_steps_refused_by_the_server);
     tcase_add_test(tc, statements_out_of_memory);
+    tcase_add_test(tc, readonly_open_refusals);
     suite_add_tcase(s, tc);
     return s;
 }
