@@ -599,14 +599,29 @@ static void flush(dg_outbox *ob)
     dg_plugin *p = ob->p;
     if (!ob->n_dec)
         return;
+    /* The sent rows go in statements of several rows (the common case),
+     * the failed ones one by one (rare). Both only in this transaction. */
+    int64_t ids[MARK_BATCH];
+    const char *mids[MARK_BATCH];
     int rc = dg_store_begin(p->store);
     if (rc == OC_OK) {
         int64_t now = dg_now_ms(p);
+        size_t n_ids = 0, marked = 0;
         for (size_t i = 0; i < ob->n_dec && (rc == OC_OK || rc == OC_ERR_NOT_FOUND); i++) {
             decided *d = &ob->dec[i];
-            rc = d->oc == SENT ? dg_store_outbox_mark_sent(p->store, d->row_id, d->detail, now)
-                               : dg_store_outbox_mark_failed(p->store, d->row_id, d->detail, now);
+            if (d->oc != SENT) {
+                rc = dg_store_outbox_mark_failed(p->store, d->row_id, d->detail, now);
+                continue;
+            }
+            ids[n_ids] = d->row_id;
+            mids[n_ids++] = d->detail;
+            if (n_ids == MARK_BATCH || i + 1 == ob->n_dec) {
+                rc = dg_store_outbox_mark_sent_many(p->store, ids, mids, n_ids, now, &marked);
+                n_ids = 0;
+            }
         }
+        if (n_ids && (rc == OC_OK || rc == OC_ERR_NOT_FOUND))
+            rc = dg_store_outbox_mark_sent_many(p->store, ids, mids, n_ids, now, &marked);
         if (rc == OC_OK || rc == OC_ERR_NOT_FOUND)
             rc = dg_store_commit(p->store);
         else
