@@ -315,6 +315,39 @@ START_TEST(split_rules)
 }
 END_TEST
 
+/* With more channels owing rows than posts in flight, the oldest row
+ * goes first across channels (issue 14: draining channel by channel
+ * spread a backlog's marks over the whole table). One post in flight,
+ * rows queued alternately to two channels: Discord sees them in the order
+ * they were queued, not one channel after the other. */
+START_TEST(oldest_row_first_across_channels)
+{
+    oenv *o = oenv_open(NULL);
+    ck_assert_int_eq(dg_store_begin(o->e.p.store), OC_OK);
+    for (int i = 0; i < 6; i++) {
+        char text[16];
+        snprintf(text, sizeof text, "m%d", i);
+        ck_assert_int_eq(dg_outbox_enqueue(o->e.p.store, i % 2 ? o->chan2 : o->chan, text, NULL,
+                                           0, 1),
+                         OC_OK);
+    }
+    ck_assert_int_eq(dg_store_commit(o->e.p.store), OC_OK);
+    dg_outbox_options one = quick_outbox;
+    one.max_inflight = 1;
+    oenv_start(o, &one);
+    wait_idle(o, 10000);
+    json_t *msgs = fake_discord_messages(o->fd, NULL);
+    ck_assert_uint_eq(json_array_size(msgs), 6);
+    for (size_t i = 0; i < 6; i++) {
+        char want[16];
+        snprintf(want, sizeof want, "m%zu", i);
+        ck_assert_str_eq(jstr(json_array_get(msgs, i), "content"), want);
+    }
+    json_decref(msgs);
+    oenv_close(o);
+}
+END_TEST
+
 START_TEST(long_content_split_in_order)
 {
     oenv *o = oenv_open(NULL);
@@ -1050,6 +1083,7 @@ static Suite *outbox_suite(const char *name, int on_pg)
     tcase_add_test(tc, marks_sent_in_batches);
     tcase_add_test(tc, split_rules);
     tcase_add_test(tc, long_content_split_in_order);
+    tcase_add_test(tc, oldest_row_first_across_channels);
     tcase_add_loop_test(tc, failing_row_blocks_only_its_channel, 0, 2);
     tcase_add_test(tc, failing_channels_beyond_batch_do_not_starve_others);
     tcase_add_test(tc, outage_longer_than_any_attempt_count_loses_nothing);
