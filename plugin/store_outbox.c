@@ -52,6 +52,17 @@ static const char sql_list_chan[] =
     "SELECT " ROW_COLS " FROM outbox WHERE channel_id = ?1 ORDER BY id";
 static const char sql_sent[] =
     "UPDATE outbox SET state = 1, message_id = ?2, done_at_ms = ?3 WHERE id = ?1 AND state = 0";
+/* SENT_MANY rows marked sent by one statement (dg_store_outbox_mark_sent_many):
+ * ?1 the time, then (id, message id) pairs; a shorter batch repeats its
+ * last pair (a repeated WHEN or IN value changes nothing). 11 pairs keep
+ * the statement within the PostgreSQL side's 24 parameters (store_pg.c). */
+#define SENT_MANY 11
+static const char sql_sent_many[] =
+    "UPDATE outbox SET state = 1, done_at_ms = ?1, message_id = CASE id WHEN ?2 THEN "
+    "?3 WHEN ?4 THEN ?5 WHEN ?6 THEN ?7 WHEN ?8 THEN ?9 WHEN ?10 THEN ?11 WHEN ?12 "
+    "THEN ?13 WHEN ?14 THEN ?15 WHEN ?16 THEN ?17 WHEN ?18 THEN ?19 WHEN ?20 THEN ?21 "
+    "WHEN ?22 THEN ?23 END WHERE state = 0 AND id IN (?2, ?4, ?6, ?8, ?10, ?12, ?14, "
+    "?16, ?18, ?20, ?22)";
 static const char sql_retry[] =
     "UPDATE outbox SET attempts = attempts + 1, last_error = ?2 WHERE id = ?1 AND state = 0";
 static const char sql_failed[] =
@@ -230,6 +241,41 @@ int dg_store_outbox_mark_sent(dg_store *st, int64_t id, const char *message_id, 
     dg_store_bind_text(s, 2, message_id);
     dg_bind_int64(s, 3, now_ms);
     return update_one(st, s);
+}
+
+int dg_store_outbox_mark_sent_many(dg_store *st, const int64_t *ids, const char *const *message_ids,
+                                   size_t n, int64_t now_ms, size_t *marked)
+{
+    *marked = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!message_ids[i])
+            return OC_ERR_INVALID;
+    for (size_t at = 0; at < n; at += SENT_MANY) {
+        size_t k = n - at < SENT_MANY ? n - at : SENT_MANY;
+        if (k == 1) {
+            int rc = dg_store_outbox_mark_sent(st, ids[at], message_ids[at], now_ms);
+            if (rc == OC_OK)
+                (*marked)++;
+            else if (rc != OC_ERR_NOT_FOUND)
+                return rc;
+            continue;
+        }
+        dg_stmt *s = dg_store_stmt(st, sql_sent_many);
+        if (!s)
+            return OC_ERR_IO;
+        dg_bind_int64(s, 1, now_ms);
+        for (size_t j = 0; j < SENT_MANY; j++) {
+            size_t r = at + (j < k ? j : k - 1);
+            dg_bind_int64(s, 2 + 2 * (int)j, ids[r]);
+            dg_bind_text_borrowed(s, 3 + 2 * (int)j, message_ids[r]);
+        }
+        int rc = dg_step(s);
+        dg_reset(s);
+        if (rc != DG_DONE)
+            return OC_ERR_IO;
+        *marked += (size_t)dg_store_changes(st);
+    }
+    return OC_OK;
 }
 
 int dg_store_outbox_mark_retry(dg_store *st, int64_t id, const char *error)

@@ -65,6 +65,15 @@ int dg_store_outbox_list(dg_store *st, const char *channel_id, dg_outbox_row **r
 /* Pending row -> sent. OC_ERR_NOT_FOUND when the row is not pending. */
 int dg_store_outbox_mark_sent(dg_store *st, int64_t id, const char *message_id, int64_t now_ms);
 
+/* Pending rows ids[0..n) -> sent with message_ids[i], in statements of
+ * several rows each (issue 14: one UPDATE per row was a fifth of the
+ * dispatcher's CPU per message). *marked gets how many rows changed (a row
+ * not pending is left as it is, as dg_store_outbox_mark_sent would).
+ * OC_OK, OC_ERR_INVALID (a NULL message id: nothing changed) or the store's
+ * status. Inside a transaction; the strings are only borrowed. */
+int dg_store_outbox_mark_sent_many(dg_store *st, const int64_t *ids, const char *const *message_ids,
+                                   size_t n, int64_t now_ms, size_t *marked);
+
 /* Count one more failed attempt of a pending row and keep the reason. */
 int dg_store_outbox_mark_retry(dg_store *st, int64_t id, const char *error);
 

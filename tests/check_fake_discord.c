@@ -7,6 +7,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -282,6 +283,58 @@ START_TEST(lean_answers_in_full_and_keeps_little)
     http_free(&r2);
     free(u);
     fake_discord_stop(fd);
+}
+END_TEST
+
+/* Response latency (the outbox bench's Discord-like rows): an answer
+ * leaves no sooner than latency_us after its request; the sleeping
+ * connection holds no server lock (the control calls below take it), and
+ * stop ends the sleep (else stop would wait on the connection's thread and
+ * the test time out). Only a lower bound on time is asserted. */
+typedef struct lat_post {
+    const char *url;
+    http_res r;
+} lat_post;
+
+static void *lat_post_run(void *arg)
+{
+    lat_post *lp = arg;
+    lp->r = http("POST", lp->url, TOKEN, "{\"content\":\"slow\"}");
+    return NULL;
+}
+
+START_TEST(latency_answers_late_without_the_lock)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        fake_discord *fd = NULL;
+        char err[200], chan[24];
+        /* pass 0: 200 ms, answered; pass 1: ten minutes, ended by stop. */
+        fake_discord_options o = {.latency_us = pass == 0 ? 200000L : 600000000L};
+        ck_assert_msg(fake_discord_start(&o, &fd, err, sizeof err) == 0, "%s", err);
+        ck_assert_int_eq(fake_discord_add_user(fd, TOKEN, USER, "agent", 1), 0);
+        ck_assert_int_eq(fake_discord_add_channel(fd, NULL, "general", chan), 0);
+        char *u = NULL;
+        ck_assert_int_ge(asprintf(&u, "%s/channels/%s/messages", fake_discord_url(fd), chan), 0);
+        lat_post lp = {.url = u};
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        pthread_t th;
+        ck_assert_int_eq(pthread_create(&th, NULL, lat_post_run, &lp), 0);
+        ck_assert_int_eq(fake_discord_wait_messages(fd, chan, 1, 10000), 0);
+        ck_assert_uint_eq(fake_discord_message_count(fd, chan), 1); /* takes the lock */
+        if (pass == 1)
+            fake_discord_stop(fd);
+        pthread_join(th, NULL);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (pass == 0) {
+            long ms = (long)(t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+            ck_assert_int_eq(lp.r.status, 200);
+            ck_assert_msg(ms >= 200, "answered after %ld ms, before the 200 ms latency", ms);
+            fake_discord_stop(fd);
+        }
+        http_free(&lp.r);
+        free(u);
+    }
 }
 END_TEST
 
@@ -710,6 +763,7 @@ Suite *make_fake_discord_suite(void)
     tcase_add_test(tc, refuses_what_discord_refuses);
     tcase_add_test(tc, enforce_nonce_returns_first_message);
     tcase_add_test(tc, lean_answers_in_full_and_keeps_little);
+    tcase_add_test(tc, latency_answers_late_without_the_lock);
     tcase_add_test(tc, messages_read_like_discord);
     tcase_add_test(tc, faults_as_told);
     tcase_add_test(tc, fail_rate_seeded);

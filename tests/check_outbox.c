@@ -189,6 +189,57 @@ START_TEST(sends_with_nonce_and_marks_sent)
 }
 END_TEST
 
+/* Marks in statements of several rows (issue 14): 37 rows (three full
+ * statements and a short one that repeats its last pair), one of them
+ * already sent and one named twice: each row gets its own message id,
+ * the one already sent keeps its first, the count says what changed. */
+START_TEST(marks_sent_in_batches)
+{
+    oenv *o = oenv_open(NULL);
+    dg_store *st = o->e.p.store;
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    for (int i = 0; i < 37; i++) {
+        char text[32];
+        snprintf(text, sizeof text, "row %d", i);
+        ck_assert_int_eq(dg_outbox_enqueue(st, o->chan, text, NULL, 0, 1), OC_OK);
+    }
+    ck_assert_int_eq(dg_store_commit(st), OC_OK);
+    size_t n = 0;
+    dg_outbox_row *rows = rows_of(&o->e, o->chan, &n);
+    ck_assert_uint_eq(n, 37);
+    int64_t ids[38];
+    char mid[38][24];
+    const char *mids[38];
+    for (size_t i = 0; i < 37; i++) {
+        ids[i] = rows[i].id;
+        snprintf(mid[i], sizeof mid[i], "9%zu", 1000 + i);
+        mids[i] = mid[i];
+    }
+    ids[37] = rows[5].id; /* named twice: changed once */
+    mids[37] = mid[5];
+    size_t marked = 0;
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    ck_assert_int_eq(dg_store_outbox_mark_sent(st, rows[20].id, "777", 5), OC_OK);
+    const char *none[] = {"1", NULL};
+    ck_assert_int_eq(dg_store_outbox_mark_sent_many(st, ids, none, 2, 6, &marked),
+                     OC_ERR_INVALID);
+    ck_assert_uint_eq(marked, 0);
+    int mrc = dg_store_outbox_mark_sent_many(st, ids, mids, 38, 6, &marked);
+    ck_assert_msg(mrc == OC_OK, "%s", dg_store_errmsg(st));
+    ck_assert_int_eq(dg_store_commit(st), OC_OK);
+    ck_assert_uint_eq(marked, 36);
+    dg_outbox_rows_free(rows, n);
+    rows = rows_of(&o->e, o->chan, &n);
+    for (size_t i = 0; i < 37; i++) {
+        ck_assert_int_eq(rows[i].state, DG_OUTBOX_SENT);
+        ck_assert_str_eq(rows[i].message_id, i == 20 ? "777" : mid[i]);
+        ck_assert_int_eq(rows[i].done_at_ms, i == 20 ? 5 : 6);
+    }
+    dg_outbox_rows_free(rows, n);
+    oenv_close(o);
+}
+END_TEST
+
 START_TEST(enqueue_refuses_bad_input)
 {
     oenv *o = oenv_open(NULL);
@@ -261,6 +312,39 @@ START_TEST(split_rules)
     dg_outbox_parts_free(parts, n);
     ck_assert_int_eq(dg_outbox_split("x\xc3", 10, &parts, &n), OC_ERR_INVALID);
     ck_assert_ptr_null(parts);
+}
+END_TEST
+
+/* With more channels owing rows than posts in flight, the oldest row
+ * goes first across channels (issue 14: draining channel by channel
+ * spread a backlog's marks over the whole table). One post in flight,
+ * rows queued alternately to two channels: Discord sees them in the order
+ * they were queued, not one channel after the other. */
+START_TEST(oldest_row_first_across_channels)
+{
+    oenv *o = oenv_open(NULL);
+    ck_assert_int_eq(dg_store_begin(o->e.p.store), OC_OK);
+    for (int i = 0; i < 6; i++) {
+        char text[16];
+        snprintf(text, sizeof text, "m%d", i);
+        ck_assert_int_eq(dg_outbox_enqueue(o->e.p.store, i % 2 ? o->chan2 : o->chan, text, NULL,
+                                           0, 1),
+                         OC_OK);
+    }
+    ck_assert_int_eq(dg_store_commit(o->e.p.store), OC_OK);
+    dg_outbox_options one = quick_outbox;
+    one.max_inflight = 1;
+    oenv_start(o, &one);
+    wait_idle(o, 10000);
+    json_t *msgs = fake_discord_messages(o->fd, NULL);
+    ck_assert_uint_eq(json_array_size(msgs), 6);
+    for (size_t i = 0; i < 6; i++) {
+        char want[16];
+        snprintf(want, sizeof want, "m%zu", i);
+        ck_assert_str_eq(jstr(json_array_get(msgs, i), "content"), want);
+    }
+    json_decref(msgs);
+    oenv_close(o);
 }
 END_TEST
 
@@ -996,8 +1080,10 @@ static Suite *outbox_suite(const char *name, int on_pg)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, sends_with_nonce_and_marks_sent);
     tcase_add_test(tc, enqueue_refuses_bad_input);
+    tcase_add_test(tc, marks_sent_in_batches);
     tcase_add_test(tc, split_rules);
     tcase_add_test(tc, long_content_split_in_order);
+    tcase_add_test(tc, oldest_row_first_across_channels);
     tcase_add_loop_test(tc, failing_row_blocks_only_its_channel, 0, 2);
     tcase_add_test(tc, failing_channels_beyond_batch_do_not_starve_others);
     tcase_add_test(tc, outage_longer_than_any_attempt_count_loses_nothing);

@@ -12,13 +12,24 @@
  *     four and sixteen);
  *   - backlog: N rows pending at once (an outage) drained, per row, for
  *     N = 1k, 10k, 100k, interleaved with 1k rounds (aim: 100k within 1.2x
- *     of 1k per row). Every channel gets the same number of messages in all
- *     sizes (the fake looks nonces up per channel);
- *   - the delay from a kick to delivery on an idle outbox.
+ *     of 1k per row). Every channel gets the same number of messages in the
+ *     large sizes (the fake looks nonces up per channel), and 1k is spread
+ *     over 16 channels so that it, too, keeps 16 posts in flight;
+ *   - the delay from a kick to delivery on an idle outbox;
+ *   - the 1/4/16-channel rows again against a fake Discord that answers
+ *     each request BENCH_OUTBOX_LATENCY_US after it (default 10000: 10 ms;
+ *     0 leaves these rows out), raw serial posts to the same slow fake as
+ *     the floor. The rows above, with a fake that answers at once on the
+ *     same two cores, measure the outbox's CPU per message: there,
+ *     parallel posts have no waiting to overlap and cannot win. Discord's
+ *     REST answers take tens of milliseconds from a well-connected host;
+ *     10 ms is at the low end, so it understates what parallel posts win
+ *     there. BENCH_OUTBOX_LAT_K (48) and BENCH_OUTBOX_LAT_ROUNDS (7) size
+ *     these rounds (a raw round of 48 posts takes about half a second).
  * BENCH_OUTBOX_K (messages per round, 200), BENCH_OUTBOX_ROUNDS (15),
  * BENCH_BACKLOG_MAX (100000) change the sizes; BENCH_OUTBOX_INFLIGHT the
  * outbox's max_inflight (default 16); BENCH_OUTBOX_ONLY=N runs only the N-channel
- * comparison (for a profiler).
+ * comparison (for a profiler), BENCH_OUTBOX_BACKLOG_ONLY=1 only the backlog curve.
  */
 #include <curl/curl.h>
 #include <stdio.h>
@@ -36,6 +47,7 @@
 
 #define MAX_CHANNELS 512
 #define PER_CHANNEL_BACKLOG 250
+#define BACKLOG_MIN_CHANNELS 16
 
 typedef struct bctx {
     fake_discord *fd;
@@ -43,6 +55,9 @@ typedef struct bctx {
     CURL *raw;
     struct curl_slist *hdrs;
     long seq;             /* message number, for distinct texts and nonces */
+    long latency_us;      /* the fake's response latency (0: answers at once) */
+    char dir[32];
+    int e_open;           /* e was opened (obe_close it) */
 } bctx;
 
 static long env_long(const char *name, long dflt)
@@ -197,6 +212,8 @@ static int bench_channels(bctx *b, int n_chans, int k, int rounds)
     bench_sort(co, rounds);
     double r50 = bench_pct(tr, rounds, 0.5), r99 = bench_pct(tr, rounds, 0.99);
     double o50 = bench_pct(to, rounds, 0.5), o99 = bench_pct(to, rounds, 0.99);
+    if (b->latency_us)
+        printf("(fake Discord answering %ld us after each request) ", b->latency_us);
     printf("outbox, %2d channel%s: %.1f us/msg p50 (%.1f p99) = %.0f msg/s; raw serial "
            "libcurl %.1f us/msg p50 (%.1f p99) = %.0f msg/s; %d rounds of %d\n",
            n_chans, n_chans == 1 ? " " : "s", o50, o99, 1e6 / o50, r50, r99, 1e6 / r50, rounds,
@@ -205,7 +222,11 @@ static int bench_channels(bctx *b, int n_chans, int k, int rounds)
            "p50\n",
            bench_pct(co, rounds, 0.5), bench_pct(cr, rounds, 0.5));
     char what[64];
-    snprintf(what, sizeof what, "outbox rate, %d channel%s", n_chans, n_chans == 1 ? "" : "s");
+    if (b->latency_us)
+        snprintf(what, sizeof what, "outbox, %d channel%s, %g ms Discord", n_chans,
+                 n_chans == 1 ? "" : "s", (double)b->latency_us / 1000);
+    else
+        snprintf(what, sizeof what, "outbox rate, %d channel%s", n_chans, n_chans == 1 ? "" : "s");
     bench_row(what, "us/msg", o50, o99, "raw serial", r50, r99, r50 / o50, r99 / o99, 1,
               n_chans == 1 ? 0.9 : 1.5);
     rc = 0;
@@ -219,19 +240,50 @@ out:
     return rc;
 }
 
+/* Bytes this process handed to write calls so far (/proc/self/io wchar:
+ * sockets and the database's WAL alike), or -1. */
+static double wchar_now(void)
+{
+    FILE *f = fopen("/proc/self/io", "r");
+    if (!f)
+        return -1;
+    char line[128];
+    double v = -1;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "wchar:", 6))
+            v = atof(line + 6);
+    fclose(f);
+    return v;
+}
+
 /* Per-row drain cost of a backlog of n rows (n / PER_CHANNEL_BACKLOG
- * fresh channels, so the fake's per-channel work is the same for all n). */
+ * fresh channels, so the fake's per-channel work is the same for the large
+ * n; at least BACKLOG_MIN_CHANNELS). */
 static double backlog_round(bctx *b, long n)
 {
     int n_chans = (int)(n / PER_CHANNEL_BACKLOG);
-    if (n_chans < 1)
-        n_chans = 1;
+    /* At least as many channels as posts may fly (16 by default): with
+     * fewer, the small backlog ran 4 posts at a time against the large
+     * ones' 16, and more connections at once cost more CPU per message on
+     * two cores (see the 4- and 16-channel rows), which read as a cost of
+     * the backlog's size. */
+    if (n_chans < BACKLOG_MIN_CHANNELS)
+        n_chans = BACKLOG_MIN_CHANNELS;
     if (n_chans > MAX_CHANNELS)
         n_chans = MAX_CHANNELS;
     char (*ch)[24] = calloc(MAX_CHANNELS, 24);
     double per = -1;
-    if (ch && add_channels(b, "backlog", ch, n_chans) == 0 && owe(b, ch, n_chans, n) == 0)
+    if (ch && add_channels(b, "backlog", ch, n_chans) == 0 && owe(b, ch, n_chans, n) == 0) {
+        double c0 = cpu_us(), w0 = wchar_now();
         per = drain(b, n);
+        double w1 = wchar_now();
+        /* CPU and bytes written per row tell a slower drain that works more
+         * from one that only waited on a loaded machine. */
+        printf("  backlog of %ldk rows over %d channels: %.1f us/row wall, %.1f us/row process "
+               "CPU, %.0f bytes/row written (sockets and WAL)\n",
+               n / 1000, n_chans, per, (cpu_us() - c0) / (double)n,
+               w0 >= 0 && w1 >= 0 ? (w1 - w0) / (double)n : -1.0);
+    }
     fake_discord_clear_requests(b->fd);
     free(ch);
     return per;
@@ -297,70 +349,100 @@ static int bench_latency(bctx *b)
     return 0;
 }
 
-int bench_outbox(void)
+/* A fake Discord answering latency_us after each request, the outbox
+ * env on a fresh database and the raw handle. 0 or -1 (printed). */
+static int bctx_open(bctx *b, long latency_us)
 {
-    int k = (int)env_long("BENCH_OUTBOX_K", 200);
-    int rounds = (int)env_long("BENCH_OUTBOX_ROUNDS", 15);
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    bctx b;
-    memset(&b, 0, sizeof b);
+    memset(b, 0, sizeof *b);
+    b->latency_us = latency_us;
     char err[256];
     /* Lean: the fake answers every post in full but keeps no message
      * bodies or request records, so its heap does not grow on every post
      * (both sides post to it alike). */
-    fake_discord_options fo = {.lean = 1};
-    if (fake_discord_start(&fo, &b.fd, err, sizeof err) != 0) {
+    fake_discord_options fo = {.lean = 1, .latency_us = latency_us};
+    if (fake_discord_start(&fo, &b->fd, err, sizeof err) != 0) {
         printf("fake: %s\n", err);
-        return 1;
+        return -1;
     }
-    fake_discord_add_user(b.fd, OBE_TOKEN, OBE_MOD_ID, "moderator", 1);
-    char dir[] = "/tmp/dg-bench-XXXXXX";
-    if (!mkdtemp(dir)) {
-        fake_discord_stop(b.fd);
-        return 1;
+    fake_discord_add_user(b->fd, OBE_TOKEN, OBE_MOD_ID, "moderator", 1);
+    snprintf(b->dir, sizeof b->dir, "/tmp/dg-bench-XXXXXX");
+    if (!mkdtemp(b->dir)) {
+        b->dir[0] = '\0';
+        return -1;
     }
     char db[64];
-    snprintf(db, sizeof db, "%s/bench.db", dir);
-    int rc = 1;
-    b.raw = curl_easy_init();
-    b.hdrs = curl_slist_append(NULL, "Authorization: Bot " OBE_TOKEN);
-    b.hdrs = curl_slist_append(b.hdrs, "Content-Type: application/json");
-    curl_easy_setopt(b.raw, CURLOPT_HTTPHEADER, b.hdrs);
-    curl_easy_setopt(b.raw, CURLOPT_WRITEFUNCTION, sink);
-    curl_easy_setopt(b.raw, CURLOPT_NOSIGNAL, 1L);
-    if (obe_open(&b.e, fake_discord_url(b.fd), db, NULL, err, sizeof err) != 0) {
+    snprintf(db, sizeof db, "%s/bench.db", b->dir);
+    b->raw = curl_easy_init();
+    b->hdrs = curl_slist_append(NULL, "Authorization: Bot " OBE_TOKEN);
+    b->hdrs = curl_slist_append(b->hdrs, "Content-Type: application/json");
+    curl_easy_setopt(b->raw, CURLOPT_HTTPHEADER, b->hdrs);
+    curl_easy_setopt(b->raw, CURLOPT_WRITEFUNCTION, sink);
+    curl_easy_setopt(b->raw, CURLOPT_NOSIGNAL, 1L);
+    if (obe_open(&b->e, fake_discord_url(b->fd), db, NULL, err, sizeof err) != 0) {
         printf("outbox env: %s\n", err);
-        goto out_fake;
+        return -1;
     }
+    b->e_open = 1;
     dg_outbox_options oo = {.max_inflight = (int)env_long("BENCH_OUTBOX_INFLIGHT", 0)};
-    if (dg_outbox_start_opts(&b.e.p, &oo, &b.e.p.outbox, err, sizeof err) != OC_OK) {
+    if (dg_outbox_start_opts(&b->e.p, &oo, &b->e.p.outbox, err, sizeof err) != OC_OK) {
         printf("outbox: %s\n", err);
-        goto out_env;
+        return -1;
     }
+    return 0;
+}
+
+static void bctx_close(bctx *b)
+{
+    if (b->e_open)
+        obe_close(&b->e);
+    b->e_open = 0;
+    if (b->dir[0])
+        tu_rmtree(b->dir);
+    curl_slist_free_all(b->hdrs);
+    if (b->raw)
+        curl_easy_cleanup(b->raw);
+    fake_discord_stop(b->fd);
+}
+
+int bench_outbox(void)
+{
+    int k = (int)env_long("BENCH_OUTBOX_K", 200);
+    int rounds = (int)env_long("BENCH_OUTBOX_ROUNDS", 15);
+    const char *lat_env = getenv("BENCH_OUTBOX_LATENCY_US");
+    long lat = lat_env && *lat_env ? atol(lat_env) : 10000;
+    int lat_k = (int)env_long("BENCH_OUTBOX_LAT_K", 48);
+    int lat_rounds = (int)env_long("BENCH_OUTBOX_LAT_ROUNDS", 7);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
     int chans[] = {1, 4, 16};
     long only = env_long("BENCH_OUTBOX_ONLY", 0); /* one channel count, no backlog (profiling) */
-    for (int i = 0; i < 3; i++)
+    int rc = 1;
+    bctx b;
+    if (bctx_open(&b, 0) != 0)
+        goto out;
+    int backlog_only = env_long("BENCH_OUTBOX_BACKLOG_ONLY", 0) != 0; /* the curve alone */
+    for (int i = 0; i < 3 && !backlog_only; i++)
         if ((!only || only == chans[i]) && bench_channels(&b, chans[i], k, rounds) != 0)
-            goto out_env;
-    if (only) {
-        rc = 0;
-        goto out_env;
+            goto out;
+    if (!only) {
+        if (bench_backlog(&b) != 0) {
+            printf("outbox bench: backlog failed\n");
+            goto out;
+        }
+        if (bench_latency(&b) != 0) {
+            printf("outbox bench: a probe was not delivered within 10 s\n");
+            goto out;
+        }
     }
-    if (bench_backlog(&b) != 0) {
-        printf("outbox bench: backlog failed\n");
-        goto out_env;
-    }
-    if (bench_latency(&b) != 0) {
-        printf("outbox bench: a probe was not delivered within 10 s\n");
-        goto out_env;
+    if (lat > 0 && !backlog_only) {
+        bctx_close(&b);
+        if (bctx_open(&b, lat) != 0)
+            goto out;
+        for (int i = 0; i < 3; i++)
+            if ((!only || only == chans[i]) && bench_channels(&b, chans[i], lat_k, lat_rounds) != 0)
+                goto out;
     }
     rc = 0;
-out_env:
-    obe_close(&b.e);
-    tu_rmtree(dir);
-out_fake:
-    curl_slist_free_all(b.hdrs);
-    curl_easy_cleanup(b.raw);
-    fake_discord_stop(b.fd);
+out:
+    bctx_close(&b);
     return rc;
 }

@@ -82,6 +82,14 @@ struct fake_discord {
     pthread_cond_t cond;  /* CLOCK_MONOTONIC; broadcast on every change */
     int stopping;
 
+    /* Response latency (fake_discord_options.latency_us): sleepers wait on
+     * their own condition, broadcast only at stop, so the broadcasts of
+     * fd->cond on every request do not wake them all each time. */
+    long latency_us;
+    pthread_mutex_t lat_mu;
+    pthread_cond_t lat_cond; /* CLOCK_MONOTONIC */
+    int lat_stop;            /* under lat_mu */
+
     fd_user *users;
     size_t n_users, cap_users;
     fd_chan **chans;
@@ -1430,6 +1438,24 @@ static enum MHD_Result collect_query(void *cls, enum MHD_ValueKind kind, const c
     return MHD_YES;
 }
 
+/* The configured response latency, slept on the connection's own thread
+ * (MHD runs a thread per connection) without the server lock; ends early
+ * at stop. */
+static void latency_wait(fake_discord *fd)
+{
+    if (fd->latency_us <= 0)
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t ns = (int64_t)ts.tv_nsec + (int64_t)fd->latency_us * 1000;
+    ts.tv_sec += (time_t)(ns / 1000000000);
+    ts.tv_nsec = (long)(ns % 1000000000);
+    pthread_mutex_lock(&fd->lat_mu);
+    while (!fd->lat_stop && pthread_cond_timedwait(&fd->lat_cond, &fd->lat_mu, &ts) == 0)
+        ;
+    pthread_mutex_unlock(&fd->lat_mu);
+}
+
 static enum MHD_Result api(fake_discord *fd, struct MHD_Connection *c, const char *method,
                            const char *path, fd_req *rq)
 {
@@ -1545,6 +1571,7 @@ static enum MHD_Result api(fake_discord *fd, struct MHD_Connection *c, const cha
         set_reply(&r, 0, NULL);
         return MHD_NO;
     }
+    latency_wait(fd);
     return send_reply(c, &r);
 }
 
@@ -1875,6 +1902,7 @@ int fake_discord_start(const fake_discord_options *o, fake_discord **out, char *
     snprintf(fd->guild, sizeof fd->guild, "%s", o->guild_id ? o->guild_id : "100000000000000001");
     fd->no_perm = o->no_permission_checks;
     fd->lean = o->lean;
+    fd->latency_us = o->latency_us > 0 ? o->latency_us : 0;
     fd->rl_limit = 10000;
     fd->rl_window = 1.0;
     fd->fail_retry_after = 0.05;
@@ -1888,6 +1916,8 @@ int fake_discord_start(const fake_discord_options *o, fake_discord **out, char *
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&fd->cond, &ca);
+    pthread_mutex_init(&fd->lat_mu, NULL);
+    pthread_cond_init(&fd->lat_cond, &ca);
     pthread_condattr_destroy(&ca);
 
     struct sockaddr_in sa;
@@ -1925,6 +1955,10 @@ void fake_discord_stop(fake_discord *fd)
     fd->stopping = 1;
     pthread_cond_broadcast(&fd->cond);
     pthread_mutex_unlock(&fd->mu);
+    pthread_mutex_lock(&fd->lat_mu);
+    fd->lat_stop = 1;
+    pthread_cond_broadcast(&fd->lat_cond);
+    pthread_mutex_unlock(&fd->lat_mu);
     /* Websockets first: MHD must not see upgraded sockets still open. */
     fdg_shutdown(fd->gw);
     if (fd->mhd)
@@ -1944,6 +1978,8 @@ void fake_discord_stop(fake_discord *fd)
     json_decref(fd->requests);
     pthread_cond_destroy(&fd->cond);
     pthread_mutex_destroy(&fd->mu);
+    pthread_cond_destroy(&fd->lat_cond);
+    pthread_mutex_destroy(&fd->lat_mu);
     free(fd);
 }
 

@@ -145,6 +145,11 @@ typedef struct fake_discord_options {
                                   Discord requests are counted, not recorded. Keeping
                                   every message and request grew the heap on every post
                                   (page faults were most of the fake's CPU) */
+    long latency_us;           /* > 0: every REST answer leaves this long after its
+                                  request was handled, as over a network to Discord. The
+                                  connection's thread sleeps (no CPU, the server lock
+                                  not held: other connections go on); stop ends the
+                                  sleep at once. 0: answer at once */
 } fake_discord_options;
 
 /* Start the server (o may be NULL for defaults). Returns 0 and *out (free
