@@ -136,6 +136,14 @@ for gw in A B; do
     ran=$(sed -n "s/^$gw| *\([a-z]*\): real model .*/\1/p" "$RUN/transcript.txt" | sort -u | tr '\n' ' ')
     printf '  gateway %s: real runs of %s\n' $gw "${ran:-nobody}"
 done
+# Both gateways' value lines together: the runs of `make demo`, split.
+runs=0; avoided=0
+for gw in A B; do
+    r=$(sed -n "s/^$gw| == value: without the plugin all \([0-9]*\) agent runs.*: \([0-9]*\) avoided.*/\1 \2/p" "$RUN/transcript.txt" | tail -n 1)
+    set -- $r
+    runs=$((runs + ${1:-0})); avoided=$((avoided + ${2:-0}))
+done
+echo "  both gateways: $runs agent runs, $avoided of them without a model call ($((runs - avoided)) made)"
 echo "== the fake Discord's record =="
 # Each moderator message once: no nonce twice among the stored messages;
 # a nonce POSTed more than once was a post resent (Discord, and the fake,
