@@ -4,6 +4,7 @@
 #   make check        every Check suite (make check SANITIZE=1: ASan+UBSan build)
 #   make demo         the discussion story through the reference gateway (KEEP=1:
 #                     then a playground to type into; VERBOSE=1: internal lines)
+#   make demo-shared  the same story on two gateways sharing one PostgreSQL store
 #   make bench        benchmarks, printing figures and ratios
 #   make fuzz         libFuzzer targets (clang, ASan+UBSan), long run; fuzz-short: CI's
 #   make check-faults storage and Discord faults with their figures printed
@@ -121,7 +122,7 @@ TEMPLATES  := $(sort $(wildcard templates/*.md))
 BENCH_SRC  := $(sort $(wildcard tests/bench/*.c))
 BENCH_OBJ  := $(BENCH_SRC:%.c=$(B)/obj/%.o)
 
-.PHONY: all check check-openclaw demo playground bench deps install uninstall clean manifest-check \
+.PHONY: all check check-openclaw demo demo-shared playground bench deps install uninstall clean manifest-check \
         fuzz fuzz-short fuzz-ci fuzz-build deps-fuzz check-faults coverage package
 OPTIONAL := $(if $(OCGW_SRC),$(B)/ocgw) $(if $(wildcard tests/fake_discord_main.c),$(B)/fake-discord)
 all: $(B)/dirigent.so $(B)/libochost.a $(OPTIONAL) $(SERVERS) $(B)/dirigent-ctl
@@ -276,6 +277,11 @@ demo: deps-ok all
 
 playground: deps-ok all
 	sh scripts/demo.sh $(B) $(DEMO_FLAGS) --keep
+
+# The same story with its agents on two gateways sharing one throw-away
+# PostgreSQL server (scripts/demo-shared.sh).
+demo-shared: deps-ok all
+	sh scripts/demo-shared.sh $(B) $(if $(filter 1,$(VERBOSE)),--verbose)
 
 check-openclaw: deps-ok all
 	sh bridge/openclaw/test/run.sh $(B)

@@ -136,6 +136,23 @@ static void install_channels(ocgw *g)
     }
 }
 
+/* 1 when the channel's overwrites deny @everyone (the guild's id) VIEW_CHANNEL:
+ * a private channel, as the plugin's discussion channels are. */
+static int denies_everyone(const ocgw *g, const json_t *channel)
+{
+    size_t i;
+    json_t *ow;
+    json_array_foreach(json_object_get(channel, "permission_overwrites"), i, ow) {
+        const char *oid = json_string_value(json_object_get(ow, "id"));
+        json_t *deny = json_object_get(ow, "deny");
+        unsigned long long d = json_is_string(deny) ? strtoull(json_string_value(deny), NULL, 10)
+                                                    : (unsigned long long)json_integer_value(deny);
+        if (oid && g->cfg.guild_id && !strcmp(oid, g->cfg.guild_id) && (d & DG_PERM_VIEW_CHANNEL))
+            return 1;
+    }
+    return 0;
+}
+
 /* GET /channels/{id} for a learned channel: its name, thread parent and the
  * agents that can see it (a private channel: the members its overwrites
  * allow VIEW_CHANNEL; else every agent). */
@@ -149,7 +166,7 @@ static void resolve_learned(ocgw *g, const char *id, json_t *ch, int64_t now)
     int any_retry = 0;
     for (size_t k = 0; k <= g->cfg.n_agents && !obj; k++) {
         const ocgw_agent *a = k == 0 ? ocgw_agent_by_id(&g->cfg, by) : &g->cfg.agents[k - 1];
-        if (!a || (k > 0 && by && !strcmp(a->id, by)))
+        if (!a || !a->local || (k > 0 && by && !strcmp(a->id, by)))
             continue;
         char path[64];
         snprintf(path, sizeof path, "/channels/%s", id);
@@ -181,18 +198,10 @@ static void resolve_learned(ocgw *g, const char *id, json_t *ch, int64_t now)
     const char *parent = json_string_value(json_object_get(obj, "parent_id"));
     if ((type == 10 || type == 11 || type == 12) && parent)
         json_object_set_new(ch, "parentId", json_string(parent));
-    int priv = 0;
+    int priv = denies_everyone(g, obj);
     size_t i;
     json_t *ow;
     json_t *ows = json_object_get(obj, "permission_overwrites");
-    json_array_foreach(ows, i, ow) {
-        const char *oid = json_string_value(json_object_get(ow, "id"));
-        json_t *deny = json_object_get(ow, "deny");
-        unsigned long long d = json_is_string(deny) ? strtoull(json_string_value(deny), NULL, 10)
-                                                    : (unsigned long long)json_integer_value(deny);
-        if (oid && g->cfg.guild_id && !strcmp(oid, g->cfg.guild_id) && (d & DG_PERM_VIEW_CHANNEL))
-            priv = 1;
-    }
     json_t *ags = json_array();
     for (size_t k = 0; k < g->cfg.n_agents; k++) {
         const ocgw_agent *a = &g->cfg.agents[k];
@@ -223,6 +232,56 @@ static void resolve_learned(ocgw *g, const char *id, json_t *ch, int64_t now)
              priv ? "private" : "public", *list ? list : "nobody");
 }
 
+/*
+ * A gateway that runs only some agents (gateway.runOnly) learns the
+ * channels another gateway's agents open (a discussion) from the guild's
+ * channel list: their tool results never reach it, and ocgw has no gateway
+ * websocket to be told. Only private channels (@everyone denied the view,
+ * as a discussion is): a public channel is served when the config lists it,
+ * as on a gateway that runs every agent (the archive index, a public channel
+ * of the moderator's, would otherwise wake agents the config never gave
+ * it). Every ten poll intervals (at least 1 s), with a
+ * local agent's token; a channel new to the state is learnt like one from a
+ * tool result (resolve_learned then finds who sees it, and a channel none
+ * of the local agents sees is not polled).
+ */
+static void discover_channels(ocgw *g, int64_t now)
+{
+    long every = g->cfg.poll_ms * 10 > 1000 ? g->cfg.poll_ms * 10 : 1000;
+    if (!g->cfg.split || !g->cfg.guild_id || now < g->discover_ms)
+        return;
+    g->discover_ms = now + every;
+    const ocgw_agent *a = NULL;
+    for (size_t k = 0; k < g->cfg.n_agents && !a; k++)
+        if (g->cfg.agents[(g->discover_rot + k) % g->cfg.n_agents].local)
+            a = &g->cfg.agents[(g->discover_rot + k) % g->cfg.n_agents];
+    g->discover_rot++;
+    if (!a)
+        return;
+    char path[64];
+    snprintf(path, sizeof path, "/guilds/%s/channels", g->cfg.guild_id);
+    json_t *arr = NULL;
+    dg_discord_err e;
+    int rc = dg_discord_request(a->dc, "GET", path, NULL, 1, &arr, &e);
+    ocgw_rest(g, e.attempts);
+    if (rc != OC_OK || !json_is_array(arr)) {
+        och_log(g->host, OC_LOG_DEBUG, OCGW_SOURCE, "listing the guild's channels with %s's "
+                "token failed (%s); trying again later", a->id, rc ? e.message : "not an array");
+        json_decref(arr);
+        return;
+    }
+    json_t *chs = ocgw_state_obj(&g->st, "channels");
+    size_t i;
+    json_t *c;
+    json_array_foreach(arr, i, c) {
+        const char *id = json_string_value(json_object_get(c, "id"));
+        json_int_t type = json_integer_value(json_object_get(c, "type"));
+        if (id && type == 0 && !json_object_get(chs, id) && denies_everyone(g, c))
+            ocgw_learn_channel(g, id, NULL, NULL);
+    }
+    json_decref(arr);
+}
+
 /* First start: a configured channel is read from its latest message on
  * (or from its start with fromStart). */
 static void init_cursor(ocgw *g, const char *id, json_t *ch, int64_t now)
@@ -236,8 +295,7 @@ static void init_cursor(ocgw *g, const char *id, json_t *ch, int64_t now)
         ocgw_state_save(&g->st);
         return;
     }
-    const ocgw_agent *a = ocgw_agent_by_id(
-        &g->cfg, json_string_value(json_array_get(json_object_get(ch, "agents"), 0)));
+    const ocgw_agent *a = ocgw_local_reader(&g->cfg, json_object_get(ch, "agents"), 0);
     if (!a)
         return;
     dg_discord_message *msgs = NULL;
@@ -278,13 +336,9 @@ static void poll_channel(ocgw *g, const char *id, json_t *ch, int64_t now)
     struct ocgw_chan_rt *r = rt_of(g, id);
     if (!r || now < r->next_ms)
         return;
-    json_t *ags = json_object_get(ch, "agents");
-    size_t na = json_array_size(ags);
-    if (!na)
-        return;
-    const ocgw_agent *a = ocgw_agent_by_id(&g->cfg, json_string_value(json_array_get(ags, r->rot % na)));
+    const ocgw_agent *a = ocgw_local_reader(&g->cfg, json_object_get(ch, "agents"), r->rot);
     if (!a)
-        return;
+        return; /* none of its agents runs here: another gateway serves it */
     const char *cur = json_string_value(json_object_get(ch, "cursor"));
     const char *after = (*r->queued && id_cmp(r->queued, cur) > 0) ? r->queued : cur;
     /* "0" (from the start): ask for messages after 1, below every real id */
@@ -340,8 +394,9 @@ static int others_polled_since(ocgw *g, const ocgw_msg *m, int64_t now)
     json_object_foreach(chs, id, ch) {
         /* A channel learnt a moment ago (a discussion just opened) counts
          * too: its kickoff may be older than m. One nobody sees does not. */
-        if (!strcmp(id, own) || (!json_is_true(json_object_get(ch, "pending")) &&
-                                 !json_array_size(json_object_get(ch, "agents"))))
+        if (!strcmp(id, own) ||
+            (!json_is_true(json_object_get(ch, "pending")) &&
+             !ocgw_local_reader(&g->cfg, json_object_get(ch, "agents"), 0)))
             continue;
         struct ocgw_chan_rt *r = rt_of(g, id);
         if (r && !r->backoff_ms && r->polled_ms < m->queued_ms)
@@ -432,6 +487,9 @@ static void usage(FILE *f)
             "  --log-level L       debug|info|warn|error (overrides gateway.logLevel)\n"
             "  --expect FILE       check a story; exit 0 when it happened exactly, else 1\n"
             "  --timeout-ms N      overrides the story's timeoutMs\n"
+            "  --run-only IDS      overrides gateway.runOnly: the agents and humans this gateway\n"
+            "                      runs, comma-separated (the others run on another gateway)\n"
+            "  --name NAME         overrides gateway.name: the transcript's line prefix\n"
             "  --transcript FILE   write the transcript there instead of stdout\n"
             "  --quiet             no transcript\n"
             "  -v, --verbose       also the gateway's internal lines (variables, prompt context)\n"
@@ -497,14 +555,16 @@ int main(int argc, char **argv)
         {"poll-ms", required_argument, 0, 'p'}, {"log-level", required_argument, 0, 'l'},
         {"expect", required_argument, 0, 'e'}, {"timeout-ms", required_argument, 0, 't'},
         {"transcript", required_argument, 0, 'T'}, {"quiet", no_argument, 0, 'q'},
-        {"verbose", no_argument, 0, 'v'},
+        {"verbose", no_argument, 0, 'v'}, {"run-only", required_argument, 0, 'R'},
+        {"name", required_argument, 0, 'N'},
         {"check", no_argument, 0, 'k'}, {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, 'V'}, {0, 0, 0, 0}};
     const char *config = NULL, *state_dir = NULL, *expect_path = NULL, *transcript = NULL;
+    const char *run_only = NULL, *name = NULL;
     long poll_ms = 0, timeout_ms = 0;
     int log_level = -1, check_only = 0, quiet = 0, verbose = 0, c;
     opterr = 0; /* our own words for a bad option */
-    while ((c = getopt_long(argc, argv, ":c:s:p:l:e:t:T:qvkhV", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":c:s:p:l:e:t:T:R:N:qvkhV", opts, NULL)) != -1) {
         switch (c) {
         case 'c': config = optarg; break;
         case 's': state_dir = optarg; break;
@@ -524,6 +584,14 @@ int main(int argc, char **argv)
                 return 2;
             break;
         case 'T': transcript = optarg; break;
+        case 'R': run_only = optarg; break;
+        case 'N':
+            if (!*optarg) {
+                fprintf(stderr, "ocgw: --name: expected a non-empty name\n");
+                return 2;
+            }
+            name = optarg;
+            break;
         case 'q': quiet = 1; break;
         case 'v': verbose = 1; break;
         case 'k': check_only = 1; break;
@@ -570,6 +638,26 @@ int main(int argc, char **argv)
         fprintf(stderr, "ocgw: cannot export OPENCLAW_CONFIG_PATH: %s\n", strerror(errno));
         ocgw_config_free(&g.cfg);
         return 2;
+    }
+    if (run_only) {
+        /* "a,b": the same rules as gateway.runOnly, which it replaces. */
+        json_t *list = json_array();
+        char *copy = strdup(run_only);
+        for (char *save = NULL, *t = copy ? strtok_r(copy, ",", &save) : NULL; t;
+             t = strtok_r(NULL, ",", &save))
+            json_array_append_new(list, json_string(t));
+        free(copy);
+        int rc = ocgw_config_run_only(&g.cfg, list, "--run-only", err, sizeof err);
+        json_decref(list);
+        if (rc != OC_OK) {
+            fprintf(stderr, "ocgw: %s\n", err);
+            ocgw_config_free(&g.cfg);
+            return 2;
+        }
+    }
+    if (name) {
+        free(g.cfg.name);
+        g.cfg.name = strdup(name);
     }
     if (state_dir) {
         free(g.cfg.state_dir);
@@ -626,6 +714,8 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < g.cfg.n_agents; i++) {
         ocgw_agent *a = &g.cfg.agents[i];
+        if (!a->local)
+            continue; /* another gateway runs it: no token, no client here */
         if (make_client(&g, a->id, a->token, &a->dc, err, sizeof err) != OC_OK ||
             ocgw_mkdirs(a->workspace, 0755) != 0) {
             if (!a->dc)
@@ -639,7 +729,7 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < g.cfg.n_humans; i++) {
         ocgw_human *h = &g.cfg.humans[i];
-        if (h->token && make_client(&g, h->id, h->token, &h->dc, err, sizeof err) != OC_OK) {
+        if (h->local && h->token && make_client(&g, h->id, h->token, &h->dc, err, sizeof err) != OC_OK) {
             och_log(g.host, OC_LOG_ERROR, OCGW_SOURCE, "%s", err);
             exit_code = 2;
             goto out;
@@ -677,6 +767,18 @@ int main(int argc, char **argv)
     ocgw_say(&g, "[gateway] started (start %ld): %zu agents, %zu configured channels, %zu tools, "
                  "state %s", starts, g.cfg.n_agents, g.cfg.n_channels, json_array_size(tools),
              g.st.path);
+    if (g.cfg.split) {
+        char mine[512] = "", theirs[512] = "";
+        for (size_t i = 0; i < g.cfg.n_agents; i++) {
+            char *l = g.cfg.agents[i].local ? mine : theirs;
+            snprintf(l + strlen(l), 512 - strlen(l), "%s%s", *l ? ", " : "", g.cfg.agents[i].id);
+        }
+        for (size_t i = 0; i < g.cfg.n_humans; i++)
+            if (g.cfg.humans[i].local && g.cfg.humans[i].n_steps)
+                snprintf(mine + strlen(mine), sizeof mine - strlen(mine), ", %s (scripted human)",
+                         g.cfg.humans[i].id);
+        ocgw_say(&g, "[gateway] runs %s here; %s run on another gateway", mine, theirs);
+    }
     json_decref(tools);
     och_log(g.host, OC_LOG_INFO, OCGW_SOURCE, "gateway started; polling every %ld ms",
             g.cfg.poll_ms);
@@ -693,13 +795,15 @@ int main(int argc, char **argv)
         json_object_foreach(chs, id, ch) {
             if (json_is_true(json_object_get(ch, "pending")))
                 resolve_learned(&g, id, ch, now);
-            else if (json_is_null(json_object_get(ch, "cursor")) ||
-                     !json_object_get(ch, "cursor")) {
+            else if ((json_is_null(json_object_get(ch, "cursor")) ||
+                      !json_object_get(ch, "cursor")) &&
+                     ocgw_local_reader(&g.cfg, json_object_get(ch, "agents"), 0)) {
                 init_cursor(&g, id, ch, now);
                 if (!json_is_string(json_object_get(ch, "cursor")))
                     cursors_ready = 0;
             }
         }
+        discover_channels(&g, now);
         if (g_stop)
             break;
         if (now >= retry_at) {

@@ -113,7 +113,8 @@ typedef struct ocgw_agent {
     char *scenario_path;  /* absolute; NULL: no scenario (every real run is silent) */
     char *system_prompt;  /* NULL: a default */
     ocgw_scenario scen;
-    dg_discord *dc;       /* the agent's bot client */
+    dg_discord *dc;       /* the agent's bot client; NULL when another gateway runs it */
+    int local;            /* 1: this gateway runs the agent (gateway.runOnly; default all) */
 } ocgw_agent;
 
 typedef struct ocgw_human {
@@ -124,6 +125,7 @@ typedef struct ocgw_human {
     ocgw_human_step *steps;
     size_t n_steps;
     dg_discord *dc;
+    int local;            /* 1: this gateway posts the human's script (gateway.runOnly) */
 } ocgw_human;
 
 typedef struct ocgw_chan_cfg {
@@ -155,6 +157,13 @@ typedef struct ocgw_config {
                                   reply_payload_sending (default true) */
     int agent_end_after_claim; /* gateway.agentEndAfterClaim: agent_end fires after
                                   a claimed run too (default true) */
+    int split;                 /* gateway.runOnly names a subset: other gateways run
+                                  the rest, so channels are also discovered by listing
+                                  the guild's channels (another gateway's tool results
+                                  never reach this one) */
+    char *name;                /* gateway.name: prefix of every transcript line, so
+                                  merged transcripts show which gateway ran what; NULL:
+                                  none */
 
     ocgw_agent *agents;
     size_t n_agents;
@@ -174,6 +183,18 @@ typedef struct ocgw_config {
  */
 int ocgw_config_load(const char *path, ocgw_config *out, char *err, size_t err_len);
 void ocgw_config_free(ocgw_config *c);
+/*
+ * Which agents and scripted humans this gateway runs: `list` (borrowed) is
+ * an array of their ids, or NULL for all of them; `where` names it in error
+ * texts ("gateway.runOnly", "--run-only"). The others stay known (labels,
+ * turn order, the plugin's agents) but need no token here. Applied by
+ * ocgw_config_load to gateway.runOnly, and again by ocgw for --run-only.
+ * OC_OK, or OC_ERR_INVALID with err naming the entry and the rule (an id of
+ * neither, one listed twice, no agent at all, a local agent's or scripted
+ * human's token variable unset); the config is then unchanged.
+ */
+int ocgw_config_run_only(ocgw_config *c, const json_t *list, const char *where, char *err,
+                         size_t err_len);
 
 const ocgw_agent *ocgw_agent_by_id(const ocgw_config *c, const char *id);
 const ocgw_agent *ocgw_agent_by_user(const ocgw_config *c, const char *user_id);
@@ -181,6 +202,10 @@ const ocgw_human *ocgw_human_by_id(const ocgw_config *c, const char *id);
 const ocgw_human *ocgw_human_by_user(const ocgw_config *c, const char *user_id);
 const ocgw_chan_cfg *ocgw_chan_cfg_by_alias(const ocgw_config *c, const char *alias);
 const ocgw_chan_cfg *ocgw_chan_cfg_by_id(const ocgw_config *c, const char *id);
+/* A local agent among the ids of `agents` (a JSON array), starting at index
+ * rot (round robin), whose token reads the channel; NULL when none of them
+ * runs on this gateway (the channel is then not served here). */
+const ocgw_agent *ocgw_local_reader(const ocgw_config *c, const json_t *agents, unsigned rot);
 
 /* Scenario file / human script parsing (ocgw_scenario.c). `what` names the
  * place for error texts. 0 or -1 with err. */
@@ -255,6 +280,8 @@ struct ocgw {
     size_t n_rt, cap_rt;
     ocgw_msg *queue;      /* polled, not yet processed; any channel */
     size_t n_queue, cap_queue;
+    int64_t discover_ms;  /* next listing of the guild's channels (gateway.runOnly) */
+    unsigned discover_rot; /* which local agent's token lists them */
 };
 
 /* Label of a user id for the transcript: agent id, human id, "moderator",

@@ -251,7 +251,8 @@ static int read_discord(ocgw_config *c, char *err, size_t n)
 static int read_gateway(ocgw_config *c, char *err, size_t n)
 {
     static const char *const keys[] = {"stateDir", "pollIntervalMs", "noReply", "logLevel",
-                                       "fsync", "claimHooks", "agentEndAfterClaim", NULL};
+                                       "fsync", "claimHooks", "agentEndAfterClaim",
+                                       "runOnly", "name", NULL};
     json_t *g = json_object_get(c->root, "gateway");
     json_t *empty = json_object();
     if (!g)
@@ -270,6 +271,8 @@ static int read_gateway(ocgw_config *c, char *err, size_t n)
         rc = get_bool(g, "agentEndAfterClaim", "gateway", 1, &c->agent_end_after_claim, err, n);
     if (!rc)
         rc = get_str(g, "logLevel", "gateway", 0, &lvl, err, n);
+    if (!rc)
+        rc = get_str(g, "name", "gateway", 0, &c->name, err, n);
     if (!rc) {
         c->log_level = OC_LOG_INFO;
         if (lvl) {
@@ -364,13 +367,12 @@ static int read_agents(ocgw_config *c, char *err, size_t n)
             rc = get_snowflake(a, "discordUserId", where, 1, &ag->user_id, err, n);
         if (!rc)
             rc = get_str(a, "tokenEnv", where, 1, &ag->token_env, err, n);
+        /* Read now, required by ocgw_config_run_only only when this
+         * gateway runs the agent. */
         if (!rc) {
             const char *t = getenv(ag->token_env);
-            if (!t || !*t)
-                rc = fail(err, n, "%s.tokenEnv: environment variable %s (the agent's bot token) "
-                                  "is not set", where, ag->token_env);
-            else
-                ag->token = strdup(t);
+            if (t && *t && !(ag->token = strdup(t)))
+                rc = OC_ERR_NOMEM;
         }
         if (!rc)
             rc = get_str(a, "model", where, 1, &model, err, n);
@@ -443,13 +445,11 @@ static int read_humans(ocgw_config *c, char *err, size_t n)
         json_t *script = json_object_get(h, "script");
         if (!rc && script && !json_is_array(script))
             rc = fail(err, n, "%s.script: expected an array of {after?, channel, content}", where);
+        /* Required by ocgw_config_run_only when this gateway posts the script. */
         if (!rc && json_array_size(script) > 0) {
             const char *t = hu->token_env ? getenv(hu->token_env) : NULL;
-            if (!t || !*t)
-                rc = fail(err, n, "%s.tokenEnv: a human with a script needs a token: set "
-                                  "tokenEnv to an environment variable that holds it", where);
-            else
-                hu->token = strdup(t);
+            if (t && *t && !(hu->token = strdup(t)))
+                rc = OC_ERR_NOMEM;
         }
         if (!rc && json_array_size(script) > 0) {
             hu->steps = calloc(json_array_size(script), sizeof *hu->steps);
@@ -587,6 +587,10 @@ int ocgw_config_load(const char *path, ocgw_config *c, char *err, size_t err_len
         rc = read_humans(c, err, err_len);
     if (!rc)
         rc = read_channels(c, err, err_len);
+    if (!rc)
+        rc = ocgw_config_run_only(c, json_object_get(json_object_get(c->root, "gateway"),
+                                                     "runOnly"),
+                                  "gateway.runOnly", err, err_len);
     /* One Discord user is one participant: a shared id would make the
      * gateway take one's messages for the other's (and skip an agent's
      * runs as "its own message"). */
@@ -622,6 +626,58 @@ int ocgw_config_load(const char *path, ocgw_config *c, char *err, size_t err_len
     return rc;
 }
 
+int ocgw_config_run_only(ocgw_config *c, const json_t *list, const char *where, char *err,
+                         size_t n)
+{
+    if (list && (!json_is_array(list) || json_array_size(list) == 0))
+        return fail(err, n, "%s: expected a non-empty array of agent and human ids (the ones "
+                            "this gateway runs; leave it out to run every one)", where);
+    size_t i, agents = 0;
+    json_t *v;
+    json_array_foreach(list, i, v) {
+        const char *id = json_string_value(v);
+        if (!id || (!ocgw_agent_by_id(c, id) && !ocgw_human_by_id(c, id)))
+            return fail(err, n, "%s[%zu]: %s%s%s is not the id of an agent or human of this "
+                                "config; list the ids of `agents` and `humans` this gateway runs",
+                        where, i, id ? "\"" : "", id ? id : "a non-string", id ? "\"" : "");
+        for (size_t k = 0; k < i; k++)
+            if (!strcmp(id, json_string_value(json_array_get(list, k))))
+                return fail(err, n, "%s[%zu]: \"%s\" is listed twice", where, i, id);
+        agents += ocgw_agent_by_id(c, id) != NULL;
+    }
+    if (list && !agents)
+        return fail(err, n, "%s: names no agent; a gateway runs at least one agent (it reads "
+                            "Discord with their tokens)", where);
+    /* Every local agent and scripted human needs its token here; checked
+     * before anything changes, so a refusal leaves the config as it was. */
+    for (size_t pass = 0; pass < 2; pass++) {
+        for (size_t k = 0; k < c->n_agents + c->n_humans; k++) {
+            int is_agent = k < c->n_agents;
+            const char *id = is_agent ? c->agents[k].id : c->humans[k - c->n_agents].id;
+            int local = !list;
+            json_array_foreach(list, i, v) local |= !strcmp(id, json_string_value(v));
+            if (pass == 1) {
+                if (is_agent)
+                    c->agents[k].local = local;
+                else
+                    c->humans[k - c->n_agents].local = local;
+                continue;
+            }
+            if (!local)
+                continue;
+            if (is_agent && !c->agents[k].token)
+                return fail(err, n, "agents[%s].tokenEnv: environment variable %s (the agent's "
+                                    "bot token) is not set", id, c->agents[k].token_env);
+            const ocgw_human *h = is_agent ? NULL : &c->humans[k - c->n_agents];
+            if (h && h->n_steps && !h->token)
+                return fail(err, n, "humans[%s].tokenEnv: a human with a script needs a token: "
+                                    "set tokenEnv to an environment variable that holds it", id);
+        }
+    }
+    c->split = list && agents < c->n_agents;
+    return OC_OK;
+}
+
 static void free_strv(char **v, size_t n)
 {
     for (size_t i = 0; v && i < n; i++)
@@ -637,6 +693,7 @@ void ocgw_config_free(ocgw_config *c)
     free(c->config_dir);
     free(c->config_path);
     free(c->api_base);
+    free(c->name);
     free(c->guild_id);
     free(c->moderator_user_id);
     free(c->state_dir);

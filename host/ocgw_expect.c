@@ -215,10 +215,11 @@ static int fetch_all(ocgw *g, const char *channel_id, ocgw_msg **out, size_t *n_
     *n_out = 0;
     json_t *agents = ocgw_channel_agents(g, channel_id);
     /* A channel the gateway does not serve (see check_channel) is read with
-     * the first agent's token. */
-    const ocgw_agent *a = agents ? ocgw_agent_by_id(&g->cfg,
-                                                    json_string_value(json_array_get(agents, 0)))
-                        : g->cfg.n_agents ? &g->cfg.agents[0] : NULL;
+     * the token of the first agent this gateway runs. */
+    const ocgw_agent *a = agents ? ocgw_local_reader(&g->cfg, agents, 0) : NULL;
+    for (size_t k = 0; !agents && !a && k < g->cfg.n_agents; k++)
+        if (g->cfg.agents[k].local)
+            a = &g->cfg.agents[k];
     if (!a)
         return -1;
     char after[32] = "1"; /* before every message: Discord ids are far above 1 */
@@ -363,6 +364,8 @@ static int check_files(ocgw *g, const json_t *files, int verbose, char *why, siz
         const char *want = json_string_value(json_object_get(f, "contains"));
         if (!a || !rel)
             return why_set(why, wn, -1, "files[%zu]: needs an agent of the config and a path", i);
+        if (!a->local)
+            continue; /* in the workspace of the gateway that runs the agent */
         char *path = dg_sprintf("%s/%s", a->workspace, rel);
         char *text = path ? ocgw_read_file(path, NULL) : NULL;
         int ok = text && (!want || strstr(text, want));
@@ -380,7 +383,27 @@ static int check_files(ocgw *g, const json_t *files, int verbose, char *why, siz
     return 1;
 }
 
+static int check_tools_of(ocgw *g, const json_t *want, int verbose, char *why, size_t wn);
+
 static int check_tools(ocgw *g, const json_t *want, int verbose, char *why, size_t wn)
+{
+    /* Only this gateway's agents (gateway.runOnly): the others' tool calls
+     * are in another gateway's journal; what they caused is in Discord. */
+    json_t *mine = json_array();
+    size_t i;
+    json_t *h;
+    json_array_foreach(want, i, h) {
+        const ocgw_agent *a =
+            ocgw_agent_by_id(&g->cfg, json_string_value(json_object_get(h, "agent")));
+        if (!a || a->local)
+            json_array_append(mine, h);
+    }
+    int rc = check_tools_of(g, mine, verbose, why, wn);
+    json_decref(mine);
+    return rc;
+}
+
+static int check_tools_of(ocgw *g, const json_t *want, int verbose, char *why, size_t wn)
 {
     json_t *have = json_object_get(g->st.doc, "tools");
     size_t k = 0, i;

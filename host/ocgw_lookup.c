@@ -55,3 +55,15 @@ const ocgw_chan_cfg *ocgw_chan_cfg_by_id(const ocgw_config *c, const char *id)
             return &c->channels[i];
     return NULL;
 }
+
+const ocgw_agent *ocgw_local_reader(const ocgw_config *c, const json_t *agents, unsigned rot)
+{
+    size_t n = json_array_size(agents);
+    for (size_t k = 0; k < n; k++) {
+        const ocgw_agent *a =
+            ocgw_agent_by_id(c, json_string_value(json_array_get(agents, (rot + k) % n)));
+        if (a && a->local)
+            return a;
+    }
+    return NULL;
+}

@@ -186,7 +186,9 @@ static void fire_received(ocgw *g, const ocgw_msg *m, json_t *agents)
     json_t *v;
     json_array_foreach(agents, i, v) {
         const ocgw_agent *a = ocgw_agent_by_id(&g->cfg, json_string_value(v));
-        if (!a || !strcmp(a->user_id, m->author_id))
+        /* An agent another gateway runs gets the message there (its own
+         * account reports it to that gateway's plugin instance). */
+        if (!a || !a->local || !strcmp(a->user_id, m->author_id))
             continue;
         json_t *ctx = json_pack("{s:s, s:s}", "channelId", m->channel_id, "accountId", a->id);
         och_hook_dispatch(g->host, "message_received", ev, ctx, NULL);
@@ -660,7 +662,7 @@ static int send_reply(ocgw *g, const ocgw_agent *a, json_t *run, const ocgw_msg 
 static int do_run(ocgw *g, json_t *run, const ocgw_msg *m)
 {
     const ocgw_agent *a = ocgw_agent_by_id(&g->cfg, sget(run, "agent"));
-    if (!a) {
+    if (!a || !a->local) {
         sset(run, "phase", "done");
         return 0;
     }
@@ -844,7 +846,7 @@ int ocgw_process_inflight(ocgw *g)
         json_t *v;
         json_array_foreach(agents, i, v) {
             const ocgw_agent *a = ocgw_agent_by_id(&g->cfg, json_string_value(v));
-            if (!a || !strcmp(a->user_id, m.author_id))
+            if (!a || !a->local || !strcmp(a->user_id, m.author_id))
                 continue;
             json_t *run = decide(g, a, &m);
             /* no-reply and claimed runs finish first: they are instant in a
@@ -909,6 +911,8 @@ void ocgw_humans_observe(ocgw *g, const ocgw_msg *m)
 {
     for (size_t i = 0; i < g->cfg.n_humans; i++) {
         const ocgw_human *h = &g->cfg.humans[i];
+        if (!h->local)
+            continue; /* another gateway posts its script */
         json_t *me = human_state(g, h);
         long next = iget(me, "next");
         if (next >= (long)h->n_steps || json_is_true(json_object_get(me, "due")))
@@ -923,6 +927,8 @@ int ocgw_humans_fire(ocgw *g)
 {
     for (size_t i = 0; i < g->cfg.n_humans; i++) {
         const ocgw_human *h = &g->cfg.humans[i];
+        if (!h->local)
+            continue;
         json_t *me = human_state(g, h);
         long next;
         while ((next = iget(me, "next")) < (long)h->n_steps) {
@@ -983,7 +989,8 @@ int ocgw_humans_fire(ocgw *g)
 int ocgw_humans_done(ocgw *g)
 {
     for (size_t i = 0; i < g->cfg.n_humans; i++)
-        if (iget(human_state(g, &g->cfg.humans[i]), "next") < (long)g->cfg.humans[i].n_steps)
+        if (g->cfg.humans[i].local &&
+            iget(human_state(g, &g->cfg.humans[i]), "next") < (long)g->cfg.humans[i].n_steps)
             return 0;
     return 1;
 }

@@ -101,6 +101,10 @@ static void say_v(ocgw *g, const char *fmt, va_list ap)
 {
     if (g->quiet || !g->transcript)
         return;
+    /* One gateway of several (gateway.name): every line says whose it is,
+     * so their transcripts can be read merged. */
+    if (g->cfg.name)
+        fprintf(g->transcript, "%s| ", g->cfg.name);
     vfprintf(g->transcript, fmt, ap);
     fputc('\n', g->transcript);
     fflush(g->transcript);

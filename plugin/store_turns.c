@@ -401,6 +401,43 @@ int dg_store_turns_seen_claim(dg_store *st, const char *channel_id, const char *
     return claim_pair(st, SQL_SEEN_CLAIM, channel_id, message_id, now_ms, fresh);
 }
 
+/* Ids are snowflakes: by length, then by digits; '~' starts state rows. */
+static const char SQL_SEEN_NEWER[] =
+    "SELECT 1 FROM turn_ledger WHERE channel_id = ? AND k < '~'"
+    " AND (length(k) > length(?) OR (length(k) = length(?) AND k > ?)) LIMIT 1";
+
+static const char SQL_SEEN_AT[] =
+    "SELECT at_ms FROM turn_ledger WHERE channel_id = ? AND k = ?";
+
+int dg_store_turns_seen_since(dg_store *st, const char *channel_id, const char *message_id,
+                              int64_t *at_ms, int *newer)
+{
+    *at_ms = 0;
+    *newer = 0;
+    if (!message_id || !*message_id || message_id[0] == '~')
+        return OC_ERR_INVALID;
+    dg_stmt *s = dg_store_stmt(st, SQL_SEEN_NEWER);
+    if (!s)
+        return OC_ERR_IO;
+    bind_borrowed(s, 1, channel_id);
+    for (int i = 2; i <= 4; i++)
+        bind_borrowed(s, i, message_id);
+    int rc = dg_step(s);
+    if (rc != DG_ROW && rc != DG_DONE)
+        return OC_ERR_IO;
+    *newer = rc == DG_ROW;
+    if (!(s = dg_store_stmt(st, SQL_SEEN_AT)))
+        return OC_ERR_IO;
+    bind_borrowed(s, 1, channel_id);
+    bind_borrowed(s, 2, message_id);
+    rc = dg_step(s);
+    if (rc != DG_ROW && rc != DG_DONE)
+        return OC_ERR_IO;
+    if (rc == DG_ROW)
+        *at_ms = dg_col_int64(s, 0);
+    return OC_OK;
+}
+
 static const char SQL_SEEN_PRUNE[] = "DELETE FROM turn_ledger WHERE k < '~' AND at_ms < ?";
 
 int dg_store_turns_seen_prune(dg_store *st, int64_t before_ms, long *removed)

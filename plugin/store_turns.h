@@ -82,6 +82,13 @@ int dg_store_turns_scopes_clear(dg_store *st, const char *channel_id);
 int dg_store_turns_seen_claim(dg_store *st, const char *channel_id, const char *message_id,
                               int64_t now_ms, int *fresh);
 
+/* What the store knows of message_id of channel_id (instances sharing
+ * it): *at_ms = when it was recorded as ingested (0: it is not), *newer = 1
+ * when a later message of the channel (a snowflake: a longer id, or as
+ * long and greater) is recorded already, taken in by another instance. */
+int dg_store_turns_seen_since(dg_store *st, const char *channel_id, const char *message_id,
+                              int64_t *at_ms, int *newer);
+
 /* Forget dedup rows older than before_ms (a message is reported within
  * seconds; rows are kept for days). *removed may be NULL. */
 int dg_store_turns_seen_prune(dg_store *st, int64_t before_ms, long *removed);

@@ -135,7 +135,7 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
     int64_t now = dg_now_ms(t->p);
     if (txn_begin(t) != OC_OK)
         return OC_ERR_IO;
-    int kick = 0, fresh = 1, changed = 0, stale = 0;
+    int kick = 0, fresh = 1, changed = 0, stale = 0, late = 0;
     int64_t seen = 0;
     sess_rec *e;
     int rc = session_prepare(t, s, now, &e);
@@ -172,6 +172,44 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
             e->pos != DG_NOBODY && answers_older(r, e->pos, prompt)) {
             out->waiting = 1;
             stale = 1;
+        }
+        /* Instances sharing a store, when the speaker last changed in
+         * another one, this run answers a message older than its turn when
+         * (1) the previous speaker's run ended there with a reply still on
+         * its way (owed): the run for that reply counts; (2) the other one
+         * took in a later message of the channel than this one received:
+         * the run for it comes when it arrives here; (3) the change is
+         * later than the latest message received here, and the speaker had
+         * consumed that message, so the change queued a wake message for
+         * it (a hand-off, the idle reminder) that has not arrived (the
+         * other instance's wait for it is in its memory). (4) The change is
+         * later, and the speaker had not run on that message: with one
+         * instance its run would have been decided when the message came,
+         * before the turn reached it, and claimed; it is claimed now as
+         * then (that forced pass queues the hand-off that wakes it), so
+         * the turns go as they go with one gateway. Two indexed reads, for
+         * a speaker's runs after such a change only; the instances' wall
+         * clocks assumed in agreement, as the leases assume. */
+        if (rc == OC_OK && !out->claimed && !out->waiting && !woken && e->configured &&
+            e->pos != DG_NOBODY && r->moved_elsewhere) {
+            const dg_turn_state *ts = &r->st;
+            int reply_due = ts->permit != DG_NOBODY && ts->permit != e->pos &&
+                            ts->permit >= 0 && ts->permit < 64 &&
+                            (ts->owed & ((uint64_t)1 << ts->permit)) &&
+                            (x.timeout_ms <= 0 || now - ts->permit_ms <= x.timeout_ms);
+            int newer = 0;
+            int64_t at = 0;
+            if (!reply_due && c->received[0])
+                rc = dg_store_turns_seen_since(t->p->store, c->id, c->received, &at, &newer);
+            int after = at > 0 && ts->last_change_ms > at;
+            int consumed = (ts->consumed & ((uint64_t)1 << e->pos)) != 0;
+            if (rc == OC_OK && (reply_due || newer || (after && consumed))) {
+                out->waiting = 1;
+                stale = 1;
+            } else if (rc == OC_OK && after) {
+                out->claimed = 1;
+                late = 1;
+            }
         }
         out->claimed |= out->waiting;
         seen = r->st.msg_seq;
@@ -217,6 +255,8 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
     char label[DG_SCOPE_LABEL_MAX];
     snprintf(out->reason, sizeof out->reason, "dirigent: %s", out->closed
              ? "closed discussion channel (archive only)"
+             : late ? "the turn reached this agent in another gateway after this run's "
+                      "message came (decided as when it came; the moderator's hand-off wakes it)"
              : stale ? "this agent holds the turn, but this run answers an older message "
                        "than the latest (the host queued it before the turn moved; the run "
                        "for the latest message follows)"

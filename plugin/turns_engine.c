@@ -203,6 +203,8 @@ int scope_get(dg_turns *t, chan_rec *c, const dg_scope *sc, scope_rec **out)
         return rc;
     }
     r->in_db = rc == OC_OK;
+    /* Who moved it last is not known: another instance, if any writes. */
+    r->moved_elsewhere = r->in_db && t->shared_seen;
     pthread_rwlock_wrlock(&t->lock);
     rc = dg_map_put(&t->scopes, r->key, r);
     if (rc == OC_OK && sc->kind == DG_SCOPE_CONVERSATION)
@@ -300,6 +302,8 @@ static int refresh_channel(dg_turns *t, const char *channel_id, int other)
              * before may not have seen it. */
             if (other && !dg_turn_state_same(&st[i], &r->st))
                 st[i].msg_seq++;
+            if (other && st[i].last_change_ms != r->st.last_change_ms)
+                r->moved_elsewhere = 1;
             r->st = st[i];
             r->in_db = found[i];
             free(r->post_channel);
@@ -395,6 +399,8 @@ static void sync_store(dg_turns *t)
     size_t n = 0;
     int64_t upto = 0;
     int rc = dg_store_changes_since(t->p->store, atomic_load(&t->applied), &ch, &n, &upto);
+    if (rc == OC_OK && n)
+        t->shared_seen = 1;
     for (size_t i = 0; rc == OC_OK && i < n; i++)
         rc = refresh_channel(t, ch[i], 1);
     for (size_t i = 0; i < n; i++)
@@ -613,6 +619,8 @@ void finish_read(dg_turns *t)
 /* Publish st as r's state once the transaction commits. */
 int install(dg_turns *t, scope_rec *r, const dg_turn_state *st)
 {
+    if (st->last_change_ms != r->st.last_change_ms)
+        r->moved_elsewhere = 0; /* this instance moves the speaker */
     for (int i = 0; i < t->n_pending; i++) {
         if (t->pending[i].r == r) {
             t->pending[i].st = *st;

@@ -118,6 +118,16 @@ static int deliver_locked(dg_turns *t, const dg_turn_session *rs)
     return install(t, r, &next);
 }
 
+/* c->received = the later of it and id (snowflakes: by length, then digits). */
+static void note_received(chan_rec *c, const char *id)
+{
+    size_t n = strlen(id), have = strlen(c->received);
+    if (n >= sizeof c->received)
+        return;
+    if (n > have || (n == have && strcmp(id, c->received) > 0))
+        memcpy(c->received, id, n + 1);
+}
+
 static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind kind,
                          const dg_agent_cfg *sender_agent, int admin, dg_admin_cmd cmd,
                          int64_t now, int *kick, owner_action *oa)
@@ -132,6 +142,10 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
         int fresh = 0;
         if ((rc = dg_store_turns_seen_claim(st, m->channel_id, m->message_id, now, &fresh)))
             return rc;
+        chan_rec *rc_chan;
+        if ((rc = chan_get(t, m->channel_id, &rc_chan)))
+            return rc;
+        note_received(rc_chan, m->message_id);
         if (!fresh)
             return OC_OK; /* another account reported it already */
         if (++t->fresh_ingests % SEEN_PRUNE_EVERY == 0 &&

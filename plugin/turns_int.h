@@ -88,6 +88,11 @@ typedef struct chan_rec {
     int initiator_pos;
     int in_db;
     unsigned epoch;              /* bumped when reloaded in place: sessions re-derive */
+    /* The latest message id (snowflake) this instance received in the
+     * channel (message_received, new or reported before by another
+     * instance), "" when none since the start: what a run of one of its
+     * agents answers at the latest (dg_turns_claim). Writer mutex. */
+    char received[DG_SCOPE_ID_MAX];
     scope_rec *follow;           /* scope of channel-level sessions, NULL until loaded */
     scope_rec *conv;             /* Conversation(channel) once loaded: the hot path's
                                     scope under policy "channel", found without a key */
@@ -129,6 +134,13 @@ struct scope_rec {
      * after a restart there is no evidence and runs count. */
     recent_msg recent[RECENT_MAX];
     unsigned recent_head;        /* messages recorded so far (mod RECENT_MAX: next slot) */
+    /* 1 when the speaker last changed in another instance sharing the
+     * store (a reload found st.last_change_ms moved), 0 once this one
+     * moves it. The other one may have moved it past the latest message
+     * this one received (an agent's run with a reply ended there, or it
+     * took in a message not here yet): a run here may then answer an
+     * older message (dg_turns_claim). Writer mutex. */
+    int moved_elsewhere;
 };
 
 /* A fingerprint older than this is ignored: a wake run that never matched
@@ -182,6 +194,10 @@ struct dg_turns {
     _Atomic uint64_t inval_seen;
     _Atomic int64_t applied;     /* the store's change log (other instances sharing
                                     it, store_shared.h) is applied up to here */
+    int shared_seen;             /* another instance has written to the store since
+                                    the start: a scope loaded afresh may have been
+                                    moved there (scope_rec.moved_elsewhere). Writer
+                                    mutex. */
     struct {
         scope_rec *r;
         dg_turn_state st;

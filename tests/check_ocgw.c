@@ -194,6 +194,82 @@ START_TEST(config_refuses_a_channel_no_agent_sees)
 }
 END_TEST
 
+/* gateway.runOnly: the agents (and humans) this gateway runs; the others
+ * stay known but need no token here. Every wrong entry is refused naming
+ * it, and a refused list changes nothing. */
+static int load_run_only(json_t *run_only, ocgw_config *c, char *err, size_t n)
+{
+    char *dir = tu_mkdtemp();
+    setenv("R3_OCGW_TOKEN", "t", 1);
+    unsetenv("R3_OCGW_NO_TOKEN");
+    json_t *cfg = json_pack(
+        "{s:{s:s}, s:{s:{s:s, s:s}}, s:[{s:s, s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s, s:s}],"
+        " s:[{s:s, s:s}]}",
+        "discord", "apiBase", "http://127.0.0.1:9/api/v10", "gateway", "noReply", "provider",
+        "p", "model", "m", "agents", "id", "planner", "workspace", "w/p", "discordUserId",
+        "200000000000000011", "tokenEnv", "R3_OCGW_TOKEN", "model", "x/planner", "id", "coder",
+        "workspace", "w/c", "discordUserId", "200000000000000013", "tokenEnv",
+        "R3_OCGW_NO_TOKEN", "model", "x/coder", "humans", "id", "alice", "discordUserId",
+        "200000000000000021");
+    if (run_only)
+        json_object_set_new(json_object_get(cfg, "gateway"), "runOnly", run_only);
+    char *path = tu_path(dir, "host.json");
+    ck_assert_int_eq(json_dump_file(cfg, path, 0), 0);
+    json_decref(cfg);
+    err[0] = '\0';
+    int rc = ocgw_config_load(path, c, err, n);
+    free(path);
+    tu_rmtree(dir);
+    free(dir);
+    return rc;
+}
+
+START_TEST(config_run_only_names_the_agents_this_gateway_runs)
+{
+    char err[1024];
+    ocgw_config c;
+    /* coder's token is not in this environment: fine when another gateway runs it. */
+    ck_assert_msg(load_run_only(json_pack("[s]", "planner"), &c, err, sizeof err) == OC_OK,
+                  "%s", err);
+    ck_assert_int_eq(c.agents[0].local, 1);
+    ck_assert_int_eq(c.agents[1].local, 0);
+    ck_assert_int_eq(c.humans[0].local, 0);
+    ck_assert_int_eq(c.split, 1);
+    /* --run-only replaces it with the same rules; a refusal changes nothing. */
+    json_t *l = json_pack("[s]", "coder");
+    ck_assert_int_eq(ocgw_config_run_only(&c, l, "--run-only", err, sizeof err), OC_ERR_INVALID);
+    ck_assert_msg(strstr(err, "agents[coder].tokenEnv: environment variable R3_OCGW_NO_TOKEN"),
+                  "%s", err);
+    ck_assert_int_eq(c.agents[0].local, 1);
+    ck_assert_int_eq(c.agents[1].local, 0);
+    json_decref(l);
+    l = json_pack("[s, s]", "alice", "planner");
+    ck_assert_msg(ocgw_config_run_only(&c, l, "--run-only", err, sizeof err) == OC_OK, "%s", err);
+    ck_assert_int_eq(c.humans[0].local, 1);
+    json_decref(l);
+    ocgw_config_free(&c);
+    /* Without it the gateway runs every agent: coder's token is needed. */
+    ck_assert_int_eq(load_run_only(NULL, &c, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_msg(strstr(err, "agents[coder].tokenEnv"), "%s", err);
+    static const struct {
+        const char *json, *want;
+    } bad[] = {
+        {"[\"plannr\"]", "gateway.runOnly[0]: \"plannr\" is not the id of an agent or human"},
+        {"[\"planner\", \"planner\"]", "gateway.runOnly[1]: \"planner\" is listed twice"},
+        {"[\"alice\"]", "gateway.runOnly: names no agent"},
+        {"[]", "gateway.runOnly: expected a non-empty array"},
+        {"\"planner\"", "gateway.runOnly: expected a non-empty array"},
+        {"[7]", "gateway.runOnly[0]: a non-string is not the id"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        json_t *v = json_loads(bad[i].json, JSON_DECODE_ANY, NULL);
+        ck_assert_ptr_nonnull(v);
+        ck_assert_int_eq(load_run_only(v, &c, err, sizeof err), OC_ERR_INVALID);
+        ck_assert_msg(strstr(err, bad[i].want), "%s: %s", bad[i].json, err);
+    }
+}
+END_TEST
+
 /* ---- secrets -------------------------------------------------------------------------------- */
 
 #define BOT_TOKEN "MTIzNDU2Nzg5MDEyMzQ1Njc4.GhIjKl.abcdefghijklmnopqrstuvwxyz0123456789AB"
@@ -323,6 +399,7 @@ Suite *make_ocgw_suite(void)
     tcase_add_test(tc, config_refuses_a_discord_user_shared_by_two_participants);
     tcase_add_test(tc, config_refuses_a_human_id_used_twice);
     tcase_add_test(tc, config_refuses_a_channel_no_agent_sees);
+    tcase_add_test(tc, config_run_only_names_the_agents_this_gateway_runs);
     tcase_add_test(tc, config_never_echoes_a_token);
     tcase_add_test(tc, config_uses_the_one_agent_id_rule);
     tcase_add_test(tc, value_line_is_computed_from_the_counters);

@@ -326,6 +326,8 @@ pid_t e2e_ocgw_start(e2e_run *r, const char *config, const char *const *args, co
         setenv("DEMO_REVIEWER_TOKEN", "e2e-reviewer-token", 1);
         setenv("DEMO_CODER_TOKEN", "e2e-coder-token", 1);
         setenv("DEMO_ALICE_TOKEN", "e2e-alice-token", 1);
+        for (const char *const *e = r->env; e && *e; e++)
+            putenv((char *)*e);
         if (r->cwd && chdir(r->cwd) != 0)
             _exit(126);
         if (die_at)

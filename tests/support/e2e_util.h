@@ -31,6 +31,8 @@ typedef struct e2e_run {
     pid_t gw_pid;         /* the running ocgw, 0 when none */
     int gw_starts;        /* ocgw processes started (log files ocgw-<n>.out/.err) */
     const char *cwd;      /* working directory of the next ocgw (NULL: the runner's) */
+    const char *const *env; /* NULL-terminated "NAME=value" set for the next ocgw after
+                             * the demo's (another OCGW_STATE, a store url); NULL: none */
 } e2e_run;
 
 /* Start build/fake-discord with the extra arguments (NULL-terminated array
