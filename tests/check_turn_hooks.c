@@ -20,6 +20,7 @@
 #include "openclaw/plugin.h"
 #include "discuss.h"
 #include "fake_discord.h"
+#include "faultvfs.h"
 #include "scope.h"
 #include "silent.h"
 #include "store.h"
@@ -1967,6 +1968,78 @@ END_TEST
 
 /* The cases of turn_hooks and turn_hooks_pg (on_pg: the plugin's store is
  * a PostgreSQL database, tests/support/pg_server.h). */
+/* ---- a store that cannot start a transaction ------------------------------------------- */
+
+static void setup_faulty_store(void)
+{
+    ck_assert_int_eq(fv_install(), 0); /* before the plugin opens its database */
+    setup_channel();
+}
+
+START_TEST(test_store_unavailable_every_hook_fails_cleanly)
+{
+    /* The disk or the lock file fails: no transaction can start. Each hook
+     * says so (OC_ERR_IO and a line naming the store) and changes nothing;
+     * once the store works again the turn goes on where it was. */
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "go", NULL);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 0);
+    fv_fail_begin(1);
+    char lost[24];
+    mid(lost);
+    ck_assert_int_eq(tth_msg(&H, CH1, NULL, lost, TTH_HUMAN_UID, 0, "lost", NULL), OC_ERR_IO);
+    ck_assert(tth_log_has(&H, "message_received: the state database is not available"));
+    ck_assert_int_eq(tth_end(&H, TTH_ALPHA, CH1, NULL, "my answer", 0), OC_ERR_IO);
+    /* A session the mirror knows is decided from it (bravo does not hold
+     * the turn: no-reply); a new one needs the store and gets no decision. */
+    ck_assert_int_eq(tth_resolve(&H, TTH_BRAVO, CH1, NULL), 1);
+    ck_assert_int_eq(tth_resolve(&H, TTH_DELTA, CH1, NULL), -1);
+    ck_assert(tth_log_has(&H, "before_model_resolve: no decision for delta in channel " CH1
+                              " (OC_ERR_IO)"));
+    ck_assert_int_ge(fv_refused(), 3);
+    fv_fail_begin(0);
+    /* Nothing moved: alpha still holds the turn, delta never joined, and
+     * the message refused is taken as new when the host delivers it again. */
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 0);
+    char who[40];
+    ck_assert_int_eq(dg_turns_member(tth_plugin(&H)->turns, CH1, 3, who, sizeof who),
+                     OC_ERR_NOT_FOUND);
+    ck_assert_int_eq(tth_msg(&H, CH1, NULL, lost, TTH_HUMAN_UID, 0, "lost", NULL), OC_OK);
+    ck_assert_int_eq(tth_end(&H, TTH_ALPHA, CH1, NULL, "my answer", 0), OC_OK);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 1);
+}
+END_TEST
+
+START_TEST(test_timeout_waits_for_a_failing_store)
+{
+    /* The speaker's run hangs and its time runs out while the store cannot
+     * start a transaction: the sweeper tries again each pass and moves the
+     * turn once the store works (turns_sweeper.c:expire_scope, and the
+     * discussion timers' pass, dg_discuss_sweep, return at the failed
+     * begin without a line: the next pass a second later is the retry). */
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "go", NULL);
+    ck_assert_int_eq(run(TTH_BRAVO, CH1, NULL, "x"), 0);
+    ck_assert_int_eq(run(TTH_CHARLIE, CH1, NULL, "x"), 0);
+    ck_assert_int_eq(tth_resolve(&H, TTH_ALPHA, CH1, NULL), 0);
+    fv_fail_begin(1);
+    long before = fv_refused();
+    tth_advance(&H, 61 * 1000);
+    /* Two refused passes of the sweeper (about a second apart; bounded). */
+    for (int i = 0; i < 200 && fv_refused() < before + 2; i++) {
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    ck_assert_int_ge(fv_refused(), before + 2);
+    fv_fail_begin(0);
+    ck_assert_msg(wait_outbox(CH1, 1), "the turn did not move once the store recovered");
+    char *c = tth_outbox_content(&H, CH1, 0, NULL);
+    ck_assert_str_eq(c, "<@" TTH_BRAVO_UID ">");
+    free(c);
+    ck_assert_int_eq(peek(CH1, NULL, NULL).speaker, 1);
+}
+END_TEST
+
 static Suite *turn_hooks_suite(const char *name, int on_pg)
 {
     Suite *s = suite_create(name);
@@ -2027,6 +2100,15 @@ static Suite *turn_hooks_suite(const char *name, int on_pg)
     tcase_add_test(ch, test_closed_channel_overrides_cancels_and_never_wakes);
     tcase_add_test(ch, test_closed_notice_cooldown_per_channel);
     suite_add_tcase(s, ch);
+
+    if (!on_pg) {
+        TCase *fs = tcase_create("faulty_store");
+        tcase_add_checked_fixture(fs, setup_faulty_store, teardown);
+        tcase_set_timeout(fs, 60);
+        tcase_add_test(fs, test_store_unavailable_every_hook_fails_cleanly);
+        tcase_add_test(fs, test_timeout_waits_for_a_failing_store);
+        suite_add_tcase(s, fs);
+    }
 
     TCase *nc = tcase_create("no_cooldown");
     if (on_pg)
