@@ -23,6 +23,8 @@
 #include "discuss.h"
 #include "failalloc.h"
 #include "fake_discord.h"
+#include "faultvfs.h"
+#include "outbox.h"
 #include "store.h"
 #include "store_discuss.h"
 #include "pg_server.h"
@@ -2315,6 +2317,109 @@ START_TEST(test_tools_out_of_memory)
 }
 END_TEST
 
+/* Channels the fake holds besides the origin (those a create left). */
+static size_t created_channels(void)
+{
+    json_t *all = fake_discord_channels(fd);
+    size_t n = json_array_size(all);
+    json_decref(all);
+    return n - 1;
+}
+
+/*
+ * The store-fault sweep: the nth transaction the plugin starts during one
+ * tool call cannot start (tests/support/faultvfs.h; whichever thread asks,
+ * the outbox's too), for n = 1, 2, ... until the call started fewer. Each
+ * step: the call succeeds, or fails with OC_ERR_IO and a message naming the
+ * store, and leaves no half-done work -- no discussion row or Discord
+ * channel of a create that failed, a discussion a failed callback did not
+ * close still active. k = 0: create a discussion (with a toolCallId, so the
+ * idempotency ledger is written too); 1: a plain channel; 2: discuss-callback;
+ * 3: discussion_status; 4: discussion_list.
+ */
+START_TEST(test_tools_store_faults)
+{
+    long n;
+    for (n = 1; n < 200; n++) {
+        setup();
+        ck_assert_int_eq(fv_install(), 0);
+        plugin_start();
+        const char *d = NULL;
+        if (_i >= 2) {
+            d = open_discussion();
+            write_ws("plans/ok.md", "fine\n");
+        }
+        json_t *res = NULL, *ctx;
+        char params[1024];
+        const char *name;
+        if (_i == 0) {
+            name = "discord_channel_create";
+            ctx = ctx_call("planner", ORIGIN, "call-sf");
+            snprintf(params, sizeof params,
+                     "{\"name\":\"csm-sf\",\"participants\":[\"reviewer\",\"coder\"],"
+                     "\"callbackChannelId\":\"%s\",\"discussGuide\":\"%s\"}", ORIGIN, GUIDE);
+        } else if (_i == 1) {
+            name = "discord_channel_create";
+            ctx = ctx_call("planner", ORIGIN, "call-sf");
+            snprintf(params, sizeof params, "{\"name\":\"plain-sf\"}");
+        } else if (_i == 2) {
+            name = "discuss-callback";
+            ctx = ctx_call("planner", d, "call-sf");
+            snprintf(params, sizeof params, "{\"summaryPath\":\"plans/ok.md\"}");
+        } else if (_i == 3) {
+            name = "discussion_status";
+            ctx = ctx_of("planner", d);
+            snprintf(params, sizeof params, "{}");
+        } else {
+            name = "discussion_list";
+            ctx = ctx_of("planner", ORIGIN);
+            snprintf(params, sizeof params, "{}");
+        }
+        fv_fail_nth(n);
+        int rc = tool(name, params, ctx, &res);
+        int hit = fv_fail_nth_hit();
+        fv_fail_nth(0);
+        if (rc != OC_OK) {
+            ck_assert_msg(rc == OC_ERR_IO, "transaction %ld: %s: %s", n, oc_status_name(rc),
+                          err_msg(res));
+            ck_assert_msg(strstr(err_msg(res), "store") || strstr(err_msg(res), "recorded"),
+                          "transaction %ld: %s", n, err_msg(res));
+        }
+        char made[32] = "";
+        if (rc == OC_OK && _i == 0)
+            snprintf(made, sizeof made, "%s", dstr(res, "channelId"));
+        json_decref(res);
+        json_decref(ctx);
+        /* The outbox may still be posting the kickoff: let it finish. A
+         * create or callback that succeeded posted its message once. */
+        ck_assert_int_eq(dg_outbox_wait_idle(P->outbox, 10000), OC_OK);
+        if (made[0])
+            check_kickoff(made);
+        if (rc == OC_OK && _i == 2)
+            check_result(d, "plans/ok.md");
+        if (_i <= 1) {
+            ck_assert_msg(created_channels() == (rc == OC_OK ? 1u : 0u),
+                          "transaction %ld: %s left %zu channels", n, oc_status_name(rc),
+                          created_channels());
+            if (_i == 0)
+                ck_assert_int_eq(count_rows("discussions"), rc == OC_OK ? 1 : 0);
+        } else if (_i == 2) {
+            dg_discussion row = load_row(d);
+            ck_assert_int_eq(row.status, rc == OC_OK ? DG_DISCUSSION_CLOSED
+                                                     : DG_DISCUSSION_ACTIVE);
+            dg_discussion_clear(&row);
+        }
+        teardown();
+        if (!hit) {
+            ck_assert_int_eq(rc, OC_OK);
+            break;
+        }
+    }
+    ck_assert_int_gt(n, 1);
+    ck_assert_int_lt(n, 200);
+}
+END_TEST
+
 /* The cases of discuss and discuss_pg (on_pg: the store is a PostgreSQL
  * database, tests/support/pg_server.h). */
 static Suite *discuss_suite(const char *name, int on_pg)
@@ -2408,6 +2513,10 @@ static Suite *discuss_suite(const char *name, int on_pg)
     tc = tcase_create("oom");
     tcase_set_timeout(tc, 600);
     tcase_add_loop_test(tc, test_tools_out_of_memory, 0, 2);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("store_faults");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, test_tools_store_faults, 0, 5);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -19,6 +19,8 @@ static sqlite3_vfs *fv_base;
 static sqlite3_io_methods fv_io;
 static atomic_int fv_on;
 static atomic_long fv_count;
+static atomic_long fv_nth;     /* >0: write locks to go until the one refused */
+static atomic_int fv_nth_was;
 
 #define REAL(f) (((fv_file *)(f))->real)
 
@@ -80,10 +82,16 @@ static int x_shmlock(sqlite3_file *f, int ofst, int n, int flags)
 {
     /* Offset 0 is WAL_WRITE_LOCK (SQLite's WAL format, documented in
      * wal.c): refusing it fails BEGIN IMMEDIATE and nothing else. */
-    if (atomic_load(&fv_on) && ofst == 0 && n == 1 &&
-        flags == (SQLITE_SHM_LOCK | SQLITE_SHM_EXCLUSIVE)) {
-        atomic_fetch_add(&fv_count, 1);
-        return SQLITE_IOERR_SHMLOCK;
+    if (ofst == 0 && n == 1 && flags == (SQLITE_SHM_LOCK | SQLITE_SHM_EXCLUSIVE)) {
+        int fail = atomic_load(&fv_on);
+        if (!fail && atomic_load(&fv_nth) > 0 && atomic_fetch_sub(&fv_nth, 1) == 1) {
+            atomic_store(&fv_nth_was, 1);
+            fail = 1;
+        }
+        if (fail) {
+            atomic_fetch_add(&fv_count, 1);
+            return SQLITE_IOERR_SHMLOCK;
+        }
     }
     return REAL(f)->pMethods->xShmLock(REAL(f), ofst, n, flags);
 }
@@ -206,6 +214,17 @@ int fv_install(void)
 void fv_fail_begin(int on)
 {
     atomic_store(&fv_on, on != 0);
+}
+
+void fv_fail_nth(long n)
+{
+    atomic_store(&fv_nth_was, 0);
+    atomic_store(&fv_nth, n > 0 ? n : 0);
+}
+
+int fv_fail_nth_hit(void)
+{
+    return atomic_load(&fv_nth_was);
 }
 
 long fv_refused(void)

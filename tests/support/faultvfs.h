@@ -23,6 +23,12 @@ int fv_install(void);
 /* While on != 0, no write transaction can start (see above). Any thread. */
 void fv_fail_begin(int on);
 
+/* For a sweep: the nth write lock asked for from now on (1 = the next,
+ * whichever thread asks) is refused, once; 0 disarms. fv_fail_nth_hit: 1
+ * when that refusal happened since the last fv_fail_nth. */
+void fv_fail_nth(long n);
+int fv_fail_nth_hit(void);
+
 /* Write locks refused since fv_install. Any thread. */
 long fv_refused(void);
 
