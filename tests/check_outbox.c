@@ -13,13 +13,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "discord.h"
 #include "fake_discord.h"
+#include "faultvfs.h"
 #include "outbox.h"
 #include "outbox_env.h"
 #include "store.h"
 #include "store_discuss.h"
 #include "store_outbox.h"
+#include "store_shared.h"
 #include "pg_server.h"
 #include "testutil.h"
 
@@ -983,6 +987,144 @@ START_TEST(shutdown_bounded_during_backoff)
 }
 END_TEST
 
+/* ---- a store that cannot start a transaction ------------------------------------------------ */
+
+/* Rows of the outbox table in state, read through a connection of its own
+ * (read only: it takes no write lock, so a fault sweep does not count it). */
+static int rows_in_state(oenv *o, int state)
+{
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open_v2(o->db, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    sqlite3_stmt *st;
+    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM outbox WHERE state = ?", -1,
+                                        &st, NULL), SQLITE_OK);
+    sqlite3_bind_int(st, 1, state);
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    int n = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+}
+
+static oenv *oenv_open_faulty(void)
+{
+    ck_assert_int_eq(fv_install(), 0); /* before the store opens its file */
+    oenv *o = calloc(1, sizeof *o);
+    ck_assert_ptr_nonnull(o);
+    o->dir = tu_mkdtemp();
+    o->db = tu_path(o->dir, "dirigent.db");
+    fake_up(o);
+    env_up(o, NULL);
+    return o;
+}
+
+START_TEST(store_fault_sweep_sends_each_row_once)
+{
+    /* The nth transaction of the dispatcher cannot start (reading what is
+     * pending, taking a channel's lease, loading its rows, recording marks,
+     * giving leases up), for n = 1, 2, ... until a run needed fewer: each
+     * failure is retried (1 s later for a read), and in the end every row
+     * went out exactly once and is marked sent. */
+    long n;
+    for (n = 1; n < 40; n++) {
+        oenv *o = oenv_open_faulty();
+        enqueue(o, o->chan, "first", NULL, 0);
+        enqueue(o, o->chan, "second", NULL, 0);
+        enqueue(o, o->chan2, "elsewhere", NULL, 0);
+        char nonces[3][32];
+        size_t k = 0, nr = 0;
+        const char *chans[2] = {o->chan, o->chan2};
+        for (int c = 0; c < 2; c++) {
+            dg_outbox_row *rows = rows_of(&o->e, chans[c], &nr);
+            for (size_t i = 0; i < nr; i++)
+                snprintf(nonces[k++], sizeof nonces[0], "%s", rows[i].nonce);
+            dg_outbox_rows_free(rows, nr);
+        }
+        ck_assert_uint_eq(k, 3);
+        fv_fail_nth(n);
+        oenv_start(o, NULL);
+        for (int w = 0; w < 1500 && rows_in_state(o, DG_OUTBOX_SENT) < 3; w++)
+            usleep(10 * 1000);
+        ck_assert_msg(rows_in_state(o, DG_OUTBOX_SENT) == 3, "step %ld: %d of 3 rows sent", n,
+                      rows_in_state(o, DG_OUTBOX_SENT));
+        int hit = fv_fail_nth_hit();
+        fv_fail_nth(0);
+        wait_idle(o, 10000);
+        for (size_t i = 0; i < 3; i++)
+            ck_assert_msg(posts_with_nonce(o->fd, nonces[i]) == 1, "step %ld: row %zu posted %d "
+                          "times", n, i, posts_with_nonce(o->fd, nonces[i]));
+        ck_assert_uint_eq(fake_discord_message_count(o->fd, o->chan), 2);
+        ck_assert_uint_eq(fake_discord_message_count(o->fd, o->chan2), 1);
+        oenv_close(o);
+        if (!hit)
+            break;
+    }
+    ck_assert_int_gt(n, 3);
+    ck_assert_int_lt(n, 40);
+}
+END_TEST
+
+START_TEST(store_unavailable_at_start_then_recovers)
+{
+    /* No transaction can start when the dispatcher comes up: it says so
+     * once a second (not in a hot loop), sends nothing, and sends each row
+     * once when the store works again. */
+    oenv *o = oenv_open_faulty();
+    enqueue(o, o->chan, "after the outage", NULL, 0);
+    fv_fail_begin(1);
+    long before = fv_refused();
+    oenv_start(o, NULL);
+    for (int w = 0; w < 1000 && fv_refused() < before + 2; w++)
+        usleep(10 * 1000);
+    ck_assert_int_ge(fv_refused(), before + 2);
+    ck_assert(obe_log_has(&o->e, "outbox: cannot read pending messages from the store "
+                                 "(OC_ERR_IO); trying again in 1 s"));
+    /* Two tries took about a second: the retry waits. */
+    ck_assert_int_le(fv_refused() - before, 4);
+    ck_assert_uint_eq(fake_discord_message_count(o->fd, o->chan), 0);
+    fv_fail_begin(0);
+    ck_assert_int_eq(fake_discord_wait_messages(o->fd, o->chan, 1, 10000), 0);
+    wait_idle(o, 10000);
+    ck_assert_uint_eq(fake_discord_message_count(o->fd, o->chan), 1);
+    oenv_close(o);
+}
+END_TEST
+
+START_TEST(lease_held_by_another_instance)
+{
+    /* Another instance sharing the store holds the channel's lease: this
+     * one sends nothing there until the lease is given up, then sends the
+     * row once. */
+    oenv *o = oenv_open(NULL);
+    char name[40], err[256];
+    snprintf(name, sizeof name, "outbox:%s", o->chan);
+    dg_store *other = NULL;
+    ck_assert_msg(dg_store_open(o->db, &other, err, sizeof err) == OC_OK, "%s", err);
+    int got = 0, fresh = 0;
+    int64_t held = 0, wall = dg_store_wall_ms();
+    ck_assert_int_eq(dg_store_begin(other), OC_OK);
+    ck_assert_int_eq(dg_store_lease_take(other, name, wall, wall + 3600 * 1000, 0, &got, &fresh,
+                                         &held), OC_OK);
+    ck_assert_int_eq(dg_store_commit(other), OC_OK);
+    ck_assert(got);
+    enqueue(o, o->chan, "waits for the lease", NULL, 0);
+    enqueue(o, o->chan2, "not held", NULL, 0);
+    oenv_start(o, NULL);
+    ck_assert_int_eq(fake_discord_wait_messages(o->fd, o->chan2, 1, 10000), 0);
+    /* Past a poll of the held channel (LEASE_POLL_MS, 1 s): still nothing
+     * there (the lease is held for an hour, so no load makes this pass). */
+    usleep(1500 * 1000);
+    ck_assert_uint_eq(fake_discord_message_count(o->fd, o->chan), 0);
+    ck_assert_int_eq(dg_store_begin(other), OC_OK);
+    ck_assert_int_eq(dg_store_lease_release(other, name), OC_OK);
+    ck_assert_int_eq(dg_store_commit(other), OC_OK);
+    ck_assert_int_eq(fake_discord_wait_messages(o->fd, o->chan, 1, 10000), 0);
+    dg_store_close(other);
+    oenv_close(o);
+}
+END_TEST
+
 /* The cases of outbox and outbox_pg (on_pg: the store is a PostgreSQL
  * database, tests/support/pg_server.h). */
 static Suite *outbox_suite(const char *name, int on_pg)
@@ -1013,6 +1155,14 @@ static Suite *outbox_suite(const char *name, int on_pg)
     tcase_add_test(tc, shutdown_bounded_while_discord_hangs);
     tcase_add_test(tc, shutdown_bounded_during_backoff);
     suite_add_tcase(s, tc);
+    if (!on_pg) { /* the fault VFS wraps SQLite's files */
+        TCase *sf = tcase_create("store_faults");
+        tcase_set_timeout(sf, 120);
+        tcase_add_test(sf, store_fault_sweep_sends_each_row_once);
+        tcase_add_test(sf, store_unavailable_at_start_then_recovers);
+        tcase_add_test(sf, lease_held_by_another_instance);
+        suite_add_tcase(s, sf);
+    }
     TCase *load = tcase_create("load");
     if (on_pg)
         pgs_on_pg(load, 1);
