@@ -25,6 +25,7 @@
 #include "fake_discord.h"
 #include "faultvfs.h"
 #include "outbox.h"
+#include "seen_set.h"
 #include "store.h"
 #include "store_discuss.h"
 #include "pg_server.h"
@@ -2420,6 +2421,70 @@ START_TEST(test_tools_store_faults)
 }
 END_TEST
 
+START_TEST(test_contract_edges)
+{
+    /* What the header promises for the edges: names of every status,
+     * NULL-safe clears, no channel is no discussion, a notice claim needs
+     * both ids. */
+    ck_assert_str_eq(dg_discussion_status_name(DG_DISCUSSION_ACTIVE), "active");
+    ck_assert_str_eq(dg_discussion_status_name(DG_DISCUSSION_CLOSED), "closed");
+    ck_assert_str_eq(dg_discussion_status_name(DG_DISCUSSION_NONE), "none");
+    dg_discussion_clear(NULL);
+    dg_channel_created_clear(NULL);
+    dg_callback_result_clear(NULL);
+    dg_session_refs_release(NULL);
+    plugin_start();
+    dg_discussion d;
+    memset(&d, 0, sizeof d);
+    ck_assert_int_eq(dg_store_begin(P->store), OC_OK);
+    ck_assert_int_eq(dg_discuss_lookup_locked(P->store, NULL, &d), DG_DISCUSSION_NONE);
+    ck_assert_int_eq(dg_discuss_lookup_locked(P->store, "300000000000000123", &d),
+                     DG_DISCUSSION_NONE);
+    ck_assert_int_eq(dg_discuss_claim_closed_notice_locked(P->store, NULL, "1", 1, 0),
+                     OC_ERR_INVALID);
+    ck_assert_int_eq(dg_discuss_claim_closed_notice_locked(P->store, ORIGIN, NULL, 1, 0),
+                     OC_ERR_INVALID);
+    dg_store_rollback(P->store);
+}
+END_TEST
+
+START_TEST(test_seen_set)
+{
+    /* The set of (a, b) pairs behind "this session's overrides were
+     * applied": pairs are told apart by both halves, long keys work, bad
+     * arguments are refused, and at its bound it starts over. */
+    dg_seen_set *s = dg_seen_set_new();
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(dg_seen_set_has(s, "a", "b"), 0);
+    ck_assert_int_eq(dg_seen_set_add(s, "a", "b"), OC_OK);
+    ck_assert_int_eq(dg_seen_set_add(s, "a", "b"), OC_OK); /* again: one entry */
+    ck_assert_int_eq(dg_seen_set_has(s, "a", "b"), 1);
+    ck_assert_int_eq(dg_seen_set_has(s, "ab", ""), 0);
+    ck_assert_int_eq(dg_seen_set_has(s, "b", "a"), 0);
+    char big[600];
+    memset(big, 'k', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    ck_assert_int_eq(dg_seen_set_has(s, big, "x"), 0);
+    ck_assert_int_eq(dg_seen_set_add(s, big, "x"), OC_OK);
+    ck_assert_int_eq(dg_seen_set_has(s, big, "x"), 1);
+    ck_assert_int_eq(dg_seen_set_has(NULL, "a", "b"), 0);
+    ck_assert_int_eq(dg_seen_set_has(s, NULL, "b"), 0);
+    ck_assert_int_eq(dg_seen_set_add(NULL, "a", "b"), OC_ERR_INVALID);
+    ck_assert_int_eq(dg_seen_set_add(s, "a", NULL), OC_ERR_INVALID);
+    for (int i = 0; i < DG_SEEN_SET_MAX; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "%d", i);
+        ck_assert_int_eq(dg_seen_set_add(s, "n", k), OC_OK);
+    }
+    /* The set reached its bound and started over: the oldest pairs are gone,
+     * the newest one is there. */
+    ck_assert_int_eq(dg_seen_set_has(s, "a", "b"), 0);
+    ck_assert_int_eq(dg_seen_set_has(s, "n", "65535"), 1);
+    dg_seen_set_free(s);
+    dg_seen_set_free(NULL);
+}
+END_TEST
+
 /* The cases of discuss and discuss_pg (on_pg: the store is a PostgreSQL
  * database, tests/support/pg_server.h). */
 static Suite *discuss_suite(const char *name, int on_pg)
@@ -2471,6 +2536,8 @@ static Suite *discuss_suite(const char *name, int on_pg)
     tcase_add_test(tc, test_status_tool);
     tcase_add_test(tc, test_list_tool);
     tcase_add_test(tc, test_archive_index_line);
+    tcase_add_test(tc, test_contract_edges);
+    tcase_add_test(tc, test_seen_set);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("create");
