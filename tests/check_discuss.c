@@ -9,6 +9,7 @@
  * channel found again instead of a second one).
  */
 #include <check.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@
 #include "faultvfs.h"
 #include "outbox.h"
 #include "seen_set.h"
+#include "summary.h"
 #include "store.h"
 #include "store_discuss.h"
 #include "pg_server.h"
@@ -2485,6 +2487,90 @@ START_TEST(test_seen_set)
 }
 END_TEST
 
+/* Write text (n bytes) to dir/name and open it for reading. */
+static int file_fd(const char *name, const char *text, size_t n)
+{
+    char *p = tu_path(dir, name);
+    FILE *f = fopen(p, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(text, 1, n, f), n);
+    ck_assert_int_eq(fclose(f), 0);
+    int sfd = open(p, O_RDONLY);
+    ck_assert_int_ge(sfd, 0);
+    free(p);
+    return sfd;
+}
+
+static void preview_is(const char *text, long chars, const char *want)
+{
+    int sfd = file_fd("preview.md", text, strlen(text));
+    char *got = dg_summary_preview(sfd, chars);
+    close(sfd);
+    ck_assert_ptr_nonnull(got);
+    ck_assert_str_eq(got, want);
+    free(got);
+}
+
+START_TEST(test_summary_rules_and_preview_edges)
+{
+    /* summaryTemplate: a folder, an oversized file, too many headings are
+     * refused at load with the key named. */
+    dg_summary_rules *r = NULL;
+    char why[512];
+    ck_assert_int_eq(dg_summary_rules_load(dir, &r, why, sizeof why), OC_ERR_INVALID);
+    ck_assert_msg(strstr(why, "is not a regular file"), "%s", why);
+    char *big = malloc(DG_SUMMARY_TEMPLATE_MAX_BYTES + 2);
+    ck_assert_ptr_nonnull(big);
+    memset(big, '#', DG_SUMMARY_TEMPLATE_MAX_BYTES + 1);
+    big[DG_SUMMARY_TEMPLATE_MAX_BYTES + 1] = '\0';
+    char *p = tu_path(dir, "big.md");
+    ck_assert_int_eq(tu_write_file(p, big), 0);
+    free(big);
+    ck_assert_int_eq(dg_summary_rules_load(p, &r, why, sizeof why), OC_ERR_INVALID);
+    ck_assert_msg(strstr(why, "is larger than 8192 bytes"), "%s", why);
+    free(p);
+    char many[2048] = "";
+    for (int i = 0; i <= DG_SUMMARY_MAX_HEADINGS; i++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), "## H%d\n", i);
+    p = tu_path(dir, "many.md");
+    ck_assert_int_eq(tu_write_file(p, many), 0);
+    ck_assert_int_eq(dg_summary_rules_load(p, &r, why, sizeof why), OC_ERR_INVALID);
+    ck_assert_msg(strstr(why, "1 to 32 heading lines"), "%s", why);
+    ck_assert_ptr_null(r);
+    free(p);
+
+    /* The heading check: a heading only counts on a short line of its own;
+     * a summary that cannot be read is an I/O error naming it. */
+    p = tu_path(dir, "rules.md");
+    ck_assert_int_eq(tu_write_file(p, "## Decision\n"), 0);
+    ck_assert_int_eq(dg_summary_rules_load(p, &r, why, sizeof why), OC_OK);
+    free(p);
+    char line[1200];
+    memset(line, ' ', sizeof line);
+    memcpy(line + sizeof line - 12, "## Decision\n", 12);
+    int sfd = file_fd("long.md", line, sizeof line);
+    ck_assert_int_eq(dg_summary_check_headings(r, sfd, "long.md", why, sizeof why),
+                     OC_ERR_INVALID);
+    close(sfd);
+    sfd = open(dir, O_RDONLY | O_DIRECTORY);
+    ck_assert_int_ge(sfd, 0);
+    ck_assert_int_eq(dg_summary_check_headings(r, sfd, "plans", why, sizeof why), OC_ERR_IO);
+    ck_assert_msg(strstr(why, "summaryPath plans cannot be read"), "%s", why);
+    ck_assert_ptr_null(dg_summary_preview(sfd, 10)); /* neither previewed */
+    close(sfd);
+    dg_summary_rules_free(r);
+
+    /* The preview: leading blank lines dropped, a cut without a line break
+     * ends at a word, a character the file cuts short is left out, and
+     * every Discord markup opener is made inert. */
+    preview_is("\n\r\nhello", 20, "> hello");
+    preview_is("alpha beta gamma delta", 13, "> alpha beta ...");
+    preview_is("ok \xE2\x80", 10, "> ok ...");
+    preview_is("<t:1> <:e:2> </c:3> <x", 40,
+               "> <\xE2\x80\x8Bt:1> <\xE2\x80\x8B:e:2> <\xE2\x80\x8B/c:3> <x");
+}
+END_TEST
+
 /* The cases of discuss and discuss_pg (on_pg: the store is a PostgreSQL
  * database, tests/support/pg_server.h). */
 static Suite *discuss_suite(const char *name, int on_pg)
@@ -2528,6 +2614,7 @@ static Suite *discuss_suite(const char *name, int on_pg)
     tcase_add_test(tc, test_summary_template_refused_at_init);
     tcase_add_test(tc, test_summary_preview);
     tcase_add_test(tc, test_summary_preview_off_and_short);
+    tcase_add_test(tc, test_summary_rules_and_preview_edges);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("reading");

@@ -16,6 +16,7 @@
 #include <sqlite3.h>
 
 #include "discord.h"
+#include "failalloc.h"
 #include "fake_discord.h"
 #include "faultvfs.h"
 #include "outbox.h"
@@ -204,6 +205,11 @@ START_TEST(enqueue_refuses_bad_input)
     ck_assert_int_eq(dg_outbox_enqueue(st, o->chan, " \n\t ", NULL, 0, 1), OC_ERR_INVALID);
     ck_assert_int_eq(dg_outbox_enqueue(st, o->chan, "x", bad, 1, 1), OC_ERR_INVALID);
     ck_assert_int_eq(dg_outbox_enqueue(st, o->chan, "bad \xff utf8", NULL, 0, 1), OC_ERR_INVALID);
+    ck_assert_int_eq(dg_outbox_enqueue(st, o->chan, "x", NULL, 1, 1), OC_ERR_INVALID);
+    const char *many[101];
+    for (int i = 0; i < 101; i++)
+        many[i] = MEMBER;
+    ck_assert_int_eq(dg_outbox_enqueue(st, o->chan, "x", many, 101, 1), OC_ERR_INVALID);
     int64_t cnt = -1;
     ck_assert_int_eq(dg_store_outbox_count(st, DG_OUTBOX_PENDING, &cnt), OC_OK);
     ck_assert_int_eq(cnt, 0);
@@ -265,6 +271,74 @@ START_TEST(split_rules)
     dg_outbox_parts_free(parts, n);
     ck_assert_int_eq(dg_outbox_split("x\xc3", 10, &parts, &n), OC_ERR_INVALID);
     ck_assert_ptr_null(parts);
+
+    /* A space exactly at the limit is the break. */
+    ck_assert_int_eq(dg_outbox_split("abc def", 3, &parts, &n), OC_OK);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_str_eq(parts[0], "abc");
+    ck_assert_str_eq(parts[1], "def");
+    dg_outbox_parts_free(parts, n);
+    ck_assert_int_eq(dg_outbox_split(NULL, 10, &parts, &n), OC_ERR_INVALID);
+    ck_assert_int_eq(dg_outbox_split("x", 0, &parts, &n), OC_ERR_INVALID);
+    ck_assert_ptr_null(parts);
+}
+END_TEST
+
+START_TEST(split_and_enqueue_out_of_memory)
+{
+    /* Each allocation of splitting and queueing fails in turn: the call
+     * fails with OC_ERR_NOMEM and leaves nothing (no parts, no row), or
+     * succeeds in spite of it. */
+    ck_assert_msg(fa_available(), "check_all was linked without the allocation wrappers");
+    long k;
+    for (k = 1; k < 1000; k++) {
+        char **parts = NULL;
+        size_t n = 0;
+        fa_arm_own(k);
+        int rc = dg_outbox_split("aaaa\nbbbb\ncccc dddd", 10, &parts, &n);
+        int hit = fa_disarm();
+        if (rc == OC_OK) {
+            ck_assert_uint_eq(n, 2);
+            dg_outbox_parts_free(parts, n);
+        } else {
+            ck_assert_int_eq(rc, OC_ERR_NOMEM);
+            ck_assert_ptr_null(parts);
+            ck_assert_uint_eq(n, 0);
+        }
+        if (!hit)
+            break;
+    }
+    ck_assert_int_gt(k, 2);
+    oenv *o = oenv_open(NULL);
+    dg_store *st = o->e.p.store;
+    char text[3000];
+    memset(text, 'w', sizeof text - 1);
+    text[sizeof text - 1] = '\0';
+    const char *ids[] = {MEMBER};
+    int64_t owed = 0;
+    for (k = 1; k < 1000; k++) {
+        ck_assert_int_eq(dg_store_begin(st), OC_OK);
+        fa_arm_own(k);
+        int rc = dg_outbox_enqueue(st, o->chan, text, ids, 1, 1);
+        int hit = fa_disarm();
+        ck_assert_msg(rc == OC_OK || rc == OC_ERR_NOMEM, "allocation %ld: %s", k,
+                      oc_status_name(rc));
+        if (rc == OC_OK) {
+            owed += 2;
+            ck_assert_int_eq(dg_store_commit(st), OC_OK);
+        } else {
+            dg_store_rollback(st);
+        }
+        int64_t cnt = -1;
+        ck_assert_int_eq(dg_store_begin(st), OC_OK);
+        ck_assert_int_eq(dg_store_outbox_count(st, DG_OUTBOX_PENDING, &cnt), OC_OK);
+        dg_store_commit(st);
+        ck_assert_int_eq(cnt, owed);
+        if (!hit)
+            break;
+    }
+    ck_assert_int_gt(k, 2);
+    oenv_close(o);
 }
 END_TEST
 
@@ -1125,6 +1199,104 @@ START_TEST(lease_held_by_another_instance)
 }
 END_TEST
 
+START_TEST(start_refusals_and_option_bounds)
+{
+    /* Starting without a place for the dispatcher or without a Discord
+     * client is refused with a reason (also with no room for one); options
+     * out of range are brought within it and the dispatcher works. */
+    oenv *o = oenv_open(NULL);
+    char err[256];
+    ck_assert_int_eq(dg_outbox_start_opts(&o->e.p, &quick_outbox, NULL, err, sizeof err),
+                     OC_ERR_INVALID);
+    ck_assert_msg(strstr(err, "no place to store the dispatcher"), "%s", err);
+    dg_outbox *ob = NULL;
+    dg_discord *client = o->e.p.discord;
+    o->e.p.discord = NULL;
+    ck_assert_int_eq(dg_outbox_start_opts(&o->e.p, &quick_outbox, &ob, err, sizeof err),
+                     OC_ERR_INVALID);
+    ck_assert_msg(strstr(err, "discord.moderatorToken"), "%s", err);
+    ck_assert_int_eq(dg_outbox_start_opts(&o->e.p, &quick_outbox, &ob, NULL, 0), OC_ERR_INVALID);
+    ck_assert_ptr_null(ob);
+    o->e.p.discord = client;
+    ck_assert_int_eq(dg_outbox_wait_idle(NULL, 10), OC_ERR_INVALID);
+    dg_outbox_stats st;
+    dg_outbox_get_stats(NULL, &st);
+    ck_assert_uint_eq(st.sent, 0);
+    dg_outbox_options odd = {.backoff_base_ms = 30, .backoff_max_ms = 10, .max_attempts = -3,
+                             .max_inflight = 100000, .lease_ms = 1};
+    oenv_start(o, &odd);
+    enqueue(o, o->chan, "sent with odd options", NULL, 0);
+    ck_assert_int_eq(fake_discord_wait_messages(o->fd, o->chan, 1, 10000), 0);
+    wait_idle(o, 10000);
+    dg_outbox_get_stats(o->e.p.outbox, &st);
+    ck_assert_uint_eq(st.sent, 1);
+    oenv_close(o);
+}
+END_TEST
+
+START_TEST(corrupt_row_fails_for_good_without_a_request)
+{
+    /* A row the client refuses before any request (a channel id that is no
+     * snowflake, written into the table by something else) is marked failed
+     * with the reason and holds nothing up. */
+    oenv *o = oenv_open(NULL);
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open_v2(o->db, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    ck_assert_int_eq(sqlite3_exec(db, "INSERT INTO outbox (channel_id, content, nonce, "
+                                      "created_at_ms) VALUES ('general', 'lost', "
+                                      "'aaaaaaaaaaaaaaaaaaaaaaaa', 1)", NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    enqueue(o, o->chan, "fine", NULL, 0);
+    oenv_start(o, NULL);
+    ck_assert_int_eq(fake_discord_wait_messages(o->fd, o->chan, 1, 10000), 0);
+    for (int w = 0; w < 1000 && rows_in_state(o, DG_OUTBOX_FAILED) < 1; w++)
+        usleep(10 * 1000);
+    ck_assert_int_eq(rows_in_state(o, DG_OUTBOX_FAILED), 1);
+    size_t n = 0;
+    dg_outbox_row *rows = rows_of(&o->e, "general", &n);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_int_eq(rows[0].state, DG_OUTBOX_FAILED);
+    ck_assert_ptr_nonnull(rows[0].last_error);
+    dg_outbox_rows_free(rows, n);
+    ck_assert(obe_log_has(&o->e, "for channel general failed for good"));
+    ck_assert_uint_eq(fake_discord_message_count(o->fd, NULL), 1);
+    oenv_close(o);
+}
+END_TEST
+
+START_TEST(stop_while_marks_unrecorded_then_resent_once)
+{
+    /* Discord accepted a row, the store cannot record it, and the gateway
+     * stops: the loss is named (the row stays pending), and the next start
+     * posts it again with the same nonce, which Discord answers with the
+     * first message: one message in all, marked sent. */
+    oenv *o = oenv_open(NULL);
+    enqueue(o, o->chan, "accepted, then the gateway stops", NULL, 0);
+    size_t n = 0;
+    dg_outbox_row *rows = rows_of(&o->e, o->chan, &n);
+    char nonce[32];
+    snprintf(nonce, sizeof nonce, "%s", rows[0].nonce);
+    dg_outbox_rows_free(rows, n);
+    dg_store_test_fail_writes(o->e.p.store, 1);
+    oenv_start(o, NULL);
+    wait_refused(o, 2);
+    dg_outbox_stop(o->e.p.outbox);
+    o->e.p.outbox = NULL;
+    ck_assert(obe_log_has(&o->e, "was accepted by Discord but never recorded"));
+    dg_store_test_fail_writes(o->e.p.store, 0);
+    ck_assert_int_eq(rows_in_state(o, DG_OUTBOX_PENDING), 1);
+    oenv_start(o, NULL);
+    for (int w = 0; w < 1000 && rows_in_state(o, DG_OUTBOX_SENT) < 1; w++)
+        usleep(10 * 1000);
+    ck_assert_int_eq(rows_in_state(o, DG_OUTBOX_SENT), 1);
+    ck_assert_int_eq(posts_with_nonce(o->fd, nonce), 2);
+    ck_assert_uint_eq(fake_discord_message_count(o->fd, o->chan), 1);
+    oenv_close(o);
+}
+END_TEST
+
 /* The cases of outbox and outbox_pg (on_pg: the store is a PostgreSQL
  * database, tests/support/pg_server.h). */
 static Suite *outbox_suite(const char *name, int on_pg)
@@ -1161,6 +1333,10 @@ static Suite *outbox_suite(const char *name, int on_pg)
         tcase_add_test(sf, store_fault_sweep_sends_each_row_once);
         tcase_add_test(sf, store_unavailable_at_start_then_recovers);
         tcase_add_test(sf, lease_held_by_another_instance);
+        tcase_add_test(sf, corrupt_row_fails_for_good_without_a_request);
+        tcase_add_test(sf, stop_while_marks_unrecorded_then_resent_once);
+        tcase_add_test(sf, split_and_enqueue_out_of_memory);
+        tcase_add_test(sf, start_refusals_and_option_bounds);
         suite_add_tcase(s, sf);
     }
     TCase *load = tcase_create("load");
