@@ -2571,6 +2571,57 @@ START_TEST(test_summary_rules_and_preview_edges)
 }
 END_TEST
 
+/* Start the plugin with `discord` as the whole "discord" object. */
+static void plugin_start_discord(const char *discord)
+{
+    char text[4096];
+    char *store = tu_store_member_of(db);
+    snprintf(text, sizeof text,
+             "{\"noReplyProvider\":\"noreply\",\"noReplyModel\":\"no-reply\",%s,"
+             "\"discord\":%s,"
+             "\"agents\":{\"planner\":{\"discordUserId\":\"%s\"},"
+             "\"reviewer\":{\"discordUserId\":\"%s\"},\"coder\":{\"discordUserId\":\"%s\"}}}",
+             store, discord, PLANNER_ID, REVIEWER_ID, CODER_ID);
+    free(store);
+    json_t *cfg = tu_json(text);
+    H.ntools = 0;
+    H.nhooks = 0;
+    void *state = NULL;
+    char e[1024] = "";
+    int rc = oc_plugin_entry()->init(&api, cfg, &state, e, sizeof e);
+    json_decref(cfg);
+    ck_assert_msg(rc == OC_OK, "init: %s", e);
+    P = state;
+}
+
+START_TEST(test_create_needs_token_guild_and_moderator_id)
+{
+    /* Without a moderator token or a guild no channel can be made: refused as unsupported, naming what the operator
+     * has to set, and nothing asked of Discord. */
+    static const char *const cases[2][2] = {
+        {"{\"apiBase\":\"%s\",\"guildId\":\"%s\",\"moderatorUserId\":\"" MOD_ID "\"}",
+         "DIRIGENT_MODERATOR_TOKEN"},
+        {"{\"apiBase\":\"%s\",\"moderatorToken\":\"" MOD_TOKEN "\",\"moderatorUserId\":\""
+         MOD_ID "\"}", "discord.guildId"},
+    };
+    for (size_t i = 0; i < 2; i++) {
+        char discord[512];
+        snprintf(discord, sizeof discord, cases[i][0], fake_discord_url(fd),
+                 fake_discord_guild_id(fd));
+        plugin_start_discord(discord);
+        fake_discord_clear_requests(fd);
+        json_t *ctx = ctx_of("planner", ORIGIN), *res = NULL;
+        ck_assert_int_eq(tool("discord_channel_create", "{\"name\":\"nope\"}", ctx, &res),
+                         OC_ERR_UNSUPPORTED);
+        ck_assert_msg(strstr(err_msg(res), cases[i][1]), "%s", err_msg(res));
+        json_decref(res);
+        json_decref(ctx);
+        ck_assert_int_eq(created_channels(), 0);
+        plugin_stop();
+    }
+}
+END_TEST
+
 /* The cases of discuss and discuss_pg (on_pg: the store is a PostgreSQL
  * database, tests/support/pg_server.h). */
 static Suite *discuss_suite(const char *name, int on_pg)
@@ -2640,6 +2691,7 @@ static Suite *discuss_suite(const char *name, int on_pg)
     tcase_add_test(tc, test_create_plain);
     tcase_add_test(tc, test_create_guide_inert);
     tcase_add_test(tc, test_create_rest_failure_leaves_no_row);
+    tcase_add_test(tc, test_create_needs_token_guild_and_moderator_id);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("idempotent");
