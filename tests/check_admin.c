@@ -684,6 +684,52 @@ START_TEST(test_cancel_aborts_the_speakers_run_or_says_why_not)
 }
 END_TEST
 
+START_TEST(test_rotate_and_cancel_when_the_host_fails)
+{
+    /* The host cannot list the sessions: said, nothing reset or aborted. */
+    host_sessions();
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "hello");
+    ck_assert_int_eq(who_speaks(CH1, NULL), 0);
+    H.list_fails = 1;
+    admin_says(CH1, NULL, "!dirigent rotate", NULL);
+    ck_assert_ptr_nonnull(strstr(last_reply(), "rotate: the host could not list the sessions"));
+    admin_says(CH1, NULL, "!dirigent cancel", NULL);
+    ck_assert_ptr_nonnull(strstr(last_reply(), "cancel: the host could not list the sessions"));
+    ck_assert_str_eq(H.resets, "");
+    ck_assert_str_eq(H.aborts, "");
+    H.list_fails = 0;
+    /* Its resets and aborts fail: counted, logged by session, and the reply
+     * says so. */
+    H.reset_status = OC_ERR_IO;
+    admin_says(CH1, NULL, "!dirigent rotate", NULL);
+    ck_assert(tth_log_has(&H, "admin rotate: session_reset(agent:alpha:discord:channel:" CH1
+                              ") failed: OC_ERR_IO"));
+    ck_assert_ptr_nonnull(strstr(last_reply(), "rotated 0 session(s) of this channel; 3 could "
+                                                "not be reset"));
+    H.abort_status = OC_ERR_IO;
+    admin_says(CH1, NULL, "!dirigent cancel", NULL);
+    ck_assert(tth_log_has(&H, "admin cancel: run_abort(agent:alpha:discord:channel:" CH1
+                              ") failed: OC_ERR_IO"));
+    ck_assert_ptr_nonnull(strstr(last_reply(), "aborting alpha's run failed"));
+    ck_assert_int_eq(who_speaks(CH1, NULL), 0); /* the turn stays */
+    /* A list that is no array, or entries without a key, are no sessions. */
+    H.reset_status = OC_OK;
+    json_decref(H.sessions);
+    H.sessions = json_string("not a list");
+    admin_says(CH1, NULL, "!dirigent rotate", NULL);
+    ck_assert(tth_log_has(&H, "did not return an array; taken as no sessions"));
+    ck_assert_str_eq(last_reply(), "Dirigent (admin): rotated 0 session(s) of this channel; "
+                                   "the next message opens fresh ones.");
+    json_decref(H.sessions);
+    H.sessions = json_pack("[{s:s},{s:s,s:s}]", "agentId", TTH_ALPHA, "sessionKey", "",
+                           "agentId", TTH_BRAVO);
+    H.resets[0] = '\0';
+    admin_says(CH1, NULL, "!dirigent rotate", NULL);
+    ck_assert_str_eq(H.resets, "");
+}
+END_TEST
+
 /* A 1.0 host (its oc_host_api ends before session_reset): said, nothing done. */
 START_TEST(test_rotate_and_cancel_on_an_abi_1_0_host)
 {
@@ -815,6 +861,7 @@ Suite *make_admin_suite(void)
 
     tcase_add_test(ch, test_rotate_resets_the_channels_sessions);
     tcase_add_test(ch, test_cancel_aborts_the_speakers_run_or_says_why_not);
+    tcase_add_test(ch, test_rotate_and_cancel_when_the_host_fails);
     tcase_add_test(ch, test_rotate_and_cancel_on_an_abi_1_0_host);
 
     TCase *th = tcase_create("thread_policy");
