@@ -1238,6 +1238,36 @@ START_TEST(test_handoff_mentions_next_speaker_once)
 }
 END_TEST
 
+START_TEST(test_only_bare_mentions_are_handoffs)
+{
+    /* A moderator message of nothing but user mentions (with or without
+     * '!', white space around) is a hand-off: it leaves the agents' message
+     * count alone. Anything else the moderator says resets it (bug 5). */
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "go", NULL);
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "first view"), 1);
+    ck_assert_int_eq(peek(CH1, NULL, NULL).agent_msgs, 1);
+    static const char *const handoffs[] = {" <@!" TTH_BRAVO_UID ">\n", "<@" TTH_BRAVO_UID ">"
+                                           " <@" TTH_CHARLIE_UID ">"};
+    char id[24];
+    for (size_t i = 0; i < 2; i++) {
+        ck_assert_int_eq(tth_msg(&H, CH1, NULL, mid(id), TTH_MOD_UID, 1, handoffs[i], NULL),
+                         OC_OK);
+        ck_assert_msg(peek(CH1, NULL, NULL).agent_msgs == 1, "%s", handoffs[i]);
+    }
+    static const char *const not_handoffs[] = {"<@x1>", "<@123", "<@!>", "<@1> thanks", ""};
+    for (size_t i = 0; i < 5; i++) {
+        int spk = who_speaks(ABC, 3, CH1, NULL);
+        ck_assert_int_ge(spk, 0);
+        ck_assert_int_eq(run(ABC[spk], CH1, NULL, "another view"), 1);
+        ck_assert_int_gt(peek(CH1, NULL, NULL).agent_msgs, 0);
+        ck_assert_int_eq(tth_msg(&H, CH1, NULL, mid(id), TTH_MOD_UID, 1, not_handoffs[i], NULL),
+                         OC_OK);
+        ck_assert_msg(peek(CH1, NULL, NULL).agent_msgs == 0, "\"%s\"", not_handoffs[i]);
+    }
+}
+END_TEST
+
 START_TEST(test_handoff_goes_to_the_discord_thread)
 {
     join3(CH1, TH1);
@@ -2068,6 +2098,7 @@ static Suite *turn_hooks_suite(const char *name, int on_pg)
         tcase_add_test(ch, test_failed_commit_is_never_seen_and_leaves_the_turn);
     tcase_add_test(ch, test_state_row_round_trip);
     tcase_add_test(ch, test_handoff_mentions_next_speaker_once);
+    tcase_add_test(ch, test_only_bare_mentions_are_handoffs);
     tcase_add_test(ch, test_loop_guard_rests_scope_and_says_so_once);
     tcase_add_test(ch, test_loop_guard_notice_from_templates_dir);
     tcase_add_test(ch, test_timeout_moves_the_turn);
