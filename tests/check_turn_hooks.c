@@ -1998,6 +1998,63 @@ END_TEST
 
 /* The cases of turn_hooks and turn_hooks_pg (on_pg: the plugin's store is
  * a PostgreSQL database, tests/support/pg_server.h). */
+START_TEST(test_engine_refuses_bad_sessions_and_ids)
+{
+    /* The hooks validate before they call the engine; the engine's own
+     * entry points refuse what no hook would pass, changing nothing. */
+    dg_turns *t = tth_plugin(&H)->turns;
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "go", NULL);
+    char key[200], longid[DG_SCOPE_ID_MAX + 8];
+    memset(longid, '7', sizeof longid - 1);
+    longid[sizeof longid - 1] = '\0';
+    const dg_turn_session bad[] = {
+        {.agent_id = "", .session_key = "k", .channel_id = CH1},
+        {.agent_id = TTH_ALPHA, .session_key = NULL, .channel_id = CH1},
+        {.agent_id = TTH_ALPHA, .session_key = "k", .channel_id = longid},
+        {.agent_id = TTH_ALPHA, .session_key = "k", .channel_id = CH1, .thread_id = longid},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        dg_turn_verdict v;
+        ck_assert_int_eq(dg_turns_resolve_run(t, &bad[i], NULL, &v), OC_ERR_INVALID);
+        dg_turn_claim cl;
+        ck_assert_int_eq(dg_turns_claim(t, &bad[i], NULL, NULL, &cl), OC_ERR_INVALID);
+        int cancel = 0, managed = 1;
+        char reason[128];
+        ck_assert_int_eq(dg_turns_check_outbound(t, &bad[i], NULL, "x", &cancel, reason,
+                                                 sizeof reason), OC_ERR_INVALID);
+        ck_assert_int_eq(dg_turns_check_send(t, &bad[i], "x", &cancel, reason, sizeof reason),
+                         OC_ERR_INVALID);
+        ck_assert_int_eq(dg_turns_channel_managed(t, &bad[i], &managed), OC_ERR_INVALID);
+        ck_assert_int_eq(dg_turns_run_end(t, &bad[i], NULL, "x", 0, 1), OC_ERR_INVALID);
+    }
+    /* An empty run id is no run id. */
+    const dg_turn_session alpha = {.agent_id = TTH_ALPHA, .channel_id = CH1,
+                                   .session_key = tth_session_key(key, sizeof key, TTH_ALPHA,
+                                                                  CH1, NULL)};
+    dg_turn_verdict v;
+    ck_assert_int_eq(dg_turns_resolve_run(t, &alpha, "", &v), OC_OK);
+    ck_assert_int_eq(v.no_reply, 0);
+    dg_turn_claim cl;
+    ck_assert_int_eq(dg_turns_claim(t, &alpha, "", NULL, &cl), OC_OK);
+    ck_assert_int_eq(cl.claimed, 0);
+    /* Discussion calls with empty or oversized ids. */
+    dg_store *st = tth_plugin(&H)->store;
+    const char *order[] = {TTH_BRAVO, ""};
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    ck_assert_int_eq(dg_turns_prefill_discussion(t, CH2, "", NULL, 0, 1), OC_ERR_INVALID);
+    ck_assert_int_eq(dg_turns_prefill_discussion(t, longid, TTH_ALPHA, NULL, 0, 1),
+                     OC_ERR_INVALID);
+    ck_assert_int_eq(dg_turns_prefill_discussion(t, CH2, TTH_ALPHA, order, 2, 1),
+                     OC_ERR_INVALID);
+    ck_assert_int_eq(dg_turns_close_channel(t, "", 1), OC_ERR_INVALID);
+    ck_assert_int_eq(dg_turns_wake_with_result(t, CH1, "", 1), OC_ERR_INVALID);
+    ck_assert_int_eq(dg_turns_wake_with_result(t, longid, TTH_ALPHA, 1), OC_ERR_INVALID);
+    dg_store_rollback(st);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 0);
+}
+END_TEST
+
 /* ---- a store that cannot start a transaction ------------------------------------------- */
 
 static void setup_faulty_store(void)
@@ -2099,6 +2156,7 @@ static Suite *turn_hooks_suite(const char *name, int on_pg)
     tcase_add_test(ch, test_state_row_round_trip);
     tcase_add_test(ch, test_handoff_mentions_next_speaker_once);
     tcase_add_test(ch, test_only_bare_mentions_are_handoffs);
+    tcase_add_test(ch, test_engine_refuses_bad_sessions_and_ids);
     tcase_add_test(ch, test_loop_guard_rests_scope_and_says_so_once);
     tcase_add_test(ch, test_loop_guard_notice_from_templates_dir);
     tcase_add_test(ch, test_timeout_moves_the_turn);
