@@ -586,6 +586,15 @@ START_TEST(test_admin_close_refusals_change_nothing)
         ck_assert_int_eq(d.status, DG_DISCUSSION_ACTIVE);
         dg_discussion_clear(&d);
     }
+    /* A path longer than the command takes. */
+    char longcmd[1200] = "!dirigent close ";
+    memset(longcmd + strlen(longcmd), 'a', 1100);
+    longcmd[sizeof longcmd - 1] = '\0';
+    admin_says(CH2, NULL, longcmd, NULL);
+    ck_assert(last_reply_has("the summary path is longer than 1023 bytes; nothing changed."));
+    dg_discussion dl = row_of(CH2);
+    ck_assert_int_eq(dl.status, DG_DISCUSSION_ACTIVE);
+    dg_discussion_clear(&dl);
     ck_assert_int_eq(tth_outbox_count(&H, ORIGIN), 0);
     /* Not a discussion channel. */
     join3(CH1, NULL);
