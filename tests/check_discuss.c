@@ -809,6 +809,25 @@ START_TEST(test_overrides_redriven_after_restart)
     plugin_restart();    /* nothing left: no second patch */
     ck_assert(routed_to_noreply("reviewer", channel, NULL));
     ck_assert_int_eq(patches_of(key), 1);
+    /* A session first seen after the close whose patch the host refuses:
+     * logged, and patched on its next run. */
+    H.patch_fail = 1;
+    ck_assert(routed_to_noreply("coder", channel, "310000000000000009"));
+    int logged = 0;
+    for (int i = 0; i < 500 && !logged; i++) {
+        pthread_mutex_lock(&H.mu);
+        logged = H.logs.text && strstr(H.logs.text, "failed (OC_ERR_IO); retried later");
+        pthread_mutex_unlock(&H.mu);
+        if (!logged)
+            usleep(10 * 1000);
+    }
+    ck_assert(logged);
+    H.patch_fail = 0;
+    snprintf(key, sizeof key, "agent:coder:discord:channel:%s:thread:310000000000000009",
+             channel);
+    ck_assert_int_eq(patches_of(key), 0);
+    ck_assert(routed_to_noreply("coder", channel, "310000000000000009"));
+    ck_assert_int_eq(patches_of(key), 1);
 }
 END_TEST
 
