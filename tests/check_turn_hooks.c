@@ -2127,6 +2127,75 @@ START_TEST(test_timeout_waits_for_a_failing_store)
 }
 END_TEST
 
+/* Marks of message id in the store (0 or 1), through a connection of its own. */
+static int marks_of(const char *id)
+{
+    sqlite3 *db;
+    char *path = tu_path(H.dir, "dirigent.db");
+    ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    free(path);
+    sqlite3_busy_timeout(db, 5000);
+    sqlite3_stmt *st;
+    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM turn_ledger WHERE k < '~' AND "
+                                            "instr(k, ?) > 0", -1, &st, NULL), SQLITE_OK);
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    int n = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+}
+
+START_TEST(test_read_fault_sweep_changes_nothing_half_way)
+{
+    /* The nth read of the database fails (a failing disk, faultvfs.h) while
+     * a human message is ingested or a speaker's run ends, for n = 1, 2, ...
+     * until a call read less. Each step: the call succeeds, or fails with
+     * OC_ERR_IO having changed nothing -- no mark of the message, the turn
+     * where it was -- and then goes through once when the host calls again. */
+    sqlite3 *db = tth_plugin(&H)->store->db;
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "go", NULL);
+    char id[24];
+    long n;
+    int failed = 0;
+    for (n = 1; n < 300; n++) {
+        mid(id);
+        sqlite3_db_release_memory(db);
+        fv_fail_read_nth(n);
+        int rc = tth_msg(&H, CH1, NULL, id, TTH_HUMAN_UID, 0, "read fault", NULL);
+        int hit = fv_fail_read_nth_hit();
+        fv_fail_read_nth(0);
+        if (rc != OC_OK) {
+            failed++;
+            ck_assert_msg(rc == OC_ERR_IO, "read %ld: %s", n, oc_status_name(rc));
+            ck_assert_int_eq(marks_of(id), 0);
+            ck_assert_int_eq(tth_msg(&H, CH1, NULL, id, TTH_HUMAN_UID, 0, "read fault", NULL),
+                             OC_OK);
+        }
+        ck_assert_int_eq(marks_of(id), 1);
+        int spk = who_speaks(ABC, 3, CH1, NULL);
+        ck_assert_int_ge(spk, 0);
+        sqlite3_db_release_memory(db);
+        fv_fail_read_nth(n);
+        rc = tth_end(&H, ABC[spk], CH1, NULL, "NO_REPLY", 0);
+        hit |= fv_fail_read_nth_hit();
+        fv_fail_read_nth(0);
+        if (rc != OC_OK) {
+            failed++;
+            ck_assert_msg(rc == OC_ERR_IO, "read %ld: %s", n, oc_status_name(rc));
+            ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), spk);
+            ck_assert_int_eq(tth_end(&H, ABC[spk], CH1, NULL, "NO_REPLY", 0), OC_OK);
+        }
+        ck_assert_int_ne(who_speaks(ABC, 3, CH1, NULL), spk);
+        if (!hit)
+            break;
+    }
+    ck_assert_int_lt(n, 300);
+    ck_assert_int_gt(failed, 0);
+}
+END_TEST
+
 static Suite *turn_hooks_suite(const char *name, int on_pg)
 {
     Suite *s = suite_create(name);
@@ -2196,6 +2265,7 @@ static Suite *turn_hooks_suite(const char *name, int on_pg)
         tcase_set_timeout(fs, 60);
         tcase_add_test(fs, test_store_unavailable_every_hook_fails_cleanly);
         tcase_add_test(fs, test_timeout_waits_for_a_failing_store);
+        tcase_add_test(fs, test_read_fault_sweep_changes_nothing_half_way);
         suite_add_tcase(s, fs);
     }
 

@@ -21,6 +21,8 @@ static atomic_int fv_on;
 static atomic_long fv_count;
 static atomic_long fv_nth;     /* >0: write locks to go until the one refused */
 static atomic_int fv_nth_was;
+static atomic_long fv_rnth;    /* >0: reads to go until the one that fails */
+static atomic_int fv_rnth_was;
 
 #define REAL(f) (((fv_file *)(f))->real)
 
@@ -32,6 +34,11 @@ static int x_close(sqlite3_file *f)
 }
 static int x_read(sqlite3_file *f, void *b, int n, sqlite3_int64 o)
 {
+    if (atomic_load(&fv_rnth) > 0 && atomic_fetch_sub(&fv_rnth, 1) == 1) {
+        atomic_store(&fv_rnth_was, 1);
+        atomic_fetch_add(&fv_count, 1);
+        return SQLITE_IOERR_READ;
+    }
     return REAL(f)->pMethods->xRead(REAL(f), b, n, o);
 }
 static int x_write(sqlite3_file *f, const void *b, int n, sqlite3_int64 o)
@@ -225,6 +232,17 @@ void fv_fail_nth(long n)
 int fv_fail_nth_hit(void)
 {
     return atomic_load(&fv_nth_was);
+}
+
+void fv_fail_read_nth(long n)
+{
+    atomic_store(&fv_rnth_was, 0);
+    atomic_store(&fv_rnth, n > 0 ? n : 0);
+}
+
+int fv_fail_read_nth_hit(void)
+{
+    return atomic_load(&fv_rnth_was);
 }
 
 long fv_refused(void)

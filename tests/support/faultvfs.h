@@ -29,7 +29,14 @@ void fv_fail_begin(int on);
 void fv_fail_nth(long n);
 int fv_fail_nth_hit(void);
 
-/* Write locks refused since fv_install. Any thread. */
+/* The same for reads: the nth read of a file (database or WAL, whichever
+ * thread) fails with SQLITE_IOERR_READ, once, the way a failing disk
+ * reports it. A page SQLite has cached is not read again: a sweep empties
+ * the connection's cache first (sqlite3_db_release_memory). */
+void fv_fail_read_nth(long n);
+int fv_fail_read_nth_hit(void);
+
+/* Write locks refused and reads failed since fv_install. Any thread. */
 long fv_refused(void);
 
 #endif
