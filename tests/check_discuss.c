@@ -30,6 +30,7 @@
 #include "summary.h"
 #include "store.h"
 #include "store_discuss.h"
+#include "store_internal.h"
 #include "pg_server.h"
 #include "testutil.h"
 
@@ -2353,42 +2354,45 @@ static size_t created_channels(void)
  * tool call cannot start (tests/support/faultvfs.h; whichever thread asks,
  * the outbox's too), for n = 1, 2, ... until the call started fewer. Each
  * step: the call succeeds, or fails with OC_ERR_IO and a message naming the
- * store, and leaves no half-done work -- no discussion row or Discord
+ * store or saying to try again, and leaves no half-done work -- no discussion row or Discord
  * channel of a create that failed, a discussion a failed callback did not
  * close still active. k = 0: create a discussion (with a toolCallId, so the
  * idempotency ledger is written too); 1: a plain channel; 2: discuss-callback;
- * 3: discussion_status; 4: discussion_list.
+ * 3: discussion_status; 4: discussion_list. _i = 5..9: the same with the
+ * nth read of the database failing instead (the connection's cache emptied
+ * first, so every page is read).
  */
 START_TEST(test_tools_store_faults)
 {
+    int k = _i % 5, reads = _i >= 5;
     long n;
-    for (n = 1; n < 200; n++) {
+    for (n = 1; n < 400; n++) {
         setup();
         ck_assert_int_eq(fv_install(), 0);
         plugin_start();
         const char *d = NULL;
-        if (_i >= 2) {
+        if (k >= 2) {
             d = open_discussion();
             write_ws("plans/ok.md", "fine\n");
         }
         json_t *res = NULL, *ctx;
         char params[1024];
         const char *name;
-        if (_i == 0) {
+        if (k == 0) {
             name = "discord_channel_create";
             ctx = ctx_call("planner", ORIGIN, "call-sf");
             snprintf(params, sizeof params,
                      "{\"name\":\"csm-sf\",\"participants\":[\"reviewer\",\"coder\"],"
                      "\"callbackChannelId\":\"%s\",\"discussGuide\":\"%s\"}", ORIGIN, GUIDE);
-        } else if (_i == 1) {
+        } else if (k == 1) {
             name = "discord_channel_create";
             ctx = ctx_call("planner", ORIGIN, "call-sf");
             snprintf(params, sizeof params, "{\"name\":\"plain-sf\"}");
-        } else if (_i == 2) {
+        } else if (k == 2) {
             name = "discuss-callback";
             ctx = ctx_call("planner", d, "call-sf");
             snprintf(params, sizeof params, "{\"summaryPath\":\"plans/ok.md\"}");
-        } else if (_i == 3) {
+        } else if (k == 3) {
             name = "discussion_status";
             ctx = ctx_of("planner", d);
             snprintf(params, sizeof params, "{}");
@@ -2397,18 +2401,25 @@ START_TEST(test_tools_store_faults)
             ctx = ctx_of("planner", ORIGIN);
             snprintf(params, sizeof params, "{}");
         }
-        fv_fail_nth(n);
+        if (reads) {
+            sqlite3_db_release_memory(P->store->db); /* every page read again */
+            fv_fail_read_nth(n);
+        } else {
+            fv_fail_nth(n);
+        }
         int rc = tool(name, params, ctx, &res);
-        int hit = fv_fail_nth_hit();
+        int hit = reads ? fv_fail_read_nth_hit() : fv_fail_nth_hit();
         fv_fail_nth(0);
+        fv_fail_read_nth(0);
         if (rc != OC_OK) {
             ck_assert_msg(rc == OC_ERR_IO, "transaction %ld: %s: %s", n, oc_status_name(rc),
                           err_msg(res));
-            ck_assert_msg(strstr(err_msg(res), "store") || strstr(err_msg(res), "recorded"),
+            ck_assert_msg(strstr(err_msg(res), "store") || strstr(err_msg(res), "recorded") ||
+                              strstr(err_msg(res), "try again"),
                           "transaction %ld: %s", n, err_msg(res));
         }
         char made[32] = "";
-        if (rc == OC_OK && _i == 0)
+        if (rc == OC_OK && k == 0)
             snprintf(made, sizeof made, "%s", dstr(res, "channelId"));
         json_decref(res);
         json_decref(ctx);
@@ -2417,15 +2428,15 @@ START_TEST(test_tools_store_faults)
         ck_assert_int_eq(dg_outbox_wait_idle(P->outbox, 10000), OC_OK);
         if (made[0])
             check_kickoff(made);
-        if (rc == OC_OK && _i == 2)
+        if (rc == OC_OK && k == 2)
             check_result(d, "plans/ok.md");
-        if (_i <= 1) {
+        if (k <= 1) {
             ck_assert_msg(created_channels() == (rc == OC_OK ? 1u : 0u),
                           "transaction %ld: %s left %zu channels", n, oc_status_name(rc),
                           created_channels());
-            if (_i == 0)
+            if (k == 0)
                 ck_assert_int_eq(count_rows("discussions"), rc == OC_OK ? 1 : 0);
-        } else if (_i == 2) {
+        } else if (k == 2) {
             dg_discussion row = load_row(d);
             ck_assert_int_eq(row.status, rc == OC_OK ? DG_DISCUSSION_CLOSED
                                                      : DG_DISCUSSION_ACTIVE);
@@ -2438,7 +2449,7 @@ START_TEST(test_tools_store_faults)
         }
     }
     ck_assert_int_gt(n, 1);
-    ck_assert_int_lt(n, 200);
+    ck_assert_int_lt(n, 400);
 }
 END_TEST
 
@@ -2741,7 +2752,7 @@ static Suite *discuss_suite(const char *name, int on_pg)
     suite_add_tcase(s, tc);
     tc = tcase_create("store_faults");
     tcase_set_timeout(tc, 120);
-    tcase_add_loop_test(tc, test_tools_store_faults, 0, 5);
+    tcase_add_loop_test(tc, test_tools_store_faults, 0, 10);
     suite_add_tcase(s, tc);
     return s;
 }
