@@ -13,9 +13,11 @@
 
 #include "openclaw/plugin.h"
 #include "discuss.h"
+#include "faultvfs.h"
 #include "scope.h"
 #include "store.h"
 #include "store_discuss.h"
+#include "store_internal.h"
 #include "store_outbox.h"
 #include "testutil.h"
 #include "turn_test_host.h"
@@ -739,6 +741,56 @@ START_TEST(test_rotate_and_cancel_when_the_host_fails)
 }
 END_TEST
 
+static void setup_faulty(void)
+{
+    ck_assert_int_eq(fv_install(), 0); /* before the plugin opens its database */
+    setup_channel();
+}
+
+START_TEST(test_commands_under_read_faults_run_once)
+{
+    /* The nth read of the database fails while an owner's command runs
+     * (faultvfs.h), for n = 1, 2, ... until the command read less: it
+     * fails with OC_ERR_IO and nothing (no reply, no change), or runs; the
+     * host delivering it again runs it once. Each command ends with exactly
+     * one reply more than before. */
+    sqlite3 *db = tth_plugin(&H)->store->db;
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "hello");
+    static const char *const cmds[] = {"!dirigent status", "!dirigent skip", "!dirigent rest",
+                                       "!dirigent wake", "!dirigent help"};
+    for (size_t c = 0; c < sizeof cmds / sizeof cmds[0]; c++) {
+        long n;
+        for (n = 1; n < 300; n++) {
+            size_t before;
+            dg_outbox_rows_free(outbox(&before), before);
+            char id[24];
+            mid(id);
+            sqlite3_db_release_memory(db);
+            fv_fail_read_nth(n);
+            int rc = tth_msg(&H, CH1, NULL, id, ADMIN_UID, 0, cmds[c], NULL);
+            int hit = fv_fail_read_nth_hit();
+            fv_fail_read_nth(0);
+            size_t after;
+            dg_outbox_rows_free(outbox(&after), after);
+            if (rc != OC_OK) {
+                ck_assert_msg(rc == OC_ERR_IO, "%s, read %ld: %s", cmds[c], n,
+                              oc_status_name(rc));
+                ck_assert_uint_eq(after, before);
+                ck_assert_int_eq(tth_msg(&H, CH1, NULL, id, ADMIN_UID, 0, cmds[c], NULL),
+                                 OC_OK);
+                dg_outbox_rows_free(outbox(&after), after);
+            }
+            ck_assert_msg(after == before + 1, "%s, read %ld: %zu replies", cmds[c], n,
+                          after - before);
+            if (!hit)
+                break;
+        }
+        ck_assert_int_lt(n, 300);
+    }
+}
+END_TEST
+
 /* A 1.0 host (its oc_host_api ends before session_reset): said, nothing done. */
 START_TEST(test_rotate_and_cancel_on_an_abi_1_0_host)
 {
@@ -873,6 +925,11 @@ Suite *make_admin_suite(void)
     tcase_add_test(ch, test_rotate_and_cancel_when_the_host_fails);
     tcase_add_test(ch, test_rotate_and_cancel_on_an_abi_1_0_host);
 
+    TCase *rf = tcase_create("read_faults");
+    tcase_add_checked_fixture(rf, setup_faulty, teardown);
+    tcase_set_timeout(rf, 120);
+    tcase_add_test(rf, test_commands_under_read_faults_run_once);
+    suite_add_tcase(s, rf);
     TCase *th = tcase_create("thread_policy");
     tcase_add_checked_fixture(th, setup_thread, teardown);
     tcase_add_test(th, test_thread_policy_rotate_and_cancel_act_on_their_thread);
