@@ -22,6 +22,8 @@
 #include "openclaw/plugin.h"
 #include "dirigent.h"
 #include "discuss.h"
+#include "discuss_status.h"
+#include "turn_view.h"
 #include "failalloc.h"
 #include "fake_discord.h"
 #include "faultvfs.h"
@@ -2462,6 +2464,10 @@ START_TEST(test_contract_edges)
     ck_assert_str_eq(dg_discussion_status_name(DG_DISCUSSION_CLOSED), "closed");
     ck_assert_str_eq(dg_discussion_status_name(DG_DISCUSSION_NONE), "none");
     dg_discussion_clear(NULL);
+    dg_discussion_info_clear(NULL);
+    dg_turn_view_clear(NULL);
+    dg_discussion empty = {0};
+    ck_assert_int_eq(dg_discussion_has_member(&empty, NULL), 0);
     dg_channel_created_clear(NULL);
     dg_callback_result_clear(NULL);
     dg_session_refs_release(NULL);
@@ -2514,6 +2520,30 @@ START_TEST(test_seen_set)
     ck_assert_int_eq(dg_seen_set_has(s, "n", "65535"), 1);
     dg_seen_set_free(s);
     dg_seen_set_free(NULL);
+
+    /* Out of memory on each allocation of a lookup or an add (long keys do
+     * not fit the stack buffer): "not seen" and OC_ERR_NOMEM, nothing kept. */
+    ck_assert(fa_available());
+    s = dg_seen_set_new();
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(dg_seen_set_add(s, big, "y"), OC_OK);
+    fa_arm_own(1);
+    int has = dg_seen_set_has(s, big, "y");
+    ck_assert(fa_disarm());
+    ck_assert_int_eq(has, 0); /* could not look: not seen (the caller does the work) */
+    long k;
+    for (k = 1; k < 100; k++) {
+        fa_arm_own(k);
+        int rc = dg_seen_set_add(s, big, "z");
+        int hit = fa_disarm();
+        ck_assert(rc == OC_OK || rc == OC_ERR_NOMEM);
+        ck_assert_int_eq(dg_seen_set_has(s, big, "z"), rc == OC_OK);
+        if (rc == OC_OK)
+            break;
+        ck_assert(hit);
+    }
+    ck_assert_int_gt(k, 1);
+    dg_seen_set_free(s);
 }
 END_TEST
 

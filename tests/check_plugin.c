@@ -17,6 +17,8 @@
 
 #include "failalloc.h"
 #include "openclaw/plugin.h"
+#include "core.h"
+#include "dirigent.h"
 #include "store.h"
 #include "testutil.h"
 
@@ -407,6 +409,13 @@ START_TEST(test_host_refusals_fail_init_cleanly)
     ck_assert_ptr_null(state);
     H.refuse_tools = 0;
     pl->shutdown(NULL); /* nothing to shut down */
+    dg_core_free(NULL);
+    /* A bare instance: no log queue to pump, the wall clock as its clock. */
+    dg_plugin bare;
+    memset(&bare, 0, sizeof bare);
+    ck_assert_int_eq(dg_log_pump_start(&bare), OC_ERR_INVALID);
+    int64_t wall = dg_wall_clock_ms(NULL), now = dg_now_ms(&bare);
+    ck_assert(now >= wall && now - wall < 60 * 1000);
     /* The host works again: init succeeds on the same database. */
     ck_assert_int_eq(pl->init(&api, cfg, &state, err, sizeof err), OC_OK);
     pl->shutdown(state);
