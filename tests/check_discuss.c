@@ -952,6 +952,9 @@ START_TEST(test_refuse_empty_summary)
     refused("planner", disc, "plans/blank.md", OC_ERR_INVALID, "summaryPath");
     write_ws("plans/nbsp.md", "\xef\xbb\xbf\xc2\xa0\n\xe3\x80\x80 \n");
     refused("planner", disc, "plans/nbsp.md", OC_ERR_INVALID, "at least one character");
+    /* Zero width space, narrow no-break space, medium mathematical space. */
+    write_ws("plans/zw.md", "\xe2\x80\x8b\xe2\x80\xaf\xe2\x81\x9f\n");
+    refused("planner", disc, "plans/zw.md", OC_ERR_INVALID, "at least one character");
     /* Nothing queued for the origin either. */
     char q[120];
     snprintf(q, sizeof q, "outbox WHERE channel_id = '%s'", ORIGIN);
@@ -2682,6 +2685,33 @@ START_TEST(test_create_needs_token_guild_and_moderator_id)
 }
 END_TEST
 
+START_TEST(test_create_repeat_with_a_full_topic)
+{
+    /* A topic that leaves no room for the call's marker: created with the
+     * topic as given (the whole topic is what a recovery would look for),
+     * and a repeat of the call answers the same channel. */
+    plugin_start();
+    char topic[1025];
+    memset(topic, 't', 1024);
+    topic[1024] = '\0';
+    char params[1400];
+    snprintf(params, sizeof params, "{\"name\":\"plain-full\",\"topic\":\"%s\"}", topic);
+    json_t *ctx = ctx_call("planner", ORIGIN, "call-full"), *res = NULL;
+    ck_assert_int_eq(tool("discord_channel_create", params, ctx, &res), OC_OK);
+    char ch[32];
+    snprintf(ch, sizeof ch, "%s", dstr(res, "channelId"));
+    json_decref(res);
+    json_t *c = fake_discord_channel(fd, ch);
+    ck_assert_str_eq(json_string_value(json_object_get(c, "topic")), topic);
+    json_decref(c);
+    ck_assert_int_eq(tool("discord_channel_create", params, ctx, &res), OC_OK);
+    ck_assert_str_eq(dstr(res, "channelId"), ch);
+    json_decref(res);
+    json_decref(ctx);
+    ck_assert_int_eq(created_channels(), 1);
+}
+END_TEST
+
 /* The cases of discuss and discuss_pg (on_pg: the store is a PostgreSQL
  * database, tests/support/pg_server.h). */
 static Suite *discuss_suite(const char *name, int on_pg)
@@ -2763,6 +2793,7 @@ static Suite *discuss_suite(const char *name, int on_pg)
     tcase_add_test(tc, test_create_plain_repeat_and_other_ids);
     tcase_add_test(tc, test_create_repeat_recovers_lost_channel);
     tcase_add_test(tc, test_create_repeat_after_refusal_creates_once);
+    tcase_add_test(tc, test_create_repeat_with_a_full_topic);
     tcase_add_test(tc, test_create_repeat_while_running_is_refused);
     suite_add_tcase(s, tc);
 
