@@ -627,6 +627,15 @@ END_TEST
 
 /* ---- thread policy -------------------------------------------------------------- */
 
+/* Rows in the outbox now. */
+static size_t outbox_n(void)
+{
+    size_t n;
+    dg_outbox_row *rows = outbox(&n);
+    dg_outbox_rows_free(rows, n);
+    return n;
+}
+
 /* ---- rotate / cancel: owner commands per scope (ABI 1.1 host calls) --------------- */
 
 /* What sessions_list answers: alpha, bravo in CH1; alpha in thread TH1 too. */
@@ -762,8 +771,7 @@ START_TEST(test_commands_under_read_faults_run_once)
     for (size_t c = 0; c < sizeof cmds / sizeof cmds[0]; c++) {
         long n;
         for (n = 1; n < 300; n++) {
-            size_t before;
-            dg_outbox_rows_free(outbox(&before), before);
+            size_t before = outbox_n();
             char id[24];
             mid(id);
             sqlite3_db_release_memory(db);
@@ -771,15 +779,14 @@ START_TEST(test_commands_under_read_faults_run_once)
             int rc = tth_msg(&H, CH1, NULL, id, ADMIN_UID, 0, cmds[c], NULL);
             int hit = fv_fail_read_nth_hit();
             fv_fail_read_nth(0);
-            size_t after;
-            dg_outbox_rows_free(outbox(&after), after);
+            size_t after = outbox_n();
             if (rc != OC_OK) {
                 ck_assert_msg(rc == OC_ERR_IO, "%s, read %ld: %s", cmds[c], n,
                               oc_status_name(rc));
                 ck_assert_uint_eq(after, before);
                 ck_assert_int_eq(tth_msg(&H, CH1, NULL, id, ADMIN_UID, 0, cmds[c], NULL),
                                  OC_OK);
-                dg_outbox_rows_free(outbox(&after), after);
+                after = outbox_n();
             }
             ck_assert_msg(after == before + 1, "%s, read %ld: %zu replies", cmds[c], n,
                           after - before);
