@@ -2047,11 +2047,29 @@ START_TEST(test_engine_refuses_bad_sessions_and_ids)
                      OC_ERR_INVALID);
     ck_assert_int_eq(dg_turns_prefill_discussion(t, CH2, TTH_ALPHA, order, 2, 1),
                      OC_ERR_INVALID);
+    const char *many[DG_TURN_MAX_MEMBERS + 1];
+    char names[DG_TURN_MAX_MEMBERS + 1][16];
+    for (int i = 0; i <= DG_TURN_MAX_MEMBERS; i++) {
+        snprintf(names[i], sizeof names[i], "agent%d", i);
+        many[i] = names[i];
+    }
+    ck_assert_int_eq(dg_turns_prefill_discussion(t, CH2, TTH_ALPHA, many,
+                                                 DG_TURN_MAX_MEMBERS + 1, 1), OC_ERR_INVALID);
+    /* A repeated participant counts once. */
+    const char *twice[] = {TTH_BRAVO, TTH_BRAVO, TTH_CHARLIE};
+    ck_assert_int_eq(dg_turns_prefill_discussion(t, CH2, TTH_ALPHA, twice, 3, 1), OC_OK);
     ck_assert_int_eq(dg_turns_close_channel(t, "", 1), OC_ERR_INVALID);
     ck_assert_int_eq(dg_turns_wake_with_result(t, CH1, "", 1), OC_ERR_INVALID);
     ck_assert_int_eq(dg_turns_wake_with_result(t, longid, TTH_ALPHA, 1), OC_ERR_INVALID);
     dg_store_rollback(st);
     ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 0);
+    dg_scope sc;
+    ck_assert_int_eq(dg_scope_conversation(CH1, &sc), OC_OK);
+    int members = 0;
+    dg_channel_mode mode;
+    ck_assert_int_eq(dg_turns_peek(t, &sc, NULL, &mode, &members), OC_OK);
+    ck_assert_int_eq(members, 3);
+    ck_assert_int_eq(mode, DG_MODE_NORMAL);
 }
 END_TEST
 
