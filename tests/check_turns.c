@@ -490,6 +490,18 @@ START_TEST(test_admin_words_and_names)
     ck_assert(dg_turn_state_same(&s, &before));
     ck_assert_int_eq(dg_turn_admin_wake(&s, &c, B, 1000), 0);
     ck_assert_int_eq(dg_turn_speaker(&s, &c), B);
+
+    /* A run end of no member changes nothing, in a closed channel it moves
+     * no turn; nobody is no member that may send. */
+    before = s;
+    dg_turn_effects_init(&fx);
+    dg_turn_on_run_end(&s, &c, 9, DG_RUN_SPOKE, 1, -1, 2000, &fx);
+    ck_assert(dg_turn_state_same(&s, &before));
+    c.mode = DG_MODE_CLOSED;
+    dg_turn_on_run_end(&s, &c, B, DG_RUN_SPOKE, 0, -1, 2000, &fx);
+    ck_assert_int_eq(dg_turn_speaker(&s, &c), B);
+    c.mode = DG_MODE_NORMAL;
+    ck_assert_int_eq(dg_turn_may_send(&s, &c, DG_NOBODY, 2000), 0);
 }
 END_TEST
 
