@@ -505,6 +505,16 @@ START_TEST(test_admin_words_and_names)
 }
 END_TEST
 
+/*
+ * Not reached by any test (make coverage, issue 12), guards of states the
+ * engine never builds (it validates positions and sizes first):
+ * turns.c:all_members (a 65th member), next_after (no member after a full
+ * round), settle_wait (a wait for a position that is not the speaker),
+ * expire_impl (an active scope whose speaker left), on_message_impl (a
+ * mention set no present member is left in; a wake with no speaker),
+ * on_run_end_impl (an acted run counted as an agent message).
+ */
+
 Suite *make_turns_suite(void)
 {
     Suite *s = suite_create("turns");
