@@ -471,6 +471,16 @@ START_TEST(test_out_of_memory)
 }
 END_TEST
 
+/*
+ * Not reached by any test (make coverage, issue 12), each an error path:
+ * templates.c:read_override (read() failing or interrupted on a regular
+ * file that fstat accepted: only a failing device does that),
+ * load_overrides (fdopendir failing on a descriptor open() just opened as
+ * a folder: out of memory inside libc), dg_templates_load (an embedded
+ * template failing its own check: the build checks them, see
+ * test_embedded_set).
+ */
+
 Suite *make_templates_suite(void)
 {
     Suite *s = suite_create("templates");

@@ -1342,6 +1342,26 @@ START_TEST(test_loop_guard_notice_from_templates_dir)
 }
 END_TEST
 
+START_TEST(test_blank_session_model_text_appends_nothing)
+{
+    /* The session-model text may be blank on purpose (templatesDir): then
+     * nothing is appended to the prompt. */
+    tth_free(&H);
+    char *tpl = tu_mkdtemp();
+    char *file = tu_path(tpl, "session_model_channel.md");
+    ck_assert_int_eq(tu_write_file(file, "  \n\t\n"), 0);
+    char extra[512];
+    snprintf(extra, sizeof extra, "\"templatesDir\":\"%s\"", tpl);
+    tth_start(&H, "channel", extra);
+    join3(CH1, NULL);
+    char *added = tth_prompt(&H, TTH_ALPHA, CH1, "You are alpha.");
+    ck_assert_msg(added == NULL, "appended: %s", added);
+    tu_rmtree(tpl);
+    free(tpl);
+    free(file);
+}
+END_TEST
+
 START_TEST(test_loop_guard_counts_across_top_level_threads)
 {
     tth_free(&H);
@@ -2303,6 +2323,7 @@ static Suite *turn_hooks_suite(const char *name, int on_pg)
     tcase_add_test(ch, test_engine_refuses_bad_sessions_and_ids);
     tcase_add_test(ch, test_loop_guard_rests_scope_and_says_so_once);
     tcase_add_test(ch, test_loop_guard_notice_from_templates_dir);
+    tcase_add_test(ch, test_blank_session_model_text_appends_nothing);
     tcase_add_test(ch, test_timeout_moves_the_turn);
     tcase_add_test(ch, test_plugin_threads_never_wait_on_a_busy_host_thread);
     tcase_add_test(ch, test_first_message_mentions_an_unseen_agent);
