@@ -795,7 +795,12 @@ START_TEST(test_malformed_run_id_and_is_error_refused_by_name)
     json_t *ctx = json_pack("{s:s, s:s}", "channelId", "discord", "sessionKey",
                             tth_session_key(key, sizeof key, TTH_BRAVO, CH1, NULL));
     json_t *r = NULL;
-    json_t *ev = json_pack("{s:i}", "runId", 7);
+    json_t *ev = json_pack("{s:s}", "runId", ""); /* empty: no run id, decided as usual */
+    ck_assert_int_eq(tth_call(&H, "before_model_resolve", ev, ctx, &r), OC_OK);
+    json_decref(r);
+    r = NULL;
+    json_decref(ev);
+    ev = json_pack("{s:i}", "runId", 7);
     ck_assert_int_eq(tth_call(&H, "before_model_resolve", ev, ctx, &r), OC_ERR_INVALID);
     ck_assert_ptr_null(r);
     ck_assert(tth_log_has(&H, "before_model_resolve: event.runId of bravo is not a string"));

@@ -438,8 +438,7 @@ END_TEST
  *  - hooks.c:key_field (an empty or overlong field after the marker in a
  *    session key the decoder already took apart), dg_hook_decode_outbound
  *    (a thread id taken from ctx.threadId when the key has none: the
- *    outbound hooks' keys always carry it), dg_hook_run_id (an empty runId:
- *    json "" is refused as not a string earlier by dg_json_opt_str's caller).
+ *    outbound hooks' keys always carry it).
  *  - message_received.c (a per-agent report whose session is of another
  *    channel): the host reports per agent only in the channel it delivers.
  *  - message_sending.c, reply_payload_sending.c (dg_turns_channel_managed
