@@ -256,6 +256,21 @@ static void teardown(void)
     tu_logbuf_free(&H.logs);
 }
 
+/* Start the plugin with the config text (the test host's registrations
+ * start afresh); fails the test when init refuses. */
+static void plugin_init_text(const char *text)
+{
+    json_t *cfg = tu_json(text);
+    H.ntools = 0;
+    H.nhooks = 0;
+    void *state = NULL;
+    char e[1024] = "";
+    int rc = oc_plugin_entry()->init(&api, cfg, &state, e, sizeof e);
+    json_decref(cfg);
+    ck_assert_msg(rc == OC_OK, "init: %s", e);
+    P = state;
+}
+
 static void plugin_start(void)
 {
     char text[4096];
@@ -270,15 +285,7 @@ static void plugin_start(void)
              store, fake_discord_url(fd), fake_discord_guild_id(fd), MOD_TOKEN, MOD_ID,
              max_summary, max_guide, extra_disc, PLANNER_ID, REVIEWER_ID, CODER_ID);
     free(store);
-    json_t *cfg = tu_json(text);
-    H.ntools = 0;
-    H.nhooks = 0;
-    void *state = NULL;
-    char e[1024] = "";
-    int rc = oc_plugin_entry()->init(&api, cfg, &state, e, sizeof e);
-    json_decref(cfg);
-    ck_assert_msg(rc == OC_OK, "init: %s", e);
-    P = state;
+    plugin_init_text(text);
 }
 
 static void plugin_stop(void)
@@ -2674,15 +2681,7 @@ static void plugin_start_discord(const char *discord)
              "\"reviewer\":{\"discordUserId\":\"%s\"},\"coder\":{\"discordUserId\":\"%s\"}}}",
              store, discord, PLANNER_ID, REVIEWER_ID, CODER_ID);
     free(store);
-    json_t *cfg = tu_json(text);
-    H.ntools = 0;
-    H.nhooks = 0;
-    void *state = NULL;
-    char e[1024] = "";
-    int rc = oc_plugin_entry()->init(&api, cfg, &state, e, sizeof e);
-    json_decref(cfg);
-    ck_assert_msg(rc == OC_OK, "init: %s", e);
-    P = state;
+    plugin_init_text(text);
 }
 
 START_TEST(test_create_needs_token_guild_and_moderator_id)
