@@ -923,8 +923,8 @@ END_TEST
  *  - turns_admin.c:owner_reply (its begin failing, the reply not queued):
  *    the read-fault sweep above fails reads inside the command's own
  *    transaction; this second, short transaction reads cached pages.
- *  - turns_admin.c:admin_locked (chan_get, message_scope, scope lookups,
- *    the close's rc): a store statement failing on a cached page (the
+ *  - turns_admin.c:admin_locked (message_scope, scope lookups, the
+ *    close's rc): a store statement failing on a cached page (the
  *    engine answers from its mirror; see check_turn_hooks.c, kind (a)).
  *  - admin_sessions.c:list_sessions (no host_sessions): the hooks always
  *    set it (hooks/entry.c); only a hand-built dg_plugin lacks it.

@@ -2742,7 +2742,7 @@ END_TEST
 /*
  * Not reached by any test (make coverage, issue 12), each an error path or
  * a guard:
- *  - discuss.c:record_discussion, record_plain, record_intent,
+ *  - discuss.c:record_plain, record_intent,
  *    dg_discuss_create_channel (the ledger lookup), timer_one (the sweep's
  *    begin), dg_discuss_sweep, discuss_overrides.c:dg_discuss_session_seen
  *    (both begins, the override not recorded), discuss_status.c (its

@@ -2251,7 +2251,7 @@ END_TEST
  *      message_scope, dg_turns_prefill_discussion (scope),
  *      dg_turns_wake_with_result (load, save, member add, scope);
  *      turns_ingest.c: closed_notice (chan_save, notice claim, render),
- *      deliver_locked, ingest_locked (every "return rc" after chan_get,
+ *      deliver_locked, ingest_locked (every "return rc" after
  *      message_scope, discussion touch, member_ensure, scope_get,
  *      follow_scope, chan_save, queue_effects, and the seen-mark prune, run
  *      every SEEN_PRUNE_EVERY ingests); turns_decide.c: decide (a begin
