@@ -57,24 +57,6 @@ void dg_agent_names_free(dg_agent_names *n)
     free(n);
 }
 
-static void copy_name(char *dst, const char *src)
-{
-    snprintf(dst, NAME_MAX_BYTES, "%s", src ? src : "");
-}
-
-int dg_agent_names_set(dg_agent_names *n, size_t i, const char *username,
-                       const char *global_name)
-{
-    if (!n || i >= n->n)
-        return OC_ERR_INVALID;
-    pthread_mutex_lock(&n->mu);
-    copy_name(n->v[i].username, username);
-    copy_name(n->v[i].global_name, global_name);
-    n->v[i].known = 1;
-    pthread_mutex_unlock(&n->mu);
-    return OC_OK;
-}
-
 /* Look up agent `due` (its entry not known, its try due); logs the result. */
 static void look_up(dg_agent_names *n, dg_plugin *p, size_t due, int64_t now_ms)
 {

@@ -36,11 +36,6 @@ void dg_agent_names_free(dg_agent_names *n);
  */
 void dg_agent_names_refresh(dg_agent_names *n, dg_plugin *p, int64_t now_ms);
 
-/* Set agent i's names ("" or NULL: none). OC_OK, OC_ERR_INVALID (i out of
- * range), OC_ERR_NOMEM. Any thread. */
-int dg_agent_names_set(dg_agent_names *n, size_t i, const char *username,
-                       const char *global_name);
-
 /*
  * hit[i] = 1 for each agent i whose known name appears in content as a
  * mention: "@name" not preceded by a letter, digit or '_' and not followed

@@ -510,9 +510,7 @@ static int create_channel(dg_plugin *p, const dg_caller *caller, const dg_channe
         return dg_fail(err, err_len, OC_ERR_UNSUPPORTED,
                     "discord.guildId is not configured, so no channel can be created; ask "
                     "the operator to set it");
-    if (!p->cfg.moderator_user_id)
-        return dg_fail(err, err_len, OC_ERR_UNSUPPORTED,
-                    "discord.moderatorUserId is not configured; ask the operator to set it");
+    /* discord.moderatorUserId is required by the config (config.c). */
 
     /* Members: initiator, participants, allowed users, moderator. */
     size_t cap = 2 + req->n_participants + req->n_allowed_user_ids;

@@ -88,9 +88,7 @@ static int tokens_silent(const char *text, size_t n)
  */
 static int unfence(const char *text, size_t n, const char **in, size_t *in_n)
 {
-    size_t a = 0, b = n;
-    while (a < b && isspace((unsigned char)text[a]))
-        a++;
+    size_t a = 0, b = n; /* text[0] is no white space: silent_span skipped it */
     while (b > a && isspace((unsigned char)text[b - 1]))
         b--;
     size_t ticks = 0;

@@ -457,6 +457,15 @@ int dg_store_opened_version(const dg_store *st)
 
 dg_stmt *dg_store_stmt(dg_store *st, const char *sql)
 {
+    /* An I/O error or a full disk in one statement makes SQLite roll the
+     * whole transaction back on its own (https://sqlite.org/lang_transaction.html,
+     * "Response To Errors Within A Transaction"). A caller that goes on after
+     * such a failure (a best-effort read) would otherwise run the rest of
+     * its work in autocommit mode: each statement committed alone, a half
+     * change, while COMMIT then reports the whole as lost. Refuse every
+     * statement of a transaction SQLite has ended. */
+    if (st->in_txn && sqlite3_get_autocommit(st->db))
+        return NULL;
     /* Open addressing on the pointer: the hot path is a hash and a compare. */
     uintptr_t h = (uintptr_t)sql;
     h ^= h >> 17;
@@ -523,8 +532,10 @@ int dg_store_begin(dg_store *st)
         pthread_mutex_unlock(&st->lock);
         return OC_ERR_IO;
     }
-    if (!st->pg)
+    if (!st->pg) {
         st->txn_head = -1;
+        st->in_txn = 1;
+    }
     st->changes_at_begin = total_changes(st);
     st->txn_seq = 0;
     st->n_noted = 0;
@@ -564,9 +575,10 @@ int dg_store_commit(dg_store *st)
     } else if (st->pg) {
         ok = dg_pg_commit(st) == OC_OK;
     } else {
-        dg_stmt *s = dg_store_stmt(st, "COMMIT");
+        dg_stmt *s = dg_store_stmt(st, "COMMIT"); /* NULL when SQLite rolled back */
         ok = s && dg_step(s) == DG_DONE;
     }
+    st->in_txn = 0;
     if (!ok) {
         /* A failed COMMIT leaves the transaction open: roll it back so the
          * connection stays usable, and report the loss to the caller. */
@@ -582,6 +594,7 @@ int dg_store_commit(dg_store *st)
 
 void dg_store_rollback(dg_store *st)
 {
+    st->in_txn = 0;
     if (st->pg)
         dg_pg_rollback(st);
     else if (!sqlite3_get_autocommit(st->db))

@@ -41,6 +41,7 @@ struct dg_store {
     int opened_version;
     char *where;              /* dg_store_where: the path, or "PostgreSQL user@host/db" */
     sqlite3_int64 changes_at_begin;  /* sqlite3_total_changes at dg_store_begin */
+    int in_txn;                      /* SQLite: between dg_store_begin and its end */
     atomic_int fail_writes;          /* test seam: commits that wrote refused */
     atomic_long refused_writes;      /* commits refused by the seam so far */
     struct { const char *sql; dg_stmt stmt; } cache[DG_STMT_CACHE];

@@ -417,10 +417,10 @@ char *dg_templates_render(const dg_templates *t, const char *name, const dg_tpl_
         return NULL;
     /* Two passes over the template (measure, then copy); values are copied
      * verbatim and never scanned, which is what keeps them inert. */
-    size_t need = 1;
-    for (int pass = 0; pass < 2; pass++) {
+    size_t need = 0; /* 0 in the measuring pass */
+    for (;;) {
         char *out = NULL;
-        if (pass == 1 && !(out = malloc(need)))
+        if (need && !(out = malloc(need)))
             return NULL;
         size_t o = 0;
         for (const char *s = text; *s;) {
@@ -446,7 +446,6 @@ char *dg_templates_render(const dg_templates *t, const char *name, const dg_tpl_
         }
         need = o + 1;
     }
-    return NULL;
 }
 
 char *dg_templates_render_trim(const dg_templates *t, const char *name, const dg_tpl_vars *vars)

@@ -98,11 +98,6 @@ static int resolve_fn(dg_turns *t, sess_rec *e, scope_rec *r, const dg_turn_sess
     return OC_OK;
 }
 
-int dg_turns_resolve(dg_turns *t, const dg_turn_session *s, dg_turn_verdict *v)
-{
-    return dg_turns_resolve_run(t, s, NULL, v);
-}
-
 int dg_turns_resolve_run(dg_turns *t, const dg_turn_session *s, const char *run_id,
                          dg_turn_verdict *v)
 {

@@ -151,16 +151,12 @@ typedef struct dg_turn_verdict {
 } dg_turn_verdict;
 
 /*
- * before_model_resolve: decide without advancing any state; the first call
- * of a session records that it exists (the agent joins the channel's turn
- * order). Returns OC_OK or a negative status (then *v says no_reply = 0).
- */
-int dg_turns_resolve(dg_turns *t, const dg_turn_session *s, dg_turn_verdict *v);
-
-/*
- * before_model_resolve with the run id of the run (NULL: unknown): like
- * dg_turns_resolve, and a no-reply verdict marks the run as swapped (see
- * "Silenced runs"); a real-model verdict ends the session's live marks.
+ * before_model_resolve with the run id of the run (NULL: unknown): decide
+ * without advancing any state; the first call of a session records that it
+ * exists (the agent joins the channel's turn order). A no-reply verdict
+ * marks the run as swapped (see "Silenced runs"); a real-model verdict ends
+ * the session's live marks. Returns OC_OK or a negative status (then *v
+ * says no_reply = 0).
  */
 int dg_turns_resolve_run(dg_turns *t, const dg_turn_session *s, const char *run_id,
                          dg_turn_verdict *v);

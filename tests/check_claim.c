@@ -786,6 +786,43 @@ START_TEST(test_error_payload_in_an_unmanaged_channel_is_untouched)
 }
 END_TEST
 
+START_TEST(test_malformed_run_id_and_is_error_refused_by_name)
+{
+    /* A runId or isError of the wrong type is refused with OC_ERR_INVALID
+     * and a line naming the field; nothing is decided. */
+    join3_and_ask();
+    char key[256];
+    json_t *ctx = json_pack("{s:s, s:s}", "channelId", "discord", "sessionKey",
+                            tth_session_key(key, sizeof key, TTH_BRAVO, CH1, NULL));
+    json_t *r = NULL;
+    json_t *ev = json_pack("{s:s}", "runId", ""); /* empty: no run id, decided as usual */
+    ck_assert_int_eq(tth_call(&H, "before_model_resolve", ev, ctx, &r), OC_OK);
+    json_decref(r);
+    r = NULL;
+    json_decref(ev);
+    ev = json_pack("{s:i}", "runId", 7);
+    ck_assert_int_eq(tth_call(&H, "before_model_resolve", ev, ctx, &r), OC_ERR_INVALID);
+    ck_assert_ptr_null(r);
+    ck_assert(tth_log_has(&H, "before_model_resolve: event.runId of bravo is not a string"));
+    json_decref(ev);
+    ev = json_pack("{s:s, s:s, s:{s:i}}", "to", "channel:" CH1, "content", "hello", "metadata",
+                   "runId", 9);
+    ck_assert_int_eq(tth_call(&H, "message_sending", ev, ctx, &r), OC_ERR_INVALID);
+    ck_assert_ptr_null(r);
+    ck_assert(tth_log_has(&H, "message_sending: event.metadata.runId of bravo is not a string"));
+    json_decref(ev);
+    ev = json_pack("{s:s, s:s, s:s}", "to", "channel:" CH1, "content", "hello", "isError", "no");
+    ck_assert_int_eq(tth_call(&H, "message_sending", ev, ctx, &r), OC_ERR_INVALID);
+    ck_assert_ptr_null(r);
+    ck_assert(tth_log_has(&H, "message_sending: event.isError of bravo is not a boolean"));
+    json_decref(ev);
+    json_decref(ctx);
+    /* Nothing changed: alpha still holds the turn, bravo is still swapped. */
+    ck_assert_int_eq(tth_resolve(&H, TTH_ALPHA, CH1, NULL), 0);
+    ck_assert_int_eq(tth_resolve(&H, TTH_BRAVO, CH1, NULL), 1);
+}
+END_TEST
+
 Suite *make_claim_suite(void)
 {
     Suite *s = suite_create("claim");
@@ -793,6 +830,7 @@ Suite *make_claim_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_claims_non_speakers_not_the_speaker);
+    tcase_add_test(tc, test_malformed_run_id_and_is_error_refused_by_name);
     tcase_add_test(tc, test_dormant_scope_claims_everyone);
     tcase_add_test(tc, test_claimed_agent_gets_the_handoff_when_its_turn_comes);
     tcase_add_test(tc, test_agent_end_after_a_claim_changes_nothing);

@@ -9,6 +9,7 @@
  * channel found again instead of a second one).
  */
 #include <check.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,10 +22,18 @@
 #include "openclaw/plugin.h"
 #include "dirigent.h"
 #include "discuss.h"
+#include "agent_names.h"
+#include "discuss_status.h"
+#include "turn_view.h"
 #include "failalloc.h"
 #include "fake_discord.h"
+#include "faultvfs.h"
+#include "outbox.h"
+#include "seen_set.h"
+#include "summary.h"
 #include "store.h"
 #include "store_discuss.h"
+#include "store_internal.h"
 #include "pg_server.h"
 #include "testutil.h"
 
@@ -247,6 +256,21 @@ static void teardown(void)
     tu_logbuf_free(&H.logs);
 }
 
+/* Start the plugin with the config text (the test host's registrations
+ * start afresh); fails the test when init refuses. */
+static void plugin_init_text(const char *text)
+{
+    json_t *cfg = tu_json(text);
+    H.ntools = 0;
+    H.nhooks = 0;
+    void *state = NULL;
+    char e[1024] = "";
+    int rc = oc_plugin_entry()->init(&api, cfg, &state, e, sizeof e);
+    json_decref(cfg);
+    ck_assert_msg(rc == OC_OK, "init: %s", e);
+    P = state;
+}
+
 static void plugin_start(void)
 {
     char text[4096];
@@ -261,15 +285,7 @@ static void plugin_start(void)
              store, fake_discord_url(fd), fake_discord_guild_id(fd), MOD_TOKEN, MOD_ID,
              max_summary, max_guide, extra_disc, PLANNER_ID, REVIEWER_ID, CODER_ID);
     free(store);
-    json_t *cfg = tu_json(text);
-    H.ntools = 0;
-    H.nhooks = 0;
-    void *state = NULL;
-    char e[1024] = "";
-    int rc = oc_plugin_entry()->init(&api, cfg, &state, e, sizeof e);
-    json_decref(cfg);
-    ck_assert_msg(rc == OC_OK, "init: %s", e);
-    P = state;
+    plugin_init_text(text);
 }
 
 static void plugin_stop(void)
@@ -804,6 +820,25 @@ START_TEST(test_overrides_redriven_after_restart)
     plugin_restart();    /* nothing left: no second patch */
     ck_assert(routed_to_noreply("reviewer", channel, NULL));
     ck_assert_int_eq(patches_of(key), 1);
+    /* A session first seen after the close whose patch the host refuses:
+     * logged, and patched on its next run. */
+    H.patch_fail = 1;
+    ck_assert(routed_to_noreply("coder", channel, "310000000000000009"));
+    int logged = 0;
+    for (int i = 0; i < 500 && !logged; i++) {
+        pthread_mutex_lock(&H.mu);
+        logged = H.logs.text && strstr(H.logs.text, "failed (OC_ERR_IO); retried later");
+        pthread_mutex_unlock(&H.mu);
+        if (!logged)
+            usleep(10 * 1000);
+    }
+    ck_assert(logged);
+    H.patch_fail = 0;
+    snprintf(key, sizeof key, "agent:coder:discord:channel:%s:thread:310000000000000009",
+             channel);
+    ck_assert_int_eq(patches_of(key), 0);
+    ck_assert(routed_to_noreply("coder", channel, "310000000000000009"));
+    ck_assert_int_eq(patches_of(key), 1);
 }
 END_TEST
 
@@ -925,6 +960,9 @@ START_TEST(test_refuse_empty_summary)
     refused("planner", disc, "plans/blank.md", OC_ERR_INVALID, "summaryPath");
     write_ws("plans/nbsp.md", "\xef\xbb\xbf\xc2\xa0\n\xe3\x80\x80 \n");
     refused("planner", disc, "plans/nbsp.md", OC_ERR_INVALID, "at least one character");
+    /* Zero width space, narrow no-break space, medium mathematical space. */
+    write_ws("plans/zw.md", "\xe2\x80\x8b\xe2\x80\xaf\xe2\x81\x9f\n");
+    refused("planner", disc, "plans/zw.md", OC_ERR_INVALID, "at least one character");
     /* Nothing queued for the origin either. */
     char q[120];
     snprintf(q, sizeof q, "outbox WHERE channel_id = '%s'", ORIGIN);
@@ -2315,6 +2353,438 @@ START_TEST(test_tools_out_of_memory)
 }
 END_TEST
 
+/* Channels the fake holds besides the origin (those a create left). */
+static size_t created_channels(void)
+{
+    json_t *all = fake_discord_channels(fd);
+    size_t n = json_array_size(all);
+    json_decref(all);
+    return n - 1;
+}
+
+/*
+ * The store-fault sweep: the nth transaction the plugin starts during one
+ * tool call cannot start (tests/support/faultvfs.h; whichever thread asks,
+ * the outbox's too), for n = 1, 2, ... until the call started fewer. Each
+ * step: the call succeeds, or fails with OC_ERR_IO and a message naming the
+ * store or saying to try again, and leaves no half-done work -- no discussion row or Discord
+ * channel of a create that failed, a discussion a failed callback did not
+ * close still active. k = 0: create a discussion (with a toolCallId, so the
+ * idempotency ledger is written too); 1: a plain channel; 2: discuss-callback;
+ * 3: discussion_status; 4: discussion_list. _i = 5..9: the same with the
+ * nth read of the database failing instead (the connection's cache emptied
+ * first, so every page is read).
+ */
+START_TEST(test_tools_store_faults)
+{
+    int k = _i % 5, reads = _i >= 5;
+    long n;
+    for (n = 1; n < 400; n++) {
+        setup();
+        ck_assert_int_eq(fv_install(), 0);
+        plugin_start();
+        const char *d = NULL;
+        if (k >= 2) {
+            d = open_discussion();
+            write_ws("plans/ok.md", "fine\n");
+        }
+        json_t *res = NULL, *ctx;
+        char params[1024];
+        const char *name;
+        if (k == 0) {
+            name = "discord_channel_create";
+            ctx = ctx_call("planner", ORIGIN, "call-sf");
+            snprintf(params, sizeof params,
+                     "{\"name\":\"csm-sf\",\"participants\":[\"reviewer\",\"coder\"],"
+                     "\"callbackChannelId\":\"%s\",\"discussGuide\":\"%s\"}", ORIGIN, GUIDE);
+        } else if (k == 1) {
+            name = "discord_channel_create";
+            ctx = ctx_call("planner", ORIGIN, "call-sf");
+            snprintf(params, sizeof params, "{\"name\":\"plain-sf\"}");
+        } else if (k == 2) {
+            name = "discuss-callback";
+            ctx = ctx_call("planner", d, "call-sf");
+            snprintf(params, sizeof params, "{\"summaryPath\":\"plans/ok.md\"}");
+        } else if (k == 3) {
+            name = "discussion_status";
+            ctx = ctx_of("planner", d);
+            snprintf(params, sizeof params, "{}");
+        } else {
+            name = "discussion_list";
+            ctx = ctx_of("planner", ORIGIN);
+            snprintf(params, sizeof params, "{}");
+        }
+        if (reads) {
+            sqlite3_db_release_memory(P->store->db); /* every page read again */
+            fv_fail_read_nth(n);
+        } else {
+            fv_fail_nth(n);
+        }
+        int rc = tool(name, params, ctx, &res);
+        int hit = reads ? fv_fail_read_nth_hit() : fv_fail_nth_hit();
+        fv_fail_nth(0);
+        fv_fail_read_nth(0);
+        if (rc != OC_OK) {
+            ck_assert_msg(rc == OC_ERR_IO, "transaction %ld: %s: %s", n, oc_status_name(rc),
+                          err_msg(res));
+            ck_assert_msg(strstr(err_msg(res), "store") || strstr(err_msg(res), "recorded") ||
+                              strstr(err_msg(res), "try again"),
+                          "transaction %ld: %s", n, err_msg(res));
+        }
+        char made[32] = "";
+        if (rc == OC_OK && k == 0)
+            snprintf(made, sizeof made, "%s", dstr(res, "channelId"));
+        json_decref(res);
+        json_decref(ctx);
+        /* The outbox may still be posting the kickoff: let it finish. A
+         * create or callback that succeeded posted its message once. */
+        ck_assert_int_eq(dg_outbox_wait_idle(P->outbox, 10000), OC_OK);
+        if (made[0])
+            check_kickoff(made);
+        if (rc == OC_OK && k == 2)
+            check_result(d, "plans/ok.md");
+        if (k <= 1) {
+            ck_assert_msg(created_channels() == (rc == OC_OK ? 1u : 0u),
+                          "transaction %ld: %s left %zu channels", n, oc_status_name(rc),
+                          created_channels());
+            if (k == 0)
+                ck_assert_int_eq(count_rows("discussions"), rc == OC_OK ? 1 : 0);
+        } else if (k == 2) {
+            dg_discussion row = load_row(d);
+            ck_assert_int_eq(row.status, rc == OC_OK ? DG_DISCUSSION_CLOSED
+                                                     : DG_DISCUSSION_ACTIVE);
+            dg_discussion_clear(&row);
+        }
+        teardown();
+        if (!hit) {
+            ck_assert_int_eq(rc, OC_OK);
+            break;
+        }
+    }
+    ck_assert_int_gt(n, 1);
+    ck_assert_int_lt(n, 400);
+}
+END_TEST
+
+START_TEST(test_contract_edges)
+{
+    /* What the header promises for the edges: names of every status,
+     * NULL-safe clears, no channel is no discussion, a notice claim needs
+     * both ids. */
+    ck_assert_str_eq(dg_discussion_status_name(DG_DISCUSSION_ACTIVE), "active");
+    ck_assert_str_eq(dg_discussion_status_name(DG_DISCUSSION_CLOSED), "closed");
+    ck_assert_str_eq(dg_discussion_status_name(DG_DISCUSSION_NONE), "none");
+    dg_discussion_clear(NULL);
+    dg_discussion_info_clear(NULL);
+    dg_turn_view_clear(NULL);
+    dg_agent_names_free(NULL);
+    dg_agent_names_refresh(NULL, NULL, 0);
+    unsigned char hit[2] = {0, 0};
+    ck_assert_uint_eq(dg_agent_names_mentioned(NULL, "@planner", hit), 0);
+    dg_agent_names *names = NULL;
+    ck_assert_int_eq(dg_agent_names_new(2, &names), OC_OK);
+    ck_assert_uint_eq(dg_agent_names_mentioned(names, NULL, hit), 0);
+    ck_assert_uint_eq(dg_agent_names_mentioned(names, "@planner", hit), 0); /* none known */
+    ck_assert(!hit[0] && !hit[1]);
+    dg_agent_names_free(names);
+    dg_discussion empty = {0};
+    ck_assert_int_eq(dg_discussion_has_member(&empty, NULL), 0);
+    dg_channel_created_clear(NULL);
+    dg_callback_result_clear(NULL);
+    dg_session_refs_release(NULL);
+    plugin_start();
+    dg_discussion d;
+    memset(&d, 0, sizeof d);
+    ck_assert_int_eq(dg_store_begin(P->store), OC_OK);
+    ck_assert_int_eq(dg_discuss_lookup_locked(P->store, NULL, &d), DG_DISCUSSION_NONE);
+    ck_assert_int_eq(dg_discuss_lookup_locked(P->store, "300000000000000123", &d),
+                     DG_DISCUSSION_NONE);
+    ck_assert_int_eq(dg_discuss_claim_closed_notice_locked(P->store, NULL, "1", 1, 0),
+                     OC_ERR_INVALID);
+    ck_assert_int_eq(dg_discuss_claim_closed_notice_locked(P->store, ORIGIN, NULL, 1, 0),
+                     OC_ERR_INVALID);
+    dg_store_rollback(P->store);
+}
+END_TEST
+
+START_TEST(test_seen_set)
+{
+    /* The set of (a, b) pairs behind "this session's overrides were
+     * applied": pairs are told apart by both halves, long keys work, bad
+     * arguments are refused, and at its bound it starts over. */
+    dg_seen_set *s = dg_seen_set_new();
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(dg_seen_set_has(s, "a", "b"), 0);
+    ck_assert_int_eq(dg_seen_set_add(s, "a", "b"), OC_OK);
+    ck_assert_int_eq(dg_seen_set_add(s, "a", "b"), OC_OK); /* again: one entry */
+    ck_assert_int_eq(dg_seen_set_has(s, "a", "b"), 1);
+    ck_assert_int_eq(dg_seen_set_has(s, "ab", ""), 0);
+    ck_assert_int_eq(dg_seen_set_has(s, "b", "a"), 0);
+    char big[600];
+    memset(big, 'k', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    ck_assert_int_eq(dg_seen_set_has(s, big, "x"), 0);
+    ck_assert_int_eq(dg_seen_set_add(s, big, "x"), OC_OK);
+    ck_assert_int_eq(dg_seen_set_has(s, big, "x"), 1);
+    ck_assert_int_eq(dg_seen_set_has(NULL, "a", "b"), 0);
+    ck_assert_int_eq(dg_seen_set_has(s, NULL, "b"), 0);
+    ck_assert_int_eq(dg_seen_set_add(NULL, "a", "b"), OC_ERR_INVALID);
+    ck_assert_int_eq(dg_seen_set_add(s, "a", NULL), OC_ERR_INVALID);
+    for (int i = 0; i < DG_SEEN_SET_MAX; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "%d", i);
+        ck_assert_int_eq(dg_seen_set_add(s, "n", k), OC_OK);
+    }
+    /* The set reached its bound and started over: the oldest pairs are gone,
+     * the newest one is there. */
+    ck_assert_int_eq(dg_seen_set_has(s, "a", "b"), 0);
+    ck_assert_int_eq(dg_seen_set_has(s, "n", "65535"), 1);
+    dg_seen_set_free(s);
+    dg_seen_set_free(NULL);
+
+    /* Out of memory on each allocation of a lookup or an add (long keys do
+     * not fit the stack buffer): "not seen" and OC_ERR_NOMEM, nothing kept. */
+    ck_assert(fa_available());
+    s = dg_seen_set_new();
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(dg_seen_set_add(s, big, "y"), OC_OK);
+    fa_arm_own(1);
+    int has = dg_seen_set_has(s, big, "y");
+    ck_assert(fa_disarm());
+    ck_assert_int_eq(has, 0); /* could not look: not seen (the caller does the work) */
+    long k;
+    for (k = 1; k < 100; k++) {
+        fa_arm_own(k);
+        int rc = dg_seen_set_add(s, big, "z");
+        int hit = fa_disarm();
+        ck_assert(rc == OC_OK || rc == OC_ERR_NOMEM);
+        ck_assert_int_eq(dg_seen_set_has(s, big, "z"), rc == OC_OK);
+        if (rc == OC_OK)
+            break;
+        ck_assert(hit);
+    }
+    ck_assert_int_gt(k, 1);
+    dg_seen_set_free(s);
+}
+END_TEST
+
+/* Write text (n bytes) to dir/name and open it for reading. */
+static int file_fd(const char *name, const char *text, size_t n)
+{
+    char *p = tu_path(dir, name);
+    FILE *f = fopen(p, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(text, 1, n, f), n);
+    ck_assert_int_eq(fclose(f), 0);
+    int sfd = open(p, O_RDONLY);
+    ck_assert_int_ge(sfd, 0);
+    free(p);
+    return sfd;
+}
+
+static void preview_is(const char *text, long chars, const char *want)
+{
+    int sfd = file_fd("preview.md", text, strlen(text));
+    char *got = dg_summary_preview(sfd, chars);
+    close(sfd);
+    ck_assert_ptr_nonnull(got);
+    ck_assert_str_eq(got, want);
+    free(got);
+}
+
+START_TEST(test_summary_rules_and_preview_edges)
+{
+    /* summaryTemplate: a folder, an oversized file, too many headings are
+     * refused at load with the key named. */
+    dg_summary_rules *r = NULL;
+    char why[512];
+    ck_assert_int_eq(dg_summary_rules_load(dir, &r, why, sizeof why), OC_ERR_INVALID);
+    ck_assert_msg(strstr(why, "is not a regular file"), "%s", why);
+    char *big = malloc(DG_SUMMARY_TEMPLATE_MAX_BYTES + 2);
+    ck_assert_ptr_nonnull(big);
+    memset(big, '#', DG_SUMMARY_TEMPLATE_MAX_BYTES + 1);
+    big[DG_SUMMARY_TEMPLATE_MAX_BYTES + 1] = '\0';
+    char *p = tu_path(dir, "big.md");
+    ck_assert_int_eq(tu_write_file(p, big), 0);
+    free(big);
+    ck_assert_int_eq(dg_summary_rules_load(p, &r, why, sizeof why), OC_ERR_INVALID);
+    ck_assert_msg(strstr(why, "is larger than 8192 bytes"), "%s", why);
+    free(p);
+    char many[2048] = "";
+    for (int i = 0; i <= DG_SUMMARY_MAX_HEADINGS; i++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), "## H%d\n", i);
+    p = tu_path(dir, "many.md");
+    ck_assert_int_eq(tu_write_file(p, many), 0);
+    ck_assert_int_eq(dg_summary_rules_load(p, &r, why, sizeof why), OC_ERR_INVALID);
+    ck_assert_msg(strstr(why, "1 to 32 heading lines"), "%s", why);
+    ck_assert_ptr_null(r);
+    free(p);
+
+    /* The heading check: a heading only counts on a short line of its own;
+     * a summary that cannot be read is an I/O error naming it. */
+    p = tu_path(dir, "rules.md");
+    ck_assert_int_eq(tu_write_file(p, "## Decision\n"), 0);
+    ck_assert_int_eq(dg_summary_rules_load(p, &r, why, sizeof why), OC_OK);
+    dg_summary_rules_free(r);
+    /* Out of memory on each allocation of the load: OC_ERR_NOMEM, no rules. */
+    ck_assert(fa_available());
+    long k;
+    for (k = 1; k < 100; k++) {
+        r = NULL;
+        fa_arm_own(k);
+        int rc = dg_summary_rules_load(p, &r, why, sizeof why);
+        int hit = fa_disarm();
+        if (rc == OC_OK)
+            break;
+        ck_assert_int_eq(rc, OC_ERR_NOMEM);
+        ck_assert_ptr_null(r);
+        ck_assert(hit);
+    }
+    ck_assert_int_gt(k, 2);
+    ck_assert_ptr_nonnull(r);
+    free(p);
+    char line[1200];
+    memset(line, ' ', sizeof line);
+    memcpy(line + sizeof line - 12, "## Decision\n", 12);
+    int sfd = file_fd("long.md", line, sizeof line);
+    ck_assert_int_eq(dg_summary_check_headings(r, sfd, "long.md", why, sizeof why),
+                     OC_ERR_INVALID);
+    close(sfd);
+    sfd = open(dir, O_RDONLY | O_DIRECTORY);
+    ck_assert_int_ge(sfd, 0);
+    ck_assert_int_eq(dg_summary_check_headings(r, sfd, "plans", why, sizeof why), OC_ERR_IO);
+    ck_assert_msg(strstr(why, "summaryPath plans cannot be read"), "%s", why);
+    ck_assert_ptr_null(dg_summary_preview(sfd, 10)); /* neither previewed */
+    close(sfd);
+    dg_summary_rules_free(r);
+
+    /* The preview: leading blank lines dropped, a cut without a line break
+     * ends at a word, a character the file cuts short is left out, and
+     * every Discord markup opener is made inert. */
+    preview_is("\n\r\nhello", 20, "> hello");
+    preview_is("alpha beta gamma delta", 13, "> alpha beta ...");
+    preview_is("ok \xE2\x80", 10, "> ok ...");
+    preview_is("<t:1> <:e:2> </c:3> <x", 40,
+               "> <\xE2\x80\x8Bt:1> <\xE2\x80\x8B:e:2> <\xE2\x80\x8B/c:3> <x");
+}
+END_TEST
+
+/* Start the plugin with `discord` as the whole "discord" object. */
+static void plugin_start_discord(const char *discord)
+{
+    char text[4096];
+    char *store = tu_store_member_of(db);
+    snprintf(text, sizeof text,
+             "{\"noReplyProvider\":\"noreply\",\"noReplyModel\":\"no-reply\",%s,"
+             "\"discord\":%s,"
+             "\"agents\":{\"planner\":{\"discordUserId\":\"%s\"},"
+             "\"reviewer\":{\"discordUserId\":\"%s\"},\"coder\":{\"discordUserId\":\"%s\"}}}",
+             store, discord, PLANNER_ID, REVIEWER_ID, CODER_ID);
+    free(store);
+    plugin_init_text(text);
+}
+
+START_TEST(test_create_needs_token_guild_and_moderator_id)
+{
+    /* Without a moderator token or a guild no channel can be made: refused as unsupported, naming what the operator
+     * has to set, and nothing asked of Discord. */
+    static const char *const cases[2][2] = {
+        {"{\"apiBase\":\"%s\",\"guildId\":\"%s\",\"moderatorUserId\":\"" MOD_ID "\"}",
+         "DIRIGENT_MODERATOR_TOKEN"},
+        {"{\"apiBase\":\"%s\",\"moderatorToken\":\"" MOD_TOKEN "\",\"moderatorUserId\":\""
+         MOD_ID "\"}", "discord.guildId"},
+    };
+    for (size_t i = 0; i < 2; i++) {
+        char discord[512];
+        snprintf(discord, sizeof discord, cases[i][0], fake_discord_url(fd),
+                 fake_discord_guild_id(fd));
+        plugin_start_discord(discord);
+        fake_discord_clear_requests(fd);
+        json_t *ctx = ctx_of("planner", ORIGIN), *res = NULL;
+        ck_assert_int_eq(tool("discord_channel_create", "{\"name\":\"nope\"}", ctx, &res),
+                         OC_ERR_UNSUPPORTED);
+        ck_assert_msg(strstr(err_msg(res), cases[i][1]), "%s", err_msg(res));
+        json_decref(res);
+        json_decref(ctx);
+        ck_assert_int_eq(created_channels(), 0);
+        plugin_stop();
+    }
+}
+END_TEST
+
+START_TEST(test_create_repeat_with_a_full_topic)
+{
+    /* A topic that leaves no room for the call's marker: created with the
+     * topic as given (the whole topic is what a recovery would look for),
+     * and a repeat of the call answers the same channel. */
+    plugin_start();
+    char topic[1025];
+    memset(topic, 't', 1024);
+    topic[1024] = '\0';
+    char params[1400];
+    snprintf(params, sizeof params, "{\"name\":\"plain-full\",\"topic\":\"%s\"}", topic);
+    json_t *ctx = ctx_call("planner", ORIGIN, "call-full"), *res = NULL;
+    ck_assert_int_eq(tool("discord_channel_create", params, ctx, &res), OC_OK);
+    char ch[32];
+    snprintf(ch, sizeof ch, "%s", dstr(res, "channelId"));
+    json_decref(res);
+    json_t *c = fake_discord_channel(fd, ch);
+    ck_assert_str_eq(json_string_value(json_object_get(c, "topic")), topic);
+    json_decref(c);
+    ck_assert_int_eq(tool("discord_channel_create", params, ctx, &res), OC_OK);
+    ck_assert_str_eq(dstr(res, "channelId"), ch);
+    json_decref(res);
+    json_decref(ctx);
+    ck_assert_int_eq(created_channels(), 1);
+}
+END_TEST
+
+/*
+ * Not reached by any test (make coverage, issue 12), each an error path or
+ * a guard:
+ *  - discuss.c:record_plain, record_intent,
+ *    dg_discuss_create_channel (the ledger lookup), timer_one (the sweep's
+ *    begin), dg_discuss_sweep, discuss_overrides.c:dg_discuss_session_seen
+ *    (both begins, the override not recorded), discuss_status.c (its
+ *    listing's allocation), discuss_archive.c:dg_discuss_archive_locked:
+ *    a store statement failing on a page already cached, or a begin failing
+ *    on a thread the sweep above does not arm at that moment (the sweeper's
+ *    timers; the overrides of a session first seen after a close); the
+ *    store-fault sweep above fails the begin and the first page reads.
+ *  - discuss.c:delete_channel (the DELETE failing after a record failed):
+ *    two faults in one call, of Discord and of the store.
+ *  - discuss.c:topic_with_marker, create_channel, discuss_ledger.c:
+ *    inflight_claim, discuss_archive.c (the line's allocation), summary.c:
+ *    dg_summary_open, seen_set.c:dg_seen_set_add (dg_map_put): allocations
+ *    the tool sweep (test_tools_out_of_memory) reaches in another order or
+ *    that do not allocate below the map's load bound.
+ *  - discuss.c:channel_status (no channel id), add_unique (a repeated id),
+ *    mentions_of (an agent not configured), build_discussion (a repeated
+ *    participant), check_callable (a session without a channel),
+ *    dg_discuss_suggested_path_locked (the name lookup failing),
+ *    dg_discuss_create_channel (a stored result without a channel):
+ *    inputs the validation above already refuses or the store never holds.
+ *  - discuss.c:check_summary_text (EINTR, a read error), summary.c:read_all
+ *    and dg_summary_check_headings (EINTR): a read of a regular file opened
+ *    by the same call does not fail or get interrupted here.
+ *  - discuss.c:timer_due (no timer due), timer_one (the timer no longer due
+ *    once its transaction reads the row; its failure line): a race between
+ *    the sweep's scan and a hook changing the discussion.
+ *  - discuss.c:admin_reply (a template that cannot be rendered), and
+ *    dg_discuss_admin_close_locked (the lookup failing, a closed discussion,
+ *    the preview unreadable): turns_admin.c answers a closed channel before
+ *    it calls this; the rest are store and read failures as above.
+ *  - discuss_archive.c:day_time (gmtime_r or strftime failing for a time
+ *    the store wrote).
+ *  - discuss_overrides.c:apply_pending (the loop's repeat: more than one
+ *    batch of owed overrides), dg_discuss_resume (no store or host; old
+ *    tool-call results to forget: they are kept for days).
+ *  - discuss_status.c:dg_discuss_status (neither a named nor an own
+ *    discussion: the hook refuses that first).
+ *  - agent_names.c:mentions_name (an empty known name: Discord names are
+ *    never empty).
+ */
+
 /* The cases of discuss and discuss_pg (on_pg: the store is a PostgreSQL
  * database, tests/support/pg_server.h). */
 static Suite *discuss_suite(const char *name, int on_pg)
@@ -2358,6 +2828,7 @@ static Suite *discuss_suite(const char *name, int on_pg)
     tcase_add_test(tc, test_summary_template_refused_at_init);
     tcase_add_test(tc, test_summary_preview);
     tcase_add_test(tc, test_summary_preview_off_and_short);
+    tcase_add_test(tc, test_summary_rules_and_preview_edges);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("reading");
@@ -2366,6 +2837,8 @@ static Suite *discuss_suite(const char *name, int on_pg)
     tcase_add_test(tc, test_status_tool);
     tcase_add_test(tc, test_list_tool);
     tcase_add_test(tc, test_archive_index_line);
+    tcase_add_test(tc, test_contract_edges);
+    tcase_add_test(tc, test_seen_set);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("create");
@@ -2381,6 +2854,7 @@ static Suite *discuss_suite(const char *name, int on_pg)
     tcase_add_test(tc, test_create_plain);
     tcase_add_test(tc, test_create_guide_inert);
     tcase_add_test(tc, test_create_rest_failure_leaves_no_row);
+    tcase_add_test(tc, test_create_needs_token_guild_and_moderator_id);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("idempotent");
@@ -2392,6 +2866,7 @@ static Suite *discuss_suite(const char *name, int on_pg)
     tcase_add_test(tc, test_create_plain_repeat_and_other_ids);
     tcase_add_test(tc, test_create_repeat_recovers_lost_channel);
     tcase_add_test(tc, test_create_repeat_after_refusal_creates_once);
+    tcase_add_test(tc, test_create_repeat_with_a_full_topic);
     tcase_add_test(tc, test_create_repeat_while_running_is_refused);
     suite_add_tcase(s, tc);
 
@@ -2408,6 +2883,10 @@ static Suite *discuss_suite(const char *name, int on_pg)
     tc = tcase_create("oom");
     tcase_set_timeout(tc, 600);
     tcase_add_loop_test(tc, test_tools_out_of_memory, 0, 2);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("store_faults");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, test_tools_store_faults, 0, 10);
     suite_add_tcase(s, tc);
     return s;
 }

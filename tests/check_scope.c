@@ -297,11 +297,32 @@ START_TEST(test_invalid_input_is_refused)
 }
 END_TEST
 
+START_TEST(test_scope_ids_and_keys_refused)
+{
+    /* No channel, or a key that names none: refused, the scope left empty. */
+    dg_scope sc;
+    ck_assert_int_eq(dg_scope_conversation(NULL, &sc), OC_ERR_INVALID);
+    ck_assert_int_eq(dg_scope_conversation("", &sc), OC_ERR_INVALID);
+    ck_assert_int_eq(dg_scope_thread("", "310000000000000001", &sc), OC_ERR_INVALID);
+    ck_assert_int_eq(dg_scope_from_key(NULL, &sc), OC_ERR_INVALID);
+    ck_assert_int_eq(dg_scope_from_key("thread::310000000000000001", &sc), OC_ERR_INVALID);
+    ck_assert_int_eq(dg_scope_from_key("thread:300000000000000001:", &sc), OC_ERR_INVALID);
+    ck_assert_int_eq(dg_scope_from_key("thread:300000000000000001", &sc), OC_ERR_INVALID);
+    char key[200] = "thread:";
+    memset(key + 7, '3', 150);
+    snprintf(key + 157, sizeof key - 157, ":310000000000000001");
+    ck_assert_int_eq(dg_scope_from_key(key, &sc), OC_ERR_INVALID);
+    ck_assert_int_eq(dg_scope_from_key("conv:300000000000000001", &sc), OC_OK);
+    ck_assert_int_eq(sc.kind, DG_SCOPE_CONVERSATION);
+}
+END_TEST
+
 Suite *make_scope_suite(void)
 {
     Suite *s = suite_create("scope");
     TCase *tc = tcase_create("derive");
     tcase_add_test(tc, test_dm_is_always_conversation_under_thread_policy);
+    tcase_add_test(tc, test_scope_ids_and_keys_refused);
     tcase_add_test(tc, test_channel_policy_collapses_everything_to_conversation);
     tcase_add_test(tc, test_top_level_event_opens_thread_rooted_at_itself);
     tcase_add_test(tc, test_root_only_tag_is_top_level);

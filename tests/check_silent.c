@@ -3,6 +3,8 @@
  * outcomes (Dirigent bugs 3 and 4).
  */
 #include <check.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "silent.h"
 
@@ -97,6 +99,32 @@ START_TEST(test_run_outcomes)
 }
 END_TEST
 
+START_TEST(test_edges_of_tokens_and_fences)
+{
+    /* A lone run of underscores is decoration; a token longer than any
+     * decorated token could be is speech. */
+    ck_assert(dg_silent_text("NO_REPLY ___"));
+    char longtok[128];
+    memset(longtok, 'x', sizeof longtok - 1);
+    longtok[sizeof longtok - 1] = '\0';
+    char text[160];
+    snprintf(text, sizeof text, "NO_REPLY %s", longtok);
+    ck_assert(!dg_silent_text(text));
+    memset(longtok, '_', sizeof longtok - 1);
+    snprintf(text, sizeof text, "NO_REPLY %s", longtok); /* long, but only underscores */
+    ck_assert(!dg_silent_text(text));
+    /* A fence with text on its info line is no fence: judged as text. */
+    ck_assert(!dg_silent_text("```json {\"action\":\"NO_REPLY\"}```"));
+    /* Several code spans are not one: each token is judged. */
+    ck_assert(dg_silent_text("`NO_REPLY` `NO_REPLY`"));
+    ck_assert(!dg_silent_text("`NO_REPLY` `hello`"));
+    ck_assert(!dg_silent_text("``````"));
+    ck_assert_str_eq(dg_run_outcome_name(DG_RUN_SPOKE), "spoke");
+    ck_assert_str_eq(dg_run_outcome_name(DG_RUN_SILENT), "silent");
+    ck_assert_str_eq(dg_run_outcome_name((dg_run_outcome)42), "unknown");
+}
+END_TEST
+
 Suite *make_silent_suite(void)
 {
     Suite *s = suite_create("silent");
@@ -108,6 +136,7 @@ Suite *make_silent_suite(void)
     tcase_add_test(tc, test_fenced_and_escaped_forms_are_silent);
     tcase_add_test(tc, test_bug3_tool_calls_without_text_are_not_silent);
     tcase_add_test(tc, test_run_outcomes);
+    tcase_add_test(tc, test_edges_of_tokens_and_fences);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -239,6 +239,48 @@ START_TEST(test_bad_dir_and_files)
 }
 END_TEST
 
+START_TEST(test_unreadable_large_and_nul_files)
+{
+    /* Each refused by name with the reason, and nothing loaded. */
+    dg_templates *t = NULL;
+    char *p = tu_path(dir, "closed.md");
+    ck_assert_int_eq(symlink("/nonexistent/closed.md", p), 0); /* dangling */
+    ck_assert_int_eq(dg_templates_load(dir, &t, err, sizeof err), OC_ERR_IO);
+    has(err, "cannot open closed.md");
+    ck_assert_ptr_null(t);
+    /* No place for the reason: still refused. */
+    ck_assert_int_eq(dg_templates_load(dir, &t, NULL, 0), OC_ERR_IO);
+    ck_assert_ptr_null(t);
+    ck_assert_int_eq(unlink(p), 0);
+
+    size_t big = 64 * 1024 + 1; /* templates.c: DG_TPL_MAX_BYTES + 1 */
+    char *text = malloc(big + 1);
+    ck_assert_ptr_nonnull(text);
+    memset(text, 'x', big);
+    text[big] = '\0';
+    ck_assert_int_eq(tu_write_file(p, text), 0);
+    free(text);
+    ck_assert_int_eq(dg_templates_load(dir, &t, err, sizeof err), OC_ERR_INVALID);
+    has(err, "over the limit");
+    ck_assert_ptr_null(t);
+
+    FILE *f = fopen(p, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fwrite("Closed.\0hidden", 1, 14, f), 14);
+    ck_assert_int_eq(fclose(f), 0);
+    ck_assert_int_eq(dg_templates_load(dir, &t, err, sizeof err), OC_ERR_INVALID);
+    has(err, "closed.md contains a NUL byte");
+    ck_assert_ptr_null(t);
+    free(p);
+
+    ck_assert_ptr_null(dg_templates_get(NULL, "closed.md"));
+    ck_assert_int_eq(dg_templates_load(NULL, &t, err, sizeof err), OC_OK);
+    ck_assert_ptr_null(dg_templates_get(t, NULL));
+    ck_assert_ptr_null(dg_templates_render(t, "no-such.md", &story));
+    dg_templates_free(t);
+}
+END_TEST
+
 START_TEST(test_blank_moderator_template_refused)
 {
     /* An empty moderator message can never be posted (Discord refuses
@@ -429,6 +471,16 @@ START_TEST(test_out_of_memory)
 }
 END_TEST
 
+/*
+ * Not reached by any test (make coverage, issue 12), each an error path:
+ * templates.c:read_override (read() failing or interrupted on a regular
+ * file that fstat accepted: only a failing device does that),
+ * load_overrides (fdopendir failing on a descriptor open() just opened as
+ * a folder: out of memory inside libc), dg_templates_load (an embedded
+ * template failing its own check: the build checks them, see
+ * test_embedded_set).
+ */
+
 Suite *make_templates_suite(void)
 {
     Suite *s = suite_create("templates");
@@ -444,6 +496,7 @@ Suite *make_templates_suite(void)
     tcase_add_test(tc, test_unknown_placeholder);
     tcase_add_test(tc, test_unknown_template_name);
     tcase_add_test(tc, test_bad_dir_and_files);
+    tcase_add_test(tc, test_unreadable_large_and_nul_files);
     tcase_add_test(tc, test_blank_moderator_template_refused);
     tcase_add_test(tc, test_placeholder_the_template_never_receives);
     tcase_add_test(tc, test_override_symlink_allowed);

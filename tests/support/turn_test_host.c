@@ -104,7 +104,7 @@ static json_t *th_list_run(oc_host *host, const char *channel)
     tth *h = (tth *)host;
     (void)channel;
     pthread_mutex_lock(&h->mu);
-    json_t *r = h->sessions ? json_deep_copy(h->sessions) : json_array();
+    json_t *r = h->list_fails ? NULL : h->sessions ? json_deep_copy(h->sessions) : json_array();
     pthread_mutex_unlock(&h->mu);
     return r;
 }
@@ -130,7 +130,7 @@ static int th_reset(oc_host *host, const char *key)
 {
     tth *h = (tth *)host;
     th_keys_add(h, h->resets, sizeof h->resets, key);
-    return OC_OK;
+    return h->reset_status;
 }
 
 static int th_abort(oc_host *host, const char *key)

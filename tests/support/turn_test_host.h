@@ -59,6 +59,8 @@ typedef struct tth {
      * call order, each followed by '\n'; run_abort answers abort_status. */
     char resets[1024], aborts[1024];
     int abort_status;
+    int reset_status;           /* what session_reset answers (0: OC_OK) */
+    int list_fails;             /* 1: sessions_list answers NULL (the host failed) */
     int old_host;               /* `on` refuses the claim hooks (a host before them) */
     /* Relay mode: like a host that runs host calls on one thread (the Node
      * bridge), a log call from any other thread waits until that thread is
