@@ -30,7 +30,7 @@
 
 #include "openclaw/plugin.h"
 #include "failalloc.h"
-#include "iofault.h"
+#include "faultvfs.h"
 #include "store_internal.h"
 #include "store_operator.h"
 #include "store_outbox.h"
@@ -530,7 +530,7 @@ START_TEST(test_readonly_open_refuses_what_it_cannot_read)
 }
 END_TEST
 
-/* ---- storage faults (tests/support/iofault.h) -----------------------------
+/* ---- storage faults (tests/support/faultvfs.h) -----------------------------
  * Each kind of storage call failing at its nth call, n = 1, 2, ... until
  * the operation makes fewer calls: opening a new file, migrating an older
  * one, a write transaction. The answer is OC_OK or OC_ERR_IO with a
@@ -539,8 +539,8 @@ END_TEST
  * version or at ours, a row is there whole or not at all); the store stays
  * usable; nothing leaks (SANITIZE=1). */
 static const int fault_kinds[] = {
-    IOF_READ, IOF_WRITE, IOF_SYNC, IOF_TRUNCATE, IOF_LOCK, IOF_SHMMAP, IOF_SHMLOCK,
-    IOF_WRITE | IOF_STICKY, IOF_SYNC | IOF_STICKY, IOF_SHMLOCK | IOF_STICKY,
+    FV_READ, FV_WRITE, FV_SYNC, FV_TRUNCATE, FV_LOCK, FV_SHMMAP, FV_SHMLOCK,
+    FV_WRITE | FV_STICKY, FV_SYNC | FV_STICKY, FV_SHMLOCK | FV_STICKY,
 };
 #define N_FAULT_KINDS (int)(sizeof fault_kinds / sizeof *fault_kinds)
 
@@ -568,7 +568,7 @@ static void copy_file(const char *from, const char *to)
 
 START_TEST(test_open_under_storage_faults)
 {
-    ck_assert_int_eq(iof_install(), 0);
+    ck_assert_int_eq(fv_install(), 0);
     int kind = fault_kinds[_i];
     /* An older file of ours (version current - 1, stamped), to migrate. */
     char *old = tu_path(dir, "old.db"), *path = tu_path(dir, "f.db");
@@ -589,9 +589,9 @@ START_TEST(test_open_under_storage_faults)
                 copy_file(old, path);
             dg_store *st = NULL;
             char err[512] = "";
-            iof_arm(kind, n);
+            fv_arm(kind, n);
             int rc = dg_store_open(path, &st, err, sizeof err);
-            int hit = iof_disarm();
+            int hit = fv_disarm();
             runs++;
             if (rc == OC_OK) {
                 dg_store_close(st);
@@ -645,7 +645,7 @@ static char *row_content(const char *path, const char *nonce)
 
 START_TEST(test_write_transaction_under_storage_faults)
 {
-    ck_assert_int_eq(iof_install(), 0);
+    ck_assert_int_eq(fv_install(), 0);
     int kind = fault_kinds[_i];
     char *path = tu_path(dir, "w.db");
     dg_store *st = NULL;
@@ -659,13 +659,13 @@ START_TEST(test_write_transaction_under_storage_faults)
         dg_outbox_row r = {.channel_id = "100", .content = content, .mentions = "",
                            .nonce = nonce, .part = 1, .parts = 1, .created_at_ms = n};
         dg_store_test_forget(st); /* the pages are read again: reads can fail too */
-        iof_arm(kind, n);
+        fv_arm(kind, n);
         int rc = dg_store_begin(st);
         if (rc == OC_OK) {
             rc = dg_store_outbox_insert(st, &r, NULL);
             rc = dg_store_end(st, rc);
         }
-        int hit = iof_disarm();
+        int hit = fv_disarm();
         runs++;
         ck_assert_msg(rc == OC_OK || rc == OC_ERR_IO, "kind 0x%x, call %ld: %d", kind, n, rc);
         failed += rc != OC_OK;
@@ -701,7 +701,7 @@ END_TEST
  * stay only when its own allocation failed. */
 START_TEST(test_failed_open_cleanup_out_of_memory)
 {
-    ck_assert_int_eq(iof_install(), 0);
+    ck_assert_int_eq(fv_install(), 0);
     ck_assert(fa_available());
     char *path = tu_path(dir, "c.db");
     long n;
@@ -710,11 +710,11 @@ START_TEST(test_failed_open_cleanup_out_of_memory)
         remove_db(path);
         dg_store *st = NULL;
         char err[512] = "";
-        iof_arm(IOF_WRITE | IOF_STICKY, 1);
+        fv_arm(FV_WRITE | FV_STICKY, 1);
         fa_arm_own(n);
         int rc = dg_store_open(path, &st, err, sizeof err);
         int hit = fa_disarm();
-        iof_disarm();
+        fv_disarm();
         ck_assert_msg(rc == OC_ERR_IO || rc == OC_ERR_NOMEM, "allocation %ld: %d (%s)", n, rc,
                       err);
         left += file_exists(path);

@@ -1,251 +1,356 @@
 /*
- * faultvfs.c -- see faultvfs.h. A shim VFS: each file is the base VFS's
- * file with our io_methods in front; only xShmLock looks at the fault.
+ * faultvfs.c -- see faultvfs.h. Every file method forwards to the file of
+ * the wrapped VFS, which lives right after ours in the same allocation
+ * (szOsFile covers both); the VFS methods forward to the wrapped VFS.
  */
 #include "faultvfs.h"
 
 #include <sqlite3.h>
 #include <stdatomic.h>
-#include <stddef.h>
 #include <string.h>
 
 typedef struct fv_file {
-    sqlite3_file base;       /* our methods */
-    sqlite3_file *real;      /* the base VFS's file, right after this struct */
+    sqlite3_file base;
+    sqlite3_file *real; /* the wrapped VFS's file, right after this struct */
 } fv_file;
 
+static sqlite3_vfs *orig;
 static sqlite3_vfs fv_vfs;
-static sqlite3_vfs *fv_base;
 static sqlite3_io_methods fv_io;
-static atomic_int fv_on;
-static atomic_long fv_count;
-static atomic_long fv_nth;     /* >0: write locks to go until the one refused */
-static atomic_int fv_nth_was;
-static atomic_long fv_rnth;    /* >0: reads to go until the one that fails */
-static atomic_int fv_rnth_was;
+
+/* Per thread (fv_arm). */
+static _Thread_local int armed, sticky, hit;
+static _Thread_local long count, nth;
+
+/* Process-wide (fv_fail_*). */
+static atomic_int begin_refused;
+static atomic_long refused;
+static atomic_long lock_nth; /* >0: write locks to go until the one refused */
+static atomic_int lock_nth_hit;
+static atomic_long read_nth; /* >0: reads to go until the one that fails */
+static atomic_int read_nth_hit;
+
+/* 1 when the process-wide countdown n reaches this call (once). */
+static int countdown(atomic_long *n, atomic_int *was)
+{
+    if (atomic_load(n) > 0 && atomic_fetch_sub(n, 1) == 1) {
+        atomic_store(was, 1);
+        atomic_fetch_add(&refused, 1);
+        return 1;
+    }
+    return 0;
+}
+
+/* 1 when this call of method m must fail. */
+static int fault(int m)
+{
+    if (!(armed & m))
+        return 0;
+    if (hit)
+        return sticky;
+    if (++count == nth) {
+        hit = 1;
+        return 1;
+    }
+    return 0;
+}
 
 #define REAL(f) (((fv_file *)(f))->real)
+#define RM(f) (REAL(f)->pMethods)
 
-static int x_close(sqlite3_file *f)
+static int fv_close(sqlite3_file *f)
 {
-    int rc = REAL(f)->pMethods ? REAL(f)->pMethods->xClose(REAL(f)) : SQLITE_OK;
-    f->pMethods = NULL;
-    return rc;
+    return RM(f)->xClose(REAL(f));
 }
-static int x_read(sqlite3_file *f, void *b, int n, sqlite3_int64 o)
+
+static int fv_read(sqlite3_file *f, void *buf, int amt, sqlite3_int64 off)
 {
-    if (atomic_load(&fv_rnth) > 0 && atomic_fetch_sub(&fv_rnth, 1) == 1) {
-        atomic_store(&fv_rnth_was, 1);
-        atomic_fetch_add(&fv_count, 1);
-        return SQLITE_IOERR_READ;
-    }
-    return REAL(f)->pMethods->xRead(REAL(f), b, n, o);
+    return countdown(&read_nth, &read_nth_hit) || fault(FV_READ)
+               ? SQLITE_IOERR_READ : RM(f)->xRead(REAL(f), buf, amt, off);
 }
-static int x_write(sqlite3_file *f, const void *b, int n, sqlite3_int64 o)
+
+static int fv_write(sqlite3_file *f, const void *buf, int amt, sqlite3_int64 off)
 {
-    return REAL(f)->pMethods->xWrite(REAL(f), b, n, o);
+    return fault(FV_WRITE) ? SQLITE_FULL : RM(f)->xWrite(REAL(f), buf, amt, off);
 }
-static int x_truncate(sqlite3_file *f, sqlite3_int64 n)
+
+static int fv_truncate(sqlite3_file *f, sqlite3_int64 size)
 {
-    return REAL(f)->pMethods->xTruncate(REAL(f), n);
+    return fault(FV_TRUNCATE) ? SQLITE_IOERR_TRUNCATE : RM(f)->xTruncate(REAL(f), size);
 }
-static int x_sync(sqlite3_file *f, int flags)
+
+static int fv_sync(sqlite3_file *f, int flags)
 {
-    return REAL(f)->pMethods->xSync(REAL(f), flags);
+    return fault(FV_SYNC) ? SQLITE_IOERR_FSYNC : RM(f)->xSync(REAL(f), flags);
 }
-static int x_size(sqlite3_file *f, sqlite3_int64 *n)
+
+static int fv_file_size(sqlite3_file *f, sqlite3_int64 *size)
 {
-    return REAL(f)->pMethods->xFileSize(REAL(f), n);
+    return RM(f)->xFileSize(REAL(f), size);
 }
-static int x_lock(sqlite3_file *f, int l)
+
+static int fv_lock(sqlite3_file *f, int level)
 {
-    return REAL(f)->pMethods->xLock(REAL(f), l);
+    return fault(FV_LOCK) ? SQLITE_IOERR_LOCK : RM(f)->xLock(REAL(f), level);
 }
-static int x_unlock(sqlite3_file *f, int l)
+
+static int fv_unlock(sqlite3_file *f, int level)
 {
-    return REAL(f)->pMethods->xUnlock(REAL(f), l);
+    return RM(f)->xUnlock(REAL(f), level);
 }
-static int x_check(sqlite3_file *f, int *out)
+
+static int fv_check_reserved(sqlite3_file *f, int *out)
 {
-    return REAL(f)->pMethods->xCheckReservedLock(REAL(f), out);
+    return RM(f)->xCheckReservedLock(REAL(f), out);
 }
-static int x_fcntl(sqlite3_file *f, int op, void *arg)
+
+static int fv_file_control(sqlite3_file *f, int op, void *arg)
 {
-    return REAL(f)->pMethods->xFileControl(REAL(f), op, arg);
+    return RM(f)->xFileControl(REAL(f), op, arg);
 }
-static int x_sector(sqlite3_file *f)
+
+static int fv_sector_size(sqlite3_file *f)
 {
-    return REAL(f)->pMethods->xSectorSize(REAL(f));
+    return RM(f)->xSectorSize(REAL(f));
 }
-static int x_devchar(sqlite3_file *f)
+
+static int fv_device_characteristics(sqlite3_file *f)
 {
-    return REAL(f)->pMethods->xDeviceCharacteristics(REAL(f));
+    return RM(f)->xDeviceCharacteristics(REAL(f));
 }
-static int x_shmmap(sqlite3_file *f, int pg, int sz, int ext, void volatile **pp)
+
+static int fv_shm_map(sqlite3_file *f, int region, int size, int extend, void volatile **out)
 {
-    return REAL(f)->pMethods->xShmMap(REAL(f), pg, sz, ext, pp);
+    return fault(FV_SHMMAP) ? SQLITE_IOERR_SHMMAP
+                            : RM(f)->xShmMap(REAL(f), region, size, extend, out);
 }
-static int x_shmlock(sqlite3_file *f, int ofst, int n, int flags)
+
+/* Only taking a lock fails: a failed unlock would leave the lock held, so
+ * every later call waited out the busy timeout (no real file system fails
+ * an unlock of its shared memory). */
+static int fv_shm_lock(sqlite3_file *f, int offset, int n, int flags)
 {
     /* Offset 0 is WAL_WRITE_LOCK (SQLite's WAL format, documented in
      * wal.c): refusing it fails BEGIN IMMEDIATE and nothing else. */
-    if (ofst == 0 && n == 1 && flags == (SQLITE_SHM_LOCK | SQLITE_SHM_EXCLUSIVE)) {
-        int fail = atomic_load(&fv_on);
-        if (!fail && atomic_load(&fv_nth) > 0 && atomic_fetch_sub(&fv_nth, 1) == 1) {
-            atomic_store(&fv_nth_was, 1);
-            fail = 1;
-        }
-        if (fail) {
-            atomic_fetch_add(&fv_count, 1);
+    if (offset == 0 && n == 1 && flags == (SQLITE_SHM_LOCK | SQLITE_SHM_EXCLUSIVE)) {
+        if (atomic_load(&begin_refused)) {
+            atomic_fetch_add(&refused, 1);
             return SQLITE_IOERR_SHMLOCK;
         }
+        if (countdown(&lock_nth, &lock_nth_hit))
+            return SQLITE_IOERR_SHMLOCK;
     }
-    return REAL(f)->pMethods->xShmLock(REAL(f), ofst, n, flags);
-}
-static void x_barrier(sqlite3_file *f)
-{
-    REAL(f)->pMethods->xShmBarrier(REAL(f));
-}
-static int x_shmunmap(sqlite3_file *f, int del)
-{
-    return REAL(f)->pMethods->xShmUnmap(REAL(f), del);
-}
-static int x_fetch(sqlite3_file *f, sqlite3_int64 o, int n, void **pp)
-{
-    return REAL(f)->pMethods->xFetch(REAL(f), o, n, pp);
-}
-static int x_unfetch(sqlite3_file *f, sqlite3_int64 o, void *p)
-{
-    return REAL(f)->pMethods->xUnfetch(REAL(f), o, p);
+    return (flags & SQLITE_SHM_LOCK) && fault(FV_SHMLOCK)
+               ? SQLITE_IOERR_SHMLOCK : RM(f)->xShmLock(REAL(f), offset, n, flags);
 }
 
-static int v_open(sqlite3_vfs *v, const char *name, sqlite3_file *f, int flags, int *out)
+static void fv_shm_barrier(sqlite3_file *f)
 {
-    (void)v;
-    fv_file *ff = (fv_file *)f;
-    ff->real = (sqlite3_file *)(ff + 1);
-    memset(ff->real, 0, (size_t)fv_base->szOsFile);
-    int rc = fv_base->xOpen(fv_base, name, ff->real, flags, out);
-    f->pMethods = ff->real->pMethods ? &fv_io : NULL;
+    RM(f)->xShmBarrier(REAL(f));
+}
+
+static int fv_shm_unmap(sqlite3_file *f, int del)
+{
+    return RM(f)->xShmUnmap(REAL(f), del);
+}
+
+static int fv_fetch(sqlite3_file *f, sqlite3_int64 off, int amt, void **pp)
+{
+    return RM(f)->xFetch(REAL(f), off, amt, pp);
+}
+
+static int fv_unfetch(sqlite3_file *f, sqlite3_int64 off, void *p)
+{
+    return RM(f)->xUnfetch(REAL(f), off, p);
+}
+
+static int fv_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags, int *out)
+{
+    (void)vfs;
+    fv_file *p = (fv_file *)f;
+    p->real = (sqlite3_file *)(p + 1);
+    int rc = orig->xOpen(orig, name, p->real, flags, out);
+    /* SQLite closes a file whose pMethods is set, even after a failed open. */
+    p->base.pMethods = p->real->pMethods ? &fv_io : NULL;
     return rc;
 }
-static int v_delete(sqlite3_vfs *v, const char *n, int sync)
+
+static int fv_delete(sqlite3_vfs *v, const char *name, int sync_dir)
 {
     (void)v;
-    return fv_base->xDelete(fv_base, n, sync);
+    return orig->xDelete(orig, name, sync_dir);
 }
-static int v_access(sqlite3_vfs *v, const char *n, int flags, int *out)
+
+static int fv_access(sqlite3_vfs *v, const char *name, int flags, int *out)
 {
     (void)v;
-    return fv_base->xAccess(fv_base, n, flags, out);
+    return orig->xAccess(orig, name, flags, out);
 }
-static int v_full(sqlite3_vfs *v, const char *n, int len, char *out)
+
+static int fv_full_pathname(sqlite3_vfs *v, const char *name, int n, char *out)
 {
     (void)v;
-    return fv_base->xFullPathname(fv_base, n, len, out);
+    return orig->xFullPathname(orig, name, n, out);
 }
-static void *v_dlopen(sqlite3_vfs *v, const char *n)
+
+static void *fv_dl_open(sqlite3_vfs *v, const char *name)
 {
     (void)v;
-    return fv_base->xDlOpen(fv_base, n);
+    return orig->xDlOpen(orig, name);
 }
-static void v_dlerror(sqlite3_vfs *v, int n, char *m)
+
+static void fv_dl_error(sqlite3_vfs *v, int n, char *out)
 {
     (void)v;
-    fv_base->xDlError(fv_base, n, m);
+    orig->xDlError(orig, n, out);
 }
-static void (*v_dlsym(sqlite3_vfs *v, void *h, const char *s))(void)
+
+static void (*fv_dl_sym(sqlite3_vfs *v, void *h, const char *sym))(void)
 {
     (void)v;
-    return fv_base->xDlSym(fv_base, h, s);
+    return orig->xDlSym(orig, h, sym);
 }
-static void v_dlclose(sqlite3_vfs *v, void *h)
+
+static void fv_dl_close(sqlite3_vfs *v, void *h)
 {
     (void)v;
-    fv_base->xDlClose(fv_base, h);
+    orig->xDlClose(orig, h);
 }
-static int v_random(sqlite3_vfs *v, int n, char *out)
+
+static int fv_randomness(sqlite3_vfs *v, int n, char *out)
 {
     (void)v;
-    return fv_base->xRandomness(fv_base, n, out);
+    return orig->xRandomness(orig, n, out);
 }
-static int v_sleep(sqlite3_vfs *v, int us)
+
+static int fv_sleep(sqlite3_vfs *v, int us)
 {
     (void)v;
-    return fv_base->xSleep(fv_base, us);
+    return orig->xSleep(orig, us);
 }
-static int v_time(sqlite3_vfs *v, double *out)
+
+static int fv_current_time(sqlite3_vfs *v, double *out)
 {
     (void)v;
-    return fv_base->xCurrentTime(fv_base, out);
+    return orig->xCurrentTime(orig, out);
 }
-static int v_lasterr(sqlite3_vfs *v, int n, char *out)
+
+static int fv_last_error(sqlite3_vfs *v, int n, char *out)
 {
     (void)v;
-    return fv_base->xGetLastError ? fv_base->xGetLastError(fv_base, n, out) : 0;
+    return orig->xGetLastError(orig, n, out);
 }
-static int v_time64(sqlite3_vfs *v, sqlite3_int64 *out)
+
+static int fv_current_time64(sqlite3_vfs *v, sqlite3_int64 *out)
 {
     (void)v;
-    return fv_base->xCurrentTimeInt64(fv_base, out);
+    return orig->xCurrentTimeInt64(orig, out);
 }
 
 int fv_install(void)
 {
-    if (fv_base)
+    if (orig)
         return 0;
     sqlite3_initialize();
-    sqlite3_vfs *base = sqlite3_vfs_find(NULL);
-    if (!base || base->iVersion < 2)
+    sqlite3_vfs *o = sqlite3_vfs_find(NULL);
+    if (!o || o->iVersion < 2)
         return -1;
-    fv_base = base;
     fv_io = (sqlite3_io_methods){
-        .iVersion = 3, .xClose = x_close, .xRead = x_read, .xWrite = x_write,
-        .xTruncate = x_truncate, .xSync = x_sync, .xFileSize = x_size, .xLock = x_lock,
-        .xUnlock = x_unlock, .xCheckReservedLock = x_check, .xFileControl = x_fcntl,
-        .xSectorSize = x_sector, .xDeviceCharacteristics = x_devchar, .xShmMap = x_shmmap,
-        .xShmLock = x_shmlock, .xShmBarrier = x_barrier, .xShmUnmap = x_shmunmap,
-        .xFetch = x_fetch, .xUnfetch = x_unfetch,
+        .iVersion = 3,
+        .xClose = fv_close,
+        .xRead = fv_read,
+        .xWrite = fv_write,
+        .xTruncate = fv_truncate,
+        .xSync = fv_sync,
+        .xFileSize = fv_file_size,
+        .xLock = fv_lock,
+        .xUnlock = fv_unlock,
+        .xCheckReservedLock = fv_check_reserved,
+        .xFileControl = fv_file_control,
+        .xSectorSize = fv_sector_size,
+        .xDeviceCharacteristics = fv_device_characteristics,
+        .xShmMap = fv_shm_map,
+        .xShmLock = fv_shm_lock,
+        .xShmBarrier = fv_shm_barrier,
+        .xShmUnmap = fv_shm_unmap,
+        .xFetch = fv_fetch,
+        .xUnfetch = fv_unfetch,
     };
     fv_vfs = (sqlite3_vfs){
-        .iVersion = 2, .szOsFile = (int)sizeof(fv_file) + base->szOsFile,
-        .mxPathname = base->mxPathname, .zName = "dg-faultvfs", .xOpen = v_open,
-        .xDelete = v_delete, .xAccess = v_access, .xFullPathname = v_full,
-        .xDlOpen = v_dlopen, .xDlError = v_dlerror, .xDlSym = v_dlsym, .xDlClose = v_dlclose,
-        .xRandomness = v_random, .xSleep = v_sleep, .xCurrentTime = v_time,
-        .xGetLastError = v_lasterr, .xCurrentTimeInt64 = v_time64,
+        .iVersion = 2,
+        .szOsFile = (int)sizeof(fv_file) + o->szOsFile,
+        .mxPathname = o->mxPathname,
+        .zName = "dg-faultvfs",
+        .xOpen = fv_open,
+        .xDelete = fv_delete,
+        .xAccess = fv_access,
+        .xFullPathname = fv_full_pathname,
+        .xDlOpen = fv_dl_open,
+        .xDlError = fv_dl_error,
+        .xDlSym = fv_dl_sym,
+        .xDlClose = fv_dl_close,
+        .xRandomness = fv_randomness,
+        .xSleep = fv_sleep,
+        .xCurrentTime = fv_current_time,
+        .xGetLastError = fv_last_error,
+        .xCurrentTimeInt64 = fv_current_time64,
     };
-    return sqlite3_vfs_register(&fv_vfs, 1) == SQLITE_OK ? 0 : -1;
+    orig = o;
+    if (sqlite3_vfs_register(&fv_vfs, 1) != SQLITE_OK) {
+        orig = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+void fv_arm(int methods, long n)
+{
+    count = 0;
+    nth = n;
+    hit = 0;
+    sticky = (methods & FV_STICKY) != 0;
+    armed = methods & FV_ALL;
+}
+
+int fv_disarm(void)
+{
+    armed = 0;
+    return hit;
+}
+
+long fv_count(void)
+{
+    return count;
 }
 
 void fv_fail_begin(int on)
 {
-    atomic_store(&fv_on, on != 0);
+    atomic_store(&begin_refused, on != 0);
 }
 
 void fv_fail_nth(long n)
 {
-    atomic_store(&fv_nth_was, 0);
-    atomic_store(&fv_nth, n > 0 ? n : 0);
+    atomic_store(&lock_nth_hit, 0);
+    atomic_store(&lock_nth, n > 0 ? n : 0);
 }
 
 int fv_fail_nth_hit(void)
 {
-    return atomic_load(&fv_nth_was);
+    return atomic_load(&lock_nth_hit);
 }
 
 void fv_fail_read_nth(long n)
 {
-    atomic_store(&fv_rnth_was, 0);
-    atomic_store(&fv_rnth, n > 0 ? n : 0);
+    atomic_store(&read_nth_hit, 0);
+    atomic_store(&read_nth, n > 0 ? n : 0);
 }
 
 int fv_fail_read_nth_hit(void)
 {
-    return atomic_load(&fv_rnth_was);
+    return atomic_load(&read_nth_hit);
 }
 
 long fv_refused(void)
 {
-    return atomic_load(&fv_count);
+    return atomic_load(&refused);
 }
