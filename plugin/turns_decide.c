@@ -130,7 +130,7 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
     int64_t now = dg_now_ms(t->p);
     if (txn_begin(t) != OC_OK)
         return OC_ERR_IO;
-    int kick = 0, fresh = 1, changed = 0, stale = 0, late = 0;
+    int kick = 0, fresh = 1, changed = 0, stale = 0, late = 0, before_reply = 0;
     int64_t seen = 0;
     sess_rec *e;
     int rc = session_prepare(t, s, now, &e);
@@ -167,6 +167,19 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
             e->pos != DG_NOBODY && answers_older(r, e->pos, prompt)) {
             out->waiting = 1;
             stale = 1;
+        }
+        /* The turn came to this agent for the previous speaker's reply,
+         * which has not arrived yet (its run ended speaking; the host
+         * delivers the message after): a run whose prompt carries the
+         * message before it was queued for that one and started late
+         * (seen in the gateway stage under load: coder's run for the
+         * kickoff began 0.3 s after reviewer's run ended, before reviewer's
+         * review came in, and passed). Held back; the run for the reply,
+         * which the host starts when it arrives, counts. */
+        if (!out->claimed && !out->waiting && !woken && e->configured && prompt &&
+            e->pos != DG_NOBODY && answers_before_owed_reply(r, &x, e->pos, prompt, now)) {
+            out->waiting = 1;
+            before_reply = 1;
         }
         /* Instances sharing a store, when the speaker last changed in
          * another one, this run answers a message older than its turn when
@@ -252,6 +265,9 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
              ? "closed discussion channel (archive only)"
              : late ? "the turn reached this agent in another gateway after this run's "
                       "message came (decided as when it came; the moderator's hand-off wakes it)"
+             : before_reply ? "this agent holds the turn for the previous speaker's reply, "
+                              "which has not arrived yet; this run answers the message before "
+                              "it (the run for the reply follows)"
              : stale ? "this agent holds the turn, but this run answers an older message "
                        "than the latest (the host queued it before the turn moved; the run "
                        "for the latest message follows)"

@@ -290,6 +290,14 @@ void recent_push(scope_rec *r, const char *content, int author, int only_text);
 
 int answers_older(const scope_rec *r, int pos, const char *prompt);
 
+/* 1 when the run of pos with this prompt answers the message the previous
+ * speaker already answered: that speaker ended its run speaking, its reply
+ * has not arrived (owed; within the turn timeout, else WAKE_FP_MAX_MS), and
+ * the prompt carries the scope's latest message, which is not the reply.
+ * Writer or reader lock held. */
+int answers_before_owed_reply(const scope_rec *r, const dg_turn_ctx *x, int pos,
+                              const char *prompt, int64_t now);
+
 int render_and_enqueue(dg_turns *t, const char *name, const dg_tpl_vars *vars,
                        const char *channel, const char *mention, int64_t now, int *kick,
                        char *fp, size_t fp_cap);

@@ -375,6 +375,57 @@ START_TEST(test_run_for_the_moderators_older_text_is_held_back)
 }
 END_TEST
 
+/* The same race one step earlier (a clean-clone CI run of the gateway
+ * stage, under load): coder's run queued for the kickoff started after
+ * reviewer's run had ended speaking but before reviewer's review reached
+ * the plugin; the kickoff was still the latest message it knew, so the run
+ * counted and its pass ended the discussion's round early. The turn came to
+ * bravo for alpha's reply: a run that answers the message before it is held
+ * back until that reply arrives; the run for the reply counts. */
+START_TEST(test_run_before_the_previous_speakers_reply_arrives_is_held_back)
+{
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(claim(ABC[i], NULL), i > 0);
+    human_says("go");
+    const char *kickoff = "[Discussion Started] This channel was created for a discussion.";
+    char id[24];
+    ck_assert_int_eq(tth_msg(&H, CH1, NULL, mid(id), TTH_MOD_UID, 1, kickoff, NULL), OC_OK);
+    ck_assert_int_eq(claim(TTH_ALPHA, "a1"), 0);
+    ck_assert_int_eq(end_run(TTH_ALPHA, "a1", "Review: versioned structs."), OC_OK);
+    dg_turn_state before = peek();
+    ck_assert_int_eq(before.speaker, 1);
+    claim_body = kickoff; /* alpha's review has not come in yet */
+    ck_assert_int_eq(claim(TTH_BRAVO, "b-late"), 1);
+    ck_assert(tth_log_has(&H, "the previous speaker's reply, which has not arrived yet"));
+    ck_assert_int_eq(end_run(TTH_BRAVO, "b-late", "NO_REPLY"), OC_OK);
+    dg_turn_state after = peek();
+    ck_assert(dg_turn_state_same(&before, &after));
+    agent_posts(TTH_ALPHA, "Review: versioned structs behind one entry point.");
+    claim_body = "Review: versioned structs behind one entry point.";
+    ck_assert_int_eq(claim(TTH_BRAVO, "b2"), 0);
+    claim_body = "hello";
+    ck_assert_int_eq(end_run(TTH_BRAVO, "b2", "Agreed."), OC_OK);
+    ck_assert_int_eq(peek().speaker, 2);
+}
+END_TEST
+
+/* A reply that reached the plugin before its run ended holds nobody: the
+ * next speaker's run for it counts at once. */
+START_TEST(test_reply_that_arrived_before_its_run_ended_holds_nothing)
+{
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(claim(ABC[i], NULL), i > 0);
+    human_says("Which day should we ship the release?");
+    ck_assert_int_eq(claim(TTH_ALPHA, "a1"), 0);
+    agent_posts(TTH_ALPHA, "Friday, after the freeze, I think.");
+    ck_assert_int_eq(end_run(TTH_ALPHA, "a1", "Friday, after the freeze, I think."), OC_OK);
+    ck_assert_int_eq(peek().speaker, 1);
+    claim_body = "Which day should we ship the release? alpha: Friday, after the freeze, I think.";
+    ck_assert_int_eq(claim(TTH_BRAVO, "b1"), 0);
+    claim_body = "hello";
+}
+END_TEST
+
 /* No evidence, no hold: a prompt that carries none of the recent messages
  * (a host that rewrote them), a short older message found by chance, and
  * the speaker's own latest message. */
@@ -839,6 +890,8 @@ Suite *make_claim_suite(void)
     tcase_add_test(tc, test_run_for_an_older_message_than_the_latest_is_held_back);
     tcase_add_test(tc, test_run_without_evidence_of_an_older_message_counts);
     tcase_add_test(tc, test_run_for_the_moderators_older_text_is_held_back);
+    tcase_add_test(tc, test_run_before_the_previous_speakers_reply_arrives_is_held_back);
+    tcase_add_test(tc, test_reply_that_arrived_before_its_run_ended_holds_nothing);
     tcase_add_test(tc, test_message_sending_in_gateway_shape);
     tcase_add_test(tc, test_old_host_without_claim_hooks_still_starts);
     tcase_add_test(tc, test_malformed_claim_input_is_refused);
