@@ -304,7 +304,7 @@ GCOV_EXPORTS := $(if $(filter 1,$(COVERAGE)),|__gcov_[A-Za-z0-9_]+|mangle_path)
 coverage: deps-ok
 	find build-cov -name '*.gcda' -delete 2>/dev/null || true
 	$(MAKE) COVERAGE=1 test-deps
-	-env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL DG_BUILD_DIR=build-cov ./build-cov/check_all
+	-env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL DG_BUILD_DIR=build-cov DG_COVERAGE=1 ./build-cov/check_all
 	sh scripts/coverage.sh build-cov plugin hooks host servers common discord
 
 test-deps: deps-ok $(TEST_DEPS)

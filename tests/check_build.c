@@ -434,14 +434,17 @@ START_TEST(install_then_uninstall_leaves_nothing)
 #else
     const char *san = "SANITIZE=";
 #endif
+    /* make coverage runs the suites in its gcov build and says so. */
+    const char *cov = getenv("DG_COVERAGE") ? "COVERAGE=1" : "COVERAGE=";
     /* Nothing may be rebuilt: the build folder under test is installed as it is. */
-    const char *dry[] = {barg, darg, san, "PREFIX=/usr/local", "KOFFI_FROM=none", "install", NULL};
+    const char *dry[] = {barg, darg, san, cov, "PREFIX=/usr/local", "KOFFI_FROM=none", "install",
+                         NULL};
     char *plan = dry_run(dry);
     ck_assert_msg(!strstr(plan, " -c "), "make install would compile in %s (flags differ from "
                   "this build?): %.600s", b, plan);
     free(plan);
-    const char *inst[] = {"make", "--no-print-directory", barg, darg, san, "PREFIX=/usr/local",
-                          "KOFFI_FROM=none", "install", NULL};
+    const char *inst[] = {"make", "--no-print-directory", barg, darg, san, cov,
+                          "PREFIX=/usr/local", "KOFFI_FROM=none", "install", NULL};
     char *out = NULL;
     int st = run_capture(inst, &out);
     ck_assert_msg(st == 0, "make install DESTDIR=%s failed (%d): %s", d, st, out);
@@ -503,7 +506,7 @@ START_TEST(install_then_uninstall_leaves_nothing)
     ck_assert_msg(st == 0 && strstr(out, want), "the tiny host cannot load %s (%d): %s", f, st, out);
     free(out);
 
-    const char *un[] = {"make", "--no-print-directory", barg, darg, san, "PREFIX=/usr/local",
+    const char *un[] = {"make", "--no-print-directory", barg, darg, san, cov, "PREFIX=/usr/local",
                         "uninstall", NULL};
     st = run_capture(un, &out);
     ck_assert_msg(st == 0, "make uninstall failed (%d): %s", st, out);
