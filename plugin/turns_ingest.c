@@ -9,13 +9,22 @@
 
 /* ---- message_received ------------------------------------------------------------ */
 
-/* Content made only of user mentions: the moderator's hand-off trigger. */
+/* Content made only of user mentions: the moderator's hand-off trigger.
+ * A mention is <@id> (<@!id>) or, as OpenClaw's Discord channel renders it
+ * before message_received, "@name" (a name without spaces: a global name
+ * with one reads as a moderator's text, which resets the loop count). */
 static int is_bare_mention(const char *s)
 {
     int any = 0;
     while (s && *s) {
         if (isspace((unsigned char)*s)) {
             s++;
+            continue;
+        }
+        if (s[0] == '@' && s[1] && !isspace((unsigned char)s[1])) {
+            while (*s && !isspace((unsigned char)*s))
+                s++;
+            any = 1;
             continue;
         }
         if (strncmp(s, "<@", 2) != 0)

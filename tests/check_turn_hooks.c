@@ -1247,16 +1247,20 @@ START_TEST(test_only_bare_mentions_are_handoffs)
     human_says(CH1, NULL, "go", NULL);
     ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "first view"), 1);
     ck_assert_int_eq(peek(CH1, NULL, NULL).agent_msgs, 1);
+    /* Also as OpenClaw's Discord channel renders them (seen in the gateway
+     * stage: "@reviewer" read as a moderator's text reset the count). */
     static const char *const handoffs[] = {" <@!" TTH_BRAVO_UID ">\n", "<@" TTH_BRAVO_UID ">"
-                                           " <@" TTH_CHARLIE_UID ">"};
+                                           " <@" TTH_CHARLIE_UID ">", "@bravo",
+                                           " @bravo <@" TTH_CHARLIE_UID ">"};
     char id[24];
-    for (size_t i = 0; i < 2; i++) {
+    for (size_t i = 0; i < 4; i++) {
         ck_assert_int_eq(tth_msg(&H, CH1, NULL, mid(id), TTH_MOD_UID, 1, handoffs[i], NULL),
                          OC_OK);
         ck_assert_msg(peek(CH1, NULL, NULL).agent_msgs == 1, "%s", handoffs[i]);
     }
-    static const char *const not_handoffs[] = {"<@x1>", "<@123", "<@!>", "<@1> thanks", ""};
-    for (size_t i = 0; i < 5; i++) {
+    static const char *const not_handoffs[] = {"<@x1>", "<@123", "<@!>", "<@1> thanks", "",
+                                               "@", "@bravo thanks"};
+    for (size_t i = 0; i < 7; i++) {
         int spk = who_speaks(ABC, 3, CH1, NULL);
         ck_assert_int_ge(spk, 0);
         ck_assert_int_eq(run(ABC[spk], CH1, NULL, "another view"), 1);
