@@ -100,7 +100,7 @@ static const char sql_list_chan[] =
     "SELECT " ROW_COLS " FROM outbox WHERE channel_id = ?1 ORDER BY id";
 static const char sql_sent[] =
     "UPDATE outbox SET state = 1, message_id = ?2, done_at_ms = ?3 WHERE id = ?1 AND state = 0";
-/* SENT_MANY rows marked sent by one statement (dg_store_outbox_mark_sent_many):
+/* SENT_MANY rows marked sent by one statement on PostgreSQL (dg_store_outbox_mark_sent_many):
  * ?1 the time, then (id, message id) pairs; a shorter batch repeats its
  * last pair (a repeated WHEN or IN value changes nothing). 11 pairs keep
  * the statement within the PostgreSQL side's 24 parameters (store_pg.c). */
@@ -298,8 +298,16 @@ int dg_store_outbox_mark_sent_many(dg_store *st, const int64_t *ids, const char 
     for (size_t i = 0; i < n; i++)
         if (!message_ids[i])
             return OC_ERR_INVALID;
-    for (size_t at = 0; at < n; at += SENT_MANY) {
-        size_t k = n - at < SENT_MANY ? n - at : SENT_MANY;
+    size_t k = 1;
+    for (size_t at = 0; at < n; at += k) {
+        k = n - at < SENT_MANY ? n - at : SENT_MANY;
+        /* SQLite: one prepared single-row UPDATE per row. The batched
+         * statement only saves PostgreSQL round trips; in SQLite its IN
+         * list is an ephemeral table and its CASE is walked per row, which
+         * cost 22k instructions a row against 17k for the single-row one
+         * (callgrind, batches of 5 rows in a transaction). */
+        if (!st->pg)
+            k = 1;
         if (k == 1) {
             int rc = dg_store_outbox_mark_sent(st, ids[at], message_ids[at], now_ms);
             if (rc == OC_OK)
