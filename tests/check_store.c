@@ -170,6 +170,20 @@ START_TEST(test_migration_from_previous_version)
 }
 END_TEST
 
+/* A database at path as version `from` of the schema left it (our steps
+ * up to it, its user_version, no stamp), opened; the caller closes it. */
+static sqlite3 *db_at_version(const char *path, int from)
+{
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    for (int v = 0; v < from; v++)
+        ck_assert_int_eq(sqlite3_exec(db, dg_schema_steps[v], NULL, NULL, NULL), SQLITE_OK);
+    char pragma[64];
+    snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", from);
+    ck_assert_int_eq(sqlite3_exec(db, pragma, NULL, NULL, NULL), SQLITE_OK);
+    return db;
+}
+
 START_TEST(test_every_version_migrates_to_current)
 {
     /* Not only N-1: a database at any earlier version reaches the current one. */
@@ -178,14 +192,7 @@ START_TEST(test_every_version_migrates_to_current)
         char name[32];
         snprintf(name, sizeof name, "v%d.db", from);
         char *path = tu_path(dir, name);
-        sqlite3 *db;
-        ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-        for (int v = 0; v < from; v++)
-            ck_assert_int_eq(sqlite3_exec(db, dg_schema_steps[v], NULL, NULL, NULL), SQLITE_OK);
-        char pragma[64];
-        snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", from);
-        ck_assert_int_eq(sqlite3_exec(db, pragma, NULL, NULL, NULL), SQLITE_OK);
-        sqlite3_close(db);
+        sqlite3_close(db_at_version(path, from));
         dg_store *st = NULL;
         char err[256];
         ck_assert_msg(dg_store_open(path, &st, err, sizeof err) == OC_OK, "from v%d: %s", from, err);
@@ -249,13 +256,7 @@ START_TEST(test_outbox_rows_survive_every_migration)
         char name[32], before[1024], after[1024], got[64];
         snprintf(name, sizeof name, "ob%d.db", from);
         char *path = tu_path(dir, name);
-        sqlite3 *db;
-        ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-        for (int v = 0; v < from; v++)
-            ck_assert_int_eq(sqlite3_exec(db, dg_schema_steps[v], NULL, NULL, NULL), SQLITE_OK);
-        char pragma[64];
-        snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", from);
-        ck_assert_int_eq(sqlite3_exec(db, pragma, NULL, NULL, NULL), SQLITE_OK);
+        sqlite3 *db = db_at_version(path, from);
         ck_assert_int_eq(sqlite3_exec(db, rows, NULL, NULL, NULL), SQLITE_OK);
         sql_text(db, dump, before, sizeof before);
         sqlite3_close(db);
@@ -429,14 +430,7 @@ START_TEST(test_older_database_is_stamped)
         char name[32];
         snprintf(name, sizeof name, "old%d.db", from);
         char *path = tu_path(dir, name);
-        sqlite3 *db;
-        ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-        for (int v = 0; v < from; v++)
-            ck_assert_int_eq(sqlite3_exec(db, dg_schema_steps[v], NULL, NULL, NULL), SQLITE_OK);
-        char pragma[64];
-        snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", from);
-        ck_assert_int_eq(sqlite3_exec(db, pragma, NULL, NULL, NULL), SQLITE_OK);
-        sqlite3_close(db);
+        sqlite3_close(db_at_version(path, from));
         ck_assert_int_eq(int_pragma(path, "PRAGMA application_id"), 0);
         dg_store *st = NULL;
         char err[512];
