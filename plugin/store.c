@@ -50,8 +50,15 @@ const char *const dg_schema_steps[] = {
     dg_schema_v8_shared,
     dg_schema_v9_discuss_index,
     dg_schema_v10_transitions,
+    dg_schema_v11_outbox_state,
 };
 const int dg_schema_nsteps = (int)(sizeof dg_schema_steps / sizeof dg_schema_steps[0]);
+
+const char *dg_schema_step_pg(int v)
+{
+    return dg_schema_steps[v] == dg_schema_v11_outbox_state ? dg_schema_v11_outbox_state_pg
+                                                             : dg_schema_steps[v];
+}
 
 int dg_store_schema_version(void)
 {

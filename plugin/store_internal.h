@@ -135,6 +135,8 @@ int64_t dg_pg_change_seq(dg_store *st);
  *   v8 store_shared.c  change log and leases: instances sharing a store (issue 17)
  *   v9 store_discuss_index.c  discussion channel names, members by agent (issue 16)
  *   v10 store_transitions.c turn transitions with their causes (issue 16)
+ *   v11 store_outbox.c outbox state CHECK as a range (issue 14: no ephemeral
+ *       table per write); its PostgreSQL text differs (dg_schema_step_pg)
  * Append new steps only; never edit a released one.
  */
 extern const char *const dg_schema_steps[];
@@ -149,6 +151,13 @@ extern const char dg_schema_v7_discuss_timers[];
 extern const char dg_schema_v8_shared[];
 extern const char dg_schema_v9_discuss_index[];
 extern const char dg_schema_v10_transitions[];
+extern const char dg_schema_v11_outbox_state[];
+extern const char dg_schema_v11_outbox_state_pg[];
+
+/* The text store_pg.c runs (translated) for dg_schema_steps[v]: the same
+ * one but where PostgreSQL does a step another way (v11 alters a CHECK
+ * SQLite must rebuild a table for). Static storage, never freed. */
+const char *dg_schema_step_pg(int v);
 
 /* The tables our migrations create up to version v as ",a,b," sorted
  * (malloc'd, caller frees; NULL on error), and whether have holds every

@@ -357,7 +357,7 @@ static int check_and_migrate(dg_store *st, char *err, size_t err_len)
         goto io_rollback;
     for (int v = version; v < dg_schema_nsteps; v++) {
         int np = 0;
-        char *ddl = translate(dg_schema_steps[v], 1, &np);
+        char *ddl = translate(dg_schema_step_pg(v), 1, &np);
         int rc = ddl ? run(pg, pg->conn, ddl, PGRES_COMMAND_OK, NULL) : OC_ERR_IO;
         if (!ddl)
             keep_error(pg, "out of memory");

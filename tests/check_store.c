@@ -170,6 +170,20 @@ START_TEST(test_migration_from_previous_version)
 }
 END_TEST
 
+/* A database at path as version `from` of the schema left it (our steps
+ * up to it, its user_version, no stamp), opened; the caller closes it. */
+static sqlite3 *db_at_version(const char *path, int from)
+{
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    for (int v = 0; v < from; v++)
+        ck_assert_int_eq(sqlite3_exec(db, dg_schema_steps[v], NULL, NULL, NULL), SQLITE_OK);
+    char pragma[64];
+    snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", from);
+    ck_assert_int_eq(sqlite3_exec(db, pragma, NULL, NULL, NULL), SQLITE_OK);
+    return db;
+}
+
 START_TEST(test_every_version_migrates_to_current)
 {
     /* Not only N-1: a database at any earlier version reaches the current one. */
@@ -178,19 +192,103 @@ START_TEST(test_every_version_migrates_to_current)
         char name[32];
         snprintf(name, sizeof name, "v%d.db", from);
         char *path = tu_path(dir, name);
-        sqlite3 *db;
-        ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-        for (int v = 0; v < from; v++)
-            ck_assert_int_eq(sqlite3_exec(db, dg_schema_steps[v], NULL, NULL, NULL), SQLITE_OK);
-        char pragma[64];
-        snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", from);
-        ck_assert_int_eq(sqlite3_exec(db, pragma, NULL, NULL, NULL), SQLITE_OK);
-        sqlite3_close(db);
+        sqlite3_close(db_at_version(path, from));
         dg_store *st = NULL;
         char err[256];
         ck_assert_msg(dg_store_open(path, &st, err, sizeof err) == OC_OK, "from v%d: %s", from, err);
         dg_store_close(st);
         ck_assert_int_eq(user_version(path), n);
+        free(path);
+    }
+}
+END_TEST
+
+/* One value of sql on db as text into out ("" for no row or NULL). */
+static void sql_text(sqlite3 *db, const char *sql, char *out, size_t len)
+{
+    sqlite3_stmt *s;
+    ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK, "%s: %s", sql,
+                  sqlite3_errmsg(db));
+    out[0] = '\0';
+    if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
+        snprintf(out, len, "%s", (const char *)sqlite3_column_text(s, 0));
+    sqlite3_finalize(s);
+}
+
+/* How many OpenEphemeral opcodes SQLite's plan of sql has on db. */
+static int ephemeral_ops(sqlite3 *db, const char *sql)
+{
+    char ex[512];
+    snprintf(ex, sizeof ex, "EXPLAIN %s", sql);
+    sqlite3_stmt *s;
+    ck_assert_msg(sqlite3_prepare_v2(db, ex, -1, &s, NULL) == SQLITE_OK, "%s: %s", ex,
+                  sqlite3_errmsg(db));
+    int n = 0;
+    while (sqlite3_step(s) == SQLITE_ROW)
+        n += !strcmp((const char *)sqlite3_column_text(s, 1), "OpenEphemeral");
+    sqlite3_finalize(s);
+    return n;
+}
+
+START_TEST(test_outbox_rows_survive_every_migration)
+{
+    /* A database at any version with the outbox (v3 on) holding a pending,
+     * a sent and a failed row, and an AUTOINCREMENT high-water mark above
+     * its rows (the prune deleted id 7), reaches the current version with
+     * every row and column as it was, the mark kept (no id comes back),
+     * the index there, the CHECK still refusing a state out of range, and
+     * no ephemeral table in the plan of an insert or a mark (v11). */
+    static const char rows[] =
+        "INSERT INTO outbox(id, channel_id, content, mentions, nonce, part, parts, state,"
+        " attempts, created_at_ms, done_at_ms, message_id, last_error) VALUES"
+        " (4, 'c1', 'pending one', '<@1>', 'n4', 1, 2, 0, 2, 100, NULL, NULL, 'http 503'),"
+        " (5, 'c1', 'sent one', '', 'n5', 2, 2, 1, 1, 101, 200, 'm5', NULL),"
+        " (6, 'c2', 'failed one', '', 'n6', 1, 1, 2, 9, 102, 300, NULL, 'http 403');"
+        "UPDATE sqlite_sequence SET seq = 7 WHERE name = 'outbox';";
+    static const char dump[] =
+        "SELECT group_concat(id || '|' || channel_id || '|' || content || '|' || mentions ||"
+        " '|' || nonce || '|' || part || '|' || parts || '|' || state || '|' || attempts ||"
+        " '|' || created_at_ms || '|' || ifnull(done_at_ms, '-') || '|' ||"
+        " ifnull(message_id, '-') || '|' || ifnull(last_error, '-'), ';') FROM"
+        " (SELECT * FROM outbox ORDER BY id)";
+    int n = dg_store_schema_version();
+    for (int from = 3; from < n; from++) {
+        char name[32], before[1024], after[1024], got[64];
+        snprintf(name, sizeof name, "ob%d.db", from);
+        char *path = tu_path(dir, name);
+        sqlite3 *db = db_at_version(path, from);
+        ck_assert_int_eq(sqlite3_exec(db, rows, NULL, NULL, NULL), SQLITE_OK);
+        sql_text(db, dump, before, sizeof before);
+        sqlite3_close(db);
+
+        dg_store *st = NULL;
+        char err[256];
+        ck_assert_msg(dg_store_open(path, &st, err, sizeof err) == OC_OK, "from v%d: %s", from, err);
+        dg_store_close(st);
+        ck_assert_int_eq(user_version(path), n);
+
+        ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+        sql_text(db, dump, after, sizeof after);
+        ck_assert_str_eq(after, before);
+        sql_text(db, "SELECT seq FROM sqlite_sequence WHERE name = 'outbox'", got, sizeof got);
+        ck_assert_str_eq(got, "7");
+        sql_text(db, "SELECT count(*) FROM sqlite_master WHERE name = 'outbox_pending'", got,
+                 sizeof got);
+        ck_assert_str_eq(got, "1");
+        sql_text(db, "SELECT count(*) FROM sqlite_master WHERE name LIKE 'outbox_v%'", got,
+                 sizeof got);
+        ck_assert_str_eq(got, "0");
+        ck_assert_int_eq(ephemeral_ops(db, "UPDATE outbox SET state = 1, message_id = 'm', "
+                                           "done_at_ms = 1 WHERE id = 4 AND state = 0"), 0);
+        ck_assert_int_eq(ephemeral_ops(db, "INSERT INTO outbox(channel_id, content, nonce, "
+                                           "created_at_ms) VALUES ('c', 'x', 'n', 1)"), 0);
+        ck_assert_int_eq(sqlite3_exec(db, "UPDATE outbox SET state = 3 WHERE id = 6", NULL, NULL,
+                                      NULL), SQLITE_CONSTRAINT);
+        ck_assert_int_eq(sqlite3_exec(db, "INSERT INTO outbox(channel_id, content, nonce, "
+                                          "created_at_ms) VALUES ('c', 'x', 'n8', 1)",
+                                      NULL, NULL, NULL), SQLITE_OK);
+        ck_assert_int_eq(sqlite3_last_insert_rowid(db), 8);
+        sqlite3_close(db);
         free(path);
     }
 }
@@ -332,14 +430,7 @@ START_TEST(test_older_database_is_stamped)
         char name[32];
         snprintf(name, sizeof name, "old%d.db", from);
         char *path = tu_path(dir, name);
-        sqlite3 *db;
-        ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-        for (int v = 0; v < from; v++)
-            ck_assert_int_eq(sqlite3_exec(db, dg_schema_steps[v], NULL, NULL, NULL), SQLITE_OK);
-        char pragma[64];
-        snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", from);
-        ck_assert_int_eq(sqlite3_exec(db, pragma, NULL, NULL, NULL), SQLITE_OK);
-        sqlite3_close(db);
+        sqlite3_close(db_at_version(path, from));
         ck_assert_int_eq(int_pragma(path, "PRAGMA application_id"), 0);
         dg_store *st = NULL;
         char err[512];
@@ -786,6 +877,7 @@ Suite *make_store_suite(void)
     tcase_add_test(tc, test_reopen_keeps_data_and_version);
     tcase_add_test(tc, test_migration_from_previous_version);
     tcase_add_test(tc, test_every_version_migrates_to_current);
+    tcase_add_test(tc, test_outbox_rows_survive_every_migration);
     tcase_add_test(tc, test_newer_schema_is_refused_untouched);
     tcase_add_test(tc, test_foreign_database_refused_untouched);
     tcase_add_test(tc, test_our_version_without_our_tables_refused);

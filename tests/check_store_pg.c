@@ -126,6 +126,50 @@ START_TEST(newer_schema_refused)
 }
 END_TEST
 
+/* A store as v10 left it (v11 changed only the outbox's state CHECK, so
+ * a current store with v3's CHECK put back and its version set to 10 is
+ * one) with a pending, a sent and a failed row and the id sequence above
+ * them (a pruned id 7) migrates to the current version: every row as it
+ * was, the sequence kept, the CHECK a range that still refuses 3. */
+START_TEST(v10_outbox_migrates_with_its_rows)
+{
+    char *url = pgs_fresh_url();
+    dg_store_close(open_ok(url));
+    ck_assert_int_eq(pgs_exec(url, "ALTER TABLE outbox DROP CONSTRAINT outbox_state_check, ADD "
+                                   "CONSTRAINT outbox_state_check CHECK (state IN (0, 1, 2));"
+                                   "UPDATE dg_schema_version SET version = 10"), 0);
+    ck_assert_int_eq(pgs_exec(url,
+        "INSERT INTO outbox(id, channel_id, content, mentions, nonce, part, parts, state,"
+        " attempts, created_at_ms, done_at_ms, message_id, last_error) VALUES"
+        " (4, 'c1', 'pending one', '<@1>', 'n4', 1, 2, 0, 2, 100, NULL, NULL, 'http 503'),"
+        " (5, 'c1', 'sent one', '', 'n5', 2, 2, 1, 1, 101, 200, 'm5', NULL),"
+        " (6, 'c2', 'failed one', '', 'n6', 1, 1, 2, 9, 102, 300, NULL, 'http 403');"
+        "SELECT setval(pg_get_serial_sequence('outbox', 'id'), 7)"), 0);
+    dg_store *st = open_ok(url);
+    ck_assert_int_eq(dg_store_opened_version(st), 10);
+    dg_store_close(st);
+    ck_assert_int_eq(count_of(url, "SELECT version FROM dg_schema_version"),
+                     dg_store_schema_version());
+    ck_assert_int_eq(pgs_value(url,
+        "SELECT count(*) FROM outbox WHERE (id, channel_id, content, mentions, nonce, part,"
+        " parts, state, attempts, created_at_ms, coalesce(done_at_ms, -1),"
+        " coalesce(message_id, '-'), coalesce(last_error, '-')) IN ("
+        " (4, 'c1', 'pending one', '<@1>', 'n4', 1, 2, 0, 2, 100, -1, '-', 'http 503'),"
+        " (5, 'c1', 'sent one', '', 'n5', 2, 2, 1, 1, 101, 200, 'm5', '-'),"
+        " (6, 'c2', 'failed one', '', 'n6', 1, 1, 2, 9, 102, 300, '-', 'http 403'))"), 3);
+    ck_assert_int_eq(pgs_value(url, "SELECT count(*) FROM outbox"), 3);
+    ck_assert_int_eq(pgs_value(url, "SELECT count(*) FROM pg_constraint WHERE conrelid ="
+                                    " 'outbox'::regclass AND conname = 'outbox_state_check'"
+                                    " AND pg_get_constraintdef(oid) LIKE"
+                                    " '%state >= 0%state <= 2%'"), 1);
+    ck_assert_int_ne(pgs_exec(url, "UPDATE outbox SET state = 3 WHERE id = 6"), 0);
+    ck_assert_int_eq(pgs_exec(url, "INSERT INTO outbox(channel_id, content, nonce, created_at_ms)"
+                                   " VALUES ('c', 'x', 'n8', 1)"), 0);
+    ck_assert_int_eq(pgs_value(url, "SELECT max(id) FROM outbox"), 8);
+    free(url);
+}
+END_TEST
+
 START_TEST(version_without_its_tables_refused)
 {
     char *url = pgs_fresh_url();
@@ -524,17 +568,20 @@ START_TEST(schema_steps_refused_by_the_server)
     ck_assert_int_eq(dg_store_open(m1, &st, err, sizeof err), OC_ERR_IO);
     ck_assert_msg(strstr(err, "permission denied") && strstr(err, "dg_schema_version") &&
                   !strstr(err, PGS_PASSWORD), "%s", err);
-    /* 2. One version behind; the role may create tables but not write the
-     * version: the new table is rolled back with the rest. */
+    /* 2. At v9 (before turn_transitions and v11's outbox CHECK); the role
+     * may create tables and owns outbox (v11 alters it) but may not write
+     * the version: the new table and the altered CHECK are rolled back
+     * with the rest. */
     char *u2 = pgs_fresh_url();
     st = open_ok(u2);
     dg_store_close(st);
-    ck_assert_int_eq(pgs_exec(u2, "DROP TABLE turn_transitions"), 0);
-    snprintf(sql, sizeof sql, "UPDATE dg_schema_version SET version = %d",
-             dg_store_schema_version() - 1);
-    ck_assert_int_eq(pgs_exec(u2, sql), 0);
+    ck_assert_int_eq(pgs_exec(u2, "DROP TABLE turn_transitions; ALTER TABLE outbox DROP "
+                                  "CONSTRAINT outbox_state_check, ADD CONSTRAINT "
+                                  "outbox_state_check CHECK (state IN (0, 1, 2));"
+                                  "UPDATE dg_schema_version SET version = 9"), 0);
     snprintf(sql, sizeof sql, "GRANT USAGE, CREATE ON SCHEMA %s TO %s; GRANT SELECT ON ALL "
-             "TABLES IN SCHEMA %s TO %s", schema_of(u2), role, schema_of(u2), role);
+             "TABLES IN SCHEMA %s TO %s; ALTER TABLE %s.outbox OWNER TO %s", schema_of(u2),
+             role, schema_of(u2), role, schema_of(u2), role);
     ck_assert_int_eq(pgs_exec(pgs_url(), sql), 0);
     char *m2 = url_as(u2, role);
     ck_assert_int_eq(dg_store_open(m2, &st, err, sizeof err), OC_ERR_IO);
@@ -544,7 +591,11 @@ START_TEST(schema_steps_refused_by_the_server)
              "table_schema = '%s' AND table_name = 'turn_transitions'", schema_of(u2));
     ck_assert_int_eq(pgs_value(pgs_url(), sql), 0);
     snprintf(sql, sizeof sql, "SELECT version FROM %s.dg_schema_version", schema_of(u2));
-    ck_assert_int_eq(pgs_value(pgs_url(), sql), dg_store_schema_version() - 1);
+    ck_assert_int_eq(pgs_value(pgs_url(), sql), 9);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM pg_constraint WHERE conrelid = "
+             "'%s.outbox'::regclass AND conname = 'outbox_state_check' AND "
+             "pg_get_constraintdef(oid) LIKE '%%ANY%%'", schema_of(u2));
+    ck_assert_int_eq(pgs_value(pgs_url(), sql), 1);
     /* 3. A role allowed one connection: the probe's is refused. */
     char *u3 = pgs_fresh_url();
     snprintf(sql, sizeof sql, "GRANT ALL ON SCHEMA %s TO %s; ALTER ROLE %s CONNECTION LIMIT 1",
@@ -668,6 +719,7 @@ Suite *make_store_pg_suite(void)
     tcase_add_test(tc, new_database_created_then_reopened_at_its_version);
     tcase_add_test(tc, another_applications_database_refused_untouched);
     tcase_add_test(tc, newer_schema_refused);
+    tcase_add_test(tc, v10_outbox_migrates_with_its_rows);
     tcase_add_test(tc, version_without_its_tables_refused);
     tcase_add_test(tc, password_never_in_a_message);
     tcase_add_test(tc, conflicts_and_returned_ids);
