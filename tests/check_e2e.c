@@ -83,32 +83,6 @@ static char *discussion_id(e2e_run *r)
     return out;
 }
 
-typedef struct want {
-    const char *author;
-    const char *marker;
-} want;
-
-/* The messages of a channel, in order, exactly: authors and a marker text. */
-static void check_channel(e2e_run *r, const char *channel, const want *w, size_t n)
-{
-    char path[128];
-    snprintf(path, sizeof path, "/_fake/messages?channel=%s", channel);
-    json_t *msgs = e2e_get(r, path);
-    ck_assert_msg(json_is_array(msgs), "cannot read the messages of %s", channel);
-    ck_assert_msg(json_array_size(msgs) == n, "channel %s holds %zu messages, the story has %zu",
-                  channel, json_array_size(msgs), n);
-    for (size_t i = 0; i < n; i++) {
-        json_t *m = json_array_get(msgs, i);
-        ck_assert_msg(author_of(m) && !strcmp(author_of(m), w[i].author),
-                      "channel %s message %zu: author %s, expected %s (\"%s\")", channel, i + 1,
-                      author_of(m), w[i].author, sget(m, "content"));
-        ck_assert_msg(strstr(sget(m, "content"), w[i].marker),
-                      "channel %s message %zu lacks \"%s\": \"%s\"", channel, i + 1, w[i].marker,
-                      sget(m, "content"));
-    }
-    json_decref(msgs);
-}
-
 /*
  * Everything the story must have left in the fake Discord. exact_creates:
  * exactly one channel-creation request succeeded (without injected faults;
@@ -117,14 +91,14 @@ static void check_channel(e2e_run *r, const char *channel, const want *w, size_t
 static void check_story_record(e2e_run *r, int exact_creates)
 {
     char *disc = discussion_id(r);
-    const want work[] = {
+    const e2e_want work[] = {
         {E2E_ALICE, "please design"},
         {E2E_PLANNER, disc},
         {E2E_MOD, "[Discussion Result Ready]"},
         {E2E_PLANNER, "Back on the task"},
     };
-    check_channel(r, E2E_WORK, work, 4);
-    const want d[] = {
+    e2e_check_channel(r, E2E_WORK, work, 4);
+    const e2e_want d[] = {
         {E2E_MOD, "[Discussion Started]"},
         {E2E_REVIEWER, "Review:"},
         {E2E_CODER, "Implementation:"},
@@ -134,10 +108,10 @@ static void check_story_record(e2e_run *r, int exact_creates)
         {E2E_ALICE, "One more thought"},
         {E2E_MOD, "[Channel Closed]"},
     };
-    check_channel(r, disc, d, 8);
+    e2e_check_channel(r, disc, d, 8);
     /* The archive index (discussion.archiveChannelId): one line, once. */
-    const want archive[] = {{E2E_MOD, "| completed | summary `plans/discussions/"}};
-    check_channel(r, E2E_ARCHIVE, archive, 1);
+    const e2e_want archive[] = {{E2E_MOD, "| completed | summary `plans/discussions/"}};
+    e2e_check_channel(r, E2E_ARCHIVE, archive, 1);
 
     /* Nothing anywhere else, and no message twice: every moderator and agent
      * message carries its own nonce. */

@@ -120,6 +120,33 @@ long e2e_message_count(e2e_run *r)
     return n;
 }
 
+static const char *sget(const json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k));
+}
+
+void e2e_check_channel(e2e_run *r, const char *channel, const e2e_want *w, size_t n)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/_fake/messages?channel=%s", channel);
+    json_t *msgs = e2e_get(r, path);
+    ck_assert_msg(json_is_array(msgs), "cannot read the messages of %s", channel);
+    ck_assert_msg(json_array_size(msgs) == n, "channel %s holds %zu messages, the story has %zu",
+                  channel, json_array_size(msgs), n);
+    for (size_t i = 0; i < n; i++) {
+        json_t *m = json_array_get(msgs, i);
+        const char *author = sget(json_object_get(m, "author"), "id");
+        const char *content = sget(m, "content");
+        ck_assert_msg(author && !strcmp(author, w[i].author),
+                      "channel %s message %zu: author %s, expected %s (\"%s\")", channel, i + 1,
+                      author, w[i].author, content);
+        ck_assert_msg(!w[i].marker || (content && strstr(content, w[i].marker)),
+                      "channel %s message %zu lacks \"%s\": \"%s\"", channel, i + 1, w[i].marker,
+                      content);
+    }
+    json_decref(msgs);
+}
+
 char *e2e_read(e2e_run *r, const char *name)
 {
     char *p = tu_path(r->dir, name);

@@ -70,4 +70,17 @@ char *e2e_read(e2e_run *r, const char *name);
 /* Number of messages the fake holds (all channels), -1 when unreachable. */
 long e2e_message_count(e2e_run *r);
 
+/* One message a channel's history must hold: its author's user id and a
+ * text its content contains (NULL: any content). */
+typedef struct e2e_want {
+    const char *author;
+    const char *marker;
+} e2e_want;
+
+/* The fake's messages of channel, in order, are exactly n, the i-th by
+ * w[i].author and containing w[i].marker; otherwise the test fails
+ * (ck_assert_msg) naming the channel, the message's place, what was found
+ * and what was expected. */
+void e2e_check_channel(e2e_run *r, const char *channel, const e2e_want *w, size_t n);
+
 #endif
