@@ -19,14 +19,14 @@
 
 #include "testutil.h"
 
-static long now_ms(void)
+long e2e_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void nap(long ms)
+void e2e_nap(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
@@ -228,9 +228,9 @@ void e2e_start(e2e_run *r, const char *const *fake_args)
     }
     r->fake_pid = pid;
     free(log);
-    long t0 = now_ms();
+    long t0 = e2e_now_ms();
     char *text = NULL;
-    while (now_ms() - t0 < 10000) {
+    while (e2e_now_ms() - t0 < 10000) {
         FILE *f = fopen(url_file, "r");
         if (f) {
             char line[128] = "";
@@ -246,7 +246,7 @@ void e2e_start(e2e_run *r, const char *const *fake_args)
             r->fake_pid = 0;
             break;
         }
-        nap(20);
+        e2e_nap(20);
     }
     free(url_file);
     free(fake);
@@ -288,14 +288,14 @@ void e2e_stop(e2e_run *r)
     }
     if (r->fake_pid > 0) {
         kill(r->fake_pid, SIGTERM);
-        long t0 = now_ms();
+        long t0 = e2e_now_ms();
         while (waitpid(r->fake_pid, NULL, WNOHANG) == 0) {
-            if (now_ms() - t0 > 3000) {
+            if (e2e_now_ms() - t0 > 3000) {
                 kill(r->fake_pid, SIGKILL);
                 waitpid(r->fake_pid, NULL, 0);
                 break;
             }
-            nap(10);
+            e2e_nap(10);
         }
         r->fake_pid = 0;
     }
@@ -376,7 +376,7 @@ pid_t e2e_ocgw_start(e2e_run *r, const char *config, const char *const *args, co
 
 int e2e_ocgw_wait(e2e_run *r, long timeout_ms, int *status)
 {
-    long t0 = now_ms();
+    long t0 = e2e_now_ms();
     for (;;) {
         int st = 0;
         pid_t p = waitpid(r->gw_pid, &st, WNOHANG);
@@ -388,9 +388,9 @@ int e2e_ocgw_wait(e2e_run *r, long timeout_ms, int *status)
         }
         if (p < 0 && errno != EINTR)
             return 0;
-        if (now_ms() - t0 >= timeout_ms)
+        if (e2e_now_ms() - t0 >= timeout_ms)
             return 0;
-        nap(10);
+        e2e_nap(10);
     }
 }
 

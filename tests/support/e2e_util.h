@@ -35,6 +35,13 @@ typedef struct e2e_run {
                              * the demo's (another OCGW_STATE, a store url); NULL: none */
 } e2e_run;
 
+/* The monotonic clock in milliseconds: for the deadlines of bounded waits
+ * (never to time what is tested). */
+long e2e_now_ms(void);
+
+/* Sleep ms milliseconds (a poll's pause between two looks). */
+void e2e_nap(long ms);
+
 /* Start build/fake-discord with the extra arguments (NULL-terminated array
  * or NULL), register the demo's users, and make the run folder with the
  * plugin folder plugins/dirigent (manifest.json + dirigent.so). */
