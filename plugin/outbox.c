@@ -68,7 +68,7 @@
 #define DISCOVER_PAGE 1024
 #define DISCOVER_PAGES 8        /* pages per loop turn: sending goes on in between */
 #define MARK_BATCH 64
-#define FLUSH_AT 8          /* decided rows that make a batch due while posts fly */
+#define FLUSH_AT 8          /* decided rows per post in flight that make a batch due */
 #define MARK_DELAY_MS 20    /* or the age of the oldest decided row that does */
 #define DEFAULT_INFLIGHT 16
 #define DEFAULT_LEASE_MS 30000
@@ -721,16 +721,21 @@ static void flush(dg_outbox *ob)
 }
 
 /* Due while posts fly: enough rows for a batch, or the oldest waited long
- * enough, or recording is to be tried again. Small batches keep each
- * recording short enough to run while the next post is answered; in
- * bench_outbox one row per transaction cost a commit per row (about 1.5x
- * the time per message), 8 and 64 rows were alike on one channel. */
+ * enough, or recording is to be tried again. A batch is FLUSH_AT rows per
+ * post in flight, at most MARK_BATCH: on one channel a small batch is
+ * recorded while the next post is answered (in bench_outbox one row per
+ * transaction cost a commit per row, about 1.5x the time per message; 8
+ * and 64 were alike); with many posts in flight the dispatcher's CPU is
+ * the limit, and a large batch writes each page it dirties once for more
+ * rows (a backlog's marks touch one index page per channel). */
 static int flush_due(const dg_outbox *ob, int64_t now)
 {
     if (!ob->n_dec || ob->dec_retry_at > now)
         return 0;
-    return ob->n_dec >= FLUSH_AT || now - ob->dec[0].since >= MARK_DELAY_MS ||
-           ob->dec_retry_at != 0;
+    size_t at = FLUSH_AT * (dg_discord_pipe_busy(ob->pipe) ? dg_discord_pipe_busy(ob->pipe) : 1);
+    if (at > MARK_BATCH)
+        at = MARK_BATCH;
+    return ob->n_dec >= at || now - ob->dec[0].since >= MARK_DELAY_MS || ob->dec_retry_at != 0;
 }
 
 /* Post the head row of c. */
