@@ -201,10 +201,9 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
         if (rc == OC_OK && !out->claimed && !out->waiting && !woken && e->configured &&
             e->pos != DG_NOBODY && r->moved_elsewhere) {
             const dg_turn_state *ts = &r->st;
-            int reply_due = ts->permit != DG_NOBODY && ts->permit != e->pos &&
-                            ts->permit >= 0 && ts->permit < 64 &&
-                            (ts->owed & ((uint64_t)1 << ts->permit)) &&
-                            (x.timeout_ms <= 0 || now - ts->permit_ms <= x.timeout_ms);
+            /* Owed as long as the finished speaker may still send it
+             * (dg_turn_may_send: the turn timeout, none without one). */
+            int reply_due = reply_owed(ts, e->pos, x.timeout_ms, now);
             int newer = 0;
             int64_t at = 0;
             if (!reply_due && c->received[0])

@@ -950,17 +950,24 @@ int answers_older(const scope_rec *r, int pos, const char *prompt)
     return 0;
 }
 
+int reply_owed(const dg_turn_state *s, int pos, int64_t window, int64_t now)
+{
+    int from = s->permit;
+    if (from == DG_NOBODY || from == pos || from < 0 || from >= 64 ||
+        !(s->owed & ((uint64_t)1 << from)))
+        return 0;
+    return window <= 0 || now - s->permit_ms <= window;
+}
+
 int answers_before_owed_reply(const scope_rec *r, const dg_turn_ctx *x, int pos,
                               const char *prompt, int64_t now)
 {
-    const dg_turn_state *s = &r->st;
-    int from = s->permit;
-    if (from == DG_NOBODY || from == pos || from < 0 || from >= 64 ||
-        !(s->owed & ((uint64_t)1 << from)) || r->recent_head == 0)
-        return 0;
+    /* Bounded also without a turn timeout: a reply that never came holds
+     * nobody for long. */
     int64_t window = x->timeout_ms > 0 ? x->timeout_ms : WAKE_FP_MAX_MS;
-    if (now - s->permit_ms > window)
-        return 0; /* a reply that never came holds nobody for long */
+    if (!reply_owed(&r->st, pos, window, now) || r->recent_head == 0)
+        return 0;
+    int from = r->st.permit;
     const recent_msg *latest = &r->recent[(r->recent_head - 1) % RECENT_MAX];
     return latest->author != from && latest->author != pos &&
            strlen(latest->fp) >= RECENT_FP_EVIDENCE && strstr(prompt, latest->fp) != NULL;

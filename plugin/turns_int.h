@@ -290,10 +290,17 @@ void recent_push(scope_rec *r, const char *content, int author, int only_text);
 
 int answers_older(const scope_rec *r, int pos, const char *prompt);
 
+/* 1 when a run of pos finds the previous speaker's reply still owed in s:
+ * s.permit (not pos) ended its run speaking and its message has not
+ * arrived (its bit of s.owed), and that run ended at most window ms before
+ * now (window <= 0: no bound). The turn state only, no evidence of what a
+ * run answers; the callers add theirs (dg_turns_claim). Pure. */
+int reply_owed(const dg_turn_state *s, int pos, int64_t window, int64_t now);
+
 /* 1 when the run of pos with this prompt answers the message the previous
- * speaker already answered: that speaker ended its run speaking, its reply
- * has not arrived (owed; within the turn timeout, else WAKE_FP_MAX_MS), and
- * the prompt carries the scope's latest message, which is not the reply.
+ * speaker already answered: that speaker's reply is owed (reply_owed,
+ * within the turn timeout, else WAKE_FP_MAX_MS), and the prompt carries
+ * the scope's latest message, which is not the reply.
  * Writer or reader lock held. */
 int answers_before_owed_reply(const scope_rec *r, const dg_turn_ctx *x, int pos,
                               const char *prompt, int64_t now);

@@ -24,12 +24,13 @@ for a in "$@"; do
     *) B=$a ;;
     esac
 done
-ROOT=$(pwd)
-for f in "$B/ocgw" "$B/fake-discord" "$B/dirigent.so" demo/host.json demo/story.json; do
-    [ -e "$f" ] || { echo "demo-shared: $f is missing; run 'make demo-shared' from the top folder" >&2; exit 2; }
-done
-command -v curl >/dev/null 2>&1 ||
-    { echo "demo-shared: the curl command is missing; install it (apt-get install curl, or make deps as root)" >&2; exit 2; }
+DEMO_NAME=demo-shared
+# Run from the top folder, as every path below is.
+[ -r scripts/demo-lib.sh ] ||
+    { echo "demo-shared: scripts/demo-lib.sh is missing; run 'make demo-shared' from the top folder" >&2; exit 2; }
+# shellcheck source=scripts/demo-lib.sh
+. scripts/demo-lib.sh
+demo_check_files
 PGBIN=${DG_PG_BINDIR:-}
 if [ -z "$PGBIN" ]; then
     for d in /usr/lib/postgresql/*/bin /usr/local/bin; do
@@ -53,16 +54,6 @@ PGPASS=demo-shared-pg-password
 echo "$PGPASS" >"$PGDIR/pw"
 chmod 644 "$PGDIR/pw"
 
-GUILD=100000000000000001
-WORK=300000000000000001
-ARCHIVE=300000000000000002 # discussion.archiveChannelId of demo/host.json
-MOD=200000000000000001
-export DIRIGENT_MODERATOR_TOKEN=demo-moderator-token
-export DEMO_PLANNER_TOKEN=demo-planner-token
-export DEMO_REVIEWER_TOKEN=demo-reviewer-token
-export DEMO_CODER_TOKEN=demo-coder-token
-export DEMO_ALICE_TOKEN=demo-alice-token
-
 FAKE=
 PG_UP=0
 stop() {
@@ -83,28 +74,10 @@ PG_UP=1
 # Both plugins take the store from here; it wins over dbPath in host.json.
 export DIRIGENT_STORE_URL="postgresql://dirigent:$PGPASS@/postgres?host=$PGDIR&port=5432"
 
-"$B/fake-discord" --guild $GUILD --channel $WORK --channel $ARCHIVE --url-file "$RUN/fake-url" \
-    >"$RUN/fake-discord.log" 2>&1 &
-FAKE=$!
-i=0
-while [ ! -s "$RUN/fake-url" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-[ -s "$RUN/fake-url" ] || { echo "demo-shared: the fake Discord did not start (see $RUN/fake-discord.log)" >&2; exit 1; }
-URL=$(cat "$RUN/fake-url")
-BASE=${URL%/api/v10}
-adduser() { # token user-id bot name
-    curl -sf -X POST -H 'Content-Type: application/json' \
-        -d "{\"token\":\"$1\",\"userId\":\"$2\",\"bot\":$3,\"username\":\"$4\"}" \
-        "$BASE/_fake/users" >/dev/null || { echo "demo-shared: cannot register $4 at the fake" >&2; exit 1; }
-}
-adduser "$DIRIGENT_MODERATOR_TOKEN" $MOD true moderator
-adduser "$DEMO_PLANNER_TOKEN" 200000000000000011 true planner
-adduser "$DEMO_REVIEWER_TOKEN" 200000000000000012 true reviewer
-adduser "$DEMO_CODER_TOKEN" 200000000000000013 true coder
-adduser "$DEMO_ALICE_TOKEN" 200000000000000021 false alice
-
-mkdir -p "$RUN/plugins/dirigent"
-cp manifest.json "$RUN/plugins/dirigent/manifest.json"
-ln -s "$ROOT/$B/dirigent.so" "$RUN/plugins/dirigent/dirigent.so"
+demo_start_fake
+demo_wait_fake
+demo_register_users
+demo_plugin_folder
 export OCGW_API_BASE="$URL" OCGW_PLUGINS="$RUN/plugins"
 
 echo "== Dirigent demo: two gateways on one PostgreSQL store =="
@@ -129,8 +102,7 @@ echo
 rca=$(cat "$RUN/ocgw-a.rc" 2>/dev/null || echo 1)
 rcb=$(cat "$RUN/ocgw-b.rc" 2>/dev/null || echo 1)
 
-curl -sf "$BASE/_fake/requests" >"$RUN/requests.json" || echo '[]' >"$RUN/requests.json"
-curl -sf "$BASE/_fake/messages" >"$RUN/messages.json" || echo '[]' >"$RUN/messages.json"
+demo_fetch_record
 echo
 echo "== who ran which agent (from the transcript) =="
 for gw in A B; do
@@ -149,10 +121,9 @@ echo "== the fake Discord's record =="
 # Each moderator message once: no nonce twice among the stored messages;
 # a nonce POSTed more than once was a post resent (Discord, and the fake,
 # answer a resent nonce with the first message).
-dups=$(grep -o '"nonce": *"[^"]*"' "$RUN/messages.json" | sort | uniq -d | wc -l)
-mods=$(grep -o "\"id\": *\"$MOD\"" "$RUN/messages.json" | wc -l)
+demo_count_moderator
 resent=$(grep -o '"nonce": *"[^"]*"' "$RUN/requests.json" | sort | uniq -c | awk '$1 > 1 { n += $1 - 1 } END { print n + 0 }')
-echo "  REST requests           $(grep -o '"seq": *[0-9]*' "$RUN/requests.json" | wc -l)"
+echo "  REST requests           $(demo_rest_total)"
 echo "  moderator messages      $mods (duplicate nonces: $dups; posts resent under their nonce: $resent)"
 echo
 echo "state (plugin):           PostgreSQL in $PGDIR (stopped)"

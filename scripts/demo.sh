@@ -28,35 +28,16 @@ for a in "$@"; do
     *) B=$a ;;
     esac
 done
-ROOT=$(pwd)
-for f in "$B/ocgw" "$B/fake-discord" "$B/dirigent.so" demo/host.json demo/story.json; do
-    [ -e "$f" ] || { echo "demo: $f is missing; run 'make demo' from the top folder" >&2; exit 2; }
-done
-# curl registers the demo's users at the fake and reads its record; without
-# it every step below would fail with a misleading "cannot register".
-command -v curl >/dev/null 2>&1 ||
-    { echo "demo: the curl command is missing; install it (apt-get install curl, or make deps as root)" >&2; exit 2; }
+DEMO_NAME=demo
+# Run from the top folder, as every path below is.
+[ -r scripts/demo-lib.sh ] ||
+    { echo "demo: scripts/demo-lib.sh is missing; run 'make demo' from the top folder" >&2; exit 2; }
+# shellcheck source=scripts/demo-lib.sh
+. scripts/demo-lib.sh
+demo_check_files
 RUN=$(mktemp -d "${TMPDIR:-/tmp}/dirigent-demo.XXXXXX") || exit 2
 
-GUILD=100000000000000001
-WORK=300000000000000001
-ARCHIVE=300000000000000002 # discussion.archiveChannelId of demo/host.json
-MOD=200000000000000001
-PLANNER=200000000000000011
-REVIEWER=200000000000000012
-CODER=200000000000000013
-ALICE=200000000000000021
-
-# Bot tokens of the demo (the fake Discord maps each to its user).
-export DIRIGENT_MODERATOR_TOKEN=demo-moderator-token
-export DEMO_PLANNER_TOKEN=demo-planner-token
-export DEMO_REVIEWER_TOKEN=demo-reviewer-token
-export DEMO_CODER_TOKEN=demo-coder-token
-export DEMO_ALICE_TOKEN=demo-alice-token
-
-"$B/fake-discord" --guild $GUILD --channel $WORK --channel $ARCHIVE --url-file "$RUN/fake-url" \
-    >"$RUN/fake-discord.log" 2>&1 &
-FAKE=$!
+demo_start_fake
 GW=
 echo $FAKE >"$RUN/fake-discord.pid"
 # Whatever ends the script (the story, Ctrl-C, kill) stops what it started.
@@ -69,27 +50,11 @@ stop() {
 trap stop EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-i=0
-while [ ! -s "$RUN/fake-url" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-[ -s "$RUN/fake-url" ] || { echo "demo: the fake Discord did not start (see $RUN/fake-discord.log)" >&2; exit 1; }
-URL=$(cat "$RUN/fake-url")
-BASE=${URL%/api/v10}
+demo_wait_fake
+demo_register_users
 
-adduser() { # token user-id bot name
-    curl -sf -X POST -H 'Content-Type: application/json' \
-        -d "{\"token\":\"$1\",\"userId\":\"$2\",\"bot\":$3,\"username\":\"$4\"}" \
-        "$BASE/_fake/users" >/dev/null || { echo "demo: cannot register $4 at the fake" >&2; exit 1; }
-}
-adduser "$DIRIGENT_MODERATOR_TOKEN" $MOD true moderator
-adduser "$DEMO_PLANNER_TOKEN" $PLANNER true planner
-adduser "$DEMO_REVIEWER_TOKEN" $REVIEWER true reviewer
-adduser "$DEMO_CODER_TOKEN" $CODER true coder
-adduser "$DEMO_ALICE_TOKEN" $ALICE false alice
-
-# The plugin folder the gateway discovers: manifest + library side by side.
-mkdir -p "$RUN/plugins/dirigent" "$RUN/work"
-cp manifest.json "$RUN/plugins/dirigent/manifest.json"
-ln -s "$ROOT/$B/dirigent.so" "$RUN/plugins/dirigent/dirigent.so"
+demo_plugin_folder
+mkdir -p "$RUN/work"
 
 export OCGW_API_BASE="$URL" OCGW_STATE="$RUN/state" OCGW_WORK="$RUN/work" OCGW_PLUGINS="$RUN/plugins"
 
@@ -102,9 +67,8 @@ echo
 rc=$(cat "$RUN/ocgw.rc" 2>/dev/null || echo 1)
 
 # The fake's own record: every REST request, by whom.
-curl -sf "$BASE/_fake/requests" >"$RUN/requests.json" || echo '[]' >"$RUN/requests.json"
-curl -sf "$BASE/_fake/messages" >"$RUN/messages.json" || echo '[]' >"$RUN/messages.json"
-total=$(grep -o '"seq": *[0-9]*' "$RUN/requests.json" | wc -l)
+demo_fetch_record
+total=$(demo_rest_total)
 echo
 echo "== the fake Discord's record =="
 echo "  REST requests           $total"
@@ -122,8 +86,7 @@ for pair in planner:$PLANNER reviewer:$REVIEWER coder:$CODER alice:$ALICE; do
     printf '    posts by %-10s   %s\n' "${pair%%:*}" "$n"
 done
 # Each moderator message exactly once: no nonce twice among its messages.
-dups=$(grep -o '"nonce": *"[^"]*"' "$RUN/messages.json" | sort | uniq -d | wc -l)
-mods=$(grep -o "\"id\": *\"$MOD\"" "$RUN/messages.json" | wc -l)
+demo_count_moderator
 echo "  moderator messages      $mods (duplicate nonces: $dups)"
 # The archive index (discussion.archiveChannelId): a channel no agent sees.
 # Shown here, after the transcript: its line is queued with the close, so

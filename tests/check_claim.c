@@ -91,12 +91,13 @@ static json_t *gwctx(const char *agent, const char *run_id)
 /* The prompt the next claim() hands the plugin as event.cleanedBody. */
 static const char *claim_body = "hello";
 
-static int claim(const char *agent, const char *run_id)
+/* claim in instance h (H or a second one on its store). */
+static int claim_on(tth *h, const char *agent, const char *run_id)
 {
     json_t *ctx = actx(agent, run_id);
     json_t *ev = json_pack("{s:s}", "cleanedBody", claim_body);
     json_t *r = NULL;
-    int rc = tth_call(&H, "before_agent_reply", ev, ctx, &r);
+    int rc = tth_call(h, "before_agent_reply", ev, ctx, &r);
     int out = rc != OC_OK ? -1 : 0;
     if (rc == OC_OK && r) {
         ck_assert(json_is_true(json_object_get(r, "handled")));
@@ -107,6 +108,11 @@ static int claim(const char *agent, const char *run_id)
     json_decref(ev);
     json_decref(ctx);
     return out;
+}
+
+static int claim(const char *agent, const char *run_id)
+{
+    return claim_on(&H, agent, run_id);
 }
 
 /* before_model_resolve with a run id: 1 swapped, 0 real, -1 error. */
@@ -174,13 +180,18 @@ static int send_text(const char *agent, int gateway, const char *run_id, const c
     return out;
 }
 
-static dg_turn_state peek(void)
+static dg_turn_state peek_on(tth *h)
 {
     dg_scope sc;
     ck_assert_int_eq(dg_scope_conversation(CH1, &sc), OC_OK);
     dg_turn_state st;
-    ck_assert_int_eq(dg_turns_peek(tth_plugin(&H)->turns, &sc, &st, NULL, NULL), OC_OK);
+    ck_assert_int_eq(dg_turns_peek(tth_plugin(h)->turns, &sc, &st, NULL, NULL), OC_OK);
     return st;
+}
+
+static dg_turn_state peek(void)
+{
+    return peek_on(&H);
 }
 
 /* alpha, bravo, charlie join in that order (a first, id-less decision),
@@ -423,6 +434,165 @@ START_TEST(test_reply_that_arrived_before_its_run_ended_holds_nothing)
     claim_body = "Which day should we ship the release? alpha: Friday, after the freeze, I think.";
     ck_assert_int_eq(claim(TTH_BRAVO, "b1"), 0);
     claim_body = "hello";
+}
+END_TEST
+
+#define QUESTION "Which day should we ship the release?"
+
+/* alpha, bravo, charlie join, a human asks QUESTION, and alpha's run ends
+ * speaking: its reply is owed (not here yet), the turn is bravo's. */
+static void alpha_answered_reply_owed(void)
+{
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(claim(ABC[i], NULL), i > 0);
+    human_says(QUESTION);
+    ck_assert_int_eq(claim(TTH_ALPHA, "a1"), 0);
+    ck_assert_int_eq(end_run(TTH_ALPHA, "a1", "Friday, after the freeze."), OC_OK);
+}
+
+/* The hold lasts while the previous speaker may still send its reply (the
+ * turn timeout, 60 s, inclusive): a reply that never came holds nobody for
+ * long. bravo passes 40 s on, so charlie's turn outlasts alpha's window. */
+START_TEST(test_owed_reply_holds_for_the_turn_timeout_only)
+{
+    alpha_answered_reply_owed();
+    tth_advance(&H, 40000);
+    ck_assert_int_eq(claim(TTH_BRAVO, "b1"), 0); /* no evidence: counts */
+    ck_assert_int_eq(end_run(TTH_BRAVO, "b1", "NO_REPLY"), OC_OK);
+    ck_assert_int_eq(peek().speaker, 2);
+    tth_advance(&H, 20000); /* alpha's run ended 60 s ago */
+    dg_turn_state before = peek();
+    claim_body = QUESTION;
+    ck_assert_int_eq(claim(TTH_CHARLIE, "c1"), 1);
+    ck_assert(tth_log_has(&H, "the previous speaker's reply, which has not arrived yet"));
+    dg_turn_state after = peek();
+    ck_assert(dg_turn_state_same(&before, &after));
+    tth_advance(&H, 1);
+    ck_assert_int_eq(claim(TTH_CHARLIE, "c2"), 0);
+    claim_body = "hello";
+}
+END_TEST
+
+/* The previous speaker's own run is not held for its own reply: the turn
+ * came back to alpha (both others passed) while alpha's reply is owed. */
+START_TEST(test_previous_speakers_own_run_is_not_held_for_its_reply)
+{
+    alpha_answered_reply_owed();
+    ck_assert_int_eq(claim(TTH_BRAVO, "b1"), 0);
+    ck_assert_int_eq(end_run(TTH_BRAVO, "b1", "NO_REPLY"), OC_OK);
+    ck_assert_int_eq(claim(TTH_CHARLIE, "c1"), 0);
+    ck_assert_int_eq(end_run(TTH_CHARLIE, "c1", "NO_REPLY"), OC_OK);
+    dg_turn_state st = peek();
+    ck_assert_int_eq(st.speaker, 0);
+    ck_assert_int_eq(st.permit, 0);
+    ck_assert_uint_eq(st.owed, 1);
+    claim_body = QUESTION;
+    ck_assert_int_eq(claim(TTH_ALPHA, "a2"), 0);
+    claim_body = "hello";
+}
+END_TEST
+
+/* A reply that arrived holds nothing, also when a later message (not the
+ * reply) is the latest one the run's prompt carries. */
+START_TEST(test_arrived_reply_holds_nothing_after_a_later_message)
+{
+    alpha_answered_reply_owed();
+    agent_posts(TTH_ALPHA, "Friday, after the freeze.");
+    human_says("And at what time of day?");
+    dg_turn_state st = peek();
+    ck_assert_int_eq(st.speaker, 1);
+    ck_assert_int_eq(st.permit, 0);
+    ck_assert_uint_eq(st.owed, 0);
+    claim_body = "alpha: Friday, after the freeze. human: And at what time of day?";
+    ck_assert_int_eq(claim(TTH_BRAVO, "b1"), 0);
+    claim_body = "hello";
+}
+END_TEST
+
+/* ---- two instances on one store (two gateways) ---------------------------- */
+
+/* The second instance: H's store, H's config, H's clock. */
+static tth H2;
+
+static void start_second(void)
+{
+    char *extra = NULL;
+    ck_assert_int_ge(asprintf(&extra, "\"turn\":{\"maxAgentMessages\":1000},%s", H.store), 0);
+    tth_start(&H2, "channel", extra);
+    free(extra);
+    atomic_store(&H2.now_ms, atomic_load(&H.now_ms));
+}
+
+static void advance_both(int64_t ms)
+{
+    tth_advance(&H, ms);
+    tth_advance(&H2, ms);
+}
+
+/* One message (one id) that both instances take in: each gateway sees
+ * every message of the channel. */
+static void both_see(const char *sender, int is_bot, const char *text)
+{
+    char id[24];
+    mid(id);
+    ck_assert_int_eq(tth_msg(&H, CH1, NULL, id, sender, is_bot, text, NULL), OC_OK);
+    ck_assert_int_eq(tth_msg(&H2, CH1, NULL, id, sender, is_bot, text, NULL), OC_OK);
+}
+
+/* alpha's run ended speaking in H: in H2 the turn moved elsewhere, and
+ * alpha's reply is owed (no prompt evidence needed there). */
+static void alpha_spoke_in_the_first(void)
+{
+    start_second();
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(claim(ABC[i], NULL), i > 0);
+    both_see(TTH_HUMAN_UID, 0, "go");
+    ck_assert_int_eq(claim(TTH_ALPHA, "a1"), 0);
+    ck_assert_int_eq(end_run(TTH_ALPHA, "a1", "Friday, after the freeze."), OC_OK);
+    ck_assert_int_eq(peek().speaker, 1);
+}
+
+/* bravo's run in H2 before alpha's reply came is held back without a
+ * change (not claimed as a late pass); the run after the reply counts. */
+START_TEST(test_run_in_another_instance_before_the_owed_reply_is_held_back)
+{
+    alpha_spoke_in_the_first();
+    dg_turn_state before = peek();
+    ck_assert_int_eq(claim_on(&H2, TTH_BRAVO, "b1"), 1);
+    ck_assert(tth_log_has(&H2, "this run answers an older message than the latest"));
+    dg_turn_state after = peek_on(&H2);
+    ck_assert(dg_turn_state_same(&before, &after));
+    both_see(TTH_ALPHA_UID, 1, "Friday, after the freeze.");
+    ck_assert_int_eq(claim_on(&H2, TTH_BRAVO, "b2"), 0);
+    tth_free(&H2);
+}
+END_TEST
+
+/* In the other instance too the hold ends with the turn timeout: then
+ * charlie's run is decided as with one gateway (the turn reached it after
+ * its message came: claimed, and the moderator's hand-off will wake it). */
+START_TEST(test_owed_reply_in_another_instance_holds_for_the_turn_timeout_only)
+{
+    alpha_spoke_in_the_first();
+    advance_both(40000);
+    ck_assert_int_eq(claim(TTH_BRAVO, "b1"), 0);
+    ck_assert_int_eq(end_run(TTH_BRAVO, "b1", "NO_REPLY"), OC_OK);
+    ck_assert_int_eq(peek().speaker, 2);
+    advance_both(20000); /* alpha's run ended 60 s ago */
+    dg_turn_state before = peek();
+    ck_assert_int_eq(before.handoff, DG_NOBODY);
+    ck_assert_int_eq(claim_on(&H2, TTH_CHARLIE, "c1"), 1);
+    ck_assert(tth_log_has(&H2, "this run answers an older message than the latest"));
+    dg_turn_state after = peek_on(&H2);
+    ck_assert(dg_turn_state_same(&before, &after));
+    ck_assert(!tth_log_has(&H2, "in another gateway"));
+    advance_both(1);
+    ck_assert_int_eq(claim_on(&H2, TTH_CHARLIE, "c2"), 1);
+    ck_assert(tth_log_has(&H2, "the turn reached this agent in another gateway"));
+    after = peek_on(&H2);
+    ck_assert_int_eq(after.speaker, 2);
+    ck_assert_int_eq(after.handoff, 2);
+    tth_free(&H2);
 }
 END_TEST
 
@@ -892,6 +1062,11 @@ Suite *make_claim_suite(void)
     tcase_add_test(tc, test_run_for_the_moderators_older_text_is_held_back);
     tcase_add_test(tc, test_run_before_the_previous_speakers_reply_arrives_is_held_back);
     tcase_add_test(tc, test_reply_that_arrived_before_its_run_ended_holds_nothing);
+    tcase_add_test(tc, test_owed_reply_holds_for_the_turn_timeout_only);
+    tcase_add_test(tc, test_arrived_reply_holds_nothing_after_a_later_message);
+    tcase_add_test(tc, test_previous_speakers_own_run_is_not_held_for_its_reply);
+    tcase_add_test(tc, test_run_in_another_instance_before_the_owed_reply_is_held_back);
+    tcase_add_test(tc, test_owed_reply_in_another_instance_holds_for_the_turn_timeout_only);
     tcase_add_test(tc, test_message_sending_in_gateway_shape);
     tcase_add_test(tc, test_old_host_without_claim_hooks_still_starts);
     tcase_add_test(tc, test_malformed_claim_input_is_refused);

@@ -23,7 +23,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "e2e_util.h"
@@ -31,19 +30,6 @@
 #include "testutil.h"
 
 #define STORY_ARGS "--expect", "demo/story.json", "--poll-ms", "50", "--timeout-ms", "60000"
-
-static long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void nap(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
 
 /* The gateway's log and transcript of start n, for failure messages. */
 static void dump_gateway(e2e_run *r, int n)
@@ -83,32 +69,6 @@ static char *discussion_id(e2e_run *r)
     return out;
 }
 
-typedef struct want {
-    const char *author;
-    const char *marker;
-} want;
-
-/* The messages of a channel, in order, exactly: authors and a marker text. */
-static void check_channel(e2e_run *r, const char *channel, const want *w, size_t n)
-{
-    char path[128];
-    snprintf(path, sizeof path, "/_fake/messages?channel=%s", channel);
-    json_t *msgs = e2e_get(r, path);
-    ck_assert_msg(json_is_array(msgs), "cannot read the messages of %s", channel);
-    ck_assert_msg(json_array_size(msgs) == n, "channel %s holds %zu messages, the story has %zu",
-                  channel, json_array_size(msgs), n);
-    for (size_t i = 0; i < n; i++) {
-        json_t *m = json_array_get(msgs, i);
-        ck_assert_msg(author_of(m) && !strcmp(author_of(m), w[i].author),
-                      "channel %s message %zu: author %s, expected %s (\"%s\")", channel, i + 1,
-                      author_of(m), w[i].author, sget(m, "content"));
-        ck_assert_msg(strstr(sget(m, "content"), w[i].marker),
-                      "channel %s message %zu lacks \"%s\": \"%s\"", channel, i + 1, w[i].marker,
-                      sget(m, "content"));
-    }
-    json_decref(msgs);
-}
-
 /*
  * Everything the story must have left in the fake Discord. exact_creates:
  * exactly one channel-creation request succeeded (without injected faults;
@@ -117,14 +77,14 @@ static void check_channel(e2e_run *r, const char *channel, const want *w, size_t
 static void check_story_record(e2e_run *r, int exact_creates)
 {
     char *disc = discussion_id(r);
-    const want work[] = {
+    const e2e_want work[] = {
         {E2E_ALICE, "please design"},
         {E2E_PLANNER, disc},
         {E2E_MOD, "[Discussion Result Ready]"},
         {E2E_PLANNER, "Back on the task"},
     };
-    check_channel(r, E2E_WORK, work, 4);
-    const want d[] = {
+    e2e_check_channel(r, E2E_WORK, work, 4);
+    const e2e_want d[] = {
         {E2E_MOD, "[Discussion Started]"},
         {E2E_REVIEWER, "Review:"},
         {E2E_CODER, "Implementation:"},
@@ -134,10 +94,10 @@ static void check_story_record(e2e_run *r, int exact_creates)
         {E2E_ALICE, "One more thought"},
         {E2E_MOD, "[Channel Closed]"},
     };
-    check_channel(r, disc, d, 8);
+    e2e_check_channel(r, disc, d, 8);
     /* The archive index (discussion.archiveChannelId): one line, once. */
-    const want archive[] = {{E2E_MOD, "| completed | summary `plans/discussions/"}};
-    check_channel(r, E2E_ARCHIVE, archive, 1);
+    const e2e_want archive[] = {{E2E_MOD, "| completed | summary `plans/discussions/"}};
+    e2e_check_channel(r, E2E_ARCHIVE, archive, 1);
 
     /* Nothing anywhere else, and no message twice: every moderator and agent
      * message carries its own nonce. */
@@ -485,10 +445,10 @@ START_TEST(story_survives_sigkill_at_each_step)
     e2e_run r;
     e2e_start(&r, NULL);
     const char *args[] = {STORY_ARGS, NULL};
-    long last = 0, t0 = now_ms();
+    long last = 0, t0 = e2e_now_ms();
     int kills = 0, done = 0, st = 0;
     e2e_ocgw_start(&r, "demo/host.json", args, NULL);
-    while (!done && now_ms() - t0 < 150000) {
+    while (!done && e2e_now_ms() - t0 < 150000) {
         if (e2e_ocgw_wait(&r, 5, &st)) {
             if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
                 dump_gateway(&r, r.gw_starts);
@@ -504,7 +464,7 @@ START_TEST(story_survives_sigkill_at_each_step)
             kills++;
             e2e_ocgw_start(&r, "demo/host.json", args, NULL);
         }
-        nap(5);
+        e2e_nap(5);
     }
     ck_assert_msg(done, "the story did not complete within 150 s (%d kills)", kills);
     /* A kill per new message: messages that arrive together share one. */
@@ -536,8 +496,8 @@ START_TEST(story_survives_death_at_each_journal_point)
     e2e_start(&r, NULL);
     const char *args[] = {STORY_ARGS, NULL};
     int deaths = 0, done = 0, st = 0, died_at[NP] = {0};
-    long t0 = now_ms();
-    for (int k = 0; !done && k < 80 && now_ms() - t0 < 150000; k++) {
+    long t0 = e2e_now_ms();
+    for (int k = 0; !done && k < 80 && e2e_now_ms() - t0 < 150000; k++) {
         char die[64];
         snprintf(die, sizeof die, "%s:%d", points[k % NP], 1 + (k / NP) % 3);
         e2e_ocgw_start(&r, "demo/host.json", args, die);
@@ -663,7 +623,7 @@ START_TEST(plugins_disabled_denied_and_other_major)
     const char *args[] = {"--poll-ms", "50", NULL};
     e2e_ocgw_start(&r, cfg, args, NULL);
     char *out = NULL;
-    for (long t0 = now_ms(); now_ms() - t0 < 20000; nap(20)) {
+    for (long t0 = e2e_now_ms(); e2e_now_ms() - t0 < 20000; e2e_nap(20)) {
         free(out);
         out = e2e_read(&r, "ocgw-1.out");
         if (out && strstr(out, "[gateway] started"))
@@ -880,7 +840,7 @@ START_TEST(malformed_journal_is_dropped_not_fatal)
         const char *args[] = {"--poll-ms", "50", NULL};
         e2e_ocgw_start(&r, "demo/host.json", args, NULL);
         char *err = NULL;
-        for (long t0 = now_ms(); now_ms() - t0 < 20000; nap(20)) {
+        for (long t0 = e2e_now_ms(); e2e_now_ms() - t0 < 20000; e2e_nap(20)) {
             free(err);
             err = e2e_read(&r, "ocgw-1.err");
             if ((err && strstr(err, "journal")) || e2e_ocgw_wait(&r, 1, NULL))
@@ -951,7 +911,7 @@ START_TEST(playground_starts_answers_and_stops_cleanly)
     }
     setpgid(pid, pid);
     char *out = NULL;
-    for (long t0 = now_ms(); now_ms() - t0 < 120000; nap(100)) {
+    for (long t0 = e2e_now_ms(); e2e_now_ms() - t0 < 120000; e2e_nap(100)) {
         free(out);
         out = e2e_read(&r, "demo.out");
         if ((out && strstr(out, "playground ready")) || waitpid(pid, NULL, WNOHANG) == pid)
@@ -998,7 +958,8 @@ START_TEST(playground_starts_answers_and_stops_cleanly)
     const char *closed_argv[] = {post, "discussion", "anyone here?", NULL};
     ck_assert_int_eq(tu_run_wait(closed_argv, NULL, NULL, NULL, 20000), 0);
     int status = 0, closed = 0;
-    for (long t0 = now_ms(); now_ms() - t0 < 30000 && (!status || closed < 2); nap(100)) {
+    for (long t0 = e2e_now_ms(); e2e_now_ms() - t0 < 30000 && (!status || closed < 2);
+         e2e_nap(100)) {
         status = moderator_said(&r, E2E_WORK, "Dirigent (admin): status");
         char *disc = discussion_id(&r);
         closed = moderator_said(&r, disc, "[Channel Closed]");
@@ -1012,7 +973,7 @@ START_TEST(playground_starts_answers_and_stops_cleanly)
     /* The stop the script prints: SIGTERM to it ends the gateway and the fake. */
     kill(pid, SIGTERM);
     int st = 0, ended = 0;
-    for (long t0 = now_ms(); now_ms() - t0 < 20000; nap(50))
+    for (long t0 = e2e_now_ms(); e2e_now_ms() - t0 < 20000; e2e_nap(50))
         if (waitpid(pid, &st, WNOHANG) == pid) {
             ended = 1;
             break;
@@ -1024,7 +985,7 @@ START_TEST(playground_starts_answers_and_stops_cleanly)
     ck_assert_msg(ended, "the playground did not stop within 20 s of SIGTERM");
     /* Stopping the playground is its normal end (make reports no error). */
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the script's status %d", st);
-    for (long t0 = now_ms(); now_ms() - t0 < 5000 && (alive(gw) || alive(fk)); nap(50))
+    for (long t0 = e2e_now_ms(); e2e_now_ms() - t0 < 5000 && (alive(gw) || alive(fk)); e2e_nap(50))
         ;
     ck_assert_msg(!alive(gw), "the gateway (pid %d) still runs", (int)gw);
     ck_assert_msg(!alive(fk), "the fake Discord (pid %d) still runs", (int)fk);

@@ -19,14 +19,14 @@
 
 #include "testutil.h"
 
-static long now_ms(void)
+long e2e_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void nap(long ms)
+void e2e_nap(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
@@ -120,6 +120,33 @@ long e2e_message_count(e2e_run *r)
     return n;
 }
 
+static const char *sget(const json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k));
+}
+
+void e2e_check_channel(e2e_run *r, const char *channel, const e2e_want *w, size_t n)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/_fake/messages?channel=%s", channel);
+    json_t *msgs = e2e_get(r, path);
+    ck_assert_msg(json_is_array(msgs), "cannot read the messages of %s", channel);
+    ck_assert_msg(json_array_size(msgs) == n, "channel %s holds %zu messages, the story has %zu",
+                  channel, json_array_size(msgs), n);
+    for (size_t i = 0; i < n; i++) {
+        json_t *m = json_array_get(msgs, i);
+        const char *author = sget(json_object_get(m, "author"), "id");
+        const char *content = sget(m, "content");
+        ck_assert_msg(author && !strcmp(author, w[i].author),
+                      "channel %s message %zu: author %s, expected %s (\"%s\")", channel, i + 1,
+                      author, w[i].author, content);
+        ck_assert_msg(!w[i].marker || (content && strstr(content, w[i].marker)),
+                      "channel %s message %zu lacks \"%s\": \"%s\"", channel, i + 1, w[i].marker,
+                      content);
+    }
+    json_decref(msgs);
+}
+
 char *e2e_read(e2e_run *r, const char *name)
 {
     char *p = tu_path(r->dir, name);
@@ -201,9 +228,9 @@ void e2e_start(e2e_run *r, const char *const *fake_args)
     }
     r->fake_pid = pid;
     free(log);
-    long t0 = now_ms();
+    long t0 = e2e_now_ms();
     char *text = NULL;
-    while (now_ms() - t0 < 10000) {
+    while (e2e_now_ms() - t0 < 10000) {
         FILE *f = fopen(url_file, "r");
         if (f) {
             char line[128] = "";
@@ -219,7 +246,7 @@ void e2e_start(e2e_run *r, const char *const *fake_args)
             r->fake_pid = 0;
             break;
         }
-        nap(20);
+        e2e_nap(20);
     }
     free(url_file);
     free(fake);
@@ -261,14 +288,14 @@ void e2e_stop(e2e_run *r)
     }
     if (r->fake_pid > 0) {
         kill(r->fake_pid, SIGTERM);
-        long t0 = now_ms();
+        long t0 = e2e_now_ms();
         while (waitpid(r->fake_pid, NULL, WNOHANG) == 0) {
-            if (now_ms() - t0 > 3000) {
+            if (e2e_now_ms() - t0 > 3000) {
                 kill(r->fake_pid, SIGKILL);
                 waitpid(r->fake_pid, NULL, 0);
                 break;
             }
-            nap(10);
+            e2e_nap(10);
         }
         r->fake_pid = 0;
     }
@@ -349,7 +376,7 @@ pid_t e2e_ocgw_start(e2e_run *r, const char *config, const char *const *args, co
 
 int e2e_ocgw_wait(e2e_run *r, long timeout_ms, int *status)
 {
-    long t0 = now_ms();
+    long t0 = e2e_now_ms();
     for (;;) {
         int st = 0;
         pid_t p = waitpid(r->gw_pid, &st, WNOHANG);
@@ -361,9 +388,9 @@ int e2e_ocgw_wait(e2e_run *r, long timeout_ms, int *status)
         }
         if (p < 0 && errno != EINTR)
             return 0;
-        if (now_ms() - t0 >= timeout_ms)
+        if (e2e_now_ms() - t0 >= timeout_ms)
             return 0;
-        nap(10);
+        e2e_nap(10);
     }
 }
 

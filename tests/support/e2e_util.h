@@ -35,6 +35,13 @@ typedef struct e2e_run {
                              * the demo's (another OCGW_STATE, a store url); NULL: none */
 } e2e_run;
 
+/* The monotonic clock in milliseconds: for the deadlines of bounded waits
+ * (never to time what is tested). */
+long e2e_now_ms(void);
+
+/* Sleep ms milliseconds (a poll's pause between two looks). */
+void e2e_nap(long ms);
+
 /* Start build/fake-discord with the extra arguments (NULL-terminated array
  * or NULL), register the demo's users, and make the run folder with the
  * plugin folder plugins/dirigent (manifest.json + dirigent.so). */
@@ -69,5 +76,18 @@ char *e2e_read(e2e_run *r, const char *name);
 
 /* Number of messages the fake holds (all channels), -1 when unreachable. */
 long e2e_message_count(e2e_run *r);
+
+/* One message a channel's history must hold: its author's user id and a
+ * text its content contains (NULL: any content). */
+typedef struct e2e_want {
+    const char *author;
+    const char *marker;
+} e2e_want;
+
+/* The fake's messages of channel, in order, are exactly n, the i-th by
+ * w[i].author and containing w[i].marker; otherwise the test fails
+ * (ck_assert_msg) naming the channel, the message's place, what was found
+ * and what was expected. */
+void e2e_check_channel(e2e_run *r, const char *channel, const e2e_want *w, size_t n);
 
 #endif
