@@ -517,6 +517,13 @@ static void discover(dg_outbox *ob)
                 ob->disc_retry_at = mono_ms() + 1000; /* out of memory: later */
                 return;
             }
+            /* A channel met anew starts reading at its first pending row:
+             * the channel index holds its sent rows too (schema v12), and
+             * discovery walks pending rows in id order, so none of this
+             * channel lies below (writers commit in id order on both
+             * backends: SQLite's one writer, PostgreSQL's version-row lock). */
+            if (c->known_max == 0 && c->cursor == 0 && c->head == c->n)
+                c->cursor = refs[i].id - 1;
             if (refs[i].id > c->known_max)
                 c->known_max = refs[i].id;
             ob->disc_after = refs[i].id;
