@@ -51,6 +51,7 @@ const char *const dg_schema_steps[] = {
     dg_schema_v9_discuss_index,
     dg_schema_v10_transitions,
     dg_schema_v11_outbox_state,
+    dg_schema_v12_outbox_index,
 };
 const int dg_schema_nsteps = (int)(sizeof dg_schema_steps / sizeof dg_schema_steps[0]);
 

@@ -153,6 +153,7 @@ extern const char dg_schema_v9_discuss_index[];
 extern const char dg_schema_v10_transitions[];
 extern const char dg_schema_v11_outbox_state[];
 extern const char dg_schema_v11_outbox_state_pg[];
+extern const char dg_schema_v12_outbox_index[];
 
 /* The text store_pg.c runs (translated) for dg_schema_steps[v]: the same
  * one but where PostgreSQL does a step another way (v11 alters a CHECK

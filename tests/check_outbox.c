@@ -427,6 +427,54 @@ START_TEST(oldest_row_first_across_channels)
 }
 END_TEST
 
+/* Rows read one at a time (batch 1): each channel's next row is read
+ * while its head is in flight and goes behind it in memory (issue 14:
+ * reading ahead). Every row goes out once, in order within its channel,
+ * and is marked with its own message id; rows queued while sending are
+ * found and go last. */
+START_TEST(reads_ahead_one_row_at_a_time_keeps_order)
+{
+    oenv *o = oenv_open(NULL);
+    dg_store *st = o->e.p.store;
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    for (int i = 0; i < 12; i++) {
+        char text[16];
+        snprintf(text, sizeof text, "%c%d", i % 3 ? 'a' : 'b', i);
+        ck_assert_int_eq(dg_outbox_enqueue(st, i % 3 ? o->chan : o->chan2, text, NULL, 0, 1),
+                         OC_OK);
+    }
+    ck_assert_int_eq(dg_store_commit(st), OC_OK);
+    dg_outbox_options opt = quick_outbox;
+    opt.batch = 1;
+    oenv_start(o, &opt);
+    ck_assert_int_eq(fake_discord_wait_messages(o->fd, o->chan, 3, 10000), 0);
+    enqueue(o, o->chan, "a-late", NULL, 0);
+    wait_idle(o, 10000);
+    const char *want_a[] = {"a1", "a2", "a4", "a5", "a7", "a8", "a10", "a11", "a-late"};
+    const char *want_b[] = {"b0", "b3", "b6", "b9"};
+    for (int side = 0; side < 2; side++) {
+        const char *chan = side ? o->chan2 : o->chan;
+        const char *const *want = side ? want_b : want_a;
+        size_t n_want = side ? 4 : 9;
+        json_t *msgs = fake_discord_messages(o->fd, chan);
+        ck_assert_uint_eq(json_array_size(msgs), n_want);
+        size_t n = 0;
+        dg_outbox_row *rows = rows_of(&o->e, chan, &n);
+        ck_assert_uint_eq(n, n_want);
+        for (size_t i = 0; i < n_want; i++) {
+            json_t *m = json_array_get(msgs, i);
+            ck_assert_str_eq(jstr(m, "content"), want[i]);
+            ck_assert_str_eq(rows[i].content, want[i]);
+            ck_assert_int_eq(rows[i].state, DG_OUTBOX_SENT);
+            ck_assert_str_eq(rows[i].message_id, jstr(m, "id"));
+        }
+        dg_outbox_rows_free(rows, n);
+        json_decref(msgs);
+    }
+    oenv_close(o);
+}
+END_TEST
+
 START_TEST(long_content_split_in_order)
 {
     oenv *o = oenv_open(NULL);
@@ -1442,6 +1490,7 @@ static Suite *outbox_suite(const char *name, int on_pg)
     tcase_add_test(tc, split_rules);
     tcase_add_test(tc, long_content_split_in_order);
     tcase_add_test(tc, oldest_row_first_across_channels);
+    tcase_add_test(tc, reads_ahead_one_row_at_a_time_keeps_order);
     tcase_add_loop_test(tc, failing_row_blocks_only_its_channel, 0, 2);
     tcase_add_test(tc, failing_channels_beyond_batch_do_not_starve_others);
     tcase_add_test(tc, outage_longer_than_any_attempt_count_loses_nothing);

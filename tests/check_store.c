@@ -206,8 +206,8 @@ static void sql_text(sqlite3 *db, const char *sql, char *out, size_t len)
     sqlite3_finalize(s);
 }
 
-/* How many OpenEphemeral opcodes SQLite's plan of sql has on db. */
-static int ephemeral_ops(sqlite3 *db, const char *sql)
+/* How many `op` opcodes SQLite's program for sql has on db. */
+static int plan_ops(sqlite3 *db, const char *sql, const char *op)
 {
     char ex[512];
     snprintf(ex, sizeof ex, "EXPLAIN %s", sql);
@@ -216,9 +216,31 @@ static int ephemeral_ops(sqlite3 *db, const char *sql)
                   sqlite3_errmsg(db));
     int n = 0;
     while (sqlite3_step(s) == SQLITE_ROW)
-        n += !strcmp((const char *)sqlite3_column_text(s, 1), "OpenEphemeral");
+        n += !strcmp((const char *)sqlite3_column_text(s, 1), op);
     sqlite3_finalize(s);
     return n;
+}
+
+/* How many OpenEphemeral opcodes SQLite's plan of sql has on db. */
+static int ephemeral_ops(sqlite3 *db, const char *sql)
+{
+    return plan_ops(db, sql, "OpenEphemeral");
+}
+
+/* SQLite's query plan of sql on db, its steps joined by ';'. */
+static void query_plan(sqlite3 *db, const char *sql, char *out, size_t len)
+{
+    char ex[512];
+    snprintf(ex, sizeof ex, "EXPLAIN QUERY PLAN %s", sql);
+    sqlite3_stmt *s;
+    ck_assert_msg(sqlite3_prepare_v2(db, ex, -1, &s, NULL) == SQLITE_OK, "%s: %s", ex,
+                  sqlite3_errmsg(db));
+    size_t used = 0;
+    out[0] = '\0';
+    while (sqlite3_step(s) == SQLITE_ROW && used + 1 < len)
+        used += (size_t)snprintf(out + used, len - used, "%s;",
+                                 (const char *)sqlite3_column_text(s, 3));
+    sqlite3_finalize(s);
 }
 
 START_TEST(test_outbox_rows_survive_migration)
@@ -228,7 +250,8 @@ START_TEST(test_outbox_rows_survive_migration)
      * its rows (the prune deleted id 7), reaches the current version with
      * every row and column as it was, the mark kept (no id comes back),
      * the index there, the CHECK still refusing a state out of range, and
-     * no ephemeral table in the plan of an insert or a mark (v11). */
+     * no ephemeral table in the plan of an insert or a mark (v11), the
+     * channel index over every row (v12). */
     static const char rows[] =
         "INSERT INTO outbox(id, channel_id, content, mentions, nonce, part, parts, state,"
         " attempts, created_at_ms, done_at_ms, message_id, last_error) VALUES"
@@ -262,9 +285,22 @@ START_TEST(test_outbox_rows_survive_migration)
     ck_assert_str_eq(after, before);
     sql_text(db, "SELECT seq FROM sqlite_sequence WHERE name = 'outbox'", got, sizeof got);
     ck_assert_str_eq(got, "7");
+    sql_text(db, "SELECT count(*) FROM sqlite_master WHERE name = 'outbox_channel' AND "
+                 "sql NOT LIKE '%WHERE%'", got, sizeof got);
+    ck_assert_str_eq(got, "1");
     sql_text(db, "SELECT count(*) FROM sqlite_master WHERE name = 'outbox_pending'", got,
              sizeof got);
-    ck_assert_str_eq(got, "1");
+    ck_assert_str_eq(got, "0");
+    /* v12: a mark touches no index (a backlog's marks each dirtied another
+     * channel's page of the partial one), and a channel's pending rows are
+     * read through the channel index. */
+    ck_assert_int_eq(plan_ops(db, "UPDATE outbox SET state = 1, message_id = 'm', "
+                                  "done_at_ms = 1 WHERE id = 4 AND state = 0", "IdxDelete"), 0);
+    char plan[256];
+    query_plan(db, "SELECT id FROM outbox WHERE channel_id = 'c1' AND state = 0 AND id > 0 "
+                   "ORDER BY id LIMIT 64", plan, sizeof plan);
+    ck_assert_msg(strstr(plan, "USING INDEX outbox_channel") && !strstr(plan, "TEMP B-TREE"),
+                  "from v%d: %s", from, plan);
     sql_text(db, "SELECT count(*) FROM sqlite_master WHERE name LIKE 'outbox_v%'", got, sizeof got);
     ck_assert_str_eq(got, "0");
     ck_assert_int_eq(ephemeral_ops(db, "UPDATE outbox SET state = 1, message_id = 'm', "

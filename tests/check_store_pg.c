@@ -126,9 +126,9 @@ START_TEST(newer_schema_refused)
 }
 END_TEST
 
-/* A store as v10 left it (v11 changed only the outbox's state CHECK, so
- * a current store with v3's CHECK put back and its version set to 10 is
- * one) with a pending, a sent and a failed row and the id sequence above
+/* A store as v10 left it (v11 changed only the outbox's state CHECK and
+ * v12 only its channel index, so a current store with v3's CHECK and
+ * partial index put back and its version set to 10 is one) with a pending, a sent and a failed row and the id sequence above
  * them (a pruned id 7) migrates to the current version: every row as it
  * was, the sequence kept, the CHECK a range that still refuses 3. */
 START_TEST(v10_outbox_migrates_with_its_rows)
@@ -137,6 +137,9 @@ START_TEST(v10_outbox_migrates_with_its_rows)
     dg_store_close(open_ok(url));
     ck_assert_int_eq(pgs_exec(url, "ALTER TABLE outbox DROP CONSTRAINT outbox_state_check, ADD "
                                    "CONSTRAINT outbox_state_check CHECK (state IN (0, 1, 2));"
+                                   "DROP INDEX outbox_channel;"
+                                   "CREATE INDEX outbox_pending ON outbox(channel_id, id)"
+                                   " WHERE state = 0;"
                                    "UPDATE dg_schema_version SET version = 10"), 0);
     ck_assert_int_eq(pgs_exec(url,
         "INSERT INTO outbox(id, channel_id, content, mentions, nonce, part, parts, state,"
@@ -162,6 +165,12 @@ START_TEST(v10_outbox_migrates_with_its_rows)
                                     " 'outbox'::regclass AND conname = 'outbox_state_check'"
                                     " AND pg_get_constraintdef(oid) LIKE"
                                     " '%state >= 0%state <= 2%'"), 1);
+    /* v12: the channel index holds every row (a mark touches no index). */
+    ck_assert_int_eq(pgs_value(url, "SELECT count(*) FROM pg_indexes WHERE schemaname ="
+                                    " current_schema() AND indexname = 'outbox_channel' AND"
+                                    " indexdef NOT LIKE '%WHERE%'"), 1);
+    ck_assert_int_eq(pgs_value(url, "SELECT count(*) FROM pg_indexes WHERE schemaname ="
+                                    " current_schema() AND indexname = 'outbox_pending'"), 0);
     ck_assert_int_ne(pgs_exec(url, "UPDATE outbox SET state = 3 WHERE id = 6"), 0);
     ck_assert_int_eq(pgs_exec(url, "INSERT INTO outbox(channel_id, content, nonce, created_at_ms)"
                                    " VALUES ('c', 'x', 'n8', 1)"), 0);
@@ -578,6 +587,8 @@ START_TEST(schema_steps_refused_by_the_server)
     ck_assert_int_eq(pgs_exec(u2, "DROP TABLE turn_transitions; ALTER TABLE outbox DROP "
                                   "CONSTRAINT outbox_state_check, ADD CONSTRAINT "
                                   "outbox_state_check CHECK (state IN (0, 1, 2));"
+                                  "DROP INDEX outbox_channel; CREATE INDEX outbox_pending ON "
+                                  "outbox(channel_id, id) WHERE state = 0;"
                                   "UPDATE dg_schema_version SET version = 9"), 0);
     snprintf(sql, sizeof sql, "GRANT USAGE, CREATE ON SCHEMA %s TO %s; GRANT SELECT ON ALL "
              "TABLES IN SCHEMA %s TO %s; ALTER TABLE %s.outbox OWNER TO %s", schema_of(u2),
@@ -595,6 +606,12 @@ START_TEST(schema_steps_refused_by_the_server)
     snprintf(sql, sizeof sql, "SELECT count(*) FROM pg_constraint WHERE conrelid = "
              "'%s.outbox'::regclass AND conname = 'outbox_state_check' AND "
              "pg_get_constraintdef(oid) LIKE '%%ANY%%'", schema_of(u2));
+    ck_assert_int_eq(pgs_value(pgs_url(), sql), 1);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM pg_indexes WHERE schemaname = '%s' AND "
+             "indexname IN ('outbox_pending', 'outbox_channel')", schema_of(u2));
+    ck_assert_int_eq(pgs_value(pgs_url(), sql), 1); /* v12's index swap rolled back too */
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM pg_indexes WHERE schemaname = '%s' AND "
+             "indexname = 'outbox_pending'", schema_of(u2));
     ck_assert_int_eq(pgs_value(pgs_url(), sql), 1);
     /* 3. A role allowed one connection: the probe's is refused. */
     char *u3 = pgs_fresh_url();

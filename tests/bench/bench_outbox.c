@@ -26,12 +26,21 @@
  *     10 ms is at the low end, so it understates what parallel posts win
  *     there. BENCH_OUTBOX_LAT_K (48) and BENCH_OUTBOX_LAT_ROUNDS (7) size
  *     these rounds (a raw round of 48 posts takes about half a second).
+ * Placement: with two CPUs or more, the fake Discord's threads run on CPU 1
+ * and both clients (the raw handle and the dispatcher) on CPU 0, alike for
+ * both sides (BENCH_OUTBOX_PIN=0: wherever the scheduler puts them). Discord
+ * does not share a core with the plugin; and unpinned, where the scheduler
+ * happened to put each client beside its server thread decided the
+ * one-channel ratio more than the code did: the same binary gave 0.42x to
+ * 1.38x in consecutive runs on this 2-core VM, 0.84x to 1.14x pinned.
  * BENCH_OUTBOX_K (messages per round, 200), BENCH_OUTBOX_ROUNDS (15),
  * BENCH_BACKLOG_MAX (100000) change the sizes; BENCH_OUTBOX_INFLIGHT the
  * outbox's max_inflight (default 16); BENCH_OUTBOX_ONLY=N runs only the N-channel
  * comparison (for a profiler), BENCH_OUTBOX_BACKLOG_ONLY=1 only the backlog curve.
  */
 #include <curl/curl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +67,8 @@ typedef struct bctx {
     long latency_us;      /* the fake's response latency (0: answers at once) */
     char dir[32];
     int e_open;           /* e was opened (obe_close it) */
+    int pinned;           /* fake on CPU 1, clients on CPU 0 (pin_cpus) */
+    cpu_set_t cpus;       /* the calling thread's CPUs before, given back on close */
 } bctx;
 
 static long env_long(const char *name, long dflt)
@@ -214,6 +225,8 @@ static int bench_channels(bctx *b, int n_chans, int k, int rounds)
     double o50 = bench_pct(to, rounds, 0.5), o99 = bench_pct(to, rounds, 0.99);
     if (b->latency_us)
         printf("(fake Discord answering %ld us after each request) ", b->latency_us);
+    if (b->pinned)
+        printf("(clients on CPU 0, fake on CPU 1) ");
     printf("outbox, %2d channel%s: %.1f us/msg p50 (%.1f p99) = %.0f msg/s; raw serial "
            "libcurl %.1f us/msg p50 (%.1f p99) = %.0f msg/s; %d rounds of %d\n",
            n_chans, n_chans == 1 ? " " : "s", o50, o99, 1e6 / o50, r50, r99, 1e6 / r50, rounds,
@@ -349,6 +362,25 @@ static int bench_latency(bctx *b)
     return 0;
 }
 
+/* 1 when the sides are to be pinned: BENCH_OUTBOX_PIN (default 1) and at
+ * least two CPUs this process may use. */
+static int pin_cpus(void)
+{
+    cpu_set_t set;
+    if (env_long("BENCH_OUTBOX_PIN", 1) == 0 || sched_getaffinity(0, sizeof set, &set) != 0)
+        return 0;
+    return CPU_ISSET(0, &set) && CPU_ISSET(1, &set);
+}
+
+/* The calling thread (and the threads it starts from now on) on CPU cpu. */
+static void pin_self(int cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
 /* A fake Discord answering latency_us after each request, the outbox
  * env on a fresh database and the raw handle. 0 or -1 (printed). */
 static int bctx_open(bctx *b, long latency_us)
@@ -360,10 +392,17 @@ static int bctx_open(bctx *b, long latency_us)
      * bodies or request records, so its heap does not grow on every post
      * (both sides post to it alike). */
     fake_discord_options fo = {.lean = 1, .latency_us = latency_us};
+    int pin = b->pinned = pin_cpus();
+    if (pin)
+        sched_getaffinity(0, sizeof b->cpus, &b->cpus);
+    if (pin)
+        pin_self(1); /* the fake's threads start here and keep CPU 1 */
     if (fake_discord_start(&fo, &b->fd, err, sizeof err) != 0) {
         printf("fake: %s\n", err);
         return -1;
     }
+    if (pin)
+        pin_self(0); /* the raw client and the dispatcher (started below) on CPU 0 */
     fake_discord_add_user(b->fd, OBE_TOKEN, OBE_MOD_ID, "moderator", 1);
     snprintf(b->dir, sizeof b->dir, "/tmp/dg-bench-XXXXXX");
     if (!mkdtemp(b->dir)) {
@@ -402,6 +441,9 @@ static void bctx_close(bctx *b)
     if (b->raw)
         curl_easy_cleanup(b->raw);
     fake_discord_stop(b->fd);
+    if (b->pinned)
+        pthread_setaffinity_np(pthread_self(), sizeof b->cpus, &b->cpus); /* later benches */
+    b->pinned = 0;
 }
 
 int bench_outbox(void)
