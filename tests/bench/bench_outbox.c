@@ -32,7 +32,7 @@
  * does not share a core with the plugin; and unpinned, where the scheduler
  * happened to put each client beside its server thread decided the
  * one-channel ratio more than the code did: the same binary gave 0.42x to
- * 1.38x in consecutive runs on this 2-core VM, 0.84x to 1.14x pinned.
+ * 1.38x in consecutive runs on this 2-core VM, 0.65x to 1.14x pinned.
  * BENCH_OUTBOX_K (messages per round, 200), BENCH_OUTBOX_ROUNDS (15),
  * BENCH_BACKLOG_MAX (100000) change the sizes; BENCH_OUTBOX_INFLIGHT the
  * outbox's max_inflight (default 16); BENCH_OUTBOX_ONLY=N runs only the N-channel
