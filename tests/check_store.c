@@ -206,14 +206,22 @@ static void sql_text(sqlite3 *db, const char *sql, char *out, size_t len)
     sqlite3_finalize(s);
 }
 
-/* How many `op` opcodes SQLite's program for sql has on db. */
-static int plan_ops(sqlite3 *db, const char *sql, const char *op)
+/* sql prepared on db behind `how` (EXPLAIN, EXPLAIN QUERY PLAN); the
+ * caller finalizes it. */
+static sqlite3_stmt *explained(sqlite3 *db, const char *how, const char *sql)
 {
     char ex[512];
-    snprintf(ex, sizeof ex, "EXPLAIN %s", sql);
+    snprintf(ex, sizeof ex, "%s %s", how, sql);
     sqlite3_stmt *s;
     ck_assert_msg(sqlite3_prepare_v2(db, ex, -1, &s, NULL) == SQLITE_OK, "%s: %s", ex,
                   sqlite3_errmsg(db));
+    return s;
+}
+
+/* How many `op` opcodes SQLite's program for sql has on db. */
+static int plan_ops(sqlite3 *db, const char *sql, const char *op)
+{
+    sqlite3_stmt *s = explained(db, "EXPLAIN", sql);
     int n = 0;
     while (sqlite3_step(s) == SQLITE_ROW)
         n += !strcmp((const char *)sqlite3_column_text(s, 1), op);
@@ -230,11 +238,7 @@ static int ephemeral_ops(sqlite3 *db, const char *sql)
 /* SQLite's query plan of sql on db, its steps joined by ';'. */
 static void query_plan(sqlite3 *db, const char *sql, char *out, size_t len)
 {
-    char ex[512];
-    snprintf(ex, sizeof ex, "EXPLAIN QUERY PLAN %s", sql);
-    sqlite3_stmt *s;
-    ck_assert_msg(sqlite3_prepare_v2(db, ex, -1, &s, NULL) == SQLITE_OK, "%s: %s", ex,
-                  sqlite3_errmsg(db));
+    sqlite3_stmt *s = explained(db, "EXPLAIN QUERY PLAN", sql);
     size_t used = 0;
     out[0] = '\0';
     while (sqlite3_step(s) == SQLITE_ROW && used + 1 < len)
