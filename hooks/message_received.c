@@ -132,7 +132,10 @@ int dg_hook_message_received(void *state, const json_t *event, const json_t *ctx
                rcpt.err);
         return OC_ERR_INVALID;
     }
-    if (per_agent) {
+    /* Without a channel id the ingest below refuses the message; there is
+     * nothing to compare the recipient's session with (found by fuzzing:
+     * a per-agent ctx whose channelId was misspelt). */
+    if (per_agent && m.channel_id) {
         int same = strcmp(rcpt.s.channel_id, m.channel_id) == 0 ||
                    (m.thread_id && strcmp(rcpt.s.channel_id, m.thread_id) == 0);
         if (same)

@@ -1778,6 +1778,22 @@ START_TEST(test_session_key_supplies_missing_context)
 }
 END_TEST
 
+/* A message without a channel id delivered to one agent (ctx names its
+ * session, but no channelId): refused as any message without one, not
+ * compared with a NULL channel (fuzz-ci found strcmp on NULL there). */
+START_TEST(test_agent_delivery_without_channel_refused)
+{
+    json_t *ev = json_pack("{s:s, s:s, s:s}", "messageId", "400000000000000001", "senderId",
+                           TTH_HUMAN_UID, "content", "x");
+    json_t *ctx = json_pack("{s:s, s:s}", "agentId", TTH_ALPHA, "sessionKey",
+                            "agent:alpha:discord:channel:" CH1);
+    ck_assert_int_eq(tth_call(&H, "message_received", ev, ctx, NULL), OC_ERR_INVALID);
+    ck_assert(tth_log_has(&H, "event.channelId is missing"));
+    json_decref(ev);
+    json_decref(ctx);
+}
+END_TEST
+
 START_TEST(test_malformed_event_refused_with_reason)
 {
     json_t *ev = json_pack("{s:s, s:s}", "messageId", "400000000000000001", "content", "x");
@@ -2347,6 +2363,7 @@ static Suite *turn_hooks_suite(const char *name, int on_pg)
     tcase_add_test(ch, test_unmanaged_channel_and_unknown_agents_get_nothing);
     tcase_add_test(ch, test_message_sending_cancels_non_speaker);
     tcase_add_test(ch, test_malformed_event_refused_with_reason);
+    tcase_add_test(ch, test_agent_delivery_without_channel_refused);
     tcase_add_test(ch, test_malformed_message_fields_are_refused_and_change_nothing);
     tcase_add_test(ch, test_huge_content_and_ids_reused_across_channels);
     tcase_add_test(ch, test_malformed_agent_end_is_refused_and_changes_nothing);
