@@ -562,7 +562,7 @@ static int refill(dg_outbox *ob, ochan *c)
     }
     int64_t last = rows[n - 1].id;
     if (c->head == c->n) {
-        free(c->q);
+        free(c->q); /* NULL here (chan_pop frees an emptied array); kept for safety */
         c->q = rows;
         c->head = 0;
         c->n = n;
@@ -739,7 +739,8 @@ static int flush_due(const dg_outbox *ob, int64_t now)
 {
     if (!ob->n_dec || ob->dec_retry_at > now)
         return 0;
-    size_t at = FLUSH_AT * (dg_discord_pipe_busy(ob->pipe) ? dg_discord_pipe_busy(ob->pipe) : 1);
+    size_t busy = dg_discord_pipe_busy(ob->pipe);
+    size_t at = FLUSH_AT * (busy ? busy : 1);
     if (at > MARK_BATCH)
         at = MARK_BATCH;
     return ob->n_dec >= at || now - ob->dec[0].since >= MARK_DELAY_MS || ob->dec_retry_at != 0;
