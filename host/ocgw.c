@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "ocgw.h"
+#include "snowflake.h"
 
 #define MAX_BACKOFF_MS 5000L
 
@@ -46,15 +47,6 @@ static void on_signal(int sig)
 }
 
 /* ---- ids ------------------------------------------------------------------------------------ */
-
-/* Snowflake order: shorter is smaller, then bytewise. */
-static int id_cmp(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la != lb)
-        return la < lb ? -1 : 1;
-    return strcmp(a, b);
-}
 
 static struct ocgw_chan_rt *rt_of(ocgw *g, const char *id)
 {
@@ -340,7 +332,7 @@ static void poll_channel(ocgw *g, const char *id, json_t *ch, int64_t now)
     if (!a)
         return; /* none of its agents runs here: another gateway serves it */
     const char *cur = json_string_value(json_object_get(ch, "cursor"));
-    const char *after = (*r->queued && id_cmp(r->queued, cur) > 0) ? r->queued : cur;
+    const char *after = (*r->queued && dg_snowflake_cmp(r->queued, cur) > 0) ? r->queued : cur;
     /* "0" (from the start): ask for messages after 1, below every real id */
     if (!strcmp(after, "0"))
         after = "1";
@@ -362,7 +354,7 @@ static void poll_channel(ocgw *g, const char *id, json_t *ch, int64_t now)
     r->polled_ms = now; /* at or before the request left: a safe lower bound */
     int64_t found = ocgw_now_ms(); /* after every message of the page was posted */
     for (size_t i = 0; i < n; i++) {
-        if (id_cmp(msgs[i].id, after) <= 0)
+        if (dg_snowflake_cmp(msgs[i].id, after) <= 0)
             continue;
         ocgw_msg m;
         ocgw_msg_from_discord(g, &msgs[i], &m);
@@ -414,7 +406,7 @@ static int dequeue(ocgw *g, ocgw_msg *out, int64_t now)
     while (g->n_queue) {
         size_t best = 0;
         for (size_t i = 1; i < g->n_queue; i++)
-            if (id_cmp(g->queue[i].id, g->queue[best].id) < 0)
+            if (dg_snowflake_cmp(g->queue[i].id, g->queue[best].id) < 0)
                 best = i;
         if (!others_polled_since(g, &g->queue[best], now))
             return 0;
@@ -422,7 +414,7 @@ static int dequeue(ocgw *g, ocgw_msg *out, int64_t now)
         g->queue[best] = g->queue[--g->n_queue];
         const char *key = m.thread_id ? m.thread_id : m.channel_id;
         const char *cur = json_string_value(json_object_get(json_object_get(chs, key), "cursor"));
-        if (cur && id_cmp(m.id, cur) <= 0) {
+        if (cur && dg_snowflake_cmp(m.id, cur) <= 0) {
             ocgw_msg_free(&m);
             continue;
         }

@@ -5,6 +5,7 @@
  * command goes to turns_admin.c. Records and locking: turns_int.h,
  * turns_engine.c.
  */
+#include "snowflake.h"
 #include "turns_int.h"
 
 /* ---- message_received ------------------------------------------------------------ */
@@ -127,13 +128,11 @@ static int deliver_locked(dg_turns *t, const dg_turn_session *rs)
     return install(t, r, &next);
 }
 
-/* c->received = the later of it and id (snowflakes: by length, then digits). */
+/* c->received = the later of it and id. */
 static void note_received(chan_rec *c, const char *id)
 {
-    size_t n = strlen(id), have = strlen(c->received);
-    if (n >= sizeof c->received)
-        return;
-    if (n > have || (n == have && strcmp(id, c->received) > 0))
+    size_t n = strlen(id);
+    if (n < sizeof c->received && dg_snowflake_cmp(id, c->received) > 0)
         memcpy(c->received, id, n + 1);
 }
 
