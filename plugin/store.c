@@ -310,8 +310,8 @@ sql_fail:
 /* Remove a database file and its WAL companions (best effort). */
 static void remove_db_files(const char *path)
 {
-    static const char *const suffix[] = {"", "-wal", "-shm", "-journal"};
-    size_t n = strlen(path) + sizeof "-journal";
+    static const char *const suffix[] = {"", "-wal", "-shm", "-journal", "-presence"};
+    size_t n = strlen(path) + sizeof "-presence";
     char *name = malloc(n);
     if (!name)
         return;
@@ -332,6 +332,8 @@ static int open_url(const char *url, dg_store **out, char *err, size_t err_len)
     pthread_mutex_init(&st->lock, NULL);
     pthread_mutex_init(&st->probe_mu, NULL);
     st->probe_seq = -1;
+    st->presence_fd = -1;
+    st->txn_others = -1;
     int rc = dg_pg_open(st, url, err, err_len);
     if (rc == OC_OK && dg_store_make_instance(st) != OC_OK)
         rc = dg_fail(err, err_len, OC_ERR_IO, "store: no random bytes for the instance id; "
@@ -365,6 +367,8 @@ int dg_store_open(const char *path, dg_store **out, char *err, size_t err_len)
     pthread_mutex_init(&st->lock, NULL);
     pthread_mutex_init(&st->probe_mu, NULL);
     st->probe_seq = -1;
+    st->presence_fd = -1;
+    st->txn_others = -1;
 
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX;
     int rc = sqlite3_open_v2(path, &st->db, flags, NULL);
@@ -403,6 +407,8 @@ int dg_store_open(const char *path, dg_store **out, char *err, size_t err_len)
                      "of %s; try again", path);
         goto fail;
     }
+    if ((rc = dg_store_presence_join(st, path, err, err_len)) != OC_OK)
+        goto fail;
     if ((rc = dg_store_probe_open(st, path, err, err_len)) != OC_OK)
         goto fail;
     if (!(st->where = strdup(path))) {
@@ -413,6 +419,7 @@ int dg_store_open(const char *path, dg_store **out, char *err, size_t err_len)
     return OC_OK;
 
 fail:
+    dg_store_presence_leave(st);
     sqlite3_finalize(st->probe_dv_stmt);
     sqlite3_finalize(st->probe_seq_stmt);
     if (st->probe)
@@ -441,6 +448,7 @@ void dg_store_close(dg_store *st)
     }
     if (st->pg)
         dg_pg_close(st);
+    dg_store_presence_leave(st);
     sqlite3_finalize(st->probe_dv_stmt);
     sqlite3_finalize(st->probe_seq_stmt);
     if (st->probe)
@@ -545,6 +553,7 @@ int dg_store_begin(dg_store *st)
         st->in_txn = 1;
     }
     st->changes_at_begin = total_changes(st);
+    st->txn_others = -1;
     st->txn_seq = 0;
     st->n_noted = 0;
     dg_log_defer_begin(); /* no direct host call while the store is held */
@@ -587,6 +596,14 @@ int dg_store_commit(dg_store *st)
         ok = s && dg_step(s) == DG_DONE;
     }
     st->in_txn = 0;
+    st->txn_others = -1;
+    /* After our own commit: a different version at the next begin means
+     * another connection committed (store_shared.c, changes_since). */
+    if (ok && st->txn_seq > st->head_seen)
+        st->head_seen = st->txn_seq;
+    st->dv_known = ok && st->db &&
+                   sqlite3_file_control(st->db, "main", SQLITE_FCNTL_DATA_VERSION,
+                                        &st->dv_after_commit) == SQLITE_OK;
     if (!ok) {
         /* A failed COMMIT leaves the transaction open: roll it back so the
          * connection stays usable, and report the loss to the caller. */
@@ -603,6 +620,8 @@ int dg_store_commit(dg_store *st)
 void dg_store_rollback(dg_store *st)
 {
     st->in_txn = 0;
+    st->txn_others = -1;
+    st->dv_known = 0;
     if (st->pg)
         dg_pg_rollback(st);
     else if (!sqlite3_get_autocommit(st->db))

@@ -54,6 +54,15 @@ struct dg_store {
                                       * trips); -1: not read */
     char noted[DG_NOTED_MAX][DG_NOTED_LEN]; /* channels logged by it */
     int n_noted;
+    /* Presence (SQLite): a shared OFD lock this store holds on its
+     * "<dbPath>-presence" file while open; -1 on PostgreSQL or where the
+     * file system has no such locks (then every change is logged). */
+    int presence_fd;
+    unsigned dv_after_commit;        /* SQLite's data version after our last commit */
+    int dv_known;                    /* dv_after_commit is valid */
+    int64_t head_seen;               /* the change log's head as this store last knew it */
+    int txn_others;                  /* the open transaction found another
+                                      * store present: 1, alone: 0, not asked: -1 */
     /* The probe: a second, read-only connection with its own lock, so the
      * hot path asks "did anything commit?" without the store lock. */
     sqlite3 *probe;
@@ -175,5 +184,14 @@ int dg_store_probe_open(dg_store *st, const char *path, char *err, size_t err_le
 
 /* A new random instance id into st->instance (store_shared.c). */
 int dg_store_make_instance(dg_store *st);
+
+/* Join the stores present on the file at path (store_shared.c): take the
+ * presence lock, then wait out any write transaction begun before it. At
+ * open, before anything reads turn state. OC_OK or OC_ERR_IO (message in
+ * err). */
+int dg_store_presence_join(dg_store *st, const char *path, char *err, size_t err_len);
+
+/* At close: give up the presence lock (the file stays). */
+void dg_store_presence_leave(dg_store *st);
 
 #endif

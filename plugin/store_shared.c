@@ -5,6 +5,7 @@
 #include "store_shared.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,10 +126,92 @@ int64_t dg_store_wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/*
+ * Presence. The change log is read only by other stores open on the same
+ * database; a gateway alone on its file (the usual case) would pay three
+ * page writes per turn-state change for a log nobody reads. So each open
+ * SQLite store holds a shared lock on byte 0 of "<dbPath>-presence" (an
+ * open-file-description lock: per open store, even two in one process,
+ * released by the kernel when the process dies), and a writer logs a
+ * change only when, holding the database's write lock, it finds a lock it
+ * does not own there.
+ *
+ * Why no change is missed: a store joining takes its lock first, then
+ * begins and ends one write transaction before it reads any turn state. A
+ * writer that looked before the lock was taken still held the write lock
+ * then, so the joiner's first read comes after that writer's commit; a
+ * writer that looks after it sees the lock and logs. The file is never
+ * removed while a store may hold it (a new file would hide the locks).
+ */
+static int presence_lock(int fd, short type, int cmd, struct flock *fl)
+{
+    memset(fl, 0, sizeof *fl);
+    fl->l_type = type;
+    fl->l_whence = SEEK_SET;
+    fl->l_start = 0;
+    fl->l_len = 1;
+    return fcntl(fd, cmd, fl);
+}
+
+int dg_store_presence_join(dg_store *st, const char *path, char *err, size_t err_len)
+{
+    st->presence_fd = -1;
+    char name[4096];
+    if (snprintf(name, sizeof name, "%s-presence", path) >= (int)sizeof name)
+        return dg_fail(err, err_len, OC_ERR_IO, "store: dbPath %.200s... is too long", path);
+    int fd = open(name, O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return dg_fail(err, err_len, OC_ERR_IO,
+                       "store: cannot open %s (%s), which the instances sharing dbPath use "
+                       "to find each other; check that the folder is writable and the file "
+                       "readable by this user", name, strerror(errno));
+    struct flock fl;
+    if (presence_lock(fd, F_RDLCK, F_OFD_SETLK, &fl) != 0) {
+        /* No such locks on this file system: nobody can be seen, so every
+         * store here logs every change, as before presence existed. */
+        close(fd);
+    } else {
+        st->presence_fd = fd;
+    }
+    char *msg = NULL;
+    if (sqlite3_exec(st->db, "BEGIN IMMEDIATE; COMMIT", NULL, NULL, &msg) != SQLITE_OK) {
+        dg_fail(err, err_len, OC_ERR_IO, "store: cannot wait out the writers of dbPath %s "
+                "(%s); if another process holds its write lock, try again once it is done",
+                path, msg ? msg : sqlite3_errmsg(st->db));
+        sqlite3_free(msg);
+        sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+        return OC_ERR_IO;
+    }
+    return OC_OK;
+}
+
+void dg_store_presence_leave(dg_store *st)
+{
+    if (st->presence_fd >= 0)
+        close(st->presence_fd); /* drops the lock */
+    st->presence_fd = -1;
+}
+
+/* In a transaction (the write lock held): whether another store is open
+ * on this database, asked once per transaction. Unknown counts as yes. */
+static int others_present(dg_store *st)
+{
+    if (st->pg || st->presence_fd < 0)
+        return 1;
+    if (st->txn_others < 0) {
+        struct flock fl;
+        st->txn_others = presence_lock(st->presence_fd, F_WRLCK, F_OFD_GETLK, &fl) != 0 ||
+                         fl.l_type != F_UNLCK;
+    }
+    return st->txn_others;
+}
+
 int dg_store_change_note(dg_store *st, const char *channel_id)
 {
     if (!channel_id)
         return OC_ERR_INVALID;
+    if (!others_present(st))
+        return OC_OK; /* alone on the file: nobody reads the log */
     for (int i = 0; i < st->n_noted; i++)
         if (!strcmp(st->noted[i], channel_id))
             return OC_OK;
@@ -170,6 +253,14 @@ int dg_store_changes_since(dg_store *st, int64_t after, char ***channels, size_t
     *upto = after;
     if (st->txn_head >= 0 && st->txn_head <= after && !st->txn_seq)
         return OC_OK; /* the head read at begin: nothing after `after` yet */
+    unsigned dv = 0;
+    if (st->db && st->dv_known && !st->txn_seq &&
+        sqlite3_file_control(st->db, "main", SQLITE_FCNTL_DATA_VERSION, &dv) == SQLITE_OK &&
+        dv == st->dv_after_commit) {
+        /* Nobody else committed since our last commit: the log is as we left it. */
+        *upto = st->head_seen > after ? st->head_seen : after;
+        return OC_OK;
+    }
     dg_stmt *s = dg_store_stmt(st, sql_since);
     if (!s)
         return OC_ERR_IO;
@@ -212,6 +303,8 @@ int dg_store_changes_since(dg_store *st, int64_t after, char ***channels, size_t
     }
     *channels = v;
     *n = cnt;
+    if (*upto > st->head_seen)
+        st->head_seen = *upto;
     return OC_OK;
 }
 

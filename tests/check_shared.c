@@ -15,6 +15,8 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -144,6 +146,110 @@ START_TEST(probe_from_memory_sees_every_commit)
     }
     dg_store_close(a);
     dg_store_close(b);
+    tu_rmtree(dir);
+    free(dir);
+    free(db);
+}
+END_TEST
+
+/* One turn-state write of channel on st; the change-log sequence it wrote
+ * under (0: it logged nothing). */
+static int64_t write_scope(dg_store *st, const char *channel)
+{
+    dg_scope sc;
+    ck_assert_int_eq(dg_scope_conversation(channel, &sc), OC_OK);
+    dg_turn_state s;
+    memset(&s, 0, sizeof s);
+    s.speaker = s.anchor = DG_NOBODY;
+    s.active = 1;
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    dg_turn_state old;
+    char *post = NULL;
+    int exists = dg_store_turns_scope_load(st, &sc, &old, &post) == OC_OK;
+    free(post);
+    ck_assert_int_eq(dg_store_turns_scope_save(st, &sc, NULL, &s, exists, 1000), OC_OK);
+    int64_t seq = dg_store_txn_change_seq(st);
+    ck_assert_int_eq(dg_store_commit(st), OC_OK);
+    return seq;
+}
+
+typedef struct joiner {
+    const char *db;
+    atomic_int *committed; /* set by the writer just before its commit */
+    int saw_commit;        /* the writer had committed when our open returned */
+    dg_store *st;
+} joiner;
+
+static void *join_store(void *arg)
+{
+    joiner *j = arg;
+    char err[256];
+    int rc = dg_store_open(j->db, &j->st, err, sizeof err);
+    j->saw_commit = atomic_load(j->committed);
+    return rc == OC_OK ? j : NULL;
+}
+
+/* SQLite: a store alone on its file logs no change (nobody would read the
+ * log); while a second one is open every change is logged; once it closed,
+ * none again. A store opening while a writer holds the write lock returns
+ * only after that writer committed, so what the writer did without logging
+ * (it was alone when it looked) is in what the newcomer reads first. */
+START_TEST(change_log_only_while_another_store_is_open)
+{
+    char *dir = tu_mkdtemp(), *db = tu_db_target(dir);
+    if (strstr(db, "://")) {
+        /* PostgreSQL: every change is logged (no presence across hosts). */
+        dg_store *a = open_store(db);
+        ck_assert_int_gt(write_scope(a, "111"), 0);
+        dg_store_close(a);
+    } else {
+        dg_store *a = open_store(db);
+        ck_assert_int_eq(write_scope(a, "111"), 0);
+        ck_assert_int_eq(dg_store_change_seq(a), 0);
+        dg_store *b = open_store(db);
+        ck_assert_int_eq(write_scope(a, "111"), 1);
+        int64_t upto = 0;
+        ck_assert_str_eq(changes_of(b, 0, &upto), ",111,");
+        dg_store_close(b);
+        ck_assert_int_eq(write_scope(a, "222"), 0);
+        ck_assert_int_eq(dg_store_change_seq(a), 1);
+
+        /* The barrier of a newcomer. */
+        atomic_int committed;
+        atomic_init(&committed, 0);
+        dg_scope sc;
+        ck_assert_int_eq(dg_scope_conversation("333", &sc), OC_OK);
+        dg_turn_state s;
+        memset(&s, 0, sizeof s);
+        s.speaker = s.anchor = DG_NOBODY;
+        s.active = 1;
+        s.agent_msgs = 7;
+        ck_assert_int_eq(dg_store_begin(a), OC_OK);
+        ck_assert_int_eq(dg_store_turns_scope_save(a, &sc, NULL, &s, 0, 1000), OC_OK);
+        ck_assert_int_eq(dg_store_txn_change_seq(a), 0); /* alone when it looked */
+        joiner j = {.db = db, .committed = &committed};
+        pthread_t th;
+        ck_assert_int_eq(pthread_create(&th, NULL, join_store, &j), 0);
+        usleep(50 * 1000); /* give the newcomer time to reach the barrier */
+        atomic_store(&committed, 1);
+        ck_assert_int_eq(dg_store_commit(a), OC_OK);
+        void *ok = NULL;
+        ck_assert_int_eq(pthread_join(th, &ok), 0);
+        ck_assert_ptr_nonnull(ok);
+        ck_assert_msg(j.saw_commit, "the newcomer's open returned before the writer committed");
+        dg_turn_state got;
+        char *post = NULL;
+        ck_assert_int_eq(dg_store_begin(j.st), OC_OK);
+        ck_assert_int_eq(dg_store_turns_scope_load(j.st, &sc, &got, &post), OC_OK);
+        dg_store_rollback(j.st);
+        free(post);
+        ck_assert_int_eq(got.agent_msgs, 7);
+        /* And from now on a's changes are logged for it. */
+        ck_assert_int_gt(write_scope(a, "333"), 1);
+        ck_assert_str_eq(changes_of(j.st, 1, &upto), ",333,");
+        dg_store_close(j.st);
+        dg_store_close(a);
+    }
     tu_rmtree(dir);
     free(dir);
     free(db);
@@ -554,6 +660,7 @@ static Suite *shared_suite(const char *name, int on_pg)
         pgs_on_pg(tc, 1);
     tcase_add_test(tc, change_log_names_what_other_instances_changed);
     tcase_add_test(tc, probe_from_memory_sees_every_commit);
+    tcase_add_test(tc, change_log_only_while_another_store_is_open);
     tcase_add_test(tc, lease_held_renewed_taken_over_and_released);
     tcase_add_test(tc, instance_id_and_other_hosts_leases);
     tcase_add_loop_test(tc, two_processes_send_each_row_once_in_order, 0, 2);
