@@ -52,6 +52,7 @@ const char *const dg_schema_steps[] = {
     dg_schema_v10_transitions,
     dg_schema_v11_outbox_state,
     dg_schema_v12_outbox_index,
+    dg_schema_v13_marked_transitions,
 };
 const int dg_schema_nsteps = (int)(sizeof dg_schema_steps / sizeof dg_schema_steps[0]);
 
@@ -554,6 +555,7 @@ int dg_store_begin(dg_store *st)
     }
     st->changes_at_begin = total_changes(st);
     st->txn_others = -1;
+    st->last_ord_at_begin = st->last_ord;
     st->txn_seq = 0;
     st->n_noted = 0;
     dg_log_defer_begin(); /* no direct host call while the store is held */
@@ -605,6 +607,7 @@ int dg_store_commit(dg_store *st)
                    sqlite3_file_control(st->db, "main", SQLITE_FCNTL_DATA_VERSION,
                                         &st->dv_after_commit) == SQLITE_OK;
     if (!ok) {
+        st->last_ord = st->last_ord_at_begin;
         /* A failed COMMIT leaves the transaction open: roll it back so the
          * connection stays usable, and report the loss to the caller. */
         if (st->pg)
@@ -622,6 +625,7 @@ void dg_store_rollback(dg_store *st)
     st->in_txn = 0;
     st->txn_others = -1;
     st->dv_known = 0;
+    st->last_ord = st->last_ord_at_begin; /* its orders were never written */
     if (st->pg)
         dg_pg_rollback(st);
     else if (!sqlite3_get_autocommit(st->db))

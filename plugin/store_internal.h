@@ -61,6 +61,9 @@ struct dg_store {
     unsigned dv_after_commit;        /* SQLite's data version after our last commit */
     int dv_known;                    /* dv_after_commit is valid */
     int64_t head_seen;               /* the change log's head as this store last knew it */
+    int64_t last_ord;                /* the last transition order handed out
+                                      * (store_transitions.c) */
+    int64_t last_ord_at_begin;       /* restored by a rollback */
     int txn_others;                  /* the open transaction found another
                                       * store present: 1, alone: 0, not asked: -1 */
     /* The probe: a second, read-only connection with its own lock, so the
@@ -163,6 +166,7 @@ extern const char dg_schema_v10_transitions[];
 extern const char dg_schema_v11_outbox_state[];
 extern const char dg_schema_v11_outbox_state_pg[];
 extern const char dg_schema_v12_outbox_index[];
+extern const char dg_schema_v13_marked_transitions[];
 
 /* The text store_pg.c runs (translated) for dg_schema_steps[v]: the same
  * one but where PostgreSQL does a step another way (v11 alters a CHECK

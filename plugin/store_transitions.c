@@ -28,6 +28,30 @@ const char dg_schema_v10_transitions[] =
     ");"
     "CREATE INDEX turn_transitions_scope ON turn_transitions(channel_id, scope, id);";
 
+/*
+ * Migration v12 -> v13 (issue 14): a transition a message caused is kept
+ * in that message's dedup mark (t_* columns of its turn_ledger row), which
+ * the same ingest has just written next to the scope's state row: logging
+ * it costs no page of its own. turn_transitions keeps the others (run
+ * ends, timeouts, admin commands) and, when marks are pruned, the
+ * transitions they carried. ord orders both kinds: the time in thousandths
+ * of a millisecond, strictly increasing per store (rows from before v13
+ * keep their id, below any).
+ */
+const char dg_schema_v13_marked_transitions[] =
+    "ALTER TABLE turn_ledger ADD COLUMN t_scope TEXT;"
+    "ALTER TABLE turn_ledger ADD COLUMN t_ord INTEGER;"
+    "ALTER TABLE turn_ledger ADD COLUMN t_cause TEXT;"
+    "ALTER TABLE turn_ledger ADD COLUMN t_before TEXT;"
+    "ALTER TABLE turn_ledger ADD COLUMN t_after TEXT;"
+    "ALTER TABLE turn_ledger ADD COLUMN t_state TEXT;"
+    "ALTER TABLE turn_ledger ADD COLUMN t_passed TEXT;"
+    "ALTER TABLE turn_ledger ADD COLUMN t_agent_msgs INTEGER;"
+    "ALTER TABLE turn_transitions ADD COLUMN ord INTEGER;"
+    "UPDATE turn_transitions SET ord = id;"
+    "DROP INDEX turn_transitions_scope;"
+    "CREATE INDEX turn_transitions_scope ON turn_transitions(channel_id, scope, ord);";
+
 void dg_transitions_free(dg_transition *v, size_t n)
 {
     for (size_t i = 0; v && i < n; i++) {
@@ -43,16 +67,59 @@ void dg_transitions_free(dg_transition *v, size_t n)
 
 static const char SQL_ADD[] =
     "INSERT INTO turn_transitions (channel_id, scope, at_ms, cause, speaker_before,"
-    " speaker_after, state, passed, agent_msgs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    " speaker_after, state, passed, agent_msgs, ord) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 static const char SQL_PRUNE[] =
-    "DELETE FROM turn_transitions WHERE channel_id = ?1 AND scope = ?2 AND id <="
-    " (SELECT id FROM turn_transitions WHERE channel_id = ?1 AND scope = ?2"
-    "  ORDER BY id DESC LIMIT 1 OFFSET ?3)";
+    "DELETE FROM turn_transitions WHERE channel_id = ?1 AND scope = ?2 AND ord <="
+    " (SELECT ord FROM turn_transitions WHERE channel_id = ?1 AND scope = ?2"
+    "  ORDER BY ord DESC LIMIT 1 OFFSET ?3)";
+/* Into the mark of the message (k < '~': never a state row). */
+static const char SQL_MARK[] =
+    "UPDATE turn_ledger SET t_scope = ?3, t_ord = ?4, t_cause = ?5, t_before = ?6,"
+    " t_after = ?7, t_state = ?8, t_passed = ?9, t_agent_msgs = ?10"
+    " WHERE channel_id = ?1 AND k = ?2 AND k < '~'";
+
+/* The next ord of this store for a transition at at_ms: at_ms in
+ * thousandths, strictly above the last one it handed out (deterministic for
+ * the same sequence of times, so a replay writes the same rows). */
+static int64_t next_ord(dg_store *st, int64_t at_ms)
+{
+    int64_t ord = at_ms > 0 && at_ms < INT64_MAX / 1000 ? at_ms * 1000 : 0;
+    st->last_ord = ord > st->last_ord ? ord : st->last_ord + 1;
+    return st->last_ord;
+}
+
+/* Bind the fields of t from parameter `first` on, in SQL_MARK's order. */
+static void bind_fields(dg_stmt *s, int first, const dg_transition *t, int64_t ord)
+{
+    dg_bind_text_borrowed(s, first, t->scope);
+    dg_bind_int64(s, first + 1, ord);
+    dg_bind_text_borrowed(s, first + 2, t->cause);
+    dg_bind_text_borrowed(s, first + 3, t->speaker_before);
+    dg_bind_text_borrowed(s, first + 4, t->speaker_after);
+    dg_bind_text_borrowed(s, first + 5, t->state);
+    dg_bind_text_borrowed(s, first + 6, t->passed ? t->passed : "");
+    dg_bind_int64(s, first + 7, t->agent_msgs);
+}
 
 int dg_store_transition_add(dg_store *st, const char *channel_id, const dg_transition *t)
 {
-    dg_stmt *s = dg_store_stmt(st, SQL_ADD);
-    if (!s)
+    int64_t ord = next_ord(st, t->at_ms);
+    dg_stmt *s;
+    if (t->message_id && *t->message_id) {
+        if (!(s = dg_store_stmt(st, SQL_MARK)))
+            return OC_ERR_IO;
+        dg_bind_text_borrowed(s, 1, channel_id);
+        dg_bind_text_borrowed(s, 2, t->message_id);
+        bind_fields(s, 3, t, ord);
+        int rc = dg_step(s);
+        int64_t marked = rc == DG_DONE ? dg_changes(s) : 0;
+        dg_reset(s);
+        if (rc != DG_DONE)
+            return OC_ERR_IO;
+        if (marked)
+            return OC_OK; /* bounded with the marks: pruned with them */
+    }
+    if (!(s = dg_store_stmt(st, SQL_ADD)))
         return OC_ERR_IO;
     dg_store_bind_text(s, 1, channel_id);
     dg_store_bind_text(s, 2, t->scope);
@@ -63,6 +130,7 @@ int dg_store_transition_add(dg_store *st, const char *channel_id, const dg_trans
     dg_store_bind_text(s, 7, t->state);
     dg_store_bind_text(s, 8, t->passed ? t->passed : "");
     dg_bind_int64(s, 9, t->agent_msgs);
+    dg_bind_int64(s, 10, ord);
     int rc = dg_step(s);
     dg_reset(s);
     if (rc != DG_DONE)
@@ -77,10 +145,52 @@ int dg_store_transition_add(dg_store *st, const char *channel_id, const dg_trans
     return rc == DG_DONE ? OC_OK : OC_ERR_IO;
 }
 
+/* Marks with a transition, and the log's own rows, newest first. */
 static const char SQL_LIST[] =
     "SELECT at_ms, scope, cause, speaker_before, speaker_after, state, passed, agent_msgs"
-    " FROM turn_transitions WHERE channel_id = ?1 AND (CAST(?2 AS TEXT) IS NULL OR scope = ?2)"
-    " ORDER BY id DESC LIMIT ?3";
+    " FROM (SELECT at_ms, t_scope AS scope, t_cause AS cause, t_before AS speaker_before,"
+    "  t_after AS speaker_after, t_state AS state, t_passed AS passed,"
+    "  t_agent_msgs AS agent_msgs, t_ord AS ord FROM turn_ledger"
+    "  WHERE channel_id = ?1 AND k < '~' AND t_cause IS NOT NULL"
+    "  AND (CAST(?2 AS TEXT) IS NULL OR t_scope = ?2)"
+    " UNION ALL"
+    " SELECT at_ms, scope, cause, speaker_before, speaker_after, state, passed, agent_msgs, ord"
+    "  FROM turn_transitions WHERE channel_id = ?1 AND (CAST(?2 AS TEXT) IS NULL OR scope = ?2))"
+    " AS u ORDER BY ord DESC LIMIT ?3";
+
+/* Before marks older than ?1 go: what they carried moves to the log,
+ * which then keeps the newest ?2 per scope again. */
+static const char SQL_RESCUE[] =
+    "INSERT INTO turn_transitions (channel_id, scope, at_ms, cause, speaker_before,"
+    " speaker_after, state, passed, agent_msgs, ord)"
+    " SELECT channel_id, t_scope, at_ms, t_cause, t_before, t_after, t_state, t_passed,"
+    " t_agent_msgs, t_ord FROM turn_ledger WHERE k < '~' AND at_ms < ?1"
+    " AND t_cause IS NOT NULL";
+static const char SQL_TRIM[] =
+    "DELETE FROM turn_transitions WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER"
+    " (PARTITION BY channel_id, scope ORDER BY ord DESC) AS n FROM turn_transitions) AS r"
+    " WHERE n > ?1)";
+
+int dg_store_transitions_rescue(dg_store *st, int64_t before_ms)
+{
+    dg_stmt *s = dg_store_stmt(st, SQL_RESCUE);
+    if (!s)
+        return OC_ERR_IO;
+    dg_bind_int64(s, 1, before_ms);
+    int rc = dg_step(s);
+    int64_t moved = rc == DG_DONE ? dg_changes(s) : 0;
+    dg_reset(s);
+    if (rc != DG_DONE)
+        return OC_ERR_IO;
+    if (!moved)
+        return OC_OK;
+    if (!(s = dg_store_stmt(st, SQL_TRIM)))
+        return OC_ERR_IO;
+    dg_bind_int64(s, 1, DG_TRANSITIONS_KEEP);
+    rc = dg_step(s);
+    dg_reset(s);
+    return rc == DG_DONE ? OC_OK : OC_ERR_IO;
+}
 
 int dg_store_transitions_list(dg_store *st, const char *channel_id, const char *scope,
                               size_t max, dg_transition **out, size_t *n)

@@ -2,9 +2,13 @@
  * store_transitions.h -- the turn transitions log (schema v10, issue 16):
  * why an agent did (not) speak, for the operator's CLI. Every write of a
  * scope's turn state by the engine (a message, a run's end, a timeout, an
- * admin command -- never before_model_resolve) appends one row with its
- * cause; the newest DG_TRANSITIONS_KEEP rows per scope are kept, older ones
- * are deleted by the same write (bounded without a sweeper).
+ * admin command -- never before_model_resolve) records one transition
+ * with its cause. One a message caused goes into that message's dedup mark
+ * (schema v13: no page of its own on the ingest path) and lives as long as
+ * the mark; when marks are pruned their transitions move to the log. The
+ * log (turn_transitions) keeps the newest DG_TRANSITIONS_KEEP per scope,
+ * older ones deleted by the write that adds one (bounded without a
+ * sweeper). Listing merges both, newest first.
  *
  * Functions run inside a store transaction and return OC_OK or a negative
  * oc_status.
@@ -26,12 +30,21 @@ typedef struct dg_transition {
     char *state;         /* "speaking" / "dormant" / "resting" / "closed" after it */
     char *passed;        /* agents that passed in the cycle after it, comma-separated */
     int64_t agent_msgs;
+    const char *message_id; /* add: the message that caused it (its mark holds it), or
+                             * NULL; list: always NULL */
 } dg_transition;
 
 void dg_transitions_free(dg_transition *v, size_t n);
 
-/* Append t (at_ms, strings borrowed) for channel_id and prune the scope. */
+/* Record t (at_ms, strings borrowed) for channel_id: into the mark of
+ * t->message_id when that message has one in the channel, else appended to
+ * the log, pruning the scope. */
 int dg_store_transition_add(dg_store *st, const char *channel_id, const dg_transition *t);
+
+/* Move the transitions of marks older than before_ms to the log (which
+ * then keeps the newest DG_TRANSITIONS_KEEP per scope): before those marks
+ * are deleted. */
+int dg_store_transitions_rescue(dg_store *st, int64_t before_ms);
 
 /* The newest `max` transitions of channel_id (scope NULL: every scope),
  * newest first: *out malloc'd (dg_transitions_free), *n rows. */

@@ -14,6 +14,7 @@
 #include "openclaw/plugin.h"
 #include "store_internal.h"
 #include "store_shared.h"
+#include "store_transitions.h"
 
 /*
  * Migration v1 -> v2. Masks are member positions as 64-bit integers
@@ -442,7 +443,8 @@ static const char SQL_SEEN_PRUNE[] = "DELETE FROM turn_ledger WHERE k < '~' AND 
 
 int dg_store_turns_seen_prune(dg_store *st, int64_t before_ms, long *removed)
 {
-    return prune_before(st, SQL_SEEN_PRUNE, before_ms, removed);
+    int rc = dg_store_transitions_rescue(st, before_ms);
+    return rc == OC_OK ? prune_before(st, SQL_SEEN_PRUNE, before_ms, removed) : rc;
 }
 
 /* '~thread;' is the first key after every '~thread:<root>'. */

@@ -637,7 +637,7 @@ int install(dg_turns *t, scope_rec *r, const dg_turn_state *st)
 
 /* The transitions log row of r going from r->st to st (store_transitions.h). */
 static int log_transition(dg_turns *t, const scope_rec *r, const dg_turn_state *st, int64_t now,
-                          const char *cause)
+                          const char *cause, const char *message_id)
 {
     const chan_rec *c = r->chan;
     dg_turn_ctx x;
@@ -660,7 +660,7 @@ static int log_transition(dg_turns *t, const scope_rec *r, const dg_turn_state *
         .speaker_after = after != DG_NOBODY ? c->members[after] : NULL,
         .state = c->mode == DG_MODE_CLOSED ? "closed" : st->active ? "speaking"
                : st->rested ? "resting" : "dormant",
-        .passed = passed, .agent_msgs = st->agent_msgs,
+        .passed = passed, .agent_msgs = st->agent_msgs, .message_id = message_id,
     };
     return dg_store_transition_add(t->p->store, c->id, &tr);
 }
@@ -668,7 +668,13 @@ static int log_transition(dg_turns *t, const scope_rec *r, const dg_turn_state *
 int save_scope(dg_turns *t, scope_rec *r, const dg_turn_state *st, int64_t now,
                const char *cause)
 {
-    int rc = log_transition(t, r, st, now, cause);
+    return save_scope_for(t, r, st, now, cause, NULL);
+}
+
+int save_scope_for(dg_turns *t, scope_rec *r, const dg_turn_state *st, int64_t now,
+                   const char *cause, const char *message_id)
+{
+    int rc = log_transition(t, r, st, now, cause, message_id);
     if (rc == OC_OK)
         rc = dg_store_turns_scope_save(t->p->store, &r->scope, r->post_channel, st, r->in_db,
                                        now);

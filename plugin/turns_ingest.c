@@ -277,7 +277,7 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
                  (unsigned)kind < sizeof kinds / sizeof *kinds ? kinds[kind] : "sender",
                  m->sender_id, pos != DG_NOBODY ? " (" : "", pos != DG_NOBODY ? c->members[pos]
                  : "", pos != DG_NOBODY ? ")" : "");
-        if ((rc = save_scope(t, r, &next, now, cause)))
+        if ((rc = save_scope_for(t, r, &next, now, cause, m->message_id)))
             return rc;
     }
     if ((rc = queue_effects(t, r, &fx, &next, now, kick)))

@@ -262,9 +262,14 @@ void finish_read(dg_turns *t);
 int install(dg_turns *t, scope_rec *r, const dg_turn_state *st);
 
 /* Write r's new state st with why it changed (cause: a sentence for the
- * operator's view, dirigent-ctl why; one turn_transitions row). */
+ * operator's view, dirigent-ctl why; store_transitions.h). */
 int save_scope(dg_turns *t, scope_rec *r, const dg_turn_state *st, int64_t now,
                const char *cause);
+
+/* save_scope for a change message_id caused (NULL: none): its transition
+ * is kept in the message's dedup mark. */
+int save_scope_for(dg_turns *t, scope_rec *r, const dg_turn_state *st, int64_t now,
+                   const char *cause, const char *message_id);
 
 int message_scope(const dg_turns *t, const dg_turn_message *m, dg_scope *sc, int *top_level);
 

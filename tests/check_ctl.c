@@ -18,7 +18,10 @@
 #include "discuss.h"
 #include "store.h"
 #include "outbox.h"
+#include "store_db.h"
 #include "store_discuss.h"
+#include "store_internal.h"
+#include "store_turns.h"
 #include "store_transitions.h"
 #include "testutil.h"
 #include "turn_test_host.h"
@@ -191,6 +194,79 @@ START_TEST(test_transitions_are_pruned)
     json_t *w = ctl_json("why", CH1, NULL);
     ck_assert_uint_eq(json_array_size(json_object_get(w, "transitions")), DG_TRANSITIONS_KEEP);
     json_decref(w);
+}
+END_TEST
+
+static void add_transition(dg_store *st, const char *message_id, int64_t at_ms, const char *cause)
+{
+    dg_transition t = {.at_ms = at_ms, .scope = "conversation", .cause = (char *)cause,
+                       .speaker_before = TTH_ALPHA, .speaker_after = TTH_BRAVO,
+                       .state = "speaking", .passed = "", .agent_msgs = 1,
+                       .message_id = message_id};
+    ck_assert_int_eq(dg_store_transition_add(st, "700", &t), OC_OK);
+}
+
+/* A message's transition is kept in its dedup mark, the others in the log;
+ * the list merges both newest first; pruning the marks moves what they
+ * carried to the log, which keeps the newest DG_TRANSITIONS_KEEP per scope. */
+START_TEST(test_message_transitions_live_in_their_marks)
+{
+    char *dir = tu_mkdtemp(), *db = tu_db_target(dir);
+    dg_store *st = NULL;
+    char err[256];
+    ck_assert_msg(dg_store_open(db, &st, err, sizeof err) == OC_OK, "%s", err);
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    int fresh = 0;
+    char id[24], cause[64];
+    for (int i = 0; i < DG_TRANSITIONS_KEEP + 8; i++) {
+        snprintf(id, sizeof id, "9%017d", i);
+        ck_assert_int_eq(dg_store_turns_seen_claim(st, "700", id, 1000 + i, &fresh), OC_OK);
+        ck_assert_int_eq(fresh, 1);
+        snprintf(cause, sizeof cause, "message %d", i);
+        add_transition(st, id, 1000 + i, cause);
+        if (i == 3)
+            add_transition(st, NULL, 1000 + i, "a timeout"); /* no message: the log */
+    }
+    add_transition(st, "9999", 2000, "a message without a mark"); /* the log too */
+    long marks = 0;
+    ck_assert_int_eq(dg_store_turns_count(st, "seen", &marks), OC_OK);
+    ck_assert_int_eq(marks, DG_TRANSITIONS_KEEP + 8);
+    dg_stmt *q = dg_store_stmt(st, "SELECT count(*) FROM turn_transitions");
+    ck_assert_int_eq(dg_step(q), DG_ROW);
+    ck_assert_int_eq(dg_col_int64(q, 0), 2);
+    dg_reset(q);
+    dg_transition *v = NULL;
+    size_t n = 0;
+    ck_assert_int_eq(dg_store_transitions_list(st, "700", NULL, 3, &v, &n), OC_OK);
+    ck_assert_uint_eq(n, 3);
+    ck_assert_str_eq(v[0].cause, "a message without a mark");
+    snprintf(cause, sizeof cause, "message %d", DG_TRANSITIONS_KEEP + 7);
+    ck_assert_str_eq(v[1].cause, cause);
+    ck_assert_str_eq(v[1].speaker_after, TTH_BRAVO);
+    ck_assert_str_eq(v[1].scope, "conversation");
+    dg_transitions_free(v, n);
+    ck_assert_int_eq(dg_store_transitions_list(st, "700", "conversation", 100, &v, &n), OC_OK);
+    ck_assert_uint_eq(n, DG_TRANSITIONS_KEEP + 10);
+    ck_assert_str_eq(v[n - 5].cause, "a timeout"); /* between messages 3 and 4 */
+    dg_transitions_free(v, n);
+
+    /* Every mark pruned: the log holds the newest KEEP of the scope. */
+    long removed = 0;
+    ck_assert_int_eq(dg_store_turns_seen_prune(st, 5000, &removed), OC_OK);
+    ck_assert_int_eq(removed, DG_TRANSITIONS_KEEP + 8);
+    ck_assert_int_eq(dg_store_transitions_list(st, "700", NULL, 100, &v, &n), OC_OK);
+    ck_assert_uint_eq(n, DG_TRANSITIONS_KEEP);
+    ck_assert_str_eq(v[0].cause, "a message without a mark");
+    snprintf(cause, sizeof cause, "message %d", DG_TRANSITIONS_KEEP + 7);
+    ck_assert_str_eq(v[1].cause, cause);
+    snprintf(cause, sizeof cause, "message %d", 9);
+    ck_assert_str_eq(v[n - 1].cause, cause);
+    dg_transitions_free(v, n);
+    ck_assert_int_eq(dg_store_commit(st), OC_OK);
+    dg_store_close(st);
+    tu_rmtree(dir);
+    free(dir);
+    free(db);
 }
 END_TEST
 
@@ -411,6 +487,7 @@ static Suite *ctl_suite(const char *name, int on_pg)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_scopes_and_why_on_a_live_database);
     tcase_add_test(tc, test_transitions_are_pruned);
+    tcase_add_test(tc, test_message_transitions_live_in_their_marks);
     tcase_add_test(tc, test_discussions_show_and_outbox);
     if (on_pg)
         tcase_add_test(tc, test_pg_store_url_env_refusals_and_no_password);

@@ -34,6 +34,8 @@
 #include "store_internal.h"
 #include "store_operator.h"
 #include "store_outbox.h"
+#include "store_transitions.h"
+#include "store_turns.h"
 #include "testutil.h"
 
 static char *dir;
@@ -246,6 +248,50 @@ static void query_plan(sqlite3 *db, const char *sql, char *out, size_t len)
                                  (const char *)sqlite3_column_text(s, 3));
     sqlite3_finalize(s);
 }
+
+/* One case per version with the transitions log and before v13, _i = 10 ..
+ * 12: its rows (ordered by id then) come through v13 in the same order,
+ * below every transition recorded after it, and a mark gets the t_ columns
+ * empty. */
+START_TEST(test_transitions_survive_migration)
+{
+    int from = _i;
+    char name[32];
+    snprintf(name, sizeof name, "tr%d.db", from);
+    char *path = tu_path(dir, name);
+    sqlite3 *db = db_at_version(path, from);
+    ck_assert_int_eq(sqlite3_exec(db,
+        "INSERT INTO turn_transitions(channel_id, scope, at_ms, cause, speaker_before,"
+        " speaker_after, state, passed, agent_msgs) VALUES"
+        " ('700', 'conversation', 5000, 'older', NULL, 'alpha', 'speaking', '', 0),"
+        " ('700', 'conversation', 4000, 'newer, earlier clock', 'alpha', 'beta', 'speaking',"
+        "  '', 1);"
+        "INSERT INTO turn_ledger(channel_id, k, at_ms) VALUES ('700', '900', 4000)",
+        NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    dg_store *st = NULL;
+    char err[256];
+    ck_assert_msg(dg_store_open(path, &st, err, sizeof err) == OC_OK, "from v%d: %s", from, err);
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    dg_transition t = {.at_ms = 3000, .scope = "conversation", .cause = "after the upgrade",
+                       .state = "dormant", .passed = ""};
+    ck_assert_int_eq(dg_store_transition_add(st, "700", &t), OC_OK);
+    dg_transition *v = NULL;
+    size_t n = 0;
+    ck_assert_int_eq(dg_store_transitions_list(st, "700", NULL, 10, &v, &n), OC_OK);
+    ck_assert_uint_eq(n, 3);
+    ck_assert_str_eq(v[0].cause, "after the upgrade");
+    ck_assert_str_eq(v[1].cause, "newer, earlier clock");
+    ck_assert_str_eq(v[2].cause, "older");
+    dg_transitions_free(v, n);
+    long marks = 0;
+    ck_assert_int_eq(dg_store_turns_count(st, "seen", &marks), OC_OK);
+    ck_assert_int_eq(marks, 1);
+    ck_assert_int_eq(dg_store_commit(st), OC_OK);
+    dg_store_close(st);
+    free(path);
+}
+END_TEST
 
 START_TEST(test_outbox_rows_survive_migration)
 {
@@ -850,6 +896,7 @@ Suite *make_store_suite(void)
     tcase_add_test(tc, test_reopen_keeps_data_and_version);
     tcase_add_loop_test(tc, test_older_version_opens_at_current, 1, n + 1);
     tcase_add_loop_test(tc, test_outbox_rows_survive_migration, 3, n);
+    tcase_add_loop_test(tc, test_transitions_survive_migration, 10, 13);
     tcase_add_test(tc, test_newer_schema_is_refused_untouched);
     tcase_add_test(tc, test_foreign_database_refused_untouched);
     tcase_add_test(tc, test_our_version_without_our_tables_refused);

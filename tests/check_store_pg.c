@@ -47,6 +47,14 @@
 #include "store_turns.h"
 #include "testutil.h"
 
+/* What migration v13 added to turn_ledger, taken away again (a store made
+ * at the current version, turned back into an older one). */
+#define UNDO_V13_LEDGER "ALTER TABLE turn_ledger DROP COLUMN t_scope, DROP COLUMN t_ord," \
+    " DROP COLUMN t_cause, DROP COLUMN t_before, DROP COLUMN t_after, DROP COLUMN t_state," \
+    " DROP COLUMN t_passed, DROP COLUMN t_agent_msgs;"
+#define UNDO_V13_LOG "DROP INDEX turn_transitions_scope; ALTER TABLE turn_transitions DROP" \
+    " COLUMN ord; CREATE INDEX turn_transitions_scope ON turn_transitions(channel_id, scope, id);"
+
 static dg_store *open_ok(const char *url)
 {
     dg_store *st = NULL;
@@ -139,7 +147,7 @@ START_TEST(v10_outbox_migrates_with_its_rows)
                                    "CONSTRAINT outbox_state_check CHECK (state IN (0, 1, 2));"
                                    "DROP INDEX outbox_channel;"
                                    "CREATE INDEX outbox_pending ON outbox(channel_id, id)"
-                                   " WHERE state = 0;"
+                                   " WHERE state = 0;" UNDO_V13_LEDGER UNDO_V13_LOG
                                    "UPDATE dg_schema_version SET version = 10"), 0);
     ck_assert_int_eq(pgs_exec(url,
         "INSERT INTO outbox(id, channel_id, content, mentions, nonce, part, parts, state,"
@@ -562,7 +570,7 @@ END_TEST
  * with the server's reason, no password, nothing half-made. */
 START_TEST(schema_steps_refused_by_the_server)
 {
-    char role[32], sql[300], err[512];
+    char role[32], sql[512], err[512];
     make_role(role, sizeof role);
     dg_store *st = NULL;
     /* 1. dg_schema_version visible to the role (it may insert) but not
@@ -588,11 +596,12 @@ START_TEST(schema_steps_refused_by_the_server)
                                   "CONSTRAINT outbox_state_check, ADD CONSTRAINT "
                                   "outbox_state_check CHECK (state IN (0, 1, 2));"
                                   "DROP INDEX outbox_channel; CREATE INDEX outbox_pending ON "
-                                  "outbox(channel_id, id) WHERE state = 0;"
+                                  "outbox(channel_id, id) WHERE state = 0;" UNDO_V13_LEDGER
                                   "UPDATE dg_schema_version SET version = 9"), 0);
     snprintf(sql, sizeof sql, "GRANT USAGE, CREATE ON SCHEMA %s TO %s; GRANT SELECT ON ALL "
-             "TABLES IN SCHEMA %s TO %s; ALTER TABLE %s.outbox OWNER TO %s", schema_of(u2),
-             role, schema_of(u2), role, schema_of(u2), role);
+             "TABLES IN SCHEMA %s TO %s; ALTER TABLE %s.outbox OWNER TO %s; ALTER TABLE "
+             "%s.turn_ledger OWNER TO %s", schema_of(u2), role, schema_of(u2), role,
+             schema_of(u2), role, schema_of(u2), role);
     ck_assert_int_eq(pgs_exec(pgs_url(), sql), 0);
     char *m2 = url_as(u2, role);
     ck_assert_int_eq(dg_store_open(m2, &st, err, sizeof err), OC_ERR_IO);
@@ -613,6 +622,10 @@ START_TEST(schema_steps_refused_by_the_server)
     snprintf(sql, sizeof sql, "SELECT count(*) FROM pg_indexes WHERE schemaname = '%s' AND "
              "indexname = 'outbox_pending'", schema_of(u2));
     ck_assert_int_eq(pgs_value(pgs_url(), sql), 1);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM information_schema.columns WHERE "
+             "table_schema = '%s' AND table_name = 'turn_ledger' AND column_name = 't_cause'",
+             schema_of(u2));
+    ck_assert_int_eq(pgs_value(pgs_url(), sql), 0); /* and v13's columns */
     /* 3. A role allowed one connection: the probe's is refused. */
     char *u3 = pgs_fresh_url();
     snprintf(sql, sizeof sql, "GRANT ALL ON SCHEMA %s TO %s; ALTER ROLE %s CONNECTION LIMIT 1",
