@@ -323,18 +323,26 @@ static void remove_db_files(const char *path)
     free(name);
 }
 
-/* A PostgreSQL store: store_pg.c does what the rest of this file does for
- * a file (connect, recognise, migrate). */
-static int open_url(const char *url, dg_store **out, char *err, size_t err_len)
+dg_store *dg_store_new(void)
 {
     dg_store *st = calloc(1, sizeof *st);
     if (!st)
-        return dg_fail(err, err_len, OC_ERR_NOMEM, "store: out of memory opening store.url");
+        return NULL;
     pthread_mutex_init(&st->lock, NULL);
     pthread_mutex_init(&st->probe_mu, NULL);
     st->probe_seq = -1;
     st->presence_fd = -1;
     st->txn_others = -1;
+    return st;
+}
+
+/* A PostgreSQL store: store_pg.c does what the rest of this file does for
+ * a file (connect, recognise, migrate). */
+static int open_url(const char *url, dg_store **out, char *err, size_t err_len)
+{
+    dg_store *st = dg_store_new();
+    if (!st)
+        return dg_fail(err, err_len, OC_ERR_NOMEM, "store: out of memory opening store.url");
     int rc = dg_pg_open(st, url, err, err_len);
     if (rc == OC_OK && dg_store_make_instance(st) != OC_OK)
         rc = dg_fail(err, err_len, OC_ERR_IO, "store: no random bytes for the instance id; "
@@ -362,14 +370,9 @@ int dg_store_open(const char *path, dg_store **out, char *err, size_t err_len)
     struct stat sb;
     int existed = stat(path, &sb) == 0;
 
-    dg_store *st = calloc(1, sizeof *st);
+    dg_store *st = dg_store_new();
     if (!st)
         return dg_fail(err, err_len, OC_ERR_NOMEM, "store: out of memory opening %s", path);
-    pthread_mutex_init(&st->lock, NULL);
-    pthread_mutex_init(&st->probe_mu, NULL);
-    st->probe_seq = -1;
-    st->presence_fd = -1;
-    st->txn_others = -1;
 
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX;
     int rc = sqlite3_open_v2(path, &st->db, flags, NULL);

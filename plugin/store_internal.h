@@ -186,6 +186,10 @@ extern const char dg_sql_change_head[];
  * OC_ERR_IO with a sentence in err. Init only. */
 int dg_store_probe_open(dg_store *st, const char *path, char *err, size_t err_len);
 
+/* A store with nothing open yet (no connection, no presence), for the
+ * open functions to fill; NULL when out of memory. dg_store_close frees it. */
+dg_store *dg_store_new(void);
+
 /* A new random instance id into st->instance (store_shared.c). */
 int dg_store_make_instance(dg_store *st);
 

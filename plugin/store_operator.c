@@ -20,12 +20,9 @@ int dg_store_open_readonly(const char *path, dg_store **out, char *err, size_t e
     *out = NULL;
     if (!path || !*path)
         return dg_fail(err, err_len, OC_ERR_INVALID, "--db: a database path is required");
-    dg_store *st = calloc(1, sizeof *st);
+    dg_store *st = dg_store_new();
     if (!st)
         return dg_fail(err, err_len, OC_ERR_NOMEM, "out of memory opening the store");
-    pthread_mutex_init(&st->lock, NULL);
-    pthread_mutex_init(&st->probe_mu, NULL);
-    st->probe_seq = -1;
     if (dg_store_is_url(path)) {
         /* A PostgreSQL store; messages never hold the url (its password). */
         int prc = dg_pg_open_readonly(st, path, err, err_len);

@@ -21,6 +21,7 @@
  *     store's statement sites.
  */
 #include <check.h>
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -248,6 +249,30 @@ static void query_plan(sqlite3 *db, const char *sql, char *out, size_t len)
                                  (const char *)sqlite3_column_text(s, 3));
     sqlite3_finalize(s);
 }
+
+/* Each open store holds its presence file while open and nothing else:
+ * closing it (read-write or the operator's read-only one) closes no
+ * descriptor it did not open (a read-only store once closed fd 0). */
+START_TEST(test_close_leaves_other_descriptors_alone)
+{
+    char *path = tu_path(dir, "fds.db");
+    if (fcntl(0, F_GETFD) == -1)
+        ck_assert_int_eq(open("/dev/null", O_RDONLY), 0);
+    dg_store *st = NULL;
+    char err[256];
+    ck_assert_msg(dg_store_open(path, &st, err, sizeof err) == OC_OK, "%s", err);
+    char *presence = NULL;
+    ck_assert_int_ge(asprintf(&presence, "%s-presence", path), 0);
+    ck_assert_int_eq(access(presence, F_OK), 0);
+    dg_store_close(st);
+    ck_assert_int_eq(access(presence, F_OK), 0); /* kept: others may hold it */
+    ck_assert_int_eq(dg_store_open_readonly(path, &st, err, sizeof err), OC_OK);
+    dg_store_close(st);
+    ck_assert_int_ne(fcntl(0, F_GETFD), -1);
+    free(presence);
+    free(path);
+}
+END_TEST
 
 /* One case per version with the transitions log and before v13, _i = 10 ..
  * 12: its rows (ordered by id then) come through v13 in the same order,
@@ -894,6 +919,7 @@ Suite *make_store_suite(void)
     tcase_add_test(tc, test_fresh_database_is_created_at_current_version);
     tcase_add_test(tc, test_pragmas_are_set);
     tcase_add_test(tc, test_reopen_keeps_data_and_version);
+    tcase_add_test(tc, test_close_leaves_other_descriptors_alone);
     tcase_add_loop_test(tc, test_older_version_opens_at_current, 1, n + 1);
     tcase_add_loop_test(tc, test_outbox_rows_survive_migration, 3, n);
     tcase_add_loop_test(tc, test_transitions_survive_migration, 10, 13);
