@@ -49,22 +49,31 @@ static dg_store *open_store(const char *db)
     return st;
 }
 
-static void save_scope(dg_store *st, const char *channel)
+/* One turn-state write of channel on st; the change-log sequence it wrote
+ * under (0: it logged nothing). */
+static int64_t write_scope(dg_store *st, const char *channel)
 {
     dg_scope sc;
     ck_assert_int_eq(dg_scope_conversation(channel, &sc), OC_OK);
     dg_turn_state s;
     memset(&s, 0, sizeof s);
     s.speaker = s.anchor = DG_NOBODY;
+    s.active = 1;
     ck_assert_int_eq(dg_store_begin(st), OC_OK);
     dg_turn_state old;
     char *post = NULL;
     int exists = dg_store_turns_scope_load(st, &sc, &old, &post) == OC_OK;
     free(post);
-    s.active = 1;
     ck_assert_int_eq(dg_store_turns_scope_save(st, &sc, NULL, &s, exists, 1000), OC_OK);
-    ck_assert_int_gt(dg_store_txn_change_seq(st), 0);
+    int64_t seq = dg_store_txn_change_seq(st);
     ck_assert_int_eq(dg_store_commit(st), OC_OK);
+    return seq;
+}
+
+/* A turn-state write that another open store makes the change log record. */
+static void save_scope(dg_store *st, const char *channel)
+{
+    ck_assert_int_gt(write_scope(st, channel), 0);
 }
 
 /* Channels another instance changed after `after`, as ",a,b," (static). */
@@ -151,27 +160,6 @@ START_TEST(probe_from_memory_sees_every_commit)
     free(db);
 }
 END_TEST
-
-/* One turn-state write of channel on st; the change-log sequence it wrote
- * under (0: it logged nothing). */
-static int64_t write_scope(dg_store *st, const char *channel)
-{
-    dg_scope sc;
-    ck_assert_int_eq(dg_scope_conversation(channel, &sc), OC_OK);
-    dg_turn_state s;
-    memset(&s, 0, sizeof s);
-    s.speaker = s.anchor = DG_NOBODY;
-    s.active = 1;
-    ck_assert_int_eq(dg_store_begin(st), OC_OK);
-    dg_turn_state old;
-    char *post = NULL;
-    int exists = dg_store_turns_scope_load(st, &sc, &old, &post) == OC_OK;
-    free(post);
-    ck_assert_int_eq(dg_store_turns_scope_save(st, &sc, NULL, &s, exists, 1000), OC_OK);
-    int64_t seq = dg_store_txn_change_seq(st);
-    ck_assert_int_eq(dg_store_commit(st), OC_OK);
-    return seq;
-}
 
 typedef struct joiner {
     const char *db;
