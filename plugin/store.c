@@ -601,7 +601,6 @@ int dg_store_commit(dg_store *st)
         ok = s && dg_step(s) == DG_DONE;
     }
     st->in_txn = 0;
-    st->txn_others = -1;
     /* After our own commit: a different version at the next begin means
      * another connection committed (store_shared.c, changes_since). */
     if (ok && st->txn_seq > st->head_seen)
@@ -626,7 +625,6 @@ int dg_store_commit(dg_store *st)
 void dg_store_rollback(dg_store *st)
 {
     st->in_txn = 0;
-    st->txn_others = -1;
     st->dv_known = 0;
     st->last_ord = st->last_ord_at_begin; /* its orders were never written */
     if (st->pg)

@@ -64,8 +64,9 @@ struct dg_store {
     int64_t last_ord;                /* the last transition order handed out
                                       * (store_transitions.c) */
     int64_t last_ord_at_begin;       /* restored by a rollback */
-    int txn_others;                  /* the open transaction found another
-                                      * store present: 1, alone: 0, not asked: -1 */
+    int txn_others;                  /* the open transaction found another store
+                                      * present: 1, alone: 0, not asked yet: -1
+                                      * (set by dg_store_begin) */
     /* The probe: a second, read-only connection with its own lock, so the
      * hot path asks "did anything commit?" without the store lock. */
     sqlite3 *probe;

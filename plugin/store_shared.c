@@ -155,7 +155,6 @@ static int presence_lock(int fd, short type, int cmd, struct flock *fl)
 
 int dg_store_presence_join(dg_store *st, const char *path, char *err, size_t err_len)
 {
-    st->presence_fd = -1;
     char name[4096];
     if (snprintf(name, sizeof name, "%s-presence", path) >= (int)sizeof name)
         return dg_fail(err, err_len, OC_ERR_IO, "store: dbPath %.200s... is too long", path);

@@ -65,9 +65,11 @@ void dg_transitions_free(dg_transition *v, size_t n)
     free(v);
 }
 
+/* ?3 .. ?10 as SQL_MARK's (bind_fields); ?2 the time. */
 static const char SQL_ADD[] =
     "INSERT INTO turn_transitions (channel_id, scope, at_ms, cause, speaker_before,"
-    " speaker_after, state, passed, agent_msgs, ord) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    " speaker_after, state, passed, agent_msgs, ord)"
+    " VALUES (?1, ?3, ?2, ?5, ?6, ?7, ?8, ?9, ?10, ?4)";
 static const char SQL_PRUNE[] =
     "DELETE FROM turn_transitions WHERE channel_id = ?1 AND scope = ?2 AND ord <="
     " (SELECT ord FROM turn_transitions WHERE channel_id = ?1 AND scope = ?2"
@@ -88,17 +90,18 @@ static int64_t next_ord(dg_store *st, int64_t at_ms)
     return st->last_ord;
 }
 
-/* Bind the fields of t from parameter `first` on, in SQL_MARK's order. */
-static void bind_fields(dg_stmt *s, int first, const dg_transition *t, int64_t ord)
+/* Bind the fields of t as ?3 .. ?10 of SQL_MARK and SQL_ADD (borrowed:
+ * both step at once). */
+static void bind_fields(dg_stmt *s, const dg_transition *t, int64_t ord)
 {
-    dg_bind_text_borrowed(s, first, t->scope);
-    dg_bind_int64(s, first + 1, ord);
-    dg_bind_text_borrowed(s, first + 2, t->cause);
-    dg_bind_text_borrowed(s, first + 3, t->speaker_before);
-    dg_bind_text_borrowed(s, first + 4, t->speaker_after);
-    dg_bind_text_borrowed(s, first + 5, t->state);
-    dg_bind_text_borrowed(s, first + 6, t->passed ? t->passed : "");
-    dg_bind_int64(s, first + 7, t->agent_msgs);
+    dg_bind_text_borrowed(s, 3, t->scope);
+    dg_bind_int64(s, 4, ord);
+    dg_bind_text_borrowed(s, 5, t->cause);
+    dg_bind_text_borrowed(s, 6, t->speaker_before);
+    dg_bind_text_borrowed(s, 7, t->speaker_after);
+    dg_bind_text_borrowed(s, 8, t->state);
+    dg_bind_text_borrowed(s, 9, t->passed ? t->passed : "");
+    dg_bind_int64(s, 10, t->agent_msgs);
 }
 
 int dg_store_transition_add(dg_store *st, const char *channel_id, const dg_transition *t)
@@ -110,7 +113,7 @@ int dg_store_transition_add(dg_store *st, const char *channel_id, const dg_trans
             return OC_ERR_IO;
         dg_bind_text_borrowed(s, 1, channel_id);
         dg_bind_text_borrowed(s, 2, t->message_id);
-        bind_fields(s, 3, t, ord);
+        bind_fields(s, t, ord);
         int rc = dg_step(s);
         int64_t marked = rc == DG_DONE ? dg_changes(s) : 0;
         dg_reset(s);
@@ -121,16 +124,9 @@ int dg_store_transition_add(dg_store *st, const char *channel_id, const dg_trans
     }
     if (!(s = dg_store_stmt(st, SQL_ADD)))
         return OC_ERR_IO;
-    dg_store_bind_text(s, 1, channel_id);
-    dg_store_bind_text(s, 2, t->scope);
-    dg_bind_int64(s, 3, t->at_ms);
-    dg_store_bind_text(s, 4, t->cause);
-    dg_store_bind_text(s, 5, t->speaker_before);
-    dg_store_bind_text(s, 6, t->speaker_after);
-    dg_store_bind_text(s, 7, t->state);
-    dg_store_bind_text(s, 8, t->passed ? t->passed : "");
-    dg_bind_int64(s, 9, t->agent_msgs);
-    dg_bind_int64(s, 10, ord);
+    dg_bind_text_borrowed(s, 1, channel_id);
+    dg_bind_int64(s, 2, t->at_ms);
+    bind_fields(s, t, ord);
     int rc = dg_step(s);
     dg_reset(s);
     if (rc != DG_DONE)
