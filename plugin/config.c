@@ -392,7 +392,7 @@ static int parse_all(const json_t *json, dg_config *c, char *err, size_t err_len
     static const char *const top[] = {"noReplyProvider", "noReplyModel", "sessionPolicy", "dbPath",
                                       "templatesDir", "discord", "agents", "admins", "turn",
                                       "discussion", "outbox", "store", NULL};
-    static const char *const turn_keys[] = {"timeoutSec", "maxAgentMessages", NULL};
+    static const char *const turn_keys[] = {"timeoutSec", "maxAgentMessages", "nudgeSec", NULL};
     static const char *const disc_keys[] = {"maxGuideChars", "maxSummaryBytes",
                                             "closedNoticeCooldownSec", "reminderAfterSec",
                                             "maxLifetimeSec", "summaryDir", "summaryTemplate",
@@ -480,6 +480,9 @@ static int parse_all(const json_t *json, dg_config *c, char *err, size_t err_len
         return rc;
     if ((rc = get_int(obj, "maxAgentMessages", "turn.maxAgentMessages", 40, 1, 100000,
                       &c->turn_max_agent_messages, err, err_len)))
+        return rc;
+    if ((rc = get_int(obj, "nudgeSec", "turn.nudgeSec", 20, 0, 86400, &c->turn_nudge_sec,
+                      err, err_len)))
         return rc;
 
     if ((rc = get_object(json, "discussion", "discussion", &obj, err, err_len)))

@@ -47,6 +47,8 @@ typedef struct dg_config {
 
     long turn_timeout_sec;
     long turn_max_agent_messages;
+    long turn_nudge_sec;        /* turn.nudgeSec: mention a speaker whose run never
+                                 * started after a message reached it; 0 = off */
     long max_guide_chars;
     long max_summary_bytes;
     long closed_notice_cooldown_sec;

@@ -94,6 +94,8 @@ static int resolve_fn(dg_turns *t, sess_rec *e, scope_rec *r, const dg_turn_sess
     atomic_store(&e->seen_seq, r->st.msg_seq);
     atomic_store(&e->last, r);
     atomic_store(&e->granted, v->no_reply ? 0 : 1);
+    if (!v->no_reply && e->configured && e->pos != DG_NOBODY)
+        nudge_run_started(r, e->pos);
     dg_scope_label(&r->scope, v->scope_label);
     return OC_OK;
 }
@@ -241,6 +243,8 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
             atomic_store(&e->seen_seq, seen);
             atomic_store(&e->last, r);
             atomic_store(&e->granted, out->claimed ? 0 : 1);
+            if (!out->claimed && e->configured && e->pos != DG_NOBODY)
+                nudge_run_started(r, e->pos);
         }
     }
     int failed = rc;
@@ -431,6 +435,8 @@ static int run_end_locked(dg_turns *t, const dg_turn_session *s, dg_run_outcome 
         return OC_OK;
     if (!r)
         r = fresh->fixed ? fresh->fixed : c->follow;
+    if (granted != 0)
+        nudge_run_ended(r, fresh->pos);
     /* Unknown (e.g. a restart during the run): assume it saw the latest. */
     int saw_latest = seen < 0 || seen == r->st.msg_seq;
     dg_turn_ctx x;

@@ -197,6 +197,10 @@ int scope_get(dg_turns *t, chan_rec *c, const dg_scope *sc, scope_rec **out)
     }
     r->scope = *sc;
     r->chan = c;
+    atomic_init(&r->wait_pos, DG_NOBODY);
+    atomic_init(&r->wait_ms, 0);
+    atomic_init(&r->run_pos, DG_NOBODY);
+    r->nudged_change = -1;
     int rc = dg_store_turns_scope_load(t->p->store, sc, &r->st, &r->post_channel);
     if (rc != OC_OK && rc != OC_ERR_NOT_FOUND) {
         free_scope(r, NULL);

@@ -27,4 +27,8 @@ void dg_turns_set_dormant_max(dg_turns *t, size_t n);
  * OC_ERR_NOT_FOUND. */
 int dg_turns_member(dg_turns *t, const char *channel_id, int pos, char *buf, size_t len);
 
+/* One pass of the sweeper thread's work (turn timeouts, the stall nudge,
+ * discussion timers, eviction) now, on the calling thread. */
+void dg_turns_sweep_now(dg_turns *t);
+
 #endif

@@ -90,6 +90,31 @@ static const dg_turn_state *staged(const dg_turns *t, const scope_rec *r)
     return &r->st;
 }
 
+/* The scope the runs of session rs are decided in (session_prepare) and
+ * rs's member position there; *out NULL when rs's agent is no member of
+ * the channel or the channel is closed. Writer held. */
+static int recipient_scope(dg_turns *t, const dg_turn_session *rs, scope_rec **out, int *pos)
+{
+    *out = NULL;
+    chan_rec *c;
+    int rc = chan_get(t, rs->channel_id, &c);
+    if (rc)
+        return rc;
+    *pos = member_pos(c, rs->agent_id);
+    if (*pos == DG_NOBODY || c->mode == DG_MODE_CLOSED)
+        return OC_OK;
+    int has_thread = rs->thread_id && *rs->thread_id;
+    if (rs->is_dm || t->p->cfg.session_policy == DG_POLICY_CHANNEL || has_thread) {
+        dg_scope_event ev = {.channel_id = rs->channel_id, .thread_id = rs->thread_id,
+                             .is_dm = rs->is_dm};
+        dg_scope sc;
+        if ((rc = dg_scope_derive(t->p->cfg.session_policy, &ev, &sc)))
+            return rc;
+        return scope_get(t, c, &sc, out);
+    }
+    return follow_scope(t, c, out);
+}
+
 /*
  * A moderator message reached the session rs (message_received reported
  * per agent): if rs's agent awaits its wake message in the scope rs acts
@@ -98,34 +123,42 @@ static const dg_turn_state *staged(const dg_turns *t, const scope_rec *r)
  */
 static int deliver_locked(dg_turns *t, const dg_turn_session *rs)
 {
-    chan_rec *c;
-    int rc = chan_get(t, rs->channel_id, &c);
-    if (rc)
-        return rc;
-    int pos = member_pos(c, rs->agent_id);
-    if (pos == DG_NOBODY || c->mode == DG_MODE_CLOSED)
-        return OC_OK;
     scope_rec *r;
-    int has_thread = rs->thread_id && *rs->thread_id;
-    if (rs->is_dm || t->p->cfg.session_policy == DG_POLICY_CHANNEL || has_thread) {
-        /* The scope the session's runs are decided in (session_prepare). */
-        dg_scope_event ev = {.channel_id = rs->channel_id, .thread_id = rs->thread_id,
-                             .is_dm = rs->is_dm};
-        dg_scope sc;
-        if ((rc = dg_scope_derive(t->p->cfg.session_policy, &ev, &sc)) ||
-            (rc = scope_get(t, c, &sc, &r)))
-            return rc;
-    } else if ((rc = follow_scope(t, c, &r))) {
+    int pos;
+    int rc = recipient_scope(t, rs, &r, &pos);
+    if (rc || !r)
         return rc;
-    }
     dg_turn_state next = *staged(t, r);
     if (!dg_turn_wake_delivered(&next, pos))
         return OC_OK;
     char label[DG_SCOPE_LABEL_MAX];
     dg_log(t->p, OC_LOG_DEBUG, "turns: the moderator's message reached %s in channel %s (%s); "
-           "it no longer awaits its wake message, its next run counts", rs->agent_id, c->id,
-           dg_scope_label(&r->scope, label));
+           "it no longer awaits its wake message, its next run counts", rs->agent_id,
+           r->chan->id, dg_scope_label(&r->scope, label));
     return install(t, r, &next);
+}
+
+/* A message reached the session rs and the change it made is staged: when
+ * rs's agent holds the turn there with no run of it under way, a run of it
+ * is due now; the sweeper mentions it if none starts within turn.nudgeSec
+ * (scope_rec.wait_pos). Read only. Writer held. */
+static int arm_nudge_locked(dg_turns *t, const dg_turn_session *rs, int64_t now)
+{
+    if (t->p->cfg.turn_nudge_sec <= 0)
+        return OC_OK;
+    scope_rec *r;
+    int pos;
+    int rc = recipient_scope(t, rs, &r, &pos);
+    if (rc || !r)
+        return rc;
+    const dg_turn_state *st = staged(t, r);
+    dg_turn_ctx x;
+    make_ctx(t, r->chan, &x);
+    if (st->active && dg_turn_speaker(st, &x) == pos && atomic_load(&r->run_pos) != pos) {
+        atomic_store(&r->wait_ms, now);
+        atomic_store(&r->wait_pos, pos);
+    }
+    return OC_OK;
 }
 
 /* c->received = the later of it and id. */
@@ -334,6 +367,9 @@ int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err
     int kick = 0;
     owner_action oa = {.cmd = DG_ADMIN_NONE};
     int rc = ingest_locked(t, m, kind, agent, admin, cmd, now, &kick, &oa);
+    /* An admin command is answered by the moderator, not by a run. */
+    if (rc == OC_OK && m->recipient && cmd == DG_ADMIN_NONE)
+        rc = arm_nudge_locked(t, m->recipient, now);
     if (rc)
         snprintf(err, err_len, "message_received: could not record message %s of channel %s "
                  "(%s: %s)", m->message_id ? m->message_id : "(no id)", m->channel_id,

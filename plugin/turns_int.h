@@ -7,6 +7,7 @@
  *                    runs, moderator messages, life cycle, diagnostics,
  *                    and the discussion channels' entry points
  *   turns_sweeper.c  turn timeouts and eviction (the sweeper thread)
+ *   turns_nudge.c    the stall nudge (a speaker whose run never started)
  *   turns_ingest.c   message_received
  *   turns_admin.c    `!dirigent` commands
  *   turns_decide.c   the agent hooks' decisions
@@ -141,6 +142,23 @@ struct scope_rec {
      * took in a message not here yet): a run here may then answer an
      * older message (dg_turns_claim). Writer mutex. */
     int moved_elsewhere;
+    /* The stall nudge (turns_nudge.c). A host may drop a message that
+     * reaches an agent's session while the session still finishes an
+     * earlier run (OpenClaw 2026.9: "skipped, reply-operation-active", seen
+     * in the gateway stage when the next speaker's held-back run for the
+     * kickoff was still sending as the previous speaker's reply came in):
+     * the speaker then holds the turn with no run coming. wait_pos is the
+     * speaker a message reached (message_received for its session) at
+     * wait_ms with no run of it under way, DG_NOBODY once a run of it goes
+     * on; run_pos the member whose last run went on (not swapped, not
+     * claimed) until its end; nudged_change the st.last_change_ms of the
+     * last turn nudged (one mention per turn). In memory only: after a
+     * restart nothing is armed until a message reaches the speaker. The
+     * atomics are set by the hot path under the mirror's read lock. */
+    _Atomic int wait_pos;
+    _Atomic int64_t wait_ms;
+    _Atomic int run_pos;
+    int64_t nudged_change;       /* writer mutex */
 };
 
 /* A fingerprint older than this is ignored: a wake run that never matched
@@ -320,6 +338,21 @@ int queue_effects(dg_turns *t, scope_rec *r, const dg_turn_effects *fx,
 /* ---- turns_sweeper.c --------------------------------------------------- */
 
 void evict_if_over(dg_turns *t, int64_t now);
+
+/* ---- turns_nudge.c ----------------------------------------------------- */
+
+/* A run of member pos went on in scope r (not swapped, not claimed): it is
+ * under way, and any wait for it ends. Any thread, with the mirror's read
+ * lock or the writer mutex held (atomics only). */
+void nudge_run_started(scope_rec *r, int pos);
+
+/* The run of member pos that went on in r ended. Writer mutex held. */
+void nudge_run_ended(scope_rec *r, int pos);
+
+/* One pass of the sweeper: every scope whose speaker a message reached
+ * more than turn.nudgeSec ago, with no run of it since, gets one bare
+ * mention of the speaker per turn. Sweeper thread; takes the writer. */
+void nudge_stalled(dg_turns *t, int64_t now);
 
 /* ---- turns_admin.c ----------------------------------------------------- */
 

@@ -91,6 +91,10 @@ static int expire_scope(dg_turns *t, const dg_scope *sc)
             if ((rc = save_scope(t, r, &next, now, cause)) == OC_OK &&
                 (rc = queue_effects(t, r, &fx, &next, now, &kick)) == OC_OK)
                 rc = install(t, r, &next);
+            /* A run that outlived its turn no longer counts as under way
+             * (its agent_end may never come). */
+            if (rc == OC_OK && late != DG_NOBODY)
+                nudge_run_ended(r, late);
         }
     }
     if (rc != OC_OK)
@@ -261,15 +265,22 @@ static void sweep(dg_turns *t)
         atomic_store(&t->rescan, 1);
     dg_discuss_sweep(t->p); /* discussion timers (issue 16): their own transactions */
     due_list d = {.now = dg_now_ms(t->p), .timeout_ms = (int64_t)t->p->cfg.turn_timeout_sec * 1000};
-    if (d.timeout_ms <= 0)
-        return;
-    pthread_rwlock_rdlock(&t->lock);
-    dg_map_each(&t->scopes, collect_due, &d);
-    pthread_rwlock_unlock(&t->lock);
-    for (size_t i = 0; i < d.n; i++)
-        expire_scope(t, &d.v[i]);
-    free(d.v);
+    if (d.timeout_ms > 0) {
+        pthread_rwlock_rdlock(&t->lock);
+        dg_map_each(&t->scopes, collect_due, &d);
+        pthread_rwlock_unlock(&t->lock);
+        for (size_t i = 0; i < d.n; i++)
+            expire_scope(t, &d.v[i]);
+        free(d.v);
+    }
+    /* After the timeouts: a speaker passed over is not nudged. */
+    nudge_stalled(t, d.now);
     evict_idle(t, d.now);
+}
+
+void dg_turns_sweep_now(dg_turns *t)
+{
+    sweep(t);
 }
 
 /* The sweeper thread (started by dg_turns_start, joined by dg_turns_stop):

@@ -906,6 +906,120 @@ START_TEST(test_no_wait_without_per_agent_reports)
 }
 END_TEST
 
+/* ---- the stall nudge ------------------------------------------------------------ */
+
+static void setup_nudge(void)
+{
+    /* The turn timeout out of the way: what moves the turn here is the nudge. */
+    tth_start(&H, "channel", "\"turn\":{\"maxAgentMessages\":1000,\"timeoutSec\":600}");
+    atomic_store(&H.now_ms, (int64_t)time(NULL) * 1000);
+}
+
+/* One sweeper pass after ms more on the clock; the moderator messages of
+ * CH1 in the outbox then. */
+static int sweep_after(int64_t ms)
+{
+    tth_advance(&H, ms);
+    dg_turns_sweep_now(tth_plugin(&H)->turns);
+    return tth_outbox_count(&H, CH1);
+}
+
+#define ASK "please review the shape of the public API"
+#define REVIEW "Review: versioned structs behind one entry point."
+
+/* alpha, bravo, charlie join; a human asks (every session told); alpha's
+ * run goes on and ends speaking: bravo holds the turn for alpha's review. */
+static void alpha_reviewed(void)
+{
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(claim(ABC[i], NULL), i > 0);
+    deliver_all(TTH_HUMAN_UID, 0, ASK);
+    claim_body = ASK;
+    ck_assert_int_eq(claim(TTH_ALPHA, "a1"), 0);
+    ck_assert_int_eq(end_run(TTH_ALPHA, "a1", REVIEW), OC_OK);
+    ck_assert_int_eq(peek().speaker, 1);
+}
+
+/* The gateway stage's stall (real OpenClaw 2026.9 under CI load): bravo's
+ * run for the question was held back (alpha's review had not come), and it
+ * was still finishing when the review reached bravo's session; OpenClaw
+ * dropped the review for bravo ("skipped, reply-operation-active"), so no
+ * run of bravo came, and the discussion stood for twelve minutes. After
+ * turn.nudgeSec (20 s) the moderator mentions bravo, once per turn. */
+START_TEST(test_speaker_whose_run_never_came_is_nudged_once)
+{
+    alpha_reviewed();
+    ck_assert_int_eq(claim(TTH_BRAVO, "b-late"), 1); /* the question's run, held back */
+    ck_assert_int_eq(end_run(TTH_BRAVO, "b-late", "NO_REPLY"), OC_OK);
+    deliver_all(tth_uid(TTH_ALPHA), 1, REVIEW);     /* ... and no run of bravo for it */
+    int before = tth_outbox_count(&H, CH1);
+    ck_assert_int_eq(sweep_after(19 * 1000), before);
+    ck_assert_int_eq(sweep_after(1000), before + 1);
+    char *c = tth_outbox_content(&H, CH1, before, NULL);
+    ck_assert_str_eq(c, "<@" TTH_BRAVO_UID ">");
+    free(c);
+    ck_assert(tth_log_has(&H, "no run of it started within turn.nudgeSec (20s)"));
+    ck_assert_int_eq(peek().speaker, 1); /* a mention, no change of the turn */
+    /* The mention reaches every session; bravo's run for it is dropped too:
+     * no second mention in this turn (turn.timeoutSec is the backstop). */
+    char id[24];
+    snprintf(id, sizeof id, "4%017d", next_msg++);
+    for (int i = 0; i < 3; i++)
+        deliver(ABC[i], CH1, id, TTH_MOD_UID, 1, "<@" TTH_BRAVO_UID ">");
+    ck_assert_int_eq(sweep_after(60 * 1000), before + 1);
+    /* Its run comes at last: it counts, and the turn goes on. */
+    claim_body = REVIEW;
+    ck_assert_int_eq(claim(TTH_BRAVO, "b2"), 0);
+    ck_assert_int_eq(end_run(TTH_BRAVO, "b2", "Agreed, one entry point."), OC_OK);
+    ck_assert_int_eq(peek().speaker, 2);
+    claim_body = "hello";
+}
+END_TEST
+
+/* A speaker whose run came, or was under way when the message reached it,
+ * is not nudged however long the run takes; neither is one whose
+ * predecessor's reply is still on its way. */
+START_TEST(test_speaker_with_a_run_under_way_is_not_nudged)
+{
+    alpha_reviewed();
+    /* The review is owed (alpha's run ended speaking, the message is not
+     * here yet): its arrival wakes bravo, not the moderator. */
+    int before = tth_outbox_count(&H, CH1);
+    ck_assert_int_eq(sweep_after(30 * 1000), before);
+    deliver_all(tth_uid(TTH_ALPHA), 1, REVIEW);
+    claim_body = REVIEW;
+    ck_assert_int_eq(claim(TTH_BRAVO, "b1"), 0);     /* its run goes on ... */
+    ck_assert_int_eq(sweep_after(120 * 1000), before); /* ... for two minutes */
+    /* A human adds a word while it runs: it reaches bravo's busy session. */
+    deliver_all(TTH_HUMAN_UID, 0, "and keep the ABI at version one");
+    ck_assert_int_eq(sweep_after(120 * 1000), before);
+    ck_assert_int_eq(end_run(TTH_BRAVO, "b1", "Agreed."), OC_OK);
+    ck_assert_int_eq(peek().speaker, 2);
+    /* The swap path (before_model_resolve) counts as a run too. */
+    deliver_all(tth_uid(TTH_BRAVO), 1, "Agreed.");
+    ck_assert_int_eq(resolve_run(TTH_CHARLIE, "c1"), 0);
+    ck_assert_int_eq(sweep_after(120 * 1000), before);
+    claim_body = "hello";
+}
+END_TEST
+
+START_TEST(test_no_nudge_when_turned_off)
+{
+    tth_free(&H);
+    tth_start(&H, "channel",
+              "\"turn\":{\"maxAgentMessages\":1000,\"timeoutSec\":600,\"nudgeSec\":0}");
+    atomic_store(&H.now_ms, (int64_t)time(NULL) * 1000);
+    alpha_reviewed();
+    ck_assert_int_eq(claim(TTH_BRAVO, "b-late"), 1);
+    ck_assert_int_eq(end_run(TTH_BRAVO, "b-late", "NO_REPLY"), OC_OK);
+    deliver_all(tth_uid(TTH_ALPHA), 1, REVIEW);
+    int before = tth_outbox_count(&H, CH1);
+    ck_assert_int_eq(sweep_after(300 * 1000), before);
+    ck_assert_int_eq(peek().speaker, 1);
+    claim_body = "hello";
+}
+END_TEST
+
 /* ---- issue 13 bug 2: the host's error notices ---------------------------------- */
 
 /* reply_payload_sending of an error payload (isError: true) of agent in
@@ -1080,6 +1194,13 @@ Suite *make_claim_suite(void)
     tcase_add_test(wake, test_kickoff_wakes_the_first_participant);
     tcase_add_test(wake, test_no_wait_without_per_agent_reports);
     suite_add_tcase(s, wake);
+    TCase *nudge = tcase_create("nudge");
+    tcase_add_checked_fixture(nudge, setup_nudge, teardown);
+    tcase_set_timeout(nudge, 60);
+    tcase_add_test(nudge, test_speaker_whose_run_never_came_is_nudged_once);
+    tcase_add_test(nudge, test_speaker_with_a_run_under_way_is_not_nudged);
+    tcase_add_test(nudge, test_no_nudge_when_turned_off);
+    suite_add_tcase(s, nudge);
     TCase *err = tcase_create("error_payload");
     tcase_add_checked_fixture(err, setup, teardown);
     tcase_set_timeout(err, 60);

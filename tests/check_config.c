@@ -70,6 +70,7 @@ START_TEST(test_minimal_config_gets_defaults)
     ck_assert_uint_eq(c.n_admins, 0);
     ck_assert_int_eq(c.turn_timeout_sec, 60);
     ck_assert_int_eq(c.turn_max_agent_messages, 40);
+    ck_assert_int_eq(c.turn_nudge_sec, 20);
     ck_assert_int_eq(c.max_guide_chars, 1500);
     ck_assert_int_eq(c.max_summary_bytes, 1048576);
     ck_assert_int_eq(c.closed_notice_cooldown_sec, 60);
@@ -95,7 +96,7 @@ START_TEST(test_full_config_is_read)
         "\"discord\":{\"apiBase\":\"http://127.0.0.1:9/api/v10/\",\"guildId\":\"42\","
         "\"moderatorToken\":\"tok\",\"moderatorUserId\":\"7\",\"timeoutMs\":2500},"
         "\"agents\":{\"zed\":{\"discordUserId\":\"300\"},\"amy\":{\"discordUserId\":\"100\"}},"
-        "\"admins\":[\"555\",\"666\"],\"turn\":{\"timeoutSec\":5,\"maxAgentMessages\":3},"
+        "\"admins\":[\"555\",\"666\"],\"turn\":{\"timeoutSec\":5,\"maxAgentMessages\":3,\"nudgeSec\":0},"
         "\"discussion\":{\"maxGuideChars\":10,\"maxSummaryBytes\":20,"
         "\"closedNoticeCooldownSec\":0,\"reminderAfterSec\":0,\"maxLifetimeSec\":7200,"
         "\"summaryDir\":\"./notes//talks/\",\"summaryTemplate\":\"/tmp/summary.md\","
@@ -116,6 +117,7 @@ START_TEST(test_full_config_is_read)
     ck_assert_str_eq(c.admins[1], "666");
     ck_assert_int_eq(c.turn_timeout_sec, 5);
     ck_assert_int_eq(c.turn_max_agent_messages, 3);
+    ck_assert_int_eq(c.turn_nudge_sec, 0);
     ck_assert_int_eq(c.max_guide_chars, 10);
     ck_assert_int_eq(c.max_summary_bytes, 20);
     ck_assert_int_eq(c.closed_notice_cooldown_sec, 0);
@@ -194,6 +196,9 @@ static const bad_case bad_cases[] = {
     {"{" BASE ",\"turn\":{\"timeoutSec\":0}}", "\"turn.timeoutSec\""},
     {"{" BASE ",\"turn\":{\"timeoutSec\":86401}}", "\"turn.timeoutSec\""},
     {"{" BASE ",\"turn\":{\"maxAgentMessages\":0}}", "\"turn.maxAgentMessages\""},
+    {"{" BASE ",\"turn\":{\"nudgeSec\":-1}}", "\"turn.nudgeSec\""},
+    {"{" BASE ",\"turn\":{\"nudgeSec\":86401}}", "\"turn.nudgeSec\""},
+    {"{" BASE ",\"turn\":{\"nudgeSec\":\"20\"}}", "\"turn.nudgeSec\""},
     {"{" BASE ",\"discussion\":{\"maxGuideChars\":0}}", "\"discussion.maxGuideChars\""},
     {"{" BASE ",\"discussion\":{\"maxSummaryBytes\":0}}", "\"discussion.maxSummaryBytes\""},
     {"{" BASE ",\"discussion\":{\"maxSummaryBytes\":1073741825}}", "\"discussion.maxSummaryBytes\""},
@@ -524,7 +529,10 @@ START_TEST(test_manifest_schema_matches_config_keys)
     json_t *d = json_object_get(json_object_get(props, "discord"), "properties");
     ck_assert_uint_eq(json_object_size(d), 5);
     ck_assert_ptr_nonnull(json_object_get(d, "moderatorToken"));
-    ck_assert_uint_eq(json_object_size(json_object_get(json_object_get(props, "turn"), "properties")), 2);
+    json_t *tp = json_object_get(json_object_get(props, "turn"), "properties");
+    ck_assert_uint_eq(json_object_size(tp), 3);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(tp, "nudgeSec"),
+                                                        "default")), 20);
     json_t *dp = json_object_get(json_object_get(props, "discussion"), "properties");
     ck_assert_uint_eq(json_object_size(dp), 9);
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(dp, "summaryDir"),

@@ -1,0 +1,134 @@
+/*
+ * turns_nudge.c -- the stall nudge: the speaker holds the turn, a message
+ * reached its session, and no run of it started. A host may drop such a
+ * message (OpenClaw skips one that reaches a session still finishing an
+ * earlier run, "reply-operation-active"), and then nothing else would
+ * move the conversation until turn.timeoutSec passes the speaker over, or
+ * for ever without one. After turn.nudgeSec the moderator mentions the
+ * speaker once per turn: a new message, which the host runs. Records and
+ * locking: turns_int.h, turns_engine.c.
+ */
+#include "turns_int.h"
+
+void nudge_run_started(scope_rec *r, int pos)
+{
+    atomic_store(&r->run_pos, pos);
+    int waited = pos;
+    atomic_compare_exchange_strong(&r->wait_pos, &waited, DG_NOBODY);
+}
+
+void nudge_run_ended(scope_rec *r, int pos)
+{
+    int running = pos;
+    atomic_compare_exchange_strong(&r->run_pos, &running, DG_NOBODY);
+}
+
+typedef struct stall_list {
+    int64_t due;                 /* armed at or before this */
+    scope_rec **v;
+    size_t n, cap;
+    int nomem;
+} stall_list;
+
+/* Mirror read lock held. */
+static void collect_stalled(void *val, void *arg)
+{
+    scope_rec *r = val;
+    stall_list *l = arg;
+    if (l->nomem || atomic_load(&r->wait_pos) == DG_NOBODY || atomic_load(&r->wait_ms) > l->due)
+        return;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 8;
+        scope_rec **v = realloc(l->v, cap * sizeof *v);
+        if (!v) {
+            l->nomem = 1;
+            return;
+        }
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = r;
+}
+
+/* Is r's speaker still stalled now? Everything checked again under the
+ * writer: a run may have started, the turn moved, a wake message be on its
+ * way (then that message is the nudge), the previous speaker's reply still
+ * owed (its arrival is), or the turn already nudged once. */
+static int stalled(dg_turns *t, scope_rec *r, int64_t now, int64_t nudge_ms, int *pos)
+{
+    const dg_turn_state *st = &r->st;
+    dg_turn_ctx x;
+    make_ctx(t, r->chan, &x);
+    int sp = dg_turn_speaker(st, &x);
+    *pos = sp;
+    if (r->chan->mode == DG_MODE_CLOSED || !st->active || sp == DG_NOBODY ||
+        sp != atomic_load(&r->wait_pos) || sp == atomic_load(&r->run_pos) ||
+        now - atomic_load(&r->wait_ms) < nudge_ms || r->nudged_change == st->last_change_ms)
+        return 0;
+    if (st->awaiting & ((uint64_t)1 << sp))
+        return 0;
+    int64_t window = x.timeout_ms > 0 ? x.timeout_ms : WAKE_FP_MAX_MS;
+    return !reply_owed(st, sp, window, now);
+}
+
+/* Writer held (txn). */
+static int nudge_scope(dg_turns *t, scope_rec *r, int64_t now, int64_t nudge_ms, int *kick)
+{
+    int pos;
+    if (!stalled(t, r, now, nudge_ms, &pos))
+        return OC_OK;
+    const char *uid = user_of(t, r->chan, pos);
+    if (!uid)
+        return OC_OK;
+    const char *post = r->post_channel ? r->post_channel : r->chan->id;
+    char text[64];
+    snprintf(text, sizeof text, "<@%s>", uid);
+    int rc = enqueue(t, post, text, uid, now, kick);
+    if (rc != OC_OK)
+        return rc;
+    r->nudged_change = r->st.last_change_ms;
+    atomic_store(&r->wait_pos, DG_NOBODY);
+    char label[DG_SCOPE_LABEL_MAX];
+    dg_log(t->p, OC_LOG_INFO, "turns: %s holds the turn in channel %s (%s), and no run of it "
+           "started within turn.nudgeSec (%lds) of the message that reached it (the host may "
+           "have dropped that message); the moderator mentions it, once for this turn",
+           r->chan->members[pos], r->chan->id, dg_scope_label(&r->scope, label),
+           (long)t->p->cfg.turn_nudge_sec);
+    return OC_OK;
+}
+
+/* Mirror read lock held. */
+static void any_stalled(void *val, void *arg)
+{
+    const scope_rec *r = val;
+    stall_list *l = arg;
+    l->n += atomic_load(&r->wait_pos) != DG_NOBODY && atomic_load(&r->wait_ms) <= l->due;
+}
+
+void nudge_stalled(dg_turns *t, int64_t now)
+{
+    int64_t nudge_ms = (int64_t)t->p->cfg.turn_nudge_sec * 1000;
+    if (nudge_ms <= 0)
+        return;
+    /* A look under the read lock first: most passes find nothing, and
+     * then no store transaction is begun. */
+    stall_list l = {.due = now - nudge_ms};
+    pthread_rwlock_rdlock(&t->lock);
+    dg_map_each(&t->scopes, any_stalled, &l);
+    pthread_rwlock_unlock(&t->lock);
+    if (!l.n || txn_begin(t) != OC_OK)
+        return;
+    /* Under the writer the records stay (flushes and evictions take it). */
+    l.n = 0;
+    dg_map_each(&t->scopes, collect_stalled, &l);
+    int kick = 0, rc = OC_OK; /* out of memory: those collected now, the rest next pass */
+    for (size_t i = 0; rc == OC_OK && i < l.n; i++)
+        rc = nudge_scope(t, l.v[i], now, nudge_ms, &kick);
+    if (rc != OC_OK)
+        dg_log(t->p, OC_LOG_ERROR, "turns: could not queue the nudge of a stalled speaker (%s: "
+               "%s); retried shortly", oc_status_name(rc), dg_store_errmsg(t->p->store));
+    rc = finish(t, rc);
+    if (rc == OC_OK && kick)
+        dg_outbox_kick(t->p->outbox);
+    free(l.v);
+}
