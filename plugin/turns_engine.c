@@ -222,18 +222,9 @@ int scope_get(dg_turns *t, chan_rec *c, const dg_scope *sc, scope_rec **out)
     return OC_OK;
 }
 
-typedef struct scope_list {
-    const chan_rec *chan;
-    scope_rec **v;
-    size_t n, cap;
-    int nomem;
-} scope_list;
-
-static void collect_scope(void *val, void *arg)
+void scope_list_push(scope_list *l, scope_rec *r)
 {
-    scope_list *l = arg;
-    scope_rec *r = val;
-    if (r->chan != l->chan || l->nomem)
+    if (l->nomem)
         return;
     if (l->n == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 8;
@@ -246,6 +237,19 @@ static void collect_scope(void *val, void *arg)
         l->cap = cap;
     }
     l->v[l->n++] = r;
+}
+
+typedef struct chan_scopes {
+    const chan_rec *chan;
+    scope_list list;
+} chan_scopes;
+
+static void collect_scope(void *val, void *arg)
+{
+    chan_scopes *cs = arg;
+    scope_rec *r = val;
+    if (r->chan == cs->chan)
+        scope_list_push(&cs->list, r);
 }
 
 /*
@@ -266,8 +270,9 @@ static int refresh_channel(dg_turns *t, const char *channel_id, int other)
     if (rc != OC_OK && rc != OC_ERR_NOT_FOUND)
         return rc;
     int chan_in_db = rc == OC_OK;
-    scope_list l = {.chan = c};
-    dg_map_each(&t->scopes, collect_scope, &l);
+    chan_scopes cs = {.chan = c};
+    dg_map_each(&t->scopes, collect_scope, &cs);
+    scope_list l = cs.list;
     dg_turn_state *st = l.n ? calloc(l.n, sizeof *st) : NULL;
     char **post = l.n ? calloc(l.n, sizeof *post) : NULL;
     int *found = l.n ? calloc(l.n, sizeof *found) : NULL;

@@ -335,6 +335,17 @@ int render_and_enqueue(dg_turns *t, const char *name, const dg_tpl_vars *vars,
 int queue_effects(dg_turns *t, scope_rec *r, const dg_turn_effects *fx,
                   dg_turn_state *next, int64_t now, int *kick);
 
+/* A growing list of scope records (pointers into the mirror), freed with
+ * free(v). */
+typedef struct scope_list {
+    scope_rec **v;
+    size_t n, cap;
+    int nomem;                   /* an append failed: the list is short */
+} scope_list;
+
+/* Append r; out of memory, r is dropped and nomem set. */
+void scope_list_push(scope_list *l, scope_rec *r);
+
 /* ---- turns_sweeper.c --------------------------------------------------- */
 
 void evict_if_over(dg_turns *t, int64_t now);

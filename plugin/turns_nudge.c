@@ -25,29 +25,28 @@ void nudge_run_ended(scope_rec *r, int pos)
 
 typedef struct stall_list {
     int64_t due;                 /* armed at or before this */
-    scope_rec **v;
-    size_t n, cap;
-    int nomem;
+    size_t n_due;                /* any_stalled: how many */
+    scope_list list;             /* collect_stalled: which */
 } stall_list;
 
+static int armed_before(const scope_rec *r, int64_t due)
+{
+    return atomic_load(&r->wait_pos) != DG_NOBODY && atomic_load(&r->wait_ms) <= due;
+}
+
 /* Mirror read lock held. */
+static void any_stalled(void *val, void *arg)
+{
+    stall_list *l = arg;
+    l->n_due += armed_before(val, l->due);
+}
+
+/* Writer held. */
 static void collect_stalled(void *val, void *arg)
 {
-    scope_rec *r = val;
     stall_list *l = arg;
-    if (l->nomem || atomic_load(&r->wait_pos) == DG_NOBODY || atomic_load(&r->wait_ms) > l->due)
-        return;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 8;
-        scope_rec **v = realloc(l->v, cap * sizeof *v);
-        if (!v) {
-            l->nomem = 1;
-            return;
-        }
-        l->v = v;
-        l->cap = cap;
-    }
-    l->v[l->n++] = r;
+    if (armed_before(val, l->due))
+        scope_list_push(&l->list, val);
 }
 
 /* Is r's speaker still stalled now? Everything checked again under the
@@ -97,14 +96,6 @@ static int nudge_scope(dg_turns *t, scope_rec *r, int64_t now, int64_t nudge_ms,
     return OC_OK;
 }
 
-/* Mirror read lock held. */
-static void any_stalled(void *val, void *arg)
-{
-    const scope_rec *r = val;
-    stall_list *l = arg;
-    l->n += atomic_load(&r->wait_pos) != DG_NOBODY && atomic_load(&r->wait_ms) <= l->due;
-}
-
 void nudge_stalled(dg_turns *t, int64_t now)
 {
     int64_t nudge_ms = (int64_t)t->p->cfg.turn_nudge_sec * 1000;
@@ -116,19 +107,18 @@ void nudge_stalled(dg_turns *t, int64_t now)
     pthread_rwlock_rdlock(&t->lock);
     dg_map_each(&t->scopes, any_stalled, &l);
     pthread_rwlock_unlock(&t->lock);
-    if (!l.n || txn_begin(t) != OC_OK)
+    if (!l.n_due || txn_begin(t) != OC_OK)
         return;
     /* Under the writer the records stay (flushes and evictions take it). */
-    l.n = 0;
     dg_map_each(&t->scopes, collect_stalled, &l);
     int kick = 0, rc = OC_OK; /* out of memory: those collected now, the rest next pass */
-    for (size_t i = 0; rc == OC_OK && i < l.n; i++)
-        rc = nudge_scope(t, l.v[i], now, nudge_ms, &kick);
+    for (size_t i = 0; rc == OC_OK && i < l.list.n; i++)
+        rc = nudge_scope(t, l.list.v[i], now, nudge_ms, &kick);
     if (rc != OC_OK)
         dg_log(t->p, OC_LOG_ERROR, "turns: could not queue the nudge of a stalled speaker (%s: "
                "%s); retried shortly", oc_status_name(rc), dg_store_errmsg(t->p->store));
     rc = finish(t, rc);
     if (rc == OC_OK && kick)
         dg_outbox_kick(t->p->outbox);
-    free(l.v);
+    free(l.list.v);
 }
