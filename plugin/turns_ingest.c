@@ -367,9 +367,10 @@ int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err
     int kick = 0;
     owner_action oa = {.cmd = DG_ADMIN_NONE};
     int rc = ingest_locked(t, m, kind, agent, admin, cmd, now, &kick, &oa);
-    /* An admin command is answered by the moderator, not by a run. */
+    /* An admin command is answered by the moderator, not by a run. Best
+     * effort: the nudge is a safety net, the message is recorded anyway. */
     if (rc == OC_OK && m->recipient && cmd == DG_ADMIN_NONE)
-        rc = arm_nudge_locked(t, m->recipient, now);
+        (void)arm_nudge_locked(t, m->recipient, now);
     if (rc)
         snprintf(err, err_len, "message_received: could not record message %s of channel %s "
                  "(%s: %s)", m->message_id ? m->message_id : "(no id)", m->channel_id,
