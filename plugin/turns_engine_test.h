@@ -1,8 +1,9 @@
 /*
  * turns_engine_test.h -- what tests (and benches) ask the turn engine that
  * production code never does: peeking at a scope's state, counting and
- * bounding the in-memory mirror, naming a member. No file of plugin/ or
- * hooks/ but turns_engine.c includes this. Any thread.
+ * bounding the in-memory mirror, naming a member, one sweeper pass. Only
+ * the engine's own files (through turns_int.h) include it in plugin/ and
+ * hooks/. Any thread.
  */
 #ifndef DG_TURNS_ENGINE_TEST_H
 #define DG_TURNS_ENGINE_TEST_H

@@ -76,13 +76,15 @@ static int nudge_scope(dg_turns *t, scope_rec *r, int64_t now, int64_t nudge_ms,
     int pos;
     if (!stalled(t, r, now, nudge_ms, &pos))
         return OC_OK;
-    const char *uid = user_of(t, r->chan, pos);
-    if (!uid)
-        return OC_OK;
-    const char *post = r->post_channel ? r->post_channel : r->chan->id;
-    char text[64];
-    snprintf(text, sizeof text, "<@%s>", uid);
-    int rc = enqueue(t, post, text, uid, now, kick);
+    if (!user_of(t, r->chan, pos))
+        return OC_OK; /* nobody to mention */
+    /* The moderator's hand-off, as a change that owes one queues it. It
+     * arms no wait: the state stays as it is (the copy is dropped). */
+    dg_turn_effects fx;
+    dg_turn_effects_init(&fx);
+    fx.handoff_to = pos;
+    dg_turn_state unchanged = r->st;
+    int rc = queue_effects(t, r, &fx, &unchanged, now, kick);
     if (rc != OC_OK)
         return rc;
     r->nudged_change = r->st.last_change_ms;

@@ -908,11 +908,20 @@ END_TEST
 
 /* ---- the stall nudge ------------------------------------------------------------ */
 
+/* The turn timeout out of the way: what moves the turn here is the nudge.
+ * extra: more keys of "turn". */
+static void start_nudge(const char *extra)
+{
+    char cfg[160];
+    snprintf(cfg, sizeof cfg, "\"turn\":{\"maxAgentMessages\":1000,\"timeoutSec\":600%s}",
+             extra);
+    tth_start(&H, "channel", cfg);
+    atomic_store(&H.now_ms, (int64_t)time(NULL) * 1000);
+}
+
 static void setup_nudge(void)
 {
-    /* The turn timeout out of the way: what moves the turn here is the nudge. */
-    tth_start(&H, "channel", "\"turn\":{\"maxAgentMessages\":1000,\"timeoutSec\":600}");
-    atomic_store(&H.now_ms, (int64_t)time(NULL) * 1000);
+    start_nudge("");
 }
 
 /* One sweeper pass after ms more on the clock; the moderator messages of
@@ -940,6 +949,15 @@ static void alpha_reviewed(void)
     ck_assert_int_eq(peek().speaker, 1);
 }
 
+/* bravo's run for the question is held back (alpha's review has not come),
+ * then the review reaches every session, and no run of bravo follows. */
+static void review_dropped_for_bravo(void)
+{
+    ck_assert_int_eq(claim(TTH_BRAVO, "b-late"), 1);
+    ck_assert_int_eq(end_run(TTH_BRAVO, "b-late", "NO_REPLY"), OC_OK);
+    deliver_all(tth_uid(TTH_ALPHA), 1, REVIEW);
+}
+
 /* The gateway stage's stall (real OpenClaw 2026.9 under CI load): bravo's
  * run for the question was held back (alpha's review had not come), and it
  * was still finishing when the review reached bravo's session; OpenClaw
@@ -949,9 +967,7 @@ static void alpha_reviewed(void)
 START_TEST(test_speaker_whose_run_never_came_is_nudged_once)
 {
     alpha_reviewed();
-    ck_assert_int_eq(claim(TTH_BRAVO, "b-late"), 1); /* the question's run, held back */
-    ck_assert_int_eq(end_run(TTH_BRAVO, "b-late", "NO_REPLY"), OC_OK);
-    deliver_all(tth_uid(TTH_ALPHA), 1, REVIEW);     /* ... and no run of bravo for it */
+    review_dropped_for_bravo();
     int before = tth_outbox_count(&H, CH1);
     ck_assert_int_eq(sweep_after(19 * 1000), before);
     ck_assert_int_eq(sweep_after(1000), before + 1);
@@ -1006,13 +1022,9 @@ END_TEST
 START_TEST(test_no_nudge_when_turned_off)
 {
     tth_free(&H);
-    tth_start(&H, "channel",
-              "\"turn\":{\"maxAgentMessages\":1000,\"timeoutSec\":600,\"nudgeSec\":0}");
-    atomic_store(&H.now_ms, (int64_t)time(NULL) * 1000);
+    start_nudge(",\"nudgeSec\":0");
     alpha_reviewed();
-    ck_assert_int_eq(claim(TTH_BRAVO, "b-late"), 1);
-    ck_assert_int_eq(end_run(TTH_BRAVO, "b-late", "NO_REPLY"), OC_OK);
-    deliver_all(tth_uid(TTH_ALPHA), 1, REVIEW);
+    review_dropped_for_bravo();
     int before = tth_outbox_count(&H, CH1);
     ck_assert_int_eq(sweep_after(300 * 1000), before);
     ck_assert_int_eq(peek().speaker, 1);
