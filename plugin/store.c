@@ -555,6 +555,10 @@ int dg_store_begin(dg_store *st)
     if (!st->pg) {
         st->txn_head = -1;
         st->in_txn = 1;
+        unsigned dv = 0;
+        st->txn_alone = st->alone_known &&
+                        sqlite3_file_control(st->db, "main", SQLITE_FCNTL_DATA_VERSION, &dv) ==
+                            SQLITE_OK && dv == st->alone_dv;
     }
     st->changes_at_begin = total_changes(st);
     st->txn_others = -1;
@@ -608,6 +612,11 @@ int dg_store_commit(dg_store *st)
     st->dv_known = ok && st->db &&
                    sqlite3_file_control(st->db, "main", SQLITE_FCNTL_DATA_VERSION,
                                         &st->dv_after_commit) == SQLITE_OK;
+    /* Still alone after this commit if it was when the transaction began
+     * or looked (store_internal.h, alone_dv). */
+    st->alone_known = st->dv_known && (st->txn_others == 0 ||
+                                       (st->txn_others < 0 && st->txn_alone));
+    st->alone_dv = st->dv_after_commit;
     if (!ok) {
         st->last_ord = st->last_ord_at_begin;
         /* A failed COMMIT leaves the transaction open: roll it back so the
@@ -626,6 +635,7 @@ void dg_store_rollback(dg_store *st)
 {
     st->in_txn = 0;
     st->dv_known = 0;
+    st->alone_known = 0;
     st->last_ord = st->last_ord_at_begin; /* its orders were never written */
     if (st->pg)
         dg_pg_rollback(st);

@@ -67,6 +67,12 @@ struct dg_store {
     int txn_others;                  /* the open transaction found another store
                                       * present: 1, alone: 0, not asked yet: -1
                                       * (set by dg_store_begin) */
+    /* Alone without asking the kernel: a newcomer's barrier commits a
+     * write, so while the data version is the one of our last commit made
+     * alone, nobody has joined since (store_shared.c, presence). */
+    unsigned alone_dv;               /* the data version after that commit */
+    int alone_known;                 /* alone_dv is valid */
+    int txn_alone;                   /* dg_store_begin found it unchanged */
     /* The probe: a second, read-only connection with its own lock, so the
      * hot path asks "did anything commit?" without the store lock. */
     sqlite3 *probe;

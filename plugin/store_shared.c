@@ -142,6 +142,10 @@ int64_t dg_store_wall_ms(void)
  * then, so the joiner's first read comes after that writer's commit; a
  * writer that looks after it sees the lock and logs. The file is never
  * removed while a store may hold it (a new file would hide the locks).
+ * Asking costs a system call per transaction, so a store that found itself
+ * alone asks again only once the database's data version differs from the
+ * one after its last commit: the joiner's transaction writes a row, and
+ * that commit changes the version before the joiner reads anything.
  */
 static int presence_lock(int fd, short type, int cmd, struct flock *fl)
 {
@@ -172,8 +176,17 @@ int dg_store_presence_join(dg_store *st, const char *path, char *err, size_t err
     } else {
         st->presence_fd = fd;
     }
+    /* The barrier writes a row: the data version it changes is how a store
+     * that found itself alone knows, without asking again, that nobody has
+     * joined since (store_internal.h, alone_dv). */
     char *msg = NULL;
-    if (sqlite3_exec(st->db, "BEGIN IMMEDIATE; COMMIT", NULL, NULL, &msg) != SQLITE_OK) {
+    char *barrier = sqlite3_mprintf("BEGIN IMMEDIATE; REPLACE INTO dg_meta (key, value) "
+                                    "VALUES ('last_join', %Q); COMMIT", st->instance);
+    if (!barrier)
+        return dg_fail(err, err_len, OC_ERR_NOMEM, "store: out of memory opening %s", path);
+    int brc = sqlite3_exec(st->db, barrier, NULL, NULL, &msg);
+    sqlite3_free(barrier);
+    if (brc != SQLITE_OK) {
         dg_fail(err, err_len, OC_ERR_IO, "store: cannot wait out the writers of dbPath %s "
                 "(%s); if another process holds its write lock, try again once it is done",
                 path, msg ? msg : sqlite3_errmsg(st->db));
@@ -197,7 +210,9 @@ static int others_present(dg_store *st)
 {
     if (st->pg || st->presence_fd < 0)
         return 1;
-    if (st->txn_others < 0) {
+    if (st->txn_others < 0 && st->txn_alone) {
+        st->txn_others = 0; /* nobody joined since we last looked */
+    } else if (st->txn_others < 0) {
         struct flock fl;
         st->txn_others = presence_lock(st->presence_fd, F_WRLCK, F_OFD_GETLK, &fl) != 0 ||
                          fl.l_type != F_UNLCK;
