@@ -452,6 +452,7 @@ void dg_store_close(dg_store *st)
     }
     if (st->pg)
         dg_pg_close(st);
+    dg_store_turns_pending_drop(st);
     dg_store_presence_leave(st);
     sqlite3_finalize(st->probe_dv_stmt);
     sqlite3_finalize(st->probe_seq_stmt);
@@ -559,6 +560,8 @@ int dg_store_begin(dg_store *st)
         st->txn_alone = st->alone_known &&
                         sqlite3_file_control(st->db, "main", SQLITE_FCNTL_DATA_VERSION, &dv) ==
                             SQLITE_OK && dv == st->alone_dv;
+        if (!st->txn_alone)
+            st->alone_epoch++; /* what callers knew of the marks may be stale */
     }
     st->changes_at_begin = total_changes(st);
     st->txn_others = -1;
@@ -595,7 +598,11 @@ void dg_store_test_forget(dg_store *st)
 int dg_store_commit(dg_store *st)
 {
     int ok;
-    if (atomic_load(&st->fail_writes) && total_changes(st) != st->changes_at_begin) {
+    int flushed = dg_store_turns_pending_flush(st); /* the claimed mark, written last */
+    dg_store_turns_pending_drop(st);
+    if (flushed != OC_OK) {
+        ok = 0;
+    } else if (atomic_load(&st->fail_writes) && total_changes(st) != st->changes_at_begin) {
         atomic_fetch_add(&st->refused_writes, 1);
         ok = 0;
     } else if (st->pg) {
@@ -636,6 +643,7 @@ void dg_store_rollback(dg_store *st)
     st->in_txn = 0;
     st->dv_known = 0;
     st->alone_known = 0;
+    dg_store_turns_pending_drop(st);
     st->last_ord = st->last_ord_at_begin; /* its orders were never written */
     if (st->pg)
         dg_pg_rollback(st);

@@ -7,8 +7,10 @@
 #include <sqlite3.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include "scope.h"
 #include "store.h"
 #include "store_db.h"
+#include "store_transitions.h"
 
 /* "Dirg" in the database header: PRAGMA application_id of our files. */
 #define DG_APPLICATION_ID 0x44697267
@@ -73,6 +75,20 @@ struct dg_store {
     unsigned alone_dv;               /* the data version after that commit */
     int alone_known;                 /* alone_dv is valid */
     int txn_alone;                   /* dg_store_begin found it unchanged */
+    uint64_t alone_epoch;            /* bumped by each begin that found it changed:
+                                      * what a dg_mark_hint was read in */
+    /* The dedup mark of the open transaction's message while alone: written
+     * once, at commit (or before the next statement on marks), with the
+     * transition it caused (store_turns.c, dg_store_turns_seen_claim_hinted). */
+    struct dg_pending_mark {
+        int set;
+        char channel[DG_SCOPE_ID_MAX], id[DG_SCOPE_ID_MAX];
+        int64_t at_ms;
+        int has_tr;
+        int64_t ord;
+        dg_transition tr;            /* strings in `strings` */
+        char *strings;               /* one allocation; NULL when !has_tr */
+    } pending;
     /* The probe: a second, read-only connection with its own lock, so the
      * hot path asks "did anything commit?" without the store lock. */
     sqlite3 *probe;
@@ -109,6 +125,24 @@ char *dg_store_col_dup(dg_stmt *s, int col);
 
 /* Rows written by the last write statement of st's connection. */
 long dg_store_changes(dg_store *st);
+
+/* In a SQLite transaction, no other store open on the file (asked once per
+ * transaction, store_shared.c): 1, else 0 (PostgreSQL: always 0). */
+int dg_store_alone_in_txn(dg_store *st);
+
+/* The pending mark (store_turns.c): written now (OC_OK when none), or
+ * dropped with the transaction that claimed it. */
+int dg_store_turns_pending_flush(dg_store *st);
+void dg_store_turns_pending_drop(dg_store *st);
+
+/* A transition's fields as ?3 .. ?10 of a mark write, `ord` as ?4
+ * (store_transitions.c); borrowed: step at once. */
+void dg_store_transition_bind(dg_stmt *s, const dg_transition *t, int64_t ord);
+
+/* Attach t (ord) to the pending mark when it is t->message_id's of
+ * channel_id: 1 (copied; OC_ERR_NOMEM < 0 when the copy failed), else 0. */
+int dg_store_turns_pending_attach(dg_store *st, const char *channel_id, const dg_transition *t,
+                                  int64_t ord);
 
 
 /*

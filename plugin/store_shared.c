@@ -220,6 +220,11 @@ static int others_present(dg_store *st)
     return st->txn_others;
 }
 
+int dg_store_alone_in_txn(dg_store *st)
+{
+    return st->db && st->in_txn && !others_present(st);
+}
+
 int dg_store_change_note(dg_store *st, const char *channel_id)
 {
     if (!channel_id)

@@ -90,9 +90,9 @@ static int64_t next_ord(dg_store *st, int64_t at_ms)
     return st->last_ord;
 }
 
-/* Bind the fields of t as ?3 .. ?10 of SQL_MARK and SQL_ADD (borrowed:
- * both step at once). */
-static void bind_fields(dg_stmt *s, const dg_transition *t, int64_t ord)
+/* Bind the fields of t as ?3 .. ?10 of SQL_MARK, SQL_ADD and the pending
+ * mark's insert (borrowed: all step at once). */
+void dg_store_transition_bind(dg_stmt *s, const dg_transition *t, int64_t ord)
 {
     dg_bind_text_borrowed(s, 3, t->scope);
     dg_bind_int64(s, 4, ord);
@@ -107,13 +107,18 @@ static void bind_fields(dg_stmt *s, const dg_transition *t, int64_t ord)
 int dg_store_transition_add(dg_store *st, const char *channel_id, const dg_transition *t)
 {
     int64_t ord = next_ord(st, t->at_ms);
+    int attached = dg_store_turns_pending_attach(st, channel_id, t, ord);
+    if (attached)
+        return attached > 0 ? OC_OK : attached; /* written with the mark, at commit */
+    if ((attached = dg_store_turns_pending_flush(st)) != OC_OK)
+        return attached;
     dg_stmt *s;
     if (t->message_id && *t->message_id) {
         if (!(s = dg_store_stmt(st, SQL_MARK)))
             return OC_ERR_IO;
         dg_bind_text_borrowed(s, 1, channel_id);
         dg_bind_text_borrowed(s, 2, t->message_id);
-        bind_fields(s, t, ord);
+        dg_store_transition_bind(s, t, ord);
         int rc = dg_step(s);
         int64_t marked = rc == DG_DONE ? dg_changes(s) : 0;
         dg_reset(s);
@@ -126,7 +131,7 @@ int dg_store_transition_add(dg_store *st, const char *channel_id, const dg_trans
         return OC_ERR_IO;
     dg_bind_text_borrowed(s, 1, channel_id);
     dg_bind_int64(s, 2, t->at_ms);
-    bind_fields(s, t, ord);
+    dg_store_transition_bind(s, t, ord);
     int rc = dg_step(s);
     dg_reset(s);
     if (rc != DG_DONE)
@@ -169,11 +174,14 @@ static const char SQL_TRIM[] =
 
 int dg_store_transitions_rescue(dg_store *st, int64_t before_ms)
 {
+    int rc = dg_store_turns_pending_flush(st);
+    if (rc != OC_OK)
+        return rc;
     dg_stmt *s = dg_store_stmt(st, SQL_RESCUE);
     if (!s)
         return OC_ERR_IO;
     dg_bind_int64(s, 1, before_ms);
-    int rc = dg_step(s);
+    rc = dg_step(s);
     int64_t moved = rc == DG_DONE ? dg_changes(s) : 0;
     dg_reset(s);
     if (rc != DG_DONE)
@@ -193,6 +201,9 @@ int dg_store_transitions_list(dg_store *st, const char *channel_id, const char *
 {
     *out = NULL;
     *n = 0;
+    int flushed = dg_store_turns_pending_flush(st);
+    if (flushed != OC_OK)
+        return flushed;
     dg_stmt *s = dg_store_stmt(st, SQL_LIST);
     if (!s)
         return OC_ERR_IO;

@@ -396,10 +396,166 @@ static int prune_before(dg_store *st, const char *sql, int64_t before_ms, long *
 int dg_store_turns_seen_claim(dg_store *st, const char *channel_id, const char *message_id,
                               int64_t now_ms, int *fresh)
 {
+    return dg_store_turns_seen_claim_hinted(st, channel_id, message_id, now_ms, NULL, fresh);
+}
+
+/*
+ * The pending mark. While the store is alone on its file (so nobody else
+ * writes marks under our write lock), a fresh message's mark waits until
+ * commit: the transition the message causes then rides in the same insert
+ * instead of a second write of the row, and the dedup check of an id above
+ * the channel's newest mark reads nothing. Any statement that reads or
+ * changes marks writes it first, so no reader ever misses it.
+ */
+static const char SQL_SEEN_HAS[] = "SELECT 1 FROM turn_ledger WHERE channel_id = ? AND k = ?";
+static const char SQL_SEEN_NEWEST[] =
+    "SELECT k FROM turn_ledger WHERE channel_id = ? AND k < '~' ORDER BY k DESC LIMIT 1";
+static const char SQL_SEEN_PUT[] =
+    "INSERT INTO turn_ledger (channel_id, k, at_ms) VALUES (?, ?, ?)";
+/* ?3 .. ?10: dg_store_transition_bind. */
+static const char SQL_SEEN_PUT_TR[] =
+    "INSERT INTO turn_ledger (channel_id, k, at_ms, t_scope, t_ord, t_cause, t_before, t_after,"
+    " t_state, t_passed, t_agent_msgs) VALUES (?1, ?2, ?11, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+
+void dg_store_turns_pending_drop(dg_store *st)
+{
+    free(st->pending.strings);
+    memset(&st->pending, 0, sizeof st->pending);
+}
+
+int dg_store_turns_pending_flush(dg_store *st)
+{
+    struct dg_pending_mark *p = &st->pending;
+    if (!p->set)
+        return OC_OK;
+    dg_stmt *s = dg_store_stmt(st, p->has_tr ? SQL_SEEN_PUT_TR : SQL_SEEN_PUT);
+    int rc = OC_ERR_IO;
+    if (s) {
+        bind_borrowed(s, 1, p->channel);
+        bind_borrowed(s, 2, p->id);
+        if (p->has_tr) {
+            dg_store_transition_bind(s, &p->tr, p->ord);
+            dg_bind_int64(s, 11, p->at_ms);
+        } else {
+            dg_bind_int64(s, 3, p->at_ms);
+        }
+        rc = dg_step(s) == DG_DONE ? OC_OK : OC_ERR_IO;
+        dg_reset(s);
+    }
+    dg_store_turns_pending_drop(st); /* written, or the transaction is lost anyway */
+    return rc;
+}
+
+/* Copy s after *at in buf; returns the copy (NULL for NULL). */
+static char *pack(char *buf, size_t *at, const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    memcpy(buf + *at, s, n);
+    *at += n;
+    return buf + *at - n;
+}
+
+int dg_store_turns_pending_attach(dg_store *st, const char *channel_id, const dg_transition *t,
+                                  int64_t ord)
+{
+    struct dg_pending_mark *p = &st->pending;
+    if (!p->set || !t->message_id || strcmp(p->id, t->message_id) ||
+        strcmp(p->channel, channel_id))
+        return 0;
+    const char *f[] = {t->scope, t->cause, t->speaker_before, t->speaker_after, t->state,
+                       t->passed ? t->passed : ""};
+    size_t len = 0;
+    for (size_t i = 0; i < sizeof f / sizeof *f; i++)
+        len += f[i] ? strlen(f[i]) + 1 : 0;
+    char *buf = malloc(len ? len : 1);
+    if (!buf)
+        return OC_ERR_NOMEM;
+    size_t at = 0;
+    free(p->strings); /* a second transition of one message replaces the first, as the row's */
+    p->strings = buf;
+    p->tr = (dg_transition){.at_ms = t->at_ms, .agent_msgs = t->agent_msgs};
+    p->tr.scope = pack(buf, &at, f[0]);
+    p->tr.cause = pack(buf, &at, f[1]);
+    p->tr.speaker_before = pack(buf, &at, f[2]);
+    p->tr.speaker_after = pack(buf, &at, f[3]);
+    p->tr.state = pack(buf, &at, f[4]);
+    p->tr.passed = pack(buf, &at, f[5]);
+    p->ord = ord;
+    p->has_tr = 1;
+    return 1;
+}
+
+void dg_store_turns_hint_load(dg_store *st, const char *channel_id, dg_mark_hint *hint)
+{
+    hint->epoch = 0;
+    hint->newest[0] = '\0';
+    if (!st->db || !st->in_txn || dg_store_turns_pending_flush(st) != OC_OK)
+        return;
+    dg_stmt *s = dg_store_stmt(st, SQL_SEEN_NEWEST);
+    if (!s)
+        return;
+    bind_borrowed(s, 1, channel_id);
+    int rc = dg_step(s);
+    const char *k = rc == DG_ROW ? dg_col_text(s, 0) : "";
+    if ((rc == DG_ROW || rc == DG_DONE) && k && strlen(k) < sizeof hint->newest) {
+        memcpy(hint->newest, k, strlen(k) + 1);
+        hint->epoch = st->alone_epoch; /* valid only as long as that lasts */
+    }
+    dg_reset(s);
+}
+
+/* The dedup check of a fresh-looking id: *found, and the hint renewed when
+ * it is of another epoch. */
+static int seen_lookup(dg_store *st, const char *channel_id, const char *message_id,
+                       dg_mark_hint *hint, int *found)
+{
+    dg_stmt *s = dg_store_stmt(st, SQL_SEEN_HAS);
+    if (!s)
+        return OC_ERR_IO;
+    bind_borrowed(s, 1, channel_id);
+    bind_borrowed(s, 2, message_id);
+    int rc = dg_step(s);
+    dg_reset(s);
+    if (rc != DG_ROW && rc != DG_DONE)
+        return OC_ERR_IO;
+    *found = rc == DG_ROW;
+    if (hint && hint->epoch != st->alone_epoch)
+        dg_store_turns_hint_load(st, channel_id, hint);
+    return OC_OK;
+}
+
+int dg_store_turns_seen_claim_hinted(dg_store *st, const char *channel_id,
+                                     const char *message_id, int64_t now_ms,
+                                     dg_mark_hint *hint, int *fresh)
+{
     *fresh = 0;
     if (!message_id || !*message_id || message_id[0] == '~')
         return OC_ERR_INVALID; /* '~' starts the keys of state rows */
-    return claim_pair(st, SQL_SEEN_CLAIM, channel_id, message_id, now_ms, fresh);
+    int rc = dg_store_turns_pending_flush(st); /* an earlier message's, first */
+    if (rc != OC_OK)
+        return rc;
+    if (!channel_id || strlen(channel_id) >= DG_SCOPE_ID_MAX ||
+        strlen(message_id) >= DG_SCOPE_ID_MAX || !dg_store_alone_in_txn(st))
+        return claim_pair(st, SQL_SEEN_CLAIM, channel_id, message_id, now_ms, fresh);
+    int above = hint && hint->epoch == st->alone_epoch && strcmp(message_id, hint->newest) > 0;
+    if (!above) {
+        int found = 0;
+        if ((rc = seen_lookup(st, channel_id, message_id, hint, &found)) != OC_OK)
+            return rc;
+        if (found)
+            return OC_OK; /* another account reported it already */
+    }
+    struct dg_pending_mark *p = &st->pending;
+    p->set = 1;
+    memcpy(p->channel, channel_id, strlen(channel_id) + 1);
+    memcpy(p->id, message_id, strlen(message_id) + 1);
+    p->at_ms = now_ms;
+    if (hint && hint->epoch == st->alone_epoch && strcmp(message_id, hint->newest) > 0)
+        memcpy(hint->newest, message_id, strlen(message_id) + 1);
+    *fresh = 1;
+    return OC_OK;
 }
 
 /* Ids are snowflakes: by length, then by digits; '~' starts state rows. */
@@ -413,6 +569,9 @@ static const char SQL_SEEN_AT[] =
 int dg_store_turns_seen_since(dg_store *st, const char *channel_id, const char *message_id,
                               int64_t *at_ms, int *newer)
 {
+    int flushed = dg_store_turns_pending_flush(st);
+    if (flushed != OC_OK)
+        return flushed;
     *at_ms = 0;
     *newer = 0;
     if (!message_id || !*message_id || message_id[0] == '~')
@@ -443,6 +602,9 @@ static const char SQL_SEEN_PRUNE[] = "DELETE FROM turn_ledger WHERE k < '~' AND 
 
 int dg_store_turns_seen_prune(dg_store *st, int64_t before_ms, long *removed)
 {
+    int flushed = dg_store_turns_pending_flush(st);
+    if (flushed != OC_OK)
+        return flushed;
     int rc = dg_store_transitions_rescue(st, before_ms);
     return rc == OC_OK ? prune_before(st, SQL_SEEN_PRUNE, before_ms, removed) : rc;
 }
@@ -530,6 +692,9 @@ int dg_store_turns_scopes(dg_store *st, int active_only, dg_scope **out, size_t 
 
 int dg_store_turns_count(dg_store *st, const char *what, long *out)
 {
+    int flushed = dg_store_turns_pending_flush(st);
+    if (flushed != OC_OK)
+        return flushed;
     static const char SQL_N_SEEN[] = "SELECT count(*) FROM turn_ledger WHERE k < '~'";
     static const char SQL_N_SCOPES[] = "SELECT count(*) FROM turn_ledger WHERE k >= '~'";
     static const char SQL_N_MEMBERS[] = "SELECT count(*) FROM turn_members";

@@ -82,6 +82,27 @@ int dg_store_turns_scopes_clear(dg_store *st, const char *channel_id);
 int dg_store_turns_seen_claim(dg_store *st, const char *channel_id, const char *message_id,
                               int64_t now_ms, int *fresh);
 
+/* What a caller remembers of one channel's marks between transactions (the
+ * engine keeps one per channel record; all zero: nothing). Valid while the
+ * store stays alone on its file: then a message id above the newest mark
+ * is new without a read. Only the store writes it. */
+typedef struct dg_mark_hint {
+    uint64_t epoch;                /* the store's alone epoch it was read in; 0: none */
+    char newest[DG_SCOPE_ID_MAX];  /* the channel's greatest mark key ("" none) */
+} dg_mark_hint;
+
+/* Read the hint of channel_id afresh (a channel record being loaded): one
+ * read of its newest mark. Best effort: on failure the hint stays empty. */
+void dg_store_turns_hint_load(dg_store *st, const char *channel_id, dg_mark_hint *hint);
+
+/* dg_store_turns_seen_claim, and when the store is alone on its file the
+ * fresh mark is written at commit instead (with the transition the message
+ * causes: dg_store_transition_add puts it there, one write of the row);
+ * hint (may be NULL) spares the read of the dedup check. */
+int dg_store_turns_seen_claim_hinted(dg_store *st, const char *channel_id,
+                                     const char *message_id, int64_t now_ms,
+                                     dg_mark_hint *hint, int *fresh);
+
 /* What the store knows of message_id of channel_id (instances sharing
  * it): *at_ms = when it was recorded as ingested (0: it is not), *newer = 1
  * when a later message of the channel (a snowflake: a longer id, or as

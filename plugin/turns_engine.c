@@ -140,6 +140,7 @@ int chan_get(dg_turns *t, const char *channel_id, chan_rec **out)
         return OC_ERR_NOMEM;
     }
     c->in_db = rc == OC_OK;
+    dg_store_turns_hint_load(t->p->store, channel_id, &c->marks);
     c->mode = row.mode;
     c->initiator = row.initiator;
     c->top_root = row.top_root;

@@ -181,10 +181,10 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
         return rc;
     if (m->message_id && *m->message_id) {
         int fresh = 0;
-        if ((rc = dg_store_turns_seen_claim(st, m->channel_id, m->message_id, now, &fresh)))
-            return rc;
         chan_rec *rc_chan;
-        if ((rc = chan_get(t, m->channel_id, &rc_chan)))
+        if ((rc = chan_get(t, m->channel_id, &rc_chan)) ||
+            (rc = dg_store_turns_seen_claim_hinted(st, m->channel_id, m->message_id, now,
+                                                   &rc_chan->marks, &fresh)))
             return rc;
         note_received(rc_chan, m->message_id);
         if (!fresh)

@@ -94,6 +94,7 @@ typedef struct chan_rec {
      * instance), "" when none since the start: what a run of one of its
      * agents answers at the latest (dg_turns_claim). Writer mutex. */
     char received[DG_SCOPE_ID_MAX];
+    dg_mark_hint marks;          /* what the store read of its dedup marks. Writer mutex. */
     scope_rec *follow;           /* scope of channel-level sessions, NULL until loaded */
     scope_rec *conv;             /* Conversation(channel) once loaded: the hot path's
                                     scope under policy "channel", found without a key */

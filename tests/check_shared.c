@@ -244,6 +244,59 @@ START_TEST(change_log_only_while_another_store_is_open)
 }
 END_TEST
 
+/* One hinted claim of (channel 500, id) in its own transaction: *fresh. */
+static int claim(dg_store *st, dg_mark_hint *hint, const char *id)
+{
+    int fresh = -1;
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    ck_assert_int_eq(dg_store_turns_seen_claim_hinted(st, "500", id, 1000, hint, &fresh),
+                     OC_OK);
+    ck_assert_int_eq(dg_store_commit(st), OC_OK);
+    return fresh;
+}
+
+/* A store alone on its file claims a message above the channel's newest
+ * mark without reading, and writes the mark at commit: a duplicate, a
+ * newcomer's own marks and a restart still find every mark. */
+START_TEST(alone_claims_without_reading_yet_miss_no_duplicate)
+{
+    char *dir = tu_mkdtemp(), *db = tu_db_target(dir);
+    dg_store *a = open_store(db);
+    dg_mark_hint ha = {0}, hb = {0};
+    ck_assert_int_eq(claim(a, &ha, "1001"), 1);
+    ck_assert_int_eq(claim(a, &ha, "1001"), 0); /* another account's report */
+    ck_assert_str_eq(ha.newest, "1001");
+    ck_assert_int_eq(claim(a, &ha, "1002"), 1);
+    ck_assert_int_eq(claim(a, &ha, "1000"), 1); /* below the newest: read, not there */
+    ck_assert_int_eq(claim(a, &ha, "1000"), 0);
+    if (!strstr(db, "://")) {
+        /* A newcomer claims a later message; the first store's hint is
+         * stale from then on and must not call that message new. */
+        dg_store *b = open_store(db);
+        ck_assert_int_eq(claim(b, &hb, "1003"), 1);
+        ck_assert_int_eq(claim(a, &ha, "1003"), 0);
+        dg_store_close(b);
+        /* Alone again, its hint older than b's mark: read before trusting it. */
+        ck_assert_int_eq(claim(a, &ha, "1003"), 0);
+        ck_assert_int_eq(claim(a, &ha, "1004"), 1);
+        ck_assert_int_eq(claim(a, &ha, "1004"), 0);
+    }
+    dg_store_close(a);
+    dg_store *c = open_store(db);
+    dg_mark_hint hc = {0};
+    ck_assert_int_eq(claim(c, &hc, "1002"), 0); /* written at commit, found after a restart */
+    long n = 0;
+    ck_assert_int_eq(dg_store_begin(c), OC_OK);
+    ck_assert_int_eq(dg_store_turns_count(c, "seen", &n), OC_OK);
+    dg_store_rollback(c);
+    ck_assert_int_eq(n, strstr(db, "://") ? 3 : 5);
+    dg_store_close(c);
+    tu_rmtree(dir);
+    free(dir);
+    free(db);
+}
+END_TEST
+
 static void take(dg_store *st, const char *name, int64_t now, int64_t until, int64_t held,
                  int want_got, int want_fresh, int64_t want_other)
 {
@@ -649,6 +702,7 @@ static Suite *shared_suite(const char *name, int on_pg)
     tcase_add_test(tc, change_log_names_what_other_instances_changed);
     tcase_add_test(tc, probe_from_memory_sees_every_commit);
     tcase_add_test(tc, change_log_only_while_another_store_is_open);
+    tcase_add_test(tc, alone_claims_without_reading_yet_miss_no_duplicate);
     tcase_add_test(tc, lease_held_renewed_taken_over_and_released);
     tcase_add_test(tc, instance_id_and_other_hosts_leases);
     tcase_add_loop_test(tc, two_processes_send_each_row_once_in_order, 0, 2);
