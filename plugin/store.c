@@ -53,6 +53,7 @@ const char *const dg_schema_steps[] = {
     dg_schema_v11_outbox_state,
     dg_schema_v12_outbox_index,
     dg_schema_v13_marked_transitions,
+    dg_schema_v14_mark_snapshots,
 };
 const int dg_schema_nsteps = (int)(sizeof dg_schema_steps / sizeof dg_schema_steps[0]);
 

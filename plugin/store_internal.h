@@ -88,6 +88,10 @@ struct dg_store {
         int64_t ord;
         dg_transition tr;            /* strings in `strings` */
         char *strings;               /* one allocation; NULL when !has_tr */
+        int newest;                  /* its id is above every mark of the channel */
+        struct dg_mark_hint *hint;   /* the caller's, valid until the transaction ends */
+        char *snap;                  /* the scope state it carries (store_turns.c), or NULL */
+        char *snap_post;             /* that scope's post channel, or NULL */
     } pending;
     /* The probe: a second, read-only connection with its own lock, so the
      * hot path asks "did anything commit?" without the store lock. */
@@ -134,6 +138,18 @@ int dg_store_alone_in_txn(dg_store *st);
  * dropped with the transaction that claimed it. */
 int dg_store_turns_pending_flush(dg_store *st);
 void dg_store_turns_pending_drop(dg_store *st);
+
+/* The next order of a transition or state write at at_ms: strictly
+ * increasing per store (store_transitions.c). */
+int64_t dg_store_next_ord(dg_store *st, int64_t at_ms);
+
+/* Write the newest scope state carried by marks of channel_id into its
+ * state rows and clear it from the marks (store_turns.c). */
+int dg_store_turns_fold_channel(dg_store *st, const char *channel_id);
+
+/* dg_store_turns_fold_channel for every channel (opening a store: the
+ * marks' states are known only to the store that wrote them). */
+int dg_store_turns_fold_all(dg_store *st);
 
 /* A transition's fields as ?3 .. ?10 of a mark write, `ord` as ?4
  * (store_transitions.c); borrowed: step at once. */
@@ -208,6 +224,7 @@ extern const char dg_schema_v11_outbox_state[];
 extern const char dg_schema_v11_outbox_state_pg[];
 extern const char dg_schema_v12_outbox_index[];
 extern const char dg_schema_v13_marked_transitions[];
+extern const char dg_schema_v14_mark_snapshots[];
 
 /* The text store_pg.c runs (translated) for dg_schema_steps[v]: the same
  * one but where PostgreSQL does a step another way (v11 alters a CHECK

@@ -178,22 +178,29 @@ int dg_store_presence_join(dg_store *st, const char *path, char *err, size_t err
     }
     /* The barrier writes a row: the data version it changes is how a store
      * that found itself alone knows, without asking again, that nobody has
-     * joined since (store_internal.h, alone_dv). */
-    char *msg = NULL;
-    char *barrier = sqlite3_mprintf("BEGIN IMMEDIATE; REPLACE INTO dg_meta (key, value) "
-                                    "VALUES ('last_join', %Q); COMMIT", st->instance);
-    if (!barrier)
-        return dg_fail(err, err_len, OC_ERR_NOMEM, "store: out of memory opening %s", path);
-    int brc = sqlite3_exec(st->db, barrier, NULL, NULL, &msg);
-    sqlite3_free(barrier);
-    if (brc != SQLITE_OK) {
-        dg_fail(err, err_len, OC_ERR_IO, "store: cannot wait out the writers of dbPath %s "
-                "(%s); if another process holds its write lock, try again once it is done",
-                path, msg ? msg : sqlite3_errmsg(st->db));
-        sqlite3_free(msg);
-        sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-        return OC_ERR_IO;
+     * joined since (store_internal.h, alone_dv). It also folds the states
+     * marks carry into their rows: only their writer tracks them. */
+    static const char SQL_JOINED[] =
+        "REPLACE INTO dg_meta (key, value) VALUES ('last_join', ?)";
+    int rc = dg_store_begin(st);
+    if (rc == OC_OK) {
+        dg_stmt *s = dg_store_stmt(st, SQL_JOINED);
+        if (!s) {
+            rc = OC_ERR_IO;
+        } else {
+            dg_store_bind_text(s, 1, st->instance);
+            rc = dg_step(s) == DG_DONE ? OC_OK : OC_ERR_IO;
+            dg_reset(s);
+        }
+        if (rc == OC_OK)
+            rc = dg_store_turns_fold_all(st);
+        rc = dg_store_end(st, rc);
     }
+    if (rc != OC_OK)
+        return dg_fail(err, err_len, rc == OC_ERR_NOMEM ? OC_ERR_NOMEM : OC_ERR_IO,
+                       "store: cannot wait out the writers of dbPath %s (%s); if another "
+                       "process holds its write lock, try again once it is done",
+                       path, sqlite3_errmsg(st->db));
     return OC_OK;
 }
 

@@ -83,7 +83,7 @@ static const char SQL_MARK[] =
 /* The next ord of this store for a transition at at_ms: at_ms in
  * thousandths, strictly above the last one it handed out (deterministic for
  * the same sequence of times, so a replay writes the same rows). */
-static int64_t next_ord(dg_store *st, int64_t at_ms)
+int64_t dg_store_next_ord(dg_store *st, int64_t at_ms)
 {
     int64_t ord = at_ms > 0 && at_ms < INT64_MAX / 1000 ? at_ms * 1000 : 0;
     st->last_ord = ord > st->last_ord ? ord : st->last_ord + 1;
@@ -106,7 +106,7 @@ void dg_store_transition_bind(dg_stmt *s, const dg_transition *t, int64_t ord)
 
 int dg_store_transition_add(dg_store *st, const char *channel_id, const dg_transition *t)
 {
-    int64_t ord = next_ord(st, t->at_ms);
+    int64_t ord = dg_store_next_ord(st, t->at_ms);
     int attached = dg_store_turns_pending_attach(st, channel_id, t, ord);
     if (attached)
         return attached > 0 ? OC_OK : attached; /* written with the mark, at commit */

@@ -84,6 +84,20 @@ const char dg_schema_v6_turn_runs[] =
     ") WITHOUT ROWID;"
     "CREATE INDEX turn_runs_at ON turn_runs(at_ms);";
 
+/*
+ * Migration v13 -> v14 (issue 14): the message of the agent holding the
+ * turn passes it on, and its ingest wrote the scope's state row beside the
+ * message's mark: two rows for one message. While the store is alone on
+ * its file, the mark carries the new state instead (t_snap: the state key,
+ * then the kept fields) and every state row keeps the order of the state it
+ * holds (t_ord), so a reader takes the newer of the row and the states in
+ * the channel's newest DG_SNAP_WINDOW marks. A mark's state is folded into
+ * its row (and cleared from the mark) before it could sink below that
+ * window, before marks are pruned, and whenever a store opens: another
+ * store never has to know about them.
+ */
+const char dg_schema_v14_mark_snapshots[] = "ALTER TABLE turn_ledger ADD COLUMN t_snap TEXT;";
+
 void dg_turn_channel_row_clear(dg_turn_channel_row *r)
 {
     if (!r)
@@ -236,8 +250,98 @@ static const char *state_key(const dg_scope *sc, char *buf, size_t len)
 
 static const char SQL_SCOPE_GET[] =
     "SELECT active, speaker, anchor, silent, mention, mention_done, consumed, agent_msgs,"
-    " rested, idle_reminded, handoff, permit, permit_ms, last_change_ms, post_channel, owed"
-    " FROM turn_ledger WHERE channel_id = ? AND k = ?";
+    " rested, idle_reminded, handoff, permit, permit_ms, last_change_ms, post_channel, owed,"
+    " t_ord FROM turn_ledger WHERE channel_id = ? AND k = ?";
+
+/* The channel's newest marks, where a state a mark carries is found. */
+#define SNAP_WINDOW_SQL(cols)                                                                 \
+    "SELECT " cols " FROM turn_ledger WHERE channel_id = ? AND k < '~' ORDER BY k DESC LIMIT 16"
+static const char SQL_WINDOW[] = SNAP_WINDOW_SQL("k, t_snap, t_ord, post_channel, at_ms");
+_Static_assert(DG_SNAP_WINDOW == 16, "SNAP_WINDOW_SQL's LIMIT is DG_SNAP_WINDOW");
+
+/* "<state key> <the fields the row keeps>" of t into buf: its length, or
+ * -1 when it does not fit. */
+static int snap_encode(const char *key, const dg_turn_state *t, char *buf, size_t len)
+{
+    int n = snprintf(buf, len, "%s %d %d %d %llu %llu %llu %llu %llu %lld %d %d %d %d %lld %lld",
+                     key, t->active, t->speaker, t->anchor, (unsigned long long)t->silent,
+                     (unsigned long long)t->mention, (unsigned long long)t->mention_done,
+                     (unsigned long long)t->consumed, (unsigned long long)t->owed,
+                     (long long)t->agent_msgs, t->rested, t->idle_reminded, t->handoff,
+                     t->permit, (long long)t->permit_ms, (long long)t->last_change_ms);
+    return n > 0 && (size_t)n < len ? n : -1;
+}
+
+/* The state snap_encode wrote for key into *t (its other fields kept): 1,
+ * or 0 when snap is another scope's or not one. */
+static int snap_decode(const char *snap, const char *key, dg_turn_state *t)
+{
+    size_t kl = strlen(key);
+    if (!snap || strncmp(snap, key, kl) != 0 || snap[kl] != ' ')
+        return 0;
+    dg_turn_state v = *t;
+    unsigned long long silent, mention, mention_done, consumed, owed;
+    long long agent_msgs, permit_ms, last_change_ms;
+    int used = 0;
+    if (sscanf(snap + kl + 1, "%d %d %d %llu %llu %llu %llu %llu %lld %d %d %d %d %lld %lld%n",
+               &v.active, &v.speaker, &v.anchor, &silent, &mention, &mention_done, &consumed,
+               &owed, &agent_msgs, &v.rested, &v.idle_reminded, &v.handoff, &v.permit,
+               &permit_ms, &last_change_ms, &used) != 15 || snap[kl + 1 + used] != '\0')
+        return 0;
+    v.silent = silent;
+    v.mention = mention;
+    v.mention_done = mention_done;
+    v.consumed = consumed;
+    v.owed = owed;
+    v.agent_msgs = agent_msgs;
+    v.permit_ms = permit_ms;
+    v.last_change_ms = last_change_ms;
+    *t = v;
+    return 1;
+}
+
+/* The newest state a mark of the window carries for key, newer than
+ * row_ord: 1 with *t (fields replaced), *post (malloc'd or NULL, when post
+ * is not NULL) and *ord; 0 when none; < 0 on failure. */
+static int snap_newest(dg_store *st, const char *channel_id, const char *key, int64_t row_ord,
+                       dg_turn_state *t, char **post, int64_t *ord)
+{
+    dg_stmt *s = dg_store_stmt(st, SQL_WINDOW);
+    if (!s)
+        return OC_ERR_IO;
+    dg_store_bind_text(s, 1, channel_id);
+    int rc, found = 0;
+    int64_t best = row_ord;
+    while ((rc = dg_step(s)) == DG_ROW) {
+        int64_t o = dg_col_int64(s, 2);
+        dg_turn_state v = *t;
+        if (o <= best || !snap_decode(dg_col_text(s, 1), key, &v))
+            continue;
+        char *p = NULL;
+        if (post && !(p = dg_store_col_dup(s, 3)) && !dg_col_null(s, 3)) {
+            dg_reset(s);
+            return OC_ERR_NOMEM;
+        }
+        if (post) {
+            if (found)
+                free(*post);
+            *post = p;
+        }
+        *t = v;
+        best = o;
+        found = 1;
+    }
+    dg_reset(s);
+    if (rc != DG_DONE) {
+        if (found && post) {
+            free(*post);
+            *post = NULL;
+        }
+        return OC_ERR_IO;
+    }
+    *ord = best;
+    return found;
+}
 
 int dg_store_turns_scope_load(dg_store *st, const dg_scope *sc, dg_turn_state *t,
                               char **post_channel)
@@ -275,46 +379,79 @@ int dg_store_turns_scope_load(dg_store *st, const dg_scope *sc, dg_turn_state *t
     t->permit_ms = dg_col_int64(s, 12);
     t->last_change_ms = dg_col_int64(s, 13);
     t->owed = (uint64_t)dg_col_int64(s, 15);
+    int64_t row_ord = dg_col_int64(s, 16);
     int status = OC_OK;
     /* A copy that failed must not read as "post in the channel itself". */
     if (post_channel && !(*post_channel = dg_store_col_dup(s, 14)) && !dg_col_null(s, 14))
         status = OC_ERR_NOMEM;
     dg_reset(s);
-    return status;
+    if (status != OC_OK || st->pg)
+        return status; /* PostgreSQL is shared: its marks never carry a state */
+    /* A newer state a mark carries (schema v14). */
+    dg_turn_state v = *t;
+    char *post = NULL;
+    int64_t ord = 0;
+    int found = snap_newest(st, sc->channel_id, k, row_ord, &v, post_channel ? &post : NULL,
+                            &ord);
+    if (found < 0) {
+        if (post_channel) {
+            free(*post_channel);
+            *post_channel = NULL;
+        }
+        return found;
+    }
+    if (found) {
+        *t = v;
+        if (post_channel) {
+            free(*post_channel);
+            *post_channel = post;
+        }
+    }
+    return OC_OK;
 }
 
 static const char SQL_SCOPE_ADD[] =
     "INSERT INTO turn_ledger (channel_id, k, at_ms, post_channel, active, speaker, anchor,"
     " silent, mention, mention_done, consumed, owed, agent_msgs, rested, idle_reminded, handoff,"
-    " permit, permit_ms, last_change_ms)"
+    " permit, permit_ms, last_change_ms, t_ord)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
-    " ?19) ON CONFLICT DO NOTHING";
+    " ?19, ?20) ON CONFLICT DO NOTHING";
 /* The row is written whole: on a WITHOUT ROWID table an UPDATE is a delete
  * and an insert as well, and costs more (it reads the old record first);
  * REPLACE writes the same row for less. */
 static const char SQL_SCOPE_SET[] =
     "REPLACE INTO turn_ledger (channel_id, k, at_ms, post_channel, active, speaker, anchor,"
     " silent, mention, mention_done, consumed, owed, agent_msgs, rested, idle_reminded, handoff,"
-    " permit, permit_ms, last_change_ms)"
+    " permit, permit_ms, last_change_ms, t_ord)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
-    " ?19)";
+    " ?19, ?20)";
 /* PostgreSQL has no REPLACE: the same whole-row write as an upsert. */
 static const char SQL_SCOPE_SET_PG[] =
     "INSERT INTO turn_ledger (channel_id, k, at_ms, post_channel, active, speaker, anchor,"
     " silent, mention, mention_done, consumed, owed, agent_msgs, rested, idle_reminded, handoff,"
-    " permit, permit_ms, last_change_ms)"
+    " permit, permit_ms, last_change_ms, t_ord)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
-    " ?19) ON CONFLICT (channel_id, k) DO UPDATE SET at_ms = excluded.at_ms,"
+    " ?19, ?20) ON CONFLICT (channel_id, k) DO UPDATE SET at_ms = excluded.at_ms,"
     " post_channel = excluded.post_channel, active = excluded.active,"
     " speaker = excluded.speaker, anchor = excluded.anchor, silent = excluded.silent,"
     " mention = excluded.mention, mention_done = excluded.mention_done,"
     " consumed = excluded.consumed, owed = excluded.owed, agent_msgs = excluded.agent_msgs,"
     " rested = excluded.rested, idle_reminded = excluded.idle_reminded,"
     " handoff = excluded.handoff, permit = excluded.permit, permit_ms = excluded.permit_ms,"
-    " last_change_ms = excluded.last_change_ms";
+    " last_change_ms = excluded.last_change_ms, t_ord = excluded.t_ord";
+
+/* The state row of sc as t, holding the state of order ord. */
+static int scope_write(dg_store *st, const dg_scope *sc, const char *post_channel,
+                       const dg_turn_state *t, int exists, int64_t now_ms, int64_t ord);
 
 int dg_store_turns_scope_save(dg_store *st, const dg_scope *sc, const char *post_channel,
                               const dg_turn_state *t, int exists, int64_t now_ms)
+{
+    return scope_write(st, sc, post_channel, t, exists, now_ms, dg_store_next_ord(st, now_ms));
+}
+
+static int scope_write(dg_store *st, const dg_scope *sc, const char *post_channel,
+                       const dg_turn_state *t, int exists, int64_t now_ms, int64_t ord)
 {
     dg_stmt *s = dg_store_stmt(st, !exists ? SQL_SCOPE_ADD : st->pg ? SQL_SCOPE_SET_PG
                                                                      : SQL_SCOPE_SET);
@@ -341,6 +478,7 @@ int dg_store_turns_scope_save(dg_store *st, const dg_scope *sc, const char *post
     dg_bind_int64(s, i++, t->permit);
     dg_bind_int64(s, i++, t->permit_ms);
     dg_bind_int64(s, i++, t->last_change_ms);
+    dg_bind_int64(s, i++, ord);
     int rc = dg_step(s);
     if (rc == DG_DONE && !exists && dg_changes(s) == 0)
         return OC_ERR_INTERNAL; /* the caller's belief about the row was wrong: a bug */
@@ -408,18 +546,19 @@ int dg_store_turns_seen_claim(dg_store *st, const char *channel_id, const char *
  * changes marks writes it first, so no reader ever misses it.
  */
 static const char SQL_SEEN_HAS[] = "SELECT 1 FROM turn_ledger WHERE channel_id = ? AND k = ?";
-static const char SQL_SEEN_NEWEST[] =
-    "SELECT k FROM turn_ledger WHERE channel_id = ? AND k < '~' ORDER BY k DESC LIMIT 1";
 static const char SQL_SEEN_PUT[] =
     "INSERT INTO turn_ledger (channel_id, k, at_ms) VALUES (?, ?, ?)";
-/* ?3 .. ?10: dg_store_transition_bind. */
+/* ?3 .. ?10: dg_store_transition_bind; ?12, ?13: the scope state it carries. */
 static const char SQL_SEEN_PUT_TR[] =
     "INSERT INTO turn_ledger (channel_id, k, at_ms, t_scope, t_ord, t_cause, t_before, t_after,"
-    " t_state, t_passed, t_agent_msgs) VALUES (?1, ?2, ?11, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+    " t_state, t_passed, t_agent_msgs, t_snap, post_channel)"
+    " VALUES (?1, ?2, ?11, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?12, ?13)";
 
 void dg_store_turns_pending_drop(dg_store *st)
 {
     free(st->pending.strings);
+    free(st->pending.snap);
+    free(st->pending.snap_post);
     memset(&st->pending, 0, sizeof st->pending);
 }
 
@@ -436,6 +575,8 @@ int dg_store_turns_pending_flush(dg_store *st)
         if (p->has_tr) {
             dg_store_transition_bind(s, &p->tr, p->ord);
             dg_bind_int64(s, 11, p->at_ms);
+            bind_borrowed(s, 12, p->snap);
+            bind_borrowed(s, 13, p->snap_post);
         } else {
             dg_bind_int64(s, 3, p->at_ms);
         }
@@ -491,19 +632,27 @@ void dg_store_turns_hint_load(dg_store *st, const char *channel_id, dg_mark_hint
 {
     hint->epoch = 0;
     hint->newest[0] = '\0';
+    hint->since_snap = -1;
     if (!st->db || !st->in_txn || dg_store_turns_pending_flush(st) != OC_OK)
         return;
-    dg_stmt *s = dg_store_stmt(st, SQL_SEEN_NEWEST);
+    dg_stmt *s = dg_store_stmt(st, SQL_WINDOW);
     if (!s)
         return;
     bind_borrowed(s, 1, channel_id);
-    int rc = dg_step(s);
-    const char *k = rc == DG_ROW ? dg_col_text(s, 0) : "";
-    if ((rc == DG_ROW || rc == DG_DONE) && k && strlen(k) < sizeof hint->newest) {
-        memcpy(hint->newest, k, strlen(k) + 1);
-        hint->epoch = st->alone_epoch; /* valid only as long as that lasts */
+    int rc, i = 0, ok = 1;
+    while ((rc = dg_step(s)) == DG_ROW) {
+        const char *k = dg_col_text(s, 0);
+        if (i == 0 && (!k || strlen(k) >= sizeof hint->newest))
+            ok = 0;
+        else if (i == 0)
+            memcpy(hint->newest, k, strlen(k) + 1);
+        if (!dg_col_null(s, 1))
+            hint->since_snap = i; /* the deepest mark still carrying a state */
+        i++;
     }
     dg_reset(s);
+    if (rc == DG_DONE && ok)
+        hint->epoch = st->alone_epoch; /* valid only as long as that lasts */
 }
 
 /* The dedup check of a fresh-looking id: *found, and the hint renewed when
@@ -536,9 +685,14 @@ int dg_store_turns_seen_claim_hinted(dg_store *st, const char *channel_id,
     int rc = dg_store_turns_pending_flush(st); /* an earlier message's, first */
     if (rc != OC_OK)
         return rc;
+    int alone = dg_store_alone_in_txn(st);
     if (!channel_id || strlen(channel_id) >= DG_SCOPE_ID_MAX ||
-        strlen(message_id) >= DG_SCOPE_ID_MAX || !dg_store_alone_in_txn(st))
+        strlen(message_id) >= DG_SCOPE_ID_MAX || !alone || !hint) {
+        /* A mark nobody counts could push a state out of the window. */
+        if (alone && channel_id && (rc = dg_store_turns_fold_channel(st, channel_id)) != OC_OK)
+            return rc;
         return claim_pair(st, SQL_SEEN_CLAIM, channel_id, message_id, now_ms, fresh);
+    }
     int above = hint && hint->epoch == st->alone_epoch && strcmp(message_id, hint->newest) > 0;
     if (!above) {
         int found = 0;
@@ -547,15 +701,207 @@ int dg_store_turns_seen_claim_hinted(dg_store *st, const char *channel_id,
         if (found)
             return OC_OK; /* another account reported it already */
     }
+    int valid = hint->epoch == st->alone_epoch;
+    /* One more mark above a state some mark carries: fold before it sinks
+     * out of the window. */
+    if (valid && hint->since_snap >= DG_SNAP_WINDOW - 1) {
+        if ((rc = dg_store_turns_fold_channel(st, channel_id)) != OC_OK)
+            return rc;
+        hint->since_snap = -1;
+    } else if (valid && hint->since_snap >= 0) {
+        hint->since_snap++;
+    } else if (!valid && (rc = dg_store_turns_fold_channel(st, channel_id)) != OC_OK) {
+        return rc; /* nothing known of the channel's marks: start clean */
+    }
     struct dg_pending_mark *p = &st->pending;
     p->set = 1;
     memcpy(p->channel, channel_id, strlen(channel_id) + 1);
     memcpy(p->id, message_id, strlen(message_id) + 1);
     p->at_ms = now_ms;
-    if (hint && hint->epoch == st->alone_epoch && strcmp(message_id, hint->newest) > 0)
+    p->newest = valid && strcmp(message_id, hint->newest) > 0;
+    p->hint = valid ? hint : NULL;
+    if (p->newest)
         memcpy(hint->newest, message_id, strlen(message_id) + 1);
     *fresh = 1;
     return OC_OK;
+}
+
+int dg_store_turns_scope_save_for(dg_store *st, const dg_scope *sc, const char *post_channel,
+                                  const dg_turn_state *t, int exists, int was_active,
+                                  const char *message_id, int64_t now_ms)
+{
+    struct dg_pending_mark *p = &st->pending;
+    char k[DG_SCOPE_ID_MAX + 16], snap[DG_SCOPE_ID_MAX + 256];
+    /* Only a scope that stays awake: the rows then say which scopes are
+     * active (the sweeper's list) and which may be pruned as dormant. */
+    if (!message_id || !p->set || !p->has_tr || p->snap || !p->newest || !p->hint ||
+        p->hint->epoch != st->alone_epoch || !exists || !was_active || !t->active ||
+        strcmp(p->id, message_id) || strcmp(p->channel, sc->channel_id) ||
+        snap_encode(state_key(sc, k, sizeof k), t, snap, sizeof snap) < 0)
+        return dg_store_turns_scope_save(st, sc, post_channel, t, exists, now_ms);
+    if (!(p->snap = strdup(snap)) || (post_channel && !(p->snap_post = strdup(post_channel)))) {
+        free(p->snap);
+        p->snap = NULL;
+        return OC_ERR_NOMEM;
+    }
+    if (p->hint->since_snap < 0)
+        p->hint->since_snap = 0;
+    return logged(st, sc->channel_id, OC_OK);
+}
+
+/* The scope of a state row's key, or OC_ERR_INVALID. */
+static int scope_of_key(const char *channel_id, const char *k, dg_scope *sc)
+{
+    return !channel_id || !k ? OC_ERR_INVALID
+           : strcmp(k, "~conv") == 0 ? dg_scope_conversation(channel_id, sc)
+           : strncmp(k, "~thread:", 8) == 0 ? dg_scope_thread(channel_id, k + 8, sc)
+           : OC_ERR_INVALID;
+}
+
+/* One state a mark of the window carries (fold_channel). */
+typedef struct snap_row {
+    char *snap, *post;
+    int64_t ord, at_ms;
+} snap_row;
+
+static const char SQL_SNAPS_CLEAR[] =
+    "UPDATE turn_ledger SET t_snap = NULL WHERE channel_id = ? AND k < '~'"
+    " AND t_snap IS NOT NULL";
+static const char SQL_ROW_ORD[] =
+    "SELECT t_ord FROM turn_ledger WHERE channel_id = ? AND k = ?";
+
+/* Write the newest state of each scope in v (its row existing, older) to the row. */
+static int fold_rows(dg_store *st, const char *channel_id, snap_row *v, int n)
+{
+    for (int i = 0; i < n; i++) {
+        const char *sp = strchr(v[i].snap, ' ');
+        char k[DG_SCOPE_ID_MAX + 16];
+        if (!sp || (size_t)(sp - v[i].snap) >= sizeof k)
+            continue;
+        memcpy(k, v[i].snap, (size_t)(sp - v[i].snap));
+        k[sp - v[i].snap] = '\0';
+        int newest = 1;
+        for (int j = 0; j < n && newest; j++)
+            if (j != i && v[j].ord > v[i].ord && !strncmp(v[j].snap, k, strlen(k)) &&
+                v[j].snap[strlen(k)] == ' ')
+                newest = 0;
+        dg_scope sc;
+        if (!newest || scope_of_key(channel_id, k, &sc) != OC_OK)
+            continue;
+        dg_stmt *s = dg_store_stmt(st, SQL_ROW_ORD);
+        if (!s)
+            return OC_ERR_IO;
+        bind_borrowed(s, 1, channel_id);
+        bind_borrowed(s, 2, k);
+        int rc = dg_step(s);
+        int64_t row_ord = rc == DG_ROW ? dg_col_int64(s, 0) : 0;
+        dg_reset(s);
+        if (rc != DG_ROW && rc != DG_DONE)
+            return OC_ERR_IO;
+        if (rc == DG_DONE || row_ord >= v[i].ord)
+            continue; /* no row (the scope was cleared), or a newer one */
+        dg_turn_state t;
+        dg_turn_state_init(&t);
+        if (!snap_decode(v[i].snap, k, &t))
+            continue;
+        if ((rc = scope_write(st, &sc, v[i].post, &t, 1, v[i].at_ms, v[i].ord)) != OC_OK)
+            return rc;
+    }
+    return OC_OK;
+}
+
+int dg_store_turns_fold_channel(dg_store *st, const char *channel_id)
+{
+    int rc = dg_store_turns_pending_flush(st);
+    if (rc != OC_OK || st->pg)
+        return rc;
+    dg_stmt *s = dg_store_stmt(st, SQL_WINDOW);
+    if (!s)
+        return OC_ERR_IO;
+    dg_store_bind_text(s, 1, channel_id);
+    snap_row v[DG_SNAP_WINDOW];
+    int n = 0, status = OC_OK;
+    while ((rc = dg_step(s)) == DG_ROW && n < DG_SNAP_WINDOW) {
+        if (dg_col_null(s, 1))
+            continue;
+        v[n] = (snap_row){.snap = dg_store_col_dup(s, 1), .post = dg_store_col_dup(s, 3),
+                          .ord = dg_col_int64(s, 2), .at_ms = dg_col_int64(s, 4)};
+        if (!v[n].snap || (!v[n].post && !dg_col_null(s, 3)))
+            status = OC_ERR_NOMEM;
+        n++;
+    }
+    dg_reset(s);
+    if (rc != DG_DONE && rc != DG_ROW && status == OC_OK)
+        status = OC_ERR_IO;
+    if (status == OC_OK && n)
+        status = fold_rows(st, channel_id, v, n);
+    for (int i = 0; i < n; i++) {
+        free(v[i].snap);
+        free(v[i].post);
+    }
+    if (status != OC_OK || !n)
+        return status;
+    if (!(s = dg_store_stmt(st, SQL_SNAPS_CLEAR)))
+        return OC_ERR_IO;
+    dg_store_bind_text(s, 1, channel_id);
+    return done(s);
+}
+
+/* The channels whose marks carry a state, those older than before_ms only
+ * when before_ms > 0: *out malloc'd (each string too). */
+static int snap_channels(dg_store *st, int64_t before_ms, char ***out, size_t *n)
+{
+    static const char SQL_SNAP_CHANNELS[] =
+        "SELECT DISTINCT channel_id FROM turn_ledger WHERE k < '~' AND t_snap IS NOT NULL"
+        " AND (?1 <= 0 OR at_ms < ?1)";
+    *out = NULL;
+    *n = 0;
+    dg_stmt *s = dg_store_stmt(st, SQL_SNAP_CHANNELS);
+    if (!s)
+        return OC_ERR_IO;
+    dg_bind_int64(s, 1, before_ms);
+    int rc, status = OC_OK;
+    size_t cap = 0;
+    while ((rc = dg_step(s)) == DG_ROW && status == OC_OK) {
+        char *c = dg_store_col_dup(s, 0);
+        char **g = *n == cap ? realloc(*out, (cap = cap ? 2 * cap : 8) * sizeof *g) : *out;
+        if (!c || !g) {
+            free(c);
+            if (g)
+                *out = g;
+            status = OC_ERR_NOMEM;
+            break;
+        }
+        *out = g;
+        (*out)[(*n)++] = c;
+    }
+    dg_reset(s);
+    if (status == OC_OK && rc != DG_DONE)
+        status = OC_ERR_IO;
+    return status;
+}
+
+/* Fold every channel snap_channels names. */
+static int fold_channels(dg_store *st, int64_t before_ms)
+{
+    if (st->pg)
+        return OC_OK;
+    char **v = NULL;
+    size_t n = 0;
+    int rc = snap_channels(st, before_ms, &v, &n);
+    for (size_t i = 0; i < n; i++) {
+        if (rc == OC_OK)
+            rc = dg_store_turns_fold_channel(st, v[i]);
+        free(v[i]);
+    }
+    free(v);
+    return rc;
+}
+
+int dg_store_turns_fold_all(dg_store *st)
+{
+    int rc = dg_store_turns_pending_flush(st);
+    return rc == OC_OK ? fold_channels(st, 0) : rc;
 }
 
 /* Ids are snowflakes: by length, then by digits; '~' starts state rows. */
@@ -603,6 +949,8 @@ static const char SQL_SEEN_PRUNE[] = "DELETE FROM turn_ledger WHERE k < '~' AND 
 int dg_store_turns_seen_prune(dg_store *st, int64_t before_ms, long *removed)
 {
     int flushed = dg_store_turns_pending_flush(st);
+    if (flushed == OC_OK)
+        flushed = fold_channels(st, before_ms > 0 ? before_ms : 1); /* states before marks go */
     if (flushed != OC_OK)
         return flushed;
     int rc = dg_store_transitions_rescue(st, before_ms);

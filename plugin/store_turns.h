@@ -73,6 +73,15 @@ int dg_store_turns_scope_load(dg_store *st, const dg_scope *sc, dg_turn_state *s
 int dg_store_turns_scope_save(dg_store *st, const dg_scope *sc, const char *post_channel,
                               const dg_turn_state *s, int exists, int64_t now_ms);
 
+/* dg_store_turns_scope_save for a change message_id caused. When that
+ * message's mark is still to be written (dg_store_turns_seen_claim_hinted,
+ * the store alone on its file) and the scope stays awake (was_active and
+ * s->active, its row existing), the mark carries the new state instead of a
+ * second row write; dg_store_turns_scope_load reads the newer of the two. */
+int dg_store_turns_scope_save_for(dg_store *st, const dg_scope *sc, const char *post_channel,
+                                  const dg_turn_state *s, int exists, int was_active,
+                                  const char *message_id, int64_t now_ms);
+
 /* Remove every scope of channel_id (a prefill starts the channel over). */
 int dg_store_turns_scopes_clear(dg_store *st, const char *channel_id);
 
@@ -89,7 +98,14 @@ int dg_store_turns_seen_claim(dg_store *st, const char *channel_id, const char *
 typedef struct dg_mark_hint {
     uint64_t epoch;                /* the store's alone epoch it was read in; 0: none */
     char newest[DG_SCOPE_ID_MAX];  /* the channel's greatest mark key ("" none) */
+    int since_snap;                /* marks claimed since the oldest one still carrying
+                                    * a scope state (schema v14); -1: none carries one */
 } dg_mark_hint;
+
+/* A mark carrying a scope state stays among the channel's newest this many
+ * marks: readers look no further (the state is folded into its row before
+ * it would sink below). */
+#define DG_SNAP_WINDOW 16
 
 /* Read the hint of channel_id afresh (a channel record being loaded): one
  * read of its newest mark. Best effort: on failure the hint stays empty. */

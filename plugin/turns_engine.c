@@ -686,8 +686,8 @@ int save_scope_for(dg_turns *t, scope_rec *r, const dg_turn_state *st, int64_t n
 {
     int rc = log_transition(t, r, st, now, cause, message_id);
     if (rc == OC_OK)
-        rc = dg_store_turns_scope_save(t->p->store, &r->scope, r->post_channel, st, r->in_db,
-                                       now);
+        rc = dg_store_turns_scope_save_for(t->p->store, &r->scope, r->post_channel, st,
+                                           r->in_db, r->in_db && r->st.active, message_id, now);
     if (rc == OC_OK)
         r->in_db = 1;
     return rc;

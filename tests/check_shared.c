@@ -265,7 +265,8 @@ START_TEST(alone_claims_without_reading_yet_miss_no_duplicate)
     dg_mark_hint ha = {0}, hb = {0};
     ck_assert_int_eq(claim(a, &ha, "1001"), 1);
     ck_assert_int_eq(claim(a, &ha, "1001"), 0); /* another account's report */
-    ck_assert_str_eq(ha.newest, "1001");
+    if (!strstr(db, "://"))
+        ck_assert_str_eq(ha.newest, "1001"); /* PostgreSQL is never alone: no hint */
     ck_assert_int_eq(claim(a, &ha, "1002"), 1);
     ck_assert_int_eq(claim(a, &ha, "1000"), 1); /* below the newest: read, not there */
     ck_assert_int_eq(claim(a, &ha, "1000"), 0);

@@ -5,6 +5,9 @@
  * output empty, never a half-filled row), and the awake-scope scan
  * skipping rows it cannot read. The turn suites cover the normal paths.
  *
+ * Then the marks that carry a scope's state (schema v14): one row per
+ * speaker's message, and the state reaches its row before it could be lost.
+ *
  * Not reached here, and why: the out-of-memory branches (no allocation
  * failure is injected) and a step failing after a successful prepare on
  * an intact table (a disk error in the middle of a statement).
@@ -18,6 +21,7 @@
 #include "scope.h"
 #include "store.h"
 #include "store_internal.h"
+#include "store_transitions.h"
 #include "store_turns.h"
 #include "testutil.h"
 
@@ -120,6 +124,180 @@ START_TEST(awake_scan_skips_unreadable_rows)
 }
 END_TEST
 
+/*
+ * Marks that carry a scope's state (schema v14). The message of the agent
+ * holding the turn writes one row, its mark, which then holds the new
+ * state; readers take the newer of the row and the marks' states, and the
+ * state reaches its row before it could be lost.
+ */
+static dg_scope conv;
+static dg_mark_hint hint;
+
+static void snap_setup(void)
+{
+    setup();
+    memset(&hint, 0, sizeof hint);
+    ck_assert_int_eq(dg_scope_conversation(CH, &conv), OC_OK);
+    dg_turn_state s;
+    dg_turn_state_init(&s);
+    s.active = 1;
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    ck_assert_int_eq(dg_store_turns_scope_save(st, &conv, NULL, &s, 0, 1000), OC_OK);
+    ck_assert_int_eq(dg_store_commit(st), OC_OK);
+}
+
+/* Ingest message id in one transaction as the engine does: its claim, and
+ * when agent_msgs >= 0 the change it causes (the scope stays awake unless
+ * asleep). Returns the rows the transaction wrote. */
+static long ingest(const char *id, int64_t now, int64_t agent_msgs, int asleep)
+{
+    int fresh = 0;
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    sqlite3_int64 before = sqlite3_total_changes64(st->db);
+    ck_assert_int_eq(dg_store_turns_seen_claim_hinted(st, CH, id, now, &hint, &fresh), OC_OK);
+    ck_assert_int_eq(fresh, 1);
+    if (agent_msgs >= 0) {
+        dg_turn_state s;
+        dg_turn_state_init(&s);
+        s.active = !asleep;
+        s.agent_msgs = agent_msgs;
+        dg_transition tr = {.at_ms = now, .scope = "conversation", .cause = "a test message",
+                            .state = asleep ? "dormant" : "speaking", .passed = "",
+                            .agent_msgs = agent_msgs, .message_id = id};
+        ck_assert_int_eq(dg_store_transition_add(st, CH, &tr), OC_OK);
+        ck_assert_int_eq(dg_store_turns_scope_save_for(st, &conv, NULL, &s, 1, 1, id, now),
+                         OC_OK);
+    }
+    ck_assert_int_eq(dg_store_commit(st), OC_OK);
+    return (long)(sqlite3_total_changes64(st->db) - before);
+}
+
+/* agent_msgs as a reader loads it. */
+static int64_t loaded(void)
+{
+    dg_turn_state s;
+    char *post = NULL;
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    ck_assert_int_eq(dg_store_turns_scope_load(st, &conv, &s, &post), OC_OK);
+    dg_store_rollback(st);
+    free(post);
+    return s.agent_msgs;
+}
+
+/* An integer the SQL reads off the file itself. */
+static int64_t raw(const char *sql)
+{
+    sqlite3_stmt *q = NULL;
+    ck_assert_int_eq(sqlite3_prepare_v2(st->db, sql, -1, &q, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+    int64_t v = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    return v;
+}
+
+#define ROW_MSGS "SELECT agent_msgs FROM turn_ledger WHERE channel_id = '" CH "' AND k = '~conv'"
+#define CARRIED "SELECT count(*) FROM turn_ledger WHERE k < '~' AND t_snap IS NOT NULL"
+
+static void reopen(void)
+{
+    dg_store_close(st);
+    char *db = tu_path(dir, "dirigent.db");
+    char err[256];
+    ck_assert_msg(dg_store_open(db, &st, err, sizeof err) == OC_OK, "%s", err);
+    free(db);
+    memset(&hint, 0, sizeof hint);
+}
+
+START_TEST(speaker_message_writes_one_row_and_survives_a_restart)
+{
+    ck_assert_int_eq(ingest("1001", 2000, 1, 0), 1);
+    ck_assert_int_eq(raw(ROW_MSGS), 0); /* the state is in the mark */
+    ck_assert_int_eq(loaded(), 1);
+    ck_assert_int_eq(ingest("1002", 3000, 2, 0), 1);
+    ck_assert_int_eq(loaded(), 2);
+    reopen(); /* a store opening folds what marks carry into the rows */
+    ck_assert_int_eq(raw(ROW_MSGS), 2);
+    ck_assert_int_eq(raw(CARRIED), 0);
+    ck_assert_int_eq(loaded(), 2);
+}
+END_TEST
+
+START_TEST(state_folded_before_it_leaves_the_window)
+{
+    ck_assert_int_eq(ingest("2000", 2000, 5, 0), 1);
+    char id[32];
+    for (int i = 1; i <= 3 * DG_SNAP_WINDOW; i++) {
+        snprintf(id, sizeof id, "%d", 2000 + i);
+        ingest(id, 2000 + i, -1, 0); /* messages that change nothing */
+        ck_assert_msg(loaded() == 5, "state lost after %d newer marks", i);
+    }
+    ck_assert_int_eq(raw(ROW_MSGS), 5);
+    ck_assert_int_eq(raw(CARRIED), 0);
+}
+END_TEST
+
+START_TEST(newer_row_wins_over_an_older_mark)
+{
+    ck_assert_int_eq(ingest("3001", 2000, 3, 0), 1);
+    dg_turn_state s;
+    dg_turn_state_init(&s);
+    s.active = 1;
+    s.agent_msgs = 4; /* a run's end, say: no message, the row itself */
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    ck_assert_int_eq(dg_store_turns_scope_save(st, &conv, NULL, &s, 1, 2500), OC_OK);
+    ck_assert_int_eq(dg_store_commit(st), OC_OK);
+    ck_assert_int_eq(loaded(), 4);
+    reopen();
+    ck_assert_int_eq(loaded(), 4);
+    ck_assert_int_eq(raw(ROW_MSGS), 4);
+}
+END_TEST
+
+START_TEST(prune_keeps_the_state_its_marks_carried)
+{
+    ck_assert_int_eq(ingest("4001", 2000, 7, 0), 1);
+    long removed = 0;
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    ck_assert_int_eq(dg_store_turns_seen_prune(st, 5000, &removed), OC_OK);
+    ck_assert_int_eq(dg_store_commit(st), OC_OK);
+    ck_assert_int_eq(removed, 1);
+    ck_assert_int_eq(loaded(), 7);
+    ck_assert_int_eq(raw(ROW_MSGS), 7);
+}
+END_TEST
+
+START_TEST(falling_asleep_writes_the_row)
+{
+    ck_assert_int_eq(ingest("5001", 2000, 2, 1), 2); /* the mark and the row */
+    ck_assert_int_eq(raw(ROW_MSGS), 2);
+    dg_scope *v = NULL;
+    size_t n = 9;
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    ck_assert_int_eq(dg_store_turns_active_scopes(st, &v, &n), OC_OK);
+    dg_store_rollback(st);
+    free(v);
+    ck_assert_uint_eq(n, 0);
+}
+END_TEST
+
+START_TEST(a_newcomer_folds_and_then_every_change_writes_rows)
+{
+    ck_assert_int_eq(ingest("6001", 2000, 8, 0), 1);
+    char *db = tu_path(dir, "dirigent.db");
+    char err[256];
+    dg_store *other = NULL;
+    ck_assert_msg(dg_store_open(db, &other, err, sizeof err) == OC_OK, "%s", err);
+    free(db);
+    ck_assert_int_eq(raw(ROW_MSGS), 8);
+    ck_assert_int_eq(raw(CARRIED), 0);
+    /* Not alone: the claim is written at once, the state to its row (and
+     * the change to the log the other store reads). */
+    ck_assert_int_ge(ingest("6002", 3000, 9, 0), 3);
+    ck_assert_int_eq(raw(ROW_MSGS), 9);
+    dg_store_close(other);
+}
+END_TEST
+
 Suite *make_store_turns_suite(void)
 {
     Suite *s = suite_create("store_turns");
@@ -129,5 +307,14 @@ Suite *make_store_turns_suite(void)
     tcase_add_test(tc, tables_gone_every_call_fails);
     tcase_add_test(tc, awake_scan_skips_unreadable_rows);
     suite_add_tcase(s, tc);
+    TCase *snaps = tcase_create("marks carrying states");
+    tcase_add_checked_fixture(snaps, snap_setup, teardown);
+    tcase_add_test(snaps, speaker_message_writes_one_row_and_survives_a_restart);
+    tcase_add_test(snaps, state_folded_before_it_leaves_the_window);
+    tcase_add_test(snaps, newer_row_wins_over_an_older_mark);
+    tcase_add_test(snaps, prune_keeps_the_state_its_marks_carried);
+    tcase_add_test(snaps, falling_asleep_writes_the_row);
+    tcase_add_test(snaps, a_newcomer_folds_and_then_every_change_writes_rows);
+    suite_add_tcase(s, snaps);
     return s;
 }
