@@ -36,6 +36,10 @@ struct dg_stmt {
  * "The WAL-Index Header": iVersion .. aCksum, 48 bytes). */
 #define DG_WAL_HDR_LEN 48
 
+/* The kept fields of a scope's state besides `active`: the state columns
+ * of turn_ledger (store_turns.c names them, in this order). */
+#define DG_STATE_FIELDS 14
+
 struct dg_store {
     sqlite3 *db;              /* SQLite backend; NULL on PostgreSQL */
     struct dg_pg *pg;         /* PostgreSQL backend; NULL on SQLite */
@@ -90,8 +94,10 @@ struct dg_store {
         char *strings;               /* one allocation; NULL when !has_tr */
         int newest;                  /* its id is above every mark of the channel */
         struct dg_mark_hint *hint;   /* the caller's, valid until the transaction ends */
-        char *snap;                  /* the scope state it carries (store_turns.c), or NULL */
-        char *snap_post;             /* that scope's post channel, or NULL */
+        int has_snap;                /* it carries a scope's new state (store_turns.c): */
+        char snap_key[DG_SCOPE_ID_MAX + 16]; /* that scope's state key, */
+        int64_t snap[DG_STATE_FIELDS];       /* its kept fields, in the state columns' order, */
+        char *snap_post;             /* and its post channel, or NULL */
     } pending;
     /* The probe: a second, read-only connection with its own lock, so the
      * hot path asks "did anything commit?" without the store lock. */

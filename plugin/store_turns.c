@@ -88,13 +88,13 @@ const char dg_schema_v6_turn_runs[] =
  * Migration v13 -> v14 (issue 14): the message of the agent holding the
  * turn passes it on, and its ingest wrote the scope's state row beside the
  * message's mark: two rows for one message. While the store is alone on
- * its file, the mark carries the new state instead (t_snap: the state key,
- * then the kept fields) and every state row keeps the order of the state it
- * holds (t_ord), so a reader takes the newer of the row and the states in
- * the channel's newest DG_SNAP_WINDOW marks. A mark's state is folded into
- * its row (and cleared from the mark) before it could sink below that
- * window, before marks are pruned, and whenever a store opens: another
- * store never has to know about them.
+ * its file, the mark carries the new state instead (in its own state
+ * columns, t_snap naming the scope's state key) and every state row keeps
+ * the order of the state it holds (t_ord), so a reader takes the newer of
+ * the row and the states in the channel's newest DG_SNAP_WINDOW marks. A
+ * mark's state is folded into its row (and cleared from the mark) before
+ * it could sink below that window, before marks are pruned, and whenever a
+ * store opens: another store never has to know about them.
  */
 const char dg_schema_v14_mark_snapshots[] = "ALTER TABLE turn_ledger ADD COLUMN t_snap TEXT;";
 
@@ -248,56 +248,85 @@ static const char *state_key(const dg_scope *sc, char *buf, size_t len)
     return buf;
 }
 
+/*
+ * The state columns of turn_ledger, DG_STATE_FIELDS of them, in the order
+ * state_fields() lists them. A state row holds its scope's state there
+ * (with `active`); a mark carrying a state (schema v14) holds it there too,
+ * t_snap naming the scope's state key, `active` left NULL (the ledger's
+ * CHECK: only state rows have it; a carried state is always active). As
+ * integers most fields take no byte of the record: on a WITHOUT ROWID
+ * table the whole row is also the b-tree's divider, so a smaller mark
+ * splits fewer pages.
+ */
+#define STATE_COLS                                                                            \
+    "speaker, anchor, silent, mention, mention_done, consumed, owed, agent_msgs, rested,"     \
+    " idle_reminded, handoff, permit, permit_ms, last_change_ms"
+#define STATE_COLS_NULL                                                                       \
+    "speaker = NULL, anchor = NULL, silent = NULL, mention = NULL, mention_done = NULL,"      \
+    " consumed = NULL, owed = NULL, agent_msgs = NULL, rested = NULL, idle_reminded = NULL,"  \
+    " handoff = NULL, permit = NULL, permit_ms = NULL, last_change_ms = NULL"
+
+/* The kept fields of t (but `active`), in STATE_COLS' order, into f. */
+static void state_fields(const dg_turn_state *t, int64_t f[DG_STATE_FIELDS])
+{
+    const int64_t v[DG_STATE_FIELDS] = {
+        t->speaker,       t->anchor,           (int64_t)t->silent, (int64_t)t->mention,
+        (int64_t)t->mention_done, (int64_t)t->consumed, (int64_t)t->owed, t->agent_msgs,
+        t->rested,        t->idle_reminded,    t->handoff,         t->permit,
+        t->permit_ms,     t->last_change_ms};
+    memcpy(f, v, sizeof v);
+}
+
+/* The inverse of state_fields: f's fields into *t (the others kept). */
+static void state_set_fields(const int64_t f[DG_STATE_FIELDS], dg_turn_state *t)
+{
+    int i = 0;
+    t->speaker = (int)f[i++];
+    t->anchor = (int)f[i++];
+    t->silent = (uint64_t)f[i++];
+    t->mention = (uint64_t)f[i++];
+    t->mention_done = (uint64_t)f[i++];
+    t->consumed = (uint64_t)f[i++];
+    t->owed = (uint64_t)f[i++];
+    t->agent_msgs = f[i++];
+    t->rested = (int)f[i++];
+    t->idle_reminded = (int)f[i++];
+    t->handoff = (int)f[i++];
+    t->permit = (int)f[i++];
+    t->permit_ms = f[i++];
+    t->last_change_ms = f[i++];
+}
+
+/* Bind f as ?idx .. ?idx+13 (STATE_COLS' order). */
+static void state_bind(dg_stmt *s, int idx, const int64_t f[DG_STATE_FIELDS])
+{
+    for (int i = 0; i < DG_STATE_FIELDS; i++)
+        dg_bind_int64(s, idx + i, f[i]);
+}
+
+/* Columns col .. col+13 of the current row (STATE_COLS' order) into f. */
+static void state_read(dg_stmt *s, int col, int64_t f[DG_STATE_FIELDS])
+{
+    for (int i = 0; i < DG_STATE_FIELDS; i++)
+        f[i] = dg_col_int64(s, col + i);
+}
+
 static const char SQL_SCOPE_GET[] =
-    "SELECT active, speaker, anchor, silent, mention, mention_done, consumed, agent_msgs,"
-    " rested, idle_reminded, handoff, permit, permit_ms, last_change_ms, post_channel, owed,"
-    " t_ord FROM turn_ledger WHERE channel_id = ? AND k = ?";
+    "SELECT active, post_channel, t_ord, " STATE_COLS
+    " FROM turn_ledger WHERE channel_id = ? AND k = ?";
 
 /* The channel's newest marks, where a state a mark carries is found. */
 #define SNAP_WINDOW_SQL(cols)                                                                 \
     "SELECT " cols " FROM turn_ledger WHERE channel_id = ? AND k < '~' ORDER BY k DESC LIMIT 16"
-static const char SQL_WINDOW[] = SNAP_WINDOW_SQL("k, t_snap, t_ord, post_channel, at_ms");
+static const char SQL_WINDOW[] = SNAP_WINDOW_SQL("k, t_snap, t_ord, post_channel, at_ms, " STATE_COLS);
+enum { WINDOW_STATE_COL = 5 }; /* where STATE_COLS start in SQL_WINDOW */
 _Static_assert(DG_SNAP_WINDOW == 16, "SNAP_WINDOW_SQL's LIMIT is DG_SNAP_WINDOW");
 
-/* "<state key> <the fields the row keeps>" of t into buf: its length, or
- * -1 when it does not fit. */
-static int snap_encode(const char *key, const dg_turn_state *t, char *buf, size_t len)
+/* Whether the current row of SQL_WINDOW carries a state of key. */
+static int snap_is(dg_stmt *s, const char *key)
 {
-    int n = snprintf(buf, len, "%s %d %d %d %llu %llu %llu %llu %llu %lld %d %d %d %d %lld %lld",
-                     key, t->active, t->speaker, t->anchor, (unsigned long long)t->silent,
-                     (unsigned long long)t->mention, (unsigned long long)t->mention_done,
-                     (unsigned long long)t->consumed, (unsigned long long)t->owed,
-                     (long long)t->agent_msgs, t->rested, t->idle_reminded, t->handoff,
-                     t->permit, (long long)t->permit_ms, (long long)t->last_change_ms);
-    return n > 0 && (size_t)n < len ? n : -1;
-}
-
-/* The state snap_encode wrote for key into *t (its other fields kept): 1,
- * or 0 when snap is another scope's or not one. */
-static int snap_decode(const char *snap, const char *key, dg_turn_state *t)
-{
-    size_t kl = strlen(key);
-    if (!snap || strncmp(snap, key, kl) != 0 || snap[kl] != ' ')
-        return 0;
-    dg_turn_state v = *t;
-    unsigned long long silent, mention, mention_done, consumed, owed;
-    long long agent_msgs, permit_ms, last_change_ms;
-    int used = 0;
-    if (sscanf(snap + kl + 1, "%d %d %d %llu %llu %llu %llu %llu %lld %d %d %d %d %lld %lld%n",
-               &v.active, &v.speaker, &v.anchor, &silent, &mention, &mention_done, &consumed,
-               &owed, &agent_msgs, &v.rested, &v.idle_reminded, &v.handoff, &v.permit,
-               &permit_ms, &last_change_ms, &used) != 15 || snap[kl + 1 + used] != '\0')
-        return 0;
-    v.silent = silent;
-    v.mention = mention;
-    v.mention_done = mention_done;
-    v.consumed = consumed;
-    v.owed = owed;
-    v.agent_msgs = agent_msgs;
-    v.permit_ms = permit_ms;
-    v.last_change_ms = last_change_ms;
-    *t = v;
-    return 1;
+    const char *snap = dg_col_text(s, 1);
+    return snap && strcmp(snap, key) == 0;
 }
 
 /* The newest state a mark of the window carries for key, newer than
@@ -314,9 +343,13 @@ static int snap_newest(dg_store *st, const char *channel_id, const char *key, in
     int64_t best = row_ord;
     while ((rc = dg_step(s)) == DG_ROW) {
         int64_t o = dg_col_int64(s, 2);
-        dg_turn_state v = *t;
-        if (o <= best || !snap_decode(dg_col_text(s, 1), key, &v))
+        if (o <= best || !snap_is(s, key))
             continue;
+        int64_t f[DG_STATE_FIELDS];
+        state_read(s, WINDOW_STATE_COL, f);
+        dg_turn_state v = *t;
+        v.active = 1;
+        state_set_fields(f, &v);
         char *p = NULL;
         if (post && !(p = dg_store_col_dup(s, 3)) && !dg_col_null(s, 3)) {
             dg_reset(s);
@@ -364,25 +397,14 @@ int dg_store_turns_scope_load(dg_store *st, const dg_scope *sc, dg_turn_state *t
         dg_reset(s);
         return OC_ERR_IO;
     }
+    int64_t f[DG_STATE_FIELDS];
     t->active = dg_col_int(s, 0);
-    t->speaker = dg_col_int(s, 1);
-    t->anchor = dg_col_int(s, 2);
-    t->silent = (uint64_t)dg_col_int64(s, 3);
-    t->mention = (uint64_t)dg_col_int64(s, 4);
-    t->mention_done = (uint64_t)dg_col_int64(s, 5);
-    t->consumed = (uint64_t)dg_col_int64(s, 6);
-    t->agent_msgs = dg_col_int64(s, 7);
-    t->rested = dg_col_int(s, 8);
-    t->idle_reminded = dg_col_int(s, 9);
-    t->handoff = dg_col_int(s, 10);
-    t->permit = dg_col_int(s, 11);
-    t->permit_ms = dg_col_int64(s, 12);
-    t->last_change_ms = dg_col_int64(s, 13);
-    t->owed = (uint64_t)dg_col_int64(s, 15);
-    int64_t row_ord = dg_col_int64(s, 16);
+    state_read(s, 3, f);
+    state_set_fields(f, t);
+    int64_t row_ord = dg_col_int64(s, 2);
     int status = OC_OK;
     /* A copy that failed must not read as "post in the channel itself". */
-    if (post_channel && !(*post_channel = dg_store_col_dup(s, 14)) && !dg_col_null(s, 14))
+    if (post_channel && !(*post_channel = dg_store_col_dup(s, 1)) && !dg_col_null(s, 1))
         status = OC_ERR_NOMEM;
     dg_reset(s);
     if (status != OC_OK || st->pg)
@@ -411,25 +433,19 @@ int dg_store_turns_scope_load(dg_store *st, const dg_scope *sc, dg_turn_state *t
 }
 
 static const char SQL_SCOPE_ADD[] =
-    "INSERT INTO turn_ledger (channel_id, k, at_ms, post_channel, active, speaker, anchor,"
-    " silent, mention, mention_done, consumed, owed, agent_msgs, rested, idle_reminded, handoff,"
-    " permit, permit_ms, last_change_ms, t_ord)"
+    "INSERT INTO turn_ledger (channel_id, k, at_ms, post_channel, t_ord, active, " STATE_COLS ")"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
     " ?19, ?20) ON CONFLICT DO NOTHING";
 /* The row is written whole: on a WITHOUT ROWID table an UPDATE is a delete
  * and an insert as well, and costs more (it reads the old record first);
  * REPLACE writes the same row for less. */
 static const char SQL_SCOPE_SET[] =
-    "REPLACE INTO turn_ledger (channel_id, k, at_ms, post_channel, active, speaker, anchor,"
-    " silent, mention, mention_done, consumed, owed, agent_msgs, rested, idle_reminded, handoff,"
-    " permit, permit_ms, last_change_ms, t_ord)"
+    "REPLACE INTO turn_ledger (channel_id, k, at_ms, post_channel, t_ord, active, " STATE_COLS ")"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
     " ?19, ?20)";
 /* PostgreSQL has no REPLACE: the same whole-row write as an upsert. */
 static const char SQL_SCOPE_SET_PG[] =
-    "INSERT INTO turn_ledger (channel_id, k, at_ms, post_channel, active, speaker, anchor,"
-    " silent, mention, mention_done, consumed, owed, agent_msgs, rested, idle_reminded, handoff,"
-    " permit, permit_ms, last_change_ms, t_ord)"
+    "INSERT INTO turn_ledger (channel_id, k, at_ms, post_channel, t_ord, active, " STATE_COLS ")"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
     " ?19, ?20) ON CONFLICT (channel_id, k) DO UPDATE SET at_ms = excluded.at_ms,"
     " post_channel = excluded.post_channel, active = excluded.active,"
@@ -463,22 +479,11 @@ static int scope_write(dg_store *st, const dg_scope *sc, const char *post_channe
     bind_borrowed(s, i++, state_key(sc, k, sizeof k));
     dg_bind_int64(s, i++, now_ms);
     bind_borrowed(s, i++, post_channel);
-    dg_bind_int64(s, i++, t->active);
-    dg_bind_int64(s, i++, t->speaker);
-    dg_bind_int64(s, i++, t->anchor);
-    dg_bind_int64(s, i++, t->silent);
-    dg_bind_int64(s, i++, t->mention);
-    dg_bind_int64(s, i++, t->mention_done);
-    dg_bind_int64(s, i++, t->consumed);
-    dg_bind_int64(s, i++, t->owed);
-    dg_bind_int64(s, i++, t->agent_msgs);
-    dg_bind_int64(s, i++, t->rested);
-    dg_bind_int64(s, i++, t->idle_reminded);
-    dg_bind_int64(s, i++, t->handoff);
-    dg_bind_int64(s, i++, t->permit);
-    dg_bind_int64(s, i++, t->permit_ms);
-    dg_bind_int64(s, i++, t->last_change_ms);
     dg_bind_int64(s, i++, ord);
+    dg_bind_int64(s, i++, t->active);
+    int64_t f[DG_STATE_FIELDS];
+    state_fields(t, f);
+    state_bind(s, i, f);
     int rc = dg_step(s);
     if (rc == DG_DONE && !exists && dg_changes(s) == 0)
         return OC_ERR_INTERNAL; /* the caller's belief about the row was wrong: a bug */
@@ -548,16 +553,17 @@ int dg_store_turns_seen_claim(dg_store *st, const char *channel_id, const char *
 static const char SQL_SEEN_HAS[] = "SELECT 1 FROM turn_ledger WHERE channel_id = ? AND k = ?";
 static const char SQL_SEEN_PUT[] =
     "INSERT INTO turn_ledger (channel_id, k, at_ms) VALUES (?, ?, ?)";
-/* ?3 .. ?10: dg_store_transition_bind; ?12, ?13: the scope state it carries. */
+/* ?3 .. ?10: dg_store_transition_bind; ?12 .. ?27: the scope state it
+ * carries (its key, post channel, STATE_COLS), all NULL when none. */
 static const char SQL_SEEN_PUT_TR[] =
     "INSERT INTO turn_ledger (channel_id, k, at_ms, t_scope, t_ord, t_cause, t_before, t_after,"
-    " t_state, t_passed, t_agent_msgs, t_snap, post_channel)"
-    " VALUES (?1, ?2, ?11, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?12, ?13)";
+    " t_state, t_passed, t_agent_msgs, t_snap, post_channel, " STATE_COLS ")"
+    " VALUES (?1, ?2, ?11, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
+    " ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)";
 
 void dg_store_turns_pending_drop(dg_store *st)
 {
     free(st->pending.strings);
-    free(st->pending.snap);
     free(st->pending.snap_post);
     memset(&st->pending, 0, sizeof st->pending);
 }
@@ -575,8 +581,11 @@ int dg_store_turns_pending_flush(dg_store *st)
         if (p->has_tr) {
             dg_store_transition_bind(s, &p->tr, p->ord);
             dg_bind_int64(s, 11, p->at_ms);
-            bind_borrowed(s, 12, p->snap);
-            bind_borrowed(s, 13, p->snap_post);
+            if (p->has_snap) {
+                bind_borrowed(s, 12, p->snap_key);
+                bind_borrowed(s, 13, p->snap_post);
+                state_bind(s, 14, p->snap);
+            }
         } else {
             dg_bind_int64(s, 3, p->at_ms);
         }
@@ -731,19 +740,17 @@ int dg_store_turns_scope_save_for(dg_store *st, const dg_scope *sc, const char *
                                   const char *message_id, int64_t now_ms)
 {
     struct dg_pending_mark *p = &st->pending;
-    char k[DG_SCOPE_ID_MAX + 16], snap[DG_SCOPE_ID_MAX + 256];
     /* Only a scope that stays awake: the rows then say which scopes are
      * active (the sweeper's list) and which may be pruned as dormant. */
-    if (!message_id || !p->set || !p->has_tr || p->snap || !p->newest || !p->hint ||
+    if (!message_id || !p->set || !p->has_tr || p->has_snap || !p->newest || !p->hint ||
         p->hint->epoch != st->alone_epoch || !exists || !was_active || !t->active ||
-        strcmp(p->id, message_id) || strcmp(p->channel, sc->channel_id) ||
-        snap_encode(state_key(sc, k, sizeof k), t, snap, sizeof snap) < 0)
+        strcmp(p->id, message_id) || strcmp(p->channel, sc->channel_id))
         return dg_store_turns_scope_save(st, sc, post_channel, t, exists, now_ms);
-    if (!(p->snap = strdup(snap)) || (post_channel && !(p->snap_post = strdup(post_channel)))) {
-        free(p->snap);
-        p->snap = NULL;
+    if (post_channel && !(p->snap_post = strdup(post_channel)))
         return OC_ERR_NOMEM;
-    }
+    state_key(sc, p->snap_key, sizeof p->snap_key);
+    state_fields(t, p->snap);
+    p->has_snap = 1;
     if (p->hint->since_snap < 0)
         p->hint->since_snap = 0;
     return logged(st, sc->channel_id, OC_OK);
@@ -760,13 +767,14 @@ static int scope_of_key(const char *channel_id, const char *k, dg_scope *sc)
 
 /* One state a mark of the window carries (fold_channel). */
 typedef struct snap_row {
-    char *snap, *post;
+    char *key, *post;
     int64_t ord, at_ms;
+    int64_t f[DG_STATE_FIELDS];
 } snap_row;
 
 static const char SQL_SNAPS_CLEAR[] =
-    "UPDATE turn_ledger SET t_snap = NULL WHERE channel_id = ? AND k < '~'"
-    " AND t_snap IS NOT NULL";
+    "UPDATE turn_ledger SET t_snap = NULL, " STATE_COLS_NULL
+    " WHERE channel_id = ? AND k < '~' AND t_snap IS NOT NULL";
 static const char SQL_ROW_ORD[] =
     "SELECT t_ord FROM turn_ledger WHERE channel_id = ? AND k = ?";
 
@@ -774,16 +782,10 @@ static const char SQL_ROW_ORD[] =
 static int fold_rows(dg_store *st, const char *channel_id, snap_row *v, int n)
 {
     for (int i = 0; i < n; i++) {
-        const char *sp = strchr(v[i].snap, ' ');
-        char k[DG_SCOPE_ID_MAX + 16];
-        if (!sp || (size_t)(sp - v[i].snap) >= sizeof k)
-            continue;
-        memcpy(k, v[i].snap, (size_t)(sp - v[i].snap));
-        k[sp - v[i].snap] = '\0';
+        const char *k = v[i].key;
         int newest = 1;
         for (int j = 0; j < n && newest; j++)
-            if (j != i && v[j].ord > v[i].ord && !strncmp(v[j].snap, k, strlen(k)) &&
-                v[j].snap[strlen(k)] == ' ')
+            if (j != i && v[j].ord > v[i].ord && strcmp(v[j].key, k) == 0)
                 newest = 0;
         dg_scope sc;
         if (!newest || scope_of_key(channel_id, k, &sc) != OC_OK)
@@ -802,8 +804,8 @@ static int fold_rows(dg_store *st, const char *channel_id, snap_row *v, int n)
             continue; /* no row (the scope was cleared), or a newer one */
         dg_turn_state t;
         dg_turn_state_init(&t);
-        if (!snap_decode(v[i].snap, k, &t))
-            continue;
+        t.active = 1;
+        state_set_fields(v[i].f, &t);
         if ((rc = scope_write(st, &sc, v[i].post, &t, 1, v[i].at_ms, v[i].ord)) != OC_OK)
             return rc;
     }
@@ -824,9 +826,10 @@ int dg_store_turns_fold_channel(dg_store *st, const char *channel_id)
     while ((rc = dg_step(s)) == DG_ROW && n < DG_SNAP_WINDOW) {
         if (dg_col_null(s, 1))
             continue;
-        v[n] = (snap_row){.snap = dg_store_col_dup(s, 1), .post = dg_store_col_dup(s, 3),
+        v[n] = (snap_row){.key = dg_store_col_dup(s, 1), .post = dg_store_col_dup(s, 3),
                           .ord = dg_col_int64(s, 2), .at_ms = dg_col_int64(s, 4)};
-        if (!v[n].snap || (!v[n].post && !dg_col_null(s, 3)))
+        state_read(s, WINDOW_STATE_COL, v[n].f);
+        if (!v[n].key || (!v[n].post && !dg_col_null(s, 3)))
             status = OC_ERR_NOMEM;
         n++;
     }
@@ -836,7 +839,7 @@ int dg_store_turns_fold_channel(dg_store *st, const char *channel_id)
     if (status == OC_OK && n)
         status = fold_rows(st, channel_id, v, n);
     for (int i = 0; i < n; i++) {
-        free(v[i].snap);
+        free(v[i].key);
         free(v[i].post);
     }
     if (status != OC_OK || !n)

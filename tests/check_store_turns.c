@@ -298,6 +298,69 @@ START_TEST(a_newcomer_folds_and_then_every_change_writes_rows)
 }
 END_TEST
 
+/* A state whose kept fields differ from a fresh one's and from each other
+ * (flags too: the store keeps whatever int it is given), so a field read
+ * from another one's column shows. */
+static dg_turn_state every_field(void)
+{
+    dg_turn_state s;
+    dg_turn_state_init(&s);
+    s.active = 1;
+    s.speaker = 3;
+    s.anchor = 2;
+    s.silent = 0x5;
+    s.mention = 0x18;
+    s.mention_done = 0x8;
+    s.consumed = (uint64_t)1 << 63; /* the top bit of a 64-member mask */
+    s.owed = 0x40;
+    s.agent_msgs = 11;
+    s.rested = 6;
+    s.idle_reminded = 7;
+    s.handoff = 4;
+    s.permit = 9;
+    s.permit_ms = 1764740000123;
+    s.last_change_ms = 1764740000456;
+    return s;
+}
+
+/* The state a mark carries is the whole state: each field read back from
+ * the mark, then from the row it is folded into, and the mark left without
+ * one. */
+START_TEST(carried_state_keeps_every_field)
+{
+    dg_turn_state want = every_field(), got;
+    int fresh = 0;
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    ck_assert_int_eq(dg_store_turns_seen_claim_hinted(st, CH, "7001", 2000, &hint, &fresh),
+                     OC_OK);
+    dg_transition tr = {.at_ms = 2000, .scope = "conversation", .cause = "a test message",
+                        .state = "speaking", .passed = "", .message_id = "7001"};
+    ck_assert_int_eq(dg_store_transition_add(st, CH, &tr), OC_OK);
+    ck_assert_int_eq(dg_store_turns_scope_save_for(st, &conv, "8001", &want, 1, 1, "7001",
+                                                   2000), OC_OK);
+    ck_assert_int_eq(dg_store_commit(st), OC_OK);
+    ck_assert_int_eq(raw(CARRIED), 1);
+    for (int pass = 0; pass < 2; pass++) {
+        char *post = NULL;
+        ck_assert_int_eq(dg_store_begin(st), OC_OK);
+        ck_assert_int_eq(dg_store_turns_scope_load(st, &conv, &got, &post), OC_OK);
+        dg_store_rollback(st);
+        ck_assert_msg(dg_turn_state_same(&got, &want), "pass %d: a field was lost", pass);
+        ck_assert_int_eq(got.permit_ms, want.permit_ms);
+        ck_assert_int_eq(got.last_change_ms, want.last_change_ms);
+        ck_assert_str_eq(post, "8001");
+        free(post);
+        if (pass == 0)
+            reopen(); /* folds it into the row */
+    }
+    ck_assert_int_eq(raw(CARRIED), 0);
+    ck_assert_int_eq(raw("SELECT count(*) FROM turn_ledger WHERE k < '~' AND (speaker IS NOT"
+                         " NULL OR permit_ms IS NOT NULL OR last_change_ms IS NOT NULL)"), 0);
+    ck_assert_int_eq(raw("SELECT consumed FROM turn_ledger WHERE k = '~conv'"),
+                     (int64_t)want.consumed);
+}
+END_TEST
+
 Suite *make_store_turns_suite(void)
 {
     Suite *s = suite_create("store_turns");
@@ -315,6 +378,7 @@ Suite *make_store_turns_suite(void)
     tcase_add_test(snaps, prune_keeps_the_state_its_marks_carried);
     tcase_add_test(snaps, falling_asleep_writes_the_row);
     tcase_add_test(snaps, a_newcomer_folds_and_then_every_change_writes_rows);
+    tcase_add_test(snaps, carried_state_keeps_every_field);
     suite_add_tcase(s, snaps);
     return s;
 }
