@@ -90,6 +90,17 @@ int64_t dg_store_next_ord(dg_store *st, int64_t at_ms)
     return st->last_ord;
 }
 
+const char *dg_store_mark_cause_tail(const char *cause, const char *message_id)
+{
+    static const char head[] = "message ", sep[] = " from ";
+    size_t n = message_id ? strlen(message_id) : 0;
+    if (!cause || !n || strncmp(cause, head, sizeof head - 1) ||
+        strncmp(cause + sizeof head - 1, message_id, n) ||
+        strncmp(cause + sizeof head - 1 + n, sep, sizeof sep - 1))
+        return NULL;
+    return cause + sizeof head - 1 + n + sizeof sep - 1;
+}
+
 /* Bind the fields of t as ?3 .. ?10 of SQL_MARK, SQL_ADD and the pending
  * mark's insert (borrowed: all step at once). */
 void dg_store_transition_bind(dg_stmt *s, const dg_transition *t, int64_t ord)
@@ -118,7 +129,12 @@ int dg_store_transition_add(dg_store *st, const char *channel_id, const dg_trans
             return OC_ERR_IO;
         dg_bind_text_borrowed(s, 1, channel_id);
         dg_bind_text_borrowed(s, 2, t->message_id);
-        dg_store_transition_bind(s, t, ord);
+        dg_transition m = *t;
+        const char *tail = dg_store_mark_cause_tail(t->cause, t->message_id);
+        char kept[256];
+        if (tail && (size_t)snprintf(kept, sizeof kept, "~%s", tail) < sizeof kept)
+            m.cause = kept;
+        dg_store_transition_bind(s, &m, ord);
         int rc = dg_step(s);
         int64_t marked = rc == DG_DONE ? dg_changes(s) : 0;
         dg_reset(s);
@@ -146,10 +162,15 @@ int dg_store_transition_add(dg_store *st, const char *channel_id, const dg_trans
     return rc == DG_DONE ? OC_OK : OC_ERR_IO;
 }
 
+/* A mark's cause as the engine gave it (dg_store_mark_cause_tail). */
+#define MARK_CAUSE                                                                            \
+    "CASE WHEN substr(t_cause, 1, 1) = '~' THEN 'message ' || k || ' from ' ||"               \
+    " substr(t_cause, 2) ELSE t_cause END"
+
 /* Marks with a transition, and the log's own rows, newest first. */
 static const char SQL_LIST[] =
     "SELECT at_ms, scope, cause, speaker_before, speaker_after, state, passed, agent_msgs"
-    " FROM (SELECT at_ms, t_scope AS scope, t_cause AS cause, t_before AS speaker_before,"
+    " FROM (SELECT at_ms, t_scope AS scope, " MARK_CAUSE " AS cause, t_before AS speaker_before,"
     "  t_after AS speaker_after, t_state AS state, t_passed AS passed,"
     "  t_agent_msgs AS agent_msgs, t_ord AS ord FROM turn_ledger"
     "  WHERE channel_id = ?1 AND k < '~' AND t_cause IS NOT NULL"
@@ -164,7 +185,7 @@ static const char SQL_LIST[] =
 static const char SQL_RESCUE[] =
     "INSERT INTO turn_transitions (channel_id, scope, at_ms, cause, speaker_before,"
     " speaker_after, state, passed, agent_msgs, ord)"
-    " SELECT channel_id, t_scope, at_ms, t_cause, t_before, t_after, t_state, t_passed,"
+    " SELECT channel_id, t_scope, at_ms, " MARK_CAUSE ", t_before, t_after, t_state, t_passed,"
     " t_agent_msgs, t_ord FROM turn_ledger WHERE k < '~' AND at_ms < ?1"
     " AND t_cause IS NOT NULL";
 static const char SQL_TRIM[] =

@@ -361,6 +361,68 @@ START_TEST(carried_state_keeps_every_field)
 }
 END_TEST
 
+/* Text of a column the SQL reads off the file, malloc'd. */
+static char *raw_text(const char *sql)
+{
+    sqlite3_stmt *q = NULL;
+    ck_assert_int_eq(sqlite3_prepare_v2(st->db, sql, -1, &q, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+    char *v = strdup((const char *)sqlite3_column_text(q, 0));
+    sqlite3_finalize(q);
+    return v;
+}
+
+/* A mark keeps its message's cause without the message's own id, written
+ * at once (not alone, no hint) or with the pending mark; readers and the
+ * log the marks move to at pruning see the whole cause. A cause naming
+ * another message is kept whole. */
+START_TEST(mark_keeps_its_cause_without_its_own_id)
+{
+    static const char *const ids[] = {"7101", "7102", "7103"};
+    static const char *const causes[] = {"message 7101 from human 456",
+                                         "message 7102 from agent 789 (alpha)",
+                                         "message 7100 from human 456"};
+    static const char *const kept[] = {"~human 456", "~agent 789 (alpha)",
+                                       "message 7100 from human 456"};
+    for (int i = 0; i < 3; i++) {
+        int fresh = 0;
+        ck_assert_int_eq(dg_store_begin(st), OC_OK);
+        if (i == 1)
+            ck_assert_int_eq(dg_store_turns_seen_claim_hinted(st, CH, ids[i], 2000 + i, &hint,
+                                                              &fresh), OC_OK);
+        else
+            ck_assert_int_eq(dg_store_turns_seen_claim(st, CH, ids[i], 2000 + i, &fresh),
+                             OC_OK);
+        ck_assert_int_eq(fresh, 1);
+        dg_transition tr = {.at_ms = 2000 + i, .scope = "conversation",
+                            .cause = (char *)causes[i], .state = "speaking", .passed = "",
+                            .message_id = ids[i]};
+        ck_assert_int_eq(dg_store_transition_add(st, CH, &tr), OC_OK);
+        ck_assert_int_eq(dg_store_commit(st), OC_OK);
+        char sql[128];
+        snprintf(sql, sizeof sql, "SELECT t_cause FROM turn_ledger WHERE k = '%s'", ids[i]);
+        char *v = raw_text(sql);
+        ck_assert_str_eq(v, kept[i]);
+        free(v);
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        dg_transition *v = NULL;
+        size_t n = 0;
+        ck_assert_int_eq(dg_store_begin(st), OC_OK);
+        ck_assert_int_eq(dg_store_transitions_list(st, CH, NULL, 10, &v, &n), OC_OK);
+        ck_assert_uint_eq(n, 3);
+        for (size_t i = 0; i < n; i++) /* newest first */
+            ck_assert_str_eq(v[i].cause, causes[2 - i]);
+        dg_transitions_free(v, n);
+        long removed = 0;
+        if (pass == 0)
+            ck_assert_int_eq(dg_store_turns_seen_prune(st, 5000, &removed), OC_OK);
+        ck_assert_int_eq(dg_store_commit(st), OC_OK);
+        ck_assert_int_eq(removed, pass == 0 ? 3 : 0); /* then from the log */
+    }
+}
+END_TEST
+
 Suite *make_store_turns_suite(void)
 {
     Suite *s = suite_create("store_turns");
@@ -379,6 +441,7 @@ Suite *make_store_turns_suite(void)
     tcase_add_test(snaps, falling_asleep_writes_the_row);
     tcase_add_test(snaps, a_newcomer_folds_and_then_every_change_writes_rows);
     tcase_add_test(snaps, carried_state_keeps_every_field);
+    tcase_add_test(snaps, mark_keeps_its_cause_without_its_own_id);
     suite_add_tcase(s, snaps);
     return s;
 }
