@@ -4,6 +4,7 @@
 #include "buf.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,25 @@ void dg_buf_free(dg_buf *b)
     free(b->s);
     b->s = NULL;
     b->len = b->cap = 0;
+}
+
+int dg_grow(void *arrayp, size_t *cap, size_t n, size_t elem, size_t first)
+{
+    if (n < *cap)
+        return 0;
+    if (n > *cap)
+        return -1; /* more in use than allocated: the caller's count is wrong */
+    size_t nc = *cap ? 2 * *cap : (first ? first : 1);
+    if (nc < *cap || nc > SIZE_MAX / elem)
+        return -1;
+    void *v;
+    memcpy(&v, arrayp, sizeof v); /* the caller's T *, read as the void * it converts to */
+    void *g = realloc(v, nc * elem);
+    if (!g)
+        return -1;
+    memcpy(arrayp, &g, sizeof g);
+    *cap = nc;
+    return 0;
 }
 
 char *dg_sprintf(const char *fmt, ...)

@@ -1,6 +1,7 @@
 /*
- * buf.h -- a growable string buffer and a formatting strdup, written once
- * for every part. No state, any thread (a dg_buf belongs to its user).
+ * buf.h -- a growable string buffer, growable arrays and a formatting
+ * strdup, written once for every part. No state, any thread (a dg_buf or
+ * an array belongs to its user).
  */
 #ifndef DG_BUF_H
 #define DG_BUF_H
@@ -25,6 +26,13 @@ int dg_buf_adds(dg_buf *b, const char *add);
 
 /* Free b->s and reset b to empty. */
 void dg_buf_free(dg_buf *b);
+
+/* Make room for one more element in the array whose pointer is at arrayp
+ * (a T **, passed as void *): *cap elements of elem bytes are allocated,
+ * the first n in use. When n == *cap the capacity doubles (or becomes
+ * first). 0, or -1 when out of memory: the array and *cap unchanged, still
+ * the caller's to free. */
+int dg_grow(void *arrayp, size_t *cap, size_t n, size_t elem, size_t first);
 
 /* printf into a new string (malloc'd, the caller frees); NULL when out of
  * memory. */

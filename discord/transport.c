@@ -7,6 +7,7 @@
  * Self-contained on purpose (libcurl, jansson, pthreads only): the reference
  * gateway links this library into its own binary.
  */
+#include "buf.h"
 #include "discord_int.h"
 
 #include <strings.h>
@@ -188,14 +189,8 @@ static rl_route *route_get(dg_discord *d, const char *key)
         }
         d->n_routes = w;
     }
-    if (d->n_routes == d->cap_routes) {
-        size_t cap = d->cap_routes ? d->cap_routes * 2 : 16;
-        rl_route *nr = realloc(d->routes, cap * sizeof *nr);
-        if (!nr)
-            return NULL;
-        d->routes = nr;
-        d->cap_routes = cap;
-    }
+    if (dg_grow(&d->routes, &d->cap_routes, d->n_routes, sizeof *d->routes, 16))
+        return NULL;
     rl_route *r = &d->routes[d->n_routes++];
     memset(r, 0, sizeof *r);
     snprintf(r->key, sizeof r->key, "%s", key);

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "ocgw.h"
 #include "snowflake.h"
 
@@ -53,14 +54,8 @@ static struct ocgw_chan_rt *rt_of(ocgw *g, const char *id)
     for (size_t i = 0; i < g->n_rt; i++)
         if (!strcmp(g->rt[i].id, id))
             return &g->rt[i];
-    if (g->n_rt == g->cap_rt) {
-        size_t cap = g->cap_rt ? g->cap_rt * 2 : 8;
-        struct ocgw_chan_rt *nr = realloc(g->rt, cap * sizeof *nr);
-        if (!nr)
-            return NULL;
-        g->rt = nr;
-        g->cap_rt = cap;
-    }
+    if (dg_grow(&g->rt, &g->cap_rt, g->n_rt, sizeof *g->rt, 8))
+        return NULL;
     struct ocgw_chan_rt *r = &g->rt[g->n_rt++];
     memset(r, 0, sizeof *r);
     r->id = strdup(id);
@@ -309,15 +304,9 @@ static void init_cursor(ocgw *g, const char *id, json_t *ch, int64_t now)
 
 static void enqueue(ocgw *g, ocgw_msg *m)
 {
-    if (g->n_queue == g->cap_queue) {
-        size_t cap = g->cap_queue ? g->cap_queue * 2 : 32;
-        ocgw_msg *nq = realloc(g->queue, cap * sizeof *nq);
-        if (!nq) {
-            ocgw_msg_free(m);
-            return;
-        }
-        g->queue = nq;
-        g->cap_queue = cap;
+    if (dg_grow(&g->queue, &g->cap_queue, g->n_queue, sizeof *g->queue, 32)) {
+        ocgw_msg_free(m);
+        return;
     }
     g->queue[g->n_queue++] = *m;
     memset(m, 0, sizeof *m);

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "ocgw.h"
 #include "json_keys.h"
 
@@ -233,14 +234,9 @@ static int fetch_all(ocgw *g, const char *channel_id, ocgw_msg **out, size_t *n_
         if (rc != OC_OK)
             return -1;
         for (size_t i = 0; i < n; i++) {
-            if (*n_out == cap) {
-                cap = cap ? cap * 2 : 64;
-                ocgw_msg *nb = realloc(*out, cap * sizeof **out);
-                if (!nb) {
-                    dg_discord_messages_free(msgs, n);
-                    return -1;
-                }
-                *out = nb;
+            if (dg_grow(out, &cap, *n_out, sizeof **out, 64)) {
+                dg_discord_messages_free(msgs, n);
+                return -1;
             }
             ocgw_msg_from_discord(g, &msgs[i], &(*out)[(*n_out)++]);
         }

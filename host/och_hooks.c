@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "och_internal.h"
 
 const char *const och_hook_names[OCH_HOOK_COUNT] = {
@@ -66,15 +67,9 @@ int och_hooks_register(och_plugin *p, const char *hook, oc_hook_fn fn, int prior
     pthread_rwlock_wrlock(&h->reg_lock);
     och_hook_list *l = &h->hooks[id];
     int rc = OC_OK;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 8;
-        och_hook_reg *v = realloc(l->v, cap * sizeof *v);
-        if (!v) {
-            rc = OC_ERR_NOMEM;
-            goto out;
-        }
-        l->v = v;
-        l->cap = cap;
+    if (dg_grow(&l->v, &l->cap, l->n, sizeof *l->v, 8)) {
+        rc = OC_ERR_NOMEM;
+        goto out;
     }
     /* After every handler of equal or higher priority: stable for ties. */
     size_t at = 0;

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "och_internal.h"
 
 /* Smallest oc_plugin / oc_tool a v1.0 plugin can hand us: every field of 1.0. */
@@ -119,14 +120,8 @@ void och_plugin_api_fill(och_plugin *p)
 
 static och_plugin *add_candidate(och_host *h, const char *dir)
 {
-    if (h->n_plugins == h->cap_plugins) {
-        size_t cap = h->cap_plugins ? h->cap_plugins * 2 : 8;
-        och_plugin **v = realloc(h->plugins, cap * sizeof *v);
-        if (!v)
-            return NULL;
-        h->plugins = v;
-        h->cap_plugins = cap;
-    }
+    if (dg_grow(&h->plugins, &h->cap_plugins, h->n_plugins, sizeof *h->plugins, 8))
+        return NULL;
     och_plugin *p = calloc(1, sizeof *p);
     if (!p || !(p->dir = strdup(dir))) {
         free(p);
@@ -549,17 +544,7 @@ static int scan_folder(och_host *h, const char *dir)
     while ((de = readdir(d))) {
         if (de->d_name[0] == '.')
             continue;
-        if (n == cap) {
-            size_t nc = cap ? cap * 2 : 16;
-            char **v = realloc(names, nc * sizeof *v);
-            if (!v) {
-                rc = OC_ERR_NOMEM;
-                break;
-            }
-            names = v;
-            cap = nc;
-        }
-        if (!(names[n] = strdup(de->d_name))) {
+        if (dg_grow(&names, &cap, n, sizeof *names, 16) || !(names[n] = strdup(de->d_name))) {
             rc = OC_ERR_NOMEM;
             break;
         }

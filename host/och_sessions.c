@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "och_internal.h"
 
 #define STATE_VERSION 1
@@ -65,14 +66,8 @@ static long find(const och_host *h, const char *key)
 /* Inserts an empty session for key at position `at`; NULL when out of memory. */
 static och_session *insert_at(och_host *h, size_t at, const char *key)
 {
-    if (h->n_sessions == h->cap_sessions) {
-        size_t cap = h->cap_sessions ? h->cap_sessions * 2 : 16;
-        och_session *v = realloc(h->sessions, cap * sizeof *v);
-        if (!v)
-            return NULL;
-        h->sessions = v;
-        h->cap_sessions = cap;
-    }
+    if (dg_grow(&h->sessions, &h->cap_sessions, h->n_sessions, sizeof *h->sessions, 16))
+        return NULL;
     char *k = strdup(key);
     if (!k)
         return NULL;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "och_internal.h"
 
 json_t *och_error_result(int status, const char *fmt, ...)
@@ -85,15 +86,9 @@ int och_tools_register(och_plugin *p, const oc_tool *tool)
             goto out;
         }
     }
-    if (h->n_tools == h->cap_tools) {
-        size_t cap = h->cap_tools ? h->cap_tools * 2 : 8;
-        och_tool_reg *v = realloc(h->tools, cap * sizeof *v);
-        if (!v) {
-            rc = OC_ERR_NOMEM;
-            goto out;
-        }
-        h->tools = v;
-        h->cap_tools = cap;
+    if (dg_grow(&h->tools, &h->cap_tools, h->n_tools, sizeof *h->tools, 8)) {
+        rc = OC_ERR_NOMEM;
+        goto out;
     }
     h->tools[h->n_tools++] = (och_tool_reg){.plugin = p, .tool = tool, .parameters = schema};
     schema = NULL;

@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "discord.h"
 #include "store.h"
 #include "store_discuss.h"
@@ -184,14 +185,8 @@ static int push_part(char ***parts, size_t *n, size_t *cap, const char *s, size_
         len--;
     if (blank(s, len))
         return OC_OK;
-    if (*n == *cap) {
-        size_t nc = *cap ? *cap * 2 : 4;
-        char **np = realloc(*parts, nc * sizeof *np);
-        if (!np)
-            return OC_ERR_NOMEM;
-        *parts = np;
-        *cap = nc;
-    }
+    if (dg_grow(parts, cap, *n, sizeof **parts, 4))
+        return OC_ERR_NOMEM;
     char *c = strndup(s, len);
     if (!c)
         return OC_ERR_NOMEM;
@@ -379,14 +374,8 @@ static ochan *chan_get(dg_outbox *ob, const char *channel_id)
     ochan *c = chan_of(ob, channel_id);
     if (c)
         return c;
-    if (ob->n_chans == ob->cap_chans) {
-        size_t nc = ob->cap_chans ? ob->cap_chans * 2 : 16;
-        ochan **np = realloc(ob->chans, nc * sizeof *np);
-        if (!np)
-            return NULL;
-        ob->chans = np;
-        ob->cap_chans = nc;
-    }
+    if (dg_grow(&ob->chans, &ob->cap_chans, ob->n_chans, sizeof *ob->chans, 16))
+        return NULL;
     c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
@@ -625,16 +614,10 @@ static int record_retry(dg_outbox *ob, const dg_outbox_row *row, const char *err
  * duplicate), with a back-off. */
 static void decide(dg_outbox *ob, ochan *c, outcome oc, char *detail)
 {
-    if (ob->n_dec == ob->cap_dec) {
-        size_t nc = ob->cap_dec ? ob->cap_dec * 2 : MARK_BATCH;
-        decided *nd = realloc(ob->dec, nc * sizeof *nd);
-        if (!nd) {
-            free(detail);
-            c->not_before = mono_ms() + backoff(ob, 1);
-            return;
-        }
-        ob->dec = nd;
-        ob->cap_dec = nc;
+    if (dg_grow(&ob->dec, &ob->cap_dec, ob->n_dec, sizeof *ob->dec, MARK_BATCH)) {
+        free(detail);
+        c->not_before = mono_ms() + backoff(ob, 1);
+        return;
     }
     decided *d = &ob->dec[ob->n_dec++];
     memset(d, 0, sizeof *d);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "openclaw/plugin.h"
 #include "store_internal.h"
 
@@ -180,15 +181,9 @@ static int collect(dg_stmt *s, dg_outbox_row **rows, size_t *n)
     size_t cnt = 0, cap = 0;
     int rc;
     while ((rc = dg_step(s)) == DG_ROW) {
-        if (cnt == cap) {
-            size_t nc = cap ? cap * 2 : 16;
-            dg_outbox_row *nr = realloc(out, nc * sizeof *nr);
-            if (!nr) {
-                rc = DG_NOMEM;
-                break;
-            }
-            out = nr;
-            cap = nc;
+        if (dg_grow(&out, &cap, cnt, sizeof *out, 16)) {
+            rc = DG_NOMEM;
+            break;
         }
         dg_outbox_row *r = &out[cnt++];
         memset(r, 0, sizeof *r);
@@ -234,15 +229,9 @@ int dg_store_outbox_discover(dg_store *st, int64_t after_id, size_t max, dg_outb
     size_t cnt = 0, cap = 0;
     int rc;
     while ((rc = dg_step(s)) == DG_ROW) {
-        if (cnt == cap) {
-            size_t nc = cap ? cap * 2 : 64;
-            dg_outbox_ref *nr = realloc(refs, nc * sizeof *nr);
-            if (!nr) {
-                rc = DG_NOMEM;
-                break;
-            }
-            refs = nr;
-            cap = nc;
+        if (dg_grow(&refs, &cap, cnt, sizeof *refs, 64)) {
+            rc = DG_NOMEM;
+            break;
         }
         const char *c = dg_col_text(s, 1);
         refs[cnt].id = dg_col_int64(s, 0);

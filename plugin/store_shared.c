@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "errors.h"
 #include "openclaw/plugin.h"
 #include "store_internal.h"
@@ -301,17 +302,7 @@ int dg_store_changes_since(dg_store *st, int64_t after, char ***channels, size_t
         const char *who = dg_col_text(s, 1);
         if (who && !strcmp(who, st->instance))
             continue; /* our own change: the mirror has it */
-        if (cnt == cap) {
-            size_t nc = cap ? 2 * cap : 8;
-            char **nv = realloc(v, nc * sizeof *nv);
-            if (!nv) {
-                out = OC_ERR_NOMEM;
-                break;
-            }
-            v = nv;
-            cap = nc;
-        }
-        if (!(v[cnt] = dg_store_col_dup(s, 0))) {
+        if (dg_grow(&v, &cap, cnt, sizeof *v, 8) || !(v[cnt] = dg_store_col_dup(s, 0))) {
             out = OC_ERR_NOMEM;
             break;
         }

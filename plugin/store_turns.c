@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "openclaw/plugin.h"
 #include "store_internal.h"
 #include "store_shared.h"
@@ -871,17 +872,13 @@ static int snap_channels(dg_store *st, int64_t before_ms, char ***out, size_t *n
     dg_bind_int64(s, 1, before_ms);
     int rc, status = OC_OK;
     size_t cap = 0;
-    while ((rc = dg_step(s)) == DG_ROW && status == OC_OK) {
+    while ((rc = dg_step(s)) == DG_ROW) {
         char *c = dg_store_col_dup(s, 0);
-        char **g = *n == cap ? realloc(*out, (cap = cap ? 2 * cap : 8) * sizeof *g) : *out;
-        if (!c || !g) {
+        if (!c || dg_grow(out, &cap, *n, sizeof **out, 8)) {
             free(c);
-            if (g)
-                *out = g;
             status = OC_ERR_NOMEM;
             break;
         }
-        *out = g;
         (*out)[(*n)++] = c;
     }
     dg_reset(s);
@@ -1014,26 +1011,15 @@ int dg_store_turns_scopes(dg_store *st, int active_only, dg_scope **out, size_t 
     int rc;
     size_t cap = 0;
     while ((rc = dg_step(s)) == DG_ROW) {
-        const char *ch = dg_col_text(s, 0);
-        const char *k = dg_col_text(s, 1);
         dg_scope sc;
-        int ok = !ch || !k ? OC_ERR_INVALID
-                 : strcmp(k, "~conv") == 0 ? dg_scope_conversation(ch, &sc)
-                 : strncmp(k, "~thread:", 8) == 0 ? dg_scope_thread(ch, k + 8, &sc)
-                 : OC_ERR_INVALID;
-        if (ok != OC_OK)
-            continue;
-        if (*n == cap) {
-            cap = cap ? 2 * cap : 16;
-            dg_scope *v = realloc(*out, cap * sizeof *v);
-            if (!v) {
-                dg_reset(s);
-                free(*out);
-                *out = NULL;
-                *n = 0;
-                return OC_ERR_NOMEM;
-            }
-            *out = v;
+        if (scope_of_key(dg_col_text(s, 0), dg_col_text(s, 1), &sc) != OC_OK)
+            continue; /* unreadable: skipped (awake_scan_skips_unreadable_rows) */
+        if (dg_grow(out, &cap, *n, sizeof **out, 16)) {
+            dg_reset(s);
+            free(*out);
+            *out = NULL;
+            *n = 0;
+            return OC_ERR_NOMEM;
         }
         (*out)[(*n)++] = sc;
     }

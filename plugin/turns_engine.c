@@ -29,6 +29,7 @@
  * place, so the runs in flight elsewhere (and there) keep what their
  * resolve recorded.
  */
+#include "buf.h"
 #include "turns_int.h"
 
 /* Any thread. channel_id is shorter than DG_SCOPE_ID_MAX (checked); wake
@@ -227,15 +228,9 @@ void scope_list_push(scope_list *l, scope_rec *r)
 {
     if (l->nomem)
         return;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 8;
-        scope_rec **v = realloc(l->v, cap * sizeof *v);
-        if (!v) {
-            l->nomem = 1;
-            return;
-        }
-        l->v = v;
-        l->cap = cap;
+    if (dg_grow(&l->v, &l->cap, l->n, sizeof *l->v, 8)) {
+        l->nomem = 1;
+        return;
     }
     l->v[l->n++] = r;
 }

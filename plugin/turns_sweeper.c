@@ -4,6 +4,7 @@
  * mirror small (dormant thread scopes leave it). Records and locking:
  * turns_int.h, turns_engine.c.
  */
+#include "buf.h"
 #include "turns_int.h"
 
 /* ---- turn timeouts ----------------------------------------------------------------- */
@@ -43,15 +44,9 @@ static void collect_due(void *val, void *arg)
     if (d->nomem || !r->st.active || r->chan->mode == DG_MODE_CLOSED ||
         d->now - r->st.last_change_ms < d->timeout_ms)
         return;
-    if (d->n == d->cap) {
-        size_t cap = d->cap ? 2 * d->cap : 16;
-        dg_scope *v = realloc(d->v, cap * sizeof *v);
-        if (!v) {
-            d->nomem = 1;
-            return;
-        }
-        d->v = v;
-        d->cap = cap;
+    if (dg_grow(&d->v, &d->cap, d->n, sizeof *d->v, 16)) {
+        d->nomem = 1;
+        return;
     }
     d->v[d->n++] = r->scope;
 }

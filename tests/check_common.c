@@ -4,6 +4,7 @@
  * dg_sprintf; the "only these keys" rule; the HTTP request body bound.
  */
 #include <check.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,6 +83,34 @@ START_TEST(test_buf_grows_and_sprintf)
 }
 END_TEST
 
+/* An array grows by doubling from `first`, keeps what it holds, and a
+ * refusal (a count above the capacity, a size that overflows) changes
+ * nothing. */
+START_TEST(test_grow_doubles_and_refuses_cleanly)
+{
+    long *v = NULL;
+    size_t n = 0, cap = 0;
+    for (long i = 0; i < 100; i++) {
+        ck_assert_int_eq(dg_grow(&v, &cap, n, sizeof *v, 4), 0);
+        ck_assert_uint_gt(cap, n);
+        v[n++] = i * 7;
+    }
+    ck_assert_uint_eq(cap, 128); /* 4, 8, ..., 128 */
+    for (long i = 0; i < 100; i++)
+        ck_assert_int_eq(v[i], i * 7);
+    long *before = v;
+    ck_assert_int_eq(dg_grow(&v, &cap, n, sizeof *v, 4), 0); /* room left: no realloc */
+    ck_assert_ptr_eq(v, before);
+    ck_assert_int_eq(dg_grow(&v, &cap, cap + 1, sizeof *v, 4), -1);
+    ck_assert_uint_eq(cap, 128);
+    ck_assert_ptr_eq(v, before);
+    ck_assert_int_eq(dg_grow(&v, &cap, cap, SIZE_MAX / 64, 4), -1); /* 256 x that overflows */
+    ck_assert_uint_eq(cap, 128);
+    ck_assert_ptr_eq(v, before);
+    free(v);
+}
+END_TEST
+
 START_TEST(test_unknown_key)
 {
     static const char *const allowed[] = {"a", "b", NULL};
@@ -127,6 +156,7 @@ Suite *make_common_suite(void)
     tcase_add_test(tc, test_utf8_decode_is_lenient);
     tcase_add_test(tc, test_utf8_valid_copy);
     tcase_add_test(tc, test_buf_grows_and_sprintf);
+    tcase_add_test(tc, test_grow_doubles_and_refuses_cleanly);
     tcase_add_test(tc, test_unknown_key);
     tcase_add_test(tc, test_http_body_bound);
     suite_add_tcase(s, tc);
