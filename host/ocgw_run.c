@@ -4,7 +4,8 @@
  * duplicates:
  *
  *   1. message_received, once per agent account that sees the channel (the
- *      author's own account excepted), ctx {channelId, accountId};
+ *      author's own account excepted), ctx {channelId, accountId,
+ *      sessionKey} (the agent's session of the message's scope);
  *   2. decisions: for every such agent, its session is touched; with the
  *      claim hooks (gateway.claimHooks, default on) before_agent_reply
  *      runs first, and a {handled: true} run is *claimed*: no model call,
@@ -190,8 +191,14 @@ static void fire_received(ocgw *g, const ocgw_msg *m, json_t *agents)
          * account reports it to that gateway's plugin instance). */
         if (!a || !a->local || !strcmp(a->user_id, m->author_id))
             continue;
-        json_t *ctx = json_pack("{s:s, s:s}", "channelId", m->channel_id, "accountId", a->id);
-        och_hook_dispatch(g->host, "message_received", ev, ctx, NULL);
+        /* Per agent session, as OpenClaw reports it: the plugin learns that
+         * the message reached this agent's session (what arms its nudge). */
+        char *key = session_key(a->id, m);
+        json_t *ctx = key ? json_pack("{s:s, s:s, s:s}", "channelId", m->channel_id, "accountId",
+                                      a->id, "sessionKey", key) : NULL;
+        free(key);
+        if (ctx)
+            och_hook_dispatch(g->host, "message_received", ev, ctx, NULL);
         json_decref(ctx);
     }
     json_decref(ev);
