@@ -356,6 +356,33 @@ static int open_url(const char *url, dg_store **out, char *err, size_t err_len)
     return OC_OK;
 }
 
+/* Everything st holds, and st: for a store that failed to open as for one
+ * being closed. The cached statements first: a connection closed with
+ * statements still prepared is only a zombie, which nothing frees. */
+static void store_free(dg_store *st)
+{
+    for (int i = 0; i < DG_STMT_CACHE; i++) {
+        if (st->cache[i].stmt.lite)
+            sqlite3_finalize(st->cache[i].stmt.lite);
+        if (st->cache[i].stmt.pg)
+            dg_pg_stmt_free(&st->cache[i].stmt);
+    }
+    if (st->pg)
+        dg_pg_close(st);
+    dg_store_turns_pending_drop(st);
+    dg_store_presence_leave(st);
+    sqlite3_finalize(st->probe_dv_stmt);
+    sqlite3_finalize(st->probe_seq_stmt);
+    if (st->probe)
+        sqlite3_close_v2(st->probe);
+    if (st->db)
+        sqlite3_close_v2(st->db);
+    pthread_mutex_destroy(&st->probe_mu);
+    pthread_mutex_destroy(&st->lock);
+    free(st->where);
+    free(st);
+}
+
 int dg_store_open(const char *path, dg_store **out, char *err, size_t err_len)
 {
     *out = NULL;
@@ -424,16 +451,7 @@ int dg_store_open(const char *path, dg_store **out, char *err, size_t err_len)
     return OC_OK;
 
 fail:
-    dg_store_presence_leave(st);
-    sqlite3_finalize(st->probe_dv_stmt);
-    sqlite3_finalize(st->probe_seq_stmt);
-    if (st->probe)
-        sqlite3_close_v2(st->probe);
-    if (st->db)
-        sqlite3_close_v2(st->db);
-    pthread_mutex_destroy(&st->probe_mu);
-    pthread_mutex_destroy(&st->lock);
-    free(st);
+    store_free(st);
     /* Leave nothing behind when the file did not exist before; an existing
      * file is never removed (and was not written if it was not ours). */
     if (!existed)
@@ -443,28 +461,8 @@ fail:
 
 void dg_store_close(dg_store *st)
 {
-    if (!st)
-        return;
-    for (int i = 0; i < DG_STMT_CACHE; i++) {
-        if (st->cache[i].stmt.lite)
-            sqlite3_finalize(st->cache[i].stmt.lite);
-        if (st->cache[i].stmt.pg)
-            dg_pg_stmt_free(&st->cache[i].stmt);
-    }
-    if (st->pg)
-        dg_pg_close(st);
-    dg_store_turns_pending_drop(st);
-    dg_store_presence_leave(st);
-    sqlite3_finalize(st->probe_dv_stmt);
-    sqlite3_finalize(st->probe_seq_stmt);
-    if (st->probe)
-        sqlite3_close_v2(st->probe);
-    if (st->db)
-        sqlite3_close_v2(st->db);
-    pthread_mutex_destroy(&st->probe_mu);
-    pthread_mutex_destroy(&st->lock);
-    free(st->where);
-    free(st);
+    if (st)
+        store_free(st);
 }
 
 const char *dg_store_where(const dg_store *st)
