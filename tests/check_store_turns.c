@@ -303,24 +303,12 @@ END_TEST
  * from another one's column shows. */
 static dg_turn_state every_field(void)
 {
-    dg_turn_state s;
-    dg_turn_state_init(&s);
-    s.active = 1;
-    s.speaker = 3;
-    s.anchor = 2;
-    s.silent = 0x5;
-    s.mention = 0x18;
-    s.mention_done = 0x8;
-    s.consumed = (uint64_t)1 << 63; /* the top bit of a 64-member mask */
-    s.owed = 0x40;
-    s.agent_msgs = 11;
-    s.rested = 6;
-    s.idle_reminded = 7;
-    s.handoff = 4;
-    s.permit = 9;
-    s.permit_ms = 1764740000123;
-    s.last_change_ms = 1764740000456;
-    return s;
+    return (dg_turn_state){.active = 1, .speaker = 3, .anchor = 2, .silent = 0x5,
+                           .mention = 0x18, .mention_done = 0x8,
+                           .consumed = (uint64_t)1 << 63, /* a 64-member mask's top bit */
+                           .owed = 0x40, .agent_msgs = 11, .rested = 6, .idle_reminded = 7,
+                           .handoff = 4, .permit = 9, .permit_ms = 1764740000123,
+                           .last_change_ms = 1764740000456};
 }
 
 /* The state a mark carries is the whole state: each field read back from
