@@ -271,10 +271,9 @@ static const char *state_key(const dg_scope *sc, char *buf, size_t len)
 static void state_fields(const dg_turn_state *t, int64_t f[DG_STATE_FIELDS])
 {
     const int64_t v[DG_STATE_FIELDS] = {
-        t->speaker,       t->anchor,           (int64_t)t->silent, (int64_t)t->mention,
+        t->speaker, t->anchor, (int64_t)t->silent, (int64_t)t->mention,
         (int64_t)t->mention_done, (int64_t)t->consumed, (int64_t)t->owed, t->agent_msgs,
-        t->rested,        t->idle_reminded,    t->handoff,         t->permit,
-        t->permit_ms,     t->last_change_ms};
+        t->rested, t->idle_reminded, t->handoff, t->permit, t->permit_ms, t->last_change_ms};
     memcpy(f, v, sizeof v);
 }
 
@@ -319,7 +318,8 @@ static const char SQL_SCOPE_GET[] =
 /* The channel's newest marks, where a state a mark carries is found. */
 #define SNAP_WINDOW_SQL(cols)                                                                 \
     "SELECT " cols " FROM turn_ledger WHERE channel_id = ? AND k < '~' ORDER BY k DESC LIMIT 16"
-static const char SQL_WINDOW[] = SNAP_WINDOW_SQL("k, t_snap, t_ord, post_channel, at_ms, " STATE_COLS);
+static const char SQL_WINDOW[] =
+    SNAP_WINDOW_SQL("k, t_snap, t_ord, post_channel, at_ms, " STATE_COLS);
 enum { WINDOW_STATE_COL = 5 }; /* where STATE_COLS start in SQL_WINDOW */
 _Static_assert(DG_SNAP_WINDOW == 16, "SNAP_WINDOW_SQL's LIMIT is DG_SNAP_WINDOW");
 
