@@ -44,6 +44,7 @@
 #include "store_outbox.h"
 #include "store_shared.h"
 #include "store_tool_calls.h"
+#include "store_transitions.h"
 #include "store_turns.h"
 #include "testutil.h"
 
@@ -254,6 +255,42 @@ START_TEST(conflicts_and_returned_ids)
     dg_store_close(st);
     ck_assert_int_eq(count_of(url, "SELECT count(*) FROM outbox"), 2);
     ck_assert_int_eq(count_of(url, "SELECT count(*) FROM tool_calls"), 1);
+    free(url);
+}
+END_TEST
+
+/* On PostgreSQL too a mark keeps its cause without its own id, and the
+ * list and the log the marks move to at pruning give it whole (the same
+ * SQL expression, in the server's dialect). */
+START_TEST(mark_cause_without_its_id_read_whole)
+{
+    char *url = pgs_fresh_url();
+    dg_store *st = open_ok(url);
+    const char *cause = "message 1001 from agent 77 (alpha)";
+    int fresh = 0;
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    ck_assert_int_eq(dg_store_turns_seen_claim(st, "41", "1001", 5, &fresh), OC_OK);
+    dg_transition tr = {.at_ms = 5, .scope = "conversation", .cause = (char *)cause,
+                        .state = "speaking", .passed = "", .message_id = "1001"};
+    ck_assert_int_eq(dg_store_transition_add(st, "41", &tr), OC_OK);
+    ck_assert_int_eq(dg_store_commit(st), OC_OK);
+    ck_assert_int_eq(pgs_value(url, "SELECT count(*) FROM turn_ledger WHERE k = '1001'"
+                                    " AND t_cause = '~agent 77 (alpha)'"), 1);
+    for (int pass = 0; pass < 2; pass++) {
+        dg_transition *v = NULL;
+        size_t n = 0;
+        long removed = 0;
+        ck_assert_int_eq(dg_store_begin(st), OC_OK);
+        ck_assert_int_eq(dg_store_transitions_list(st, "41", NULL, 10, &v, &n), OC_OK);
+        ck_assert_uint_eq(n, 1);
+        ck_assert_str_eq(v[0].cause, cause);
+        dg_transitions_free(v, n);
+        if (pass == 0) /* the mark goes; its transition moves to the log */
+            ck_assert_int_eq(dg_store_turns_seen_prune(st, 100, &removed), OC_OK);
+        ck_assert_int_eq(dg_store_commit(st), OC_OK);
+        ck_assert_int_eq(removed, pass == 0);
+    }
+    dg_store_close(st);
     free(url);
 }
 END_TEST
@@ -755,6 +792,7 @@ Suite *make_store_pg_suite(void)
     tcase_add_test(tc, version_without_its_tables_refused);
     tcase_add_test(tc, password_never_in_a_message);
     tcase_add_test(tc, conflicts_and_returned_ids);
+    tcase_add_test(tc, mark_cause_without_its_id_read_whole);
     tcase_add_test(tc, failed_statement_fails_the_commit_not_the_store);
     tcase_add_test(tc, session_ended_by_the_server_reconnects);
     tcase_add_test(tc, probe_sees_the_other_instances_commit_at_once);
