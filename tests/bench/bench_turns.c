@@ -11,6 +11,7 @@
  *     dedup mark is written), messages of the speaker (the turn passes: the
  *     mark carries the new state, schema v14), and those again on 100
  *     channels, where every 15th mark also folds the state into its row.
+ *     Beside each: the pages a commit wrote and how many commits split one.
  * Aims (in the summary table, judged at p50, never asserted): decision
  * within 3x its baseline (ctx pre-parsed, as the ABI passes it), a closed
  * discussion channel's decision within 1.2x an open one's, ingest within
@@ -30,6 +31,7 @@
 #include "store_discuss.h"
 #include "turns.h"
 #include "turn_test_host.h"
+#include "store_internal.h"
 #include "turns_map.h"
 
 #define AGENTS 8
@@ -314,6 +316,31 @@ static int bench_resolve(tth *h, long scopes, long samples)
     return sink < 0; /* keep sink alive */
 }
 
+/*
+ * Pages a commit wrote: one, or more (mostly four or five) when the insert
+ * split a b-tree page: SQLite rebalances the page with its siblings and
+ * rewrites their parent. On WITHOUT ROWID tables the whole row is also a
+ * divider, so a longer row splits more often: printed beside the ingest
+ * figures (never a verdict), it shows how much of a ratio is SQLite's own.
+ */
+typedef struct page_count {
+    long pages, splits, commits;
+} page_count;
+
+static int cache_writes(sqlite3 *db)
+{
+    int cur = 0, hi = 0;
+    sqlite3_db_status(db, SQLITE_DBSTATUS_CACHE_WRITE, &cur, &hi, 0);
+    return cur;
+}
+
+static void page_count_add(page_count *pc, int before, int after)
+{
+    pc->pages += after - before;
+    pc->splits += after - before > 1;
+    pc->commits++;
+}
+
 /* The floor: a prepared INSERT of the same key shape, one committed
  * transaction each, on a database with the plugin's pragmas. */
 typedef struct raw_db {
@@ -347,11 +374,12 @@ static void raw_close(raw_db *r)
 /* One raw insert of message i, on the channel the hook's message i goes
  * to (the same key: few channels cost SQLite more per row); its time into
  * *t. 0 or -1. */
-static int raw_insert(raw_db *r, long scopes, long i, long offset, double *t)
+static int raw_insert(raw_db *r, long scopes, long i, long offset, double *t, page_count *pc)
 {
     char ch[24], id[24];
     channel_of(i % scopes, ch, sizeof ch);
     snprintf(id, sizeof id, "7%017ld", i + offset);
+    int w0 = cache_writes(r->db); /* outside the timing, as the hook's */
     double a = now_ns();
     int bad = sqlite3_step(r->begin) != SQLITE_DONE;
     sqlite3_bind_text(r->ins, 1, ch, -1, SQLITE_TRANSIENT);
@@ -360,6 +388,7 @@ static int raw_insert(raw_db *r, long scopes, long i, long offset, double *t)
     bad |= sqlite3_step(r->ins) != SQLITE_DONE;
     bad |= sqlite3_step(r->commit) != SQLITE_DONE;
     *t = now_ns() - a;
+    page_count_add(pc, w0, cache_writes(r->db));
     sqlite3_reset(r->begin);
     sqlite3_reset(r->ins);
     sqlite3_reset(r->commit);
@@ -377,7 +406,7 @@ static int *speaker_of;
  * the scope's state row is written too.
  */
 static int hook_ingest(tth *h, oc_hook_fn fn, json_t *ctx, long scopes, long i, long offset,
-                       int kind, double *t)
+                       int kind, double *t, page_count *pc)
 {
     long c = i % scopes;
     char ch[24], id[24];
@@ -393,9 +422,12 @@ static int hook_ingest(tth *h, oc_hook_fn fn, json_t *ctx, long scopes, long i, 
                            "one more thing", "mentions");
     json_object_set(ctx, "channelId", json_object_get(ev, "channelId"));
     json_t *r = NULL;
+    sqlite3 *db = tth_plugin(h)->store->db;
+    int w0 = cache_writes(db);
     double a = now_ns();
     int rc = fn(h->state, ev, ctx, &r);
     *t = now_ns() - a;
+    page_count_add(pc, w0, cache_writes(db));
     json_decref(r);
     json_decref(ev);
     return rc == OC_OK ? 0 : -1;
@@ -416,13 +448,14 @@ static int bench_ingest(tth *h, long scopes, long n, int kind, long *offset, con
      * alternates), so both see the same machine: on a shared machine the
      * load drifts faster than a block of messages takes. */
     int rc = 0;
+    page_count pr = {0}, ph = {0};
     for (long i = 0; i < n && rc == 0; i++) {
         if (i % 2)
-            rc = raw_insert(&raw, scopes, i, *offset, &tr[i]) ||
-                 hook_ingest(h, fn, ctx, scopes, i, *offset, kind, &th[i]);
+            rc = raw_insert(&raw, scopes, i, *offset, &tr[i], &pr) ||
+                 hook_ingest(h, fn, ctx, scopes, i, *offset, kind, &th[i], &ph);
         else
-            rc = hook_ingest(h, fn, ctx, scopes, i, *offset, kind, &th[i]) ||
-                 raw_insert(&raw, scopes, i, *offset, &tr[i]);
+            rc = hook_ingest(h, fn, ctx, scopes, i, *offset, kind, &th[i], &ph) ||
+                 raw_insert(&raw, scopes, i, *offset, &tr[i], &pr);
     }
     *offset += n;
     raw_close(&raw);
@@ -440,6 +473,11 @@ static int bench_ingest(tth *h, long scopes, long n, int kind, long *offset, con
                h50 / 1e3, hm / 1e3, h99 / 1e3, n, scopes);
         printf("raw prepared insert (own transaction): p50 %.2f us  mean %.2f us  p99 %.2f us\n",
                r50 / 1e3, rm / 1e3, r99 / 1e3);
+        printf("pages written per message: hook %.2f (%.0f%% of commits split a page), raw "
+               "insert %.2f (%.0f%%)\n", (double)ph.pages / (double)ph.commits,
+               100.0 * (double)ph.splits / (double)ph.commits,
+               (double)pr.pages / (double)pr.commits,
+               100.0 * (double)pr.splits / (double)pr.commits);
         bench_row(row, "us", h50 / 1e3,
                   h99 / 1e3, "raw insert", r50 / 1e3, r99 / 1e3, h50 / r50, h99 / r99, 0,
                   kind ? 1.5 : 1.3);
