@@ -277,24 +277,25 @@ static void state_fields(const dg_turn_state *t, int64_t f[DG_STATE_FIELDS])
     memcpy(f, v, sizeof v);
 }
 
-/* The inverse of state_fields: f's fields into *t (the others kept). */
-static void state_set_fields(const int64_t f[DG_STATE_FIELDS], dg_turn_state *t)
+/* Columns col .. col+13 of the current row (STATE_COLS' order) into *t's
+ * kept fields (the others, `active` among them, kept): state_fields'
+ * inverse. */
+static void state_read(dg_stmt *s, int col, dg_turn_state *t)
 {
-    int i = 0;
-    t->speaker = (int)f[i++];
-    t->anchor = (int)f[i++];
-    t->silent = (uint64_t)f[i++];
-    t->mention = (uint64_t)f[i++];
-    t->mention_done = (uint64_t)f[i++];
-    t->consumed = (uint64_t)f[i++];
-    t->owed = (uint64_t)f[i++];
-    t->agent_msgs = f[i++];
-    t->rested = (int)f[i++];
-    t->idle_reminded = (int)f[i++];
-    t->handoff = (int)f[i++];
-    t->permit = (int)f[i++];
-    t->permit_ms = f[i++];
-    t->last_change_ms = f[i++];
+    t->speaker = dg_col_int(s, col++);
+    t->anchor = dg_col_int(s, col++);
+    t->silent = (uint64_t)dg_col_int64(s, col++);
+    t->mention = (uint64_t)dg_col_int64(s, col++);
+    t->mention_done = (uint64_t)dg_col_int64(s, col++);
+    t->consumed = (uint64_t)dg_col_int64(s, col++);
+    t->owed = (uint64_t)dg_col_int64(s, col++);
+    t->agent_msgs = dg_col_int64(s, col++);
+    t->rested = dg_col_int(s, col++);
+    t->idle_reminded = dg_col_int(s, col++);
+    t->handoff = dg_col_int(s, col++);
+    t->permit = dg_col_int(s, col++);
+    t->permit_ms = dg_col_int64(s, col++);
+    t->last_change_ms = dg_col_int64(s, col++);
 }
 
 /* Bind f as ?idx .. ?idx+13 (STATE_COLS' order). */
@@ -302,13 +303,6 @@ static void state_bind(dg_stmt *s, int idx, const int64_t f[DG_STATE_FIELDS])
 {
     for (int i = 0; i < DG_STATE_FIELDS; i++)
         dg_bind_int64(s, idx + i, f[i]);
-}
-
-/* Columns col .. col+13 of the current row (STATE_COLS' order) into f. */
-static void state_read(dg_stmt *s, int col, int64_t f[DG_STATE_FIELDS])
-{
-    for (int i = 0; i < DG_STATE_FIELDS; i++)
-        f[i] = dg_col_int64(s, col + i);
 }
 
 static const char SQL_SCOPE_GET[] =
@@ -330,6 +324,14 @@ static int snap_is(dg_stmt *s, const char *key)
     return snap && strcmp(snap, key) == 0;
 }
 
+/* The state the current row of SQL_WINDOW carries into *t (a carried state
+ * is always active; the fields no row keeps stay as they were). */
+static void snap_read(dg_stmt *s, dg_turn_state *t)
+{
+    t->active = 1;
+    state_read(s, WINDOW_STATE_COL, t);
+}
+
 /* The newest state a mark of the window carries for key, newer than
  * row_ord: 1 with *t (fields replaced), *post (malloc'd or NULL, when post
  * is not NULL) and *ord; 0 when none; < 0 on failure. */
@@ -346,11 +348,8 @@ static int snap_newest(dg_store *st, const char *channel_id, const char *key, in
         int64_t o = dg_col_int64(s, 2);
         if (o <= best || !snap_is(s, key))
             continue;
-        int64_t f[DG_STATE_FIELDS];
-        state_read(s, WINDOW_STATE_COL, f);
         dg_turn_state v = *t;
-        v.active = 1;
-        state_set_fields(f, &v);
+        snap_read(s, &v);
         char *p = NULL;
         if (post && !(p = dg_store_col_dup(s, 3)) && !dg_col_null(s, 3)) {
             dg_reset(s);
@@ -398,10 +397,8 @@ int dg_store_turns_scope_load(dg_store *st, const dg_scope *sc, dg_turn_state *t
         dg_reset(s);
         return OC_ERR_IO;
     }
-    int64_t f[DG_STATE_FIELDS];
     t->active = dg_col_int(s, 0);
-    state_read(s, 3, f);
-    state_set_fields(f, t);
+    state_read(s, 3, t);
     int64_t row_ord = dg_col_int64(s, 2);
     int status = OC_OK;
     /* A copy that failed must not read as "post in the channel itself". */
@@ -776,7 +773,7 @@ static int scope_of_key(const char *channel_id, const char *k, dg_scope *sc)
 typedef struct snap_row {
     char *key, *post;
     int64_t ord, at_ms;
-    int64_t f[DG_STATE_FIELDS];
+    dg_turn_state st;
 } snap_row;
 
 static const char SQL_SNAPS_CLEAR[] =
@@ -809,11 +806,7 @@ static int fold_rows(dg_store *st, const char *channel_id, snap_row *v, int n)
             return OC_ERR_IO;
         if (rc == DG_DONE || row_ord >= v[i].ord)
             continue; /* no row (the scope was cleared), or a newer one */
-        dg_turn_state t;
-        dg_turn_state_init(&t);
-        t.active = 1;
-        state_set_fields(v[i].f, &t);
-        if ((rc = scope_write(st, &sc, v[i].post, &t, 1, v[i].at_ms, v[i].ord)) != OC_OK)
+        if ((rc = scope_write(st, &sc, v[i].post, &v[i].st, 1, v[i].at_ms, v[i].ord)) != OC_OK)
             return rc;
     }
     return OC_OK;
@@ -835,7 +828,8 @@ int dg_store_turns_fold_channel(dg_store *st, const char *channel_id)
             continue;
         v[n] = (snap_row){.key = dg_store_col_dup(s, 1), .post = dg_store_col_dup(s, 3),
                           .ord = dg_col_int64(s, 2), .at_ms = dg_col_int64(s, 4)};
-        state_read(s, WINDOW_STATE_COL, v[n].f);
+        dg_turn_state_init(&v[n].st);
+        snap_read(s, &v[n].st);
         if (!v[n].key || (!v[n].post && !dg_col_null(s, 3)))
             status = OC_ERR_NOMEM;
         n++;
