@@ -4,6 +4,7 @@
  */
 #include "store_transitions.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,15 +91,18 @@ int64_t dg_store_next_ord(dg_store *st, int64_t at_ms)
     return st->last_ord;
 }
 
-const char *dg_store_mark_cause_tail(const char *cause, const char *message_id)
+const char *dg_store_mark_cause(const char *cause, const char *message_id, char *buf,
+                                size_t len)
 {
     static const char head[] = "message ", sep[] = " from ";
     size_t n = message_id ? strlen(message_id) : 0;
     if (!cause || !n || strncmp(cause, head, sizeof head - 1) ||
         strncmp(cause + sizeof head - 1, message_id, n) ||
         strncmp(cause + sizeof head - 1 + n, sep, sizeof sep - 1))
-        return NULL;
-    return cause + sizeof head - 1 + n + sizeof sep - 1;
+        return cause;
+    const char *tail = cause + sizeof head - 1 + n + sizeof sep - 1;
+    int w = snprintf(buf, len, "~%s", tail);
+    return w > 0 && (size_t)w < len ? buf : cause;
 }
 
 /* Bind the fields of t as ?3 .. ?10 of SQL_MARK, SQL_ADD and the pending
@@ -129,11 +133,9 @@ int dg_store_transition_add(dg_store *st, const char *channel_id, const dg_trans
             return OC_ERR_IO;
         dg_bind_text_borrowed(s, 1, channel_id);
         dg_bind_text_borrowed(s, 2, t->message_id);
-        dg_transition m = *t;
-        const char *tail = dg_store_mark_cause_tail(t->cause, t->message_id);
         char kept[256];
-        if (tail && (size_t)snprintf(kept, sizeof kept, "~%s", tail) < sizeof kept)
-            m.cause = kept;
+        dg_transition m = *t;
+        m.cause = (char *)dg_store_mark_cause(t->cause, t->message_id, kept, sizeof kept);
         dg_store_transition_bind(s, &m, ord);
         int rc = dg_step(s);
         int64_t marked = rc == DG_DONE ? dg_changes(s) : 0;
@@ -162,7 +164,7 @@ int dg_store_transition_add(dg_store *st, const char *channel_id, const dg_trans
     return rc == DG_DONE ? OC_OK : OC_ERR_IO;
 }
 
-/* A mark's cause as the engine gave it (dg_store_mark_cause_tail). */
+/* A mark's cause as the engine gave it (dg_store_mark_cause). */
 #define MARK_CAUSE                                                                            \
     "CASE WHEN substr(t_cause, 1, 1) = '~' THEN 'message ' || k || ' from ' ||"               \
     " substr(t_cause, 2) ELSE t_cause END"

@@ -36,14 +36,6 @@ typedef struct dg_transition {
 
 void dg_transitions_free(dg_transition *v, size_t n);
 
-/* A message's transition names the message first ("message <id> from
- * ..."): its mark keeps only what follows (a pointer into cause, returned
- * here; NULL when cause does not start so), stored behind a '~' that no
- * cause the engine writes starts with, and the readers put the head back.
- * Fewer bytes in a row that is also a divider of its WITHOUT ROWID b-tree
- * are fewer page splits on the ingest path. */
-const char *dg_store_mark_cause_tail(const char *cause, const char *message_id);
-
 /* Record t (at_ms, strings borrowed) for channel_id: into the mark of
  * t->message_id when that message has one in the channel, else appended to
  * the log, pruning the scope. */

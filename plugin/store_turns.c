@@ -612,11 +612,10 @@ int dg_store_turns_pending_attach(dg_store *st, const char *channel_id, const dg
     if (!p->set || !t->message_id || strcmp(p->id, t->message_id) ||
         strcmp(p->channel, channel_id))
         return 0;
-    /* The cause as the mark keeps it: "~" and what follows its own id. */
-    const char *tail = dg_store_mark_cause_tail(t->cause, t->message_id);
-    const char *f[] = {t->scope, tail ? tail : t->cause, t->speaker_before, t->speaker_after,
-                       t->state, t->passed ? t->passed : ""};
-    size_t len = tail ? 1 : 0;
+    char kept[256];
+    const char *f[] = {t->scope, dg_store_mark_cause(t->cause, t->message_id, kept, sizeof kept),
+                       t->speaker_before, t->speaker_after, t->state, t->passed ? t->passed : ""};
+    size_t len = 0;
     for (size_t i = 0; i < sizeof f / sizeof *f; i++)
         len += f[i] ? strlen(f[i]) + 1 : 0;
     char *buf = malloc(len ? len : 1);
@@ -627,11 +626,7 @@ int dg_store_turns_pending_attach(dg_store *st, const char *channel_id, const dg
     p->strings = buf;
     p->tr = (dg_transition){.at_ms = t->at_ms, .agent_msgs = t->agent_msgs};
     p->tr.scope = pack(buf, &at, f[0]);
-    if (tail)
-        buf[at++] = '~';
     p->tr.cause = pack(buf, &at, f[1]);
-    if (tail)
-        p->tr.cause--; /* the '~' before the copy */
     p->tr.speaker_before = pack(buf, &at, f[2]);
     p->tr.speaker_after = pack(buf, &at, f[3]);
     p->tr.state = pack(buf, &at, f[4]);
