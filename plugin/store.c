@@ -538,6 +538,21 @@ static int64_t total_changes(dg_store *st)
     return st->db ? sqlite3_total_changes64(st->db) : dg_pg_total_changes(st);
 }
 
+/* Reset every statement of st's connection still on a row: such a one
+ * keeps the read transaction of its snapshot past COMMIT, and once another
+ * connection has committed, BEGIN IMMEDIATE fails at once (SQLite does not
+ * wait: the snapshot can never become writable). Returns how many. */
+static int reset_stale_readers(dg_store *st)
+{
+    int n = 0;
+    for (sqlite3_stmt *q = sqlite3_next_stmt(st->db, NULL); q; q = sqlite3_next_stmt(st->db, q))
+        if (sqlite3_stmt_busy(q) && sqlite3_stmt_readonly(q)) {
+            sqlite3_reset(q);
+            n++;
+        }
+    return n;
+}
+
 int dg_store_begin(dg_store *st)
 {
     pthread_mutex_lock(&st->lock);
@@ -547,6 +562,10 @@ int dg_store_begin(dg_store *st)
     } else {
         dg_stmt *s = dg_store_stmt(st, "BEGIN IMMEDIATE");
         ok = s && dg_step(s) == DG_DONE;
+        /* A read left on a row is a defect of its caller, but it must not
+         * make the store refuse every write from then on: reset, once more. */
+        if (!ok && s && reset_stale_readers(st) && (s = dg_store_stmt(st, "BEGIN IMMEDIATE")))
+            ok = dg_step(s) == DG_DONE;
     }
     if (!ok) {
         pthread_mutex_unlock(&st->lock);

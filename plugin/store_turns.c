@@ -923,7 +923,11 @@ int dg_store_turns_seen_since(dg_store *st, const char *channel_id, const char *
     bind_borrowed(s, 1, channel_id);
     for (int i = 2; i <= 4; i++)
         bind_borrowed(s, i, message_id);
+    /* Each statement reset before the next: one left on a row keeps its
+     * read transaction after COMMIT, and the next BEGIN IMMEDIATE after
+     * another connection's commit fails at once (a stale snapshot). */
     int rc = dg_step(s);
+    dg_reset(s);
     if (rc != DG_ROW && rc != DG_DONE)
         return OC_ERR_IO;
     *newer = rc == DG_ROW;
@@ -932,11 +936,10 @@ int dg_store_turns_seen_since(dg_store *st, const char *channel_id, const char *
     bind_borrowed(s, 1, channel_id);
     bind_borrowed(s, 2, message_id);
     rc = dg_step(s);
-    if (rc != DG_ROW && rc != DG_DONE)
-        return OC_ERR_IO;
     if (rc == DG_ROW)
         *at_ms = dg_col_int64(s, 0);
-    return OC_OK;
+    dg_reset(s);
+    return rc == DG_ROW || rc == DG_DONE ? OC_OK : OC_ERR_IO;
 }
 
 static const char SQL_SEEN_PRUNE[] = "DELETE FROM turn_ledger WHERE k < '~' AND at_ms < ?";

@@ -592,6 +592,40 @@ START_TEST(test_rollback_discards_and_commit_keeps)
 }
 END_TEST
 
+/* A read left on a row past COMMIT (a caller's missing reset; the dedup
+ * check of the resolve path had one) keeps its snapshot; after another
+ * store commits on the file, BEGIN IMMEDIATE on that snapshot fails at
+ * once. The store resets such reads and begins: writes go on. */
+START_TEST(test_begin_after_a_read_left_on_a_row)
+{
+    char *path = tu_path(dir, "stale.db");
+    dg_store *st = NULL, *other = NULL;
+    char err[256];
+    ck_assert_msg(dg_store_open(path, &st, err, sizeof err) == OC_OK, "%s", err);
+    ck_assert_msg(dg_store_open(path, &other, err, sizeof err) == OC_OK, "%s", err);
+    for (int round = 0; round < 2; round++) {
+        ck_assert_int_eq(dg_store_begin(st), OC_OK);
+        dg_stmt *s = dg_store_stmt(st, "SELECT key FROM dg_meta");
+        ck_assert_int_eq(dg_step(s), DG_ROW); /* and left there */
+        ck_assert_int_eq(dg_store_commit(st), OC_OK);
+        ck_assert_int_eq(dg_store_begin(other), OC_OK);
+        s = dg_store_stmt(other, "INSERT INTO dg_meta(key, value) VALUES (?1, 'v')");
+        dg_store_bind_text(s, 1, round ? "other 2" : "other 1");
+        ck_assert_int_eq(dg_step(s), DG_DONE);
+        ck_assert_int_eq(dg_store_commit(other), OC_OK);
+        ck_assert_msg(dg_store_begin(st) == OC_OK, "round %d: %s", round, dg_store_errmsg(st));
+        s = dg_store_stmt(st, "SELECT count(*) FROM dg_meta WHERE key LIKE 'other %'");
+        ck_assert_int_eq(dg_step(s), DG_ROW);
+        ck_assert_int_eq(dg_col_int(s, 0), round + 1); /* the other's row is seen */
+        dg_reset(s);
+        ck_assert_int_eq(dg_store_commit(st), OC_OK);
+    }
+    dg_store_close(other);
+    dg_store_close(st);
+    free(path);
+}
+END_TEST
+
 /* The operator's read-only open (dirigent-ctl): a path is required, and a
  * file that is not ours, older or newer than this build is refused naming
  * what to do; our own file opens, reads, and is never written. Out of
@@ -920,6 +954,7 @@ Suite *make_store_suite(void)
     tcase_add_test(tc, test_pragmas_are_set);
     tcase_add_test(tc, test_reopen_keeps_data_and_version);
     tcase_add_test(tc, test_close_leaves_other_descriptors_alone);
+    tcase_add_test(tc, test_begin_after_a_read_left_on_a_row);
     tcase_add_loop_test(tc, test_older_version_opens_at_current, 1, n + 1);
     tcase_add_loop_test(tc, test_outbox_rows_survive_migration, 3, n);
     tcase_add_loop_test(tc, test_transitions_survive_migration, 10, 13);
