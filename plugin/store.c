@@ -54,6 +54,7 @@ const char *const dg_schema_steps[] = {
     dg_schema_v12_outbox_index,
     dg_schema_v13_marked_transitions,
     dg_schema_v14_mark_snapshots,
+    dg_schema_v15_plain_marks,
 };
 const int dg_schema_nsteps = (int)(sizeof dg_schema_steps / sizeof dg_schema_steps[0]);
 
@@ -616,7 +617,7 @@ void dg_store_test_forget(dg_store *st)
 int dg_store_commit(dg_store *st)
 {
     int ok;
-    int flushed = dg_store_turns_pending_flush(st); /* the claimed mark, written last */
+    int flushed = dg_store_turns_pending_commit(st); /* the claimed mark, written last */
     dg_store_turns_pending_drop(st);
     if (flushed != OC_OK) {
         ok = 0;

@@ -141,8 +141,11 @@ long dg_store_changes(dg_store *st);
 int dg_store_alone_in_txn(dg_store *st);
 
 /* The pending mark (store_turns.c): written now (OC_OK when none), or
- * dropped with the transaction that claimed it. */
+ * dropped with the transaction that claimed it. _commit: the last write of
+ * the transaction (dg_store_commit), where a mark carrying nothing goes to
+ * turn_seen. */
 int dg_store_turns_pending_flush(dg_store *st);
+int dg_store_turns_pending_commit(dg_store *st);
 void dg_store_turns_pending_drop(dg_store *st);
 
 /* The next order of a transition or state write at at_ms: strictly
@@ -222,6 +225,10 @@ int64_t dg_pg_change_seq(dg_store *st);
  *   v10 store_transitions.c turn transitions with their causes (issue 16)
  *   v11 store_outbox.c outbox state CHECK as a range (issue 14: no ephemeral
  *       table per write); its PostgreSQL text differs (dg_schema_step_pg)
+ *   v12 store_outbox.c index of the outbox's due rows per channel (issue 14)
+ *   v13 store_transitions.c a message's transition in its dedup mark (issue 14)
+ *   v14 store_turns.c  marks carry their scope's new state (issue 14)
+ *   v15 store_turns.c  marks that carry nothing in a table of their own (issue 14)
  * Append new steps only; never edit a released one.
  */
 extern const char *const dg_schema_steps[];
@@ -241,6 +248,7 @@ extern const char dg_schema_v11_outbox_state_pg[];
 extern const char dg_schema_v12_outbox_index[];
 extern const char dg_schema_v13_marked_transitions[];
 extern const char dg_schema_v14_mark_snapshots[];
+extern const char dg_schema_v15_plain_marks[];
 
 /* The text store_pg.c runs (translated) for dg_schema_steps[v]: the same
  * one but where PostgreSQL does a step another way (v11 alters a CHECK

@@ -99,6 +99,25 @@ const char dg_schema_v6_turn_runs[] =
  */
 const char dg_schema_v14_mark_snapshots[] = "ALTER TABLE turn_ledger ADD COLUMN t_snap TEXT;";
 
+/*
+ * Migration v14 -> v15 (issue 14): a message that changed nothing (most
+ * human messages to an awake channel) needs only its dedup mark, yet in
+ * turn_ledger that row carries 25 NULL columns, and the whole row is also
+ * a divider of the WITHOUT ROWID b-tree: it split half again as many pages
+ * as a bare three-column insert. Such a mark, written at commit while the
+ * store is alone, goes to turn_seen instead; a mark that carries a
+ * transition or a state, and every mark a shared store claims, stays in
+ * turn_ledger. A message's mark lives in one of the two; every check of a
+ * mark reads both.
+ */
+const char dg_schema_v15_plain_marks[] =
+    "CREATE TABLE turn_seen ("
+    "  channel_id TEXT NOT NULL,"
+    "  k TEXT NOT NULL CHECK (k < '~'),"
+    "  at_ms INTEGER NOT NULL,"
+    "  PRIMARY KEY (channel_id, k)"
+    ") WITHOUT ROWID;";
+
 void dg_turn_channel_row_clear(dg_turn_channel_row *r)
 {
     if (!r)
@@ -501,6 +520,12 @@ int dg_store_turns_scopes_clear(dg_store *st, const char *channel_id)
 }
 
 static const char SQL_SEEN_CLAIM[] =
+    "INSERT INTO turn_ledger (channel_id, k, at_ms) SELECT ?1, ?2, ?3"
+    " WHERE NOT EXISTS (SELECT 1 FROM turn_seen WHERE channel_id = ?1 AND k = ?2)"
+    " ON CONFLICT DO NOTHING";
+/* PostgreSQL: turn_seen stays empty there (it is written only by a SQLite
+ * store alone on its file), and its parameters keep their types this way. */
+static const char SQL_SEEN_CLAIM_PG[] =
     "INSERT INTO turn_ledger (channel_id, k, at_ms) VALUES (?, ?, ?) ON CONFLICT DO NOTHING";
 
 /* INSERT ... ON CONFLICT DO NOTHING of (a, b, now) with one of the claim statements; *fresh
@@ -548,9 +573,14 @@ int dg_store_turns_seen_claim(dg_store *st, const char *channel_id, const char *
  * the channel's newest mark reads nothing. Any statement that reads or
  * changes marks writes it first, so no reader ever misses it.
  */
-static const char SQL_SEEN_HAS[] = "SELECT 1 FROM turn_ledger WHERE channel_id = ? AND k = ?";
+static const char SQL_SEEN_HAS[] =
+    "SELECT 1 FROM turn_seen WHERE channel_id = ?1 AND k = ?2"
+    " UNION ALL SELECT 1 FROM turn_ledger WHERE channel_id = ?1 AND k = ?2";
 static const char SQL_SEEN_PUT[] =
     "INSERT INTO turn_ledger (channel_id, k, at_ms) VALUES (?, ?, ?)";
+/* A mark that carries nothing, at commit (schema v15). */
+static const char SQL_SEEN_PUT_PLAIN[] =
+    "INSERT INTO turn_seen (channel_id, k, at_ms) VALUES (?, ?, ?)";
 /* ?3 .. ?10: dg_store_transition_bind; ?12 .. ?27: the scope state it
  * carries (its key, post channel, STATE_COLS), all NULL when none. */
 static const char SQL_SEEN_PUT_TR[] =
@@ -566,12 +596,17 @@ void dg_store_turns_pending_drop(dg_store *st)
     memset(&st->pending, 0, sizeof st->pending);
 }
 
-int dg_store_turns_pending_flush(dg_store *st)
+/* The pending mark, written now. at_commit: nothing can attach to it any
+ * more, so one that carries nothing goes to turn_seen; before that it goes
+ * to turn_ledger, where a transition of its message may still be written
+ * into it (store_transitions.c, SQL_MARK). */
+static int pending_write(dg_store *st, int at_commit)
 {
     struct dg_pending_mark *p = &st->pending;
     if (!p->set)
         return OC_OK;
-    dg_stmt *s = dg_store_stmt(st, p->has_tr ? SQL_SEEN_PUT_TR : SQL_SEEN_PUT);
+    dg_stmt *s = dg_store_stmt(st, p->has_tr ? SQL_SEEN_PUT_TR
+                                   : at_commit ? SQL_SEEN_PUT_PLAIN : SQL_SEEN_PUT);
     int rc = OC_ERR_IO;
     if (s) {
         bind_borrowed(s, 1, p->channel);
@@ -592,6 +627,16 @@ int dg_store_turns_pending_flush(dg_store *st)
     }
     dg_store_turns_pending_drop(st); /* written, or the transaction is lost anyway */
     return rc;
+}
+
+int dg_store_turns_pending_flush(dg_store *st)
+{
+    return pending_write(st, 0);
+}
+
+int dg_store_turns_pending_commit(dg_store *st)
+{
+    return pending_write(st, 1);
 }
 
 /* Copy s after *at in buf; returns the copy (NULL for NULL). */
@@ -636,6 +681,10 @@ int dg_store_turns_pending_attach(dg_store *st, const char *channel_id, const dg
     return 1;
 }
 
+/* The newest mark of a channel that carries nothing (max: one row, NULL
+ * when none). */
+static const char SQL_PLAIN_NEWEST[] = "SELECT max(k) FROM turn_seen WHERE channel_id = ?";
+
 void dg_store_turns_hint_load(dg_store *st, const char *channel_id, dg_mark_hint *hint)
 {
     hint->epoch = 0;
@@ -659,7 +708,19 @@ void dg_store_turns_hint_load(dg_store *st, const char *channel_id, dg_mark_hint
         i++;
     }
     dg_reset(s);
-    if (rc == DG_DONE && ok)
+    if (rc != DG_DONE || !ok || !(s = dg_store_stmt(st, SQL_PLAIN_NEWEST)))
+        return;
+    bind_borrowed(s, 1, channel_id);
+    if ((rc = dg_step(s)) == DG_ROW && !dg_col_null(s, 0)) {
+        const char *k = dg_col_text(s, 0);
+        size_t n = k ? strlen(k) : sizeof hint->newest;
+        if (n >= sizeof hint->newest)
+            ok = 0;
+        else if (strcmp(k, hint->newest) > 0)
+            memcpy(hint->newest, k, n + 1);
+    }
+    dg_reset(s);
+    if (rc == DG_ROW && ok)
         hint->epoch = st->alone_epoch; /* valid only as long as that lasts */
 }
 
@@ -699,7 +760,8 @@ int dg_store_turns_seen_claim_hinted(dg_store *st, const char *channel_id,
         /* A mark nobody counts could push a state out of the window. */
         if (alone && channel_id && (rc = dg_store_turns_fold_channel(st, channel_id)) != OC_OK)
             return rc;
-        return claim_pair(st, SQL_SEEN_CLAIM, channel_id, message_id, now_ms, fresh);
+        return claim_pair(st, st->pg ? SQL_SEEN_CLAIM_PG : SQL_SEEN_CLAIM, channel_id,
+                          message_id, now_ms, fresh);
     }
     int above = hint && hint->epoch == st->alone_epoch && strcmp(message_id, hint->newest) > 0;
     if (!above) {
@@ -900,12 +962,15 @@ int dg_store_turns_fold_all(dg_store *st)
 }
 
 /* Ids are snowflakes: by length, then by digits; '~' starts state rows. */
+#define SEEN_NEWER_IN(table)                                                                  \
+    "SELECT 1 FROM " table " WHERE channel_id = ?1 AND k < '~'"                               \
+    " AND (length(k) > length(?2) OR (length(k) = length(?2) AND k > ?2))"
 static const char SQL_SEEN_NEWER[] =
-    "SELECT 1 FROM turn_ledger WHERE channel_id = ? AND k < '~'"
-    " AND (length(k) > length(?) OR (length(k) = length(?) AND k > ?)) LIMIT 1";
+    SEEN_NEWER_IN("turn_seen") " UNION ALL " SEEN_NEWER_IN("turn_ledger") " LIMIT 1";
 
 static const char SQL_SEEN_AT[] =
-    "SELECT at_ms FROM turn_ledger WHERE channel_id = ? AND k = ?";
+    "SELECT at_ms FROM turn_seen WHERE channel_id = ?1 AND k = ?2"
+    " UNION ALL SELECT at_ms FROM turn_ledger WHERE channel_id = ?1 AND k = ?2";
 
 int dg_store_turns_seen_since(dg_store *st, const char *channel_id, const char *message_id,
                               int64_t *at_ms, int *newer)
@@ -921,8 +986,7 @@ int dg_store_turns_seen_since(dg_store *st, const char *channel_id, const char *
     if (!s)
         return OC_ERR_IO;
     bind_borrowed(s, 1, channel_id);
-    for (int i = 2; i <= 4; i++)
-        bind_borrowed(s, i, message_id);
+    bind_borrowed(s, 2, message_id);
     /* Each statement reset before the next: one left on a row keeps its
      * read transaction after COMMIT, and the next BEGIN IMMEDIATE after
      * another connection's commit fails at once (a stale snapshot). */
@@ -943,6 +1007,7 @@ int dg_store_turns_seen_since(dg_store *st, const char *channel_id, const char *
 }
 
 static const char SQL_SEEN_PRUNE[] = "DELETE FROM turn_ledger WHERE k < '~' AND at_ms < ?";
+static const char SQL_SEEN_PRUNE_PLAIN[] = "DELETE FROM turn_seen WHERE at_ms < ?";
 
 int dg_store_turns_seen_prune(dg_store *st, int64_t before_ms, long *removed)
 {
@@ -951,8 +1016,15 @@ int dg_store_turns_seen_prune(dg_store *st, int64_t before_ms, long *removed)
         flushed = fold_channels(st, before_ms > 0 ? before_ms : 1); /* states before marks go */
     if (flushed != OC_OK)
         return flushed;
+    long marked = 0, plain = 0;
     int rc = dg_store_transitions_rescue(st, before_ms);
-    return rc == OC_OK ? prune_before(st, SQL_SEEN_PRUNE, before_ms, removed) : rc;
+    if (rc == OC_OK)
+        rc = prune_before(st, SQL_SEEN_PRUNE, before_ms, &marked);
+    if (rc == OC_OK)
+        rc = prune_before(st, SQL_SEEN_PRUNE_PLAIN, before_ms, &plain);
+    if (rc == OC_OK && removed)
+        *removed = marked + plain;
+    return rc;
 }
 
 /* '~thread;' is the first key after every '~thread:<root>'. */
@@ -1030,7 +1102,8 @@ int dg_store_turns_count(dg_store *st, const char *what, long *out)
     int flushed = dg_store_turns_pending_flush(st);
     if (flushed != OC_OK)
         return flushed;
-    static const char SQL_N_SEEN[] = "SELECT count(*) FROM turn_ledger WHERE k < '~'";
+    static const char SQL_N_SEEN[] = "SELECT (SELECT count(*) FROM turn_seen)"
+                                     " + (SELECT count(*) FROM turn_ledger WHERE k < '~')";
     static const char SQL_N_SCOPES[] = "SELECT count(*) FROM turn_ledger WHERE k >= '~'";
     static const char SQL_N_MEMBERS[] = "SELECT count(*) FROM turn_members";
     const char *sql = NULL;

@@ -1,5 +1,5 @@
 /*
- * store_turns.h -- the SQL of the turn manager (schema slots v2 and v6).
+ * store_turns.h -- the SQL of the turn manager (schema slots v2, v6, v14, v15).
  *
  * Tables:
  *   turn_channels  one row per channel: mode (normal/discussion/closed),
@@ -15,6 +15,10 @@
  *                  channel its moderator messages go to included. Marks
  *                  and states of a channel sit side by side, so an ingest
  *                  usually writes one page.
+ *   turn_seen      (schema v15) the dedup marks that carry nothing (no
+ *                  transition, no state), written by a store alone on its
+ *                  file: three columns, the size of a bare insert. A mark
+ *                  is in one of the two tables; every check reads both.
  *   turn_runs      (schema slot v6) agent_end runs already handled:
  *                  (session key, runId), so a replayed agent_end (same
  *                  runId, e.g. a host resuming after a crash) is ignored.
@@ -97,7 +101,8 @@ int dg_store_turns_seen_claim(dg_store *st, const char *channel_id, const char *
  * is new without a read. Only the store writes it. */
 typedef struct dg_mark_hint {
     uint64_t epoch;                /* the store's alone epoch it was read in; 0: none */
-    char newest[DG_SCOPE_ID_MAX];  /* the channel's greatest mark key ("" none) */
+    char newest[DG_SCOPE_ID_MAX];  /* the channel's greatest mark key, in either
+                                    * table ("" none) */
     int since_snap;                /* marks claimed since the oldest one still carrying
                                     * a scope state (schema v14); -1: none carries one */
 } dg_mark_hint;

@@ -312,6 +312,16 @@ START_TEST(test_transitions_survive_migration)
     long marks = 0;
     ck_assert_int_eq(dg_store_turns_count(st, "seen", &marks), OC_OK);
     ck_assert_int_eq(marks, 1);
+    /* The old mark still answers the dedup check, which since v15 also
+     * reads turn_seen: claimed again by a store alone (with its hint read
+     * afresh) and as a shared store claims, it is no fresh message. */
+    dg_mark_hint hint = {0};
+    int fresh = -1;
+    ck_assert_int_eq(dg_store_turns_seen_claim_hinted(st, "700", "900", 6000, &hint, &fresh),
+                     OC_OK);
+    ck_assert_int_eq(fresh, 0);
+    ck_assert_int_eq(dg_store_turns_seen_claim(st, "700", "900", 6000, &fresh), OC_OK);
+    ck_assert_int_eq(fresh, 0);
     ck_assert_int_eq(dg_store_commit(st), OC_OK);
     dg_store_close(st);
     free(path);

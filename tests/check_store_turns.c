@@ -222,15 +222,39 @@ START_TEST(speaker_message_writes_one_row_and_survives_a_restart)
 }
 END_TEST
 
+/* Message id of a transaction that records a transition but leaves the
+ * state as it was: a mark of turn_ledger that carries no state. */
+static void ingest_noted(const char *id, int64_t now)
+{
+    int fresh = 0;
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    ck_assert_int_eq(dg_store_turns_seen_claim_hinted(st, CH, id, now, &hint, &fresh), OC_OK);
+    ck_assert_int_eq(fresh, 1);
+    dg_transition tr = {.at_ms = now, .scope = "conversation", .cause = "a test note",
+                        .state = "speaking", .passed = "", .message_id = id};
+    ck_assert_int_eq(dg_store_transition_add(st, CH, &tr), OC_OK);
+    ck_assert_int_eq(dg_store_commit(st), OC_OK);
+}
+
 START_TEST(state_folded_before_it_leaves_the_window)
 {
     ck_assert_int_eq(ingest("2000", 2000, 5, 0), 1);
     char id[32];
+    /* Messages that change nothing: their marks go to turn_seen (schema
+     * v15), one row each, and never push the state out of the window. */
     for (int i = 1; i <= 3 * DG_SNAP_WINDOW; i++) {
         snprintf(id, sizeof id, "%d", 2000 + i);
-        ingest(id, 2000 + i, -1, 0); /* messages that change nothing */
+        ck_assert_int_eq(ingest(id, 2000 + i, -1, 0), 1);
         ck_assert_msg(loaded() == 5, "state lost after %d newer marks", i);
     }
+    ck_assert_int_eq(raw("SELECT count(*) FROM turn_seen"), 3 * DG_SNAP_WINDOW);
+    /* Marks with a transition stay in turn_ledger and would. */
+    for (int i = 1; i <= 3 * DG_SNAP_WINDOW; i++) {
+        snprintf(id, sizeof id, "%d", 3000 + i);
+        ingest_noted(id, 3000 + i);
+        ck_assert_msg(loaded() == 5, "state lost after %d newer noted marks", i);
+    }
+    ck_assert_int_eq(raw("SELECT count(*) FROM turn_seen"), 3 * DG_SNAP_WINDOW);
     ck_assert_int_eq(raw(ROW_MSGS), 5);
     ck_assert_int_eq(raw(CARRIED), 0);
 }
@@ -411,6 +435,108 @@ START_TEST(mark_keeps_its_cause_without_its_own_id)
 }
 END_TEST
 
+/* Statements of the store's connection left on a row: each keeps its read
+ * transaction after COMMIT. */
+static int reads_on_a_row(void)
+{
+    int n = 0;
+    for (sqlite3_stmt *q = sqlite3_next_stmt(st->db, NULL); q; q = sqlite3_next_stmt(st->db, q))
+        n += sqlite3_stmt_busy(q) && sqlite3_stmt_readonly(q);
+    return n;
+}
+
+/* One claim of id in its own transaction: the hinted (alone) path with h,
+ * or the shared stores' claim when h is NULL. Returns fresh. */
+static int claim(const char *id, int64_t now, dg_mark_hint *h)
+{
+    int fresh = -1;
+    ck_assert_msg(dg_store_begin(st) == OC_OK, "%s", dg_store_errmsg(st));
+    if (h)
+        ck_assert_int_eq(dg_store_turns_seen_claim_hinted(st, CH, id, now, h, &fresh), OC_OK);
+    else
+        ck_assert_int_eq(dg_store_turns_seen_claim(st, CH, id, now, &fresh), OC_OK);
+    ck_assert_int_eq(dg_store_commit(st), OC_OK);
+    return fresh;
+}
+
+/*
+ * Schema v15: the mark of a message that changed nothing is a row of
+ * turn_seen, and every way a mark is asked after finds it there: the
+ * claim again (with the hint kept, with a hint read afresh, as a shared
+ * store claims), the hint's newest id, when it was seen and whether a
+ * newer one was, the count, and pruning, which takes it with the marks of
+ * turn_ledger.
+ */
+START_TEST(plain_mark_in_its_own_table_dedups_every_way)
+{
+    ck_assert_int_eq(ingest("5000", 5000, -1, 0), 1);
+    ck_assert_int_eq(raw("SELECT count(*) FROM turn_seen WHERE k = '5000' AND at_ms = 5000"), 1);
+    ck_assert_int_eq(raw("SELECT count(*) FROM turn_ledger WHERE k < '~'"), 0);
+    ck_assert_int_eq(claim("5000", 5100, &hint), 0);
+    dg_mark_hint afresh = {0};
+    ck_assert_int_eq(claim("5000", 5100, &afresh), 0);
+    ck_assert_int_eq(claim("5000", 5100, NULL), 0);
+    ck_assert_int_eq(raw("SELECT count(*) FROM turn_ledger WHERE k < '~'"), 0);
+    /* An older id with a transition: a mark of turn_ledger. */
+    ingest_noted("4000", 5200);
+    ck_assert_int_eq(raw("SELECT count(*) FROM turn_ledger WHERE k = '4000'"), 1);
+    ck_assert_int_eq(claim("4000", 5300, NULL), 0);
+    ck_assert_int_eq(claim("4000", 5300, &afresh), 0);
+    /* A shared store's claim of a new id: turn_ledger, as before v15. */
+    ck_assert_int_eq(claim("4500", 5400, NULL), 1);
+    ck_assert_int_eq(raw("SELECT count(*) FROM turn_ledger WHERE k = '4500'"), 1);
+
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    dg_mark_hint h = {0};
+    dg_store_turns_hint_load(st, CH, &h);
+    ck_assert_str_eq(h.newest, "5000"); /* the greatest of both tables */
+    ck_assert_uint_ne(h.epoch, 0);
+    int64_t at = 0;
+    int newer = 0;
+    ck_assert_int_eq(dg_store_turns_seen_since(st, CH, "5000", &at, &newer), OC_OK);
+    ck_assert_int_eq(at, 5000);
+    ck_assert_int_eq(newer, 0);
+    ck_assert_int_eq(dg_store_turns_seen_since(st, CH, "4999", &at, &newer), OC_OK);
+    ck_assert_int_eq(at, 0);
+    ck_assert_int_eq(newer, 1);
+    ck_assert_int_eq(dg_store_turns_seen_since(st, CH, "4000", &at, &newer), OC_OK);
+    ck_assert_int_eq(at, 5200);
+    ck_assert_int_eq(reads_on_a_row(), 0); /* it reset what it read */
+    long n = 0;
+    ck_assert_int_eq(dg_store_turns_count(st, "seen", &n), OC_OK);
+    ck_assert_int_eq(n, 3);
+    long removed = 0;
+    ck_assert_int_eq(dg_store_turns_seen_prune(st, 5300, &removed), OC_OK);
+    ck_assert_int_eq(removed, 2); /* 5000 (turn_seen) and 4000 (turn_ledger) */
+    ck_assert_int_eq(dg_store_turns_count(st, "seen", &n), OC_OK);
+    ck_assert_int_eq(n, 1);
+    ck_assert_int_eq(dg_store_commit(st), OC_OK);
+    ck_assert_int_eq(raw("SELECT count(*) FROM turn_seen"), 0);
+
+    /* A store that joins the file: its claims find the marks the store
+     * alone put in turn_seen, and both stores' claims of the same id in
+     * turn_ledger (the store alone no longer is). */
+    ck_assert_int_eq(ingest("7000", 7000, -1, 0), 1);
+    char *db = tu_path(dir, "dirigent.db");
+    char err[256];
+    dg_store *other = NULL;
+    ck_assert_msg(dg_store_open(db, &other, err, sizeof err) == OC_OK, "%s", err);
+    free(db);
+    int fresh = -1;
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(dg_store_begin(other), OC_OK);
+        ck_assert_int_eq(dg_store_turns_seen_claim(other, CH, i ? "7001" : "7000", 7100, &fresh),
+                         OC_OK);
+        ck_assert_int_eq(dg_store_commit(other), OC_OK);
+        ck_assert_int_eq(fresh, i);
+    }
+    ck_assert_int_eq(claim("7001", 7200, &hint), 0);
+    ck_assert_int_eq(claim("7002", 7200, &hint), 1);
+    ck_assert_int_eq(raw("SELECT count(*) FROM turn_ledger WHERE k = '7002'"), 1);
+    dg_store_close(other);
+}
+END_TEST
+
 Suite *make_store_turns_suite(void)
 {
     Suite *s = suite_create("store_turns");
@@ -430,6 +556,7 @@ Suite *make_store_turns_suite(void)
     tcase_add_test(snaps, a_newcomer_folds_and_then_every_change_writes_rows);
     tcase_add_test(snaps, carried_state_keeps_every_field);
     tcase_add_test(snaps, mark_keeps_its_cause_without_its_own_id);
+    tcase_add_test(snaps, plain_mark_in_its_own_table_dedups_every_way);
     suite_add_tcase(s, snaps);
     return s;
 }
