@@ -179,14 +179,15 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
     if (m->recipient && (kind == DG_SENDER_MODERATOR || kind == DG_SENDER_HANDOFF) &&
         (rc = deliver_locked(t, m->recipient)))
         return rc;
+    chan_rec *c;
+    if ((rc = chan_get(t, m->channel_id, &c)))
+        return rc;
     if (m->message_id && *m->message_id) {
         int fresh = 0;
-        chan_rec *rc_chan;
-        if ((rc = chan_get(t, m->channel_id, &rc_chan)) ||
-            (rc = dg_store_turns_seen_claim_hinted(st, m->channel_id, m->message_id, now,
-                                                   &rc_chan->marks, &fresh)))
+        if ((rc = dg_store_turns_seen_claim_hinted(st, m->channel_id, m->message_id, now,
+                                                   &c->marks, &fresh)))
             return rc;
-        note_received(rc_chan, m->message_id);
+        note_received(c, m->message_id);
         if (!fresh)
             return OC_OK; /* another account reported it already */
         if (++t->fresh_ingests % SEEN_PRUNE_EVERY == 0 &&
@@ -203,9 +204,6 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
                "its sender %s is not in `admins`; it is not run as a command (an ordinary "
                "message)", m->message_id ? m->message_id : "(no id)", m->channel_id,
                m->sender_id);
-    chan_rec *c;
-    if ((rc = chan_get(t, m->channel_id, &c)))
-        return rc;
     if (c->mode == DG_MODE_CLOSED)
         return closed_notice(t, c, m, kind, now, kick);
 
