@@ -744,6 +744,8 @@ static int seen_lookup(dg_store *st, const char *channel_id, const char *message
     return OC_OK;
 }
 
+static int fold_channel(dg_store *st, const char *channel_id, int in_window);
+
 int dg_store_turns_seen_claim_hinted(dg_store *st, const char *channel_id,
                                      const char *message_id, int64_t now_ms,
                                      dg_mark_hint *hint, int *fresh)
@@ -775,7 +777,7 @@ int dg_store_turns_seen_claim_hinted(dg_store *st, const char *channel_id,
     /* One more mark above a state some mark carries: fold before it sinks
      * out of the window. */
     if (valid && hint->since_snap >= DG_SNAP_WINDOW - 1) {
-        if ((rc = dg_store_turns_fold_channel(st, channel_id)) != OC_OK)
+        if ((rc = fold_channel(st, channel_id, 1)) != OC_OK)
             return rc;
         hint->since_snap = -1;
     } else if (valid && hint->since_snap >= 0) {
@@ -833,9 +835,10 @@ typedef struct snap_row {
     dg_turn_state st;
 } snap_row;
 
+/* ?2: the oldest mark to look at ('' every one of the channel). */
 static const char SQL_SNAPS_CLEAR[] =
     "UPDATE turn_ledger SET t_snap = NULL, " STATE_COLS_NULL
-    " WHERE channel_id = ? AND k < '~' AND t_snap IS NOT NULL";
+    " WHERE channel_id = ?1 AND k >= ?2 AND k < '~' AND t_snap IS NOT NULL";
 static const char SQL_ROW_ORD[] =
     "SELECT t_ord FROM turn_ledger WHERE channel_id = ? AND k = ?";
 
@@ -869,7 +872,12 @@ static int fold_rows(dg_store *st, const char *channel_id, snap_row *v, int n)
     return OC_OK;
 }
 
-int dg_store_turns_fold_channel(dg_store *st, const char *channel_id)
+/* Fold the states the channel's window carries into their rows and clear
+ * them from the marks: from every mark of the channel, or, in_window, from
+ * the window's marks only (the claim's fold, whose hint knows no state is
+ * carried below: a channel keeps thousands of marks, and a clear of all of
+ * them read each one every DG_SNAP_WINDOW - 1 messages). */
+static int fold_channel(dg_store *st, const char *channel_id, int in_window)
 {
     int rc = dg_store_turns_pending_flush(st);
     if (rc != OC_OK || st->pg)
@@ -880,7 +888,13 @@ int dg_store_turns_fold_channel(dg_store *st, const char *channel_id)
     dg_store_bind_text(s, 1, channel_id);
     snap_row v[DG_SNAP_WINDOW];
     int n = 0, status = OC_OK;
+    char oldest[DG_SCOPE_ID_MAX] = "";
     while ((rc = dg_step(s)) == DG_ROW && n < DG_SNAP_WINDOW) {
+        const char *k = dg_col_text(s, 0);
+        if (in_window && k && strlen(k) < sizeof oldest)
+            memcpy(oldest, k, strlen(k) + 1);
+        else if (in_window)
+            in_window = 0; /* a key too long to bound by: every mark */
         if (dg_col_null(s, 1))
             continue;
         v[n] = (snap_row){.key = dg_store_col_dup(s, 1), .post = dg_store_col_dup(s, 3),
@@ -904,8 +918,14 @@ int dg_store_turns_fold_channel(dg_store *st, const char *channel_id)
         return status;
     if (!(s = dg_store_stmt(st, SQL_SNAPS_CLEAR)))
         return OC_ERR_IO;
-    dg_store_bind_text(s, 1, channel_id);
+    bind_borrowed(s, 1, channel_id);
+    bind_borrowed(s, 2, in_window ? oldest : "");
     return done(s);
+}
+
+int dg_store_turns_fold_channel(dg_store *st, const char *channel_id)
+{
+    return fold_channel(st, channel_id, 0);
 }
 
 /* The channels whose marks carry a state, those older than before_ms only
