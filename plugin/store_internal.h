@@ -160,15 +160,16 @@ int dg_store_turns_fold_channel(dg_store *st, const char *channel_id);
  * marks' states are known only to the store that wrote them). */
 int dg_store_turns_fold_all(dg_store *st);
 
-/* The cause as the mark of message_id stores it: a message's transition
- * names the message first ("message <id> from ..."), so the mark keeps
- * only what follows, behind a '~' that no cause the engine writes starts
- * with (written into buf), and the readers put the head back; any other
- * cause, or one too long for buf, as it is (cause itself). Fewer bytes in
- * a row that is also a divider of its WITHOUT ROWID b-tree are fewer page
+/* The transition t as the mark of its message stores it, into *out (its
+ * strings t's or buf's): what the engine writes most is left out and the
+ * readers put it back (store_transitions.c, MARK_SCOPE, MARK_CAUSE,
+ * MARK_STATE). A message's cause names the message first ("message <id>
+ * from ..."), so the mark keeps what follows behind a '~' no cause the
+ * engine writes starts with (as it is when buf is too short); the scope
+ * "conversation" and the state "speaking" are NULL. Fewer bytes in a row
+ * that is also a divider of its WITHOUT ROWID b-tree are fewer page
  * splits on the ingest path. */
-const char *dg_store_mark_cause(const char *cause, const char *message_id, char *buf,
-                                size_t len);
+void dg_store_mark_transition(const dg_transition *t, char *buf, size_t len, dg_transition *out);
 
 /* A transition's fields as ?3 .. ?10 of a mark write, `ord` as ?4
  * (store_transitions.c); borrowed: step at once. */

@@ -91,8 +91,8 @@ int64_t dg_store_next_ord(dg_store *st, int64_t at_ms)
     return st->last_ord;
 }
 
-const char *dg_store_mark_cause(const char *cause, const char *message_id, char *buf,
-                                size_t len)
+/* The cause as the mark of message_id keeps it (dg_store_mark_transition). */
+static const char *mark_cause(const char *cause, const char *message_id, char *buf, size_t len)
 {
     static const char head[] = "message ", sep[] = " from ";
     size_t n = message_id ? strlen(message_id) : 0;
@@ -103,6 +103,16 @@ const char *dg_store_mark_cause(const char *cause, const char *message_id, char 
     const char *tail = cause + sizeof head - 1 + n + sizeof sep - 1;
     int w = snprintf(buf, len, "~%s", tail);
     return w > 0 && (size_t)w < len ? buf : cause;
+}
+
+void dg_store_mark_transition(const dg_transition *t, char *buf, size_t len, dg_transition *out)
+{
+    *out = *t;
+    out->cause = (char *)mark_cause(t->cause, t->message_id, buf, len);
+    if (t->scope && strcmp(t->scope, "conversation") == 0)
+        out->scope = NULL;
+    if (t->state && strcmp(t->state, "speaking") == 0)
+        out->state = NULL;
 }
 
 /* Bind the fields of t as ?3 .. ?10 of SQL_MARK, SQL_ADD and the pending
@@ -121,6 +131,8 @@ void dg_store_transition_bind(dg_stmt *s, const dg_transition *t, int64_t ord)
 
 int dg_store_transition_add(dg_store *st, const char *channel_id, const dg_transition *t)
 {
+    if (!t->scope || !t->cause || !t->state)
+        return OC_ERR_INVALID; /* the log's columns are NOT NULL; a mark's NULL means the usual */
     int64_t ord = dg_store_next_ord(st, t->at_ms);
     int attached = dg_store_turns_pending_attach(st, channel_id, t, ord);
     if (attached)
@@ -134,8 +146,8 @@ int dg_store_transition_add(dg_store *st, const char *channel_id, const dg_trans
         dg_bind_text_borrowed(s, 1, channel_id);
         dg_bind_text_borrowed(s, 2, t->message_id);
         char kept[256];
-        dg_transition m = *t;
-        m.cause = (char *)dg_store_mark_cause(t->cause, t->message_id, kept, sizeof kept);
+        dg_transition m;
+        dg_store_mark_transition(t, kept, sizeof kept, &m);
         dg_store_transition_bind(s, &m, ord);
         int rc = dg_step(s);
         int64_t marked = rc == DG_DONE ? dg_changes(s) : 0;
@@ -164,19 +176,21 @@ int dg_store_transition_add(dg_store *st, const char *channel_id, const dg_trans
     return rc == DG_DONE ? OC_OK : OC_ERR_IO;
 }
 
-/* A mark's cause as the engine gave it (dg_store_mark_cause). */
+/* A mark's transition as the engine gave it (dg_store_mark_transition). */
 #define MARK_CAUSE                                                                            \
     "CASE WHEN substr(t_cause, 1, 1) = '~' THEN 'message ' || k || ' from ' ||"               \
     " substr(t_cause, 2) ELSE t_cause END"
+#define MARK_SCOPE "COALESCE(t_scope, 'conversation')"
+#define MARK_STATE "COALESCE(t_state, 'speaking')"
 
 /* Marks with a transition, and the log's own rows, newest first. */
 static const char SQL_LIST[] =
     "SELECT at_ms, scope, cause, speaker_before, speaker_after, state, passed, agent_msgs"
-    " FROM (SELECT at_ms, t_scope AS scope, " MARK_CAUSE " AS cause, t_before AS speaker_before,"
-    "  t_after AS speaker_after, t_state AS state, t_passed AS passed,"
-    "  t_agent_msgs AS agent_msgs, t_ord AS ord FROM turn_ledger"
+    " FROM (SELECT at_ms, " MARK_SCOPE " AS scope, " MARK_CAUSE " AS cause,"
+    "  t_before AS speaker_before, t_after AS speaker_after, " MARK_STATE " AS state,"
+    "  t_passed AS passed, t_agent_msgs AS agent_msgs, t_ord AS ord FROM turn_ledger"
     "  WHERE channel_id = ?1 AND k < '~' AND t_cause IS NOT NULL"
-    "  AND (CAST(?2 AS TEXT) IS NULL OR t_scope = ?2)"
+    "  AND (CAST(?2 AS TEXT) IS NULL OR " MARK_SCOPE " = ?2)"
     " UNION ALL"
     " SELECT at_ms, scope, cause, speaker_before, speaker_after, state, passed, agent_msgs, ord"
     "  FROM turn_transitions WHERE channel_id = ?1 AND (CAST(?2 AS TEXT) IS NULL OR scope = ?2))"
@@ -187,8 +201,8 @@ static const char SQL_LIST[] =
 static const char SQL_RESCUE[] =
     "INSERT INTO turn_transitions (channel_id, scope, at_ms, cause, speaker_before,"
     " speaker_after, state, passed, agent_msgs, ord)"
-    " SELECT channel_id, t_scope, at_ms, " MARK_CAUSE ", t_before, t_after, t_state, t_passed,"
-    " t_agent_msgs, t_ord FROM turn_ledger WHERE k < '~' AND at_ms < ?1"
+    " SELECT channel_id, " MARK_SCOPE ", at_ms, " MARK_CAUSE ", t_before, t_after, " MARK_STATE
+    ", t_passed, t_agent_msgs, t_ord FROM turn_ledger WHERE k < '~' AND at_ms < ?1"
     " AND t_cause IS NOT NULL";
 static const char SQL_TRIM[] =
     "DELETE FROM turn_transitions WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER"

@@ -38,7 +38,8 @@ void dg_transitions_free(dg_transition *v, size_t n);
 
 /* Record t (at_ms, strings borrowed) for channel_id: into the mark of
  * t->message_id when that message has one in the channel, else appended to
- * the log, pruning the scope. */
+ * the log, pruning the scope. OC_ERR_INVALID (nothing written) when its
+ * scope, cause or state is NULL. */
 int dg_store_transition_add(dg_store *st, const char *channel_id, const dg_transition *t);
 
 /* Move the transitions of marks older than before_ms to the log (which

@@ -658,8 +658,10 @@ int dg_store_turns_pending_attach(dg_store *st, const char *channel_id, const dg
         strcmp(p->channel, channel_id))
         return 0;
     char kept[256];
-    const char *f[] = {t->scope, dg_store_mark_cause(t->cause, t->message_id, kept, sizeof kept),
-                       t->speaker_before, t->speaker_after, t->state, t->passed ? t->passed : ""};
+    dg_transition m;
+    dg_store_mark_transition(t, kept, sizeof kept, &m);
+    const char *f[] = {m.scope, m.cause, m.speaker_before, m.speaker_after, m.state,
+                       m.passed ? m.passed : ""};
     size_t len = 0;
     for (size_t i = 0; i < sizeof f / sizeof *f; i++)
         len += f[i] ? strlen(f[i]) + 1 : 0;

@@ -278,15 +278,18 @@ START_TEST(mark_cause_without_its_id_read_whole)
     ck_assert_int_eq(dg_store_transition_add(st, "41", &tr), OC_OK);
     ck_assert_int_eq(dg_store_commit(st), OC_OK);
     ck_assert_int_eq(pgs_value(url, "SELECT count(*) FROM turn_ledger WHERE k = '1001'"
-                                    " AND t_cause = '~agent 77 (alpha)'"), 1);
+                                    " AND t_cause = '~agent 77 (alpha)' AND t_scope IS NULL"
+                                    " AND t_state IS NULL"), 1);
     for (int pass = 0; pass < 2; pass++) {
         dg_transition *v = NULL;
         size_t n = 0;
         long removed = 0;
         ck_assert_int_eq(dg_store_begin(st), OC_OK);
-        ck_assert_int_eq(dg_store_transitions_list(st, "41", NULL, 10, &v, &n), OC_OK);
+        ck_assert_int_eq(dg_store_transitions_list(st, "41", "conversation", 10, &v, &n), OC_OK);
         ck_assert_uint_eq(n, 1);
         ck_assert_str_eq(v[0].cause, cause);
+        ck_assert_str_eq(v[0].scope, "conversation");
+        ck_assert_str_eq(v[0].state, "speaking");
         dg_transitions_free(v, n);
         if (pass == 0) /* the mark goes; its transition moves to the log */
             ck_assert_int_eq(dg_store_turns_seen_prune(st, 100, &removed), OC_OK);

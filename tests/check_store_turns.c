@@ -445,6 +445,73 @@ static int reads_on_a_row(void)
     return n;
 }
 
+/*
+ * A mark leaves out the scope "conversation" and the state "speaking" (the
+ * engine's most frequent), and keeps any other as given; the list, its
+ * scope filter and the log the transitions move to at pruning give each
+ * whole, through the pending mark and the mark written at once alike. A
+ * transition without scope, cause or state is refused, nothing written.
+ */
+START_TEST(mark_leaves_out_the_usual_scope_and_state)
+{
+    static const struct {
+        const char *id, *scope, *state;
+        int hinted;
+    } tr[] = {{"8101", "conversation", "speaking", 1}, {"8102", "thread:8100", "dormant", 1},
+              {"8103", "conversation", "resting", 0}, {"8104", "thread:8100", "speaking", 0}};
+    for (int i = 0; i < 4; i++) {
+        int fresh = 0;
+        ck_assert_int_eq(dg_store_begin(st), OC_OK);
+        if (tr[i].hinted)
+            ck_assert_int_eq(dg_store_turns_seen_claim_hinted(st, CH, tr[i].id, 2000 + i, &hint,
+                                                              &fresh), OC_OK);
+        else
+            ck_assert_int_eq(dg_store_turns_seen_claim(st, CH, tr[i].id, 2000 + i, &fresh),
+                             OC_OK);
+        dg_transition t = {.at_ms = 2000 + i, .scope = (char *)tr[i].scope, .cause = "a test",
+                           .state = (char *)tr[i].state, .passed = "", .message_id = tr[i].id};
+        ck_assert_int_eq(dg_store_transition_add(st, CH, &t), OC_OK);
+        ck_assert_int_eq(dg_store_commit(st), OC_OK);
+    }
+    ck_assert_int_eq(raw("SELECT count(*) FROM turn_ledger WHERE k > '8100' AND k < '8200' AND"
+                         " t_scope IS NULL"), 2);
+    ck_assert_int_eq(raw("SELECT count(*) FROM turn_ledger WHERE k > '8100' AND k < '8200' AND"
+                         " t_state IS NULL"), 2);
+    for (int pass = 0; pass < 2; pass++) {
+        ck_assert_int_eq(dg_store_begin(st), OC_OK);
+        for (int f = 0; f < 2; f++) {
+            const char *only = f ? "thread:8100" : NULL;
+            dg_transition *v = NULL;
+            size_t n = 0;
+            ck_assert_int_eq(dg_store_transitions_list(st, CH, only, 10, &v, &n), OC_OK);
+            ck_assert_uint_eq(n, f ? 2 : 4);
+            for (size_t j = 0; j < n; j++) { /* newest first */
+                int i = f ? (j ? 1 : 3) : 3 - (int)j;
+                ck_assert_str_eq(v[j].scope, tr[i].scope);
+                ck_assert_str_eq(v[j].state, tr[i].state);
+            }
+            dg_transitions_free(v, n);
+        }
+        long removed = 0;
+        if (pass == 0) /* the marks go; their transitions move to the log */
+            ck_assert_int_eq(dg_store_turns_seen_prune(st, 5000, &removed), OC_OK);
+        ck_assert_int_eq(dg_store_commit(st), OC_OK);
+        ck_assert_int_eq(removed, pass == 0 ? 4 : 0);
+    }
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    dg_transition no_state = {.at_ms = 3000, .scope = "conversation", .cause = "a test"};
+    ck_assert_int_eq(dg_store_transition_add(st, CH, &no_state), OC_ERR_INVALID);
+    dg_transition no_scope = {.at_ms = 3000, .cause = "a test", .state = "speaking"};
+    ck_assert_int_eq(dg_store_transition_add(st, CH, &no_scope), OC_ERR_INVALID);
+    dg_transition *v = NULL;
+    size_t n = 0;
+    ck_assert_int_eq(dg_store_transitions_list(st, CH, NULL, 10, &v, &n), OC_OK);
+    ck_assert_uint_eq(n, 4);
+    dg_transitions_free(v, n);
+    ck_assert_int_eq(dg_store_commit(st), OC_OK);
+}
+END_TEST
+
 /* The virtual-machine steps every statement of the store's connection has
  * run (SQLite counts them per statement): what a transaction read. */
 static long vm_steps(void)
@@ -597,6 +664,7 @@ Suite *make_store_turns_suite(void)
     tcase_add_test(snaps, mark_keeps_its_cause_without_its_own_id);
     tcase_add_test(snaps, plain_mark_in_its_own_table_dedups_every_way);
     tcase_add_test(snaps, fold_reads_the_window_not_the_history);
+    tcase_add_test(snaps, mark_leaves_out_the_usual_scope_and_state);
     suite_add_tcase(s, snaps);
     return s;
 }
