@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench_table.h"
 
@@ -22,6 +23,7 @@ int main(void)
     if (!only || strcmp(only, #fn + 6) == 0) {                          \
         printf("== %s\n", #fn + 6);                                     \
         fflush(stdout);                                                 \
+        sync(); /* earlier benches' writes flushed first */             \
         if (fn() != 0) { printf("!! %s failed\n", #fn + 6); failed++; } \
     }
 #include "benches.inc"
