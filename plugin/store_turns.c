@@ -573,9 +573,10 @@ int dg_store_turns_seen_claim(dg_store *st, const char *channel_id, const char *
  * the channel's newest mark reads nothing. Any statement that reads or
  * changes marks writes it first, so no reader ever misses it.
  */
-static const char SQL_SEEN_HAS[] =
-    "SELECT 1 FROM turn_seen WHERE channel_id = ?1 AND k = ?2"
-    " UNION ALL SELECT 1 FROM turn_ledger WHERE channel_id = ?1 AND k = ?2";
+/* When a message was seen, in whichever table its mark is (no row: never). */
+static const char SQL_SEEN_AT[] =
+    "SELECT at_ms FROM turn_seen WHERE channel_id = ?1 AND k = ?2"
+    " UNION ALL SELECT at_ms FROM turn_ledger WHERE channel_id = ?1 AND k = ?2";
 static const char SQL_SEEN_PUT[] =
     "INSERT INTO turn_ledger (channel_id, k, at_ms) VALUES (?, ?, ?)";
 /* A mark that carries nothing, at commit (schema v15). */
@@ -731,7 +732,7 @@ void dg_store_turns_hint_load(dg_store *st, const char *channel_id, dg_mark_hint
 static int seen_lookup(dg_store *st, const char *channel_id, const char *message_id,
                        dg_mark_hint *hint, int *found)
 {
-    dg_stmt *s = dg_store_stmt(st, SQL_SEEN_HAS);
+    dg_stmt *s = dg_store_stmt(st, SQL_SEEN_AT);
     if (!s)
         return OC_ERR_IO;
     bind_borrowed(s, 1, channel_id);
@@ -893,9 +894,10 @@ static int fold_channel(dg_store *st, const char *channel_id, int in_window)
     char oldest[DG_SCOPE_ID_MAX] = "";
     while ((rc = dg_step(s)) == DG_ROW && n < DG_SNAP_WINDOW) {
         const char *k = dg_col_text(s, 0);
-        if (in_window && k && strlen(k) < sizeof oldest)
-            memcpy(oldest, k, strlen(k) + 1);
-        else if (in_window)
+        size_t k_len = k ? strlen(k) : sizeof oldest;
+        if (in_window && k_len < sizeof oldest)
+            memcpy(oldest, k, k_len + 1);
+        else
             in_window = 0; /* a key too long to bound by: every mark */
         if (dg_col_null(s, 1))
             continue;
@@ -989,10 +991,6 @@ int dg_store_turns_fold_all(dg_store *st)
     " AND (length(k) > length(?2) OR (length(k) = length(?2) AND k > ?2))"
 static const char SQL_SEEN_NEWER[] =
     SEEN_NEWER_IN("turn_seen") " UNION ALL " SEEN_NEWER_IN("turn_ledger") " LIMIT 1";
-
-static const char SQL_SEEN_AT[] =
-    "SELECT at_ms FROM turn_seen WHERE channel_id = ?1 AND k = ?2"
-    " UNION ALL SELECT at_ms FROM turn_ledger WHERE channel_id = ?1 AND k = ?2";
 
 int dg_store_turns_seen_since(dg_store *st, const char *channel_id, const char *message_id,
                               int64_t *at_ms, int *newer)
