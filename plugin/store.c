@@ -575,6 +575,8 @@ int dg_store_begin(dg_store *st)
     if (!st->pg) {
         st->txn_head = -1;
         st->in_txn = 1;
+        st->txn_write = 1;
+        st->txn_hinted = 0;
         unsigned dv = 0;
         st->txn_alone = st->alone_known &&
                         sqlite3_file_control(st->db, "main", SQLITE_FCNTL_DATA_VERSION, &dv) ==
@@ -631,6 +633,7 @@ int dg_store_commit(dg_store *st)
         ok = s && dg_step(s) == DG_DONE;
     }
     st->in_txn = 0;
+    st->txn_write = 0;
     /* After our own commit: a different version at the next begin means
      * another connection committed (store_shared.c, changes_since). */
     if (ok && st->txn_seq > st->head_seen)
@@ -659,15 +662,37 @@ int dg_store_commit(dg_store *st)
 
 void dg_store_rollback(dg_store *st)
 {
+    /* Alone after it if it was alone when it began or looked: the write
+     * lock was held throughout, so nobody committed or joined meanwhile,
+     * and what it wrote is undone. Kept, or every channel's next message
+     * would read its marks again after each change that only read (a
+     * sweep, a decision, an outbox pass). */
+    int was_write = st->txn_write;
+    int alone = was_write && (st->txn_others == 0 || (st->txn_others < 0 && st->txn_alone));
     st->in_txn = 0;
+    st->txn_write = 0;
     st->dv_known = 0;
-    st->alone_known = 0;
     dg_store_turns_pending_drop(st);
     st->last_ord = st->last_ord_at_begin; /* its orders were never written */
     if (st->pg)
         dg_pg_rollback(st);
     else if (!sqlite3_get_autocommit(st->db))
         sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+    if (st->pg) {
+        st->alone_known = 0;
+    } else if (was_write) {
+        /* A hint a claim moved (its newest id, its count, its fold) is
+         * ahead of the file now: every hint is read afresh. */
+        if (st->txn_hinted)
+            st->alone_epoch++;
+        unsigned dv = 0;
+        st->alone_known = alone && sqlite3_file_control(st->db, "main", SQLITE_FCNTL_DATA_VERSION,
+                                                        &dv) == SQLITE_OK;
+        st->alone_dv = dv;
+    }
+    /* A read transaction (dg_store_begin_read) wrote nothing: what the
+     * store knew of being alone stands (a newcomer's commit changes the
+     * data version the next begin compares). */
     dg_log_defer_end();
     pthread_mutex_unlock(&st->lock);
 }

@@ -79,6 +79,10 @@ struct dg_store {
     unsigned alone_dv;               /* the data version after that commit */
     int alone_known;                 /* alone_dv is valid */
     int txn_alone;                   /* dg_store_begin found it unchanged */
+    int txn_write;                   /* the open transaction is dg_store_begin's
+                                      * (the write lock held throughout) */
+    int txn_hinted;                  /* it claimed a mark with a dg_mark_hint: a
+                                      * rollback leaves that hint ahead of the file */
     uint64_t alone_epoch;            /* bumped by each begin that found it changed:
                                       * what a dg_mark_hint was read in */
     /* The dedup mark of the open transaction's message while alone: written
@@ -94,6 +98,7 @@ struct dg_store {
         char *strings;               /* one allocation; NULL when !has_tr */
         int newest;                  /* its id is above every mark of the channel */
         struct dg_mark_hint *hint;   /* the caller's, valid until the transaction ends */
+        int counted;                 /* the claim counted it in hint->since_snap */
         int has_snap;                /* it carries a scope's new state (store_turns.c): */
         char snap_key[DG_SCOPE_ID_MAX + 16]; /* that scope's state key, */
         int64_t snap[DG_STATE_FIELDS];       /* its kept fields, in the state columns' order, */

@@ -606,8 +606,13 @@ static int pending_write(dg_store *st, int at_commit)
     struct dg_pending_mark *p = &st->pending;
     if (!p->set)
         return OC_OK;
+    int plain = !p->has_tr && at_commit;
+    /* A turn_seen mark is not in the window (SQL_WINDOW reads turn_ledger):
+     * it pushes no state towards the fold. */
+    if (plain && p->counted && p->hint && p->hint->epoch == st->alone_epoch)
+        p->hint->since_snap--;
     dg_stmt *s = dg_store_stmt(st, p->has_tr ? SQL_SEEN_PUT_TR
-                                   : at_commit ? SQL_SEEN_PUT_PLAIN : SQL_SEEN_PUT);
+                                   : plain ? SQL_SEEN_PUT_PLAIN : SQL_SEEN_PUT);
     int rc = OC_ERR_IO;
     if (s) {
         bind_borrowed(s, 1, p->channel);
@@ -768,6 +773,7 @@ int dg_store_turns_seen_claim_hinted(dg_store *st, const char *channel_id,
         return claim_pair(st, st->pg ? SQL_SEEN_CLAIM_PG : SQL_SEEN_CLAIM, channel_id,
                           message_id, now_ms, fresh);
     }
+    st->txn_hinted = 1;
     int above = hint && hint->epoch == st->alone_epoch && strcmp(message_id, hint->newest) > 0;
     if (!above) {
         int found = 0;
@@ -776,7 +782,7 @@ int dg_store_turns_seen_claim_hinted(dg_store *st, const char *channel_id,
         if (found)
             return OC_OK; /* another account reported it already */
     }
-    int valid = hint->epoch == st->alone_epoch;
+    int valid = hint->epoch == st->alone_epoch, counted = 0;
     /* One more mark above a state some mark carries: fold before it sinks
      * out of the window. */
     if (valid && hint->since_snap >= DG_SNAP_WINDOW - 1) {
@@ -784,7 +790,8 @@ int dg_store_turns_seen_claim_hinted(dg_store *st, const char *channel_id,
             return rc;
         hint->since_snap = -1;
     } else if (valid && hint->since_snap >= 0) {
-        hint->since_snap++;
+        hint->since_snap++; /* taken back if it goes to turn_seen (pending_write) */
+        counted = 1;
     } else if (!valid && (rc = dg_store_turns_fold_channel(st, channel_id)) != OC_OK) {
         return rc; /* nothing known of the channel's marks: start clean */
     }
@@ -795,6 +802,7 @@ int dg_store_turns_seen_claim_hinted(dg_store *st, const char *channel_id,
     p->at_ms = now_ms;
     p->newest = valid && strcmp(message_id, hint->newest) > 0;
     p->hint = valid ? hint : NULL;
+    p->counted = counted;
     if (p->newest)
         memcpy(hint->newest, message_id, strlen(message_id) + 1);
     *fresh = 1;

@@ -522,6 +522,44 @@ static long vm_steps(void)
     return n;
 }
 
+/*
+ * A change that only read and was rolled back (a sweep, a decision, an
+ * outbox pass: the engine's finish_read) leaves the store alone on its
+ * file: the next message above the channel's newest mark is claimed
+ * without a read, as it is after a commit. A rolled-back claim moved its
+ * hint ahead of the file: its id is new again, and the hint is read afresh.
+ */
+START_TEST(rollback_that_only_read_keeps_the_hints)
+{
+    ck_assert_int_eq(ingest("6000", 6000, -1, 0), 1);
+    ck_assert_int_eq(ingest("6001", 6001, -1, 0), 1);
+    long b = vm_steps();
+    ck_assert_int_eq(ingest("6002", 6002, -1, 0), 1);
+    long after_commit = vm_steps() - b;
+    dg_turn_state ts;
+    char *post = NULL;
+    ck_assert_int_eq(dg_store_begin(st), OC_OK); /* a change that only read */
+    int loaded_rc = dg_store_turns_scope_load(st, &conv, &ts, &post);
+    ck_assert(loaded_rc == OC_OK || loaded_rc == OC_ERR_NOT_FOUND);
+    free(post);
+    dg_store_rollback(st);
+    b = vm_steps();
+    ck_assert_int_eq(ingest("6003", 6003, -1, 0), 1);
+    long after_rollback = vm_steps() - b;
+    ck_assert_msg(after_rollback == after_commit, "steps to claim a new id: %ld after a commit, "
+                  "%ld after a read-only rollback", after_commit, after_rollback);
+    uint64_t epoch = hint.epoch;
+    int fresh = 0;
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    ck_assert_int_eq(dg_store_turns_seen_claim_hinted(st, CH, "6004", 6004, &hint, &fresh), OC_OK);
+    ck_assert_int_eq(fresh, 1);
+    dg_store_rollback(st);
+    ck_assert_int_eq(ingest("6004", 6004, -1, 0), 1); /* counted once: it was never written */
+    ck_assert_uint_gt(hint.epoch, epoch);
+    ck_assert_int_eq(raw("SELECT count(*) FROM turn_seen WHERE k >= '6000'"), 5);
+}
+END_TEST
+
 /* The fold a speaker's message triggers (every DG_SNAP_WINDOW - 1 of them)
  * reads the window's marks, not the channel's history: with 5,000 older
  * marks in the channel its messages cost as many steps as with none. */
@@ -664,6 +702,7 @@ Suite *make_store_turns_suite(void)
     tcase_add_test(snaps, mark_keeps_its_cause_without_its_own_id);
     tcase_add_test(snaps, plain_mark_in_its_own_table_dedups_every_way);
     tcase_add_test(snaps, fold_reads_the_window_not_the_history);
+    tcase_add_test(snaps, rollback_that_only_read_keeps_the_hints);
     tcase_add_test(snaps, mark_leaves_out_the_usual_scope_and_state);
     suite_add_tcase(s, snaps);
     return s;
