@@ -70,7 +70,7 @@ typedef struct bctx {
     long latency_us;      /* the fake's response latency (0: answers at once) */
     char dir[32];
     int e_open;           /* e was opened (obe_close it) */
-    int pinned;           /* fake on CPU 1, clients on CPU 0 (pin_cpus) */
+    int pinned;           /* fake on CPU 1, clients on CPU 0 (bench_pin_begin) */
     cpu_set_t cpus;       /* the calling thread's CPUs before, given back on close */
 } bctx;
 
@@ -374,25 +374,6 @@ static int bench_latency(bctx *b)
     return 0;
 }
 
-/* 1 when the sides are to be pinned: BENCH_OUTBOX_PIN (default 1) and at
- * least two CPUs this process may use. */
-static int pin_cpus(void)
-{
-    cpu_set_t set;
-    if (env_long("BENCH_OUTBOX_PIN", 1) == 0 || sched_getaffinity(0, sizeof set, &set) != 0)
-        return 0;
-    return CPU_ISSET(0, &set) && CPU_ISSET(1, &set);
-}
-
-/* The calling thread (and the threads it starts from now on) on CPU cpu. */
-static void pin_self(int cpu)
-{
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-}
-
 /* A fake Discord answering latency_us after each request, the outbox
  * env on a fresh database and the raw handle. 0 or -1 (printed). */
 static int bctx_open(bctx *b, long latency_us)
@@ -404,17 +385,15 @@ static int bctx_open(bctx *b, long latency_us)
      * bodies or request records, so its heap does not grow on every post
      * (both sides post to it alike). */
     fake_discord_options fo = {.lean = 1, .latency_us = latency_us};
-    int pin = b->pinned = pin_cpus();
+    int pin = b->pinned = bench_pin_begin("BENCH_OUTBOX_PIN", &b->cpus);
     if (pin)
-        sched_getaffinity(0, sizeof b->cpus, &b->cpus);
-    if (pin)
-        pin_self(1); /* the fake's threads start here and keep CPU 1 */
+        bench_pin_self(1); /* the fake's threads start here and keep CPU 1 */
     if (fake_discord_start(&fo, &b->fd, err, sizeof err) != 0) {
         printf("fake: %s\n", err);
         return -1;
     }
     if (pin)
-        pin_self(0); /* the raw client and the dispatcher (started below) on CPU 0 */
+        bench_pin_self(0); /* the raw client and the dispatcher (started below) on CPU 0 */
     fake_discord_add_user(b->fd, OBE_TOKEN, OBE_MOD_ID, "moderator", 1);
     snprintf(b->dir, sizeof b->dir, "/tmp/dg-bench-XXXXXX");
     if (!mkdtemp(b->dir)) {
@@ -454,7 +433,7 @@ static void bctx_close(bctx *b)
         curl_easy_cleanup(b->raw);
     fake_discord_stop(b->fd);
     if (b->pinned)
-        pthread_setaffinity_np(pthread_self(), sizeof b->cpus, &b->cpus); /* later benches */
+        bench_pin_end(&b->cpus); /* later benches */
     b->pinned = 0;
 }
 

@@ -3,6 +3,7 @@
  */
 #include "bench_table.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,4 +95,24 @@ double bench_now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+int bench_pin_begin(const char *env, cpu_set_t *saved)
+{
+    if (bench_env_long(env, 1) == 0 || sched_getaffinity(0, sizeof *saved, saved) != 0)
+        return 0;
+    return CPU_ISSET(0, saved) && CPU_ISSET(1, saved);
+}
+
+void bench_pin_self(int cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+void bench_pin_end(const cpu_set_t *saved)
+{
+    pthread_setaffinity_np(pthread_self(), sizeof *saved, saved);
 }

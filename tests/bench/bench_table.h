@@ -8,6 +8,8 @@
 #ifndef DG_BENCH_TABLE_H
 #define DG_BENCH_TABLE_H
 
+#include <sched.h>
+
 /* higher: the aim is ratio >= aim (throughput); else ratio <= aim (cost).
  * unit: of the figures ("us/msg", "us"). Strings are copied. */
 void bench_row(const char *what, const char *unit, double fig50, double fig99,
@@ -28,5 +30,17 @@ long bench_env_long(const char *name, long dflt);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 double bench_now_ns(void);
+
+/* A bench with a server beside its client pins the server to CPU 1 and
+ * the client to CPU 0, alike for both sides of a ratio: on two cores,
+ * whether the scheduler puts a client beside its server decides a round
+ * trip more than the code. bench_pin_begin: 1 when env (default 1; "0"
+ * leaves the scheduler alone) allows it and CPUs 0 and 1 are both this
+ * process's, with the calling thread's mask in *saved for bench_pin_end.
+ * bench_pin_self: the calling thread, and the threads and processes it
+ * starts from then on, on cpu. */
+int bench_pin_begin(const char *env, cpu_set_t *saved);
+void bench_pin_self(int cpu);
+void bench_pin_end(const cpu_set_t *saved);
 
 #endif
