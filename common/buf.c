@@ -69,3 +69,19 @@ char *dg_sprintf(const char *fmt, ...)
     va_end(ap);
     return s;
 }
+
+size_t dg_str_join(char *out, size_t cap, const char *const *parts, size_t n)
+{
+    size_t at = 0;
+    for (size_t i = 0; i < n && at + 1 < cap; i++) {
+        if (!parts[i])
+            continue;
+        size_t len = strlen(parts[i]);
+        if (len > cap - 1 - at)
+            len = cap - 1 - at;
+        memcpy(out + at, parts[i], len);
+        at += len;
+    }
+    out[at] = '\0';
+    return at;
+}

@@ -98,6 +98,7 @@ static void recompute_present(const dg_turns *t, chan_rec *c)
     c->present = 0;
     c->initiator_pos = DG_NOBODY;
     for (int i = 0; i < c->n; i++) {
+        c->member_hash[i] = (uint32_t)dg_map_hash(c->members[i]);
         if (dg_config_agent(&t->p->cfg, c->members[i]))
             c->present |= (uint64_t)1 << i;
         if (c->initiator && strcmp(c->members[i], c->initiator) == 0)
@@ -118,8 +119,9 @@ void make_ctx(const dg_turns *t, const chan_rec *c, dg_turn_ctx *x)
 
 int member_pos(const chan_rec *c, const char *agent_id)
 {
+    uint32_t h = (uint32_t)dg_map_hash(agent_id);
     for (int i = 0; i < c->n; i++)
-        if (strcmp(c->members[i], agent_id) == 0)
+        if (c->member_hash[i] == h && strcmp(c->members[i], agent_id) == 0)
             return i;
     return DG_NOBODY;
 }
@@ -567,6 +569,51 @@ sess_rec *session_lookup_locked(dg_turns *t, const dg_turn_session *s, scope_rec
 /* Start a change: the writer mutex, then a store transaction; the mirror
  * is brought up to date with changes made outside the engine. OC_OK or
  * OC_ERR_IO (nothing held then). */
+/*
+ * Ask for the lines of c's records the ingest of a message reads, without
+ * waiting for them. With thousands of channels a channel's records are out
+ * of the caches when its next message comes (every other channel's work
+ * came between); fetched one after another as the code reaches them they
+ * cost a memory round trip each. Asked for before BEGIN, they arrive while
+ * the kernel takes SQLite's locks. Writer mutex held (the records stay).
+ */
+static void warm_channel(const dg_turns *t, const char *channel_id)
+{
+    const chan_rec *c = dg_map_get(&t->chans, channel_id);
+    if (!c)
+        return;
+    const scope_rec *r = c->conv;
+    __builtin_prefetch(&c->marks);
+    __builtin_prefetch(&c->member_hash);
+    __builtin_prefetch(c->received);
+    if (!r)
+        return;
+    __builtin_prefetch(r);
+    __builtin_prefetch(&r->st);
+    __builtin_prefetch((const char *)&r->st + 64);
+    __builtin_prefetch(r->wake_fp);
+    __builtin_prefetch(&r->recent_head);
+    __builtin_prefetch(&r->wait_pos);
+}
+
+static int begin_locked(dg_turns *t)
+{
+    if (dg_store_begin(t->p->store) != OC_OK) {
+        pthread_mutex_unlock(&t->wmu);
+        return OC_ERR_IO;
+    }
+    sync_changes(t);
+    sync_store(t);
+    return OC_OK;
+}
+
+int txn_begin_for(dg_turns *t, const char *channel_id)
+{
+    pthread_mutex_lock(&t->wmu);
+    warm_channel(t, channel_id);
+    return begin_locked(t);
+}
+
 int txn_begin(dg_turns *t)
 {
     pthread_mutex_lock(&t->wmu);

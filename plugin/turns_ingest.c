@@ -303,11 +303,13 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
         static const char *const kinds[] = {"human", "agent", "bot", "moderator",
                                             "moderator hand-off"};
         char cause[200];
-        snprintf(cause, sizeof cause, "message %s from %s %s%s%s%s",
-                 m->message_id ? m->message_id : "(no id)",
-                 (unsigned)kind < sizeof kinds / sizeof *kinds ? kinds[kind] : "sender",
-                 m->sender_id, pos != DG_NOBODY ? " (" : "", pos != DG_NOBODY ? c->members[pos]
-                 : "", pos != DG_NOBODY ? ")" : "");
+        const char *parts[] = {"message ", m->message_id ? m->message_id : "(no id)", " from ",
+                               (unsigned)kind < sizeof kinds / sizeof *kinds ? kinds[kind]
+                                                                             : "sender",
+                               " ", m->sender_id, pos != DG_NOBODY ? " (" : NULL,
+                               pos != DG_NOBODY ? c->members[pos] : NULL,
+                               pos != DG_NOBODY ? ")" : NULL};
+        dg_str_join(cause, sizeof cause, parts, sizeof parts / sizeof *parts);
         if ((rc = save_scope_for(t, r, &next, now, cause, m->message_id)))
             return rc;
     }
@@ -358,7 +360,7 @@ int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err
     dg_admin_cmd cmd = admin ? dg_admin_parse(m->content) : DG_ADMIN_NONE;
 
     int64_t now = dg_now_ms(t->p);
-    if (txn_begin(t) != OC_OK) {
+    if (txn_begin_for(t, m->channel_id) != OC_OK) {
         snprintf(err, err_len, "message_received: the state database is not available");
         return OC_ERR_IO;
     }

@@ -86,6 +86,9 @@ typedef struct chan_rec {
     int n;                       /* members */
     char *members[DG_TURN_MAX_MEMBERS];
     uint64_t present;            /* members that are configured agents */
+    uint32_t member_hash[DG_TURN_MAX_MEMBERS]; /* of each name, set with present:
+                                    member_pos compares these first (each name
+                                    is an allocation of its own, a cache miss) */
     int initiator_pos;
     int in_db;
     unsigned epoch;              /* bumped when reloaded in place: sessions re-derive */
@@ -273,6 +276,10 @@ int session_prepare(dg_turns *t, const dg_turn_session *s, int64_t now, sess_rec
 sess_rec *session_lookup_locked(dg_turns *t, const dg_turn_session *s, scope_rec **scope);
 
 int txn_begin(dg_turns *t);
+
+/* txn_begin for a change of channel_id: its mirror records are fetched
+ * towards the cache while the store takes the write lock. */
+int txn_begin_for(dg_turns *t, const char *channel_id);
 
 int finish(dg_turns *t, int rc);
 

@@ -111,6 +111,24 @@ START_TEST(test_grow_doubles_and_refuses_cleanly)
 }
 END_TEST
 
+/* dg_str_join cuts where snprintf would and skips NULL parts. */
+START_TEST(test_str_join_cuts_as_snprintf)
+{
+    const char *parts[] = {"message ", "123", NULL, " from ", "human"};
+    char out[64], ref[64];
+    ck_assert_uint_eq(dg_str_join(out, sizeof out, parts, 5), 22);
+    ck_assert_str_eq(out, "message 123 from human");
+    for (size_t cap = 1; cap <= 24; cap++) {
+        size_t n = dg_str_join(out, cap, parts, 5);
+        snprintf(ref, cap, "%s%s%s%s", "message ", "123", " from ", "human");
+        ck_assert_str_eq(out, ref);
+        ck_assert_uint_eq(n, strlen(ref));
+    }
+    ck_assert_uint_eq(dg_str_join(out, sizeof out, parts, 0), 0);
+    ck_assert_str_eq(out, "");
+}
+END_TEST
+
 START_TEST(test_unknown_key)
 {
     static const char *const allowed[] = {"a", "b", NULL};
@@ -157,6 +175,7 @@ Suite *make_common_suite(void)
     tcase_add_test(tc, test_utf8_valid_copy);
     tcase_add_test(tc, test_buf_grows_and_sprintf);
     tcase_add_test(tc, test_grow_doubles_and_refuses_cleanly);
+    tcase_add_test(tc, test_str_join_cuts_as_snprintf);
     tcase_add_test(tc, test_unknown_key);
     tcase_add_test(tc, test_http_body_bound);
     suite_add_tcase(s, tc);
