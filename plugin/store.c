@@ -403,7 +403,11 @@ int dg_store_open(const char *path, dg_store **out, char *err, size_t err_len)
     if (!st)
         return dg_fail(err, err_len, OC_ERR_NOMEM, "store: out of memory opening %s", path);
 
-    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX;
+    /* No SQLite mutex on this connection: the store's own (st->lock, held
+     * from dg_store_begin to its end) already serializes every use of it
+     * (store.h), and SQLite's would be taken again by each of a message's
+     * thirty-odd bind, step and reset calls. */
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
     int rc = sqlite3_open_v2(path, &st->db, flags, NULL);
     if (rc != SQLITE_OK) {
         dg_fail(err, err_len, OC_ERR_IO,

@@ -247,12 +247,15 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
                 nudge_run_started(r, e->pos);
         }
     }
-    int failed = rc;
+    /* The store's message is read while the transaction is still ours. */
+    char why[256] = "";
+    if (rc != OC_OK)
+        snprintf(why, sizeof why, ": %s", dg_store_errmsg(t->p->store));
     rc = finish(t, rc);
     if (rc != OC_OK) {
-        dg_log(t->p, OC_LOG_ERROR, "before_agent_reply: no decision for %s in channel %s (%s%s%s); "
+        dg_log(t->p, OC_LOG_ERROR, "before_agent_reply: no decision for %s in channel %s (%s%s); "
                "the run is not claimed and goes on as usual", s->agent_id, s->channel_id,
-               oc_status_name(rc), failed ? ": " : "", failed ? dg_store_errmsg(t->p->store) : "");
+               oc_status_name(rc), why);
         memset(out, 0, sizeof *out);
         return rc;
     }
