@@ -54,7 +54,8 @@ static void free_chan(void *v, void *arg)
 {
     (void)arg;
     chan_rec *c = v;
-    free(c->id);
+    if (c->id != c->id_inline)
+        free(c->id);
     free(c->initiator);
     free(c->top_root);
     for (int i = 0; i < c->n; i++)
@@ -137,7 +138,12 @@ int chan_get(dg_turns *t, const char *channel_id, chan_rec **out)
     if (rc != OC_OK && rc != OC_ERR_NOT_FOUND)
         return rc;
     chan_rec *c = calloc(1, sizeof *c);
-    if (!c || !(c->id = strdup(channel_id))) {
+    size_t id_len = strlen(channel_id);
+    if (c && id_len < sizeof c->id_inline)
+        c->id = memcpy(c->id_inline, channel_id, id_len + 1);
+    else if (c)
+        c->id = strdup(channel_id);
+    if (!c || !c->id) {
         free(c);
         dg_turn_channel_row_clear(&row);
         return OC_ERR_NOMEM;
@@ -586,6 +592,9 @@ static void warm_channel(const dg_turns *t, const char *channel_id)
     __builtin_prefetch(&c->marks);
     __builtin_prefetch(&c->member_hash);
     __builtin_prefetch(c->received);
+    /* The sender's name is compared, the speakers' are logged. */
+    for (int i = 0; i < c->n && i < 16; i++)
+        __builtin_prefetch(c->members[i]);
     if (!r)
         return;
     __builtin_prefetch(r);

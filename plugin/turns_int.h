@@ -78,7 +78,10 @@ typedef struct inval_entry {
 typedef struct scope_rec scope_rec;
 
 typedef struct chan_rec {
-    char *id;
+    char *id;                    /* id_inline when it fits (the mirror's key: the
+                                    lookup's compare then reads this line, which
+                                    the message reads anyway), else its own copy */
+    char id_inline[32];
     dg_channel_mode mode;
     char *initiator;
     char *top_root;              /* latest top-level thread (thread policy) */
