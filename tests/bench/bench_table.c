@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define MAX_ROWS 32
 
@@ -63,6 +64,42 @@ void bench_table_print(void)
                met ? "met" : "MISSED");
     }
     printf("aims: %s\n", met_all ? "all met" : "some MISSED (see above)");
+}
+
+void bench_table_clear(void)
+{
+    n_rows = 0;
+}
+
+int bench_table_write(int fd)
+{
+    const char *at = (const char *)rows;
+    size_t left = (size_t)n_rows * sizeof *rows;
+    while (left) {
+        ssize_t w = write(fd, at, left);
+        if (w <= 0)
+            return -1;
+        at += w;
+        left -= (size_t)w;
+    }
+    return 0;
+}
+
+int bench_table_read(int fd)
+{
+    row r;
+    size_t got = 0;
+    for (;;) {
+        ssize_t n = read(fd, (char *)&r + got, sizeof r - got);
+        if (n <= 0)
+            return n == 0 && got == 0 ? 0 : -1;
+        got += (size_t)n;
+        if (got < sizeof r)
+            continue;
+        if (n_rows < MAX_ROWS)
+            rows[n_rows++] = r;
+        got = 0;
+    }
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -19,6 +19,16 @@ void bench_row(const char *what, const char *unit, double fig50, double fig99,
 /* Print the table (bench_main, after every bench). */
 void bench_table_print(void);
 
+/* Each bench runs in a process of its own (bench_main): its rows go back
+ * to the parent through a pipe. bench_table_write: every row added so far
+ * onto fd; bench_table_read: rows from fd until its end, added to this
+ * process's table. 0, or -1 on a short write or a torn row. */
+int bench_table_write(int fd);
+int bench_table_read(int fd);
+
+/* Forget the rows (a forked bench starts from none: its parent has them). */
+void bench_table_clear(void);
+
 /* p (0..1) of n sorted samples. */
 double bench_pct(const double *sorted, long n, double p);
 
