@@ -15,11 +15,15 @@ const char *dg_json_str(const json_t *obj, const char *key)
     return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
-int dg_json_opt_str(const json_t *obj, const char *key, const char **out)
+int dg_json_str_member(const json_t *v, const char **out)
 {
-    const json_t *v = json_is_object(obj) ? json_object_get(obj, key) : NULL;
     *out = json_is_string(v) ? json_string_value(v) : NULL;
     return (!v || json_is_null(v) || json_is_string(v)) ? 0 : -1;
+}
+
+int dg_json_opt_str(const json_t *obj, const char *key, const char **out)
+{
+    return dg_json_str_member(json_is_object(obj) ? json_object_get(obj, key) : NULL, out);
 }
 
 /* Copy the `:`-delimited field after marker in key into out; 1 if found. */

@@ -43,6 +43,9 @@ const char *dg_json_str(const json_t *obj, const char *key);
  */
 int dg_json_opt_str(const json_t *obj, const char *key, const char **out);
 
+/* The same for a member v already found (NULL: absent). */
+int dg_json_str_member(const json_t *v, const char **out);
+
 /*
  * The session of an agent-hook context: agentId, sessionKey, channelId,
  * threadId; what is missing is taken from an OpenClaw session key

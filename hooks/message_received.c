@@ -27,13 +27,55 @@ static int refuse(dg_plugin *p, const char *field, const char *rule)
     return OC_ERR_INVALID;
 }
 
-/* Optional boolean member: 0 / 1, or -1 when it has another type. */
-static int opt_bool(const json_t *event, const char *key)
+/* Optional boolean member v: 0 / 1, or -1 when it has another type. */
+static int opt_bool(const json_t *v)
 {
-    const json_t *v = json_object_get(event, key);
     if (!v || json_is_null(v))
         return 0;
     return json_is_boolean(v) ? json_is_true(v) : -1;
+}
+
+/* The event's members this hook reads, found in one walk over it: every
+ * message is decoded on the ingest's hot path, and a lookup per member
+ * (nine of them) cost more than the walk. Unknown members are skipped. */
+typedef struct event_members {
+    const json_t *message_id, *channel_id, *thread_id, *sender_id, *content, *is_dm,
+        *sender_is_bot, *mentions, *tags;
+} event_members;
+
+static void event_members_of(const json_t *event, event_members *e)
+{
+    memset(e, 0, sizeof *e);
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)event, key, v) {
+        const json_t **slot = NULL;
+        switch (key[0]) {
+        case 'c':
+            slot = !strcmp(key, "channelId") ? &e->channel_id
+                   : !strcmp(key, "content") ? &e->content : NULL;
+            break;
+        case 'i':
+            slot = !strcmp(key, "isDm") ? &e->is_dm : NULL;
+            break;
+        case 'm':
+            slot = !strcmp(key, "messageId") ? &e->message_id
+                   : !strcmp(key, "mentions") ? &e->mentions : NULL;
+            break;
+        case 's':
+            slot = !strcmp(key, "senderId") ? &e->sender_id
+                   : !strcmp(key, "senderIsBot") ? &e->sender_is_bot : NULL;
+            break;
+        case 't':
+            slot = !strcmp(key, "threadId") ? &e->thread_id
+                   : !strcmp(key, "tags") ? &e->tags : NULL;
+            break;
+        default:
+            break;
+        }
+        if (slot)
+            *slot = v;
+    }
 }
 
 int dg_hook_message_received(void *state, const json_t *event, const json_t *ctx,
@@ -50,19 +92,21 @@ int dg_hook_message_received(void *state, const json_t *event, const json_t *ctx
      * top-level thread instead of its thread, a DM, a human). */
     dg_turn_message m;
     memset(&m, 0, sizeof m);
+    event_members e;
+    event_members_of(event, &e);
     static const char ID_RULE[] = "is not a string; ids are JSON strings";
-    if (dg_json_opt_str(event, "messageId", &m.message_id))
+    if (dg_json_str_member(e.message_id, &m.message_id))
         return refuse(p, "messageId", ID_RULE);
     if (m.message_id && !*m.message_id)
         return refuse(p, "messageId", "is empty; leave it out when the message has no id");
-    if (dg_json_opt_str(event, "channelId", &m.channel_id))
+    if (dg_json_str_member(e.channel_id, &m.channel_id))
         return refuse(p, "channelId", ID_RULE);
     if (!m.channel_id && dg_json_opt_str(ctx, "channelId", &m.channel_id)) {
         dg_log(p, OC_LOG_WARN, "message_received: event.channelId is missing and ctx.channelId "
                "is not a string; the message is ignored (nothing changes)");
         return OC_ERR_INVALID;
     }
-    if (dg_json_opt_str(event, "threadId", &m.thread_id))
+    if (dg_json_str_member(e.thread_id, &m.thread_id))
         return refuse(p, "threadId", ID_RULE);
     char root[DG_SCOPE_ID_MAX];
     if (m.thread_id && *m.thread_id &&
@@ -73,17 +117,17 @@ int dg_hook_message_received(void *state, const json_t *event, const json_t *ctx
                  "control characters)", DG_SCOPE_ID_MAX - 1);
         return refuse(p, "threadId", rule);
     }
-    if (dg_json_opt_str(event, "senderId", &m.sender_id))
+    if (dg_json_str_member(e.sender_id, &m.sender_id))
         return refuse(p, "senderId", ID_RULE);
-    if (dg_json_opt_str(event, "content", &m.content))
+    if (dg_json_str_member(e.content, &m.content))
         return refuse(p, "content", "is not a string");
-    if ((m.is_dm = opt_bool(event, "isDm")) < 0)
+    if ((m.is_dm = opt_bool(e.is_dm)) < 0)
         return refuse(p, "isDm", "is not a boolean");
-    if ((m.sender_is_bot = opt_bool(event, "senderIsBot")) < 0)
+    if ((m.sender_is_bot = opt_bool(e.sender_is_bot)) < 0)
         return refuse(p, "senderIsBot", "is not a boolean");
 
     const char *mentions[MAX_MENTIONS];
-    const json_t *jm = json_object_get(event, "mentions");
+    const json_t *jm = e.mentions;
     size_t i;
     json_t *v;
     if (jm && !json_is_null(jm) && !json_is_array(jm))
@@ -100,7 +144,7 @@ int dg_hook_message_received(void *state, const json_t *event, const json_t *ctx
      * count (the scope rules ignore malformed tags). */
     dg_tag tags[MAX_TAGS];
     const char *parts[MAX_TAGS][MAX_TAG_PARTS];
-    const json_t *jt = json_object_get(event, "tags");
+    const json_t *jt = e.tags;
     if (json_is_array(jt)) {
         json_array_foreach(jt, i, v) {
             if (m.n_tags >= MAX_TAGS || !json_is_array(v))
