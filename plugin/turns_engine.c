@@ -572,16 +572,12 @@ sess_rec *session_lookup_locked(dg_turns *t, const dg_turn_session *s, scope_rec
     return *scope ? e : NULL;
 }
 
-/* Start a change: the writer mutex, then a store transaction; the mirror
- * is brought up to date with changes made outside the engine. OC_OK or
- * OC_ERR_IO (nothing held then). */
 /*
  * Ask for the lines of c's records the ingest of a message reads, without
  * waiting for them. With thousands of channels a channel's records are out
  * of the caches when its next message comes (every other channel's work
  * came between); fetched one after another as the code reaches them they
- * cost a memory round trip each. Asked for before BEGIN, they arrive while
- * the kernel takes SQLite's locks. Writer mutex held (the records stay).
+ * cost a memory round trip each. Writer mutex held (the records stay).
  */
 static void warm_channel(const dg_turns *t, const char *channel_id)
 {
@@ -605,12 +601,21 @@ static void warm_channel(const dg_turns *t, const char *channel_id)
     __builtin_prefetch(&r->wait_pos);
 }
 
-static int begin_locked(dg_turns *t)
+/* Start a change: the writer mutex, then a store transaction; the mirror
+ * is brought up to date with changes made outside the engine. OC_OK or
+ * OC_ERR_IO (nothing held then). With a channel, its map slot is asked for
+ * before BEGIN (it arrives while the kernel takes SQLite's locks) and its
+ * records right after, ahead of the sync. */
+static int begin_locked(dg_turns *t, const char *channel_id)
 {
+    if (channel_id)
+        dg_map_prefetch(&t->chans, channel_id);
     if (dg_store_begin(t->p->store) != OC_OK) {
         pthread_mutex_unlock(&t->wmu);
         return OC_ERR_IO;
     }
+    if (channel_id)
+        warm_channel(t, channel_id);
     sync_changes(t);
     sync_store(t);
     return OC_OK;
@@ -619,20 +624,13 @@ static int begin_locked(dg_turns *t)
 int txn_begin_for(dg_turns *t, const char *channel_id)
 {
     pthread_mutex_lock(&t->wmu);
-    warm_channel(t, channel_id);
-    return begin_locked(t);
+    return begin_locked(t, channel_id);
 }
 
 int txn_begin(dg_turns *t)
 {
     pthread_mutex_lock(&t->wmu);
-    if (dg_store_begin(t->p->store) != OC_OK) {
-        pthread_mutex_unlock(&t->wmu);
-        return OC_ERR_IO;
-    }
-    sync_changes(t);
-    sync_store(t);
-    return OC_OK;
+    return begin_locked(t, NULL);
 }
 
 /*

@@ -41,6 +41,12 @@ void *dg_map_get(const dg_map *m, const char *key)
     return s->key ? s->val : NULL;
 }
 
+void dg_map_prefetch(const dg_map *m, const char *key)
+{
+    if (m->cap)
+        __builtin_prefetch(&m->slots[(size_t)dg_map_hash(key) & (m->cap - 1)]);
+}
+
 static int grow(dg_map *m)
 {
     size_t cap = m->cap ? m->cap * 2 : 64;
