@@ -101,8 +101,12 @@ static const char *mark_cause(const char *cause, const char *message_id, char *b
         strncmp(cause + sizeof head - 1 + n, sep, sizeof sep - 1))
         return cause;
     const char *tail = cause + sizeof head - 1 + n + sizeof sep - 1;
-    int w = snprintf(buf, len, "~%s", tail);
-    return w > 0 && (size_t)w < len ? buf : cause;
+    size_t tail_len = strlen(tail);
+    if (tail_len + 1 >= len)
+        return cause;
+    buf[0] = '~';
+    memcpy(buf + 1, tail, tail_len + 1);
+    return buf;
 }
 
 void dg_store_mark_transition(const dg_transition *t, char *buf, size_t len, dg_transition *out)

@@ -261,10 +261,9 @@ int dg_store_turns_members_clear(dg_store *st, const char *channel_id)
 /* Ledger key of a scope's state row into buf. */
 static const char *state_key(const dg_scope *sc, char *buf, size_t len)
 {
-    if (sc->kind == DG_SCOPE_CONVERSATION)
-        snprintf(buf, len, "~conv");
-    else
-        snprintf(buf, len, "~thread:%s", sc->root);
+    const char *parts[] = {sc->kind == DG_SCOPE_CONVERSATION ? "~conv" : "~thread:",
+                           sc->kind == DG_SCOPE_CONVERSATION ? NULL : sc->root};
+    dg_str_join(buf, len, parts, 2);
     return buf;
 }
 

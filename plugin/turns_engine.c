@@ -704,14 +704,16 @@ static int log_transition(dg_turns *t, const scope_rec *r, const dg_turn_state *
     int before = r->in_db && r->st.active ? dg_turn_speaker(&r->st, &x) : DG_NOBODY;
     int after = st->active ? dg_turn_speaker(st, &x) : DG_NOBODY;
     char scope[DG_SCOPE_ID_MAX + 8], passed[512] = "";
+    const char *scope_parts[] = {"thread:", r->scope.root};
     if (r->scope.kind == DG_SCOPE_THREAD)
-        snprintf(scope, sizeof scope, "thread:%s", r->scope.root);
+        dg_str_join(scope, sizeof scope, scope_parts, 2);
     else
-        snprintf(scope, sizeof scope, "conversation");
+        memcpy(scope, "conversation", sizeof "conversation");
+    size_t used = 0;
     for (int i = 0; i < c->n; i++)
         if (st->silent & ((uint64_t)1 << i)) {
-            size_t used = strlen(passed);
-            snprintf(passed + used, sizeof passed - used, "%s%s", used ? "," : "", c->members[i]);
+            const char *more[] = {used ? "," : NULL, c->members[i]};
+            used += dg_str_join(passed + used, sizeof passed - used, more, 2);
         }
     dg_transition tr = {
         .at_ms = now, .scope = scope, .cause = (char *)cause,
