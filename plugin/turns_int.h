@@ -280,8 +280,9 @@ sess_rec *session_lookup_locked(dg_turns *t, const dg_turn_session *s, scope_rec
 
 int txn_begin(dg_turns *t);
 
-/* txn_begin for a change of channel_id: its mirror records are fetched
- * towards the cache while the store takes the write lock. */
+/* txn_begin for a change of channel_id: its map slot is asked for before
+ * the store takes the write lock, its records right after (turns_engine.c,
+ * warm_channel). */
 int txn_begin_for(dg_turns *t, const char *channel_id);
 
 int finish(dg_turns *t, int rc);
