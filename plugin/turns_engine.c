@@ -138,11 +138,9 @@ int chan_get(dg_turns *t, const char *channel_id, chan_rec **out)
     if (rc != OC_OK && rc != OC_ERR_NOT_FOUND)
         return rc;
     chan_rec *c = calloc(1, sizeof *c);
-    size_t id_len = strlen(channel_id);
-    if (c && id_len < sizeof c->id_inline)
-        c->id = memcpy(c->id_inline, channel_id, id_len + 1);
-    else if (c)
-        c->id = strdup(channel_id);
+    if (c)
+        c->id = strlen(channel_id) < sizeof c->id_inline ? strcpy(c->id_inline, channel_id)
+                                                          : strdup(channel_id);
     if (!c || !c->id) {
         free(c);
         dg_turn_channel_row_clear(&row);
@@ -579,9 +577,9 @@ sess_rec *session_lookup_locked(dg_turns *t, const dg_turn_session *s, scope_rec
  * came between); fetched one after another as the code reaches them they
  * cost a memory round trip each. Writer mutex held (the records stay).
  */
-static void warm_channel(const dg_turns *t, const char *channel_id)
+static void warm_channel(const dg_turns *t, const char *channel_id, uint64_t h)
 {
-    const chan_rec *c = dg_map_get(&t->chans, channel_id);
+    const chan_rec *c = dg_map_get_hashed(&t->chans, channel_id, h);
     if (!c)
         return;
     const scope_rec *r = c->conv;
@@ -608,14 +606,13 @@ static void warm_channel(const dg_turns *t, const char *channel_id)
  * records right after, ahead of the sync. */
 static int begin_locked(dg_turns *t, const char *channel_id)
 {
-    if (channel_id)
-        dg_map_prefetch(&t->chans, channel_id);
+    uint64_t h = channel_id ? dg_map_prefetch(&t->chans, channel_id) : 0;
     if (dg_store_begin(t->p->store) != OC_OK) {
         pthread_mutex_unlock(&t->wmu);
         return OC_ERR_IO;
     }
     if (channel_id)
-        warm_channel(t, channel_id);
+        warm_channel(t, channel_id, h);
     sync_changes(t);
     sync_store(t);
     return OC_OK;

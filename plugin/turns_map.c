@@ -33,18 +33,25 @@ static dg_map_slot *find(const dg_map *m, const char *key, uint64_t h)
     }
 }
 
-void *dg_map_get(const dg_map *m, const char *key)
+void *dg_map_get_hashed(const dg_map *m, const char *key, uint64_t h)
 {
     if (!m->cap)
         return NULL;
-    dg_map_slot *s = find(m, key, dg_map_hash(key));
+    dg_map_slot *s = find(m, key, h);
     return s->key ? s->val : NULL;
 }
 
-void dg_map_prefetch(const dg_map *m, const char *key)
+void *dg_map_get(const dg_map *m, const char *key)
 {
+    return dg_map_get_hashed(m, key, dg_map_hash(key));
+}
+
+uint64_t dg_map_prefetch(const dg_map *m, const char *key)
+{
+    uint64_t h = dg_map_hash(key);
     if (m->cap)
-        __builtin_prefetch(&m->slots[(size_t)dg_map_hash(key) & (m->cap - 1)]);
+        __builtin_prefetch(&m->slots[(size_t)h & (m->cap - 1)]);
+    return h;
 }
 
 static int grow(dg_map *m)

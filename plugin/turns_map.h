@@ -32,9 +32,12 @@ void dg_map_init(dg_map *m);
 /* Value for key or NULL. */
 void *dg_map_get(const dg_map *m, const char *key);
 
+/* dg_map_get with h = dg_map_hash(key) already known. */
+void *dg_map_get_hashed(const dg_map *m, const char *key, uint64_t h);
+
 /* Ask for the line of key's first slot without waiting for it (a lookup
- * coming soon finds it cached). */
-void dg_map_prefetch(const dg_map *m, const char *key);
+ * coming soon finds it cached); returns key's hash for that lookup. */
+uint64_t dg_map_prefetch(const dg_map *m, const char *key);
 
 /* Insert or replace; OC_OK or OC_ERR_NOMEM. */
 int dg_map_put(dg_map *m, const char *key, void *val);
