@@ -620,6 +620,22 @@ void dg_store_test_forget(dg_store *st)
         sqlite3_db_release_memory(st->db);
 }
 
+void dg_store_test_drop_pages(dg_store *st)
+{
+    pthread_mutex_lock(&st->lock);
+    if (st->db)
+        sqlite3_db_release_memory(st->db);
+    pthread_mutex_unlock(&st->lock);
+}
+
+void dg_store_test_commit_hook(dg_store *st, int (*fn)(void *), void *arg)
+{
+    pthread_mutex_lock(&st->lock);
+    if (st->db)
+        sqlite3_commit_hook(st->db, fn, arg);
+    pthread_mutex_unlock(&st->lock);
+}
+
 int dg_store_commit(dg_store *st)
 {
     int ok;

@@ -101,6 +101,20 @@ long dg_store_test_refused_writes(dg_store *st);
  */
 void dg_store_test_forget(dg_store *st);
 
+/*
+ * Test seams on the plugin's live connection, which has no SQLite mutex
+ * (store.c, dg_store_open): each takes the store's lock, so a test thread
+ * never touches the connection while an outbox, sweeper or nudge thread is
+ * inside a transaction. Any thread; outside the caller's own transaction.
+ * dg_store_test_drop_pages: give back the page cache, so the next
+ * transaction reads every page again (read-fault sweeps).
+ * dg_store_test_commit_hook: sqlite3_commit_hook on the connection (fn is
+ * called by the committing thread, inside the store's lock; NULL removes it).
+ * SQLite only; no-ops on PostgreSQL.
+ */
+void dg_store_test_drop_pages(dg_store *st);
+void dg_store_test_commit_hook(dg_store *st, int (*fn)(void *), void *arg);
+
 /* Schema version found in the file when it was opened (0 for a new file). */
 int dg_store_opened_version(const dg_store *st);
 

@@ -764,7 +764,6 @@ START_TEST(test_commands_under_read_faults_run_once)
      * host delivering it again runs it once. Each command ends with exactly
      * one reply more than before. _i = 1: each step on a restarted instance
      * (its mirror empty), so the reads behind the engine's lookups fail too. */
-    sqlite3 *db = tth_plugin(&H)->store->db;
     join3(CH1, NULL);
     human_says(CH1, NULL, "hello");
     static const char *const cmds[] = {"!dirigent status", "!dirigent skip", "!dirigent rest",
@@ -777,9 +776,8 @@ START_TEST(test_commands_under_read_faults_run_once)
             mid(id);
             if (_i) { /* cold: a fresh instance, its mirror empty */
                 tth_restart(&H);
-                db = tth_plugin(&H)->store->db;
             }
-            sqlite3_db_release_memory(db);
+            dg_store_test_drop_pages(tth_plugin(&H)->store);
             fv_fail_read_nth(n);
             int rc = tth_msg(&H, CH1, NULL, id, ADMIN_UID, 0, cmds[c], NULL);
             int hit = fv_fail_read_nth_hit();

@@ -2415,7 +2415,7 @@ START_TEST(test_tools_store_faults)
             snprintf(params, sizeof params, "{}");
         }
         if (reads) {
-            sqlite3_db_release_memory(P->store->db); /* every page read again */
+            dg_store_test_drop_pages(P->store); /* every page read again */
             fv_fail_read_nth(n);
         } else {
             fv_fail_nth(n);

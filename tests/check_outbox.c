@@ -1252,7 +1252,7 @@ START_TEST(store_fault_sweep_sends_each_row_once)
         }
         ck_assert_uint_eq(k, 3);
         if (_i) {
-            sqlite3_db_release_memory(o->e.p.store->db); /* every page read again */
+            dg_store_test_drop_pages(o->e.p.store); /* every page read again */
             fv_fail_read_nth(n);
         } else {
             fv_fail_nth(n);

@@ -1111,11 +1111,11 @@ START_TEST(test_failed_commit_is_never_seen_and_leaves_the_turn)
     commit_probe cp = {.agent = TTH_BRAVO, .armed = 1, .verdict = -2};
     pthread_mutex_init(&cp.mu, NULL);
     pthread_cond_init(&cp.cv, NULL);
-    sqlite3 *db = tth_plugin(&H)->store->db;
-    sqlite3_commit_hook(db, failing_commit, &cp);
+    dg_store *st = tth_plugin(&H)->store;
+    dg_store_test_commit_hook(st, failing_commit, &cp);
     /* alpha's turn ends; the change that passes it to bravo never commits. */
     ck_assert_int_ne(tth_end(&H, TTH_ALPHA, CH1, NULL, "my answer", 0), OC_OK);
-    sqlite3_commit_hook(db, NULL, NULL);
+    dg_store_test_commit_hook(st, NULL, NULL);
     ck_assert(cp.started);
     pthread_join(cp.reader, NULL);
     /* Neither during the commit nor after it did bravo get a real run. */
@@ -2215,7 +2215,6 @@ START_TEST(test_read_fault_sweep_changes_nothing_half_way)
      * where it was -- and then goes through once when the host calls again.
      * _i = 1: each step on a fresh instance (restarted: its mirror empty),
      * so the reads behind the engine's lookups fail too. */
-    sqlite3 *db = tth_plugin(&H)->store->db;
     join3(CH1, NULL);
     human_says(CH1, NULL, "go", NULL);
     char id[24];
@@ -2225,9 +2224,8 @@ START_TEST(test_read_fault_sweep_changes_nothing_half_way)
         mid(id);
         if (_i) { /* cold: a fresh instance, its mirror empty, every lookup read */
             tth_restart(&H);
-            db = tth_plugin(&H)->store->db;
         }
-        sqlite3_db_release_memory(db);
+        dg_store_test_drop_pages(tth_plugin(&H)->store);
         fv_fail_read_nth(n);
         int rc = tth_msg(&H, CH1, NULL, id, TTH_HUMAN_UID, 0, "read fault", NULL);
         int hit = fv_fail_read_nth_hit();
@@ -2242,7 +2240,7 @@ START_TEST(test_read_fault_sweep_changes_nothing_half_way)
         ck_assert_int_eq(marks_of(id), 1);
         int spk = who_speaks(ABC, 3, CH1, NULL);
         ck_assert_int_ge(spk, 0);
-        sqlite3_db_release_memory(db);
+        dg_store_test_drop_pages(tth_plugin(&H)->store);
         fv_fail_read_nth(n);
         rc = tth_end(&H, ABC[spk], CH1, NULL, "NO_REPLY", 0);
         hit |= fv_fail_read_nth_hit();
