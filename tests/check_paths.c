@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -512,7 +513,7 @@ END_TEST
 /* A racer swaps the summary between a regular file and a symlink to the
  * outside file while the checker opens it: whatever opens must never be
  * the outside file. */
-static volatile int race_stop;
+static atomic_int race_stop; /* the swapper thread reads it */
 static void *swapper(void *arg)
 {
     (void)arg;
