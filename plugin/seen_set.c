@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "openclaw/plugin.h"
-#include "turns_map.h"
+#include "str_map.h"
 
 struct dg_seen_set {
     pthread_mutex_t mu;   /* guards map */

@@ -37,7 +37,7 @@
 #include "store_shared.h"
 #include "store_turns.h"
 #include "templates.h"
-#include "turns_map.h"
+#include "str_map.h"
 #include "admin_sessions.h"
 #include "store_transitions.h"
 

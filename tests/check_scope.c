@@ -8,7 +8,7 @@
 
 #include "openclaw/plugin.h"
 #include "scope.h"
-#include "turns_map.h"
+#include "str_map.h"
 
 #define CH "300000000000000001"
 #define ROOT_LC "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789"

@@ -2284,7 +2284,7 @@ END_TEST
  *  (b) allocation failures on the sweeper thread, which failalloc.h does not
  *      fail (only the arming thread): turns_sweeper.c: collect_due,
  *      evict_idle and unmark_evict (dg_map_retain out of memory);
- *      turns_engine.c: collect_scope; turns_map.c: dg_map_retain (calloc).
+ *      turns_engine.c: collect_scope; str_map.c: dg_map_retain (calloc).
  *      turns_engine.c: session_prepare (strdup of the thread): the hook
  *      allocation sweeps fail an earlier allocation of the same call first.
  *  (c) library calls that do not fail here: turns_sweeper.c: dg_turns_start

@@ -32,7 +32,7 @@
 #include "turns.h"
 #include "turn_test_host.h"
 #include "store_internal.h"
-#include "turns_map.h"
+#include "str_map.h"
 
 #define AGENTS 8
 

@@ -1,12 +1,13 @@
 /*
- * turns_map.h -- a small string-keyed hash map (open addressing) for the
- * turn engine's in-memory mirror. Not thread-safe by itself: the engine
- * guards it. Keys and values are borrowed: the value owns its key string,
- * which must stay put while the entry exists. Entries are added, dropped
- * all at once (dg_map_clear) or by a filter (dg_map_retain).
+ * str_map.h -- a small string-keyed hash map (open addressing): the turn
+ * engine's in-memory mirror, the Discord client's rate-limit routes. Not
+ * thread-safe by itself: its user guards it. Keys and values are borrowed:
+ * the value owns its key string, which must stay put while the entry
+ * exists. Entries are added, dropped all at once (dg_map_clear) or by a
+ * filter (dg_map_retain).
  */
-#ifndef DG_TURNS_MAP_H
-#define DG_TURNS_MAP_H
+#ifndef DG_STR_MAP_H
+#define DG_STR_MAP_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,7 +1,7 @@
 /*
- * turns_map.c -- string-keyed open-addressing hash map (see turns_map.h).
+ * str_map.c -- string-keyed open-addressing hash map (see str_map.h).
  */
-#include "turns_map.h"
+#include "str_map.h"
 
 #include <stdlib.h>
 #include <string.h>
