@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "discord.h"
+#include "str_map.h"
 
 /* Rate-limit state of one route (method + template + major id). */
 typedef struct rl_route {
@@ -57,8 +58,9 @@ struct dg_discord {
     pthread_mutex_t mu;          /* guards everything below */
     pthread_cond_t cond;         /* rate-limit state changed, or abort */
     int64_t global_until;        /* monotonic ms */
-    rl_route *routes;
-    size_t n_routes, cap_routes;
+    dg_map routes;               /* route key -> rl_route (malloc'd, owns its key):
+                                    a lookup per request, whatever the number of
+                                    channels posted to */
     uint64_t rng;
 
     pthread_mutex_t pool_mu;

@@ -169,31 +169,40 @@ static void route_key(const char *method, const char *path, char *out, size_t ou
 
 /* ---- rate-limit state ------------------------------------------------------------ */
 
-/* Route state for key; created when missing. Caller holds d->mu. May move
- * the array: never keep the pointer across an unlock. */
+/* An idle route whose window is over: forgetting it loses nothing (it
+ * starts again as unknown, the cautious state). dg_map_retain's keep. */
+static int route_in_use(void *val, void *now_ms)
+{
+    const rl_route *r = val;
+    return r->inflight > 0 || r->reset_at > *(const int64_t *)now_ms;
+}
+
+static void route_free(void *val, void *unused)
+{
+    (void)unused;
+    free(val);
+}
+
+/* Route state for key; created when missing. Caller holds d->mu. A route
+ * may be forgotten by a later call (route_in_use): never keep the pointer
+ * across an unlock. */
 static rl_route *route_get(dg_discord *d, const char *key)
 {
-    for (size_t i = 0; i < d->n_routes; i++)
-        if (!strcmp(d->routes[i].key, key))
-            return &d->routes[i];
-    if (d->n_routes >= MAX_ROUTES) {
-        /* Forget idle routes whose window is over: they start again as
-         * unknown, which is the cautious state. */
+    rl_route *r = dg_map_get(&d->routes, key);
+    if (r)
+        return r;
+    if (d->routes.n >= MAX_ROUTES) {
         int64_t now = mono_ms();
-        size_t w = 0;
-        for (size_t i = 0; i < d->n_routes; i++) {
-            rl_route *r = &d->routes[i];
-            if (r->inflight == 0 && r->reset_at <= now)
-                continue;
-            d->routes[w++] = *r;
-        }
-        d->n_routes = w;
+        /* Out of memory: all are kept, and the table outgrows the bound. */
+        (void)dg_map_retain(&d->routes, route_in_use, route_free, &now);
     }
-    if (dg_grow(&d->routes, &d->cap_routes, d->n_routes, sizeof *d->routes, 16))
+    if (!(r = calloc(1, sizeof *r)))
         return NULL;
-    rl_route *r = &d->routes[d->n_routes++];
-    memset(r, 0, sizeof *r);
     snprintf(r->key, sizeof r->key, "%s", key);
+    if (dg_map_put(&d->routes, r->key, r) != OC_OK) {
+        free(r);
+        return NULL;
+    }
     return r;
 }
 
@@ -1003,7 +1012,8 @@ void dg_discord_free(dg_discord *d)
     if (d->headers)
         memset(d->headers->data, 0, strlen(d->headers->data));
     curl_slist_free_all(d->headers);
-    free(d->routes);
+    dg_map_each(&d->routes, route_free, NULL);
+    dg_map_clear(&d->routes);
     free(d->base);
     free(d->guild_id);
     free(d->user_agent);

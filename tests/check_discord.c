@@ -1040,6 +1040,14 @@ static void script_header(script_srv *s, const char *name, const char *value)
     s->n_hdr++;
 }
 
+/* Forget the headers given so far (between requests: none in flight). */
+static void script_headers_clear(script_srv *s)
+{
+    pthread_mutex_lock(&s->mu);
+    s->n_hdr = 0;
+    pthread_mutex_unlock(&s->mu);
+}
+
 static int script_count(script_srv *s)
 {
     pthread_mutex_lock(&s->mu);
@@ -1115,6 +1123,46 @@ START_TEST(huge_reset_after_holds_the_route)
      * spent when the second one asks. */
     ck_assert_msg(err.retry_after_ms >= 3500L * 1000, "retry_after_ms %ld", err.retry_after_ms);
     ck_assert_int_eq(script_count(s), 1);
+    dg_discord_free(d);
+    script_stop(s);
+}
+END_TEST
+
+START_TEST(forgetting_idle_routes_keeps_a_held_one)
+{
+    /* More routes than the client keeps (1024): idle ones whose window is
+     * over are forgotten, a route still held by its limit never is, and a
+     * forgotten route works again (as unknown). */
+    script_srv *s = script_start(200, "{\"id\":\"500000000000000001\"}");
+    script_header(s, "X-RateLimit-Limit", "1");
+    script_header(s, "X-RateLimit-Remaining", "0");
+    script_header(s, "X-RateLimit-Reset-After", "3600");
+    dg_discord *d = script_client(s, 2000);
+    dg_discord_err err;
+    const char *held = "400000000000000001";
+    ck_assert_int_eq(dg_discord_post_message(d, held, "hold", NULL, 0, "n-h", NULL, &err), OC_OK);
+    script_headers_clear(s);
+    script_header(s, "X-RateLimit-Limit", "5");
+    script_header(s, "X-RateLimit-Remaining", "4");
+    script_header(s, "X-RateLimit-Reset-After", "0.001");
+    char ch[24], nonce[24];
+    for (int i = 0; i < 1100; i++) {
+        snprintf(ch, sizeof ch, "4100000000000%05d", i);
+        snprintf(nonce, sizeof nonce, "n-%d", i);
+        if (i % 64 == 0)
+            usleep(2000); /* the windows before are over: those routes are idle */
+        ck_assert_msg(dg_discord_post_message(d, ch, "x", NULL, 0, nonce, NULL, &err) == OC_OK,
+                      "channel %d: %s", i, err.message);
+    }
+    int before = script_count(s);
+    ck_assert_int_eq(dg_discord_post_message(d, held, "again", NULL, 0, "n-h2", NULL, &err),
+                     OC_ERR_IO);
+    ck_assert_int_eq(err.retryable, 1);
+    ck_assert_msg(err.retry_after_ms >= 3500L * 1000, "retry_after_ms %ld", err.retry_after_ms);
+    ck_assert_int_eq(script_count(s), before); /* refused without a request */
+    snprintf(ch, sizeof ch, "4100000000000%05d", 0);
+    ck_assert_int_eq(dg_discord_post_message(d, ch, "y", NULL, 0, "n-y", NULL, &err), OC_OK);
+    ck_assert_int_eq(script_count(s), before + 1);
     dg_discord_free(d);
     script_stop(s);
 }
@@ -1536,6 +1584,7 @@ Suite *make_discord_suite(void)
     tcase_add_test(tc, connections_reused);
     tcase_add_test(tc, huge_retry_after_fails_fast);
     tcase_add_test(tc, huge_reset_after_holds_the_route);
+    tcase_add_test(tc, forgetting_idle_routes_keeps_a_held_one);
     tcase_add_test(tc, reset_after_read_the_same_in_any_locale);
     tcase_add_test(tc, token_echoed_by_server_never_in_error);
     tcase_add_test(tc, pipe_takes_the_top_level_id);
