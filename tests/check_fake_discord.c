@@ -229,12 +229,48 @@ START_TEST(enforce_nonce_returns_first_message)
     ck_assert_int_eq(r4.status, 200);
     ck_assert_uint_eq(fake_discord_message_count(fd, chan), 2);
     ck_assert_uint_eq(fake_discord_message_count(fd, chan2), 1);
+    /* A nonce is per author: another author's same nonce is a new message,
+     * and the first author still gets its own newest one ("three"), also
+     * after the other author's message is deleted. */
+    ck_assert_int_eq(fake_discord_add_user(fd, "tok-other", "200000000000000002", "other", 1),
+                     0);
+    json_t *j3 = body_json(&r3);
+    const char *three = json_string_value(json_object_get(j3, "id"));
+    http_res r5 = http("POST", u, "tok-other", b1);
+    ck_assert_int_eq(r5.status, 200);
+    json_t *j5 = body_json(&r5);
+    ck_assert_str_ne(json_string_value(json_object_get(j5, "id")), three);
+    ck_assert_uint_eq(fake_discord_message_count(fd, chan), 3);
+    for (int round = 0; round < 2; round++) {
+        http_res r6 = http("POST", u, TOKEN, b2);
+        json_t *j6 = body_json(&r6);
+        ck_assert_str_eq(json_string_value(json_object_get(j6, "id")), three);
+        json_decref(j6);
+        http_free(&r6);
+        if (round == 0) {
+            char *del = NULL;
+            ck_assert_int_ge(asprintf(&del, "%s/%s", u,
+                                      json_string_value(json_object_get(j5, "id"))), 0);
+            http_res rd = http("DELETE", del, "tok-other", NULL);
+            ck_assert_int_eq(rd.status, 204);
+            http_free(&rd);
+            free(del);
+        }
+    }
+    ck_assert_uint_eq(fake_discord_message_count(fd, chan), 2);
+    http_res r7 = http("POST", u, "tok-other", b1); /* its first one is gone: new again */
+    ck_assert_int_eq(r7.status, 200);
+    ck_assert_uint_eq(fake_discord_message_count(fd, chan), 3);
     json_decref(j1);
     json_decref(j2);
+    json_decref(j3);
+    json_decref(j5);
     http_free(&r1);
     http_free(&r2);
     http_free(&r3);
     http_free(&r4);
+    http_free(&r5);
+    http_free(&r7);
     free(u);
     free(u2);
     fake_discord_stop(fd);

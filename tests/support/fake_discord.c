@@ -5,6 +5,8 @@
 #include "fake_discord.h"
 #include "fake_discord_gateway.h"
 #include "http_server.h"
+#include "openclaw/plugin.h"
+#include "str_map.h"
 #include "utf8.h"
 
 #include <arpa/inet.h>
@@ -51,8 +53,10 @@ typedef struct fd_msg {
 typedef struct fd_chan {
     char id[24];
     json_t *obj;
-    fd_msg *msgs;
+    fd_msg *msgs;         /* in id order */
     size_t n, cap;
+    dg_map nonces;        /* nonce -> id of the newest message carrying it (a
+                             uint64_t in the pointer; the key is that message's) */
 } fd_chan;
 
 typedef struct fd_fault {
@@ -94,14 +98,17 @@ struct fake_discord {
     size_t n_users, cap_users;
     fd_chan **chans;
     size_t n_chans, cap_chans;
+    dg_map chan_ix;       /* id -> fd_chan: a post looks its channel up once,
+                             however many channels a long bench made */
     fd_fault *faults;
     size_t n_faults, cap_faults;
     double fail_rate, fail_retry_after;
     uint64_t rng;
     int rl_limit;
     double rl_window;
-    fd_bucket *buckets;
+    fd_bucket **buckets;  /* each allocated alone: bucket_ix borrows its key */
     size_t n_buckets, cap_buckets;
+    dg_map bucket_ix;     /* key -> fd_bucket */
     json_t *requests;
     long seq;
     uint64_t last_id;
@@ -264,10 +271,7 @@ static fd_user *user_by_id(fake_discord *fd, const char *id)
 
 static fd_chan *chan_by_id(fake_discord *fd, const char *id)
 {
-    for (size_t i = 0; id && i < fd->n_chans; i++)
-        if (!strcmp(fd->chans[i]->id, id))
-            return fd->chans[i];
-    return NULL;
+    return id ? dg_map_get(&fd->chan_ix, id) : NULL;
 }
 
 /* A Discord user object; unknown ids get a made-up name (a human). */
@@ -332,6 +336,33 @@ static uint64_t perms_in(fake_discord *fd, fd_chan *ch, const char *user)
     return perms;
 }
 
+/* dg_map_retain filters: keep what is not arg (a pointer), or whose id
+ * (a uint64_t in the pointer) is not *arg. */
+static int ptr_differs(void *val, void *arg)
+{
+    return val != arg;
+}
+
+static int id_differs(void *val, void *arg)
+{
+    return (uint64_t)(uintptr_t)val != *(const uint64_t *)arg;
+}
+
+static void ignore_dropped(void *val, void *arg)
+{
+    (void)val;
+    (void)arg;
+}
+
+/* Every rate-limit bucket is forgotten (a new limit starts them afresh). */
+static void buckets_forget(fake_discord *fd)
+{
+    dg_map_clear(&fd->bucket_ix);
+    for (size_t i = 0; i < fd->n_buckets; i++)
+        free(fd->buckets[i]);
+    fd->n_buckets = 0;
+}
+
 static fd_chan *chan_add(fake_discord *fd, const char *id, json_t *obj)
 {
     if (grow((void **)&fd->chans, &fd->cap_chans, fd->n_chans, sizeof *fd->chans))
@@ -340,6 +371,10 @@ static fd_chan *chan_add(fake_discord *fd, const char *id, json_t *obj)
     if (!ch)
         return NULL;
     snprintf(ch->id, sizeof ch->id, "%s", id);
+    if (dg_map_put(&fd->chan_ix, ch->id, ch) != OC_OK) {
+        free(ch);
+        return NULL;
+    }
     ch->obj = obj;
     fd->chans[fd->n_chans++] = ch;
     int thread = json_integer_value(json_object_get(obj, "type")) == CHAN_PUBLIC_THREAD;
@@ -443,6 +478,9 @@ static fd_msg *msg_add(fake_discord *fd, fd_chan *ch, const char *author, const 
         snprintf(b, sizeof b, "%" JSON_INTEGER_FORMAT, json_integer_value(nonce));
         m->nonce = strdup(b);
     }
+    /* Out of memory: this nonce is not found again (a test fake). */
+    if (m->nonce)
+        (void)dg_map_put(&ch->nonces, m->nonce, (void *)(uintptr_t)id);
     m->obj = obj;
     json_t *tc = json_object_get(ch->obj, "message_count");
     if (tc)
@@ -659,8 +697,29 @@ static void api_list_channels(fake_discord *fd, const char *guild, reply *r)
     set_reply(r, 200, arr);
 }
 
+/* Message id in ch, or NULL (binary search: msgs are in id order). */
+static fd_msg *msg_of_id(fd_chan *ch, uint64_t id)
+{
+    size_t lo = 0, hi = ch->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ch->msgs[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < ch->n && ch->msgs[lo].id == id ? &ch->msgs[lo] : NULL;
+}
+
 static fd_msg *nonce_hit(fd_chan *ch, const char *author, const char *nonce)
 {
+    void *newest = dg_map_get(&ch->nonces, nonce);
+    if (!newest)
+        return NULL;
+    fd_msg *m = msg_of_id(ch, (uint64_t)(uintptr_t)newest);
+    if (m && !strcmp(m->author, author))
+        return m;
+    /* The newest message with this nonce is another author's: look further. */
     for (size_t i = ch->n; i-- > 0;)
         if (ch->msgs[i].nonce && !strcmp(ch->msgs[i].nonce, nonce) &&
             !strcmp(ch->msgs[i].author, author))
@@ -819,6 +878,7 @@ static void api_get_messages(fake_discord *fd, fd_chan *ch, const char *user,
 
 static void chan_free(fd_chan *ch)
 {
+    dg_map_clear(&ch->nonces);
     for (size_t k = 0; k < ch->n; k++) {
         free(ch->msgs[k].author);
         free(ch->msgs[k].nonce);
@@ -841,6 +901,8 @@ static void api_delete_channel(fake_discord *fd, const char *id, reply *r)
         fdg_dispatch(fd->gw, thread ? "THREAD_DELETE" : "CHANNEL_DELETE", ch->obj, ch->id);
         memmove(&fd->chans[i], &fd->chans[i + 1], (fd->n_chans - i - 1) * sizeof *fd->chans);
         fd->n_chans--;
+        /* Out of memory: the index keeps it (a test fake). */
+        (void)dg_map_retain(&fd->chan_ix, ptr_differs, ignore_dropped, ch);
         chan_free(ch);
         pthread_cond_broadcast(&fd->cond);
         return;
@@ -990,11 +1052,8 @@ static fd_chan *thread_add(fake_discord *fd, fd_chan *parent, const char *id, js
 
 static fd_msg *msg_by_id(fd_chan *ch, const char *id)
 {
-    uint64_t v = strtoull(id, NULL, 10);
-    for (size_t i = 0; i < ch->n; i++)
-        if (ch->msgs[i].id == v)
-            return ch->msgs[i].obj ? &ch->msgs[i] : NULL; /* lean: unknown */
-    return NULL;
+    fd_msg *m = msg_of_id(ch, strtoull(id, NULL, 10));
+    return m && m->obj ? m : NULL; /* lean: unknown */
 }
 
 /* The stored commands of an application (created on first use). */
@@ -1135,12 +1194,25 @@ static void api_edit_or_delete(fake_discord *fd, const char *method, const char 
          * have (the guild base is every permission). */
         json_t *ev = json_pack("{s:s, s:s, s:s}", "id", mid, "channel_id", ch->id, "guild_id",
                                fd->guild);
+        uint64_t gone = m->id;
+        char *nonce = m->nonce;
         free(m->author);
-        free(m->nonce);
         json_decref(m->obj);
         size_t at = (size_t)(m - ch->msgs);
         memmove(m, m + 1, (ch->n - at - 1) * sizeof *m);
         ch->n--;
+        if (nonce) {
+            /* The index names the newest message with each nonce; an older
+             * one with the same nonce (another author's) takes its place. */
+            (void)dg_map_retain(&ch->nonces, id_differs, ignore_dropped, &gone);
+            for (size_t i = ch->n; i-- > 0;)
+                if (ch->msgs[i].nonce && !strcmp(ch->msgs[i].nonce, nonce)) {
+                    (void)dg_map_put(&ch->nonces, ch->msgs[i].nonce,
+                                     (void *)(uintptr_t)ch->msgs[i].id);
+                    break;
+                }
+            free(nonce);
+        }
         fdg_dispatch(fd->gw, "MESSAGE_DELETE", ev, ch->id);
         json_decref(ev);
         set_reply(r, 204, NULL);
@@ -1294,16 +1366,17 @@ static int api_more(fake_discord *fd, const char *method, const char *path, cons
 /* Route bucket window; 1 when the request may go on. Adds headers. */
 static int bucket_take(fake_discord *fd, const char *major, const char *tmpl, reply *r)
 {
-    fd_bucket *bk = NULL;
-    for (size_t i = 0; i < fd->n_buckets; i++)
-        if (!strcmp(fd->buckets[i].key, major))
-            bk = &fd->buckets[i];
+    fd_bucket *bk = dg_map_get(&fd->bucket_ix, major);
     if (!bk) {
-        if (grow((void **)&fd->buckets, &fd->cap_buckets, fd->n_buckets, sizeof *fd->buckets))
+        if (grow((void **)&fd->buckets, &fd->cap_buckets, fd->n_buckets, sizeof *fd->buckets) ||
+            !(bk = calloc(1, sizeof *bk)))
             return 1;
-        bk = &fd->buckets[fd->n_buckets++];
-        memset(bk, 0, sizeof *bk);
         snprintf(bk->key, sizeof bk->key, "%s", major);
+        if (dg_map_put(&fd->bucket_ix, bk->key, bk) != OC_OK) {
+            free(bk);
+            return 1;
+        }
+        fd->buckets[fd->n_buckets++] = bk;
     }
     int64_t now = mono_ms();
     int64_t win = (int64_t)(fd->rl_window * 1000.0);
@@ -1973,7 +2046,9 @@ void fake_discord_stop(fake_discord *fd)
     for (size_t i = 0; i < fd->n_chans; i++)
         chan_free(fd->chans[i]);
     free(fd->chans);
+    dg_map_clear(&fd->chan_ix);
     free(fd->faults);
+    buckets_forget(fd);
     free(fd->buckets);
     json_decref(fd->requests);
     pthread_cond_destroy(&fd->cond);
@@ -2064,7 +2139,7 @@ void fake_discord_set_rate_limit(fake_discord *fd, int limit, double window_s)
     pthread_mutex_lock(&fd->mu);
     fd->rl_limit = limit > 0 ? limit : 1;
     fd->rl_window = window_s > 0 ? window_s : 1.0;
-    fd->n_buckets = 0;
+    buckets_forget(fd);
     pthread_mutex_unlock(&fd->mu);
 }
 
