@@ -106,9 +106,7 @@ struct fake_discord {
     uint64_t rng;
     int rl_limit;
     double rl_window;
-    fd_bucket **buckets;  /* each allocated alone: bucket_ix borrows its key */
-    size_t n_buckets, cap_buckets;
-    dg_map bucket_ix;     /* key -> fd_bucket */
+    dg_map buckets;       /* key -> fd_bucket (malloc'd, owns its key) */
     json_t *requests;
     long seq;
     uint64_t last_id;
@@ -355,12 +353,16 @@ static void ignore_dropped(void *val, void *arg)
 }
 
 /* Every rate-limit bucket is forgotten (a new limit starts them afresh). */
+static void free_bucket(void *val, void *unused)
+{
+    (void)unused;
+    free(val);
+}
+
 static void buckets_forget(fake_discord *fd)
 {
-    dg_map_clear(&fd->bucket_ix);
-    for (size_t i = 0; i < fd->n_buckets; i++)
-        free(fd->buckets[i]);
-    fd->n_buckets = 0;
+    dg_map_each(&fd->buckets, free_bucket, NULL);
+    dg_map_clear(&fd->buckets);
 }
 
 static fd_chan *chan_add(fake_discord *fd, const char *id, json_t *obj)
@@ -1201,18 +1203,19 @@ static void api_edit_or_delete(fake_discord *fd, const char *method, const char 
         size_t at = (size_t)(m - ch->msgs);
         memmove(m, m + 1, (ch->n - at - 1) * sizeof *m);
         ch->n--;
-        if (nonce) {
-            /* The index names the newest message with each nonce; an older
-             * one with the same nonce (another author's) takes its place. */
-            (void)dg_map_retain(&ch->nonces, id_differs, ignore_dropped, &gone);
-            for (size_t i = ch->n; i-- > 0;)
-                if (ch->msgs[i].nonce && !strcmp(ch->msgs[i].nonce, nonce)) {
-                    (void)dg_map_put(&ch->nonces, ch->msgs[i].nonce,
-                                     (void *)(uintptr_t)ch->msgs[i].id);
-                    break;
-                }
-            free(nonce);
+        /* The index names the newest message with each nonce (its key is
+         * that message's string): when it named this one, the next older
+         * message with the nonce (another author's) takes its place. */
+        if (nonce && (uint64_t)(uintptr_t)dg_map_get(&ch->nonces, nonce) == gone) {
+            fd_msg *older = NULL;
+            for (size_t i = ch->n; i-- > 0 && !older;)
+                if (ch->msgs[i].nonce && !strcmp(ch->msgs[i].nonce, nonce))
+                    older = &ch->msgs[i];
+            if (!older || dg_map_put(&ch->nonces, older->nonce,
+                                     (void *)(uintptr_t)older->id) != OC_OK)
+                (void)dg_map_retain(&ch->nonces, id_differs, ignore_dropped, &gone);
         }
+        free(nonce);
         fdg_dispatch(fd->gw, "MESSAGE_DELETE", ev, ch->id);
         json_decref(ev);
         set_reply(r, 204, NULL);
@@ -1366,17 +1369,15 @@ static int api_more(fake_discord *fd, const char *method, const char *path, cons
 /* Route bucket window; 1 when the request may go on. Adds headers. */
 static int bucket_take(fake_discord *fd, const char *major, const char *tmpl, reply *r)
 {
-    fd_bucket *bk = dg_map_get(&fd->bucket_ix, major);
+    fd_bucket *bk = dg_map_get(&fd->buckets, major);
     if (!bk) {
-        if (grow((void **)&fd->buckets, &fd->cap_buckets, fd->n_buckets, sizeof *fd->buckets) ||
-            !(bk = calloc(1, sizeof *bk)))
+        if (!(bk = calloc(1, sizeof *bk)))
             return 1;
         snprintf(bk->key, sizeof bk->key, "%s", major);
-        if (dg_map_put(&fd->bucket_ix, bk->key, bk) != OC_OK) {
+        if (dg_map_put(&fd->buckets, bk->key, bk) != OC_OK) {
             free(bk);
             return 1;
         }
-        fd->buckets[fd->n_buckets++] = bk;
     }
     int64_t now = mono_ms();
     int64_t win = (int64_t)(fd->rl_window * 1000.0);
@@ -2049,7 +2050,6 @@ void fake_discord_stop(fake_discord *fd)
     dg_map_clear(&fd->chan_ix);
     free(fd->faults);
     buckets_forget(fd);
-    free(fd->buckets);
     json_decref(fd->requests);
     pthread_cond_destroy(&fd->cond);
     pthread_mutex_destroy(&fd->mu);
