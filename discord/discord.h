@@ -240,6 +240,29 @@ int dg_discord_pipe_post(dg_discord_pipe *p, uint64_t tag, const char *channel_i
                          const char *content, const char *const *mention_ids, size_t n_mentions,
                          const char *nonce, dg_discord_err *err);
 
+/*
+ * A post made ready ahead of its turn: body built and checked, URL and
+ * rate-limit route worked out. A caller that knows its next post while an
+ * earlier one is in flight prepares it then, and the time from an answer to
+ * the next request is only curl's (issue 14: on one channel that time is
+ * the whole rate). Arguments as dg_discord_post_message (copied). *out is
+ * the caller's until dg_discord_pipe_submit takes it; an unused one goes
+ * with dg_discord_post_free. Any thread: it reads only what the client
+ * fixed at dg_discord_new.
+ */
+typedef struct dg_discord_post dg_discord_post;
+
+int dg_discord_post_prepare(const dg_discord *d, const char *channel_id, const char *content,
+                            const char *const *mention_ids, size_t n_mentions, const char *nonce,
+                            dg_discord_post **out, dg_discord_err *err);
+void dg_discord_post_free(dg_discord_post *post);
+
+/* Start a prepared post identified by tag. The pipe takes post in every
+ * case (freed here when refused: pipe full, err says so). OC_OK: its
+ * result comes from dg_discord_pipe_run. */
+int dg_discord_pipe_submit(dg_discord_pipe *p, uint64_t tag, dg_discord_post *post,
+                           dg_discord_err *err);
+
 /* A post that ended. message_id (OC_OK only) is owned by the receiver. */
 typedef struct dg_discord_done {
     uint64_t tag;

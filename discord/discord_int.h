@@ -47,7 +47,13 @@ struct dg_discord {
     char *base;
     char *guild_id;
     char *user_agent;
-    struct curl_slist *headers;  /* read-only after new: holds the token */
+    /* Read-only after new. headers: "Expect:" (no 100-continue wait for a
+     * body over 1 KB), then the token's Authorization, Content-Type and
+     * User-Agent; short_headers is the same list from its second node, for
+     * a body curl would not add Expect to (each header of the list costs
+     * every request a scan by curl for the headers it would set itself). */
+    struct curl_slist *headers;
+    struct curl_slist *short_headers; /* headers->next: its first carries the token */
     long timeout_ms, connect_ms, backoff_base_ms, backoff_max_ms;
     int max_attempts, max_idle;
     dg_discord_log_fn log;

@@ -56,13 +56,13 @@ static int64_t mono_ms(void)
 /* Overwrite every copy of the token in text with '*'. A server may echo the
  * request (a proxy's error page, an apiBase pointing at the wrong thing), and
  * what it says travels on into err->message: tool results an agent sees, the
- * outbox's stored last_error, logs. The token lives only in the first header. */
+ * outbox's stored last_error, logs. The token lives only in one header. */
 static void scrub_token(const dg_discord *d, char *text)
 {
-    if (!d->headers || !text)
+    if (!d->short_headers || !text)
         return;
     /* Also a piece of it (a truncated echo), in any case (scrub.h). */
-    dg_scrub_secret(text, d->headers->data + strlen(AUTH_PREFIX));
+    dg_scrub_secret(text, d->short_headers->data + strlen(AUTH_PREFIX));
 }
 
 static void logf_(dg_discord *d, int level, const char *fmt, ...)
@@ -954,11 +954,11 @@ int dg_discord_new(const dg_discord_options *o, dg_discord **out, char *err, siz
     if (!auth)
         goto nomem_free;
     snprintf(auth, al, AUTH_PREFIX "%s", o->token);
-    struct curl_slist *h = curl_slist_append(NULL, auth);
+    struct curl_slist *h = curl_slist_append(NULL, "Expect:");
+    struct curl_slist *h1 = h ? curl_slist_append(h, auth) : NULL;
     memset(auth, 0, al);
     free(auth);
-    struct curl_slist *h2 = h ? curl_slist_append(h, "Content-Type: application/json") : NULL;
-    struct curl_slist *h3 = h2 ? curl_slist_append(h2, "Expect:") : NULL;
+    struct curl_slist *h2 = h1 ? curl_slist_append(h1, "Content-Type: application/json") : NULL;
     /* The User-Agent as one more fixed header, not CURLOPT_USERAGENT: curl
      * formats that option into a new "User-Agent: ...\r\n" string on every
      * transfer (issue 14 profile: ~5k instructions a post), a header of the
@@ -966,18 +966,19 @@ int dg_discord_new(const dg_discord_options *o, dg_discord **out, char *err, siz
     size_t ul = strlen(d->user_agent) + sizeof "User-Agent: ";
     char *ua = malloc(ul);
     struct curl_slist *h4 = NULL;
-    if (ua && h3) {
+    if (ua && h2) {
         snprintf(ua, ul, "User-Agent: %s", d->user_agent);
-        h4 = curl_slist_append(h3, ua);
+        h4 = curl_slist_append(h2, ua);
     }
     free(ua);
     if (!h4) {
-        if (h)
-            memset(h->data, 0, strlen(h->data));
+        if (h && h->next)
+            memset(h->next->data, 0, strlen(h->next->data));
         curl_slist_free_all(h);
         goto nomem_free;
     }
-    d->headers = h4;
+    d->headers = h;
+    d->short_headers = h->next;
 
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -1008,9 +1009,9 @@ void dg_discord_free(dg_discord *d)
     for (size_t i = 0; i < d->n_idle; i++)
         slot_drop(d->idle[i]);
     free(d->idle);
-    /* The first header carries the token: wipe it before it goes back. */
-    if (d->headers)
-        memset(d->headers->data, 0, strlen(d->headers->data));
+    /* The token's header: wiped before it goes back. */
+    if (d->short_headers)
+        memset(d->short_headers->data, 0, strlen(d->short_headers->data));
     curl_slist_free_all(d->headers);
     dg_map_each(&d->routes, route_free, NULL);
     dg_map_clear(&d->routes);
@@ -1094,6 +1095,7 @@ typedef struct preq {
     char route[96];
     char url[256];
     char *json;                /* body, owned */
+    size_t json_len;
     int64_t deadline, not_before;
     int failures, n429;
     CURL *easy;                /* configured once at pipe_new */
@@ -1174,8 +1176,7 @@ int dg_discord_pipe_new(dg_discord *d, size_t cap, dg_discord_pipe **out)
             return OC_ERR_NOMEM;
         }
         curl_easy_setopt(e, CURLOPT_PRIVATE, q);
-        curl_easy_setopt(e, CURLOPT_HTTPHEADER, d->headers);
-            curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, d->connect_ms < d->timeout_ms
                                                            ? d->connect_ms : d->timeout_ms);
         curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
@@ -1273,33 +1274,73 @@ void dg_discord_pipe_wakeup(dg_discord_pipe *p)
 #endif
 }
 
-int dg_discord_pipe_post(dg_discord_pipe *p, uint64_t tag, const char *channel_id,
-                         const char *content, const char *const *mention_ids, size_t n_mentions,
-                         const char *nonce, dg_discord_err *err)
+struct dg_discord_post {
+    char route[96];
+    char url[256];
+    char *json;
+    size_t json_len;
+};
+
+int dg_discord_post_prepare(const dg_discord *d, const char *channel_id, const char *content,
+                            const char *const *mention_ids, size_t n_mentions, const char *nonce,
+                            dg_discord_post **out, dg_discord_err *err)
 {
     if (err)
         memset(err, 0, sizeof *err);
-    if (!p || !nonce)
+    *out = NULL;
+    if (!d || !nonce)
         return set_err(err, OC_ERR_INVALID, 0, 0, "post message: a pipelined post needs a "
                                                   "nonce");
-    if (p->busy == p->cap)
+    dg_discord_post *post = malloc(sizeof *post);
+    if (!post)
+        return set_err(err, OC_ERR_NOMEM, 0, 1, "post message: out of memory");
+    int rc = dgd_post_body(channel_id, content, mention_ids, n_mentions, nonce, &post->json, err);
+    if (rc != OC_OK) {
+        free(post);
+        return rc;
+    }
+    post->json_len = strlen(post->json);
+    char path[64];
+    snprintf(path, sizeof path, "/channels/%s/messages", channel_id);
+    route_key("POST", path, post->route, sizeof post->route);
+    snprintf(post->url, sizeof post->url, "%s%s", d->base, path);
+    *out = post;
+    return OC_OK;
+}
+
+void dg_discord_post_free(dg_discord_post *post)
+{
+    if (post) {
+        free(post->json);
+        free(post);
+    }
+}
+
+int dg_discord_pipe_submit(dg_discord_pipe *p, uint64_t tag, dg_discord_post *post,
+                           dg_discord_err *err)
+{
+    if (err)
+        memset(err, 0, sizeof *err);
+    if (!p || !post) {
+        dg_discord_post_free(post);
+        return set_err(err, OC_ERR_INVALID, 0, 0, "post message: no pipe or no post");
+    }
+    if (p->busy == p->cap) {
+        dg_discord_post_free(post);
         return set_err(err, OC_ERR_INVALID, 0, 1, "post message: the pipe is full");
+    }
     preq *q = NULL;
     for (size_t i = 0; i < p->cap && !q; i++)
         if (!p->reqs[i].used)
             q = &p->reqs[i];
-    char *json = NULL;
-    int rc = dgd_post_body(channel_id, content, mention_ids, n_mentions, nonce, &json, err);
-    if (rc != OC_OK)
-        return rc;
     q->used = 1;
     q->active = 0;
     q->tag = tag;
-    q->json = json;
-    char path[64];
-    snprintf(path, sizeof path, "/channels/%s/messages", channel_id);
-    route_key("POST", path, q->route, sizeof q->route);
-    snprintf(q->url, sizeof q->url, "%s%s", p->d->base, path);
+    q->json = post->json;
+    q->json_len = post->json_len;
+    memcpy(q->route, post->route, sizeof q->route);
+    memcpy(q->url, post->url, sizeof q->url);
+    free(post);
     int64_t now = mono_ms();
     q->deadline = now + p->d->timeout_ms;
     q->not_before = now;
@@ -1308,6 +1349,26 @@ int dg_discord_pipe_post(dg_discord_pipe *p, uint64_t tag, const char *channel_i
     xfer_clear(&q->x);
     p->busy++;
     return OC_OK;
+}
+
+int dg_discord_pipe_post(dg_discord_pipe *p, uint64_t tag, const char *channel_id,
+                         const char *content, const char *const *mention_ids, size_t n_mentions,
+                         const char *nonce, dg_discord_err *err)
+{
+    if (!p) {
+        if (err)
+            memset(err, 0, sizeof *err);
+        return set_err(err, OC_ERR_INVALID, 0, 0, "post message: no pipe");
+    }
+    if (p->busy == p->cap) {
+        if (err)
+            memset(err, 0, sizeof *err);
+        return set_err(err, OC_ERR_INVALID, 0, 1, "post message: the pipe is full");
+    }
+    dg_discord_post *post = NULL;
+    int rc = dg_discord_post_prepare(p->d, channel_id, content, mention_ids, n_mentions, nonce,
+                                     &post, err);
+    return rc == OC_OK ? dg_discord_pipe_submit(p, tag, post, err) : rc;
 }
 
 /* Start q's next attempt if it is due and has its permit; otherwise
@@ -1360,7 +1421,11 @@ static int preq_start(dg_discord_pipe *p, preq *q, int64_t now, dg_discord_done 
     xfer_clear(&q->x);
     curl_easy_setopt(q->easy, CURLOPT_URL, q->url);
     curl_easy_setopt(q->easy, CURLOPT_POSTFIELDS, q->json);
-    curl_easy_setopt(q->easy, CURLOPT_POSTFIELDSIZE, (long)strlen(q->json));
+    curl_easy_setopt(q->easy, CURLOPT_POSTFIELDSIZE, (long)q->json_len);
+    /* "Expect:" only where curl would otherwise add one (bodies over 1 KB
+     * in the curl of Debian 12). */
+    curl_easy_setopt(q->easy, CURLOPT_HTTPHEADER,
+                     q->json_len >= 1024 ? d->headers : d->short_headers);
     curl_easy_setopt(q->easy, CURLOPT_TIMEOUT_MS, tmo);
     if (curl_multi_add_handle(p->multi, q->easy) != CURLM_OK) {
         rl_release(d, q->route, NULL, 0, 0, 0);

@@ -110,6 +110,9 @@ typedef struct ochan {
     int held;              /* a decided row of it was refused by the store */
     int64_t lease_until;   /* wall ms: this instance's lease on the channel runs out
                               (0: none) */
+    dg_discord_post *next; /* the request of row next_id, made while the row before
+                              it flew (prepare_ahead); owned */
+    int64_t next_id;
 } ochan;
 
 struct dg_outbox {
@@ -386,6 +389,7 @@ static ochan *chan_get(dg_outbox *ob, const char *channel_id)
 
 static void chan_free(ochan *c)
 {
+    dg_discord_post_free(c->next);
     if (c->q) {
         for (size_t i = c->head; i < c->n; i++) {
             dg_outbox_row *r = &c->q[i];
@@ -729,11 +733,10 @@ static int flush_due(const dg_outbox *ob, int64_t now)
     return ob->n_dec >= at || now - ob->dec[0].since >= MARK_DELAY_MS || ob->dec_retry_at != 0;
 }
 
-/* Post the head row of c. */
-static void post_head(dg_outbox *ob, ochan *c)
+/* The request of row (mentions split from their stored list). */
+static int prepare_row(dg_outbox *ob, const dg_outbox_row *row, dg_discord_post **out,
+                       dg_discord_err *e)
 {
-    dg_plugin *p = ob->p;
-    const dg_outbox_row *row = &c->q[c->head];
     const char *ids[MAX_MENTIONS];
     size_t n_ids = 0;
     char mcopy[MAX_MENTIONS * 22];
@@ -741,12 +744,49 @@ static void post_head(dg_outbox *ob, ochan *c)
     for (char *save = NULL, *t = strtok_r(mcopy, ",", &save); t && n_ids < MAX_MENTIONS;
          t = strtok_r(NULL, ",", &save))
         ids[n_ids++] = t;
+    return dg_discord_post_prepare(ob->p->discord, row->channel_id, row->content, ids, n_ids,
+                                   row->nonce, out, e);
+}
+
+/* Make the request of the row after each one in flight, while it flies
+ * (a row that cannot be made is left to post_head, which says why). */
+static void prepare_ahead(dg_outbox *ob)
+{
+    for (size_t i = 0; i < ob->n_fly; i++) {
+        ochan *c = ob->fly[i];
+        if (c->next || c->head + 1 >= c->n)
+            continue;
+        dg_discord_err e;
+        if (prepare_row(ob, &c->q[c->head + 1], &c->next, &e) == OC_OK)
+            c->next_id = c->q[c->head + 1].id;
+    }
+}
+
+/* Post the head row of c. */
+static void post_head(dg_outbox *ob, ochan *c)
+{
+    dg_plugin *p = ob->p;
+    const dg_outbox_row *row = &c->q[c->head];
+    dg_discord_post *post = c->next;
+    c->next = NULL;
+    if (post && c->next_id != row->id) {
+        dg_discord_post_free(post); /* made for a row that is gone */
+        post = NULL;
+    }
     dg_discord_err e;
-    int rc = dg_discord_pipe_post(ob->pipe, (uint64_t)row->id, row->channel_id, row->content,
-                                  ids, n_ids, row->nonce, &e);
+    int rc = post ? OC_OK : prepare_row(ob, row, &post, &e);
+    if (rc == OC_OK)
+        rc = dg_discord_pipe_submit(ob->pipe, (uint64_t)row->id, post, &e);
     if (rc == OC_OK) {
         c->inflight = 1;
         ob->fly[ob->n_fly++] = c; /* the pipe took it: fewer than max_inflight fly */
+        return;
+    }
+    if (e.retryable) { /* out of memory: the row waits, it is not at fault */
+        dg_log(p, OC_LOG_WARN, "outbox: moderator message %lld for channel %s not posted yet "
+                               "(%s); trying again in %ld ms",
+               (long long)row->id, row->channel_id, e.message, backoff(ob, 1));
+        c->not_before = mono_ms() + backoff(ob, 1);
         return;
     }
     /* Refused before any request: the row can never be sent as it is. */
@@ -848,6 +888,8 @@ static int64_t dec_max_of(const dg_outbox *ob, const ochan *c)
  * again from the row after `after`. */
 static void chan_forget_rows(ochan *c, int64_t after)
 {
+    dg_discord_post_free(c->next);
+    c->next = NULL;
     while (c->q && c->head < c->n)
         chan_pop(c);
     c->cursor = after;
@@ -1084,6 +1126,7 @@ static void *dispatcher(void *arg)
             if (flush_due(ob, mono_ms()))
                 flush(ob);
             refill_ahead(ob);
+            prepare_ahead(ob);
             if (got)
                 continue; /* channels answered: their next rows may go */
             /* Wait for answers, at most until a timer or the batch is due. */
