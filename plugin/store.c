@@ -370,6 +370,7 @@ static void store_free(dg_store *st)
     }
     if (st->pg)
         dg_pg_close(st);
+    dg_store_checkpointer_stop(st);
     dg_store_turns_pending_drop(st);
     dg_store_presence_leave(st);
     sqlite3_finalize(st->probe_dv_stmt);
@@ -447,6 +448,8 @@ int dg_store_open(const char *path, dg_store **out, char *err, size_t err_len)
     if ((rc = dg_store_presence_join(st, path, err, err_len)) != OC_OK)
         goto fail;
     if ((rc = dg_store_probe_open(st, path, err, err_len)) != OC_OK)
+        goto fail;
+    if ((rc = dg_store_checkpointer_start(st, path, err, err_len)) != OC_OK)
         goto fail;
     if (!(st->where = strdup(path))) {
         rc = dg_fail(err, err_len, OC_ERR_NOMEM, "store: out of memory opening %s", path);

@@ -115,6 +115,15 @@ void dg_store_test_forget(dg_store *st);
 void dg_store_test_drop_pages(dg_store *st);
 void dg_store_test_commit_hook(dg_store *st, int (*fn)(void *), void *arg);
 
+/*
+ * WAL checkpoints run by the store's own thread since it opened (SQLite: the
+ * committing threads never checkpoint, store_checkpoint.c), and SQLite's
+ * result code of the last one in *last_rc (SQLITE_OK, or e.g. SQLITE_FULL:
+ * the WAL then keeps its frames, which are safe, and it is tried again).
+ * -1 on PostgreSQL. Any thread.
+ */
+long dg_store_checkpoints(const dg_store *st, int *last_rc);
+
 /* Schema version found in the file when it was opened (0 for a new file). */
 int dg_store_opened_version(const dg_store *st);
 

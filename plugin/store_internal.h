@@ -104,6 +104,7 @@ struct dg_store {
         int64_t snap[DG_STATE_FIELDS];       /* its kept fields, in the state columns' order, */
         char *snap_post;             /* and its post channel, or NULL */
     } pending;
+    struct dg_ckpt *ckpt;            /* SQLite: the checkpoint thread (store_checkpoint.c) */
     /* The probe: a second, read-only connection with its own lock, so the
      * hot path asks "did anything commit?" without the store lock. */
     sqlite3 *probe;
@@ -269,6 +270,13 @@ int dg_store_has_tables(const char *have, const char *want);
 
 /* The head of the change log: the latest sequence (store_shared.c). */
 extern const char dg_sql_change_head[];
+
+/* Start st's checkpoint thread and its connection on path, and take the
+ * WAL's checkpoints off the committing threads (store_checkpoint.c); OC_OK
+ * or a message in err. Stopped (joined, connection closed) by
+ * dg_store_checkpointer_stop, which does nothing when none runs. */
+int dg_store_checkpointer_start(dg_store *st, const char *path, char *err, size_t err_len);
+void dg_store_checkpointer_stop(dg_store *st);
 
 /* Open the probe connection of st on path (store_shared.c); OC_OK or
  * OC_ERR_IO with a sentence in err. Init only. */

@@ -602,6 +602,57 @@ START_TEST(test_rollback_discards_and_commit_keeps)
 }
 END_TEST
 
+/* The WAL's checkpoints run on the store's own thread: once commits pass
+ * 1000 pages of WAL, that thread copies them into the database file, with
+ * no checkpoint in any commit (the WAL hook replaces SQLite's automatic one,
+ * which ran inside the commit that crossed the mark). Without the thread
+ * nothing would reach the file before 16000 pages. */
+START_TEST(test_checkpoints_run_on_the_store_thread)
+{
+    char *path = tu_path(dir, "ckpt.db");
+    dg_store *st = NULL;
+    char err[256];
+    ck_assert_int_eq(dg_store_open(path, &st, err, sizeof err), OC_OK);
+    int last = -1;
+    ck_assert_int_eq(dg_store_checkpoints(st, &last), 0);
+    struct stat before;
+    ck_assert_int_eq(stat(path, &before), 0);
+    static char big[3000];
+    memset(big, 'w', sizeof big - 1);
+    for (int t = 0; t < 14; t++) {
+        ck_assert_int_eq(dg_store_begin(st), OC_OK);
+        for (int i = 0; i < 100; i++) {
+            char key[32];
+            snprintf(key, sizeof key, "ckpt-%d-%d", t, i);
+            dg_stmt *s = dg_store_stmt(st, "INSERT INTO dg_meta(key, value) VALUES (?1, ?2)");
+            dg_store_bind_text(s, 1, key);
+            dg_store_bind_text(s, 2, big);
+            ck_assert_int_eq(dg_step(s), DG_DONE);
+        }
+        ck_assert_int_eq(dg_store_commit(st), OC_OK);
+    }
+    long runs = 0;
+    for (int i = 0; i < 1000 && (runs = dg_store_checkpoints(st, &last)) < 1; i++)
+        usleep(10 * 1000);
+    ck_assert_int_ge(runs, 1);
+    ck_assert_int_eq(last, SQLITE_OK);
+    struct stat after;
+    ck_assert_int_eq(stat(path, &after), 0);
+    /* 1400 rows of 3 KB: the file holds most of them now. */
+    ck_assert_int_gt(after.st_size, before.st_size + 900L * 4096);
+    dg_store_close(st);
+    /* Closed and opened again: everything is there. */
+    ck_assert_int_eq(dg_store_open(path, &st, err, sizeof err), OC_OK);
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    dg_stmt *s = dg_store_stmt(st, "SELECT count(*) FROM dg_meta WHERE key LIKE 'ckpt-%'");
+    ck_assert_int_eq(dg_step(s), DG_ROW);
+    ck_assert_int_eq(dg_col_int(s, 0), 1400);
+    dg_store_rollback(st);
+    dg_store_close(st);
+    free(path);
+}
+END_TEST
+
 /* A read left on a row past COMMIT (a caller's missing reset; the dedup
  * check of the resolve path had one) keeps its snapshot; after another
  * store commits on the file, BEGIN IMMEDIATE on that snapshot fails at
@@ -975,6 +1026,7 @@ Suite *make_store_suite(void)
     tcase_add_test(tc, test_unusable_folder_fails_and_leaves_nothing);
     tcase_add_test(tc, test_empty_path_refused);
     tcase_add_test(tc, test_rollback_discards_and_commit_keeps);
+    tcase_add_test(tc, test_checkpoints_run_on_the_store_thread);
     tcase_add_test(tc, test_readonly_open_refuses_what_it_cannot_read);
     suite_add_tcase(s, tc);
     TCase *fc = tcase_create("faults");
