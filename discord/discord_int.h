@@ -48,7 +48,7 @@ struct dg_discord {
     char *guild_id;
     char *user_agent;
     /* Read-only after new. headers: "Expect:" (no 100-continue wait for a
-     * body over 1 KB), then the token's Authorization, Content-Type and
+     * large body), then the token's Authorization, Content-Type and
      * User-Agent; short_headers is the same list from its second node, for
      * a body curl would not add Expect to (each header of the list costs
      * every request a scan by curl for the headers it would set itself). */

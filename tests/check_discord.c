@@ -1296,6 +1296,64 @@ START_TEST(pipe_takes_the_top_level_id)
 }
 END_TEST
 
+/* The pipe's posts go with one of two header lists (transport.c: the one
+ * without "Expect:" is the other's tail): a short body and one over 1 KB
+ * both carry the token, Content-Type and User-Agent and neither asks for
+ * 100-continue; a prepared post that the pipe refuses (full) is taken and
+ * freed, with an error that says why. */
+START_TEST(pipe_posts_carry_the_headers_and_no_expect)
+{
+    env *e = env_open(NULL);
+    dg_discord_pipe *p = NULL;
+    ck_assert_int_eq(dg_discord_pipe_new(e->d, 1, &p), OC_OK);
+    static char longtext[1500];
+    memset(longtext, 'l', sizeof longtext - 1);
+    const char *texts[] = {"short", longtext};
+    for (int i = 0; i < 2; i++) {
+        dg_discord_err err;
+        dg_discord_post *post = NULL;
+        char nonce[16];
+        snprintf(nonce, sizeof nonce, "n-hdr-%d", i);
+        ck_assert_int_eq(dg_discord_post_prepare(e->d, e->chan, texts[i], NULL, 0, nonce, &post,
+                                                 &err), OC_OK);
+        ck_assert_int_eq(dg_discord_pipe_submit(p, (uint64_t)i + 1, post, &err), OC_OK);
+        if (i == 0) {
+            dg_discord_post *extra = NULL;
+            ck_assert_int_eq(dg_discord_post_prepare(e->d, e->chan, "extra", NULL, 0, "n-x",
+                                                     &extra, &err), OC_OK);
+            ck_assert_int_ne(dg_discord_pipe_submit(p, 99, extra, &err), OC_OK);
+            ck_assert_msg(strstr(err.message, "full"), "%s", err.message);
+        }
+        dg_discord_done done;
+        size_t n = 0;
+        for (int k = 0; k < 100 && n == 0; k++)
+            n = dg_discord_pipe_run(p, 100, &done);
+        ck_assert_int_eq((int)n, 1);
+        ck_assert_msg(done.rc == OC_OK, "%s", done.err.message);
+        ck_assert_int_eq((int)done.tag, i + 1);
+        free(done.message_id);
+    }
+    json_t *reqs = fake_discord_requests(e->fd, 0);
+    ck_assert_int_eq((int)json_array_size(reqs), 2);
+    for (size_t i = 0; i < 2; i++) {
+        json_t *r = req_at(reqs, i);
+        const char *expect = json_string_value(json_object_get(r, "expect"));
+        ck_assert_msg(!expect, "request %zu asks for Expect: %s", i, expect);
+        ck_assert_str_eq(json_string_value(json_object_get(r, "contentType")),
+                         "application/json");
+        ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(r, "userAgent")),
+                                     "DiscordBot"));
+        ck_assert_str_eq(json_string_value(json_object_get(r, "authUserId")), USER);
+    }
+    ck_assert_int_eq((int)strlen(json_string_value(json_object_get(
+                         json_object_get(req_at(reqs, 1), "body"), "content"))),
+                     (int)sizeof longtext - 1);
+    json_decref(reqs);
+    dg_discord_pipe_free(p);
+    env_close(e);
+}
+END_TEST
+
 /* ---- altered echoes of the token (issue 12 bug 5) ---------------------------------------- */
 
 typedef struct echo_log {
@@ -1588,6 +1646,7 @@ Suite *make_discord_suite(void)
     tcase_add_test(tc, reset_after_read_the_same_in_any_locale);
     tcase_add_test(tc, token_echoed_by_server_never_in_error);
     tcase_add_test(tc, pipe_takes_the_top_level_id);
+    tcase_add_test(tc, pipe_posts_carry_the_headers_and_no_expect);
     tcase_add_test(tc, token_altered_echo_never_logged);
     suite_add_tcase(s, tc);
     TCase *oom = tcase_create("oom");

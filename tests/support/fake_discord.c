@@ -1540,6 +1540,7 @@ static enum MHD_Result api(fake_discord *fd, struct MHD_Connection *c, const cha
     const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
     const char *ua = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "User-Agent");
     const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+    const char *expect = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Expect");
     char *query = NULL;
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_query, &query);
     json_t *body = NULL;
@@ -1560,10 +1561,10 @@ static enum MHD_Result api(fake_discord *fd, struct MHD_Connection *c, const cha
     if (ra <= 0)
         ra = 0.05;
     json_t *rec = fd->lean ? NULL : json_pack(
-        "{s:I, s:I, s:s, s:s, s:s?, s:s, s:s?, s:s?, s:s?, s:s?, s:O?, s:i, s:s?}", "seq",
-        (json_int_t)++fd->seq, "tMs", (json_int_t)mono_ms(), "method", method, "path", path,
-        "query", query, "route", tmpl, "authorization", auth, "authUserId", user, "userAgent",
-        ua, "contentType", ct, "body", body, "status", 0, "fault",
+        "{s:I, s:I, s:s, s:s, s:s?, s:s, s:s?, s:s?, s:s?, s:s?, s:s?, s:O?, s:i, s:s?}",
+        "seq", (json_int_t)++fd->seq, "tMs", (json_int_t)mono_ms(), "method", method, "path",
+        path, "query", query, "route", tmpl, "authorization", auth, "authUserId", user,
+        "userAgent", ua, "contentType", ct, "expect", expect, "body", body, "status", 0, "fault",
         fault >= 0 ? fault_names[fault] : NULL);
     free(query);
     if (fd->lean) {
