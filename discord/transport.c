@@ -1110,6 +1110,8 @@ struct dg_discord_pipe {
     size_t cap, busy;
     preq *reqs;
     atomic_int woken;          /* set by dg_discord_pipe_wakeup */
+    int settled;               /* the last call ended on a curl_multi_perform that
+                                  left nothing to read: the next may poll first */
 };
 
 /* Take route's permit without waiting. 1: taken; 0: not before *until
@@ -1637,6 +1639,12 @@ size_t dg_discord_pipe_run(dg_discord_pipe *p, long wait_ms, dg_discord_done *do
     dg_discord *d = p->d;
     int64_t until = mono_ms() + (wait_ms > 0 ? wait_ms : 0);
     size_t nd = 0;
+    /* Called again to wait right after a call whose perform left the
+     * transfers settled, nothing started since: poll before performing
+     * again. A perform there only found nothing to read (one system call
+     * and a pass over curl's state per post, issue 14). */
+    int skip_perform = p->settled && wait_ms > 0;
+    p->settled = 0;
     for (;;) {
         int64_t now = mono_ms(), wake = until;
         int ab = atomic_load(&d->abort);
@@ -1649,22 +1657,26 @@ size_t dg_discord_pipe_run(dg_discord_pipe *p, long wait_ms, dg_discord_done *do
                 preq_finish(p, q, OC_ERR_IO, NULL, &done[nd++]);
             } else if (q->not_before <= now) {
                 nd += (size_t)preq_start(p, q, now, &done[nd]);
+                skip_perform = 0; /* a transfer to put on the wire */
             }
             if (q->used && !q->active && q->not_before < wake)
                 wake = q->not_before;
         }
-        int running = 0;
-        curl_multi_perform(p->multi, &running);
-        CURLMsg *m;
-        int left;
-        while ((m = curl_multi_info_read(p->multi, &left))) {
-            if (m->msg != CURLMSG_DONE)
-                continue;
-            preq *q = NULL;
-            curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&q);
-            if (q && q->active)
-                nd += (size_t)preq_done(p, q, m->data.result, &done[nd]);
+        if (!skip_perform || ab || nd) {
+            int running = 0;
+            curl_multi_perform(p->multi, &running);
+            CURLMsg *m;
+            int left;
+            while ((m = curl_multi_info_read(p->multi, &left))) {
+                if (m->msg != CURLMSG_DONE)
+                    continue;
+                preq *q = NULL;
+                curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&q);
+                if (q && q->active)
+                    nd += (size_t)preq_done(p, q, m->data.result, &done[nd]);
+            }
         }
+        skip_perform = 0;
         if (ab) {
             /* Transfers in flight are abandoned; their posts stay unsent. */
             for (size_t i = 0; i < p->cap; i++) {
@@ -1679,8 +1691,10 @@ size_t dg_discord_pipe_run(dg_discord_pipe *p, long wait_ms, dg_discord_done *do
         if (nd || p->busy == 0 || atomic_exchange(&p->woken, 0))
             return nd;
         now = mono_ms();
-        if (now >= until)
+        if (now >= until) {
+            p->settled = 1; /* performed just now, nothing ended, nothing started after */
             return 0;
+        }
         /* Any not-yet-started post that became due goes round again. */
         int due = 0;
         for (size_t i = 0; i < p->cap && !due; i++)

@@ -36,7 +36,7 @@
  * happened to put each client beside its server thread decided the
  * one-channel ratio more than the code did: the same binary gave 0.42x to
  * 1.38x in consecutive runs on this 2-core VM, 0.65x to 1.14x pinned.
- * BENCH_OUTBOX_K (messages per round, 200), BENCH_OUTBOX_ROUNDS (15),
+ * BENCH_OUTBOX_K (messages per round, 200), BENCH_OUTBOX_ROUNDS (31),
  * BENCH_BACKLOG_MAX (100000) change the sizes; BENCH_OUTBOX_INFLIGHT the
  * outbox's max_inflight (default 16); BENCH_OUTBOX_ONLY=N runs only the N-channel
  * comparison (for a profiler), BENCH_OUTBOX_BACKLOG_ONLY=1 only the backlog curve.
@@ -534,7 +534,7 @@ static void bctx_close(bctx *b)
 int bench_outbox(void)
 {
     int k = (int)env_long("BENCH_OUTBOX_K", 200);
-    int rounds = (int)env_long("BENCH_OUTBOX_ROUNDS", 15);
+    int rounds = (int)env_long("BENCH_OUTBOX_ROUNDS", 31);
     const char *lat_env = getenv("BENCH_OUTBOX_LATENCY_US");
     long lat = lat_env && *lat_env ? atol(lat_env) : 10000;
     int lat_k = (int)env_long("BENCH_OUTBOX_LAT_K", 48);
