@@ -100,7 +100,7 @@ int dg_core_new(const oc_host_api *api, const json_t *config, dg_core_attach_fn 
         return OC_ERR_NOMEM;
     }
     p->api = api;
-    p->clock = dg_wall_clock_ms;
+    dg_set_clock(p, NULL, NULL);
     pthread_mutex_init(&p->inflight_mu, NULL);
     if ((rc = dg_log_queue_new(&p->logq)) || !(p->closed_seen = dg_seen_set_new())) {
         dg_log_queue_free(p);

@@ -39,8 +39,11 @@ typedef struct dg_plugin {
     dg_templates *templates;
     dg_discord *discord;      /* NULL when no moderator token is configured */
     dg_outbox *outbox;        /* NULL when discord is NULL */
-    dg_clock_fn clock;
-    void *clock_state;
+    /* Set by dg_set_clock (tests move time by hand, from their own thread
+     * while the plugin's threads read it): state is stored before the
+     * function, which is read first. */
+    _Atomic(dg_clock_fn) clock;
+    _Atomic(void *) clock_state;
     dg_turns *turns;          /* turn engine: created by dg_core_new, freed
                                  by dg_core_free */
     atomic_int settled;       /* set by the first hook or tool call after init */
@@ -82,6 +85,10 @@ void dg_plugin_settle(dg_plugin *p);
 
 /* Current time in ms from the plugin's clock (real time unless a test set it). */
 int64_t dg_now_ms(const dg_plugin *p);
+
+/* Make p's clock fn(state) (NULL fn: the wall clock). Any thread, at any
+ * time: a reader sees the old clock or the new one whole. */
+void dg_set_clock(dg_plugin *p, dg_clock_fn fn, void *state);
 
 /* Real wall clock, the default dg_clock_fn. */
 int64_t dg_wall_clock_ms(void *unused);

@@ -1039,7 +1039,7 @@ START_TEST(sent_rows_and_notice_marks_pruned_after_retention)
     oenv *o = oenv_open(NULL);
     int64_t now = dg_wall_clock_ms(NULL);
     const int64_t day = 86400LL * 1000;
-    o->e.p.clock = test_clock;
+    dg_set_clock(&o->e.p, test_clock, NULL);
     o->e.p.cfg.outbox_retention_sec = 7 * 86400;
     test_clock_ms = now - 8 * day;
     oenv_start(o, NULL);

@@ -224,8 +224,7 @@ fz_host *fz_host_start(const char *policy)
         return NULL;
     }
     dg_plugin *p = h->state;
-    p->clock_state = h;
-    p->clock = h_clock;
+    dg_set_clock(p, h_clock, h);
     return h;
 }
 

@@ -47,7 +47,7 @@ int obe_open(obe *e, const char *base_url, const char *db_path, const dg_discord
     e->api.host = (oc_host *)e;
     e->api.log = host_log;
     e->p.api = &e->api;
-    e->p.clock = dg_wall_clock_ms;
+    dg_set_clock(&e->p, NULL, NULL);
     e->p.cfg.moderator_token = strdup(OBE_TOKEN);
     e->p.cfg.moderator_user_id = strdup(OBE_MOD_ID);
     e->p.cfg.discord_api_base = strdup(base_url);

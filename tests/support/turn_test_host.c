@@ -185,10 +185,8 @@ static void start_plugin(tth *h)
     json_decref(cfg);
     TTH_EXPECT(rc == OC_OK, "plugin init failed: %s", err);
     dg_plugin *p = h->state;
-    /* State first: the plugin's timeout thread may read the clock (its
-     * first look comes a second after init). */
-    p->clock_state = h;
-    p->clock = th_clock;
+    /* The plugin's timeout thread may read the clock already. */
+    dg_set_clock(p, th_clock, h);
 }
 
 void tth_start(tth *h, const char *policy, const char *extra)
