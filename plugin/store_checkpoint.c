@@ -93,9 +93,13 @@ int dg_store_checkpointer_start(dg_store *st, const char *path, char *err, size_
         return dg_fail(err, err_len, OC_ERR_NOMEM, "store: out of memory opening %s", path);
     int rc = sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
     /* A connection learns that the file is in WAL mode when it first reads
-     * it; until then a checkpoint is a no-op that reports success. */
-    if (rc == SQLITE_OK)
+     * it; until then a checkpoint is a no-op that reports success. That
+     * read may meet another gateway's recovery of the WAL: wait as the
+     * store's own connection does. */
+    if (rc == SQLITE_OK) {
+        sqlite3_busy_timeout(c->db, 5000);
         rc = sqlite3_exec(c->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
+    }
     if (rc != SQLITE_OK) {
         dg_fail(err, err_len, OC_ERR_IO,
                 "store: cannot open the checkpoint connection to dbPath %s: %s; check that the "
