@@ -1088,14 +1088,19 @@ int dg_discord_request(dg_discord *d, const char *method, const char *path, cons
  * bound, the abort switch. Handles are configured once; per attempt only
  * the URL, the body and the remaining time are set. */
 
+/* A post's request (dg_discord_post_prepare): its body is owned. */
+struct dg_discord_post {
+    char route[96];
+    char url[256];
+    char *json;
+    size_t json_len;
+};
+
 typedef struct preq {
     int used;                  /* 1: a post owns this entry */
     int active;                /* its transfer is in the multi */
     uint64_t tag;
-    char route[96];
-    char url[256];
-    char *json;                /* body, owned */
-    size_t json_len;
+    dg_discord_post req;       /* taken over from dg_discord_pipe_submit */
     int64_t deadline, not_before;
     int failures, n429;
     CURL *easy;                /* configured once at pipe_new */
@@ -1230,8 +1235,8 @@ static void preq_finish(dg_discord_pipe *p, preq *q, int rc, char *message_id,
     done->rc = rc;
     done->message_id = message_id;
     done->err = q->e;
-    free(q->json);
-    q->json = NULL;
+    free(q->req.json);
+    q->req.json = NULL;
     xfer_clear(&q->x);
     q->used = 0;
     p->busy--;
@@ -1245,9 +1250,9 @@ void dg_discord_pipe_free(dg_discord_pipe *p)
         preq *q = &p->reqs[i];
         if (q->active) {
             curl_multi_remove_handle(p->multi, q->easy);
-            rl_release(p->d, q->route, NULL, 0, 0, 0);
+            rl_release(p->d, q->req.route, NULL, 0, 0, 0);
         }
-        free(q->json);
+        free(q->req.json);
         free(q->x.body);
         if (q->easy)
             curl_easy_cleanup(q->easy);
@@ -1275,13 +1280,6 @@ void dg_discord_pipe_wakeup(dg_discord_pipe *p)
         atomic_store(&p->woken, 1);
 #endif
 }
-
-struct dg_discord_post {
-    char route[96];
-    char url[256];
-    char *json;
-    size_t json_len;
-};
 
 int dg_discord_post_prepare(const dg_discord *d, const char *channel_id, const char *content,
                             const char *const *mention_ids, size_t n_mentions, const char *nonce,
@@ -1338,10 +1336,7 @@ int dg_discord_pipe_submit(dg_discord_pipe *p, uint64_t tag, dg_discord_post *po
     q->used = 1;
     q->active = 0;
     q->tag = tag;
-    q->json = post->json;
-    q->json_len = post->json_len;
-    memcpy(q->route, post->route, sizeof q->route);
-    memcpy(q->url, post->url, sizeof q->url);
+    q->req = *post; /* the body with it */
     free(post);
     int64_t now = mono_ms();
     q->deadline = now + p->d->timeout_ms;
@@ -1362,11 +1357,6 @@ int dg_discord_pipe_post(dg_discord_pipe *p, uint64_t tag, const char *channel_i
             memset(err, 0, sizeof *err);
         return set_err(err, OC_ERR_INVALID, 0, 0, "post message: no pipe");
     }
-    if (p->busy == p->cap) {
-        if (err)
-            memset(err, 0, sizeof *err);
-        return set_err(err, OC_ERR_INVALID, 0, 1, "post message: the pipe is full");
-    }
     dg_discord_post *post = NULL;
     int rc = dg_discord_post_prepare(p->d, channel_id, content, mention_ids, n_mentions, nonce,
                                      &post, err);
@@ -1379,9 +1369,9 @@ static int preq_start(dg_discord_pipe *p, preq *q, int64_t now, dg_discord_done 
 {
     dg_discord *d = p->d;
     int64_t until = 0;
-    int r = rl_try(d, q->route, &until);
+    int r = rl_try(d, q->req.route, &until);
     if (r == -1) {
-        aborted_err(&q->e, q->route);
+        aborted_err(&q->e, q->req.route);
         preq_finish(p, q, OC_ERR_IO, NULL, done);
         return 1;
     }
@@ -1396,14 +1386,14 @@ static int preq_start(dg_discord_pipe *p, preq *q, int64_t now, dg_discord_done 
             set_err(&q->e, OC_ERR_IO, q->e.http_status, 1,
                     "rate limited: %s is held back for another %lld ms, longer than this call "
                     "may wait; try again later",
-                    q->route, (long long)(until - now));
+                    q->req.route, (long long)(until - now));
             preq_finish(p, q, OC_ERR_IO, NULL, done);
             return 1;
         }
         if (until < 0 && now >= q->deadline) {
             set_err(&q->e, OC_ERR_IO, 0, 1, "timed out: %s waited for another request on a "
                                             "route whose bucket is not known yet; try again later",
-                    q->route);
+                    q->req.route);
             preq_finish(p, q, OC_ERR_IO, NULL, done);
             return 1;
         }
@@ -1412,27 +1402,27 @@ static int preq_start(dg_discord_pipe *p, preq *q, int64_t now, dg_discord_done 
     }
     long tmo = (long)(q->deadline - now);
     if (tmo <= 0) {
-        rl_release(d, q->route, NULL, 0, 0, 0);
+        rl_release(d, q->req.route, NULL, 0, 0, 0);
         set_err(&q->e, OC_ERR_IO, q->e.http_status, 1,
-                "timed out: %s got no answer within %ld ms; try again later", q->route,
+                "timed out: %s got no answer within %ld ms; try again later", q->req.route,
                 d->timeout_ms);
         preq_finish(p, q, OC_ERR_IO, NULL, done);
         return 1;
     }
     q->cerr[0] = '\0';
     xfer_clear(&q->x);
-    curl_easy_setopt(q->easy, CURLOPT_URL, q->url);
-    curl_easy_setopt(q->easy, CURLOPT_POSTFIELDS, q->json);
-    curl_easy_setopt(q->easy, CURLOPT_POSTFIELDSIZE, (long)q->json_len);
+    curl_easy_setopt(q->easy, CURLOPT_URL, q->req.url);
+    curl_easy_setopt(q->easy, CURLOPT_POSTFIELDS, q->req.json);
+    curl_easy_setopt(q->easy, CURLOPT_POSTFIELDSIZE, (long)q->req.json_len);
     /* "Expect:" only where a curl may add "Expect: 100-continue" and wait
      * up to a second for the server's 100: bodies over 1 KB in older curl
      * (the curl of Debian 12 does it only past 1 MB, which no post reaches). */
     curl_easy_setopt(q->easy, CURLOPT_HTTPHEADER,
-                     q->json_len >= 1024 ? d->headers : d->short_headers);
+                     q->req.json_len >= 1024 ? d->headers : d->short_headers);
     curl_easy_setopt(q->easy, CURLOPT_TIMEOUT_MS, tmo);
     if (curl_multi_add_handle(p->multi, q->easy) != CURLM_OK) {
-        rl_release(d, q->route, NULL, 0, 0, 0);
-        set_err(&q->e, OC_ERR_IO, 0, 1, "%s could not be started", q->route);
+        rl_release(d, q->req.route, NULL, 0, 0, 0);
+        set_err(&q->e, OC_ERR_IO, 0, 1, "%s could not be started", q->req.route);
         preq_finish(p, q, OC_ERR_IO, NULL, done);
         return 1;
     }
@@ -1450,25 +1440,25 @@ static int preq_retry(dg_discord_pipe *p, preq *q, long http, const char *why,
         if (http)
             set_err(&q->e, OC_ERR_IO, http, 1, "Discord answered %ld to %s %d times: %s; try "
                                                "again later",
-                    http, q->route, q->failures, why);
+                    http, q->req.route, q->failures, why);
         else
             set_err(&q->e, OC_ERR_IO, 0, 1, "no answer from Discord for %s after %d attempt%s: "
                                             "%s",
-                    q->route, q->e.attempts, q->e.attempts == 1 ? "" : "s", why);
+                    q->req.route, q->e.attempts, q->e.attempts == 1 ? "" : "s", why);
         preq_finish(p, q, OC_ERR_IO, NULL, done);
         return 1;
     }
     long wait = backoff_ms(d, q->failures);
     if (http)
         logf_(d, OC_LOG_WARN, "discord: %s answered %ld (%s); retry %d of %d in %ld ms",
-              q->route, http, why, q->failures, d->max_attempts - 1, wait);
+              q->req.route, http, why, q->failures, d->max_attempts - 1, wait);
     else
-        logf_(d, OC_LOG_WARN, "discord: %s failed (%s); retry %d of %d in %ld ms", q->route,
+        logf_(d, OC_LOG_WARN, "discord: %s failed (%s); retry %d of %d in %ld ms", q->req.route,
               why, q->failures, d->max_attempts - 1, wait);
     if (mono_ms() + wait >= q->deadline) {
         set_err(&q->e, OC_ERR_IO, http, 1, "timed out: %s failed (%s) and no time is left in "
                                            "its %ld ms to retry",
-                q->route, why, d->timeout_ms);
+                q->req.route, why, d->timeout_ms);
         preq_finish(p, q, OC_ERR_IO, NULL, done);
         return 1;
     }
@@ -1557,7 +1547,7 @@ static int preq_done(dg_discord_pipe *p, preq *q, CURLcode cc, dg_discord_done *
     int global = 0;
     if (cc == CURLE_OK && http == 429)
         ra = retry_after_of(&q->x, &global);
-    rl_release(d, q->route, cc == CURLE_OK ? &q->x.h : NULL, cc == CURLE_OK ? http : 0, ra,
+    rl_release(d, q->req.route, cc == CURLE_OK ? &q->x.h : NULL, cc == CURLE_OK ? http : 0, ra,
                global);
     if (cc != CURLE_OK) {
         q->failures++;
@@ -1566,7 +1556,7 @@ static int preq_done(dg_discord_pipe *p, preq *q, CURLcode cc, dg_discord_done *
         const char *why = q->cerr[0] ? q->cerr : curl_easy_strerror(cc);
         if (cc == CURLE_OPERATION_TIMEDOUT || mono_ms() >= q->deadline) {
             set_err(&q->e, OC_ERR_IO, 0, 1,
-                    "timed out: %s got no answer within %ld ms (%s); try again later", q->route,
+                    "timed out: %s got no answer within %ld ms (%s); try again later", q->req.route,
                     d->timeout_ms, why);
             preq_finish(p, q, OC_ERR_IO, NULL, done);
             return 1;
@@ -1602,11 +1592,11 @@ static int preq_done(dg_discord_pipe *p, preq *q, CURLcode cc, dg_discord_done *
     discord_message(d, &q->x, http, dmsg, sizeof dmsg, &q->e.discord_code);
     if (http == 429) {
         q->n429++;
-        logf_(d, OC_LOG_DEBUG, "discord: %s rate limited (%s), waiting %ld ms", q->route,
+        logf_(d, OC_LOG_DEBUG, "discord: %s rate limited (%s), waiting %ld ms", q->req.route,
               global ? "global" : "route", ra);
         if (q->n429 >= MAX_429_PER_CALL) {
             set_err(&q->e, OC_ERR_IO, http, 1,
-                    "rate limited: %s answered 429 %d times in a row; try again later", q->route,
+                    "rate limited: %s answered 429 %d times in a row; try again later", q->req.route,
                     q->n429);
             preq_finish(p, q, OC_ERR_IO, NULL, done);
             return 1;
@@ -1619,7 +1609,7 @@ static int preq_done(dg_discord_pipe *p, preq *q, CURLcode cc, dg_discord_done *
         return preq_retry(p, q, http, dmsg, done);
     }
     int rc = set_err(&q->e, status_rc(http), http, 0, "Discord refused %s with %ld: %s%s",
-                     q->route, http, dmsg,
+                     q->req.route, http, dmsg,
                      http == 403   ? "; give the bot that permission in the channel or guild"
                      : http == 401 ? "; check the bot token"
                                    : "");
@@ -1653,7 +1643,7 @@ size_t dg_discord_pipe_run(dg_discord_pipe *p, long wait_ms, dg_discord_done *do
             if (!q->used || q->active)
                 continue;
             if (ab) {
-                aborted_err(&q->e, q->route);
+                aborted_err(&q->e, q->req.route);
                 preq_finish(p, q, OC_ERR_IO, NULL, &done[nd++]);
             } else if (q->not_before <= now) {
                 nd += (size_t)preq_start(p, q, now, &done[nd]);
@@ -1682,8 +1672,8 @@ size_t dg_discord_pipe_run(dg_discord_pipe *p, long wait_ms, dg_discord_done *do
             for (size_t i = 0; i < p->cap; i++) {
                 preq *q = &p->reqs[i];
                 if (q->used && q->active) {
-                    rl_release(d, q->route, NULL, 0, 0, 0);
-                    aborted_err(&q->e, q->route);
+                    rl_release(d, q->req.route, NULL, 0, 0, 0);
+                    aborted_err(&q->e, q->req.route);
                     preq_finish(p, q, OC_ERR_IO, NULL, &done[nd++]);
                 }
             }
