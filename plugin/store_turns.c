@@ -118,6 +118,15 @@ const char dg_schema_v15_plain_marks[] =
     "  PRIMARY KEY (channel_id, k)"
     ") WITHOUT ROWID;";
 
+/*
+ * Migration v15 -> v16: a member's standing in the channel's turn order
+ * (dg_member_standing). Members stored before it keep their place as agents
+ * the host had shown in the channel (DG_MEMBER_READS).
+ */
+const char dg_schema_v16_member_standing[] =
+    "ALTER TABLE turn_members ADD COLUMN standing INTEGER NOT NULL DEFAULT 1"
+    " CHECK (standing BETWEEN 0 AND 4);";
+
 void dg_turn_channel_row_clear(dg_turn_channel_row *r)
 {
     if (!r)
@@ -127,6 +136,7 @@ void dg_turn_channel_row_clear(dg_turn_channel_row *r)
     for (size_t i = 0; i < r->n_members; i++)
         free(r->members[i]);
     free(r->members);
+    free(r->standing);
     memset(r, 0, sizeof *r);
 }
 
@@ -153,7 +163,7 @@ static int logged(dg_store *st, const char *channel_id, int rc)
 static const char SQL_CHANNEL_GET[] =
     "SELECT mode, initiator, top_root, bot_noticed FROM turn_channels WHERE channel_id = ?";
 static const char SQL_MEMBERS_GET[] =
-    "SELECT pos, agent_id FROM turn_members WHERE channel_id = ? ORDER BY pos";
+    "SELECT pos, agent_id, standing FROM turn_members WHERE channel_id = ? ORDER BY pos";
 
 int dg_store_turns_channel_load(dg_store *st, const char *channel_id, dg_turn_channel_row *out)
 {
@@ -190,6 +200,13 @@ int dg_store_turns_channel_load(dg_store *st, const char *channel_id, dg_turn_ch
         if (!m)
             goto nomem;
         out->members = m;
+        unsigned char *sd = realloc(out->standing, out->n_members + 1);
+        if (!sd)
+            goto nomem;
+        out->standing = sd;
+        int standing = dg_col_int(s, 2);
+        sd[out->n_members] = standing >= 0 && standing < DG_MEMBER_STANDINGS
+                                 ? (unsigned char)standing : DG_MEMBER_READS;
         if (!(m[out->n_members] = dg_store_col_dup(s, 1)))
             goto nomem;
         out->n_members++;
@@ -232,11 +249,13 @@ int dg_store_turns_channel_save(dg_store *st, const char *channel_id, dg_channel
 }
 
 static const char SQL_MEMBER_ADD[] =
-    "INSERT INTO turn_members (channel_id, pos, agent_id) VALUES (?, ?, ?)";
+    "INSERT INTO turn_members (channel_id, pos, agent_id, standing) VALUES (?, ?, ?, ?)";
 
-int dg_store_turns_member_add(dg_store *st, const char *channel_id, int pos, const char *agent_id)
+int dg_store_turns_member_add(dg_store *st, const char *channel_id, int pos, const char *agent_id,
+                              dg_member_standing standing)
 {
-    if (pos < 0 || pos >= DG_TURN_MAX_MEMBERS || !agent_id)
+    if (pos < 0 || pos >= DG_TURN_MAX_MEMBERS || !agent_id || (unsigned)standing >=
+        DG_MEMBER_STANDINGS)
         return OC_ERR_INVALID;
     dg_stmt *s = dg_store_stmt(st, SQL_MEMBER_ADD);
     if (!s)
@@ -244,6 +263,49 @@ int dg_store_turns_member_add(dg_store *st, const char *channel_id, int pos, con
     dg_store_bind_text(s, 1, channel_id);
     dg_bind_int64(s, 2, pos);
     dg_store_bind_text(s, 3, agent_id);
+    dg_bind_int64(s, 4, (int)standing);
+    return logged(st, channel_id, done(s));
+}
+
+static const char SQL_PER_AGENT_NOTE[] =
+    "INSERT INTO dg_meta (key, value) VALUES ('reports_per_agent', '1')"
+    " ON CONFLICT (key) DO NOTHING";
+static const char SQL_PER_AGENT_GET[] =
+    "SELECT count(*) FROM dg_meta WHERE key = 'reports_per_agent'";
+
+int dg_store_turns_per_agent_note(dg_store *st)
+{
+    dg_stmt *s = dg_store_stmt(st, SQL_PER_AGENT_NOTE);
+    return s ? done(s) : OC_ERR_IO;
+}
+
+int dg_store_turns_per_agent_get(dg_store *st, int *yes)
+{
+    *yes = 0;
+    dg_stmt *s = dg_store_stmt(st, SQL_PER_AGENT_GET);
+    if (!s)
+        return OC_ERR_IO;
+    int rc = dg_step(s);
+    if (rc == DG_ROW)
+        *yes = dg_col_int(s, 0) > 0;
+    dg_reset(s);
+    return rc == DG_ROW ? OC_OK : OC_ERR_IO;
+}
+
+static const char SQL_MEMBER_STANDING[] =
+    "UPDATE turn_members SET standing = ? WHERE channel_id = ? AND pos = ?";
+
+int dg_store_turns_member_standing(dg_store *st, const char *channel_id, int pos,
+                                   dg_member_standing standing)
+{
+    if (pos < 0 || pos >= DG_TURN_MAX_MEMBERS || (unsigned)standing >= DG_MEMBER_STANDINGS)
+        return OC_ERR_INVALID;
+    dg_stmt *s = dg_store_stmt(st, SQL_MEMBER_STANDING);
+    if (!s)
+        return OC_ERR_IO;
+    dg_bind_int64(s, 1, (int)standing);
+    dg_store_bind_text(s, 2, channel_id);
+    dg_bind_int64(s, 3, pos);
     return logged(st, channel_id, done(s));
 }
 

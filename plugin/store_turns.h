@@ -37,6 +37,25 @@
 #include "scope.h"
 #include "turns.h"
 
+/*
+ * Where a member stands in its channel's turn order. The host shows which
+ * agents can receive a channel's messages (each agent account reports the
+ * messages it gets; an agent runs only where it reads): an agent a human
+ * merely @mentioned may be one that cannot, and must not hold the turn.
+ */
+typedef enum dg_member_standing {
+    DG_MEMBER_NEW = 0,      /* in the order, not yet shown to receive the channel
+                               (added by a human's @mention) */
+    DG_MEMBER_READS = 1,    /* a message of the channel reached its session */
+    DG_MEMBER_RAN = 2,      /* it ran or posted in the channel */
+    DG_MEMBER_LEFT = 3,     /* out of the order: it could not receive the channel, or
+                               timed out without ever running there; back when it
+                               runs or posts there, or a human @mentions it */
+    DG_MEMBER_REMOVED = 4,  /* out of the order by an admin's `!dirigent remove`;
+                               back only by `!dirigent add` */
+    DG_MEMBER_STANDINGS = 5
+} dg_member_standing;
+
 /* A channel row with its members. Owned strings: dg_turn_channel_row_clear. */
 typedef struct dg_turn_channel_row {
     dg_channel_mode mode;
@@ -44,6 +63,7 @@ typedef struct dg_turn_channel_row {
     char *top_root;         /* latest top-level thread root, NULL if none */
     int bot_noticed;        /* a closed notice answered a bot since the last human */
     char **members;         /* agent ids by position */
+    unsigned char *standing; /* dg_member_standing by position */
     size_t n_members;
 } dg_turn_channel_row;
 
@@ -60,7 +80,18 @@ int dg_store_turns_channel_save(dg_store *st, const char *channel_id, dg_channel
 
 /* Append agent_id at position pos (pos = current member count). */
 int dg_store_turns_member_add(dg_store *st, const char *channel_id, int pos,
-                              const char *agent_id);
+                              const char *agent_id, dg_member_standing standing);
+
+/* The host reports each message per agent session (message_received with
+ * ctx.sessionKey): remembered across restarts, so who cannot receive a
+ * channel is known before the first report of a new run of the plugin.
+ * dg_store_turns_per_agent_get sets *yes. Inside a transaction. */
+int dg_store_turns_per_agent_note(dg_store *st);
+int dg_store_turns_per_agent_get(dg_store *st, int *yes);
+
+/* Set the standing of the member at position pos. Inside a transaction. */
+int dg_store_turns_member_standing(dg_store *st, const char *channel_id, int pos,
+                                   dg_member_standing standing);
 
 /* Remove every member of channel_id (a prefill replaces the order). */
 int dg_store_turns_members_clear(dg_store *st, const char *channel_id);

@@ -43,6 +43,7 @@ static const struct {
     KNOWN(scope), KNOWN(mode), KNOWN(turnOrder), KNOWN(speaker), KNOWN(passed),
     KNOWN(agentMessages), KNOWN(maxBytes), KNOWN(error), KNOWN(reason),
     KNOWN(summaryTemplate), KNOWN(summaryPreview), KNOWN(sessions), KNOWN(failed),
+    KNOWN(agent), KNOWN(outOfOrder),
 };
 #undef KNOWN
 #define N_KNOWN (sizeof placeholders / sizeof placeholders[0])
@@ -135,6 +136,12 @@ static const struct {
     {"admin_cancel_done.md", "scope speaker"},
     {"admin_cancel_failed.md", "scope speaker"},
     {"admin_cancel_idle.md", "scope speaker"},
+    {"admin_order.md", "turnOrder outOfOrder"},
+    {"admin_add.md", "agent turnOrder"},
+    {"admin_add_already.md", "agent turnOrder"},
+    {"admin_remove.md", "agent turnOrder"},
+    {"admin_remove_not_member.md", "agent turnOrder"},
+    {"admin_member_unknown.md", ""},
 };
 
 /* What template `name` (a file name, or a path ending in one) receives:

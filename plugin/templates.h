@@ -52,6 +52,9 @@ typedef struct dg_tpl_vars {
     /* `!dirigent rotate` (issue 16). */
     const char *sessions;           /* sessions reset, decimal text */
     const char *failed;             /* sessions that could not be reset, decimal text */
+    /* `!dirigent order | add | remove`. */
+    const char *agent;              /* agent id the command acted on */
+    const char *outOfOrder;         /* agents out of the order with why, or "none" */
 } dg_tpl_vars;
 
 /* Load the embedded set, then overrides from dir (may be NULL); validate all

@@ -39,7 +39,8 @@ int dg_turn_view_load(dg_store *st, const dg_config *cfg, const dg_scope *sc, in
                      .timeout_ms = cfg ? (int64_t)cfg->turn_timeout_sec * 1000 : 0,
                      .max_agent_msgs = cfg ? cfg->turn_max_agent_messages : 0};
     for (size_t i = 0; i < row.n_members && i < DG_TURN_MAX_MEMBERS; i++) {
-        if (!cfg || dg_config_agent(cfg, row.members[i]))
+        if ((!cfg || dg_config_agent(cfg, row.members[i])) &&
+            row.standing[i] < DG_MEMBER_LEFT)
             x.present |= (uint64_t)1 << i;
         if (row.initiator && strcmp(row.members[i], row.initiator) == 0)
             x.initiator = (int)i;

@@ -79,7 +79,9 @@ int dg_turn_managed(const dg_turn_ctx *c)
 static uint64_t eligible(const dg_turn_state *s, const dg_turn_ctx *c)
 {
     uint64_t m = c->present & all_members(c) & ~s->silent;
-    if (s->mention)
+    /* A mention none of whose agents is left in the order (they left it
+     * since) addresses nobody: the message is for everyone. */
+    if (s->mention & ~s->mention_done & c->present)
         m &= s->mention & ~s->mention_done;
     return m;
 }
@@ -345,6 +347,53 @@ static void on_message_impl(dg_turn_state *s, const dg_turn_ctx *c, dg_sender_ki
     }
 }
 
+void dg_turn_member_gone(dg_turn_state *s, const dg_turn_ctx *c, int pos, int64_t now_ms,
+                         dg_turn_effects *fx)
+{
+    if (!valid_pos(c, pos))
+        return;
+    uint64_t b = BIT(pos);
+    int was_speaking = s->active && dg_turn_speaker(s, c) == pos;
+    dg_turn_ctx after = *c;
+    after.present &= ~b;
+    s->silent &= ~b;
+    s->consumed &= ~b;
+    s->owed &= ~b;
+    s->awaiting &= ~b;
+    if (s->mention) {
+        s->mention &= ~b;
+        s->mention_done &= ~b;
+        if (!(s->mention & ~s->mention_done & after.present))
+            s->mention = s->mention_done = 0;
+    }
+    if (s->handoff == pos)
+        s->handoff = DG_NOBODY;
+    if (s->permit == pos)
+        s->permit = DG_NOBODY;
+    if (!was_speaking) {
+        settle_wait(s, &after);
+        return;
+    }
+    s->speaker = DG_NOBODY;
+    s->handoff = DG_NOBODY;
+    s->last_change_ms = now_ms;
+    if (!eligible(s, &after)) {
+        go_dormant(s);
+        return;
+    }
+    pin_speaker(s, &after);
+    /* Nothing new will be posted: a next speaker that already consumed the
+     * latest message is woken by the moderator, as after a pass. */
+    int sp = dg_turn_speaker(s, &after);
+    if (sp != DG_NOBODY && (s->consumed & BIT(sp))) {
+        s->handoff = sp;
+        if (fx)
+            fx->handoff_to = sp;
+        arm_wait(s, &after, sp);
+    }
+    settle_wait(s, &after);
+}
+
 void dg_turn_on_message(dg_turn_state *s, const dg_turn_ctx *c, dg_sender_kind kind,
                         int sender_pos, uint64_t mentions, int64_t now_ms, dg_turn_effects *fx)
 {
@@ -471,7 +520,8 @@ dg_admin_cmd dg_admin_parse(const char *content)
     } subs[] = {{"status", DG_ADMIN_STATUS}, {"rest", DG_ADMIN_REST},
                 {"wake", DG_ADMIN_WAKE}, {"skip", DG_ADMIN_SKIP},
                 {"close", DG_ADMIN_CLOSE}, {"rotate", DG_ADMIN_ROTATE},
-                {"cancel", DG_ADMIN_CANCEL}};
+                {"cancel", DG_ADMIN_CANCEL}, {"order", DG_ADMIN_ORDER},
+                {"add", DG_ADMIN_ADD}, {"remove", DG_ADMIN_REMOVE}};
     for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
         if (n == strlen(subs[i].word) && strncasecmp(s, subs[i].word, n) == 0)
             return subs[i].cmd;

@@ -150,6 +150,17 @@ void dg_turn_on_message(dg_turn_state *s, const dg_turn_ctx *c, dg_sender_kind k
                         dg_turn_effects *fx);
 
 /*
+ * Member pos leaves the order (c: the channel as it was, pos still
+ * present): its bits are cleared, a mention left with none of its agents
+ * addresses everybody, and if pos held the turn the next eligible member
+ * gets it now (a hand-off in fx when that one already consumed the latest
+ * message), or the scope sleeps when nobody is eligible. The caller then
+ * takes pos out of c->present.
+ */
+void dg_turn_member_gone(dg_turn_state *s, const dg_turn_ctx *c, int pos, int64_t now_ms,
+                         dg_turn_effects *fx);
+
+/*
  * A run of member pos ended with outcome o. saw_latest: the run started
  * after the latest message was ingested (it consumed that message).
  * granted: 1 the run was resolved with the turn (no override), 0 it was
@@ -219,7 +230,10 @@ typedef enum dg_admin_cmd {
     DG_ADMIN_SKIP = 5,
     DG_ADMIN_CLOSE = 6,      /* `!dirigent close [summaryPath]` (discussion channels) */
     DG_ADMIN_ROTATE = 7,     /* `!dirigent rotate`: the scope's sessions end (host, ABI 1.1) */
-    DG_ADMIN_CANCEL = 8      /* `!dirigent cancel`: the speaker's run is aborted (ABI 1.1) */
+    DG_ADMIN_CANCEL = 8,     /* `!dirigent cancel`: the speaker's run is aborted (ABI 1.1) */
+    DG_ADMIN_ORDER = 9,      /* `!dirigent order`: the channel's turn order, who is out */
+    DG_ADMIN_ADD = 10,       /* `!dirigent add <@agent>`: into the order (back) */
+    DG_ADMIN_REMOVE = 11     /* `!dirigent remove <@agent>`: out of the order until `add` */
 } dg_admin_cmd;
 
 /* Every moderator reply to an admin command starts with this, so its echo

@@ -71,9 +71,126 @@ static const char *admin_cmd_name(dg_admin_cmd cmd)
     case DG_ADMIN_ROTATE: return "rotate";
     case DG_ADMIN_CANCEL: return "cancel";
     case DG_ADMIN_HELP: return "help";
+    case DG_ADMIN_ORDER: return "order";
+    case DG_ADMIN_ADD: return "add";
+    case DG_ADMIN_REMOVE: return "remove";
     case DG_ADMIN_NONE: break;
     }
     return "none";
+}
+
+/* What standing means, for `!dirigent order`. Static strings. */
+static const char *standing_label(dg_member_standing s)
+{
+    switch (s) {
+    case DG_MEMBER_NEW: return "@mentioned, not yet seen receiving this channel";
+    case DG_MEMBER_READS: return "receives this channel";
+    case DG_MEMBER_RAN: return "runs here";
+    case DG_MEMBER_LEFT: return "left: it could not read this channel or never ran here";
+    case DG_MEMBER_REMOVED: return "removed by an admin";
+    case DG_MEMBER_STANDINGS: break;
+    }
+    return "unknown";
+}
+
+/* "a (why), b (why)" of c's members in the order (out = 0) or out of it
+ * (out = 1), or `none`. 0 or -1 when out of memory. */
+static int order_list(const dg_turns *t, const chan_rec *c, int out, const char *none,
+                      dg_buf *b)
+{
+    for (int i = 0; i < c->n; i++) {
+        int configured = dg_config_agent(&t->p->cfg, c->members[i]) != NULL;
+        int is_out = c->standing[i] >= DG_MEMBER_LEFT || !configured;
+        if (is_out != out)
+            continue;
+        const char *why = configured ? standing_label(c->standing[i])
+                                     : "no longer among the gateway's agents";
+        if ((b->len && dg_buf_adds(b, ", ")) || dg_buf_adds(b, c->members[i]) ||
+            dg_buf_adds(b, " (") || dg_buf_adds(b, why) || dg_buf_adds(b, ")"))
+            return -1;
+    }
+    return b->len ? 0 : dg_buf_adds(b, none);
+}
+
+/* The agent an `add` / `remove` names: its first mention of a configured
+ * agent, else an "@name" in its text, else its first word as an agent id
+ * (with or without '@'). NULL when it names none. */
+static const dg_agent_cfg *admin_target(const dg_turns *t, const dg_turn_message *m)
+{
+    const dg_config *cfg = &t->p->cfg;
+    for (size_t i = 0; i < m->n_mentions; i++) {
+        const dg_agent_cfg *a = dg_config_agent_by_user(cfg, m->mentions[i]);
+        if (a)
+            return a;
+    }
+    char word[128];
+    if (dg_admin_arg(m->content, word, sizeof word) == 1) {
+        const char *id = word[0] == '@' ? word + 1 : word;
+        char *end;
+        if (strncmp(word, "<@", 2) == 0 && (end = strchr(word, '>'))) {
+            *end = '\0';
+            const dg_agent_cfg *a = dg_config_agent_by_user(cfg, word[2] == '!' ? word + 3
+                                                                                 : word + 2);
+            if (a)
+                return a;
+        }
+        const dg_agent_cfg *a = dg_config_agent(cfg, id);
+        if (a)
+            return a;
+    }
+    if (cfg->n_agents && m->content && strchr(m->content, '@')) {
+        unsigned char *hit = calloc(cfg->n_agents, 1);
+        const dg_agent_cfg *a = NULL;
+        if (hit && dg_agent_names_mentioned(t->names, m->content, hit))
+            for (size_t i = 0; !a && i < cfg->n_agents; i++)
+                if (hit[i])
+                    a = &cfg->agents[i];
+        free(hit);
+        return a;
+    }
+    return NULL;
+}
+
+/* `!dirigent order | add | remove` on scope r: the reply into b; a removal
+ * changes r's state itself (member_leave). Writer held. */
+static int admin_members(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, scope_rec *r,
+                         int64_t now, const char *cause, int *kick, reply_buf *b)
+{
+    chan_rec *c = r->chan;
+    int rc = OC_OK;
+    const dg_agent_cfg *a = cmd == DG_ADMIN_ORDER ? NULL : admin_target(t, m);
+    if (cmd != DG_ADMIN_ORDER && !a) {
+        reply_tpl(t, b, "admin_member_unknown.md", NULL);
+        return OC_OK;
+    }
+    const char *tpl = "admin_order.md";
+    if (cmd == DG_ADMIN_ADD) {
+        int pos;
+        dg_member_standing was;
+        if ((rc = member_admit(t, c, a->agent_id, now, &pos, &was)))
+            return rc;
+        tpl = pos == DG_NOBODY ? "admin_member_unknown.md"
+            : was < DG_MEMBER_LEFT ? "admin_add_already.md" : "admin_add.md";
+    } else if (cmd == DG_ADMIN_REMOVE) {
+        int pos = member_pos(c, a->agent_id);
+        if (pos == DG_NOBODY || c->standing[pos] >= DG_MEMBER_LEFT) {
+            tpl = "admin_remove_not_member.md";
+        } else {
+            if ((rc = member_leave(t, r, pos, DG_MEMBER_REMOVED, now, cause, kick)))
+                return rc;
+            tpl = "admin_remove.md";
+        }
+    }
+    dg_buf order = {0}, out = {0};
+    if (order_list(t, c, 0, "nobody yet", &order) || order_list(t, c, 1, "none", &out))
+        b->nomem = 1;
+    dg_tpl_vars v = {.agent = a ? a->agent_id : NULL, .turnOrder = order.s,
+                     .outOfOrder = out.s};
+    if (!b->nomem)
+        reply_tpl(t, b, tpl, &v);
+    dg_buf_free(&order);
+    dg_buf_free(&out);
+    return OC_OK;
 }
 
 /* The status lines of scope r (state st, timeouts applied) into b. */
@@ -183,6 +300,11 @@ int admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, int64_
         admin_status(t, r, &view, &x, &b);
     } else if (c->mode == DG_MODE_CLOSED) {
         reply_tpl(t, &b, "admin_closed.md", NULL);
+    } else if (cmd == DG_ADMIN_ORDER || cmd == DG_ADMIN_ADD || cmd == DG_ADMIN_REMOVE) {
+        if ((rc = admin_members(t, m, cmd, r, now, cause, kick, &b))) {
+            dg_buf_free(&b.b);
+            return rc;
+        }
     } else if (cmd == DG_ADMIN_CLOSE) {
         /* The discussion area closes it in this transaction; the channel's
          * mirror reloads (closed) before its next use. */

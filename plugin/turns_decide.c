@@ -64,6 +64,55 @@ static int decide(dg_turns *t, const dg_turn_session *s, decide_fn fn, void *out
     return OC_ERR_INTERNAL; /* the mirror kept being dropped under us */
 }
 
+/* r's speaker is a member the host never showed receiving the channel,
+ * and not pos (drop_unreachable_speaker). Mirror lock held. */
+static int unconfirmed_speaker(const dg_turns *t, const scope_rec *r, int pos)
+{
+    const chan_rec *c = r->chan;
+    if (c->mode != DG_MODE_NORMAL || !r->st.active || pos == DG_NOBODY)
+        return 0;
+    dg_turn_ctx x;
+    make_ctx(t, c, &x);
+    int sp = dg_turn_managed(&x) ? dg_turn_speaker(&r->st, &x) : DG_NOBODY;
+    return sp != DG_NOBODY && sp != pos && c->standing[sp] == DG_MEMBER_NEW;
+}
+
+/* Before a decision for s: a speaker of its scope that the host never
+ * showed receiving the channel leaves the order, in a change of its own
+ * (drop_unreachable_speaker). Read only when there is none, the common
+ * case once the session is known. */
+static int settle_unreachable(dg_turns *t, const dg_turn_session *s, int64_t now)
+{
+    if (!atomic_load(&t->per_agent))
+        return OC_OK;
+    pthread_rwlock_rdlock(&t->lock);
+    scope_rec *r = NULL;
+    sess_rec *e = session_lookup_locked(t, s, &r);
+    int suspect = !e || (r && e->configured && unconfirmed_speaker(t, r, e->pos));
+    pthread_rwlock_unlock(&t->lock);
+    if (!suspect)
+        return OC_OK;
+    if (txn_begin(t) != OC_OK)
+        return OC_ERR_IO;
+    int kick = 0;
+    int rc = session_prepare(t, s, now, &e);
+    if (rc == OC_OK && e->configured && e->pos != DG_NOBODY)
+        rc = drop_unreachable_speaker(t, e->fixed ? e->fixed : e->chan->follow, e->pos, now,
+                                      &kick);
+    rc = finish(t, rc);
+    if (rc == OC_OK && kick)
+        dg_outbox_kick(t->p->outbox);
+    return rc;
+}
+
+/* An admin took e's agent out of its channel's order: none of its runs
+ * there counts. Mirror lock or writer held. */
+static int removed_member(const sess_rec *e)
+{
+    return e->pos != DG_NOBODY && e->pos < e->chan->n &&
+           e->chan->standing[e->pos] == DG_MEMBER_REMOVED;
+}
+
 typedef struct resolve_out {
     dg_turn_verdict *v;
     int64_t seen_seq;
@@ -78,7 +127,7 @@ static int resolve_fn(dg_turns *t, sess_rec *e, scope_rec *r, const dg_turn_sess
     ro->seen_seq = r->st.msg_seq;
     chan_rec *c = e->chan;
     v->closed = c->mode == DG_MODE_CLOSED;
-    if (v->closed) {
+    if (v->closed || removed_member(e)) {
         v->no_reply = 1;
     } else if (e->configured) {
         dg_turn_ctx x;
@@ -107,7 +156,9 @@ int dg_turns_resolve_run(dg_turns *t, const dg_turn_session *s, const char *run_
     if (!valid_session(s))
         return OC_ERR_INVALID;
     resolve_out ro = {.v = v};
-    int rc = decide(t, s, resolve_fn, &ro);
+    int rc = settle_unreachable(t, s, dg_now_ms(t->p));
+    if (rc == OC_OK)
+        rc = decide(t, s, resolve_fn, &ro);
     if (rc != OC_OK)
         return rc;
     /* Not turn state: what later texts and the run's end are judged by. */
@@ -130,12 +181,19 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
     if (run_id && !*run_id)
         run_id = NULL;
     int64_t now = dg_now_ms(t->p);
+    int rc = settle_unreachable(t, s, now);
+    if (rc != OC_OK) {
+        dg_log(t->p, OC_LOG_ERROR, "before_agent_reply: no decision for %s in channel %s (%s); "
+               "the run is not claimed and goes on as usual", s->agent_id, s->channel_id,
+               oc_status_name(rc));
+        return rc;
+    }
     if (txn_begin(t) != OC_OK)
         return OC_ERR_IO;
-    int kick = 0, fresh = 1, changed = 0, stale = 0, late = 0, before_reply = 0;
+    int kick = 0, fresh = 1, changed = 0, stale = 0, late = 0, before_reply = 0, removed = 0;
     int64_t seen = 0;
     sess_rec *e;
-    int rc = session_prepare(t, s, now, &e);
+    rc = session_prepare(t, s, now, &e);
     scope_rec *r = NULL;
     if (rc == OC_OK) {
         chan_rec *c = e->chan;
@@ -143,7 +201,8 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
         dg_turn_ctx x;
         make_ctx(t, c, &x);
         out->closed = c->mode == DG_MODE_CLOSED;
-        out->claimed = out->closed ||
+        removed = !out->closed && removed_member(e);
+        out->claimed = out->closed || removed ||
                        (e->configured && dg_turn_needs_override(&r->st, &x, e->pos, now));
         /* The speaker awaiting its wake message: a stale run, held back
          * with no effect on the turn. Its run id is still recorded, so its
@@ -269,6 +328,8 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
     char label[DG_SCOPE_LABEL_MAX];
     snprintf(out->reason, sizeof out->reason, "dirigent: %s", out->closed
              ? "closed discussion channel (archive only)"
+             : removed ? "an admin took this agent out of the channel's turn order "
+                         "(`!dirigent add` puts it back)"
              : late ? "the turn reached this agent in another gateway after this run's "
                       "message came (decided as when it came; the moderator's hand-off wakes it)"
              : before_reply ? "this agent holds the turn for the previous speaker's reply, "

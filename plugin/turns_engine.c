@@ -94,19 +94,6 @@ static void flush_locked(dg_turns *t)
 }
 
 
-static void recompute_present(const dg_turns *t, chan_rec *c)
-{
-    c->present = 0;
-    c->initiator_pos = DG_NOBODY;
-    for (int i = 0; i < c->n; i++) {
-        c->member_hash[i] = (uint32_t)dg_map_hash(c->members[i]);
-        if (dg_config_agent(&t->p->cfg, c->members[i]))
-            c->present |= (uint64_t)1 << i;
-        if (c->initiator && strcmp(c->members[i], c->initiator) == 0)
-            c->initiator_pos = i;
-    }
-}
-
 void make_ctx(const dg_turns *t, const chan_rec *c, dg_turn_ctx *x)
 {
     x->n_members = c->n;
@@ -154,6 +141,7 @@ int chan_get(dg_turns *t, const char *channel_id, chan_rec **out)
     c->bot_noticed = row.bot_noticed;
     for (size_t i = 0; i < row.n_members && i < DG_TURN_MAX_MEMBERS; i++) {
         c->members[i] = row.members[i];
+        c->standing[i] = row.standing[i];
         row.members[i] = NULL;
         c->n++;
     }
@@ -291,6 +279,7 @@ static int refresh_channel(dg_turns *t, const char *channel_id, int other)
             free(c->members[i]);
         c->n = 0;
         for (size_t i = 0; i < row.n_members && i < DG_TURN_MAX_MEMBERS; i++) {
+            c->standing[c->n] = row.standing[i];
             c->members[c->n++] = row.members[i];
             row.members[i] = NULL;
         }
@@ -447,42 +436,6 @@ int follow_scope(dg_turns *t, chan_rec *c, scope_rec **out)
     return rc;
 }
 
-/* Position of agent_id in c, appending it when it is a configured agent
- * seen for the first time. Store mutex held. */
-int member_ensure(dg_turns *t, chan_rec *c, const char *agent_id, int64_t now, int *pos)
-{
-    *pos = member_pos(c, agent_id);
-    if (*pos != DG_NOBODY || !dg_config_agent(&t->p->cfg, agent_id))
-        return OC_OK;
-    if (c->n >= DG_TURN_MAX_MEMBERS) {
-        if (!t->warned_cap) {
-            t->warned_cap = 1;
-            dg_log(t->p, OC_LOG_WARN,
-                   "turns: channel %s already has %d agents in its turn order; agent %s is "
-                   "not added and stays silent there (at most %d agents take turns in one "
-                   "channel)", c->id, c->n, agent_id, DG_TURN_MAX_MEMBERS);
-        }
-        return OC_OK;
-    }
-    int rc = OC_OK;
-    if (!c->in_db)
-        rc = chan_save(t, c, now);
-    if (rc == OC_OK)
-        rc = dg_store_turns_member_add(t->p->store, c->id, c->n, agent_id);
-    if (rc != OC_OK)
-        return rc;
-    char *dup = strdup(agent_id);
-    if (!dup)
-        return OC_ERR_NOMEM;
-    pthread_rwlock_wrlock(&t->lock);
-    c->members[c->n] = dup;
-    c->n++;
-    recompute_present(t, c);
-    pthread_rwlock_unlock(&t->lock);
-    *pos = c->n - 1;
-    return OC_OK;
-}
-
 int same_str(const char *a, const char *b)
 {
     if (!a || !*a)
@@ -499,7 +452,8 @@ int session_prepare(dg_turns *t, const dg_turn_session *s, int64_t now, sess_rec
         return rc;
     int configured = dg_config_agent(&t->p->cfg, s->agent_id) != NULL;
     int pos = DG_NOBODY;
-    if (configured && (rc = member_ensure(t, c, s->agent_id, now, &pos)))
+    /* The host runs an agent only where it receives the channel. */
+    if (configured && (rc = member_ensure(t, c, s->agent_id, DG_MEMBER_RAN, now, &pos)))
         return rc;
     scope_rec *fixed = NULL;
     int has_thread = s->thread_id && *s->thread_id;
@@ -1160,6 +1114,10 @@ int dg_turns_new(dg_plugin *p, dg_turns **out)
             rc = dg_store_turns_runs_prune(p->store, before, &runs);
         if (rc == OC_OK)
             rc = dg_store_turns_states_prune(p->store, before, &states);
+        int per_agent = 0;
+        if (rc == OC_OK)
+            rc = dg_store_turns_per_agent_get(p->store, &per_agent);
+        atomic_init(&t->per_agent, per_agent);
         finish(t, rc);
         if (removed || runs || states)
             dg_log(p, OC_LOG_DEBUG, "turns: forgot %ld old message ids, %ld old run ids and %ld "
@@ -1264,8 +1222,9 @@ int dg_turns_prefill_discussion(dg_turns *t, const char *channel_id,
      * participant awaits the kickoff the caller queues with this change. */
     log_channel_change(t, channel_id, k >= 2 ? list[1] : NULL);
     int rc = dg_store_turns_members_clear(st, channel_id);
+    /* The moderator gives each of them the private channel. */
     for (size_t i = 0; rc == OC_OK && i < k; i++)
-        rc = dg_store_turns_member_add(st, channel_id, (int)i, list[i]);
+        rc = dg_store_turns_member_add(st, channel_id, (int)i, list[i], DG_MEMBER_READS);
     if (rc == OC_OK)
         rc = dg_store_turns_scopes_clear(st, channel_id);
     if (rc == OC_OK)
@@ -1320,7 +1279,14 @@ int dg_turns_wake_with_result(dg_turns *t, const char *origin_channel_id,
         if (strcmp(row.members[i], initiator_agent_id) == 0)
             pos = (int)i;
     size_t n_members = row.n_members;
+    /* It opened the discussion from there: it can run there. An admin's
+     * removal stands. */
+    int rejoin = pos != DG_NOBODY && row.standing[pos] < DG_MEMBER_REMOVED &&
+                 row.standing[pos] != DG_MEMBER_RAN;
     dg_turn_channel_row_clear(&row);
+    if (rejoin && (rc = dg_store_turns_member_standing(st, origin_channel_id, pos,
+                                                       DG_MEMBER_RAN)))
+        return rc;
     if (pos == DG_NOBODY) {
         if (n_members >= DG_TURN_MAX_MEMBERS)
             return OC_ERR_INVALID;
@@ -1330,7 +1296,8 @@ int dg_turns_wake_with_result(dg_turns *t, const char *origin_channel_id,
                                               0, now_ms)) != OC_OK)
             return rc;
         pos = (int)n_members;
-        if ((rc = dg_store_turns_member_add(st, origin_channel_id, pos, initiator_agent_id)))
+        if ((rc = dg_store_turns_member_add(st, origin_channel_id, pos, initiator_agent_id,
+                                            DG_MEMBER_RAN)))
             return rc;
     }
     /* The mirrors reload this channel before their next use. */

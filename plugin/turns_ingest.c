@@ -81,15 +81,6 @@ static int closed_notice(dg_turns *t, chan_rec *c, const dg_turn_message *m, dg_
 }
 
 
-/* r's state as this change has it so far (pending), else as published. */
-static const dg_turn_state *staged(const dg_turns *t, const scope_rec *r)
-{
-    for (int i = 0; i < t->n_pending; i++)
-        if (t->pending[i].r == r)
-            return &t->pending[i].st;
-    return &r->st;
-}
-
 /* The scope the runs of session rs are decided in (session_prepare) and
  * rs's member position there; *out NULL when rs's agent is no member of
  * the channel or the channel is closed. Writer held. */
@@ -161,6 +152,20 @@ static int arm_nudge_locked(dg_turns *t, const dg_turn_session *rs, int64_t now)
     return OC_OK;
 }
 
+/* A message of the channel reached session rs: its agent, if a member
+ * there, is one that receives the channel. Writer held. */
+static int recipient_reads(dg_turns *t, const dg_turn_session *rs, int64_t now)
+{
+    chan_rec *c;
+    int rc = chan_get(t, rs->channel_id, &c);
+    if (rc)
+        return rc;
+    int pos = member_pos(c, rs->agent_id);
+    if (pos == DG_NOBODY || c->standing[pos] != DG_MEMBER_NEW)
+        return OC_OK;
+    return member_ensure(t, c, rs->agent_id, DG_MEMBER_READS, now, &pos);
+}
+
 /* c->received = the later of it and id. */
 static void note_received(chan_rec *c, const char *id)
 {
@@ -220,17 +225,20 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
         return OC_OK; /* its own one-message thread: nothing to change */
 
     int pos = DG_NOBODY;
-    if (sender_agent && (rc = member_ensure(t, c, sender_agent->agent_id, now, &pos)))
+    if (sender_agent &&
+        (rc = member_ensure(t, c, sender_agent->agent_id, DG_MEMBER_RAN, now, &pos)))
         return rc;
     uint64_t mentions = 0;
     if (kind == DG_SENDER_HUMAN) {
         for (size_t i = 0; i < m->n_mentions; i++) {
             const dg_agent_cfg *a = dg_config_agent_by_user(&t->p->cfg, m->mentions[i]);
-            /* A configured agent a human asks by name belongs to the channel's
+            /* A configured agent a human asks by name enters the channel's
              * order even before it was seen there (the first message of a
-             * channel comes before any agent's run). */
+             * channel comes before any agent's run), as one not yet shown
+             * to receive the channel: if it cannot, it leaves again
+             * (drop_unreachable_speaker, the turn timeout). */
             int mp = DG_NOBODY;
-            if (a && (rc = member_ensure(t, c, a->agent_id, now, &mp)))
+            if (a && (rc = member_ensure(t, c, a->agent_id, DG_MEMBER_NEW, now, &mp)))
                 return rc;
             if (mp != DG_NOBODY)
                 mentions |= (uint64_t)1 << mp;
@@ -243,7 +251,8 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
             for (size_t i = 0; i < n_agents; i++) {
                 int mp = DG_NOBODY;
                 if (hit[i] &&
-                    (rc = member_ensure(t, c, t->p->cfg.agents[i].agent_id, now, &mp))) {
+                    (rc = member_ensure(t, c, t->p->cfg.agents[i].agent_id, DG_MEMBER_NEW,
+                                        now, &mp))) {
                     free(hit);
                     return rc;
                 }
@@ -367,6 +376,13 @@ int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err
     int kick = 0;
     owner_action oa = {.cmd = DG_ADMIN_NONE};
     int rc = ingest_locked(t, m, kind, agent, admin, cmd, now, &kick, &oa);
+    /* After the message's own change (which may have added the recipient
+     * by a mention of it): the recipient receives this channel. */
+    if (rc == OC_OK && m->recipient)
+        rc = recipient_reads(t, m->recipient, now);
+    if (rc == OC_OK && m->recipient && !atomic_load(&t->per_agent) &&
+        (rc = dg_store_turns_per_agent_note(t->p->store)) == OC_OK)
+        atomic_store(&t->per_agent, 1);
     /* An admin command is answered by the moderator, not by a run. Best
      * effort: the nudge is a safety net, the message is recorded anyway. */
     if (rc == OC_OK && m->recipient && cmd == DG_ADMIN_NONE)

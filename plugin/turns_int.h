@@ -88,7 +88,9 @@ typedef struct chan_rec {
     int bot_noticed;
     int n;                       /* members */
     char *members[DG_TURN_MAX_MEMBERS];
-    uint64_t present;            /* members that are configured agents */
+    unsigned char standing[DG_TURN_MAX_MEMBERS]; /* dg_member_standing of each */
+    uint64_t present;            /* members that are configured agents and in the
+                                    order (standing below DG_MEMBER_LEFT) */
     uint32_t member_hash[DG_TURN_MAX_MEMBERS]; /* of each name, set with present:
                                     member_pos compares these first (each name
                                     is an allocation of its own, a cache miss) */
@@ -240,6 +242,10 @@ struct dg_turns {
      * session (turns_engine.h "Awaiting the wake message"): only then is a
      * wait armed. Per instance, never reset. */
     _Atomic int wake_tracking;
+    /* The host reports per agent session, seen by this instance or noted in
+     * the store by an earlier run (dg_store_turns_per_agent_note): who can
+     * receive a channel is known from the reports (turns_members.c). */
+    _Atomic int per_agent;
     /* Silenced runs: a ring, newest at marks[(mk_next - 1) % DG_RUN_MARKS].
      * mk_mu is a leaf lock (taken under any other, never the reverse). */
     pthread_mutex_t mk_mu;
@@ -269,8 +275,6 @@ int chan_save(dg_turns *t, chan_rec *c, int64_t now);
 int scope_get(dg_turns *t, chan_rec *c, const dg_scope *sc, scope_rec **out);
 
 int follow_scope(dg_turns *t, chan_rec *c, scope_rec **out);
-
-int member_ensure(dg_turns *t, chan_rec *c, const char *agent_id, int64_t now, int *pos);
 
 int same_str(const char *a, const char *b);
 
@@ -357,6 +361,54 @@ typedef struct scope_list {
 
 /* Append r; out of memory, r is dropped and nomem set. */
 void scope_list_push(scope_list *l, scope_rec *r);
+
+/* ---- turns_members.c --------------------------------------------------- */
+
+/* Members' presence in the order: configured agents whose standing is below
+ * DG_MEMBER_LEFT. Writer held, the mirror's write lock too. */
+void recompute_present(const dg_turns *t, chan_rec *c);
+
+/*
+ * Position of agent_id in c (*pos, DG_NOBODY when none), on what the host
+ * just showed of it in the channel (evidence: DG_MEMBER_NEW for a human's
+ * @mention, DG_MEMBER_READS for a message that reached its session,
+ * DG_MEMBER_RAN for a run or a post there). A configured agent seen for the
+ * first time is appended, except on DG_MEMBER_READS (a delivery alone
+ * changes no order); a member's standing rises with the evidence (a member
+ * that left comes back on a run, a post or a mention; one an admin removed
+ * stays out). Writer held.
+ */
+int member_ensure(dg_turns *t, chan_rec *c, const char *agent_id, dg_member_standing evidence,
+                  int64_t now, int *pos);
+
+/* agent_id (a configured agent) into c's order on an admin's word: appended,
+ * or back from DG_MEMBER_LEFT / DG_MEMBER_REMOVED, as one that receives the
+ * channel. *was: its standing before, DG_MEMBER_STANDINGS when it was no
+ * member. Writer held. */
+int member_admit(dg_turns *t, chan_rec *c, const char *agent_id, int64_t now, int *pos,
+                 dg_member_standing *was);
+
+/*
+ * Member pos of r's channel leaves the order with standing (DG_MEMBER_LEFT
+ * or DG_MEMBER_REMOVED); r's state follows (dg_turn_member_gone), with the
+ * hand-off that owes, saved with cause. Other scopes of the channel see it
+ * through c->present. Writer held.
+ */
+int member_leave(dg_turns *t, scope_rec *r, int pos, dg_member_standing standing,
+                 int64_t now, const char *cause, int *kick);
+
+/*
+ * The speaker of r that the host never showed receiving the channel (a
+ * human @mentioned it; its account never reported a message there, nor did
+ * it run there) while `asking` (a member, or DG_NOBODY) is deciding a run:
+ * when the host reports messages per agent, it cannot read the channel and
+ * leaves the order now, so the scope does not wait on it. Writer held.
+ */
+int drop_unreachable_speaker(dg_turns *t, scope_rec *r, int asking, int64_t now, int *kick);
+
+/* r's state as the change under way has it (pending), else as published.
+ * Writer held. */
+const dg_turn_state *staged(const dg_turns *t, const scope_rec *r);
 
 /* ---- turns_sweeper.c --------------------------------------------------- */
 

@@ -51,6 +51,23 @@ static void collect_due(void *val, void *arg)
     d->v[d->n++] = r->scope;
 }
 
+/* Speaker sp of r is out of time at now and the host never showed it
+ * running in r's channel (its standing is below DG_MEMBER_RAN). */
+static int never_ran_out_of_time(const scope_rec *r, const dg_turn_ctx *x, int sp, int64_t now)
+{
+    return sp != DG_NOBODY && r->st.active && x->timeout_ms > 0 &&
+           now - r->st.last_change_ms >= x->timeout_ms &&
+           r->chan->standing[sp] < DG_MEMBER_RAN && r->chan->mode == DG_MODE_NORMAL;
+}
+
+/* dg_turn_expire on next; 1 when that changed it. */
+static int expired(dg_turn_state *next, const dg_turn_ctx *x, int64_t now, dg_turn_effects *fx)
+{
+    dg_turn_state before = *next;
+    dg_turn_expire(next, x, now, fx);
+    return !dg_turn_state_same(next, &before);
+}
+
 /* Apply turn.timeoutSec to scope sc now, with the moderator messages it
  * owes (a hand-off to a next speaker who already consumed the latest
  * message, a discussion's idle reminder): what a hook would do lazily, done
@@ -72,8 +89,21 @@ static int expire_scope(dg_turns *t, const dg_scope *sc)
         dg_turn_effects_init(&fx);
         dg_turn_state next = r->st;
         int late = dg_turn_speaker(&r->st, &x);
-        dg_turn_expire(&next, &x, now, &fx);
-        if (!dg_turn_state_same(&next, &r->st)) {
+        if (never_ran_out_of_time(r, &x, late, now)) {
+            /* Mentioned, never seen running there: most likely it cannot
+             * read the channel; the order must not wait on it again. */
+            char cause[200];
+            snprintf(cause, sizeof cause, "%s did not run within turn.timeoutSec (%lds) and "
+                     "never ran in this channel: it left the turn order", c->members[late],
+                     (long)t->p->cfg.turn_timeout_sec);
+            dg_log(t->p, OC_LOG_INFO, "turns: %s never ran in channel %s and did not take its "
+                   "turn within turn.timeoutSec; it leaves the channel's turn order (it comes "
+                   "back when it runs or posts there, or is @mentioned)", c->members[late],
+                   c->id);
+            rc = member_leave(t, r, late, DG_MEMBER_LEFT, now, cause, &kick);
+            if (rc == OC_OK)
+                nudge_run_ended(r, late);
+        } else if (expired(&next, &x, now, &fx)) {
             char label[DG_SCOPE_LABEL_MAX];
             dg_log(t->p, OC_LOG_INFO, "turns: %s did not finish within turn.timeoutSec (%lds) in "
                    "channel %s (%s); the turn passes on", late >= 0 && late < c->n

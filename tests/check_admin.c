@@ -172,7 +172,9 @@ static const char HELP[] =
     "mentioned, the turn), `!dirigent skip` (pass the current speaker's turn on), "
     "`!dirigent close [summaryPath]` (in a discussion channel: close it now, status "
     "closed-by-admin), `!dirigent rotate` (end this scope's sessions: the next message opens "
-    "fresh ones), `!dirigent cancel` (abort the speaker's run in flight).";
+    "fresh ones), `!dirigent cancel` (abort the speaker's run in flight), `!dirigent order` "
+    "(this channel's turn order and who is out of it), `!dirigent add @agent` / `!dirigent "
+    "remove @agent` (put an agent into the turn order, or take it out).";
 static const char RESTED[] =
     "Dirigent (admin): resting now; no agent takes a turn here until the next message.";
 static const char CLOSED[] =

@@ -715,7 +715,7 @@ static dg_store *sweep_store(const char *path, sweep_fx *fx)
     ck_assert_int_eq(dg_store_turns_channel_save(st, "100", DG_MODE_NORMAL, NULL, "555", 0,
                                                  1000), OC_OK);
     for (int i = 0; i < 3; i++)
-        ck_assert_int_eq(dg_store_turns_member_add(st, "100", i, order[i]), OC_OK);
+        ck_assert_int_eq(dg_store_turns_member_add(st, "100", i, order[i], DG_MEMBER_RAN), OC_OK);
     ck_assert_int_eq(dg_scope_conversation("100", &fx->conv), OC_OK);
     dg_turn_state ts = {.active = 1, .speaker = 1, .anchor = 0, .handoff = DG_NOBODY,
                         .permit = DG_NOBODY, .last_change_ms = 1000};
@@ -970,7 +970,7 @@ static int op_turns_channel(dg_store *st, const sweep_fx *fx)
     if (rc == OC_OK)
         rc = dg_store_turns_channel_save(st, "101", DG_MODE_DISCUSSION, "alpha", NULL, 1, 9000);
     if (rc == OC_OK)
-        rc = dg_store_turns_member_add(st, "101", 0, "alpha");
+        rc = dg_store_turns_member_add(st, "101", 0, "alpha", DG_MEMBER_RAN);
     if (rc == OC_OK)
         rc = dg_store_turns_members_clear(st, "100");
     return rc;

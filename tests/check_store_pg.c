@@ -57,6 +57,8 @@
 #define UNDO_V14_LEDGER "ALTER TABLE turn_ledger DROP COLUMN t_snap;"
 /* And v15's table of marks that carry nothing. */
 #define UNDO_V15_SEEN "DROP TABLE turn_seen;"
+/* And v16's member standing. */
+#define UNDO_V16_MEMBERS "ALTER TABLE turn_members DROP COLUMN standing;"
 #define UNDO_V13_LOG "DROP INDEX turn_transitions_scope; ALTER TABLE turn_transitions DROP" \
     " COLUMN ord; CREATE INDEX turn_transitions_scope ON turn_transitions(channel_id, scope, id);"
 
@@ -152,7 +154,7 @@ START_TEST(v10_outbox_migrates_with_its_rows)
                                    "CONSTRAINT outbox_state_check CHECK (state IN (0, 1, 2));"
                                    "DROP INDEX outbox_channel;"
                                    "CREATE INDEX outbox_pending ON outbox(channel_id, id)"
-                                   " WHERE state = 0;" UNDO_V15_SEEN UNDO_V14_LEDGER
+                                   " WHERE state = 0;" UNDO_V16_MEMBERS UNDO_V15_SEEN UNDO_V14_LEDGER
                                    UNDO_V13_LEDGER UNDO_V13_LOG
                                    "UPDATE dg_schema_version SET version = 10"), 0);
     ck_assert_int_eq(pgs_exec(url,
@@ -643,13 +645,14 @@ START_TEST(schema_steps_refused_by_the_server)
                                   "CONSTRAINT outbox_state_check, ADD CONSTRAINT "
                                   "outbox_state_check CHECK (state IN (0, 1, 2));"
                                   "DROP INDEX outbox_channel; CREATE INDEX outbox_pending ON "
-                                  "outbox(channel_id, id) WHERE state = 0;" UNDO_V15_SEEN
+                                  "outbox(channel_id, id) WHERE state = 0;" UNDO_V16_MEMBERS UNDO_V15_SEEN
                                   UNDO_V14_LEDGER UNDO_V13_LEDGER
                                   "UPDATE dg_schema_version SET version = 9"), 0);
     snprintf(sql, sizeof sql, "GRANT USAGE, CREATE ON SCHEMA %s TO %s; GRANT SELECT ON ALL "
              "TABLES IN SCHEMA %s TO %s; ALTER TABLE %s.outbox OWNER TO %s; ALTER TABLE "
-             "%s.turn_ledger OWNER TO %s", schema_of(u2), role, schema_of(u2), role,
-             schema_of(u2), role, schema_of(u2), role);
+             "%s.turn_ledger OWNER TO %s; ALTER TABLE %s.turn_members OWNER TO %s",
+             schema_of(u2), role, schema_of(u2), role, schema_of(u2), role, schema_of(u2), role,
+             schema_of(u2), role);
     ck_assert_int_eq(pgs_exec(pgs_url(), sql), 0);
     char *m2 = url_as(u2, role);
     ck_assert_int_eq(dg_store_open(m2, &st, err, sizeof err), OC_ERR_IO);

@@ -50,10 +50,10 @@ START_TEST(arguments_refused)
 {
     int fresh = 1;
     ck_assert_int_eq(dg_store_begin(st), OC_OK);
-    ck_assert_int_eq(dg_store_turns_member_add(st, CH, -1, "alpha"), OC_ERR_INVALID);
-    ck_assert_int_eq(dg_store_turns_member_add(st, CH, DG_TURN_MAX_MEMBERS, "alpha"),
+    ck_assert_int_eq(dg_store_turns_member_add(st, CH, -1, "alpha", DG_MEMBER_RAN), OC_ERR_INVALID);
+    ck_assert_int_eq(dg_store_turns_member_add(st, CH, DG_TURN_MAX_MEMBERS, "alpha", DG_MEMBER_RAN),
                      OC_ERR_INVALID);
-    ck_assert_int_eq(dg_store_turns_member_add(st, CH, 0, NULL), OC_ERR_INVALID);
+    ck_assert_int_eq(dg_store_turns_member_add(st, CH, 0, NULL, DG_MEMBER_RAN), OC_ERR_INVALID);
     ck_assert_int_eq(dg_store_turns_seen_claim(st, CH, "~conv", 1, &fresh), OC_ERR_INVALID);
     ck_assert_int_eq(fresh, 0);
     ck_assert_int_eq(dg_store_turns_seen_claim(st, CH, "", 1, &fresh), OC_ERR_INVALID);
@@ -86,7 +86,7 @@ START_TEST(tables_gone_every_call_fails)
     ck_assert_ptr_null(row.members);
     ck_assert_int_eq(dg_store_turns_channel_save(st, CH, DG_MODE_NORMAL, NULL, NULL, 0, 1),
                      OC_ERR_IO);
-    ck_assert_int_eq(dg_store_turns_member_add(st, CH, 0, "alpha"), OC_ERR_IO);
+    ck_assert_int_eq(dg_store_turns_member_add(st, CH, 0, "alpha", DG_MEMBER_RAN), OC_ERR_IO);
     ck_assert_int_eq(dg_store_turns_members_clear(st, CH), OC_ERR_IO);
     ck_assert_int_eq(dg_store_turns_scope_load(st, &sc, &s, &post), OC_ERR_IO);
     ck_assert_ptr_null(post);

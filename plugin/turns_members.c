@@ -1,0 +1,167 @@
+/*
+ * turns_members.c -- who is in a channel's turn order. An agent enters on
+ * what the host shows of it in the channel (it ran or posted there, or a
+ * human @mentioned it), its standing rises as the host shows more (a
+ * message of the channel reached its session), and it leaves when it
+ * cannot receive the channel (dg_member_standing). Records and locking:
+ * turns_int.h, turns_engine.c.
+ */
+#include "turns_int.h"
+
+void recompute_present(const dg_turns *t, chan_rec *c)
+{
+    c->present = 0;
+    c->initiator_pos = DG_NOBODY;
+    for (int i = 0; i < c->n; i++) {
+        c->member_hash[i] = (uint32_t)dg_map_hash(c->members[i]);
+        if (c->standing[i] < DG_MEMBER_LEFT && dg_config_agent(&t->p->cfg, c->members[i]))
+            c->present |= (uint64_t)1 << i;
+        if (c->initiator && strcmp(c->members[i], c->initiator) == 0)
+            c->initiator_pos = i;
+    }
+}
+
+const dg_turn_state *staged(const dg_turns *t, const scope_rec *r)
+{
+    for (int i = 0; i < t->n_pending; i++)
+        if (t->pending[i].r == r)
+            return &t->pending[i].st;
+    return &r->st;
+}
+
+/* The standing member pos reaches on evidence (member_ensure). */
+static dg_member_standing raised(dg_member_standing cur, dg_member_standing evidence)
+{
+    if (cur == DG_MEMBER_REMOVED)
+        return cur;
+    if (cur == DG_MEMBER_LEFT)
+        return evidence == DG_MEMBER_READS ? cur : evidence;
+    return evidence > cur ? evidence : cur;
+}
+
+static int set_standing(dg_turns *t, chan_rec *c, int pos, dg_member_standing standing)
+{
+    int rc = dg_store_turns_member_standing(t->p->store, c->id, pos, standing);
+    if (rc != OC_OK)
+        return rc;
+    pthread_rwlock_wrlock(&t->lock);
+    c->standing[pos] = (unsigned char)standing;
+    recompute_present(t, c);
+    pthread_rwlock_unlock(&t->lock);
+    return OC_OK;
+}
+
+/* Append agent_id to c's order with standing; *pos stays DG_NOBODY when the
+ * order is full (logged once). Writer held. */
+static int member_append(dg_turns *t, chan_rec *c, const char *agent_id,
+                         dg_member_standing standing, int64_t now, int *pos)
+{
+    *pos = DG_NOBODY;
+    if (c->n >= DG_TURN_MAX_MEMBERS) {
+        if (!t->warned_cap) {
+            t->warned_cap = 1;
+            dg_log(t->p, OC_LOG_WARN,
+                   "turns: channel %s already has %d agents in its turn order; agent %s is "
+                   "not added and stays silent there (at most %d agents take turns in one "
+                   "channel)", c->id, c->n, agent_id, DG_TURN_MAX_MEMBERS);
+        }
+        return OC_OK;
+    }
+    int rc = OC_OK;
+    if (!c->in_db)
+        rc = chan_save(t, c, now);
+    if (rc == OC_OK)
+        rc = dg_store_turns_member_add(t->p->store, c->id, c->n, agent_id, standing);
+    if (rc != OC_OK)
+        return rc;
+    char *dup = strdup(agent_id);
+    if (!dup)
+        return OC_ERR_NOMEM;
+    pthread_rwlock_wrlock(&t->lock);
+    c->members[c->n] = dup;
+    c->standing[c->n] = (unsigned char)standing;
+    c->n++;
+    recompute_present(t, c);
+    pthread_rwlock_unlock(&t->lock);
+    *pos = c->n - 1;
+    return OC_OK;
+}
+
+int member_ensure(dg_turns *t, chan_rec *c, const char *agent_id, dg_member_standing evidence,
+                  int64_t now, int *pos)
+{
+    *pos = member_pos(c, agent_id);
+    if (*pos != DG_NOBODY) {
+        dg_member_standing cur = c->standing[*pos];
+        dg_member_standing next = raised(cur, evidence);
+        if (next == cur)
+            return OC_OK;
+        if (cur == DG_MEMBER_LEFT)
+            dg_log(t->p, OC_LOG_INFO, "turns: %s is back in the turn order of channel %s (%s)",
+                   agent_id, c->id, evidence == DG_MEMBER_NEW ? "a human @mentioned it"
+                                                              : "it ran or posted there");
+        return set_standing(t, c, *pos, next);
+    }
+    if (evidence == DG_MEMBER_READS || !dg_config_agent(&t->p->cfg, agent_id))
+        return OC_OK;
+    return member_append(t, c, agent_id, evidence, now, pos);
+}
+
+int member_admit(dg_turns *t, chan_rec *c, const char *agent_id, int64_t now, int *pos,
+                 dg_member_standing *was)
+{
+    *pos = member_pos(c, agent_id);
+    *was = *pos == DG_NOBODY ? DG_MEMBER_STANDINGS : (dg_member_standing)c->standing[*pos];
+    if (*pos == DG_NOBODY)
+        return member_append(t, c, agent_id, DG_MEMBER_READS, now, pos);
+    if (*was >= DG_MEMBER_LEFT)
+        return set_standing(t, c, *pos, DG_MEMBER_READS);
+    return OC_OK;
+}
+
+int member_leave(dg_turns *t, scope_rec *r, int pos, dg_member_standing standing,
+                 int64_t now, const char *cause, int *kick)
+{
+    chan_rec *c = r->chan;
+    if (pos < 0 || pos >= c->n)
+        return OC_ERR_INVALID;
+    dg_turn_ctx x;
+    make_ctx(t, c, &x);
+    dg_turn_effects fx;
+    dg_turn_effects_init(&fx);
+    dg_turn_state next = *staged(t, r);
+    dg_turn_member_gone(&next, &x, pos, now, &fx);
+    int rc = set_standing(t, c, pos, standing);
+    if (rc == OC_OK && (!dg_turn_state_same(&next, staged(t, r)) || !r->in_db))
+        rc = save_scope(t, r, &next, now, cause);
+    if (rc == OC_OK)
+        rc = queue_effects(t, r, &fx, &next, now, kick);
+    if (rc == OC_OK)
+        rc = install(t, r, &next);
+    return rc;
+}
+
+int drop_unreachable_speaker(dg_turns *t, scope_rec *r, int asking, int64_t now, int *kick)
+{
+    chan_rec *c = r->chan;
+    if (!atomic_load(&t->per_agent) || c->mode != DG_MODE_NORMAL)
+        return OC_OK;
+    dg_turn_ctx x;
+    make_ctx(t, c, &x);
+    if (!dg_turn_managed(&x))
+        return OC_OK;
+    const dg_turn_state *st = staged(t, r);
+    int sp = st->active ? dg_turn_speaker(st, &x) : DG_NOBODY;
+    if (sp == DG_NOBODY || sp == asking || c->standing[sp] != DG_MEMBER_NEW)
+        return OC_OK;
+    char label[DG_SCOPE_LABEL_MAX];
+    dg_log(t->p, OC_LOG_INFO, "turns: %s was @mentioned in channel %s (%s) but no message of "
+           "the channel ever reached it, while %s runs there: it cannot read the channel and "
+           "leaves its turn order (give its bot View Channel there, or `!dirigent add` it)",
+           c->members[sp], c->id, dg_scope_label(&r->scope, label),
+           asking != DG_NOBODY ? c->members[asking] : "another agent");
+    char cause[200];
+    snprintf(cause, sizeof cause, "%s cannot read the channel (no message of it ever reached "
+             "it): it left the turn order", c->members[sp]);
+    return member_leave(t, r, sp, DG_MEMBER_LEFT, now, cause, kick);
+}
