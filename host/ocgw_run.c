@@ -136,7 +136,7 @@ static char *session_key(const char *agent, const ocgw_msg *m)
     return dg_sprintf("agent:%s:discord:channel:%s", agent, m->channel_id);
 }
 
-/* Agent-hook context (abi-v1.md) and, with tool_call_id, the tool context. */
+/* Agent-hook context (docs/abi.md) and, with tool_call_id, the tool context. */
 static json_t *agent_ctx(ocgw *g, const ocgw_agent *a, const json_t *run, const ocgw_msg *m,
                          const char *tool_call_id)
 {

@@ -1,6 +1,6 @@
 /*
  * och_hooks.c -- hook registration and dispatch with the merge rules of the
- * ABI (include/openclaw/plugin.h, shared/design/abi-v1.md).
+ * ABI (include/openclaw/plugin.h, docs/abi.md).
  *
  * Each hook keeps its handlers sorted at registration time (priority
  * descending, then registration order), so dispatch is a straight walk.

@@ -1,7 +1,7 @@
 /*
  * config.c -- parse and validate plugins.entries.dirigent.config.
  *
- * The table of keys is the contract of shared/design/config-and-tools.md;
+ * The table of keys is documented in docs/configuration.md;
  * manifest.json's configSchema mirrors it field for field (a test compares
  * them). Every refusal names the key and the rule, because a typo in a
  * gateway config must not pass silently.

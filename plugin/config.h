@@ -3,7 +3,7 @@
  *
  * dg_config_parse() is the only place that reads the JSON config
  * (plugins.entries.dirigent.config); everything else reads this struct.
- * Keys, types and defaults: shared/design/config-and-tools.md.
+ * Keys, types and defaults: docs/configuration.md.
  */
 #ifndef DG_CONFIG_H
 #define DG_CONFIG_H

@@ -3,8 +3,9 @@
  *
  * This header is the whole contract between a host (a gateway) and a native
  * plugin shared object. Hosts and plugins written by different people compile
- * against it alone. The contract text lives in shared/design/abi-v1.md; this
- * file implements it and adds the ownership and threading rules per item.
+ * against it alone. docs/abi.md of the repository specifies it in prose (each
+ * hook's event, context and result); this file is the reference, with the
+ * ownership and threading rules per item.
  *
  * Evolution rules (binding for every later version):
  *   - Structs start with their version fields and their size; new fields are
@@ -107,14 +108,13 @@ typedef int (*oc_tool_fn)(void *state, const json_t *params, const json_t *ctx,
 /*
  * A hook handler. Same ownership and threading as oc_tool_fn; event and ctx
  * are borrowed, *result is a new reference or stays NULL ("no result").
- * Event, context and result shapes per hook are listed in abi-v1.md and in
- * the README. A negative return is logged by the host and treated as "no
+ * Event, context and result shapes per hook are listed in docs/abi.md. A negative return is logged by the host and treated as "no
  * result". Hooks decide synchronously: a result reflects every call that
  * returned before this one started.
  *
  * Hook names (host->on; an unknown name is refused with OC_ERR_INVALID):
  * message_received, before_model_resolve, before_prompt_build,
- * message_sending, agent_end, gateway_start, gateway_stop (abi-v1.md), and
+ * message_sending, agent_end, gateway_start, gateway_stop (ABI 1.0), and
  * two later additions of the same ABI version, the claim hooks (OpenClaw
  * 2026.9.x). A host without them refuses their names; a plugin must take
  * that refusal as "no claim hooks", not as a failure of init.

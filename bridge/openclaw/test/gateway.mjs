@@ -23,7 +23,7 @@
 //   - the moderator's messages start a real run only for the agent they hand
 //     the turn to.
 // The OpenClaw config it writes is kept as <work>/openclaw.json.example: it
-// is the setup README "Use it in OpenClaw" describes. Loopback only.
+// is the setup README's checklist "Use it in OpenClaw" describes. Loopback only.
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -121,7 +121,8 @@ try {
 } catch (e) {
   die(`${home}/.openclaw/openclaw.json is missing (was @openclaw/discord installed there?): ${e.message}`);
 }
-// The configuration README "Use it in OpenClaw" shows, verbatim
+// The configuration README "Use it in OpenClaw" names and docs/configuration.md
+// shows, verbatim
 // (bridge/openclaw/example/openclaw.json; OpenClaw substitutes the
 // ${VARS} from the environment), plus only what a test needs on top: the
 // scripted models, loopback ports, the fake Discord's REST base for the
@@ -129,12 +130,16 @@ try {
 // from the package (make package) with `openclaw plugins install`.
 const EXAMPLE = path.join(HERE, '..', 'example', 'openclaw.json');
 // OpenClaw substitutes ${VARS} in values, not in keys: the guild's id is
-// written into the file by hand (YOUR_GUILD_ID), as README says.
+// written into the file by hand (YOUR_GUILD_ID), as the README says.
 const example = JSON.parse(fs.readFileSync(EXAMPLE, 'utf8').replaceAll('YOUR_GUILD_ID', GUILD));
-const readme = fs.readFileSync(path.join(HERE, '..', '..', '..', 'README.md'), 'utf8');
+const docRoot = path.join(HERE, '..', '..', '..');
+const readme = fs.readFileSync(path.join(docRoot, 'README.md'), 'utf8');
+const configDoc = fs.readFileSync(path.join(docRoot, 'docs', 'configuration.md'), 'utf8');
 const squash = (t) => t.replace(/\s+/g, ' ').trim();
-check('README "Use it in OpenClaw" shows exactly the configuration this stage runs',
-  squash(readme).includes(squash(fs.readFileSync(EXAMPLE, 'utf8'))), `README.md lacks the text of ${EXAMPLE}`);
+check('README "Use it in OpenClaw" names the configuration this stage runs',
+  readme.includes('bridge/openclaw/example/openclaw.json'), 'README.md does not name bridge/openclaw/example/openclaw.json');
+check('docs/configuration.md shows exactly the configuration this stage runs',
+  squash(configDoc).includes(squash(fs.readFileSync(EXAMPLE, 'utf8'))), `docs/configuration.md lacks the text of ${EXAMPLE}`);
 const exampleEnv = {
   HOME: home,
   DISCORD_GUILD_ID: GUILD,
