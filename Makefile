@@ -156,7 +156,9 @@ $(B)/gen/suites.inc: $(TEST_SRC) \
 # The flags of this build, kept beside its objects; every object depends on it.
 FLAGS_STAMP := $(B)/gen/flags
 FLAGS_NOW = $(CC) $(BASE_CFLAGS) $(CHECK_CFLAGS) $(LDFLAGS_ALL)
-$(FLAGS_STAMP): $(call stale_unless,$(FLAGS_NOW),$(file <$(FLAGS_STAMP)))
+# Order-only on deps-ok: with make -j no object is compiled before the
+# -dev packages are there.
+$(FLAGS_STAMP): $(call stale_unless,$(FLAGS_NOW),$(file <$(FLAGS_STAMP))) | deps-ok
 	@mkdir -p $(@D)
 	@printf '%s\n' '$(subst ','\'',$(FLAGS_NOW))' > $@
 
@@ -398,9 +400,13 @@ deps:
 deps-fuzz:
 	@sh scripts/deps.sh --fuzz
 
-# Builds start by making sure the -dev packages are there (installs them as root).
+# Builds start by making sure the -dev packages are there: when some are
+# missing, one line names them and says that make deps installs them now (as
+# root; otherwise it prints the apt-get command and the build stops).
 deps-ok:
-	@pkg-config --exists $(PKGS) $(TEST_PKGS) 2>/dev/null || sh scripts/deps.sh $(DEB_PKGS)
+	@pkg-config --exists $(PKGS) $(TEST_PKGS) 2>/dev/null || \
+	  { echo "dirigent: the build needs Debian packages that are missing; running make deps now"; \
+	    sh scripts/deps.sh $(DEB_PKGS); }
 .PHONY: deps-ok
 
 # ---- package and install ---------------------------------------------------------
