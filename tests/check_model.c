@@ -91,6 +91,7 @@ typedef struct scenario {
     unsigned char reads[N_CH]; /* agents (mask) whose sessions receive each channel */
     int n;
     step s[MAX_STEPS];
+    int gateways;              /* 2: two plugin instances (gateways) share the store */
 } scenario;
 
 /* Failure kinds: one property each. */
@@ -210,6 +211,7 @@ typedef struct obligation {
 #define HSET_BITS 20
 typedef struct model {
     const scenario *sc;
+    tth h2;                 /* the second gateway's plugin (gateways 2) */
     int stop_at_first;      /* stop at the first failure of `want` (or of any kind) */
     fail_kind want;         /* F_NONE: any */
     int liveness_on;
@@ -312,12 +314,35 @@ static json_t *agent_ctx(int a, int ch, const char *run_id)
     return ctx;
 }
 
-static int call(model *m, const char *hook, json_t *ev, json_t *ctx, json_t **res)
+/* The gateway agent a runs on: with two gateways on one store, planner's
+ * is the second (as in make demo-shared). */
+static tth *gw(model *m, int a)
+{
+    return m->sc->gateways == 2 && a == 0 ? &m->h2 : &m->h;
+}
+
+static int call(model *m, int a, const char *hook, json_t *ev, json_t *ctx, json_t **res)
 {
     m->hooks_called++;
-    int rc = tth_call(&m->h, hook, ev, ctx, res);
-    if (rc != OC_OK)
-        flag(m, F_HOOK, "%s answered %s", hook, oc_status_name(rc));
+    tth *h = gw(m, a);
+    int rc = tth_call(h, hook, ev, ctx, res);
+    if (rc != OC_OK) {
+        /* The plugin's last log line says why. */
+        pthread_mutex_lock(&h->mu);
+        const char *last = "";
+        if (h->log && h->log_len > 1) {
+            const char *e = h->log + h->log_len - 1;
+            while (e > h->log && e[-1] != '\n')
+                e--;
+            last = e;
+        }
+        char line[300];
+        snprintf(line, sizeof line, "%s", last);
+        line[strcspn(line, "\n")] = '\0';
+        pthread_mutex_unlock(&h->mu);
+        flag(m, F_HOOK, "%s of %s answered %s (the plugin's last log line: %s)", hook, AG[a],
+             oc_status_name(rc), line);
+    }
     json_decref(ev);
     json_decref(ctx);
     return rc;
@@ -361,7 +386,7 @@ static void post(model *m, int ch, const char *sender_uid, int is_bot, const cha
         json_t *ctx = json_pack("{s:s, s:s, s:s}", "channelId", CH[ch], "accountId", AG[a],
                                 "sessionKey",
                                 tth_session_key(key, sizeof key, AG[a], CH[ch], NULL));
-        call(m, "message_received", ev, ctx, NULL);
+        call(m, a, "message_received", ev, ctx, NULL);
         if (!(drop & (1u << a)))
             queue_run(m, a, ch, content);
     }
@@ -435,7 +460,7 @@ static void finish_run(model *m, int a, int ch, int outcome, unsigned drop)
     s->inflight = 0;
     if (outcome == OUT_FAIL) {
         tr(m, "      %s's run fails (agent_end success:false)", AG[a]);
-        call(m, "agent_end",
+        call(m, a, "agent_end",
              json_pack("{s:s, s:b, s:s, s:i}", "runId", s->run_id, "success", 0, "output", "",
                        "toolCalls", 0),
              agent_ctx(a, ch, NULL), NULL);
@@ -443,7 +468,7 @@ static void finish_run(model *m, int a, int ch, int outcome, unsigned drop)
     }
     if (outcome != OUT_SPEAK) {
         tr(m, "      %s passes (NO_REPLY)", AG[a]);
-        call(m, "agent_end",
+        call(m, a, "agent_end",
              json_pack("{s:s, s:b, s:s, s:i}", "runId", s->run_id, "success", 1, "output",
                        "NO_REPLY", "toolCalls", 0),
              agent_ctx(a, ch, NULL), NULL);
@@ -451,12 +476,12 @@ static void finish_run(model *m, int a, int ch, int outcome, unsigned drop)
     }
     char text[160];
     snprintf(text, sizeof text, "%s: my take, number %d", AG[a], m->next_msg + 1);
-    call(m, "agent_end",
+    call(m, a, "agent_end",
          json_pack("{s:s, s:b, s:s, s:i}", "runId", s->run_id, "success", 1, "output", text,
                    "toolCalls", 0),
          agent_ctx(a, ch, NULL), NULL);
     json_t *res = NULL;
-    call(m, "message_sending", json_pack("{s:s, s:s, s:{s:s}}", "to", CH[ch], "content", text,
+    call(m, a, "message_sending", json_pack("{s:s, s:s, s:{s:s}}", "to", CH[ch], "content", text,
                                          "metadata", "runId", s->run_id),
          agent_ctx(a, ch, NULL), &res);
     int cancelled = res && json_is_true(json_object_get(res, "cancel"));
@@ -485,7 +510,7 @@ static void run_one(model *m, int a, int ch, int outcome, unsigned drop)
     s->qn--;
     snprintf(s->run_id, sizeof s->run_id, "run-%d", ++m->next_run);
     json_t *res = NULL;
-    call(m, "before_agent_reply", json_pack("{s:s}", "cleanedBody", prompt),
+    call(m, a, "before_agent_reply", json_pack("{s:s}", "cleanedBody", prompt),
          agent_ctx(a, ch, s->run_id), &res);
     int claimed = res && json_is_true(json_object_get(res, "handled"));
     char reason[200] = "";
@@ -496,21 +521,21 @@ static void run_one(model *m, int a, int ch, int outcome, unsigned drop)
     json_decref(res);
     if (claimed && SAB != SAB_GRANT_CLAIMED) {
         tr(m, "      %s's run (prompt \"%.40s\") is claimed: %s", AG[a], prompt, reason);
-        call(m, "agent_end",
+        call(m, a, "agent_end",
              json_pack("{s:s, s:b, s:s, s:i}", "runId", s->run_id, "success", 1, "output", "",
                        "toolCalls", 0),
              agent_ctx(a, ch, NULL), NULL);
         return;
     }
     res = NULL;
-    call(m, "before_model_resolve", json_pack("{s:s}", "prompt", prompt),
+    call(m, a, "before_model_resolve", json_pack("{s:s}", "prompt", prompt),
          agent_ctx(a, ch, s->run_id), &res);
     int swapped = res && json_object_get(res, "providerOverride");
     json_decref(res);
     if (swapped && SAB != SAB_GRANT_CLAIMED) {
         tr(m, "      %s's run (prompt \"%.40s\") is swapped to the no-reply model", AG[a],
            prompt);
-        call(m, "agent_end",
+        call(m, a, "agent_end",
              json_pack("{s:s, s:b, s:s, s:i}", "runId", s->run_id, "success", 1, "output",
                        "NO_REPLY", "toolCalls", 0),
              agent_ctx(a, ch, NULL), NULL);
@@ -667,6 +692,8 @@ static void human_spoke(model *m, int ch)
 static void sweep(model *m)
 {
     dg_turns_sweep_now(tth_plugin(&m->h)->turns);
+    if (m->sc->gateways == 2)
+        dg_turns_sweep_now(tth_plugin(&m->h2)->turns);
 }
 
 static void advance_raw(model *m, int64_t ms)
@@ -674,6 +701,8 @@ static void advance_raw(model *m, int64_t ms)
     if (ms <= 0)
         return;
     tth_advance(&m->h, ms);
+    if (m->sc->gateways == 2)
+        tth_advance(&m->h2, ms);
     sweep(m);
 }
 
@@ -743,14 +772,15 @@ static void fair(model *m, int ch)
     settle(m, (uint64_t)o->t_ms ^ 0x5eed);
     if (!o->open)
         return;
-    int64_t stops[2] = {o->t_ms + (int64_t)(NUDGE_SEC + 1) * 1000, deadline_of(o)};
-    for (int i = 0; i < 2 && o->open; i++) {
-        if (now_ms(m) < stops[i]) {
-            tr(m, "      (the clock moves to t=%ld)", rel_s(m, stops[i]));
-            advance_raw(m, stops[i] - now_ms(m));
-            check_new_rows(m, -1);
-            settle(m, (uint64_t)stops[i]);
-        }
+    /* Ten seconds at a time, the host running everything in between (a
+     * nudge is answered at once, not after the next timeout). */
+    int64_t deadline = deadline_of(o);
+    while (o->open && now_ms(m) < deadline) {
+        int64_t to = now_ms(m) + 10000 < deadline ? now_ms(m) + 10000 : deadline;
+        tr(m, "      (the clock moves to t=%ld)", rel_s(m, to));
+        advance_raw(m, to - now_ms(m));
+        check_new_rows(m, -1);
+        settle(m, (uint64_t)to);
     }
     if (!o->open)
         return;
@@ -834,16 +864,17 @@ static void lose_turn_rows(model *m)
     free(path);
 }
 
-static void restart(model *m)
+static void restart(model *m, int which)
 {
     snap before[N_CH], after[N_CH];
     take_snap(m, before);
+    tth *h = which && m->sc->gateways == 2 ? &m->h2 : &m->h;
     if (SAB == SAB_RESTART_LOSES) {
-        tth_stop_plugin(&m->h);
+        tth_stop_plugin(h);
         lose_turn_rows(m);
-        tth_restart(&m->h);
+        tth_restart(h);
     } else {
-        tth_restart(&m->h);
+        tth_restart(h);
     }
     take_snap(m, after);
     for (int ch = 0; ch < N_CH; ch++) {
@@ -1027,13 +1058,15 @@ static void do_step(model *m, const step *s)
         /* A restart takes time: the clock moves a second (in the same
          * millisecond a state written after it can lose to one written
          * before it; regression finding_restart_in_the_same_millisecond). */
-        tr(m, "t=%ld restart (plugin shutdown, init on the same store%s)", t,
+        tr(m, "t=%ld restart%s (plugin shutdown, init on the same store%s)", t,
+           m->sc->gateways == 2 ? (s->who % 2 ? " of gateway 2 (planner)"
+                                              : " of gateway 1 (reviewer, coder)") : "",
            s->n ? ", in the same millisecond" : "; a second passes before and after");
         if (!s->n) {
             check_due(m, now_ms(m) + 2000);
             advance_raw(m, 1000);
         }
-        restart(m);
+        restart(m, s->who % 2);
         if (!s->n)
             advance_raw(m, 1000);
         check_new_rows(m, -1);
@@ -1137,11 +1170,21 @@ static void play(model *m, const scenario *sc, int transcript, int liveness_on, 
     m->stop_at_first = 1;
     char *extra = config_extra();
     tth_start_agents(&m->h, "channel", AGENTS_JSON, extra, 0);
-    free(extra);
     /* A fixed, realistic epoch (run ids older than a week of wall time are forgotten at init). */
     atomic_store(&m->h.now_ms, ((int64_t)time(NULL) / 3600) * 3600 * 1000);
     m->t0 = now_ms(m);
+    if (sc->gateways == 2) {
+        char *both = NULL; /* the first's store member comes last: it wins */
+        ck_assert_int_ge(asprintf(&both, "%s,%s", extra, m->h.store), 0);
+        tth_start_agents(&m->h2, "channel", AGENTS_JSON, both, 0);
+        free(both);
+        atomic_store(&m->h2.now_ms, m->t0);
+    }
+    free(extra);
     char rd[64];
+    if (sc->gateways == 2)
+        tr(m, "   two gateways share the store: planner on gateway 2, reviewer and coder on "
+           "gateway 1");
     for (int ch = 0; ch < N_CH; ch++)
         tr(m, "   %s is read by %s", CH_NAME[ch], agents_of(sc->reads[ch], rd, sizeof rd));
     int states = env_int("MODEL_STATES", 0);
@@ -1157,6 +1200,8 @@ static void play(model *m, const scenario *sc, int transcript, int liveness_on, 
         tr(m, "t=%ld end: every obligation is checked", rel_s(m, now_ms(m)));
         check_due(m, INT64_MAX);
     }
+    if (sc->gateways == 2)
+        tth_free(&m->h2);
     tth_free(&m->h);
 }
 
@@ -1180,6 +1225,7 @@ static void generate(scenario *sc, uint64_t seed)
             if (chance(&x, 55))
                 sc->reads[ch] |= 1u << a;
     sc->n = 20 + (int)rnd(&x, 40);
+    sc->gateways = chance(&x, 20) ? 2 : 1;
     /* Which sessions may have runs queued is known only when playing; the
      * generator names agents of the channel's readers most of the time. */
     for (int i = 0; i < sc->n; i++) {
@@ -1236,6 +1282,7 @@ static void generate(scenario *sc, uint64_t seed)
             s->n = secs[rnd(&x, sizeof secs / sizeof *secs)];
         } else if (w < 96) {
             s->kind = S_RESTART;
+            s->who = (unsigned char)rnd(&x, 2);
         } else {
             s->kind = S_SETTLE;
             s->n = (unsigned)rnd(&x, 1000000);
@@ -1353,7 +1400,7 @@ static void print_literal(FILE *f, const scenario *sc)
         fprintf(f, "        {%s, %u, %u, %u, %u, %u, %u},\n", kinds[s->kind], s->ch, s->who, s->a,
                 s->b, s->c, s->n);
     }
-    fprintf(f, "    }};\n");
+    fprintf(f, "    }, %d};\n", sc->gateways);
 }
 
 /* Replay sc with its transcript on; print it and return the failure text of k. */
@@ -1539,7 +1586,7 @@ START_TEST(regression_mention_of_non_reader_freezes)
         return;
     static const scenario sc = {{0, 2, 0}, 1, {
         {S_HUMAN, 1, 0, 4, 0, 0, 0},
-    }};
+    }, 1};
     replay(&sc);
 }
 END_TEST
@@ -1553,7 +1600,7 @@ START_TEST(regression_waits_on_non_reader)
     static const scenario sc = {{2, 0, 0}, 2, {
         {S_HUMAN, 0, 0, 4, 0, 0, 0},
         {S_SETTLE, 0, 0, 0, 0, 0, 0},
-    }};
+    }, 1};
     replay(&sc);
 }
 END_TEST
@@ -1566,20 +1613,94 @@ END_TEST
  * last_ord starts at 0 again after a restart), so the new instance's state
  * ties with the old one's and the reader keeps the older. Two instances on
  * one store writing in the same millisecond tie the same way. */
+static int findings_off(const char *name)
+{
+    if (getenv("MODEL_FINDINGS") && strcmp(getenv("MODEL_FINDINGS"), "1") == 0)
+        return 0;
+    fprintf(stderr, "model: %s runs with MODEL_FINDINGS=1 (it fails on main)\n", name);
+    return 1;
+}
+
 START_TEST(finding_restart_in_the_same_millisecond)
 {
-    if (!getenv("MODEL_FINDINGS") || strcmp(getenv("MODEL_FINDINGS"), "1") != 0) {
-        fprintf(stderr, "model: finding_restart_in_the_same_millisecond runs with "
-                "MODEL_FINDINGS=1 (it fails on main)\n");
+    if (findings_off("finding_restart_in_the_same_millisecond"))
         return;
-    }
     static const scenario sc = {{0, 0, 4}, 4, {
         {S_HUMAN, 2, 0, 4, 0, 0, 0},
         {S_RESTART, 2, 0, 0, 0, 0, 1},
         {S_HUMAN, 2, 0, 0, 0, 0, 0},
         {S_RESTART, 0, 0, 0, 0, 0, 1},
-    }};
+    }, 1};
     replay(&sc);
+}
+END_TEST
+
+/* Found by the model (MODEL_SEED=589877611 with MODEL_KNOWN_FREEZE=1): coder
+ * speaks, reviewer passes, so coder (who wrote the latest message) gets a
+ * hand-off `<@coder>`. Before Discord delivered it, alice writes again; the
+ * turn stays with coder, whose run for her message the host has not started
+ * 21 s later: the nudge mentions coder a second time, although the hand-off
+ * (a wake message) is still on its way. */
+START_TEST(finding_nudge_while_a_hand_off_is_undelivered)
+{
+    if (findings_off("finding_nudge_while_a_hand_off_is_undelivered"))
+        return;
+    static const scenario sc = {{0, 6, 0}, 6, {
+        {S_HUMAN, 1, 0, 0, 0, 0, 0},
+        {S_RUN, 1, 2, 1, 0, 0, 0},
+        {S_RUN, 1, 1, 0, 0, 0, 0},
+        {S_RUN, 1, 1, 0, 0, 0, 0},
+        {S_HUMAN, 1, 0, 0, 0, 0, 0},
+        {S_ADVANCE, 1, 0, 0, 0, 0, 21},
+    }, 1};
+    replay(&sc);
+}
+END_TEST
+
+/* Found by the model (MODEL_SEED=193106123 with MODEL_KNOWN_FREEZE=1): two
+ * gateways on one store, planner on the second. coder's first run in #ops
+ * (gateway 1) makes it member 0; planner's first run a second later
+ * (gateway 2) is refused: before_agent_reply answers OC_ERR_IO, "UNIQUE
+ * constraint failed: turn_members.channel_id, turn_members.pos" (gateway 2
+ * adds planner at position 0 too), and the run is neither claimed nor held
+ * back by the claim. */
+START_TEST(finding_two_gateways_add_members_at_one_position)
+{
+    if (findings_off("finding_two_gateways_add_members_at_one_position"))
+        return;
+    static const scenario sc = {{0, 5, 0}, 5, {
+        {S_ADVANCE, 0, 0, 0, 0, 0, 1},
+        {S_HUMAN, 1, 0, 0, 0, 0, 0},
+        {S_RUN, 1, 2, 0, 0, 0, 0},
+        {S_ADVANCE, 1, 0, 0, 0, 0, 1},
+        {S_RUN, 1, 0, 0, 0, 0, 0},
+    }, 2};
+    replay(&sc);
+}
+END_TEST
+
+/* Found by the model (MODEL_SEED=50523281, the default run's sequence 34):
+ * two gateways on one store; after gateway 1 restarts, both apply the same
+ * turn timeout and the moderator queues the hand-off `<@reviewer>` twice
+ * (same millisecond, same channel). */
+START_TEST(finding_two_gateways_post_one_hand_off_twice)
+{
+    if (findings_off("finding_two_gateways_post_one_hand_off_twice"))
+        return;
+    static const scenario sc = {{2, 0, 0}, 4, {
+        {S_HUMAN, 0, 0, 1, 0, 0, 0},
+        {S_RUN, 0, 1, 0, 0, 0, 0},
+        {S_RESTART, 2, 0, 0, 0, 0, 0},
+        {S_ADVANCE, 0, 0, 0, 0, 0, 1},
+    }, 2};
+    /* The freeze's liveness failure comes first in this sequence: the
+     * property here is the duplicate. */
+    model m;
+    play(&m, &sc, 1, 1, F_DUP);
+    if (m.found[F_DUP])
+        fprintf(stderr, "%s", m.tr ? m.tr : "");
+    free(m.tr);
+    ck_assert_msg(!m.found[F_DUP], "FAIL duplicate: %s", m.found_msg[F_DUP]);
 }
 END_TEST
 
@@ -1603,6 +1724,9 @@ Suite *make_model_suite(void)
     tcase_add_test(reg, regression_mention_of_non_reader_freezes);
     tcase_add_test(reg, regression_waits_on_non_reader);
     tcase_add_test(reg, finding_restart_in_the_same_millisecond);
+    tcase_add_test(reg, finding_nudge_while_a_hand_off_is_undelivered);
+    tcase_add_test(reg, finding_two_gateways_add_members_at_one_position);
+    tcase_add_test(reg, finding_two_gateways_post_one_hand_off_twice);
     suite_add_tcase(s, reg);
     return s;
 }
