@@ -8,6 +8,7 @@
 #   make bench        benchmarks, printing figures and ratios
 #   make fuzz         libFuzzer targets (clang, ASan+UBSan), long run; fuzz-short: CI's
 #   make check-faults storage and Discord faults with their figures printed
+#   make check-model  the model-based property test, long (MODEL_SEQUENCES, MODEL_SEED)
 #   make coverage     gcov build (build-cov), make check, line/branch coverage per file
 #   make deps         install missing Debian -dev packages (as root)
 #   make package      build/dirigent-openclaw-<version>.tgz for `openclaw plugins install`
@@ -123,7 +124,7 @@ BENCH_SRC  := $(sort $(wildcard tests/bench/*.c))
 BENCH_OBJ  := $(BENCH_SRC:%.c=$(B)/obj/%.o)
 
 .PHONY: all check check-openclaw demo demo-shared playground bench deps install uninstall clean manifest-check \
-        fuzz fuzz-short fuzz-ci fuzz-build deps-fuzz check-faults coverage package
+        fuzz fuzz-short fuzz-ci fuzz-build deps-fuzz check-faults check-model coverage package
 OPTIONAL := $(if $(OCGW_SRC),$(B)/ocgw) $(if $(wildcard tests/fake_discord_main.c),$(B)/fake-discord)
 all: $(B)/dirigent.so $(B)/libochost.a $(OPTIONAL) $(SERVERS) $(B)/dirigent-ctl
 
@@ -324,6 +325,18 @@ check-faults: deps-ok $(TEST_DEPS)
 	@for s in $(FAULT_SUITES); do \
 	  DG_BUILD_DIR=$(B) CK_RUN_SUITE=$$s ./$(B)/check_all || exit 1; \
 	done
+
+# ---- the model ----------------------------------------------------------------
+# tests/check_model.c for longer than make check's short run (150 sequences):
+# random host and Discord sequences against the plugin on the hand-moved
+# clock, shrunk transcripts of every failing property. MODEL_SEED picks the
+# run; MODEL_KNOWN_FREEZE=1 skips the liveness checks, MODEL_KNOWN=<kinds>
+# other properties (both loudly).
+MODEL_SEQUENCES ?= 2000
+MODEL_SEED ?= 1
+check-model: deps-ok $(TEST_DEPS)
+	DG_BUILD_DIR=$(B) CK_RUN_SUITE=model MODEL_SEQUENCES=$(MODEL_SEQUENCES) \
+	  MODEL_SEED=$(MODEL_SEED) ./$(B)/check_all
 
 # ---- fuzzing ------------------------------------------------------------------
 # libFuzzer targets (tests/fuzz/): one per hook and tool of the real plugin,

@@ -176,6 +176,17 @@ static int64_t th_clock(void *state)
     return atomic_load(&h->now_ms);
 }
 
+/* The agents of tth_start's config (JSON object text). */
+#define TTH_DEFAULT_AGENTS                                                      \
+    "{\"alpha\":{\"discordUserId\":\"" TTH_ALPHA_UID "\"},"                   \
+    "\"bravo\":{\"discordUserId\":\"" TTH_BRAVO_UID "\"},"                    \
+    "\"charlie\":{\"discordUserId\":\"" TTH_CHARLIE_UID "\"},"                \
+    "\"delta\":{\"discordUserId\":\"" TTH_DELTA_UID "\"},"                    \
+    "\"echo\":{\"discordUserId\":\"100000000000000005\"},"                    \
+    "\"foxtrot\":{\"discordUserId\":\"100000000000000006\"},"                 \
+    "\"golf\":{\"discordUserId\":\"100000000000000007\"},"                    \
+    "\"hotel\":{\"discordUserId\":\"100000000000000008\"}}"
+
 static void start_plugin(tth *h)
 {
     json_t *cfg = tu_json(h->config);
@@ -195,6 +206,12 @@ void tth_start(tth *h, const char *policy, const char *extra)
 }
 
 void tth_start_ex(tth *h, const char *policy, const char *extra, int old_host)
+{
+    tth_start_agents(h, policy, NULL, extra, old_host);
+}
+
+void tth_start_agents(tth *h, const char *policy, const char *agents, const char *extra,
+                      int old_host)
 {
     memset(h, 0, sizeof *h);
     h->old_host = old_host;
@@ -219,15 +236,9 @@ void tth_start_ex(tth *h, const char *policy, const char *extra, int old_host)
                  "\"sessionPolicy\":\"%s\",%s,"
                  "\"discord\":{\"moderatorUserId\":\"" TTH_MOD_UID "\","
                  "\"guildId\":\"500000000000000001\"},"
-                 "\"agents\":{\"alpha\":{\"discordUserId\":\"" TTH_ALPHA_UID "\"},"
-                 "\"bravo\":{\"discordUserId\":\"" TTH_BRAVO_UID "\"},"
-                 "\"charlie\":{\"discordUserId\":\"" TTH_CHARLIE_UID "\"},"
-                 "\"delta\":{\"discordUserId\":\"" TTH_DELTA_UID "\"},"
-                 "\"echo\":{\"discordUserId\":\"100000000000000005\"},"
-                 "\"foxtrot\":{\"discordUserId\":\"100000000000000006\"},"
-                 "\"golf\":{\"discordUserId\":\"100000000000000007\"},"
-                 "\"hotel\":{\"discordUserId\":\"100000000000000008\"}}%s%s}",
-                 policy, h->store, extra ? "," : "", extra ? extra : "") < 0)
+                 "\"agents\":%s%s%s}",
+                 policy, h->store, agents ? agents : TTH_DEFAULT_AGENTS, extra ? "," : "",
+                 extra ? extra : "") < 0)
         TTH_EXPECT(0, "out of memory");
     start_plugin(h);
 }

@@ -83,6 +83,11 @@ void tth_start(tth *h, const char *policy, const char *extra);
  * OC_ERR_INVALID, like any unknown name. */
 void tth_start_ex(tth *h, const char *policy, const char *extra, int old_host);
 
+/* As tth_start_ex with the config's `agents` object given as JSON text
+ * (NULL: the test agents above), for a suite that names its own agents. */
+void tth_start_agents(tth *h, const char *policy, const char *agents, const char *extra,
+                      int old_host);
+
 /* Shut the plugin down (database stays). */
 void tth_stop_plugin(tth *h);
 
