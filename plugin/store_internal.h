@@ -70,6 +70,9 @@ struct dg_store {
     int64_t last_ord;                /* the last transition order handed out
                                       * (store_transitions.c) */
     int64_t last_ord_at_begin;       /* restored by a rollback */
+    int64_t seen_ord;                /* the highest order of a state read
+                                      * (dg_store_saw_ord): kept through a
+                                      * rollback, since what was read stays */
     int txn_others;                  /* the open transaction found another store
                                       * present: 1, alone: 0, not asked yet: -1
                                       * (set by dg_store_begin) */
@@ -157,6 +160,12 @@ void dg_store_turns_pending_drop(dg_store *st);
 /* The next order of a transition or state write at at_ms: strictly
  * increasing per store (store_transitions.c). */
 int64_t dg_store_next_ord(dg_store *st, int64_t at_ms);
+
+/* A state of order ord was read: this store's next orders are above it.
+ * Another instance, or this one before a restart in the same millisecond,
+ * may have handed out orders above this store's own; a state written after
+ * reading one must never tie with it (a tie keeps the older state). */
+void dg_store_saw_ord(dg_store *st, int64_t ord);
 
 /* Write the newest scope state carried by marks of channel_id into its
  * state rows and clear it from the marks (store_turns.c). */

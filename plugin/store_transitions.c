@@ -87,8 +87,15 @@ static const char SQL_MARK[] =
 int64_t dg_store_next_ord(dg_store *st, int64_t at_ms)
 {
     int64_t ord = at_ms > 0 && at_ms < INT64_MAX / 1000 ? at_ms * 1000 : 0;
-    st->last_ord = ord > st->last_ord ? ord : st->last_ord + 1;
+    int64_t floor = st->last_ord > st->seen_ord ? st->last_ord : st->seen_ord;
+    st->last_ord = ord > floor ? ord : floor + 1;
     return st->last_ord;
+}
+
+void dg_store_saw_ord(dg_store *st, int64_t ord)
+{
+    if (ord > st->seen_ord)
+        st->seen_ord = ord;
 }
 
 /* The cause as the mark of message_id keeps it (dg_store_mark_transition). */

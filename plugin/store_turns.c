@@ -292,6 +292,22 @@ int dg_store_turns_per_agent_get(dg_store *st, int *yes)
     return rc == DG_ROW ? OC_OK : OC_ERR_IO;
 }
 
+static const char SQL_MEMBER_COUNT[] = "SELECT count(*) FROM turn_members WHERE channel_id = ?";
+
+int dg_store_turns_member_count(dg_store *st, const char *channel_id, int *n)
+{
+    *n = 0;
+    dg_stmt *s = dg_store_stmt(st, SQL_MEMBER_COUNT);
+    if (!s)
+        return OC_ERR_IO;
+    dg_store_bind_text(s, 1, channel_id);
+    int rc = dg_step(s);
+    if (rc == DG_ROW)
+        *n = dg_col_int(s, 0);
+    dg_reset(s);
+    return rc == DG_ROW ? OC_OK : OC_ERR_IO;
+}
+
 static const char SQL_MEMBER_STANDING[] =
     "UPDATE turn_members SET standing = ? WHERE channel_id = ? AND pos = ?";
 
@@ -480,6 +496,7 @@ int dg_store_turns_scope_load(dg_store *st, const dg_scope *sc, dg_turn_state *t
     t->active = dg_col_int(s, 0);
     state_read(s, 3, t);
     int64_t row_ord = dg_col_int64(s, 2);
+    dg_store_saw_ord(st, row_ord);
     int status = OC_OK;
     /* A copy that failed must not read as "post in the channel itself". */
     if (post_channel && !(*post_channel = dg_store_col_dup(s, 1)) && !dg_col_null(s, 1))
@@ -501,6 +518,7 @@ int dg_store_turns_scope_load(dg_store *st, const dg_scope *sc, dg_turn_state *t
         return found;
     }
     if (found) {
+        dg_store_saw_ord(st, ord);
         *t = v;
         if (post_channel) {
             free(*post_channel);

@@ -89,6 +89,9 @@ int dg_store_turns_member_add(dg_store *st, const char *channel_id, int pos,
 int dg_store_turns_per_agent_note(dg_store *st);
 int dg_store_turns_per_agent_get(dg_store *st, int *yes);
 
+/* How many members channel_id has in the store (*n). */
+int dg_store_turns_member_count(dg_store *st, const char *channel_id, int *n);
+
 /* Set the standing of the member at position pos. Inside a transaction. */
 int dg_store_turns_member_standing(dg_store *st, const char *channel_id, int pos,
                                    dg_member_standing standing);

@@ -308,13 +308,17 @@ static void on_message_impl(dg_turn_state *s, const dg_turn_ctx *c, dg_sender_ki
         return;
     }
 
+    /* Its message arrived: nothing of it is owed any more, also when the
+     * loop guard rests the scope on it. */
+    int owed = kind == DG_SENDER_AGENT && valid_pos(c, sender_pos) &&
+               (s->owed & BIT(sender_pos)) != 0;
+    if (owed)
+        s->owed &= ~BIT(sender_pos);
     if (count_agent_message(s, c, fx))
         return;
 
     if (kind == DG_SENDER_AGENT && valid_pos(c, sender_pos)) {
         uint64_t b = BIT(sender_pos);
-        int owed = (s->owed & b) != 0;
-        s->owed &= ~b;
         if (s->mention) {
             s->mention_done |= b & s->mention;
             if (!(s->mention & ~s->mention_done & c->present))
@@ -427,6 +431,12 @@ static void on_run_end_impl(dg_turn_state *s, const dg_turn_ctx *c, int pos, dg_
         }
         return;
     }
+    /* A silent run that started before the latest message answered an
+     * older one: its silence says nothing about the latest, for which the
+     * host runs the agent again. The turn stays (a timeout or the nudge
+     * moves it if that run never comes). */
+    if (o == DG_RUN_SILENT && !saw_latest)
+        return;
     /* A tool-only turn is agent activity for the loop guard: an agent that
      * keeps acting without a word must not cycle forever on hand-offs. */
     if (o == DG_RUN_ACTED && count_agent_message(s, c, fx))

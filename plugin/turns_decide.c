@@ -304,6 +304,14 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
             atomic_store(&e->granted, out->claimed ? 0 : 1);
             if (!out->claimed && e->configured && e->pos != DG_NOBODY)
                 nudge_run_started(r, e->pos);
+            /* Held back for a run that follows (one for a newer message, or
+             * for the reply still on its way): if the host never starts
+             * it, the stall nudge mentions the speaker. */
+            if ((stale || before_reply) && t->p->cfg.turn_nudge_sec > 0 &&
+                atomic_load(&r->wait_pos) != e->pos) {
+                atomic_store(&r->wait_ms, now);
+                atomic_store(&r->wait_pos, e->pos);
+            }
         }
     }
     /* The store's message is read while the transaction is still ours. */

@@ -250,7 +250,7 @@ static void collect_scope(void *val, void *arg)
  * channel re-derive their position (epoch). Writer held. OC_OK or an error
  * (the caller then drops the whole mirror).
  */
-static int refresh_channel(dg_turns *t, const char *channel_id, int other)
+int refresh_channel(dg_turns *t, const char *channel_id, int other)
 {
     chan_rec *c = dg_map_get(&t->chans, channel_id);
     if (!c)
@@ -1189,6 +1189,19 @@ int dg_turns_member(dg_turns *t, const char *channel_id, int pos, char *buf, siz
         rc = OC_ERR_NOT_FOUND;
     if (rc == OC_OK)
         snprintf(buf, len, "%s", c->members[pos]);
+    finish_read(t);
+    return rc;
+}
+
+int dg_turns_present(dg_turns *t, const char *channel_id, uint64_t *present)
+{
+    *present = 0;
+    if (txn_begin(t) != OC_OK)
+        return OC_ERR_IO;
+    chan_rec *c;
+    int rc = chan_get(t, channel_id, &c);
+    if (rc == OC_OK)
+        *present = c->present;
     finish_read(t);
     return rc;
 }

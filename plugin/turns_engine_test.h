@@ -9,6 +9,7 @@
 #define DG_TURNS_ENGINE_TEST_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "turns_engine.h"
 
 /* The state of scope (from the mirror or the store), the channel's mode
@@ -27,6 +28,10 @@ void dg_turns_set_dormant_max(dg_turns *t, size_t n);
 /* Agent id at member position pos of channel_id, copied into buf; OC_OK or
  * OC_ERR_NOT_FOUND. */
 int dg_turns_member(dg_turns *t, const char *channel_id, int pos, char *buf, size_t len);
+
+/* The members of channel_id's turn order that take turns now (configured,
+ * not out of the order), as a mask of positions. OC_OK. */
+int dg_turns_present(dg_turns *t, const char *channel_id, uint64_t *present);
 
 /* One pass of the sweeper thread's work (turn timeouts, the stall nudge,
  * discussion timers, eviction) now, on the calling thread. */

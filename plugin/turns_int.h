@@ -45,6 +45,11 @@
  * (real time; the turn clock itself is dg_now_ms). */
 #define SWEEP_EVERY_MS 1000
 
+/* Where the host reports messages per agent session: a speaker none of
+ * whose reports came this long after it got the turn, while other members'
+ * did, cannot read the channel (its report would have come with theirs). */
+#define UNREACHED_MS 5000
+
 /* A dormant thread scope untouched this long (turn clock) leaves the
  * mirror, with its sessions; the database still has it. */
 #define EVICT_IDLE_MS (3600LL * 1000)
@@ -275,6 +280,11 @@ int chan_save(dg_turns *t, chan_rec *c, int64_t now);
 int scope_get(dg_turns *t, chan_rec *c, const dg_scope *sc, scope_rec **out);
 
 int follow_scope(dg_turns *t, chan_rec *c, scope_rec **out);
+
+/* Reload channel_id's records in place from the database (other: another
+ * instance changed them). Writer held. OC_OK or an error (the caller then
+ * drops the whole mirror). */
+int refresh_channel(dg_turns *t, const char *channel_id, int other);
 
 int same_str(const char *a, const char *b);
 

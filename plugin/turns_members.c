@@ -57,6 +57,16 @@ static int member_append(dg_turns *t, chan_rec *c, const char *agent_id,
                          dg_member_standing standing, int64_t now, int *pos)
 {
     *pos = DG_NOBODY;
+    /* Another instance sharing the store may have appended since this
+     * mirror read the channel: the next position is the store's. */
+    int stored = 0;
+    int rc = dg_store_turns_member_count(t->p->store, c->id, &stored);
+    if (rc == OC_OK && stored != c->n)
+        rc = refresh_channel(t, c->id, 1);
+    if (rc != OC_OK)
+        return rc;
+    if ((*pos = member_pos(c, agent_id)) != DG_NOBODY)
+        return set_standing(t, c, *pos, raised(c->standing[*pos], standing));
     if (c->n >= DG_TURN_MAX_MEMBERS) {
         if (!t->warned_cap) {
             t->warned_cap = 1;
@@ -67,7 +77,6 @@ static int member_append(dg_turns *t, chan_rec *c, const char *agent_id,
         }
         return OC_OK;
     }
-    int rc = OC_OK;
     if (!c->in_db)
         rc = chan_save(t, c, now);
     if (rc == OC_OK)
@@ -138,7 +147,34 @@ int member_leave(dg_turns *t, scope_rec *r, int pos, dg_member_standing standing
         rc = queue_effects(t, r, &fx, &next, now, kick);
     if (rc == OC_OK)
         rc = install(t, r, &next);
+    /* A new speaker that got no hand-off has the latest message, or its run
+     * for it is on the way: if none starts, the stall nudge mentions it. */
+    make_ctx(t, c, &x);
+    int sp = next.active ? dg_turn_speaker(&next, &x) : DG_NOBODY;
+    if (rc == OC_OK && sp != DG_NOBODY && sp != pos && fx.handoff_to == DG_NOBODY &&
+        t->p->cfg.turn_nudge_sec > 0 && atomic_load(&r->run_pos) != sp) {
+        atomic_store(&r->wait_ms, now);
+        atomic_store(&r->wait_pos, sp);
+    }
     return rc;
+}
+
+/* Member sp of r's channel, which the host never showed receiving it,
+ * leaves the order (drop_unreachable_speaker). Writer held. */
+static int unreachable_leaves(dg_turns *t, scope_rec *r, int sp, int asking, int64_t now,
+                              int *kick)
+{
+    chan_rec *c = r->chan;
+    char label[DG_SCOPE_LABEL_MAX];
+    dg_log(t->p, OC_LOG_INFO, "turns: %s was @mentioned in channel %s (%s) but no message of "
+           "the channel ever reached it, while %s receives them: it cannot read the channel and "
+           "leaves its turn order (give its bot View Channel there, or `!dirigent add` it)",
+           c->members[sp], c->id, dg_scope_label(&r->scope, label),
+           asking != DG_NOBODY ? c->members[asking] : "every other agent there");
+    char cause[200];
+    snprintf(cause, sizeof cause, "%s cannot read the channel (no message of it ever reached "
+             "it): it left the turn order", c->members[sp]);
+    return member_leave(t, r, sp, DG_MEMBER_LEFT, now, cause, kick);
 }
 
 int drop_unreachable_speaker(dg_turns *t, scope_rec *r, int asking, int64_t now, int *kick)
@@ -146,22 +182,18 @@ int drop_unreachable_speaker(dg_turns *t, scope_rec *r, int asking, int64_t now,
     chan_rec *c = r->chan;
     if (!atomic_load(&t->per_agent) || c->mode != DG_MODE_NORMAL)
         return OC_OK;
-    dg_turn_ctx x;
-    make_ctx(t, c, &x);
-    if (!dg_turn_managed(&x))
-        return OC_OK;
-    const dg_turn_state *st = staged(t, r);
-    int sp = st->active ? dg_turn_speaker(st, &x) : DG_NOBODY;
-    if (sp == DG_NOBODY || sp == asking || c->standing[sp] != DG_MEMBER_NEW)
-        return OC_OK;
-    char label[DG_SCOPE_LABEL_MAX];
-    dg_log(t->p, OC_LOG_INFO, "turns: %s was @mentioned in channel %s (%s) but no message of "
-           "the channel ever reached it, while %s runs there: it cannot read the channel and "
-           "leaves its turn order (give its bot View Channel there, or `!dirigent add` it)",
-           c->members[sp], c->id, dg_scope_label(&r->scope, label),
-           asking != DG_NOBODY ? c->members[asking] : "another agent");
-    char cause[200];
-    snprintf(cause, sizeof cause, "%s cannot read the channel (no message of it ever reached "
-             "it): it left the turn order", c->members[sp]);
-    return member_leave(t, r, sp, DG_MEMBER_LEFT, now, cause, kick);
+    /* Each pass takes one member out of the order: bounded. */
+    for (int guard = 0; guard < DG_TURN_MAX_MEMBERS; guard++) {
+        dg_turn_ctx x;
+        make_ctx(t, c, &x);
+        const dg_turn_state *st = staged(t, r);
+        int sp = st->active && dg_turn_managed(&x) ? dg_turn_speaker(st, &x) : DG_NOBODY;
+        if (sp == DG_NOBODY || sp == asking || c->standing[sp] != DG_MEMBER_NEW)
+            return OC_OK;
+        int rc = unreachable_leaves(t, r, sp, asking, now, kick);
+        if (rc != OC_OK)
+            return rc;
+    }
+    return OC_OK;
 }
+

@@ -8,6 +8,7 @@
  * speaker once per turn: a new message, which the host runs. Records and
  * locking: turns_int.h, turns_engine.c.
  */
+#include "store_outbox.h"
 #include "turns_int.h"
 
 void nudge_run_started(scope_rec *r, int pos)
@@ -70,21 +71,51 @@ static int stalled(dg_turns *t, scope_rec *r, int64_t now, int64_t nudge_ms, int
     return !reply_owed(st, sp, window, now);
 }
 
+/* 1 when the comma-separated ids of list (may be NULL) hold id. */
+static int lists_id(const char *list, const char *id)
+{
+    size_t n = strlen(id);
+    for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (strncmp(p, id, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+            return 1;
+    return 0;
+}
+
+/* A moderator message mentioning uid is still owed in channel: it wakes
+ * the speaker when it arrives, so a nudge now would only repeat it. *yes.
+ * Writer held (txn). */
+static int mention_owed(dg_turns *t, const char *channel, const char *uid, int *yes)
+{
+    dg_outbox_row *rows = NULL;
+    size_t n = 0;
+    *yes = 0;
+    int rc = dg_store_outbox_pending_of(t->p->store, channel, 0, 64, &rows, &n);
+    for (size_t i = 0; rc == OC_OK && i < n && !*yes; i++)
+        *yes = lists_id(rows[i].mentions, uid);
+    dg_outbox_rows_free(rows, n);
+    return rc;
+}
+
 /* Writer held (txn). */
 static int nudge_scope(dg_turns *t, scope_rec *r, int64_t now, int64_t nudge_ms, int *kick)
 {
     int pos;
     if (!stalled(t, r, now, nudge_ms, &pos))
         return OC_OK;
-    if (!user_of(t, r->chan, pos))
+    const char *uid = user_of(t, r->chan, pos);
+    if (!uid)
         return OC_OK; /* nobody to mention */
+    int owed = 0;
+    int rc = mention_owed(t, r->post_channel ? r->post_channel : r->chan->id, uid, &owed);
+    if (rc != OC_OK || owed)
+        return rc;
     /* The moderator's hand-off, as a change that owes one queues it. It
      * arms no wait: the state stays as it is (the copy is dropped). */
     dg_turn_effects fx;
     dg_turn_effects_init(&fx);
     fx.handoff_to = pos;
     dg_turn_state unchanged = r->st;
-    int rc = queue_effects(t, r, &fx, &unchanged, now, kick);
+    rc = queue_effects(t, r, &fx, &unchanged, now, kick);
     if (rc != OC_OK)
         return rc;
     r->nudged_change = r->st.last_change_ms;

@@ -30,6 +30,7 @@ static int load_awake(dg_turns *t)
 }
 
 typedef struct due_list {
+    const dg_turns *t;
     int64_t now, timeout_ms;
     dg_scope *v;
     size_t n, cap;
@@ -49,6 +50,54 @@ static void collect_due(void *val, void *arg)
         return;
     }
     d->v[d->n++] = r->scope;
+}
+
+/* Mirror read lock held: r's speaker was never shown receiving the
+ * channel, for UNREACHED_MS now, while another member of the order was
+ * (drop_unreachable_speaker; its message is reported to the others). */
+static void collect_unreached(void *val, void *arg)
+{
+    const scope_rec *r = val;
+    due_list *d = arg;
+    const chan_rec *c = r->chan;
+    if (d->nomem || !r->st.active || c->mode != DG_MODE_NORMAL ||
+        d->now - r->st.last_change_ms < UNREACHED_MS)
+        return;
+    dg_turn_ctx x;
+    make_ctx(d->t, c, &x);
+    int sp = dg_turn_managed(&x) ? dg_turn_speaker(&r->st, &x) : DG_NOBODY;
+    if (sp == DG_NOBODY || c->standing[sp] != DG_MEMBER_NEW)
+        return;
+    int others_read = 0;
+    for (int i = 0; i < c->n; i++)
+        others_read |= i != sp && (x.present & ((uint64_t)1 << i)) &&
+                       c->standing[i] >= DG_MEMBER_READS;
+    if (!others_read)
+        return;
+    if (dg_grow(&d->v, &d->cap, d->n, sizeof *d->v, 16)) {
+        d->nomem = 1;
+        return;
+    }
+    d->v[d->n++] = r->scope;
+}
+
+/* drop_unreachable_speaker for scope sc, in a change of its own. */
+static int drop_unreached(dg_turns *t, const dg_scope *sc)
+{
+    int64_t now = dg_now_ms(t->p);
+    if (txn_begin(t) != OC_OK)
+        return OC_ERR_IO;
+    chan_rec *c;
+    scope_rec *r = NULL;
+    int kick = 0, rc = chan_get(t, sc->channel_id, &c);
+    if (rc == OC_OK)
+        rc = scope_get(t, c, sc, &r);
+    if (rc == OC_OK && now - r->st.last_change_ms >= UNREACHED_MS)
+        rc = drop_unreachable_speaker(t, r, DG_NOBODY, now, &kick);
+    rc = finish(t, rc);
+    if (rc == OC_OK && kick)
+        dg_outbox_kick(t->p->outbox);
+    return rc;
 }
 
 /* Speaker sp of r is out of time at now and the host never showed it
@@ -289,7 +338,17 @@ static void sweep(dg_turns *t)
     if (atomic_exchange(&t->rescan, 0) && load_awake(t) != OC_OK)
         atomic_store(&t->rescan, 1);
     dg_discuss_sweep(t->p); /* discussion timers (issue 16): their own transactions */
-    due_list d = {.now = dg_now_ms(t->p), .timeout_ms = (int64_t)t->p->cfg.turn_timeout_sec * 1000};
+    due_list d = {.t = t, .now = dg_now_ms(t->p),
+                  .timeout_ms = (int64_t)t->p->cfg.turn_timeout_sec * 1000};
+    if (atomic_load(&t->per_agent)) {
+        due_list u = {.t = t, .now = d.now};
+        pthread_rwlock_rdlock(&t->lock);
+        dg_map_each(&t->scopes, collect_unreached, &u);
+        pthread_rwlock_unlock(&t->lock);
+        for (size_t i = 0; i < u.n; i++)
+            drop_unreached(t, &u.v[i]);
+        free(u.v);
+    }
     if (d.timeout_ms > 0) {
         pthread_rwlock_rdlock(&t->lock);
         dg_map_each(&t->scopes, collect_due, &d);

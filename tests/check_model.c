@@ -16,8 +16,9 @@
  * the liveness checks (and the freeze's regression tests), MODEL_KNOWN=
  * <kind>[,<kind>] skips other properties by name (see KIND_NAME),
  * MODEL_VERBOSE=1 prints every sequence's transcript, MODEL_STATES=1 adds
- * the engine's view of each channel after every step, MODEL_FINDINGS=1 runs
- * the finding_* tests (failures found on main that are not the freeze).
+ * the engine's view of each channel after every step. Each regression_*
+ * test replays a sequence the model once shrunk a failure to (its
+ * MODEL_SEED reproduces the original run), with every property checked.
  */
 #include <check.h>
 #include <stdarg.h>
@@ -223,6 +224,8 @@ typedef struct model {
     int next_msg, next_run;
     int64_t delivered_upto; /* moderator rows (outbox ids) that came back */
     int64_t checked_upto;   /* moderator rows checked for duplicates */
+    unsigned grants[3];     /* granted runs so far, per channel */
+    unsigned row_grants[512]; /* grants[] of its channel when row id (mod 512) was queued */
     int cur_step;
     /* results */
     fail_kind found[F_KINDS];
@@ -409,7 +412,9 @@ static int speaker_of(model *m, int ch, int *n_members, dg_turn_state *out)
     if (dg_turns_peek(tth_plugin(&m->h)->turns, &sc, &st, &mode, &n) != OC_OK)
         return DG_NOBODY;
     *n_members = n;
-    dg_turn_ctx x = {.n_members = n, .present = n >= 64 ? ~0ULL : ((1ULL << n) - 1),
+    uint64_t present = 0;
+    ck_assert_int_eq(dg_turns_present(tth_plugin(&m->h)->turns, CH[ch], &present), OC_OK);
+    dg_turn_ctx x = {.n_members = n, .present = present,
                      .mode = mode, .initiator = DG_NOBODY,
                      .timeout_ms = (int64_t)TIMEOUT_SEC * 1000,
                      .max_agent_msgs = MAX_AGENT_MSGS, .wake_tracking = 1};
@@ -417,6 +422,14 @@ static int speaker_of(model *m, int ch, int *n_members, dg_turn_state *out)
     if (out)
         *out = st;
     return dg_turn_speaker(&st, &x);
+}
+
+/* 1 when the plugin manages ch now: two or more agents take turns there. */
+static int managed_now(model *m, int ch)
+{
+    uint64_t present = 0;
+    ck_assert_int_eq(dg_turns_present(tth_plugin(&m->h)->turns, CH[ch], &present), OC_OK);
+    return __builtin_popcountll(present) >= 2;
 }
 
 /* Name of member pos of ch into buf ("?" when unknown). */
@@ -437,7 +450,8 @@ static void granted(model *m, int a, int ch)
     speaker_of(m, ch, &n, &st);
     for (int b = 0; b < N_AG; b++) {
         session *o = &m->s[b][ch];
-        if (b == a || !o->inflight || o->superseded || !o->managed_at_grant || n < 2)
+        if (b == a || !o->inflight || o->superseded || !o->managed_at_grant ||
+            !managed_now(m, ch))
             continue;
         if (now_ms(m) - o->grant_change_ms >= (int64_t)TIMEOUT_SEC * 1000)
             continue; /* its turn ran out */
@@ -445,6 +459,7 @@ static void granted(model *m, int a, int ch)
              "flight and nothing moved the turn (no human, no admin, no timeout, no restart)",
              AG[a], CH_NAME[ch], AG[b], o->run_id);
     }
+    m->grants[ch]++;
     session *s = &m->s[a][ch];
     s->grant_change_ms = st.last_change_ms;
     s->managed_at_grant = n >= 2;
@@ -590,6 +605,7 @@ static int check_new_rows(model *m, int ch_admin)
         int ch = chan_index(rows[i].channel_id);
         tr(m, "      moderator queues in %s: \"%.80s\"", ch >= 0 ? CH_NAME[ch] : rows[i].channel_id,
            rows[i].content);
+        m->row_grants[rows[i].id % 512] = ch >= 0 ? m->grants[ch] : 0;
         if (ch == ch_admin && ch >= 0 &&
             strncmp(rows[i].content, DG_ADMIN_REPLY_PREFIX, sizeof DG_ADMIN_REPLY_PREFIX - 1) == 0)
             admin_replies++;
@@ -603,6 +619,10 @@ static int check_new_rows(model *m, int ch_admin)
                 strcmp(rows[j].channel_id, rows[i].channel_id) != 0 ||
                 strcmp(rows[j].content, rows[i].content) != 0 ||
                 rows[i].created_at_ms - rows[j].created_at_ms >= (int64_t)TIMEOUT_SEC * 1000)
+                continue;
+            /* A run was granted there in between: the turn went round, and
+             * the same hand-off has a cause of its own. */
+            if (m->row_grants[rows[j].id % 512] != m->row_grants[rows[i].id % 512])
                 continue;
             if (j != i && rows[j].id < rows[i].id)
                 flag(m, F_DUP, "the moderator queued \"%.60s\" in %s twice (rows %lld and %lld, "
@@ -661,6 +681,14 @@ static int deliver_all(model *m, unsigned drop)
             }
         }
         tr(m, "      moderator's post reaches %s: \"%.80s\"", CH_NAME[ch], rows[i].content);
+        /* As the outbox does once Discord answered: the row is sent. */
+        dg_plugin *p = tth_plugin(&m->h);
+        char sent_id[32];
+        snprintf(sent_id, sizeof sent_id, "9%017lld", (long long)rows[i].id);
+        ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
+        ck_assert_int_eq(dg_store_outbox_mark_sent(p->store, rows[i].id, sent_id, now_ms(m)),
+                         OC_OK);
+        ck_assert_int_eq(dg_store_commit(p->store), OC_OK);
         post(m, ch, TTH_MOD_UID, 1, rows[i].content, mentions, nm, drop, -1);
         if (!bare_mention(rows[i].content) &&
             strncmp(rows[i].content, "Dirigent (admin)", 16) != 0)
@@ -742,8 +770,11 @@ static void check_waits(model *m)
 {
     for (int ch = 0; ch < N_CH; ch++) {
         int n = 0;
-        int sp = speaker_of(m, ch, &n, NULL);
-        if (n < 2 || sp == DG_NOBODY)
+        dg_turn_state st;
+        int sp = speaker_of(m, ch, &n, &st);
+        /* A speaker nobody's run was decided against is found unreachable
+         * by the sweeper UNREACHED_MS (5 s) after it got the turn. */
+        if (!managed_now(m, ch) || sp == DG_NOBODY || now_ms(m) - st.last_change_ms < 6000)
             continue;
         char name[64], rd[64];
         member_name(m, ch, sp, name, sizeof name);
@@ -786,6 +817,14 @@ static void fair(model *m, int ch)
         return;
     int n = 0;
     int sp = speaker_of(m, ch, &n, NULL);
+    if (!managed_now(m, ch)) {
+        /* One agent in the order: the plugin holds nobody back there, so a
+         * run the host dropped is the host's to answer for. */
+        tr(m, "      (%s has one agent in its order: nothing held back, the host's drop)",
+           CH_NAME[ch]);
+        o->open = 0;
+        return;
+    }
     char name[64], rd[64], why[200];
     member_name(m, ch, sp, name, sizeof name);
     int a = agent_by_name(name);
@@ -926,8 +965,9 @@ typedef struct admin_variant {
 } admin_variant;
 static const admin_variant ADMIN[] = {
     {"!dirigent status", 1, 0, 0}, {"!dirigent rest", 1, 0, 1},  {"!dirigent wake", 1, 1, 0},
-    {"!dirigent skip", 1, 0, 0},   {"!dirigent help", 1, 0, 0},  {"!dirigent stauts", 1, 0, 0},
-    {"!DIRIGENT Status", 1, 0, 0}, {"  !dirigent skip  ", 1, 0, 0}, {"!dirigent", 1, 0, 0},
+    /* A skip with nobody else left in the cycle puts the scope to sleep. */
+    {"!dirigent skip", 1, 0, 1},   {"!dirigent help", 1, 0, 0},  {"!dirigent stauts", 1, 0, 0},
+    {"!DIRIGENT Status", 1, 0, 0}, {"  !dirigent skip  ", 1, 0, 1}, {"!dirigent", 1, 0, 0},
     {"!dirgent status", 0, 0, 0},  {"!dirigentstatus", 0, 0, 0}, {"!dirigent wake <@%s>", 1, 1, 0},
     {"!dirigent close", 1, 0, 0},  {"!dirigent reset", 1, 0, 0},
 };
@@ -1057,7 +1097,7 @@ static void do_step(model *m, const step *s)
     case S_RESTART:
         /* A restart takes time: the clock moves a second (in the same
          * millisecond a state written after it can lose to one written
-         * before it; regression finding_restart_in_the_same_millisecond). */
+         * before it; regression regression_restart_in_the_same_millisecond). */
         tr(m, "t=%ld restart%s (plugin shutdown, init on the same store%s)", t,
            m->sc->gateways == 2 ? (s->who % 2 ? " of gateway 2 (planner)"
                                               : " of gateway 1 (reviewer, coder)") : "",
@@ -1605,26 +1645,12 @@ START_TEST(regression_waits_on_non_reader)
 }
 END_TEST
 
-/* Found by the model (MODEL_SEED=548071948, when a restart did not move the
- * clock; S_RESTART with n=1 keeps it still): a human's plain message after
- * a mention clears the mention; a restart in the same millisecond brings
- * the mention back. The store orders a scope's states by t_ord = at_ms *
- * 1000, made unique only within one store instance (dg_store_next_ord's
- * last_ord starts at 0 again after a restart), so the new instance's state
- * ties with the old one's and the reader keeps the older. Two instances on
- * one store writing in the same millisecond tie the same way. */
-static int findings_off(const char *name)
+/* A restart in the same millisecond as the last change (S_RESTART with n=1
+ * keeps the clock still; MODEL_SEED=548071948): the new instance's states
+ * order after every state it read, so a plain message's state is not lost
+ * to the older one that still carried a mention. */
+START_TEST(regression_restart_in_the_same_millisecond)
 {
-    if (getenv("MODEL_FINDINGS") && strcmp(getenv("MODEL_FINDINGS"), "1") == 0)
-        return 0;
-    fprintf(stderr, "model: %s runs with MODEL_FINDINGS=1 (it fails on main)\n", name);
-    return 1;
-}
-
-START_TEST(finding_restart_in_the_same_millisecond)
-{
-    if (findings_off("finding_restart_in_the_same_millisecond"))
-        return;
     static const scenario sc = {{0, 0, 4}, 4, {
         {S_HUMAN, 2, 0, 4, 0, 0, 0},
         {S_RESTART, 2, 0, 0, 0, 0, 1},
@@ -1635,16 +1661,13 @@ START_TEST(finding_restart_in_the_same_millisecond)
 }
 END_TEST
 
-/* Found by the model (MODEL_SEED=589877611 with MODEL_KNOWN_FREEZE=1): coder
- * speaks, reviewer passes, so coder (who wrote the latest message) gets a
- * hand-off `<@coder>`. Before Discord delivered it, alice writes again; the
- * turn stays with coder, whose run for her message the host has not started
- * 21 s later: the nudge mentions coder a second time, although the hand-off
- * (a wake message) is still on its way. */
-START_TEST(finding_nudge_while_a_hand_off_is_undelivered)
+/* coder speaks, reviewer passes, so coder (who wrote the latest message)
+ * gets a hand-off `<@coder>`; before Discord delivered it, alice writes
+ * again, and 21 s later no run of coder has started: the nudge does not
+ * mention coder again while that hand-off is still owed (MODEL_SEED=
+ * 589877611). */
+START_TEST(regression_nudge_while_a_hand_off_is_undelivered)
 {
-    if (findings_off("finding_nudge_while_a_hand_off_is_undelivered"))
-        return;
     static const scenario sc = {{0, 6, 0}, 6, {
         {S_HUMAN, 1, 0, 0, 0, 0, 0},
         {S_RUN, 1, 2, 1, 0, 0, 0},
@@ -1657,17 +1680,12 @@ START_TEST(finding_nudge_while_a_hand_off_is_undelivered)
 }
 END_TEST
 
-/* Found by the model (MODEL_SEED=193106123 with MODEL_KNOWN_FREEZE=1): two
- * gateways on one store, planner on the second. coder's first run in #ops
- * (gateway 1) makes it member 0; planner's first run a second later
- * (gateway 2) is refused: before_agent_reply answers OC_ERR_IO, "UNIQUE
- * constraint failed: turn_members.channel_id, turn_members.pos" (gateway 2
- * adds planner at position 0 too), and the run is neither claimed nor held
- * back by the claim. */
-START_TEST(finding_two_gateways_add_members_at_one_position)
+/* Two gateways on one store, planner on the second: coder's first run in
+ * #ops (gateway 1) makes it member 0; planner's first run a second later
+ * (gateway 2) appends it after coder, at the position the store has next,
+ * not at the one gateway 2's mirror last knew (MODEL_SEED=193106123). */
+START_TEST(regression_two_gateways_add_members_at_one_position)
 {
-    if (findings_off("finding_two_gateways_add_members_at_one_position"))
-        return;
     static const scenario sc = {{0, 5, 0}, 5, {
         {S_ADVANCE, 0, 0, 0, 0, 0, 1},
         {S_HUMAN, 1, 0, 0, 0, 0, 0},
@@ -1679,14 +1697,11 @@ START_TEST(finding_two_gateways_add_members_at_one_position)
 }
 END_TEST
 
-/* Found by the model (MODEL_SEED=50523281, the default run's sequence 34):
- * two gateways on one store; after gateway 1 restarts, both apply the same
- * turn timeout and the moderator queues the hand-off `<@reviewer>` twice
- * (same millisecond, same channel). */
-START_TEST(finding_two_gateways_post_one_hand_off_twice)
+/* Two gateways on one store; gateway 1 restarts, then the turn times out:
+ * the hand-off `<@reviewer>` is queued once, not by both (MODEL_SEED=
+ * 50523281). */
+START_TEST(regression_two_gateways_post_one_hand_off_twice)
 {
-    if (findings_off("finding_two_gateways_post_one_hand_off_twice"))
-        return;
     static const scenario sc = {{2, 0, 0}, 4, {
         {S_HUMAN, 0, 0, 1, 0, 0, 0},
         {S_RUN, 0, 1, 0, 0, 0, 0},
@@ -1701,6 +1716,106 @@ START_TEST(finding_two_gateways_post_one_hand_off_twice)
         fprintf(stderr, "%s", m.tr ? m.tr : "");
     free(m.tr);
     ck_assert_msg(!m.found[F_DUP], "FAIL duplicate: %s", m.found_msg[F_DUP]);
+}
+END_TEST
+
+/* The same a minute later: gateway 1 restarts while gateway 2 runs on; at
+ * the turn timeout one gateway commits the change (planner, who never ran,
+ * leaves the order; the hand-off goes to reviewer) and the other, reading
+ * the change log, does not make it again (MODEL_SEED=50523281). */
+START_TEST(regression_two_gateways_one_restarts_misses_a_change)
+{
+    static const scenario sc = {{3, 0, 0}, 4, {
+        {S_HUMAN, 0, 0, 1, 0, 0, 0},
+        {S_RUN, 0, 1, 0, 0, 0, 0},
+        {S_RESTART, 2, 0, 0, 0, 0, 0},
+        {S_ADVANCE, 0, 0, 0, 0, 0, 59},
+    }, 2};
+    model m;
+    play(&m, &sc, 1, 1, F_DUP);
+    if (m.found[F_DUP])
+        fprintf(stderr, "%s", m.tr ? m.tr : "");
+    free(m.tr);
+    ck_assert_msg(!m.found[F_DUP], "FAIL duplicate: %s", m.found_msg[F_DUP]);
+}
+END_TEST
+
+/* planner, alone in #lab's order, is running on alice's first message when
+ * two more come; its run ends NO_REPLY: a silence that answered an older
+ * message passes nothing, so its run for the latest one still counts
+ * (MODEL_SEED=380432577). */
+START_TEST(regression_silence_to_an_older_message_is_no_pass)
+{
+    static const scenario sc = {{4, 6, 3}, 7, {
+        {S_HUMAN, 2, 0, 0, 0, 0, 0},
+        {S_HUMAN, 0, 0, 0, 0, 0, 0},
+        {S_HUMAN, 1, 0, 0, 0, 0, 0},
+        {S_HUMAN, 0, 0, 0, 0, 0, 0},
+        {S_RUN, 2, 0, 3, 0, 0, 0},
+        {S_HUMAN, 2, 0, 0, 0, 0, 0},
+        {S_HUMAN, 2, 1, 0, 0, 3, 0},
+    }, 1};
+    replay(&sc);
+}
+END_TEST
+
+/* The loop guard rests #work on reviewer's reply; that reply is no longer
+ * owed, so the run of the next speaker after alice's message is not held
+ * back waiting for it (MODEL_SEED=978978316). */
+START_TEST(regression_reply_that_rested_the_scope_is_not_owed)
+{
+    static const scenario sc = {{3, 0, 4}, 7, {
+        {S_ADMIN, 0, 0, 8, 0, 2, 0},
+        {S_HUMAN, 2, 0, 0, 0, 0, 0},
+        {S_ADVANCE, 2, 0, 0, 0, 0, 59},
+        {S_HUMAN, 0, 0, 0, 0, 0, 0},
+        {S_ADVANCE, 0, 0, 0, 0, 0, 21},
+        {S_SETTLE, 2, 0, 0, 0, 0, 304144},
+        {S_HUMAN, 0, 0, 0, 0, 0, 0},
+    }, 2};
+    replay(&sc);
+}
+END_TEST
+
+/* #lab is dormant; alice asks reviewer, who cannot read it, and the host
+ * drops planner's run: coder's run makes reviewer leave and planner holds
+ * the turn; planner gets the stall nudge (MODEL_SEED=786026625). */
+START_TEST(regression_speaker_after_a_non_reader_left_is_nudged)
+{
+    static const scenario sc = {{0, 0, 5}, 3, {
+        {S_HUMAN, 2, 0, 0, 0, 0, 0},
+        {S_ADVANCE, 1, 0, 0, 0, 0, 59},
+        {S_HUMAN, 2, 0, 2, 0, 0, 1},
+    }, 1};
+    replay(&sc);
+}
+END_TEST
+
+/* planner's run on alice's first message is held back as older than the
+ * latest ("the run for the latest message follows"); the host dropped that
+ * run: the stall nudge mentions planner (MODEL_SEED=662242051). */
+START_TEST(regression_held_back_speaker_is_nudged_when_no_run_follows)
+{
+    static const scenario sc = {{0, 0, 3}, 2, {
+        {S_HUMAN, 2, 0, 0, 0, 0, 0},
+        {S_HUMAN, 2, 0, 0, 0, 3, 1},
+    }, 1};
+    replay(&sc);
+}
+END_TEST
+
+/* alice asks coder in #lab, which only reviewer reads, and reviewer's run is
+ * dropped: no run is decided, and the sweeper finds coder unreachable
+ * (UNREACHED_MS) and takes it out of the order (MODEL_SEED=862643110). */
+START_TEST(regression_non_reader_found_without_a_decision)
+{
+    static const scenario sc = {{0, 0, 2}, 4, {
+        {S_HUMAN, 2, 0, 0, 0, 0, 0},
+        {S_ADVANCE, 1, 0, 0, 0, 0, 59},
+        {S_HUMAN, 2, 0, 4, 0, 0, 2},
+        {S_SETTLE, 2, 0, 0, 0, 0, 0},
+    }, 1};
+    replay(&sc);
 }
 END_TEST
 
@@ -1723,10 +1838,16 @@ Suite *make_model_suite(void)
     TCase *reg = tcase_create("regression");
     tcase_add_test(reg, regression_mention_of_non_reader_freezes);
     tcase_add_test(reg, regression_waits_on_non_reader);
-    tcase_add_test(reg, finding_restart_in_the_same_millisecond);
-    tcase_add_test(reg, finding_nudge_while_a_hand_off_is_undelivered);
-    tcase_add_test(reg, finding_two_gateways_add_members_at_one_position);
-    tcase_add_test(reg, finding_two_gateways_post_one_hand_off_twice);
+    tcase_add_test(reg, regression_restart_in_the_same_millisecond);
+    tcase_add_test(reg, regression_nudge_while_a_hand_off_is_undelivered);
+    tcase_add_test(reg, regression_two_gateways_add_members_at_one_position);
+    tcase_add_test(reg, regression_two_gateways_post_one_hand_off_twice);
+    tcase_add_test(reg, regression_two_gateways_one_restarts_misses_a_change);
+    tcase_add_test(reg, regression_silence_to_an_older_message_is_no_pass);
+    tcase_add_test(reg, regression_reply_that_rested_the_scope_is_not_owed);
+    tcase_add_test(reg, regression_speaker_after_a_non_reader_left_is_nudged);
+    tcase_add_test(reg, regression_held_back_speaker_is_nudged_when_no_run_follows);
+    tcase_add_test(reg, regression_non_reader_found_without_a_decision);
     suite_add_tcase(s, reg);
     return s;
 }
