@@ -11,6 +11,34 @@
  * (steps removed, then arguments simplified) and printed as a transcript of
  * literal steps, ready to paste into a regression test.
  *
+ * The properties (fail_kind):
+ *  - liveness: after a human message in a channel some agent reads, with
+ *    the host running everything it was given fairly and the clock moving
+ *    ten seconds at a time, an agent that can read the channel gets a
+ *    granted run (neither claimed nor swapped) before turn.timeoutSec
+ *    (59 s; across a restart of the plugin, whose waits and nudges live in
+ *    memory, 2 x timeoutSec + nudgeSec). Checked before any clock move past
+ *    the deadline and at the end of the sequence.
+ *  - waits-on-non-reader: at a quiet point (a settle step) no managed
+ *    channel's speaker is an agent that cannot read it.
+ *  - one-speaker: a run is granted while another agent's granted run in the
+ *    same managed scope is in flight and nothing moved the turn since (no
+ *    human or admin message, no timeout, no restart).
+ *  - admin-answer: an admin's command (typos included) gets exactly one
+ *    moderator answer; a non-admin's or a non-command gets none.
+ *  - duplicate: the moderator queues a text in a channel while the same
+ *    text there is queued, undelivered, less than turn.timeoutSec earlier
+ *    (admin answers aside: each command is a cause of its own).
+ *  - loop-guard: more than turn.maxAgentMessages agent messages in a channel
+ *    without a human or moderator text, or a settle that never goes quiet.
+ *  - restart: the engine's view of each channel (order, speaker, passes,
+ *    mentions, consumed, hand-off, rest, loop count) differs after a restart.
+ *  - hook: a hook answers an error to well-formed input.
+ * The sweeper thread applies the same timers as the direct pass after each
+ * clock move (dg_turns_sweep_now); both are exactly-once through the store,
+ * so results do not depend on its timing. Every hook is called from the
+ * test's thread.
+ *
  * Environment: MODEL_SEQUENCES (default 150), MODEL_SEED (default 1; with
  * MODEL_SEQUENCES=1 the sequence seed itself), MODEL_KNOWN_FREEZE=1 skips
  * the liveness checks (and the freeze's regression tests), MODEL_KNOWN=
@@ -167,7 +195,7 @@ static int known_kind(const char *kind)
     return 0;
 }
 
-/* "planner, coder" or "nobody" for an agent mask (static buffer per call site). */
+/* "planner, coder" or "nobody" for an agent mask, into buf. */
 static const char *agents_of(unsigned mask, char *buf, size_t len)
 {
     buf[0] = '\0';
@@ -624,10 +652,7 @@ static int check_new_rows(model *m, int ch_admin)
     }
     if (n)
         m->checked_upto = rows[n - 1].id > m->checked_upto ? rows[n - 1].id : m->checked_upto;
-    if (SAB == SAB_DOUBLE_POST && n) { /* the copies count as checked only next time */
-        dg_outbox_rows_free(rows, n);
-        return admin_replies;
-    }
+    /* (Sabotage copies have higher ids: they are checked next time.) */
     dg_outbox_rows_free(rows, n);
     return admin_replies;
 }
@@ -662,11 +687,8 @@ static int deliver_all(model *m, unsigned drop)
         }
         tr(m, "      moderator's post reaches %s: \"%.80s\"", CH_NAME[ch], rows[i].content);
         post(m, ch, TTH_MOD_UID, 1, rows[i].content, mentions, nm, drop, -1);
-        if (!bare_mention(rows[i].content) &&
-            strncmp(rows[i].content, "Dirigent (admin)", 16) != 0)
-            m->agent_posts[ch] = 0; /* a moderator text (not a bot-caused hand-off) */
-        else if (!bare_mention(rows[i].content))
-            m->agent_posts[ch] = 0;
+        if (!bare_mention(rows[i].content))
+            m->agent_posts[ch] = 0; /* a moderator text, not a bot-caused hand-off */
     }
     dg_outbox_rows_free(rows, n);
     return any;
@@ -996,7 +1018,6 @@ static void do_step(model *m, const step *s)
             snprintf(text, sizeof text, "!dirigent wake <@%s>", AG_UID[s->c % N_AG]);
         else
             snprintf(text, sizeof text, "%s", v->text);
-        int admin = s->who % N_HUMANS == 0 && SAB != SAB_NO_ADMINS;
         int expect = v->is_command && (s->who % N_HUMANS == 0) && m->sc->reads[s->ch];
         tr(m, "t=%ld %s@%s: \"%s%s\" (%s; readers of %s: %s)", t, HUMAN[s->who % N_HUMANS],
            CH_NAME[s->ch], nm ? "!dirigent wake @" : text, nm ? AG[s->c % N_AG] : "",
@@ -1009,7 +1030,6 @@ static void do_step(model *m, const step *s)
         if (answers != expect)
             flag(m, F_ADMIN, "\"%s\" from %s in %s got %d moderator answers, expected %d",
                  text, HUMAN[s->who % N_HUMANS], CH_NAME[s->ch], answers, expect);
-        (void)admin;
         if (!expect) {
             if (m->sc->reads[s->ch])
                 open_obligation(m, s->ch, HUMAN[s->who % N_HUMANS]);
@@ -1044,8 +1064,6 @@ static void do_step(model *m, const step *s)
     case S_ADVANCE: {
         tr(m, "t=%ld advance %u s", t, s->n);
         check_due(m, now_ms(m) + (int64_t)s->n * 1000);
-        int64_t target = now_ms(m) + (int64_t)s->n * 1000;
-        (void)target;
         advance_raw(m, (int64_t)s->n * 1000);
         for (int ch = 0; ch < N_CH; ch++)
             for (int a = 0; a < N_AG; a++)
@@ -1679,28 +1697,51 @@ START_TEST(finding_two_gateways_add_members_at_one_position)
 }
 END_TEST
 
-/* Found by the model (MODEL_SEED=50523281, the default run's sequence 34):
- * two gateways on one store; after gateway 1 restarts, both apply the same
- * turn timeout and the moderator queues the hand-off `<@reviewer>` twice
- * (same millisecond, same channel). */
+/* Found by the model (MODEL_SEED=57184048 with MODEL_KNOWN_FREEZE=1; the
+ * default run's sequence 34, MODEL_SEED=50523281, shows it after a restart
+ * of gateway 1): two gateways on one store, planner on the second. alice
+ * @mentions coder in #ops, which only planner reads (the freeze); when
+ * coder's turn runs out, both gateways' sweepers apply the same timeout and
+ * the moderator queues the hand-off `<@planner>` twice in the same
+ * millisecond. The freeze's own liveness failure in this sequence is not
+ * what this test is about: it looks at the duplicate only. */
 START_TEST(finding_two_gateways_post_one_hand_off_twice)
 {
     if (findings_off("finding_two_gateways_post_one_hand_off_twice"))
         return;
-    static const scenario sc = {{2, 0, 0}, 4, {
-        {S_HUMAN, 0, 0, 1, 0, 0, 0},
-        {S_RUN, 0, 1, 0, 0, 0, 0},
-        {S_RESTART, 2, 0, 0, 0, 0, 0},
-        {S_ADVANCE, 0, 0, 0, 0, 0, 1},
+    static const scenario sc = {{0, 1, 0}, 4, {
+        {S_HUMAN, 1, 0, 4, 0, 0, 0},
+        {S_ADVANCE, 1, 0, 0, 0, 0, 1},
+        {S_RUN, 1, 0, 0, 0, 0, 0},
+        {S_ADVANCE, 1, 0, 0, 0, 0, 59},
     }, 2};
-    /* The freeze's liveness failure comes first in this sequence: the
-     * property here is the duplicate. */
     model m;
     play(&m, &sc, 1, 1, F_DUP);
     if (m.found[F_DUP])
         fprintf(stderr, "%s", m.tr ? m.tr : "");
     free(m.tr);
     ck_assert_msg(!m.found[F_DUP], "FAIL duplicate: %s", m.found_msg[F_DUP]);
+}
+END_TEST
+
+/* Found by the model (MODEL_SEED=286819991 with MODEL_KNOWN_FREEZE=1): two
+ * gateways on one store, planner on the second. coder joined #work through
+ * gateway 1; alice's next message @mentions coder, and gateway 2 (planner's
+ * account reporting it) adds coder to the order again: message_received
+ * answers OC_ERR_IO, "UNIQUE constraint failed: turn_members.channel_id,
+ * turn_members.agent_id", and nothing of the message is recorded there. */
+START_TEST(finding_two_gateways_add_one_member_twice)
+{
+    if (findings_off("finding_two_gateways_add_one_member_twice"))
+        return;
+    static const scenario sc = {{5, 0, 0}, 5, {
+        {S_HUMAN, 0, 0, 0, 0, 0, 0},
+        {S_ADVANCE, 1, 0, 0, 0, 0, 1},
+        {S_RUN, 0, 2, 0, 0, 0, 0},
+        {S_ADVANCE, 0, 0, 0, 0, 0, 1},
+        {S_HUMAN, 0, 0, 4, 0, 0, 0},
+    }, 2};
+    replay(&sc);
 }
 END_TEST
 
@@ -1727,6 +1768,7 @@ Suite *make_model_suite(void)
     tcase_add_test(reg, finding_nudge_while_a_hand_off_is_undelivered);
     tcase_add_test(reg, finding_two_gateways_add_members_at_one_position);
     tcase_add_test(reg, finding_two_gateways_post_one_hand_off_twice);
+    tcase_add_test(reg, finding_two_gateways_add_one_member_twice);
     suite_add_tcase(s, reg);
     return s;
 }
