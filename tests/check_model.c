@@ -43,6 +43,9 @@
  * MODEL_SEQUENCES=1 the sequence seed itself), MODEL_KNOWN_FREEZE=1 skips
  * the liveness checks (and the freeze's regression tests), MODEL_KNOWN=
  * <kind>[,<kind>] skips other properties by name (see KIND_NAME),
+ * MODEL_GATEWAYS=2 plays a fifth of the sequences on two gateways sharing
+ * the store (make check-model sets it; make check's short run keeps to one,
+ * where main's two-gateway findings below do not fail it),
  * MODEL_VERBOSE=1 prints every sequence's transcript, MODEL_STATES=1 adds
  * the engine's view of each channel after every step, MODEL_FINDINGS=1 runs
  * the finding_* tests (failures found on main that are not the freeze).
@@ -247,6 +250,10 @@ typedef struct model {
     session s[N_AG][N_CH];
     obligation ob[N_CH];
     int agent_posts[N_CH];  /* agent messages since the last human or moderator text */
+    int grants[N_AG][N_CH]; /* granted runs so far */
+    struct { int64_t id; int grants; } seen[512]; /* moderator rows: the mentioned
+                                               agent's grants when each was queued */
+    int n_seen;
     int64_t t0;
     int next_msg, next_run;
     int64_t delivered_upto; /* moderator rows (outbox ids) that came back */
@@ -474,6 +481,7 @@ static void granted(model *m, int a, int ch)
              AG[a], CH_NAME[ch], AG[b], o->run_id);
     }
     session *s = &m->s[a][ch];
+    m->grants[a][ch]++;
     s->grant_change_ms = st.last_change_ms;
     s->managed_at_grant = n >= 2;
     s->superseded = 0;
@@ -604,6 +612,35 @@ static int bare_mention(const char *s)
     return s && strncmp(s, "<@", 2) == 0 && strchr(s, '>') && strchr(s, '>')[1] == '\0';
 }
 
+/* The agent a bare mention names, else -1. */
+static int mentioned_agent(const char *s)
+{
+    if (!bare_mention(s))
+        return -1;
+    for (int a = 0; a < N_AG; a++)
+        if (strncmp(s + 2, AG_UID[a], strlen(AG_UID[a])) == 0 && s[2 + strlen(AG_UID[a])] == '>')
+            return a;
+    return -1;
+}
+
+/* The grants of the agent row (id, content, channel ch) mentions, as they
+ * were when the row was first seen (remembered then); -1 when unknown. */
+static int grants_at(model *m, int64_t id, const char *content, int ch)
+{
+    int a = mentioned_agent(content);
+    if (a < 0 || ch < 0)
+        return -1;
+    for (int i = 0; i < m->n_seen; i++)
+        if (m->seen[i].id == id)
+            return m->seen[i].grants;
+    if (m->n_seen < (int)(sizeof m->seen / sizeof *m->seen)) {
+        m->seen[m->n_seen].id = id;
+        m->seen[m->n_seen].grants = m->grants[a][ch];
+        m->n_seen++;
+    }
+    return m->grants[a][ch];
+}
+
 /* New moderator rows since the last check: none owed twice. Returns how
  * many rows of channel ch starting with the admin reply prefix appeared. */
 static int check_new_rows(model *m, int ch_admin)
@@ -623,14 +660,18 @@ static int check_new_rows(model *m, int ch_admin)
             admin_replies++;
         /* The same text in the same channel, still undelivered, queued within
          * one turn.timeoutSec: one cause posted twice. (Each admin command is
-         * a cause of its own; its one answer is checked by the step.) */
+         * a cause of its own; its one answer is checked by the step. A
+         * mention of an agent that had a granted run since the first one was
+         * queued wakes it for another turn.) */
         int is_reply = strncmp(rows[i].content, DG_ADMIN_REPLY_PREFIX,
                                sizeof DG_ADMIN_REPLY_PREFIX - 1) == 0;
+        int g_i = grants_at(m, rows[i].id, rows[i].content, ch);
         for (size_t j = 0; j < n && !is_reply; j++) {
             if (j == i || rows[j].id > rows[i].id || rows[j].id <= m->delivered_upto ||
                 strcmp(rows[j].channel_id, rows[i].channel_id) != 0 ||
                 strcmp(rows[j].content, rows[i].content) != 0 ||
-                rows[i].created_at_ms - rows[j].created_at_ms >= (int64_t)TIMEOUT_SEC * 1000)
+                rows[i].created_at_ms - rows[j].created_at_ms >= (int64_t)TIMEOUT_SEC * 1000 ||
+                grants_at(m, rows[j].id, rows[j].content, ch) != g_i)
                 continue;
             if (j != i && rows[j].id < rows[i].id)
                 flag(m, F_DUP, "the moderator queued \"%.60s\" in %s twice (rows %lld and %lld, "
@@ -1243,7 +1284,8 @@ static void generate(scenario *sc, uint64_t seed)
             if (chance(&x, 55))
                 sc->reads[ch] |= 1u << a;
     sc->n = 20 + (int)rnd(&x, 40);
-    sc->gateways = chance(&x, 20) ? 2 : 1;
+    /* Drawn always, so a seed names the same steps either way. */
+    sc->gateways = chance(&x, 20) && env_int("MODEL_GATEWAYS", 1) == 2 ? 2 : 1;
     /* Which sessions may have runs queued is known only when playing; the
      * generator names agents of the channel's readers most of the time. */
     for (int i = 0; i < sc->n; i++) {
