@@ -330,13 +330,15 @@ check-faults: deps-ok $(TEST_DEPS)
 # tests/check_model.c for longer than make check's short run (150 sequences):
 # random host and Discord sequences against the plugin on the hand-moved
 # clock, shrunk transcripts of every failing property. MODEL_SEED picks the
-# run; MODEL_KNOWN_FREEZE=1 skips the liveness checks, MODEL_KNOWN=<kinds>
-# other properties (both loudly).
+# run; MODEL_GATEWAYS=1 keeps to one gateway (the long run also plays two
+# on one store); MODEL_KNOWN_FREEZE=1 skips the liveness checks,
+# MODEL_KNOWN=<kinds> other properties (both loudly).
 MODEL_SEQUENCES ?= 2000
 MODEL_SEED ?= 1
+MODEL_GATEWAYS ?= 2
 check-model: deps-ok $(TEST_DEPS)
 	DG_BUILD_DIR=$(B) CK_RUN_SUITE=model MODEL_SEQUENCES=$(MODEL_SEQUENCES) \
-	  MODEL_SEED=$(MODEL_SEED) ./$(B)/check_all
+	  MODEL_SEED=$(MODEL_SEED) MODEL_GATEWAYS=$(MODEL_GATEWAYS) ./$(B)/check_all
 
 # ---- fuzzing ------------------------------------------------------------------
 # libFuzzer targets (tests/fuzz/): one per hook and tool of the real plugin,
