@@ -43,6 +43,7 @@ static const struct {
     KNOWN(scope), KNOWN(mode), KNOWN(turnOrder), KNOWN(speaker), KNOWN(passed),
     KNOWN(agentMessages), KNOWN(maxBytes), KNOWN(error), KNOWN(reason),
     KNOWN(summaryTemplate), KNOWN(summaryPreview), KNOWN(sessions), KNOWN(failed),
+    KNOWN(command), KNOWN(suggestion),
 };
 #undef KNOWN
 #define N_KNOWN (sizeof placeholders / sizeof placeholders[0])
@@ -108,6 +109,8 @@ static const struct {
     {"session_model_thread.md", ""},
     /* Replies to `!dirigent` commands (after the reply prefix). */
     {"admin_help.md", ""},
+    {"admin_unknown.md", "command"},
+    {"admin_unknown_suggest.md", "command suggestion"},
     {"admin_closed.md", ""},
     {"admin_rest.md", ""},
     {"admin_wake.md", "agentMention"},

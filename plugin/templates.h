@@ -52,6 +52,9 @@ typedef struct dg_tpl_vars {
     /* `!dirigent rotate` (issue 16). */
     const char *sessions;           /* sessions reset, decimal text */
     const char *failed;             /* sessions that could not be reset, decimal text */
+    /* A mistyped `!dirigent` subcommand, and the known one nearest to it. */
+    const char *command;            /* the word as typed (no backticks) */
+    const char *suggestion;         /* a known subcommand, e.g. "status" */
 } dg_tpl_vars;
 
 /* Load the embedded set, then overrides from dir (may be NULL); validate all

@@ -212,14 +212,15 @@ int dg_turn_await_wake(dg_turn_state *s, const dg_turn_ctx *c, int pos);
 
 typedef enum dg_admin_cmd {
     DG_ADMIN_NONE = 0,       /* not a `!dirigent` command */
-    DG_ADMIN_HELP = 1,       /* `!dirigent` with no or an unknown subcommand */
+    DG_ADMIN_HELP = 1,       /* `!dirigent` alone or `!dirigent help` */
     DG_ADMIN_STATUS = 2,
     DG_ADMIN_REST = 3,
     DG_ADMIN_WAKE = 4,
     DG_ADMIN_SKIP = 5,
     DG_ADMIN_CLOSE = 6,      /* `!dirigent close [summaryPath]` (discussion channels) */
     DG_ADMIN_ROTATE = 7,     /* `!dirigent rotate`: the scope's sessions end (host, ABI 1.1) */
-    DG_ADMIN_CANCEL = 8      /* `!dirigent cancel`: the speaker's run is aborted (ABI 1.1) */
+    DG_ADMIN_CANCEL = 8,     /* `!dirigent cancel`: the speaker's run is aborted (ABI 1.1) */
+    DG_ADMIN_UNKNOWN = 9     /* `!dirigent <word>` with a word that is no subcommand */
 } dg_admin_cmd;
 
 /* Every moderator reply to an admin command starts with this, so its echo
@@ -235,6 +236,18 @@ dg_admin_cmd dg_admin_parse(const char *content);
  * summaryPath of `close`), copied into buf (NUL-terminated); 0 when there
  * is none, -1 when it does not fit in len. Any thread. */
 int dg_admin_arg(const char *content, char *buf, size_t len);
+
+/* How far a mistyped subcommand may be from a known one (edit distance)
+ * for the reply to suggest it. */
+#define DG_ADMIN_SUGGEST_MAX 2
+
+/* For a `!dirigent` command whose subcommand is unknown: the subcommand as
+ * typed is copied into word (truncated to word_len, backticks dropped, so
+ * it can be shown in a code span; may be NULL), and the known subcommand
+ * nearest to it is returned (static text) when it is within
+ * DG_ADMIN_SUGGEST_MAX edits or the word starts it (2 letters or more);
+ * NULL otherwise. Any thread. */
+const char *dg_admin_suggest(const char *content, char *word, size_t word_len);
 
 /* `rest`: dormant now, with nothing pending (hand-off, open mention, the
  * finished speaker's send permit), so no reminder or timeout wakes it. */

@@ -71,6 +71,7 @@ static const char *admin_cmd_name(dg_admin_cmd cmd)
     case DG_ADMIN_ROTATE: return "rotate";
     case DG_ADMIN_CANCEL: return "cancel";
     case DG_ADMIN_HELP: return "help";
+    case DG_ADMIN_UNKNOWN: return "(unknown)";
     case DG_ADMIN_NONE: break;
     }
     return "none";
@@ -176,7 +177,18 @@ int admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, int64_
     reply_buf b = {0};
     const char *mention = NULL;
     int changes = 0;
-    if (cmd == DG_ADMIN_STATUS) {
+    if (cmd == DG_ADMIN_UNKNOWN) {
+        /* Whatever the channel's mode: the typo is the news, not the state. */
+        char word[33];
+        const char *near = dg_admin_suggest(m->content, word, sizeof word);
+        dg_tpl_vars v = {.command = word, .suggestion = near};
+        reply_tpl(t, &b, near ? "admin_unknown_suggest.md" : "admin_unknown.md", &v);
+        char *help = t->p->templates
+            ? dg_templates_render_trim(t->p->templates, "admin_help.md", &v) : NULL;
+        reply_add(&b, "\n");
+        reply_add(&b, help);
+        free(help);
+    } else if (cmd == DG_ADMIN_STATUS) {
         dg_turn_state view = r->st;
         if (c->mode != DG_MODE_CLOSED)
             dg_turn_expire(&view, &x, now, NULL); /* what a decision now would see */

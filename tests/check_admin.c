@@ -350,7 +350,7 @@ START_TEST(test_unknown_or_missing_subcommand_lists_the_commands)
     dg_turn_state before = peek(CH1, NULL);
     admin_says(CH1, NULL, "!dirigent", NULL);
     expect_last_reply(1, CH1, HELP, "");
-    admin_says(CH1, NULL, "!Dirigent sleep now", NULL);
+    admin_says(CH1, NULL, "!Dirigent help", NULL);
     expect_last_reply(2, CH1, HELP, "");
     dg_turn_state after = peek(CH1, NULL);
     assert_same(&before, &after);
@@ -362,6 +362,71 @@ START_TEST(test_unknown_or_missing_subcommand_lists_the_commands)
     ck_assert_uint_eq(n, 2);
     dg_outbox_rows_free(rows, n);
     ck_assert_int_eq(peek(CH1, NULL).msg_seq, before.msg_seq + 2);
+}
+END_TEST
+
+/* An unknown subcommand is named, the nearest known one suggested when it
+ * is close, and the commands listed; nothing changes. */
+START_TEST(test_unknown_subcommand_says_so_and_suggests)
+{
+    static const char LIST[] = "\ncommands: `!dirigent status`";
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "hello");
+    dg_turn_state before = peek(CH1, NULL);
+    const struct {
+        const char *text, *want;
+    } cases[] = {
+        {"!dirigent stauts", "Dirigent (admin): unknown command `stauts`; did you mean "
+                             "`status`?"},
+        {"!DIRIGENT Staus now", "Dirigent (admin): unknown command `Staus`; did you mean "
+                                "`status`?"},
+        {"!dirigent wak", "Dirigent (admin): unknown command `wak`; did you mean `wake`?"},
+        {"!dirigent rot", "Dirigent (admin): unknown command `rot`; did you mean `rotate`?"},
+        {"!dirigent cancle", "Dirigent (admin): unknown command `cancle`; did you mean "
+                             "`cancel`?"},
+        {"!dirigent hepl", "Dirigent (admin): unknown command `hepl`; did you mean `help`?"},
+        {"!dirigent frobnicate", "Dirigent (admin): unknown command `frobnicate`."},
+        {"!dirigent `x`yz", "Dirigent (admin): unknown command `xyz`."},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        admin_says(CH1, NULL, cases[i].text, NULL);
+        size_t n;
+        dg_outbox_row *rows = outbox(&n);
+        ck_assert_uint_eq(n, i + 1);
+        const char *got = rows[n - 1].content;
+        size_t w = strlen(cases[i].want);
+        ck_assert_msg(strncmp(got, cases[i].want, w) == 0, "%s: got \"%s\"", cases[i].text,
+                      got);
+        ck_assert_msg(strncmp(got + w, LIST, strlen(LIST)) == 0, "%s: no command list in "
+                      "\"%s\"", cases[i].text, got);
+        ck_assert_str_eq(got + w + 1, HELP + strlen("Dirigent (admin): "));
+        ck_assert_str_eq(rows[n - 1].mentions, "");
+        dg_outbox_rows_free(rows, n);
+    }
+    dg_turn_state after = peek(CH1, NULL);
+    assert_same(&before, &after);
+    ck_assert(tth_log_has(&H, "ran \"!dirigent (unknown)\""));
+}
+END_TEST
+
+/* The unknown-command replies are templates like the others. */
+START_TEST(test_unknown_subcommand_reply_is_overridable)
+{
+    tth_free(&H);
+    char *dir = tu_mkdtemp(), path[512];
+    snprintf(path, sizeof path, "%s/admin_unknown_suggest.md", dir);
+    ck_assert_int_eq(tu_write_file(path, "no such thing as {command}, try {suggestion}\n"), 0);
+    snprintf(path, sizeof path, "%s/admin_help.md", dir);
+    ck_assert_int_eq(tu_write_file(path, "ask the operator\n"), 0);
+    char extra[600];
+    snprintf(extra, sizeof extra, "\"templatesDir\":\"%s\",\"turn\":{\"timeoutSec\":60},"
+             ADMINS, dir);
+    tth_start(&H, "channel", extra);
+    admin_says(CH1, NULL, "!dirigent stats", NULL);
+    expect_last_reply(1, CH1, "Dirigent (admin): no such thing as stats, try status\n"
+                      "ask the operator", "");
+    tu_rmtree(dir);
+    free(dir);
 }
 END_TEST
 
@@ -941,6 +1006,8 @@ Suite *make_admin_suite(void)
     tcase_add_test(ch, test_wake_without_agents_changes_nothing);
     tcase_add_test(ch, test_skip_passes_the_turn_with_a_mention);
     tcase_add_test(ch, test_unknown_or_missing_subcommand_lists_the_commands);
+    tcase_add_test(ch, test_unknown_subcommand_says_so_and_suggests);
+    tcase_add_test(ch, test_unknown_subcommand_reply_is_overridable);
     tcase_add_test(ch, test_non_admin_command_is_an_ordinary_message);
     tcase_add_test(ch, test_command_runs_once_across_reporting_accounts);
     tcase_add_test(ch, test_closed_channel_answers_closed);

@@ -9,9 +9,30 @@
 #include <string.h>
 
 #include "buf.h"
+#include "edit_distance.h"
 #include "http_server.h"
 #include "json_keys.h"
 #include "utf8.h"
+
+START_TEST(test_edit_distance)
+{
+    ck_assert_uint_eq(dg_edit_distance("status", 6, "status", 6), 0);
+    ck_assert_uint_eq(dg_edit_distance("STATUS", 6, "status", 6), 0);
+    ck_assert_uint_eq(dg_edit_distance("stauts", 6, "status", 6), 1);     /* swap */
+    ck_assert_uint_eq(dg_edit_distance("stats", 5, "status", 6), 1);      /* insert */
+    ck_assert_uint_eq(dg_edit_distance("statuus", 7, "status", 6), 1);    /* delete */
+    ck_assert_uint_eq(dg_edit_distance("stutus", 6, "status", 6), 1);     /* substitute */
+    ck_assert_uint_eq(dg_edit_distance("", 0, "rest", 4), 4);
+    ck_assert_uint_eq(dg_edit_distance("rot", 3, "rest", 4), 2);
+    ck_assert_uint_eq(dg_edit_distance("!dirignet", 9, "!dirigent", 9), 1);
+    ck_assert_uint_eq(dg_edit_distance("kitten", 6, "sitting", 7), 3);
+    char big[DG_EDIT_DISTANCE_MAX + 2];
+    memset(big, 'a', sizeof big);
+    ck_assert_uint_eq(dg_edit_distance(big, sizeof big, "a", 1), (size_t)-1);
+    ck_assert_uint_eq(dg_edit_distance(big, DG_EDIT_DISTANCE_MAX, "a", 1),
+                      DG_EDIT_DISTANCE_MAX - 1);
+}
+END_TEST
 
 START_TEST(test_utf8_count_and_prefix)
 {
@@ -170,6 +191,7 @@ Suite *make_common_suite(void)
     Suite *s = suite_create("common");
     TCase *tc = tcase_create("helpers");
     tcase_add_test(tc, test_utf8_count_and_prefix);
+    tcase_add_test(tc, test_edit_distance);
     tcase_add_test(tc, test_utf8_well_formed_sequences);
     tcase_add_test(tc, test_utf8_decode_is_lenient);
     tcase_add_test(tc, test_utf8_valid_copy);

@@ -468,7 +468,20 @@ START_TEST(test_admin_words_and_names)
     ck_assert_int_eq(dg_admin_parse(NULL), DG_ADMIN_NONE);
     ck_assert_int_eq(dg_admin_parse("  !DIRIGENT  Wake bravo"), DG_ADMIN_WAKE);
     ck_assert_int_eq(dg_admin_parse("!dirigentwake"), DG_ADMIN_NONE);
-    ck_assert_int_eq(dg_admin_parse("!dirigent frobnicate"), DG_ADMIN_HELP);
+    ck_assert_int_eq(dg_admin_parse("!dirigent frobnicate"), DG_ADMIN_UNKNOWN);
+    ck_assert_int_eq(dg_admin_parse("!dirigent"), DG_ADMIN_HELP);
+    ck_assert_int_eq(dg_admin_parse("!dirigent HELP me"), DG_ADMIN_HELP);
+    char word[8];
+    ck_assert_str_eq(dg_admin_suggest("!dirigent stauts", word, sizeof word), "status");
+    ck_assert_str_eq(word, "stauts");
+    ck_assert_str_eq(dg_admin_suggest("!dirigent sk", word, sizeof word), "skip");
+    ck_assert_str_eq(dg_admin_suggest("!dirigent CLOES", NULL, 0), "close");
+    ck_assert_ptr_null(dg_admin_suggest("!dirigent s", word, sizeof word)); /* too short */
+    ck_assert_ptr_null(dg_admin_suggest("!dirigent frobnicate", word, sizeof word));
+    ck_assert_str_eq(word, "frobnic"); /* cut to fit */
+    ck_assert_ptr_null(dg_admin_suggest("!dirigent", word, sizeof word));
+    ck_assert_str_eq(word, "");
+    ck_assert_ptr_null(dg_admin_suggest("!dirigentstatus", word, sizeof word));
     char buf[8];
     ck_assert_int_eq(dg_admin_arg(NULL, buf, sizeof buf), 0);
     ck_assert_int_eq(dg_admin_arg("just text", buf, sizeof buf), 0);
