@@ -55,6 +55,7 @@ const char *const dg_schema_steps[] = {
     dg_schema_v13_marked_transitions,
     dg_schema_v14_mark_snapshots,
     dg_schema_v15_plain_marks,
+    dg_schema_v16_command_hints,
 };
 const int dg_schema_nsteps = (int)(sizeof dg_schema_steps / sizeof dg_schema_steps[0]);
 

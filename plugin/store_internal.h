@@ -256,6 +256,7 @@ extern const char dg_schema_v12_outbox_index[];
 extern const char dg_schema_v13_marked_transitions[];
 extern const char dg_schema_v14_mark_snapshots[];
 extern const char dg_schema_v15_plain_marks[];
+extern const char dg_schema_v16_command_hints[];
 
 /* The text store_pg.c runs (translated) for dg_schema_steps[v]: the same
  * one but where PostgreSQL does a step another way (v11 alters a CHECK

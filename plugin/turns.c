@@ -530,6 +530,47 @@ const char *dg_admin_suggest(const char *content, char *word, size_t word_len)
     return best;
 }
 
+int dg_admin_near_miss(const char *content, char *fix, size_t fix_len)
+{
+    static const char CMD[] = "!dirigent";
+    const char *s = content;
+    if (fix && fix_len)
+        fix[0] = '\0';
+    if (!s)
+        return 0;
+    while (isspace((unsigned char)*s))
+        s++;
+    size_t n = 0;
+    while (s[n] && !isspace((unsigned char)s[n]))
+        n++;
+    /* "!dirigentfoo" is one word that starts right: text, not a typo. */
+    if (*s != '!' || strncasecmp(s, CMD, sizeof CMD - 1) == 0)
+        return 0;
+    size_t d = dg_edit_distance(s, n, CMD, sizeof CMD - 1);
+    if (d < 1 || d > DG_ADMIN_NEAR_MISS_MAX)
+        return 0;
+    if (!fix || !fix_len)
+        return 1;
+    /* What was meant: the command word mended, its subcommand too when
+     * it is one or close to one. */
+    char mended[80];
+    const char *sub = s + n;
+    while (isspace((unsigned char)*sub))
+        sub++;
+    size_t k = 0;
+    while (sub[k] && !isspace((unsigned char)sub[k]))
+        k++;
+    snprintf(mended, sizeof mended, "%s %.*s", CMD, (int)(k < 40 ? k : 40), sub);
+    const char *known = NULL;
+    for (size_t i = 0; k && i < N_ADMIN_SUBS; i++)
+        if (k == strlen(admin_subs[i].word) && strncasecmp(sub, admin_subs[i].word, k) == 0)
+            known = admin_subs[i].word;
+    if (k && !known)
+        known = dg_admin_suggest(mended, NULL, 0);
+    snprintf(fix, fix_len, "%s%s%s", CMD, known ? " " : "", known ? known : "");
+    return 1;
+}
+
 int dg_admin_arg(const char *content, char *buf, size_t len)
 {
     if (!content || !buf || !len || dg_admin_parse(content) == DG_ADMIN_NONE)

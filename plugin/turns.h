@@ -249,6 +249,22 @@ int dg_admin_arg(const char *content, char *buf, size_t len);
  * NULL otherwise. Any thread. */
 const char *dg_admin_suggest(const char *content, char *word, size_t word_len);
 
+/* How far the first word of a message may be from `!dirigent` (edit
+ * distance, case ignored) to read as a mistyped command. */
+#define DG_ADMIN_NEAR_MISS_MAX 2
+
+/* The moderator hints at a mistyped `!dirigent` at most once per channel
+ * in this long (the time is kept in the store: a restart keeps it). */
+#define DG_ADMIN_HINT_COOLDOWN_MS ((int64_t)3600 * 1000)
+
+/* 1 when content (may be NULL) starts with a mistyped `!dirigent`: a first
+ * word that starts with '!', is 1 to DG_ADMIN_NEAR_MISS_MAX edits from it
+ * and does not start with `!dirigent` itself ("!dirigentfoo" is text).
+ * Then fix (may be NULL) gets the command meant: "!dirigent", plus the
+ * subcommand when the next word is one or close to one ("!dirignet stauts"
+ * -> "!dirigent status"). 0 otherwise. Any thread. */
+int dg_admin_near_miss(const char *content, char *fix, size_t fix_len);
+
 /* `rest`: dormant now, with nothing pending (hand-off, open mention, the
  * finished speaker's send permit), so no reminder or timeout wakes it. */
 void dg_turn_admin_rest(dg_turn_state *s, int64_t now_ms);

@@ -80,6 +80,29 @@ static int closed_notice(dg_turns *t, chan_rec *c, const dg_turn_message *m, dg_
     return rc;
 }
 
+/* A human's message that starts with a mistyped `!dirigent` ("!dirignet
+ * status"): the moderator says what was meant, once per channel per
+ * DG_ADMIN_HINT_COOLDOWN_MS. The message itself stays an ordinary one (it
+ * may be meant for the agents too); the hint is extra. */
+static int command_hint(dg_turns *t, const chan_rec *c, const dg_turn_message *m, int64_t now,
+                        int *kick)
+{
+    char fix[64];
+    if (!m->content || !dg_admin_near_miss(m->content, fix, sizeof fix))
+        return OC_OK;
+    int claimed = 0;
+    int rc = dg_store_turns_hint_claim(t->p->store, c->id, now, DG_ADMIN_HINT_COOLDOWN_MS,
+                                       &claimed);
+    if (rc || !claimed)
+        return rc;
+    dg_log(t->p, OC_LOG_INFO, "turns: message %s in channel %s starts like a mistyped "
+           "!dirigent; the moderator hints at `%s` (in this channel at most once an hour); the "
+           "message counts as an ordinary one", m->message_id ? m->message_id : "(no id)",
+           c->id, fix);
+    dg_tpl_vars v = {.command = fix};
+    const char *post = (m->thread_id && *m->thread_id) ? m->thread_id : c->id;
+    return render_and_enqueue(t, "command_hint.md", &v, post, NULL, now, kick, NULL, 0);
+}
 
 /* r's state as this change has it so far (pending), else as published. */
 static const dg_turn_state *staged(const dg_turns *t, const scope_rec *r)
@@ -204,6 +227,8 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
                "its sender %s is not in `admins`; it is not run as a command (an ordinary "
                "message)", m->message_id ? m->message_id : "(no id)", m->channel_id,
                m->sender_id);
+    if (kind == DG_SENDER_HUMAN && (rc = command_hint(t, c, m, now, kick)))
+        return rc;
     if (c->mode == DG_MODE_CLOSED)
         return closed_notice(t, c, m, kind, now, kick);
 

@@ -448,6 +448,57 @@ START_TEST(test_non_admin_command_is_an_ordinary_message)
 }
 END_TEST
 
+/* A mistyped `!dirigent` from a human gets a one-line hint, at most once
+ * per channel an hour (kept across a restart); the message still counts
+ * as an ordinary one. */
+START_TEST(test_mistyped_command_word_gets_a_hint_once_an_hour)
+{
+    static const char HINT[] =
+        "Did you mean `!dirigent status`? Commands start with `!dirigent`.";
+    join3(CH1, NULL);
+    join3(CH2, NULL);
+    human_says(CH1, NULL, "hello");
+    admin_says(CH1, NULL, "!dirigent rest", NULL);
+    ck_assert_int_eq(who_speaks(CH1, NULL), -1);
+    int64_t seq = peek(CH1, NULL).msg_seq;
+    human_says(CH1, NULL, "!dirignet status");
+    expect_last_reply(2, CH1, HINT, "");
+    ck_assert(tth_log_has(&H, "starts like a mistyped !dirigent"));
+    /* Ordinary: it woke the dormant scope like any human message. */
+    ck_assert_int_eq(peek(CH1, NULL).msg_seq, seq + 1);
+    ck_assert_int_eq(who_speaks(CH1, NULL), 0);
+    /* Within the hour: no second hint in that channel, restart or not. */
+    atomic_fetch_add(&H.now_ms, DG_ADMIN_HINT_COOLDOWN_MS - 1000);
+    human_says(CH1, NULL, "!Dirigetn stauts");
+    ck_assert_int_eq(tth_outbox_count(&H, NULL), 2);
+    tth_restart(&H);
+    human_says(CH1, NULL, "!dirgent wake");
+    ck_assert_int_eq(tth_outbox_count(&H, NULL), 2);
+    /* Another channel has its own hour. */
+    human_says(CH2, NULL, "  !DIRIGNET");
+    expect_last_reply(3, CH2, "Did you mean `!dirigent`? Commands start with `!dirigent`.", "");
+    /* Not near misses: the command itself, a longer word, far words. */
+    atomic_fetch_add(&H.now_ms, 1000);
+    human_says(CH1, NULL, "!dirigentfoo status");
+    human_says(CH1, NULL, "!dirigentstatus");
+    human_says(CH1, NULL, "dirignet status");
+    human_says(CH1, NULL, "!direct status");
+    human_says(CH1, NULL, "please !dirignet status");
+    human_says(CH1, NULL, "!dirigent status"); /* not an admin: ordinary, no hint */
+    ck_assert_int_eq(tth_outbox_count(&H, NULL), 3);
+    /* An hour after the first one: hinted again (the subcommand mended). */
+    human_says(CH1, NULL, "!dirigen stats please");
+    expect_last_reply(4, CH1, HINT, "");
+    /* Agents' and bots' messages never get one. */
+    atomic_fetch_add(&H.now_ms, DG_ADMIN_HINT_COOLDOWN_MS);
+    char id[24];
+    ck_assert_int_eq(tth_msg(&H, CH1, NULL, mid(id), TTH_BOT_UID, 1, "!dirignet rest", NULL),
+                     OC_OK);
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "!dirignet skip"), 1); /* it spoke */
+    ck_assert_int_eq(tth_outbox_count(&H, NULL), 4);
+}
+END_TEST
+
 START_TEST(test_command_runs_once_across_reporting_accounts)
 {
     join3(CH1, NULL);
@@ -1009,6 +1060,7 @@ Suite *make_admin_suite(void)
     tcase_add_test(ch, test_unknown_subcommand_says_so_and_suggests);
     tcase_add_test(ch, test_unknown_subcommand_reply_is_overridable);
     tcase_add_test(ch, test_non_admin_command_is_an_ordinary_message);
+    tcase_add_test(ch, test_mistyped_command_word_gets_a_hint_once_an_hour);
     tcase_add_test(ch, test_command_runs_once_across_reporting_accounts);
     tcase_add_test(ch, test_closed_channel_answers_closed);
     tcase_add_test(ch, test_admin_close_with_summary_closes_like_a_callback);
