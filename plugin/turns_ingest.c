@@ -5,6 +5,7 @@
  * command goes to turns_admin.c. Records and locking: turns_int.h,
  * turns_engine.c.
  */
+#include "md_code.h"
 #include "snowflake.h"
 #include "turns_int.h"
 
@@ -42,6 +43,19 @@ static int is_bare_mention(const char *s)
         any = 1;
     }
     return any;
+}
+
+/* 1 when "<@uid>" (or "<@!uid>") is written in content but only inside
+ * code (plain: content with its code blanked): a host that reads mentions
+ * off the text (the bridge) lists it, Discord pings nobody there. */
+static int mention_only_in_code(const char *content, const char *plain, const char *uid)
+{
+    char at[48], at_bang[48];
+    if (!plain || !uid || snprintf(at, sizeof at, "<@%s>", uid) >= (int)sizeof at)
+        return 0;
+    snprintf(at_bang, sizeof at_bang, "<@!%s>", uid);
+    return (strstr(content, at) || strstr(content, at_bang)) && !strstr(plain, at) &&
+           !strstr(plain, at_bang);
 }
 
 static int closed_notice(dg_turns *t, chan_rec *c, const dg_turn_message *m, dg_sender_kind kind,
@@ -249,17 +263,28 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
         return rc;
     uint64_t mentions = 0;
     if (kind == DG_SENDER_HUMAN) {
+        char *plain = NULL;
+        if (m->n_mentions && m->content && strchr(m->content, '`')) {
+            if (!(plain = strdup(m->content)))
+                return OC_ERR_NOMEM;
+            dg_md_blank_code(plain);
+        }
         for (size_t i = 0; i < m->n_mentions; i++) {
+            if (mention_only_in_code(m->content, plain, m->mentions[i]))
+                continue;
             const dg_agent_cfg *a = dg_config_agent_by_user(&t->p->cfg, m->mentions[i]);
             /* A configured agent a human asks by name belongs to the channel's
              * order even before it was seen there (the first message of a
              * channel comes before any agent's run). */
             int mp = DG_NOBODY;
-            if (a && (rc = member_ensure(t, c, a->agent_id, now, &mp)))
+            if (a && (rc = member_ensure(t, c, a->agent_id, now, &mp))) {
+                free(plain);
                 return rc;
+            }
             if (mp != DG_NOBODY)
                 mentions |= (uint64_t)1 << mp;
         }
+        free(plain);
         /* Mentions the host rendered as text ("@name"). */
         size_t n_agents = t->p->cfg.n_agents;
         unsigned char *hit = n_agents && m->content && strchr(m->content, '@')
