@@ -796,6 +796,19 @@ START_TEST(check_refuses_cost_burning_mistakes)
     free(out);
     free(err);
 
+    /* An in-memory store would lose everything at a restart: refused
+     * before anything is made (no file named ":memory:" beside the config). */
+    rc = check_with(&r, cfg, "dbPath", json_string(":memory:"), &out, &err);
+    ck_assert_msg(rc == 1 && strstr(err, "store: dbPath :memory: is an in-memory database") &&
+                      strstr(err, "set dbPath to a file path"), "exit %d: %s", rc, err);
+    char *mem = tu_path(r.dir, ":memory:"), *mem_p = tu_path(r.dir, ":memory:-presence");
+    ck_assert_msg(access(mem, F_OK) != 0 && access(mem_p, F_OK) != 0,
+                  "--check made %s or %s", mem, mem_p);
+    free(mem);
+    free(mem_p);
+    free(out);
+    free(err);
+
     rc = check_with(&r, cfg, "allow", json_pack("[s]", "dirigentt"), &out, &err);
     ck_assert_msg(rc == 1 && strstr(err, "plugins.allow[0]: \"dirigentt\"") &&
                       strstr(err, "plugins.entries.dirigent is configured and enabled, but the "
