@@ -95,7 +95,8 @@ static void admin_status(const dg_turns *t, const scope_rec *r, const dg_turn_st
         .scope = dg_scope_label(&r->scope, label),
         .mode = dg_channel_mode_name(c->mode),
         .turnOrder = order.s,
-        .speaker = !st->active ? (st->rested ? "resting (loop guard)" : "dormant")
+        .speaker = c->mode == DG_MODE_CLOSED ? "none (closed)"
+                 : !st->active ? (st->rested ? "resting (loop guard)" : "dormant")
                  : sp != DG_NOBODY ? c->members[sp] : "nobody eligible",
         .passed = passed.s,
         .agentMessages = msgs,

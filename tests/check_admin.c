@@ -560,7 +560,7 @@ START_TEST(test_closed_channel_answers_closed)
                       "policy: channel, scope: conversation\n"
                       "mode: closed\n"
                       "turn order: alpha, bravo, charlie\n"
-                      "speaker: bravo\n"
+                      "speaker: none (closed)\n"
                       "passed this cycle: none\n"
                       "agent messages: 0/5\n"
                       "this discussion channel is closed: rest, wake and skip change nothing "
