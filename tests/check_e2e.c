@@ -211,25 +211,32 @@ static const char *name_of(const char *user_id)
 
 /* The transcript shows messages in the order they were posted: its message
  * lines ("[#channel] who (kind): ...") name the same channel and author,
- * one for one, as the fake's messages of every channel the gateway serves
- * sorted by id (the archive index is no channel of the gateway's). */
+ * one for one, as the fake's messages of every channel sorted by id (the
+ * archive index too: the gateway watches it). The totals' moderator
+ * messages are the fake's, all of them. */
 static void check_transcript_order(e2e_run *r, const char *out)
 {
     json_t *all = e2e_get(r, "/_fake/messages");
-    size_t n = 0;
+    size_t n = 0, mods = 0;
     ck_assert_uint_gt(json_array_size(all), 0);
     json_t **msgs = calloc(json_array_size(all), sizeof *msgs);
     ck_assert_ptr_nonnull(msgs);
-    for (size_t i = 0; i < json_array_size(all); i++)
-        if (strcmp(sget(json_array_get(all, i), "channel_id"), E2E_ARCHIVE) != 0)
-            msgs[n++] = json_array_get(all, i);
+    for (size_t i = 0; i < json_array_size(all); i++) {
+        msgs[n++] = json_array_get(all, i);
+        mods += !strcmp(author_of(json_array_get(all, i)), E2E_MOD);
+    }
     qsort(msgs, n, sizeof *msgs, id_cmp);
+    char total[64];
+    snprintf(total, sizeof total, "\n  moderator messages      %zu\n", mods);
+    ck_assert_msg(strstr(out, total), "the totals do not say the fake's %zu moderator messages",
+                  mods);
     const char *p = out;
     for (size_t i = 0; i < n; i++) {
         char line_want[128];
+        const char *cid = sget(msgs[i], "channel_id");
         snprintf(line_want, sizeof line_want, "\n[#%s] %s (",
-                 !strcmp(sget(msgs[i], "channel_id"), E2E_WORK) ? "work" : "discussion",
-                 name_of(author_of(msgs[i])));
+                 !strcmp(cid, E2E_WORK) ? "work" : !strcmp(cid, E2E_ARCHIVE) ? "archive"
+                 : "discussion", name_of(author_of(msgs[i])));
         /* the next message line, skipping "[#x] alice (scripted human) posts" */
         const char *line = p;
         while ((line = strstr(line, "\n[#")) && strstr(line, " (scripted human) posts ") &&
@@ -374,6 +381,7 @@ static void story_variant(const char *key, int value, const char *must, const ch
         ck_assert(strstr(out, "planner: {{discussion}} = "));
         ck_assert(strstr(out, "before_prompt_build adds"));
     }
+    check_transcript_order(&r, out);
     check_value_and_rest(&r, out);
     free(out);
     free(cfg);
