@@ -7,7 +7,9 @@
 # posts TEXT as alice (the demo's human, an admin of the plugin) in #work or
 # in the discussion channel of the story, through the fake Discord's REST
 # API, with alice's token. @planner, @reviewer, @coder and @moderator become
-# mentions (<@id>). Exits 0 when the fake Discord accepted the message.
+# mentions (<@id>). Exits 0 when the fake Discord accepted the message; 1,
+# saying why, when it is over Discord's 2,000 characters (checked before
+# sending), when the fake refused it (its answer), or when it is not running.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 [ -r "$HERE/playground.env" ] ||
@@ -20,11 +22,34 @@ work) ch=$PG_WORK ;;
 discussion) ch=$PG_DISCUSSION ;;
 *) usage ;;
 esac
+# What Discord gets: the mentions written as <@id> (they count so).
+sub=$(printf '%s' "$2" | sed -e "s/@planner/<@$PG_PLANNER>/g" -e "s/@reviewer/<@$PG_REVIEWER>/g" \
+    -e "s/@coder/<@$PG_CODER>/g" -e "s/@moderator/<@$PG_MOD>/g")
+# Discord takes at most 2000 characters (not bytes): count the bytes that
+# start a UTF-8 character, whatever the locale.
+n=$(printf '%s' "$sub" | LC_ALL=C tr -d '\200-\277' | wc -c | tr -d ' ')
+if [ "$n" -gt 2000 ]; then
+    echo "post: the message is $n characters long, over Discord's 2,000-character limit" \
+        "(a mention counts as its <@id>); nothing was posted: shorten it or post it in parts" >&2
+    exit 1
+fi
 # JSON string: backslashes and quotes escaped, line breaks as \n.
-text=$(printf '%s' "$2" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' \
-    -e "s/@planner/<@$PG_PLANNER>/g" -e "s/@reviewer/<@$PG_REVIEWER>/g" \
-    -e "s/@coder/<@$PG_CODER>/g" -e "s/@moderator/<@$PG_MOD>/g" | awk 'NR > 1 { printf "\\n" } { printf "%s", $0 }')
-curl -sf -o /dev/null -X POST -H "Authorization: Bot $PG_ALICE_TOKEN" \
+text=$(printf '%s' "$sub" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' |
+    awk 'NR > 1 { printf "\\n" } { printf "%s", $0 }')
+resp=$(curl -s -w '\n%{http_code}' -X POST -H "Authorization: Bot $PG_ALICE_TOKEN" \
     -H 'Content-Type: application/json' -d "{\"content\":\"$text\"}" \
-    "$PG_URL/channels/$ch/messages" ||
-    { echo "post: the fake Discord at $PG_URL refused the message or is not running" >&2; exit 1; }
+    "$PG_URL/channels/$ch/messages")
+rc=$?
+if [ $rc -ne 0 ]; then
+    echo "post: the fake Discord at $PG_URL is not running or does not answer (curl exit $rc)" >&2
+    exit 1
+fi
+code=$(printf '%s\n' "$resp" | tail -n 1)
+case $code in
+2??) exit 0 ;;
+esac
+# Discord's answer: its message and those of the fields it refused.
+why=$(printf '%s\n' "$resp" | sed '$d' | grep -o '"message": *"[^"]*"' |
+    sed 's/^"message": *"//; s/"$//' | awk 'NR > 1 { printf ": " } { printf "%s", $0 }')
+echo "post: the fake Discord refused the message (HTTP $code): ${why:-no reason given}" >&2
+exit 1

@@ -991,6 +991,37 @@ START_TEST(playground_starts_answers_and_stops_cleanly)
     ck_assert_msg(status, "no answer to !dirigent status in #work within 30 s");
     ck_assert_msg(closed >= 2, "no second closed notice in the discussion channel within 30 s");
 
+    /* Over Discord's 2,000 characters: said before anything is sent; the
+     * limit is in characters (1,999 two-byte ones pass); what the fake
+     * refuses is told with its answer. */
+    char *long_text = malloc(4100), *err_path = tu_path(tmp, "post.err");
+    ck_assert_ptr_nonnull(long_text);
+    memset(long_text, 'x', 2649);
+    long_text[2649] = '\0';
+    const char *long_argv[] = {post, "work", long_text, NULL};
+    ck_assert_int_eq(tu_run_wait(long_argv, NULL, err_path, NULL, 20000), 1);
+    r.dir = tmp;
+    char *said = e2e_read(&r, "post.err");
+    r.dir = run;
+    ck_assert_msg(said && strstr(said, "the message is 2649 characters long, over Discord's "
+                                       "2,000-character limit"), "%s", said ? said : "");
+    free(said);
+    for (int i = 0; i < 1999; i++)
+        memcpy(long_text + 2 * i, "\xc3\xa9", 2); /* é */
+    long_text[2 * 1999] = '\0';
+    const char *accented_argv[] = {post, "discussion", long_text, NULL};
+    ck_assert_int_eq(tu_run_wait(accented_argv, NULL, err_path, NULL, 20000), 0);
+    const char *blank_argv[] = {post, "work", "   ", NULL};
+    ck_assert_int_eq(tu_run_wait(blank_argv, NULL, err_path, NULL, 20000), 1);
+    r.dir = tmp;
+    said = e2e_read(&r, "post.err");
+    r.dir = run;
+    ck_assert_msg(said && strstr(said, "post: the fake Discord refused the message (HTTP 400): "),
+                  "%s", said ? said : "");
+    free(said);
+    free(long_text);
+    free(err_path);
+
     /* The stop the script prints: SIGTERM to it ends the gateway and the fake. */
     kill(pid, SIGTERM);
     int st = 0, ended = 0;
