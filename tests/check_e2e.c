@@ -886,6 +886,39 @@ END_TEST
 /* ---- the playground (make demo KEEP=1) ------------------------------------------------------ */
 
 /* The fake's messages of channel ch by the moderator containing text. */
+/* The messages of the agents (planner, reviewer, coder) in channel ch that
+ * contain text. */
+static int agents_said(e2e_run *r, const char *ch, const char *text)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/_fake/messages?channel=%s", ch);
+    json_t *msgs = e2e_get(r, path);
+    int n = 0;
+    size_t i;
+    json_t *m;
+    json_array_foreach(msgs, i, m) {
+        const char *a = author_of(m);
+        n += a && (!strcmp(a, E2E_PLANNER) || !strcmp(a, E2E_REVIEWER) ||
+                   !strcmp(a, E2E_CODER)) && strstr(sget(m, "content"), text) != NULL;
+    }
+    json_decref(msgs);
+    return n;
+}
+
+/* How often needle occurs in the part of hay from its first `from` up to
+ * the next "\n[#" line after that; -1 when `from` is not in hay. */
+static int count_in_block(const char *hay, const char *from, const char *needle)
+{
+    const char *b = hay ? strstr(hay, from) : NULL;
+    if (!b)
+        return -1;
+    const char *e = strstr(b + strlen(from), "\n[#");
+    int n = 0;
+    for (const char *p = strstr(b, needle); p && (!e || p < e); p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
 static int moderator_said(e2e_run *r, const char *ch, const char *text)
 {
     char path[128];
@@ -1020,6 +1053,48 @@ START_TEST(playground_starts_answers_and_stops_cleanly)
                   "%s", said ? said : "");
     free(said);
     free(long_text);
+
+    /* #work has every agent in the playground: a question gets one answer
+     * (" here: "), the two others are claimed; no second answer comes. */
+    int answers = agents_said(&r, E2E_WORK, " here: ");
+    ck_assert_int_eq(answers, 0);
+    const char *ask_argv[] = {post, "work", "what would you change first?", NULL};
+    ck_assert_int_eq(tu_run_wait(ask_argv, NULL, err_path, NULL, 20000), 0);
+    for (long t0 = e2e_now_ms(); e2e_now_ms() - t0 < 30000 && !answers; e2e_nap(100))
+        answers = agents_said(&r, E2E_WORK, " here: ");
+    ck_assert_msg(answers == 1, "%d answers to the question in #work within 30 s", answers);
+    r.dir = tmp;
+    char *tr = e2e_read(&r, "demo.out");
+    r.dir = run;
+    const char *asked = "[#work] alice (human): what would you change first?";
+    ck_assert_msg(count_in_block(tr, asked, ": claimed by before_agent_reply") == 2 &&
+                  count_in_block(tr, asked, ": real model scripted/") == 1,
+                  "not one real run and two claimed ones for the question:\n%s", tr);
+    free(tr);
+    /* Any discussion channel: the N-th opened, or by its id. */
+    char *disc = discussion_id(&r);
+    const char *d1_argv[] = {post, "discussion-1", "first discussion, by number", NULL};
+    ck_assert_int_eq(tu_run_wait(d1_argv, NULL, err_path, NULL, 20000), 0);
+    const char *id_argv[] = {post, disc, "first discussion, by id", NULL};
+    ck_assert_int_eq(tu_run_wait(id_argv, NULL, err_path, NULL, 20000), 0);
+    const char *d9_argv[] = {post, "discussion-9", "no such one", NULL};
+    ck_assert_int_eq(tu_run_wait(d9_argv, NULL, err_path, NULL, 20000), 2);
+    r.dir = tmp;
+    said = e2e_read(&r, "post.err");
+    r.dir = run;
+    ck_assert_msg(said && strstr(said, "there is no discussion-9: 1 discussion channel(s) so far"),
+                  "%s", said ? said : "");
+    free(said);
+    char q[128];
+    snprintf(q, sizeof q, "/_fake/messages?channel=%s", disc);
+    json_t *dm = e2e_get(&r, q);
+    int both = 0;
+    size_t k;
+    json_t *m1;
+    json_array_foreach(dm, k, m1) both += strstr(sget(m1, "content"), "first discussion, by ") != NULL;
+    json_decref(dm);
+    ck_assert_int_eq(both, 2);
+    free(disc);
     free(err_path);
 
     /* The stop the script prints: SIGTERM to it ends the gateway and the fake. */
