@@ -229,7 +229,9 @@ typedef enum dg_admin_cmd {
 
 /* The command in content (may be NULL): trimmed, it starts with
  * `!dirigent` (any case) followed by the end or white space; the next word
- * (any case) is the subcommand. DG_ADMIN_NONE for anything else. */
+ * (any case) is the subcommand: DG_ADMIN_HELP when there is none,
+ * DG_ADMIN_UNKNOWN when it is no subcommand. DG_ADMIN_NONE for anything
+ * else. */
 dg_admin_cmd dg_admin_parse(const char *content);
 
 /* The first word after the subcommand of a `!dirigent` command (e.g. the
