@@ -116,6 +116,10 @@ static void install_channels(ocgw *g)
             json_array_append_new(ags, json_string(c->agents[k]));
         json_object_set_new(ch, "agents", ags); /* the config is authoritative */
         json_object_set_new(ch, "alias", json_string(c->alias));
+        if (c->watch)
+            json_object_set_new(ch, "watch", json_true());
+        else
+            json_object_del(ch, "watch");
         if (c->parent_id)
             json_object_set_new(ch, "parentId", json_string(c->parent_id));
         else
@@ -282,7 +286,7 @@ static void init_cursor(ocgw *g, const char *id, json_t *ch, int64_t now)
         ocgw_state_save(&g->st);
         return;
     }
-    const ocgw_agent *a = ocgw_local_reader(&g->cfg, json_object_get(ch, "agents"), 0);
+    const ocgw_agent *a = ocgw_chan_reader(&g->cfg, ch, 0);
     if (!a)
         return;
     dg_discord_message *msgs = NULL;
@@ -317,7 +321,7 @@ static void poll_channel(ocgw *g, const char *id, json_t *ch, int64_t now)
     struct ocgw_chan_rt *r = rt_of(g, id);
     if (!r || now < r->next_ms)
         return;
-    const ocgw_agent *a = ocgw_local_reader(&g->cfg, json_object_get(ch, "agents"), r->rot);
+    const ocgw_agent *a = ocgw_chan_reader(&g->cfg, ch, r->rot);
     if (!a)
         return; /* none of its agents runs here: another gateway serves it */
     const char *cur = json_string_value(json_object_get(ch, "cursor"));
@@ -377,7 +381,7 @@ static int others_polled_since(ocgw *g, const ocgw_msg *m, int64_t now)
          * too: its kickoff may be older than m. One nobody sees does not. */
         if (!strcmp(id, own) ||
             (!json_is_true(json_object_get(ch, "pending")) &&
-             !ocgw_local_reader(&g->cfg, json_object_get(ch, "agents"), 0)))
+             !ocgw_chan_reader(&g->cfg, ch, 0)))
             continue;
         struct ocgw_chan_rt *r = rt_of(g, id);
         if (r && !r->backoff_ms && r->polled_ms < m->queued_ms)
@@ -778,7 +782,7 @@ int main(int argc, char **argv)
                 resolve_learned(&g, id, ch, now);
             else if ((json_is_null(json_object_get(ch, "cursor")) ||
                       !json_object_get(ch, "cursor")) &&
-                     ocgw_local_reader(&g.cfg, json_object_get(ch, "agents"), 0)) {
+                     ocgw_chan_reader(&g.cfg, ch, 0)) {
                 init_cursor(&g, id, ch, now);
                 if (!json_is_string(json_object_get(ch, "cursor")))
                     cursors_ready = 0;

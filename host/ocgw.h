@@ -135,6 +135,7 @@ typedef struct ocgw_chan_cfg {
     char **agents;        /* agent ids that see it (default: all agents) */
     size_t n_agents;
     int from_start;       /* 1: process the existing history at first start */
+    int watch;            /* 1: no agent sees it; read and shown only (no hook, no run) */
 } ocgw_chan_cfg;
 
 typedef struct ocgw_config {
@@ -206,6 +207,11 @@ const ocgw_chan_cfg *ocgw_chan_cfg_by_id(const ocgw_config *c, const char *id);
  * rot (round robin), whose token reads the channel; NULL when none of them
  * runs on this gateway (the channel is then not served here). */
 const ocgw_agent *ocgw_local_reader(const ocgw_config *c, const json_t *agents, unsigned rot);
+/* The reader of channel ch (its state object, may be NULL): a local agent
+ * that sees it (ocgw_local_reader), or for a watched channel (channels.<x>.
+ * watch: no agent sees it) any local agent, round robin from rot. NULL when
+ * this gateway does not read it. */
+const ocgw_agent *ocgw_chan_reader(const ocgw_config *c, const json_t *ch, unsigned rot);
 
 /* Scenario file / human script parsing (ocgw_scenario.c). `what` names the
  * place for error texts. 0 or -1 with err. */

@@ -485,13 +485,13 @@ static int read_humans(ocgw_config *c, char *err, size_t n)
 
 static int read_channels(ocgw_config *c, char *err, size_t n)
 {
-    static const char *const keys[] = {"id", "parentId", "agents", "fromStart", NULL};
+    static const char *const keys[] = {"id", "parentId", "agents", "fromStart", "watch", NULL};
     json_t *obj = json_object_get(c->root, "channels");
     if (!obj)
         return OC_OK;
     if (!json_is_object(obj))
         return fail(err, n, "channels: expected an object alias -> {id, agents?, parentId?, "
-                            "fromStart?}");
+                            "fromStart?, watch?}");
     c->channels = calloc(json_object_size(obj) + 1, sizeof *c->channels);
     if (!c->channels)
         return OC_ERR_NOMEM;
@@ -513,7 +513,21 @@ static int read_channels(ocgw_config *c, char *err, size_t n)
             rc = get_snowflake(ch, "parentId", where, 0, &cc->parent_id, err, n);
         if (!rc)
             rc = get_bool(ch, "fromStart", where, 0, &cc->from_start, err, n);
+        if (!rc)
+            rc = get_bool(ch, "watch", where, 0, &cc->watch, err, n);
         json_t *ags = json_object_get(ch, "agents");
+        /* A channel no agent sees (the moderator's archive index): read and
+         * shown in the transcript, in posting order, and nothing more. */
+        if (!rc && cc->watch && ags)
+            rc = fail(err, n, "%s.agents: a watched channel is one no agent sees (the "
+                              "gateway only reads it and shows its messages); leave out "
+                              "\"agents\" or \"watch\"", where);
+        if (!rc && cc->watch) {
+            cc->agents = calloc(1, sizeof *cc->agents);
+            if (!cc->agents)
+                rc = OC_ERR_NOMEM;
+            ags = NULL;
+        }
         if (!rc && ags) {
             char aw[128];
             snprintf(aw, sizeof aw, "%s.agents", where);
@@ -522,13 +536,14 @@ static int read_channels(ocgw_config *c, char *err, size_t n)
              * sees it: with none, it could never be served. */
             if (!rc && cc->n_agents == 0)
                 rc = fail(err, n, "%s: expected at least one agent (leave the key out and "
-                                  "every agent sees the channel)", aw);
+                                  "every agent sees the channel; \"watch\": true instead of "
+                                  "\"agents\" for a channel no agent sees)", aw);
             for (size_t k = 0; !rc && k < cc->n_agents; k++)
                 if (!ocgw_agent_by_id(c, cc->agents[k]))
                     rc = fail(err, n, "%s[%zu]: \"%s\" is not an agent of `agents`", aw, k,
                               cc->agents[k]);
         }
-        if (!rc && !ags) {
+        if (!rc && !ags && !cc->watch) {
             cc->agents = calloc(c->n_agents + 1, sizeof *cc->agents);
             for (size_t k = 0; cc->agents && k < c->n_agents; k++)
                 cc->agents[cc->n_agents++] = strdup(c->agents[k].id);

@@ -215,9 +215,10 @@ static int fetch_all(ocgw *g, const char *channel_id, ocgw_msg **out, size_t *n_
     *out = NULL;
     *n_out = 0;
     json_t *agents = ocgw_channel_agents(g, channel_id);
+    json_t *ch = agents ? json_object_get(ocgw_state_obj(&g->st, "channels"), channel_id) : NULL;
     /* A channel the gateway does not serve (see check_channel) is read with
      * the token of the first agent this gateway runs. */
-    const ocgw_agent *a = agents ? ocgw_local_reader(&g->cfg, agents, 0) : NULL;
+    const ocgw_agent *a = ch ? ocgw_chan_reader(&g->cfg, ch, 0) : NULL;
     for (size_t k = 0; !agents && !a && k < g->cfg.n_agents; k++)
         if (g->cfg.agents[k].local)
             a = &g->cfg.agents[k];

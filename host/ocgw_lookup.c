@@ -56,6 +56,15 @@ const ocgw_chan_cfg *ocgw_chan_cfg_by_id(const ocgw_config *c, const char *id)
     return NULL;
 }
 
+const ocgw_agent *ocgw_chan_reader(const ocgw_config *c, const json_t *ch, unsigned rot)
+{
+    const ocgw_agent *a = ocgw_local_reader(c, json_object_get(ch, "agents"), rot);
+    for (size_t k = 0; !a && json_is_true(json_object_get(ch, "watch")) && k < c->n_agents; k++)
+        if (c->agents[(rot + k) % c->n_agents].local)
+            a = &c->agents[(rot + k) % c->n_agents];
+    return a;
+}
+
 const ocgw_agent *ocgw_local_reader(const ocgw_config *c, const json_t *agents, unsigned rot)
 {
     size_t n = json_array_size(agents);

@@ -11,6 +11,7 @@
 
 #include "discord.h"
 #include "errors.h"
+#include "md_code.h"
 
 #define NAME_MAX_BYTES 100        /* Discord: 32 for a username, 32 for a display name */
 #define RETRY_MS (60 * 1000)
@@ -141,6 +142,14 @@ size_t dg_agent_names_mentioned(dg_agent_names *n, const char *content, unsigned
 {
     if (!n || !content || !strchr(content, '@'))
         return 0;
+    /* Discord pings nobody for "@name" in code: look at the rest only. */
+    char *plain = NULL;
+    if (strchr(content, '`')) {
+        if (!(plain = strdup(content)))
+            return 0;
+        dg_md_blank_code(plain);
+        content = plain;
+    }
     size_t found = 0;
     pthread_mutex_lock(&n->mu);
     for (size_t i = 0; i < n->n; i++) {
@@ -152,5 +161,6 @@ size_t dg_agent_names_mentioned(dg_agent_names *n, const char *content, unsigned
         }
     }
     pthread_mutex_unlock(&n->mu);
+    free(plain);
     return found;
 }

@@ -39,8 +39,9 @@ void dg_agent_names_refresh(dg_agent_names *n, dg_plugin *p, int64_t now_ms);
 /*
  * hit[i] = 1 for each agent i whose known name appears in content as a
  * mention: "@name" not preceded by a letter, digit or '_' and not followed
- * by one; others left as they are. hit has n_agents entries. Returns the
- * number of agents set. Any thread.
+ * by one, and not inside code (md_code.h: Discord pings nobody there);
+ * others left as they are. hit has n_agents entries. Returns the number
+ * of agents set (0 when out of memory). Any thread.
  */
 size_t dg_agent_names_mentioned(dg_agent_names *n, const char *content, unsigned char *hit);
 

@@ -23,6 +23,7 @@
 #include "secret_shape.h"
 #include "paths.h"
 #include "state_dir.h"
+#include "store.h"
 
 #define DEFAULT_API_BASE "https://discord.com/api/v10"
 
@@ -444,6 +445,10 @@ static int parse_all(const json_t *json, dg_config *c, char *err, size_t err_len
                     "\"thread\" (it overrides \"sessionPolicy\"); unset it or fix its value");
 
     if ((rc = get_string(json, "dbPath", "dbPath", 0, &c->db_path, err, err_len)))
+        return rc;
+    /* Before it is made absolute: "<config folder>/:memory:" would be a file
+     * of that odd name, and the store could no longer tell. */
+    if (c->db_path && (rc = dg_store_db_path_check(c->db_path, err, err_len)))
         return rc;
     if ((rc = parse_store(json, c, err, err_len)))
         return rc;

@@ -56,6 +56,7 @@ const char *const dg_schema_steps[] = {
     dg_schema_v14_mark_snapshots,
     dg_schema_v15_plain_marks,
     dg_schema_v16_member_standing,
+    dg_schema_v17_command_hints,
 };
 const int dg_schema_nsteps = (int)(sizeof dg_schema_steps / sizeof dg_schema_steps[0]);
 
@@ -261,6 +262,18 @@ static int is_memory_path(const char *path)
     return strstr(path, ":memory:") != NULL || strcasestr(path, "mode=memory") != NULL;
 }
 
+int dg_store_db_path_check(const char *path, char *err, size_t err_len)
+{
+    if (!path || !*path)
+        return dg_fail(err, err_len, OC_ERR_INVALID, "store: dbPath is empty; set it to a file path");
+    if (is_memory_path(path))
+        return dg_fail(err, err_len, OC_ERR_INVALID,
+                       "store: dbPath %s is an in-memory database; dirigent keeps turns, "
+                       "discussions and owed messages across restarts only in a file: set dbPath "
+                       "to a file path", path);
+    return OC_OK;
+}
+
 /* Run the steps from `from` to the current version in one transaction. */
 static int migrate(sqlite3 *db, const char *path, int app_id, int *opened, char *err,
                    size_t err_len)
@@ -391,13 +404,9 @@ int dg_store_open(const char *path, dg_store **out, char *err, size_t err_len)
     *out = NULL;
     if (dg_store_is_url(path))
         return open_url(path, out, err, err_len);
-    if (!path || !*path)
-        return dg_fail(err, err_len, OC_ERR_INVALID, "store: dbPath is empty; set it to a file path");
-    if (is_memory_path(path))
-        return dg_fail(err, err_len, OC_ERR_INVALID,
-                       "store: dbPath %s is an in-memory database; dirigent keeps turns, "
-                       "discussions and owed messages across restarts only in a file: set dbPath "
-                       "to a file path", path);
+    int rc0 = dg_store_db_path_check(path, err, err_len);
+    if (rc0 != OC_OK)
+        return rc0;
     struct stat sb;
     int existed = stat(path, &sb) == 0;
 

@@ -47,6 +47,13 @@ int dg_store_schema_version(void);
  */
 int dg_store_open(const char *path, dg_store **out, char *err, size_t err_len);
 
+/* OC_OK when path (dbPath as given, before it is made absolute) can be
+ * the SQLite file; OC_ERR_INVALID with a sentence in err when it is empty
+ * or names an in-memory database (":memory:", "file::memory:",
+ * "mode=memory"), which would lose every turn, discussion and owed message
+ * at a restart. Config validation and dg_store_open both ask. Any thread. */
+int dg_store_db_path_check(const char *path, char *err, size_t err_len);
+
 /* 1 when path names a PostgreSQL database (postgresql:// or postgres://),
  * the test dg_store_open makes (dirigent-ctl sorts --store-url with it). */
 int dg_store_is_url(const char *path);

@@ -266,6 +266,7 @@ extern const char dg_schema_v13_marked_transitions[];
 extern const char dg_schema_v14_mark_snapshots[];
 extern const char dg_schema_v15_plain_marks[];
 extern const char dg_schema_v16_member_standing[];
+extern const char dg_schema_v17_command_hints[];
 
 /* The text store_pg.c runs (translated) for dg_schema_steps[v]: the same
  * one but where PostgreSQL does a step another way (v11 alters a CHECK

@@ -1,5 +1,5 @@
 /*
- * store_turns.c -- all SQL of the turn manager, and its schema (v2, v6).
+ * store_turns.c -- all SQL of the turn manager, and its schema (v2, v6, v14-v17).
  *
  * Tables are WITHOUT ROWID on their natural keys: one b-tree per table, so
  * an ingest touches as few pages as possible (the benchmark compares it
@@ -126,6 +126,18 @@ const char dg_schema_v15_plain_marks[] =
 const char dg_schema_v16_member_standing[] =
     "ALTER TABLE turn_members ADD COLUMN standing INTEGER NOT NULL DEFAULT 1"
     " CHECK (standing BETWEEN 0 AND 4);";
+
+/*
+ * Migration v16 -> v17: when the moderator last posted the hint for a
+ * mistyped `!dirigent` in a channel, so the hour between two hints holds
+ * across a restart and across gateways sharing the store. One row per
+ * channel that ever got one.
+ */
+const char dg_schema_v17_command_hints[] =
+    "CREATE TABLE turn_command_hints ("
+    "  channel_id TEXT PRIMARY KEY,"
+    "  at_ms INTEGER NOT NULL"
+    ") WITHOUT ROWID;";
 
 void dg_turn_channel_row_clear(dg_turn_channel_row *r)
 {
@@ -1230,4 +1242,37 @@ int dg_store_turns_count(dg_store *st, const char *what, long *out)
         *out = (long)dg_col_int64(s, 0);
     dg_reset(s);
     return rc;
+}
+
+static const char SQL_HINT_LAST[] = "SELECT at_ms FROM turn_command_hints WHERE channel_id = ?";
+static const char SQL_HINT_PUT[] =
+    "INSERT INTO turn_command_hints (channel_id, at_ms) VALUES (?1, ?2)"
+    " ON CONFLICT (channel_id) DO UPDATE SET at_ms = ?2";
+
+int dg_store_turns_hint_claim(dg_store *st, const char *channel_id, int64_t now_ms,
+                              int64_t cooldown_ms, int *claimed)
+{
+    *claimed = 0;
+    dg_stmt *s = dg_store_stmt(st, SQL_HINT_LAST);
+    if (!s)
+        return OC_ERR_IO;
+    dg_store_bind_text(s, 1, channel_id);
+    int rc = dg_step(s);
+    /* A clock set back (a last hint "in the future") waits too. */
+    int due = rc == DG_DONE ||
+              (rc == DG_ROW && (now_ms - dg_col_int64(s, 0) >= cooldown_ms ||
+                                dg_col_int64(s, 0) > now_ms + cooldown_ms));
+    dg_reset(s);
+    if (rc != DG_ROW && rc != DG_DONE)
+        return OC_ERR_IO;
+    if (!due)
+        return OC_OK;
+    if (!(s = dg_store_stmt(st, SQL_HINT_PUT)))
+        return OC_ERR_IO;
+    dg_store_bind_text(s, 1, channel_id);
+    dg_bind_int64(s, 2, now_ms);
+    if ((rc = done(s)))
+        return rc;
+    *claimed = 1;
+    return OC_OK;
 }

@@ -1,5 +1,5 @@
 /*
- * store_turns.h -- the SQL of the turn manager (schema slots v2, v6, v14, v15).
+ * store_turns.h -- the SQL of the turn manager (schema slots v2, v6, v14, v15, v16).
  *
  * Tables:
  *   turn_channels  one row per channel: mode (normal/discussion/closed),
@@ -19,6 +19,8 @@
  *                  transition, no state), written by a store alone on its
  *                  file: three columns, the size of a bare insert. A mark
  *                  is in one of the two tables; every check reads both.
+ *   turn_command_hints (schema v16) per channel, when the moderator last
+ *                  hinted at a mistyped `!dirigent` (its cooldown).
  *   turn_runs      (schema slot v6) agent_end runs already handled:
  *                  (session key, runId), so a replayed agent_end (same
  *                  runId, e.g. a host resuming after a crash) is ignored.
@@ -72,6 +74,12 @@ void dg_turn_channel_row_clear(dg_turn_channel_row *r);
 /* Channel row of channel_id with its members. OC_ERR_NOT_FOUND when none
  * (then *out is zeroed: a normal channel without members). */
 int dg_store_turns_channel_load(dg_store *st, const char *channel_id, dg_turn_channel_row *out);
+
+/* The command hint of channel_id is due at now_ms when none was posted
+ * there within cooldown_ms: then it is recorded as posted now and
+ * *claimed is 1; else nothing changes and *claimed is 0. */
+int dg_store_turns_hint_claim(dg_store *st, const char *channel_id, int64_t now_ms,
+                              int64_t cooldown_ms, int *claimed);
 
 /* Insert or update the channel row (members untouched). */
 int dg_store_turns_channel_save(dg_store *st, const char *channel_id, dg_channel_mode mode,

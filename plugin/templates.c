@@ -44,6 +44,7 @@ static const struct {
     KNOWN(agentMessages), KNOWN(maxBytes), KNOWN(error), KNOWN(reason),
     KNOWN(summaryTemplate), KNOWN(summaryPreview), KNOWN(sessions), KNOWN(failed),
     KNOWN(agent), KNOWN(outOfOrder),
+    KNOWN(command), KNOWN(suggestion),
 };
 #undef KNOWN
 #define N_KNOWN (sizeof placeholders / sizeof placeholders[0])
@@ -105,10 +106,13 @@ static const struct {
                    "summaryPath"},
     {"wrapup.md", "discussGuide initiatorMention discussionChannel originChannel status "
                   "summaryPath"},
+    {"command_hint.md", "command"},
     {"session_model_channel.md", ""},
     {"session_model_thread.md", ""},
     /* Replies to `!dirigent` commands (after the reply prefix). */
     {"admin_help.md", ""},
+    {"admin_unknown.md", "command"},
+    {"admin_unknown_suggest.md", "command suggestion"},
     {"admin_closed.md", ""},
     {"admin_rest.md", ""},
     {"admin_wake.md", "agentMention"},
@@ -293,7 +297,8 @@ static int read_override(int dirfd, const char *dir, const char *name, char **ou
 static int is_moderator_message(const char *name)
 {
     static const char *const names[] = {"kickoff.md", "idle.md", "closed.md", "result.md",
-                                        "rest.md", "timeout.md", "wrapup.md"};
+                                        "rest.md", "timeout.md", "wrapup.md",
+                                        "command_hint.md"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(names[i], name) == 0)
             return 1;

@@ -55,6 +55,9 @@ typedef struct dg_tpl_vars {
     /* `!dirigent order | add | remove`. */
     const char *agent;              /* agent id the command acted on */
     const char *outOfOrder;         /* agents out of the order with why, or "none" */
+    /* A mistyped `!dirigent` subcommand, and the known one nearest to it. */
+    const char *command;            /* the word as typed (no backticks) */
+    const char *suggestion;         /* a known subcommand, e.g. "status" */
 } dg_tpl_vars;
 
 /* Load the embedded set, then overrides from dir (may be NULL); validate all
@@ -82,7 +85,7 @@ char *dg_templates_render_trim(const dg_templates *t, const char *name, const dg
  * A templatesDir file named *.md that is not a built-in template name is
  * refused at load (a typo would otherwise pass silently); other files are
  * ignored. A moderator message (kickoff, idle, closed, result, rest, timeout,
- * wrapup, admin_*) that is
+ * wrapup, command_hint, admin_*) that is
  * empty or only white space is refused at load too (it could never be
  * posted); the session-model texts may be blank. An override must be a regular file (symlinks to one are fine:
  * the folder is operator config, not agent input).

@@ -63,7 +63,9 @@ int dg_turn_view_load(dg_store *st, const dg_config *cfg, const dg_scope *sc, in
     } else
         out->has_state = 1;
     dg_turn_expire(&out->state, &x, now_ms, NULL);
-    out->speaker = out->state.active ? dg_turn_speaker(&out->state, &x) : DG_NOBODY;
+    /* A closed channel keeps the state it had, but nobody speaks there. */
+    out->speaker = out->mode != DG_MODE_CLOSED && out->state.active
+                       ? dg_turn_speaker(&out->state, &x) : DG_NOBODY;
     out->condition = out->mode == DG_MODE_CLOSED ? "closed"
                    : out->state.active ? "speaking"
                    : out->state.rested ? "resting" : "dormant";

@@ -21,7 +21,7 @@ typedef struct dg_turn_view {
     size_t n_members;
     uint64_t present;         /* members that are configured agents */
     dg_turn_state state;      /* timeouts applied up to now */
-    int speaker;              /* position or DG_NOBODY */
+    int speaker;              /* position, or DG_NOBODY (always in a closed channel) */
     const char *condition;    /* static: "speaking", "dormant", "resting", "closed" */
 } dg_turn_view;
 

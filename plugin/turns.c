@@ -6,6 +6,8 @@
  */
 #include "turns.h"
 
+#include "edit_distance.h"
+
 #include <ctype.h>
 #include <string.h>
 #include <strings.h>
@@ -506,36 +508,128 @@ int dg_turn_may_send(const dg_turn_state *s, const dg_turn_ctx *c, int pos, int6
 
 /* ---- admin commands ---------------------------------------------------------- */
 
-dg_admin_cmd dg_admin_parse(const char *content)
+/* The subcommands: the parser and the suggestion for a mistyped one both
+ * read this table, so a command added here is suggested too. */
+static const struct {
+    const char *word;
+    dg_admin_cmd cmd;
+} admin_subs[] = {{"status", DG_ADMIN_STATUS}, {"rest", DG_ADMIN_REST},
+                  {"wake", DG_ADMIN_WAKE}, {"skip", DG_ADMIN_SKIP},
+                  {"close", DG_ADMIN_CLOSE}, {"rotate", DG_ADMIN_ROTATE},
+                  {"cancel", DG_ADMIN_CANCEL}, {"help", DG_ADMIN_HELP},
+                  {"order", DG_ADMIN_ORDER}, {"add", DG_ADMIN_ADD},
+                  {"remove", DG_ADMIN_REMOVE}};
+#define N_ADMIN_SUBS (sizeof admin_subs / sizeof admin_subs[0])
+
+/* The subcommand word of a `!dirigent` command: *word and its length (0:
+ * none); -1 when content is no `!dirigent` command. */
+static int admin_word(const char *content, const char **word, size_t *len)
 {
     static const char CMD[] = "!dirigent";
     const char *s = content;
     if (!s)
-        return DG_ADMIN_NONE;
+        return -1;
     while (isspace((unsigned char)*s))
         s++;
     if (*s != '!' || strncasecmp(s, CMD, sizeof CMD - 1) != 0)
-        return DG_ADMIN_NONE;
+        return -1;
     s += sizeof CMD - 1;
     if (*s && !isspace((unsigned char)*s))
-        return DG_ADMIN_NONE; /* "!dirigentfoo" is just text */
+        return -1; /* "!dirigentfoo" is just text */
     while (isspace((unsigned char)*s))
         s++;
     size_t n = 0;
     while (s[n] && !isspace((unsigned char)s[n]))
         n++;
-    static const struct {
-        const char *word;
-        dg_admin_cmd cmd;
-    } subs[] = {{"status", DG_ADMIN_STATUS}, {"rest", DG_ADMIN_REST},
-                {"wake", DG_ADMIN_WAKE}, {"skip", DG_ADMIN_SKIP},
-                {"close", DG_ADMIN_CLOSE}, {"rotate", DG_ADMIN_ROTATE},
-                {"cancel", DG_ADMIN_CANCEL}, {"order", DG_ADMIN_ORDER},
-                {"add", DG_ADMIN_ADD}, {"remove", DG_ADMIN_REMOVE}};
-    for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
-        if (n == strlen(subs[i].word) && strncasecmp(s, subs[i].word, n) == 0)
-            return subs[i].cmd;
-    return DG_ADMIN_HELP;
+    *word = s;
+    *len = n;
+    return 0;
+}
+
+dg_admin_cmd dg_admin_parse(const char *content)
+{
+    const char *s;
+    size_t n;
+    if (admin_word(content, &s, &n) < 0)
+        return DG_ADMIN_NONE;
+    if (!n)
+        return DG_ADMIN_HELP;
+    for (size_t i = 0; i < N_ADMIN_SUBS; i++)
+        if (n == strlen(admin_subs[i].word) && strncasecmp(s, admin_subs[i].word, n) == 0)
+            return admin_subs[i].cmd;
+    return DG_ADMIN_UNKNOWN;
+}
+
+const char *dg_admin_suggest(const char *content, char *word, size_t word_len)
+{
+    const char *s;
+    size_t n;
+    if (word && word_len)
+        word[0] = '\0';
+    if (admin_word(content, &s, &n) < 0 || !n)
+        return NULL;
+    if (word && word_len) {
+        size_t k = 0;
+        /* Shown in backticks: a backtick of the text would end them. */
+        for (size_t i = 0; i < n && k + 1 < word_len; i++)
+            if (s[i] != '`')
+                word[k++] = s[i];
+        word[k] = '\0';
+    }
+    const char *best = NULL;
+    size_t best_d = (size_t)-1;
+    for (size_t i = 0; i < N_ADMIN_SUBS; i++) {
+        const char *w = admin_subs[i].word;
+        /* A word that starts a command ("stat") beats any typo. */
+        int prefix = n >= 2 && n < strlen(w) && strncasecmp(s, w, n) == 0;
+        size_t d = prefix ? 0 : dg_edit_distance(s, n, w, strlen(w));
+        if (d <= DG_ADMIN_SUGGEST_MAX && d < best_d) {
+            best = w;
+            best_d = d;
+        }
+    }
+    return best;
+}
+
+int dg_admin_near_miss(const char *content, char *fix, size_t fix_len)
+{
+    static const char CMD[] = "!dirigent";
+    const char *s = content;
+    if (fix && fix_len)
+        fix[0] = '\0';
+    if (!s)
+        return 0;
+    while (isspace((unsigned char)*s))
+        s++;
+    size_t n = 0;
+    while (s[n] && !isspace((unsigned char)s[n]))
+        n++;
+    /* "!dirigentfoo" is one word that starts right: text, not a typo. */
+    if (*s != '!' || strncasecmp(s, CMD, sizeof CMD - 1) == 0)
+        return 0;
+    size_t d = dg_edit_distance(s, n, CMD, sizeof CMD - 1);
+    if (d < 1 || d > DG_ADMIN_NEAR_MISS_MAX)
+        return 0;
+    if (!fix || !fix_len)
+        return 1;
+    /* What was meant: the command word mended, its subcommand too when
+     * it is one or close to one. */
+    char mended[80];
+    const char *sub = s + n;
+    while (isspace((unsigned char)*sub))
+        sub++;
+    size_t k = 0;
+    while (sub[k] && !isspace((unsigned char)sub[k]))
+        k++;
+    snprintf(mended, sizeof mended, "%s %.*s", CMD, (int)(k < 40 ? k : 40), sub);
+    const char *known = NULL;
+    for (size_t i = 0; k && i < N_ADMIN_SUBS; i++)
+        if (k == strlen(admin_subs[i].word) && strncasecmp(sub, admin_subs[i].word, k) == 0)
+            known = admin_subs[i].word;
+    if (k && !known)
+        known = dg_admin_suggest(mended, NULL, 0);
+    snprintf(fix, fix_len, "%s%s%s", CMD, known ? " " : "", known ? known : "");
+    return 1;
 }
 
 int dg_admin_arg(const char *content, char *buf, size_t len)

@@ -223,7 +223,7 @@ int dg_turn_await_wake(dg_turn_state *s, const dg_turn_ctx *c, int pos);
 
 typedef enum dg_admin_cmd {
     DG_ADMIN_NONE = 0,       /* not a `!dirigent` command */
-    DG_ADMIN_HELP = 1,       /* `!dirigent` with no or an unknown subcommand */
+    DG_ADMIN_HELP = 1,       /* `!dirigent` alone or `!dirigent help` */
     DG_ADMIN_STATUS = 2,
     DG_ADMIN_REST = 3,
     DG_ADMIN_WAKE = 4,
@@ -233,7 +233,8 @@ typedef enum dg_admin_cmd {
     DG_ADMIN_CANCEL = 8,     /* `!dirigent cancel`: the speaker's run is aborted (ABI 1.1) */
     DG_ADMIN_ORDER = 9,      /* `!dirigent order`: the channel's turn order, who is out */
     DG_ADMIN_ADD = 10,       /* `!dirigent add <@agent>`: into the order (back) */
-    DG_ADMIN_REMOVE = 11     /* `!dirigent remove <@agent>`: out of the order until `add` */
+    DG_ADMIN_REMOVE = 11,    /* `!dirigent remove <@agent>`: out of the order until `add` */
+    DG_ADMIN_UNKNOWN = 12    /* `!dirigent <word>` with a word that is no subcommand */
 } dg_admin_cmd;
 
 /* Every moderator reply to an admin command starts with this, so its echo
@@ -242,13 +243,43 @@ typedef enum dg_admin_cmd {
 
 /* The command in content (may be NULL): trimmed, it starts with
  * `!dirigent` (any case) followed by the end or white space; the next word
- * (any case) is the subcommand. DG_ADMIN_NONE for anything else. */
+ * (any case) is the subcommand: DG_ADMIN_HELP when there is none,
+ * DG_ADMIN_UNKNOWN when it is no subcommand. DG_ADMIN_NONE for anything
+ * else. */
 dg_admin_cmd dg_admin_parse(const char *content);
 
 /* The first word after the subcommand of a `!dirigent` command (e.g. the
  * summaryPath of `close`), copied into buf (NUL-terminated); 0 when there
  * is none, -1 when it does not fit in len. Any thread. */
 int dg_admin_arg(const char *content, char *buf, size_t len);
+
+/* How far a mistyped subcommand may be from a known one (edit distance)
+ * for the reply to suggest it. */
+#define DG_ADMIN_SUGGEST_MAX 2
+
+/* For a `!dirigent` command whose subcommand is unknown: the subcommand as
+ * typed is copied into word (truncated to word_len, backticks dropped, so
+ * it can be shown in a code span; may be NULL), and the known subcommand
+ * nearest to it is returned (static text) when it is within
+ * DG_ADMIN_SUGGEST_MAX edits or the word starts it (2 letters or more);
+ * NULL otherwise. Any thread. */
+const char *dg_admin_suggest(const char *content, char *word, size_t word_len);
+
+/* How far the first word of a message may be from `!dirigent` (edit
+ * distance, case ignored) to read as a mistyped command. */
+#define DG_ADMIN_NEAR_MISS_MAX 2
+
+/* The moderator hints at a mistyped `!dirigent` at most once per channel
+ * in this long (the time is kept in the store: a restart keeps it). */
+#define DG_ADMIN_HINT_COOLDOWN_MS ((int64_t)3600 * 1000)
+
+/* 1 when content (may be NULL) starts with a mistyped `!dirigent`: a first
+ * word that starts with '!', is 1 to DG_ADMIN_NEAR_MISS_MAX edits from it
+ * and does not start with `!dirigent` itself ("!dirigentfoo" is text).
+ * Then fix (may be NULL) gets the command meant: "!dirigent", plus the
+ * subcommand when the next word is one or close to one ("!dirignet stauts"
+ * -> "!dirigent status"). 0 otherwise. Any thread. */
+int dg_admin_near_miss(const char *content, char *fix, size_t fix_len);
 
 /* `rest`: dormant now, with nothing pending (hand-off, open mention, the
  * finished speaker's send permit), so no reminder or timeout wakes it. */

@@ -74,6 +74,7 @@ static const char *admin_cmd_name(dg_admin_cmd cmd)
     case DG_ADMIN_ORDER: return "order";
     case DG_ADMIN_ADD: return "add";
     case DG_ADMIN_REMOVE: return "remove";
+    case DG_ADMIN_UNKNOWN: return "(unknown)";
     case DG_ADMIN_NONE: break;
     }
     return "none";
@@ -211,7 +212,8 @@ static void admin_status(const dg_turns *t, const scope_rec *r, const dg_turn_st
         .scope = dg_scope_label(&r->scope, label),
         .mode = dg_channel_mode_name(c->mode),
         .turnOrder = order.s,
-        .speaker = !st->active ? (st->rested ? "resting (loop guard)" : "dormant")
+        .speaker = c->mode == DG_MODE_CLOSED ? "none (closed)"
+                 : !st->active ? (st->rested ? "resting (loop guard)" : "dormant")
                  : sp != DG_NOBODY ? c->members[sp] : "nobody eligible",
         .passed = passed.s,
         .agentMessages = msgs,
@@ -293,7 +295,18 @@ int admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, int64_
     reply_buf b = {0};
     const char *mention = NULL;
     int changes = 0;
-    if (cmd == DG_ADMIN_STATUS) {
+    if (cmd == DG_ADMIN_UNKNOWN) {
+        /* Whatever the channel's mode: the typo is the news, not the state. */
+        char word[33];
+        const char *near = dg_admin_suggest(m->content, word, sizeof word);
+        dg_tpl_vars v = {.command = word, .suggestion = near};
+        reply_tpl(t, &b, near ? "admin_unknown_suggest.md" : "admin_unknown.md", &v);
+        char *help = t->p->templates
+            ? dg_templates_render_trim(t->p->templates, "admin_help.md", &v) : NULL;
+        reply_add(&b, "\n");
+        reply_add(&b, help);
+        free(help);
+    } else if (cmd == DG_ADMIN_STATUS) {
         dg_turn_state view = r->st;
         if (c->mode != DG_MODE_CLOSED)
             dg_turn_expire(&view, &x, now, NULL); /* what a decision now would see */

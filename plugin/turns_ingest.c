@@ -5,6 +5,7 @@
  * command goes to turns_admin.c. Records and locking: turns_int.h,
  * turns_engine.c.
  */
+#include "md_code.h"
 #include "snowflake.h"
 #include "turns_int.h"
 
@@ -44,6 +45,19 @@ static int is_bare_mention(const char *s)
     return any;
 }
 
+/* 1 when "<@uid>" (or "<@!uid>") is written in content but only inside
+ * code (plain: content with its code blanked): a host that reads mentions
+ * off the text (the bridge) lists it, Discord pings nobody there. */
+static int mention_only_in_code(const char *content, const char *plain, const char *uid)
+{
+    char at[48], at_bang[48];
+    if (!plain || !uid || snprintf(at, sizeof at, "<@%s>", uid) >= (int)sizeof at)
+        return 0;
+    snprintf(at_bang, sizeof at_bang, "<@!%s>", uid);
+    return (strstr(content, at) || strstr(content, at_bang)) && !strstr(plain, at) &&
+           !strstr(plain, at_bang);
+}
+
 static int closed_notice(dg_turns *t, chan_rec *c, const dg_turn_message *m, dg_sender_kind kind,
                          int64_t now, int *kick)
 {
@@ -80,6 +94,29 @@ static int closed_notice(dg_turns *t, chan_rec *c, const dg_turn_message *m, dg_
     return rc;
 }
 
+/* A human's message that starts with a mistyped `!dirigent` ("!dirignet
+ * status"): the moderator says what was meant, once per channel per
+ * DG_ADMIN_HINT_COOLDOWN_MS. The message itself stays an ordinary one (it
+ * may be meant for the agents too); the hint is extra. */
+static int command_hint(dg_turns *t, const chan_rec *c, const dg_turn_message *m, int64_t now,
+                        int *kick)
+{
+    char fix[64];
+    if (!m->content || !dg_admin_near_miss(m->content, fix, sizeof fix))
+        return OC_OK;
+    int claimed = 0;
+    int rc = dg_store_turns_hint_claim(t->p->store, c->id, now, DG_ADMIN_HINT_COOLDOWN_MS,
+                                       &claimed);
+    if (rc || !claimed)
+        return rc;
+    dg_log(t->p, OC_LOG_INFO, "turns: message %s in channel %s starts like a mistyped "
+           "!dirigent; the moderator hints at `%s` (in this channel at most once an hour); the "
+           "message counts as an ordinary one", m->message_id ? m->message_id : "(no id)",
+           c->id, fix);
+    dg_tpl_vars v = {.command = fix};
+    const char *post = (m->thread_id && *m->thread_id) ? m->thread_id : c->id;
+    return render_and_enqueue(t, "command_hint.md", &v, post, NULL, now, kick, NULL, 0);
+}
 
 /* The scope the runs of session rs are decided in (session_prepare) and
  * rs's member position there; *out NULL when rs's agent is no member of
@@ -209,6 +246,8 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
                "its sender %s is not in `admins`; it is not run as a command (an ordinary "
                "message)", m->message_id ? m->message_id : "(no id)", m->channel_id,
                m->sender_id);
+    if (kind == DG_SENDER_HUMAN && (rc = command_hint(t, c, m, now, kick)))
+        return rc;
     if (c->mode == DG_MODE_CLOSED)
         return closed_notice(t, c, m, kind, now, kick);
 
@@ -230,7 +269,15 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
         return rc;
     uint64_t mentions = 0;
     if (kind == DG_SENDER_HUMAN) {
+        char *plain = NULL;
+        if (m->n_mentions && m->content && strchr(m->content, '`')) {
+            if (!(plain = strdup(m->content)))
+                return OC_ERR_NOMEM;
+            dg_md_blank_code(plain);
+        }
         for (size_t i = 0; i < m->n_mentions; i++) {
+            if (mention_only_in_code(m->content, plain, m->mentions[i]))
+                continue;
             const dg_agent_cfg *a = dg_config_agent_by_user(&t->p->cfg, m->mentions[i]);
             /* A configured agent a human asks by name enters the channel's
              * order even before it was seen there (the first message of a
@@ -238,11 +285,14 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
              * to receive the channel: if it cannot, it leaves again
              * (drop_unreachable_speaker, the turn timeout). */
             int mp = DG_NOBODY;
-            if (a && (rc = member_ensure(t, c, a->agent_id, DG_MEMBER_NEW, now, &mp)))
+            if (a && (rc = member_ensure(t, c, a->agent_id, DG_MEMBER_NEW, now, &mp))) {
+                free(plain);
                 return rc;
+            }
             if (mp != DG_NOBODY)
                 mentions |= (uint64_t)1 << mp;
         }
+        free(plain);
         /* Mentions the host rendered as text ("@name"). */
         size_t n_agents = t->p->cfg.n_agents;
         unsigned char *hit = n_agents && m->content && strchr(m->content, '@')

@@ -88,14 +88,15 @@ done
 # Each moderator message exactly once: no nonce twice among its messages.
 demo_count_moderator
 echo "  moderator messages      $mods (duplicate nonces: $dups)"
-# The archive index (discussion.archiveChannelId): a channel no agent sees.
-# Shown here, after the transcript: its line is queued with the close, so
-# its place among #work's lines would depend on timing. ocgw --expect has
-# checked it above (demo/story.json, channel $ARCHIVE).
-curl -sf "$BASE/_fake/messages?channel=$ARCHIVE" >"$RUN/archive.json" || echo '[]' >"$RUN/archive.json"
-echo
-echo "== the archive index (channel $ARCHIVE, discussion.archiveChannelId) =="
-grep -o '"content":"[^"]*"' "$RUN/archive.json" | sed 's/^"content":"/  /; s/"$//'
+# The gateway's count (its totals, above) is of the same messages: every
+# channel the moderator writes is one the gateway serves or watches (the
+# archive index, discussion.archiveChannelId, is watched: its line is in
+# the transcript where it was posted).
+gwmods=$(sed -n 's/^  moderator messages *\([0-9][0-9]*\)$/\1/p' "$RUN/transcript.txt" | tail -n 1)
+if [ "$rc" -eq 0 ] && [ "${gwmods:-x}" != "$mods" ]; then
+    echo "demo: the gateway counted ${gwmods:-no} moderator messages, the fake Discord $mods" >&2
+    rc=1
+fi
 echo
 echo "state database (plugin):  $RUN/state/dirigent.db"
 echo "gateway state:            $RUN/state/ocgw-state.json, $RUN/state/sessions.json"
@@ -121,6 +122,7 @@ cat >"$RUN/playground.env" <<ENV
 PG_URL=$URL
 PG_WORK=$WORK
 PG_DISCUSSION=$DISC
+PG_ARCHIVE=$ARCHIVE
 PG_MOD=$MOD
 PG_PLANNER=$PLANNER
 PG_REVIEWER=$REVIEWER
@@ -128,18 +130,35 @@ PG_CODER=$CODER
 PG_ALICE_TOKEN=$DEMO_ALICE_TOKEN
 ENV
 cp scripts/demo-post.sh "$RUN/post" && chmod +x "$RUN/post"
-"$B/ocgw" --config demo/host.json $VERBOSE 2>>"$RUN/ocgw.log" &
+# The playground's config: demo/host.json with every agent in #work (the
+# story keeps planner alone there), so a question typed there gets one
+# answer and the others are visibly claimed. Scenario paths made absolute:
+# the file lives in the run folder.
+sed -e 's|"agents": \["planner"\] }|"agents": ["planner", "reviewer", "coder"] }|' \
+    -e "s|\"scenario\": \"scenarios/|\"scenario\": \"$(pwd)/demo/scenarios/|" \
+    demo/host.json >"$RUN/playground.json"
+grep -q '"agents": \["planner", "reviewer", "coder"\]' "$RUN/playground.json" ||
+    { echo "demo: could not put every agent in #work for the playground ($RUN/playground.json)" >&2; exit 1; }
+"$B/ocgw" --config "$RUN/playground.json" $VERBOSE 2>>"$RUN/ocgw.log" &
 GW=$!
 echo $GW >"$RUN/ocgw.pid"
+# The turn manager learns a channel's order as its agents are seen there:
+# one message in #work makes reviewer and coder known, so the first
+# question typed there already gets a single answer.
+"$RUN/post" work '!dirigent status' ||
+    echo "demo: the playground's first message to #work was not posted; the first question there may get more than one answer" >&2
 echo
 echo "demo: OK: ${value:-no value line in the transcript}"
 echo
 echo "== playground: the fake Discord ($URL) and the gateway keep running =="
-echo "From another terminal, post as alice (the human, an admin of the plugin):"
+echo "#work now has all three agents. From another terminal, post as alice (the human, an"
+echo "admin of the plugin):"
+echo "  $RUN/post work 'what would you change first?'   # one agent answers, the others are claimed"
 echo "  $RUN/post work '@planner please design how a discussion ends'   # a new discussion, live"
 echo "  $RUN/post work '!dirigent status'"
-echo "  $RUN/post discussion '!dirigent status'"
+echo "  $RUN/post discussion '!dirigent status'      # the story's discussion (discussion-1)"
 echo "  $RUN/post discussion 'anyone here?'          # closed: the moderator's notice"
+echo "  $RUN/post discussion-2 'hello'               # the next discussion opened; or a channel id"
 echo "What happens shows below. Stop both with Ctrl-C here, or: kill $$"
 echo "(the fake Discord's control API, e.g. $BASE/_fake/messages, is in demo/README.md)"
 echo "playground ready"

@@ -352,7 +352,7 @@ START_TEST(test_unknown_or_missing_subcommand_lists_the_commands)
     dg_turn_state before = peek(CH1, NULL);
     admin_says(CH1, NULL, "!dirigent", NULL);
     expect_last_reply(1, CH1, HELP, "");
-    admin_says(CH1, NULL, "!Dirigent sleep now", NULL);
+    admin_says(CH1, NULL, "!Dirigent help", NULL);
     expect_last_reply(2, CH1, HELP, "");
     dg_turn_state after = peek(CH1, NULL);
     assert_same(&before, &after);
@@ -364,6 +364,71 @@ START_TEST(test_unknown_or_missing_subcommand_lists_the_commands)
     ck_assert_uint_eq(n, 2);
     dg_outbox_rows_free(rows, n);
     ck_assert_int_eq(peek(CH1, NULL).msg_seq, before.msg_seq + 2);
+}
+END_TEST
+
+/* An unknown subcommand is named, the nearest known one suggested when it
+ * is close, and the commands listed; nothing changes. */
+START_TEST(test_unknown_subcommand_says_so_and_suggests)
+{
+    static const char LIST[] = "\ncommands: `!dirigent status`";
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "hello");
+    dg_turn_state before = peek(CH1, NULL);
+    const struct {
+        const char *text, *want;
+    } cases[] = {
+        {"!dirigent stauts", "Dirigent (admin): unknown command `stauts`; did you mean "
+                             "`status`?"},
+        {"!DIRIGENT Staus now", "Dirigent (admin): unknown command `Staus`; did you mean "
+                                "`status`?"},
+        {"!dirigent wak", "Dirigent (admin): unknown command `wak`; did you mean `wake`?"},
+        {"!dirigent rot", "Dirigent (admin): unknown command `rot`; did you mean `rotate`?"},
+        {"!dirigent cancle", "Dirigent (admin): unknown command `cancle`; did you mean "
+                             "`cancel`?"},
+        {"!dirigent hepl", "Dirigent (admin): unknown command `hepl`; did you mean `help`?"},
+        {"!dirigent frobnicate", "Dirigent (admin): unknown command `frobnicate`."},
+        {"!dirigent `x`yz", "Dirigent (admin): unknown command `xyz`."},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        admin_says(CH1, NULL, cases[i].text, NULL);
+        size_t n;
+        dg_outbox_row *rows = outbox(&n);
+        ck_assert_uint_eq(n, i + 1);
+        const char *got = rows[n - 1].content;
+        size_t w = strlen(cases[i].want);
+        ck_assert_msg(strncmp(got, cases[i].want, w) == 0, "%s: got \"%s\"", cases[i].text,
+                      got);
+        ck_assert_msg(strncmp(got + w, LIST, strlen(LIST)) == 0, "%s: no command list in "
+                      "\"%s\"", cases[i].text, got);
+        ck_assert_str_eq(got + w + 1, HELP + strlen("Dirigent (admin): "));
+        ck_assert_str_eq(rows[n - 1].mentions, "");
+        dg_outbox_rows_free(rows, n);
+    }
+    dg_turn_state after = peek(CH1, NULL);
+    assert_same(&before, &after);
+    ck_assert(tth_log_has(&H, "ran \"!dirigent (unknown)\""));
+}
+END_TEST
+
+/* The unknown-command replies are templates like the others. */
+START_TEST(test_unknown_subcommand_reply_is_overridable)
+{
+    tth_free(&H);
+    char *dir = tu_mkdtemp(), path[512];
+    snprintf(path, sizeof path, "%s/admin_unknown_suggest.md", dir);
+    ck_assert_int_eq(tu_write_file(path, "no such thing as {command}, try {suggestion}\n"), 0);
+    snprintf(path, sizeof path, "%s/admin_help.md", dir);
+    ck_assert_int_eq(tu_write_file(path, "ask the operator\n"), 0);
+    char extra[600];
+    snprintf(extra, sizeof extra, "\"templatesDir\":\"%s\",\"turn\":{\"timeoutSec\":60},"
+             ADMINS, dir);
+    tth_start(&H, "channel", extra);
+    admin_says(CH1, NULL, "!dirigent stats", NULL);
+    expect_last_reply(1, CH1, "Dirigent (admin): no such thing as stats, try status\n"
+                      "ask the operator", "");
+    tu_rmtree(dir);
+    free(dir);
 }
 END_TEST
 
@@ -382,6 +447,57 @@ START_TEST(test_non_admin_command_is_an_ordinary_message)
     ck_assert_int_eq(tth_msg(&H, CH1, NULL, mid(id), TTH_BOT_UID, 1, "!dirigent rest", NULL),
                      OC_OK);
     ck_assert_int_eq(tth_outbox_count(&H, NULL), 0);
+}
+END_TEST
+
+/* A mistyped `!dirigent` from a human gets a one-line hint, at most once
+ * per channel an hour (kept across a restart); the message still counts
+ * as an ordinary one. */
+START_TEST(test_mistyped_command_word_gets_a_hint_once_an_hour)
+{
+    static const char HINT[] =
+        "Did you mean `!dirigent status`? Commands start with `!dirigent`.";
+    join3(CH1, NULL);
+    join3(CH2, NULL);
+    human_says(CH1, NULL, "hello");
+    admin_says(CH1, NULL, "!dirigent rest", NULL);
+    ck_assert_int_eq(who_speaks(CH1, NULL), -1);
+    int64_t seq = peek(CH1, NULL).msg_seq;
+    human_says(CH1, NULL, "!dirignet status");
+    expect_last_reply(2, CH1, HINT, "");
+    ck_assert(tth_log_has(&H, "starts like a mistyped !dirigent"));
+    /* Ordinary: it woke the dormant scope like any human message. */
+    ck_assert_int_eq(peek(CH1, NULL).msg_seq, seq + 1);
+    ck_assert_int_eq(who_speaks(CH1, NULL), 0);
+    /* Within the hour: no second hint in that channel, restart or not. */
+    atomic_fetch_add(&H.now_ms, DG_ADMIN_HINT_COOLDOWN_MS - 1000);
+    human_says(CH1, NULL, "!Dirigetn stauts");
+    ck_assert_int_eq(tth_outbox_count(&H, NULL), 2);
+    tth_restart(&H);
+    human_says(CH1, NULL, "!dirgent wake");
+    ck_assert_int_eq(tth_outbox_count(&H, NULL), 2);
+    /* Another channel has its own hour. */
+    human_says(CH2, NULL, "  !DIRIGNET");
+    expect_last_reply(3, CH2, "Did you mean `!dirigent`? Commands start with `!dirigent`.", "");
+    /* Not near misses: the command itself, a longer word, far words. */
+    atomic_fetch_add(&H.now_ms, 1000);
+    human_says(CH1, NULL, "!dirigentfoo status");
+    human_says(CH1, NULL, "!dirigentstatus");
+    human_says(CH1, NULL, "dirignet status");
+    human_says(CH1, NULL, "!direct status");
+    human_says(CH1, NULL, "please !dirignet status");
+    human_says(CH1, NULL, "!dirigent status"); /* not an admin: ordinary, no hint */
+    ck_assert_int_eq(tth_outbox_count(&H, NULL), 3);
+    /* An hour after the first one: hinted again (the subcommand mended). */
+    human_says(CH1, NULL, "!dirigen stats please");
+    expect_last_reply(4, CH1, HINT, "");
+    /* Agents' and bots' messages never get one. */
+    atomic_fetch_add(&H.now_ms, DG_ADMIN_HINT_COOLDOWN_MS);
+    char id[24];
+    ck_assert_int_eq(tth_msg(&H, CH1, NULL, mid(id), TTH_BOT_UID, 1, "!dirignet rest", NULL),
+                     OC_OK);
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "!dirignet skip"), 1); /* it spoke */
+    ck_assert_int_eq(tth_outbox_count(&H, NULL), 4);
 }
 END_TEST
 
@@ -446,7 +562,7 @@ START_TEST(test_closed_channel_answers_closed)
                       "policy: channel, scope: conversation\n"
                       "mode: closed\n"
                       "turn order: alpha, bravo, charlie\n"
-                      "speaker: bravo\n"
+                      "speaker: none (closed)\n"
                       "passed this cycle: none\n"
                       "agent messages: 0/5\n"
                       "this discussion channel is closed: rest, wake and skip change nothing "
@@ -943,7 +1059,10 @@ Suite *make_admin_suite(void)
     tcase_add_test(ch, test_wake_without_agents_changes_nothing);
     tcase_add_test(ch, test_skip_passes_the_turn_with_a_mention);
     tcase_add_test(ch, test_unknown_or_missing_subcommand_lists_the_commands);
+    tcase_add_test(ch, test_unknown_subcommand_says_so_and_suggests);
+    tcase_add_test(ch, test_unknown_subcommand_reply_is_overridable);
     tcase_add_test(ch, test_non_admin_command_is_an_ordinary_message);
+    tcase_add_test(ch, test_mistyped_command_word_gets_a_hint_once_an_hour);
     tcase_add_test(ch, test_command_runs_once_across_reporting_accounts);
     tcase_add_test(ch, test_closed_channel_answers_closed);
     tcase_add_test(ch, test_admin_close_with_summary_closes_like_a_callback);

@@ -9,9 +9,57 @@
 #include <string.h>
 
 #include "buf.h"
+#include "edit_distance.h"
 #include "http_server.h"
 #include "json_keys.h"
+#include "md_code.h"
 #include "utf8.h"
+
+START_TEST(test_edit_distance)
+{
+    ck_assert_uint_eq(dg_edit_distance("status", 6, "status", 6), 0);
+    ck_assert_uint_eq(dg_edit_distance("STATUS", 6, "status", 6), 0);
+    ck_assert_uint_eq(dg_edit_distance("stauts", 6, "status", 6), 1);     /* swap */
+    ck_assert_uint_eq(dg_edit_distance("stats", 5, "status", 6), 1);      /* insert */
+    ck_assert_uint_eq(dg_edit_distance("statuus", 7, "status", 6), 1);    /* delete */
+    ck_assert_uint_eq(dg_edit_distance("stutus", 6, "status", 6), 1);     /* substitute */
+    ck_assert_uint_eq(dg_edit_distance("", 0, "rest", 4), 4);
+    ck_assert_uint_eq(dg_edit_distance("rot", 3, "rest", 4), 2);
+    ck_assert_uint_eq(dg_edit_distance("!dirignet", 9, "!dirigent", 9), 1);
+    ck_assert_uint_eq(dg_edit_distance("kitten", 6, "sitting", 7), 3);
+    char big[DG_EDIT_DISTANCE_MAX + 2];
+    memset(big, 'a', sizeof big);
+    ck_assert_uint_eq(dg_edit_distance(big, sizeof big, "a", 1), (size_t)-1);
+    ck_assert_uint_eq(dg_edit_distance(big, DG_EDIT_DISTANCE_MAX, "a", 1),
+                      DG_EDIT_DISTANCE_MAX - 1);
+}
+END_TEST
+
+/* Discord's code: what dg_md_blank_code blanks (offsets kept). */
+static void blanks(const char *in, const char *want, int any)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", in);
+    ck_assert_int_eq(dg_md_blank_code(buf), any);
+    ck_assert_msg(strcmp(buf, want) == 0, "\"%s\" -> \"%s\", want \"%s\"", in, buf, want);
+}
+
+START_TEST(test_md_code_blanked)
+{
+    ck_assert_int_eq(dg_md_blank_code(NULL), 0);
+    blanks("hi <@1> there", "hi <@1> there", 0);
+    blanks("see `<@1>` and <@2>", "see        and <@2>", 1);
+    blanks("a ``x ` y`` b", "a           b", 1);
+    blanks("```\n@bravo\n``` @alpha", "               @alpha", 1);
+    blanks("```js\n`@b`\n``` x", "               x", 1);
+    blanks("open ` only <@1>", "open ` only <@1>", 0);
+    blanks("``x` <@1>", "``x` <@1>", 0);
+    blanks("\\`not code` `c`", "\\`not code   c`", 1);
+    blanks("```unclosed <@1>", "```unclosed <@1>", 0);
+    blanks("`a` `b`", "       ", 1);
+    blanks("", "", 0);
+}
+END_TEST
 
 START_TEST(test_utf8_count_and_prefix)
 {
@@ -170,6 +218,8 @@ Suite *make_common_suite(void)
     Suite *s = suite_create("common");
     TCase *tc = tcase_create("helpers");
     tcase_add_test(tc, test_utf8_count_and_prefix);
+    tcase_add_test(tc, test_edit_distance);
+    tcase_add_test(tc, test_md_code_blanked);
     tcase_add_test(tc, test_utf8_well_formed_sequences);
     tcase_add_test(tc, test_utf8_decode_is_lenient);
     tcase_add_test(tc, test_utf8_valid_copy);

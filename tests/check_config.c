@@ -308,6 +308,30 @@ START_TEST(test_state_dir_sets_default_db_path)
 }
 END_TEST
 
+/* An in-memory database (or an empty dbPath) is refused by the config
+ * itself, before the path is made absolute (else "<config folder>/:memory:"
+ * would be a file of that name): --check and init say so alike. */
+START_TEST(test_memory_db_path_refused)
+{
+    clear_env();
+    setenv("OPENCLAW_CONFIG_PATH", "/etc/gw/host.json", 1);
+    static const char *const paths[] = {":memory:", "file::memory:", "file:dg?mode=memory",
+                                        ""};
+    for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
+        dg_config c;
+        char err[512] = "", text[256];
+        snprintf(text, sizeof text, "{" BASE ",\"dbPath\":\"%s\"}", paths[i]);
+        ck_assert_int_eq(parse_text(text, &c, err, sizeof err), OC_ERR_INVALID);
+        ck_assert_msg(strstr(err, "dbPath"), "%s: %s", paths[i], err);
+        if (*paths[i])
+            ck_assert_msg(strstr(err, "is an in-memory database") && strstr(err, paths[i]) &&
+                          strstr(err, "across restarts only in a file") &&
+                          strstr(err, "set dbPath to a file path"), "%s: %s", paths[i], err);
+    }
+    clear_env();
+}
+END_TEST
+
 /* Relative dbPath and templatesDir are taken from the host's config folder
  * (OPENCLAW_CONFIG_PATH), else DIRIGENT_STATE_DIR, else the working
  * directory: never left relative to wherever the host happened to start. */
@@ -844,6 +868,7 @@ Suite *make_config_suite(void)
     tcase_add_test(tc, test_env_token_overrides_config);
     tcase_add_test(tc, test_state_dir_sets_default_db_path);
     tcase_add_test(tc, test_relative_paths_have_one_base);
+    tcase_add_test(tc, test_memory_db_path_refused);
     tcase_add_test(tc, test_token_never_in_error_text);
     tcase_add_test(tc, test_token_shape_rule);
     tcase_add_test(tc, test_token_in_any_key_is_never_echoed);

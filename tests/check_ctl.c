@@ -127,6 +127,30 @@ static void three_join_and_talk(void)
     ck_assert_int_eq(tth_run(&H, TTH_BRAVO, CH1, NULL, "NO_REPLY", mid(id)), 0);
 }
 
+/* A closed channel has no speaker: scopes says closed and none, though
+ * the state the channel was closed in still names one. */
+START_TEST(test_scopes_of_a_closed_channel_name_no_speaker)
+{
+    three_join_and_talk();
+    dg_plugin *p = tth_plugin(&H);
+    ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
+    ck_assert_int_eq(dg_turns_close_channel(p->turns, CH1, dg_now_ms(p)), OC_OK);
+    ck_assert_int_eq(dg_store_commit(p->store), OC_OK);
+    json_t *s = ctl_json("scopes", NULL, NULL);
+    ck_assert_uint_eq(json_array_size(s), 1);
+    json_t *sc = json_array_get(s, 0);
+    ck_assert_str_eq(json_string_value(json_object_get(sc, "state")), "closed");
+    ck_assert_msg(json_is_null(json_object_get(sc, "speaker")), "speaker %s",
+                  json_string_value(json_object_get(sc, "speaker")));
+    json_decref(s);
+    char *out = NULL;
+    ck_assert_int_eq(ctl(&out, "scopes", NULL, NULL, NULL), 0);
+    ck_assert_msg(out && strstr(out, " closed    -  ") && !strstr(out, TTH_CHARLIE " "),
+                  "%s", out);
+    free(out);
+}
+END_TEST
+
 START_TEST(test_scopes_and_why_on_a_live_database)
 {
     three_join_and_talk();
@@ -486,6 +510,7 @@ static Suite *ctl_suite(const char *name, int on_pg)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_scopes_and_why_on_a_live_database);
+    tcase_add_test(tc, test_scopes_of_a_closed_channel_name_no_speaker);
     tcase_add_test(tc, test_transitions_are_pruned);
     tcase_add_test(tc, test_message_transitions_live_in_their_marks);
     tcase_add_test(tc, test_discussions_show_and_outbox);

@@ -2169,6 +2169,10 @@ START_TEST(test_status_tool)
     ck_assert_ptr_nonnull(dstr(res, "closedAt"));
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(d, "turn"), "state")),
                      "closed");
+    /* Nobody speaks in a closed channel, whatever state it was left in. */
+    ck_assert_msg(json_is_null(json_object_get(json_object_get(d, "turn"), "speaker")),
+                  "closed discussion with speaker %s",
+                  json_string_value(json_object_get(json_object_get(d, "turn"), "speaker")));
     json_decref(res);
 }
 END_TEST

@@ -211,25 +211,32 @@ static const char *name_of(const char *user_id)
 
 /* The transcript shows messages in the order they were posted: its message
  * lines ("[#channel] who (kind): ...") name the same channel and author,
- * one for one, as the fake's messages of every channel the gateway serves
- * sorted by id (the archive index is no channel of the gateway's). */
+ * one for one, as the fake's messages of every channel sorted by id (the
+ * archive index too: the gateway watches it). The totals' moderator
+ * messages are the fake's, all of them. */
 static void check_transcript_order(e2e_run *r, const char *out)
 {
     json_t *all = e2e_get(r, "/_fake/messages");
-    size_t n = 0;
+    size_t n = 0, mods = 0;
     ck_assert_uint_gt(json_array_size(all), 0);
     json_t **msgs = calloc(json_array_size(all), sizeof *msgs);
     ck_assert_ptr_nonnull(msgs);
-    for (size_t i = 0; i < json_array_size(all); i++)
-        if (strcmp(sget(json_array_get(all, i), "channel_id"), E2E_ARCHIVE) != 0)
-            msgs[n++] = json_array_get(all, i);
+    for (size_t i = 0; i < json_array_size(all); i++) {
+        msgs[n++] = json_array_get(all, i);
+        mods += !strcmp(author_of(json_array_get(all, i)), E2E_MOD);
+    }
     qsort(msgs, n, sizeof *msgs, id_cmp);
+    char total[64];
+    snprintf(total, sizeof total, "\n  moderator messages      %zu\n", mods);
+    ck_assert_msg(strstr(out, total), "the totals do not say the fake's %zu moderator messages",
+                  mods);
     const char *p = out;
     for (size_t i = 0; i < n; i++) {
         char line_want[128];
+        const char *cid = sget(msgs[i], "channel_id");
         snprintf(line_want, sizeof line_want, "\n[#%s] %s (",
-                 !strcmp(sget(msgs[i], "channel_id"), E2E_WORK) ? "work" : "discussion",
-                 name_of(author_of(msgs[i])));
+                 !strcmp(cid, E2E_WORK) ? "work" : !strcmp(cid, E2E_ARCHIVE) ? "archive"
+                 : "discussion", name_of(author_of(msgs[i])));
         /* the next message line, skipping "[#x] alice (scripted human) posts" */
         const char *line = p;
         while ((line = strstr(line, "\n[#")) && strstr(line, " (scripted human) posts ") &&
@@ -374,6 +381,7 @@ static void story_variant(const char *key, int value, const char *must, const ch
         ck_assert(strstr(out, "planner: {{discussion}} = "));
         ck_assert(strstr(out, "before_prompt_build adds"));
     }
+    check_transcript_order(&r, out);
     check_value_and_rest(&r, out);
     free(out);
     free(cfg);
@@ -796,6 +804,19 @@ START_TEST(check_refuses_cost_burning_mistakes)
     free(out);
     free(err);
 
+    /* An in-memory store would lose everything at a restart: refused
+     * before anything is made (no file named ":memory:" beside the config). */
+    rc = check_with(&r, cfg, "dbPath", json_string(":memory:"), &out, &err);
+    ck_assert_msg(rc == 1 && strstr(err, "store: dbPath :memory: is an in-memory database") &&
+                      strstr(err, "set dbPath to a file path"), "exit %d: %s", rc, err);
+    char *mem = tu_path(r.dir, ":memory:"), *mem_p = tu_path(r.dir, ":memory:-presence");
+    ck_assert_msg(access(mem, F_OK) != 0 && access(mem_p, F_OK) != 0,
+                  "--check made %s or %s", mem, mem_p);
+    free(mem);
+    free(mem_p);
+    free(out);
+    free(err);
+
     rc = check_with(&r, cfg, "allow", json_pack("[s]", "dirigentt"), &out, &err);
     ck_assert_msg(rc == 1 && strstr(err, "plugins.allow[0]: \"dirigentt\"") &&
                       strstr(err, "plugins.entries.dirigent is configured and enabled, but the "
@@ -865,6 +886,39 @@ END_TEST
 /* ---- the playground (make demo KEEP=1) ------------------------------------------------------ */
 
 /* The fake's messages of channel ch by the moderator containing text. */
+/* The messages of the agents (planner, reviewer, coder) in channel ch that
+ * contain text. */
+static int agents_said(e2e_run *r, const char *ch, const char *text)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/_fake/messages?channel=%s", ch);
+    json_t *msgs = e2e_get(r, path);
+    int n = 0;
+    size_t i;
+    json_t *m;
+    json_array_foreach(msgs, i, m) {
+        const char *a = author_of(m);
+        n += a && (!strcmp(a, E2E_PLANNER) || !strcmp(a, E2E_REVIEWER) ||
+                   !strcmp(a, E2E_CODER)) && strstr(sget(m, "content"), text) != NULL;
+    }
+    json_decref(msgs);
+    return n;
+}
+
+/* How often needle occurs in the part of hay from its first `from` up to
+ * the next "\n[#" line after that; -1 when `from` is not in hay. */
+static int count_in_block(const char *hay, const char *from, const char *needle)
+{
+    const char *b = hay ? strstr(hay, from) : NULL;
+    if (!b)
+        return -1;
+    const char *e = strstr(b + strlen(from), "\n[#");
+    int n = 0;
+    for (const char *p = strstr(b, needle); p && (!e || p < e); p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
 static int moderator_said(e2e_run *r, const char *ch, const char *text)
 {
     char path[128];
@@ -969,6 +1023,79 @@ START_TEST(playground_starts_answers_and_stops_cleanly)
         kill(-pid, SIGKILL);
     ck_assert_msg(status, "no answer to !dirigent status in #work within 30 s");
     ck_assert_msg(closed >= 2, "no second closed notice in the discussion channel within 30 s");
+
+    /* Over Discord's 2,000 characters: said before anything is sent; the
+     * limit is in characters (1,999 two-byte ones pass); what the fake
+     * refuses is told with its answer. */
+    char *long_text = malloc(4100), *err_path = tu_path(tmp, "post.err");
+    ck_assert_ptr_nonnull(long_text);
+    memset(long_text, 'x', 2649);
+    long_text[2649] = '\0';
+    const char *long_argv[] = {post, "work", long_text, NULL};
+    ck_assert_int_eq(tu_run_wait(long_argv, NULL, err_path, NULL, 20000), 1);
+    r.dir = tmp;
+    char *said = e2e_read(&r, "post.err");
+    r.dir = run;
+    ck_assert_msg(said && strstr(said, "the message is 2649 characters long, over Discord's "
+                                       "2,000-character limit"), "%s", said ? said : "");
+    free(said);
+    for (int i = 0; i < 1999; i++)
+        memcpy(long_text + 2 * i, "\xc3\xa9", 2); /* é */
+    long_text[2 * 1999] = '\0';
+    const char *accented_argv[] = {post, "discussion", long_text, NULL};
+    ck_assert_int_eq(tu_run_wait(accented_argv, NULL, err_path, NULL, 20000), 0);
+    const char *blank_argv[] = {post, "work", "   ", NULL};
+    ck_assert_int_eq(tu_run_wait(blank_argv, NULL, err_path, NULL, 20000), 1);
+    r.dir = tmp;
+    said = e2e_read(&r, "post.err");
+    r.dir = run;
+    ck_assert_msg(said && strstr(said, "post: the fake Discord refused the message (HTTP 400): "),
+                  "%s", said ? said : "");
+    free(said);
+    free(long_text);
+
+    /* #work has every agent in the playground: a question gets one answer
+     * (" here: "), the two others are claimed; no second answer comes. */
+    int answers = agents_said(&r, E2E_WORK, " here: ");
+    ck_assert_int_eq(answers, 0);
+    const char *ask_argv[] = {post, "work", "what would you change first?", NULL};
+    ck_assert_int_eq(tu_run_wait(ask_argv, NULL, err_path, NULL, 20000), 0);
+    for (long t0 = e2e_now_ms(); e2e_now_ms() - t0 < 30000 && !answers; e2e_nap(100))
+        answers = agents_said(&r, E2E_WORK, " here: ");
+    ck_assert_msg(answers == 1, "%d answers to the question in #work within 30 s", answers);
+    r.dir = tmp;
+    char *tr = e2e_read(&r, "demo.out");
+    r.dir = run;
+    const char *asked = "[#work] alice (human): what would you change first?";
+    ck_assert_msg(count_in_block(tr, asked, ": claimed by before_agent_reply") == 2 &&
+                  count_in_block(tr, asked, ": real model scripted/") == 1,
+                  "not one real run and two claimed ones for the question:\n%s", tr);
+    free(tr);
+    /* Any discussion channel: the N-th opened, or by its id. */
+    char *disc = discussion_id(&r);
+    const char *d1_argv[] = {post, "discussion-1", "first discussion, by number", NULL};
+    ck_assert_int_eq(tu_run_wait(d1_argv, NULL, err_path, NULL, 20000), 0);
+    const char *id_argv[] = {post, disc, "first discussion, by id", NULL};
+    ck_assert_int_eq(tu_run_wait(id_argv, NULL, err_path, NULL, 20000), 0);
+    const char *d9_argv[] = {post, "discussion-9", "no such one", NULL};
+    ck_assert_int_eq(tu_run_wait(d9_argv, NULL, err_path, NULL, 20000), 2);
+    r.dir = tmp;
+    said = e2e_read(&r, "post.err");
+    r.dir = run;
+    ck_assert_msg(said && strstr(said, "there is no discussion-9: 1 discussion channel(s) so far"),
+                  "%s", said ? said : "");
+    free(said);
+    char q[128];
+    snprintf(q, sizeof q, "/_fake/messages?channel=%s", disc);
+    json_t *dm = e2e_get(&r, q);
+    int both = 0;
+    size_t k;
+    json_t *m1;
+    json_array_foreach(dm, k, m1) both += strstr(sget(m1, "content"), "first discussion, by ") != NULL;
+    json_decref(dm);
+    ck_assert_int_eq(both, 2);
+    free(disc);
+    free(err_path);
 
     /* The stop the script prints: SIGTERM to it ends the gateway and the fake. */
     kill(pid, SIGTERM);

@@ -301,10 +301,28 @@ START_TEST(lean_answers_in_full_and_keeps_little)
                      USER);
     ck_assert_int_eq(json_array_size(json_object_get(j1, "mentions")), 1);
     ck_assert_str_eq(json_string_value(json_object_get(j1, "nonce")), "n1");
+    /* As Discord: a mention inside code pings nobody. */
+    const char *b3 = "{\"content\":\"`<@" USER ">` and ```\\n<@" USER ">\\n``` @everyone\","
+                     "\"allowed_mentions\":{\"parse\":[\"users\",\"everyone\"]}}";
+    http_res r3 = http("POST", u, TOKEN, b3);
+    ck_assert_int_eq(r3.status, 200);
+    json_t *j3 = body_json(&r3);
+    ck_assert_int_eq(json_array_size(json_object_get(j3, "mentions")), 0);
+    ck_assert(json_is_true(json_object_get(j3, "mention_everyone")));
+    json_decref(j3);
+    http_free(&r3);
+    const char *b4 = "{\"content\":\"`@everyone` <@" USER ">\","
+                     "\"allowed_mentions\":{\"parse\":[\"users\",\"everyone\"]}}";
+    http_res r4 = http("POST", u, TOKEN, b4);
+    json_t *j4 = body_json(&r4);
+    ck_assert_int_eq(json_array_size(json_object_get(j4, "mentions")), 1);
+    ck_assert(json_is_false(json_object_get(j4, "mention_everyone")));
+    json_decref(j4);
+    http_free(&r4);
     ck_assert_str_eq(json_string_value(json_object_get(j2, "id")),
                      json_string_value(json_object_get(j1, "id")));
-    ck_assert_uint_eq(fake_discord_message_count(fd, chan), 1);
-    ck_assert_uint_eq(fake_discord_request_count(fd), 2);
+    ck_assert_uint_eq(fake_discord_message_count(fd, chan), 3);
+    ck_assert_uint_eq(fake_discord_request_count(fd), 4);
     json_t *reqs = fake_discord_requests(fd, 0);
     ck_assert_int_eq(json_array_size(reqs), 0);
     json_decref(reqs);

@@ -181,11 +181,27 @@ START_TEST(config_refuses_a_channel_no_agent_sees)
     ck_assert_int_eq(ocgw_config_load(path, &c, err, sizeof err), OC_ERR_INVALID);
     ck_assert_msg(strstr(err, "channels.work.agents") && strstr(err, "at least one agent"), "%s",
                   err);
+    ck_assert_msg(strstr(err, "\"watch\": true"), "%s", err);
+    /* Watched (no agent sees it, the gateway only shows it): with agents,
+     * refused; without, no agent is given it. */
+    json_t *work = json_object_get(json_object_get(cfg, "channels"), "work");
+    json_object_set_new(work, "watch", json_true());
+    ck_assert_int_eq(json_dump_file(cfg, path, 0), 0);
+    ck_assert_int_eq(ocgw_config_load(path, &c, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_msg(strstr(err, "channels.work.agents: a watched channel is one no agent sees"),
+                  "%s", err);
+    json_object_del(work, "agents");
+    ck_assert_int_eq(json_dump_file(cfg, path, 0), 0);
+    ck_assert_msg(ocgw_config_load(path, &c, err, sizeof err) == OC_OK, "%s", err);
+    ck_assert_uint_eq(c.channels[0].n_agents, 0);
+    ck_assert_int_eq(c.channels[0].watch, 1);
+    ocgw_config_free(&c);
     /* Without the key, every agent sees it. */
-    json_object_del(json_object_get(json_object_get(cfg, "channels"), "work"), "agents");
+    json_object_del(work, "watch");
     ck_assert_int_eq(json_dump_file(cfg, path, 0), 0);
     ck_assert_msg(ocgw_config_load(path, &c, err, sizeof err) == OC_OK, "%s", err);
     ck_assert_uint_eq(c.channels[0].n_agents, 1);
+    ck_assert_int_eq(c.channels[0].watch, 0);
     ocgw_config_free(&c);
     json_decref(cfg);
     free(path);

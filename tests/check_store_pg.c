@@ -59,6 +59,8 @@
 #define UNDO_V15_SEEN "DROP TABLE turn_seen;"
 /* And v16's member standing. */
 #define UNDO_V16_MEMBERS "ALTER TABLE turn_members DROP COLUMN standing;"
+/* And v17's table of command hints. */
+#define UNDO_V17_HINTS "DROP TABLE turn_command_hints;"
 #define UNDO_V13_LOG "DROP INDEX turn_transitions_scope; ALTER TABLE turn_transitions DROP" \
     " COLUMN ord; CREATE INDEX turn_transitions_scope ON turn_transitions(channel_id, scope, id);"
 
@@ -154,7 +156,7 @@ START_TEST(v10_outbox_migrates_with_its_rows)
                                    "CONSTRAINT outbox_state_check CHECK (state IN (0, 1, 2));"
                                    "DROP INDEX outbox_channel;"
                                    "CREATE INDEX outbox_pending ON outbox(channel_id, id)"
-                                   " WHERE state = 0;" UNDO_V16_MEMBERS UNDO_V15_SEEN UNDO_V14_LEDGER
+                                   " WHERE state = 0;" UNDO_V17_HINTS UNDO_V16_MEMBERS UNDO_V15_SEEN UNDO_V14_LEDGER
                                    UNDO_V13_LEDGER UNDO_V13_LOG
                                    "UPDATE dg_schema_version SET version = 10"), 0);
     ck_assert_int_eq(pgs_exec(url,
@@ -260,6 +262,36 @@ START_TEST(conflicts_and_returned_ids)
     dg_store_close(st);
     ck_assert_int_eq(count_of(url, "SELECT count(*) FROM outbox"), 2);
     ck_assert_int_eq(count_of(url, "SELECT count(*) FROM tool_calls"), 1);
+    free(url);
+}
+END_TEST
+
+/* The command hint's cooldown on PostgreSQL: once per channel in
+ * cooldown_ms, kept across a reopen. */
+START_TEST(command_hint_claimed_once_per_cooldown)
+{
+    char *url = pgs_fresh_url();
+    dg_store *st = open_ok(url);
+    int got = -1;
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    ck_assert_int_eq(dg_store_turns_hint_claim(st, "41", 1000, 3600, &got), OC_OK);
+    ck_assert_int_eq(got, 1);
+    ck_assert_int_eq(dg_store_turns_hint_claim(st, "41", 4599, 3600, &got), OC_OK);
+    ck_assert_int_eq(got, 0);
+    ck_assert_int_eq(dg_store_turns_hint_claim(st, "42", 4599, 3600, &got), OC_OK);
+    ck_assert_int_eq(got, 1);
+    ck_assert_int_eq(dg_store_commit(st), OC_OK);
+    dg_store_close(st);
+    st = open_ok(url);
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    ck_assert_int_eq(dg_store_turns_hint_claim(st, "41", 4599, 3600, &got), OC_OK);
+    ck_assert_int_eq(got, 0);
+    ck_assert_int_eq(dg_store_turns_hint_claim(st, "41", 4600, 3600, &got), OC_OK);
+    ck_assert_int_eq(got, 1);
+    ck_assert_int_eq(dg_store_commit(st), OC_OK);
+    dg_store_close(st);
+    ck_assert_int_eq(count_of(url, "SELECT at_ms FROM turn_command_hints WHERE channel_id = "
+                                   "'41'"), 4600);
     free(url);
 }
 END_TEST
@@ -645,7 +677,7 @@ START_TEST(schema_steps_refused_by_the_server)
                                   "CONSTRAINT outbox_state_check, ADD CONSTRAINT "
                                   "outbox_state_check CHECK (state IN (0, 1, 2));"
                                   "DROP INDEX outbox_channel; CREATE INDEX outbox_pending ON "
-                                  "outbox(channel_id, id) WHERE state = 0;" UNDO_V16_MEMBERS UNDO_V15_SEEN
+                                  "outbox(channel_id, id) WHERE state = 0;" UNDO_V17_HINTS UNDO_V16_MEMBERS UNDO_V15_SEEN
                                   UNDO_V14_LEDGER UNDO_V13_LEDGER
                                   "UPDATE dg_schema_version SET version = 9"), 0);
     snprintf(sql, sizeof sql, "GRANT USAGE, CREATE ON SCHEMA %s TO %s; GRANT SELECT ON ALL "
@@ -804,6 +836,7 @@ Suite *make_store_pg_suite(void)
     tcase_add_test(tc, version_without_its_tables_refused);
     tcase_add_test(tc, password_never_in_a_message);
     tcase_add_test(tc, conflicts_and_returned_ids);
+    tcase_add_test(tc, command_hint_claimed_once_per_cooldown);
     tcase_add_test(tc, mark_cause_without_its_id_read_whole);
     tcase_add_test(tc, failed_statement_fails_the_commit_not_the_store);
     tcase_add_test(tc, session_ended_by_the_server_reconnects);

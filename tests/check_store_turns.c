@@ -681,6 +681,32 @@ START_TEST(plain_mark_in_its_own_table_dedups_every_way)
 }
 END_TEST
 
+/* The command hint's cooldown: claimed once per channel in cooldown_ms,
+ * per channel, kept across a reopen (the restart of a gateway). */
+START_TEST(command_hint_claimed_once_per_cooldown)
+{
+    int got = -1;
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    ck_assert_int_eq(dg_store_turns_hint_claim(st, CH, 1000, 3600, &got), OC_OK);
+    ck_assert_int_eq(got, 1);
+    ck_assert_int_eq(dg_store_turns_hint_claim(st, CH, 4599, 3600, &got), OC_OK);
+    ck_assert_int_eq(got, 0);
+    ck_assert_int_eq(dg_store_turns_hint_claim(st, "350000000000000002", 4599, 3600, &got),
+                     OC_OK);
+    ck_assert_int_eq(got, 1);
+    ck_assert_int_eq(dg_store_commit(st), OC_OK);
+    reopen();
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    ck_assert_int_eq(dg_store_turns_hint_claim(st, CH, 4599, 3600, &got), OC_OK);
+    ck_assert_int_eq(got, 0);
+    ck_assert_int_eq(dg_store_turns_hint_claim(st, CH, 4600, 3600, &got), OC_OK);
+    ck_assert_int_eq(got, 1);
+    ck_assert_int_eq(dg_store_turns_hint_claim(st, CH, 8199, 3600, &got), OC_OK);
+    ck_assert_int_eq(got, 0); /* counted from the last hint */
+    ck_assert_int_eq(dg_store_commit(st), OC_OK);
+}
+END_TEST
+
 Suite *make_store_turns_suite(void)
 {
     Suite *s = suite_create("store_turns");
@@ -689,6 +715,7 @@ Suite *make_store_turns_suite(void)
     tcase_add_test(tc, arguments_refused);
     tcase_add_test(tc, tables_gone_every_call_fails);
     tcase_add_test(tc, awake_scan_skips_unreadable_rows);
+    tcase_add_test(tc, command_hint_claimed_once_per_cooldown);
     suite_add_tcase(s, tc);
     TCase *snaps = tcase_create("marks carrying states");
     tcase_add_checked_fixture(snaps, snap_setup, teardown);

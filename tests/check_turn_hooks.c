@@ -1564,9 +1564,45 @@ START_TEST(test_human_mention_rendered_as_text_picks_the_agent)
     /* A name with a space, followed by punctuation. */
     human_says(CH1, NULL, "and @Alpha Bot, you?", NULL);
     ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 0);
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "NO_REPLY"), 0);
+    /* In code Discord pings nobody: no mention either (the rotation goes
+     * on: bravo; then, after a plain message for charlie, alpha). */
+    human_says(CH1, NULL, "like this:\n```\n@charlie what now?\n```\nok?", NULL);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 1);
+    ck_assert_int_eq(run(TTH_BRAVO, CH1, NULL, "NO_REPLY"), 0);
+    human_says(CH1, NULL, "next", NULL);
+    ck_assert_int_eq(run(TTH_CHARLIE, CH1, NULL, "NO_REPLY"), 0);
+    human_says(CH1, NULL, "type `@charlie` to ask it", NULL);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 0);
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "NO_REPLY"), 0);
+    human_says(CH1, NULL, "```\n@charlie\n``` and @charlie `x`", NULL);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 2); /* outside code: a mention */
     tth_free(&H);
     fake_discord_stop(fd);
     tth_start(&H, "channel", NULL);
+}
+END_TEST
+
+/* A "<@id>" written only inside code pings nobody on Discord; a host that
+ * reads mentions off the text (the bridge) still lists it: no mention. */
+START_TEST(test_mention_inside_code_is_no_mention)
+{
+    join3(CH1, NULL);
+    const char *const mention_c[] = {TTH_CHARLIE_UID, NULL};
+    human_says(CH1, NULL, "write `<@" TTH_CHARLIE_UID ">` to ask charlie", mention_c);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 0);
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "NO_REPLY"), 0);
+    human_says(CH1, NULL, "```\n<@!" TTH_CHARLIE_UID "> hi\n```", mention_c);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 1);
+    ck_assert_int_eq(run(TTH_BRAVO, CH1, NULL, "NO_REPLY"), 0);
+    /* Outside code as well: a mention. */
+    human_says(CH1, NULL, "`<@" TTH_CHARLIE_UID ">` means <@" TTH_CHARLIE_UID ">", mention_c);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 2);
+    ck_assert_int_eq(run(TTH_CHARLIE, CH1, NULL, "NO_REPLY"), 0);
+    /* Not in the text at all (a reply's ping, a host rendering names):
+     * the host's word stands. */
+    human_says(CH1, NULL, "`code` and a question", mention_c);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 2);
 }
 END_TEST
 
@@ -2358,6 +2394,7 @@ static Suite *turn_hooks_suite(const char *name, int on_pg)
     tcase_add_test(ch, test_hung_speaker_times_out_after_a_restart);
     tcase_add_test(ch, test_human_mention_limits_turns);
     tcase_add_test(ch, test_human_mention_rendered_as_text_picks_the_agent);
+    tcase_add_test(ch, test_mention_inside_code_is_no_mention);
     tcase_add_test(ch, test_human_message_resets_cycle_and_counter);
     tcase_add_test(ch, test_speaking_after_passes_hands_on_to_the_next);
     tcase_add_test(ch, test_unmanaged_channel_and_unknown_agents_get_nothing);

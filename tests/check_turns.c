@@ -468,7 +468,36 @@ START_TEST(test_admin_words_and_names)
     ck_assert_int_eq(dg_admin_parse(NULL), DG_ADMIN_NONE);
     ck_assert_int_eq(dg_admin_parse("  !DIRIGENT  Wake bravo"), DG_ADMIN_WAKE);
     ck_assert_int_eq(dg_admin_parse("!dirigentwake"), DG_ADMIN_NONE);
-    ck_assert_int_eq(dg_admin_parse("!dirigent frobnicate"), DG_ADMIN_HELP);
+    ck_assert_int_eq(dg_admin_parse("!dirigent frobnicate"), DG_ADMIN_UNKNOWN);
+    ck_assert_int_eq(dg_admin_parse("!dirigent"), DG_ADMIN_HELP);
+    ck_assert_int_eq(dg_admin_parse("!dirigent HELP me"), DG_ADMIN_HELP);
+    char word[8];
+    ck_assert_str_eq(dg_admin_suggest("!dirigent stauts", word, sizeof word), "status");
+    ck_assert_str_eq(word, "stauts");
+    ck_assert_str_eq(dg_admin_suggest("!dirigent sk", word, sizeof word), "skip");
+    ck_assert_str_eq(dg_admin_suggest("!dirigent CLOES", NULL, 0), "close");
+    ck_assert_ptr_null(dg_admin_suggest("!dirigent s", word, sizeof word)); /* too short */
+    ck_assert_ptr_null(dg_admin_suggest("!dirigent frobnicate", word, sizeof word));
+    ck_assert_str_eq(word, "frobnic"); /* cut to fit */
+    ck_assert_ptr_null(dg_admin_suggest("!dirigent", word, sizeof word));
+    ck_assert_str_eq(word, "");
+    ck_assert_ptr_null(dg_admin_suggest("!dirigentstatus", word, sizeof word));
+    char fix[32];
+    ck_assert_int_eq(dg_admin_near_miss("!dirignet status", fix, sizeof fix), 1);
+    ck_assert_str_eq(fix, "!dirigent status");
+    ck_assert_int_eq(dg_admin_near_miss(" !DIRIGNT Stauts x", fix, sizeof fix), 1);
+    ck_assert_str_eq(fix, "!dirigent status");
+    ck_assert_int_eq(dg_admin_near_miss("!drigent there", fix, sizeof fix), 1);
+    ck_assert_str_eq(fix, "!dirigent");
+    ck_assert_int_eq(dg_admin_near_miss("!dirigent_ wake", NULL, 0), 0); /* starts right */
+    ck_assert_int_eq(dg_admin_near_miss("!dirigen", fix, sizeof fix), 1);
+    ck_assert_str_eq(fix, "!dirigent");
+    ck_assert_int_eq(dg_admin_near_miss("!dirigent status", fix, sizeof fix), 0);
+    ck_assert_int_eq(dg_admin_near_miss("!dirigentfoo", fix, sizeof fix), 0);
+    ck_assert_int_eq(dg_admin_near_miss("dirigent status", fix, sizeof fix), 0);
+    ck_assert_int_eq(dg_admin_near_miss("!diri status", fix, sizeof fix), 0); /* 4 edits */
+    ck_assert_int_eq(dg_admin_near_miss(NULL, fix, sizeof fix), 0);
+    ck_assert_int_eq(dg_admin_near_miss("", fix, sizeof fix), 0);
     char buf[8];
     ck_assert_int_eq(dg_admin_arg(NULL, buf, sizeof buf), 0);
     ck_assert_int_eq(dg_admin_arg("just text", buf, sizeof buf), 0);

@@ -5,6 +5,7 @@
 #include "fake_discord.h"
 #include "fake_discord_gateway.h"
 #include "http_server.h"
+#include "md_code.h"
 #include "openclaw/plugin.h"
 #include "str_map.h"
 #include "utf8.h"
@@ -412,7 +413,14 @@ static fd_msg *msg_add(fake_discord *fd, fd_chan *ch, const char *author, const 
             parse_everyone = 1;
     }
     json_t *mentions = json_array();
-    for (const char *p = strstr(content, "<@"); p; p = strstr(p + 2, "<@")) {
+    /* As Discord: nobody is pinged from inside code. */
+    char *plain = strdup(content);
+    if (!plain) {
+        json_decref(mentions);
+        return NULL;
+    }
+    dg_md_blank_code(plain);
+    for (const char *p = strstr(plain, "<@"); p; p = strstr(p + 2, "<@")) {
         const char *q = p + 2;
         if (*q == '!')
             q++;
@@ -453,7 +461,8 @@ static fd_msg *msg_add(fake_discord *fd, fd_chan *ch, const char *author, const 
      * and so do the mentions. */
     json_array_foreach(mentions, i, v)
         json_object_set_new(v, "member", member_json(fd, json_string_value(json_object_get(v, "id")), 0));
-    int everyone = parse_everyone && (strstr(content, "@everyone") || strstr(content, "@here"));
+    int everyone = parse_everyone && (strstr(plain, "@everyone") || strstr(plain, "@here"));
+    free(plain);
 
     json_t *obj = json_pack("{s:s, s:i, s:s, s:s, s:o, s:s, s:s, s:b, s:b, s:b, s:o, s:[], s:[]}",
                             "id", ids, "type", 0, "channel_id", ch->id, "guild_id", fd->guild,
