@@ -458,6 +458,45 @@ START_TEST(test_why_names_the_rule_and_the_agent)
 }
 END_TEST
 
+/* --openclaw-config: the store an OpenClaw config names, ${VAR}s and all. */
+START_TEST(test_store_from_an_openclaw_config)
+{
+    three_join_and_talk();
+    char *db = db_path();
+    char *conf = tu_path(H.dir, "openclaw.json"), *text = NULL;
+    ck_assert_int_ge(asprintf(&text, "{\"plugins\":{\"entries\":{\"dirigent\":{\"config\":{"
+                                     "\"dbPath\":\"%s\",\"bridge\":{\"settleMs\":5},"
+                                     "\"discord\":{\"moderatorUserId\":\"${DG_TEST_MOD}\"}}}}}}",
+                              db), 0);
+    ck_assert_int_eq(tu_write_file(conf, text), 0);
+    setenv("DG_TEST_MOD", "1000000000000000001", 1);
+    const char *status[] = {"--openclaw-config", conf, "status", NULL};
+    char *out = NULL, *err = NULL;
+    ck_assert_int_eq(ctl_raw(status, &out, &err), 0);
+    ck_assert_msg(strstr(out, "scopes       1 (speaking 1"), "%s%s", out, err);
+    free(out);
+    free(err);
+    /* A config whose dbPath does not exist yet says so. */
+    free(text);
+    ck_assert_int_ge(asprintf(&text, "{\"plugins\":{\"entries\":{\"dirigent\":{\"config\":{"
+                                     "\"dbPath\":\"%s/none/x.db\",\"discord\":{"
+                                     "\"moderatorUserId\":\"1000000000000000001\"}}}}}}", H.dir), 0);
+    ck_assert_int_eq(tu_write_file(conf, text), 0);
+    ck_assert_int_eq(ctl_raw(status, &out, &err), 1);
+    ck_assert_msg(strstr(err, "no database at ") && strstr(err, "the plugin creates it"), "%s", err);
+    free(out);
+    free(err);
+    /* Not both. */
+    const char *both[] = {"--openclaw-config", conf, "--db", db, "status", NULL};
+    ck_assert_int_eq(ctl_raw(both, &out, &err), 2);
+    free(out);
+    free(err);
+    free(text);
+    free(conf);
+    free(db);
+}
+END_TEST
+
 static int ctl_raw(const char *const *args, char **out, char **err)
 {
     char *bin = tu_path(tu_build_dir(), "dirigent-ctl");
@@ -582,6 +621,8 @@ static Suite *ctl_suite(const char *name, int on_pg)
         tcase_add_test(tc, test_refusals_and_read_only); /* bytes of the file */
     if (!on_pg) /* the --db of ctl_raw */
         tcase_add_test(tc, test_why_names_the_rule_and_the_agent);
+    if (!on_pg)
+        tcase_add_test(tc, test_store_from_an_openclaw_config);
     suite_add_tcase(s, tc);
     return s;
 }

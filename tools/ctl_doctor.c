@@ -267,7 +267,10 @@ static int load_config(doctor *d, const char *file)
         say(d, LV_ERROR, "config: out of memory substituting ${VAR}s", NULL);
         return -1;
     }
-    sayf(d, LV_OK, NULL, "config: %s read, ${VAR}s substituted as OpenClaw does", file);
+    if (!strcmp(file, "-"))
+        say(d, LV_OK, "config: the config OpenClaw resolved read (stdin)", NULL);
+    else
+        sayf(d, LV_OK, NULL, "config: %s read, ${VAR}s substituted as OpenClaw does", file);
     return 0;
 }
 
@@ -929,6 +932,36 @@ static void check_discord(doctor *d)
     free(agents);
     json_decref(mod.member);
     dg_discord_free(mod.api);
+}
+
+/* ---- the store a config names ------------------------------------------------------- */
+
+int dg_ctl_config_store(const char *file, char **store, char *err, size_t err_len)
+{
+    *store = NULL;
+    doctor d = {.json = 1, .claim_hooks = -1, .findings = json_array()};
+    if (strcmp(file, "-") && realpath(file, d.config_file))
+        setenv("OPENCLAW_CONFIG_PATH", d.config_file, 1);
+    int rc = OC_ERR_INVALID;
+    if (load_config(&d, file) == 0) {
+        json_t *conf = at(d.root, "plugins", "entries", "dirigent", "config");
+        json_t *native = json_is_object(conf) ? json_deep_copy(conf) : NULL;
+        json_object_del(native, "bridge");
+        if (!native)
+            snprintf(err, err_len, "%s has no plugins.entries.dirigent.config", file);
+        else if ((rc = dg_config_parse(native, &d.cfg, err, err_len)) == OC_OK &&
+                 !(*store = strdup(d.cfg.store_url ? d.cfg.store_url : d.cfg.db_path)))
+            rc = OC_ERR_NOMEM;
+        json_decref(native);
+    } else {
+        /* What load_config found wrong, scrubbed like every finding. */
+        json_t *f = json_array_get(d.findings, json_array_size(d.findings) - 1);
+        snprintf(err, err_len, "%s", json_string_value(json_object_get(f, "what")));
+    }
+    json_decref(d.findings);
+    dg_config_free(&d.cfg);
+    json_decref(d.root);
+    return rc;
 }
 
 /* ---- main --------------------------------------------------------------------------- */

@@ -13,4 +13,13 @@
  */
 int dg_ctl_doctor_main(int argc, char **argv, int cmd);
 
+/*
+ * The store of the plugin a config file names (FILE, or "-" for stdin),
+ * resolved as the plugin does (${VAR}s, env DIRIGENT_STORE_URL, relative
+ * dbPath from the config's folder): *store is a new string (the SQLite
+ * path or the postgresql:// url; caller frees). OC_OK, or a negative
+ * oc_status with the reason in err. Main thread.
+ */
+int dg_ctl_config_store(const char *file, char **store, char *err, size_t err_len);
+
 #endif

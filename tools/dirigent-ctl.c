@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "config.h"
@@ -44,6 +45,8 @@
 static const char USAGE[] =
     "usage: dirigent-ctl --db PATH [--json] COMMAND\n"
     "       dirigent-ctl --store-url postgresql://... [--json] COMMAND\n"
+    "       dirigent-ctl --openclaw-config FILE [--json] COMMAND   (the store that\n"
+    "       OpenClaw config's plugins.entries.dirigent.config names; - : stdin)\n"
     "       (or env DIRIGENT_STORE_URL instead of --db / --store-url)\n"
     "       dirigent-ctl doctor --openclaw-config FILE [--json]\n"
     "       dirigent-ctl --version\n"
@@ -494,18 +497,28 @@ static int channel_id_ok(const char *what, const char *s)
 
 int main(int argc, char **argv)
 {
-    const char *db = NULL, *url = NULL;
+    const char *db = NULL, *url = NULL, *config = NULL;
     ctl c = {.now = wall_ms(), .claim_hooks = 1};
     int i = 1;
-    /* The doctor reads a host config, not a store: its own options. */
-    for (int k = 1; k < argc; k++)
-        if (!strcmp(argv[k], "doctor"))
-            return dg_ctl_doctor_main(argc, argv, k);
+    /* The doctor reads a host config, not a store: its own options. It is
+     * the command when it is the first word that is no option or value. */
+    for (int k = 1; k < argc; k++) {
+        if (!strcmp(argv[k], "--db") || !strcmp(argv[k], "--store-url") ||
+            !strcmp(argv[k], "--openclaw-config") || !strcmp(argv[k], "--openclaw-version"))
+            k++;
+        else if (argv[k][0] != '-') {
+            if (!strcmp(argv[k], "doctor"))
+                return dg_ctl_doctor_main(argc, argv, k);
+            break;
+        }
+    }
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (!strcmp(argv[i], "--db") && i + 1 < argc)
             db = argv[++i];
         else if (!strcmp(argv[i], "--store-url") && i + 1 < argc)
             url = argv[++i];
+        else if (!strcmp(argv[i], "--openclaw-config") && i + 1 < argc)
+            config = argv[++i];
         else if (!strcmp(argv[i], "--json"))
             c.json = 1;
         else if (!strcmp(argv[i], "--no-claim-hooks"))
@@ -545,8 +558,25 @@ int main(int argc, char **argv)
      * where the environment wins over its config file): the operator
      * typed it for this call. */
     const char *env = getenv("DIRIGENT_STORE_URL");
-    if (!db && !url && env && *env)
+    char *from_config = NULL;
+    if (config && (db || url)) {
+        fprintf(stderr, "dirigent-ctl: give either --openclaw-config FILE or --db / "
+                "--store-url, not both\n%s", USAGE);
+        return 2;
+    }
+    if (config) {
+        char cerr[1024] = "";
+        if (dg_ctl_config_store(config, &from_config, cerr, sizeof cerr) != OC_OK) {
+            fprintf(stderr, "dirigent-ctl: --openclaw-config %s: %s\n", config, cerr);
+            return 1;
+        }
+        if (dg_store_is_url(from_config))
+            url = from_config;
+        else
+            db = from_config;
+    } else if (!db && !url && env && *env) {
         url = env;
+    }
     const char *why = db && url ? "dirigent-ctl: give either --db PATH (SQLite) or --store-url "
                                   "URL (PostgreSQL), not both\n"
                     : !db && !url ? "dirigent-ctl: --db PATH or --store-url URL (or env "
@@ -558,15 +588,26 @@ int main(int argc, char **argv)
                         ? "dirigent-ctl: unknown command or wrong arguments\n" : NULL;
     if (why) {
         fprintf(stderr, "%s%s", why, USAGE);
+        free(from_config);
         return 2;
     }
     if ((!strcmp(cmd, "why") && !channel_id_ok("CHANNEL", args[1])) ||
-        (!strcmp(cmd, "show") && !channel_id_ok("DISCUSSION (an id or a channel id)", args[1])))
+        (!strcmp(cmd, "show") && !channel_id_ok("DISCUSSION (an id or a channel id)", args[1]))) {
+        free(from_config);
         return 2;
+    }
     char err[512] = "";
+    struct stat sb;
+    if (config && db && stat(db, &sb) != 0) {
+        fprintf(stderr, "dirigent-ctl: no database at %s (the plugin's dbPath) yet: the plugin "
+                "creates it when the gateway first starts\n", db);
+        free(from_config);
+        return 1;
+    }
     int rc = dg_store_open_readonly(url ? url : db, &c.st, err, sizeof err);
     if (rc != OC_OK) {
         fprintf(stderr, "dirigent-ctl: %s\n", err);
+        free(from_config);
         return 1;
     }
     if (dg_store_begin_read(c.st) != OC_OK) {
@@ -574,6 +615,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "dirigent-ctl: cannot read %s (%s)\n", url ? dg_store_where(c.st) : db,
                 dg_store_errmsg(c.st));
         dg_store_close(c.st);
+        free(from_config);
         return 1;
     }
     int status = !strcmp(cmd, "scopes") ? cmd_scopes(&c)
@@ -584,5 +626,6 @@ int main(int argc, char **argv)
                : cmd_outbox(&c);
     dg_store_rollback(c.st);
     dg_store_close(c.st);
+    free(from_config);
     return status;
 }
