@@ -1883,6 +1883,38 @@ static enum MHD_Result control(fake_discord *fd, struct MHD_Connection *c, const
             fd->fail_retry_after = ra > 0 ? ra : 0.05;
             set_reply(&r, 200, json_pack("{s:b}", "ok", 1));
         }
+    } else if (post && !strcmp(path, "/_fake/roles")) {
+        /* {id, name?, permissions (decimal string or integer), members?: [user ids]} */
+        const char *id = json_string_value(json_object_get(body, "id"));
+        const char *name = json_string_value(json_object_get(body, "name"));
+        json_t *pv = json_object_get(body, "permissions");
+        json_t *members = json_object_get(body, "members");
+        if (!id || !is_snowflake(id) || (!json_is_string(pv) && !json_is_integer(pv)) ||
+            (members && !json_is_array(members))) {
+            err_reply(&r, 400, 0, "need id (a snowflake), permissions, members?: [user ids]");
+        } else {
+            char perms[24];
+            snprintf(perms, sizeof perms, "%llu", (unsigned long long)perm_value(pv));
+            json_array_append_new(fd->roles, json_pack(
+                "{s:s, s:s, s:s, s:i, s:i, s:b, s:b, s:b, s:i}", "id", id, "name",
+                name ? name : "role", "permissions", perms, "position",
+                (int)json_array_size(fd->roles) + 1, "color", 0, "hoist", 0, "managed", 0,
+                "mentionable", 0, "flags", 0));
+            size_t i;
+            json_t *m;
+            json_array_foreach(members, i, m) {
+                const char *uid = json_string_value(m);
+                if (!uid)
+                    continue;
+                json_t *arr = json_object_get(fd->member_roles, uid);
+                if (!arr) {
+                    arr = json_array();
+                    json_object_set_new(fd->member_roles, uid, arr);
+                }
+                json_array_append_new(arr, json_string(id));
+            }
+            set_reply(&r, 200, json_pack("{s:b}", "ok", 1));
+        }
     } else if (post && !strcmp(path, "/_fake/rate-limit")) {
         int limit = (int)json_integer_value(json_object_get(body, "limit"));
         double win = json_number_value(json_object_get(body, "windowSec"));

@@ -90,6 +90,8 @@
  *   DELETE /_fake/faults                 clear faults and the fail rate
  *   POST   /_fake/fail-rate              {rate, seed?, retryAfter?}
  *   POST   /_fake/rate-limit             {limit, windowSec}
+ *   POST   /_fake/roles                  {id, name?, permissions, members?: [user
+ *                                        ids]}: a guild role given to those members
  * A recorded request: {"seq", "tMs" (CLOCK_MONOTONIC ms at arrival), "method",
  * "path" (without /api/v10 and query), "query", "route" (template, e.g.
  * "POST /channels/{id}/messages"), "authorization", "authUserId" (null when
