@@ -409,11 +409,11 @@ deps-ok:
 
 # ---- package and install ---------------------------------------------------------
 # The plugin folder OpenClaw loads (bridge, openclaw.plugin.json, dirigent.so,
-# dirigent-noreply and its systemd unit, README, LICENSE, koffi) is staged
+# dirigent-noreply and its systemd unit, dirigent-ctl, README, LICENSE, koffi) is staged
 # once in $(B)/package/dirigent by scripts/package.sh; make package packs it,
 # make install copies it.
 PKG_TGZ := $(B)/dirigent-openclaw-$(VERSION).tgz
-PKG_INPUTS := $(B)/dirigent.so $(B)/dirigent-noreply
+PKG_INPUTS := $(B)/dirigent.so $(B)/dirigent-noreply $(B)/dirigent-ctl
 package: $(PKG_INPUTS)
 	DIRIGENT_KOFFI_FROM='$(KOFFI_FROM)' sh scripts/package.sh pack $(B) $(VERSION)
 
