@@ -474,6 +474,10 @@ START_TEST(test_store_from_an_openclaw_config)
     char *out = NULL, *err = NULL;
     ck_assert_int_eq(ctl_raw(status, &out, &err), 0);
     ck_assert_msg(strstr(out, "scopes       1 (speaking 1"), "%s%s", out, err);
+    char *store_line = NULL;
+    ck_assert_int_ge(asprintf(&store_line, "store        %s\n", db), 0);
+    ck_assert_msg(strstr(out, store_line), "%s", out);
+    free(store_line);
     free(out);
     free(err);
     /* A config whose dbPath does not exist yet says so. */

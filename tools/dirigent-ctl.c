@@ -70,6 +70,7 @@ typedef struct ctl {
     dg_store *st;
     int json;
     int claim_hooks; /* the host claims non-speakers' runs (OpenClaw 2026.9, ocgw) */
+    const char *where; /* the store for messages: the file, or PostgreSQL without password */
     int64_t now;
 } ctl;
 
@@ -298,7 +299,7 @@ static int cmd_status(ctl *c)
     int64_t age = sum.oldest_pending_ms ? (c->now - sum.oldest_pending_ms) / 1000 : 0;
     if (c->json) {
         print_json(json_pack("{s:s,s:i,s:{s:I,s:I,s:I,s:I,s:I},s:I,s:b,s:{s:i,s:i,s:i,s:o}}",
-                             "store", dg_store_where(c->st), "schemaVersion",
+                             "store", c->where, "schemaVersion",
                              dg_store_schema_version(), "scopes", "total", (json_int_t)n,
                              "speaking", (json_int_t)speaking, "dormant", (json_int_t)dormant,
                              "resting", (json_int_t)resting, "closed", (json_int_t)closed,
@@ -308,7 +309,7 @@ static int cmd_status(ctl *c)
                              sum.pending ? json_integer(age) : json_null()));
         return 0;
     }
-    printf("store        %s\n", dg_store_where(c->st));
+    printf("store        %s\n", c->where);
     printf("scopes       %zu (speaking %zu, dormant %zu, resting %zu, closed %zu)\n", n, speaking,
            dormant, resting, closed);
     printf("discussions  %zu%s active\n", nd, more ? "+" : "");
@@ -618,6 +619,7 @@ int main(int argc, char **argv)
         free(from_config);
         return 1;
     }
+    c.where = url ? dg_store_where(c.st) : db;
     int status = !strcmp(cmd, "scopes") ? cmd_scopes(&c)
                : !strcmp(cmd, "status") ? cmd_status(&c)
                : !strcmp(cmd, "why") ? cmd_why(&c, args[1], args[2])
