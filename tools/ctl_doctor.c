@@ -355,6 +355,7 @@ static void check_plugin_config(doctor *d, json_t *entry)
 
 /* ---- the no-reply provider -------------------------------------------------------- */
 
+/* curl's write callback (on the thread of curl_easy_perform): the body is not needed. */
 static size_t discard(char *p, size_t size, size_t n, void *u)
 {
     (void)p;
@@ -531,6 +532,8 @@ typedef struct bot {
     uint64_t guild_perms;
 } bot;
 
+/* A client for token at discord.apiBase, or NULL; the caller frees it
+ * (dg_discord_free). */
 static dg_discord *client(doctor *d, const char *token)
 {
     dg_discord_options o = {.api_base = d->cfg.discord_api_base, .token = token,
@@ -554,7 +557,8 @@ static json_t *get(dg_discord *c, const char *path, dg_discord_err *e)
     return r;
 }
 
-/* Check a token's owner: a bot, with user id want. Returns the client or NULL. */
+/* Check a token's owner: a bot, with user id want. Returns its client (the
+ * caller frees it, dg_discord_free) or NULL after saying what is wrong. */
 static dg_discord *check_token(doctor *d, const char *who, const char *where,
                                const char *token, const char *want, int is_moderator)
 {
