@@ -92,6 +92,7 @@ INC_plugin  := $(INC_discord) -Iplugin
 INC_hooks   := $(INC_plugin) -Ihooks
 INC_host    := $(INC_discord) -Ihost
 INC_servers := $(INC_common)
+INC_tools   := $(INC_plugin) -Itools
 INC_tests   := $(INC_hooks) -Ihost -Itests/support
 PART_INC     = $(INC_tests)
 LDFLAGS_ALL = -pthread $(SANFLAGS) $(LDFLAGS)
@@ -120,6 +121,8 @@ FIXTURES   := $(FIXTURE_SRC:tests/plugins/%.c=$(B)/tests/plugins/%.so)
 SERVER_SRC := $(sort $(wildcard servers/*.c))
 SERVERS    := $(SERVER_SRC:servers/%.c=$(B)/%)
 TEMPLATES  := $(sort $(wildcard templates/*.md))
+TOOLS_SRC  := $(sort $(wildcard tools/*.c))
+TOOLS_OBJ  := $(TOOLS_SRC:%.c=$(B)/obj/%.o)
 BENCH_SRC  := $(sort $(wildcard tests/bench/*.c))
 BENCH_OBJ  := $(BENCH_SRC:%.c=$(B)/obj/%.o)
 
@@ -177,6 +180,7 @@ $(B)/obj/plugin/%.o: PART_INC = $(INC_plugin)
 $(B)/obj/hooks/%.o: PART_INC = $(INC_hooks)
 $(B)/obj/host/%.o: PART_INC = $(INC_host)
 $(B)/obj/servers/%.o: PART_INC = $(INC_servers)
+$(B)/obj/tools/%.o: PART_INC = $(INC_tools)
 $(B)/obj/gen/%.o: PART_INC = $(INC_plugin)
 
 $(B)/obj/gen/templates_embedded.o: $(B)/gen/templates_embedded.c $(FLAGS_STAMP)
@@ -221,7 +225,7 @@ $(B)/fake-discord: $(B)/obj/tests/fake_discord_main.o $(FAKE_DISCORD_OBJ) $(COMM
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -lm
 
 # The operator's CLI: the plugin's store code over a read-only connection.
-$(B)/dirigent-ctl: $(B)/obj/tools/dirigent-ctl.o $(PLUGIN_OBJ) $(DISCORD_LIB) $(COMMON_LIB)
+$(B)/dirigent-ctl: $(TOOLS_OBJ) $(PLUGIN_OBJ) $(DISCORD_LIB) $(COMMON_LIB)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -lm
 
 # A static pattern: the server objects are then no intermediate files that
@@ -426,11 +430,11 @@ deps-ok:
 
 # ---- package and install ---------------------------------------------------------
 # The plugin folder OpenClaw loads (bridge, openclaw.plugin.json, dirigent.so,
-# dirigent-noreply and its systemd unit, README, LICENSE, koffi) is staged
+# dirigent-noreply and its systemd unit, dirigent-ctl, README, LICENSE, koffi) is staged
 # once in $(B)/package/dirigent by scripts/package.sh; make package packs it,
 # make install copies it.
 PKG_TGZ := $(B)/dirigent-openclaw-$(VERSION).tgz
-PKG_INPUTS := $(B)/dirigent.so $(B)/dirigent-noreply
+PKG_INPUTS := $(B)/dirigent.so $(B)/dirigent-noreply $(B)/dirigent-ctl
 package: $(PKG_INPUTS)
 	DIRIGENT_KOFFI_FROM='$(KOFFI_FROM)' sh scripts/package.sh pack $(B) $(VERSION)
 

@@ -32,7 +32,9 @@ int dg_hook_before_model_resolve(void *state, const json_t *event, const json_t 
                hs.s.agent_id, hs.s.channel_id, oc_status_name(rc));
         return rc;
     }
-    if (!v.no_reply)
+    /* No no-reply pair: the host has claim hooks and claimed the run
+     * already (a run it did not claim keeps its model). */
+    if (!v.no_reply || !p->cfg.no_reply_provider)
         return OC_OK;
     *result = json_pack("{s:s, s:s}", "providerOverride", p->cfg.no_reply_provider,
                         "modelOverride", p->cfg.no_reply_model);

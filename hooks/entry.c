@@ -49,6 +49,8 @@ static int attach_handlers(dg_plugin *p, char *err, size_t err_len)
                  oc_status_name(rc));
         return rc;
     }
+    if ((rc = dg_config_require_no_reply(&p->cfg, p->claim_hooks, err, err_len)))
+        return rc;
     if ((rc = dg_register_tools(p)))
         snprintf(err, err_len, "dirigent: the host refused a tool registration (%s)",
                  oc_status_name(rc));

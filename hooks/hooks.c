@@ -214,6 +214,7 @@ int dg_register_hooks(dg_plugin *p)
         {"reply_payload_sending", settled_reply_payload_sending},
     };
     size_t n_core = 5, refused = 0;
+    p->claim_hooks = 0;
     for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++) {
         int rc = p->api->on(p->api->host, hooks[i].name, hooks[i].fn, DG_HOOK_PRIORITY);
         if (rc == OC_ERR_INVALID && i >= n_core) {
@@ -229,5 +230,6 @@ int dg_register_hooks(dg_plugin *p)
             return rc;
         }
     }
+    p->claim_hooks = refused == 0;
     return OC_OK;
 }

@@ -726,6 +726,7 @@ int main(int argc, char **argv)
         int refused = report_plugins(&g);
         int mistakes = ocgw_preflight(&g);
         if (check_only) {
+            mistakes |= ocgw_check_moderators(&g);
             if (!refused && !mistakes)
                 ocgw_check_summary(&g, stdout);
             exit_code = refused || mistakes ? 1 : 0;

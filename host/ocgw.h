@@ -385,6 +385,11 @@ int ocgw_expect_check(ocgw *g, const ocgw_expect *e, int verbose, char *why, siz
  * plugin did not load, plugins.allow naming no plugin, gateway.noReply or
  * discord.apiBase differing from a plugin's) at error level; 1 when any. */
 int ocgw_preflight(ocgw *g);
+/* --check only: each enabled plugin entry with discord.moderatorUserId must
+ * have a moderator token (env DIRIGENT_MODERATOR_TOKEN, else its
+ * discord.moderatorToken) that Discord accepts for that user (GET
+ * /users/@me); each failure is logged at error level. 1 when any. */
+int ocgw_check_moderators(ocgw *g);
 /* The one summary line of a good --check (what loaded, tools, hooks,
  * agents, channels) on f. */
 void ocgw_check_summary(ocgw *g, FILE *f);

@@ -11,12 +11,16 @@
  *   - a plugin's discord.apiBase differing from the gateway's: the gateway
  *     would read one Discord while the plugin posts to another;
  *   - a gateway agent missing from a plugin's `agents`: never held back,
- *     it runs its real model on every message of a shared channel.
+ *     it runs its real model on every message of a shared channel;
+ *   - (--check only) a plugin with a Discord moderator (discord.moderatorUserId)
+ *     whose token is missing, refused by Discord or another user's: no
+ *     hand-off, notice or admin reply would ever be posted.
  *
  * The plugin is seen only through the ABI and the host config ocgw owns
  * (plugins.entries.<id>.config is part of that file).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ocgw.h"
@@ -126,6 +130,63 @@ int ocgw_preflight(ocgw *g)
                 bad = 1;
             }
         }
+    }
+    return bad;
+}
+
+int ocgw_check_moderators(ocgw *g)
+{
+    int bad = 0;
+    const char *id;
+    json_t *entry;
+    json_object_foreach(json_object_get(json_object_get(g->cfg.root, "plugins"), "entries"), id,
+                        entry) {
+        json_t *pd = json_object_get(json_object_get(entry, "config"), "discord");
+        const char *want = json_string_value(json_object_get(pd, "moderatorUserId"));
+        if (json_is_false(json_object_get(entry, "enabled")) || !want)
+            continue;
+        /* As the plugin takes it: the environment wins over its config. */
+        const char *token = getenv("DIRIGENT_MODERATOR_TOKEN");
+        if (!token || !*token)
+            token = json_string_value(json_object_get(pd, "moderatorToken"));
+        if (!token || !*token) {
+            och_log(g->host, OC_LOG_ERROR, OCGW_SOURCE,
+                    "plugins.entries.%s: no moderator token (env DIRIGENT_MODERATOR_TOKEN or "
+                    "config discord.moderatorToken): the moderator would post nothing (no "
+                    "hand-off, notice or admin reply); export DIRIGENT_MODERATOR_TOKEN with the "
+                    "moderator bot's token", id);
+            bad = 1;
+            continue;
+        }
+        const char *base = json_string_value(json_object_get(pd, "apiBase"));
+        dg_discord_options o = {.api_base = base ? base : DISCORD_DEFAULT_API, .token = token,
+                                .timeout_ms = g->cfg.timeout_ms, .max_attempts = 2,
+                                .user_agent = "DiscordBot (ocgw, " DG_VERSION ")"};
+        dg_discord *d = NULL;
+        dg_discord_err e;
+        memset(&e, 0, sizeof e);
+        json_t *me = NULL;
+        char err[300] = "";
+        int rc = dg_discord_new(&o, &d, err, sizeof err);
+        if (rc == OC_OK)
+            rc = dg_discord_request(d, "GET", "/users/@me", NULL, 1, &me, &e);
+        dg_discord_free(d);
+        const char *got = json_string_value(json_object_get(me, "id"));
+        if (rc != OC_OK) {
+            och_log(g->host, OC_LOG_ERROR, OCGW_SOURCE,
+                    "plugins.entries.%s: the moderator token %s (%s); fix "
+                    "DIRIGENT_MODERATOR_TOKEN (the moderator bot's current token)", id,
+                    e.http_status == 401 ? "is refused by Discord" : "cannot be checked",
+                    *err ? err : e.message);
+            bad = 1;
+        } else if (!got || strcmp(got, want)) {
+            och_log(g->host, OC_LOG_ERROR, OCGW_SOURCE,
+                    "plugins.entries.%s: the moderator token belongs to user %s, not to "
+                    "discord.moderatorUserId %s; give DIRIGENT_MODERATOR_TOKEN the moderator "
+                    "bot's token", id, got ? got : "?", want);
+            bad = 1;
+        }
+        json_decref(me);
     }
     return bad;
 }

@@ -422,11 +422,21 @@ static int parse_all(const json_t *json, dg_config *c, char *err, size_t err_len
     }
     if ((rc = check_keys(json, "", top, err, err_len)))
         return rc;
-    if ((rc = get_string(json, "noReplyProvider", "noReplyProvider", 1, &c->no_reply_provider, err,
+    /* Optional here: a host with claim hooks never calls the no-reply
+     * model. A host without them needs both (checked when the hooks are
+     * registered, dg_config_require_no_reply); one without the other is
+     * a mistake on any host. */
+    if ((rc = get_string(json, "noReplyProvider", "noReplyProvider", 0, &c->no_reply_provider, err,
                          err_len)))
         return rc;
-    if ((rc = get_string(json, "noReplyModel", "noReplyModel", 1, &c->no_reply_model, err, err_len)))
+    if ((rc = get_string(json, "noReplyModel", "noReplyModel", 0, &c->no_reply_model, err, err_len)))
         return rc;
+    if (!c->no_reply_provider != !c->no_reply_model)
+        return dg_fail(err, err_len, OC_ERR_INVALID,
+                       "config: \"%s\" is set but \"%s\" is missing; give both (the no-reply "
+                       "provider and its model) or neither (a host with claim hooks needs none)",
+                       c->no_reply_provider ? "noReplyProvider" : "noReplyModel",
+                       c->no_reply_provider ? "noReplyModel" : "noReplyProvider");
 
     char *policy = NULL;
     if ((rc = get_string(json, "sessionPolicy", "sessionPolicy", 0, &policy, err, err_len)))
@@ -535,6 +545,17 @@ int dg_config_parse(const json_t *json, dg_config *out, char *err, size_t err_le
         dg_config_free(out);
     }
     return rc;
+}
+
+int dg_config_require_no_reply(const dg_config *c, int claim_hooks, char *err, size_t err_len)
+{
+    if (claim_hooks || c->no_reply_provider)
+        return OC_OK;
+    return dg_fail(err, err_len, OC_ERR_INVALID,
+                   "config: \"noReplyProvider\" and \"noReplyModel\" are required on this host: "
+                   "it has no claim hooks (before_agent_reply), so agents without the turn are "
+                   "switched to a no-reply model; set both (README: the no-reply provider) or "
+                   "use a host with claim hooks (OpenClaw 2026.9 or later)");
 }
 
 void dg_config_free(dg_config *c)

@@ -22,8 +22,8 @@ typedef struct dg_agent_cfg {
 } dg_agent_cfg;
 
 typedef struct dg_config {
-    char *no_reply_provider;
-    char *no_reply_model;
+    char *no_reply_provider; /* both NULL or both set: needed only on hosts */
+    char *no_reply_model;    /* without claim hooks (dg_config_require_no_reply) */
     dg_session_policy session_policy;
     char *db_path;           /* absolute: config (relative: from path_base), else
                               * $DIRIGENT_STATE_DIR/dirigent.db, else <cwd>/dirigent.db */
@@ -72,6 +72,15 @@ typedef struct dg_config {
  * Thread: init only.
  */
 int dg_config_parse(const json_t *json, dg_config *out, char *err, size_t err_len);
+
+/*
+ * The no-reply pair on this host: a host with claim hooks (claim_hooks 1)
+ * needs none; one without them swaps non-speakers to noReplyProvider /
+ * noReplyModel, which must then be set. OC_OK, or OC_ERR_INVALID with a
+ * sentence naming the fields in err. Any thread.
+ */
+int dg_config_require_no_reply(const dg_config *cfg, int claim_hooks, char *err,
+                               size_t err_len);
 
 /* Free what dg_config_parse allocated; safe on a zeroed struct. */
 void dg_config_free(dg_config *cfg);

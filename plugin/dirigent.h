@@ -46,6 +46,8 @@ typedef struct dg_plugin {
     _Atomic(void *) clock_state;
     dg_turns *turns;          /* turn engine: created by dg_core_new, freed
                                  by dg_core_free */
+    int claim_hooks;          /* the host took before_agent_reply and
+                                 reply_payload_sending (set at init) */
     atomic_int settled;       /* set by the first hook or tool call after init */
     pthread_mutex_t inflight_mu; /* guards inflight */
     struct dg_inflight *inflight; /* tool calls with a toolCallId running now

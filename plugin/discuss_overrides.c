@@ -27,8 +27,11 @@ size_t apply_pending(dg_plugin *p)
         size_t ok = 0;
         char *done = calloc(n, 1);
         for (size_t i = 0; done && i < n; i++) {
-            int prc = p->api->session_patch(p->api->host, keys[i], p->cfg.no_reply_provider,
-                                            p->cfg.no_reply_model);
+            /* Without a no-reply pair (a host with claim hooks) the closed
+             * channel's runs are claimed: nothing to switch, the row is done. */
+            int prc = !p->cfg.no_reply_provider ? OC_OK
+                      : p->api->session_patch(p->api->host, keys[i], p->cfg.no_reply_provider,
+                                              p->cfg.no_reply_model);
             if (prc == OC_OK) {
                 done[i] = 1;
                 ok++;
@@ -105,8 +108,9 @@ void dg_discuss_session_seen(dg_plugin *p, const char *session_key, const char *
         dg_seen_set_add(p->closed_seen, session_key, channel_id); /* best effort: a cache */
         return;
     }
-    int prc = p->api->session_patch(p->api->host, session_key, p->cfg.no_reply_provider,
-                                    p->cfg.no_reply_model);
+    int prc = !p->cfg.no_reply_provider ? OC_OK
+              : p->api->session_patch(p->api->host, session_key, p->cfg.no_reply_provider,
+                                      p->cfg.no_reply_model);
     if (prc != OC_OK) {
         dg_log(p, OC_LOG_WARN, "discussion: session_patch(%s) failed (%s); retried later",
                session_key, oc_status_name(prc));

@@ -9,7 +9,8 @@
 # `openclaw plugins install dirigent-openclaw-VERSION.tgz`. The package
 # (package/ inside the tarball) holds the bridge (index.mjs, package.json),
 # openclaw.plugin.json generated from manifest.json, dirigent.so and
-# dirigent-noreply built here, the systemd unit of dirigent-noreply, a
+# dirigent-noreply and dirigent-ctl built here (the bridge runs dirigent-ctl
+# for `openclaw dirigent ...`), the systemd unit of dirigent-noreply, a
 # README, the LICENSE, and koffi with its platform package in node_modules
 # (bundleDependencies): OpenClaw's archive install then finds its one
 # dependency in place and needs no registry for it.
@@ -37,7 +38,7 @@ fail() {
 }
 command -v "$NODE" >/dev/null 2>&1 || fail "node is needed to generate openclaw.plugin.json from manifest.json (apt-get install nodejs)"
 [ "$MODE" = stage ] || command -v npm >/dev/null 2>&1 || fail "npm is needed for npm pack (apt-get install npm)"
-for f in dirigent.so dirigent-noreply; do
+for f in dirigent.so dirigent-noreply dirigent-ctl; do
     [ -f "$B/$f" ] || fail "$B/$f is missing; run make first"
 done
 if [ "$MODE" = pack ] && readelf -d "$B/dirigent.so" 2>/dev/null | grep -q libasan; then
@@ -56,7 +57,7 @@ mkdir -p "$STAGE"
 cp bridge/openclaw/index.mjs bridge/openclaw/package.json LICENSE "$STAGE/"
 "$NODE" bridge/openclaw/gen-plugin-json.mjs manifest.json "$STAGE/openclaw.plugin.json" ||
     fail "cannot generate openclaw.plugin.json from manifest.json"
-install -m 0755 "$B/dirigent.so" "$B/dirigent-noreply" "$STAGE/"
+install -m 0755 "$B/dirigent.so" "$B/dirigent-noreply" "$B/dirigent-ctl" "$STAGE/"
 install -m 0644 servers/dirigent-noreply.service servers/dirigent-noreply.env "$STAGE/"
 # The README of the package: the section of README.md a user of the tarball needs.
 {

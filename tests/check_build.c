@@ -453,7 +453,7 @@ START_TEST(install_then_uninstall_leaves_nothing)
     /* A complete plugin folder: what OpenClaw needs to load it. */
     static const char *const plugin_files[] = {
         "index.mjs", "package.json", "openclaw.plugin.json", "dirigent.so", "dirigent-noreply",
-        "dirigent-noreply.service", "dirigent-noreply.env", "LICENSE", "README.md", "manifest.json", NULL};
+        "dirigent-ctl", "dirigent-noreply.service", "dirigent-noreply.env", "LICENSE", "README.md", "manifest.json", NULL};
     char pdir[800], f[1000];
     snprintf(pdir, sizeof pdir, "%s/usr/local/lib/openclaw/plugins/dirigent", d);
     for (const char *const *n = plugin_files; *n; n++) {

@@ -662,6 +662,43 @@ START_TEST(test_old_host_without_claim_hooks_still_starts)
 }
 END_TEST
 
+/* The no-reply pair out of the config text h->config. */
+static void drop_no_reply_pair(tth *h)
+{
+    static const char pair[] = "\"noReplyProvider\":\"noreply\",\"noReplyModel\":\"no-reply-1\",";
+    char *at = strstr(h->config, pair);
+    ck_assert_ptr_nonnull(at);
+    memmove(at, at + strlen(pair), strlen(at + strlen(pair)) + 1);
+}
+
+START_TEST(test_no_reply_pair_is_needed_only_without_claim_hooks)
+{
+    /* A host with claim hooks starts without it, and a non-speaker's run
+     * is claimed, never routed to a model that is not configured. */
+    tth_stop_plugin(&H);
+    drop_no_reply_pair(&H);
+    tth_restart(&H);
+    ck_assert_ptr_null(tth_plugin(&H)->cfg.no_reply_provider);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_ge(tth_resolve(&H, ABC[i], CH1, NULL), 0);
+    human_says("go");
+    ck_assert_int_eq(tth_resolve(&H, TTH_BRAVO, CH1, NULL), 0);
+    /* A host without them refuses init, naming both fields. */
+    tth_free(&H);
+    tth_start_ex(&H, "channel", NULL, 1);
+    tth_stop_plugin(&H);
+    drop_no_reply_pair(&H);
+    json_t *cfg = tu_json(H.config);
+    char err[512] = "";
+    void *state = NULL;
+    ck_assert_int_eq(H.plugin->init(&H.api, cfg, &state, err, sizeof err), OC_ERR_INVALID);
+    json_decref(cfg);
+    ck_assert_ptr_null(state);
+    ck_assert_msg(strstr(err, "\"noReplyProvider\" and \"noReplyModel\" are required on this "
+                         "host: it has no claim hooks"), "%s", err);
+}
+END_TEST
+
 START_TEST(test_malformed_claim_input_is_refused)
 {
     join3_and_ask();
@@ -1195,6 +1232,7 @@ Suite *make_claim_suite(void)
     tcase_add_test(tc, test_owed_reply_in_another_instance_holds_for_the_turn_timeout_only);
     tcase_add_test(tc, test_message_sending_in_gateway_shape);
     tcase_add_test(tc, test_old_host_without_claim_hooks_still_starts);
+    tcase_add_test(tc, test_no_reply_pair_is_needed_only_without_claim_hooks);
     tcase_add_test(tc, test_malformed_claim_input_is_refused);
     suite_add_tcase(s, tc);
     TCase *wake = tcase_create("wake");

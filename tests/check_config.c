@@ -85,6 +85,29 @@ START_TEST(test_minimal_config_gets_defaults)
 }
 END_TEST
 
+START_TEST(test_no_reply_pair_is_optional_but_whole)
+{
+    clear_env();
+    dg_config c;
+    char err[512];
+    ck_assert_int_eq(parse_text("{" MOD "}", &c, err, sizeof err), OC_OK);
+    ck_assert_ptr_null(c.no_reply_provider);
+    ck_assert_ptr_null(c.no_reply_model);
+    ck_assert_int_eq(dg_config_require_no_reply(&c, 1, err, sizeof err), OC_OK);
+    ck_assert_int_eq(dg_config_require_no_reply(&c, 0, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_msg(strstr(err, "\"noReplyProvider\" and \"noReplyModel\" are required on this "
+                         "host"), "%s", err);
+    dg_config_free(&c);
+    ck_assert_int_eq(parse_text("{" BASE "}", &c, err, sizeof err), OC_OK);
+    ck_assert_int_eq(dg_config_require_no_reply(&c, 0, err, sizeof err), OC_OK);
+    dg_config_free(&c);
+    ck_assert_int_eq(parse_text("{\"noReplyModel\":\"m\"," MOD "}", &c, err, sizeof err),
+                     OC_ERR_INVALID);
+    ck_assert_msg(strstr(err, "\"noReplyModel\" is set but \"noReplyProvider\" is missing"),
+                  "%s", err);
+}
+END_TEST
+
 START_TEST(test_full_config_is_read)
 {
     clear_env();
@@ -863,6 +886,7 @@ Suite *make_config_suite(void)
     TCase *tc = tcase_create("config");
     tcase_add_test(tc, test_minimal_config_gets_defaults);
     tcase_add_test(tc, test_full_config_is_read);
+    tcase_add_test(tc, test_no_reply_pair_is_optional_but_whole);
     tcase_add_loop_test(tc, test_bad_config_names_key, 0, (int)(sizeof bad_cases / sizeof bad_cases[0]));
     tcase_add_test(tc, test_env_policy_overrides_config);
     tcase_add_test(tc, test_env_token_overrides_config);

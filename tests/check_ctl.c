@@ -185,7 +185,9 @@ START_TEST(test_scopes_and_why_on_a_live_database)
                                                                    "cause")),
                                  "from human " TTH_HUMAN_UID));
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(w, "agent"), "gets")),
-                     "the no-reply model: it does not hold the turn");
+                     "claimed");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(w, "agent"), "because")),
+                     "it does not hold the turn");
     json_decref(w);
     /* before_model_resolve records nothing. */
     for (int i = 0; i < 5; i++)
@@ -412,6 +414,134 @@ static char *slurp(const char *path)
     return buf;
 }
 
+/* Runs dirigent-ctl with args after the binary (no --db added); the exit
+ * status, stdout and stderr into *out / *err (malloc'd). */
+static int ctl_raw(const char *const *args, char **out, char **err);
+
+START_TEST(test_why_names_the_rule_and_the_agent)
+{
+    three_join_and_talk();
+    char *out = NULL, *err = NULL;
+    /* A channel name where an id is wanted: refused, naming the rule. */
+    ck_assert_int_eq(ctl(&out, "why", "notasnowflake", NULL, NULL), 2);
+    free(out);
+    ck_assert_int_eq(ctl(&out, "why", "general", TTH_BRAVO, NULL), 2);
+    free(out);
+    ck_assert_int_eq(ctl(&out, "show", "#general", NULL, NULL), 2);
+    free(out);
+    char *db = db_path();
+    const char *why_name[] = {"--db", db, "why", "general", NULL};
+    ck_assert_int_eq(ctl_raw(why_name, &out, &err), 2);
+    ck_assert_msg(strstr(err, "CHANNEL \"general\" is not a channel id: it must be a snowflake, "
+                         "1-20 decimal digits"), "%s", err);
+    ck_assert_ptr_null(strstr(out, "no turn transitions"));
+    free(out);
+    free(err);
+    /* An agent that is not in the order, in words. */
+    ck_assert_int_eq(ctl(&out, "why", CH1, "nosuchagent", NULL), 0);
+    ck_assert_ptr_null(strstr(out, "gets not in"));
+    ck_assert_msg(strstr(out, "nosuchagent is not managed here: it is not in this channel's "
+                         "turn order (it is not one of the plugin's configured agents, or it "
+                         "has not been seen in this channel yet), so its runs go on as usual\n"),
+                  "%s", out);
+    free(out);
+    /* A non-speaker is claimed on a host with claim hooks (the default),
+     * switched to the no-reply model with --no-claim-hooks. */
+    ck_assert_int_eq(ctl(&out, "why", CH1, TTH_BRAVO, NULL), 0);
+    ck_assert_msg(strstr(out, TTH_BRAVO "'s runs are claimed (no model call): it does not hold "
+                         "the turn\n"), "%s", out);
+    ck_assert_ptr_null(strstr(out, "no-reply"));
+    ck_assert_uint_gt(strlen(out), 0);
+    ck_assert_int_eq(out[strlen(out) - 1], '\n');
+    free(out);
+    ck_assert_int_eq(ctl(&out, "--no-claim-hooks", "why", CH1, TTH_BRAVO), 0);
+    ck_assert_msg(strstr(out, TTH_BRAVO " gets the no-reply model: it does not hold the turn\n"),
+                  "%s", out);
+    free(out);
+    ck_assert_int_eq(ctl(&out, "--json", "why", CH1, NULL), 0);
+    ck_assert_int_eq(out[strlen(out) - 1], '\n');
+    free(out);
+    /* --version, like the other programs. */
+    const char *version[] = {"--version", NULL};
+    ck_assert_int_eq(ctl_raw(version, &out, &err), 0);
+    ck_assert_msg(strstr(out, "dirigent-ctl " DG_VERSION " (store schema ") == out, "%s", out);
+    free(out);
+    free(err);
+    /* status: the store in a few lines. */
+    ck_assert_int_eq(ctl(&out, "status", NULL, NULL, NULL), 0);
+    ck_assert_msg(strstr(out, "scopes       1 (speaking 1, dormant 0, resting 0, closed 0)\n"),
+                  "%s", out);
+    ck_assert_msg(strstr(out, "outbox       pending 0, sent 0, failed 0\n"), "%s", out);
+    free(out);
+    json_t *st = ctl_json("status", NULL, NULL);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(st, "scopes"),
+                                                        "speaking")), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(st, "activeDiscussions")), 0);
+    json_decref(st);
+    free(db);
+}
+END_TEST
+
+/* --openclaw-config: the store an OpenClaw config names, ${VAR}s and all. */
+START_TEST(test_store_from_an_openclaw_config)
+{
+    three_join_and_talk();
+    char *db = db_path();
+    char *conf = tu_path(H.dir, "openclaw.json"), *text = NULL;
+    ck_assert_int_ge(asprintf(&text, "{\"plugins\":{\"entries\":{\"dirigent\":{\"config\":{"
+                                     "\"dbPath\":\"%s\",\"bridge\":{\"settleMs\":5},"
+                                     "\"discord\":{\"moderatorUserId\":\"${DG_TEST_MOD}\"}}}}}}",
+                              db), 0);
+    ck_assert_int_eq(tu_write_file(conf, text), 0);
+    setenv("DG_TEST_MOD", "1000000000000000001", 1);
+    const char *status[] = {"--openclaw-config", conf, "status", NULL};
+    char *out = NULL, *err = NULL;
+    ck_assert_int_eq(ctl_raw(status, &out, &err), 0);
+    ck_assert_msg(strstr(out, "scopes       1 (speaking 1"), "%s%s", out, err);
+    char *store_line = NULL;
+    ck_assert_int_ge(asprintf(&store_line, "store        %s\n", db), 0);
+    ck_assert_msg(strstr(out, store_line), "%s", out);
+    free(store_line);
+    free(out);
+    free(err);
+    /* A config whose dbPath does not exist yet says so. */
+    free(text);
+    ck_assert_int_ge(asprintf(&text, "{\"plugins\":{\"entries\":{\"dirigent\":{\"config\":{"
+                                     "\"dbPath\":\"%s/none/x.db\",\"discord\":{"
+                                     "\"moderatorUserId\":\"1000000000000000001\"}}}}}}", H.dir), 0);
+    ck_assert_int_eq(tu_write_file(conf, text), 0);
+    ck_assert_int_eq(ctl_raw(status, &out, &err), 1);
+    ck_assert_msg(strstr(err, "no database at ") && strstr(err, "the plugin creates it"), "%s", err);
+    free(out);
+    free(err);
+    /* Not both. */
+    const char *both[] = {"--openclaw-config", conf, "--db", db, "status", NULL};
+    ck_assert_int_eq(ctl_raw(both, &out, &err), 2);
+    free(out);
+    free(err);
+    free(text);
+    free(conf);
+    free(db);
+}
+END_TEST
+
+static int ctl_raw(const char *const *args, char **out, char **err)
+{
+    char *bin = tu_path(tu_build_dir(), "dirigent-ctl");
+    char *outp = tu_path(H.dir, "raw.out"), *errp = tu_path(H.dir, "raw.err");
+    const char *argv[16] = {bin};
+    for (size_t i = 0; args[i] && i < 14; i++)
+        argv[i + 1] = args[i];
+    int st = tu_run_wait(argv, outp, errp, NULL, 20000);
+    *out = slurp(outp);
+    *err = slurp(errp);
+    free(bin);
+    free(outp);
+    free(errp);
+    return st;
+}
+
+
 /* dirigent-ctl's exit status on argv with the environment variable
  * DIRIGENT_STORE_URL set to env (NULL: removed); stderr into *err. */
 static int ctl_env(const char *const *argv, const char *env, char **err)
@@ -518,6 +648,10 @@ static Suite *ctl_suite(const char *name, int on_pg)
         tcase_add_test(tc, test_pg_store_url_env_refusals_and_no_password);
     else
         tcase_add_test(tc, test_refusals_and_read_only); /* bytes of the file */
+    if (!on_pg) /* the --db of ctl_raw */
+        tcase_add_test(tc, test_why_names_the_rule_and_the_agent);
+    if (!on_pg)
+        tcase_add_test(tc, test_store_from_an_openclaw_config);
     suite_add_tcase(s, tc);
     return s;
 }

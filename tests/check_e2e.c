@@ -817,6 +817,32 @@ START_TEST(check_refuses_cost_burning_mistakes)
     free(out);
     free(err);
 
+    /* The moderator's token: missing, refused, another user's. */
+    const char *no_token[] = {"DIRIGENT_MODERATOR_TOKEN=", NULL};
+    r.env = no_token;
+    rc = check_with(&r, cfg, NULL, NULL, &out, &err);
+    ck_assert_msg(rc == 1 && strstr(err, "plugins.entries.dirigent: no moderator token (env "
+                                         "DIRIGENT_MODERATOR_TOKEN"), "exit %d: %s", rc, err);
+    ck_assert_msg(!out || !strstr(out, "OK"), "%s", out);
+    free(out);
+    free(err);
+    const char *wrong[] = {"DIRIGENT_MODERATOR_TOKEN=e2e-wrong-token", NULL};
+    r.env = wrong;
+    rc = check_with(&r, cfg, NULL, NULL, &out, &err);
+    ck_assert_msg(rc == 1 && strstr(err, "plugins.entries.dirigent: the moderator token is "
+                                         "refused by Discord"), "exit %d: %s", rc, err);
+    ck_assert_msg(!strstr(err, "e2e-wrong-token"), "%s", err);
+    free(out);
+    free(err);
+    const char *other[] = {"DIRIGENT_MODERATOR_TOKEN=e2e-planner-token", NULL};
+    r.env = other;
+    rc = check_with(&r, cfg, NULL, NULL, &out, &err);
+    ck_assert_msg(rc == 1 && strstr(err, "plugins.entries.dirigent: the moderator token belongs "
+                                         "to user"), "exit %d: %s", rc, err);
+    free(out);
+    free(err);
+    r.env = NULL;
+
     rc = check_with(&r, cfg, "allow", json_pack("[s]", "dirigentt"), &out, &err);
     ck_assert_msg(rc == 1 && strstr(err, "plugins.allow[0]: \"dirigentt\"") &&
                       strstr(err, "plugins.entries.dirigent is configured and enabled, but the "

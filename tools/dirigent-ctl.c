@@ -24,8 +24,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
+#include "config.h"
+#include "ctl_doctor.h"
 #include "discuss_status.h"
 #include "openclaw/plugin.h"
 #include "store.h"
@@ -42,19 +45,32 @@
 static const char USAGE[] =
     "usage: dirigent-ctl --db PATH [--json] COMMAND\n"
     "       dirigent-ctl --store-url postgresql://... [--json] COMMAND\n"
+    "       dirigent-ctl --openclaw-config FILE [--json] COMMAND   (the store that\n"
+    "       OpenClaw config's plugins.entries.dirigent.config names; - : stdin)\n"
     "       (or env DIRIGENT_STORE_URL instead of --db / --store-url)\n"
+    "       dirigent-ctl doctor --openclaw-config FILE [--json]\n"
+    "       dirigent-ctl --version\n"
+    "  status                 the store in one line each: scopes by state, active\n"
+    "                         discussions, the outbox\n"
     "  scopes                 every managed scope: order, speaker or dormant/resting,\n"
     "                         passed, agent messages\n"
     "  why CHANNEL [AGENT]    the last turn transitions of the channel's scopes and their\n"
     "                         causes; with AGENT, what that agent gets now\n"
+    "                         (--no-claim-hooks: the host has no claim hooks, so\n"
+    "                         non-speakers get the no-reply model, not a claim)\n"
     "  discussions [--all]    active discussions (--all: closed ones too), newest first\n"
     "  show DISCUSSION        one discussion by id or channel id\n"
     "  outbox                 pending and failed moderator messages, oldest pending age\n"
+    "  doctor                 checks an OpenClaw config before the first start (see\n"
+    "                         `dirigent-ctl doctor --help`)\n"
+    "CHANNEL is a channel id: a snowflake, 1-20 decimal digits (not a channel name).\n"
     "Reads the database only (safe while the plugin runs).\n";
 
 typedef struct ctl {
     dg_store *st;
     int json;
+    int claim_hooks; /* the host claims non-speakers' runs (OpenClaw 2026.9, ocgw) */
+    const char *where; /* the store for messages: the file, or PostgreSQL without password */
     int64_t now;
 } ctl;
 
@@ -191,15 +207,24 @@ static int cmd_why(ctl *c, const char *channel, const char *agent)
     int member = 0;
     for (size_t i = 0; agent && i < tv.n_members; i++)
         member |= strcmp(tv.members[i], agent) == 0;
-    char now_text[256] = "";
-    if (agent)
-        snprintf(now_text, sizeof now_text, "%s",
-                 !member ? "not in this channel's turn order: it is not managed here (its runs "
-                           "go on as usual)"
-                 : tv.mode == DG_MODE_CLOSED ? "the no-reply model: the discussion channel is "
-                                               "closed"
-                 : sp && strcmp(sp, agent) == 0 ? "a real model run: it holds the turn"
-                 : "the no-reply model: it does not hold the turn");
+    /* What the agent's next run gets, short (JSON "gets") and as a sentence. */
+    const char *silenced = c->claim_hooks ? "claimed" : "the no-reply model";
+    const char *gets = !member ? "not managed" : tv.mode == DG_MODE_CLOSED ? silenced
+                       : sp && strcmp(sp, agent) == 0 ? "a real model run" : silenced;
+    const char *because = !member ? "it is not in this channel's turn order (it is not one of "
+                                    "the plugin's configured agents, or it has not been seen "
+                                    "in this channel yet), so its runs go on as usual"
+                          : tv.mode == DG_MODE_CLOSED ? "the discussion channel is closed"
+                          : sp && strcmp(sp, agent) == 0 ? "it holds the turn"
+                          : "it does not hold the turn";
+    char now_text[512] = "";
+    if (agent && !member)
+        snprintf(now_text, sizeof now_text, "%s is not managed here: %s", agent, because);
+    else if (agent && !strcmp(gets, "claimed"))
+        snprintf(now_text, sizeof now_text, "%s's runs are claimed (no model call): %s", agent,
+                 because);
+    else if (agent)
+        snprintf(now_text, sizeof now_text, "%s gets %s: %s", agent, gets, because);
     if (c->json) {
         json_t *arr = json_array();
         char when[32];
@@ -213,8 +238,9 @@ static int cmd_why(ctl *c, const char *channel, const char *agent)
         json_t *o = json_pack("{s:s,s:o,s:o}", "channelId", channel, "transitions", arr,
                               "now", view_json(&sc, &tv));
         if (agent)
-            json_object_set_new(o, "agent", json_pack("{s:s,s:s}", "id", agent, "gets",
-                                                      now_text));
+            json_object_set_new(o, "agent", json_pack("{s:s,s:s,s:s,s:b,s:s}", "id", agent,
+                                                      "gets", gets, "because", because,
+                                                      "inOrder", member, "text", now_text));
         print_json(o);
     } else {
         printf("channel %s, newest first (at most %d kept per scope):\n", channel,
@@ -231,10 +257,66 @@ static int cmd_why(ctl *c, const char *channel, const char *agent)
         }
         printf("now (conversation scope): %s, speaker %s\n", tv.condition, sp ? sp : "none");
         if (agent)
-            printf("%s gets %s\n", agent, now_text);
+            printf("%s\n", now_text);
     }
     dg_turn_view_clear(&tv);
     dg_transitions_free(v, n);
+    return 0;
+}
+
+static int cmd_status(ctl *c)
+{
+    dg_scope *v = NULL;
+    size_t n = 0, speaking = 0, dormant = 0, resting = 0, closed = 0;
+    int rc = dg_store_turns_scopes(c->st, 0, &v, &n);
+    if (rc != OC_OK)
+        return store_err(c, "reading the scopes", rc);
+    for (size_t i = 0; i < n && rc == OC_OK; i++) {
+        dg_turn_view tv;
+        if ((rc = dg_turn_view_load(c->st, NULL, &v[i], c->now, &tv)) != OC_OK)
+            break;
+        const char *k = tv.condition;
+        speaking += !strcmp(k, "speaking");
+        dormant += !strcmp(k, "dormant");
+        resting += !strcmp(k, "resting");
+        closed += !strcmp(k, "closed");
+        dg_turn_view_clear(&tv);
+    }
+    free(v);
+    if (rc != OC_OK)
+        return store_err(c, "reading a scope", rc);
+    char **ch = NULL;
+    size_t nd = 0;
+    int more = 0;
+    if ((rc = dg_store_discussion_list(c->st, NULL, 1, 0, LIST_MAX, &ch, &nd, &more)) != OC_OK)
+        return store_err(c, "listing the discussions", rc);
+    for (size_t i = 0; i < nd; i++)
+        free(ch[i]);
+    free(ch);
+    dg_outbox_summary sum;
+    if ((rc = dg_store_outbox_summary(c->st, &sum)) != OC_OK)
+        return store_err(c, "reading the outbox", rc);
+    int64_t age = sum.oldest_pending_ms ? (c->now - sum.oldest_pending_ms) / 1000 : 0;
+    if (c->json) {
+        print_json(json_pack("{s:s,s:i,s:{s:I,s:I,s:I,s:I,s:I},s:I,s:b,s:{s:i,s:i,s:i,s:o}}",
+                             "store", c->where, "schemaVersion",
+                             dg_store_schema_version(), "scopes", "total", (json_int_t)n,
+                             "speaking", (json_int_t)speaking, "dormant", (json_int_t)dormant,
+                             "resting", (json_int_t)resting, "closed", (json_int_t)closed,
+                             "activeDiscussions", (json_int_t)nd, "moreDiscussions", more,
+                             "outbox", "pending", (int)sum.pending, "sent", (int)sum.sent,
+                             "failed", (int)sum.failed, "oldestPendingAgeSec",
+                             sum.pending ? json_integer(age) : json_null()));
+        return 0;
+    }
+    printf("store        %s\n", c->where);
+    printf("scopes       %zu (speaking %zu, dormant %zu, resting %zu, closed %zu)\n", n, speaking,
+           dormant, resting, closed);
+    printf("discussions  %zu%s active\n", nd, more ? "+" : "");
+    printf("outbox       pending %ld, sent %ld, failed %ld", sum.pending, sum.sent, sum.failed);
+    if (sum.pending)
+        printf(", oldest pending %llds old", (long long)age);
+    printf("\n");
     return 0;
 }
 
@@ -402,19 +484,50 @@ static int cmd_outbox(ctl *c)
     return 0;
 }
 
+/* 1 when s is a channel id; else says why on stderr (the operator may have
+ * typed a channel's name) and 0. */
+static int channel_id_ok(const char *what, const char *s)
+{
+    if (dg_is_snowflake(s))
+        return 1;
+    fprintf(stderr, "dirigent-ctl: %s \"%s\" is not a channel id: it must be a snowflake, "
+            "1-20 decimal digits (Discord: right-click the channel, Copy Channel ID; "
+            "`dirigent-ctl scopes` lists the managed ones)\n", what, s);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    const char *db = NULL, *url = NULL;
-    ctl c = {.now = wall_ms()};
+    const char *db = NULL, *url = NULL, *config = NULL;
+    ctl c = {.now = wall_ms(), .claim_hooks = 1};
     int i = 1;
+    /* The doctor reads a host config, not a store: its own options. It is
+     * the command when it is the first word that is no option or value. */
+    for (int k = 1; k < argc; k++) {
+        if (!strcmp(argv[k], "--db") || !strcmp(argv[k], "--store-url") ||
+            !strcmp(argv[k], "--openclaw-config") || !strcmp(argv[k], "--openclaw-version"))
+            k++;
+        else if (argv[k][0] != '-') {
+            if (!strcmp(argv[k], "doctor"))
+                return dg_ctl_doctor_main(argc, argv, k);
+            break;
+        }
+    }
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (!strcmp(argv[i], "--db") && i + 1 < argc)
             db = argv[++i];
         else if (!strcmp(argv[i], "--store-url") && i + 1 < argc)
             url = argv[++i];
+        else if (!strcmp(argv[i], "--openclaw-config") && i + 1 < argc)
+            config = argv[++i];
         else if (!strcmp(argv[i], "--json"))
             c.json = 1;
-        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+        else if (!strcmp(argv[i], "--no-claim-hooks"))
+            c.claim_hooks = 0;
+        else if (!strcmp(argv[i], "--version")) {
+            printf("dirigent-ctl %s (store schema %d)\n", DG_VERSION, dg_store_schema_version());
+            return 0;
+        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs(USAGE, stdout);
             return 0;
         } else
@@ -427,6 +540,8 @@ int main(int argc, char **argv)
     for (; i < argc; i++) {
         if (!strcmp(argv[i], "--json"))
             c.json = 1;
+        else if (!strcmp(argv[i], "--no-claim-hooks"))
+            c.claim_hooks = 0;
         else if (!strcmp(argv[i], "--all"))
             all = 1;
         else if (n < 4)
@@ -436,6 +551,7 @@ int main(int argc, char **argv)
     }
     const char *cmd = args[0];
     int ok_args = cmd && ((!strcmp(cmd, "scopes") && n == 1) ||
+                          (!strcmp(cmd, "status") && n == 1) ||
                           (!strcmp(cmd, "why") && (n == 2 || n == 3)) ||
                           (!strcmp(cmd, "discussions") && n == 1) ||
                           (!strcmp(cmd, "show") && n == 2) || (!strcmp(cmd, "outbox") && n == 1));
@@ -443,8 +559,25 @@ int main(int argc, char **argv)
      * where the environment wins over its config file): the operator
      * typed it for this call. */
     const char *env = getenv("DIRIGENT_STORE_URL");
-    if (!db && !url && env && *env)
+    char *from_config = NULL;
+    if (config && (db || url)) {
+        fprintf(stderr, "dirigent-ctl: give either --openclaw-config FILE or --db / "
+                "--store-url, not both\n%s", USAGE);
+        return 2;
+    }
+    if (config) {
+        char cerr[1024] = "";
+        if (dg_ctl_config_store(config, &from_config, cerr, sizeof cerr) != OC_OK) {
+            fprintf(stderr, "dirigent-ctl: --openclaw-config %s: %s\n", config, cerr);
+            return 1;
+        }
+        if (dg_store_is_url(from_config))
+            url = from_config;
+        else
+            db = from_config;
+    } else if (!db && !url && env && *env) {
         url = env;
+    }
     const char *why = db && url ? "dirigent-ctl: give either --db PATH (SQLite) or --store-url "
                                   "URL (PostgreSQL), not both\n"
                     : !db && !url ? "dirigent-ctl: --db PATH or --store-url URL (or env "
@@ -456,12 +589,26 @@ int main(int argc, char **argv)
                         ? "dirigent-ctl: unknown command or wrong arguments\n" : NULL;
     if (why) {
         fprintf(stderr, "%s%s", why, USAGE);
+        free(from_config);
+        return 2;
+    }
+    if ((!strcmp(cmd, "why") && !channel_id_ok("CHANNEL", args[1])) ||
+        (!strcmp(cmd, "show") && !channel_id_ok("DISCUSSION (an id or a channel id)", args[1]))) {
+        free(from_config);
         return 2;
     }
     char err[512] = "";
+    struct stat sb;
+    if (config && db && stat(db, &sb) != 0) {
+        fprintf(stderr, "dirigent-ctl: no database at %s (the plugin's dbPath) yet: the plugin "
+                "creates it when the gateway first starts\n", db);
+        free(from_config);
+        return 1;
+    }
     int rc = dg_store_open_readonly(url ? url : db, &c.st, err, sizeof err);
     if (rc != OC_OK) {
         fprintf(stderr, "dirigent-ctl: %s\n", err);
+        free(from_config);
         return 1;
     }
     if (dg_store_begin_read(c.st) != OC_OK) {
@@ -469,14 +616,18 @@ int main(int argc, char **argv)
         fprintf(stderr, "dirigent-ctl: cannot read %s (%s)\n", url ? dg_store_where(c.st) : db,
                 dg_store_errmsg(c.st));
         dg_store_close(c.st);
+        free(from_config);
         return 1;
     }
+    c.where = url ? dg_store_where(c.st) : db;
     int status = !strcmp(cmd, "scopes") ? cmd_scopes(&c)
+               : !strcmp(cmd, "status") ? cmd_status(&c)
                : !strcmp(cmd, "why") ? cmd_why(&c, args[1], args[2])
                : !strcmp(cmd, "discussions") ? cmd_discussions(&c, all)
                : !strcmp(cmd, "show") ? cmd_show(&c, args[1])
                : cmd_outbox(&c);
     dg_store_rollback(c.st);
     dg_store_close(c.st);
+    free(from_config);
     return status;
 }

@@ -71,6 +71,14 @@ const plugin = {
   // (api.on), so the manifest's contracts.hooks has no meaning there.
   contracts: { tools: structuredClone((manifest.contracts && manifest.contracts.tools) || []) },
   activation: { onStartup: true },
+  // The root command the bridge registers with api.registerCli (index.mjs,
+  // CLI_COMMAND): listed here so `openclaw --help` and command routing
+  // know it before the plugin's code loads.
+  cliCommands: [{
+    name: 'dirigent',
+    description: 'Dirigent: check the config before the first start (doctor), read the running gateway\'s turn store (status, scopes, why, discussions, show, outbox)',
+    hasSubcommands: true,
+  }],
   // Read by the bridge (index.mjs): hooks it may call on Node's main thread.
   ...(manifest.threading ? { threading: structuredClone(manifest.threading) } : {}),
 };

@@ -25,10 +25,12 @@
 // flight, which gives the plugin the ABI's promise that init and shutdown
 // never overlap any other call.
 import koffi from 'koffi';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 const ABI_MAJOR = 1;
 // 1.1: the optional session_reset and run_abort, offered when OpenClaw's
@@ -1504,6 +1506,115 @@ function registerWithOpenClaw(api) {
   }
 }
 
+// ---- the operator's commands: openclaw dirigent ... -----------------------------------
+//
+// `openclaw dirigent doctor` checks the config OpenClaw resolved (the same
+// checks as `dirigent-ctl doctor`); `status`, `scopes`, `why`,
+// `discussions`, `show` and `outbox` read the store of the running
+// gateway, read-only. All of them run the packaged dirigent-ctl with
+// OpenClaw's config on its stdin (--openclaw-config -), so the store and
+// every check are found exactly as the plugin finds them, and print what it
+// prints; its exit status becomes the command's. No native instance is
+// started for them (register() sees the command line).
+
+const CLI_COMMAND = 'dirigent';
+const CLI_DESCRIPTION = 'Dirigent: check the config before the first start (doctor), read the running gateway\'s turn store (status, scopes, why, discussions, show, outbox)';
+const BRIDGE_DIR = path.dirname(fileURLToPath(import.meta.url));
+// The first OpenClaw release with the claim hooks (before_agent_reply).
+const CLAIM_HOOKS_SINCE = [2026, 9];
+
+// `openclaw dirigent ...`: this process is a CLI run of our command.
+function isDirigentCli() {
+  const argv = process.argv.slice(2);
+  return argv.includes(CLI_COMMAND) && !argv.includes('gateway') && !argv.includes('agent');
+}
+
+function findCtl(rootDir) {
+  const candidates = [];
+  if (process.env.DIRIGENT_CTL) candidates.push(path.resolve(resolveHome(process.env.DIRIGENT_CTL)));
+  for (const d of new Set([rootDir, BRIDGE_DIR].filter(Boolean))) {
+    candidates.push(path.join(d, 'dirigent-ctl'));
+    candidates.push(path.join(d, '..', '..', 'build', 'dirigent-ctl'));
+  }
+  const found = candidates.find((c) => fs.existsSync(c));
+  if (!found) {
+    throw new Error(`cannot find dirigent-ctl (tried: ${candidates.join(', ')}); reinstall the ` +
+      'package (it carries dirigent-ctl) or set env DIRIGENT_CTL to the program');
+  }
+  return found;
+}
+
+// OpenClaw's version: the runtime's, else its package.json beside openclaw.mjs.
+function openclawVersion(api) {
+  try {
+    if (typeof api.runtime?.version === 'string') return api.runtime.version;
+  } catch { /* no runtime in this registration mode */ }
+  try {
+    const dir = path.dirname(fs.realpathSync(process.argv[1]));
+    return JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')).version;
+  } catch {
+    return undefined;
+  }
+}
+
+function hasClaimHooks(version) {
+  const m = /^v?(\d+)\.(\d+)/.exec(version ?? '');
+  if (!m) return true; // unknown: OpenClaw 2026.9.6 is what the bridge is built for
+  const [y, mo] = [Number(m[1]), Number(m[2])];
+  return y > CLAIM_HOOKS_SINCE[0] || (y === CLAIM_HOOKS_SINCE[0] && mo >= CLAIM_HOOKS_SINCE[1]);
+}
+
+// dirigent-ctl with args, the host config as JSON on its stdin, its output
+// on ours. Resolves to its exit status.
+function runCtl(bin, args, hostConfig) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(bin, args, { stdio: ['pipe', 'inherit', 'inherit'] });
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
+    child.stdin.on('error', () => { /* it exited before reading: its status says why */ });
+    child.stdin.end(JSON.stringify(hostConfig ?? {}));
+  });
+}
+
+function registerCliCommands(api) {
+  if (typeof api.registerCli !== 'function') return;
+  api.registerCli(({ program, config }) => {
+    const hostConfig = config ?? api.config;
+    const version = openclawVersion(api);
+    const run = async (args) => {
+      try {
+        process.exitCode = await runCtl(findCtl(api.rootDir), args, hostConfig);
+      } catch (e) {
+        process.stderr.write(`openclaw ${CLI_COMMAND}: ${e.message ?? e}\n`);
+        process.exitCode = 1;
+      }
+    };
+    const store = (json, ...rest) => ['--openclaw-config', '-', ...(json ? ['--json'] : []), ...rest];
+    const cmd = program.command(CLI_COMMAND).description(CLI_DESCRIPTION);
+    cmd.command('doctor')
+      .description('Check this config before the first start: the plugin config, the Discord tokens, who sees and may post in each channel, the moderator\'s permissions, hooks.allowConversationAccess, the database path, the no-reply provider')
+      .option('--json', 'one JSON object {ok, errors, warnings, findings}')
+      .action((o) => run(['doctor', '--openclaw-config', '-', ...(version ? ['--openclaw-version', version] : []),
+        ...(o.json ? ['--json'] : [])]));
+    cmd.command('status').description('The store in a few lines: scopes by state, active discussions, the outbox')
+      .option('--json', 'JSON output').action((o) => run(store(o.json, 'status')));
+    cmd.command('scopes').description('Every managed scope: turn order, speaker or dormant/resting, passed agents')
+      .option('--json', 'JSON output').action((o) => run(store(o.json, 'scopes')));
+    cmd.command('why').argument('<channel>', 'channel id (a snowflake)').argument('[agent]', 'agent id')
+      .description('The channel\'s last turn transitions and their causes; with AGENT, what that agent gets now')
+      .option('--json', 'JSON output')
+      .action((channel, agent, o) => run(store(o.json, ...(hasClaimHooks(version) ? [] : ['--no-claim-hooks']),
+        'why', channel, ...(agent ? [agent] : []))));
+    cmd.command('discussions').description('Active discussions, newest first')
+      .option('--all', 'closed ones too').option('--json', 'JSON output')
+      .action((o) => run(store(o.json, 'discussions', ...(o.all ? ['--all'] : []))));
+    cmd.command('show').argument('<id>', 'discussion id or channel id').description('One discussion')
+      .option('--json', 'JSON output').action((id, o) => run(store(o.json, 'show', id)));
+    cmd.command('outbox').description('Pending and failed moderator messages')
+      .option('--json', 'JSON output').action((o) => run(store(o.json, 'outbox')));
+  }, { descriptors: [{ name: CLI_COMMAND, description: CLI_DESCRIPTION, hasSubcommands: true }] });
+}
+
 // Registration modes whose registry may run tools and hooks. OpenClaw
 // 2026.9.6 dispatches the typed hooks of an `openclaw agent --local` run
 // from a registry it loaded in "discovery" mode (checked: hooks registered
@@ -1513,8 +1624,14 @@ const LIVE_MODES = new Set(['full', 'discovery', 'tool-discovery', 'setup-runtim
 
 function register(api) {
   const mode = api.registrationMode ?? 'full';
-  // setup-only and cli-metadata loads have no runtime: nothing to start.
-  if (!LIVE_MODES.has(mode)) return;
+  try {
+    registerCliCommands(api);
+  } catch (e) {
+    log(2, `registering the openclaw ${CLI_COMMAND} commands failed: ${e.stack ?? e}`);
+  }
+  // setup-only and cli-metadata loads have no runtime: nothing to start; a
+  // run of `openclaw dirigent ...` only reads (dirigent-ctl).
+  if (!LIVE_MODES.has(mode) || isDirigentCli()) return;
   g.logger = api.logger ?? g.logger;
   const { nativeConfig, bridgeOpts } = splitConfig(api.pluginConfig);
   const key = JSON.stringify(nativeConfig);

@@ -114,6 +114,8 @@ struct fake_discord {
     fd_gateway *gw;
     char joined_at[48];  /* every member joined when the fake started */
     json_t *commands;    /* application id -> array of application commands */
+    json_t *roles;       /* the guild's roles beyond @everyone (role objects) */
+    json_t *member_roles; /* user id -> array of role ids */
 };
 
 /* ---- small helpers ---------------------------------------------------------------- */
@@ -288,7 +290,9 @@ static json_t *user_json(fake_discord *fd, const char *id)
 /* A guild member object for user id (with the user inside when with_user). */
 static json_t *member_json(fake_discord *fd, const char *id, int with_user)
 {
-    json_t *m = json_pack("{s:[], s:s, s:b, s:b, s:i, s:b, s:n, s:n, s:n}", "roles", "joined_at",
+    json_t *roles = json_object_get(fd->member_roles, id);
+    json_t *m = json_pack("{s:o, s:s, s:b, s:b, s:i, s:b, s:n, s:n, s:n}", "roles",
+                          roles ? json_deep_copy(roles) : json_array(), "joined_at",
                           fd->joined_at, "deaf", 0, "mute", 0, "flags", 0, "pending", 0, "nick",
                           "avatar", "premium_since");
     if (m && with_user)
@@ -1286,7 +1290,11 @@ static int api_more(fake_discord *fd, const char *method, const char *path, cons
         if (strcmp(a, fd->guild))
             err_reply(r, 404, 10004, "Unknown Guild");
         else
-            set_reply(r, 200, json_pack("[o]", everyone_role(fd)));
+        {
+            json_t *all = json_pack("[o]", everyone_role(fd));
+            json_array_extend(all, fd->roles);
+            set_reply(r, 200, all);
+        }
     } else if (!strcmp(tmpl, "GET /guilds/{id}/members/{id}") &&
                sscanf(path, "/guilds/%23[0-9]/members/%23[0-9]", a, b) == 2) {
         if (strcmp(a, fd->guild))
@@ -1884,6 +1892,38 @@ static enum MHD_Result control(fake_discord *fd, struct MHD_Connection *c, const
             fd->fail_retry_after = ra > 0 ? ra : 0.05;
             set_reply(&r, 200, json_pack("{s:b}", "ok", 1));
         }
+    } else if (post && !strcmp(path, "/_fake/roles")) {
+        /* {id, name?, permissions (decimal string or integer), members?: [user ids]} */
+        const char *id = json_string_value(json_object_get(body, "id"));
+        const char *name = json_string_value(json_object_get(body, "name"));
+        json_t *pv = json_object_get(body, "permissions");
+        json_t *members = json_object_get(body, "members");
+        if (!id || !is_snowflake(id) || (!json_is_string(pv) && !json_is_integer(pv)) ||
+            (members && !json_is_array(members))) {
+            err_reply(&r, 400, 0, "need id (a snowflake), permissions, members?: [user ids]");
+        } else {
+            char perms[24];
+            snprintf(perms, sizeof perms, "%llu", (unsigned long long)perm_value(pv));
+            json_array_append_new(fd->roles, json_pack(
+                "{s:s, s:s, s:s, s:i, s:i, s:b, s:b, s:b, s:i}", "id", id, "name",
+                name ? name : "role", "permissions", perms, "position",
+                (int)json_array_size(fd->roles) + 1, "color", 0, "hoist", 0, "managed", 0,
+                "mentionable", 0, "flags", 0));
+            size_t i;
+            json_t *m;
+            json_array_foreach(members, i, m) {
+                const char *uid = json_string_value(m);
+                if (!uid)
+                    continue;
+                json_t *arr = json_object_get(fd->member_roles, uid);
+                if (!arr) {
+                    arr = json_array();
+                    json_object_set_new(fd->member_roles, uid, arr);
+                }
+                json_array_append_new(arr, json_string(id));
+            }
+            set_reply(&r, 200, json_pack("{s:b}", "ok", 1));
+        }
     } else if (post && !strcmp(path, "/_fake/rate-limit")) {
         int limit = (int)json_integer_value(json_object_get(body, "limit"));
         double win = json_number_value(json_object_get(body, "windowSec"));
@@ -1993,6 +2033,8 @@ int fake_discord_start(const fake_discord_options *o, fake_discord **out, char *
     fd->rng = 88172645463325252ull;
     fd->requests = json_array();
     fd->commands = json_object();
+    fd->roles = json_array();
+    fd->member_roles = json_object();
     iso_now(fd->joined_at, sizeof fd->joined_at);
     fd->gw = fdg_new(fd, o->heartbeat_ms);
     pthread_mutex_init(&fd->mu, NULL);
@@ -2049,6 +2091,8 @@ void fake_discord_stop(fake_discord *fd)
         MHD_stop_daemon(fd->mhd);
     fdg_free(fd->gw);
     json_decref(fd->commands);
+    json_decref(fd->roles);
+    json_decref(fd->member_roles);
     for (size_t i = 0; i < fd->n_users; i++) {
         free(fd->users[i].token);
         free(fd->users[i].username);
@@ -2090,6 +2134,50 @@ int fake_discord_add_user(fake_discord *fd, const char *token, const char *user_
     int rc = add_user_locked(fd, token, user_id, username, bot);
     pthread_mutex_unlock(&fd->mu);
     return rc;
+}
+
+int fake_discord_add_role(fake_discord *fd, const char *role_id, const char *name,
+                          uint64_t permissions)
+{
+    if (!is_snowflake(role_id))
+        return -1;
+    char perms[24];
+    snprintf(perms, sizeof perms, "%llu", (unsigned long long)permissions);
+    pthread_mutex_lock(&fd->mu);
+    int rc = json_array_append_new(fd->roles, json_pack(
+        "{s:s, s:s, s:s, s:i, s:i, s:b, s:b, s:b, s:i}", "id", role_id, "name",
+        name ? name : "role", "permissions", perms, "position", (int)json_array_size(fd->roles) + 1,
+        "color", 0, "hoist", 0, "managed", 0, "mentionable", 0, "flags", 0));
+    pthread_mutex_unlock(&fd->mu);
+    return rc ? -1 : 0;
+}
+
+int fake_discord_grant_role(fake_discord *fd, const char *user_id, const char *role_id)
+{
+    if (!is_snowflake(user_id) || !is_snowflake(role_id))
+        return -1;
+    pthread_mutex_lock(&fd->mu);
+    json_t *arr = json_object_get(fd->member_roles, user_id);
+    if (!arr) {
+        arr = json_array();
+        json_object_set_new(fd->member_roles, user_id, arr);
+    }
+    int rc = json_array_append_new(arr, json_string(role_id));
+    pthread_mutex_unlock(&fd->mu);
+    return rc ? -1 : 0;
+}
+
+int fake_discord_set_overwrites(fake_discord *fd, const char *channel_id,
+                                const json_t *overwrites)
+{
+    if (!json_is_array(overwrites))
+        return -1;
+    pthread_mutex_lock(&fd->mu);
+    fd_chan *ch = chan_by_id(fd, channel_id);
+    int rc = ch ? json_object_set_new(ch->obj, "permission_overwrites",
+                                      json_deep_copy(overwrites)) : -1;
+    pthread_mutex_unlock(&fd->mu);
+    return rc ? -1 : 0;
 }
 
 int fake_discord_add_channel(fake_discord *fd, const char *id, const char *name, char *id_out)

@@ -90,6 +90,8 @@
  *   DELETE /_fake/faults                 clear faults and the fail rate
  *   POST   /_fake/fail-rate              {rate, seed?, retryAfter?}
  *   POST   /_fake/rate-limit             {limit, windowSec}
+ *   POST   /_fake/roles                  {id, name?, permissions, members?: [user
+ *                                        ids]}: a guild role given to those members
  * A recorded request: {"seq", "tMs" (CLOCK_MONOTONIC ms at arrival), "method",
  * "path" (without /api/v10 and query), "query", "route" (template, e.g.
  * "POST /channels/{id}/messages"), "authorization", "authUserId" (null when
@@ -180,6 +182,21 @@ int fake_discord_add_user(fake_discord *fd, const char *token, const char *user_
  * NULL). Returns 0, or -1 (bad or duplicate id). */
 int fake_discord_add_channel(fake_discord *fd, const char *id, const char *name,
                              char *id_out);
+
+/* A guild role (id a snowflake, not the guild's: that is @everyone, whose
+ * permissions are fixed) with the given permission bits; GET
+ * /guilds/{id}/roles lists it after @everyone. Returns 0 or -1. */
+int fake_discord_add_role(fake_discord *fd, const char *role_id, const char *name,
+                          uint64_t permissions);
+
+/* Give user_id the role (its member object's "roles"). Returns 0 or -1. The
+ * fake's own permission checks still look at channel overwrites only. */
+int fake_discord_grant_role(fake_discord *fd, const char *user_id, const char *role_id);
+
+/* Replace a channel's permission_overwrites with a copy of overwrites (an
+ * array of {id, type 0 role / 1 member, allow, deny}). Returns 0 or -1. */
+int fake_discord_set_overwrites(fake_discord *fd, const char *channel_id,
+                                const json_t *overwrites);
 
 /*
  * Queue a fault for the next `count` Discord requests matching route:

@@ -2,7 +2,8 @@
 // `openclaw gateway run` with the official Discord channel plugin
 // (@openclaw/discord), one bot account per agent, the bridge loading
 // dirigent.so, against build/fake-discord (REST and gateway websocket on one
-// loopback port), build/dirigent-noreply and the scripted model (model.mjs).
+// loopback port) and the scripted model (model.mjs); no no-reply provider
+// (OpenClaw 2026.9 has the claim hooks, the example config names none).
 //
 //   node gateway.mjs --build <abs build dir> --cache <npm cache dir>
 //                    --work <scratch dir> --plugins <staged plugin parent dir>
@@ -14,14 +15,16 @@
 // planner's callback; the result in #work; planner goes on; the closed
 // notice) and checks at the fake Discord and the scripted model:
 //   - every message in order, by the right bot;
-//   - real-model calls only for the speaker of each turn, no no-reply calls
-//     (the claim hooks keep non-speakers from running at all);
+//   - real-model calls only for the speaker of each turn (the claim hooks
+//     keep non-speakers from running at all; no no-reply model exists);
 //   - no text of a non-speaker or of a silent run reaches Discord (no
 //     NO_REPLY, no OpenClaw warning or fallback text);
 //   - each inbound message is ingested once although three accounts report
 //     it (the loop counter in `!dirigent status`);
 //   - the moderator's messages start a real run only for the agent they hand
-//     the turn to.
+//     the turn to;
+//   - `openclaw dirigent doctor` on this config and `openclaw dirigent
+//     status | why` on the store the story left (the packaged dirigent-ctl).
 // The OpenClaw config it writes is kept as <work>/openclaw.json.example: it
 // is the setup README's checklist "Use it in OpenClaw" describes. Loopback only.
 import fs from 'node:fs';
@@ -57,7 +60,6 @@ const AGENTS = {
   reviewer: { id: '110000000000000002', token: 'reviewer-token' },
   coder: { id: '110000000000000003', token: 'coder-token' },
 };
-const NOREPLY_TOKEN = 'noreply-secret';
 const SUMMARY = 'plans/discussions/api-shape.md';
 const nameOf = (id) => (id === HUMAN.id ? 'alice' : id === MOD.id ? 'moderator'
   : Object.keys(AGENTS).find((a) => AGENTS[a].id === id) ?? `?${id}`);
@@ -74,12 +76,11 @@ const fake = await startServer(opt.work, 'fake-discord', path.join(opt.build, 'f
   '--guild', GUILD, '--heartbeat-ms', '5000',
   ...[MOD, ...Object.values(AGENTS)].map((u) => ['--user', `${u.token}=${u.id}`]).flat(),
 ]);
-const noreply = await startServer(opt.work, 'dirigent-noreply', path.join(opt.build, 'dirigent-noreply'), ['--token', NOREPLY_TOKEN]);
 const model = await startServer(opt.work, 'model', NODE, [path.join(HERE, 'model.mjs'), '--record', path.join(opt.work, 'model-requests.jsonl')]);
-for (const [n, u] of [['fake-discord', fake.url], ['dirigent-noreply', noreply.url], ['model', model.url]])
+for (const [n, u] of [['fake-discord', fake.url], ['model', model.url]])
   if (!u.startsWith('http://127.0.0.1:')) die(`${n} is not on loopback: ${u}`);
 const FAKE = fake.url.replace(/\/api\/v10$/, '');
-note(`fake Discord ${fake.url}, no-reply ${noreply.url}, model ${model.url}`);
+note(`fake Discord ${fake.url}, model ${model.url}`);
 
 // Users and the work channel at the fake: bots with their names, one human.
 for (const [name, u] of [['moderator', MOD], ...Object.entries(AGENTS)])
@@ -89,8 +90,6 @@ await postJson(`${FAKE}/_fake/channels`, { id: WORK, name: 'work' });
 
 const setRules = (rules) => postJson(`${model.url}/_script`, { rules });
 const modelRequests = () => getJson(`${model.url}/_requests`);
-const noreplyCalls = () => fs.readFileSync(noreply.errFile, 'utf8').split('\n')
-  .filter((l) => /POST \/v1\/chat\/completions -> 200/.test(l));
 const messages = (ch) => getJson(`${FAKE}/_fake/messages${ch ? `?channel=${ch}` : ''}`);
 const channels = () => getJson(`${FAKE}/_fake/channels`);
 const say = (channelId, content) => postJson(`${FAKE}/_fake/messages`, { channelId, authorId: HUMAN.id, content });
@@ -140,14 +139,15 @@ check('README "Use it in OpenClaw" names the configuration this stage runs',
   readme.includes('bridge/openclaw/example/openclaw.json'), 'README.md does not name bridge/openclaw/example/openclaw.json');
 check('docs/configuration.md shows exactly the configuration this stage runs',
   squash(configDoc).includes(squash(fs.readFileSync(EXAMPLE, 'utf8'))), `docs/configuration.md lacks the text of ${EXAMPLE}`);
+check('the example config names no no-reply provider (the claim hooks make it unneeded)',
+  !('noReplyProvider' in example.plugins.entries.dirigent.config) && !example.models,
+  JSON.stringify(example.plugins.entries.dirigent.config));
 const exampleEnv = {
   HOME: home,
   DISCORD_GUILD_ID: GUILD,
   ADMIN_USER_ID: HUMAN.id,
   MODERATOR_USER_ID: MOD.id,
   DIRIGENT_MODERATOR_TOKEN: MOD.token,
-  DIRIGENT_NOREPLY_PORT: new URL(noreply.url).port,
-  DIRIGENT_NOREPLY_TOKEN: NOREPLY_TOKEN,
   ...Object.fromEntries(Object.entries(AGENTS).flatMap(([a, u]) => [
     [`${a.toUpperCase()}_BOT_TOKEN`, u.token], [`${a.toUpperCase()}_USER_ID`, u.id]])),
 };
@@ -161,7 +161,7 @@ const config = {
   gateway: { mode: 'local', bind: 'loopback', port: gwPort, auth: { mode: 'token', token: 'gateway-test-token' } },
   models: {
     providers: {
-      ...example.models.providers,
+      ...(example.models?.providers ?? {}),
       script: { baseUrl: model.url, apiKey: 'script-key', api: 'openai-completions',
         models: ['planner-model', 'reviewer-model', 'coder-model'].map(modelEntry) },
     },
@@ -463,10 +463,78 @@ const interleaved = [...byMessage].filter(([, agents]) => {
 check('real-model calls only for the speaker: agents take turns on each message, never interleave',
   byMessage.size > 0 && interleaved.length === 0,
   `${byMessage.size} messages answered; interleaved: ${JSON.stringify(interleaved)}`);
-check('no call reached the no-reply model (non-speakers did not run at all)', noreplyCalls().length === 0,
-  noreplyCalls().slice(0, 5).join('\n    '));
+check('every model call went to an agent\'s real model (no no-reply model is configured or asked)',
+  reqs.length > 0 && reqs.every((q) => /^(planner|reviewer|coder)-model$/.test(q.model)),
+  [...new Set(reqs.map((q) => q.model))].join(', '));
 
 await stopGateway(); // and wait for it: its files are removed next
+
+// ---- openclaw dirigent ...: the operator's commands -------------------------------------
+// The installed package's dirigent-ctl, run by the bridge with the config
+// OpenClaw resolved: the doctor against the fake Discord, then the store the
+// story left behind.
+function openclawCli(args, extraEnv = {}) {
+  return new Promise((resolve) => {
+    const out = [];
+    const child = spawn(NODE, [OPENCLAW, ...args], {
+      cwd: home, stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...offlineEnv, ...exampleEnv, ...extraEnv },
+    });
+    children.push(child);
+    child.stdout.on('data', (b) => out.push(b));
+    child.stderr.on('data', (b) => out.push(b));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 240_000);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      const text = Buffer.concat(out).toString('utf8');
+      fs.appendFileSync(path.join(opt.work, 'openclaw-dirigent.log'), `$ openclaw ${args.join(' ')}\n${text}\n`);
+      resolve({ code, text });
+    });
+  });
+}
+const hasLine = (text, level, needle) => text.split('\n').some((l) => l.startsWith(`${level} `) && l.includes(needle));
+const tokensIn = (text) => [MOD, ...Object.values(AGENTS)].filter((u) => text.includes(u.token)).map((u) => u.token);
+
+// The moderator's role: discussions need Manage Channels and Manage Roles.
+await postJson(`${FAKE}/_fake/roles`, { id: '910000000000000077', name: 'dirigent',
+  permissions: String((1n << 4n) | (1n << 28n)), members: [MOD.id] });
+const doc = await openclawCli(['dirigent', 'doctor']);
+check('openclaw dirigent doctor: no error on the README config (exit 0), tokens and permissions checked at Discord',
+  doc.code === 0 && /0 errors/.test(doc.text) &&
+  hasLine(doc.text, 'ok', `moderator: the token of env DIRIGENT_MODERATOR_TOKEN is valid and belongs to bot moderator (${MOD.id})`) &&
+  Object.keys(AGENTS).every((a) => hasLine(doc.text, 'ok', `${a}: the token of channels.discord.accounts.${a}.token is valid`)) &&
+  hasLine(doc.text, 'ok', 'plugins.entries.dirigent.hooks.allowConversationAccess is true') &&
+  hasLine(doc.text, 'ok', 'plugin config: valid (the plugin\'s own validation): 3 agents') &&
+  hasLine(doc.text, 'ok', 'has the claim hooks') &&
+  hasLine(doc.text, 'ok', 'no-reply provider: none configured, none needed (claim hooks)') &&
+  hasLine(doc.text, 'ok', `channel #work (${WORK}): the moderator and 3 agents`) &&
+  hasLine(doc.text, 'ok', 'discussions: the moderator has Manage Channels and Manage Roles') &&
+  hasLine(doc.text, 'ok', 'is dirigent\'s database, writable'),
+  `exit ${doc.code}:\n${doc.text.slice(-4000)}`);
+check('openclaw dirigent doctor prints no token', tokensIn(doc.text).length === 0, 'a token was printed');
+const docBad = await openclawCli(['dirigent', 'doctor'], { DIRIGENT_MODERATOR_TOKEN: '' });
+check('openclaw dirigent doctor without the moderator token: exit 1, the error and its fix',
+  docBad.code === 1 && hasLine(docBad.text, 'error', 'moderator: no Discord token') &&
+  docBad.text.includes('fix: export DIRIGENT_MODERATOR_TOKEN'), `exit ${docBad.code}:\n${docBad.text.slice(-3000)}`);
+const st = await openclawCli(['dirigent', 'status']);
+const scopes = /^scopes +(\d+) \(speaking/m.exec(st.text);
+check('openclaw dirigent status: the running gateway\'s store (scopes, discussions, outbox)',
+  st.code === 0 && scopes && Number(scopes[1]) >= 1 && /^discussions +\d+\+? active$/m.test(st.text) &&
+  /^outbox +pending \d+, sent \d+, failed \d+/m.test(st.text), `exit ${st.code}:\n${st.text.slice(-3000)}`);
+const stJson = await openclawCli(['dirigent', 'status', '--json']);
+let parsed = null;
+try { parsed = JSON.parse(stJson.text.slice(stJson.text.indexOf('{'))); } catch { /* checked below */ }
+check('openclaw dirigent status --json: the same as JSON', stJson.code === 0 && parsed && parsed.scopes.total >= 1 &&
+  parsed.outbox.sent >= 1, `exit ${stJson.code}:\n${stJson.text.slice(-3000)}`);
+const why = await openclawCli(['dirigent', 'why', WORK, 'reviewer']);
+check('openclaw dirigent why WORK reviewer: transitions and what reviewer gets (claimed or its turn), ending in a newline',
+  why.code === 0 && why.text.includes(`channel ${WORK}, newest first`) &&
+  /reviewer('s runs are claimed \(no model call\)| gets a real model run)/.test(why.text) && why.text.endsWith('\n'),
+  `exit ${why.code}:\n${why.text.slice(-3000)}`);
+const whyName = await openclawCli(['dirigent', 'why', 'work']);
+check('openclaw dirigent why work (a name): refused naming the rule',
+  whyName.code === 2 && whyName.text.includes('is not a channel id: it must be a snowflake'),
+  `exit ${whyName.code}:\n${whyName.text.slice(-2000)}`);
 const failed = summary();
 console.log(`gateway: logs, config and transcript in ${opt.work}`);
 cleanup();
