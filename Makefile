@@ -467,7 +467,9 @@ package: release
 # oc_plugin_entry, or a glibc symbol newer than the floor. arm64 is cross
 # built (sh scripts/deps.sh --release installs the toolchain and the arm64
 # libraries). make check-release has each build decide one turn (arm64
-# under qemu-user).
+# under qemu-user); make check-install installs the x64 package into a
+# Debian 12 chroot without compiler or -dev packages and plays one turn
+# through the bridge.
 RELEASE_ARCHES ?= x64 arm64
 RELEASE_FILES := dirigent.so libjansson.so.4 dirigent-ctl dirigent-noreply
 release: release-deps
@@ -495,7 +497,10 @@ endif
 check-release: release-deps
 	@for a in $(RELEASE_ARCHES); do $(MAKE) --no-print-directory RELEASE=$$a release-one-turn || exit 1; done
 
-.PHONY: release release-deps release-build release-one-turn check-release
+check-install:
+	$(MAKE) --no-print-directory RELEASE_ARCHES=x64 package
+	sh scripts/check-install.sh $(B) $(VERSION)
+.PHONY: release release-deps release-build release-one-turn check-release check-install
 
 PC_DIR      := $(PREFIX)/lib/pkgconfig
 UNIT_DIR    := $(PREFIX)/lib/systemd/user
