@@ -95,7 +95,6 @@ echo "check-install: $(chroot "$R" sh -c '. /etc/os-release; echo $PRETTY_NAME')
 IN_CHROOT='set -e
 node /opt/oc/node_modules/openclaw/openclaw.mjs plugins install /tmp/check/dirigent.tgz --force --accept-capabilities >/tmp/check/install.log 2>&1 ||
     { cat /tmp/check/install.log; echo "check-install: openclaw plugins install failed" >&2; exit 1; }
-ls ~/.openclaw/extensions/dirigent/dirigent.so ~/.openclaw/extensions/dirigent/libjansson.so.4 >/dev/null
 node /tmp/check/one_turn.mjs ~/.openclaw/extensions/dirigent /tmp/check/scratch'
 rc=0
 unshare -mn sh -c '

@@ -140,9 +140,11 @@ platform_package() {
 
 # pack SRC OUT: the staged folder of SRC as $B/OUT.
 pack() {
-    name=$(cd "$1/package/dirigent" && npm pack --silent --pack-destination "$ROOT/$1/package" | tail -n 1) ||
+    case $1 in /*) dest=$1/package ;; *) dest=$ROOT/$1/package ;; esac
+    name=$(cd "$1/package/dirigent" && npm pack --silent --pack-destination "$dest" | tail -n 1) ||
         fail "npm pack failed"
-    mv "$1/package/$name" "$B/$2"
+    [ -n "$name" ] && [ -f "$dest/$name" ] || fail "npm pack wrote no tarball into $dest"
+    mv "$dest/$name" "$B/$2"
     echo "make package: $B/$2"
 }
 
