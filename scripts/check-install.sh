@@ -33,6 +33,7 @@ fail() {
     exit 1
 }
 [ "$(id -u)" -eq 0 ] || fail "needs root (debootstrap, chroot, mount)"
+unshare -mn true 2>/dev/null || fail "cannot make private mount and network namespaces (unshare -mn): a container without CAP_SYS_ADMIN cannot run this check"
 [ "$(uname -m)" = x86_64 ] || fail "checks the x64 package, on an x86_64 machine"
 [ -f "$PKG" ] || fail "$PKG is missing (make package)"
 [ -x "$NODE" ] && [ -f "$CACHE/node_modules/openclaw/openclaw.mjs" ] ||

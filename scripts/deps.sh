@@ -9,7 +9,8 @@
 #                                 make package) for x64 and/or arm64: for arm64
 #                                 the cross compiler, the arm64 libraries
 #                                 (multiarch: adds the arm64 architecture to
-#                                 dpkg) and qemu-user for make check-release.
+#                                 dpkg) and qemu-user for make check-release;
+#                                 debootstrap for make check-install.
 #                                 Not libpq-dev:arm64: it would replace the
 #                                 amd64 one; the link names libpq.so.5 itself.
 set -eu
@@ -20,7 +21,7 @@ elif [ "${1:-}" = "--release" ]; then
     pkgs="libsqlite3-dev libjansson-dev libcurl4-openssl-dev libmicrohttpd-dev libpq-dev"
     for a in "$@"; do
         case $a in
-        x64) ;;
+        x64) pkgs="$pkgs debootstrap" ;; # make check-install's chroot
         arm64)
             if ! dpkg --print-foreign-architectures | grep -qx arm64; then
                 if [ "$(id -u)" -ne 0 ]; then
