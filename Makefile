@@ -10,7 +10,13 @@
 #   make check-faults storage and Discord faults with their figures printed
 #   make coverage     gcov build (build-cov), make check, line/branch coverage per file
 #   make deps         install missing Debian -dev packages (as root)
-#   make package      build/dirigent-openclaw-<version>.tgz for `openclaw plugins install`
+#   make package      build/dirigent-openclaw-<version>-linux-<x64|arm64>.tgz (and this
+#                     machine's as build/dirigent-openclaw-<version>.tgz) for `openclaw
+#                     plugins install`, from make release (RELEASE_ARCHES=x64: one only)
+#   make release      the prebuilt dirigent.so, dirigent-ctl, dirigent-noreply per arch in
+#                     build/release/linux-<arch>; make check-release: each decides a turn
+#                     (arm64 under qemu-user); make check-install: the x64 package in a
+#                     Debian 12 chroot without compiler or -dev packages (root)
 #   make install      PREFIX, DESTDIR, PLUGIN_DIR honoured; make uninstall
 #
 # File layout conventions (the build globs, so adding a file needs no edit here):
