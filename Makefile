@@ -11,7 +11,13 @@
 #   make check-model  the model-based property test, long (MODEL_SEQUENCES, MODEL_SEED)
 #   make coverage     gcov build (build-cov), make check, line/branch coverage per file
 #   make deps         install missing Debian -dev packages (as root)
-#   make package      build/dirigent-openclaw-<version>.tgz for `openclaw plugins install`
+#   make package      build/dirigent-openclaw-<version>-linux-<x64|arm64>.tgz (and this
+#                     machine's as build/dirigent-openclaw-<version>.tgz) for `openclaw
+#                     plugins install`, from make release (RELEASE_ARCHES=x64: one only)
+#   make release      the prebuilt dirigent.so, dirigent-ctl, dirigent-noreply per arch in
+#                     build/release/linux-<arch>; make check-release: each decides a turn
+#                     (arm64 under qemu-user); make check-install: the x64 package in a
+#                     Debian 12 chroot without compiler or -dev packages (root)
 #   make install      PREFIX, DESTDIR, PLUGIN_DIR honoured; make uninstall
 #
 # File layout conventions (the build globs, so adding a file needs no edit here):
@@ -61,15 +67,56 @@ SANFLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer 
 else ifeq ($(SANITIZE),1)
 B := $(or $(BUILD),build/san)
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+else ifneq ($(RELEASE),)
+# The release build (make release, used by make package): one folder per
+# target, build/release/linux-<x64|arm64>, optimised, SQLite linked in (and
+# jansson and libmicrohttpd too in the programs); see "release build" below.
+B := $(or $(BUILD),build)/release/linux-$(RELEASE)
+SANFLAGS :=
+CFLAGS := -O2 -g
+ifeq ($(RELEASE),arm64)
+REL_TRIPLET := aarch64-linux-gnu
+CC := $(REL_TRIPLET)-gcc
+NM := $(REL_TRIPLET)-nm
+else ifeq ($(RELEASE),x64)
+REL_TRIPLET := x86_64-linux-gnu
+else
+$(error RELEASE=$(RELEASE): the release build knows x64 and arm64)
+endif
 else
 B := $(or $(BUILD),build)
 SANFLAGS :=
 endif
+NM ?= nm
 
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CHECK_CFLAGS = $(shell pkg-config --cflags $(TEST_PKGS) 2>/dev/null)
 CHECK_LIBS   = $(shell pkg-config --libs $(TEST_PKGS) 2>/dev/null)
+ifneq ($(RELEASE),)
+# Debian's headers are the same for every architecture (multiarch), so the
+# host's pkg-config gives the include flags (less the host's own multiarch
+# folder: the compiler searches its target's); the libraries are the
+# target's, in /usr/lib/<triplet>. What a stock Debian 12 / Ubuntu 22.04
+# lacks is linked in from Debian's PIC static archives: SQLite (its
+# symbols kept hidden by --exclude-libs), and in the programs jansson and
+# libmicrohttpd (which then needs GnuTLS, on every Debian through apt).
+# dirigent.so keeps jansson shared: json_t crosses the plugin ABI, so host
+# and plugin must use one copy (one hashtable seed, one allocator); the
+# package carries libjansson.so.4 next to it (RUNPATH $$ORIGIN). libcurl4
+# and libpq5 stay runtime dependencies (static libcurl and libpq would
+# drag in OpenSSL, Kerberos, LDAP...). libpq.so.5 is named by soname: the
+# arm64 libpq-dev cannot be installed beside the amd64 one.
+REL_LIBDIR := /usr/lib/$(REL_TRIPLET)
+PKG_CFLAGS := $(filter-out -I/usr/include/x86_64-linux-gnu,$(shell pkg-config --cflags $(PKGS) 2>/dev/null))
+CHECK_CFLAGS :=
+CHECK_LIBS :=
+REL_SHARED := -lcurl -l:libpq.so.5 -lm
+PKG_LIBS = -Wl,--exclude-libs,ALL $(REL_LIBDIR)/libsqlite3.a $(REL_LIBDIR)/libjansson.a \
+           $(REL_LIBDIR)/libmicrohttpd.a -l:libgnutls.so.30 $(REL_SHARED)
+$(B)/dirigent.so: PKG_LIBS = -Wl,--exclude-libs,ALL $(REL_LIBDIR)/libsqlite3.a \
+                  -L$(B) -l:libjansson.so.4 $(REL_SHARED) -Wl,-rpath,'$$ORIGIN'
+endif
 
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wformat=2 -Wno-format-nonliteral
@@ -199,7 +246,7 @@ $(B)/obj/tests/bench/bench_main.o: $(B)/gen/benches.inc
 # ---- products ----------------------------------------------------------------
 $(B)/dirigent.so: $(PLUGIN_OBJ) $(DISCORD_LIB) $(COMMON_LIB)
 	$(CC) -shared -o $@ $(PLUGIN_OBJ) $(DISCORD_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) -Wl,--no-undefined -Wl,-z,defs
-	@ex=$$(nm -D --defined-only $@ | awk '{print $$3}' | grep -vE '^(_init|_fini|_edata|_end|__bss_start$(GCOV_EXPORTS))$$' | sort -u | tr '\n' ' '); \
+	@ex=$$($(NM) -D --defined-only $@ | awk '{print $$3}' | grep -vE '^(_init|_fini|_edata|_end|__bss_start$(GCOV_EXPORTS))$$' | sort -u | tr '\n' ' '); \
 	  [ "$$ex" = "oc_plugin_entry " ] || { echo "dirigent.so exports more than oc_plugin_entry: $$ex"; rm -f $@; exit 1; }
 
 $(B)/libochost.a: $(HOST_OBJ)
@@ -433,10 +480,58 @@ deps-ok:
 # dirigent-noreply and its systemd unit, dirigent-ctl, README, LICENSE, koffi) is staged
 # once in $(B)/package/dirigent by scripts/package.sh; make package packs it,
 # make install copies it.
+# make package packs the release build (below) of each of RELEASE_ARCHES:
+# $(B)/dirigent-openclaw-<version>-linux-<arch>.tgz, and the one of this
+# machine's architecture also as $(B)/dirigent-openclaw-<version>.tgz.
 PKG_TGZ := $(B)/dirigent-openclaw-$(VERSION).tgz
 PKG_INPUTS := $(B)/dirigent.so $(B)/dirigent-noreply $(B)/dirigent-ctl
-package: $(PKG_INPUTS)
-	DIRIGENT_KOFFI_FROM='$(KOFFI_FROM)' sh scripts/package.sh pack $(B) $(VERSION)
+package: release
+	DIRIGENT_KOFFI_FROM='$(KOFFI_FROM)' sh scripts/package.sh pack $(B) $(VERSION) $(RELEASE_ARCHES)
+
+# ---- release build ----------------------------------------------------------------
+# What the package carries, built to load on a stock Debian 12 / Ubuntu
+# 22.04 (glibc >= 2.35) without any -dev package: for each of
+# RELEASE_ARCHES, $(B)/release/linux-<arch>/ gets dirigent.so,
+# libjansson.so.4 (the copy dirigent.so and the bridge share),
+# dirigent-ctl and dirigent-noreply; scripts/release-check.sh then refuses
+# a library the target cannot be expected to have, an export besides
+# oc_plugin_entry, or a glibc symbol newer than the floor. arm64 is cross
+# built (sh scripts/deps.sh --release installs the toolchain and the arm64
+# libraries). make check-release has each build decide one turn (arm64
+# under qemu-user); make check-install installs the x64 package into a
+# Debian 12 chroot without compiler or -dev packages and plays one turn
+# through the bridge.
+RELEASE_ARCHES ?= x64 arm64
+RELEASE_FILES := dirigent.so libjansson.so.4 dirigent-ctl dirigent-noreply
+release: release-deps
+	@for a in $(RELEASE_ARCHES); do $(MAKE) --no-print-directory RELEASE=$$a release-build || exit 1; done
+
+release-deps:
+	@sh scripts/deps.sh --release $(RELEASE_ARCHES)
+
+ifneq ($(RELEASE),)
+$(B)/libjansson.so.4: $(REL_LIBDIR)/libjansson.so.4
+	@mkdir -p $(@D)
+	cp -L $< $@
+$(B)/dirigent.so: $(B)/libjansson.so.4
+
+$(B)/one-turn-host: tests/release/one_turn_host.c include/openclaw/plugin.h $(B)/libjansson.so.4 $(FLAGS_STAMP)
+	$(CC) $(BASE_CFLAGS) -Iinclude -o $@ $< -L$(B) -l:libjansson.so.4 -Wl,-rpath,'$$ORIGIN' $(LDFLAGS_ALL)
+
+release-build: $(addprefix $(B)/,$(RELEASE_FILES))
+	sh scripts/release-check.sh $(B) $(RELEASE) $(NM)
+
+release-one-turn: release-build $(B)/one-turn-host
+	sh scripts/release-one-turn.sh $(B) $(RELEASE)
+endif
+
+check-release: release-deps
+	@for a in $(RELEASE_ARCHES); do $(MAKE) --no-print-directory RELEASE=$$a release-one-turn || exit 1; done
+
+check-install:
+	$(MAKE) --no-print-directory RELEASE_ARCHES=x64 package
+	sh scripts/check-install.sh $(B) $(VERSION)
+.PHONY: release release-deps release-build release-one-turn check-release check-install
 
 PC_DIR      := $(PREFIX)/lib/pkgconfig
 UNIT_DIR    := $(PREFIX)/lib/systemd/user

@@ -5,9 +5,41 @@
 #   sh scripts/deps.sh --fuzz     the optional fuzzing toolchain (make fuzz):
 #                                 clang and libFuzzer's runtime; make check
 #                                 never needs them
+#   sh scripts/deps.sh --release ARCH...   the release build (make release,
+#                                 make package) for x64 and/or arm64: for arm64
+#                                 the cross compiler, the arm64 libraries
+#                                 (multiarch: adds the arm64 architecture to
+#                                 dpkg) and qemu-user for make check-release;
+#                                 debootstrap for make check-install.
+#                                 Not libpq-dev:arm64: it would replace the
+#                                 amd64 one; the link names libpq.so.5 itself.
 set -eu
 if [ "${1:-}" = "--fuzz" ]; then
     set -- clang libclang-rt-14-dev
+elif [ "${1:-}" = "--release" ]; then
+    shift
+    pkgs="libsqlite3-dev libjansson-dev libcurl4-openssl-dev libmicrohttpd-dev libpq-dev"
+    for a in "$@"; do
+        case $a in
+        x64) pkgs="$pkgs debootstrap" ;; # make check-install's chroot
+        arm64)
+            if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+                if [ "$(id -u)" -ne 0 ]; then
+                    echo "dirigent: the arm64 release build needs arm64 packages: sudo dpkg --add-architecture arm64 && sudo apt-get update, then make release again" >&2
+                    exit 1
+                fi
+                echo "dirigent: adding the arm64 architecture to dpkg (multiarch)"
+                dpkg --add-architecture arm64
+                apt-get update -qq
+            fi
+            pkgs="$pkgs gcc-aarch64-linux-gnu libc6-dev-arm64-cross binutils-aarch64-linux-gnu
+                  libsqlite3-dev:arm64 libjansson-dev:arm64 libcurl4-openssl-dev:arm64
+                  libmicrohttpd-dev:arm64 libpq5:arm64 libgnutls30:arm64 qemu-user qemu-user-binfmt" ;;
+        *) echo "dirigent: the release build knows x64 and arm64, not $a" >&2; exit 2 ;;
+        esac
+    done
+    # shellcheck disable=SC2086
+    set -- $pkgs
 fi
 missing=""
 for p in "$@"; do

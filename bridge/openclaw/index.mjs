@@ -218,7 +218,12 @@ function loadNative(opts, rootDir) {
     log(2, `koffi.config refused a larger async stack (${e.message}); continuing with its default`);
   }
   const soPath = findSo(opts, rootDir);
-  const janssonPath = opts.janssonPath || 'libjansson.so.4';
+  // A release package carries its libjansson.so.4 beside dirigent.so (which
+  // finds it by RUNPATH $ORIGIN): the bridge loads that same file first, so
+  // both sides of the ABI share one jansson (json_t crosses it), and the
+  // system's libjansson4 is not needed.
+  const bundled = path.join(path.dirname(soPath), 'libjansson.so.4');
+  const janssonPath = opts.janssonPath || (fs.existsSync(bundled) ? bundled : 'libjansson.so.4');
   const jl = loadLibrary(k, janssonPath);
   const libc = loadLibrary(k, 'libc.so.6');
   const lib = loadLibrary(k, soPath);
