@@ -401,11 +401,12 @@ int member_admit(dg_turns *t, chan_rec *c, const char *agent_id, int64_t now, in
 /*
  * Member pos of r's channel leaves the order with standing (DG_MEMBER_LEFT
  * or DG_MEMBER_REMOVED); r's state follows (dg_turn_member_gone), with the
- * hand-off that owes, saved with cause. Other scopes of the channel see it
- * through c->present. Writer held.
+ * hand-off that owes (none to `deciding`, a member whose run is being
+ * decided now, or DG_NOBODY), saved with cause. Other scopes of the channel
+ * see it through c->present. Writer held.
  */
 int member_leave(dg_turns *t, scope_rec *r, int pos, dg_member_standing standing,
-                 int64_t now, const char *cause, int *kick);
+                 int deciding, int64_t now, const char *cause, int *kick);
 
 /*
  * The speaker of r that the host never showed receiving the channel (a

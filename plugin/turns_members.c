@@ -129,7 +129,7 @@ int member_admit(dg_turns *t, chan_rec *c, const char *agent_id, int64_t now, in
 }
 
 int member_leave(dg_turns *t, scope_rec *r, int pos, dg_member_standing standing,
-                 int64_t now, const char *cause, int *kick)
+                 int deciding, int64_t now, const char *cause, int *kick)
 {
     chan_rec *c = r->chan;
     if (pos < 0 || pos >= c->n)
@@ -140,6 +140,12 @@ int member_leave(dg_turns *t, scope_rec *r, int pos, dg_member_standing standing
     dg_turn_effects_init(&fx);
     dg_turn_state next = *staged(t, r);
     dg_turn_member_gone(&next, &x, pos, now, &fx);
+    if (fx.handoff_to != DG_NOBODY && fx.handoff_to == deciding) {
+        /* Its run being decided is the run the hand-off would ask for. */
+        fx.handoff_to = DG_NOBODY;
+        next.handoff = DG_NOBODY;
+        next.awaiting = 0;
+    }
     int rc = set_standing(t, c, pos, standing);
     if (rc == OC_OK && (!dg_turn_state_same(&next, staged(t, r)) || !r->in_db))
         rc = save_scope(t, r, &next, now, cause);
@@ -174,7 +180,7 @@ static int unreachable_leaves(dg_turns *t, scope_rec *r, int sp, int asking, int
     char cause[200];
     snprintf(cause, sizeof cause, "%s cannot read the channel (no message of it ever reached "
              "it): it left the turn order", c->members[sp]);
-    return member_leave(t, r, sp, DG_MEMBER_LEFT, now, cause, kick);
+    return member_leave(t, r, sp, DG_MEMBER_LEFT, asking, now, cause, kick);
 }
 
 int drop_unreachable_speaker(dg_turns *t, scope_rec *r, int asking, int64_t now, int *kick)

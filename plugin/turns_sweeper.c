@@ -149,7 +149,7 @@ static int expire_scope(dg_turns *t, const dg_scope *sc)
                    "turn within turn.timeoutSec; it leaves the channel's turn order (it comes "
                    "back when it runs or posts there, or is @mentioned)", c->members[late],
                    c->id);
-            rc = member_leave(t, r, late, DG_MEMBER_LEFT, now, cause, &kick);
+            rc = member_leave(t, r, late, DG_MEMBER_LEFT, DG_NOBODY, now, cause, &kick);
             if (rc == OC_OK)
                 nudge_run_ended(r, late);
         } else if (expired(&next, &x, now, &fx)) {

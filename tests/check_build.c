@@ -351,7 +351,7 @@ START_TEST(one_version_everywhere)
     size_t cap = 0;
     ck_assert(getdelim(&readme, &cap, '\0', f) > 0);
     fclose(f);
-    snprintf(want, sizeof want, "build/dirigent-openclaw-%s.tgz", v);
+    snprintf(want, sizeof want, "build/dirigent-openclaw-%s-linux-x64.tgz", v);
     ck_assert_msg(strstr(readme, want), "README.md does not name the tarball %s", want);
     /* The generated openclaw.plugin.json, when node is there to generate it. */
     char *gen = tu_path(tmp, "openclaw.plugin.json");

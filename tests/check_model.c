@@ -896,14 +896,22 @@ static void fair(model *m, int ch)
     o->open = 0;
 }
 
-/* Check every open obligation whose deadline is at or before until, earliest first. */
+/* When the host runs what it has queued for an obligation at the latest: a
+ * fair host does not sit on runs past turn.timeoutSec, also when a restart
+ * gives the plugin longer to answer (deadline_of). */
+static int64_t fair_point(const obligation *o)
+{
+    return o->t_ms + (int64_t)(TIMEOUT_SEC - 1) * 1000;
+}
+
+/* Check every open obligation whose fair point is at or before until, earliest first. */
 static void check_due(model *m, int64_t until)
 {
     for (;;) {
         int best = -1;
         for (int ch = 0; ch < N_CH; ch++)
-            if (m->ob[ch].open && deadline_of(&m->ob[ch]) <= until &&
-                (best < 0 || deadline_of(&m->ob[ch]) < deadline_of(&m->ob[best])))
+            if (m->ob[ch].open && fair_point(&m->ob[ch]) <= until &&
+                (best < 0 || fair_point(&m->ob[ch]) < fair_point(&m->ob[best])))
                 best = ch;
         if (best < 0 || !m->liveness_on)
             return;
@@ -1909,6 +1917,24 @@ START_TEST(regression_two_gateways_add_one_member_once)
 }
 END_TEST
 
+/* planner speaks; the turn goes to coder, @mentioned, who cannot read
+ * #work; planner's next run makes coder leave, and the turn comes back to
+ * planner, whose run is the one being decided: no hand-off is queued for it
+ * besides (MODEL_SEED=110223495 MODEL_GATEWAYS=2). */
+START_TEST(regression_no_hand_off_to_the_agent_whose_run_is_decided)
+{
+    static const scenario sc = {{3, 0, 0}, 6, {
+        {S_HUMAN, 0, 0, 0, 0, 0, 0},
+        {S_HUMAN, 0, 0, 5, 0, 2, 0},
+        {S_RUN, 0, 0, 0, 0, 0, 0},
+        {S_RUN, 0, 0, 3, 0, 0, 0},
+        {S_ADMIN, 0, 0, 10, 0, 0, 0},
+        {S_SETTLE, 2, 0, 0, 0, 0, 275654},
+    }, 1};
+    replay(&sc);
+}
+END_TEST
+
 Suite *make_model_suite(void)
 {
     Suite *s = suite_create("model");
@@ -1940,6 +1966,7 @@ Suite *make_model_suite(void)
     tcase_add_test(reg, regression_non_reader_found_without_a_decision);
     tcase_add_test(reg, regression_two_gateways_apply_one_timeout_once);
     tcase_add_test(reg, regression_two_gateways_add_one_member_once);
+    tcase_add_test(reg, regression_no_hand_off_to_the_agent_whose_run_is_decided);
     suite_add_tcase(s, reg);
     return s;
 }
