@@ -30,6 +30,7 @@
  * resolve recorded.
  */
 #include "buf.h"
+#include "store_outbox.h"
 #include "turns_int.h"
 
 /* Any thread. channel_id is shorter than DG_SCOPE_ID_MAX (checked); wake
@@ -1008,6 +1009,28 @@ int render_and_enqueue(dg_turns *t, const char *name, const dg_tpl_vars *vars,
     return rc;
 }
 
+/* 1 when the comma-separated ids of list (may be NULL) hold id. */
+static int lists_id(const char *list, const char *id)
+{
+    size_t n = strlen(id);
+    for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (strncmp(p, id, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+            return 1;
+    return 0;
+}
+
+int mention_owed(dg_turns *t, const char *channel, const char *uid, int *yes)
+{
+    dg_outbox_row *rows = NULL;
+    size_t n = 0;
+    *yes = 0;
+    int rc = dg_store_outbox_pending_of(t->p->store, channel, 0, 64, &rows, &n);
+    for (size_t i = 0; rc == OC_OK && i < n && !*yes; i++)
+        *yes = lists_id(rows[i].mentions, uid);
+    dg_outbox_rows_free(rows, n);
+    return rc;
+}
+
 /* The moderator messages fx owes scope r, whose next state is next. A
  * wake message that is not queued after all (no user id, not a Discord
  * channel) ends the wait for it in next: nothing would ever end it. */
@@ -1021,8 +1044,10 @@ int queue_effects(dg_turns *t, scope_rec *r, const dg_turn_effects *fx,
         /* A bare mention wakes the next speaker, who already consumed the
          * latest message silently. */
         const char *uid = user_of(t, c, fx->handoff_to);
-        int queued = 0;
-        if (uid) {
+        int queued = 0, owed = 0;
+        if (uid && (rc = mention_owed(t, post, uid, &owed)) == OC_OK && owed)
+            queued = 1; /* the one still owed wakes it: no second mention */
+        else if (uid && rc == OC_OK) {
             char text[64];
             snprintf(text, sizeof text, "<@%s>", uid);
             rc = enqueue(t, post, text, uid, now, &queued);

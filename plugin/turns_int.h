@@ -358,6 +358,11 @@ int render_and_enqueue(dg_turns *t, const char *name, const dg_tpl_vars *vars,
                        const char *channel, const char *mention, int64_t now, int *kick,
                        char *fp, size_t fp_cap);
 
+/* A moderator message mentioning uid is still owed (pending in the outbox)
+ * in channel: it wakes that agent when it arrives, so another mention now
+ * would only repeat it. *yes. Writer held (txn). */
+int mention_owed(dg_turns *t, const char *channel, const char *uid, int *yes);
+
 int queue_effects(dg_turns *t, scope_rec *r, const dg_turn_effects *fx,
                   dg_turn_state *next, int64_t now, int *kick);
 

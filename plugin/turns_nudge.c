@@ -8,7 +8,6 @@
  * speaker once per turn: a new message, which the host runs. Records and
  * locking: turns_int.h, turns_engine.c.
  */
-#include "store_outbox.h"
 #include "turns_int.h"
 
 void nudge_run_started(scope_rec *r, int pos)
@@ -69,31 +68,6 @@ static int stalled(dg_turns *t, scope_rec *r, int64_t now, int64_t nudge_ms, int
         return 0;
     int64_t window = x.timeout_ms > 0 ? x.timeout_ms : WAKE_FP_MAX_MS;
     return !reply_owed(st, sp, window, now);
-}
-
-/* 1 when the comma-separated ids of list (may be NULL) hold id. */
-static int lists_id(const char *list, const char *id)
-{
-    size_t n = strlen(id);
-    for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
-        if (strncmp(p, id, n) == 0 && (p[n] == ',' || p[n] == '\0'))
-            return 1;
-    return 0;
-}
-
-/* A moderator message mentioning uid is still owed in channel: it wakes
- * the speaker when it arrives, so a nudge now would only repeat it. *yes.
- * Writer held (txn). */
-static int mention_owed(dg_turns *t, const char *channel, const char *uid, int *yes)
-{
-    dg_outbox_row *rows = NULL;
-    size_t n = 0;
-    *yes = 0;
-    int rc = dg_store_outbox_pending_of(t->p->store, channel, 0, 64, &rows, &n);
-    for (size_t i = 0; rc == OC_OK && i < n && !*yes; i++)
-        *yes = lists_id(rows[i].mentions, uid);
-    dg_outbox_rows_free(rows, n);
-    return rc;
 }
 
 /* Writer held (txn). */

@@ -53,8 +53,9 @@ static void collect_due(void *val, void *arg)
 }
 
 /* Mirror read lock held: r's speaker was never shown receiving the
- * channel, for UNREACHED_MS now, while another member of the order was
- * (drop_unreachable_speaker; its message is reported to the others). */
+ * channel, for UNREACHED_MS now (drop_unreachable_speaker): the host
+ * reports each message to every session that receives the channel, and
+ * the message that gave it the turn was reported to none of its. */
 static void collect_unreached(void *val, void *arg)
 {
     const scope_rec *r = val;
@@ -67,12 +68,6 @@ static void collect_unreached(void *val, void *arg)
     make_ctx(d->t, c, &x);
     int sp = dg_turn_managed(&x) ? dg_turn_speaker(&r->st, &x) : DG_NOBODY;
     if (sp == DG_NOBODY || c->standing[sp] != DG_MEMBER_NEW)
-        return;
-    int others_read = 0;
-    for (int i = 0; i < c->n; i++)
-        others_read |= i != sp && (x.present & ((uint64_t)1 << i)) &&
-                       c->standing[i] >= DG_MEMBER_READS;
-    if (!others_read)
         return;
     if (dg_grow(&d->v, &d->cap, d->n, sizeof *d->v, 16)) {
         d->nomem = 1;

@@ -757,7 +757,10 @@ static int deliver_all(model *m, unsigned drop)
 
 static void check_loop_guard(model *m, int ch)
 {
-    if (m->agent_posts[ch] > MAX_AGENT_MSGS)
+    /* With one agent in the order nothing is held back and no bot-to-bot
+     * loop can form (an agent never runs on its own message): its runs
+     * work through what the host queued. */
+    if (m->agent_posts[ch] > MAX_AGENT_MSGS && managed_now(m, ch))
         flag(m, F_LOOP, "%d agent messages in %s without a human or moderator message "
              "(turn.maxAgentMessages %d)", m->agent_posts[ch], CH_NAME[ch], MAX_AGENT_MSGS);
 }
@@ -1935,6 +1938,56 @@ START_TEST(regression_no_hand_off_to_the_agent_whose_run_is_decided)
 }
 END_TEST
 
+/* Two gateways; alice asks planner and coder in #ops, which only reviewer
+ * reads, and the host drops reviewer's run: with no run decided and no
+ * member shown to read #ops, the sweeper still takes both out of the order
+ * once UNREACHED_MS passed (MODEL_SEED=342231307 MODEL_GATEWAYS=2). */
+START_TEST(regression_non_readers_leave_when_no_member_reads)
+{
+    static const scenario sc = {{0, 2, 0}, 1, {
+        {S_HUMAN, 1, 0, 5, 0, 0, 2},
+    }, 2};
+    replay(&sc);
+}
+END_TEST
+
+/* Two gateways; the stall nudge mentions planner in #ops; planner's run on
+ * gateway 2 is then claimed as late (the turn moved on gateway 1), which
+ * owes a hand-off: the mention still pending in the outbox is that
+ * hand-off, no second one is queued (MODEL_SEED=847054176
+ * MODEL_GATEWAYS=2). */
+START_TEST(regression_owed_mention_is_not_queued_again)
+{
+    static const scenario sc = {{0, 1, 2}, 7, {
+        {S_ADMIN, 1, 0, 1, 0, 0, 0},
+        {S_ADMIN, 2, 0, 11, 0, 0, 0},
+        {S_ADVANCE, 1, 0, 0, 0, 0, 59},
+        {S_HUMAN, 1, 0, 4, 0, 0, 0},
+        {S_ADVANCE, 0, 0, 0, 0, 0, 10},
+        {S_ADVANCE, 1, 0, 0, 0, 0, 21},
+        {S_RUN, 1, 0, 0, 0, 0, 0},
+    }, 2};
+    replay(&sc);
+}
+END_TEST
+
+/* alice asks planner and coder in #work, which only planner reads; a
+ * restart; planner's run passes and the turn goes to coder: after the
+ * restart nothing of the channel was received yet, and the sweeper still
+ * takes coder out of the order (MODEL_SEED=858320778). */
+START_TEST(regression_non_reader_leaves_after_a_restart)
+{
+    static const scenario sc = {{1, 0, 0}, 5, {
+        {S_HUMAN, 0, 0, 5, 0, 0, 0},
+        {S_RESTART, 0, 0, 0, 0, 0, 0},
+        {S_RUN, 0, 0, 0, 0, 0, 0},
+        {S_ADVANCE, 0, 0, 0, 0, 0, 10},
+        {S_SETTLE, 1, 0, 0, 0, 0, 0},
+    }, 1};
+    replay(&sc);
+}
+END_TEST
+
 Suite *make_model_suite(void)
 {
     Suite *s = suite_create("model");
@@ -1967,6 +2020,9 @@ Suite *make_model_suite(void)
     tcase_add_test(reg, regression_two_gateways_apply_one_timeout_once);
     tcase_add_test(reg, regression_two_gateways_add_one_member_once);
     tcase_add_test(reg, regression_no_hand_off_to_the_agent_whose_run_is_decided);
+    tcase_add_test(reg, regression_non_readers_leave_when_no_member_reads);
+    tcase_add_test(reg, regression_owed_mention_is_not_queued_again);
+    tcase_add_test(reg, regression_non_reader_leaves_after_a_restart);
     suite_add_tcase(s, reg);
     return s;
 }
