@@ -76,6 +76,13 @@ static void collect_unreached(void *val, void *arg)
     d->v[d->n++] = r->scope;
 }
 
+/* Scope sc and its channel, loaded or from the mirror. Writer held. */
+static int load_scope(dg_turns *t, const dg_scope *sc, chan_rec **c, scope_rec **r)
+{
+    int rc = chan_get(t, sc->channel_id, c);
+    return rc == OC_OK ? scope_get(t, *c, sc, r) : rc;
+}
+
 /* drop_unreachable_speaker for scope sc, in a change of its own. */
 static int drop_unreached(dg_turns *t, const dg_scope *sc)
 {
@@ -84,9 +91,7 @@ static int drop_unreached(dg_turns *t, const dg_scope *sc)
         return OC_ERR_IO;
     chan_rec *c;
     scope_rec *r = NULL;
-    int kick = 0, rc = chan_get(t, sc->channel_id, &c);
-    if (rc == OC_OK)
-        rc = scope_get(t, c, sc, &r);
+    int kick = 0, rc = load_scope(t, sc, &c, &r);
     if (rc == OC_OK && now - r->st.last_change_ms >= UNREACHED_MS)
         rc = drop_unreachable_speaker(t, r, DG_NOBODY, now, &kick);
     rc = finish(t, rc);
@@ -123,9 +128,7 @@ static int expire_scope(dg_turns *t, const dg_scope *sc)
         return OC_ERR_IO;
     chan_rec *c;
     scope_rec *r = NULL;
-    int kick = 0, rc = chan_get(t, sc->channel_id, &c);
-    if (rc == OC_OK)
-        rc = scope_get(t, c, sc, &r);
+    int kick = 0, rc = load_scope(t, sc, &c, &r);
     if (rc == OC_OK && c->mode != DG_MODE_CLOSED) {
         dg_turn_ctx x;
         make_ctx(t, c, &x);
