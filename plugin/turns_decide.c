@@ -65,11 +65,13 @@ static int decide(dg_turns *t, const dg_turn_session *s, decide_fn fn, void *out
 }
 
 /* r's speaker is a member the host never showed receiving the channel,
- * and not pos (drop_unreachable_speaker). Mirror lock held. */
-static int unconfirmed_speaker(const dg_turns *t, const scope_rec *r, int pos)
+ * for UNREACHED_GRACE_MS now, and not pos (drop_unreachable_speaker).
+ * Mirror lock held. */
+static int unconfirmed_speaker(const dg_turns *t, const scope_rec *r, int pos, int64_t now)
 {
     const chan_rec *c = r->chan;
-    if (c->mode != DG_MODE_NORMAL || !r->st.active || pos == DG_NOBODY)
+    if (c->mode != DG_MODE_NORMAL || !r->st.active || pos == DG_NOBODY ||
+        now - r->st.last_change_ms < UNREACHED_GRACE_MS)
         return 0;
     dg_turn_ctx x;
     make_ctx(t, c, &x);
@@ -88,7 +90,7 @@ static int settle_unreachable(dg_turns *t, const dg_turn_session *s, int64_t now
     pthread_rwlock_rdlock(&t->lock);
     scope_rec *r = NULL;
     sess_rec *e = session_lookup_locked(t, s, &r);
-    int suspect = !e || (r && e->configured && unconfirmed_speaker(t, r, e->pos));
+    int suspect = !e || (r && e->configured && unconfirmed_speaker(t, r, e->pos, now));
     pthread_rwlock_unlock(&t->lock);
     if (!suspect)
         return OC_OK;

@@ -50,6 +50,12 @@
  * did, cannot read the channel (its report would have come with theirs). */
 #define UNREACHED_MS 5000
 
+/* At a decision for another member, a speaker not yet shown receiving the
+ * channel leaves the order only after this long: the host reports a
+ * message to each agent account on its own, and under load the speaker's
+ * report can come after another account's run is already being decided. */
+#define UNREACHED_GRACE_MS 2000
+
 /* A dormant thread scope untouched this long (turn clock) leaves the
  * mirror, with its sessions; the database still has it. */
 #define EVICT_IDLE_MS (3600LL * 1000)

@@ -186,7 +186,8 @@ static int unreachable_leaves(dg_turns *t, scope_rec *r, int sp, int asking, int
 int drop_unreachable_speaker(dg_turns *t, scope_rec *r, int asking, int64_t now, int *kick)
 {
     chan_rec *c = r->chan;
-    if (!atomic_load(&t->per_agent) || c->mode != DG_MODE_NORMAL)
+    if (!atomic_load(&t->per_agent) || c->mode != DG_MODE_NORMAL ||
+        now - staged(t, r)->last_change_ms < UNREACHED_GRACE_MS)
         return OC_OK;
     /* Each pass takes one member out of the order: bounded. */
     for (int guard = 0; guard < DG_TURN_MAX_MEMBERS; guard++) {
