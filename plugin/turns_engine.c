@@ -1123,6 +1123,7 @@ int dg_turns_new(dg_plugin *p, dg_turns **out)
     pthread_cond_init(&t->sw_cv, &ca);
     pthread_condattr_destroy(&ca);
     atomic_init(&t->rescan, 1);
+    atomic_init(&t->arm_after_start, 1);
     pthread_mutex_init(&t->inval_mu, NULL);
     atomic_init(&t->inval_seq, 0);
     atomic_init(&t->inval_seen, 0);

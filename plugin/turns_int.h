@@ -248,6 +248,8 @@ struct dg_turns {
     pthread_cond_t sw_cv;        /* CLOCK_MONOTONIC */
     int sw_stop;
     _Atomic int rescan;          /* load the awake scopes of the database into the mirror */
+    _Atomic int arm_after_start; /* load_awake: the first load after a start arms
+                                  * the stall nudge of every awake scope */
     dg_map chans, scopes, sessions;
     /* Set once message_received has reported a delivery to an agent
      * session (turns_engine.h "Awaiting the wake message"): only then is a

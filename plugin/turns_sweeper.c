@@ -9,12 +9,32 @@
 
 /* ---- turn timeouts ----------------------------------------------------------------- */
 
+/* After a start: a run of r's speaker that was under way at the stop is
+ * gone with it, and the message it answered may have been the last one;
+ * the stall nudge mentions the speaker if no run of it starts within
+ * turn.nudgeSec. Writer held. */
+static void arm_after_start(dg_turns *t, scope_rec *r, int64_t now)
+{
+    dg_turn_ctx x;
+    make_ctx(t, r->chan, &x);
+    int sp = r->st.active && r->chan->mode != DG_MODE_CLOSED && dg_turn_managed(&x)
+                 ? dg_turn_speaker(&r->st, &x)
+                 : DG_NOBODY;
+    if (sp == DG_NOBODY || atomic_load(&r->run_pos) == sp ||
+        atomic_load(&r->wait_pos) != DG_NOBODY)
+        return; /* a run of it is under way, or a message armed the wait already */
+    atomic_store(&r->wait_ms, now);
+    atomic_store(&r->wait_pos, sp);
+}
+
 /* Load every awake scope of the database into the mirror (after a start or
  * a flush), where the sweeper looks for speakers out of time. */
 static int load_awake(dg_turns *t)
 {
     if (txn_begin(t) != OC_OK)
         return OC_ERR_IO;
+    int arm = atomic_load(&t->arm_after_start) && t->p->cfg.turn_nudge_sec > 0;
+    int64_t now = dg_now_ms(t->p);
     dg_scope *v = NULL;
     size_t n = 0;
     int rc = dg_store_turns_active_scopes(t->p->store, &v, &n);
@@ -23,9 +43,13 @@ static int load_awake(dg_turns *t)
         scope_rec *r;
         if ((rc = chan_get(t, v[i].channel_id, &c)) == OC_OK)
             rc = scope_get(t, c, &v[i], &r);
+        if (rc == OC_OK && arm)
+            arm_after_start(t, r, now);
     }
     free(v);
     finish_read(t); /* what was loaded is what the database holds */
+    if (rc == OC_OK)
+        atomic_store(&t->arm_after_start, 0);
     return rc;
 }
 

@@ -1985,6 +1985,21 @@ START_TEST(regression_non_reader_leaves_after_a_restart)
 }
 END_TEST
 
+/* A message whose runs the host dropped, then a restart: the stall nudge's
+ * wait was in memory only; after the start it is armed again for every
+ * awake scope, so the speaker is mentioned before its turn times out. */
+START_TEST(regression_restart_drops_the_stall_nudge)
+{
+    static const scenario sc = {{3, 0, 0}, 4, {
+        {S_HUMAN, 0, 0, 0, 0, 0, 0},
+        {S_SETTLE, 0, 0, 0, 0, 0, 0},
+        {S_HUMAN, 0, 0, 0, 0, 0, 3},
+        {S_RESTART, 0, 1, 0, 0, 0, 0},
+    }, 1};
+    replay(&sc);
+}
+END_TEST
+
 Suite *make_model_suite(void)
 {
     Suite *s = suite_create("model");
@@ -2020,6 +2035,7 @@ Suite *make_model_suite(void)
     tcase_add_test(reg, regression_non_readers_leave_when_no_member_reads);
     tcase_add_test(reg, regression_owed_mention_is_not_queued_again);
     tcase_add_test(reg, regression_non_reader_leaves_after_a_restart);
+    tcase_add_test(reg, regression_restart_drops_the_stall_nudge);
     suite_add_tcase(s, reg);
     return s;
 }
