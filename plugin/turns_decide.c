@@ -511,8 +511,11 @@ static int run_end_locked(dg_turns *t, const dg_turn_session *s, dg_run_outcome 
         r = fresh->fixed ? fresh->fixed : c->follow;
     if (granted != 0)
         nudge_run_ended(r, fresh->pos);
-    /* Unknown (e.g. a restart during the run): assume it saw the latest. */
-    int saw_latest = seen < 0 || seen == r->st.msg_seq;
+    /* Unknown (the run started before this instance did): it saw the
+     * latest message unless one came after this instance loaded the scope
+     * (msg_seq counts from 0 here), since such a message is newer than the
+     * run. */
+    int saw_latest = seen < 0 ? r->st.msg_seq == 0 : seen == r->st.msg_seq;
     dg_turn_ctx x;
     make_ctx(t, c, &x);
     dg_turn_effects fx;

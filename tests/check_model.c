@@ -2000,6 +2000,22 @@ START_TEST(regression_restart_drops_the_stall_nudge)
 }
 END_TEST
 
+/* A run in flight across a restart ends silent after a newer message came:
+ * it could not have seen that message, so its silence is no pass and the
+ * scope does not rest with the message unanswered. */
+START_TEST(regression_silence_of_a_run_from_before_a_restart_is_no_pass)
+{
+    static const scenario sc = {{4, 6, 0}, 5, {
+        {S_HUMAN, 1, 0, 0, 0, 0, 0},
+        {S_RUN, 1, 1, 3, 0, 0, 0},
+        {S_HUMAN, 0, 0, 0, 0, 0, 0},
+        {S_RESTART, 2, 0, 0, 0, 0, 0},
+        {S_HUMAN, 1, 0, 0, 0, 0, 2},
+    }, 1};
+    replay(&sc);
+}
+END_TEST
+
 Suite *make_model_suite(void)
 {
     Suite *s = suite_create("model");
@@ -2036,6 +2052,7 @@ Suite *make_model_suite(void)
     tcase_add_test(reg, regression_owed_mention_is_not_queued_again);
     tcase_add_test(reg, regression_non_reader_leaves_after_a_restart);
     tcase_add_test(reg, regression_restart_drops_the_stall_nudge);
+    tcase_add_test(reg, regression_silence_of_a_run_from_before_a_restart_is_no_pass);
     suite_add_tcase(s, reg);
     return s;
 }
