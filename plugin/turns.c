@@ -1,5 +1,5 @@
 /*
- * turns.c -- the turn manager's pure logic (rules in turns.h and issue 4).
+ * turns.c -- the turn manager's pure logic (rules in turns.h).
  *
  * Everything here works on a dg_turn_state and a dg_turn_ctx passed in; no
  * I/O, no locks, no clock. The engine (turns_engine.c) loads, calls, saves.
@@ -263,7 +263,7 @@ static void on_message_impl(dg_turn_state *s, const dg_turn_ctx *c, dg_sender_ki
     if (kind == DG_SENDER_HANDOFF)
         return;
     if (kind == DG_SENDER_MODERATOR) {
-        /* Never speech, never wakes (Dirigent bug 5). Only a human lifts a
+        /* Never speech, never wakes. Only a human lifts a
          * rest; hand-offs (above) never count, so they cannot hide a loop;
          * nor does the idle reminder the scope just owed (idle_reminded and
          * no real message since): it was caused by the bots themselves. */

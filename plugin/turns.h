@@ -1,7 +1,7 @@
 /*
  * turns.h -- the turn manager: one speaker at a time per session scope.
  *
- * Semantics: shared/reference/dirigent.md (turn manager) and issue 4.
+ * Semantics: shared/reference/dirigent.md (turn manager).
  * State per scope (see scope.h): the turn order (agents of `agents` seen in
  * the channel, in first-seen order; humans and the moderator never), the
  * current speaker or dormant, the agents silent in this cycle, the agent
@@ -136,7 +136,7 @@ void dg_turn_expire(dg_turn_state *s, const dg_turn_ctx *c, int64_t now_ms,
 /*
  * A new message in the scope (after dedup). sender_pos: the member position
  * of an agent sender (DG_SENDER_AGENT), else DG_NOBODY. mentions: members a
- * human @mentioned. Wake rules of issue 4; the moderator changes nothing.
+ * human @mentioned. Wake rules; the moderator changes nothing.
  * Any real message resets the cycle (silent set) and wakes a dormant
  * scope: a sender outside the order -> the first agent; an agent -> the
  * agent after it. In an awake scope the turn only moves when the agent
@@ -166,7 +166,7 @@ void dg_turn_member_gone(dg_turn_state *s, const dg_turn_ctx *c, int pos, int64_
  * granted: 1 the run was resolved with the turn (no override), 0 it was
  * swapped to the no-reply model, -1 unknown (e.g. resolved before a
  * restart; then holding the turn now counts). If pos holds the turn and
- * the run was granted, the turn advances now (Dirigent bug 2). A swapped
+ * the run was granted, the turn advances now (not at its message). A swapped
  * run's forced NO_REPLY is never a pass: if the turn reached pos while it
  * ran, pos is woken with a hand-off instead.
  */
@@ -191,7 +191,7 @@ int dg_turn_needs_override(const dg_turn_state *s, const dg_turn_ctx *c, int pos
 int dg_turn_may_send(const dg_turn_state *s, const dg_turn_ctx *c, int pos, int64_t now_ms);
 
 /*
- * Awaiting the wake message (Dirigent issue 13, bug 1). OpenClaw queues a
+ * Awaiting the wake message. OpenClaw queues a
  * message that arrives while a session's run is still active and starts a
  * run for it LATE, possibly after the turn reached that agent; such a stale
  * run must not be taken as the agent's answer to the message that gave it

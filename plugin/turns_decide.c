@@ -232,10 +232,9 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
         /* The turn came to this agent for the previous speaker's reply,
          * which has not arrived yet (its run ended speaking; the host
          * delivers the message after): a run whose prompt carries the
-         * message before it was queued for that one and started late
-         * (seen in the gateway stage under load: coder's run for the
-         * kickoff began 0.3 s after reviewer's run ended, before reviewer's
-         * review came in, and passed). Held back; the run for the reply,
+         * message before it was queued for that one and started late (a
+         * host under load may start it between the previous speaker's run
+         * end and the delivery of its reply). Held back; the run for the reply,
          * which the host starts when it arrives, counts. */
         if (!out->claimed && !out->waiting && !woken && e->configured && prompt &&
             e->pos != DG_NOBODY && answers_before_owed_reply(r, &x, e->pos, prompt, now)) {

@@ -3,7 +3,7 @@
  * clock: what the hooks call (hooks/ decode JSON into these plain structs).
  *
  * One engine per plugin instance (p->turns). The store is the one owner of
- * the state (Dirigent bug 10); the engine keeps an in-memory mirror of the
+ * the state; the engine keeps an in-memory mirror of the
  * rows it has touched so that before_model_resolve and message_sending
  * decide without SQL. Every change runs in one store transaction: state
  * rows, dedup row and the moderator messages it owes (outbox rows) commit
@@ -94,7 +94,7 @@ typedef struct dg_turn_session {
 int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err_len);
 
 /*
- * Awaiting the wake message (turns.h; issue 13 bug 1). When a change
+ * Awaiting the wake message (turns.h). When a change
  * grants the turn to an agent together with a moderator message meant to
  * wake it (hand-off, idle reminder, admin wake/skip reply, and the kickoff
  * for the first participant of a new discussion), that agent awaits the
@@ -116,7 +116,7 @@ int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err
  */
 
 /*
- * Silenced runs (issue 10). A run is *swapped* when before_model_resolve
+ * Silenced runs. A run is *swapped* when before_model_resolve
  * routed it to the no-reply model, *claimed* when before_agent_reply
  * answered {handled:true} for it (no model call at all). The engine
  * remembers such runs in memory, per instance, in a ring of
@@ -221,7 +221,7 @@ int dg_turns_check_send(dg_turns *t, const dg_turn_session *s, const char *conte
 
 /*
  * agent_end: classify the run (silent.h) and, if it held the turn, advance
- * at once (Dirigent bug 2). Owed hand-offs and notices are queued.
+ * at once (not at its message). Owed hand-offs and notices are queued.
  * run_id (NULL or "": unknown) is recorded with the change in the same
  * transaction: a second agent_end of the same run_id for the same session
  * (a host replaying it after a crash, or firing it per attempt) changes

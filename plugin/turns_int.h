@@ -58,7 +58,7 @@
  * costs about 0.8 KB with its sessions; under the thread policy every
  * top-level message makes one): past it the least recently changed leave,
  * down to 3/4 of it, so the scan that finds them is paid once per quarter
- * of the bound, not per message (issue 12, bug 7). */
+ * of the bound, not per message. */
 #define DORMANT_MAX 4096
 
 /* Dedup rows (message ids, run ids) and dormant thread states are kept
@@ -158,9 +158,7 @@ struct scope_rec {
     int moved_elsewhere;
     /* The stall nudge (turns_nudge.c). A host may drop a message that
      * reaches an agent's session while the session still finishes an
-     * earlier run (OpenClaw 2026.9: "skipped, reply-operation-active", seen
-     * in the gateway stage when the next speaker's held-back run for the
-     * kickoff was still sending as the previous speaker's reply came in):
+     * earlier run (OpenClaw logs it as "skipped, reply-operation-active"):
      * the speaker then holds the turn with no run coming. wait_pos is the
      * speaker a message reached (message_received for its session) at
      * wait_ms with no run of it under way, DG_NOBODY once a run of it goes

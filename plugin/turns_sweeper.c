@@ -335,7 +335,7 @@ static void sweep(dg_turns *t)
 {
     if (atomic_exchange(&t->rescan, 0) && load_awake(t) != OC_OK)
         atomic_store(&t->rescan, 1);
-    dg_discuss_sweep(t->p); /* discussion timers (issue 16): their own transactions */
+    dg_discuss_sweep(t->p); /* discussion timers: their own transactions */
     due_list d = {.t = t, .now = dg_now_ms(t->p),
                   .timeout_ms = (int64_t)t->p->cfg.turn_timeout_sec * 1000};
     if (atomic_load(&t->per_agent)) {
