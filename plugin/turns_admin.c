@@ -8,7 +8,7 @@
 
 /* ---- admin commands ------------------------------------------------------------- */
 
-int is_admin(const dg_config *cfg, const char *user_id)
+int turns_is_admin(const dg_config *cfg, const char *user_id)
 {
     for (size_t i = 0; i < cfg->n_admins; i++)
         if (strcmp(cfg->admins[i], user_id) == 0)
@@ -16,7 +16,7 @@ int is_admin(const dg_config *cfg, const char *user_id)
     return 0;
 }
 
-int is_admin_reply(const char *content)
+int turns_is_admin_reply(const char *content)
 {
     return content &&
            strncmp(content, DG_ADMIN_REPLY_PREFIX, sizeof DG_ADMIN_REPLY_PREFIX - 1) == 0;
@@ -51,7 +51,7 @@ static void reply_tpl(const dg_turns *t, reply_buf *r, const char *name, const d
 
 /* "a, b" of the members of c whose bit is set in mask, or `none`. 0 or
  * -1 when out of memory; out is freed by the caller. */
-static int member_list(const chan_rec *c, uint64_t mask, const char *none, dg_buf *out)
+static int member_list(const turns_chan *c, uint64_t mask, const char *none, dg_buf *out)
 {
     for (int i = 0; i < c->n; i++)
         if ((mask & ((uint64_t)1 << i)) &&
@@ -96,7 +96,7 @@ static const char *standing_label(dg_member_standing s)
 
 /* "a (why), b (why)" of c's members in the order (out = 0) or out of it
  * (out = 1), or `none`. 0 or -1 when out of memory. */
-static int order_list(const dg_turns *t, const chan_rec *c, int out, const char *none,
+static int order_list(const dg_turns *t, const turns_chan *c, int out, const char *none,
                       dg_buf *b)
 {
     for (int i = 0; i < c->n; i++) {
@@ -153,11 +153,11 @@ static const dg_agent_cfg *admin_target(const dg_turns *t, const dg_turn_message
 }
 
 /* `!dirigent order | add | remove` on scope r: the reply into b; a removal
- * changes r's state itself (member_leave). Writer held. */
-static int admin_members(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, scope_rec *r,
+ * changes r's state itself (turns_member_leave). Writer held. */
+static int admin_members(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, turns_scope *r,
                          int64_t now, const char *cause, int *kick, reply_buf *b)
 {
-    chan_rec *c = r->chan;
+    turns_chan *c = r->chan;
     int rc = OC_OK;
     const dg_agent_cfg *a = cmd == DG_ADMIN_ORDER ? NULL : admin_target(t, m);
     if (cmd != DG_ADMIN_ORDER && !a) {
@@ -168,16 +168,16 @@ static int admin_members(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd
     if (cmd == DG_ADMIN_ADD) {
         int pos;
         dg_member_standing was;
-        if ((rc = member_admit(t, c, a->agent_id, now, &pos, &was)))
+        if ((rc = turns_member_admit(t, c, a->agent_id, now, &pos, &was)))
             return rc;
         tpl = pos == DG_NOBODY ? "admin_member_unknown.md"
             : was < DG_MEMBER_LEFT ? "admin_add_already.md" : "admin_add.md";
     } else if (cmd == DG_ADMIN_REMOVE) {
-        int pos = member_pos(c, a->agent_id);
+        int pos = turns_member_pos(c, a->agent_id);
         if (pos == DG_NOBODY || c->standing[pos] >= DG_MEMBER_LEFT) {
             tpl = "admin_remove_not_member.md";
         } else {
-            if ((rc = member_leave(t, r, pos, DG_MEMBER_REMOVED, DG_NOBODY, now, cause, kick)))
+            if ((rc = turns_member_leave(t, r, pos, DG_MEMBER_REMOVED, DG_NOBODY, now, cause, kick)))
                 return rc;
             tpl = "admin_remove.md";
         }
@@ -195,16 +195,16 @@ static int admin_members(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd
 }
 
 /* The status lines of scope r (state st, timeouts applied) into b. */
-static void admin_status(const dg_turns *t, const scope_rec *r, const dg_turn_state *st,
-                         const dg_turn_ctx *x, reply_buf *b)
+static void admin_status(const dg_turns *t, const turns_scope *r, const dg_turn_state *st,
+                         const dg_rule_ctx *x, reply_buf *b)
 {
-    const chan_rec *c = r->chan;
+    const turns_chan *c = r->chan;
     char label[DG_SCOPE_LABEL_MAX], msgs[24], max[24];
     dg_buf order = {0}, passed = {0};
     if (member_list(c, c->present, "none yet", &order) ||
         member_list(c, st->silent & c->present, "none", &passed))
         b->nomem = 1;
-    int sp = dg_turn_speaker(st, x);
+    int sp = dg_rule_speaker(st, x);
     snprintf(msgs, sizeof msgs, "%lld", (long long)st->agent_msgs);
     snprintf(max, sizeof max, "%ld", (long)t->p->cfg.turn_max_agent_messages);
     dg_tpl_vars v = {
@@ -239,7 +239,7 @@ static void admin_status(const dg_turns *t, const scope_rec *r, const dg_turn_st
  * and opens no thread of its own -- a command is not speech. The state
  * change and the reply commit together. Writer held.
  */
-int owner_reply(dg_turns *t, const owner_action *oa, int64_t now)
+int turns_owner_reply(dg_turns *t, const turns_owner_action *oa, int64_t now)
 {
     char msg[512], text[600];
     const char *thread = oa->thread[0] ? oa->thread : NULL;
@@ -249,11 +249,11 @@ int owner_reply(dg_turns *t, const owner_action *oa, int64_t now)
         dg_admin_cancel(t->p, oa->channel, thread, oa->speaker[0] ? oa->speaker : NULL, msg,
                         sizeof msg);
     snprintf(text, sizeof text, DG_ADMIN_REPLY_PREFIX "%s", msg);
-    if (txn_begin(t) != OC_OK)
+    if (turns_txn_begin(t) != OC_OK)
         return OC_ERR_IO;
     int queued = 0;
-    int rc = enqueue(t, oa->post, text, NULL, now, &queued);
-    rc = finish(t, rc);
+    int rc = turns_enqueue(t, oa->post, text, NULL, now, &queued);
+    rc = turns_txn_finish(t, rc);
     if (rc != OC_OK)
         dg_log(t->p, OC_LOG_WARN, "turns: the reply to \"!dirigent %s\" in %s could not be "
                "queued (%s); the command itself was carried out", admin_cmd_name(oa->cmd),
@@ -261,19 +261,19 @@ int owner_reply(dg_turns *t, const owner_action *oa, int64_t now)
     return rc == OC_OK && queued ? OC_OK : OC_ERR_IO;
 }
 
-int admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, int64_t now,
-                 int *kick, owner_action *oa)
+int turns_admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, int64_t now,
+                 int *kick, turns_owner_action *oa)
 {
-    chan_rec *c;
+    turns_chan *c;
     int rc;
-    if ((rc = chan_get(t, m->channel_id, &c)))
+    if ((rc = turns_chan_get(t, m->channel_id, &c)))
         return rc;
     dg_scope sc;
     int top_level;
-    if ((rc = message_scope(t, m, &sc, &top_level)))
+    if ((rc = turns_message_scope(t, m, &sc, &top_level)))
         return rc;
-    scope_rec *r;
-    if ((rc = top_level ? follow_scope(t, c, &r) : scope_get(t, c, &sc, &r)))
+    turns_scope *r;
+    if ((rc = top_level ? turns_follow_scope(t, c, &r) : turns_scope_get(t, c, &sc, &r)))
         return rc;
     if (m->thread_id && *m->thread_id && r->scope.kind == DG_SCOPE_THREAD && !r->post_channel &&
         !(r->post_channel = strdup(m->thread_id)))
@@ -287,10 +287,10 @@ int admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, int64_
     snprintf(cause, sizeof cause, "admin command !dirigent %s by %s", admin_cmd_name(cmd),
              m->sender_id);
 
-    dg_turn_ctx x;
-    make_ctx(t, c, &x);
-    dg_turn_effects fx;
-    dg_turn_effects_init(&fx);
+    dg_rule_ctx x;
+    turns_make_ctx(t, c, &x);
+    dg_rule_effects fx;
+    dg_rule_effects_init(&fx);
     dg_turn_state next = r->st;
     reply_buf b = {0};
     const char *mention = NULL;
@@ -309,7 +309,7 @@ int admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, int64_
     } else if (cmd == DG_ADMIN_STATUS) {
         dg_turn_state view = r->st;
         if (c->mode != DG_MODE_CLOSED)
-            dg_turn_expire(&view, &x, now, NULL); /* what a decision now would see */
+            dg_rule_expire(&view, &x, now, NULL); /* what a decision now would see */
         admin_status(t, r, &view, &x, &b);
     } else if (c->mode == DG_MODE_CLOSED) {
         reply_tpl(t, &b, "admin_closed.md", NULL);
@@ -338,11 +338,11 @@ int admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, int64_
             reply_add(&b, msg);
         }
     } else if (cmd == DG_ADMIN_ROTATE || cmd == DG_ADMIN_CANCEL) {
-        /* Host calls after the commit (owner_action); the turn state stays
+        /* Host calls after the commit (turns_owner_action); the turn state stays
          * (an aborted run ends with agent_end like any other). */
         dg_turn_state view = r->st;
-        dg_turn_expire(&view, &x, now, NULL);
-        int sp = view.active ? dg_turn_speaker(&view, &x) : DG_NOBODY;
+        dg_rule_expire(&view, &x, now, NULL);
+        int sp = view.active ? dg_rule_speaker(&view, &x) : DG_NOBODY;
         oa->cmd = cmd;
         snprintf(oa->channel, sizeof oa->channel, "%s", c->id);
         snprintf(oa->thread, sizeof oa->thread, "%s", m->thread_id ? m->thread_id : "");
@@ -350,42 +350,42 @@ int admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, int64_
         snprintf(oa->speaker, sizeof oa->speaker, "%s", sp != DG_NOBODY ? c->members[sp] : "");
         return OC_OK;
     } else if (cmd == DG_ADMIN_REST) {
-        dg_turn_expire(&next, &x, now, &fx);
+        dg_rule_expire(&next, &x, now, &fx);
         fx.handoff_to = DG_NOBODY; /* nobody is woken into a resting scope */
-        dg_turn_admin_rest(&next, now);
+        dg_rule_admin_rest(&next, now);
         changes = 1;
         reply_tpl(t, &b, "admin_rest.md", NULL);
     } else if (cmd == DG_ADMIN_WAKE) {
         int pos = DG_NOBODY;
         for (size_t i = 0; pos == DG_NOBODY && i < m->n_mentions; i++) {
             const dg_agent_cfg *a = dg_config_agent_by_user(&t->p->cfg, m->mentions[i]);
-            int mp = a ? member_pos(c, a->agent_id) : DG_NOBODY;
+            int mp = a ? turns_member_pos(c, a->agent_id) : DG_NOBODY;
             if (mp != DG_NOBODY && (c->present & ((uint64_t)1 << mp)))
                 pos = mp;
         }
         for (int i = 0; pos == DG_NOBODY && i < c->n; i++)
             if (c->present & ((uint64_t)1 << i))
                 pos = i;
-        if (pos == DG_NOBODY || dg_turn_admin_wake(&next, &x, pos, now) != 0) {
+        if (pos == DG_NOBODY || dg_rule_admin_wake(&next, &x, pos, now) != 0) {
             reply_tpl(t, &b, "admin_wake_nobody.md", NULL);
         } else {
             changes = 1;
-            mention = user_of(t, c, pos);
+            mention = turns_user_of(t, c, pos);
             char at[96];
             snprintf(at, sizeof at, "<@%s>", mention ? mention : "?");
             reply_tpl(t, &b, "admin_wake.md", &(dg_tpl_vars){.agentMention = at});
         }
     } else if (cmd == DG_ADMIN_SKIP) {
-        dg_turn_expire(&next, &x, now, &fx);
+        dg_rule_expire(&next, &x, now, &fx);
         fx.handoff_to = DG_NOBODY; /* that speaker is skipped now */
-        int sp = dg_turn_admin_skip(&next, &x, now, &fx);
+        int sp = dg_rule_admin_skip(&next, &x, now, &fx);
         if (sp == DG_NOBODY) {
             reply_tpl(t, &b, "admin_skip_nobody.md", NULL);
         } else {
             changes = 1;
             int to = fx.handoff_to;
             fx.handoff_to = DG_NOBODY; /* the reply is the hand-off */
-            mention = to != DG_NOBODY ? user_of(t, c, to) : NULL;
+            mention = to != DG_NOBODY ? turns_user_of(t, c, to) : NULL;
             char at[96];
             snprintf(at, sizeof at, "<@%s>", mention ? mention : "");
             dg_tpl_vars v = {.skippedAgent = c->members[sp], .agentMention = at};
@@ -400,18 +400,18 @@ int admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, int64_
         return OC_ERR_NOMEM;
     }
     if (changes && (!dg_turn_state_same(&next, &r->st) || !r->in_db))
-        rc = save_scope(t, r, &next, now, cause);
+        rc = turns_save_scope(t, r, &next, now, cause);
     int queued = 0;
     if (rc == OC_OK)
-        rc = enqueue(t, post, b.b.s, mention, now, &queued);
+        rc = turns_enqueue(t, post, b.b.s, mention, now, &queued);
     dg_buf_free(&b.b);
     if (queued)
         *kick = 1;
     else if (mention)
         next.awaiting = 0; /* the reply that would wake it is not posted */
     if (rc == OC_OK)
-        rc = queue_effects(t, r, &fx, &next, now, kick);
+        rc = turns_queue_effects(t, r, &fx, &next, now, kick);
     if (rc == OC_OK && changes)
-        rc = install(t, r, &next);
+        rc = turns_install(t, r, &next);
     return rc;
 }

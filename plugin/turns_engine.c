@@ -6,8 +6,8 @@
  * points. Its other files (turns_int.h lists them) are the sweeper,
  * ingest, admin commands and the agent hooks' decisions.
  *
- * Locking. Every change of the engine runs between txn_begin() and
- * finish(): the engine's writer mutex, then the store transaction. Only
+ * Locking. Every change of the engine runs between turns_txn_begin() and
+ * turns_txn_finish(): the engine's writer mutex, then the store transaction. Only
  * such a writer loads rows into the mirror or changes it, and it does so
  * under the mirror's write lock, so read-only hooks (before_model_resolve,
  * message_sending) decide under the read lock alone. Lock order: writer
@@ -16,7 +16,7 @@
  * records.
  *
  * Commit before publish. A scope's new turn state is installed in the
- * mirror only after its transaction has committed (finish()), still inside
+ * mirror only after its transaction has committed (turns_txn_finish()), still inside
  * the writer: a reader never decides on a change that may yet be rolled
  * back, and a failed commit drops the mirror before another writer can
  * build on it (the writer mutex is held until then, although the store
@@ -40,7 +40,7 @@ static void log_channel_change(dg_turns *t, const char *channel_id, const char *
 {
     pthread_mutex_lock(&t->inval_mu);
     uint64_t n = atomic_load(&t->inval_seq);
-    inval_entry *e = &t->inval[n % INVAL_RING];
+    turns_inval *e = &t->inval[n % TURNS_INVAL_RING];
     snprintf(e->channel, sizeof e->channel, "%s", channel_id);
     e->wake[0] = '\0';
     if (wake && strlen(wake) < sizeof e->wake)
@@ -54,7 +54,7 @@ static void log_channel_change(dg_turns *t, const char *channel_id, const char *
 static void free_chan(void *v, void *arg)
 {
     (void)arg;
-    chan_rec *c = v;
+    turns_chan *c = v;
     if (c->id != c->id_inline)
         free(c->id);
     free(c->initiator);
@@ -64,19 +64,19 @@ static void free_chan(void *v, void *arg)
     free(c);
 }
 
-void free_scope(void *v, void *arg)
+void turns_free_scope(void *v, void *arg)
 {
     (void)arg;
-    scope_rec *r = v;
+    turns_scope *r = v;
     free(r->key);
     free(r->post_channel);
     free(r);
 }
 
-void free_sess(void *v, void *arg)
+void turns_free_sess(void *v, void *arg)
 {
     (void)arg;
-    sess_rec *s = v;
+    turns_sess *s = v;
     free(s->key);
     free(s->thread);
     free(s);
@@ -86,8 +86,8 @@ void free_sess(void *v, void *arg)
 static void flush_locked(dg_turns *t)
 {
     atomic_store(&t->rescan, 1); /* the sweeper finds awake scopes in the mirror */
-    dg_map_each(&t->sessions, free_sess, NULL);
-    dg_map_each(&t->scopes, free_scope, NULL);
+    dg_map_each(&t->sessions, turns_free_sess, NULL);
+    dg_map_each(&t->scopes, turns_free_scope, NULL);
     dg_map_each(&t->chans, free_chan, NULL);
     dg_map_clear(&t->sessions);
     dg_map_clear(&t->scopes);
@@ -95,7 +95,7 @@ static void flush_locked(dg_turns *t)
 }
 
 
-void make_ctx(const dg_turns *t, const chan_rec *c, dg_turn_ctx *x)
+void turns_make_ctx(const dg_turns *t, const turns_chan *c, dg_rule_ctx *x)
 {
     x->n_members = c->n;
     x->present = c->present;
@@ -106,7 +106,7 @@ void make_ctx(const dg_turns *t, const chan_rec *c, dg_turn_ctx *x)
     x->wake_tracking = atomic_load(&t->wake_tracking);
 }
 
-int member_pos(const chan_rec *c, const char *agent_id)
+int turns_member_pos(const turns_chan *c, const char *agent_id)
 {
     uint32_t h = (uint32_t)dg_map_hash(agent_id);
     for (int i = 0; i < c->n; i++)
@@ -116,7 +116,7 @@ int member_pos(const chan_rec *c, const char *agent_id)
 }
 
 /* Channel record, loaded or created in the mirror. Store mutex held. */
-int chan_get(dg_turns *t, const char *channel_id, chan_rec **out)
+int turns_chan_get(dg_turns *t, const char *channel_id, turns_chan **out)
 {
     *out = dg_map_get(&t->chans, channel_id);
     if (*out)
@@ -125,7 +125,7 @@ int chan_get(dg_turns *t, const char *channel_id, chan_rec **out)
     int rc = dg_store_turns_channel_load(t->p->store, channel_id, &row);
     if (rc != OC_OK && rc != OC_ERR_NOT_FOUND)
         return rc;
-    chan_rec *c = calloc(1, sizeof *c);
+    turns_chan *c = calloc(1, sizeof *c);
     if (c)
         c->id = strlen(channel_id) < sizeof c->id_inline ? strcpy(c->id_inline, channel_id)
                                                           : strdup(channel_id);
@@ -148,7 +148,7 @@ int chan_get(dg_turns *t, const char *channel_id, chan_rec **out)
     }
     row.initiator = row.top_root = NULL;
     dg_turn_channel_row_clear(&row);
-    recompute_present(t, c);
+    turns_recompute_present(t, c);
     pthread_rwlock_wrlock(&t->lock);
     rc = dg_map_put(&t->chans, c->id, c);
     pthread_rwlock_unlock(&t->lock);
@@ -160,7 +160,7 @@ int chan_get(dg_turns *t, const char *channel_id, chan_rec **out)
     return OC_OK;
 }
 
-int chan_save(dg_turns *t, chan_rec *c, int64_t now)
+int turns_chan_save(dg_turns *t, turns_chan *c, int64_t now)
 {
     int rc = dg_store_turns_channel_save(t->p->store, c->id, c->mode, c->initiator, c->top_root,
                                          c->bot_noticed, now);
@@ -170,7 +170,7 @@ int chan_save(dg_turns *t, chan_rec *c, int64_t now)
 }
 
 /* Scope record, loaded or fresh (dormant). Store mutex held. */
-int scope_get(dg_turns *t, chan_rec *c, const dg_scope *sc, scope_rec **out)
+int turns_scope_get(dg_turns *t, turns_chan *c, const dg_scope *sc, turns_scope **out)
 {
     if (sc->kind == DG_SCOPE_CONVERSATION && c->conv) {
         *out = c->conv; /* same record as by key: records live until a flush */
@@ -187,7 +187,7 @@ int scope_get(dg_turns *t, chan_rec *c, const dg_scope *sc, scope_rec **out)
         }
         return OC_OK;
     }
-    scope_rec *r = calloc(1, sizeof *r);
+    turns_scope *r = calloc(1, sizeof *r);
     if (!r || !(r->key = strdup(key))) {
         free(r);
         return OC_ERR_NOMEM;
@@ -200,7 +200,7 @@ int scope_get(dg_turns *t, chan_rec *c, const dg_scope *sc, scope_rec **out)
     r->nudged_change = -1;
     int rc = dg_store_turns_scope_load(t->p->store, sc, &r->st, &r->post_channel);
     if (rc != OC_OK && rc != OC_ERR_NOT_FOUND) {
-        free_scope(r, NULL);
+        turns_free_scope(r, NULL);
         return rc;
     }
     r->in_db = rc == OC_OK;
@@ -212,14 +212,14 @@ int scope_get(dg_turns *t, chan_rec *c, const dg_scope *sc, scope_rec **out)
         c->conv = r;
     pthread_rwlock_unlock(&t->lock);
     if (rc) {
-        free_scope(r, NULL);
+        turns_free_scope(r, NULL);
         return rc;
     }
     *out = r;
     return OC_OK;
 }
 
-void scope_list_push(scope_list *l, scope_rec *r)
+void turns_scope_list_push(turns_scope_list *l, turns_scope *r)
 {
     if (l->nomem)
         return;
@@ -231,16 +231,16 @@ void scope_list_push(scope_list *l, scope_rec *r)
 }
 
 typedef struct chan_scopes {
-    const chan_rec *chan;
-    scope_list list;
+    const turns_chan *chan;
+    turns_scope_list list;
 } chan_scopes;
 
 static void collect_scope(void *val, void *arg)
 {
     chan_scopes *cs = arg;
-    scope_rec *r = val;
+    turns_scope *r = val;
     if (r->chan == cs->chan)
-        scope_list_push(&cs->list, r);
+        turns_scope_list_push(&cs->list, r);
 }
 
 /*
@@ -251,9 +251,9 @@ static void collect_scope(void *val, void *arg)
  * channel re-derive their position (epoch). Writer held. OC_OK or an error
  * (the caller then drops the whole mirror).
  */
-int refresh_channel(dg_turns *t, const char *channel_id, int other)
+int turns_refresh_channel(dg_turns *t, const char *channel_id, int other)
 {
-    chan_rec *c = dg_map_get(&t->chans, channel_id);
+    turns_chan *c = dg_map_get(&t->chans, channel_id);
     if (!c)
         return OC_OK; /* not loaded: it will be read fresh */
     dg_turn_channel_row row;
@@ -263,7 +263,7 @@ int refresh_channel(dg_turns *t, const char *channel_id, int other)
     int chan_in_db = rc == OC_OK;
     chan_scopes cs = {.chan = c};
     dg_map_each(&t->scopes, collect_scope, &cs);
-    scope_list l = cs.list;
+    turns_scope_list l = cs.list;
     dg_turn_state *st = l.n ? calloc(l.n, sizeof *st) : NULL;
     char **post = l.n ? calloc(l.n, sizeof *post) : NULL;
     int *found = l.n ? calloc(l.n, sizeof *found) : NULL;
@@ -294,9 +294,9 @@ int refresh_channel(dg_turns *t, const char *channel_id, int other)
         c->in_db = chan_in_db;
         c->follow = NULL; /* the latest top-level thread may have changed */
         c->epoch++;
-        recompute_present(t, c);
+        turns_recompute_present(t, c);
         for (size_t i = 0; i < l.n; i++) {
-            scope_rec *r = l.v[i];
+            turns_scope *r = l.v[i];
             st[i].msg_seq = r->st.msg_seq; /* in memory only: runs in flight compare it */
             /* Another instance changed the scope (perhaps it ingested a
              * message this one counts as a duplicate): a run that resolved
@@ -335,23 +335,23 @@ static int arm_kickoff(dg_turns *t, const char *channel_id, const char *agent)
 {
     if (!atomic_load(&t->wake_tracking))
         return OC_OK;
-    chan_rec *c;
-    scope_rec *r;
+    turns_chan *c;
+    turns_scope *r;
     dg_scope sc;
-    int rc = chan_get(t, channel_id, &c);
+    int rc = turns_chan_get(t, channel_id, &c);
     if (rc == OC_OK)
         rc = dg_scope_conversation(channel_id, &sc);
     if (rc == OC_OK)
-        rc = scope_get(t, c, &sc, &r);
+        rc = turns_scope_get(t, c, &sc, &r);
     if (rc != OC_OK)
         return rc;
-    int pos = member_pos(c, agent);
+    int pos = turns_member_pos(c, agent);
     if (c->mode != DG_MODE_DISCUSSION || pos == DG_NOBODY)
         return OC_OK;
-    dg_turn_ctx x;
-    make_ctx(t, c, &x);
+    dg_rule_ctx x;
+    turns_make_ctx(t, c, &x);
     pthread_rwlock_wrlock(&t->lock);
-    int armed = dg_turn_await_wake(&r->st, &x, pos);
+    int armed = dg_rule_await_wake(&r->st, &x, pos);
     pthread_rwlock_unlock(&t->lock);
     if (armed)
         dg_log(t->p, OC_LOG_DEBUG, "turns: %s opens discussion channel %s and awaits the kickoff; "
@@ -359,23 +359,23 @@ static int arm_kickoff(dg_turns *t, const char *channel_id, const char *agent)
     return OC_OK;
 }
 
-/* Apply the channel change log to the mirror. Writer held (txn_begin). */
+/* Apply the channel change log to the mirror. Writer held (turns_txn_begin). */
 static void sync_changes(dg_turns *t)
 {
     uint64_t seen = atomic_load(&t->inval_seen);
     if (atomic_load(&t->inval_seq) == seen)
         return;
-    inval_entry *chans = NULL;
+    turns_inval *chans = NULL;
     pthread_mutex_lock(&t->inval_mu);
     uint64_t now = atomic_load(&t->inval_seq);
     size_t n = (size_t)(now - seen);
-    if (n <= INVAL_RING && (chans = malloc(n * sizeof *chans)))
+    if (n <= TURNS_INVAL_RING && (chans = malloc(n * sizeof *chans)))
         for (size_t i = 0; i < n; i++)
-            chans[i] = t->inval[(seen + i) % INVAL_RING];
+            chans[i] = t->inval[(seen + i) % TURNS_INVAL_RING];
     pthread_mutex_unlock(&t->inval_mu);
     int ok = chans != NULL;
     for (size_t i = 0; ok && i < n; i++) {
-        ok = refresh_channel(t, chans[i].channel, 0) == OC_OK;
+        ok = turns_refresh_channel(t, chans[i].channel, 0) == OC_OK;
         if (ok && chans[i].wake[0])
             ok = arm_kickoff(t, chans[i].channel, chans[i].wake) == OC_OK;
     }
@@ -403,7 +403,7 @@ static void sync_store(dg_turns *t)
     if (rc == OC_OK && n)
         t->shared_seen = 1;
     for (size_t i = 0; rc == OC_OK && i < n; i++)
-        rc = refresh_channel(t, ch[i], 1);
+        rc = turns_refresh_channel(t, ch[i], 1);
     for (size_t i = 0; i < n; i++)
         free(ch[i]);
     free(ch);
@@ -417,7 +417,7 @@ static void sync_store(dg_turns *t)
 }
 
 /* The scope channel-level sessions act in (scope.h, turns_engine.h). */
-int follow_scope(dg_turns *t, chan_rec *c, scope_rec **out)
+int turns_follow_scope(dg_turns *t, turns_chan *c, turns_scope **out)
 {
     if (c->follow) {
         *out = c->follow;
@@ -428,7 +428,7 @@ int follow_scope(dg_turns *t, chan_rec *c, scope_rec **out)
                  ? dg_scope_thread(c->id, c->top_root, &sc)
                  : dg_scope_conversation(c->id, &sc);
     if (rc == OC_OK)
-        rc = scope_get(t, c, &sc, out);
+        rc = turns_scope_get(t, c, &sc, out);
     if (rc == OC_OK) {
         pthread_rwlock_wrlock(&t->lock);
         c->follow = *out;
@@ -437,7 +437,7 @@ int follow_scope(dg_turns *t, chan_rec *c, scope_rec **out)
     return rc;
 }
 
-int same_str(const char *a, const char *b)
+int turns_same_str(const char *a, const char *b)
 {
     if (!a || !*a)
         return !b || !*b;
@@ -445,18 +445,18 @@ int same_str(const char *a, const char *b)
 }
 
 /* Session record for s, created or refreshed. Store mutex held. */
-int session_prepare(dg_turns *t, const dg_turn_session *s, int64_t now, sess_rec **out)
+int turns_session_prepare(dg_turns *t, const dg_turn_session *s, int64_t now, turns_sess **out)
 {
-    chan_rec *c;
-    int rc = chan_get(t, s->channel_id, &c);
+    turns_chan *c;
+    int rc = turns_chan_get(t, s->channel_id, &c);
     if (rc)
         return rc;
     int configured = dg_config_agent(&t->p->cfg, s->agent_id) != NULL;
     int pos = DG_NOBODY;
     /* The host runs an agent only where it receives the channel. */
-    if (configured && (rc = member_ensure(t, c, s->agent_id, DG_MEMBER_RAN, now, &pos)))
+    if (configured && (rc = turns_member_ensure(t, c, s->agent_id, DG_MEMBER_RAN, now, &pos)))
         return rc;
-    scope_rec *fixed = NULL;
+    turns_scope *fixed = NULL;
     int has_thread = s->thread_id && *s->thread_id;
     if (s->is_dm || t->p->cfg.session_policy == DG_POLICY_CHANNEL || has_thread) {
         dg_scope_event ev = {.channel_id = s->channel_id, .thread_id = s->thread_id,
@@ -464,17 +464,17 @@ int session_prepare(dg_turns *t, const dg_turn_session *s, int64_t now, sess_rec
         dg_scope sc;
         if ((rc = dg_scope_derive(t->p->cfg.session_policy, &ev, &sc)))
             return rc;
-        if ((rc = scope_get(t, c, &sc, &fixed)))
+        if ((rc = turns_scope_get(t, c, &sc, &fixed)))
             return rc;
         if (has_thread && sc.kind == DG_SCOPE_THREAD && !fixed->post_channel)
             fixed->post_channel = strdup(s->thread_id); /* a Discord thread: post there */
     } else {
-        scope_rec *f;
-        if ((rc = follow_scope(t, c, &f)))
+        turns_scope *f;
+        if ((rc = turns_follow_scope(t, c, &f)))
             return rc;
     }
 
-    sess_rec *e = dg_map_get(&t->sessions, s->session_key);
+    turns_sess *e = dg_map_get(&t->sessions, s->session_key);
     char *thread = has_thread ? strdup(s->thread_id) : NULL;
     if (has_thread && !thread)
         return OC_ERR_NOMEM;
@@ -493,7 +493,7 @@ int session_prepare(dg_turns *t, const dg_turn_session *s, int64_t now, sess_rec
         pthread_rwlock_unlock(&t->lock);
         if (rc) {
             free(thread);
-            free_sess(e, NULL);
+            turns_free_sess(e, NULL);
             return rc;
         }
     }
@@ -511,12 +511,12 @@ int session_prepare(dg_turns *t, const dg_turn_session *s, int64_t now, sess_rec
 }
 
 /* The mirror's session record for s if it is current; read lock held. */
-sess_rec *session_lookup_locked(dg_turns *t, const dg_turn_session *s, scope_rec **scope)
+turns_sess *turns_session_lookup_locked(dg_turns *t, const dg_turn_session *s, turns_scope **scope)
 {
     if (atomic_load(&t->inval_seq) != atomic_load(&t->inval_seen))
         return NULL; /* a channel changed outside the engine: catch up first */
-    sess_rec *e = dg_map_get(&t->sessions, s->session_key);
-    if (!e || strcmp(e->chan->id, s->channel_id) != 0 || !same_str(e->thread, s->thread_id) ||
+    turns_sess *e = dg_map_get(&t->sessions, s->session_key);
+    if (!e || strcmp(e->chan->id, s->channel_id) != 0 || !turns_same_str(e->thread, s->thread_id) ||
         e->epoch != e->chan->epoch)
         return NULL;
     if (e->configured && e->pos == DG_NOBODY && e->chan->n < DG_TURN_MAX_MEMBERS)
@@ -534,10 +534,10 @@ sess_rec *session_lookup_locked(dg_turns *t, const dg_turn_session *s, scope_rec
  */
 static void warm_channel(const dg_turns *t, const char *channel_id, uint64_t h)
 {
-    const chan_rec *c = dg_map_get_hashed(&t->chans, channel_id, h);
+    const turns_chan *c = dg_map_get_hashed(&t->chans, channel_id, h);
     if (!c)
         return;
-    const scope_rec *r = c->conv;
+    const turns_scope *r = c->conv;
     __builtin_prefetch(&c->marks);
     __builtin_prefetch(&c->member_hash);
     __builtin_prefetch(c->received);
@@ -573,13 +573,13 @@ static int begin_locked(dg_turns *t, const char *channel_id)
     return OC_OK;
 }
 
-int txn_begin_for(dg_turns *t, const char *channel_id)
+int turns_txn_begin_for(dg_turns *t, const char *channel_id)
 {
     pthread_mutex_lock(&t->wmu);
     return begin_locked(t, channel_id);
 }
 
-int txn_begin(dg_turns *t)
+int turns_txn_begin(dg_turns *t)
 {
     pthread_mutex_lock(&t->wmu);
     return begin_locked(t, NULL);
@@ -592,14 +592,14 @@ int txn_begin(dg_turns *t)
  * transaction may not match the database) and reloaded on demand. Both
  * under the mirror's write lock, before the writer mutex is released.
  */
-int finish(dg_turns *t, int rc)
+int turns_txn_finish(dg_turns *t, int rc)
 {
     int64_t wrote = dg_store_txn_change_seq(t->p->store);
     if (rc == OC_OK)
         rc = dg_store_commit(t->p->store);
     else
         dg_store_rollback(t->p->store);
-    /* Synced at txn_begin under the write lock: every sequence below ours
+    /* Synced at turns_txn_begin under the write lock: every sequence below ours
      * is applied. */
     if (rc == OC_OK && wrote > atomic_load(&t->applied))
         atomic_store(&t->applied, wrote);
@@ -621,14 +621,14 @@ int finish(dg_turns *t, int rc)
 }
 
 /* End a change that only read (loaded records are what the database holds). */
-void finish_read(dg_turns *t)
+void turns_txn_finish_read(dg_turns *t)
 {
     dg_store_rollback(t->p->store);
     pthread_mutex_unlock(&t->wmu);
 }
 
 /* Publish st as r's state once the transaction commits. */
-int install(dg_turns *t, scope_rec *r, const dg_turn_state *st)
+int turns_install(dg_turns *t, turns_scope *r, const dg_turn_state *st)
 {
     if (st->last_change_ms != r->st.last_change_ms)
         r->moved_elsewhere = 0; /* this instance moves the speaker */
@@ -638,7 +638,7 @@ int install(dg_turns *t, scope_rec *r, const dg_turn_state *st)
             return OC_OK;
         }
     }
-    if (t->n_pending == MAX_PENDING)
+    if (t->n_pending == TURNS_MAX_PENDING)
         return OC_ERR_INTERNAL; /* a change touches one or two scopes */
     t->pending[t->n_pending].r = r;
     t->pending[t->n_pending].st = *st;
@@ -647,14 +647,14 @@ int install(dg_turns *t, scope_rec *r, const dg_turn_state *st)
 }
 
 /* The transitions log row of r going from r->st to st (store_transitions.h). */
-static int log_transition(dg_turns *t, const scope_rec *r, const dg_turn_state *st, int64_t now,
+static int log_transition(dg_turns *t, const turns_scope *r, const dg_turn_state *st, int64_t now,
                           const char *cause, const char *message_id)
 {
-    const chan_rec *c = r->chan;
-    dg_turn_ctx x;
-    make_ctx(t, c, &x);
-    int before = r->in_db && r->st.active ? dg_turn_speaker(&r->st, &x) : DG_NOBODY;
-    int after = st->active ? dg_turn_speaker(st, &x) : DG_NOBODY;
+    const turns_chan *c = r->chan;
+    dg_rule_ctx x;
+    turns_make_ctx(t, c, &x);
+    int before = r->in_db && r->st.active ? dg_rule_speaker(&r->st, &x) : DG_NOBODY;
+    int after = st->active ? dg_rule_speaker(st, &x) : DG_NOBODY;
     char scope[DG_SCOPE_ID_MAX + 8], passed[512] = "";
     const char *scope_parts[] = {"thread:", r->scope.root};
     if (r->scope.kind == DG_SCOPE_THREAD)
@@ -678,13 +678,13 @@ static int log_transition(dg_turns *t, const scope_rec *r, const dg_turn_state *
     return dg_store_transition_add(t->p->store, c->id, &tr);
 }
 
-int save_scope(dg_turns *t, scope_rec *r, const dg_turn_state *st, int64_t now,
+int turns_save_scope(dg_turns *t, turns_scope *r, const dg_turn_state *st, int64_t now,
                const char *cause)
 {
-    return save_scope_for(t, r, st, now, cause, NULL);
+    return turns_save_scope_for(t, r, st, now, cause, NULL);
 }
 
-int save_scope_for(dg_turns *t, scope_rec *r, const dg_turn_state *st, int64_t now,
+int turns_save_scope_for(dg_turns *t, turns_scope *r, const dg_turn_state *st, int64_t now,
                    const char *cause, const char *message_id)
 {
     int rc = log_transition(t, r, st, now, cause, message_id);
@@ -699,7 +699,7 @@ int save_scope_for(dg_turns *t, scope_rec *r, const dg_turn_state *st, int64_t n
 /* The scope message m belongs to, and whether it is a top-level message
  * under policy "thread" (it opens a thread of its own). OC_OK or the
  * status of dg_scope_derive. */
-int message_scope(const dg_turns *t, const dg_turn_message *m, dg_scope *sc, int *top_level)
+int turns_message_scope(const dg_turns *t, const dg_turn_message *m, dg_scope *sc, int *top_level)
 {
     dg_scope_event ev = {.channel_id = m->channel_id, .thread_id = m->thread_id,
                          .message_id = m->message_id, .is_dm = m->is_dm,
@@ -724,7 +724,7 @@ static uint64_t key_hash(const char *s)
     return h ? h : 1;
 }
 
-static int mark_is(const run_mark *m, uint64_t h, const char *key)
+static int mark_is(const turns_mark *m, uint64_t h, const char *key)
 {
     return m->sess_h == h && strcmp(m->session_key, key) == 0;
 }
@@ -732,16 +732,16 @@ static int mark_is(const run_mark *m, uint64_t h, const char *key)
 /* Remember run (session key, run_id or NULL) as silenced. Any thread. A
  * repeat for the same run refreshes its mark. Out of memory: the mark is
  * not kept (logged); the turn-order checks still apply. */
-void mark_add(dg_turns *t, const char *key, const char *run_id, mark_kind kind,
+void turns_mark_add(dg_turns *t, const char *key, const char *run_id, turns_mark_kind kind,
               int64_t seen_seq)
 {
     if (run_id && !*run_id)
         run_id = NULL;
     uint64_t h = key_hash(key);
     pthread_mutex_lock(&t->mk_mu);
-    run_mark *m = NULL;
+    turns_mark *m = NULL;
     for (size_t i = 0; i < DG_RUN_MARKS && !m; i++) {
-        run_mark *x = &t->marks[i];
+        turns_mark *x = &t->marks[i];
         if (mark_is(x, h, key) && (run_id ? x->run_id && strcmp(x->run_id, run_id) == 0
                                           : !x->run_id && x->live))
             m = x;
@@ -764,7 +764,7 @@ void mark_add(dg_turns *t, const char *key, const char *run_id, mark_kind kind,
         }
         m->sess_h = h;
     }
-    if (m->kind != MARK_CLAIMED)
+    if (m->kind != TURNS_MARK_CLAIMED)
         m->kind = kind; /* a claimed run makes no model call: it stays claimed */
     m->live = 1;
     m->seen_seq = seen_seq;
@@ -773,7 +773,7 @@ void mark_add(dg_turns *t, const char *key, const char *run_id, mark_kind kind,
 
 /* The session got a decision that is not silenced: its marks no longer
  * match by session (those with a run id still match by run id). */
-void mark_end_session(dg_turns *t, const char *key)
+void turns_mark_end_session(dg_turns *t, const char *key)
 {
     uint64_t h = key_hash(key);
     pthread_mutex_lock(&t->mk_mu);
@@ -783,28 +783,28 @@ void mark_end_session(dg_turns *t, const char *key)
     pthread_mutex_unlock(&t->mk_mu);
 }
 
-/* The mark of run (key, run_id or NULL): its kind (MARK_NONE: none) and
+/* The mark of run (key, run_id or NULL): its kind (TURNS_MARK_NONE: none) and
  * *seen. *other_run (may be NULL): 1 when no mark matched but the session
  * has a live mark of another run id (the run asked about is not that
  * silenced one). Newest first. Any thread. */
-mark_kind mark_find(dg_turns *t, const char *key, const char *run_id, int64_t *seen,
+turns_mark_kind turns_mark_find(dg_turns *t, const char *key, const char *run_id, int64_t *seen,
                     int *other_run)
 {
-    return mark_find_ex(t, key, run_id, seen, other_run, NULL);
+    return turns_mark_find_ex(t, key, run_id, seen, other_run, NULL);
 }
 
-/* As mark_find; *exact (may be NULL): the mark matched by run id. */
-mark_kind mark_find_ex(dg_turns *t, const char *key, const char *run_id, int64_t *seen,
+/* As turns_mark_find; *exact (may be NULL): the mark matched by run id. */
+turns_mark_kind turns_mark_find_ex(dg_turns *t, const char *key, const char *run_id, int64_t *seen,
                        int *other_run, int *exact)
 {
     if (run_id && !*run_id)
         run_id = NULL;
     uint64_t h = key_hash(key);
-    mark_kind k = MARK_NONE;
+    turns_mark_kind k = TURNS_MARK_NONE;
     int other = 0;
     pthread_mutex_lock(&t->mk_mu);
-    for (size_t n = 0; n < DG_RUN_MARKS && k == MARK_NONE; n++) {
-        const run_mark *m = &t->marks[(t->mk_next + DG_RUN_MARKS - 1 - n) % DG_RUN_MARKS];
+    for (size_t n = 0; n < DG_RUN_MARKS && k == TURNS_MARK_NONE; n++) {
+        const turns_mark *m = &t->marks[(t->mk_next + DG_RUN_MARKS - 1 - n) % DG_RUN_MARKS];
         if (!m->sess_h || !mark_is(m, h, key))
             continue;
         int match = run_id && m->run_id ? strcmp(run_id, m->run_id) == 0 : m->live;
@@ -820,7 +820,7 @@ mark_kind mark_find_ex(dg_turns *t, const char *key, const char *run_id, int64_t
     }
     pthread_mutex_unlock(&t->mk_mu);
     if (other_run)
-        *other_run = k == MARK_NONE && other;
+        *other_run = k == TURNS_MARK_NONE && other;
     return k;
 }
 
@@ -835,7 +835,7 @@ static void marks_free(dg_turns *t)
 
 /* ---- moderator messages ------------------------------------------------------- */
 
-const char *user_of(const dg_turns *t, const chan_rec *c, int pos)
+const char *turns_user_of(const dg_turns *t, const turns_chan *c, int pos)
 {
     if (pos < 0 || pos >= c->n)
         return NULL;
@@ -843,7 +843,7 @@ const char *user_of(const dg_turns *t, const chan_rec *c, int pos)
     return a ? a->discord_user_id : NULL;
 }
 
-int enqueue(dg_turns *t, const char *channel, const char *content, const char *mention,
+int turns_enqueue(dg_turns *t, const char *channel, const char *content, const char *mention,
             int64_t now, int *kick)
 {
     const char *ids[1] = {mention};
@@ -864,7 +864,7 @@ int enqueue(dg_turns *t, const char *channel, const char *content, const char *m
     return rc;
 }
 
-/* The fingerprint of a wake message (scope_rec.wake_fp): its first line
+/* The fingerprint of a wake message (turns_scope.wake_fp): its first line
  * with user mentions dropped and blanks trimmed, at most cap - 1 bytes cut
  * on a character boundary; "" when nothing is left. */
 static void wake_fingerprint(const char *text, char *out, size_t cap)
@@ -896,7 +896,7 @@ static void wake_fingerprint(const char *text, char *out, size_t cap)
 }
 
 /*
- * The fingerprint of a human's or an agent's message (scope_rec.recent):
+ * The fingerprint of a human's or an agent's message (turns_scope.recent):
  * its longest piece between line breaks and <...> tokens (mentions, channel
  * links, custom emoji: a host renders them its own way), trimmed, at most
  * cap - 1 bytes cut on a character boundary; "" when nothing is left.
@@ -935,9 +935,9 @@ static void message_fingerprint(const char *text, char *out, size_t cap)
     out[n] = '\0';
 }
 
-void recent_push(scope_rec *r, const char *content, int author, int only_text)
+void turns_recent_push(turns_scope *r, const char *content, int author, int only_text)
 {
-    recent_msg *m = &r->recent[r->recent_head % RECENT_MAX];
+    turns_recent *m = &r->recent[r->recent_head % TURNS_RECENT_MAX];
     char fp[sizeof m->fp];
     message_fingerprint(content, fp, sizeof fp);
     if (only_text && !fp[0])
@@ -953,23 +953,23 @@ void recent_push(scope_rec *r, const char *content, int author, int only_text)
  * the prompt, and an older one of someone else's (long enough to count)
  * is. 0 otherwise, also when there is no evidence either way.
  */
-int answers_older(const scope_rec *r, int pos, const char *prompt)
+int turns_answers_older(const turns_scope *r, int pos, const char *prompt)
 {
     if (r->recent_head == 0)
         return 0;
-    const recent_msg *latest = &r->recent[(r->recent_head - 1) % RECENT_MAX];
+    const turns_recent *latest = &r->recent[(r->recent_head - 1) % TURNS_RECENT_MAX];
     if (latest->author == pos || !latest->fp[0] || strstr(prompt, latest->fp))
         return 0;
-    unsigned older = r->recent_head - 1 < RECENT_MAX - 1 ? r->recent_head - 1 : RECENT_MAX - 1;
+    unsigned older = r->recent_head - 1 < TURNS_RECENT_MAX - 1 ? r->recent_head - 1 : TURNS_RECENT_MAX - 1;
     for (unsigned i = 1; i <= older; i++) {
-        const recent_msg *o = &r->recent[(r->recent_head - 1 - i) % RECENT_MAX];
-        if (o->author != pos && strlen(o->fp) >= RECENT_FP_EVIDENCE && strstr(prompt, o->fp))
+        const turns_recent *o = &r->recent[(r->recent_head - 1 - i) % TURNS_RECENT_MAX];
+        if (o->author != pos && strlen(o->fp) >= TURNS_RECENT_FP_EVIDENCE && strstr(prompt, o->fp))
             return 1;
     }
     return 0;
 }
 
-int reply_owed(const dg_turn_state *s, int pos, int64_t window, int64_t now)
+int turns_reply_owed(const dg_turn_state *s, int pos, int64_t window, int64_t now)
 {
     int from = s->permit;
     if (from == DG_NOBODY || from == pos || from < 0 || from >= 64 ||
@@ -978,21 +978,21 @@ int reply_owed(const dg_turn_state *s, int pos, int64_t window, int64_t now)
     return window <= 0 || now - s->permit_ms <= window;
 }
 
-int answers_before_owed_reply(const scope_rec *r, const dg_turn_ctx *x, int pos,
+int turns_answers_before_owed_reply(const turns_scope *r, const dg_rule_ctx *x, int pos,
                               const char *prompt, int64_t now)
 {
     /* Bounded also without a turn timeout: a reply that never came holds
      * nobody for long. */
-    int64_t window = x->timeout_ms > 0 ? x->timeout_ms : WAKE_FP_MAX_MS;
-    if (!reply_owed(&r->st, pos, window, now) || r->recent_head == 0)
+    int64_t window = x->timeout_ms > 0 ? x->timeout_ms : TURNS_WAKE_FP_MAX_MS;
+    if (!turns_reply_owed(&r->st, pos, window, now) || r->recent_head == 0)
         return 0;
     int from = r->st.permit;
-    const recent_msg *latest = &r->recent[(r->recent_head - 1) % RECENT_MAX];
+    const turns_recent *latest = &r->recent[(r->recent_head - 1) % TURNS_RECENT_MAX];
     return latest->author != from && latest->author != pos &&
-           strlen(latest->fp) >= RECENT_FP_EVIDENCE && strstr(prompt, latest->fp) != NULL;
+           strlen(latest->fp) >= TURNS_RECENT_FP_EVIDENCE && strstr(prompt, latest->fp) != NULL;
 }
 
-int render_and_enqueue(dg_turns *t, const char *name, const dg_tpl_vars *vars,
+int turns_render_and_enqueue(dg_turns *t, const char *name, const dg_tpl_vars *vars,
                        const char *channel, const char *mention, int64_t now, int *kick,
                        char *fp, size_t fp_cap)
 {
@@ -1004,7 +1004,7 @@ int render_and_enqueue(dg_turns *t, const char *name, const dg_tpl_vars *vars,
     }
     if (fp)
         wake_fingerprint(text, fp, fp_cap);
-    int rc = enqueue(t, channel, text, mention, now, kick);
+    int rc = turns_enqueue(t, channel, text, mention, now, kick);
     free(text);
     return rc;
 }
@@ -1019,7 +1019,7 @@ static int lists_id(const char *list, const char *id)
     return 0;
 }
 
-int mention_owed(dg_turns *t, const char *channel, const char *uid, int *yes)
+int turns_mention_owed(dg_turns *t, const char *channel, const char *uid, int *yes)
 {
     dg_outbox_row *rows = NULL;
     size_t n = 0;
@@ -1034,37 +1034,37 @@ int mention_owed(dg_turns *t, const char *channel, const char *uid, int *yes)
 /* The moderator messages fx owes scope r, whose next state is next. A
  * wake message that is not queued after all (no user id, not a Discord
  * channel) ends the wait for it in next: nothing would ever end it. */
-int queue_effects(dg_turns *t, scope_rec *r, const dg_turn_effects *fx,
+int turns_queue_effects(dg_turns *t, turns_scope *r, const dg_rule_effects *fx,
                   dg_turn_state *next, int64_t now, int *kick)
 {
-    chan_rec *c = r->chan;
+    turns_chan *c = r->chan;
     const char *post = r->post_channel ? r->post_channel : c->id;
     int rc = OC_OK;
     if (fx->handoff_to != DG_NOBODY) {
         /* A bare mention wakes the next speaker, who already consumed the
          * latest message silently. */
-        const char *uid = user_of(t, c, fx->handoff_to);
+        const char *uid = turns_user_of(t, c, fx->handoff_to);
         int queued = 0, owed = 0;
-        if (uid && (rc = mention_owed(t, post, uid, &owed)) == OC_OK && owed)
+        if (uid && (rc = turns_mention_owed(t, post, uid, &owed)) == OC_OK && owed)
             queued = 1; /* the one still owed wakes it: no second mention */
         else if (uid && rc == OC_OK) {
             char text[64];
             snprintf(text, sizeof text, "<@%s>", uid);
-            rc = enqueue(t, post, text, uid, now, &queued);
+            rc = turns_enqueue(t, post, text, uid, now, &queued);
         }
         if (queued)
             *kick = 1;
         else
-            dg_turn_wake_delivered(next, fx->handoff_to);
+            dg_rule_wake_delivered(next, fx->handoff_to);
     }
     if (rc == OC_OK && fx->rest_notice) {
         char limit[24];
         snprintf(limit, sizeof limit, "%ld", (long)t->p->cfg.turn_max_agent_messages);
         dg_tpl_vars v = {.maxAgentMessages = limit};
-        rc = render_and_enqueue(t, "rest.md", &v, post, NULL, now, kick, NULL, 0);
+        rc = turns_render_and_enqueue(t, "rest.md", &v, post, NULL, now, kick, NULL, 0);
     }
     if (rc == OC_OK && fx->idle_reminder) {
-        const char *uid = user_of(t, c, c->initiator_pos);
+        const char *uid = turns_user_of(t, c, c->initiator_pos);
         dg_discussion d;
         memset(&d, 0, sizeof d);
         int have = dg_discuss_lookup_locked(t->p->store, c->id, &d) == DG_DISCUSSION_ACTIVE;
@@ -1084,7 +1084,7 @@ int queue_effects(dg_turns *t, scope_rec *r, const dg_turn_effects *fx,
         int queued = 0;
         char fp[sizeof r->wake_fp];
         rc = have && !where ? OC_ERR_NOMEM
-           : render_and_enqueue(t, "idle.md", &v, post, uid, now, &queued, fp, sizeof fp);
+           : turns_render_and_enqueue(t, "idle.md", &v, post, uid, now, &queued, fp, sizeof fp);
         free(where);
         dg_discussion_clear(&d);
         if (queued) {
@@ -1093,7 +1093,7 @@ int queue_effects(dg_turns *t, scope_rec *r, const dg_turn_effects *fx,
             r->wake_fp_pos = c->initiator_pos;
             r->wake_fp_ms = now;
         } else {
-            dg_turn_wake_delivered(next, c->initiator_pos);
+            dg_rule_wake_delivered(next, c->initiator_pos);
         }
     }
     return rc;
@@ -1108,7 +1108,7 @@ int dg_turns_new(dg_plugin *p, dg_turns **out)
     if (!t)
         return OC_ERR_NOMEM;
     t->p = p;
-    t->dormant_max = t->evict_at = DORMANT_MAX;
+    t->dormant_max = t->evict_at = TURNS_DORMANT_MAX;
     if (dg_agent_names_new(p->cfg.n_agents, &t->names) != OC_OK) {
         free(t);
         return OC_ERR_NOMEM;
@@ -1131,9 +1131,9 @@ int dg_turns_new(dg_plugin *p, dg_turns **out)
     dg_map_init(&t->chans);
     dg_map_init(&t->scopes);
     dg_map_init(&t->sessions);
-    if (p->store && txn_begin(t) == OC_OK) {
+    if (p->store && turns_txn_begin(t) == OC_OK) {
         long removed = 0, runs = 0, states = 0;
-        int64_t before = dg_now_ms(p) - SEEN_KEEP_MS;
+        int64_t before = dg_now_ms(p) - TURNS_SEEN_KEEP_MS;
         int rc = dg_store_turns_seen_prune(p->store, before, &removed);
         if (rc == OC_OK)
             rc = dg_store_turns_runs_prune(p->store, before, &runs);
@@ -1143,7 +1143,7 @@ int dg_turns_new(dg_plugin *p, dg_turns **out)
         if (rc == OC_OK)
             rc = dg_store_turns_per_agent_get(p->store, &per_agent);
         atomic_init(&t->per_agent, per_agent);
-        finish(t, rc);
+        turns_txn_finish(t, rc);
         if (removed || runs || states)
             dg_log(p, OC_LOG_DEBUG, "turns: forgot %ld old message ids, %ld old run ids and %ld "
                    "old finished threads", removed, runs, states);
@@ -1174,13 +1174,13 @@ void dg_turns_free(dg_turns *t)
 int dg_turns_peek(dg_turns *t, const dg_scope *scope, dg_turn_state *out, dg_channel_mode *mode,
                   int *n_members)
 {
-    if (txn_begin(t) != OC_OK)
+    if (turns_txn_begin(t) != OC_OK)
         return OC_ERR_IO;
-    chan_rec *c;
-    scope_rec *r;
-    int rc = chan_get(t, scope->channel_id, &c);
+    turns_chan *c;
+    turns_scope *r;
+    int rc = turns_chan_get(t, scope->channel_id, &c);
     if (rc == OC_OK)
-        rc = scope_get(t, c, scope, &r);
+        rc = turns_scope_get(t, c, scope, &r);
     if (rc == OC_OK) {
         if (out)
             *out = r->st;
@@ -1191,7 +1191,7 @@ int dg_turns_peek(dg_turns *t, const dg_scope *scope, dg_turn_state *out, dg_cha
         if (!r->in_db && !r->st.active && r->st.msg_seq == 0)
             rc = OC_ERR_NOT_FOUND;
     }
-    finish_read(t);
+    turns_txn_finish_read(t);
     return rc;
 }
 
@@ -1206,28 +1206,28 @@ int dg_turns_mirror_count(dg_turns *t, size_t *scopes, size_t *sessions)
 
 int dg_turns_member(dg_turns *t, const char *channel_id, int pos, char *buf, size_t len)
 {
-    if (txn_begin(t) != OC_OK)
+    if (turns_txn_begin(t) != OC_OK)
         return OC_ERR_IO;
-    chan_rec *c;
-    int rc = chan_get(t, channel_id, &c);
+    turns_chan *c;
+    int rc = turns_chan_get(t, channel_id, &c);
     if (rc == OC_OK && (pos < 0 || pos >= c->n))
         rc = OC_ERR_NOT_FOUND;
     if (rc == OC_OK)
         snprintf(buf, len, "%s", c->members[pos]);
-    finish_read(t);
+    turns_txn_finish_read(t);
     return rc;
 }
 
 int dg_turns_present(dg_turns *t, const char *channel_id, uint64_t *present)
 {
     *present = 0;
-    if (txn_begin(t) != OC_OK)
+    if (turns_txn_begin(t) != OC_OK)
         return OC_ERR_IO;
-    chan_rec *c;
-    int rc = chan_get(t, channel_id, &c);
+    turns_chan *c;
+    int rc = turns_chan_get(t, channel_id, &c);
     if (rc == OC_OK)
         *present = c->present;
-    finish_read(t);
+    turns_txn_finish_read(t);
     return rc;
 }
 

@@ -43,28 +43,28 @@
 
 /* The turn-timeout sweeper looks for speakers out of time this often
  * (real time; the turn clock itself is dg_now_ms). */
-#define SWEEP_EVERY_MS 1000
+#define TURNS_SWEEP_EVERY_MS 1000
 
 /* Where the host reports messages per agent session: a speaker none of
  * whose reports came this long after it got the turn, while other members'
  * did, cannot read the channel (its report would have come with theirs). */
-#define UNREACHED_MS 5000
+#define TURNS_UNREACHED_MS 5000
 
 /* A dormant thread scope untouched this long (turn clock) leaves the
  * mirror, with its sessions; the database still has it. */
-#define EVICT_IDLE_MS (3600LL * 1000)
+#define TURNS_EVICT_IDLE_MS (3600LL * 1000)
 
 /* Dormant thread scopes the mirror keeps at most, whatever their age (each
  * costs about 0.8 KB with its sessions; under the thread policy every
  * top-level message makes one): past it the least recently changed leave,
  * down to 3/4 of it, so the scan that finds them is paid once per quarter
  * of the bound, not per message. */
-#define DORMANT_MAX 4096
+#define TURNS_DORMANT_MAX 4096
 
 /* Dedup rows (message ids, run ids) and dormant thread states are kept
  * this long; they are also pruned every so many ingests. */
-#define SEEN_KEEP_MS (7LL * 24 * 3600 * 1000)
-#define SEEN_PRUNE_EVERY 65536
+#define TURNS_SEEN_KEEP_MS (7LL * 24 * 3600 * 1000)
+#define TURNS_SEEN_PRUNE_EVERY 65536
 
 /*
  * Channels the discussion code changed through the engine (prefill,
@@ -73,16 +73,16 @@
  * writer that fell more than the ring behind drops its whole mirror
  * instead.
  */
-#define INVAL_RING 64
-#define WAKE_AGENT_MAX 128
-typedef struct inval_entry {
+#define TURNS_INVAL_RING 64
+#define TURNS_WAKE_AGENT_MAX 128
+typedef struct turns_inval {
     char channel[DG_SCOPE_ID_MAX];
-    char wake[WAKE_AGENT_MAX];   /* agent granted the turn with a wake message
+    char wake[TURNS_WAKE_AGENT_MAX];   /* agent granted the turn with a wake message
                                     (a discussion's kickoff), "" for none */
-} inval_entry;
-typedef struct scope_rec scope_rec;
+} turns_inval;
+typedef struct turns_scope turns_scope;
 
-typedef struct chan_rec {
+typedef struct turns_chan {
     char *id;                    /* id_inline when it fits (the mirror's key: the
                                     lookup's compare then reads this line, which
                                     the message reads anyway), else its own copy */
@@ -97,7 +97,7 @@ typedef struct chan_rec {
     uint64_t present;            /* members that are configured agents and in the
                                     order (standing below DG_MEMBER_LEFT) */
     uint32_t member_hash[DG_TURN_MAX_MEMBERS]; /* of each name, set with present:
-                                    member_pos compares these first (each name
+                                    turns_member_pos compares these first (each name
                                     is an allocation of its own, a cache miss) */
     int initiator_pos;
     int in_db;
@@ -108,26 +108,26 @@ typedef struct chan_rec {
      * agents answers at the latest (dg_turns_claim). Writer mutex. */
     char received[DG_SCOPE_ID_MAX];
     dg_mark_hint marks;          /* what the store read of its dedup marks. Writer mutex. */
-    scope_rec *follow;           /* scope of channel-level sessions, NULL until loaded */
-    scope_rec *conv;             /* Conversation(channel) once loaded: the hot path's
+    turns_scope *follow;           /* scope of channel-level sessions, NULL until loaded */
+    turns_scope *conv;             /* Conversation(channel) once loaded: the hot path's
                                     scope under policy "channel", found without a key */
-} chan_rec;
+} turns_chan;
 
-/* One message of the scope's recent history (scope_rec.recent). */
-#define RECENT_MAX 4
-#define RECENT_FP_MAX 48
+/* One message of the scope's recent history (turns_scope.recent). */
+#define TURNS_RECENT_MAX 4
+#define TURNS_RECENT_FP_MAX 48
 /* An older message is evidence of a stale prompt only when its
  * fingerprint is this long: a short one ("ok") turns up by chance. */
-#define RECENT_FP_EVIDENCE 8
-typedef struct recent_msg {
-    char fp[RECENT_FP_MAX];      /* message_fingerprint(); "" when nothing to look for */
+#define TURNS_RECENT_FP_EVIDENCE 8
+typedef struct turns_recent {
+    char fp[TURNS_RECENT_FP_MAX];      /* message_fingerprint(); "" when nothing to look for */
     int author;                  /* member position of its agent, DG_NOBODY for others */
-} recent_msg;
+} turns_recent;
 
-struct scope_rec {
+struct turns_scope {
     char *key;
     dg_scope scope;
-    chan_rec *chan;
+    turns_chan *chan;
     char *post_channel;          /* Discord channel for moderator messages; NULL = channel */
     dg_turn_state st;
     int in_db;
@@ -140,15 +140,15 @@ struct scope_rec {
      * lost on restart (then the delivery alone ends the wait). */
     char wake_fp[48];
     int wake_fp_pos;
-    int64_t wake_fp_ms;          /* when it was set: older than WAKE_FP_MAX_MS, ignored */
-    /* The last RECENT_MAX messages of the scope (humans', agents' and the
+    int64_t wake_fp_ms;          /* when it was set: older than TURNS_WAKE_FP_MAX_MS, ignored */
+    /* The last TURNS_RECENT_MAX messages of the scope (humans', agents' and the
      * moderator's texts; not bare hand-offs), newest at
-     * recent_head - 1 (recent_msg): a run of the speaker whose prompt
+     * recent_head - 1 (turns_recent): a run of the speaker whose prompt
      * carries one of the older ones but not the newest was queued for an
      * older message and started late (dg_turns_claim). In memory only:
      * after a restart there is no evidence and runs count. */
-    recent_msg recent[RECENT_MAX];
-    unsigned recent_head;        /* messages recorded so far (mod RECENT_MAX: next slot) */
+    turns_recent recent[TURNS_RECENT_MAX];
+    unsigned recent_head;        /* messages recorded so far (mod TURNS_RECENT_MAX: next slot) */
     /* 1 when the speaker last changed in another instance sharing the
      * store (a reload found st.last_change_ms moved), 0 once this one
      * moves it. The other one may have moved it past the latest message
@@ -175,63 +175,63 @@ struct scope_rec {
 
 /* A fingerprint older than this is ignored: a wake run that never matched
  * (a host that rewrote the text) must not hold a speaker for longer. */
-#define WAKE_FP_MAX_MS (10 * 60 * 1000)
+#define TURNS_WAKE_FP_MAX_MS (10 * 60 * 1000)
 
-typedef struct sess_rec {
+typedef struct turns_sess {
     char *key;
     char *thread;                /* ctx threadId it was resolved with */
-    chan_rec *chan;
-    scope_rec *fixed;            /* NULL: follows chan->follow */
+    turns_chan *chan;
+    turns_scope *fixed;            /* NULL: follows chan->follow */
     int configured;              /* agent of `agents` */
     int pos;                     /* member position or DG_NOBODY */
     unsigned epoch;              /* chan->epoch it was derived under */
     _Atomic int64_t seen_seq;    /* scope's msg_seq when its run resolved */
-    _Atomic(scope_rec *) last;   /* scope its run resolved in */
+    _Atomic(turns_scope *) last;   /* scope its run resolved in */
     _Atomic int granted;         /* last resolve: 1 turn, 0 swapped, -1 none */
-} sess_rec;
+} turns_sess;
 
 /* A silenced run (turns_engine.h "Silenced runs"). */
-typedef enum mark_kind {
-    MARK_NONE = 0,
-    MARK_SWAPPED = 1,
-    MARK_CLAIMED = 2,
-    MARK_WAITING = 3             /* swapped while its agent awaited its wake message:
+typedef enum turns_mark_kind {
+    TURNS_MARK_NONE = 0,
+    TURNS_MARK_SWAPPED = 1,
+    TURNS_MARK_CLAIMED = 2,
+    TURNS_MARK_WAITING = 3             /* swapped while its agent awaited its wake message:
                                     texts cancelled, its end changes nothing */
-} mark_kind;
+} turns_mark_kind;
 
-typedef struct run_mark {
+typedef struct turns_mark {
     uint64_t sess_h;             /* hash of session_key (0: empty slot) */
     char *session_key;           /* malloc'd */
     char *run_id;                /* malloc'd; NULL: matched by session while live */
-    mark_kind kind;
+    turns_mark_kind kind;
     int live;                    /* no unsilenced decision of the session since */
     int64_t seen_seq;            /* scope's msg_seq when it was decided */
-} run_mark;
+} turns_mark;
 
 
-/* Scope states waiting for their transaction to commit (see finish()). */
-#define MAX_PENDING 4
+/* Scope states waiting for their transaction to commit (see turns_txn_finish()). */
+#define TURNS_MAX_PENDING 4
 
 struct dg_turns {
     dg_plugin *p;
-    pthread_mutex_t wmu;         /* one engine writer at a time (txn_begin .. finish) */
+    pthread_mutex_t wmu;         /* one engine writer at a time (turns_txn_begin .. turns_txn_finish) */
     pthread_rwlock_t lock;       /* the mirror: readers vs. the writer */
-    /* The channel change log (inval_entry): inval_mu guards the ring;
+    /* The channel change log (turns_inval): inval_mu guards the ring;
      * inval_seq counts entries ever logged, inval_seen those applied. */
     pthread_mutex_t inval_mu;
     _Atomic uint64_t inval_seq;
-    inval_entry inval[INVAL_RING];
+    turns_inval inval[TURNS_INVAL_RING];
     _Atomic uint64_t inval_seen;
     _Atomic int64_t applied;     /* the store's change log (other instances sharing
                                     it, store_shared.h) is applied up to here */
     int shared_seen;             /* another instance has written to the store since
                                     the start: a scope loaded afresh may have been
-                                    moved there (scope_rec.moved_elsewhere). Writer
+                                    moved there (turns_scope.moved_elsewhere). Writer
                                     mutex. */
     struct {
-        scope_rec *r;
+        turns_scope *r;
         dg_turn_state st;
-    } pending[MAX_PENDING];
+    } pending[TURNS_MAX_PENDING];
     int n_pending;
     /* The turn-timeout sweeper (see sweeper()). */
     pthread_t sweeper;
@@ -252,134 +252,134 @@ struct dg_turns {
     /* Silenced runs: a ring, newest at marks[(mk_next - 1) % DG_RUN_MARKS].
      * mk_mu is a leaf lock (taken under any other, never the reverse). */
     pthread_mutex_t mk_mu;
-    run_mark marks[DG_RUN_MARKS];
+    turns_mark marks[DG_RUN_MARKS];
     size_t mk_next;
     unsigned long fresh_ingests;
     int warned_cap;
-    size_t dormant_max;          /* DORMANT_MAX; tests lower it */
+    size_t dormant_max;          /* TURNS_DORMANT_MAX; tests lower it */
     size_t evict_at;             /* mirror size (scopes) that makes an ingest evict */
     dg_agent_names *names;       /* agents' Discord names, for mentions in text */
 };
 
 /* ---- turns_engine.c ---------------------------------------------------- */
 
-void free_scope(void *v, void *arg);
+void turns_free_scope(void *v, void *arg);
 
-void free_sess(void *v, void *arg);
+void turns_free_sess(void *v, void *arg);
 
-void make_ctx(const dg_turns *t, const chan_rec *c, dg_turn_ctx *x);
+void turns_make_ctx(const dg_turns *t, const turns_chan *c, dg_rule_ctx *x);
 
-int member_pos(const chan_rec *c, const char *agent_id);
+int turns_member_pos(const turns_chan *c, const char *agent_id);
 
-int chan_get(dg_turns *t, const char *channel_id, chan_rec **out);
+int turns_chan_get(dg_turns *t, const char *channel_id, turns_chan **out);
 
-int chan_save(dg_turns *t, chan_rec *c, int64_t now);
+int turns_chan_save(dg_turns *t, turns_chan *c, int64_t now);
 
-int scope_get(dg_turns *t, chan_rec *c, const dg_scope *sc, scope_rec **out);
+int turns_scope_get(dg_turns *t, turns_chan *c, const dg_scope *sc, turns_scope **out);
 
-int follow_scope(dg_turns *t, chan_rec *c, scope_rec **out);
+int turns_follow_scope(dg_turns *t, turns_chan *c, turns_scope **out);
 
 /* Reload channel_id's records in place from the database (other: another
  * instance changed them). Writer held. OC_OK or an error (the caller then
  * drops the whole mirror). */
-int refresh_channel(dg_turns *t, const char *channel_id, int other);
+int turns_refresh_channel(dg_turns *t, const char *channel_id, int other);
 
-int same_str(const char *a, const char *b);
+int turns_same_str(const char *a, const char *b);
 
-int session_prepare(dg_turns *t, const dg_turn_session *s, int64_t now, sess_rec **out);
+int turns_session_prepare(dg_turns *t, const dg_turn_session *s, int64_t now, turns_sess **out);
 
-sess_rec *session_lookup_locked(dg_turns *t, const dg_turn_session *s, scope_rec **scope);
+turns_sess *turns_session_lookup_locked(dg_turns *t, const dg_turn_session *s, turns_scope **scope);
 
-int txn_begin(dg_turns *t);
+int turns_txn_begin(dg_turns *t);
 
-/* txn_begin for a change of channel_id: its map slot is asked for before
+/* turns_txn_begin for a change of channel_id: its map slot is asked for before
  * the store takes the write lock, its records right after (turns_engine.c,
  * warm_channel). */
-int txn_begin_for(dg_turns *t, const char *channel_id);
+int turns_txn_begin_for(dg_turns *t, const char *channel_id);
 
-int finish(dg_turns *t, int rc);
+int turns_txn_finish(dg_turns *t, int rc);
 
-void finish_read(dg_turns *t);
+void turns_txn_finish_read(dg_turns *t);
 
-int install(dg_turns *t, scope_rec *r, const dg_turn_state *st);
+int turns_install(dg_turns *t, turns_scope *r, const dg_turn_state *st);
 
 /* Write r's new state st with why it changed (cause: a sentence for the
  * operator's view, dirigent-ctl why; store_transitions.h). */
-int save_scope(dg_turns *t, scope_rec *r, const dg_turn_state *st, int64_t now,
+int turns_save_scope(dg_turns *t, turns_scope *r, const dg_turn_state *st, int64_t now,
                const char *cause);
 
-/* save_scope for a change message_id caused (NULL: none): its transition
+/* turns_save_scope for a change message_id caused (NULL: none): its transition
  * is kept in the message's dedup mark. */
-int save_scope_for(dg_turns *t, scope_rec *r, const dg_turn_state *st, int64_t now,
+int turns_save_scope_for(dg_turns *t, turns_scope *r, const dg_turn_state *st, int64_t now,
                    const char *cause, const char *message_id);
 
-int message_scope(const dg_turns *t, const dg_turn_message *m, dg_scope *sc, int *top_level);
+int turns_message_scope(const dg_turns *t, const dg_turn_message *m, dg_scope *sc, int *top_level);
 
-void mark_add(dg_turns *t, const char *key, const char *run_id, mark_kind kind,
+void turns_mark_add(dg_turns *t, const char *key, const char *run_id, turns_mark_kind kind,
               int64_t seen_seq);
 
-void mark_end_session(dg_turns *t, const char *key);
+void turns_mark_end_session(dg_turns *t, const char *key);
 
-mark_kind mark_find(dg_turns *t, const char *key, const char *run_id, int64_t *seen,
+turns_mark_kind turns_mark_find(dg_turns *t, const char *key, const char *run_id, int64_t *seen,
                     int *other_run);
 
-mark_kind mark_find_ex(dg_turns *t, const char *key, const char *run_id, int64_t *seen,
+turns_mark_kind turns_mark_find_ex(dg_turns *t, const char *key, const char *run_id, int64_t *seen,
                        int *other_run, int *exact);
 
-const char *user_of(const dg_turns *t, const chan_rec *c, int pos);
+const char *turns_user_of(const dg_turns *t, const turns_chan *c, int pos);
 
-int enqueue(dg_turns *t, const char *channel, const char *content, const char *mention,
+int turns_enqueue(dg_turns *t, const char *channel, const char *content, const char *mention,
             int64_t now, int *kick);
 
 /* Record a message of scope r (writer held); only_text: not when nothing
  * of it can be recognised (a moderator's bare hand-off). */
-void recent_push(scope_rec *r, const char *content, int author, int only_text);
+void turns_recent_push(turns_scope *r, const char *content, int author, int only_text);
 
-int answers_older(const scope_rec *r, int pos, const char *prompt);
+int turns_answers_older(const turns_scope *r, int pos, const char *prompt);
 
 /* 1 when a run of pos finds the previous speaker's reply still owed in s:
  * s.permit (not pos) ended its run speaking and its message has not
  * arrived (its bit of s.owed), and that run ended at most window ms before
  * now (window <= 0: no bound). The turn state only, no evidence of what a
  * run answers; the callers add theirs (dg_turns_claim). Pure. */
-int reply_owed(const dg_turn_state *s, int pos, int64_t window, int64_t now);
+int turns_reply_owed(const dg_turn_state *s, int pos, int64_t window, int64_t now);
 
 /* 1 when the run of pos with this prompt answers the message the previous
- * speaker already answered: that speaker's reply is owed (reply_owed,
- * within the turn timeout, else WAKE_FP_MAX_MS), and the prompt carries
+ * speaker already answered: that speaker's reply is owed (turns_reply_owed,
+ * within the turn timeout, else TURNS_WAKE_FP_MAX_MS), and the prompt carries
  * the scope's latest message, which is not the reply.
  * Writer or reader lock held. */
-int answers_before_owed_reply(const scope_rec *r, const dg_turn_ctx *x, int pos,
+int turns_answers_before_owed_reply(const turns_scope *r, const dg_rule_ctx *x, int pos,
                               const char *prompt, int64_t now);
 
-int render_and_enqueue(dg_turns *t, const char *name, const dg_tpl_vars *vars,
+int turns_render_and_enqueue(dg_turns *t, const char *name, const dg_tpl_vars *vars,
                        const char *channel, const char *mention, int64_t now, int *kick,
                        char *fp, size_t fp_cap);
 
 /* A moderator message mentioning uid is still owed (pending in the outbox)
  * in channel: it wakes that agent when it arrives, so another mention now
  * would only repeat it. *yes. Writer held (txn). */
-int mention_owed(dg_turns *t, const char *channel, const char *uid, int *yes);
+int turns_mention_owed(dg_turns *t, const char *channel, const char *uid, int *yes);
 
-int queue_effects(dg_turns *t, scope_rec *r, const dg_turn_effects *fx,
+int turns_queue_effects(dg_turns *t, turns_scope *r, const dg_rule_effects *fx,
                   dg_turn_state *next, int64_t now, int *kick);
 
 /* A growing list of scope records (pointers into the mirror), freed with
  * free(v). */
-typedef struct scope_list {
-    scope_rec **v;
+typedef struct turns_scope_list {
+    turns_scope **v;
     size_t n, cap;
     int nomem;                   /* an append failed: the list is short */
-} scope_list;
+} turns_scope_list;
 
 /* Append r; out of memory, r is dropped and nomem set. */
-void scope_list_push(scope_list *l, scope_rec *r);
+void turns_scope_list_push(turns_scope_list *l, turns_scope *r);
 
 /* ---- turns_members.c --------------------------------------------------- */
 
 /* Members' presence in the order: configured agents whose standing is below
  * DG_MEMBER_LEFT. Writer held, the mirror's write lock too. */
-void recompute_present(const dg_turns *t, chan_rec *c);
+void turns_recompute_present(const dg_turns *t, turns_chan *c);
 
 /*
  * Position of agent_id in c (*pos, DG_NOBODY when none), on what the host
@@ -391,24 +391,24 @@ void recompute_present(const dg_turns *t, chan_rec *c);
  * that left comes back on a run, a post or a mention; one an admin removed
  * stays out). Writer held.
  */
-int member_ensure(dg_turns *t, chan_rec *c, const char *agent_id, dg_member_standing evidence,
+int turns_member_ensure(dg_turns *t, turns_chan *c, const char *agent_id, dg_member_standing evidence,
                   int64_t now, int *pos);
 
 /* agent_id (a configured agent) into c's order on an admin's word: appended,
  * or back from DG_MEMBER_LEFT / DG_MEMBER_REMOVED, as one that receives the
  * channel. *was: its standing before, DG_MEMBER_STANDINGS when it was no
  * member. Writer held. */
-int member_admit(dg_turns *t, chan_rec *c, const char *agent_id, int64_t now, int *pos,
+int turns_member_admit(dg_turns *t, turns_chan *c, const char *agent_id, int64_t now, int *pos,
                  dg_member_standing *was);
 
 /*
  * Member pos of r's channel leaves the order with standing (DG_MEMBER_LEFT
- * or DG_MEMBER_REMOVED); r's state follows (dg_turn_member_gone), with the
+ * or DG_MEMBER_REMOVED); r's state follows (dg_rule_member_gone), with the
  * hand-off that owes (none to `deciding`, a member whose run is being
  * decided now, or DG_NOBODY), saved with cause. Other scopes of the channel
  * see it through c->present. Writer held.
  */
-int member_leave(dg_turns *t, scope_rec *r, int pos, dg_member_standing standing,
+int turns_member_leave(dg_turns *t, turns_scope *r, int pos, dg_member_standing standing,
                  int deciding, int64_t now, const char *cause, int *kick);
 
 /*
@@ -418,57 +418,57 @@ int member_leave(dg_turns *t, scope_rec *r, int pos, dg_member_standing standing
  * when the host reports messages per agent, it cannot read the channel and
  * leaves the order now, so the scope does not wait on it. Writer held.
  */
-int drop_unreachable_speaker(dg_turns *t, scope_rec *r, int asking, int64_t now, int *kick);
+int turns_drop_unreachable_speaker(dg_turns *t, turns_scope *r, int asking, int64_t now, int *kick);
 
 /* r's state as the change under way has it (pending), else as published.
  * Writer held. */
-const dg_turn_state *staged(const dg_turns *t, const scope_rec *r);
+const dg_turn_state *turns_staged(const dg_turns *t, const turns_scope *r);
 
 /* ---- turns_sweeper.c --------------------------------------------------- */
 
-void evict_if_over(dg_turns *t, int64_t now);
+void turns_evict_if_over(dg_turns *t, int64_t now);
 
 /* ---- turns_nudge.c ----------------------------------------------------- */
 
 /* A run of member pos went on in scope r (not swapped, not claimed): it is
  * under way, and any wait for it ends. Any thread, with the mirror's read
  * lock or the writer mutex held (atomics only). */
-void nudge_run_started(scope_rec *r, int pos);
+void turns_nudge_run_started(turns_scope *r, int pos);
 
 /* The run of member pos that went on in r ended. Writer mutex held. */
-void nudge_run_ended(scope_rec *r, int pos);
+void turns_nudge_run_ended(turns_scope *r, int pos);
 
 /* One pass of the sweeper: every scope whose speaker a message reached
  * more than turn.nudgeSec ago, with no run of it since, gets one bare
  * mention of the speaker per turn. Sweeper thread; takes the writer. */
-void nudge_stalled(dg_turns *t, int64_t now);
+void turns_nudge_stalled(dg_turns *t, int64_t now);
 
 /* ---- turns_admin.c ----------------------------------------------------- */
 
-int is_admin(const dg_config *cfg, const char *user_id);
+int turns_is_admin(const dg_config *cfg, const char *user_id);
 
-int is_admin_reply(const char *content);
+int turns_is_admin_reply(const char *content);
 
 /* `rotate` / `cancel` call the host, which Dirigent never does under a lock:
- * admin_locked records what to do here, and owner_reply (after the commit)
+ * turns_admin_locked records what to do here, and turns_owner_reply (after the commit)
  * calls the host and posts the reply in a second short transaction. */
-typedef struct owner_action {
+typedef struct turns_owner_action {
     dg_admin_cmd cmd;                 /* DG_ADMIN_NONE: nothing to do */
     char channel[DG_SCOPE_ID_MAX];
     char thread[DG_SCOPE_ID_MAX];     /* "" at the top level */
     char post[DG_SCOPE_ID_MAX];       /* where the reply goes */
     char speaker[72];                 /* cancel: the speaker's agent id, "" nobody */
-} owner_action;
+} turns_owner_action;
 
-int admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, int64_t now,
-                 int *kick, owner_action *oa);
+int turns_admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, int64_t now,
+                 int *kick, turns_owner_action *oa);
 
 /* The host calls of oa (no lock held), then their reply in its own
  * transaction. OC_OK when the reply was queued. */
-int owner_reply(dg_turns *t, const owner_action *oa, int64_t now);
+int turns_owner_reply(dg_turns *t, const turns_owner_action *oa, int64_t now);
 
 /* ---- turns_decide.c ---------------------------------------------------- */
 
-int valid_session(const dg_turn_session *s);
+int turns_valid_session(const dg_turn_session *s);
 
 #endif
