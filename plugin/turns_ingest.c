@@ -211,54 +211,144 @@ static void note_received(turns_chan *c, const char *id)
         memcpy(c->received, id, n + 1);
 }
 
-static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind kind,
-                         const dg_agent_cfg *sender_agent, int admin, dg_admin_cmd cmd,
-                         int64_t now, int *kick, turns_owner_action *oa)
+/* The dedup of m by (channel, message id): *fresh = 0 when another account
+ * reported it already. Every TURNS_SEEN_PRUNE_EVERY fresh messages, old
+ * dedup rows and dormant states are pruned. Writer held. */
+static int ingest_dedup(dg_turns *t, turns_chan *c, const dg_turn_message *m, int64_t now,
+                        int *fresh)
 {
     dg_store *st = t->p->store;
     int rc;
-    /* Per agent session, before the dedup: every account reports it. */
-    if (m->recipient && (kind == DG_SENDER_MODERATOR || kind == DG_SENDER_HANDOFF) &&
-        (rc = deliver_locked(t, m->recipient)))
+    *fresh = 1;
+    if (!m->message_id || !*m->message_id)
+        return OC_OK;
+    if ((rc = dg_store_turns_seen_claim_hinted(st, m->channel_id, m->message_id, now,
+                                               &c->marks, fresh)))
         return rc;
-    turns_chan *c;
-    if ((rc = turns_chan_get(t, m->channel_id, &c)))
+    note_received(c, m->message_id);
+    if (!*fresh)
+        return OC_OK;
+    if (++t->fresh_ingests % TURNS_SEEN_PRUNE_EVERY == 0 &&
+        ((rc = dg_store_turns_seen_prune(st, now - TURNS_SEEN_KEEP_MS, NULL)) ||
+         (rc = dg_store_turns_states_prune(st, now - TURNS_SEEN_KEEP_MS, NULL))))
         return rc;
-    if (m->message_id && *m->message_id) {
-        int fresh = 0;
-        if ((rc = dg_store_turns_seen_claim_hinted(st, m->channel_id, m->message_id, now,
-                                                   &c->marks, &fresh)))
-            return rc;
-        note_received(c, m->message_id);
-        if (!fresh)
-            return OC_OK; /* another account reported it already */
-        if (++t->fresh_ingests % TURNS_SEEN_PRUNE_EVERY == 0 &&
-            ((rc = dg_store_turns_seen_prune(st, now - TURNS_SEEN_KEEP_MS, NULL)) ||
-             (rc = dg_store_turns_states_prune(st, now - TURNS_SEEN_KEEP_MS, NULL))))
-            return rc;
-    }
-    if (cmd != DG_ADMIN_NONE)
-        return turns_admin_locked(t, m, cmd, now, kick, oa);
-    /* Once per message (after the dedup), and a first-character test for
-     * nearly every ordinary message. */
-    if (kind == DG_SENDER_HUMAN && !admin && dg_admin_parse(m->content) != DG_ADMIN_NONE)
-        dg_log(t->p, OC_LOG_INFO, "turns: message %s in channel %s starts with !dirigent but "
-               "its sender %s is not in `admins`; it is not run as a command (an ordinary "
-               "message)", m->message_id ? m->message_id : "(no id)", m->channel_id,
-               m->sender_id);
-    if (kind == DG_SENDER_HUMAN && (rc = command_hint(t, c, m, now, kick)))
-        return rc;
-    if (c->mode == DG_MODE_CLOSED)
-        return closed_notice(t, c, m, kind, now, kick);
+    return OC_OK;
+}
 
+/* The members a human's message m @mentions, as a mask (*mentions): its
+ * mentions outside code, and the names the host rendered as text ("@name").
+ * Writer held. */
+static int human_mentions(dg_turns *t, turns_chan *c, const dg_turn_message *m, int64_t now,
+                          uint64_t *mentions)
+{
+    int rc;
+    char *plain = NULL;
+    if (m->n_mentions && m->content && strchr(m->content, '`')) {
+        if (!(plain = strdup(m->content)))
+            return OC_ERR_NOMEM;
+        dg_md_blank_code(plain);
+    }
+    for (size_t i = 0; i < m->n_mentions; i++) {
+        if (mention_only_in_code(m->content, plain, m->mentions[i]))
+            continue;
+        const dg_agent_cfg *a = dg_config_agent_by_user(&t->p->cfg, m->mentions[i]);
+        /* A configured agent a human asks by name enters the channel's
+         * order even before it was seen there (the first message of a
+         * channel comes before any agent's run), as one not yet shown
+         * to receive the channel: if it cannot, it leaves again
+         * (turns_drop_unreachable_speaker, the turn timeout). */
+        int mp = DG_NOBODY;
+        if (a && (rc = turns_member_ensure(t, c, a->agent_id, DG_MEMBER_NEW, now, &mp))) {
+            free(plain);
+            return rc;
+        }
+        if (mp != DG_NOBODY)
+            *mentions |= (uint64_t)1 << mp;
+    }
+    free(plain);
+    /* Mentions the host rendered as text ("@name"). */
+    size_t n_agents = t->p->cfg.n_agents;
+    unsigned char *hit = n_agents && m->content && strchr(m->content, '@')
+                             ? calloc(n_agents, 1) : NULL;
+    if (hit && dg_agent_names_mentioned(t->names, m->content, hit)) {
+        for (size_t i = 0; i < n_agents; i++) {
+            int mp = DG_NOBODY;
+            if (hit[i] &&
+                (rc = turns_member_ensure(t, c, t->p->cfg.agents[i].agent_id, DG_MEMBER_NEW,
+                                    now, &mp))) {
+                free(hit);
+                return rc;
+            }
+            if (mp != DG_NOBODY)
+                *mentions |= (uint64_t)1 << mp;
+        }
+    }
+    free(hit);
+    return OC_OK;
+}
+
+/* A message opened the top-level thread r of c (thread policy): r becomes
+ * the channel's followed scope, and an agent's or bot's message carries the
+ * loop guard of the previous top-level thread into next. Writer held. */
+static int follow_top_level(dg_turns *t, turns_chan *c, turns_scope *r, const dg_scope *sc,
+                            dg_sender_kind kind, dg_turn_state *next, int64_t now)
+{
+    turns_scope *prev = NULL;
+    int rc;
+    if ((rc = turns_follow_scope(t, c, &prev)))
+        return rc;
+    if (prev != r && (kind == DG_SENDER_AGENT || kind == DG_SENDER_BOT)) {
+        /* Carry the loop guard across top-level threads. */
+        next->agent_msgs = prev->st.agent_msgs;
+        next->rested = prev->st.rested;
+    }
+    char *top = strdup(sc->root);
+    if (!top)
+        return OC_ERR_NOMEM;
+    pthread_rwlock_wrlock(&t->lock);
+    free(c->top_root);
+    c->top_root = top;
+    c->follow = r;
+    pthread_rwlock_unlock(&t->lock);
+    return turns_chan_save(t, c, now);
+}
+
+/* Save r's state next, changed by message m of sender member pos (or
+ * DG_NOBODY), with a cause naming the message and its sender. Writer held. */
+static int save_for_message(dg_turns *t, turns_scope *r, const dg_turn_state *next,
+                            const dg_turn_message *m, dg_sender_kind kind, int pos, int64_t now)
+{
+    static const char *const kinds[] = {"human", "agent", "bot", "moderator",
+                                        "moderator hand-off"};
+    const turns_chan *c = r->chan;
+    char cause[200];
+    const char *parts[] = {"message ", m->message_id ? m->message_id : "(no id)", " from ",
+                           (unsigned)kind < sizeof kinds / sizeof *kinds ? kinds[kind]
+                                                                         : "sender",
+                           " ", m->sender_id, pos != DG_NOBODY ? " (" : NULL,
+                           pos != DG_NOBODY ? c->members[pos] : NULL,
+                           pos != DG_NOBODY ? ")" : NULL};
+    dg_str_join(cause, sizeof cause, parts, sizeof parts / sizeof *parts);
+    return turns_save_scope_for(t, r, next, now, cause, m->message_id);
+}
+
+/* Message m in its scope: the sender's and the mentioned members join the
+ * order, the scope's recent texts and followed thread follow, and the wake
+ * rules move its state (dg_rule_on_message), saved with what it owes.
+ * Writer held. */
+static int ingest_message(dg_turns *t, turns_chan *c, const dg_turn_message *m,
+                          dg_sender_kind kind, const dg_agent_cfg *sender_agent, int64_t now,
+                          int *kick)
+{
     dg_scope sc;
     int top_level;
+    int rc;
     if ((rc = turns_message_scope(t, m, &sc, &top_level)))
         return rc;
     int moderator = kind == DG_SENDER_MODERATOR || kind == DG_SENDER_HANDOFF;
     /* A human's or an agent's word restarts a discussion's quiet-time clock. */
     if (!moderator && c->mode == DG_MODE_DISCUSSION &&
-        (rc = dg_store_discussion_touch(st, c->id, now)))
+        (rc = dg_store_discussion_touch(t->p->store, c->id, now)))
         return rc;
     if (moderator && top_level)
         return OC_OK; /* its own one-message thread: nothing to change */
@@ -268,50 +358,8 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
         (rc = turns_member_ensure(t, c, sender_agent->agent_id, DG_MEMBER_RAN, now, &pos)))
         return rc;
     uint64_t mentions = 0;
-    if (kind == DG_SENDER_HUMAN) {
-        char *plain = NULL;
-        if (m->n_mentions && m->content && strchr(m->content, '`')) {
-            if (!(plain = strdup(m->content)))
-                return OC_ERR_NOMEM;
-            dg_md_blank_code(plain);
-        }
-        for (size_t i = 0; i < m->n_mentions; i++) {
-            if (mention_only_in_code(m->content, plain, m->mentions[i]))
-                continue;
-            const dg_agent_cfg *a = dg_config_agent_by_user(&t->p->cfg, m->mentions[i]);
-            /* A configured agent a human asks by name enters the channel's
-             * order even before it was seen there (the first message of a
-             * channel comes before any agent's run), as one not yet shown
-             * to receive the channel: if it cannot, it leaves again
-             * (turns_drop_unreachable_speaker, the turn timeout). */
-            int mp = DG_NOBODY;
-            if (a && (rc = turns_member_ensure(t, c, a->agent_id, DG_MEMBER_NEW, now, &mp))) {
-                free(plain);
-                return rc;
-            }
-            if (mp != DG_NOBODY)
-                mentions |= (uint64_t)1 << mp;
-        }
-        free(plain);
-        /* Mentions the host rendered as text ("@name"). */
-        size_t n_agents = t->p->cfg.n_agents;
-        unsigned char *hit = n_agents && m->content && strchr(m->content, '@')
-                                 ? calloc(n_agents, 1) : NULL;
-        if (hit && dg_agent_names_mentioned(t->names, m->content, hit)) {
-            for (size_t i = 0; i < n_agents; i++) {
-                int mp = DG_NOBODY;
-                if (hit[i] &&
-                    (rc = turns_member_ensure(t, c, t->p->cfg.agents[i].agent_id, DG_MEMBER_NEW,
-                                        now, &mp))) {
-                    free(hit);
-                    return rc;
-                }
-                if (mp != DG_NOBODY)
-                    mentions |= (uint64_t)1 << mp;
-            }
-        }
-        free(hit);
-    }
+    if (kind == DG_SENDER_HUMAN && (rc = human_mentions(t, c, m, now, &mentions)))
+        return rc;
 
     turns_scope *r;
     if ((rc = turns_scope_get(t, c, &sc, &r)))
@@ -328,26 +376,8 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
     if (moderator && !r->in_db)
         return OC_OK; /* no state to change */
     dg_turn_state next = r->st;
-    if (top_level) {
-        turns_scope *prev = NULL;
-        if ((rc = turns_follow_scope(t, c, &prev)))
-            return rc;
-        if (prev != r && (kind == DG_SENDER_AGENT || kind == DG_SENDER_BOT)) {
-            /* Carry the loop guard across top-level threads. */
-            next.agent_msgs = prev->st.agent_msgs;
-            next.rested = prev->st.rested;
-        }
-        char *top = strdup(sc.root);
-        if (!top)
-            return OC_ERR_NOMEM;
-        pthread_rwlock_wrlock(&t->lock);
-        free(c->top_root);
-        c->top_root = top;
-        c->follow = r;
-        pthread_rwlock_unlock(&t->lock);
-        if ((rc = turns_chan_save(t, c, now)))
-            return rc;
-    }
+    if (top_level && (rc = follow_top_level(t, c, r, &sc, kind, &next, now)))
+        return rc;
     if (m->thread_id && *m->thread_id && sc.kind == DG_SCOPE_THREAD && !r->post_channel &&
         !(r->post_channel = strdup(m->thread_id)))
         return OC_ERR_NOMEM;
@@ -358,23 +388,43 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
     dg_rule_effects_init(&fx);
     next.awaiting = turns_staged(t, r)->awaiting; /* a delivery above may have ended a wait */
     dg_rule_on_message(&next, &x, kind, pos, mentions, now, &fx);
-    if (!dg_turn_state_same(&next, &r->st) || !r->in_db) {
-        static const char *const kinds[] = {"human", "agent", "bot", "moderator",
-                                            "moderator hand-off"};
-        char cause[200];
-        const char *parts[] = {"message ", m->message_id ? m->message_id : "(no id)", " from ",
-                               (unsigned)kind < sizeof kinds / sizeof *kinds ? kinds[kind]
-                                                                             : "sender",
-                               " ", m->sender_id, pos != DG_NOBODY ? " (" : NULL,
-                               pos != DG_NOBODY ? c->members[pos] : NULL,
-                               pos != DG_NOBODY ? ")" : NULL};
-        dg_str_join(cause, sizeof cause, parts, sizeof parts / sizeof *parts);
-        if ((rc = turns_save_scope_for(t, r, &next, now, cause, m->message_id)))
-            return rc;
-    }
+    if ((!dg_turn_state_same(&next, &r->st) || !r->in_db) &&
+        (rc = save_for_message(t, r, &next, m, kind, pos, now)))
+        return rc;
     if ((rc = turns_queue_effects(t, r, &fx, &next, now, kick)))
         return rc;
     return turns_install(t, r, &next);
+}
+
+static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind kind,
+                         const dg_agent_cfg *sender_agent, int admin, dg_admin_cmd cmd,
+                         int64_t now, int *kick, turns_owner_action *oa)
+{
+    int rc;
+    /* Per agent session, before the dedup: every account reports it. */
+    if (m->recipient && (kind == DG_SENDER_MODERATOR || kind == DG_SENDER_HANDOFF) &&
+        (rc = deliver_locked(t, m->recipient)))
+        return rc;
+    turns_chan *c;
+    if ((rc = turns_chan_get(t, m->channel_id, &c)))
+        return rc;
+    int fresh;
+    if ((rc = ingest_dedup(t, c, m, now, &fresh)) || !fresh)
+        return rc;
+    if (cmd != DG_ADMIN_NONE)
+        return turns_admin_locked(t, m, cmd, now, kick, oa);
+    /* Once per message (after the dedup), and a first-character test for
+     * nearly every ordinary message. */
+    if (kind == DG_SENDER_HUMAN && !admin && dg_admin_parse(m->content) != DG_ADMIN_NONE)
+        dg_log(t->p, OC_LOG_INFO, "turns: message %s in channel %s starts with !dirigent but "
+               "its sender %s is not in `admins`; it is not run as a command (an ordinary "
+               "message)", m->message_id ? m->message_id : "(no id)", m->channel_id,
+               m->sender_id);
+    if (kind == DG_SENDER_HUMAN && (rc = command_hint(t, c, m, now, kick)))
+        return rc;
+    if (c->mode == DG_MODE_CLOSED)
+        return closed_notice(t, c, m, kind, now, kick);
+    return ingest_message(t, c, m, kind, sender_agent, now, kick);
 }
 
 int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err_len)
