@@ -172,156 +172,288 @@ int dg_turns_resolve_run(dg_turns *t, const dg_turn_session *s, const char *run_
     return rc;
 }
 
+/* ---- before_agent_reply: the claim ------------------------------------------------- */
+
+/*
+ * Why a run is claimed, in the order a reason is told when several hold.
+ * The claim is decided in steps (claim_classify), each of which may hold
+ * the run back; the reason the host logs is claim_reasons[why].
+ */
+typedef enum claim_why {
+    CLAIM_NO = 0,           /* not claimed: the run goes on */
+    CLAIM_CLOSED,           /* a closed discussion channel */
+    CLAIM_REMOVED,          /* an admin took the agent out of the order */
+    CLAIM_LATE,             /* the turn came in another gateway after the run's message */
+    CLAIM_BEFORE_REPLY,     /* the run answers the message before an owed reply */
+    CLAIM_STALE,            /* the run answers an older message than the latest */
+    CLAIM_WAITING,          /* the speaker's wake message has not reached it yet */
+    CLAIM_RESTING,          /* the scope is dormant */
+    CLAIM_NOT_SPEAKER,      /* another agent holds the turn */
+    CLAIM_WHY_COUNT
+} claim_why;
+
+static const char *const claim_reasons[CLAIM_WHY_COUNT] = {
+    [CLAIM_NO] = "not claimed",
+    [CLAIM_CLOSED] = "closed discussion channel (archive only)",
+    [CLAIM_REMOVED] = "an admin took this agent out of the channel's turn order "
+                      "(`!dirigent add` puts it back)",
+    [CLAIM_LATE] = "the turn reached this agent in another gateway after this run's "
+                   "message came (decided as when it came; the moderator's hand-off wakes it)",
+    [CLAIM_BEFORE_REPLY] = "this agent holds the turn for the previous speaker's reply, "
+                           "which has not arrived yet; this run answers the message before "
+                           "it (the run for the reply follows)",
+    [CLAIM_STALE] = "this agent holds the turn, but this run answers an older message "
+                    "than the latest (the host queued it before the turn moved; the run "
+                    "for the latest message follows)",
+    [CLAIM_WAITING] = "this agent holds the turn, but the moderator's message that "
+                      "wakes it has not reached it yet (this run started before it)",
+    [CLAIM_RESTING] = "the conversation is resting until a new message",
+    [CLAIM_NOT_SPEAKER] = "another agent holds the turn",
+};
+
+/* One run before_agent_reply decides: its session and scope, the
+ * channel's context, and what the steps found. */
+typedef struct claim_run {
+    const dg_turn_session *s;
+    const char *run_id;          /* NULL: none */
+    const char *prompt;          /* NULL: unknown */
+    turns_sess *e;
+    turns_scope *r;
+    dg_rule_ctx x;
+    claim_why why;
+    int woken;                   /* the run's prompt carries the idle reminder */
+    int fresh;                   /* the run id was not claimed before */
+    int64_t seen;                /* the scope's msg_seq the run is judged by */
+} claim_run;
+
+/* 1 when the speaker's run is still open to the later steps: not claimed
+ * so far, the agent configured and its prompt known. */
+static int claim_open(const claim_run *cr, const dg_turn_claim *out)
+{
+    return !out->claimed && !out->waiting && !cr->woken && cr->e->configured;
+}
+
+/* Woken by the idle reminder: a run whose prompt does not carry it was
+ * queued before it (the host runs it late); held back. The run that
+ * carries it answers it, and the fingerprint is spent. Writer held. */
+static void claim_check_reminder(claim_run *cr, dg_turn_claim *out, int64_t now)
+{
+    turns_scope *r = cr->r;
+    if (!claim_open(cr, out) || !cr->prompt || !r->wake_fp[0] ||
+        r->wake_fp_pos != cr->e->pos || now - r->wake_fp_ms > TURNS_WAKE_FP_MAX_MS)
+        return;
+    if (strstr(cr->prompt, r->wake_fp)) {
+        r->wake_fp[0] = '\0'; /* the run that answers it */
+        cr->woken = 1;
+    } else {
+        out->waiting = 1;
+        cr->why = CLAIM_WAITING;
+    }
+}
+
+/*
+ * Instances sharing a store, when the speaker last changed in another one:
+ * this run answers a message older than its turn when (1) the previous
+ * speaker's run ended there with a reply still on its way (owed): the run
+ * for that reply counts; (2) the other one took in a later message of the
+ * channel than this one received: the run for it comes when it arrives
+ * here; (3) the change is later than the latest message received here, and
+ * the speaker had consumed that message, so the change queued a wake
+ * message for it (a hand-off, the idle reminder) that has not arrived (the
+ * other instance's wait for it is in its memory). (4) The change is later,
+ * and the speaker had not run on that message: with one instance its run
+ * would have been decided when the message came, before the turn reached
+ * it, and claimed; it is claimed now as then (that forced pass queues the
+ * hand-off that wakes it), so the turns go as they go with one gateway.
+ * Two indexed reads, for a speaker's runs after such a change only; the
+ * instances' wall clocks assumed in agreement, as the leases assume.
+ * Writer held.
+ */
+static int claim_check_moved_elsewhere(dg_turns *t, claim_run *cr, dg_turn_claim *out,
+                                       int64_t now)
+{
+    const turns_sess *e = cr->e;
+    const turns_chan *c = e->chan;
+    if (!claim_open(cr, out) || e->pos == DG_NOBODY || !cr->r->moved_elsewhere)
+        return OC_OK;
+    const dg_turn_state *ts = &cr->r->st;
+    /* Owed as long as the finished speaker may still send it
+     * (dg_rule_may_send: the turn timeout, none without one). */
+    int reply_due = turns_reply_owed(ts, e->pos, cr->x.timeout_ms, now);
+    int newer = 0, rc = OC_OK;
+    int64_t at = 0;
+    if (!reply_due && c->received[0])
+        rc = dg_store_turns_seen_since(t->p->store, c->id, c->received, &at, &newer);
+    if (rc != OC_OK)
+        return rc;
+    int after = at > 0 && ts->last_change_ms > at;
+    int consumed = (ts->consumed & ((uint64_t)1 << e->pos)) != 0;
+    if (reply_due || newer || (after && consumed)) {
+        out->waiting = 1;
+        cr->why = CLAIM_STALE;
+    } else if (after) {
+        out->claimed = 1;
+        cr->why = CLAIM_LATE;
+    }
+    return OC_OK;
+}
+
+/* Whether cr's run is claimed (out->claimed, out->waiting, out->closed)
+ * and why (cr->why), step by step: the channel, the agent's standing, the
+ * turn, then the evidence that the speaker's run answers an older message
+ * than its turn. Writer held. */
+static int claim_classify(dg_turns *t, claim_run *cr, dg_turn_claim *out, int64_t now)
+{
+    turns_sess *e = cr->e;
+    turns_scope *r = cr->r;
+    out->closed = e->chan->mode == DG_MODE_CLOSED;
+    if (out->closed) {
+        out->claimed = 1;
+        cr->why = CLAIM_CLOSED;
+        return OC_OK;
+    }
+    if (removed_member(e)) {
+        out->claimed = 1;
+        cr->why = CLAIM_REMOVED;
+        return OC_OK;
+    }
+    if (e->configured && dg_rule_needs_override(&r->st, &cr->x, e->pos, now)) {
+        out->claimed = 1;
+        cr->why = CLAIM_NOT_SPEAKER; /* or resting: told once the change is published */
+        return OC_OK;
+    }
+    /* The speaker awaiting its wake message: a stale run, held back
+     * with no effect on the turn. Its run id is still recorded, so its
+     * agent_end is ignored, also after a restart. */
+    if (e->configured && dg_rule_awaiting_wake(&r->st, &cr->x, e->pos, now)) {
+        out->waiting = 1;
+        cr->why = CLAIM_WAITING;
+        return OC_OK;
+    }
+    claim_check_reminder(cr, out, now);
+    /* The speaker's run that answers an older message than the
+     * scope's newest: queued before the turn reached it, started late;
+     * held back too (the host runs the newer message after it). */
+    if (claim_open(cr, out) && cr->prompt && e->pos != DG_NOBODY &&
+        turns_answers_older(r, e->pos, cr->prompt)) {
+        out->waiting = 1;
+        cr->why = CLAIM_STALE;
+    }
+    /* The turn came to this agent for the previous speaker's reply,
+     * which has not arrived yet (its run ended speaking; the host
+     * delivers the message after): a run whose prompt carries the
+     * message before it was queued for that one and started late (a
+     * host under load may start it between the previous speaker's run
+     * end and the delivery of its reply). Held back; the run for the reply,
+     * which the host starts when it arrives, counts. */
+    if (claim_open(cr, out) && cr->prompt && e->pos != DG_NOBODY &&
+        turns_answers_before_owed_reply(r, &cr->x, e->pos, cr->prompt, now)) {
+        out->waiting = 1;
+        cr->why = CLAIM_BEFORE_REPLY;
+    }
+    return claim_check_moved_elsewhere(t, cr, out, now);
+}
+
+/* A claimed run (not held back for a wake or an older message): what a
+ * swapped run that ended silently does, now, since no agent_end may follow
+ * a claimed run. Its run id is recorded first; a repeat changes nothing.
+ * Writer held. */
+static int claim_apply(dg_turns *t, claim_run *cr, dg_turn_claim *out, int64_t now, int *kick)
+{
+    turns_sess *e = cr->e;
+    turns_scope *r = cr->r;
+    int rc = OC_OK;
+    if (cr->run_id)
+        rc = dg_store_turns_run_claim(t->p->store, cr->s->session_key, cr->run_id, now,
+                                      &cr->fresh);
+    if (rc != OC_OK || !cr->fresh || out->closed || out->waiting)
+        return rc;
+    dg_rule_effects fx;
+    dg_rule_effects_init(&fx);
+    dg_turn_state next = r->st;
+    dg_rule_on_run_end(&next, &cr->x, e->pos, DG_RUN_SILENT, 1, 0, now, &fx);
+    int changed = !dg_turn_state_same(&next, &r->st);
+    if ((changed || !r->in_db) && e->pos != DG_NOBODY)
+        rc = turns_save_scope(t, r, &next, now, "a claimed run (before_agent_reply) passed");
+    if (rc == OC_OK)
+        rc = turns_queue_effects(t, r, &fx, &next, now, kick);
+    if (rc == OC_OK)
+        rc = turns_install(t, r, &next);
+    return rc;
+}
+
+/* What the session's run is judged by later (agent_end, its texts), and
+ * the stall nudge's watch: a run held back for one that follows (for a
+ * newer message, or for the reply still on its way) arms it, so the
+ * speaker is mentioned if the host never starts that one. Writer held. */
+static void claim_record(dg_turns *t, const claim_run *cr, const dg_turn_claim *out,
+                         int64_t now)
+{
+    turns_sess *e = cr->e;
+    turns_scope *r = cr->r;
+    atomic_store(&e->seen_seq, cr->seen);
+    atomic_store(&e->last, r);
+    atomic_store(&e->granted, out->claimed ? 0 : 1);
+    if (!out->claimed && e->configured && e->pos != DG_NOBODY)
+        turns_nudge_run_started(r, e->pos);
+    if ((cr->why == CLAIM_STALE || cr->why == CLAIM_BEFORE_REPLY) &&
+        t->p->cfg.turn_nudge_sec > 0 && atomic_load(&r->wait_pos) != e->pos) {
+        atomic_store(&r->wait_ms, now);
+        atomic_store(&r->wait_pos, e->pos);
+    }
+}
+
+/* The decision for cr's run inside the writer's transaction. */
+static int claim_locked(dg_turns *t, claim_run *cr, dg_turn_claim *out, int64_t now,
+                        int *kick)
+{
+    int rc = turns_session_prepare(t, cr->s, now, &cr->e);
+    if (rc != OC_OK)
+        return rc;
+    cr->r = cr->e->fixed ? cr->e->fixed : cr->e->chan->follow;
+    turns_make_ctx(t, cr->e->chan, &cr->x);
+    if ((rc = claim_classify(t, cr, out, now)) != OC_OK)
+        return rc;
+    out->claimed |= out->waiting;
+    cr->seen = cr->r->st.msg_seq;
+    if (out->claimed && (rc = claim_apply(t, cr, out, now, kick)) != OC_OK)
+        return rc;
+    claim_record(t, cr, out, now);
+    return OC_OK;
+}
+
+static void claim_log_failure(dg_turns *t, const dg_turn_session *s, int rc, const char *why)
+{
+    dg_log(t->p, OC_LOG_ERROR, "before_agent_reply: no decision for %s in channel %s (%s%s); "
+           "the run is not claimed and goes on as usual", s->agent_id, s->channel_id,
+           oc_status_name(rc), why);
+}
+
 int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
                    const char *prompt, dg_turn_claim *out)
 {
     memset(out, 0, sizeof *out);
     if (!turns_valid_session(s))
         return OC_ERR_INVALID;
-    if (run_id && !*run_id)
-        run_id = NULL;
+    claim_run cr = {.s = s, .run_id = run_id && *run_id ? run_id : NULL, .prompt = prompt,
+                    .why = CLAIM_NO, .fresh = 1};
     int64_t now = dg_now_ms(t->p);
     int rc = settle_unreachable(t, s, now);
     if (rc != OC_OK) {
-        dg_log(t->p, OC_LOG_ERROR, "before_agent_reply: no decision for %s in channel %s (%s); "
-               "the run is not claimed and goes on as usual", s->agent_id, s->channel_id,
-               oc_status_name(rc));
+        claim_log_failure(t, s, rc, "");
         return rc;
     }
     if (turns_txn_begin(t) != OC_OK)
         return OC_ERR_IO;
-    int kick = 0, fresh = 1, changed = 0, stale = 0, late = 0, before_reply = 0, removed = 0;
-    int64_t seen = 0;
-    turns_sess *e;
-    rc = turns_session_prepare(t, s, now, &e);
-    turns_scope *r = NULL;
-    if (rc == OC_OK) {
-        turns_chan *c = e->chan;
-        r = e->fixed ? e->fixed : c->follow;
-        dg_rule_ctx x;
-        turns_make_ctx(t, c, &x);
-        out->closed = c->mode == DG_MODE_CLOSED;
-        removed = !out->closed && removed_member(e);
-        out->claimed = out->closed || removed ||
-                       (e->configured && dg_rule_needs_override(&r->st, &x, e->pos, now));
-        /* The speaker awaiting its wake message: a stale run, held back
-         * with no effect on the turn. Its run id is still recorded, so its
-         * agent_end is ignored, also after a restart. */
-        out->waiting = !out->claimed && e->configured &&
-                       dg_rule_awaiting_wake(&r->st, &x, e->pos, now);
-        /* Woken by the idle reminder: a run whose prompt does not carry it
-         * was queued before it (the host runs it late); held back too. */
-        int woken = 0;
-        if (!out->claimed && !out->waiting && e->configured && prompt && r->wake_fp[0] &&
-            r->wake_fp_pos == e->pos && now - r->wake_fp_ms <= TURNS_WAKE_FP_MAX_MS) {
-            if (strstr(prompt, r->wake_fp)) {
-                r->wake_fp[0] = '\0'; /* the run that answers it */
-                woken = 1;
-            } else {
-                out->waiting = 1;
-            }
-        }
-        /* The speaker's run that answers an older message than the
-         * scope's newest: queued before the turn reached it, started late;
-         * held back too (the host runs the newer message after it). */
-        if (!out->claimed && !out->waiting && !woken && e->configured && prompt &&
-            e->pos != DG_NOBODY && turns_answers_older(r, e->pos, prompt)) {
-            out->waiting = 1;
-            stale = 1;
-        }
-        /* The turn came to this agent for the previous speaker's reply,
-         * which has not arrived yet (its run ended speaking; the host
-         * delivers the message after): a run whose prompt carries the
-         * message before it was queued for that one and started late (a
-         * host under load may start it between the previous speaker's run
-         * end and the delivery of its reply). Held back; the run for the reply,
-         * which the host starts when it arrives, counts. */
-        if (!out->claimed && !out->waiting && !woken && e->configured && prompt &&
-            e->pos != DG_NOBODY && turns_answers_before_owed_reply(r, &x, e->pos, prompt, now)) {
-            out->waiting = 1;
-            before_reply = 1;
-        }
-        /* Instances sharing a store, when the speaker last changed in
-         * another one, this run answers a message older than its turn when
-         * (1) the previous speaker's run ended there with a reply still on
-         * its way (owed): the run for that reply counts; (2) the other one
-         * took in a later message of the channel than this one received:
-         * the run for it comes when it arrives here; (3) the change is
-         * later than the latest message received here, and the speaker had
-         * consumed that message, so the change queued a wake message for
-         * it (a hand-off, the idle reminder) that has not arrived (the
-         * other instance's wait for it is in its memory). (4) The change is
-         * later, and the speaker had not run on that message: with one
-         * instance its run would have been decided when the message came,
-         * before the turn reached it, and claimed; it is claimed now as
-         * then (that forced pass queues the hand-off that wakes it), so
-         * the turns go as they go with one gateway. Two indexed reads, for
-         * a speaker's runs after such a change only; the instances' wall
-         * clocks assumed in agreement, as the leases assume. */
-        if (rc == OC_OK && !out->claimed && !out->waiting && !woken && e->configured &&
-            e->pos != DG_NOBODY && r->moved_elsewhere) {
-            const dg_turn_state *ts = &r->st;
-            /* Owed as long as the finished speaker may still send it
-             * (dg_rule_may_send: the turn timeout, none without one). */
-            int reply_due = turns_reply_owed(ts, e->pos, x.timeout_ms, now);
-            int newer = 0;
-            int64_t at = 0;
-            if (!reply_due && c->received[0])
-                rc = dg_store_turns_seen_since(t->p->store, c->id, c->received, &at, &newer);
-            int after = at > 0 && ts->last_change_ms > at;
-            int consumed = (ts->consumed & ((uint64_t)1 << e->pos)) != 0;
-            if (rc == OC_OK && (reply_due || newer || (after && consumed))) {
-                out->waiting = 1;
-                stale = 1;
-            } else if (rc == OC_OK && after) {
-                out->claimed = 1;
-                late = 1;
-            }
-        }
-        out->claimed |= out->waiting;
-        seen = r->st.msg_seq;
-        if (out->claimed && run_id)
-            rc = dg_store_turns_run_claim(t->p->store, s->session_key, run_id, now, &fresh);
-        if (rc == OC_OK && out->claimed && fresh && !out->closed && !out->waiting) {
-            /* What a swapped run that ended silently does, now: no
-             * agent_end may follow a claimed run. */
-            dg_rule_effects fx;
-            dg_rule_effects_init(&fx);
-            dg_turn_state next = r->st;
-            dg_rule_on_run_end(&next, &x, e->pos, DG_RUN_SILENT, 1, 0, now, &fx);
-            changed = !dg_turn_state_same(&next, &r->st);
-            if ((changed || !r->in_db) && e->pos != DG_NOBODY)
-                rc = turns_save_scope(t, r, &next, now, "a claimed run (before_agent_reply) passed");
-            if (rc == OC_OK)
-                rc = turns_queue_effects(t, r, &fx, &next, now, &kick);
-            if (rc == OC_OK)
-                rc = turns_install(t, r, &next);
-        }
-        if (rc == OC_OK) {
-            atomic_store(&e->seen_seq, seen);
-            atomic_store(&e->last, r);
-            atomic_store(&e->granted, out->claimed ? 0 : 1);
-            if (!out->claimed && e->configured && e->pos != DG_NOBODY)
-                turns_nudge_run_started(r, e->pos);
-            /* Held back for a run that follows (one for a newer message, or
-             * for the reply still on its way): if the host never starts
-             * it, the stall nudge mentions the speaker. */
-            if ((stale || before_reply) && t->p->cfg.turn_nudge_sec > 0 &&
-                atomic_load(&r->wait_pos) != e->pos) {
-                atomic_store(&r->wait_ms, now);
-                atomic_store(&r->wait_pos, e->pos);
-            }
-        }
-    }
+    int kick = 0;
+    rc = claim_locked(t, &cr, out, now, &kick);
     /* The store's message is read while the transaction is still ours. */
     char why[256] = "";
     if (rc != OC_OK)
         snprintf(why, sizeof why, ": %s", dg_store_errmsg(t->p->store));
     rc = turns_txn_finish(t, rc);
     if (rc != OC_OK) {
-        dg_log(t->p, OC_LOG_ERROR, "before_agent_reply: no decision for %s in channel %s (%s%s); "
-               "the run is not claimed and goes on as usual", s->agent_id, s->channel_id,
-               oc_status_name(rc), why);
+        claim_log_failure(t, s, rc, why);
         memset(out, 0, sizeof *out);
         return rc;
     }
@@ -331,27 +463,14 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
         turns_mark_end_session(t, s->session_key);
         return OC_OK;
     }
-    turns_mark_add(t, s->session_key, run_id, TURNS_MARK_CLAIMED, seen);
+    turns_mark_add(t, s->session_key, cr.run_id, TURNS_MARK_CLAIMED, cr.seen);
+    if (cr.why == CLAIM_NOT_SPEAKER && !cr.r->st.active)
+        cr.why = CLAIM_RESTING;
+    snprintf(out->reason, sizeof out->reason, "dirigent: %s", claim_reasons[cr.why]);
     char label[DG_SCOPE_LABEL_MAX];
-    snprintf(out->reason, sizeof out->reason, "dirigent: %s", out->closed
-             ? "closed discussion channel (archive only)"
-             : removed ? "an admin took this agent out of the channel's turn order "
-                         "(`!dirigent add` puts it back)"
-             : late ? "the turn reached this agent in another gateway after this run's "
-                      "message came (decided as when it came; the moderator's hand-off wakes it)"
-             : before_reply ? "this agent holds the turn for the previous speaker's reply, "
-                              "which has not arrived yet; this run answers the message before "
-                              "it (the run for the reply follows)"
-             : stale ? "this agent holds the turn, but this run answers an older message "
-                       "than the latest (the host queued it before the turn moved; the run "
-                       "for the latest message follows)"
-             : out->waiting ? "this agent holds the turn, but the moderator's message that "
-                              "wakes it has not reached it yet (this run started before it)"
-             : !r->st.active ? "the conversation is resting until a new message"
-                             : "another agent holds the turn");
     dg_log(t->p, OC_LOG_DEBUG, "before_agent_reply: run %s of %s claimed in %s (%s)%s",
-           run_id ? run_id : "(no id)", s->agent_id, dg_scope_label(&r->scope, label),
-           out->reason, fresh ? "" : ", already claimed before");
+           cr.run_id ? cr.run_id : "(no id)", s->agent_id, dg_scope_label(&cr.r->scope, label),
+           out->reason, cr.fresh ? "" : ", already claimed before");
     if (out->closed)
         dg_discuss_session_seen(t->p, s->session_key, s->agent_id, s->channel_id);
     return OC_OK;
