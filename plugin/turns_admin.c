@@ -489,6 +489,7 @@ static int admin_commit(dg_turns *t, admin_run *a)
 int turns_admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, int64_t now,
                        int *kick, turns_owner_action *oa)
 {
+    TURNS_ASSERT_WRITER(t);
     turns_chan *c;
     int rc;
     if ((rc = turns_chan_get(t, m->channel_id, &c)))

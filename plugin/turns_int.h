@@ -1,21 +1,26 @@
 /*
  * turns_int.h -- the turn engine's private header: its records (the
  * mirror of channels, scopes and sessions; silenced runs; the engine
- * itself) and the calls its files make of each other. Only the engine's
- * files include it:
- *   turns_engine.c   the mirror, its transactions and publishing, silenced
- *                    runs, moderator messages, life cycle, diagnostics,
- *                    and the discussion channels' entry points
- *   turns_sweeper.c  turn timeouts and eviction (the sweeper thread)
- *   turns_nudge.c    the stall nudge (a speaker whose run never started)
- *   turns_ingest.c   message_received
- *   turns_admin.c    `!dirigent` commands
- *   turns_decide.c   the agent hooks' decisions
+ * itself) and the calls its files make of each other, each named turns_*
+ * (the public API is dg_turns_*, the pure rules dg_rule_*). Only the
+ * engine's files include it:
+ *   turns_engine.c      transactions and publishing, life cycle, diagnostics
+ *   turns_mirror.c      the in-memory mirror of channels, scopes, sessions
+ *   turns_marks.c       silenced runs (swapped, claimed)
+ *   turns_moderator.c   moderator messages a change owes; message fingerprints
+ *   turns_discussion.c  the discussion channels' entry points
+ *   turns_members.c     the turn order's members and their standing
+ *   turns_sweeper.c     turn timeouts and eviction (the sweeper thread)
+ *   turns_nudge.c       the stall nudge (a speaker whose run never started)
+ *   turns_ingest.c      message_received
+ *   turns_admin.c       `!dirigent` commands
+ *   turns_decide.c      the agent hooks' decisions
  * Locking and the commit-before-publish rule: turns_engine.c.
  */
 #ifndef DG_TURNS_INT_H
 #define DG_TURNS_INT_H
 
+#include <assert.h>
 #include <ctype.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -261,80 +266,164 @@ struct dg_turns {
     dg_agent_names *names;       /* agents' Discord names, for mentions in text */
 };
 
-/* ---- turns_engine.c ---------------------------------------------------- */
+/* A call whose status must not be dropped: a failure there means the
+ * change under way must be rolled back (or its caller told). */
+#define TURNS_MUST_USE __attribute__((warn_unused_result))
 
+/* The writer (turns_txn_begin .. turns_txn_finish) is held by this thread:
+ * what the "Writer held" of the calls below asserts. The mutex is not
+ * recursive, so a trylock that fails means it is held (by this thread,
+ * for every caller that keeps the rule). */
+#define TURNS_ASSERT_WRITER(t) assert(pthread_mutex_trylock(&(t)->wmu) != 0)
+
+/* ---- turns_engine.c: transactions -------------------------------------- */
+
+/* Start a change: the writer mutex, then a store transaction; the mirror
+ * is brought up to date with changes made outside the engine. OC_OK or
+ * OC_ERR_IO (nothing held then). */
+int turns_txn_begin(dg_turns *t) TURNS_MUST_USE;
+
+/* turns_txn_begin for a change of channel_id: its map slot is asked for
+ * before the store takes the write lock, its records right after
+ * (warm_channel). */
+int turns_txn_begin_for(dg_turns *t, const char *channel_id) TURNS_MUST_USE;
+
+/* End a change: commit when rc is OC_OK, else roll back; returns the
+ * change's status (a failed commit's). The writer is released. */
+int turns_txn_finish(dg_turns *t, int rc) TURNS_MUST_USE;
+
+/* End a change that only read. The writer is released. */
+void turns_txn_finish_read(dg_turns *t);
+
+/* Publish st as r's state once the transaction commits. Writer held.
+ * OC_ERR_INTERNAL when one change touches more than TURNS_MAX_PENDING
+ * scopes. */
+int turns_install(dg_turns *t, turns_scope *r, const dg_turn_state *st) TURNS_MUST_USE;
+
+/* Write r's new state st with why it changed (cause: a sentence for the
+ * operator's view, dirigent-ctl why; store_transitions.h). Writer held. */
+int turns_save_scope(dg_turns *t, turns_scope *r, const dg_turn_state *st, int64_t now,
+                     const char *cause) TURNS_MUST_USE;
+
+/* turns_save_scope for a change message_id caused (NULL: none): its
+ * transition is kept in the message's dedup mark. Writer held. */
+int turns_save_scope_for(dg_turns *t, turns_scope *r, const dg_turn_state *st, int64_t now,
+                         const char *cause, const char *message_id) TURNS_MUST_USE;
+
+/* Log a change of channel_id made outside an engine writer (the discussion
+ * entry points), with the agent that awaits a wake message there once it
+ * has committed (wake, NULL: none). Any thread. */
+void turns_log_channel_change(dg_turns *t, const char *channel_id, const char *wake);
+
+/* ---- turns_mirror.c ------------------------------------------------------ */
+
+/* Drop every record of the mirror (reloaded on demand). Writer held and
+ * the mirror's write lock, or the engine is being freed. */
+void turns_flush_locked(dg_turns *t);
+
+/* Map callbacks that free a scope or session record. */
 void turns_free_scope(void *v, void *arg);
 
 void turns_free_sess(void *v, void *arg);
 
+/* The rules' view of channel c (members present, mode, the config's
+ * timeouts). Mirror lock or writer held. */
 void turns_make_ctx(const dg_turns *t, const turns_chan *c, dg_rule_ctx *x);
 
+/* Position of agent_id among c's members, DG_NOBODY when none. */
 int turns_member_pos(const turns_chan *c, const char *agent_id);
 
-int turns_chan_get(dg_turns *t, const char *channel_id, turns_chan **out);
+/* c's record of channel_id, loaded from the store (or created) when the
+ * mirror lacks it. Writer held. */
+int turns_chan_get(dg_turns *t, const char *channel_id, turns_chan **out) TURNS_MUST_USE;
 
-int turns_chan_save(dg_turns *t, turns_chan *c, int64_t now);
+/* Write c's channel row. Writer held. */
+int turns_chan_save(dg_turns *t, turns_chan *c, int64_t now) TURNS_MUST_USE;
 
-int turns_scope_get(dg_turns *t, turns_chan *c, const dg_scope *sc, turns_scope **out);
+/* The record of scope sc of channel c, loaded or created. Writer held. */
+int turns_scope_get(dg_turns *t, turns_chan *c, const dg_scope *sc,
+                    turns_scope **out) TURNS_MUST_USE;
 
-int turns_follow_scope(dg_turns *t, turns_chan *c, turns_scope **out);
+/* The scope channel-level sessions act in (scope.h). Writer held. */
+int turns_follow_scope(dg_turns *t, turns_chan *c, turns_scope **out) TURNS_MUST_USE;
 
 /* Reload channel_id's records in place from the database (other: another
  * instance changed them). Writer held. OC_OK or an error (the caller then
  * drops the whole mirror). */
-int turns_refresh_channel(dg_turns *t, const char *channel_id, int other);
+int turns_refresh_channel(dg_turns *t, const char *channel_id, int other) TURNS_MUST_USE;
 
+/* 1 when a and b are equal strings or both NULL. */
 int turns_same_str(const char *a, const char *b);
 
-int turns_session_prepare(dg_turns *t, const dg_turn_session *s, int64_t now, turns_sess **out);
+/* The session record of s, made (and the agent made a member) when new or
+ * stale. Writer held. */
+int turns_session_prepare(dg_turns *t, const dg_turn_session *s, int64_t now,
+                          turns_sess **out) TURNS_MUST_USE;
 
-turns_sess *turns_session_lookup_locked(dg_turns *t, const dg_turn_session *s, turns_scope **scope);
+/* The session record of s and its scope when the mirror has them up to
+ * date, else NULL (a writer must prepare it). Mirror read lock held. */
+turns_sess *turns_session_lookup_locked(dg_turns *t, const dg_turn_session *s,
+                                        turns_scope **scope);
 
-int turns_txn_begin(dg_turns *t);
+/* The scope message m belongs to, and whether it is a top-level message
+ * under policy "thread" (it opens a thread of its own). */
+int turns_message_scope(const dg_turns *t, const dg_turn_message *m, dg_scope *sc,
+                        int *top_level) TURNS_MUST_USE;
 
-/* turns_txn_begin for a change of channel_id: its map slot is asked for before
- * the store takes the write lock, its records right after (turns_engine.c,
- * warm_channel). */
-int turns_txn_begin_for(dg_turns *t, const char *channel_id);
+/* A growing list of scope records (pointers into the mirror), freed with
+ * free(v). */
+typedef struct turns_scope_list {
+    turns_scope **v;
+    size_t n, cap;
+    int nomem;                   /* an append failed: the list is short */
+} turns_scope_list;
 
-int turns_txn_finish(dg_turns *t, int rc);
+/* Append r; out of memory, r is dropped and nomem set. */
+void turns_scope_list_push(turns_scope_list *l, turns_scope *r);
 
-void turns_txn_finish_read(dg_turns *t);
+/* ---- turns_marks.c ------------------------------------------------------- */
 
-int turns_install(dg_turns *t, turns_scope *r, const dg_turn_state *st);
-
-/* Write r's new state st with why it changed (cause: a sentence for the
- * operator's view, dirigent-ctl why; store_transitions.h). */
-int turns_save_scope(dg_turns *t, turns_scope *r, const dg_turn_state *st, int64_t now,
-               const char *cause);
-
-/* turns_save_scope for a change message_id caused (NULL: none): its transition
- * is kept in the message's dedup mark. */
-int turns_save_scope_for(dg_turns *t, turns_scope *r, const dg_turn_state *st, int64_t now,
-                   const char *cause, const char *message_id);
-
-int turns_message_scope(const dg_turns *t, const dg_turn_message *m, dg_scope *sc, int *top_level);
-
+/* Remember session key's run run_id (NULL: by session while live) as
+ * silenced with kind, decided at the scope's msg_seq seen_seq. Any thread
+ * (mk_mu, a leaf lock). */
 void turns_mark_add(dg_turns *t, const char *key, const char *run_id, turns_mark_kind kind,
-              int64_t seen_seq);
+                    int64_t seen_seq);
 
+/* The session key got a decision that is not silenced: its marks matched
+ * by session end. Any thread. */
 void turns_mark_end_session(dg_turns *t, const char *key);
 
-turns_mark_kind turns_mark_find(dg_turns *t, const char *key, const char *run_id, int64_t *seen,
-                    int *other_run);
+/* The mark of key's run run_id (TURNS_MARK_NONE: none), with the msg_seq
+ * it was decided at (*seen) and whether the session's latest silenced
+ * decision was for another run (*other_run); either may be NULL. Any
+ * thread. */
+turns_mark_kind turns_mark_find(dg_turns *t, const char *key, const char *run_id,
+                                int64_t *seen, int *other_run);
 
-turns_mark_kind turns_mark_find_ex(dg_turns *t, const char *key, const char *run_id, int64_t *seen,
-                       int *other_run, int *exact);
+/* turns_mark_find, and *exact = 1 when the mark matched by run id. */
+turns_mark_kind turns_mark_find_ex(dg_turns *t, const char *key, const char *run_id,
+                                   int64_t *seen, int *other_run, int *exact);
 
+/* Free every mark (the engine is being freed). */
+void turns_marks_free(dg_turns *t);
+
+/* ---- turns_moderator.c --------------------------------------------------- */
+
+/* The Discord user id of member pos of c, NULL when unknown. */
 const char *turns_user_of(const dg_turns *t, const turns_chan *c, int pos);
 
+/* Queue a moderator message (content; mention: the user id it wakes, NULL
+ * none) to channel in the change's transaction; *kick = 1 when queued.
+ * Writer held. */
 int turns_enqueue(dg_turns *t, const char *channel, const char *content, const char *mention,
-            int64_t now, int *kick);
+                  int64_t now, int *kick) TURNS_MUST_USE;
 
 /* Record a message of scope r (writer held); only_text: not when nothing
  * of it can be recognised (a moderator's bare hand-off). */
 void turns_recent_push(turns_scope *r, const char *content, int author, int only_text);
 
+/* 1 when pos's run with this prompt answers an older message of r than
+ * its newest. Mirror lock or writer held. */
 int turns_answers_older(const turns_scope *r, int pos, const char *prompt);
 
 /* 1 when a run of pos finds the previous speaker's reply still owed in s:
@@ -350,30 +439,24 @@ int turns_reply_owed(const dg_turn_state *s, int pos, int64_t window, int64_t no
  * the scope's latest message, which is not the reply.
  * Writer or reader lock held. */
 int turns_answers_before_owed_reply(const turns_scope *r, const dg_rule_ctx *x, int pos,
-                              const char *prompt, int64_t now);
+                                    const char *prompt, int64_t now);
 
+/* Template name rendered with vars, queued as turns_enqueue does; fp (NULL:
+ * not wanted) gets the wake fingerprint of the text. Writer held. */
 int turns_render_and_enqueue(dg_turns *t, const char *name, const dg_tpl_vars *vars,
-                       const char *channel, const char *mention, int64_t now, int *kick,
-                       char *fp, size_t fp_cap);
+                             const char *channel, const char *mention, int64_t now, int *kick,
+                             char *fp, size_t fp_cap) TURNS_MUST_USE;
 
 /* A moderator message mentioning uid is still owed (pending in the outbox)
  * in channel: it wakes that agent when it arrives, so another mention now
  * would only repeat it. *yes. Writer held (txn). */
-int turns_mention_owed(dg_turns *t, const char *channel, const char *uid, int *yes);
+int turns_mention_owed(dg_turns *t, const char *channel, const char *uid,
+                       int *yes) TURNS_MUST_USE;
 
+/* The moderator messages fx owes for r's change to next, queued; next
+ * records what they arm (a wait for the wake message). Writer held. */
 int turns_queue_effects(dg_turns *t, turns_scope *r, const dg_rule_effects *fx,
-                  dg_turn_state *next, int64_t now, int *kick);
-
-/* A growing list of scope records (pointers into the mirror), freed with
- * free(v). */
-typedef struct turns_scope_list {
-    turns_scope **v;
-    size_t n, cap;
-    int nomem;                   /* an append failed: the list is short */
-} turns_scope_list;
-
-/* Append r; out of memory, r is dropped and nomem set. */
-void turns_scope_list_push(turns_scope_list *l, turns_scope *r);
+                        dg_turn_state *next, int64_t now, int *kick) TURNS_MUST_USE;
 
 /* ---- turns_members.c --------------------------------------------------- */
 

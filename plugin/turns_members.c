@@ -99,6 +99,7 @@ static int member_append(dg_turns *t, turns_chan *c, const char *agent_id,
 int turns_member_ensure(dg_turns *t, turns_chan *c, const char *agent_id, dg_member_standing evidence,
                   int64_t now, int *pos)
 {
+    TURNS_ASSERT_WRITER(t);
     *pos = turns_member_pos(c, agent_id);
     if (*pos != DG_NOBODY) {
         dg_member_standing cur = c->standing[*pos];
@@ -119,6 +120,7 @@ int turns_member_ensure(dg_turns *t, turns_chan *c, const char *agent_id, dg_mem
 int turns_member_admit(dg_turns *t, turns_chan *c, const char *agent_id, int64_t now, int *pos,
                  dg_member_standing *was)
 {
+    TURNS_ASSERT_WRITER(t);
     *pos = turns_member_pos(c, agent_id);
     *was = *pos == DG_NOBODY ? DG_MEMBER_STANDINGS : (dg_member_standing)c->standing[*pos];
     if (*pos == DG_NOBODY)
@@ -131,6 +133,7 @@ int turns_member_admit(dg_turns *t, turns_chan *c, const char *agent_id, int64_t
 int turns_member_leave(dg_turns *t, turns_scope *r, int pos, dg_member_standing standing,
                  int deciding, int64_t now, const char *cause, int *kick)
 {
+    TURNS_ASSERT_WRITER(t);
     turns_chan *c = r->chan;
     if (pos < 0 || pos >= c->n)
         return OC_ERR_INVALID;
