@@ -5,6 +5,7 @@
  * (agent_end). Records and locking: turns_int.h, turns_engine.c.
  */
 #include "turns_int.h"
+#include "utf8.h"
 
 /* ---- agent hooks ------------------------------------------------------------------ */
 
@@ -577,6 +578,25 @@ int dg_turns_channel_managed(dg_turns *t, const dg_turn_session *s, int *managed
     if (rc != OC_OK)
         *managed = 0;
     return rc;
+}
+
+int dg_turns_check_error_notice(dg_turns *t, const dg_turn_session *s, const char *hook,
+                                const char *field, const char *text, int *cancel, char *reason,
+                                size_t reason_len)
+{
+    *cancel = 0;
+    int managed = 0;
+    int rc = dg_turns_channel_managed(t, s, &managed);
+    if (rc != OC_OK || !managed)
+        return rc;
+    const char *shown = text ? text : "";
+    int len = (int)dg_utf8_prefix(shown, 120);
+    dg_log(t->p, OC_LOG_INFO, "%s: error notice of %s in channel %s not delivered: "
+           "\"%.*s%s\"", hook, s->agent_id, s->channel_id, len, shown, shown[len] ? "..." : "");
+    snprintf(reason, reason_len, "dirigent: channel %s is managed by the turn manager; an "
+             "error notice of the host (%s) is never posted there", s->channel_id, field);
+    *cancel = 1;
+    return OC_OK;
 }
 
 int dg_turns_check_send(dg_turns *t, const dg_turn_session *s, const char *content,

@@ -207,9 +207,22 @@ int dg_turns_check_outbound(dg_turns *t, const dg_turn_session *s, const char *r
  * manager: a discussion channel (open or closed) or a channel with two or
  * more configured agents in its turn order; else 0. Records the session
  * like every decision. OC_OK or a negative status (then *managed = 0).
- * reply_payload_sending cancels every error payload (isError) there.
+ * Error notices are cancelled there (dg_turns_check_error_notice).
  */
 int dg_turns_channel_managed(dg_turns *t, const dg_turn_session *s, int *managed);
+
+/*
+ * message_sending and reply_payload_sending, for a text the host marked as
+ * its own error notice (field names the mark for the reason: "isError",
+ * "payload.isError"): never speech, so *cancel = 1 with a reason in every
+ * managed channel (dg_turns_channel_managed), whoever's run it ends, the
+ * speaker's included; its first 120 characters are logged at info (hook:
+ * the hook's name) so an operator still sees it. text may be NULL. OC_OK
+ * or a negative status (then *cancel = 0). Any thread.
+ */
+int dg_turns_check_error_notice(dg_turns *t, const dg_turn_session *s, const char *hook,
+                                const char *field, const char *text, int *cancel, char *reason,
+                                size_t reason_len);
 
 /*
  * message_sending: *cancel = 1 with a reason when the message must not go
