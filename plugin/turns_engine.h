@@ -30,9 +30,14 @@
 #include "scope.h"
 #include "turns.h"
 
+/* A call whose status must not be dropped: its failure means the change
+ * did not happen (or, inside the caller's transaction, that it must be
+ * rolled back). */
+#define DG_TURNS_MUST_USE __attribute__((warn_unused_result))
+
 /* Create the engine of p (p->store, p->cfg must be set). *out owned by the
  * caller: dg_turns_free. Prunes old dedup rows. Thread: init. */
-int dg_turns_new(dg_plugin *p, dg_turns **out);
+int dg_turns_new(dg_plugin *p, dg_turns **out) DG_TURNS_MUST_USE;
 
 /* Free the engine (stopping its thread first); NULL is fine. Thread:
  * shutdown. */
@@ -91,7 +96,7 @@ typedef struct dg_turn_session {
  * Returns OC_OK (a duplicate is OK too), OC_ERR_INVALID (missing field,
  * err says which) or OC_ERR_IO.
  */
-int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err_len);
+int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err_len) DG_TURNS_MUST_USE;
 
 /*
  * Awaiting the wake message (turns.h). When a change
@@ -159,7 +164,7 @@ typedef struct dg_turn_verdict {
  * says no_reply = 0).
  */
 int dg_turns_resolve_run(dg_turns *t, const dg_turn_session *s, const char *run_id,
-                         dg_turn_verdict *v);
+                         dg_turn_verdict *v) DG_TURNS_MUST_USE;
 
 /* Verdict of before_agent_reply. */
 typedef struct dg_turn_claim {
@@ -189,7 +194,7 @@ typedef struct dg_turn_claim {
  * queued before the turn moved and is held back the same way.
  */
 int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
-                   const char *prompt, dg_turn_claim *out);
+                   const char *prompt, dg_turn_claim *out) DG_TURNS_MUST_USE;
 
 /*
  * message_sending and reply_payload_sending: *cancel = 1 with a reason
@@ -200,7 +205,7 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
  */
 int dg_turns_check_outbound(dg_turns *t, const dg_turn_session *s, const char *run_id,
                             const char *content, int *cancel, char *reason,
-                            size_t reason_len);
+                            size_t reason_len) DG_TURNS_MUST_USE;
 
 /*
  * *managed = 1 when the channel of session s is managed by the turn
@@ -209,7 +214,7 @@ int dg_turns_check_outbound(dg_turns *t, const dg_turn_session *s, const char *r
  * like every decision. OC_OK or a negative status (then *managed = 0).
  * Error notices are cancelled there (dg_turns_check_error_notice).
  */
-int dg_turns_channel_managed(dg_turns *t, const dg_turn_session *s, int *managed);
+int dg_turns_channel_managed(dg_turns *t, const dg_turn_session *s, int *managed) DG_TURNS_MUST_USE;
 
 /*
  * message_sending and reply_payload_sending, for a text the host marked as
@@ -222,7 +227,7 @@ int dg_turns_channel_managed(dg_turns *t, const dg_turn_session *s, int *managed
  */
 int dg_turns_check_error_notice(dg_turns *t, const dg_turn_session *s, const char *hook,
                                 const char *field, const char *text, int *cancel, char *reason,
-                                size_t reason_len);
+                                size_t reason_len) DG_TURNS_MUST_USE;
 
 /*
  * message_sending: *cancel = 1 with a reason when the message must not go
@@ -230,7 +235,7 @@ int dg_turns_check_error_notice(dg_turns *t, const dg_turn_session *s, const cha
  * scope). content may be NULL. Returns OC_OK or a negative status.
  */
 int dg_turns_check_send(dg_turns *t, const dg_turn_session *s, const char *content,
-                        int *cancel, char *reason, size_t reason_len);
+                        int *cancel, char *reason, size_t reason_len) DG_TURNS_MUST_USE;
 
 /*
  * agent_end: classify the run (silent.h) and, if it held the turn, advance
@@ -243,7 +248,7 @@ int dg_turns_check_send(dg_turns *t, const dg_turn_session *s, const char *conte
  * (a repeat is OK too) or a negative status.
  */
 int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id,
-                     const char *output, long tool_calls, int success);
+                     const char *output, long tool_calls, int success) DG_TURNS_MUST_USE;
 
 /* ---- Discussion channels (called INSIDE the caller's store transaction) ---- */
 
@@ -266,7 +271,7 @@ int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id,
  */
 int dg_turns_prefill_discussion(dg_turns *t, const char *channel_id,
                                 const char *initiator_agent_id,
-                                const char *const *order, size_t n, int64_t now_ms);
+                                const char *const *order, size_t n, int64_t now_ms) DG_TURNS_MUST_USE;
 
 /*
  * Close channel_id for good: mode "closed". From then on nothing in the
@@ -275,7 +280,7 @@ int dg_turns_prefill_discussion(dg_turns *t, const char *channel_id,
  * (handled by the hooks). Idempotent. Must be called inside an open store
  * transaction. Returns OC_OK, OC_ERR_INVALID or OC_ERR_IO. Any thread.
  */
-int dg_turns_close_channel(dg_turns *t, const char *channel_id, int64_t now_ms);
+int dg_turns_close_channel(dg_turns *t, const char *channel_id, int64_t now_ms) DG_TURNS_MUST_USE;
 
 /*
  * The origin channel of a closed discussion is woken with the result: its
@@ -288,6 +293,6 @@ int dg_turns_close_channel(dg_turns *t, const char *channel_id, int64_t now_ms);
  * (empty ids, a full order) or OC_ERR_IO. Any thread.
  */
 int dg_turns_wake_with_result(dg_turns *t, const char *origin_channel_id,
-                              const char *initiator_agent_id, int64_t now_ms);
+                              const char *initiator_agent_id, int64_t now_ms) DG_TURNS_MUST_USE;
 
 #endif
