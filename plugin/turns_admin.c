@@ -157,7 +157,8 @@ static int admin_members(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd
         if (pos == DG_NOBODY || c->standing[pos] >= DG_MEMBER_LEFT) {
             tpl = "admin_remove_not_member.md";
         } else {
-            if ((rc = turns_member_leave(t, r, pos, DG_MEMBER_REMOVED, DG_NOBODY, now, cause, kick)))
+            if ((rc = turns_member_leave(t, r, pos, DG_MEMBER_REMOVED, DG_NOBODY, now, cause,
+                                         kick)))
                 return rc;
             tpl = "admin_remove.md";
         }

@@ -99,7 +99,7 @@ static int settle_unreachable(dg_turns *t, const dg_turn_session *s, int64_t now
     int rc = turns_session_prepare(t, s, now, &e);
     if (rc == OC_OK && e->configured && e->pos != DG_NOBODY)
         rc = turns_drop_unreachable_speaker(t, e->fixed ? e->fixed : e->chan->follow, e->pos, now,
-                                      &kick);
+                                            &kick);
     rc = turns_txn_finish(t, rc);
     if (rc == OC_OK && kick)
         dg_outbox_kick(t->p->outbox);
@@ -164,8 +164,8 @@ int dg_turns_resolve_run(dg_turns *t, const dg_turn_session *s, const char *run_
         return rc;
     /* Not turn state: what later texts and the run's end are judged by. */
     if (v->no_reply)
-        turns_mark_add(t, s->session_key, run_id, v->waiting ? TURNS_MARK_WAITING : TURNS_MARK_SWAPPED,
-                 ro.seen_seq);
+        turns_mark_add(t, s->session_key, run_id,
+                       v->waiting ? TURNS_MARK_WAITING : TURNS_MARK_SWAPPED, ro.seen_seq);
     else
         turns_mark_end_session(t, s->session_key);
     if (v->closed)

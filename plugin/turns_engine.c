@@ -300,13 +300,13 @@ static int log_transition(dg_turns *t, const turns_scope *r, const dg_turn_state
 }
 
 int turns_save_scope(dg_turns *t, turns_scope *r, const dg_turn_state *st, int64_t now,
-               const char *cause)
+                     const char *cause)
 {
     return turns_save_scope_for(t, r, st, now, cause, NULL);
 }
 
 int turns_save_scope_for(dg_turns *t, turns_scope *r, const dg_turn_state *st, int64_t now,
-                   const char *cause, const char *message_id)
+                         const char *cause, const char *message_id)
 {
     TURNS_ASSERT_WRITER(t);
     int rc = log_transition(t, r, st, now, cause, message_id);

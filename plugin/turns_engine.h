@@ -96,7 +96,8 @@ typedef struct dg_turn_session {
  * Returns OC_OK (a duplicate is OK too), OC_ERR_INVALID (missing field,
  * err says which) or OC_ERR_IO.
  */
-int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err_len) DG_TURNS_MUST_USE;
+int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err,
+                    size_t err_len) DG_TURNS_MUST_USE;
 
 /*
  * Awaiting the wake message (turns.h). When a change
@@ -271,7 +272,8 @@ int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id,
  */
 int dg_turns_prefill_discussion(dg_turns *t, const char *channel_id,
                                 const char *initiator_agent_id,
-                                const char *const *order, size_t n, int64_t now_ms) DG_TURNS_MUST_USE;
+                                const char *const *order, size_t n,
+                                int64_t now_ms) DG_TURNS_MUST_USE;
 
 /*
  * Close channel_id for good: mode "closed". From then on nothing in the

@@ -275,7 +275,7 @@ static int human_mentions(dg_turns *t, turns_chan *c, const dg_turn_message *m, 
             int mp = DG_NOBODY;
             if (hit[i] &&
                 (rc = turns_member_ensure(t, c, t->p->cfg.agents[i].agent_id, DG_MEMBER_NEW,
-                                    now, &mp))) {
+                                          now, &mp))) {
                 free(hit);
                 return rc;
             }

@@ -219,7 +219,8 @@ typedef struct turns_mark {
 
 struct dg_turns {
     dg_plugin *p;
-    pthread_mutex_t wmu;         /* one engine writer at a time (turns_txn_begin .. turns_txn_finish) */
+    pthread_mutex_t wmu;         /* one engine writer at a time (turns_txn_begin ..
+                                    turns_txn_finish) */
     pthread_rwlock_t lock;       /* the mirror: readers vs. the writer */
     /* The channel change log (turns_inval): inval_mu guards the ring;
      * inval_seq counts entries ever logged, inval_seen those applied. */
@@ -474,15 +475,15 @@ void turns_recompute_present(const dg_turns *t, turns_chan *c);
  * that left comes back on a run, a post or a mention; one an admin removed
  * stays out). Writer held.
  */
-int turns_member_ensure(dg_turns *t, turns_chan *c, const char *agent_id, dg_member_standing evidence,
-                  int64_t now, int *pos);
+int turns_member_ensure(dg_turns *t, turns_chan *c, const char *agent_id,
+                        dg_member_standing evidence, int64_t now, int *pos);
 
 /* agent_id (a configured agent) into c's order on an admin's word: appended,
  * or back from DG_MEMBER_LEFT / DG_MEMBER_REMOVED, as one that receives the
  * channel. *was: its standing before, DG_MEMBER_STANDINGS when it was no
  * member. Writer held. */
 int turns_member_admit(dg_turns *t, turns_chan *c, const char *agent_id, int64_t now, int *pos,
-                 dg_member_standing *was);
+                       dg_member_standing *was);
 
 /*
  * Member pos of r's channel leaves the order with standing (DG_MEMBER_LEFT
@@ -492,7 +493,7 @@ int turns_member_admit(dg_turns *t, turns_chan *c, const char *agent_id, int64_t
  * see it through c->present. Writer held.
  */
 int turns_member_leave(dg_turns *t, turns_scope *r, int pos, dg_member_standing standing,
-                 int deciding, int64_t now, const char *cause, int *kick);
+                       int deciding, int64_t now, const char *cause, int *kick);
 
 /*
  * The speaker of r that the host never showed receiving the channel (a
@@ -544,7 +545,7 @@ typedef struct turns_owner_action {
 } turns_owner_action;
 
 int turns_admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, int64_t now,
-                 int *kick, turns_owner_action *oa);
+                       int *kick, turns_owner_action *oa);
 
 /* The host calls of oa (no lock held), then their reply in its own
  * transaction. OC_OK when the reply was queued. */

@@ -25,7 +25,7 @@ static int mark_is(const turns_mark *m, uint64_t h, const char *key)
  * repeat for the same run refreshes its mark. Out of memory: the mark is
  * not kept (logged); the turn-order checks still apply. */
 void turns_mark_add(dg_turns *t, const char *key, const char *run_id, turns_mark_kind kind,
-              int64_t seen_seq)
+                    int64_t seen_seq)
 {
     if (run_id && !*run_id)
         run_id = NULL;

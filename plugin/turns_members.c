@@ -96,8 +96,8 @@ static int member_append(dg_turns *t, turns_chan *c, const char *agent_id,
     return OC_OK;
 }
 
-int turns_member_ensure(dg_turns *t, turns_chan *c, const char *agent_id, dg_member_standing evidence,
-                  int64_t now, int *pos)
+int turns_member_ensure(dg_turns *t, turns_chan *c, const char *agent_id,
+                        dg_member_standing evidence, int64_t now, int *pos)
 {
     TURNS_ASSERT_WRITER(t);
     *pos = turns_member_pos(c, agent_id);
@@ -118,7 +118,7 @@ int turns_member_ensure(dg_turns *t, turns_chan *c, const char *agent_id, dg_mem
 }
 
 int turns_member_admit(dg_turns *t, turns_chan *c, const char *agent_id, int64_t now, int *pos,
-                 dg_member_standing *was)
+                       dg_member_standing *was)
 {
     TURNS_ASSERT_WRITER(t);
     *pos = turns_member_pos(c, agent_id);
@@ -131,7 +131,7 @@ int turns_member_admit(dg_turns *t, turns_chan *c, const char *agent_id, int64_t
 }
 
 int turns_member_leave(dg_turns *t, turns_scope *r, int pos, dg_member_standing standing,
-                 int deciding, int64_t now, const char *cause, int *kick)
+                       int deciding, int64_t now, const char *cause, int *kick)
 {
     TURNS_ASSERT_WRITER(t);
     turns_chan *c = r->chan;

@@ -19,7 +19,7 @@ const char *turns_user_of(const dg_turns *t, const turns_chan *c, int pos)
 }
 
 int turns_enqueue(dg_turns *t, const char *channel, const char *content, const char *mention,
-            int64_t now, int *kick)
+                  int64_t now, int *kick)
 {
     TURNS_ASSERT_WRITER(t);
     const char *ids[1] = {mention};
@@ -136,7 +136,8 @@ int turns_answers_older(const turns_scope *r, int pos, const char *prompt)
     const turns_recent *latest = &r->recent[(r->recent_head - 1) % TURNS_RECENT_MAX];
     if (latest->author == pos || !latest->fp[0] || strstr(prompt, latest->fp))
         return 0;
-    unsigned older = r->recent_head - 1 < TURNS_RECENT_MAX - 1 ? r->recent_head - 1 : TURNS_RECENT_MAX - 1;
+    unsigned older = r->recent_head - 1 < TURNS_RECENT_MAX - 1 ? r->recent_head - 1
+                                                              : TURNS_RECENT_MAX - 1;
     for (unsigned i = 1; i <= older; i++) {
         const turns_recent *o = &r->recent[(r->recent_head - 1 - i) % TURNS_RECENT_MAX];
         if (o->author != pos && strlen(o->fp) >= TURNS_RECENT_FP_EVIDENCE && strstr(prompt, o->fp))
@@ -155,7 +156,7 @@ int turns_reply_owed(const dg_turn_state *s, int pos, int64_t window, int64_t no
 }
 
 int turns_answers_before_owed_reply(const turns_scope *r, const dg_rule_ctx *x, int pos,
-                              const char *prompt, int64_t now)
+                                    const char *prompt, int64_t now)
 {
     /* Bounded also without a turn timeout: a reply that never came holds
      * nobody for long. */
@@ -169,8 +170,8 @@ int turns_answers_before_owed_reply(const turns_scope *r, const dg_rule_ctx *x, 
 }
 
 int turns_render_and_enqueue(dg_turns *t, const char *name, const dg_tpl_vars *vars,
-                       const char *channel, const char *mention, int64_t now, int *kick,
-                       char *fp, size_t fp_cap)
+                             const char *channel, const char *mention, int64_t now, int *kick,
+                             char *fp, size_t fp_cap)
 {
     TURNS_ASSERT_WRITER(t);
     char *text = t->p->templates ? dg_templates_render(t->p->templates, name, vars) : NULL;
@@ -213,7 +214,7 @@ int turns_mention_owed(dg_turns *t, const char *channel, const char *uid, int *y
  * wake message that is not queued after all (no user id, not a Discord
  * channel) ends the wait for it in next: nothing would ever end it. */
 int turns_queue_effects(dg_turns *t, turns_scope *r, const dg_rule_effects *fx,
-                  dg_turn_state *next, int64_t now, int *kick)
+                        dg_turn_state *next, int64_t now, int *kick)
 {
     TURNS_ASSERT_WRITER(t);
     turns_chan *c = r->chan;
