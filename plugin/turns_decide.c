@@ -178,7 +178,8 @@ int dg_turns_resolve_run(dg_turns *t, const dg_turn_session *s, const char *run_
 /*
  * Why a run is claimed, in the order a reason is told when several hold.
  * The claim is decided in steps (claim_classify), each of which may hold
- * the run back; the reason the host logs is claim_reasons[why].
+ * the run back; the reason the host logs is claim_reasons[why] (and a
+ * non-speaker's text that message_sending cancels is told the last two).
  */
 typedef enum claim_why {
     CLAIM_NO = 0,           /* not claimed: the run goes on */
@@ -510,8 +511,7 @@ static int send_fn(dg_turns *t, turns_sess *e, turns_scope *r, const dg_turn_ses
     snprintf(o->reason, o->reason_len,
              "dirigent: it is not %s's turn in channel %s (%s); %s", s->agent_id, c->id,
              dg_scope_label(&r->scope, label),
-             sp == DG_NOBODY ? "the conversation is resting until a new message"
-                             : "another agent holds the turn");
+             claim_reasons[sp == DG_NOBODY ? CLAIM_RESTING : CLAIM_NOT_SPEAKER]);
     return OC_OK;
 }
 
