@@ -6,8 +6,8 @@
  * NO_REPLY, a host's warning), matched by run id when the event or ctx has
  * one (runId, metadata.runId), else by session (turns_engine.h).
  * An event with isError: true (a host's own error or "no reply" notice, as
- * the host or its bridge marks it) is cancelled in every managed channel,
- * whoever sends it, the speaker included: it is never speech.
+ * the host or its bridge marks it) is judged by the turn engine's policy
+ * for error notices (dg_turns_check_error_notice).
  * Event: to, content, threadId?, metadata?, isError?. Ctx: the agent ctx, or
  * OpenClaw's gateway shape without agentId ({channelId: "discord",
  * accountId, conversationId: "channel:<c>", sessionKey}; the agent and
@@ -59,22 +59,14 @@ int dg_hook_message_sending(void *state, const json_t *event, const json_t *ctx,
     int cancel = 0;
     char reason[512];
     if (json_is_true(is_error)) {
-        int managed = 0;
-        int mrc = dg_turns_channel_managed(p->turns, &hs.s, &managed);
+        int mrc = dg_turns_check_error_notice(p->turns, &hs.s, "message_sending", "isError",
+                                              content, &cancel, reason, sizeof reason);
         if (mrc != OC_OK) {
             dg_log(p, OC_LOG_ERROR, "message_sending: no decision for %s in channel %s (%s)",
                    hs.s.agent_id, hs.s.channel_id, oc_status_name(mrc));
             return mrc;
         }
-        if (managed) {
-            const char *shown = content ? content : "";
-            int len = (int)dg_utf8_prefix(shown, 120);
-            dg_log(p, OC_LOG_INFO, "message_sending: error notice of %s in channel %s not "
-                   "delivered: \"%.*s%s\"", hs.s.agent_id, hs.s.channel_id, len, shown,
-                   shown[len] ? "..." : "");
-            snprintf(reason, sizeof reason, "dirigent: channel %s is managed by the turn "
-                     "manager; an error notice of the host (isError) is never posted there",
-                     hs.s.channel_id);
+        if (cancel) {
             *result = json_pack("{s:b, s:s}", "cancel", 1, "cancelReason", reason);
             return *result ? OC_OK : OC_ERR_NOMEM;
         }

@@ -3,12 +3,9 @@
  * payload of a claimed or swapped run (the host's fallback texts after a
  * claim, a no-reply run's NO_REPLY or warning), and every payload that
  * message_sending would cancel (a non-speaker's text in a managed scope, a
- * closed discussion channel). In a managed channel (two or more configured
- * agents, or a discussion channel) every error payload (payload.isError:
- * OpenClaw's own notices such as "Agent couldn't generate a response") is
- * cancelled too, whoever sends it -- the speaker included: an error
- * payload is never speech. Its text is logged at info (first 120
- * characters) so an operator still sees it.
+ * closed discussion channel). An error payload (payload.isError: OpenClaw's
+ * own notices such as "Agent couldn't generate a response") is judged by
+ * the turn engine's policy for error notices (dg_turns_check_error_notice).
  * Result {cancel: true, reason} or none.
  * Event: payload {text, isError?}, kind, channel?, sessionKey?, runId?.
  * Ctx (gateway shape): channelId ("discord"), accountId, conversationId
@@ -82,24 +79,15 @@ int dg_hook_reply_payload_sending(void *state, const json_t *event, const json_t
     int cancel = 0;
     char reason[512];
     if (json_is_true(is_error)) {
-        /* The host's own error notice: never speech, never in a managed
-         * channel, whoever's run it ends (the speaker's included). */
-        int managed = 0;
-        rc = dg_turns_channel_managed(p->turns, &hs.s, &managed);
+        rc = dg_turns_check_error_notice(p->turns, &hs.s, "reply_payload_sending",
+                                         "payload.isError", text, &cancel, reason,
+                                         sizeof reason);
         if (rc != OC_OK) {
             dg_log(p, OC_LOG_ERROR, "reply_payload_sending: no decision for %s in channel %s "
                    "(%s)", hs.s.agent_id, hs.s.channel_id, oc_status_name(rc));
             goto out;
         }
-        if (managed) {
-            const char *shown = text ? text : "";
-            int len = (int)dg_utf8_prefix(shown, 120);
-            dg_log(p, OC_LOG_INFO, "reply_payload_sending: error notice of %s in channel %s "
-                   "not delivered: \"%.*s%s\"", hs.s.agent_id, hs.s.channel_id, len, shown,
-                   shown[len] ? "..." : "");
-            snprintf(reason, sizeof reason, "dirigent: channel %s is managed by the turn "
-                     "manager; an error notice of the host (payload.isError) is never posted "
-                     "there", hs.s.channel_id);
+        if (cancel) {
             *result = json_pack("{s:b, s:s}", "cancel", 1, "reason", reason);
             rc = *result ? OC_OK : OC_ERR_NOMEM;
             goto out;

@@ -1,6 +1,5 @@
 /*
- * admin_sessions.h -- the owner commands of seed 000 per session scope
- * (issue 16): `!dirigent rotate` ends the sessions of the scope through the
+ * admin_sessions.h -- the owner commands per session scope: `!dirigent rotate` ends the sessions of the scope through the
  * host's session_reset, `!dirigent cancel` aborts the speaker's run in
  * flight through run_abort. Both host functions are ABI 1.1 and optional:
  * a host without them gets "not supported by this host" in the reply.

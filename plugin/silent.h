@@ -13,7 +13,7 @@
  *
  * A run's outcome also looks at its tool calls: a run that called tools
  * and said nothing (or only the token) acted -- it is NOT silent, so a
- * channel never falls dormant because an agent was busy (Dirigent bug 3).
+ * channel never falls dormant because an agent was busy.
  *
  * Pure functions; any thread.
  */

@@ -34,7 +34,7 @@ int dg_turn_view_load(dg_store *st, const dg_config *cfg, const dg_scope *sc, in
     int rc = dg_store_turns_channel_load(st, dg_scope_channel(sc), &row);
     if (rc != OC_OK && rc != OC_ERR_NOT_FOUND)
         return rc;
-    dg_turn_ctx x = {.n_members = (int)row.n_members, .mode = row.mode,
+    dg_rule_ctx x = {.n_members = (int)row.n_members, .mode = row.mode,
                      .initiator = DG_NOBODY,
                      .timeout_ms = cfg ? (int64_t)cfg->turn_timeout_sec * 1000 : 0,
                      .max_agent_msgs = cfg ? cfg->turn_max_agent_messages : 0};
@@ -62,10 +62,10 @@ int dg_turn_view_load(dg_store *st, const dg_config *cfg, const dg_scope *sc, in
         return rc;
     } else
         out->has_state = 1;
-    dg_turn_expire(&out->state, &x, now_ms, NULL);
+    dg_rule_expire(&out->state, &x, now_ms, NULL);
     /* A closed channel keeps the state it had, but nobody speaks there. */
     out->speaker = out->mode != DG_MODE_CLOSED && out->state.active
-                       ? dg_turn_speaker(&out->state, &x) : DG_NOBODY;
+                       ? dg_rule_speaker(&out->state, &x) : DG_NOBODY;
     out->condition = out->mode == DG_MODE_CLOSED ? "closed"
                    : out->state.active ? "speaking"
                    : out->state.rested ? "resting" : "dormant";

@@ -1,7 +1,7 @@
 /*
- * turns.c -- the turn manager's pure logic (rules in turns.h and issue 4).
+ * turns.c -- the turn manager's pure logic (rules in turns.h).
  *
- * Everything here works on a dg_turn_state and a dg_turn_ctx passed in; no
+ * Everything here works on a dg_turn_state and a dg_rule_ctx passed in; no
  * I/O, no locks, no clock. The engine (turns_engine.c) loads, calls, saves.
  */
 #include "turns.h"
@@ -45,14 +45,14 @@ int dg_turn_state_same(const dg_turn_state *a, const dg_turn_state *b)
            a->last_change_ms == b->last_change_ms;
 }
 
-void dg_turn_effects_init(dg_turn_effects *fx)
+void dg_rule_effects_init(dg_rule_effects *fx)
 {
     fx->handoff_to = DG_NOBODY;
     fx->rest_notice = 0;
     fx->idle_reminder = 0;
 }
 
-static uint64_t all_members(const dg_turn_ctx *c)
+static uint64_t all_members(const dg_rule_ctx *c)
 {
     if (c->n_members <= 0)
         return 0;
@@ -61,7 +61,7 @@ static uint64_t all_members(const dg_turn_ctx *c)
     return BIT(c->n_members) - 1;
 }
 
-static int valid_pos(const dg_turn_ctx *c, int pos)
+static int valid_pos(const dg_rule_ctx *c, int pos)
 {
     return pos >= 0 && pos < c->n_members && pos < DG_TURN_MAX_MEMBERS;
 }
@@ -71,14 +71,14 @@ static int popcount64(uint64_t m)
     return __builtin_popcountll(m);
 }
 
-int dg_turn_managed(const dg_turn_ctx *c)
+int dg_rule_managed(const dg_rule_ctx *c)
 {
     return c->mode != DG_MODE_CLOSED && popcount64(c->present & all_members(c)) >= 2;
 }
 
 /* Who may take the next turn: configured members that have not passed in
  * this cycle, restricted to the mentioned ones while a mention is open. */
-static uint64_t eligible(const dg_turn_state *s, const dg_turn_ctx *c)
+static uint64_t eligible(const dg_turn_state *s, const dg_rule_ctx *c)
 {
     uint64_t m = c->present & all_members(c) & ~s->silent;
     /* A mention none of whose agents is left in the order (they left it
@@ -90,7 +90,7 @@ static uint64_t eligible(const dg_turn_state *s, const dg_turn_ctx *c)
 
 /* First member of mask after anchor in cyclic order (anchor itself last);
  * from the start when anchor is DG_NOBODY. */
-static int next_after(int anchor, uint64_t mask, const dg_turn_ctx *c)
+static int next_after(int anchor, uint64_t mask, const dg_rule_ctx *c)
 {
     int n = c->n_members < DG_TURN_MAX_MEMBERS ? c->n_members : DG_TURN_MAX_MEMBERS;
     if (n <= 0 || !mask)
@@ -104,7 +104,7 @@ static int next_after(int anchor, uint64_t mask, const dg_turn_ctx *c)
     return DG_NOBODY;
 }
 
-int dg_turn_speaker(const dg_turn_state *s, const dg_turn_ctx *c)
+int dg_rule_speaker(const dg_turn_state *s, const dg_rule_ctx *c)
 {
     if (!s->active)
         return DG_NOBODY;
@@ -116,9 +116,9 @@ int dg_turn_speaker(const dg_turn_state *s, const dg_turn_ctx *c)
 /* Pin the speaker once the order is long enough to be managed; while it is
  * not, leave it derived so an agent that shows up next takes the turn
  * instead of the one that just spoke. */
-static void pin_speaker(dg_turn_state *s, const dg_turn_ctx *c)
+static void pin_speaker(dg_turn_state *s, const dg_rule_ctx *c)
 {
-    s->speaker = dg_turn_managed(c) ? next_after(s->anchor, eligible(s, c), c) : DG_NOBODY;
+    s->speaker = dg_rule_managed(c) ? next_after(s->anchor, eligible(s, c), c) : DG_NOBODY;
 }
 
 static void go_dormant(dg_turn_state *s)
@@ -132,26 +132,26 @@ static void go_dormant(dg_turn_state *s)
 /* pos was just granted the turn with a moderator message that wakes it:
  * it awaits that message (turns.h "Awaiting the wake message"). Armed even
  * on read-only copies: they foresee what the real change will queue. */
-static void arm_wait(dg_turn_state *s, const dg_turn_ctx *c, int pos)
+static void arm_wait(dg_turn_state *s, const dg_rule_ctx *c, int pos)
 {
     s->awaiting = c->wake_tracking && valid_pos(c, pos) && s->active &&
-                  dg_turn_speaker(s, c) == pos ? BIT(pos) : 0;
+                  dg_rule_speaker(s, c) == pos ? BIT(pos) : 0;
 }
 
 /* The invariant: awaiting is empty or the current speaker's bit. A wait
  * ends when the turn moves on or the scope sleeps. */
-static void settle_wait(dg_turn_state *s, const dg_turn_ctx *c)
+static void settle_wait(dg_turn_state *s, const dg_rule_ctx *c)
 {
     if (!s->awaiting)
         return;
-    int sp = s->active ? dg_turn_speaker(s, c) : DG_NOBODY;
+    int sp = s->active ? dg_rule_speaker(s, c) : DG_NOBODY;
     if (sp == DG_NOBODY || s->awaiting != BIT(sp))
         s->awaiting = 0;
 }
 
 /* Loop guard: one more agent message (or tool-only turn). Returns 1 when
  * the scope is now at rest. */
-static int count_agent_message(dg_turn_state *s, const dg_turn_ctx *c, dg_turn_effects *fx)
+static int count_agent_message(dg_turn_state *s, const dg_rule_ctx *c, dg_rule_effects *fx)
 {
     s->agent_msgs++;
     if (c->max_agent_msgs <= 0 || s->agent_msgs < c->max_agent_msgs)
@@ -166,8 +166,8 @@ static int count_agent_message(dg_turn_state *s, const dg_turn_ctx *c, dg_turn_e
 }
 
 /* The turn passes on from `from`, which finished with outcome o at `when`. */
-static void advance(dg_turn_state *s, const dg_turn_ctx *c, int from, dg_run_outcome o,
-                    int64_t when, dg_turn_effects *fx)
+static void advance(dg_turn_state *s, const dg_rule_ctx *c, int from, dg_run_outcome o,
+                    int64_t when, dg_rule_effects *fx)
 {
     if (o == DG_RUN_SILENT)
         s->silent |= BIT(from);
@@ -217,7 +217,7 @@ static void advance(dg_turn_state *s, const dg_turn_ctx *c, int from, dg_run_out
     /* Nothing new will be posted: an agent that already consumed the latest
      * message silently would never be woken, so the moderator mentions it.
      * At most one pending hand-off per scope. */
-    int sp = dg_turn_speaker(s, c);
+    int sp = dg_rule_speaker(s, c);
     if (sp != DG_NOBODY && (s->consumed & BIT(sp))) {
         if (s->handoff != sp) {
             s->handoff = sp;
@@ -230,8 +230,8 @@ static void advance(dg_turn_state *s, const dg_turn_ctx *c, int from, dg_run_out
     }
 }
 
-static void expire_impl(dg_turn_state *s, const dg_turn_ctx *c, int64_t now_ms,
-                        dg_turn_effects *fx)
+static void expire_impl(dg_turn_state *s, const dg_rule_ctx *c, int64_t now_ms,
+                        dg_rule_effects *fx)
 {
     /* Each round passes one speaker or ends the cycle: bounded. */
     for (int guard = 0; guard < 2 * DG_TURN_MAX_MEMBERS + 4; guard++) {
@@ -239,7 +239,7 @@ static void expire_impl(dg_turn_state *s, const dg_turn_ctx *c, int64_t now_ms,
             return;
         if (now_ms - s->last_change_ms < c->timeout_ms)
             return;
-        int sp = dg_turn_speaker(s, c);
+        int sp = dg_rule_speaker(s, c);
         if (sp == DG_NOBODY) {
             go_dormant(s);
             return;
@@ -248,22 +248,22 @@ static void expire_impl(dg_turn_state *s, const dg_turn_ctx *c, int64_t now_ms,
     }
 }
 
-void dg_turn_expire(dg_turn_state *s, const dg_turn_ctx *c, int64_t now_ms, dg_turn_effects *fx)
+void dg_rule_expire(dg_turn_state *s, const dg_rule_ctx *c, int64_t now_ms, dg_rule_effects *fx)
 {
     expire_impl(s, c, now_ms, fx);
     settle_wait(s, c);
 }
 
-static void on_message_impl(dg_turn_state *s, const dg_turn_ctx *c, dg_sender_kind kind,
+static void on_message_impl(dg_turn_state *s, const dg_rule_ctx *c, dg_sender_kind kind,
                             int sender_pos, uint64_t mentions, int64_t now_ms,
-                            dg_turn_effects *fx)
+                            dg_rule_effects *fx)
 {
     if (c->mode == DG_MODE_CLOSED)
         return; /* nothing in a closed channel ever wakes a turn */
     if (kind == DG_SENDER_HANDOFF)
         return;
     if (kind == DG_SENDER_MODERATOR) {
-        /* Never speech, never wakes (Dirigent bug 5). Only a human lifts a
+        /* Never speech, never wakes. Only a human lifts a
          * rest; hand-offs (above) never count, so they cannot hide a loop;
          * nor does the idle reminder the scope just owed (idle_reminded and
          * no real message since): it was caused by the bots themselves. */
@@ -271,7 +271,7 @@ static void on_message_impl(dg_turn_state *s, const dg_turn_ctx *c, dg_sender_ki
             s->agent_msgs = 0;
         return;
     }
-    dg_turn_expire(s, c, now_ms, fx);
+    dg_rule_expire(s, c, now_ms, fx);
 
     /* Any real message: a new latest message, a new cycle. Its author has
      * seen it (a host never runs an agent for its own message): when the
@@ -296,7 +296,7 @@ static void on_message_impl(dg_turn_state *s, const dg_turn_ctx *c, dg_sender_ki
             s->anchor = DG_NOBODY;
             s->active = 1;
             s->speaker = next_after(DG_NOBODY, m, c);
-            if (!dg_turn_managed(c))
+            if (!dg_rule_managed(c))
                 s->speaker = DG_NOBODY;
             s->last_change_ms = now_ms;
             return;
@@ -326,7 +326,7 @@ static void on_message_impl(dg_turn_state *s, const dg_turn_ctx *c, dg_sender_ki
             if (!(s->mention & ~s->mention_done & c->present))
                 s->mention = s->mention_done = 0;
         }
-        int holds_turn = was_active && dg_turn_speaker(s, c) == sender_pos;
+        int holds_turn = was_active && dg_rule_speaker(s, c) == sender_pos;
         if (was_active && (owed || !holds_turn))
             return; /* old news (or a message that should not have gone out) */
         if (holds_turn) {
@@ -338,7 +338,7 @@ static void on_message_impl(dg_turn_state *s, const dg_turn_ctx *c, dg_sender_ki
         s->anchor = sender_pos; /* an agent sender: the next agent speaks */
         s->active = 1;
         pin_speaker(s, c);
-        if (dg_turn_speaker(s, c) == DG_NOBODY)
+        if (dg_rule_speaker(s, c) == DG_NOBODY)
             go_dormant(s);
         s->last_change_ms = now_ms;
         return;
@@ -353,14 +353,14 @@ static void on_message_impl(dg_turn_state *s, const dg_turn_ctx *c, dg_sender_ki
     }
 }
 
-void dg_turn_member_gone(dg_turn_state *s, const dg_turn_ctx *c, int pos, int64_t now_ms,
-                         dg_turn_effects *fx)
+void dg_rule_member_gone(dg_turn_state *s, const dg_rule_ctx *c, int pos, int64_t now_ms,
+                         dg_rule_effects *fx)
 {
     if (!valid_pos(c, pos))
         return;
     uint64_t b = BIT(pos);
-    int was_speaking = s->active && dg_turn_speaker(s, c) == pos;
-    dg_turn_ctx after = *c;
+    int was_speaking = s->active && dg_rule_speaker(s, c) == pos;
+    dg_rule_ctx after = *c;
     after.present &= ~b;
     s->silent &= ~b;
     s->consumed &= ~b;
@@ -390,7 +390,7 @@ void dg_turn_member_gone(dg_turn_state *s, const dg_turn_ctx *c, int pos, int64_
     pin_speaker(s, &after);
     /* Nothing new will be posted: a next speaker that already consumed the
      * latest message is woken by the moderator, as after a pass. */
-    int sp = dg_turn_speaker(s, &after);
+    int sp = dg_rule_speaker(s, &after);
     if (sp != DG_NOBODY && (s->consumed & BIT(sp))) {
         s->handoff = sp;
         if (fx)
@@ -400,15 +400,15 @@ void dg_turn_member_gone(dg_turn_state *s, const dg_turn_ctx *c, int pos, int64_
     settle_wait(s, &after);
 }
 
-void dg_turn_on_message(dg_turn_state *s, const dg_turn_ctx *c, dg_sender_kind kind,
-                        int sender_pos, uint64_t mentions, int64_t now_ms, dg_turn_effects *fx)
+void dg_rule_on_message(dg_turn_state *s, const dg_rule_ctx *c, dg_sender_kind kind,
+                        int sender_pos, uint64_t mentions, int64_t now_ms, dg_rule_effects *fx)
 {
     on_message_impl(s, c, kind, sender_pos, mentions, now_ms, fx);
     settle_wait(s, c);
 }
 
-static void on_run_end_impl(dg_turn_state *s, const dg_turn_ctx *c, int pos, dg_run_outcome o,
-                            int saw_latest, int granted, int64_t now_ms, dg_turn_effects *fx)
+static void on_run_end_impl(dg_turn_state *s, const dg_rule_ctx *c, int pos, dg_run_outcome o,
+                            int saw_latest, int granted, int64_t now_ms, dg_rule_effects *fx)
 {
     if (!valid_pos(c, pos))
         return;
@@ -418,8 +418,8 @@ static void on_run_end_impl(dg_turn_state *s, const dg_turn_ctx *c, int pos, dg_
         s->handoff = DG_NOBODY; /* the mention did its job */
     if (c->mode == DG_MODE_CLOSED)
         return;
-    dg_turn_expire(s, c, now_ms, fx);
-    if (!s->active || dg_turn_speaker(s, c) != pos)
+    dg_rule_expire(s, c, now_ms, fx);
+    if (!s->active || dg_rule_speaker(s, c) != pos)
         return; /* not its turn (any more): nothing moves */
     if (granted == 0) {
         /* The turn reached pos while a swapped run of it was going: that
@@ -446,23 +446,23 @@ static void on_run_end_impl(dg_turn_state *s, const dg_turn_ctx *c, int pos, dg_
     advance(s, c, pos, o, now_ms, fx);
 }
 
-void dg_turn_on_run_end(dg_turn_state *s, const dg_turn_ctx *c, int pos, dg_run_outcome o,
-                        int saw_latest, int granted, int64_t now_ms, dg_turn_effects *fx)
+void dg_rule_on_run_end(dg_turn_state *s, const dg_rule_ctx *c, int pos, dg_run_outcome o,
+                        int saw_latest, int granted, int64_t now_ms, dg_rule_effects *fx)
 {
     on_run_end_impl(s, c, pos, o, saw_latest, granted, now_ms, fx);
     settle_wait(s, c);
 }
 
-int dg_turn_awaiting_wake(const dg_turn_state *s, const dg_turn_ctx *c, int pos, int64_t now_ms)
+int dg_rule_awaiting_wake(const dg_turn_state *s, const dg_rule_ctx *c, int pos, int64_t now_ms)
 {
-    if (!s->awaiting || !valid_pos(c, pos) || !dg_turn_managed(c))
+    if (!s->awaiting || !valid_pos(c, pos) || !dg_rule_managed(c))
         return 0;
     dg_turn_state t = *s;
-    dg_turn_expire(&t, c, now_ms, NULL); /* settles: a moved turn ends the wait */
+    dg_rule_expire(&t, c, now_ms, NULL); /* settles: a moved turn ends the wait */
     return (t.awaiting & BIT(pos)) != 0;
 }
 
-int dg_turn_wake_delivered(dg_turn_state *s, int pos)
+int dg_rule_wake_delivered(dg_turn_state *s, int pos)
 {
     if (pos < 0 || pos >= DG_TURN_MAX_MEMBERS || !(s->awaiting & BIT(pos)))
         return 0;
@@ -470,36 +470,36 @@ int dg_turn_wake_delivered(dg_turn_state *s, int pos)
     return 1;
 }
 
-int dg_turn_await_wake(dg_turn_state *s, const dg_turn_ctx *c, int pos)
+int dg_rule_await_wake(dg_turn_state *s, const dg_rule_ctx *c, int pos)
 {
     arm_wait(s, c, pos);
     return s->awaiting != 0;
 }
 
-int dg_turn_needs_override(const dg_turn_state *s, const dg_turn_ctx *c, int pos, int64_t now_ms)
+int dg_rule_needs_override(const dg_turn_state *s, const dg_rule_ctx *c, int pos, int64_t now_ms)
 {
     if (c->mode == DG_MODE_CLOSED)
         return 1;
-    if (!dg_turn_managed(c))
+    if (!dg_rule_managed(c))
         return 0;
     dg_turn_state t = *s;
-    dg_turn_expire(&t, c, now_ms, NULL);
+    dg_rule_expire(&t, c, now_ms, NULL);
     if (!t.active)
         return 1;
-    return pos == DG_NOBODY || dg_turn_speaker(&t, c) != pos;
+    return pos == DG_NOBODY || dg_rule_speaker(&t, c) != pos;
 }
 
-int dg_turn_may_send(const dg_turn_state *s, const dg_turn_ctx *c, int pos, int64_t now_ms)
+int dg_rule_may_send(const dg_turn_state *s, const dg_rule_ctx *c, int pos, int64_t now_ms)
 {
     if (c->mode == DG_MODE_CLOSED)
         return 0;
-    if (!dg_turn_managed(c))
+    if (!dg_rule_managed(c))
         return 1;
     if (pos == DG_NOBODY)
         return 0;
     dg_turn_state t = *s;
-    dg_turn_expire(&t, c, now_ms, NULL);
-    if (dg_turn_speaker(&t, c) == pos)
+    dg_rule_expire(&t, c, now_ms, NULL);
+    if (dg_rule_speaker(&t, c) == pos)
         return 1;
     if (s->permit == pos && (c->timeout_ms <= 0 || now_ms - s->permit_ms <= c->timeout_ms))
         return 1;
@@ -657,7 +657,7 @@ int dg_admin_arg(const char *content, char *buf, size_t len)
     return 1;
 }
 
-void dg_turn_admin_rest(dg_turn_state *s, int64_t now_ms)
+void dg_rule_admin_rest(dg_turn_state *s, int64_t now_ms)
 {
     go_dormant(s);
     s->permit = DG_NOBODY; /* the speaker's message still to come is cancelled */
@@ -665,7 +665,7 @@ void dg_turn_admin_rest(dg_turn_state *s, int64_t now_ms)
     s->last_change_ms = now_ms;
 }
 
-int dg_turn_admin_wake(dg_turn_state *s, const dg_turn_ctx *c, int pos, int64_t now_ms)
+int dg_rule_admin_wake(dg_turn_state *s, const dg_rule_ctx *c, int pos, int64_t now_ms)
 {
     if (!valid_pos(c, pos) || !(c->present & BIT(pos)))
         return -1;
@@ -683,14 +683,14 @@ int dg_turn_admin_wake(dg_turn_state *s, const dg_turn_ctx *c, int pos, int64_t 
     return 0;
 }
 
-int dg_turn_admin_skip(dg_turn_state *s, const dg_turn_ctx *c, int64_t now_ms,
-                       dg_turn_effects *fx)
+int dg_rule_admin_skip(dg_turn_state *s, const dg_rule_ctx *c, int64_t now_ms,
+                       dg_rule_effects *fx)
 {
-    int sp = dg_turn_speaker(s, c);
+    int sp = dg_rule_speaker(s, c);
     if (sp == DG_NOBODY)
         return DG_NOBODY;
     advance(s, c, sp, DG_RUN_SILENT, now_ms, fx);
-    int next = dg_turn_speaker(s, c);
+    int next = dg_rule_speaker(s, c);
     if (s->active && next != DG_NOBODY && !fx->idle_reminder) {
         /* Unlike a timeout, always mention it: an admin asked for the move
          * and the next agent may not run on its own. */

@@ -1,7 +1,7 @@
 /*
  * turns.h -- the turn manager: one speaker at a time per session scope.
  *
- * Semantics: shared/reference/dirigent.md (turn manager) and issue 4.
+ * Semantics: shared/reference/dirigent.md (turn manager).
  * State per scope (see scope.h): the turn order (agents of `agents` seen in
  * the channel, in first-seen order; humans and the moderator never), the
  * current speaker or dormant, the agents silent in this cycle, the agent
@@ -10,7 +10,7 @@
  * and the member list the turn order is made of.
  *
  * Layers:
- *   - pure logic over plain structs (dg_turn_state + dg_turn_ctx): the
+ *   - pure logic over plain structs (dg_turn_state + dg_rule_ctx): the
  *     functions below named dg_turn_*; no I/O, no clock of their own (the
  *     caller passes now_ms, from dg_now_ms(p) in the plugin);
  *   - the engine (dg_turns): store transactions, an in-memory mirror of the
@@ -47,7 +47,7 @@ const char *dg_channel_mode_name(dg_channel_mode m);
  * What the logic knows of a scope's channel. Positions index the channel's
  * member list (first-seen order, stable: members are only appended).
  */
-typedef struct dg_turn_ctx {
+typedef struct dg_rule_ctx {
     int n_members;
     uint64_t present;        /* members that are still configured agents */
     dg_channel_mode mode;
@@ -57,7 +57,7 @@ typedef struct dg_turn_ctx {
     int wake_tracking;       /* the host reports message_received per agent
                                 session: a speaker woken by a moderator message
                                 awaits it (dg_turn_state.awaiting) */
-} dg_turn_ctx;
+} dg_rule_ctx;
 
 /*
  * The turn state of one scope. Plain data: the store saves and loads it
@@ -99,13 +99,13 @@ void dg_turn_state_init(dg_turn_state *s);
 int dg_turn_state_same(const dg_turn_state *a, const dg_turn_state *b);
 
 /* Moderator messages owed by a change (the engine queues them). */
-typedef struct dg_turn_effects {
+typedef struct dg_rule_effects {
     int handoff_to;          /* bare mention of this member, or DG_NOBODY */
     int rest_notice;         /* the loop guard put the scope to rest */
     int idle_reminder;       /* discussion idle: remind the initiator */
-} dg_turn_effects;
+} dg_rule_effects;
 
-void dg_turn_effects_init(dg_turn_effects *fx);
+void dg_rule_effects_init(dg_rule_effects *fx);
 
 typedef enum dg_sender_kind {
     DG_SENDER_HUMAN = 0,
@@ -119,24 +119,24 @@ typedef enum dg_sender_kind {
 } dg_sender_kind;
 
 /* 1 when the scope is managed: 2+ configured members and not closed. */
-int dg_turn_managed(const dg_turn_ctx *c);
+int dg_rule_managed(const dg_rule_ctx *c);
 
 /* Effective speaker (position) as the state stands, DG_NOBODY when dormant
  * or nobody is eligible. Does not apply timeouts. */
-int dg_turn_speaker(const dg_turn_state *s, const dg_turn_ctx *c);
+int dg_rule_speaker(const dg_turn_state *s, const dg_rule_ctx *c);
 
 /*
  * Apply turn.timeoutSec up to now: a speaker that has not finished within
  * the timeout loses the turn (counted as a pass), possibly several times.
  * fx may be NULL (read-only callers work on a copy).
  */
-void dg_turn_expire(dg_turn_state *s, const dg_turn_ctx *c, int64_t now_ms,
-                    dg_turn_effects *fx);
+void dg_rule_expire(dg_turn_state *s, const dg_rule_ctx *c, int64_t now_ms,
+                    dg_rule_effects *fx);
 
 /*
  * A new message in the scope (after dedup). sender_pos: the member position
  * of an agent sender (DG_SENDER_AGENT), else DG_NOBODY. mentions: members a
- * human @mentioned. Wake rules of issue 4; the moderator changes nothing.
+ * human @mentioned. Wake rules; the moderator changes nothing.
  * Any real message resets the cycle (silent set) and wakes a dormant
  * scope: a sender outside the order -> the first agent; an agent -> the
  * agent after it. In an awake scope the turn only moves when the agent
@@ -145,9 +145,9 @@ void dg_turn_expire(dg_turn_state *s, const dg_turn_ctx *c, int64_t now_ms,
  * must not pull the turn back), and a human keeps the current speaker
  * unless they @mention agents.
  */
-void dg_turn_on_message(dg_turn_state *s, const dg_turn_ctx *c, dg_sender_kind kind,
+void dg_rule_on_message(dg_turn_state *s, const dg_rule_ctx *c, dg_sender_kind kind,
                         int sender_pos, uint64_t mentions, int64_t now_ms,
-                        dg_turn_effects *fx);
+                        dg_rule_effects *fx);
 
 /*
  * Member pos leaves the order (c: the channel as it was, pos still
@@ -157,8 +157,8 @@ void dg_turn_on_message(dg_turn_state *s, const dg_turn_ctx *c, dg_sender_kind k
  * message), or the scope sleeps when nobody is eligible. The caller then
  * takes pos out of c->present.
  */
-void dg_turn_member_gone(dg_turn_state *s, const dg_turn_ctx *c, int pos, int64_t now_ms,
-                         dg_turn_effects *fx);
+void dg_rule_member_gone(dg_turn_state *s, const dg_rule_ctx *c, int pos, int64_t now_ms,
+                         dg_rule_effects *fx);
 
 /*
  * A run of member pos ended with outcome o. saw_latest: the run started
@@ -166,12 +166,12 @@ void dg_turn_member_gone(dg_turn_state *s, const dg_turn_ctx *c, int pos, int64_
  * granted: 1 the run was resolved with the turn (no override), 0 it was
  * swapped to the no-reply model, -1 unknown (e.g. resolved before a
  * restart; then holding the turn now counts). If pos holds the turn and
- * the run was granted, the turn advances now (Dirigent bug 2). A swapped
+ * the run was granted, the turn advances now (not at its message). A swapped
  * run's forced NO_REPLY is never a pass: if the turn reached pos while it
  * ran, pos is woken with a hand-off instead.
  */
-void dg_turn_on_run_end(dg_turn_state *s, const dg_turn_ctx *c, int pos, dg_run_outcome o,
-                        int saw_latest, int granted, int64_t now_ms, dg_turn_effects *fx);
+void dg_rule_on_run_end(dg_turn_state *s, const dg_rule_ctx *c, int pos, dg_run_outcome o,
+                        int saw_latest, int granted, int64_t now_ms, dg_rule_effects *fx);
 
 /*
  * Decision of before_model_resolve for member pos (DG_NOBODY: an agent not
@@ -179,7 +179,7 @@ void dg_turn_on_run_end(dg_turn_state *s, const dg_turn_ctx *c, int pos, dg_run_
  * always 1; unmanaged scopes 0; else 1 unless pos is the speaker. Pure:
  * timeouts are applied to a copy.
  */
-int dg_turn_needs_override(const dg_turn_state *s, const dg_turn_ctx *c, int pos,
+int dg_rule_needs_override(const dg_turn_state *s, const dg_rule_ctx *c, int pos,
                            int64_t now_ms);
 
 /*
@@ -188,36 +188,36 @@ int dg_turn_needs_override(const dg_turn_state *s, const dg_turn_ctx *c, int pos
  * ended (agent_end comes before the message is sent), for timeout_ms after
  * it ended. Closed channels: never. Unmanaged scopes: always.
  */
-int dg_turn_may_send(const dg_turn_state *s, const dg_turn_ctx *c, int pos, int64_t now_ms);
+int dg_rule_may_send(const dg_turn_state *s, const dg_rule_ctx *c, int pos, int64_t now_ms);
 
 /*
- * Awaiting the wake message (Dirigent issue 13, bug 1). OpenClaw queues a
+ * Awaiting the wake message. OpenClaw queues a
  * message that arrives while a session's run is still active and starts a
  * run for it LATE, possibly after the turn reached that agent; such a stale
  * run must not be taken as the agent's answer to the message that gave it
  * the turn. So when a change grants the turn to an agent together with a
  * moderator message meant to wake it (and c->wake_tracking is set), the
  * agent is recorded in s->awaiting. While it is, the agent's runs are held
- * back with no effect on the turn (dg_turn_awaiting_wake). The wait ends
+ * back with no effect on the turn (dg_rule_awaiting_wake). The wait ends
  * when a moderator message reaches that agent's session
- * (dg_turn_wake_delivered), on a human message, and whenever the turn
+ * (dg_rule_wake_delivered), on a human message, and whenever the turn
  * moves on or the scope sleeps (every function here keeps the invariant:
  * awaiting is empty or the current speaker's bit).
  */
 
 /* 1 when pos is the speaker and awaits its wake message at now (timeouts
  * applied to a copy). 0 in unmanaged or closed scopes. Pure. */
-int dg_turn_awaiting_wake(const dg_turn_state *s, const dg_turn_ctx *c, int pos,
+int dg_rule_awaiting_wake(const dg_turn_state *s, const dg_rule_ctx *c, int pos,
                           int64_t now_ms);
 
 /* A moderator message reached pos's session: its wait (if any) ends.
  * Returns 1 when pos was awaiting. */
-int dg_turn_wake_delivered(dg_turn_state *s, int pos);
+int dg_rule_wake_delivered(dg_turn_state *s, int pos);
 
 /* The turn was granted to pos with a wake message queued outside the
  * pure logic (a discussion's kickoff): pos awaits it when c->wake_tracking
  * is set and pos is the speaker now. Returns 1 when armed. */
-int dg_turn_await_wake(dg_turn_state *s, const dg_turn_ctx *c, int pos);
+int dg_rule_await_wake(dg_turn_state *s, const dg_rule_ctx *c, int pos);
 
 /* ---- Admin commands (config `admins`; the engine parses and replies) ---- */
 
@@ -283,19 +283,19 @@ int dg_admin_near_miss(const char *content, char *fix, size_t fix_len);
 
 /* `rest`: dormant now, with nothing pending (hand-off, open mention, the
  * finished speaker's send permit), so no reminder or timeout wakes it. */
-void dg_turn_admin_rest(dg_turn_state *s, int64_t now_ms);
+void dg_rule_admin_rest(dg_turn_state *s, int64_t now_ms);
 
 /* `wake`: member pos (configured) gets the turn now; cycle, open mention,
  * loop-guard counter and rest are cleared; the hand-off to pos is recorded
  * as pending (the caller's reply mentions it). 0, or -1 when pos is not a
  * configured member (nothing changed). */
-int dg_turn_admin_wake(dg_turn_state *s, const dg_turn_ctx *c, int pos, int64_t now_ms);
+int dg_rule_admin_wake(dg_turn_state *s, const dg_rule_ctx *c, int pos, int64_t now_ms);
 
 /* `skip`: the current speaker passes (as on a timeout) and the next one is
  * handed the turn with a mention (fx->handoff_to, also when it has not
  * consumed the latest message). Returns the skipped speaker, or DG_NOBODY
  * when there is none (dormant; nothing changed). */
-int dg_turn_admin_skip(dg_turn_state *s, const dg_turn_ctx *c, int64_t now_ms,
-                       dg_turn_effects *fx);
+int dg_rule_admin_skip(dg_turn_state *s, const dg_rule_ctx *c, int64_t now_ms,
+                       dg_rule_effects *fx);
 
 #endif

@@ -8,7 +8,7 @@
 
 /* ---- admin commands ------------------------------------------------------------- */
 
-int is_admin(const dg_config *cfg, const char *user_id)
+int turns_is_admin(const dg_config *cfg, const char *user_id)
 {
     for (size_t i = 0; i < cfg->n_admins; i++)
         if (strcmp(cfg->admins[i], user_id) == 0)
@@ -16,7 +16,7 @@ int is_admin(const dg_config *cfg, const char *user_id)
     return 0;
 }
 
-int is_admin_reply(const char *content)
+int turns_is_admin_reply(const char *content)
 {
     return content &&
            strncmp(content, DG_ADMIN_REPLY_PREFIX, sizeof DG_ADMIN_REPLY_PREFIX - 1) == 0;
@@ -51,33 +51,13 @@ static void reply_tpl(const dg_turns *t, reply_buf *r, const char *name, const d
 
 /* "a, b" of the members of c whose bit is set in mask, or `none`. 0 or
  * -1 when out of memory; out is freed by the caller. */
-static int member_list(const chan_rec *c, uint64_t mask, const char *none, dg_buf *out)
+static int member_list(const turns_chan *c, uint64_t mask, const char *none, dg_buf *out)
 {
     for (int i = 0; i < c->n; i++)
         if ((mask & ((uint64_t)1 << i)) &&
             ((out->len && dg_buf_adds(out, ", ")) || dg_buf_adds(out, c->members[i])))
             return -1;
     return out->len ? 0 : dg_buf_adds(out, none);
-}
-
-static const char *admin_cmd_name(dg_admin_cmd cmd)
-{
-    switch (cmd) {
-    case DG_ADMIN_STATUS: return "status";
-    case DG_ADMIN_REST: return "rest";
-    case DG_ADMIN_WAKE: return "wake";
-    case DG_ADMIN_SKIP: return "skip";
-    case DG_ADMIN_CLOSE: return "close";
-    case DG_ADMIN_ROTATE: return "rotate";
-    case DG_ADMIN_CANCEL: return "cancel";
-    case DG_ADMIN_HELP: return "help";
-    case DG_ADMIN_ORDER: return "order";
-    case DG_ADMIN_ADD: return "add";
-    case DG_ADMIN_REMOVE: return "remove";
-    case DG_ADMIN_UNKNOWN: return "(unknown)";
-    case DG_ADMIN_NONE: break;
-    }
-    return "none";
 }
 
 /* What standing means, for `!dirigent order`. Static strings. */
@@ -96,7 +76,7 @@ static const char *standing_label(dg_member_standing s)
 
 /* "a (why), b (why)" of c's members in the order (out = 0) or out of it
  * (out = 1), or `none`. 0 or -1 when out of memory. */
-static int order_list(const dg_turns *t, const chan_rec *c, int out, const char *none,
+static int order_list(const dg_turns *t, const turns_chan *c, int out, const char *none,
                       dg_buf *b)
 {
     for (int i = 0; i < c->n; i++) {
@@ -153,11 +133,11 @@ static const dg_agent_cfg *admin_target(const dg_turns *t, const dg_turn_message
 }
 
 /* `!dirigent order | add | remove` on scope r: the reply into b; a removal
- * changes r's state itself (member_leave). Writer held. */
-static int admin_members(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, scope_rec *r,
+ * changes r's state itself (turns_member_leave). Writer held. */
+static int admin_members(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, turns_scope *r,
                          int64_t now, const char *cause, int *kick, reply_buf *b)
 {
-    chan_rec *c = r->chan;
+    turns_chan *c = r->chan;
     int rc = OC_OK;
     const dg_agent_cfg *a = cmd == DG_ADMIN_ORDER ? NULL : admin_target(t, m);
     if (cmd != DG_ADMIN_ORDER && !a) {
@@ -168,16 +148,17 @@ static int admin_members(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd
     if (cmd == DG_ADMIN_ADD) {
         int pos;
         dg_member_standing was;
-        if ((rc = member_admit(t, c, a->agent_id, now, &pos, &was)))
+        if ((rc = turns_member_admit(t, c, a->agent_id, now, &pos, &was)))
             return rc;
         tpl = pos == DG_NOBODY ? "admin_member_unknown.md"
             : was < DG_MEMBER_LEFT ? "admin_add_already.md" : "admin_add.md";
     } else if (cmd == DG_ADMIN_REMOVE) {
-        int pos = member_pos(c, a->agent_id);
+        int pos = turns_member_pos(c, a->agent_id);
         if (pos == DG_NOBODY || c->standing[pos] >= DG_MEMBER_LEFT) {
             tpl = "admin_remove_not_member.md";
         } else {
-            if ((rc = member_leave(t, r, pos, DG_MEMBER_REMOVED, DG_NOBODY, now, cause, kick)))
+            if ((rc = turns_member_leave(t, r, pos, DG_MEMBER_REMOVED, DG_NOBODY, now, cause,
+                                         kick)))
                 return rc;
             tpl = "admin_remove.md";
         }
@@ -195,16 +176,16 @@ static int admin_members(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd
 }
 
 /* The status lines of scope r (state st, timeouts applied) into b. */
-static void admin_status(const dg_turns *t, const scope_rec *r, const dg_turn_state *st,
-                         const dg_turn_ctx *x, reply_buf *b)
+static void admin_status(const dg_turns *t, const turns_scope *r, const dg_turn_state *st,
+                         const dg_rule_ctx *x, reply_buf *b)
 {
-    const chan_rec *c = r->chan;
+    const turns_chan *c = r->chan;
     char label[DG_SCOPE_LABEL_MAX], msgs[24], max[24];
     dg_buf order = {0}, passed = {0};
     if (member_list(c, c->present, "none yet", &order) ||
         member_list(c, st->silent & c->present, "none", &passed))
         b->nomem = 1;
-    int sp = dg_turn_speaker(st, x);
+    int sp = dg_rule_speaker(st, x);
     snprintf(msgs, sizeof msgs, "%lld", (long long)st->agent_msgs);
     snprintf(max, sizeof max, "%ld", (long)t->p->cfg.turn_max_agent_messages);
     dg_tpl_vars v = {
@@ -232,14 +213,208 @@ static void admin_status(const dg_turns *t, const scope_rec *r, const dg_turn_st
     }
 }
 
-/*
- * Run admin command cmd of message m (already claimed by the dedup) on the
- * message's scope: under policy "thread" a top-level command acts on the
- * channel's latest top-level thread (what channel-level sessions follow)
- * and opens no thread of its own -- a command is not speech. The state
- * change and the reply commit together. Writer held.
- */
-int owner_reply(dg_turns *t, const owner_action *oa, int64_t now)
+/* One admin command under way: the message, its scope, the change the
+ * command stages (next, fx, changes) and the reply it builds. */
+typedef struct admin_run {
+    const dg_turn_message *m;
+    dg_admin_cmd cmd;
+    turns_chan *c;
+    turns_scope *r;
+    const char *post;            /* where the reply goes */
+    const char *cause;           /* why the state changed, for the operator's view */
+    int64_t now;
+    int *kick;
+    turns_owner_action *oa;
+    dg_rule_ctx x;
+    dg_rule_effects fx;
+    dg_turn_state next;          /* staged from r->st; saved when changes */
+    int changes;
+    reply_buf b;
+    const char *mention;         /* the reply wakes this user id, NULL: nobody */
+    int deferred;                /* host calls after the commit (oa): nothing posted now */
+} admin_run;
+
+/* One `!dirigent` subcommand: its reply into a->b and the change it
+ * stages. Writer held. OC_OK, or an error that rolls the message back. */
+typedef int (*admin_fn)(dg_turns *t, admin_run *a);
+
+/* Unknown subcommand: whatever the channel's mode, the typo is the news,
+ * not the state. */
+static int admin_unknown(dg_turns *t, admin_run *a)
+{
+    char word[33];
+    const char *near = dg_admin_suggest(a->m->content, word, sizeof word);
+    dg_tpl_vars v = {.command = word, .suggestion = near};
+    reply_tpl(t, &a->b, near ? "admin_unknown_suggest.md" : "admin_unknown.md", &v);
+    char *help = t->p->templates
+        ? dg_templates_render_trim(t->p->templates, "admin_help.md", &v) : NULL;
+    reply_add(&a->b, "\n");
+    reply_add(&a->b, help);
+    free(help);
+    return OC_OK;
+}
+
+static int admin_help(dg_turns *t, admin_run *a)
+{
+    reply_tpl(t, &a->b, "admin_help.md", NULL);
+    return OC_OK;
+}
+
+static int admin_status_cmd(dg_turns *t, admin_run *a)
+{
+    dg_turn_state view = a->r->st;
+    if (a->c->mode != DG_MODE_CLOSED)
+        dg_rule_expire(&view, &a->x, a->now, NULL); /* what a decision now would see */
+    admin_status(t, a->r, &view, &a->x, &a->b);
+    return OC_OK;
+}
+
+static int admin_members_cmd(dg_turns *t, admin_run *a)
+{
+    return admin_members(t, a->m, a->cmd, a->r, a->now, a->cause, a->kick, &a->b);
+}
+
+/* The discussion area closes the channel in this transaction; the
+ * channel's mirror reloads (closed) before its next use. */
+static int admin_close(dg_turns *t, admin_run *a)
+{
+    char path[1024], msg[768];
+    int has = dg_admin_arg(a->m->content, path, sizeof path), closed = 0;
+    if (has < 0) {
+        char max[24];
+        snprintf(max, sizeof max, "%zu", sizeof path - 1);
+        reply_tpl(t, &a->b, "admin_close_path_long.md", &(dg_tpl_vars){.maxBytes = max});
+        return OC_OK;
+    }
+    int rc = dg_discuss_admin_close_locked(t->p, a->c->id, has ? path : NULL, a->now, &closed,
+                                           msg, sizeof msg);
+    if (rc != OC_OK)
+        return rc;
+    reply_add(&a->b, DG_ADMIN_REPLY_PREFIX);
+    reply_add(&a->b, msg);
+    return OC_OK;
+}
+
+/* `rotate`, `cancel`: host calls after the commit (turns_owner_action);
+ * the turn state stays (an aborted run ends with agent_end like any
+ * other). */
+static int admin_owner(dg_turns *t, admin_run *a)
+{
+    (void)t;
+    dg_turn_state view = a->r->st;
+    dg_rule_expire(&view, &a->x, a->now, NULL);
+    int sp = view.active ? dg_rule_speaker(&view, &a->x) : DG_NOBODY;
+    turns_owner_action *oa = a->oa;
+    oa->cmd = a->cmd;
+    snprintf(oa->channel, sizeof oa->channel, "%s", a->c->id);
+    snprintf(oa->thread, sizeof oa->thread, "%s", a->m->thread_id ? a->m->thread_id : "");
+    snprintf(oa->post, sizeof oa->post, "%s", a->post);
+    snprintf(oa->speaker, sizeof oa->speaker, "%s", sp != DG_NOBODY ? a->c->members[sp] : "");
+    a->deferred = 1;
+    return OC_OK;
+}
+
+static int admin_rest(dg_turns *t, admin_run *a)
+{
+    dg_rule_expire(&a->next, &a->x, a->now, &a->fx);
+    a->fx.handoff_to = DG_NOBODY; /* nobody is woken into a resting scope */
+    dg_rule_admin_rest(&a->next, a->now);
+    a->changes = 1;
+    reply_tpl(t, &a->b, "admin_rest.md", NULL);
+    return OC_OK;
+}
+
+/* `wake`: the first present member the command mentions, else the first
+ * present member, gets the turn; the reply mentions it. */
+static int admin_wake(dg_turns *t, admin_run *a)
+{
+    const turns_chan *c = a->c;
+    int pos = DG_NOBODY;
+    for (size_t i = 0; pos == DG_NOBODY && i < a->m->n_mentions; i++) {
+        const dg_agent_cfg *ag = dg_config_agent_by_user(&t->p->cfg, a->m->mentions[i]);
+        int mp = ag ? turns_member_pos(c, ag->agent_id) : DG_NOBODY;
+        if (mp != DG_NOBODY && (c->present & ((uint64_t)1 << mp)))
+            pos = mp;
+    }
+    for (int i = 0; pos == DG_NOBODY && i < c->n; i++)
+        if (c->present & ((uint64_t)1 << i))
+            pos = i;
+    if (pos == DG_NOBODY || dg_rule_admin_wake(&a->next, &a->x, pos, a->now) != 0) {
+        reply_tpl(t, &a->b, "admin_wake_nobody.md", NULL);
+        return OC_OK;
+    }
+    a->changes = 1;
+    a->mention = turns_user_of(t, c, pos);
+    char at[96];
+    snprintf(at, sizeof at, "<@%s>", a->mention ? a->mention : "?");
+    reply_tpl(t, &a->b, "admin_wake.md", &(dg_tpl_vars){.agentMention = at});
+    return OC_OK;
+}
+
+/* `skip`: the speaker passes; the reply is the hand-off to the next one
+ * (or says the initiator is reminded, or that the scope sleeps). */
+static int admin_skip(dg_turns *t, admin_run *a)
+{
+    dg_rule_expire(&a->next, &a->x, a->now, &a->fx);
+    a->fx.handoff_to = DG_NOBODY; /* that speaker is skipped now */
+    int sp = dg_rule_admin_skip(&a->next, &a->x, a->now, &a->fx);
+    if (sp == DG_NOBODY) {
+        reply_tpl(t, &a->b, "admin_skip_nobody.md", NULL);
+        return OC_OK;
+    }
+    a->changes = 1;
+    int to = a->fx.handoff_to;
+    a->fx.handoff_to = DG_NOBODY; /* the reply is the hand-off */
+    a->mention = to != DG_NOBODY ? turns_user_of(t, a->c, to) : NULL;
+    char at[96];
+    snprintf(at, sizeof at, "<@%s>", a->mention ? a->mention : "");
+    dg_tpl_vars v = {.skippedAgent = a->c->members[sp], .agentMention = at};
+    reply_tpl(t, &a->b, a->mention ? "admin_skip.md" : a->fx.idle_reminder
+                        ? "admin_skip_initiator.md" : "admin_skip_dormant.md", &v);
+    return OC_OK;
+}
+
+/* The subcommands: name (for logs and the operator's view), whether it
+ * also runs in a closed channel (the others get admin_closed.md there),
+ * and the function that runs it. */
+static const struct admin_command {
+    dg_admin_cmd cmd;
+    const char *name;
+    int when_closed;
+    admin_fn run;
+} admin_commands[] = {
+    {DG_ADMIN_UNKNOWN, "(unknown)", 1, admin_unknown},
+    {DG_ADMIN_STATUS, "status", 1, admin_status_cmd},
+    {DG_ADMIN_HELP, "help", 0, admin_help},
+    {DG_ADMIN_ORDER, "order", 0, admin_members_cmd},
+    {DG_ADMIN_ADD, "add", 0, admin_members_cmd},
+    {DG_ADMIN_REMOVE, "remove", 0, admin_members_cmd},
+    {DG_ADMIN_CLOSE, "close", 0, admin_close},
+    {DG_ADMIN_ROTATE, "rotate", 0, admin_owner},
+    {DG_ADMIN_CANCEL, "cancel", 0, admin_owner},
+    {DG_ADMIN_REST, "rest", 0, admin_rest},
+    {DG_ADMIN_WAKE, "wake", 0, admin_wake},
+    {DG_ADMIN_SKIP, "skip", 0, admin_skip},
+};
+
+/* cmd's entry of admin_commands, NULL for DG_ADMIN_NONE. */
+static const struct admin_command *admin_command(dg_admin_cmd cmd)
+{
+    for (size_t i = 0; i < sizeof admin_commands / sizeof *admin_commands; i++)
+        if (admin_commands[i].cmd == cmd)
+            return &admin_commands[i];
+    return NULL;
+}
+
+static const char *admin_cmd_name(dg_admin_cmd cmd)
+{
+    const struct admin_command *ac = admin_command(cmd);
+    return ac ? ac->name : "none";
+}
+
+/* The host calls of oa (no lock held), then their reply in its own
+ * transaction (turns_int.h). */
+int turns_owner_reply(dg_turns *t, const turns_owner_action *oa, int64_t now)
 {
     char msg[512], text[600];
     const char *thread = oa->thread[0] ? oa->thread : NULL;
@@ -249,11 +424,11 @@ int owner_reply(dg_turns *t, const owner_action *oa, int64_t now)
         dg_admin_cancel(t->p, oa->channel, thread, oa->speaker[0] ? oa->speaker : NULL, msg,
                         sizeof msg);
     snprintf(text, sizeof text, DG_ADMIN_REPLY_PREFIX "%s", msg);
-    if (txn_begin(t) != OC_OK)
+    if (turns_txn_begin(t) != OC_OK)
         return OC_ERR_IO;
     int queued = 0;
-    int rc = enqueue(t, oa->post, text, NULL, now, &queued);
-    rc = finish(t, rc);
+    int rc = turns_enqueue(t, oa->post, text, NULL, now, &queued);
+    rc = turns_txn_finish(t, rc);
     if (rc != OC_OK)
         dg_log(t->p, OC_LOG_WARN, "turns: the reply to \"!dirigent %s\" in %s could not be "
                "queued (%s); the command itself was carried out", admin_cmd_name(oa->cmd),
@@ -261,157 +436,94 @@ int owner_reply(dg_turns *t, const owner_action *oa, int64_t now)
     return rc == OC_OK && queued ? OC_OK : OC_ERR_IO;
 }
 
-int admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, int64_t now,
-                 int *kick, owner_action *oa)
+/* The scope admin command m acts on (*r) and where its reply goes
+ * (*post): under policy "thread" a top-level command acts on the
+ * channel's latest top-level thread. Writer held. */
+static int admin_scope(dg_turns *t, turns_chan *c, const dg_turn_message *m, turns_scope **r,
+                       const char **post)
 {
-    chan_rec *c;
-    int rc;
-    if ((rc = chan_get(t, m->channel_id, &c)))
-        return rc;
     dg_scope sc;
     int top_level;
-    if ((rc = message_scope(t, m, &sc, &top_level)))
+    int rc;
+    if ((rc = turns_message_scope(t, m, &sc, &top_level)))
         return rc;
-    scope_rec *r;
-    if ((rc = top_level ? follow_scope(t, c, &r) : scope_get(t, c, &sc, &r)))
+    if ((rc = top_level ? turns_follow_scope(t, c, r) : turns_scope_get(t, c, &sc, r)))
         return rc;
-    if (m->thread_id && *m->thread_id && r->scope.kind == DG_SCOPE_THREAD && !r->post_channel &&
-        !(r->post_channel = strdup(m->thread_id)))
+    turns_scope *s = *r;
+    if (m->thread_id && *m->thread_id && s->scope.kind == DG_SCOPE_THREAD && !s->post_channel &&
+        !(s->post_channel = strdup(m->thread_id)))
         return OC_ERR_NOMEM;
-    const char *post = r->post_channel ? r->post_channel : c->id;
+    *post = s->post_channel ? s->post_channel : c->id;
+    return OC_OK;
+}
+
+/* What command a staged: its change saved, its reply queued (a reply that
+ * wakes an agent is the hand-off; when it cannot be posted, nobody awaits
+ * it), the effects the change owes, then the change installed. Writer
+ * held. */
+static int admin_commit(dg_turns *t, admin_run *a)
+{
+    int rc = OC_OK;
+    turns_scope *r = a->r;
+    if (a->changes && (!dg_turn_state_same(&a->next, &r->st) || !r->in_db))
+        rc = turns_save_scope(t, r, &a->next, a->now, a->cause);
+    int queued = 0;
+    if (rc == OC_OK)
+        rc = turns_enqueue(t, a->post, a->b.b.s, a->mention, a->now, &queued);
+    if (queued)
+        *a->kick = 1;
+    else if (a->mention)
+        a->next.awaiting = 0; /* the reply that would wake it is not posted */
+    if (rc == OC_OK)
+        rc = turns_queue_effects(t, r, &a->fx, &a->next, a->now, a->kick);
+    if (rc == OC_OK && a->changes)
+        rc = turns_install(t, r, &a->next);
+    return rc;
+}
+
+/*
+ * Run admin command cmd of message m (already claimed by the dedup) on the
+ * message's scope (admin_scope): a command is not speech and opens no
+ * thread of its own. The state change and the reply commit together.
+ * Writer held.
+ */
+int turns_admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, int64_t now,
+                       int *kick, turns_owner_action *oa)
+{
+    TURNS_ASSERT_WRITER(t);
+    turns_chan *c;
+    int rc;
+    if ((rc = turns_chan_get(t, m->channel_id, &c)))
+        return rc;
+    admin_run a = {.m = m, .cmd = cmd, .c = c, .now = now, .kick = kick, .oa = oa};
+    if ((rc = admin_scope(t, c, m, &a.r, &a.post)))
+        return rc;
 
     char label[DG_SCOPE_LABEL_MAX];
     dg_log(t->p, OC_LOG_INFO, "turns: admin %s ran \"!dirigent %s\" in channel %s (%s)",
-           m->sender_id, admin_cmd_name(cmd), c->id, dg_scope_label(&r->scope, label));
+           m->sender_id, admin_cmd_name(cmd), c->id, dg_scope_label(&a.r->scope, label));
     char cause[160];
     snprintf(cause, sizeof cause, "admin command !dirigent %s by %s", admin_cmd_name(cmd),
              m->sender_id);
+    a.cause = cause;
+    turns_make_ctx(t, c, &a.x);
+    dg_rule_effects_init(&a.fx);
+    a.next = a.r->st;
 
-    dg_turn_ctx x;
-    make_ctx(t, c, &x);
-    dg_turn_effects fx;
-    dg_turn_effects_init(&fx);
-    dg_turn_state next = r->st;
-    reply_buf b = {0};
-    const char *mention = NULL;
-    int changes = 0;
-    if (cmd == DG_ADMIN_UNKNOWN) {
-        /* Whatever the channel's mode: the typo is the news, not the state. */
-        char word[33];
-        const char *near = dg_admin_suggest(m->content, word, sizeof word);
-        dg_tpl_vars v = {.command = word, .suggestion = near};
-        reply_tpl(t, &b, near ? "admin_unknown_suggest.md" : "admin_unknown.md", &v);
-        char *help = t->p->templates
-            ? dg_templates_render_trim(t->p->templates, "admin_help.md", &v) : NULL;
-        reply_add(&b, "\n");
-        reply_add(&b, help);
-        free(help);
-    } else if (cmd == DG_ADMIN_STATUS) {
-        dg_turn_state view = r->st;
-        if (c->mode != DG_MODE_CLOSED)
-            dg_turn_expire(&view, &x, now, NULL); /* what a decision now would see */
-        admin_status(t, r, &view, &x, &b);
-    } else if (c->mode == DG_MODE_CLOSED) {
-        reply_tpl(t, &b, "admin_closed.md", NULL);
-    } else if (cmd == DG_ADMIN_ORDER || cmd == DG_ADMIN_ADD || cmd == DG_ADMIN_REMOVE) {
-        if ((rc = admin_members(t, m, cmd, r, now, cause, kick, &b))) {
-            dg_buf_free(&b.b);
-            return rc;
-        }
-    } else if (cmd == DG_ADMIN_CLOSE) {
-        /* The discussion area closes it in this transaction; the channel's
-         * mirror reloads (closed) before its next use. */
-        char path[1024], msg[768];
-        int has = dg_admin_arg(m->content, path, sizeof path), closed = 0;
-        if (has < 0) {
-            char max[24];
-            snprintf(max, sizeof max, "%zu", sizeof path - 1);
-            reply_tpl(t, &b, "admin_close_path_long.md", &(dg_tpl_vars){.maxBytes = max});
-        } else {
-            rc = dg_discuss_admin_close_locked(t->p, c->id, has ? path : NULL, now, &closed, msg,
-                                               sizeof msg);
-            if (rc != OC_OK) {
-                dg_buf_free(&b.b);
-                return rc;
-            }
-            reply_add(&b, DG_ADMIN_REPLY_PREFIX);
-            reply_add(&b, msg);
-        }
-    } else if (cmd == DG_ADMIN_ROTATE || cmd == DG_ADMIN_CANCEL) {
-        /* Host calls after the commit (owner_action); the turn state stays
-         * (an aborted run ends with agent_end like any other). */
-        dg_turn_state view = r->st;
-        dg_turn_expire(&view, &x, now, NULL);
-        int sp = view.active ? dg_turn_speaker(&view, &x) : DG_NOBODY;
-        oa->cmd = cmd;
-        snprintf(oa->channel, sizeof oa->channel, "%s", c->id);
-        snprintf(oa->thread, sizeof oa->thread, "%s", m->thread_id ? m->thread_id : "");
-        snprintf(oa->post, sizeof oa->post, "%s", post);
-        snprintf(oa->speaker, sizeof oa->speaker, "%s", sp != DG_NOBODY ? c->members[sp] : "");
-        return OC_OK;
-    } else if (cmd == DG_ADMIN_REST) {
-        dg_turn_expire(&next, &x, now, &fx);
-        fx.handoff_to = DG_NOBODY; /* nobody is woken into a resting scope */
-        dg_turn_admin_rest(&next, now);
-        changes = 1;
-        reply_tpl(t, &b, "admin_rest.md", NULL);
-    } else if (cmd == DG_ADMIN_WAKE) {
-        int pos = DG_NOBODY;
-        for (size_t i = 0; pos == DG_NOBODY && i < m->n_mentions; i++) {
-            const dg_agent_cfg *a = dg_config_agent_by_user(&t->p->cfg, m->mentions[i]);
-            int mp = a ? member_pos(c, a->agent_id) : DG_NOBODY;
-            if (mp != DG_NOBODY && (c->present & ((uint64_t)1 << mp)))
-                pos = mp;
-        }
-        for (int i = 0; pos == DG_NOBODY && i < c->n; i++)
-            if (c->present & ((uint64_t)1 << i))
-                pos = i;
-        if (pos == DG_NOBODY || dg_turn_admin_wake(&next, &x, pos, now) != 0) {
-            reply_tpl(t, &b, "admin_wake_nobody.md", NULL);
-        } else {
-            changes = 1;
-            mention = user_of(t, c, pos);
-            char at[96];
-            snprintf(at, sizeof at, "<@%s>", mention ? mention : "?");
-            reply_tpl(t, &b, "admin_wake.md", &(dg_tpl_vars){.agentMention = at});
-        }
-    } else if (cmd == DG_ADMIN_SKIP) {
-        dg_turn_expire(&next, &x, now, &fx);
-        fx.handoff_to = DG_NOBODY; /* that speaker is skipped now */
-        int sp = dg_turn_admin_skip(&next, &x, now, &fx);
-        if (sp == DG_NOBODY) {
-            reply_tpl(t, &b, "admin_skip_nobody.md", NULL);
-        } else {
-            changes = 1;
-            int to = fx.handoff_to;
-            fx.handoff_to = DG_NOBODY; /* the reply is the hand-off */
-            mention = to != DG_NOBODY ? user_of(t, c, to) : NULL;
-            char at[96];
-            snprintf(at, sizeof at, "<@%s>", mention ? mention : "");
-            dg_tpl_vars v = {.skippedAgent = c->members[sp], .agentMention = at};
-            reply_tpl(t, &b, mention ? "admin_skip.md" : fx.idle_reminder
-                             ? "admin_skip_initiator.md" : "admin_skip_dormant.md", &v);
-        }
-    } else {
-        reply_tpl(t, &b, "admin_help.md", NULL);
+    const struct admin_command *ac = admin_command(cmd);
+    if (c->mode == DG_MODE_CLOSED && !(ac && ac->when_closed))
+        reply_tpl(t, &a.b, "admin_closed.md", NULL);
+    else if ((rc = (ac ? ac->run : admin_help)(t, &a)) != OC_OK) {
+        dg_buf_free(&a.b.b);
+        return rc;
     }
-    if (b.nomem) {
-        dg_buf_free(&b.b);
+    if (a.deferred)
+        return OC_OK;
+    if (a.b.nomem) {
+        dg_buf_free(&a.b.b);
         return OC_ERR_NOMEM;
     }
-    if (changes && (!dg_turn_state_same(&next, &r->st) || !r->in_db))
-        rc = save_scope(t, r, &next, now, cause);
-    int queued = 0;
-    if (rc == OC_OK)
-        rc = enqueue(t, post, b.b.s, mention, now, &queued);
-    dg_buf_free(&b.b);
-    if (queued)
-        *kick = 1;
-    else if (mention)
-        next.awaiting = 0; /* the reply that would wake it is not posted */
-    if (rc == OC_OK)
-        rc = queue_effects(t, r, &fx, &next, now, kick);
-    if (rc == OC_OK && changes)
-        rc = install(t, r, &next);
+    rc = admin_commit(t, &a);
+    dg_buf_free(&a.b.b);
     return rc;
 }

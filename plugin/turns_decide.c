@@ -5,10 +5,11 @@
  * (agent_end). Records and locking: turns_int.h, turns_engine.c.
  */
 #include "turns_int.h"
+#include "utf8.h"
 
 /* ---- agent hooks ------------------------------------------------------------------ */
 
-int valid_session(const dg_turn_session *s)
+int turns_valid_session(const dg_turn_session *s)
 {
     return s && s->agent_id && *s->agent_id && s->session_key && *s->session_key &&
            s->channel_id && *s->channel_id && strlen(s->channel_id) < DG_SCOPE_ID_MAX &&
@@ -18,14 +19,14 @@ int valid_session(const dg_turn_session *s)
 /* Make sure the mirror knows s (a short transaction the first time). */
 static int ensure_session(dg_turns *t, const dg_turn_session *s, int64_t now)
 {
-    if (txn_begin(t) != OC_OK)
+    if (turns_txn_begin(t) != OC_OK)
         return OC_ERR_IO;
-    sess_rec *e;
-    int rc = session_prepare(t, s, now, &e);
-    return finish(t, rc);
+    turns_sess *e;
+    int rc = turns_session_prepare(t, s, now, &e);
+    return turns_txn_finish(t, rc);
 }
 
-typedef int (*decide_fn)(dg_turns *t, sess_rec *e, scope_rec *r, const dg_turn_session *s,
+typedef int (*decide_fn)(dg_turns *t, turns_sess *e, turns_scope *r, const dg_turn_session *s,
                          int64_t now, void *out);
 
 /* Another instance sharing the store committed a change this mirror has
@@ -43,14 +44,14 @@ static int decide(dg_turns *t, const dg_turn_session *s, decide_fn fn, void *out
 {
     int64_t now = dg_now_ms(t->p);
     if (mirror_stale(t)) {
-        if (txn_begin(t) != OC_OK)
+        if (turns_txn_begin(t) != OC_OK)
             return OC_ERR_IO;
-        finish_read(t);
+        turns_txn_finish_read(t);
     }
     for (int attempt = 0; attempt < 3; attempt++) {
         pthread_rwlock_rdlock(&t->lock);
-        scope_rec *r = NULL;
-        sess_rec *e = session_lookup_locked(t, s, &r);
+        turns_scope *r = NULL;
+        turns_sess *e = turns_session_lookup_locked(t, s, &r);
         if (e) {
             int rc = fn(t, e, r, s, now, out);
             pthread_rwlock_unlock(&t->lock);
@@ -65,43 +66,43 @@ static int decide(dg_turns *t, const dg_turn_session *s, decide_fn fn, void *out
 }
 
 /* r's speaker is a member the host never showed receiving the channel,
- * for UNREACHED_GRACE_MS now, and not pos (drop_unreachable_speaker).
- * Mirror lock held. */
-static int unconfirmed_speaker(const dg_turns *t, const scope_rec *r, int pos, int64_t now)
+ * for TURNS_UNREACHED_GRACE_MS now, and not pos
+ * (turns_drop_unreachable_speaker). Mirror lock held. */
+static int unconfirmed_speaker(const dg_turns *t, const turns_scope *r, int pos, int64_t now)
 {
-    const chan_rec *c = r->chan;
+    const turns_chan *c = r->chan;
     if (c->mode != DG_MODE_NORMAL || !r->st.active || pos == DG_NOBODY ||
-        now - r->st.last_change_ms < UNREACHED_GRACE_MS)
+        now - r->st.last_change_ms < TURNS_UNREACHED_GRACE_MS)
         return 0;
-    dg_turn_ctx x;
-    make_ctx(t, c, &x);
-    int sp = dg_turn_managed(&x) ? dg_turn_speaker(&r->st, &x) : DG_NOBODY;
+    dg_rule_ctx x;
+    turns_make_ctx(t, c, &x);
+    int sp = dg_rule_managed(&x) ? dg_rule_speaker(&r->st, &x) : DG_NOBODY;
     return sp != DG_NOBODY && sp != pos && c->standing[sp] == DG_MEMBER_NEW;
 }
 
 /* Before a decision for s: a speaker of its scope that the host never
  * showed receiving the channel leaves the order, in a change of its own
- * (drop_unreachable_speaker). Read only when there is none, the common
+ * (turns_drop_unreachable_speaker). Read only when there is none, the common
  * case once the session is known. */
 static int settle_unreachable(dg_turns *t, const dg_turn_session *s, int64_t now)
 {
     if (!atomic_load(&t->per_agent))
         return OC_OK;
     pthread_rwlock_rdlock(&t->lock);
-    scope_rec *r = NULL;
-    sess_rec *e = session_lookup_locked(t, s, &r);
+    turns_scope *r = NULL;
+    turns_sess *e = turns_session_lookup_locked(t, s, &r);
     int suspect = !e || (r && e->configured && unconfirmed_speaker(t, r, e->pos, now));
     pthread_rwlock_unlock(&t->lock);
     if (!suspect)
         return OC_OK;
-    if (txn_begin(t) != OC_OK)
+    if (turns_txn_begin(t) != OC_OK)
         return OC_ERR_IO;
     int kick = 0;
-    int rc = session_prepare(t, s, now, &e);
+    int rc = turns_session_prepare(t, s, now, &e);
     if (rc == OC_OK && e->configured && e->pos != DG_NOBODY)
-        rc = drop_unreachable_speaker(t, e->fixed ? e->fixed : e->chan->follow, e->pos, now,
-                                      &kick);
-    rc = finish(t, rc);
+        rc = turns_drop_unreachable_speaker(t, e->fixed ? e->fixed : e->chan->follow, e->pos, now,
+                                            &kick);
+    rc = turns_txn_finish(t, rc);
     if (rc == OC_OK && kick)
         dg_outbox_kick(t->p->outbox);
     return rc;
@@ -109,7 +110,7 @@ static int settle_unreachable(dg_turns *t, const dg_turn_session *s, int64_t now
 
 /* An admin took e's agent out of its channel's order: none of its runs
  * there counts. Mirror lock or writer held. */
-static int removed_member(const sess_rec *e)
+static int removed_member(const turns_sess *e)
 {
     return e->pos != DG_NOBODY && e->pos < e->chan->n &&
            e->chan->standing[e->pos] == DG_MEMBER_REMOVED;
@@ -120,24 +121,24 @@ typedef struct resolve_out {
     int64_t seen_seq;
 } resolve_out;
 
-static int resolve_fn(dg_turns *t, sess_rec *e, scope_rec *r, const dg_turn_session *s,
+static int resolve_fn(dg_turns *t, turns_sess *e, turns_scope *r, const dg_turn_session *s,
                       int64_t now, void *out)
 {
     (void)s;
     resolve_out *ro = out;
     dg_turn_verdict *v = ro->v;
     ro->seen_seq = r->st.msg_seq;
-    chan_rec *c = e->chan;
+    turns_chan *c = e->chan;
     v->closed = c->mode == DG_MODE_CLOSED;
     if (v->closed || removed_member(e)) {
         v->no_reply = 1;
     } else if (e->configured) {
-        dg_turn_ctx x;
-        make_ctx(t, c, &x);
-        v->no_reply = dg_turn_needs_override(&r->st, &x, e->pos, now);
+        dg_rule_ctx x;
+        turns_make_ctx(t, c, &x);
+        v->no_reply = dg_rule_needs_override(&r->st, &x, e->pos, now);
         /* The speaker awaiting its wake message: this run started before
          * it arrived (turns_engine.h); swapped, with no effect on the turn. */
-        v->waiting = !v->no_reply && dg_turn_awaiting_wake(&r->st, &x, e->pos, now);
+        v->waiting = !v->no_reply && dg_rule_awaiting_wake(&r->st, &x, e->pos, now);
         v->no_reply |= v->waiting;
     }
     /* Remember what this run saw: agent_end tells whether it consumed the
@@ -146,7 +147,7 @@ static int resolve_fn(dg_turns *t, sess_rec *e, scope_rec *r, const dg_turn_sess
     atomic_store(&e->last, r);
     atomic_store(&e->granted, v->no_reply ? 0 : 1);
     if (!v->no_reply && e->configured && e->pos != DG_NOBODY)
-        nudge_run_started(r, e->pos);
+        turns_nudge_run_started(r, e->pos);
     dg_scope_label(&r->scope, v->scope_label);
     return OC_OK;
 }
@@ -155,7 +156,7 @@ int dg_turns_resolve_run(dg_turns *t, const dg_turn_session *s, const char *run_
                          dg_turn_verdict *v)
 {
     memset(v, 0, sizeof *v);
-    if (!valid_session(s))
+    if (!turns_valid_session(s))
         return OC_ERR_INVALID;
     resolve_out ro = {.v = v};
     int rc = settle_unreachable(t, s, dg_now_ms(t->p));
@@ -165,196 +166,315 @@ int dg_turns_resolve_run(dg_turns *t, const dg_turn_session *s, const char *run_
         return rc;
     /* Not turn state: what later texts and the run's end are judged by. */
     if (v->no_reply)
-        mark_add(t, s->session_key, run_id, v->waiting ? MARK_WAITING : MARK_SWAPPED,
-                 ro.seen_seq);
+        turns_mark_add(t, s->session_key, run_id,
+                       v->waiting ? TURNS_MARK_WAITING : TURNS_MARK_SWAPPED, ro.seen_seq);
     else
-        mark_end_session(t, s->session_key);
+        turns_mark_end_session(t, s->session_key);
     if (v->closed)
         dg_discuss_session_seen(t->p, s->session_key, s->agent_id, s->channel_id);
     return rc;
+}
+
+/* ---- before_agent_reply: the claim ------------------------------------------------- */
+
+/*
+ * Why a run is claimed, in the order a reason is told when several hold.
+ * The claim is decided in steps (claim_classify), each of which may hold
+ * the run back; the reason the host logs is claim_reasons[why] (and a
+ * non-speaker's text that message_sending cancels is told the last two).
+ */
+typedef enum claim_why {
+    CLAIM_NO = 0,           /* not claimed: the run goes on */
+    CLAIM_CLOSED,           /* a closed discussion channel */
+    CLAIM_REMOVED,          /* an admin took the agent out of the order */
+    CLAIM_LATE,             /* the turn came in another gateway after the run's message */
+    CLAIM_BEFORE_REPLY,     /* the run answers the message before an owed reply */
+    CLAIM_STALE,            /* the run answers an older message than the latest */
+    CLAIM_WAITING,          /* the speaker's wake message has not reached it yet */
+    CLAIM_RESTING,          /* the scope is dormant */
+    CLAIM_NOT_SPEAKER,      /* another agent holds the turn */
+    CLAIM_WHY_COUNT
+} claim_why;
+
+static const char *const claim_reasons[CLAIM_WHY_COUNT] = {
+    [CLAIM_NO] = "not claimed",
+    [CLAIM_CLOSED] = "closed discussion channel (archive only)",
+    [CLAIM_REMOVED] = "an admin took this agent out of the channel's turn order "
+                      "(`!dirigent add` puts it back)",
+    [CLAIM_LATE] = "the turn reached this agent in another gateway after this run's "
+                   "message came (decided as when it came; the moderator's hand-off wakes it)",
+    [CLAIM_BEFORE_REPLY] = "this agent holds the turn for the previous speaker's reply, "
+                           "which has not arrived yet; this run answers the message before "
+                           "it (the run for the reply follows)",
+    [CLAIM_STALE] = "this agent holds the turn, but this run answers an older message "
+                    "than the latest (the host queued it before the turn moved; the run "
+                    "for the latest message follows)",
+    [CLAIM_WAITING] = "this agent holds the turn, but the moderator's message that "
+                      "wakes it has not reached it yet (this run started before it)",
+    [CLAIM_RESTING] = "the conversation is resting until a new message",
+    [CLAIM_NOT_SPEAKER] = "another agent holds the turn",
+};
+
+/* One run before_agent_reply decides: its session and scope, the
+ * channel's context, and what the steps found. */
+typedef struct claim_run {
+    const dg_turn_session *s;
+    const char *run_id;          /* NULL: none */
+    const char *prompt;          /* NULL: unknown */
+    turns_sess *e;
+    turns_scope *r;
+    dg_rule_ctx x;
+    claim_why why;
+    int woken;                   /* the run's prompt carries the idle reminder */
+    int fresh;                   /* the run id was not claimed before */
+    int64_t seen;                /* the scope's msg_seq the run is judged by */
+} claim_run;
+
+/* 1 when the speaker's run is still open to the later steps: not claimed
+ * so far, the agent configured and its prompt known. */
+static int claim_open(const claim_run *cr, const dg_turn_claim *out)
+{
+    return !out->claimed && !out->waiting && !cr->woken && cr->e->configured;
+}
+
+/* Woken by the idle reminder: a run whose prompt does not carry it was
+ * queued before it (the host runs it late); held back. The run that
+ * carries it answers it, and the fingerprint is spent. Writer held. */
+static void claim_check_reminder(claim_run *cr, dg_turn_claim *out, int64_t now)
+{
+    turns_scope *r = cr->r;
+    if (!claim_open(cr, out) || !cr->prompt || !r->wake_fp[0] ||
+        r->wake_fp_pos != cr->e->pos || now - r->wake_fp_ms > TURNS_WAKE_FP_MAX_MS)
+        return;
+    if (strstr(cr->prompt, r->wake_fp)) {
+        r->wake_fp[0] = '\0'; /* the run that answers it */
+        cr->woken = 1;
+    } else {
+        out->waiting = 1;
+        cr->why = CLAIM_WAITING;
+    }
+}
+
+/*
+ * Instances sharing a store, when the speaker last changed in another one:
+ * this run answers a message older than its turn when (1) the previous
+ * speaker's run ended there with a reply still on its way (owed): the run
+ * for that reply counts; (2) the other one took in a later message of the
+ * channel than this one received: the run for it comes when it arrives
+ * here; (3) the change is later than the latest message received here, and
+ * the speaker had consumed that message, so the change queued a wake
+ * message for it (a hand-off, the idle reminder) that has not arrived (the
+ * other instance's wait for it is in its memory). (4) The change is later,
+ * and the speaker had not run on that message: with one instance its run
+ * would have been decided when the message came, before the turn reached
+ * it, and claimed; it is claimed now as then (that forced pass queues the
+ * hand-off that wakes it), so the turns go as they go with one gateway.
+ * Two indexed reads, for a speaker's runs after such a change only; the
+ * instances' wall clocks assumed in agreement, as the leases assume.
+ * Writer held.
+ */
+static int claim_check_moved_elsewhere(dg_turns *t, claim_run *cr, dg_turn_claim *out,
+                                       int64_t now)
+{
+    const turns_sess *e = cr->e;
+    const turns_chan *c = e->chan;
+    if (!claim_open(cr, out) || e->pos == DG_NOBODY || !cr->r->moved_elsewhere)
+        return OC_OK;
+    const dg_turn_state *ts = &cr->r->st;
+    /* Owed as long as the finished speaker may still send it
+     * (dg_rule_may_send: the turn timeout, none without one). */
+    int reply_due = turns_reply_owed(ts, e->pos, cr->x.timeout_ms, now);
+    int newer = 0, rc = OC_OK;
+    int64_t at = 0;
+    if (!reply_due && c->received[0])
+        rc = dg_store_turns_seen_since(t->p->store, c->id, c->received, &at, &newer);
+    if (rc != OC_OK)
+        return rc;
+    int after = at > 0 && ts->last_change_ms > at;
+    int consumed = (ts->consumed & ((uint64_t)1 << e->pos)) != 0;
+    if (reply_due || newer || (after && consumed)) {
+        out->waiting = 1;
+        cr->why = CLAIM_STALE;
+    } else if (after) {
+        out->claimed = 1;
+        cr->why = CLAIM_LATE;
+    }
+    return OC_OK;
+}
+
+/* Whether cr's run is claimed (out->claimed, out->waiting, out->closed)
+ * and why (cr->why), step by step: the channel, the agent's standing, the
+ * turn, then the evidence that the speaker's run answers an older message
+ * than its turn. Writer held. */
+static int claim_classify(dg_turns *t, claim_run *cr, dg_turn_claim *out, int64_t now)
+{
+    turns_sess *e = cr->e;
+    turns_scope *r = cr->r;
+    out->closed = e->chan->mode == DG_MODE_CLOSED;
+    if (out->closed) {
+        out->claimed = 1;
+        cr->why = CLAIM_CLOSED;
+        return OC_OK;
+    }
+    if (removed_member(e)) {
+        out->claimed = 1;
+        cr->why = CLAIM_REMOVED;
+        return OC_OK;
+    }
+    if (e->configured && dg_rule_needs_override(&r->st, &cr->x, e->pos, now)) {
+        out->claimed = 1;
+        cr->why = CLAIM_NOT_SPEAKER; /* or resting: told once the change is published */
+        return OC_OK;
+    }
+    /* The speaker awaiting its wake message: a stale run, held back
+     * with no effect on the turn. Its run id is still recorded, so its
+     * agent_end is ignored, also after a restart. */
+    if (e->configured && dg_rule_awaiting_wake(&r->st, &cr->x, e->pos, now)) {
+        out->waiting = 1;
+        cr->why = CLAIM_WAITING;
+        return OC_OK;
+    }
+    claim_check_reminder(cr, out, now);
+    /* The speaker's run that answers an older message than the
+     * scope's newest: queued before the turn reached it, started late;
+     * held back too (the host runs the newer message after it). */
+    if (claim_open(cr, out) && cr->prompt && e->pos != DG_NOBODY &&
+        turns_answers_older(r, e->pos, cr->prompt)) {
+        out->waiting = 1;
+        cr->why = CLAIM_STALE;
+    }
+    /* The turn came to this agent for the previous speaker's reply,
+     * which has not arrived yet (its run ended speaking; the host
+     * delivers the message after): a run whose prompt carries the
+     * message before it was queued for that one and started late (a
+     * host under load may start it between the previous speaker's run
+     * end and the delivery of its reply). Held back; the run for the reply,
+     * which the host starts when it arrives, counts. */
+    if (claim_open(cr, out) && cr->prompt && e->pos != DG_NOBODY &&
+        turns_answers_before_owed_reply(r, &cr->x, e->pos, cr->prompt, now)) {
+        out->waiting = 1;
+        cr->why = CLAIM_BEFORE_REPLY;
+    }
+    return claim_check_moved_elsewhere(t, cr, out, now);
+}
+
+/* A claimed run (not held back for a wake or an older message): what a
+ * swapped run that ended silently does, now, since no agent_end may follow
+ * a claimed run. Its run id is recorded first; a repeat changes nothing.
+ * Writer held. */
+static int claim_apply(dg_turns *t, claim_run *cr, dg_turn_claim *out, int64_t now, int *kick)
+{
+    turns_sess *e = cr->e;
+    turns_scope *r = cr->r;
+    int rc = OC_OK;
+    if (cr->run_id)
+        rc = dg_store_turns_run_claim(t->p->store, cr->s->session_key, cr->run_id, now,
+                                      &cr->fresh);
+    if (rc != OC_OK || !cr->fresh || out->closed || out->waiting)
+        return rc;
+    dg_rule_effects fx;
+    dg_rule_effects_init(&fx);
+    dg_turn_state next = r->st;
+    dg_rule_on_run_end(&next, &cr->x, e->pos, DG_RUN_SILENT, 1, 0, now, &fx);
+    int changed = !dg_turn_state_same(&next, &r->st);
+    if ((changed || !r->in_db) && e->pos != DG_NOBODY)
+        rc = turns_save_scope(t, r, &next, now, "a claimed run (before_agent_reply) passed");
+    if (rc == OC_OK)
+        rc = turns_queue_effects(t, r, &fx, &next, now, kick);
+    if (rc == OC_OK)
+        rc = turns_install(t, r, &next);
+    return rc;
+}
+
+/* What the session's run is judged by later (agent_end, its texts), and
+ * the stall nudge's watch: a run held back for one that follows (for a
+ * newer message, or for the reply still on its way) arms it, so the
+ * speaker is mentioned if the host never starts that one. Writer held. */
+static void claim_record(dg_turns *t, const claim_run *cr, const dg_turn_claim *out,
+                         int64_t now)
+{
+    turns_sess *e = cr->e;
+    turns_scope *r = cr->r;
+    atomic_store(&e->seen_seq, cr->seen);
+    atomic_store(&e->last, r);
+    atomic_store(&e->granted, out->claimed ? 0 : 1);
+    if (!out->claimed && e->configured && e->pos != DG_NOBODY)
+        turns_nudge_run_started(r, e->pos);
+    if ((cr->why == CLAIM_STALE || cr->why == CLAIM_BEFORE_REPLY) &&
+        t->p->cfg.turn_nudge_sec > 0 && atomic_load(&r->wait_pos) != e->pos) {
+        atomic_store(&r->wait_ms, now);
+        atomic_store(&r->wait_pos, e->pos);
+    }
+}
+
+/* The decision for cr's run inside the writer's transaction. */
+static int claim_locked(dg_turns *t, claim_run *cr, dg_turn_claim *out, int64_t now,
+                        int *kick)
+{
+    int rc = turns_session_prepare(t, cr->s, now, &cr->e);
+    if (rc != OC_OK)
+        return rc;
+    cr->r = cr->e->fixed ? cr->e->fixed : cr->e->chan->follow;
+    turns_make_ctx(t, cr->e->chan, &cr->x);
+    if ((rc = claim_classify(t, cr, out, now)) != OC_OK)
+        return rc;
+    out->claimed |= out->waiting;
+    cr->seen = cr->r->st.msg_seq;
+    if (out->claimed && (rc = claim_apply(t, cr, out, now, kick)) != OC_OK)
+        return rc;
+    claim_record(t, cr, out, now);
+    return OC_OK;
+}
+
+static void claim_log_failure(dg_turns *t, const dg_turn_session *s, int rc, const char *why)
+{
+    dg_log(t->p, OC_LOG_ERROR, "before_agent_reply: no decision for %s in channel %s (%s%s); "
+           "the run is not claimed and goes on as usual", s->agent_id, s->channel_id,
+           oc_status_name(rc), why);
 }
 
 int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
                    const char *prompt, dg_turn_claim *out)
 {
     memset(out, 0, sizeof *out);
-    if (!valid_session(s))
+    if (!turns_valid_session(s))
         return OC_ERR_INVALID;
-    if (run_id && !*run_id)
-        run_id = NULL;
+    claim_run cr = {.s = s, .run_id = run_id && *run_id ? run_id : NULL, .prompt = prompt,
+                    .why = CLAIM_NO, .fresh = 1};
     int64_t now = dg_now_ms(t->p);
     int rc = settle_unreachable(t, s, now);
     if (rc != OC_OK) {
-        dg_log(t->p, OC_LOG_ERROR, "before_agent_reply: no decision for %s in channel %s (%s); "
-               "the run is not claimed and goes on as usual", s->agent_id, s->channel_id,
-               oc_status_name(rc));
+        claim_log_failure(t, s, rc, "");
         return rc;
     }
-    if (txn_begin(t) != OC_OK)
+    if (turns_txn_begin(t) != OC_OK)
         return OC_ERR_IO;
-    int kick = 0, fresh = 1, changed = 0, stale = 0, late = 0, before_reply = 0, removed = 0;
-    int64_t seen = 0;
-    sess_rec *e;
-    rc = session_prepare(t, s, now, &e);
-    scope_rec *r = NULL;
-    if (rc == OC_OK) {
-        chan_rec *c = e->chan;
-        r = e->fixed ? e->fixed : c->follow;
-        dg_turn_ctx x;
-        make_ctx(t, c, &x);
-        out->closed = c->mode == DG_MODE_CLOSED;
-        removed = !out->closed && removed_member(e);
-        out->claimed = out->closed || removed ||
-                       (e->configured && dg_turn_needs_override(&r->st, &x, e->pos, now));
-        /* The speaker awaiting its wake message: a stale run, held back
-         * with no effect on the turn. Its run id is still recorded, so its
-         * agent_end is ignored, also after a restart. */
-        out->waiting = !out->claimed && e->configured &&
-                       dg_turn_awaiting_wake(&r->st, &x, e->pos, now);
-        /* Woken by the idle reminder: a run whose prompt does not carry it
-         * was queued before it (the host runs it late); held back too. */
-        int woken = 0;
-        if (!out->claimed && !out->waiting && e->configured && prompt && r->wake_fp[0] &&
-            r->wake_fp_pos == e->pos && now - r->wake_fp_ms <= WAKE_FP_MAX_MS) {
-            if (strstr(prompt, r->wake_fp)) {
-                r->wake_fp[0] = '\0'; /* the run that answers it */
-                woken = 1;
-            } else {
-                out->waiting = 1;
-            }
-        }
-        /* The speaker's run that answers an older message than the
-         * scope's newest: queued before the turn reached it, started late;
-         * held back too (the host runs the newer message after it). */
-        if (!out->claimed && !out->waiting && !woken && e->configured && prompt &&
-            e->pos != DG_NOBODY && answers_older(r, e->pos, prompt)) {
-            out->waiting = 1;
-            stale = 1;
-        }
-        /* The turn came to this agent for the previous speaker's reply,
-         * which has not arrived yet (its run ended speaking; the host
-         * delivers the message after): a run whose prompt carries the
-         * message before it was queued for that one and started late
-         * (seen in the gateway stage under load: coder's run for the
-         * kickoff began 0.3 s after reviewer's run ended, before reviewer's
-         * review came in, and passed). Held back; the run for the reply,
-         * which the host starts when it arrives, counts. */
-        if (!out->claimed && !out->waiting && !woken && e->configured && prompt &&
-            e->pos != DG_NOBODY && answers_before_owed_reply(r, &x, e->pos, prompt, now)) {
-            out->waiting = 1;
-            before_reply = 1;
-        }
-        /* Instances sharing a store, when the speaker last changed in
-         * another one, this run answers a message older than its turn when
-         * (1) the previous speaker's run ended there with a reply still on
-         * its way (owed): the run for that reply counts; (2) the other one
-         * took in a later message of the channel than this one received:
-         * the run for it comes when it arrives here; (3) the change is
-         * later than the latest message received here, and the speaker had
-         * consumed that message, so the change queued a wake message for
-         * it (a hand-off, the idle reminder) that has not arrived (the
-         * other instance's wait for it is in its memory). (4) The change is
-         * later, and the speaker had not run on that message: with one
-         * instance its run would have been decided when the message came,
-         * before the turn reached it, and claimed; it is claimed now as
-         * then (that forced pass queues the hand-off that wakes it), so
-         * the turns go as they go with one gateway. Two indexed reads, for
-         * a speaker's runs after such a change only; the instances' wall
-         * clocks assumed in agreement, as the leases assume. */
-        if (rc == OC_OK && !out->claimed && !out->waiting && !woken && e->configured &&
-            e->pos != DG_NOBODY && r->moved_elsewhere) {
-            const dg_turn_state *ts = &r->st;
-            /* Owed as long as the finished speaker may still send it
-             * (dg_turn_may_send: the turn timeout, none without one). */
-            int reply_due = reply_owed(ts, e->pos, x.timeout_ms, now);
-            int newer = 0;
-            int64_t at = 0;
-            if (!reply_due && c->received[0])
-                rc = dg_store_turns_seen_since(t->p->store, c->id, c->received, &at, &newer);
-            int after = at > 0 && ts->last_change_ms > at;
-            int consumed = (ts->consumed & ((uint64_t)1 << e->pos)) != 0;
-            if (rc == OC_OK && (reply_due || newer || (after && consumed))) {
-                out->waiting = 1;
-                stale = 1;
-            } else if (rc == OC_OK && after) {
-                out->claimed = 1;
-                late = 1;
-            }
-        }
-        out->claimed |= out->waiting;
-        seen = r->st.msg_seq;
-        if (out->claimed && run_id)
-            rc = dg_store_turns_run_claim(t->p->store, s->session_key, run_id, now, &fresh);
-        if (rc == OC_OK && out->claimed && fresh && !out->closed && !out->waiting) {
-            /* What a swapped run that ended silently does, now: no
-             * agent_end may follow a claimed run. */
-            dg_turn_effects fx;
-            dg_turn_effects_init(&fx);
-            dg_turn_state next = r->st;
-            dg_turn_on_run_end(&next, &x, e->pos, DG_RUN_SILENT, 1, 0, now, &fx);
-            changed = !dg_turn_state_same(&next, &r->st);
-            if ((changed || !r->in_db) && e->pos != DG_NOBODY)
-                rc = save_scope(t, r, &next, now, "a claimed run (before_agent_reply) passed");
-            if (rc == OC_OK)
-                rc = queue_effects(t, r, &fx, &next, now, &kick);
-            if (rc == OC_OK)
-                rc = install(t, r, &next);
-        }
-        if (rc == OC_OK) {
-            atomic_store(&e->seen_seq, seen);
-            atomic_store(&e->last, r);
-            atomic_store(&e->granted, out->claimed ? 0 : 1);
-            if (!out->claimed && e->configured && e->pos != DG_NOBODY)
-                nudge_run_started(r, e->pos);
-            /* Held back for a run that follows (one for a newer message, or
-             * for the reply still on its way): if the host never starts
-             * it, the stall nudge mentions the speaker. */
-            if ((stale || before_reply) && t->p->cfg.turn_nudge_sec > 0 &&
-                atomic_load(&r->wait_pos) != e->pos) {
-                atomic_store(&r->wait_ms, now);
-                atomic_store(&r->wait_pos, e->pos);
-            }
-        }
-    }
+    int kick = 0;
+    rc = claim_locked(t, &cr, out, now, &kick);
     /* The store's message is read while the transaction is still ours. */
     char why[256] = "";
     if (rc != OC_OK)
         snprintf(why, sizeof why, ": %s", dg_store_errmsg(t->p->store));
-    rc = finish(t, rc);
+    rc = turns_txn_finish(t, rc);
     if (rc != OC_OK) {
-        dg_log(t->p, OC_LOG_ERROR, "before_agent_reply: no decision for %s in channel %s (%s%s); "
-               "the run is not claimed and goes on as usual", s->agent_id, s->channel_id,
-               oc_status_name(rc), why);
+        claim_log_failure(t, s, rc, why);
         memset(out, 0, sizeof *out);
         return rc;
     }
     if (kick)
         dg_outbox_kick(t->p->outbox);
     if (!out->claimed) {
-        mark_end_session(t, s->session_key);
+        turns_mark_end_session(t, s->session_key);
         return OC_OK;
     }
-    mark_add(t, s->session_key, run_id, MARK_CLAIMED, seen);
+    turns_mark_add(t, s->session_key, cr.run_id, TURNS_MARK_CLAIMED, cr.seen);
+    if (cr.why == CLAIM_NOT_SPEAKER && !cr.r->st.active)
+        cr.why = CLAIM_RESTING;
+    snprintf(out->reason, sizeof out->reason, "dirigent: %s", claim_reasons[cr.why]);
     char label[DG_SCOPE_LABEL_MAX];
-    snprintf(out->reason, sizeof out->reason, "dirigent: %s", out->closed
-             ? "closed discussion channel (archive only)"
-             : removed ? "an admin took this agent out of the channel's turn order "
-                         "(`!dirigent add` puts it back)"
-             : late ? "the turn reached this agent in another gateway after this run's "
-                      "message came (decided as when it came; the moderator's hand-off wakes it)"
-             : before_reply ? "this agent holds the turn for the previous speaker's reply, "
-                              "which has not arrived yet; this run answers the message before "
-                              "it (the run for the reply follows)"
-             : stale ? "this agent holds the turn, but this run answers an older message "
-                       "than the latest (the host queued it before the turn moved; the run "
-                       "for the latest message follows)"
-             : out->waiting ? "this agent holds the turn, but the moderator's message that "
-                              "wakes it has not reached it yet (this run started before it)"
-             : !r->st.active ? "the conversation is resting until a new message"
-                             : "another agent holds the turn");
     dg_log(t->p, OC_LOG_DEBUG, "before_agent_reply: run %s of %s claimed in %s (%s)%s",
-           run_id ? run_id : "(no id)", s->agent_id, dg_scope_label(&r->scope, label),
-           out->reason, fresh ? "" : ", already claimed before");
+           cr.run_id ? cr.run_id : "(no id)", s->agent_id, dg_scope_label(&cr.r->scope, label),
+           out->reason, cr.fresh ? "" : ", already claimed before");
     if (out->closed)
         dg_discuss_session_seen(t->p, s->session_key, s->agent_id, s->channel_id);
     return OC_OK;
@@ -367,11 +487,11 @@ typedef struct send_out {
     const char *content;
 } send_out;
 
-static int send_fn(dg_turns *t, sess_rec *e, scope_rec *r, const dg_turn_session *s,
+static int send_fn(dg_turns *t, turns_sess *e, turns_scope *r, const dg_turn_session *s,
                    int64_t now, void *out)
 {
     send_out *o = out;
-    chan_rec *c = e->chan;
+    turns_chan *c = e->chan;
     if (c->mode == DG_MODE_CLOSED) {
         o->cancel = 1;
         snprintf(o->reason, o->reason_len,
@@ -381,31 +501,30 @@ static int send_fn(dg_turns *t, sess_rec *e, scope_rec *r, const dg_turn_session
     }
     if (!e->configured || dg_silent_text(o->content))
         return OC_OK;
-    dg_turn_ctx x;
-    make_ctx(t, c, &x);
-    if (dg_turn_may_send(&r->st, &x, e->pos, now))
+    dg_rule_ctx x;
+    turns_make_ctx(t, c, &x);
+    if (dg_rule_may_send(&r->st, &x, e->pos, now))
         return OC_OK;
     dg_turn_state cur = r->st;
-    dg_turn_expire(&cur, &x, now, NULL);
-    int sp = dg_turn_speaker(&cur, &x);
+    dg_rule_expire(&cur, &x, now, NULL);
+    int sp = dg_rule_speaker(&cur, &x);
     char label[DG_SCOPE_LABEL_MAX];
     o->cancel = 1;
     snprintf(o->reason, o->reason_len,
              "dirigent: it is not %s's turn in channel %s (%s); %s", s->agent_id, c->id,
              dg_scope_label(&r->scope, label),
-             sp == DG_NOBODY ? "the conversation is resting until a new message"
-                             : "another agent holds the turn");
+             claim_reasons[sp == DG_NOBODY ? CLAIM_RESTING : CLAIM_NOT_SPEAKER]);
     return OC_OK;
 }
 
 /* *out = 1 when e's agent is the finished speaker whose message may still
- * be sent (turns.h dg_turn_may_send). Read lock held. */
-static int permit_fn(dg_turns *t, sess_rec *e, scope_rec *r, const dg_turn_session *s,
+ * be sent (turns.h dg_rule_may_send). Read lock held. */
+static int permit_fn(dg_turns *t, turns_sess *e, turns_scope *r, const dg_turn_session *s,
                      int64_t now, void *out)
 {
     (void)s;
-    dg_turn_ctx x;
-    make_ctx(t, e->chan, &x);
+    dg_rule_ctx x;
+    turns_make_ctx(t, e->chan, &x);
     *(int *)out = e->pos != DG_NOBODY && r->st.permit == e->pos &&
                   (x.timeout_ms <= 0 || now - r->st.permit_ms <= x.timeout_ms);
     return OC_OK;
@@ -416,11 +535,11 @@ int dg_turns_check_outbound(dg_turns *t, const dg_turn_session *s, const char *r
                             size_t reason_len)
 {
     *cancel = 0;
-    if (!valid_session(s))
+    if (!turns_valid_session(s))
         return OC_ERR_INVALID;
     int exact = 0, permit = 0;
-    mark_kind k = mark_find_ex(t, s->session_key, run_id, NULL, NULL, &exact);
-    if ((k == MARK_SWAPPED || k == MARK_WAITING) && !exact) {
+    turns_mark_kind k = turns_mark_find_ex(t, s->session_key, run_id, NULL, NULL, &exact);
+    if ((k == TURNS_MARK_SWAPPED || k == TURNS_MARK_WAITING) && !exact) {
         /* Matched by session only: the text may be the reply of the
          * agent's real run that just ended speaking (a swapped run of it
          * started since, for a newer message); that one keeps its permit. */
@@ -428,14 +547,14 @@ int dg_turns_check_outbound(dg_turns *t, const dg_turn_session *s, const char *r
         if (rc != OC_OK)
             return rc;
     }
-    if (k == MARK_NONE || permit)
+    if (k == TURNS_MARK_NONE || permit)
         return dg_turns_check_send(t, s, content, cancel, reason, reason_len);
     *cancel = 1;
     snprintf(reason, reason_len, "dirigent: run %s of %s in channel %s was %s; none of its "
              "texts is delivered", run_id && *run_id ? run_id : "(no id)", s->agent_id,
-             s->channel_id, k == MARK_CLAIMED ? "claimed (no model call: the agent does not "
+             s->channel_id, k == TURNS_MARK_CLAIMED ? "claimed (no model call: the agent does not "
              "hold the turn, or awaits the message that wakes it)"
-             : k == MARK_WAITING ? "swapped to the no-reply model (it started before the "
+             : k == TURNS_MARK_WAITING ? "swapped to the no-reply model (it started before the "
              "message that wakes the agent had reached it)"
              : "swapped to the no-reply model (the agent did not hold the turn)");
     return OC_OK;
@@ -443,11 +562,11 @@ int dg_turns_check_outbound(dg_turns *t, const dg_turn_session *s, const char *r
 
 /* *out = 1 when e's channel is managed (dg_turns_channel_managed). Read
  * lock held. */
-static int managed_fn(dg_turns *t, sess_rec *e, scope_rec *r, const dg_turn_session *s,
+static int managed_fn(dg_turns *t, turns_sess *e, turns_scope *r, const dg_turn_session *s,
                       int64_t now, void *out)
 {
     (void)t, (void)r, (void)s, (void)now;
-    const chan_rec *c = e->chan;
+    const turns_chan *c = e->chan;
     *(int *)out = c->mode != DG_MODE_NORMAL || __builtin_popcountll(c->present) >= 2;
     return OC_OK;
 }
@@ -455,7 +574,7 @@ static int managed_fn(dg_turns *t, sess_rec *e, scope_rec *r, const dg_turn_sess
 int dg_turns_channel_managed(dg_turns *t, const dg_turn_session *s, int *managed)
 {
     *managed = 0;
-    if (!valid_session(s))
+    if (!turns_valid_session(s))
         return OC_ERR_INVALID;
     int rc = decide(t, s, managed_fn, managed);
     if (rc != OC_OK)
@@ -463,11 +582,30 @@ int dg_turns_channel_managed(dg_turns *t, const dg_turn_session *s, int *managed
     return rc;
 }
 
+int dg_turns_check_error_notice(dg_turns *t, const dg_turn_session *s, const char *hook,
+                                const char *field, const char *text, int *cancel, char *reason,
+                                size_t reason_len)
+{
+    *cancel = 0;
+    int managed = 0;
+    int rc = dg_turns_channel_managed(t, s, &managed);
+    if (rc != OC_OK || !managed)
+        return rc;
+    const char *shown = text ? text : "";
+    int len = (int)dg_utf8_prefix(shown, 120);
+    dg_log(t->p, OC_LOG_INFO, "%s: error notice of %s in channel %s not delivered: "
+           "\"%.*s%s\"", hook, s->agent_id, s->channel_id, len, shown, shown[len] ? "..." : "");
+    snprintf(reason, reason_len, "dirigent: channel %s is managed by the turn manager; an "
+             "error notice of the host (%s) is never posted there", s->channel_id, field);
+    *cancel = 1;
+    return OC_OK;
+}
+
 int dg_turns_check_send(dg_turns *t, const dg_turn_session *s, const char *content,
                         int *cancel, char *reason, size_t reason_len)
 {
     *cancel = 0;
-    if (!valid_session(s))
+    if (!turns_valid_session(s))
         return OC_ERR_INVALID;
     send_out o = {.reason = reason, .reason_len = reason_len, .content = content};
     int rc = decide(t, s, send_fn, &o);
@@ -475,23 +613,23 @@ int dg_turns_check_send(dg_turns *t, const dg_turn_session *s, const char *conte
     return rc;
 }
 
-/* mark: the run's mark (MARK_SWAPPED: judged as swapped with mark_seen;
- * MARK_NONE: from what the session's last decision recorded); other_run:
+/* mark: the run's mark (TURNS_MARK_SWAPPED: judged as swapped with mark_seen;
+ * TURNS_MARK_NONE: from what the session's last decision recorded); other_run:
  * the session's last silenced decision was for another run id. */
 static int run_end_locked(dg_turns *t, const dg_turn_session *s, dg_run_outcome outcome,
-                          mark_kind mark, int64_t mark_seen, int other_run, int64_t now,
+                          turns_mark_kind mark, int64_t mark_seen, int other_run, int64_t now,
                           int *kick)
 {
-    sess_rec *e = dg_map_get(&t->sessions, s->session_key);
-    scope_rec *r = NULL;
+    turns_sess *e = dg_map_get(&t->sessions, s->session_key);
+    turns_scope *r = NULL;
     int64_t seen = -1;
     int granted = -1;
-    if (e && strcmp(e->chan->id, s->channel_id) == 0 && same_str(e->thread, s->thread_id)) {
+    if (e && strcmp(e->chan->id, s->channel_id) == 0 && turns_same_str(e->thread, s->thread_id)) {
         r = atomic_load(&e->last);
         seen = atomic_load(&e->seen_seq);
         granted = atomic_load(&e->granted);
     }
-    if (mark == MARK_SWAPPED) {
+    if (mark == TURNS_MARK_SWAPPED) {
         /* Its own decision, not the session's latest: a swapped run that
          * ends after the turn reached the agent (and after a real run of
          * it was resolved) is still no speech. */
@@ -500,44 +638,44 @@ static int run_end_locked(dg_turns *t, const dg_turn_session *s, dg_run_outcome 
     } else if (other_run && granted == 0) {
         granted = -1; /* the swap recorded was another run's: unknown */
     }
-    sess_rec *fresh;
-    int rc = session_prepare(t, s, now, &fresh);
+    turns_sess *fresh;
+    int rc = turns_session_prepare(t, s, now, &fresh);
     if (rc)
         return rc;
-    chan_rec *c = fresh->chan;
+    turns_chan *c = fresh->chan;
     if (c->mode == DG_MODE_CLOSED || !fresh->configured)
         return OC_OK;
     if (!r)
         r = fresh->fixed ? fresh->fixed : c->follow;
     if (granted != 0)
-        nudge_run_ended(r, fresh->pos);
+        turns_nudge_run_ended(r, fresh->pos);
     /* Unknown (the run started before this instance did): it saw the
      * latest message unless one came after this instance loaded the scope
      * (msg_seq counts from 0 here), since such a message is newer than the
      * run. */
     int saw_latest = seen < 0 ? r->st.msg_seq == 0 : seen == r->st.msg_seq;
-    dg_turn_ctx x;
-    make_ctx(t, c, &x);
-    dg_turn_effects fx;
-    dg_turn_effects_init(&fx);
+    dg_rule_ctx x;
+    turns_make_ctx(t, c, &x);
+    dg_rule_effects fx;
+    dg_rule_effects_init(&fx);
     dg_turn_state next = r->st;
-    dg_turn_on_run_end(&next, &x, fresh->pos, outcome, saw_latest, granted, now, &fx);
+    dg_rule_on_run_end(&next, &x, fresh->pos, outcome, saw_latest, granted, now, &fx);
     char cause[200];
     snprintf(cause, sizeof cause, "run of %s ended: %s%s", s->agent_id,
              outcome == DG_RUN_SPOKE ? "spoke" : outcome == DG_RUN_SILENT ? "passed (silent)"
              : "tool calls only", saw_latest ? "" : " (it answered an older message)");
     if ((!dg_turn_state_same(&next, &r->st) || !r->in_db) &&
-        (rc = save_scope(t, r, &next, now, cause)))
+        (rc = turns_save_scope(t, r, &next, now, cause)))
         return rc;
-    if ((rc = queue_effects(t, r, &fx, &next, now, kick)))
+    if ((rc = turns_queue_effects(t, r, &fx, &next, now, kick)))
         return rc;
-    return install(t, r, &next);
+    return turns_install(t, r, &next);
 }
 
 int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id,
                      const char *output, long tool_calls, int success)
 {
-    if (!valid_session(s))
+    if (!turns_valid_session(s))
         return OC_ERR_INVALID;
     if (!dg_config_agent(&t->p->cfg, s->agent_id))
         return OC_OK; /* not one of ours: it takes no turns */
@@ -545,10 +683,10 @@ int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id,
     int64_t now = dg_now_ms(t->p);
     int64_t mark_seen = -1;
     int other_run = 0;
-    mark_kind mark = mark_find(t, s->session_key, run_id, &mark_seen, &other_run);
-    if (mark == MARK_SWAPPED)
+    turns_mark_kind mark = turns_mark_find(t, s->session_key, run_id, &mark_seen, &other_run);
+    if (mark == TURNS_MARK_SWAPPED)
         o = DG_RUN_SILENT; /* whatever it said: a forced no-reply run, never speech */
-    if (txn_begin(t) != OC_OK)
+    if (turns_txn_begin(t) != OC_OK)
         return OC_ERR_IO;
     int kick = 0, fresh = 1, rc = OC_OK;
     if (run_id && *run_id)
@@ -556,19 +694,19 @@ int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id,
     if (rc == OC_OK && !fresh) {
         dg_log(t->p, OC_LOG_DEBUG, "agent_end: run %s of %s was already handled; ignored",
                run_id, s->session_key);
-        return finish(t, OC_OK);
+        return turns_txn_finish(t, OC_OK);
     }
-    if (rc == OC_OK && mark == MARK_CLAIMED) {
+    if (rc == OC_OK && mark == TURNS_MARK_CLAIMED) {
         dg_log(t->p, OC_LOG_DEBUG, "agent_end: run %s of %s was claimed; its end changes "
                "nothing (the claim did what it would)", run_id && *run_id ? run_id : "(no id)",
                s->session_key);
-        return finish(t, OC_OK);
+        return turns_txn_finish(t, OC_OK);
     }
-    if (rc == OC_OK && mark == MARK_WAITING) {
+    if (rc == OC_OK && mark == TURNS_MARK_WAITING) {
         dg_log(t->p, OC_LOG_DEBUG, "agent_end: run %s of %s was swapped while the agent awaited "
                "its wake message; its end changes nothing (no pass)",
                run_id && *run_id ? run_id : "(no id)", s->session_key);
-        return finish(t, OC_OK);
+        return turns_txn_finish(t, OC_OK);
     }
     if (rc == OC_OK)
         rc = run_end_locked(t, s, o, mark, mark_seen, other_run, now, &kick);
@@ -580,7 +718,7 @@ int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id,
         dg_log(t->p, OC_LOG_DEBUG, "agent_end: %s in %s %s%s", s->agent_id, s->channel_id,
                dg_run_outcome_name(o), success ? "" : " (run failed)");
     int failed = rc;
-    rc = finish(t, rc);
+    rc = turns_txn_finish(t, rc);
     if (rc != OC_OK && !failed)
         dg_log(t->p, OC_LOG_ERROR, "agent_end: the state database did not commit the end of %s's "
                "run in channel %s; the turn did not move", s->agent_id, s->channel_id);

@@ -3,7 +3,7 @@
  * clock: what the hooks call (hooks/ decode JSON into these plain structs).
  *
  * One engine per plugin instance (p->turns). The store is the one owner of
- * the state (Dirigent bug 10); the engine keeps an in-memory mirror of the
+ * the state; the engine keeps an in-memory mirror of the
  * rows it has touched so that before_model_resolve and message_sending
  * decide without SQL. Every change runs in one store transaction: state
  * rows, dedup row and the moderator messages it owes (outbox rows) commit
@@ -30,9 +30,14 @@
 #include "scope.h"
 #include "turns.h"
 
+/* A call whose status must not be dropped: its failure means the change
+ * did not happen (or, inside the caller's transaction, that it must be
+ * rolled back). */
+#define DG_TURNS_MUST_USE __attribute__((warn_unused_result))
+
 /* Create the engine of p (p->store, p->cfg must be set). *out owned by the
  * caller: dg_turns_free. Prunes old dedup rows. Thread: init. */
-int dg_turns_new(dg_plugin *p, dg_turns **out);
+int dg_turns_new(dg_plugin *p, dg_turns **out) DG_TURNS_MUST_USE;
 
 /* Free the engine (stopping its thread first); NULL is fine. Thread:
  * shutdown. */
@@ -91,10 +96,11 @@ typedef struct dg_turn_session {
  * Returns OC_OK (a duplicate is OK too), OC_ERR_INVALID (missing field,
  * err says which) or OC_ERR_IO.
  */
-int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err_len);
+int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err,
+                    size_t err_len) DG_TURNS_MUST_USE;
 
 /*
- * Awaiting the wake message (turns.h; issue 13 bug 1). When a change
+ * Awaiting the wake message (turns.h). When a change
  * grants the turn to an agent together with a moderator message meant to
  * wake it (hand-off, idle reminder, admin wake/skip reply, and the kickoff
  * for the first participant of a new discussion), that agent awaits the
@@ -116,7 +122,7 @@ int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err
  */
 
 /*
- * Silenced runs (issue 10). A run is *swapped* when before_model_resolve
+ * Silenced runs. A run is *swapped* when before_model_resolve
  * routed it to the no-reply model, *claimed* when before_agent_reply
  * answered {handled:true} for it (no model call at all). The engine
  * remembers such runs in memory, per instance, in a ring of
@@ -159,7 +165,7 @@ typedef struct dg_turn_verdict {
  * says no_reply = 0).
  */
 int dg_turns_resolve_run(dg_turns *t, const dg_turn_session *s, const char *run_id,
-                         dg_turn_verdict *v);
+                         dg_turn_verdict *v) DG_TURNS_MUST_USE;
 
 /* Verdict of before_agent_reply. */
 typedef struct dg_turn_claim {
@@ -189,7 +195,7 @@ typedef struct dg_turn_claim {
  * queued before the turn moved and is held back the same way.
  */
 int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
-                   const char *prompt, dg_turn_claim *out);
+                   const char *prompt, dg_turn_claim *out) DG_TURNS_MUST_USE;
 
 /*
  * message_sending and reply_payload_sending: *cancel = 1 with a reason
@@ -200,16 +206,29 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
  */
 int dg_turns_check_outbound(dg_turns *t, const dg_turn_session *s, const char *run_id,
                             const char *content, int *cancel, char *reason,
-                            size_t reason_len);
+                            size_t reason_len) DG_TURNS_MUST_USE;
 
 /*
  * *managed = 1 when the channel of session s is managed by the turn
  * manager: a discussion channel (open or closed) or a channel with two or
  * more configured agents in its turn order; else 0. Records the session
  * like every decision. OC_OK or a negative status (then *managed = 0).
- * reply_payload_sending cancels every error payload (isError) there.
+ * Error notices are cancelled there (dg_turns_check_error_notice).
  */
-int dg_turns_channel_managed(dg_turns *t, const dg_turn_session *s, int *managed);
+int dg_turns_channel_managed(dg_turns *t, const dg_turn_session *s, int *managed) DG_TURNS_MUST_USE;
+
+/*
+ * message_sending and reply_payload_sending, for a text the host marked as
+ * its own error notice (field names the mark for the reason: "isError",
+ * "payload.isError"): never speech, so *cancel = 1 with a reason in every
+ * managed channel (dg_turns_channel_managed), whoever's run it ends, the
+ * speaker's included; its first 120 characters are logged at info (hook:
+ * the hook's name) so an operator still sees it. text may be NULL. OC_OK
+ * or a negative status (then *cancel = 0). Any thread.
+ */
+int dg_turns_check_error_notice(dg_turns *t, const dg_turn_session *s, const char *hook,
+                                const char *field, const char *text, int *cancel, char *reason,
+                                size_t reason_len) DG_TURNS_MUST_USE;
 
 /*
  * message_sending: *cancel = 1 with a reason when the message must not go
@@ -217,11 +236,11 @@ int dg_turns_channel_managed(dg_turns *t, const dg_turn_session *s, int *managed
  * scope). content may be NULL. Returns OC_OK or a negative status.
  */
 int dg_turns_check_send(dg_turns *t, const dg_turn_session *s, const char *content,
-                        int *cancel, char *reason, size_t reason_len);
+                        int *cancel, char *reason, size_t reason_len) DG_TURNS_MUST_USE;
 
 /*
  * agent_end: classify the run (silent.h) and, if it held the turn, advance
- * at once (Dirigent bug 2). Owed hand-offs and notices are queued.
+ * at once (not at its message). Owed hand-offs and notices are queued.
  * run_id (NULL or "": unknown) is recorded with the change in the same
  * transaction: a second agent_end of the same run_id for the same session
  * (a host replaying it after a crash, or firing it per attempt) changes
@@ -230,7 +249,7 @@ int dg_turns_check_send(dg_turns *t, const dg_turn_session *s, const char *conte
  * (a repeat is OK too) or a negative status.
  */
 int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id,
-                     const char *output, long tool_calls, int success);
+                     const char *output, long tool_calls, int success) DG_TURNS_MUST_USE;
 
 /* ---- Discussion channels (called INSIDE the caller's store transaction) ---- */
 
@@ -253,7 +272,8 @@ int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id,
  */
 int dg_turns_prefill_discussion(dg_turns *t, const char *channel_id,
                                 const char *initiator_agent_id,
-                                const char *const *order, size_t n, int64_t now_ms);
+                                const char *const *order, size_t n,
+                                int64_t now_ms) DG_TURNS_MUST_USE;
 
 /*
  * Close channel_id for good: mode "closed". From then on nothing in the
@@ -262,7 +282,7 @@ int dg_turns_prefill_discussion(dg_turns *t, const char *channel_id,
  * (handled by the hooks). Idempotent. Must be called inside an open store
  * transaction. Returns OC_OK, OC_ERR_INVALID or OC_ERR_IO. Any thread.
  */
-int dg_turns_close_channel(dg_turns *t, const char *channel_id, int64_t now_ms);
+int dg_turns_close_channel(dg_turns *t, const char *channel_id, int64_t now_ms) DG_TURNS_MUST_USE;
 
 /*
  * The origin channel of a closed discussion is woken with the result: its
@@ -275,6 +295,6 @@ int dg_turns_close_channel(dg_turns *t, const char *channel_id, int64_t now_ms);
  * (empty ids, a full order) or OC_ERR_IO. Any thread.
  */
 int dg_turns_wake_with_result(dg_turns *t, const char *origin_channel_id,
-                              const char *initiator_agent_id, int64_t now_ms);
+                              const char *initiator_agent_id, int64_t now_ms) DG_TURNS_MUST_USE;
 
 #endif

@@ -58,7 +58,7 @@ static int mention_only_in_code(const char *content, const char *plain, const ch
            !strstr(plain, at_bang);
 }
 
-static int closed_notice(dg_turns *t, chan_rec *c, const dg_turn_message *m, dg_sender_kind kind,
+static int closed_notice(dg_turns *t, turns_chan *c, const dg_turn_message *m, dg_sender_kind kind,
                          int64_t now, int *kick)
 {
     if (kind == DG_SENDER_MODERATOR || kind == DG_SENDER_HANDOFF || !m->message_id)
@@ -67,7 +67,7 @@ static int closed_notice(dg_turns *t, chan_rec *c, const dg_turn_message *m, dg_
     int rc;
     if (!botish && c->bot_noticed) {
         c->bot_noticed = 0; /* a human spoke: bots may get one notice again */
-        if ((rc = chan_save(t, c, now)))
+        if ((rc = turns_chan_save(t, c, now)))
             return rc;
     } else if (botish && c->bot_noticed) {
         /* A bot already got a notice since the last human message: no
@@ -85,11 +85,11 @@ static int closed_notice(dg_turns *t, chan_rec *c, const dg_turn_message *m, dg_
     snprintf(chan, sizeof chan, "<#%s>", c->id);
     dg_tpl_vars v = {.discussionChannel = chan, .status = "closed"};
     const char *post = (m->thread_id && *m->thread_id) ? m->thread_id : c->id;
-    if ((rc = render_and_enqueue(t, "closed.md", &v, post, NULL, now, kick, NULL, 0)))
+    if ((rc = turns_render_and_enqueue(t, "closed.md", &v, post, NULL, now, kick, NULL, 0)))
         return rc;
     if (botish) {
         c->bot_noticed = 1;
-        rc = chan_save(t, c, now);
+        rc = turns_chan_save(t, c, now);
     }
     return rc;
 }
@@ -98,7 +98,7 @@ static int closed_notice(dg_turns *t, chan_rec *c, const dg_turn_message *m, dg_
  * status"): the moderator says what was meant, once per channel per
  * DG_ADMIN_HINT_COOLDOWN_MS. The message itself stays an ordinary one (it
  * may be meant for the agents too); the hint is extra. */
-static int command_hint(dg_turns *t, const chan_rec *c, const dg_turn_message *m, int64_t now,
+static int command_hint(dg_turns *t, const turns_chan *c, const dg_turn_message *m, int64_t now,
                         int *kick)
 {
     char fix[64];
@@ -115,20 +115,20 @@ static int command_hint(dg_turns *t, const chan_rec *c, const dg_turn_message *m
            c->id, fix);
     dg_tpl_vars v = {.command = fix};
     const char *post = (m->thread_id && *m->thread_id) ? m->thread_id : c->id;
-    return render_and_enqueue(t, "command_hint.md", &v, post, NULL, now, kick, NULL, 0);
+    return turns_render_and_enqueue(t, "command_hint.md", &v, post, NULL, now, kick, NULL, 0);
 }
 
-/* The scope the runs of session rs are decided in (session_prepare) and
+/* The scope the runs of session rs are decided in (turns_session_prepare) and
  * rs's member position there; *out NULL when rs's agent is no member of
  * the channel or the channel is closed. Writer held. */
-static int recipient_scope(dg_turns *t, const dg_turn_session *rs, scope_rec **out, int *pos)
+static int recipient_scope(dg_turns *t, const dg_turn_session *rs, turns_scope **out, int *pos)
 {
     *out = NULL;
-    chan_rec *c;
-    int rc = chan_get(t, rs->channel_id, &c);
+    turns_chan *c;
+    int rc = turns_chan_get(t, rs->channel_id, &c);
     if (rc)
         return rc;
-    *pos = member_pos(c, rs->agent_id);
+    *pos = turns_member_pos(c, rs->agent_id);
     if (*pos == DG_NOBODY || c->mode == DG_MODE_CLOSED)
         return OC_OK;
     int has_thread = rs->thread_id && *rs->thread_id;
@@ -138,9 +138,9 @@ static int recipient_scope(dg_turns *t, const dg_turn_session *rs, scope_rec **o
         dg_scope sc;
         if ((rc = dg_scope_derive(t->p->cfg.session_policy, &ev, &sc)))
             return rc;
-        return scope_get(t, c, &sc, out);
+        return turns_scope_get(t, c, &sc, out);
     }
-    return follow_scope(t, c, out);
+    return turns_follow_scope(t, c, out);
 }
 
 /*
@@ -151,38 +151,38 @@ static int recipient_scope(dg_turns *t, const dg_turn_session *rs, scope_rec **o
  */
 static int deliver_locked(dg_turns *t, const dg_turn_session *rs)
 {
-    scope_rec *r;
+    turns_scope *r;
     int pos;
     int rc = recipient_scope(t, rs, &r, &pos);
     if (rc || !r)
         return rc;
-    dg_turn_state next = *staged(t, r);
-    if (!dg_turn_wake_delivered(&next, pos))
+    dg_turn_state next = *turns_staged(t, r);
+    if (!dg_rule_wake_delivered(&next, pos))
         return OC_OK;
     char label[DG_SCOPE_LABEL_MAX];
     dg_log(t->p, OC_LOG_DEBUG, "turns: the moderator's message reached %s in channel %s (%s); "
            "it no longer awaits its wake message, its next run counts", rs->agent_id,
            r->chan->id, dg_scope_label(&r->scope, label));
-    return install(t, r, &next);
+    return turns_install(t, r, &next);
 }
 
 /* A message reached the session rs and the change it made is staged: when
  * rs's agent holds the turn there with no run of it under way, a run of it
  * is due now; the sweeper mentions it if none starts within turn.nudgeSec
- * (scope_rec.wait_pos). Read only. Writer held. */
+ * (turns_scope.wait_pos). Read only. Writer held. */
 static int arm_nudge_locked(dg_turns *t, const dg_turn_session *rs, int64_t now)
 {
     if (t->p->cfg.turn_nudge_sec <= 0)
         return OC_OK;
-    scope_rec *r;
+    turns_scope *r;
     int pos;
     int rc = recipient_scope(t, rs, &r, &pos);
     if (rc || !r)
         return rc;
-    const dg_turn_state *st = staged(t, r);
-    dg_turn_ctx x;
-    make_ctx(t, r->chan, &x);
-    if (st->active && dg_turn_speaker(st, &x) == pos && atomic_load(&r->run_pos) != pos) {
+    const dg_turn_state *st = turns_staged(t, r);
+    dg_rule_ctx x;
+    turns_make_ctx(t, r->chan, &x);
+    if (st->active && dg_rule_speaker(st, &x) == pos && atomic_load(&r->run_pos) != pos) {
         atomic_store(&r->wait_ms, now);
         atomic_store(&r->wait_pos, pos);
     }
@@ -193,52 +193,226 @@ static int arm_nudge_locked(dg_turns *t, const dg_turn_session *rs, int64_t now)
  * there, is one that receives the channel. Writer held. */
 static int recipient_reads(dg_turns *t, const dg_turn_session *rs, int64_t now)
 {
-    chan_rec *c;
-    int rc = chan_get(t, rs->channel_id, &c);
+    turns_chan *c;
+    int rc = turns_chan_get(t, rs->channel_id, &c);
     if (rc)
         return rc;
-    int pos = member_pos(c, rs->agent_id);
+    int pos = turns_member_pos(c, rs->agent_id);
     if (pos == DG_NOBODY || c->standing[pos] != DG_MEMBER_NEW)
         return OC_OK;
-    return member_ensure(t, c, rs->agent_id, DG_MEMBER_READS, now, &pos);
+    return turns_member_ensure(t, c, rs->agent_id, DG_MEMBER_READS, now, &pos);
 }
 
 /* c->received = the later of it and id. */
-static void note_received(chan_rec *c, const char *id)
+static void note_received(turns_chan *c, const char *id)
 {
     size_t n = strlen(id);
     if (n < sizeof c->received && dg_snowflake_cmp(id, c->received) > 0)
         memcpy(c->received, id, n + 1);
 }
 
-static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind kind,
-                         const dg_agent_cfg *sender_agent, int admin, dg_admin_cmd cmd,
-                         int64_t now, int *kick, owner_action *oa)
+/* The dedup of m by (channel, message id): *fresh = 0 when another account
+ * reported it already. Every TURNS_SEEN_PRUNE_EVERY fresh messages, old
+ * dedup rows and dormant states are pruned. Writer held. */
+static int ingest_dedup(dg_turns *t, turns_chan *c, const dg_turn_message *m, int64_t now,
+                        int *fresh)
 {
     dg_store *st = t->p->store;
+    int rc;
+    *fresh = 1;
+    if (!m->message_id || !*m->message_id)
+        return OC_OK;
+    if ((rc = dg_store_turns_seen_claim_hinted(st, m->channel_id, m->message_id, now,
+                                               &c->marks, fresh)))
+        return rc;
+    note_received(c, m->message_id);
+    if (!*fresh)
+        return OC_OK;
+    if (++t->fresh_ingests % TURNS_SEEN_PRUNE_EVERY == 0 &&
+        ((rc = dg_store_turns_seen_prune(st, now - TURNS_SEEN_KEEP_MS, NULL)) ||
+         (rc = dg_store_turns_states_prune(st, now - TURNS_SEEN_KEEP_MS, NULL))))
+        return rc;
+    return OC_OK;
+}
+
+/* The members a human's message m @mentions, as a mask (*mentions): its
+ * mentions outside code, and the names the host rendered as text ("@name").
+ * Writer held. */
+static int human_mentions(dg_turns *t, turns_chan *c, const dg_turn_message *m, int64_t now,
+                          uint64_t *mentions)
+{
+    int rc;
+    char *plain = NULL;
+    if (m->n_mentions && m->content && strchr(m->content, '`')) {
+        if (!(plain = strdup(m->content)))
+            return OC_ERR_NOMEM;
+        dg_md_blank_code(plain);
+    }
+    for (size_t i = 0; i < m->n_mentions; i++) {
+        if (mention_only_in_code(m->content, plain, m->mentions[i]))
+            continue;
+        const dg_agent_cfg *a = dg_config_agent_by_user(&t->p->cfg, m->mentions[i]);
+        /* A configured agent a human asks by name enters the channel's
+         * order even before it was seen there (the first message of a
+         * channel comes before any agent's run), as one not yet shown
+         * to receive the channel: if it cannot, it leaves again
+         * (turns_drop_unreachable_speaker, the turn timeout). */
+        int mp = DG_NOBODY;
+        if (a && (rc = turns_member_ensure(t, c, a->agent_id, DG_MEMBER_NEW, now, &mp))) {
+            free(plain);
+            return rc;
+        }
+        if (mp != DG_NOBODY)
+            *mentions |= (uint64_t)1 << mp;
+    }
+    free(plain);
+    /* Mentions the host rendered as text ("@name"). */
+    size_t n_agents = t->p->cfg.n_agents;
+    unsigned char *hit = n_agents && m->content && strchr(m->content, '@')
+                             ? calloc(n_agents, 1) : NULL;
+    if (hit && dg_agent_names_mentioned(t->names, m->content, hit)) {
+        for (size_t i = 0; i < n_agents; i++) {
+            int mp = DG_NOBODY;
+            if (hit[i] &&
+                (rc = turns_member_ensure(t, c, t->p->cfg.agents[i].agent_id, DG_MEMBER_NEW,
+                                          now, &mp))) {
+                free(hit);
+                return rc;
+            }
+            if (mp != DG_NOBODY)
+                *mentions |= (uint64_t)1 << mp;
+        }
+    }
+    free(hit);
+    return OC_OK;
+}
+
+/* A message opened the top-level thread r of c (thread policy): r becomes
+ * the channel's followed scope, and an agent's or bot's message carries the
+ * loop guard of the previous top-level thread into next. Writer held. */
+static int follow_top_level(dg_turns *t, turns_chan *c, turns_scope *r, const dg_scope *sc,
+                            dg_sender_kind kind, dg_turn_state *next, int64_t now)
+{
+    turns_scope *prev = NULL;
+    int rc;
+    if ((rc = turns_follow_scope(t, c, &prev)))
+        return rc;
+    if (prev != r && (kind == DG_SENDER_AGENT || kind == DG_SENDER_BOT)) {
+        /* Carry the loop guard across top-level threads. */
+        next->agent_msgs = prev->st.agent_msgs;
+        next->rested = prev->st.rested;
+    }
+    char *top = strdup(sc->root);
+    if (!top)
+        return OC_ERR_NOMEM;
+    pthread_rwlock_wrlock(&t->lock);
+    free(c->top_root);
+    c->top_root = top;
+    c->follow = r;
+    pthread_rwlock_unlock(&t->lock);
+    return turns_chan_save(t, c, now);
+}
+
+/* Save r's state next, changed by message m of sender member pos (or
+ * DG_NOBODY), with a cause naming the message and its sender. Writer held. */
+static int save_for_message(dg_turns *t, turns_scope *r, const dg_turn_state *next,
+                            const dg_turn_message *m, dg_sender_kind kind, int pos, int64_t now)
+{
+    static const char *const kinds[] = {"human", "agent", "bot", "moderator",
+                                        "moderator hand-off"};
+    const turns_chan *c = r->chan;
+    char cause[200];
+    const char *parts[] = {"message ", m->message_id ? m->message_id : "(no id)", " from ",
+                           (unsigned)kind < sizeof kinds / sizeof *kinds ? kinds[kind]
+                                                                         : "sender",
+                           " ", m->sender_id, pos != DG_NOBODY ? " (" : NULL,
+                           pos != DG_NOBODY ? c->members[pos] : NULL,
+                           pos != DG_NOBODY ? ")" : NULL};
+    dg_str_join(cause, sizeof cause, parts, sizeof parts / sizeof *parts);
+    return turns_save_scope_for(t, r, next, now, cause, m->message_id);
+}
+
+/* Message m in its scope: the sender's and the mentioned members join the
+ * order, the scope's recent texts and followed thread follow, and the wake
+ * rules move its state (dg_rule_on_message), saved with what it owes.
+ * Writer held. */
+static int ingest_message(dg_turns *t, turns_chan *c, const dg_turn_message *m,
+                          dg_sender_kind kind, const dg_agent_cfg *sender_agent, int64_t now,
+                          int *kick)
+{
+    dg_scope sc;
+    int top_level;
+    int rc;
+    if ((rc = turns_message_scope(t, m, &sc, &top_level)))
+        return rc;
+    int moderator = kind == DG_SENDER_MODERATOR || kind == DG_SENDER_HANDOFF;
+    /* A human's or an agent's word restarts a discussion's quiet-time clock. */
+    if (!moderator && c->mode == DG_MODE_DISCUSSION &&
+        (rc = dg_store_discussion_touch(t->p->store, c->id, now)))
+        return rc;
+    if (moderator && top_level)
+        return OC_OK; /* its own one-message thread: nothing to change */
+
+    int pos = DG_NOBODY;
+    if (sender_agent &&
+        (rc = turns_member_ensure(t, c, sender_agent->agent_id, DG_MEMBER_RAN, now, &pos)))
+        return rc;
+    uint64_t mentions = 0;
+    if (kind == DG_SENDER_HUMAN && (rc = human_mentions(t, c, m, now, &mentions)))
+        return rc;
+
+    turns_scope *r;
+    if ((rc = turns_scope_get(t, c, &sc, &r)))
+        return rc;
+    if (!moderator) {
+        r->wake_fp[0] = '\0'; /* a real message: the reminder is history */
+        turns_recent_push(r, m->content, pos, 0);
+    } else if (kind == DG_SENDER_MODERATOR) {
+        /* A moderator text (a kickoff, a result, a reply) is a message the
+         * agents' runs answer too: a run queued for the kickoff that starts
+         * after a participant spoke is a stale one. */
+        turns_recent_push(r, m->content, DG_NOBODY, 1);
+    }
+    if (moderator && !r->in_db)
+        return OC_OK; /* no state to change */
+    dg_turn_state next = r->st;
+    if (top_level && (rc = follow_top_level(t, c, r, &sc, kind, &next, now)))
+        return rc;
+    if (m->thread_id && *m->thread_id && sc.kind == DG_SCOPE_THREAD && !r->post_channel &&
+        !(r->post_channel = strdup(m->thread_id)))
+        return OC_ERR_NOMEM;
+
+    dg_rule_ctx x;
+    turns_make_ctx(t, c, &x);
+    dg_rule_effects fx;
+    dg_rule_effects_init(&fx);
+    next.awaiting = turns_staged(t, r)->awaiting; /* a delivery above may have ended a wait */
+    dg_rule_on_message(&next, &x, kind, pos, mentions, now, &fx);
+    if ((!dg_turn_state_same(&next, &r->st) || !r->in_db) &&
+        (rc = save_for_message(t, r, &next, m, kind, pos, now)))
+        return rc;
+    if ((rc = turns_queue_effects(t, r, &fx, &next, now, kick)))
+        return rc;
+    return turns_install(t, r, &next);
+}
+
+static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind kind,
+                         const dg_agent_cfg *sender_agent, int admin, dg_admin_cmd cmd,
+                         int64_t now, int *kick, turns_owner_action *oa)
+{
     int rc;
     /* Per agent session, before the dedup: every account reports it. */
     if (m->recipient && (kind == DG_SENDER_MODERATOR || kind == DG_SENDER_HANDOFF) &&
         (rc = deliver_locked(t, m->recipient)))
         return rc;
-    chan_rec *c;
-    if ((rc = chan_get(t, m->channel_id, &c)))
+    turns_chan *c;
+    if ((rc = turns_chan_get(t, m->channel_id, &c)))
         return rc;
-    if (m->message_id && *m->message_id) {
-        int fresh = 0;
-        if ((rc = dg_store_turns_seen_claim_hinted(st, m->channel_id, m->message_id, now,
-                                                   &c->marks, &fresh)))
-            return rc;
-        note_received(c, m->message_id);
-        if (!fresh)
-            return OC_OK; /* another account reported it already */
-        if (++t->fresh_ingests % SEEN_PRUNE_EVERY == 0 &&
-            ((rc = dg_store_turns_seen_prune(st, now - SEEN_KEEP_MS, NULL)) ||
-             (rc = dg_store_turns_states_prune(st, now - SEEN_KEEP_MS, NULL))))
-            return rc;
-    }
+    int fresh;
+    if ((rc = ingest_dedup(t, c, m, now, &fresh)) || !fresh)
+        return rc;
     if (cmd != DG_ADMIN_NONE)
-        return admin_locked(t, m, cmd, now, kick, oa);
+        return turns_admin_locked(t, m, cmd, now, kick, oa);
     /* Once per message (after the dedup), and a first-character test for
      * nearly every ordinary message. */
     if (kind == DG_SENDER_HUMAN && !admin && dg_admin_parse(m->content) != DG_ADMIN_NONE)
@@ -250,131 +424,7 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
         return rc;
     if (c->mode == DG_MODE_CLOSED)
         return closed_notice(t, c, m, kind, now, kick);
-
-    dg_scope sc;
-    int top_level;
-    if ((rc = message_scope(t, m, &sc, &top_level)))
-        return rc;
-    int moderator = kind == DG_SENDER_MODERATOR || kind == DG_SENDER_HANDOFF;
-    /* A human's or an agent's word restarts a discussion's quiet-time clock. */
-    if (!moderator && c->mode == DG_MODE_DISCUSSION &&
-        (rc = dg_store_discussion_touch(st, c->id, now)))
-        return rc;
-    if (moderator && top_level)
-        return OC_OK; /* its own one-message thread: nothing to change */
-
-    int pos = DG_NOBODY;
-    if (sender_agent &&
-        (rc = member_ensure(t, c, sender_agent->agent_id, DG_MEMBER_RAN, now, &pos)))
-        return rc;
-    uint64_t mentions = 0;
-    if (kind == DG_SENDER_HUMAN) {
-        char *plain = NULL;
-        if (m->n_mentions && m->content && strchr(m->content, '`')) {
-            if (!(plain = strdup(m->content)))
-                return OC_ERR_NOMEM;
-            dg_md_blank_code(plain);
-        }
-        for (size_t i = 0; i < m->n_mentions; i++) {
-            if (mention_only_in_code(m->content, plain, m->mentions[i]))
-                continue;
-            const dg_agent_cfg *a = dg_config_agent_by_user(&t->p->cfg, m->mentions[i]);
-            /* A configured agent a human asks by name enters the channel's
-             * order even before it was seen there (the first message of a
-             * channel comes before any agent's run), as one not yet shown
-             * to receive the channel: if it cannot, it leaves again
-             * (drop_unreachable_speaker, the turn timeout). */
-            int mp = DG_NOBODY;
-            if (a && (rc = member_ensure(t, c, a->agent_id, DG_MEMBER_NEW, now, &mp))) {
-                free(plain);
-                return rc;
-            }
-            if (mp != DG_NOBODY)
-                mentions |= (uint64_t)1 << mp;
-        }
-        free(plain);
-        /* Mentions the host rendered as text ("@name"). */
-        size_t n_agents = t->p->cfg.n_agents;
-        unsigned char *hit = n_agents && m->content && strchr(m->content, '@')
-                                 ? calloc(n_agents, 1) : NULL;
-        if (hit && dg_agent_names_mentioned(t->names, m->content, hit)) {
-            for (size_t i = 0; i < n_agents; i++) {
-                int mp = DG_NOBODY;
-                if (hit[i] &&
-                    (rc = member_ensure(t, c, t->p->cfg.agents[i].agent_id, DG_MEMBER_NEW,
-                                        now, &mp))) {
-                    free(hit);
-                    return rc;
-                }
-                if (mp != DG_NOBODY)
-                    mentions |= (uint64_t)1 << mp;
-            }
-        }
-        free(hit);
-    }
-
-    scope_rec *r;
-    if ((rc = scope_get(t, c, &sc, &r)))
-        return rc;
-    if (!moderator) {
-        r->wake_fp[0] = '\0'; /* a real message: the reminder is history */
-        recent_push(r, m->content, pos, 0);
-    } else if (kind == DG_SENDER_MODERATOR) {
-        /* A moderator text (a kickoff, a result, a reply) is a message the
-         * agents' runs answer too: a run queued for the kickoff that starts
-         * after a participant spoke is a stale one. */
-        recent_push(r, m->content, DG_NOBODY, 1);
-    }
-    if (moderator && !r->in_db)
-        return OC_OK; /* no state to change */
-    dg_turn_state next = r->st;
-    if (top_level) {
-        scope_rec *prev = NULL;
-        if ((rc = follow_scope(t, c, &prev)))
-            return rc;
-        if (prev != r && (kind == DG_SENDER_AGENT || kind == DG_SENDER_BOT)) {
-            /* Carry the loop guard across top-level threads. */
-            next.agent_msgs = prev->st.agent_msgs;
-            next.rested = prev->st.rested;
-        }
-        char *top = strdup(sc.root);
-        if (!top)
-            return OC_ERR_NOMEM;
-        pthread_rwlock_wrlock(&t->lock);
-        free(c->top_root);
-        c->top_root = top;
-        c->follow = r;
-        pthread_rwlock_unlock(&t->lock);
-        if ((rc = chan_save(t, c, now)))
-            return rc;
-    }
-    if (m->thread_id && *m->thread_id && sc.kind == DG_SCOPE_THREAD && !r->post_channel &&
-        !(r->post_channel = strdup(m->thread_id)))
-        return OC_ERR_NOMEM;
-
-    dg_turn_ctx x;
-    make_ctx(t, c, &x);
-    dg_turn_effects fx;
-    dg_turn_effects_init(&fx);
-    next.awaiting = staged(t, r)->awaiting; /* a delivery above may have ended a wait */
-    dg_turn_on_message(&next, &x, kind, pos, mentions, now, &fx);
-    if (!dg_turn_state_same(&next, &r->st) || !r->in_db) {
-        static const char *const kinds[] = {"human", "agent", "bot", "moderator",
-                                            "moderator hand-off"};
-        char cause[200];
-        const char *parts[] = {"message ", m->message_id ? m->message_id : "(no id)", " from ",
-                               (unsigned)kind < sizeof kinds / sizeof *kinds ? kinds[kind]
-                                                                             : "sender",
-                               " ", m->sender_id, pos != DG_NOBODY ? " (" : NULL,
-                               pos != DG_NOBODY ? c->members[pos] : NULL,
-                               pos != DG_NOBODY ? ")" : NULL};
-        dg_str_join(cause, sizeof cause, parts, sizeof parts / sizeof *parts);
-        if ((rc = save_scope_for(t, r, &next, now, cause, m->message_id)))
-            return rc;
-    }
-    if ((rc = queue_effects(t, r, &fx, &next, now, kick)))
-        return rc;
-    return install(t, r, &next);
+    return ingest_message(t, c, m, kind, sender_agent, now, kick);
 }
 
 int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err_len)
@@ -396,7 +446,7 @@ int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err
                  "who posted the message");
         return OC_ERR_INVALID;
     }
-    if (m->recipient && !valid_session(m->recipient)) {
+    if (m->recipient && !turns_valid_session(m->recipient)) {
         snprintf(err, err_len, "message_received: ctx.sessionKey names no agent session in a "
                  "channel (agent, channel, at most %d characters each)", DG_SCOPE_ID_MAX - 1);
         return OC_ERR_INVALID;
@@ -408,23 +458,23 @@ int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err
     const dg_agent_cfg *agent = NULL;
     dg_sender_kind kind;
     if (cfg->moderator_user_id && strcmp(m->sender_id, cfg->moderator_user_id) == 0)
-        kind = is_bare_mention(m->content) || is_admin_reply(m->content) ? DG_SENDER_HANDOFF
+        kind = is_bare_mention(m->content) || turns_is_admin_reply(m->content) ? DG_SENDER_HANDOFF
                                                                          : DG_SENDER_MODERATOR;
     else if ((agent = dg_config_agent_by_user(cfg, m->sender_id)))
         kind = DG_SENDER_AGENT;
     else
         kind = m->sender_is_bot ? DG_SENDER_BOT : DG_SENDER_HUMAN;
     /* Only an admin's message pays for the command check. */
-    int admin = kind == DG_SENDER_HUMAN && is_admin(cfg, m->sender_id);
+    int admin = kind == DG_SENDER_HUMAN && turns_is_admin(cfg, m->sender_id);
     dg_admin_cmd cmd = admin ? dg_admin_parse(m->content) : DG_ADMIN_NONE;
 
     int64_t now = dg_now_ms(t->p);
-    if (txn_begin_for(t, m->channel_id) != OC_OK) {
+    if (turns_txn_begin_for(t, m->channel_id) != OC_OK) {
         snprintf(err, err_len, "message_received: the state database is not available");
         return OC_ERR_IO;
     }
     int kick = 0;
-    owner_action oa = {.cmd = DG_ADMIN_NONE};
+    turns_owner_action oa = {.cmd = DG_ADMIN_NONE};
     int rc = ingest_locked(t, m, kind, agent, admin, cmd, now, &kick, &oa);
     /* After the message's own change (which may have added the recipient
      * by a mention of it): the recipient receives this channel. */
@@ -442,16 +492,16 @@ int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err
                  "(%s: %s)", m->message_id ? m->message_id : "(no id)", m->channel_id,
                  oc_status_name(rc), dg_store_errmsg(t->p->store));
     int failed = rc;
-    rc = finish(t, rc);
+    rc = turns_txn_finish(t, rc);
     if (rc != OC_OK && !failed)
         snprintf(err, err_len, "message_received: the state database did not commit message %s "
                  "of channel %s; nothing of it was recorded", m->message_id ? m->message_id
                  : "(no id)", m->channel_id);
-    if (rc == OC_OK && oa.cmd != DG_ADMIN_NONE && owner_reply(t, &oa, now) == OC_OK)
+    if (rc == OC_OK && oa.cmd != DG_ADMIN_NONE && turns_owner_reply(t, &oa, now) == OC_OK)
         kick = 1;
     if (rc == OC_OK && kick)
         dg_outbox_kick(t->p->outbox);
     if (rc == OC_OK)
-        evict_if_over(t, now);
+        turns_evict_if_over(t, now);
     return rc;
 }

@@ -8,7 +8,7 @@
  */
 #include "turns_int.h"
 
-void recompute_present(const dg_turns *t, chan_rec *c)
+void turns_recompute_present(const dg_turns *t, turns_chan *c)
 {
     c->present = 0;
     c->initiator_pos = DG_NOBODY;
@@ -21,7 +21,7 @@ void recompute_present(const dg_turns *t, chan_rec *c)
     }
 }
 
-const dg_turn_state *staged(const dg_turns *t, const scope_rec *r)
+const dg_turn_state *turns_staged(const dg_turns *t, const turns_scope *r)
 {
     for (int i = 0; i < t->n_pending; i++)
         if (t->pending[i].r == r)
@@ -29,7 +29,7 @@ const dg_turn_state *staged(const dg_turns *t, const scope_rec *r)
     return &r->st;
 }
 
-/* The standing member pos reaches on evidence (member_ensure). */
+/* The standing member pos reaches on evidence (turns_member_ensure). */
 static dg_member_standing raised(dg_member_standing cur, dg_member_standing evidence)
 {
     if (cur == DG_MEMBER_REMOVED)
@@ -39,21 +39,21 @@ static dg_member_standing raised(dg_member_standing cur, dg_member_standing evid
     return evidence > cur ? evidence : cur;
 }
 
-static int set_standing(dg_turns *t, chan_rec *c, int pos, dg_member_standing standing)
+static int set_standing(dg_turns *t, turns_chan *c, int pos, dg_member_standing standing)
 {
     int rc = dg_store_turns_member_standing(t->p->store, c->id, pos, standing);
     if (rc != OC_OK)
         return rc;
     pthread_rwlock_wrlock(&t->lock);
     c->standing[pos] = (unsigned char)standing;
-    recompute_present(t, c);
+    turns_recompute_present(t, c);
     pthread_rwlock_unlock(&t->lock);
     return OC_OK;
 }
 
 /* Append agent_id to c's order with standing; *pos stays DG_NOBODY when the
  * order is full (logged once). Writer held. */
-static int member_append(dg_turns *t, chan_rec *c, const char *agent_id,
+static int member_append(dg_turns *t, turns_chan *c, const char *agent_id,
                          dg_member_standing standing, int64_t now, int *pos)
 {
     *pos = DG_NOBODY;
@@ -62,10 +62,10 @@ static int member_append(dg_turns *t, chan_rec *c, const char *agent_id,
     int stored = 0;
     int rc = dg_store_turns_member_count(t->p->store, c->id, &stored);
     if (rc == OC_OK && stored != c->n)
-        rc = refresh_channel(t, c->id, 1);
+        rc = turns_refresh_channel(t, c->id, 1);
     if (rc != OC_OK)
         return rc;
-    if ((*pos = member_pos(c, agent_id)) != DG_NOBODY)
+    if ((*pos = turns_member_pos(c, agent_id)) != DG_NOBODY)
         return set_standing(t, c, *pos, raised(c->standing[*pos], standing));
     if (c->n >= DG_TURN_MAX_MEMBERS) {
         if (!t->warned_cap) {
@@ -78,7 +78,7 @@ static int member_append(dg_turns *t, chan_rec *c, const char *agent_id,
         return OC_OK;
     }
     if (!c->in_db)
-        rc = chan_save(t, c, now);
+        rc = turns_chan_save(t, c, now);
     if (rc == OC_OK)
         rc = dg_store_turns_member_add(t->p->store, c->id, c->n, agent_id, standing);
     if (rc != OC_OK)
@@ -90,16 +90,17 @@ static int member_append(dg_turns *t, chan_rec *c, const char *agent_id,
     c->members[c->n] = dup;
     c->standing[c->n] = (unsigned char)standing;
     c->n++;
-    recompute_present(t, c);
+    turns_recompute_present(t, c);
     pthread_rwlock_unlock(&t->lock);
     *pos = c->n - 1;
     return OC_OK;
 }
 
-int member_ensure(dg_turns *t, chan_rec *c, const char *agent_id, dg_member_standing evidence,
-                  int64_t now, int *pos)
+int turns_member_ensure(dg_turns *t, turns_chan *c, const char *agent_id,
+                        dg_member_standing evidence, int64_t now, int *pos)
 {
-    *pos = member_pos(c, agent_id);
+    TURNS_ASSERT_WRITER(t);
+    *pos = turns_member_pos(c, agent_id);
     if (*pos != DG_NOBODY) {
         dg_member_standing cur = c->standing[*pos];
         dg_member_standing next = raised(cur, evidence);
@@ -116,10 +117,11 @@ int member_ensure(dg_turns *t, chan_rec *c, const char *agent_id, dg_member_stan
     return member_append(t, c, agent_id, evidence, now, pos);
 }
 
-int member_admit(dg_turns *t, chan_rec *c, const char *agent_id, int64_t now, int *pos,
-                 dg_member_standing *was)
+int turns_member_admit(dg_turns *t, turns_chan *c, const char *agent_id, int64_t now, int *pos,
+                       dg_member_standing *was)
 {
-    *pos = member_pos(c, agent_id);
+    TURNS_ASSERT_WRITER(t);
+    *pos = turns_member_pos(c, agent_id);
     *was = *pos == DG_NOBODY ? DG_MEMBER_STANDINGS : (dg_member_standing)c->standing[*pos];
     if (*pos == DG_NOBODY)
         return member_append(t, c, agent_id, DG_MEMBER_READS, now, pos);
@@ -128,18 +130,19 @@ int member_admit(dg_turns *t, chan_rec *c, const char *agent_id, int64_t now, in
     return OC_OK;
 }
 
-int member_leave(dg_turns *t, scope_rec *r, int pos, dg_member_standing standing,
-                 int deciding, int64_t now, const char *cause, int *kick)
+int turns_member_leave(dg_turns *t, turns_scope *r, int pos, dg_member_standing standing,
+                       int deciding, int64_t now, const char *cause, int *kick)
 {
-    chan_rec *c = r->chan;
+    TURNS_ASSERT_WRITER(t);
+    turns_chan *c = r->chan;
     if (pos < 0 || pos >= c->n)
         return OC_ERR_INVALID;
-    dg_turn_ctx x;
-    make_ctx(t, c, &x);
-    dg_turn_effects fx;
-    dg_turn_effects_init(&fx);
-    dg_turn_state next = *staged(t, r);
-    dg_turn_member_gone(&next, &x, pos, now, &fx);
+    dg_rule_ctx x;
+    turns_make_ctx(t, c, &x);
+    dg_rule_effects fx;
+    dg_rule_effects_init(&fx);
+    dg_turn_state next = *turns_staged(t, r);
+    dg_rule_member_gone(&next, &x, pos, now, &fx);
     if (fx.handoff_to != DG_NOBODY && fx.handoff_to == deciding) {
         /* Its run being decided is the run the hand-off would ask for. */
         fx.handoff_to = DG_NOBODY;
@@ -147,16 +150,16 @@ int member_leave(dg_turns *t, scope_rec *r, int pos, dg_member_standing standing
         next.awaiting = 0;
     }
     int rc = set_standing(t, c, pos, standing);
-    if (rc == OC_OK && (!dg_turn_state_same(&next, staged(t, r)) || !r->in_db))
-        rc = save_scope(t, r, &next, now, cause);
+    if (rc == OC_OK && (!dg_turn_state_same(&next, turns_staged(t, r)) || !r->in_db))
+        rc = turns_save_scope(t, r, &next, now, cause);
     if (rc == OC_OK)
-        rc = queue_effects(t, r, &fx, &next, now, kick);
+        rc = turns_queue_effects(t, r, &fx, &next, now, kick);
     if (rc == OC_OK)
-        rc = install(t, r, &next);
+        rc = turns_install(t, r, &next);
     /* A new speaker that got no hand-off has the latest message, or its run
      * for it is on the way: if none starts, the stall nudge mentions it. */
-    make_ctx(t, c, &x);
-    int sp = next.active ? dg_turn_speaker(&next, &x) : DG_NOBODY;
+    turns_make_ctx(t, c, &x);
+    int sp = next.active ? dg_rule_speaker(&next, &x) : DG_NOBODY;
     if (rc == OC_OK && sp != DG_NOBODY && sp != pos && fx.handoff_to == DG_NOBODY &&
         t->p->cfg.turn_nudge_sec > 0 && atomic_load(&r->run_pos) != sp) {
         atomic_store(&r->wait_ms, now);
@@ -166,11 +169,11 @@ int member_leave(dg_turns *t, scope_rec *r, int pos, dg_member_standing standing
 }
 
 /* Member sp of r's channel, which the host never showed receiving it,
- * leaves the order (drop_unreachable_speaker). Writer held. */
-static int unreachable_leaves(dg_turns *t, scope_rec *r, int sp, int asking, int64_t now,
+ * leaves the order (turns_drop_unreachable_speaker). Writer held. */
+static int unreachable_leaves(dg_turns *t, turns_scope *r, int sp, int asking, int64_t now,
                               int *kick)
 {
-    chan_rec *c = r->chan;
+    turns_chan *c = r->chan;
     char label[DG_SCOPE_LABEL_MAX];
     dg_log(t->p, OC_LOG_INFO, "turns: %s was @mentioned in channel %s (%s) but no message of "
            "the channel ever reached it, while %s receives them: it cannot read the channel and "
@@ -180,21 +183,21 @@ static int unreachable_leaves(dg_turns *t, scope_rec *r, int sp, int asking, int
     char cause[200];
     snprintf(cause, sizeof cause, "%s cannot read the channel (no message of it ever reached "
              "it): it left the turn order", c->members[sp]);
-    return member_leave(t, r, sp, DG_MEMBER_LEFT, asking, now, cause, kick);
+    return turns_member_leave(t, r, sp, DG_MEMBER_LEFT, asking, now, cause, kick);
 }
 
-int drop_unreachable_speaker(dg_turns *t, scope_rec *r, int asking, int64_t now, int *kick)
+int turns_drop_unreachable_speaker(dg_turns *t, turns_scope *r, int asking, int64_t now, int *kick)
 {
-    chan_rec *c = r->chan;
+    turns_chan *c = r->chan;
     if (!atomic_load(&t->per_agent) || c->mode != DG_MODE_NORMAL ||
-        now - staged(t, r)->last_change_ms < UNREACHED_GRACE_MS)
+        now - turns_staged(t, r)->last_change_ms < TURNS_UNREACHED_GRACE_MS)
         return OC_OK;
     /* Each pass takes one member out of the order: bounded. */
     for (int guard = 0; guard < DG_TURN_MAX_MEMBERS; guard++) {
-        dg_turn_ctx x;
-        make_ctx(t, c, &x);
-        const dg_turn_state *st = staged(t, r);
-        int sp = st->active && dg_turn_managed(&x) ? dg_turn_speaker(st, &x) : DG_NOBODY;
+        dg_rule_ctx x;
+        turns_make_ctx(t, c, &x);
+        const dg_turn_state *st = turns_staged(t, r);
+        int sp = st->active && dg_rule_managed(&x) ? dg_rule_speaker(st, &x) : DG_NOBODY;
         if (sp == DG_NOBODY || sp == asking || c->standing[sp] != DG_MEMBER_NEW)
             return OC_OK;
         int rc = unreachable_leaves(t, r, sp, asking, now, kick);

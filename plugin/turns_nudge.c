@@ -10,14 +10,14 @@
  */
 #include "turns_int.h"
 
-void nudge_run_started(scope_rec *r, int pos)
+void turns_nudge_run_started(turns_scope *r, int pos)
 {
     atomic_store(&r->run_pos, pos);
     int waited = pos;
     atomic_compare_exchange_strong(&r->wait_pos, &waited, DG_NOBODY);
 }
 
-void nudge_run_ended(scope_rec *r, int pos)
+void turns_nudge_run_ended(turns_scope *r, int pos)
 {
     int running = pos;
     atomic_compare_exchange_strong(&r->run_pos, &running, DG_NOBODY);
@@ -26,10 +26,10 @@ void nudge_run_ended(scope_rec *r, int pos)
 typedef struct stall_list {
     int64_t due;                 /* armed at or before this */
     size_t n_due;                /* any_stalled: how many */
-    scope_list list;             /* collect_stalled: which */
+    turns_scope_list list;             /* collect_stalled: which */
 } stall_list;
 
-static int armed_before(const scope_rec *r, int64_t due)
+static int armed_before(const turns_scope *r, int64_t due)
 {
     return atomic_load(&r->wait_pos) != DG_NOBODY && atomic_load(&r->wait_ms) <= due;
 }
@@ -46,19 +46,19 @@ static void collect_stalled(void *val, void *arg)
 {
     stall_list *l = arg;
     if (armed_before(val, l->due))
-        scope_list_push(&l->list, val);
+        turns_scope_list_push(&l->list, val);
 }
 
 /* Is r's speaker still stalled now? Everything checked again under the
  * writer: a run may have started, the turn moved, a wake message be on its
  * way (then that message is the nudge), the previous speaker's reply still
  * owed (its arrival is), or the turn already nudged once. */
-static int stalled(dg_turns *t, scope_rec *r, int64_t now, int64_t nudge_ms, int *pos)
+static int stalled(dg_turns *t, turns_scope *r, int64_t now, int64_t nudge_ms, int *pos)
 {
     const dg_turn_state *st = &r->st;
-    dg_turn_ctx x;
-    make_ctx(t, r->chan, &x);
-    int sp = dg_turn_speaker(st, &x);
+    dg_rule_ctx x;
+    turns_make_ctx(t, r->chan, &x);
+    int sp = dg_rule_speaker(st, &x);
     *pos = sp;
     if (r->chan->mode == DG_MODE_CLOSED || !st->active || sp == DG_NOBODY ||
         sp != atomic_load(&r->wait_pos) || sp == atomic_load(&r->run_pos) ||
@@ -66,30 +66,30 @@ static int stalled(dg_turns *t, scope_rec *r, int64_t now, int64_t nudge_ms, int
         return 0;
     if (st->awaiting & ((uint64_t)1 << sp))
         return 0;
-    int64_t window = x.timeout_ms > 0 ? x.timeout_ms : WAKE_FP_MAX_MS;
-    return !reply_owed(st, sp, window, now);
+    int64_t window = x.timeout_ms > 0 ? x.timeout_ms : TURNS_WAKE_FP_MAX_MS;
+    return !turns_reply_owed(st, sp, window, now);
 }
 
 /* Writer held (txn). */
-static int nudge_scope(dg_turns *t, scope_rec *r, int64_t now, int64_t nudge_ms, int *kick)
+static int nudge_scope(dg_turns *t, turns_scope *r, int64_t now, int64_t nudge_ms, int *kick)
 {
     int pos;
     if (!stalled(t, r, now, nudge_ms, &pos))
         return OC_OK;
-    const char *uid = user_of(t, r->chan, pos);
+    const char *uid = turns_user_of(t, r->chan, pos);
     if (!uid)
         return OC_OK; /* nobody to mention */
     int owed = 0;
-    int rc = mention_owed(t, r->post_channel ? r->post_channel : r->chan->id, uid, &owed);
+    int rc = turns_mention_owed(t, r->post_channel ? r->post_channel : r->chan->id, uid, &owed);
     if (rc != OC_OK || owed)
         return rc;
     /* The moderator's hand-off, as a change that owes one queues it. It
      * arms no wait: the state stays as it is (the copy is dropped). */
-    dg_turn_effects fx;
-    dg_turn_effects_init(&fx);
+    dg_rule_effects fx;
+    dg_rule_effects_init(&fx);
     fx.handoff_to = pos;
     dg_turn_state unchanged = r->st;
-    rc = queue_effects(t, r, &fx, &unchanged, now, kick);
+    rc = turns_queue_effects(t, r, &fx, &unchanged, now, kick);
     if (rc != OC_OK)
         return rc;
     r->nudged_change = r->st.last_change_ms;
@@ -103,7 +103,7 @@ static int nudge_scope(dg_turns *t, scope_rec *r, int64_t now, int64_t nudge_ms,
     return OC_OK;
 }
 
-void nudge_stalled(dg_turns *t, int64_t now)
+void turns_nudge_stalled(dg_turns *t, int64_t now)
 {
     int64_t nudge_ms = (int64_t)t->p->cfg.turn_nudge_sec * 1000;
     if (nudge_ms <= 0)
@@ -114,7 +114,7 @@ void nudge_stalled(dg_turns *t, int64_t now)
     pthread_rwlock_rdlock(&t->lock);
     dg_map_each(&t->scopes, any_stalled, &l);
     pthread_rwlock_unlock(&t->lock);
-    if (!l.n_due || txn_begin(t) != OC_OK)
+    if (!l.n_due || turns_txn_begin(t) != OC_OK)
         return;
     /* Under the writer the records stay (flushes and evictions take it). */
     dg_map_each(&t->scopes, collect_stalled, &l);
@@ -124,7 +124,7 @@ void nudge_stalled(dg_turns *t, int64_t now)
     if (rc != OC_OK)
         dg_log(t->p, OC_LOG_ERROR, "turns: could not queue the nudge of a stalled speaker (%s: "
                "%s); retried shortly", oc_status_name(rc), dg_store_errmsg(t->p->store));
-    rc = finish(t, rc);
+    rc = turns_txn_finish(t, rc);
     if (rc == OC_OK && kick)
         dg_outbox_kick(t->p->outbox);
     free(l.list.v);

@@ -13,12 +13,12 @@
  * gone with it, and the message it answered may have been the last one;
  * the stall nudge mentions the speaker if no run of it starts within
  * turn.nudgeSec. Writer held. */
-static void arm_after_start(dg_turns *t, scope_rec *r, int64_t now)
+static void arm_after_start(dg_turns *t, turns_scope *r, int64_t now)
 {
-    dg_turn_ctx x;
-    make_ctx(t, r->chan, &x);
-    int sp = r->st.active && r->chan->mode != DG_MODE_CLOSED && dg_turn_managed(&x)
-                 ? dg_turn_speaker(&r->st, &x)
+    dg_rule_ctx x;
+    turns_make_ctx(t, r->chan, &x);
+    int sp = r->st.active && r->chan->mode != DG_MODE_CLOSED && dg_rule_managed(&x)
+                 ? dg_rule_speaker(&r->st, &x)
                  : DG_NOBODY;
     if (sp == DG_NOBODY || atomic_load(&r->run_pos) == sp ||
         atomic_load(&r->wait_pos) != DG_NOBODY)
@@ -31,7 +31,7 @@ static void arm_after_start(dg_turns *t, scope_rec *r, int64_t now)
  * a flush), where the sweeper looks for speakers out of time. */
 static int load_awake(dg_turns *t)
 {
-    if (txn_begin(t) != OC_OK)
+    if (turns_txn_begin(t) != OC_OK)
         return OC_ERR_IO;
     int arm = atomic_load(&t->arm_after_start) && t->p->cfg.turn_nudge_sec > 0;
     int64_t now = dg_now_ms(t->p);
@@ -39,15 +39,15 @@ static int load_awake(dg_turns *t)
     size_t n = 0;
     int rc = dg_store_turns_active_scopes(t->p->store, &v, &n);
     for (size_t i = 0; rc == OC_OK && i < n; i++) {
-        chan_rec *c;
-        scope_rec *r;
-        if ((rc = chan_get(t, v[i].channel_id, &c)) == OC_OK)
-            rc = scope_get(t, c, &v[i], &r);
+        turns_chan *c;
+        turns_scope *r;
+        if ((rc = turns_chan_get(t, v[i].channel_id, &c)) == OC_OK)
+            rc = turns_scope_get(t, c, &v[i], &r);
         if (rc == OC_OK && arm)
             arm_after_start(t, r, now);
     }
     free(v);
-    finish_read(t); /* what was loaded is what the database holds */
+    turns_txn_finish_read(t); /* what was loaded is what the database holds */
     if (rc == OC_OK)
         atomic_store(&t->arm_after_start, 0);
     return rc;
@@ -64,7 +64,7 @@ typedef struct due_list {
 /* Mirror read lock held. */
 static void collect_due(void *val, void *arg)
 {
-    const scope_rec *r = val;
+    const turns_scope *r = val;
     due_list *d = arg;
     if (d->nomem || !r->st.active || r->chan->mode == DG_MODE_CLOSED ||
         d->now - r->st.last_change_ms < d->timeout_ms)
@@ -77,20 +77,20 @@ static void collect_due(void *val, void *arg)
 }
 
 /* Mirror read lock held: r's speaker was never shown receiving the
- * channel, for UNREACHED_MS now (drop_unreachable_speaker): the host
+ * channel, for TURNS_UNREACHED_MS now (turns_drop_unreachable_speaker): the host
  * reports each message to every session that receives the channel, and
  * the message that gave it the turn was reported to none of its. */
 static void collect_unreached(void *val, void *arg)
 {
-    const scope_rec *r = val;
+    const turns_scope *r = val;
     due_list *d = arg;
-    const chan_rec *c = r->chan;
+    const turns_chan *c = r->chan;
     if (d->nomem || !r->st.active || c->mode != DG_MODE_NORMAL ||
-        d->now - r->st.last_change_ms < UNREACHED_MS)
+        d->now - r->st.last_change_ms < TURNS_UNREACHED_MS)
         return;
-    dg_turn_ctx x;
-    make_ctx(d->t, c, &x);
-    int sp = dg_turn_managed(&x) ? dg_turn_speaker(&r->st, &x) : DG_NOBODY;
+    dg_rule_ctx x;
+    turns_make_ctx(d->t, c, &x);
+    int sp = dg_rule_managed(&x) ? dg_rule_speaker(&r->st, &x) : DG_NOBODY;
     if (sp == DG_NOBODY || c->standing[sp] != DG_MEMBER_NEW)
         return;
     if (dg_grow(&d->v, &d->cap, d->n, sizeof *d->v, 16)) {
@@ -101,24 +101,24 @@ static void collect_unreached(void *val, void *arg)
 }
 
 /* Scope sc and its channel, loaded or from the mirror. Writer held. */
-static int load_scope(dg_turns *t, const dg_scope *sc, chan_rec **c, scope_rec **r)
+static int load_scope(dg_turns *t, const dg_scope *sc, turns_chan **c, turns_scope **r)
 {
-    int rc = chan_get(t, sc->channel_id, c);
-    return rc == OC_OK ? scope_get(t, *c, sc, r) : rc;
+    int rc = turns_chan_get(t, sc->channel_id, c);
+    return rc == OC_OK ? turns_scope_get(t, *c, sc, r) : rc;
 }
 
-/* drop_unreachable_speaker for scope sc, in a change of its own. */
+/* turns_drop_unreachable_speaker for scope sc, in a change of its own. */
 static int drop_unreached(dg_turns *t, const dg_scope *sc)
 {
     int64_t now = dg_now_ms(t->p);
-    if (txn_begin(t) != OC_OK)
+    if (turns_txn_begin(t) != OC_OK)
         return OC_ERR_IO;
-    chan_rec *c;
-    scope_rec *r = NULL;
+    turns_chan *c;
+    turns_scope *r = NULL;
     int kick = 0, rc = load_scope(t, sc, &c, &r);
-    if (rc == OC_OK && now - r->st.last_change_ms >= UNREACHED_MS)
-        rc = drop_unreachable_speaker(t, r, DG_NOBODY, now, &kick);
-    rc = finish(t, rc);
+    if (rc == OC_OK && now - r->st.last_change_ms >= TURNS_UNREACHED_MS)
+        rc = turns_drop_unreachable_speaker(t, r, DG_NOBODY, now, &kick);
+    rc = turns_txn_finish(t, rc);
     if (rc == OC_OK && kick)
         dg_outbox_kick(t->p->outbox);
     return rc;
@@ -126,18 +126,18 @@ static int drop_unreached(dg_turns *t, const dg_scope *sc)
 
 /* Speaker sp of r is out of time at now and the host never showed it
  * running in r's channel (its standing is below DG_MEMBER_RAN). */
-static int never_ran_out_of_time(const scope_rec *r, const dg_turn_ctx *x, int sp, int64_t now)
+static int never_ran_out_of_time(const turns_scope *r, const dg_rule_ctx *x, int sp, int64_t now)
 {
     return sp != DG_NOBODY && r->st.active && x->timeout_ms > 0 &&
            now - r->st.last_change_ms >= x->timeout_ms &&
            r->chan->standing[sp] < DG_MEMBER_RAN && r->chan->mode == DG_MODE_NORMAL;
 }
 
-/* dg_turn_expire on next; 1 when that changed it. */
-static int expired(dg_turn_state *next, const dg_turn_ctx *x, int64_t now, dg_turn_effects *fx)
+/* dg_rule_expire on next; 1 when that changed it. */
+static int expired(dg_turn_state *next, const dg_rule_ctx *x, int64_t now, dg_rule_effects *fx)
 {
     dg_turn_state before = *next;
-    dg_turn_expire(next, x, now, fx);
+    dg_rule_expire(next, x, now, fx);
     return !dg_turn_state_same(next, &before);
 }
 
@@ -148,18 +148,18 @@ static int expired(dg_turn_state *next, const dg_turn_ctx *x, int64_t now, dg_tu
 static int expire_scope(dg_turns *t, const dg_scope *sc)
 {
     int64_t now = dg_now_ms(t->p);
-    if (txn_begin(t) != OC_OK)
+    if (turns_txn_begin(t) != OC_OK)
         return OC_ERR_IO;
-    chan_rec *c;
-    scope_rec *r = NULL;
+    turns_chan *c;
+    turns_scope *r = NULL;
     int kick = 0, rc = load_scope(t, sc, &c, &r);
     if (rc == OC_OK && c->mode != DG_MODE_CLOSED) {
-        dg_turn_ctx x;
-        make_ctx(t, c, &x);
-        dg_turn_effects fx;
-        dg_turn_effects_init(&fx);
+        dg_rule_ctx x;
+        turns_make_ctx(t, c, &x);
+        dg_rule_effects fx;
+        dg_rule_effects_init(&fx);
         dg_turn_state next = r->st;
-        int late = dg_turn_speaker(&r->st, &x);
+        int late = dg_rule_speaker(&r->st, &x);
         if (never_ran_out_of_time(r, &x, late, now)) {
             /* Mentioned, never seen running there: most likely it cannot
              * read the channel; the order must not wait on it again. */
@@ -171,9 +171,9 @@ static int expire_scope(dg_turns *t, const dg_scope *sc)
                    "turn within turn.timeoutSec; it leaves the channel's turn order (it comes "
                    "back when it runs or posts there, or is @mentioned)", c->members[late],
                    c->id);
-            rc = member_leave(t, r, late, DG_MEMBER_LEFT, DG_NOBODY, now, cause, &kick);
+            rc = turns_member_leave(t, r, late, DG_MEMBER_LEFT, DG_NOBODY, now, cause, &kick);
             if (rc == OC_OK)
-                nudge_run_ended(r, late);
+                turns_nudge_run_ended(r, late);
         } else if (expired(&next, &x, now, &fx)) {
             char label[DG_SCOPE_LABEL_MAX];
             dg_log(t->p, OC_LOG_INFO, "turns: %s did not finish within turn.timeoutSec (%lds) in "
@@ -184,20 +184,20 @@ static int expire_scope(dg_turns *t, const dg_scope *sc)
             snprintf(cause, sizeof cause, "%s did not finish within turn.timeoutSec (%lds): "
                      "timed out", late >= 0 && late < c->n ? c->members[late] : "the speaker",
                      (long)t->p->cfg.turn_timeout_sec);
-            if ((rc = save_scope(t, r, &next, now, cause)) == OC_OK &&
-                (rc = queue_effects(t, r, &fx, &next, now, &kick)) == OC_OK)
-                rc = install(t, r, &next);
+            if ((rc = turns_save_scope(t, r, &next, now, cause)) == OC_OK &&
+                (rc = turns_queue_effects(t, r, &fx, &next, now, &kick)) == OC_OK)
+                rc = turns_install(t, r, &next);
             /* A run that outlived its turn no longer counts as under way
              * (its agent_end may never come). */
             if (rc == OC_OK && late != DG_NOBODY)
-                nudge_run_ended(r, late);
+                turns_nudge_run_ended(r, late);
         }
     }
     if (rc != OC_OK)
         dg_log(t->p, OC_LOG_ERROR, "turns: could not apply the turn timeout in channel %s (%s: "
                "%s); retried shortly", sc->channel_id, oc_status_name(rc),
                dg_store_errmsg(t->p->store));
-    rc = finish(t, rc);
+    rc = turns_txn_finish(t, rc);
     if (rc == OC_OK && kick)
         dg_outbox_kick(t->p->outbox);
     return rc;
@@ -214,23 +214,23 @@ typedef struct evict_scan {
 
 /* A dormant thread scope that is not the one channel-level sessions
  * follow: it may leave the mirror. Mirror lock held. */
-static int dormant_thread(const scope_rec *r)
+static int dormant_thread(const turns_scope *r)
 {
     return r->scope.kind == DG_SCOPE_THREAD && !r->st.active && r != r->chan->follow;
 }
 
-/* A dormant thread scope nobody has touched for EVICT_IDLE_MS, or one of
+/* A dormant thread scope nobody has touched for TURNS_EVICT_IDLE_MS, or one of
  * the oldest past the count bound (cutoff). Mirror lock held. */
-static int evictable(const scope_rec *r, const evict_scan *e)
+static int evictable(const turns_scope *r, const evict_scan *e)
 {
-    return dormant_thread(r) && (e->now - r->st.last_change_ms >= EVICT_IDLE_MS ||
+    return dormant_thread(r) && (e->now - r->st.last_change_ms >= TURNS_EVICT_IDLE_MS ||
                                  r->st.last_change_ms <= e->cutoff);
 }
 
 static void count_evictable(void *val, void *arg)
 {
     evict_scan *e = arg;
-    const scope_rec *r = val;
+    const turns_scope *r = val;
     e->n += evictable(r, e);
     e->dormant += dormant_thread(r);
 }
@@ -238,7 +238,7 @@ static void count_evictable(void *val, void *arg)
 static void collect_ages(void *val, void *arg)
 {
     evict_scan *e = arg;
-    const scope_rec *r = val;
+    const turns_scope *r = val;
     if (dormant_thread(r) && e->n_ages < e->dormant)
         e->ages[e->n_ages++] = r->st.last_change_ms;
 }
@@ -252,27 +252,27 @@ static int cmp_i64(const void *a, const void *b)
 static int keep_scope(void *val, void *arg)
 {
     (void)arg;
-    return !((scope_rec *)val)->evict;
+    return !((turns_scope *)val)->evict;
 }
 
 static int keep_sess(void *val, void *arg)
 {
     (void)arg;
-    sess_rec *e = val;
-    scope_rec *last = atomic_load(&e->last);
+    turns_sess *e = val;
+    turns_scope *last = atomic_load(&e->last);
     return !(e->fixed && e->fixed->evict) && !(last && last->evict);
 }
 
 static void mark_evict(void *val, void *arg)
 {
-    scope_rec *r = val;
+    turns_scope *r = val;
     r->evict = evictable(r, arg);
 }
 
 static void unmark_evict(void *val, void *arg)
 {
     (void)arg;
-    ((scope_rec *)val)->evict = 0;
+    ((turns_scope *)val)->evict = 0;
 }
 
 /* The mirror size at which an ingest next looks for scopes to evict.
@@ -287,7 +287,7 @@ static void set_evict_at(dg_turns *t)
  * Drop idle thread scopes and their sessions from the mirror: under the
  * thread policy every thread (every top-level message, without Discord
  * threads) is a scope, and the mirror would otherwise grow for as long as
- * the process lives. Idle ones leave after EVICT_IDLE_MS; past
+ * the process lives. Idle ones leave after TURNS_EVICT_IDLE_MS; past
  * t->dormant_max dormant ones, the least recently changed leave at once.
  * A later event reloads what it needs from the database. Between changes
  * (writer mutex) and with no reader (write lock).
@@ -325,8 +325,8 @@ static void evict_idle(dg_turns *t, int64_t now)
     }
     dg_map_each(&t->scopes, mark_evict, &e);
     /* Sessions first: keep_sess reads the scopes' marks. */
-    if (dg_map_retain(&t->sessions, keep_sess, free_sess, NULL) != OC_OK ||
-        dg_map_retain(&t->scopes, keep_scope, free_scope, NULL) != OC_OK)
+    if (dg_map_retain(&t->sessions, keep_sess, turns_free_sess, NULL) != OC_OK ||
+        dg_map_retain(&t->scopes, keep_scope, turns_free_scope, NULL) != OC_OK)
         dg_map_each(&t->scopes, unmark_evict, NULL); /* out of memory: next time */
     set_evict_at(t);
     pthread_rwlock_unlock(&t->lock);
@@ -336,7 +336,7 @@ static void evict_idle(dg_turns *t, int64_t now)
 /* After an ingest: a mirror past its bound is trimmed at once, not at the
  * sweeper's next pass (a burst of top-level messages would otherwise grow
  * it by as many as arrive in a second). */
-void evict_if_over(dg_turns *t, int64_t now)
+void turns_evict_if_over(dg_turns *t, int64_t now)
 {
     pthread_rwlock_rdlock(&t->lock);
     int over = t->scopes.n > t->evict_at;
@@ -349,7 +349,7 @@ void dg_turns_set_dormant_max(dg_turns *t, size_t n)
 {
     pthread_mutex_lock(&t->wmu);
     pthread_rwlock_wrlock(&t->lock);
-    t->dormant_max = t->evict_at = n ? n : DORMANT_MAX;
+    t->dormant_max = t->evict_at = n ? n : TURNS_DORMANT_MAX;
     pthread_rwlock_unlock(&t->lock);
     pthread_mutex_unlock(&t->wmu);
 }
@@ -359,7 +359,7 @@ static void sweep(dg_turns *t)
 {
     if (atomic_exchange(&t->rescan, 0) && load_awake(t) != OC_OK)
         atomic_store(&t->rescan, 1);
-    dg_discuss_sweep(t->p); /* discussion timers (issue 16): their own transactions */
+    dg_discuss_sweep(t->p); /* discussion timers: their own transactions */
     due_list d = {.t = t, .now = dg_now_ms(t->p),
                   .timeout_ms = (int64_t)t->p->cfg.turn_timeout_sec * 1000};
     if (atomic_load(&t->per_agent)) {
@@ -380,7 +380,7 @@ static void sweep(dg_turns *t)
         free(d.v);
     }
     /* After the timeouts: a speaker passed over is not nudged. */
-    nudge_stalled(t, d.now);
+    turns_nudge_stalled(t, d.now);
     evict_idle(t, d.now);
 }
 
@@ -401,8 +401,8 @@ static void *sweeper(void *arg)
     while (!t->sw_stop) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += SWEEP_EVERY_MS / 1000;
-        ts.tv_nsec += (long)(SWEEP_EVERY_MS % 1000) * 1000000L;
+        ts.tv_sec += TURNS_SWEEP_EVERY_MS / 1000;
+        ts.tv_nsec += (long)(TURNS_SWEEP_EVERY_MS % 1000) * 1000000L;
         if (ts.tv_nsec >= 1000000000L) {
             ts.tv_sec++;
             ts.tv_nsec -= 1000000000L;

@@ -1029,17 +1029,17 @@ END_TEST
 
 /*
  * Not reached by any test (make coverage, issue 12), each an error path:
- *  - turns_admin.c:reply_add, member_list, admin_status, admin_locked
+ *  - turns_admin.c:reply_add, member_list, admin_status, turns_admin_locked
  *    ("b.nomem", the thread's strdup): out of memory while a reply is
  *    built; the allocation sweeps of message_received (check_hook_errors.c)
  *    use a plain message, and owner commands are not swept.
  *  - turns_admin.c:reply_tpl: a template that cannot be rendered (every
  *    admin_*.md exists in the embedded set and in any accepted templatesDir).
  *  - turns_admin.c:admin_cmd_name (DG_ADMIN_NONE): only called for a command.
- *  - turns_admin.c:owner_reply (its begin failing, the reply not queued):
+ *  - turns_admin.c:turns_owner_reply (its begin failing, the reply not queued):
  *    the read-fault sweep above fails reads inside the command's own
  *    transaction; this second, short transaction reads cached pages.
- *  - turns_admin.c:admin_locked (message_scope, scope lookups, the
+ *  - turns_admin.c:turns_admin_locked (turns_message_scope, scope lookups, the
  *    close's rc): a store statement failing on a cached page (the
  *    engine answers from its mirror; see check_turn_hooks.c, kind (a)).
  *  - admin_sessions.c:list_sessions (no host_sessions): the hooks always

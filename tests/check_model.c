@@ -447,14 +447,14 @@ static int speaker_of(model *m, int ch, int *n_members, dg_turn_state *out)
     *n_members = n;
     uint64_t present = 0;
     ck_assert_int_eq(dg_turns_present(tth_plugin(&m->h)->turns, CH[ch], &present), OC_OK);
-    dg_turn_ctx x = {.n_members = n, .present = present,
+    dg_rule_ctx x = {.n_members = n, .present = present,
                      .mode = mode, .initiator = DG_NOBODY,
                      .timeout_ms = (int64_t)TIMEOUT_SEC * 1000,
                      .max_agent_msgs = MAX_AGENT_MSGS, .wake_tracking = 1};
-    dg_turn_expire(&st, &x, now_ms(m), NULL);
+    dg_rule_expire(&st, &x, now_ms(m), NULL);
     if (out)
         *out = st;
-    return dg_turn_speaker(&st, &x);
+    return dg_rule_speaker(&st, &x);
 }
 
 /* 1 when the plugin manages ch now: two or more agents take turns there. */

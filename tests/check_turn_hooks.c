@@ -2303,17 +2303,17 @@ END_TEST
  *      already cached: the fault sweeps here fail the begin or a page read
  *      (faultvfs.h), and the engine serves most lookups from its mirror, so
  *      the store call is never the one that fails. turns_engine.c:
- *      refresh_channel, arm_kickoff, session_prepare (follow_scope),
- *      message_scope, dg_turns_prefill_discussion (scope),
+ *      turns_refresh_channel, arm_kickoff, turns_session_prepare (turns_follow_scope),
+ *      turns_message_scope, dg_turns_prefill_discussion (scope),
  *      dg_turns_wake_with_result (load, save, member add, scope);
- *      turns_ingest.c: closed_notice (chan_save, notice claim, render),
+ *      turns_ingest.c: closed_notice (turns_chan_save, notice claim, render),
  *      deliver_locked, ingest_locked (every "return rc" after
- *      message_scope, discussion touch, member_ensure, scope_get,
- *      follow_scope, chan_save, queue_effects, and the seen-mark prune, run
- *      every SEEN_PRUNE_EVERY ingests); turns_decide.c: decide (a begin
+ *      turns_message_scope, discussion touch, turns_member_ensure, turns_scope_get,
+ *      turns_follow_scope, turns_chan_save, turns_queue_effects, and the seen-mark prune, run
+ *      every TURNS_SEEN_PRUNE_EVERY ingests); turns_decide.c: decide (a begin
  *      failing on the retry after the mirror was dropped), send_fn,
  *      dg_turns_check_outbound, dg_turns_channel_managed, run_end_locked
- *      (save, queue_effects); turns_sweeper.c: expire_scope's error line
+ *      (save, turns_queue_effects); turns_sweeper.c: expire_scope's error line
  *      (a failure after the begin); turn_view.c: dg_turn_view_load (a scope
  *      read failing); turns_engine.c: dg_turns_peek, dg_turns_member (their
  *      begin failing, the mirror answering first).
@@ -2321,21 +2321,21 @@ END_TEST
  *      fail (only the arming thread): turns_sweeper.c: collect_due,
  *      evict_idle and unmark_evict (dg_map_retain out of memory);
  *      turns_engine.c: collect_scope; str_map.c: dg_map_retain (calloc).
- *      turns_engine.c: session_prepare (strdup of the thread): the hook
+ *      turns_engine.c: turns_session_prepare (strdup of the thread): the hook
  *      allocation sweeps fail an earlier allocation of the same call first.
  *  (c) library calls that do not fail here: turns_sweeper.c: dg_turns_start
  *      (pthread_create), sweeper (tv_nsec carry: clock_gettime's nanoseconds
  *      plus the wait never reach a second in one step of the code's timing).
- *  (d) guards of states the engine never builds: turns_engine.c: scope_get
+ *  (d) guards of states the engine never builds: turns_engine.c: turns_scope_get
  *      (a conversation scope record handed out while it is created),
- *      sync_changes (the change ring overrun, INVAL_RING changes between two
- *      transactions), member_ensure (a 65th member: the test config has 8
- *      agents and no channel more), session_lookup_locked (a channel changed
+ *      sync_changes (the change ring overrun, TURNS_INVAL_RING changes between two
+ *      transactions), turns_member_ensure (a 65th member: the test config has 8
+ *      agents and no channel more), turns_session_lookup_locked (a channel changed
  *      outside the engine, a prefilled non-member: answered by the slow
- *      path first), install (more than MAX_PENDING scopes in one change),
- *      mark_add and mark_find_ex (an empty run id: the hooks and the entry
+ *      path first), turns_install (more than TURNS_MAX_PENDING scopes in one change),
+ *      turns_mark_add and turns_mark_find_ex (an empty run id: the hooks and the entry
  *      points above turn it into NULL first; another run's live mark),
- *      user_of (a position out of range), queue_effects (a wake already
+ *      turns_user_of (a position out of range), turns_queue_effects (a wake already
  *      delivered), dg_turns_wake_with_result (a full order);
  *      turns_ingest.c: ingest_locked (a moderator message in a scope with no
  *      row, a top-level thread change's strdup), dg_turns_ingest (a
@@ -2347,7 +2347,7 @@ END_TEST
  *      state is unchanged), sweep (timeoutSec 0 is refused by the config).
  *  (e) turns_engine.c: wake_fingerprint (leading blank lines, a user mention,
  *      a cut inside a character, trailing blanks), message_fingerprint (a
- *      cut inside a character), render_and_enqueue (a template that cannot
+ *      cut inside a character), turns_render_and_enqueue (a template that cannot
  *      be rendered): the built-in templates start with text, carry no
  *      mention on the first line and are short; a templatesDir that changes
  *      that is an operator's choice no suite makes.

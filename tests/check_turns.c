@@ -11,102 +11,102 @@
 enum { A = 0, B = 1, C = 2, D = 3 };
 #define BIT(p) ((uint64_t)1 << (p))
 
-static dg_turn_ctx ctx3(void)
+static dg_rule_ctx ctx3(void)
 {
-    dg_turn_ctx c = {.n_members = 3, .present = 7, .mode = DG_MODE_NORMAL,
+    dg_rule_ctx c = {.n_members = 3, .present = 7, .mode = DG_MODE_NORMAL,
                      .initiator = DG_NOBODY, .timeout_ms = 60000, .max_agent_msgs = 40};
     return c;
 }
 
-static dg_turn_effects fx;
+static dg_rule_effects fx;
 
-static void human(dg_turn_state *s, const dg_turn_ctx *c, uint64_t mentions, int64_t now)
+static void human(dg_turn_state *s, const dg_rule_ctx *c, uint64_t mentions, int64_t now)
 {
-    dg_turn_effects_init(&fx);
-    dg_turn_on_message(s, c, DG_SENDER_HUMAN, DG_NOBODY, mentions, now, &fx);
+    dg_rule_effects_init(&fx);
+    dg_rule_on_message(s, c, DG_SENDER_HUMAN, DG_NOBODY, mentions, now, &fx);
 }
 
-static void agent_msg(dg_turn_state *s, const dg_turn_ctx *c, int pos, int64_t now)
+static void agent_msg(dg_turn_state *s, const dg_rule_ctx *c, int pos, int64_t now)
 {
-    dg_turn_effects_init(&fx);
-    dg_turn_on_message(s, c, DG_SENDER_AGENT, pos, 0, now, &fx);
+    dg_rule_effects_init(&fx);
+    dg_rule_on_message(s, c, DG_SENDER_AGENT, pos, 0, now, &fx);
 }
 
-static void end(dg_turn_state *s, const dg_turn_ctx *c, int pos, dg_run_outcome o, int64_t now)
+static void end(dg_turn_state *s, const dg_rule_ctx *c, int pos, dg_run_outcome o, int64_t now)
 {
-    dg_turn_effects_init(&fx);
-    dg_turn_on_run_end(s, c, pos, o, 1, -1, now, &fx);
+    dg_rule_effects_init(&fx);
+    dg_rule_on_run_end(s, c, pos, o, 1, -1, now, &fx);
 }
 
 START_TEST(test_dormant_scope_overrides_everyone)
 {
-    dg_turn_ctx c = ctx3();
+    dg_rule_ctx c = ctx3();
     dg_turn_state s;
     dg_turn_state_init(&s);
-    ck_assert_int_eq(dg_turn_speaker(&s, &c), DG_NOBODY);
+    ck_assert_int_eq(dg_rule_speaker(&s, &c), DG_NOBODY);
     for (int p = A; p <= C; p++)
-        ck_assert(dg_turn_needs_override(&s, &c, p, 0));
+        ck_assert(dg_rule_needs_override(&s, &c, p, 0));
 }
 END_TEST
 
 START_TEST(test_human_wakes_first_agent)
 {
-    dg_turn_ctx c = ctx3();
+    dg_rule_ctx c = ctx3();
     dg_turn_state s;
     dg_turn_state_init(&s);
     human(&s, &c, 0, 1000);
-    ck_assert_int_eq(dg_turn_speaker(&s, &c), A);
-    ck_assert(!dg_turn_needs_override(&s, &c, A, 1000));
-    ck_assert(dg_turn_needs_override(&s, &c, B, 1000));
-    ck_assert(dg_turn_needs_override(&s, &c, C, 1000));
-    ck_assert(dg_turn_needs_override(&s, &c, DG_NOBODY, 1000));
+    ck_assert_int_eq(dg_rule_speaker(&s, &c), A);
+    ck_assert(!dg_rule_needs_override(&s, &c, A, 1000));
+    ck_assert(dg_rule_needs_override(&s, &c, B, 1000));
+    ck_assert(dg_rule_needs_override(&s, &c, C, 1000));
+    ck_assert(dg_rule_needs_override(&s, &c, DG_NOBODY, 1000));
     ck_assert_int_eq(s.msg_seq, 1);
 }
 END_TEST
 
 START_TEST(test_agent_sender_wakes_the_next_agent)
 {
-    dg_turn_ctx c = ctx3();
+    dg_rule_ctx c = ctx3();
     dg_turn_state s;
     dg_turn_state_init(&s);
     agent_msg(&s, &c, B, 1000);
-    ck_assert_int_eq(dg_turn_speaker(&s, &c), C);
+    ck_assert_int_eq(dg_rule_speaker(&s, &c), C);
     agent_msg(&s, &c, C, 2000);
-    ck_assert_int_eq(dg_turn_speaker(&s, &c), A);
+    ck_assert_int_eq(dg_rule_speaker(&s, &c), A);
     ck_assert_int_eq(s.agent_msgs, 2);
 }
 END_TEST
 
 START_TEST(test_other_bot_is_outside_the_order)
 {
-    dg_turn_ctx c = ctx3();
+    dg_rule_ctx c = ctx3();
     dg_turn_state s;
     dg_turn_state_init(&s);
-    dg_turn_on_message(&s, &c, DG_SENDER_BOT, DG_NOBODY, 0, 1000, &fx);
-    ck_assert_int_eq(dg_turn_speaker(&s, &c), A);
+    dg_rule_on_message(&s, &c, DG_SENDER_BOT, DG_NOBODY, 0, 1000, &fx);
+    ck_assert_int_eq(dg_rule_speaker(&s, &c), A);
     ck_assert_int_eq(s.agent_msgs, 1); /* counts for the loop guard */
 }
 END_TEST
 
 START_TEST(test_full_silent_cycle_goes_dormant)
 {
-    dg_turn_ctx c = ctx3();
+    dg_rule_ctx c = ctx3();
     dg_turn_state s;
     dg_turn_state_init(&s);
     human(&s, &c, 0, 1000);
     end(&s, &c, A, DG_RUN_SILENT, 1100);
-    ck_assert_int_eq(dg_turn_speaker(&s, &c), B);
+    ck_assert_int_eq(dg_rule_speaker(&s, &c), B);
     end(&s, &c, B, DG_RUN_SILENT, 1200);
-    ck_assert_int_eq(dg_turn_speaker(&s, &c), C);
+    ck_assert_int_eq(dg_rule_speaker(&s, &c), C);
     end(&s, &c, C, DG_RUN_SILENT, 1300);
     ck_assert_int_eq(s.active, 0);
-    ck_assert_int_eq(dg_turn_speaker(&s, &c), DG_NOBODY);
+    ck_assert_int_eq(dg_rule_speaker(&s, &c), DG_NOBODY);
 }
 END_TEST
 
 START_TEST(test_silent_agents_are_skipped_until_a_real_message)
 {
-    dg_turn_ctx c = ctx3();
+    dg_rule_ctx c = ctx3();
     dg_turn_state s;
     dg_turn_state_init(&s);
     human(&s, &c, 0, 1000);
@@ -114,15 +114,15 @@ START_TEST(test_silent_agents_are_skipped_until_a_real_message)
     end(&s, &c, B, DG_RUN_SPOKE, 1200);   /* B speaks */
     agent_msg(&s, &c, B, 1250);           /* its message resets the cycle */
     ck_assert_uint_eq(s.silent, 0);
-    ck_assert_int_eq(dg_turn_speaker(&s, &c), C);
+    ck_assert_int_eq(dg_rule_speaker(&s, &c), C);
     end(&s, &c, C, DG_RUN_SILENT, 1300);
-    ck_assert_int_eq(dg_turn_speaker(&s, &c), A); /* A is eligible again */
+    ck_assert_int_eq(dg_rule_speaker(&s, &c), A); /* A is eligible again */
 }
 END_TEST
 
 START_TEST(test_bug3_tool_only_turn_is_not_a_pass)
 {
-    dg_turn_ctx c = ctx3();
+    dg_rule_ctx c = ctx3();
     dg_turn_state s;
     dg_turn_state_init(&s);
     human(&s, &c, 0, 1000);
@@ -130,19 +130,19 @@ START_TEST(test_bug3_tool_only_turn_is_not_a_pass)
     end(&s, &c, B, DG_RUN_SILENT, 1200);
     end(&s, &c, C, DG_RUN_SILENT, 1300);
     ck_assert_int_eq(s.active, 1); /* not dormant: A acted */
-    ck_assert_int_eq(dg_turn_speaker(&s, &c), A);
+    ck_assert_int_eq(dg_rule_speaker(&s, &c), A);
 }
 END_TEST
 
 START_TEST(test_non_speaker_run_end_changes_no_turn)
 {
-    dg_turn_ctx c = ctx3();
+    dg_rule_ctx c = ctx3();
     dg_turn_state s;
     dg_turn_state_init(&s);
     human(&s, &c, 0, 1000);
     end(&s, &c, B, DG_RUN_SILENT, 1100);
     end(&s, &c, C, DG_RUN_SPOKE, 1100);
-    ck_assert_int_eq(dg_turn_speaker(&s, &c), A);
+    ck_assert_int_eq(dg_rule_speaker(&s, &c), A);
     ck_assert_uint_eq(s.silent, 0);
     ck_assert_uint_eq(s.consumed, BIT(B) | BIT(C));
 }
@@ -150,17 +150,17 @@ END_TEST
 
 START_TEST(test_timeout_loses_the_turn)
 {
-    dg_turn_ctx c = ctx3();
+    dg_rule_ctx c = ctx3();
     dg_turn_state s;
     dg_turn_state_init(&s);
     human(&s, &c, 0, 1000);
-    ck_assert(!dg_turn_needs_override(&s, &c, A, 60999));
-    ck_assert(dg_turn_needs_override(&s, &c, A, 61000)); /* A timed out */
-    ck_assert(!dg_turn_needs_override(&s, &c, B, 61000));
+    ck_assert(!dg_rule_needs_override(&s, &c, A, 60999));
+    ck_assert(dg_rule_needs_override(&s, &c, A, 61000)); /* A timed out */
+    ck_assert(!dg_rule_needs_override(&s, &c, B, 61000));
     /* Read-only: the state itself is untouched. */
-    ck_assert_int_eq(dg_turn_speaker(&s, &c), A);
+    ck_assert_int_eq(dg_rule_speaker(&s, &c), A);
     /* Three timeouts in a row: everybody passed, dormant. */
-    dg_turn_expire(&s, &c, 1000 + 3 * 60000, NULL);
+    dg_rule_expire(&s, &c, 1000 + 3 * 60000, NULL);
     ck_assert_int_eq(s.active, 0);
     /* A late agent_end of A does not move anything. */
     end(&s, &c, A, DG_RUN_SPOKE, 200000);
@@ -170,48 +170,48 @@ END_TEST
 
 START_TEST(test_may_send_after_own_turn_ended)
 {
-    dg_turn_ctx c = ctx3();
+    dg_rule_ctx c = ctx3();
     dg_turn_state s;
     dg_turn_state_init(&s);
     human(&s, &c, 0, 1000);
-    ck_assert(dg_turn_may_send(&s, &c, A, 1000));
-    ck_assert(!dg_turn_may_send(&s, &c, B, 1000));
+    ck_assert(dg_rule_may_send(&s, &c, A, 1000));
+    ck_assert(!dg_rule_may_send(&s, &c, B, 1000));
     end(&s, &c, A, DG_RUN_SPOKE, 2000); /* agent_end comes before sending */
-    ck_assert_int_eq(dg_turn_speaker(&s, &c), B);
-    ck_assert(dg_turn_may_send(&s, &c, A, 2001));
-    ck_assert(dg_turn_may_send(&s, &c, B, 2001));
-    ck_assert(!dg_turn_may_send(&s, &c, C, 2001));
-    ck_assert(!dg_turn_may_send(&s, &c, A, 2000 + 60001)); /* permit expired */
+    ck_assert_int_eq(dg_rule_speaker(&s, &c), B);
+    ck_assert(dg_rule_may_send(&s, &c, A, 2001));
+    ck_assert(dg_rule_may_send(&s, &c, B, 2001));
+    ck_assert(!dg_rule_may_send(&s, &c, C, 2001));
+    ck_assert(!dg_rule_may_send(&s, &c, A, 2000 + 60001)); /* permit expired */
 }
 END_TEST
 
 START_TEST(test_human_mentions_restrict_the_turns)
 {
-    dg_turn_ctx c = {.n_members = 4, .present = 15, .initiator = DG_NOBODY, .timeout_ms = 60000};
+    dg_rule_ctx c = {.n_members = 4, .present = 15, .initiator = DG_NOBODY, .timeout_ms = 60000};
     dg_turn_state s;
     dg_turn_state_init(&s);
     human(&s, &c, BIT(D) | BIT(B), 1000);
-    ck_assert_int_eq(dg_turn_speaker(&s, &c), B);
-    ck_assert(dg_turn_needs_override(&s, &c, A, 1000));
+    ck_assert_int_eq(dg_rule_speaker(&s, &c), B);
+    ck_assert(dg_rule_needs_override(&s, &c, A, 1000));
     end(&s, &c, B, DG_RUN_SPOKE, 1100);
     agent_msg(&s, &c, B, 1150);
-    ck_assert_int_eq(dg_turn_speaker(&s, &c), D); /* C skipped: not mentioned */
+    ck_assert_int_eq(dg_rule_speaker(&s, &c), D); /* C skipped: not mentioned */
     end(&s, &c, D, DG_RUN_SILENT, 1200);
     /* Each mentioned one had its turn: the restriction is lifted. */
     ck_assert_uint_eq(s.mention, 0);
-    ck_assert_int_eq(dg_turn_speaker(&s, &c), A);
+    ck_assert_int_eq(dg_rule_speaker(&s, &c), A);
 }
 END_TEST
 
 START_TEST(test_mentioned_agents_all_passing_lifts_the_restriction)
 {
-    dg_turn_ctx c = ctx3();
+    dg_rule_ctx c = ctx3();
     dg_turn_state s;
     dg_turn_state_init(&s);
     human(&s, &c, BIT(C), 1000);
-    ck_assert_int_eq(dg_turn_speaker(&s, &c), C);
+    ck_assert_int_eq(dg_rule_speaker(&s, &c), C);
     end(&s, &c, C, DG_RUN_SILENT, 1100);
-    ck_assert_int_eq(dg_turn_speaker(&s, &c), A);
+    ck_assert_int_eq(dg_rule_speaker(&s, &c), A);
     end(&s, &c, A, DG_RUN_SILENT, 1200);
     end(&s, &c, B, DG_RUN_SILENT, 1300);
     ck_assert_int_eq(s.active, 0);
@@ -220,7 +220,7 @@ END_TEST
 
 START_TEST(test_loop_guard_rests_once_until_a_human)
 {
-    dg_turn_ctx c = ctx3();
+    dg_rule_ctx c = ctx3();
     c.max_agent_msgs = 5;
     dg_turn_state s;
     dg_turn_state_init(&s);
@@ -236,7 +236,7 @@ START_TEST(test_loop_guard_rests_once_until_a_human)
     }
     ck_assert_int_eq(notices, 1);
     /* A moderator message does not lift a rest, a hand-off changes nothing. */
-    dg_turn_on_message(&s, &c, DG_SENDER_MODERATOR, DG_NOBODY, 0, 3000, &fx);
+    dg_rule_on_message(&s, &c, DG_SENDER_MODERATOR, DG_NOBODY, 0, 3000, &fx);
     ck_assert_int_ge(s.agent_msgs, 5);
     human(&s, &c, 0, 4000);
     ck_assert_int_eq(s.active, 1);
@@ -247,11 +247,11 @@ END_TEST
 
 START_TEST(test_bug5_moderator_never_wakes)
 {
-    dg_turn_ctx c = ctx3();
+    dg_rule_ctx c = ctx3();
     dg_turn_state s;
     dg_turn_state_init(&s);
-    dg_turn_on_message(&s, &c, DG_SENDER_MODERATOR, DG_NOBODY, BIT(A), 1000, &fx);
-    dg_turn_on_message(&s, &c, DG_SENDER_HANDOFF, DG_NOBODY, BIT(A), 1000, &fx);
+    dg_rule_on_message(&s, &c, DG_SENDER_MODERATOR, DG_NOBODY, BIT(A), 1000, &fx);
+    dg_rule_on_message(&s, &c, DG_SENDER_HANDOFF, DG_NOBODY, BIT(A), 1000, &fx);
     ck_assert_int_eq(s.active, 0);
     ck_assert_int_eq(s.msg_seq, 0);
 }
@@ -259,7 +259,7 @@ END_TEST
 
 START_TEST(test_handoff_to_an_agent_that_consumed_the_message)
 {
-    dg_turn_ctx c = ctx3();
+    dg_rule_ctx c = ctx3();
     dg_turn_state s;
     dg_turn_state_init(&s);
     human(&s, &c, 0, 1000);
@@ -280,7 +280,7 @@ END_TEST
 
 START_TEST(test_no_handoff_when_the_speaker_spoke_or_next_has_not_run)
 {
-    dg_turn_ctx c = ctx3();
+    dg_rule_ctx c = ctx3();
     dg_turn_state s;
     dg_turn_state_init(&s);
     human(&s, &c, 0, 1000);
@@ -297,7 +297,7 @@ END_TEST
 
 START_TEST(test_discussion_idle_reminds_initiator_once_then_rests)
 {
-    dg_turn_ctx c = ctx3();
+    dg_rule_ctx c = ctx3();
     c.mode = DG_MODE_DISCUSSION;
     c.initiator = A;
     dg_turn_state s;
@@ -308,12 +308,12 @@ START_TEST(test_discussion_idle_reminds_initiator_once_then_rests)
     end(&s, &c, C, DG_RUN_SILENT, 1300);
     ck_assert_int_eq(fx.idle_reminder, 1);
     ck_assert_int_eq(s.active, 1);
-    ck_assert_int_eq(dg_turn_speaker(&s, &c), A); /* the initiator holds the floor */
+    ck_assert_int_eq(dg_rule_speaker(&s, &c), A); /* the initiator holds the floor */
     end(&s, &c, A, DG_RUN_SILENT, 1400);           /* and stays silent too */
     ck_assert_int_eq(fx.idle_reminder, 0);
     ck_assert_int_eq(s.active, 0);
     /* No further reminder until a non-moderator message. */
-    dg_turn_on_message(&s, &c, DG_SENDER_MODERATOR, DG_NOBODY, 0, 1500, &fx);
+    dg_rule_on_message(&s, &c, DG_SENDER_MODERATOR, DG_NOBODY, 0, 1500, &fx);
     ck_assert_int_eq(s.active, 0);
     ck_assert_int_eq(s.idle_reminded, 1);
     agent_msg(&s, &c, B, 2000);
@@ -327,7 +327,7 @@ END_TEST
 
 START_TEST(test_closed_channel_nothing_wakes)
 {
-    dg_turn_ctx c = ctx3();
+    dg_rule_ctx c = ctx3();
     c.mode = DG_MODE_CLOSED;
     dg_turn_state s;
     dg_turn_state_init(&s);
@@ -335,57 +335,57 @@ START_TEST(test_closed_channel_nothing_wakes)
     agent_msg(&s, &c, A, 1100);
     ck_assert_int_eq(s.active, 0);
     for (int p = A; p <= C; p++) {
-        ck_assert(dg_turn_needs_override(&s, &c, p, 1200));
-        ck_assert(!dg_turn_may_send(&s, &c, p, 1200));
+        ck_assert(dg_rule_needs_override(&s, &c, p, 1200));
+        ck_assert(!dg_rule_may_send(&s, &c, p, 1200));
     }
-    ck_assert(!dg_turn_managed(&c));
+    ck_assert(!dg_rule_managed(&c));
 }
 END_TEST
 
 START_TEST(test_single_agent_is_unmanaged)
 {
-    dg_turn_ctx c = ctx3();
+    dg_rule_ctx c = ctx3();
     c.n_members = 1;
     c.present = 1;
     dg_turn_state s;
     dg_turn_state_init(&s);
-    ck_assert(!dg_turn_managed(&c));
-    ck_assert(!dg_turn_needs_override(&s, &c, A, 0));
-    ck_assert(dg_turn_may_send(&s, &c, A, 0));
+    ck_assert(!dg_rule_managed(&c));
+    ck_assert(!dg_rule_needs_override(&s, &c, A, 0));
+    ck_assert(dg_rule_may_send(&s, &c, A, 0));
     agent_msg(&s, &c, A, 1000);
     ck_assert_int_eq(s.speaker, DG_NOBODY); /* derived while unmanaged */
     /* A second agent joins: it, not the one that just spoke, is next. */
     c.n_members = 2;
     c.present = 3;
-    ck_assert_int_eq(dg_turn_speaker(&s, &c), B);
-    ck_assert(dg_turn_needs_override(&s, &c, A, 1000));
+    ck_assert_int_eq(dg_rule_speaker(&s, &c), B);
+    ck_assert(dg_rule_needs_override(&s, &c, A, 1000));
 }
 END_TEST
 
 START_TEST(test_removed_agent_is_skipped)
 {
-    dg_turn_ctx c = ctx3();
+    dg_rule_ctx c = ctx3();
     c.present = BIT(A) | BIT(C); /* B left the config */
     dg_turn_state s;
     dg_turn_state_init(&s);
     human(&s, &c, 0, 1000);
     end(&s, &c, A, DG_RUN_SILENT, 1100);
-    ck_assert_int_eq(dg_turn_speaker(&s, &c), C);
+    ck_assert_int_eq(dg_rule_speaker(&s, &c), C);
 }
 END_TEST
 
 START_TEST(test_counting_to_eleven_in_turn)
 {
-    dg_turn_ctx c = ctx3();
+    dg_rule_ctx c = ctx3();
     dg_turn_state s;
     dg_turn_state_init(&s);
     human(&s, &c, 0, 1000);
     int64_t t = 1000;
     for (int n = 1; n <= 11; n++) {
-        int sp = dg_turn_speaker(&s, &c);
+        int sp = dg_rule_speaker(&s, &c);
         ck_assert_int_eq(sp, (n - 1) % 3);
         for (int p = A; p <= C; p++)
-            ck_assert_int_eq(dg_turn_needs_override(&s, &c, p, t), p != sp);
+            ck_assert_int_eq(dg_rule_needs_override(&s, &c, p, t), p != sp);
         end(&s, &c, sp, DG_RUN_SPOKE, t += 10);
         agent_msg(&s, &c, sp, t += 10);
     }
@@ -398,18 +398,18 @@ START_TEST(test_late_message_of_a_passed_turn_is_old_news)
 {
     /* A host runs every agent on one message in a row: A, B, C all speak
      * before A's message comes back; it must not pull the turn back to B. */
-    dg_turn_ctx c = ctx3();
+    dg_rule_ctx c = ctx3();
     dg_turn_state s;
     dg_turn_state_init(&s);
     human(&s, &c, 0, 1000);
     end(&s, &c, A, DG_RUN_SPOKE, 1100);
     end(&s, &c, B, DG_RUN_SPOKE, 1200);
     end(&s, &c, C, DG_RUN_SPOKE, 1300);
-    ck_assert_int_eq(dg_turn_speaker(&s, &c), A);
+    ck_assert_int_eq(dg_rule_speaker(&s, &c), A);
     agent_msg(&s, &c, A, 1400);
     agent_msg(&s, &c, B, 1401);
     agent_msg(&s, &c, C, 1402);
-    ck_assert_int_eq(dg_turn_speaker(&s, &c), A);
+    ck_assert_int_eq(dg_rule_speaker(&s, &c), A);
     ck_assert_uint_eq(s.owed, 0);
     ck_assert_int_eq(s.agent_msgs, 3);
 }
@@ -418,18 +418,18 @@ END_TEST
 START_TEST(test_message_before_run_end_passes_the_turn)
 {
     /* Streaming hosts post while the run is still going. */
-    dg_turn_ctx c = ctx3();
+    dg_rule_ctx c = ctx3();
     dg_turn_state s;
     dg_turn_state_init(&s);
     human(&s, &c, 0, 1000);
     agent_msg(&s, &c, A, 1100);
-    ck_assert_int_eq(dg_turn_speaker(&s, &c), B);
-    ck_assert(dg_turn_may_send(&s, &c, A, 1150)); /* the rest of its reply */
+    ck_assert_int_eq(dg_rule_speaker(&s, &c), B);
+    ck_assert(dg_rule_may_send(&s, &c, A, 1150)); /* the rest of its reply */
     end(&s, &c, A, DG_RUN_SPOKE, 1200);           /* no second advance */
-    ck_assert_int_eq(dg_turn_speaker(&s, &c), B);
+    ck_assert_int_eq(dg_rule_speaker(&s, &c), B);
     /* A message from an agent without the turn changes nothing. */
     agent_msg(&s, &c, C, 1300);
-    ck_assert_int_eq(dg_turn_speaker(&s, &c), B);
+    ck_assert_int_eq(dg_rule_speaker(&s, &c), B);
 }
 END_TEST
 
@@ -437,25 +437,25 @@ START_TEST(test_swapped_run_ending_is_not_a_pass)
 {
     /* B's run was swapped while A held the turn; A passes, the turn
      * reaches B, and only then B's forced NO_REPLY ends. */
-    dg_turn_ctx c = ctx3();
+    dg_rule_ctx c = ctx3();
     dg_turn_state s;
     dg_turn_state_init(&s);
     human(&s, &c, 0, 1000);
     end(&s, &c, A, DG_RUN_SILENT, 1100); /* B has not finished: no hand-off */
     ck_assert_int_eq(fx.handoff_to, DG_NOBODY);
-    dg_turn_effects_init(&fx);
-    dg_turn_on_run_end(&s, &c, B, DG_RUN_SILENT, 1, 0, 1200, &fx);
-    ck_assert_int_eq(dg_turn_speaker(&s, &c), B); /* still B's turn */
+    dg_rule_effects_init(&fx);
+    dg_rule_on_run_end(&s, &c, B, DG_RUN_SILENT, 1, 0, 1200, &fx);
+    ck_assert_int_eq(dg_rule_speaker(&s, &c), B); /* still B's turn */
     ck_assert_uint_eq(s.silent, BIT(A));
     ck_assert_int_eq(fx.handoff_to, B);            /* and B is woken */
     /* Another stale swapped run of B: no second mention. */
-    dg_turn_effects_init(&fx);
-    dg_turn_on_run_end(&s, &c, B, DG_RUN_SILENT, 1, 0, 1300, &fx);
+    dg_rule_effects_init(&fx);
+    dg_rule_on_run_end(&s, &c, B, DG_RUN_SILENT, 1, 0, 1300, &fx);
     ck_assert_int_eq(fx.handoff_to, DG_NOBODY);
     /* B's real run for the mention passes on. */
-    dg_turn_effects_init(&fx);
-    dg_turn_on_run_end(&s, &c, B, DG_RUN_SILENT, 1, 1, 1400, &fx);
-    ck_assert_int_eq(dg_turn_speaker(&s, &c), C);
+    dg_rule_effects_init(&fx);
+    dg_rule_on_run_end(&s, &c, B, DG_RUN_SILENT, 1, 1, 1400, &fx);
+    ck_assert_int_eq(dg_rule_speaker(&s, &c), C);
 }
 END_TEST
 
@@ -508,29 +508,29 @@ START_TEST(test_admin_words_and_names)
     ck_assert_int_eq(dg_admin_arg("!dirigent wake verylongname", buf, sizeof buf), -1);
     /* wake names a member that is not present, or no member: refused,
      * the state untouched. */
-    dg_turn_ctx c = ctx3();
+    dg_rule_ctx c = ctx3();
     c.present = BIT(A) | BIT(B);
     dg_turn_state s, before;
     dg_turn_state_init(&s);
     before = s;
-    ck_assert_int_eq(dg_turn_admin_wake(&s, &c, C, 1000), -1);
-    ck_assert_int_eq(dg_turn_admin_wake(&s, &c, 7, 1000), -1);
-    ck_assert_int_eq(dg_turn_admin_wake(&s, &c, -1, 1000), -1);
+    ck_assert_int_eq(dg_rule_admin_wake(&s, &c, C, 1000), -1);
+    ck_assert_int_eq(dg_rule_admin_wake(&s, &c, 7, 1000), -1);
+    ck_assert_int_eq(dg_rule_admin_wake(&s, &c, -1, 1000), -1);
     ck_assert(dg_turn_state_same(&s, &before));
-    ck_assert_int_eq(dg_turn_admin_wake(&s, &c, B, 1000), 0);
-    ck_assert_int_eq(dg_turn_speaker(&s, &c), B);
+    ck_assert_int_eq(dg_rule_admin_wake(&s, &c, B, 1000), 0);
+    ck_assert_int_eq(dg_rule_speaker(&s, &c), B);
 
     /* A run end of no member changes nothing, in a closed channel it moves
      * no turn; nobody is no member that may send. */
     before = s;
-    dg_turn_effects_init(&fx);
-    dg_turn_on_run_end(&s, &c, 9, DG_RUN_SPOKE, 1, -1, 2000, &fx);
+    dg_rule_effects_init(&fx);
+    dg_rule_on_run_end(&s, &c, 9, DG_RUN_SPOKE, 1, -1, 2000, &fx);
     ck_assert(dg_turn_state_same(&s, &before));
     c.mode = DG_MODE_CLOSED;
-    dg_turn_on_run_end(&s, &c, B, DG_RUN_SPOKE, 0, -1, 2000, &fx);
-    ck_assert_int_eq(dg_turn_speaker(&s, &c), B);
+    dg_rule_on_run_end(&s, &c, B, DG_RUN_SPOKE, 0, -1, 2000, &fx);
+    ck_assert_int_eq(dg_rule_speaker(&s, &c), B);
     c.mode = DG_MODE_NORMAL;
-    ck_assert_int_eq(dg_turn_may_send(&s, &c, DG_NOBODY, 2000), 0);
+    ck_assert_int_eq(dg_rule_may_send(&s, &c, DG_NOBODY, 2000), 0);
 }
 END_TEST
 

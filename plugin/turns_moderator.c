@@ -1,0 +1,280 @@
+/*
+ * turns_moderator.c -- the moderator's messages a change owes (hand-off,
+ * rest notice, idle reminder), queued through the outbox in the change's
+ * transaction, and the fingerprints of recent messages that tell which
+ * message a run answers.
+ * Records and locking: turns_int.h, turns_engine.c.
+ */
+#include "store_outbox.h"
+#include "turns_int.h"
+
+/* ---- moderator messages ------------------------------------------------------- */
+
+const char *turns_user_of(const dg_turns *t, const turns_chan *c, int pos)
+{
+    if (pos < 0 || pos >= c->n)
+        return NULL;
+    const dg_agent_cfg *a = dg_config_agent(&t->p->cfg, c->members[pos]);
+    return a ? a->discord_user_id : NULL;
+}
+
+int turns_enqueue(dg_turns *t, const char *channel, const char *content, const char *mention,
+                  int64_t now, int *kick)
+{
+    TURNS_ASSERT_WRITER(t);
+    const char *ids[1] = {mention};
+    int rc = dg_outbox_enqueue(t->p->store, channel, content, mention ? ids : NULL,
+                               mention ? 1 : 0, now);
+    if (rc == OC_OK) {
+        *kick = 1;
+    } else if (rc == OC_ERR_INVALID) {
+        /* Not a Discord channel (another relay's ids): nothing can ever be
+         * posted there, and the turn state must move on regardless. */
+        dg_log(t->p, OC_LOG_WARN, "turns: channel %s is not a Discord channel id; the "
+               "moderator message owed there is dropped", channel);
+        rc = OC_OK;
+    } else {
+        dg_log(t->p, OC_LOG_ERROR, "turns: could not queue a moderator message for channel %s "
+               "(%s)", channel, oc_status_name(rc));
+    }
+    return rc;
+}
+
+/* The fingerprint of a wake message (turns_scope.wake_fp): its first line
+ * with user mentions dropped and blanks trimmed, at most cap - 1 bytes cut
+ * on a character boundary; "" when nothing is left. */
+static void wake_fingerprint(const char *text, char *out, size_t cap)
+{
+    size_t n = 0;
+    const char *p = text;
+    while (*p == '\n' || *p == '\r' || *p == ' ' || *p == '\t')
+        p++;
+    while (*p && *p != '\n' && *p != '\r' && n + 1 < cap) {
+        if (p[0] == '<' && p[1] == '@') { /* <@id> / <@!id>: rendered as a name */
+            const char *e = strchr(p, '>');
+            if (e) {
+                p = e + 1;
+                continue;
+            }
+        }
+        out[n++] = *p++;
+    }
+    if (((unsigned char)*p & 0xC0) == 0x80) {
+        /* Cut inside a character: drop what was copied of it. */
+        while (n > 0 && ((unsigned char)out[n - 1] & 0xC0) == 0x80)
+            n--;
+        if (n > 0)
+            n--;
+    }
+    while (n > 0 && (out[n - 1] == ' ' || out[n - 1] == '\t'))
+        n--;
+    out[n] = '\0';
+}
+
+/*
+ * The fingerprint of a human's or an agent's message (turns_scope.recent):
+ * its longest piece between line breaks and <...> tokens (mentions, channel
+ * links, custom emoji: a host renders them its own way), trimmed, at most
+ * cap - 1 bytes cut on a character boundary; "" when nothing is left.
+ */
+static void message_fingerprint(const char *text, char *out, size_t cap)
+{
+    const char *best = NULL;
+    size_t best_len = 0;
+    const char *p = text ? text : "";
+    while (*p) {
+        const char *seg = p;
+        while (*p && *p != '\n' && *p != '\r' && !(*p == '<' && strchr(p, '>')))
+            p++;
+        const char *end = p;
+        while (seg < end && (*seg == ' ' || *seg == '\t'))
+            seg++;
+        while (end > seg && (end[-1] == ' ' || end[-1] == '\t'))
+            end--;
+        if ((size_t)(end - seg) > best_len) {
+            best = seg;
+            best_len = (size_t)(end - seg);
+        }
+        if (*p == '<')
+            p = strchr(p, '>') + 1;
+        else if (*p)
+            p++;
+    }
+    size_t n = best_len < cap - 1 ? best_len : cap - 1;
+    if (n < best_len) {
+        /* Cut inside a character: drop what was copied of it. */
+        while (n > 0 && ((unsigned char)best[n] & 0xC0) == 0x80)
+            n--;
+    }
+    if (n)
+        memcpy(out, best, n);
+    out[n] = '\0';
+}
+
+void turns_recent_push(turns_scope *r, const char *content, int author, int only_text)
+{
+    turns_recent *m = &r->recent[r->recent_head % TURNS_RECENT_MAX];
+    char fp[sizeof m->fp];
+    message_fingerprint(content, fp, sizeof fp);
+    if (only_text && !fp[0])
+        return;
+    memcpy(m->fp, fp, sizeof fp);
+    m->author = author;
+    r->recent_head++;
+}
+
+/*
+ * 1 when prompt answers an older message of scope r than its newest, for
+ * the agent at member position pos: the newest (not its own) is not in
+ * the prompt, and an older one of someone else's (long enough to count)
+ * is. 0 otherwise, also when there is no evidence either way.
+ */
+int turns_answers_older(const turns_scope *r, int pos, const char *prompt)
+{
+    if (r->recent_head == 0)
+        return 0;
+    const turns_recent *latest = &r->recent[(r->recent_head - 1) % TURNS_RECENT_MAX];
+    if (latest->author == pos || !latest->fp[0] || strstr(prompt, latest->fp))
+        return 0;
+    unsigned older = r->recent_head - 1 < TURNS_RECENT_MAX - 1 ? r->recent_head - 1
+                                                              : TURNS_RECENT_MAX - 1;
+    for (unsigned i = 1; i <= older; i++) {
+        const turns_recent *o = &r->recent[(r->recent_head - 1 - i) % TURNS_RECENT_MAX];
+        if (o->author != pos && strlen(o->fp) >= TURNS_RECENT_FP_EVIDENCE && strstr(prompt, o->fp))
+            return 1;
+    }
+    return 0;
+}
+
+int turns_reply_owed(const dg_turn_state *s, int pos, int64_t window, int64_t now)
+{
+    int from = s->permit;
+    if (from == DG_NOBODY || from == pos || from < 0 || from >= 64 ||
+        !(s->owed & ((uint64_t)1 << from)))
+        return 0;
+    return window <= 0 || now - s->permit_ms <= window;
+}
+
+int turns_answers_before_owed_reply(const turns_scope *r, const dg_rule_ctx *x, int pos,
+                                    const char *prompt, int64_t now)
+{
+    /* Bounded also without a turn timeout: a reply that never came holds
+     * nobody for long. */
+    int64_t window = x->timeout_ms > 0 ? x->timeout_ms : TURNS_WAKE_FP_MAX_MS;
+    if (!turns_reply_owed(&r->st, pos, window, now) || r->recent_head == 0)
+        return 0;
+    int from = r->st.permit;
+    const turns_recent *latest = &r->recent[(r->recent_head - 1) % TURNS_RECENT_MAX];
+    return latest->author != from && latest->author != pos &&
+           strlen(latest->fp) >= TURNS_RECENT_FP_EVIDENCE && strstr(prompt, latest->fp) != NULL;
+}
+
+int turns_render_and_enqueue(dg_turns *t, const char *name, const dg_tpl_vars *vars,
+                             const char *channel, const char *mention, int64_t now, int *kick,
+                             char *fp, size_t fp_cap)
+{
+    TURNS_ASSERT_WRITER(t);
+    char *text = t->p->templates ? dg_templates_render(t->p->templates, name, vars) : NULL;
+    if (!text) {
+        dg_log(t->p, OC_LOG_ERROR, "turns: template %s could not be rendered; the moderator "
+               "message for channel %s is not sent", name, channel);
+        return OC_ERR_INTERNAL;
+    }
+    if (fp)
+        wake_fingerprint(text, fp, fp_cap);
+    int rc = turns_enqueue(t, channel, text, mention, now, kick);
+    free(text);
+    return rc;
+}
+
+/* 1 when the comma-separated ids of list (may be NULL) hold id. */
+static int lists_id(const char *list, const char *id)
+{
+    size_t n = strlen(id);
+    for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (strncmp(p, id, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+            return 1;
+    return 0;
+}
+
+int turns_mention_owed(dg_turns *t, const char *channel, const char *uid, int *yes)
+{
+    TURNS_ASSERT_WRITER(t);
+    dg_outbox_row *rows = NULL;
+    size_t n = 0;
+    *yes = 0;
+    int rc = dg_store_outbox_pending_of(t->p->store, channel, 0, 64, &rows, &n);
+    for (size_t i = 0; rc == OC_OK && i < n && !*yes; i++)
+        *yes = lists_id(rows[i].mentions, uid);
+    dg_outbox_rows_free(rows, n);
+    return rc;
+}
+
+/* The moderator messages fx owes scope r, whose next state is next. A
+ * wake message that is not queued after all (no user id, not a Discord
+ * channel) ends the wait for it in next: nothing would ever end it. */
+int turns_queue_effects(dg_turns *t, turns_scope *r, const dg_rule_effects *fx,
+                        dg_turn_state *next, int64_t now, int *kick)
+{
+    TURNS_ASSERT_WRITER(t);
+    turns_chan *c = r->chan;
+    const char *post = r->post_channel ? r->post_channel : c->id;
+    int rc = OC_OK;
+    if (fx->handoff_to != DG_NOBODY) {
+        /* A bare mention wakes the next speaker, who already consumed the
+         * latest message silently. */
+        const char *uid = turns_user_of(t, c, fx->handoff_to);
+        int queued = 0, owed = 0;
+        if (uid && (rc = turns_mention_owed(t, post, uid, &owed)) == OC_OK && owed)
+            queued = 1; /* the one still owed wakes it: no second mention */
+        else if (uid && rc == OC_OK) {
+            char text[64];
+            snprintf(text, sizeof text, "<@%s>", uid);
+            rc = turns_enqueue(t, post, text, uid, now, &queued);
+        }
+        if (queued)
+            *kick = 1;
+        else
+            dg_rule_wake_delivered(next, fx->handoff_to);
+    }
+    if (rc == OC_OK && fx->rest_notice) {
+        char limit[24];
+        snprintf(limit, sizeof limit, "%ld", (long)t->p->cfg.turn_max_agent_messages);
+        dg_tpl_vars v = {.maxAgentMessages = limit};
+        rc = turns_render_and_enqueue(t, "rest.md", &v, post, NULL, now, kick, NULL, 0);
+    }
+    if (rc == OC_OK && fx->idle_reminder) {
+        const char *uid = turns_user_of(t, c, c->initiator_pos);
+        dg_discussion d;
+        memset(&d, 0, sizeof d);
+        int have = dg_discuss_lookup_locked(t->p->store, c->id, &d) == DG_DISCUSSION_ACTIVE;
+        char mention[48] = "", chan[48] = "", origin[48] = "";
+        if (uid)
+            snprintf(mention, sizeof mention, "<@%s>", uid);
+        snprintf(chan, sizeof chan, "<#%s>", c->id);
+        if (have && d.origin_channel_id)
+            snprintf(origin, sizeof origin, "<#%s>", d.origin_channel_id);
+        char *where = have ? dg_discuss_suggested_path_locked(t->p, &d) : NULL;
+        dg_tpl_vars v = {.discussGuide = have ? d.discuss_guide : NULL,
+                         .initiatorMention = mention,
+                         .discussionChannel = chan,
+                         .originChannel = origin,
+                         .status = "active",
+                         .summaryPath = where};
+        int queued = 0;
+        char fp[sizeof r->wake_fp];
+        rc = have && !where ? OC_ERR_NOMEM
+           : turns_render_and_enqueue(t, "idle.md", &v, post, uid, now, &queued, fp, sizeof fp);
+        free(where);
+        dg_discussion_clear(&d);
+        if (queued) {
+            *kick = 1;
+            memcpy(r->wake_fp, fp, sizeof fp);
+            r->wake_fp_pos = c->initiator_pos;
+            r->wake_fp_ms = now;
+        } else {
+            dg_rule_wake_delivered(next, c->initiator_pos);
+        }
+    }
+    return rc;
+}
