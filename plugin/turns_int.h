@@ -34,7 +34,7 @@
 #include "silent.h"
 #include "store.h"
 #include "store_discuss.h"
-#include "store_shared.h"
+#include "store_instances.h"
 #include "store_turns.h"
 #include "templates.h"
 #include "str_map.h"
@@ -225,7 +225,7 @@ struct dg_turns {
     inval_entry inval[INVAL_RING];
     _Atomic uint64_t inval_seen;
     _Atomic int64_t applied;     /* the store's change log (other instances sharing
-                                    it, store_shared.h) is applied up to here */
+                                    it, store_instances.h) is applied up to here */
     int shared_seen;             /* another instance has written to the store since
                                     the start: a scope loaded afresh may have been
                                     moved there (scope_rec.moved_elsewhere). Writer

@@ -1,13 +1,14 @@
 /*
- * store_internal.h -- shared by the plugin/store*.c files only.
+ * store_int.h -- shared by the store/store*.c files only.
  */
-#ifndef DG_STORE_INTERNAL_H
-#define DG_STORE_INTERNAL_H
+#ifndef DG_STORE_INT_H
+#define DG_STORE_INT_H
 
 #include <sqlite3.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include "scope.h"
+#include "openclaw/plugin.h" /* the status codes (OC_OK, OC_ERR_*): the one include of it in store/ */
+#include "store_records.h"
 #include "store.h"
 #include "store_db.h"
 #include "store_transitions.h"
@@ -51,7 +52,7 @@ struct dg_store {
     atomic_int fail_writes;          /* test seam: commits that wrote refused */
     atomic_long refused_writes;      /* commits refused by the seam so far */
     struct { const char *sql; dg_stmt stmt; } cache[DG_STMT_CACHE];
-    /* Sharing (store_shared.c). instance: "<host>/<pid>/<random hex>" of
+    /* Sharing (store_instances.c). instance: "<host>/<pid>/<random hex>" of
      * this open store. */
     char instance[128];
     int64_t txn_seq;                 /* change-log sequence of the open transaction, 0 none */
@@ -78,7 +79,7 @@ struct dg_store {
                                       * (set by dg_store_begin) */
     /* Alone without asking the kernel: a newcomer's barrier commits a
      * write, so while the data version is the one of our last commit made
-     * alone, nobody has joined since (store_shared.c, presence). */
+     * alone, nobody has joined since (store_instances.c, presence). */
     unsigned alone_dv;               /* the data version after that commit */
     int alone_known;                 /* alone_dv is valid */
     int txn_alone;                   /* dg_store_begin found it unchanged */
@@ -146,7 +147,7 @@ char *dg_store_col_dup(dg_stmt *s, int col);
 long dg_store_changes(dg_store *st);
 
 /* In a SQLite transaction, no other store open on the file (asked once per
- * transaction, store_shared.c): 1, else 0 (PostgreSQL: always 0). */
+ * transaction, store_instances.c): 1, else 0 (PostgreSQL: always 0). */
 int dg_store_alone_in_txn(dg_store *st);
 
 /* The pending mark (store_turns.c): written now (OC_OK when none), or
@@ -236,7 +237,7 @@ int64_t dg_pg_change_seq(dg_store *st);
  *   v5 store_tool_calls.c  tool results by ctx.toolCallId (idempotent tools)
  *   v6 store_turns.c   agent_end runs already handled (dedup by runId)
  *   v7 store_discuss.c discussion timers and end status (issue 16)
- *   v8 store_shared.c  change log and leases: instances sharing a store (issue 17)
+ *   v8 store_instances.c  change log and leases: instances sharing a store (issue 17)
  *   v9 store_discuss_index.c  discussion channel names, members by agent (issue 16)
  *   v10 store_transitions.c turn transitions with their causes (issue 16)
  *   v11 store_outbox.c outbox state CHECK as a range (issue 14: no ephemeral
@@ -279,7 +280,7 @@ const char *dg_schema_step_pg(int v);
 char *dg_store_tables_of_version(int v);
 int dg_store_has_tables(const char *have, const char *want);
 
-/* The head of the change log: the latest sequence (store_shared.c). */
+/* The head of the change log: the latest sequence (store_instances.c). */
 extern const char dg_sql_change_head[];
 
 /* Start st's checkpoint thread and its connection on path, and take the
@@ -289,7 +290,7 @@ extern const char dg_sql_change_head[];
 int dg_store_checkpointer_start(dg_store *st, const char *path, char *err, size_t err_len);
 void dg_store_checkpointer_stop(dg_store *st);
 
-/* Open the probe connection of st on path (store_shared.c); OC_OK or
+/* Open the probe connection of st on path (store_instances.c); OC_OK or
  * OC_ERR_IO with a sentence in err. Init only. */
 int dg_store_probe_open(dg_store *st, const char *path, char *err, size_t err_len);
 
@@ -297,10 +298,10 @@ int dg_store_probe_open(dg_store *st, const char *path, char *err, size_t err_le
  * open functions to fill; NULL when out of memory. dg_store_close frees it. */
 dg_store *dg_store_new(void);
 
-/* A new random instance id into st->instance (store_shared.c). */
+/* A new random instance id into st->instance (store_instances.c). */
 int dg_store_make_instance(dg_store *st);
 
-/* Join the stores present on the file at path (store_shared.c): take the
+/* Join the stores present on the file at path (store_instances.c): take the
  * presence lock, then wait out any write transaction begun before it. At
  * open, before anything reads turn state. OC_OK or OC_ERR_IO (message in
  * err). */

@@ -1,5 +1,5 @@
 /*
- * store_shared.h -- what lets several plugin instances share one store
+ * store_instances.h -- what lets several plugin instances share one store
  * (issue 17): a change log of turn-state channels, and leases.
  *
  * Every instance that opens a store gets a random instance id
@@ -25,8 +25,8 @@
  * Functions marked "in a transaction" run between dg_store_begin and
  * dg_store_commit/rollback on the calling thread.
  */
-#ifndef DG_STORE_SHARED_H
-#define DG_STORE_SHARED_H
+#ifndef DG_STORE_INSTANCES_H
+#define DG_STORE_INSTANCES_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -3,7 +3,7 @@
  * PostgreSQL side in store_pg.c. A branch per call; the SQLite path stays
  * what it was (no copies, no translation).
  */
-#include "store_internal.h"
+#include "store_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "scope.h"
+#include "store_records.h"
 #include "store.h"
 
 /*

@@ -1,6 +1,6 @@
 /*
  * store_db.h -- the backend seam of the store: statements over SQLite or
- * PostgreSQL (libpq). Included by plugin/store*.c only; SQL stays there.
+ * PostgreSQL (libpq). Included by store/store*.c only; SQL stays there.
  *
  * SQL is written once in the dialect both engines share: `?` or `?N`
  * placeholders (PostgreSQL gets them as `$N`), INSERT ... ON CONFLICT, no

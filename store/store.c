@@ -19,7 +19,8 @@
  * An in-memory database (":memory:", "file::memory:", "mode=memory") is
  * refused too: it would silently give up every durability promise.
  */
-#include "store_internal.h"
+#include "store_int.h"
+#include "store_test.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -30,7 +31,6 @@
 
 #include "errors.h"
 #include "log_defer.h"
-#include "openclaw/plugin.h"
 
 static const char schema_v1_base[] =
     "CREATE TABLE dg_meta ("
@@ -668,14 +668,14 @@ int dg_store_commit(dg_store *st)
     st->in_txn = 0;
     st->txn_write = 0;
     /* After our own commit: a different version at the next begin means
-     * another connection committed (store_shared.c, changes_since). */
+     * another connection committed (store_instances.c, changes_since). */
     if (ok && st->txn_seq > st->head_seen)
         st->head_seen = st->txn_seq;
     st->dv_known = ok && st->db &&
                    sqlite3_file_control(st->db, "main", SQLITE_FCNTL_DATA_VERSION,
                                         &st->dv_after_commit) == SQLITE_OK;
     /* Still alone after this commit if it was when the transaction began
-     * or looked (store_internal.h, alone_dv). */
+     * or looked (store_int.h, alone_dv). */
     st->alone_known = st->dv_known && (st->txn_others == 0 ||
                                        (st->txn_others < 0 && st->txn_alone));
     st->alone_dv = st->dv_after_commit;

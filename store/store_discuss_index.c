@@ -7,9 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "openclaw/plugin.h"
 #include "store_db.h"
-#include "store_internal.h"
+#include "store_int.h"
 
 /*
  * Migration v8 -> v9 (issue 16): channel_name is the Discord name the

@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "discuss.h"
+#include "store_records.h"
 #include "store.h"
 
 /* Record the channel name of discussion id (NULL: none). */

@@ -7,8 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "openclaw/plugin.h"
-#include "store_internal.h"
+#include "store_int.h"
 
 /*
  * Migration v3 -> v4. status is 'active' or 'closed' (the seed's

@@ -6,8 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "openclaw/plugin.h"
-#include "store_internal.h"
+#include "store_int.h"
 
 /*
  * Migration v4 -> v5. A pending row has no result and no done time; a done

@@ -12,9 +12,8 @@
 #include <string.h>
 
 #include "buf.h"
-#include "openclaw/plugin.h"
-#include "store_internal.h"
-#include "store_shared.h"
+#include "store_int.h"
+#include "store_instances.h"
 #include "store_transitions.h"
 
 /*
@@ -166,7 +165,7 @@ static int done(dg_stmt *s)
 }
 
 /* A write of channel_id's turn state succeeded with rc: log the channel
- * for the other instances sharing the store (store_shared.h). */
+ * for the other instances sharing the store (store_instances.h). */
 static int logged(dg_store *st, const char *channel_id, int rc)
 {
     return rc == OC_OK ? dg_store_change_note(st, channel_id) : rc;

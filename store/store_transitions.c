@@ -8,9 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "openclaw/plugin.h"
 #include "store_db.h"
-#include "store_internal.h"
+#include "store_int.h"
 
 /* Migration v9 -> v10 (issue 16): one row per turn-state write with its
  * cause, newest DG_TRANSITIONS_KEEP per (channel, scope). */

@@ -8,8 +8,7 @@
 #include <string.h>
 
 #include "buf.h"
-#include "openclaw/plugin.h"
-#include "store_internal.h"
+#include "store_int.h"
 
 /*
  * Migration v2 -> v3. A row is pending until it is sent (message_id set)

@@ -36,8 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "store.h"
-#include "scope.h"
-#include "turns.h"
+#include "store_records.h"
 
 /*
  * Where a member stands in its channel's turn order. The host shows which

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "store.h"
-#include "discuss.h"
+#include "store_records.h"
 
 /* Insert d (id ignored; status must be ACTIVE) with its members; the new row
  * id goes to *id. OC_ERR_CONFLICT when the channel already has a row. */

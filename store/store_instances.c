@@ -1,8 +1,8 @@
 /*
- * store_shared.c -- all SQL of sharing a store between instances, and its
+ * store_instances.c -- all SQL of sharing a store between instances, and its
  * schema (v8): the change log of turn-state channels and the leases.
  */
-#include "store_shared.h"
+#include "store_instances.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,8 +17,7 @@
 
 #include "buf.h"
 #include "errors.h"
-#include "openclaw/plugin.h"
-#include "store_internal.h"
+#include "store_int.h"
 
 /*
  * Migration v7 -> v8. turn_changes: one row per channel whose turn state
@@ -179,7 +178,7 @@ int dg_store_presence_join(dg_store *st, const char *path, char *err, size_t err
     }
     /* The barrier writes a row: the data version it changes is how a store
      * that found itself alone knows, without asking again, that nobody has
-     * joined since (store_internal.h, alone_dv). It also folds the states
+     * joined since (store_int.h, alone_dv). It also folds the states
      * marks carry into their rows: only their writer tracks them. */
     static const char SQL_JOINED[] =
         "REPLACE INTO dg_meta (key, value) VALUES ('last_join', ?)";

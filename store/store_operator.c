@@ -10,9 +10,8 @@
 
 #include "errors.h"
 #include "log_defer.h"
-#include "openclaw/plugin.h"
 #include "store_db.h"
-#include "store_internal.h"
+#include "store_int.h"
 #include "store_outbox.h"
 
 int dg_store_open_readonly(const char *path, dg_store **out, char *err, size_t err_len)
