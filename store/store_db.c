@@ -112,3 +112,10 @@ int dg_store_is_url(const char *url)
 {
     return url && (!strncmp(url, "postgresql://", 13) || !strncmp(url, "postgres://", 11));
 }
+
+int dg_store_run(dg_stmt *s)
+{
+    int rc = dg_step(s);
+    dg_reset(s);
+    return rc == DG_DONE ? OC_OK : OC_ERR_IO;
+}

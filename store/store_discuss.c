@@ -279,10 +279,8 @@ int dg_store_discussion_close_as(dg_store *st, int64_t id, const char *summary_p
     dg_bind_int64(s, 2, completed_at_ms);
     dg_store_bind_text(s, 3, end_status);
     dg_bind_int64(s, 4, id);
-    int rc = dg_step(s);
-    dg_reset(s);
-    if (rc != DG_DONE)
-        return sql_fail();
+    if (dg_store_run(s) != OC_OK)
+        return OC_ERR_IO;
     return dg_store_changes(st) == 1 ? OC_OK : OC_ERR_CONFLICT;
 }
 
@@ -301,10 +299,8 @@ int dg_store_discussion_override_add(dg_store *st, int64_t discussion_id,
     dg_store_bind_text(s, 2, session_key);
     dg_store_bind_text(s, 3, agent_id);
     dg_bind_int64(s, 4, now_ms);
-    int rc = dg_step(s);
-    dg_reset(s);
-    if (rc != DG_DONE)
-        return sql_fail();
+    if (dg_store_run(s) != OC_OK)
+        return OC_ERR_IO;
     if (inserted)
         *inserted = dg_store_changes(st) == 1;
     return OC_OK;
@@ -323,9 +319,7 @@ int dg_store_discussion_override_applied(dg_store *st, int64_t discussion_id,
     dg_bind_int64(s, 1, now_ms);
     dg_bind_int64(s, 2, discussion_id);
     dg_store_bind_text(s, 3, session_key);
-    int rc = dg_step(s);
-    dg_reset(s);
-    return rc == DG_DONE ? OC_OK : sql_fail();
+    return dg_store_run(s);
 }
 
 static const char SQL_OVR_STATE[] =
@@ -413,10 +407,8 @@ int dg_store_discussion_notices_prune(dg_store *st, int64_t before_ms, int limit
         return sql_fail();
     dg_bind_int64(s, 1, before_ms);
     dg_bind_int64(s, 2, limit);
-    int rc = dg_step(s);
-    dg_reset(s);
-    if (rc != DG_DONE)
-        return sql_fail();
+    if (dg_store_run(s) != OC_OK)
+        return OC_ERR_IO;
     if (removed)
         *removed = (long)dg_store_changes(st);
     return OC_OK;
@@ -459,10 +451,8 @@ int dg_store_discussion_notice_claim(dg_store *st, const char *channel_id,
     dg_store_bind_text(s, 2, message_id);
     dg_bind_int64(s, 3, now_ms);
     dg_bind_int64(s, 4, due);
-    rc = dg_step(s);
-    dg_reset(s);
-    if (rc != DG_DONE)
-        return sql_fail();
+    if (dg_store_run(s) != OC_OK)
+        return OC_ERR_IO;
     *claimed = due;
     return OC_OK;
 }
@@ -480,9 +470,7 @@ int dg_store_discussion_touch(dg_store *st, const char *channel_id, int64_t now_
         return sql_fail();
     dg_bind_int64(s, 1, now_ms);
     dg_store_bind_text(s, 2, channel_id);
-    int rc = dg_step(s);
-    dg_reset(s);
-    return rc == DG_DONE ? OC_OK : sql_fail();
+    return dg_store_run(s);
 }
 
 /* ?1 now, ?2 reminder ms (0 off), ?3 lifetime ms (0 off), ?4 limit. */
@@ -538,10 +526,8 @@ static int update_one(dg_store *st, const char *sql, int64_t v, int64_t id)
         return sql_fail();
     dg_bind_int64(s, 1, v);
     dg_bind_int64(s, 2, id);
-    int rc = dg_step(s);
-    dg_reset(s);
-    if (rc != DG_DONE)
-        return sql_fail();
+    if (dg_store_run(s) != OC_OK)
+        return OC_ERR_IO;
     return dg_store_changes(st) == 1 ? OC_OK : OC_ERR_CONFLICT;
 }
 

@@ -28,9 +28,7 @@ int dg_store_discussion_set_name(dg_store *st, int64_t id, const char *name)
         return OC_ERR_IO;
     dg_store_bind_text(s, 1, name);
     dg_bind_int64(s, 2, id);
-    int rc = dg_step(s);
-    dg_reset(s);
-    return rc == DG_DONE ? OC_OK : OC_ERR_IO;
+    return dg_store_run(s);
 }
 
 /* One text column of the discussion row id into *out. */

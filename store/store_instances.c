@@ -189,8 +189,7 @@ int dg_store_presence_join(dg_store *st, const char *path, char *err, size_t err
             rc = OC_ERR_IO;
         } else {
             dg_store_bind_text(s, 1, st->instance);
-            rc = dg_step(s) == DG_DONE ? OC_OK : OC_ERR_IO;
-            dg_reset(s);
+            rc = dg_store_run(s);
         }
         if (rc == OC_OK)
             rc = dg_store_turns_fold_all(st);
@@ -257,9 +256,7 @@ int dg_store_change_note(dg_store *st, const char *channel_id)
     dg_store_bind_text(s, 1, channel_id);
     dg_bind_int64(s, 2, st->txn_seq);
     dg_store_bind_text(s, 3, st->instance);
-    int rc = dg_step(s);
-    dg_reset(s);
-    if (rc != DG_DONE)
+    if (dg_store_run(s) != OC_OK)
         return OC_ERR_IO;
     if (st->n_noted < DG_NOTED_MAX && strlen(channel_id) < DG_NOTED_LEN)
         snprintf(st->noted[st->n_noted++], DG_NOTED_LEN, "%s", channel_id);
@@ -434,9 +431,7 @@ int dg_store_lease_take(dg_store *st, const char *name, int64_t now_ms, int64_t 
     dg_store_bind_text(s, 1, name);
     dg_store_bind_text(s, 2, st->instance);
     dg_bind_int64(s, 3, until_ms);
-    rc = dg_step(s);
-    dg_reset(s);
-    if (rc != DG_DONE)
+    if (dg_store_run(s) != OC_OK)
         return OC_ERR_IO;
     *got = 1;
     return OC_OK;
@@ -449,7 +444,5 @@ int dg_store_lease_release(dg_store *st, const char *name)
         return OC_ERR_IO;
     dg_store_bind_text(s, 1, name);
     dg_store_bind_text(s, 2, st->instance);
-    int rc = dg_step(s);
-    dg_reset(s);
-    return rc == DG_DONE ? OC_OK : OC_ERR_IO;
+    return dg_store_run(s);
 }

@@ -277,9 +277,7 @@ int dg_store_outbox_list(dg_store *st, const char *channel_id, dg_outbox_row **r
 /* Run an UPDATE on one row; OC_ERR_NOT_FOUND when it changed nothing. */
 static int update_one(dg_store *st, dg_stmt *s)
 {
-    int rc = dg_step(s);
-    dg_reset(s);
-    if (rc != DG_DONE)
+    if (dg_store_run(s) != OC_OK)
         return OC_ERR_IO;
     return dg_store_changes(st) == 1 ? OC_OK : OC_ERR_NOT_FOUND;
 }
@@ -329,9 +327,7 @@ int dg_store_outbox_mark_sent_many(dg_store *st, const int64_t *ids, const char 
             dg_bind_int64(s, 2 + 2 * (int)j, ids[r]);
             dg_bind_text_borrowed(s, 3 + 2 * (int)j, message_ids[r]);
         }
-        int rc = dg_step(s);
-        dg_reset(s);
-        if (rc != DG_DONE)
+        if (dg_store_run(s) != OC_OK)
             return OC_ERR_IO;
         *marked += (size_t)dg_store_changes(st);
     }
@@ -382,9 +378,7 @@ int dg_store_outbox_prune(dg_store *st, int64_t before_ms, int limit, long *remo
         return OC_ERR_IO;
     dg_bind_int64(s, 1, before_ms);
     dg_bind_int64(s, 2, limit);
-    int rc = dg_step(s);
-    dg_reset(s);
-    if (rc != DG_DONE)
+    if (dg_store_run(s) != OC_OK)
         return OC_ERR_IO;
     if (removed)
         *removed = (long)dg_store_changes(st);

@@ -96,9 +96,7 @@ int dg_store_tool_call_intent(dg_store *st, const char *tool, const char *call_i
         return OC_ERR_IO;
     bind_key(s, tool, call_id, fingerprint);
     dg_bind_int64(s, 4, now_ms);
-    int rc = dg_step(s);
-    dg_reset(s);
-    if (rc != DG_DONE)
+    if (dg_store_run(s) != OC_OK)
         return OC_ERR_IO;
     return dg_store_changes(st) == 1 ? OC_OK : OC_ERR_CONFLICT;
 }
@@ -130,9 +128,7 @@ int dg_store_tool_call_done(dg_store *st, const char *tool, const char *call_id,
         dg_bind_null(s, 6);
     dg_store_bind_text(s, 7, result->origin_channel_id);
     dg_store_bind_text(s, 8, result->summary_path);
-    int rc = dg_step(s);
-    dg_reset(s);
-    if (rc != DG_DONE)
+    if (dg_store_run(s) != OC_OK)
         return OC_ERR_IO;
     return dg_store_changes(st) == 1 ? OC_OK : OC_ERR_CONFLICT;
 }
@@ -147,9 +143,7 @@ int dg_store_tool_calls_prune(dg_store *st, int64_t before_ms, long *removed)
     if (!s)
         return OC_ERR_IO;
     dg_bind_int64(s, 1, before_ms);
-    int rc = dg_step(s);
-    dg_reset(s);
-    if (rc != DG_DONE)
+    if (dg_store_run(s) != OC_OK)
         return OC_ERR_IO;
     if (removed)
         *removed = (long)dg_store_changes(st);

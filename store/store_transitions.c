@@ -172,18 +172,14 @@ int dg_store_transition_add(dg_store *st, const char *channel_id, const dg_trans
     dg_bind_text_borrowed(s, 1, channel_id);
     dg_bind_int64(s, 2, t->at_ms);
     dg_store_transition_bind(s, t, ord);
-    int rc = dg_step(s);
-    dg_reset(s);
-    if (rc != DG_DONE)
+    if (dg_store_run(s) != OC_OK)
         return OC_ERR_IO;
     if (!(s = dg_store_stmt(st, SQL_PRUNE)))
         return OC_ERR_IO;
     dg_store_bind_text(s, 1, channel_id);
     dg_store_bind_text(s, 2, t->scope);
     dg_bind_int64(s, 3, DG_TRANSITIONS_KEEP);
-    rc = dg_step(s);
-    dg_reset(s);
-    return rc == DG_DONE ? OC_OK : OC_ERR_IO;
+    return dg_store_run(s);
 }
 
 /* A mark's transition as the engine gave it (dg_store_mark_transition). */
@@ -238,9 +234,7 @@ int dg_store_transitions_rescue(dg_store *st, int64_t before_ms)
     if (!(s = dg_store_stmt(st, SQL_TRIM)))
         return OC_ERR_IO;
     dg_bind_int64(s, 1, DG_TRANSITIONS_KEEP);
-    rc = dg_step(s);
-    dg_reset(s);
-    return rc == DG_DONE ? OC_OK : OC_ERR_IO;
+    return dg_store_run(s);
 }
 
 int dg_store_transitions_list(dg_store *st, const char *channel_id, const char *scope,

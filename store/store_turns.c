@@ -159,11 +159,6 @@ static void bind_borrowed(dg_stmt *s, int idx, const char *text)
     dg_bind_text_borrowed(s, idx, text);
 }
 
-static int done(dg_stmt *s)
-{
-    return dg_step(s) == DG_DONE ? OC_OK : OC_ERR_IO;
-}
-
 /* A write of channel_id's turn state succeeded with rc: log the channel
  * for the other instances sharing the store (store_instances.h). */
 static int logged(dg_store *st, const char *channel_id, int rc)
@@ -256,7 +251,7 @@ int dg_store_turns_channel_save(dg_store *st, const char *channel_id, dg_channel
     dg_store_bind_text(s, 4, top_root);
     dg_bind_int64(s, 5, bot_noticed ? 1 : 0);
     dg_bind_int64(s, 6, now_ms);
-    return logged(st, channel_id, done(s));
+    return logged(st, channel_id, dg_store_run(s));
 }
 
 static const char SQL_MEMBER_ADD[] =
@@ -275,7 +270,7 @@ int dg_store_turns_member_add(dg_store *st, const char *channel_id, int pos, con
     dg_bind_int64(s, 2, pos);
     dg_store_bind_text(s, 3, agent_id);
     dg_bind_int64(s, 4, (int)standing);
-    return logged(st, channel_id, done(s));
+    return logged(st, channel_id, dg_store_run(s));
 }
 
 static const char SQL_PER_AGENT_NOTE[] =
@@ -287,7 +282,7 @@ static const char SQL_PER_AGENT_GET[] =
 int dg_store_turns_per_agent_note(dg_store *st)
 {
     dg_stmt *s = dg_store_stmt(st, SQL_PER_AGENT_NOTE);
-    return s ? done(s) : OC_ERR_IO;
+    return s ? dg_store_run(s) : OC_ERR_IO;
 }
 
 int dg_store_turns_per_agent_get(dg_store *st, int *yes)
@@ -333,7 +328,7 @@ int dg_store_turns_member_standing(dg_store *st, const char *channel_id, int pos
     dg_bind_int64(s, 1, (int)standing);
     dg_store_bind_text(s, 2, channel_id);
     dg_bind_int64(s, 3, pos);
-    return logged(st, channel_id, done(s));
+    return logged(st, channel_id, dg_store_run(s));
 }
 
 static const char SQL_MEMBERS_CLEAR[] = "DELETE FROM turn_members WHERE channel_id = ?";
@@ -344,7 +339,7 @@ int dg_store_turns_members_clear(dg_store *st, const char *channel_id)
     if (!s)
         return OC_ERR_IO;
     dg_store_bind_text(s, 1, channel_id);
-    return logged(st, channel_id, done(s));
+    return logged(st, channel_id, dg_store_run(s));
 }
 
 /* Ledger key of a scope's state row into buf. */
@@ -606,7 +601,7 @@ int dg_store_turns_scopes_clear(dg_store *st, const char *channel_id)
     if (!s)
         return OC_ERR_IO;
     dg_store_bind_text(s, 1, channel_id);
-    return logged(st, channel_id, done(s));
+    return logged(st, channel_id, dg_store_run(s));
 }
 
 static const char SQL_SEEN_CLAIM[] =
@@ -629,7 +624,7 @@ static int claim_pair(dg_store *st, const char *sql, const char *a, const char *
     bind_borrowed(s, 1, a);
     bind_borrowed(s, 2, b);
     dg_bind_int64(s, 3, now_ms);
-    if (dg_step(s) != DG_DONE)
+    if (dg_store_run(s) != OC_OK)
         return OC_ERR_IO;
     *fresh = dg_changes(s) > 0;
     return OC_OK;
@@ -642,7 +637,7 @@ static int prune_before(dg_store *st, const char *sql, int64_t before_ms, long *
     if (!s)
         return OC_ERR_IO;
     dg_bind_int64(s, 1, before_ms);
-    if (dg_step(s) != DG_DONE)
+    if (dg_store_run(s) != OC_OK)
         return OC_ERR_IO;
     if (removed)
         *removed = (long)dg_changes(s);
@@ -718,8 +713,7 @@ static int pending_write(dg_store *st, int at_commit)
         } else {
             dg_bind_int64(s, 3, p->at_ms);
         }
-        rc = dg_step(s) == DG_DONE ? OC_OK : OC_ERR_IO;
-        dg_reset(s);
+        rc = dg_store_run(s);
     }
     dg_store_turns_pending_drop(st); /* written, or the transaction is lost anyway */
     return rc;
@@ -1022,7 +1016,7 @@ static int fold_channel(dg_store *st, const char *channel_id, int in_window)
         return OC_ERR_IO;
     bind_borrowed(s, 1, channel_id);
     bind_borrowed(s, 2, in_window ? oldest : "");
-    return done(s);
+    return dg_store_run(s);
 }
 
 int dg_store_turns_fold_channel(dg_store *st, const char *channel_id)
@@ -1270,7 +1264,7 @@ int dg_store_turns_hint_claim(dg_store *st, const char *channel_id, int64_t now_
         return OC_ERR_IO;
     dg_store_bind_text(s, 1, channel_id);
     dg_bind_int64(s, 2, now_ms);
-    if ((rc = done(s)))
+    if ((rc = dg_store_run(s)))
         return rc;
     *claimed = 1;
     return OC_OK;
