@@ -9,7 +9,7 @@
  * what every instance committed before it.
  *
  * Change log (schema v8, table turn_changes): each transaction that writes
- * turn state of a channel (store_turns.c does it for every write) records
+ * turn state of a channel (store_turns*.c do it for every write) records
  * the channel with one sequence number per transaction and the writer's
  * instance id. An instance that keeps turn state in memory asks at the
  * start of each write transaction which channels other instances changed

@@ -38,7 +38,7 @@ struct dg_stmt {
 #define DG_WAL_HDR_LEN 48
 
 /* The kept fields of a scope's state besides `active`: the state columns
- * of turn_ledger (store_turns.c names them, in this order). */
+ * of turn_ledger (store_turns_int.h names them, DG_STATE_COLS). */
 #define DG_STATE_FIELDS 14
 
 struct dg_store {
@@ -91,7 +91,7 @@ struct dg_store {
                                       * what a dg_mark_hint was read in */
     /* The dedup mark of the open transaction's message while alone: written
      * once, at commit (or before the next statement on marks), with the
-     * transition it caused (store_turns.c, dg_store_turns_seen_claim_hinted). */
+     * transition it caused (store_turns_marks.c, dg_store_turns_seen_claim_hinted). */
     struct dg_pending_mark {
         int set;
         char channel[DG_SCOPE_ID_MAX], id[DG_SCOPE_ID_MAX];
@@ -103,7 +103,7 @@ struct dg_store {
         int newest;                  /* its id is above every mark of the channel */
         struct dg_mark_hint *hint;   /* the caller's, valid until the transaction ends */
         int counted;                 /* the claim counted it in hint->since_snap */
-        int has_snap;                /* it carries a scope's new state (store_turns.c): */
+        int has_snap;                /* it carries a scope's new state (store_turns_state.c): */
         char snap_key[DG_SCOPE_ID_MAX + 16]; /* that scope's state key, */
         int64_t snap[DG_STATE_FIELDS];       /* its kept fields, in the state columns' order, */
         char *snap_post;             /* and its post channel, or NULL */
@@ -150,7 +150,7 @@ long dg_store_changes(dg_store *st);
  * transaction, store_instances.c): 1, else 0 (PostgreSQL: always 0). */
 int dg_store_alone_in_txn(dg_store *st);
 
-/* The pending mark (store_turns.c): written now (OC_OK when none), or
+/* The pending mark (store_turns_marks.c): written now (OC_OK when none), or
  * dropped with the transaction that claimed it. _commit: the last write of
  * the transaction (dg_store_commit), where a mark carrying nothing goes to
  * turn_seen. */
@@ -169,7 +169,7 @@ int64_t dg_store_next_ord(dg_store *st, int64_t at_ms);
 void dg_store_saw_ord(dg_store *st, int64_t ord);
 
 /* Write the newest scope state carried by marks of channel_id into its
- * state rows and clear it from the marks (store_turns.c). */
+ * state rows and clear it from the marks (store_turns_state.c). */
 int dg_store_turns_fold_channel(dg_store *st, const char *channel_id);
 
 /* dg_store_turns_fold_channel for every channel (opening a store: the
