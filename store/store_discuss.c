@@ -104,6 +104,7 @@ static const char SQL_INSERT_MEMBER[] =
 
 int dg_store_discussion_insert(dg_store *st, const dg_discussion *d, int64_t *id)
 {
+    DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, SQL_INSERT);
     if (!s)
         return sql_fail();
@@ -190,6 +191,7 @@ static const char SQL_PROBE[] =
 int dg_store_discussion_probe(dg_store *st, const char *channel_id, int64_t *id,
                               dg_discussion_status *status)
 {
+    DG_ASSERT_IN_TXN(st);
     if (id)
         *id = 0;
     *status = DG_DISCUSSION_NONE;
@@ -209,6 +211,7 @@ int dg_store_discussion_probe(dg_store *st, const char *channel_id, int64_t *id,
 
 int dg_store_discussion_by_channel(dg_store *st, const char *channel_id, dg_discussion *out)
 {
+    DG_ASSERT_IN_TXN(st);
     memset(out, 0, sizeof *out);
     dg_stmt *s = dg_store_stmt(st, SQL_BY_CHANNEL);
     if (!s)
@@ -266,12 +269,14 @@ static const char SQL_CLOSE[] =
 int dg_store_discussion_close(dg_store *st, int64_t id, const char *summary_path,
                               int64_t completed_at_ms)
 {
+    DG_ASSERT_IN_TXN(st);
     return dg_store_discussion_close_as(st, id, summary_path, completed_at_ms, "completed");
 }
 
 int dg_store_discussion_close_as(dg_store *st, int64_t id, const char *summary_path,
                                  int64_t completed_at_ms, const char *end_status)
 {
+    DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, SQL_CLOSE);
     if (!s)
         return sql_fail();
@@ -292,6 +297,7 @@ int dg_store_discussion_override_add(dg_store *st, int64_t discussion_id,
                                      const char *session_key, const char *agent_id,
                                      int64_t now_ms, int *inserted)
 {
+    DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, SQL_OVR_ADD);
     if (!s)
         return sql_fail();
@@ -313,6 +319,7 @@ static const char SQL_OVR_APPLIED[] =
 int dg_store_discussion_override_applied(dg_store *st, int64_t discussion_id,
                                          const char *session_key, int64_t now_ms)
 {
+    DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, SQL_OVR_APPLIED);
     if (!s)
         return sql_fail();
@@ -329,6 +336,7 @@ static const char SQL_OVR_STATE[] =
 int dg_store_discussion_override_state(dg_store *st, int64_t discussion_id,
                                        const char *session_key, int *state)
 {
+    DG_ASSERT_IN_TXN(st);
     *state = 0;
     dg_stmt *s = dg_store_stmt(st, SQL_OVR_STATE);
     if (!s)
@@ -350,6 +358,7 @@ static const char SQL_OVR_PENDING[] =
 int dg_store_discussion_overrides_pending(dg_store *st, size_t max, char ***keys,
                                           int64_t **ids, size_t *n)
 {
+    DG_ASSERT_IN_TXN(st);
     *keys = NULL;
     *ids = NULL;
     *n = 0;
@@ -400,6 +409,7 @@ static const char SQL_NOTICE_PRUNE[] =
 int dg_store_discussion_notices_prune(dg_store *st, int64_t before_ms, int limit,
                                       long *removed)
 {
+    DG_ASSERT_IN_TXN(st);
     if (removed)
         *removed = 0;
     dg_stmt *s = dg_store_stmt(st, SQL_NOTICE_PRUNE);
@@ -418,6 +428,7 @@ int dg_store_discussion_notice_claim(dg_store *st, const char *channel_id,
                                      const char *message_id, int64_t now_ms,
                                      int64_t cooldown_ms, int *claimed)
 {
+    DG_ASSERT_IN_TXN(st);
     *claimed = 0;
     dg_stmt *s = dg_store_stmt(st, SQL_NOTICE_SEEN);
     if (!s)
@@ -465,6 +476,7 @@ static const char SQL_TOUCH[] =
 
 int dg_store_discussion_touch(dg_store *st, const char *channel_id, int64_t now_ms)
 {
+    DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, SQL_TOUCH);
     if (!s)
         return sql_fail();
@@ -486,6 +498,7 @@ int dg_store_discussion_timers_due(dg_store *st, int64_t now_ms, int64_t reminde
                                    int64_t lifetime_ms, size_t max, char ***channels,
                                    size_t *n)
 {
+    DG_ASSERT_IN_TXN(st);
     *channels = NULL;
     *n = 0;
     dg_stmt *s = dg_store_stmt(st, SQL_DUE);
@@ -533,10 +546,12 @@ static int update_one(dg_store *st, const char *sql, int64_t v, int64_t id)
 
 int dg_store_discussion_mark_reminded(dg_store *st, int64_t id, int64_t activity_ms)
 {
+    DG_ASSERT_IN_TXN(st);
     return update_one(st, SQL_REMINDED, activity_ms, id);
 }
 
 int dg_store_discussion_mark_wrapup(dg_store *st, int64_t id, int64_t now_ms)
 {
+    DG_ASSERT_IN_TXN(st);
     return update_one(st, SQL_WRAPUP, now_ms, id);
 }

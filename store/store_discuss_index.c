@@ -23,6 +23,7 @@ static const char SQL_SET_NAME[] = "UPDATE discussions SET channel_name = ? WHER
 
 int dg_store_discussion_set_name(dg_store *st, int64_t id, const char *name)
 {
+    DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, SQL_SET_NAME);
     if (!s)
         return OC_ERR_IO;
@@ -55,11 +56,13 @@ static const char SQL_CHANNEL[] = "SELECT discussion_channel_id FROM discussions
 
 int dg_store_discussion_name(dg_store *st, int64_t id, char **name)
 {
+    DG_ASSERT_IN_TXN(st);
     return text_of(st, SQL_NAME, id, name);
 }
 
 int dg_store_discussion_channel_of(dg_store *st, int64_t id, char **channel_id)
 {
+    DG_ASSERT_IN_TXN(st);
     int rc = text_of(st, SQL_CHANNEL, id, channel_id);
     return rc == OC_OK && !*channel_id ? OC_ERR_NOT_FOUND : rc;
 }
@@ -80,6 +83,7 @@ int dg_store_discussion_list(dg_store *st, const char *agent_id, int active_only
                              size_t offset, size_t limit, char ***channels, size_t *n,
                              int *more)
 {
+    DG_ASSERT_IN_TXN(st);
     *channels = NULL;
     *n = 0;
     *more = 0;

@@ -228,11 +228,13 @@ static int others_present(dg_store *st)
 
 int dg_store_alone_in_txn(dg_store *st)
 {
+    DG_ASSERT_IN_TXN(st);
     return st->db && st->in_txn && !others_present(st);
 }
 
 int dg_store_change_note(dg_store *st, const char *channel_id)
 {
+    DG_ASSERT_IN_TXN(st);
     if (!channel_id)
         return OC_ERR_INVALID;
     if (!others_present(st))
@@ -265,12 +267,14 @@ int dg_store_change_note(dg_store *st, const char *channel_id)
 
 int64_t dg_store_txn_change_seq(const dg_store *st)
 {
+    DG_ASSERT_IN_TXN(st);
     return st->txn_seq;
 }
 
 int dg_store_changes_since(dg_store *st, int64_t after, char ***channels, size_t *n,
                            int64_t *upto)
 {
+    DG_ASSERT_IN_TXN(st);
     *channels = NULL;
     *n = 0;
     *upto = after;
@@ -398,6 +402,7 @@ int dg_store_probe_in_memory(dg_store *st)
 int dg_store_lease_take(dg_store *st, const char *name, int64_t now_ms, int64_t until_ms,
                         int64_t held_until, int *got, int *fresh, int64_t *other_until)
 {
+    DG_ASSERT_IN_TXN(st);
     *got = *fresh = 0;
     *other_until = 0;
     dg_stmt *s = dg_store_stmt(st, sql_lease_get);
@@ -439,6 +444,7 @@ int dg_store_lease_take(dg_store *st, const char *name, int64_t now_ms, int64_t 
 
 int dg_store_lease_release(dg_store *st, const char *name)
 {
+    DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, sql_lease_drop);
     if (!s)
         return OC_ERR_IO;

@@ -4,9 +4,11 @@
 #ifndef DG_STORE_INT_H
 #define DG_STORE_INT_H
 
+#include <assert.h>
 #include <sqlite3.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include "openclaw/plugin.h" /* the status codes (OC_OK, OC_ERR_*): the one include of it in store/ */
 #include "store_records.h"
 #include "store.h"
@@ -45,6 +47,7 @@ struct dg_store {
     sqlite3 *db;              /* SQLite backend; NULL on PostgreSQL */
     struct dg_pg *pg;         /* PostgreSQL backend; NULL on SQLite */
     pthread_mutex_t lock;     /* held for the length of a transaction */
+    atomic_uintptr_t lock_owner; /* the thread holding it (dg_store_lock), 0 none */
     int opened_version;
     char *where;              /* dg_store_where: the path, or "PostgreSQL user@host/db" */
     sqlite3_int64 changes_at_begin;  /* sqlite3_total_changes at dg_store_begin */
@@ -124,6 +127,23 @@ struct dg_store {
     unsigned char shm_seen[DG_WAL_HDR_LEN]; /* the header at the last probe */
     int shm_valid;                   /* shm_seen holds a header */
 };
+
+/* Take / give back st->lock, noting which thread holds it; every take of
+ * the store lock goes through these. Calling thread. */
+void dg_store_lock(dg_store *st);
+void dg_store_unlock(dg_store *st);
+
+/* 1 when the calling thread holds st's lock: it is inside a transaction
+ * (dg_store_begin or dg_store_begin_read to its commit or rollback). Only
+ * the holder writes its own id, so the answer is exact for the caller
+ * without further synchronisation. Any thread. */
+int dg_store_held(const dg_store *st);
+
+/* What a header's "inside a transaction" / "with the store lock held"
+ * says, checked: a store connection has no SQLite mutex of its own
+ * (dg_store_open), so a statement run without the store lock would race
+ * with the transaction of another thread. */
+#define DG_ASSERT_IN_TXN(st) assert(dg_store_held(st))
 
 /*
  * Prepared statement for `sql`, cached by the pointer identity of sql (pass

@@ -296,6 +296,7 @@ int dg_store_outbox_mark_sent(dg_store *st, int64_t id, const char *message_id, 
 int dg_store_outbox_mark_sent_many(dg_store *st, const int64_t *ids, const char *const *message_ids,
                                    size_t n, int64_t now_ms, size_t *marked)
 {
+    DG_ASSERT_IN_TXN(st);
     *marked = 0;
     for (size_t i = 0; i < n; i++)
         if (!message_ids[i])
@@ -371,6 +372,7 @@ int dg_store_outbox_count(dg_store *st, dg_outbox_state state, int64_t *n)
 
 int dg_store_outbox_prune(dg_store *st, int64_t before_ms, int limit, long *removed)
 {
+    DG_ASSERT_IN_TXN(st);
     if (removed)
         *removed = 0;
     dg_stmt *s = dg_store_stmt(st, sql_prune);

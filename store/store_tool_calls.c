@@ -52,6 +52,7 @@ static const char SQL_GET[] =
 int dg_store_tool_call_get(dg_store *st, const char *tool, const char *call_id,
                            const char *fingerprint, dg_tool_call_row *out)
 {
+    DG_ASSERT_IN_TXN(st);
     memset(out, 0, sizeof *out);
     dg_stmt *s = dg_store_stmt(st, SQL_GET);
     if (!s)
@@ -91,6 +92,7 @@ static const char SQL_INTENT[] =
 int dg_store_tool_call_intent(dg_store *st, const char *tool, const char *call_id,
                               const char *fingerprint, int64_t now_ms)
 {
+    DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, SQL_INTENT);
     if (!s)
         return OC_ERR_IO;
@@ -116,6 +118,7 @@ int dg_store_tool_call_done(dg_store *st, const char *tool, const char *call_id,
                             const char *fingerprint, const dg_tool_call_row *result,
                             int64_t now_ms)
 {
+    DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, SQL_DONE);
     if (!s)
         return OC_ERR_IO;
@@ -137,6 +140,7 @@ static const char SQL_PRUNE[] = "DELETE FROM tool_calls WHERE started_at_ms < ?"
 
 int dg_store_tool_calls_prune(dg_store *st, int64_t before_ms, long *removed)
 {
+    DG_ASSERT_IN_TXN(st);
     if (removed)
         *removed = 0;
     dg_stmt *s = dg_store_stmt(st, SQL_PRUNE);

@@ -141,6 +141,7 @@ void dg_store_transition_bind(dg_stmt *s, const dg_transition *t, int64_t ord)
 
 int dg_store_transition_add(dg_store *st, const char *channel_id, const dg_transition *t)
 {
+    DG_ASSERT_IN_TXN(st);
     if (!t->scope || !t->cause || !t->state)
         return OC_ERR_INVALID; /* the log's columns are NOT NULL; a mark's NULL means the usual */
     int64_t ord = dg_store_next_ord(st, t->at_ms);
@@ -217,6 +218,7 @@ static const char SQL_TRIM[] =
 
 int dg_store_transitions_rescue(dg_store *st, int64_t before_ms)
 {
+    DG_ASSERT_IN_TXN(st);
     int rc = dg_store_turns_pending_flush(st);
     if (rc != OC_OK)
         return rc;
@@ -240,6 +242,7 @@ int dg_store_transitions_rescue(dg_store *st, int64_t before_ms)
 int dg_store_transitions_list(dg_store *st, const char *channel_id, const char *scope,
                               size_t max, dg_transition **out, size_t *n)
 {
+    DG_ASSERT_IN_TXN(st);
     *out = NULL;
     *n = 0;
     int flushed = dg_store_turns_pending_flush(st);

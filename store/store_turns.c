@@ -157,6 +157,7 @@ void dg_turn_channel_row_clear(dg_turn_channel_row *r)
  * for the other instances sharing the store (store_instances.h). */
 int dg_store_turns_logged(dg_store *st, const char *channel_id, int rc)
 {
+    DG_ASSERT_IN_TXN(st);
     return rc == OC_OK ? dg_store_change_note(st, channel_id) : rc;
 }
 
@@ -167,6 +168,7 @@ static const char SQL_MEMBERS_GET[] =
 
 int dg_store_turns_channel_load(dg_store *st, const char *channel_id, dg_turn_channel_row *out)
 {
+    DG_ASSERT_IN_TXN(st);
     memset(out, 0, sizeof *out);
     dg_stmt *s = dg_store_stmt(st, SQL_CHANNEL_GET);
     if (!s)
@@ -236,6 +238,7 @@ int dg_store_turns_channel_save(dg_store *st, const char *channel_id, dg_channel
                                 const char *initiator, const char *top_root, int bot_noticed,
                                 int64_t now_ms)
 {
+    DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, SQL_CHANNEL_PUT);
     if (!s)
         return OC_ERR_IO;
@@ -254,6 +257,7 @@ static const char SQL_MEMBER_ADD[] =
 int dg_store_turns_member_add(dg_store *st, const char *channel_id, int pos, const char *agent_id,
                               dg_member_standing standing)
 {
+    DG_ASSERT_IN_TXN(st);
     if (pos < 0 || pos >= DG_TURN_MAX_MEMBERS || !agent_id || (unsigned)standing >=
         DG_MEMBER_STANDINGS)
         return OC_ERR_INVALID;
@@ -275,12 +279,14 @@ static const char SQL_PER_AGENT_GET[] =
 
 int dg_store_turns_per_agent_note(dg_store *st)
 {
+    DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, SQL_PER_AGENT_NOTE);
     return s ? dg_store_run(s) : OC_ERR_IO;
 }
 
 int dg_store_turns_per_agent_get(dg_store *st, int *yes)
 {
+    DG_ASSERT_IN_TXN(st);
     *yes = 0;
     dg_stmt *s = dg_store_stmt(st, SQL_PER_AGENT_GET);
     if (!s)
@@ -296,6 +302,7 @@ static const char SQL_MEMBER_COUNT[] = "SELECT count(*) FROM turn_members WHERE 
 
 int dg_store_turns_member_count(dg_store *st, const char *channel_id, int *n)
 {
+    DG_ASSERT_IN_TXN(st);
     *n = 0;
     dg_stmt *s = dg_store_stmt(st, SQL_MEMBER_COUNT);
     if (!s)
@@ -314,6 +321,7 @@ static const char SQL_MEMBER_STANDING[] =
 int dg_store_turns_member_standing(dg_store *st, const char *channel_id, int pos,
                                    dg_member_standing standing)
 {
+    DG_ASSERT_IN_TXN(st);
     if (pos < 0 || pos >= DG_TURN_MAX_MEMBERS || (unsigned)standing >= DG_MEMBER_STANDINGS)
         return OC_ERR_INVALID;
     dg_stmt *s = dg_store_stmt(st, SQL_MEMBER_STANDING);
@@ -329,6 +337,7 @@ static const char SQL_MEMBERS_CLEAR[] = "DELETE FROM turn_members WHERE channel_
 
 int dg_store_turns_members_clear(dg_store *st, const char *channel_id)
 {
+    DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, SQL_MEMBERS_CLEAR);
     if (!s)
         return OC_ERR_IO;
@@ -341,6 +350,7 @@ int dg_store_turns_members_clear(dg_store *st, const char *channel_id)
 int dg_store_turns_claim_pair(dg_store *st, const char *sql, const char *a, const char *b,
                       int64_t now_ms, int *fresh)
 {
+    DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, sql);
     if (!s)
         return OC_ERR_IO;
@@ -356,6 +366,7 @@ int dg_store_turns_claim_pair(dg_store *st, const char *sql, const char *a, cons
 /* One of the prune statements, whose only parameter is a cut-off time. */
 int dg_store_turns_prune_before(dg_store *st, const char *sql, int64_t before_ms, long *removed)
 {
+    DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, sql);
     if (!s)
         return OC_ERR_IO;
@@ -373,6 +384,7 @@ static const char SQL_RUN_CLAIM[] =
 int dg_store_turns_run_claim(dg_store *st, const char *session_key, const char *run_id,
                              int64_t now_ms, int *fresh)
 {
+    DG_ASSERT_IN_TXN(st);
     *fresh = 0;
     if (!session_key || !*session_key || !run_id || !*run_id)
         return OC_ERR_INVALID;
@@ -383,11 +395,13 @@ static const char SQL_RUNS_PRUNE[] = "DELETE FROM turn_runs WHERE at_ms < ?";
 
 int dg_store_turns_runs_prune(dg_store *st, int64_t before_ms, long *removed)
 {
+    DG_ASSERT_IN_TXN(st);
     return dg_store_turns_prune_before(st, SQL_RUNS_PRUNE, before_ms, removed);
 }
 
 int dg_store_turns_count(dg_store *st, const char *what, long *out)
 {
+    DG_ASSERT_IN_TXN(st);
     int flushed = dg_store_turns_pending_flush(st);
     if (flushed != OC_OK)
         return flushed;
@@ -422,6 +436,7 @@ static const char SQL_HINT_PUT[] =
 int dg_store_turns_hint_claim(dg_store *st, const char *channel_id, int64_t now_ms,
                               int64_t cooldown_ms, int *claimed)
 {
+    DG_ASSERT_IN_TXN(st);
     *claimed = 0;
     dg_stmt *s = dg_store_stmt(st, SQL_HINT_LAST);
     if (!s)

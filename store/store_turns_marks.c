@@ -100,11 +100,13 @@ static int pending_write(dg_store *st, int at_commit)
 
 int dg_store_turns_pending_flush(dg_store *st)
 {
+    DG_ASSERT_IN_TXN(st);
     return pending_write(st, 0);
 }
 
 int dg_store_turns_pending_commit(dg_store *st)
 {
+    DG_ASSERT_IN_TXN(st);
     return pending_write(st, 1);
 }
 
@@ -122,6 +124,7 @@ static char *pack(char *buf, size_t *at, const char *s)
 int dg_store_turns_pending_attach(dg_store *st, const char *channel_id, const dg_transition *t,
                                   int64_t ord)
 {
+    DG_ASSERT_IN_TXN(st);
     struct dg_pending_mark *p = &st->pending;
     if (!p->set || !t->message_id || strcmp(p->id, t->message_id) ||
         strcmp(p->channel, channel_id))
@@ -219,6 +222,7 @@ int dg_store_turns_seen_claim_hinted(dg_store *st, const char *channel_id,
                                      const char *message_id, int64_t now_ms,
                                      dg_mark_hint *hint, int *fresh)
 {
+    DG_ASSERT_IN_TXN(st);
     *fresh = 0;
     if (!message_id || !*message_id || message_id[0] == '~')
         return OC_ERR_INVALID; /* '~' starts the keys of state rows */
@@ -280,6 +284,7 @@ static const char SQL_SEEN_NEWER[] =
 int dg_store_turns_seen_since(dg_store *st, const char *channel_id, const char *message_id,
                               int64_t *at_ms, int *newer)
 {
+    DG_ASSERT_IN_TXN(st);
     int flushed = dg_store_turns_pending_flush(st);
     if (flushed != OC_OK)
         return flushed;
@@ -316,6 +321,7 @@ static const char SQL_SEEN_PRUNE_PLAIN[] = "DELETE FROM turn_seen WHERE at_ms < 
 
 int dg_store_turns_seen_prune(dg_store *st, int64_t before_ms, long *removed)
 {
+    DG_ASSERT_IN_TXN(st);
     int flushed = dg_store_turns_pending_flush(st);
     if (flushed == OC_OK)
         flushed = dg_store_turns_fold_before(st, before_ms > 0 ? before_ms : 1); /* states before marks go */

@@ -135,6 +135,7 @@ static int snap_newest(dg_store *st, const char *channel_id, const char *key, in
 int dg_store_turns_scope_load(dg_store *st, const dg_scope *sc, dg_turn_state *t,
                               char **post_channel)
 {
+    DG_ASSERT_IN_TXN(st);
     dg_turn_state_init(t);
     if (post_channel)
         *post_channel = NULL;
@@ -219,6 +220,7 @@ static int scope_write(dg_store *st, const dg_scope *sc, const char *post_channe
 int dg_store_turns_scope_save(dg_store *st, const dg_scope *sc, const char *post_channel,
                               const dg_turn_state *t, int exists, int64_t now_ms)
 {
+    DG_ASSERT_IN_TXN(st);
     return scope_write(st, sc, post_channel, t, exists, now_ms, dg_store_next_ord(st, now_ms));
 }
 
@@ -251,6 +253,7 @@ static const char SQL_SCOPES_CLEAR[] =
 
 int dg_store_turns_scopes_clear(dg_store *st, const char *channel_id)
 {
+    DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, SQL_SCOPES_CLEAR);
     if (!s)
         return OC_ERR_IO;
@@ -262,6 +265,7 @@ int dg_store_turns_scope_save_for(dg_store *st, const dg_scope *sc, const char *
                                   const dg_turn_state *t, int exists, int was_active,
                                   const char *message_id, int64_t now_ms)
 {
+    DG_ASSERT_IN_TXN(st);
     struct dg_pending_mark *p = &st->pending;
     /* Only a scope that stays awake: the rows then say which scopes are
      * active (the sweeper's list) and which may be pruned as dormant. */
@@ -386,11 +390,13 @@ static int fold_channel(dg_store *st, const char *channel_id, int in_window)
 
 int dg_store_turns_fold_channel(dg_store *st, const char *channel_id)
 {
+    DG_ASSERT_IN_TXN(st);
     return fold_channel(st, channel_id, 0);
 }
 
 int dg_store_turns_fold_window(dg_store *st, const char *channel_id)
 {
+    DG_ASSERT_IN_TXN(st);
     return fold_channel(st, channel_id, 1);
 }
 
@@ -427,6 +433,7 @@ static int snap_channels(dg_store *st, int64_t before_ms, char ***out, size_t *n
 /* Fold every channel snap_channels names. */
 int dg_store_turns_fold_before(dg_store *st, int64_t before_ms)
 {
+    DG_ASSERT_IN_TXN(st);
     if (st->pg)
         return OC_OK;
     char **v = NULL;
@@ -443,6 +450,7 @@ int dg_store_turns_fold_before(dg_store *st, int64_t before_ms)
 
 int dg_store_turns_fold_all(dg_store *st)
 {
+    DG_ASSERT_IN_TXN(st);
     int rc = dg_store_turns_pending_flush(st);
     return rc == OC_OK ? dg_store_turns_fold_before(st, 0) : rc;
 }
@@ -454,16 +462,19 @@ static const char SQL_STATES_PRUNE[] =
 
 int dg_store_turns_states_prune(dg_store *st, int64_t before_ms, long *removed)
 {
+    DG_ASSERT_IN_TXN(st);
     return dg_store_turns_prune_before(st, SQL_STATES_PRUNE, before_ms, removed);
 }
 
 int dg_store_turns_active_scopes(dg_store *st, dg_scope **out, size_t *n)
 {
+    DG_ASSERT_IN_TXN(st);
     return dg_store_turns_scopes(st, 1, out, n);
 }
 
 int dg_store_turns_scopes(dg_store *st, int active_only, dg_scope **out, size_t *n)
 {
+    DG_ASSERT_IN_TXN(st);
     static const char SQL_SCOPES[] =
         "SELECT channel_id, k FROM turn_ledger WHERE k >= '~' AND (?1 = 0 OR active = 1)"
         " ORDER BY channel_id, k";
