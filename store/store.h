@@ -28,6 +28,11 @@
 
 typedef struct dg_store dg_store;
 
+/* On a function whose status the caller must look at (a failed write,
+ * an open that did not happen), as jansson marks its constructors:
+ * ignoring it is a compile error under -Werror. */
+#define DG_MUST_CHECK __attribute__((warn_unused_result))
+
 /* Schema version this build writes; older databases are migrated forward. */
 int dg_store_schema_version(void);
 
@@ -48,7 +53,7 @@ int dg_store_schema_version(void);
  * On failure returns a negative oc_status and a sentence in err.
  * *out is owned by the caller: dg_store_close(). Thread: init only.
  */
-int dg_store_open(const char *path, dg_store **out, char *err, size_t err_len);
+int dg_store_open(const char *path, dg_store **out, char *err, size_t err_len) DG_MUST_CHECK;
 
 /* OC_OK when path (dbPath as given, before it is made absolute) can be
  * the SQLite file; OC_ERR_INVALID with a sentence in err when it is empty
@@ -76,7 +81,7 @@ void dg_store_close(dg_store *st);
  * Returns OC_OK or OC_ERR_IO (the reason is logged by the caller via
  * dg_store_errmsg()). Any thread.
  */
-int dg_store_begin(dg_store *st);
+int dg_store_begin(dg_store *st) DG_MUST_CHECK;
 int dg_store_commit(dg_store *st);
 void dg_store_rollback(dg_store *st);
 

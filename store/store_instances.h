@@ -38,7 +38,7 @@ const char *dg_store_instance(const dg_store *st);
 /* In a transaction: record that channel_id's turn state changes in it.
  * Cheap when the channel was already recorded by the same transaction.
  * OC_OK or OC_ERR_IO. */
-int dg_store_change_note(dg_store *st, const char *channel_id);
+int dg_store_change_note(dg_store *st, const char *channel_id) DG_MUST_CHECK;
 
 /*
  * In a transaction: the channels other instances changed with a sequence
@@ -48,7 +48,7 @@ int dg_store_change_note(dg_store *st, const char *channel_id);
  * OC_ERR_IO.
  */
 int dg_store_changes_since(dg_store *st, int64_t after, char ***channels, size_t *n,
-                           int64_t *upto);
+                           int64_t *upto) DG_MUST_CHECK;
 
 /* In a transaction, before its commit: the sequence this transaction
  * recorded its changes under, 0 when it recorded none. */
@@ -78,10 +78,11 @@ int dg_store_probe_in_memory(dg_store *st);
  * lease runs out. now_ms: the wall clock now. OC_OK or OC_ERR_IO.
  */
 int dg_store_lease_take(dg_store *st, const char *name, int64_t now_ms, int64_t until_ms,
-                        int64_t held_until, int *got, int *fresh, int64_t *other_until);
+                        int64_t held_until, int *got, int *fresh, int64_t *other_until)
+    DG_MUST_CHECK;
 
 /* In a transaction: give the lease up if this instance holds it. */
-int dg_store_lease_release(dg_store *st, const char *name);
+int dg_store_lease_release(dg_store *st, const char *name) DG_MUST_CHECK;
 
 /* Wall-clock milliseconds (CLOCK_REALTIME): the clock of leases, which
  * several processes (and machines) compare. */

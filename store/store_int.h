@@ -158,7 +158,7 @@ dg_stmt *dg_store_stmt(dg_store *st, const char *sql);
 void dg_store_bind_text(dg_stmt *s, int idx, const char *text);
 
 /* The integer a one-value statement (a PRAGMA) answers into *out; a SQLite rc. */
-int dg_store_pragma_int(sqlite3 *db, const char *sql, int *out);
+int dg_store_pragma_int(sqlite3 *db, const char *sql, int *out) DG_MUST_CHECK;
 
 /* Copy a text column (NULL stays NULL); caller frees. */
 char *dg_store_col_dup(dg_stmt *s, int col);
@@ -174,8 +174,8 @@ int dg_store_alone_in_txn(dg_store *st);
  * dropped with the transaction that claimed it. _commit: the last write of
  * the transaction (dg_store_commit), where a mark carrying nothing goes to
  * turn_seen. */
-int dg_store_turns_pending_flush(dg_store *st);
-int dg_store_turns_pending_commit(dg_store *st);
+int dg_store_turns_pending_flush(dg_store *st) DG_MUST_CHECK;
+int dg_store_turns_pending_commit(dg_store *st) DG_MUST_CHECK;
 void dg_store_turns_pending_drop(dg_store *st);
 
 /* The next order of a transition or state write at at_ms: strictly
@@ -190,11 +190,11 @@ void dg_store_saw_ord(dg_store *st, int64_t ord);
 
 /* Write the newest scope state carried by marks of channel_id into its
  * state rows and clear it from the marks (store_turns_state.c). */
-int dg_store_turns_fold_channel(dg_store *st, const char *channel_id);
+int dg_store_turns_fold_channel(dg_store *st, const char *channel_id) DG_MUST_CHECK;
 
 /* dg_store_turns_fold_channel for every channel (opening a store: the
  * marks' states are known only to the store that wrote them). */
-int dg_store_turns_fold_all(dg_store *st);
+int dg_store_turns_fold_all(dg_store *st) DG_MUST_CHECK;
 
 /* The transition t as the mark of its message stores it, into *out (its
  * strings t's or buf's): what the engine writes most is left out and the
@@ -214,7 +214,7 @@ void dg_store_transition_bind(dg_stmt *s, const dg_transition *t, int64_t ord);
 /* Attach t (ord) to the pending mark when it is t->message_id's of
  * channel_id: 1 (copied; OC_ERR_NOMEM < 0 when the copy failed), else 0. */
 int dg_store_turns_pending_attach(dg_store *st, const char *channel_id, const dg_transition *t,
-                                  int64_t ord);
+                                  int64_t ord) DG_MUST_CHECK;
 
 
 /*
@@ -224,23 +224,23 @@ int dg_store_turns_pending_attach(dg_store *st, const char *channel_id, const dg
  * store_db.h. dg_pg_exec runs SQL without parameters or rows (BEGIN,
  * COMMIT); OC_OK or OC_ERR_IO.
  */
-int dg_pg_open(dg_store *st, const char *url, char *err, size_t err_len);
+int dg_pg_open(dg_store *st, const char *url, char *err, size_t err_len) DG_MUST_CHECK;
 void dg_pg_close(dg_store *st);
 /* Read-only (dirigent-ctl, store_operator.c): the database must be ours at
  * exactly this build's version; nothing is created, migrated or written
  * (the session is default_transaction_read_only). dg_pg_begin_read opens
  * a READ ONLY snapshot transaction without the writers' lock. */
-int dg_pg_open_readonly(dg_store *st, const char *url, char *err, size_t err_len);
-int dg_pg_begin_read(dg_store *st);
-int dg_pg_stmt_prepare(dg_store *st, const char *sql, dg_stmt *out);
+int dg_pg_open_readonly(dg_store *st, const char *url, char *err, size_t err_len) DG_MUST_CHECK;
+int dg_pg_begin_read(dg_store *st) DG_MUST_CHECK;
+int dg_pg_stmt_prepare(dg_store *st, const char *sql, dg_stmt *out) DG_MUST_CHECK;
 void dg_pg_stmt_free(dg_stmt *s);
 void dg_pg_bind(dg_stmt *s, int idx, const char *text);
-int dg_pg_step(dg_stmt *s);
+int dg_pg_step(dg_stmt *s) DG_MUST_CHECK;
 const char *dg_pg_col(dg_stmt *s, int col);
 long dg_pg_changes(dg_stmt *s);
 void dg_pg_reset(dg_stmt *s);
-int dg_pg_begin(dg_store *st);
-int dg_pg_commit(dg_store *st);
+int dg_pg_begin(dg_store *st) DG_MUST_CHECK;
+int dg_pg_commit(dg_store *st) DG_MUST_CHECK;
 void dg_pg_rollback(dg_store *st);
 long dg_pg_last_changes(dg_store *st);
 int64_t dg_pg_total_changes(dg_store *st);
@@ -307,25 +307,27 @@ extern const char dg_sql_change_head[];
  * WAL's checkpoints off the committing threads (store_checkpoint.c); OC_OK
  * or a message in err. Stopped (joined, connection closed) by
  * dg_store_checkpointer_stop, which does nothing when none runs. */
-int dg_store_checkpointer_start(dg_store *st, const char *path, char *err, size_t err_len);
+int dg_store_checkpointer_start(dg_store *st, const char *path, char *err, size_t err_len)
+    DG_MUST_CHECK;
 void dg_store_checkpointer_stop(dg_store *st);
 
 /* Open the probe connection of st on path (store_instances.c); OC_OK or
  * OC_ERR_IO with a sentence in err. Init only. */
-int dg_store_probe_open(dg_store *st, const char *path, char *err, size_t err_len);
+int dg_store_probe_open(dg_store *st, const char *path, char *err, size_t err_len) DG_MUST_CHECK;
 
 /* A store with nothing open yet (no connection, no presence), for the
  * open functions to fill; NULL when out of memory. dg_store_close frees it. */
 dg_store *dg_store_new(void);
 
 /* A new random instance id into st->instance (store_instances.c). */
-int dg_store_make_instance(dg_store *st);
+int dg_store_make_instance(dg_store *st) DG_MUST_CHECK;
 
 /* Join the stores present on the file at path (store_instances.c): take the
  * presence lock, then wait out any write transaction begun before it. At
  * open, before anything reads turn state. OC_OK or OC_ERR_IO (message in
  * err). */
-int dg_store_presence_join(dg_store *st, const char *path, char *err, size_t err_len);
+int dg_store_presence_join(dg_store *st, const char *path, char *err, size_t err_len)
+    DG_MUST_CHECK;
 
 /* At close: give up the presence lock (the file stays). */
 void dg_store_presence_leave(dg_store *st);
