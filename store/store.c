@@ -4,7 +4,7 @@
  * Area-specific SQL lives in store_<area>.c; this file owns the connection,
  * the migration runner and the statement cache.
  *
- * Which database is ours (issue 12 bug 3), decided before anything is
+ * Which database is ours, decided before anything is
  * written to the file (not even journal_mode):
  *   - PRAGMA application_id DG_APPLICATION_ID: ours. Its user_version must
  *     not be above this build's, and it must hold every table of that version;
@@ -166,8 +166,8 @@ int dg_store_has_tables(const char *have, const char *want)
 /*
  * A file of ours whose pages are damaged (a disk fault, a copy cut short)
  * is refused at open, naming the file, instead of being taken and then
- * failing in every hook with "database disk image is malformed" (found by
- * make check-faults). PRAGMA quick_check reads every page but not the
+ * failing in every hook with "database disk image is malformed". PRAGMA
+ * quick_check reads every page but not the
  * indexes against the tables: linear in the file, once per init. Reading
  * only.
  */

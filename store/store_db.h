@@ -3,16 +3,20 @@
  * PostgreSQL (libpq). Included by store/store*.c only; SQL stays there.
  *
  * SQL is written once in the dialect both engines share: `?` or `?N`
- * placeholders (PostgreSQL gets them as `$N`), INSERT ... ON CONFLICT, no
- * PRAGMA outside store.c. An INSERT whose conflict is an expected answer
+ * placeholders (PostgreSQL gets them as `$N`), INSERT ... ON CONFLICT. A
+ * PRAGMA is SQLite's alone: it runs only on SQLite paths (store.c,
+ * store_operator.c, and the probe and checkpoint connections of
+ * store_instances.c and store_checkpoint.c), never through a statement
+ * PostgreSQL would see. An INSERT whose conflict is an expected answer
  * says ON CONFLICT DO NOTHING and its caller reads dg_changes() == 0: a
  * failed statement would end a PostgreSQL transaction, not only itself.
  * Schema steps are SQLite DDL; store_pg.c translates the few type words
  * (INTEGER -> BIGINT, TEXT -> TEXT COLLATE "C" so ids sort bytewise as in
  * SQLite, INTEGER PRIMARY KEY -> BIGSERIAL, WITHOUT ROWID dropped).
  *
- * Every function here runs with the store lock held (inside a transaction
- * or at init), on the calling thread.
+ * Every function here runs with the store lock held (inside a transaction;
+ * dg_store_stmt, where every statement comes from, asserts it), on the
+ * calling thread.
  */
 #ifndef DG_STORE_DB_H
 #define DG_STORE_DB_H

@@ -10,8 +10,8 @@
 #include "store_int.h"
 
 /*
- * Migration v3 -> v4. status is 'active' or 'closed' (the seed's
- * "completed" is the instant between the two and is not stored); a closed
+ * Migration v3 -> v4. status is 'active' or 'closed' (a "completed"
+ * discussion is the instant between the two and is not stored); a closed
  * row always has completed_at_ms and summary_path, an active one neither.
  */
 const char dg_schema_v4_discuss[] =
@@ -61,7 +61,7 @@ const char dg_schema_v4_discuss[] =
     "  (channel_id, noticed, at_ms);";
 
 /*
- * Migration v6 -> v7 (issue 16): the discussion timers and how a
+ * Migration v6 -> v7: the discussion timers and how a
  * discussion ended. last_activity_ms: the latest message of a human or an
  * agent in the channel (NULL: none since the kickoff, created_at_ms
  * counts); reminded_for_ms: the last_activity value the quiet-time
@@ -468,7 +468,7 @@ int dg_store_discussion_notice_claim(dg_store *st, const char *channel_id,
     return OC_OK;
 }
 
-/* ---- timers (issue 16 item 1) ------------------------------------------------ */
+/* ---- timers ------------------------------------------------------------------ */
 
 static const char SQL_TOUCH[] =
     "UPDATE discussions SET last_activity_ms = ?"

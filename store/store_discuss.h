@@ -1,8 +1,8 @@
 /*
  * store_discuss.h -- the SQL of the discussion area (schema slot v4).
  *
- * Tables: discussions (one row per discussion channel, every field of seed
- * section 6), discussion_members (turn order, initiator first),
+ * Tables: discussions (one row per discussion channel, every field of
+ * dg_discussion), discussion_members (turn order, initiator first),
  * discussion_overrides (no-reply overrides owed to the sessions of a closed
  * discussion channel; applied_at_ms NULL until session_patch succeeded),
  * discussion_closed_notices (messages of closed channels already handled).

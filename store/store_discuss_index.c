@@ -11,7 +11,7 @@
 #include "store_int.h"
 
 /*
- * Migration v8 -> v9 (issue 16): channel_name is the Discord name the
+ * Migration v8 -> v9: channel_name is the Discord name the
  * channel was created with (NULL on older rows: the channel id stands in);
  * the members index serves "the discussions of this agent".
  */

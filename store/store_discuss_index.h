@@ -1,6 +1,6 @@
 /*
- * store_discuss_index.h -- the SQL of the discussion index (schema v9,
- * issue 16): each discussion's Discord channel name (the summary path
+ * store_discuss_index.h -- the SQL of the discussion index (schema v9):
+ * each discussion's Discord channel name (the summary path
  * convention <summaryDir>/<name>.md, the archive line's title) and the
  * look-ups of the discussion_status / discussion_list tools.
  *

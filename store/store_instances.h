@@ -1,6 +1,6 @@
 /*
- * store_instances.h -- what lets several plugin instances share one store
- * (issue 17): a change log of turn-state channels, and leases.
+ * store_instances.h -- what lets several plugin instances share one store:
+ * a change log of turn-state channels, and leases.
  *
  * Every instance that opens a store gets a random instance id
  * (dg_store_instance). Writers are serialised by the database's own write

@@ -256,16 +256,18 @@ int64_t dg_pg_change_seq(dg_store *st);
  *   v4 store_discuss.c discussions, closed notices
  *   v5 store_tool_calls.c  tool results by ctx.toolCallId (idempotent tools)
  *   v6 store_turns.c   agent_end runs already handled (dedup by runId)
- *   v7 store_discuss.c discussion timers and end status (issue 16)
- *   v8 store_instances.c  change log and leases: instances sharing a store (issue 17)
- *   v9 store_discuss_index.c  discussion channel names, members by agent (issue 16)
- *   v10 store_transitions.c turn transitions with their causes (issue 16)
- *   v11 store_outbox.c outbox state CHECK as a range (issue 14: no ephemeral
+ *   v7 store_discuss.c discussion timers and end status
+ *   v8 store_instances.c  change log and leases: instances sharing a store
+ *   v9 store_discuss_index.c  discussion channel names, members by agent
+ *   v10 store_transitions.c turn transitions with their causes
+ *   v11 store_outbox.c outbox state CHECK as a range (no ephemeral
  *       table per write); its PostgreSQL text differs (dg_schema_step_pg)
- *   v12 store_outbox.c index of the outbox's due rows per channel (issue 14)
- *   v13 store_transitions.c a message's transition in its dedup mark (issue 14)
- *   v14 store_turns.c  marks carry their scope's new state (issue 14)
- *   v15 store_turns.c  marks that carry nothing in a table of their own (issue 14)
+ *   v12 store_outbox.c index of the outbox's due rows per channel
+ *   v13 store_transitions.c a message's transition in its dedup mark
+ *   v14 store_turns.c  marks carry their scope's new state
+ *   v15 store_turns.c  marks that carry nothing in a table of their own
+ *   v16 store_turns.c  where each member stands in its channel's turn order
+ *   v17 store_turns.c  when the moderator last hinted at a mistyped command
  * Append new steps only; never edit a released one.
  */
 extern const char *const dg_schema_steps[];

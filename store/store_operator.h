@@ -1,6 +1,6 @@
 /*
  * store_operator.h -- the operator's read-only access to a store
- * (dirigent-ctl, issue 16): opening a database without writing to it, read
+ * (dirigent-ctl): opening a database without writing to it, read
  * transactions that never take the write lock (safe beside a running
  * plugin: SQLite's WAL lets readers and the writer go on together), and
  * the few queries only the operator needs. Every other read goes through

@@ -37,7 +37,7 @@ const char dg_schema_v3_outbox[] =
     "CREATE INDEX outbox_pending ON outbox(channel_id, id) WHERE state = 0;";
 
 /*
- * Migration v10 -> v11 (issue 14): state's CHECK as a range. SQLite codes
+ * Migration v10 -> v11: state's CHECK as a range. SQLite codes
  * `state IN (0, 1, 2)` with an ephemeral table, built on every INSERT and
  * on every UPDATE that sets state (each row the dispatcher marks);
  * `state BETWEEN 0 AND 2` is two comparisons and admits the same values.
@@ -85,7 +85,7 @@ const char dg_schema_v11_outbox_state_pg[] =
     "ADD CONSTRAINT outbox_state_check CHECK (state BETWEEN 0 AND 2);";
 
 /*
- * Migration v11 -> v12 (issue 14): the channel index covers every row,
+ * Migration v11 -> v12: the channel index covers every row,
  * not only pending ones. A partial index `WHERE state = 0` loses an entry
  * on every mark, and a backlog's marks (oldest row first across hundreds
  * of channels) each hit another channel's leaf page: at 100k rows over 400

@@ -39,7 +39,7 @@ typedef struct dg_outbox_row {
  * or OC_ERR_IO (constraint or SQLite error). */
 int dg_store_outbox_insert(dg_store *st, const dg_outbox_row *row, int64_t *id_out) DG_MUST_CHECK;
 
-/* Where pending rows are (issue 14): the id and channel of pending rows
+/* Where pending rows are: the id and channel of pending rows
  * whose id is above after_id, oldest first, at most max; a cursor walk over
  * the primary key (no content read), so a caller that keeps the last id
  * touches each row once however long the backlog. *out (NULL when *n is 0)
@@ -67,8 +67,8 @@ int dg_store_outbox_mark_sent(dg_store *st, int64_t id, const char *message_id, 
     DG_MUST_CHECK;
 
 /* Pending rows ids[0..n) -> sent with message_ids[i], in statements of
- * several rows each (issue 14: one UPDATE per row was a fifth of the
- * dispatcher's CPU per message). *marked gets how many rows changed (a row
+ * several rows each (one UPDATE per row costs a fifth of
+ * the dispatcher's CPU per message). *marked gets how many rows changed (a row
  * not pending is left as it is, as dg_store_outbox_mark_sent would).
  * OC_OK, OC_ERR_INVALID (a NULL message id: nothing changed) or the store's
  * status. Inside a transaction; the strings are only borrowed. */

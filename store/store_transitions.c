@@ -11,7 +11,7 @@
 #include "store_db.h"
 #include "store_int.h"
 
-/* Migration v9 -> v10 (issue 16): one row per turn-state write with its
+/* Migration v9 -> v10: one row per turn-state write with its
  * cause, newest DG_TRANSITIONS_KEEP per (channel, scope). */
 const char dg_schema_v10_transitions[] =
     "CREATE TABLE turn_transitions ("
@@ -29,7 +29,7 @@ const char dg_schema_v10_transitions[] =
     "CREATE INDEX turn_transitions_scope ON turn_transitions(channel_id, scope, id);";
 
 /*
- * Migration v12 -> v13 (issue 14): a transition a message caused is kept
+ * Migration v12 -> v13: a transition a message caused is kept
  * in that message's dedup mark (t_* columns of its turn_ledger row), which
  * the same ingest has just written next to the scope's state row: logging
  * it costs no page of its own. turn_transitions keeps the others (run

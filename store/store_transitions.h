@@ -1,5 +1,5 @@
 /*
- * store_transitions.h -- the turn transitions log (schema v10, issue 16):
+ * store_transitions.h -- the turn transitions log (schema v10):
  * why an agent did (not) speak, for the operator's CLI. Every write of a
  * scope's turn state by the engine (a message, a run's end, a timeout, an
  * admin command -- never before_model_resolve) records one transition

@@ -87,7 +87,7 @@ const char dg_schema_v6_turn_runs[] =
     "CREATE INDEX turn_runs_at ON turn_runs(at_ms);";
 
 /*
- * Migration v13 -> v14 (issue 14): the message of the agent holding the
+ * Migration v13 -> v14: the message of the agent holding the
  * turn passes it on, and its ingest wrote the scope's state row beside the
  * message's mark: two rows for one message. While the store is alone on
  * its file, the mark carries the new state instead (in its own state
@@ -101,7 +101,7 @@ const char dg_schema_v6_turn_runs[] =
 const char dg_schema_v14_mark_snapshots[] = "ALTER TABLE turn_ledger ADD COLUMN t_snap TEXT;";
 
 /*
- * Migration v14 -> v15 (issue 14): a message that changed nothing (most
+ * Migration v14 -> v15: a message that changed nothing (most
  * human messages to an awake channel) needs only its dedup mark, yet in
  * turn_ledger that row carries 25 NULL columns, and the whole row is also
  * a divider of the WITHOUT ROWID b-tree: it split half again as many pages

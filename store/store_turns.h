@@ -1,5 +1,5 @@
 /*
- * store_turns.h -- the SQL of the turn manager (schema slots v2, v6, v14, v15, v16).
+ * store_turns.h -- the SQL of the turn manager (schema v2, v6, v14-v17; store_turns*.c).
  *
  * Tables:
  *   turn_channels  one row per channel: mode (normal/discussion/closed),
