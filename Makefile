@@ -33,6 +33,8 @@
 #                             program takes the members it uses
 #   discord/*.c            -> build/libdgdiscord.a, the Discord REST client, linked
 #                             by dirigent.so and ocgw
+#   store/*.c              -> build/libdgstore.a, the store (all SQL: SQLite and
+#                             PostgreSQL), linked by dirigent.so and dirigent-ctl
 
 PKGS      := jansson sqlite3 libcurl libmicrohttpd libpq
 TEST_PKGS := check
@@ -127,15 +129,17 @@ ALL_CFLAGS = $(PART_INC) $(BASE_CFLAGS)
 
 # Include paths per part: a part sees include/, its own folder and the parts
 # below it, nothing else, so an include that points upwards (plugin/ using
-# hooks/, discord/ using plugin/, host/ using plugin/) fails the build.
-#   include/ <- common/ <- discord/ <- plugin/ <- hooks/      (dirigent.so)
-#   include/ <- common/ <- discord/ <- host/                  (libochost.a, ocgw)
+# hooks/, discord/ or store/ using plugin/, host/ using plugin/) fails the
+# build. discord/ and store/ sit side by side and see nothing of each other.
+#   include/ <- common/ <- {discord/, store/} <- plugin/ <- hooks/  (dirigent.so)
+#   include/ <- common/ <- discord/ <- host/                        (libochost.a, ocgw)
 # Tests see every part. The objects of a part get its list (below); the
 # flags stamp leaves the lists out (they are fixed here, and a stamp made
 # for one part would be stale for the next).
 INC_common  := -Iinclude -Icommon
 INC_discord := $(INC_common) -Idiscord
-INC_plugin  := $(INC_discord) -Iplugin
+INC_store   := $(INC_common) -Istore
+INC_plugin  := $(INC_common) -Idiscord -Istore -Iplugin
 INC_hooks   := $(INC_plugin) -Ihooks
 INC_host    := $(INC_discord) -Ihost
 INC_servers := $(INC_common)
@@ -150,6 +154,9 @@ COMMON_LIB := $(B)/libdgcommon.a
 DISCORD_SRC := $(sort $(wildcard discord/*.c))
 DISCORD_OBJ := $(DISCORD_SRC:%.c=$(B)/obj/%.o)
 DISCORD_LIB := $(B)/libdgdiscord.a
+STORE_SRC  := $(sort $(wildcard store/*.c))
+STORE_OBJ  := $(STORE_SRC:%.c=$(B)/obj/%.o)
+STORE_LIB  := $(B)/libdgstore.a
 PLUGIN_SRC := $(sort $(wildcard plugin/*.c hooks/*.c))
 PLUGIN_OBJ := $(PLUGIN_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/templates_embedded.o
 HOST_SRC   := $(sort $(filter-out host/ocgw%,$(wildcard host/*.c)))
@@ -223,6 +230,7 @@ $(B)/obj/tests/%.o: OBJ_EXTRA := -Wno-missing-prototypes
 
 $(B)/obj/common/%.o: PART_INC = $(INC_common)
 $(B)/obj/discord/%.o: PART_INC = $(INC_discord)
+$(B)/obj/store/%.o: PART_INC = $(INC_store)
 $(B)/obj/plugin/%.o: PART_INC = $(INC_plugin)
 $(B)/obj/hooks/%.o: PART_INC = $(INC_hooks)
 $(B)/obj/host/%.o: PART_INC = $(INC_host)
@@ -244,8 +252,8 @@ $(B)/gen/benches.inc: $(BENCH_SRC) \
 $(B)/obj/tests/bench/bench_main.o: $(B)/gen/benches.inc
 
 # ---- products ----------------------------------------------------------------
-$(B)/dirigent.so: $(PLUGIN_OBJ) $(DISCORD_LIB) $(COMMON_LIB)
-	$(CC) -shared -o $@ $(PLUGIN_OBJ) $(DISCORD_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) -Wl,--no-undefined -Wl,-z,defs
+$(B)/dirigent.so: $(PLUGIN_OBJ) $(STORE_LIB) $(DISCORD_LIB) $(COMMON_LIB)
+	$(CC) -shared -o $@ $(PLUGIN_OBJ) $(STORE_LIB) $(DISCORD_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) -Wl,--no-undefined -Wl,-z,defs
 	@ex=$$($(NM) -D --defined-only $@ | awk '{print $$3}' | grep -vE '^(_init|_fini|_edata|_end|__bss_start$(GCOV_EXPORTS))$$' | sort -u | tr '\n' ' '); \
 	  [ "$$ex" = "oc_plugin_entry " ] || { echo "dirigent.so exports more than oc_plugin_entry: $$ex"; rm -f $@; exit 1; }
 
@@ -254,6 +262,10 @@ $(B)/libochost.a: $(HOST_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 $(DISCORD_LIB): $(DISCORD_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(STORE_LIB): $(STORE_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
@@ -272,7 +284,7 @@ $(B)/fake-discord: $(B)/obj/tests/fake_discord_main.o $(FAKE_DISCORD_OBJ) $(COMM
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -lm
 
 # The operator's CLI: the plugin's store code over a read-only connection.
-$(B)/dirigent-ctl: $(TOOLS_OBJ) $(PLUGIN_OBJ) $(DISCORD_LIB) $(COMMON_LIB)
+$(B)/dirigent-ctl: $(TOOLS_OBJ) $(PLUGIN_OBJ) $(STORE_LIB) $(DISCORD_LIB) $(COMMON_LIB)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -lm
 
 # A static pattern: the server objects are then no intermediate files that
@@ -291,15 +303,15 @@ $(B)/tests/plugins/%.so: tests/plugins/%.c include/openclaw/plugin.h $(FLAGS_STA
 # The allocation functions are wrapped (tests/support/failalloc.h) so that
 # suites can make one allocation fail and reach the out-of-memory branches.
 WRAP_ALLOC := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=strndup
-$(B)/check_all: $(B)/obj/tests/check_main.o $(TEST_OBJ:$(B)/obj/tests/check_main.o=) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libocgw.a $(B)/libochost.a $(DISCORD_LIB) $(COMMON_LIB)
-	$(CC) -o $@ $(filter %.o,$^) $(B)/libocgw.a $(B)/libochost.a $(DISCORD_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(WRAP_ALLOC) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
+$(B)/check_all: $(B)/obj/tests/check_main.o $(TEST_OBJ:$(B)/obj/tests/check_main.o=) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libocgw.a $(B)/libochost.a $(STORE_LIB) $(DISCORD_LIB) $(COMMON_LIB)
+	$(CC) -o $@ $(filter %.o,$^) $(B)/libocgw.a $(B)/libochost.a $(STORE_LIB) $(DISCORD_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(WRAP_ALLOC) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
 
 $(B)/libocgw.a: $(OCGW_LIB_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
-$(B)/bench: $(BENCH_OBJ) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libochost.a $(DISCORD_LIB) $(COMMON_LIB)
-	$(CC) -o $@ $(filter %.o,$^) $(B)/libochost.a $(DISCORD_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
+$(B)/bench: $(BENCH_OBJ) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libochost.a $(STORE_LIB) $(DISCORD_LIB) $(COMMON_LIB)
+	$(CC) -o $@ $(filter %.o,$^) $(B)/libochost.a $(STORE_LIB) $(DISCORD_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
 
 TEST_DEPS := $(B)/check_all $(B)/dirigent.so $(B)/libochost.a $(OPTIONAL) $(SERVERS) $(FIXTURES) \
              $(B)/dirigent-ctl
@@ -348,7 +360,7 @@ bridge/openclaw/openclaw.plugin.json: manifest.json bridge/openclaw/gen-plugin-j
 
 # ---- coverage -----------------------------------------------------------------
 # A gcov build in build-cov runs make check, then scripts/coverage.sh prints
-# line and branch coverage per file of plugin/ hooks/ host/ servers/ common/.
+# line and branch coverage per file of plugin/ store/ hooks/ host/ servers/ common/.
 # --coverage links libgcov into the .so, which exports its __gcov_* entry
 # points and mangle_path (a libgcov helper of GCC 12 with default
 # visibility): the export check allows exactly those, in this build only.
@@ -359,7 +371,7 @@ coverage: deps-ok
 	find build-cov -name '*.gcda' -delete 2>/dev/null || true
 	$(MAKE) COVERAGE=1 test-deps
 	-env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL DG_BUILD_DIR=build-cov DG_COVERAGE=1 ./build-cov/check_all
-	sh scripts/coverage.sh build-cov plugin hooks host servers common discord
+	sh scripts/coverage.sh build-cov plugin store hooks host servers common discord
 
 test-deps: deps-ok $(TEST_DEPS)
 .PHONY: test-deps
@@ -444,14 +456,14 @@ define fuzz_plugin_target
 $(B)/obj/tests/fuzz/$(1).o: tests/fuzz/fuzz_plugin.c $(FLAGS_STAMP)
 	@mkdir -p $$(@D)
 	$$(CC) $$(ALL_CFLAGS) -DFZ_KIND="'$(2)'" -DFZ_NAME='"$(3)"' -MMD -MP -c $$< -o $$@
-$(B)/fuzz/$(1): $(B)/obj/tests/fuzz/$(1).o $(FUZZ_HOST_OBJ) $(PLUGIN_OBJ) $(DISCORD_LIB) $(COMMON_LIB)
+$(B)/fuzz/$(1): $(B)/obj/tests/fuzz/$(1).o $(FUZZ_HOST_OBJ) $(PLUGIN_OBJ) $(STORE_LIB) $(DISCORD_LIB) $(COMMON_LIB)
 	@mkdir -p $$(@D)
 	$$(FUZZ_LINK)
 endef
 $(foreach h,$(FUZZ_HOOKS),$(eval $(call fuzz_plugin_target,hook_$(h),h,$(h))))
 $(foreach t,$(FUZZ_TOOLS),$(eval $(call fuzz_plugin_target,$(subst -,_,tool_$(t)),t,$(t))))
 
-$(FUZZ_UNITS:%=$(B)/fuzz/%): $(B)/fuzz/%: $(B)/obj/tests/fuzz/fuzz_%.o $(FUZZ_SUPPORT) $(PLUGIN_OBJ) $(DISCORD_LIB) $(COMMON_LIB)
+$(FUZZ_UNITS:%=$(B)/fuzz/%): $(B)/fuzz/%: $(B)/obj/tests/fuzz/fuzz_%.o $(FUZZ_SUPPORT) $(PLUGIN_OBJ) $(STORE_LIB) $(DISCORD_LIB) $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(FUZZ_LINK)
 endif

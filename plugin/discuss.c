@@ -32,23 +32,6 @@ void free_strv(char **v, size_t n)
     free(v);
 }
 
-void dg_discussion_clear(dg_discussion *d)
-{
-    if (!d)
-        return;
-    free(d->discussion_channel_id);
-    free(d->origin_channel_id);
-    free(d->initiator_agent_id);
-    free(d->initiator_session_key);
-    free(d->initiator_session_id);
-    free(d->initiator_workspace);
-    free(d->discuss_guide);
-    free(d->summary_path);
-    free_strv(d->participants, d->n_participants);
-    free_strv(d->turn_order, d->n_turn_order);
-    memset(d, 0, sizeof *d);
-}
-
 void dg_channel_created_clear(dg_channel_created *c)
 {
     if (!c)

@@ -36,47 +36,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "dirigent.h"
-
-typedef enum dg_discussion_status {
-    DG_DISCUSSION_NONE = 0,     /* the channel is not a discussion channel */
-    DG_DISCUSSION_ACTIVE = 1,
-    DG_DISCUSSION_CLOSED = 2
-} dg_discussion_status;
+#include "store_records.h" /* dg_discussion, dg_discussion_status, dg_discussion_clear */
 
 /* "active" / "closed" / "none". Static string. */
 const char *dg_discussion_status_name(dg_discussion_status s);
-
-/*
- * One discussion row: every field of seed section 6 (mode is always
- * "discussion") plus the initiator's workspace, the participants and the
- * turn order. Strings owned by the struct: dg_discussion_clear().
- */
-typedef struct dg_discussion {
-    int64_t id;
-    char *discussion_channel_id;
-    char *origin_channel_id;      /* callbackChannelId */
-    char *initiator_agent_id;
-    char *initiator_session_key;
-    char *initiator_session_id;   /* ctx sessionId, else the session key */
-    char *initiator_workspace;    /* absolute path, as the host gave it */
-    char *discuss_guide;
-    dg_discussion_status status;
-    int64_t created_at_ms;
-    int64_t completed_at_ms;      /* 0 while active */
-    char *summary_path;           /* relative to the workspace; NULL while active */
-    char **participants;          /* agent ids invited (initiator excluded) */
-    size_t n_participants;
-    char **turn_order;            /* agent ids, initiator first */
-    size_t n_turn_order;
-    /* Timers (store v7; read only, not written by insert). */
-    int64_t last_activity_ms;     /* latest human/agent message; 0: none yet */
-    int64_t reminded_for_ms;      /* quiet period reminded (its last activity); -1: none */
-    int64_t wrapup_at_ms;         /* lifetime wrap-up request queued at; 0: not yet */
-    char end_status[16];          /* closed: "completed" / "expired" / "closed-by-admin" */
-} dg_discussion;
-
-/* Free the strings of d and zero it; safe on a zeroed struct. */
-void dg_discussion_clear(dg_discussion *d);
 
 /* The trusted tool context (borrowed strings; NULL when absent). */
 typedef struct dg_caller {

@@ -11,7 +11,7 @@
  * a duplicate. The dispatcher never holds the store lock during HTTP.
  *
  * Issue 17: instances sharing a store send each channel under a lease (the
- * store's store_leases, store_shared.h): one instance at a time per
+ * store's store_leases, store_instances.h): one instance at a time per
  * channel, so order holds across instances; the holder renews it before a
  * post when less than half is left; another instance polls the channel and
  * takes it over once the lease ran out (its holder died), reloading the
@@ -46,7 +46,7 @@
 #include "store_discuss.h"
 #include "store_outbox.h"
 #include "utf8.h"
-#include "store_shared.h"
+#include "store_instances.h"
 
 #define NONCE_BYTES 12   /* 24 hex characters, within Discord's 25 */
 #define MAX_MENTIONS 100

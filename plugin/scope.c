@@ -13,50 +13,6 @@ static int present(const char *s)
     return s && *s;
 }
 
-static int copy_id(const char *id, char *out, size_t cap)
-{
-    size_t n = strlen(id);
-    if (n == 0 || n >= cap)
-        return OC_ERR_INVALID;
-    memcpy(out, id, n + 1);
-    return OC_OK;
-}
-
-int dg_scope_normalize_root(const char *id, char *out, size_t cap)
-{
-    if (!present(id))
-        return OC_ERR_INVALID;
-    size_t n = strlen(id);
-    if (n >= cap)
-        return OC_ERR_INVALID;
-    for (size_t i = 0; i < n; i++) {
-        char c = id[i];
-        if (c == ':' || (unsigned char)c < 0x20)
-            return OC_ERR_INVALID; /* ':' separates the parts of a scope key */
-        out[i] = (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
-    }
-    out[n] = '\0';
-    return OC_OK;
-}
-
-int dg_scope_conversation(const char *channel_id, dg_scope *out)
-{
-    memset(out, 0, sizeof *out);
-    out->kind = DG_SCOPE_CONVERSATION;
-    if (!present(channel_id))
-        return OC_ERR_INVALID;
-    return copy_id(channel_id, out->channel_id, sizeof out->channel_id);
-}
-
-int dg_scope_thread(const char *channel_id, const char *root, dg_scope *out)
-{
-    int rc = dg_scope_conversation(channel_id, out);
-    if (rc)
-        return rc;
-    out->kind = DG_SCOPE_THREAD;
-    return dg_scope_normalize_root(root, out->root, sizeof out->root);
-}
-
 static int is_hex64(const char *s)
 {
     size_t i = 0;

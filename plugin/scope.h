@@ -33,25 +33,10 @@
 
 #include <stddef.h>
 #include "config.h"
+#include "store_records.h" /* dg_scope, DG_SCOPE_ID_MAX, DG_SCOPE_KEY_MAX */
 
-/* Longest channel id / root accepted, NUL included. Discord snowflakes are
- * at most 20 digits, NIP-10 ids 64 hex digits. */
-#define DG_SCOPE_ID_MAX 96
-/* "thread:" + channel + ":" + root + NUL */
-#define DG_SCOPE_KEY_MAX (8 + 2 * DG_SCOPE_ID_MAX)
 /* "thread:" + 8 characters + NUL */
 #define DG_SCOPE_LABEL_MAX 16
-
-typedef enum dg_scope_kind {
-    DG_SCOPE_CONVERSATION = 0,
-    DG_SCOPE_THREAD = 1
-} dg_scope_kind;
-
-typedef struct dg_scope {
-    dg_scope_kind kind;
-    char channel_id[DG_SCOPE_ID_MAX];
-    char root[DG_SCOPE_ID_MAX];   /* lower-case; "" for a conversation */
-} dg_scope;
 
 /* One tag of an event, e.g. {"e", <id>, <relay>, <marker>}. Borrowed. */
 typedef struct dg_tag {
@@ -84,10 +69,7 @@ int dg_scope_derive(dg_session_policy policy, const dg_scope_event *ev, dg_scope
  */
 int dg_nip10_root(const dg_tag *tags, size_t n_tags, char out[65]);
 
-/* Conversation(channel) / Thread(channel, root) built directly (root is
- * lower-cased). OC_OK or OC_ERR_INVALID. */
-int dg_scope_conversation(const char *channel_id, dg_scope *out);
-int dg_scope_thread(const char *channel_id, const char *root, dg_scope *out);
+/* dg_scope_conversation, dg_scope_thread: store_records.h. */
 
 /* The channel of any scope (borrowed from s). */
 const char *dg_scope_channel(const dg_scope *s);
@@ -109,9 +91,6 @@ int dg_scope_from_key(const char *key, dg_scope *out);
 /* 1 when a and b name the same scope. */
 int dg_scope_equal(const dg_scope *a, const dg_scope *b);
 
-/* Lower-case ASCII copy of id into out (cap bytes); OC_OK or
- * OC_ERR_INVALID when empty, too long, or holding ':' or a control
- * character. */
-int dg_scope_normalize_root(const char *id, char *out, size_t cap);
+/* dg_scope_normalize_root: store_records.h. */
 
 #endif

@@ -24,15 +24,6 @@ const char *dg_channel_mode_name(dg_channel_mode m)
     return "unknown";
 }
 
-void dg_turn_state_init(dg_turn_state *s)
-{
-    memset(s, 0, sizeof *s);
-    s->speaker = DG_NOBODY;
-    s->anchor = DG_NOBODY;
-    s->handoff = DG_NOBODY;
-    s->permit = DG_NOBODY;
-}
-
 int dg_turn_state_same(const dg_turn_state *a, const dg_turn_state *b)
 {
     /* Field by field: the struct has padding a memcmp would read. */

@@ -27,18 +27,9 @@
 #include "dirigent.h"
 
 #include "silent.h"
+#include "store_records.h" /* dg_turn_state, dg_channel_mode, DG_NOBODY, DG_TURN_MAX_MEMBERS */
 
 /* ---- Pure logic ---------------------------------------------------------- */
-
-/* Members of one channel's turn order, at most this many (bit masks). */
-#define DG_TURN_MAX_MEMBERS 64
-#define DG_NOBODY (-1)
-
-typedef enum dg_channel_mode {
-    DG_MODE_NORMAL = 0,
-    DG_MODE_DISCUSSION = 1,   /* idle round -> reminder to the initiator */
-    DG_MODE_CLOSED = 2        /* nothing wakes; everybody swapped to no-reply */
-} dg_channel_mode;
 
 /* "normal" / "discussion" / "closed". Static string. */
 const char *dg_channel_mode_name(dg_channel_mode m);
@@ -59,41 +50,7 @@ typedef struct dg_rule_ctx {
                                 awaits it (dg_turn_state.awaiting) */
 } dg_rule_ctx;
 
-/*
- * The turn state of one scope. Plain data: the store saves and loads it
- * as is. Bit i of a mask is member position i.
- */
-typedef struct dg_turn_state {
-    int active;              /* 0 = dormant: nobody speaks */
-    int speaker;             /* position, or DG_NOBODY = derived: the next
-                                eligible member after `anchor` (used while the
-                                order is too short to pin a speaker) */
-    int anchor;              /* who the turn passes on from; DG_NOBODY = start */
-    uint64_t silent;         /* passed (NO_REPLY / timed out) in this cycle */
-    uint64_t mention;        /* human @mention: only these take turns ... */
-    uint64_t mention_done;   /* ... until each of them has spoken or passed */
-    uint64_t consumed;       /* ran to the end since the latest message */
-    uint64_t owed;           /* ended its turn speaking; its message has not
-                                arrived yet (the turn already moved on) */
-    int64_t agent_msgs;      /* agent messages since the last human one */
-    int rested;              /* put to rest by the loop guard (notice sent) */
-    int idle_reminded;       /* discussion: reminder sent in this idle period */
-    int handoff;             /* pending moderator hand-off target, DG_NOBODY */
-    int permit;              /* finished speaker whose message may still be sent */
-    int64_t permit_ms;
-    int64_t last_change_ms;  /* when the speaker last changed (timeouts) */
-    int64_t msg_seq;         /* non-moderator messages ingested (in memory
-                                only: it relates the scope to runs in flight) */
-    uint64_t awaiting;       /* in memory only (never stored, not compared by
-                                dg_turn_state_same): the speaker was granted the
-                                turn together with a moderator message meant to
-                                wake it (hand-off, idle reminder, kickoff, admin
-                                wake/skip) that has not reached its session yet.
-                                At most one bit, always the speaker's. */
-} dg_turn_state;
-
-/* A fresh, dormant state. */
-void dg_turn_state_init(dg_turn_state *s);
+/* dg_turn_state_init (a fresh, dormant state): store_records.h. */
 
 /* 1 when a and b agree on every field the store keeps (all but msg_seq). */
 int dg_turn_state_same(const dg_turn_state *a, const dg_turn_state *b);

@@ -115,7 +115,7 @@ static void sync_changes(dg_turns *t)
 }
 
 /*
- * Apply what other instances sharing the store committed (store_shared.h):
+ * Apply what other instances sharing the store committed (store_instances.h):
  * the channels they changed since t->applied are reloaded in place, like a
  * discussion's prefill. Writer held, inside the write transaction, so
  * nobody commits in between and the decision that follows reads what the

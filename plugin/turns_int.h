@@ -39,7 +39,7 @@
 #include "silent.h"
 #include "store.h"
 #include "store_discuss.h"
-#include "store_shared.h"
+#include "store_instances.h"
 #include "store_turns.h"
 #include "templates.h"
 #include "str_map.h"
@@ -235,7 +235,7 @@ struct dg_turns {
     turns_inval inval[TURNS_INVAL_RING];
     _Atomic uint64_t inval_seen;
     _Atomic int64_t applied;     /* the store's change log (other instances sharing
-                                    it, store_shared.h) is applied up to here */
+                                    it, store_instances.h) is applied up to here */
     int shared_seen;             /* another instance has written to the store since
                                     the start: a scope loaded afresh may have been
                                     moved there (turns_scope.moved_elsewhere). Writer

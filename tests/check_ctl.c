@@ -20,7 +20,7 @@
 #include "outbox.h"
 #include "store_db.h"
 #include "store_discuss.h"
-#include "store_internal.h"
+#include "store_int.h"
 #include "store_turns.h"
 #include "store_transitions.h"
 #include "testutil.h"

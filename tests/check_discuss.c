@@ -32,8 +32,9 @@
 #include "seen_set.h"
 #include "summary.h"
 #include "store.h"
+#include "store_test.h"
 #include "store_discuss.h"
-#include "store_internal.h"
+#include "store_int.h"
 #include "pg_server.h"
 #include "testutil.h"
 

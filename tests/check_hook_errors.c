@@ -17,6 +17,7 @@
 #include "failalloc.h"
 #include "openclaw/plugin.h"
 #include "store.h"
+#include "store_test.h"
 #include "testutil.h"
 #include "turn_test_host.h"
 

@@ -22,10 +22,11 @@
 #include "outbox.h"
 #include "outbox_env.h"
 #include "store.h"
+#include "store_test.h"
 #include "store_discuss.h"
 #include "store_outbox.h"
-#include "store_internal.h"
-#include "store_shared.h"
+#include "store_int.h"
+#include "store_instances.h"
 #include "pg_server.h"
 #include "testutil.h"
 

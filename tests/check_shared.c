@@ -6,7 +6,7 @@
  * two turn engines on one file agreeing on every decision.
  */
 /*
- * Lines of plugin/store_shared.c no test here can reach (the coverage aim
+ * Lines of store/store_instances.c no test here can reach (the coverage aim
  * of issue 12 names each; every other line runs in make check):
  *   dg_store_make_instance: getrandom interrupted or failing: 8 bytes with
  *     flags 0 block until the kernel's pool is ready and then never fail.
@@ -30,9 +30,9 @@
 #include "outbox_env.h"
 #include "pg_server.h"
 #include "store.h"
-#include "store_internal.h"
+#include "store_int.h"
 #include "store_outbox.h"
-#include "store_shared.h"
+#include "store_instances.h"
 #include "store_turns.h"
 #include "testutil.h"
 #include "turn_test_host.h"

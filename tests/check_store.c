@@ -2,7 +2,7 @@
  * check_store.c -- opening, creating and migrating the SQLite database.
  */
 /*
- * Lines of plugin/store.c no test here can reach (the coverage aim of
+ * Lines of store/store.c no test here can reach (the coverage aim of
  * issue 12 names each; every other line runs in make check):
  *   migrate: user_version above ours after BEGIN IMMEDIATE (the ROLLBACK
  *     and "written by a newer dirigent" there): check_ours refused such a
@@ -32,7 +32,8 @@
 #include "openclaw/plugin.h"
 #include "failalloc.h"
 #include "faultvfs.h"
-#include "store_internal.h"
+#include "store_int.h"
+#include "store_test.h"
 #include "store_operator.h"
 #include "store_outbox.h"
 #include "store_transitions.h"

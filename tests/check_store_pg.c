@@ -1,5 +1,5 @@
 /*
- * check_store_pg.c -- plugin/store_pg.c against a real PostgreSQL server
+ * check_store_pg.c -- store/store_pg.c against a real PostgreSQL server
  * (tests/support/pg_server.h, one per suite): which database is ours
  * (new, ours at a version, another application's, a newer dirigent's, a
  * version without its tables), the password kept out of every message,
@@ -12,7 +12,7 @@
  * cases on this backend.
  */
 /*
- * Lines of plugin/store_pg.c no test here can reach (the coverage aim of
+ * Lines of store/store_pg.c no test here can reach (the coverage aim of
  * issue 12 names each; every other line runs in make check):
  *   raw_password: a url without "://": dg_store_is_url admits only
  *     postgresql:// and postgres:// urls to this backend.
@@ -39,10 +39,11 @@
 #include "pg_server.h"
 #include "scope.h"
 #include "store.h"
-#include "store_internal.h"
+#include "store_test.h"
+#include "store_int.h"
 #include "store_operator.h"
 #include "store_outbox.h"
-#include "store_shared.h"
+#include "store_instances.h"
 #include "store_tool_calls.h"
 #include "store_transitions.h"
 #include "store_turns.h"

@@ -1,5 +1,5 @@
 /*
- * check_store_turns.c -- plugin/store_turns.c on its own: the argument
+ * check_store_turns.c -- store/store_turns.c on its own: the argument
  * refusals, every function against a database whose turn tables are gone
  * (a damaged or hand-edited file: each answers OC_ERR_IO and leaves its
  * output empty, never a half-filled row), and the awake-scope scan
@@ -20,9 +20,10 @@
 #include "openclaw/plugin.h"
 #include "scope.h"
 #include "store.h"
-#include "store_internal.h"
+#include "store_int.h"
 #include "store_transitions.h"
 #include "store_turns.h"
+#include "turns.h" /* dg_turn_state_same */
 #include "testutil.h"
 
 #define CH "350000000000000001"

@@ -31,7 +31,7 @@
 #include "store_discuss.h"
 #include "turns.h"
 #include "turn_test_host.h"
-#include "store_internal.h"
+#include "store_int.h"
 #include "str_map.h"
 
 #define AGENTS 8

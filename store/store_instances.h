@@ -1,6 +1,6 @@
 /*
- * store_shared.h -- what lets several plugin instances share one store
- * (issue 17): a change log of turn-state channels, and leases.
+ * store_instances.h -- what lets several plugin instances share one store:
+ * a change log of turn-state channels, and leases.
  *
  * Every instance that opens a store gets a random instance id
  * (dg_store_instance). Writers are serialised by the database's own write
@@ -9,7 +9,7 @@
  * what every instance committed before it.
  *
  * Change log (schema v8, table turn_changes): each transaction that writes
- * turn state of a channel (store_turns.c does it for every write) records
+ * turn state of a channel (store_turns*.c do it for every write) records
  * the channel with one sequence number per transaction and the writer's
  * instance id. An instance that keeps turn state in memory asks at the
  * start of each write transaction which channels other instances changed
@@ -25,8 +25,8 @@
  * Functions marked "in a transaction" run between dg_store_begin and
  * dg_store_commit/rollback on the calling thread.
  */
-#ifndef DG_STORE_SHARED_H
-#define DG_STORE_SHARED_H
+#ifndef DG_STORE_INSTANCES_H
+#define DG_STORE_INSTANCES_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -38,7 +38,7 @@ const char *dg_store_instance(const dg_store *st);
 /* In a transaction: record that channel_id's turn state changes in it.
  * Cheap when the channel was already recorded by the same transaction.
  * OC_OK or OC_ERR_IO. */
-int dg_store_change_note(dg_store *st, const char *channel_id);
+int dg_store_change_note(dg_store *st, const char *channel_id) DG_MUST_CHECK;
 
 /*
  * In a transaction: the channels other instances changed with a sequence
@@ -48,7 +48,7 @@ int dg_store_change_note(dg_store *st, const char *channel_id);
  * OC_ERR_IO.
  */
 int dg_store_changes_since(dg_store *st, int64_t after, char ***channels, size_t *n,
-                           int64_t *upto);
+                           int64_t *upto) DG_MUST_CHECK;
 
 /* In a transaction, before its commit: the sequence this transaction
  * recorded its changes under, 0 when it recorded none. */
@@ -78,10 +78,11 @@ int dg_store_probe_in_memory(dg_store *st);
  * lease runs out. now_ms: the wall clock now. OC_OK or OC_ERR_IO.
  */
 int dg_store_lease_take(dg_store *st, const char *name, int64_t now_ms, int64_t until_ms,
-                        int64_t held_until, int *got, int *fresh, int64_t *other_until);
+                        int64_t held_until, int *got, int *fresh, int64_t *other_until)
+    DG_MUST_CHECK;
 
 /* In a transaction: give the lease up if this instance holds it. */
-int dg_store_lease_release(dg_store *st, const char *name);
+int dg_store_lease_release(dg_store *st, const char *name) DG_MUST_CHECK;
 
 /* Wall-clock milliseconds (CLOCK_REALTIME): the clock of leases, which
  * several processes (and machines) compare. */

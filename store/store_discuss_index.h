@@ -1,6 +1,6 @@
 /*
- * store_discuss_index.h -- the SQL of the discussion index (schema v9,
- * issue 16): each discussion's Discord channel name (the summary path
+ * store_discuss_index.h -- the SQL of the discussion index (schema v9):
+ * each discussion's Discord channel name (the summary path
  * convention <summaryDir>/<name>.md, the archive line's title) and the
  * look-ups of the discussion_status / discussion_list tools.
  *
@@ -12,19 +12,19 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "discuss.h"
+#include "store_records.h"
 #include "store.h"
 
 /* Record the channel name of discussion id (NULL: none). */
-int dg_store_discussion_set_name(dg_store *st, int64_t id, const char *name);
+int dg_store_discussion_set_name(dg_store *st, int64_t id, const char *name) DG_MUST_CHECK;
 
 /* The channel name of discussion id into *name (malloc'd, caller frees;
  * NULL when none was recorded, rows before v9). */
-int dg_store_discussion_name(dg_store *st, int64_t id, char **name);
+int dg_store_discussion_name(dg_store *st, int64_t id, char **name) DG_MUST_CHECK;
 
 /* The discussion channel of discussion id into *channel_id (malloc'd,
  * caller frees); OC_ERR_NOT_FOUND when there is no such discussion. */
-int dg_store_discussion_channel_of(dg_store *st, int64_t id, char **channel_id);
+int dg_store_discussion_channel_of(dg_store *st, int64_t id, char **channel_id) DG_MUST_CHECK;
 
 /*
  * Discussions agent_id initiated or was invited to (agent_id NULL: all),
@@ -35,6 +35,6 @@ int dg_store_discussion_channel_of(dg_store *st, int64_t id, char **channel_id);
  */
 int dg_store_discussion_list(dg_store *st, const char *agent_id, int active_only,
                              size_t offset, size_t limit, char ***channels, size_t *n,
-                             int *more);
+                             int *more) DG_MUST_CHECK;
 
 #endif

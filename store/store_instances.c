@@ -1,8 +1,8 @@
 /*
- * store_shared.c -- all SQL of sharing a store between instances, and its
+ * store_instances.c -- all SQL of sharing a store between instances, and its
  * schema (v8): the change log of turn-state channels and the leases.
  */
-#include "store_shared.h"
+#include "store_instances.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,8 +17,7 @@
 
 #include "buf.h"
 #include "errors.h"
-#include "openclaw/plugin.h"
-#include "store_internal.h"
+#include "store_int.h"
 
 /*
  * Migration v7 -> v8. turn_changes: one row per channel whose turn state
@@ -179,7 +178,7 @@ int dg_store_presence_join(dg_store *st, const char *path, char *err, size_t err
     }
     /* The barrier writes a row: the data version it changes is how a store
      * that found itself alone knows, without asking again, that nobody has
-     * joined since (store_internal.h, alone_dv). It also folds the states
+     * joined since (store_int.h, alone_dv). It also folds the states
      * marks carry into their rows: only their writer tracks them. */
     static const char SQL_JOINED[] =
         "REPLACE INTO dg_meta (key, value) VALUES ('last_join', ?)";
@@ -190,8 +189,7 @@ int dg_store_presence_join(dg_store *st, const char *path, char *err, size_t err
             rc = OC_ERR_IO;
         } else {
             dg_store_bind_text(s, 1, st->instance);
-            rc = dg_step(s) == DG_DONE ? OC_OK : OC_ERR_IO;
-            dg_reset(s);
+            rc = dg_store_run(s);
         }
         if (rc == OC_OK)
             rc = dg_store_turns_fold_all(st);
@@ -230,11 +228,13 @@ static int others_present(dg_store *st)
 
 int dg_store_alone_in_txn(dg_store *st)
 {
+    DG_ASSERT_IN_TXN(st);
     return st->db && st->in_txn && !others_present(st);
 }
 
 int dg_store_change_note(dg_store *st, const char *channel_id)
 {
+    DG_ASSERT_IN_TXN(st);
     if (!channel_id)
         return OC_ERR_INVALID;
     if (!others_present(st))
@@ -258,9 +258,7 @@ int dg_store_change_note(dg_store *st, const char *channel_id)
     dg_store_bind_text(s, 1, channel_id);
     dg_bind_int64(s, 2, st->txn_seq);
     dg_store_bind_text(s, 3, st->instance);
-    int rc = dg_step(s);
-    dg_reset(s);
-    if (rc != DG_DONE)
+    if (dg_store_run(s) != OC_OK)
         return OC_ERR_IO;
     if (st->n_noted < DG_NOTED_MAX && strlen(channel_id) < DG_NOTED_LEN)
         snprintf(st->noted[st->n_noted++], DG_NOTED_LEN, "%s", channel_id);
@@ -269,12 +267,14 @@ int dg_store_change_note(dg_store *st, const char *channel_id)
 
 int64_t dg_store_txn_change_seq(const dg_store *st)
 {
+    DG_ASSERT_IN_TXN(st);
     return st->txn_seq;
 }
 
 int dg_store_changes_since(dg_store *st, int64_t after, char ***channels, size_t *n,
                            int64_t *upto)
 {
+    DG_ASSERT_IN_TXN(st);
     *channels = NULL;
     *n = 0;
     *upto = after;
@@ -402,6 +402,7 @@ int dg_store_probe_in_memory(dg_store *st)
 int dg_store_lease_take(dg_store *st, const char *name, int64_t now_ms, int64_t until_ms,
                         int64_t held_until, int *got, int *fresh, int64_t *other_until)
 {
+    DG_ASSERT_IN_TXN(st);
     *got = *fresh = 0;
     *other_until = 0;
     dg_stmt *s = dg_store_stmt(st, sql_lease_get);
@@ -435,9 +436,7 @@ int dg_store_lease_take(dg_store *st, const char *name, int64_t now_ms, int64_t 
     dg_store_bind_text(s, 1, name);
     dg_store_bind_text(s, 2, st->instance);
     dg_bind_int64(s, 3, until_ms);
-    rc = dg_step(s);
-    dg_reset(s);
-    if (rc != DG_DONE)
+    if (dg_store_run(s) != OC_OK)
         return OC_ERR_IO;
     *got = 1;
     return OC_OK;
@@ -445,12 +444,11 @@ int dg_store_lease_take(dg_store *st, const char *name, int64_t now_ms, int64_t 
 
 int dg_store_lease_release(dg_store *st, const char *name)
 {
+    DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, sql_lease_drop);
     if (!s)
         return OC_ERR_IO;
     dg_store_bind_text(s, 1, name);
     dg_store_bind_text(s, 2, st->instance);
-    int rc = dg_step(s);
-    dg_reset(s);
-    return rc == DG_DONE ? OC_OK : OC_ERR_IO;
+    return dg_store_run(s);
 }

@@ -10,9 +10,8 @@
 
 #include "errors.h"
 #include "log_defer.h"
-#include "openclaw/plugin.h"
 #include "store_db.h"
-#include "store_internal.h"
+#include "store_int.h"
 #include "store_outbox.h"
 
 int dg_store_open_readonly(const char *path, dg_store **out, char *err, size_t err_len)
@@ -70,11 +69,11 @@ int dg_store_open_readonly(const char *path, dg_store **out, char *err, size_t e
 
 int dg_store_begin_read(dg_store *st)
 {
-    pthread_mutex_lock(&st->lock);
+    dg_store_lock(st);
     int ok = st->pg ? dg_pg_begin_read(st) == OC_OK
                     : sqlite3_exec(st->db, "BEGIN DEFERRED", NULL, NULL, NULL) == SQLITE_OK;
     if (!ok) {
-        pthread_mutex_unlock(&st->lock);
+        dg_store_unlock(st);
         return OC_ERR_IO;
     }
     st->changes_at_begin = st->db ? sqlite3_total_changes64(st->db) : 0;
@@ -87,6 +86,7 @@ static const char SQL_SUMMARY[] =
 
 int dg_store_outbox_summary(dg_store *st, dg_outbox_summary *out)
 {
+    DG_ASSERT_IN_TXN(st);
     memset(out, 0, sizeof *out);
     dg_stmt *s = dg_store_stmt(st, SQL_SUMMARY);
     if (!s)
@@ -115,6 +115,7 @@ static const char SQL_ROWS_IN[] =
 int dg_store_outbox_rows_in(dg_store *st, int state, size_t max, dg_outbox_row **rows,
                             size_t *n)
 {
+    DG_ASSERT_IN_TXN(st);
     *rows = NULL;
     *n = 0;
     dg_stmt *s = dg_store_stmt(st, SQL_ROWS_IN);

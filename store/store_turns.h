@@ -1,5 +1,5 @@
 /*
- * store_turns.h -- the SQL of the turn manager (schema slots v2, v6, v14, v15, v16).
+ * store_turns.h -- the SQL of the turn manager (schema v2, v6, v14-v17; store_turns*.c).
  *
  * Tables:
  *   turn_channels  one row per channel: mode (normal/discussion/closed),
@@ -36,8 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "store.h"
-#include "scope.h"
-#include "turns.h"
+#include "store_records.h"
 
 /*
  * Where a member stands in its channel's turn order. The host shows which
@@ -73,51 +72,52 @@ void dg_turn_channel_row_clear(dg_turn_channel_row *r);
 
 /* Channel row of channel_id with its members. OC_ERR_NOT_FOUND when none
  * (then *out is zeroed: a normal channel without members). */
-int dg_store_turns_channel_load(dg_store *st, const char *channel_id, dg_turn_channel_row *out);
+int dg_store_turns_channel_load(dg_store *st, const char *channel_id, dg_turn_channel_row *out)
+    DG_MUST_CHECK;
 
 /* The command hint of channel_id is due at now_ms when none was posted
  * there within cooldown_ms: then it is recorded as posted now and
  * *claimed is 1; else nothing changes and *claimed is 0. */
 int dg_store_turns_hint_claim(dg_store *st, const char *channel_id, int64_t now_ms,
-                              int64_t cooldown_ms, int *claimed);
+                              int64_t cooldown_ms, int *claimed) DG_MUST_CHECK;
 
 /* Insert or update the channel row (members untouched). */
 int dg_store_turns_channel_save(dg_store *st, const char *channel_id, dg_channel_mode mode,
                                 const char *initiator, const char *top_root, int bot_noticed,
-                                int64_t now_ms);
+                                int64_t now_ms) DG_MUST_CHECK;
 
 /* Append agent_id at position pos (pos = current member count). */
 int dg_store_turns_member_add(dg_store *st, const char *channel_id, int pos,
-                              const char *agent_id, dg_member_standing standing);
+                              const char *agent_id, dg_member_standing standing) DG_MUST_CHECK;
 
 /* The host reports each message per agent session (message_received with
  * ctx.sessionKey): remembered across restarts, so who cannot receive a
  * channel is known before the first report of a new run of the plugin.
  * dg_store_turns_per_agent_get sets *yes. Inside a transaction. */
-int dg_store_turns_per_agent_note(dg_store *st);
-int dg_store_turns_per_agent_get(dg_store *st, int *yes);
+int dg_store_turns_per_agent_note(dg_store *st) DG_MUST_CHECK;
+int dg_store_turns_per_agent_get(dg_store *st, int *yes) DG_MUST_CHECK;
 
 /* How many members channel_id has in the store (*n). */
-int dg_store_turns_member_count(dg_store *st, const char *channel_id, int *n);
+int dg_store_turns_member_count(dg_store *st, const char *channel_id, int *n) DG_MUST_CHECK;
 
 /* Set the standing of the member at position pos. Inside a transaction. */
 int dg_store_turns_member_standing(dg_store *st, const char *channel_id, int pos,
-                                   dg_member_standing standing);
+                                   dg_member_standing standing) DG_MUST_CHECK;
 
 /* Remove every member of channel_id (a prefill replaces the order). */
-int dg_store_turns_members_clear(dg_store *st, const char *channel_id);
+int dg_store_turns_members_clear(dg_store *st, const char *channel_id) DG_MUST_CHECK;
 
 /* Turn state of scope sc into *s (msg_seq, not stored, reads 0), its post channel (malloc'd, caller frees;
  * may be NULL) into *post_channel. OC_ERR_NOT_FOUND when none. */
 int dg_store_turns_scope_load(dg_store *st, const dg_scope *sc, dg_turn_state *s,
-                              char **post_channel);
+                              char **post_channel) DG_MUST_CHECK;
 
 /* Write the state row of scope sc: replaced when exists is 1 (the row was
  * loaded or saved before; written whole either way), inserted when 0.
  * OC_ERR_INTERNAL when an insert finds the row already there (the caller's
  * belief about it was wrong). */
 int dg_store_turns_scope_save(dg_store *st, const dg_scope *sc, const char *post_channel,
-                              const dg_turn_state *s, int exists, int64_t now_ms);
+                              const dg_turn_state *s, int exists, int64_t now_ms) DG_MUST_CHECK;
 
 /* dg_store_turns_scope_save for a change message_id caused. When that
  * message's mark is still to be written (dg_store_turns_seen_claim_hinted,
@@ -126,16 +126,16 @@ int dg_store_turns_scope_save(dg_store *st, const dg_scope *sc, const char *post
  * second row write; dg_store_turns_scope_load reads the newer of the two. */
 int dg_store_turns_scope_save_for(dg_store *st, const dg_scope *sc, const char *post_channel,
                                   const dg_turn_state *s, int exists, int was_active,
-                                  const char *message_id, int64_t now_ms);
+                                  const char *message_id, int64_t now_ms) DG_MUST_CHECK;
 
 /* Remove every scope of channel_id (a prefill starts the channel over). */
-int dg_store_turns_scopes_clear(dg_store *st, const char *channel_id);
+int dg_store_turns_scopes_clear(dg_store *st, const char *channel_id) DG_MUST_CHECK;
 
 /* Record (channel_id, message_id) as ingested: *fresh = 1 the first time,
  * 0 when it was already there. OC_ERR_INVALID for an empty id or one that
  * starts with '~' (reserved for state rows). */
 int dg_store_turns_seen_claim(dg_store *st, const char *channel_id, const char *message_id,
-                              int64_t now_ms, int *fresh);
+                              int64_t now_ms, int *fresh) DG_MUST_CHECK;
 
 /* What a caller remembers of one channel's marks between transactions (the
  * engine keeps one per channel record; all zero: nothing). Valid while the
@@ -164,44 +164,44 @@ void dg_store_turns_hint_load(dg_store *st, const char *channel_id, dg_mark_hint
  * hint (may be NULL) spares the read of the dedup check. */
 int dg_store_turns_seen_claim_hinted(dg_store *st, const char *channel_id,
                                      const char *message_id, int64_t now_ms,
-                                     dg_mark_hint *hint, int *fresh);
+                                     dg_mark_hint *hint, int *fresh) DG_MUST_CHECK;
 
 /* What the store knows of message_id of channel_id (instances sharing
  * it): *at_ms = when it was recorded as ingested (0: it is not), *newer = 1
  * when a later message of the channel (a snowflake: a longer id, or as
  * long and greater) is recorded already, taken in by another instance. */
 int dg_store_turns_seen_since(dg_store *st, const char *channel_id, const char *message_id,
-                              int64_t *at_ms, int *newer);
+                              int64_t *at_ms, int *newer) DG_MUST_CHECK;
 
 /* Forget dedup rows older than before_ms (a message is reported within
  * seconds; rows are kept for days). *removed may be NULL. */
-int dg_store_turns_seen_prune(dg_store *st, int64_t before_ms, long *removed);
+int dg_store_turns_seen_prune(dg_store *st, int64_t before_ms, long *removed) DG_MUST_CHECK;
 
 /* Forget the state rows of dormant thread scopes last written before
  * before_ms (under policy "thread" every thread has one; a later message
  * there starts it afresh). Conversation rows stay: one per channel.
  * *removed may be NULL. */
-int dg_store_turns_states_prune(dg_store *st, int64_t before_ms, long *removed);
+int dg_store_turns_states_prune(dg_store *st, int64_t before_ms, long *removed) DG_MUST_CHECK;
 
 /* Record run_id of session_key as handled: *fresh = 1 the first time, 0
  * when it was already there. OC_ERR_INVALID for an empty key or id. */
 int dg_store_turns_run_claim(dg_store *st, const char *session_key, const char *run_id,
-                             int64_t now_ms, int *fresh);
+                             int64_t now_ms, int *fresh) DG_MUST_CHECK;
 
 /* Forget handled runs older than before_ms. *removed may be NULL. */
-int dg_store_turns_runs_prune(dg_store *st, int64_t before_ms, long *removed);
+int dg_store_turns_runs_prune(dg_store *st, int64_t before_ms, long *removed) DG_MUST_CHECK;
 
 /* Every scope whose state row is awake (active), for the turn-timeout
  * sweeper after a start: *out (malloc'd, caller frees; NULL when none)
  * gets *n scopes. Rows whose key is not a scope key are skipped. */
-int dg_store_turns_active_scopes(dg_store *st, dg_scope **out, size_t *n);
+int dg_store_turns_active_scopes(dg_store *st, dg_scope **out, size_t *n) DG_MUST_CHECK;
 
 /* Every scope with a state row (active_only 0) or only the awake ones, by
  * channel then scope key; same ownership (the operator's CLI lists them). */
-int dg_store_turns_scopes(dg_store *st, int active_only, dg_scope **out, size_t *n);
+int dg_store_turns_scopes(dg_store *st, int active_only, dg_scope **out, size_t *n) DG_MUST_CHECK;
 
 /* Counts for tests and diagnostics: what = "seen" (dedup marks), "scopes"
  * (state rows) or "members". */
-int dg_store_turns_count(dg_store *st, const char *what, long *out);
+int dg_store_turns_count(dg_store *st, const char *what, long *out) DG_MUST_CHECK;
 
 #endif

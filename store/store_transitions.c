@@ -8,11 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "openclaw/plugin.h"
 #include "store_db.h"
-#include "store_internal.h"
+#include "store_int.h"
 
-/* Migration v9 -> v10 (issue 16): one row per turn-state write with its
+/* Migration v9 -> v10: one row per turn-state write with its
  * cause, newest DG_TRANSITIONS_KEEP per (channel, scope). */
 const char dg_schema_v10_transitions[] =
     "CREATE TABLE turn_transitions ("
@@ -30,7 +29,7 @@ const char dg_schema_v10_transitions[] =
     "CREATE INDEX turn_transitions_scope ON turn_transitions(channel_id, scope, id);";
 
 /*
- * Migration v12 -> v13 (issue 14): a transition a message caused is kept
+ * Migration v12 -> v13: a transition a message caused is kept
  * in that message's dedup mark (t_* columns of its turn_ledger row), which
  * the same ingest has just written next to the scope's state row: logging
  * it costs no page of its own. turn_transitions keeps the others (run
@@ -142,6 +141,7 @@ void dg_store_transition_bind(dg_stmt *s, const dg_transition *t, int64_t ord)
 
 int dg_store_transition_add(dg_store *st, const char *channel_id, const dg_transition *t)
 {
+    DG_ASSERT_IN_TXN(st);
     if (!t->scope || !t->cause || !t->state)
         return OC_ERR_INVALID; /* the log's columns are NOT NULL; a mark's NULL means the usual */
     int64_t ord = dg_store_next_ord(st, t->at_ms);
@@ -173,18 +173,14 @@ int dg_store_transition_add(dg_store *st, const char *channel_id, const dg_trans
     dg_bind_text_borrowed(s, 1, channel_id);
     dg_bind_int64(s, 2, t->at_ms);
     dg_store_transition_bind(s, t, ord);
-    int rc = dg_step(s);
-    dg_reset(s);
-    if (rc != DG_DONE)
+    if (dg_store_run(s) != OC_OK)
         return OC_ERR_IO;
     if (!(s = dg_store_stmt(st, SQL_PRUNE)))
         return OC_ERR_IO;
     dg_store_bind_text(s, 1, channel_id);
     dg_store_bind_text(s, 2, t->scope);
     dg_bind_int64(s, 3, DG_TRANSITIONS_KEEP);
-    rc = dg_step(s);
-    dg_reset(s);
-    return rc == DG_DONE ? OC_OK : OC_ERR_IO;
+    return dg_store_run(s);
 }
 
 /* A mark's transition as the engine gave it (dg_store_mark_transition). */
@@ -222,6 +218,7 @@ static const char SQL_TRIM[] =
 
 int dg_store_transitions_rescue(dg_store *st, int64_t before_ms)
 {
+    DG_ASSERT_IN_TXN(st);
     int rc = dg_store_turns_pending_flush(st);
     if (rc != OC_OK)
         return rc;
@@ -239,14 +236,13 @@ int dg_store_transitions_rescue(dg_store *st, int64_t before_ms)
     if (!(s = dg_store_stmt(st, SQL_TRIM)))
         return OC_ERR_IO;
     dg_bind_int64(s, 1, DG_TRANSITIONS_KEEP);
-    rc = dg_step(s);
-    dg_reset(s);
-    return rc == DG_DONE ? OC_OK : OC_ERR_IO;
+    return dg_store_run(s);
 }
 
 int dg_store_transitions_list(dg_store *st, const char *channel_id, const char *scope,
                               size_t max, dg_transition **out, size_t *n)
 {
+    DG_ASSERT_IN_TXN(st);
     *out = NULL;
     *n = 0;
     int flushed = dg_store_turns_pending_flush(st);

@@ -37,9 +37,9 @@ typedef struct dg_outbox_row {
 /* Insert a pending row from row's channel_id, content, mentions, nonce,
  * part, parts, created_at_ms (borrowed). *id_out may be NULL. Returns OC_OK
  * or OC_ERR_IO (constraint or SQLite error). */
-int dg_store_outbox_insert(dg_store *st, const dg_outbox_row *row, int64_t *id_out);
+int dg_store_outbox_insert(dg_store *st, const dg_outbox_row *row, int64_t *id_out) DG_MUST_CHECK;
 
-/* Where pending rows are (issue 14): the id and channel of pending rows
+/* Where pending rows are: the id and channel of pending rows
  * whose id is above after_id, oldest first, at most max; a cursor walk over
  * the primary key (no content read), so a caller that keeps the last id
  * touches each row once however long the backlog. *out (NULL when *n is 0)
@@ -50,35 +50,37 @@ typedef struct dg_outbox_ref {
 } dg_outbox_ref;
 
 int dg_store_outbox_discover(dg_store *st, int64_t after_id, size_t max, dg_outbox_ref **out,
-                             size_t *n);
+                             size_t *n) DG_MUST_CHECK;
 
 /* Pending rows of one channel with id above after_id, oldest first, at most
  * max (the pending index). *rows (NULL when *n is 0) is owned by the caller:
  * dg_outbox_rows_free. */
 int dg_store_outbox_pending_of(dg_store *st, const char *channel_id, int64_t after_id,
-                               size_t max, dg_outbox_row **rows, size_t *n);
+                               size_t max, dg_outbox_row **rows, size_t *n) DG_MUST_CHECK;
 
 /* Every row of a channel (NULL: all channels) ordered by id; same ownership. */
 int dg_store_outbox_list(dg_store *st, const char *channel_id, dg_outbox_row **rows,
-                         size_t *n);
+                         size_t *n) DG_MUST_CHECK;
 
 /* Pending row -> sent. OC_ERR_NOT_FOUND when the row is not pending. */
-int dg_store_outbox_mark_sent(dg_store *st, int64_t id, const char *message_id, int64_t now_ms);
+int dg_store_outbox_mark_sent(dg_store *st, int64_t id, const char *message_id, int64_t now_ms)
+    DG_MUST_CHECK;
 
 /* Pending rows ids[0..n) -> sent with message_ids[i], in statements of
- * several rows each (issue 14: one UPDATE per row was a fifth of the
- * dispatcher's CPU per message). *marked gets how many rows changed (a row
+ * several rows each (one UPDATE per row costs a fifth of
+ * the dispatcher's CPU per message). *marked gets how many rows changed (a row
  * not pending is left as it is, as dg_store_outbox_mark_sent would).
  * OC_OK, OC_ERR_INVALID (a NULL message id: nothing changed) or the store's
  * status. Inside a transaction; the strings are only borrowed. */
 int dg_store_outbox_mark_sent_many(dg_store *st, const int64_t *ids, const char *const *message_ids,
-                                   size_t n, int64_t now_ms, size_t *marked);
+                                   size_t n, int64_t now_ms, size_t *marked) DG_MUST_CHECK;
 
 /* Count one more failed attempt of a pending row and keep the reason. */
-int dg_store_outbox_mark_retry(dg_store *st, int64_t id, const char *error);
+int dg_store_outbox_mark_retry(dg_store *st, int64_t id, const char *error) DG_MUST_CHECK;
 
 /* Pending row -> failed for good, with the reason. */
-int dg_store_outbox_mark_failed(dg_store *st, int64_t id, const char *error, int64_t now_ms);
+int dg_store_outbox_mark_failed(dg_store *st, int64_t id, const char *error, int64_t now_ms)
+    DG_MUST_CHECK;
 
 /* Rows in a state. */
 int dg_store_outbox_count(dg_store *st, dg_outbox_state state, int64_t *n);
@@ -86,7 +88,8 @@ int dg_store_outbox_count(dg_store *st, dg_outbox_state state, int64_t *n);
 /* Delete at most limit sent or failed rows done before before_ms (oldest
  * first); pending rows are never touched. *removed (may be NULL) gets the
  * count. Inside a transaction. */
-int dg_store_outbox_prune(dg_store *st, int64_t before_ms, int limit, long *removed);
+int dg_store_outbox_prune(dg_store *st, int64_t before_ms, int limit, long *removed)
+    DG_MUST_CHECK;
 
 void dg_outbox_rows_free(dg_outbox_row *rows, size_t n);
 

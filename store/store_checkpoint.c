@@ -25,9 +25,8 @@
 #include <time.h>
 
 #include "errors.h"
-#include "openclaw/plugin.h"
 #include "store.h"
-#include "store_internal.h"
+#include "store_int.h"
 
 #define CKPT_PAGES 1000          /* as SQLite's own default */
 #define CKPT_INLINE_PAGES 16000  /* about 64 MB of WAL at 4 KB pages */

@@ -7,12 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "openclaw/plugin.h"
 #include "store_db.h"
-#include "store_internal.h"
+#include "store_int.h"
 
 /*
- * Migration v8 -> v9 (issue 16): channel_name is the Discord name the
+ * Migration v8 -> v9: channel_name is the Discord name the
  * channel was created with (NULL on older rows: the channel id stands in);
  * the members index serves "the discussions of this agent".
  */
@@ -24,14 +23,13 @@ static const char SQL_SET_NAME[] = "UPDATE discussions SET channel_name = ? WHER
 
 int dg_store_discussion_set_name(dg_store *st, int64_t id, const char *name)
 {
+    DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, SQL_SET_NAME);
     if (!s)
         return OC_ERR_IO;
     dg_store_bind_text(s, 1, name);
     dg_bind_int64(s, 2, id);
-    int rc = dg_step(s);
-    dg_reset(s);
-    return rc == DG_DONE ? OC_OK : OC_ERR_IO;
+    return dg_store_run(s);
 }
 
 /* One text column of the discussion row id into *out. */
@@ -58,11 +56,13 @@ static const char SQL_CHANNEL[] = "SELECT discussion_channel_id FROM discussions
 
 int dg_store_discussion_name(dg_store *st, int64_t id, char **name)
 {
+    DG_ASSERT_IN_TXN(st);
     return text_of(st, SQL_NAME, id, name);
 }
 
 int dg_store_discussion_channel_of(dg_store *st, int64_t id, char **channel_id)
 {
+    DG_ASSERT_IN_TXN(st);
     int rc = text_of(st, SQL_CHANNEL, id, channel_id);
     return rc == OC_OK && !*channel_id ? OC_ERR_NOT_FOUND : rc;
 }
@@ -83,6 +83,7 @@ int dg_store_discussion_list(dg_store *st, const char *agent_id, int active_only
                              size_t offset, size_t limit, char ***channels, size_t *n,
                              int *more)
 {
+    DG_ASSERT_IN_TXN(st);
     *channels = NULL;
     *n = 0;
     *more = 0;

@@ -4,7 +4,7 @@
  * Area-specific SQL lives in store_<area>.c; this file owns the connection,
  * the migration runner and the statement cache.
  *
- * Which database is ours (issue 12 bug 3), decided before anything is
+ * Which database is ours, decided before anything is
  * written to the file (not even journal_mode):
  *   - PRAGMA application_id DG_APPLICATION_ID: ours. Its user_version must
  *     not be above this build's, and it must hold every table of that version;
@@ -19,7 +19,8 @@
  * An in-memory database (":memory:", "file::memory:", "mode=memory") is
  * refused too: it would silently give up every durability promise.
  */
-#include "store_internal.h"
+#include "store_int.h"
+#include "store_test.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -30,7 +31,6 @@
 
 #include "errors.h"
 #include "log_defer.h"
-#include "openclaw/plugin.h"
 
 static const char schema_v1_base[] =
     "CREATE TABLE dg_meta ("
@@ -166,8 +166,8 @@ int dg_store_has_tables(const char *have, const char *want)
 /*
  * A file of ours whose pages are damaged (a disk fault, a copy cut short)
  * is refused at open, naming the file, instead of being taken and then
- * failing in every hook with "database disk image is malformed" (found by
- * make check-faults). PRAGMA quick_check reads every page but not the
+ * failing in every hook with "database disk image is malformed". PRAGMA
+ * quick_check reads every page but not the
  * indexes against the tables: linear in the file, once per init. Reading
  * only.
  */
@@ -493,8 +493,33 @@ int dg_store_opened_version(const dg_store *st)
     return st->opened_version;
 }
 
+/* The calling thread, as lock_owner keeps it (pthread_t is an integer or
+ * a pointer on the systems this builds for). */
+static uintptr_t self_id(void)
+{
+    return (uintptr_t)pthread_self();
+}
+
+void dg_store_lock(dg_store *st)
+{
+    pthread_mutex_lock(&st->lock);
+    atomic_store_explicit(&st->lock_owner, self_id(), memory_order_relaxed);
+}
+
+void dg_store_unlock(dg_store *st)
+{
+    atomic_store_explicit(&st->lock_owner, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&st->lock);
+}
+
+int dg_store_held(const dg_store *st)
+{
+    return atomic_load_explicit(&st->lock_owner, memory_order_relaxed) == self_id();
+}
+
 dg_stmt *dg_store_stmt(dg_store *st, const char *sql)
 {
+    DG_ASSERT_IN_TXN(st);
     /* An I/O error or a full disk in one statement makes SQLite roll the
      * whole transaction back on its own (https://sqlite.org/lang_transaction.html,
      * "Response To Errors Within A Transaction"). A caller that goes on after
@@ -573,7 +598,7 @@ static int reset_stale_readers(dg_store *st)
 
 int dg_store_begin(dg_store *st)
 {
-    pthread_mutex_lock(&st->lock);
+    dg_store_lock(st);
     int ok;
     if (st->pg) {
         ok = dg_pg_begin(st) == OC_OK; /* sets txn_head */
@@ -586,7 +611,7 @@ int dg_store_begin(dg_store *st)
             ok = dg_step(s) == DG_DONE;
     }
     if (!ok) {
-        pthread_mutex_unlock(&st->lock);
+        dg_store_unlock(st);
         return OC_ERR_IO;
     }
     if (!st->pg) {
@@ -635,22 +660,23 @@ void dg_store_test_forget(dg_store *st)
 
 void dg_store_test_drop_pages(dg_store *st)
 {
-    pthread_mutex_lock(&st->lock);
+    dg_store_lock(st);
     if (st->db)
         sqlite3_db_release_memory(st->db);
-    pthread_mutex_unlock(&st->lock);
+    dg_store_unlock(st);
 }
 
 void dg_store_test_commit_hook(dg_store *st, int (*fn)(void *), void *arg)
 {
-    pthread_mutex_lock(&st->lock);
+    dg_store_lock(st);
     if (st->db)
         sqlite3_commit_hook(st->db, fn, arg);
-    pthread_mutex_unlock(&st->lock);
+    dg_store_unlock(st);
 }
 
 int dg_store_commit(dg_store *st)
 {
+    DG_ASSERT_IN_TXN(st);
     int ok;
     int flushed = dg_store_turns_pending_commit(st); /* the claimed mark, written last */
     dg_store_turns_pending_drop(st);
@@ -668,14 +694,14 @@ int dg_store_commit(dg_store *st)
     st->in_txn = 0;
     st->txn_write = 0;
     /* After our own commit: a different version at the next begin means
-     * another connection committed (store_shared.c, changes_since). */
+     * another connection committed (store_instances.c, changes_since). */
     if (ok && st->txn_seq > st->head_seen)
         st->head_seen = st->txn_seq;
     st->dv_known = ok && st->db &&
                    sqlite3_file_control(st->db, "main", SQLITE_FCNTL_DATA_VERSION,
                                         &st->dv_after_commit) == SQLITE_OK;
     /* Still alone after this commit if it was when the transaction began
-     * or looked (store_internal.h, alone_dv). */
+     * or looked (store_int.h, alone_dv). */
     st->alone_known = st->dv_known && (st->txn_others == 0 ||
                                        (st->txn_others < 0 && st->txn_alone));
     st->alone_dv = st->dv_after_commit;
@@ -689,12 +715,13 @@ int dg_store_commit(dg_store *st)
             sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
     }
     dg_log_defer_end();
-    pthread_mutex_unlock(&st->lock);
+    dg_store_unlock(st);
     return ok ? OC_OK : OC_ERR_IO;
 }
 
 void dg_store_rollback(dg_store *st)
 {
+    DG_ASSERT_IN_TXN(st);
     /* Alone after it if it was alone when it began or looked: the write
      * lock was held throughout, so nobody committed or joined meanwhile,
      * and what it wrote is undone. Kept, or every channel's next message
@@ -727,7 +754,7 @@ void dg_store_rollback(dg_store *st)
      * store knew of being alone stands (a newcomer's commit changes the
      * data version the next begin compares). */
     dg_log_defer_end();
-    pthread_mutex_unlock(&st->lock);
+    dg_store_unlock(st);
 }
 
 int dg_store_end(dg_store *st, int rc)

@@ -7,12 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "openclaw/plugin.h"
-#include "store_internal.h"
+#include "store_int.h"
 
 /*
- * Migration v3 -> v4. status is 'active' or 'closed' (the seed's
- * "completed" is the instant between the two and is not stored); a closed
+ * Migration v3 -> v4. status is 'active' or 'closed' (a "completed"
+ * discussion is the instant between the two and is not stored); a closed
  * row always has completed_at_ms and summary_path, an active one neither.
  */
 const char dg_schema_v4_discuss[] =
@@ -62,7 +61,7 @@ const char dg_schema_v4_discuss[] =
     "  (channel_id, noticed, at_ms);";
 
 /*
- * Migration v6 -> v7 (issue 16): the discussion timers and how a
+ * Migration v6 -> v7: the discussion timers and how a
  * discussion ended. last_activity_ms: the latest message of a human or an
  * agent in the channel (NULL: none since the kickoff, created_at_ms
  * counts); reminded_for_ms: the last_activity value the quiet-time
@@ -105,6 +104,7 @@ static const char SQL_INSERT_MEMBER[] =
 
 int dg_store_discussion_insert(dg_store *st, const dg_discussion *d, int64_t *id)
 {
+    DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, SQL_INSERT);
     if (!s)
         return sql_fail();
@@ -191,6 +191,7 @@ static const char SQL_PROBE[] =
 int dg_store_discussion_probe(dg_store *st, const char *channel_id, int64_t *id,
                               dg_discussion_status *status)
 {
+    DG_ASSERT_IN_TXN(st);
     if (id)
         *id = 0;
     *status = DG_DISCUSSION_NONE;
@@ -210,6 +211,7 @@ int dg_store_discussion_probe(dg_store *st, const char *channel_id, int64_t *id,
 
 int dg_store_discussion_by_channel(dg_store *st, const char *channel_id, dg_discussion *out)
 {
+    DG_ASSERT_IN_TXN(st);
     memset(out, 0, sizeof *out);
     dg_stmt *s = dg_store_stmt(st, SQL_BY_CHANNEL);
     if (!s)
@@ -267,12 +269,14 @@ static const char SQL_CLOSE[] =
 int dg_store_discussion_close(dg_store *st, int64_t id, const char *summary_path,
                               int64_t completed_at_ms)
 {
+    DG_ASSERT_IN_TXN(st);
     return dg_store_discussion_close_as(st, id, summary_path, completed_at_ms, "completed");
 }
 
 int dg_store_discussion_close_as(dg_store *st, int64_t id, const char *summary_path,
                                  int64_t completed_at_ms, const char *end_status)
 {
+    DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, SQL_CLOSE);
     if (!s)
         return sql_fail();
@@ -280,10 +284,8 @@ int dg_store_discussion_close_as(dg_store *st, int64_t id, const char *summary_p
     dg_bind_int64(s, 2, completed_at_ms);
     dg_store_bind_text(s, 3, end_status);
     dg_bind_int64(s, 4, id);
-    int rc = dg_step(s);
-    dg_reset(s);
-    if (rc != DG_DONE)
-        return sql_fail();
+    if (dg_store_run(s) != OC_OK)
+        return OC_ERR_IO;
     return dg_store_changes(st) == 1 ? OC_OK : OC_ERR_CONFLICT;
 }
 
@@ -295,6 +297,7 @@ int dg_store_discussion_override_add(dg_store *st, int64_t discussion_id,
                                      const char *session_key, const char *agent_id,
                                      int64_t now_ms, int *inserted)
 {
+    DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, SQL_OVR_ADD);
     if (!s)
         return sql_fail();
@@ -302,10 +305,8 @@ int dg_store_discussion_override_add(dg_store *st, int64_t discussion_id,
     dg_store_bind_text(s, 2, session_key);
     dg_store_bind_text(s, 3, agent_id);
     dg_bind_int64(s, 4, now_ms);
-    int rc = dg_step(s);
-    dg_reset(s);
-    if (rc != DG_DONE)
-        return sql_fail();
+    if (dg_store_run(s) != OC_OK)
+        return OC_ERR_IO;
     if (inserted)
         *inserted = dg_store_changes(st) == 1;
     return OC_OK;
@@ -318,15 +319,14 @@ static const char SQL_OVR_APPLIED[] =
 int dg_store_discussion_override_applied(dg_store *st, int64_t discussion_id,
                                          const char *session_key, int64_t now_ms)
 {
+    DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, SQL_OVR_APPLIED);
     if (!s)
         return sql_fail();
     dg_bind_int64(s, 1, now_ms);
     dg_bind_int64(s, 2, discussion_id);
     dg_store_bind_text(s, 3, session_key);
-    int rc = dg_step(s);
-    dg_reset(s);
-    return rc == DG_DONE ? OC_OK : sql_fail();
+    return dg_store_run(s);
 }
 
 static const char SQL_OVR_STATE[] =
@@ -336,6 +336,7 @@ static const char SQL_OVR_STATE[] =
 int dg_store_discussion_override_state(dg_store *st, int64_t discussion_id,
                                        const char *session_key, int *state)
 {
+    DG_ASSERT_IN_TXN(st);
     *state = 0;
     dg_stmt *s = dg_store_stmt(st, SQL_OVR_STATE);
     if (!s)
@@ -357,6 +358,7 @@ static const char SQL_OVR_PENDING[] =
 int dg_store_discussion_overrides_pending(dg_store *st, size_t max, char ***keys,
                                           int64_t **ids, size_t *n)
 {
+    DG_ASSERT_IN_TXN(st);
     *keys = NULL;
     *ids = NULL;
     *n = 0;
@@ -407,6 +409,7 @@ static const char SQL_NOTICE_PRUNE[] =
 int dg_store_discussion_notices_prune(dg_store *st, int64_t before_ms, int limit,
                                       long *removed)
 {
+    DG_ASSERT_IN_TXN(st);
     if (removed)
         *removed = 0;
     dg_stmt *s = dg_store_stmt(st, SQL_NOTICE_PRUNE);
@@ -414,10 +417,8 @@ int dg_store_discussion_notices_prune(dg_store *st, int64_t before_ms, int limit
         return sql_fail();
     dg_bind_int64(s, 1, before_ms);
     dg_bind_int64(s, 2, limit);
-    int rc = dg_step(s);
-    dg_reset(s);
-    if (rc != DG_DONE)
-        return sql_fail();
+    if (dg_store_run(s) != OC_OK)
+        return OC_ERR_IO;
     if (removed)
         *removed = (long)dg_store_changes(st);
     return OC_OK;
@@ -427,6 +428,7 @@ int dg_store_discussion_notice_claim(dg_store *st, const char *channel_id,
                                      const char *message_id, int64_t now_ms,
                                      int64_t cooldown_ms, int *claimed)
 {
+    DG_ASSERT_IN_TXN(st);
     *claimed = 0;
     dg_stmt *s = dg_store_stmt(st, SQL_NOTICE_SEEN);
     if (!s)
@@ -460,15 +462,13 @@ int dg_store_discussion_notice_claim(dg_store *st, const char *channel_id,
     dg_store_bind_text(s, 2, message_id);
     dg_bind_int64(s, 3, now_ms);
     dg_bind_int64(s, 4, due);
-    rc = dg_step(s);
-    dg_reset(s);
-    if (rc != DG_DONE)
-        return sql_fail();
+    if (dg_store_run(s) != OC_OK)
+        return OC_ERR_IO;
     *claimed = due;
     return OC_OK;
 }
 
-/* ---- timers (issue 16 item 1) ------------------------------------------------ */
+/* ---- timers ------------------------------------------------------------------ */
 
 static const char SQL_TOUCH[] =
     "UPDATE discussions SET last_activity_ms = ?"
@@ -476,14 +476,13 @@ static const char SQL_TOUCH[] =
 
 int dg_store_discussion_touch(dg_store *st, const char *channel_id, int64_t now_ms)
 {
+    DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, SQL_TOUCH);
     if (!s)
         return sql_fail();
     dg_bind_int64(s, 1, now_ms);
     dg_store_bind_text(s, 2, channel_id);
-    int rc = dg_step(s);
-    dg_reset(s);
-    return rc == DG_DONE ? OC_OK : sql_fail();
+    return dg_store_run(s);
 }
 
 /* ?1 now, ?2 reminder ms (0 off), ?3 lifetime ms (0 off), ?4 limit. */
@@ -499,6 +498,7 @@ int dg_store_discussion_timers_due(dg_store *st, int64_t now_ms, int64_t reminde
                                    int64_t lifetime_ms, size_t max, char ***channels,
                                    size_t *n)
 {
+    DG_ASSERT_IN_TXN(st);
     *channels = NULL;
     *n = 0;
     dg_stmt *s = dg_store_stmt(st, SQL_DUE);
@@ -539,19 +539,19 @@ static int update_one(dg_store *st, const char *sql, int64_t v, int64_t id)
         return sql_fail();
     dg_bind_int64(s, 1, v);
     dg_bind_int64(s, 2, id);
-    int rc = dg_step(s);
-    dg_reset(s);
-    if (rc != DG_DONE)
-        return sql_fail();
+    if (dg_store_run(s) != OC_OK)
+        return OC_ERR_IO;
     return dg_store_changes(st) == 1 ? OC_OK : OC_ERR_CONFLICT;
 }
 
 int dg_store_discussion_mark_reminded(dg_store *st, int64_t id, int64_t activity_ms)
 {
+    DG_ASSERT_IN_TXN(st);
     return update_one(st, SQL_REMINDED, activity_ms, id);
 }
 
 int dg_store_discussion_mark_wrapup(dg_store *st, int64_t id, int64_t now_ms)
 {
+    DG_ASSERT_IN_TXN(st);
     return update_one(st, SQL_WRAPUP, now_ms, id);
 }

@@ -47,20 +47,20 @@ void dg_tool_call_row_clear(dg_tool_call_row *r);
 /* The row of (tool, call_id, fingerprint) into *out (caller clears);
  * out->state is DG_TOOL_CALL_NONE, with OC_OK, when there is none. */
 int dg_store_tool_call_get(dg_store *st, const char *tool, const char *call_id,
-                           const char *fingerprint, dg_tool_call_row *out);
+                           const char *fingerprint, dg_tool_call_row *out) DG_MUST_CHECK;
 
 /* Record the intent (state pending). OC_ERR_CONFLICT when a row exists. */
 int dg_store_tool_call_intent(dg_store *st, const char *tool, const char *call_id,
-                              const char *fingerprint, int64_t now_ms);
+                              const char *fingerprint, int64_t now_ms) DG_MUST_CHECK;
 
 /* Record the result (state done), turning a pending row into a done one or
  * inserting it. OC_ERR_CONFLICT when a result is already recorded. */
 int dg_store_tool_call_done(dg_store *st, const char *tool, const char *call_id,
                             const char *fingerprint, const dg_tool_call_row *result,
-                            int64_t now_ms);
+                            int64_t now_ms) DG_MUST_CHECK;
 
 /* Forget rows started before before_ms (a repeat after a crash comes within
  * minutes; rows are kept for weeks). *removed may be NULL. */
-int dg_store_tool_calls_prune(dg_store *st, int64_t before_ms, long *removed);
+int dg_store_tool_calls_prune(dg_store *st, int64_t before_ms, long *removed) DG_MUST_CHECK;
 
 #endif

@@ -1,18 +1,22 @@
 /*
  * store_db.h -- the backend seam of the store: statements over SQLite or
- * PostgreSQL (libpq). Included by plugin/store*.c only; SQL stays there.
+ * PostgreSQL (libpq). Included by store/store*.c only; SQL stays there.
  *
  * SQL is written once in the dialect both engines share: `?` or `?N`
- * placeholders (PostgreSQL gets them as `$N`), INSERT ... ON CONFLICT, no
- * PRAGMA outside store.c. An INSERT whose conflict is an expected answer
+ * placeholders (PostgreSQL gets them as `$N`), INSERT ... ON CONFLICT. A
+ * PRAGMA is SQLite's alone: it runs only on SQLite paths (store.c,
+ * store_operator.c, and the probe and checkpoint connections of
+ * store_instances.c and store_checkpoint.c), never through a statement
+ * PostgreSQL would see. An INSERT whose conflict is an expected answer
  * says ON CONFLICT DO NOTHING and its caller reads dg_changes() == 0: a
  * failed statement would end a PostgreSQL transaction, not only itself.
  * Schema steps are SQLite DDL; store_pg.c translates the few type words
  * (INTEGER -> BIGINT, TEXT -> TEXT COLLATE "C" so ids sort bytewise as in
  * SQLite, INTEGER PRIMARY KEY -> BIGSERIAL, WITHOUT ROWID dropped).
  *
- * Every function here runs with the store lock held (inside a transaction
- * or at init), on the calling thread.
+ * Every function here runs with the store lock held (inside a transaction;
+ * dg_store_stmt, where every statement comes from, asserts it), on the
+ * calling thread.
  */
 #ifndef DG_STORE_DB_H
 #define DG_STORE_DB_H
@@ -52,5 +56,11 @@ long dg_changes(dg_stmt *s);
 
 /* Drop the result and the bindings; s stays prepared (cached). */
 void dg_reset(dg_stmt *s);
+
+/* The tail of a statement run for its effect (a write, DDL): step s once,
+ * reset it, and say how it went: OC_OK when it finished (DG_DONE), else
+ * OC_ERR_IO (a row, a failure, a bind or step out of memory;
+ * dg_store_errmsg() says why). Rows written: dg_store_changes() after it. */
+int dg_store_run(dg_stmt *s) __attribute__((warn_unused_result));
 
 #endif

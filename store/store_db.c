@@ -3,7 +3,7 @@
  * PostgreSQL side in store_pg.c. A branch per call; the SQLite path stays
  * what it was (no copies, no translation).
  */
-#include "store_internal.h"
+#include "store_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,4 +111,11 @@ long dg_store_changes(dg_store *st)
 int dg_store_is_url(const char *url)
 {
     return url && (!strncmp(url, "postgresql://", 13) || !strncmp(url, "postgres://", 11));
+}
+
+int dg_store_run(dg_stmt *s)
+{
+    int rc = dg_step(s);
+    dg_reset(s);
+    return rc == DG_DONE ? OC_OK : OC_ERR_IO;
 }

@@ -5,17 +5,20 @@
  *
  * The store is the single owner of every piece of state (turn state,
  * discussions, session overrides, the moderator outbox, message dedup).
- * All SQL of the project lives in plugin/store*.c; other modules call the
+ * All SQL of the project lives in store/store*.c; other modules call the
  * typed functions declared in store_<area>.h and never see SQL.
  *
- * Concurrency: one connection guarded by one mutex. Hooks run on many host
- * threads and the outbox dispatcher on its own; a write transaction holds
- * the mutex from dg_store_begin() to dg_store_commit()/dg_store_rollback(),
- * so decisions that read-modify-write a scope are serialised. Across
- * processes sharing the file, BEGIN IMMEDIATE (SQLite's write lock)
- * serialises them the same way (PostgreSQL: a row lock each transaction
- * takes first); a second, read-only connection answers
- * the hot path's "did another instance commit?" (store_shared.h).
+ * Concurrency: one connection for every transaction, guarded by one mutex.
+ * Hooks run on many host threads and the outbox dispatcher on its own; a
+ * write transaction holds the mutex from dg_store_begin() to
+ * dg_store_commit()/dg_store_rollback(), so decisions that read-modify-write
+ * a scope are serialised. Across processes sharing the file, BEGIN
+ * IMMEDIATE (SQLite's write lock) serialises them the same way (PostgreSQL:
+ * a row lock each transaction takes first). Beside it, on SQLite, a
+ * read-only connection answers the hot path's "did another instance
+ * commit?" (store_instances.h) and the checkpoint thread has one of its own
+ * (store_checkpoint.c); neither runs a transaction for the callers.
+ * The test seams are in store_test.h.
  */
 #ifndef DG_STORE_H
 #define DG_STORE_H
@@ -24,6 +27,11 @@
 #include <stdint.h>
 
 typedef struct dg_store dg_store;
+
+/* On a function whose status the caller must look at (a failed write,
+ * an open that did not happen), as jansson marks its constructors:
+ * ignoring it is a compile error under -Werror. */
+#define DG_MUST_CHECK __attribute__((warn_unused_result))
 
 /* Schema version this build writes; older databases are migrated forward. */
 int dg_store_schema_version(void);
@@ -45,7 +53,7 @@ int dg_store_schema_version(void);
  * On failure returns a negative oc_status and a sentence in err.
  * *out is owned by the caller: dg_store_close(). Thread: init only.
  */
-int dg_store_open(const char *path, dg_store **out, char *err, size_t err_len);
+int dg_store_open(const char *path, dg_store **out, char *err, size_t err_len) DG_MUST_CHECK;
 
 /* OC_OK when path (dbPath as given, before it is made absolute) can be
  * the SQLite file; OC_ERR_INVALID with a sentence in err when it is empty
@@ -73,7 +81,7 @@ void dg_store_close(dg_store *st);
  * Returns OC_OK or OC_ERR_IO (the reason is logged by the caller via
  * dg_store_errmsg()). Any thread.
  */
-int dg_store_begin(dg_store *st);
+int dg_store_begin(dg_store *st) DG_MUST_CHECK;
 int dg_store_commit(dg_store *st);
 void dg_store_rollback(dg_store *st);
 
@@ -86,41 +94,6 @@ int dg_store_end(dg_store *st, int rc);
  * password); valid until the next call on
  * it, only meaningful while the caller holds the transaction. */
 const char *dg_store_errmsg(dg_store *st);
-
-/*
- * Test seam (per store, no process-wide state): while on != 0, every commit
- * of a transaction that changed a row is rolled back and reported as
- * OC_ERR_IO, the way SQLite reports SQLITE_FULL or a read-only file; reads
- * and transactions that changed nothing still work. Any thread.
- * dg_store_test_refused_writes: commits refused so far.
- */
-void dg_store_test_fail_writes(dg_store *st, int on);
-long dg_store_test_refused_writes(dg_store *st);
-
-/*
- * Test seam for the fault sweeps: finalise every cached statement and give
- * back the connection's unused page cache, so the next call prepares its
- * statements and reads its pages again (and a failure injected there is
- * reached). Either backend (PostgreSQL: the statements are prepared on the
- * server again under new names); outside a transaction or between two
- * statements of one (never while a caller steps a statement). Caller's
- * thread.
- */
-void dg_store_test_forget(dg_store *st);
-
-/*
- * Test seams on the plugin's live connection, which has no SQLite mutex
- * (store.c, dg_store_open): each takes the store's lock, so a test thread
- * never touches the connection while an outbox, sweeper or nudge thread is
- * inside a transaction. Any thread; outside the caller's own transaction.
- * dg_store_test_drop_pages: give back the page cache, so the next
- * transaction reads every page again (read-fault sweeps).
- * dg_store_test_commit_hook: sqlite3_commit_hook on the connection (fn is
- * called by the committing thread, inside the store's lock; NULL removes it).
- * SQLite only; no-ops on PostgreSQL.
- */
-void dg_store_test_drop_pages(dg_store *st);
-void dg_store_test_commit_hook(dg_store *st, int (*fn)(void *), void *arg);
 
 /*
  * WAL checkpoints run by the store's own thread since it opened (SQLite: the

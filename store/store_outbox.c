@@ -8,8 +8,7 @@
 #include <string.h>
 
 #include "buf.h"
-#include "openclaw/plugin.h"
-#include "store_internal.h"
+#include "store_int.h"
 
 /*
  * Migration v2 -> v3. A row is pending until it is sent (message_id set)
@@ -38,7 +37,7 @@ const char dg_schema_v3_outbox[] =
     "CREATE INDEX outbox_pending ON outbox(channel_id, id) WHERE state = 0;";
 
 /*
- * Migration v10 -> v11 (issue 14): state's CHECK as a range. SQLite codes
+ * Migration v10 -> v11: state's CHECK as a range. SQLite codes
  * `state IN (0, 1, 2)` with an ephemeral table, built on every INSERT and
  * on every UPDATE that sets state (each row the dispatcher marks);
  * `state BETWEEN 0 AND 2` is two comparisons and admits the same values.
@@ -86,7 +85,7 @@ const char dg_schema_v11_outbox_state_pg[] =
     "ADD CONSTRAINT outbox_state_check CHECK (state BETWEEN 0 AND 2);";
 
 /*
- * Migration v11 -> v12 (issue 14): the channel index covers every row,
+ * Migration v11 -> v12: the channel index covers every row,
  * not only pending ones. A partial index `WHERE state = 0` loses an entry
  * on every mark, and a backlog's marks (oldest row first across hundreds
  * of channels) each hit another channel's leaf page: at 100k rows over 400
@@ -278,9 +277,7 @@ int dg_store_outbox_list(dg_store *st, const char *channel_id, dg_outbox_row **r
 /* Run an UPDATE on one row; OC_ERR_NOT_FOUND when it changed nothing. */
 static int update_one(dg_store *st, dg_stmt *s)
 {
-    int rc = dg_step(s);
-    dg_reset(s);
-    if (rc != DG_DONE)
+    if (dg_store_run(s) != OC_OK)
         return OC_ERR_IO;
     return dg_store_changes(st) == 1 ? OC_OK : OC_ERR_NOT_FOUND;
 }
@@ -299,6 +296,7 @@ int dg_store_outbox_mark_sent(dg_store *st, int64_t id, const char *message_id, 
 int dg_store_outbox_mark_sent_many(dg_store *st, const int64_t *ids, const char *const *message_ids,
                                    size_t n, int64_t now_ms, size_t *marked)
 {
+    DG_ASSERT_IN_TXN(st);
     *marked = 0;
     for (size_t i = 0; i < n; i++)
         if (!message_ids[i])
@@ -330,9 +328,7 @@ int dg_store_outbox_mark_sent_many(dg_store *st, const int64_t *ids, const char 
             dg_bind_int64(s, 2 + 2 * (int)j, ids[r]);
             dg_bind_text_borrowed(s, 3 + 2 * (int)j, message_ids[r]);
         }
-        int rc = dg_step(s);
-        dg_reset(s);
-        if (rc != DG_DONE)
+        if (dg_store_run(s) != OC_OK)
             return OC_ERR_IO;
         *marked += (size_t)dg_store_changes(st);
     }
@@ -376,6 +372,7 @@ int dg_store_outbox_count(dg_store *st, dg_outbox_state state, int64_t *n)
 
 int dg_store_outbox_prune(dg_store *st, int64_t before_ms, int limit, long *removed)
 {
+    DG_ASSERT_IN_TXN(st);
     if (removed)
         *removed = 0;
     dg_stmt *s = dg_store_stmt(st, sql_prune);
@@ -383,9 +380,7 @@ int dg_store_outbox_prune(dg_store *st, int64_t before_ms, int limit, long *remo
         return OC_ERR_IO;
     dg_bind_int64(s, 1, before_ms);
     dg_bind_int64(s, 2, limit);
-    int rc = dg_step(s);
-    dg_reset(s);
-    if (rc != DG_DONE)
+    if (dg_store_run(s) != OC_OK)
         return OC_ERR_IO;
     if (removed)
         *removed = (long)dg_store_changes(st);

@@ -1,13 +1,16 @@
 /*
- * store_internal.h -- shared by the plugin/store*.c files only.
+ * store_int.h -- shared by the store/store*.c files only.
  */
-#ifndef DG_STORE_INTERNAL_H
-#define DG_STORE_INTERNAL_H
+#ifndef DG_STORE_INT_H
+#define DG_STORE_INT_H
 
+#include <assert.h>
 #include <sqlite3.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include "scope.h"
+#include <stdint.h>
+#include "openclaw/plugin.h" /* the status codes (OC_OK, OC_ERR_*): the one include of it in store/ */
+#include "store_records.h"
 #include "store.h"
 #include "store_db.h"
 #include "store_transitions.h"
@@ -37,13 +40,14 @@ struct dg_stmt {
 #define DG_WAL_HDR_LEN 48
 
 /* The kept fields of a scope's state besides `active`: the state columns
- * of turn_ledger (store_turns.c names them, in this order). */
+ * of turn_ledger (store_turns_int.h names them, DG_STATE_COLS). */
 #define DG_STATE_FIELDS 14
 
 struct dg_store {
     sqlite3 *db;              /* SQLite backend; NULL on PostgreSQL */
     struct dg_pg *pg;         /* PostgreSQL backend; NULL on SQLite */
     pthread_mutex_t lock;     /* held for the length of a transaction */
+    atomic_uintptr_t lock_owner; /* the thread holding it (dg_store_lock), 0 none */
     int opened_version;
     char *where;              /* dg_store_where: the path, or "PostgreSQL user@host/db" */
     sqlite3_int64 changes_at_begin;  /* sqlite3_total_changes at dg_store_begin */
@@ -51,7 +55,7 @@ struct dg_store {
     atomic_int fail_writes;          /* test seam: commits that wrote refused */
     atomic_long refused_writes;      /* commits refused by the seam so far */
     struct { const char *sql; dg_stmt stmt; } cache[DG_STMT_CACHE];
-    /* Sharing (store_shared.c). instance: "<host>/<pid>/<random hex>" of
+    /* Sharing (store_instances.c). instance: "<host>/<pid>/<random hex>" of
      * this open store. */
     char instance[128];
     int64_t txn_seq;                 /* change-log sequence of the open transaction, 0 none */
@@ -78,7 +82,7 @@ struct dg_store {
                                       * (set by dg_store_begin) */
     /* Alone without asking the kernel: a newcomer's barrier commits a
      * write, so while the data version is the one of our last commit made
-     * alone, nobody has joined since (store_shared.c, presence). */
+     * alone, nobody has joined since (store_instances.c, presence). */
     unsigned alone_dv;               /* the data version after that commit */
     int alone_known;                 /* alone_dv is valid */
     int txn_alone;                   /* dg_store_begin found it unchanged */
@@ -90,7 +94,7 @@ struct dg_store {
                                       * what a dg_mark_hint was read in */
     /* The dedup mark of the open transaction's message while alone: written
      * once, at commit (or before the next statement on marks), with the
-     * transition it caused (store_turns.c, dg_store_turns_seen_claim_hinted). */
+     * transition it caused (store_turns_marks.c, dg_store_turns_seen_claim_hinted). */
     struct dg_pending_mark {
         int set;
         char channel[DG_SCOPE_ID_MAX], id[DG_SCOPE_ID_MAX];
@@ -102,7 +106,7 @@ struct dg_store {
         int newest;                  /* its id is above every mark of the channel */
         struct dg_mark_hint *hint;   /* the caller's, valid until the transaction ends */
         int counted;                 /* the claim counted it in hint->since_snap */
-        int has_snap;                /* it carries a scope's new state (store_turns.c): */
+        int has_snap;                /* it carries a scope's new state (store_turns_state.c): */
         char snap_key[DG_SCOPE_ID_MAX + 16]; /* that scope's state key, */
         int64_t snap[DG_STATE_FIELDS];       /* its kept fields, in the state columns' order, */
         char *snap_post;             /* and its post channel, or NULL */
@@ -124,6 +128,23 @@ struct dg_store {
     int shm_valid;                   /* shm_seen holds a header */
 };
 
+/* Take / give back st->lock, noting which thread holds it; every take of
+ * the store lock goes through these. Calling thread. */
+void dg_store_lock(dg_store *st);
+void dg_store_unlock(dg_store *st);
+
+/* 1 when the calling thread holds st's lock: it is inside a transaction
+ * (dg_store_begin or dg_store_begin_read to its commit or rollback). Only
+ * the holder writes its own id, so the answer is exact for the caller
+ * without further synchronisation. Any thread. */
+int dg_store_held(const dg_store *st);
+
+/* What a header's "inside a transaction" / "with the store lock held"
+ * says, checked: a store connection has no SQLite mutex of its own
+ * (dg_store_open), so a statement run without the store lock would race
+ * with the transaction of another thread. */
+#define DG_ASSERT_IN_TXN(st) assert(dg_store_held(st))
+
 /*
  * Prepared statement for `sql`, cached by the pointer identity of sql (pass
  * a string literal or a static const array). Reset and bindings cleared on
@@ -137,7 +158,7 @@ dg_stmt *dg_store_stmt(dg_store *st, const char *sql);
 void dg_store_bind_text(dg_stmt *s, int idx, const char *text);
 
 /* The integer a one-value statement (a PRAGMA) answers into *out; a SQLite rc. */
-int dg_store_pragma_int(sqlite3 *db, const char *sql, int *out);
+int dg_store_pragma_int(sqlite3 *db, const char *sql, int *out) DG_MUST_CHECK;
 
 /* Copy a text column (NULL stays NULL); caller frees. */
 char *dg_store_col_dup(dg_stmt *s, int col);
@@ -146,15 +167,15 @@ char *dg_store_col_dup(dg_stmt *s, int col);
 long dg_store_changes(dg_store *st);
 
 /* In a SQLite transaction, no other store open on the file (asked once per
- * transaction, store_shared.c): 1, else 0 (PostgreSQL: always 0). */
+ * transaction, store_instances.c): 1, else 0 (PostgreSQL: always 0). */
 int dg_store_alone_in_txn(dg_store *st);
 
-/* The pending mark (store_turns.c): written now (OC_OK when none), or
+/* The pending mark (store_turns_marks.c): written now (OC_OK when none), or
  * dropped with the transaction that claimed it. _commit: the last write of
  * the transaction (dg_store_commit), where a mark carrying nothing goes to
  * turn_seen. */
-int dg_store_turns_pending_flush(dg_store *st);
-int dg_store_turns_pending_commit(dg_store *st);
+int dg_store_turns_pending_flush(dg_store *st) DG_MUST_CHECK;
+int dg_store_turns_pending_commit(dg_store *st) DG_MUST_CHECK;
 void dg_store_turns_pending_drop(dg_store *st);
 
 /* The next order of a transition or state write at at_ms: strictly
@@ -168,12 +189,12 @@ int64_t dg_store_next_ord(dg_store *st, int64_t at_ms);
 void dg_store_saw_ord(dg_store *st, int64_t ord);
 
 /* Write the newest scope state carried by marks of channel_id into its
- * state rows and clear it from the marks (store_turns.c). */
-int dg_store_turns_fold_channel(dg_store *st, const char *channel_id);
+ * state rows and clear it from the marks (store_turns_state.c). */
+int dg_store_turns_fold_channel(dg_store *st, const char *channel_id) DG_MUST_CHECK;
 
 /* dg_store_turns_fold_channel for every channel (opening a store: the
  * marks' states are known only to the store that wrote them). */
-int dg_store_turns_fold_all(dg_store *st);
+int dg_store_turns_fold_all(dg_store *st) DG_MUST_CHECK;
 
 /* The transition t as the mark of its message stores it, into *out (its
  * strings t's or buf's): what the engine writes most is left out and the
@@ -193,7 +214,7 @@ void dg_store_transition_bind(dg_stmt *s, const dg_transition *t, int64_t ord);
 /* Attach t (ord) to the pending mark when it is t->message_id's of
  * channel_id: 1 (copied; OC_ERR_NOMEM < 0 when the copy failed), else 0. */
 int dg_store_turns_pending_attach(dg_store *st, const char *channel_id, const dg_transition *t,
-                                  int64_t ord);
+                                  int64_t ord) DG_MUST_CHECK;
 
 
 /*
@@ -203,23 +224,23 @@ int dg_store_turns_pending_attach(dg_store *st, const char *channel_id, const dg
  * store_db.h. dg_pg_exec runs SQL without parameters or rows (BEGIN,
  * COMMIT); OC_OK or OC_ERR_IO.
  */
-int dg_pg_open(dg_store *st, const char *url, char *err, size_t err_len);
+int dg_pg_open(dg_store *st, const char *url, char *err, size_t err_len) DG_MUST_CHECK;
 void dg_pg_close(dg_store *st);
 /* Read-only (dirigent-ctl, store_operator.c): the database must be ours at
  * exactly this build's version; nothing is created, migrated or written
  * (the session is default_transaction_read_only). dg_pg_begin_read opens
  * a READ ONLY snapshot transaction without the writers' lock. */
-int dg_pg_open_readonly(dg_store *st, const char *url, char *err, size_t err_len);
-int dg_pg_begin_read(dg_store *st);
-int dg_pg_stmt_prepare(dg_store *st, const char *sql, dg_stmt *out);
+int dg_pg_open_readonly(dg_store *st, const char *url, char *err, size_t err_len) DG_MUST_CHECK;
+int dg_pg_begin_read(dg_store *st) DG_MUST_CHECK;
+int dg_pg_stmt_prepare(dg_store *st, const char *sql, dg_stmt *out) DG_MUST_CHECK;
 void dg_pg_stmt_free(dg_stmt *s);
 void dg_pg_bind(dg_stmt *s, int idx, const char *text);
-int dg_pg_step(dg_stmt *s);
+int dg_pg_step(dg_stmt *s) DG_MUST_CHECK;
 const char *dg_pg_col(dg_stmt *s, int col);
 long dg_pg_changes(dg_stmt *s);
 void dg_pg_reset(dg_stmt *s);
-int dg_pg_begin(dg_store *st);
-int dg_pg_commit(dg_store *st);
+int dg_pg_begin(dg_store *st) DG_MUST_CHECK;
+int dg_pg_commit(dg_store *st) DG_MUST_CHECK;
 void dg_pg_rollback(dg_store *st);
 long dg_pg_last_changes(dg_store *st);
 int64_t dg_pg_total_changes(dg_store *st);
@@ -235,16 +256,18 @@ int64_t dg_pg_change_seq(dg_store *st);
  *   v4 store_discuss.c discussions, closed notices
  *   v5 store_tool_calls.c  tool results by ctx.toolCallId (idempotent tools)
  *   v6 store_turns.c   agent_end runs already handled (dedup by runId)
- *   v7 store_discuss.c discussion timers and end status (issue 16)
- *   v8 store_shared.c  change log and leases: instances sharing a store (issue 17)
- *   v9 store_discuss_index.c  discussion channel names, members by agent (issue 16)
- *   v10 store_transitions.c turn transitions with their causes (issue 16)
- *   v11 store_outbox.c outbox state CHECK as a range (issue 14: no ephemeral
+ *   v7 store_discuss.c discussion timers and end status
+ *   v8 store_instances.c  change log and leases: instances sharing a store
+ *   v9 store_discuss_index.c  discussion channel names, members by agent
+ *   v10 store_transitions.c turn transitions with their causes
+ *   v11 store_outbox.c outbox state CHECK as a range (no ephemeral
  *       table per write); its PostgreSQL text differs (dg_schema_step_pg)
- *   v12 store_outbox.c index of the outbox's due rows per channel (issue 14)
- *   v13 store_transitions.c a message's transition in its dedup mark (issue 14)
- *   v14 store_turns.c  marks carry their scope's new state (issue 14)
- *   v15 store_turns.c  marks that carry nothing in a table of their own (issue 14)
+ *   v12 store_outbox.c index of the outbox's due rows per channel
+ *   v13 store_transitions.c a message's transition in its dedup mark
+ *   v14 store_turns.c  marks carry their scope's new state
+ *   v15 store_turns.c  marks that carry nothing in a table of their own
+ *   v16 store_turns.c  where each member stands in its channel's turn order
+ *   v17 store_turns.c  when the moderator last hinted at a mistyped command
  * Append new steps only; never edit a released one.
  */
 extern const char *const dg_schema_steps[];
@@ -279,32 +302,34 @@ const char *dg_schema_step_pg(int v);
 char *dg_store_tables_of_version(int v);
 int dg_store_has_tables(const char *have, const char *want);
 
-/* The head of the change log: the latest sequence (store_shared.c). */
+/* The head of the change log: the latest sequence (store_instances.c). */
 extern const char dg_sql_change_head[];
 
 /* Start st's checkpoint thread and its connection on path, and take the
  * WAL's checkpoints off the committing threads (store_checkpoint.c); OC_OK
  * or a message in err. Stopped (joined, connection closed) by
  * dg_store_checkpointer_stop, which does nothing when none runs. */
-int dg_store_checkpointer_start(dg_store *st, const char *path, char *err, size_t err_len);
+int dg_store_checkpointer_start(dg_store *st, const char *path, char *err, size_t err_len)
+    DG_MUST_CHECK;
 void dg_store_checkpointer_stop(dg_store *st);
 
-/* Open the probe connection of st on path (store_shared.c); OC_OK or
+/* Open the probe connection of st on path (store_instances.c); OC_OK or
  * OC_ERR_IO with a sentence in err. Init only. */
-int dg_store_probe_open(dg_store *st, const char *path, char *err, size_t err_len);
+int dg_store_probe_open(dg_store *st, const char *path, char *err, size_t err_len) DG_MUST_CHECK;
 
 /* A store with nothing open yet (no connection, no presence), for the
  * open functions to fill; NULL when out of memory. dg_store_close frees it. */
 dg_store *dg_store_new(void);
 
-/* A new random instance id into st->instance (store_shared.c). */
-int dg_store_make_instance(dg_store *st);
+/* A new random instance id into st->instance (store_instances.c). */
+int dg_store_make_instance(dg_store *st) DG_MUST_CHECK;
 
-/* Join the stores present on the file at path (store_shared.c): take the
+/* Join the stores present on the file at path (store_instances.c): take the
  * presence lock, then wait out any write transaction begun before it. At
  * open, before anything reads turn state. OC_OK or OC_ERR_IO (message in
  * err). */
-int dg_store_presence_join(dg_store *st, const char *path, char *err, size_t err_len);
+int dg_store_presence_join(dg_store *st, const char *path, char *err, size_t err_len)
+    DG_MUST_CHECK;
 
 /* At close: give up the presence lock (the file stays). */
 void dg_store_presence_leave(dg_store *st);

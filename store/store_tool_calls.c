@@ -6,8 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "openclaw/plugin.h"
-#include "store_internal.h"
+#include "store_int.h"
 
 /*
  * Migration v4 -> v5. A pending row has no result and no done time; a done
@@ -53,6 +52,7 @@ static const char SQL_GET[] =
 int dg_store_tool_call_get(dg_store *st, const char *tool, const char *call_id,
                            const char *fingerprint, dg_tool_call_row *out)
 {
+    DG_ASSERT_IN_TXN(st);
     memset(out, 0, sizeof *out);
     dg_stmt *s = dg_store_stmt(st, SQL_GET);
     if (!s)
@@ -92,14 +92,13 @@ static const char SQL_INTENT[] =
 int dg_store_tool_call_intent(dg_store *st, const char *tool, const char *call_id,
                               const char *fingerprint, int64_t now_ms)
 {
+    DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, SQL_INTENT);
     if (!s)
         return OC_ERR_IO;
     bind_key(s, tool, call_id, fingerprint);
     dg_bind_int64(s, 4, now_ms);
-    int rc = dg_step(s);
-    dg_reset(s);
-    if (rc != DG_DONE)
+    if (dg_store_run(s) != OC_OK)
         return OC_ERR_IO;
     return dg_store_changes(st) == 1 ? OC_OK : OC_ERR_CONFLICT;
 }
@@ -119,6 +118,7 @@ int dg_store_tool_call_done(dg_store *st, const char *tool, const char *call_id,
                             const char *fingerprint, const dg_tool_call_row *result,
                             int64_t now_ms)
 {
+    DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, SQL_DONE);
     if (!s)
         return OC_ERR_IO;
@@ -131,9 +131,7 @@ int dg_store_tool_call_done(dg_store *st, const char *tool, const char *call_id,
         dg_bind_null(s, 6);
     dg_store_bind_text(s, 7, result->origin_channel_id);
     dg_store_bind_text(s, 8, result->summary_path);
-    int rc = dg_step(s);
-    dg_reset(s);
-    if (rc != DG_DONE)
+    if (dg_store_run(s) != OC_OK)
         return OC_ERR_IO;
     return dg_store_changes(st) == 1 ? OC_OK : OC_ERR_CONFLICT;
 }
@@ -142,15 +140,14 @@ static const char SQL_PRUNE[] = "DELETE FROM tool_calls WHERE started_at_ms < ?"
 
 int dg_store_tool_calls_prune(dg_store *st, int64_t before_ms, long *removed)
 {
+    DG_ASSERT_IN_TXN(st);
     if (removed)
         *removed = 0;
     dg_stmt *s = dg_store_stmt(st, SQL_PRUNE);
     if (!s)
         return OC_ERR_IO;
     dg_bind_int64(s, 1, before_ms);
-    int rc = dg_step(s);
-    dg_reset(s);
-    if (rc != DG_DONE)
+    if (dg_store_run(s) != OC_OK)
         return OC_ERR_IO;
     if (removed)
         *removed = (long)dg_store_changes(st);

@@ -8,7 +8,7 @@
  *     are serialised as SQLite's BEGIN IMMEDIATE serialises them, and each
  *     statement after the lock sees every commit before it;
  *   - INSERT ... ON CONFLICT and RETURNING;
- *   - no notifications: the probe reads the change log's head (store_shared.h)
+ *   - no notifications: the probe reads the change log's head (store_instances.h)
  *     on a second connection, a round trip per decision but never stale;
  *   - pg_advisory_xact_lock at open only, so two instances starting on an
  *     empty database do not both create the schema.
@@ -25,7 +25,7 @@
  * The password of the url never reaches a message: messages name the
  * store as user@host:port/dbname, and libpq's own texts are scrubbed of it.
  */
-#include "store_internal.h"
+#include "store_int.h"
 
 #include <libpq-fe.h>
 #include <stdio.h>
@@ -33,7 +33,6 @@
 #include <string.h>
 
 #include "errors.h"
-#include "openclaw/plugin.h"
 #include "scrub.h"
 
 #define DG_PG_MAXP 24 /* most parameters of one statement (the scope row has 19) */
@@ -68,7 +67,7 @@ struct dg_pg_stmt {
 
 /* A transaction starts with these three in one pipelined round trip: the
  * writers' lock, then (a new snapshot in READ COMMITTED, taken once the
- * lock is held) the head of the change log, which spares store_shared.c
+ * lock is held) the head of the change log, which spares store_instances.c
  * two queries per transaction. Prepared: parsing them each time cost more
  * than the round trip (a raw BEGIN/INSERT/COMMIT took 98-102 us p50 on
  * loopback here, with these as one simple-query batch 165-183 us, as

@@ -1,5 +1,5 @@
 /*
- * store_transitions.h -- the turn transitions log (schema v10, issue 16):
+ * store_transitions.h -- the turn transitions log (schema v10):
  * why an agent did (not) speak, for the operator's CLI. Every write of a
  * scope's turn state by the engine (a message, a run's end, a timeout, an
  * admin command -- never before_model_resolve) records one transition
@@ -40,16 +40,17 @@ void dg_transitions_free(dg_transition *v, size_t n);
  * t->message_id when that message has one in the channel, else appended to
  * the log, pruning the scope. OC_ERR_INVALID (nothing written) when its
  * scope, cause or state is NULL. */
-int dg_store_transition_add(dg_store *st, const char *channel_id, const dg_transition *t);
+int dg_store_transition_add(dg_store *st, const char *channel_id, const dg_transition *t)
+    DG_MUST_CHECK;
 
 /* Move the transitions of marks older than before_ms to the log (which
  * then keeps the newest DG_TRANSITIONS_KEEP per scope): before those marks
  * are deleted. */
-int dg_store_transitions_rescue(dg_store *st, int64_t before_ms);
+int dg_store_transitions_rescue(dg_store *st, int64_t before_ms) DG_MUST_CHECK;
 
 /* The newest `max` transitions of channel_id (scope NULL: every scope),
  * newest first: *out malloc'd (dg_transitions_free), *n rows. */
 int dg_store_transitions_list(dg_store *st, const char *channel_id, const char *scope,
-                              size_t max, dg_transition **out, size_t *n);
+                              size_t max, dg_transition **out, size_t *n) DG_MUST_CHECK;
 
 #endif
