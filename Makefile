@@ -324,8 +324,8 @@ VALGRIND_SKIP += cli             # ocgw and fake-discord as subprocesses, unseen
 VALGRIND_SKIP += noreply         # dirigent-noreply as a subprocess, unseen by valgrind
 VALGRIND_SKIP += e2e             # ocgw and fake-discord as subprocesses, unseen by valgrind
 VALGRIND_SKIP += shared_gateways # two ocgw as subprocesses, unseen by valgrind
-VALGRIND_SKIP += model           # 150 random sequences: hours under valgrind; its code paths run in turn_hooks
-VALGRIND_SKIP += faults          # kills its own children with SIGKILL and counts them; needs CK_FORK
+VALGRIND_SKIP += model           # long random sequences; the code they drive runs in turn_hooks and claim
+VALGRIND_SKIP += faults          # SIGKILLs its children mid-write, fills a tmpfs; the parent's code is store's and outbox's
 VALGRIND_SUITES ?= $(filter-out $(VALGRIND_SKIP),$(ALL_SUITES))
 valgrind-list:
 	@echo $(VALGRIND_SUITES)
