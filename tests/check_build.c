@@ -647,19 +647,12 @@ END_TEST
  * *out gets what it printed (malloc'd). */
 static int length_check(const char *const *args, char **out)
 {
-    char *dir = tu_mkdtemp();
-    char *outf = tu_path(dir, "out");
     const char *argv[16] = {"sh", "scripts/check-length.sh"};
     int n = 2;
     for (const char *const *a = args; *a && n < 15; a++)
         argv[n++] = *a;
     argv[n] = NULL;
-    int st = tu_run_wait(argv, outf, outf, NULL, 60000);
-    *out = read_text(outf);
-    tu_rmtree(dir);
-    free(dir);
-    free(outf);
-    return st;
+    return run_capture(argv, out);
 }
 
 START_TEST(the_size_rule_holds)
