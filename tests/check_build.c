@@ -694,19 +694,19 @@ START_TEST(the_size_rule_names_each_offender)
                  "explained", 150);
     put_function(f, "", "allowed_one", 120);
     fclose(f);
-    /* 1,001 lines, and 1,001 lines with a reason. */
-    f = fopen(big, "w");
-    ck_assert_ptr_nonnull(f);
-    fprintf(f, "/* big.c */\n");
-    for (int i = 1; i < 1001; i++)
-        fprintf(f, "int v%d;\n", i);
-    fclose(f);
-    f = fopen(whole, "w");
-    ck_assert_ptr_nonnull(f);
-    fprintf(f, "/*\n * whole.c -- a table\n * one piece: the generated table\n */\n");
-    for (int i = 4; i < 1001; i++)
-        fprintf(f, "int w%d;\n", i);
-    fclose(f);
+    /* 1,001 lines, and 1,001 lines with a reason in the first comment. */
+    static const char *const heads[] = {"/* big.c */\n",
+                                        "/*\n * whole.c -- a table\n"
+                                        " * one piece: the generated table\n */\n"};
+    const char *files[] = {big, whole};
+    for (int k = 0; k < 2; k++) {
+        f = fopen(files[k], "w");
+        ck_assert_ptr_nonnull(f);
+        fputs(heads[k], f);
+        for (int i = k ? 4 : 1; i < 1001; i++)
+            fprintf(f, "int v%d;\n", i);
+        fclose(f);
+    }
     ck_assert_int_eq(tu_write_file(allow, "# comment\nfunction allowed_one: being split\n"
                                           "function gone_one: being split\n"),
                      0);
