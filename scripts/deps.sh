@@ -2,6 +2,10 @@
 # Install the Debian packages the build needs, but only those missing.
 # As root it installs them with apt-get; otherwise it prints the command.
 #   sh scripts/deps.sh PKG...     the given packages (make deps passes the build's)
+#   sh scripts/deps.sh --missing PKG...   prints those of PKG not installed, on
+#                                 one line (nothing when none), installs nothing
+#   sh scripts/deps.sh --format   clang-format 14 for make format and make
+#                                 format-check (CI runs the check)
 #   sh scripts/deps.sh --fuzz     the optional fuzzing toolchain (make fuzz):
 #                                 clang and libFuzzer's runtime; make check
 #                                 never needs them
@@ -14,8 +18,14 @@
 #                                 Not libpq-dev:arm64: it would replace the
 #                                 amd64 one; the link names libpq.so.5 itself.
 set -eu
-if [ "${1:-}" = "--fuzz" ]; then
+only_list=""
+if [ "${1:-}" = "--missing" ]; then
+    only_list=1
+    shift
+elif [ "${1:-}" = "--fuzz" ]; then
     set -- clang libclang-rt-14-dev
+elif [ "${1:-}" = "--format" ]; then
+    set -- clang-format-14
 elif [ "${1:-}" = "--release" ]; then
     shift
     pkgs="libsqlite3-dev libjansson-dev libcurl4-openssl-dev libmicrohttpd-dev libpq-dev"
@@ -41,10 +51,24 @@ elif [ "${1:-}" = "--release" ]; then
     # shellcheck disable=SC2086
     set -- $pkgs
 fi
+# One dpkg-query for all (every build starts here); a package dpkg does not
+# know is missing too. Names may carry an architecture (libpq5:arm64).
+installed=$(dpkg-query -W -f='${Package}:${Architecture} ${Status}\n' "$@" 2>/dev/null |
+            sed -n 's/ install ok installed$//p')
+native=$(dpkg --print-architecture 2>/dev/null || echo none)
 missing=""
 for p in "$@"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+    case $p in *:*) want=$p ;; *) want="$p:$native $p:all" ;; esac
+    found=""
+    for w in $want; do
+        printf '%s\n' "$installed" | grep -qxF "$w" && found=1
+    done
+    [ -n "$found" ] || missing="$missing $p"
 done
+if [ -n "$only_list" ]; then
+    [ -z "$missing" ] || echo "${missing# }"
+    exit 0
+fi
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" -ne 0 ]; then
     echo "dirigent: missing packages:$missing" >&2

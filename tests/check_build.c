@@ -521,6 +521,221 @@ START_TEST(install_then_uninstall_leaves_nothing)
 }
 END_TEST
 
+/* The whole of a text file (malloc'd; "" when it cannot be read). */
+static char *read_text(const char *path)
+{
+    size_t n;
+    char *text = access(path, R_OK) == 0 ? slurp(path, &n) : strdup("");
+    return text;
+}
+
+/* Is word a whole word (space-separated) of list? */
+static int has_word(const char *list, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *p = strstr(list, word); p; p = strstr(p + 1, word))
+        if ((p == list || p[-1] == ' ' || p[-1] == '\n') && (p[n] == ' ' || p[n] == '\n' || !p[n]))
+            return 1;
+    return 0;
+}
+
+/* Every make_<name>_suite of tests/check_*.c, space-separated (malloc'd). */
+static char *suite_names(void)
+{
+    DIR *d = opendir("tests");
+    ck_assert_ptr_nonnull(d);
+    size_t cap = 4096, len = 0;
+    char *out = calloc(1, cap);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (strncmp(e->d_name, "check_", 6) != 0 || n < 3 || strcmp(e->d_name + n - 2, ".c") != 0)
+            continue;
+        char path[600];
+        snprintf(path, sizeof path, "tests/%s", e->d_name);
+        char *text = read_text(path);
+        for (char *p = strstr(text, "\nSuite *make_"); p; p = strstr(p + 1, "\nSuite *make_")) {
+            char *name = p + strlen("\nSuite *make_");
+            char *end = strstr(name, "_suite(void)");
+            if (!end || memchr(name, '\n', (size_t)(end - name)))
+                continue;
+            ck_assert(len + (size_t)(end - name) + 2 < cap);
+            len += (size_t)snprintf(out + len, cap - len, "%.*s ", (int)(end - name), name);
+        }
+        free(text);
+    }
+    closedir(d);
+    return out;
+}
+
+START_TEST(valgrind_runs_every_suite_but_the_excused)
+{
+    /* The list was kept by hand and had silently left out suites added
+     * after it (13 of 36 at one time). Now it is every suite minus
+     * VALGRIND_SKIP, whose entries each name a suite and say why. */
+    char *all = suite_names();
+    const char *args[] = {"-s", "valgrind-list", NULL};
+    char *list = make_run(0, args);
+    char *mk = read_text("Makefile");
+    char skipped[2048] = "";
+    int n_skip = 0;
+    for (char *p = strstr(mk, "\nVALGRIND_SKIP += "); p; p = strstr(p + 1, "\nVALGRIND_SKIP += ")) {
+        char *line = line_with(p + 1, "VALGRIND_SKIP += ");
+        char name[64] = "";
+        ck_assert_int_eq(sscanf(line + strlen("VALGRIND_SKIP += "), "%63s", name), 1);
+        const char *why = strchr(line, '#');
+        ck_assert_msg(why && strlen(why) > 10, "Makefile: VALGRIND_SKIP entry %s says no why (# reason): %s",
+                      name, line);
+        ck_assert_msg(has_word(all, name), "Makefile: VALGRIND_SKIP names %s, which is no suite "
+                      "(suites: %s): remove the line", name, all);
+        ck_assert_msg(!has_word(list, name), "valgrind runs %s although VALGRIND_SKIP leaves it out",
+                      name);
+        snprintf(skipped + strlen(skipped), sizeof skipped - strlen(skipped), "%s ", name);
+        n_skip++;
+        free(line);
+    }
+    ck_assert_msg(n_skip > 0, "Makefile has no VALGRIND_SKIP lines: %.300s", list);
+    char *save = NULL;
+    for (char *w = strtok_r(all, " ", &save); w; w = strtok_r(NULL, " ", &save))
+        ck_assert_msg(has_word(list, w) != has_word(skipped, w),
+                      "suite %s is %s: make valgrind must run each suite not in VALGRIND_SKIP "
+                      "(valgrind list: %s)", w, has_word(list, w) ? "run and skipped" : "missing",
+                      list);
+    free(all);
+    free(list);
+    free(mk);
+}
+END_TEST
+
+START_TEST(fuzz_targets_are_the_manifest_hooks_and_tools)
+{
+    /* FUZZ_HOOKS and FUZZ_TOOLS were kept by hand; they are what
+     * manifest.json declares, which check_plugin holds equal to what the
+     * plugin registers: one target per hook and per tool, none more. */
+    json_error_t jerr;
+    json_t *m = json_load_file("manifest.json", 0, &jerr);
+    ck_assert_msg(m, "manifest.json: %s", jerr.text);
+    const char *args[] = {"-s", "fuzz-list", NULL};
+    char *list = make_run(0, args);
+    static const char *const kinds[][2] = {{"hooks", "hook_"}, {"tools", "tool_"}};
+    for (size_t k = 0; k < 2; k++) {
+        json_t *names = json_object_get(json_object_get(m, "contracts"), kinds[k][0]);
+        ck_assert_msg(json_array_size(names) > 0, "manifest.json has no contracts.%s", kinds[k][0]);
+        size_t i;
+        json_t *v;
+        json_array_foreach(names, i, v) {
+            char want[128];
+            snprintf(want, sizeof want, "%s%s", kinds[k][1], json_string_value(v));
+            for (char *c = want; *c; c++)
+                if (*c == '-')
+                    *c = '_';
+            ck_assert_msg(has_word(list, want), "no fuzz target %s for contracts.%s in: %s", want,
+                          kinds[k][0], list);
+        }
+        size_t targets = 0;
+        for (const char *p = strstr(list, kinds[k][1]); p; p = strstr(p + 1, kinds[k][1]))
+            targets += p == list || p[-1] == ' ';
+        ck_assert_msg(targets == json_array_size(names), "%zu %s targets for %zu %s: %s", targets,
+                      kinds[k][1], json_array_size(names), kinds[k][0], list);
+    }
+    free(list);
+    json_decref(m);
+}
+END_TEST
+
+/* sh scripts/check-length.sh args... from the top folder: its exit status;
+ * *out gets what it printed (malloc'd). */
+static int length_check(const char *const *args, char **out)
+{
+    const char *argv[16] = {"sh", "scripts/check-length.sh"};
+    int n = 2;
+    for (const char *const *a = args; *a && n < 15; a++)
+        argv[n++] = *a;
+    argv[n] = NULL;
+    return run_capture(argv, out);
+}
+
+START_TEST(the_size_rule_holds)
+{
+    /* No function in plugin/ store/ hooks/ discord/ over 100 lines, no
+     * file over 1,000, unless it says why it must be one piece;
+     * scripts/length-allow.txt names those still being split. */
+    const char *args[] = {NULL};
+    char *out = NULL;
+    int st = length_check(args, &out);
+    ck_assert_msg(st == 0, "scripts/check-length.sh (status %d):\n%s", st, out);
+    free(out);
+}
+END_TEST
+
+/* A function named name of body_lines lines (signature and braces
+ * included) after the comment cmt ("" for none), appended to f. */
+static void put_function(FILE *f, const char *cmt, const char *name, int lines)
+{
+    fprintf(f, "%sint %s(void)\n{\n", cmt, name);
+    for (int i = 0; i < lines - 3; i++)
+        fprintf(f, "    x++;\n");
+    fprintf(f, "}\n\n");
+}
+
+START_TEST(the_size_rule_names_each_offender)
+{
+    char *tmp = tu_mkdtemp();
+    char *plugin = tu_path(tmp, "plugin");
+    ck_assert_int_eq(mkdir(plugin, 0755), 0);
+    char *src = tu_path(plugin, "long.c"), *big = tu_path(plugin, "big.c"),
+         *whole = tu_path(plugin, "whole.c"), *allow = tu_path(tmp, "allow");
+    FILE *f = fopen(src, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "/*\n * long.c -- test input\n */\nstatic int x;\n\n");
+    put_function(f, "", "just_fits", 100);
+    put_function(f, "/* Too long by one. */\n", "too_long", 101);
+    put_function(f, "/* The states of one machine.\n * one piece: a switch over every state */\n",
+                 "explained", 150);
+    put_function(f, "", "allowed_one", 120);
+    fclose(f);
+    /* 1,001 lines, and 1,001 lines with a reason in the first comment. */
+    static const char *const heads[] = {"/* big.c */\n",
+                                        "/*\n * whole.c -- a table\n"
+                                        " * one piece: the generated table\n */\n"};
+    const char *files[] = {big, whole};
+    for (int k = 0; k < 2; k++) {
+        f = fopen(files[k], "w");
+        ck_assert_ptr_nonnull(f);
+        fputs(heads[k], f);
+        for (int i = k ? 4 : 1; i < 1001; i++)
+            fprintf(f, "int v%d;\n", i);
+        fclose(f);
+    }
+    ck_assert_int_eq(tu_write_file(allow, "# comment\nfunction allowed_one: being split\n"
+                                          "function gone_one: being split\n"),
+                     0);
+    const char *args[] = {"--allow", allow, plugin, NULL};
+    char *out = NULL;
+    int st = length_check(args, &out);
+    ck_assert_msg(st == 1, "status %d:\n%s", st, out);
+    ck_assert_msg(strstr(out, "long.c:108: function too_long has 101 lines (at most 100)"), "%s",
+                  out);
+    ck_assert_msg(strstr(out, "big.c: 1001 lines (at most 1,000)"), "%s", out);
+    ck_assert_msg(strstr(out, "\"function gone_one\" is no offender any more"), "%s", out);
+    ck_assert_msg(!strstr(out, "just_fits") && !strstr(out, "explained") &&
+                      !strstr(out, "allowed_one") && !strstr(out, "whole.c"),
+                  "%s", out);
+    free(out);
+    /* Without the offenders the check passes. */
+    ck_assert_int_eq(unlink(big), 0);
+    ck_assert_int_eq(tu_write_file(allow, "function allowed_one: being split\n"
+                                          "function too_long: being split\n"),
+                     0);
+    st = length_check(args, &out);
+    ck_assert_msg(st == 0, "status %d:\n%s", st, out);
+    free(out);
+    free(src), free(big), free(whole), free(allow), free(plugin);
+    tu_rmtree(tmp);
+    free(tmp);
+}
+END_TEST
+
 Suite *make_build_suite(void)
 {
     Suite *s = suite_create("build");
@@ -534,6 +749,10 @@ Suite *make_build_suite(void)
     tcase_add_test(tc, embedded_templates_keep_every_character);
     tcase_add_test(tc, one_version_everywhere);
     tcase_add_test(tc, install_then_uninstall_leaves_nothing);
+    tcase_add_test(tc, valgrind_runs_every_suite_but_the_excused);
+    tcase_add_test(tc, fuzz_targets_are_the_manifest_hooks_and_tools);
+    tcase_add_test(tc, the_size_rule_holds);
+    tcase_add_test(tc, the_size_rule_names_each_offender);
     suite_add_tcase(s, tc);
     return s;
 }

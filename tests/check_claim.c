@@ -194,6 +194,40 @@ static dg_turn_state peek(void)
     return peek_on(&H);
 }
 
+/* alpha, bravo and charlie join in that order, each through a first,
+ * id-less decision: alpha holds the turn, the other two are claimed. */
+static void join_abc(void)
+{
+    for (int i = 0; i < 3; i++)
+        ck_assert_msg(claim(ABC[i], NULL) == (i > 0), "joining %s", ABC[i]);
+}
+
+/* agent's run run_id in instance h is held back: claimed, h's log says why
+ * (words), and h's turn state is still *before. */
+static void assert_held_back(tth *h, const dg_turn_state *before, const char *agent,
+                             const char *run_id, const char *words)
+{
+    ck_assert_msg(claim_on(h, agent, run_id) == 1, "run %s of %s not claimed", run_id, agent);
+    ck_assert_msg(tth_log_has(h, words), "no \"%s\" in the log:\n%s", words, h->log);
+    dg_turn_state after = peek_on(h);
+    ck_assert_msg(dg_turn_state_same(before, &after), "run %s of %s changed the turn", run_id,
+                  agent);
+}
+
+#define KICKOFF "[Discussion Started] This channel was created for a discussion."
+
+/* alpha, bravo, charlie join, a human says "go", the moderator posts the
+ * discussion's kickoff and alpha's run ends speaking: the turn is bravo's. */
+static void kickoff_then_alpha_spoke(void)
+{
+    join_abc();
+    human_says("go");
+    char id[24];
+    ck_assert_int_eq(tth_msg(&H, CH1, NULL, mid(id), TTH_MOD_UID, 1, KICKOFF, NULL), OC_OK);
+    ck_assert_int_eq(claim(TTH_ALPHA, "a1"), 0);
+    ck_assert_int_eq(end_run(TTH_ALPHA, "a1", "Review: versioned structs."), OC_OK);
+}
+
 /* alpha, bravo, charlie join in that order (a first, id-less decision),
  * then a human asks: alpha speaks first. */
 static void join3_and_ask(void)
@@ -330,8 +364,7 @@ END_TEST
  * the turn; the run whose prompt carries alpha's answer counts. */
 START_TEST(test_run_for_an_older_message_than_the_latest_is_held_back)
 {
-    for (int i = 0; i < 3; i++)
-        ck_assert_int_eq(claim(ABC[i], NULL), i > 0);
+    join_abc();
     const char *ask = "Which day should we ship the release?";
     human_says(ask);
     claim_body = ask;
@@ -365,21 +398,13 @@ END_TEST
  * reviewer spoke and the turn had come to coder). */
 START_TEST(test_run_for_the_moderators_older_text_is_held_back)
 {
-    for (int i = 0; i < 3; i++)
-        ck_assert_int_eq(claim(ABC[i], NULL), i > 0);
-    human_says("go");
-    const char *kickoff = "[Discussion Started] This channel was created for a discussion.";
-    char id[24];
-    ck_assert_int_eq(tth_msg(&H, CH1, NULL, mid(id), TTH_MOD_UID, 1, kickoff, NULL), OC_OK);
-    ck_assert_int_eq(claim(TTH_ALPHA, "a1"), 0);
-    ck_assert_int_eq(end_run(TTH_ALPHA, "a1", "Review: versioned structs."), OC_OK);
+    kickoff_then_alpha_spoke();
     agent_posts(TTH_ALPHA, "Review: versioned structs behind one entry point.");
     dg_turn_state before = peek();
     ck_assert_int_eq(before.speaker, 1);
-    claim_body = kickoff;
-    ck_assert_int_eq(claim(TTH_BRAVO, "b-late"), 1);
-    dg_turn_state after = peek();
-    ck_assert(dg_turn_state_same(&before, &after));
+    claim_body = KICKOFF;
+    assert_held_back(&H, &before, TTH_BRAVO, "b-late",
+                     "this run answers an older message than the latest");
     claim_body = "Review: versioned structs behind one entry point.";
     ck_assert_int_eq(claim(TTH_BRAVO, "b2"), 0);
     claim_body = "hello";
@@ -395,19 +420,12 @@ END_TEST
  * back until that reply arrives; the run for the reply counts. */
 START_TEST(test_run_before_the_previous_speakers_reply_arrives_is_held_back)
 {
-    for (int i = 0; i < 3; i++)
-        ck_assert_int_eq(claim(ABC[i], NULL), i > 0);
-    human_says("go");
-    const char *kickoff = "[Discussion Started] This channel was created for a discussion.";
-    char id[24];
-    ck_assert_int_eq(tth_msg(&H, CH1, NULL, mid(id), TTH_MOD_UID, 1, kickoff, NULL), OC_OK);
-    ck_assert_int_eq(claim(TTH_ALPHA, "a1"), 0);
-    ck_assert_int_eq(end_run(TTH_ALPHA, "a1", "Review: versioned structs."), OC_OK);
+    kickoff_then_alpha_spoke();
     dg_turn_state before = peek();
     ck_assert_int_eq(before.speaker, 1);
-    claim_body = kickoff; /* alpha's review has not come in yet */
-    ck_assert_int_eq(claim(TTH_BRAVO, "b-late"), 1);
-    ck_assert(tth_log_has(&H, "the previous speaker's reply, which has not arrived yet"));
+    claim_body = KICKOFF; /* alpha's review has not come in yet */
+    assert_held_back(&H, &before, TTH_BRAVO, "b-late",
+                     "the previous speaker's reply, which has not arrived yet");
     ck_assert_int_eq(end_run(TTH_BRAVO, "b-late", "NO_REPLY"), OC_OK);
     dg_turn_state after = peek();
     ck_assert(dg_turn_state_same(&before, &after));
@@ -424,8 +442,7 @@ END_TEST
  * next speaker's run for it counts at once. */
 START_TEST(test_reply_that_arrived_before_its_run_ended_holds_nothing)
 {
-    for (int i = 0; i < 3; i++)
-        ck_assert_int_eq(claim(ABC[i], NULL), i > 0);
+    join_abc();
     human_says("Which day should we ship the release?");
     ck_assert_int_eq(claim(TTH_ALPHA, "a1"), 0);
     agent_posts(TTH_ALPHA, "Friday, after the freeze, I think.");
@@ -443,8 +460,7 @@ END_TEST
  * speaking: its reply is owed (not here yet), the turn is bravo's. */
 static void alpha_answered_reply_owed(void)
 {
-    for (int i = 0; i < 3; i++)
-        ck_assert_int_eq(claim(ABC[i], NULL), i > 0);
+    join_abc();
     human_says(QUESTION);
     ck_assert_int_eq(claim(TTH_ALPHA, "a1"), 0);
     ck_assert_int_eq(end_run(TTH_ALPHA, "a1", "Friday, after the freeze."), OC_OK);
@@ -463,10 +479,8 @@ START_TEST(test_owed_reply_holds_for_the_turn_timeout_only)
     tth_advance(&H, 20000); /* alpha's run ended 60 s ago */
     dg_turn_state before = peek();
     claim_body = QUESTION;
-    ck_assert_int_eq(claim(TTH_CHARLIE, "c1"), 1);
-    ck_assert(tth_log_has(&H, "the previous speaker's reply, which has not arrived yet"));
-    dg_turn_state after = peek();
-    ck_assert(dg_turn_state_same(&before, &after));
+    assert_held_back(&H, &before, TTH_CHARLIE, "c1",
+                     "the previous speaker's reply, which has not arrived yet");
     tth_advance(&H, 1);
     ck_assert_int_eq(claim(TTH_CHARLIE, "c2"), 0);
     claim_body = "hello";
@@ -544,8 +558,7 @@ static void both_see(const char *sender, int is_bot, const char *text)
 static void alpha_spoke_in_the_first(void)
 {
     start_second();
-    for (int i = 0; i < 3; i++)
-        ck_assert_int_eq(claim(ABC[i], NULL), i > 0);
+    join_abc();
     both_see(TTH_HUMAN_UID, 0, "go");
     ck_assert_int_eq(claim(TTH_ALPHA, "a1"), 0);
     ck_assert_int_eq(end_run(TTH_ALPHA, "a1", "Friday, after the freeze."), OC_OK);
@@ -558,10 +571,8 @@ START_TEST(test_run_in_another_instance_before_the_owed_reply_is_held_back)
 {
     alpha_spoke_in_the_first();
     dg_turn_state before = peek();
-    ck_assert_int_eq(claim_on(&H2, TTH_BRAVO, "b1"), 1);
-    ck_assert(tth_log_has(&H2, "this run answers an older message than the latest"));
-    dg_turn_state after = peek_on(&H2);
-    ck_assert(dg_turn_state_same(&before, &after));
+    assert_held_back(&H2, &before, TTH_BRAVO, "b1",
+                     "this run answers an older message than the latest");
     both_see(TTH_ALPHA_UID, 1, "Friday, after the freeze.");
     ck_assert_int_eq(claim_on(&H2, TTH_BRAVO, "b2"), 0);
     tth_free(&H2);
@@ -581,15 +592,13 @@ START_TEST(test_owed_reply_in_another_instance_holds_for_the_turn_timeout_only)
     advance_both(20000); /* alpha's run ended 60 s ago */
     dg_turn_state before = peek();
     ck_assert_int_eq(before.handoff, DG_NOBODY);
-    ck_assert_int_eq(claim_on(&H2, TTH_CHARLIE, "c1"), 1);
-    ck_assert(tth_log_has(&H2, "this run answers an older message than the latest"));
-    dg_turn_state after = peek_on(&H2);
-    ck_assert(dg_turn_state_same(&before, &after));
+    assert_held_back(&H2, &before, TTH_CHARLIE, "c1",
+                     "this run answers an older message than the latest");
     ck_assert(!tth_log_has(&H2, "in another gateway"));
     advance_both(1);
     ck_assert_int_eq(claim_on(&H2, TTH_CHARLIE, "c2"), 1);
     ck_assert(tth_log_has(&H2, "the turn reached this agent in another gateway"));
-    after = peek_on(&H2);
+    dg_turn_state after = peek_on(&H2);
     ck_assert_int_eq(after.speaker, 2);
     ck_assert_int_eq(after.handoff, 2);
     tth_free(&H2);
@@ -601,8 +610,7 @@ END_TEST
  * the speaker's own latest message. */
 START_TEST(test_run_without_evidence_of_an_older_message_counts)
 {
-    for (int i = 0; i < 3; i++)
-        ck_assert_int_eq(claim(ABC[i], NULL), i > 0);
+    join_abc();
     human_says("ok");
     ck_assert_int_eq(claim(TTH_ALPHA, "a1"), 0);
     ck_assert_int_eq(end_run(TTH_ALPHA, "a1", "Shall we ship on Friday then?"), OC_OK);
@@ -977,8 +985,7 @@ static int sweep_after(int64_t ms)
  * run goes on and ends speaking: bravo holds the turn for alpha's review. */
 static void alpha_reviewed(void)
 {
-    for (int i = 0; i < 3; i++)
-        ck_assert_int_eq(claim(ABC[i], NULL), i > 0);
+    join_abc();
     deliver_all(TTH_HUMAN_UID, 0, ASK);
     claim_body = ASK;
     ck_assert_int_eq(claim(TTH_ALPHA, "a1"), 0);
@@ -1207,12 +1214,20 @@ START_TEST(test_malformed_run_id_and_is_error_refused_by_name)
 }
 END_TEST
 
+/* A test case of the suite: its fixture (setup, then teardown), 60 s. */
+static TCase *add_tcase(Suite *s, const char *name, void (*set_up)(void))
+{
+    TCase *tc = tcase_create(name);
+    tcase_add_checked_fixture(tc, set_up, teardown);
+    tcase_set_timeout(tc, 60);
+    suite_add_tcase(s, tc);
+    return tc;
+}
+
 Suite *make_claim_suite(void)
 {
     Suite *s = suite_create("claim");
-    TCase *tc = tcase_create("claim");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
+    TCase *tc = add_tcase(s, "claim", setup);
     tcase_add_test(tc, test_claims_non_speakers_not_the_speaker);
     tcase_add_test(tc, test_malformed_run_id_and_is_error_refused_by_name);
     tcase_add_test(tc, test_dormant_scope_claims_everyone);
@@ -1234,29 +1249,19 @@ Suite *make_claim_suite(void)
     tcase_add_test(tc, test_old_host_without_claim_hooks_still_starts);
     tcase_add_test(tc, test_no_reply_pair_is_needed_only_without_claim_hooks);
     tcase_add_test(tc, test_malformed_claim_input_is_refused);
-    suite_add_tcase(s, tc);
-    TCase *wake = tcase_create("wake");
-    tcase_add_checked_fixture(wake, setup, teardown);
-    tcase_set_timeout(wake, 60);
+    TCase *wake = add_tcase(s, "wake", setup);
     tcase_add_test(wake, test_stale_run_before_the_idle_reminder_is_claimed);
     tcase_add_test(wake, test_stale_run_before_the_idle_reminder_is_swapped);
     tcase_add_test(wake, test_human_message_ends_the_wait);
     tcase_add_test(wake, test_kickoff_wakes_the_first_participant);
     tcase_add_test(wake, test_no_wait_without_per_agent_reports);
-    suite_add_tcase(s, wake);
-    TCase *nudge = tcase_create("nudge");
-    tcase_add_checked_fixture(nudge, setup_nudge, teardown);
-    tcase_set_timeout(nudge, 60);
+    TCase *nudge = add_tcase(s, "nudge", setup_nudge);
     tcase_add_test(nudge, test_speaker_whose_run_never_came_is_nudged_once);
     tcase_add_test(nudge, test_speaker_with_a_run_under_way_is_not_nudged);
     tcase_add_test(nudge, test_no_nudge_when_turned_off);
-    suite_add_tcase(s, nudge);
-    TCase *err = tcase_create("error_payload");
-    tcase_add_checked_fixture(err, setup, teardown);
-    tcase_set_timeout(err, 60);
+    TCase *err = add_tcase(s, "error_payload", setup);
     tcase_add_test(err, test_error_payload_of_the_speaker_is_cancelled);
     tcase_add_test(err, test_error_message_of_the_speaker_is_cancelled);
     tcase_add_test(err, test_error_payload_in_an_unmanaged_channel_is_untouched);
-    suite_add_tcase(s, err);
     return s;
 }

@@ -4,6 +4,8 @@
  * the key, because that is what the user has to fix.
  */
 #include <check.h>
+#include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,125 +156,71 @@ START_TEST(test_full_config_is_read)
 }
 END_TEST
 
-/* Each case: a config text that must be refused, and the key its error must name. */
-typedef struct bad_case {
-    const char *json;
-    const char *must_name;
-} bad_case;
+/* The refusals are files, a folder per case in tests/config/invalid/:
+ * input.json, a config the plugin must refuse, and error, the text the
+ * refusal must hold (the key the user has to fix). One check per folder,
+ * in name order; a case is added by adding a folder. */
+#define BAD_DIR "tests/config/invalid"
 
-static const bad_case bad_cases[] = {
-    /* required keys missing */
-    {"{\"noReplyModel\":\"m\"," MOD "}", "\"noReplyProvider\""},
-    {"{\"noReplyProvider\":\"p\"," MOD "}", "\"noReplyModel\""},
-    {"{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\"}", "\"discord.moderatorUserId\""},
-    {"{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":{}}", "\"discord.moderatorUserId\""},
-    {"{\"noReplyProvider\":\"\",\"noReplyModel\":\"m\"," MOD "}", "\"noReplyProvider\""},
-    /* wrong types */
-    {"{\"noReplyProvider\":1,\"noReplyModel\":\"m\"," MOD "}", "\"noReplyProvider\""},
-    {"{\"noReplyProvider\":\"p\",\"noReplyModel\":[]," MOD "}", "\"noReplyModel\""},
-    {"{" BASE ",\"sessionPolicy\":true}", "\"sessionPolicy\""},
-    {"{" BASE ",\"sessionPolicy\":\"threads\"}", "\"sessionPolicy\""},
-    {"{" BASE ",\"dbPath\":5}", "\"dbPath\""},
-    {"{" BASE ",\"templatesDir\":{}}", "\"templatesDir\""},
-    {"{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":\"x\"}", "\"discord\""},
-    {"{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":{\"moderatorUserId\":7}}",
-     "\"discord.moderatorUserId\""},
-    {"{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":{\"moderatorUserId\":\"07\"}}",
-     "\"discord.moderatorUserId\""},
-    {"{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":{\"moderatorUserId\":\"1\","
-     "\"apiBase\":\"ftp://x\"}}", "\"discord.apiBase\""},
-    {"{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":{\"moderatorUserId\":\"1\","
-     "\"apiBase\":7}}", "\"discord.apiBase\""},
-    {"{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":{\"moderatorUserId\":\"1\","
-     "\"guildId\":\"abc\"}}", "\"discord.guildId\""},
-    {"{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":{\"moderatorUserId\":\"1\","
-     "\"moderatorToken\":123}}", "\"discord.moderatorToken\""},
-    {"{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":{\"moderatorUserId\":\"1\","
-     "\"timeoutMs\":\"100\"}}", "\"discord.timeoutMs\""},
-    {"{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":{\"moderatorUserId\":\"1\","
-     "\"timeoutMs\":1.5}}", "\"discord.timeoutMs\""},
-    {"{" BASE ",\"agents\":[]}", "\"agents\""},
-    {"{" BASE ",\"agents\":{\"a\":\"123\"}}", "\"agents.a\""},
-    {"{" BASE ",\"agents\":{\"a\":{}}}", "\"agents.a.discordUserId\""},
-    {"{" BASE ",\"agents\":{\"a\":{\"discordUserId\":12}}}", "\"agents.a.discordUserId\""},
-    {"{" BASE ",\"agents\":{\"a\":{\"discordUserId\":\"x1\"}}}", "\"agents.a.discordUserId\""},
-    {"{" BASE ",\"agents\":{\"a b\":{\"discordUserId\":\"5\"}}}", "\"a b\""},
-    {"{" BASE ",\"agents\":{\"a\":{\"discordUserId\":\"5\"},\"b\":{\"discordUserId\":\"5\"}}}",
-     "discordUserId"},
-    {"{" BASE ",\"agents\":{\"a\":{\"discordUserId\":\"1000000000000000001\"}}}",
-     "\"agents.a.discordUserId\""},
-    {"{" BASE ",\"admins\":\"5\"}", "\"admins\""},
-    {"{" BASE ",\"admins\":[\"5\",6]}", "\"admins[1]\""},
-    {"{" BASE ",\"turn\":[]}", "\"turn\""},
-    {"{" BASE ",\"turn\":{\"timeoutSec\":\"60\"}}", "\"turn.timeoutSec\""},
-    {"{" BASE ",\"turn\":{\"maxAgentMessages\":true}}", "\"turn.maxAgentMessages\""},
-    {"{" BASE ",\"discussion\":5}", "\"discussion\""},
-    {"{" BASE ",\"discussion\":{\"maxGuideChars\":null}}", "\"discussion.maxGuideChars\""},
-    {"{" BASE ",\"discussion\":{\"maxSummaryBytes\":\"1\"}}", "\"discussion.maxSummaryBytes\""},
-    {"{" BASE ",\"discussion\":{\"closedNoticeCooldownSec\":[]}}",
-     "\"discussion.closedNoticeCooldownSec\""},
-    /* out of range */
-    {"{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":{\"moderatorUserId\":\"1\","
-     "\"timeoutMs\":99}}", "\"discord.timeoutMs\""},
-    {"{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":{\"moderatorUserId\":\"1\","
-     "\"timeoutMs\":600001}}", "\"discord.timeoutMs\""},
-    {"{" BASE ",\"turn\":{\"timeoutSec\":0}}", "\"turn.timeoutSec\""},
-    {"{" BASE ",\"turn\":{\"timeoutSec\":86401}}", "\"turn.timeoutSec\""},
-    {"{" BASE ",\"turn\":{\"maxAgentMessages\":0}}", "\"turn.maxAgentMessages\""},
-    {"{" BASE ",\"turn\":{\"nudgeSec\":-1}}", "\"turn.nudgeSec\""},
-    {"{" BASE ",\"turn\":{\"nudgeSec\":86401}}", "\"turn.nudgeSec\""},
-    {"{" BASE ",\"turn\":{\"nudgeSec\":\"20\"}}", "\"turn.nudgeSec\""},
-    {"{" BASE ",\"discussion\":{\"maxGuideChars\":0}}", "\"discussion.maxGuideChars\""},
-    {"{" BASE ",\"discussion\":{\"maxSummaryBytes\":0}}", "\"discussion.maxSummaryBytes\""},
-    {"{" BASE ",\"discussion\":{\"maxSummaryBytes\":1073741825}}", "\"discussion.maxSummaryBytes\""},
-    {"{" BASE ",\"discussion\":{\"closedNoticeCooldownSec\":-1}}",
-     "\"discussion.closedNoticeCooldownSec\""},
-    {"{" BASE ",\"discussion\":{\"reminderAfterSec\":-1}}", "\"discussion.reminderAfterSec\""},
-    {"{" BASE ",\"discussion\":{\"reminderAfterSec\":31536001}}",
-     "\"discussion.reminderAfterSec\""},
-    {"{" BASE ",\"discussion\":{\"reminderAfterSec\":\"30m\"}}",
-     "\"discussion.reminderAfterSec\""},
-    {"{" BASE ",\"discussion\":{\"maxLifetimeSec\":-5}}", "\"discussion.maxLifetimeSec\""},
-    {"{" BASE ",\"discussion\":{\"maxLifetimeSec\":1.5}}", "\"discussion.maxLifetimeSec\""},
-    {"{" BASE ",\"discussion\":{\"summaryDir\":\"/abs/dir\"}}", "\"discussion.summaryDir\""},
-    {"{" BASE ",\"discussion\":{\"summaryDir\":\"a/../../up\"}}", "\"discussion.summaryDir\""},
-    {"{" BASE ",\"discussion\":{\"summaryDir\":\"./.\"}}", "\"discussion.summaryDir\""},
-    {"{" BASE ",\"discussion\":{\"summaryDir\":\"\"}}", "\"discussion.summaryDir\""},
-    {"{" BASE ",\"discussion\":{\"summaryTemplate\":7}}", "\"discussion.summaryTemplate\""},
-    {"{" BASE ",\"discussion\":{\"previewChars\":-1}}", "\"discussion.previewChars\""},
-    {"{" BASE ",\"discussion\":{\"previewChars\":4001}}", "\"discussion.previewChars\""},
-    {"{" BASE ",\"discussion\":{\"archiveChannelId\":\"#archive\"}}",
-     "\"discussion.archiveChannelId\""},
-    {"{" BASE ",\"discussion\":{\"archiveChannelId\":42}}", "\"discussion.archiveChannelId\""},
-    {"{" BASE ",\"outbox\":{\"retentionSec\":86399}}", "\"outbox.retentionSec\""},
-    {"{" BASE ",\"outbox\":{\"retentionSec\":315360001}}", "\"outbox.retentionSec\""},
-    {"{" BASE ",\"outbox\":{\"retentionSec\":\"7d\"}}", "\"outbox.retentionSec\""},
-    {"{" BASE ",\"outbox\":{\"retention\":5}}", "\"outbox.retention\""},
-    {"{" BASE ",\"outbox\":3}", "\"outbox\""},
-    /* unknown keys, at every level */
-    {"{" BASE ",\"noReplyModle\":\"x\"}", "\"noReplyModle\""},
-    {"{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":{\"moderatorUserId\":\"1\","
-     "\"token\":\"x\"}}", "\"discord.token\""},
-    {"{" BASE ",\"turn\":{\"timeout\":5}}", "\"turn.timeout\""},
-    {"{" BASE ",\"discussion\":{\"cooldown\":5}}", "\"discussion.cooldown\""},
-    {"{" BASE ",\"agents\":{\"a\":{\"discordUserId\":\"5\",\"model\":\"x\"}}}", "\"agents.a.model\""},
-    /* not an object at all */
-    {"[]", "config"},
-};
+static int not_dot(const struct dirent *e)
+{
+    return e->d_name[0] != '.';
+}
+
+/* The case folders' names, sorted; *n their number. Free with free_names. */
+static struct dirent **bad_case_names(int *n)
+{
+    struct dirent **names = NULL;
+    *n = scandir(BAD_DIR, &names, not_dot, alphasort);
+    if (*n < 0)
+        *n = 0;
+    return names;
+}
+
+static void free_names(struct dirent **names, int n)
+{
+    for (int k = 0; k < n; k++)
+        free(names[k]);
+    free(names);
+}
+
+/* The whole of BAD_DIR/<name>/<file> (malloc'd), trailing newline dropped. */
+static char *case_file(const char *name, const char *file)
+{
+    char path[1024];
+    snprintf(path, sizeof path, BAD_DIR "/%s/%s", name, file);
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f, "%s: %s (each case folder has input.json and error)", path, strerror(errno));
+    char *text = NULL;
+    size_t cap = 0;
+    ssize_t k = getdelim(&text, &cap, '\0', f);
+    fclose(f);
+    ck_assert_msg(k > 0, "%s is empty", path);
+    while (k > 0 && text[k - 1] == '\n')
+        text[--k] = '\0';
+    return text;
+}
 
 START_TEST(test_bad_config_names_key)
 {
     clear_env();
-    const bad_case *bc = &bad_cases[_i];
+    int n;
+    struct dirent **names = bad_case_names(&n);
+    ck_assert_msg(_i < n, "no case %d in %s (%d folders): run from the top folder", _i, BAD_DIR, n);
+    const char *name = names[_i]->d_name;
+    char *json = case_file(name, "input.json"), *must_name = case_file(name, "error");
     dg_config c;
     char err[512] = "";
-    int rc = parse_text(bc->json, &c, err, sizeof err);
-    ck_assert_msg(rc == OC_ERR_INVALID, "case %d accepted (rc %d): %s", _i, rc, bc->json);
-    ck_assert_msg(strstr(err, bc->must_name) != NULL, "case %d: error \"%s\" does not name %s",
-                  _i, err, bc->must_name);
+    int rc = parse_text(json, &c, err, sizeof err);
+    ck_assert_msg(rc == OC_ERR_INVALID, "case %s accepted (rc %d): %s", name, rc, json);
+    ck_assert_msg(strstr(err, must_name) != NULL, "case %s: error \"%s\" does not name %s",
+                  name, err, must_name);
     /* Refusal leaves a zeroed struct: nothing to free, nothing half-set. */
     ck_assert_ptr_null(c.no_reply_provider);
     ck_assert_ptr_null(c.agents);
+    free(json);
+    free(must_name);
+    free_names(names, n);
 }
 END_TEST
 
@@ -887,7 +835,11 @@ Suite *make_config_suite(void)
     tcase_add_test(tc, test_minimal_config_gets_defaults);
     tcase_add_test(tc, test_full_config_is_read);
     tcase_add_test(tc, test_no_reply_pair_is_optional_but_whole);
-    tcase_add_loop_test(tc, test_bad_config_names_key, 0, (int)(sizeof bad_cases / sizeof bad_cases[0]));
+    int n_bad;
+    struct dirent **bad = bad_case_names(&n_bad);
+    free_names(bad, n_bad);
+    /* No folder found: one check that fails and says so. */
+    tcase_add_loop_test(tc, test_bad_config_names_key, 0, n_bad > 0 ? n_bad : 1);
     tcase_add_test(tc, test_env_policy_overrides_config);
     tcase_add_test(tc, test_env_token_overrides_config);
     tcase_add_test(tc, test_state_dir_sets_default_db_path);

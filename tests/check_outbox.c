@@ -88,6 +88,24 @@ static oenv *oenv_open(const dg_discord_options *tune)
     return o;
 }
 
+/* An environment whose Discord client makes at most client_attempts
+ * requests per outbox attempt (quick back-off otherwise). */
+static oenv *oenv_open_tries(int client_attempts)
+{
+    dg_discord_options tune = quick_client;
+    tune.max_attempts = client_attempts;
+    return oenv_open(&tune);
+}
+
+/* The next `count` posts to chan answer with fault (retry_after in s for a
+ * 429). */
+static void fail_posts(oenv *o, const char *chan, int fault, int count, double retry_after)
+{
+    char route[64];
+    snprintf(route, sizeof route, "POST /channels/%s/messages", chan);
+    ck_assert_int_eq(fake_discord_add_fault(o->fd, route, fault, count, retry_after, 0), 0);
+}
+
 static void oenv_start(oenv *o, const dg_outbox_options *opt)
 {
     char err[256];
@@ -523,13 +541,9 @@ END_TEST
 
 START_TEST(failing_row_blocks_only_its_channel)
 {
-    dg_discord_options tune = quick_client;
-    tune.max_attempts = 2;
-    oenv *o = oenv_open(&tune);
-    char route[64];
-    snprintf(route, sizeof route, "POST /channels/%s/messages", o->chan);
+    oenv *o = oenv_open_tries(2);
     /* Three outbox attempts of two requests each fail, the fourth works. */
-    ck_assert_int_eq(fake_discord_add_fault(o->fd, route, FD_FAULT_500, 6, 0, 0), 0);
+    fail_posts(o, o->chan, FD_FAULT_500, 6, 0);
     enqueue(o, o->chan, "A1", NULL, 0);
     enqueue(o, o->chan, "A2", NULL, 0);
     enqueue(o, o->chan2, "B1", NULL, 0);
@@ -571,16 +585,11 @@ START_TEST(failing_channels_beyond_batch_do_not_starve_others)
 {
     /* More channels in back-off than one pass looks at (batch) must not hold
      * back a healthy channel whose head row is newer than theirs. */
-    dg_discord_options tune = quick_client;
-    tune.max_attempts = 1;
-    oenv *o = oenv_open(&tune);
+    oenv *o = oenv_open_tries(1);
     char third[24];
     ck_assert_int_eq(fake_discord_add_channel(o->fd, NULL, "third", third), 0);
-    char route[64];
-    snprintf(route, sizeof route, "POST /channels/%s/messages", o->chan);
-    ck_assert_int_eq(fake_discord_add_fault(o->fd, route, FD_FAULT_500, 1000, 0, 0), 0);
-    snprintf(route, sizeof route, "POST /channels/%s/messages", o->chan2);
-    ck_assert_int_eq(fake_discord_add_fault(o->fd, route, FD_FAULT_500, 1000, 0, 0), 0);
+    fail_posts(o, o->chan, FD_FAULT_500, 1000, 0);
+    fail_posts(o, o->chan2, FD_FAULT_500, 1000, 0);
     enqueue(o, o->chan, "A1 keeps failing", NULL, 0);
     enqueue(o, o->chan2, "B1 keeps failing", NULL, 0);
     enqueue(o, third, "C1 healthy", NULL, 0);
@@ -601,12 +610,8 @@ START_TEST(outage_longer_than_any_attempt_count_loses_nothing)
     /* Discord down for longer than the old budget of 20 attempts (about a
      * quarter of an hour at the default back-off): the row is still sent
      * once Discord is back, not failed for good. */
-    dg_discord_options tune = quick_client;
-    tune.max_attempts = 1;
-    oenv *o = oenv_open(&tune);
-    char route[64];
-    snprintf(route, sizeof route, "POST /channels/%s/messages", o->chan);
-    ck_assert_int_eq(fake_discord_add_fault(o->fd, route, FD_FAULT_500, 25, 0, 0), 0);
+    oenv *o = oenv_open_tries(1);
+    fail_posts(o, o->chan, FD_FAULT_500, 25, 0);
     enqueue(o, o->chan, "owed through an outage", NULL, 0);
     dg_outbox_options opt = {.backoff_base_ms = 5, .backoff_max_ms = 20};
     oenv_start(o, &opt);
@@ -731,9 +736,7 @@ START_TEST(rate_limit_on_one_route_does_not_stall_others)
      * 1.5 s retry_after; channel B's rows go out meanwhile, in order, and
      * A's row follows once the window is over, once. */
     oenv *o = oenv_open(NULL);
-    char route[64];
-    snprintf(route, sizeof route, "POST /channels/%s/messages", o->chan);
-    ck_assert_int_eq(fake_discord_add_fault(o->fd, route, FD_FAULT_429, 1, 1.5, 0), 0);
+    fail_posts(o, o->chan, FD_FAULT_429, 1, 1.5);
     /* One accepted post first, so the dispatcher runs several in flight. */
     enqueue(o, o->chan2, "B0", NULL, 0);
     {
@@ -1054,9 +1057,7 @@ START_TEST(sent_rows_and_notice_marks_pruned_after_retention)
     enqueue(o, o->chan, "recent", NULL, 0);
     wait_idle(o, 10000);
     /* A row Discord keeps failing stays pending, however old. */
-    char route[64];
-    snprintf(route, sizeof route, "POST /channels/%s/messages", o->chan2);
-    ck_assert_int_eq(fake_discord_add_fault(o->fd, route, FD_FAULT_500, 100000, 0, 0), 0);
+    fail_posts(o, o->chan2, FD_FAULT_500, 100000, 0);
     test_clock_ms = now - 30 * day;
     enqueue(o, o->chan2, "owed for a month", NULL, 0);
     test_clock_ms = now;
@@ -1176,9 +1177,7 @@ END_TEST
 
 START_TEST(shutdown_bounded_during_backoff)
 {
-    dg_discord_options tune = quick_client;
-    tune.max_attempts = 1;
-    oenv *o = oenv_open(&tune);
+    oenv *o = oenv_open_tries(1);
     ck_assert_int_eq(fake_discord_add_fault(o->fd, "*", FD_FAULT_500, 100, 0, 0), 0);
     dg_outbox_options opt = {.backoff_base_ms = 30000, .backoff_max_ms = 60000};
     oenv_start(o, &opt);
@@ -1214,6 +1213,14 @@ static int rows_in_state(oenv *o, int state)
     sqlite3_finalize(st);
     sqlite3_close(db);
     return n;
+}
+
+/* Waits up to ms for at least n rows in state; returns how many there are. */
+static int wait_rows_in_state(oenv *o, int state, int n, int ms)
+{
+    for (int w = 0; w < ms / 10 && rows_in_state(o, state) < n; w++)
+        usleep(10 * 1000);
+    return rows_in_state(o, state);
 }
 
 static oenv *oenv_open_faulty(void)
@@ -1259,10 +1266,8 @@ START_TEST(store_fault_sweep_sends_each_row_once)
             fv_fail_nth(n);
         }
         oenv_start(o, NULL);
-        for (int w = 0; w < 1500 && rows_in_state(o, DG_OUTBOX_SENT) < 3; w++)
-            usleep(10 * 1000);
-        ck_assert_msg(rows_in_state(o, DG_OUTBOX_SENT) == 3, "step %ld: %d of 3 rows sent", n,
-                      rows_in_state(o, DG_OUTBOX_SENT));
+        int sent = wait_rows_in_state(o, DG_OUTBOX_SENT, 3, 15000);
+        ck_assert_msg(sent == 3, "step %ld: %d of 3 rows sent", n, sent);
         int hit = _i ? fv_fail_read_nth_hit() : fv_fail_nth_hit();
         fv_fail_nth(0);
         fv_fail_read_nth(0);
@@ -1393,9 +1398,7 @@ START_TEST(corrupt_row_fails_for_good_without_a_request)
     enqueue(o, o->chan, "fine", NULL, 0);
     oenv_start(o, NULL);
     ck_assert_int_eq(fake_discord_wait_messages(o->fd, o->chan, 1, 10000), 0);
-    for (int w = 0; w < 1000 && rows_in_state(o, DG_OUTBOX_FAILED) < 1; w++)
-        usleep(10 * 1000);
-    ck_assert_int_eq(rows_in_state(o, DG_OUTBOX_FAILED), 1);
+    ck_assert_int_eq(wait_rows_in_state(o, DG_OUTBOX_FAILED, 1, 10000), 1);
     size_t n = 0;
     dg_outbox_row *rows = rows_of(&o->e, "general", &n);
     ck_assert_uint_eq(n, 1);
@@ -1430,9 +1433,7 @@ START_TEST(stop_while_marks_unrecorded_then_resent_once)
     dg_store_test_fail_writes(o->e.p.store, 0);
     ck_assert_int_eq(rows_in_state(o, DG_OUTBOX_PENDING), 1);
     oenv_start(o, NULL);
-    for (int w = 0; w < 1000 && rows_in_state(o, DG_OUTBOX_SENT) < 1; w++)
-        usleep(10 * 1000);
-    ck_assert_int_eq(rows_in_state(o, DG_OUTBOX_SENT), 1);
+    ck_assert_int_eq(wait_rows_in_state(o, DG_OUTBOX_SENT, 1, 10000), 1);
     ck_assert_int_eq(posts_with_nonce(o->fd, nonce), 2);
     ck_assert_uint_eq(fake_discord_message_count(o->fd, o->chan), 1);
     oenv_close(o);

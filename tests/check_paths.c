@@ -425,21 +425,34 @@ static void expect_denied_unprivileged(const char *path, const char *word)
     ck_assert_int_eq(WEXITSTATUS(status), 0);
 }
 
-START_TEST(test_unreadable)
-{
-    char *p = P("ws/plans/discussions/summary.md");
-    ck_assert_int_eq(chmod(p, 0), 0);
-    expect_denied_unprivileged("plans/discussions/summary.md", "not readable");
-    free(p);
-}
-END_TEST
+/* What a file or folder on the way without a permission gives, as an
+ * unprivileged user: the entry made mode `mode`, the words the refusal
+ * must hold. A folder that can be read but not searched (r--): the walk
+ * opens it, but cannot look inside; the leaf's own folder so: the file
+ * cannot even be looked at. */
+typedef struct perm_refusal {
+    const char *entry;
+    mode_t mode;
+    const char *word;
+} perm_refusal;
 
-START_TEST(test_unreadable_folder)
+static const perm_refusal perm_refusals[] = {
+    {"ws/plans/discussions/summary.md", 0, "not readable"},
+    {"ws/plans", 0, "not readable"},
+    {"ws/plans", 0444, "not accessible"},
+    {"ws/plans/discussions", 0444, "not accessible"},
+};
+#define N_PERM_REFUSALS (int)(sizeof perm_refusals / sizeof *perm_refusals)
+
+START_TEST(test_permission_refusal)
 {
-    char *p = P("ws/plans");
-    ck_assert_int_eq(chmod(p, 0), 0);
-    expect_denied_unprivileged("plans/discussions/summary.md", "not readable");
-    ck_assert_int_eq(chmod(p, 0755), 0);
+    const perm_refusal *c = &perm_refusals[_i];
+    char *p = P(c->entry);
+    struct stat was;
+    ck_assert_int_eq(stat(p, &was), 0);
+    ck_assert_msg(chmod(p, c->mode) == 0, "case %d: chmod %s", _i, c->entry);
+    expect_denied_unprivileged("plans/discussions/summary.md", c->word);
+    ck_assert_int_eq(chmod(p, was.st_mode & 07777), 0);
     free(p);
 }
 END_TEST
@@ -569,24 +582,6 @@ START_TEST(test_swap_race)
 }
 END_TEST
 
-/* A folder that can be read but not searched (r--): the walk opens it, but
- * cannot look inside; the error says the folder is not accessible. And the
- * leaf's own folder so: the file cannot even be looked at. */
-START_TEST(test_folder_not_searchable)
-{
-    char *p = P("ws/plans");
-    ck_assert_int_eq(chmod(p, 0444), 0);
-    expect_denied_unprivileged("plans/discussions/summary.md", "not accessible");
-    ck_assert_int_eq(chmod(p, 0755), 0);
-    free(p);
-    p = P("ws/plans/discussions");
-    ck_assert_int_eq(chmod(p, 0444), 0);
-    expect_denied_unprivileged("plans/discussions/summary.md", "not accessible");
-    ck_assert_int_eq(chmod(p, 0755), 0);
-    free(p);
-}
-END_TEST
-
 /* No descriptor left for the walk (RLIMIT_NOFILE at the lowest free one,
  * plus the workspace's): a folder, then the leaf, that cannot be opened
  * is an OC_ERR_IO naming it and errno's words, with nothing left open. */
@@ -664,7 +659,6 @@ Suite *make_paths_suite(void)
     Suite *s = suite_create("paths");
     TCase *tc = tcase_create("paths");
     tcase_add_test(tc, test_out_of_memory);
-    tcase_add_test(tc, test_folder_not_searchable);
     tcase_add_test(tc, test_out_of_descriptors);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 30);
@@ -677,8 +671,7 @@ Suite *make_paths_suite(void)
     tcase_add_test(tc, test_oversize);
     tcase_add_test(tc, test_trailing_slash_on_file);
     tcase_add_test(tc, test_name_too_long);
-    tcase_add_test(tc, test_unreadable);
-    tcase_add_test(tc, test_unreadable_folder);
+    tcase_add_loop_test(tc, test_permission_refusal, 0, N_PERM_REFUSALS);
     tcase_add_test(tc, test_bad_workspace);
     tcase_add_test(tc, test_normalise);
     tcase_add_test(tc, test_path_longer_than_path_max);

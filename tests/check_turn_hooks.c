@@ -1584,45 +1584,78 @@ START_TEST(test_human_mention_rendered_as_text_picks_the_agent)
 }
 END_TEST
 
-/* A "<@id>" written only inside code pings nobody on Discord; a host that
- * reads mentions off the text (the bridge) still lists it: no mention. */
-START_TEST(test_mention_inside_code_is_no_mention)
+/* A turn script in CH1, played after alpha, bravo and charlie joined: each
+ * step is a human's message (by HUMAN, with the mentions the host lists)
+ * or an agent's run answering with text (ran: 1 when it spoke, 0 when it
+ * passed or was claimed), then the agent that must hold the turn (an index
+ * of ABC; ANYONE: not checked). A failure names the step. */
+#define HUMAN NULL
+#define ANYONE (-2)
+typedef struct turn_step {
+    const char *agent;
+    const char *text;
+    const char *const *mentions;
+    int ran;
+    int then;
+} turn_step;
+
+static void play(const turn_step *steps, size_t n)
 {
     join3(CH1, NULL);
-    const char *const mention_c[] = {TTH_CHARLIE_UID, NULL};
-    human_says(CH1, NULL, "write `<@" TTH_CHARLIE_UID ">` to ask charlie", mention_c);
-    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 0);
-    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "NO_REPLY"), 0);
-    human_says(CH1, NULL, "```\n<@!" TTH_CHARLIE_UID "> hi\n```", mention_c);
-    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 1);
-    ck_assert_int_eq(run(TTH_BRAVO, CH1, NULL, "NO_REPLY"), 0);
-    /* Outside code as well: a mention. */
-    human_says(CH1, NULL, "`<@" TTH_CHARLIE_UID ">` means <@" TTH_CHARLIE_UID ">", mention_c);
-    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 2);
-    ck_assert_int_eq(run(TTH_CHARLIE, CH1, NULL, "NO_REPLY"), 0);
-    /* Not in the text at all (a reply's ping, a host rendering names):
-     * the host's word stands. */
-    human_says(CH1, NULL, "`code` and a question", mention_c);
-    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 2);
+    for (size_t i = 0; i < n; i++) {
+        const turn_step *st = &steps[i];
+        if (st->agent == HUMAN) {
+            human_says(CH1, NULL, st->text, st->mentions);
+        } else {
+            int ran = run(st->agent, CH1, NULL, st->text);
+            ck_assert_msg(ran == st->ran, "step %zu: run of %s answering \"%s\" %s", i,
+                          st->agent, st->text, ran ? "spoke" : "did not speak");
+        }
+        if (st->then != ANYONE) {
+            int who = who_speaks(ABC, 3, CH1, NULL);
+            ck_assert_msg(who == st->then, "step %zu (%s: \"%s\"): the turn is %s's, not %s's", i,
+                          st->agent ? st->agent : "human", st->text, who >= 0 ? ABC[who] : "nobody",
+                          ABC[st->then]);
+        }
+    }
+}
+
+static const char *const mention_c[] = {TTH_CHARLIE_UID, NULL};
+
+/* A "<@id>" written only inside code pings nobody on Discord; a host that
+ * reads mentions off the text (the bridge) still lists it: no mention.
+ * Outside code as well it is a mention; not in the text at all (a reply's
+ * ping, a host rendering names), the host's word stands. */
+static const turn_step mention_inside_code[] = {
+    {HUMAN, "write `<@" TTH_CHARLIE_UID ">` to ask charlie", mention_c, 0, 0},
+    {TTH_ALPHA, "NO_REPLY", NULL, 0, ANYONE},
+    {HUMAN, "```\n<@!" TTH_CHARLIE_UID "> hi\n```", mention_c, 0, 1},
+    {TTH_BRAVO, "NO_REPLY", NULL, 0, ANYONE},
+    {HUMAN, "`<@" TTH_CHARLIE_UID ">` means <@" TTH_CHARLIE_UID ">", mention_c, 0, 2},
+    {TTH_CHARLIE, "NO_REPLY", NULL, 0, ANYONE},
+    {HUMAN, "`code` and a question", mention_c, 0, 2},
+};
+
+START_TEST(test_mention_inside_code_is_no_mention)
+{
+    play(mention_inside_code, sizeof mention_inside_code / sizeof *mention_inside_code);
 }
 END_TEST
 
+/* A human's mention gives the named agents the next turns, in the order of
+ * the rotation; then the normal rotation resumes after the last of them. */
+static const char *const mention_ab[] = {TTH_BRAVO_UID, TTH_ALPHA_UID, NULL};
+static const turn_step mention_limits_turns[] = {
+    {HUMAN, "@charlie what do you think?", mention_c, 0, 2},
+    {TTH_CHARLIE, "I think so", NULL, 1, 0},
+    {HUMAN, "@bravo @alpha and you?", mention_ab, 0, 0},
+    {TTH_ALPHA, "yes", NULL, 1, 1},
+    {TTH_BRAVO, "NO_REPLY", NULL, 0, 2},
+};
+
 START_TEST(test_human_mention_limits_turns)
 {
-    join3(CH1, NULL);
-    const char *const mention_c[] = {TTH_CHARLIE_UID, NULL};
-    human_says(CH1, NULL, "@charlie what do you think?", mention_c);
-    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 2);
-    ck_assert_int_eq(run(TTH_CHARLIE, CH1, NULL, "I think so"), 1);
-    /* charlie had its turn: normal rotation resumes after it. */
-    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 0);
-    const char *const mention_ab[] = {TTH_BRAVO_UID, TTH_ALPHA_UID, NULL};
-    human_says(CH1, NULL, "@bravo @alpha and you?", mention_ab);
-    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 0);
-    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "yes"), 1);
-    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 1);
-    ck_assert_int_eq(run(TTH_BRAVO, CH1, NULL, "NO_REPLY"), 0);
-    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 2);
+    play(mention_limits_turns, sizeof mention_limits_turns / sizeof *mention_limits_turns);
 }
 END_TEST
 
