@@ -530,6 +530,13 @@ void turns_nudge_run_started(turns_scope *r, int pos);
 /* The run of member pos that went on in r ended. Writer mutex held. */
 void turns_nudge_run_ended(turns_scope *r, int pos);
 
+/* r's turn moved from member prev to next's speaker by a change that
+ * queued no hand-off to it (handoff_to): that speaker has the latest
+ * message, or its run for it is on the way; if none starts, the stall
+ * nudge mentions it. Writer mutex held. */
+void turns_nudge_arm_new_speaker(dg_turns *t, turns_scope *r, const dg_turn_state *next,
+                                 int prev, int handoff_to, int64_t now);
+
 /* One pass of the sweeper: every scope whose speaker a message reached
  * more than turn.nudgeSec ago, with no run of it since, gets one bare
  * mention of the speaker per turn. Sweeper thread; takes the writer. */

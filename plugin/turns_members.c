@@ -156,15 +156,8 @@ int turns_member_leave(dg_turns *t, turns_scope *r, int pos, dg_member_standing 
         rc = turns_queue_effects(t, r, &fx, &next, now, kick);
     if (rc == OC_OK)
         rc = turns_install(t, r, &next);
-    /* A new speaker that got no hand-off has the latest message, or its run
-     * for it is on the way: if none starts, the stall nudge mentions it. */
-    turns_make_ctx(t, c, &x);
-    int sp = next.active ? dg_rule_speaker(&next, &x) : DG_NOBODY;
-    if (rc == OC_OK && sp != DG_NOBODY && sp != pos && fx.handoff_to == DG_NOBODY &&
-        t->p->cfg.turn_nudge_sec > 0 && atomic_load(&r->run_pos) != sp) {
-        atomic_store(&r->wait_ms, now);
-        atomic_store(&r->wait_pos, sp);
-    }
+    if (rc == OC_OK)
+        turns_nudge_arm_new_speaker(t, r, &next, pos, fx.handoff_to, now);
     return rc;
 }
 

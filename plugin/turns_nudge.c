@@ -23,6 +23,19 @@ void turns_nudge_run_ended(turns_scope *r, int pos)
     atomic_compare_exchange_strong(&r->run_pos, &running, DG_NOBODY);
 }
 
+void turns_nudge_arm_new_speaker(dg_turns *t, turns_scope *r, const dg_turn_state *next,
+                                 int prev, int handoff_to, int64_t now)
+{
+    dg_rule_ctx x;
+    turns_make_ctx(t, r->chan, &x);
+    int sp = next->active ? dg_rule_speaker(next, &x) : DG_NOBODY;
+    if (sp != DG_NOBODY && sp != prev && handoff_to == DG_NOBODY &&
+        t->p->cfg.turn_nudge_sec > 0 && atomic_load(&r->run_pos) != sp) {
+        atomic_store(&r->wait_ms, now);
+        atomic_store(&r->wait_pos, sp);
+    }
+}
+
 typedef struct stall_list {
     int64_t due;                 /* armed at or before this */
     size_t n_due;                /* any_stalled: how many */

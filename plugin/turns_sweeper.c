@@ -191,6 +191,8 @@ static int expire_scope(dg_turns *t, const dg_scope *sc)
              * (its agent_end may never come). */
             if (rc == OC_OK && late != DG_NOBODY)
                 turns_nudge_run_ended(r, late);
+            if (rc == OC_OK)
+                turns_nudge_arm_new_speaker(t, r, &next, late, fx.handoff_to, now);
         }
     }
     if (rc != OC_OK)

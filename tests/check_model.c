@@ -2016,6 +2016,25 @@ START_TEST(regression_silence_of_a_run_from_before_a_restart_is_no_pass)
 }
 END_TEST
 
+/* Two gateways: the speaker's delivery is dropped on its gateway, the
+ * message was ingested first by the other gateway; the speaker must still
+ * be nudged before its turn times out. */
+START_TEST(regression_two_gateways_nudge_a_speaker_whose_delivery_dropped)
+{
+    static const scenario sc = {{0, 5, 0}, 8, {
+        {S_ADVANCE, 0, 0, 0, 0, 0, 1},
+        {S_ADVANCE, 2, 0, 0, 0, 0, 1},
+        {S_ADMIN, 1, 0, 9, 0, 1, 0},
+        {S_ADVANCE, 2, 0, 0, 0, 0, 59},
+        {S_HUMAN, 1, 0, 0, 0, 0, 4},
+        {S_ADVANCE, 2, 0, 0, 0, 0, 59},
+        {S_HUMAN, 1, 0, 0, 0, 0, 1},
+        {S_ADVANCE, 2, 0, 0, 0, 0, 1},
+    }, 2};
+    replay(&sc);
+}
+END_TEST
+
 Suite *make_model_suite(void)
 {
     Suite *s = suite_create("model");
@@ -2053,6 +2072,7 @@ Suite *make_model_suite(void)
     tcase_add_test(reg, regression_non_reader_leaves_after_a_restart);
     tcase_add_test(reg, regression_restart_drops_the_stall_nudge);
     tcase_add_test(reg, regression_silence_of_a_run_from_before_a_restart_is_no_pass);
+    tcase_add_test(reg, regression_two_gateways_nudge_a_speaker_whose_delivery_dropped);
     suite_add_tcase(s, reg);
     return s;
 }
