@@ -294,6 +294,12 @@ WRAP_ALLOC := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wra
 $(B)/check_all: $(B)/obj/tests/check_main.o $(TEST_OBJ:$(B)/obj/tests/check_main.o=) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libocgw.a $(B)/libochost.a $(DISCORD_LIB) $(COMMON_LIB)
 	$(CC) -o $@ $(filter %.o,$^) $(B)/libocgw.a $(B)/libochost.a $(DISCORD_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(WRAP_ALLOC) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
 
+# dirigent-ctl serve's code in the test runner too (tests/check_serve.c),
+# which sees tools/ for its header.
+SERVE_TEST_OBJ := $(filter $(B)/obj/tools/ctl_serve%.o,$(TOOLS_OBJ)) $(B)/obj/tools/ctl_doctor.o
+$(B)/check_all: $(SERVE_TEST_OBJ)
+$(B)/obj/tests/check_serve.o: PART_INC = $(INC_tests) -Itools
+
 $(B)/libocgw.a: $(OCGW_LIB_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
