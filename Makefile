@@ -9,6 +9,8 @@
 #   make fuzz         libFuzzer targets (clang, ASan+UBSan), long run; fuzz-short: CI's
 #   make check-faults storage and Discord faults with their figures printed
 #   make check-model  the model-based property test, long (MODEL_SEQUENCES, MODEL_SEED)
+#   make check-browser  the status page (dirigent-ctl serve) in headless chromium while
+#                     the playground runs (make deps-browser installs chromium, as root)
 #   make coverage     gcov build (build-cov), make check, line/branch coverage per file
 #   make deps         install missing Debian -dev packages (as root)
 #   make package      build/dirigent-openclaw-<version>-linux-<x64|arm64>.tgz (and this
@@ -345,6 +347,16 @@ demo-shared: deps-ok all
 
 check-openclaw: deps-ok all
 	sh bridge/openclaw/test/run.sh $(B)
+
+# The status page of dirigent-ctl serve in a real headless browser:
+# Debian's chromium driven from node over the DevTools protocol
+# (scripts/check-browser.sh, tests/browser/status_page.mjs; no npm).
+check-browser: deps-ok all
+	sh scripts/check-browser.sh $(B)
+
+deps-browser:
+	sh scripts/deps.sh --browser
+.PHONY: check-browser deps-browser
 
 # OpenClaw's manifest of the bridge, generated from manifest.json (same id,
 # configSchema, contracts; needs node). run.sh regenerates it with its own
