@@ -92,7 +92,7 @@ static const char SCRIPT[] =
     "', every 2 s';\n"
     " document.body.setAttribute('data-refreshes',String(n));})\n"
     ".catch(function(e){document.getElementById('live').textContent="
-    "'cannot reach dirigent-ctl serve: '+e.message;})\n"
+    "'not refreshed: '+e.message;console.error('status page: not refreshed: '+e.message);})\n"
     ".finally(function(){setTimeout(tick,2000);});}\n"
     "setTimeout(tick,2000);\n"
     "})();\n";

@@ -93,6 +93,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 async function until(what, fn) {
   const end = Date.now() + TIMEOUT;
   for (;;) {
+    if (errors.length) throw new Error(`an error in the browser while waiting for ${what}`);
     const v = await fn();
     if (v) return v;
     if (Date.now() > end) throw new Error(`timed out after ${TIMEOUT / 1000} s waiting for ${what}`);
