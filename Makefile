@@ -319,6 +319,7 @@ check: deps-ok $(TEST_DEPS)
 # Valgrind runs the suites in-process (CK_FORK=no) so leaks are seen; one
 # suite per run keeps a failure easy to read.
 VALGRIND_SUITES ?= common config store store_pg store_turns hook_errors plugin host abi ocgw scope silent turns turn_hooks claim admin members doctor templates paths discuss discord outbox fake_discord fake_gateway
+VALGRIND_SUITES += serve
 valgrind: deps-ok $(TEST_DEPS)
 	@for s in $(VALGRIND_SUITES); do \
 	  echo "== valgrind: $$s"; \
