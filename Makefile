@@ -9,6 +9,8 @@
 #   make fuzz         libFuzzer targets (clang, ASan+UBSan), long run; fuzz-short: CI's
 #   make check-faults storage and Discord faults with their figures printed
 #   make check-model  the model-based property test, long (MODEL_SEQUENCES, MODEL_SEED)
+#   make check-browser  the status page (dirigent-ctl serve) in headless chromium while
+#                     the playground runs (make deps-browser installs chromium, as root)
 #   make coverage     gcov build (build-cov), make check, line/branch coverage per file
 #   make deps         install missing Debian -dev packages (as root); deps-fuzz and
 #                     deps-format: the toolchains of make fuzz and make format
@@ -309,6 +311,12 @@ WRAP_ALLOC := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wra
 $(B)/check_all: $(B)/obj/tests/check_main.o $(TEST_OBJ:$(B)/obj/tests/check_main.o=) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libocgw.a $(B)/libochost.a $(STORE_LIB) $(DISCORD_LIB) $(COMMON_LIB)
 	$(CC) -o $@ $(filter %.o,$^) $(B)/libocgw.a $(B)/libochost.a $(STORE_LIB) $(DISCORD_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(WRAP_ALLOC) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
 
+# dirigent-ctl serve's code in the test runner too (tests/check_serve.c),
+# which sees tools/ for its header.
+SERVE_TEST_OBJ := $(filter $(B)/obj/tools/ctl_serve%.o,$(TOOLS_OBJ)) $(B)/obj/tools/ctl_doctor.o
+$(B)/check_all: $(SERVE_TEST_OBJ)
+$(B)/obj/tests/check_serve.o: PART_INC = $(INC_tests) -Itools
+
 $(B)/libocgw.a: $(OCGW_LIB_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
@@ -369,6 +377,16 @@ demo-shared: deps-ok all
 
 check-openclaw: deps-ok all
 	sh bridge/openclaw/test/run.sh $(B)
+
+# The status page of dirigent-ctl serve in a real headless browser:
+# Debian's chromium driven from node over the DevTools protocol
+# (scripts/check-browser.sh, tests/browser/status_page.mjs; no npm).
+check-browser: deps-ok all
+	sh scripts/check-browser.sh $(B)
+
+deps-browser:
+	sh scripts/deps.sh --browser
+.PHONY: check-browser deps-browser
 
 # OpenClaw's manifest of the bridge, generated from manifest.json (same id,
 # configSchema, contracts; needs node). run.sh regenerates it with its own

@@ -41,10 +41,13 @@ demo_start_fake
 GW=
 echo $FAKE >"$RUN/fake-discord.pid"
 # Whatever ends the script (the story, Ctrl-C, kill) stops what it started.
+SERVE=
 stop() {
+    [ -z "$SERVE" ] || kill $SERVE 2>/dev/null
     [ -z "$GW" ] || kill $GW 2>/dev/null
     kill $FAKE 2>/dev/null
     [ -z "$GW" ] || wait $GW 2>/dev/null
+    [ -z "$SERVE" ] || wait $SERVE 2>/dev/null
     wait $FAKE 2>/dev/null
 }
 trap stop EXIT
@@ -58,8 +61,23 @@ mkdir -p "$RUN/work"
 
 export OCGW_API_BASE="$URL" OCGW_STATE="$RUN/state" OCGW_WORK="$RUN/work" OCGW_PLUGINS="$RUN/plugins"
 
+# The playground's status page (dirigent-ctl serve, read-only) from the
+# start: it shows the story's scopes and discussion as they happen.
+PAGE=
+if [ "$KEEP" = 1 ]; then
+    "$B/dirigent-ctl" serve --listen "${DEMO_SERVE_LISTEN:-127.0.0.1:0}" \
+        --db "$RUN/state/dirigent.db" >"$RUN/serve.out" 2>"$RUN/serve.log" &
+    SERVE=$!
+    i=0
+    while ! grep -q '^dirigent-ctl serve: http' "$RUN/serve.out" 2>/dev/null && [ $i -lt 100 ] &&
+        kill -0 $SERVE 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+    PAGE=$(sed -n 's/^dirigent-ctl serve: \(http[^ ]*\).*/\1/p' "$RUN/serve.out")
+    [ -n "$PAGE" ] || echo "demo: the status page did not start (see $RUN/serve.log)" >&2
+fi
+
 echo "== Dirigent demo: a private discussion channel with a callback =="
 echo "   fake Discord $URL, run folder $RUN"
+[ -z "$PAGE" ] || echo "   status page $PAGE (dirigent-ctl serve; refreshes every 2 s)"
 echo
 # The transcript is shown as it comes and kept: its last line is the value.
 { "$B/ocgw" --config demo/host.json --expect demo/story.json $VERBOSE 2>"$RUN/ocgw.log"
@@ -128,6 +146,7 @@ PG_PLANNER=$PLANNER
 PG_REVIEWER=$REVIEWER
 PG_CODER=$CODER
 PG_ALICE_TOKEN=$DEMO_ALICE_TOKEN
+PG_PAGE=$PAGE
 ENV
 cp scripts/demo-post.sh "$RUN/post" && chmod +x "$RUN/post"
 # The playground's config: demo/host.json with every agent in #work (the
@@ -159,6 +178,7 @@ echo "  $RUN/post work '!dirigent status'"
 echo "  $RUN/post discussion '!dirigent status'      # the story's discussion (discussion-1)"
 echo "  $RUN/post discussion 'anyone here?'          # closed: the moderator's notice"
 echo "  $RUN/post discussion-2 'hello'               # the next discussion opened; or a channel id"
+[ -z "$PAGE" ] || echo "Status page (scopes, discussions, runs per hour, outbox; refreshes every 2 s): $PAGE"
 echo "What happens shows below. Stop both with Ctrl-C here, or: kill $$"
 echo "(the fake Discord's control API, e.g. $BASE/_fake/messages, is in demo/README.md)"
 echo "playground ready"

@@ -9,6 +9,8 @@
 #   sh scripts/deps.sh --fuzz     the optional fuzzing toolchain (make fuzz):
 #                                 clang and libFuzzer's runtime; make check
 #                                 never needs them
+#   sh scripts/deps.sh --browser  Debian's chromium for make check-browser
+#                                 (the status page in a headless browser)
 #   sh scripts/deps.sh --release ARCH...   the release build (make release,
 #                                 make package) for x64 and/or arm64: for arm64
 #                                 the cross compiler, the arm64 libraries
@@ -26,6 +28,8 @@ elif [ "${1:-}" = "--fuzz" ]; then
     set -- clang libclang-rt-14-dev
 elif [ "${1:-}" = "--format" ]; then
     set -- clang-format-14
+elif [ "${1:-}" = "--browser" ]; then
+    set -- chromium
 elif [ "${1:-}" = "--release" ]; then
     shift
     pkgs="libsqlite3-dev libjansson-dev libcurl4-openssl-dev libmicrohttpd-dev libpq-dev"

@@ -29,6 +29,7 @@
 
 #include "config.h"
 #include "ctl_doctor.h"
+#include "ctl_serve.h"
 #include "discuss_status.h"
 #include "openclaw/plugin.h"
 #include "store.h"
@@ -61,6 +62,8 @@ static const char USAGE[] =
     "  discussions [--all]    active discussions (--all: closed ones too), newest first\n"
     "  show DISCUSSION        one discussion by id or channel id\n"
     "  outbox                 pending and failed moderator messages, oldest pending age\n"
+    "  serve [--listen HOST:PORT] [--token T]   a read-only status page over HTTP\n"
+    "                         (see `dirigent-ctl serve --help`)\n"
     "  doctor                 checks an OpenClaw config before the first start (see\n"
     "                         `dirigent-ctl doctor --help`)\n"
     "CHANNEL is a channel id: a snowflake, 1-20 decimal digits (not a channel name).\n"
@@ -505,11 +508,14 @@ int main(int argc, char **argv)
      * the command when it is the first word that is no option or value. */
     for (int k = 1; k < argc; k++) {
         if (!strcmp(argv[k], "--db") || !strcmp(argv[k], "--store-url") ||
-            !strcmp(argv[k], "--openclaw-config") || !strcmp(argv[k], "--openclaw-version"))
+            !strcmp(argv[k], "--openclaw-config") || !strcmp(argv[k], "--openclaw-version") ||
+            !strcmp(argv[k], "--listen") || !strcmp(argv[k], "--token"))
             k++;
         else if (argv[k][0] != '-') {
             if (!strcmp(argv[k], "doctor"))
                 return dg_ctl_doctor_main(argc, argv, k);
+            if (!strcmp(argv[k], "serve"))
+                return dg_ctl_serve_main(argc, argv, k);
             break;
         }
     }
