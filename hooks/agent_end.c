@@ -5,7 +5,7 @@
  * tools), toolCalls (count). A second agent_end with the same runId for
  * the same session is ignored (turns_engine.h).
  */
-#include "hooks_internal.h"
+#include "hooks_int.h"
 
 int dg_hook_agent_end(void *state, const json_t *event, const json_t *ctx, json_t **result)
 {

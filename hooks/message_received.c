@@ -10,7 +10,7 @@
  * per report, before the dedup by message id. Without sessionKey nothing
  * is known per agent, and no wait is ever armed.
  */
-#include "hooks_internal.h"
+#include "hooks_int.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,10 +1,10 @@
 /*
- * hooks_internal.h -- shared by the hook handlers in the hooks/ files: JSON
+ * hooks_int.h -- shared by the hook handlers in the hooks/ files: JSON
  * decoding of the agent-hook context, and the handlers themselves.
  * JSON stays here; the core (turns_engine.h) sees plain structs.
  */
-#ifndef DG_HOOKS_INTERNAL_H
-#define DG_HOOKS_INTERNAL_H
+#ifndef DG_HOOKS_INT_H
+#define DG_HOOKS_INT_H
 
 #include <jansson.h>
 #include "dirigent.h"
