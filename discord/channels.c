@@ -102,7 +102,7 @@ int dg_discord_create_private_channel(dg_discord *d, const dg_discord_channel_sp
     if (!guild)
         return set_err(err, OC_ERR_INVALID, 0, 0,
                        "create channel: no guild: set discord.guildId in the plugin config");
-    if (!dg_discord_is_snowflake(guild))
+    if (!dg_snowflake_valid(guild))
         return set_err(err, OC_ERR_INVALID, 0, 0,
                        "create channel: guild id must be a snowflake (1-20 digits)");
     char why[160];
@@ -115,13 +115,13 @@ int dg_discord_create_private_channel(dg_discord *d, const dg_discord_channel_sp
                            "create channel: topic must be valid UTF-8 of at most %d characters",
                            DG_DISCORD_MAX_TOPIC);
     }
-    if (spec->parent_id && !dg_discord_is_snowflake(spec->parent_id))
+    if (spec->parent_id && !dg_snowflake_valid(spec->parent_id))
         return set_err(err, OC_ERR_INVALID, 0, 0,
                        "create channel: parentId must be a snowflake (1-20 digits)");
     if (spec->n_members && !spec->member_ids)
         return set_err(err, OC_ERR_INVALID, 0, 0, "create channel: member list missing");
     for (size_t i = 0; i < spec->n_members; i++)
-        if (!dg_discord_is_snowflake(spec->member_ids[i]))
+        if (!dg_snowflake_valid(spec->member_ids[i]))
             return set_err(err, OC_ERR_INVALID, 0, 0,
                            "create channel: member %zu (\"%.40s\") is not a snowflake", i,
                            spec->member_ids[i] ? spec->member_ids[i] : "(null)");
@@ -162,7 +162,7 @@ int dg_discord_create_private_channel(dg_discord *d, const dg_discord_channel_sp
     if (rc != OC_OK)
         return rc;
     const char *id = json_string_value(json_object_get(resp, "id"));
-    if (!id || !dg_discord_is_snowflake(id)) {
+    if (!id || !dg_snowflake_valid(id)) {
         json_decref(resp);
         return set_err(err, OC_ERR_IO, err ? err->http_status : 0, 0,
                        "create channel: Discord's answer has no channel id");
@@ -172,12 +172,6 @@ int dg_discord_create_private_channel(dg_discord *d, const dg_discord_channel_sp
     if (!*channel_id)
         return set_err(err, OC_ERR_NOMEM, 0, 1, "create channel: out of memory");
     return OC_OK;
-}
-
-static int snowflake_newer(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    return la != lb ? la > lb : strcmp(a, b) > 0;
 }
 
 int dg_discord_find_channel(dg_discord *d, const char *guild_id, const char *name,
@@ -190,7 +184,7 @@ int dg_discord_find_channel(dg_discord *d, const char *guild_id, const char *nam
     if (!d || !name || !channel_id)
         return set_err(err, OC_ERR_INVALID, 0, 0, "find channel: missing argument");
     const char *guild = guild_id ? guild_id : d->guild_id;
-    if (!guild || !dg_discord_is_snowflake(guild))
+    if (!guild || !dg_snowflake_valid(guild))
         return set_err(err, OC_ERR_INVALID, 0, 0,
                        "find channel: guild id must be a snowflake (1-20 digits)");
     char path[64];
@@ -206,12 +200,12 @@ int dg_discord_find_channel(dg_discord *d, const char *guild_id, const char *nam
         const char *id = json_string_value(json_object_get(c, "id"));
         const char *cname = json_string_value(json_object_get(c, "name"));
         const char *topic = json_string_value(json_object_get(c, "topic"));
-        if (!id || !dg_discord_is_snowflake(id) || !cname || strcmp(cname, name) != 0 ||
+        if (!id || !dg_snowflake_valid(id) || !cname || strcmp(cname, name) != 0 ||
             json_integer_value(json_object_get(c, "type")) != 0)
             continue;
         if (topic_needle && (!topic || !strstr(topic, topic_needle)))
             continue;
-        if (!best || snowflake_newer(id, best))
+        if (!best || dg_snowflake_cmp(id, best) > 0)
             best = id;
     }
     if (best && !(*channel_id = strdup(best))) {

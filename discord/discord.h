@@ -44,6 +44,7 @@
 #include <stdint.h>
 #include <jansson.h>
 #include "openclaw/plugin.h"
+#include "snowflake.h"
 
 typedef struct dg_discord dg_discord;
 
@@ -117,8 +118,12 @@ const char *dg_discord_guild_id(const dg_discord *d);
  */
 int dg_discord_check_channel_name(const char *name, char *why, size_t why_len);
 
-/* 1 when s is a snowflake (1..20 digits, no leading zero, fits uint64). */
-int dg_discord_is_snowflake(const char *s);
+/* dg_snowflake_valid (common/snowflake.h) under the client's name, for the
+ * callers that check ids against this header. */
+static inline int dg_discord_is_snowflake(const char *s)
+{
+    return dg_snowflake_valid(s);
+}
 
 /* A private text channel: @everyone (role id = guild id) denied
  * VIEW_CHANNEL; each member (type 1) allowed VIEW_CHANNEL | SEND_MESSAGES |

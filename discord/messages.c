@@ -72,7 +72,7 @@ int dgd_post_body(const char *channel_id, const char *content, const char *const
                   size_t n_mentions, const char *nonce, char **json, dg_discord_err *err)
 {
     *json = NULL;
-    if (!dg_discord_is_snowflake(channel_id))
+    if (!dg_snowflake_valid(channel_id))
         return set_err(err, OC_ERR_INVALID, 0, 0,
                        "post message: channel id must be a snowflake (1-20 digits)");
     long n = content ? dg_utf8_count_valid(content) : -1;
@@ -93,7 +93,7 @@ int dgd_post_body(const char *channel_id, const char *content, const char *const
     static const char k_enforce[] = ",\"enforce_nonce\":true";
     size_t len = sizeof k_content + 2 + json_str_len(content) + sizeof k_mentions + 2;
     for (size_t i = 0; i < n_mentions; i++) {
-        if (!dg_discord_is_snowflake(mention_ids[i]))
+        if (!dg_snowflake_valid(mention_ids[i]))
             return set_err(err, OC_ERR_INVALID, 0, 0,
                            "post message: mention %zu is not a snowflake", i);
         len += strlen(mention_ids[i]) + 3; /* a snowflake needs no escape */
@@ -171,10 +171,7 @@ int dg_discord_post_message(dg_discord *d, const char *channel_id, const char *c
 static int cmp_snowflake(const void *a, const void *b)
 {
     const dg_discord_message *x = a, *y = b;
-    size_t lx = strlen(x->id), ly = strlen(y->id);
-    if (lx != ly)
-        return lx < ly ? -1 : 1;
-    return strcmp(x->id, y->id);
+    return dg_snowflake_cmp(x->id, y->id);
 }
 
 void dg_discord_messages_free(dg_discord_message *msgs, size_t n)
@@ -242,10 +239,10 @@ int dg_discord_get_messages(dg_discord *d, const char *channel_id, const char *a
         *n = 0;
     if (!d || !msgs || !n)
         return set_err(err, OC_ERR_INVALID, 0, 0, "get messages: missing argument");
-    if (!dg_discord_is_snowflake(channel_id))
+    if (!dg_snowflake_valid(channel_id))
         return set_err(err, OC_ERR_INVALID, 0, 0,
                        "get messages: channel id must be a snowflake (1-20 digits)");
-    if (after_id && !dg_discord_is_snowflake(after_id))
+    if (after_id && !dg_snowflake_valid(after_id))
         return set_err(err, OC_ERR_INVALID, 0, 0,
                        "get messages: after must be a message id (snowflake)");
     if (limit < 1 || limit > 100)

@@ -111,19 +111,6 @@ static long secs_to_ms(double s)
     return ms;
 }
 
-int dg_discord_is_snowflake(const char *s)
-{
-    if (!s || !*s || s[0] == '0')
-        return 0;
-    size_t n = 0;
-    for (const char *c = s; *c; c++, n++)
-        if (*c < '0' || *c > '9')
-            return 0;
-    if (n > 20)
-        return 0;
-    return n < 20 || strcmp(s, "18446744073709551615") <= 0;
-}
-
 /* "POST /channels/123/messages/456?x" -> "POST /channels/123/messages/{id}":
  * the first id after channels/guilds/webhooks is the major parameter and
  * stays; other ids become {id}; the query goes. */
@@ -902,7 +889,7 @@ int dg_discord_new(const dg_discord_options *o, dg_discord **out, char *err, siz
                                "the bot token (without the \"Bot \" prefix)");
         return OC_ERR_INVALID;
     }
-    if (o->guild_id && !dg_discord_is_snowflake(o->guild_id)) {
+    if (o->guild_id && !dg_snowflake_valid(o->guild_id)) {
         snprintf(err, err_len, "discord.guildId must be a snowflake (1-20 digits)");
         return OC_ERR_INVALID;
     }

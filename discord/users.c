@@ -16,7 +16,7 @@ int dg_discord_get_user_names(dg_discord *d, const char *user_id, char *username
         global_name[0] = '\0';
     if (!d || !username || !username_len || !global_name || !global_len)
         return set_err(err, OC_ERR_INVALID, 0, 0, "get user: missing argument");
-    if (!user_id || !dg_discord_is_snowflake(user_id))
+    if (!user_id || !dg_snowflake_valid(user_id))
         return set_err(err, OC_ERR_INVALID, 0, 0,
                        "get user: user id must be a snowflake (1-20 digits)");
     char path[48];

@@ -15,6 +15,7 @@
 #include "discuss_archive.h"
 #include "store_discuss_index.h"
 #include "summary.h"
+#include "snowflake.h"
 
 const char *dg_discussion_status_name(dg_discussion_status s)
 {
@@ -155,7 +156,7 @@ int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
         return dg_fail(err, err_len, OC_ERR_INVALID,
                     "topic has %zu characters; Discord allows at most %d: shorten it",
                     dg_utf8_count(req->topic), DG_DISCORD_MAX_TOPIC);
-    if (req->parent_id && !dg_is_snowflake(req->parent_id))
+    if (req->parent_id && !dg_snowflake_valid(req->parent_id))
         return dg_fail(err, err_len, OC_ERR_INVALID,
                     "parentId '%.100s' is not a Discord snowflake (1-20 digits); pass the "
                     "category's id or leave parentId out", req->parent_id);
@@ -180,7 +181,7 @@ int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
     }
     for (size_t i = 0; i < req->n_allowed_user_ids; i++) {
         const char *u = req->allowed_user_ids[i];
-        if (!u || !dg_is_snowflake(u))
+        if (!u || !dg_snowflake_valid(u))
             return dg_fail(err, err_len, OC_ERR_INVALID,
                         "allowedUserIds[%zu] '%.100s' is not a Discord user id (a snowflake of "
                         "1-20 digits)", i, u ? u : "");
@@ -200,7 +201,7 @@ int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
     }
 
     /* Discussion mode. */
-    if (!dg_is_snowflake(req->callback_channel_id))
+    if (!dg_snowflake_valid(req->callback_channel_id))
         return dg_fail(err, err_len, OC_ERR_INVALID,
                     "callbackChannelId '%.100s' is not a Discord channel id (a snowflake of 1-20 "
                     "digits); pass the id of the channel you are working in",
