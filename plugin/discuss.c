@@ -896,7 +896,7 @@ static int callback_once(dg_plugin *p, const dg_caller *caller, const char *summ
         return rc;
     }
     /* The file, resolved and opened once inside the stored workspace. */
-    dg_ws_file f;
+    dg_workspace_file f;
     rc = dg_summary_open(d.initiator_workspace, p->cfg.summary_dir, summary_path,
                          p->cfg.max_summary_bytes, &f, err, err_len);
     if (rc != OC_OK) {
@@ -913,7 +913,7 @@ static int callback_once(dg_plugin *p, const dg_caller *caller, const char *summ
     close(f.fd);
     f.fd = -1;
     if (rc != OC_OK) {
-        dg_ws_file_close(&f);
+        dg_workspace_file_close(&f);
         dg_discussion_clear(&d);
         return rc;
     }
@@ -961,7 +961,7 @@ static int callback_once(dg_plugin *p, const dg_caller *caller, const char *summ
         d.origin_channel_id = NULL;
         f.rel_path = NULL;
     }
-    dg_ws_file_close(&f);
+    dg_workspace_file_close(&f);
     dg_discussion_clear(&d);
     return rc;
 }
@@ -1132,7 +1132,7 @@ int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id,
         dg_discussion_clear(&d);
         return admin_reply(p, "admin_close_already.md", NULL, msg, msg_len);
     }
-    dg_ws_file f = {.fd = -1};
+    dg_workspace_file f = {.fd = -1};
     char why[384], *preview = NULL;
     if (summary_path) {
         rc = dg_summary_open(d.initiator_workspace, p->cfg.summary_dir, summary_path,
@@ -1145,7 +1145,7 @@ int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id,
             f.fd = -1;
         }
         if (rc != OC_OK) {
-            dg_ws_file_close(&f);
+            dg_workspace_file_close(&f);
             dg_discussion_clear(&d);
             dg_tpl_vars v = {.error = oc_status_name(rc), .reason = why};
             return admin_reply(p, "admin_close_refused.md", &v, msg, msg_len);
@@ -1189,7 +1189,7 @@ int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id,
     free(oref);
     free(text);
     free(preview);
-    dg_ws_file_close(&f);
+    dg_workspace_file_close(&f);
     dg_discussion_clear(&d);
     return rc;
 }

@@ -292,7 +292,7 @@ char *dg_summary_suggested_path(const char *dir, const char *channel_name,
 }
 
 int dg_summary_open(const char *workspace, const char *dir, const char *path,
-                    int64_t max_bytes, dg_ws_file *out, char *err, size_t err_len)
+                    int64_t max_bytes, dg_workspace_file *out, char *err, size_t err_len)
 {
     if (dir && *dir && path && *path && !strchr(path, '/') && strcmp(path, ".") != 0 &&
         strcmp(path, "..") != 0) {
@@ -301,12 +301,12 @@ int dg_summary_open(const char *workspace, const char *dir, const char *path,
         if (!in_dir)
             return dg_fail(err, err_len, OC_ERR_NOMEM, "out of memory; try again");
         snprintf(in_dir, len, "%s/%s", dir, path);
-        int rc = dg_ws_open(workspace, in_dir, max_bytes, out, err, err_len);
+        int rc = dg_workspace_open(workspace, in_dir, max_bytes, out, err, err_len);
         free(in_dir);
         if (rc != OC_ERR_NOT_FOUND)
             return rc;
         if (err && err_len)
             err[0] = '\0';
     }
-    return dg_ws_open(workspace, path, max_bytes, out, err, err_len);
+    return dg_workspace_open(workspace, path, max_bytes, out, err, err_len);
 }

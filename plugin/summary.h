@@ -64,10 +64,10 @@ char *dg_summary_suggested_path(const char *dir, const char *channel_name,
  * Open a summary the way discuss-callback names it: a relative path without
  * a folder ("x.md") is looked up in dir first ("<dir>/x.md"); if it is not
  * there (OC_ERR_NOT_FOUND) the path is opened as given, so every refusal is
- * the one dg_ws_open gives for the path as written. Same contract as
- * dg_ws_open otherwise. Any thread.
+ * the one dg_workspace_open gives for the path as written. Same contract as
+ * dg_workspace_open otherwise. Any thread.
  */
 int dg_summary_open(const char *workspace, const char *dir, const char *path,
-                    int64_t max_bytes, dg_ws_file *out, char *err, size_t err_len);
+                    int64_t max_bytes, dg_workspace_file *out, char *err, size_t err_len);
 
 #endif
