@@ -26,7 +26,7 @@
 #include "str_map.h"
 
 /* Rate-limit state of one route (method + template + major id). */
-typedef struct rl_route {
+typedef struct dgd_route {
     char key[192];
     char bucket[72];      /* X-RateLimit-Bucket, for logs */
     int known;            /* limit/remaining/reset_at came from headers */
@@ -34,14 +34,14 @@ typedef struct rl_route {
     long remaining;
     int64_t reset_at;     /* monotonic ms */
     int inflight;
-} rl_route;
+} dgd_route;
 
 /* One reusable transfer handle. The multi handle keeps the connection
- * cache, so a slot reuses its keep-alive connection across calls. */
-typedef struct slot {
+ * cache, so a dgd_slot reuses its keep-alive connection across calls. */
+typedef struct dgd_slot {
     CURLM *multi;
     CURL *easy;
-} slot;
+} dgd_slot;
 
 struct dg_discord {
     char *base;
@@ -64,23 +64,23 @@ struct dg_discord {
     pthread_mutex_t mu;          /* guards everything below */
     pthread_cond_t cond;         /* rate-limit state changed, or abort */
     int64_t global_until;        /* monotonic ms */
-    dg_map routes;               /* route key -> rl_route (malloc'd, owns its key):
+    dg_map routes;               /* route key -> dgd_route (malloc'd, owns its key):
                                     a lookup per request, whatever the number of
                                     channels posted to */
     uint64_t rng;
 
     pthread_mutex_t pool_mu;
-    slot *idle;
+    dgd_slot *idle;
     size_t n_idle;
 };
 
 /* Fill e (when not NULL) and return rc: the error code, the HTTP status,
  * whether a retry may help, and the message (printf format). */
-static inline int set_err(dg_discord_err *e, int rc, long http, int retryable, const char *fmt,
-                          ...) __attribute__((format(printf, 5, 6)));
+static inline int dgd_set_err(dg_discord_err *e, int rc, long http, int retryable, const char *fmt,
+                              ...) __attribute__((format(printf, 5, 6)));
 
-static inline int set_err(dg_discord_err *e, int rc, long http, int retryable, const char *fmt,
-                          ...)
+static inline int dgd_set_err(dg_discord_err *e, int rc, long http, int retryable, const char *fmt,
+                              ...)
 {
     if (e) {
         e->http_status = http;
@@ -93,7 +93,7 @@ static inline int set_err(dg_discord_err *e, int rc, long http, int retryable, c
     return rc;
 }
 
-static inline char *xstrdup(const char *s)
+static inline char *dgd_strdup(const char *s)
 {
     return s ? strdup(s) : NULL;
 }
@@ -122,9 +122,9 @@ static inline int dgd_get_json(dg_discord *d, const char *what, const char *path
         return rc;
     if (!resp || json_typeof(resp) != want) {
         json_decref(resp);
-        return set_err(err, OC_ERR_IO, err ? err->http_status : 0, 1,
-                       "%s: Discord's answer is not %s", what,
-                       want == JSON_ARRAY ? "an array" : "an object");
+        return dgd_set_err(err, OC_ERR_IO, err ? err->http_status : 0, 1,
+                           "%s: Discord's answer is not %s", what,
+                           want == JSON_ARRAY ? "an array" : "an object");
     }
     *out = resp;
     return OC_OK;

@@ -160,7 +160,7 @@ static void route_key(const char *method, const char *path, char *out, size_t ou
  * starts again as unknown, the cautious state). dg_map_retain's keep. */
 static int route_in_use(void *val, void *now_ms)
 {
-    const rl_route *r = val;
+    const dgd_route *r = val;
     return r->inflight > 0 || r->reset_at > *(const int64_t *)now_ms;
 }
 
@@ -173,9 +173,9 @@ static void route_free(void *val, void *unused)
 /* Route state for key; created when missing. Caller holds d->mu. A route
  * may be forgotten by a later call (route_in_use): never keep the pointer
  * across an unlock. */
-static rl_route *route_get(dg_discord *d, const char *key)
+static dgd_route *route_get(dg_discord *d, const char *key)
 {
-    rl_route *r = dg_map_get(&d->routes, key);
+    dgd_route *r = dg_map_get(&d->routes, key);
     if (r)
         return r;
     if (d->routes.n >= MAX_ROUTES) {
@@ -209,7 +209,7 @@ static void cond_wait_until(dg_discord *d, int64_t until)
 
 static int aborted_err(dg_discord_err *e, const char *route)
 {
-    return set_err(e, OC_ERR_IO, 0, 1, "aborted: %s was cancelled because the client is "
+    return dgd_set_err(e, OC_ERR_IO, 0, 1, "aborted: %s was cancelled because the client is "
                                        "shutting down",
                    route);
 }
@@ -234,10 +234,10 @@ static int rl_acquire(dg_discord *d, const char *route, int64_t deadline, dg_dis
             until = d->global_until;
             what = "the global rate limit";
         } else {
-            rl_route *r = route_get(d, route);
+            dgd_route *r = route_get(d, route);
             if (!r) {
                 pthread_mutex_unlock(&d->mu);
-                return set_err(e, OC_ERR_NOMEM, 0, 1, "out of memory for rate-limit state");
+                return dgd_set_err(e, OC_ERR_NOMEM, 0, 1, "out of memory for rate-limit state");
             }
             if (!r->known) {
                 if (r->inflight == 0) {
@@ -264,15 +264,15 @@ static int rl_acquire(dg_discord *d, const char *route, int64_t deadline, dg_dis
             pthread_mutex_unlock(&d->mu);
             if (e)
                 e->retry_after_ms = (long)(until - now);
-            return set_err(e, OC_ERR_IO, e ? e->http_status : 0, 1,
-                           "rate limited: %s is held back by %s for another %lld ms, longer "
-                           "than this call may wait; try again later",
-                           route, what, (long long)(until - now));
+            return dgd_set_err(e, OC_ERR_IO, e ? e->http_status : 0, 1,
+                               "rate limited: %s is held back by %s for another %lld ms, longer "
+                               "than this call may wait; try again later",
+                               route, what, (long long)(until - now));
         }
         if (until < 0 && now >= deadline) {
             pthread_mutex_unlock(&d->mu);
-            return set_err(e, OC_ERR_IO, 0, 1,
-                           "timed out: %s waited for %s; try again later", route, what);
+            return dgd_set_err(e, OC_ERR_IO, 0, 1,
+                               "timed out: %s waited for %s; try again later", route, what);
         }
         cond_wait_until(d, until < 0 ? deadline : until);
     }
@@ -295,7 +295,7 @@ static void rl_release(dg_discord *d, const char *route, const hdrs *h, long htt
     pthread_mutex_lock(&d->mu);
     /* +1: mono_ms truncates, and a wait must never end early. */
     int64_t now = mono_ms() + 1;
-    rl_route *r = route_get(d, route);
+    dgd_route *r = route_get(d, route);
     if (r) {
         if (r->inflight > 0)
             r->inflight--;
@@ -355,9 +355,9 @@ static long backoff_ms(dg_discord *d, int failures)
 
 /* ---- handles and transfers --------------------------------------------------------- */
 
-static slot slot_get(dg_discord *d)
+static dgd_slot slot_get(dg_discord *d)
 {
-    slot s = {NULL, NULL};
+    dgd_slot s = {NULL, NULL};
     pthread_mutex_lock(&d->pool_mu);
     if (d->n_idle)
         s = d->idle[--d->n_idle];
@@ -379,7 +379,7 @@ static slot slot_get(dg_discord *d)
     return s;
 }
 
-static void slot_drop(slot s)
+static void slot_drop(dgd_slot s)
 {
     if (s.easy)
         curl_easy_cleanup(s.easy);
@@ -387,7 +387,7 @@ static void slot_drop(slot s)
         curl_multi_cleanup(s.multi);
 }
 
-static void slot_put(dg_discord *d, slot s)
+static void slot_put(dg_discord *d, dgd_slot s)
 {
     pthread_mutex_lock(&d->pool_mu);
     if ((int)d->n_idle < d->max_idle) {
@@ -492,7 +492,7 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *ud)
 
 /* One HTTP exchange on slot s; returns the curl code (CURLE_DG_ABORTED when
  * the abort switch ended it) and the HTTP status in *http. */
-static CURLcode perform(dg_discord *d, slot *s, const char *method, const char *url,
+static CURLcode perform(dg_discord *d, dgd_slot *s, const char *method, const char *url,
                         const char *json, int idempotent, long tmo_ms, xfer *x, long *http,
                         char *cerr)
 {
@@ -709,7 +709,7 @@ int dgd_do_request(dg_discord *d, const char *method, const char *path, const ch
     size_t ulen = strlen(d->base) + strlen(path) + 1;
     char *url = malloc(ulen);
     if (!url)
-        return set_err(e, OC_ERR_NOMEM, 0, 1, "out of memory");
+        return dgd_set_err(e, OC_ERR_NOMEM, 0, 1, "out of memory");
     snprintf(url, ulen, "%s%s", d->base, path);
 
     int64_t deadline = mono_ms() + d->timeout_ms;
@@ -721,15 +721,15 @@ int dgd_do_request(dg_discord *d, const char *method, const char *path, const ch
         long tmo = (long)(deadline - mono_ms());
         if (tmo <= 0) {
             rl_release(d, route, NULL, 0, 0, 0);
-            rc = set_err(e, OC_ERR_IO, e->http_status, 1,
-                         "timed out: %s got no answer within %ld ms; try again later", route,
-                         d->timeout_ms);
+            rc = dgd_set_err(e, OC_ERR_IO, e->http_status, 1,
+                             "timed out: %s got no answer within %ld ms; try again later", route,
+                             d->timeout_ms);
             break;
         }
-        slot s = slot_get(d);
+        dgd_slot s = slot_get(d);
         if (!s.easy) {
             rl_release(d, route, NULL, 0, 0, 0);
-            rc = set_err(e, OC_ERR_NOMEM, 0, 1, "out of memory for a transfer handle");
+            rc = dgd_set_err(e, OC_ERR_NOMEM, 0, 1, "out of memory for a transfer handle");
             break;
         }
         xfer x;
@@ -756,25 +756,25 @@ int dgd_do_request(dg_discord *d, const char *method, const char *path, const ch
             int timed_out = cc == CURLE_OPERATION_TIMEDOUT || mono_ms() >= deadline;
             const char *why = cerr[0] ? cerr : curl_easy_strerror(cc);
             if (timed_out) {
-                rc = set_err(e, OC_ERR_IO, 0, 1,
-                             "timed out: %s got no answer within %ld ms (%s); try again later",
-                             route, d->timeout_ms, why);
+                rc = dgd_set_err(e, OC_ERR_IO, 0, 1,
+                                 "timed out: %s got no answer within %ld ms (%s); try again later",
+                                 route, d->timeout_ms, why);
                 break;
             }
             if ((!idempotent && !not_sent(cc)) || failures >= d->max_attempts) {
-                rc = set_err(e, OC_ERR_IO, 0, 1,
-                             "no answer from Discord for %s after %d attempt%s: %s", route,
-                             e->attempts, e->attempts == 1 ? "" : "s", why);
+                rc = dgd_set_err(e, OC_ERR_IO, 0, 1,
+                                 "no answer from Discord for %s after %d attempt%s: %s", route,
+                                 e->attempts, e->attempts == 1 ? "" : "s", why);
                 break;
             }
             long wait = backoff_ms(d, failures);
             logf_(d, OC_LOG_WARN, "discord: %s failed (%s); retry %d of %d in %ld ms", route,
                   why, failures, d->max_attempts - 1, wait);
             if (mono_ms() + wait >= deadline) {
-                rc = set_err(e, OC_ERR_IO, 0, 1,
-                             "timed out: %s failed (%s) and no time is left in its %ld ms to "
-                             "retry",
-                             route, why, d->timeout_ms);
+                rc = dgd_set_err(e, OC_ERR_IO, 0, 1,
+                                 "timed out: %s failed (%s) and no time is left in its %ld ms to "
+                                 "retry",
+                                 route, why, d->timeout_ms);
                 break;
             }
             if (sleep_until(d, mono_ms() + wait) < 0) {
@@ -795,9 +795,9 @@ int dgd_do_request(dg_discord *d, const char *method, const char *path, const ch
             }
             free(x.body);
             if (!j) {
-                rc = set_err(e, OC_ERR_IO, http, 1,
-                             "Discord answered %ld to %s with a body that is not JSON", http,
-                             route);
+                rc = dgd_set_err(e, OC_ERR_IO, http, 1,
+                                 "Discord answered %ld to %s with a body that is not JSON", http,
+                                 route);
                 break;
             }
             if (response)
@@ -816,9 +816,9 @@ int dgd_do_request(dg_discord *d, const char *method, const char *path, const ch
             logf_(d, OC_LOG_DEBUG, "discord: %s rate limited (%s), waiting %ld ms", route,
                   global ? "global" : "route", ra);
             if (n429 >= MAX_429_PER_CALL) {
-                rc = set_err(e, OC_ERR_IO, http, 1,
-                             "rate limited: %s answered 429 %d times in a row; try again later",
-                             route, n429);
+                rc = dgd_set_err(e, OC_ERR_IO, http, 1,
+                                 "rate limited: %s answered 429 %d times in a row; try again later",
+                                 route, n429);
                 break;
             }
             continue; /* rl_acquire waits retry_after, or fails past the bound */
@@ -826,18 +826,18 @@ int dgd_do_request(dg_discord *d, const char *method, const char *path, const ch
         if (http >= 500) {
             failures++;
             if (failures >= d->max_attempts) {
-                rc = set_err(e, OC_ERR_IO, http, 1,
-                             "Discord answered %ld to %s %d times: %s; try again later", http,
-                             route, failures, dmsg);
+                rc = dgd_set_err(e, OC_ERR_IO, http, 1,
+                                 "Discord answered %ld to %s %d times: %s; try again later", http,
+                                 route, failures, dmsg);
                 break;
             }
             long wait = backoff_ms(d, failures);
             logf_(d, OC_LOG_WARN, "discord: %s answered %ld (%s); retry %d of %d in %ld ms",
                   route, http, dmsg, failures, d->max_attempts - 1, wait);
             if (mono_ms() + wait >= deadline) {
-                rc = set_err(e, OC_ERR_IO, http, 1,
-                             "Discord answered %ld to %s: %s; no time left in %ld ms to retry",
-                             http, route, dmsg, d->timeout_ms);
+                rc = dgd_set_err(e, OC_ERR_IO, http, 1,
+                                 "Discord answered %ld to %s: %s; no time left in %ld ms to retry",
+                                 http, route, dmsg, d->timeout_ms);
                 break;
             }
             if (sleep_until(d, mono_ms() + wait) < 0) {
@@ -846,10 +846,10 @@ int dgd_do_request(dg_discord *d, const char *method, const char *path, const ch
             }
             continue;
         }
-        rc = set_err(e, status_rc(http), http, 0, "Discord refused %s with %ld: %s%s", route,
-                     http, dmsg,
-                     http == 403   ? "; give the bot that permission in the channel or guild"
-                     : http == 401 ? "; check the bot token"
+        rc = dgd_set_err(e, status_rc(http), http, 0, "Discord refused %s with %ld: %s%s", route,
+                         http, dmsg,
+                         http == 403   ? "; give the bot that permission in the channel or guild"
+                         : http == 401 ? "; check the bot token"
                                    : "");
         if (e->discord_code) {
             size_t used = strlen(e->message);
@@ -925,10 +925,10 @@ int dg_discord_new(const dg_discord_options *o, dg_discord **out, char *err, siz
     if (!d->rng)
         d->rng = 1;
 
-    d->base = xstrdup(o->api_base);
-    d->guild_id = xstrdup(o->guild_id);
-    d->user_agent = o->user_agent ? xstrdup(o->user_agent)
-                                  : xstrdup("DiscordBot (dirigent, " DG_VERSION ")");
+    d->base = dgd_strdup(o->api_base);
+    d->guild_id = dgd_strdup(o->guild_id);
+    d->user_agent = o->user_agent ? dgd_strdup(o->user_agent)
+                                  : dgd_strdup("DiscordBot (dirigent, " DG_VERSION ")");
     d->idle = calloc((size_t)d->max_idle, sizeof *d->idle);
     if (!d->base || !d->user_agent || !d->idle || (o->guild_id && !d->guild_id))
         goto nomem_free;
@@ -1052,14 +1052,15 @@ int dg_discord_request(dg_discord *d, const char *method, const char *path, cons
     if (response)
         *response = NULL;
     if (!d || !method || !path || path[0] != '/')
-        return set_err(err, OC_ERR_INVALID, 0, 0,
-                       "discord request: method and a path starting with '/' are required");
+        return dgd_set_err(err, OC_ERR_INVALID, 0, 0,
+                           "discord request: method and a path starting with '/' are required");
     if (body && !json_is_object(body) && !json_is_array(body))
-        return set_err(err, OC_ERR_INVALID, 0, 0,
-                       "discord request: the body must be a JSON object or array");
+        return dgd_set_err(err, OC_ERR_INVALID, 0, 0,
+                           "discord request: the body must be a JSON object or array");
     char *json = NULL;
     if (body && !(json = dgd_dump_checked(json_incref((json_t *)body), 0)))
-        return set_err(err, OC_ERR_NOMEM, 0, 1, "discord request: out of memory encoding the body");
+        return dgd_set_err(err, OC_ERR_NOMEM, 0, 1,
+                           "discord request: out of memory encoding the body");
     int rc = dgd_do_request(d, method, path, json, idempotent, response, err);
     free(json);
     return rc;
@@ -1119,7 +1120,7 @@ static int rl_try(dg_discord *d, const char *route, int64_t *until)
     } else if (d->global_until > now) {
         *until = d->global_until;
     } else {
-        rl_route *r = route_get(d, route);
+        dgd_route *r = route_get(d, route);
         if (!r) {
             rc = -2;
         } else if (!r->known) {
@@ -1276,11 +1277,11 @@ int dg_discord_post_prepare(const dg_discord *d, const char *channel_id, const c
         memset(err, 0, sizeof *err);
     *out = NULL;
     if (!d || !nonce)
-        return set_err(err, OC_ERR_INVALID, 0, 0, "post message: a pipelined post needs a "
+        return dgd_set_err(err, OC_ERR_INVALID, 0, 0, "post message: a pipelined post needs a "
                                                   "nonce");
     dg_discord_post *post = malloc(sizeof *post);
     if (!post)
-        return set_err(err, OC_ERR_NOMEM, 0, 1, "post message: out of memory");
+        return dgd_set_err(err, OC_ERR_NOMEM, 0, 1, "post message: out of memory");
     int rc = dgd_post_body(channel_id, content, mention_ids, n_mentions, nonce, &post->json, err);
     if (rc != OC_OK) {
         free(post);
@@ -1310,11 +1311,11 @@ int dg_discord_pipe_submit(dg_discord_pipe *p, uint64_t tag, dg_discord_post *po
         memset(err, 0, sizeof *err);
     if (!p || !post) {
         dg_discord_post_free(post);
-        return set_err(err, OC_ERR_INVALID, 0, 0, "post message: no pipe or no post");
+        return dgd_set_err(err, OC_ERR_INVALID, 0, 0, "post message: no pipe or no post");
     }
     if (p->busy == p->cap) {
         dg_discord_post_free(post);
-        return set_err(err, OC_ERR_INVALID, 0, 1, "post message: the pipe is full");
+        return dgd_set_err(err, OC_ERR_INVALID, 0, 1, "post message: the pipe is full");
     }
     preq *q = NULL;
     for (size_t i = 0; i < p->cap && !q; i++)
@@ -1342,7 +1343,7 @@ int dg_discord_pipe_post(dg_discord_pipe *p, uint64_t tag, const char *channel_i
     if (!p) {
         if (err)
             memset(err, 0, sizeof *err);
-        return set_err(err, OC_ERR_INVALID, 0, 0, "post message: no pipe");
+        return dgd_set_err(err, OC_ERR_INVALID, 0, 0, "post message: no pipe");
     }
     dg_discord_post *post = NULL;
     int rc = dg_discord_post_prepare(p->d, channel_id, content, mention_ids, n_mentions, nonce,
@@ -1363,22 +1364,22 @@ static int preq_start(dg_discord_pipe *p, preq *q, int64_t now, dg_discord_done 
         return 1;
     }
     if (r == -2) {
-        set_err(&q->e, OC_ERR_NOMEM, 0, 1, "out of memory for rate-limit state");
+        dgd_set_err(&q->e, OC_ERR_NOMEM, 0, 1, "out of memory for rate-limit state");
         preq_finish(p, q, OC_ERR_NOMEM, NULL, done);
         return 1;
     }
     if (r == 0) {
         if (until > q->deadline) {
             q->e.retry_after_ms = (long)(until - now);
-            set_err(&q->e, OC_ERR_IO, q->e.http_status, 1,
-                    "rate limited: %s is held back for another %lld ms, longer than this call "
-                    "may wait; try again later",
-                    q->req.route, (long long)(until - now));
+            dgd_set_err(&q->e, OC_ERR_IO, q->e.http_status, 1,
+                        "rate limited: %s is held back for another %lld ms, longer than this call "
+                        "may wait; try again later",
+                        q->req.route, (long long)(until - now));
             preq_finish(p, q, OC_ERR_IO, NULL, done);
             return 1;
         }
         if (until < 0 && now >= q->deadline) {
-            set_err(&q->e, OC_ERR_IO, 0, 1, "timed out: %s waited for another request on a "
+            dgd_set_err(&q->e, OC_ERR_IO, 0, 1, "timed out: %s waited for another request on a "
                                             "route whose bucket is not known yet; try again later",
                     q->req.route);
             preq_finish(p, q, OC_ERR_IO, NULL, done);
@@ -1390,9 +1391,9 @@ static int preq_start(dg_discord_pipe *p, preq *q, int64_t now, dg_discord_done 
     long tmo = (long)(q->deadline - now);
     if (tmo <= 0) {
         rl_release(d, q->req.route, NULL, 0, 0, 0);
-        set_err(&q->e, OC_ERR_IO, q->e.http_status, 1,
-                "timed out: %s got no answer within %ld ms; try again later", q->req.route,
-                d->timeout_ms);
+        dgd_set_err(&q->e, OC_ERR_IO, q->e.http_status, 1,
+                    "timed out: %s got no answer within %ld ms; try again later", q->req.route,
+                    d->timeout_ms);
         preq_finish(p, q, OC_ERR_IO, NULL, done);
         return 1;
     }
@@ -1409,7 +1410,7 @@ static int preq_start(dg_discord_pipe *p, preq *q, int64_t now, dg_discord_done 
     curl_easy_setopt(q->easy, CURLOPT_TIMEOUT_MS, tmo);
     if (curl_multi_add_handle(p->multi, q->easy) != CURLM_OK) {
         rl_release(d, q->req.route, NULL, 0, 0, 0);
-        set_err(&q->e, OC_ERR_IO, 0, 1, "%s could not be started", q->req.route);
+        dgd_set_err(&q->e, OC_ERR_IO, 0, 1, "%s could not be started", q->req.route);
         preq_finish(p, q, OC_ERR_IO, NULL, done);
         return 1;
     }
@@ -1425,11 +1426,11 @@ static int preq_retry(dg_discord_pipe *p, preq *q, long http, const char *why,
     dg_discord *d = p->d;
     if (q->failures >= d->max_attempts) {
         if (http)
-            set_err(&q->e, OC_ERR_IO, http, 1, "Discord answered %ld to %s %d times: %s; try "
+            dgd_set_err(&q->e, OC_ERR_IO, http, 1, "Discord answered %ld to %s %d times: %s; try "
                                                "again later",
                     http, q->req.route, q->failures, why);
         else
-            set_err(&q->e, OC_ERR_IO, 0, 1, "no answer from Discord for %s after %d attempt%s: "
+            dgd_set_err(&q->e, OC_ERR_IO, 0, 1, "no answer from Discord for %s after %d attempt%s: "
                                             "%s",
                     q->req.route, q->e.attempts, q->e.attempts == 1 ? "" : "s", why);
         preq_finish(p, q, OC_ERR_IO, NULL, done);
@@ -1443,7 +1444,7 @@ static int preq_retry(dg_discord_pipe *p, preq *q, long http, const char *why,
         logf_(d, OC_LOG_WARN, "discord: %s failed (%s); retry %d of %d in %ld ms", q->req.route,
               why, q->failures, d->max_attempts - 1, wait);
     if (mono_ms() + wait >= q->deadline) {
-        set_err(&q->e, OC_ERR_IO, http, 1, "timed out: %s failed (%s) and no time is left in "
+        dgd_set_err(&q->e, OC_ERR_IO, http, 1, "timed out: %s failed (%s) and no time is left in "
                                            "its %ld ms to retry",
                 q->req.route, why, d->timeout_ms);
         preq_finish(p, q, OC_ERR_IO, NULL, done);
@@ -1542,9 +1543,9 @@ static int preq_done(dg_discord_pipe *p, preq *q, CURLcode cc, dg_discord_done *
             snprintf(q->cerr, CURL_ERROR_SIZE, "answer larger than %u bytes", MAX_BODY);
         const char *why = q->cerr[0] ? q->cerr : curl_easy_strerror(cc);
         if (cc == CURLE_OPERATION_TIMEDOUT || mono_ms() >= q->deadline) {
-            set_err(&q->e, OC_ERR_IO, 0, 1,
-                    "timed out: %s got no answer within %ld ms (%s); try again later", q->req.route,
-                    d->timeout_ms, why);
+            dgd_set_err(&q->e, OC_ERR_IO, 0, 1,
+                        "timed out: %s got no answer within %ld ms (%s); try again later",
+                        q->req.route, d->timeout_ms, why);
             preq_finish(p, q, OC_ERR_IO, NULL, done);
             return 1;
         }
@@ -1565,7 +1566,7 @@ static int preq_done(dg_discord_pipe *p, preq *q, CURLcode cc, dg_discord_done *
         char *mid = id ? strdup(id) : NULL;
         json_decref(j);
         if (!mid) {
-            set_err(&q->e, OC_ERR_IO, http, 1, id ? "post message: out of memory"
+            dgd_set_err(&q->e, OC_ERR_IO, http, 1, id ? "post message: out of memory"
                                                   : "post message: Discord's answer has no "
                                                     "message id");
             preq_finish(p, q, OC_ERR_IO, NULL, done);
@@ -1582,9 +1583,9 @@ static int preq_done(dg_discord_pipe *p, preq *q, CURLcode cc, dg_discord_done *
         logf_(d, OC_LOG_DEBUG, "discord: %s rate limited (%s), waiting %ld ms", q->req.route,
               global ? "global" : "route", ra);
         if (q->n429 >= MAX_429_PER_CALL) {
-            set_err(&q->e, OC_ERR_IO, http, 1,
-                    "rate limited: %s answered 429 %d times in a row; try again later", q->req.route,
-                    q->n429);
+            dgd_set_err(&q->e, OC_ERR_IO, http, 1,
+                        "rate limited: %s answered 429 %d times in a row; try again later",
+                        q->req.route, q->n429);
             preq_finish(p, q, OC_ERR_IO, NULL, done);
             return 1;
         }
@@ -1595,10 +1596,10 @@ static int preq_done(dg_discord_pipe *p, preq *q, CURLcode cc, dg_discord_done *
         q->failures++;
         return preq_retry(p, q, http, dmsg, done);
     }
-    int rc = set_err(&q->e, status_rc(http), http, 0, "Discord refused %s with %ld: %s%s",
-                     q->req.route, http, dmsg,
-                     http == 403   ? "; give the bot that permission in the channel or guild"
-                     : http == 401 ? "; check the bot token"
+    int rc = dgd_set_err(&q->e, status_rc(http), http, 0, "Discord refused %s with %ld: %s%s",
+                         q->req.route, http, dmsg,
+                         http == 403   ? "; give the bot that permission in the channel or guild"
+                         : http == 401 ? "; check the bot token"
                                    : "");
     if (q->e.discord_code) {
         size_t used = strlen(q->e.message);

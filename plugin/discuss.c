@@ -26,7 +26,7 @@ const char *dg_discussion_status_name(dg_discussion_status s)
     }
 }
 
-void free_strv(char **v, size_t n)
+void discuss_free_strv(char **v, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         free(v[i]);
@@ -45,8 +45,8 @@ void dg_discussion_clear(dg_discussion *d)
     free(d->initiator_workspace);
     free(d->discuss_guide);
     free(d->summary_path);
-    free_strv(d->participants, d->n_participants);
-    free_strv(d->turn_order, d->n_turn_order);
+    discuss_free_strv(d->participants, d->n_participants);
+    discuss_free_strv(d->turn_order, d->n_turn_order);
     memset(d, 0, sizeof *d);
 }
 
@@ -399,7 +399,7 @@ static int build_discussion(dg_plugin *p, const dg_caller *c, const dg_channel_r
  * transaction. Returns OC_OK with *id, or a negative status (rolled back). */
 static int record_discussion(dg_plugin *p, dg_discussion *d, const char *name,
                              const char *kickoff, const char *const *mention_ids,
-                             size_t n_mentions, const idem *ic, int64_t *id, char *err,
+                             size_t n_mentions, const discuss_idem *ic, int64_t *id, char *err,
                              size_t err_len)
 {
     if (dg_store_begin(p->store) != OC_OK)
@@ -436,7 +436,7 @@ static int record_discussion(dg_plugin *p, dg_discussion *d, const char *name,
 
 /* The plain channel's result, recorded after the REST call (the channel is
  * the whole effect). */
-static int record_plain(dg_plugin *p, const idem *ic, const char *channel_id, char *err,
+static int record_plain(dg_plugin *p, const discuss_idem *ic, const char *channel_id, char *err,
                         size_t err_len)
 {
     if (dg_store_begin(p->store) != OC_OK)
@@ -457,7 +457,7 @@ static int record_plain(dg_plugin *p, const idem *ic, const char *channel_id, ch
 
 /* Record the intent of ic before the REST call, so that a repeat after a
  * crash knows the channel may exist already. */
-static int record_intent(dg_plugin *p, const idem *ic, char *err, size_t err_len)
+static int record_intent(dg_plugin *p, const discuss_idem *ic, char *err, size_t err_len)
 {
     if (dg_store_begin(p->store) != OC_OK)
         return dg_fail(err, err_len, OC_ERR_IO, "the plugin's state store is busy or failing");
@@ -473,7 +473,7 @@ static int record_intent(dg_plugin *p, const idem *ic, char *err, size_t err_len
 /* Topic sent to Discord: the request's, with ic's marker on a line of its
  * own when it fits (*needle: what a later lookup searches the topic for;
  * the whole topic when the marker does not fit). Malloc'd or NULL. */
-static int topic_with_marker(const dg_channel_request *req, const idem *ic, char **topic,
+static int topic_with_marker(const dg_channel_request *req, const discuss_idem *ic, char **topic,
                              const char **needle)
 {
     *topic = NULL;
@@ -498,7 +498,7 @@ static int topic_with_marker(const dg_channel_request *req, const idem *ic, char
 }
 
 static int create_channel(dg_plugin *p, const dg_caller *caller, const dg_channel_request *req,
-                          idem *ic, dg_channel_created *out, char *err, size_t err_len)
+                          discuss_idem *ic, dg_channel_created *out, char *err, size_t err_len)
 {
     int rc = dg_discuss_validate(p, caller, req, err, err_len);
     if (rc != OC_OK)
@@ -667,9 +667,9 @@ int dg_discuss_create_channel(dg_plugin *p, const dg_caller *caller,
     memset(out, 0, sizeof *out);
     if (!caller || !caller->tool_call_id)
         return create_channel(p, caller, req, NULL, out, err, err_len);
-    idem ic;
-    idem_for_create(&ic, caller, req);
-    int rc = inflight_claim(p, &ic);
+    discuss_idem ic;
+    discuss_idem_for_create(&ic, caller, req);
+    int rc = discuss_inflight_claim(p, &ic);
     if (rc == OC_ERR_CONFLICT)
         return dg_fail(err, err_len, OC_ERR_CONFLICT,
                     "a call with toolCallId %s is still running; wait for its result instead "
@@ -677,7 +677,7 @@ int dg_discuss_create_channel(dg_plugin *p, const dg_caller *caller,
     if (rc != OC_OK)
         return dg_fail(err, err_len, rc, "out of memory");
     dg_tool_call_row row;
-    rc = idem_lookup(p, &ic, &row);
+    rc = discuss_idem_lookup(p, &ic, &row);
     if (rc != OC_OK) {
         rc = dg_fail(err, err_len, OC_ERR_IO, "the plugin's state store failed (%s); try again",
                   oc_status_name(rc));
@@ -701,7 +701,7 @@ int dg_discuss_create_channel(dg_plugin *p, const dg_caller *caller,
         rc = create_channel(p, caller, req, &ic, out, err, err_len);
     }
     dg_tool_call_row_clear(&row);
-    inflight_release(p, &ic);
+    discuss_inflight_release(p, &ic);
     return rc;
 }
 
@@ -744,8 +744,8 @@ static int check_callable(dg_plugin *p, const dg_caller *c, dg_discussion *d, ch
 /* The closing transaction. */
 static int close_discussion(dg_plugin *p, const dg_discussion *d, const char *rel_path,
                             const dg_session_refs *sessions, const char *result,
-                            const char *initiator_uid, const idem *ic, int64_t now, char *err,
-                            size_t err_len)
+                            const char *initiator_uid, const discuss_idem *ic, int64_t now,
+                            char *err, size_t err_len)
 {
     if (dg_store_begin(p->store) != OC_OK)
         return dg_fail(err, err_len, OC_ERR_IO, "the plugin's state store is busy or failing");
@@ -787,10 +787,10 @@ static int close_discussion(dg_plugin *p, const dg_discussion *d, const char *re
 }
 
 /* The stored result of a callback into *out: 1 when there is one. */
-static int callback_answered(dg_plugin *p, const idem *ic, dg_callback_result *out)
+static int callback_answered(dg_plugin *p, const discuss_idem *ic, dg_callback_result *out)
 {
     dg_tool_call_row row;
-    if (idem_lookup(p, ic, &row) != OC_OK || row.state != DG_TOOL_CALL_DONE ||
+    if (discuss_idem_lookup(p, ic, &row) != OC_OK || row.state != DG_TOOL_CALL_DONE ||
         !row.channel_id || !row.origin_channel_id || !row.summary_path) {
         dg_tool_call_row_clear(&row);
         return 0;
@@ -807,7 +807,7 @@ static int callback_answered(dg_plugin *p, const idem *ic, dg_callback_result *o
 }
 
 static int callback_once(dg_plugin *p, const dg_caller *caller, const char *summary_path,
-                         const dg_session_refs *sessions, const idem *ic,
+                         const dg_session_refs *sessions, const discuss_idem *ic,
                          dg_callback_result *out, char *err, size_t err_len);
 
 int dg_discuss_callback(dg_plugin *p, const dg_caller *caller, const char *summary_path,
@@ -817,8 +817,8 @@ int dg_discuss_callback(dg_plugin *p, const dg_caller *caller, const char *summa
     memset(out, 0, sizeof *out);
     if (!caller || !caller->tool_call_id)
         return callback_once(p, caller, summary_path, sessions, NULL, out, err, err_len);
-    idem ic;
-    idem_for_callback(&ic, caller, summary_path);
+    discuss_idem ic;
+    discuss_idem_for_callback(&ic, caller, summary_path);
     if (callback_answered(p, &ic, out))
         return OC_OK;
     int rc = callback_once(p, caller, summary_path, sessions, &ic, out, err, err_len);
@@ -885,7 +885,7 @@ static int check_summary_text(int fd, const char *path, char *err, size_t err_le
 }
 
 static int callback_once(dg_plugin *p, const dg_caller *caller, const char *summary_path,
-                         const dg_session_refs *sessions, const idem *ic,
+                         const dg_session_refs *sessions, const discuss_idem *ic,
                          dg_callback_result *out, char *err, size_t err_len)
 {
     dg_discussion d;
@@ -949,7 +949,7 @@ static int callback_once(dg_plugin *p, const dg_caller *caller, const char *summ
     free(preview);
     if (rc == OC_OK) {
         dg_outbox_kick(p->outbox);
-        size_t applied = apply_pending(p);
+        size_t applied = discuss_apply_pending(p);
         dg_log(p, OC_LOG_INFO, "discussion %lld in %s closed by %s: summary %s, %zu session "
                "override(s) recorded, %zu applied", (long long)d.id, d.discussion_channel_id,
                d.initiator_agent_id, f.rel_path, sessions->n, applied);

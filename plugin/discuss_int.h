@@ -50,32 +50,32 @@
  * a model reuses for a different call is not answered with another call's
  * result; a true repeat (same id, same caller, same params) is.
  */
-typedef struct idem {
+typedef struct discuss_idem {
     const char *tool;
     const char *call_id;
     char fp[17];        /* 16 hex digits */
     char marker[32];    /* "dg-call:<16 hex>": put in the topic of the channel */
     int recovering;     /* an intent without a result was found */
-} idem;
+} discuss_idem;
 
 /* ---- discuss.c --------------------------------------------------------- */
 
-void free_strv(char **v, size_t n);
+void discuss_free_strv(char **v, size_t n);
 
 /* ---- discuss_ledger.c -------------------------------------------------- */
 
-void idem_for_create(idem *ic, const dg_caller *c, const dg_channel_request *r);
+void discuss_idem_for_create(discuss_idem *ic, const dg_caller *c, const dg_channel_request *r);
 
-void idem_for_callback(idem *ic, const dg_caller *c, const char *summary_path);
+void discuss_idem_for_callback(discuss_idem *ic, const dg_caller *c, const char *summary_path);
 
-int idem_lookup(dg_plugin *p, const idem *ic, dg_tool_call_row *row);
+int discuss_idem_lookup(dg_plugin *p, const discuss_idem *ic, dg_tool_call_row *row);
 
-int inflight_claim(dg_plugin *p, const idem *ic);
+int discuss_inflight_claim(dg_plugin *p, const discuss_idem *ic);
 
-void inflight_release(dg_plugin *p, const idem *ic);
+void discuss_inflight_release(dg_plugin *p, const discuss_idem *ic);
 
 /* ---- discuss_overrides.c ----------------------------------------------- */
 
-size_t apply_pending(dg_plugin *p);
+size_t discuss_apply_pending(dg_plugin *p);
 
 #endif

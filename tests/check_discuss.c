@@ -2758,7 +2758,7 @@ END_TEST
  *  - discuss.c:delete_channel (the DELETE failing after a record failed):
  *    two faults in one call, of Discord and of the store.
  *  - discuss.c:topic_with_marker, create_channel, discuss_ledger.c:
- *    inflight_claim, discuss_archive.c (the line's allocation), summary.c:
+ *    discuss_inflight_claim, discuss_archive.c (the line's allocation), summary.c:
  *    dg_summary_open, seen_set.c:dg_seen_set_add (dg_map_put): allocations
  *    the tool sweep (test_tools_out_of_memory) reaches in another order or
  *    that do not allocate below the map's load bound.
@@ -2780,7 +2780,7 @@ END_TEST
  *    it calls this; the rest are store and read failures as above.
  *  - discuss_archive.c:day_time (gmtime_r or strftime failing for a time
  *    the store wrote).
- *  - discuss_overrides.c:apply_pending (the loop's repeat: more than one
+ *  - discuss_overrides.c:discuss_apply_pending (the loop's repeat: more than one
  *    batch of owed overrides), dg_discuss_resume (no store or host; old
  *    tool-call results to forget: they are kept for days).
  *  - discuss_status.c:dg_discuss_status (neither a named nor an own
