@@ -1,8 +1,13 @@
 /*
  * discuss_int.h -- the discussion code's private header: what its files
  * share. Only they include it:
- *   discuss.c            the state machine: validation, create, callback,
- *                        timers, the admin's forced close
+ *   discuss.c            what they share: clears, lookups inside another
+ *                        area's transaction, pieces of the messages
+ *   discuss_validate.c   the checks of a channel request
+ *   discuss_create.c     discord_channel_create: channel, kickoff, record
+ *   discuss_callback.c   discuss-callback: the initiator's summary closes it
+ *   discuss_timers.c     reminder, wrap-up request, expiry
+ *   discuss_admin_close.c  an admin's forced close
  *   discuss_ledger.c     the tool-call ledger: idempotency per toolCallId
  *                        (fingerprints, stored results, calls in flight)
  *   discuss_overrides.c  the no-reply session overrides a closed channel
@@ -60,7 +65,20 @@ typedef struct discuss_idem {
 
 /* ---- discuss.c --------------------------------------------------------- */
 
+/* Free the n strings of v and v itself; NULL v with n 0 is a no-op. */
 void discuss_free_strv(char **v, size_t n);
+
+/* "<@a> <@b>" for the Discord ids of the agents (unknown agents left out);
+ * malloc'd, the caller frees; NULL out of memory. */
+char *discuss_mentions_of(const dg_config *cfg, char *const *agents, size_t n);
+
+/* "<#id>", malloc'd, the caller frees; NULL out of memory. */
+char *discuss_channel_ref(const char *id);
+
+/* {summaryPreview} of a result: the preview (summary.h) under a line that
+ * says what it is, "" when previewChars is 0 or the file is blank. The
+ * caller frees; NULL when out of memory or unreadable. */
+char *discuss_preview_of(const dg_plugin *p, int fd);
 
 /* ---- discuss_ledger.c -------------------------------------------------- */
 

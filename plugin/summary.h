@@ -3,7 +3,7 @@
  * seed 003 section 14 items 3, 4 and 7): where it is suggested to live
  * (discussion.summaryDir), which headings it must contain
  * (discussion.summaryTemplate) and the preview the result message carries
- * (discussion.previewChars). No store, no host call: discuss.c uses these
+ * (discussion.previewChars). No store, no host call: discuss_*.c use these
  * around the file paths.h opened. (Owner: discussion area.)
  */
 #ifndef DG_SUMMARY_H
@@ -69,5 +69,12 @@ char *dg_summary_suggested_path(const char *dir, const char *channel_name,
  */
 int dg_summary_open(const char *workspace, const char *dir, const char *path,
                     int64_t max_bytes, dg_workspace_file *out, char *err, size_t err_len);
+
+/* OC_OK when the summary in fd has at least one character that is not
+ * white space (a summary of blanks says nothing), else OC_ERR_INVALID with
+ * a sentence naming path, or OC_ERR_IO. Reads fd from its current offset
+ * (an opened file: its start) to its end. Any thread. */
+int dg_summary_check_text(int fd, const char *path, char *err, size_t err_len)
+    __attribute__((warn_unused_result));
 
 #endif
