@@ -191,8 +191,10 @@ static int topic_with_marker(const dg_channel_request *req, const discuss_idem *
     return OC_OK;
 }
 
-static int create_channel(dg_plugin *p, const dg_caller *caller, const dg_channel_request *req,
-                          discuss_idem *ic, dg_channel_created *out, char *err, size_t err_len)
+/* The checks before any effect: the request (dg_discuss_validate) and
+ * what this plugin needs to create a channel at all. */
+static int check_creatable(dg_plugin *p, const dg_caller *caller, const dg_channel_request *req,
+                           char *err, size_t err_len)
 {
     int rc = dg_discuss_validate(p, caller, req, err, err_len);
     if (rc != OC_OK)
@@ -206,67 +208,61 @@ static int create_channel(dg_plugin *p, const dg_caller *caller, const dg_channe
                     "discord.guildId is not configured, so no channel can be created; ask "
                     "the operator to set it");
     /* discord.moderatorUserId is required by the config (config.c). */
+    return OC_OK;
+}
 
-    /* Members: initiator, participants, allowed users, moderator. */
+/* The channel's members: initiator, participants, allowed users,
+ * moderator, each once. *out: malloc'd array of borrowed strings, the
+ * caller frees it. The caller and participants are validated agents. */
+static int channel_members(const dg_plugin *p, const dg_caller *caller,
+                           const dg_channel_request *req, const char ***out, size_t *n,
+                           char *err, size_t err_len)
+{
     size_t cap = 2 + req->n_participants + req->n_allowed_user_ids;
     const char **members = calloc(cap, sizeof *members);
+    *out = members;
+    *n = 0;
     if (!members)
         return dg_fail(err, err_len, OC_ERR_NOMEM, "out of memory");
-    size_t nm = 0;
-    add_unique(members, &nm, dg_config_agent(&p->cfg, caller->agent_id)->discord_user_id);
+    add_unique(members, n, dg_config_agent(&p->cfg, caller->agent_id)->discord_user_id);
     for (size_t i = 0; i < req->n_participants; i++)
-        add_unique(members, &nm, dg_config_agent(&p->cfg, req->participants[i])->discord_user_id);
+        add_unique(members, n, dg_config_agent(&p->cfg, req->participants[i])->discord_user_id);
     for (size_t i = 0; i < req->n_allowed_user_ids; i++)
-        add_unique(members, &nm, req->allowed_user_ids[i]);
-    add_unique(members, &nm, p->cfg.moderator_user_id);
+        add_unique(members, n, req->allowed_user_ids[i]);
+    add_unique(members, n, p->cfg.moderator_user_id);
+    return OC_OK;
+}
 
-    char *topic = NULL;
-    const char *needle = NULL;
-    if (topic_with_marker(req, ic, &topic, &needle) != OC_OK) {
-        free(members);
-        return dg_fail(err, err_len, OC_ERR_NOMEM, "out of memory");
-    }
-    if (ic && !ic->recovering && (rc = record_intent(p, ic, err, err_len)) != OC_OK) {
-        free(topic);
-        free(members);
-        return rc;
-    }
-    dg_discord_channel_spec spec = {
-        .guild_id = p->cfg.discord_guild_id,
-        .name = req->name,
-        .topic = topic ? topic : req->topic,
-        .parent_id = req->parent_id,
-        .member_ids = members,
-        .n_members = nm,
-    };
-    char *channel_id = NULL;
+/* The channel in Discord: the one an earlier attempt of this call made
+ * (ic recovering: it recorded its intent and never its result, so it may
+ * have created the channel before it died), else a new one. *channel_id:
+ * malloc'd, the caller frees; NULL on error. */
+static int make_channel(dg_plugin *p, const dg_caller *caller, const dg_channel_request *req,
+                        const discuss_idem *ic, const dg_discord_channel_spec *spec,
+                        const char *needle, char **channel_id, char *err, size_t err_len)
+{
     dg_discord_err derr;
     memset(&derr, 0, sizeof derr);
-    rc = OC_OK;
+    *channel_id = NULL;
+    int rc = OC_OK;
     if (ic && ic->recovering) {
-        /* An earlier attempt of this call recorded its intent and never its
-         * result: it may have created the channel before it died. */
         rc = dg_discord_find_channel(p->discord, p->cfg.discord_guild_id, req->name, needle,
-                                     &channel_id, &derr);
+                                     channel_id, &derr);
         if (rc != OC_OK) {
             dg_log(p, OC_LOG_WARN, "discord_channel_create '%s' (toolCallId %s): could not "
                    "list the guild's channels: %s", req->name, ic->call_id, derr.message);
-            free(topic);
-            free(members);
             return dg_fail(err, err_len, rc,
                         "could not check whether an earlier attempt of this call already "
                         "created channel '%s' (Discord: %s); nothing was created, try again",
                         req->name, derr.message);
         }
-        if (channel_id)
+        if (*channel_id)
             dg_log(p, OC_LOG_INFO, "discord_channel_create '%s' (toolCallId %s): channel %s, "
                    "made by an earlier attempt that died before recording it, is used instead "
-                   "of a new one", req->name, ic->call_id, channel_id);
+                   "of a new one", req->name, ic->call_id, *channel_id);
     }
-    if (!channel_id)
-        rc = dg_discord_create_private_channel(p->discord, &spec, &channel_id, &derr);
-    free(topic);
-    free(members);
+    if (!*channel_id)
+        rc = dg_discord_create_private_channel(p->discord, spec, channel_id, &derr);
     if (rc != OC_OK) {
         dg_log(p, OC_LOG_WARN, "discord_channel_create '%s' by %s failed: %s (HTTP %ld)",
                req->name, caller->agent_id, derr.message, derr.http_status);
@@ -277,41 +273,44 @@ static int create_channel(dg_plugin *p, const dg_caller *caller, const dg_channe
                     "the guild (Manage Channels), ask the operator"
                     : derr.retryable ? "; this may pass if you try again later" : "");
     }
-    if (!req->callback_channel_id) {
-        if (ic && (rc = record_plain(p, ic, channel_id, err, err_len)) != OC_OK) {
-            delete_channel(p, channel_id);
-            free(channel_id);
-            return rc;
-        }
-        out->channel_id = channel_id;
-        dg_log(p, OC_LOG_INFO, "channel %s '%s' created for %s (plain)", channel_id, req->name,
-               caller->agent_id);
-        return OC_OK;
-    }
+    return OC_OK;
+}
 
-    /* Discussion: render the kickoff, then one transaction. */
-    dg_discussion d;
-    char *pm = NULL, *im = NULL, *oref = NULL, *dref = NULL, *kickoff = NULL, *where = NULL;
-    char *tpl = NULL;
-    const char **mention_ids = NULL;
-    rc = build_discussion(p, caller, req, channel_id, &d);
-    if (rc == OC_OK) {
-        char *first = d.turn_order[0];
-        pm = discuss_mentions_of(&p->cfg, d.participants, d.n_participants);
-        im = discuss_mentions_of(&p->cfg, &first, 1);
-        oref = discuss_channel_ref(d.origin_channel_id);
-        dref = discuss_channel_ref(channel_id);
-        mention_ids = calloc(d.n_turn_order, sizeof *mention_ids);
-        where = dg_summary_suggested_path(p->cfg.summary_dir, req->name, channel_id);
-        tpl = summary_template_text(p);
-        if (!pm || !im || !oref || !dref || !mention_ids || !where || !tpl)
-            rc = OC_ERR_NOMEM;
-    }
-    if (rc == OC_OK) {
-        for (size_t i = 0; i < d.n_turn_order; i++)
-            mention_ids[i] = dg_config_agent(&p->cfg, d.turn_order[i])->discord_user_id;
+/* A plain channel (no callbackChannelId): the channel is the whole effect;
+ * with ic its result is recorded. On OC_OK out takes channel_id. */
+static int keep_plain(dg_plugin *p, const dg_caller *caller, const dg_channel_request *req,
+                      const discuss_idem *ic, char *channel_id, dg_channel_created *out,
+                      char *err, size_t err_len)
+{
+    int rc = ic ? record_plain(p, ic, channel_id, err, err_len) : OC_OK;
+    if (rc != OC_OK)
+        return rc;
+    out->channel_id = channel_id;
+    dg_log(p, OC_LOG_INFO, "channel %s '%s' created for %s (plain)", channel_id, req->name,
+           caller->agent_id);
+    return OC_OK;
+}
+
+/* The kickoff message of discussion d in channel_id, and the Discord ids it
+ * mentions (the turn order's). Both malloc'd, the caller frees them (the
+ * ids are borrowed from the config); NULLs and OC_ERR_NOMEM on failure. */
+static int render_kickoff(dg_plugin *p, const dg_channel_request *req, const dg_discussion *d,
+                          const char *channel_id, char **kickoff, const char ***mention_ids)
+{
+    char *first = d->turn_order[0];
+    char *pm = discuss_mentions_of(&p->cfg, d->participants, d->n_participants);
+    char *im = discuss_mentions_of(&p->cfg, &first, 1);
+    char *oref = discuss_channel_ref(d->origin_channel_id);
+    char *dref = discuss_channel_ref(channel_id);
+    const char **ids = calloc(d->n_turn_order, sizeof *ids);
+    char *where = dg_summary_suggested_path(p->cfg.summary_dir, req->name, channel_id);
+    char *tpl = summary_template_text(p);
+    *kickoff = NULL;
+    if (pm && im && oref && dref && ids && where && tpl) {
+        for (size_t i = 0; i < d->n_turn_order; i++)
+            ids[i] = dg_config_agent(&p->cfg, d->turn_order[i])->discord_user_id;
         dg_tpl_vars v = {
-            .discussGuide = d.discuss_guide,
+            .discussGuide = d->discuss_guide,
             .initiatorMention = im,
             .participantMentions = pm,
             .discussionChannel = dref,
@@ -320,38 +319,95 @@ static int create_channel(dg_plugin *p, const dg_caller *caller, const dg_channe
             .summaryPath = where,
             .summaryTemplate = tpl,
         };
-        kickoff = dg_templates_render(p->templates, "kickoff.md", &v);
-        if (!kickoff)
-            rc = OC_ERR_NOMEM;
+        *kickoff = dg_templates_render(p->templates, "kickoff.md", &v);
     }
+    free(pm);
+    free(im);
+    free(oref);
+    free(dref);
+    free(where);
+    free(tpl);
+    if (!*kickoff) {
+        free(ids);
+        ids = NULL;
+    }
+    *mention_ids = ids;
+    return *kickoff ? OC_OK : OC_ERR_NOMEM;
+}
+
+/* A discussion in the new channel: its record, turns and kickoff in one
+ * transaction, then the outbox is kicked. On OC_OK out takes channel_id. */
+static int open_discussion(dg_plugin *p, const dg_caller *caller, const dg_channel_request *req,
+                           const discuss_idem *ic, char *channel_id, dg_channel_created *out,
+                           char *err, size_t err_len)
+{
+    dg_discussion d;
+    char *kickoff = NULL;
+    const char **mention_ids = NULL;
     int64_t id = 0;
+    int rc = build_discussion(p, caller, req, channel_id, &d);
+    if (rc == OC_OK)
+        rc = render_kickoff(p, req, &d, channel_id, &kickoff, &mention_ids);
     if (rc == OC_OK)
         rc = record_discussion(p, &d, req->name, kickoff, mention_ids, d.n_turn_order, ic, &id,
                                err, err_len);
     else
         dg_fail(err, err_len, rc, "out of memory preparing the discussion; try again");
-    free(pm);
-    free(im);
-    free(oref);
-    free(dref);
     free(kickoff);
-    free(where);
-    free(tpl);
     free(mention_ids);
+    if (rc == OC_OK) {
+        dg_outbox_kick(p->outbox);
+        dg_log(p, OC_LOG_INFO, "discussion %lld opened in channel %s by %s (origin %s, %zu "
+               "agents)", (long long)id, channel_id, caller->agent_id, d.origin_channel_id,
+               d.n_turn_order);
+        out->channel_id = channel_id;
+        out->is_discussion = 1;
+        out->discussion_id = id;
+    }
+    dg_discussion_clear(&d);
+    return rc;
+}
+
+/* One creation: checks, members, intent, the channel, then a plain
+ * channel's or a discussion's record. A channel made but not recorded is
+ * deleted again, so a failed call leaves nothing half-made. */
+static int create_channel(dg_plugin *p, const dg_caller *caller, const dg_channel_request *req,
+                          discuss_idem *ic, dg_channel_created *out, char *err, size_t err_len)
+{
+    const char **members = NULL;
+    size_t n_members = 0;
+    char *topic = NULL, *channel_id = NULL;
+    const char *needle = NULL;
+    int rc = check_creatable(p, caller, req, err, err_len);
+    if (rc == OC_OK)
+        rc = channel_members(p, caller, req, &members, &n_members, err, err_len);
+    if (rc == OC_OK && topic_with_marker(req, ic, &topic, &needle) != OC_OK)
+        rc = dg_fail(err, err_len, OC_ERR_NOMEM, "out of memory");
+    if (rc == OC_OK && ic && !ic->recovering)
+        rc = record_intent(p, ic, err, err_len);
+    if (rc == OC_OK) {
+        dg_discord_channel_spec spec = {
+            .guild_id = p->cfg.discord_guild_id,
+            .name = req->name,
+            .topic = topic ? topic : req->topic,
+            .parent_id = req->parent_id,
+            .member_ids = members,
+            .n_members = n_members,
+        };
+        rc = make_channel(p, caller, req, ic, &spec, needle, &channel_id, err, err_len);
+    }
+    free(topic);
+    free(members);
+    if (rc != OC_OK)
+        return rc;
+    rc = req->callback_channel_id
+         ? open_discussion(p, caller, req, ic, channel_id, out, err, err_len)
+         : keep_plain(p, caller, req, ic, channel_id, out, err, err_len);
     if (rc != OC_OK) {
         delete_channel(p, channel_id);
         free(channel_id);
-        dg_discussion_clear(&d);
-        return rc;
     }
-    dg_outbox_kick(p->outbox);
-    dg_log(p, OC_LOG_INFO, "discussion %lld opened in channel %s by %s (origin %s, %zu agents)",
-           (long long)id, channel_id, caller->agent_id, d.origin_channel_id, d.n_turn_order);
-    dg_discussion_clear(&d);
-    out->channel_id = channel_id;
-    out->is_discussion = 1;
-    out->discussion_id = id;
-    return OC_OK;
+    return rc;
 }
 
 int dg_discuss_create_channel(dg_plugin *p, const dg_caller *caller,
