@@ -27,11 +27,12 @@ static int channel_status(dg_plugin *p, const char *channel_id, dg_discussion_st
     return dg_store_end(p->store, rc);
 }
 
-int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
-                        const dg_channel_request *req, char *err, size_t err_len)
+/* The caller, the name, the topic and the category: what every channel
+ * request needs. */
+static int check_channel(const dg_config *cfg, const dg_caller *caller,
+                         const dg_channel_request *req, char *err, size_t err_len)
 {
     char why[256];
-    const dg_config *cfg = &p->cfg;
     if (!caller || !caller->agent_id || !*caller->agent_id)
         return dg_fail(err, err_len, OC_ERR_INVALID,
                     "the tool context has no agentId; the host must say which agent calls "
@@ -58,6 +59,13 @@ int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
         return dg_fail(err, err_len, OC_ERR_INVALID,
                     "parentId '%.100s' is not a Discord snowflake (1-20 digits); pass the "
                     "category's id or leave parentId out", req->parent_id);
+    return OC_OK;
+}
+
+/* participants and allowedUserIds: known, not the caller, each once. */
+static int check_members(const dg_config *cfg, const dg_caller *caller,
+                         const dg_channel_request *req, char *err, size_t err_len)
+{
     /* A repeated or self-naming entry is a mistake of the caller (it may
      * have meant another agent): refused, not silently dropped. */
     for (size_t i = 0; i < req->n_participants; i++) {
@@ -89,16 +97,14 @@ int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
                             "allowedUserIds[%zu] '%s' repeats allowedUserIds[%zu]; name each "
                             "user once", i, u, j);
     }
-    if (!req->callback_channel_id) {
-        if (req->discuss_guide)
-            return dg_fail(err, err_len, OC_ERR_INVALID,
-                        "discussGuide is only accepted together with callbackChannelId (the "
-                        "channel to report the result to); add callbackChannelId for a "
-                        "discussion, or drop discussGuide for a plain channel");
-        return OC_OK;
-    }
+    return OC_OK;
+}
 
-    /* Discussion mode. */
+/* Discussion mode (callbackChannelId given): the origin, the guide, the
+ * participants, and the initiator's session and workspace. */
+static int check_discussion(const dg_config *cfg, const dg_caller *caller,
+                            const dg_channel_request *req, char *err, size_t err_len)
+{
     if (!dg_snowflake_valid(req->callback_channel_id))
         return dg_fail(err, err_len, OC_ERR_INVALID,
                     "callbackChannelId '%.100s' is not a Discord channel id (a snowflake of 1-20 "
@@ -138,7 +144,14 @@ int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
                     "the tool context's workspaceDir %.200s is not an existing folder (%s); a "
                     "discussion needs the initiator's workspace for its summary file, ask the "
                     "operator to create it", caller->workspace_dir, why_not);
+    return OC_OK;
+}
 
+/* Discussions do not nest: neither the caller's channel nor the origin is
+ * a discussion channel. */
+static int check_not_nested(dg_plugin *p, const dg_caller *caller,
+                            const dg_channel_request *req, char *err, size_t err_len)
+{
     dg_discussion_status here, there;
     if (channel_status(p, caller->channel_id, &here) != OC_OK ||
         channel_status(p, req->callback_channel_id, &there) != OC_OK)
@@ -153,4 +166,26 @@ int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
                     "callbackChannelId %s is itself a discussion channel: discussions do not "
                     "nest; pass your work channel instead", req->callback_channel_id);
     return OC_OK;
+}
+
+int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
+                        const dg_channel_request *req, char *err, size_t err_len)
+{
+    int rc = check_channel(&p->cfg, caller, req, err, err_len);
+    if (rc == OC_OK)
+        rc = check_members(&p->cfg, caller, req, err, err_len);
+    if (rc != OC_OK)
+        return rc;
+    if (!req->callback_channel_id) {
+        if (req->discuss_guide)
+            return dg_fail(err, err_len, OC_ERR_INVALID,
+                        "discussGuide is only accepted together with callbackChannelId (the "
+                        "channel to report the result to); add callbackChannelId for a "
+                        "discussion, or drop discussGuide for a plain channel");
+        return OC_OK;
+    }
+    rc = check_discussion(&p->cfg, caller, req, err, err_len);
+    if (rc == OC_OK)
+        rc = check_not_nested(p, caller, req, err, err_len);
+    return rc;
 }
