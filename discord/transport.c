@@ -694,6 +694,176 @@ static long retry_after_of(const xfer *x, int *global)
     return ms > 0 ? ms : 1;
 }
 
+/* What one request carries from attempt to attempt. */
+typedef struct req_run {
+    const char *method, *url, *json, *route;
+    int idempotent;
+    int64_t deadline;  /* monotonic ms: the call's time bound */
+    int failures;      /* 5xx answers and transport failures so far */
+    int n429;          /* 429 answers in a row */
+} req_run;
+
+/* An attempt's outcome besides OC_OK and the OC_ERR_* codes: try again. */
+#define ATTEMPT_AGAIN 1
+
+/* The back-off before the next attempt after a transport failure (http 0)
+ * or a 5xx answer: logged, then slept unless the call's time would run out
+ * first. ATTEMPT_AGAIN, or the error set in e. why: curl's reason or
+ * Discord's message. */
+static int backoff_wait(dg_discord *d, const req_run *r, long http, const char *why,
+                        dg_discord_err *e)
+{
+    long wait = backoff_ms(d, r->failures);
+    if (http)
+        logf_(d, OC_LOG_WARN, "discord: %s answered %ld (%s); retry %d of %d in %ld ms",
+              r->route, http, why, r->failures, d->max_attempts - 1, wait);
+    else
+        logf_(d, OC_LOG_WARN, "discord: %s failed (%s); retry %d of %d in %ld ms", r->route,
+              why, r->failures, d->max_attempts - 1, wait);
+    if (mono_ms() + wait >= r->deadline) {
+        if (http)
+            return dgd_set_err(e, OC_ERR_IO, http, 1,
+                               "Discord answered %ld to %s: %s; no time left in %ld ms to retry",
+                               http, r->route, why, d->timeout_ms);
+        return dgd_set_err(e, OC_ERR_IO, 0, 1,
+                           "timed out: %s failed (%s) and no time is left in its %ld ms to "
+                           "retry",
+                           r->route, why, d->timeout_ms);
+    }
+    if (sleep_until(d, mono_ms() + wait) < 0)
+        return aborted_err(e, r->route);
+    return ATTEMPT_AGAIN;
+}
+
+/* A transfer that got no answer: out of time, out of attempts, not safe to
+ * repeat (a request that may have been sent and is not idempotent), or
+ * ATTEMPT_AGAIN after the back-off. */
+static int on_no_answer(dg_discord *d, req_run *r, CURLcode cc, const char *cerr,
+                        dg_discord_err *e)
+{
+    r->failures++;
+    int timed_out = cc == CURLE_OPERATION_TIMEDOUT || mono_ms() >= r->deadline;
+    const char *why = cerr[0] ? cerr : curl_easy_strerror(cc);
+    if (timed_out)
+        return dgd_set_err(e, OC_ERR_IO, 0, 1,
+                           "timed out: %s got no answer within %ld ms (%s); try again later",
+                           r->route, d->timeout_ms, why);
+    if ((!r->idempotent && !not_sent(cc)) || r->failures >= d->max_attempts)
+        return dgd_set_err(e, OC_ERR_IO, 0, 1,
+                           "no answer from Discord for %s after %d attempt%s: %s", r->route,
+                           e->attempts, e->attempts == 1 ? "" : "s", why);
+    return backoff_wait(d, r, 0, why, e);
+}
+
+/* A 2xx answer: its body as JSON (null when empty) into *response, or
+ * decref'd when response is NULL. */
+static int on_success(const req_run *r, const xfer *x, long http, json_t **response,
+                      dg_discord_err *e)
+{
+    json_t *j = NULL;
+    if (x->len == 0) {
+        j = json_null();
+    } else {
+        json_error_t je;
+        j = json_loadb(x->body, x->len, 0, &je);
+    }
+    if (!j)
+        return dgd_set_err(e, OC_ERR_IO, http, 1,
+                           "Discord answered %ld to %s with a body that is not JSON", http,
+                           r->route);
+    if (response)
+        *response = j;
+    else
+        json_decref(j);
+    e->message[0] = '\0';
+    return OC_OK;
+}
+
+/* An answer that is not 2xx: 429 and 5xx are tried again within their
+ * bounds, anything else is Discord's refusal. ra, global: the 429's wait. */
+static int on_refusal(dg_discord *d, req_run *r, xfer *x, long http, long ra, int global,
+                      dg_discord_err *e)
+{
+    char dmsg[400];
+    discord_message(d, x, http, dmsg, sizeof dmsg, &e->discord_code);
+    if (http == 429) {
+        r->n429++;
+        logf_(d, OC_LOG_DEBUG, "discord: %s rate limited (%s), waiting %ld ms", r->route,
+              global ? "global" : "route", ra);
+        if (r->n429 >= MAX_429_PER_CALL)
+            return dgd_set_err(e, OC_ERR_IO, http, 1,
+                               "rate limited: %s answered 429 %d times in a row; try again "
+                               "later",
+                               r->route, r->n429);
+        return ATTEMPT_AGAIN; /* rl_acquire waits retry_after, or fails past the bound */
+    }
+    if (http >= 500) {
+        r->failures++;
+        if (r->failures >= d->max_attempts)
+            return dgd_set_err(e, OC_ERR_IO, http, 1,
+                               "Discord answered %ld to %s %d times: %s; try again later", http,
+                               r->route, r->failures, dmsg);
+        return backoff_wait(d, r, http, dmsg, e);
+    }
+    int rc = dgd_set_err(e, status_rc(http), http, 0, "Discord refused %s with %ld: %s%s",
+                         r->route, http, dmsg,
+                         http == 403   ? "; give the bot that permission in the channel or guild"
+                         : http == 401 ? "; check the bot token"
+                                       : "");
+    if (e->discord_code) {
+        size_t used = strlen(e->message);
+        snprintf(e->message + used, sizeof e->message - used, " (Discord code %d)",
+                 e->discord_code);
+    }
+    return rc;
+}
+
+/* One attempt: a rate-limit permit, a handle, the transfer, and what its
+ * answer means. OC_OK, ATTEMPT_AGAIN, or the error set in e. */
+static int attempt(dg_discord *d, req_run *r, json_t **response, dg_discord_err *e)
+{
+    int rc = rl_acquire(d, r->route, r->deadline, e);
+    if (rc != OC_OK)
+        return rc;
+    long tmo = (long)(r->deadline - mono_ms());
+    if (tmo <= 0) {
+        rl_release(d, r->route, NULL, 0, 0, 0);
+        return dgd_set_err(e, OC_ERR_IO, e->http_status, 1,
+                           "timed out: %s got no answer within %ld ms; try again later",
+                           r->route, d->timeout_ms);
+    }
+    dgd_slot s = slot_get(d);
+    if (!s.easy) {
+        rl_release(d, r->route, NULL, 0, 0, 0);
+        return dgd_set_err(e, OC_ERR_NOMEM, 0, 1, "out of memory for a transfer handle");
+    }
+    xfer x;
+    memset(&x, 0, sizeof x);
+    long http = 0;
+    char cerr[CURL_ERROR_SIZE];
+    CURLcode cc = perform(d, &s, r->method, r->url, r->json, r->idempotent, tmo, &x, &http,
+                          cerr);
+    e->attempts++;
+    long ra = 0;
+    int global = 0;
+    if (cc == CURLE_OK && http == 429)
+        ra = retry_after_of(&x, &global);
+    rl_release(d, r->route, cc == CURLE_OK ? &x.h : NULL, cc == CURLE_OK ? http : 0, ra,
+               global);
+    slot_put(d, s);
+
+    if (cc == CURLE_DG_ABORTED)
+        rc = aborted_err(e, r->route);
+    else if (cc != CURLE_OK)
+        rc = on_no_answer(d, r, cc, cerr, e);
+    else if ((e->http_status = http) >= 200 && http < 300)
+        rc = on_success(r, &x, http, response, e);
+    else
+        rc = on_refusal(d, r, &x, http, ra, global, e);
+    free(x.body);
+    return rc;
+}
+
 int dgd_do_request(dg_discord *d, const char *method, const char *path, const char *json,
                    int idempotent, json_t **response, dg_discord_err *e)
 {
@@ -712,152 +882,11 @@ int dgd_do_request(dg_discord *d, const char *method, const char *path, const ch
         return dgd_set_err(e, OC_ERR_NOMEM, 0, 1, "out of memory");
     snprintf(url, ulen, "%s%s", d->base, path);
 
-    int64_t deadline = mono_ms() + d->timeout_ms;
-    int failures = 0, n429 = 0, rc = OC_OK;
-    char cerr[CURL_ERROR_SIZE];
-    for (;;) {
-        if ((rc = rl_acquire(d, route, deadline, e)) != OC_OK)
-            break;
-        long tmo = (long)(deadline - mono_ms());
-        if (tmo <= 0) {
-            rl_release(d, route, NULL, 0, 0, 0);
-            rc = dgd_set_err(e, OC_ERR_IO, e->http_status, 1,
-                             "timed out: %s got no answer within %ld ms; try again later", route,
-                             d->timeout_ms);
-            break;
-        }
-        dgd_slot s = slot_get(d);
-        if (!s.easy) {
-            rl_release(d, route, NULL, 0, 0, 0);
-            rc = dgd_set_err(e, OC_ERR_NOMEM, 0, 1, "out of memory for a transfer handle");
-            break;
-        }
-        xfer x;
-        memset(&x, 0, sizeof x);
-        long http = 0;
-        CURLcode cc = perform(d, &s, method, url, json, idempotent, tmo, &x, &http, cerr);
-        e->attempts++;
-        long ra = 0;
-        int global = 0;
-        if (cc == CURLE_OK && http == 429)
-            ra = retry_after_of(&x, &global);
-        rl_release(d, route, cc == CURLE_OK ? &x.h : NULL, cc == CURLE_OK ? http : 0, ra,
-                   global);
-        slot_put(d, s);
-
-        if (cc == CURLE_DG_ABORTED) {
-            free(x.body);
-            rc = aborted_err(e, route);
-            break;
-        }
-        if (cc != CURLE_OK) {
-            free(x.body);
-            failures++;
-            int timed_out = cc == CURLE_OPERATION_TIMEDOUT || mono_ms() >= deadline;
-            const char *why = cerr[0] ? cerr : curl_easy_strerror(cc);
-            if (timed_out) {
-                rc = dgd_set_err(e, OC_ERR_IO, 0, 1,
-                                 "timed out: %s got no answer within %ld ms (%s); try again later",
-                                 route, d->timeout_ms, why);
-                break;
-            }
-            if ((!idempotent && !not_sent(cc)) || failures >= d->max_attempts) {
-                rc = dgd_set_err(e, OC_ERR_IO, 0, 1,
-                                 "no answer from Discord for %s after %d attempt%s: %s", route,
-                                 e->attempts, e->attempts == 1 ? "" : "s", why);
-                break;
-            }
-            long wait = backoff_ms(d, failures);
-            logf_(d, OC_LOG_WARN, "discord: %s failed (%s); retry %d of %d in %ld ms", route,
-                  why, failures, d->max_attempts - 1, wait);
-            if (mono_ms() + wait >= deadline) {
-                rc = dgd_set_err(e, OC_ERR_IO, 0, 1,
-                                 "timed out: %s failed (%s) and no time is left in its %ld ms to "
-                                 "retry",
-                                 route, why, d->timeout_ms);
-                break;
-            }
-            if (sleep_until(d, mono_ms() + wait) < 0) {
-                rc = aborted_err(e, route);
-                break;
-            }
-            continue;
-        }
-
-        e->http_status = http;
-        if (http >= 200 && http < 300) {
-            json_t *j = NULL;
-            if (x.len == 0) {
-                j = json_null();
-            } else {
-                json_error_t je;
-                j = json_loadb(x.body, x.len, 0, &je);
-            }
-            free(x.body);
-            if (!j) {
-                rc = dgd_set_err(e, OC_ERR_IO, http, 1,
-                                 "Discord answered %ld to %s with a body that is not JSON", http,
-                                 route);
-                break;
-            }
-            if (response)
-                *response = j;
-            else
-                json_decref(j);
-            e->message[0] = '\0';
-            rc = OC_OK;
-            break;
-        }
-        char dmsg[400];
-        discord_message(d, &x, http, dmsg, sizeof dmsg, &e->discord_code);
-        free(x.body);
-        if (http == 429) {
-            n429++;
-            logf_(d, OC_LOG_DEBUG, "discord: %s rate limited (%s), waiting %ld ms", route,
-                  global ? "global" : "route", ra);
-            if (n429 >= MAX_429_PER_CALL) {
-                rc = dgd_set_err(e, OC_ERR_IO, http, 1,
-                                 "rate limited: %s answered 429 %d times in a row; try again later",
-                                 route, n429);
-                break;
-            }
-            continue; /* rl_acquire waits retry_after, or fails past the bound */
-        }
-        if (http >= 500) {
-            failures++;
-            if (failures >= d->max_attempts) {
-                rc = dgd_set_err(e, OC_ERR_IO, http, 1,
-                                 "Discord answered %ld to %s %d times: %s; try again later", http,
-                                 route, failures, dmsg);
-                break;
-            }
-            long wait = backoff_ms(d, failures);
-            logf_(d, OC_LOG_WARN, "discord: %s answered %ld (%s); retry %d of %d in %ld ms",
-                  route, http, dmsg, failures, d->max_attempts - 1, wait);
-            if (mono_ms() + wait >= deadline) {
-                rc = dgd_set_err(e, OC_ERR_IO, http, 1,
-                                 "Discord answered %ld to %s: %s; no time left in %ld ms to retry",
-                                 http, route, dmsg, d->timeout_ms);
-                break;
-            }
-            if (sleep_until(d, mono_ms() + wait) < 0) {
-                rc = aborted_err(e, route);
-                break;
-            }
-            continue;
-        }
-        rc = dgd_set_err(e, status_rc(http), http, 0, "Discord refused %s with %ld: %s%s", route,
-                         http, dmsg,
-                         http == 403   ? "; give the bot that permission in the channel or guild"
-                         : http == 401 ? "; check the bot token"
-                                   : "");
-        if (e->discord_code) {
-            size_t used = strlen(e->message);
-            snprintf(e->message + used, sizeof e->message - used, " (Discord code %d)",
-                     e->discord_code);
-        }
-        break;
-    }
+    req_run r = {.method = method, .url = url, .json = json, .route = route,
+                 .idempotent = idempotent, .deadline = mono_ms() + d->timeout_ms};
+    int rc;
+    while ((rc = attempt(d, &r, response, e)) == ATTEMPT_AGAIN)
+        ;
     free(url);
     scrub_token(d, e->message);
     return rc;
