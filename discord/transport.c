@@ -894,19 +894,10 @@ int dgd_do_request(dg_discord *d, const char *method, const char *path, const ch
 
 /* ---- public API ------------------------------------------------------------------ */
 
-int dg_discord_new(const dg_discord_options *o, dg_discord **out, char *err, size_t err_len)
+/* The options' rules, checked before anything is made: OC_OK, or
+ * OC_ERR_INVALID with the field and its rule in err. */
+static int check_options(const dg_discord_options *o, char *err, size_t err_len)
 {
-    char scratch[4];
-    if (!err || !err_len) {
-        err = scratch;
-        err_len = sizeof scratch;
-    }
-    err[0] = '\0';
-    if (!out) {
-        snprintf(err, err_len, "discord: no place to store the client");
-        return OC_ERR_INVALID;
-    }
-    *out = NULL;
     if (!o || !o->api_base || (strncmp(o->api_base, "https://", 8) != 0 &&
                                strncmp(o->api_base, "http://", 7) != 0)) {
         snprintf(err, err_len, "discord.apiBase must be an http:// or https:// URL such as "
@@ -927,16 +918,13 @@ int dg_discord_new(const dg_discord_options *o, dg_discord **out, char *err, siz
         snprintf(err, err_len, "discord: timeouts, attempts and back-off must not be negative");
         return OC_ERR_INVALID;
     }
-    pthread_once(&curl_once, curl_init_once);
-    if (curl_init_rc != CURLE_OK) {
-        snprintf(err, err_len, "discord: libcurl failed to initialise: %s",
-                 curl_easy_strerror(curl_init_rc));
-        return OC_ERR_INTERNAL;
-    }
+    return OC_OK;
+}
 
-    dg_discord *d = calloc(1, sizeof *d);
-    if (!d)
-        goto nomem;
+/* The limits of d from o (0: the default), the log callback and the
+ * back-off's random seed. */
+static void set_limits(dg_discord *d, const dg_discord_options *o)
+{
     d->timeout_ms = o->timeout_ms ? o->timeout_ms : DEFAULT_TIMEOUT_MS;
     d->connect_ms = o->connect_timeout_ms ? o->connect_timeout_ms : DEFAULT_CONNECT_MS;
     if (d->connect_ms > d->timeout_ms)
@@ -953,7 +941,70 @@ int dg_discord_new(const dg_discord_options *o, dg_discord **out, char *err, siz
              (uint64_t)getpid();
     if (!d->rng)
         d->rng = 1;
+}
 
+/* The fixed headers of every request, in the order struct dg_discord
+ * describes: "Expect:", the token's Authorization, Content-Type,
+ * User-Agent. The User-Agent is one more header of the list, not
+ * CURLOPT_USERAGENT: curl formats that option into a new string on every
+ * transfer, a header of the list is copied as it is. Returns the list (the
+ * client frees it, wiping the token's node first) or NULL out of memory;
+ * the token's other copies are wiped before they are freed. */
+static struct curl_slist *build_headers(const char *token, const char *user_agent)
+{
+    size_t al = strlen(token) + 32, ul = strlen(user_agent) + sizeof "User-Agent: ";
+    char *auth = malloc(al), *ua = malloc(ul);
+    struct curl_slist *h = NULL;
+    if (auth && ua) {
+        snprintf(auth, al, AUTH_PREFIX "%s", token);
+        snprintf(ua, ul, "User-Agent: %s", user_agent);
+        const char *const lines[] = {"Expect:", auth, "Content-Type: application/json", ua};
+        for (size_t i = 0; i < sizeof lines / sizeof *lines; i++) {
+            struct curl_slist *n = curl_slist_append(h, lines[i]);
+            if (!n) {
+                if (h && h->next)
+                    memset(h->next->data, 0, strlen(h->next->data));
+                curl_slist_free_all(h);
+                h = NULL;
+                break;
+            }
+            h = n;
+        }
+    }
+    if (auth)
+        memset(auth, 0, al);
+    free(auth);
+    free(ua);
+    return h;
+}
+
+int dg_discord_new(const dg_discord_options *o, dg_discord **out, char *err, size_t err_len)
+{
+    char scratch[4];
+    if (!err || !err_len) {
+        err = scratch;
+        err_len = sizeof scratch;
+    }
+    err[0] = '\0';
+    if (!out) {
+        snprintf(err, err_len, "discord: no place to store the client");
+        return OC_ERR_INVALID;
+    }
+    *out = NULL;
+    int rc = check_options(o, err, err_len);
+    if (rc != OC_OK)
+        return rc;
+    pthread_once(&curl_once, curl_init_once);
+    if (curl_init_rc != CURLE_OK) {
+        snprintf(err, err_len, "discord: libcurl failed to initialise: %s",
+                 curl_easy_strerror(curl_init_rc));
+        return OC_ERR_INTERNAL;
+    }
+
+    dg_discord *d = calloc(1, sizeof *d);
+    if (!d)
+        goto nomem;
+    set_limits(d, o);
     d->base = dgd_strdup(o->api_base);
     d->guild_id = dgd_strdup(o->guild_id);
     d->user_agent = o->user_agent ? dgd_strdup(o->user_agent)
@@ -964,37 +1015,9 @@ int dg_discord_new(const dg_discord_options *o, dg_discord **out, char *err, siz
     size_t bl = strlen(d->base);
     while (bl > 0 && d->base[bl - 1] == '/')
         d->base[--bl] = '\0';
-
-    size_t al = strlen(o->token) + 32;
-    char *auth = malloc(al);
-    if (!auth)
+    if (!(d->headers = build_headers(o->token, d->user_agent)))
         goto nomem_free;
-    snprintf(auth, al, AUTH_PREFIX "%s", o->token);
-    struct curl_slist *h = curl_slist_append(NULL, "Expect:");
-    struct curl_slist *h1 = h ? curl_slist_append(h, auth) : NULL;
-    memset(auth, 0, al);
-    free(auth);
-    struct curl_slist *h2 = h1 ? curl_slist_append(h1, "Content-Type: application/json") : NULL;
-    /* The User-Agent as one more fixed header, not CURLOPT_USERAGENT: curl
-     * formats that option into a new "User-Agent: ...\r\n" string on every
-     * transfer (issue 14 profile: ~5k instructions a post), a header of the
-     * list is copied as it is. */
-    size_t ul = strlen(d->user_agent) + sizeof "User-Agent: ";
-    char *ua = malloc(ul);
-    struct curl_slist *h4 = NULL;
-    if (ua && h2) {
-        snprintf(ua, ul, "User-Agent: %s", d->user_agent);
-        h4 = curl_slist_append(h2, ua);
-    }
-    free(ua);
-    if (!h4) {
-        if (h && h->next)
-            memset(h->next->data, 0, strlen(h->next->data));
-        curl_slist_free_all(h);
-        goto nomem_free;
-    }
-    d->headers = h;
-    d->short_headers = h->next;
+    d->short_headers = d->headers->next;
 
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
