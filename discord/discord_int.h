@@ -2,8 +2,10 @@
  * discord_int.h -- the Discord client's private header: the client record
  * and what the transport lends the endpoint files. Only discord/ includes it:
  *   transport.c  curl handles and their pool, requests and answers,
- *                rate-limit routes, 429/5xx/transport retries, the abort
- *                switch, the raw request and the pipelined posts
+ *                rate-limit routes, 429/5xx/transport retries
+ *   client.c     the client's options, headers, abort switch, free, and
+ *                the raw request
+ *   pipe.c       the pipelined posts
  *   channels.c   the channel-name rule, create a private channel, find one
  *   messages.c   post and read messages, and the post body the pipe shares
  *   users.c      a user's names
@@ -73,6 +75,81 @@ struct dg_discord {
     dgd_slot *idle;
     size_t n_idle;
 };
+
+/* ---- transport.c: what client.c and pipe.c share with it ---------------- */
+
+#define DGD_AUTH_PREFIX "Authorization: Bot "
+#define DGD_MAX_429_PER_CALL 64      /* a server answering 429 forever still ends */
+#define DGD_MAX_BODY (8u << 20)      /* answers larger than this are refused */
+#define DGD_POLL_MS 50               /* abort latency of a transfer in flight */
+
+/* The rate-limit headers of one answer. */
+typedef struct dgd_hdrs {
+    char bucket[72];
+    int has_limit, has_remaining, has_reset, has_retry_after;
+    long limit, remaining;
+    double reset_after, retry_after;
+    int global;
+    char scope[16];
+} dgd_hdrs;
+
+/* One transfer's answer: its body (malloc'd, the transfer's owner frees
+ * it) and headers. */
+typedef struct dgd_xfer {
+    char *body;
+    size_t len, cap;
+    int too_big;
+    dgd_hdrs h;
+} dgd_xfer;
+
+/* Monotonic clock, ms. Any thread. */
+int64_t dgd_mono_ms(void);
+
+/* Overwrite every copy of the token in text with '*' (NULL text: no-op). */
+void dgd_scrub_token(const dg_discord *d, char *text);
+
+/* A line to the client's log callback, if any. */
+void dgd_log(dg_discord *d, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The rate-limit route of a request: "POST /channels/123/messages/{id}". */
+void dgd_route_key(const char *method, const char *path, char *out, size_t out_len);
+
+/* A route state of d->routes freed (dg_map_each callback). */
+void dgd_route_free(void *val, void *unused);
+
+/* Route state for key; created when missing, NULL out of memory. Caller
+ * holds d->mu; never keep the pointer across an unlock. */
+dgd_route *dgd_route_get(dg_discord *d, const char *key);
+
+/* The error of a call cancelled by the abort switch, set in e. */
+int dgd_aborted_err(dg_discord_err *e, const char *route);
+
+/* Give a route's permit back and learn from the answer's headers (http 0:
+ * no answer). retry_after_ms > 0 for a 429. Takes d->mu. */
+void dgd_rl_release(dg_discord *d, const char *route, const dgd_hdrs *h, long http,
+                    long retry_after_ms, int global);
+
+/* The back-off before retry number failures, ms, with jitter. Takes d->mu. */
+long dgd_backoff_ms(dg_discord *d, int failures);
+
+/* A transfer handle cleaned up (not returned to the pool). */
+void dgd_slot_drop(dgd_slot s);
+
+/* curl's write and header callbacks filling a dgd_xfer (ud). curl's thread:
+ * the one running the transfer. */
+size_t dgd_on_body(char *ptr, size_t size, size_t nmemb, void *ud);
+size_t dgd_on_header(char *line, size_t size, size_t nmemb, void *ud);
+
+/* Discord's message for an answer that is not 2xx into out (the token
+ * scrubbed from x's body), its JSON error code into *code. */
+void dgd_discord_message(const dg_discord *d, dgd_xfer *x, long http, char *out,
+                         size_t out_len, int *code);
+
+/* The status for an HTTP refusal (404: OC_ERR_NOT_FOUND, ...). */
+int dgd_status_rc(long http);
+
+/* retry_after of a 429 in ms, rounded up, from body or headers. */
+long dgd_retry_after_of(const dgd_xfer *x, int *global);
 
 /* Fill e (when not NULL) and return rc: the error code, the HTTP status,
  * whether a retry may help, and the message (printf format). */
