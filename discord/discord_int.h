@@ -15,7 +15,9 @@
 #ifndef DG_DISCORD_INT_H
 #define DG_DISCORD_INT_H
 
+#include <assert.h>
 #include <curl/curl.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -75,6 +77,12 @@ struct dg_discord {
     dgd_slot *idle;
     size_t n_idle;
 };
+
+/* What a comment's "d->mu held" says, checked: the mutex is taken. A
+ * plain mutex cannot tell by whom, so this catches a caller that took no
+ * lock at all; when the mutex was free the trylock takes it and the assert
+ * stops the program anyway. */
+#define DGD_ASSERT_LOCKED(mu) assert(pthread_mutex_trylock(mu) == EBUSY)
 
 /* ---- transport.c: what client.c and pipe.c share with it ---------------- */
 
@@ -184,7 +192,8 @@ char *dgd_dump_checked(json_t *j, int bad);
  * call's time bound, the abort switch). json: the body or NULL, not taken.
  * *response (when response is not NULL): the answer, the caller decrefs. */
 int dgd_do_request(dg_discord *d, const char *method, const char *path, const char *json,
-                   int idempotent, json_t **response, dg_discord_err *e);
+                   int idempotent, json_t **response, dg_discord_err *e)
+    __attribute__((warn_unused_result));
 
 /* GET path and check the answer's shape: a JSON value of type want
  * (JSON_ARRAY or JSON_OBJECT). *out: the answer, the caller decrefs; NULL
@@ -211,6 +220,7 @@ static inline int dgd_get_json(dg_discord *d, const char *what, const char *path
  * the caller frees). Returns OC_OK or the error set in err. Shared by
  * dg_discord_post_message and the pipe (transport.c). */
 int dgd_post_body(const char *channel_id, const char *content, const char *const *mention_ids,
-                  size_t n_mentions, const char *nonce, char **json, dg_discord_err *err);
+                  size_t n_mentions, const char *nonce, char **json, dg_discord_err *err)
+    __attribute__((warn_unused_result));
 
 #endif

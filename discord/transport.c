@@ -150,6 +150,7 @@ void dgd_route_free(void *val, void *unused)
  * across an unlock. */
 dgd_route *dgd_route_get(dg_discord *d, const char *key)
 {
+    DGD_ASSERT_LOCKED(&d->mu);
     dgd_route *r = dg_map_get(&d->routes, key);
     if (r)
         return r;
@@ -177,6 +178,7 @@ static void abs_time(int64_t mono_deadline, struct timespec *ts)
 /* Wait on d->cond until `until` (monotonic ms) at the latest. d->mu held. */
 static void cond_wait_until(dg_discord *d, int64_t until)
 {
+    DGD_ASSERT_LOCKED(&d->mu);
     struct timespec ts;
     abs_time(until, &ts);
     pthread_cond_timedwait(&d->cond, &d->mu, &ts);

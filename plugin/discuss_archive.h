@@ -21,6 +21,7 @@
  * oc_status otherwise (the caller rolls back). Any thread.
  */
 int dg_discuss_archive_locked(dg_plugin *p, const dg_discussion *d, const char *end_status,
-                              const char *summary_path, int64_t closed_ms);
+                              const char *summary_path, int64_t closed_ms)
+    __attribute__((warn_unused_result));
 
 #endif

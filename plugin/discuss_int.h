@@ -70,15 +70,16 @@ void discuss_free_strv(char **v, size_t n);
 
 /* "<@a> <@b>" for the Discord ids of the agents (unknown agents left out);
  * malloc'd, the caller frees; NULL out of memory. */
-char *discuss_mentions_of(const dg_config *cfg, char *const *agents, size_t n);
+char *discuss_mentions_of(const dg_config *cfg, char *const *agents, size_t n)
+    __attribute__((warn_unused_result));
 
 /* "<#id>", malloc'd, the caller frees; NULL out of memory. */
-char *discuss_channel_ref(const char *id);
+char *discuss_channel_ref(const char *id) __attribute__((warn_unused_result));
 
 /* {summaryPreview} of a result: the preview (summary.h) under a line that
  * says what it is, "" when previewChars is 0 or the file is blank. The
  * caller frees; NULL when out of memory or unreadable. */
-char *discuss_preview_of(const dg_plugin *p, int fd);
+char *discuss_preview_of(const dg_plugin *p, int fd) __attribute__((warn_unused_result));
 
 /* ---- discuss_ledger.c -------------------------------------------------- */
 
@@ -86,9 +87,11 @@ void discuss_idem_for_create(discuss_idem *ic, const dg_caller *c, const dg_chan
 
 void discuss_idem_for_callback(discuss_idem *ic, const dg_caller *c, const char *summary_path);
 
-int discuss_idem_lookup(dg_plugin *p, const discuss_idem *ic, dg_tool_call_row *row);
+int discuss_idem_lookup(dg_plugin *p, const discuss_idem *ic, dg_tool_call_row *row)
+    __attribute__((warn_unused_result));
 
-int discuss_inflight_claim(dg_plugin *p, const discuss_idem *ic);
+int discuss_inflight_claim(dg_plugin *p, const discuss_idem *ic)
+    __attribute__((warn_unused_result));
 
 void discuss_inflight_release(dg_plugin *p, const discuss_idem *ic);
 
