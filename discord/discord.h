@@ -7,7 +7,7 @@
  * pthreads, include/ and common/ (scrub.h); it knows no turn, discussion or
  * host, and never calls dg_log or the store.
  *
- * Behaviour (shared/reference/discord-rest.md):
+ * Behaviour:
  *   - Rate limits: state per route (method + route template, major id kept)
  *     learnt from X-RateLimit-* headers; a route whose bucket is not known
  *     yet runs one request at a time; a 429 waits retry_after (never less)
@@ -226,7 +226,7 @@ int dg_discord_request(dg_discord *d, const char *method, const char *path,
                        dg_discord_err *err) __attribute__((warn_unused_result));
 
 /*
- * Pipelined posts (issue 14): up to `cap` message posts in flight at once
+ * Pipelined posts: up to `cap` message posts in flight at once
  * on one curl multi, driven by the one thread that owns the pipe (it is not
  * thread-safe, except dg_discord_pipe_wakeup). Every post keeps the rules
  * of dg_discord_post_message (rate limits, 429/5xx/transport retries,
@@ -255,8 +255,8 @@ int dg_discord_pipe_post(dg_discord_pipe *p, uint64_t tag, const char *channel_i
  * A post made ready ahead of its turn: body built and checked, URL and
  * rate-limit route worked out. A caller that knows its next post while an
  * earlier one is in flight prepares it then, and the time from an answer to
- * the next request is only curl's (issue 14: on one channel that time is
- * the whole rate). Arguments as dg_discord_post_message (copied). *out is
+ * the next request is only curl's (on one channel that time is the whole
+ * rate). Arguments as dg_discord_post_message (copied). *out is
  * the caller's until dg_discord_pipe_submit takes it; an unused one goes
  * with dg_discord_post_free. Any thread: it reads only what the client
  * fixed at dg_discord_new.

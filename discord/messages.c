@@ -62,10 +62,10 @@ static char *json_str_put(char *out, const char *s)
  * caller frees). Returns OC_OK or the error set in err.
  *
  * The body is written directly, not built as a jansson tree and dumped
- * (then read back, see dgd_dump_checked): that was ~72,000 instructions of
- * the outbox's ~246,000 per message (issue 14, callgrind), for a body of
- * four fixed members. The text is the one jansson's compact dump gives for
- * {"content", "allowed_mentions": {"parse": [], "users": [...]}, "nonce",
+ * (then read back, see dgd_dump_checked): that was a large share of the
+ * outbox's instructions per message, for a body of four fixed members.
+ * The text is the one jansson's compact dump gives for {"content",
+ * "allowed_mentions": {"parse": [], "users": [...]}, "nonce",
  * "enforce_nonce": true} in that order (the discord suite compares the two
  * on hostile texts). */
 int dgd_post_body(const char *channel_id, const char *content, const char *const *mention_ids,

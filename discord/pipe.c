@@ -406,7 +406,7 @@ static int skip_string(const char **p, const char *end)
  * The "id" member of a JSON object's top level, copied into out, without
  * building the object: a posted message comes back as ~1.5 KB of nested
  * author, member and mention objects, and parsing and freeing them all was
- * most of the dispatcher's CPU per message (issue 14 profile). Nested
+ * most of the dispatcher's CPU per message. Nested
  * values are skipped by bracket depth, strings by their quotes. Returns 0,
  * or -1 when the text is not an object with a plain (escape-free) string
  * id: the caller then parses it properly.
@@ -556,7 +556,7 @@ size_t dg_discord_pipe_run(dg_discord_pipe *p, long wait_ms, dg_discord_done *do
     /* Called again to wait right after a call whose perform left the
      * transfers settled, nothing started since: poll before performing
      * again. A perform there only found nothing to read (one system call
-     * and a pass over curl's state per post, issue 14). */
+     * and a pass over curl's state per post). */
     int skip_perform = p->settled && wait_ms > 0;
     p->settled = 0;
     for (;;) {

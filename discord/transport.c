@@ -418,7 +418,7 @@ size_t dgd_on_header(char *line, size_t size, size_t nmemb, void *ud)
     char v[96];
     /* Most lines of an answer (Date, Content-Type, Connection, ...) are
      * none of ours: the X-RateLimit- prefix is compared once, not once per
-     * name (issue 14 profile: this callback was 3k instructions a post). */
+     * name (this callback runs for every header line of every answer). */
     static const char rl[] = "X-RateLimit-";
     const size_t rn = sizeof rl - 1;
     if (n >= 5 && !strncmp(line, "HTTP/", 5)) {
@@ -573,12 +573,12 @@ static const char *refusal_text(long http, int code)
 }
 
 /*
- * Discord's message (and form-error detail) from an error body (issue 12
- * bug 5). A 401/403 body is never repeated (it answers a request that
- * carried the token; a proxy may echo it in any spelling): only its code,
- * by name. Otherwise the text is taken JSON-decoded (a cut-off or non-JSON
- * body has its escapes decoded too), scrubbed of any piece of the token,
- * and cut to BODY_TEXT_MAX bytes.
+ * Discord's message (and form-error detail) from an error body. A 401/403
+ * body is never repeated (it answers a request that carried the token; a
+ * proxy may echo it in any spelling): only its code, by name. Otherwise
+ * the text is taken JSON-decoded (a cut-off or non-JSON body has its
+ * escapes decoded too), scrubbed of any piece of the token, and cut to
+ * BODY_TEXT_MAX bytes.
  */
 void dgd_discord_message(const dg_discord *d, dgd_xfer *x, long http, char *out,
                             size_t out_len, int *code)

@@ -1,6 +1,6 @@
 /*
  * agent_end.c -- the run is over: the turn advances here, at once, not when
- * its message is later sent (Dirigent bug 2).
+ * its message is later sent.
  * Event: runId?, success, output (final text, "" when it only called
  * tools), toolCalls (count). A second agent_end with the same runId for
  * the same session is ignored (turns_engine.h).

@@ -1,5 +1,5 @@
 /*
- * tool_discussion_status.c -- `discussion_status` (issue 16 item 5) and
+ * tool_discussion_status.c -- `discussion_status` and
  * the JSON shape of a discussion both reading tools share.
  */
 #include <stdio.h>

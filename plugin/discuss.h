@@ -1,5 +1,5 @@
 /*
- * discuss.h -- discussion channels with callback (seed 003, sections 4-13).
+ * discuss.h -- discussion channels with callback.
  *
  * A discussion is a private Discord channel opened by an agent (the
  * initiator) with `discord_channel_create` + `callbackChannelId`; it ends
@@ -111,7 +111,7 @@ typedef struct dg_channel_created {
 void dg_channel_created_clear(dg_channel_created *c);
 
 /*
- * Check a request against the rules of config-and-tools.md (channel name,
+ * Check a request against the rules of docs/behaviour.md (channel name,
  * snowflakes, known participants, topic and guide length, guide iff
  * callback, no discussion opened from inside a discussion channel).
  * Returns OC_OK or OC_ERR_INVALID / OC_ERR_DENIED with a sentence in err
@@ -218,7 +218,7 @@ int dg_discuss_lookup_locked(dg_store *st, const char *channel_id, dg_discussion
     __attribute__((warn_unused_result));
 
 /*
- * Closed-notice bookkeeping for the turn path (issue 5 point 5), inside the
+ * Closed-notice bookkeeping for the turn path, inside the
  * caller's transaction. Records message_id of channel_id as answered and
  * returns 1 when it should get the "channel closed" notice now; 0 when not
  * (this message was already handled -- several accounts report one message
@@ -231,7 +231,7 @@ int dg_discuss_claim_closed_notice_locked(dg_store *st, const char *channel_id,
                                           int64_t cooldown_ms) __attribute__((warn_unused_result));
 
 /*
- * The discussion timers (issue 16), applied by the turn sweeper once a
+ * The discussion timers, applied by the turn sweeper once a
  * second (turns_engine.c): an active discussion without a human's or an
  * agent's message for discussion.reminderAfterSec gets timeout.md (once per
  * quiet period) and the initiator gets the turn; past
@@ -268,7 +268,7 @@ int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id,
 
 /*
  * Where the initiator is asked to write the summary of d (the summary path
- * convention, issue 16 item 3): "<discussion.summaryDir>/<channel name>.md"
+ * convention): "<discussion.summaryDir>/<channel name>.md"
  * (the channel id stands in for rows without a recorded name). A new string
  * the caller frees; NULL when out of memory. Inside the caller's store
  * transaction. Any thread.

@@ -1,5 +1,5 @@
 /*
- * discuss_archive.h -- the archive index (issue 16 item 6): with
+ * discuss_archive.h -- the archive index: with
  * discussion.archiveChannelId set, every discussion that closes (callback,
  * expiry, admin close) gets one line there, queued in the outbox in the
  * transaction that closes it, so each line is posted exactly once.

@@ -7,7 +7,8 @@
 #include "discuss_archive.h"
 #include "summary.h"
 
-/* The read-only checks of the contract's order, on the stored row. */
+/* The read-only checks of a callback, in the order the tool documents
+ * them (docs/behaviour.md), on the stored row. */
 static int check_callable(dg_plugin *p, const dg_caller *c, dg_discussion *d, char *err,
                           size_t err_len)
 {

@@ -81,7 +81,7 @@ void dg_discuss_session_seen(dg_plugin *p, const char *session_key, const char *
 {
     if (!p || !session_key || !*session_key || !channel_id)
         return;
-    /* Issue 14: a closed channel stays closed and an applied override stays
+    /* A closed channel stays closed and an applied override stays
      * applied, so a session handled once is answered from memory, without
      * a write transaction or the store lock ingest needs. */
     if (dg_seen_set_has(p->closed_seen, session_key, channel_id))

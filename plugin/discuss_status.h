@@ -1,6 +1,6 @@
 /*
  * discuss_status.h -- reading discussions: the discussion_status and
- * discussion_list tools (issue 16 items 5 and 6) and the operator's CLI.
+ * discussion_list tools and the operator's CLI.
  * Nothing here changes state. (Owner: discussion area.)
  */
 #ifndef DG_DISCUSS_STATUS_H

@@ -71,7 +71,8 @@ static int timer_one(dg_plugin *p, const char *channel, int64_t now, int64_t rem
         if (rc == OC_OK)
             rc = dg_turns_close_channel(p->turns, d.discussion_channel_id, now);
         if (rc == OC_OK)
-            rc = dg_turns_wake_with_result(p->turns, d.origin_channel_id, d.initiator_agent_id, now);
+            rc = dg_turns_wake_with_result(p->turns, d.origin_channel_id, d.initiator_agent_id,
+                                           now);
         if (rc == OC_OK)
             rc = dg_outbox_enqueue(st, d.origin_channel_id, text, mention, uid ? 1 : 0, now);
         if (rc == OC_OK)

@@ -1,10 +1,10 @@
 /*
- * summary.h -- conventions around a discussion's summary file (issue 16,
- * seed 003 section 14 items 3, 4 and 7): where it is suggested to live
- * (discussion.summaryDir), which headings it must contain
- * (discussion.summaryTemplate) and the preview the result message carries
- * (discussion.previewChars). No store, no host call: discuss_*.c use these
- * around the file paths.h opened. (Owner: discussion area.)
+ * summary.h -- conventions around a discussion's summary file: where it
+ * is suggested to live (discussion.summaryDir), which headings it must
+ * contain (discussion.summaryTemplate), that it is not blank, and the
+ * preview the result message carries (discussion.previewChars). No store,
+ * no host call: discuss_*.c use these around the file paths.h opened.
+ * (Owner: discussion area.)
  */
 #ifndef DG_SUMMARY_H
 #define DG_SUMMARY_H
