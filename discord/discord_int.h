@@ -218,7 +218,7 @@ static inline int dgd_get_json(dg_discord *d, const char *what, const char *path
 
 /* Check a post's arguments and build its JSON body into *json (malloc'd,
  * the caller frees). Returns OC_OK or the error set in err. Shared by
- * dg_discord_post_message and the pipe (transport.c). */
+ * dg_discord_post_message and the pipe (pipe.c). */
 int dgd_post_body(const char *channel_id, const char *content, const char *const *mention_ids,
                   size_t n_mentions, const char *nonce, char **json, dg_discord_err *err)
     __attribute__((warn_unused_result));

@@ -1,6 +1,6 @@
 /*
  * messages.c -- message endpoints of the Discord client: post a message
- * (and build the post body the pipe in transport.c shares), read messages.
+ * (and build the post body the pipe in pipe.c shares), read messages.
  * See discord.h.
  */
 #include "discord_int.h"
