@@ -43,6 +43,6 @@ size_t dg_utf8_char_start(const char *s, size_t i);
  * when out of memory): a sequence cut short at the end goes, any other
  * malformed byte becomes '?'.
  */
-char *dg_utf8_valid_copy(const char *s);
+char *dg_utf8_valid_copy(const char *s) __attribute__((warn_unused_result));
 
 #endif

@@ -97,34 +97,34 @@ int dg_discord_create_private_channel(dg_discord *d, const dg_discord_channel_sp
     if (channel_id)
         *channel_id = NULL;
     if (!d || !spec || !channel_id)
-        return set_err(err, OC_ERR_INVALID, 0, 0, "create channel: missing argument");
+        return dgd_set_err(err, OC_ERR_INVALID, 0, 0, "create channel: missing argument");
     const char *guild = spec->guild_id ? spec->guild_id : d->guild_id;
     if (!guild)
-        return set_err(err, OC_ERR_INVALID, 0, 0,
-                       "create channel: no guild: set discord.guildId in the plugin config");
-    if (!dg_discord_is_snowflake(guild))
-        return set_err(err, OC_ERR_INVALID, 0, 0,
-                       "create channel: guild id must be a snowflake (1-20 digits)");
+        return dgd_set_err(err, OC_ERR_INVALID, 0, 0,
+                           "create channel: no guild: set discord.guildId in the plugin config");
+    if (!dg_snowflake_valid(guild))
+        return dgd_set_err(err, OC_ERR_INVALID, 0, 0,
+                           "create channel: guild id must be a snowflake (1-20 digits)");
     char why[160];
     if (dg_discord_check_channel_name(spec->name, why, sizeof why) != OC_OK)
-        return set_err(err, OC_ERR_INVALID, 0, 0, "create channel: %s", why);
+        return dgd_set_err(err, OC_ERR_INVALID, 0, 0, "create channel: %s", why);
     if (spec->topic) {
         long tn = dg_utf8_count_valid(spec->topic);
         if (tn < 0 || tn > DG_DISCORD_MAX_TOPIC)
-            return set_err(err, OC_ERR_INVALID, 0, 0,
-                           "create channel: topic must be valid UTF-8 of at most %d characters",
-                           DG_DISCORD_MAX_TOPIC);
+            return dgd_set_err(err, OC_ERR_INVALID, 0, 0,
+                               "create channel: topic must be valid UTF-8 of at most %d characters",
+                               DG_DISCORD_MAX_TOPIC);
     }
-    if (spec->parent_id && !dg_discord_is_snowflake(spec->parent_id))
-        return set_err(err, OC_ERR_INVALID, 0, 0,
-                       "create channel: parentId must be a snowflake (1-20 digits)");
+    if (spec->parent_id && !dg_snowflake_valid(spec->parent_id))
+        return dgd_set_err(err, OC_ERR_INVALID, 0, 0,
+                           "create channel: parentId must be a snowflake (1-20 digits)");
     if (spec->n_members && !spec->member_ids)
-        return set_err(err, OC_ERR_INVALID, 0, 0, "create channel: member list missing");
+        return dgd_set_err(err, OC_ERR_INVALID, 0, 0, "create channel: member list missing");
     for (size_t i = 0; i < spec->n_members; i++)
-        if (!dg_discord_is_snowflake(spec->member_ids[i]))
-            return set_err(err, OC_ERR_INVALID, 0, 0,
-                           "create channel: member %zu (\"%.40s\") is not a snowflake", i,
-                           spec->member_ids[i] ? spec->member_ids[i] : "(null)");
+        if (!dg_snowflake_valid(spec->member_ids[i]))
+            return dgd_set_err(err, OC_ERR_INVALID, 0, 0,
+                               "create channel: member %zu (\"%.40s\") is not a snowflake", i,
+                               spec->member_ids[i] ? spec->member_ids[i] : "(null)");
 
     char allow[24], deny[24];
     snprintf(allow, sizeof allow, "%llu",
@@ -152,7 +152,7 @@ int dg_discord_create_private_channel(dg_discord *d, const dg_discord_channel_sp
         bad |= json_object_set_new(body, "parent_id", json_string(spec->parent_id));
     char *json = dgd_dump_checked(body, bad);
     if (!json)
-        return set_err(err, OC_ERR_NOMEM, 0, 1, "create channel: out of memory");
+        return dgd_set_err(err, OC_ERR_NOMEM, 0, 1, "create channel: out of memory");
 
     char path[64];
     snprintf(path, sizeof path, "/guilds/%s/channels", guild);
@@ -162,22 +162,16 @@ int dg_discord_create_private_channel(dg_discord *d, const dg_discord_channel_sp
     if (rc != OC_OK)
         return rc;
     const char *id = json_string_value(json_object_get(resp, "id"));
-    if (!id || !dg_discord_is_snowflake(id)) {
+    if (!id || !dg_snowflake_valid(id)) {
         json_decref(resp);
-        return set_err(err, OC_ERR_IO, err ? err->http_status : 0, 0,
-                       "create channel: Discord's answer has no channel id");
+        return dgd_set_err(err, OC_ERR_IO, err ? err->http_status : 0, 0,
+                           "create channel: Discord's answer has no channel id");
     }
     *channel_id = strdup(id);
     json_decref(resp);
     if (!*channel_id)
-        return set_err(err, OC_ERR_NOMEM, 0, 1, "create channel: out of memory");
+        return dgd_set_err(err, OC_ERR_NOMEM, 0, 1, "create channel: out of memory");
     return OC_OK;
-}
-
-static int snowflake_newer(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    return la != lb ? la > lb : strcmp(a, b) > 0;
 }
 
 int dg_discord_find_channel(dg_discord *d, const char *guild_id, const char *name,
@@ -188,11 +182,11 @@ int dg_discord_find_channel(dg_discord *d, const char *guild_id, const char *nam
     if (channel_id)
         *channel_id = NULL;
     if (!d || !name || !channel_id)
-        return set_err(err, OC_ERR_INVALID, 0, 0, "find channel: missing argument");
+        return dgd_set_err(err, OC_ERR_INVALID, 0, 0, "find channel: missing argument");
     const char *guild = guild_id ? guild_id : d->guild_id;
-    if (!guild || !dg_discord_is_snowflake(guild))
-        return set_err(err, OC_ERR_INVALID, 0, 0,
-                       "find channel: guild id must be a snowflake (1-20 digits)");
+    if (!guild || !dg_snowflake_valid(guild))
+        return dgd_set_err(err, OC_ERR_INVALID, 0, 0,
+                           "find channel: guild id must be a snowflake (1-20 digits)");
     char path[64];
     snprintf(path, sizeof path, "/guilds/%s/channels", guild);
     json_t *resp;
@@ -206,17 +200,17 @@ int dg_discord_find_channel(dg_discord *d, const char *guild_id, const char *nam
         const char *id = json_string_value(json_object_get(c, "id"));
         const char *cname = json_string_value(json_object_get(c, "name"));
         const char *topic = json_string_value(json_object_get(c, "topic"));
-        if (!id || !dg_discord_is_snowflake(id) || !cname || strcmp(cname, name) != 0 ||
+        if (!id || !dg_snowflake_valid(id) || !cname || strcmp(cname, name) != 0 ||
             json_integer_value(json_object_get(c, "type")) != 0)
             continue;
         if (topic_needle && (!topic || !strstr(topic, topic_needle)))
             continue;
-        if (!best || snowflake_newer(id, best))
+        if (!best || dg_snowflake_cmp(id, best) > 0)
             best = id;
     }
     if (best && !(*channel_id = strdup(best))) {
         json_decref(resp);
-        return set_err(err, OC_ERR_NOMEM, 0, 1, "find channel: out of memory");
+        return dgd_set_err(err, OC_ERR_NOMEM, 0, 1, "find channel: out of memory");
     }
     json_decref(resp);
     return OC_OK;

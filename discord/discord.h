@@ -7,7 +7,7 @@
  * pthreads, include/ and common/ (scrub.h); it knows no turn, discussion or
  * host, and never calls dg_log or the store.
  *
- * Behaviour (shared/reference/discord-rest.md):
+ * Behaviour:
  *   - Rate limits: state per route (method + route template, major id kept)
  *     learnt from X-RateLimit-* headers; a route whose bucket is not known
  *     yet runs one request at a time; a 429 waits retry_after (never less)
@@ -44,6 +44,7 @@
 #include <stdint.h>
 #include <jansson.h>
 #include "openclaw/plugin.h"
+#include "snowflake.h"
 
 typedef struct dg_discord dg_discord;
 
@@ -93,7 +94,8 @@ typedef struct dg_discord_err {
  * option, named in err) or OC_ERR_NOMEM. *out is owned by the caller:
  * dg_discord_free(). Any thread.
  */
-int dg_discord_new(const dg_discord_options *o, dg_discord **out, char *err, size_t err_len);
+int dg_discord_new(const dg_discord_options *o, dg_discord **out, char *err, size_t err_len)
+    __attribute__((warn_unused_result));
 
 /* Free the client. No call may be running on it (abort and join first).
  * NULL is fine. */
@@ -117,8 +119,12 @@ const char *dg_discord_guild_id(const dg_discord *d);
  */
 int dg_discord_check_channel_name(const char *name, char *why, size_t why_len);
 
-/* 1 when s is a snowflake (1..20 digits, no leading zero, fits uint64). */
-int dg_discord_is_snowflake(const char *s);
+/* dg_snowflake_valid (common/snowflake.h) under the client's name, for the
+ * callers that check ids against this header. */
+static inline int dg_discord_is_snowflake(const char *s)
+{
+    return dg_snowflake_valid(s);
+}
 
 /* A private text channel: @everyone (role id = guild id) denied
  * VIEW_CHANNEL; each member (type 1) allowed VIEW_CHANNEL | SEND_MESSAGES |
@@ -141,7 +147,8 @@ typedef struct dg_discord_channel_spec {
  * connections, 429 and 5xx are. Any thread.
  */
 int dg_discord_create_private_channel(dg_discord *d, const dg_discord_channel_spec *spec,
-                                      char **channel_id, dg_discord_err *err);
+                                      char **channel_id, dg_discord_err *err)
+    __attribute__((warn_unused_result));
 
 /*
  * GET /guilds/{guild}/channels, then the newest text channel (type 0) named
@@ -153,7 +160,8 @@ int dg_discord_create_private_channel(dg_discord *d, const dg_discord_channel_sp
  * thread.
  */
 int dg_discord_find_channel(dg_discord *d, const char *guild_id, const char *name,
-                            const char *topic_needle, char **channel_id, dg_discord_err *err);
+                            const char *topic_needle, char **channel_id, dg_discord_err *err)
+    __attribute__((warn_unused_result));
 
 /*
  * POST /channels/{channel_id}/messages with
@@ -168,7 +176,8 @@ int dg_discord_find_channel(dg_discord *d, const char *guild_id, const char *nam
  */
 int dg_discord_post_message(dg_discord *d, const char *channel_id, const char *content,
                             const char *const *mention_ids, size_t n_mentions,
-                            const char *nonce, char **message_id, dg_discord_err *err);
+                            const char *nonce, char **message_id, dg_discord_err *err)
+    __attribute__((warn_unused_result));
 
 /* One message as read back. Every string is owned by the array. */
 typedef struct dg_discord_message {
@@ -190,7 +199,7 @@ typedef struct dg_discord_message {
  */
 int dg_discord_get_messages(dg_discord *d, const char *channel_id, const char *after_id,
                             int limit, dg_discord_message **msgs, size_t *n,
-                            dg_discord_err *err);
+                            dg_discord_err *err) __attribute__((warn_unused_result));
 
 void dg_discord_messages_free(dg_discord_message *msgs, size_t n);
 
@@ -202,7 +211,7 @@ void dg_discord_messages_free(dg_discord_message *msgs, size_t n);
  */
 int dg_discord_get_user_names(dg_discord *d, const char *user_id, char *username,
                               size_t username_len, char *global_name, size_t global_len,
-                              dg_discord_err *err);
+                              dg_discord_err *err) __attribute__((warn_unused_result));
 
 /*
  * Any other request, with the same rate limiting and retries. method
@@ -214,10 +223,10 @@ int dg_discord_get_user_names(dg_discord *d, const char *user_id, char *username
  */
 int dg_discord_request(dg_discord *d, const char *method, const char *path,
                        const json_t *body, int idempotent, json_t **response,
-                       dg_discord_err *err);
+                       dg_discord_err *err) __attribute__((warn_unused_result));
 
 /*
- * Pipelined posts (issue 14): up to `cap` message posts in flight at once
+ * Pipelined posts: up to `cap` message posts in flight at once
  * on one curl multi, driven by the one thread that owns the pipe (it is not
  * thread-safe, except dg_discord_pipe_wakeup). Every post keeps the rules
  * of dg_discord_post_message (rate limits, 429/5xx/transport retries,
@@ -230,7 +239,8 @@ int dg_discord_request(dg_discord *d, const char *method, const char *path,
  */
 typedef struct dg_discord_pipe dg_discord_pipe;
 
-int dg_discord_pipe_new(dg_discord *d, size_t cap, dg_discord_pipe **out);
+int dg_discord_pipe_new(dg_discord *d, size_t cap, dg_discord_pipe **out)
+    __attribute__((warn_unused_result));
 void dg_discord_pipe_free(dg_discord_pipe *p);
 
 /* Start a post identified by tag (arguments as dg_discord_post_message,
@@ -238,14 +248,15 @@ void dg_discord_pipe_free(dg_discord_pipe *p);
  * post was refused at once (bad argument, pipe full: err says why). */
 int dg_discord_pipe_post(dg_discord_pipe *p, uint64_t tag, const char *channel_id,
                          const char *content, const char *const *mention_ids, size_t n_mentions,
-                         const char *nonce, dg_discord_err *err);
+                         const char *nonce, dg_discord_err *err)
+    __attribute__((warn_unused_result));
 
 /*
  * A post made ready ahead of its turn: body built and checked, URL and
  * rate-limit route worked out. A caller that knows its next post while an
  * earlier one is in flight prepares it then, and the time from an answer to
- * the next request is only curl's (issue 14: on one channel that time is
- * the whole rate). Arguments as dg_discord_post_message (copied). *out is
+ * the next request is only curl's (on one channel that time is the whole
+ * rate). Arguments as dg_discord_post_message (copied). *out is
  * the caller's until dg_discord_pipe_submit takes it; an unused one goes
  * with dg_discord_post_free. Any thread: it reads only what the client
  * fixed at dg_discord_new.
@@ -254,14 +265,15 @@ typedef struct dg_discord_post dg_discord_post;
 
 int dg_discord_post_prepare(const dg_discord *d, const char *channel_id, const char *content,
                             const char *const *mention_ids, size_t n_mentions, const char *nonce,
-                            dg_discord_post **out, dg_discord_err *err);
+                            dg_discord_post **out, dg_discord_err *err)
+    __attribute__((warn_unused_result));
 void dg_discord_post_free(dg_discord_post *post);
 
 /* Start a prepared post identified by tag. The pipe takes post in every
  * case (freed here when refused: pipe full, err says so). OC_OK: its
  * result comes from dg_discord_pipe_run. */
 int dg_discord_pipe_submit(dg_discord_pipe *p, uint64_t tag, dg_discord_post *post,
-                           dg_discord_err *err);
+                           dg_discord_err *err) __attribute__((warn_unused_result));
 
 /* A post that ended. message_id (OC_OK only) is owned by the receiver. */
 typedef struct dg_discord_done {

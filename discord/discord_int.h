@@ -2,8 +2,10 @@
  * discord_int.h -- the Discord client's private header: the client record
  * and what the transport lends the endpoint files. Only discord/ includes it:
  *   transport.c  curl handles and their pool, requests and answers,
- *                rate-limit routes, 429/5xx/transport retries, the abort
- *                switch, the raw request and the pipelined posts
+ *                rate-limit routes, 429/5xx/transport retries
+ *   client.c     the client's options, headers, abort switch, free, and
+ *                the raw request
+ *   pipe.c       the pipelined posts
  *   channels.c   the channel-name rule, create a private channel, find one
  *   messages.c   post and read messages, and the post body the pipe shares
  *   users.c      a user's names
@@ -13,7 +15,9 @@
 #ifndef DG_DISCORD_INT_H
 #define DG_DISCORD_INT_H
 
+#include <assert.h>
 #include <curl/curl.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -26,7 +30,7 @@
 #include "str_map.h"
 
 /* Rate-limit state of one route (method + template + major id). */
-typedef struct rl_route {
+typedef struct dgd_route {
     char key[192];
     char bucket[72];      /* X-RateLimit-Bucket, for logs */
     int known;            /* limit/remaining/reset_at came from headers */
@@ -34,14 +38,14 @@ typedef struct rl_route {
     long remaining;
     int64_t reset_at;     /* monotonic ms */
     int inflight;
-} rl_route;
+} dgd_route;
 
 /* One reusable transfer handle. The multi handle keeps the connection
- * cache, so a slot reuses its keep-alive connection across calls. */
-typedef struct slot {
+ * cache, so a dgd_slot reuses its keep-alive connection across calls. */
+typedef struct dgd_slot {
     CURLM *multi;
     CURL *easy;
-} slot;
+} dgd_slot;
 
 struct dg_discord {
     char *base;
@@ -64,23 +68,104 @@ struct dg_discord {
     pthread_mutex_t mu;          /* guards everything below */
     pthread_cond_t cond;         /* rate-limit state changed, or abort */
     int64_t global_until;        /* monotonic ms */
-    dg_map routes;               /* route key -> rl_route (malloc'd, owns its key):
+    dg_map routes;               /* route key -> dgd_route (malloc'd, owns its key):
                                     a lookup per request, whatever the number of
                                     channels posted to */
     uint64_t rng;
 
     pthread_mutex_t pool_mu;
-    slot *idle;
+    dgd_slot *idle;
     size_t n_idle;
 };
 
+/* What a comment's "d->mu held" says, checked: the mutex is taken. A
+ * plain mutex cannot tell by whom, so this catches a caller that took no
+ * lock at all; when the mutex was free the trylock takes it and the assert
+ * stops the program anyway. */
+#define DGD_ASSERT_LOCKED(mu) assert(pthread_mutex_trylock(mu) == EBUSY)
+
+/* ---- transport.c: what client.c and pipe.c share with it ---------------- */
+
+#define DGD_AUTH_PREFIX "Authorization: Bot "
+#define DGD_MAX_429_PER_CALL 64      /* a server answering 429 forever still ends */
+#define DGD_MAX_BODY (8u << 20)      /* answers larger than this are refused */
+#define DGD_POLL_MS 50               /* abort latency of a transfer in flight */
+
+/* The rate-limit headers of one answer. */
+typedef struct dgd_hdrs {
+    char bucket[72];
+    int has_limit, has_remaining, has_reset, has_retry_after;
+    long limit, remaining;
+    double reset_after, retry_after;
+    int global;
+    char scope[16];
+} dgd_hdrs;
+
+/* One transfer's answer: its body (malloc'd, the transfer's owner frees
+ * it) and headers. */
+typedef struct dgd_xfer {
+    char *body;
+    size_t len, cap;
+    int too_big;
+    dgd_hdrs h;
+} dgd_xfer;
+
+/* Monotonic clock, ms. Any thread. */
+int64_t dgd_mono_ms(void);
+
+/* Overwrite every copy of the token in text with '*' (NULL text: no-op). */
+void dgd_scrub_token(const dg_discord *d, char *text);
+
+/* A line to the client's log callback, if any. */
+void dgd_log(dg_discord *d, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The rate-limit route of a request: "POST /channels/123/messages/{id}". */
+void dgd_route_key(const char *method, const char *path, char *out, size_t out_len);
+
+/* A route state of d->routes freed (dg_map_each callback). */
+void dgd_route_free(void *val, void *unused);
+
+/* Route state for key; created when missing, NULL out of memory. Caller
+ * holds d->mu; never keep the pointer across an unlock. */
+dgd_route *dgd_route_get(dg_discord *d, const char *key);
+
+/* The error of a call cancelled by the abort switch, set in e. */
+int dgd_aborted_err(dg_discord_err *e, const char *route);
+
+/* Give a route's permit back and learn from the answer's headers (http 0:
+ * no answer). retry_after_ms > 0 for a 429. Takes d->mu. */
+void dgd_rl_release(dg_discord *d, const char *route, const dgd_hdrs *h, long http,
+                    long retry_after_ms, int global);
+
+/* The back-off before retry number failures, ms, with jitter. Takes d->mu. */
+long dgd_backoff_ms(dg_discord *d, int failures);
+
+/* A transfer handle cleaned up (not returned to the pool). */
+void dgd_slot_drop(dgd_slot s);
+
+/* curl's write and header callbacks filling a dgd_xfer (ud). curl's thread:
+ * the one running the transfer. */
+size_t dgd_on_body(char *ptr, size_t size, size_t nmemb, void *ud);
+size_t dgd_on_header(char *line, size_t size, size_t nmemb, void *ud);
+
+/* Discord's message for an answer that is not 2xx into out (the token
+ * scrubbed from x's body), its JSON error code into *code. */
+void dgd_discord_message(const dg_discord *d, dgd_xfer *x, long http, char *out,
+                         size_t out_len, int *code);
+
+/* The status for an HTTP refusal (404: OC_ERR_NOT_FOUND, ...). */
+int dgd_status_rc(long http);
+
+/* retry_after of a 429 in ms, rounded up, from body or headers. */
+long dgd_retry_after_of(const dgd_xfer *x, int *global);
+
 /* Fill e (when not NULL) and return rc: the error code, the HTTP status,
  * whether a retry may help, and the message (printf format). */
-static inline int set_err(dg_discord_err *e, int rc, long http, int retryable, const char *fmt,
-                          ...) __attribute__((format(printf, 5, 6)));
+static inline int dgd_set_err(dg_discord_err *e, int rc, long http, int retryable, const char *fmt,
+                              ...) __attribute__((format(printf, 5, 6)));
 
-static inline int set_err(dg_discord_err *e, int rc, long http, int retryable, const char *fmt,
-                          ...)
+static inline int dgd_set_err(dg_discord_err *e, int rc, long http, int retryable, const char *fmt,
+                              ...)
 {
     if (e) {
         e->http_status = http;
@@ -93,7 +178,7 @@ static inline int set_err(dg_discord_err *e, int rc, long http, int retryable, c
     return rc;
 }
 
-static inline char *xstrdup(const char *s)
+static inline char *dgd_strdup(const char *s)
 {
     return s ? strdup(s) : NULL;
 }
@@ -107,7 +192,8 @@ char *dgd_dump_checked(json_t *j, int bad);
  * call's time bound, the abort switch). json: the body or NULL, not taken.
  * *response (when response is not NULL): the answer, the caller decrefs. */
 int dgd_do_request(dg_discord *d, const char *method, const char *path, const char *json,
-                   int idempotent, json_t **response, dg_discord_err *e);
+                   int idempotent, json_t **response, dg_discord_err *e)
+    __attribute__((warn_unused_result));
 
 /* GET path and check the answer's shape: a JSON value of type want
  * (JSON_ARRAY or JSON_OBJECT). *out: the answer, the caller decrefs; NULL
@@ -122,9 +208,9 @@ static inline int dgd_get_json(dg_discord *d, const char *what, const char *path
         return rc;
     if (!resp || json_typeof(resp) != want) {
         json_decref(resp);
-        return set_err(err, OC_ERR_IO, err ? err->http_status : 0, 1,
-                       "%s: Discord's answer is not %s", what,
-                       want == JSON_ARRAY ? "an array" : "an object");
+        return dgd_set_err(err, OC_ERR_IO, err ? err->http_status : 0, 1,
+                           "%s: Discord's answer is not %s", what,
+                           want == JSON_ARRAY ? "an array" : "an object");
     }
     *out = resp;
     return OC_OK;
@@ -132,8 +218,9 @@ static inline int dgd_get_json(dg_discord *d, const char *what, const char *path
 
 /* Check a post's arguments and build its JSON body into *json (malloc'd,
  * the caller frees). Returns OC_OK or the error set in err. Shared by
- * dg_discord_post_message and the pipe (transport.c). */
+ * dg_discord_post_message and the pipe (pipe.c). */
 int dgd_post_body(const char *channel_id, const char *content, const char *const *mention_ids,
-                  size_t n_mentions, const char *nonce, char **json, dg_discord_err *err);
+                  size_t n_mentions, const char *nonce, char **json, dg_discord_err *err)
+    __attribute__((warn_unused_result));
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * messages.c -- message endpoints of the Discord client: post a message
- * (and build the post body the pipe in transport.c shares), read messages.
+ * (and build the post body the pipe in pipe.c shares), read messages.
  * See discord.h.
  */
 #include "discord_int.h"
@@ -62,47 +62,47 @@ static char *json_str_put(char *out, const char *s)
  * caller frees). Returns OC_OK or the error set in err.
  *
  * The body is written directly, not built as a jansson tree and dumped
- * (then read back, see dgd_dump_checked): that was ~72,000 instructions of
- * the outbox's ~246,000 per message (issue 14, callgrind), for a body of
- * four fixed members. The text is the one jansson's compact dump gives for
- * {"content", "allowed_mentions": {"parse": [], "users": [...]}, "nonce",
+ * (then read back, see dgd_dump_checked): that was a large share of the
+ * outbox's instructions per message, for a body of four fixed members.
+ * The text is the one jansson's compact dump gives for {"content",
+ * "allowed_mentions": {"parse": [], "users": [...]}, "nonce",
  * "enforce_nonce": true} in that order (the discord suite compares the two
  * on hostile texts). */
 int dgd_post_body(const char *channel_id, const char *content, const char *const *mention_ids,
                   size_t n_mentions, const char *nonce, char **json, dg_discord_err *err)
 {
     *json = NULL;
-    if (!dg_discord_is_snowflake(channel_id))
-        return set_err(err, OC_ERR_INVALID, 0, 0,
-                       "post message: channel id must be a snowflake (1-20 digits)");
+    if (!dg_snowflake_valid(channel_id))
+        return dgd_set_err(err, OC_ERR_INVALID, 0, 0,
+                           "post message: channel id must be a snowflake (1-20 digits)");
     long n = content ? dg_utf8_count_valid(content) : -1;
     if (n <= 0 || n > DG_DISCORD_MAX_CONTENT)
-        return set_err(err, OC_ERR_INVALID, 0, 0,
-                       "post message: content must be valid UTF-8 of 1 to %d characters "
-                       "(has %ld); split longer text",
-                       DG_DISCORD_MAX_CONTENT, n);
+        return dgd_set_err(err, OC_ERR_INVALID, 0, 0,
+                           "post message: content must be valid UTF-8 of 1 to %d characters "
+                           "(has %ld); split longer text",
+                           DG_DISCORD_MAX_CONTENT, n);
     if (nonce && (!*nonce || strlen(nonce) > DG_DISCORD_MAX_NONCE))
-        return set_err(err, OC_ERR_INVALID, 0, 0,
-                       "post message: nonce must be 1 to %d characters", DG_DISCORD_MAX_NONCE);
+        return dgd_set_err(err, OC_ERR_INVALID, 0, 0,
+                           "post message: nonce must be 1 to %d characters", DG_DISCORD_MAX_NONCE);
     if (n_mentions > 100 || (n_mentions && !mention_ids))
-        return set_err(err, OC_ERR_INVALID, 0, 0,
-                       "post message: at most 100 mention ids, given as an array");
+        return dgd_set_err(err, OC_ERR_INVALID, 0, 0,
+                           "post message: at most 100 mention ids, given as an array");
     static const char k_content[] = "{\"content\":";
     static const char k_mentions[] = ",\"allowed_mentions\":{\"parse\":[],\"users\":[";
     static const char k_nonce[] = ",\"nonce\":";
     static const char k_enforce[] = ",\"enforce_nonce\":true";
     size_t len = sizeof k_content + 2 + json_str_len(content) + sizeof k_mentions + 2;
     for (size_t i = 0; i < n_mentions; i++) {
-        if (!dg_discord_is_snowflake(mention_ids[i]))
-            return set_err(err, OC_ERR_INVALID, 0, 0,
-                           "post message: mention %zu is not a snowflake", i);
+        if (!dg_snowflake_valid(mention_ids[i]))
+            return dgd_set_err(err, OC_ERR_INVALID, 0, 0,
+                               "post message: mention %zu is not a snowflake", i);
         len += strlen(mention_ids[i]) + 3; /* a snowflake needs no escape */
     }
     if (nonce)
         len += sizeof k_nonce + 2 + json_str_len(nonce) + sizeof k_enforce;
     char *out = malloc(len + 1);
     if (!out)
-        return set_err(err, OC_ERR_NOMEM, 0, 1, "post message: out of memory");
+        return dgd_set_err(err, OC_ERR_NOMEM, 0, 1, "post message: out of memory");
     char *w = out;
     memcpy(w, k_content, sizeof k_content - 1);
     w = json_str_put(w + sizeof k_content - 1, content);
@@ -142,7 +142,7 @@ int dg_discord_post_message(dg_discord *d, const char *channel_id, const char *c
     if (message_id)
         *message_id = NULL;
     if (!d)
-        return set_err(err, OC_ERR_INVALID, 0, 0, "post message: no client");
+        return dgd_set_err(err, OC_ERR_INVALID, 0, 0, "post message: no client");
     char *json = NULL;
     int rc = dgd_post_body(channel_id, content, mention_ids, n_mentions, nonce, &json, err);
     if (rc != OC_OK)
@@ -157,12 +157,12 @@ int dg_discord_post_message(dg_discord *d, const char *channel_id, const char *c
     const char *id = json_string_value(json_object_get(resp, "id"));
     if (!id) {
         json_decref(resp);
-        return set_err(err, OC_ERR_IO, err ? err->http_status : 0, 1,
-                       "post message: Discord's answer has no message id");
+        return dgd_set_err(err, OC_ERR_IO, err ? err->http_status : 0, 1,
+                           "post message: Discord's answer has no message id");
     }
     if (message_id && !(*message_id = strdup(id))) {
         json_decref(resp);
-        return set_err(err, OC_ERR_NOMEM, 0, 1, "post message: out of memory");
+        return dgd_set_err(err, OC_ERR_NOMEM, 0, 1, "post message: out of memory");
     }
     json_decref(resp);
     return OC_OK;
@@ -171,10 +171,7 @@ int dg_discord_post_message(dg_discord *d, const char *channel_id, const char *c
 static int cmp_snowflake(const void *a, const void *b)
 {
     const dg_discord_message *x = a, *y = b;
-    size_t lx = strlen(x->id), ly = strlen(y->id);
-    if (lx != ly)
-        return lx < ly ? -1 : 1;
-    return strcmp(x->id, y->id);
+    return dg_snowflake_cmp(x->id, y->id);
 }
 
 void dg_discord_messages_free(dg_discord_message *msgs, size_t n)
@@ -205,7 +202,7 @@ static int read_message(json_t *j, dg_discord_message *m)
     m->id = strdup(id);
     m->author_id = strdup(aid);
     m->author_bot = json_is_true(json_object_get(author, "bot"));
-    m->channel_id = xstrdup(json_string_value(json_object_get(j, "channel_id")));
+    m->channel_id = dgd_strdup(json_string_value(json_object_get(j, "channel_id")));
     const char *c = json_string_value(json_object_get(j, "content"));
     m->content = strdup(c ? c : "");
     json_t *nonce = json_object_get(j, "nonce");
@@ -241,15 +238,15 @@ int dg_discord_get_messages(dg_discord *d, const char *channel_id, const char *a
     if (n)
         *n = 0;
     if (!d || !msgs || !n)
-        return set_err(err, OC_ERR_INVALID, 0, 0, "get messages: missing argument");
-    if (!dg_discord_is_snowflake(channel_id))
-        return set_err(err, OC_ERR_INVALID, 0, 0,
-                       "get messages: channel id must be a snowflake (1-20 digits)");
-    if (after_id && !dg_discord_is_snowflake(after_id))
-        return set_err(err, OC_ERR_INVALID, 0, 0,
-                       "get messages: after must be a message id (snowflake)");
+        return dgd_set_err(err, OC_ERR_INVALID, 0, 0, "get messages: missing argument");
+    if (!dg_snowflake_valid(channel_id))
+        return dgd_set_err(err, OC_ERR_INVALID, 0, 0,
+                           "get messages: channel id must be a snowflake (1-20 digits)");
+    if (after_id && !dg_snowflake_valid(after_id))
+        return dgd_set_err(err, OC_ERR_INVALID, 0, 0,
+                           "get messages: after must be a message id (snowflake)");
     if (limit < 1 || limit > 100)
-        return set_err(err, OC_ERR_INVALID, 0, 0, "get messages: limit must be 1..100");
+        return dgd_set_err(err, OC_ERR_INVALID, 0, 0, "get messages: limit must be 1..100");
     char path[128];
     if (after_id)
         snprintf(path, sizeof path, "/channels/%s/messages?after=%s&limit=%d", channel_id,
@@ -264,14 +261,14 @@ int dg_discord_get_messages(dg_discord *d, const char *channel_id, const char *a
     dg_discord_message *out = cnt ? calloc(cnt, sizeof *out) : NULL;
     if (cnt && !out) {
         json_decref(resp);
-        return set_err(err, OC_ERR_NOMEM, 0, 1, "get messages: out of memory");
+        return dgd_set_err(err, OC_ERR_NOMEM, 0, 1, "get messages: out of memory");
     }
     for (size_t i = 0; i < cnt; i++) {
         if (read_message(json_array_get(resp, i), &out[i]) != 0) {
             dg_discord_messages_free(out, cnt);
             json_decref(resp);
-            return set_err(err, OC_ERR_IO, err ? err->http_status : 0, 1,
-                           "get messages: message %zu of Discord's answer is malformed", i);
+            return dgd_set_err(err, OC_ERR_IO, err ? err->http_status : 0, 1,
+                               "get messages: message %zu of Discord's answer is malformed", i);
         }
     }
     json_decref(resp);

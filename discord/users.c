@@ -15,10 +15,10 @@ int dg_discord_get_user_names(dg_discord *d, const char *user_id, char *username
     if (global_name && global_len)
         global_name[0] = '\0';
     if (!d || !username || !username_len || !global_name || !global_len)
-        return set_err(err, OC_ERR_INVALID, 0, 0, "get user: missing argument");
-    if (!user_id || !dg_discord_is_snowflake(user_id))
-        return set_err(err, OC_ERR_INVALID, 0, 0,
-                       "get user: user id must be a snowflake (1-20 digits)");
+        return dgd_set_err(err, OC_ERR_INVALID, 0, 0, "get user: missing argument");
+    if (!user_id || !dg_snowflake_valid(user_id))
+        return dgd_set_err(err, OC_ERR_INVALID, 0, 0,
+                           "get user: user id must be a snowflake (1-20 digits)");
     char path[48];
     snprintf(path, sizeof path, "/users/%s", user_id);
     json_t *resp;
@@ -29,8 +29,8 @@ int dg_discord_get_user_names(dg_discord *d, const char *user_id, char *username
     const char *gn = json_string_value(json_object_get(resp, "global_name"));
     if (!un) {
         json_decref(resp);
-        return set_err(err, OC_ERR_IO, err ? err->http_status : 0, 1,
-                       "get user: Discord's answer has no username");
+        return dgd_set_err(err, OC_ERR_IO, err ? err->http_status : 0, 1,
+                           "get user: Discord's answer has no username");
     }
     snprintf(username, username_len, "%s", un);
     if (gn)

@@ -1,11 +1,11 @@
 /*
  * agent_end.c -- the run is over: the turn advances here, at once, not when
- * its message is later sent (Dirigent bug 2).
+ * its message is later sent.
  * Event: runId?, success, output (final text, "" when it only called
  * tools), toolCalls (count). A second agent_end with the same runId for
  * the same session is ignored (turns_engine.h).
  */
-#include "hooks_internal.h"
+#include "hooks_int.h"
 
 int dg_hook_agent_end(void *state, const json_t *event, const json_t *ctx, json_t **result)
 {

@@ -9,7 +9,7 @@
  * Event: cleanedBody. Ctx: agent ctx (agentId, sessionKey, channelId,
  * threadId?, runId?, ...).
  */
-#include "hooks_internal.h"
+#include "hooks_int.h"
 
 int dg_hook_before_agent_reply(void *state, const json_t *event, const json_t *ctx,
                                json_t **result)

@@ -5,7 +5,7 @@
  * (by runId from the event or ctx, else by session) so that its texts are
  * cancelled and its end is never counted as speech (turns_engine.h).
  */
-#include "hooks_internal.h"
+#include "hooks_int.h"
 
 int dg_hook_before_model_resolve(void *state, const json_t *event, const json_t *ctx,
                                  json_t **result)

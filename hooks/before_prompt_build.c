@@ -4,7 +4,7 @@
  * exactly once: nothing when the system prompt already carries it.
  * Event: prompt?, systemPrompt?. Result {appendSystemContext}.
  */
-#include "hooks_internal.h"
+#include "hooks_int.h"
 
 #include <ctype.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * hooks.c -- registration of the turn manager's hooks, and the decoding of
  * the agent-hook context they share.
  */
-#include "hooks_internal.h"
+#include "hooks_int.h"
 
 #include <stdio.h>
 #include <string.h>

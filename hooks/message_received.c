@@ -10,7 +10,7 @@
  * per report, before the dedup by message id. Without sessionKey nothing
  * is known per agent, and no wait is ever armed.
  */
-#include "hooks_internal.h"
+#include "hooks_int.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -78,6 +78,126 @@ static void event_members_of(const json_t *event, event_members *e)
     }
 }
 
+/* The ids, content and flags of the event into m (borrowed from event and
+ * ctx), each checked for its type. OC_OK, or OC_ERR_INVALID logged with
+ * the field and its rule. */
+static int decode_fields(dg_plugin *p, const event_members *e, const json_t *ctx,
+                         dg_turn_message *m)
+{
+    static const char ID_RULE[] = "is not a string; ids are JSON strings";
+    if (dg_json_str_member(e->message_id, &m->message_id))
+        return refuse(p, "messageId", ID_RULE);
+    if (m->message_id && !*m->message_id)
+        return refuse(p, "messageId", "is empty; leave it out when the message has no id");
+    if (dg_json_str_member(e->channel_id, &m->channel_id))
+        return refuse(p, "channelId", ID_RULE);
+    if (!m->channel_id && dg_json_opt_str(ctx, "channelId", &m->channel_id)) {
+        dg_log(p, OC_LOG_WARN, "message_received: event.channelId is missing and ctx.channelId "
+               "is not a string; the message is ignored (nothing changes)");
+        return OC_ERR_INVALID;
+    }
+    if (dg_json_str_member(e->thread_id, &m->thread_id))
+        return refuse(p, "threadId", ID_RULE);
+    char root[DG_SCOPE_ID_MAX];
+    if (m->thread_id && *m->thread_id &&
+        dg_scope_normalize_root(m->thread_id, root, sizeof root) != OC_OK)
+    {
+        char rule[128];
+        snprintf(rule, sizeof rule, "is not a thread id (at most %d characters, no ':' and no "
+                 "control characters)", DG_SCOPE_ID_MAX - 1);
+        return refuse(p, "threadId", rule);
+    }
+    if (dg_json_str_member(e->sender_id, &m->sender_id))
+        return refuse(p, "senderId", ID_RULE);
+    if (dg_json_str_member(e->content, &m->content))
+        return refuse(p, "content", "is not a string");
+    if ((m->is_dm = opt_bool(e->is_dm)) < 0)
+        return refuse(p, "isDm", "is not a boolean");
+    if ((m->sender_is_bot = opt_bool(e->sender_is_bot)) < 0)
+        return refuse(p, "senderIsBot", "is not a boolean");
+    return OC_OK;
+}
+
+/* The mentioned user ids (the first MAX_MENTIONS) into mentions, borrowed
+ * from jm; m->n_mentions counts them. OC_OK or OC_ERR_INVALID (logged). */
+static int decode_mentions(dg_plugin *p, const json_t *jm, const char **mentions,
+                           dg_turn_message *m)
+{
+    size_t i;
+    json_t *v;
+    if (jm && !json_is_null(jm) && !json_is_array(jm))
+        return refuse(p, "mentions", "is not an array of user ids");
+    json_array_foreach(jm, i, v) {
+        if (!json_is_string(v))
+            return refuse(p, "mentions", "holds something other than user id strings");
+        if (m->n_mentions < MAX_MENTIONS)
+            mentions[m->n_mentions++] = json_string_value(v);
+    }
+    m->mentions = mentions;
+    return OC_OK;
+}
+
+/* Tags: arrays of strings; anything else in them makes the tag not count
+ * (the scope rules ignore malformed tags). tags and parts: the caller's
+ * room for MAX_TAGS tags, borrowing from jt. */
+static void decode_tags(const json_t *jt, dg_tag *tags,
+                        const char *(*parts)[MAX_TAG_PARTS], dg_turn_message *m)
+{
+    size_t i;
+    json_t *v;
+    if (json_is_array(jt)) {
+        json_array_foreach(jt, i, v) {
+            if (m->n_tags >= MAX_TAGS || !json_is_array(v))
+                continue;
+            size_t k = 0, j;
+            json_t *part;
+            int ok = 1;
+            json_array_foreach(v, j, part) {
+                if (!json_is_string(part)) {
+                    ok = 0;
+                    break;
+                }
+                if (k < MAX_TAG_PARTS)
+                    parts[m->n_tags][k++] = json_string_value(part);
+            }
+            if (!ok)
+                continue;
+            tags[m->n_tags].parts = parts[m->n_tags];
+            tags[m->n_tags].n = k;
+            m->n_tags++;
+        }
+    }
+    m->tags = tags;
+}
+
+/* The recipient of a per-agent delivery (ctx's session) into *rcpt, and
+ * m->recipient when that session belongs to m's channel or thread.
+ * OC_OK, or OC_ERR_INVALID (logged) for a ctx that cannot be read. */
+static int decode_recipient(dg_plugin *p, const json_t *ctx, dg_hook_session *rcpt,
+                            dg_turn_message *m)
+{
+    int per_agent = dg_hook_decode_recipient(ctx, rcpt);
+    if (per_agent < 0) {
+        dg_log(p, OC_LOG_WARN, "message_received: %s; the message is ignored (nothing changes)",
+               rcpt->err);
+        return OC_ERR_INVALID;
+    }
+    /* Without a channel id the ingest refuses the message; there is nothing
+     * to compare the recipient's session with (a per-agent ctx whose
+     * channelId is misspelt, say). */
+    if (per_agent && m->channel_id) {
+        int same = strcmp(rcpt->s.channel_id, m->channel_id) == 0 ||
+                   (m->thread_id && strcmp(rcpt->s.channel_id, m->thread_id) == 0);
+        if (same)
+            m->recipient = &rcpt->s;
+        else
+            dg_log(p, OC_LOG_DEBUG, "message_received: ctx.sessionKey %s is not a session of "
+                   "channel %s; not counted as a delivery to %s", rcpt->s.session_key,
+                   m->channel_id, rcpt->s.agent_id);
+    }
+    return OC_OK;
+}
+
 int dg_hook_message_received(void *state, const json_t *event, const json_t *ctx,
                              json_t **result)
 {
@@ -94,104 +214,21 @@ int dg_hook_message_received(void *state, const json_t *event, const json_t *ctx
     memset(&m, 0, sizeof m);
     event_members e;
     event_members_of(event, &e);
-    static const char ID_RULE[] = "is not a string; ids are JSON strings";
-    if (dg_json_str_member(e.message_id, &m.message_id))
-        return refuse(p, "messageId", ID_RULE);
-    if (m.message_id && !*m.message_id)
-        return refuse(p, "messageId", "is empty; leave it out when the message has no id");
-    if (dg_json_str_member(e.channel_id, &m.channel_id))
-        return refuse(p, "channelId", ID_RULE);
-    if (!m.channel_id && dg_json_opt_str(ctx, "channelId", &m.channel_id)) {
-        dg_log(p, OC_LOG_WARN, "message_received: event.channelId is missing and ctx.channelId "
-               "is not a string; the message is ignored (nothing changes)");
-        return OC_ERR_INVALID;
-    }
-    if (dg_json_str_member(e.thread_id, &m.thread_id))
-        return refuse(p, "threadId", ID_RULE);
-    char root[DG_SCOPE_ID_MAX];
-    if (m.thread_id && *m.thread_id &&
-        dg_scope_normalize_root(m.thread_id, root, sizeof root) != OC_OK)
-    {
-        char rule[128];
-        snprintf(rule, sizeof rule, "is not a thread id (at most %d characters, no ':' and no "
-                 "control characters)", DG_SCOPE_ID_MAX - 1);
-        return refuse(p, "threadId", rule);
-    }
-    if (dg_json_str_member(e.sender_id, &m.sender_id))
-        return refuse(p, "senderId", ID_RULE);
-    if (dg_json_str_member(e.content, &m.content))
-        return refuse(p, "content", "is not a string");
-    if ((m.is_dm = opt_bool(e.is_dm)) < 0)
-        return refuse(p, "isDm", "is not a boolean");
-    if ((m.sender_is_bot = opt_bool(e.sender_is_bot)) < 0)
-        return refuse(p, "senderIsBot", "is not a boolean");
-
     const char *mentions[MAX_MENTIONS];
-    const json_t *jm = e.mentions;
-    size_t i;
-    json_t *v;
-    if (jm && !json_is_null(jm) && !json_is_array(jm))
-        return refuse(p, "mentions", "is not an array of user ids");
-    json_array_foreach(jm, i, v) {
-        if (!json_is_string(v))
-            return refuse(p, "mentions", "holds something other than user id strings");
-        if (m.n_mentions < MAX_MENTIONS)
-            mentions[m.n_mentions++] = json_string_value(v);
-    }
-    m.mentions = mentions;
-
-    /* Tags: arrays of strings; anything else in them makes the tag not
-     * count (the scope rules ignore malformed tags). */
     dg_tag tags[MAX_TAGS];
     const char *parts[MAX_TAGS][MAX_TAG_PARTS];
-    const json_t *jt = e.tags;
-    if (json_is_array(jt)) {
-        json_array_foreach(jt, i, v) {
-            if (m.n_tags >= MAX_TAGS || !json_is_array(v))
-                continue;
-            size_t k = 0, j;
-            json_t *part;
-            int ok = 1;
-            json_array_foreach(v, j, part) {
-                if (!json_is_string(part)) {
-                    ok = 0;
-                    break;
-                }
-                if (k < MAX_TAG_PARTS)
-                    parts[m.n_tags][k++] = json_string_value(part);
-            }
-            if (!ok)
-                continue;
-            tags[m.n_tags].parts = parts[m.n_tags];
-            tags[m.n_tags].n = k;
-            m.n_tags++;
-        }
-    }
-    m.tags = tags;
-
     dg_hook_session rcpt;
-    int per_agent = dg_hook_decode_recipient(ctx, &rcpt);
-    if (per_agent < 0) {
-        dg_log(p, OC_LOG_WARN, "message_received: %s; the message is ignored (nothing changes)",
-               rcpt.err);
-        return OC_ERR_INVALID;
-    }
-    /* Without a channel id the ingest below refuses the message; there is
-     * nothing to compare the recipient's session with (found by fuzzing:
-     * a per-agent ctx whose channelId was misspelt). */
-    if (per_agent && m.channel_id) {
-        int same = strcmp(rcpt.s.channel_id, m.channel_id) == 0 ||
-                   (m.thread_id && strcmp(rcpt.s.channel_id, m.thread_id) == 0);
-        if (same)
-            m.recipient = &rcpt.s;
-        else
-            dg_log(p, OC_LOG_DEBUG, "message_received: ctx.sessionKey %s is not a session of "
-                   "channel %s; not counted as a delivery to %s", rcpt.s.session_key,
-                   m.channel_id, rcpt.s.agent_id);
-    }
+    int rc = decode_fields(p, &e, ctx, &m);
+    if (rc == OC_OK)
+        rc = decode_mentions(p, e.mentions, mentions, &m);
+    if (rc != OC_OK)
+        return rc;
+    decode_tags(e.tags, tags, parts, &m);
+    if ((rc = decode_recipient(p, ctx, &rcpt, &m)) != OC_OK)
+        return rc;
 
     char err[512];
-    int rc = dg_turns_ingest(p->turns, &m, err, sizeof err);
+    rc = dg_turns_ingest(p->turns, &m, err, sizeof err);
     if (rc != OC_OK)
         dg_log(p, rc == OC_ERR_INVALID ? OC_LOG_WARN : OC_LOG_ERROR, "%s", err);
     return rc;

@@ -14,7 +14,7 @@
  * channel are then read from sessionKey, conversationId or to).
  * Result {cancel:true, cancelReason} or none.
  */
-#include "hooks_internal.h"
+#include "hooks_int.h"
 
 #include <string.h>
 

@@ -9,9 +9,9 @@
 
 /* Subscribe every hook handler (hooks/hooks.c). Returns OC_OK or the first
  * host refusal. */
-int dg_register_hooks(dg_plugin *p);
+int dg_register_hooks(dg_plugin *p) __attribute__((warn_unused_result));
 
 /* Register every tool (hooks/tools.c). Returns OC_OK or the first refusal. */
-int dg_register_tools(dg_plugin *p);
+int dg_register_tools(dg_plugin *p) __attribute__((warn_unused_result));
 
 #endif

@@ -11,7 +11,7 @@
  * Ctx (gateway shape): channelId ("discord"), accountId, conversationId
  * ("channel:<c>"), sessionKey, runId?; an agent ctx is read as well.
  */
-#include "hooks_internal.h"
+#include "hooks_int.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /*
- * tool_discussion_list.c -- `discussion_list` (issue 16 item 6): the
+ * tool_discussion_list.c -- `discussion_list`: the
  * caller's own discussions, newest first, a page at a time.
  */
 #include <stdio.h>

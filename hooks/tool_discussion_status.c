@@ -1,5 +1,5 @@
 /*
- * tool_discussion_status.c -- `discussion_status` (issue 16 item 5) and
+ * tool_discussion_status.c -- `discussion_status` and
  * the JSON shape of a discussion both reading tools share.
  */
 #include <stdio.h>
@@ -8,6 +8,7 @@
 
 #include "discuss_status.h"
 #include "tools.h"
+#include "snowflake.h"
 
 const char dg_tool_discussion_status_schema[] =
     "{\"type\":\"object\",\"additionalProperties\":false,"
@@ -102,7 +103,7 @@ int dg_tool_discussion_status(void *state, const json_t *params, const json_t *c
     }
     if (rc == OC_OK)
         rc = dg_tool_opt_string(params, "channelId", &channel, err, sizeof err);
-    if (rc == OC_OK && channel && !dg_is_snowflake(channel)) {
+    if (rc == OC_OK && channel && !dg_snowflake_valid(channel)) {
         snprintf(err, sizeof err, "channelId must be a Discord channel id (1-20 digits)");
         rc = OC_ERR_INVALID;
     }

@@ -52,7 +52,7 @@ void dg_tool_caller(const json_t *ctx, dg_caller *out);
  * OC_OK. Also refuses params that are not an object.
  */
 int dg_tool_check_keys(const json_t *params, const char *const *allowed, char *err,
-                       size_t err_len);
+                       size_t err_len) __attribute__((warn_unused_result));
 
 /*
  * Optional string param `key`: absent or JSON null -> *out NULL, OC_OK; a
@@ -60,6 +60,6 @@ int dg_tool_check_keys(const json_t *params, const char *const *allowed, char *e
  * OC_ERR_INVALID naming the key.
  */
 int dg_tool_opt_string(const json_t *params, const char *key, const char **out, char *err,
-                       size_t err_len);
+                       size_t err_len) __attribute__((warn_unused_result));
 
 #endif

@@ -21,6 +21,7 @@
 #include "agent_id.h"
 #include "json_keys.h"
 #include "secret_shape.h"
+#include "snowflake.h"
 #include "paths.h"
 #include "state_dir.h"
 #include "store.h"
@@ -29,15 +30,7 @@
 
 int dg_is_snowflake(const char *s)
 {
-    if (!s || !*s || strlen(s) > 20 || s[0] == '0')
-        return 0;
-    for (const char *c = s; *c; c++)
-        if (*c < '0' || *c > '9')
-            return 0;
-    /* 20 digits may still overflow 64 bits. */
-    errno = 0;
-    unsigned long long v = strtoull(s, NULL, 10);
-    return errno == 0 && v != 0;
+    return dg_snowflake_valid(s);
 }
 
 const char *dg_session_policy_name(dg_session_policy p)

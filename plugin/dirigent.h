@@ -51,9 +51,9 @@ typedef struct dg_plugin {
     atomic_int settled;       /* set by the first hook or tool call after init */
     pthread_mutex_t inflight_mu; /* guards inflight */
     struct dg_inflight *inflight; /* tool calls with a toolCallId running now
-                                     (discuss.c); empty when no call runs */
+                                     (discuss_ledger.c); empty when none runs */
     dg_seen_set *closed_seen; /* sessions already recorded in a closed discussion
-                                 channel (discuss.c); created by init, freed by
+                                 channel (discuss_overrides.c); created by init, freed by
                                  shutdown; NULL (hand-built plugins in tests):
                                  the store is asked on every call */
     dg_summary_rules *summary_rules; /* discussion.summaryTemplate's headings (summary.h);

@@ -1,5 +1,5 @@
 /*
- * discuss.h -- discussion channels with callback (seed 003, sections 4-13).
+ * discuss.h -- discussion channels with callback.
  *
  * A discussion is a private Discord channel opened by an agent (the
  * initiator) with `discord_channel_create` + `callbackChannelId`; it ends
@@ -74,7 +74,7 @@ typedef struct dg_channel_created {
 void dg_channel_created_clear(dg_channel_created *c);
 
 /*
- * Check a request against the rules of config-and-tools.md (channel name,
+ * Check a request against the rules of docs/behaviour.md (channel name,
  * snowflakes, known participants, topic and guide length, guide iff
  * callback, no discussion opened from inside a discussion channel).
  * Returns OC_OK or OC_ERR_INVALID / OC_ERR_DENIED with a sentence in err
@@ -82,7 +82,8 @@ void dg_channel_created_clear(dg_channel_created *c);
  * nesting check. Any thread.
  */
 int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
-                        const dg_channel_request *req, char *err, size_t err_len);
+                        const dg_channel_request *req, char *err, size_t err_len)
+    __attribute__((warn_unused_result));
 
 /*
  * discord_channel_create: validate, create the private channel over REST
@@ -97,7 +98,8 @@ int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
  */
 int dg_discuss_create_channel(dg_plugin *p, const dg_caller *caller,
                               const dg_channel_request *req,
-                              dg_channel_created *out, char *err, size_t err_len);
+                              dg_channel_created *out, char *err, size_t err_len)
+    __attribute__((warn_unused_result));
 
 /* Result of a successful discuss-callback; owned strings. */
 typedef struct dg_callback_result {
@@ -147,7 +149,7 @@ void dg_session_refs_release(dg_session_refs *r);
  */
 int dg_discuss_callback(dg_plugin *p, const dg_caller *caller, const char *summary_path,
                         const dg_session_refs *sessions, dg_callback_result *out, char *err,
-                        size_t err_len);
+                        size_t err_len) __attribute__((warn_unused_result));
 
 /*
  * Re-drive effects a crash left undone: session overrides recorded but not
@@ -175,10 +177,11 @@ void dg_discuss_session_seen(dg_plugin *p, const char *session_key,
  * ACTIVE / CLOSED, or a negative oc_status on a store error. If d is not
  * NULL and the channel is a discussion, *d is filled (caller clears it).
  */
-int dg_discuss_lookup_locked(dg_store *st, const char *channel_id, dg_discussion *d);
+int dg_discuss_lookup_locked(dg_store *st, const char *channel_id, dg_discussion *d)
+    __attribute__((warn_unused_result));
 
 /*
- * Closed-notice bookkeeping for the turn path (issue 5 point 5), inside the
+ * Closed-notice bookkeeping for the turn path, inside the
  * caller's transaction. Records message_id of channel_id as answered and
  * returns 1 when it should get the "channel closed" notice now; 0 when not
  * (this message was already handled -- several accounts report one message
@@ -188,10 +191,10 @@ int dg_discuss_lookup_locked(dg_store *st, const char *channel_id, dg_discussion
  */
 int dg_discuss_claim_closed_notice_locked(dg_store *st, const char *channel_id,
                                           const char *message_id, int64_t now_ms,
-                                          int64_t cooldown_ms);
+                                          int64_t cooldown_ms) __attribute__((warn_unused_result));
 
 /*
- * The discussion timers (issue 16), applied by the turn sweeper once a
+ * The discussion timers, applied by the turn sweeper once a
  * second (turns_engine.c): an active discussion without a human's or an
  * agent's message for discussion.reminderAfterSec gets timeout.md (once per
  * quiet period) and the initiator gets the turn; past
@@ -224,15 +227,16 @@ void dg_discuss_sweep(dg_plugin *p);
  */
 int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id,
                                   const char *summary_path, int64_t now_ms, int *closed,
-                                  char *msg, size_t msg_len);
+                                  char *msg, size_t msg_len) __attribute__((warn_unused_result));
 
 /*
  * Where the initiator is asked to write the summary of d (the summary path
- * convention, issue 16 item 3): "<discussion.summaryDir>/<channel name>.md"
+ * convention): "<discussion.summaryDir>/<channel name>.md"
  * (the channel id stands in for rows without a recorded name). A new string
  * the caller frees; NULL when out of memory. Inside the caller's store
  * transaction. Any thread.
  */
-char *dg_discuss_suggested_path_locked(const dg_plugin *p, const dg_discussion *d);
+char *dg_discuss_suggested_path_locked(const dg_plugin *p, const dg_discussion *d)
+    __attribute__((warn_unused_result));
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * discuss_archive.h -- the archive index (issue 16 item 6): with
+ * discuss_archive.h -- the archive index: with
  * discussion.archiveChannelId set, every discussion that closes (callback,
  * expiry, admin close) gets one line there, queued in the outbox in the
  * transaction that closes it, so each line is posted exactly once.
@@ -21,6 +21,7 @@
  * oc_status otherwise (the caller rolls back). Any thread.
  */
 int dg_discuss_archive_locked(dg_plugin *p, const dg_discussion *d, const char *end_status,
-                              const char *summary_path, int64_t closed_ms);
+                              const char *summary_path, int64_t closed_ms)
+    __attribute__((warn_unused_result));
 
 #endif

@@ -1,8 +1,13 @@
 /*
  * discuss_int.h -- the discussion code's private header: what its files
  * share. Only they include it:
- *   discuss.c            the state machine: validation, create, callback,
- *                        timers, the admin's forced close
+ *   discuss.c            what they share: clears, lookups inside another
+ *                        area's transaction, pieces of the messages
+ *   discuss_validate.c   the checks of a channel request
+ *   discuss_create.c     discord_channel_create: channel, kickoff, record
+ *   discuss_callback.c   discuss-callback: the initiator's summary closes it
+ *   discuss_timers.c     reminder, wrap-up request, expiry
+ *   discuss_admin_close.c  an admin's forced close
  *   discuss_ledger.c     the tool-call ledger: idempotency per toolCallId
  *                        (fingerprints, stored results, calls in flight)
  *   discuss_overrides.c  the no-reply session overrides a closed channel
@@ -50,32 +55,48 @@
  * a model reuses for a different call is not answered with another call's
  * result; a true repeat (same id, same caller, same params) is.
  */
-typedef struct idem {
+typedef struct discuss_idem {
     const char *tool;
     const char *call_id;
     char fp[17];        /* 16 hex digits */
     char marker[32];    /* "dg-call:<16 hex>": put in the topic of the channel */
     int recovering;     /* an intent without a result was found */
-} idem;
+} discuss_idem;
 
 /* ---- discuss.c --------------------------------------------------------- */
 
-void free_strv(char **v, size_t n);
+/* Free the n strings of v and v itself; NULL v with n 0 is a no-op. */
+void discuss_free_strv(char **v, size_t n);
+
+/* "<@a> <@b>" for the Discord ids of the agents (unknown agents left out);
+ * malloc'd, the caller frees; NULL out of memory. */
+char *discuss_mentions_of(const dg_config *cfg, char *const *agents, size_t n)
+    __attribute__((warn_unused_result));
+
+/* "<#id>", malloc'd, the caller frees; NULL out of memory. */
+char *discuss_channel_ref(const char *id) __attribute__((warn_unused_result));
+
+/* {summaryPreview} of a result: the preview (summary.h) under a line that
+ * says what it is, "" when previewChars is 0 or the file is blank. The
+ * caller frees; NULL when out of memory or unreadable. */
+char *discuss_preview_of(const dg_plugin *p, int fd) __attribute__((warn_unused_result));
 
 /* ---- discuss_ledger.c -------------------------------------------------- */
 
-void idem_for_create(idem *ic, const dg_caller *c, const dg_channel_request *r);
+void discuss_idem_for_create(discuss_idem *ic, const dg_caller *c, const dg_channel_request *r);
 
-void idem_for_callback(idem *ic, const dg_caller *c, const char *summary_path);
+void discuss_idem_for_callback(discuss_idem *ic, const dg_caller *c, const char *summary_path);
 
-int idem_lookup(dg_plugin *p, const idem *ic, dg_tool_call_row *row);
+int discuss_idem_lookup(dg_plugin *p, const discuss_idem *ic, dg_tool_call_row *row)
+    __attribute__((warn_unused_result));
 
-int inflight_claim(dg_plugin *p, const idem *ic);
+int discuss_inflight_claim(dg_plugin *p, const discuss_idem *ic)
+    __attribute__((warn_unused_result));
 
-void inflight_release(dg_plugin *p, const idem *ic);
+void discuss_inflight_release(dg_plugin *p, const discuss_idem *ic);
 
 /* ---- discuss_overrides.c ----------------------------------------------- */
 
-size_t apply_pending(dg_plugin *p);
+size_t discuss_apply_pending(dg_plugin *p);
 
 #endif

@@ -37,7 +37,7 @@ static uint64_t fp_caller(const char *tool, const dg_caller *c)
     return h;
 }
 
-static void idem_finish(idem *ic, const char *tool, const char *call_id, uint64_t h)
+static void idem_finish(discuss_idem *ic, const char *tool, const char *call_id, uint64_t h)
 {
     ic->tool = tool;
     ic->call_id = call_id;
@@ -49,7 +49,7 @@ static void idem_finish(idem *ic, const char *tool, const char *call_id, uint64_
     snprintf(ic->marker, sizeof ic->marker, "dg-call:%016llx", (unsigned long long)m);
 }
 
-void idem_for_create(idem *ic, const dg_caller *c, const dg_channel_request *r)
+void discuss_idem_for_create(discuss_idem *ic, const dg_caller *c, const dg_channel_request *r)
 {
     uint64_t h = fp_caller(TOOL_CREATE, c);
     fp_add(&h, r->name);
@@ -66,7 +66,7 @@ void idem_for_create(idem *ic, const dg_caller *c, const dg_channel_request *r)
     idem_finish(ic, TOOL_CREATE, c->tool_call_id, h);
 }
 
-void idem_for_callback(idem *ic, const dg_caller *c, const char *summary_path)
+void discuss_idem_for_callback(discuss_idem *ic, const dg_caller *c, const char *summary_path)
 {
     uint64_t h = fp_caller(TOOL_CALLBACK, c);
     fp_add(&h, summary_path);
@@ -74,7 +74,7 @@ void idem_for_callback(idem *ic, const dg_caller *c, const char *summary_path)
 }
 
 /* The recorded row of ic in a short transaction (caller clears *row). */
-int idem_lookup(dg_plugin *p, const idem *ic, dg_tool_call_row *row)
+int discuss_idem_lookup(dg_plugin *p, const discuss_idem *ic, dg_tool_call_row *row)
 {
     memset(row, 0, sizeof *row);
     if (dg_store_begin(p->store) != OC_OK)
@@ -95,7 +95,7 @@ struct dg_inflight {
 };
 typedef struct dg_inflight inflight;
 
-static char *inflight_key(const idem *ic)
+static char *inflight_key(const discuss_idem *ic)
 {
     size_t n = strlen(ic->tool) + strlen(ic->call_id) + sizeof ic->fp + 3;
     char *k = malloc(n);
@@ -105,7 +105,7 @@ static char *inflight_key(const idem *ic)
 }
 
 /* OC_OK (claimed: release it), OC_ERR_CONFLICT (running), OC_ERR_NOMEM. */
-int inflight_claim(dg_plugin *p, const idem *ic)
+int discuss_inflight_claim(dg_plugin *p, const discuss_idem *ic)
 {
     inflight *e = calloc(1, sizeof *e);
     char *k = inflight_key(ic);
@@ -130,7 +130,7 @@ int inflight_claim(dg_plugin *p, const idem *ic)
     return OC_OK;
 }
 
-void inflight_release(dg_plugin *p, const idem *ic)
+void discuss_inflight_release(dg_plugin *p, const discuss_idem *ic)
 {
     char *k = inflight_key(ic);
     pthread_mutex_lock(&p->inflight_mu);

@@ -11,7 +11,7 @@
 /* Apply every recorded, not yet applied override; mark the ones the host
  * took. Returns the number applied. Runs without holding the store lock
  * while calling the host. */
-size_t apply_pending(dg_plugin *p)
+size_t discuss_apply_pending(dg_plugin *p)
 {
     size_t applied_total = 0;
     for (;;) {
@@ -49,7 +49,7 @@ size_t apply_pending(dg_plugin *p)
             dg_store_end(p->store, mrc);
         }
         free(done);
-        free_strv(keys, n);
+        discuss_free_strv(keys, n);
         free(ids);
         applied_total += ok;
         /* Stop when a batch did not fully go through (the rest waits for the
@@ -63,7 +63,7 @@ void dg_discuss_resume(dg_plugin *p)
 {
     if (!p || !p->store || !p->api)
         return;
-    size_t n = apply_pending(p);
+    size_t n = discuss_apply_pending(p);
     if (n)
         dg_log(p, OC_LOG_INFO, "discussion: re-applied %zu no-reply session override(s) owed "
                "by closed discussions", n);
@@ -81,7 +81,7 @@ void dg_discuss_session_seen(dg_plugin *p, const char *session_key, const char *
 {
     if (!p || !session_key || !*session_key || !channel_id)
         return;
-    /* Issue 14: a closed channel stays closed and an applied override stays
+    /* A closed channel stays closed and an applied override stays
      * applied, so a session handled once is answered from memory, without
      * a write transaction or the store lock ingest needs. */
     if (dg_seen_set_has(p->closed_seen, session_key, channel_id))

@@ -1,6 +1,6 @@
 /*
  * discuss_status.h -- reading discussions: the discussion_status and
- * discussion_list tools (issue 16 items 5 and 6) and the operator's CLI.
+ * discussion_list tools and the operator's CLI.
  * Nothing here changes state. (Owner: discussion area.)
  */
 #ifndef DG_DISCUSS_STATUS_H
@@ -31,7 +31,8 @@ void dg_discussion_infos_free(dg_discussion_info *v, size_t n);
  * the channel is not a discussion channel.
  */
 int dg_discussion_info_load_locked(dg_store *st, const dg_config *cfg, const char *channel_id,
-                                   int64_t now_ms, dg_discussion_info *out);
+                                   int64_t now_ms, dg_discussion_info *out)
+    __attribute__((warn_unused_result));
 
 /*
  * discussion_status. Which discussion: discussion_id > 0, else channel_id,
@@ -44,7 +45,7 @@ int dg_discussion_info_load_locked(dg_store *st, const dg_config *cfg, const cha
  */
 int dg_discuss_status(dg_plugin *p, const dg_caller *caller, int64_t discussion_id,
                       const char *channel_id, dg_discussion_info *out, char *err,
-                      size_t err_len);
+                      size_t err_len) __attribute__((warn_unused_result));
 
 /*
  * discussion_list: the discussions the caller initiated or was invited to,
@@ -53,7 +54,8 @@ int dg_discuss_status(dg_plugin *p, const dg_caller *caller, int64_t discussion_
  * OC_ERR_DENIED without an agent in the context. Any tool thread.
  */
 int dg_discuss_list(dg_plugin *p, const dg_caller *caller, size_t offset, size_t limit,
-                    dg_discussion_info **out, size_t *n, int *more, char *err, size_t err_len);
+                    dg_discussion_info **out, size_t *n, int *more, char *err, size_t err_len)
+    __attribute__((warn_unused_result));
 
 /* 1 when agent_id is the initiator or a participant of d. */
 int dg_discussion_has_member(const dg_discussion *d, const char *agent_id);

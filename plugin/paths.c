@@ -157,7 +157,7 @@ static int dir_failure(int dirfd, const char *comp, int open_errno, const char *
                 path, comp, strerror(open_errno));
 }
 
-void dg_ws_file_close(dg_ws_file *f)
+void dg_workspace_file_close(dg_workspace_file *f)
 {
     if (!f)
         return;
@@ -228,8 +228,8 @@ static int read_through(int fd, const char *path, int64_t max_bytes, int64_t *si
     return OC_OK;
 }
 
-int dg_ws_open(const char *workspace, const char *path, int64_t max_bytes,
-               dg_ws_file *out, char *err, size_t err_len)
+int dg_workspace_open(const char *workspace, const char *path, int64_t max_bytes,
+                      dg_workspace_file *out, char *err, size_t err_len)
 {
     out->fd = -1;
     out->rel_path = NULL;

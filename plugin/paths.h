@@ -34,11 +34,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct dg_ws_file {
+typedef struct dg_workspace_file {
     int fd;            /* open O_RDONLY at offset 0; the caller closes it */
     char *rel_path;    /* normalised, relative to the workspace; caller frees */
     int64_t size;      /* bytes */
-} dg_ws_file;
+} dg_workspace_file;
 
 /*
  * Resolve `path` inside `workspace` (absolute) and open it. max_bytes > 0 is
@@ -46,11 +46,11 @@ typedef struct dg_ws_file {
  * rel_path). Otherwise a negative oc_status, an actionable sentence in err,
  * and *out = {-1, NULL, 0}. Any thread; no global state.
  */
-int dg_ws_open(const char *workspace, const char *path, int64_t max_bytes,
-               dg_ws_file *out, char *err, size_t err_len);
+int dg_workspace_open(const char *workspace, const char *path, int64_t max_bytes,
+                      dg_workspace_file *out, char *err, size_t err_len);
 
 /* Close the fd and free rel_path of f; safe on a failed/zeroed result. */
-void dg_ws_file_close(dg_ws_file *f);
+void dg_workspace_file_close(dg_workspace_file *f);
 
 /*
  * Lexical normalisation of a relative path: drop `.` and empty components,

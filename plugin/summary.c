@@ -292,7 +292,7 @@ char *dg_summary_suggested_path(const char *dir, const char *channel_name,
 }
 
 int dg_summary_open(const char *workspace, const char *dir, const char *path,
-                    int64_t max_bytes, dg_ws_file *out, char *err, size_t err_len)
+                    int64_t max_bytes, dg_workspace_file *out, char *err, size_t err_len)
 {
     if (dir && *dir && path && *path && !strchr(path, '/') && strcmp(path, ".") != 0 &&
         strcmp(path, "..") != 0) {
@@ -301,12 +301,64 @@ int dg_summary_open(const char *workspace, const char *dir, const char *path,
         if (!in_dir)
             return dg_fail(err, err_len, OC_ERR_NOMEM, "out of memory; try again");
         snprintf(in_dir, len, "%s/%s", dir, path);
-        int rc = dg_ws_open(workspace, in_dir, max_bytes, out, err, err_len);
+        int rc = dg_workspace_open(workspace, in_dir, max_bytes, out, err, err_len);
         free(in_dir);
         if (rc != OC_ERR_NOT_FOUND)
             return rc;
         if (err && err_len)
             err[0] = '\0';
     }
-    return dg_ws_open(workspace, path, max_bytes, out, err, err_len);
+    return dg_workspace_open(workspace, path, max_bytes, out, err, err_len);
+}
+
+/* Length of the white-space character at s (n bytes left), 0 if none:
+ * ASCII space, tab, line breaks, and the UTF-8 spaces an editor may leave
+ * (no-break, the U+2000 block, zero width, ideographic, byte-order mark). */
+static size_t space_len(const unsigned char *s, size_t n)
+{
+    if (*s == ' ' || (*s >= '\t' && *s <= '\r'))
+        return 1;
+    if (n >= 2 && s[0] == 0xC2 && s[1] == 0xA0)
+        return 2;
+    if (n >= 3 && s[0] == 0xE2 && s[1] == 0x80 && (s[2] <= 0x8B || s[2] == 0xAF))
+        return 3;
+    if (n >= 3 && s[0] == 0xE2 && s[1] == 0x81 && s[2] == 0x9F)
+        return 3;
+    if (n >= 3 && s[0] == 0xE3 && s[1] == 0x80 && s[2] == 0x80)
+        return 3;
+    if (n >= 3 && s[0] == 0xEF && s[1] == 0xBB && s[2] == 0xBF)
+        return 3;
+    return 0;
+}
+
+int dg_summary_check_text(int fd, const char *path, char *err, size_t err_len)
+{
+    unsigned char buf[8192 + 4];
+    size_t keep = 0;
+    for (;;) {
+        ssize_t r = read(fd, buf + keep, sizeof buf - 4 - keep);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return dg_fail(err, err_len, OC_ERR_IO, "summaryPath %.120s cannot be read: %s",
+                           path, strerror(errno));
+        size_t n = keep + (size_t)r, i = 0;
+        while (i < n) {
+            size_t l = space_len(buf + i, n - i);
+            if (l)
+                i += l;
+            else if (r > 0 && n - i < 3 && buf[i] >= 0xC2)
+                break; /* a multi-byte character cut by the read: finish it next time */
+            else
+                return OC_OK;
+        }
+        if (r == 0)
+            break;
+        keep = n - i;
+        memmove(buf, buf + i, keep);
+    }
+    return dg_fail(err, err_len, OC_ERR_INVALID,
+                   "summaryPath %.120s is empty or only white space; a summary needs at least "
+                   "one character that is not a space: write the summary into it and call "
+                   "discuss-callback again (nothing was changed)", path);
 }

@@ -1,10 +1,10 @@
 /*
- * summary.h -- conventions around a discussion's summary file (issue 16,
- * seed 003 section 14 items 3, 4 and 7): where it is suggested to live
- * (discussion.summaryDir), which headings it must contain
- * (discussion.summaryTemplate) and the preview the result message carries
- * (discussion.previewChars). No store, no host call: discuss.c uses these
- * around the file paths.h opened. (Owner: discussion area.)
+ * summary.h -- conventions around a discussion's summary file: where it
+ * is suggested to live (discussion.summaryDir), which headings it must
+ * contain (discussion.summaryTemplate), that it is not blank, and the
+ * preview the result message carries (discussion.previewChars). No store,
+ * no host call: discuss_*.c use these around the file paths.h opened.
+ * (Owner: discussion area.)
  */
 #ifndef DG_SUMMARY_H
 #define DG_SUMMARY_H
@@ -29,7 +29,7 @@ typedef struct dg_summary_rules dg_summary_rules;
  * naming discussion.summaryTemplate, the path and the rule. Init only.
  */
 int dg_summary_rules_load(const char *path, dg_summary_rules **out, char *err,
-                          size_t err_len);
+                          size_t err_len) __attribute__((warn_unused_result));
 void dg_summary_rules_free(dg_summary_rules *r);
 
 /* The template's text as the kickoff shows it ({summaryTemplate}); borrowed,
@@ -42,7 +42,7 @@ const char *dg_summary_rules_text(const dg_summary_rules *r);
  * naming every missing heading, or OC_ERR_IO. Any thread.
  */
 int dg_summary_check_headings(const dg_summary_rules *r, int fd, const char *path, char *err,
-                              size_t err_len);
+                              size_t err_len) __attribute__((warn_unused_result));
 
 /*
  * The first `chars` characters (UTF-8 code points) of the file at fd, read
@@ -53,21 +53,29 @@ int dg_summary_check_headings(const dg_summary_rules *r, int fd, const char *pat
  * frees ("" when chars is 0 or the file is blank); NULL when out of memory
  * or unreadable. Any thread.
  */
-char *dg_summary_preview(int fd, long chars);
+char *dg_summary_preview(int fd, long chars) __attribute__((warn_unused_result));
 
 /* "<dir>/<channel_name>.md" (channel_name NULL: "<dir>/<channel_id>.md").
  * A new string the caller frees; NULL when out of memory. */
 char *dg_summary_suggested_path(const char *dir, const char *channel_name,
-                                const char *channel_id);
+                                const char *channel_id) __attribute__((warn_unused_result));
 
 /*
  * Open a summary the way discuss-callback names it: a relative path without
  * a folder ("x.md") is looked up in dir first ("<dir>/x.md"); if it is not
  * there (OC_ERR_NOT_FOUND) the path is opened as given, so every refusal is
- * the one dg_ws_open gives for the path as written. Same contract as
- * dg_ws_open otherwise. Any thread.
+ * the one dg_workspace_open gives for the path as written. Same contract as
+ * dg_workspace_open otherwise. Any thread.
  */
 int dg_summary_open(const char *workspace, const char *dir, const char *path,
-                    int64_t max_bytes, dg_ws_file *out, char *err, size_t err_len);
+                    int64_t max_bytes, dg_workspace_file *out, char *err, size_t err_len)
+    __attribute__((warn_unused_result));
+
+/* OC_OK when the summary in fd has at least one character that is not
+ * white space (a summary of blanks says nothing), else OC_ERR_INVALID with
+ * a sentence naming path, or OC_ERR_IO. Reads fd from its current offset
+ * (an opened file: its start) to its end. Any thread. */
+int dg_summary_check_text(int fd, const char *path, char *err, size_t err_len)
+    __attribute__((warn_unused_result));
 
 #endif

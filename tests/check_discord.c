@@ -1296,7 +1296,7 @@ START_TEST(pipe_takes_the_top_level_id)
 }
 END_TEST
 
-/* The pipe's posts go with one of two header lists (transport.c: the one
+/* The pipe's posts go with one of two header lists (client.c: the one
  * without "Expect:" is the other's tail): a short body and one over 1 KB
  * both carry the token, Content-Type and User-Agent and neither asks for
  * 100-continue; a prepared post that the pipe refuses (full) is taken and

@@ -2747,41 +2747,43 @@ END_TEST
 /*
  * Not reached by any test (make coverage, issue 12), each an error path or
  * a guard:
- *  - discuss.c:record_plain, record_intent,
- *    dg_discuss_create_channel (the ledger lookup), timer_one (the sweep's
- *    begin), dg_discuss_sweep, discuss_overrides.c:dg_discuss_session_seen
+ *  - discuss_create.c:record_plain, record_intent,
+ *    dg_discuss_create_channel (the ledger lookup), discuss_timers.c:timer_one
+ *    (the sweep's begin), dg_discuss_sweep, discuss_overrides.c:dg_discuss_session_seen
  *    (both begins, the override not recorded), discuss_status.c (its
  *    listing's allocation), discuss_archive.c:dg_discuss_archive_locked:
  *    a store statement failing on a page already cached, or a begin failing
  *    on a thread the sweep above does not arm at that moment (the sweeper's
  *    timers; the overrides of a session first seen after a close); the
  *    store-fault sweep above fails the begin and the first page reads.
- *  - discuss.c:delete_channel (the DELETE failing after a record failed):
+ *  - discuss_create.c:delete_channel (the DELETE failing after a record failed):
  *    two faults in one call, of Discord and of the store.
- *  - discuss.c:topic_with_marker, create_channel, discuss_ledger.c:
- *    inflight_claim, discuss_archive.c (the line's allocation), summary.c:
+ *  - discuss_create.c:topic_with_marker, create_channel, discuss_ledger.c:
+ *    discuss_inflight_claim, discuss_archive.c (the line's allocation), summary.c:
  *    dg_summary_open, seen_set.c:dg_seen_set_add (dg_map_put): allocations
  *    the tool sweep (test_tools_out_of_memory) reaches in another order or
  *    that do not allocate below the map's load bound.
- *  - discuss.c:channel_status (no channel id), add_unique (a repeated id),
- *    mentions_of (an agent not configured), build_discussion (a repeated
- *    participant), check_callable (a session without a channel),
- *    dg_discuss_suggested_path_locked (the name lookup failing),
- *    dg_discuss_create_channel (a stored result without a channel):
+ *  - discuss_validate.c:channel_status (no channel id),
+ *    discuss_create.c:add_unique (a repeated id), discuss.c:discuss_mentions_of
+ *    (an agent not configured), discuss_create.c:build_discussion (a repeated
+ *    participant), discuss_callback.c:check_callable (a session without a
+ *    channel), discuss.c:dg_discuss_suggested_path_locked (the name lookup
+ *    failing), discuss_create.c:dg_discuss_create_channel (a stored result
+ *    without a channel):
  *    inputs the validation above already refuses or the store never holds.
- *  - discuss.c:check_summary_text (EINTR, a read error), summary.c:read_all
+ *  - summary.c:dg_summary_check_text (EINTR, a read error), read_all
  *    and dg_summary_check_headings (EINTR): a read of a regular file opened
  *    by the same call does not fail or get interrupted here.
- *  - discuss.c:timer_due (no timer due), timer_one (the timer no longer due
+ *  - discuss_timers.c:timer_due (no timer due), timer_one (the timer no longer due
  *    once its transaction reads the row; its failure line): a race between
  *    the sweep's scan and a hook changing the discussion.
- *  - discuss.c:admin_reply (a template that cannot be rendered), and
+ *  - discuss_admin_close.c:admin_reply (a template that cannot be rendered), and
  *    dg_discuss_admin_close_locked (the lookup failing, a closed discussion,
  *    the preview unreadable): turns_admin.c answers a closed channel before
  *    it calls this; the rest are store and read failures as above.
  *  - discuss_archive.c:day_time (gmtime_r or strftime failing for a time
  *    the store wrote).
- *  - discuss_overrides.c:apply_pending (the loop's repeat: more than one
+ *  - discuss_overrides.c:discuss_apply_pending (the loop's repeat: more than one
  *    batch of owed overrides), dg_discuss_resume (no store or host; old
  *    tool-call results to forget: they are kept for days).
  *  - discuss_status.c:dg_discuss_status (neither a named nor an own

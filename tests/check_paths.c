@@ -7,17 +7,17 @@
 /*
  * Lines of plugin/paths.c no test here can reach (the coverage aim of
  * issue 12 names each; every other line runs in make check):
- *   dir_failure and dg_ws_open: fstatat failing with an errno other than
+ *   dir_failure and dg_workspace_open: fstatat failing with an errno other than
  *     ENOENT, EACCES, ENAMETOOLONG (EIO, ENOMEM from the kernel).
  *   read_through: read() interrupted (EINTR) or failing (EIO), and
  *     lseek() failing: not on a regular file of a local file system.
  *   read_through: the file grown past the bound between fstat and read,
- *     and dg_ws_open: the leaf gone (ENOENT), turned into a symlink
+ *     and dg_workspace_open: the leaf gone (ENOENT), turned into a symlink
  *     (ELOOP) or replaced (another inode) between fstatat and openat, or
  *     changed in kind or size between the two stats: races with another
  *     writer of the workspace; test_swap_race provokes them and meets
  *     some of them on some runs, never all on every run.
- *   dg_ws_open: fstat failing on the descriptor just opened.
+ *   dg_workspace_open: fstat failing on the descriptor just opened.
  */
 #include <check.h>
 #include <errno.h>
@@ -94,10 +94,10 @@ static void teardown(void)
 
 /* Open path and expect status, the messages naming the case as `what`; on
  * OC_OK returns the file (caller closes). */
-static dg_ws_file expect_as(const char *what, const char *path, int64_t max, int status)
+static dg_workspace_file expect_as(const char *what, const char *path, int64_t max, int status)
 {
-    dg_ws_file f;
-    int rc = dg_ws_open(ws, path, max, &f, err, sizeof err);
+    dg_workspace_file f;
+    int rc = dg_workspace_open(ws, path, max, &f, err, sizeof err);
     ck_assert_msg(rc == status, "%s: expected %s, got %s (%s)", what, oc_status_name(status),
                   oc_status_name(rc), err);
     if (rc != OC_OK) {
@@ -108,41 +108,41 @@ static dg_ws_file expect_as(const char *what, const char *path, int64_t max, int
     return f;
 }
 
-static dg_ws_file expect(const char *path, int64_t max, int status)
+static dg_workspace_file expect(const char *path, int64_t max, int status)
 {
     return expect_as(path, path, max, status);
 }
 
 START_TEST(test_relative_ok)
 {
-    dg_ws_file f = expect("plans/discussions/summary.md", 1 << 20, OC_OK);
+    dg_workspace_file f = expect("plans/discussions/summary.md", 1 << 20, OC_OK);
     ck_assert_str_eq(f.rel_path, "plans/discussions/summary.md");
     ck_assert_int_eq(f.size, 21);
     char buf[64] = {0};
     ck_assert_int_eq(read(f.fd, buf, sizeof buf - 1), 21);
     ck_assert_str_eq(buf, "# Summary\nall agreed\n");
-    dg_ws_file_close(&f);
+    dg_workspace_file_close(&f);
     ck_assert_int_eq(f.fd, -1);
 }
 END_TEST
 
 START_TEST(test_normalised)
 {
-    dg_ws_file f = expect("./plans//discussions/./summary.md", 1 << 20, OC_OK);
+    dg_workspace_file f = expect("./plans//discussions/./summary.md", 1 << 20, OC_OK);
     ck_assert_str_eq(f.rel_path, "plans/discussions/summary.md");
-    dg_ws_file_close(&f);
+    dg_workspace_file_close(&f);
     f = expect("plans/x/../discussions/summary.md", 1 << 20, OC_OK);
     ck_assert_str_eq(f.rel_path, "plans/discussions/summary.md");
-    dg_ws_file_close(&f);
+    dg_workspace_file_close(&f);
 }
 END_TEST
 
 START_TEST(test_absolute_inside)
 {
     char *abs = tu_path(ws, "plans/discussions/summary.md");
-    dg_ws_file f = expect(abs, 1 << 20, OC_OK);
+    dg_workspace_file f = expect(abs, 1 << 20, OC_OK);
     ck_assert_str_eq(f.rel_path, "plans/discussions/summary.md");
-    dg_ws_file_close(&f);
+    dg_workspace_file_close(&f);
     free(abs);
 }
 END_TEST
@@ -156,11 +156,11 @@ START_TEST(test_absolute_inside_real_workspace)
     char real[PATH_MAX];
     ck_assert_ptr_nonnull(realpath(ws, real));
     char *abs = tu_path(real, "plans/discussions/summary.md");
-    dg_ws_file f;
-    int rc = dg_ws_open(link, abs, 1 << 20, &f, err, sizeof err);
+    dg_workspace_file f;
+    int rc = dg_workspace_open(link, abs, 1 << 20, &f, err, sizeof err);
     ck_assert_msg(rc == OC_OK, "%s", err);
     ck_assert_str_eq(f.rel_path, "plans/discussions/summary.md");
-    dg_ws_file_close(&f);
+    dg_workspace_file_close(&f);
     free(abs);
     free(link);
 }
@@ -327,8 +327,8 @@ START_TEST(test_oversize)
 {
     expect("plans/discussions/summary.md", 20, OC_ERR_INVALID);
     ck_assert_ptr_nonnull(strstr(err, "maxSummaryBytes"));
-    dg_ws_file f = expect("plans/discussions/summary.md", 21, OC_OK);   /* exactly the limit */
-    dg_ws_file_close(&f);
+    dg_workspace_file f = expect("plans/discussions/summary.md", 21, OC_OK); /* exactly the limit */
+    dg_workspace_file_close(&f);
 }
 END_TEST
 
@@ -367,8 +367,8 @@ START_TEST(test_trailing_slash_on_file)
     ck_assert_int_eq(errno, ENOTDIR);
     free(real);
     /* Without the slash it is still fine. */
-    dg_ws_file f = expect("plans/discussions/summary.md", 1 << 20, OC_OK);
-    dg_ws_file_close(&f);
+    dg_workspace_file f = expect("plans/discussions/summary.md", 1 << 20, OC_OK);
+    dg_workspace_file_close(&f);
 }
 END_TEST
 
@@ -415,8 +415,8 @@ static void expect_denied_unprivileged(const char *path, const char *word)
          * may write its counters), else as nobody. */
         if (drop_dac_caps() != 0 && (setgid(65534) != 0 || setuid(65534) != 0))
             _exit(3);
-        dg_ws_file f;
-        int rc = dg_ws_open(ws, path, 1 << 20, &f, err, sizeof err);
+        dg_workspace_file f;
+        int rc = dg_workspace_open(ws, path, 1 << 20, &f, err, sizeof err);
         child_exit(rc == OC_ERR_DENIED && strstr(err, word) ? 0 : 1);
     }
     int status = 0;
@@ -459,9 +459,10 @@ END_TEST
 
 START_TEST(test_bad_workspace)
 {
-    dg_ws_file f;
-    ck_assert_int_eq(dg_ws_open("relative/ws", "a.md", 10, &f, err, sizeof err), OC_ERR_INVALID);
-    ck_assert_int_eq(dg_ws_open(NULL, "a.md", 10, &f, err, sizeof err), OC_ERR_INVALID);
+    dg_workspace_file f;
+    ck_assert_int_eq(dg_workspace_open("relative/ws", "a.md", 10, &f, err, sizeof err),
+                     OC_ERR_INVALID);
+    ck_assert_int_eq(dg_workspace_open(NULL, "a.md", 10, &f, err, sizeof err), OC_ERR_INVALID);
 }
 END_TEST
 
@@ -479,12 +480,12 @@ END_TEST
 
 START_TEST(test_workspace_missing_or_a_file)
 {
-    dg_ws_file f;
+    dg_workspace_file f;
     char *gone = P("no-such-ws");
-    ck_assert_int_eq(dg_ws_open(gone, "a.md", 10, &f, err, sizeof err), OC_ERR_NOT_FOUND);
+    ck_assert_int_eq(dg_workspace_open(gone, "a.md", 10, &f, err, sizeof err), OC_ERR_NOT_FOUND);
     ck_assert_ptr_nonnull(strstr(err, "cannot be opened"));
     char *file = P("out/secret.md");
-    ck_assert_int_eq(dg_ws_open(file, "a.md", 10, &f, err, sizeof err), OC_ERR_IO);
+    ck_assert_int_eq(dg_workspace_open(file, "a.md", 10, &f, err, sizeof err), OC_ERR_IO);
     free(gone);
     free(file);
 }
@@ -493,7 +494,7 @@ END_TEST
 /*
  * Lines of plugin/paths.c no test here reaches, and why:
  *   - out of memory (dg_path_normalise's malloc, abs_to_rel's strdups,
- *     dg_ws_file_close(NULL) aside): no allocation failure is injected;
+ *     dg_workspace_file_close(NULL) aside): no allocation failure is injected;
  *   - dir_failure's fstatat failing with other than ENOENT/EACCES/
  *     ENAMETOOLONG, and its EACCES branches, the leaf's EACCES and the
  *     openat EACCES: as root every folder is searchable, and the child that
@@ -557,8 +558,8 @@ START_TEST(test_swap_race)
     ck_assert_int_eq(pthread_create(&t, NULL, swapper, NULL), 0);
     int ok = 0, refused = 0;
     for (int i = 0; i < 3000; i++) {
-        dg_ws_file f;
-        int rc = dg_ws_open(ws, "r.md", 1 << 20, &f, err, sizeof err);
+        dg_workspace_file f;
+        int rc = dg_workspace_open(ws, "r.md", 1 << 20, &f, err, sizeof err);
         if (rc == OC_OK) {
             struct stat st;
             ck_assert_int_eq(fstat(f.fd, &st), 0);
@@ -568,7 +569,7 @@ START_TEST(test_swap_race)
             ck_assert_int_eq(read(f.fd, buf, sizeof buf - 1), 7);
             ck_assert_str_eq(buf, "inside\n");
             ok++;
-            dg_ws_file_close(&f);
+            dg_workspace_file_close(&f);
         } else {
             ck_assert_msg(rc == OC_ERR_DENIED || rc == OC_ERR_NOT_FOUND, "%s: %s",
                           oc_status_name(rc), err);
@@ -597,9 +598,9 @@ START_TEST(test_out_of_descriptors)
     static const char *const paths[] = {"plans/discussions/summary.md", "top.md"};
     static const char *const words[] = {"cannot open folder 'plans'", "cannot be opened"};
     for (int i = 0; i < 2; i++) {
-        dg_ws_file f;
+        dg_workspace_file f;
         ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &tight), 0);
-        int rc = dg_ws_open(ws, paths[i], 1 << 20, &f, err, sizeof err);
+        int rc = dg_workspace_open(ws, paths[i], 1 << 20, &f, err, sizeof err);
         ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &was), 0);
         ck_assert_msg(rc == OC_ERR_IO && strstr(err, words[i]), "%s: %d (%s)", paths[i], rc,
                       err);
@@ -608,7 +609,7 @@ START_TEST(test_out_of_descriptors)
         ck_assert_int_eq(again, lowest); /* nothing left open */
         close(again);
     }
-    dg_ws_file_close(NULL); /* nothing to close: nothing happens */
+    dg_workspace_file_close(NULL); /* nothing to close: nothing happens */
 }
 END_TEST
 
@@ -627,9 +628,9 @@ START_TEST(test_out_of_memory)
     for (int k = 0; k < 3; k++) {
         long n;
         for (n = 1; n < 100000; n++) {
-            dg_ws_file f;
+            dg_workspace_file f;
             fa_arm_own(n);
-            int rc = dg_ws_open(wss[k], paths[k], 1 << 20, &f, err, sizeof err);
+            int rc = dg_workspace_open(wss[k], paths[k], 1 << 20, &f, err, sizeof err);
             int esc = 0;
             char *norm = dg_path_normalise("a/./b/../c", &esc);
             int hit = fa_disarm();
@@ -637,7 +638,7 @@ START_TEST(test_out_of_memory)
                           err);
             if (rc == OC_OK) {
                 ck_assert_str_eq(f.rel_path, "plans/discussions/summary.md");
-                dg_ws_file_close(&f);
+                dg_workspace_file_close(&f);
             } else {
                 ck_assert_int_eq(f.fd, -1);
             }

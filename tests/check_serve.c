@@ -311,8 +311,8 @@ static void get(got *g, const char *method, const char *base, const char *path,
     curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
     ck_assert_int_eq(curl_easy_perform(c), CURLE_OK);
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &g->status);
-    dg_buf_add(&g->body, "", 1);
-    dg_buf_add(&g->head, "", 1);
+    ck_assert_int_eq(dg_buf_add(&g->body, "", 1), 0);
+    ck_assert_int_eq(dg_buf_add(&g->head, "", 1), 0);
     curl_slist_free_all(h);
     curl_easy_cleanup(c);
     free(url);

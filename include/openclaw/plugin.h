@@ -108,9 +108,10 @@ typedef int (*oc_tool_fn)(void *state, const json_t *params, const json_t *ctx,
 /*
  * A hook handler. Same ownership and threading as oc_tool_fn; event and ctx
  * are borrowed, *result is a new reference or stays NULL ("no result").
- * Event, context and result shapes per hook are listed in docs/abi.md. A negative return is logged by the host and treated as "no
- * result". Hooks decide synchronously: a result reflects every call that
- * returned before this one started.
+ * Event, context and result shapes per hook are listed in docs/abi.md. A
+ * negative return is logged by the host and treated as "no result". Hooks
+ * decide synchronously: a result reflects every call that returned before
+ * this one started.
  *
  * Hook names (host->on; an unknown name is refused with OC_ERR_INVALID):
  * message_received, before_model_resolve, before_prompt_build,

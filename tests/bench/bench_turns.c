@@ -26,7 +26,7 @@
 
 #include "bench_table.h"
 #include "discuss.h"
-#include "hooks_internal.h"
+#include "hooks_int.h"
 #include "store.h"
 #include "store_discuss.h"
 #include "turns.h"

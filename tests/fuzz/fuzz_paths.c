@@ -6,7 +6,7 @@
  * workspace). A private workspace is made per input: files, a folder, an
  * empty file, a FIFO, symlinks inside, out and in a loop, and a file
  * beside the workspace. Checked: dg_path_normalise never yields "..", "."
- * or empty components and is idempotent; dg_ws_open either refuses with a
+ * or empty components and is idempotent; dg_workspace_open either refuses with a
  * reason or returns a regular file inside the workspace (the fd's real
  * path is under the workspace's), within the size limit.
  */
@@ -106,9 +106,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *abs = NULL;
     if (text[0] == 'A' && asprintf(&abs, "%s/%s", ws, text + 1) >= 0)
         path = abs;
-    dg_ws_file f;
+    dg_workspace_file f;
     char err[512] = "";
-    int rc = dg_ws_open(ws, path, MAX_BYTES, &f, err, sizeof err);
+    int rc = dg_workspace_open(ws, path, MAX_BYTES, &f, err, sizeof err);
     if (rc != OC_OK) {
         if (!err[0])
             fail("a refusal without a reason", path);
@@ -129,7 +129,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fail("size over the limit or not the file's", path);
         if (!f.rel_path || !f.rel_path[0] || bad_components(f.rel_path))
             fail("rel_path is not a plain relative path", f.rel_path ? f.rel_path : "(null)");
-        dg_ws_file_close(&f);
+        dg_workspace_file_close(&f);
     }
     free(abs);
     fz_rmtree(root);

@@ -1,10 +1,10 @@
 /*
- * hooks_internal.h -- shared by the hook handlers in the hooks/ files: JSON
+ * hooks_int.h -- shared by the hook handlers in the hooks/ files: JSON
  * decoding of the agent-hook context, and the handlers themselves.
  * JSON stays here; the core (turns_engine.h) sees plain structs.
  */
-#ifndef DG_HOOKS_INTERNAL_H
-#define DG_HOOKS_INTERNAL_H
+#ifndef DG_HOOKS_INT_H
+#define DG_HOOKS_INT_H
 
 #include <jansson.h>
 #include "dirigent.h"
@@ -65,7 +65,8 @@ typedef struct dg_hook_session {
     char err[160];
 } dg_hook_session;
 
-int dg_hook_decode_session(const json_t *ctx, dg_hook_session *out);
+int dg_hook_decode_session(const json_t *ctx, dg_hook_session *out)
+    __attribute__((warn_unused_result));
 
 /*
  * The session of an outbound hook (message_sending, reply_payload_sending).
@@ -76,7 +77,8 @@ int dg_hook_decode_session(const json_t *ctx, dg_hook_session *out);
  * ("channel:<c>"); ctx.channelId (the provider's name) is not read.
  * Same returns as dg_hook_decode_session.
  */
-int dg_hook_decode_outbound(const json_t *event, const json_t *ctx, dg_hook_session *out);
+int dg_hook_decode_outbound(const json_t *event, const json_t *ctx, dg_hook_session *out)
+    __attribute__((warn_unused_result));
 
 /*
  * The agent session a message_received report is for: from ctx.sessionKey
@@ -86,7 +88,8 @@ int dg_hook_decode_outbound(const json_t *event, const json_t *ctx, dg_hook_sess
  * (no key, a DM or another shape), -1 when ctx.sessionKey is not a string
  * (out->err says so).
  */
-int dg_hook_decode_recipient(const json_t *ctx, dg_hook_session *out);
+int dg_hook_decode_recipient(const json_t *ctx, dg_hook_session *out)
+    __attribute__((warn_unused_result));
 
 /*
  * The run id of a hook call: event.runId, else ctx.runId, else (with

@@ -1,0 +1,252 @@
+/*
+ * client.c -- the Discord client's life: its options checked and applied,
+ * the fixed headers, the abort switch, the free; and the raw request
+ * (dg_discord_request). See discord.h.
+ */
+#include "discord_int.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#ifndef DG_VERSION
+#define DG_VERSION "0.0.0"
+#endif
+
+#define DEFAULT_TIMEOUT_MS 15000L
+#define DEFAULT_CONNECT_MS 5000L
+#define DEFAULT_ATTEMPTS 5
+#define DEFAULT_BACKOFF_MS 250L
+#define DEFAULT_BACKOFF_MAX_MS 4000L
+#define DEFAULT_IDLE 4
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc = CURLE_OK;
+
+static void curl_init_once(void)
+{
+    curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+/* The options' rules, checked before anything is made: OC_OK, or
+ * OC_ERR_INVALID with the field and its rule in err. */
+static int check_options(const dg_discord_options *o, char *err, size_t err_len)
+{
+    if (!o || !o->api_base || (strncmp(o->api_base, "https://", 8) != 0 &&
+                               strncmp(o->api_base, "http://", 7) != 0)) {
+        snprintf(err, err_len, "discord.apiBase must be an http:// or https:// URL such as "
+                               "https://discord.com/api/v10");
+        return OC_ERR_INVALID;
+    }
+    if (!o->token || !*o->token || strpbrk(o->token, "\r\n \t")) {
+        snprintf(err, err_len, "discord.moderatorToken is missing or contains whitespace; set "
+                               "the bot token (without the \"Bot \" prefix)");
+        return OC_ERR_INVALID;
+    }
+    if (o->guild_id && !dg_snowflake_valid(o->guild_id)) {
+        snprintf(err, err_len, "discord.guildId must be a snowflake (1-20 digits)");
+        return OC_ERR_INVALID;
+    }
+    if (o->timeout_ms < 0 || o->connect_timeout_ms < 0 || o->max_attempts < 0 ||
+        o->backoff_base_ms < 0 || o->backoff_max_ms < 0 || o->max_idle_handles < 0) {
+        snprintf(err, err_len, "discord: timeouts, attempts and back-off must not be negative");
+        return OC_ERR_INVALID;
+    }
+    return OC_OK;
+}
+
+/* The limits of d from o (0: the default), the log callback and the
+ * back-off's random seed. */
+static void set_limits(dg_discord *d, const dg_discord_options *o)
+{
+    d->timeout_ms = o->timeout_ms ? o->timeout_ms : DEFAULT_TIMEOUT_MS;
+    d->connect_ms = o->connect_timeout_ms ? o->connect_timeout_ms : DEFAULT_CONNECT_MS;
+    if (d->connect_ms > d->timeout_ms)
+        d->connect_ms = d->timeout_ms;
+    d->max_attempts = o->max_attempts ? o->max_attempts : DEFAULT_ATTEMPTS;
+    d->backoff_base_ms = o->backoff_base_ms ? o->backoff_base_ms : DEFAULT_BACKOFF_MS;
+    d->backoff_max_ms = o->backoff_max_ms ? o->backoff_max_ms : DEFAULT_BACKOFF_MAX_MS;
+    if (d->backoff_max_ms < d->backoff_base_ms)
+        d->backoff_max_ms = d->backoff_base_ms;
+    d->max_idle = o->max_idle_handles ? o->max_idle_handles : DEFAULT_IDLE;
+    d->log = o->log;
+    d->log_state = o->log_state;
+    d->rng = (uint64_t)dgd_mono_ms() * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)d ^
+             (uint64_t)getpid();
+    if (!d->rng)
+        d->rng = 1;
+}
+
+/* The fixed headers of every request, in the order struct dg_discord
+ * describes: "Expect:", the token's Authorization, Content-Type,
+ * User-Agent. The User-Agent is one more header of the list, not
+ * CURLOPT_USERAGENT: curl formats that option into a new string on every
+ * transfer, a header of the list is copied as it is. Returns the list (the
+ * client frees it, wiping the token's node first) or NULL out of memory;
+ * the token's other copies are wiped before they are freed. */
+static struct curl_slist *build_headers(const char *token, const char *user_agent)
+{
+    size_t al = strlen(token) + 32, ul = strlen(user_agent) + sizeof "User-Agent: ";
+    char *auth = malloc(al), *ua = malloc(ul);
+    struct curl_slist *h = NULL;
+    if (auth && ua) {
+        snprintf(auth, al, DGD_AUTH_PREFIX "%s", token);
+        snprintf(ua, ul, "User-Agent: %s", user_agent);
+        const char *const lines[] = {"Expect:", auth, "Content-Type: application/json", ua};
+        for (size_t i = 0; i < sizeof lines / sizeof *lines; i++) {
+            struct curl_slist *n = curl_slist_append(h, lines[i]);
+            if (!n) {
+                if (h && h->next)
+                    memset(h->next->data, 0, strlen(h->next->data));
+                curl_slist_free_all(h);
+                h = NULL;
+                break;
+            }
+            h = n;
+        }
+    }
+    if (auth)
+        memset(auth, 0, al);
+    free(auth);
+    free(ua);
+    return h;
+}
+
+int dg_discord_new(const dg_discord_options *o, dg_discord **out, char *err, size_t err_len)
+{
+    char scratch[4];
+    if (!err || !err_len) {
+        err = scratch;
+        err_len = sizeof scratch;
+    }
+    err[0] = '\0';
+    if (!out) {
+        snprintf(err, err_len, "discord: no place to store the client");
+        return OC_ERR_INVALID;
+    }
+    *out = NULL;
+    int rc = check_options(o, err, err_len);
+    if (rc != OC_OK)
+        return rc;
+    pthread_once(&curl_once, curl_init_once);
+    if (curl_init_rc != CURLE_OK) {
+        snprintf(err, err_len, "discord: libcurl failed to initialise: %s",
+                 curl_easy_strerror(curl_init_rc));
+        return OC_ERR_INTERNAL;
+    }
+
+    dg_discord *d = calloc(1, sizeof *d);
+    if (!d)
+        goto nomem;
+    set_limits(d, o);
+    d->base = dgd_strdup(o->api_base);
+    d->guild_id = dgd_strdup(o->guild_id);
+    d->user_agent = o->user_agent ? dgd_strdup(o->user_agent)
+                                  : dgd_strdup("DiscordBot (dirigent, " DG_VERSION ")");
+    d->idle = calloc((size_t)d->max_idle, sizeof *d->idle);
+    if (!d->base || !d->user_agent || !d->idle || (o->guild_id && !d->guild_id))
+        goto nomem_free;
+    size_t bl = strlen(d->base);
+    while (bl > 0 && d->base[bl - 1] == '/')
+        d->base[--bl] = '\0';
+    if (!(d->headers = build_headers(o->token, d->user_agent)))
+        goto nomem_free;
+    d->short_headers = d->headers->next;
+
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&d->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&d->mu, NULL);
+    pthread_mutex_init(&d->pool_mu, NULL);
+    atomic_init(&d->abort, 0);
+    *out = d;
+    return OC_OK;
+
+nomem_free:
+    free(d->base);
+    free(d->guild_id);
+    free(d->user_agent);
+    free(d->idle);
+    free(d);
+nomem:
+    snprintf(err, err_len, "discord: out of memory creating the client");
+    return OC_ERR_NOMEM;
+}
+
+void dg_discord_free(dg_discord *d)
+{
+    if (!d)
+        return;
+    for (size_t i = 0; i < d->n_idle; i++)
+        dgd_slot_drop(d->idle[i]);
+    free(d->idle);
+    /* The token's header: wiped before it goes back. */
+    if (d->short_headers)
+        memset(d->short_headers->data, 0, strlen(d->short_headers->data));
+    curl_slist_free_all(d->headers);
+    dg_map_each(&d->routes, dgd_route_free, NULL);
+    dg_map_clear(&d->routes);
+    free(d->base);
+    free(d->guild_id);
+    free(d->user_agent);
+    pthread_cond_destroy(&d->cond);
+    pthread_mutex_destroy(&d->mu);
+    pthread_mutex_destroy(&d->pool_mu);
+    free(d);
+}
+
+void dg_discord_set_abort(dg_discord *d, int on)
+{
+    if (!d)
+        return;
+    pthread_mutex_lock(&d->mu);
+    atomic_store(&d->abort, on ? 1 : 0);
+    pthread_cond_broadcast(&d->cond);
+    pthread_mutex_unlock(&d->mu);
+}
+
+const char *dg_discord_guild_id(const dg_discord *d)
+{
+    return d ? d->guild_id : NULL;
+}
+
+/* The request body as text, or NULL when it cannot be made; takes j.
+ * bad: a member could not be added while building j (out of memory), so
+ * j is not the request meant. The text is read back and compared:
+ * jansson 2.14's json_dumps can return text without an object key (which
+ * Discord refuses as invalid JSON) when one of its allocations fails. */
+char *dgd_dump_checked(json_t *j, int bad)
+{
+    char *s = j && !bad ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_t *back = s ? json_loads(s, 0, NULL) : NULL;
+    if (s && !json_equal(back, j)) {
+        free(s);
+        s = NULL;
+    }
+    json_decref(back);
+    json_decref(j);
+    return s;
+}
+
+int dg_discord_request(dg_discord *d, const char *method, const char *path, const json_t *body,
+                       int idempotent, json_t **response, dg_discord_err *err)
+{
+    if (err)
+        memset(err, 0, sizeof *err);
+    if (response)
+        *response = NULL;
+    if (!d || !method || !path || path[0] != '/')
+        return dgd_set_err(err, OC_ERR_INVALID, 0, 0,
+                           "discord request: method and a path starting with '/' are required");
+    if (body && !json_is_object(body) && !json_is_array(body))
+        return dgd_set_err(err, OC_ERR_INVALID, 0, 0,
+                           "discord request: the body must be a JSON object or array");
+    char *json = NULL;
+    if (body && !(json = dgd_dump_checked(json_incref((json_t *)body), 0)))
+        return dgd_set_err(err, OC_ERR_NOMEM, 0, 1,
+                           "discord request: out of memory encoding the body");
+    int rc = dgd_do_request(d, method, path, json, idempotent, response, err);
+    free(json);
+    return rc;
+}
