@@ -13,6 +13,7 @@
  * marked done. A crash in between is repaired by dg_discuss_resume() and
  * by the outbox's own resend.
  */
+#include <assert.h>
 #include "discuss_int.h"
 #include "store_discuss_index.h"
 #include "summary.h"
@@ -65,6 +66,7 @@ void dg_session_refs_release(dg_session_refs *r)
 
 int dg_discuss_lookup_locked(dg_store *st, const char *channel_id, dg_discussion *d)
 {
+    assert(dg_store_held(st));
     if (!channel_id)
         return DG_DISCUSSION_NONE;
     if (d) {
@@ -82,6 +84,7 @@ int dg_discuss_claim_closed_notice_locked(dg_store *st, const char *channel_id,
                                           const char *message_id, int64_t now_ms,
                                           int64_t cooldown_ms)
 {
+    assert(dg_store_held(st));
     if (!channel_id || !message_id)
         return OC_ERR_INVALID;
     int claimed = 0;
@@ -139,6 +142,7 @@ char *discuss_preview_of(const dg_plugin *p, int fd)
 
 char *dg_discuss_suggested_path_locked(const dg_plugin *p, const dg_discussion *d)
 {
+    assert(dg_store_held(p->store));
     char *name = NULL;
     if (dg_store_discussion_name(p->store, d->id, &name) != OC_OK)
         name = NULL;

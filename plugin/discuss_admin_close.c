@@ -2,6 +2,7 @@
  * discuss_admin_close.c -- an admin's forced close of a discussion, with
  * or without a summary file, inside the admin command's transaction.
  */
+#include <assert.h>
 #include "discuss_int.h"
 #include "discuss_archive.h"
 #include "summary.h"
@@ -28,6 +29,7 @@ int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id,
                                   const char *summary_path, int64_t now_ms, int *closed,
                                   char *msg, size_t msg_len)
 {
+    assert(dg_store_held(p->store));
     *closed = 0;
     dg_store *st = p->store;
     dg_discussion d;

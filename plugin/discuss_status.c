@@ -2,6 +2,7 @@
  * discuss_status.c -- reading discussions for the status and list tools and
  * the operator's CLI (discuss_status.h). One short read transaction each.
  */
+#include <assert.h>
 #include "discuss_status.h"
 
 #include <stdlib.h>
@@ -43,6 +44,7 @@ int dg_discussion_has_member(const dg_discussion *d, const char *agent_id)
 int dg_discussion_info_load_locked(dg_store *st, const dg_config *cfg, const char *channel_id,
                                    int64_t now_ms, dg_discussion_info *out)
 {
+    assert(dg_store_held(st));
     memset(out, 0, sizeof *out);
     int rc = dg_store_discussion_by_channel(st, channel_id, &out->d);
     if (rc == OC_OK)

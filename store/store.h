@@ -82,6 +82,13 @@ void dg_store_close(dg_store *st);
  * dg_store_errmsg()). Any thread.
  */
 int dg_store_begin(dg_store *st) DG_MUST_CHECK;
+
+/* 1 when the calling thread holds st's lock: it is inside a transaction
+ * (dg_store_begin or dg_store_begin_read to its commit or rollback); for
+ * the asserts of functions whose header says "inside a transaction". Only
+ * the holder writes its own id, so the answer is exact for the caller
+ * without further synchronisation. Any thread. */
+int dg_store_held(const dg_store *st);
 int dg_store_commit(dg_store *st);
 void dg_store_rollback(dg_store *st);
 

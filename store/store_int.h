@@ -133,12 +133,6 @@ struct dg_store {
 void dg_store_lock(dg_store *st);
 void dg_store_unlock(dg_store *st);
 
-/* 1 when the calling thread holds st's lock: it is inside a transaction
- * (dg_store_begin or dg_store_begin_read to its commit or rollback). Only
- * the holder writes its own id, so the answer is exact for the caller
- * without further synchronisation. Any thread. */
-int dg_store_held(const dg_store *st);
-
 /* What a header's "inside a transaction" / "with the store lock held"
  * says, checked: a store connection has no SQLite mutex of its own
  * (dg_store_open), so a statement run without the store lock would race
