@@ -87,10 +87,13 @@ const RULES = [
 const WARNINGS = [/⚠️/, /couldn't (generate|produce)/i, /did not produce a visible reply/i,
   /something went wrong/i, /superseded/i, /SCRIPT-MISS/];
 
+// Channel ids new on every run: a HOME used before keeps its sessions,
+// and an old history would make the prompts longer.
+const RUN = String(Date.now() % 1e12).padStart(12, '0');
 const WAYS = [
-  { id: 'alone', title: 'OpenClaw alone', channel: '210000000000000011' },
-  { id: 'broadcast', title: 'OpenClaw + broadcast group', channel: '210000000000000012' },
-  { id: 'dirigent', title: 'OpenClaw + Dirigent', channel: '210000000000000013' },
+  { id: 'alone', title: 'OpenClaw alone', channel: `21${RUN}0001` },
+  { id: 'broadcast', title: 'OpenClaw + broadcast group', channel: `21${RUN}0002` },
+  { id: 'dirigent', title: 'OpenClaw + Dirigent', channel: `21${RUN}0003` },
 ];
 const only = process.env.DIRIGENT_COMPARE_WAYS;
 const ways = only ? WAYS.filter((w) => only.split(',').includes(w.id)) : WAYS;
@@ -207,7 +210,7 @@ async function runGateway(way, body) {
     } catch {
       return null;
     }
-  }, 240_000, 500);
+  }, 600_000, 500); // minutes when the machine is busy
   if (up !== 'ready') die(`${way.title}: the three bots did not log in (${up ?? 'timeout'}); log tail:\n${tail()}`);
   if (way.id === 'dirigent' &&
       !await waitFor(() => /dirigent\.so dirigent .* started/.test(fs.readFileSync(log, 'utf8')), 60_000, 500))
@@ -254,13 +257,18 @@ async function sayAndWait(channel, text, log) {
   let seen = '';
   let changed = Date.now();
   let open = 0;
+  const calls = [];
+  let lastSeq = (await modelRequests()).reduce((n, q) => Math.max(n, q.seq), 0);
   for (;;) {
     await sleep(1000);
     const active = next().filter((l) => ACTIVITY.test(l));
     open += active.filter((l) => /message dispatch started/.test(l)).length -
       active.filter((l) => /message dispatch completed/.test(l)).length;
     const msgs = await messages(channel);
-    const calls = (await modelRequests()).filter((q) => q.at >= sent);
+    for (const q of await getJson(`${model.url}/_requests?since=${lastSeq}`)) {
+      lastSeq = Math.max(lastSeq, q.seq);
+      if (JSON.stringify(q.raw.messages ?? []).includes(channel)) calls.push(q);
+    }
     const now = `${msgs.length}/${calls.length}`;
     if (now !== seen || active.length) {
       seen = now;
@@ -287,7 +295,9 @@ for (const way of ways) {
     for (const m of STORY) spans.push(await sayAndWait(way.channel, m.text, log));
     return { spans, log };
   });
-  const calls = (await modelRequests()).slice(before);
+  // Only this way's channel: OpenClaw resumes work a gateway left queued
+  // (in a HOME used before), and that must not count here.
+  const calls = (await modelRequests()).slice(before).filter((q) => JSON.stringify(q.raw.messages ?? []).includes(way.channel));
   const posted = await messages(way.channel);
   fs.writeFileSync(path.join(opt.work, `compare-${way.id}.transcript.json`), `${JSON.stringify(posted, null, 2)}\n`);
   fs.writeFileSync(path.join(opt.work, `compare-${way.id}.calls.json`), `${JSON.stringify(calls.map((q) => ({

@@ -22,7 +22,7 @@
 // Without a match it answers a plain text that says so (the test then
 // fails on the content it did not expect, never silently).
 // Control (loopback only): POST /_script {rules:[...]} replaces the rules,
-// GET /_requests returns the records, GET /_health answers 200.
+// GET /_requests returns the records (?since=N: those after seq N), GET /_health answers 200.
 // Binds 127.0.0.1 only: the test never sends traffic anywhere else.
 import fs from 'node:fs';
 import http from 'node:http';
@@ -173,6 +173,9 @@ const server = http.createServer((req, res) => {
       return send(res, 200, { ok: true, rules: rules.length });
     }
     if (req.method === 'GET' && url === '/_requests') return send(res, 200, records);
+    // Only the records after seq N: a poller need not fetch every prompt again.
+    const since = /^\/_requests\?since=(\d+)$/.exec(url);
+    if (req.method === 'GET' && since) return send(res, 200, records.filter((r) => r.seq > Number(since[1])));
     if (req.method === 'GET' && url === '/_health') return send(res, 200, { ok: true });
     send(res, 404, { error: { message: `no route ${req.method} ${req.url}` } });
   });
