@@ -77,7 +77,7 @@ const RULES = [
   { name: 'pass-round', lastUserIncludes: 'Group thread round', anyTurn: true, reply: { text: 'NO_REPLY' } },
   // The newest human message first: a run that collected both answers the latest.
   ...[...STORY].reverse().flatMap((m) => NAMES.map((a) => ({ name: `${a}-${m.tag}`, model: `${a}-model`,
-    lastUserIncludes: m.tag, anyTurn: true, reply: { text: m.answers[a] ?? 'NO_REPLY' } }))),
+    lastUserIncludes: m.tag, anyTurn: true, unlessSaid: true, reply: { text: m.answers[a] ?? 'NO_REPLY' } }))),
   // Anything else (a sibling's message, a hand-off): pass.
   ...NAMES.map((a) => ({ name: `${a}-pass`, model: `${a}-model`, anyTurn: true, reply: { text: 'NO_REPLY' } })),
 ];

@@ -18,6 +18,10 @@
 //   systemIncludes   the system prompt contains this
 //   times            the rule is used at most this many times
 //   anyTurn          also match when the last message is a tool result
+//   unlessSaid       skip the rule when an assistant message of the request
+//                    already holds its reply text (a model does not repeat an
+//                    answer it sees in its own history; OpenClaw's context block
+//                    of recent channel messages repeats the question)
 //   name             label recorded with each request it answered
 // Without a match it answers a plain text that says so (the test then
 // fails on the content it did not expect, never silently).
@@ -85,6 +89,7 @@ function summarize(body) {
     system,
     tools: Array.isArray(body.tools) ? body.tools.map((t) => t && t.function && t.function.name) : [],
     messageCount: msgs.length,
+    said: msgs.filter((m) => m && m.role === 'assistant').map((m) => textOf(m.content)),
   };
 }
 
@@ -96,6 +101,7 @@ function pick(s) {
     if (r.afterTool !== undefined && r.afterTool !== s.afterTool) continue;
     if (r.afterTool === undefined && s.afterTool && r.anyTurn !== true) continue;
     if (r.systemIncludes !== undefined && !s.system.includes(r.systemIncludes)) continue;
+    if (r.unlessSaid && r.reply && r.reply.text && s.said.some((t) => t.includes(r.reply.text))) continue;
     r.used = (r.used || 0) + 1;
     return r;
   }
