@@ -185,7 +185,7 @@ TOOLS_OBJ  := $(TOOLS_SRC:%.c=$(B)/obj/%.o)
 BENCH_SRC  := $(sort $(wildcard tests/bench/*.c))
 BENCH_OBJ  := $(BENCH_SRC:%.c=$(B)/obj/%.o)
 
-.PHONY: all check check-openclaw demo demo-shared playground bench deps install uninstall clean manifest-check \
+.PHONY: all check check-openclaw compare demo demo-shared playground bench deps install uninstall clean manifest-check \
         fuzz fuzz-short fuzz-ci fuzz-build deps-fuzz check-faults check-model coverage package
 OPTIONAL := $(if $(OCGW_SRC),$(B)/ocgw) $(if $(wildcard tests/fake_discord_main.c),$(B)/fake-discord)
 all: $(B)/dirigent.so $(B)/libochost.a $(OPTIONAL) $(SERVERS) $(B)/dirigent-ctl
@@ -387,6 +387,15 @@ check-browser: deps-ok all
 deps-browser:
 	sh scripts/deps.sh --browser
 .PHONY: check-browser deps-browser
+
+# One story played in a real OpenClaw gateway three ways (alone, with a
+# sequential broadcast group, with Dirigent), same scripted model; prints
+# the table of calls, tokens, messages, leaks, duplicates, wall time and
+# overlaps, and writes it to $(B)/compare.md. Heavy (three gateway runs,
+# about 10 minutes): it runs niced.
+compare: deps-ok all
+	DIRIGENT_OPENCLAW_STAGES=compare nice sh bridge/openclaw/test/run.sh $(B)
+.PHONY: compare
 
 # OpenClaw's manifest of the bridge, generated from manifest.json (same id,
 # configSchema, contracts; needs node). run.sh regenerates it with its own

@@ -1,7 +1,12 @@
 // model.mjs -- a scripted OpenAI-compatible "real model" for the OpenClaw test.
 //
-//   node model.mjs [--port 0] [--record FILE]   prints http://127.0.0.1:PORT/v1 on stdout;
+//   node model.mjs [--port 0] [--record FILE] [--usage estimate]
+//                                               prints http://127.0.0.1:PORT/v1 on stdout;
 //                                               every request is also appended to FILE (JSONL)
+//   --usage estimate  reports usage as a real provider would, in size: prompt
+//                     tokens = characters of the request's messages and tools / 4,
+//                     completion tokens = characters of the answer / 4 (rounded up);
+//                     without it every answer reports 100 in, 10 out.
 //
 // POST /v1/chat/completions (plain or stream:true SSE): every request is
 // recorded; the answer comes from the first script rule that matches:
@@ -13,11 +18,15 @@
 //   systemIncludes   the system prompt contains this
 //   times            the rule is used at most this many times
 //   anyTurn          also match when the last message is a tool result
+//   unlessSaid       skip the rule when an assistant message of the request
+//                    already holds its reply text (a model does not repeat an
+//                    answer it sees in its own history; OpenClaw's context block
+//                    of recent channel messages repeats the question)
 //   name             label recorded with each request it answered
 // Without a match it answers a plain text that says so (the test then
 // fails on the content it did not expect, never silently).
 // Control (loopback only): POST /_script {rules:[...]} replaces the rules,
-// GET /_requests returns the records, GET /_health answers 200.
+// GET /_requests returns the records (?since=N: those after seq N), GET /_health answers 200.
 // Binds 127.0.0.1 only: the test never sends traffic anywhere else.
 import fs from 'node:fs';
 import http from 'node:http';
@@ -27,6 +36,8 @@ const portArg = args.indexOf('--port');
 const port = portArg >= 0 ? Number(args[portArg + 1]) : 0;
 const recordArg = args.indexOf('--record');
 const recordFile = recordArg >= 0 ? args[recordArg + 1] : null;
+const usageArg = args.indexOf('--usage');
+const estimateUsage = usageArg >= 0 && args[usageArg + 1] === 'estimate';
 
 let rules = [];
 const records = [];
@@ -78,6 +89,7 @@ function summarize(body) {
     system,
     tools: Array.isArray(body.tools) ? body.tools.map((t) => t && t.function && t.function.name) : [],
     messageCount: msgs.length,
+    said: msgs.filter((m) => m && m.role === 'assistant').map((m) => textOf(m.content)),
   };
 }
 
@@ -89,6 +101,7 @@ function pick(s) {
     if (r.afterTool !== undefined && r.afterTool !== s.afterTool) continue;
     if (r.afterTool === undefined && s.afterTool && r.anyTurn !== true) continue;
     if (r.systemIncludes !== undefined && !s.system.includes(r.systemIncludes)) continue;
+    if (r.unlessSaid && r.reply && r.reply.text && s.said.some((t) => t.includes(r.reply.text))) continue;
     r.used = (r.used || 0) + 1;
     return r;
   }
@@ -109,14 +122,23 @@ function completion(req, res, body) {
   const id = `chatcmpl-script-${seq}`;
   const rec = { seq, at: Date.now(), ...s, rule: rule ? rule.name ?? `#${rules.indexOf(rule)}` : null, reply, raw: body };
   records.push(rec);
-  if (recordFile) fs.appendFileSync(recordFile, `${JSON.stringify(rec)}\n`);
   const created = Math.floor(Date.now() / 1000);
   const toolCalls = (reply.toolCalls || []).map((tc, i) => ({
     index: i, id: `call_${seq}_${i}`, type: 'function',
     function: { name: tc.name, arguments: JSON.stringify(tc.arguments || {}) },
   }));
   const finish = toolCalls.length ? 'tool_calls' : 'stop';
-  const usage = { prompt_tokens: 100, completion_tokens: 10, total_tokens: 110 };
+  // Estimated from sizes (4 characters a token, the usual rule of thumb), so
+  // a longer history or a bigger tool list costs more, as it would at a provider.
+  const tokens = (v) => Math.ceil(JSON.stringify(v ?? '').length / 4);
+  const usage = estimateUsage
+    ? { prompt_tokens: tokens(body.messages) + tokens(body.tools),
+      completion_tokens: reply.text ? tokens(reply.text) : 0 }
+    : { prompt_tokens: 100, completion_tokens: 10 };
+  if (estimateUsage) usage.completion_tokens += toolCalls.length ? tokens(toolCalls) : 0;
+  usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
+  rec.usage = usage;
+  if (recordFile) fs.appendFileSync(recordFile, `${JSON.stringify(rec)}\n`);
   if (!s.stream) {
     const message = { role: 'assistant', content: reply.text || (toolCalls.length ? null : '') };
     if (toolCalls.length) message.tool_calls = toolCalls.map(({ index, ...rest }) => rest);
@@ -157,6 +179,9 @@ const server = http.createServer((req, res) => {
       return send(res, 200, { ok: true, rules: rules.length });
     }
     if (req.method === 'GET' && url === '/_requests') return send(res, 200, records);
+    // Only the records after seq N: a poller need not fetch every prompt again.
+    const since = /^\/_requests\?since=(\d+)$/.exec(url);
+    if (req.method === 'GET' && since) return send(res, 200, records.filter((r) => r.seq > Number(since[1])));
     if (req.method === 'GET' && url === '/_health') return send(res, 200, { ok: true });
     send(res, 404, { error: { message: `no route ${req.method} ${req.url}` } });
   });

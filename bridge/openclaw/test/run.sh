@@ -20,7 +20,10 @@
 #    test/gateway.mjs (a real `openclaw gateway run` with one Discord bot per
 #    agent against the fake Discord's REST + gateway websocket).
 # DIRIGENT_OPENCLAW_STAGES=gateway (or unit,scenario) runs only those;
-# `bench` (not in the default list) measures a decision through the bridge.
+# `bench` (not in the default list) measures a decision through the bridge;
+# `compare` (not in the default list, `make compare`) plays one story in the
+# gateway three ways (OpenClaw alone, with a broadcast group, with Dirigent)
+# and writes the table to BUILD_DIR/compare.md.
 # Steps 2-3 run in a private network namespace when `unshare` allows it, so
 # nothing but loopback is reachable (DIRIGENT_OPENCLAW_NETNS=0 skips that).
 # The scratch folder is kept on failure and printed (and on success with
@@ -101,7 +104,7 @@ mkdir -p "$WORK/unit" "$WORK/scenario" "$WORK/gateway/home"
 # the stage's own HOME; npm's cache stays in $CACHE so a second run fetches
 # nothing. Done before the private network namespace (npm needs the registry).
 DISCORD_PLUGIN=@openclaw/discord@$OPENCLAW_VERSION
-case ",${DIRIGENT_OPENCLAW_STAGES:-gateway}," in *,gateway,*)
+case ",${DIRIGENT_OPENCLAW_STAGES:-gateway}," in *,gateway,*|*,compare,*)
 echo "check-openclaw: installing $DISCORD_PLUGIN into the gateway stage's HOME"
 (cd "$WORK/gateway" && HOME="$WORK/gateway/home" npm_config_cache="$CACHE/npm-cache" npm_config_prefer_offline=true \
     PATH="$(dirname "$NODE"):$PATH" "$NODE" "$CACHE/node_modules/openclaw/openclaw.mjs" plugins install "$DISCORD_PLUGIN" --pin) \
@@ -131,9 +134,11 @@ case ",$STAGES," in *,scenario,*) TESTS="$TESTS &&
  timeout 1500 '$NODE' bridge/openclaw/test/scenario.mjs --build '$BABS' --cache '$CACHE' --work '$WORK/scenario' --plugins '$WORK/plugins'" ;; esac
 case ",$STAGES," in *,gateway,*) TESTS="$TESTS &&
  timeout 1200 '$NODE' bridge/openclaw/test/gateway.mjs --build '$BABS' --cache '$CACHE' --work '$WORK/gateway' --plugins '$WORK/plugins' --home '$WORK/gateway/home'" ;; esac
+case ",$STAGES," in *,compare,*) TESTS="$TESTS &&
+ timeout 2400 nice '$NODE' bridge/openclaw/test/compare.mjs --build '$BABS' --cache '$CACHE' --work '$WORK/gateway' --home '$WORK/gateway/home' --out '$BABS/compare.md'" ;; esac
 case ",$STAGES," in *,bench,*) TESTS="$TESTS &&
  timeout 300 '$NODE' bridge/openclaw/test/bench.mjs '$WORK/plugins/dirigent' '$BABS/dirigent.so' '$WORK/bench'" ;; esac
-[ "$TESTS" != true ] || fail "DIRIGENT_OPENCLAW_STAGES=$STAGES names no stage (unit, scenario, gateway, bench)"
+[ "$TESTS" != true ] || fail "DIRIGENT_OPENCLAW_STAGES=$STAGES names no stage (unit, scenario, gateway, bench, compare)"
 rc=0
 if [ "${DIRIGENT_OPENCLAW_NETNS:-1}" != 0 ] && unshare -rn sh -c 'ip link set lo up' 2>/dev/null; then
     echo "check-openclaw: running in a private network namespace (loopback only)"
