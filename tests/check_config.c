@@ -559,49 +559,146 @@ START_TEST(test_store_url_and_env)
 }
 END_TEST
 
+static const char *key_type_name(dg_config_key_type t)
+{
+    switch (t) {
+    case DG_CFG_STRING: return "string";
+    case DG_CFG_INT: return "integer";
+    case DG_CFG_ARRAY: return "array";
+    default: return "object";
+    }
+}
+
+/* The schema node of a table path: "properties" per part, a map's entries
+ * under "additionalProperties" ("*"); *parent gets the object holding it. */
+static json_t *schema_node(json_t *schema, const char *path, json_t **parent)
+{
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", path);
+    json_t *node = schema;
+    for (char *save = NULL, *part = strtok_r(buf, ".", &save); part && node;
+         part = strtok_r(NULL, ".", &save)) {
+        *parent = node;
+        node = strcmp(part, "*") == 0 ? json_object_get(node, "additionalProperties")
+                                      : json_object_get(json_object_get(node, "properties"), part);
+    }
+    return node;
+}
+
+static int in_array(const json_t *a, const char *s)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(a, i, v)
+        if (json_is_string(v) && strcmp(json_string_value(v), s) == 0)
+            return 1;
+    return 0;
+}
+
+/* Every property the schema names below `node` is a key of the table. */
+static void schema_keys_in_table(json_t *node, const char *prefix)
+{
+    size_t n;
+    const dg_config_key *keys = dg_config_keys(&n);
+    json_t *props = json_object_get(node, "properties");
+    const char *name;
+    json_t *sub;
+    json_object_foreach(props, name, sub) {
+        char path[128];
+        snprintf(path, sizeof path, "%s%s", prefix, name);
+        size_t i = 0;
+        while (i < n && strcmp(keys[i].path, path) != 0)
+            i++;
+        ck_assert_msg(i < n, "manifest.json's configSchema has \"%s\", the key table not: add "
+                      "it to KEYS in plugin/config.c or remove it from the manifest", path);
+        char below[140];
+        snprintf(below, sizeof below, "%s.", path);
+        schema_keys_in_table(sub, below);
+    }
+    json_t *map = json_object_get(node, "additionalProperties");
+    if (json_is_object(map)) {
+        char below[140];
+        snprintf(below, sizeof below, "%s*.", prefix);
+        schema_keys_in_table(map, below);
+    }
+}
+
 START_TEST(test_manifest_schema_matches_config_keys)
 {
-    /* manifest.json's configSchema must list exactly the keys init accepts. */
+    /* manifest.json's configSchema describes exactly the key table the
+     * parser reads: each key's type, range, default and being required. */
     json_error_t e;
     json_t *m = json_load_file("manifest.json", 0, &e);
     ck_assert_msg(m != NULL, "manifest.json unreadable: %s", e.text);
-    json_t *props = json_object_get(json_object_get(m, "configSchema"), "properties");
-    ck_assert_ptr_nonnull(props);
-    const char *top[] = {"noReplyProvider", "noReplyModel", "sessionPolicy", "dbPath",
-                         "templatesDir", "discord", "agents", "admins", "turn", "discussion",
-                         "outbox", "store"};
-    ck_assert_uint_eq(json_object_size(props), sizeof top / sizeof top[0]);
-    for (size_t i = 0; i < sizeof top / sizeof top[0]; i++)
-        ck_assert_msg(json_object_get(props, top[i]) != NULL, "schema misses %s", top[i]);
-    json_t *d = json_object_get(json_object_get(props, "discord"), "properties");
-    ck_assert_uint_eq(json_object_size(d), 5);
-    ck_assert_ptr_nonnull(json_object_get(d, "moderatorToken"));
-    json_t *tp = json_object_get(json_object_get(props, "turn"), "properties");
-    ck_assert_uint_eq(json_object_size(tp), 3);
-    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(tp, "nudgeSec"),
-                                                        "default")), 20);
-    json_t *dp = json_object_get(json_object_get(props, "discussion"), "properties");
-    ck_assert_uint_eq(json_object_size(dp), 9);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(dp, "summaryDir"),
-                                                       "default")), "plans/discussions");
-    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(dp, "previewChars"),
-                                                        "default")), 400);
-    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(dp, "reminderAfterSec"),
-                                                        "default")), 1800);
-    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(dp, "maxLifetimeSec"),
-                                                        "default")), 0);
-    json_t *ob = json_object_get(json_object_get(props, "outbox"), "properties");
-    ck_assert_uint_eq(json_object_size(ob), 1);
-    json_t *ret = json_object_get(ob, "retentionSec");
-    ck_assert_int_eq(json_integer_value(json_object_get(ret, "default")), 604800);
-    ck_assert_int_eq(json_integer_value(json_object_get(ret, "minimum")), 86400);
-    json_t *sp = json_object_get(json_object_get(props, "store"), "properties");
-    ck_assert_uint_eq(json_object_size(sp), 1);
-    ck_assert_ptr_nonnull(json_object_get(sp, "url"));
+    json_t *schema = json_object_get(m, "configSchema");
+    ck_assert_ptr_nonnull(schema);
+    size_t n;
+    const dg_config_key *keys = dg_config_keys(&n);
+    ck_assert_uint_gt(n, 20);
+    for (size_t i = 0; i < n; i++) {
+        const dg_config_key *k = &keys[i];
+        json_t *parent = NULL, *node = schema_node(schema, k->path, &parent);
+        ck_assert_msg(node != NULL, "key table has \"%s\", manifest.json's configSchema not",
+                      k->path);
+        ck_assert_msg(strcmp(json_string_value(json_object_get(node, "type")),
+                             key_type_name(k->type)) == 0, "%s: type differs", k->path);
+        const char *last = strrchr(k->path, '.');
+        ck_assert_msg(in_array(json_object_get(parent, "required"), last ? last + 1 : k->path)
+                      == k->required, "%s: required differs", k->path);
+        json_t *def = json_object_get(node, "default");
+        if (k->type == DG_CFG_INT) {
+            ck_assert_msg(json_integer_value(json_object_get(node, "minimum")) == k->min &&
+                          json_integer_value(json_object_get(node, "maximum")) == k->max &&
+                          json_is_integer(def) && json_integer_value(def) == k->def,
+                          "%s: range or default differs", k->path);
+        } else if (k->type == DG_CFG_STRING) {
+            ck_assert_msg(k->def_str ? json_is_string(def) &&
+                                       strcmp(json_string_value(def), k->def_str) == 0
+                                     : def == NULL, "%s: default differs", k->path);
+        }
+        /* A section comes before its keys: the parser reads it first. */
+        if (last && strchr(k->path, '.') == last) {
+            size_t j = 0;
+            while (j < i && (strncmp(keys[j].path, k->path, (size_t)(last - k->path)) != 0 ||
+                             keys[j].path[last - k->path] != '\0'))
+                j++;
+            ck_assert_msg(j < i, "%s comes before its section in the key table", k->path);
+        }
+    }
+    schema_keys_in_table(schema, "");
     ck_assert_str_eq(json_string_value(json_object_get(m, "entry")), "oc_plugin_entry");
     ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(m, "abi"), "major")),
                      OC_ABI_MAJOR);
     json_decref(m);
+}
+END_TEST
+
+/* docs/configuration.md's reference has a row for every key the parser
+ * reads (sections and maps' entries aside), integers with the table's range
+ * and default. */
+START_TEST(test_docs_reference_matches_config_keys)
+{
+    FILE *f = fopen("docs/configuration.md", "r");
+    ck_assert_ptr_nonnull(f);
+    static char doc[1 << 17];
+    size_t len = fread(doc, 1, sizeof doc - 1, f);
+    fclose(f);
+    ck_assert_uint_lt(len, sizeof doc - 1);
+    doc[len] = '\0';
+    size_t n;
+    const dg_config_key *keys = dg_config_keys(&n);
+    for (size_t i = 0; i < n; i++) {
+        const dg_config_key *k = &keys[i];
+        if (k->type == DG_CFG_OBJECT || strchr(k->path, '*'))
+            continue;
+        char row[200];
+        if (k->type == DG_CFG_INT)
+            snprintf(row, sizeof row, "| `%s` | integer %ld..%ld | %ld", k->path, k->min, k->max,
+                     k->def);
+        else
+            snprintf(row, sizeof row, "| `%s` |", k->path);
+        ck_assert_msg(strstr(doc, row) != NULL, "docs/configuration.md lacks the row \"%s\"", row);
+    }
 }
 END_TEST
 
@@ -900,6 +997,7 @@ Suite *make_config_suite(void)
     tcase_add_test(tc, test_snowflake_rules);
     tcase_add_test(tc, test_store_url_and_env);
     tcase_add_test(tc, test_manifest_schema_matches_config_keys);
+    tcase_add_test(tc, test_docs_reference_matches_config_keys);
     tcase_add_test(tc, test_out_of_memory);
     tcase_add_test(tc, test_config_edges);
     tcase_add_test(tc, test_out_of_memory_with_overrides);
