@@ -58,7 +58,7 @@ typedef struct dg_outbox_options {
                               channel, order within a channel kept); default
                               16; 1: one post at a time */
     long lease_ms;         /* a channel is sent by the instance holding its lease
-                              (issue 17: instances sharing a store); renewed while
+                              (instances sharing a store); renewed while
                               it sends, taken over by another instance this long
                               after its holder stopped renewing; default 30000 */
 } dg_outbox_options;
