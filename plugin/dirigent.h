@@ -85,6 +85,8 @@ void dg_plugin_settle(dg_plugin *p);
         return fn(state, in, ctx, result);                                             \
     }
 
+/* ---- clock.c ---- */
+
 /* Current time in ms from the plugin's clock (real time unless a test set it). */
 int64_t dg_now_ms(const dg_plugin *p);
 
