@@ -270,7 +270,7 @@ static int make_absolute(const char *base, char **path)
 {
     if (!*path)
         return OC_OK;
-    char *abs = dg_path_join_base(base, *path);
+    char *abs = dg_state_dir_join(base, *path);
     if (!abs)
         return OC_ERR_NOMEM;
     free(*path);
@@ -286,7 +286,7 @@ static int rule_resolve_paths(const dg_config_key *k, const json_t *v, dg_config
 {
     (void)k;
     (void)v;
-    int rc = dg_path_base(&c->path_base, &c->path_base_from, err, err_len);
+    int rc = dg_state_dir_base(&c->path_base, &c->path_base_from, err, err_len);
     if (rc)
         return rc;
     /* templatesDir is taken from the base whether or not dbPath is given:
@@ -300,8 +300,8 @@ static int rule_resolve_paths(const dg_config_key *k, const json_t *v, dg_config
             return dg_fail(err, err_len, OC_ERR_IO,
                         "config: cannot read the working directory (%s); set \"dbPath\" to an "
                         "absolute path", strerror(errno));
-        char *folder = dg_path_join_base(cwd, dir && *dir ? dir : ".");
-        c->db_path = folder ? dg_path_join_base(folder, "dirigent.db") : NULL;
+        char *folder = dg_state_dir_join(cwd, dir && *dir ? dir : ".");
+        c->db_path = folder ? dg_state_dir_join(folder, "dirigent.db") : NULL;
         free(folder);
         return c->db_path ? OC_OK : OC_ERR_NOMEM;
     }

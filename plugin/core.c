@@ -123,10 +123,10 @@ int dg_core_new(const oc_host_api *api, const json_t *config, dg_core_attach_fn 
     if (p->cfg.store_url) {
         if ((rc = dg_store_open(p->cfg.store_url, &p->store, err, err_len)))
             goto fail;
-    } else if ((rc = dg_db_dir_prepare(p->cfg.db_path, &created, err, err_len))) {
+    } else if ((rc = dg_state_dir_prepare_db(p->cfg.db_path, &created, err, err_len))) {
         goto fail;
     } else if ((rc = dg_store_open(p->cfg.db_path, &p->store, err, err_len))) {
-        dg_db_dir_undo(p->cfg.db_path, created);
+        dg_state_dir_undo_db(p->cfg.db_path, created);
         free(created);
         goto fail;
     }

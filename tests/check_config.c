@@ -751,7 +751,7 @@ END_TEST
  * look-ups' and free's NULL arguments.
  * Left uncovered on purpose (the coverage aim names each such line):
  *   config.c:resolve_paths, getcwd failing when dbPath is absent: the same
- *   call read the working directory a moment before (dg_path_base, which
+ *   call read the working directory a moment before (dg_state_dir_base, which
  *   refuses first: test_state_dir_unreadable_cwd_is_refused), so only
  *   another thread's chdir in between could make the second read fail. */
 START_TEST(test_config_edges)
@@ -805,21 +805,21 @@ END_TEST
 
 /* ---- state_dir.c: the base of relative paths, dbPath's folder ---------------
  * Left uncovered on purpose (the coverage aim names each such line):
- *   state_dir.c:dg_path_join_base, asprintf returning -1: glibc allocates
+ *   state_dir.c:dg_state_dir_join, asprintf returning -1: glibc allocates
  *   inside asprintf with its own malloc, which the runner's --wrap=malloc
  *   does not reach, so no test here can make it fail. */
 START_TEST(test_state_dir_joins_paths_on_one_base)
 {
-    char *p = dg_path_join_base("/srv/state/", "x.db");
+    char *p = dg_state_dir_join("/srv/state/", "x.db");
     ck_assert_str_eq(p, "/srv/state/x.db");
     free(p);
-    p = dg_path_join_base("/srv/state//", "./.");
+    p = dg_state_dir_join("/srv/state//", "./.");
     ck_assert_str_eq(p, "/srv/state");
     free(p);
-    p = dg_path_join_base("/srv", "/abs/y.db");
+    p = dg_state_dir_join("/srv", "/abs/y.db");
     ck_assert_str_eq(p, "/abs/y.db");
     free(p);
-    p = dg_path_join_base(NULL, "rel.db");
+    p = dg_state_dir_join(NULL, "rel.db");
     ck_assert_str_eq(p, "rel.db");
     free(p);
     /* The base: the host's config folder, else DIRIGENT_STATE_DIR, else cwd. */
@@ -842,7 +842,7 @@ START_TEST(test_state_dir_joins_paths_on_one_base)
             setenv("DIRIGENT_STATE_DIR", cases[i].state, 1);
         char *base = NULL, err[256] = "";
         const char *from = NULL;
-        ck_assert_int_eq(dg_path_base(&base, &from, err, sizeof err), OC_OK);
+        ck_assert_int_eq(dg_state_dir_base(&base, &from, err, sizeof err), OC_OK);
         char want[4200];
         snprintf(want, sizeof want, "%s%s", cases[i].abs ? "" : cwd, cases[i].want_suffix);
         ck_assert_msg(!strcmp(base, want), "case %zu: %s, want %s", i, base, want);
@@ -854,7 +854,7 @@ START_TEST(test_state_dir_joins_paths_on_one_base)
 END_TEST
 
 /* A working directory whose name is longer than the base buffer (4096):
- * dg_path_base refuses with a sentence that says to use absolute paths. */
+ * dg_state_dir_base refuses with a sentence that says to use absolute paths. */
 START_TEST(test_state_dir_unreadable_cwd_is_refused)
 {
     clear_env();
@@ -870,7 +870,7 @@ START_TEST(test_state_dir_unreadable_cwd_is_refused)
     }
     char *base = NULL, err[256] = "";
     const char *from = NULL;
-    ck_assert_int_eq(dg_path_base(&base, &from, err, sizeof err), OC_ERR_IO);
+    ck_assert_int_eq(dg_state_dir_base(&base, &from, err, sizeof err), OC_ERR_IO);
     ck_assert_ptr_null(base);
     ck_assert_ptr_nonnull(strstr(err, "working directory"));
     ck_assert_ptr_nonnull(strstr(err, "absolute paths"));
@@ -895,23 +895,23 @@ START_TEST(test_state_dir_creates_and_takes_back_db_folders)
     char *top = tu_mkdtemp();
     char *created = NULL, err[512] = "";
     /* No folder part, or the root: nothing to create. */
-    ck_assert_int_eq(dg_db_dir_prepare("x.db", &created, err, sizeof err), OC_OK);
+    ck_assert_int_eq(dg_state_dir_prepare_db("x.db", &created, err, sizeof err), OC_OK);
     ck_assert_ptr_null(created);
-    ck_assert_int_eq(dg_db_dir_prepare("/x.db", &created, err, sizeof err), OC_OK);
+    ck_assert_int_eq(dg_state_dir_prepare_db("/x.db", &created, err, sizeof err), OC_OK);
     ck_assert_ptr_null(created);
     /* A folder as dbPath: refused naming it. */
-    ck_assert_int_eq(dg_db_dir_prepare(top, &created, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_int_eq(dg_state_dir_prepare_db(top, &created, err, sizeof err), OC_ERR_INVALID);
     ck_assert_ptr_nonnull(strstr(err, "is a folder"));
     /* Two missing levels: both made, the topmost reported, taken back. */
     char *db = tu_path(top, "a/b/x.db"), *a = tu_path(top, "a"), *ab = tu_path(top, "a/b");
-    ck_assert_int_eq(dg_db_dir_prepare(db, &created, err, sizeof err), OC_OK);
+    ck_assert_int_eq(dg_state_dir_prepare_db(db, &created, err, sizeof err), OC_OK);
     ck_assert_str_eq(created, a);
     ck_assert(is_dir(ab));
-    dg_db_dir_undo(db, created);
+    dg_state_dir_undo_db(db, created);
     ck_assert(!is_dir(a));
     free(created);
     created = NULL;
-    dg_db_dir_undo(db, NULL); /* nothing was created: nothing happens */
+    dg_state_dir_undo_db(db, NULL); /* nothing was created: nothing happens */
     /* A level that cannot be made after one that was: the error names the
      * folder, and the level already made is taken back. */
     char longname[300];
@@ -920,7 +920,7 @@ START_TEST(test_state_dir_creates_and_takes_back_db_folders)
     char rel[400];
     snprintf(rel, sizeof rel, "a/%s/x.db", longname);
     char *bad = tu_path(top, rel);
-    ck_assert_int_eq(dg_db_dir_prepare(bad, &created, err, sizeof err), OC_ERR_IO);
+    ck_assert_int_eq(dg_state_dir_prepare_db(bad, &created, err, sizeof err), OC_ERR_IO);
     ck_assert_ptr_null(created);
     ck_assert_ptr_nonnull(strstr(err, "cannot create the folder"));
     ck_assert(!is_dir(a));
@@ -928,10 +928,10 @@ START_TEST(test_state_dir_creates_and_takes_back_db_folders)
     long n;
     for (n = 1; n < 1000; n++) {
         fa_arm_own(n);
-        int rc = dg_db_dir_prepare(db, &created, err, sizeof err);
+        int rc = dg_state_dir_prepare_db(db, &created, err, sizeof err);
         int hit = fa_disarm();
         if (rc == OC_OK) {
-            dg_db_dir_undo(db, created);
+            dg_state_dir_undo_db(db, created);
             free(created);
             created = NULL;
         } else {
@@ -944,12 +944,12 @@ START_TEST(test_state_dir_creates_and_takes_back_db_folders)
     }
     ck_assert_int_gt(n, 2);
     /* The undo's own copy failing: nothing removed, nothing leaked. */
-    ck_assert_int_eq(dg_db_dir_prepare(db, &created, err, sizeof err), OC_OK);
+    ck_assert_int_eq(dg_state_dir_prepare_db(db, &created, err, sizeof err), OC_OK);
     fa_arm_own(1);
-    dg_db_dir_undo(db, created);
+    dg_state_dir_undo_db(db, created);
     ck_assert_int_eq(fa_disarm(), 1);
     ck_assert(is_dir(ab));
-    dg_db_dir_undo(db, created);
+    dg_state_dir_undo_db(db, created);
     ck_assert(!is_dir(a));
     free(created);
     created = NULL;
@@ -959,7 +959,7 @@ START_TEST(test_state_dir_creates_and_takes_back_db_folders)
         char *base = NULL;
         const char *from = NULL;
         fa_arm_own(n);
-        int rc = dg_path_base(&base, &from, err, sizeof err);
+        int rc = dg_state_dir_base(&base, &from, err, sizeof err);
         int hit = fa_disarm();
         ck_assert(rc == OC_OK ? base != NULL : rc == OC_ERR_NOMEM && !base);
         free(base);
