@@ -46,10 +46,10 @@ typedef struct dg_tpl_vars {
     const char *maxBytes;           /* a length limit, decimal text */
     const char *error;              /* a status name (oc_status_name) */
     const char *reason;             /* the sentence saying why */
-    /* Discussion summaries (issue 16). */
+    /* Discussion summaries. */
     const char *summaryTemplate;    /* kickoff: discussion.summaryTemplate's text, "" none */
     const char *summaryPreview;     /* result: the summary's inert preview, "" none */
-    /* `!dirigent rotate` (issue 16). */
+    /* `!dirigent rotate`. */
     const char *sessions;           /* sessions reset, decimal text */
     const char *failed;             /* sessions that could not be reset, decimal text */
     /* `!dirigent order | add | remove`. */

@@ -1,6 +1,6 @@
 /*
- * dirigent-ctl -- the operator's read-only view of a dirigent store
- * (issue 16): which scopes are managed and whose turn it is, why an agent
+ * dirigent-ctl -- the operator's read-only view of a dirigent store:
+ * which scopes are managed and whose turn it is, why an agent
  * did not speak (the scope's last turn transitions with their causes),
  * which discussions exist, and what the outbox still owes.
  *
