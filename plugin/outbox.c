@@ -132,6 +132,7 @@ static void while_flying(dg_outbox *ob, int64_t next)
  * with ob->mu held. */
 static int due_now(const dg_outbox *ob)
 {
+    OUTBOX_ASSERT_HELD((pthread_mutex_t *)&ob->mu);
     int64_t now = outbox_mono_ms();
     if (ob->need_disc && ob->disc_retry_at <= now)
         return 1;
@@ -171,6 +172,7 @@ static void idle_wait(dg_outbox *ob, uint64_t pass_no, int64_t next)
 static void *dispatcher(void *arg)
 {
     dg_outbox *ob = arg;
+    ob->self = pthread_self();
     dg_log_own_thread(); /* a plugin thread: never waits on the host */
     ob->need_disc = 1;
     for (;;) {

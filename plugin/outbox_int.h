@@ -8,6 +8,8 @@
 #ifndef DG_OUTBOX_INT_H
 #define DG_OUTBOX_INT_H
 
+#include <assert.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 
@@ -90,6 +92,7 @@ struct dg_outbox {
                                wakeup is the only call other threads make */
 
     /* Dispatcher thread only. */
+    pthread_t self;         /* the dispatcher thread, set as it starts */
     dg_discord_done *done;  /* o.max_inflight results */
     outbox_chan **fly;            /* the channels with a post in flight: n_fly of
                                o.max_inflight (an answer finds its channel here,
@@ -108,6 +111,13 @@ struct dg_outbox {
     int64_t next_prune;     /* monotonic ms of the next retention round */
     int64_t next_disc;      /* monotonic ms of the next timed discovery */
 };
+
+/* What the comments promise about threads and locks, checked: the
+ * dispatcher's own state is touched by the dispatcher thread alone, and a
+ * function "called with ob->mu held" finds it held (trylock cannot tell by
+ * whom, but never blocks, and takes nothing when the mutex is held). */
+#define OUTBOX_ON_DISPATCHER(ob) assert(pthread_equal(pthread_self(), (ob)->self))
+#define OUTBOX_ASSERT_HELD(mu) assert(pthread_mutex_trylock(mu) == EBUSY)
 
 /* Monotonic milliseconds. Any thread. */
 int64_t outbox_mono_ms(void);

@@ -80,6 +80,7 @@ static void chan_forget_rows(outbox_chan *c, int64_t after)
  */
 int outbox_lease_ok(dg_outbox *ob, outbox_chan *c, int64_t now, int64_t *next)
 {
+    OUTBOX_ON_DISPATCHER(ob);
     int64_t wall = dg_store_wall_ms();
     if (c->lease_until - wall > ob->o.lease_ms / 2)
         return 1;

@@ -97,6 +97,7 @@ static void post_head(dg_outbox *ob, outbox_chan *c)
 /* A post of the pipe ended. */
 void outbox_on_done(dg_outbox *ob, dg_discord_done *d)
 {
+    OUTBOX_ON_DISPATCHER(ob);
     dg_plugin *p = ob->p;
     outbox_chan *c = NULL;
     for (size_t i = 0; i < ob->n_fly && !c; i++)
@@ -178,6 +179,7 @@ void outbox_on_done(dg_outbox *ob, dg_discord_done *d)
  * due (INT64_MAX: none). */
 int64_t outbox_post_due(dg_outbox *ob)
 {
+    OUTBOX_ON_DISPATCHER(ob);
     int64_t now = outbox_mono_ms(), next = INT64_MAX;
     if (ob->hold_until > now)
         return ob->hold_until;

@@ -52,6 +52,7 @@ static long prune_table(dg_outbox *ob, int notices, int64_t before)
 
 void outbox_prune_due(dg_outbox *ob)
 {
+    OUTBOX_ON_DISPATCHER(ob);
     if (outbox_mono_ms() < ob->next_prune || ob->p->cfg.outbox_retention_sec <= 0)
         return;
     ob->next_prune = outbox_mono_ms() + PRUNE_EVERY_MS;

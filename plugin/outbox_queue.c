@@ -102,6 +102,7 @@ void outbox_chans_sweep(dg_outbox *ob)
 /* Read where pending rows are, from the discovery cursor on. */
 void outbox_discover(dg_outbox *ob)
 {
+    OUTBOX_ON_DISPATCHER(ob);
     dg_plugin *p = ob->p;
     for (int page = 0; page < OUTBOX_DISCOVER_PAGES; page++) {
         dg_outbox_ref *refs = NULL;
@@ -153,6 +154,7 @@ void outbox_discover(dg_outbox *ob)
  * the store's status; on error c is unchanged. */
 int outbox_refill(dg_outbox *ob, outbox_chan *c)
 {
+    OUTBOX_ON_DISPATCHER(ob);
     dg_plugin *p = ob->p;
     dg_outbox_row *rows = NULL;
     size_t n = 0;

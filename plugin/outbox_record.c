@@ -24,6 +24,7 @@
  * duplicate), with a back-off. */
 void outbox_decide(dg_outbox *ob, outbox_chan *c, outbox_outcome oc, char *detail)
 {
+    OUTBOX_ON_DISPATCHER(ob);
     if (dg_grow(&ob->dec, &ob->cap_dec, ob->n_dec, sizeof *ob->dec, OUTBOX_MARK_BATCH)) {
         free(detail);
         c->not_before = outbox_mono_ms() + outbox_backoff(ob, 1);
@@ -42,6 +43,7 @@ void outbox_decide(dg_outbox *ob, outbox_chan *c, outbox_outcome oc, char *detai
 /* Record every decided row in one transaction. */
 void outbox_flush(dg_outbox *ob)
 {
+    OUTBOX_ON_DISPATCHER(ob);
     dg_plugin *p = ob->p;
     if (!ob->n_dec)
         return;
