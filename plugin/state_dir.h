@@ -20,11 +20,12 @@
  * ("the folder of OPENCLAW_CONFIG_PATH", ...). Returns OC_OK or a negative
  * oc_status with err. Thread: init only (reads the environment and cwd).
  */
-int dg_state_dir_base(char **out, const char **from, char *err, size_t err_len);
+int dg_state_dir_base(char **out, const char **from, char *err, size_t err_len)
+    __attribute__((warn_unused_result));
 
 /* path when absolute, else base/path (a leading "./" dropped): malloc'd,
  * the caller frees; NULL when out of memory. */
-char *dg_state_dir_join(const char *base, const char *path);
+char *dg_state_dir_join(const char *base, const char *path) __attribute__((warn_unused_result));
 
 /*
  * Make db_path's folder ready: db_path itself must not be a folder (refused
@@ -35,7 +36,8 @@ char *dg_state_dir_join(const char *base, const char *path);
  * OC_ERR_INVALID or OC_ERR_IO with a sentence naming the folder and errno's
  * text, OC_ERR_NOMEM. Thread: init only.
  */
-int dg_state_dir_prepare_db(const char *db_path, char **created, char *err, size_t err_len);
+int dg_state_dir_prepare_db(const char *db_path, char **created, char *err, size_t err_len)
+    __attribute__((warn_unused_result));
 
 /* Remove the empty folders dg_state_dir_prepare_db created for db_path, from its
  * parent up to `created` (best effort; NULL does nothing). */
