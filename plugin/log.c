@@ -47,11 +47,9 @@ struct dg_log_queue {
  * store transaction, and for ever on a plugin-owned thread. A property of
  * the thread, not shared state: kept as the thread's value of one pthread
  * key rather than in a _Thread_local, whose dynamic TLS block a host's
- * dlclose frees while the host's threads still name it (LeakSanitizer's
- * tracer crashed on that range at ocgw's exit). The key is made on first
- * use and deleted when the library is unloaded; should making it fail, every
- * thread reads depth 0 and lines go to the host directly, as before the
- * log pump existed. */
+ * dlclose frees while the host's threads still name it. The key is made on
+ * first use and deleted when the library is unloaded; should making it
+ * fail, every thread reads depth 0 and lines go to the host directly. */
 static pthread_key_t defer_key;
 static pthread_once_t defer_once = PTHREAD_ONCE_INIT;
 static int defer_key_ok;
