@@ -533,7 +533,62 @@ static int report_plugins(ocgw *g)
     return bad;
 }
 
-int main(int argc, char **argv)
+/* The command line. */
+typedef struct ocgw_opts {
+    const char *config, *state_dir, *expect_path, *transcript, *run_only, *name;
+    long poll_ms, timeout_ms;
+    int log_level, check_only, quiet, verbose;
+} ocgw_opts;
+
+/* An option that is not one, or lacks its value: said on stderr; exit code 2. */
+static int bad_option(int c, char **argv)
+{
+    if (c == ':')
+        fprintf(stderr, "ocgw: option %s needs a value\n", argv[optind - 1]);
+    else if (optopt)
+        fprintf(stderr, "ocgw: unknown option -%c\n", optopt);
+    else
+        fprintf(stderr, "ocgw: unknown option %s\n", argv[optind - 1]);
+    usage(stderr);
+    return 2;
+}
+
+/* One option with its value into o: -1 to go on, else the exit code
+ * (0 after --help or --version, 2 after saying on stderr what is wrong). */
+static int take_option(int c, char **argv, ocgw_opts *o)
+{
+    switch (c) {
+    case 'c': o->config = optarg; return -1;
+    case 's': o->state_dir = optarg; return -1;
+    case 'p': return ms_option("--poll-ms", optarg, 10, 600000, &o->poll_ms) ? 2 : -1;
+    case 'l':
+        if ((o->log_level = level_of(optarg)) < 0) {
+            fprintf(stderr, "ocgw: --log-level %s: use debug, info, warn or error\n", optarg);
+            return 2;
+        }
+        return -1;
+    case 'e': o->expect_path = optarg; return -1;
+    case 't': return ms_option("--timeout-ms", optarg, 1, 86400000, &o->timeout_ms) ? 2 : -1;
+    case 'T': o->transcript = optarg; return -1;
+    case 'R': o->run_only = optarg; return -1;
+    case 'N':
+        if (!*optarg) {
+            fprintf(stderr, "ocgw: --name: expected a non-empty name\n");
+            return 2;
+        }
+        o->name = optarg;
+        return -1;
+    case 'q': o->quiet = 1; return -1;
+    case 'v': o->verbose = 1; return -1;
+    case 'k': o->check_only = 1; return -1;
+    case 'h': usage(stdout); return 0;
+    case 'V': printf("ocgw %s (plugin ABI %d.%d)\n", DG_VERSION, OC_ABI_MAJOR, OC_ABI_MINOR); return 0;
+    default: return bad_option(c, argv);
+    }
+}
+
+/* The command line into *o: -1 to go on, else the exit code. */
+static int parse_args(int argc, char **argv, ocgw_opts *o)
 {
     static const struct option opts[] = {
         {"config", required_argument, 0, 'c'}, {"state-dir", required_argument, 0, 's'},
@@ -544,58 +599,14 @@ int main(int argc, char **argv)
         {"name", required_argument, 0, 'N'},
         {"check", no_argument, 0, 'k'}, {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, 'V'}, {0, 0, 0, 0}};
-    const char *config = NULL, *state_dir = NULL, *expect_path = NULL, *transcript = NULL;
-    const char *run_only = NULL, *name = NULL;
-    long poll_ms = 0, timeout_ms = 0;
-    int log_level = -1, check_only = 0, quiet = 0, verbose = 0, c;
+    memset(o, 0, sizeof *o);
+    o->log_level = -1;
     opterr = 0; /* our own words for a bad option */
-    while ((c = getopt_long(argc, argv, ":c:s:p:l:e:t:T:R:N:qvkhV", opts, NULL)) != -1) {
-        switch (c) {
-        case 'c': config = optarg; break;
-        case 's': state_dir = optarg; break;
-        case 'p':
-            if (ms_option("--poll-ms", optarg, 10, 600000, &poll_ms))
-                return 2;
-            break;
-        case 'l':
-            if ((log_level = level_of(optarg)) < 0) {
-                fprintf(stderr, "ocgw: --log-level %s: use debug, info, warn or error\n", optarg);
-                return 2;
-            }
-            break;
-        case 'e': expect_path = optarg; break;
-        case 't':
-            if (ms_option("--timeout-ms", optarg, 1, 86400000, &timeout_ms))
-                return 2;
-            break;
-        case 'T': transcript = optarg; break;
-        case 'R': run_only = optarg; break;
-        case 'N':
-            if (!*optarg) {
-                fprintf(stderr, "ocgw: --name: expected a non-empty name\n");
-                return 2;
-            }
-            name = optarg;
-            break;
-        case 'q': quiet = 1; break;
-        case 'v': verbose = 1; break;
-        case 'k': check_only = 1; break;
-        case 'h': usage(stdout); return 0;
-        case 'V': printf("ocgw %s (plugin ABI %d.%d)\n", DG_VERSION, OC_ABI_MAJOR, OC_ABI_MINOR); return 0;
-        case ':':
-            fprintf(stderr, "ocgw: option %s needs a value\n", argv[optind - 1]);
-            usage(stderr);
-            return 2;
-        default:
-            if (optopt)
-                fprintf(stderr, "ocgw: unknown option -%c\n", optopt);
-            else
-                fprintf(stderr, "ocgw: unknown option %s\n", argv[optind - 1]);
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (!config || optind != argc) {
+    int c, rc;
+    while ((c = getopt_long(argc, argv, ":c:s:p:l:e:t:T:R:N:qvkhV", opts, NULL)) != -1)
+        if ((rc = take_option(c, argv, o)) >= 0)
+            return rc;
+    if (!o->config || optind != argc) {
         if (optind != argc)
             fprintf(stderr, "ocgw: unexpected argument \"%s\"\n", argv[optind]);
         else
@@ -603,281 +614,363 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    return -1;
+}
 
-    ocgw g;
-    memset(&g, 0, sizeof g);
-    g_self = &g;
-    g.stop = &g_stop;
-    g.quiet = quiet;
-    g.verbose = verbose;
-    g.die_at = getenv("OCGW_DIE_AT");
+/* --run-only "a,b": the same rules as gateway.runOnly, which it replaces. */
+static int apply_run_only(ocgw *g, const char *run_only, char *err, size_t err_len)
+{
+    json_t *list = json_array();
+    char *copy = strdup(run_only);
+    for (char *save = NULL, *t = copy ? strtok_r(copy, ",", &save) : NULL; t;
+         t = strtok_r(NULL, ",", &save))
+        json_array_append_new(list, json_string(t));
+    free(copy);
+    int rc = ocgw_config_run_only(&g->cfg, list, "--run-only", err, err_len);
+    json_decref(list);
+    return rc;
+}
+
+/* The host config with the command line's overrides, the transcript and
+ * the story: 0, or the exit code 2 after saying why on stderr. */
+static int load_config(ocgw *g, const ocgw_opts *o, ocgw_expect *ex)
+{
     char err[1024];
-    if (ocgw_config_load(config, &g.cfg, err, sizeof err) != OC_OK) {
+    if (ocgw_config_load(o->config, &g->cfg, err, sizeof err) != OC_OK) {
         fprintf(stderr, "ocgw: %s\n", err);
         return 2;
     }
     /* Plugins take their relative paths (dirigent: dbPath, templatesDir)
      * from the folder of the host's config file, as ocgw does; OpenClaw's
      * own variable tells them where that is, whatever the working directory. */
-    if (!g.cfg.config_path || setenv("OPENCLAW_CONFIG_PATH", g.cfg.config_path, 1) != 0) {
+    if (!g->cfg.config_path || setenv("OPENCLAW_CONFIG_PATH", g->cfg.config_path, 1) != 0) {
         fprintf(stderr, "ocgw: cannot export OPENCLAW_CONFIG_PATH: %s\n", strerror(errno));
-        ocgw_config_free(&g.cfg);
         return 2;
     }
-    if (run_only) {
-        /* "a,b": the same rules as gateway.runOnly, which it replaces. */
-        json_t *list = json_array();
-        char *copy = strdup(run_only);
-        for (char *save = NULL, *t = copy ? strtok_r(copy, ",", &save) : NULL; t;
-             t = strtok_r(NULL, ",", &save))
-            json_array_append_new(list, json_string(t));
-        free(copy);
-        int rc = ocgw_config_run_only(&g.cfg, list, "--run-only", err, sizeof err);
-        json_decref(list);
-        if (rc != OC_OK) {
-            fprintf(stderr, "ocgw: %s\n", err);
-            ocgw_config_free(&g.cfg);
-            return 2;
-        }
-    }
-    if (name) {
-        free(g.cfg.name);
-        g.cfg.name = strdup(name);
-    }
-    if (state_dir) {
-        free(g.cfg.state_dir);
-        g.cfg.state_dir = ocgw_abspath(NULL, state_dir);
-    }
-    if (poll_ms)
-        g.cfg.poll_ms = poll_ms;
-    if (log_level >= 0)
-        g.cfg.log_level = log_level;
-    g.transcript = stdout;
-    if (transcript && !(g.transcript = fopen(transcript, "a"))) {
-        fprintf(stderr, "ocgw: --transcript %s: %s\n", transcript, strerror(errno));
-        ocgw_config_free(&g.cfg);
+    if (o->run_only && apply_run_only(g, o->run_only, err, sizeof err) != OC_OK) {
+        fprintf(stderr, "ocgw: %s\n", err);
         return 2;
     }
-    ocgw_expect ex;
-    memset(&ex, 0, sizeof ex);
-    if (expect_path && ocgw_expect_load(expect_path, &ex, err, sizeof err) != 0) {
+    if (o->name) {
+        free(g->cfg.name);
+        g->cfg.name = strdup(o->name);
+    }
+    if (o->state_dir) {
+        free(g->cfg.state_dir);
+        g->cfg.state_dir = ocgw_abspath(NULL, o->state_dir);
+    }
+    if (o->poll_ms)
+        g->cfg.poll_ms = o->poll_ms;
+    if (o->log_level >= 0)
+        g->cfg.log_level = o->log_level;
+    g->transcript = stdout;
+    if (o->transcript && !(g->transcript = fopen(o->transcript, "a"))) {
+        fprintf(stderr, "ocgw: --transcript %s: %s\n", o->transcript, strerror(errno));
+        return 2;
+    }
+    if (o->expect_path && ocgw_expect_load(o->expect_path, ex, err, sizeof err) != 0) {
         fprintf(stderr, "ocgw: --expect %s\n", err);
-        ocgw_config_free(&g.cfg);
         return 2;
     }
-    if (timeout_ms > 0)
-        ex.timeout_ms = timeout_ms;
+    if (o->timeout_ms > 0)
+        ex->timeout_ms = o->timeout_ms;
+    return 0;
+}
 
+static void install_signals(void)
+{
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+}
 
-    int exit_code = 0;
-    g.host = och_host_new();
-    if (!g.host) {
+/* A REST client for each agent and scripted human this gateway runs, and
+ * the agents' workspaces: 0, or -1 after logging why. */
+static int make_clients(ocgw *g, char *err, size_t err_len)
+{
+    for (size_t i = 0; i < g->cfg.n_agents; i++) {
+        ocgw_agent *a = &g->cfg.agents[i];
+        if (!a->local)
+            continue; /* another gateway runs it: no token, no client here */
+        if (make_client(g, a->id, a->token, &a->dc, err, err_len) != OC_OK ||
+            ocgw_mkdirs(a->workspace, 0755) != 0) {
+            if (!a->dc)
+                och_log(g->host, OC_LOG_ERROR, OCGW_SOURCE, "%s", err);
+            else
+                och_log(g->host, OC_LOG_ERROR, OCGW_SOURCE, "agents[%s].workspace %s: %s", a->id,
+                        a->workspace, strerror(errno));
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < g->cfg.n_humans; i++) {
+        ocgw_human *h = &g->cfg.humans[i];
+        if (h->local && h->token && make_client(g, h->id, h->token, &h->dc, err, err_len) != OC_OK) {
+            och_log(g->host, OC_LOG_ERROR, OCGW_SOURCE, "%s", err);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The host core, the state file, the sessions file and the clients: 0, or
+ * the exit code after logging why. *sessions is the caller's to free. */
+static int open_host(ocgw *g, char **sessions)
+{
+    char err[1024];
+    g->host = och_host_new();
+    if (!g->host) {
         fprintf(stderr, "ocgw: out of memory\n");
         return 1;
     }
-    och_host_set_log(g.host, NULL, NULL, g.cfg.log_level);
-    och_host_set_claim_hooks(g.host, g.cfg.claim_hooks);
-    if (ocgw_state_open(&g.st, g.cfg.state_dir, g.cfg.fsync, err, sizeof err) != 0) {
-        och_log(g.host, OC_LOG_ERROR, OCGW_SOURCE, "%s", err);
-        och_host_free(g.host);
-        ocgw_config_free(&g.cfg);
-        ocgw_expect_free(&ex);
+    och_host_set_log(g->host, NULL, NULL, g->cfg.log_level);
+    och_host_set_claim_hooks(g->host, g->cfg.claim_hooks);
+    if (ocgw_state_open(&g->st, g->cfg.state_dir, g->cfg.fsync, err, sizeof err) != 0) {
+        och_log(g->host, OC_LOG_ERROR, OCGW_SOURCE, "%s", err);
         return 2;
     }
-    char *sessions = dg_sprintf("%s/sessions.json", g.cfg.state_dir);
-    if (och_host_set_state_file(g.host, sessions, err, sizeof err) != OC_OK ||
-        och_host_configure(g.host, g.cfg.root, g.cfg.config_dir, err, sizeof err) != OC_OK) {
-        och_log(g.host, OC_LOG_ERROR, OCGW_SOURCE, "%s", err);
-        exit_code = 2;
-        goto out;
+    *sessions = dg_sprintf("%s/sessions.json", g->cfg.state_dir);
+    if (och_host_set_state_file(g->host, *sessions, err, sizeof err) != OC_OK ||
+        och_host_configure(g->host, g->cfg.root, g->cfg.config_dir, err, sizeof err) != OC_OK) {
+        och_log(g->host, OC_LOG_ERROR, OCGW_SOURCE, "%s", err);
+        return 2;
     }
-    for (size_t i = 0; i < g.cfg.n_agents; i++) {
-        ocgw_agent *a = &g.cfg.agents[i];
-        if (!a->local)
-            continue; /* another gateway runs it: no token, no client here */
-        if (make_client(&g, a->id, a->token, &a->dc, err, sizeof err) != OC_OK ||
-            ocgw_mkdirs(a->workspace, 0755) != 0) {
-            if (!a->dc)
-                och_log(g.host, OC_LOG_ERROR, OCGW_SOURCE, "%s", err);
-            else
-                och_log(g.host, OC_LOG_ERROR, OCGW_SOURCE, "agents[%s].workspace %s: %s", a->id,
-                        a->workspace, strerror(errno));
-            exit_code = 2;
-            goto out;
-        }
-    }
-    for (size_t i = 0; i < g.cfg.n_humans; i++) {
-        ocgw_human *h = &g.cfg.humans[i];
-        if (h->local && h->token && make_client(&g, h->id, h->token, &h->dc, err, sizeof err) != OC_OK) {
-            och_log(g.host, OC_LOG_ERROR, OCGW_SOURCE, "%s", err);
-            exit_code = 2;
-            goto out;
-        }
-    }
+    return make_clients(g, err, sizeof err) ? 2 : 0;
+}
 
-    och_host_load(g.host);
-    {
-        int refused = report_plugins(&g);
-        int mistakes = ocgw_preflight(&g);
-        if (check_only) {
-            mistakes |= ocgw_check_moderators(&g);
-            if (!refused && !mistakes)
-                ocgw_check_summary(&g, stdout);
-            exit_code = refused || mistakes ? 1 : 0;
-            goto out;
-        }
-        if (mistakes) {
-            och_log(g.host, OC_LOG_ERROR, OCGW_SOURCE,
-                    "not starting: fix the config (the lines above say what); ocgw --check "
-                    "tells the same without starting");
-            exit_code = 2;
-            goto out;
-        }
+/* Load the plugins and check the config against them: -1 to start, else
+ * the exit code (--check's verdict, or 2 on a mistake). */
+static int load_plugins(ocgw *g, int check_only)
+{
+    och_host_load(g->host);
+    int refused = report_plugins(g);
+    int mistakes = ocgw_preflight(g);
+    if (check_only) {
+        mistakes |= ocgw_check_moderators(g);
+        if (!refused && !mistakes)
+            ocgw_check_summary(g, stdout);
+        return refused || mistakes ? 1 : 0;
     }
+    if (mistakes) {
+        och_log(g->host, OC_LOG_ERROR, OCGW_SOURCE,
+                "not starting: fix the config (the lines above say what); ocgw --check "
+                "tells the same without starting");
+        return 2;
+    }
+    return -1;
+}
 
-    install_channels(&g);
-    ocgw_state_save(&g.st);
-    {
-        json_t *ev = json_object();
-        och_hook_dispatch(g.host, "gateway_start", ev, NULL, NULL);
-        json_decref(ev);
-    }
-    long starts = (long)json_integer_value(json_object_get(g.st.doc, "starts"));
-    json_t *tools = och_tools_list(g.host);
-    ocgw_say(&g, "[gateway] started (start %ld): %zu agents, %zu configured channels, %zu tools, "
-                 "state %s", starts, g.cfg.n_agents, g.cfg.n_channels, json_array_size(tools),
-             g.st.path);
-    if (g.cfg.split) {
+/* The channels installed, gateway_start dispatched, and the start told. */
+static void start_gateway(ocgw *g)
+{
+    install_channels(g);
+    ocgw_state_save(&g->st);
+    json_t *ev = json_object();
+    och_hook_dispatch(g->host, "gateway_start", ev, NULL, NULL);
+    json_decref(ev);
+    long starts = (long)json_integer_value(json_object_get(g->st.doc, "starts"));
+    json_t *tools = och_tools_list(g->host);
+    ocgw_say(g, "[gateway] started (start %ld): %zu agents, %zu configured channels, %zu tools, "
+                "state %s", starts, g->cfg.n_agents, g->cfg.n_channels, json_array_size(tools),
+             g->st.path);
+    if (g->cfg.split) {
         char mine[512] = "", theirs[512] = "";
-        for (size_t i = 0; i < g.cfg.n_agents; i++) {
-            char *l = g.cfg.agents[i].local ? mine : theirs;
-            snprintf(l + strlen(l), 512 - strlen(l), "%s%s", *l ? ", " : "", g.cfg.agents[i].id);
+        for (size_t i = 0; i < g->cfg.n_agents; i++) {
+            char *l = g->cfg.agents[i].local ? mine : theirs;
+            snprintf(l + strlen(l), 512 - strlen(l), "%s%s", *l ? ", " : "", g->cfg.agents[i].id);
         }
-        for (size_t i = 0; i < g.cfg.n_humans; i++)
-            if (g.cfg.humans[i].local && g.cfg.humans[i].n_steps)
+        for (size_t i = 0; i < g->cfg.n_humans; i++)
+            if (g->cfg.humans[i].local && g->cfg.humans[i].n_steps)
                 snprintf(mine + strlen(mine), sizeof mine - strlen(mine), ", %s (scripted human)",
-                         g.cfg.humans[i].id);
-        ocgw_say(&g, "[gateway] runs %s here; %s run on another gateway", mine, theirs);
+                         g->cfg.humans[i].id);
+        ocgw_say(g, "[gateway] runs %s here; %s run on another gateway", mine, theirs);
     }
     json_decref(tools);
-    och_log(g.host, OC_LOG_INFO, OCGW_SOURCE, "gateway started; polling every %ld ms",
-            g.cfg.poll_ms);
+    och_log(g->host, OC_LOG_INFO, OCGW_SOURCE, "gateway started; polling every %ld ms",
+            g->cfg.poll_ms);
+}
 
+/* Channels learned but not resolved yet, and reading cursors not set yet;
+ * 1 when every channel read has its cursor. */
+static int prepare_channels(ocgw *g, int64_t now)
+{
+    json_t *chs = ocgw_state_obj(&g->st, "channels");
+    const char *id;
+    json_t *ch;
+    int cursors_ready = 1;
+    json_object_foreach(chs, id, ch) {
+        if (json_is_true(json_object_get(ch, "pending")))
+            resolve_learned(g, id, ch, now);
+        else if ((json_is_null(json_object_get(ch, "cursor")) ||
+                  !json_object_get(ch, "cursor")) &&
+                 ocgw_chan_reader(&g->cfg, ch, 0)) {
+            init_cursor(g, id, ch, now);
+            if (!json_is_string(json_object_get(ch, "cursor")))
+                cursors_ready = 0;
+        }
+    }
+    return cursors_ready;
+}
+
+/* The message in flight, else the next queued one, else a scripted
+ * human's next step; *busy when a message was handled. 1 when it is to be
+ * tried again after a poll interval. */
+static int handle_next(ocgw *g, int64_t now, int cursors_ready, int *busy)
+{
+    int rc = 0;
+    if (json_is_object(json_object_get(g->st.doc, "inflight"))) {
+        rc = ocgw_process_inflight(g);
+        *busy = 1;
+    } else {
+        ocgw_msg m;
+        if (dequeue(g, &m, now)) {
+            ocgw_begin_message(g, &m);
+            ocgw_msg_free(&m);
+            rc = ocgw_process_inflight(g);
+            *busy = 1;
+        }
+    }
+    if (rc == 0 && cursors_ready && !*busy)
+        rc = ocgw_humans_fire(g);
+    return rc;
+}
+
+static void poll_channels(ocgw *g, int64_t now)
+{
+    const char *id;
+    json_t *ch;
+    json_object_foreach(ocgw_state_obj(&g->st, "channels"), id, ch) {
+        if (g_stop)
+            break;
+        if (!json_is_true(json_object_get(ch, "pending")) &&
+            json_is_string(json_object_get(ch, "cursor")))
+            poll_channel(g, id, ch, now);
+    }
+}
+
+/* The story's progress, between messages. *complete_since: when it was
+ * first found complete (0: not). -1 to go on, else the exit code. */
+static int story_check(ocgw *g, ocgw_expect *ex, int64_t now, int64_t *complete_since)
+{
+    char why[1024] = "";
+    int rc = ocgw_expect_check(g, ex, 0, why, sizeof why);
+    if (rc < 0) {
+        ocgw_say(g, "== story FAILED: %s ==", why);
+        ocgw_expect_check(g, ex, 1, why, sizeof why);
+        return 1;
+    }
+    if (rc == 1 && !*complete_since)
+        *complete_since = now;
+    else if (rc == 0)
+        *complete_since = 0;
+    if (rc == 1 && now - *complete_since >= ex->settle_ms) {
+        rc = ocgw_expect_check(g, ex, 1, why, sizeof why);
+        ocgw_say(g, rc == 1 ? "== story complete: every step happened as written =="
+                            : "== story FAILED at the final check: %s ==", why);
+        return rc == 1 ? 0 : 1;
+    }
+    return -1;
+}
+
+/* A story that never settles still ends: exit code 1. */
+static int story_timed_out(ocgw *g, ocgw_expect *ex, int64_t elapsed)
+{
+    char why[1024] = "";
+    int rc = ocgw_expect_check(g, ex, 0, why, sizeof why);
+    ocgw_say(g, "== story TIMED OUT after %ld ms%s%s ==", (long)elapsed,
+             rc == 1 ? "" : ": ", rc == 1 ? "" : why);
+    ocgw_expect_check(g, ex, 1, why, sizeof why);
+    return 1;
+}
+
+/* Poll, deliver and check the story until a signal or the story's end;
+ * returns the exit code. ex is NULL without a story. */
+static int run_gateway(ocgw *g, ocgw_expect *ex)
+{
     int64_t t0 = ocgw_now_ms(), last_check = 0, complete_since = 0, retry_at = 0;
-    long check_every = g.cfg.poll_ms * 2 > 300 ? g.cfg.poll_ms * 2 : 300;
+    long check_every = g->cfg.poll_ms * 2 > 300 ? g->cfg.poll_ms * 2 : 300;
+    int exit_code = 0;
     while (!g_stop) {
         int64_t now = ocgw_now_ms();
         int busy = 0;
-        json_t *chs = ocgw_state_obj(&g.st, "channels");
-        const char *id;
-        json_t *ch;
-        int cursors_ready = 1;
-        json_object_foreach(chs, id, ch) {
-            if (json_is_true(json_object_get(ch, "pending")))
-                resolve_learned(&g, id, ch, now);
-            else if ((json_is_null(json_object_get(ch, "cursor")) ||
-                      !json_object_get(ch, "cursor")) &&
-                     ocgw_chan_reader(&g.cfg, ch, 0)) {
-                init_cursor(&g, id, ch, now);
-                if (!json_is_string(json_object_get(ch, "cursor")))
-                    cursors_ready = 0;
-            }
-        }
-        discover_channels(&g, now);
+        int cursors_ready = prepare_channels(g, now);
+        discover_channels(g, now);
         if (g_stop)
             break;
-        if (now >= retry_at) {
-            int rc = 0;
-            if (json_is_object(json_object_get(g.st.doc, "inflight"))) {
-                rc = ocgw_process_inflight(&g);
-                busy = 1;
-            } else {
-                ocgw_msg m;
-                if (dequeue(&g, &m, now)) {
-                    ocgw_begin_message(&g, &m);
-                    ocgw_msg_free(&m);
-                    rc = ocgw_process_inflight(&g);
-                    busy = 1;
-                }
-            }
-            if (rc == 0 && cursors_ready && !busy)
-                rc = ocgw_humans_fire(&g);
-            if (rc == 1)
-                retry_at = now + g.cfg.poll_ms;
-        }
+        if (now >= retry_at && handle_next(g, now, cursors_ready, &busy) == 1)
+            retry_at = now + g->cfg.poll_ms;
         now = ocgw_now_ms();
-        json_object_foreach(chs, id, ch) {
-            if (g_stop)
-                break;
-            if (!json_is_true(json_object_get(ch, "pending")) &&
-                json_is_string(json_object_get(ch, "cursor")))
-                poll_channel(&g, id, ch, now);
-        }
-        if (expect_path && !busy && !g.n_queue &&
-            !json_is_object(json_object_get(g.st.doc, "inflight")) &&
+        poll_channels(g, now);
+        if (ex && !busy && !g->n_queue &&
+            !json_is_object(json_object_get(g->st.doc, "inflight")) &&
             now - last_check >= check_every) {
             last_check = now;
-            char why[1024] = "";
-            int rc = ocgw_expect_check(&g, &ex, 0, why, sizeof why);
-            if (rc < 0) {
-                ocgw_say(&g, "== story FAILED: %s ==", why);
-                ocgw_expect_check(&g, &ex, 1, why, sizeof why);
-                exit_code = 1;
+            if ((exit_code = story_check(g, ex, now, &complete_since)) >= 0)
                 break;
-            }
-            if (rc == 1 && !complete_since)
-                complete_since = now;
-            else if (rc == 0)
-                complete_since = 0;
-            if (rc == 1 && now - complete_since >= ex.settle_ms) {
-                rc = ocgw_expect_check(&g, &ex, 1, why, sizeof why);
-                ocgw_say(&g, rc == 1 ? "== story complete: every step happened as written =="
-                                     : "== story FAILED at the final check: %s ==", why);
-                exit_code = rc == 1 ? 0 : 1;
-                break;
-            }
+            exit_code = 0;
         }
         /* Busy or not: a story that never settles still ends. */
-        if (expect_path && now - t0 > ex.timeout_ms) {
-            char why[1024] = "";
-            int rc = ocgw_expect_check(&g, &ex, 0, why, sizeof why);
-            ocgw_say(&g, "== story TIMED OUT after %ld ms%s%s ==", (long)(now - t0),
-                     rc == 1 ? "" : ": ", rc == 1 ? "" : why);
-            ocgw_expect_check(&g, &ex, 1, why, sizeof why);
-            exit_code = 1;
+        if (ex && now - t0 > ex->timeout_ms) {
+            exit_code = story_timed_out(g, ex, now - t0);
             break;
         }
         if (!busy)
-            ocgw_sleep_ms(g.cfg.poll_ms < 20 ? g.cfg.poll_ms : 20);
+            ocgw_sleep_ms(g->cfg.poll_ms < 20 ? g->cfg.poll_ms : 20);
     }
-    {
-        json_t *ev = json_pack("{s:s}", "reason", g_stop ? "signal" : "story finished");
-        och_hook_dispatch(g.host, "gateway_stop", ev, NULL, NULL);
-        json_decref(ev);
-    }
-    ocgw_state_save(&g.st);
-    print_totals(&g);
-out:
-    och_host_free(g.host); /* plugins shut down first: their threads may still log */
-    g.host = NULL;
+    json_t *ev = json_pack("{s:s}", "reason", g_stop ? "signal" : "story finished");
+    och_hook_dispatch(g->host, "gateway_stop", ev, NULL, NULL);
+    json_decref(ev);
+    ocgw_state_save(&g->st);
+    print_totals(g);
+    return exit_code;
+}
+
+/* Everything main set up, in any state it got to. */
+static void cleanup(ocgw *g, ocgw_expect *ex, char *sessions)
+{
+    och_host_free(g->host); /* plugins shut down first: their threads may still log */
+    g->host = NULL;
     g_self = NULL;
     free(sessions);
-    for (size_t i = 0; i < g.n_queue; i++)
-        ocgw_msg_free(&g.queue[i]);
-    free(g.queue);
-    for (size_t i = 0; i < g.n_rt; i++)
-        free(g.rt[i].id);
-    free(g.rt);
-    ocgw_state_close(&g.st);
-    ocgw_config_free(&g.cfg);
-    ocgw_expect_free(&ex);
-    if (g.transcript && g.transcript != stdout)
-        fclose(g.transcript);
+    for (size_t i = 0; i < g->n_queue; i++)
+        ocgw_msg_free(&g->queue[i]);
+    free(g->queue);
+    for (size_t i = 0; i < g->n_rt; i++)
+        free(g->rt[i].id);
+    free(g->rt);
+    ocgw_state_close(&g->st);
+    ocgw_config_free(&g->cfg);
+    ocgw_expect_free(ex);
+    if (g->transcript && g->transcript != stdout)
+        fclose(g->transcript);
+}
+
+int main(int argc, char **argv)
+{
+    ocgw_opts o;
+    int exit_code = parse_args(argc, argv, &o);
+    if (exit_code >= 0)
+        return exit_code;
+    ocgw g;
+    memset(&g, 0, sizeof g);
+    g_self = &g;
+    g.stop = &g_stop;
+    g.quiet = o.quiet;
+    g.verbose = o.verbose;
+    g.die_at = getenv("OCGW_DIE_AT");
+    ocgw_expect ex;
+    memset(&ex, 0, sizeof ex);
+    char *sessions = NULL;
+    if ((exit_code = load_config(&g, &o, &ex)) == 0) {
+        install_signals();
+        if ((exit_code = open_host(&g, &sessions)) == 0 &&
+            (exit_code = load_plugins(&g, o.check_only)) < 0) {
+            start_gateway(&g);
+            exit_code = run_gateway(&g, o.expect_path ? &ex : NULL);
+        }
+    }
+    cleanup(&g, &ex, sessions);
     return exit_code;
 }

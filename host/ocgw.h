@@ -341,6 +341,13 @@ void ocgw_learn_channel(ocgw *g, const char *channel_id, const char *by_agent,
 
 /* ---- processing one message (ocgw_run.c) ----------------------------------------- */
 
+/* Save the state file; a failure is logged (a crash then would repeat
+ * work), not returned: the gateway goes on. */
+void ocgw_save_state(ocgw *g);
+/* A Discord nonce: tag and 16 hex digits of a hash of a, b, c (out has
+ * room for 26), so the same post after a crash gets the same nonce. */
+void ocgw_nonce(char out[26], char tag, const char *a, const char *b, const char *c);
+
 /*
  * Process the message in flight (state inflight) to the end: returns 0 when
  * done (cursor advanced, inflight cleared), 1 when it must be retried later
@@ -351,7 +358,7 @@ int ocgw_process_inflight(ocgw *g);
 /* Start processing m (copied into the journal). */
 int ocgw_begin_message(ocgw *g, const ocgw_msg *m);
 
-/* Human scripts (ocgw_run.c): mark the steps whose `after` matches m as
+/* Human scripts (ocgw_humans.c): mark the steps whose `after` matches m as
  * due (in the state, saved by the caller). */
 void ocgw_humans_observe(ocgw *g, const ocgw_msg *m);
 /* Post the due human messages; 0, or 1 to retry later. */

@@ -69,26 +69,10 @@ static int strings(const json_t *o, const char *where, const char *const *keys, 
     return 0;
 }
 
-/* The story's shape, checked at load so a typo is an error naming the key
- * rather than a story that silently expects something else. */
-static int validate(const json_t *doc, const char *path, char *err, size_t n)
+/* channels: channel -> [messages], each a match with optional mentions. */
+static int validate_channels(const json_t *doc, const char *path, char *err, size_t n)
 {
-    static const char *const keys[] = {"description", "timeoutMs", "settleMs", "channels",
-                                       "files", "tools", "totals", "humansDone", NULL};
     char where[256];
-    if (known_keys(doc, path, keys, err, n))
-        return -1;
-    const json_t *t = json_object_get(doc, "timeoutMs"), *s = json_object_get(doc, "settleMs");
-    if (t && (!json_is_integer(t) || json_integer_value(t) < 1 ||
-              json_integer_value(t) > 86400000))
-        return why_set(err, n, -1, "%s: timeoutMs: expected milliseconds in 1..86400000", path);
-    if (s && (!json_is_integer(s) || json_integer_value(s) < 0 ||
-              json_integer_value(s) > 600000))
-        return why_set(err, n, -1, "%s: settleMs: expected milliseconds in 0..600000", path);
-    const json_t *hd = json_object_get(doc, "humansDone");
-    if (hd && !json_is_boolean(hd))
-        return why_set(err, n, -1, "%s: humansDone: expected true or false", path);
-
     const json_t *ch = json_object_get(doc, "channels");
     if (ch && !json_is_object(ch))
         return why_set(err, n, -1, "%s: channels: expected an object channel -> [messages]",
@@ -120,13 +104,20 @@ static int validate(const json_t *doc, const char *path, char *err, size_t n)
             ocgw_match_free(&tmp);
         }
     }
+    return 0;
+}
 
+/* files: [{agent, path, contains?}], paths inside the workspace. */
+static int validate_files(const json_t *doc, const char *path, char *err, size_t n)
+{
     static const char *const fkeys[] = {"agent", "path", "contains", NULL};
+    char where[256];
     const json_t *files = json_object_get(doc, "files");
     if (files && !json_is_array(files))
         return why_set(err, n, -1, "%s: files: expected an array of {agent, path, contains?}",
                        path);
     size_t i;
+    json_t *v;
     json_array_foreach(files, i, v) {
         snprintf(where, sizeof where, "%s: files[%zu]", path, i);
         if (!json_is_object(v))
@@ -138,11 +129,19 @@ static int validate(const json_t *doc, const char *path, char *err, size_t n)
             return why_set(err, n, -1, "%s.path: \"%s\" must be relative to the agent's "
                            "workspace, without ..", where, rel);
     }
+    return 0;
+}
 
+/* tools: [{agent, tool, status}], status an oc_status name. */
+static int validate_tools(const json_t *doc, const char *path, char *err, size_t n)
+{
     static const char *const tkeys[] = {"agent", "tool", "status", NULL};
+    char where[256];
     const json_t *tools = json_object_get(doc, "tools");
     if (tools && !json_is_array(tools))
         return why_set(err, n, -1, "%s: tools: expected an array of {agent, tool, status}", path);
+    size_t i;
+    json_t *v;
     json_array_foreach(tools, i, v) {
         snprintf(where, sizeof where, "%s: tools[%zu]", path, i);
         if (!json_is_object(v))
@@ -157,11 +156,19 @@ static int validate(const json_t *doc, const char *path, char *err, size_t n)
             return why_set(err, n, -1, "%s.status: \"%s\" is not an oc_status name (OC_OK, "
                            "OC_ERR_INVALID, ... OC_ERR_INTERNAL)", where, st);
     }
+    return 0;
+}
 
+/* totals: name -> {min?, max?}, counts. */
+static int validate_totals(const json_t *doc, const char *path, char *err, size_t n)
+{
     static const char *const mkeys[] = {"min", "max", NULL};
+    char where[256];
     const json_t *totals = json_object_get(doc, "totals");
     if (totals && !json_is_object(totals))
         return why_set(err, n, -1, "%s: totals: expected an object name -> {min?, max?}", path);
+    const char *k;
+    json_t *v;
     json_object_foreach((json_t *)totals, k, v) {
         snprintf(where, sizeof where, "%s: totals.%s", path, k);
         if (!json_is_object(v))
@@ -175,6 +182,30 @@ static int validate(const json_t *doc, const char *path, char *err, size_t n)
                                mkeys[b]);
         }
     }
+    return 0;
+}
+
+/* The story's shape, checked at load so a typo is an error naming the key
+ * rather than a story that silently expects something else. */
+static int validate(const json_t *doc, const char *path, char *err, size_t n)
+{
+    static const char *const keys[] = {"description", "timeoutMs", "settleMs", "channels",
+                                       "files", "tools", "totals", "humansDone", NULL};
+    if (known_keys(doc, path, keys, err, n))
+        return -1;
+    const json_t *t = json_object_get(doc, "timeoutMs"), *s = json_object_get(doc, "settleMs");
+    if (t && (!json_is_integer(t) || json_integer_value(t) < 1 ||
+              json_integer_value(t) > 86400000))
+        return why_set(err, n, -1, "%s: timeoutMs: expected milliseconds in 1..86400000", path);
+    if (s && (!json_is_integer(s) || json_integer_value(s) < 0 ||
+              json_integer_value(s) > 600000))
+        return why_set(err, n, -1, "%s: settleMs: expected milliseconds in 0..600000", path);
+    const json_t *hd = json_object_get(doc, "humansDone");
+    if (hd && !json_is_boolean(hd))
+        return why_set(err, n, -1, "%s: humansDone: expected true or false", path);
+    if (validate_channels(doc, path, err, n) || validate_files(doc, path, err, n) ||
+        validate_tools(doc, path, err, n) || validate_totals(doc, path, err, n))
+        return -1;
     return 0;
 }
 

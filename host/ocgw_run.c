@@ -114,7 +114,7 @@ static void iset(json_t *o, const char *k, long v)
     json_object_set_new(o, k, json_integer(v));
 }
 
-static void save(ocgw *g)
+void ocgw_save_state(ocgw *g)
 {
     if (ocgw_state_save(&g->st) != 0)
         och_log(g->host, OC_LOG_ERROR, OCGW_SOURCE,
@@ -163,7 +163,7 @@ static json_t *agent_ctx(ocgw *g, const ocgw_agent *a, const json_t *run, const 
     return ctx;
 }
 
-static void nonce_for(char out[26], char tag, const char *a, const char *b, const char *c)
+void ocgw_nonce(char out[26], char tag, const char *a, const char *b, const char *c)
 {
     snprintf(out, 26, "%c%016llx", tag, (unsigned long long)ocgw_hash(a, b, c, NULL));
 }
@@ -414,7 +414,7 @@ static int do_tool(ocgw *g, const ocgw_agent *a, json_t *run, const ocgw_msg *m,
         ocgw_say(g, "      %s: (the gateway restarted during this call: made again with the "
                     "same toolCallId %s)", a->id, call_id);
     iset(run, "toolStarted", idx);
-    save(g);
+    ocgw_save_state(g);
     char *pj = json_dumps(params, JSON_COMPACT | JSON_SORT_KEYS);
     char *pl = ocgw_oneline(pj, 300);
     ocgw_say(g, "      %s -> tool %s %s", a->id, act->tool, pl ? pl : "");
@@ -481,7 +481,7 @@ static int do_tool(ocgw *g, const ocgw_agent *a, json_t *run, const ocgw_msg *m,
             iset(run, "attempt", iget(run, "attempt") + 1);
             iset(run, "toolStarted", -1);
             json_decref(res);
-            save(g);
+            ocgw_save_state(g);
             return 1;
         }
     }
@@ -556,7 +556,7 @@ static int run_model(ocgw *g, const ocgw_agent *a, json_t *run, const ocgw_msg *
             sset(run, "output", "NO_REPLY");
         }
         iset(run, "act", iget(run, "act") + 1);
-        save(g);
+        ocgw_save_state(g);
     }
     if (!sget(run, "output"))
         sset(run, "output", s ? "" : "NO_REPLY");
@@ -636,7 +636,7 @@ static int send_reply(ocgw *g, const ocgw_agent *a, json_t *run, const ocgw_msg 
     json_t *v;
     json_array_foreach(ids, i, v) if (nm < 100) mention[nm++] = json_string_value(v);
     char nonce[26];
-    nonce_for(nonce, 'a', a->id, chan_key(m), m->id);
+    ocgw_nonce(nonce, 'a', a->id, chan_key(m), m->id);
     char *mid = NULL;
     dg_discord_err e;
     int rc = dg_discord_post_message(a->dc, chan_key(m), content, mention, nm, nonce, &mid, &e);
@@ -685,7 +685,7 @@ static int do_run(ocgw *g, json_t *run, const ocgw_msg *m)
         /* OpenClaw marks this fallback as an error notice (isError). */
         json_object_set_new(run, "isError", json_true());
         sset(run, "phase", g->cfg.agent_end_after_claim ? "model_done" : "ended");
-        save(g);
+        ocgw_save_state(g);
         ph = sget(run, "phase");
     }
     if (!strcmp(ph, "decided")) {
@@ -712,7 +712,7 @@ static int do_run(ocgw *g, json_t *run, const ocgw_msg *m)
                          sget(run, "provider"), sget(run, "model"), other);
             sset(run, "phase", "model");
         }
-        save(g);
+        ocgw_save_state(g);
         ph = sget(run, "phase");
     }
     if (!strcmp(ph, "model")) {
@@ -727,7 +727,7 @@ static int do_run(ocgw *g, json_t *run, const ocgw_msg *m)
         if (failed)
             return 1;
         sset(run, "phase", "model_done");
-        save(g);
+        ocgw_save_state(g);
         ph = sget(run, "phase");
     }
     if (!strcmp(ph, "model_done")) {
@@ -740,7 +740,7 @@ static int do_run(ocgw *g, json_t *run, const ocgw_msg *m)
         json_decref(ctx);
         ocgw_maybe_die(g, "after-agent-end");
         sset(run, "phase", "ended");
-        save(g);
+        ocgw_save_state(g);
         ph = sget(run, "phase");
     }
     if (!strcmp(ph, "ended")) {
@@ -757,7 +757,7 @@ static int do_run(ocgw *g, json_t *run, const ocgw_msg *m)
             ocgw_state_count(&g->st, claimed ? "claimedRuns" : "noReplySwaps", 1);
         if (!real)
             ocgw_state_count(&g->st, "silencedRuns", 1);
-        save(g);
+        ocgw_save_state(g);
     }
     return 0;
 }
@@ -840,7 +840,7 @@ int ocgw_process_inflight(ocgw *g)
         if (!bad_msg)
             ocgw_msg_free(&m);
         json_object_set_new(g->st.doc, "inflight", json_null());
-        save(g);
+        ocgw_save_state(g);
         return -1;
     }
     json_t *runs = json_object_get(inf, "runs");
@@ -866,7 +866,7 @@ int ocgw_process_inflight(ocgw *g)
         json_array_extend(runs, real);
         json_decref(real);
         sset(inf, "phase", "runs");
-        save(g);
+        ocgw_save_state(g);
         ocgw_maybe_die(g, "after-decide");
     } else {
         say_message(g, &m, 1);
@@ -895,109 +895,8 @@ int ocgw_process_inflight(ocgw *g)
     if (ch)
         sset(ch, "cursor", m.id);
     json_object_set_new(g->st.doc, "inflight", json_null());
-    save(g);
+    ocgw_save_state(g);
     ocgw_maybe_die(g, "after-message");
     ocgw_msg_free(&m);
     return 0;
-}
-
-/* ---- scripted humans ------------------------------------------------------------------------------------ */
-
-static json_t *human_state(ocgw *g, const ocgw_human *h)
-{
-    json_t *hs = ocgw_state_obj(&g->st, "humans");
-    json_t *me = json_object_get(hs, h->id);
-    if (!json_is_object(me)) {
-        json_object_set_new(hs, h->id, json_pack("{s:i, s:b}", "next", 0, "due", 0));
-        me = json_object_get(hs, h->id);
-    }
-    return me;
-}
-
-void ocgw_humans_observe(ocgw *g, const ocgw_msg *m)
-{
-    for (size_t i = 0; i < g->cfg.n_humans; i++) {
-        const ocgw_human *h = &g->cfg.humans[i];
-        if (!h->local)
-            continue; /* another gateway posts its script */
-        json_t *me = human_state(g, h);
-        long next = iget(me, "next");
-        if (next >= (long)h->n_steps || json_is_true(json_object_get(me, "due")))
-            continue;
-        const ocgw_human_step *s = &h->steps[next];
-        if (s->has_after && ocgw_match_msg(g, &s->after, m, NULL))
-            json_object_set_new(me, "due", json_true());
-    }
-}
-
-int ocgw_humans_fire(ocgw *g)
-{
-    for (size_t i = 0; i < g->cfg.n_humans; i++) {
-        const ocgw_human *h = &g->cfg.humans[i];
-        if (!h->local)
-            continue;
-        json_t *me = human_state(g, h);
-        long next;
-        while ((next = iget(me, "next")) < (long)h->n_steps) {
-            const ocgw_human_step *s = &h->steps[next];
-            if (s->has_after && !json_is_true(json_object_get(me, "due")))
-                break;
-            const char *ch = ocgw_channel_ref(g, s->channel);
-            if (!ch)
-                break; /* the channel is not known yet (a variable not bound) */
-            char err[400];
-            char *content = ocgw_subst(g, s->content, NULL, err, sizeof err);
-            if (!content) {
-                och_log(g->host, OC_LOG_ERROR, OCGW_SOURCE, "humans[%s].script[%ld]: %s; skipped",
-                        h->id, next, err);
-                iset(me, "next", next + 1);
-                json_object_set_new(me, "due", json_false());
-                save(g);
-                continue;
-            }
-            json_t *ids = ocgw_user_mentions(content);
-            const char *mention[100];
-            size_t nm = 0, k;
-            json_t *v;
-            json_array_foreach(ids, k, v) if (nm < 100) mention[nm++] = json_string_value(v);
-            char nonce[26], idx[24];
-            snprintf(idx, sizeof idx, "%ld", next);
-            nonce_for(nonce, 'h', h->id, idx, ch);
-            dg_discord_err e;
-            int rc = dg_discord_post_message(h->dc, ch, content, mention, nm, nonce, NULL, &e);
-            ocgw_rest_post(g, e.attempts, h->id);
-            json_decref(ids);
-            if (rc != OC_OK && e.retryable) {
-                free(content);
-                och_log(g->host, OC_LOG_WARN, OCGW_SOURCE, "human %s: post failed for now (%s)",
-                        h->id, e.message);
-                return 1;
-            }
-            if (rc == OC_OK) {
-                char *line = ocgw_pretty(g, content, 50);
-                ocgw_say(g, "[#%s] %s (scripted human) posts \"%s\"", ocgw_chan_label(g, ch),
-                         h->id, line ? line : "");
-                free(line);
-                ocgw_state_count(&g->st, "humanPosts", 1);
-            } else {
-                ocgw_say(g, "[#%s] %s (human, scripted): Discord refused the post: %s",
-                         ocgw_chan_label(g, ch), h->id, e.message);
-            }
-            free(content);
-            iset(me, "next", next + 1);
-            json_object_set_new(me, "due", json_false());
-            save(g);
-            ocgw_maybe_die(g, "after-human");
-        }
-    }
-    return 0;
-}
-
-int ocgw_humans_done(ocgw *g)
-{
-    for (size_t i = 0; i < g->cfg.n_humans; i++)
-        if (g->cfg.humans[i].local &&
-            iget(human_state(g, &g->cfg.humans[i]), "next") < (long)g->cfg.humans[i].n_steps)
-            return 0;
-    return 1;
 }

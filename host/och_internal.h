@@ -14,12 +14,18 @@
 #ifndef OCH_INTERNAL_H
 #define OCH_INTERNAL_H
 
+#include <assert.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include "buf.h"
 #include "ochost.h"
+
+/* A "caller holds" comment, checked: trylock cannot tell which thread
+ * holds mu, but never blocks, and takes nothing when it is held. */
+#define OCH_ASSERT_HELD(mu) assert(pthread_mutex_trylock(mu) == EBUSY)
 
 /* Hook ids, in the order of och_hook_names[]. */
 enum {

@@ -224,6 +224,99 @@ static char *read_bounded(const char *path, size_t max, size_t *len, char *why, 
     return buf;
 }
 
+/* path (dir/manifest.json) as JSON, or NULL with p refused with the reason. */
+static json_t *load_manifest_json(och_plugin *p, const char *path)
+{
+    char why[256];
+    size_t len = 0;
+    char *text = read_bounded(path, OCH_MANIFEST_MAX, &len, why, sizeof why);
+    if (!text) {
+        set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR, "%s: %s", path, why);
+        return NULL;
+    }
+    json_error_t je;
+    json_t *m = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    free(text);
+    if (!m)
+        set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR,
+                    "%s: line %d column %d: %s; fix the manifest", path, je.line, je.column,
+                    je.text);
+    return m;
+}
+
+/* The manifest's optional strings, abi, library, entry and configSchema;
+ * 0, or -1 with p refused with the reason. */
+static int check_manifest_members(och_plugin *p, const json_t *m, const char *path)
+{
+    static const char *const opt_strings[] = {"name", "version", "description"};
+    for (size_t i = 0; i < sizeof opt_strings / sizeof *opt_strings; i++) {
+        const json_t *v = json_object_get(m, opt_strings[i]);
+        if (v && !json_is_string(v)) {
+            set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR, "%s: \"%s\" must be a string",
+                        path, opt_strings[i]);
+            return -1;
+        }
+    }
+    const json_t *abi = json_object_get(m, "abi");
+    const json_t *maj = json_object_get(abi, "major"), *min = json_object_get(abi, "minor");
+    if (!json_is_object(abi) || !json_is_integer(maj) || !json_is_integer(min) ||
+        json_integer_value(maj) < 0 || json_integer_value(min) < 0) {
+        set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR,
+                    "%s: \"abi\" must be {\"major\": <int>, \"minor\": <int>} (this host "
+                    "speaks %d.%d)",
+                    path, OC_ABI_MAJOR, OC_ABI_MINOR);
+        return -1;
+    }
+    const char *ls = json_string_value(json_object_get(m, "library"));
+    if (!ls || !*ls || strchr(ls, '/') || strcmp(ls, ".") == 0 || strcmp(ls, "..") == 0) {
+        set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR,
+                    "%s: \"library\" must be the file name of the .so next to the manifest "
+                    "(no folders)",
+                    path);
+        return -1;
+    }
+    const json_t *entry = json_object_get(m, "entry");
+    if (entry && (!json_is_string(entry) ||
+                  strcmp(json_string_value(entry), OC_PLUGIN_ENTRY_SYMBOL) != 0)) {
+        set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR,
+                    "%s: \"entry\" must be \"%s\", the one entry symbol of ABI %d", path,
+                    OC_PLUGIN_ENTRY_SYMBOL, OC_ABI_MAJOR);
+        return -1;
+    }
+    if (!json_is_object(json_object_get(m, "configSchema"))) {
+        set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR,
+                    "%s: \"configSchema\" is required and must be a JSON Schema object", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* The manifest's contracts, library path and version into p; 0, or -1
+ * with p refused with the reason. */
+static int take_manifest(och_plugin *p, const json_t *m, const char *path)
+{
+    const json_t *contracts = json_object_get(m, "contracts");
+    const json_t *version = json_object_get(m, "version");
+    if (contracts) {
+        const json_t *t = json_object_get(contracts, "tools");
+        const json_t *hk = json_object_get(contracts, "hooks");
+        if (!json_is_object(contracts) || (t && !json_is_array(t)) || (hk && !json_is_array(hk))) {
+            set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR,
+                        "%s: \"contracts\" must be {\"tools\": [names], \"hooks\": [names]}",
+                        path);
+            return -1;
+        }
+        p->contracts_tools = (json_t *)t;
+        p->contracts_hooks = (json_t *)hk;
+    }
+    if (!(p->library = och_path_join(p->dir, json_string_value(json_object_get(m, "library")))) ||
+        (version && !(p->version = strdup(json_string_value(version))))) {
+        set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
 /* Reads and checks dir/manifest.json into p. 0 when usable; otherwise p is
  * marked refused with the reason. */
 static int read_manifest(och_plugin *p)
@@ -233,103 +326,22 @@ static int read_manifest(och_plugin *p)
         set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR, "out of memory");
         return -1;
     }
-    char why[256];
-    size_t len = 0;
-    char *text = read_bounded(path, OCH_MANIFEST_MAX, &len, why, sizeof why);
-    if (!text) {
-        set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR, "%s: %s", path, why);
-        free(path);
-        return -1;
-    }
-    json_error_t je;
-    json_t *m = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-    free(text);
-    if (!m) {
-        set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR,
-                    "%s: line %d column %d: %s; fix the manifest", path, je.line, je.column,
-                    je.text);
-        free(path);
-        return -1;
-    }
-    p->manifest = m;
+    json_t *m = load_manifest_json(p, path);
     int bad = 1;
-    const json_t *id = json_object_get(m, "id");
-    const json_t *abi = json_object_get(m, "abi");
-    const json_t *lib = json_object_get(m, "library");
-    const json_t *entry = json_object_get(m, "entry");
-    const json_t *schema = json_object_get(m, "configSchema");
-    const json_t *contracts = json_object_get(m, "contracts");
-    const json_t *version = json_object_get(m, "version");
-    static const char *const opt_strings[] = {"name", "version", "description"};
-
-    if (!json_is_object(m)) {
-        set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR, "%s: expected a JSON object", path);
-    } else if (!json_is_string(id) || !valid_id(json_string_value(id))) {
-        set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR,
-                    "%s: \"id\" must be a non-empty string of letters, digits, '.', '_' or '-'",
-                    path);
-    } else {
-        if (!(p->id = strdup(json_string_value(id)))) {
-            set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR, "out of memory");
-            goto out;
-        }
-        for (size_t i = 0; i < sizeof opt_strings / sizeof *opt_strings; i++) {
-            const json_t *v = json_object_get(m, opt_strings[i]);
-            if (v && !json_is_string(v)) {
-                set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR, "%s: \"%s\" must be a string",
-                            path, opt_strings[i]);
-                goto out;
-            }
-        }
-        const json_t *maj = json_object_get(abi, "major"), *min = json_object_get(abi, "minor");
-        if (!json_is_object(abi) || !json_is_integer(maj) || !json_is_integer(min) ||
-            json_integer_value(maj) < 0 || json_integer_value(min) < 0) {
+    if (m) {
+        p->manifest = m;
+        const json_t *id = json_object_get(m, "id");
+        if (!json_is_object(m))
+            set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR, "%s: expected a JSON object", path);
+        else if (!json_is_string(id) || !valid_id(json_string_value(id)))
             set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR,
-                        "%s: \"abi\" must be {\"major\": <int>, \"minor\": <int>} (this host "
-                        "speaks %d.%d)",
-                        path, OC_ABI_MAJOR, OC_ABI_MINOR);
-            goto out;
-        }
-        const char *ls = json_string_value(lib);
-        if (!ls || !*ls || strchr(ls, '/') || strcmp(ls, ".") == 0 || strcmp(ls, "..") == 0) {
-            set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR,
-                        "%s: \"library\" must be the file name of the .so next to the manifest "
-                        "(no folders)",
+                        "%s: \"id\" must be a non-empty string of letters, digits, '.', '_' or '-'",
                         path);
-            goto out;
-        }
-        if (entry && (!json_is_string(entry) ||
-                      strcmp(json_string_value(entry), OC_PLUGIN_ENTRY_SYMBOL) != 0)) {
-            set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR,
-                        "%s: \"entry\" must be \"%s\", the one entry symbol of ABI %d", path,
-                        OC_PLUGIN_ENTRY_SYMBOL, OC_ABI_MAJOR);
-            goto out;
-        }
-        if (!json_is_object(schema)) {
-            set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR,
-                        "%s: \"configSchema\" is required and must be a JSON Schema object", path);
-            goto out;
-        }
-        if (contracts) {
-            const json_t *t = json_object_get(contracts, "tools");
-            const json_t *hk = json_object_get(contracts, "hooks");
-            if (!json_is_object(contracts) || (t && !json_is_array(t)) || (hk && !json_is_array(hk))) {
-                set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR,
-                            "%s: \"contracts\" must be {\"tools\": [names], \"hooks\": [names]}",
-                            path);
-                goto out;
-            }
-            p->contracts_tools = (json_t *)t;
-            p->contracts_hooks = (json_t *)hk;
-        }
-        if (!(p->library = och_path_join(p->dir, ls)) ||
-            (version && !(p->version = strdup(json_string_value(version))))) {
+        else if (!(p->id = strdup(json_string_value(id))))
             set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR, "out of memory");
-            goto out;
-        }
-        bad = 0;
+        else
+            bad = check_manifest_members(p, m, path) || take_manifest(p, m, path);
     }
-out:
     free(path);
     return bad ? -1 : 0;
 }
@@ -394,23 +406,17 @@ static void unload(och_plugin *p)
     p->table = NULL;
 }
 
-static void load_one(och_host *h, och_plugin *p)
+/* The library opened and its entry called: its table, or NULL with p
+ * refused with the reason (and the library closed). */
+static const oc_plugin *open_library(och_plugin *p)
 {
-    if (read_manifest(p) || config_verdict(h, p))
-        return;
-    const json_t *abi = json_object_get(p->manifest, "abi");
-    if (check_version(p, (long)json_integer_value(json_object_get(abi, "major")),
-                      (long)json_integer_value(json_object_get(abi, "minor")),
-                      "its manifest.json declares"))
-        return;
-
     struct stat st;
     if (stat(p->library, &st) != 0) {
         set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR,
                     "library %s named by manifest.json cannot be found (%s); build or install "
                     "it next to the manifest",
                     p->library, strerror(errno));
-        return;
+        return NULL;
     }
     dlerror();
     p->dl = dlopen(p->library, RTLD_NOW | RTLD_LOCAL);
@@ -418,7 +424,7 @@ static void load_one(och_host *h, och_plugin *p)
         const char *e = dlerror();
         set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR, "dlopen(%s) failed: %s", p->library,
                     e ? e : "unknown error");
-        return;
+        return NULL;
     }
     dlerror();
     void *sym = dlsym(p->dl, OC_PLUGIN_ENTRY_SYMBOL);
@@ -429,7 +435,7 @@ static void load_one(och_host *h, och_plugin *p)
                     "default visibility",
                     p->library, OC_PLUGIN_ENTRY_SYMBOL, e ? e : "not found");
         unload(p);
-        return;
+        return NULL;
     }
     oc_plugin_entry_fn entry;
     /* POSIX guarantees the object/function pointer conversion for dlsym. */
@@ -439,52 +445,52 @@ static void load_one(och_host *h, och_plugin *p)
         set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR, "%s() returned NULL",
                     OC_PLUGIN_ENTRY_SYMBOL);
         unload(p);
-        return;
     }
+    return t;
+}
+
+/* The table the library gave, against the ABI and the manifest; 0, or -1
+ * with p refused with the reason (the library stays open). */
+static int check_table(och_host *h, och_plugin *p, const oc_plugin *t)
+{
     /* abi_major, abi_minor and struct_size are the first three fields of
      * every version, so they can be read before the size is checked. */
-    if (check_version(p, (long)t->abi_major, (long)t->abi_minor, "the library reports")) {
-        unload(p);
-        return;
-    }
+    if (check_version(p, (long)t->abi_major, (long)t->abi_minor, "the library reports"))
+        return -1;
     if (t->struct_size < PLUGIN_V1_SIZE) {
         set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR,
                     "its oc_plugin table is %u bytes, smaller than the %zu bytes of ABI %d.0; "
                     "set struct_size = sizeof(oc_plugin) and rebuild",
                     (unsigned)t->struct_size, (size_t)PLUGIN_V1_SIZE, OC_ABI_MAJOR);
-        unload(p);
-        return;
+        return -1;
     }
     if (!t->id || strcmp(t->id, p->id) != 0) {
         set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR,
                     "the library's id \"%s\" differs from the manifest's id \"%s\"; they must "
                     "be the same",
                     t->id ? t->id : "(NULL)", p->id);
-        unload(p);
-        return;
+        return -1;
     }
     if (!t->init || !t->shutdown) {
         set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR,
                     "its oc_plugin table has no %s function; init and shutdown are mandatory",
                     !t->init ? "init" : "shutdown");
-        unload(p);
-        return;
+        return -1;
     }
+    const json_t *abi = json_object_get(p->manifest, "abi");
     if (t->abi_minor != json_integer_value(json_object_get(abi, "minor")))
         och_log(h, OC_LOG_WARN, p->id,
                 "manifest.json declares ABI %lld.%lld, the library %u.%u; keep them equal",
                 (long long)json_integer_value(json_object_get(abi, "major")),
                 (long long)json_integer_value(json_object_get(abi, "minor")),
                 (unsigned)t->abi_major, (unsigned)t->abi_minor);
-    p->table = t;
-    if (t->version) {
-        char *v = strdup(t->version);
-        if (v) {
-            free(p->version);
-            p->version = v;
-        }
-    }
+    return 0;
+}
 
+/* Call the plugin's init with its config; on failure what it registered
+ * is dropped, p marked failed with its reason and the library closed. */
+static void init_plugin(och_host *h, och_plugin *p, const oc_plugin *t)
+{
     const och_entry_cfg *e = och_config_entry(h, p->id);
     json_t *empty = NULL;
     const json_t *cfg = e && e->config ? e->config : (empty = json_object());
@@ -510,6 +516,33 @@ static void load_one(och_host *h, och_plugin *p)
     atomic_store(&p->active, 1);
     och_log(h, OC_LOG_INFO, p->id, "plugin %s %s loaded from %s (ABI %u.%u)", p->id,
             p->version ? p->version : "", p->dir, (unsigned)t->abi_major, (unsigned)t->abi_minor);
+}
+
+static void load_one(och_host *h, och_plugin *p)
+{
+    if (read_manifest(p) || config_verdict(h, p))
+        return;
+    const json_t *abi = json_object_get(p->manifest, "abi");
+    if (check_version(p, (long)json_integer_value(json_object_get(abi, "major")),
+                      (long)json_integer_value(json_object_get(abi, "minor")),
+                      "its manifest.json declares"))
+        return;
+    const oc_plugin *t = open_library(p);
+    if (!t)
+        return;
+    if (check_table(h, p, t)) {
+        unload(p);
+        return;
+    }
+    p->table = t;
+    if (t->version) {
+        char *v = strdup(t->version);
+        if (v) {
+            free(p->version);
+            p->version = v;
+        }
+    }
+    init_plugin(h, p, t);
 }
 
 /* ---- discovery ------------------------------------------------------------------ */

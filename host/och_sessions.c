@@ -49,6 +49,7 @@ void och_sessions_free(och_host *h)
 /* Index of key, or the insertion point as -(i+1). Caller holds sess_mu. */
 static long find(const och_host *h, const char *key)
 {
+    OCH_ASSERT_HELD((pthread_mutex_t *)&h->sess_mu);
     size_t lo = 0, hi = h->n_sessions;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -151,6 +152,7 @@ static int fsync_dir_of(const char *path)
  * returns OC_ERR_IO / OC_ERR_NOMEM and a reason in why. */
 static int save(const och_host *h, char *why, size_t why_len)
 {
+    OCH_ASSERT_HELD((pthread_mutex_t *)&h->sess_mu);
     if (!h->state_path)
         return OC_OK;
     json_t *root = table_json(h);

@@ -1,15 +1,17 @@
 /*
  * config.c -- parse and validate plugins.entries.dirigent.config.
  *
- * The table of keys is documented in docs/configuration.md;
- * manifest.json's configSchema mirrors it field for field (a test compares
- * them). Every refusal names the key and the rule, because a typo in a
+ * The keys are one table (KEYS, below), read in its order; manifest.json's
+ * configSchema and docs/configuration.md are checked against it by the
+ * config suite. Every refusal names the key and the rule, because a typo in a
  * gateway config must not pass silently.
  */
 #include "errors.h"
 #include "config.h"
 
+#include <assert.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -58,11 +60,12 @@ static int check_keys(const json_t *obj, const char *where, const char *const *a
     return OC_OK;
 }
 
-/* Optional string: *out stays NULL when absent. Empty strings are refused. */
-static int get_string(const json_t *obj, const char *key, const char *path, int required,
-                      char **out, char *err, size_t err_len)
+/* A string key's value, checked: *out stays NULL when absent (or null).
+ * Empty strings are refused. Borrowed from v. */
+static int string_value(const json_t *v, const char *path, int required, const char **out,
+                        char *err, size_t err_len)
 {
-    json_t *v = json_object_get(obj, key);
+    *out = NULL;
     if (!v || json_is_null(v)) {
         if (required)
             return dg_fail(err, err_len, OC_ERR_INVALID,
@@ -76,14 +79,25 @@ static int get_string(const json_t *obj, const char *key, const char *path, int 
     if (strlen(json_string_value(v)) != json_string_length(v))
         return dg_fail(err, err_len, OC_ERR_INVALID,
                     "config: \"%s\" must not contain NUL characters", path);
-    *out = strdup(json_string_value(v));
+    *out = json_string_value(v);
+    return OC_OK;
+}
+
+/* Optional string: *out stays NULL when absent; a copy the caller frees. */
+static int get_string(const json_t *obj, const char *key, const char *path, int required,
+                      char **out, char *err, size_t err_len)
+{
+    const char *s;
+    int rc = string_value(json_object_get(obj, key), path, required, &s, err, err_len);
+    if (rc || !s)
+        return rc;
+    *out = strdup(s);
     return *out ? OC_OK : OC_ERR_NOMEM;
 }
 
-static int get_int(const json_t *obj, const char *key, const char *path, long def,
-                   long min, long max, long *out, char *err, size_t err_len)
+static int get_int(const json_t *v, const char *path, long def, long min, long max, long *out,
+                   char *err, size_t err_len)
 {
-    json_t *v = json_object_get(obj, key);
     if (!v) {
         *out = def;
         return OC_OK;
@@ -102,17 +116,35 @@ static int get_int(const json_t *obj, const char *key, const char *path, long de
     return OC_OK;
 }
 
-static int get_object(const json_t *obj, const char *key, const char *path, json_t **out,
-                      char *err, size_t err_len)
+static int check_object(const json_t *v, const char *path, char *err, size_t err_len)
 {
-    json_t *v = json_object_get(obj, key);
-    *out = NULL;
-    if (!v)
-        return OC_OK;
-    if (!json_is_object(v))
+    if (v && !json_is_object(v))
         return dg_fail(err, err_len, OC_ERR_INVALID, "config: \"%s\" must be an object", path);
-    *out = v;
     return OC_OK;
+}
+
+static char **str_field(dg_config *c, const dg_config_key *k)
+{
+    return (char **)(void *)((char *)c + k->field);
+}
+
+static long *long_field(dg_config *c, const dg_config_key *k)
+{
+    return (long *)(void *)((char *)c + k->field);
+}
+
+/* The key names directly below `prefix` ("" for the top level,
+ * "discord." for a section), NULL-terminated, into names[cap]. */
+static void keys_below(const char *prefix, const char **names, size_t cap)
+{
+    size_t n_keys, n = 0, plen = strlen(prefix);
+    const dg_config_key *keys = dg_config_keys(&n_keys);
+    for (size_t i = 0; i < n_keys && n + 1 < cap; i++) {
+        const char *p = keys[i].path;
+        if (strncmp(p, prefix, plen) == 0 && !strchr(p + plen, '.'))
+            names[n++] = p + plen;
+    }
+    names[n] = NULL;
 }
 
 static int cmp_agent(const void *a, const void *b)
@@ -120,48 +152,46 @@ static int cmp_agent(const void *a, const void *b)
     return strcmp(((const dg_agent_cfg *)a)->agent_id, ((const dg_agent_cfg *)b)->agent_id);
 }
 
-static int parse_agents(const json_t *agents, dg_config *c, char *err, size_t err_len)
+/* One agent's entry of `agents`: its id and the keys "agents.*." allows. */
+static int parse_agent(const char *id, const json_t *val, dg_config *c, char *err,
+                       size_t err_len)
 {
-    size_t n = json_object_size(agents);
-    if (n == 0)
-        return OC_OK;
-    c->agents = calloc(n, sizeof *c->agents);
-    if (!c->agents)
-        return OC_ERR_NOMEM;
-    const char *id;
-    json_t *val;
     char path[160];
-    json_object_foreach((json_t *)agents, id, val) {
-        if (!dg_agent_id_valid(id))
-            return dg_fail(err, err_len, OC_ERR_INVALID,
-                        "config: agent id \"%.64s\" in \"agents\" must be " DG_AGENT_ID_RULE
-                        "; write it as OpenClaw names the agent", id);
-        snprintf(path, sizeof path, "agents.%s", id);
-        if (!json_is_object(val))
-            return dg_fail(err, err_len, OC_ERR_INVALID,
-                        "config: \"%s\" must be an object like {\"discordUserId\": \"<snowflake>\"}",
-                        path);
-        static const char *const keys[] = {"discordUserId", NULL};
-        char where[180];
-        snprintf(where, sizeof where, "%s.", path);
-        int rc = check_keys(val, where, keys, err, err_len);
-        if (rc)
-            return rc;
-        dg_agent_cfg *a = &c->agents[c->n_agents];
-        snprintf(path, sizeof path, "agents.%s.discordUserId", id);
-        rc = get_string(val, "discordUserId", path, 1, &a->discord_user_id, err, err_len);
-        if (rc)
-            return rc;
-        a->agent_id = strdup(id);
-        c->n_agents++;
-        if (!a->agent_id)
-            return OC_ERR_NOMEM;
-        if (!dg_is_snowflake(a->discord_user_id))
-            return dg_fail(err, err_len, OC_ERR_INVALID,
-                        "config: \"%s\" must be a Discord snowflake (1-20 digits), got \"%.40s\"",
-                        path, a->discord_user_id);
-    }
-    qsort(c->agents, c->n_agents, sizeof *c->agents, cmp_agent);
+    if (!dg_agent_id_valid(id))
+        return dg_fail(err, err_len, OC_ERR_INVALID,
+                    "config: agent id \"%.64s\" in \"agents\" must be " DG_AGENT_ID_RULE
+                    "; write it as OpenClaw names the agent", id);
+    snprintf(path, sizeof path, "agents.%s", id);
+    if (!json_is_object(val))
+        return dg_fail(err, err_len, OC_ERR_INVALID,
+                    "config: \"%s\" must be an object like {\"discordUserId\": \"<snowflake>\"}",
+                    path);
+    const char *keys[8];
+    keys_below("agents.*.", keys, sizeof keys / sizeof keys[0]);
+    char where[180];
+    snprintf(where, sizeof where, "%s.", path);
+    int rc = check_keys(val, where, keys, err, err_len);
+    if (rc)
+        return rc;
+    dg_agent_cfg *a = &c->agents[c->n_agents];
+    snprintf(path, sizeof path, "agents.%s.discordUserId", id);
+    rc = get_string(val, "discordUserId", path, 1, &a->discord_user_id, err, err_len);
+    if (rc)
+        return rc;
+    a->agent_id = strdup(id);
+    c->n_agents++;
+    if (!a->agent_id)
+        return OC_ERR_NOMEM;
+    if (!dg_is_snowflake(a->discord_user_id))
+        return dg_fail(err, err_len, OC_ERR_INVALID,
+                    "config: \"%s\" must be a Discord snowflake (1-20 digits), got \"%.40s\"",
+                    path, a->discord_user_id);
+    return OC_OK;
+}
+
+/* No agent uses the moderator's Discord user or another agent's. */
+static int check_agent_users(const dg_config *c, char *err, size_t err_len)
+{
     for (size_t i = 0; i < c->n_agents; i++) {
         if (c->moderator_user_id && strcmp(c->agents[i].discord_user_id, c->moderator_user_id) == 0)
             return dg_fail(err, err_len, OC_ERR_INVALID,
@@ -179,8 +209,31 @@ static int parse_agents(const json_t *agents, dg_config *c, char *err, size_t er
     return OC_OK;
 }
 
-static int parse_admins(const json_t *admins, dg_config *c, char *err, size_t err_len)
+static int rule_agents(const dg_config_key *k, const json_t *agents, dg_config *c, char *err,
+                       size_t err_len)
 {
+    (void)k;
+    size_t n = json_object_size(agents);
+    if (n == 0)
+        return OC_OK;
+    c->agents = calloc(n, sizeof *c->agents);
+    if (!c->agents)
+        return OC_ERR_NOMEM;
+    const char *id;
+    json_t *val;
+    json_object_foreach((json_t *)agents, id, val) {
+        int rc = parse_agent(id, val, c, err, err_len);
+        if (rc)
+            return rc;
+    }
+    qsort(c->agents, c->n_agents, sizeof *c->agents, cmp_agent);
+    return check_agent_users(c, err, err_len);
+}
+
+static int rule_admins(const dg_config_key *k, const json_t *admins, dg_config *c, char *err,
+                       size_t err_len)
+{
+    (void)k;
     if (!admins)
         return OC_OK;
     if (!json_is_array(admins))
@@ -205,24 +258,34 @@ static int parse_admins(const json_t *admins, dg_config *c, char *err, size_t er
     return OC_OK;
 }
 
+/* Replace *path (owned) by its absolute form taken from `base`. */
+static int make_absolute(const char *base, char **path)
+{
+    if (!*path)
+        return OC_OK;
+    char *abs = dg_state_dir_join(base, *path);
+    if (!abs)
+        return OC_ERR_NOMEM;
+    free(*path);
+    *path = abs;
+    return OC_OK;
+}
+
 /* dbPath and templatesDir as absolute paths: a relative one is taken from
  * the base of state_dir.h; no dbPath is dirigent.db in DIRIGENT_STATE_DIR,
  * else in the working directory (the contract's default). */
-static int resolve_paths(dg_config *c, char *err, size_t err_len)
+static int rule_resolve_paths(const dg_config_key *k, const json_t *v, dg_config *c, char *err,
+                              size_t err_len)
 {
-    int rc = dg_path_base(&c->path_base, &c->path_base_from, err, err_len);
+    (void)k;
+    (void)v;
+    int rc = dg_state_dir_base(&c->path_base, &c->path_base_from, err, err_len);
     if (rc)
         return rc;
-    /* templatesDir first: it is taken from the base whether or not dbPath
-     * is given (without dbPath it stayed relative and was read from the
-     * working directory; found by make fuzz). */
-    if (c->templates_dir) {
-        char *abs = dg_path_join_base(c->path_base, c->templates_dir);
-        if (!abs)
-            return OC_ERR_NOMEM;
-        free(c->templates_dir);
-        c->templates_dir = abs;
-    }
+    /* templatesDir is taken from the base whether or not dbPath is given:
+     * a relative one must not depend on the working directory. */
+    if ((rc = make_absolute(c->path_base, &c->templates_dir)))
+        return rc;
     if (!c->db_path) {
         const char *dir = getenv("DIRIGENT_STATE_DIR");
         char cwd[4096];
@@ -230,17 +293,12 @@ static int resolve_paths(dg_config *c, char *err, size_t err_len)
             return dg_fail(err, err_len, OC_ERR_IO,
                         "config: cannot read the working directory (%s); set \"dbPath\" to an "
                         "absolute path", strerror(errno));
-        char *folder = dg_path_join_base(cwd, dir && *dir ? dir : ".");
-        c->db_path = folder ? dg_path_join_base(folder, "dirigent.db") : NULL;
+        char *folder = dg_state_dir_join(cwd, dir && *dir ? dir : ".");
+        c->db_path = folder ? dg_state_dir_join(folder, "dirigent.db") : NULL;
         free(folder);
         return c->db_path ? OC_OK : OC_ERR_NOMEM;
     }
-    char *abs = dg_path_join_base(c->path_base, c->db_path);
-    if (!abs)
-        return OC_ERR_NOMEM;
-    free(c->db_path);
-    c->db_path = abs;
-    return OC_OK;
+    return make_absolute(c->path_base, &c->db_path);
 }
 
 /* Free a string that may hold a secret without leaving it in the heap. */
@@ -253,23 +311,63 @@ static void free_secret(char *s)
     free(s);
 }
 
+/* Optional here: a host with claim hooks never calls the no-reply model. A
+ * host without them needs both (checked when the hooks are registered,
+ * dg_config_require_no_reply); one without the other is a mistake on any
+ * host. */
+static int rule_no_reply_pair(const dg_config_key *k, const json_t *v, dg_config *c, char *err,
+                              size_t err_len)
+{
+    (void)k;
+    (void)v;
+    if (!c->no_reply_provider != !c->no_reply_model)
+        return dg_fail(err, err_len, OC_ERR_INVALID,
+                       "config: \"%s\" is set but \"%s\" is missing; give both (the no-reply "
+                       "provider and its model) or neither (a host with claim hooks needs none)",
+                       c->no_reply_provider ? "noReplyProvider" : "noReplyModel",
+                       c->no_reply_provider ? "noReplyModel" : "noReplyProvider");
+    return OC_OK;
+}
+
+/* sessionPolicy, then env DIRIGENT_SESSION_POLICY, which wins. */
+static int rule_policy(const dg_config_key *k, const json_t *v, dg_config *c, char *err,
+                       size_t err_len)
+{
+    (void)k;
+    const char *policy = json_string_value(v);
+    c->session_policy = DG_POLICY_CHANNEL;
+    if (policy && !parse_policy(policy, &c->session_policy))
+        return dg_fail(err, err_len, OC_ERR_INVALID,
+                    "config: \"sessionPolicy\" must be \"channel\" or \"thread\"");
+    const char *env_policy = getenv("DIRIGENT_SESSION_POLICY");
+    if (env_policy && *env_policy && !parse_policy(env_policy, &c->session_policy))
+        return dg_fail(err, err_len, OC_ERR_INVALID,
+                    "config: environment variable DIRIGENT_SESSION_POLICY must be \"channel\" or "
+                    "\"thread\" (it overrides \"sessionPolicy\"); unset it or fix its value");
+    return OC_OK;
+}
+
+/* Before it is made absolute: "<config folder>/:memory:" would be a file of
+ * that odd name, and the store could no longer tell. */
+static int rule_db_path(const dg_config_key *k, const json_t *v, dg_config *c, char *err,
+                        size_t err_len)
+{
+    (void)k;
+    (void)v;
+    return c->db_path ? dg_store_db_path_check(c->db_path, err, err_len) : OC_OK;
+}
+
 /*
  * store.url, or env DIRIGENT_STORE_URL, which wins (like the moderator
  * token: a secret set by the deployment overrides the file). The value is
  * never echoed: it may hold a password. Without either, the store is the
  * SQLite file dbPath.
  */
-static int parse_store(const json_t *json, dg_config *c, char *err, size_t err_len)
+static int rule_store_url(const dg_config_key *k, const json_t *v, dg_config *c, char *err,
+                          size_t err_len)
 {
-    static const char *const store_keys[] = {"url", NULL};
-    json_t *obj = NULL;
-    int rc;
-    if ((rc = get_object(json, "store", "store", &obj, err, err_len)))
-        return rc;
-    if (obj && (rc = check_keys(obj, "store.", store_keys, err, err_len)))
-        return rc;
-    if (obj && (rc = get_string(obj, "url", "store.url", 0, &c->store_url, err, err_len)))
-        return rc;
+    (void)k;
+    (void)v;
     const char *env = getenv("DIRIGENT_STORE_URL");
     const char *from = "\"store.url\"";
     if (env && *env) {
@@ -292,21 +390,23 @@ static int parse_store(const json_t *json, dg_config *c, char *err, size_t err_l
     return OC_OK;
 }
 
-static int parse_discord(const json_t *d, dg_config *c, char *err, size_t err_len)
+static int rule_discord_present(const dg_config_key *k, const json_t *v, dg_config *c,
+                                char *err, size_t err_len)
 {
-    static const char *const keys[] = {"apiBase", "guildId", "moderatorToken",
-                                       "moderatorUserId", "timeoutMs", NULL};
-    int rc;
-    if (!d)
+    (void)k;
+    (void)c;
+    if (!v)
         return dg_fail(err, err_len, OC_ERR_INVALID,
                     "config: \"discord.moderatorUserId\" is required (the moderator bot's user id, "
                     "a snowflake string)");
-    if ((rc = check_keys(d, "discord.", keys, err, err_len)))
-        return rc;
-    if ((rc = get_string(d, "apiBase", "discord.apiBase", 0, &c->discord_api_base, err, err_len)))
-        return rc;
-    if (!c->discord_api_base && !(c->discord_api_base = strdup(DEFAULT_API_BASE)))
-        return OC_ERR_NOMEM;
+    return OC_OK;
+}
+
+static int rule_api_base(const dg_config_key *k, const json_t *v, dg_config *c, char *err,
+                         size_t err_len)
+{
+    (void)k;
+    (void)v;
     if (strncmp(c->discord_api_base, "http://", 7) != 0 &&
         strncmp(c->discord_api_base, "https://", 8) != 0)
         return dg_fail(err, err_len, OC_ERR_INVALID,
@@ -314,39 +414,51 @@ static int parse_discord(const json_t *d, dg_config *c, char *err, size_t err_le
     size_t blen = strlen(c->discord_api_base);
     while (blen > 0 && c->discord_api_base[blen - 1] == '/')
         c->discord_api_base[--blen] = '\0';
-
-    if ((rc = get_string(d, "guildId", "discord.guildId", 0, &c->discord_guild_id, err, err_len)))
-        return rc;
-    if (c->discord_guild_id && !dg_is_snowflake(c->discord_guild_id))
-        return dg_fail(err, err_len, OC_ERR_INVALID,
-                    "config: \"discord.guildId\" must be a Discord snowflake (1-20 digits)");
-    /* Never echo the token's value in an error, not even partly. */
-    if ((rc = get_string(d, "moderatorToken", "discord.moderatorToken", 0, &c->moderator_token,
-                         err, err_len)))
-        return rc;
-    if ((rc = get_string(d, "moderatorUserId", "discord.moderatorUserId", 1, &c->moderator_user_id,
-                         err, err_len)))
-        return rc;
-    if (!dg_is_snowflake(c->moderator_user_id))
-        return dg_fail(err, err_len, OC_ERR_INVALID,
-                    "config: \"discord.moderatorUserId\" must be a Discord snowflake (1-20 digits)");
-    return get_int(d, "timeoutMs", "discord.timeoutMs", 15000, 100, 600000, &c->discord_timeout_ms,
-                   err, err_len);
+    return OC_OK;
 }
 
-/* discussion.summaryDir / summaryTemplate / previewChars (issue 16 items 3,
- * 4, 7). summaryDir names a folder inside every initiator's workspace, so it
- * must stay relative and below it; the template is operator config, taken
- * from the base like templatesDir. */
-static int parse_summary(const json_t *obj, dg_config *c, char *err, size_t err_len)
+/* A string key holding a Discord id, when set. */
+static int rule_snowflake(const dg_config_key *k, const json_t *v, dg_config *c, char *err,
+                          size_t err_len)
 {
-    char *dir = NULL;
-    int rc = get_string(obj, "summaryDir", "discussion.summaryDir", 0, &dir, err, err_len);
-    if (rc)
-        return rc;
-    int escapes = 0, absolute = dir && dir[0] == '/';
-    char *norm = absolute ? NULL : dg_path_normalise(dir ? dir : "plans/discussions", &escapes);
+    (void)v;
+    const char *s = *str_field(c, k);
+    if (s && !dg_is_snowflake(s))
+        return dg_fail(err, err_len, OC_ERR_INVALID,
+                    "config: \"%s\" must be a Discord snowflake (1-20 digits)", k->path);
+    return OC_OK;
+}
+
+/* The token's value is never echoed in an error, not even partly; env
+ * DIRIGENT_MODERATOR_TOKEN wins over the file. */
+static int rule_moderator_token(const dg_config_key *k, const json_t *v, dg_config *c,
+                                char *err, size_t err_len)
+{
+    (void)k;
+    (void)v;
+    (void)err;
+    (void)err_len;
+    const char *env_token = getenv("DIRIGENT_MODERATOR_TOKEN");
+    if (env_token && *env_token) {
+        free_secret(c->moderator_token);
+        if (!(c->moderator_token = strdup(env_token)))
+            return OC_ERR_NOMEM;
+    }
+    return OC_OK;
+}
+
+/* summaryDir names a folder inside every initiator's workspace, so it must
+ * stay relative and below it. */
+static int rule_summary_dir(const dg_config_key *k, const json_t *v, dg_config *c, char *err,
+                            size_t err_len)
+{
+    (void)k;
+    (void)v;
+    char *dir = c->summary_dir;
+    int escapes = 0, absolute = dir[0] == '/';
+    char *norm = absolute ? NULL : dg_path_normalise(dir, &escapes);
     free(dir);
+    c->summary_dir = NULL;
     if (!norm || !*norm) {
         int refused = norm != NULL || escapes || absolute;
         free(norm);
@@ -358,22 +470,25 @@ static int parse_summary(const json_t *obj, dg_config *c, char *err, size_t err_
                        "e.g. \"plans/discussions\"");
     }
     c->summary_dir = norm;
-    if ((rc = get_string(obj, "summaryTemplate", "discussion.summaryTemplate", 0,
-                         &c->summary_template, err, err_len)))
-        return rc;
-    if (c->summary_template) {
-        char *abs = dg_path_join_base(c->path_base, c->summary_template);
-        if (!abs)
-            return OC_ERR_NOMEM;
-        free(c->summary_template);
-        c->summary_template = abs;
-    }
-    if ((rc = get_int(obj, "previewChars", "discussion.previewChars", 400, 0, 4000,
-                      &c->preview_chars, err, err_len)))
-        return rc;
-    if ((rc = get_string(obj, "archiveChannelId", "discussion.archiveChannelId", 0,
-                         &c->archive_channel_id, err, err_len)))
-        return rc;
+    return OC_OK;
+}
+
+/* The template is operator config, taken from the base like templatesDir. */
+static int rule_summary_template(const dg_config_key *k, const json_t *v, dg_config *c,
+                                 char *err, size_t err_len)
+{
+    (void)k;
+    (void)v;
+    (void)err;
+    (void)err_len;
+    return make_absolute(c->path_base, &c->summary_template);
+}
+
+static int rule_archive_channel(const dg_config_key *k, const json_t *v, dg_config *c,
+                                char *err, size_t err_len)
+{
+    (void)k;
+    (void)v;
     if (c->archive_channel_id && !dg_is_snowflake(c->archive_channel_id))
         return dg_fail(err, err_len, OC_ERR_INVALID,
                        "config: \"discussion.archiveChannelId\" must be a Discord channel id "
@@ -381,149 +496,164 @@ static int parse_summary(const json_t *obj, dg_config *c, char *err, size_t err_
     return OC_OK;
 }
 
+#define F(member) offsetof(dg_config, member)
+#define STR(path, req, def, field, rule) {path, DG_CFG_STRING, req, 0, 0, 0, def, field, rule}
+#define INT(path, min, max, def, field) {path, DG_CFG_INT, 0, min, max, def, NULL, F(field), NULL}
+#define SECTION(path, type, req, rule) {path, type, req, 0, 0, 0, NULL, DG_CFG_NO_FIELD, rule}
+
+/*
+ * The keys, in the order they are read: later rules rely on earlier keys
+ * (templatesDir's rule resolves dbPath; store.url's refuses it beside
+ * dbPath; summaryTemplate is taken from the base templatesDir found).
+ * outbox.retentionSec is at least a day: never below the closed-notice
+ * cooldown or Discord's nonce window, so pruning cannot change what a row
+ * still decides.
+ */
+static const dg_config_key KEYS[] = {
+    STR("noReplyProvider", 0, NULL, F(no_reply_provider), NULL),
+    STR("noReplyModel", 0, NULL, F(no_reply_model), rule_no_reply_pair),
+    STR("sessionPolicy", 0, "channel", DG_CFG_NO_FIELD, rule_policy),
+    STR("dbPath", 0, NULL, F(db_path), rule_db_path),
+    SECTION("store", DG_CFG_OBJECT, 0, NULL),
+    STR("store.url", 0, NULL, F(store_url), rule_store_url),
+    STR("templatesDir", 0, NULL, F(templates_dir), rule_resolve_paths),
+    SECTION("discord", DG_CFG_OBJECT, 1, rule_discord_present),
+    STR("discord.apiBase", 0, DEFAULT_API_BASE, F(discord_api_base), rule_api_base),
+    STR("discord.guildId", 0, NULL, F(discord_guild_id), rule_snowflake),
+    STR("discord.moderatorToken", 0, NULL, F(moderator_token), rule_moderator_token),
+    STR("discord.moderatorUserId", 1, NULL, F(moderator_user_id), rule_snowflake),
+    INT("discord.timeoutMs", 100, 600000, 15000, discord_timeout_ms),
+    SECTION("agents", DG_CFG_MAP, 0, rule_agents),
+    STR("agents.*.discordUserId", 1, NULL, DG_CFG_NO_FIELD, NULL),
+    SECTION("admins", DG_CFG_ARRAY, 0, rule_admins),
+    SECTION("turn", DG_CFG_OBJECT, 0, NULL),
+    INT("turn.timeoutSec", 1, 86400, 60, turn_timeout_sec),
+    INT("turn.maxAgentMessages", 1, 100000, 40, turn_max_agent_messages),
+    INT("turn.nudgeSec", 0, 86400, 20, turn_nudge_sec),
+    SECTION("discussion", DG_CFG_OBJECT, 0, NULL),
+    INT("discussion.maxGuideChars", 1, 100000, 1500, max_guide_chars),
+    INT("discussion.maxSummaryBytes", 1, 1073741824L, 1048576, max_summary_bytes),
+    INT("discussion.closedNoticeCooldownSec", 0, 86400, 60, closed_notice_cooldown_sec),
+    INT("discussion.reminderAfterSec", 0, 31536000L, 1800, reminder_after_sec),
+    INT("discussion.maxLifetimeSec", 0, 31536000L, 0, max_lifetime_sec),
+    STR("discussion.summaryDir", 0, "plans/discussions", F(summary_dir), rule_summary_dir),
+    STR("discussion.summaryTemplate", 0, NULL, F(summary_template), rule_summary_template),
+    INT("discussion.previewChars", 0, 4000, 400, preview_chars),
+    STR("discussion.archiveChannelId", 0, NULL, F(archive_channel_id), rule_archive_channel),
+    SECTION("outbox", DG_CFG_OBJECT, 0, NULL),
+    INT("outbox.retentionSec", 86400, 315360000L, 604800, outbox_retention_sec),
+};
+
+#undef F
+#undef STR
+#undef INT
+#undef SECTION
+
+const dg_config_key *dg_config_keys(size_t *n)
+{
+    *n = sizeof KEYS / sizeof KEYS[0];
+    return KEYS;
+}
+
+/* The JSON object holding k: the config itself for a top-level key, else
+ * its section (checked to be an object when the section's entry was read),
+ * NULL when the section is absent. The key's own name into *name. */
+static const json_t *key_parent(const json_t *json, const dg_config_key *k, const char **name)
+{
+    const char *dot = strchr(k->path, '.');
+    if (!dot) {
+        *name = k->path;
+        return json;
+    }
+    char section[64];
+    size_t len = (size_t)(dot - k->path);
+    assert(len < sizeof section && !strchr(dot + 1, '.'));
+    memcpy(section, k->path, len);
+    section[len] = '\0';
+    *name = dot + 1;
+    return json_object_get(json, section);
+}
+
+/* Read one key by its type into its field, then apply its rule. */
+static int read_key(const json_t *json, const dg_config_key *k, dg_config *c, char *err,
+                    size_t err_len)
+{
+    const char *name;
+    const json_t *parent = key_parent(json, k, &name);
+    const json_t *v = json_object_get(parent, name);
+    const char *s;
+    int rc = OC_OK;
+    switch (k->type) {
+    case DG_CFG_STRING:
+        rc = string_value(v, k->path, k->required, &s, err, err_len);
+        if (rc == OC_OK && k->field != DG_CFG_NO_FIELD && (s || k->def_str)) {
+            char **field = str_field(c, k);
+            if (!(*field = strdup(s ? s : k->def_str)))
+                rc = OC_ERR_NOMEM;
+        }
+        break;
+    case DG_CFG_INT:
+        rc = get_int(v, k->path, k->def, k->min, k->max, long_field(c, k), err, err_len);
+        break;
+    case DG_CFG_OBJECT:
+    case DG_CFG_MAP:
+        rc = check_object(v, k->path, err, err_len);
+        break;
+    case DG_CFG_ARRAY:
+        break; /* its rule checks the type: the message names the items' rule too */
+    }
+    if (rc == OC_OK && k->rule)
+        rc = k->rule(k, v, c, err, err_len);
+    if (rc == OC_OK && k->type == DG_CFG_OBJECT && v) {
+        const char *keys[16];
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "%s.", k->path);
+        keys_below(prefix, keys, sizeof keys / sizeof keys[0]);
+        rc = check_keys(v, prefix, keys, err, err_len);
+    }
+    return rc;
+}
+
+/* Before anything can echo a value or a key: a token anywhere but in
+ * discord.moderatorToken is refused without showing it. */
+static int refuse_stray_token(const json_t *json, char *err, size_t err_len)
+{
+    static const char *const token_home[] = {"discord.moderatorToken", NULL};
+    char where[256];
+    int is_key;
+    if (!dg_json_find_token(json, token_home, where, sizeof where, &is_key))
+        return OC_OK;
+    char what[300];
+    if (is_key && !*where)
+        snprintf(what, sizeof what, "a top-level key");
+    else
+        snprintf(what, sizeof what, "%s\"%s\"", is_key ? "a key of " : "", where);
+    return dg_fail(err, err_len, OC_ERR_INVALID,
+                   "config: %s: this looks like a bot token; tokens belong in the environment "
+                   "(DIRIGENT_MODERATOR_TOKEN for the moderator), never in another key: move "
+                   "it there and fix the config", what);
+}
+
 static int parse_all(const json_t *json, dg_config *c, char *err, size_t err_len)
 {
-    static const char *const top[] = {"noReplyProvider", "noReplyModel", "sessionPolicy", "dbPath",
-                                      "templatesDir", "discord", "agents", "admins", "turn",
-                                      "discussion", "outbox", "store", NULL};
-    static const char *const turn_keys[] = {"timeoutSec", "maxAgentMessages", "nudgeSec", NULL};
-    static const char *const disc_keys[] = {"maxGuideChars", "maxSummaryBytes",
-                                            "closedNoticeCooldownSec", "reminderAfterSec",
-                                            "maxLifetimeSec", "summaryDir", "summaryTemplate",
-                                            "previewChars", "archiveChannelId", NULL};
-    static const char *const outbox_keys[] = {"retentionSec", NULL};
-    int rc;
     if (!json_is_object(json))
         return dg_fail(err, err_len, OC_ERR_INVALID,
                     "config: the plugin config must be a JSON object "
                     "(plugins.entries.dirigent.config)");
-    /* Before anything can echo a value or a key: a token anywhere but in
-     * discord.moderatorToken is refused without showing it. */
-    static const char *const token_home[] = {"discord.moderatorToken", NULL};
-    char where[256];
-    int is_key;
-    if (dg_json_find_token(json, token_home, where, sizeof where, &is_key)) {
-        char what[300];
-        if (is_key && !*where)
-            snprintf(what, sizeof what, "a top-level key");
-        else
-            snprintf(what, sizeof what, "%s\"%s\"", is_key ? "a key of " : "", where);
-        return dg_fail(err, err_len, OC_ERR_INVALID,
-                    "config: %s: this looks like a bot token; tokens belong in the environment "
-                    "(DIRIGENT_MODERATOR_TOKEN for the moderator), never in another key: move "
-                    "it there and fix the config", what);
-    }
+    int rc = refuse_stray_token(json, err, err_len);
+    if (rc)
+        return rc;
+    const char *top[24];
+    keys_below("", top, sizeof top / sizeof top[0]);
     if ((rc = check_keys(json, "", top, err, err_len)))
         return rc;
-    /* Optional here: a host with claim hooks never calls the no-reply
-     * model. A host without them needs both (checked when the hooks are
-     * registered, dg_config_require_no_reply); one without the other is
-     * a mistake on any host. */
-    if ((rc = get_string(json, "noReplyProvider", "noReplyProvider", 0, &c->no_reply_provider, err,
-                         err_len)))
-        return rc;
-    if ((rc = get_string(json, "noReplyModel", "noReplyModel", 0, &c->no_reply_model, err, err_len)))
-        return rc;
-    if (!c->no_reply_provider != !c->no_reply_model)
-        return dg_fail(err, err_len, OC_ERR_INVALID,
-                       "config: \"%s\" is set but \"%s\" is missing; give both (the no-reply "
-                       "provider and its model) or neither (a host with claim hooks needs none)",
-                       c->no_reply_provider ? "noReplyProvider" : "noReplyModel",
-                       c->no_reply_provider ? "noReplyModel" : "noReplyProvider");
-
-    char *policy = NULL;
-    if ((rc = get_string(json, "sessionPolicy", "sessionPolicy", 0, &policy, err, err_len)))
-        return rc;
-    c->session_policy = DG_POLICY_CHANNEL;
-    if (policy && !parse_policy(policy, &c->session_policy)) {
-        free(policy);
-        return dg_fail(err, err_len, OC_ERR_INVALID,
-                    "config: \"sessionPolicy\" must be \"channel\" or \"thread\"");
+    for (size_t i = 0; i < sizeof KEYS / sizeof KEYS[0]; i++) {
+        if (strchr(KEYS[i].path, '*'))
+            continue; /* read by its map's rule, once per entry */
+        if ((rc = read_key(json, &KEYS[i], c, err, err_len)))
+            return rc;
     }
-    free(policy);
-    const char *env_policy = getenv("DIRIGENT_SESSION_POLICY");
-    if (env_policy && *env_policy && !parse_policy(env_policy, &c->session_policy))
-        return dg_fail(err, err_len, OC_ERR_INVALID,
-                    "config: environment variable DIRIGENT_SESSION_POLICY must be \"channel\" or "
-                    "\"thread\" (it overrides \"sessionPolicy\"); unset it or fix its value");
-
-    if ((rc = get_string(json, "dbPath", "dbPath", 0, &c->db_path, err, err_len)))
-        return rc;
-    /* Before it is made absolute: "<config folder>/:memory:" would be a file
-     * of that odd name, and the store could no longer tell. */
-    if (c->db_path && (rc = dg_store_db_path_check(c->db_path, err, err_len)))
-        return rc;
-    if ((rc = parse_store(json, c, err, err_len)))
-        return rc;
-    if ((rc = get_string(json, "templatesDir", "templatesDir", 0, &c->templates_dir, err, err_len)))
-        return rc;
-    if ((rc = resolve_paths(c, err, err_len)))
-        return rc;
-
-    json_t *obj;
-    if ((rc = get_object(json, "discord", "discord", &obj, err, err_len)))
-        return rc;
-    if ((rc = parse_discord(obj, c, err, err_len)))
-        return rc;
-    const char *env_token = getenv("DIRIGENT_MODERATOR_TOKEN");
-    if (env_token && *env_token) {
-        free(c->moderator_token);
-        if (!(c->moderator_token = strdup(env_token)))
-            return OC_ERR_NOMEM;
-    }
-
-    if ((rc = get_object(json, "agents", "agents", &obj, err, err_len)))
-        return rc;
-    if (obj && (rc = parse_agents(obj, c, err, err_len)))
-        return rc;
-    if ((rc = parse_admins(json_object_get(json, "admins"), c, err, err_len)))
-        return rc;
-
-    if ((rc = get_object(json, "turn", "turn", &obj, err, err_len)))
-        return rc;
-    if (obj && (rc = check_keys(obj, "turn.", turn_keys, err, err_len)))
-        return rc;
-    if ((rc = get_int(obj, "timeoutSec", "turn.timeoutSec", 60, 1, 86400, &c->turn_timeout_sec,
-                      err, err_len)))
-        return rc;
-    if ((rc = get_int(obj, "maxAgentMessages", "turn.maxAgentMessages", 40, 1, 100000,
-                      &c->turn_max_agent_messages, err, err_len)))
-        return rc;
-    if ((rc = get_int(obj, "nudgeSec", "turn.nudgeSec", 20, 0, 86400, &c->turn_nudge_sec,
-                      err, err_len)))
-        return rc;
-
-    if ((rc = get_object(json, "discussion", "discussion", &obj, err, err_len)))
-        return rc;
-    if (obj && (rc = check_keys(obj, "discussion.", disc_keys, err, err_len)))
-        return rc;
-    if ((rc = get_int(obj, "maxGuideChars", "discussion.maxGuideChars", 1500, 1, 100000,
-                      &c->max_guide_chars, err, err_len)))
-        return rc;
-    if ((rc = get_int(obj, "maxSummaryBytes", "discussion.maxSummaryBytes", 1048576, 1,
-                      1073741824L, &c->max_summary_bytes, err, err_len)))
-        return rc;
-    if ((rc = get_int(obj, "closedNoticeCooldownSec", "discussion.closedNoticeCooldownSec", 60, 0,
-                      86400, &c->closed_notice_cooldown_sec, err, err_len)))
-        return rc;
-    if ((rc = get_int(obj, "reminderAfterSec", "discussion.reminderAfterSec", 1800, 0,
-                      31536000L, &c->reminder_after_sec, err, err_len)))
-        return rc;
-    if ((rc = get_int(obj, "maxLifetimeSec", "discussion.maxLifetimeSec", 0, 0, 31536000L,
-                      &c->max_lifetime_sec, err, err_len)))
-        return rc;
-
-    if ((rc = parse_summary(obj, c, err, err_len)))
-        return rc;
-
-    /* At least a day: never below the closed-notice cooldown or Discord's
-     * nonce window, so pruning cannot change what a row still decides. */
-    if ((rc = get_object(json, "outbox", "outbox", &obj, err, err_len)))
-        return rc;
-    if (obj && (rc = check_keys(obj, "outbox.", outbox_keys, err, err_len)))
-        return rc;
-    return get_int(obj, "retentionSec", "outbox.retentionSec", 604800, 86400, 315360000,
-                   &c->outbox_retention_sec, err, err_len);
+    return OC_OK;
 }
 
 int dg_config_parse(const json_t *json, dg_config *out, char *err, size_t err_len)
@@ -566,13 +696,7 @@ void dg_config_free(dg_config *c)
     free(c->path_base);
     free(c->discord_api_base);
     free(c->discord_guild_id);
-    if (c->moderator_token) {
-        /* Do not leave the secret in freed heap memory. */
-        volatile char *t = c->moderator_token;
-        while (*t)
-            *t++ = '\0';
-        free(c->moderator_token);
-    }
+    free_secret(c->moderator_token);
     free(c->moderator_user_id);
     for (size_t i = 0; i < c->n_agents; i++) {
         free(c->agents[i].agent_id);

@@ -3,7 +3,10 @@
  *
  * dg_config_parse() is the only place that reads the JSON config
  * (plugins.entries.dirigent.config); everything else reads this struct.
- * Keys, types and defaults: docs/configuration.md.
+ * Every key, its type, range, default and whether it is required is one
+ * entry of the key table (dg_config_keys): the parser walks it, and the
+ * config suite checks manifest.json's configSchema and the reference in
+ * docs/configuration.md against it, so a key is written down once.
  */
 #ifndef DG_CONFIG_H
 #define DG_CONFIG_H
@@ -62,6 +65,43 @@ typedef struct dg_config {
     long outbox_retention_sec;  /* sent/failed outbox rows and closed-notice marks kept this long */
 } dg_config;
 
+/* The JSON type of a key. A map is an object of caller-chosen keys whose
+ * values share one shape (agents: agent id -> its entry, "agents.*.x"). */
+typedef enum dg_config_key_type {
+    DG_CFG_STRING,
+    DG_CFG_INT,
+    DG_CFG_OBJECT,
+    DG_CFG_MAP,
+    DG_CFG_ARRAY
+} dg_config_key_type;
+
+struct dg_config_key;
+/* The rule of a key beyond its type, run after the generic read whether the
+ * key is present or not (v: its JSON value or NULL). OC_OK, or a negative
+ * oc_status with a sentence naming the key in err. Thread: init only. */
+typedef int (*dg_config_rule)(const struct dg_config_key *k, const json_t *v, dg_config *c,
+                              char *err, size_t err_len);
+
+#define DG_CFG_NO_FIELD ((size_t)-1)
+
+/* One key of the config: the single description the parser, the manifest
+ * check and the documentation check all read. */
+typedef struct dg_config_key {
+    const char *path;          /* "discord.timeoutMs"; "agents.*.discordUserId": each agent's */
+    dg_config_key_type type;
+    int required;
+    long min, max, def;        /* DG_CFG_INT: the range and the default */
+    const char *def_str;       /* DG_CFG_STRING: the default, NULL: none */
+    size_t field;              /* offsetof in dg_config (char * or long), or DG_CFG_NO_FIELD
+                                * when the rule stores the value itself */
+    dg_config_rule rule;       /* NULL: the type alone */
+} dg_config_key;
+
+/* The key table, in the order the parser reads the keys: a section's entry
+ * comes before its own keys. Static; *n gets the number of entries. Any
+ * thread. */
+const dg_config_key *dg_config_keys(size_t *n);
+
 /*
  * Parse and validate `json` (borrowed) into *out, applying defaults and the
  * environment overrides (DIRIGENT_SESSION_POLICY, DIRIGENT_MODERATOR_TOKEN,
@@ -71,7 +111,8 @@ typedef struct dg_config {
  * On success *out owns its strings: release with dg_config_free().
  * Thread: init only.
  */
-int dg_config_parse(const json_t *json, dg_config *out, char *err, size_t err_len);
+int dg_config_parse(const json_t *json, dg_config *out, char *err, size_t err_len)
+    __attribute__((warn_unused_result));
 
 /*
  * The no-reply pair on this host: a host with claim hooks (claim_hooks 1)
@@ -80,7 +121,7 @@ int dg_config_parse(const json_t *json, dg_config *out, char *err, size_t err_le
  * sentence naming the fields in err. Any thread.
  */
 int dg_config_require_no_reply(const dg_config *cfg, int claim_hooks, char *err,
-                               size_t err_len);
+                               size_t err_len) __attribute__((warn_unused_result));
 
 /* Free what dg_config_parse allocated; safe on a zeroed struct. */
 void dg_config_free(dg_config *cfg);

@@ -86,6 +86,48 @@ void dg_core_free(dg_plugin *p)
     free(p);
 }
 
+/* The store the config names: PostgreSQL, or the SQLite file dbPath,
+ * whose missing folder is created here (a folder as dbPath is refused) and
+ * taken back when the store then cannot open. */
+static int open_store(dg_plugin *p, char *err, size_t err_len)
+{
+    char *created = NULL;
+    int rc;
+    if (p->cfg.store_url) {
+        if ((rc = dg_store_open(p->cfg.store_url, &p->store, err, err_len)))
+            return rc;
+    } else if ((rc = dg_state_dir_prepare_db(p->cfg.db_path, &created, err, err_len))) {
+        return rc;
+    } else if ((rc = dg_store_open(p->cfg.db_path, &p->store, err, err_len))) {
+        dg_state_dir_undo_db(p->cfg.db_path, created);
+        free(created);
+        return rc;
+    }
+    if (created)
+        dg_log(p, OC_LOG_INFO, "dirigent: created the folder %s for dbPath (mode 0700)", created);
+    free(created);
+    dg_log(p, OC_LOG_INFO, "dirigent: database %s, templates %s (relative paths are taken from "
+           "%s: %s)", dg_store_where(p->store), p->cfg.templates_dir ? p->cfg.templates_dir : "built in",
+           p->cfg.path_base_from, p->cfg.path_base);
+    return OC_OK;
+}
+
+/* The lines that tell the operator what started, and what is missing. */
+static void log_ready(dg_plugin *p)
+{
+    dg_log(p, OC_LOG_INFO,
+           "dirigent %s ready: sessionPolicy=%s db=%s schema=%d (was %d) agents=%zu "
+           "discord=%s moderator token %s",
+           DG_VERSION, dg_session_policy_name(p->cfg.session_policy), dg_store_where(p->store),
+           dg_store_schema_version(), dg_store_opened_version(p->store), p->cfg.n_agents,
+           p->cfg.discord_api_base, p->cfg.moderator_token ? "set" : "not set (moderator silent)");
+    if (!p->cfg.moderator_token)
+        dg_log(p, OC_LOG_WARN,
+               "dirigent: no moderator token (discord.moderatorToken or env "
+               "DIRIGENT_MODERATOR_TOKEN): moderator messages are queued and sent once a token "
+               "is configured");
+}
+
 int dg_core_new(const oc_host_api *api, const json_t *config, dg_core_attach_fn attach,
                 dg_plugin **out, char *err, size_t err_len)
 {
@@ -117,25 +159,8 @@ int dg_core_new(const oc_host_api *api, const json_t *config, dg_core_attach_fn 
     if (p->cfg.summary_template &&
         (rc = dg_summary_rules_load(p->cfg.summary_template, &p->summary_rules, err, err_len)))
         goto fail;
-    /* A missing folder of dbPath is created here (a folder as dbPath is
-     * refused), and taken back when the store then cannot open. */
-    char *created = NULL;
-    if (p->cfg.store_url) {
-        if ((rc = dg_store_open(p->cfg.store_url, &p->store, err, err_len)))
-            goto fail;
-    } else if ((rc = dg_db_dir_prepare(p->cfg.db_path, &created, err, err_len))) {
+    if ((rc = open_store(p, err, err_len)))
         goto fail;
-    } else if ((rc = dg_store_open(p->cfg.db_path, &p->store, err, err_len))) {
-        dg_db_dir_undo(p->cfg.db_path, created);
-        free(created);
-        goto fail;
-    }
-    if (created)
-        dg_log(p, OC_LOG_INFO, "dirigent: created the folder %s for dbPath (mode 0700)", created);
-    free(created);
-    dg_log(p, OC_LOG_INFO, "dirigent: database %s, templates %s (relative paths are taken from "
-           "%s: %s)", dg_store_where(p->store), p->cfg.templates_dir ? p->cfg.templates_dir : "built in",
-           p->cfg.path_base_from, p->cfg.path_base);
     if (p->cfg.moderator_token) {
         dg_discord_options o = {
             .api_base = p->cfg.discord_api_base,
@@ -163,17 +188,7 @@ int dg_core_new(const oc_host_api *api, const json_t *config, dg_core_attach_fn 
     /* Turn timeouts apply even when no event comes (a hung speaker). */
     dg_turns_start(p->turns);
 
-    dg_log(p, OC_LOG_INFO,
-           "dirigent %s ready: sessionPolicy=%s db=%s schema=%d (was %d) agents=%zu "
-           "discord=%s moderator token %s",
-           DG_VERSION, dg_session_policy_name(p->cfg.session_policy), dg_store_where(p->store),
-           dg_store_schema_version(), dg_store_opened_version(p->store), p->cfg.n_agents,
-           p->cfg.discord_api_base, p->cfg.moderator_token ? "set" : "not set (moderator silent)");
-    if (!p->cfg.moderator_token)
-        dg_log(p, OC_LOG_WARN,
-               "dirigent: no moderator token (discord.moderatorToken or env "
-               "DIRIGENT_MODERATOR_TOKEN): moderator messages are queued and sent once a token "
-               "is configured");
+    log_ready(p);
     *out = p;
     return OC_OK;
 

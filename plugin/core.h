@@ -26,7 +26,7 @@ typedef int (*dg_core_attach_fn)(dg_plugin *p, char *err, size_t err_len);
  * least one byte. Thread: the host's init.
  */
 int dg_core_new(const oc_host_api *api, const json_t *config, dg_core_attach_fn attach,
-                dg_plugin **out, char *err, size_t err_len);
+                dg_plugin **out, char *err, size_t err_len) __attribute__((warn_unused_result));
 
 /* Stop the plugin's threads and free everything of p; NULL is fine.
  * Thread: the host's shutdown (or a failed init). */

@@ -85,6 +85,8 @@ void dg_plugin_settle(dg_plugin *p);
         return fn(state, in, ctx, result);                                             \
     }
 
+/* ---- clock.c ---- */
+
 /* Current time in ms from the plugin's clock (real time unless a test set it). */
 int64_t dg_now_ms(const dg_plugin *p);
 
@@ -113,11 +115,11 @@ void dg_log(const dg_plugin *p, int level, const char *fmt, ...)
  * hand their lines to the host directly. Declared in log_defer.h.
  */
 /* The queue of p (p->logq): OC_OK or OC_ERR_NOMEM. Init thread. */
-int dg_log_queue_new(dg_log_queue **out);
+int dg_log_queue_new(dg_log_queue **out) __attribute__((warn_unused_result));
 
 /* Start the pump (once; later calls do nothing). OC_OK or OC_ERR_NOMEM.
  * Called by the first hook or tool call after init. */
-int dg_log_pump_start(dg_plugin *p);
+int dg_log_pump_start(dg_plugin *p) __attribute__((warn_unused_result));
 
 /* Stop the pump, deliver what is left from the calling thread and free the
  * queue (p->logq = NULL). After every other plugin thread has ended.

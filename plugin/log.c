@@ -1,5 +1,5 @@
 /*
- * log.c -- logging through the host, and the plugin's clock.
+ * log.c -- logging through the host.
  *
  * Why lines are sometimes queued: a host may run its own code on one
  * thread only and relay a host call made on another thread to it, blocking
@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "scrub.h"
 
@@ -192,30 +191,4 @@ void dg_log(const dg_plugin *p, int level, const char *fmt, ...)
     if (dg_log_deferred() && enqueue(p, level, buf) == 0)
         return;
     deliver(p, level, buf);
-}
-
-int64_t dg_wall_clock_ms(void *unused)
-{
-    (void)unused;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t dg_now_ms(const dg_plugin *p)
-{
-    if (p) {
-        dg_clock_fn fn = atomic_load_explicit(&p->clock, memory_order_acquire);
-        if (fn)
-            return fn(atomic_load_explicit(&p->clock_state, memory_order_relaxed));
-    }
-    return dg_wall_clock_ms(NULL);
-}
-
-void dg_set_clock(dg_plugin *p, dg_clock_fn fn, void *state)
-{
-    /* The wall clock ignores its state, so the old one with the new state is
-     * right too; the new function is published after its state. */
-    atomic_store_explicit(&p->clock_state, state, memory_order_relaxed);
-    atomic_store_explicit(&p->clock, fn ? fn : dg_wall_clock_ms, memory_order_release);
 }

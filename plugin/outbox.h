@@ -22,10 +22,12 @@
  * Returns OC_OK, OC_ERR_INVALID (empty content, bad channel id) or OC_ERR_IO.
  */
 int dg_outbox_enqueue(dg_store *st, const char *channel_id, const char *content,
-                      const char *const *mention_ids, size_t n_mentions, int64_t now_ms);
+                      const char *const *mention_ids, size_t n_mentions, int64_t now_ms)
+    __attribute__((warn_unused_result));
 
 /* Start the dispatcher thread (init). Returns OC_OK or a negative status. */
-int dg_outbox_start(dg_plugin *p, dg_outbox **out, char *err, size_t err_len);
+int dg_outbox_start(dg_plugin *p, dg_outbox **out, char *err, size_t err_len)
+    __attribute__((warn_unused_result));
 
 /* Wake the dispatcher after a commit that enqueued rows. Any thread; ob may
  * be NULL (no Discord configured: rows wait for a later start). Never blocks. */
@@ -58,7 +60,7 @@ typedef struct dg_outbox_options {
                               channel, order within a channel kept); default
                               16; 1: one post at a time */
     long lease_ms;         /* a channel is sent by the instance holding its lease
-                              (issue 17: instances sharing a store); renewed while
+                              (instances sharing a store); renewed while
                               it sends, taken over by another instance this long
                               after its holder stopped renewing; default 30000 */
 } dg_outbox_options;
@@ -66,7 +68,7 @@ typedef struct dg_outbox_options {
 /* dg_outbox_start with options (o may be NULL). Needs p->store and
  * p->discord. *out is owned by the caller: dg_outbox_stop(). Thread: init. */
 int dg_outbox_start_opts(dg_plugin *p, const dg_outbox_options *o, dg_outbox **out,
-                         char *err, size_t err_len);
+                         char *err, size_t err_len) __attribute__((warn_unused_result));
 
 /*
  * Wait until the dispatcher has found nothing pending (every row sent or
@@ -94,7 +96,8 @@ void dg_outbox_get_stats(dg_outbox *ob, dg_outbox_stats *out);
  * dg_outbox_parts_free(*parts, *n). Returns OC_OK, OC_ERR_INVALID (not
  * UTF-8, limit 0) or OC_ERR_NOMEM.
  */
-int dg_outbox_split(const char *content, size_t limit, char ***parts, size_t *n);
+int dg_outbox_split(const char *content, size_t limit, char ***parts, size_t *n)
+    __attribute__((warn_unused_result));
 void dg_outbox_parts_free(char **parts, size_t n);
 
 #endif

@@ -228,12 +228,12 @@ static int read_through(int fd, const char *path, int64_t max_bytes, int64_t *si
     return OC_OK;
 }
 
-int dg_workspace_open(const char *workspace, const char *path, int64_t max_bytes,
-                      dg_workspace_file *out, char *err, size_t err_len)
+/* path as a normalised path relative to workspace, into *rel (the
+ * caller's to free): OC_OK, or a refusal naming what is wrong. */
+static int ws_relative(const char *workspace, const char *path, char **rel, char *err,
+                       size_t err_len)
 {
-    out->fd = -1;
-    out->rel_path = NULL;
-    out->size = 0;
+    *rel = NULL;
     if (!path || !*path)
         return dg_fail(err, err_len, OC_ERR_INVALID, "summaryPath is empty; " HINT);
     if (strlen(path) >= PATH_MAX)
@@ -243,33 +243,155 @@ int dg_workspace_open(const char *workspace, const char *path, int64_t max_bytes
         return dg_fail(err, err_len, OC_ERR_INVALID,
                     "the initiator's workspace is not an absolute folder ('%s'); the host "
                     "must give workspaceDir in the tool context", workspace ? workspace : "");
-
-    char *rel;
+    char *r;
     if (path[0] == '/') {
         int outside = 0;
-        rel = abs_to_rel(workspace, path, &outside);
-        if (!rel)
+        r = abs_to_rel(workspace, path, &outside);
+        if (!r)
             return outside
                 ? dg_fail(err, err_len, OC_ERR_DENIED,
                        "summaryPath %.120s is outside your workspace %s; " HINT, path, workspace)
                 : dg_fail(err, err_len, OC_ERR_NOMEM, "out of memory");
     } else {
         int escapes = 0;
-        rel = dg_path_normalise(path, &escapes);
-        if (!rel)
+        r = dg_path_normalise(path, &escapes);
+        if (!r)
             return escapes
                 ? dg_fail(err, err_len, OC_ERR_DENIED,
                        "summaryPath %.120s climbs out of your workspace with '..'; " HINT, path)
                 : dg_fail(err, err_len, OC_ERR_NOMEM, "out of memory");
     }
-    if (!*rel) {
-        free(rel);
+    if (!*r) {
+        free(r);
         return dg_fail(err, err_len, OC_ERR_INVALID,
                     "summaryPath %.120s names the workspace folder itself, not a file; " HINT,
                     path);
     }
+    *rel = r;
+    return OC_OK;
+}
 
-    int rc = OC_OK;
+/* Walk the folders of rel from *dirfd one by one, never following a
+ * symlink: *dirfd ends as the leaf's folder (the one given is closed when
+ * replaced), *leaf at the leaf's name in rel. */
+static int ws_walk_folders(int *dirfd, char *rel, char **leaf, const char *path, char *err,
+                           size_t err_len)
+{
+    char *comp = rel;
+    char *slash;
+    while ((slash = strchr(comp, '/')) != NULL) {
+        *slash = '\0';
+        int next = openat(*dirfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (next < 0) {
+            int rc = dir_failure(*dirfd, comp, errno, path, err, err_len);
+            *slash = '/';
+            return rc;
+        }
+        close(*dirfd);
+        *dirfd = next;
+        *slash = '/';
+        comp = slash + 1;
+    }
+    *leaf = comp;
+    return OC_OK;
+}
+
+/* The refusal for a leaf that fstatat could not look at (errno e). */
+static int leaf_stat_failure(int e, const char *workspace, const char *path, const char *leaf,
+                             char *err, size_t err_len)
+{
+    if (e == ENOENT)
+        return dg_fail(err, err_len, OC_ERR_NOT_FOUND,
+                       "summaryPath %.120s does not exist in your workspace %s; write the "
+                       "summary file first, then call discuss-callback again", path, workspace);
+    if (e == EACCES)
+        return dg_fail(err, err_len, OC_ERR_DENIED,
+                       "summaryPath %.120s is not accessible to the plugin; " HINT, path);
+    if (e == ENAMETOOLONG)
+        return dg_fail(err, err_len, OC_ERR_INVALID,
+                       "summaryPath %.120s: the file name '%.40s...' is too long for the file "
+                       "system; " HINT, path, leaf);
+    return dg_fail(err, err_len, OC_ERR_IO, "summaryPath %.120s: %s", path, strerror(e));
+}
+
+/* The refusal for a checked leaf that openat could not open (errno e). */
+static int leaf_open_failure(int e, const char *path, char *err, size_t err_len)
+{
+    if (e == ENOENT)
+        return dg_fail(err, err_len, OC_ERR_NOT_FOUND,
+                       "summaryPath %.120s disappeared while being checked; write it again, then "
+                       "call discuss-callback again", path);
+    if (e == ELOOP)
+        return dg_fail(err, err_len, OC_ERR_DENIED,
+                       "summaryPath %.120s became a symbolic link while being checked; " HINT, path);
+    if (e == EACCES || e == EPERM)
+        return dg_fail(err, err_len, OC_ERR_DENIED,
+                       "summaryPath %.120s is not readable by the plugin; make it readable "
+                       "(e.g. chmod a+r) and call discuss-callback again", path);
+    return dg_fail(err, err_len, OC_ERR_IO, "summaryPath %.120s cannot be opened: %s", path,
+                   strerror(e));
+}
+
+/* Check what the leaf is before opening it, without following a link:
+ * *before gets its stat. */
+static int check_leaf_before(int dirfd, const char *leaf, const char *workspace,
+                             const char *path, int64_t max_bytes, struct stat *before,
+                             char *err, size_t err_len)
+{
+    if (fstatat(dirfd, leaf, before, AT_SYMLINK_NOFOLLOW) != 0)
+        return leaf_stat_failure(errno, workspace, path, leaf, err, err_len);
+    /* A trailing '/' (or a last component '.') asks for a folder: the file
+     * system answers ENOTDIR for a file there, and so do we (it was dropped
+     * with the empty component and the file opened). */
+    size_t plen = strlen(path);
+    int want_dir = path[plen - 1] == '/' ||
+                   (path[plen - 1] == '.' && (plen == 1 || path[plen - 2] == '/'));
+    if (want_dir && !S_ISDIR(before->st_mode) && !S_ISLNK(before->st_mode))
+        return dg_fail(err, err_len, OC_ERR_INVALID,
+                  "summaryPath %.120s ends with '/' (or '/.'), which names a folder, but '%s' is not a "
+                  "folder (ENOTDIR); " HINT, path, leaf);
+    return check_leaf_stat(before, path, max_bytes, err, err_len);
+}
+
+/* The leaf: check what it is before opening (a FIFO or device is never
+ * opened), open without following, then make sure it is the same inode
+ * and read it through. *fd_out and *size on OC_OK. */
+static int open_leaf(int dirfd, const char *leaf, const char *workspace, const char *path,
+                     int64_t max_bytes, int *fd_out, int64_t *size, char *err, size_t err_len)
+{
+    struct stat before, after;
+    int rc = check_leaf_before(dirfd, leaf, workspace, path, max_bytes, &before, err, err_len);
+    if (rc != OC_OK)
+        return rc;
+    int fd = openat(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return leaf_open_failure(errno, path, err, err_len);
+    if (fstat(fd, &after) != 0)
+        rc = dg_fail(err, err_len, OC_ERR_IO, "summaryPath %.120s: %s", path, strerror(errno));
+    else if (after.st_dev != before.st_dev || after.st_ino != before.st_ino)
+        rc = dg_fail(err, err_len, OC_ERR_DENIED,
+                  "summaryPath %.120s was replaced while being checked; leave the file alone "
+                  "and call discuss-callback again", path);
+    else if ((rc = check_leaf_stat(&after, path, max_bytes, err, err_len)) == OC_OK)
+        rc = read_through(fd, path, max_bytes, size, err, err_len);
+    if (rc != OC_OK) {
+        close(fd);
+        return rc;
+    }
+    *fd_out = fd;
+    return OC_OK;
+}
+
+int dg_workspace_open(const char *workspace, const char *path, int64_t max_bytes,
+               dg_workspace_file *out, char *err, size_t err_len)
+{
+    out->fd = -1;
+    out->rel_path = NULL;
+    out->size = 0;
+    char *rel;
+    int rc = ws_relative(workspace, path, &rel, err, err_len);
+    if (rc != OC_OK)
+        return rc;
     int dirfd = open(workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dirfd < 0) {
         rc = dg_fail(err, err_len, errno == ENOENT ? OC_ERR_NOT_FOUND : OC_ERR_IO,
@@ -278,97 +400,15 @@ int dg_workspace_open(const char *workspace, const char *path, int64_t max_bytes
         free(rel);
         return rc;
     }
-
-    /* Walk the folders of rel one by one, never following a symlink. */
-    char *comp = rel;
-    char *slash;
-    while ((slash = strchr(comp, '/')) != NULL) {
-        *slash = '\0';
-        int next = openat(dirfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (next < 0) {
-            rc = dir_failure(dirfd, comp, errno, path, err, err_len);
-            *slash = '/';
-            goto done;
-        }
-        close(dirfd);
-        dirfd = next;
-        *slash = '/';
-        comp = slash + 1;
+    char *leaf = NULL;
+    int64_t size = 0;
+    if ((rc = ws_walk_folders(&dirfd, rel, &leaf, path, err, err_len)) == OC_OK &&
+        (rc = open_leaf(dirfd, leaf, workspace, path, max_bytes, &out->fd, &size, err,
+                        err_len)) == OC_OK) {
+        out->size = size;
+        out->rel_path = rel;
+        rel = NULL;
     }
-
-    /* The leaf: check what it is before opening (a FIFO or device is never
-     * opened), open without following, then make sure it is the same inode. */
-    struct stat before, after;
-    if (fstatat(dirfd, comp, &before, AT_SYMLINK_NOFOLLOW) != 0) {
-        if (errno == ENOENT)
-            rc = dg_fail(err, err_len, OC_ERR_NOT_FOUND,
-                      "summaryPath %.120s does not exist in your workspace %s; write the "
-                      "summary file first, then call discuss-callback again", path, workspace);
-        else if (errno == EACCES)
-            rc = dg_fail(err, err_len, OC_ERR_DENIED,
-                      "summaryPath %.120s is not accessible to the plugin; " HINT, path);
-        else if (errno == ENAMETOOLONG)
-            rc = dg_fail(err, err_len, OC_ERR_INVALID,
-                      "summaryPath %.120s: the file name '%.40s...' is too long for the file "
-                      "system; " HINT, path, comp);
-        else
-            rc = dg_fail(err, err_len, OC_ERR_IO, "summaryPath %.120s: %s", path, strerror(errno));
-        goto done;
-    }
-    /* A trailing '/' (or a last component '.') asks for a folder: the file
-     * system answers ENOTDIR for a file there, and so do we (it was dropped
-     * with the empty component and the file opened). */
-    size_t plen = strlen(path);
-    int want_dir = path[plen - 1] == '/' ||
-                   (path[plen - 1] == '.' && (plen == 1 || path[plen - 2] == '/'));
-    if (want_dir && !S_ISDIR(before.st_mode) && !S_ISLNK(before.st_mode)) {
-        rc = dg_fail(err, err_len, OC_ERR_INVALID,
-                  "summaryPath %.120s ends with '/' (or '/.'), which names a folder, but '%s' is not a "
-                  "folder (ENOTDIR); " HINT, path, comp);
-        goto done;
-    }
-    if ((rc = check_leaf_stat(&before, path, max_bytes, err, err_len)) != OC_OK)
-        goto done;
-    int fd = openat(dirfd, comp, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) {
-        int e = errno;
-        if (e == ENOENT)
-            rc = dg_fail(err, err_len, OC_ERR_NOT_FOUND,
-                      "summaryPath %.120s disappeared while being checked; write it again, then "
-                      "call discuss-callback again", path);
-        else if (e == ELOOP)
-            rc = dg_fail(err, err_len, OC_ERR_DENIED,
-                      "summaryPath %.120s became a symbolic link while being checked; " HINT, path);
-        else if (e == EACCES || e == EPERM)
-            rc = dg_fail(err, err_len, OC_ERR_DENIED,
-                      "summaryPath %.120s is not readable by the plugin; make it readable "
-                      "(e.g. chmod a+r) and call discuss-callback again", path);
-        else
-            rc = dg_fail(err, err_len, OC_ERR_IO, "summaryPath %.120s cannot be opened: %s",
-                      path, strerror(e));
-        goto done;
-    }
-    if (fstat(fd, &after) != 0) {
-        rc = dg_fail(err, err_len, OC_ERR_IO, "summaryPath %.120s: %s", path, strerror(errno));
-        close(fd);
-        goto done;
-    }
-    if (after.st_dev != before.st_dev || after.st_ino != before.st_ino) {
-        rc = dg_fail(err, err_len, OC_ERR_DENIED,
-                  "summaryPath %.120s was replaced while being checked; leave the file alone "
-                  "and call discuss-callback again", path);
-        close(fd);
-        goto done;
-    }
-    if ((rc = check_leaf_stat(&after, path, max_bytes, err, err_len)) != OC_OK ||
-        (rc = read_through(fd, path, max_bytes, &out->size, err, err_len)) != OC_OK) {
-        close(fd);
-        goto done;
-    }
-    out->fd = fd;
-    out->rel_path = rel;
-    rel = NULL;
-done:
     close(dirfd);
     free(rel);
     return rc;

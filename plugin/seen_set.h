@@ -14,7 +14,7 @@ typedef struct dg_seen_set dg_seen_set;
 
 /* New empty set, or NULL when out of memory. Owned by the caller:
  * dg_seen_set_free(). Any thread. */
-dg_seen_set *dg_seen_set_new(void);
+dg_seen_set *dg_seen_set_new(void) __attribute__((warn_unused_result));
 
 /* Free the set and its copies of the keys. NULL is fine. No other call may
  * run on it. */

@@ -13,7 +13,7 @@
 #include "errors.h"
 #include "openclaw/plugin.h"
 
-char *dg_path_join_base(const char *base, const char *path)
+char *dg_state_dir_join(const char *base, const char *path)
 {
     if (path[0] == '/' || !base)
         return strdup(path);
@@ -30,7 +30,7 @@ char *dg_path_join_base(const char *base, const char *path)
     return out;
 }
 
-int dg_path_base(char **out, const char **from, char *err, size_t err_len)
+int dg_state_dir_base(char **out, const char **from, char *err, size_t err_len)
 {
     *out = NULL;
     char cwd[4096];
@@ -46,11 +46,11 @@ int dg_path_base(char **out, const char **from, char *err, size_t err_len)
                                                        : strndup(cfg, (size_t)(slash - cfg));
         if (!dir)
             return OC_ERR_NOMEM;
-        *out = dg_path_join_base(cwd, dir);
+        *out = dg_state_dir_join(cwd, dir);
         free(dir);
         *from = "the folder of the host's config file (OPENCLAW_CONFIG_PATH)";
     } else if (state && *state) {
-        *out = dg_path_join_base(cwd, state);
+        *out = dg_state_dir_join(cwd, state);
         *from = "DIRIGENT_STATE_DIR";
     } else {
         *out = strdup(cwd);
@@ -59,7 +59,7 @@ int dg_path_base(char **out, const char **from, char *err, size_t err_len)
     return *out ? OC_OK : OC_ERR_NOMEM;
 }
 
-int dg_db_dir_prepare(const char *db_path, char **created, char *err, size_t err_len)
+int dg_state_dir_prepare_db(const char *db_path, char **created, char *err, size_t err_len)
 {
     *created = NULL;
     struct stat sb;
@@ -103,7 +103,7 @@ int dg_db_dir_prepare(const char *db_path, char **created, char *err, size_t err
                                         "create it yourself or choose another dbPath",
                                         db_path, dir, strerror(e));
             *p = keep;
-            dg_db_dir_undo(db_path, *created);
+            dg_state_dir_undo_db(db_path, *created);
             free(*created);
             *created = NULL;
             free(dir);
@@ -117,7 +117,7 @@ int dg_db_dir_prepare(const char *db_path, char **created, char *err, size_t err
     return OC_OK;
 }
 
-void dg_db_dir_undo(const char *db_path, const char *created)
+void dg_state_dir_undo_db(const char *db_path, const char *created)
 {
     if (!created)
         return;

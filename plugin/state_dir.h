@@ -20,25 +20,27 @@
  * ("the folder of OPENCLAW_CONFIG_PATH", ...). Returns OC_OK or a negative
  * oc_status with err. Thread: init only (reads the environment and cwd).
  */
-int dg_path_base(char **out, const char **from, char *err, size_t err_len);
+int dg_state_dir_base(char **out, const char **from, char *err, size_t err_len)
+    __attribute__((warn_unused_result));
 
 /* path when absolute, else base/path (a leading "./" dropped): malloc'd,
  * the caller frees; NULL when out of memory. */
-char *dg_path_join_base(const char *base, const char *path);
+char *dg_state_dir_join(const char *base, const char *path) __attribute__((warn_unused_result));
 
 /*
  * Make db_path's folder ready: db_path itself must not be a folder (refused
  * naming it); its missing parent folders are created, mode 0700 (only the
  * missing last levels). *created receives the topmost folder created
  * (malloc'd, the caller frees; NULL when none was needed), so a later
- * failure can take them back with dg_db_dir_undo. Returns OC_OK,
+ * failure can take them back with dg_state_dir_undo_db. Returns OC_OK,
  * OC_ERR_INVALID or OC_ERR_IO with a sentence naming the folder and errno's
  * text, OC_ERR_NOMEM. Thread: init only.
  */
-int dg_db_dir_prepare(const char *db_path, char **created, char *err, size_t err_len);
+int dg_state_dir_prepare_db(const char *db_path, char **created, char *err, size_t err_len)
+    __attribute__((warn_unused_result));
 
-/* Remove the empty folders dg_db_dir_prepare created for db_path, from its
+/* Remove the empty folders dg_state_dir_prepare_db created for db_path, from its
  * parent up to `created` (best effort; NULL does nothing). */
-void dg_db_dir_undo(const char *db_path, const char *created);
+void dg_state_dir_undo_db(const char *db_path, const char *created);
 
 #endif

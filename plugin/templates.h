@@ -46,10 +46,10 @@ typedef struct dg_tpl_vars {
     const char *maxBytes;           /* a length limit, decimal text */
     const char *error;              /* a status name (oc_status_name) */
     const char *reason;             /* the sentence saying why */
-    /* Discussion summaries (issue 16). */
+    /* Discussion summaries. */
     const char *summaryTemplate;    /* kickoff: discussion.summaryTemplate's text, "" none */
     const char *summaryPreview;     /* result: the summary's inert preview, "" none */
-    /* `!dirigent rotate` (issue 16). */
+    /* `!dirigent rotate`. */
     const char *sessions;           /* sessions reset, decimal text */
     const char *failed;             /* sessions that could not be reset, decimal text */
     /* `!dirigent order | add | remove`. */
@@ -62,7 +62,8 @@ typedef struct dg_tpl_vars {
 
 /* Load the embedded set, then overrides from dir (may be NULL); validate all
  * placeholders. *out owned by caller: dg_templates_free(). Init only. */
-int dg_templates_load(const char *dir, dg_templates **out, char *err, size_t err_len);
+int dg_templates_load(const char *dir, dg_templates **out, char *err, size_t err_len)
+    __attribute__((warn_unused_result));
 void dg_templates_free(dg_templates *t);
 
 /* Raw text of a template by file name; borrowed until free; NULL if none.
@@ -71,12 +72,14 @@ const char *dg_templates_get(const dg_templates *t, const char *name);
 
 /* Rendered text; a new malloc'd string the caller frees; NULL for an unknown
  * name or out of memory. Any thread. */
-char *dg_templates_render(const dg_templates *t, const char *name, const dg_tpl_vars *vars);
+char *dg_templates_render(const dg_templates *t, const char *name, const dg_tpl_vars *vars)
+    __attribute__((warn_unused_result));
 
 /* As dg_templates_render, without the line breaks at the end: for a text
  * that is one part of a message (a command reply after its prefix).
  * Caller frees; NULL as dg_templates_render. Any thread. */
-char *dg_templates_render_trim(const dg_templates *t, const char *name, const dg_tpl_vars *vars);
+char *dg_templates_render_trim(const dg_templates *t, const char *name, const dg_tpl_vars *vars)
+    __attribute__((warn_unused_result));
 
 /*
  * Placeholder rule: `{word}` where word is
@@ -93,6 +96,7 @@ char *dg_templates_render_trim(const dg_templates *t, const char *name, const dg
  * Check one template text: OC_OK, or OC_ERR_INVALID with a sentence naming
  * `name` and the unknown placeholder in err. Any thread.
  */
-int dg_templates_check_text(const char *name, const char *text, char *err, size_t err_len);
+int dg_templates_check_text(const char *name, const char *text, char *err, size_t err_len)
+    __attribute__((warn_unused_result));
 
 #endif

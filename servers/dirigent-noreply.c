@@ -532,7 +532,65 @@ static int nr_parse_ulong(const char *s, unsigned long max, unsigned long *out)
     return 0;
 }
 
-int main(int argc, char **argv)
+/* The command line. */
+typedef struct nr_opts {
+    const char *host;
+    const char *check_url;
+    unsigned long port, max_body;
+} nr_opts;
+
+/* An option that is not one, or lacks its value: said on stderr; exit code 2. */
+static int nr_bad_option(int ch, char **argv)
+{
+    if (ch == ':')
+        fprintf(stderr, "dirigent-noreply: option %s needs a value\n", argv[optind - 1]);
+    else if (optopt)
+        fprintf(stderr, "dirigent-noreply: unknown option -%c\n", optopt);
+    else
+        fprintf(stderr, "dirigent-noreply: unknown option %s\n", argv[optind - 1]);
+    nr_usage(stderr);
+    return 2;
+}
+
+/* One option into o or srv: -1 to go on, else the exit code. */
+static int nr_take_option(int ch, char **argv, nr_opts *o, nr_server *srv)
+{
+    switch (ch) {
+    case 'A': o->host = optarg; return -1;
+    case 'p':
+        if (nr_parse_ulong(optarg, 65535, &o->port) != 0) {
+            fprintf(stderr, "dirigent-noreply: --port must be 0..65535, got "
+                            "\"%s\"\n", optarg);
+            return 2;
+        }
+        return -1;
+    case 't':
+        if (!*optarg) {
+            fprintf(stderr, "dirigent-noreply: --token must not be empty; "
+                            "leave it out to accept any caller\n");
+            return 2;
+        }
+        srv->token = optarg;
+        return -1;
+    case 'm':
+        if (nr_parse_ulong(optarg, NR_MAX_BODY_LIMIT, &o->max_body) != 0 ||
+            o->max_body == 0) {
+            fprintf(stderr, "dirigent-noreply: --max-body must be 1..%u bytes, "
+                            "got \"%s\"\n", NR_MAX_BODY_LIMIT, optarg);
+            return 2;
+        }
+        return -1;
+    case 'q': srv->quiet = true; return -1;
+    case 'c': o->check_url = optarg; return -1;
+    case 'h':
+    case 'H': nr_usage(stdout); return 0;
+    case 'V': printf("dirigent-noreply %s\n", DG_VERSION); return 0;
+    default: return nr_bad_option(ch, argv);
+    }
+}
+
+/* The command line into o and srv: -1 to go on, else the exit code. */
+static int nr_parse_args(int argc, char **argv, nr_opts *o, nr_server *srv)
 {
     static const struct option opts[] = {
         {"host", required_argument, NULL, 'A'},
@@ -544,88 +602,54 @@ int main(int argc, char **argv)
         {"help", no_argument, NULL, 'H'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
-    static nr_server srv;
-    const char *host = "127.0.0.1";
-    const char *check_url = NULL;
-    unsigned long port = 0, max_body = NR_DEFAULT_MAX_BODY;
-    const char *env_token = getenv("DIRIGENT_NOREPLY_TOKEN");
-    srv.token = env_token && *env_token ? env_token : NULL;
-    int ch;
+    int ch, rc;
     opterr = 0; /* our own words for a bad option */
-    while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        switch (ch) {
-        case 'A': host = optarg; break;
-        case 'p':
-            if (nr_parse_ulong(optarg, 65535, &port) != 0) {
-                fprintf(stderr, "dirigent-noreply: --port must be 0..65535, got "
-                                "\"%s\"\n", optarg);
-                return 2;
-            }
-            break;
-        case 't':
-            if (!*optarg) {
-                fprintf(stderr, "dirigent-noreply: --token must not be empty; "
-                                "leave it out to accept any caller\n");
-                return 2;
-            }
-            srv.token = optarg;
-            break;
-        case 'm':
-            if (nr_parse_ulong(optarg, NR_MAX_BODY_LIMIT, &max_body) != 0 ||
-                max_body == 0) {
-                fprintf(stderr, "dirigent-noreply: --max-body must be 1..%u bytes, "
-                                "got \"%s\"\n", NR_MAX_BODY_LIMIT, optarg);
-                return 2;
-            }
-            break;
-        case 'q': srv.quiet = true; break;
-        case 'c': check_url = optarg; break;
-        case 'h':
-        case 'H': nr_usage(stdout); return 0;
-        case 'V': printf("dirigent-noreply %s\n", DG_VERSION); return 0;
-        case ':':
-            fprintf(stderr, "dirigent-noreply: option %s needs a value\n", argv[optind - 1]);
-            nr_usage(stderr);
-            return 2;
-        default:
-            if (optopt)
-                fprintf(stderr, "dirigent-noreply: unknown option -%c\n", optopt);
-            else
-                fprintf(stderr, "dirigent-noreply: unknown option %s\n", argv[optind - 1]);
-            nr_usage(stderr);
-            return 2;
-        }
-    }
+    while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1)
+        if ((rc = nr_take_option(ch, argv, o, srv)) >= 0)
+            return rc;
     if (optind < argc) {
         fprintf(stderr, "dirigent-noreply: unexpected argument \"%s\"\n", argv[optind]);
         nr_usage(stderr);
         return 2;
     }
-    if (check_url)
-        return nr_check(check_url, srv.token);
-    srv.max_body = max_body;
-    snprintf(srv.id_prefix, sizeof srv.id_prefix, "noreply%ld", (long)getpid());
+    return -1;
+}
 
-    struct sockaddr_storage ss;
-    memset(&ss, 0, sizeof ss);
-    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD;
-    bool v6 = false;
-    struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
-    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+/* host and port as a socket address: 0, or -1 when host is no numeric
+ * address. *v6 and the MHD flag for IPv6. */
+static int nr_listen_addr(const char *host, unsigned long port, struct sockaddr_storage *ss,
+                          bool *v6, unsigned *flags)
+{
+    memset(ss, 0, sizeof *ss);
+    struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+    *v6 = false;
     if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
         a4->sin_family = AF_INET;
         a4->sin_port = htons((uint16_t)port);
-    } else if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
+        return 0;
+    }
+    if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
         a6->sin6_family = AF_INET6;
         a6->sin6_port = htons((uint16_t)port);
-        flags |= MHD_USE_IPv6;
-        v6 = true;
-    } else {
+        *flags |= MHD_USE_IPv6;
+        *v6 = true;
+        return 0;
+    }
+    return -1;
+}
+
+/* Serve until SIGTERM or SIGINT: the exit code. */
+static int nr_serve(nr_server *srv, const nr_opts *o)
+{
+    struct sockaddr_storage ss;
+    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD;
+    bool v6;
+    if (nr_listen_addr(o->host, o->port, &ss, &v6, &flags) != 0) {
         fprintf(stderr, "dirigent-noreply: --host must be a numeric IPv4 or IPv6 "
-                        "address, got \"%s\"\n", host);
+                        "address, got \"%s\"\n", o->host);
         return 2;
     }
-
     /* Block the stop signals before MHD starts its thread, so only sigwait
      * below receives them. */
     sigset_t stop;
@@ -636,25 +660,41 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     struct MHD_Daemon *d = MHD_start_daemon(
-        flags, (uint16_t)port, NULL, NULL, nr_handle, &srv,
+        flags, (uint16_t)o->port, NULL, NULL, nr_handle, srv,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
         MHD_OPTION_NOTIFY_COMPLETED, nr_completed, NULL,
         MHD_OPTION_CONNECTION_TIMEOUT, NR_CONN_TIMEOUT_SEC,
         MHD_OPTION_CONNECTION_LIMIT, NR_CONN_LIMIT, MHD_OPTION_END);
     if (!d) {
         fprintf(stderr, "dirigent-noreply: cannot listen on %s port %lu (%s); pick "
-                        "another --port or --host\n", host, port, strerror(errno));
+                        "another --port or --host\n", o->host, o->port, strerror(errno));
         return 1;
     }
-    unsigned bound = dg_http_bound_port(d, (unsigned)port);
-    printf(v6 ? "http://[%s]:%u/v1\n" : "http://%s:%u/v1\n", host, bound);
+    unsigned bound = dg_http_bound_port(d, (unsigned)o->port);
+    printf(v6 ? "http://[%s]:%u/v1\n" : "http://%s:%u/v1\n", o->host, bound);
     fflush(stdout);
 
     int sig = 0;
     while (sigwait(&stop, &sig) != 0)
         ;
     MHD_stop_daemon(d);
-    if (!srv.quiet)
+    if (!srv->quiet)
         fprintf(stderr, "dirigent-noreply: stopped by signal %d\n", sig);
     return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static nr_server srv;
+    nr_opts o = {.host = "127.0.0.1", .max_body = NR_DEFAULT_MAX_BODY};
+    const char *env_token = getenv("DIRIGENT_NOREPLY_TOKEN");
+    srv.token = env_token && *env_token ? env_token : NULL;
+    int rc = nr_parse_args(argc, argv, &o, &srv);
+    if (rc >= 0)
+        return rc;
+    if (o.check_url)
+        return nr_check(o.check_url, srv.token);
+    srv.max_body = o.max_body;
+    snprintf(srv.id_prefix, sizeof srv.id_prefix, "noreply%ld", (long)getpid());
+    return nr_serve(&srv, &o);
 }

@@ -507,49 +507,146 @@ START_TEST(test_store_url_and_env)
 }
 END_TEST
 
+static const char *key_type_name(dg_config_key_type t)
+{
+    switch (t) {
+    case DG_CFG_STRING: return "string";
+    case DG_CFG_INT: return "integer";
+    case DG_CFG_ARRAY: return "array";
+    default: return "object";
+    }
+}
+
+/* The schema node of a table path: "properties" per part, a map's entries
+ * under "additionalProperties" ("*"); *parent gets the object holding it. */
+static json_t *schema_node(json_t *schema, const char *path, json_t **parent)
+{
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", path);
+    json_t *node = schema;
+    for (char *save = NULL, *part = strtok_r(buf, ".", &save); part && node;
+         part = strtok_r(NULL, ".", &save)) {
+        *parent = node;
+        node = strcmp(part, "*") == 0 ? json_object_get(node, "additionalProperties")
+                                      : json_object_get(json_object_get(node, "properties"), part);
+    }
+    return node;
+}
+
+static int in_array(const json_t *a, const char *s)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(a, i, v)
+        if (json_is_string(v) && strcmp(json_string_value(v), s) == 0)
+            return 1;
+    return 0;
+}
+
+/* Every property the schema names below `node` is a key of the table. */
+static void schema_keys_in_table(json_t *node, const char *prefix)
+{
+    size_t n;
+    const dg_config_key *keys = dg_config_keys(&n);
+    json_t *props = json_object_get(node, "properties");
+    const char *name;
+    json_t *sub;
+    json_object_foreach(props, name, sub) {
+        char path[128];
+        snprintf(path, sizeof path, "%s%s", prefix, name);
+        size_t i = 0;
+        while (i < n && strcmp(keys[i].path, path) != 0)
+            i++;
+        ck_assert_msg(i < n, "manifest.json's configSchema has \"%s\", the key table not: add "
+                      "it to KEYS in plugin/config.c or remove it from the manifest", path);
+        char below[140];
+        snprintf(below, sizeof below, "%s.", path);
+        schema_keys_in_table(sub, below);
+    }
+    json_t *map = json_object_get(node, "additionalProperties");
+    if (json_is_object(map)) {
+        char below[140];
+        snprintf(below, sizeof below, "%s*.", prefix);
+        schema_keys_in_table(map, below);
+    }
+}
+
 START_TEST(test_manifest_schema_matches_config_keys)
 {
-    /* manifest.json's configSchema must list exactly the keys init accepts. */
+    /* manifest.json's configSchema describes exactly the key table the
+     * parser reads: each key's type, range, default and being required. */
     json_error_t e;
     json_t *m = json_load_file("manifest.json", 0, &e);
     ck_assert_msg(m != NULL, "manifest.json unreadable: %s", e.text);
-    json_t *props = json_object_get(json_object_get(m, "configSchema"), "properties");
-    ck_assert_ptr_nonnull(props);
-    const char *top[] = {"noReplyProvider", "noReplyModel", "sessionPolicy", "dbPath",
-                         "templatesDir", "discord", "agents", "admins", "turn", "discussion",
-                         "outbox", "store"};
-    ck_assert_uint_eq(json_object_size(props), sizeof top / sizeof top[0]);
-    for (size_t i = 0; i < sizeof top / sizeof top[0]; i++)
-        ck_assert_msg(json_object_get(props, top[i]) != NULL, "schema misses %s", top[i]);
-    json_t *d = json_object_get(json_object_get(props, "discord"), "properties");
-    ck_assert_uint_eq(json_object_size(d), 5);
-    ck_assert_ptr_nonnull(json_object_get(d, "moderatorToken"));
-    json_t *tp = json_object_get(json_object_get(props, "turn"), "properties");
-    ck_assert_uint_eq(json_object_size(tp), 3);
-    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(tp, "nudgeSec"),
-                                                        "default")), 20);
-    json_t *dp = json_object_get(json_object_get(props, "discussion"), "properties");
-    ck_assert_uint_eq(json_object_size(dp), 9);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(dp, "summaryDir"),
-                                                       "default")), "plans/discussions");
-    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(dp, "previewChars"),
-                                                        "default")), 400);
-    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(dp, "reminderAfterSec"),
-                                                        "default")), 1800);
-    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(dp, "maxLifetimeSec"),
-                                                        "default")), 0);
-    json_t *ob = json_object_get(json_object_get(props, "outbox"), "properties");
-    ck_assert_uint_eq(json_object_size(ob), 1);
-    json_t *ret = json_object_get(ob, "retentionSec");
-    ck_assert_int_eq(json_integer_value(json_object_get(ret, "default")), 604800);
-    ck_assert_int_eq(json_integer_value(json_object_get(ret, "minimum")), 86400);
-    json_t *sp = json_object_get(json_object_get(props, "store"), "properties");
-    ck_assert_uint_eq(json_object_size(sp), 1);
-    ck_assert_ptr_nonnull(json_object_get(sp, "url"));
+    json_t *schema = json_object_get(m, "configSchema");
+    ck_assert_ptr_nonnull(schema);
+    size_t n;
+    const dg_config_key *keys = dg_config_keys(&n);
+    ck_assert_uint_gt(n, 20);
+    for (size_t i = 0; i < n; i++) {
+        const dg_config_key *k = &keys[i];
+        json_t *parent = NULL, *node = schema_node(schema, k->path, &parent);
+        ck_assert_msg(node != NULL, "key table has \"%s\", manifest.json's configSchema not",
+                      k->path);
+        ck_assert_msg(strcmp(json_string_value(json_object_get(node, "type")),
+                             key_type_name(k->type)) == 0, "%s: type differs", k->path);
+        const char *last = strrchr(k->path, '.');
+        ck_assert_msg(in_array(json_object_get(parent, "required"), last ? last + 1 : k->path)
+                      == k->required, "%s: required differs", k->path);
+        json_t *def = json_object_get(node, "default");
+        if (k->type == DG_CFG_INT) {
+            ck_assert_msg(json_integer_value(json_object_get(node, "minimum")) == k->min &&
+                          json_integer_value(json_object_get(node, "maximum")) == k->max &&
+                          json_is_integer(def) && json_integer_value(def) == k->def,
+                          "%s: range or default differs", k->path);
+        } else if (k->type == DG_CFG_STRING) {
+            ck_assert_msg(k->def_str ? json_is_string(def) &&
+                                       strcmp(json_string_value(def), k->def_str) == 0
+                                     : def == NULL, "%s: default differs", k->path);
+        }
+        /* A section comes before its keys: the parser reads it first. */
+        if (last && strchr(k->path, '.') == last) {
+            size_t j = 0;
+            while (j < i && (strncmp(keys[j].path, k->path, (size_t)(last - k->path)) != 0 ||
+                             keys[j].path[last - k->path] != '\0'))
+                j++;
+            ck_assert_msg(j < i, "%s comes before its section in the key table", k->path);
+        }
+    }
+    schema_keys_in_table(schema, "");
     ck_assert_str_eq(json_string_value(json_object_get(m, "entry")), "oc_plugin_entry");
     ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(m, "abi"), "major")),
                      OC_ABI_MAJOR);
     json_decref(m);
+}
+END_TEST
+
+/* docs/configuration.md's reference has a row for every key the parser
+ * reads (sections and maps' entries aside), integers with the table's range
+ * and default. */
+START_TEST(test_docs_reference_matches_config_keys)
+{
+    FILE *f = fopen("docs/configuration.md", "r");
+    ck_assert_ptr_nonnull(f);
+    static char doc[1 << 17];
+    size_t len = fread(doc, 1, sizeof doc - 1, f);
+    fclose(f);
+    ck_assert_uint_lt(len, sizeof doc - 1);
+    doc[len] = '\0';
+    size_t n;
+    const dg_config_key *keys = dg_config_keys(&n);
+    for (size_t i = 0; i < n; i++) {
+        const dg_config_key *k = &keys[i];
+        if (k->type == DG_CFG_OBJECT || strchr(k->path, '*'))
+            continue;
+        char row[200];
+        if (k->type == DG_CFG_INT)
+            snprintf(row, sizeof row, "| `%s` | integer %ld..%ld | %ld", k->path, k->min, k->max,
+                     k->def);
+        else
+            snprintf(row, sizeof row, "| `%s` |", k->path);
+        ck_assert_msg(strstr(doc, row) != NULL, "docs/configuration.md lacks the row \"%s\"", row);
+    }
 }
 END_TEST
 
@@ -602,7 +699,7 @@ END_TEST
  * look-ups' and free's NULL arguments.
  * Left uncovered on purpose (the coverage aim names each such line):
  *   config.c:resolve_paths, getcwd failing when dbPath is absent: the same
- *   call read the working directory a moment before (dg_path_base, which
+ *   call read the working directory a moment before (dg_state_dir_base, which
  *   refuses first: test_state_dir_unreadable_cwd_is_refused), so only
  *   another thread's chdir in between could make the second read fail. */
 START_TEST(test_config_edges)
@@ -656,21 +753,21 @@ END_TEST
 
 /* ---- state_dir.c: the base of relative paths, dbPath's folder ---------------
  * Left uncovered on purpose (the coverage aim names each such line):
- *   state_dir.c:dg_path_join_base, asprintf returning -1: glibc allocates
+ *   state_dir.c:dg_state_dir_join, asprintf returning -1: glibc allocates
  *   inside asprintf with its own malloc, which the runner's --wrap=malloc
  *   does not reach, so no test here can make it fail. */
 START_TEST(test_state_dir_joins_paths_on_one_base)
 {
-    char *p = dg_path_join_base("/srv/state/", "x.db");
+    char *p = dg_state_dir_join("/srv/state/", "x.db");
     ck_assert_str_eq(p, "/srv/state/x.db");
     free(p);
-    p = dg_path_join_base("/srv/state//", "./.");
+    p = dg_state_dir_join("/srv/state//", "./.");
     ck_assert_str_eq(p, "/srv/state");
     free(p);
-    p = dg_path_join_base("/srv", "/abs/y.db");
+    p = dg_state_dir_join("/srv", "/abs/y.db");
     ck_assert_str_eq(p, "/abs/y.db");
     free(p);
-    p = dg_path_join_base(NULL, "rel.db");
+    p = dg_state_dir_join(NULL, "rel.db");
     ck_assert_str_eq(p, "rel.db");
     free(p);
     /* The base: the host's config folder, else DIRIGENT_STATE_DIR, else cwd. */
@@ -693,7 +790,7 @@ START_TEST(test_state_dir_joins_paths_on_one_base)
             setenv("DIRIGENT_STATE_DIR", cases[i].state, 1);
         char *base = NULL, err[256] = "";
         const char *from = NULL;
-        ck_assert_int_eq(dg_path_base(&base, &from, err, sizeof err), OC_OK);
+        ck_assert_int_eq(dg_state_dir_base(&base, &from, err, sizeof err), OC_OK);
         char want[4200];
         snprintf(want, sizeof want, "%s%s", cases[i].abs ? "" : cwd, cases[i].want_suffix);
         ck_assert_msg(!strcmp(base, want), "case %zu: %s, want %s", i, base, want);
@@ -705,7 +802,7 @@ START_TEST(test_state_dir_joins_paths_on_one_base)
 END_TEST
 
 /* A working directory whose name is longer than the base buffer (4096):
- * dg_path_base refuses with a sentence that says to use absolute paths. */
+ * dg_state_dir_base refuses with a sentence that says to use absolute paths. */
 START_TEST(test_state_dir_unreadable_cwd_is_refused)
 {
     clear_env();
@@ -721,7 +818,7 @@ START_TEST(test_state_dir_unreadable_cwd_is_refused)
     }
     char *base = NULL, err[256] = "";
     const char *from = NULL;
-    ck_assert_int_eq(dg_path_base(&base, &from, err, sizeof err), OC_ERR_IO);
+    ck_assert_int_eq(dg_state_dir_base(&base, &from, err, sizeof err), OC_ERR_IO);
     ck_assert_ptr_null(base);
     ck_assert_ptr_nonnull(strstr(err, "working directory"));
     ck_assert_ptr_nonnull(strstr(err, "absolute paths"));
@@ -746,23 +843,23 @@ START_TEST(test_state_dir_creates_and_takes_back_db_folders)
     char *top = tu_mkdtemp();
     char *created = NULL, err[512] = "";
     /* No folder part, or the root: nothing to create. */
-    ck_assert_int_eq(dg_db_dir_prepare("x.db", &created, err, sizeof err), OC_OK);
+    ck_assert_int_eq(dg_state_dir_prepare_db("x.db", &created, err, sizeof err), OC_OK);
     ck_assert_ptr_null(created);
-    ck_assert_int_eq(dg_db_dir_prepare("/x.db", &created, err, sizeof err), OC_OK);
+    ck_assert_int_eq(dg_state_dir_prepare_db("/x.db", &created, err, sizeof err), OC_OK);
     ck_assert_ptr_null(created);
     /* A folder as dbPath: refused naming it. */
-    ck_assert_int_eq(dg_db_dir_prepare(top, &created, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_int_eq(dg_state_dir_prepare_db(top, &created, err, sizeof err), OC_ERR_INVALID);
     ck_assert_ptr_nonnull(strstr(err, "is a folder"));
     /* Two missing levels: both made, the topmost reported, taken back. */
     char *db = tu_path(top, "a/b/x.db"), *a = tu_path(top, "a"), *ab = tu_path(top, "a/b");
-    ck_assert_int_eq(dg_db_dir_prepare(db, &created, err, sizeof err), OC_OK);
+    ck_assert_int_eq(dg_state_dir_prepare_db(db, &created, err, sizeof err), OC_OK);
     ck_assert_str_eq(created, a);
     ck_assert(is_dir(ab));
-    dg_db_dir_undo(db, created);
+    dg_state_dir_undo_db(db, created);
     ck_assert(!is_dir(a));
     free(created);
     created = NULL;
-    dg_db_dir_undo(db, NULL); /* nothing was created: nothing happens */
+    dg_state_dir_undo_db(db, NULL); /* nothing was created: nothing happens */
     /* A level that cannot be made after one that was: the error names the
      * folder, and the level already made is taken back. */
     char longname[300];
@@ -771,7 +868,7 @@ START_TEST(test_state_dir_creates_and_takes_back_db_folders)
     char rel[400];
     snprintf(rel, sizeof rel, "a/%s/x.db", longname);
     char *bad = tu_path(top, rel);
-    ck_assert_int_eq(dg_db_dir_prepare(bad, &created, err, sizeof err), OC_ERR_IO);
+    ck_assert_int_eq(dg_state_dir_prepare_db(bad, &created, err, sizeof err), OC_ERR_IO);
     ck_assert_ptr_null(created);
     ck_assert_ptr_nonnull(strstr(err, "cannot create the folder"));
     ck_assert(!is_dir(a));
@@ -779,10 +876,10 @@ START_TEST(test_state_dir_creates_and_takes_back_db_folders)
     long n;
     for (n = 1; n < 1000; n++) {
         fa_arm_own(n);
-        int rc = dg_db_dir_prepare(db, &created, err, sizeof err);
+        int rc = dg_state_dir_prepare_db(db, &created, err, sizeof err);
         int hit = fa_disarm();
         if (rc == OC_OK) {
-            dg_db_dir_undo(db, created);
+            dg_state_dir_undo_db(db, created);
             free(created);
             created = NULL;
         } else {
@@ -795,12 +892,12 @@ START_TEST(test_state_dir_creates_and_takes_back_db_folders)
     }
     ck_assert_int_gt(n, 2);
     /* The undo's own copy failing: nothing removed, nothing leaked. */
-    ck_assert_int_eq(dg_db_dir_prepare(db, &created, err, sizeof err), OC_OK);
+    ck_assert_int_eq(dg_state_dir_prepare_db(db, &created, err, sizeof err), OC_OK);
     fa_arm_own(1);
-    dg_db_dir_undo(db, created);
+    dg_state_dir_undo_db(db, created);
     ck_assert_int_eq(fa_disarm(), 1);
     ck_assert(is_dir(ab));
-    dg_db_dir_undo(db, created);
+    dg_state_dir_undo_db(db, created);
     ck_assert(!is_dir(a));
     free(created);
     created = NULL;
@@ -810,7 +907,7 @@ START_TEST(test_state_dir_creates_and_takes_back_db_folders)
         char *base = NULL;
         const char *from = NULL;
         fa_arm_own(n);
-        int rc = dg_path_base(&base, &from, err, sizeof err);
+        int rc = dg_state_dir_base(&base, &from, err, sizeof err);
         int hit = fa_disarm();
         ck_assert(rc == OC_OK ? base != NULL : rc == OC_ERR_NOMEM && !base);
         free(base);
@@ -852,6 +949,7 @@ Suite *make_config_suite(void)
     tcase_add_test(tc, test_snowflake_rules);
     tcase_add_test(tc, test_store_url_and_env);
     tcase_add_test(tc, test_manifest_schema_matches_config_keys);
+    tcase_add_test(tc, test_docs_reference_matches_config_keys);
     tcase_add_test(tc, test_out_of_memory);
     tcase_add_test(tc, test_config_edges);
     tcase_add_test(tc, test_out_of_memory_with_overrides);

@@ -274,7 +274,7 @@ START_TEST(full_disk_on_a_small_tmpfs)
     usleep(1500 * 1000);
     figures during = count_figures(f.fd, f.chan, 20, "full");
     /* Nothing is sent twice and the order holds while the disk is full. The
-     * dispatcher records what Discord accepted in batches (outbox.c: up to
+     * dispatcher records what Discord accepted in batches (outbox_record.c: up to
      * 64 rows, about 20 ms late), so it may have posted up to one batch
      * before the failing commit tells it the store is full. */
     ck_assert_int_ge(during.delivered, 1);

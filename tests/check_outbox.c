@@ -1441,34 +1441,37 @@ START_TEST(stop_while_marks_unrecorded_then_resent_once)
 END_TEST
 
 /*
- * Not reached by any test (make coverage, issue 12), each an error path:
- *  - outbox.c:make_nonce, dg_outbox_enqueue (nonce branch),
- *    dg_outbox_start_opts (thread branch): getrandom() failing (EINTR, no
+ * Not reached by any test (make coverage), each an error path:
+ *  - outbox_enqueue.c:make_nonce, dg_outbox_enqueue (nonce branch),
+ *    outbox.c:dg_outbox_start_opts (thread branch): getrandom() failing (EINTR, no
  *    entropy source) and pthread_create() failing; neither can be made to
  *    fail from a test without replacing libc.
- *  - outbox.c:dg_outbox_enqueue ("np == 0"): a split of non-blank content
+ *  - outbox_enqueue.c:dg_outbox_enqueue ("np == 0"): a split of non-blank content
  *    giving no part; blank content is refused before the split.
- *  - outbox.c:chan_get, chans_sweep, discover (chan_get NULL), decide
- *    (realloc), post_head (strdup of the reason): allocation failures on the
+ *  - outbox_queue.c:chan_get, outbox_chans_sweep, outbox_discover (chan_get
+ *    NULL), outbox_record.c:outbox_decide (realloc), outbox_post.c:post_head (strdup of the reason): allocation failures on the
  *    dispatcher thread; failalloc.h fails allocations of the arming thread
  *    only (so a sweep is repeatable), and the split and enqueue sweep above
  *    covers the caller's side.
- *  - outbox.c:leases_release, record_retry, flush (the rollback branches):
+ *  - outbox_lease.c:outbox_leases_release, outbox_post.c:record_retry,
+ *    outbox_record.c:outbox_flush (the rollback branches):
  *    a statement failing after its transaction began on the dispatcher
  *    thread; the fault sweeps above fail the begin or a page read, and
  *    these run on pages the dispatcher has already read (cached).
- *  - outbox.c:flush (no marks), on_done (no channel holds the row),
- *    dispatcher (wait < 0, busy_now's last term, the untimed wait): guards
+ *  - outbox_record.c:outbox_flush (no marks), outbox_post.c:outbox_on_done
+ *    (no channel holds the row), outbox.c:while_flying (wait < 0), due_now's
+ *    last term, idle_wait (the untimed wait): guards
  *    of states the dispatcher never enters (flush is called with marks, a
  *    completion always finds its channel, a timer is always due).
- *  - outbox.c:refill (n == 0): discovery saw rows that are gone when the
+ *  - outbox_queue.c:outbox_refill (n == 0): discovery saw rows that are gone when the
  *    channel loads them, which needs another instance to send them between
  *    the two reads (check_shared.c runs two dispatchers, not in that gap).
- *  - outbox.c:on_done (back-off branch, Retry-After longer than the
+ *  - outbox_post.c:outbox_on_done (back-off branch, Retry-After longer than the
  *    back-off): a retryable answer with attempts left and a Retry-After
  *    beyond backoff_max_ms; the fake sends Retry-After only with 429, which
  *    the client handles itself.
- *  - outbox.c:lease_ok (taken over, wait < 50), dec_max_of, chan_forget_rows:
+ *  - outbox_lease.c:outbox_lease_ok (taken over, wait < 50), dec_max_of,
+ *    chan_forget_rows:
  *    another instance taking a lease this one held while rows were queued;
  *    it needs this lease to run out while the dispatcher is paused, which
  *    no test can order without a timed sleep (the lease held elsewhere from

@@ -20,6 +20,7 @@ int dg_ctl_doctor_main(int argc, char **argv, int cmd);
  * path or the postgresql:// url; caller frees). OC_OK, or a negative
  * oc_status with the reason in err. Main thread.
  */
-int dg_ctl_config_store(const char *file, char **store, char *err, size_t err_len);
+int dg_ctl_config_store(const char *file, char **store, char *err, size_t err_len)
+    __attribute__((warn_unused_result));
 
 #endif

@@ -1,6 +1,6 @@
 /*
- * dirigent-ctl -- the operator's read-only view of a dirigent store
- * (issue 16): which scopes are managed and whose turn it is, why an agent
+ * dirigent-ctl -- the operator's read-only view of a dirigent store:
+ * which scopes are managed and whose turn it is, why an agent
  * did not speak (the scope's last turn transitions with their causes),
  * which discussions exist, and what the outbox still owes.
  *
@@ -499,37 +499,49 @@ static int channel_id_ok(const char *what, const char *s)
     return 0;
 }
 
-int main(int argc, char **argv)
+/* The command line, less the options that go into ctl. */
+typedef struct ctl_args {
+    const char *db, *url, *config;
+    const char *args[4];       /* the command and its arguments */
+    int n;                     /* how many; 5: too many */
+    int all;                   /* --all */
+    char *from_config;         /* the store named by --openclaw-config; owned */
+} ctl_args;
+
+/* The doctor reads a host config, not a store, and serve reads the store
+ * per request: each parses its own options. One of them is the command
+ * when it is the first word that is no option or value; its index in argv,
+ * else 0. */
+static int own_options_at(int argc, char **argv)
 {
-    const char *db = NULL, *url = NULL, *config = NULL;
-    ctl c = {.now = wall_ms(), .claim_hooks = 1};
-    int i = 1;
-    /* The doctor reads a host config, not a store: its own options. It is
-     * the command when it is the first word that is no option or value. */
     for (int k = 1; k < argc; k++) {
         if (!strcmp(argv[k], "--db") || !strcmp(argv[k], "--store-url") ||
             !strcmp(argv[k], "--openclaw-config") || !strcmp(argv[k], "--openclaw-version") ||
             !strcmp(argv[k], "--listen") || !strcmp(argv[k], "--token"))
             k++;
-        else if (argv[k][0] != '-') {
-            if (!strcmp(argv[k], "doctor"))
-                return dg_ctl_doctor_main(argc, argv, k);
-            if (!strcmp(argv[k], "serve"))
-                return dg_ctl_serve_main(argc, argv, k);
-            break;
-        }
+        else if (argv[k][0] != '-')
+            return !strcmp(argv[k], "doctor") || !strcmp(argv[k], "serve") ? k : 0;
     }
+    return 0;
+}
+
+/* The options before the command, then the command's words (--json,
+ * --no-claim-hooks and --all may also follow it). -1 to go on, else the
+ * exit code (--version, --help). */
+static int parse_args(int argc, char **argv, ctl *c, ctl_args *a)
+{
+    int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (!strcmp(argv[i], "--db") && i + 1 < argc)
-            db = argv[++i];
+            a->db = argv[++i];
         else if (!strcmp(argv[i], "--store-url") && i + 1 < argc)
-            url = argv[++i];
+            a->url = argv[++i];
         else if (!strcmp(argv[i], "--openclaw-config") && i + 1 < argc)
-            config = argv[++i];
+            a->config = argv[++i];
         else if (!strcmp(argv[i], "--json"))
-            c.json = 1;
+            c->json = 1;
         else if (!strcmp(argv[i], "--no-claim-hooks"))
-            c.claim_hooks = 0;
+            c->claim_hooks = 0;
         else if (!strcmp(argv[i], "--version")) {
             printf("dirigent-ctl %s (store schema %d)\n", DG_VERSION, dg_store_schema_version());
             return 0;
@@ -539,101 +551,133 @@ int main(int argc, char **argv)
         } else
             break;
     }
-    /* --json may also follow the command. */
-    int n = 0;
-    const char *args[4] = {0};
-    int all = 0;
     for (; i < argc; i++) {
         if (!strcmp(argv[i], "--json"))
-            c.json = 1;
+            c->json = 1;
         else if (!strcmp(argv[i], "--no-claim-hooks"))
-            c.claim_hooks = 0;
+            c->claim_hooks = 0;
         else if (!strcmp(argv[i], "--all"))
-            all = 1;
-        else if (n < 4)
-            args[n++] = argv[i];
+            a->all = 1;
+        else if (a->n < 4)
+            a->args[a->n++] = argv[i];
         else
-            n = 5;
+            a->n = 5;
     }
-    const char *cmd = args[0];
+    return -1;
+}
+
+/* The store to read: --openclaw-config's, else --db / --store-url, else
+ * env DIRIGENT_STORE_URL. An explicit option wins over the environment
+ * (unlike the plugin, where the environment wins over its config file):
+ * the operator typed it for this call. -1 to go on, else the exit code
+ * after saying why on stderr. */
+static int choose_store(ctl_args *a)
+{
+    const char *env = getenv("DIRIGENT_STORE_URL");
+    if (a->config && (a->db || a->url)) {
+        fprintf(stderr, "dirigent-ctl: give either --openclaw-config FILE or --db / "
+                "--store-url, not both\n%s", USAGE);
+        return 2;
+    }
+    if (a->config) {
+        char cerr[1024] = "";
+        if (dg_ctl_config_store(a->config, &a->from_config, cerr, sizeof cerr) != OC_OK) {
+            fprintf(stderr, "dirigent-ctl: --openclaw-config %s: %s\n", a->config, cerr);
+            return 1;
+        }
+        if (dg_store_is_url(a->from_config))
+            a->url = a->from_config;
+        else
+            a->db = a->from_config;
+    } else if (!a->db && !a->url && env && *env) {
+        a->url = env;
+    }
+    return -1;
+}
+
+/* The command and its arguments make sense with the store chosen: -1 to go
+ * on, else 2 after saying why on stderr. */
+static int check_command(const ctl_args *a)
+{
+    const char *cmd = a->args[0];
+    int n = a->n;
     int ok_args = cmd && ((!strcmp(cmd, "scopes") && n == 1) ||
                           (!strcmp(cmd, "status") && n == 1) ||
                           (!strcmp(cmd, "why") && (n == 2 || n == 3)) ||
                           (!strcmp(cmd, "discussions") && n == 1) ||
                           (!strcmp(cmd, "show") && n == 2) || (!strcmp(cmd, "outbox") && n == 1));
-    /* An explicit option wins over the environment (unlike the plugin,
-     * where the environment wins over its config file): the operator
-     * typed it for this call. */
-    const char *env = getenv("DIRIGENT_STORE_URL");
-    char *from_config = NULL;
-    if (config && (db || url)) {
-        fprintf(stderr, "dirigent-ctl: give either --openclaw-config FILE or --db / "
-                "--store-url, not both\n%s", USAGE);
-        return 2;
-    }
-    if (config) {
-        char cerr[1024] = "";
-        if (dg_ctl_config_store(config, &from_config, cerr, sizeof cerr) != OC_OK) {
-            fprintf(stderr, "dirigent-ctl: --openclaw-config %s: %s\n", config, cerr);
-            return 1;
-        }
-        if (dg_store_is_url(from_config))
-            url = from_config;
-        else
-            db = from_config;
-    } else if (!db && !url && env && *env) {
-        url = env;
-    }
-    const char *why = db && url ? "dirigent-ctl: give either --db PATH (SQLite) or --store-url "
-                                  "URL (PostgreSQL), not both\n"
-                    : !db && !url ? "dirigent-ctl: --db PATH or --store-url URL (or env "
-                                    "DIRIGENT_STORE_URL) is required\n"
-                    : url && !dg_store_is_url(url) ? "dirigent-ctl: --store-url (or "
+    const char *why = a->db && a->url ? "dirigent-ctl: give either --db PATH (SQLite) or "
+                                        "--store-url URL (PostgreSQL), not both\n"
+                    : !a->db && !a->url ? "dirigent-ctl: --db PATH or --store-url URL (or env "
+                                          "DIRIGENT_STORE_URL) is required\n"
+                    : a->url && !dg_store_is_url(a->url) ? "dirigent-ctl: --store-url (or "
                                     "DIRIGENT_STORE_URL) must be a postgresql:// or "
                                     "postgres:// url; a SQLite file goes to --db\n"
-                    : !ok_args || (all && strcmp(cmd, "discussions") != 0)
+                    : !ok_args || (a->all && strcmp(cmd, "discussions") != 0)
                         ? "dirigent-ctl: unknown command or wrong arguments\n" : NULL;
     if (why) {
         fprintf(stderr, "%s%s", why, USAGE);
-        free(from_config);
         return 2;
     }
-    if ((!strcmp(cmd, "why") && !channel_id_ok("CHANNEL", args[1])) ||
-        (!strcmp(cmd, "show") && !channel_id_ok("DISCUSSION (an id or a channel id)", args[1]))) {
-        free(from_config);
+    if ((!strcmp(cmd, "why") && !channel_id_ok("CHANNEL", a->args[1])) ||
+        (!strcmp(cmd, "show") && !channel_id_ok("DISCUSSION (an id or a channel id)", a->args[1])))
         return 2;
-    }
+    return -1;
+}
+
+/* Open the store read-only with a read transaction: -1 to go on, else 1
+ * after saying why on stderr. */
+static int open_store(ctl *c, const ctl_args *a)
+{
     char err[512] = "";
     struct stat sb;
-    if (config && db && stat(db, &sb) != 0) {
+    if (a->config && a->db && stat(a->db, &sb) != 0) {
         fprintf(stderr, "dirigent-ctl: no database at %s (the plugin's dbPath) yet: the plugin "
-                "creates it when the gateway first starts\n", db);
-        free(from_config);
+                "creates it when the gateway first starts\n", a->db);
         return 1;
     }
-    int rc = dg_store_open_readonly(url ? url : db, &c.st, err, sizeof err);
-    if (rc != OC_OK) {
+    if (dg_store_open_readonly(a->url ? a->url : a->db, &c->st, err, sizeof err) != OC_OK) {
         fprintf(stderr, "dirigent-ctl: %s\n", err);
-        free(from_config);
         return 1;
     }
-    if (dg_store_begin_read(c.st) != OC_OK) {
+    if (dg_store_begin_read(c->st) != OC_OK) {
         /* dg_store_where names a PostgreSQL store without its password. */
-        fprintf(stderr, "dirigent-ctl: cannot read %s (%s)\n", url ? dg_store_where(c.st) : db,
-                dg_store_errmsg(c.st));
-        dg_store_close(c.st);
-        free(from_config);
+        fprintf(stderr, "dirigent-ctl: cannot read %s (%s)\n",
+                a->url ? dg_store_where(c->st) : a->db, dg_store_errmsg(c->st));
+        dg_store_close(c->st);
+        c->st = NULL;
         return 1;
     }
-    c.where = url ? dg_store_where(c.st) : db;
-    int status = !strcmp(cmd, "scopes") ? cmd_scopes(&c)
-               : !strcmp(cmd, "status") ? cmd_status(&c)
-               : !strcmp(cmd, "why") ? cmd_why(&c, args[1], args[2])
-               : !strcmp(cmd, "discussions") ? cmd_discussions(&c, all)
-               : !strcmp(cmd, "show") ? cmd_show(&c, args[1])
-               : cmd_outbox(&c);
-    dg_store_rollback(c.st);
-    dg_store_close(c.st);
-    free(from_config);
+    c->where = a->url ? dg_store_where(c->st) : a->db;
+    return -1;
+}
+
+static int run_command(ctl *c, const ctl_args *a)
+{
+    const char *cmd = a->args[0];
+    return !strcmp(cmd, "scopes") ? cmd_scopes(c)
+         : !strcmp(cmd, "status") ? cmd_status(c)
+         : !strcmp(cmd, "why") ? cmd_why(c, a->args[1], a->args[2])
+         : !strcmp(cmd, "discussions") ? cmd_discussions(c, a->all)
+         : !strcmp(cmd, "show") ? cmd_show(c, a->args[1])
+         : cmd_outbox(c);
+}
+
+int main(int argc, char **argv)
+{
+    int k = own_options_at(argc, argv);
+    if (k)
+        return !strcmp(argv[k], "serve") ? dg_ctl_serve_main(argc, argv, k)
+                                          : dg_ctl_doctor_main(argc, argv, k);
+    ctl c = {.now = wall_ms(), .claim_hooks = 1};
+    ctl_args a = {0};
+    int status;
+    if ((status = parse_args(argc, argv, &c, &a)) < 0 && (status = choose_store(&a)) < 0 &&
+        (status = check_command(&a)) < 0 && (status = open_store(&c, &a)) < 0) {
+        status = run_command(&c, &a);
+        dg_store_rollback(c.st);
+        dg_store_close(c.st);
+    }
+    free(a.from_config);
     return status;
 }
