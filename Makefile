@@ -132,21 +132,24 @@ BASE_CFLAGS = -std=c11 -D_GNU_SOURCE -DDG_VERSION=\"$(VERSION)\" $(WARN) $(CFLAG
              -fPIC -fvisibility=hidden -pthread -I$(B)/gen $(PKG_CFLAGS) $(SANFLAGS)
 ALL_CFLAGS = $(PART_INC) $(BASE_CFLAGS)
 
-# Include paths per part: a part sees include/, its own folder and the parts
-# below it, nothing else, so an include that points upwards (plugin/ using
+# Include paths per part: a part sees its own folder and the parts below
+# it, nothing else, so an include that points upwards (plugin/ using
 # hooks/, discord/ or store/ using plugin/, host/ using plugin/) fails the
 # build. discord/ and store/ sit side by side and see nothing of each other.
-#   include/ <- common/ <- {discord/, store/} <- plugin/ <- hooks/  (dirigent.so)
-#   include/ <- common/ <- discord/ <- host/                        (libochost.a, ocgw)
+# The host ABI (include/) is the host boundary: the core and the hooks see
+# it, and the host; the parts below the core do not (their status codes
+# are common/status.h), so an ABI include there fails the build too.
+#   common/ <- {discord/, store/} <- plugin/ (+ include/) <- hooks/  (dirigent.so)
+#   common/ <- discord/ <- host/ (+ include/)                        (libochost.a, ocgw)
 # Tests see every part. The objects of a part get its list (below); the
 # flags stamp leaves the lists out (they are fixed here, and a stamp made
 # for one part would be stale for the next).
-INC_common  := -Iinclude -Icommon
+INC_common  := -Icommon
 INC_discord := $(INC_common) -Idiscord
 INC_store   := $(INC_common) -Istore
-INC_plugin  := $(INC_common) -Idiscord -Istore -Iplugin
+INC_plugin  := -Iinclude $(INC_common) -Idiscord -Istore -Iplugin
 INC_hooks   := $(INC_plugin) -Ihooks
-INC_host    := $(INC_discord) -Ihost
+INC_host    := -Iinclude $(INC_discord) -Ihost
 INC_servers := $(INC_common)
 INC_tools   := $(INC_plugin) -Itools
 INC_tests   := $(INC_hooks) -Ihost -Itests/support

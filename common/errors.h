@@ -1,7 +1,7 @@
 /*
  * errors.h -- writing an actionable error sentence for the caller.
  *
- * Errors cross module boundaries as an oc_status (include/openclaw/plugin.h)
+ * Errors cross module boundaries as a dg_status (status.h)
  * plus a sentence in a caller-supplied buffer that names the field and the
  * rule and says what to do next.
  */
@@ -12,7 +12,7 @@
 
 /* Format the sentence into err (truncated to err_len; nothing when err is
  * NULL or err_len is 0) and return status, so callers can write
- * `return dg_fail(err, n, OC_ERR_INVALID, "...", ...);`. Any thread. */
+ * `return dg_fail(err, n, DG_ERR_INVALID, "...", ...);`. Any thread. */
 int dg_fail(char *err, size_t err_len, int status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 

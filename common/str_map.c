@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "openclaw/plugin.h"
+#include "status.h"
 
 uint64_t dg_map_hash(const char *key)
 {
@@ -59,7 +59,7 @@ static int grow(dg_map *m)
     size_t cap = m->cap ? m->cap * 2 : 64;
     dg_map_slot *slots = calloc(cap, sizeof *slots);
     if (!slots)
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     dg_map old = *m;
     m->slots = slots;
     m->cap = cap;
@@ -67,14 +67,14 @@ static int grow(dg_map *m)
         if (old.slots[i].key)
             *find(m, old.slots[i].key, old.slots[i].hash) = old.slots[i];
     free(old.slots);
-    return OC_OK;
+    return DG_OK;
 }
 
 int dg_map_put(dg_map *m, const char *key, void *val)
 {
     /* Load factor at most 1/2 keeps probes short. */
     if ((m->n + 1) * 2 > m->cap && grow(m))
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     uint64_t h = dg_map_hash(key);
     dg_map_slot *s = find(m, key, h);
     if (!s->key)
@@ -82,7 +82,7 @@ int dg_map_put(dg_map *m, const char *key, void *val)
     s->hash = h;
     s->key = key;
     s->val = val;
-    return OC_OK;
+    return DG_OK;
 }
 
 void dg_map_each(const dg_map *m, void (*fn)(void *val, void *arg), void *arg)
@@ -102,11 +102,11 @@ int dg_map_retain(dg_map *m, int (*keep)(void *val, void *arg),
                   void (*drop)(void *val, void *arg), void *arg)
 {
     if (!m->cap)
-        return OC_OK;
+        return DG_OK;
     /* Rebuilt into a fresh table: open addressing has no plain delete. */
     dg_map_slot *slots = calloc(m->cap, sizeof *slots);
     if (!slots)
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     dg_map old = *m;
     m->slots = slots;
     m->n = 0;
@@ -122,5 +122,5 @@ int dg_map_retain(dg_map *m, int (*keep)(void *val, void *arg),
         }
     }
     free(old.slots);
-    return OC_OK;
+    return DG_OK;
 }

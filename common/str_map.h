@@ -40,7 +40,7 @@ void *dg_map_get_hashed(const dg_map *m, const char *key, uint64_t h);
  * coming soon finds it cached); returns key's hash for that lookup. */
 uint64_t dg_map_prefetch(const dg_map *m, const char *key);
 
-/* Insert or replace; OC_OK or OC_ERR_NOMEM. */
+/* Insert or replace; DG_OK or DG_ERR_NOMEM. */
 int dg_map_put(dg_map *m, const char *key, void *val);
 
 /* Call fn on every value (order unspecified), e.g. to free them. */
@@ -51,8 +51,8 @@ void dg_map_clear(dg_map *m);
 
 /* Keep only the entries whose value keep() accepts; each other value is
  * passed to drop() (which may free it, key included) once it is out of the
- * map. keep() must not depend on values dropped before it. OC_OK, or
- * OC_ERR_NOMEM with the map unchanged and nothing dropped. */
+ * map. keep() must not depend on values dropped before it. DG_OK, or
+ * DG_ERR_NOMEM with the map unchanged and nothing dropped. */
 int dg_map_retain(dg_map *m, int (*keep)(void *val, void *arg),
                   void (*drop)(void *val, void *arg), void *arg);
 

@@ -56,17 +56,17 @@ int dg_discord_check_channel_name(const char *name, char *why, size_t why_len)
     }
     if (!name || !*name) {
         snprintf(why, why_len, "name is empty; give 1 to %d characters", DG_DISCORD_MAX_NAME);
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     }
     long n = dg_utf8_count_valid(name);
     if (n < 0) {
         snprintf(why, why_len, "name is not valid UTF-8");
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     }
     if (n > DG_DISCORD_MAX_NAME) {
         snprintf(why, why_len, "name has %ld characters; Discord allows 1 to %d", n,
                  DG_DISCORD_MAX_NAME);
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     }
     size_t left = strlen(name);
     for (const char *c = name; *c;) {
@@ -78,15 +78,15 @@ int dg_discord_check_channel_name(const char *name, char *why, size_t why_len)
             snprintf(why, why_len,
                      "name contains whitespace, a control or an invisible character (U+%04lX); "
                      "text-channel names use '-' instead of spaces", cp);
-            return OC_ERR_INVALID;
+            return DG_ERR_INVALID;
         }
         if (upper_case(cp)) {
             snprintf(why, why_len, "name contains the upper-case letter U+%04lX; text-channel "
                                    "names are lower case", cp);
-            return OC_ERR_INVALID;
+            return DG_ERR_INVALID;
         }
     }
-    return OC_OK;
+    return DG_OK;
 }
 
 int dg_discord_create_private_channel(dg_discord *d, const dg_discord_channel_spec *spec,
@@ -97,32 +97,32 @@ int dg_discord_create_private_channel(dg_discord *d, const dg_discord_channel_sp
     if (channel_id)
         *channel_id = NULL;
     if (!d || !spec || !channel_id)
-        return dgd_set_err(err, OC_ERR_INVALID, 0, 0, "create channel: missing argument");
+        return dgd_set_err(err, DG_ERR_INVALID, 0, 0, "create channel: missing argument");
     const char *guild = spec->guild_id ? spec->guild_id : d->guild_id;
     if (!guild)
-        return dgd_set_err(err, OC_ERR_INVALID, 0, 0,
+        return dgd_set_err(err, DG_ERR_INVALID, 0, 0,
                            "create channel: no guild: set discord.guildId in the plugin config");
     if (!dg_snowflake_valid(guild))
-        return dgd_set_err(err, OC_ERR_INVALID, 0, 0,
+        return dgd_set_err(err, DG_ERR_INVALID, 0, 0,
                            "create channel: guild id must be a snowflake (1-20 digits)");
     char why[160];
-    if (dg_discord_check_channel_name(spec->name, why, sizeof why) != OC_OK)
-        return dgd_set_err(err, OC_ERR_INVALID, 0, 0, "create channel: %s", why);
+    if (dg_discord_check_channel_name(spec->name, why, sizeof why) != DG_OK)
+        return dgd_set_err(err, DG_ERR_INVALID, 0, 0, "create channel: %s", why);
     if (spec->topic) {
         long tn = dg_utf8_count_valid(spec->topic);
         if (tn < 0 || tn > DG_DISCORD_MAX_TOPIC)
-            return dgd_set_err(err, OC_ERR_INVALID, 0, 0,
+            return dgd_set_err(err, DG_ERR_INVALID, 0, 0,
                                "create channel: topic must be valid UTF-8 of at most %d characters",
                                DG_DISCORD_MAX_TOPIC);
     }
     if (spec->parent_id && !dg_snowflake_valid(spec->parent_id))
-        return dgd_set_err(err, OC_ERR_INVALID, 0, 0,
+        return dgd_set_err(err, DG_ERR_INVALID, 0, 0,
                            "create channel: parentId must be a snowflake (1-20 digits)");
     if (spec->n_members && !spec->member_ids)
-        return dgd_set_err(err, OC_ERR_INVALID, 0, 0, "create channel: member list missing");
+        return dgd_set_err(err, DG_ERR_INVALID, 0, 0, "create channel: member list missing");
     for (size_t i = 0; i < spec->n_members; i++)
         if (!dg_snowflake_valid(spec->member_ids[i]))
-            return dgd_set_err(err, OC_ERR_INVALID, 0, 0,
+            return dgd_set_err(err, DG_ERR_INVALID, 0, 0,
                                "create channel: member %zu (\"%.40s\") is not a snowflake", i,
                                spec->member_ids[i] ? spec->member_ids[i] : "(null)");
 
@@ -152,26 +152,26 @@ int dg_discord_create_private_channel(dg_discord *d, const dg_discord_channel_sp
         bad |= json_object_set_new(body, "parent_id", json_string(spec->parent_id));
     char *json = dgd_dump_checked(body, bad);
     if (!json)
-        return dgd_set_err(err, OC_ERR_NOMEM, 0, 1, "create channel: out of memory");
+        return dgd_set_err(err, DG_ERR_NOMEM, 0, 1, "create channel: out of memory");
 
     char path[64];
     snprintf(path, sizeof path, "/guilds/%s/channels", guild);
     json_t *resp = NULL;
     int rc = dgd_do_request(d, "POST", path, json, 0, &resp, err);
     free(json);
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         return rc;
     const char *id = json_string_value(json_object_get(resp, "id"));
     if (!id || !dg_snowflake_valid(id)) {
         json_decref(resp);
-        return dgd_set_err(err, OC_ERR_IO, err ? err->http_status : 0, 0,
+        return dgd_set_err(err, DG_ERR_IO, err ? err->http_status : 0, 0,
                            "create channel: Discord's answer has no channel id");
     }
     *channel_id = strdup(id);
     json_decref(resp);
     if (!*channel_id)
-        return dgd_set_err(err, OC_ERR_NOMEM, 0, 1, "create channel: out of memory");
-    return OC_OK;
+        return dgd_set_err(err, DG_ERR_NOMEM, 0, 1, "create channel: out of memory");
+    return DG_OK;
 }
 
 int dg_discord_find_channel(dg_discord *d, const char *guild_id, const char *name,
@@ -182,16 +182,16 @@ int dg_discord_find_channel(dg_discord *d, const char *guild_id, const char *nam
     if (channel_id)
         *channel_id = NULL;
     if (!d || !name || !channel_id)
-        return dgd_set_err(err, OC_ERR_INVALID, 0, 0, "find channel: missing argument");
+        return dgd_set_err(err, DG_ERR_INVALID, 0, 0, "find channel: missing argument");
     const char *guild = guild_id ? guild_id : d->guild_id;
     if (!guild || !dg_snowflake_valid(guild))
-        return dgd_set_err(err, OC_ERR_INVALID, 0, 0,
+        return dgd_set_err(err, DG_ERR_INVALID, 0, 0,
                            "find channel: guild id must be a snowflake (1-20 digits)");
     char path[64];
     snprintf(path, sizeof path, "/guilds/%s/channels", guild);
     json_t *resp;
     int rc = dgd_get_json(d, "find channel", path, JSON_ARRAY, &resp, err);
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         return rc;
     const char *best = NULL;
     size_t i;
@@ -210,8 +210,8 @@ int dg_discord_find_channel(dg_discord *d, const char *guild_id, const char *nam
     }
     if (best && !(*channel_id = strdup(best))) {
         json_decref(resp);
-        return dgd_set_err(err, OC_ERR_NOMEM, 0, 1, "find channel: out of memory");
+        return dgd_set_err(err, DG_ERR_NOMEM, 0, 1, "find channel: out of memory");
     }
     json_decref(resp);
-    return OC_OK;
+    return DG_OK;
 }

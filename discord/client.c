@@ -27,31 +27,31 @@ static void curl_init_once(void)
     curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-/* The options' rules, checked before anything is made: OC_OK, or
- * OC_ERR_INVALID with the field and its rule in err. */
+/* The options' rules, checked before anything is made: DG_OK, or
+ * DG_ERR_INVALID with the field and its rule in err. */
 static int check_options(const dg_discord_options *o, char *err, size_t err_len)
 {
     if (!o || !o->api_base || (strncmp(o->api_base, "https://", 8) != 0 &&
                                strncmp(o->api_base, "http://", 7) != 0)) {
         snprintf(err, err_len, "discord.apiBase must be an http:// or https:// URL such as "
                                "https://discord.com/api/v10");
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     }
     if (!o->token || !*o->token || strpbrk(o->token, "\r\n \t")) {
         snprintf(err, err_len, "discord.moderatorToken is missing or contains whitespace; set "
                                "the bot token (without the \"Bot \" prefix)");
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     }
     if (o->guild_id && !dg_snowflake_valid(o->guild_id)) {
         snprintf(err, err_len, "discord.guildId must be a snowflake (1-20 digits)");
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     }
     if (o->timeout_ms < 0 || o->connect_timeout_ms < 0 || o->max_attempts < 0 ||
         o->backoff_base_ms < 0 || o->backoff_max_ms < 0 || o->max_idle_handles < 0) {
         snprintf(err, err_len, "discord: timeouts, attempts and back-off must not be negative");
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     }
-    return OC_OK;
+    return DG_OK;
 }
 
 /* The limits of d from o (0: the default), the log callback and the
@@ -121,17 +121,17 @@ int dg_discord_new(const dg_discord_options *o, dg_discord **out, char *err, siz
     err[0] = '\0';
     if (!out) {
         snprintf(err, err_len, "discord: no place to store the client");
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     }
     *out = NULL;
     int rc = check_options(o, err, err_len);
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         return rc;
     pthread_once(&curl_once, curl_init_once);
     if (curl_init_rc != CURLE_OK) {
         snprintf(err, err_len, "discord: libcurl failed to initialise: %s",
                  curl_easy_strerror(curl_init_rc));
-        return OC_ERR_INTERNAL;
+        return DG_ERR_INTERNAL;
     }
 
     dg_discord *d = calloc(1, sizeof *d);
@@ -161,7 +161,7 @@ int dg_discord_new(const dg_discord_options *o, dg_discord **out, char *err, siz
     pthread_mutex_init(&d->pool_mu, NULL);
     atomic_init(&d->abort, 0);
     *out = d;
-    return OC_OK;
+    return DG_OK;
 
 nomem_free:
     free(d->base);
@@ -171,7 +171,7 @@ nomem_free:
     free(d);
 nomem:
     snprintf(err, err_len, "discord: out of memory creating the client");
-    return OC_ERR_NOMEM;
+    return DG_ERR_NOMEM;
 }
 
 void dg_discord_free(dg_discord *d)
@@ -237,14 +237,14 @@ int dg_discord_request(dg_discord *d, const char *method, const char *path, cons
     if (response)
         *response = NULL;
     if (!d || !method || !path || path[0] != '/')
-        return dgd_set_err(err, OC_ERR_INVALID, 0, 0,
+        return dgd_set_err(err, DG_ERR_INVALID, 0, 0,
                            "discord request: method and a path starting with '/' are required");
     if (body && !json_is_object(body) && !json_is_array(body))
-        return dgd_set_err(err, OC_ERR_INVALID, 0, 0,
+        return dgd_set_err(err, DG_ERR_INVALID, 0, 0,
                            "discord request: the body must be a JSON object or array");
     char *json = NULL;
     if (body && !(json = dgd_dump_checked(json_incref((json_t *)body), 0)))
-        return dgd_set_err(err, OC_ERR_NOMEM, 0, 1,
+        return dgd_set_err(err, DG_ERR_NOMEM, 0, 1,
                            "discord request: out of memory encoding the body");
     int rc = dgd_do_request(d, method, path, json, idempotent, response, err);
     free(json);

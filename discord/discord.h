@@ -28,14 +28,14 @@
  *     when a server echoes the request back in its answer.
  *   - curl_global_init runs once (pthread_once); curl_global_cleanup never.
  *
- * Status mapping (the oc_status returned; err->http_status has the code):
- *   400 -> OC_ERR_INVALID   Discord refused the request's content
- *   401 -> OC_ERR_DENIED    the token is wrong
- *   403 -> OC_ERR_DENIED    the bot lacks a permission ("Missing Permissions")
- *   404 -> OC_ERR_NOT_FOUND unknown channel/guild/message
+ * Status mapping (the dg_status returned; err->http_status has the code):
+ *   400 -> DG_ERR_INVALID   Discord refused the request's content
+ *   401 -> DG_ERR_DENIED    the token is wrong
+ *   403 -> DG_ERR_DENIED    the bot lacks a permission ("Missing Permissions")
+ *   404 -> DG_ERR_NOT_FOUND unknown channel/guild/message
  *   other 4xx, 5xx after the last retry, 429 beyond the call's bound,
- *   transport errors, timeouts, abort   -> OC_ERR_IO
- *   arguments refused before any request -> OC_ERR_INVALID (http_status 0)
+ *   transport errors, timeouts, abort   -> DG_ERR_IO
+ *   arguments refused before any request -> DG_ERR_INVALID (http_status 0)
  */
 #ifndef DG_DISCORD_H
 #define DG_DISCORD_H
@@ -43,7 +43,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
-#include "openclaw/plugin.h"
+#include "log_level.h"
+#include "status.h"
 #include "snowflake.h"
 
 typedef struct dg_discord dg_discord;
@@ -86,12 +87,12 @@ typedef struct dg_discord_err {
                                  transport, timeout, abort); 0: it never will */
     long retry_after_ms;      /* rate-limited beyond the call's bound: wait this long */
     int attempts;             /* HTTP requests made by the call */
-    char message[512];        /* a sentence with Discord's own message, "" on OC_OK */
+    char message[512];        /* a sentence with Discord's own message, "" on DG_OK */
 } dg_discord_err;
 
 /*
- * Create a client. On failure returns OC_ERR_INVALID (a missing or bad
- * option, named in err) or OC_ERR_NOMEM. *out is owned by the caller:
+ * Create a client. On failure returns DG_ERR_INVALID (a missing or bad
+ * option, named in err) or DG_ERR_NOMEM. *out is owned by the caller:
  * dg_discord_free(). Any thread.
  */
 int dg_discord_new(const dg_discord_options *o, dg_discord **out, char *err, size_t err_len)
@@ -104,7 +105,7 @@ void dg_discord_free(dg_discord *d);
 /*
  * Abort switch for shutdown. on=1: every transfer in flight ends within
  * about 50 ms, every rate-limit or back-off wait ends at once, and every
- * later call fails at once; all with OC_ERR_IO, retryable=1, message
+ * later call fails at once; all with DG_ERR_IO, retryable=1, message
  * "aborted". on=0 lets calls run again. Any thread, never blocks for long.
  */
 void dg_discord_set_abort(dg_discord *d, int on);
@@ -115,7 +116,7 @@ const char *dg_discord_guild_id(const dg_discord *d);
 /*
  * Check a text-channel name the way Discord does for what we send:
  * 1..100 characters, no upper-case letters, no whitespace or control
- * characters. Returns OC_OK or OC_ERR_INVALID with the rule in why.
+ * characters. Returns DG_OK or DG_ERR_INVALID with the rule in why.
  */
 int dg_discord_check_channel_name(const char *name, char *why, size_t why_len);
 
@@ -141,7 +142,7 @@ typedef struct dg_discord_channel_spec {
 } dg_discord_channel_spec;
 
 /*
- * POST /guilds/{guild}/channels. On OC_OK *channel_id is a new string the
+ * POST /guilds/{guild}/channels. On DG_OK *channel_id is a new string the
  * caller frees. Not idempotent: a transfer that broke after the request
  * was sent is not retried (it may have created the channel); refused
  * connections, 429 and 5xx are. Any thread.
@@ -155,7 +156,7 @@ int dg_discord_create_private_channel(dg_discord *d, const dg_discord_channel_sp
  * `name` whose topic contains topic_needle (NULL: any topic, none
  * included). guild_id NULL: options.guild_id. Lets a caller that may have
  * created a channel without hearing the answer (a crash, a broken transfer)
- * find it again instead of creating a second one. On OC_OK *channel_id is
+ * find it again instead of creating a second one. On DG_OK *channel_id is
  * a new string the caller frees, or NULL when no channel matches. Any
  * thread.
  */
@@ -171,7 +172,7 @@ int dg_discord_find_channel(dg_discord *d, const char *guild_id, const char *nam
  * duplicate. mention_ids: the only users the text may ping (at most 100);
  * @everyone/@here and roles never ping. content: 1..2000 characters.
  * nonce: 1..25 bytes or NULL (then only refused connections, 429 and 5xx
- * are retried). On OC_OK *message_id (if message_id is not NULL) is a new
+ * are retried). On DG_OK *message_id (if message_id is not NULL) is a new
  * string the caller frees. Any thread.
  */
 int dg_discord_post_message(dg_discord *d, const char *channel_id, const char *content,
@@ -193,7 +194,7 @@ typedef struct dg_discord_message {
 
 /*
  * GET /channels/{channel_id}/messages?after=<after_id>&limit=<limit>.
- * after_id NULL: the latest messages. limit 1..100. On OC_OK *msgs (NULL
+ * after_id NULL: the latest messages. limit 1..100. On DG_OK *msgs (NULL
  * when *n is 0) is sorted oldest first (ascending id) and owned by the
  * caller: dg_discord_messages_free(*msgs, *n). Any thread.
  */
@@ -206,7 +207,7 @@ void dg_discord_messages_free(dg_discord_message *msgs, size_t n);
 /*
  * GET /users/{user_id}: the user's username and global (display) name,
  * copied (cut to fit) into the caller's buffers; global_name "" when the
- * user has none. OC_OK, or the failure in err (404: no such user, not
+ * user has none. DG_OK, or the failure in err (404: no such user, not
  * retryable). Any thread.
  */
 int dg_discord_get_user_names(dg_discord *d, const char *user_id, char *username,
@@ -217,7 +218,7 @@ int dg_discord_get_user_names(dg_discord *d, const char *user_id, char *username
  * Any other request, with the same rate limiting and retries. method
  * "GET"/"POST"/"PATCH"/"PUT"/"DELETE"; path starts with '/' and is
  * appended to api_base (query allowed); body borrowed, may be NULL.
- * idempotent: 1 lets broken transfers be retried too. On OC_OK *response
+ * idempotent: 1 lets broken transfers be retried too. On DG_OK *response
  * (if not NULL) is a new reference (JSON null for an empty 2xx body) that
  * the caller decrefs. Any thread.
  */
@@ -244,7 +245,7 @@ int dg_discord_pipe_new(dg_discord *d, size_t cap, dg_discord_pipe **out)
 void dg_discord_pipe_free(dg_discord_pipe *p);
 
 /* Start a post identified by tag (arguments as dg_discord_post_message,
- * copied). OC_OK: its result comes from dg_discord_pipe_run. Otherwise the
+ * copied). DG_OK: its result comes from dg_discord_pipe_run. Otherwise the
  * post was refused at once (bad argument, pipe full: err says why). */
 int dg_discord_pipe_post(dg_discord_pipe *p, uint64_t tag, const char *channel_id,
                          const char *content, const char *const *mention_ids, size_t n_mentions,
@@ -270,12 +271,12 @@ int dg_discord_post_prepare(const dg_discord *d, const char *channel_id, const c
 void dg_discord_post_free(dg_discord_post *post);
 
 /* Start a prepared post identified by tag. The pipe takes post in every
- * case (freed here when refused: pipe full, err says so). OC_OK: its
+ * case (freed here when refused: pipe full, err says so). DG_OK: its
  * result comes from dg_discord_pipe_run. */
 int dg_discord_pipe_submit(dg_discord_pipe *p, uint64_t tag, dg_discord_post *post,
                            dg_discord_err *err) __attribute__((warn_unused_result));
 
-/* A post that ended. message_id (OC_OK only) is owned by the receiver. */
+/* A post that ended. message_id (DG_OK only) is owned by the receiver. */
 typedef struct dg_discord_done {
     uint64_t tag;
     int rc;                   /* as dg_discord_post_message */

@@ -153,7 +153,7 @@ size_t dgd_on_header(char *line, size_t size, size_t nmemb, void *ud);
 void dgd_discord_message(const dg_discord *d, dgd_xfer *x, long http, char *out,
                          size_t out_len, int *code);
 
-/* The status for an HTTP refusal (404: OC_ERR_NOT_FOUND, ...). */
+/* The status for an HTTP refusal (404: DG_ERR_NOT_FOUND, ...). */
 int dgd_status_rc(long http);
 
 /* retry_after of a 429 in ms, rounded up, from body or headers. */
@@ -204,20 +204,20 @@ static inline int dgd_get_json(dg_discord *d, const char *what, const char *path
     json_t *resp = NULL;
     int rc = dgd_do_request(d, "GET", path, NULL, 1, &resp, err);
     *out = NULL;
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         return rc;
     if (!resp || json_typeof(resp) != want) {
         json_decref(resp);
-        return dgd_set_err(err, OC_ERR_IO, err ? err->http_status : 0, 1,
+        return dgd_set_err(err, DG_ERR_IO, err ? err->http_status : 0, 1,
                            "%s: Discord's answer is not %s", what,
                            want == JSON_ARRAY ? "an array" : "an object");
     }
     *out = resp;
-    return OC_OK;
+    return DG_OK;
 }
 
 /* Check a post's arguments and build its JSON body into *json (malloc'd,
- * the caller frees). Returns OC_OK or the error set in err. Shared by
+ * the caller frees). Returns DG_OK or the error set in err. Shared by
  * dg_discord_post_message and the pipe (pipe.c). */
 int dgd_post_body(const char *channel_id, const char *content, const char *const *mention_ids,
                   size_t n_mentions, const char *nonce, char **json, dg_discord_err *err)

@@ -59,7 +59,7 @@ static char *json_str_put(char *out, const char *s)
 }
 
 /* Check a post's arguments and build its JSON body into *json (malloc'd,
- * caller frees). Returns OC_OK or the error set in err.
+ * caller frees). Returns DG_OK or the error set in err.
  *
  * The body is written directly, not built as a jansson tree and dumped
  * (then read back, see dgd_dump_checked): that was a large share of the
@@ -73,19 +73,19 @@ int dgd_post_body(const char *channel_id, const char *content, const char *const
 {
     *json = NULL;
     if (!dg_snowflake_valid(channel_id))
-        return dgd_set_err(err, OC_ERR_INVALID, 0, 0,
+        return dgd_set_err(err, DG_ERR_INVALID, 0, 0,
                            "post message: channel id must be a snowflake (1-20 digits)");
     long n = content ? dg_utf8_count_valid(content) : -1;
     if (n <= 0 || n > DG_DISCORD_MAX_CONTENT)
-        return dgd_set_err(err, OC_ERR_INVALID, 0, 0,
+        return dgd_set_err(err, DG_ERR_INVALID, 0, 0,
                            "post message: content must be valid UTF-8 of 1 to %d characters "
                            "(has %ld); split longer text",
                            DG_DISCORD_MAX_CONTENT, n);
     if (nonce && (!*nonce || strlen(nonce) > DG_DISCORD_MAX_NONCE))
-        return dgd_set_err(err, OC_ERR_INVALID, 0, 0,
+        return dgd_set_err(err, DG_ERR_INVALID, 0, 0,
                            "post message: nonce must be 1 to %d characters", DG_DISCORD_MAX_NONCE);
     if (n_mentions > 100 || (n_mentions && !mention_ids))
-        return dgd_set_err(err, OC_ERR_INVALID, 0, 0,
+        return dgd_set_err(err, DG_ERR_INVALID, 0, 0,
                            "post message: at most 100 mention ids, given as an array");
     static const char k_content[] = "{\"content\":";
     static const char k_mentions[] = ",\"allowed_mentions\":{\"parse\":[],\"users\":[";
@@ -94,7 +94,7 @@ int dgd_post_body(const char *channel_id, const char *content, const char *const
     size_t len = sizeof k_content + 2 + json_str_len(content) + sizeof k_mentions + 2;
     for (size_t i = 0; i < n_mentions; i++) {
         if (!dg_snowflake_valid(mention_ids[i]))
-            return dgd_set_err(err, OC_ERR_INVALID, 0, 0,
+            return dgd_set_err(err, DG_ERR_INVALID, 0, 0,
                                "post message: mention %zu is not a snowflake", i);
         len += strlen(mention_ids[i]) + 3; /* a snowflake needs no escape */
     }
@@ -102,7 +102,7 @@ int dgd_post_body(const char *channel_id, const char *content, const char *const
         len += sizeof k_nonce + 2 + json_str_len(nonce) + sizeof k_enforce;
     char *out = malloc(len + 1);
     if (!out)
-        return dgd_set_err(err, OC_ERR_NOMEM, 0, 1, "post message: out of memory");
+        return dgd_set_err(err, DG_ERR_NOMEM, 0, 1, "post message: out of memory");
     char *w = out;
     memcpy(w, k_content, sizeof k_content - 1);
     w = json_str_put(w + sizeof k_content - 1, content);
@@ -130,7 +130,7 @@ int dgd_post_body(const char *channel_id, const char *content, const char *const
     *w++ = '}';
     *w = '\0';
     *json = out;
-    return OC_OK;
+    return DG_OK;
 }
 
 int dg_discord_post_message(dg_discord *d, const char *channel_id, const char *content,
@@ -142,30 +142,30 @@ int dg_discord_post_message(dg_discord *d, const char *channel_id, const char *c
     if (message_id)
         *message_id = NULL;
     if (!d)
-        return dgd_set_err(err, OC_ERR_INVALID, 0, 0, "post message: no client");
+        return dgd_set_err(err, DG_ERR_INVALID, 0, 0, "post message: no client");
     char *json = NULL;
     int rc = dgd_post_body(channel_id, content, mention_ids, n_mentions, nonce, &json, err);
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         return rc;
     char path[64];
     snprintf(path, sizeof path, "/channels/%s/messages", channel_id);
     json_t *resp = NULL;
     rc = dgd_do_request(d, "POST", path, json, nonce != NULL, &resp, err);
     free(json);
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         return rc;
     const char *id = json_string_value(json_object_get(resp, "id"));
     if (!id) {
         json_decref(resp);
-        return dgd_set_err(err, OC_ERR_IO, err ? err->http_status : 0, 1,
+        return dgd_set_err(err, DG_ERR_IO, err ? err->http_status : 0, 1,
                            "post message: Discord's answer has no message id");
     }
     if (message_id && !(*message_id = strdup(id))) {
         json_decref(resp);
-        return dgd_set_err(err, OC_ERR_NOMEM, 0, 1, "post message: out of memory");
+        return dgd_set_err(err, DG_ERR_NOMEM, 0, 1, "post message: out of memory");
     }
     json_decref(resp);
-    return OC_OK;
+    return DG_OK;
 }
 
 static int cmp_snowflake(const void *a, const void *b)
@@ -238,15 +238,15 @@ int dg_discord_get_messages(dg_discord *d, const char *channel_id, const char *a
     if (n)
         *n = 0;
     if (!d || !msgs || !n)
-        return dgd_set_err(err, OC_ERR_INVALID, 0, 0, "get messages: missing argument");
+        return dgd_set_err(err, DG_ERR_INVALID, 0, 0, "get messages: missing argument");
     if (!dg_snowflake_valid(channel_id))
-        return dgd_set_err(err, OC_ERR_INVALID, 0, 0,
+        return dgd_set_err(err, DG_ERR_INVALID, 0, 0,
                            "get messages: channel id must be a snowflake (1-20 digits)");
     if (after_id && !dg_snowflake_valid(after_id))
-        return dgd_set_err(err, OC_ERR_INVALID, 0, 0,
+        return dgd_set_err(err, DG_ERR_INVALID, 0, 0,
                            "get messages: after must be a message id (snowflake)");
     if (limit < 1 || limit > 100)
-        return dgd_set_err(err, OC_ERR_INVALID, 0, 0, "get messages: limit must be 1..100");
+        return dgd_set_err(err, DG_ERR_INVALID, 0, 0, "get messages: limit must be 1..100");
     char path[128];
     if (after_id)
         snprintf(path, sizeof path, "/channels/%s/messages?after=%s&limit=%d", channel_id,
@@ -255,19 +255,19 @@ int dg_discord_get_messages(dg_discord *d, const char *channel_id, const char *a
         snprintf(path, sizeof path, "/channels/%s/messages?limit=%d", channel_id, limit);
     json_t *resp;
     int rc = dgd_get_json(d, "get messages", path, JSON_ARRAY, &resp, err);
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         return rc;
     size_t cnt = json_array_size(resp);
     dg_discord_message *out = cnt ? calloc(cnt, sizeof *out) : NULL;
     if (cnt && !out) {
         json_decref(resp);
-        return dgd_set_err(err, OC_ERR_NOMEM, 0, 1, "get messages: out of memory");
+        return dgd_set_err(err, DG_ERR_NOMEM, 0, 1, "get messages: out of memory");
     }
     for (size_t i = 0; i < cnt; i++) {
         if (read_message(json_array_get(resp, i), &out[i]) != 0) {
             dg_discord_messages_free(out, cnt);
             json_decref(resp);
-            return dgd_set_err(err, OC_ERR_IO, err ? err->http_status : 0, 1,
+            return dgd_set_err(err, DG_ERR_IO, err ? err->http_status : 0, 1,
                                "get messages: message %zu of Discord's answer is malformed", i);
         }
     }
@@ -276,5 +276,5 @@ int dg_discord_get_messages(dg_discord *d, const char *channel_id, const char *a
         qsort(out, cnt, sizeof *out, cmp_snowflake);
     *msgs = out;
     *n = cnt;
-    return OC_OK;
+    return DG_OK;
 }

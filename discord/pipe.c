@@ -86,17 +86,17 @@ int dg_discord_pipe_new(dg_discord *d, size_t cap, dg_discord_pipe **out)
 {
     *out = NULL;
     if (!d || cap == 0 || cap > 256)
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     dg_discord_pipe *p = calloc(1, sizeof *p);
     if (!p)
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     p->d = d;
     p->cap = cap;
     p->reqs = calloc(cap, sizeof *p->reqs);
     p->multi = curl_multi_init();
     if (!p->reqs || !p->multi) {
         dg_discord_pipe_free(p);
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     }
     curl_multi_setopt(p->multi, CURLMOPT_MAXCONNECTS, (long)cap + 2);
     for (size_t i = 0; i < cap; i++) {
@@ -104,7 +104,7 @@ int dg_discord_pipe_new(dg_discord *d, size_t cap, dg_discord_pipe **out)
         CURL *e = q->easy = curl_easy_init();
         if (!e) {
             dg_discord_pipe_free(p);
-            return OC_ERR_NOMEM;
+            return DG_ERR_NOMEM;
         }
         curl_easy_setopt(e, CURLOPT_PRIVATE, q);
         curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
@@ -127,7 +127,7 @@ int dg_discord_pipe_new(dg_discord *d, size_t cap, dg_discord_pipe **out)
         curl_easy_setopt(e, CURLOPT_POST, 1L);
     }
     *out = p;
-    return OC_OK;
+    return DG_OK;
 }
 
 /* Forget q's last answer; its buffer stays for the next one (no
@@ -213,13 +213,13 @@ int dg_discord_post_prepare(const dg_discord *d, const char *channel_id, const c
         memset(err, 0, sizeof *err);
     *out = NULL;
     if (!d || !nonce)
-        return dgd_set_err(err, OC_ERR_INVALID, 0, 0, "post message: a pipelined post needs a "
+        return dgd_set_err(err, DG_ERR_INVALID, 0, 0, "post message: a pipelined post needs a "
                                                   "nonce");
     dg_discord_post *post = malloc(sizeof *post);
     if (!post)
-        return dgd_set_err(err, OC_ERR_NOMEM, 0, 1, "post message: out of memory");
+        return dgd_set_err(err, DG_ERR_NOMEM, 0, 1, "post message: out of memory");
     int rc = dgd_post_body(channel_id, content, mention_ids, n_mentions, nonce, &post->json, err);
-    if (rc != OC_OK) {
+    if (rc != DG_OK) {
         free(post);
         return rc;
     }
@@ -229,7 +229,7 @@ int dg_discord_post_prepare(const dg_discord *d, const char *channel_id, const c
     dgd_route_key("POST", path, post->route, sizeof post->route);
     snprintf(post->url, sizeof post->url, "%s%s", d->base, path);
     *out = post;
-    return OC_OK;
+    return DG_OK;
 }
 
 void dg_discord_post_free(dg_discord_post *post)
@@ -247,11 +247,11 @@ int dg_discord_pipe_submit(dg_discord_pipe *p, uint64_t tag, dg_discord_post *po
         memset(err, 0, sizeof *err);
     if (!p || !post) {
         dg_discord_post_free(post);
-        return dgd_set_err(err, OC_ERR_INVALID, 0, 0, "post message: no pipe or no post");
+        return dgd_set_err(err, DG_ERR_INVALID, 0, 0, "post message: no pipe or no post");
     }
     if (p->busy == p->cap) {
         dg_discord_post_free(post);
-        return dgd_set_err(err, OC_ERR_INVALID, 0, 1, "post message: the pipe is full");
+        return dgd_set_err(err, DG_ERR_INVALID, 0, 1, "post message: the pipe is full");
     }
     preq *q = NULL;
     for (size_t i = 0; i < p->cap && !q; i++)
@@ -269,7 +269,7 @@ int dg_discord_pipe_submit(dg_discord_pipe *p, uint64_t tag, dg_discord_post *po
     memset(&q->e, 0, sizeof q->e);
     xfer_clear(&q->x);
     p->busy++;
-    return OC_OK;
+    return DG_OK;
 }
 
 int dg_discord_pipe_post(dg_discord_pipe *p, uint64_t tag, const char *channel_id,
@@ -279,12 +279,12 @@ int dg_discord_pipe_post(dg_discord_pipe *p, uint64_t tag, const char *channel_i
     if (!p) {
         if (err)
             memset(err, 0, sizeof *err);
-        return dgd_set_err(err, OC_ERR_INVALID, 0, 0, "post message: no pipe");
+        return dgd_set_err(err, DG_ERR_INVALID, 0, 0, "post message: no pipe");
     }
     dg_discord_post *post = NULL;
     int rc = dg_discord_post_prepare(p->d, channel_id, content, mention_ids, n_mentions, nonce,
                                      &post, err);
-    return rc == OC_OK ? dg_discord_pipe_submit(p, tag, post, err) : rc;
+    return rc == DG_OK ? dg_discord_pipe_submit(p, tag, post, err) : rc;
 }
 
 /* Start q's next attempt if it is due and has its permit; otherwise
@@ -296,29 +296,29 @@ static int preq_start(dg_discord_pipe *p, preq *q, int64_t now, dg_discord_done 
     int r = rl_try(d, q->req.route, &until);
     if (r == -1) {
         dgd_aborted_err(&q->e, q->req.route);
-        preq_finish(p, q, OC_ERR_IO, NULL, done);
+        preq_finish(p, q, DG_ERR_IO, NULL, done);
         return 1;
     }
     if (r == -2) {
-        dgd_set_err(&q->e, OC_ERR_NOMEM, 0, 1, "out of memory for rate-limit state");
-        preq_finish(p, q, OC_ERR_NOMEM, NULL, done);
+        dgd_set_err(&q->e, DG_ERR_NOMEM, 0, 1, "out of memory for rate-limit state");
+        preq_finish(p, q, DG_ERR_NOMEM, NULL, done);
         return 1;
     }
     if (r == 0) {
         if (until > q->deadline) {
             q->e.retry_after_ms = (long)(until - now);
-            dgd_set_err(&q->e, OC_ERR_IO, q->e.http_status, 1,
+            dgd_set_err(&q->e, DG_ERR_IO, q->e.http_status, 1,
                         "rate limited: %s is held back for another %lld ms, longer than this call "
                         "may wait; try again later",
                         q->req.route, (long long)(until - now));
-            preq_finish(p, q, OC_ERR_IO, NULL, done);
+            preq_finish(p, q, DG_ERR_IO, NULL, done);
             return 1;
         }
         if (until < 0 && now >= q->deadline) {
-            dgd_set_err(&q->e, OC_ERR_IO, 0, 1, "timed out: %s waited for another request on a "
+            dgd_set_err(&q->e, DG_ERR_IO, 0, 1, "timed out: %s waited for another request on a "
                                             "route whose bucket is not known yet; try again later",
                     q->req.route);
-            preq_finish(p, q, OC_ERR_IO, NULL, done);
+            preq_finish(p, q, DG_ERR_IO, NULL, done);
             return 1;
         }
         q->not_before = until < 0 ? now + 2 : until;
@@ -327,10 +327,10 @@ static int preq_start(dg_discord_pipe *p, preq *q, int64_t now, dg_discord_done 
     long tmo = (long)(q->deadline - now);
     if (tmo <= 0) {
         dgd_rl_release(d, q->req.route, NULL, 0, 0, 0);
-        dgd_set_err(&q->e, OC_ERR_IO, q->e.http_status, 1,
+        dgd_set_err(&q->e, DG_ERR_IO, q->e.http_status, 1,
                     "timed out: %s got no answer within %ld ms; try again later", q->req.route,
                     d->timeout_ms);
-        preq_finish(p, q, OC_ERR_IO, NULL, done);
+        preq_finish(p, q, DG_ERR_IO, NULL, done);
         return 1;
     }
     q->cerr[0] = '\0';
@@ -346,8 +346,8 @@ static int preq_start(dg_discord_pipe *p, preq *q, int64_t now, dg_discord_done 
     curl_easy_setopt(q->easy, CURLOPT_TIMEOUT_MS, tmo);
     if (curl_multi_add_handle(p->multi, q->easy) != CURLM_OK) {
         dgd_rl_release(d, q->req.route, NULL, 0, 0, 0);
-        dgd_set_err(&q->e, OC_ERR_IO, 0, 1, "%s could not be started", q->req.route);
-        preq_finish(p, q, OC_ERR_IO, NULL, done);
+        dgd_set_err(&q->e, DG_ERR_IO, 0, 1, "%s could not be started", q->req.route);
+        preq_finish(p, q, DG_ERR_IO, NULL, done);
         return 1;
     }
     q->active = 1;
@@ -362,28 +362,28 @@ static int preq_retry(dg_discord_pipe *p, preq *q, long http, const char *why,
     dg_discord *d = p->d;
     if (q->failures >= d->max_attempts) {
         if (http)
-            dgd_set_err(&q->e, OC_ERR_IO, http, 1, "Discord answered %ld to %s %d times: %s; try "
+            dgd_set_err(&q->e, DG_ERR_IO, http, 1, "Discord answered %ld to %s %d times: %s; try "
                                                "again later",
                     http, q->req.route, q->failures, why);
         else
-            dgd_set_err(&q->e, OC_ERR_IO, 0, 1, "no answer from Discord for %s after %d attempt%s: "
+            dgd_set_err(&q->e, DG_ERR_IO, 0, 1, "no answer from Discord for %s after %d attempt%s: "
                                             "%s",
                     q->req.route, q->e.attempts, q->e.attempts == 1 ? "" : "s", why);
-        preq_finish(p, q, OC_ERR_IO, NULL, done);
+        preq_finish(p, q, DG_ERR_IO, NULL, done);
         return 1;
     }
     long wait = dgd_backoff_ms(d, q->failures);
     if (http)
-        dgd_log(d, OC_LOG_WARN, "discord: %s answered %ld (%s); retry %d of %d in %ld ms",
+        dgd_log(d, DG_LOG_WARN, "discord: %s answered %ld (%s); retry %d of %d in %ld ms",
               q->req.route, http, why, q->failures, d->max_attempts - 1, wait);
     else
-        dgd_log(d, OC_LOG_WARN, "discord: %s failed (%s); retry %d of %d in %ld ms", q->req.route,
+        dgd_log(d, DG_LOG_WARN, "discord: %s failed (%s); retry %d of %d in %ld ms", q->req.route,
               why, q->failures, d->max_attempts - 1, wait);
     if (dgd_mono_ms() + wait >= q->deadline) {
-        dgd_set_err(&q->e, OC_ERR_IO, http, 1, "timed out: %s failed (%s) and no time is left in "
+        dgd_set_err(&q->e, DG_ERR_IO, http, 1, "timed out: %s failed (%s) and no time is left in "
                                            "its %ld ms to retry",
                 q->req.route, why, d->timeout_ms);
-        preq_finish(p, q, OC_ERR_IO, NULL, done);
+        preq_finish(p, q, DG_ERR_IO, NULL, done);
         return 1;
     }
     q->not_before = dgd_mono_ms() + wait;
@@ -479,10 +479,10 @@ static int preq_done(dg_discord_pipe *p, preq *q, CURLcode cc, dg_discord_done *
             snprintf(q->cerr, CURL_ERROR_SIZE, "answer larger than %u bytes", DGD_MAX_BODY);
         const char *why = q->cerr[0] ? q->cerr : curl_easy_strerror(cc);
         if (cc == CURLE_OPERATION_TIMEDOUT || dgd_mono_ms() >= q->deadline) {
-            dgd_set_err(&q->e, OC_ERR_IO, 0, 1,
+            dgd_set_err(&q->e, DG_ERR_IO, 0, 1,
                         "timed out: %s got no answer within %ld ms (%s); try again later",
                         q->req.route, d->timeout_ms, why);
-            preq_finish(p, q, OC_ERR_IO, NULL, done);
+            preq_finish(p, q, DG_ERR_IO, NULL, done);
             return 1;
         }
         char whyc[CURL_ERROR_SIZE];
@@ -502,27 +502,27 @@ static int preq_done(dg_discord_pipe *p, preq *q, CURLcode cc, dg_discord_done *
         char *mid = id ? strdup(id) : NULL;
         json_decref(j);
         if (!mid) {
-            dgd_set_err(&q->e, OC_ERR_IO, http, 1, id ? "post message: out of memory"
+            dgd_set_err(&q->e, DG_ERR_IO, http, 1, id ? "post message: out of memory"
                                                   : "post message: Discord's answer has no "
                                                     "message id");
-            preq_finish(p, q, OC_ERR_IO, NULL, done);
+            preq_finish(p, q, DG_ERR_IO, NULL, done);
             return 1;
         }
         q->e.message[0] = '\0';
-        preq_finish(p, q, OC_OK, mid, done);
+        preq_finish(p, q, DG_OK, mid, done);
         return 1;
     }
     char dmsg[400];
     dgd_discord_message(d, &q->x, http, dmsg, sizeof dmsg, &q->e.discord_code);
     if (http == 429) {
         q->n429++;
-        dgd_log(d, OC_LOG_DEBUG, "discord: %s rate limited (%s), waiting %ld ms", q->req.route,
+        dgd_log(d, DG_LOG_DEBUG, "discord: %s rate limited (%s), waiting %ld ms", q->req.route,
               global ? "global" : "route", ra);
         if (q->n429 >= DGD_MAX_429_PER_CALL) {
-            dgd_set_err(&q->e, OC_ERR_IO, http, 1,
+            dgd_set_err(&q->e, DG_ERR_IO, http, 1,
                         "rate limited: %s answered 429 %d times in a row; try again later",
                         q->req.route, q->n429);
-            preq_finish(p, q, OC_ERR_IO, NULL, done);
+            preq_finish(p, q, DG_ERR_IO, NULL, done);
             return 1;
         }
         q->not_before = dgd_mono_ms(); /* the permit waits retry_after */
@@ -568,7 +568,7 @@ size_t dg_discord_pipe_run(dg_discord_pipe *p, long wait_ms, dg_discord_done *do
                 continue;
             if (ab) {
                 dgd_aborted_err(&q->e, q->req.route);
-                preq_finish(p, q, OC_ERR_IO, NULL, &done[nd++]);
+                preq_finish(p, q, DG_ERR_IO, NULL, &done[nd++]);
             } else if (q->not_before <= now) {
                 nd += (size_t)preq_start(p, q, now, &done[nd]);
                 skip_perform = 0; /* a transfer to put on the wire */
@@ -598,7 +598,7 @@ size_t dg_discord_pipe_run(dg_discord_pipe *p, long wait_ms, dg_discord_done *do
                 if (q->used && q->active) {
                     dgd_rl_release(d, q->req.route, NULL, 0, 0, 0);
                     dgd_aborted_err(&q->e, q->req.route);
-                    preq_finish(p, q, OC_ERR_IO, NULL, &done[nd++]);
+                    preq_finish(p, q, DG_ERR_IO, NULL, &done[nd++]);
                 }
             }
         }

@@ -162,7 +162,7 @@ dgd_route *dgd_route_get(dg_discord *d, const char *key)
     if (!(r = calloc(1, sizeof *r)))
         return NULL;
     snprintf(r->key, sizeof r->key, "%s", key);
-    if (dg_map_put(&d->routes, r->key, r) != OC_OK) {
+    if (dg_map_put(&d->routes, r->key, r) != DG_OK) {
         free(r);
         return NULL;
     }
@@ -186,7 +186,7 @@ static void cond_wait_until(dg_discord *d, int64_t until)
 
 int dgd_aborted_err(dg_discord_err *e, const char *route)
 {
-    return dgd_set_err(e, OC_ERR_IO, 0, 1, "aborted: %s was cancelled because the client is "
+    return dgd_set_err(e, DG_ERR_IO, 0, 1, "aborted: %s was cancelled because the client is "
                                        "shutting down",
                    route);
 }
@@ -214,13 +214,13 @@ static int rl_acquire(dg_discord *d, const char *route, int64_t deadline, dg_dis
             dgd_route *r = dgd_route_get(d, route);
             if (!r) {
                 pthread_mutex_unlock(&d->mu);
-                return dgd_set_err(e, OC_ERR_NOMEM, 0, 1, "out of memory for rate-limit state");
+                return dgd_set_err(e, DG_ERR_NOMEM, 0, 1, "out of memory for rate-limit state");
             }
             if (!r->known) {
                 if (r->inflight == 0) {
                     r->inflight++;
                     pthread_mutex_unlock(&d->mu);
-                    return OC_OK;
+                    return DG_OK;
                 }
                 until = -1; /* woken when that request ends */
                 what = "another request on a route whose bucket is not known yet";
@@ -231,7 +231,7 @@ static int rl_acquire(dg_discord *d, const char *route, int64_t deadline, dg_dis
                     r->remaining--;
                     r->inflight++;
                     pthread_mutex_unlock(&d->mu);
-                    return OC_OK;
+                    return DG_OK;
                 }
                 until = r->reset_at;
                 what = "the route's rate limit";
@@ -241,14 +241,14 @@ static int rl_acquire(dg_discord *d, const char *route, int64_t deadline, dg_dis
             pthread_mutex_unlock(&d->mu);
             if (e)
                 e->retry_after_ms = (long)(until - now);
-            return dgd_set_err(e, OC_ERR_IO, e ? e->http_status : 0, 1,
+            return dgd_set_err(e, DG_ERR_IO, e ? e->http_status : 0, 1,
                                "rate limited: %s is held back by %s for another %lld ms, longer "
                                "than this call may wait; try again later",
                                route, what, (long long)(until - now));
         }
         if (until < 0 && now >= deadline) {
             pthread_mutex_unlock(&d->mu);
-            return dgd_set_err(e, OC_ERR_IO, 0, 1,
+            return dgd_set_err(e, DG_ERR_IO, 0, 1,
                                "timed out: %s waited for %s; try again later", route, what);
         }
         cond_wait_until(d, until < 0 ? deadline : until);
@@ -624,11 +624,11 @@ void dgd_discord_message(const dg_discord *d, dgd_xfer *x, long http, char *out,
 int dgd_status_rc(long http)
 {
     switch (http) {
-    case 400: return OC_ERR_INVALID;
+    case 400: return DG_ERR_INVALID;
     case 401:
-    case 403: return OC_ERR_DENIED;
-    case 404: return OC_ERR_NOT_FOUND;
-    default: return OC_ERR_IO;
+    case 403: return DG_ERR_DENIED;
+    case 404: return DG_ERR_NOT_FOUND;
+    default: return DG_ERR_IO;
     }
 }
 
@@ -664,7 +664,7 @@ typedef struct req_run {
     int n429;          /* 429 answers in a row */
 } req_run;
 
-/* An attempt's outcome besides OC_OK and the OC_ERR_* codes: try again. */
+/* An attempt's outcome besides DG_OK and the OC_ERR_* codes: try again. */
 #define ATTEMPT_AGAIN 1
 
 /* The back-off before the next attempt after a transport failure (http 0)
@@ -676,17 +676,17 @@ static int backoff_wait(dg_discord *d, const req_run *r, long http, const char *
 {
     long wait = dgd_backoff_ms(d, r->failures);
     if (http)
-        dgd_log(d, OC_LOG_WARN, "discord: %s answered %ld (%s); retry %d of %d in %ld ms",
+        dgd_log(d, DG_LOG_WARN, "discord: %s answered %ld (%s); retry %d of %d in %ld ms",
               r->route, http, why, r->failures, d->max_attempts - 1, wait);
     else
-        dgd_log(d, OC_LOG_WARN, "discord: %s failed (%s); retry %d of %d in %ld ms", r->route,
+        dgd_log(d, DG_LOG_WARN, "discord: %s failed (%s); retry %d of %d in %ld ms", r->route,
               why, r->failures, d->max_attempts - 1, wait);
     if (dgd_mono_ms() + wait >= r->deadline) {
         if (http)
-            return dgd_set_err(e, OC_ERR_IO, http, 1,
+            return dgd_set_err(e, DG_ERR_IO, http, 1,
                                "Discord answered %ld to %s: %s; no time left in %ld ms to retry",
                                http, r->route, why, d->timeout_ms);
-        return dgd_set_err(e, OC_ERR_IO, 0, 1,
+        return dgd_set_err(e, DG_ERR_IO, 0, 1,
                            "timed out: %s failed (%s) and no time is left in its %ld ms to "
                            "retry",
                            r->route, why, d->timeout_ms);
@@ -706,11 +706,11 @@ static int on_no_answer(dg_discord *d, req_run *r, CURLcode cc, const char *cerr
     int timed_out = cc == CURLE_OPERATION_TIMEDOUT || dgd_mono_ms() >= r->deadline;
     const char *why = cerr[0] ? cerr : curl_easy_strerror(cc);
     if (timed_out)
-        return dgd_set_err(e, OC_ERR_IO, 0, 1,
+        return dgd_set_err(e, DG_ERR_IO, 0, 1,
                            "timed out: %s got no answer within %ld ms (%s); try again later",
                            r->route, d->timeout_ms, why);
     if ((!r->idempotent && !not_sent(cc)) || r->failures >= d->max_attempts)
-        return dgd_set_err(e, OC_ERR_IO, 0, 1,
+        return dgd_set_err(e, DG_ERR_IO, 0, 1,
                            "no answer from Discord for %s after %d attempt%s: %s", r->route,
                            e->attempts, e->attempts == 1 ? "" : "s", why);
     return backoff_wait(d, r, 0, why, e);
@@ -729,7 +729,7 @@ static int on_success(const req_run *r, const dgd_xfer *x, long http, json_t **r
         j = json_loadb(x->body, x->len, 0, &je);
     }
     if (!j)
-        return dgd_set_err(e, OC_ERR_IO, http, 1,
+        return dgd_set_err(e, DG_ERR_IO, http, 1,
                            "Discord answered %ld to %s with a body that is not JSON", http,
                            r->route);
     if (response)
@@ -737,7 +737,7 @@ static int on_success(const req_run *r, const dgd_xfer *x, long http, json_t **r
     else
         json_decref(j);
     e->message[0] = '\0';
-    return OC_OK;
+    return DG_OK;
 }
 
 /* An answer that is not 2xx: 429 and 5xx are tried again within their
@@ -749,10 +749,10 @@ static int on_refusal(dg_discord *d, req_run *r, dgd_xfer *x, long http, long ra
     dgd_discord_message(d, x, http, dmsg, sizeof dmsg, &e->discord_code);
     if (http == 429) {
         r->n429++;
-        dgd_log(d, OC_LOG_DEBUG, "discord: %s rate limited (%s), waiting %ld ms", r->route,
+        dgd_log(d, DG_LOG_DEBUG, "discord: %s rate limited (%s), waiting %ld ms", r->route,
               global ? "global" : "route", ra);
         if (r->n429 >= DGD_MAX_429_PER_CALL)
-            return dgd_set_err(e, OC_ERR_IO, http, 1,
+            return dgd_set_err(e, DG_ERR_IO, http, 1,
                                "rate limited: %s answered 429 %d times in a row; try again "
                                "later",
                                r->route, r->n429);
@@ -761,7 +761,7 @@ static int on_refusal(dg_discord *d, req_run *r, dgd_xfer *x, long http, long ra
     if (http >= 500) {
         r->failures++;
         if (r->failures >= d->max_attempts)
-            return dgd_set_err(e, OC_ERR_IO, http, 1,
+            return dgd_set_err(e, DG_ERR_IO, http, 1,
                                "Discord answered %ld to %s %d times: %s; try again later", http,
                                r->route, r->failures, dmsg);
         return backoff_wait(d, r, http, dmsg, e);
@@ -780,23 +780,23 @@ static int on_refusal(dg_discord *d, req_run *r, dgd_xfer *x, long http, long ra
 }
 
 /* One attempt: a rate-limit permit, a handle, the transfer, and what its
- * answer means. OC_OK, ATTEMPT_AGAIN, or the error set in e. */
+ * answer means. DG_OK, ATTEMPT_AGAIN, or the error set in e. */
 static int attempt(dg_discord *d, req_run *r, json_t **response, dg_discord_err *e)
 {
     int rc = rl_acquire(d, r->route, r->deadline, e);
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         return rc;
     long tmo = (long)(r->deadline - dgd_mono_ms());
     if (tmo <= 0) {
         dgd_rl_release(d, r->route, NULL, 0, 0, 0);
-        return dgd_set_err(e, OC_ERR_IO, e->http_status, 1,
+        return dgd_set_err(e, DG_ERR_IO, e->http_status, 1,
                            "timed out: %s got no answer within %ld ms; try again later",
                            r->route, d->timeout_ms);
     }
     dgd_slot s = slot_get(d);
     if (!s.easy) {
         dgd_rl_release(d, r->route, NULL, 0, 0, 0);
-        return dgd_set_err(e, OC_ERR_NOMEM, 0, 1, "out of memory for a transfer handle");
+        return dgd_set_err(e, DG_ERR_NOMEM, 0, 1, "out of memory for a transfer handle");
     }
     dgd_xfer x;
     memset(&x, 0, sizeof x);
@@ -840,7 +840,7 @@ int dgd_do_request(dg_discord *d, const char *method, const char *path, const ch
     size_t ulen = strlen(d->base) + strlen(path) + 1;
     char *url = malloc(ulen);
     if (!url)
-        return dgd_set_err(e, OC_ERR_NOMEM, 0, 1, "out of memory");
+        return dgd_set_err(e, DG_ERR_NOMEM, 0, 1, "out of memory");
     snprintf(url, ulen, "%s%s", d->base, path);
 
     req_run r = {.method = method, .url = url, .json = json, .route = route,

@@ -7,9 +7,25 @@
 #include <stdio.h>
 
 #include "openclaw/plugin.h"
+#include "log_level.h"
+#include "status.h"
 #include "core.h"
 #include "host_sessions.h"
 #include "register.h"
+
+/* The parts below the host boundary return dg_status and log at
+ * dg_log_level; the hooks hand both to the host unchanged. */
+#define SAME(a, b) ((int)(a) == (int)(b))
+_Static_assert(SAME(DG_OK, OC_OK) && SAME(DG_ERR_INVALID, OC_ERR_INVALID) &&
+                   SAME(DG_ERR_NOT_FOUND, OC_ERR_NOT_FOUND) && SAME(DG_ERR_DENIED, OC_ERR_DENIED) &&
+                   SAME(DG_ERR_CONFLICT, OC_ERR_CONFLICT) && SAME(DG_ERR_IO, OC_ERR_IO) &&
+                   SAME(DG_ERR_NOMEM, OC_ERR_NOMEM) && SAME(DG_ERR_UNSUPPORTED, OC_ERR_UNSUPPORTED) &&
+                   SAME(DG_ERR_INTERNAL, OC_ERR_INTERNAL),
+               "common/status.h and the ABI's oc_status must agree");
+_Static_assert(SAME(DG_LOG_DEBUG, OC_LOG_DEBUG) && SAME(DG_LOG_INFO, OC_LOG_INFO) &&
+                   SAME(DG_LOG_WARN, OC_LOG_WARN) && SAME(DG_LOG_ERROR, OC_LOG_ERROR),
+               "common/log_level.h and the ABI's log levels must agree");
+#undef SAME
 
 #ifndef DG_VERSION
 #define DG_VERSION "0.0.0"

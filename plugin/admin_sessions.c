@@ -11,6 +11,7 @@
 
 #include "discuss.h"
 #include "openclaw/plugin.h"
+#include "status.h"
 #include "templates.h"
 
 /* 1 when session s is in the command's scope. */
@@ -71,12 +72,12 @@ void dg_admin_rotate(dg_plugin *p, const char *channel_id, const char *thread_id
         if (!in_scope(p, s, thread_id))
             continue;
         int rc = p->api->session_reset(p->api->host, s->session_key);
-        if (rc == OC_OK) {
+        if (rc == DG_OK) {
             done++;
-        } else if (rc != OC_ERR_NOT_FOUND) {
+        } else if (rc != DG_ERR_NOT_FOUND) {
             failed++;
             dg_log(p, OC_LOG_WARN, "admin rotate: session_reset(%s) failed: %s",
-                   s->session_key, oc_status_name(rc));
+                   s->session_key, dg_status_name(rc));
         }
     }
     dg_session_refs_release(&list);
@@ -115,12 +116,12 @@ void dg_admin_cancel(dg_plugin *p, const char *channel_id, const char *thread_id
             !in_scope(p, s, thread_id))
             continue;
         int rc = p->api->run_abort(p->api->host, s->session_key);
-        if (rc == OC_OK) {
+        if (rc == DG_OK) {
             aborted++;
-        } else if (rc != OC_ERR_NOT_FOUND) {
+        } else if (rc != DG_ERR_NOT_FOUND) {
             failed = 1;
             dg_log(p, OC_LOG_WARN, "admin cancel: run_abort(%s) failed: %s", s->session_key,
-                   oc_status_name(rc));
+                   dg_status_name(rc));
         }
     }
     dg_session_refs_release(&list);

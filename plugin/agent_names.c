@@ -37,16 +37,16 @@ int dg_agent_names_new(size_t n_agents, dg_agent_names **out)
     *out = NULL;
     dg_agent_names *n = calloc(1, sizeof *n);
     if (!n)
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     n->v = calloc(n_agents ? n_agents : 1, sizeof *n->v);
     if (!n->v) {
         free(n);
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     }
     n->n = n_agents;
     pthread_mutex_init(&n->mu, NULL);
     *out = n;
-    return OC_OK;
+    return DG_OK;
 }
 
 void dg_agent_names_free(dg_agent_names *n)
@@ -69,7 +69,7 @@ static void look_up(dg_agent_names *n, dg_plugin *p, size_t due, int64_t now_ms)
     pthread_mutex_lock(&n->mu);
     agent_entry *e = &n->v[due];
     int warn = 0;
-    if (rc == OC_OK) {
+    if (rc == DG_OK) {
         memcpy(e->username, username, sizeof username);
         memcpy(e->global_name, global_name, sizeof global_name);
         e->known = 1;
@@ -79,7 +79,7 @@ static void look_up(dg_agent_names *n, dg_plugin *p, size_t due, int64_t now_ms)
         e->warned = 1;
     }
     pthread_mutex_unlock(&n->mu);
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         dg_log(p, OC_LOG_DEBUG, "turns: agent %s is mentioned in text as @%s%s%s", a->agent_id,
                global_name[0] ? global_name : username, global_name[0] ? " or @" : "",
                global_name[0] ? username : "");

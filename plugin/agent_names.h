@@ -19,7 +19,7 @@
 typedef struct dg_agent_names dg_agent_names;
 
 /* A table for the n_agents agents of p->cfg (same order). *out is owned by
- * the caller: dg_agent_names_free(). OC_OK or OC_ERR_NOMEM. */
+ * the caller: dg_agent_names_free(). DG_OK or DG_ERR_NOMEM. */
 int dg_agent_names_new(size_t n_agents, dg_agent_names **out);
 
 /* NULL is fine. No other call may be running on n. */

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "openclaw/plugin.h"
+#include "status.h"
 #include "agent_id.h"
 #include "json_keys.h"
 #include "secret_shape.h"
@@ -53,11 +54,11 @@ static int check_keys(const json_t *obj, const char *where, const char *const *a
 {
     const char *key = dg_json_unknown_key(obj, allowed);
     if (key)
-        return dg_fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, DG_ERR_INVALID,
                     "config: unknown key \"%s%s\"; check the spelling against the "
                     "configuration reference (README) or remove it",
                     where, key);
-    return OC_OK;
+    return DG_OK;
 }
 
 /* A string key's value, checked: *out stays NULL when absent (or null).
@@ -68,19 +69,19 @@ static int string_value(const json_t *v, const char *path, int required, const c
     *out = NULL;
     if (!v || json_is_null(v)) {
         if (required)
-            return dg_fail(err, err_len, OC_ERR_INVALID,
+            return dg_fail(err, err_len, DG_ERR_INVALID,
                         "config: \"%s\" is required (a non-empty string)", path);
-        return OC_OK;
+        return DG_OK;
     }
     if (!json_is_string(v))
-        return dg_fail(err, err_len, OC_ERR_INVALID, "config: \"%s\" must be a string", path);
+        return dg_fail(err, err_len, DG_ERR_INVALID, "config: \"%s\" must be a string", path);
     if (json_string_length(v) == 0)
-        return dg_fail(err, err_len, OC_ERR_INVALID, "config: \"%s\" must not be empty", path);
+        return dg_fail(err, err_len, DG_ERR_INVALID, "config: \"%s\" must not be empty", path);
     if (strlen(json_string_value(v)) != json_string_length(v))
-        return dg_fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, DG_ERR_INVALID,
                     "config: \"%s\" must not contain NUL characters", path);
     *out = json_string_value(v);
-    return OC_OK;
+    return DG_OK;
 }
 
 /* Optional string: *out stays NULL when absent; a copy the caller frees. */
@@ -92,7 +93,7 @@ static int get_string(const json_t *obj, const char *key, const char *path, int 
     if (rc || !s)
         return rc;
     *out = strdup(s);
-    return *out ? OC_OK : OC_ERR_NOMEM;
+    return *out ? DG_OK : DG_ERR_NOMEM;
 }
 
 static int get_int(const json_t *v, const char *path, long def, long min, long max, long *out,
@@ -100,27 +101,27 @@ static int get_int(const json_t *v, const char *path, long def, long min, long m
 {
     if (!v) {
         *out = def;
-        return OC_OK;
+        return DG_OK;
     }
     if (!json_is_integer(v))
-        return dg_fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, DG_ERR_INVALID,
                     "config: \"%s\" must be an integer (got %s)", path,
                     json_is_string(v) ? "a string" : json_is_real(v) ? "a fractional number"
                     : json_is_boolean(v) ? "a boolean" : "another type");
     json_int_t n = json_integer_value(v);
     if (n < min || n > max)
-        return dg_fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, DG_ERR_INVALID,
                     "config: \"%s\" must be between %ld and %ld (got %lld)", path, min, max,
                     (long long)n);
     *out = (long)n;
-    return OC_OK;
+    return DG_OK;
 }
 
 static int check_object(const json_t *v, const char *path, char *err, size_t err_len)
 {
     if (v && !json_is_object(v))
-        return dg_fail(err, err_len, OC_ERR_INVALID, "config: \"%s\" must be an object", path);
-    return OC_OK;
+        return dg_fail(err, err_len, DG_ERR_INVALID, "config: \"%s\" must be an object", path);
+    return DG_OK;
 }
 
 static char **str_field(dg_config *c, const dg_config_key *k)
@@ -158,12 +159,12 @@ static int parse_agent(const char *id, const json_t *val, dg_config *c, char *er
 {
     char path[160];
     if (!dg_agent_id_valid(id))
-        return dg_fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, DG_ERR_INVALID,
                     "config: agent id \"%.64s\" in \"agents\" must be " DG_AGENT_ID_RULE
                     "; write it as OpenClaw names the agent", id);
     snprintf(path, sizeof path, "agents.%s", id);
     if (!json_is_object(val))
-        return dg_fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, DG_ERR_INVALID,
                     "config: \"%s\" must be an object like {\"discordUserId\": \"<snowflake>\"}",
                     path);
     const char *keys[8];
@@ -181,12 +182,12 @@ static int parse_agent(const char *id, const json_t *val, dg_config *c, char *er
     a->agent_id = strdup(id);
     c->n_agents++;
     if (!a->agent_id)
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     if (!dg_is_snowflake(a->discord_user_id))
-        return dg_fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, DG_ERR_INVALID,
                     "config: \"%s\" must be a Discord snowflake (1-20 digits), got \"%.40s\"",
                     path, a->discord_user_id);
-    return OC_OK;
+    return DG_OK;
 }
 
 /* No agent uses the moderator's Discord user or another agent's. */
@@ -194,19 +195,19 @@ static int check_agent_users(const dg_config *c, char *err, size_t err_len)
 {
     for (size_t i = 0; i < c->n_agents; i++) {
         if (c->moderator_user_id && strcmp(c->agents[i].discord_user_id, c->moderator_user_id) == 0)
-            return dg_fail(err, err_len, OC_ERR_INVALID,
+            return dg_fail(err, err_len, DG_ERR_INVALID,
                         "config: \"agents.%s.discordUserId\" is the moderator's user id; the "
                         "moderator never takes turns, give the agent its own bot user",
                         c->agents[i].agent_id);
         for (size_t j = i + 1; j < c->n_agents; j++)
             if (strcmp(c->agents[i].discord_user_id, c->agents[j].discord_user_id) == 0)
-                return dg_fail(err, err_len, OC_ERR_INVALID,
+                return dg_fail(err, err_len, DG_ERR_INVALID,
                             "config: agents \"%s\" and \"%s\" share discordUserId %s; each agent "
                             "needs its own Discord user",
                             c->agents[i].agent_id, c->agents[j].agent_id,
                             c->agents[i].discord_user_id);
     }
-    return OC_OK;
+    return DG_OK;
 }
 
 static int rule_agents(const dg_config_key *k, const json_t *agents, dg_config *c, char *err,
@@ -215,10 +216,10 @@ static int rule_agents(const dg_config_key *k, const json_t *agents, dg_config *
     (void)k;
     size_t n = json_object_size(agents);
     if (n == 0)
-        return OC_OK;
+        return DG_OK;
     c->agents = calloc(n, sizeof *c->agents);
     if (!c->agents)
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     const char *id;
     json_t *val;
     json_object_foreach((json_t *)agents, id, val) {
@@ -235,40 +236,40 @@ static int rule_admins(const dg_config_key *k, const json_t *admins, dg_config *
 {
     (void)k;
     if (!admins)
-        return OC_OK;
+        return DG_OK;
     if (!json_is_array(admins))
-        return dg_fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, DG_ERR_INVALID,
                     "config: \"admins\" must be an array of Discord user ids (snowflake strings)");
     size_t n = json_array_size(admins);
     if (n == 0)
-        return OC_OK;
+        return DG_OK;
     c->admins = calloc(n, sizeof *c->admins);
     if (!c->admins)
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     for (size_t i = 0; i < n; i++) {
         json_t *v = json_array_get(admins, i);
         if (!json_is_string(v) || !dg_is_snowflake(json_string_value(v)))
-            return dg_fail(err, err_len, OC_ERR_INVALID,
+            return dg_fail(err, err_len, DG_ERR_INVALID,
                         "config: \"admins[%zu]\" must be a Discord snowflake string (1-20 digits)", i);
         c->admins[i] = strdup(json_string_value(v));
         if (!c->admins[i])
-            return OC_ERR_NOMEM;
+            return DG_ERR_NOMEM;
         c->n_admins++;
     }
-    return OC_OK;
+    return DG_OK;
 }
 
 /* Replace *path (owned) by its absolute form taken from `base`. */
 static int make_absolute(const char *base, char **path)
 {
     if (!*path)
-        return OC_OK;
+        return DG_OK;
     char *abs = dg_state_dir_join(base, *path);
     if (!abs)
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     free(*path);
     *path = abs;
-    return OC_OK;
+    return DG_OK;
 }
 
 /* dbPath and templatesDir as absolute paths: a relative one is taken from
@@ -290,13 +291,13 @@ static int rule_resolve_paths(const dg_config_key *k, const json_t *v, dg_config
         const char *dir = getenv("DIRIGENT_STATE_DIR");
         char cwd[4096];
         if (!getcwd(cwd, sizeof cwd))
-            return dg_fail(err, err_len, OC_ERR_IO,
+            return dg_fail(err, err_len, DG_ERR_IO,
                         "config: cannot read the working directory (%s); set \"dbPath\" to an "
                         "absolute path", strerror(errno));
         char *folder = dg_state_dir_join(cwd, dir && *dir ? dir : ".");
         c->db_path = folder ? dg_state_dir_join(folder, "dirigent.db") : NULL;
         free(folder);
-        return c->db_path ? OC_OK : OC_ERR_NOMEM;
+        return c->db_path ? DG_OK : DG_ERR_NOMEM;
     }
     return make_absolute(c->path_base, &c->db_path);
 }
@@ -321,12 +322,12 @@ static int rule_no_reply_pair(const dg_config_key *k, const json_t *v, dg_config
     (void)k;
     (void)v;
     if (!c->no_reply_provider != !c->no_reply_model)
-        return dg_fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, DG_ERR_INVALID,
                        "config: \"%s\" is set but \"%s\" is missing; give both (the no-reply "
                        "provider and its model) or neither (a host with claim hooks needs none)",
                        c->no_reply_provider ? "noReplyProvider" : "noReplyModel",
                        c->no_reply_provider ? "noReplyModel" : "noReplyProvider");
-    return OC_OK;
+    return DG_OK;
 }
 
 /* sessionPolicy, then env DIRIGENT_SESSION_POLICY, which wins. */
@@ -337,14 +338,14 @@ static int rule_policy(const dg_config_key *k, const json_t *v, dg_config *c, ch
     const char *policy = json_string_value(v);
     c->session_policy = DG_POLICY_CHANNEL;
     if (policy && !parse_policy(policy, &c->session_policy))
-        return dg_fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, DG_ERR_INVALID,
                     "config: \"sessionPolicy\" must be \"channel\" or \"thread\"");
     const char *env_policy = getenv("DIRIGENT_SESSION_POLICY");
     if (env_policy && *env_policy && !parse_policy(env_policy, &c->session_policy))
-        return dg_fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, DG_ERR_INVALID,
                     "config: environment variable DIRIGENT_SESSION_POLICY must be \"channel\" or "
                     "\"thread\" (it overrides \"sessionPolicy\"); unset it or fix its value");
-    return OC_OK;
+    return DG_OK;
 }
 
 /* Before it is made absolute: "<config folder>/:memory:" would be a file of
@@ -354,7 +355,7 @@ static int rule_db_path(const dg_config_key *k, const json_t *v, dg_config *c, c
 {
     (void)k;
     (void)v;
-    return c->db_path ? dg_store_db_path_check(c->db_path, err, err_len) : OC_OK;
+    return c->db_path ? dg_store_db_path_check(c->db_path, err, err_len) : DG_OK;
 }
 
 /*
@@ -373,21 +374,21 @@ static int rule_store_url(const dg_config_key *k, const json_t *v, dg_config *c,
     if (env && *env) {
         free_secret(c->store_url);
         if (!(c->store_url = strdup(env)))
-            return OC_ERR_NOMEM;
+            return DG_ERR_NOMEM;
         from = "environment variable DIRIGENT_STORE_URL";
     } else if (c->store_url && c->db_path) {
-        return dg_fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, DG_ERR_INVALID,
                        "config: both \"dbPath\" (a SQLite file) and \"store.url\" (a PostgreSQL "
                        "database) are set; keep the one store this gateway should use");
     }
     if (c->store_url && strncmp(c->store_url, "postgresql://", 13) != 0 &&
         strncmp(c->store_url, "postgres://", 11) != 0)
-        return dg_fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, DG_ERR_INVALID,
                        "config: %s must be a PostgreSQL url starting with postgresql:// (e.g. "
                        "postgresql://user:password@host:5432/dbname; the value is not shown, "
                        "it may hold a password); leave it out to use the SQLite file dbPath",
                        from);
-    return OC_OK;
+    return DG_OK;
 }
 
 static int rule_discord_present(const dg_config_key *k, const json_t *v, dg_config *c,
@@ -396,10 +397,10 @@ static int rule_discord_present(const dg_config_key *k, const json_t *v, dg_conf
     (void)k;
     (void)c;
     if (!v)
-        return dg_fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, DG_ERR_INVALID,
                     "config: \"discord.moderatorUserId\" is required (the moderator bot's user id, "
                     "a snowflake string)");
-    return OC_OK;
+    return DG_OK;
 }
 
 static int rule_api_base(const dg_config_key *k, const json_t *v, dg_config *c, char *err,
@@ -409,12 +410,12 @@ static int rule_api_base(const dg_config_key *k, const json_t *v, dg_config *c, 
     (void)v;
     if (strncmp(c->discord_api_base, "http://", 7) != 0 &&
         strncmp(c->discord_api_base, "https://", 8) != 0)
-        return dg_fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, DG_ERR_INVALID,
                     "config: \"discord.apiBase\" must start with http:// or https://");
     size_t blen = strlen(c->discord_api_base);
     while (blen > 0 && c->discord_api_base[blen - 1] == '/')
         c->discord_api_base[--blen] = '\0';
-    return OC_OK;
+    return DG_OK;
 }
 
 /* A string key holding a Discord id, when set. */
@@ -424,9 +425,9 @@ static int rule_snowflake(const dg_config_key *k, const json_t *v, dg_config *c,
     (void)v;
     const char *s = *str_field(c, k);
     if (s && !dg_is_snowflake(s))
-        return dg_fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, DG_ERR_INVALID,
                     "config: \"%s\" must be a Discord snowflake (1-20 digits)", k->path);
-    return OC_OK;
+    return DG_OK;
 }
 
 /* The token's value is never echoed in an error, not even partly; env
@@ -442,9 +443,9 @@ static int rule_moderator_token(const dg_config_key *k, const json_t *v, dg_conf
     if (env_token && *env_token) {
         free_secret(c->moderator_token);
         if (!(c->moderator_token = strdup(env_token)))
-            return OC_ERR_NOMEM;
+            return DG_ERR_NOMEM;
     }
-    return OC_OK;
+    return DG_OK;
 }
 
 /* summaryDir names a folder inside every initiator's workspace, so it must
@@ -463,14 +464,14 @@ static int rule_summary_dir(const dg_config_key *k, const json_t *v, dg_config *
         int refused = norm != NULL || escapes || absolute;
         free(norm);
         if (!refused)
-            return OC_ERR_NOMEM;
-        return dg_fail(err, err_len, OC_ERR_INVALID,
+            return DG_ERR_NOMEM;
+        return dg_fail(err, err_len, DG_ERR_INVALID,
                        "config: \"discussion.summaryDir\" must be a relative folder inside the "
                        "initiator's workspace (no leading '/', no '..' above it, not '.'), "
                        "e.g. \"plans/discussions\"");
     }
     c->summary_dir = norm;
-    return OC_OK;
+    return DG_OK;
 }
 
 /* The template is operator config, taken from the base like templatesDir. */
@@ -490,10 +491,10 @@ static int rule_archive_channel(const dg_config_key *k, const json_t *v, dg_conf
     (void)k;
     (void)v;
     if (c->archive_channel_id && !dg_is_snowflake(c->archive_channel_id))
-        return dg_fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, DG_ERR_INVALID,
                        "config: \"discussion.archiveChannelId\" must be a Discord channel id "
                        "(a snowflake string of 1-20 digits) the moderator may post in");
-    return OC_OK;
+    return DG_OK;
 }
 
 #define F(member) offsetof(dg_config, member)
@@ -582,14 +583,14 @@ static int read_key(const json_t *json, const dg_config_key *k, dg_config *c, ch
     const json_t *parent = key_parent(json, k, &name);
     const json_t *v = json_object_get(parent, name);
     const char *s;
-    int rc = OC_OK;
+    int rc = DG_OK;
     switch (k->type) {
     case DG_CFG_STRING:
         rc = string_value(v, k->path, k->required, &s, err, err_len);
-        if (rc == OC_OK && k->field != DG_CFG_NO_FIELD && (s || k->def_str)) {
+        if (rc == DG_OK && k->field != DG_CFG_NO_FIELD && (s || k->def_str)) {
             char **field = str_field(c, k);
             if (!(*field = strdup(s ? s : k->def_str)))
-                rc = OC_ERR_NOMEM;
+                rc = DG_ERR_NOMEM;
         }
         break;
     case DG_CFG_INT:
@@ -602,9 +603,9 @@ static int read_key(const json_t *json, const dg_config_key *k, dg_config *c, ch
     case DG_CFG_ARRAY:
         break; /* its rule checks the type: the message names the items' rule too */
     }
-    if (rc == OC_OK && k->rule)
+    if (rc == DG_OK && k->rule)
         rc = k->rule(k, v, c, err, err_len);
-    if (rc == OC_OK && k->type == DG_CFG_OBJECT && v) {
+    if (rc == DG_OK && k->type == DG_CFG_OBJECT && v) {
         const char *keys[16];
         char prefix[64];
         snprintf(prefix, sizeof prefix, "%s.", k->path);
@@ -622,13 +623,13 @@ static int refuse_stray_token(const json_t *json, char *err, size_t err_len)
     char where[256];
     int is_key;
     if (!dg_json_find_token(json, token_home, where, sizeof where, &is_key))
-        return OC_OK;
+        return DG_OK;
     char what[300];
     if (is_key && !*where)
         snprintf(what, sizeof what, "a top-level key");
     else
         snprintf(what, sizeof what, "%s\"%s\"", is_key ? "a key of " : "", where);
-    return dg_fail(err, err_len, OC_ERR_INVALID,
+    return dg_fail(err, err_len, DG_ERR_INVALID,
                    "config: %s: this looks like a bot token; tokens belong in the environment "
                    "(DIRIGENT_MODERATOR_TOKEN for the moderator), never in another key: move "
                    "it there and fix the config", what);
@@ -637,7 +638,7 @@ static int refuse_stray_token(const json_t *json, char *err, size_t err_len)
 static int parse_all(const json_t *json, dg_config *c, char *err, size_t err_len)
 {
     if (!json_is_object(json))
-        return dg_fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, DG_ERR_INVALID,
                     "config: the plugin config must be a JSON object "
                     "(plugins.entries.dirigent.config)");
     int rc = refuse_stray_token(json, err, err_len);
@@ -653,7 +654,7 @@ static int parse_all(const json_t *json, dg_config *c, char *err, size_t err_len
         if ((rc = read_key(json, &KEYS[i], c, err, err_len)))
             return rc;
     }
-    return OC_OK;
+    return DG_OK;
 }
 
 int dg_config_parse(const json_t *json, dg_config *out, char *err, size_t err_len)
@@ -662,8 +663,8 @@ int dg_config_parse(const json_t *json, dg_config *out, char *err, size_t err_le
     if (err && err_len)
         err[0] = '\0';
     int rc = parse_all(json, out, err, err_len);
-    if (rc != OC_OK) {
-        if (rc == OC_ERR_NOMEM && err && err_len && !err[0])
+    if (rc != DG_OK) {
+        if (rc == DG_ERR_NOMEM && err && err_len && !err[0])
             snprintf(err, err_len, "config: out of memory while reading the config");
         dg_config_free(out);
     }
@@ -673,8 +674,8 @@ int dg_config_parse(const json_t *json, dg_config *out, char *err, size_t err_le
 int dg_config_require_no_reply(const dg_config *c, int claim_hooks, char *err, size_t err_len)
 {
     if (claim_hooks || c->no_reply_provider)
-        return OC_OK;
-    return dg_fail(err, err_len, OC_ERR_INVALID,
+        return DG_OK;
+    return dg_fail(err, err_len, DG_ERR_INVALID,
                    "config: \"noReplyProvider\" and \"noReplyModel\" are required on this host: "
                    "it has no claim hooks (before_agent_reply), so agents without the turn are "
                    "switched to a no-reply model; set both (README: the no-reply provider) or "

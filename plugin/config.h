@@ -77,8 +77,8 @@ typedef enum dg_config_key_type {
 
 struct dg_config_key;
 /* The rule of a key beyond its type, run after the generic read whether the
- * key is present or not (v: its JSON value or NULL). OC_OK, or a negative
- * oc_status with a sentence naming the key in err. Thread: init only. */
+ * key is present or not (v: its JSON value or NULL). DG_OK, or a negative
+ * dg_status with a sentence naming the key in err. Thread: init only. */
 typedef int (*dg_config_rule)(const struct dg_config_key *k, const json_t *v, dg_config *c,
                               char *err, size_t err_len);
 
@@ -106,7 +106,7 @@ const dg_config_key *dg_config_keys(size_t *n);
  * Parse and validate `json` (borrowed) into *out, applying defaults and the
  * environment overrides (DIRIGENT_SESSION_POLICY, DIRIGENT_MODERATOR_TOKEN,
  * DIRIGENT_STATE_DIR, OPENCLAW_CONFIG_PATH for relative paths: state_dir.h).
- * On failure returns a negative oc_status, writes a
+ * On failure returns a negative dg_status, writes a
  * sentence naming the key and the rule into err, and leaves *out zeroed.
  * On success *out owns its strings: release with dg_config_free().
  * Thread: init only.
@@ -117,7 +117,7 @@ int dg_config_parse(const json_t *json, dg_config *out, char *err, size_t err_le
 /*
  * The no-reply pair on this host: a host with claim hooks (claim_hooks 1)
  * needs none; one without them swaps non-speakers to noReplyProvider /
- * noReplyModel, which must then be set. OC_OK, or OC_ERR_INVALID with a
+ * noReplyModel, which must then be set. DG_OK, or DG_ERR_INVALID with a
  * sentence naming the fields in err. Any thread.
  */
 int dg_config_require_no_reply(const dg_config *cfg, int claim_hooks, char *err,

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "openclaw/plugin.h"
+#include "status.h"
 #include "core.h"
 #include "dirigent.h"
 #include "discord.h"
@@ -35,30 +36,30 @@ static int check_host(const oc_host_api *api, char *err, size_t err_len)
 {
     if (!api) {
         snprintf(err, err_len, "dirigent: the host passed no oc_host_api");
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     }
     if (api->abi_major != OC_ABI_MAJOR) {
         snprintf(err, err_len,
                  "dirigent: host ABI major %u is not supported; this plugin speaks ABI %d.%d "
                  "(a host of major %d is needed)",
                  (unsigned)api->abi_major, OC_ABI_MAJOR, OC_ABI_MINOR, OC_ABI_MAJOR);
-        return OC_ERR_UNSUPPORTED;
+        return DG_ERR_UNSUPPORTED;
     }
     if (api->struct_size < HOST_API_MIN_SIZE) {
         snprintf(err, err_len,
                  "dirigent: host oc_host_api is %u bytes, at least %zu are needed; the host was "
                  "built against a broken header",
                  (unsigned)api->struct_size, (size_t)HOST_API_MIN_SIZE);
-        return OC_ERR_UNSUPPORTED;
+        return DG_ERR_UNSUPPORTED;
     }
     if (!api->register_tool || !api->on || !api->session_patch || !api->sessions_list ||
         !api->log) {
         snprintf(err, err_len,
                  "dirigent: the host's oc_host_api has a NULL function (register_tool, on, "
                  "session_patch, sessions_list and log are all required)");
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     }
-    return OC_OK;
+    return DG_OK;
 }
 
 /* The Discord client logs through the host like the rest of the plugin.
@@ -109,7 +110,7 @@ static int open_store(dg_plugin *p, char *err, size_t err_len)
     dg_log(p, OC_LOG_INFO, "dirigent: database %s, templates %s (relative paths are taken from "
            "%s: %s)", dg_store_where(p->store), p->cfg.templates_dir ? p->cfg.templates_dir : "built in",
            p->cfg.path_base_from, p->cfg.path_base);
-    return OC_OK;
+    return DG_OK;
 }
 
 /* The lines that tell the operator what started, and what is missing. */
@@ -139,7 +140,7 @@ int dg_core_new(const oc_host_api *api, const json_t *config, dg_core_attach_fn 
     dg_plugin *p = calloc(1, sizeof *p);
     if (!p) {
         snprintf(err, err_len, "dirigent: out of memory");
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     }
     p->api = api;
     dg_set_clock(p, NULL, NULL);
@@ -149,7 +150,7 @@ int dg_core_new(const oc_host_api *api, const json_t *config, dg_core_attach_fn 
         pthread_mutex_destroy(&p->inflight_mu);
         free(p);
         snprintf(err, err_len, "dirigent: out of memory");
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     }
 
     if ((rc = dg_config_parse(config, &p->cfg, err, err_len)))
@@ -175,7 +176,7 @@ int dg_core_new(const oc_host_api *api, const json_t *config, dg_core_attach_fn 
     }
     if ((rc = dg_turns_new(p, &p->turns))) {
         snprintf(err, err_len, "dirigent: the turn engine could not start (%s)",
-                 oc_status_name(rc));
+                 dg_status_name(rc));
         goto fail;
     }
     if ((rc = attach(p, err, err_len)))
@@ -190,15 +191,15 @@ int dg_core_new(const oc_host_api *api, const json_t *config, dg_core_attach_fn 
 
     log_ready(p);
     *out = p;
-    return OC_OK;
+    return DG_OK;
 
 fail:
     dg_core_free(p);
     /* Some steps (the dbPath folder, the config's path base) answer
-     * OC_ERR_NOMEM without a text: the host must still get a reason. */
+     * DG_ERR_NOMEM without a text: the host must still get a reason. */
     if (!err[0])
         snprintf(err, err_len, "dirigent: %s while starting; start the gateway again",
-                 rc == OC_ERR_NOMEM ? "out of memory" : oc_status_name(rc));
+                 rc == DG_ERR_NOMEM ? "out of memory" : dg_status_name(rc));
     return rc;
 }
 
@@ -208,7 +209,7 @@ void dg_plugin_settle(dg_plugin *p)
         return;
     if (atomic_exchange(&p->settled, 1))
         return;
-    if (dg_log_pump_start(p) != OC_OK)
+    if (dg_log_pump_start(p) != DG_OK)
         dg_log(p, OC_LOG_ERROR, "dirigent: the log pump thread could not start; lines of the "
                "plugin's own threads are delivered at shutdown only");
     dg_discuss_resume(p);

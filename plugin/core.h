@@ -13,14 +13,14 @@
 #include "dirigent.h"
 
 /* Registers the caller's hooks and tools once the core's parts exist and
- * before its threads start. OC_OK, or the host's refusal with err filled
+ * before its threads start. DG_OK, or the host's refusal with err filled
  * in. Called once, on the init thread. */
 typedef int (*dg_core_attach_fn)(dg_plugin *p, char *err, size_t err_len);
 
 /*
  * Check the host's oc_host_api, parse config, then build templates, store,
  * Discord client and turn engine, call attach, and start the outbox
- * dispatcher and the turn timeouts. On OC_OK *out is the new instance
+ * dispatcher and the turn timeouts. On DG_OK *out is the new instance
  * (freed by dg_core_free); on an error *out is NULL, err names the field
  * or step that failed, and nothing is left running. err must hold at
  * least one byte. Thread: the host's init.

@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include "openclaw/plugin.h"
+#include "status.h"
 #include "config.h"
 #include "log_defer.h"
 
@@ -114,10 +115,10 @@ void dg_log(const dg_plugin *p, int level, const char *fmt, ...)
  * before init returned); before that they wait in the queue. Other threads
  * hand their lines to the host directly. Declared in log_defer.h.
  */
-/* The queue of p (p->logq): OC_OK or OC_ERR_NOMEM. Init thread. */
+/* The queue of p (p->logq): DG_OK or DG_ERR_NOMEM. Init thread. */
 int dg_log_queue_new(dg_log_queue **out) __attribute__((warn_unused_result));
 
-/* Start the pump (once; later calls do nothing). OC_OK or OC_ERR_NOMEM.
+/* Start the pump (once; later calls do nothing). DG_OK or DG_ERR_NOMEM.
  * Called by the first hook or tool call after init. */
 int dg_log_pump_start(dg_plugin *p) __attribute__((warn_unused_result));
 

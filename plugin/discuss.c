@@ -71,13 +71,13 @@ int dg_discuss_lookup_locked(dg_store *st, const char *channel_id, dg_discussion
         return DG_DISCUSSION_NONE;
     if (d) {
         int rc = dg_store_discussion_by_channel(st, channel_id, d);
-        if (rc == OC_ERR_NOT_FOUND)
+        if (rc == DG_ERR_NOT_FOUND)
             return DG_DISCUSSION_NONE;
-        return rc == OC_OK ? (int)d->status : rc;
+        return rc == DG_OK ? (int)d->status : rc;
     }
     dg_discussion_status s;
     int rc = dg_store_discussion_probe(st, channel_id, NULL, &s);
-    return rc == OC_OK ? (int)s : rc;
+    return rc == DG_OK ? (int)s : rc;
 }
 
 int dg_discuss_claim_closed_notice_locked(dg_store *st, const char *channel_id,
@@ -86,11 +86,11 @@ int dg_discuss_claim_closed_notice_locked(dg_store *st, const char *channel_id,
 {
     assert(dg_store_held(st));
     if (!channel_id || !message_id)
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     int claimed = 0;
     int rc = dg_store_discussion_notice_claim(st, channel_id, message_id, now_ms,
                                               cooldown_ms, &claimed);
-    return rc == OC_OK ? claimed : rc;
+    return rc == DG_OK ? claimed : rc;
 }
 
 /* ---- pieces of the messages ------------------------------------------------ */
@@ -144,7 +144,7 @@ char *dg_discuss_suggested_path_locked(const dg_plugin *p, const dg_discussion *
 {
     assert(dg_store_held(p->store));
     char *name = NULL;
-    if (dg_store_discussion_name(p->store, d->id, &name) != OC_OK)
+    if (dg_store_discussion_name(p->store, d->id, &name) != DG_OK)
         name = NULL;
     char *s = dg_summary_suggested_path(p->cfg.summary_dir, name, d->discussion_channel_id);
     free(name);

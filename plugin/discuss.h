@@ -27,7 +27,7 @@
  * died between Discord's answer and the commit) looks the channel up by
  * name and marker (GET /guilds/{id}/channels) and finishes with it instead
  * of creating a second one. A repeat that arrives while the first call is
- * still running in this process gets OC_ERR_CONFLICT. Without a
+ * still running in this process gets DG_ERR_CONFLICT. Without a
  * toolCallId nothing of this happens (no marker, no rows).
  */
 #ifndef DG_DISCUSS_H
@@ -77,7 +77,7 @@ void dg_channel_created_clear(dg_channel_created *c);
  * Check a request against the rules of docs/behaviour.md (channel name,
  * snowflakes, known participants, topic and guide length, guide iff
  * callback, no discussion opened from inside a discussion channel).
- * Returns OC_OK or OC_ERR_INVALID / OC_ERR_DENIED with a sentence in err
+ * Returns DG_OK or DG_ERR_INVALID / DG_ERR_DENIED with a sentence in err
  * naming the param and the rule. Opens its own store transaction for the
  * nesting check. Any thread.
  */
@@ -91,9 +91,9 @@ int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
  * discussion mode record the discussion, prefill its turn order and queue
  * the kickoff in one transaction, then kick the outbox. A REST failure
  * leaves no discussion row (with a toolCallId, only the intent). A repeated
- * toolCallId is answered as described under "Idempotency" above. On OC_OK
+ * toolCallId is answered as described under "Idempotency" above. On DG_OK
  * *out is filled (caller clears it). On error a
- * negative oc_status and an actionable sentence in err. Any tool thread;
+ * negative dg_status and an actionable sentence in err. Any tool thread;
  * blocks for the REST call (bounded by discord.timeoutMs and retries).
  */
 int dg_discuss_create_channel(dg_plugin *p, const dg_caller *caller,
@@ -134,17 +134,17 @@ void dg_session_refs_release(dg_session_refs *r);
 
 /*
  * discuss-callback(summaryPath). Statuses in this order: caller's channel
- * is not a discussion channel OC_ERR_NOT_FOUND; caller is not the
- * initiator OC_ERR_DENIED; already closed OC_ERR_CONFLICT; summary file
- * missing OC_ERR_NOT_FOUND; any other refused path OC_ERR_INVALID or
- * OC_ERR_DENIED (see paths.h). Refusals change nothing. On success the
+ * is not a discussion channel DG_ERR_NOT_FOUND; caller is not the
+ * initiator DG_ERR_DENIED; already closed DG_ERR_CONFLICT; summary file
+ * missing DG_ERR_NOT_FOUND; any other refused path DG_ERR_INVALID or
+ * DG_ERR_DENIED (see paths.h). Refusals change nothing. On success the
  * discussion is closed in one transaction (overrides recorded for every
  * session of `sessions`, turns closed, result queued to the origin
  * channel), then the overrides are applied with session_patch. Of two
  * concurrent callbacks exactly one succeeds; the other gets
- * OC_ERR_CONFLICT -- unless both carry the same toolCallId: a repeat of a
+ * DG_ERR_CONFLICT -- unless both carry the same toolCallId: a repeat of a
  * successful callback (same toolCallId, caller and path) gets the first
- * call's result, not OC_ERR_CONFLICT, and nothing happens again.
+ * call's result, not DG_ERR_CONFLICT, and nothing happens again.
  * Any tool thread.
  */
 int dg_discuss_callback(dg_plugin *p, const dg_caller *caller, const char *summary_path,
@@ -174,7 +174,7 @@ void dg_discuss_session_seen(dg_plugin *p, const char *session_key,
 /*
  * Status of channel_id as a discussion, for callers that already hold a
  * store transaction (hooks in the turn path): DG_DISCUSSION_NONE /
- * ACTIVE / CLOSED, or a negative oc_status on a store error. If d is not
+ * ACTIVE / CLOSED, or a negative dg_status on a store error. If d is not
  * NULL and the channel is a discussion, *d is filled (caller clears it).
  */
 int dg_discuss_lookup_locked(dg_store *st, const char *channel_id, dg_discussion *d)
@@ -186,7 +186,7 @@ int dg_discuss_lookup_locked(dg_store *st, const char *channel_id, dg_discussion
  * returns 1 when it should get the "channel closed" notice now; 0 when not
  * (this message was already handled -- several accounts report one message
  * -- or another notice went out less than cooldown_ms ago; 0 = no window);
- * a negative oc_status on a store error. The caller queues the notice in
+ * a negative dg_status on a store error. The caller queues the notice in
  * the same transaction when it gets 1.
  */
 int dg_discuss_claim_closed_notice_locked(dg_store *st, const char *channel_id,
@@ -219,7 +219,7 @@ void dg_discuss_sweep(dg_plugin *p);
  * against the initiator's workspace exactly as discuss-callback checks it;
  * without one the result says no summary was given. No host call (the
  * sessions of the channel get their no-reply override when next seen).
- * Returns OC_OK with *closed 1 when it closed, OC_OK with *closed 0 when
+ * Returns DG_OK with *closed 1 when it closed, DG_OK with *closed 0 when
  * refused (not a discussion, already closed, the path refused) with
  * nothing written; a negative store error otherwise (the caller rolls
  * back). A sentence for the admin's reply goes to msg either way.

@@ -9,7 +9,7 @@
 
 #define ADMIN_NO_SUMMARY "none (closed by an admin without a summary)"
 
-/* The reply template name (admin_*.md) rendered with v into msg; OC_OK
+/* The reply template name (admin_*.md) rendered with v into msg; DG_OK
  * (a template that cannot be rendered leaves msg empty, and says so in
  * the log). */
 static int admin_reply(dg_plugin *p, const char *name, const dg_tpl_vars *v, char *msg,
@@ -22,7 +22,7 @@ static int admin_reply(dg_plugin *p, const char *name, const dg_tpl_vars *v, cha
         dg_log(p, OC_LOG_ERROR, "discussion: template %s could not be rendered", name);
     snprintf(msg, msg_len, "%s", text ? text : "");
     free(text);
-    return OC_OK;
+    return DG_OK;
 }
 
 int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id,
@@ -34,9 +34,9 @@ int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id,
     dg_store *st = p->store;
     dg_discussion d;
     int rc = dg_store_discussion_by_channel(st, channel_id, &d);
-    if (rc == OC_ERR_NOT_FOUND)
+    if (rc == DG_ERR_NOT_FOUND)
         return admin_reply(p, "admin_close_not_discussion.md", NULL, msg, msg_len);
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         return rc;
     if (d.status != DG_DISCUSSION_ACTIVE) {
         dg_discussion_clear(&d);
@@ -47,17 +47,17 @@ int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id,
     if (summary_path) {
         rc = dg_summary_open(d.initiator_workspace, p->cfg.summary_dir, summary_path,
                              p->cfg.max_summary_bytes, &f, why, sizeof why);
-        if (rc == OC_OK) {
+        if (rc == DG_OK) {
             rc = dg_summary_check_text(f.fd, summary_path, why, sizeof why);
-            if (rc == OC_OK && !(preview = discuss_preview_of(p, f.fd)))
-                rc = dg_fail(why, sizeof why, OC_ERR_IO, "it could not be read");
+            if (rc == DG_OK && !(preview = discuss_preview_of(p, f.fd)))
+                rc = dg_fail(why, sizeof why, DG_ERR_IO, "it could not be read");
             close(f.fd);
             f.fd = -1;
         }
-        if (rc != OC_OK) {
+        if (rc != DG_OK) {
             dg_workspace_file_close(&f);
             dg_discussion_clear(&d);
-            dg_tpl_vars v = {.error = oc_status_name(rc), .reason = why};
+            dg_tpl_vars v = {.error = dg_status_name(rc), .reason = why};
             return admin_reply(p, "admin_close_refused.md", &v, msg, msg_len);
         }
     }
@@ -75,18 +75,18 @@ int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id,
                          .status = "closed-by-admin", .summaryPreview = preview};
         text = dg_templates_render(p->templates, "result.md", &v);
     }
-    rc = text ? OC_OK : OC_ERR_NOMEM;
-    if (rc == OC_OK)
+    rc = text ? DG_OK : DG_ERR_NOMEM;
+    if (rc == DG_OK)
         rc = dg_store_discussion_close_as(st, d.id, f.rel_path, now_ms, "closed-by-admin");
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         rc = dg_turns_close_channel(p->turns, d.discussion_channel_id, now_ms);
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         rc = dg_turns_wake_with_result(p->turns, d.origin_channel_id, d.initiator_agent_id, now_ms);
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         rc = dg_outbox_enqueue(st, d.origin_channel_id, text, mention, uid ? 1 : 0, now_ms);
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         rc = dg_discuss_archive_locked(p, &d, "closed-by-admin", f.rel_path, now_ms);
-    if (rc == OC_OK) {
+    if (rc == DG_OK) {
         *closed = 1;
         dg_tpl_vars v = {.summaryPath = f.rel_path, .originChannel = oref};
         admin_reply(p, f.rel_path ? "admin_close_done.md" : "admin_close_done_nosummary.md", &v,

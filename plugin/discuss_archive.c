@@ -25,10 +25,10 @@ int dg_discuss_archive_locked(dg_plugin *p, const dg_discussion *d, const char *
 {
     const char *archive = p->cfg.archive_channel_id;
     if (!archive)
-        return OC_OK;
+        return DG_OK;
     char *name = NULL;
     int rc = dg_store_discussion_name(p->store, d->id, &name);
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         return rc;
     char opened[32], closed[32];
     day_time(d->created_at_ms, opened, sizeof opened);
@@ -41,7 +41,7 @@ int dg_discuss_archive_locked(dg_plugin *p, const dg_discussion *d, const char *
     char *line = malloc(len);
     if (!line) {
         free(name);
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     }
     int tick = strchr(path, '`') != NULL;
     snprintf(line, len, "%s | initiator %s | %s -> %s UTC | <#%s> | %s | summary %s%s%s",

@@ -16,9 +16,9 @@
  * Queue the index line of d, closing at closed_ms with end_status
  * ("completed", "expired", "closed-by-admin") and summary_path (NULL: none):
  * "<name> | initiator <id> | <opened> -> <closed> UTC | <#channel> | <status> |
- * summary <path>". Inside the caller's store transaction; OC_OK without
+ * summary <path>". Inside the caller's store transaction; DG_OK without
  * doing anything when no archive channel is configured; a negative
- * oc_status otherwise (the caller rolls back). Any thread.
+ * dg_status otherwise (the caller rolls back). Any thread.
  */
 int dg_discuss_archive_locked(dg_plugin *p, const dg_discussion *d, const char *end_status,
                               const char *summary_path, int64_t closed_ms)

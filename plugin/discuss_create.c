@@ -26,7 +26,7 @@ static void delete_channel(dg_plugin *p, const char *channel_id)
     dg_discord_err derr;
     memset(&derr, 0, sizeof derr);
     int rc = dg_discord_request(p->discord, "DELETE", path, NULL, 1, NULL, &derr);
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         dg_log(p, OC_LOG_ERROR, "discussion: channel %s was created but not recorded and "
                "could not be deleted again: %s", channel_id, derr.message);
 }
@@ -72,9 +72,9 @@ static int build_discussion(dg_plugin *p, const dg_caller *c, const dg_channel_r
     if (!d->discussion_channel_id || !d->origin_channel_id || !d->initiator_agent_id ||
         !d->initiator_session_key || !d->initiator_session_id || !d->initiator_workspace ||
         !d->discuss_guide || !d->turn_order || !d->participants)
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     if (!(d->turn_order[d->n_turn_order++] = strdup(c->agent_id)))
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     for (size_t i = 0; i < req->n_participants; i++) {
         const char *a = req->participants[i];
         int dup = 0;
@@ -84,48 +84,48 @@ static int build_discussion(dg_plugin *p, const dg_caller *c, const dg_channel_r
             continue;
         if (!(d->turn_order[d->n_turn_order++] = strdup(a)) ||
             !(d->participants[d->n_participants++] = strdup(a)))
-            return OC_ERR_NOMEM;
+            return DG_ERR_NOMEM;
     }
-    return OC_OK;
+    return DG_OK;
 }
 
 /* Record the discussion, prefill its turns and queue the kickoff: one
- * transaction. Returns OC_OK with *id, or a negative status (rolled back). */
+ * transaction. Returns DG_OK with *id, or a negative status (rolled back). */
 static int record_discussion(dg_plugin *p, dg_discussion *d, const char *name,
                              const char *kickoff, const char *const *mention_ids,
                              size_t n_mentions, const discuss_idem *ic, int64_t *id, char *err,
                              size_t err_len)
 {
-    if (dg_store_begin(p->store) != OC_OK)
-        return dg_fail(err, err_len, OC_ERR_IO, "the plugin's state store is busy or failing");
+    if (dg_store_begin(p->store) != DG_OK)
+        return dg_fail(err, err_len, DG_ERR_IO, "the plugin's state store is busy or failing");
     int rc = dg_store_discussion_insert(p->store, d, id);
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         d->id = *id;
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         rc = dg_store_discussion_set_name(p->store, *id, name);
-    if (rc == OC_OK && ic) {
+    if (rc == DG_OK && ic) {
         /* The result, with the effect it reports. */
         dg_tool_call_row res = {.channel_id = d->discussion_channel_id, .discussion_id = *id};
         rc = dg_store_tool_call_done(p->store, ic->tool, ic->call_id, ic->fp, &res,
                                      d->created_at_ms);
     }
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         rc = dg_turns_prefill_discussion(p->turns, d->discussion_channel_id,
                                          d->initiator_agent_id,
                                          (const char *const *)d->turn_order + 1,
                                          d->n_turn_order - 1, d->created_at_ms);
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         rc = dg_outbox_enqueue(p->store, d->discussion_channel_id, kickoff, mention_ids,
                                n_mentions, d->created_at_ms);
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         dg_log(p, OC_LOG_ERROR, "discussion: recording channel %s failed (%s): %s",
-               d->discussion_channel_id, oc_status_name(rc), dg_store_errmsg(p->store));
+               d->discussion_channel_id, dg_status_name(rc), dg_store_errmsg(p->store));
     rc = dg_store_end(p->store, rc);
-    if (rc != OC_OK)
-        return dg_fail(err, err_len, rc == OC_ERR_CONFLICT ? OC_ERR_CONFLICT : OC_ERR_IO,
+    if (rc != DG_OK)
+        return dg_fail(err, err_len, rc == DG_ERR_CONFLICT ? DG_ERR_CONFLICT : DG_ERR_IO,
                     "the discussion channel could not be recorded (%s); nothing was kept, "
-                    "try again", oc_status_name(rc));
-    return OC_OK;
+                    "try again", dg_status_name(rc));
+    return DG_OK;
 }
 
 /* The plain channel's result, recorded after the REST call (the channel is
@@ -133,35 +133,35 @@ static int record_discussion(dg_plugin *p, dg_discussion *d, const char *name,
 static int record_plain(dg_plugin *p, const discuss_idem *ic, const char *channel_id, char *err,
                         size_t err_len)
 {
-    if (dg_store_begin(p->store) != OC_OK)
-        return dg_fail(err, err_len, OC_ERR_IO, "the plugin's state store is busy or failing");
+    if (dg_store_begin(p->store) != DG_OK)
+        return dg_fail(err, err_len, DG_ERR_IO, "the plugin's state store is busy or failing");
     dg_tool_call_row res = {.channel_id = (char *)channel_id};
     int rc = dg_store_tool_call_done(p->store, ic->tool, ic->call_id, ic->fp, &res,
                                      dg_now_ms(p));
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         dg_log(p, OC_LOG_ERROR, "channel %s: recording the result of toolCallId %s failed "
-               "(%s): %s", channel_id, ic->call_id, oc_status_name(rc),
+               "(%s): %s", channel_id, ic->call_id, dg_status_name(rc),
                dg_store_errmsg(p->store));
     rc = dg_store_end(p->store, rc);
-    if (rc != OC_OK)
-        return dg_fail(err, err_len, OC_ERR_IO, "the channel could not be recorded (%s); nothing "
-                    "was kept, try again", oc_status_name(rc));
-    return OC_OK;
+    if (rc != DG_OK)
+        return dg_fail(err, err_len, DG_ERR_IO, "the channel could not be recorded (%s); nothing "
+                    "was kept, try again", dg_status_name(rc));
+    return DG_OK;
 }
 
 /* Record the intent of ic before the REST call, so that a repeat after a
  * crash knows the channel may exist already. */
 static int record_intent(dg_plugin *p, const discuss_idem *ic, char *err, size_t err_len)
 {
-    if (dg_store_begin(p->store) != OC_OK)
-        return dg_fail(err, err_len, OC_ERR_IO, "the plugin's state store is busy or failing");
+    if (dg_store_begin(p->store) != DG_OK)
+        return dg_fail(err, err_len, DG_ERR_IO, "the plugin's state store is busy or failing");
     int rc = dg_store_tool_call_intent(p->store, ic->tool, ic->call_id, ic->fp, dg_now_ms(p));
     rc = dg_store_end(p->store, rc);
-    if (rc != OC_OK)
-        return dg_fail(err, err_len, rc == OC_ERR_CONFLICT ? OC_ERR_CONFLICT : OC_ERR_IO,
+    if (rc != DG_OK)
+        return dg_fail(err, err_len, rc == DG_ERR_CONFLICT ? DG_ERR_CONFLICT : DG_ERR_IO,
                     "the plugin's state store could not record this call (%s); nothing was "
-                    "done, try again", oc_status_name(rc));
-    return OC_OK;
+                    "done, try again", dg_status_name(rc));
+    return DG_OK;
 }
 
 /* Topic sent to Discord: the request's, with ic's marker on a line of its
@@ -173,22 +173,22 @@ static int topic_with_marker(const dg_channel_request *req, const discuss_idem *
     *topic = NULL;
     *needle = NULL;
     if (!ic)
-        return OC_OK;
+        return DG_OK;
     size_t ml = strlen(ic->marker);
     if (!req->topic) {
         *needle = ic->marker;
-        return (*topic = strdup(ic->marker)) ? OC_OK : OC_ERR_NOMEM;
+        return (*topic = strdup(ic->marker)) ? DG_OK : DG_ERR_NOMEM;
     }
     if (dg_utf8_count(req->topic) + 1 + ml > DG_DISCORD_MAX_TOPIC) {
         *needle = req->topic;
-        return OC_OK;
+        return DG_OK;
     }
     size_t n = strlen(req->topic) + 1 + ml + 1;
     if (!(*topic = malloc(n)))
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     snprintf(*topic, n, "%s\n%s", req->topic, ic->marker);
     *needle = ic->marker;
-    return OC_OK;
+    return DG_OK;
 }
 
 /* The checks before any effect: the request (dg_discuss_validate) and
@@ -197,18 +197,18 @@ static int check_creatable(dg_plugin *p, const dg_caller *caller, const dg_chann
                            char *err, size_t err_len)
 {
     int rc = dg_discuss_validate(p, caller, req, err, err_len);
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         return rc;
     if (!p->discord)
-        return dg_fail(err, err_len, OC_ERR_UNSUPPORTED,
+        return dg_fail(err, err_len, DG_ERR_UNSUPPORTED,
                     "the moderator bot has no token (discord.moderatorToken or env "
                     "DIRIGENT_MODERATOR_TOKEN), so no channel can be created; ask the operator");
     if (!p->cfg.discord_guild_id)
-        return dg_fail(err, err_len, OC_ERR_UNSUPPORTED,
+        return dg_fail(err, err_len, DG_ERR_UNSUPPORTED,
                     "discord.guildId is not configured, so no channel can be created; ask "
                     "the operator to set it");
     /* discord.moderatorUserId is required by the config (config.c). */
-    return OC_OK;
+    return DG_OK;
 }
 
 /* The channel's members: initiator, participants, allowed users,
@@ -223,14 +223,14 @@ static int channel_members(const dg_plugin *p, const dg_caller *caller,
     *out = members;
     *n = 0;
     if (!members)
-        return dg_fail(err, err_len, OC_ERR_NOMEM, "out of memory");
+        return dg_fail(err, err_len, DG_ERR_NOMEM, "out of memory");
     add_unique(members, n, dg_config_agent(&p->cfg, caller->agent_id)->discord_user_id);
     for (size_t i = 0; i < req->n_participants; i++)
         add_unique(members, n, dg_config_agent(&p->cfg, req->participants[i])->discord_user_id);
     for (size_t i = 0; i < req->n_allowed_user_ids; i++)
         add_unique(members, n, req->allowed_user_ids[i]);
     add_unique(members, n, p->cfg.moderator_user_id);
-    return OC_OK;
+    return DG_OK;
 }
 
 /* The channel in Discord: the one an earlier attempt of this call made
@@ -244,11 +244,11 @@ static int make_channel(dg_plugin *p, const dg_caller *caller, const dg_channel_
     dg_discord_err derr;
     memset(&derr, 0, sizeof derr);
     *channel_id = NULL;
-    int rc = OC_OK;
+    int rc = DG_OK;
     if (ic && ic->recovering) {
         rc = dg_discord_find_channel(p->discord, p->cfg.discord_guild_id, req->name, needle,
                                      channel_id, &derr);
-        if (rc != OC_OK) {
+        if (rc != DG_OK) {
             dg_log(p, OC_LOG_WARN, "discord_channel_create '%s' (toolCallId %s): could not "
                    "list the guild's channels: %s", req->name, ic->call_id, derr.message);
             return dg_fail(err, err_len, rc,
@@ -263,7 +263,7 @@ static int make_channel(dg_plugin *p, const dg_caller *caller, const dg_channel_
     }
     if (!*channel_id)
         rc = dg_discord_create_private_channel(p->discord, spec, channel_id, &derr);
-    if (rc != OC_OK) {
+    if (rc != DG_OK) {
         dg_log(p, OC_LOG_WARN, "discord_channel_create '%s' by %s failed: %s (HTTP %ld)",
                req->name, caller->agent_id, derr.message, derr.http_status);
         return dg_fail(err, err_len, rc,
@@ -273,27 +273,27 @@ static int make_channel(dg_plugin *p, const dg_caller *caller, const dg_channel_
                     "the guild (Manage Channels), ask the operator"
                     : derr.retryable ? "; this may pass if you try again later" : "");
     }
-    return OC_OK;
+    return DG_OK;
 }
 
 /* A plain channel (no callbackChannelId): the channel is the whole effect;
- * with ic its result is recorded. On OC_OK out takes channel_id. */
+ * with ic its result is recorded. On DG_OK out takes channel_id. */
 static int keep_plain(dg_plugin *p, const dg_caller *caller, const dg_channel_request *req,
                       const discuss_idem *ic, char *channel_id, dg_channel_created *out,
                       char *err, size_t err_len)
 {
-    int rc = ic ? record_plain(p, ic, channel_id, err, err_len) : OC_OK;
-    if (rc != OC_OK)
+    int rc = ic ? record_plain(p, ic, channel_id, err, err_len) : DG_OK;
+    if (rc != DG_OK)
         return rc;
     out->channel_id = channel_id;
     dg_log(p, OC_LOG_INFO, "channel %s '%s' created for %s (plain)", channel_id, req->name,
            caller->agent_id);
-    return OC_OK;
+    return DG_OK;
 }
 
 /* The kickoff message of discussion d in channel_id, and the Discord ids it
  * mentions (the turn order's). Both malloc'd, the caller frees them (the
- * ids are borrowed from the config); NULLs and OC_ERR_NOMEM on failure. */
+ * ids are borrowed from the config); NULLs and DG_ERR_NOMEM on failure. */
 static int render_kickoff(dg_plugin *p, const dg_channel_request *req, const dg_discussion *d,
                           const char *channel_id, char **kickoff, const char ***mention_ids)
 {
@@ -332,11 +332,11 @@ static int render_kickoff(dg_plugin *p, const dg_channel_request *req, const dg_
         ids = NULL;
     }
     *mention_ids = ids;
-    return *kickoff ? OC_OK : OC_ERR_NOMEM;
+    return *kickoff ? DG_OK : DG_ERR_NOMEM;
 }
 
 /* A discussion in the new channel: its record, turns and kickoff in one
- * transaction, then the outbox is kicked. On OC_OK out takes channel_id. */
+ * transaction, then the outbox is kicked. On DG_OK out takes channel_id. */
 static int open_discussion(dg_plugin *p, const dg_caller *caller, const dg_channel_request *req,
                            const discuss_idem *ic, char *channel_id, dg_channel_created *out,
                            char *err, size_t err_len)
@@ -346,16 +346,16 @@ static int open_discussion(dg_plugin *p, const dg_caller *caller, const dg_chann
     const char **mention_ids = NULL;
     int64_t id = 0;
     int rc = build_discussion(p, caller, req, channel_id, &d);
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         rc = render_kickoff(p, req, &d, channel_id, &kickoff, &mention_ids);
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         rc = record_discussion(p, &d, req->name, kickoff, mention_ids, d.n_turn_order, ic, &id,
                                err, err_len);
     else
         dg_fail(err, err_len, rc, "out of memory preparing the discussion; try again");
     free(kickoff);
     free(mention_ids);
-    if (rc == OC_OK) {
+    if (rc == DG_OK) {
         dg_outbox_kick(p->outbox);
         dg_log(p, OC_LOG_INFO, "discussion %lld opened in channel %s by %s (origin %s, %zu "
                "agents)", (long long)id, channel_id, caller->agent_id, d.origin_channel_id,
@@ -379,13 +379,13 @@ static int create_channel(dg_plugin *p, const dg_caller *caller, const dg_channe
     char *topic = NULL, *channel_id = NULL;
     const char *needle = NULL;
     int rc = check_creatable(p, caller, req, err, err_len);
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         rc = channel_members(p, caller, req, &members, &n_members, err, err_len);
-    if (rc == OC_OK && topic_with_marker(req, ic, &topic, &needle) != OC_OK)
-        rc = dg_fail(err, err_len, OC_ERR_NOMEM, "out of memory");
-    if (rc == OC_OK && ic && !ic->recovering)
+    if (rc == DG_OK && topic_with_marker(req, ic, &topic, &needle) != DG_OK)
+        rc = dg_fail(err, err_len, DG_ERR_NOMEM, "out of memory");
+    if (rc == DG_OK && ic && !ic->recovering)
         rc = record_intent(p, ic, err, err_len);
-    if (rc == OC_OK) {
+    if (rc == DG_OK) {
         dg_discord_channel_spec spec = {
             .guild_id = p->cfg.discord_guild_id,
             .name = req->name,
@@ -398,12 +398,12 @@ static int create_channel(dg_plugin *p, const dg_caller *caller, const dg_channe
     }
     free(topic);
     free(members);
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         return rc;
     rc = req->callback_channel_id
          ? open_discussion(p, caller, req, ic, channel_id, out, err, err_len)
          : keep_plain(p, caller, req, ic, channel_id, out, err, err_len);
-    if (rc != OC_OK) {
+    if (rc != DG_OK) {
         delete_channel(p, channel_id);
         free(channel_id);
     }
@@ -420,22 +420,22 @@ int dg_discuss_create_channel(dg_plugin *p, const dg_caller *caller,
     discuss_idem ic;
     discuss_idem_for_create(&ic, caller, req);
     int rc = discuss_inflight_claim(p, &ic);
-    if (rc == OC_ERR_CONFLICT)
-        return dg_fail(err, err_len, OC_ERR_CONFLICT,
+    if (rc == DG_ERR_CONFLICT)
+        return dg_fail(err, err_len, DG_ERR_CONFLICT,
                     "a call with toolCallId %s is still running; wait for its result instead "
                     "of calling again", ic.call_id);
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         return dg_fail(err, err_len, rc, "out of memory");
     dg_tool_call_row row;
     rc = discuss_idem_lookup(p, &ic, &row);
-    if (rc != OC_OK) {
-        rc = dg_fail(err, err_len, OC_ERR_IO, "the plugin's state store failed (%s); try again",
-                  oc_status_name(rc));
+    if (rc != DG_OK) {
+        rc = dg_fail(err, err_len, DG_ERR_IO, "the plugin's state store failed (%s); try again",
+                  dg_status_name(rc));
     } else if (row.state == DG_TOOL_CALL_DONE) {
         /* Answered before (the host lost the answer): the same result, and
          * nothing done again. */
         if (!row.channel_id) {
-            rc = dg_fail(err, err_len, OC_ERR_INTERNAL, "the stored result of toolCallId %s has "
+            rc = dg_fail(err, err_len, DG_ERR_INTERNAL, "the stored result of toolCallId %s has "
                       "no channel; this is a bug, report it", ic.call_id);
         } else {
             out->channel_id = row.channel_id;

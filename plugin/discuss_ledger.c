@@ -77,8 +77,8 @@ void discuss_idem_for_callback(discuss_idem *ic, const dg_caller *c, const char 
 int discuss_idem_lookup(dg_plugin *p, const discuss_idem *ic, dg_tool_call_row *row)
 {
     memset(row, 0, sizeof *row);
-    if (dg_store_begin(p->store) != OC_OK)
-        return OC_ERR_IO;
+    if (dg_store_begin(p->store) != DG_OK)
+        return DG_ERR_IO;
     int rc = dg_store_tool_call_get(p->store, ic->tool, ic->call_id, ic->fp, row);
     return dg_store_end(p->store, rc);
 }
@@ -104,7 +104,7 @@ static char *inflight_key(const discuss_idem *ic)
     return k;
 }
 
-/* OC_OK (claimed: release it), OC_ERR_CONFLICT (running), OC_ERR_NOMEM. */
+/* DG_OK (claimed: release it), DG_ERR_CONFLICT (running), DG_ERR_NOMEM. */
 int discuss_inflight_claim(dg_plugin *p, const discuss_idem *ic)
 {
     inflight *e = calloc(1, sizeof *e);
@@ -112,7 +112,7 @@ int discuss_inflight_claim(dg_plugin *p, const discuss_idem *ic)
     if (!e || !k) {
         free(e);
         free(k);
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     }
     pthread_mutex_lock(&p->inflight_mu);
     for (inflight *x = p->inflight; x; x = x->next) {
@@ -120,14 +120,14 @@ int discuss_inflight_claim(dg_plugin *p, const discuss_idem *ic)
             pthread_mutex_unlock(&p->inflight_mu);
             free(e);
             free(k);
-            return OC_ERR_CONFLICT;
+            return DG_ERR_CONFLICT;
         }
     }
     e->key = k;
     e->next = p->inflight;
     p->inflight = e;
     pthread_mutex_unlock(&p->inflight_mu);
-    return OC_OK;
+    return DG_OK;
 }
 
 void discuss_inflight_release(dg_plugin *p, const discuss_idem *ic)

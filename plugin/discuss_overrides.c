@@ -18,32 +18,32 @@ size_t discuss_apply_pending(dg_plugin *p)
         char **keys = NULL;
         int64_t *ids = NULL;
         size_t n = 0;
-        if (dg_store_begin(p->store) != OC_OK)
+        if (dg_store_begin(p->store) != DG_OK)
             return applied_total;
         int rc = dg_store_discussion_overrides_pending(p->store, OVERRIDE_BATCH, &keys, &ids, &n);
         dg_store_end(p->store, rc);
-        if (rc != OC_OK || n == 0)
+        if (rc != DG_OK || n == 0)
             return applied_total;
         size_t ok = 0;
         char *done = calloc(n, 1);
         for (size_t i = 0; done && i < n; i++) {
             /* Without a no-reply pair (a host with claim hooks) the closed
              * channel's runs are claimed: nothing to switch, the row is done. */
-            int prc = !p->cfg.no_reply_provider ? OC_OK
+            int prc = !p->cfg.no_reply_provider ? DG_OK
                       : p->api->session_patch(p->api->host, keys[i], p->cfg.no_reply_provider,
                                               p->cfg.no_reply_model);
-            if (prc == OC_OK) {
+            if (prc == DG_OK) {
                 done[i] = 1;
                 ok++;
             } else {
                 dg_log(p, OC_LOG_WARN, "discussion: session_patch(%s) failed (%s); it is "
-                       "retried at the next start", keys[i], oc_status_name(prc));
+                       "retried at the next start", keys[i], dg_status_name(prc));
             }
         }
-        if (ok && dg_store_begin(p->store) == OC_OK) {
+        if (ok && dg_store_begin(p->store) == DG_OK) {
             int64_t now = dg_now_ms(p);
-            int mrc = OC_OK;
-            for (size_t i = 0; i < n && mrc == OC_OK; i++)
+            int mrc = DG_OK;
+            for (size_t i = 0; i < n && mrc == DG_OK; i++)
                 if (done[i])
                     mrc = dg_store_discussion_override_applied(p->store, ids[i], keys[i], now);
             dg_store_end(p->store, mrc);
@@ -67,7 +67,7 @@ void dg_discuss_resume(dg_plugin *p)
     if (n)
         dg_log(p, OC_LOG_INFO, "discussion: re-applied %zu no-reply session override(s) owed "
                "by closed discussions", n);
-    if (dg_store_begin(p->store) == OC_OK) {
+    if (dg_store_begin(p->store) == DG_OK) {
         long removed = 0;
         dg_store_end(p->store, dg_store_tool_calls_prune(p->store, dg_now_ms(p) -
                                                           TOOL_CALL_KEEP_MS, &removed));
@@ -86,20 +86,20 @@ void dg_discuss_session_seen(dg_plugin *p, const char *session_key, const char *
      * a write transaction or the store lock ingest needs. */
     if (dg_seen_set_has(p->closed_seen, session_key, channel_id))
         return;
-    if (dg_store_begin(p->store) != OC_OK)
+    if (dg_store_begin(p->store) != DG_OK)
         return;
     int64_t id = 0;
     dg_discussion_status s = DG_DISCUSSION_NONE;
     int state = 0, rc = dg_store_discussion_probe(p->store, channel_id, &id, &s);
-    if (rc == OC_OK && s == DG_DISCUSSION_CLOSED)
+    if (rc == DG_OK && s == DG_DISCUSSION_CLOSED)
         rc = dg_store_discussion_override_state(p->store, id, session_key, &state);
-    if (rc == OC_OK && s == DG_DISCUSSION_CLOSED && state == 0)
+    if (rc == DG_OK && s == DG_DISCUSSION_CLOSED && state == 0)
         rc = dg_store_discussion_override_add(p->store, id, session_key, agent_id,
                                               dg_now_ms(p), NULL);
     rc = dg_store_end(p->store, rc);
-    if (rc != OC_OK) {
+    if (rc != DG_OK) {
         dg_log(p, OC_LOG_ERROR, "discussion: recording session %s in channel %s failed (%s)",
-               session_key, channel_id, oc_status_name(rc));
+               session_key, channel_id, dg_status_name(rc));
         return;
     }
     if (s != DG_DISCUSSION_CLOSED)
@@ -108,19 +108,19 @@ void dg_discuss_session_seen(dg_plugin *p, const char *session_key, const char *
         dg_seen_set_add(p->closed_seen, session_key, channel_id); /* best effort: a cache */
         return;
     }
-    int prc = !p->cfg.no_reply_provider ? OC_OK
+    int prc = !p->cfg.no_reply_provider ? DG_OK
               : p->api->session_patch(p->api->host, session_key, p->cfg.no_reply_provider,
                                       p->cfg.no_reply_model);
-    if (prc != OC_OK) {
+    if (prc != DG_OK) {
         dg_log(p, OC_LOG_WARN, "discussion: session_patch(%s) failed (%s); retried later",
-               session_key, oc_status_name(prc));
+               session_key, dg_status_name(prc));
         return;
     }
-    if (dg_store_begin(p->store) != OC_OK)
+    if (dg_store_begin(p->store) != DG_OK)
         return;
-    if (dg_store_discussion_override_applied(p->store, id, session_key, dg_now_ms(p)) != OC_OK)
+    if (dg_store_discussion_override_applied(p->store, id, session_key, dg_now_ms(p)) != DG_OK)
         dg_store_rollback(p->store);
-    else if (dg_store_commit(p->store) == OC_OK)
+    else if (dg_store_commit(p->store) == DG_OK)
         dg_seen_set_add(p->closed_seen, session_key, channel_id); /* best effort: a cache */
     dg_log(p, OC_LOG_INFO, "discussion: session %s first seen in closed channel %s: "
            "routed to the no-reply model", session_key, channel_id);

@@ -27,7 +27,7 @@ void dg_discussion_infos_free(dg_discussion_info *v, size_t n);
 
 /*
  * The discussion of channel_id into *out (caller clears), inside the
- * caller's store transaction; cfg for the turn view. OC_ERR_NOT_FOUND when
+ * caller's store transaction; cfg for the turn view. DG_ERR_NOT_FOUND when
  * the channel is not a discussion channel.
  */
 int dg_discussion_info_load_locked(dg_store *st, const dg_config *cfg, const char *channel_id,
@@ -37,10 +37,10 @@ int dg_discussion_info_load_locked(dg_store *st, const dg_config *cfg, const cha
 /*
  * discussion_status. Which discussion: discussion_id > 0, else channel_id,
  * else the caller's channel. Access: for one named by id or channel the
- * caller must be its initiator or a participant (OC_ERR_DENIED otherwise);
+ * caller must be its initiator or a participant (DG_ERR_DENIED otherwise);
  * the caller's own channel needs no more (the host put the caller there).
- * OC_ERR_NOT_FOUND when there is no such discussion (a sentence says what
- * to pass), OC_ERR_IO on a store error. On OC_OK *out is filled (caller
+ * DG_ERR_NOT_FOUND when there is no such discussion (a sentence says what
+ * to pass), DG_ERR_IO on a store error. On DG_OK *out is filled (caller
  * clears). Any tool thread.
  */
 int dg_discuss_status(dg_plugin *p, const dg_caller *caller, int64_t discussion_id,
@@ -51,7 +51,7 @@ int dg_discuss_status(dg_plugin *p, const dg_caller *caller, int64_t discussion_
  * discussion_list: the discussions the caller initiated or was invited to,
  * newest first, `limit` from `offset`. *out: malloc'd array of *n infos
  * (dg_discussion_infos_free); *more 1 when a next page exists.
- * OC_ERR_DENIED without an agent in the context. Any tool thread.
+ * DG_ERR_DENIED without an agent in the context. Any tool thread.
  */
 int dg_discuss_list(dg_plugin *p, const dg_caller *caller, size_t offset, size_t limit,
                     dg_discussion_info **out, size_t *n, int *more, char *err, size_t err_len)

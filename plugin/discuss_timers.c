@@ -32,14 +32,14 @@ static timer_action timer_due(const dg_discussion *d, int64_t now, int64_t rem, 
 static int timer_one(dg_plugin *p, const char *channel, int64_t now, int64_t rem, int64_t life)
 {
     dg_store *st = p->store;
-    if (dg_store_begin(st) != OC_OK)
+    if (dg_store_begin(st) != DG_OK)
         return 0;
     dg_discussion d;
     int rc = dg_store_discussion_by_channel(st, channel, &d);
-    timer_action act = rc == OC_OK && d.status == DG_DISCUSSION_ACTIVE
+    timer_action act = rc == DG_OK && d.status == DG_DISCUSSION_ACTIVE
                      ? timer_due(&d, now, rem, life) : TIMER_NONE;
     if (act == TIMER_NONE) {
-        if (rc == OC_OK || rc == OC_ERR_NOT_FOUND)
+        if (rc == DG_OK || rc == DG_ERR_NOT_FOUND)
             dg_store_commit(st);
         else
             dg_store_rollback(st);
@@ -64,29 +64,29 @@ static int timer_one(dg_plugin *p, const char *channel, int64_t now, int64_t rem
         text = dg_templates_render(p->templates, act == TIMER_REMIND ? "timeout.md"
                                    : act == TIMER_WRAPUP ? "wrapup.md" : "result.md", &v);
     }
-    rc = text ? OC_OK : OC_ERR_NOMEM;
+    rc = text ? DG_OK : DG_ERR_NOMEM;
     if (act == TIMER_EXPIRE) {
-        if (rc == OC_OK)
+        if (rc == DG_OK)
             rc = dg_store_discussion_close_as(st, d.id, NULL, now, "expired");
-        if (rc == OC_OK)
+        if (rc == DG_OK)
             rc = dg_turns_close_channel(p->turns, d.discussion_channel_id, now);
-        if (rc == OC_OK)
+        if (rc == DG_OK)
             rc = dg_turns_wake_with_result(p->turns, d.origin_channel_id, d.initiator_agent_id,
                                            now);
-        if (rc == OC_OK)
+        if (rc == DG_OK)
             rc = dg_outbox_enqueue(st, d.origin_channel_id, text, mention, uid ? 1 : 0, now);
-        if (rc == OC_OK)
+        if (rc == DG_OK)
             rc = dg_discuss_archive_locked(p, &d, "expired", NULL, now);
     } else {
         /* The wrap-up request also answers the current quiet period. */
-        if (rc == OC_OK && act == TIMER_WRAPUP)
+        if (rc == DG_OK && act == TIMER_WRAPUP)
             rc = dg_store_discussion_mark_wrapup(st, d.id, now);
-        if (rc == OC_OK)
+        if (rc == DG_OK)
             rc = dg_store_discussion_mark_reminded(st, d.id, activity);
-        if (rc == OC_OK)
+        if (rc == DG_OK)
             rc = dg_turns_wake_with_result(p->turns, d.discussion_channel_id, d.initiator_agent_id,
                                            now);
-        if (rc == OC_OK)
+        if (rc == DG_OK)
             rc = dg_outbox_enqueue(st, d.discussion_channel_id, text, mention, uid ? 1 : 0,
                                    now);
     }
@@ -94,21 +94,21 @@ static int timer_one(dg_plugin *p, const char *channel, int64_t now, int64_t rem
     static const char *const what[] = {"", "quiet-time reminder (discussion.reminderAfterSec)",
                                        "wrap-up request (discussion.maxLifetimeSec)",
                                        "expiry (twice discussion.maxLifetimeSec)"};
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         dg_log(p, OC_LOG_INFO, "discussion %lld in %s: %s%s", (long long)d.id,
                d.discussion_channel_id, what[act],
                act == TIMER_EXPIRE ? ": closed with status expired, no summary; the result "
                "went to the origin channel" : ": queued to the initiator, who has the turn");
     else
         dg_log(p, OC_LOG_ERROR, "discussion %lld in %s: the %s failed (%s); retried shortly",
-               (long long)d.id, d.discussion_channel_id, what[act], oc_status_name(rc));
+               (long long)d.id, d.discussion_channel_id, what[act], dg_status_name(rc));
     free(im);
     free(dref);
     free(oref);
     free(text);
     free(where);
     dg_discussion_clear(&d);
-    return rc == OC_OK;
+    return rc == DG_OK;
 }
 
 void dg_discuss_sweep(dg_plugin *p)
@@ -120,7 +120,7 @@ void dg_discuss_sweep(dg_plugin *p)
     int64_t now = dg_now_ms(p);
     char **ch = NULL;
     size_t n = 0;
-    if (dg_store_begin(p->store) != OC_OK)
+    if (dg_store_begin(p->store) != DG_OK)
         return;
     int rc = dg_store_discussion_timers_due(p->store, now, rem, life, TIMER_BATCH, &ch, &n);
     dg_store_end(p->store, rc);

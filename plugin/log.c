@@ -105,25 +105,25 @@ int dg_log_queue_new(dg_log_queue **out)
 {
     dg_log_queue *q = calloc(1, sizeof *q);
     if (!q)
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     pthread_mutex_init(&q->mu, NULL);
     pthread_cond_init(&q->cv, NULL);
     *out = q;
-    return OC_OK;
+    return DG_OK;
 }
 
 int dg_log_pump_start(dg_plugin *p)
 {
     dg_log_queue *q = p ? p->logq : NULL;
     if (!q)
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     pthread_mutex_lock(&q->mu);
-    int rc = OC_OK;
+    int rc = DG_OK;
     if (!q->running && !q->stop) {
         if (pthread_create(&q->thread, NULL, pump, p) == 0)
             q->running = 1;
         else
-            rc = OC_ERR_NOMEM;
+            rc = DG_ERR_NOMEM;
     }
     pthread_mutex_unlock(&q->mu);
     return rc;

@@ -223,18 +223,18 @@ int dg_outbox_start_opts(dg_plugin *p, const dg_outbox_options *o, dg_outbox **o
     }
     if (!out) {
         snprintf(err, err_len, "outbox: no place to store the dispatcher");
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     }
     *out = NULL;
     if (!p || !p->store || !p->discord) {
         snprintf(err, err_len, "outbox: needs an open store and a Discord client (set "
                                "discord.moderatorToken)");
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     }
     dg_outbox *ob = calloc(1, sizeof *ob);
     if (!ob) {
         snprintf(err, err_len, "outbox: out of memory");
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     }
     ob->p = p;
     if (o)
@@ -260,12 +260,12 @@ int dg_outbox_start_opts(dg_plugin *p, const dg_outbox_options *o, dg_outbox **o
     ob->done = calloc((size_t)ob->o.max_inflight, sizeof *ob->done);
     ob->fly = calloc((size_t)ob->o.max_inflight, sizeof *ob->fly);
     if (!ob->done || !ob->fly || dg_discord_pipe_new(p->discord, (size_t)ob->o.max_inflight, &ob->pipe) !=
-                         OC_OK) {
+                         DG_OK) {
         snprintf(err, err_len, "outbox: out of memory");
         free(ob->done);
         free(ob->fly);
         free(ob);
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     }
     pthread_mutex_init(&ob->mu, NULL);
     pthread_condattr_t ca;
@@ -282,11 +282,11 @@ int dg_outbox_start_opts(dg_plugin *p, const dg_outbox_options *o, dg_outbox **o
         free(ob->done);
         free(ob->fly);
         free(ob);
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     }
     ob->started = 1;
     *out = ob;
-    return OC_OK;
+    return DG_OK;
 }
 
 int dg_outbox_start(dg_plugin *p, dg_outbox **out, char *err, size_t err_len)
@@ -344,7 +344,7 @@ void dg_outbox_stop(dg_outbox *ob)
 int dg_outbox_wait_idle(dg_outbox *ob, long timeout_ms)
 {
     if (!ob)
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     int64_t until = outbox_mono_ms() + timeout_ms;
     pthread_mutex_lock(&ob->mu);
     uint64_t after = ob->passes_begun;
@@ -356,7 +356,7 @@ int dg_outbox_wait_idle(dg_outbox *ob, long timeout_ms)
     }
     int ok = ob->idle_pass > after;
     pthread_mutex_unlock(&ob->mu);
-    return ok ? OC_OK : OC_ERR_IO;
+    return ok ? DG_OK : DG_ERR_IO;
 }
 
 void dg_outbox_get_stats(dg_outbox *ob, dg_outbox_stats *out)

@@ -19,13 +19,13 @@
  * n_mentions is 0) are the only users the message may ping. Content over
  * 2000 characters is split on line boundaries into ordered parts, one row
  * and one nonce each. Must be called inside an open store transaction.
- * Returns OC_OK, OC_ERR_INVALID (empty content, bad channel id) or OC_ERR_IO.
+ * Returns DG_OK, DG_ERR_INVALID (empty content, bad channel id) or DG_ERR_IO.
  */
 int dg_outbox_enqueue(dg_store *st, const char *channel_id, const char *content,
                       const char *const *mention_ids, size_t n_mentions, int64_t now_ms)
     __attribute__((warn_unused_result));
 
-/* Start the dispatcher thread (init). Returns OC_OK or a negative status. */
+/* Start the dispatcher thread (init). Returns DG_OK or a negative status. */
 int dg_outbox_start(dg_plugin *p, dg_outbox **out, char *err, size_t err_len)
     __attribute__((warn_unused_result));
 
@@ -72,8 +72,8 @@ int dg_outbox_start_opts(dg_plugin *p, const dg_outbox_options *o, dg_outbox **o
 
 /*
  * Wait until the dispatcher has found nothing pending (every row sent or
- * failed for good) in a pass that began after this call. Returns OC_OK, or
- * OC_ERR_IO after timeout_ms. For tests, the demo and benchmarks. Any thread
+ * failed for good) in a pass that began after this call. Returns DG_OK, or
+ * DG_ERR_IO after timeout_ms. For tests, the demo and benchmarks. Any thread
  * but the dispatcher.
  */
 int dg_outbox_wait_idle(dg_outbox *ob, long timeout_ms);
@@ -93,8 +93,8 @@ void dg_outbox_get_stats(dg_outbox *ob, dg_outbox_stats *out);
  * inside a UTF-8 sequence); the break character itself is dropped, so are
  * line breaks at either end of a part, and parts of only whitespace are
  * left out. *parts is owned by the caller:
- * dg_outbox_parts_free(*parts, *n). Returns OC_OK, OC_ERR_INVALID (not
- * UTF-8, limit 0) or OC_ERR_NOMEM.
+ * dg_outbox_parts_free(*parts, *n). Returns DG_OK, DG_ERR_INVALID (not
+ * UTF-8, limit 0) or DG_ERR_NOMEM.
  */
 int dg_outbox_split(const char *content, size_t limit, char ***parts, size_t *n)
     __attribute__((warn_unused_result));

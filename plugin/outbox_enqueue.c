@@ -42,14 +42,14 @@ static int push_part(char ***parts, size_t *n, size_t *cap, const char *s, size_
     while (len && (s[len - 1] == '\n' || s[len - 1] == '\r'))
         len--;
     if (blank(s, len))
-        return OC_OK;
+        return DG_OK;
     if (dg_grow(parts, cap, *n, sizeof **parts, 4))
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     char *c = strndup(s, len);
     if (!c)
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     (*parts)[(*n)++] = c;
-    return OC_OK;
+    return DG_OK;
 }
 
 int dg_outbox_split(const char *content, size_t limit, char ***parts, size_t *n)
@@ -57,7 +57,7 @@ int dg_outbox_split(const char *content, size_t limit, char ***parts, size_t *n)
     *parts = NULL;
     *n = 0;
     if (!content || limit == 0)
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     size_t cap = 0;
     const char *s = content;
     for (;;) {
@@ -70,7 +70,7 @@ int dg_outbox_split(const char *content, size_t limit, char ***parts, size_t *n)
                 dg_outbox_parts_free(*parts, *n);
                 *parts = NULL;
                 *n = 0;
-                return OC_ERR_INVALID;
+                return DG_ERR_INVALID;
             }
             if (s[off] == '\n')
                 nl = s + off;
@@ -139,18 +139,18 @@ int dg_outbox_enqueue(dg_store *st, const char *channel_id, const char *content,
                       const char *const *mention_ids, size_t n_mentions, int64_t now_ms)
 {
     if (!st || !dg_discord_is_snowflake(channel_id) || !content || blank(content, strlen(content)))
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     if (n_mentions > OUTBOX_MAX_MENTIONS || (n_mentions && !mention_ids))
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     size_t mlen = 1;
     for (size_t i = 0; i < n_mentions; i++) {
         if (!dg_discord_is_snowflake(mention_ids[i]))
-            return OC_ERR_INVALID;
+            return DG_ERR_INVALID;
         mlen += strlen(mention_ids[i]) + 1;
     }
     char *mentions = malloc(mlen);
     if (!mentions)
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     mentions[0] = '\0';
     size_t used = 0;
     for (size_t i = 0; i < n_mentions; i++)
@@ -160,12 +160,12 @@ int dg_outbox_enqueue(dg_store *st, const char *channel_id, const char *content,
     char **parts = NULL;
     size_t np = 0;
     int rc = dg_outbox_split(content, DG_DISCORD_MAX_CONTENT, &parts, &np);
-    if (rc == OC_OK && np == 0)
-        rc = OC_ERR_INVALID;
-    for (size_t i = 0; rc == OC_OK && i < np; i++) {
+    if (rc == DG_OK && np == 0)
+        rc = DG_ERR_INVALID;
+    for (size_t i = 0; rc == DG_OK && i < np; i++) {
         char nonce[2 * OUTBOX_NONCE_BYTES + 1];
         if (make_nonce(nonce) != 0) {
-            rc = OC_ERR_IO;
+            rc = DG_ERR_IO;
             break;
         }
         dg_outbox_row row = {

@@ -143,7 +143,7 @@ void outbox_chan_pop(outbox_chan *c);
 void outbox_chans_sweep(dg_outbox *ob);
 /* Read where pending rows are, from the discovery cursor on. */
 void outbox_discover(dg_outbox *ob);
-/* Load the next rows of c after its cursor. OC_OK (maybe none) or the
+/* Load the next rows of c after its cursor. DG_OK (maybe none) or the
  * store's status; on error c is unchanged. */
 int outbox_refill(dg_outbox *ob, outbox_chan *c) __attribute__((warn_unused_result));
 /* Read the next rows of each channel in flight, while it flies. */

@@ -31,20 +31,20 @@ void outbox_leases_release(dg_outbox *ob, outbox_chan *const *v, size_t n)
     size_t held = 0;
     for (size_t i = 0; i < n; i++)
         held += v[i]->lease_until > 0;
-    if (!held || dg_store_begin(st) != OC_OK)
+    if (!held || dg_store_begin(st) != DG_OK)
         return;
-    int rc = OC_OK;
-    for (size_t i = 0; rc == OC_OK && i < n; i++) {
+    int rc = DG_OK;
+    for (size_t i = 0; rc == DG_OK && i < n; i++) {
         char name[40];
         lease_name(v[i], name, sizeof name);
         if (v[i]->lease_until > 0)
             rc = dg_store_lease_release(st, name);
     }
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         rc = dg_store_commit(st);
     else
         dg_store_rollback(st);
-    for (size_t i = 0; rc == OC_OK && i < n; i++)
+    for (size_t i = 0; rc == DG_OK && i < n; i++)
         v[i]->lease_until = 0;
 }
 
@@ -90,14 +90,14 @@ int outbox_lease_ok(dg_outbox *ob, outbox_chan *c, int64_t now, int64_t *next)
     int got = 0, fresh = 0;
     int64_t other = 0, until = wall + ob->o.lease_ms;
     int rc = dg_store_begin(st);
-    if (rc == OC_OK) {
+    if (rc == DG_OK) {
         rc = dg_store_lease_take(st, name, wall, until, c->lease_until, &got, &fresh, &other);
-        if (rc == OC_OK)
+        if (rc == DG_OK)
             rc = dg_store_commit(st);
         else
             dg_store_rollback(st);
     }
-    if (rc != OC_OK && got) {
+    if (rc != DG_OK && got) {
         /* Nobody else holds it, but the store refused to record it (disk
          * full, read-only file): send anyway, as a lone instance would; a
          * store that takes no write gives no other instance the lease
@@ -105,20 +105,20 @@ int outbox_lease_ok(dg_outbox *ob, outbox_chan *c, int64_t now, int64_t *next)
         c->lease_until = 0;
         return 1;
     }
-    if (rc != OC_OK || !got) {
-        if (rc != OC_OK)
+    if (rc != DG_OK || !got) {
+        if (rc != DG_OK)
             dg_log(ob->p, OC_LOG_ERROR, "outbox: cannot take the sending lease of channel %s "
-                   "from the store (%s); trying again in 1 s", c->id, oc_status_name(rc));
+                   "from the store (%s); trying again in 1 s", c->id, dg_status_name(rc));
         else if (c->lease_until)
             dg_log(ob->p, OC_LOG_WARN, "outbox: another instance sharing the store took over "
                    "channel %s (this one did not renew its lease in time); it sends there now",
                    c->id);
-        long wait = rc != OC_OK ? 1000 : (long)(other - wall + 1);
+        long wait = rc != DG_OK ? 1000 : (long)(other - wall + 1);
         if (wait > OUTBOX_LEASE_POLL_MS)
             wait = OUTBOX_LEASE_POLL_MS;
         if (wait < 50)
             wait = 50;
-        if (rc == OC_OK) {
+        if (rc == DG_OK) {
             c->lease_until = 0;
             chan_forget_rows(c, dec_max_of(ob, c));
         }

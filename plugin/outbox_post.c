@@ -17,9 +17,9 @@ static int record_retry(dg_outbox *ob, const dg_outbox_row *row, const char *err
 {
     dg_plugin *p = ob->p;
     int rc = dg_store_begin(p->store);
-    if (rc == OC_OK) {
+    if (rc == DG_OK) {
         rc = dg_store_outbox_mark_retry(p->store, row->id, error);
-        if (rc == OC_OK || rc == OC_ERR_NOT_FOUND)
+        if (rc == DG_OK || rc == DG_ERR_NOT_FOUND)
             rc = dg_store_commit(p->store);
         else
             dg_store_rollback(p->store);
@@ -51,7 +51,7 @@ void outbox_prepare_ahead(dg_outbox *ob)
         if (c->next || c->head + 1 >= c->n)
             continue;
         dg_discord_err e;
-        if (prepare_row(ob, &c->q[c->head + 1], &c->next, &e) == OC_OK)
+        if (prepare_row(ob, &c->q[c->head + 1], &c->next, &e) == DG_OK)
             c->next_id = c->q[c->head + 1].id;
     }
 }
@@ -68,10 +68,10 @@ static void post_head(dg_outbox *ob, outbox_chan *c)
         post = NULL;
     }
     dg_discord_err e;
-    int rc = post ? OC_OK : prepare_row(ob, row, &post, &e);
-    if (rc == OC_OK)
+    int rc = post ? DG_OK : prepare_row(ob, row, &post, &e);
+    if (rc == DG_OK)
         rc = dg_discord_pipe_submit(ob->pipe, (uint64_t)row->id, post, &e);
-    if (rc == OC_OK) {
+    if (rc == DG_OK) {
         c->inflight = 1;
         ob->fly[ob->n_fly++] = c; /* the pipe took it: fewer than max_inflight fly */
         return;
@@ -111,7 +111,7 @@ void outbox_on_done(dg_outbox *ob, dg_discord_done *d)
     }
     c->inflight = 0;
     dg_outbox_row *row = &c->q[c->head];
-    if (d->rc == OC_OK) {
+    if (d->rc == DG_OK) {
         ob->token_ok = 1;
         c->not_before = 0;
         outbox_decide(ob, c, OUTBOX_SENT, d->message_id);
@@ -156,7 +156,7 @@ void outbox_on_done(dg_outbox *ob, dg_discord_done *d)
         wait = e->retry_after_ms;
     /* When the store cannot count the attempt either, the wait below still
      * applies (it does not grow then: the count stays). */
-    if (record_retry(ob, row, e->message) == OC_OK)
+    if (record_retry(ob, row, e->message) == DG_OK)
         row->attempts = attempts;
     c->not_before = outbox_mono_ms() + wait;
     char of[24] = "";
@@ -221,10 +221,10 @@ int64_t outbox_post_due(dg_outbox *ob)
             continue;
         if (c->head == c->n && c->cursor < c->known_max) {
             int rc = outbox_refill(ob, c);
-            if (rc != OC_OK) {
+            if (rc != DG_OK) {
                 dg_log(ob->p, OC_LOG_ERROR, "outbox: cannot read pending messages of channel %s "
                                             "from the store (%s); trying again in 1 s",
-                       c->id, oc_status_name(rc));
+                       c->id, dg_status_name(rc));
                 c->not_before = now + 1000;
                 if (c->not_before < next)
                     next = c->not_before;

@@ -28,18 +28,18 @@ static long prune_table(dg_outbox *ob, int notices, int64_t before)
     for (int round = 0; round < PRUNE_ROUNDS && !outbox_stopping(ob); round++) {
         long removed = 0;
         int rc = dg_store_begin(p->store);
-        if (rc == OC_OK) {
+        if (rc == DG_OK) {
             rc = notices ? dg_store_discussion_notices_prune(p->store, before, PRUNE_BATCH, &removed)
                          : dg_store_outbox_prune(p->store, before, PRUNE_BATCH, &removed);
-            if (rc == OC_OK)
+            if (rc == DG_OK)
                 rc = dg_store_commit(p->store);
             else
                 dg_store_rollback(p->store);
         }
-        if (rc != OC_OK) {
+        if (rc != DG_OK) {
             dg_log(p, OC_LOG_WARN, "outbox: could not delete old %s (%s); tried again in %ld "
                                    "minutes",
-                   notices ? "closed-notice marks" : "sent messages", oc_status_name(rc),
+                   notices ? "closed-notice marks" : "sent messages", dg_status_name(rc),
                    PRUNE_EVERY_MS / 60000);
             return -1;
         }

@@ -108,18 +108,18 @@ void outbox_discover(dg_outbox *ob)
         dg_outbox_ref *refs = NULL;
         size_t n = 0;
         int rc = dg_store_begin(p->store);
-        if (rc == OC_OK) {
+        if (rc == DG_OK) {
             rc = dg_store_outbox_discover(p->store, ob->disc_after, OUTBOX_DISCOVER_PAGE, &refs, &n);
-            if (rc == OC_OK)
+            if (rc == DG_OK)
                 rc = dg_store_commit(p->store);
             else
                 dg_store_rollback(p->store);
         }
-        if (rc != OC_OK) {
+        if (rc != DG_OK) {
             free(refs);
             dg_log(p, OC_LOG_ERROR, "outbox: cannot read pending messages from the store "
                                     "(%s); trying again in 1 s",
-                   oc_status_name(rc));
+                   dg_status_name(rc));
             ob->disc_retry_at = outbox_mono_ms() + 1000;
             return;
         }
@@ -150,7 +150,7 @@ void outbox_discover(dg_outbox *ob)
 }
 
 /* Load the next rows of c after its cursor, behind the rows it has in
- * memory (the head may be in flight: outbox_refill_ahead). OC_OK (maybe none) or
+ * memory (the head may be in flight: outbox_refill_ahead). DG_OK (maybe none) or
  * the store's status; on error c is unchanged. */
 int outbox_refill(dg_outbox *ob, outbox_chan *c)
 {
@@ -159,20 +159,20 @@ int outbox_refill(dg_outbox *ob, outbox_chan *c)
     dg_outbox_row *rows = NULL;
     size_t n = 0;
     int rc = dg_store_begin(p->store);
-    if (rc == OC_OK) {
+    if (rc == DG_OK) {
         rc = dg_store_outbox_pending_of(p->store, c->id, c->cursor, ob->o.batch, &rows, &n);
-        if (rc == OC_OK)
+        if (rc == DG_OK)
             rc = dg_store_commit(p->store);
         else
             dg_store_rollback(p->store);
     }
-    if (rc != OC_OK) {
+    if (rc != DG_OK) {
         dg_outbox_rows_free(rows, n);
         return rc;
     }
     if (n == 0) {
         c->cursor = c->known_max; /* nothing pending up to what discovery saw */
-        return OC_OK;
+        return DG_OK;
     }
     int64_t last = rows[n - 1].id;
     if (c->head == c->n) {
@@ -186,7 +186,7 @@ int outbox_refill(dg_outbox *ob, outbox_chan *c)
         dg_outbox_row *q = malloc((keep + n) * sizeof *q);
         if (!q) {
             dg_outbox_rows_free(rows, n);
-            return OC_ERR_NOMEM;
+            return DG_ERR_NOMEM;
         }
         memcpy(q, c->q + c->head, keep * sizeof *q);
         memcpy(q + keep, rows, n * sizeof *q);
@@ -197,7 +197,7 @@ int outbox_refill(dg_outbox *ob, outbox_chan *c)
         c->n = keep + n;
     }
     c->cursor = last;
-    return OC_OK;
+    return DG_OK;
 }
 
 /* Read the next rows of each channel whose last loaded row is the one in
@@ -211,9 +211,9 @@ void outbox_refill_ahead(dg_outbox *ob)
         if (c->head + 1 != c->n || c->cursor >= c->known_max)
             continue;
         int rc = outbox_refill(ob, c);
-        if (rc != OC_OK)
+        if (rc != DG_OK)
             dg_log(ob->p, OC_LOG_DEBUG, "outbox: reading ahead in channel %s failed (%s); "
                                         "read again when its next message is due",
-                   c->id, oc_status_name(rc));
+                   c->id, dg_status_name(rc));
     }
 }

@@ -52,10 +52,10 @@ void outbox_flush(dg_outbox *ob)
     int64_t ids[OUTBOX_MARK_BATCH];
     const char *mids[OUTBOX_MARK_BATCH];
     int rc = dg_store_begin(p->store);
-    if (rc == OC_OK) {
+    if (rc == DG_OK) {
         int64_t now = dg_now_ms(p);
         size_t n_ids = 0, marked = 0;
-        for (size_t i = 0; i < ob->n_dec && (rc == OC_OK || rc == OC_ERR_NOT_FOUND); i++) {
+        for (size_t i = 0; i < ob->n_dec && (rc == DG_OK || rc == DG_ERR_NOT_FOUND); i++) {
             outbox_decided *d = &ob->dec[i];
             if (d->oc != OUTBOX_SENT) {
                 rc = dg_store_outbox_mark_failed(p->store, d->row_id, d->detail, now);
@@ -68,14 +68,14 @@ void outbox_flush(dg_outbox *ob)
                 n_ids = 0;
             }
         }
-        if (n_ids && (rc == OC_OK || rc == OC_ERR_NOT_FOUND))
+        if (n_ids && (rc == DG_OK || rc == DG_ERR_NOT_FOUND))
             rc = dg_store_outbox_mark_sent_many(p->store, ids, mids, n_ids, now, &marked);
-        if (rc == OC_OK || rc == OC_ERR_NOT_FOUND)
+        if (rc == DG_OK || rc == DG_ERR_NOT_FOUND)
             rc = dg_store_commit(p->store);
         else
             dg_store_rollback(p->store);
     }
-    if (rc != OC_OK) {
+    if (rc != DG_OK) {
         int worst = 0;
         for (size_t i = 0; i < ob->n_dec; i++) {
             outbox_decided *d = &ob->dec[i];
@@ -91,7 +91,7 @@ void outbox_flush(dg_outbox *ob)
                    "sent again, and recording is tried again in about %ld ms. Check free disk "
                    "space and that the store %s is writable",
                    (long long)d->row_id, d->channel_id,
-                   d->oc == OUTBOX_SENT ? "accepted" : "refused for good", oc_status_name(rc),
+                   d->oc == OUTBOX_SENT ? "accepted" : "refused for good", dg_status_name(rc),
                    d->failures, d->failures == 1 ? "" : "s", outbox_backoff(ob, d->failures),
                    dg_store_where(p->store));
         }

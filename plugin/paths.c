@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "openclaw/plugin.h"
+#include "status.h"
 
 #define HINT "write the summary as a regular file inside your workspace and pass its " \
              "path relative to the workspace, e.g. plans/discussions/topic.md"
@@ -127,33 +128,33 @@ static int dir_failure(int dirfd, const char *comp, int open_errno, const char *
     struct stat st;
     if (fstatat(dirfd, comp, &st, AT_SYMLINK_NOFOLLOW) != 0) {
         if (errno == ENOENT)
-            return dg_fail(err, err_len, OC_ERR_NOT_FOUND,
+            return dg_fail(err, err_len, DG_ERR_NOT_FOUND,
                         "summaryPath %.120s: folder '%s' does not exist in your workspace; "
                         "write the summary file first, then call discuss-callback again",
                         path, comp);
         if (errno == EACCES)
-            return dg_fail(err, err_len, OC_ERR_DENIED,
+            return dg_fail(err, err_len, DG_ERR_DENIED,
                         "summaryPath %.120s: folder '%s' is not accessible to the plugin; " HINT,
                         path, comp);
         if (errno == ENAMETOOLONG)
-            return dg_fail(err, err_len, OC_ERR_INVALID,
+            return dg_fail(err, err_len, DG_ERR_INVALID,
                         "summaryPath %.120s: folder name '%.40s...' is too long for the file "
                         "system; " HINT, path, comp);
-        return dg_fail(err, err_len, OC_ERR_IO, "summaryPath %.120s: cannot inspect folder '%s': %s",
+        return dg_fail(err, err_len, DG_ERR_IO, "summaryPath %.120s: cannot inspect folder '%s': %s",
                     path, comp, strerror(errno));
     }
     if (S_ISLNK(st.st_mode))
-        return dg_fail(err, err_len, OC_ERR_DENIED,
+        return dg_fail(err, err_len, DG_ERR_DENIED,
                     "summaryPath %.120s: folder '%s' is a symbolic link; symlinks are never "
                     "followed (they could lead outside the workspace); " HINT, path, comp);
     if (!S_ISDIR(st.st_mode))
-        return dg_fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, DG_ERR_INVALID,
                     "summaryPath %.120s: '%s' is a file, not a folder; " HINT, path, comp);
     if (open_errno == EACCES)
-        return dg_fail(err, err_len, OC_ERR_DENIED,
+        return dg_fail(err, err_len, DG_ERR_DENIED,
                     "summaryPath %.120s: folder '%s' is not readable by the plugin; make it "
                     "readable or " HINT, path, comp);
-    return dg_fail(err, err_len, OC_ERR_IO, "summaryPath %.120s: cannot open folder '%s': %s",
+    return dg_fail(err, err_len, DG_ERR_IO, "summaryPath %.120s: cannot open folder '%s': %s",
                 path, comp, strerror(open_errno));
 }
 
@@ -174,27 +175,27 @@ static int check_leaf_stat(const struct stat *st, const char *path, int64_t max_
                            char *err, size_t err_len)
 {
     if (S_ISLNK(st->st_mode))
-        return dg_fail(err, err_len, OC_ERR_DENIED,
+        return dg_fail(err, err_len, DG_ERR_DENIED,
                     "summaryPath %.120s is a symbolic link; symlinks are never followed (they "
                     "could lead outside the workspace); " HINT, path);
     if (S_ISDIR(st->st_mode))
-        return dg_fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, DG_ERR_INVALID,
                     "summaryPath %.120s is a folder, not a file; " HINT, path);
     if (!S_ISREG(st->st_mode))
-        return dg_fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, DG_ERR_INVALID,
                     "summaryPath %.120s is not a regular file (a FIFO, socket or device); " HINT,
                     path);
     if (st->st_nlink > 1)
-        return dg_fail(err, err_len, OC_ERR_DENIED,
+        return dg_fail(err, err_len, DG_ERR_DENIED,
                     "summaryPath %.120s has %lu hard links (one could alias a file outside the "
                     "workspace); write the summary into a fresh file and pass that path",
                     path, (unsigned long)st->st_nlink);
     if ((int64_t)st->st_size > max_bytes)
-        return dg_fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, DG_ERR_INVALID,
                     "summaryPath %.120s is %lld bytes, over discussion.maxSummaryBytes (%lld); "
                     "shorten the summary and call discuss-callback again",
                     path, (long long)st->st_size, (long long)max_bytes);
-    return OC_OK;
+    return DG_OK;
 }
 
 /* Read fd to its end (at most max_bytes + 1 bytes) to prove it is readable
@@ -209,38 +210,38 @@ static int read_through(int fd, const char *path, int64_t max_bytes, int64_t *si
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)
-            return dg_fail(err, err_len, OC_ERR_DENIED,
+            return dg_fail(err, err_len, DG_ERR_DENIED,
                         "summaryPath %.120s cannot be read: %s; make it readable and call "
                         "discuss-callback again", path, strerror(errno));
         if (r == 0)
             break;
         total += r;
         if (total > max_bytes)
-            return dg_fail(err, err_len, OC_ERR_INVALID,
+            return dg_fail(err, err_len, DG_ERR_INVALID,
                         "summaryPath %.120s is over discussion.maxSummaryBytes (%lld bytes); "
                         "shorten the summary and call discuss-callback again",
                         path, (long long)max_bytes);
     }
     if (lseek(fd, 0, SEEK_SET) != 0)
-        return dg_fail(err, err_len, OC_ERR_IO, "summaryPath %.120s: cannot rewind: %s", path,
+        return dg_fail(err, err_len, DG_ERR_IO, "summaryPath %.120s: cannot rewind: %s", path,
                     strerror(errno));
     *size = total;
-    return OC_OK;
+    return DG_OK;
 }
 
 /* path as a normalised path relative to workspace, into *rel (the
- * caller's to free): OC_OK, or a refusal naming what is wrong. */
+ * caller's to free): DG_OK, or a refusal naming what is wrong. */
 static int ws_relative(const char *workspace, const char *path, char **rel, char *err,
                        size_t err_len)
 {
     *rel = NULL;
     if (!path || !*path)
-        return dg_fail(err, err_len, OC_ERR_INVALID, "summaryPath is empty; " HINT);
+        return dg_fail(err, err_len, DG_ERR_INVALID, "summaryPath is empty; " HINT);
     if (strlen(path) >= PATH_MAX)
-        return dg_fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, DG_ERR_INVALID,
                     "summaryPath is longer than %d bytes; " HINT, PATH_MAX - 1);
     if (!workspace || workspace[0] != '/')
-        return dg_fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, DG_ERR_INVALID,
                     "the initiator's workspace is not an absolute folder ('%s'); the host "
                     "must give workspaceDir in the tool context", workspace ? workspace : "");
     char *r;
@@ -249,26 +250,26 @@ static int ws_relative(const char *workspace, const char *path, char **rel, char
         r = abs_to_rel(workspace, path, &outside);
         if (!r)
             return outside
-                ? dg_fail(err, err_len, OC_ERR_DENIED,
+                ? dg_fail(err, err_len, DG_ERR_DENIED,
                        "summaryPath %.120s is outside your workspace %s; " HINT, path, workspace)
-                : dg_fail(err, err_len, OC_ERR_NOMEM, "out of memory");
+                : dg_fail(err, err_len, DG_ERR_NOMEM, "out of memory");
     } else {
         int escapes = 0;
         r = dg_path_normalise(path, &escapes);
         if (!r)
             return escapes
-                ? dg_fail(err, err_len, OC_ERR_DENIED,
+                ? dg_fail(err, err_len, DG_ERR_DENIED,
                        "summaryPath %.120s climbs out of your workspace with '..'; " HINT, path)
-                : dg_fail(err, err_len, OC_ERR_NOMEM, "out of memory");
+                : dg_fail(err, err_len, DG_ERR_NOMEM, "out of memory");
     }
     if (!*r) {
         free(r);
-        return dg_fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, DG_ERR_INVALID,
                     "summaryPath %.120s names the workspace folder itself, not a file; " HINT,
                     path);
     }
     *rel = r;
-    return OC_OK;
+    return DG_OK;
 }
 
 /* Walk the folders of rel from *dirfd one by one, never following a
@@ -293,7 +294,7 @@ static int ws_walk_folders(int *dirfd, char *rel, char **leaf, const char *path,
         comp = slash + 1;
     }
     *leaf = comp;
-    return OC_OK;
+    return DG_OK;
 }
 
 /* The refusal for a leaf that fstatat could not look at (errno e). */
@@ -301,34 +302,34 @@ static int leaf_stat_failure(int e, const char *workspace, const char *path, con
                              char *err, size_t err_len)
 {
     if (e == ENOENT)
-        return dg_fail(err, err_len, OC_ERR_NOT_FOUND,
+        return dg_fail(err, err_len, DG_ERR_NOT_FOUND,
                        "summaryPath %.120s does not exist in your workspace %s; write the "
                        "summary file first, then call discuss-callback again", path, workspace);
     if (e == EACCES)
-        return dg_fail(err, err_len, OC_ERR_DENIED,
+        return dg_fail(err, err_len, DG_ERR_DENIED,
                        "summaryPath %.120s is not accessible to the plugin; " HINT, path);
     if (e == ENAMETOOLONG)
-        return dg_fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, DG_ERR_INVALID,
                        "summaryPath %.120s: the file name '%.40s...' is too long for the file "
                        "system; " HINT, path, leaf);
-    return dg_fail(err, err_len, OC_ERR_IO, "summaryPath %.120s: %s", path, strerror(e));
+    return dg_fail(err, err_len, DG_ERR_IO, "summaryPath %.120s: %s", path, strerror(e));
 }
 
 /* The refusal for a checked leaf that openat could not open (errno e). */
 static int leaf_open_failure(int e, const char *path, char *err, size_t err_len)
 {
     if (e == ENOENT)
-        return dg_fail(err, err_len, OC_ERR_NOT_FOUND,
+        return dg_fail(err, err_len, DG_ERR_NOT_FOUND,
                        "summaryPath %.120s disappeared while being checked; write it again, then "
                        "call discuss-callback again", path);
     if (e == ELOOP)
-        return dg_fail(err, err_len, OC_ERR_DENIED,
+        return dg_fail(err, err_len, DG_ERR_DENIED,
                        "summaryPath %.120s became a symbolic link while being checked; " HINT, path);
     if (e == EACCES || e == EPERM)
-        return dg_fail(err, err_len, OC_ERR_DENIED,
+        return dg_fail(err, err_len, DG_ERR_DENIED,
                        "summaryPath %.120s is not readable by the plugin; make it readable "
                        "(e.g. chmod a+r) and call discuss-callback again", path);
-    return dg_fail(err, err_len, OC_ERR_IO, "summaryPath %.120s cannot be opened: %s", path,
+    return dg_fail(err, err_len, DG_ERR_IO, "summaryPath %.120s cannot be opened: %s", path,
                    strerror(e));
 }
 
@@ -347,7 +348,7 @@ static int check_leaf_before(int dirfd, const char *leaf, const char *workspace,
     int want_dir = path[plen - 1] == '/' ||
                    (path[plen - 1] == '.' && (plen == 1 || path[plen - 2] == '/'));
     if (want_dir && !S_ISDIR(before->st_mode) && !S_ISLNK(before->st_mode))
-        return dg_fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, DG_ERR_INVALID,
                   "summaryPath %.120s ends with '/' (or '/.'), which names a folder, but '%s' is not a "
                   "folder (ENOTDIR); " HINT, path, leaf);
     return check_leaf_stat(before, path, max_bytes, err, err_len);
@@ -355,31 +356,31 @@ static int check_leaf_before(int dirfd, const char *leaf, const char *workspace,
 
 /* The leaf: check what it is before opening (a FIFO or device is never
  * opened), open without following, then make sure it is the same inode
- * and read it through. *fd_out and *size on OC_OK. */
+ * and read it through. *fd_out and *size on DG_OK. */
 static int open_leaf(int dirfd, const char *leaf, const char *workspace, const char *path,
                      int64_t max_bytes, int *fd_out, int64_t *size, char *err, size_t err_len)
 {
     struct stat before, after;
     int rc = check_leaf_before(dirfd, leaf, workspace, path, max_bytes, &before, err, err_len);
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         return rc;
     int fd = openat(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     if (fd < 0)
         return leaf_open_failure(errno, path, err, err_len);
     if (fstat(fd, &after) != 0)
-        rc = dg_fail(err, err_len, OC_ERR_IO, "summaryPath %.120s: %s", path, strerror(errno));
+        rc = dg_fail(err, err_len, DG_ERR_IO, "summaryPath %.120s: %s", path, strerror(errno));
     else if (after.st_dev != before.st_dev || after.st_ino != before.st_ino)
-        rc = dg_fail(err, err_len, OC_ERR_DENIED,
+        rc = dg_fail(err, err_len, DG_ERR_DENIED,
                   "summaryPath %.120s was replaced while being checked; leave the file alone "
                   "and call discuss-callback again", path);
-    else if ((rc = check_leaf_stat(&after, path, max_bytes, err, err_len)) == OC_OK)
+    else if ((rc = check_leaf_stat(&after, path, max_bytes, err, err_len)) == DG_OK)
         rc = read_through(fd, path, max_bytes, size, err, err_len);
-    if (rc != OC_OK) {
+    if (rc != DG_OK) {
         close(fd);
         return rc;
     }
     *fd_out = fd;
-    return OC_OK;
+    return DG_OK;
 }
 
 int dg_workspace_open(const char *workspace, const char *path, int64_t max_bytes,
@@ -390,11 +391,11 @@ int dg_workspace_open(const char *workspace, const char *path, int64_t max_bytes
     out->size = 0;
     char *rel;
     int rc = ws_relative(workspace, path, &rel, err, err_len);
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         return rc;
     int dirfd = open(workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dirfd < 0) {
-        rc = dg_fail(err, err_len, errno == ENOENT ? OC_ERR_NOT_FOUND : OC_ERR_IO,
+        rc = dg_fail(err, err_len, errno == ENOENT ? DG_ERR_NOT_FOUND : DG_ERR_IO,
                   "the initiator's workspace %s cannot be opened: %s", workspace,
                   strerror(errno));
         free(rel);
@@ -402,9 +403,9 @@ int dg_workspace_open(const char *workspace, const char *path, int64_t max_bytes
     }
     char *leaf = NULL;
     int64_t size = 0;
-    if ((rc = ws_walk_folders(&dirfd, rel, &leaf, path, err, err_len)) == OC_OK &&
+    if ((rc = ws_walk_folders(&dirfd, rel, &leaf, path, err, err_len)) == DG_OK &&
         (rc = open_leaf(dirfd, leaf, workspace, path, max_bytes, &out->fd, &size, err,
-                        err_len)) == OC_OK) {
+                        err_len)) == DG_OK) {
         out->size = size;
         out->rel_path = rel;
         rel = NULL;

@@ -21,10 +21,10 @@
  *     link could alias a file outside), within the size limit, and
  *     actually readable to its end;
  *   - a path ending in '/' (or a last component '.') names a folder, as for
- *     the file system: a file there is refused (ENOTDIR, OC_ERR_INVALID).
- * Statuses: OC_ERR_NOT_FOUND when a component or the file does not exist;
- * OC_ERR_DENIED for anything that leaves the workspace (absolute elsewhere,
- * `..` escape, symlink, hard link) or cannot be read; OC_ERR_INVALID for an
+ *     the file system: a file there is refused (ENOTDIR, DG_ERR_INVALID).
+ * Statuses: DG_ERR_NOT_FOUND when a component or the file does not exist;
+ * DG_ERR_DENIED for anything that leaves the workspace (absolute elsewhere,
+ * `..` escape, symlink, hard link) or cannot be read; DG_ERR_INVALID for an
  * empty path, a non-regular file, or an oversize file. Messages say what to
  * do next.
  */
@@ -42,8 +42,8 @@ typedef struct dg_workspace_file {
 
 /*
  * Resolve `path` inside `workspace` (absolute) and open it. max_bytes > 0 is
- * the largest size accepted. On OC_OK *out is filled (close fd, free
- * rel_path). Otherwise a negative oc_status, an actionable sentence in err,
+ * the largest size accepted. On DG_OK *out is filled (close fd, free
+ * rel_path). Otherwise a negative dg_status, an actionable sentence in err,
  * and *out = {-1, NULL, 0}. Any thread; no global state.
  */
 int dg_workspace_open(const char *workspace, const char *path, int64_t max_bytes,

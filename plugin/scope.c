@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "openclaw/plugin.h"
+#include "status.h"
 
 static int present(const char *s)
 {
@@ -54,7 +55,7 @@ int dg_scope_derive(dg_session_policy policy, const dg_scope_event *ev, dg_scope
 {
     if (!ev || !present(ev->channel_id)) {
         memset(out, 0, sizeof *out);
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     }
     if (ev->is_dm || policy == DG_POLICY_CHANNEL)
         return dg_scope_conversation(ev->channel_id, out);
@@ -96,18 +97,18 @@ int dg_scope_from_key(const char *key, dg_scope *out)
 {
     memset(out, 0, sizeof *out);
     if (!key)
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     if (strncmp(key, "conv:", 5) == 0)
         return dg_scope_conversation(key + 5, out);
     if (strncmp(key, "thread:", 7) != 0)
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     /* Roots never contain ':', so the last one separates them. */
     const char *rest = key + 7, *colon = strrchr(rest, ':');
     if (!colon || colon == rest || !colon[1])
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     size_t n = (size_t)(colon - rest);
     if (n >= DG_SCOPE_ID_MAX)
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     char ch[DG_SCOPE_ID_MAX];
     memcpy(ch, rest, n);
     ch[n] = '\0';

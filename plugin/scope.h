@@ -55,7 +55,7 @@ typedef struct dg_scope_event {
 } dg_scope_event;
 
 /*
- * Scope of ev under policy into *out. Returns OC_OK, or OC_ERR_INVALID when
+ * Scope of ev under policy into *out. Returns DG_OK, or DG_ERR_INVALID when
  * channel_id is missing/too long or a root is too long.
  */
 int dg_scope_derive(dg_session_policy policy, const dg_scope_event *ev, dg_scope *out)
@@ -86,7 +86,7 @@ char *dg_scope_label(const dg_scope *s, char buf[DG_SCOPE_LABEL_MAX]);
  */
 char *dg_scope_key(const dg_scope *s, char buf[DG_SCOPE_KEY_MAX]);
 
-/* Parse a key made by dg_scope_key back. OC_OK or OC_ERR_INVALID. */
+/* Parse a key made by dg_scope_key back. DG_OK or DG_ERR_INVALID. */
 int dg_scope_from_key(const char *key, dg_scope *out) __attribute__((warn_unused_result));
 
 /* 1 when a and b name the same scope. */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "openclaw/plugin.h"
+#include "status.h"
 #include "str_map.h"
 
 struct dg_seen_set {
@@ -74,12 +75,12 @@ int dg_seen_set_has(dg_seen_set *s, const char *a, const char *b)
 int dg_seen_set_add(dg_seen_set *s, const char *a, const char *b)
 {
     if (!s || !a || !b)
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     char *k = join(NULL, 0, a, b);
     if (!k)
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     pthread_mutex_lock(&s->mu);
-    int rc = OC_OK;
+    int rc = DG_OK;
     if (dg_map_get(&s->map, k)) {
         free(k);
     } else {
@@ -88,7 +89,7 @@ int dg_seen_set_add(dg_seen_set *s, const char *a, const char *b)
             dg_map_clear(&s->map);
         }
         rc = dg_map_put(&s->map, k, k);
-        if (rc != OC_OK)
+        if (rc != DG_OK)
             free(k);
     }
     pthread_mutex_unlock(&s->mu);

@@ -25,8 +25,8 @@ void dg_seen_set_free(dg_seen_set *s);
  * contains (0x1f). Any thread. */
 int dg_seen_set_has(dg_seen_set *s, const char *a, const char *b);
 
-/* Add (a, b) (copied). OC_OK, or OC_ERR_NOMEM (the set is unchanged: the
- * caller just asks the store again next time), OC_ERR_INVALID when s is
+/* Add (a, b) (copied). DG_OK, or DG_ERR_NOMEM (the set is unchanged: the
+ * caller just asks the store again next time), DG_ERR_INVALID when s is
  * NULL. At most DG_SEEN_SET_MAX keys: past that the set is emptied first
  * (a cache bound, not a correctness one). Any thread. */
 int dg_seen_set_add(dg_seen_set *s, const char *a, const char *b);

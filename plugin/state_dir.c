@@ -12,6 +12,7 @@
 
 #include "errors.h"
 #include "openclaw/plugin.h"
+#include "status.h"
 
 char *dg_state_dir_join(const char *base, const char *path)
 {
@@ -35,7 +36,7 @@ int dg_state_dir_base(char **out, const char **from, char *err, size_t err_len)
     *out = NULL;
     char cwd[4096];
     if (!getcwd(cwd, sizeof cwd))
-        return dg_fail(err, err_len, OC_ERR_IO,
+        return dg_fail(err, err_len, DG_ERR_IO,
                     "config: cannot read the working directory (%s), which relative paths are "
                     "taken from; give dbPath and templatesDir as absolute paths", strerror(errno));
     const char *cfg = getenv("OPENCLAW_CONFIG_PATH");
@@ -45,7 +46,7 @@ int dg_state_dir_base(char **out, const char **from, char *err, size_t err_len)
         char *dir = !slash ? strdup(".") : slash == cfg ? strdup("/")
                                                        : strndup(cfg, (size_t)(slash - cfg));
         if (!dir)
-            return OC_ERR_NOMEM;
+            return DG_ERR_NOMEM;
         *out = dg_state_dir_join(cwd, dir);
         free(dir);
         *from = "the folder of the host's config file (OPENCLAW_CONFIG_PATH)";
@@ -56,7 +57,7 @@ int dg_state_dir_base(char **out, const char **from, char *err, size_t err_len)
         *out = strdup(cwd);
         *from = "the working directory";
     }
-    return *out ? OC_OK : OC_ERR_NOMEM;
+    return *out ? DG_OK : DG_ERR_NOMEM;
 }
 
 int dg_state_dir_prepare_db(const char *db_path, char **created, char *err, size_t err_len)
@@ -64,21 +65,21 @@ int dg_state_dir_prepare_db(const char *db_path, char **created, char *err, size
     *created = NULL;
     struct stat sb;
     if (stat(db_path, &sb) == 0 && S_ISDIR(sb.st_mode))
-        return dg_fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, DG_ERR_INVALID,
                     "config: \"dbPath\" %s is a folder; give the database file's path, e.g. "
                     "%s/dirigent.db", db_path, db_path);
     char *dir = strdup(db_path);
     if (!dir)
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     char *slash = strrchr(dir, '/');
     if (!slash || slash == dir) {
         free(dir);
-        return OC_OK;
+        return DG_OK;
     }
     *slash = '\0';
     if (stat(dir, &sb) == 0) {
         free(dir);
-        return OC_OK; /* not a folder: the store's open says so */
+        return DG_OK; /* not a folder: the store's open says so */
     }
     /* Create the missing levels top-down: find the first missing one. */
     for (char *p = dir + 1; ; p++) {
@@ -97,8 +98,8 @@ int dg_state_dir_prepare_db(const char *db_path, char **created, char *err, size
         }
         if (rc) {
             int e = errno;
-            int st = rc == -2 ? OC_ERR_NOMEM
-                              : dg_fail(err, err_len, OC_ERR_IO,
+            int st = rc == -2 ? DG_ERR_NOMEM
+                              : dg_fail(err, err_len, DG_ERR_IO,
                                         "config: \"dbPath\" %s: cannot create the folder %s: %s; "
                                         "create it yourself or choose another dbPath",
                                         db_path, dir, strerror(e));
@@ -114,7 +115,7 @@ int dg_state_dir_prepare_db(const char *db_path, char **created, char *err, size
             break;
     }
     free(dir);
-    return OC_OK;
+    return DG_OK;
 }
 
 void dg_state_dir_undo_db(const char *db_path, const char *created)

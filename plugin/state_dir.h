@@ -17,8 +17,8 @@
 /*
  * The base for relative paths (see above): *out is a malloc'd absolute
  * folder the caller frees, *from a static phrase naming where it came from
- * ("the folder of OPENCLAW_CONFIG_PATH", ...). Returns OC_OK or a negative
- * oc_status with err. Thread: init only (reads the environment and cwd).
+ * ("the folder of OPENCLAW_CONFIG_PATH", ...). Returns DG_OK or a negative
+ * dg_status with err. Thread: init only (reads the environment and cwd).
  */
 int dg_state_dir_base(char **out, const char **from, char *err, size_t err_len)
     __attribute__((warn_unused_result));
@@ -32,9 +32,9 @@ char *dg_state_dir_join(const char *base, const char *path) __attribute__((warn_
  * naming it); its missing parent folders are created, mode 0700 (only the
  * missing last levels). *created receives the topmost folder created
  * (malloc'd, the caller frees; NULL when none was needed), so a later
- * failure can take them back with dg_state_dir_undo_db. Returns OC_OK,
- * OC_ERR_INVALID or OC_ERR_IO with a sentence naming the folder and errno's
- * text, OC_ERR_NOMEM. Thread: init only.
+ * failure can take them back with dg_state_dir_undo_db. Returns DG_OK,
+ * DG_ERR_INVALID or DG_ERR_IO with a sentence naming the folder and errno's
+ * text, DG_ERR_NOMEM. Thread: init only.
  */
 int dg_state_dir_prepare_db(const char *db_path, char **created, char *err, size_t err_len)
     __attribute__((warn_unused_result));

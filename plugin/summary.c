@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "openclaw/plugin.h"
+#include "status.h"
 #include "errors.h"
 
 struct dg_summary_rules {
@@ -74,14 +75,14 @@ int dg_summary_rules_load(const char *path, dg_summary_rules **out, char *err, s
         int e = errno;
         if (fd >= 0)
             close(fd);
-        return dg_fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, DG_ERR_INVALID,
                        "config: \"discussion.summaryTemplate\" %s %s; it must name a readable "
                        "file of headings (lines starting with '#'): fix the path or remove the "
                        "key", path, fd < 0 ? strerror(e) : "is not a regular file");
     }
     if (sb.st_size > DG_SUMMARY_TEMPLATE_MAX_BYTES) {
         close(fd);
-        return dg_fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, DG_ERR_INVALID,
                        "config: \"discussion.summaryTemplate\" %s is larger than %d bytes; it "
                        "lists headings, keep it short", path, DG_SUMMARY_TEMPLATE_MAX_BYTES);
     }
@@ -93,41 +94,41 @@ int dg_summary_rules_load(const char *path, dg_summary_rules **out, char *err, s
     if (!r || !text) {
         free(text);
         free(r);
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     }
     text[len] = '\0';
     r->text = text;
-    int rc = rd != 0 || strlen(text) != len ? OC_ERR_INVALID : OC_OK;
-    for (const char *s = text; rc == OC_OK && *s;) {
+    int rc = rd != 0 || strlen(text) != len ? DG_ERR_INVALID : DG_OK;
+    for (const char *s = text; rc == DG_OK && *s;) {
         const char *e = strchr(s, '\n');
         size_t l = e ? (size_t)(e - s) : strlen(s);
         const char *b;
         size_t tl = trim(s, l, &b);
         if (tl && b[0] == '#') {
             if (r->n == DG_SUMMARY_MAX_HEADINGS) {
-                rc = OC_ERR_INVALID;
+                rc = DG_ERR_INVALID;
                 break;
             }
             if (!(r->headings[r->n] = strndup(b, tl)))
-                rc = OC_ERR_NOMEM;
+                rc = DG_ERR_NOMEM;
             else
                 r->n++;
         }
         s += l + (e != NULL);
     }
-    if (rc == OC_OK && r->n == 0)
-        rc = OC_ERR_INVALID;
-    if (rc == OC_ERR_INVALID)
+    if (rc == DG_OK && r->n == 0)
+        rc = DG_ERR_INVALID;
+    if (rc == DG_ERR_INVALID)
         dg_fail(err, err_len, rc,
                 "config: \"discussion.summaryTemplate\" %s must be readable text with 1 to %d "
                 "heading lines (lines starting with '#', e.g. \"## Decision\"); fix the file "
                 "or remove the key", path, DG_SUMMARY_MAX_HEADINGS);
-    if (rc != OC_OK) {
+    if (rc != DG_OK) {
         dg_summary_rules_free(r);
         return rc;
     }
     *out = r;
-    return OC_OK;
+    return DG_OK;
 }
 
 /* A heading is only ever a short line: longer lines are not compared. */
@@ -137,7 +138,7 @@ int dg_summary_check_headings(const dg_summary_rules *r, int fd, const char *pat
                               size_t err_len)
 {
     if (!r || r->n == 0)
-        return OC_OK;
+        return DG_OK;
     int found[DG_SUMMARY_MAX_HEADINGS] = {0};
     char buf[8192], line[LINE_MAX_CMP + 1];
     size_t ll = 0;
@@ -148,7 +149,7 @@ int dg_summary_check_headings(const dg_summary_rules *r, int fd, const char *pat
         if (k < 0 && errno == EINTR)
             continue;
         if (k < 0)
-            return dg_fail(err, err_len, OC_ERR_IO, "summaryPath %.120s cannot be read: %s",
+            return dg_fail(err, err_len, DG_ERR_IO, "summaryPath %.120s cannot be read: %s",
                            path, strerror(errno));
         off += k;
         for (ssize_t i = 0; i <= k; i++) {
@@ -184,8 +185,8 @@ int dg_summary_check_headings(const dg_summary_rules *r, int fd, const char *pat
         nmiss++;
     }
     if (!nmiss)
-        return OC_OK;
-    return dg_fail(err, err_len, OC_ERR_INVALID,
+        return DG_OK;
+    return dg_fail(err, err_len, DG_ERR_INVALID,
                    "summaryPath %.120s lacks %s required heading%s: %s; add %s as line%s of "
                    "their own (the kickoff lists the summary template) and call "
                    "discuss-callback again (nothing was changed)", path,
@@ -299,11 +300,11 @@ int dg_summary_open(const char *workspace, const char *dir, const char *path,
         size_t len = strlen(dir) + strlen(path) + 2;
         char *in_dir = malloc(len);
         if (!in_dir)
-            return dg_fail(err, err_len, OC_ERR_NOMEM, "out of memory; try again");
+            return dg_fail(err, err_len, DG_ERR_NOMEM, "out of memory; try again");
         snprintf(in_dir, len, "%s/%s", dir, path);
         int rc = dg_workspace_open(workspace, in_dir, max_bytes, out, err, err_len);
         free(in_dir);
-        if (rc != OC_ERR_NOT_FOUND)
+        if (rc != DG_ERR_NOT_FOUND)
             return rc;
         if (err && err_len)
             err[0] = '\0';
@@ -340,7 +341,7 @@ int dg_summary_check_text(int fd, const char *path, char *err, size_t err_len)
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)
-            return dg_fail(err, err_len, OC_ERR_IO, "summaryPath %.120s cannot be read: %s",
+            return dg_fail(err, err_len, DG_ERR_IO, "summaryPath %.120s cannot be read: %s",
                            path, strerror(errno));
         size_t n = keep + (size_t)r, i = 0;
         while (i < n) {
@@ -350,14 +351,14 @@ int dg_summary_check_text(int fd, const char *path, char *err, size_t err_len)
             else if (r > 0 && n - i < 3 && buf[i] >= 0xC2)
                 break; /* a multi-byte character cut by the read: finish it next time */
             else
-                return OC_OK;
+                return DG_OK;
         }
         if (r == 0)
             break;
         keep = n - i;
         memmove(buf, buf + i, keep);
     }
-    return dg_fail(err, err_len, OC_ERR_INVALID,
+    return dg_fail(err, err_len, DG_ERR_INVALID,
                    "summaryPath %.120s is empty or only white space; a summary needs at least "
                    "one character that is not a space: write the summary into it and call "
                    "discuss-callback again (nothing was changed)", path);

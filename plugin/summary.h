@@ -24,7 +24,7 @@ typedef struct dg_summary_rules dg_summary_rules;
 /*
  * Read the template at path (absolute): every line starting with '#' (after
  * blanks) is a required heading, compared without surrounding blanks. On
- * OC_OK *out is owned by the caller (dg_summary_rules_free). A missing,
+ * DG_OK *out is owned by the caller (dg_summary_rules_free). A missing,
  * unreadable, oversize file or one without a heading is an init error
  * naming discussion.summaryTemplate, the path and the rule. Init only.
  */
@@ -38,8 +38,8 @@ const char *dg_summary_rules_text(const dg_summary_rules *r);
 
 /*
  * Read fd from its start and check every required heading appears as a line
- * of its own. OC_OK (also when r is NULL), OC_ERR_INVALID with a sentence
- * naming every missing heading, or OC_ERR_IO. Any thread.
+ * of its own. DG_OK (also when r is NULL), DG_ERR_INVALID with a sentence
+ * naming every missing heading, or DG_ERR_IO. Any thread.
  */
 int dg_summary_check_headings(const dg_summary_rules *r, int fd, const char *path, char *err,
                               size_t err_len) __attribute__((warn_unused_result));
@@ -63,7 +63,7 @@ char *dg_summary_suggested_path(const char *dir, const char *channel_name,
 /*
  * Open a summary the way discuss-callback names it: a relative path without
  * a folder ("x.md") is looked up in dir first ("<dir>/x.md"); if it is not
- * there (OC_ERR_NOT_FOUND) the path is opened as given, so every refusal is
+ * there (DG_ERR_NOT_FOUND) the path is opened as given, so every refusal is
  * the one dg_workspace_open gives for the path as written. Same contract as
  * dg_workspace_open otherwise. Any thread.
  */
@@ -71,9 +71,9 @@ int dg_summary_open(const char *workspace, const char *dir, const char *path,
                     int64_t max_bytes, dg_workspace_file *out, char *err, size_t err_len)
     __attribute__((warn_unused_result));
 
-/* OC_OK when the summary in fd has at least one character that is not
- * white space (a summary of blanks says nothing), else OC_ERR_INVALID with
- * a sentence naming path, or OC_ERR_IO. Reads fd from its current offset
+/* DG_OK when the summary in fd has at least one character that is not
+ * white space (a summary of blanks says nothing), else DG_ERR_INVALID with
+ * a sentence naming path, or DG_ERR_IO. Reads fd from its current offset
  * (an opened file: its start) to its end. Any thread. */
 int dg_summary_check_text(int fd, const char *path, char *err, size_t err_len)
     __attribute__((warn_unused_result));

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "openclaw/plugin.h"
+#include "status.h"
 
 /* An override larger than this is surely not a message template. */
 #define DG_TPL_MAX_BYTES (64 * 1024)
@@ -192,7 +193,7 @@ int dg_templates_check_text(const char *name, const char *text, char *err, size_
                     "receives %s (fix or remove it; README's Templates section lists what each "
                     "template receives)",
                     name, (int)(len - 2), s + 1, *list ? list : "no placeholders");
-            return OC_ERR_INVALID;
+            return DG_ERR_INVALID;
         }
         if (known_index(s + 1, len - 2) < 0) {
             char list[512] = "";
@@ -204,11 +205,11 @@ int dg_templates_check_text(const char *name, const char *text, char *err, size_
                     "template %s: unknown placeholder {%.*s}; known placeholders are %s (fix "
                     "or remove it)",
                     name, (int)(len - 2), s + 1, list);
-            return OC_ERR_INVALID;
+            return DG_ERR_INVALID;
         }
         s += len - 1;
     }
-    return OC_OK;
+    return DG_OK;
 }
 
 void dg_templates_free(dg_templates *t)
@@ -247,25 +248,25 @@ static int read_override(int dirfd, const char *dir, const char *name, char **ou
     if (fd < 0) {
         set_err(err, err_len, "templatesDir %s: cannot open %s: %s (it must be a readable "
                 "regular file)", dir, name, strerror(errno));
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     }
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
         set_err(err, err_len, "templatesDir %s: %s is not a regular file", dir, name);
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     }
     if (st.st_size > DG_TPL_MAX_BYTES) {
         close(fd);
         set_err(err, err_len, "templatesDir %s: %s is %lld bytes, over the limit of %d",
                 dir, name, (long long)st.st_size, DG_TPL_MAX_BYTES);
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     }
     char *buf = malloc((size_t)st.st_size + 1);
     if (!buf) {
         close(fd);
         set_err(err, err_len, "out of memory reading template %s", name);
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     }
     size_t got = 0;
     for (;;) {
@@ -276,7 +277,7 @@ static int read_override(int dirfd, const char *dir, const char *name, char **ou
             set_err(err, err_len, "templatesDir %s: reading %s: %s", dir, name, strerror(errno));
             free(buf);
             close(fd);
-            return OC_ERR_IO;
+            return DG_ERR_IO;
         }
         if (r == 0 || (got += (size_t)r) == (size_t)st.st_size)
             break;
@@ -286,10 +287,10 @@ static int read_override(int dirfd, const char *dir, const char *name, char **ou
     if (strlen(buf) != got) {
         free(buf);
         set_err(err, err_len, "templatesDir %s: %s contains a NUL byte", dir, name);
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     }
     *out = buf;
-    return OC_OK;
+    return DG_OK;
 }
 
 /* Templates posted by the moderator (the session-model texts are prompt
@@ -321,17 +322,17 @@ static int load_overrides(dg_templates *t, const char *dir, char *err, size_t er
     int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dirfd < 0) {
         set_err(err, err_len, "templatesDir %s: cannot open folder: %s", dir, strerror(errno));
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     }
     DIR *d = fdopendir(dirfd);
     if (!d) {
         close(dirfd);
         set_err(err, err_len, "templatesDir %s: cannot list folder: %s", dir, strerror(errno));
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     }
-    int rc = OC_OK;
+    int rc = DG_OK;
     struct dirent *e;
-    while (rc == OC_OK && (e = readdir(d)) != NULL) {
+    while (rc == DG_OK && (e = readdir(d)) != NULL) {
         if (e->d_name[0] == '.' || !ends_with(e->d_name, ".md"))
             continue;
         int i = index_of(t, e->d_name);
@@ -343,23 +344,23 @@ static int load_overrides(dg_templates *t, const char *dir, char *err, size_t er
             }
             set_err(err, err_len, "templatesDir %s: %s is not a known template name "
                     "(known: %s); rename or remove it", dir, e->d_name, known);
-            rc = OC_ERR_INVALID;
+            rc = DG_ERR_INVALID;
             break;
         }
         char *text = NULL;
         rc = read_override(dirfd, dir, e->d_name, &text, err, err_len);
-        if (rc != OC_OK)
+        if (rc != DG_OK)
             break;
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         rc = dg_templates_check_text(path, text, err, err_len);
-        if (rc == OC_OK && is_moderator_message(e->d_name) && blank(text)) {
+        if (rc == DG_OK && is_moderator_message(e->d_name) && blank(text)) {
             set_err(err, err_len, "templatesDir %s: %s is empty; a moderator message needs "
                     "text (Discord refuses an empty message): write it or remove the file to "
                     "keep the built-in one", dir, e->d_name);
-            rc = OC_ERR_INVALID;
+            rc = DG_ERR_INVALID;
         }
-        if (rc != OC_OK) {
+        if (rc != DG_OK) {
             free(text);
             break;
         }
@@ -381,7 +382,7 @@ int dg_templates_load(const char *dir, dg_templates **out, char *err, size_t err
         !(t->texts = calloc(n ? n : 1, sizeof *t->texts))) {
         dg_templates_free(t);
         set_err(err, err_len, "out of memory loading templates");
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     }
     for (size_t i = 0; i < n; i++) {
         t->names[i] = strdup(dg_embedded_templates[i].name);
@@ -390,23 +391,23 @@ int dg_templates_load(const char *dir, dg_templates **out, char *err, size_t err
         if (!t->names[i] || !t->texts[i]) {
             dg_templates_free(t);
             set_err(err, err_len, "out of memory loading templates");
-            return OC_ERR_NOMEM;
+            return DG_ERR_NOMEM;
         }
         int rc = dg_templates_check_text(t->names[i], t->texts[i], err, err_len);
-        if (rc != OC_OK) {
+        if (rc != DG_OK) {
             dg_templates_free(t);
             return rc;
         }
     }
     if (dir && *dir) {
         int rc = load_overrides(t, dir, err, err_len);
-        if (rc != OC_OK) {
+        if (rc != DG_OK) {
             dg_templates_free(t);
             return rc;
         }
     }
     *out = t;
-    return OC_OK;
+    return DG_OK;
 }
 
 const char *dg_templates_get(const dg_templates *t, const char *name)

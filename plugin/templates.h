@@ -44,7 +44,7 @@ typedef struct dg_tpl_vars {
     const char *passed;             /* agents that passed this cycle, or "none" */
     const char *agentMessages;      /* agent messages in a row, decimal text */
     const char *maxBytes;           /* a length limit, decimal text */
-    const char *error;              /* a status name (oc_status_name) */
+    const char *error;              /* a status name (dg_status_name) */
     const char *reason;             /* the sentence saying why */
     /* Discussion summaries. */
     const char *summaryTemplate;    /* kickoff: discussion.summaryTemplate's text, "" none */
@@ -93,7 +93,7 @@ char *dg_templates_render_trim(const dg_templates *t, const char *name, const dg
  * posted); the session-model texts may be blank. An override must be a regular file (symlinks to one are fine:
  * the folder is operator config, not agent input).
  *
- * Check one template text: OC_OK, or OC_ERR_INVALID with a sentence naming
+ * Check one template text: DG_OK, or DG_ERR_INVALID with a sentence naming
  * `name` and the unknown placeholder in err. Any thread.
  */
 int dg_templates_check_text(const char *name, const char *text, char *err, size_t err_len)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "openclaw/plugin.h"
+#include "status.h"
 #include "store_turns.h"
 
 void dg_turn_view_clear(dg_turn_view *v)
@@ -32,7 +33,7 @@ int dg_turn_view_load(dg_store *st, const dg_config *cfg, const dg_scope *sc, in
     dg_turn_state_init(&out->state);
     dg_turn_channel_row row;
     int rc = dg_store_turns_channel_load(st, dg_scope_channel(sc), &row);
-    if (rc != OC_OK && rc != OC_ERR_NOT_FOUND)
+    if (rc != DG_OK && rc != DG_ERR_NOT_FOUND)
         return rc;
     dg_rule_ctx x = {.n_members = (int)row.n_members, .mode = row.mode,
                      .initiator = DG_NOBODY,
@@ -55,9 +56,9 @@ int dg_turn_view_load(dg_store *st, const dg_config *cfg, const dg_scope *sc, in
     char *post = NULL;
     rc = dg_store_turns_scope_load(st, sc, &out->state, &post);
     free(post);
-    if (rc == OC_ERR_NOT_FOUND)
+    if (rc == DG_ERR_NOT_FOUND)
         dg_turn_state_init(&out->state);
-    else if (rc != OC_OK) {
+    else if (rc != DG_OK) {
         dg_turn_view_clear(out);
         return rc;
     } else
@@ -69,5 +70,5 @@ int dg_turn_view_load(dg_store *st, const dg_config *cfg, const dg_scope *sc, in
     out->condition = out->mode == DG_MODE_CLOSED ? "closed"
                    : out->state.active ? "speaking"
                    : out->state.rested ? "resting" : "dormant";
-    return OC_OK;
+    return DG_OK;
 }

@@ -29,8 +29,8 @@ typedef struct dg_turn_view {
  * The view of scope sc at now_ms into *out (caller clears it), with cfg for
  * who is a configured agent and the timeouts (cfg NULL, a reader without
  * the plugin's config: every member counts, no timeout is applied). Inside the caller's store
- * transaction. OC_OK (also when the scope has no state: has_state 0), or a
- * negative oc_status.
+ * transaction. DG_OK (also when the scope has no state: has_state 0), or a
+ * negative dg_status.
  */
 int dg_turn_view_load(dg_store *st, const dg_config *cfg, const dg_scope *sc, int64_t now_ms,
                       dg_turn_view *out);

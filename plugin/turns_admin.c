@@ -138,11 +138,11 @@ static int admin_members(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd
                          int64_t now, const char *cause, int *kick, reply_buf *b)
 {
     turns_chan *c = r->chan;
-    int rc = OC_OK;
+    int rc = DG_OK;
     const dg_agent_cfg *a = cmd == DG_ADMIN_ORDER ? NULL : admin_target(t, m);
     if (cmd != DG_ADMIN_ORDER && !a) {
         reply_tpl(t, b, "admin_member_unknown.md", NULL);
-        return OC_OK;
+        return DG_OK;
     }
     const char *tpl = "admin_order.md";
     if (cmd == DG_ADMIN_ADD) {
@@ -172,7 +172,7 @@ static int admin_members(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd
         reply_tpl(t, b, tpl, &v);
     dg_buf_free(&order);
     dg_buf_free(&out);
-    return OC_OK;
+    return DG_OK;
 }
 
 /* The status lines of scope r (state st, timeouts applied) into b. */
@@ -235,7 +235,7 @@ typedef struct admin_run {
 } admin_run;
 
 /* One `!dirigent` subcommand: its reply into a->b and the change it
- * stages. Writer held. OC_OK, or an error that rolls the message back. */
+ * stages. Writer held. DG_OK, or an error that rolls the message back. */
 typedef int (*admin_fn)(dg_turns *t, admin_run *a);
 
 /* Unknown subcommand: whatever the channel's mode, the typo is the news,
@@ -251,13 +251,13 @@ static int admin_unknown(dg_turns *t, admin_run *a)
     reply_add(&a->b, "\n");
     reply_add(&a->b, help);
     free(help);
-    return OC_OK;
+    return DG_OK;
 }
 
 static int admin_help(dg_turns *t, admin_run *a)
 {
     reply_tpl(t, &a->b, "admin_help.md", NULL);
-    return OC_OK;
+    return DG_OK;
 }
 
 static int admin_status_cmd(dg_turns *t, admin_run *a)
@@ -266,7 +266,7 @@ static int admin_status_cmd(dg_turns *t, admin_run *a)
     if (a->c->mode != DG_MODE_CLOSED)
         dg_rule_expire(&view, &a->x, a->now, NULL); /* what a decision now would see */
     admin_status(t, a->r, &view, &a->x, &a->b);
-    return OC_OK;
+    return DG_OK;
 }
 
 static int admin_members_cmd(dg_turns *t, admin_run *a)
@@ -284,15 +284,15 @@ static int admin_close(dg_turns *t, admin_run *a)
         char max[24];
         snprintf(max, sizeof max, "%zu", sizeof path - 1);
         reply_tpl(t, &a->b, "admin_close_path_long.md", &(dg_tpl_vars){.maxBytes = max});
-        return OC_OK;
+        return DG_OK;
     }
     int rc = dg_discuss_admin_close_locked(t->p, a->c->id, has ? path : NULL, a->now, &closed,
                                            msg, sizeof msg);
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         return rc;
     reply_add(&a->b, DG_ADMIN_REPLY_PREFIX);
     reply_add(&a->b, msg);
-    return OC_OK;
+    return DG_OK;
 }
 
 /* `rotate`, `cancel`: host calls after the commit (turns_owner_action);
@@ -311,7 +311,7 @@ static int admin_owner(dg_turns *t, admin_run *a)
     snprintf(oa->post, sizeof oa->post, "%s", a->post);
     snprintf(oa->speaker, sizeof oa->speaker, "%s", sp != DG_NOBODY ? a->c->members[sp] : "");
     a->deferred = 1;
-    return OC_OK;
+    return DG_OK;
 }
 
 static int admin_rest(dg_turns *t, admin_run *a)
@@ -321,7 +321,7 @@ static int admin_rest(dg_turns *t, admin_run *a)
     dg_rule_admin_rest(&a->next, a->now);
     a->changes = 1;
     reply_tpl(t, &a->b, "admin_rest.md", NULL);
-    return OC_OK;
+    return DG_OK;
 }
 
 /* `wake`: the first present member the command mentions, else the first
@@ -341,14 +341,14 @@ static int admin_wake(dg_turns *t, admin_run *a)
             pos = i;
     if (pos == DG_NOBODY || dg_rule_admin_wake(&a->next, &a->x, pos, a->now) != 0) {
         reply_tpl(t, &a->b, "admin_wake_nobody.md", NULL);
-        return OC_OK;
+        return DG_OK;
     }
     a->changes = 1;
     a->mention = turns_user_of(t, c, pos);
     char at[96];
     snprintf(at, sizeof at, "<@%s>", a->mention ? a->mention : "?");
     reply_tpl(t, &a->b, "admin_wake.md", &(dg_tpl_vars){.agentMention = at});
-    return OC_OK;
+    return DG_OK;
 }
 
 /* `skip`: the speaker passes; the reply is the hand-off to the next one
@@ -360,7 +360,7 @@ static int admin_skip(dg_turns *t, admin_run *a)
     int sp = dg_rule_admin_skip(&a->next, &a->x, a->now, &a->fx);
     if (sp == DG_NOBODY) {
         reply_tpl(t, &a->b, "admin_skip_nobody.md", NULL);
-        return OC_OK;
+        return DG_OK;
     }
     a->changes = 1;
     int to = a->fx.handoff_to;
@@ -371,7 +371,7 @@ static int admin_skip(dg_turns *t, admin_run *a)
     dg_tpl_vars v = {.skippedAgent = a->c->members[sp], .agentMention = at};
     reply_tpl(t, &a->b, a->mention ? "admin_skip.md" : a->fx.idle_reminder
                         ? "admin_skip_initiator.md" : "admin_skip_dormant.md", &v);
-    return OC_OK;
+    return DG_OK;
 }
 
 /* The subcommands: name (for logs and the operator's view), whether it
@@ -424,16 +424,16 @@ int turns_owner_reply(dg_turns *t, const turns_owner_action *oa, int64_t now)
         dg_admin_cancel(t->p, oa->channel, thread, oa->speaker[0] ? oa->speaker : NULL, msg,
                         sizeof msg);
     snprintf(text, sizeof text, DG_ADMIN_REPLY_PREFIX "%s", msg);
-    if (turns_txn_begin(t) != OC_OK)
-        return OC_ERR_IO;
+    if (turns_txn_begin(t) != DG_OK)
+        return DG_ERR_IO;
     int queued = 0;
     int rc = turns_enqueue(t, oa->post, text, NULL, now, &queued);
     rc = turns_txn_finish(t, rc);
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         dg_log(t->p, OC_LOG_WARN, "turns: the reply to \"!dirigent %s\" in %s could not be "
                "queued (%s); the command itself was carried out", admin_cmd_name(oa->cmd),
-               oa->channel, oc_status_name(rc));
-    return rc == OC_OK && queued ? OC_OK : OC_ERR_IO;
+               oa->channel, dg_status_name(rc));
+    return rc == DG_OK && queued ? DG_OK : DG_ERR_IO;
 }
 
 /* The scope admin command m acts on (*r) and where its reply goes
@@ -452,9 +452,9 @@ static int admin_scope(dg_turns *t, turns_chan *c, const dg_turn_message *m, tur
     turns_scope *s = *r;
     if (m->thread_id && *m->thread_id && s->scope.kind == DG_SCOPE_THREAD && !s->post_channel &&
         !(s->post_channel = strdup(m->thread_id)))
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     *post = s->post_channel ? s->post_channel : c->id;
-    return OC_OK;
+    return DG_OK;
 }
 
 /* What command a staged: its change saved, its reply queued (a reply that
@@ -463,20 +463,20 @@ static int admin_scope(dg_turns *t, turns_chan *c, const dg_turn_message *m, tur
  * held. */
 static int admin_commit(dg_turns *t, admin_run *a)
 {
-    int rc = OC_OK;
+    int rc = DG_OK;
     turns_scope *r = a->r;
     if (a->changes && (!dg_turn_state_same(&a->next, &r->st) || !r->in_db))
         rc = turns_save_scope(t, r, &a->next, a->now, a->cause);
     int queued = 0;
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         rc = turns_enqueue(t, a->post, a->b.b.s, a->mention, a->now, &queued);
     if (queued)
         *a->kick = 1;
     else if (a->mention)
         a->next.awaiting = 0; /* the reply that would wake it is not posted */
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         rc = turns_queue_effects(t, r, &a->fx, &a->next, a->now, a->kick);
-    if (rc == OC_OK && a->changes)
+    if (rc == DG_OK && a->changes)
         rc = turns_install(t, r, &a->next);
     return rc;
 }
@@ -513,15 +513,15 @@ int turns_admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, 
     const struct admin_command *ac = admin_command(cmd);
     if (c->mode == DG_MODE_CLOSED && !(ac && ac->when_closed))
         reply_tpl(t, &a.b, "admin_closed.md", NULL);
-    else if ((rc = (ac ? ac->run : admin_help)(t, &a)) != OC_OK) {
+    else if ((rc = (ac ? ac->run : admin_help)(t, &a)) != DG_OK) {
         dg_buf_free(&a.b.b);
         return rc;
     }
     if (a.deferred)
-        return OC_OK;
+        return DG_OK;
     if (a.b.nomem) {
         dg_buf_free(&a.b.b);
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     }
     rc = admin_commit(t, &a);
     dg_buf_free(&a.b.b);

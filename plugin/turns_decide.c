@@ -19,8 +19,8 @@ int turns_valid_session(const dg_turn_session *s)
 /* Make sure the mirror knows s (a short transaction the first time). */
 static int ensure_session(dg_turns *t, const dg_turn_session *s, int64_t now)
 {
-    if (turns_txn_begin(t) != OC_OK)
-        return OC_ERR_IO;
+    if (turns_txn_begin(t) != DG_OK)
+        return DG_ERR_IO;
     turns_sess *e;
     int rc = turns_session_prepare(t, s, now, &e);
     return turns_txn_finish(t, rc);
@@ -44,8 +44,8 @@ static int decide(dg_turns *t, const dg_turn_session *s, decide_fn fn, void *out
 {
     int64_t now = dg_now_ms(t->p);
     if (mirror_stale(t)) {
-        if (turns_txn_begin(t) != OC_OK)
-            return OC_ERR_IO;
+        if (turns_txn_begin(t) != DG_OK)
+            return DG_ERR_IO;
         turns_txn_finish_read(t);
     }
     for (int attempt = 0; attempt < 3; attempt++) {
@@ -62,7 +62,7 @@ static int decide(dg_turns *t, const dg_turn_session *s, decide_fn fn, void *out
         if (rc)
             return rc;
     }
-    return OC_ERR_INTERNAL; /* the mirror kept being dropped under us */
+    return DG_ERR_INTERNAL; /* the mirror kept being dropped under us */
 }
 
 /* r's speaker is a member the host never showed receiving the channel,
@@ -87,23 +87,23 @@ static int unconfirmed_speaker(const dg_turns *t, const turns_scope *r, int pos,
 static int settle_unreachable(dg_turns *t, const dg_turn_session *s, int64_t now)
 {
     if (!atomic_load(&t->per_agent))
-        return OC_OK;
+        return DG_OK;
     pthread_rwlock_rdlock(&t->lock);
     turns_scope *r = NULL;
     turns_sess *e = turns_session_lookup_locked(t, s, &r);
     int suspect = !e || (r && e->configured && unconfirmed_speaker(t, r, e->pos, now));
     pthread_rwlock_unlock(&t->lock);
     if (!suspect)
-        return OC_OK;
-    if (turns_txn_begin(t) != OC_OK)
-        return OC_ERR_IO;
+        return DG_OK;
+    if (turns_txn_begin(t) != DG_OK)
+        return DG_ERR_IO;
     int kick = 0;
     int rc = turns_session_prepare(t, s, now, &e);
-    if (rc == OC_OK && e->configured && e->pos != DG_NOBODY)
+    if (rc == DG_OK && e->configured && e->pos != DG_NOBODY)
         rc = turns_drop_unreachable_speaker(t, e->fixed ? e->fixed : e->chan->follow, e->pos, now,
                                             &kick);
     rc = turns_txn_finish(t, rc);
-    if (rc == OC_OK && kick)
+    if (rc == DG_OK && kick)
         dg_outbox_kick(t->p->outbox);
     return rc;
 }
@@ -149,7 +149,7 @@ static int resolve_fn(dg_turns *t, turns_sess *e, turns_scope *r, const dg_turn_
     if (!v->no_reply && e->configured && e->pos != DG_NOBODY)
         turns_nudge_run_started(r, e->pos);
     dg_scope_label(&r->scope, v->scope_label);
-    return OC_OK;
+    return DG_OK;
 }
 
 int dg_turns_resolve_run(dg_turns *t, const dg_turn_session *s, const char *run_id,
@@ -157,12 +157,12 @@ int dg_turns_resolve_run(dg_turns *t, const dg_turn_session *s, const char *run_
 {
     memset(v, 0, sizeof *v);
     if (!turns_valid_session(s))
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     resolve_out ro = {.v = v};
     int rc = settle_unreachable(t, s, dg_now_ms(t->p));
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         rc = decide(t, s, resolve_fn, &ro);
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         return rc;
     /* Not turn state: what later texts and the run's end are judged by. */
     if (v->no_reply)
@@ -279,16 +279,16 @@ static int claim_check_moved_elsewhere(dg_turns *t, claim_run *cr, dg_turn_claim
     const turns_sess *e = cr->e;
     const turns_chan *c = e->chan;
     if (!claim_open(cr, out) || e->pos == DG_NOBODY || !cr->r->moved_elsewhere)
-        return OC_OK;
+        return DG_OK;
     const dg_turn_state *ts = &cr->r->st;
     /* Owed as long as the finished speaker may still send it
      * (dg_rule_may_send: the turn timeout, none without one). */
     int reply_due = turns_reply_owed(ts, e->pos, cr->x.timeout_ms, now);
-    int newer = 0, rc = OC_OK;
+    int newer = 0, rc = DG_OK;
     int64_t at = 0;
     if (!reply_due && c->received[0])
         rc = dg_store_turns_seen_since(t->p->store, c->id, c->received, &at, &newer);
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         return rc;
     int after = at > 0 && ts->last_change_ms > at;
     int consumed = (ts->consumed & ((uint64_t)1 << e->pos)) != 0;
@@ -299,7 +299,7 @@ static int claim_check_moved_elsewhere(dg_turns *t, claim_run *cr, dg_turn_claim
         out->claimed = 1;
         cr->why = CLAIM_LATE;
     }
-    return OC_OK;
+    return DG_OK;
 }
 
 /* Whether cr's run is claimed (out->claimed, out->waiting, out->closed)
@@ -314,17 +314,17 @@ static int claim_classify(dg_turns *t, claim_run *cr, dg_turn_claim *out, int64_
     if (out->closed) {
         out->claimed = 1;
         cr->why = CLAIM_CLOSED;
-        return OC_OK;
+        return DG_OK;
     }
     if (removed_member(e)) {
         out->claimed = 1;
         cr->why = CLAIM_REMOVED;
-        return OC_OK;
+        return DG_OK;
     }
     if (e->configured && dg_rule_needs_override(&r->st, &cr->x, e->pos, now)) {
         out->claimed = 1;
         cr->why = CLAIM_NOT_SPEAKER; /* or resting: told once the change is published */
-        return OC_OK;
+        return DG_OK;
     }
     /* The speaker awaiting its wake message: a stale run, held back
      * with no effect on the turn. Its run id is still recorded, so its
@@ -332,7 +332,7 @@ static int claim_classify(dg_turns *t, claim_run *cr, dg_turn_claim *out, int64_
     if (e->configured && dg_rule_awaiting_wake(&r->st, &cr->x, e->pos, now)) {
         out->waiting = 1;
         cr->why = CLAIM_WAITING;
-        return OC_OK;
+        return DG_OK;
     }
     claim_check_reminder(cr, out, now);
     /* The speaker's run that answers an older message than the
@@ -366,11 +366,11 @@ static int claim_apply(dg_turns *t, claim_run *cr, dg_turn_claim *out, int64_t n
 {
     turns_sess *e = cr->e;
     turns_scope *r = cr->r;
-    int rc = OC_OK;
+    int rc = DG_OK;
     if (cr->run_id)
         rc = dg_store_turns_run_claim(t->p->store, cr->s->session_key, cr->run_id, now,
                                       &cr->fresh);
-    if (rc != OC_OK || !cr->fresh || out->closed || out->waiting)
+    if (rc != DG_OK || !cr->fresh || out->closed || out->waiting)
         return rc;
     dg_rule_effects fx;
     dg_rule_effects_init(&fx);
@@ -379,9 +379,9 @@ static int claim_apply(dg_turns *t, claim_run *cr, dg_turn_claim *out, int64_t n
     int changed = !dg_turn_state_same(&next, &r->st);
     if ((changed || !r->in_db) && e->pos != DG_NOBODY)
         rc = turns_save_scope(t, r, &next, now, "a claimed run (before_agent_reply) passed");
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         rc = turns_queue_effects(t, r, &fx, &next, now, kick);
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         rc = turns_install(t, r, &next);
     return rc;
 }
@@ -412,25 +412,25 @@ static int claim_locked(dg_turns *t, claim_run *cr, dg_turn_claim *out, int64_t 
                         int *kick)
 {
     int rc = turns_session_prepare(t, cr->s, now, &cr->e);
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         return rc;
     cr->r = cr->e->fixed ? cr->e->fixed : cr->e->chan->follow;
     turns_make_ctx(t, cr->e->chan, &cr->x);
-    if ((rc = claim_classify(t, cr, out, now)) != OC_OK)
+    if ((rc = claim_classify(t, cr, out, now)) != DG_OK)
         return rc;
     out->claimed |= out->waiting;
     cr->seen = cr->r->st.msg_seq;
-    if (out->claimed && (rc = claim_apply(t, cr, out, now, kick)) != OC_OK)
+    if (out->claimed && (rc = claim_apply(t, cr, out, now, kick)) != DG_OK)
         return rc;
     claim_record(t, cr, out, now);
-    return OC_OK;
+    return DG_OK;
 }
 
 static void claim_log_failure(dg_turns *t, const dg_turn_session *s, int rc, const char *why)
 {
     dg_log(t->p, OC_LOG_ERROR, "before_agent_reply: no decision for %s in channel %s (%s%s); "
            "the run is not claimed and goes on as usual", s->agent_id, s->channel_id,
-           oc_status_name(rc), why);
+           dg_status_name(rc), why);
 }
 
 int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
@@ -438,25 +438,25 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
 {
     memset(out, 0, sizeof *out);
     if (!turns_valid_session(s))
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     claim_run cr = {.s = s, .run_id = run_id && *run_id ? run_id : NULL, .prompt = prompt,
                     .why = CLAIM_NO, .fresh = 1};
     int64_t now = dg_now_ms(t->p);
     int rc = settle_unreachable(t, s, now);
-    if (rc != OC_OK) {
+    if (rc != DG_OK) {
         claim_log_failure(t, s, rc, "");
         return rc;
     }
-    if (turns_txn_begin(t) != OC_OK)
-        return OC_ERR_IO;
+    if (turns_txn_begin(t) != DG_OK)
+        return DG_ERR_IO;
     int kick = 0;
     rc = claim_locked(t, &cr, out, now, &kick);
     /* The store's message is read while the transaction is still ours. */
     char why[256] = "";
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         snprintf(why, sizeof why, ": %s", dg_store_errmsg(t->p->store));
     rc = turns_txn_finish(t, rc);
-    if (rc != OC_OK) {
+    if (rc != DG_OK) {
         claim_log_failure(t, s, rc, why);
         memset(out, 0, sizeof *out);
         return rc;
@@ -465,7 +465,7 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
         dg_outbox_kick(t->p->outbox);
     if (!out->claimed) {
         turns_mark_end_session(t, s->session_key);
-        return OC_OK;
+        return DG_OK;
     }
     turns_mark_add(t, s->session_key, cr.run_id, TURNS_MARK_CLAIMED, cr.seen);
     if (cr.why == CLAIM_NOT_SPEAKER && !cr.r->st.active)
@@ -477,7 +477,7 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
            out->reason, cr.fresh ? "" : ", already claimed before");
     if (out->closed)
         dg_discuss_session_seen(t->p, s->session_key, s->agent_id, s->channel_id);
-    return OC_OK;
+    return DG_OK;
 }
 
 typedef struct send_out {
@@ -497,14 +497,14 @@ static int send_fn(dg_turns *t, turns_sess *e, turns_scope *r, const dg_turn_ses
         snprintf(o->reason, o->reason_len,
                  "dirigent: channel %s is a closed discussion channel (archive only); "
                  "messages there are not delivered", c->id);
-        return OC_OK;
+        return DG_OK;
     }
     if (!e->configured || dg_silent_text(o->content))
-        return OC_OK;
+        return DG_OK;
     dg_rule_ctx x;
     turns_make_ctx(t, c, &x);
     if (dg_rule_may_send(&r->st, &x, e->pos, now))
-        return OC_OK;
+        return DG_OK;
     dg_turn_state cur = r->st;
     dg_rule_expire(&cur, &x, now, NULL);
     int sp = dg_rule_speaker(&cur, &x);
@@ -514,7 +514,7 @@ static int send_fn(dg_turns *t, turns_sess *e, turns_scope *r, const dg_turn_ses
              "dirigent: it is not %s's turn in channel %s (%s); %s", s->agent_id, c->id,
              dg_scope_label(&r->scope, label),
              claim_reasons[sp == DG_NOBODY ? CLAIM_RESTING : CLAIM_NOT_SPEAKER]);
-    return OC_OK;
+    return DG_OK;
 }
 
 /* *out = 1 when e's agent is the finished speaker whose message may still
@@ -527,7 +527,7 @@ static int permit_fn(dg_turns *t, turns_sess *e, turns_scope *r, const dg_turn_s
     turns_make_ctx(t, e->chan, &x);
     *(int *)out = e->pos != DG_NOBODY && r->st.permit == e->pos &&
                   (x.timeout_ms <= 0 || now - r->st.permit_ms <= x.timeout_ms);
-    return OC_OK;
+    return DG_OK;
 }
 
 int dg_turns_check_outbound(dg_turns *t, const dg_turn_session *s, const char *run_id,
@@ -536,7 +536,7 @@ int dg_turns_check_outbound(dg_turns *t, const dg_turn_session *s, const char *r
 {
     *cancel = 0;
     if (!turns_valid_session(s))
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     int exact = 0, permit = 0;
     turns_mark_kind k = turns_mark_find_ex(t, s->session_key, run_id, NULL, NULL, &exact);
     if ((k == TURNS_MARK_SWAPPED || k == TURNS_MARK_WAITING) && !exact) {
@@ -544,7 +544,7 @@ int dg_turns_check_outbound(dg_turns *t, const dg_turn_session *s, const char *r
          * agent's real run that just ended speaking (a swapped run of it
          * started since, for a newer message); that one keeps its permit. */
         int rc = decide(t, s, permit_fn, &permit);
-        if (rc != OC_OK)
+        if (rc != DG_OK)
             return rc;
     }
     if (k == TURNS_MARK_NONE || permit)
@@ -557,7 +557,7 @@ int dg_turns_check_outbound(dg_turns *t, const dg_turn_session *s, const char *r
              : k == TURNS_MARK_WAITING ? "swapped to the no-reply model (it started before the "
              "message that wakes the agent had reached it)"
              : "swapped to the no-reply model (the agent did not hold the turn)");
-    return OC_OK;
+    return DG_OK;
 }
 
 /* *out = 1 when e's channel is managed (dg_turns_channel_managed). Read
@@ -568,16 +568,16 @@ static int managed_fn(dg_turns *t, turns_sess *e, turns_scope *r, const dg_turn_
     (void)t, (void)r, (void)s, (void)now;
     const turns_chan *c = e->chan;
     *(int *)out = c->mode != DG_MODE_NORMAL || __builtin_popcountll(c->present) >= 2;
-    return OC_OK;
+    return DG_OK;
 }
 
 int dg_turns_channel_managed(dg_turns *t, const dg_turn_session *s, int *managed)
 {
     *managed = 0;
     if (!turns_valid_session(s))
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     int rc = decide(t, s, managed_fn, managed);
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         *managed = 0;
     return rc;
 }
@@ -589,7 +589,7 @@ int dg_turns_check_error_notice(dg_turns *t, const dg_turn_session *s, const cha
     *cancel = 0;
     int managed = 0;
     int rc = dg_turns_channel_managed(t, s, &managed);
-    if (rc != OC_OK || !managed)
+    if (rc != DG_OK || !managed)
         return rc;
     const char *shown = text ? text : "";
     int len = (int)dg_utf8_prefix(shown, 120);
@@ -598,7 +598,7 @@ int dg_turns_check_error_notice(dg_turns *t, const dg_turn_session *s, const cha
     snprintf(reason, reason_len, "dirigent: channel %s is managed by the turn manager; an "
              "error notice of the host (%s) is never posted there", s->channel_id, field);
     *cancel = 1;
-    return OC_OK;
+    return DG_OK;
 }
 
 int dg_turns_check_send(dg_turns *t, const dg_turn_session *s, const char *content,
@@ -606,7 +606,7 @@ int dg_turns_check_send(dg_turns *t, const dg_turn_session *s, const char *conte
 {
     *cancel = 0;
     if (!turns_valid_session(s))
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     send_out o = {.reason = reason, .reason_len = reason_len, .content = content};
     int rc = decide(t, s, send_fn, &o);
     *cancel = o.cancel;
@@ -644,7 +644,7 @@ static int run_end_locked(dg_turns *t, const dg_turn_session *s, dg_run_outcome 
         return rc;
     turns_chan *c = fresh->chan;
     if (c->mode == DG_MODE_CLOSED || !fresh->configured)
-        return OC_OK;
+        return DG_OK;
     if (!r)
         r = fresh->fixed ? fresh->fixed : c->follow;
     if (granted != 0)
@@ -676,9 +676,9 @@ int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id,
                      const char *output, long tool_calls, int success)
 {
     if (!turns_valid_session(s))
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     if (!dg_config_agent(&t->p->cfg, s->agent_id))
-        return OC_OK; /* not one of ours: it takes no turns */
+        return DG_OK; /* not one of ours: it takes no turns */
     dg_run_outcome o = dg_run_classify(output, tool_calls);
     int64_t now = dg_now_ms(t->p);
     int64_t mark_seen = -1;
@@ -686,43 +686,43 @@ int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id,
     turns_mark_kind mark = turns_mark_find(t, s->session_key, run_id, &mark_seen, &other_run);
     if (mark == TURNS_MARK_SWAPPED)
         o = DG_RUN_SILENT; /* whatever it said: a forced no-reply run, never speech */
-    if (turns_txn_begin(t) != OC_OK)
-        return OC_ERR_IO;
-    int kick = 0, fresh = 1, rc = OC_OK;
+    if (turns_txn_begin(t) != DG_OK)
+        return DG_ERR_IO;
+    int kick = 0, fresh = 1, rc = DG_OK;
     if (run_id && *run_id)
         rc = dg_store_turns_run_claim(t->p->store, s->session_key, run_id, now, &fresh);
-    if (rc == OC_OK && !fresh) {
+    if (rc == DG_OK && !fresh) {
         dg_log(t->p, OC_LOG_DEBUG, "agent_end: run %s of %s was already handled; ignored",
                run_id, s->session_key);
-        return turns_txn_finish(t, OC_OK);
+        return turns_txn_finish(t, DG_OK);
     }
-    if (rc == OC_OK && mark == TURNS_MARK_CLAIMED) {
+    if (rc == DG_OK && mark == TURNS_MARK_CLAIMED) {
         dg_log(t->p, OC_LOG_DEBUG, "agent_end: run %s of %s was claimed; its end changes "
                "nothing (the claim did what it would)", run_id && *run_id ? run_id : "(no id)",
                s->session_key);
-        return turns_txn_finish(t, OC_OK);
+        return turns_txn_finish(t, DG_OK);
     }
-    if (rc == OC_OK && mark == TURNS_MARK_WAITING) {
+    if (rc == DG_OK && mark == TURNS_MARK_WAITING) {
         dg_log(t->p, OC_LOG_DEBUG, "agent_end: run %s of %s was swapped while the agent awaited "
                "its wake message; its end changes nothing (no pass)",
                run_id && *run_id ? run_id : "(no id)", s->session_key);
-        return turns_txn_finish(t, OC_OK);
+        return turns_txn_finish(t, DG_OK);
     }
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         rc = run_end_locked(t, s, o, mark, mark_seen, other_run, now, &kick);
     if (rc)
         dg_log(t->p, OC_LOG_ERROR, "agent_end: could not advance the turn of %s in channel %s "
-               "(%s: %s)", s->agent_id, s->channel_id, oc_status_name(rc),
+               "(%s: %s)", s->agent_id, s->channel_id, dg_status_name(rc),
                dg_store_errmsg(t->p->store));
     else
         dg_log(t->p, OC_LOG_DEBUG, "agent_end: %s in %s %s%s", s->agent_id, s->channel_id,
                dg_run_outcome_name(o), success ? "" : " (run failed)");
     int failed = rc;
     rc = turns_txn_finish(t, rc);
-    if (rc != OC_OK && !failed)
+    if (rc != DG_OK && !failed)
         dg_log(t->p, OC_LOG_ERROR, "agent_end: the state database did not commit the end of %s's "
                "run in channel %s; the turn did not move", s->agent_id, s->channel_id);
-    if (rc == OC_OK && kick)
+    if (rc == DG_OK && kick)
         dg_outbox_kick(t->p->outbox);
     return rc;
 }

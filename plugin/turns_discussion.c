@@ -16,20 +16,20 @@ int dg_turns_prefill_discussion(dg_turns *t, const char *channel_id,
     dg_store *st = t ? t->p->store : NULL;
     if (!st || !channel_id || !*channel_id || strlen(channel_id) >= DG_SCOPE_ID_MAX ||
         !initiator_agent_id || !*initiator_agent_id || (n && !order))
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     const char *list[DG_TURN_MAX_MEMBERS];
     size_t k = 0;
     list[k++] = initiator_agent_id;
     for (size_t i = 0; i < n; i++) {
         if (!order[i] || !*order[i])
-            return OC_ERR_INVALID;
+            return DG_ERR_INVALID;
         int dup = 0;
         for (size_t j = 0; j < k; j++)
             dup |= strcmp(list[j], order[i]) == 0;
         if (dup)
             continue;
         if (k == DG_TURN_MAX_MEMBERS)
-            return OC_ERR_INVALID;
+            return DG_ERR_INVALID;
         list[k++] = order[i];
     }
     /* The mirrors reload this channel before their next use; the first
@@ -37,14 +37,14 @@ int dg_turns_prefill_discussion(dg_turns *t, const char *channel_id,
     turns_log_channel_change(t, channel_id, k >= 2 ? list[1] : NULL);
     int rc = dg_store_turns_members_clear(st, channel_id);
     /* The moderator gives each of them the private channel. */
-    for (size_t i = 0; rc == OC_OK && i < k; i++)
+    for (size_t i = 0; rc == DG_OK && i < k; i++)
         rc = dg_store_turns_member_add(st, channel_id, (int)i, list[i], DG_MEMBER_READS);
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         rc = dg_store_turns_scopes_clear(st, channel_id);
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         rc = dg_store_turns_channel_save(st, channel_id, DG_MODE_DISCUSSION, initiator_agent_id,
                                          NULL, 0, now_ms);
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         return rc;
     /* The initiator opened the discussion (its guide is the first word):
      * the first participant after it speaks next. */
@@ -64,11 +64,11 @@ int dg_turns_close_channel(dg_turns *t, const char *channel_id, int64_t now_ms)
 {
     dg_store *st = t ? t->p->store : NULL;
     if (!st || !channel_id || !*channel_id || strlen(channel_id) >= DG_SCOPE_ID_MAX)
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     turns_log_channel_change(t, channel_id, NULL);
     dg_turn_channel_row row;
     int rc = dg_store_turns_channel_load(st, channel_id, &row);
-    if (rc != OC_OK && rc != OC_ERR_NOT_FOUND)
+    if (rc != DG_OK && rc != DG_ERR_NOT_FOUND)
         return rc;
     rc = dg_store_turns_channel_save(st, channel_id, DG_MODE_CLOSED, row.initiator, row.top_root,
                                      0, now_ms);
@@ -83,10 +83,10 @@ int dg_turns_wake_with_result(dg_turns *t, const char *origin_channel_id,
     if (!st || !origin_channel_id || !*origin_channel_id ||
         strlen(origin_channel_id) >= DG_SCOPE_ID_MAX || !initiator_agent_id ||
         !*initiator_agent_id)
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     dg_turn_channel_row row;
     int rc = dg_store_turns_channel_load(st, origin_channel_id, &row);
-    if (rc != OC_OK && rc != OC_ERR_NOT_FOUND)
+    if (rc != DG_OK && rc != DG_ERR_NOT_FOUND)
         return rc;
     int pos = DG_NOBODY;
     for (size_t i = 0; i < row.n_members; i++)
@@ -103,11 +103,11 @@ int dg_turns_wake_with_result(dg_turns *t, const char *origin_channel_id,
         return rc;
     if (pos == DG_NOBODY) {
         if (n_members >= DG_TURN_MAX_MEMBERS)
-            return OC_ERR_INVALID;
+            return DG_ERR_INVALID;
         /* A channel row must exist before a member can be added to it. */
-        if (rc == OC_ERR_NOT_FOUND &&
+        if (rc == DG_ERR_NOT_FOUND &&
             (rc = dg_store_turns_channel_save(st, origin_channel_id, DG_MODE_NORMAL, NULL, NULL,
-                                              0, now_ms)) != OC_OK)
+                                              0, now_ms)) != DG_OK)
             return rc;
         pos = (int)n_members;
         if ((rc = dg_store_turns_member_add(st, origin_channel_id, pos, initiator_agent_id,
@@ -122,10 +122,10 @@ int dg_turns_wake_with_result(dg_turns *t, const char *origin_channel_id,
     dg_turn_state s;
     char *post = NULL;
     rc = dg_store_turns_scope_load(st, &sc, &s, &post);
-    int exists = rc == OC_OK;
-    if (rc == OC_ERR_NOT_FOUND)
+    int exists = rc == DG_OK;
+    if (rc == DG_ERR_NOT_FOUND)
         dg_turn_state_init(&s);
-    else if (rc != OC_OK)
+    else if (rc != DG_OK)
         return rc;
     int64_t agent_msgs = exists ? s.agent_msgs : 0;
     dg_turn_state_init(&s);

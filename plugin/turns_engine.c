@@ -61,20 +61,20 @@ void turns_log_channel_change(dg_turns *t, const char *channel_id, const char *w
 static int arm_kickoff(dg_turns *t, const char *channel_id, const char *agent)
 {
     if (!atomic_load(&t->wake_tracking))
-        return OC_OK;
+        return DG_OK;
     turns_chan *c;
     turns_scope *r;
     dg_scope sc;
     int rc = turns_chan_get(t, channel_id, &c);
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         rc = dg_scope_conversation(channel_id, &sc);
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         rc = turns_scope_get(t, c, &sc, &r);
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         return rc;
     int pos = turns_member_pos(c, agent);
     if (c->mode != DG_MODE_DISCUSSION || pos == DG_NOBODY)
-        return OC_OK;
+        return DG_OK;
     dg_rule_ctx x;
     turns_make_ctx(t, c, &x);
     pthread_rwlock_wrlock(&t->lock);
@@ -83,7 +83,7 @@ static int arm_kickoff(dg_turns *t, const char *channel_id, const char *agent)
     if (armed)
         dg_log(t->p, OC_LOG_DEBUG, "turns: %s opens discussion channel %s and awaits the kickoff; "
                "its runs before it arrives do not count", agent, channel_id);
-    return OC_OK;
+    return DG_OK;
 }
 
 /* Apply the channel change log to the mirror. Writer held (turns_txn_begin). */
@@ -102,9 +102,9 @@ static void sync_changes(dg_turns *t)
     pthread_mutex_unlock(&t->inval_mu);
     int ok = chans != NULL;
     for (size_t i = 0; ok && i < n; i++) {
-        ok = turns_refresh_channel(t, chans[i].channel, 0) == OC_OK;
+        ok = turns_refresh_channel(t, chans[i].channel, 0) == DG_OK;
         if (ok && chans[i].wake[0])
-            ok = arm_kickoff(t, chans[i].channel, chans[i].wake) == OC_OK;
+            ok = arm_kickoff(t, chans[i].channel, chans[i].wake) == DG_OK;
     }
     free(chans);
     pthread_rwlock_wrlock(&t->lock);
@@ -127,14 +127,14 @@ static void sync_store(dg_turns *t)
     size_t n = 0;
     int64_t upto = 0;
     int rc = dg_store_changes_since(t->p->store, atomic_load(&t->applied), &ch, &n, &upto);
-    if (rc == OC_OK && n)
+    if (rc == DG_OK && n)
         t->shared_seen = 1;
-    for (size_t i = 0; rc == OC_OK && i < n; i++)
+    for (size_t i = 0; rc == DG_OK && i < n; i++)
         rc = turns_refresh_channel(t, ch[i], 1);
     for (size_t i = 0; i < n; i++)
         free(ch[i]);
     free(ch);
-    if (rc != OC_OK) {
+    if (rc != DG_OK) {
         pthread_rwlock_wrlock(&t->lock);
         turns_flush_locked(t);
         pthread_rwlock_unlock(&t->lock);
@@ -173,22 +173,22 @@ static void warm_channel(const dg_turns *t, const char *channel_id, uint64_t h)
 }
 
 /* Start a change: the writer mutex, then a store transaction; the mirror
- * is brought up to date with changes made outside the engine. OC_OK or
- * OC_ERR_IO (nothing held then). With a channel, its map slot is asked for
+ * is brought up to date with changes made outside the engine. DG_OK or
+ * DG_ERR_IO (nothing held then). With a channel, its map slot is asked for
  * before BEGIN (it arrives while the kernel takes SQLite's locks) and its
  * records right after, ahead of the sync. */
 static int begin_locked(dg_turns *t, const char *channel_id)
 {
     uint64_t h = channel_id ? dg_map_prefetch(&t->chans, channel_id) : 0;
-    if (dg_store_begin(t->p->store) != OC_OK) {
+    if (dg_store_begin(t->p->store) != DG_OK) {
         pthread_mutex_unlock(&t->wmu);
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     }
     if (channel_id)
         warm_channel(t, channel_id, h);
     sync_changes(t);
     sync_store(t);
-    return OC_OK;
+    return DG_OK;
 }
 
 int turns_txn_begin_for(dg_turns *t, const char *channel_id)
@@ -204,7 +204,7 @@ int turns_txn_begin(dg_turns *t)
 }
 
 /*
- * End a change: commit when rc is OC_OK, else roll back. After a commit
+ * End a change: commit when rc is DG_OK, else roll back. After a commit
  * the pending scope states are published; after a rollback or a failed
  * commit the whole mirror is dropped (records loaded or changed in the
  * transaction may not match the database) and reloaded on demand. Both
@@ -214,20 +214,20 @@ int turns_txn_finish(dg_turns *t, int rc)
 {
     TURNS_ASSERT_WRITER(t);
     int64_t wrote = dg_store_txn_change_seq(t->p->store);
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         rc = dg_store_commit(t->p->store);
     else
         dg_store_rollback(t->p->store);
     /* Synced at turns_txn_begin under the write lock: every sequence below ours
      * is applied. */
-    if (rc == OC_OK && wrote > atomic_load(&t->applied))
+    if (rc == DG_OK && wrote > atomic_load(&t->applied))
         atomic_store(&t->applied, wrote);
-    if (rc == OC_OK && t->n_pending == 0) {
+    if (rc == DG_OK && t->n_pending == 0) {
         pthread_mutex_unlock(&t->wmu); /* nothing to publish */
-        return OC_OK;
+        return DG_OK;
     }
     pthread_rwlock_wrlock(&t->lock);
-    if (rc == OC_OK) {
+    if (rc == DG_OK) {
         for (int i = 0; i < t->n_pending; i++)
             t->pending[i].r->st = t->pending[i].st;
     } else {
@@ -256,15 +256,15 @@ int turns_install(dg_turns *t, turns_scope *r, const dg_turn_state *st)
     for (int i = 0; i < t->n_pending; i++) {
         if (t->pending[i].r == r) {
             t->pending[i].st = *st;
-            return OC_OK;
+            return DG_OK;
         }
     }
     if (t->n_pending == TURNS_MAX_PENDING)
-        return OC_ERR_INTERNAL; /* a change touches one or two scopes */
+        return DG_ERR_INTERNAL; /* a change touches one or two scopes */
     t->pending[t->n_pending].r = r;
     t->pending[t->n_pending].st = *st;
     t->n_pending++;
-    return OC_OK;
+    return DG_OK;
 }
 
 /* The transitions log row of r going from r->st to st (store_transitions.h). */
@@ -310,10 +310,10 @@ int turns_save_scope_for(dg_turns *t, turns_scope *r, const dg_turn_state *st, i
 {
     TURNS_ASSERT_WRITER(t);
     int rc = log_transition(t, r, st, now, cause, message_id);
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         rc = dg_store_turns_scope_save_for(t->p->store, &r->scope, r->post_channel, st,
                                            r->in_db, r->in_db && r->st.active, message_id, now);
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         r->in_db = 1;
     return rc;
 }
@@ -325,12 +325,12 @@ int dg_turns_new(dg_plugin *p, dg_turns **out)
     *out = NULL;
     dg_turns *t = calloc(1, sizeof *t);
     if (!t)
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     t->p = p;
     t->dormant_max = t->evict_at = TURNS_DORMANT_MAX;
-    if (dg_agent_names_new(p->cfg.n_agents, &t->names) != OC_OK) {
+    if (dg_agent_names_new(p->cfg.n_agents, &t->names) != DG_OK) {
         free(t);
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     }
     pthread_mutex_init(&t->wmu, NULL);
     pthread_rwlock_init(&t->lock, NULL);
@@ -351,25 +351,25 @@ int dg_turns_new(dg_plugin *p, dg_turns **out)
     dg_map_init(&t->chans);
     dg_map_init(&t->scopes);
     dg_map_init(&t->sessions);
-    if (p->store && turns_txn_begin(t) == OC_OK) {
+    if (p->store && turns_txn_begin(t) == DG_OK) {
         long removed = 0, runs = 0, states = 0;
         int64_t before = dg_now_ms(p) - TURNS_SEEN_KEEP_MS;
         int rc = dg_store_turns_seen_prune(p->store, before, &removed);
-        if (rc == OC_OK)
+        if (rc == DG_OK)
             rc = dg_store_turns_runs_prune(p->store, before, &runs);
-        if (rc == OC_OK)
+        if (rc == DG_OK)
             rc = dg_store_turns_states_prune(p->store, before, &states);
         int per_agent = 0;
-        if (rc == OC_OK)
+        if (rc == DG_OK)
             rc = dg_store_turns_per_agent_get(p->store, &per_agent);
         atomic_init(&t->per_agent, per_agent);
         /* Best effort: what a failed prune left is pruned at the next start. */
-        if (turns_txn_finish(t, rc) == OC_OK && (removed || runs || states))
+        if (turns_txn_finish(t, rc) == DG_OK && (removed || runs || states))
             dg_log(p, OC_LOG_DEBUG, "turns: forgot %ld old message ids, %ld old run ids and %ld "
                    "old finished threads", removed, runs, states);
     }
     *out = t;
-    return OC_OK;
+    return DG_OK;
 }
 
 void dg_turns_free(dg_turns *t)
@@ -394,14 +394,14 @@ void dg_turns_free(dg_turns *t)
 int dg_turns_peek(dg_turns *t, const dg_scope *scope, dg_turn_state *out, dg_channel_mode *mode,
                   int *n_members)
 {
-    if (turns_txn_begin(t) != OC_OK)
-        return OC_ERR_IO;
+    if (turns_txn_begin(t) != DG_OK)
+        return DG_ERR_IO;
     turns_chan *c;
     turns_scope *r;
     int rc = turns_chan_get(t, scope->channel_id, &c);
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         rc = turns_scope_get(t, c, scope, &r);
-    if (rc == OC_OK) {
+    if (rc == DG_OK) {
         if (out)
             *out = r->st;
         if (mode)
@@ -409,7 +409,7 @@ int dg_turns_peek(dg_turns *t, const dg_scope *scope, dg_turn_state *out, dg_cha
         if (n_members)
             *n_members = c->n;
         if (!r->in_db && !r->st.active && r->st.msg_seq == 0)
-            rc = OC_ERR_NOT_FOUND;
+            rc = DG_ERR_NOT_FOUND;
     }
     turns_txn_finish_read(t);
     return rc;
@@ -421,18 +421,18 @@ int dg_turns_mirror_count(dg_turns *t, size_t *scopes, size_t *sessions)
     *scopes = t->scopes.n;
     *sessions = t->sessions.n;
     pthread_rwlock_unlock(&t->lock);
-    return OC_OK;
+    return DG_OK;
 }
 
 int dg_turns_member(dg_turns *t, const char *channel_id, int pos, char *buf, size_t len)
 {
-    if (turns_txn_begin(t) != OC_OK)
-        return OC_ERR_IO;
+    if (turns_txn_begin(t) != DG_OK)
+        return DG_ERR_IO;
     turns_chan *c;
     int rc = turns_chan_get(t, channel_id, &c);
-    if (rc == OC_OK && (pos < 0 || pos >= c->n))
-        rc = OC_ERR_NOT_FOUND;
-    if (rc == OC_OK)
+    if (rc == DG_OK && (pos < 0 || pos >= c->n))
+        rc = DG_ERR_NOT_FOUND;
+    if (rc == DG_OK)
         snprintf(buf, len, "%s", c->members[pos]);
     turns_txn_finish_read(t);
     return rc;
@@ -441,11 +441,11 @@ int dg_turns_member(dg_turns *t, const char *channel_id, int pos, char *buf, siz
 int dg_turns_present(dg_turns *t, const char *channel_id, uint64_t *present)
 {
     *present = 0;
-    if (turns_txn_begin(t) != OC_OK)
-        return OC_ERR_IO;
+    if (turns_txn_begin(t) != DG_OK)
+        return DG_ERR_IO;
     turns_chan *c;
     int rc = turns_chan_get(t, channel_id, &c);
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         *present = c->present;
     turns_txn_finish_read(t);
     return rc;

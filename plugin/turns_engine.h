@@ -48,7 +48,7 @@ void dg_turns_free(dg_turns *t);
  * turn on in every awake scope whose speaker has not finished within
  * turn.timeoutSec, and queues what that owes (hand-off, idle reminder) --
  * so a hung run cannot hold a quiet channel. Call once the plugin is fully
- * set up (it kicks p->outbox). OC_OK or OC_ERR_INTERNAL. Thread: init.
+ * set up (it kicks p->outbox). DG_OK or DG_ERR_INTERNAL. Thread: init.
  */
 int dg_turns_start(dg_turns *t);
 
@@ -93,8 +93,8 @@ typedef struct dg_turn_session {
  * run instead of counted as speech: its state change and the moderator's
  * reply commit together (README "Admin commands"). Owed
  * moderator messages are committed with the change and the outbox kicked.
- * Returns OC_OK (a duplicate is OK too), OC_ERR_INVALID (missing field,
- * err says which) or OC_ERR_IO.
+ * Returns DG_OK (a duplicate is OK too), DG_ERR_INVALID (missing field,
+ * err says which) or DG_ERR_IO.
  */
 int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err,
                     size_t err_len) DG_TURNS_MUST_USE;
@@ -161,7 +161,7 @@ typedef struct dg_turn_verdict {
  * without advancing any state; the first call of a session records that it
  * exists (the agent joins the channel's turn order). A no-reply verdict
  * marks the run as swapped (see "Silenced runs"); a real-model verdict ends
- * the session's live marks. Returns OC_OK or a negative status (then *v
+ * the session's live marks. Returns DG_OK or a negative status (then *v
  * says no_reply = 0).
  */
 int dg_turns_resolve_run(dg_turns *t, const dg_turn_session *s, const char *run_id,
@@ -187,7 +187,7 @@ typedef struct dg_turn_claim {
  * run_id (NULL: none) recorded like agent_end's so that a later agent_end
  * of the run changes nothing, also after a restart; the run is marked
  * claimed. A repeat for the same run_id changes nothing again. Returns
- * OC_OK or a negative status (then nothing is claimed). prompt (the run's
+ * DG_OK or a negative status (then nothing is claimed). prompt (the run's
  * prompt, the event's cleanedBody; NULL: unknown): a speaker woken by the
  * idle reminder is held back, like a stale run, until a run's prompt
  * carries the reminder's first line; a speaker's run whose prompt carries
@@ -201,7 +201,7 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
  * message_sending and reply_payload_sending: *cancel = 1 with a reason
  * when the text of run_id (NULL: unknown) in session s must not go out:
  * a silenced (swapped or claimed) run's text, whatever it says; else what
- * dg_turns_check_send decides. content may be NULL. OC_OK or a negative
+ * dg_turns_check_send decides. content may be NULL. DG_OK or a negative
  * status.
  */
 int dg_turns_check_outbound(dg_turns *t, const dg_turn_session *s, const char *run_id,
@@ -212,7 +212,7 @@ int dg_turns_check_outbound(dg_turns *t, const dg_turn_session *s, const char *r
  * *managed = 1 when the channel of session s is managed by the turn
  * manager: a discussion channel (open or closed) or a channel with two or
  * more configured agents in its turn order; else 0. Records the session
- * like every decision. OC_OK or a negative status (then *managed = 0).
+ * like every decision. DG_OK or a negative status (then *managed = 0).
  * Error notices are cancelled there (dg_turns_check_error_notice).
  */
 int dg_turns_channel_managed(dg_turns *t, const dg_turn_session *s, int *managed) DG_TURNS_MUST_USE;
@@ -223,7 +223,7 @@ int dg_turns_channel_managed(dg_turns *t, const dg_turn_session *s, int *managed
  * "payload.isError"): never speech, so *cancel = 1 with a reason in every
  * managed channel (dg_turns_channel_managed), whoever's run it ends, the
  * speaker's included; its first 120 characters are logged at info (hook:
- * the hook's name) so an operator still sees it. text may be NULL. OC_OK
+ * the hook's name) so an operator still sees it. text may be NULL. DG_OK
  * or a negative status (then *cancel = 0). Any thread.
  */
 int dg_turns_check_error_notice(dg_turns *t, const dg_turn_session *s, const char *hook,
@@ -233,7 +233,7 @@ int dg_turns_check_error_notice(dg_turns *t, const dg_turn_session *s, const cha
 /*
  * message_sending: *cancel = 1 with a reason when the message must not go
  * out (closed channel; a non-silent message of a non-speaker in a managed
- * scope). content may be NULL. Returns OC_OK or a negative status.
+ * scope). content may be NULL. Returns DG_OK or a negative status.
  */
 int dg_turns_check_send(dg_turns *t, const dg_turn_session *s, const char *content,
                         int *cancel, char *reason, size_t reason_len) DG_TURNS_MUST_USE;
@@ -245,7 +245,7 @@ int dg_turns_check_send(dg_turns *t, const dg_turn_session *s, const char *conte
  * transaction: a second agent_end of the same run_id for the same session
  * (a host replaying it after a crash, or firing it per attempt) changes
  * nothing, also across restarts. A swapped run's end is never speech and
- * a claimed run's end changes nothing (see "Silenced runs"). Returns OC_OK
+ * a claimed run's end changes nothing (see "Silenced runs"). Returns DG_OK
  * (a repeat is OK too) or a negative status.
  */
 int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id,
@@ -267,7 +267,7 @@ int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id,
  * silent set and reminders are reset.
  * Must be called inside an open store transaction (dg_store_begin); the
  * caller commits or rolls back -- a rollback leaves the turn state as it
- * was. Returns OC_OK, OC_ERR_INVALID (empty ids, n too large) or OC_ERR_IO.
+ * was. Returns DG_OK, DG_ERR_INVALID (empty ids, n too large) or DG_ERR_IO.
  * Any thread.
  */
 int dg_turns_prefill_discussion(dg_turns *t, const char *channel_id,
@@ -280,7 +280,7 @@ int dg_turns_prefill_discussion(dg_turns *t, const char *channel_id,
  * channel wakes a turn, every agent there gets the no-reply override, agent
  * messages are cancelled, and non-moderator messages get the closed notice
  * (handled by the hooks). Idempotent. Must be called inside an open store
- * transaction. Returns OC_OK, OC_ERR_INVALID or OC_ERR_IO. Any thread.
+ * transaction. Returns DG_OK, DG_ERR_INVALID or DG_ERR_IO. Any thread.
  */
 int dg_turns_close_channel(dg_turns *t, const char *channel_id, int64_t now_ms) DG_TURNS_MUST_USE;
 
@@ -291,8 +291,8 @@ int dg_turns_close_channel(dg_turns *t, const char *channel_id, int64_t now_ms) 
  * @mentioned it -- the result message itself is the moderator's and wakes
  * nobody. Passes, consumed marks, rest and a pending hand-off are cleared;
  * the loop counter is kept (the result is not a human's word). Must be
- * called inside an open store transaction. Returns OC_OK, OC_ERR_INVALID
- * (empty ids, a full order) or OC_ERR_IO. Any thread.
+ * called inside an open store transaction. Returns DG_OK, DG_ERR_INVALID
+ * (empty ids, a full order) or DG_ERR_IO. Any thread.
  */
 int dg_turns_wake_with_result(dg_turns *t, const char *origin_channel_id,
                               const char *initiator_agent_id, int64_t now_ms) DG_TURNS_MUST_USE;

@@ -62,7 +62,7 @@ static int closed_notice(dg_turns *t, turns_chan *c, const dg_turn_message *m, d
                          int64_t now, int *kick)
 {
     if (kind == DG_SENDER_MODERATOR || kind == DG_SENDER_HANDOFF || !m->message_id)
-        return OC_OK;
+        return DG_OK;
     int botish = kind == DG_SENDER_AGENT || kind == DG_SENDER_BOT;
     int rc;
     if (!botish && c->bot_noticed) {
@@ -72,7 +72,7 @@ static int closed_notice(dg_turns *t, turns_chan *c, const dg_turn_message *m, d
     } else if (botish && c->bot_noticed) {
         /* A bot already got a notice since the last human message: no
          * ping-pong between the moderator and a bot answering it. */
-        return OC_OK;
+        return DG_OK;
     }
     int64_t cooldown = (int64_t)t->p->cfg.closed_notice_cooldown_sec * 1000;
     int claim = dg_discuss_claim_closed_notice_locked(t->p->store, c->id, m->message_id, now,
@@ -80,7 +80,7 @@ static int closed_notice(dg_turns *t, turns_chan *c, const dg_turn_message *m, d
     if (claim < 0)
         return claim;
     if (!claim)
-        return OC_OK;
+        return DG_OK;
     char chan[48];
     snprintf(chan, sizeof chan, "<#%s>", c->id);
     dg_tpl_vars v = {.discussionChannel = chan, .status = "closed"};
@@ -103,7 +103,7 @@ static int command_hint(dg_turns *t, const turns_chan *c, const dg_turn_message 
 {
     char fix[64];
     if (!m->content || !dg_admin_near_miss(m->content, fix, sizeof fix))
-        return OC_OK;
+        return DG_OK;
     int claimed = 0;
     int rc = dg_store_turns_hint_claim(t->p->store, c->id, now, DG_ADMIN_HINT_COOLDOWN_MS,
                                        &claimed);
@@ -130,7 +130,7 @@ static int recipient_scope(dg_turns *t, const dg_turn_session *rs, turns_scope *
         return rc;
     *pos = turns_member_pos(c, rs->agent_id);
     if (*pos == DG_NOBODY || c->mode == DG_MODE_CLOSED)
-        return OC_OK;
+        return DG_OK;
     int has_thread = rs->thread_id && *rs->thread_id;
     if (rs->is_dm || t->p->cfg.session_policy == DG_POLICY_CHANNEL || has_thread) {
         dg_scope_event ev = {.channel_id = rs->channel_id, .thread_id = rs->thread_id,
@@ -158,7 +158,7 @@ static int deliver_locked(dg_turns *t, const dg_turn_session *rs)
         return rc;
     dg_turn_state next = *turns_staged(t, r);
     if (!dg_rule_wake_delivered(&next, pos))
-        return OC_OK;
+        return DG_OK;
     char label[DG_SCOPE_LABEL_MAX];
     dg_log(t->p, OC_LOG_DEBUG, "turns: the moderator's message reached %s in channel %s (%s); "
            "it no longer awaits its wake message, its next run counts", rs->agent_id,
@@ -173,7 +173,7 @@ static int deliver_locked(dg_turns *t, const dg_turn_session *rs)
 static int arm_nudge_locked(dg_turns *t, const dg_turn_session *rs, int64_t now)
 {
     if (t->p->cfg.turn_nudge_sec <= 0)
-        return OC_OK;
+        return DG_OK;
     turns_scope *r;
     int pos;
     int rc = recipient_scope(t, rs, &r, &pos);
@@ -186,7 +186,7 @@ static int arm_nudge_locked(dg_turns *t, const dg_turn_session *rs, int64_t now)
         atomic_store(&r->wait_ms, now);
         atomic_store(&r->wait_pos, pos);
     }
-    return OC_OK;
+    return DG_OK;
 }
 
 /* A message of the channel reached session rs: its agent, if a member
@@ -199,7 +199,7 @@ static int recipient_reads(dg_turns *t, const dg_turn_session *rs, int64_t now)
         return rc;
     int pos = turns_member_pos(c, rs->agent_id);
     if (pos == DG_NOBODY || c->standing[pos] != DG_MEMBER_NEW)
-        return OC_OK;
+        return DG_OK;
     return turns_member_ensure(t, c, rs->agent_id, DG_MEMBER_READS, now, &pos);
 }
 
@@ -221,18 +221,18 @@ static int ingest_dedup(dg_turns *t, turns_chan *c, const dg_turn_message *m, in
     int rc;
     *fresh = 1;
     if (!m->message_id || !*m->message_id)
-        return OC_OK;
+        return DG_OK;
     if ((rc = dg_store_turns_seen_claim_hinted(st, m->channel_id, m->message_id, now,
                                                &c->marks, fresh)))
         return rc;
     note_received(c, m->message_id);
     if (!*fresh)
-        return OC_OK;
+        return DG_OK;
     if (++t->fresh_ingests % TURNS_SEEN_PRUNE_EVERY == 0 &&
         ((rc = dg_store_turns_seen_prune(st, now - TURNS_SEEN_KEEP_MS, NULL)) ||
          (rc = dg_store_turns_states_prune(st, now - TURNS_SEEN_KEEP_MS, NULL))))
         return rc;
-    return OC_OK;
+    return DG_OK;
 }
 
 /* The members a human's message m @mentions, as a mask (*mentions): its
@@ -245,7 +245,7 @@ static int human_mentions(dg_turns *t, turns_chan *c, const dg_turn_message *m, 
     char *plain = NULL;
     if (m->n_mentions && m->content && strchr(m->content, '`')) {
         if (!(plain = strdup(m->content)))
-            return OC_ERR_NOMEM;
+            return DG_ERR_NOMEM;
         dg_md_blank_code(plain);
     }
     for (size_t i = 0; i < m->n_mentions; i++) {
@@ -284,7 +284,7 @@ static int human_mentions(dg_turns *t, turns_chan *c, const dg_turn_message *m, 
         }
     }
     free(hit);
-    return OC_OK;
+    return DG_OK;
 }
 
 /* A message opened the top-level thread r of c (thread policy): r becomes
@@ -304,7 +304,7 @@ static int follow_top_level(dg_turns *t, turns_chan *c, turns_scope *r, const dg
     }
     char *top = strdup(sc->root);
     if (!top)
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     pthread_rwlock_wrlock(&t->lock);
     free(c->top_root);
     c->top_root = top;
@@ -351,7 +351,7 @@ static int ingest_message(dg_turns *t, turns_chan *c, const dg_turn_message *m,
         (rc = dg_store_discussion_touch(t->p->store, c->id, now)))
         return rc;
     if (moderator && top_level)
-        return OC_OK; /* its own one-message thread: nothing to change */
+        return DG_OK; /* its own one-message thread: nothing to change */
 
     int pos = DG_NOBODY;
     if (sender_agent &&
@@ -374,13 +374,13 @@ static int ingest_message(dg_turns *t, turns_chan *c, const dg_turn_message *m,
         turns_recent_push(r, m->content, DG_NOBODY, 1);
     }
     if (moderator && !r->in_db)
-        return OC_OK; /* no state to change */
+        return DG_OK; /* no state to change */
     dg_turn_state next = r->st;
     if (top_level && (rc = follow_top_level(t, c, r, &sc, kind, &next, now)))
         return rc;
     if (m->thread_id && *m->thread_id && sc.kind == DG_SCOPE_THREAD && !r->post_channel &&
         !(r->post_channel = strdup(m->thread_id)))
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
 
     dg_rule_ctx x;
     turns_make_ctx(t, c, &x);
@@ -433,23 +433,23 @@ int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err
         snprintf(err, err_len, "message_received: event.channelId is missing or longer than %d "
                  "characters; the host must say where the message was posted",
                  DG_SCOPE_ID_MAX - 1);
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     }
     if (m->message_id && (m->message_id[0] == '~' || strlen(m->message_id) >= DG_SCOPE_ID_MAX)) {
         snprintf(err, err_len, "message_received: event.messageId \"%.40s\" is not a message id "
                  "(it starts with '~' or is longer than %d characters)", m->message_id,
                  DG_SCOPE_ID_MAX - 1);
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     }
     if (!m->sender_id || !*m->sender_id) {
         snprintf(err, err_len, "message_received: event.senderId is missing; the host must say "
                  "who posted the message");
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     }
     if (m->recipient && !turns_valid_session(m->recipient)) {
         snprintf(err, err_len, "message_received: ctx.sessionKey names no agent session in a "
                  "channel (agent, channel, at most %d characters each)", DG_SCOPE_ID_MAX - 1);
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     }
     /* The host reports deliveries per agent session: waits may be armed. */
     if (m->recipient && !atomic_load(&t->wake_tracking))
@@ -469,39 +469,39 @@ int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err
     dg_admin_cmd cmd = admin ? dg_admin_parse(m->content) : DG_ADMIN_NONE;
 
     int64_t now = dg_now_ms(t->p);
-    if (turns_txn_begin_for(t, m->channel_id) != OC_OK) {
+    if (turns_txn_begin_for(t, m->channel_id) != DG_OK) {
         snprintf(err, err_len, "message_received: the state database is not available");
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     }
     int kick = 0;
     turns_owner_action oa = {.cmd = DG_ADMIN_NONE};
     int rc = ingest_locked(t, m, kind, agent, admin, cmd, now, &kick, &oa);
     /* After the message's own change (which may have added the recipient
      * by a mention of it): the recipient receives this channel. */
-    if (rc == OC_OK && m->recipient)
+    if (rc == DG_OK && m->recipient)
         rc = recipient_reads(t, m->recipient, now);
-    if (rc == OC_OK && m->recipient && !atomic_load(&t->per_agent) &&
-        (rc = dg_store_turns_per_agent_note(t->p->store)) == OC_OK)
+    if (rc == DG_OK && m->recipient && !atomic_load(&t->per_agent) &&
+        (rc = dg_store_turns_per_agent_note(t->p->store)) == DG_OK)
         atomic_store(&t->per_agent, 1);
     /* An admin command is answered by the moderator, not by a run. Best
      * effort: the nudge is a safety net, the message is recorded anyway. */
-    if (rc == OC_OK && m->recipient && cmd == DG_ADMIN_NONE)
+    if (rc == DG_OK && m->recipient && cmd == DG_ADMIN_NONE)
         (void)arm_nudge_locked(t, m->recipient, now);
     if (rc)
         snprintf(err, err_len, "message_received: could not record message %s of channel %s "
                  "(%s: %s)", m->message_id ? m->message_id : "(no id)", m->channel_id,
-                 oc_status_name(rc), dg_store_errmsg(t->p->store));
+                 dg_status_name(rc), dg_store_errmsg(t->p->store));
     int failed = rc;
     rc = turns_txn_finish(t, rc);
-    if (rc != OC_OK && !failed)
+    if (rc != DG_OK && !failed)
         snprintf(err, err_len, "message_received: the state database did not commit message %s "
                  "of channel %s; nothing of it was recorded", m->message_id ? m->message_id
                  : "(no id)", m->channel_id);
-    if (rc == OC_OK && oa.cmd != DG_ADMIN_NONE && turns_owner_reply(t, &oa, now) == OC_OK)
+    if (rc == DG_OK && oa.cmd != DG_ADMIN_NONE && turns_owner_reply(t, &oa, now) == DG_OK)
         kick = 1;
-    if (rc == OC_OK && kick)
+    if (rc == DG_OK && kick)
         dg_outbox_kick(t->p->outbox);
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         turns_evict_if_over(t, now);
     return rc;
 }

@@ -288,8 +288,8 @@ struct dg_turns {
 /* ---- turns_engine.c: transactions -------------------------------------- */
 
 /* Start a change: the writer mutex, then a store transaction; the mirror
- * is brought up to date with changes made outside the engine. OC_OK or
- * OC_ERR_IO (nothing held then). */
+ * is brought up to date with changes made outside the engine. DG_OK or
+ * DG_ERR_IO (nothing held then). */
 int turns_txn_begin(dg_turns *t) TURNS_MUST_USE;
 
 /* turns_txn_begin for a change of channel_id: its map slot is asked for
@@ -297,7 +297,7 @@ int turns_txn_begin(dg_turns *t) TURNS_MUST_USE;
  * (warm_channel). */
 int turns_txn_begin_for(dg_turns *t, const char *channel_id) TURNS_MUST_USE;
 
-/* End a change: commit when rc is OC_OK, else roll back; returns the
+/* End a change: commit when rc is DG_OK, else roll back; returns the
  * change's status (a failed commit's). The writer is released. */
 int turns_txn_finish(dg_turns *t, int rc) TURNS_MUST_USE;
 
@@ -305,7 +305,7 @@ int turns_txn_finish(dg_turns *t, int rc) TURNS_MUST_USE;
 void turns_txn_finish_read(dg_turns *t);
 
 /* Publish st as r's state once the transaction commits. Writer held.
- * OC_ERR_INTERNAL when one change touches more than TURNS_MAX_PENDING
+ * DG_ERR_INTERNAL when one change touches more than TURNS_MAX_PENDING
  * scopes. */
 int turns_install(dg_turns *t, turns_scope *r, const dg_turn_state *st) TURNS_MUST_USE;
 
@@ -357,7 +357,7 @@ int turns_scope_get(dg_turns *t, turns_chan *c, const dg_scope *sc,
 int turns_follow_scope(dg_turns *t, turns_chan *c, turns_scope **out) TURNS_MUST_USE;
 
 /* Reload channel_id's records in place from the database (other: another
- * instance changed them). Writer held. OC_OK or an error (the caller then
+ * instance changed them). Writer held. DG_OK or an error (the caller then
  * drops the whole mirror). */
 int turns_refresh_channel(dg_turns *t, const char *channel_id, int other) TURNS_MUST_USE;
 
@@ -563,7 +563,7 @@ int turns_admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, 
                        int *kick, turns_owner_action *oa);
 
 /* The host calls of oa (no lock held), then their reply in its own
- * transaction. OC_OK when the reply was queued. */
+ * transaction. DG_OK when the reply was queued. */
 int turns_owner_reply(dg_turns *t, const turns_owner_action *oa, int64_t now);
 
 /* ---- turns_decide.c ---------------------------------------------------- */

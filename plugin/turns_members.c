@@ -42,13 +42,13 @@ static dg_member_standing raised(dg_member_standing cur, dg_member_standing evid
 static int set_standing(dg_turns *t, turns_chan *c, int pos, dg_member_standing standing)
 {
     int rc = dg_store_turns_member_standing(t->p->store, c->id, pos, standing);
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         return rc;
     pthread_rwlock_wrlock(&t->lock);
     c->standing[pos] = (unsigned char)standing;
     turns_recompute_present(t, c);
     pthread_rwlock_unlock(&t->lock);
-    return OC_OK;
+    return DG_OK;
 }
 
 /* Append agent_id to c's order with standing; *pos stays DG_NOBODY when the
@@ -61,9 +61,9 @@ static int member_append(dg_turns *t, turns_chan *c, const char *agent_id,
      * mirror read the channel: the next position is the store's. */
     int stored = 0;
     int rc = dg_store_turns_member_count(t->p->store, c->id, &stored);
-    if (rc == OC_OK && stored != c->n)
+    if (rc == DG_OK && stored != c->n)
         rc = turns_refresh_channel(t, c->id, 1);
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         return rc;
     if ((*pos = turns_member_pos(c, agent_id)) != DG_NOBODY)
         return set_standing(t, c, *pos, raised(c->standing[*pos], standing));
@@ -75,17 +75,17 @@ static int member_append(dg_turns *t, turns_chan *c, const char *agent_id,
                    "not added and stays silent there (at most %d agents take turns in one "
                    "channel)", c->id, c->n, agent_id, DG_TURN_MAX_MEMBERS);
         }
-        return OC_OK;
+        return DG_OK;
     }
     if (!c->in_db)
         rc = turns_chan_save(t, c, now);
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         rc = dg_store_turns_member_add(t->p->store, c->id, c->n, agent_id, standing);
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         return rc;
     char *dup = strdup(agent_id);
     if (!dup)
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     pthread_rwlock_wrlock(&t->lock);
     c->members[c->n] = dup;
     c->standing[c->n] = (unsigned char)standing;
@@ -93,7 +93,7 @@ static int member_append(dg_turns *t, turns_chan *c, const char *agent_id,
     turns_recompute_present(t, c);
     pthread_rwlock_unlock(&t->lock);
     *pos = c->n - 1;
-    return OC_OK;
+    return DG_OK;
 }
 
 int turns_member_ensure(dg_turns *t, turns_chan *c, const char *agent_id,
@@ -105,7 +105,7 @@ int turns_member_ensure(dg_turns *t, turns_chan *c, const char *agent_id,
         dg_member_standing cur = c->standing[*pos];
         dg_member_standing next = raised(cur, evidence);
         if (next == cur)
-            return OC_OK;
+            return DG_OK;
         if (cur == DG_MEMBER_LEFT)
             dg_log(t->p, OC_LOG_INFO, "turns: %s is back in the turn order of channel %s (%s)",
                    agent_id, c->id, evidence == DG_MEMBER_NEW ? "a human @mentioned it"
@@ -113,7 +113,7 @@ int turns_member_ensure(dg_turns *t, turns_chan *c, const char *agent_id,
         return set_standing(t, c, *pos, next);
     }
     if (evidence == DG_MEMBER_READS || !dg_config_agent(&t->p->cfg, agent_id))
-        return OC_OK;
+        return DG_OK;
     return member_append(t, c, agent_id, evidence, now, pos);
 }
 
@@ -127,7 +127,7 @@ int turns_member_admit(dg_turns *t, turns_chan *c, const char *agent_id, int64_t
         return member_append(t, c, agent_id, DG_MEMBER_READS, now, pos);
     if (*was >= DG_MEMBER_LEFT)
         return set_standing(t, c, *pos, DG_MEMBER_READS);
-    return OC_OK;
+    return DG_OK;
 }
 
 int turns_member_leave(dg_turns *t, turns_scope *r, int pos, dg_member_standing standing,
@@ -136,7 +136,7 @@ int turns_member_leave(dg_turns *t, turns_scope *r, int pos, dg_member_standing 
     TURNS_ASSERT_WRITER(t);
     turns_chan *c = r->chan;
     if (pos < 0 || pos >= c->n)
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     dg_rule_ctx x;
     turns_make_ctx(t, c, &x);
     dg_rule_effects fx;
@@ -150,13 +150,13 @@ int turns_member_leave(dg_turns *t, turns_scope *r, int pos, dg_member_standing 
         next.awaiting = 0;
     }
     int rc = set_standing(t, c, pos, standing);
-    if (rc == OC_OK && (!dg_turn_state_same(&next, turns_staged(t, r)) || !r->in_db))
+    if (rc == DG_OK && (!dg_turn_state_same(&next, turns_staged(t, r)) || !r->in_db))
         rc = turns_save_scope(t, r, &next, now, cause);
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         rc = turns_queue_effects(t, r, &fx, &next, now, kick);
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         rc = turns_install(t, r, &next);
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         turns_nudge_arm_new_speaker(t, r, &next, pos, fx.handoff_to, now);
     return rc;
 }
@@ -184,7 +184,7 @@ int turns_drop_unreachable_speaker(dg_turns *t, turns_scope *r, int asking, int6
     turns_chan *c = r->chan;
     if (!atomic_load(&t->per_agent) || c->mode != DG_MODE_NORMAL ||
         now - turns_staged(t, r)->last_change_ms < TURNS_UNREACHED_GRACE_MS)
-        return OC_OK;
+        return DG_OK;
     /* Each pass takes one member out of the order: bounded. */
     for (int guard = 0; guard < DG_TURN_MAX_MEMBERS; guard++) {
         dg_rule_ctx x;
@@ -192,11 +192,11 @@ int turns_drop_unreachable_speaker(dg_turns *t, turns_scope *r, int asking, int6
         const dg_turn_state *st = turns_staged(t, r);
         int sp = st->active && dg_rule_managed(&x) ? dg_rule_speaker(st, &x) : DG_NOBODY;
         if (sp == DG_NOBODY || sp == asking || c->standing[sp] != DG_MEMBER_NEW)
-            return OC_OK;
+            return DG_OK;
         int rc = unreachable_leaves(t, r, sp, asking, now, kick);
-        if (rc != OC_OK)
+        if (rc != DG_OK)
             return rc;
     }
-    return OC_OK;
+    return DG_OK;
 }
 

@@ -79,10 +79,10 @@ int turns_chan_get(dg_turns *t, const char *channel_id, turns_chan **out)
     TURNS_ASSERT_WRITER(t);
     *out = dg_map_get(&t->chans, channel_id);
     if (*out)
-        return OC_OK;
+        return DG_OK;
     dg_turn_channel_row row;
     int rc = dg_store_turns_channel_load(t->p->store, channel_id, &row);
-    if (rc != OC_OK && rc != OC_ERR_NOT_FOUND)
+    if (rc != DG_OK && rc != DG_ERR_NOT_FOUND)
         return rc;
     turns_chan *c = calloc(1, sizeof *c);
     if (c)
@@ -91,9 +91,9 @@ int turns_chan_get(dg_turns *t, const char *channel_id, turns_chan **out)
     if (!c || !c->id) {
         free(c);
         dg_turn_channel_row_clear(&row);
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     }
-    c->in_db = rc == OC_OK;
+    c->in_db = rc == DG_OK;
     dg_store_turns_hint_load(t->p->store, channel_id, &c->marks);
     c->mode = row.mode;
     c->initiator = row.initiator;
@@ -116,7 +116,7 @@ int turns_chan_get(dg_turns *t, const char *channel_id, turns_chan **out)
         return rc;
     }
     *out = c;
-    return OC_OK;
+    return DG_OK;
 }
 
 int turns_chan_save(dg_turns *t, turns_chan *c, int64_t now)
@@ -124,7 +124,7 @@ int turns_chan_save(dg_turns *t, turns_chan *c, int64_t now)
     TURNS_ASSERT_WRITER(t);
     int rc = dg_store_turns_channel_save(t->p->store, c->id, c->mode, c->initiator, c->top_root,
                                          c->bot_noticed, now);
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         c->in_db = 1;
     return rc;
 }
@@ -135,7 +135,7 @@ int turns_scope_get(dg_turns *t, turns_chan *c, const dg_scope *sc, turns_scope 
     TURNS_ASSERT_WRITER(t);
     if (sc->kind == DG_SCOPE_CONVERSATION && c->conv) {
         *out = c->conv; /* same record as by key: records live until a flush */
-        return OC_OK;
+        return DG_OK;
     }
     char key[DG_SCOPE_KEY_MAX];
     dg_scope_key(sc, key);
@@ -146,12 +146,12 @@ int turns_scope_get(dg_turns *t, turns_chan *c, const dg_scope *sc, turns_scope 
             c->conv = *out;
             pthread_rwlock_unlock(&t->lock);
         }
-        return OC_OK;
+        return DG_OK;
     }
     turns_scope *r = calloc(1, sizeof *r);
     if (!r || !(r->key = strdup(key))) {
         free(r);
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     }
     r->scope = *sc;
     r->chan = c;
@@ -160,16 +160,16 @@ int turns_scope_get(dg_turns *t, turns_chan *c, const dg_scope *sc, turns_scope 
     atomic_init(&r->run_pos, DG_NOBODY);
     r->nudged_change = -1;
     int rc = dg_store_turns_scope_load(t->p->store, sc, &r->st, &r->post_channel);
-    if (rc != OC_OK && rc != OC_ERR_NOT_FOUND) {
+    if (rc != DG_OK && rc != DG_ERR_NOT_FOUND) {
         turns_free_scope(r, NULL);
         return rc;
     }
-    r->in_db = rc == OC_OK;
+    r->in_db = rc == DG_OK;
     /* Who moved it last is not known: another instance, if any writes. */
     r->moved_elsewhere = r->in_db && t->shared_seen;
     pthread_rwlock_wrlock(&t->lock);
     rc = dg_map_put(&t->scopes, r->key, r);
-    if (rc == OC_OK && sc->kind == DG_SCOPE_CONVERSATION)
+    if (rc == DG_OK && sc->kind == DG_SCOPE_CONVERSATION)
         c->conv = r;
     pthread_rwlock_unlock(&t->lock);
     if (rc) {
@@ -177,7 +177,7 @@ int turns_scope_get(dg_turns *t, turns_chan *c, const dg_scope *sc, turns_scope 
         return rc;
     }
     *out = r;
-    return OC_OK;
+    return DG_OK;
 }
 
 void turns_scope_list_push(turns_scope_list *l, turns_scope *r)
@@ -209,7 +209,7 @@ static void collect_scope(void *val, void *arg)
  * by a discussion prefill/close): the channel row and members, and the
  * state of each of its scopes the mirror holds. Records stay where they
  * are, so sessions keep what their last resolve recorded; sessions of the
- * channel re-derive their position (epoch). Writer held. OC_OK or an error
+ * channel re-derive their position (epoch). Writer held. DG_OK or an error
  * (the caller then drops the whole mirror).
  */
 int turns_refresh_channel(dg_turns *t, const char *channel_id, int other)
@@ -217,26 +217,26 @@ int turns_refresh_channel(dg_turns *t, const char *channel_id, int other)
     TURNS_ASSERT_WRITER(t);
     turns_chan *c = dg_map_get(&t->chans, channel_id);
     if (!c)
-        return OC_OK; /* not loaded: it will be read fresh */
+        return DG_OK; /* not loaded: it will be read fresh */
     dg_turn_channel_row row;
     int rc = dg_store_turns_channel_load(t->p->store, channel_id, &row);
-    if (rc != OC_OK && rc != OC_ERR_NOT_FOUND)
+    if (rc != DG_OK && rc != DG_ERR_NOT_FOUND)
         return rc;
-    int chan_in_db = rc == OC_OK;
+    int chan_in_db = rc == DG_OK;
     chan_scopes cs = {.chan = c};
     dg_map_each(&t->scopes, collect_scope, &cs);
     turns_scope_list l = cs.list;
     dg_turn_state *st = l.n ? calloc(l.n, sizeof *st) : NULL;
     char **post = l.n ? calloc(l.n, sizeof *post) : NULL;
     int *found = l.n ? calloc(l.n, sizeof *found) : NULL;
-    rc = l.nomem || (l.n && (!st || !post || !found)) ? OC_ERR_NOMEM : OC_OK;
-    for (size_t i = 0; rc == OC_OK && i < l.n; i++) {
+    rc = l.nomem || (l.n && (!st || !post || !found)) ? DG_ERR_NOMEM : DG_OK;
+    for (size_t i = 0; rc == DG_OK && i < l.n; i++) {
         rc = dg_store_turns_scope_load(t->p->store, &l.v[i]->scope, &st[i], &post[i]);
-        found[i] = rc == OC_OK;
-        if (rc == OC_ERR_NOT_FOUND)
-            rc = OC_OK;
+        found[i] = rc == DG_OK;
+        if (rc == DG_ERR_NOT_FOUND)
+            rc = DG_OK;
     }
-    if (rc == OC_OK) {
+    if (rc == DG_OK) {
         pthread_rwlock_wrlock(&t->lock);
         for (int i = 0; i < c->n; i++)
             free(c->members[i]);
@@ -290,15 +290,15 @@ int turns_follow_scope(dg_turns *t, turns_chan *c, turns_scope **out)
 {
     if (c->follow) {
         *out = c->follow;
-        return OC_OK;
+        return DG_OK;
     }
     dg_scope sc;
     int rc = (t->p->cfg.session_policy == DG_POLICY_THREAD && c->top_root)
                  ? dg_scope_thread(c->id, c->top_root, &sc)
                  : dg_scope_conversation(c->id, &sc);
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         rc = turns_scope_get(t, c, &sc, out);
-    if (rc == OC_OK) {
+    if (rc == DG_OK) {
         pthread_rwlock_wrlock(&t->lock);
         c->follow = *out;
         pthread_rwlock_unlock(&t->lock);
@@ -347,13 +347,13 @@ int turns_session_prepare(dg_turns *t, const dg_turn_session *s, int64_t now, tu
     turns_sess *e = dg_map_get(&t->sessions, s->session_key);
     char *thread = has_thread ? strdup(s->thread_id) : NULL;
     if (has_thread && !thread)
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     if (!e) {
         e = calloc(1, sizeof *e);
         if (!e || !(e->key = strdup(s->session_key))) {
             free(e);
             free(thread);
-            return OC_ERR_NOMEM;
+            return DG_ERR_NOMEM;
         }
         atomic_init(&e->seen_seq, -1);
         atomic_init(&e->last, NULL);
@@ -377,7 +377,7 @@ int turns_session_prepare(dg_turns *t, const dg_turn_session *s, int64_t now, tu
     e->epoch = c->epoch;
     pthread_rwlock_unlock(&t->lock);
     *out = e;
-    return OC_OK;
+    return DG_OK;
 }
 
 /* The mirror's session record for s if it is current; read lock held. */
@@ -396,7 +396,7 @@ turns_sess *turns_session_lookup_locked(dg_turns *t, const dg_turn_session *s, t
 }
 
 /* The scope message m belongs to, and whether it is a top-level message
- * under policy "thread" (it opens a thread of its own). OC_OK or the
+ * under policy "thread" (it opens a thread of its own). DG_OK or the
  * status of dg_scope_derive. */
 int turns_message_scope(const dg_turns *t, const dg_turn_message *m, dg_scope *sc, int *top_level)
 {
@@ -410,5 +410,5 @@ int turns_message_scope(const dg_turns *t, const dg_turn_message *m, dg_scope *s
     *top_level = t->p->cfg.session_policy == DG_POLICY_THREAD && !m->is_dm &&
                  !(m->thread_id && *m->thread_id) && !dg_nip10_root(m->tags, m->n_tags, root) &&
                  sc->kind == DG_SCOPE_THREAD;
-    return OC_OK;
+    return DG_OK;
 }

@@ -25,17 +25,17 @@ int turns_enqueue(dg_turns *t, const char *channel, const char *content, const c
     const char *ids[1] = {mention};
     int rc = dg_outbox_enqueue(t->p->store, channel, content, mention ? ids : NULL,
                                mention ? 1 : 0, now);
-    if (rc == OC_OK) {
+    if (rc == DG_OK) {
         *kick = 1;
-    } else if (rc == OC_ERR_INVALID) {
+    } else if (rc == DG_ERR_INVALID) {
         /* Not a Discord channel (another relay's ids): nothing can ever be
          * posted there, and the turn state must move on regardless. */
         dg_log(t->p, OC_LOG_WARN, "turns: channel %s is not a Discord channel id; the "
                "moderator message owed there is dropped", channel);
-        rc = OC_OK;
+        rc = DG_OK;
     } else {
         dg_log(t->p, OC_LOG_ERROR, "turns: could not queue a moderator message for channel %s "
-               "(%s)", channel, oc_status_name(rc));
+               "(%s)", channel, dg_status_name(rc));
     }
     return rc;
 }
@@ -178,7 +178,7 @@ int turns_render_and_enqueue(dg_turns *t, const char *name, const dg_tpl_vars *v
     if (!text) {
         dg_log(t->p, OC_LOG_ERROR, "turns: template %s could not be rendered; the moderator "
                "message for channel %s is not sent", name, channel);
-        return OC_ERR_INTERNAL;
+        return DG_ERR_INTERNAL;
     }
     if (fp)
         wake_fingerprint(text, fp, fp_cap);
@@ -204,7 +204,7 @@ int turns_mention_owed(dg_turns *t, const char *channel, const char *uid, int *y
     size_t n = 0;
     *yes = 0;
     int rc = dg_store_outbox_pending_of(t->p->store, channel, 0, 64, &rows, &n);
-    for (size_t i = 0; rc == OC_OK && i < n && !*yes; i++)
+    for (size_t i = 0; rc == DG_OK && i < n && !*yes; i++)
         *yes = lists_id(rows[i].mentions, uid);
     dg_outbox_rows_free(rows, n);
     return rc;
@@ -219,15 +219,15 @@ int turns_queue_effects(dg_turns *t, turns_scope *r, const dg_rule_effects *fx,
     TURNS_ASSERT_WRITER(t);
     turns_chan *c = r->chan;
     const char *post = r->post_channel ? r->post_channel : c->id;
-    int rc = OC_OK;
+    int rc = DG_OK;
     if (fx->handoff_to != DG_NOBODY) {
         /* A bare mention wakes the next speaker, who already consumed the
          * latest message silently. */
         const char *uid = turns_user_of(t, c, fx->handoff_to);
         int queued = 0, owed = 0;
-        if (uid && (rc = turns_mention_owed(t, post, uid, &owed)) == OC_OK && owed)
+        if (uid && (rc = turns_mention_owed(t, post, uid, &owed)) == DG_OK && owed)
             queued = 1; /* the one still owed wakes it: no second mention */
-        else if (uid && rc == OC_OK) {
+        else if (uid && rc == DG_OK) {
             char text[64];
             snprintf(text, sizeof text, "<@%s>", uid);
             rc = turns_enqueue(t, post, text, uid, now, &queued);
@@ -237,13 +237,13 @@ int turns_queue_effects(dg_turns *t, turns_scope *r, const dg_rule_effects *fx,
         else
             dg_rule_wake_delivered(next, fx->handoff_to);
     }
-    if (rc == OC_OK && fx->rest_notice) {
+    if (rc == DG_OK && fx->rest_notice) {
         char limit[24];
         snprintf(limit, sizeof limit, "%ld", (long)t->p->cfg.turn_max_agent_messages);
         dg_tpl_vars v = {.maxAgentMessages = limit};
         rc = turns_render_and_enqueue(t, "rest.md", &v, post, NULL, now, kick, NULL, 0);
     }
-    if (rc == OC_OK && fx->idle_reminder) {
+    if (rc == DG_OK && fx->idle_reminder) {
         const char *uid = turns_user_of(t, c, c->initiator_pos);
         dg_discussion d;
         memset(&d, 0, sizeof d);
@@ -263,7 +263,7 @@ int turns_queue_effects(dg_turns *t, turns_scope *r, const dg_rule_effects *fx,
                          .summaryPath = where};
         int queued = 0;
         char fp[sizeof r->wake_fp];
-        rc = have && !where ? OC_ERR_NOMEM
+        rc = have && !where ? DG_ERR_NOMEM
            : turns_render_and_enqueue(t, "idle.md", &v, post, uid, now, &queued, fp, sizeof fp);
         free(where);
         dg_discussion_clear(&d);

@@ -88,13 +88,13 @@ static int nudge_scope(dg_turns *t, turns_scope *r, int64_t now, int64_t nudge_m
 {
     int pos;
     if (!stalled(t, r, now, nudge_ms, &pos))
-        return OC_OK;
+        return DG_OK;
     const char *uid = turns_user_of(t, r->chan, pos);
     if (!uid)
-        return OC_OK; /* nobody to mention */
+        return DG_OK; /* nobody to mention */
     int owed = 0;
     int rc = turns_mention_owed(t, r->post_channel ? r->post_channel : r->chan->id, uid, &owed);
-    if (rc != OC_OK || owed)
+    if (rc != DG_OK || owed)
         return rc;
     /* The moderator's hand-off, as a change that owes one queues it. It
      * arms no wait: the state stays as it is (the copy is dropped). */
@@ -103,7 +103,7 @@ static int nudge_scope(dg_turns *t, turns_scope *r, int64_t now, int64_t nudge_m
     fx.handoff_to = pos;
     dg_turn_state unchanged = r->st;
     rc = turns_queue_effects(t, r, &fx, &unchanged, now, kick);
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         return rc;
     r->nudged_change = r->st.last_change_ms;
     atomic_store(&r->wait_pos, DG_NOBODY);
@@ -113,7 +113,7 @@ static int nudge_scope(dg_turns *t, turns_scope *r, int64_t now, int64_t nudge_m
            "have dropped that message); the moderator mentions it, once for this turn",
            r->chan->members[pos], r->chan->id, dg_scope_label(&r->scope, label),
            (long)t->p->cfg.turn_nudge_sec);
-    return OC_OK;
+    return DG_OK;
 }
 
 void turns_nudge_stalled(dg_turns *t, int64_t now)
@@ -127,18 +127,18 @@ void turns_nudge_stalled(dg_turns *t, int64_t now)
     pthread_rwlock_rdlock(&t->lock);
     dg_map_each(&t->scopes, any_stalled, &l);
     pthread_rwlock_unlock(&t->lock);
-    if (!l.n_due || turns_txn_begin(t) != OC_OK)
+    if (!l.n_due || turns_txn_begin(t) != DG_OK)
         return;
     /* Under the writer the records stay (flushes and evictions take it). */
     dg_map_each(&t->scopes, collect_stalled, &l);
-    int kick = 0, rc = OC_OK; /* out of memory: those collected now, the rest next pass */
-    for (size_t i = 0; rc == OC_OK && i < l.list.n; i++)
+    int kick = 0, rc = DG_OK; /* out of memory: those collected now, the rest next pass */
+    for (size_t i = 0; rc == DG_OK && i < l.list.n; i++)
         rc = nudge_scope(t, l.list.v[i], now, nudge_ms, &kick);
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         dg_log(t->p, OC_LOG_ERROR, "turns: could not queue the nudge of a stalled speaker (%s: "
-               "%s); retried shortly", oc_status_name(rc), dg_store_errmsg(t->p->store));
+               "%s); retried shortly", dg_status_name(rc), dg_store_errmsg(t->p->store));
     rc = turns_txn_finish(t, rc);
-    if (rc == OC_OK && kick)
+    if (rc == DG_OK && kick)
         dg_outbox_kick(t->p->outbox);
     free(l.list.v);
 }

@@ -31,24 +31,24 @@ static void arm_after_start(dg_turns *t, turns_scope *r, int64_t now)
  * a flush), where the sweeper looks for speakers out of time. */
 static int load_awake(dg_turns *t)
 {
-    if (turns_txn_begin(t) != OC_OK)
-        return OC_ERR_IO;
+    if (turns_txn_begin(t) != DG_OK)
+        return DG_ERR_IO;
     int arm = atomic_load(&t->arm_after_start) && t->p->cfg.turn_nudge_sec > 0;
     int64_t now = dg_now_ms(t->p);
     dg_scope *v = NULL;
     size_t n = 0;
     int rc = dg_store_turns_active_scopes(t->p->store, &v, &n);
-    for (size_t i = 0; rc == OC_OK && i < n; i++) {
+    for (size_t i = 0; rc == DG_OK && i < n; i++) {
         turns_chan *c;
         turns_scope *r;
-        if ((rc = turns_chan_get(t, v[i].channel_id, &c)) == OC_OK)
+        if ((rc = turns_chan_get(t, v[i].channel_id, &c)) == DG_OK)
             rc = turns_scope_get(t, c, &v[i], &r);
-        if (rc == OC_OK && arm)
+        if (rc == DG_OK && arm)
             arm_after_start(t, r, now);
     }
     free(v);
     turns_txn_finish_read(t); /* what was loaded is what the database holds */
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         atomic_store(&t->arm_after_start, 0);
     return rc;
 }
@@ -104,22 +104,22 @@ static void collect_unreached(void *val, void *arg)
 static int load_scope(dg_turns *t, const dg_scope *sc, turns_chan **c, turns_scope **r)
 {
     int rc = turns_chan_get(t, sc->channel_id, c);
-    return rc == OC_OK ? turns_scope_get(t, *c, sc, r) : rc;
+    return rc == DG_OK ? turns_scope_get(t, *c, sc, r) : rc;
 }
 
 /* turns_drop_unreachable_speaker for scope sc, in a change of its own. */
 static int drop_unreached(dg_turns *t, const dg_scope *sc)
 {
     int64_t now = dg_now_ms(t->p);
-    if (turns_txn_begin(t) != OC_OK)
-        return OC_ERR_IO;
+    if (turns_txn_begin(t) != DG_OK)
+        return DG_ERR_IO;
     turns_chan *c;
     turns_scope *r = NULL;
     int kick = 0, rc = load_scope(t, sc, &c, &r);
-    if (rc == OC_OK && now - r->st.last_change_ms >= TURNS_UNREACHED_MS)
+    if (rc == DG_OK && now - r->st.last_change_ms >= TURNS_UNREACHED_MS)
         rc = turns_drop_unreachable_speaker(t, r, DG_NOBODY, now, &kick);
     rc = turns_txn_finish(t, rc);
-    if (rc == OC_OK && kick)
+    if (rc == DG_OK && kick)
         dg_outbox_kick(t->p->outbox);
     return rc;
 }
@@ -148,12 +148,12 @@ static int expired(dg_turn_state *next, const dg_rule_ctx *x, int64_t now, dg_ru
 static int expire_scope(dg_turns *t, const dg_scope *sc)
 {
     int64_t now = dg_now_ms(t->p);
-    if (turns_txn_begin(t) != OC_OK)
-        return OC_ERR_IO;
+    if (turns_txn_begin(t) != DG_OK)
+        return DG_ERR_IO;
     turns_chan *c;
     turns_scope *r = NULL;
     int kick = 0, rc = load_scope(t, sc, &c, &r);
-    if (rc == OC_OK && c->mode != DG_MODE_CLOSED) {
+    if (rc == DG_OK && c->mode != DG_MODE_CLOSED) {
         dg_rule_ctx x;
         turns_make_ctx(t, c, &x);
         dg_rule_effects fx;
@@ -172,7 +172,7 @@ static int expire_scope(dg_turns *t, const dg_scope *sc)
                    "back when it runs or posts there, or is @mentioned)", c->members[late],
                    c->id);
             rc = turns_member_leave(t, r, late, DG_MEMBER_LEFT, DG_NOBODY, now, cause, &kick);
-            if (rc == OC_OK)
+            if (rc == DG_OK)
                 turns_nudge_run_ended(r, late);
         } else if (expired(&next, &x, now, &fx)) {
             char label[DG_SCOPE_LABEL_MAX];
@@ -184,23 +184,23 @@ static int expire_scope(dg_turns *t, const dg_scope *sc)
             snprintf(cause, sizeof cause, "%s did not finish within turn.timeoutSec (%lds): "
                      "timed out", late >= 0 && late < c->n ? c->members[late] : "the speaker",
                      (long)t->p->cfg.turn_timeout_sec);
-            if ((rc = turns_save_scope(t, r, &next, now, cause)) == OC_OK &&
-                (rc = turns_queue_effects(t, r, &fx, &next, now, &kick)) == OC_OK)
+            if ((rc = turns_save_scope(t, r, &next, now, cause)) == DG_OK &&
+                (rc = turns_queue_effects(t, r, &fx, &next, now, &kick)) == DG_OK)
                 rc = turns_install(t, r, &next);
             /* A run that outlived its turn no longer counts as under way
              * (its agent_end may never come). */
-            if (rc == OC_OK && late != DG_NOBODY)
+            if (rc == DG_OK && late != DG_NOBODY)
                 turns_nudge_run_ended(r, late);
-            if (rc == OC_OK)
+            if (rc == DG_OK)
                 turns_nudge_arm_new_speaker(t, r, &next, late, fx.handoff_to, now);
         }
     }
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         dg_log(t->p, OC_LOG_ERROR, "turns: could not apply the turn timeout in channel %s (%s: "
-               "%s); retried shortly", sc->channel_id, oc_status_name(rc),
+               "%s); retried shortly", sc->channel_id, dg_status_name(rc),
                dg_store_errmsg(t->p->store));
     rc = turns_txn_finish(t, rc);
-    if (rc == OC_OK && kick)
+    if (rc == DG_OK && kick)
         dg_outbox_kick(t->p->outbox);
     return rc;
 }
@@ -327,8 +327,8 @@ static void evict_idle(dg_turns *t, int64_t now)
     }
     dg_map_each(&t->scopes, mark_evict, &e);
     /* Sessions first: keep_sess reads the scopes' marks. */
-    if (dg_map_retain(&t->sessions, keep_sess, turns_free_sess, NULL) != OC_OK ||
-        dg_map_retain(&t->scopes, keep_scope, turns_free_scope, NULL) != OC_OK)
+    if (dg_map_retain(&t->sessions, keep_sess, turns_free_sess, NULL) != DG_OK ||
+        dg_map_retain(&t->scopes, keep_scope, turns_free_scope, NULL) != DG_OK)
         dg_map_each(&t->scopes, unmark_evict, NULL); /* out of memory: next time */
     set_evict_at(t);
     pthread_rwlock_unlock(&t->lock);
@@ -359,7 +359,7 @@ void dg_turns_set_dormant_max(dg_turns *t, size_t n)
 /* One pass: every awake scope whose speaker is out of time moves on. */
 static void sweep(dg_turns *t)
 {
-    if (atomic_exchange(&t->rescan, 0) && load_awake(t) != OC_OK)
+    if (atomic_exchange(&t->rescan, 0) && load_awake(t) != DG_OK)
         atomic_store(&t->rescan, 1);
     dg_discuss_sweep(t->p); /* discussion timers: their own transactions */
     due_list d = {.t = t, .now = dg_now_ms(t->p),
@@ -425,14 +425,14 @@ static void *sweeper(void *arg)
 int dg_turns_start(dg_turns *t)
 {
     if (!t || t->sweeper_started)
-        return OC_OK;
+        return DG_OK;
     if (pthread_create(&t->sweeper, NULL, sweeper, t) != 0) {
         dg_log(t->p, OC_LOG_ERROR, "turns: could not start the turn-timeout thread; a speaker "
                "that never finishes keeps the turn until the next message");
-        return OC_ERR_INTERNAL;
+        return DG_ERR_INTERNAL;
     }
     t->sweeper_started = 1;
-    return OC_OK;
+    return DG_OK;
 }
 
 void dg_turns_stop(dg_turns *t)

@@ -178,14 +178,14 @@ static int check_intact(sqlite3 *db, const char *path, char *err, size_t err_len
     if (rc == SQLITE_OK)
         rc = sqlite3_step(s);
     const char *res = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(s, 0) : NULL;
-    int out = OC_OK;
+    int out = DG_OK;
     if (!res || strcmp(res, "ok") != 0) {
         char why[200]; /* one line: quick_check's report has several */
         snprintf(why, sizeof why, "%s", res ? res : sqlite3_errmsg(db));
         for (char *c = why; *c; c++)
             if (*c == '\n' || *c == '\r')
                 *c = ' ';
-        out = dg_fail(err, err_len, OC_ERR_IO,
+        out = dg_fail(err, err_len, DG_ERR_IO,
                       "store: database %s is damaged (%s); it was left untouched: restore "
                       "it from a backup, or move it aside to start with an empty state",
                       path, why);
@@ -196,7 +196,7 @@ static int check_intact(sqlite3 *db, const char *path, char *err, size_t err_len
 
 /*
  * Decide whether the open file is ours (see the top of the file), reading
- * only. Returns OC_OK (and *app_id) or a refusal with a sentence.
+ * only. Returns DG_OK (and *app_id) or a refusal with a sentence.
  */
 static int check_ours(sqlite3 *db, const char *path, int *app_id, char *err, size_t err_len)
 {
@@ -205,21 +205,21 @@ static int check_ours(sqlite3 *db, const char *path, int *app_id, char *err, siz
     if ((rc = read_int_pragma(db, "PRAGMA application_id", app_id)) != SQLITE_OK ||
         (rc = read_int_pragma(db, "PRAGMA user_version", &version)) != SQLITE_OK ||
         !(have = table_list(db, &rc))) {
-        int out = dg_fail(err, err_len, rc == SQLITE_NOTADB ? OC_ERR_INVALID : OC_ERR_IO,
+        int out = dg_fail(err, err_len, rc == SQLITE_NOTADB ? DG_ERR_INVALID : DG_ERR_IO,
                           "store: dbPath %s cannot be read as a SQLite database (%s); point "
                           "dbPath at a new file or at dirigent's own database",
                           path, sqlite3_errmsg(db));
         return out;
     }
     int ours_stamp = *app_id == DG_APPLICATION_ID;
-    int out = OC_OK;
+    int out = DG_OK;
     if (*app_id != 0 && !ours_stamp) {
-        out = dg_fail(err, err_len, OC_ERR_INVALID,
+        out = dg_fail(err, err_len, DG_ERR_INVALID,
                       "store: dbPath %s belongs to another application (SQLite application_id "
                       "0x%08x, dirigent's is 0x%08x); it was left untouched: point dbPath at a "
                       "new file", path, (unsigned)*app_id, (unsigned)DG_APPLICATION_ID);
     } else if (version > dg_schema_nsteps) {
-        out = dg_fail(err, err_len, OC_ERR_UNSUPPORTED,
+        out = dg_fail(err, err_len, DG_ERR_UNSUPPORTED,
                       "store: database %s has schema version %d (this build knows up to %d); "
                       "it was written by a newer dirigent%s: it was left untouched; upgrade the "
                       "plugin or point dbPath at another file",
@@ -227,27 +227,27 @@ static int check_ours(sqlite3 *db, const char *path, int *app_id, char *err, siz
                       ours_stamp ? "" : " or by another application");
     } else if (!ours_stamp && version == 0) {
         if (strcmp(have, ",,") != 0)
-            out = dg_fail(err, err_len, OC_ERR_INVALID,
+            out = dg_fail(err, err_len, DG_ERR_INVALID,
                           "store: dbPath %s is another application's SQLite database (tables "
                           "%.200s and no dirigent marker); it was left untouched: point dbPath "
                           "at a new file", path, have);
     } else if (!(want = dg_store_tables_of_version(version))) {
-        out = dg_fail(err, err_len, OC_ERR_NOMEM, "store: out of memory checking %s", path);
+        out = dg_fail(err, err_len, DG_ERR_NOMEM, "store: out of memory checking %s", path);
     } else if (!dg_store_has_tables(have, want)) {
-        out = dg_fail(err, err_len, OC_ERR_INVALID,
+        out = dg_fail(err, err_len, DG_ERR_INVALID,
                       "store: dbPath %s claims dirigent schema version %d but lacks its tables "
                       "(has %.200s, needs %.200s); it is damaged or not dirigent's and was left "
                       "untouched: restore it from a backup or point dbPath at a new file",
                       path, version, have, want);
     } else if (!ours_stamp && strcmp(have, want) != 0) {
-        out = dg_fail(err, err_len, OC_ERR_INVALID,
+        out = dg_fail(err, err_len, DG_ERR_INVALID,
                       "store: dbPath %s has tables that are not dirigent's (has %.200s, "
                       "dirigent's are %.200s) and no dirigent marker; it was left untouched: "
                       "point dbPath at a file of its own", path, have, want);
     }
     free(have);
     free(want);
-    if (out == OC_OK && version > 0)
+    if (out == DG_OK && version > 0)
         out = check_intact(db, path, err, err_len);
     return out;
 }
@@ -265,13 +265,13 @@ static int is_memory_path(const char *path)
 int dg_store_db_path_check(const char *path, char *err, size_t err_len)
 {
     if (!path || !*path)
-        return dg_fail(err, err_len, OC_ERR_INVALID, "store: dbPath is empty; set it to a file path");
+        return dg_fail(err, err_len, DG_ERR_INVALID, "store: dbPath is empty; set it to a file path");
     if (is_memory_path(path))
-        return dg_fail(err, err_len, OC_ERR_INVALID,
+        return dg_fail(err, err_len, DG_ERR_INVALID,
                        "store: dbPath %s is an in-memory database; dirigent keeps turns, "
                        "discussions and owed messages across restarts only in a file: set dbPath "
                        "to a file path", path);
-    return OC_OK;
+    return DG_OK;
 }
 
 /* Run the steps from `from` to the current version in one transaction. */
@@ -290,7 +290,7 @@ static int migrate(sqlite3 *db, const char *path, int app_id, int *opened, char 
         exec_sql(db, "ROLLBACK", NULL);
         char got[48];
         snprintf(got, sizeof got, "%d (this build knows up to %d)", from, dg_schema_nsteps);
-        return dg_fail(err, err_len, OC_ERR_UNSUPPORTED,
+        return dg_fail(err, err_len, DG_ERR_UNSUPPORTED,
                        "store: database %s has schema version %s; it was written by a newer "
                        "dirigent: upgrade the plugin or point dbPath at another file",
                        path, got);
@@ -313,15 +313,15 @@ static int migrate(sqlite3 *db, const char *path, int app_id, int *opened, char 
     }
     if ((rc = exec_sql(db, "COMMIT", &msg)) != SQLITE_OK)
         goto sql_fail_rollback;
-    return OC_OK;
+    return DG_OK;
 
 sql_fail_rollback:
     exec_sql(db, "ROLLBACK", NULL);
 sql_fail:
-    dg_fail(err, err_len, OC_ERR_IO, "store: could not set up the schema of %s: %s", path,
+    dg_fail(err, err_len, DG_ERR_IO, "store: could not set up the schema of %s: %s", path,
             msg ? msg : sqlite3_errmsg(db));
     sqlite3_free(msg);
-    return OC_ERR_IO;
+    return DG_ERR_IO;
 }
 
 /* Remove a database file and its WAL companions (best effort). */
@@ -358,17 +358,17 @@ static int open_url(const char *url, dg_store **out, char *err, size_t err_len)
 {
     dg_store *st = dg_store_new();
     if (!st)
-        return dg_fail(err, err_len, OC_ERR_NOMEM, "store: out of memory opening store.url");
+        return dg_fail(err, err_len, DG_ERR_NOMEM, "store: out of memory opening store.url");
     int rc = dg_pg_open(st, url, err, err_len);
-    if (rc == OC_OK && dg_store_make_instance(st) != OC_OK)
-        rc = dg_fail(err, err_len, OC_ERR_IO, "store: no random bytes for the instance id; "
+    if (rc == DG_OK && dg_store_make_instance(st) != DG_OK)
+        rc = dg_fail(err, err_len, DG_ERR_IO, "store: no random bytes for the instance id; "
                      "try again");
-    if (rc != OC_OK) {
+    if (rc != DG_OK) {
         dg_store_close(st);
         return rc;
     }
     *out = st;
-    return OC_OK;
+    return DG_OK;
 }
 
 /* Everything st holds, and st: for a store that failed to open as for one
@@ -405,14 +405,14 @@ int dg_store_open(const char *path, dg_store **out, char *err, size_t err_len)
     if (dg_store_is_url(path))
         return open_url(path, out, err, err_len);
     int rc0 = dg_store_db_path_check(path, err, err_len);
-    if (rc0 != OC_OK)
+    if (rc0 != DG_OK)
         return rc0;
     struct stat sb;
     int existed = stat(path, &sb) == 0;
 
     dg_store *st = dg_store_new();
     if (!st)
-        return dg_fail(err, err_len, OC_ERR_NOMEM, "store: out of memory opening %s", path);
+        return dg_fail(err, err_len, DG_ERR_NOMEM, "store: out of memory opening %s", path);
 
     /* No SQLite mutex on this connection: the store's own (st->lock, held
      * from dg_store_begin to its end) already serializes every use of it
@@ -421,17 +421,17 @@ int dg_store_open(const char *path, dg_store **out, char *err, size_t err_len)
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
     int rc = sqlite3_open_v2(path, &st->db, flags, NULL);
     if (rc != SQLITE_OK) {
-        dg_fail(err, err_len, OC_ERR_IO,
+        dg_fail(err, err_len, DG_ERR_IO,
                 "store: cannot open dbPath %s: %s; check that the folder exists and is writable",
                 path, st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
-        rc = OC_ERR_IO;
+        rc = DG_ERR_IO;
         goto fail;
     }
     sqlite3_extended_result_codes(st->db, 1);
     sqlite3_busy_timeout(st->db, 5000);
     /* Is it ours? Decided reading only, before the first write. */
     int app_id = 0;
-    if ((rc = check_ours(st->db, path, &app_id, err, err_len)) != OC_OK)
+    if ((rc = check_ours(st->db, path, &app_id, err, err_len)) != DG_OK)
         goto fail;
     char *msg = NULL;
     /* WAL needs the file to be writable; this is where an unwritable
@@ -440,33 +440,33 @@ int dg_store_open(const char *path, dg_store **out, char *err, size_t err_len)
                   "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
                   &msg);
     if (rc != SQLITE_OK) {
-        dg_fail(err, err_len, OC_ERR_IO,
+        dg_fail(err, err_len, DG_ERR_IO,
                 "store: cannot prepare dbPath %s: %s; check that the folder exists and is writable",
                 path, msg ? msg : sqlite3_errmsg(st->db));
         sqlite3_free(msg);
-        rc = OC_ERR_IO;
+        rc = DG_ERR_IO;
         goto fail;
     }
     rc = migrate(st->db, path, app_id, &st->opened_version, err, err_len);
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         goto fail;
-    if (dg_store_make_instance(st) != OC_OK) {
-        rc = dg_fail(err, err_len, OC_ERR_IO, "store: no random bytes for the instance id "
+    if (dg_store_make_instance(st) != DG_OK) {
+        rc = dg_fail(err, err_len, DG_ERR_IO, "store: no random bytes for the instance id "
                      "of %s; try again", path);
         goto fail;
     }
-    if ((rc = dg_store_presence_join(st, path, err, err_len)) != OC_OK)
+    if ((rc = dg_store_presence_join(st, path, err, err_len)) != DG_OK)
         goto fail;
-    if ((rc = dg_store_probe_open(st, path, err, err_len)) != OC_OK)
+    if ((rc = dg_store_probe_open(st, path, err, err_len)) != DG_OK)
         goto fail;
-    if ((rc = dg_store_checkpointer_start(st, path, err, err_len)) != OC_OK)
+    if ((rc = dg_store_checkpointer_start(st, path, err, err_len)) != DG_OK)
         goto fail;
     if (!(st->where = strdup(path))) {
-        rc = dg_fail(err, err_len, OC_ERR_NOMEM, "store: out of memory opening %s", path);
+        rc = dg_fail(err, err_len, DG_ERR_NOMEM, "store: out of memory opening %s", path);
         goto fail;
     }
     *out = st;
-    return OC_OK;
+    return DG_OK;
 
 fail:
     store_free(st);
@@ -549,7 +549,7 @@ dg_stmt *dg_store_stmt(dg_store *st, const char *sql)
         if (!st->cache[i].sql) {
             c->bind_failed = 0;
             if (st->pg) {
-                if (dg_pg_stmt_prepare(st, sql, c) != OC_OK)
+                if (dg_pg_stmt_prepare(st, sql, c) != DG_OK)
                     return NULL;
             } else if (sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &c->lite,
                                           NULL) != SQLITE_OK) {
@@ -601,7 +601,7 @@ int dg_store_begin(dg_store *st)
     dg_store_lock(st);
     int ok;
     if (st->pg) {
-        ok = dg_pg_begin(st) == OC_OK; /* sets txn_head */
+        ok = dg_pg_begin(st) == DG_OK; /* sets txn_head */
     } else {
         dg_stmt *s = dg_store_stmt(st, "BEGIN IMMEDIATE");
         ok = s && dg_step(s) == DG_DONE;
@@ -612,7 +612,7 @@ int dg_store_begin(dg_store *st)
     }
     if (!ok) {
         dg_store_unlock(st);
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     }
     if (!st->pg) {
         st->txn_head = -1;
@@ -632,7 +632,7 @@ int dg_store_begin(dg_store *st)
     st->txn_seq = 0;
     st->n_noted = 0;
     dg_log_defer_begin(); /* no direct host call while the store is held */
-    return OC_OK;
+    return DG_OK;
 }
 
 void dg_store_test_fail_writes(dg_store *st, int on)
@@ -680,13 +680,13 @@ int dg_store_commit(dg_store *st)
     int ok;
     int flushed = dg_store_turns_pending_commit(st); /* the claimed mark, written last */
     dg_store_turns_pending_drop(st);
-    if (flushed != OC_OK) {
+    if (flushed != DG_OK) {
         ok = 0;
     } else if (atomic_load(&st->fail_writes) && total_changes(st) != st->changes_at_begin) {
         atomic_fetch_add(&st->refused_writes, 1);
         ok = 0;
     } else if (st->pg) {
-        ok = dg_pg_commit(st) == OC_OK;
+        ok = dg_pg_commit(st) == DG_OK;
     } else {
         dg_stmt *s = dg_store_stmt(st, "COMMIT"); /* NULL when SQLite rolled back */
         ok = s && dg_step(s) == DG_DONE;
@@ -716,7 +716,7 @@ int dg_store_commit(dg_store *st)
     }
     dg_log_defer_end();
     dg_store_unlock(st);
-    return ok ? OC_OK : OC_ERR_IO;
+    return ok ? DG_OK : DG_ERR_IO;
 }
 
 void dg_store_rollback(dg_store *st)
@@ -759,7 +759,7 @@ void dg_store_rollback(dg_store *st)
 
 int dg_store_end(dg_store *st, int rc)
 {
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         return dg_store_commit(st);
     dg_store_rollback(st);
     return rc;

@@ -50,13 +50,13 @@ int dg_store_schema_version(void);
  * database instead (store_pg.c: same schema and version checks, a
  * dg_schema_version table in place of the PRAGMAs); its password never
  * reaches err.
- * On failure returns a negative oc_status and a sentence in err.
+ * On failure returns a negative dg_status and a sentence in err.
  * *out is owned by the caller: dg_store_close(). Thread: init only.
  */
 int dg_store_open(const char *path, dg_store **out, char *err, size_t err_len) DG_MUST_CHECK;
 
-/* OC_OK when path (dbPath as given, before it is made absolute) can be
- * the SQLite file; OC_ERR_INVALID with a sentence in err when it is empty
+/* DG_OK when path (dbPath as given, before it is made absolute) can be
+ * the SQLite file; DG_ERR_INVALID with a sentence in err when it is empty
  * or names an in-memory database (":memory:", "file::memory:",
  * "mode=memory"), which would lose every turn, discussion and owed message
  * at a restart. Config validation and dg_store_open both ask. Any thread. */
@@ -78,7 +78,7 @@ void dg_store_close(dg_store *st);
  * Transactions. dg_store_begin() takes the store mutex and starts
  * BEGIN IMMEDIATE; commit or rollback ends it and releases the mutex.
  * Every store_<area> function documents whether it must run inside one.
- * Returns OC_OK or OC_ERR_IO (the reason is logged by the caller via
+ * Returns DG_OK or DG_ERR_IO (the reason is logged by the caller via
  * dg_store_errmsg()). Any thread.
  */
 int dg_store_begin(dg_store *st) DG_MUST_CHECK;
@@ -93,7 +93,7 @@ int dg_store_commit(dg_store *st);
 void dg_store_rollback(dg_store *st);
 
 /* End the transaction begun by dg_store_begin with the outcome of its
- * work: commit when rc is OC_OK, else roll back. Returns the commit's
+ * work: commit when rc is DG_OK, else roll back. Returns the commit's
  * status, or rc after a rollback. The thread that began it. */
 int dg_store_end(dg_store *st, int rc);
 

@@ -89,7 +89,7 @@ int dg_store_checkpointer_start(dg_store *st, const char *path, char *err, size_
 {
     struct dg_ckpt *c = calloc(1, sizeof *c);
     if (!c)
-        return dg_fail(err, err_len, OC_ERR_NOMEM, "store: out of memory opening %s", path);
+        return dg_fail(err, err_len, DG_ERR_NOMEM, "store: out of memory opening %s", path);
     int rc = sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
     /* A connection learns that the file is in WAL mode when it first reads
      * it; until then a checkpoint is a no-op that reports success. That
@@ -100,13 +100,13 @@ int dg_store_checkpointer_start(dg_store *st, const char *path, char *err, size_
         rc = sqlite3_exec(c->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
     }
     if (rc != SQLITE_OK) {
-        dg_fail(err, err_len, OC_ERR_IO,
+        dg_fail(err, err_len, DG_ERR_IO,
                 "store: cannot open the checkpoint connection to dbPath %s: %s; check that the "
                 "folder is writable",
                 path, c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
         sqlite3_close_v2(c->db);
         free(c);
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     }
     /* PASSIVE never waits for a lock; a busy handler would only delay it. */
     sqlite3_busy_timeout(c->db, 0);
@@ -119,14 +119,14 @@ int dg_store_checkpointer_start(dg_store *st, const char *path, char *err, size_
         pthread_mutex_destroy(&c->mu);
         sqlite3_close_v2(c->db);
         free(c);
-        return dg_fail(err, err_len, OC_ERR_NOMEM,
+        return dg_fail(err, err_len, DG_ERR_NOMEM,
                        "store: cannot start the checkpoint thread for %s; the process may be "
                        "out of threads",
                        path);
     }
     st->ckpt = c;
     sqlite3_wal_hook(st->db, on_wal_commit, c); /* replaces the automatic checkpoint */
-    return OC_OK;
+    return DG_OK;
 }
 
 void dg_store_checkpointer_stop(dg_store *st)

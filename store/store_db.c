@@ -117,5 +117,5 @@ int dg_store_run(dg_stmt *s)
 {
     int rc = dg_step(s);
     dg_reset(s);
-    return rc == DG_DONE ? OC_OK : OC_ERR_IO;
+    return rc == DG_DONE ? DG_OK : DG_ERR_IO;
 }

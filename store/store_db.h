@@ -58,8 +58,8 @@ long dg_changes(dg_stmt *s);
 void dg_reset(dg_stmt *s);
 
 /* The tail of a statement run for its effect (a write, DDL): step s once,
- * reset it, and say how it went: OC_OK when it finished (DG_DONE), else
- * OC_ERR_IO (a row, a failure, a bind or step out of memory;
+ * reset it, and say how it went: DG_OK when it finished (DG_DONE), else
+ * DG_ERR_IO (a row, a failure, a bind or step out of memory;
  * dg_store_errmsg() says why). Rows written: dg_store_changes() after it. */
 int dg_store_run(dg_stmt *s) __attribute__((warn_unused_result));
 

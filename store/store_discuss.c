@@ -81,7 +81,7 @@ const char dg_schema_v7_discuss_timers[] =
 
 static int sql_fail(void)
 {
-    return OC_ERR_IO;
+    return DG_ERR_IO;
 }
 
 static dg_discussion_status status_of(const char *s)
@@ -120,7 +120,7 @@ int dg_store_discussion_insert(dg_store *st, const dg_discussion *d, int64_t *id
     int64_t rowid = rc == DG_ROW ? dg_col_int64(s, 0) : 0;
     dg_reset(s);
     if (rc == DG_DONE) /* no row returned: that channel has a discussion */
-        return OC_ERR_CONFLICT;
+        return DG_ERR_CONFLICT;
     if (rc != DG_ROW)
         return sql_fail();
     for (size_t i = 0; i < d->n_turn_order; i++) {
@@ -137,11 +137,11 @@ int dg_store_discussion_insert(dg_store *st, const dg_discussion *d, int64_t *id
         if (rc != DG_DONE)
             return sql_fail();
         if (added == 0)
-            return OC_ERR_INVALID;   /* the same agent twice: the caller dedups */
+            return DG_ERR_INVALID;   /* the same agent twice: the caller dedups */
     }
     if (id)
         *id = rowid;
-    return OC_OK;
+    return DG_OK;
 }
 
 static const char SQL_BY_CHANNEL[] =
@@ -157,12 +157,12 @@ static int append_str(char ***arr, size_t *n, const char *s)
 {
     char **na = realloc(*arr, (*n + 1) * sizeof *na);
     if (!na)
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     *arr = na;
     if (!(na[*n] = strdup(s)))
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     (*n)++;
-    return OC_OK;
+    return DG_OK;
 }
 
 static int load_members(dg_store *st, dg_discussion *d)
@@ -171,15 +171,15 @@ static int load_members(dg_store *st, dg_discussion *d)
     if (!s)
         return sql_fail();
     dg_bind_int64(s, 1, d->id);
-    int rc, status = OC_OK;
-    while (status == OC_OK && (rc = dg_step(s)) == DG_ROW) {
+    int rc, status = DG_OK;
+    while (status == DG_OK && (rc = dg_step(s)) == DG_ROW) {
         const char *agent = dg_col_text(s, 0);
         const char *role = dg_col_text(s, 1);
         status = append_str(&d->turn_order, &d->n_turn_order, agent ? agent : "");
-        if (status == OC_OK && role && strcmp(role, "participant") == 0)
+        if (status == DG_OK && role && strcmp(role, "participant") == 0)
             status = append_str(&d->participants, &d->n_participants, agent ? agent : "");
     }
-    if (status == OC_OK && rc != DG_DONE)
+    if (status == DG_OK && rc != DG_DONE)
         status = sql_fail();
     dg_reset(s);
     return status;
@@ -206,7 +206,7 @@ int dg_store_discussion_probe(dg_store *st, const char *channel_id, int64_t *id,
         *status = status_of(dg_col_text(s, 1));
     }
     dg_reset(s);
-    return (rc == DG_ROW || rc == DG_DONE) ? OC_OK : sql_fail();
+    return (rc == DG_ROW || rc == DG_DONE) ? DG_OK : sql_fail();
 }
 
 int dg_store_discussion_by_channel(dg_store *st, const char *channel_id, dg_discussion *out)
@@ -220,7 +220,7 @@ int dg_store_discussion_by_channel(dg_store *st, const char *channel_id, dg_disc
     int rc = dg_step(s);
     if (rc == DG_DONE) {
         dg_reset(s);
-        return OC_ERR_NOT_FOUND;
+        return DG_ERR_NOT_FOUND;
     }
     if (rc != DG_ROW) {
         dg_reset(s);
@@ -256,8 +256,8 @@ int dg_store_discussion_by_channel(dg_store *st, const char *channel_id, dg_disc
         free(out->summary_path);        /* expired / closed by an admin without one */
         out->summary_path = NULL;
     }
-    int r = ok ? load_members(st, out) : OC_ERR_NOMEM;
-    if (r != OC_OK)
+    int r = ok ? load_members(st, out) : DG_ERR_NOMEM;
+    if (r != DG_OK)
         dg_discussion_clear(out);
     return r;
 }
@@ -284,9 +284,9 @@ int dg_store_discussion_close_as(dg_store *st, int64_t id, const char *summary_p
     dg_bind_int64(s, 2, completed_at_ms);
     dg_store_bind_text(s, 3, end_status);
     dg_bind_int64(s, 4, id);
-    if (dg_store_run(s) != OC_OK)
-        return OC_ERR_IO;
-    return dg_store_changes(st) == 1 ? OC_OK : OC_ERR_CONFLICT;
+    if (dg_store_run(s) != DG_OK)
+        return DG_ERR_IO;
+    return dg_store_changes(st) == 1 ? DG_OK : DG_ERR_CONFLICT;
 }
 
 static const char SQL_OVR_ADD[] =
@@ -305,11 +305,11 @@ int dg_store_discussion_override_add(dg_store *st, int64_t discussion_id,
     dg_store_bind_text(s, 2, session_key);
     dg_store_bind_text(s, 3, agent_id);
     dg_bind_int64(s, 4, now_ms);
-    if (dg_store_run(s) != OC_OK)
-        return OC_ERR_IO;
+    if (dg_store_run(s) != DG_OK)
+        return DG_ERR_IO;
     if (inserted)
         *inserted = dg_store_changes(st) == 1;
-    return OC_OK;
+    return DG_OK;
 }
 
 static const char SQL_OVR_APPLIED[] =
@@ -347,7 +347,7 @@ int dg_store_discussion_override_state(dg_store *st, int64_t discussion_id,
     if (rc == DG_ROW)
         *state = dg_col_int(s, 0) ? 2 : 1;
     dg_reset(s);
-    return (rc == DG_ROW || rc == DG_DONE) ? OC_OK : sql_fail();
+    return (rc == DG_ROW || rc == DG_DONE) ? DG_OK : sql_fail();
 }
 
 static const char SQL_OVR_PENDING[] =
@@ -366,11 +366,11 @@ int dg_store_discussion_overrides_pending(dg_store *st, size_t max, char ***keys
     if (!s)
         return sql_fail();
     dg_bind_int64(s, 1, max);
-    int rc, status = OC_OK;
-    while (status == OC_OK && (rc = dg_step(s)) == DG_ROW) {
+    int rc, status = DG_OK;
+    while (status == DG_OK && (rc = dg_step(s)) == DG_ROW) {
         int64_t *ni = realloc(*ids, (*n + 1) * sizeof *ni);
         if (!ni) {
-            status = OC_ERR_NOMEM;
+            status = DG_ERR_NOMEM;
             break;
         }
         *ids = ni;
@@ -378,10 +378,10 @@ int dg_store_discussion_overrides_pending(dg_store *st, size_t max, char ***keys
         const char *k = dg_col_text(s, 1);
         status = append_str(keys, n, k ? k : "");
     }
-    if (status == OC_OK && rc != DG_DONE)
+    if (status == DG_OK && rc != DG_DONE)
         status = sql_fail();
     dg_reset(s);
-    if (status != OC_OK) {
+    if (status != DG_OK) {
         for (size_t i = 0; i < *n; i++)
             free((*keys)[i]);
         free(*keys);
@@ -417,11 +417,11 @@ int dg_store_discussion_notices_prune(dg_store *st, int64_t before_ms, int limit
         return sql_fail();
     dg_bind_int64(s, 1, before_ms);
     dg_bind_int64(s, 2, limit);
-    if (dg_store_run(s) != OC_OK)
-        return OC_ERR_IO;
+    if (dg_store_run(s) != DG_OK)
+        return DG_ERR_IO;
     if (removed)
         *removed = (long)dg_store_changes(st);
-    return OC_OK;
+    return DG_OK;
 }
 
 int dg_store_discussion_notice_claim(dg_store *st, const char *channel_id,
@@ -438,7 +438,7 @@ int dg_store_discussion_notice_claim(dg_store *st, const char *channel_id,
     int rc = dg_step(s);
     dg_reset(s);
     if (rc == DG_ROW)
-        return OC_OK;             /* this message was already handled */
+        return DG_OK;             /* this message was already handled */
     if (rc != DG_DONE)
         return sql_fail();
 
@@ -462,10 +462,10 @@ int dg_store_discussion_notice_claim(dg_store *st, const char *channel_id,
     dg_store_bind_text(s, 2, message_id);
     dg_bind_int64(s, 3, now_ms);
     dg_bind_int64(s, 4, due);
-    if (dg_store_run(s) != OC_OK)
-        return OC_ERR_IO;
+    if (dg_store_run(s) != DG_OK)
+        return DG_ERR_IO;
     *claimed = due;
-    return OC_OK;
+    return DG_OK;
 }
 
 /* ---- timers ------------------------------------------------------------------ */
@@ -508,15 +508,15 @@ int dg_store_discussion_timers_due(dg_store *st, int64_t now_ms, int64_t reminde
     dg_bind_int64(s, 2, reminder_ms);
     dg_bind_int64(s, 3, lifetime_ms);
     dg_bind_int64(s, 4, max);
-    int rc, status = OC_OK;
-    while (status == OC_OK && (rc = dg_step(s)) == DG_ROW) {
+    int rc, status = DG_OK;
+    while (status == DG_OK && (rc = dg_step(s)) == DG_ROW) {
         const char *ch = dg_col_text(s, 0);
         status = append_str(channels, n, ch ? ch : "");
     }
-    if (status == OC_OK && rc != DG_DONE)
+    if (status == DG_OK && rc != DG_DONE)
         status = sql_fail();
     dg_reset(s);
-    if (status != OC_OK) {
+    if (status != DG_OK) {
         for (size_t i = 0; i < *n; i++)
             free((*channels)[i]);
         free(*channels);
@@ -539,9 +539,9 @@ static int update_one(dg_store *st, const char *sql, int64_t v, int64_t id)
         return sql_fail();
     dg_bind_int64(s, 1, v);
     dg_bind_int64(s, 2, id);
-    if (dg_store_run(s) != OC_OK)
-        return OC_ERR_IO;
-    return dg_store_changes(st) == 1 ? OC_OK : OC_ERR_CONFLICT;
+    if (dg_store_run(s) != DG_OK)
+        return DG_ERR_IO;
+    return dg_store_changes(st) == 1 ? DG_OK : DG_ERR_CONFLICT;
 }
 
 int dg_store_discussion_mark_reminded(dg_store *st, int64_t id, int64_t activity_ms)

@@ -8,8 +8,8 @@
  * discussion_closed_notices (messages of closed channels already handled).
  *
  * Every function here must run inside a store transaction (the caller holds
- * dg_store_begin .. commit/rollback) and returns OC_OK or a negative
- * oc_status (OC_ERR_IO for SQLite errors: dg_store_errmsg() says why).
+ * dg_store_begin .. commit/rollback) and returns DG_OK or a negative
+ * dg_status (DG_ERR_IO for SQLite errors: dg_store_errmsg() says why).
  */
 #ifndef DG_STORE_DISCUSS_H
 #define DG_STORE_DISCUSS_H
@@ -20,21 +20,21 @@
 #include "store_records.h"
 
 /* Insert d (id ignored; status must be ACTIVE) with its members; the new row
- * id goes to *id. OC_ERR_CONFLICT when the channel already has a row. */
+ * id goes to *id. DG_ERR_CONFLICT when the channel already has a row. */
 int dg_store_discussion_insert(dg_store *st, const dg_discussion *d, int64_t *id) DG_MUST_CHECK;
 
 /* Row of channel_id with its members into *out (caller clears).
- * OC_ERR_NOT_FOUND if none. */
+ * DG_ERR_NOT_FOUND if none. */
 int dg_store_discussion_by_channel(dg_store *st, const char *channel_id, dg_discussion *out)
     DG_MUST_CHECK;
 
 /* Cheap probe: *id and *status of channel_id's discussion (0 and
- * DG_DISCUSSION_NONE, with OC_OK, when the channel is not one). id may be
+ * DG_DISCUSSION_NONE, with DG_OK, when the channel is not one). id may be
  * NULL. */
 int dg_store_discussion_probe(dg_store *st, const char *channel_id, int64_t *id,
                               dg_discussion_status *status) DG_MUST_CHECK;
 
-/* active -> closed with summary path and completion time. OC_ERR_CONFLICT
+/* active -> closed with summary path and completion time. DG_ERR_CONFLICT
  * when the row is no longer active (another callback won). */
 int dg_store_discussion_close(dg_store *st, int64_t id, const char *summary_path,
                               int64_t completed_at_ms) DG_MUST_CHECK;
@@ -71,7 +71,7 @@ int dg_store_discussion_notices_prune(dg_store *st, int64_t before_ms, int limit
                                       long *removed) DG_MUST_CHECK;
 
 /* Close with an end status ('completed', 'expired', 'closed-by-admin');
- * summary_path NULL: none (stored as ''). OC_ERR_CONFLICT when not active. */
+ * summary_path NULL: none (stored as ''). DG_ERR_CONFLICT when not active. */
 int dg_store_discussion_close_as(dg_store *st, int64_t id, const char *summary_path,
                                  int64_t completed_at_ms, const char *end_status) DG_MUST_CHECK;
 
@@ -88,7 +88,7 @@ int dg_store_discussion_timers_due(dg_store *st, int64_t now_ms, int64_t reminde
                                    size_t *n) DG_MUST_CHECK;
 
 /* The quiet-time reminder was queued for the quiet period that started at
- * activity_ms / the wrap-up request was queued at now_ms. OC_ERR_CONFLICT
+ * activity_ms / the wrap-up request was queued at now_ms. DG_ERR_CONFLICT
  * when the discussion is no longer active (or the wrap-up was recorded). */
 int dg_store_discussion_mark_reminded(dg_store *st, int64_t id, int64_t activity_ms)
     DG_MUST_CHECK;

@@ -26,7 +26,7 @@ int dg_store_discussion_set_name(dg_store *st, int64_t id, const char *name)
     DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, SQL_SET_NAME);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_store_bind_text(s, 1, name);
     dg_bind_int64(s, 2, id);
     return dg_store_run(s);
@@ -38,14 +38,14 @@ static int text_of(dg_store *st, const char *sql, int64_t id, char **out)
     *out = NULL;
     dg_stmt *s = dg_store_stmt(st, sql);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_bind_int64(s, 1, id);
-    int rc = dg_step(s), status = OC_OK;
+    int rc = dg_step(s), status = DG_OK;
     if (rc == DG_ROW) {
         if (!dg_col_null(s, 0) && !(*out = dg_store_col_dup(s, 0)))
-            status = OC_ERR_NOMEM;
+            status = DG_ERR_NOMEM;
     } else {
-        status = rc == DG_DONE ? OC_ERR_NOT_FOUND : OC_ERR_IO;
+        status = rc == DG_DONE ? DG_ERR_NOT_FOUND : DG_ERR_IO;
     }
     dg_reset(s);
     return status;
@@ -64,7 +64,7 @@ int dg_store_discussion_channel_of(dg_store *st, int64_t id, char **channel_id)
 {
     DG_ASSERT_IN_TXN(st);
     int rc = text_of(st, SQL_CHANNEL, id, channel_id);
-    return rc == OC_OK && !*channel_id ? OC_ERR_NOT_FOUND : rc;
+    return rc == DG_OK && !*channel_id ? DG_ERR_NOT_FOUND : rc;
 }
 
 static const char SQL_LIST_AGENT[] =
@@ -89,7 +89,7 @@ int dg_store_discussion_list(dg_store *st, const char *agent_id, int active_only
     *more = 0;
     dg_stmt *s = dg_store_stmt(st, agent_id ? SQL_LIST_AGENT : SQL_LIST_ALL);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     int k = agent_id ? 1 : 0;
     if (agent_id)
         dg_store_bind_text(s, 1, agent_id);
@@ -98,21 +98,21 @@ int dg_store_discussion_list(dg_store *st, const char *agent_id, int active_only
     dg_bind_int64(s, k + 2, (int64_t)limit + 1);
     dg_bind_int64(s, k + 3, (int64_t)offset);
     char **v = limit ? calloc(limit, sizeof *v) : NULL;
-    int rc, status = limit && !v ? OC_ERR_NOMEM : OC_OK;
-    while (status == OC_OK && (rc = dg_step(s)) == DG_ROW) {
+    int rc, status = limit && !v ? DG_ERR_NOMEM : DG_OK;
+    while (status == DG_OK && (rc = dg_step(s)) == DG_ROW) {
         if (*n == limit) {
             *more = 1;
             break;
         }
         if (!(v[*n] = dg_store_col_dup(s, 0)))
-            status = OC_ERR_NOMEM;
+            status = DG_ERR_NOMEM;
         else
             (*n)++;
     }
-    if (status == OC_OK && !*more && rc != DG_DONE)
-        status = OC_ERR_IO;
+    if (status == DG_OK && !*more && rc != DG_DONE)
+        status = DG_ERR_IO;
     dg_reset(s);
-    if (status != OC_OK) {
+    if (status != DG_OK) {
         for (size_t i = 0; i < *n; i++)
             free(v[i]);
         free(v);
@@ -124,5 +124,5 @@ int dg_store_discussion_list(dg_store *st, const char *agent_id, int active_only
         v = NULL;
     }
     *channels = v;
-    return OC_OK;
+    return DG_OK;
 }

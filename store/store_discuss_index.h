@@ -4,8 +4,8 @@
  * convention <summaryDir>/<name>.md, the archive line's title) and the
  * look-ups of the discussion_status / discussion_list tools.
  *
- * Every function here runs inside a store transaction and returns OC_OK or
- * a negative oc_status (OC_ERR_IO for SQLite errors).
+ * Every function here runs inside a store transaction and returns DG_OK or
+ * a negative dg_status (DG_ERR_IO for SQLite errors).
  */
 #ifndef DG_STORE_DISCUSS_INDEX_H
 #define DG_STORE_DISCUSS_INDEX_H
@@ -23,7 +23,7 @@ int dg_store_discussion_set_name(dg_store *st, int64_t id, const char *name) DG_
 int dg_store_discussion_name(dg_store *st, int64_t id, char **name) DG_MUST_CHECK;
 
 /* The discussion channel of discussion id into *channel_id (malloc'd,
- * caller frees); OC_ERR_NOT_FOUND when there is no such discussion. */
+ * caller frees); DG_ERR_NOT_FOUND when there is no such discussion. */
 int dg_store_discussion_channel_of(dg_store *st, int64_t id, char **channel_id) DG_MUST_CHECK;
 
 /*

@@ -61,7 +61,7 @@ int dg_store_make_instance(dg_store *st)
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)
-            return OC_ERR_IO;
+            return DG_ERR_IO;
         got += (size_t)r;
     }
     char host[64] = "";
@@ -74,7 +74,7 @@ int dg_store_make_instance(dg_store *st)
     int n = snprintf(st->instance, sizeof st->instance, "%s/%ld/", host, (long)getpid());
     for (size_t i = 0; i < sizeof b && n > 0 && (size_t)n + 2 < sizeof st->instance; i++)
         n += snprintf(st->instance + n, sizeof st->instance - (size_t)n, "%02x", b[i]);
-    return OC_OK;
+    return DG_OK;
 }
 
 /* 1 when owner names a process of this machine that no longer exists: its
@@ -107,11 +107,11 @@ int dg_store_probe_open(dg_store *st, const char *path, char *err, size_t err_le
         rc = sqlite3_prepare_v3(st->probe, dg_sql_change_head, -1, SQLITE_PREPARE_PERSISTENT,
                                 &st->probe_seq_stmt, NULL);
     if (rc != SQLITE_OK)
-        return dg_fail(err, err_len, OC_ERR_IO,
+        return dg_fail(err, err_len, DG_ERR_IO,
                        "store: cannot open a second (read-only) connection to dbPath %s: %s; "
                        "check that the folder is readable",
                        path, st->probe ? sqlite3_errmsg(st->probe) : sqlite3_errstr(rc));
-    return OC_OK;
+    return DG_OK;
 }
 
 const char *dg_store_instance(const dg_store *st)
@@ -161,10 +161,10 @@ int dg_store_presence_join(dg_store *st, const char *path, char *err, size_t err
 {
     char name[4096];
     if (snprintf(name, sizeof name, "%s-presence", path) >= (int)sizeof name)
-        return dg_fail(err, err_len, OC_ERR_IO, "store: dbPath %.200s... is too long", path);
+        return dg_fail(err, err_len, DG_ERR_IO, "store: dbPath %.200s... is too long", path);
     int fd = open(name, O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0)
-        return dg_fail(err, err_len, OC_ERR_IO,
+        return dg_fail(err, err_len, DG_ERR_IO,
                        "store: cannot open %s (%s), which the instances sharing dbPath use "
                        "to find each other; check that the folder is writable and the file "
                        "readable by this user", name, strerror(errno));
@@ -183,24 +183,24 @@ int dg_store_presence_join(dg_store *st, const char *path, char *err, size_t err
     static const char SQL_JOINED[] =
         "REPLACE INTO dg_meta (key, value) VALUES ('last_join', ?)";
     int rc = dg_store_begin(st);
-    if (rc == OC_OK) {
+    if (rc == DG_OK) {
         dg_stmt *s = dg_store_stmt(st, SQL_JOINED);
         if (!s) {
-            rc = OC_ERR_IO;
+            rc = DG_ERR_IO;
         } else {
             dg_store_bind_text(s, 1, st->instance);
             rc = dg_store_run(s);
         }
-        if (rc == OC_OK)
+        if (rc == DG_OK)
             rc = dg_store_turns_fold_all(st);
         rc = dg_store_end(st, rc);
     }
-    if (rc != OC_OK)
-        return dg_fail(err, err_len, rc == OC_ERR_NOMEM ? OC_ERR_NOMEM : OC_ERR_IO,
+    if (rc != DG_OK)
+        return dg_fail(err, err_len, rc == DG_ERR_NOMEM ? DG_ERR_NOMEM : DG_ERR_IO,
                        "store: cannot wait out the writers of dbPath %s (%s); if another "
                        "process holds its write lock, try again once it is done",
                        path, sqlite3_errmsg(st->db));
-    return OC_OK;
+    return DG_OK;
 }
 
 void dg_store_presence_leave(dg_store *st)
@@ -236,12 +236,12 @@ int dg_store_change_note(dg_store *st, const char *channel_id)
 {
     DG_ASSERT_IN_TXN(st);
     if (!channel_id)
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     if (!others_present(st))
-        return OC_OK; /* alone on the file: nobody reads the log */
+        return DG_OK; /* alone on the file: nobody reads the log */
     for (int i = 0; i < st->n_noted; i++)
         if (!strcmp(st->noted[i], channel_id))
-            return OC_OK;
+            return DG_OK;
     dg_stmt *s;
     if (!st->txn_seq && st->txn_head >= 0) {
         st->txn_seq = st->txn_head + 1; /* the head read with the lock at begin */
@@ -249,20 +249,20 @@ int dg_store_change_note(dg_store *st, const char *channel_id)
         /* One sequence per transaction: writers are serialised, so it is
          * above every committed one. */
         if (!(s = dg_store_stmt(st, sql_next_seq)) || dg_step(s) != DG_ROW)
-            return OC_ERR_IO;
+            return DG_ERR_IO;
         st->txn_seq = dg_col_int64(s, 0);
         dg_reset(s);
     }
     if (!(s = dg_store_stmt(st, sql_note)))
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_store_bind_text(s, 1, channel_id);
     dg_bind_int64(s, 2, st->txn_seq);
     dg_store_bind_text(s, 3, st->instance);
-    if (dg_store_run(s) != OC_OK)
-        return OC_ERR_IO;
+    if (dg_store_run(s) != DG_OK)
+        return DG_ERR_IO;
     if (st->n_noted < DG_NOTED_MAX && strlen(channel_id) < DG_NOTED_LEN)
         snprintf(st->noted[st->n_noted++], DG_NOTED_LEN, "%s", channel_id);
-    return OC_OK;
+    return DG_OK;
 }
 
 int64_t dg_store_txn_change_seq(const dg_store *st)
@@ -279,18 +279,18 @@ int dg_store_changes_since(dg_store *st, int64_t after, char ***channels, size_t
     *n = 0;
     *upto = after;
     if (st->txn_head >= 0 && st->txn_head <= after && !st->txn_seq)
-        return OC_OK; /* the head read at begin: nothing after `after` yet */
+        return DG_OK; /* the head read at begin: nothing after `after` yet */
     /* The log itself is read (one indexed lookup that usually finds
      * nothing): SQLite's data version did not always show another
      * instance's commit (two instances in one process, after one of them
      * restarted), and a missed change makes both do the same change. */
     dg_stmt *s = dg_store_stmt(st, sql_since);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_bind_int64(s, 1, after);
     char **v = NULL;
     size_t cnt = 0, cap = 0;
-    int rc, out = OC_OK;
+    int rc, out = DG_OK;
     while ((rc = dg_step(s)) == DG_ROW) {
         int64_t seq = dg_col_int64(s, 2);
         if (seq > *upto)
@@ -299,15 +299,15 @@ int dg_store_changes_since(dg_store *st, int64_t after, char ***channels, size_t
         if (who && !strcmp(who, st->instance))
             continue; /* our own change: the mirror has it */
         if (dg_grow(&v, &cap, cnt, sizeof *v, 8) || !(v[cnt] = dg_store_col_dup(s, 0))) {
-            out = OC_ERR_NOMEM;
+            out = DG_ERR_NOMEM;
             break;
         }
         cnt++;
     }
     dg_reset(s);
-    if (out == OC_OK && rc != DG_DONE)
-        out = OC_ERR_IO;
-    if (out != OC_OK) {
+    if (out == DG_OK && rc != DG_DONE)
+        out = DG_ERR_IO;
+    if (out != DG_OK) {
         for (size_t i = 0; i < cnt; i++)
             free(v[i]);
         free(v);
@@ -318,7 +318,7 @@ int dg_store_changes_since(dg_store *st, int64_t after, char ***channels, size_t
     *n = cnt;
     if (*upto > st->head_seen)
         st->head_seen = *upto;
-    return OC_OK;
+    return DG_OK;
 }
 
 /* Copy the WAL-index header word by word (SQLite writes it while we read:
@@ -407,12 +407,12 @@ int dg_store_lease_take(dg_store *st, const char *name, int64_t now_ms, int64_t 
     *other_until = 0;
     dg_stmt *s = dg_store_stmt(st, sql_lease_get);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_store_bind_text(s, 1, name);
     int rc = dg_step(s);
     if (rc != DG_ROW && rc != DG_DONE) {
         dg_reset(s);
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     }
     int exists = rc == DG_ROW;
     const char *o = exists ? dg_col_text(s, 0) : NULL;
@@ -426,20 +426,20 @@ int dg_store_lease_take(dg_store *st, const char *name, int64_t now_ms, int64_t 
         /* Someone else's, still running (or ours from a state we lost:
          * it runs out like anyone's). */
         *other_until = until;
-        return OC_OK;
+        return DG_OK;
     }
     /* Ours without a break only when nobody wrote it since we did. */
     *fresh = !(exists && mine && held_until && until == held_until);
     s = dg_store_stmt(st, exists ? sql_lease_set : sql_lease_add);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_store_bind_text(s, 1, name);
     dg_store_bind_text(s, 2, st->instance);
     dg_bind_int64(s, 3, until_ms);
-    if (dg_store_run(s) != OC_OK)
-        return OC_ERR_IO;
+    if (dg_store_run(s) != DG_OK)
+        return DG_ERR_IO;
     *got = 1;
-    return OC_OK;
+    return DG_OK;
 }
 
 int dg_store_lease_release(dg_store *st, const char *name)
@@ -447,7 +447,7 @@ int dg_store_lease_release(dg_store *st, const char *name)
     DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, sql_lease_drop);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_store_bind_text(s, 1, name);
     dg_store_bind_text(s, 2, st->instance);
     return dg_store_run(s);

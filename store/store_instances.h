@@ -37,15 +37,15 @@ const char *dg_store_instance(const dg_store *st);
 
 /* In a transaction: record that channel_id's turn state changes in it.
  * Cheap when the channel was already recorded by the same transaction.
- * OC_OK or OC_ERR_IO. */
+ * DG_OK or DG_ERR_IO. */
 int dg_store_change_note(dg_store *st, const char *channel_id) DG_MUST_CHECK;
 
 /*
  * In a transaction: the channels other instances changed with a sequence
  * above after, into *channels (malloc'd array of malloc'd strings, caller
  * frees both; NULL when *n is 0), and the highest sequence of the log into
- * *upto (after when the log holds nothing newer). OC_OK, OC_ERR_NOMEM or
- * OC_ERR_IO.
+ * *upto (after when the log holds nothing newer). DG_OK, DG_ERR_NOMEM or
+ * DG_ERR_IO.
  */
 int dg_store_changes_since(dg_store *st, int64_t after, char ***channels, size_t *n,
                            int64_t *upto) DG_MUST_CHECK;
@@ -75,7 +75,7 @@ int dg_store_probe_in_memory(dg_store *st);
  * not ours without a break (new, taken over after it ran out, or our own
  * lapsed and was touched meanwhile): whatever the caller cached under the
  * old lease is stale. When *got is 0, *other_until is when the holder's
- * lease runs out. now_ms: the wall clock now. OC_OK or OC_ERR_IO.
+ * lease runs out. now_ms: the wall clock now. DG_OK or DG_ERR_IO.
  */
 int dg_store_lease_take(dg_store *st, const char *name, int64_t now_ms, int64_t until_ms,
                         int64_t held_until, int *got, int *fresh, int64_t *other_until)

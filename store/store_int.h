@@ -9,7 +9,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include "openclaw/plugin.h" /* the status codes (OC_OK, OC_ERR_*): the one include of it in store/ */
+#include "status.h" /* the status codes (DG_OK, OC_ERR_*): the one include of it in store/ */
 #include "store_records.h"
 #include "store.h"
 #include "store_db.h"
@@ -164,7 +164,7 @@ long dg_store_changes(dg_store *st);
  * transaction, store_instances.c): 1, else 0 (PostgreSQL: always 0). */
 int dg_store_alone_in_txn(dg_store *st);
 
-/* The pending mark (store_turns_marks.c): written now (OC_OK when none), or
+/* The pending mark (store_turns_marks.c): written now (DG_OK when none), or
  * dropped with the transaction that claimed it. _commit: the last write of
  * the transaction (dg_store_commit), where a mark carrying nothing goes to
  * turn_seen. */
@@ -206,7 +206,7 @@ void dg_store_mark_transition(const dg_transition *t, char *buf, size_t len, dg_
 void dg_store_transition_bind(dg_stmt *s, const dg_transition *t, int64_t ord);
 
 /* Attach t (ord) to the pending mark when it is t->message_id's of
- * channel_id: 1 (copied; OC_ERR_NOMEM < 0 when the copy failed), else 0. */
+ * channel_id: 1 (copied; DG_ERR_NOMEM < 0 when the copy failed), else 0. */
 int dg_store_turns_pending_attach(dg_store *st, const char *channel_id, const dg_transition *t,
                                   int64_t ord) DG_MUST_CHECK;
 
@@ -216,7 +216,7 @@ int dg_store_turns_pending_attach(dg_store *st, const char *channel_id, const dg
  * checks the database is ours and migrates it (like store.c for a file);
  * err never holds the password. The statement functions mirror
  * store_db.h. dg_pg_exec runs SQL without parameters or rows (BEGIN,
- * COMMIT); OC_OK or OC_ERR_IO.
+ * COMMIT); DG_OK or DG_ERR_IO.
  */
 int dg_pg_open(dg_store *st, const char *url, char *err, size_t err_len) DG_MUST_CHECK;
 void dg_pg_close(dg_store *st);
@@ -300,15 +300,15 @@ int dg_store_has_tables(const char *have, const char *want);
 extern const char dg_sql_change_head[];
 
 /* Start st's checkpoint thread and its connection on path, and take the
- * WAL's checkpoints off the committing threads (store_checkpoint.c); OC_OK
+ * WAL's checkpoints off the committing threads (store_checkpoint.c); DG_OK
  * or a message in err. Stopped (joined, connection closed) by
  * dg_store_checkpointer_stop, which does nothing when none runs. */
 int dg_store_checkpointer_start(dg_store *st, const char *path, char *err, size_t err_len)
     DG_MUST_CHECK;
 void dg_store_checkpointer_stop(dg_store *st);
 
-/* Open the probe connection of st on path (store_instances.c); OC_OK or
- * OC_ERR_IO with a sentence in err. Init only. */
+/* Open the probe connection of st on path (store_instances.c); DG_OK or
+ * DG_ERR_IO with a sentence in err. Init only. */
 int dg_store_probe_open(dg_store *st, const char *path, char *err, size_t err_len) DG_MUST_CHECK;
 
 /* A store with nothing open yet (no connection, no presence), for the
@@ -320,7 +320,7 @@ int dg_store_make_instance(dg_store *st) DG_MUST_CHECK;
 
 /* Join the stores present on the file at path (store_instances.c): take the
  * presence lock, then wait out any write transaction begun before it. At
- * open, before anything reads turn state. OC_OK or OC_ERR_IO (message in
+ * open, before anything reads turn state. DG_OK or DG_ERR_IO (message in
  * err). */
 int dg_store_presence_join(dg_store *st, const char *path, char *err, size_t err_len)
     DG_MUST_CHECK;

@@ -18,19 +18,19 @@ int dg_store_open_readonly(const char *path, dg_store **out, char *err, size_t e
 {
     *out = NULL;
     if (!path || !*path)
-        return dg_fail(err, err_len, OC_ERR_INVALID, "--db: a database path is required");
+        return dg_fail(err, err_len, DG_ERR_INVALID, "--db: a database path is required");
     dg_store *st = dg_store_new();
     if (!st)
-        return dg_fail(err, err_len, OC_ERR_NOMEM, "out of memory opening the store");
+        return dg_fail(err, err_len, DG_ERR_NOMEM, "out of memory opening the store");
     if (dg_store_is_url(path)) {
         /* A PostgreSQL store; messages never hold the url (its password). */
         int prc = dg_pg_open_readonly(st, path, err, err_len);
-        if (prc != OC_OK) {
+        if (prc != DG_OK) {
             dg_store_close(st);
             return prc;
         }
         *out = st;
-        return OC_OK;
+        return DG_OK;
     }
     int rc = sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX, NULL);
     int app = 0, version = 0;
@@ -40,45 +40,45 @@ int dg_store_open_readonly(const char *path, dg_store **out, char *err, size_t e
     }
     if (rc == SQLITE_OK)
         rc = dg_store_pragma_int(st->db, "PRAGMA user_version", &version);
-    int status = OC_OK;
+    int status = DG_OK;
     if (rc != SQLITE_OK)
-        status = dg_fail(err, err_len, OC_ERR_IO, "cannot read %s as a SQLite database (%s); "
+        status = dg_fail(err, err_len, DG_ERR_IO, "cannot read %s as a SQLite database (%s); "
                          "give --db the plugin's dbPath", path,
                          st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
     else if (app != DG_APPLICATION_ID)
-        status = dg_fail(err, err_len, OC_ERR_INVALID, "%s is not a dirigent database "
+        status = dg_fail(err, err_len, DG_ERR_INVALID, "%s is not a dirigent database "
                          "(application_id 0x%08x); give --db the plugin's dbPath", path,
                          (unsigned)app);
     else if (version < dg_schema_nsteps)
-        status = dg_fail(err, err_len, OC_ERR_UNSUPPORTED, "%s is at schema version %d, this "
+        status = dg_fail(err, err_len, DG_ERR_UNSUPPORTED, "%s is at schema version %d, this "
                          "dirigent-ctl reads version %d: start the plugin of this version once "
                          "(it migrates the file), then ask again", path, version,
                          dg_schema_nsteps);
     else if (version > dg_schema_nsteps)
-        status = dg_fail(err, err_len, OC_ERR_UNSUPPORTED, "%s is at schema version %d, newer "
+        status = dg_fail(err, err_len, DG_ERR_UNSUPPORTED, "%s is at schema version %d, newer "
                          "than this dirigent-ctl (%d): use the dirigent-ctl installed with that "
                          "plugin", path, version, dg_schema_nsteps);
-    if (status != OC_OK) {
+    if (status != DG_OK) {
         dg_store_close(st);
         return status;
     }
     st->opened_version = version;
     *out = st;
-    return OC_OK;
+    return DG_OK;
 }
 
 int dg_store_begin_read(dg_store *st)
 {
     dg_store_lock(st);
-    int ok = st->pg ? dg_pg_begin_read(st) == OC_OK
+    int ok = st->pg ? dg_pg_begin_read(st) == DG_OK
                     : sqlite3_exec(st->db, "BEGIN DEFERRED", NULL, NULL, NULL) == SQLITE_OK;
     if (!ok) {
         dg_store_unlock(st);
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     }
     st->changes_at_begin = st->db ? sqlite3_total_changes64(st->db) : 0;
     dg_log_defer_begin(); /* dg_store_commit / rollback end it */
-    return OC_OK;
+    return DG_OK;
 }
 
 static const char SQL_SUMMARY[] =
@@ -90,7 +90,7 @@ int dg_store_outbox_summary(dg_store *st, dg_outbox_summary *out)
     memset(out, 0, sizeof *out);
     dg_stmt *s = dg_store_stmt(st, SQL_SUMMARY);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     int rc;
     while ((rc = dg_step(s)) == DG_ROW) {
         int state = dg_col_int(s, 0);
@@ -105,7 +105,7 @@ int dg_store_outbox_summary(dg_store *st, dg_outbox_summary *out)
         }
     }
     dg_reset(s);
-    return rc == DG_DONE ? OC_OK : OC_ERR_IO;
+    return rc == DG_DONE ? DG_OK : DG_ERR_IO;
 }
 
 static const char SQL_ROWS_IN[] =
@@ -120,12 +120,12 @@ int dg_store_outbox_rows_in(dg_store *st, int state, size_t max, dg_outbox_row *
     *n = 0;
     dg_stmt *s = dg_store_stmt(st, SQL_ROWS_IN);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_bind_int64(s, 1, state);
     dg_bind_int64(s, 2, (int64_t)max);
     dg_outbox_row *v = max ? calloc(max, sizeof *v) : NULL;
-    int rc = DG_DONE, status = max && !v ? OC_ERR_NOMEM : OC_OK;
-    while (status == OC_OK && *n < max && (rc = dg_step(s)) == DG_ROW) {
+    int rc = DG_DONE, status = max && !v ? DG_ERR_NOMEM : DG_OK;
+    while (status == DG_OK && *n < max && (rc = dg_step(s)) == DG_ROW) {
         dg_outbox_row *r = &v[(*n)++];
         r->id = dg_col_int64(s, 0);
         r->channel_id = dg_store_col_dup(s, 1);
@@ -135,16 +135,16 @@ int dg_store_outbox_rows_in(dg_store *st, int state, size_t max, dg_outbox_row *
         r->done_at_ms = dg_col_int64(s, 4);
         r->last_error = dg_store_col_dup(s, 5);
         if (!r->channel_id)
-            status = OC_ERR_NOMEM;
+            status = DG_ERR_NOMEM;
     }
-    if (status == OC_OK && rc != DG_ROW && rc != DG_DONE)
-        status = OC_ERR_IO;
+    if (status == DG_OK && rc != DG_ROW && rc != DG_DONE)
+        status = DG_ERR_IO;
     dg_reset(s);
-    if (status != OC_OK) {
+    if (status != DG_OK) {
         dg_outbox_rows_free(v, *n);
         *n = 0;
         return status;
     }
     *rows = v;
-    return OC_OK;
+    return DG_OK;
 }

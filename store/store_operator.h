@@ -20,8 +20,8 @@
  * must be dirigent's database at exactly this
  * build's schema version (an older one: "start the plugin once to migrate";
  * a newer one: "use the dirigent-ctl of that version"). Nothing is written,
- * not even the journal mode. On OC_OK *out is closed with dg_store_close.
- * Otherwise a negative oc_status and a sentence in err. Any thread.
+ * not even the journal mode. On DG_OK *out is closed with dg_store_close.
+ * Otherwise a negative dg_status and a sentence in err. Any thread.
  */
 int dg_store_open_readonly(const char *path, dg_store **out, char *err, size_t err_len)
     DG_MUST_CHECK;

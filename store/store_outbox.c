@@ -141,7 +141,7 @@ int dg_store_outbox_insert(dg_store *st, const dg_outbox_row *row, int64_t *id_o
 {
     dg_stmt *s = dg_store_stmt(st, sql_insert);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_store_bind_text(s, 1, row->channel_id);
     dg_store_bind_text(s, 2, row->content);
     dg_store_bind_text(s, 3, row->mentions ? row->mentions : "");
@@ -154,8 +154,8 @@ int dg_store_outbox_insert(dg_store *st, const dg_outbox_row *row, int64_t *id_o
         *id_out = dg_col_int64(s, 0);
     dg_reset(s);
     if (rc != DG_ROW)
-        return OC_ERR_IO;
-    return OC_OK;
+        return DG_ERR_IO;
+    return DG_OK;
 }
 
 void dg_outbox_rows_free(dg_outbox_row *rows, size_t n)
@@ -207,11 +207,11 @@ static int collect(dg_stmt *s, dg_outbox_row **rows, size_t *n)
     dg_reset(s);
     if (rc != DG_DONE) {
         dg_outbox_rows_free(out, cnt);
-        return rc == DG_NOMEM ? OC_ERR_NOMEM : OC_ERR_IO;
+        return rc == DG_NOMEM ? DG_ERR_NOMEM : DG_ERR_IO;
     }
     *rows = out;
     *n = cnt;
-    return OC_OK;
+    return DG_OK;
 }
 
 int dg_store_outbox_discover(dg_store *st, int64_t after_id, size_t max, dg_outbox_ref **out,
@@ -221,7 +221,7 @@ int dg_store_outbox_discover(dg_store *st, int64_t after_id, size_t max, dg_outb
     *n = 0;
     dg_stmt *s = dg_store_stmt(st, sql_discover);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_bind_int64(s, 1, after_id);
     dg_bind_int64(s, 2, max);
     dg_outbox_ref *refs = NULL;
@@ -241,11 +241,11 @@ int dg_store_outbox_discover(dg_store *st, int64_t after_id, size_t max, dg_outb
     dg_reset(s);
     if (rc != DG_DONE) {
         free(refs);
-        return rc == DG_NOMEM ? OC_ERR_NOMEM : OC_ERR_IO;
+        return rc == DG_NOMEM ? DG_ERR_NOMEM : DG_ERR_IO;
     }
     *out = refs;
     *n = cnt;
-    return OC_OK;
+    return DG_OK;
 }
 
 int dg_store_outbox_pending_of(dg_store *st, const char *channel_id, int64_t after_id,
@@ -255,7 +255,7 @@ int dg_store_outbox_pending_of(dg_store *st, const char *channel_id, int64_t aft
     *n = 0;
     dg_stmt *s = dg_store_stmt(st, sql_pending_of);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_store_bind_text(s, 1, channel_id);
     dg_bind_int64(s, 2, after_id);
     dg_bind_int64(s, 3, max);
@@ -268,25 +268,25 @@ int dg_store_outbox_list(dg_store *st, const char *channel_id, dg_outbox_row **r
     *n = 0;
     dg_stmt *s = dg_store_stmt(st, channel_id ? sql_list_chan : sql_list_all);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     if (channel_id)
         dg_store_bind_text(s, 1, channel_id);
     return collect(s, rows, n);
 }
 
-/* Run an UPDATE on one row; OC_ERR_NOT_FOUND when it changed nothing. */
+/* Run an UPDATE on one row; DG_ERR_NOT_FOUND when it changed nothing. */
 static int update_one(dg_store *st, dg_stmt *s)
 {
-    if (dg_store_run(s) != OC_OK)
-        return OC_ERR_IO;
-    return dg_store_changes(st) == 1 ? OC_OK : OC_ERR_NOT_FOUND;
+    if (dg_store_run(s) != DG_OK)
+        return DG_ERR_IO;
+    return dg_store_changes(st) == 1 ? DG_OK : DG_ERR_NOT_FOUND;
 }
 
 int dg_store_outbox_mark_sent(dg_store *st, int64_t id, const char *message_id, int64_t now_ms)
 {
     dg_stmt *s = dg_store_stmt(st, sql_sent);
     if (!s || !message_id)
-        return s ? OC_ERR_INVALID : OC_ERR_IO;
+        return s ? DG_ERR_INVALID : DG_ERR_IO;
     dg_bind_int64(s, 1, id);
     dg_store_bind_text(s, 2, message_id);
     dg_bind_int64(s, 3, now_ms);
@@ -300,7 +300,7 @@ int dg_store_outbox_mark_sent_many(dg_store *st, const int64_t *ids, const char 
     *marked = 0;
     for (size_t i = 0; i < n; i++)
         if (!message_ids[i])
-            return OC_ERR_INVALID;
+            return DG_ERR_INVALID;
     size_t k = 1;
     for (size_t at = 0; at < n; at += k) {
         k = n - at < SENT_MANY ? n - at : SENT_MANY;
@@ -313,33 +313,33 @@ int dg_store_outbox_mark_sent_many(dg_store *st, const int64_t *ids, const char 
             k = 1;
         if (k == 1) {
             int rc = dg_store_outbox_mark_sent(st, ids[at], message_ids[at], now_ms);
-            if (rc == OC_OK)
+            if (rc == DG_OK)
                 (*marked)++;
-            else if (rc != OC_ERR_NOT_FOUND)
+            else if (rc != DG_ERR_NOT_FOUND)
                 return rc;
             continue;
         }
         dg_stmt *s = dg_store_stmt(st, sql_sent_many);
         if (!s)
-            return OC_ERR_IO;
+            return DG_ERR_IO;
         dg_bind_int64(s, 1, now_ms);
         for (size_t j = 0; j < SENT_MANY; j++) {
             size_t r = at + (j < k ? j : k - 1);
             dg_bind_int64(s, 2 + 2 * (int)j, ids[r]);
             dg_bind_text_borrowed(s, 3 + 2 * (int)j, message_ids[r]);
         }
-        if (dg_store_run(s) != OC_OK)
-            return OC_ERR_IO;
+        if (dg_store_run(s) != DG_OK)
+            return DG_ERR_IO;
         *marked += (size_t)dg_store_changes(st);
     }
-    return OC_OK;
+    return DG_OK;
 }
 
 int dg_store_outbox_mark_retry(dg_store *st, int64_t id, const char *error)
 {
     dg_stmt *s = dg_store_stmt(st, sql_retry);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_bind_int64(s, 1, id);
     dg_store_bind_text(s, 2, error);
     return update_one(st, s);
@@ -349,7 +349,7 @@ int dg_store_outbox_mark_failed(dg_store *st, int64_t id, const char *error, int
 {
     dg_stmt *s = dg_store_stmt(st, sql_failed);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_bind_int64(s, 1, id);
     dg_store_bind_text(s, 2, error ? error : "unknown error");
     dg_bind_int64(s, 3, now_ms);
@@ -361,13 +361,13 @@ int dg_store_outbox_count(dg_store *st, dg_outbox_state state, int64_t *n)
     *n = 0;
     dg_stmt *s = dg_store_stmt(st, sql_count);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_bind_int64(s, 1, (int)state);
     int rc = dg_step(s);
     if (rc == DG_ROW)
         *n = dg_col_int64(s, 0);
     dg_reset(s);
-    return rc == DG_ROW ? OC_OK : OC_ERR_IO;
+    return rc == DG_ROW ? DG_OK : DG_ERR_IO;
 }
 
 int dg_store_outbox_prune(dg_store *st, int64_t before_ms, int limit, long *removed)
@@ -377,12 +377,12 @@ int dg_store_outbox_prune(dg_store *st, int64_t before_ms, int limit, long *remo
         *removed = 0;
     dg_stmt *s = dg_store_stmt(st, sql_prune);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_bind_int64(s, 1, before_ms);
     dg_bind_int64(s, 2, limit);
-    if (dg_store_run(s) != OC_OK)
-        return OC_ERR_IO;
+    if (dg_store_run(s) != DG_OK)
+        return DG_ERR_IO;
     if (removed)
         *removed = (long)dg_store_changes(st);
-    return OC_OK;
+    return DG_OK;
 }

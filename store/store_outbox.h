@@ -35,8 +35,8 @@ typedef struct dg_outbox_row {
 } dg_outbox_row;
 
 /* Insert a pending row from row's channel_id, content, mentions, nonce,
- * part, parts, created_at_ms (borrowed). *id_out may be NULL. Returns OC_OK
- * or OC_ERR_IO (constraint or SQLite error). */
+ * part, parts, created_at_ms (borrowed). *id_out may be NULL. Returns DG_OK
+ * or DG_ERR_IO (constraint or SQLite error). */
 int dg_store_outbox_insert(dg_store *st, const dg_outbox_row *row, int64_t *id_out) DG_MUST_CHECK;
 
 /* Where pending rows are: the id and channel of pending rows
@@ -62,7 +62,7 @@ int dg_store_outbox_pending_of(dg_store *st, const char *channel_id, int64_t aft
 int dg_store_outbox_list(dg_store *st, const char *channel_id, dg_outbox_row **rows,
                          size_t *n) DG_MUST_CHECK;
 
-/* Pending row -> sent. OC_ERR_NOT_FOUND when the row is not pending. */
+/* Pending row -> sent. DG_ERR_NOT_FOUND when the row is not pending. */
 int dg_store_outbox_mark_sent(dg_store *st, int64_t id, const char *message_id, int64_t now_ms)
     DG_MUST_CHECK;
 
@@ -70,7 +70,7 @@ int dg_store_outbox_mark_sent(dg_store *st, int64_t id, const char *message_id, 
  * several rows each (one UPDATE per row costs a fifth of
  * the dispatcher's CPU per message). *marked gets how many rows changed (a row
  * not pending is left as it is, as dg_store_outbox_mark_sent would).
- * OC_OK, OC_ERR_INVALID (a NULL message id: nothing changed) or the store's
+ * DG_OK, DG_ERR_INVALID (a NULL message id: nothing changed) or the store's
  * status. Inside a transaction; the strings are only borrowed. */
 int dg_store_outbox_mark_sent_many(dg_store *st, const int64_t *ids, const char *const *message_ids,
                                    size_t n, int64_t now_ms, size_t *marked) DG_MUST_CHECK;

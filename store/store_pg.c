@@ -127,14 +127,14 @@ static char *raw_password(const char *url)
     return colon && at > colon + 1 ? strndup(colon + 1, (size_t)(at - colon - 1)) : NULL;
 }
 
-/* Parse url for the messages' name and the secrets; OC_OK or OC_ERR_INVALID. */
+/* Parse url for the messages' name and the secrets; DG_OK or DG_ERR_INVALID. */
 static int parse_url(struct dg_pg *pg, const char *url, char *err, size_t err_len)
 {
     char *why = NULL;
     PQconninfoOption *opts = PQconninfoParse(url, &why);
     if (!opts) {
         pg->secret_raw = raw_password(url);
-        int rc = dg_fail(err, err_len, OC_ERR_INVALID,
+        int rc = dg_fail(err, err_len, DG_ERR_INVALID,
                          "config: \"store.url\" is not a PostgreSQL connection url (%s); write "
                          "it as postgresql://user:password@host:port/dbname",
                          keep_error(pg, why ? why : "unreadable"));
@@ -163,14 +163,14 @@ static int parse_url(struct dg_pg *pg, const char *url, char *err, size_t err_le
                  port, db);
     pg->secret_raw = raw_password(url);
     PQconninfoFree(opts);
-    return pg->where ? OC_OK : dg_fail(err, err_len, OC_ERR_NOMEM, "store: out of memory");
+    return pg->where ? DG_OK : dg_fail(err, err_len, DG_ERR_NOMEM, "store: out of memory");
 }
 
 static PGconn *connect_to(struct dg_pg *pg, const char *url, char *err, size_t err_len)
 {
     PGconn *c = PQconnectdb(url);
     if (!c || PQstatus(c) != CONNECTION_OK) {
-        dg_fail(err, err_len, OC_ERR_IO,
+        dg_fail(err, err_len, DG_ERR_IO,
                 "store: cannot connect to the PostgreSQL store %s (%s); check that the server "
                 "runs and that store.url's user, password and database are right",
                 pg->where, keep_error(pg, c ? PQerrorMessage(c) : "out of memory"));
@@ -181,7 +181,7 @@ static PGconn *connect_to(struct dg_pg *pg, const char *url, char *err, size_t e
     return c;
 }
 
-/* Run sql (no parameters) expecting status want; OC_OK or OC_ERR_IO with
+/* Run sql (no parameters) expecting status want; DG_OK or DG_ERR_IO with
  * the reason kept. *out (when given) gets the result, else it is cleared. */
 static int run(struct dg_pg *pg, PGconn *c, const char *sql, ExecStatusType want,
                PGresult **out)
@@ -194,14 +194,14 @@ static int run(struct dg_pg *pg, PGconn *c, const char *sql, ExecStatusType want
         *out = r;
     else
         PQclear(r);
-    return ok ? OC_OK : OC_ERR_IO;
+    return ok ? DG_OK : DG_ERR_IO;
 }
 
 /* The first column of the first row of sql, malloc'd; NULL on error. */
 static char *one_value(struct dg_pg *pg, const char *sql)
 {
     PGresult *r = NULL;
-    if (run(pg, pg->conn, sql, PGRES_TUPLES_OK, &r) != OC_OK)
+    if (run(pg, pg->conn, sql, PGRES_TUPLES_OK, &r) != DG_OK)
         return NULL;
     char *v = PQntuples(r) > 0 && !PQgetisnull(r, 0, 0) ? strdup(PQgetvalue(r, 0, 0)) : NULL;
     if (!v)
@@ -306,7 +306,7 @@ static char *translate(const char *sql, int ddl, int *nparams)
 
 /*
  * Decide whether the database is ours and bring it to this build's schema,
- * in one transaction under the migration lock. OC_OK or a refusal.
+ * in one transaction under the migration lock. DG_OK or a refusal.
  */
 static int check_and_migrate(dg_store *st, char *err, size_t err_len)
 {
@@ -314,8 +314,8 @@ static int check_and_migrate(dg_store *st, char *err, size_t err_len)
     char lock[96];
     snprintf(lock, sizeof lock, "BEGIN; SELECT pg_advisory_xact_lock(%d)", DG_PG_LOCK_KEY);
     char *have = NULL, *want = NULL, *hv = NULL, *ver = NULL;
-    int out = OC_OK, version = 0;
-    if (run(pg, pg->conn, lock, PGRES_TUPLES_OK, NULL) != OC_OK ||
+    int out = DG_OK, version = 0;
+    if (run(pg, pg->conn, lock, PGRES_TUPLES_OK, NULL) != DG_OK ||
         !(have = one_value(pg, sql_tables)) || !(hv = one_value(pg, sql_has_version)))
         goto io;
     if (strcmp(hv, "0") != 0) {
@@ -326,48 +326,48 @@ static int check_and_migrate(dg_store *st, char *err, size_t err_len)
     st->opened_version = version;
     if (!strcmp(hv, "0")) {
         if (strcmp(have, ",,") != 0)
-            out = dg_fail(err, err_len, OC_ERR_INVALID,
+            out = dg_fail(err, err_len, DG_ERR_INVALID,
                           "store: the PostgreSQL store %s holds another application's tables "
                           "(%.200s) and no dg_schema_version; nothing was written: give "
                           "dirigent a database (or a schema, via options=-csearch_path=...) of "
                           "its own", pg->where, have);
     } else if (version > dg_schema_nsteps || version < 1) {
-        out = dg_fail(err, err_len, OC_ERR_UNSUPPORTED,
+        out = dg_fail(err, err_len, DG_ERR_UNSUPPORTED,
                       "store: the PostgreSQL store %s has schema version %d (this build knows "
                       "up to %d); it was written by a newer dirigent and was left untouched: "
                       "upgrade the plugin or point store.url at another database",
                       pg->where, version, dg_schema_nsteps);
     } else if (!(want = dg_store_tables_of_version(version))) {
-        out = dg_fail(err, err_len, OC_ERR_NOMEM, "store: out of memory checking %s", pg->where);
+        out = dg_fail(err, err_len, DG_ERR_NOMEM, "store: out of memory checking %s", pg->where);
     } else if (!dg_store_has_tables(have, want)) {
-        out = dg_fail(err, err_len, OC_ERR_INVALID,
+        out = dg_fail(err, err_len, DG_ERR_INVALID,
                       "store: the PostgreSQL store %s claims dirigent schema version %d but "
                       "lacks its tables (has %.200s, needs %.200s); it was left untouched: "
                       "restore it from a backup or point store.url at a new database",
                       pg->where, version, have, want);
     }
-    if (out != OC_OK) {
+    if (out != DG_OK) {
         run(pg, pg->conn, "ROLLBACK", PGRES_COMMAND_OK, NULL);
         goto done;
     }
     if (version == 0 &&
         run(pg, pg->conn, "CREATE TABLE dg_schema_version (version BIGINT NOT NULL);"
-            "INSERT INTO dg_schema_version(version) VALUES (0)", PGRES_COMMAND_OK, NULL) != OC_OK)
+            "INSERT INTO dg_schema_version(version) VALUES (0)", PGRES_COMMAND_OK, NULL) != DG_OK)
         goto io_rollback;
     for (int v = version; v < dg_schema_nsteps; v++) {
         int np = 0;
         char *ddl = translate(dg_schema_step_pg(v), 1, &np);
-        int rc = ddl ? run(pg, pg->conn, ddl, PGRES_COMMAND_OK, NULL) : OC_ERR_IO;
+        int rc = ddl ? run(pg, pg->conn, ddl, PGRES_COMMAND_OK, NULL) : DG_ERR_IO;
         if (!ddl)
             keep_error(pg, "out of memory");
         free(ddl);
-        if (rc != OC_OK)
+        if (rc != DG_OK)
             goto io_rollback;
     }
     char set[64];
     snprintf(set, sizeof set, "UPDATE dg_schema_version SET version = %d", dg_schema_nsteps);
-    if (run(pg, pg->conn, set, PGRES_COMMAND_OK, NULL) != OC_OK ||
-        run(pg, pg->conn, "COMMIT", PGRES_COMMAND_OK, NULL) != OC_OK)
+    if (run(pg, pg->conn, set, PGRES_COMMAND_OK, NULL) != DG_OK ||
+        run(pg, pg->conn, "COMMIT", PGRES_COMMAND_OK, NULL) != DG_OK)
         goto io_rollback;
     goto done;
 
@@ -379,7 +379,7 @@ io_rollback:
         snprintf(pg->errmsg, sizeof pg->errmsg, "%s", why);
     }
 io:
-    out = dg_fail(err, err_len, OC_ERR_IO,
+    out = dg_fail(err, err_len, DG_ERR_IO,
                   "store: could not check or set up the schema of the PostgreSQL store %s: %s",
                   pg->where, pg->errmsg);
 done:
@@ -396,13 +396,13 @@ static int open_conn(dg_store *st, const char *url, char *err, size_t err_len)
 {
     struct dg_pg *pg = calloc(1, sizeof *pg);
     if (!pg)
-        return dg_fail(err, err_len, OC_ERR_NOMEM, "store: out of memory");
+        return dg_fail(err, err_len, DG_ERR_NOMEM, "store: out of memory");
     st->pg = pg;
     pg->epoch = 1;
     int rc = parse_url(pg, url, err, err_len);
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         return rc;
-    return (pg->conn = connect_to(pg, url, err, err_len)) ? OC_OK : OC_ERR_IO;
+    return (pg->conn = connect_to(pg, url, err, err_len)) ? DG_OK : DG_ERR_IO;
 }
 
 /* dg_store_where's name of the store: "PostgreSQL user@host:port/db". */
@@ -410,18 +410,18 @@ static int set_where(dg_store *st, char *err, size_t err_len)
 {
     size_t n = strlen(st->pg->where) + sizeof "PostgreSQL ";
     if (!(st->where = malloc(n)))
-        return dg_fail(err, err_len, OC_ERR_NOMEM, "store: out of memory");
+        return dg_fail(err, err_len, DG_ERR_NOMEM, "store: out of memory");
     snprintf(st->where, n, "PostgreSQL %s", st->pg->where);
-    return OC_OK;
+    return DG_OK;
 }
 
 int dg_pg_open(dg_store *st, const char *url, char *err, size_t err_len)
 {
     int rc = open_conn(st, url, err, err_len);
-    if (rc != OC_OK || (rc = check_and_migrate(st, err, err_len)) != OC_OK)
+    if (rc != DG_OK || (rc = check_and_migrate(st, err, err_len)) != DG_OK)
         return rc;
     if (!(st->pg->probe = connect_to(st->pg, url, err, err_len)))
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     return set_where(st, err, err_len);
 }
 
@@ -435,38 +435,38 @@ int dg_pg_open(dg_store *st, const char *url, char *err, size_t err_len)
 int dg_pg_open_readonly(dg_store *st, const char *url, char *err, size_t err_len)
 {
     int rc = open_conn(st, url, err, err_len);
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         return rc;
     struct dg_pg *pg = st->pg;
     char *have = NULL, *want = NULL, *hv = NULL, *ver = NULL;
-    int version = 0, out = OC_OK;
+    int version = 0, out = DG_OK;
     if (run(pg, pg->conn, "SET default_transaction_read_only = on", PGRES_COMMAND_OK, NULL) !=
-            OC_OK ||
+            DG_OK ||
         run(pg, pg->conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", PGRES_COMMAND_OK,
-            NULL) != OC_OK ||
+            NULL) != DG_OK ||
         !(have = one_value(pg, sql_tables)) || !(hv = one_value(pg, sql_has_version)) ||
         (strcmp(hv, "0") != 0 && !(ver = one_value(pg, "SELECT version FROM dg_schema_version"))))
-        out = dg_fail(err, err_len, OC_ERR_IO, "cannot read the PostgreSQL store %s: %s",
+        out = dg_fail(err, err_len, DG_ERR_IO, "cannot read the PostgreSQL store %s: %s",
                       pg->where, pg->errmsg);
     else if (ver)
         version = atoi(ver);
-    if (out == OC_OK && !strcmp(hv, "0"))
-        out = dg_fail(err, err_len, OC_ERR_INVALID, "the PostgreSQL store %s is not a dirigent "
+    if (out == DG_OK && !strcmp(hv, "0"))
+        out = dg_fail(err, err_len, DG_ERR_INVALID, "the PostgreSQL store %s is not a dirigent "
                       "store (no dg_schema_version); give --store-url the plugin's store.url",
                       pg->where);
-    else if (out == OC_OK && version < dg_schema_nsteps)
-        out = dg_fail(err, err_len, OC_ERR_UNSUPPORTED, "the PostgreSQL store %s is at schema "
+    else if (out == DG_OK && version < dg_schema_nsteps)
+        out = dg_fail(err, err_len, DG_ERR_UNSUPPORTED, "the PostgreSQL store %s is at schema "
                       "version %d, this dirigent-ctl reads version %d: start the plugin of this "
                       "version once (it migrates the store), then ask again", pg->where,
                       version, dg_schema_nsteps);
-    else if (out == OC_OK && version > dg_schema_nsteps)
-        out = dg_fail(err, err_len, OC_ERR_UNSUPPORTED, "the PostgreSQL store %s is at schema "
+    else if (out == DG_OK && version > dg_schema_nsteps)
+        out = dg_fail(err, err_len, DG_ERR_UNSUPPORTED, "the PostgreSQL store %s is at schema "
                       "version %d, newer than this dirigent-ctl (%d): use the dirigent-ctl "
                       "installed with that plugin", pg->where, version, dg_schema_nsteps);
-    else if (out == OC_OK && !(want = dg_store_tables_of_version(version)))
-        out = dg_fail(err, err_len, OC_ERR_NOMEM, "store: out of memory checking %s", pg->where);
-    else if (out == OC_OK && !dg_store_has_tables(have, want))
-        out = dg_fail(err, err_len, OC_ERR_INVALID, "the PostgreSQL store %s claims dirigent "
+    else if (out == DG_OK && !(want = dg_store_tables_of_version(version)))
+        out = dg_fail(err, err_len, DG_ERR_NOMEM, "store: out of memory checking %s", pg->where);
+    else if (out == DG_OK && !dg_store_has_tables(have, want))
+        out = dg_fail(err, err_len, DG_ERR_INVALID, "the PostgreSQL store %s claims dirigent "
                       "schema version %d but lacks its tables (has %.200s, needs %.200s)",
                       pg->where, version, have, want);
     run(pg, pg->conn, "ROLLBACK", PGRES_COMMAND_OK, NULL);
@@ -474,7 +474,7 @@ int dg_pg_open_readonly(dg_store *st, const char *url, char *err, size_t err_len
     free(want);
     free(hv);
     free(ver);
-    if (out != OC_OK)
+    if (out != DG_OK)
         return out;
     st->opened_version = version;
     return set_where(st, err, err_len);
@@ -508,16 +508,16 @@ int dg_pg_stmt_prepare(dg_store *st, const char *sql, dg_stmt *out)
 {
     struct dg_pg_stmt *s = calloc(1, sizeof *s);
     if (!s)
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     s->pg = st->pg;
     if (!(s->sql = translate(sql, 0, &s->nparams)) || s->nparams > DG_PG_MAXP) {
         free(s->sql);
         free(s);
-        return OC_ERR_INTERNAL;
+        return DG_ERR_INTERNAL;
     }
     snprintf(s->name, sizeof s->name, "dg%d", st->pg->next_name++);
     out->pg = s;
-    return OC_OK;
+    return DG_OK;
 }
 
 void dg_pg_reset(dg_stmt *stmt)
@@ -624,7 +624,7 @@ int dg_pg_begin(dg_store *st)
         PQreset(pg->conn);
         if (PQstatus(pg->conn) != CONNECTION_OK) {
             keep_error(pg, PQerrorMessage(pg->conn));
-            return OC_ERR_IO;
+            return DG_ERR_IO;
         }
         pg->epoch++;
     }
@@ -638,7 +638,7 @@ int dg_pg_begin(dg_store *st)
         PQclear(a);
         PQclear(b);
         if (!ok)
-            return OC_ERR_IO;
+            return DG_ERR_IO;
         pg->begin_epoch = pg->epoch;
     }
     int ok = PQenterPipelineMode(pg->conn) &&
@@ -682,9 +682,9 @@ int dg_pg_begin(dg_store *st)
         if (ok)
             keep_error(pg, PQerrorMessage(pg->conn));
         run(pg, pg->conn, "ROLLBACK", PGRES_COMMAND_OK, NULL);
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     }
-    return OC_OK;
+    return DG_OK;
 }
 
 int dg_pg_commit(dg_store *st)
@@ -699,7 +699,7 @@ int dg_pg_commit(dg_store *st)
                        : PQresultStatus(r) != PGRES_COMMAND_OK ? PQresultErrorMessage(r)
                        : "the transaction was aborted by an earlier failed statement");
     PQclear(r);
-    return ok ? OC_OK : OC_ERR_IO;
+    return ok ? DG_OK : DG_ERR_IO;
 }
 
 void dg_pg_rollback(dg_store *st)

@@ -15,18 +15,18 @@ static int present(const char *s)
 int dg_scope_normalize_root(const char *id, char *out, size_t cap)
 {
     if (!present(id))
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     size_t n = strlen(id);
     if (n >= cap)
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     for (size_t i = 0; i < n; i++) {
         char c = id[i];
         if (c == ':' || (unsigned char)c < 0x20)
-            return OC_ERR_INVALID; /* ':' separates the parts of a scope key */
+            return DG_ERR_INVALID; /* ':' separates the parts of a scope key */
         out[i] = (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
     }
     out[n] = '\0';
-    return OC_OK;
+    return DG_OK;
 }
 
 int dg_scope_conversation(const char *channel_id, dg_scope *out)
@@ -34,12 +34,12 @@ int dg_scope_conversation(const char *channel_id, dg_scope *out)
     memset(out, 0, sizeof *out);
     out->kind = DG_SCOPE_CONVERSATION;
     if (!present(channel_id))
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     size_t n = strlen(channel_id);
     if (n >= sizeof out->channel_id)
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     memcpy(out->channel_id, channel_id, n + 1);
-    return OC_OK;
+    return DG_OK;
 }
 
 int dg_scope_thread(const char *channel_id, const char *root, dg_scope *out)

@@ -32,12 +32,12 @@ typedef struct dg_scope {
 } dg_scope;
 
 /* Conversation(channel) / Thread(channel, root) built directly (root is
- * lower-cased). OC_OK or OC_ERR_INVALID. Any thread. */
+ * lower-cased). DG_OK or DG_ERR_INVALID. Any thread. */
 int dg_scope_conversation(const char *channel_id, dg_scope *out);
 int dg_scope_thread(const char *channel_id, const char *root, dg_scope *out);
 
-/* Lower-case ASCII copy of id into out (cap bytes); OC_OK or
- * OC_ERR_INVALID when empty, too long, or holding ':' or a control
+/* Lower-case ASCII copy of id into out (cap bytes); DG_OK or
+ * DG_ERR_INVALID when empty, too long, or holding ':' or a control
  * character. Any thread. */
 int dg_scope_normalize_root(const char *id, char *out, size_t cap);
 

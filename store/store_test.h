@@ -11,7 +11,7 @@
 /*
  * Test seam (per store, no process-wide state): while on != 0, every commit
  * of a transaction that changed a row is rolled back and reported as
- * OC_ERR_IO, the way SQLite reports SQLITE_FULL or a read-only file; reads
+ * DG_ERR_IO, the way SQLite reports SQLITE_FULL or a read-only file; reads
  * and transactions that changed nothing still work. Any thread.
  * dg_store_test_refused_writes: commits refused so far.
  */

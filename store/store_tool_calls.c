@@ -56,16 +56,16 @@ int dg_store_tool_call_get(dg_store *st, const char *tool, const char *call_id,
     memset(out, 0, sizeof *out);
     dg_stmt *s = dg_store_stmt(st, SQL_GET);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     bind_key(s, tool, call_id, fingerprint);
     int rc = dg_step(s);
     if (rc == DG_DONE) {
         dg_reset(s);
-        return OC_OK;
+        return DG_OK;
     }
     if (rc != DG_ROW) {
         dg_reset(s);
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     }
     const char *state = dg_col_text(s, 0);
     out->state = state && strcmp(state, "done") == 0 ? DG_TOOL_CALL_DONE
@@ -80,9 +80,9 @@ int dg_store_tool_call_get(dg_store *st, const char *tool, const char *call_id,
     dg_reset(s);
     if (nomem) {
         dg_tool_call_row_clear(out);
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     }
-    return OC_OK;
+    return DG_OK;
 }
 
 static const char SQL_INTENT[] =
@@ -95,12 +95,12 @@ int dg_store_tool_call_intent(dg_store *st, const char *tool, const char *call_i
     DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, SQL_INTENT);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     bind_key(s, tool, call_id, fingerprint);
     dg_bind_int64(s, 4, now_ms);
-    if (dg_store_run(s) != OC_OK)
-        return OC_ERR_IO;
-    return dg_store_changes(st) == 1 ? OC_OK : OC_ERR_CONFLICT;
+    if (dg_store_run(s) != DG_OK)
+        return DG_ERR_IO;
+    return dg_store_changes(st) == 1 ? DG_OK : DG_ERR_CONFLICT;
 }
 
 /* Insert as done, or turn a pending row into a done one; a done row is left
@@ -121,7 +121,7 @@ int dg_store_tool_call_done(dg_store *st, const char *tool, const char *call_id,
     DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, SQL_DONE);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     bind_key(s, tool, call_id, fingerprint);
     dg_bind_int64(s, 4, now_ms);
     dg_store_bind_text(s, 5, result->channel_id);
@@ -131,9 +131,9 @@ int dg_store_tool_call_done(dg_store *st, const char *tool, const char *call_id,
         dg_bind_null(s, 6);
     dg_store_bind_text(s, 7, result->origin_channel_id);
     dg_store_bind_text(s, 8, result->summary_path);
-    if (dg_store_run(s) != OC_OK)
-        return OC_ERR_IO;
-    return dg_store_changes(st) == 1 ? OC_OK : OC_ERR_CONFLICT;
+    if (dg_store_run(s) != DG_OK)
+        return DG_ERR_IO;
+    return dg_store_changes(st) == 1 ? DG_OK : DG_ERR_CONFLICT;
 }
 
 static const char SQL_PRUNE[] = "DELETE FROM tool_calls WHERE started_at_ms < ?";
@@ -145,11 +145,11 @@ int dg_store_tool_calls_prune(dg_store *st, int64_t before_ms, long *removed)
         *removed = 0;
     dg_stmt *s = dg_store_stmt(st, SQL_PRUNE);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_bind_int64(s, 1, before_ms);
-    if (dg_store_run(s) != OC_OK)
-        return OC_ERR_IO;
+    if (dg_store_run(s) != DG_OK)
+        return DG_ERR_IO;
     if (removed)
         *removed = (long)dg_store_changes(st);
-    return OC_OK;
+    return DG_OK;
 }

@@ -14,8 +14,8 @@
  * result and is written in the same transaction as the effect it reports.
  *
  * Every function here must run inside a store transaction (the caller holds
- * dg_store_begin .. commit/rollback) and returns OC_OK or a negative
- * oc_status (OC_ERR_IO for SQLite errors: dg_store_errmsg() says why).
+ * dg_store_begin .. commit/rollback) and returns DG_OK or a negative
+ * dg_status (DG_ERR_IO for SQLite errors: dg_store_errmsg() says why).
  */
 #ifndef DG_STORE_TOOL_CALLS_H
 #define DG_STORE_TOOL_CALLS_H
@@ -45,16 +45,16 @@ typedef struct dg_tool_call_row {
 void dg_tool_call_row_clear(dg_tool_call_row *r);
 
 /* The row of (tool, call_id, fingerprint) into *out (caller clears);
- * out->state is DG_TOOL_CALL_NONE, with OC_OK, when there is none. */
+ * out->state is DG_TOOL_CALL_NONE, with DG_OK, when there is none. */
 int dg_store_tool_call_get(dg_store *st, const char *tool, const char *call_id,
                            const char *fingerprint, dg_tool_call_row *out) DG_MUST_CHECK;
 
-/* Record the intent (state pending). OC_ERR_CONFLICT when a row exists. */
+/* Record the intent (state pending). DG_ERR_CONFLICT when a row exists. */
 int dg_store_tool_call_intent(dg_store *st, const char *tool, const char *call_id,
                               const char *fingerprint, int64_t now_ms) DG_MUST_CHECK;
 
 /* Record the result (state done), turning a pending row into a done one or
- * inserting it. OC_ERR_CONFLICT when a result is already recorded. */
+ * inserting it. DG_ERR_CONFLICT when a result is already recorded. */
 int dg_store_tool_call_done(dg_store *st, const char *tool, const char *call_id,
                             const char *fingerprint, const dg_tool_call_row *result,
                             int64_t now_ms) DG_MUST_CHECK;

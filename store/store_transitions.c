@@ -143,17 +143,17 @@ int dg_store_transition_add(dg_store *st, const char *channel_id, const dg_trans
 {
     DG_ASSERT_IN_TXN(st);
     if (!t->scope || !t->cause || !t->state)
-        return OC_ERR_INVALID; /* the log's columns are NOT NULL; a mark's NULL means the usual */
+        return DG_ERR_INVALID; /* the log's columns are NOT NULL; a mark's NULL means the usual */
     int64_t ord = dg_store_next_ord(st, t->at_ms);
     int attached = dg_store_turns_pending_attach(st, channel_id, t, ord);
     if (attached)
-        return attached > 0 ? OC_OK : attached; /* written with the mark, at commit */
-    if ((attached = dg_store_turns_pending_flush(st)) != OC_OK)
+        return attached > 0 ? DG_OK : attached; /* written with the mark, at commit */
+    if ((attached = dg_store_turns_pending_flush(st)) != DG_OK)
         return attached;
     dg_stmt *s;
     if (t->message_id && *t->message_id) {
         if (!(s = dg_store_stmt(st, SQL_MARK)))
-            return OC_ERR_IO;
+            return DG_ERR_IO;
         dg_bind_text_borrowed(s, 1, channel_id);
         dg_bind_text_borrowed(s, 2, t->message_id);
         char kept[256];
@@ -164,19 +164,19 @@ int dg_store_transition_add(dg_store *st, const char *channel_id, const dg_trans
         int64_t marked = rc == DG_DONE ? dg_changes(s) : 0;
         dg_reset(s);
         if (rc != DG_DONE)
-            return OC_ERR_IO;
+            return DG_ERR_IO;
         if (marked)
-            return OC_OK; /* bounded with the marks: pruned with them */
+            return DG_OK; /* bounded with the marks: pruned with them */
     }
     if (!(s = dg_store_stmt(st, SQL_ADD)))
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_bind_text_borrowed(s, 1, channel_id);
     dg_bind_int64(s, 2, t->at_ms);
     dg_store_transition_bind(s, t, ord);
-    if (dg_store_run(s) != OC_OK)
-        return OC_ERR_IO;
+    if (dg_store_run(s) != DG_OK)
+        return DG_ERR_IO;
     if (!(s = dg_store_stmt(st, SQL_PRUNE)))
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_store_bind_text(s, 1, channel_id);
     dg_store_bind_text(s, 2, t->scope);
     dg_bind_int64(s, 3, DG_TRANSITIONS_KEEP);
@@ -220,21 +220,21 @@ int dg_store_transitions_rescue(dg_store *st, int64_t before_ms)
 {
     DG_ASSERT_IN_TXN(st);
     int rc = dg_store_turns_pending_flush(st);
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         return rc;
     dg_stmt *s = dg_store_stmt(st, SQL_RESCUE);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_bind_int64(s, 1, before_ms);
     rc = dg_step(s);
     int64_t moved = rc == DG_DONE ? dg_changes(s) : 0;
     dg_reset(s);
     if (rc != DG_DONE)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     if (!moved)
-        return OC_OK;
+        return DG_OK;
     if (!(s = dg_store_stmt(st, SQL_TRIM)))
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_bind_int64(s, 1, DG_TRANSITIONS_KEEP);
     return dg_store_run(s);
 }
@@ -246,17 +246,17 @@ int dg_store_transitions_list(dg_store *st, const char *channel_id, const char *
     *out = NULL;
     *n = 0;
     int flushed = dg_store_turns_pending_flush(st);
-    if (flushed != OC_OK)
+    if (flushed != DG_OK)
         return flushed;
     dg_stmt *s = dg_store_stmt(st, SQL_LIST);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_store_bind_text(s, 1, channel_id);
     dg_store_bind_text(s, 2, scope);
     dg_bind_int64(s, 3, (int64_t)max);
     dg_transition *v = max ? calloc(max, sizeof *v) : NULL;
-    int rc = DG_DONE, status = max && !v ? OC_ERR_NOMEM : OC_OK;
-    while (status == OC_OK && *n < max && (rc = dg_step(s)) == DG_ROW) {
+    int rc = DG_DONE, status = max && !v ? DG_ERR_NOMEM : DG_OK;
+    while (status == DG_OK && *n < max && (rc = dg_step(s)) == DG_ROW) {
         dg_transition *t = &v[(*n)++];
         t->at_ms = dg_col_int64(s, 0);
         t->scope = dg_store_col_dup(s, 1);
@@ -267,16 +267,16 @@ int dg_store_transitions_list(dg_store *st, const char *channel_id, const char *
         t->passed = dg_store_col_dup(s, 6);
         t->agent_msgs = dg_col_int64(s, 7);
         if (!t->scope || !t->cause || !t->state || !t->passed)
-            status = OC_ERR_NOMEM;
+            status = DG_ERR_NOMEM;
     }
-    if (status == OC_OK && rc != DG_ROW && rc != DG_DONE)
-        status = OC_ERR_IO;
+    if (status == DG_OK && rc != DG_ROW && rc != DG_DONE)
+        status = DG_ERR_IO;
     dg_reset(s);
-    if (status != OC_OK) {
+    if (status != DG_OK) {
         dg_transitions_free(v, *n);
         *n = 0;
         return status;
     }
     *out = v;
-    return OC_OK;
+    return DG_OK;
 }

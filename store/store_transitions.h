@@ -10,8 +10,8 @@
  * older ones deleted by the write that adds one (bounded without a
  * sweeper). Listing merges both, newest first.
  *
- * Functions run inside a store transaction and return OC_OK or a negative
- * oc_status.
+ * Functions run inside a store transaction and return DG_OK or a negative
+ * dg_status.
  */
 #ifndef DG_STORE_TRANSITIONS_H
 #define DG_STORE_TRANSITIONS_H
@@ -38,7 +38,7 @@ void dg_transitions_free(dg_transition *v, size_t n);
 
 /* Record t (at_ms, strings borrowed) for channel_id: into the mark of
  * t->message_id when that message has one in the channel, else appended to
- * the log, pruning the scope. OC_ERR_INVALID (nothing written) when its
+ * the log, pruning the scope. DG_ERR_INVALID (nothing written) when its
  * scope, cause or state is NULL. */
 int dg_store_transition_add(dg_store *st, const char *channel_id, const dg_transition *t)
     DG_MUST_CHECK;

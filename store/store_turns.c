@@ -158,7 +158,7 @@ void dg_turn_channel_row_clear(dg_turn_channel_row *r)
 int dg_store_turns_logged(dg_store *st, const char *channel_id, int rc)
 {
     DG_ASSERT_IN_TXN(st);
-    return rc == OC_OK ? dg_store_change_note(st, channel_id) : rc;
+    return rc == DG_OK ? dg_store_change_note(st, channel_id) : rc;
 }
 
 static const char SQL_CHANNEL_GET[] =
@@ -172,7 +172,7 @@ int dg_store_turns_channel_load(dg_store *st, const char *channel_id, dg_turn_ch
     memset(out, 0, sizeof *out);
     dg_stmt *s = dg_store_stmt(st, SQL_CHANNEL_GET);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_store_bind_text(s, 1, channel_id);
     int rc = dg_step(s);
     int found = rc == DG_ROW;
@@ -186,7 +186,7 @@ int dg_store_turns_channel_load(dg_store *st, const char *channel_id, dg_turn_ch
         if ((!out->initiator && !dg_col_null(s, 1)) || (!out->top_root && !dg_col_null(s, 2)))
             goto nomem;
     } else if (rc != DG_DONE) {
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     }
     dg_reset(s);
 
@@ -217,16 +217,16 @@ int dg_store_turns_channel_load(dg_store *st, const char *channel_id, dg_turn_ch
     if (rc != DG_ROW && rc != DG_DONE)
         goto io;
     dg_reset(s);
-    return found ? OC_OK : OC_ERR_NOT_FOUND;
+    return found ? DG_OK : DG_ERR_NOT_FOUND;
 nomem:
     dg_reset(s);
     dg_turn_channel_row_clear(out);
-    return OC_ERR_NOMEM;
+    return DG_ERR_NOMEM;
 io:
     if (s)
         dg_reset(s);
     dg_turn_channel_row_clear(out);
-    return OC_ERR_IO;
+    return DG_ERR_IO;
 }
 
 static const char SQL_CHANNEL_PUT[] =
@@ -241,7 +241,7 @@ int dg_store_turns_channel_save(dg_store *st, const char *channel_id, dg_channel
     DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, SQL_CHANNEL_PUT);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_store_bind_text(s, 1, channel_id);
     dg_bind_int64(s, 2, (int)mode);
     dg_store_bind_text(s, 3, initiator);
@@ -260,10 +260,10 @@ int dg_store_turns_member_add(dg_store *st, const char *channel_id, int pos, con
     DG_ASSERT_IN_TXN(st);
     if (pos < 0 || pos >= DG_TURN_MAX_MEMBERS || !agent_id || (unsigned)standing >=
         DG_MEMBER_STANDINGS)
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     dg_stmt *s = dg_store_stmt(st, SQL_MEMBER_ADD);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_store_bind_text(s, 1, channel_id);
     dg_bind_int64(s, 2, pos);
     dg_store_bind_text(s, 3, agent_id);
@@ -281,7 +281,7 @@ int dg_store_turns_per_agent_note(dg_store *st)
 {
     DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, SQL_PER_AGENT_NOTE);
-    return s ? dg_store_run(s) : OC_ERR_IO;
+    return s ? dg_store_run(s) : DG_ERR_IO;
 }
 
 int dg_store_turns_per_agent_get(dg_store *st, int *yes)
@@ -290,12 +290,12 @@ int dg_store_turns_per_agent_get(dg_store *st, int *yes)
     *yes = 0;
     dg_stmt *s = dg_store_stmt(st, SQL_PER_AGENT_GET);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     int rc = dg_step(s);
     if (rc == DG_ROW)
         *yes = dg_col_int(s, 0) > 0;
     dg_reset(s);
-    return rc == DG_ROW ? OC_OK : OC_ERR_IO;
+    return rc == DG_ROW ? DG_OK : DG_ERR_IO;
 }
 
 static const char SQL_MEMBER_COUNT[] = "SELECT count(*) FROM turn_members WHERE channel_id = ?";
@@ -306,13 +306,13 @@ int dg_store_turns_member_count(dg_store *st, const char *channel_id, int *n)
     *n = 0;
     dg_stmt *s = dg_store_stmt(st, SQL_MEMBER_COUNT);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_store_bind_text(s, 1, channel_id);
     int rc = dg_step(s);
     if (rc == DG_ROW)
         *n = dg_col_int(s, 0);
     dg_reset(s);
-    return rc == DG_ROW ? OC_OK : OC_ERR_IO;
+    return rc == DG_ROW ? DG_OK : DG_ERR_IO;
 }
 
 static const char SQL_MEMBER_STANDING[] =
@@ -323,10 +323,10 @@ int dg_store_turns_member_standing(dg_store *st, const char *channel_id, int pos
 {
     DG_ASSERT_IN_TXN(st);
     if (pos < 0 || pos >= DG_TURN_MAX_MEMBERS || (unsigned)standing >= DG_MEMBER_STANDINGS)
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     dg_stmt *s = dg_store_stmt(st, SQL_MEMBER_STANDING);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_bind_int64(s, 1, (int)standing);
     dg_store_bind_text(s, 2, channel_id);
     dg_bind_int64(s, 3, pos);
@@ -340,7 +340,7 @@ int dg_store_turns_members_clear(dg_store *st, const char *channel_id)
     DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, SQL_MEMBERS_CLEAR);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_store_bind_text(s, 1, channel_id);
     return dg_store_turns_logged(st, channel_id, dg_store_run(s));
 }
@@ -353,14 +353,14 @@ int dg_store_turns_claim_pair(dg_store *st, const char *sql, const char *a, cons
     DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, sql);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_bind_text_borrowed(s, 1, a);
     dg_bind_text_borrowed(s, 2, b);
     dg_bind_int64(s, 3, now_ms);
-    if (dg_store_run(s) != OC_OK)
-        return OC_ERR_IO;
+    if (dg_store_run(s) != DG_OK)
+        return DG_ERR_IO;
     *fresh = dg_changes(s) > 0;
-    return OC_OK;
+    return DG_OK;
 }
 
 /* One of the prune statements, whose only parameter is a cut-off time. */
@@ -369,13 +369,13 @@ int dg_store_turns_prune_before(dg_store *st, const char *sql, int64_t before_ms
     DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, sql);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_bind_int64(s, 1, before_ms);
-    if (dg_store_run(s) != OC_OK)
-        return OC_ERR_IO;
+    if (dg_store_run(s) != DG_OK)
+        return DG_ERR_IO;
     if (removed)
         *removed = (long)dg_changes(s);
-    return OC_OK;
+    return DG_OK;
 }
 
 static const char SQL_RUN_CLAIM[] =
@@ -387,7 +387,7 @@ int dg_store_turns_run_claim(dg_store *st, const char *session_key, const char *
     DG_ASSERT_IN_TXN(st);
     *fresh = 0;
     if (!session_key || !*session_key || !run_id || !*run_id)
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     return dg_store_turns_claim_pair(st, SQL_RUN_CLAIM, session_key, run_id, now_ms, fresh);
 }
 
@@ -409,7 +409,7 @@ int dg_store_turns_runs_hourly(dg_store *st, int64_t since_ms, int64_t *hour, lo
     *n = 0;
     dg_stmt *s = dg_store_stmt(st, SQL_RUNS_HOURLY);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_bind_int64(s, 1, since_ms);
     int rc;
     while ((rc = dg_step(s)) == DG_ROW && *n < max) {
@@ -418,14 +418,14 @@ int dg_store_turns_runs_hourly(dg_store *st, int64_t since_ms, int64_t *hour, lo
         (*n)++;
     }
     dg_reset(s);
-    return rc == DG_ERR ? OC_ERR_IO : OC_OK;
+    return rc == DG_ERR ? DG_ERR_IO : DG_OK;
 }
 
 int dg_store_turns_count(dg_store *st, const char *what, long *out)
 {
     DG_ASSERT_IN_TXN(st);
     int flushed = dg_store_turns_pending_flush(st);
-    if (flushed != OC_OK)
+    if (flushed != DG_OK)
         return flushed;
     static const char SQL_N_SEEN[] = "SELECT (SELECT count(*) FROM turn_seen)"
                                      " + (SELECT count(*) FROM turn_ledger WHERE k < '~')";
@@ -439,12 +439,12 @@ int dg_store_turns_count(dg_store *st, const char *what, long *out)
     else if (strcmp(what, "members") == 0)
         sql = SQL_N_MEMBERS;
     else
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     dg_stmt *s = dg_store_stmt(st, sql);
     if (!s)
-        return OC_ERR_IO;
-    int rc = dg_step(s) == DG_ROW ? OC_OK : OC_ERR_IO;
-    if (rc == OC_OK)
+        return DG_ERR_IO;
+    int rc = dg_step(s) == DG_ROW ? DG_OK : DG_ERR_IO;
+    if (rc == DG_OK)
         *out = (long)dg_col_int64(s, 0);
     dg_reset(s);
     return rc;
@@ -462,7 +462,7 @@ int dg_store_turns_hint_claim(dg_store *st, const char *channel_id, int64_t now_
     *claimed = 0;
     dg_stmt *s = dg_store_stmt(st, SQL_HINT_LAST);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_store_bind_text(s, 1, channel_id);
     int rc = dg_step(s);
     /* A clock set back (a last hint "in the future") waits too. */
@@ -471,15 +471,15 @@ int dg_store_turns_hint_claim(dg_store *st, const char *channel_id, int64_t now_
                                 dg_col_int64(s, 0) > now_ms + cooldown_ms));
     dg_reset(s);
     if (rc != DG_ROW && rc != DG_DONE)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     if (!due)
-        return OC_OK;
+        return DG_OK;
     if (!(s = dg_store_stmt(st, SQL_HINT_PUT)))
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_store_bind_text(s, 1, channel_id);
     dg_bind_int64(s, 2, now_ms);
     if ((rc = dg_store_run(s)))
         return rc;
     *claimed = 1;
-    return OC_OK;
+    return DG_OK;
 }

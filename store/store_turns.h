@@ -26,8 +26,8 @@
  *                  runId, e.g. a host resuming after a crash) is ignored.
  *
  * Every function runs inside a store transaction (caller holds
- * dg_store_begin .. commit/rollback) and returns OC_OK or a negative
- * oc_status (OC_ERR_IO on SQLite errors: dg_store_errmsg() says why).
+ * dg_store_begin .. commit/rollback) and returns DG_OK or a negative
+ * dg_status (DG_ERR_IO on SQLite errors: dg_store_errmsg() says why).
  * Statements are prepared once and cached (dg_store_stmt).
  */
 #ifndef DG_STORE_TURNS_H
@@ -70,7 +70,7 @@ typedef struct dg_turn_channel_row {
 
 void dg_turn_channel_row_clear(dg_turn_channel_row *r);
 
-/* Channel row of channel_id with its members. OC_ERR_NOT_FOUND when none
+/* Channel row of channel_id with its members. DG_ERR_NOT_FOUND when none
  * (then *out is zeroed: a normal channel without members). */
 int dg_store_turns_channel_load(dg_store *st, const char *channel_id, dg_turn_channel_row *out)
     DG_MUST_CHECK;
@@ -108,13 +108,13 @@ int dg_store_turns_member_standing(dg_store *st, const char *channel_id, int pos
 int dg_store_turns_members_clear(dg_store *st, const char *channel_id) DG_MUST_CHECK;
 
 /* Turn state of scope sc into *s (msg_seq, not stored, reads 0), its post channel (malloc'd, caller frees;
- * may be NULL) into *post_channel. OC_ERR_NOT_FOUND when none. */
+ * may be NULL) into *post_channel. DG_ERR_NOT_FOUND when none. */
 int dg_store_turns_scope_load(dg_store *st, const dg_scope *sc, dg_turn_state *s,
                               char **post_channel) DG_MUST_CHECK;
 
 /* Write the state row of scope sc: replaced when exists is 1 (the row was
  * loaded or saved before; written whole either way), inserted when 0.
- * OC_ERR_INTERNAL when an insert finds the row already there (the caller's
+ * DG_ERR_INTERNAL when an insert finds the row already there (the caller's
  * belief about it was wrong). */
 int dg_store_turns_scope_save(dg_store *st, const dg_scope *sc, const char *post_channel,
                               const dg_turn_state *s, int exists, int64_t now_ms) DG_MUST_CHECK;
@@ -132,7 +132,7 @@ int dg_store_turns_scope_save_for(dg_store *st, const dg_scope *sc, const char *
 int dg_store_turns_scopes_clear(dg_store *st, const char *channel_id) DG_MUST_CHECK;
 
 /* Record (channel_id, message_id) as ingested: *fresh = 1 the first time,
- * 0 when it was already there. OC_ERR_INVALID for an empty id or one that
+ * 0 when it was already there. DG_ERR_INVALID for an empty id or one that
  * starts with '~' (reserved for state rows). */
 int dg_store_turns_seen_claim(dg_store *st, const char *channel_id, const char *message_id,
                               int64_t now_ms, int *fresh) DG_MUST_CHECK;
@@ -184,7 +184,7 @@ int dg_store_turns_seen_prune(dg_store *st, int64_t before_ms, long *removed) DG
 int dg_store_turns_states_prune(dg_store *st, int64_t before_ms, long *removed) DG_MUST_CHECK;
 
 /* Record run_id of session_key as handled: *fresh = 1 the first time, 0
- * when it was already there. OC_ERR_INVALID for an empty key or id. */
+ * when it was already there. DG_ERR_INVALID for an empty key or id. */
 int dg_store_turns_run_claim(dg_store *st, const char *session_key, const char *run_id,
                              int64_t now_ms, int *fresh) DG_MUST_CHECK;
 

@@ -34,7 +34,7 @@
  * (store_turns_state.c). One array, so dg_store_stmt caches it once. */
 extern const char dg_sql_turns_window[];
 
-/* A write of channel_id's turn state ended with rc: on OC_OK the channel
+/* A write of channel_id's turn state ended with rc: on DG_OK the channel
  * is logged for the other instances sharing the store (store_instances.h);
  * returns that outcome, else rc. */
 int dg_store_turns_logged(dg_store *st, const char *channel_id, int rc)
@@ -67,7 +67,7 @@ int dg_store_turns_fold_window(dg_store *st, const char *channel_id)
     __attribute__((warn_unused_result));
 
 /* Fold every channel whose marks carry a state (those older than
- * before_ms only when before_ms > 0). SQLite; OC_OK at once on PostgreSQL. */
+ * before_ms only when before_ms > 0). SQLite; DG_OK at once on PostgreSQL. */
 int dg_store_turns_fold_before(dg_store *st, int64_t before_ms)
     __attribute__((warn_unused_result));
 

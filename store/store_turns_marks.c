@@ -69,7 +69,7 @@ static int pending_write(dg_store *st, int at_commit)
 {
     struct dg_pending_mark *p = &st->pending;
     if (!p->set)
-        return OC_OK;
+        return DG_OK;
     int plain = !p->has_tr && at_commit;
     /* A turn_seen mark is not in the window (dg_sql_turns_window reads turn_ledger):
      * it pushes no state towards the fold. */
@@ -77,7 +77,7 @@ static int pending_write(dg_store *st, int at_commit)
         p->hint->since_snap--;
     dg_stmt *s = dg_store_stmt(st, p->has_tr ? SQL_SEEN_PUT_TR
                                    : plain ? SQL_SEEN_PUT_PLAIN : SQL_SEEN_PUT);
-    int rc = OC_ERR_IO;
+    int rc = DG_ERR_IO;
     if (s) {
         dg_bind_text_borrowed(s, 1, p->channel);
         dg_bind_text_borrowed(s, 2, p->id);
@@ -139,7 +139,7 @@ int dg_store_turns_pending_attach(dg_store *st, const char *channel_id, const dg
         len += f[i] ? strlen(f[i]) + 1 : 0;
     char *buf = malloc(len ? len : 1);
     if (!buf)
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     size_t at = 0;
     free(p->strings); /* a second transition of one message replaces the first, as the row's */
     p->strings = buf;
@@ -164,7 +164,7 @@ void dg_store_turns_hint_load(dg_store *st, const char *channel_id, dg_mark_hint
     hint->epoch = 0;
     hint->newest[0] = '\0';
     hint->since_snap = -1;
-    if (!st->db || !st->in_txn || dg_store_turns_pending_flush(st) != OC_OK)
+    if (!st->db || !st->in_txn || dg_store_turns_pending_flush(st) != DG_OK)
         return;
     dg_stmt *s = dg_store_stmt(st, dg_sql_turns_window);
     if (!s)
@@ -205,17 +205,17 @@ static int seen_lookup(dg_store *st, const char *channel_id, const char *message
 {
     dg_stmt *s = dg_store_stmt(st, SQL_SEEN_AT);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_bind_text_borrowed(s, 1, channel_id);
     dg_bind_text_borrowed(s, 2, message_id);
     int rc = dg_step(s);
     dg_reset(s);
     if (rc != DG_ROW && rc != DG_DONE)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     *found = rc == DG_ROW;
     if (hint && hint->epoch != st->alone_epoch)
         dg_store_turns_hint_load(st, channel_id, hint);
-    return OC_OK;
+    return DG_OK;
 }
 
 int dg_store_turns_seen_claim_hinted(dg_store *st, const char *channel_id,
@@ -225,15 +225,15 @@ int dg_store_turns_seen_claim_hinted(dg_store *st, const char *channel_id,
     DG_ASSERT_IN_TXN(st);
     *fresh = 0;
     if (!message_id || !*message_id || message_id[0] == '~')
-        return OC_ERR_INVALID; /* '~' starts the keys of state rows */
+        return DG_ERR_INVALID; /* '~' starts the keys of state rows */
     int rc = dg_store_turns_pending_flush(st); /* an earlier message's, first */
-    if (rc != OC_OK)
+    if (rc != DG_OK)
         return rc;
     int alone = dg_store_alone_in_txn(st);
     if (!channel_id || strlen(channel_id) >= DG_SCOPE_ID_MAX ||
         strlen(message_id) >= DG_SCOPE_ID_MAX || !alone || !hint) {
         /* A mark nobody counts could push a state out of the window. */
-        if (alone && channel_id && (rc = dg_store_turns_fold_channel(st, channel_id)) != OC_OK)
+        if (alone && channel_id && (rc = dg_store_turns_fold_channel(st, channel_id)) != DG_OK)
             return rc;
         return dg_store_turns_claim_pair(st, st->pg ? SQL_SEEN_CLAIM_PG : SQL_SEEN_CLAIM, channel_id,
                           message_id, now_ms, fresh);
@@ -242,22 +242,22 @@ int dg_store_turns_seen_claim_hinted(dg_store *st, const char *channel_id,
     int above = hint && hint->epoch == st->alone_epoch && strcmp(message_id, hint->newest) > 0;
     if (!above) {
         int found = 0;
-        if ((rc = seen_lookup(st, channel_id, message_id, hint, &found)) != OC_OK)
+        if ((rc = seen_lookup(st, channel_id, message_id, hint, &found)) != DG_OK)
             return rc;
         if (found)
-            return OC_OK; /* another account reported it already */
+            return DG_OK; /* another account reported it already */
     }
     int valid = hint->epoch == st->alone_epoch, counted = 0;
     /* One more mark above a state some mark carries: fold before it sinks
      * out of the window. */
     if (valid && hint->since_snap >= DG_SNAP_WINDOW - 1) {
-        if ((rc = dg_store_turns_fold_window(st, channel_id)) != OC_OK)
+        if ((rc = dg_store_turns_fold_window(st, channel_id)) != DG_OK)
             return rc;
         hint->since_snap = -1;
     } else if (valid && hint->since_snap >= 0) {
         hint->since_snap++; /* taken back if it goes to turn_seen (pending_write) */
         counted = 1;
-    } else if (!valid && (rc = dg_store_turns_fold_channel(st, channel_id)) != OC_OK) {
+    } else if (!valid && (rc = dg_store_turns_fold_channel(st, channel_id)) != DG_OK) {
         return rc; /* nothing known of the channel's marks: start clean */
     }
     struct dg_pending_mark *p = &st->pending;
@@ -271,7 +271,7 @@ int dg_store_turns_seen_claim_hinted(dg_store *st, const char *channel_id,
     if (p->newest)
         memcpy(hint->newest, message_id, strlen(message_id) + 1);
     *fresh = 1;
-    return OC_OK;
+    return DG_OK;
 }
 
 /* Ids are snowflakes: by length, then by digits; '~' starts state rows. */
@@ -286,15 +286,15 @@ int dg_store_turns_seen_since(dg_store *st, const char *channel_id, const char *
 {
     DG_ASSERT_IN_TXN(st);
     int flushed = dg_store_turns_pending_flush(st);
-    if (flushed != OC_OK)
+    if (flushed != DG_OK)
         return flushed;
     *at_ms = 0;
     *newer = 0;
     if (!message_id || !*message_id || message_id[0] == '~')
-        return OC_ERR_INVALID;
+        return DG_ERR_INVALID;
     dg_stmt *s = dg_store_stmt(st, SQL_SEEN_NEWER);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_bind_text_borrowed(s, 1, channel_id);
     dg_bind_text_borrowed(s, 2, message_id);
     /* Each statement reset before the next: one left on a row keeps its
@@ -303,17 +303,17 @@ int dg_store_turns_seen_since(dg_store *st, const char *channel_id, const char *
     int rc = dg_step(s);
     dg_reset(s);
     if (rc != DG_ROW && rc != DG_DONE)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     *newer = rc == DG_ROW;
     if (!(s = dg_store_stmt(st, SQL_SEEN_AT)))
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_bind_text_borrowed(s, 1, channel_id);
     dg_bind_text_borrowed(s, 2, message_id);
     rc = dg_step(s);
     if (rc == DG_ROW)
         *at_ms = dg_col_int64(s, 0);
     dg_reset(s);
-    return rc == DG_ROW || rc == DG_DONE ? OC_OK : OC_ERR_IO;
+    return rc == DG_ROW || rc == DG_DONE ? DG_OK : DG_ERR_IO;
 }
 
 static const char SQL_SEEN_PRUNE[] = "DELETE FROM turn_ledger WHERE k < '~' AND at_ms < ?";
@@ -323,17 +323,17 @@ int dg_store_turns_seen_prune(dg_store *st, int64_t before_ms, long *removed)
 {
     DG_ASSERT_IN_TXN(st);
     int flushed = dg_store_turns_pending_flush(st);
-    if (flushed == OC_OK)
+    if (flushed == DG_OK)
         flushed = dg_store_turns_fold_before(st, before_ms > 0 ? before_ms : 1); /* states before marks go */
-    if (flushed != OC_OK)
+    if (flushed != DG_OK)
         return flushed;
     long marked = 0, plain = 0;
     int rc = dg_store_transitions_rescue(st, before_ms);
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         rc = dg_store_turns_prune_before(st, SQL_SEEN_PRUNE, before_ms, &marked);
-    if (rc == OC_OK)
+    if (rc == DG_OK)
         rc = dg_store_turns_prune_before(st, SQL_SEEN_PRUNE_PLAIN, before_ms, &plain);
-    if (rc == OC_OK && removed)
+    if (rc == DG_OK && removed)
         *removed = marked + plain;
     return rc;
 }

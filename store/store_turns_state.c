@@ -96,7 +96,7 @@ static int snap_newest(dg_store *st, const char *channel_id, const char *key, in
 {
     dg_stmt *s = dg_store_stmt(st, dg_sql_turns_window);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_store_bind_text(s, 1, channel_id);
     int rc, found = 0;
     int64_t best = row_ord;
@@ -109,7 +109,7 @@ static int snap_newest(dg_store *st, const char *channel_id, const char *key, in
         char *p = NULL;
         if (post && !(p = dg_store_col_dup(s, 3)) && !dg_col_null(s, 3)) {
             dg_reset(s);
-            return OC_ERR_NOMEM;
+            return DG_ERR_NOMEM;
         }
         if (post) {
             if (found)
@@ -126,7 +126,7 @@ static int snap_newest(dg_store *st, const char *channel_id, const char *key, in
             free(*post);
             *post = NULL;
         }
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     }
     *ord = best;
     return found;
@@ -141,29 +141,29 @@ int dg_store_turns_scope_load(dg_store *st, const dg_scope *sc, dg_turn_state *t
         *post_channel = NULL;
     dg_stmt *s = dg_store_stmt(st, SQL_SCOPE_GET);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     char k[DG_SCOPE_ID_MAX + 16];
     dg_store_bind_text(s, 1, sc->channel_id);
     dg_store_bind_text(s, 2, dg_store_turns_state_key(sc, k, sizeof k));
     int rc = dg_step(s);
     if (rc == DG_DONE) {
         dg_reset(s);
-        return OC_ERR_NOT_FOUND;
+        return DG_ERR_NOT_FOUND;
     }
     if (rc != DG_ROW) {
         dg_reset(s);
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     }
     t->active = dg_col_int(s, 0);
     state_read(s, 3, t);
     int64_t row_ord = dg_col_int64(s, 2);
     dg_store_saw_ord(st, row_ord);
-    int status = OC_OK;
+    int status = DG_OK;
     /* A copy that failed must not read as "post in the channel itself". */
     if (post_channel && !(*post_channel = dg_store_col_dup(s, 1)) && !dg_col_null(s, 1))
-        status = OC_ERR_NOMEM;
+        status = DG_ERR_NOMEM;
     dg_reset(s);
-    if (status != OC_OK || st->pg)
+    if (status != DG_OK || st->pg)
         return status; /* PostgreSQL is shared: its marks never carry a state */
     /* A newer state a mark carries (schema v14). */
     dg_turn_state v = *t;
@@ -186,7 +186,7 @@ int dg_store_turns_scope_load(dg_store *st, const dg_scope *sc, dg_turn_state *t
             *post_channel = post;
         }
     }
-    return OC_OK;
+    return DG_OK;
 }
 
 static const char SQL_SCOPE_ADD[] =
@@ -230,7 +230,7 @@ static int scope_write(dg_store *st, const dg_scope *sc, const char *post_channe
     dg_stmt *s = dg_store_stmt(st, !exists ? SQL_SCOPE_ADD : st->pg ? SQL_SCOPE_SET_PG
                                                                      : SQL_SCOPE_SET);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     char k[DG_SCOPE_ID_MAX + 16];
     int i = 1;
     dg_bind_text_borrowed(s, i++, sc->channel_id);
@@ -244,8 +244,8 @@ static int scope_write(dg_store *st, const dg_scope *sc, const char *post_channe
     dg_store_turns_state_bind(s, i, f);
     int rc = dg_step(s);
     if (rc == DG_DONE && !exists && dg_changes(s) == 0)
-        return OC_ERR_INTERNAL; /* the caller's belief about the row was wrong: a bug */
-    return dg_store_turns_logged(st, sc->channel_id, rc == DG_DONE ? OC_OK : OC_ERR_IO);
+        return DG_ERR_INTERNAL; /* the caller's belief about the row was wrong: a bug */
+    return dg_store_turns_logged(st, sc->channel_id, rc == DG_DONE ? DG_OK : DG_ERR_IO);
 }
 
 static const char SQL_SCOPES_CLEAR[] =
@@ -256,7 +256,7 @@ int dg_store_turns_scopes_clear(dg_store *st, const char *channel_id)
     DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, SQL_SCOPES_CLEAR);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_store_bind_text(s, 1, channel_id);
     return dg_store_turns_logged(st, channel_id, dg_store_run(s));
 }
@@ -274,22 +274,22 @@ int dg_store_turns_scope_save_for(dg_store *st, const dg_scope *sc, const char *
         strcmp(p->id, message_id) || strcmp(p->channel, sc->channel_id))
         return dg_store_turns_scope_save(st, sc, post_channel, t, exists, now_ms);
     if (post_channel && !(p->snap_post = strdup(post_channel)))
-        return OC_ERR_NOMEM;
+        return DG_ERR_NOMEM;
     dg_store_turns_state_key(sc, p->snap_key, sizeof p->snap_key);
     dg_store_turns_state_fields(t, p->snap);
     p->has_snap = 1;
     if (p->hint->since_snap < 0)
         p->hint->since_snap = 0;
-    return dg_store_turns_logged(st, sc->channel_id, OC_OK);
+    return dg_store_turns_logged(st, sc->channel_id, DG_OK);
 }
 
-/* The scope of a state row's key, or OC_ERR_INVALID. */
+/* The scope of a state row's key, or DG_ERR_INVALID. */
 static int scope_of_key(const char *channel_id, const char *k, dg_scope *sc)
 {
-    return !channel_id || !k ? OC_ERR_INVALID
+    return !channel_id || !k ? DG_ERR_INVALID
            : strcmp(k, "~conv") == 0 ? dg_scope_conversation(channel_id, sc)
            : strncmp(k, "~thread:", 8) == 0 ? dg_scope_thread(channel_id, k + 8, sc)
-           : OC_ERR_INVALID;
+           : DG_ERR_INVALID;
 }
 
 /* One state a mark of the window carries (fold_channel). */
@@ -316,24 +316,24 @@ static int fold_rows(dg_store *st, const char *channel_id, snap_row *v, int n)
             if (j != i && v[j].ord > v[i].ord && strcmp(v[j].key, k) == 0)
                 newest = 0;
         dg_scope sc;
-        if (!newest || scope_of_key(channel_id, k, &sc) != OC_OK)
+        if (!newest || scope_of_key(channel_id, k, &sc) != DG_OK)
             continue;
         dg_stmt *s = dg_store_stmt(st, SQL_ROW_ORD);
         if (!s)
-            return OC_ERR_IO;
+            return DG_ERR_IO;
         dg_bind_text_borrowed(s, 1, channel_id);
         dg_bind_text_borrowed(s, 2, k);
         int rc = dg_step(s);
         int64_t row_ord = rc == DG_ROW ? dg_col_int64(s, 0) : 0;
         dg_reset(s);
         if (rc != DG_ROW && rc != DG_DONE)
-            return OC_ERR_IO;
+            return DG_ERR_IO;
         if (rc == DG_DONE || row_ord >= v[i].ord)
             continue; /* no row (the scope was cleared), or a newer one */
-        if ((rc = scope_write(st, &sc, v[i].post, &v[i].st, 1, v[i].at_ms, v[i].ord)) != OC_OK)
+        if ((rc = scope_write(st, &sc, v[i].post, &v[i].st, 1, v[i].at_ms, v[i].ord)) != DG_OK)
             return rc;
     }
-    return OC_OK;
+    return DG_OK;
 }
 
 /* Fold the states the channel's window carries into their rows and clear
@@ -344,14 +344,14 @@ static int fold_rows(dg_store *st, const char *channel_id, snap_row *v, int n)
 static int fold_channel(dg_store *st, const char *channel_id, int in_window)
 {
     int rc = dg_store_turns_pending_flush(st);
-    if (rc != OC_OK || st->pg)
+    if (rc != DG_OK || st->pg)
         return rc;
     dg_stmt *s = dg_store_stmt(st, dg_sql_turns_window);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_store_bind_text(s, 1, channel_id);
     snap_row v[DG_SNAP_WINDOW];
-    int n = 0, status = OC_OK;
+    int n = 0, status = DG_OK;
     char oldest[DG_SCOPE_ID_MAX] = "";
     while ((rc = dg_step(s)) == DG_ROW && n < DG_SNAP_WINDOW) {
         const char *k = dg_col_text(s, 0);
@@ -367,22 +367,22 @@ static int fold_channel(dg_store *st, const char *channel_id, int in_window)
         dg_turn_state_init(&v[n].st);
         snap_read(s, &v[n].st);
         if (!v[n].key || (!v[n].post && !dg_col_null(s, 3)))
-            status = OC_ERR_NOMEM;
+            status = DG_ERR_NOMEM;
         n++;
     }
     dg_reset(s);
-    if (rc != DG_DONE && rc != DG_ROW && status == OC_OK)
-        status = OC_ERR_IO;
-    if (status == OC_OK && n)
+    if (rc != DG_DONE && rc != DG_ROW && status == DG_OK)
+        status = DG_ERR_IO;
+    if (status == DG_OK && n)
         status = fold_rows(st, channel_id, v, n);
     for (int i = 0; i < n; i++) {
         free(v[i].key);
         free(v[i].post);
     }
-    if (status != OC_OK || !n)
+    if (status != DG_OK || !n)
         return status;
     if (!(s = dg_store_stmt(st, SQL_SNAPS_CLEAR)))
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_bind_text_borrowed(s, 1, channel_id);
     dg_bind_text_borrowed(s, 2, in_window ? oldest : "");
     return dg_store_run(s);
@@ -411,22 +411,22 @@ static int snap_channels(dg_store *st, int64_t before_ms, char ***out, size_t *n
     *n = 0;
     dg_stmt *s = dg_store_stmt(st, SQL_SNAP_CHANNELS);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_bind_int64(s, 1, before_ms);
-    int rc, status = OC_OK;
+    int rc, status = DG_OK;
     size_t cap = 0;
     while ((rc = dg_step(s)) == DG_ROW) {
         char *c = dg_store_col_dup(s, 0);
         if (!c || dg_grow(out, &cap, *n, sizeof **out, 8)) {
             free(c);
-            status = OC_ERR_NOMEM;
+            status = DG_ERR_NOMEM;
             break;
         }
         (*out)[(*n)++] = c;
     }
     dg_reset(s);
-    if (status == OC_OK && rc != DG_DONE)
-        status = OC_ERR_IO;
+    if (status == DG_OK && rc != DG_DONE)
+        status = DG_ERR_IO;
     return status;
 }
 
@@ -435,12 +435,12 @@ int dg_store_turns_fold_before(dg_store *st, int64_t before_ms)
 {
     DG_ASSERT_IN_TXN(st);
     if (st->pg)
-        return OC_OK;
+        return DG_OK;
     char **v = NULL;
     size_t n = 0;
     int rc = snap_channels(st, before_ms, &v, &n);
     for (size_t i = 0; i < n; i++) {
-        if (rc == OC_OK)
+        if (rc == DG_OK)
             rc = dg_store_turns_fold_channel(st, v[i]);
         free(v[i]);
     }
@@ -452,7 +452,7 @@ int dg_store_turns_fold_all(dg_store *st)
 {
     DG_ASSERT_IN_TXN(st);
     int rc = dg_store_turns_pending_flush(st);
-    return rc == OC_OK ? dg_store_turns_fold_before(st, 0) : rc;
+    return rc == DG_OK ? dg_store_turns_fold_before(st, 0) : rc;
 }
 
 /* '~thread;' is the first key after every '~thread:<root>'. */
@@ -482,20 +482,20 @@ int dg_store_turns_scopes(dg_store *st, int active_only, dg_scope **out, size_t 
     *n = 0;
     dg_stmt *s = dg_store_stmt(st, SQL_SCOPES);
     if (!s)
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     dg_bind_int64(s, 1, active_only ? 1 : 0);
     int rc;
     size_t cap = 0;
     while ((rc = dg_step(s)) == DG_ROW) {
         dg_scope sc;
-        if (scope_of_key(dg_col_text(s, 0), dg_col_text(s, 1), &sc) != OC_OK)
+        if (scope_of_key(dg_col_text(s, 0), dg_col_text(s, 1), &sc) != DG_OK)
             continue; /* unreadable: skipped (awake_scan_skips_unreadable_rows) */
         if (dg_grow(out, &cap, *n, sizeof **out, 16)) {
             dg_reset(s);
             free(*out);
             *out = NULL;
             *n = 0;
-            return OC_ERR_NOMEM;
+            return DG_ERR_NOMEM;
         }
         (*out)[(*n)++] = sc;
     }
@@ -504,8 +504,8 @@ int dg_store_turns_scopes(dg_store *st, int active_only, dg_scope **out, size_t 
         free(*out);
         *out = NULL;
         *n = 0;
-        return OC_ERR_IO;
+        return DG_ERR_IO;
     }
-    return OC_OK;
+    return DG_OK;
 }
 
