@@ -16,19 +16,61 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The run id, payload.text and payload.isError of the event, checked:
+ * -1 (logged) when one has the wrong type, and the payload is not checked;
+ * a text of the wrong type is judged as speech (*text NULL). */
+static int decode_payload(dg_plugin *p, const json_t *event, const json_t *ctx,
+                          const char *agent_id, const char **run_id, const char **text,
+                          int *is_error)
+{
+    const char *field = NULL;
+    const json_t *payload = json_object_get(event, "payload");
+    if (dg_hook_run_id(event, ctx, 0, run_id, &field)) {
+        dg_log(p, OC_LOG_WARN,
+               "reply_payload_sending: %s of %s is not a string; the payload is not checked", field,
+               agent_id);
+        return -1;
+    }
+    if (payload && !json_is_object(payload)) {
+        dg_log(p, OC_LOG_WARN,
+               "reply_payload_sending: event.payload of %s is not an object {text, isError?}; "
+               "the payload is not checked",
+               agent_id);
+        return -1;
+    }
+    const json_t *err_flag = json_object_get(payload, "isError");
+    if (err_flag && !json_is_null(err_flag) && !json_is_boolean(err_flag)) {
+        dg_log(p, OC_LOG_WARN,
+               "reply_payload_sending: event.payload.isError of %s is not a boolean; the "
+               "payload is not checked",
+               agent_id);
+        return -1;
+    }
+    *is_error = json_is_true(err_flag);
+    if (dg_json_opt_str(payload, "text", text))
+        /* Still decided, as speech: a non-speaker's payload stays blocked. */
+        dg_log(p, OC_LOG_WARN,
+               "reply_payload_sending: event.payload.text of %s is not a string; judged as a "
+               "non-silent text",
+               agent_id);
+    return 0;
+}
+
 int dg_hook_reply_payload_sending(void *state, const json_t *event, const json_t *ctx,
                                   json_t **result)
 {
     dg_plugin *p = state;
     if (!json_is_object(event)) {
-        dg_log(p, OC_LOG_WARN, "reply_payload_sending: the event is not a JSON object; the "
+        dg_log(p, OC_LOG_WARN,
+               "reply_payload_sending: the event is not a JSON object; the "
                "payload is not checked");
         return OC_ERR_INVALID;
     }
     /* The session key may come in the event only. */
     const char *ev_key = NULL;
     if (dg_json_opt_str(event, "sessionKey", &ev_key)) {
-        dg_log(p, OC_LOG_WARN, "reply_payload_sending: event.sessionKey is not a string; the "
+        dg_log(p, OC_LOG_WARN,
+               "reply_payload_sending: event.sessionKey is not a string; the "
                "payload is not checked");
         return OC_ERR_INVALID;
     }
@@ -51,40 +93,22 @@ int dg_hook_reply_payload_sending(void *state, const json_t *event, const json_t
     }
     if (!ok)
         goto out;
-    const char *run_id = NULL, *field = NULL, *text = NULL;
-    const json_t *payload = json_object_get(event, "payload");
-    if (dg_hook_run_id(event, ctx, 0, &run_id, &field)) {
-        dg_log(p, OC_LOG_WARN, "reply_payload_sending: %s of %s is not a string; the payload "
-               "is not checked", field, hs.s.agent_id);
+    const char *run_id = NULL, *text = NULL;
+    int is_error = 0;
+    if (decode_payload(p, event, ctx, hs.s.agent_id, &run_id, &text, &is_error)) {
         rc = OC_ERR_INVALID;
         goto out;
     }
-    if (payload && !json_is_object(payload)) {
-        dg_log(p, OC_LOG_WARN, "reply_payload_sending: event.payload of %s is not an object "
-               "{text, isError?}; the payload is not checked", hs.s.agent_id);
-        rc = OC_ERR_INVALID;
-        goto out;
-    }
-    const json_t *is_error = json_object_get(payload, "isError");
-    if (is_error && !json_is_null(is_error) && !json_is_boolean(is_error)) {
-        dg_log(p, OC_LOG_WARN, "reply_payload_sending: event.payload.isError of %s is not a "
-               "boolean; the payload is not checked", hs.s.agent_id);
-        rc = OC_ERR_INVALID;
-        goto out;
-    }
-    if (dg_json_opt_str(payload, "text", &text))
-        /* Still decided, as speech: a non-speaker's payload stays blocked. */
-        dg_log(p, OC_LOG_WARN, "reply_payload_sending: event.payload.text of %s is not a "
-               "string; judged as a non-silent text", hs.s.agent_id);
     int cancel = 0;
     char reason[512];
-    if (json_is_true(is_error)) {
+    if (is_error) {
         rc = dg_turns_check_error_notice(p->turns, &hs.s, "reply_payload_sending",
-                                         "payload.isError", text, &cancel, reason,
-                                         sizeof reason);
+                                         "payload.isError", text, &cancel, reason, sizeof reason);
         if (rc != OC_OK) {
-            dg_log(p, OC_LOG_ERROR, "reply_payload_sending: no decision for %s in channel %s "
-                   "(%s)", hs.s.agent_id, hs.s.channel_id, oc_status_name(rc));
+            dg_log(p, OC_LOG_ERROR,
+                   "reply_payload_sending: no decision for %s in channel %s "
+                   "(%s)",
+                   hs.s.agent_id, hs.s.channel_id, oc_status_name(rc));
             goto out;
         }
         if (cancel) {
