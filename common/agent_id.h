@@ -12,8 +12,8 @@
 #define DG_AGENT_ID_H
 
 /* The rule in words, for error texts. */
-#define DG_AGENT_ID_RULE \
-    "1-64 characters of a-z, 0-9, '-' and '_', starting with a letter or digit " \
+#define DG_AGENT_ID_RULE                                                                           \
+    "1-64 characters of a-z, 0-9, '-' and '_', starting with a letter or digit "                   \
     "(OpenClaw's agent ids, which it lower-cases)"
 
 /* True when s (may be NULL) follows the rule. Any thread. */

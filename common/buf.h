@@ -44,6 +44,6 @@ size_t dg_str_join(char *out, size_t cap, const char *const *parts, size_t n);
 /* printf into a new string (malloc'd, the caller frees); NULL when out of
  * memory. */
 char *dg_sprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
-    __attribute__((warn_unused_result));
+__attribute__((warn_unused_result));
 
 #endif

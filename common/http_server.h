@@ -16,8 +16,8 @@
 /* The body of one request. Start from {0}; dg_http_body_free at the end
  * of the request (MHD's completion callback). */
 typedef struct dg_http_body {
-    dg_buf buf;      /* buf.s NUL-terminated once anything arrived */
-    int too_large;   /* a chunk would have passed max: answer 413 */
+    dg_buf buf;    /* buf.s NUL-terminated once anything arrived */
+    int too_large; /* a chunk would have passed max: answer 413 */
 } dg_http_body;
 
 /*

@@ -17,7 +17,8 @@ static size_t longest_run(const char *t, const char *secret, size_t n)
     size_t best = 0;
     for (size_t j = 0; j < n && n - j > best; j++) {
         size_t l = 0;
-        while (j + l < n && t[l] && lower((unsigned char)t[l]) == lower((unsigned char)secret[j + l]))
+        while (j + l < n && t[l] &&
+               lower((unsigned char)t[l]) == lower((unsigned char)secret[j + l]))
             l++;
         if (l > best)
             best = l;

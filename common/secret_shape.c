@@ -8,8 +8,8 @@
 
 static int b64url(char c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '_';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_';
 }
 
 /* One run of base64url characters and dots, [s, s+n): do three consecutive
@@ -111,8 +111,8 @@ static int find(const json_t *j, const char *path, const char *const *skip, char
     return 0;
 }
 
-int dg_json_find_token(const json_t *root, const char *const *skip, char *where,
-                       size_t where_len, int *is_key)
+int dg_json_find_token(const json_t *root, const char *const *skip, char *where, size_t where_len,
+                       int *is_key)
 {
     char dummy[1];
     if (!where || !where_len) {

@@ -26,7 +26,7 @@ int dg_looks_like_token(const char *s);
  * are not searched (where a token legitimately lives); "*" in a pattern
  * matches one whole key. Any thread.
  */
-int dg_json_find_token(const json_t *root, const char *const *skip, char *where,
-                       size_t where_len, int *is_key);
+int dg_json_find_token(const json_t *root, const char *const *skip, char *where, size_t where_len,
+                       int *is_key);
 
 #endif

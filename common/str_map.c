@@ -98,8 +98,8 @@ void dg_map_clear(dg_map *m)
     dg_map_init(m);
 }
 
-int dg_map_retain(dg_map *m, int (*keep)(void *val, void *arg),
-                  void (*drop)(void *val, void *arg), void *arg)
+int dg_map_retain(dg_map *m, int (*keep)(void *val, void *arg), void (*drop)(void *val, void *arg),
+                  void *arg)
 {
     if (!m->cap)
         return DG_OK;

@@ -14,13 +14,13 @@
 
 typedef struct dg_map_slot {
     uint64_t hash;
-    const char *key;   /* NULL: empty slot */
+    const char *key; /* NULL: empty slot */
     void *val;
 } dg_map_slot;
 
 typedef struct dg_map {
     dg_map_slot *slots;
-    size_t cap;        /* power of two, 0 before the first put */
+    size_t cap; /* power of two, 0 before the first put */
     size_t n;
 } dg_map;
 
@@ -53,7 +53,7 @@ void dg_map_clear(dg_map *m);
  * passed to drop() (which may free it, key included) once it is out of the
  * map. keep() must not depend on values dropped before it. DG_OK, or
  * DG_ERR_NOMEM with the map unchanged and nothing dropped. */
-int dg_map_retain(dg_map *m, int (*keep)(void *val, void *arg),
-                  void (*drop)(void *val, void *arg), void *arg);
+int dg_map_retain(dg_map *m, int (*keep)(void *val, void *arg), void (*drop)(void *val, void *arg),
+                  void *arg);
 
 #endif

@@ -24,10 +24,11 @@ size_t dg_utf8_count(const char *s)
  * starts with. */
 static size_t lead_len(unsigned char c)
 {
-    return c < 0x80 ? 1
-         : (c & 0xE0) == 0xC0 && c >= 0xC2 ? 2
-         : (c & 0xF0) == 0xE0 ? 3
-         : (c & 0xF8) == 0xF0 && c <= 0xF4 ? 4 : 0;
+    return c < 0x80                          ? 1
+           : (c & 0xE0) == 0xC0 && c >= 0xC2 ? 2
+           : (c & 0xF0) == 0xE0              ? 3
+           : (c & 0xF8) == 0xF0 && c <= 0xF4 ? 4
+                                             : 0;
 }
 
 size_t dg_utf8_seq_len(const char *s)
@@ -60,8 +61,11 @@ long dg_utf8_count_valid(const char *s)
 unsigned long dg_utf8_decode(const char *s, size_t n, size_t *len)
 {
     const unsigned char *c = (const unsigned char *)s;
-    size_t need = c[0] < 0x80 ? 1 : (c[0] >> 5) == 6 ? 2 : (c[0] >> 4) == 14 ? 3
-                : (c[0] >> 3) == 30 ? 4 : 0;
+    size_t need = c[0] < 0x80         ? 1
+                  : (c[0] >> 5) == 6  ? 2
+                  : (c[0] >> 4) == 14 ? 3
+                  : (c[0] >> 3) == 30 ? 4
+                                      : 0;
     *len = 1;
     if (need <= 1 || need > n)
         return c[0];

@@ -77,12 +77,15 @@ int dg_discord_check_channel_name(const char *name, char *why, size_t why_len)
         if (invisible_or_space(cp)) {
             snprintf(why, why_len,
                      "name contains whitespace, a control or an invisible character (U+%04lX); "
-                     "text-channel names use '-' instead of spaces", cp);
+                     "text-channel names use '-' instead of spaces",
+                     cp);
             return DG_ERR_INVALID;
         }
         if (upper_case(cp)) {
-            snprintf(why, why_len, "name contains the upper-case letter U+%04lX; text-channel "
-                                   "names are lower case", cp);
+            snprintf(why, why_len,
+                     "name contains the upper-case letter U+%04lX; text-channel "
+                     "names are lower case",
+                     cp);
             return DG_ERR_INVALID;
         }
     }
@@ -132,20 +135,20 @@ int dg_discord_create_private_channel(dg_discord *d, const dg_discord_channel_sp
                                   DG_PERM_READ_MESSAGE_HISTORY));
     snprintf(deny, sizeof deny, "%llu", (unsigned long long)DG_PERM_VIEW_CHANNEL);
     json_t *ow = json_array();
-    int bad = json_array_append_new(ow, json_pack("{s:s, s:i, s:s, s:s}", "id", guild, "type", 0,
-                                                  "allow", "0", "deny", deny));
+    int bad = json_array_append_new(
+        ow, json_pack("{s:s, s:i, s:s, s:s}", "id", guild, "type", 0, "allow", "0", "deny", deny));
     for (size_t i = 0; i < spec->n_members; i++) {
         int dup = !strcmp(spec->member_ids[i], guild);
         for (size_t k = 0; k < i && !dup; k++)
             dup = !strcmp(spec->member_ids[k], spec->member_ids[i]);
         if (dup)
             continue;
-        bad |= json_array_append_new(ow, json_pack("{s:s, s:i, s:s, s:s}", "id",
-                                                   spec->member_ids[i], "type", 1, "allow",
-                                                   allow, "deny", "0"));
+        bad |=
+            json_array_append_new(ow, json_pack("{s:s, s:i, s:s, s:s}", "id", spec->member_ids[i],
+                                                "type", 1, "allow", allow, "deny", "0"));
     }
-    json_t *body = json_pack("{s:s, s:i, s:o}", "name", spec->name, "type", 0,
-                             "permission_overwrites", ow);
+    json_t *body =
+        json_pack("{s:s, s:i, s:o}", "name", spec->name, "type", 0, "permission_overwrites", ow);
     if (body && spec->topic)
         bad |= json_object_set_new(body, "topic", json_string(spec->topic));
     if (body && spec->parent_id)

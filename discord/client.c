@@ -31,15 +31,17 @@ static void curl_init_once(void)
  * DG_ERR_INVALID with the field and its rule in err. */
 static int check_options(const dg_discord_options *o, char *err, size_t err_len)
 {
-    if (!o || !o->api_base || (strncmp(o->api_base, "https://", 8) != 0 &&
-                               strncmp(o->api_base, "http://", 7) != 0)) {
-        snprintf(err, err_len, "discord.apiBase must be an http:// or https:// URL such as "
-                               "https://discord.com/api/v10");
+    if (!o || !o->api_base ||
+        (strncmp(o->api_base, "https://", 8) != 0 && strncmp(o->api_base, "http://", 7) != 0)) {
+        snprintf(err, err_len,
+                 "discord.apiBase must be an http:// or https:// URL such as "
+                 "https://discord.com/api/v10");
         return DG_ERR_INVALID;
     }
     if (!o->token || !*o->token || strpbrk(o->token, "\r\n \t")) {
-        snprintf(err, err_len, "discord.moderatorToken is missing or contains whitespace; set "
-                               "the bot token (without the \"Bot \" prefix)");
+        snprintf(err, err_len,
+                 "discord.moderatorToken is missing or contains whitespace; set "
+                 "the bot token (without the \"Bot \" prefix)");
         return DG_ERR_INVALID;
     }
     if (o->guild_id && !dg_snowflake_valid(o->guild_id)) {

@@ -49,9 +49,9 @@
 
 typedef struct dg_discord dg_discord;
 
-#define DG_DISCORD_MAX_CONTENT 2000   /* characters (Unicode code points) */
-#define DG_DISCORD_MAX_NONCE 25       /* bytes */
-#define DG_DISCORD_MAX_NAME 100       /* channel name, characters */
+#define DG_DISCORD_MAX_CONTENT 2000 /* characters (Unicode code points) */
+#define DG_DISCORD_MAX_NONCE 25     /* bytes */
+#define DG_DISCORD_MAX_NAME 100     /* channel name, characters */
 #define DG_DISCORD_MAX_TOPIC 1024
 
 #define DG_PERM_VIEW_CHANNEL (1ull << 10)
@@ -64,30 +64,30 @@ typedef void (*dg_discord_log_fn)(void *log_state, int level, const char *messag
 
 /* Options; the strings are copied by dg_discord_new. Zero means default. */
 typedef struct dg_discord_options {
-    const char *api_base;     /* required, e.g. "https://discord.com/api/v10"; a
+    const char *api_base;    /* required, e.g. "https://discord.com/api/v10"; a
                                  trailing '/' is dropped; http:// only for tests */
-    const char *token;        /* required: bot token, without the "Bot " prefix */
-    const char *guild_id;     /* default guild for channel creation; may be NULL */
-    long timeout_ms;          /* bound of one whole call; default 15000 */
-    long connect_timeout_ms;  /* TCP+TLS connect bound; default min(5000, timeout_ms) */
-    int max_attempts;         /* HTTP attempts for 5xx/transport errors; default 5 */
-    long backoff_base_ms;     /* first back-off before jitter; default 250 */
-    long backoff_max_ms;      /* back-off cap; default 4000 */
-    int max_idle_handles;     /* connection handles kept for reuse; default 4 */
-    const char *user_agent;   /* default "DiscordBot (dirigent, <version>)" */
-    dg_discord_log_fn log;    /* optional */
+    const char *token;       /* required: bot token, without the "Bot " prefix */
+    const char *guild_id;    /* default guild for channel creation; may be NULL */
+    long timeout_ms;         /* bound of one whole call; default 15000 */
+    long connect_timeout_ms; /* TCP+TLS connect bound; default min(5000, timeout_ms) */
+    int max_attempts;        /* HTTP attempts for 5xx/transport errors; default 5 */
+    long backoff_base_ms;    /* first back-off before jitter; default 250 */
+    long backoff_max_ms;     /* back-off cap; default 4000 */
+    int max_idle_handles;    /* connection handles kept for reuse; default 4 */
+    const char *user_agent;  /* default "DiscordBot (dirigent, <version>)" */
+    dg_discord_log_fn log;   /* optional */
     void *log_state;
 } dg_discord_options;
 
 /* What went wrong, filled by every call that takes one (may be NULL). */
 typedef struct dg_discord_err {
-    long http_status;         /* last HTTP status seen; 0: none (local or transport) */
-    int discord_code;         /* Discord's JSON "code"; 0 when absent */
-    int retryable;            /* 1: the same request may succeed later (429, 5xx,
+    long http_status;    /* last HTTP status seen; 0: none (local or transport) */
+    int discord_code;    /* Discord's JSON "code"; 0 when absent */
+    int retryable;       /* 1: the same request may succeed later (429, 5xx,
                                  transport, timeout, abort); 0: it never will */
-    long retry_after_ms;      /* rate-limited beyond the call's bound: wait this long */
-    int attempts;             /* HTTP requests made by the call */
-    char message[512];        /* a sentence with Discord's own message, "" on DG_OK */
+    long retry_after_ms; /* rate-limited beyond the call's bound: wait this long */
+    int attempts;        /* HTTP requests made by the call */
+    char message[512];   /* a sentence with Discord's own message, "" on DG_OK */
 } dg_discord_err;
 
 /*
@@ -131,11 +131,11 @@ static inline int dg_discord_is_snowflake(const char *s)
  * VIEW_CHANNEL; each member (type 1) allowed VIEW_CHANNEL | SEND_MESSAGES |
  * READ_MESSAGE_HISTORY. All strings borrowed for the call. */
 typedef struct dg_discord_channel_spec {
-    const char *guild_id;             /* NULL: options.guild_id */
-    const char *name;                 /* dg_discord_check_channel_name rules */
-    const char *topic;                /* NULL or <= 1024 characters */
-    const char *parent_id;            /* NULL or a category snowflake */
-    const char *const *member_ids;    /* snowflakes; duplicates dropped. Include
+    const char *guild_id;          /* NULL: options.guild_id */
+    const char *name;              /* dg_discord_check_channel_name rules */
+    const char *topic;             /* NULL or <= 1024 characters */
+    const char *parent_id;         /* NULL or a category snowflake */
+    const char *const *member_ids; /* snowflakes; duplicates dropped. Include
                                          the moderator bot itself: Discord
                                          hides the channel from it otherwise */
     size_t n_members;
@@ -176,8 +176,8 @@ int dg_discord_find_channel(dg_discord *d, const char *guild_id, const char *nam
  * string the caller frees. Any thread.
  */
 int dg_discord_post_message(dg_discord *d, const char *channel_id, const char *content,
-                            const char *const *mention_ids, size_t n_mentions,
-                            const char *nonce, char **message_id, dg_discord_err *err)
+                            const char *const *mention_ids, size_t n_mentions, const char *nonce,
+                            char **message_id, dg_discord_err *err)
     __attribute__((warn_unused_result));
 
 /* One message as read back. Every string is owned by the array. */
@@ -185,10 +185,10 @@ typedef struct dg_discord_message {
     char *id;
     char *channel_id;
     char *author_id;
-    int author_bot;           /* author.bot was true */
+    int author_bot; /* author.bot was true */
     char *content;
-    char *nonce;              /* NULL when the message has none */
-    char **mention_ids;       /* users mentioned (and allowed to be pinged) */
+    char *nonce;        /* NULL when the message has none */
+    char **mention_ids; /* users mentioned (and allowed to be pinged) */
     size_t n_mentions;
 } dg_discord_message;
 
@@ -198,9 +198,9 @@ typedef struct dg_discord_message {
  * when *n is 0) is sorted oldest first (ascending id) and owned by the
  * caller: dg_discord_messages_free(*msgs, *n). Any thread.
  */
-int dg_discord_get_messages(dg_discord *d, const char *channel_id, const char *after_id,
-                            int limit, dg_discord_message **msgs, size_t *n,
-                            dg_discord_err *err) __attribute__((warn_unused_result));
+int dg_discord_get_messages(dg_discord *d, const char *channel_id, const char *after_id, int limit,
+                            dg_discord_message **msgs, size_t *n, dg_discord_err *err)
+    __attribute__((warn_unused_result));
 
 void dg_discord_messages_free(dg_discord_message *msgs, size_t n);
 
@@ -222,9 +222,9 @@ int dg_discord_get_user_names(dg_discord *d, const char *user_id, char *username
  * (if not NULL) is a new reference (JSON null for an empty 2xx body) that
  * the caller decrefs. Any thread.
  */
-int dg_discord_request(dg_discord *d, const char *method, const char *path,
-                       const json_t *body, int idempotent, json_t **response,
-                       dg_discord_err *err) __attribute__((warn_unused_result));
+int dg_discord_request(dg_discord *d, const char *method, const char *path, const json_t *body,
+                       int idempotent, json_t **response, dg_discord_err *err)
+    __attribute__((warn_unused_result));
 
 /*
  * Pipelined posts: up to `cap` message posts in flight at once
@@ -279,7 +279,7 @@ int dg_discord_pipe_submit(dg_discord_pipe *p, uint64_t tag, dg_discord_post *po
 /* A post that ended. message_id (DG_OK only) is owned by the receiver. */
 typedef struct dg_discord_done {
     uint64_t tag;
-    int rc;                   /* as dg_discord_post_message */
+    int rc; /* as dg_discord_post_message */
     char *message_id;
     dg_discord_err err;
 } dg_discord_done;

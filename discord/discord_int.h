@@ -32,11 +32,11 @@
 /* Rate-limit state of one route (method + template + major id). */
 typedef struct dgd_route {
     char key[192];
-    char bucket[72];      /* X-RateLimit-Bucket, for logs */
-    int known;            /* limit/remaining/reset_at came from headers */
+    char bucket[72]; /* X-RateLimit-Bucket, for logs */
+    int known;       /* limit/remaining/reset_at came from headers */
     long limit;
     long remaining;
-    int64_t reset_at;     /* monotonic ms */
+    int64_t reset_at; /* monotonic ms */
     int inflight;
 } dgd_route;
 
@@ -65,10 +65,10 @@ struct dg_discord {
 
     atomic_int abort;
 
-    pthread_mutex_t mu;          /* guards everything below */
-    pthread_cond_t cond;         /* rate-limit state changed, or abort */
-    int64_t global_until;        /* monotonic ms */
-    dg_map routes;               /* route key -> dgd_route (malloc'd, owns its key):
+    pthread_mutex_t mu;   /* guards everything below */
+    pthread_cond_t cond;  /* rate-limit state changed, or abort */
+    int64_t global_until; /* monotonic ms */
+    dg_map routes;        /* route key -> dgd_route (malloc'd, owns its key):
                                     a lookup per request, whatever the number of
                                     channels posted to */
     uint64_t rng;
@@ -87,9 +87,9 @@ struct dg_discord {
 /* ---- transport.c: what client.c and pipe.c share with it ---------------- */
 
 #define DGD_AUTH_PREFIX "Authorization: Bot "
-#define DGD_MAX_429_PER_CALL 64      /* a server answering 429 forever still ends */
-#define DGD_MAX_BODY (8u << 20)      /* answers larger than this are refused */
-#define DGD_POLL_MS 50               /* abort latency of a transfer in flight */
+#define DGD_MAX_429_PER_CALL 64 /* a server answering 429 forever still ends */
+#define DGD_MAX_BODY (8u << 20) /* answers larger than this are refused */
+#define DGD_POLL_MS 50          /* abort latency of a transfer in flight */
 
 /* The rate-limit headers of one answer. */
 typedef struct dgd_hdrs {
@@ -150,8 +150,8 @@ size_t dgd_on_header(char *line, size_t size, size_t nmemb, void *ud);
 
 /* Discord's message for an answer that is not 2xx into out (the token
  * scrubbed from x's body), its JSON error code into *code. */
-void dgd_discord_message(const dg_discord *d, dgd_xfer *x, long http, char *out,
-                         size_t out_len, int *code);
+void dgd_discord_message(const dg_discord *d, dgd_xfer *x, long http, char *out, size_t out_len,
+                         int *code);
 
 /* The status for an HTTP refusal (404: DG_ERR_NOT_FOUND, ...). */
 int dgd_status_rc(long http);
@@ -198,8 +198,8 @@ int dgd_do_request(dg_discord *d, const char *method, const char *path, const ch
 /* GET path and check the answer's shape: a JSON value of type want
  * (JSON_ARRAY or JSON_OBJECT). *out: the answer, the caller decrefs; NULL
  * on error. what names the operation in the error ("get messages"). */
-static inline int dgd_get_json(dg_discord *d, const char *what, const char *path,
-                               json_type want, json_t **out, dg_discord_err *err)
+static inline int dgd_get_json(dg_discord *d, const char *what, const char *path, json_type want,
+                               json_t **out, dg_discord_err *err)
 {
     json_t *resp = NULL;
     int rc = dgd_do_request(d, "GET", path, NULL, 1, &resp, err);

@@ -15,8 +15,7 @@ static size_t json_str_len(const char *s)
     size_t n = 0;
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         unsigned char c = *p;
-        if (c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' ||
-            c == '\t')
+        if (c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t')
             n += 2;
         else if (c < 0x20)
             n += 6;
@@ -36,12 +35,12 @@ static char *json_str_put(char *out, const char *s)
         unsigned char c = *p;
         const char *esc = c == '"'    ? "\\\""
                           : c == '\\' ? "\\\\"
-                          : c == '\b'  ? "\\b"
-                          : c == '\f'  ? "\\f"
-                          : c == '\n'  ? "\\n"
-                          : c == '\r'  ? "\\r"
-                          : c == '\t'  ? "\\t"
-                                       : NULL;
+                          : c == '\b' ? "\\b"
+                          : c == '\f' ? "\\f"
+                          : c == '\n' ? "\\n"
+                          : c == '\r' ? "\\r"
+                          : c == '\t' ? "\\t"
+                                      : NULL;
         if (esc) {
             *out++ = esc[0];
             *out++ = esc[1];
@@ -134,8 +133,8 @@ int dgd_post_body(const char *channel_id, const char *content, const char *const
 }
 
 int dg_discord_post_message(dg_discord *d, const char *channel_id, const char *content,
-                            const char *const *mention_ids, size_t n_mentions,
-                            const char *nonce, char **message_id, dg_discord_err *err)
+                            const char *const *mention_ids, size_t n_mentions, const char *nonce,
+                            char **message_id, dg_discord_err *err)
 {
     if (err)
         memset(err, 0, sizeof *err);
@@ -228,8 +227,8 @@ static int read_message(json_t *j, dg_discord_message *m)
     return m->id && m->author_id && m->content ? 0 : -1;
 }
 
-int dg_discord_get_messages(dg_discord *d, const char *channel_id, const char *after_id,
-                            int limit, dg_discord_message **msgs, size_t *n, dg_discord_err *err)
+int dg_discord_get_messages(dg_discord *d, const char *channel_id, const char *after_id, int limit,
+                            dg_discord_message **msgs, size_t *n, dg_discord_err *err)
 {
     if (err)
         memset(err, 0, sizeof *err);
@@ -249,8 +248,8 @@ int dg_discord_get_messages(dg_discord *d, const char *channel_id, const char *a
         return dgd_set_err(err, DG_ERR_INVALID, 0, 0, "get messages: limit must be 1..100");
     char path[128];
     if (after_id)
-        snprintf(path, sizeof path, "/channels/%s/messages?after=%s&limit=%d", channel_id,
-                 after_id, limit);
+        snprintf(path, sizeof path, "/channels/%s/messages?after=%s&limit=%d", channel_id, after_id,
+                 limit);
     else
         snprintf(path, sizeof path, "/channels/%s/messages?limit=%d", channel_id, limit);
     json_t *resp;

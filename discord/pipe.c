@@ -21,13 +21,13 @@ struct dg_discord_post {
 };
 
 typedef struct preq {
-    int used;                  /* 1: a post owns this entry */
-    int active;                /* its transfer is in the multi */
+    int used;   /* 1: a post owns this entry */
+    int active; /* its transfer is in the multi */
     uint64_t tag;
-    dg_discord_post req;       /* taken over from dg_discord_pipe_submit */
+    dg_discord_post req; /* taken over from dg_discord_pipe_submit */
     int64_t deadline, not_before;
     int failures, n429;
-    CURL *easy;                /* configured once at pipe_new */
+    CURL *easy; /* configured once at pipe_new */
     dgd_xfer x;
     char cerr[CURL_ERROR_SIZE];
     dg_discord_err e;
@@ -38,8 +38,8 @@ struct dg_discord_pipe {
     CURLM *multi;
     size_t cap, busy;
     preq *reqs;
-    atomic_int woken;          /* set by dg_discord_pipe_wakeup */
-    int settled;               /* the last call ended on a curl_multi_perform that
+    atomic_int woken; /* set by dg_discord_pipe_wakeup */
+    int settled;      /* the last call ended on a curl_multi_perform that
                                   left nothing to read: the next may poll first */
 };
 
@@ -108,8 +108,8 @@ int dg_discord_pipe_new(dg_discord *d, size_t cap, dg_discord_pipe **out)
         }
         curl_easy_setopt(e, CURLOPT_PRIVATE, q);
         curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, d->connect_ms < d->timeout_ms
-                                                           ? d->connect_ms : d->timeout_ms);
+        curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+                         d->connect_ms < d->timeout_ms ? d->connect_ms : d->timeout_ms);
         curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, dgd_on_body);
         curl_easy_setopt(e, CURLOPT_WRITEDATA, &q->x);
         curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, dgd_on_header);
@@ -213,8 +213,9 @@ int dg_discord_post_prepare(const dg_discord *d, const char *channel_id, const c
         memset(err, 0, sizeof *err);
     *out = NULL;
     if (!d || !nonce)
-        return dgd_set_err(err, DG_ERR_INVALID, 0, 0, "post message: a pipelined post needs a "
-                                                  "nonce");
+        return dgd_set_err(err, DG_ERR_INVALID, 0, 0,
+                           "post message: a pipelined post needs a "
+                           "nonce");
     dg_discord_post *post = malloc(sizeof *post);
     if (!post)
         return dgd_set_err(err, DG_ERR_NOMEM, 0, 1, "post message: out of memory");
@@ -315,9 +316,10 @@ static int preq_start(dg_discord_pipe *p, preq *q, int64_t now, dg_discord_done 
             return 1;
         }
         if (until < 0 && now >= q->deadline) {
-            dgd_set_err(&q->e, DG_ERR_IO, 0, 1, "timed out: %s waited for another request on a "
-                                            "route whose bucket is not known yet; try again later",
-                    q->req.route);
+            dgd_set_err(&q->e, DG_ERR_IO, 0, 1,
+                        "timed out: %s waited for another request on a "
+                        "route whose bucket is not known yet; try again later",
+                        q->req.route);
             preq_finish(p, q, DG_ERR_IO, NULL, done);
             return 1;
         }
@@ -362,27 +364,30 @@ static int preq_retry(dg_discord_pipe *p, preq *q, long http, const char *why,
     dg_discord *d = p->d;
     if (q->failures >= d->max_attempts) {
         if (http)
-            dgd_set_err(&q->e, DG_ERR_IO, http, 1, "Discord answered %ld to %s %d times: %s; try "
-                                               "again later",
-                    http, q->req.route, q->failures, why);
+            dgd_set_err(&q->e, DG_ERR_IO, http, 1,
+                        "Discord answered %ld to %s %d times: %s; try "
+                        "again later",
+                        http, q->req.route, q->failures, why);
         else
-            dgd_set_err(&q->e, DG_ERR_IO, 0, 1, "no answer from Discord for %s after %d attempt%s: "
-                                            "%s",
-                    q->req.route, q->e.attempts, q->e.attempts == 1 ? "" : "s", why);
+            dgd_set_err(&q->e, DG_ERR_IO, 0, 1,
+                        "no answer from Discord for %s after %d attempt%s: "
+                        "%s",
+                        q->req.route, q->e.attempts, q->e.attempts == 1 ? "" : "s", why);
         preq_finish(p, q, DG_ERR_IO, NULL, done);
         return 1;
     }
     long wait = dgd_backoff_ms(d, q->failures);
     if (http)
         dgd_log(d, DG_LOG_WARN, "discord: %s answered %ld (%s); retry %d of %d in %ld ms",
-              q->req.route, http, why, q->failures, d->max_attempts - 1, wait);
+                q->req.route, http, why, q->failures, d->max_attempts - 1, wait);
     else
         dgd_log(d, DG_LOG_WARN, "discord: %s failed (%s); retry %d of %d in %ld ms", q->req.route,
-              why, q->failures, d->max_attempts - 1, wait);
+                why, q->failures, d->max_attempts - 1, wait);
     if (dgd_mono_ms() + wait >= q->deadline) {
-        dgd_set_err(&q->e, DG_ERR_IO, http, 1, "timed out: %s failed (%s) and no time is left in "
-                                           "its %ld ms to retry",
-                q->req.route, why, d->timeout_ms);
+        dgd_set_err(&q->e, DG_ERR_IO, http, 1,
+                    "timed out: %s failed (%s) and no time is left in "
+                    "its %ld ms to retry",
+                    q->req.route, why, d->timeout_ms);
         preq_finish(p, q, DG_ERR_IO, NULL, done);
         return 1;
     }
@@ -472,7 +477,7 @@ static int preq_done(dg_discord_pipe *p, preq *q, CURLcode cc, dg_discord_done *
     if (cc == CURLE_OK && http == 429)
         ra = dgd_retry_after_of(&q->x, &global);
     dgd_rl_release(d, q->req.route, cc == CURLE_OK ? &q->x.h : NULL, cc == CURLE_OK ? http : 0, ra,
-               global);
+                   global);
     if (cc != CURLE_OK) {
         q->failures++;
         if (cc == CURLE_WRITE_ERROR && q->x.too_big)
@@ -497,14 +502,15 @@ static int preq_done(dg_discord_pipe *p, preq *q, CURLcode cc, dg_discord_done *
         if (q->x.len && top_level_id(q->x.body, q->x.len, idb, sizeof idb) == 0)
             id = idb;
         else if (q->x.len)
-            id = json_string_value(json_object_get(j = json_loadb(q->x.body, q->x.len, 0, NULL),
-                                                   "id"));
+            id = json_string_value(
+                json_object_get(j = json_loadb(q->x.body, q->x.len, 0, NULL), "id"));
         char *mid = id ? strdup(id) : NULL;
         json_decref(j);
         if (!mid) {
-            dgd_set_err(&q->e, DG_ERR_IO, http, 1, id ? "post message: out of memory"
-                                                  : "post message: Discord's answer has no "
-                                                    "message id");
+            dgd_set_err(&q->e, DG_ERR_IO, http, 1,
+                        id ? "post message: out of memory"
+                           : "post message: Discord's answer has no "
+                             "message id");
             preq_finish(p, q, DG_ERR_IO, NULL, done);
             return 1;
         }
@@ -517,7 +523,7 @@ static int preq_done(dg_discord_pipe *p, preq *q, CURLcode cc, dg_discord_done *
     if (http == 429) {
         q->n429++;
         dgd_log(d, DG_LOG_DEBUG, "discord: %s rate limited (%s), waiting %ld ms", q->req.route,
-              global ? "global" : "route", ra);
+                global ? "global" : "route", ra);
         if (q->n429 >= DGD_MAX_429_PER_CALL) {
             dgd_set_err(&q->e, DG_ERR_IO, http, 1,
                         "rate limited: %s answered 429 %d times in a row; try again later",
@@ -536,7 +542,7 @@ static int preq_done(dg_discord_pipe *p, preq *q, CURLcode cc, dg_discord_done *
                          q->req.route, http, dmsg,
                          http == 403   ? "; give the bot that permission in the channel or guild"
                          : http == 401 ? "; check the bot token"
-                                   : "");
+                                       : "");
     if (q->e.discord_code) {
         size_t used = strlen(q->e.message);
         snprintf(q->e.message + used, sizeof q->e.message - used, " (Discord code %d)",

@@ -17,8 +17,9 @@
 
 #include "scrub.h"
 
-#define MAX_ROUTES 1024          /* idle route states beyond this are forgotten */
-#define MAX_WAIT_MS (3600L * 1000) /* longest rate-limit wait believed from a server: a
+#define MAX_ROUTES 1024 /* idle route states beyond this are forgotten */
+#define MAX_WAIT_MS                                                                                \
+    (3600L * 1000) /* longest rate-limit wait believed from a server: a
                                     value beyond is an error or hostile, and a double
                                     that big would not even fit the integer maths */
 
@@ -77,7 +78,7 @@ static double parse_secs(const char *v)
 static long secs_to_ms(double s)
 {
     if (!(s >= 0))
-        return -1;   /* negative or NaN */
+        return -1; /* negative or NaN */
     if (s * 1000.0 >= (double)MAX_WAIT_MS)
         return MAX_WAIT_MS;
     long ms = (long)(s * 1000.0);
@@ -186,9 +187,10 @@ static void cond_wait_until(dg_discord *d, int64_t until)
 
 int dgd_aborted_err(dg_discord_err *e, const char *route)
 {
-    return dgd_set_err(e, DG_ERR_IO, 0, 1, "aborted: %s was cancelled because the client is "
-                                       "shutting down",
-                   route);
+    return dgd_set_err(e, DG_ERR_IO, 0, 1,
+                       "aborted: %s was cancelled because the client is "
+                       "shutting down",
+                       route);
 }
 
 /*
@@ -248,8 +250,8 @@ static int rl_acquire(dg_discord *d, const char *route, int64_t deadline, dg_dis
         }
         if (until < 0 && now >= deadline) {
             pthread_mutex_unlock(&d->mu);
-            return dgd_set_err(e, DG_ERR_IO, 0, 1,
-                               "timed out: %s waited for %s; try again later", route, what);
+            return dgd_set_err(e, DG_ERR_IO, 0, 1, "timed out: %s waited for %s; try again later",
+                               route, what);
         }
         cond_wait_until(d, until < 0 ? deadline : until);
     }
@@ -258,7 +260,7 @@ static int rl_acquire(dg_discord *d, const char *route, int64_t deadline, dg_dis
 /* Give the permit back and learn from the answer's headers (http 0: no
  * answer). retry_after_ms > 0 for a 429. */
 void dgd_rl_release(dg_discord *d, const char *route, const dgd_hdrs *h, long http,
-                       long retry_after_ms, int global)
+                    long retry_after_ms, int global)
 {
     pthread_mutex_lock(&d->mu);
     /* +1: dgd_mono_ms truncates, and a wait must never end early. */
@@ -580,8 +582,8 @@ static const char *refusal_text(long http, int code)
  * escapes decoded too), scrubbed of any piece of the token, and cut to
  * BODY_TEXT_MAX bytes.
  */
-void dgd_discord_message(const dg_discord *d, dgd_xfer *x, long http, char *out,
-                            size_t out_len, int *code)
+void dgd_discord_message(const dg_discord *d, dgd_xfer *x, long http, char *out, size_t out_len,
+                         int *code)
 {
     out[0] = '\0';
     *code = 0;
@@ -589,7 +591,7 @@ void dgd_discord_message(const dg_discord *d, dgd_xfer *x, long http, char *out,
     dgd_scrub_token(d, x->body);
     json_t *j = x->body ? json_loads(x->body, 0, NULL) : NULL;
     const char *m = j ? json_string_value(json_object_get(j, "message")) : NULL;
-    char text[2048];  /* decoded and scrubbed before the cut */
+    char text[2048]; /* decoded and scrubbed before the cut */
     if (j)
         *code = (int)json_integer_value(json_object_get(j, "code"));
     if (http == 401 || http == 403) {
@@ -612,7 +614,7 @@ void dgd_discord_message(const dg_discord *d, dgd_xfer *x, long http, char *out,
         snprintf(text, sizeof text, "no error text");
     }
     json_decref(j);
-    dgd_scrub_token(d, text);   /* a token spelt with JSON escapes, now decoded */
+    dgd_scrub_token(d, text); /* a token spelt with JSON escapes, now decoded */
     dg_cut_for_log(text, BODY_TEXT_MAX);
     size_t l = strlen(text);
     if (l >= out_len)
@@ -659,9 +661,9 @@ long dgd_retry_after_of(const dgd_xfer *x, int *global)
 typedef struct req_run {
     const char *method, *url, *json, *route;
     int idempotent;
-    int64_t deadline;  /* monotonic ms: the call's time bound */
-    int failures;      /* 5xx answers and transport failures so far */
-    int n429;          /* 429 answers in a row */
+    int64_t deadline; /* monotonic ms: the call's time bound */
+    int failures;     /* 5xx answers and transport failures so far */
+    int n429;         /* 429 answers in a row */
 } req_run;
 
 /* An attempt's outcome besides DG_OK and the OC_ERR_* codes: try again. */
@@ -676,11 +678,11 @@ static int backoff_wait(dg_discord *d, const req_run *r, long http, const char *
 {
     long wait = dgd_backoff_ms(d, r->failures);
     if (http)
-        dgd_log(d, DG_LOG_WARN, "discord: %s answered %ld (%s); retry %d of %d in %ld ms",
-              r->route, http, why, r->failures, d->max_attempts - 1, wait);
+        dgd_log(d, DG_LOG_WARN, "discord: %s answered %ld (%s); retry %d of %d in %ld ms", r->route,
+                http, why, r->failures, d->max_attempts - 1, wait);
     else
-        dgd_log(d, DG_LOG_WARN, "discord: %s failed (%s); retry %d of %d in %ld ms", r->route,
-              why, r->failures, d->max_attempts - 1, wait);
+        dgd_log(d, DG_LOG_WARN, "discord: %s failed (%s); retry %d of %d in %ld ms", r->route, why,
+                r->failures, d->max_attempts - 1, wait);
     if (dgd_mono_ms() + wait >= r->deadline) {
         if (http)
             return dgd_set_err(e, DG_ERR_IO, http, 1,
@@ -699,8 +701,7 @@ static int backoff_wait(dg_discord *d, const req_run *r, long http, const char *
 /* A transfer that got no answer: out of time, out of attempts, not safe to
  * repeat (a request that may have been sent and is not idempotent), or
  * ATTEMPT_AGAIN after the back-off. */
-static int on_no_answer(dg_discord *d, req_run *r, CURLcode cc, const char *cerr,
-                        dg_discord_err *e)
+static int on_no_answer(dg_discord *d, req_run *r, CURLcode cc, const char *cerr, dg_discord_err *e)
 {
     r->failures++;
     int timed_out = cc == CURLE_OPERATION_TIMEDOUT || dgd_mono_ms() >= r->deadline;
@@ -750,7 +751,7 @@ static int on_refusal(dg_discord *d, req_run *r, dgd_xfer *x, long http, long ra
     if (http == 429) {
         r->n429++;
         dgd_log(d, DG_LOG_DEBUG, "discord: %s rate limited (%s), waiting %ld ms", r->route,
-              global ? "global" : "route", ra);
+                global ? "global" : "route", ra);
         if (r->n429 >= DGD_MAX_429_PER_CALL)
             return dgd_set_err(e, DG_ERR_IO, http, 1,
                                "rate limited: %s answered 429 %d times in a row; try again "
@@ -790,8 +791,8 @@ static int attempt(dg_discord *d, req_run *r, json_t **response, dg_discord_err 
     if (tmo <= 0) {
         dgd_rl_release(d, r->route, NULL, 0, 0, 0);
         return dgd_set_err(e, DG_ERR_IO, e->http_status, 1,
-                           "timed out: %s got no answer within %ld ms; try again later",
-                           r->route, d->timeout_ms);
+                           "timed out: %s got no answer within %ld ms; try again later", r->route,
+                           d->timeout_ms);
     }
     dgd_slot s = slot_get(d);
     if (!s.easy) {
@@ -802,15 +803,14 @@ static int attempt(dg_discord *d, req_run *r, json_t **response, dg_discord_err 
     memset(&x, 0, sizeof x);
     long http = 0;
     char cerr[CURL_ERROR_SIZE];
-    CURLcode cc = perform(d, &s, r->method, r->url, r->json, r->idempotent, tmo, &x, &http,
-                          cerr);
+    CURLcode cc = perform(d, &s, r->method, r->url, r->json, r->idempotent, tmo, &x, &http, cerr);
     e->attempts++;
     long ra = 0;
     int global = 0;
     if (cc == CURLE_OK && http == 429)
         ra = dgd_retry_after_of(&x, &global);
     dgd_rl_release(d, r->route, cc == CURLE_OK ? &x.h : NULL, cc == CURLE_OK ? http : 0, ra,
-               global);
+                   global);
     slot_put(d, s);
 
     if (cc == CURLE_DG_ABORTED)
@@ -843,8 +843,12 @@ int dgd_do_request(dg_discord *d, const char *method, const char *path, const ch
         return dgd_set_err(e, DG_ERR_NOMEM, 0, 1, "out of memory");
     snprintf(url, ulen, "%s%s", d->base, path);
 
-    req_run r = {.method = method, .url = url, .json = json, .route = route,
-                 .idempotent = idempotent, .deadline = dgd_mono_ms() + d->timeout_ms};
+    req_run r = {.method = method,
+                 .url = url,
+                 .json = json,
+                 .route = route,
+                 .idempotent = idempotent,
+                 .deadline = dgd_mono_ms() + d->timeout_ms};
     int rc;
     while ((rc = attempt(d, &r, response, e)) == ATTEMPT_AGAIN)
         ;

@@ -46,8 +46,10 @@ int dg_hook_agent_end(void *state, const json_t *event, const json_t *ctx, json_
     if (!bad && !run_id && dg_json_opt_str(ctx, "runId", &run_id))
         bad = "ctx.runId is not a string (a replayed run could not be recognised)";
     if (bad) {
-        dg_log(p, OC_LOG_WARN, "agent_end: %s; run of %s in channel %s ignored, the turn is not "
-               "moved", bad, hs.s.agent_id, hs.s.channel_id);
+        dg_log(p, OC_LOG_WARN,
+               "agent_end: %s; run of %s in channel %s ignored, the turn is not "
+               "moved",
+               bad, hs.s.agent_id, hs.s.channel_id);
         return OC_ERR_INVALID;
     }
     output = json_string_value(json_object_get(event, "output"));

@@ -11,8 +11,7 @@
  */
 #include "hooks_int.h"
 
-int dg_hook_before_agent_reply(void *state, const json_t *event, const json_t *ctx,
-                               json_t **result)
+int dg_hook_before_agent_reply(void *state, const json_t *event, const json_t *ctx, json_t **result)
 {
     dg_plugin *p = state;
     dg_hook_session hs;
@@ -25,14 +24,18 @@ int dg_hook_before_agent_reply(void *state, const json_t *event, const json_t *c
         return OC_OK; /* not in a channel: nothing to decide */
     const char *run_id = NULL, *field = NULL;
     if (dg_hook_run_id(event, ctx, 0, &run_id, &field)) {
-        dg_log(p, OC_LOG_WARN, "before_agent_reply: %s of %s is not a string; the run is not "
-               "claimed (nothing changes)", field, hs.s.agent_id);
+        dg_log(p, OC_LOG_WARN,
+               "before_agent_reply: %s of %s is not a string; the run is not "
+               "claimed (nothing changes)",
+               field, hs.s.agent_id);
         return OC_ERR_INVALID;
     }
     const char *prompt = NULL;
     if (dg_json_opt_str(event, "cleanedBody", &prompt)) {
-        dg_log(p, OC_LOG_WARN, "before_agent_reply: event.cleanedBody of %s is not a string; "
-               "the run is not claimed (nothing changes)", hs.s.agent_id);
+        dg_log(p, OC_LOG_WARN,
+               "before_agent_reply: event.cleanedBody of %s is not a string; "
+               "the run is not claimed (nothing changes)",
+               hs.s.agent_id);
         return OC_ERR_INVALID;
     }
     dg_turn_claim c;

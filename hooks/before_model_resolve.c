@@ -21,8 +21,10 @@ int dg_hook_before_model_resolve(void *state, const json_t *event, const json_t 
         return OC_OK; /* not in a channel: nothing to decide */
     const char *run_id = NULL, *field = NULL;
     if (dg_hook_run_id(event, ctx, 0, &run_id, &field)) {
-        dg_log(p, OC_LOG_WARN, "before_model_resolve: %s of %s is not a string; no decision "
-               "for this run", field, hs.s.agent_id);
+        dg_log(p, OC_LOG_WARN,
+               "before_model_resolve: %s of %s is not a string; no decision "
+               "for this run",
+               field, hs.s.agent_id);
         return OC_ERR_INVALID;
     }
     dg_turn_verdict v;
@@ -36,7 +38,7 @@ int dg_hook_before_model_resolve(void *state, const json_t *event, const json_t 
      * already (a run it did not claim keeps its model). */
     if (!v.no_reply || !p->cfg.no_reply_provider)
         return OC_OK;
-    *result = json_pack("{s:s, s:s}", "providerOverride", p->cfg.no_reply_provider,
-                        "modelOverride", p->cfg.no_reply_model);
+    *result = json_pack("{s:s, s:s}", "providerOverride", p->cfg.no_reply_provider, "modelOverride",
+                        p->cfg.no_reply_model);
     return *result ? OC_OK : OC_ERR_NOMEM;
 }

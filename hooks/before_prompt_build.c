@@ -43,7 +43,8 @@ int dg_hook_before_prompt_build(void *state, const json_t *event, const json_t *
     if (dg_json_opt_str(event, "systemPrompt", &sys))
         /* Appended all the same: without the session model the agent would
          * take itself for the only copy; at worst the text is there twice. */
-        dg_log(p, OC_LOG_WARN, "before_prompt_build: event.systemPrompt is not a string; the "
+        dg_log(p, OC_LOG_WARN,
+               "before_prompt_build: event.systemPrompt is not a string; the "
                "session-model text is appended without checking that it is already there");
     if (sys) {
         char *needle = strndup(body, n);

@@ -19,7 +19,8 @@
 _Static_assert(SAME(DG_OK, OC_OK) && SAME(DG_ERR_INVALID, OC_ERR_INVALID) &&
                    SAME(DG_ERR_NOT_FOUND, OC_ERR_NOT_FOUND) && SAME(DG_ERR_DENIED, OC_ERR_DENIED) &&
                    SAME(DG_ERR_CONFLICT, OC_ERR_CONFLICT) && SAME(DG_ERR_IO, OC_ERR_IO) &&
-                   SAME(DG_ERR_NOMEM, OC_ERR_NOMEM) && SAME(DG_ERR_UNSUPPORTED, OC_ERR_UNSUPPORTED) &&
+                   SAME(DG_ERR_NOMEM, OC_ERR_NOMEM) &&
+                   SAME(DG_ERR_UNSUPPORTED, OC_ERR_UNSUPPORTED) &&
                    SAME(DG_ERR_INTERNAL, OC_ERR_INTERNAL),
                "common/status.h and the ABI's oc_status must agree");
 _Static_assert(SAME(DG_LOG_DEBUG, OC_LOG_DEBUG) && SAME(DG_LOG_INFO, OC_LOG_INFO) &&

@@ -49,8 +49,10 @@ int dg_hook_decode_session(const json_t *ctx, dg_hook_session *out)
     const char **vals[] = {&agent, &key, &channel, &thread};
     for (size_t i = 0; i < 4; i++) {
         if (dg_json_opt_str(ctx, names[i], vals[i])) {
-            snprintf(out->err, sizeof out->err, "ctx.%s is not a string; the host must pass "
-                     "ids as JSON strings", names[i]);
+            snprintf(out->err, sizeof out->err,
+                     "ctx.%s is not a string; the host must pass "
+                     "ids as JSON strings",
+                     names[i]);
             return -1;
         }
     }
@@ -69,9 +71,11 @@ int dg_hook_decode_session(const json_t *ctx, dg_hook_session *out)
     if (!agent || !*agent || !channel || !*channel)
         return 0;
     if (strlen(channel) >= DG_SCOPE_ID_MAX || (thread && strlen(thread) >= DG_SCOPE_ID_MAX)) {
-        snprintf(out->err, sizeof out->err, "ctx.%s is longer than %d characters: not a "
-                 "channel or thread id", strlen(channel) >= DG_SCOPE_ID_MAX ? "channelId"
-                 : "threadId", DG_SCOPE_ID_MAX - 1);
+        snprintf(out->err, sizeof out->err,
+                 "ctx.%s is longer than %d characters: not a "
+                 "channel or thread id",
+                 strlen(channel) >= DG_SCOPE_ID_MAX ? "channelId" : "threadId",
+                 DG_SCOPE_ID_MAX - 1);
         return -1;
     }
     if (!key || !*key) {
@@ -92,7 +96,8 @@ int dg_hook_decode_recipient(const json_t *ctx, dg_hook_session *out)
     memset(out, 0, sizeof *out);
     const char *key = NULL;
     if (dg_json_opt_str(ctx, "sessionKey", &key)) {
-        snprintf(out->err, sizeof out->err, "ctx.sessionKey is not a string; the host must pass "
+        snprintf(out->err, sizeof out->err,
+                 "ctx.sessionKey is not a string; the host must pass "
                  "the session key as a JSON string");
         return -1;
     }
@@ -121,7 +126,8 @@ int dg_hook_decode_outbound(const json_t *event, const json_t *ctx, dg_hook_sess
     const char *agent = NULL, *key = NULL, *conv = NULL, *to = NULL;
     if (dg_json_opt_str(ctx, "agentId", &agent)) {
         memset(out, 0, sizeof *out);
-        snprintf(out->err, sizeof out->err, "ctx.agentId is not a string; the host must pass "
+        snprintf(out->err, sizeof out->err,
+                 "ctx.agentId is not a string; the host must pass "
                  "ids as JSON strings");
         return -1;
     }
@@ -134,8 +140,10 @@ int dg_hook_decode_outbound(const json_t *event, const json_t *ctx, dg_hook_sess
     const char **vals[] = {&key, &conv, &thread};
     for (size_t i = 0; i < 3; i++) {
         if (dg_json_opt_str(ctx, names[i], vals[i])) {
-            snprintf(out->err, sizeof out->err, "ctx.%s is not a string; the host must pass "
-                     "ids as JSON strings", names[i]);
+            snprintf(out->err, sizeof out->err,
+                     "ctx.%s is not a string; the host must pass "
+                     "ids as JSON strings",
+                     names[i]);
             return -1;
         }
     }
@@ -154,8 +162,10 @@ int dg_hook_decode_outbound(const json_t *event, const json_t *ctx, dg_hook_sess
         return 0;
     if (!key_field(key, ":thread:", out->thread, sizeof out->thread) && thread) {
         if (strlen(thread) >= sizeof out->thread) {
-            snprintf(out->err, sizeof out->err, "ctx.threadId is longer than %d characters: "
-                     "not a thread id", DG_SCOPE_ID_MAX - 1);
+            snprintf(out->err, sizeof out->err,
+                     "ctx.threadId is longer than %d characters: "
+                     "not a thread id",
+                     DG_SCOPE_ID_MAX - 1);
             return -1;
         }
         snprintf(out->thread, sizeof out->thread, "%s", thread);
@@ -219,9 +229,11 @@ int dg_register_hooks(dg_plugin *p)
         int rc = p->api->on(p->api->host, hooks[i].name, hooks[i].fn, DG_HOOK_PRIORITY);
         if (rc == OC_ERR_INVALID && i >= n_core) {
             if (!refused++)
-                dg_log(p, OC_LOG_INFO, "hooks: the host has no claim hooks (it refused %s); "
+                dg_log(p, OC_LOG_INFO,
+                       "hooks: the host has no claim hooks (it refused %s); "
                        "agents without the turn are swapped to the no-reply model instead of "
-                       "being claimed", hooks[i].name);
+                       "being claimed",
+                       hooks[i].name);
             continue;
         }
         if (rc != OC_OK) {

@@ -17,12 +17,10 @@
 
 /* The handlers (oc_hook_fn). state is the dg_plugin. Any host thread,
  * several at once; each decides synchronously. */
-int dg_hook_message_received(void *state, const json_t *event, const json_t *ctx,
-                             json_t **result);
+int dg_hook_message_received(void *state, const json_t *event, const json_t *ctx, json_t **result);
 int dg_hook_before_model_resolve(void *state, const json_t *event, const json_t *ctx,
                                  json_t **result);
-int dg_hook_message_sending(void *state, const json_t *event, const json_t *ctx,
-                            json_t **result);
+int dg_hook_message_sending(void *state, const json_t *event, const json_t *ctx, json_t **result);
 int dg_hook_agent_end(void *state, const json_t *event, const json_t *ctx, json_t **result);
 int dg_hook_before_prompt_build(void *state, const json_t *event, const json_t *ctx,
                                 json_t **result);

@@ -17,8 +17,8 @@ static void release_list(void *owner)
 void dg_host_sessions(dg_plugin *p, const char *channel_id, dg_session_refs *out)
 {
     memset(out, 0, sizeof *out);
-    json_t *list = channel_id && *channel_id ? p->api->sessions_list(p->api->host, channel_id)
-                                             : NULL;
+    json_t *list =
+        channel_id && *channel_id ? p->api->sessions_list(p->api->host, channel_id) : NULL;
     if (!list) {
         out->unavailable = channel_id && *channel_id;
         return;
@@ -26,8 +26,10 @@ void dg_host_sessions(dg_plugin *p, const char *channel_id, dg_session_refs *out
     out->owner = list;
     out->release = release_list;
     if (!json_is_array(list)) {
-        dg_log(p, OC_LOG_WARN, "sessions: host sessions_list(%s) did not return an array; "
-               "taken as no sessions", channel_id);
+        dg_log(p, OC_LOG_WARN,
+               "sessions: host sessions_list(%s) did not return an array; "
+               "taken as no sessions",
+               channel_id);
         return;
     }
     size_t n = json_array_size(list);

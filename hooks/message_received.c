@@ -22,8 +22,10 @@
 /* Refuse the event: log which field is wrong and what the host must send. */
 static int refuse(dg_plugin *p, const char *field, const char *rule)
 {
-    dg_log(p, OC_LOG_WARN, "message_received: event.%s %s; the message is ignored (nothing "
-           "changes)", field, rule);
+    dg_log(p, OC_LOG_WARN,
+           "message_received: event.%s %s; the message is ignored (nothing "
+           "changes)",
+           field, rule);
     return OC_ERR_INVALID;
 }
 
@@ -39,8 +41,8 @@ static int opt_bool(const json_t *v)
  * message is decoded on the ingest's hot path, and a lookup per member
  * (nine of them) cost more than the walk. Unknown members are skipped. */
 typedef struct event_members {
-    const json_t *message_id, *channel_id, *thread_id, *sender_id, *content, *is_dm,
-        *sender_is_bot, *mentions, *tags;
+    const json_t *message_id, *channel_id, *thread_id, *sender_id, *content, *is_dm, *sender_is_bot,
+        *mentions, *tags;
 } event_members;
 
 static void event_members_of(const json_t *event, event_members *e)
@@ -53,25 +55,26 @@ static void event_members_of(const json_t *event, event_members *e)
         switch (key[0]) {
         case 'c':
             slot = !strcmp(key, "channelId") ? &e->channel_id
-                   : !strcmp(key, "content") ? &e->content : NULL;
+                   : !strcmp(key, "content") ? &e->content
+                                             : NULL;
             break;
-        case 'i':
-            slot = !strcmp(key, "isDm") ? &e->is_dm : NULL;
-            break;
+        case 'i': slot = !strcmp(key, "isDm") ? &e->is_dm : NULL; break;
         case 'm':
-            slot = !strcmp(key, "messageId") ? &e->message_id
-                   : !strcmp(key, "mentions") ? &e->mentions : NULL;
+            slot = !strcmp(key, "messageId")  ? &e->message_id
+                   : !strcmp(key, "mentions") ? &e->mentions
+                                              : NULL;
             break;
         case 's':
-            slot = !strcmp(key, "senderId") ? &e->sender_id
-                   : !strcmp(key, "senderIsBot") ? &e->sender_is_bot : NULL;
+            slot = !strcmp(key, "senderId")      ? &e->sender_id
+                   : !strcmp(key, "senderIsBot") ? &e->sender_is_bot
+                                                 : NULL;
             break;
         case 't':
             slot = !strcmp(key, "threadId") ? &e->thread_id
-                   : !strcmp(key, "tags") ? &e->tags : NULL;
+                   : !strcmp(key, "tags")   ? &e->tags
+                                            : NULL;
             break;
-        default:
-            break;
+        default: break;
         }
         if (slot)
             *slot = v;
@@ -92,7 +95,8 @@ static int decode_fields(dg_plugin *p, const event_members *e, const json_t *ctx
     if (dg_json_str_member(e->channel_id, &m->channel_id))
         return refuse(p, "channelId", ID_RULE);
     if (!m->channel_id && dg_json_opt_str(ctx, "channelId", &m->channel_id)) {
-        dg_log(p, OC_LOG_WARN, "message_received: event.channelId is missing and ctx.channelId "
+        dg_log(p, OC_LOG_WARN,
+               "message_received: event.channelId is missing and ctx.channelId "
                "is not a string; the message is ignored (nothing changes)");
         return OC_ERR_INVALID;
     }
@@ -100,11 +104,12 @@ static int decode_fields(dg_plugin *p, const event_members *e, const json_t *ctx
         return refuse(p, "threadId", ID_RULE);
     char root[DG_SCOPE_ID_MAX];
     if (m->thread_id && *m->thread_id &&
-        dg_scope_normalize_root(m->thread_id, root, sizeof root) != OC_OK)
-    {
+        dg_scope_normalize_root(m->thread_id, root, sizeof root) != OC_OK) {
         char rule[128];
-        snprintf(rule, sizeof rule, "is not a thread id (at most %d characters, no ':' and no "
-                 "control characters)", DG_SCOPE_ID_MAX - 1);
+        snprintf(rule, sizeof rule,
+                 "is not a thread id (at most %d characters, no ':' and no "
+                 "control characters)",
+                 DG_SCOPE_ID_MAX - 1);
         return refuse(p, "threadId", rule);
     }
     if (dg_json_str_member(e->sender_id, &m->sender_id))
@@ -140,8 +145,8 @@ static int decode_mentions(dg_plugin *p, const json_t *jm, const char **mentions
 /* Tags: arrays of strings; anything else in them makes the tag not count
  * (the scope rules ignore malformed tags). tags and parts: the caller's
  * room for MAX_TAGS tags, borrowing from jt. */
-static void decode_tags(const json_t *jt, dg_tag *tags,
-                        const char *(*parts)[MAX_TAG_PARTS], dg_turn_message *m)
+static void decode_tags(const json_t *jt, dg_tag *tags, const char *(*parts)[MAX_TAG_PARTS],
+                        dg_turn_message *m)
 {
     size_t i;
     json_t *v;
@@ -191,15 +196,15 @@ static int decode_recipient(dg_plugin *p, const json_t *ctx, dg_hook_session *rc
         if (same)
             m->recipient = &rcpt->s;
         else
-            dg_log(p, OC_LOG_DEBUG, "message_received: ctx.sessionKey %s is not a session of "
-                   "channel %s; not counted as a delivery to %s", rcpt->s.session_key,
-                   m->channel_id, rcpt->s.agent_id);
+            dg_log(p, OC_LOG_DEBUG,
+                   "message_received: ctx.sessionKey %s is not a session of "
+                   "channel %s; not counted as a delivery to %s",
+                   rcpt->s.session_key, m->channel_id, rcpt->s.agent_id);
     }
     return OC_OK;
 }
 
-int dg_hook_message_received(void *state, const json_t *event, const json_t *ctx,
-                             json_t **result)
+int dg_hook_message_received(void *state, const json_t *event, const json_t *ctx, json_t **result)
 {
     dg_plugin *p = state;
     (void)result;

@@ -18,8 +18,7 @@
 
 #include <string.h>
 
-int dg_hook_message_sending(void *state, const json_t *event, const json_t *ctx,
-                            json_t **result)
+int dg_hook_message_sending(void *state, const json_t *event, const json_t *ctx, json_t **result)
 {
     dg_plugin *p = state;
     dg_hook_session hs;
@@ -33,27 +32,34 @@ int dg_hook_message_sending(void *state, const json_t *event, const json_t *ctx,
     const char *thread = NULL, *content = NULL;
     if (dg_json_opt_str(event, "threadId", &thread) ||
         (thread && strlen(thread) >= DG_SCOPE_ID_MAX)) {
-        dg_log(p, OC_LOG_WARN, "message_sending: event.threadId of %s is not a thread id (a "
-               "string of at most %d characters); the message is not checked", hs.s.agent_id,
-               DG_SCOPE_ID_MAX - 1);
+        dg_log(p, OC_LOG_WARN,
+               "message_sending: event.threadId of %s is not a thread id (a "
+               "string of at most %d characters); the message is not checked",
+               hs.s.agent_id, DG_SCOPE_ID_MAX - 1);
         return OC_ERR_INVALID;
     }
     if (!hs.s.thread_id && thread && *thread)
         hs.s.thread_id = thread;
     if (dg_json_opt_str(event, "content", &content))
         /* Still decided, as speech: a non-speaker's message stays blocked. */
-        dg_log(p, OC_LOG_WARN, "message_sending: event.content of %s is not a string; judged "
-               "as a non-silent message", hs.s.agent_id);
+        dg_log(p, OC_LOG_WARN,
+               "message_sending: event.content of %s is not a string; judged "
+               "as a non-silent message",
+               hs.s.agent_id);
     const char *run_id = NULL, *field = NULL;
     if (dg_hook_run_id(event, ctx, 1, &run_id, &field)) {
-        dg_log(p, OC_LOG_WARN, "message_sending: %s of %s is not a string; the message is not "
-               "checked", field, hs.s.agent_id);
+        dg_log(p, OC_LOG_WARN,
+               "message_sending: %s of %s is not a string; the message is not "
+               "checked",
+               field, hs.s.agent_id);
         return OC_ERR_INVALID;
     }
     const json_t *is_error = json_object_get(event, "isError");
     if (is_error && !json_is_null(is_error) && !json_is_boolean(is_error)) {
-        dg_log(p, OC_LOG_WARN, "message_sending: event.isError of %s is not a boolean; the "
-               "message is not checked", hs.s.agent_id);
+        dg_log(p, OC_LOG_WARN,
+               "message_sending: event.isError of %s is not a boolean; the "
+               "message is not checked",
+               hs.s.agent_id);
         return OC_ERR_INVALID;
     }
     int cancel = 0;
@@ -71,8 +77,8 @@ int dg_hook_message_sending(void *state, const json_t *event, const json_t *ctx,
             return *result ? OC_OK : OC_ERR_NOMEM;
         }
     }
-    int rc = dg_turns_check_outbound(p->turns, &hs.s, run_id, content, &cancel, reason,
-                                     sizeof reason);
+    int rc =
+        dg_turns_check_outbound(p->turns, &hs.s, run_id, content, &cancel, reason, sizeof reason);
     if (rc != OC_OK) {
         dg_log(p, OC_LOG_ERROR, "message_sending: no decision for %s in channel %s (%s)",
                hs.s.agent_id, hs.s.channel_id, oc_status_name(rc));

@@ -15,9 +15,11 @@ const char dg_tool_channel_create_schema[] =
     "\"properties\":{"
     "\"name\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":100,"
     "\"description\":\"channel name: lower case, no spaces, 1-100 characters\"},"
-    "\"participants\":{\"type\":\"array\",\"maxItems\":50,\"items\":{\"type\":\"string\",\"minLength\":1},"
+    "\"participants\":{\"type\":\"array\",\"maxItems\":50,\"items\":{\"type\":\"string\","
+    "\"minLength\":1},"
     "\"description\":\"agent ids (from the plugin's agents) to invite\"},"
-    "\"allowedUserIds\":{\"type\":\"array\",\"maxItems\":50,\"items\":{\"type\":\"string\"," SNOWFLAKE "},"
+    "\"allowedUserIds\":{\"type\":\"array\",\"maxItems\":50,\"items\":{\"type\":"
+    "\"string\"," SNOWFLAKE "},"
     "\"description\":\"Discord user ids of extra (human) members\"},"
     "\"topic\":{\"type\":\"string\",\"maxLength\":1024},"
     "\"parentId\":{\"type\":\"string\"," SNOWFLAKE ",\"description\":\"category id\"},"
@@ -34,8 +36,8 @@ const char dg_tool_channel_create_schema[] =
 #define DG_TOOL_MAX_MEMBERS 50
 
 static const char *const allowed_keys[] = {
-    "name", "participants", "allowedUserIds", "topic", "parentId", "callbackChannelId",
-    "discussGuide", NULL,
+    "name",     "participants",      "allowedUserIds", "topic",
+    "parentId", "callbackChannelId", "discussGuide",   NULL,
 };
 
 /* An optional array of non-empty strings into a borrowed vector (malloc'd
@@ -83,7 +85,8 @@ static int decode(const json_t *params, dg_channel_request *r, char *err, size_t
     memset(r, 0, sizeof *r);
     int rc = dg_tool_check_keys(params, allowed_keys, err, err_len);
     if (rc == OC_OK && !json_is_string(json_object_get(params, "name"))) {
-        snprintf(err, err_len, "name is required and must be a string: the channel name "
+        snprintf(err, err_len,
+                 "name is required and must be a string: the channel name "
                  "(lower case, no spaces), e.g. \"design-review\"");
         rc = OC_ERR_INVALID;
     }
@@ -94,16 +97,14 @@ static int decode(const json_t *params, dg_channel_request *r, char *err, size_t
     if (rc == OC_OK)
         rc = dg_tool_opt_string(params, "parentId", &r->parent_id, err, err_len);
     if (rc == OC_OK)
-        rc = dg_tool_opt_string(params, "callbackChannelId", &r->callback_channel_id, err,
-                                err_len);
+        rc = dg_tool_opt_string(params, "callbackChannelId", &r->callback_channel_id, err, err_len);
     if (rc == OC_OK)
         rc = dg_tool_opt_string(params, "discussGuide", &r->discuss_guide, err, err_len);
     const char **parts = NULL, **users = NULL;
     if (rc == OC_OK)
         rc = string_array(params, "participants", &parts, &r->n_participants, err, err_len);
     if (rc == OC_OK)
-        rc = string_array(params, "allowedUserIds", &users, &r->n_allowed_user_ids, err,
-                          err_len);
+        rc = string_array(params, "allowedUserIds", &users, &r->n_allowed_user_ids, err, err_len);
     r->participants = parts;
     r->allowed_user_ids = users;
     return rc;
@@ -115,8 +116,7 @@ static void release(dg_channel_request *r)
     free((void *)r->allowed_user_ids);
 }
 
-int dg_tool_channel_create(void *state, const json_t *params, const json_t *ctx,
-                           json_t **result)
+int dg_tool_channel_create(void *state, const json_t *params, const json_t *ctx, json_t **result)
 {
     dg_plugin *p = state;
     char err[1024] = "";
@@ -141,8 +141,8 @@ int dg_tool_channel_create(void *state, const json_t *params, const json_t *ctx,
                  "reached, write a summary file in your workspace and call discuss-callback "
                  "with its path from inside <#%s>.",
                  made.channel_id, (long long)made.discussion_id, made.channel_id);
-        details = json_pack("{s:s,s:s,s:I}", "channelId", made.channel_id, "mode",
-                            "discussion", "discussionId", (json_int_t)made.discussion_id);
+        details = json_pack("{s:s,s:s,s:I}", "channelId", made.channel_id, "mode", "discussion",
+                            "discussionId", (json_int_t)made.discussion_id);
     } else {
         snprintf(text, sizeof text, "Private channel <#%s> created.", made.channel_id);
         details = json_pack("{s:s,s:s}", "channelId", made.channel_id, "mode", "plain");

@@ -19,8 +19,7 @@ const char dg_tool_discuss_callback_schema[] =
 
 static const char *const allowed_keys[] = {"summaryPath", NULL};
 
-int dg_tool_discuss_callback(void *state, const json_t *params, const json_t *ctx,
-                             json_t **result)
+int dg_tool_discuss_callback(void *state, const json_t *params, const json_t *ctx, json_t **result)
 {
     dg_plugin *p = state;
     char err[1024] = "";
@@ -31,7 +30,8 @@ int dg_tool_discuss_callback(void *state, const json_t *params, const json_t *ct
     if (rc == OC_OK)
         rc = dg_tool_opt_string(params, "summaryPath", &path, err, sizeof err);
     if (rc == OC_OK && !path) {
-        snprintf(err, sizeof err, "summaryPath is required: the path of your summary file "
+        snprintf(err, sizeof err,
+                 "summaryPath is required: the path of your summary file "
                  "relative to your workspace, e.g. plans/discussions/topic.md");
         rc = OC_ERR_INVALID;
     }
@@ -51,10 +51,10 @@ int dg_tool_discuss_callback(void *state, const json_t *params, const json_t *ct
              "Discussion %lld closed. The summary path %s was posted to <#%s>; continue "
              "the original task there. This channel is now archive only.",
              (long long)r.discussion_id, r.summary_path, r.origin_channel_id);
-    json_t *details = json_pack("{s:I,s:s,s:s,s:s,s:s}", "discussionId",
-                                (json_int_t)r.discussion_id, "channelId", r.channel_id,
-                                "originChannelId", r.origin_channel_id, "summaryPath",
-                                r.summary_path, "status", "closed");
+    json_t *details =
+        json_pack("{s:I,s:s,s:s,s:s,s:s}", "discussionId", (json_int_t)r.discussion_id, "channelId",
+                  r.channel_id, "originChannelId", r.origin_channel_id, "summaryPath",
+                  r.summary_path, "status", "closed");
     dg_callback_result_clear(&r);
     *result = details ? dg_tool_ok(text, details) : NULL;
     if (!*result) {

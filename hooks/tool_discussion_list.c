@@ -22,8 +22,8 @@ const char dg_tool_discussion_list_schema[] =
 
 static const char *const allowed_keys[] = {"limit", "offset", NULL};
 
-static int int_param(const json_t *params, const char *key, long def, long min, long max,
-                     long *out, char *err, size_t err_len)
+static int int_param(const json_t *params, const char *key, long def, long min, long max, long *out,
+                     char *err, size_t err_len)
 {
     json_t *v = json_object_get(params, key);
     *out = def;
@@ -37,8 +37,7 @@ static int int_param(const json_t *params, const char *key, long def, long min, 
     return OC_OK;
 }
 
-int dg_tool_discussion_list(void *state, const json_t *params, const json_t *ctx,
-                            json_t **result)
+int dg_tool_discussion_list(void *state, const json_t *params, const json_t *ctx, json_t **result)
 {
     dg_plugin *p = state;
     char err[1024] = "";
@@ -70,12 +69,11 @@ int dg_tool_discussion_list(void *state, const json_t *params, const json_t *ctx
     }
     dg_discussion_infos_free(v, n);
     char text[256];
-    snprintf(text, sizeof text, "%zu discussion(s) of yours, newest first, from %ld%s.", n,
-             offset, more ? "; more with offset = nextOffset" : "; no more");
+    snprintf(text, sizeof text, "%zu discussion(s) of yours, newest first, from %ld%s.", n, offset,
+             more ? "; more with offset = nextOffset" : "; no more");
     json_t *details = arr ? json_pack("{s:o,s:I,s:I,s:o}", "discussions", arr, "offset",
-                                      (json_int_t)offset, "limit", (json_int_t)limit,
-                                      "nextOffset", more ? json_integer(offset + (long)n)
-                                                         : json_null())
+                                      (json_int_t)offset, "limit", (json_int_t)limit, "nextOffset",
+                                      more ? json_integer(offset + (long)n) : json_null())
                           : NULL;
     *result = details ? dg_tool_ok(text, details) : NULL;
     if (!*result) {

@@ -51,38 +51,39 @@ json_t *dg_tool_discussion_json(const dg_discussion_info *i, const char *caller_
     json_object_set_new(o, "discussionId", json_integer(d->id));
     json_object_set_new(o, "channelId", json_string(d->discussion_channel_id));
     json_object_set_new(o, "name", i->channel_name ? json_string(i->channel_name) : json_null());
-    json_object_set_new(o, "status", json_string(closed ? d->end_status
-                                                        : dg_discussion_status_name(d->status)));
+    json_object_set_new(o, "status",
+                        json_string(closed ? d->end_status : dg_discussion_status_name(d->status)));
     json_object_set_new(o, "initiator", json_string(d->initiator_agent_id));
     json_object_set_new(o, "participants", str_array(d->participants, d->n_participants));
     if (caller_agent)
-        json_object_set_new(o, "role", json_string(
-            strcmp(caller_agent, d->initiator_agent_id) == 0 ? "initiator"
-            : dg_discussion_has_member(d, caller_agent) ? "participant" : "none"));
+        json_object_set_new(o, "role",
+                            json_string(strcmp(caller_agent, d->initiator_agent_id) == 0
+                                            ? "initiator"
+                                        : dg_discussion_has_member(d, caller_agent) ? "participant"
+                                                                                    : "none"));
     json_object_set_new(o, "originChannelId", json_string(d->origin_channel_id));
     json_object_set_new(o, "createdAt", json_string(iso(d->created_at_ms, buf, sizeof buf)));
-    json_object_set_new(o, "closedAt", closed ? json_string(iso(d->completed_at_ms, buf,
-                                                                sizeof buf)) : json_null());
-    json_object_set_new(o, "summaryPath", closed && d->summary_path
-                                          ? json_string(d->summary_path) : json_null());
+    json_object_set_new(o, "closedAt",
+                        closed ? json_string(iso(d->completed_at_ms, buf, sizeof buf))
+                               : json_null());
+    json_object_set_new(o, "summaryPath",
+                        closed && d->summary_path ? json_string(d->summary_path) : json_null());
     const dg_turn_view *t = &i->turn;
     json_t *passed = json_array();
     for (size_t k = 0; passed && k < t->n_members && k < DG_TURN_MAX_MEMBERS; k++)
         if (t->state.silent & t->present & ((uint64_t)1 << k))
             json_array_append_new(passed, json_string(t->members[k]));
     const char *speaker = dg_turn_view_member(t, t->speaker);
-    json_object_set_new(o, "turn", json_pack("{s:s,s:o,s:o,s:o,s:I}", "state", t->condition,
-                                             "speaker", speaker ? json_string(speaker)
-                                                                : json_null(),
-                                             "order", str_array(t->members, t->n_members),
-                                             "passed", passed ? passed : json_array(),
-                                             "agentMessages",
-                                             (json_int_t)t->state.agent_msgs));
+    json_object_set_new(o, "turn",
+                        json_pack("{s:s,s:o,s:o,s:o,s:I}", "state", t->condition, "speaker",
+                                  speaker ? json_string(speaker) : json_null(), "order",
+                                  str_array(t->members, t->n_members), "passed",
+                                  passed ? passed : json_array(), "agentMessages",
+                                  (json_int_t)t->state.agent_msgs));
     return o;
 }
 
-int dg_tool_discussion_status(void *state, const json_t *params, const json_t *ctx,
-                              json_t **result)
+int dg_tool_discussion_status(void *state, const json_t *params, const json_t *ctx, json_t **result)
 {
     dg_plugin *p = state;
     char err[1024] = "";
@@ -94,7 +95,8 @@ int dg_tool_discussion_status(void *state, const json_t *params, const json_t *c
     json_t *jid = rc == OC_OK ? json_object_get(params, "discussionId") : NULL;
     if (jid && !json_is_null(jid)) {
         if (!json_is_integer(jid) || json_integer_value(jid) < 1) {
-            snprintf(err, sizeof err, "discussionId must be a positive integer (the id "
+            snprintf(err, sizeof err,
+                     "discussionId must be a positive integer (the id "
                      "discussion_list or discord_channel_create gave you)");
             rc = OC_ERR_INVALID;
         } else {
@@ -123,12 +125,14 @@ int dg_tool_discussion_status(void *state, const json_t *params, const json_t *c
     const char *speaker = dg_turn_view_member(&info.turn, info.turn.speaker);
     char text[1024];
     if (d->status == DG_DISCUSSION_CLOSED)
-        snprintf(text, sizeof text, "Discussion %lld in <#%s> is closed (%s); summary: %s. "
-                 "Its result went to <#%s>.", (long long)d->id, d->discussion_channel_id,
-                 d->end_status, d->summary_path ? d->summary_path : "none",
-                 d->origin_channel_id);
+        snprintf(text, sizeof text,
+                 "Discussion %lld in <#%s> is closed (%s); summary: %s. "
+                 "Its result went to <#%s>.",
+                 (long long)d->id, d->discussion_channel_id, d->end_status,
+                 d->summary_path ? d->summary_path : "none", d->origin_channel_id);
     else
-        snprintf(text, sizeof text, "Discussion %lld in <#%s> is active: initiator %s, %zu "
+        snprintf(text, sizeof text,
+                 "Discussion %lld in <#%s> is active: initiator %s, %zu "
                  "participant(s), turn %s%s%s, %lld agent message(s) since the last human one.",
                  (long long)d->id, d->discussion_channel_id, d->initiator_agent_id,
                  d->n_participants, info.turn.condition, speaker ? ", speaker " : "",

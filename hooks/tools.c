@@ -66,8 +66,8 @@ static const oc_tool discussion_list_tool = {
 
 int dg_register_tools(dg_plugin *p)
 {
-    const oc_tool *tools[] = {&channel_create_tool, &discuss_callback_tool,
-                              &discussion_status_tool, &discussion_list_tool};
+    const oc_tool *tools[] = {&channel_create_tool, &discuss_callback_tool, &discussion_status_tool,
+                              &discussion_list_tool};
     for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++) {
         int rc = p->api->register_tool(p->api->host, tools[i]);
         if (rc != OC_OK) {
@@ -94,9 +94,9 @@ json_t *dg_tool_ok(const char *text, json_t *details)
 json_t *dg_tool_error(int status, const char *message)
 {
     char *m = dg_utf8_valid_copy(message && *message ? message : oc_status_name(status));
-    json_t *r = m ? json_pack("{s:{s:s,s:s}}", "error", "code", oc_status_name(status),
-                              "message", m)
-                  : NULL;
+    json_t *r =
+        m ? json_pack("{s:{s:s,s:s}}", "error", "code", oc_status_name(status), "message", m)
+          : NULL;
     free(m);
     return r;
 }
@@ -119,8 +119,7 @@ void dg_tool_caller(const json_t *ctx, dg_caller *out)
     out->tool_call_id = ctx_str(ctx, "toolCallId");
 }
 
-int dg_tool_check_keys(const json_t *params, const char *const *allowed, char *err,
-                       size_t err_len)
+int dg_tool_check_keys(const json_t *params, const char *const *allowed, char *err, size_t err_len)
 {
     if (!json_is_object(params)) {
         snprintf(err, err_len, "params must be a JSON object");
@@ -129,8 +128,8 @@ int dg_tool_check_keys(const json_t *params, const char *const *allowed, char *e
     const char *key = dg_json_unknown_key(params, allowed);
     if (key) {
         /* The key is the model's: quoted short, so the accepted list fits. */
-        size_t o = (size_t)snprintf(err, err_len, "unknown parameter '%.64s%s'; accepted: ",
-                                    key, strlen(key) > 64 ? "..." : "");
+        size_t o = (size_t)snprintf(err, err_len, "unknown parameter '%.64s%s'; accepted: ", key,
+                                    strlen(key) > 64 ? "..." : "");
         for (size_t i = 0; allowed[i] && o < err_len; i++)
             o += (size_t)snprintf(err + o, err_len - o, "%s%s", i ? ", " : "", allowed[i]);
         return OC_ERR_INVALID;

@@ -11,14 +11,11 @@
 
 /* The tools' execute functions (oc_tool_fn). state is the dg_plugin.
  * Any host thread, several at once. */
-int dg_tool_channel_create(void *state, const json_t *params, const json_t *ctx,
-                           json_t **result);
-int dg_tool_discuss_callback(void *state, const json_t *params, const json_t *ctx,
-                             json_t **result);
+int dg_tool_channel_create(void *state, const json_t *params, const json_t *ctx, json_t **result);
+int dg_tool_discuss_callback(void *state, const json_t *params, const json_t *ctx, json_t **result);
 int dg_tool_discussion_status(void *state, const json_t *params, const json_t *ctx,
                               json_t **result);
-int dg_tool_discussion_list(void *state, const json_t *params, const json_t *ctx,
-                            json_t **result);
+int dg_tool_discussion_list(void *state, const json_t *params, const json_t *ctx, json_t **result);
 
 /* JSON Schemas (text) of the tools' params; static strings. */
 extern const char dg_tool_channel_create_schema[];
@@ -51,8 +48,8 @@ void dg_tool_caller(const json_t *ctx, dg_caller *out);
  * OC_ERR_INVALID with a sentence naming the key and the accepted ones, or
  * OC_OK. Also refuses params that are not an object.
  */
-int dg_tool_check_keys(const json_t *params, const char *const *allowed, char *err,
-                       size_t err_len) __attribute__((warn_unused_result));
+int dg_tool_check_keys(const json_t *params, const char *const *allowed, char *err, size_t err_len)
+    __attribute__((warn_unused_result));
 
 /*
  * Optional string param `key`: absent or JSON null -> *out NULL, OC_OK; a

@@ -31,15 +31,15 @@
  * cursors at start). */
 struct ocgw_chan_rt {
     char *id;
-    int64_t next_ms;      /* next poll / learn attempt */
-    long backoff_ms;      /* after failures; 0 when healthy */
-    unsigned rot;         /* which member agent's token polls */
-    int64_t polled_ms;    /* start of the latest successful poll (0: none yet) */
-    char queued[24];      /* highest id queued ("" = none) */
+    int64_t next_ms;   /* next poll / learn attempt */
+    long backoff_ms;   /* after failures; 0 when healthy */
+    unsigned rot;      /* which member agent's token polls */
+    int64_t polled_ms; /* start of the latest successful poll (0: none yet) */
+    char queued[24];   /* highest id queued ("" = none) */
 };
 
 static volatile sig_atomic_t g_stop;
-static ocgw *g_self;      /* for the REST client's log callback */
+static ocgw *g_self; /* for the REST client's log callback */
 
 static void on_signal(int sig)
 {
@@ -75,8 +75,8 @@ static void rt_failed(ocgw *g, struct ocgw_chan_rt *r, int64_t now)
 static void dc_log(void *state, int level, const char *message)
 {
     if (g_self)
-        och_log(g_self->host, level, OCGW_SOURCE, "discord client of %s: %s",
-                (const char *)state, message);
+        och_log(g_self->host, level, OCGW_SOURCE, "discord client of %s: %s", (const char *)state,
+                message);
 }
 
 static int make_client(ocgw *g, const char *name, const char *token, dg_discord **out, char *err,
@@ -256,8 +256,10 @@ static void discover_channels(ocgw *g, int64_t now)
     int rc = dg_discord_request(a->dc, "GET", path, NULL, 1, &arr, &e);
     ocgw_rest(g, e.attempts);
     if (rc != OC_OK || !json_is_array(arr)) {
-        och_log(g->host, OC_LOG_DEBUG, OCGW_SOURCE, "listing the guild's channels with %s's "
-                "token failed (%s); trying again later", a->id, rc ? e.message : "not an array");
+        och_log(g->host, OC_LOG_DEBUG, OCGW_SOURCE,
+                "listing the guild's channels with %s's "
+                "token failed (%s); trying again later",
+                a->id, rc ? e.message : "not an array");
         json_decref(arr);
         return;
     }
@@ -295,8 +297,10 @@ static void init_cursor(ocgw *g, const char *id, json_t *ch, int64_t now)
     int rc = dg_discord_get_messages(a->dc, id, NULL, 1, &msgs, &n, &e);
     ocgw_rest(g, e.attempts);
     if (rc != OC_OK) {
-        och_log(g->host, OC_LOG_WARN, OCGW_SOURCE, "channel %s: cannot read its latest message "
-                "(%s); retrying", id, e.message);
+        och_log(g->host, OC_LOG_WARN, OCGW_SOURCE,
+                "channel %s: cannot read its latest message "
+                "(%s); retrying",
+                id, e.message);
         rt_failed(g, r, now);
         return;
     }
@@ -344,7 +348,7 @@ static void poll_channel(ocgw *g, const char *id, json_t *ch, int64_t now)
     }
     r->backoff_ms = 0;
     r->next_ms = now + g->cfg.poll_ms;
-    r->polled_ms = now; /* at or before the request left: a safe lower bound */
+    r->polled_ms = now;            /* at or before the request left: a safe lower bound */
     int64_t found = ocgw_now_ms(); /* after every message of the page was posted */
     for (size_t i = 0; i < n; i++) {
         if (dg_snowflake_cmp(msgs[i].id, after) <= 0)
@@ -380,8 +384,7 @@ static int others_polled_since(ocgw *g, const ocgw_msg *m, int64_t now)
         /* A channel learnt a moment ago (a discussion just opened) counts
          * too: its kickoff may be older than m. One nobody sees does not. */
         if (!strcmp(id, own) ||
-            (!json_is_true(json_object_get(ch, "pending")) &&
-             !ocgw_chan_reader(&g->cfg, ch, 0)))
+            (!json_is_true(json_object_get(ch, "pending")) && !ocgw_chan_reader(&g->cfg, ch, 0)))
             continue;
         struct ocgw_chan_rt *r = rt_of(g, id);
         if (r && !r->backoff_ms && r->polled_ms < m->queued_ms)
@@ -428,7 +431,8 @@ static void print_totals(ocgw *g)
     ocgw_say(g, "  messages processed      %ld", ocgw_state_total(s, "messages"));
     ocgw_say(g, "  agent runs              %ld", ocgw_state_total(s, "runs"));
     ocgw_say(g, "  real model calls        %ld", ocgw_state_total(s, "realModelCalls"));
-    ocgw_say(g, "  no-reply swaps          %ld (no model cost)", ocgw_state_total(s, "noReplySwaps"));
+    ocgw_say(g, "  no-reply swaps          %ld (no model cost)",
+             ocgw_state_total(s, "noReplySwaps"));
     ocgw_say(g, "  claimed runs            %ld (no model call at all)",
              ocgw_state_total(s, "claimedRuns"));
     ocgw_say(g, "  tool calls              %ld (%ld errors)", ocgw_state_total(s, "toolCalls"),
@@ -453,9 +457,9 @@ static void print_totals(ocgw *g)
     }
     ocgw_say(g, "    posts by              %s", *posts ? posts : "nobody");
     ocgw_say(g, "  state                   %s", s->path);
-    char *value = ocgw_value_line(ocgw_state_total(s, "runs"),
-                                  ocgw_state_total(s, "claimedRuns") +
-                                      ocgw_state_total(s, "noReplySwaps"));
+    char *value =
+        ocgw_value_line(ocgw_state_total(s, "runs"),
+                        ocgw_state_total(s, "claimedRuns") + ocgw_state_total(s, "noReplySwaps"));
     ocgw_say(g, "== value: %s ==", value ? value : "(out of memory)");
     free(value);
 }
@@ -464,23 +468,25 @@ static void print_totals(ocgw *g)
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: ocgw --config host.json [options]\n"
-            "  --config FILE       host config (plugins, discord, gateway, channels, agents; demo/README.md)\n"
-            "  --state-dir DIR     overrides gateway.stateDir\n"
-            "  --poll-ms N         overrides gateway.pollIntervalMs\n"
-            "  --log-level L       debug|info|warn|error (overrides gateway.logLevel)\n"
-            "  --expect FILE       check a story; exit 0 when it happened exactly, else 1\n"
-            "  --timeout-ms N      overrides the story's timeoutMs\n"
-            "  --run-only IDS      overrides gateway.runOnly: the agents and humans this gateway\n"
-            "                      runs, comma-separated (the others run on another gateway)\n"
-            "  --name NAME         overrides gateway.name: the transcript's line prefix\n"
-            "  --transcript FILE   write the transcript there instead of stdout\n"
-            "  --quiet             no transcript\n"
-            "  -v, --verbose       also the gateway's internal lines (variables, prompt context)\n"
-            "  --check             load and check the plugins and the config, print a summary, exit\n"
-            "  -h, --help          this text\n"
-            "  --version           ocgw's version and plugin ABI\n");
+    fprintf(
+        f,
+        "usage: ocgw --config host.json [options]\n"
+        "  --config FILE       host config (plugins, discord, gateway, channels, agents; "
+        "demo/README.md)\n"
+        "  --state-dir DIR     overrides gateway.stateDir\n"
+        "  --poll-ms N         overrides gateway.pollIntervalMs\n"
+        "  --log-level L       debug|info|warn|error (overrides gateway.logLevel)\n"
+        "  --expect FILE       check a story; exit 0 when it happened exactly, else 1\n"
+        "  --timeout-ms N      overrides the story's timeoutMs\n"
+        "  --run-only IDS      overrides gateway.runOnly: the agents and humans this gateway\n"
+        "                      runs, comma-separated (the others run on another gateway)\n"
+        "  --name NAME         overrides gateway.name: the transcript's line prefix\n"
+        "  --transcript FILE   write the transcript there instead of stdout\n"
+        "  --quiet             no transcript\n"
+        "  -v, --verbose       also the gateway's internal lines (variables, prompt context)\n"
+        "  --check             load and check the plugins and the config, print a summary, exit\n"
+        "  -h, --help          this text\n"
+        "  --version           ocgw's version and plugin ABI\n");
 }
 
 /* A whole number of milliseconds for option opt, in lo..hi; 0, or -1 after
@@ -582,7 +588,9 @@ static int take_option(int c, char **argv, ocgw_opts *o)
     case 'v': o->verbose = 1; return -1;
     case 'k': o->check_only = 1; return -1;
     case 'h': usage(stdout); return 0;
-    case 'V': printf("ocgw %s (plugin ABI %d.%d)\n", DG_VERSION, OC_ABI_MAJOR, OC_ABI_MINOR); return 0;
+    case 'V':
+        printf("ocgw %s (plugin ABI %d.%d)\n", DG_VERSION, OC_ABI_MAJOR, OC_ABI_MINOR);
+        return 0;
     default: return bad_option(c, argv);
     }
 }
@@ -590,15 +598,21 @@ static int take_option(int c, char **argv, ocgw_opts *o)
 /* The command line into *o: -1 to go on, else the exit code. */
 static int parse_args(int argc, char **argv, ocgw_opts *o)
 {
-    static const struct option opts[] = {
-        {"config", required_argument, 0, 'c'}, {"state-dir", required_argument, 0, 's'},
-        {"poll-ms", required_argument, 0, 'p'}, {"log-level", required_argument, 0, 'l'},
-        {"expect", required_argument, 0, 'e'}, {"timeout-ms", required_argument, 0, 't'},
-        {"transcript", required_argument, 0, 'T'}, {"quiet", no_argument, 0, 'q'},
-        {"verbose", no_argument, 0, 'v'}, {"run-only", required_argument, 0, 'R'},
-        {"name", required_argument, 0, 'N'},
-        {"check", no_argument, 0, 'k'}, {"help", no_argument, 0, 'h'},
-        {"version", no_argument, 0, 'V'}, {0, 0, 0, 0}};
+    static const struct option opts[] = {{"config", required_argument, 0, 'c'},
+                                         {"state-dir", required_argument, 0, 's'},
+                                         {"poll-ms", required_argument, 0, 'p'},
+                                         {"log-level", required_argument, 0, 'l'},
+                                         {"expect", required_argument, 0, 'e'},
+                                         {"timeout-ms", required_argument, 0, 't'},
+                                         {"transcript", required_argument, 0, 'T'},
+                                         {"quiet", no_argument, 0, 'q'},
+                                         {"verbose", no_argument, 0, 'v'},
+                                         {"run-only", required_argument, 0, 'R'},
+                                         {"name", required_argument, 0, 'N'},
+                                         {"check", no_argument, 0, 'k'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {"version", no_argument, 0, 'V'},
+                                         {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
     o->log_level = -1;
     opterr = 0; /* our own words for a bad option */
@@ -707,7 +721,8 @@ static int make_clients(ocgw *g, char *err, size_t err_len)
     }
     for (size_t i = 0; i < g->cfg.n_humans; i++) {
         ocgw_human *h = &g->cfg.humans[i];
-        if (h->local && h->token && make_client(g, h->id, h->token, &h->dc, err, err_len) != OC_OK) {
+        if (h->local && h->token &&
+            make_client(g, h->id, h->token, &h->dc, err, err_len) != OC_OK) {
             och_log(g->host, OC_LOG_ERROR, OCGW_SOURCE, "%s", err);
             return -1;
         }
@@ -772,9 +787,10 @@ static void start_gateway(ocgw *g)
     json_decref(ev);
     long starts = (long)json_integer_value(json_object_get(g->st.doc, "starts"));
     json_t *tools = och_tools_list(g->host);
-    ocgw_say(g, "[gateway] started (start %ld): %zu agents, %zu configured channels, %zu tools, "
-                "state %s", starts, g->cfg.n_agents, g->cfg.n_channels, json_array_size(tools),
-             g->st.path);
+    ocgw_say(g,
+             "[gateway] started (start %ld): %zu agents, %zu configured channels, %zu tools, "
+             "state %s",
+             starts, g->cfg.n_agents, g->cfg.n_channels, json_array_size(tools), g->st.path);
     if (g->cfg.split) {
         char mine[512] = "", theirs[512] = "";
         for (size_t i = 0; i < g->cfg.n_agents; i++) {
@@ -803,8 +819,7 @@ static int prepare_channels(ocgw *g, int64_t now)
     json_object_foreach(chs, id, ch) {
         if (json_is_true(json_object_get(ch, "pending")))
             resolve_learned(g, id, ch, now);
-        else if ((json_is_null(json_object_get(ch, "cursor")) ||
-                  !json_object_get(ch, "cursor")) &&
+        else if ((json_is_null(json_object_get(ch, "cursor")) || !json_object_get(ch, "cursor")) &&
                  ocgw_chan_reader(&g->cfg, ch, 0)) {
             init_cursor(g, id, ch, now);
             if (!json_is_string(json_object_get(ch, "cursor")))
@@ -867,8 +882,10 @@ static int story_check(ocgw *g, ocgw_expect *ex, int64_t now, int64_t *complete_
         *complete_since = 0;
     if (rc == 1 && now - *complete_since >= ex->settle_ms) {
         rc = ocgw_expect_check(g, ex, 1, why, sizeof why);
-        ocgw_say(g, rc == 1 ? "== story complete: every step happened as written =="
-                            : "== story FAILED at the final check: %s ==", why);
+        ocgw_say(g,
+                 rc == 1 ? "== story complete: every step happened as written =="
+                         : "== story FAILED at the final check: %s ==",
+                 why);
         return rc == 1 ? 0 : 1;
     }
     return -1;
@@ -879,8 +896,8 @@ static int story_timed_out(ocgw *g, ocgw_expect *ex, int64_t elapsed)
 {
     char why[1024] = "";
     int rc = ocgw_expect_check(g, ex, 0, why, sizeof why);
-    ocgw_say(g, "== story TIMED OUT after %ld ms%s%s ==", (long)elapsed,
-             rc == 1 ? "" : ": ", rc == 1 ? "" : why);
+    ocgw_say(g, "== story TIMED OUT after %ld ms%s%s ==", (long)elapsed, rc == 1 ? "" : ": ",
+             rc == 1 ? "" : why);
     ocgw_expect_check(g, ex, 1, why, sizeof why);
     return 1;
 }
@@ -903,8 +920,7 @@ static int run_gateway(ocgw *g, ocgw_expect *ex)
             retry_at = now + g->cfg.poll_ms;
         now = ocgw_now_ms();
         poll_channels(g, now);
-        if (ex && !busy && !g->n_queue &&
-            !json_is_object(json_object_get(g->st.doc, "inflight")) &&
+        if (ex && !busy && !g->n_queue && !json_is_object(json_object_get(g->st.doc, "inflight")) &&
             now - last_check >= check_every) {
             last_check = now;
             if ((exit_code = story_check(g, ex, now, &complete_since)) >= 0)

@@ -47,43 +47,43 @@
 
 #define OCGW_SOURCE "ocgw"
 
-typedef struct ocgw ocgw;   /* the gateway (below) */
+typedef struct ocgw ocgw; /* the gateway (below) */
 
 /* ---- scenario (scripted model) ------------------------------------------------ */
 
 /* When a step applies / a human speaks: every set field must hold.
  * Strings are owned; NULL means "any". */
 typedef struct ocgw_match {
-    char *channel;        /* "*", a channel alias ("work"), "@var", or a channel id */
-    char *from;           /* "human", "moderator", "agent", an agent id, a human id, a user id */
-    char **contains;      /* every one must occur in the content (after {{var}} substitution) */
+    char *channel;   /* "*", a channel alias ("work"), "@var", or a channel id */
+    char *from;      /* "human", "moderator", "agent", an agent id, a human id, a user id */
+    char **contains; /* every one must occur in the content (after {{var}} substitution) */
     size_t n_contains;
-    int mentions_me;      /* 1: the message mentions the agent running the step */
+    int mentions_me; /* 1: the message mentions the agent running the step */
 } ocgw_match;
 
 typedef enum ocgw_action_kind {
-    OCGW_ACT_REPLY = 0,   /* text: the run's answer (posted unless silent) */
-    OCGW_ACT_TOOL,        /* tool + params through the host core */
-    OCGW_ACT_WRITE,       /* a file written into the agent's workspace */
-    OCGW_ACT_SILENT       /* the model answers NO_REPLY */
+    OCGW_ACT_REPLY = 0, /* text: the run's answer (posted unless silent) */
+    OCGW_ACT_TOOL,      /* tool + params through the host core */
+    OCGW_ACT_WRITE,     /* a file written into the agent's workspace */
+    OCGW_ACT_SILENT     /* the model answers NO_REPLY */
 } ocgw_action_kind;
 
 typedef struct ocgw_action {
     ocgw_action_kind kind;
-    char *text;           /* REPLY text, WRITE content */
-    char *path;           /* WRITE: relative to the workspace */
-    char *tool;           /* TOOL name */
-    json_t *params;       /* TOOL params (owned); strings get {{var}} substitution */
-    json_t *bind;         /* TOOL: {"var": "detailsField"} (owned) or NULL */
-    int retries;          /* TOOL: extra calls after an OC_ERR_IO result */
+    char *text;     /* REPLY text, WRITE content */
+    char *path;     /* WRITE: relative to the workspace */
+    char *tool;     /* TOOL name */
+    json_t *params; /* TOOL params (owned); strings get {{var}} substitution */
+    json_t *bind;   /* TOOL: {"var": "detailsField"} (owned) or NULL */
+    int retries;    /* TOOL: extra calls after an OC_ERR_IO result */
 } ocgw_action;
 
 typedef struct ocgw_step {
-    char *name;           /* for the transcript; "step N" when absent */
+    char *name; /* for the transcript; "step N" when absent */
     ocgw_match when;
     ocgw_action *acts;
     size_t n_acts;
-    int repeat;           /* 1: may be used any number of times; default once */
+    int repeat; /* 1: may be used any number of times; default once */
 } ocgw_step;
 
 typedef struct ocgw_scenario {
@@ -96,7 +96,7 @@ typedef struct ocgw_scenario {
 typedef struct ocgw_human_step {
     int has_after;
     ocgw_match after;
-    char *channel;        /* alias, "@var" or id */
+    char *channel; /* alias, "@var" or id */
     char *content;
 } ocgw_human_step;
 
@@ -104,52 +104,52 @@ typedef struct ocgw_human_step {
 
 typedef struct ocgw_agent {
     char *id;
-    char *workspace;      /* absolute */
-    char *user_id;        /* discordUserId */
-    char *token;          /* from the env variable tokenEnv; never logged */
+    char *workspace; /* absolute */
+    char *user_id;   /* discordUserId */
+    char *token;     /* from the env variable tokenEnv; never logged */
     char *token_env;
-    char *provider;       /* model "provider/model" split */
+    char *provider; /* model "provider/model" split */
     char *model;
-    char *scenario_path;  /* absolute; NULL: no scenario (every real run is silent) */
-    char *system_prompt;  /* NULL: a default */
+    char *scenario_path; /* absolute; NULL: no scenario (every real run is silent) */
+    char *system_prompt; /* NULL: a default */
     ocgw_scenario scen;
-    dg_discord *dc;       /* the agent's bot client; NULL when another gateway runs it */
-    int local;            /* 1: this gateway runs the agent (gateway.runOnly; default all) */
+    dg_discord *dc; /* the agent's bot client; NULL when another gateway runs it */
+    int local;      /* 1: this gateway runs the agent (gateway.runOnly; default all) */
 } ocgw_agent;
 
 typedef struct ocgw_human {
     char *id;
     char *user_id;
-    char *token;          /* may be NULL when the human has no script */
+    char *token; /* may be NULL when the human has no script */
     char *token_env;
     ocgw_human_step *steps;
     size_t n_steps;
     dg_discord *dc;
-    int local;            /* 1: this gateway posts the human's script (gateway.runOnly) */
+    int local; /* 1: this gateway posts the human's script (gateway.runOnly) */
 } ocgw_human;
 
 typedef struct ocgw_chan_cfg {
-    char *alias;          /* key of `channels` */
+    char *alias; /* key of `channels` */
     char *id;
-    char *parent_id;      /* set: this channel is a thread of parent_id */
-    char **agents;        /* agent ids that see it (default: all agents) */
+    char *parent_id; /* set: this channel is a thread of parent_id */
+    char **agents;   /* agent ids that see it (default: all agents) */
     size_t n_agents;
-    int from_start;       /* 1: process the existing history at first start */
-    int watch;            /* 1: no agent sees it; read and shown only (no hook, no run) */
+    int from_start; /* 1: process the existing history at first start */
+    int watch;      /* 1: no agent sees it; read and shown only (no hook, no run) */
 } ocgw_chan_cfg;
 
 typedef struct ocgw_config {
-    json_t *root;         /* the expanded config (owned) */
-    char *config_dir;     /* folder of the config file (absolute) */
-    char *config_path;    /* the config file (absolute); ocgw exports it to its plugins
+    json_t *root;      /* the expanded config (owned) */
+    char *config_dir;  /* folder of the config file (absolute) */
+    char *config_path; /* the config file (absolute); ocgw exports it to its plugins
                            * as OPENCLAW_CONFIG_PATH, the base of their relative paths */
 
     char *api_base;
     char *guild_id;
-    char *moderator_user_id;   /* NULL: moderator messages are not labelled */
+    char *moderator_user_id; /* NULL: moderator messages are not labelled */
     long timeout_ms;
 
-    char *state_dir;      /* absolute */
+    char *state_dir; /* absolute */
     long poll_ms;
     char *noreply_provider, *noreply_model;
     int log_level;
@@ -217,8 +217,7 @@ const ocgw_agent *ocgw_chan_reader(const ocgw_config *c, const json_t *ch, unsig
  * place for error texts. 0 or -1 with err. */
 int ocgw_scenario_load(const char *path, ocgw_scenario *out, char *err, size_t err_len);
 void ocgw_scenario_free(ocgw_scenario *s);
-int ocgw_match_parse(const json_t *j, const char *what, ocgw_match *out, char *err,
-                     size_t err_len);
+int ocgw_match_parse(const json_t *j, const char *what, ocgw_match *out, char *err, size_t err_len);
 void ocgw_match_free(ocgw_match *m);
 
 /* ---- state ------------------------------------------------------------------------ */
@@ -227,7 +226,7 @@ void ocgw_match_free(ocgw_match *m);
  * layout) kept in memory and written to <stateDir>/ocgw-state.json. */
 typedef struct ocgw_state {
     char *path;
-    json_t *doc;          /* owned */
+    json_t *doc; /* owned */
     int fsync;
 } ocgw_state;
 
@@ -255,7 +254,7 @@ typedef struct ocgw_msg {
     int author_bot;
     char **mentions;
     size_t n_mentions;
-    int64_t queued_ms;    /* when the poll that found it returned (not persisted):
+    int64_t queued_ms; /* when the poll that found it returned (not persisted):
                            * it is processed once every other channel was polled
                            * after that, so messages go out in the order posted */
 } ocgw_msg;
@@ -269,24 +268,24 @@ json_t *ocgw_msg_to_json(const ocgw_msg *m);
 /* Back from the journal; 0 or -1. */
 int ocgw_msg_from_json(const json_t *j, ocgw_msg *out);
 
-struct ocgw_chan_rt;   /* per-channel polling state (ocgw.c), not persisted */
+struct ocgw_chan_rt; /* per-channel polling state (ocgw.c), not persisted */
 
 struct ocgw {
     ocgw_config cfg;
     och_host *host;
     ocgw_state st;
     volatile sig_atomic_t *stop;
-    FILE *transcript;     /* stdout unless --transcript FILE */
+    FILE *transcript; /* stdout unless --transcript FILE */
     int quiet;
-    int verbose;          /* --verbose: also the gateway's internal lines (ocgw_detail) */
-    long rest_requests;   /* HTTP requests made by this process */
-    const char *die_at;   /* OCGW_DIE_AT (tests): "point:n" */
+    int verbose;        /* --verbose: also the gateway's internal lines (ocgw_detail) */
+    long rest_requests; /* HTTP requests made by this process */
+    const char *die_at; /* OCGW_DIE_AT (tests): "point:n" */
     int die_count;
     struct ocgw_chan_rt *rt;
     size_t n_rt, cap_rt;
-    ocgw_msg *queue;      /* polled, not yet processed; any channel */
+    ocgw_msg *queue; /* polled, not yet processed; any channel */
     size_t n_queue, cap_queue;
-    int64_t discover_ms;  /* next listing of the guild's channels (gateway.runOnly) */
+    int64_t discover_ms;   /* next listing of the guild's channels (gateway.runOnly) */
     unsigned discover_rot; /* which local agent's token lists them */
 };
 
@@ -336,8 +335,7 @@ json_t *ocgw_channel_agents(ocgw *g, const char *channel_id);
 /* Note a channel id from a tool result or a <#id> reference: served from
  * now on once its members are known (learning is retried by the loop).
  * by_agent: the agent that learned it (may be NULL); alias may be NULL. */
-void ocgw_learn_channel(ocgw *g, const char *channel_id, const char *by_agent,
-                        const char *alias);
+void ocgw_learn_channel(ocgw *g, const char *channel_id, const char *by_agent, const char *alias);
 
 /* ---- processing one message (ocgw_run.c) ----------------------------------------- */
 
@@ -369,7 +367,7 @@ int ocgw_humans_done(ocgw *g);
 /* ---- --expect (ocgw_expect.c) ------------------------------------------------------ */
 
 typedef struct ocgw_expect {
-    json_t *doc;          /* owned */
+    json_t *doc; /* owned */
     long timeout_ms;
     long settle_ms;
 } ocgw_expect;

@@ -28,10 +28,16 @@
 #define DISCORD_DEFAULT_API "https://discord.com/api/v10"
 
 /* Hooks of the ABI (include/openclaw/plugin.h), for the summary. */
-static const char *const hook_names[] = {"message_received", "before_agent_reply",
-                                         "before_model_resolve", "before_prompt_build",
-                                         "message_sending", "reply_payload_sending",
-                                         "agent_end", "gateway_start", "gateway_stop", NULL};
+static const char *const hook_names[] = {"message_received",
+                                         "before_agent_reply",
+                                         "before_model_resolve",
+                                         "before_prompt_build",
+                                         "message_sending",
+                                         "reply_payload_sending",
+                                         "agent_end",
+                                         "gateway_start",
+                                         "gateway_stop",
+                                         NULL};
 
 static int same_base(const char *a, const char *b)
 {
@@ -68,7 +74,8 @@ int ocgw_preflight(ocgw *g)
             och_log(g->host, OC_LOG_ERROR, OCGW_SOURCE,
                     "plugins.allow[%zu]: \"%s\" is not the id of any plugin in "
                     "plugins.load.paths; fix the spelling (a non-empty allow list loads only "
-                    "the plugins it names)", i, id);
+                    "the plugins it names)",
+                    i, id);
             bad = 1;
         }
     }
@@ -79,8 +86,8 @@ int ocgw_preflight(ocgw *g)
             continue;
         int st = och_plugin_state_of(g->host, id);
         if (st != OCH_PLUGIN_LOADED) {
-            const char *why = st < 0 ? "no plugin with this id is in plugins.load.paths"
-                                     : reason_of(g, id);
+            const char *why =
+                st < 0 ? "no plugin with this id is in plugins.load.paths" : reason_of(g, id);
             och_log(g->host, OC_LOG_ERROR, OCGW_SOURCE,
                     "plugins.entries.%s is configured and enabled, but the plugin did not load "
                     "(%s): none of its hooks or tools run, so every agent would answer on its "
@@ -112,7 +119,8 @@ int ocgw_preflight(ocgw *g)
                         "agent %s of the gateway is not in plugins.entries.%s.config.agents: "
                         "the plugin never holds it back, so it would run its real model on "
                         "every message of a shared channel; add it there with its "
-                        "discordUserId", aid, id);
+                        "discordUserId",
+                        aid, id);
                 bad = 1;
             }
         }
@@ -125,7 +133,8 @@ int ocgw_preflight(ocgw *g)
                 och_log(g->host, OC_LOG_ERROR, OCGW_SOURCE,
                         "discord.apiBase is %s but plugins.entries.%s.config.discord.apiBase is "
                         "%s%s: the plugin would post to another Discord than the one the gateway "
-                        "reads; make them the same", g->cfg.api_base, id, base,
+                        "reads; make them the same",
+                        g->cfg.api_base, id, base,
                         json_object_get(pd, "apiBase") ? "" : " (its default)");
                 bad = 1;
             }
@@ -154,13 +163,16 @@ int ocgw_check_moderators(ocgw *g)
                     "plugins.entries.%s: no moderator token (env DIRIGENT_MODERATOR_TOKEN or "
                     "config discord.moderatorToken): the moderator would post nothing (no "
                     "hand-off, notice or admin reply); export DIRIGENT_MODERATOR_TOKEN with the "
-                    "moderator bot's token", id);
+                    "moderator bot's token",
+                    id);
             bad = 1;
             continue;
         }
         const char *base = json_string_value(json_object_get(pd, "apiBase"));
-        dg_discord_options o = {.api_base = base ? base : DISCORD_DEFAULT_API, .token = token,
-                                .timeout_ms = g->cfg.timeout_ms, .max_attempts = 2,
+        dg_discord_options o = {.api_base = base ? base : DISCORD_DEFAULT_API,
+                                .token = token,
+                                .timeout_ms = g->cfg.timeout_ms,
+                                .max_attempts = 2,
                                 .user_agent = "DiscordBot (ocgw, " DG_VERSION ")"};
         dg_discord *d = NULL;
         dg_discord_err e;
@@ -175,15 +187,16 @@ int ocgw_check_moderators(ocgw *g)
         if (rc != OC_OK) {
             och_log(g->host, OC_LOG_ERROR, OCGW_SOURCE,
                     "plugins.entries.%s: the moderator token %s (%s); fix "
-                    "DIRIGENT_MODERATOR_TOKEN (the moderator bot's current token)", id,
-                    e.http_status == 401 ? "is refused by Discord" : "cannot be checked",
+                    "DIRIGENT_MODERATOR_TOKEN (the moderator bot's current token)",
+                    id, e.http_status == 401 ? "is refused by Discord" : "cannot be checked",
                     *err ? err : e.message);
             bad = 1;
         } else if (!got || strcmp(got, want)) {
             och_log(g->host, OC_LOG_ERROR, OCGW_SOURCE,
                     "plugins.entries.%s: the moderator token belongs to user %s, not to "
                     "discord.moderatorUserId %s; give DIRIGENT_MODERATOR_TOKEN the moderator "
-                    "bot's token", id, got ? got : "?", want);
+                    "bot's token",
+                    id, got ? got : "?", want);
             bad = 1;
         }
         json_decref(me);

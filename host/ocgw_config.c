@@ -47,7 +47,8 @@ static char *expand(const char *s, const char *where, char *err, size_t n)
         } else if (p[0] == '$' && p[1] == '{') {
             const char *e = strchr(p + 2, '}');
             if (!e) {
-                fail(err, n, "%s: \"${\" without a closing \"}\"; write $${ for a literal ${", where);
+                fail(err, n, "%s: \"${\" without a closing \"}\"; write $${ for a literal ${",
+                     where);
                 dg_buf_free(&out);
                 return NULL;
             }
@@ -62,8 +63,10 @@ static char *expand(const char *s, const char *where, char *err, size_t n)
             name[nl] = 0;
             const char *v = getenv(name);
             if (!v) {
-                fail(err, n, "%s: environment variable %s is not set (used as ${%s}); set it "
-                             "or change the config", where, name, name);
+                fail(err, n,
+                     "%s: environment variable %s is not set (used as ${%s}); set it "
+                     "or change the config",
+                     where, name, name);
                 dg_buf_free(&out);
                 return NULL;
             }
@@ -135,12 +138,16 @@ static int refuse_tokens(const json_t *root, const char *file, char *err, size_t
     if (!dg_json_find_token(root, plugin_configs, where, sizeof where, &is_key))
         return OC_OK;
     if (is_key)
-        return fail(err, n, "%s: a key of %s: this looks like a bot token; tokens belong in the "
-                            "environment: put it in an environment variable (an agent names it "
-                            "in tokenEnv) and fix the key", file, *where ? where : "the top level");
-    return fail(err, n, "%s: this looks like a bot token; tokens belong in the environment: put "
-                        "it in an environment variable and name that variable in tokenEnv (for "
-                        "an agent or a human) instead", where);
+        return fail(err, n,
+                    "%s: a key of %s: this looks like a bot token; tokens belong in the "
+                    "environment: put it in an environment variable (an agent names it "
+                    "in tokenEnv) and fix the key",
+                    file, *where ? where : "the top level");
+    return fail(err, n,
+                "%s: this looks like a bot token; tokens belong in the environment: put "
+                "it in an environment variable and name that variable in tokenEnv (for "
+                "an agent or a human) instead",
+                where);
 }
 
 /* ---- typed readers ---------------------------------------------------------------------- */
@@ -169,8 +176,8 @@ static int check_keys(const json_t *obj, const char *where, const char *const *a
 }
 
 /* Optional string: OC_OK with *out NULL when absent. */
-static int get_str(const json_t *obj, const char *key, const char *where, int required,
-                   char **out, char *err, size_t n)
+static int get_str(const json_t *obj, const char *key, const char *where, int required, char **out,
+                   char *err, size_t n)
 {
     *out = NULL;
     json_t *v = json_object_get(obj, key);
@@ -250,9 +257,9 @@ static int read_discord(ocgw_config *c, char *err, size_t n)
 
 static int read_gateway(ocgw_config *c, char *err, size_t n)
 {
-    static const char *const keys[] = {"stateDir", "pollIntervalMs", "noReply", "logLevel",
-                                       "fsync", "claimHooks", "agentEndAfterClaim",
-                                       "runOnly", "name", NULL};
+    static const char *const keys[] = {
+        "stateDir",   "pollIntervalMs",     "noReply", "logLevel", "fsync",
+        "claimHooks", "agentEndAfterClaim", "runOnly", "name",     NULL};
     json_t *g = json_object_get(c->root, "gateway");
     json_t *empty = json_object();
     if (!g)
@@ -282,17 +289,18 @@ static int read_gateway(ocgw_config *c, char *err, size_t n)
                 if (!strcmp(lvl, names[i]))
                     c->log_level = i;
             if (c->log_level < 0)
-                rc = fail(err, n, "gateway.logLevel: \"%s\" is not debug, info, warn or error",
-                          lvl);
+                rc =
+                    fail(err, n, "gateway.logLevel: \"%s\" is not debug, info, warn or error", lvl);
         }
     }
     if (!rc) {
         json_t *nr = json_object_get(g, "noReply");
         static const char *const nkeys[] = {"provider", "model", NULL};
         if (!nr) {
-            rc = fail(err, n, "gateway.noReply: required object {provider, model} is missing: the "
-                              "pair the plugin routes silent agents to (its noReplyProvider/"
-                              "noReplyModel); runs resolved to it cost nothing");
+            rc = fail(err, n,
+                      "gateway.noReply: required object {provider, model} is missing: the "
+                      "pair the plugin routes silent agents to (its noReplyProvider/"
+                      "noReplyModel); runs resolved to it cost nothing");
         } else {
             rc = check_keys(nr, "gateway.noReply", nkeys, err, n);
             if (!rc)
@@ -335,12 +343,13 @@ static int str_array(const json_t *arr, const char *where, char ***out, size_t *
 
 static int read_agents(ocgw_config *c, char *err, size_t n)
 {
-    static const char *const keys[] = {"id", "workspace", "discordUserId", "tokenEnv", "model",
-                                       "scenario", "systemPrompt", NULL};
+    static const char *const keys[] = {"id",    "workspace", "discordUserId", "tokenEnv",
+                                       "model", "scenario",  "systemPrompt",  NULL};
     json_t *arr = json_object_get(c->root, "agents");
     if (!json_is_array(arr) || json_array_size(arr) == 0)
-        return fail(err, n, "agents: required non-empty array of {id, workspace, discordUserId, "
-                            "tokenEnv, model, scenario?}");
+        return fail(err, n,
+                    "agents: required non-empty array of {id, workspace, discordUserId, "
+                    "tokenEnv, model, scenario?}");
     c->agents = calloc(json_array_size(arr), sizeof *c->agents);
     if (!c->agents)
         return OC_ERR_NOMEM;
@@ -430,8 +439,10 @@ static int read_humans(ocgw_config *c, char *err, size_t n)
         if (!rc)
             rc = get_str(h, "id", where, 1, &hu->id, err, n);
         if (!rc && !dg_agent_id_valid(hu->id))
-            rc = fail(err, n, "%s.id: \"%.64s\" must be " DG_AGENT_ID_RULE " (the rule of agent "
-                      "ids, so a human id reads like one)", where, hu->id);
+            rc = fail(err, n,
+                      "%s.id: \"%.64s\" must be " DG_AGENT_ID_RULE " (the rule of agent "
+                      "ids, so a human id reads like one)",
+                      where, hu->id);
         if (!rc && ocgw_agent_by_id(c, hu->id))
             rc = fail(err, n, "%s.id: \"%s\" is already an agent id", where, hu->id);
         for (size_t k = 0; !rc && k + 1 < c->n_humans; k++)
@@ -490,8 +501,9 @@ static int read_channels(ocgw_config *c, char *err, size_t n)
     if (!obj)
         return OC_OK;
     if (!json_is_object(obj))
-        return fail(err, n, "channels: expected an object alias -> {id, agents?, parentId?, "
-                            "fromStart?, watch?}");
+        return fail(err, n,
+                    "channels: expected an object alias -> {id, agents?, parentId?, "
+                    "fromStart?, watch?}");
     c->channels = calloc(json_object_size(obj) + 1, sizeof *c->channels);
     if (!c->channels)
         return OC_ERR_NOMEM;
@@ -519,9 +531,11 @@ static int read_channels(ocgw_config *c, char *err, size_t n)
         /* A channel no agent sees (the moderator's archive index): read and
          * shown in the transcript, in posting order, and nothing more. */
         if (!rc && cc->watch && ags)
-            rc = fail(err, n, "%s.agents: a watched channel is one no agent sees (the "
-                              "gateway only reads it and shows its messages); leave out "
-                              "\"agents\" or \"watch\"", where);
+            rc = fail(err, n,
+                      "%s.agents: a watched channel is one no agent sees (the "
+                      "gateway only reads it and shows its messages); leave out "
+                      "\"agents\" or \"watch\"",
+                      where);
         if (!rc && cc->watch) {
             cc->agents = calloc(1, sizeof *cc->agents);
             if (!cc->agents)
@@ -535,9 +549,11 @@ static int read_channels(ocgw_config *c, char *err, size_t n)
             /* The gateway reads a channel with the token of an agent that
              * sees it: with none, it could never be served. */
             if (!rc && cc->n_agents == 0)
-                rc = fail(err, n, "%s: expected at least one agent (leave the key out and "
-                                  "every agent sees the channel; \"watch\": true instead of "
-                                  "\"agents\" for a channel no agent sees)", aw);
+                rc = fail(err, n,
+                          "%s: expected at least one agent (leave the key out and "
+                          "every agent sees the channel; \"watch\": true instead of "
+                          "\"agents\" for a channel no agent sees)",
+                          aw);
             for (size_t k = 0; !rc && k < cc->n_agents; k++)
                 if (!ocgw_agent_by_id(c, cc->agents[k]))
                     rc = fail(err, n, "%s[%zu]: \"%s\" is not an agent of `agents`", aw, k,
@@ -581,8 +597,8 @@ int ocgw_config_load(const char *path, ocgw_config *c, char *err, size_t err_len
     c->config_dir = slash == abs ? strdup("/") : strndup(abs, (size_t)(slash - abs));
     c->config_path = strdup(abs);
 
-    static const char *const keys[] = {"plugins", "discord", "gateway", "channels", "agents",
-                                       "humans", "description", NULL};
+    static const char *const keys[] = {"plugins", "discord", "gateway",     "channels",
+                                       "agents",  "humans",  "description", NULL};
     /* Before and after ${NAME} expansion: a token written into the file, or
      * one a variable put into a key that is not for tokens. */
     int rc = refuse_tokens(c->root, path, err, err_len);
@@ -603,9 +619,9 @@ int ocgw_config_load(const char *path, ocgw_config *c, char *err, size_t err_len
     if (!rc)
         rc = read_channels(c, err, err_len);
     if (!rc)
-        rc = ocgw_config_run_only(c, json_object_get(json_object_get(c->root, "gateway"),
-                                                     "runOnly"),
-                                  "gateway.runOnly", err, err_len);
+        rc =
+            ocgw_config_run_only(c, json_object_get(json_object_get(c->root, "gateway"), "runOnly"),
+                                 "gateway.runOnly", err, err_len);
     /* One Discord user is one participant: a shared id would make the
      * gateway take one's messages for the other's (and skip an agent's
      * runs as "its own message"). */
@@ -613,12 +629,15 @@ int ocgw_config_load(const char *path, ocgw_config *c, char *err, size_t err_len
     for (size_t i = 0; !rc && i < c->n_agents; i++) {
         for (size_t k = 0; !rc && k < i; k++)
             if (!strcmp(c->agents[i].user_id, c->agents[k].user_id))
-                rc = fail(err, err_len, "agents[%s].discordUserId: %s is already the user of "
-                          "agent %s; each agent needs its own bot user", c->agents[i].id,
-                          c->agents[i].user_id, c->agents[k].id);
+                rc = fail(err, err_len,
+                          "agents[%s].discordUserId: %s is already the user of "
+                          "agent %s; each agent needs its own bot user",
+                          c->agents[i].id, c->agents[i].user_id, c->agents[k].id);
         if (!rc && mod && !strcmp(c->agents[i].user_id, mod))
-            rc = fail(err, err_len, "agents[%s].discordUserId: %s is discord.moderatorUserId; "
-                      "the moderator bot cannot also be an agent", c->agents[i].id, mod);
+            rc = fail(err, err_len,
+                      "agents[%s].discordUserId: %s is discord.moderatorUserId; "
+                      "the moderator bot cannot also be an agent",
+                      c->agents[i].id, mod);
         for (size_t k = 0; !rc && k < c->n_humans; k++)
             if (!strcmp(c->agents[i].user_id, c->humans[k].user_id))
                 rc = fail(err, err_len, "humans[%s].discordUserId: same user as agent %s",
@@ -627,12 +646,15 @@ int ocgw_config_load(const char *path, ocgw_config *c, char *err, size_t err_len
     for (size_t i = 0; !rc && i < c->n_humans; i++) {
         for (size_t k = 0; !rc && k < i; k++)
             if (!strcmp(c->humans[i].user_id, c->humans[k].user_id))
-                rc = fail(err, err_len, "humans[%s].discordUserId: %s is already the user of "
-                          "human %s; give each human its own user", c->humans[i].id,
-                          c->humans[i].user_id, c->humans[k].id);
+                rc = fail(err, err_len,
+                          "humans[%s].discordUserId: %s is already the user of "
+                          "human %s; give each human its own user",
+                          c->humans[i].id, c->humans[i].user_id, c->humans[k].id);
         if (!rc && mod && !strcmp(c->humans[i].user_id, mod))
-            rc = fail(err, err_len, "humans[%s].discordUserId: %s is discord.moderatorUserId; "
-                      "the moderator bot is not a human", c->humans[i].id, mod);
+            rc = fail(err, err_len,
+                      "humans[%s].discordUserId: %s is discord.moderatorUserId; "
+                      "the moderator bot is not a human",
+                      c->humans[i].id, mod);
     }
     if (rc) {
         ocgw_config_free(c);
@@ -641,19 +663,21 @@ int ocgw_config_load(const char *path, ocgw_config *c, char *err, size_t err_len
     return rc;
 }
 
-int ocgw_config_run_only(ocgw_config *c, const json_t *list, const char *where, char *err,
-                         size_t n)
+int ocgw_config_run_only(ocgw_config *c, const json_t *list, const char *where, char *err, size_t n)
 {
     if (list && (!json_is_array(list) || json_array_size(list) == 0))
-        return fail(err, n, "%s: expected a non-empty array of agent and human ids (the ones "
-                            "this gateway runs; leave it out to run every one)", where);
+        return fail(err, n,
+                    "%s: expected a non-empty array of agent and human ids (the ones "
+                    "this gateway runs; leave it out to run every one)",
+                    where);
     size_t i, agents = 0;
     json_t *v;
     json_array_foreach(list, i, v) {
         const char *id = json_string_value(v);
         if (!id || (!ocgw_agent_by_id(c, id) && !ocgw_human_by_id(c, id)))
-            return fail(err, n, "%s[%zu]: %s%s%s is not the id of an agent or human of this "
-                                "config; list the ids of `agents` and `humans` this gateway runs",
+            return fail(err, n,
+                        "%s[%zu]: %s%s%s is not the id of an agent or human of this "
+                        "config; list the ids of `agents` and `humans` this gateway runs",
                         where, i, id ? "\"" : "", id ? id : "a non-string", id ? "\"" : "");
         for (size_t k = 0; k < i; k++)
             if (!strcmp(id, json_string_value(json_array_get(list, k))))
@@ -661,8 +685,10 @@ int ocgw_config_run_only(ocgw_config *c, const json_t *list, const char *where, 
         agents += ocgw_agent_by_id(c, id) != NULL;
     }
     if (list && !agents)
-        return fail(err, n, "%s: names no agent; a gateway runs at least one agent (it reads "
-                            "Discord with their tokens)", where);
+        return fail(err, n,
+                    "%s: names no agent; a gateway runs at least one agent (it reads "
+                    "Discord with their tokens)",
+                    where);
     /* Every local agent and scripted human needs its token here; checked
      * before anything changes, so a refusal leaves the config as it was. */
     for (size_t pass = 0; pass < 2; pass++) {
@@ -670,7 +696,8 @@ int ocgw_config_run_only(ocgw_config *c, const json_t *list, const char *where, 
             int is_agent = k < c->n_agents;
             const char *id = is_agent ? c->agents[k].id : c->humans[k - c->n_agents].id;
             int local = !list;
-            json_array_foreach(list, i, v) local |= !strcmp(id, json_string_value(v));
+            json_array_foreach(list, i, v)
+                local |= !strcmp(id, json_string_value(v));
             if (pass == 1) {
                 if (is_agent)
                     c->agents[k].local = local;
@@ -681,12 +708,16 @@ int ocgw_config_run_only(ocgw_config *c, const json_t *list, const char *where, 
             if (!local)
                 continue;
             if (is_agent && !c->agents[k].token)
-                return fail(err, n, "agents[%s].tokenEnv: environment variable %s (the agent's "
-                                    "bot token) is not set", id, c->agents[k].token_env);
+                return fail(err, n,
+                            "agents[%s].tokenEnv: environment variable %s (the agent's "
+                            "bot token) is not set",
+                            id, c->agents[k].token_env);
             const ocgw_human *h = is_agent ? NULL : &c->humans[k - c->n_agents];
             if (h && h->n_steps && !h->token)
-                return fail(err, n, "humans[%s].tokenEnv: a human with a script needs a token: "
-                                    "set tokenEnv to an environment variable that holds it", id);
+                return fail(err, n,
+                            "humans[%s].tokenEnv: a human with a script needs a token: "
+                            "set tokenEnv to an environment variable that holds it",
+                            id);
         }
     }
     c->split = list && agents < c->n_agents;

@@ -75,14 +75,12 @@ static int validate_channels(const json_t *doc, const char *path, char *err, siz
     char where[256];
     const json_t *ch = json_object_get(doc, "channels");
     if (ch && !json_is_object(ch))
-        return why_set(err, n, -1, "%s: channels: expected an object channel -> [messages]",
-                       path);
+        return why_set(err, n, -1, "%s: channels: expected an object channel -> [messages]", path);
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)ch, k, v) {
         if (!json_is_array(v))
-            return why_set(err, n, -1, "%s: channels.%s: expected an array of messages", path,
-                           k);
+            return why_set(err, n, -1, "%s: channels.%s: expected an array of messages", path, k);
         size_t i;
         json_t *m;
         json_array_foreach(v, i, m) {
@@ -92,8 +90,11 @@ static int validate_channels(const json_t *doc, const char *path, char *err, siz
             json_t *who;
             if (mn && !json_is_array(mn))
                 return why_set(err, n, -1, "%s.mentions: expected an array of ids", where);
-            json_array_foreach(mn, x, who) if (!json_is_string(who)) return why_set(
-                err, n, -1, "%s.mentions[%zu]: expected an agent, human or user id", where, x);
+            json_array_foreach(mn, x, who)
+                if (!json_is_string(who))
+                    return why_set(err, n, -1,
+                                   "%s.mentions[%zu]: expected an agent, human or user id", where,
+                                   x);
             json_t *copy = json_deep_copy(m);
             json_object_del(copy, "mentions");
             ocgw_match tmp;
@@ -126,8 +127,10 @@ static int validate_files(const json_t *doc, const char *path, char *err, size_t
             return -1;
         const char *rel = json_string_value(json_object_get(v, "path"));
         if (rel[0] == '/' || strstr(rel, ".."))
-            return why_set(err, n, -1, "%s.path: \"%s\" must be relative to the agent's "
-                           "workspace, without ..", where, rel);
+            return why_set(err, n, -1,
+                           "%s.path: \"%s\" must be relative to the agent's "
+                           "workspace, without ..",
+                           where, rel);
     }
     return 0;
 }
@@ -153,8 +156,10 @@ static int validate_tools(const json_t *doc, const char *path, char *err, size_t
         for (int c = OC_OK; c >= OC_ERR_INTERNAL; c--)
             known |= !strcmp(st, oc_status_name(c));
         if (!known)
-            return why_set(err, n, -1, "%s.status: \"%s\" is not an oc_status name (OC_OK, "
-                           "OC_ERR_INVALID, ... OC_ERR_INTERNAL)", where, st);
+            return why_set(err, n, -1,
+                           "%s.status: \"%s\" is not an oc_status name (OC_OK, "
+                           "OC_ERR_INVALID, ... OC_ERR_INTERNAL)",
+                           where, st);
     }
     return 0;
 }
@@ -189,16 +194,15 @@ static int validate_totals(const json_t *doc, const char *path, char *err, size_
  * rather than a story that silently expects something else. */
 static int validate(const json_t *doc, const char *path, char *err, size_t n)
 {
-    static const char *const keys[] = {"description", "timeoutMs", "settleMs", "channels",
-                                       "files", "tools", "totals", "humansDone", NULL};
+    static const char *const keys[] = {"description", "timeoutMs",  "settleMs",
+                                       "channels",    "files",      "tools",
+                                       "totals",      "humansDone", NULL};
     if (known_keys(doc, path, keys, err, n))
         return -1;
     const json_t *t = json_object_get(doc, "timeoutMs"), *s = json_object_get(doc, "settleMs");
-    if (t && (!json_is_integer(t) || json_integer_value(t) < 1 ||
-              json_integer_value(t) > 86400000))
+    if (t && (!json_is_integer(t) || json_integer_value(t) < 1 || json_integer_value(t) > 86400000))
         return why_set(err, n, -1, "%s: timeoutMs: expected milliseconds in 1..86400000", path);
-    if (s && (!json_is_integer(s) || json_integer_value(s) < 0 ||
-              json_integer_value(s) > 600000))
+    if (s && (!json_is_integer(s) || json_integer_value(s) < 0 || json_integer_value(s) > 600000))
         return why_set(err, n, -1, "%s: settleMs: expected milliseconds in 0..600000", path);
     const json_t *hd = json_object_get(doc, "humansDone");
     if (hd && !json_is_boolean(hd))
@@ -355,15 +359,16 @@ static int check_channel(ocgw *g, const char *ref, const json_t *want, int verbo
             json_decref(copy);
             int ok = ocgw_match_msg(g, &mt, &msgs[i], NULL);
             if (ok && json_object_get(w, "mentions"))
-                ok = mentions_equal(g, json_object_get(w, "mentions"), &msgs[i], desc,
-                                    sizeof desc);
+                ok = mentions_equal(g, json_object_get(w, "mentions"), &msgs[i], desc, sizeof desc);
             ocgw_match_free(&mt);
             if (!ok) {
                 char d[300];
                 describe(w, d, sizeof d);
-                rc = why_set(why, wn, -1, "#%s message %zu from %s \"%s\" is not the expected "
-                             "%s%s%s", ref, i + 1, ocgw_who(g, msgs[i].author_id),
-                             line ? line : "", d, *desc ? ": " : "", desc);
+                rc = why_set(why, wn, -1,
+                             "#%s message %zu from %s \"%s\" is not the expected "
+                             "%s%s%s",
+                             ref, i + 1, ocgw_who(g, msgs[i].author_id), line ? line : "", d,
+                             *desc ? ": " : "", desc);
             } else if (verbose) {
                 ocgw_say(g, "    ok %2zu  %-9s %s", i + 1, ocgw_who(g, msgs[i].author_id),
                          line ? line : "");
@@ -387,7 +392,8 @@ static int check_files(ocgw *g, const json_t *files, int verbose, char *why, siz
     size_t i;
     json_t *f;
     json_array_foreach(files, i, f) {
-        const ocgw_agent *a = ocgw_agent_by_id(&g->cfg, json_string_value(json_object_get(f, "agent")));
+        const ocgw_agent *a =
+            ocgw_agent_by_id(&g->cfg, json_string_value(json_object_get(f, "agent")));
         const char *rel = json_string_value(json_object_get(f, "path"));
         const char *want = json_string_value(json_object_get(f, "contains"));
         if (!a || !rel)
@@ -477,8 +483,8 @@ int ocgw_expect_check(ocgw *g, const ocgw_expect *e, int verbose, char *why, siz
         }
     }
     char tmp[512];
-    int rc = check_tools(g, json_object_get(e->doc, "tools"), verbose && result == 1, tmp,
-                         sizeof tmp);
+    int rc =
+        check_tools(g, json_object_get(e->doc, "tools"), verbose && result == 1, tmp, sizeof tmp);
     if (rc < 0)
         return why_set(why, wn, -1, "%s", tmp);
     if (rc == 0 && result == 1) {

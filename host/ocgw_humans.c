@@ -72,7 +72,9 @@ int ocgw_humans_fire(ocgw *g)
             const char *mention[100];
             size_t nm = 0, k;
             json_t *v;
-            json_array_foreach(ids, k, v) if (nm < 100) mention[nm++] = json_string_value(v);
+            json_array_foreach(ids, k, v)
+                if (nm < 100)
+                    mention[nm++] = json_string_value(v);
             char nonce[26], idx[24];
             snprintf(idx, sizeof idx, "%ld", next);
             ocgw_nonce(nonce, 'h', h->id, idx, ch);
@@ -88,8 +90,8 @@ int ocgw_humans_fire(ocgw *g)
             }
             if (rc == OC_OK) {
                 char *line = ocgw_pretty(g, content, 50);
-                ocgw_say(g, "[#%s] %s (scripted human) posts \"%s\"", ocgw_chan_label(g, ch),
-                         h->id, line ? line : "");
+                ocgw_say(g, "[#%s] %s (scripted human) posts \"%s\"", ocgw_chan_label(g, ch), h->id,
+                         line ? line : "");
                 free(line);
                 ocgw_state_count(&g->st, "humanPosts", 1);
             } else {

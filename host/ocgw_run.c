@@ -87,8 +87,9 @@ int ocgw_msg_from_json(const json_t *j, ocgw_msg *m)
     m->mentions = calloc(json_array_size(mn) + 1, sizeof *m->mentions);
     size_t i;
     json_t *v;
-    json_array_foreach(mn, i, v) if (json_is_string(v)) m->mentions[m->n_mentions++] =
-        strdup(json_string_value(v));
+    json_array_foreach(mn, i, v)
+        if (json_is_string(v))
+            m->mentions[m->n_mentions++] = strdup(json_string_value(v));
     return 0;
 }
 
@@ -132,7 +133,7 @@ static char *session_key(const char *agent, const ocgw_msg *m)
 {
     if (m->thread_id)
         return dg_sprintf("agent:%s:discord:channel:%s:thread:%s", agent, m->channel_id,
-                            m->thread_id);
+                          m->thread_id);
     return dg_sprintf("agent:%s:discord:channel:%s", agent, m->channel_id);
 }
 
@@ -145,10 +146,9 @@ static json_t *agent_ctx(ocgw *g, const ocgw_agent *a, const json_t *run, const 
     json_t *ctx = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:b}", "agentId",
                             a->id, "sessionKey", sget(run, "sessionKey"), "sessionId",
                             sid ? sid : sget(run, "sessionKey"), "workspaceDir", a->workspace,
-                            "channelId",
-                            m->channel_id, "accountId", a->id, "messageProvider", "discord",
-                            "runId", sget(run, "runId"), "senderId", m->author_id, "trigger",
-                            "message", "senderIsOwner", 0);
+                            "channelId", m->channel_id, "accountId", a->id, "messageProvider",
+                            "discord", "runId", sget(run, "runId"), "senderId", m->author_id,
+                            "trigger", "message", "senderIsOwner", 0);
     free(sid);
     if (m->thread_id)
         sset(ctx, "threadId", m->thread_id);
@@ -175,10 +175,10 @@ static void fire_received(ocgw *g, const ocgw_msg *m, json_t *agents)
     json_t *mentions = json_array();
     for (size_t i = 0; i < m->n_mentions; i++)
         json_array_append_new(mentions, json_string(m->mentions[i]));
-    json_t *ev = json_pack("{s:s, s:s, s:b, s:s, s:b, s:s, s:o}", "messageId", m->id, "channelId",
-                           m->channel_id, "isDm", 0, "senderId", m->author_id, "senderIsBot",
-                           m->author_bot, "content", m->content ? m->content : "", "mentions",
-                           mentions);
+    json_t *ev =
+        json_pack("{s:s, s:s, s:b, s:s, s:b, s:s, s:o}", "messageId", m->id, "channelId",
+                  m->channel_id, "isDm", 0, "senderId", m->author_id, "senderIsBot", m->author_bot,
+                  "content", m->content ? m->content : "", "mentions", mentions);
     if (m->thread_id)
         sset(ev, "threadId", m->thread_id);
     if (g->cfg.guild_id)
@@ -195,7 +195,8 @@ static void fire_received(ocgw *g, const ocgw_msg *m, json_t *agents)
          * the message reached this agent's session (what arms its nudge). */
         char *key = session_key(a->id, m);
         json_t *ctx = key ? json_pack("{s:s, s:s, s:s}", "channelId", m->channel_id, "accountId",
-                                      a->id, "sessionKey", key) : NULL;
+                                      a->id, "sessionKey", key)
+                          : NULL;
         free(key);
         if (ctx)
             och_hook_dispatch(g->host, "message_received", ev, ctx, NULL);
@@ -211,13 +212,13 @@ static json_t *decide(ocgw *g, const ocgw_agent *a, const ocgw_msg *m)
     char run_id[64];
     snprintf(run_id, sizeof run_id, "ocgw-%016llx",
              (unsigned long long)ocgw_hash(a->id, m->channel_id, m->id, "run", NULL));
-    json_t *run = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:b, s:{}}", "agent",
-                            a->id, "sessionKey", key, "runId", run_id, "phase", "decided", "step",
-                            -1, "act", 0, "attempt", 0, "toolStarted", -1, "toolCalls", 0,
-                            "success", 1, "vars");
+    json_t *run =
+        json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:b, s:{}}", "agent", a->id,
+                  "sessionKey", key, "runId", run_id, "phase", "decided", "step", -1, "act", 0,
+                  "attempt", 0, "toolStarted", -1, "toolCalls", 0, "success", 1, "vars");
     free(key);
-    int rc = och_session_touch(g->host, sget(run, "sessionKey"), a->id, m->channel_id,
-                               m->thread_id);
+    int rc =
+        och_session_touch(g->host, sget(run, "sessionKey"), a->id, m->channel_id, m->thread_id);
     if (rc)
         och_log(g->host, OC_LOG_WARN, OCGW_SOURCE, "session %s not recorded: %s",
                 sget(run, "sessionKey"), oc_status_name(rc));
@@ -332,13 +333,16 @@ static void prompt_build(ocgw *g, const ocgw_agent *a, json_t *run, const ocgw_m
         json_t *seen = ocgw_state_obj(&g->st, "promptContext");
         const char *key = sget(run, "sessionKey");
         json_t *had = json_object_get(seen, key);
-        if (!had || strcmp(sget(had, "appendSystemContext") ? sget(had, "appendSystemContext") : "",
-                           app ? app : "") ||
-            strcmp(sget(had, "prependContext") ? sget(had, "prependContext") : "", pre ? pre : "")) {
+        if (!had ||
+            strcmp(sget(had, "appendSystemContext") ? sget(had, "appendSystemContext") : "",
+                   app ? app : "") ||
+            strcmp(sget(had, "prependContext") ? sget(had, "prependContext") : "",
+                   pre ? pre : "")) {
             char *line = ocgw_oneline(app ? app : pre, 60);
-            ocgw_detail(g, "      %s: before_prompt_build adds %zu chars to its session's prompt "
-                           "(%s: \"%s\")", a->id, n,
-                        app ? "appendSystemContext" : "prependContext", line ? line : "");
+            ocgw_detail(g,
+                        "      %s: before_prompt_build adds %zu chars to its session's prompt "
+                        "(%s: \"%s\")",
+                        a->id, n, app ? "appendSystemContext" : "prependContext", line ? line : "");
             free(line);
             json_t *rec = json_object();
             if (app)
@@ -367,7 +371,8 @@ static void pick_step(ocgw *g, const ocgw_agent *a, json_t *run, const ocgw_msg 
         int was_used = 0;
         size_t k;
         json_t *v;
-        json_array_foreach(used, k, v) was_used |= json_integer_value(v) == (json_int_t)i;
+        json_array_foreach(used, k, v)
+            was_used |= json_integer_value(v) == (json_int_t)i;
         if (was_used && !s->repeat)
             continue;
         if (!ocgw_match_msg(g, &s->when, m, a))
@@ -411,8 +416,10 @@ static int do_tool(ocgw *g, const ocgw_agent *a, json_t *run, const ocgw_msg *m,
     char call_id[80];
     snprintf(call_id, sizeof call_id, "%s:%ld:%ld", sget(run, "runId"), idx, iget(run, "attempt"));
     if (iget(run, "toolStarted") == idx)
-        ocgw_say(g, "      %s: (the gateway restarted during this call: made again with the "
-                    "same toolCallId %s)", a->id, call_id);
+        ocgw_say(g,
+                 "      %s: (the gateway restarted during this call: made again with the "
+                 "same toolCallId %s)",
+                 a->id, call_id);
     iset(run, "toolStarted", idx);
     ocgw_save_state(g);
     char *pj = json_dumps(params, JSON_COMPACT | JSON_SORT_KEYS);
@@ -432,8 +439,8 @@ static int do_tool(ocgw *g, const ocgw_agent *a, json_t *run, const ocgw_msg *m,
     ocgw_state_count(&g->st, "toolCalls", 1);
     record_tool(g, a->id, act->tool, rc, emsg);
     if (rc == OC_OK) {
-        char *dj = json_dumps(details ? details : json_null(), JSON_COMPACT | JSON_SORT_KEYS |
-                                                                 JSON_ENCODE_ANY);
+        char *dj = json_dumps(details ? details : json_null(),
+                              JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
         char *dl = ocgw_oneline(dj, 300);
         ocgw_say(g, "      %s <- %s OC_OK %s", a->id, act->tool, dl ? dl : "");
         free(dj);
@@ -464,8 +471,9 @@ static int do_tool(ocgw *g, const ocgw_agent *a, json_t *run, const ocgw_msg *m,
         const char *cid = sget(details, "channelId");
         if (cid && dg_discord_is_snowflake(cid)) {
             const char *alias = NULL;
-            json_object_foreach(act->bind, k, v) if (!strcmp(json_string_value(v), "channelId"))
-                alias = k;
+            json_object_foreach(act->bind, k, v)
+                if (!strcmp(json_string_value(v), "channelId"))
+                    alias = k;
             ocgw_learn_channel(g, cid, a->id, alias);
         }
         json_object_del(vars, "lastError");
@@ -571,13 +579,13 @@ static int payload_sending(ocgw *g, const ocgw_agent *a, json_t *run, const ocgw
 {
     const char *out = sget(run, "output");
     char *conv = dg_sprintf("channel:%s", chan_key(m));
-    json_t *ctx = json_pack("{s:s, s:s, s:s, s:s, s:s}", "channelId", "discord", "accountId",
-                            a->id, "conversationId", conv, "sessionKey", sget(run, "sessionKey"),
-                            "runId", sget(run, "runId"));
-    json_t *ev = json_pack("{s:{s:s, s:b}, s:s, s:s, s:s, s:s}", "payload", "text", out,
-                           "isError", json_is_true(json_object_get(run, "isError")), "kind",
-                           "final", "channel", "discord", "sessionKey",
-                           sget(run, "sessionKey"), "runId", sget(run, "runId"));
+    json_t *ctx = json_pack("{s:s, s:s, s:s, s:s, s:s}", "channelId", "discord", "accountId", a->id,
+                            "conversationId", conv, "sessionKey", sget(run, "sessionKey"), "runId",
+                            sget(run, "runId"));
+    json_t *ev =
+        json_pack("{s:{s:s, s:b}, s:s, s:s, s:s, s:s}", "payload", "text", out, "isError",
+                  json_is_true(json_object_get(run, "isError")), "kind", "final", "channel",
+                  "discord", "sessionKey", sget(run, "sessionKey"), "runId", sget(run, "runId"));
     free(conv);
     json_t *res = NULL;
     och_hook_dispatch(g->host, "reply_payload_sending", ev, ctx, &res);
@@ -634,7 +642,9 @@ static int send_reply(ocgw *g, const ocgw_agent *a, json_t *run, const ocgw_msg 
     size_t nm = 0;
     size_t i;
     json_t *v;
-    json_array_foreach(ids, i, v) if (nm < 100) mention[nm++] = json_string_value(v);
+    json_array_foreach(ids, i, v)
+        if (nm < 100)
+            mention[nm++] = json_string_value(v);
     char nonce[26];
     ocgw_nonce(nonce, 'a', a->id, chan_key(m), m->id);
     char *mid = NULL;
@@ -699,10 +709,10 @@ static int do_run(ocgw *g, json_t *run, const ocgw_msg *m)
             pick_step(g, a, run, m);
             ocgw_state_count(&g->st, "realModelCalls", 1);
             long si = iget(run, "step");
-            const char *other = strcmp(sget(run, "provider"), a->provider) ||
-                                        strcmp(sget(run, "model"), a->model)
-                                    ? " (the scripted model stands in for it)"
-                                    : "";
+            const char *other =
+                strcmp(sget(run, "provider"), a->provider) || strcmp(sget(run, "model"), a->model)
+                    ? " (the scripted model stands in for it)"
+                    : "";
             if (si >= 0)
                 ocgw_say(g, "      %s: real model %s/%s%s, step \"%s\"", a->id,
                          sget(run, "provider"), sget(run, "model"), other,
@@ -766,8 +776,8 @@ static int do_run(ocgw *g, json_t *run, const ocgw_msg *m)
 
 int ocgw_begin_message(ocgw *g, const ocgw_msg *m)
 {
-    json_t *inf = json_pack("{s:o, s:s, s:[]}", "message", ocgw_msg_to_json(m), "phase", "new",
-                            "runs");
+    json_t *inf =
+        json_pack("{s:o, s:s, s:[]}", "message", ocgw_msg_to_json(m), "phase", "new", "runs");
     if (!inf)
         return -1;
     json_object_set_new(g->st.doc, "inflight", inf);
@@ -778,12 +788,12 @@ static void say_message(ocgw *g, const ocgw_msg *m, int resumed)
 {
     char *line = ocgw_pretty(g, m->content, 200);
     const char *who = ocgw_who(g, m->author_id);
-    const char *kind = ocgw_agent_by_user(&g->cfg, m->author_id) ? "agent"
-                       : ocgw_human_by_user(&g->cfg, m->author_id)
-                           ? "human"
-                       : (g->cfg.moderator_user_id && !strcmp(m->author_id, g->cfg.moderator_user_id))
-                           ? "moderator bot"
-                           : (m->author_bot ? "bot" : "user");
+    const char *kind =
+        ocgw_agent_by_user(&g->cfg, m->author_id)   ? "agent"
+        : ocgw_human_by_user(&g->cfg, m->author_id) ? "human"
+        : (g->cfg.moderator_user_id && !strcmp(m->author_id, g->cfg.moderator_user_id))
+            ? "moderator bot"
+            : (m->author_bot ? "bot" : "user");
     ocgw_say(g, "[#%s] %s (%s)%s: %s", ocgw_chan_label(g, chan_key(m)), who, kind,
              resumed ? " [resumed after a restart]" : "", line ? line : "");
     free(line);
@@ -803,10 +813,10 @@ static int one_of(const char *s, const char *const *set)
 static const char *journal_fault(const json_t *inf)
 {
     static const char *const phases[] = {"new", "runs", NULL};
-    static const char *const run_phases[] = {"decided", "model", "model_done", "ended", "done",
-                                             NULL};
-    static const char *const strings[] = {"agent", "sessionKey", "runId", "provider", "model",
-                                          NULL};
+    static const char *const run_phases[] = {"decided", "model", "model_done",
+                                             "ended",   "done",  NULL};
+    static const char *const strings[] = {"agent",    "sessionKey", "runId",
+                                          "provider", "model",      NULL};
     if (!one_of(sget(inf, "phase"), phases))
         return "its phase is not \"new\" or \"runs\"";
     const json_t *runs = json_object_get(inf, "runs");
@@ -831,8 +841,8 @@ int ocgw_process_inflight(ocgw *g)
         return 0;
     ocgw_msg m;
     int bad_msg = ocgw_msg_from_json(json_object_get(inf, "message"), &m) != 0;
-    const char *fault = bad_msg ? "its message lacks id, channelId or authorId"
-                                : journal_fault(inf);
+    const char *fault =
+        bad_msg ? "its message lacks id, channelId or authorId" : journal_fault(inf);
     if (fault) {
         och_log(g->host, OC_LOG_ERROR, OCGW_SOURCE,
                 "the journal of the message in flight is malformed (%s); dropping it (state %s)",
@@ -860,7 +870,8 @@ int ocgw_process_inflight(ocgw *g)
              * real gateway */
             json_array_append_new(json_is_true(json_object_get(run, "noReply")) ||
                                           json_is_true(json_object_get(run, "claimed"))
-                                      ? runs : real,
+                                      ? runs
+                                      : real,
                                   run);
         }
         json_array_extend(runs, real);
@@ -885,7 +896,8 @@ int ocgw_process_inflight(ocgw *g)
      * discussion, a planner naming its channel). */
     json_t *crefs = ocgw_channel_refs(m.content);
     json_t *v;
-    json_array_foreach(crefs, i, v) ocgw_learn_channel(g, json_string_value(v), NULL, NULL);
+    json_array_foreach(crefs, i, v)
+        ocgw_learn_channel(g, json_string_value(v), NULL, NULL);
     json_decref(crefs);
     ocgw_humans_observe(g, &m);
     if (g->cfg.moderator_user_id && !strcmp(m.author_id, g->cfg.moderator_user_id))

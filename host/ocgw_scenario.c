@@ -111,8 +111,10 @@ static int parse_action(const json_t *a, const char *where, ocgw_action *out, ch
 {
     memset(out, 0, sizeof *out);
     if (!json_is_object(a))
-        return fail(err, n, "%s: expected an object {reply} | {tool, params} | {write} | "
-                            "{silent}", where);
+        return fail(err, n,
+                    "%s: expected an object {reply} | {tool, params} | {write} | "
+                    "{silent}",
+                    where);
     if (json_object_get(a, "reply")) {
         static const char *const k[] = {"reply", NULL};
         if (only_keys(a, where, k, err, n))
@@ -135,8 +137,9 @@ static int parse_action(const json_t *a, const char *where, ocgw_action *out, ch
             return fail(err, n, "%s.bind: expected {\"var\": \"detailsField\"}", where);
         const char *bk;
         json_t *bv;
-        json_object_foreach(b, bk, bv) if (!json_is_string(bv)) return fail(
-            err, n, "%s.bind.%s: expected the name of a details field", where, bk);
+        json_object_foreach(b, bk, bv)
+            if (!json_is_string(bv))
+                return fail(err, n, "%s.bind.%s: expected the name of a details field", where, bk);
         if (r && (!json_is_integer(r) || json_integer_value(r) < 0 || json_integer_value(r) > 10))
             return fail(err, n, "%s.retries: expected an integer 0..10", where);
         out->kind = OCGW_ACT_TOOL;
@@ -157,9 +160,9 @@ static int parse_action(const json_t *a, const char *where, ocgw_action *out, ch
             !json_is_string(json_object_get(w, "content")))
             return fail(err, n, "%s: expected {\"path\": relative path, \"content\": text}", ww);
         const char *path = json_string_value(json_object_get(w, "path"));
-        if (!*path || path[0] == '/' || strstr(path, "..") )
-            return fail(err, n, "%s.path: \"%s\" must be relative to the workspace, without ..",
-                        ww, path);
+        if (!*path || path[0] == '/' || strstr(path, ".."))
+            return fail(err, n, "%s.path: \"%s\" must be relative to the workspace, without ..", ww,
+                        path);
         out->kind = OCGW_ACT_WRITE;
         out->path = strdup(path);
         out->text = strdup(json_string_value(json_object_get(w, "content")));
@@ -171,8 +174,10 @@ static int parse_action(const json_t *a, const char *where, ocgw_action *out, ch
             return fail(err, n, "%s.silent: expected true", where);
         out->kind = OCGW_ACT_SILENT;
     } else {
-        return fail(err, n, "%s: an action is one of {reply}, {tool, params, bind?, retries?}, "
-                            "{write: {path, content}}, {silent: true}", where);
+        return fail(err, n,
+                    "%s: an action is one of {reply}, {tool, params, bind?, retries?}, "
+                    "{write: {path, content}}, {silent: true}",
+                    where);
     }
     return 0;
 }
@@ -379,9 +384,11 @@ char *ocgw_subst(ocgw *g, const char *text, const json_t *run_vars, char *err, s
             name[nl] = 0;
             add = lookup(g, name, run_vars);
             if (!add) {
-                fail(err, n, "{{%s}} is not known here (known: channel, message.id, agent, "
-                             "moderator, guild, user:<id>, channel:<alias>, result.<field>, "
-                             "lastError, and variables bound by a tool)", name);
+                fail(err, n,
+                     "{{%s}} is not known here (known: channel, message.id, agent, "
+                     "moderator, guild, user:<id>, channel:<alias>, result.<field>, "
+                     "lastError, and variables bound by a tool)",
+                     name);
                 dg_buf_free(&out);
                 return NULL;
             }

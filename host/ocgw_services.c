@@ -30,8 +30,8 @@ void ocgw_rest_post(ocgw *g, int attempts, const char *who)
     g->rest_requests += attempts;
     ocgw_state_count(&g->st, "restRequests", attempts);
     json_t *by = ocgw_state_obj(&g->st, "restPostsBy");
-    json_object_set_new(by, who, json_integer(json_integer_value(json_object_get(by, who)) +
-                                              attempts));
+    json_object_set_new(by, who,
+                        json_integer(json_integer_value(json_object_get(by, who)) + attempts));
 }
 
 const char *ocgw_who(const ocgw *g, const char *user_id)

@@ -47,8 +47,10 @@ int ocgw_state_open(ocgw_state *st, const char *dir, int do_fsync, char *err, si
         json_error_t je;
         st->doc = json_load_file(st->path, 0, &je);
         if (!st->doc || !json_is_object(st->doc)) {
-            snprintf(err, err_len, "%s: malformed state file (line %d: %s); it is left as it is: "
-                                   "move it away to start afresh", st->path, je.line, je.text);
+            snprintf(err, err_len,
+                     "%s: malformed state file (line %d: %s); it is left as it is: "
+                     "move it away to start afresh",
+                     st->path, je.line, je.text);
             ocgw_state_close(st);
             return -1;
         }
@@ -60,9 +62,9 @@ int ocgw_state_open(ocgw_state *st, const char *dir, int do_fsync, char *err, si
             return -1;
         }
     } else {
-        st->doc = json_pack("{s:i, s:i, s:{}, s:{}, s:{}, s:{}, s:n, s:[], s:{}}", "version", 1,
-                            "starts", 0, "channels", "vars", "steps", "humans", "inflight",
-                            "tools", "totals");
+        st->doc =
+            json_pack("{s:i, s:i, s:{}, s:{}, s:{}, s:{}, s:n, s:[], s:{}}", "version", 1, "starts",
+                      0, "channels", "vars", "steps", "humans", "inflight", "tools", "totals");
     }
     if (!st->doc) {
         snprintf(err, err_len, "out of memory");

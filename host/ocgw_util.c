@@ -242,9 +242,11 @@ char *ocgw_value_line(long runs, long avoided)
     long pct = (avoided * 100 + runs / 2) / runs;
     if (runs == 1)
         return dg_sprintf("without the plugin the one agent run would have called a model: "
-                            "%ld avoided (%ld%%), %ld made", avoided, pct, runs - avoided);
+                          "%ld avoided (%ld%%), %ld made",
+                          avoided, pct, runs - avoided);
     return dg_sprintf("without the plugin all %ld agent runs would have called a model: "
-                        "%ld avoided (%ld%%), %ld made", runs, avoided, pct, runs - avoided);
+                      "%ld avoided (%ld%%), %ld made",
+                      runs, avoided, pct, runs - avoided);
 }
 
 static json_t *refs(const char *text, const char *open)
@@ -266,7 +268,8 @@ static json_t *refs(const char *text, const char *open)
         int seen = 0;
         size_t i;
         json_t *v;
-        json_array_foreach(arr, i, v) seen |= !strcmp(json_string_value(v), id);
+        json_array_foreach(arr, i, v)
+            seen |= !strcmp(json_string_value(v), id);
         if (!seen)
             json_array_append_new(arr, json_string(id));
     }
@@ -282,4 +285,3 @@ json_t *ocgw_channel_refs(const char *text)
 {
     return refs(text, "<#");
 }
-

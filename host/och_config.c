@@ -60,8 +60,8 @@ static int check_keys(const json_t *obj, const char *where, const char *const *k
                 strncat(list, known[i], sizeof list - strlen(list) - 1);
             }
             return fail(err, err_len, OC_ERR_INVALID,
-                        "%s.%s: unknown key (known keys: %s); fix the spelling or remove it",
-                        where, k, list);
+                        "%s.%s: unknown key (known keys: %s); fix the spelling or remove it", where,
+                        k, list);
         }
     }
     return OC_OK;
@@ -82,8 +82,9 @@ static int string_array(const json_t *arr, const char *where, const char *what, 
     for (size_t i = 0; i < n; i++) {
         const json_t *s = json_array_get(arr, i);
         if (!json_is_string(s) || json_string_length(s) == 0) {
-            int rc = fail(err, err_len, OC_ERR_INVALID, "%s[%zu]: expected %s (a non-empty string), got %s",
-                          where, i, what, json_is_string(s) ? "an empty string" : type_name(s));
+            int rc = fail(err, err_len, OC_ERR_INVALID,
+                          "%s[%zu]: expected %s (a non-empty string), got %s", where, i, what,
+                          json_is_string(s) ? "an empty string" : type_name(s));
             for (size_t j = 0; j < i; j++)
                 free(v[j]);
             free(v);
@@ -123,8 +124,8 @@ static int read_load(och_host *h, const json_t *load, const char *base_dir, char
     if (!h->load_paths)
         rc = fail(err, err_len, OC_ERR_NOMEM, "plugins.load.paths: out of memory");
     for (size_t i = 0; !rc && i < n; i++) {
-        char *joined = raw[i][0] == '/' || !base_dir ? och_strdup(raw[i])
-                                                      : och_path_join(base_dir, raw[i]);
+        char *joined =
+            raw[i][0] == '/' || !base_dir ? och_strdup(raw[i]) : och_path_join(base_dir, raw[i]);
         char resolved[PATH_MAX];
         struct stat st;
         if (!joined) {
@@ -233,8 +234,7 @@ int och_host_configure(och_host *h, const json_t *config, const char *base_dir, 
             rc = string_array(v, "plugins.allow", "a plugin id", &h->allow, &h->n_allow, err,
                               err_len);
         if (!rc && (v = json_object_get(plugins, "deny")))
-            rc = string_array(v, "plugins.deny", "a plugin id", &h->deny, &h->n_deny, err,
-                              err_len);
+            rc = string_array(v, "plugins.deny", "a plugin id", &h->deny, &h->n_deny, err, err_len);
         if (!rc && (v = json_object_get(plugins, "entries")))
             rc = read_entries(h, v, err, err_len);
     }

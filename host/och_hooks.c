@@ -13,9 +13,15 @@
 #include "och_internal.h"
 
 const char *const och_hook_names[OCH_HOOK_COUNT] = {
-    "message_received", "before_model_resolve", "before_prompt_build", "message_sending",
-    "agent_end",        "gateway_start",        "gateway_stop",
-    "before_agent_reply", "reply_payload_sending",
+    "message_received",
+    "before_model_resolve",
+    "before_prompt_build",
+    "message_sending",
+    "agent_end",
+    "gateway_start",
+    "gateway_stop",
+    "before_agent_reply",
+    "reply_payload_sending",
 };
 
 static int is_claim_hook(int id)
@@ -44,8 +50,10 @@ int och_hooks_register(och_plugin *p, const char *hook, oc_hook_fn fn, int prior
     och_host *h = p->host;
     int id = och_hook_id(hook);
     if (id >= 0 && is_claim_hook(id) && h->no_claim_hooks) {
-        och_log(h, OC_LOG_INFO, p->id, "on(\"%s\") refused: this host is set up without the "
-                "claim hooks (gateway.claimHooks false)", hook);
+        och_log(h, OC_LOG_INFO, p->id,
+                "on(\"%s\") refused: this host is set up without the "
+                "claim hooks (gateway.claimHooks false)",
+                hook);
         return OC_ERR_INVALID;
     }
     if (id < 0) {
@@ -124,13 +132,13 @@ size_t och_hook_count(och_host *h, const char *hook)
 
 typedef struct merge {
     const char *hook;
-    char *provider, *model;          /* before_model_resolve */
-    char *append, *prepend;          /* before_prompt_build */
-    json_t *event;                   /* message_sending, reply_payload_sending: private
+    char *provider, *model; /* before_model_resolve */
+    char *append, *prepend; /* before_prompt_build */
+    json_t *event;          /* message_sending, reply_payload_sending: private
                                         copy once rewritten */
-    json_t *payload;                 /* reply_payload_sending: last rewrite */
-    int handled;                     /* before_agent_reply */
-    char *content;                   /* message_sending: last rewrite */
+    json_t *payload;        /* reply_payload_sending: last rewrite */
+    int handled;            /* before_agent_reply */
+    char *content;          /* message_sending: last rewrite */
     int cancelled;
     char *cancel_reason;
     int nomem;
@@ -198,7 +206,7 @@ static int fold(och_host *h, merge *m, int id, const char *pid, const json_t *r,
             return 0;
         char *nc = strdup(json_string_value(c));
         if (!m->event)
-            m->event = json_copy((json_t *)base_event);  /* shallow: only content changes */
+            m->event = json_copy((json_t *)base_event); /* shallow: only content changes */
         if (!nc || !m->event || json_object_set_new(m->event, "content", json_string(nc))) {
             free(nc);
             m->nomem = 1;
@@ -231,13 +239,15 @@ static int fold(och_host *h, merge *m, int id, const char *pid, const json_t *r,
         if (!pl)
             return 0;
         if (!json_is_object(pl)) {
-            och_log(h, OC_LOG_WARN, pid, "hook %s: result field payload is not an object; "
-                    "ignored", m->hook);
+            och_log(h, OC_LOG_WARN, pid,
+                    "hook %s: result field payload is not an object; "
+                    "ignored",
+                    m->hook);
             return 0;
         }
         json_t *copy = json_deep_copy(pl);
         if (!m->event)
-            m->event = json_copy((json_t *)base_event);  /* shallow: only payload changes */
+            m->event = json_copy((json_t *)base_event); /* shallow: only payload changes */
         if (!copy || !m->event || json_object_set(m->event, "payload", copy)) {
             json_decref(copy);
             m->nomem = 1;
@@ -247,8 +257,7 @@ static int fold(och_host *h, merge *m, int id, const char *pid, const json_t *r,
         m->payload = copy;
         return 0;
     }
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -290,8 +299,7 @@ static json_t *merged_result(merge *m, int id)
         else if (m->payload)
             r = json_pack("{s:O}", "payload", m->payload);
         break;
-    default:
-        break;
+    default: break;
     }
     return r;
 }

@@ -36,7 +36,7 @@ enum {
     OCH_HOOK_AGENT_END,
     OCH_HOOK_GATEWAY_START,
     OCH_HOOK_GATEWAY_STOP,
-    OCH_HOOK_BEFORE_AGENT_REPLY,     /* claim hooks: refused by a host set without them */
+    OCH_HOOK_BEFORE_AGENT_REPLY, /* claim hooks: refused by a host set without them */
     OCH_HOOK_REPLY_PAYLOAD_SENDING,
     OCH_HOOK_COUNT
 };
@@ -53,42 +53,42 @@ int och_hook_id(const char *name);
  */
 struct oc_host {
     och_host *host;
-    char *id;                 /* manifest id (NULL if unusable) */
-    char *dir;                /* plugin folder, absolute */
-    char *version;            /* table version when loaded, else manifest's */
-    char *reason;             /* why not loaded */
+    char *id;      /* manifest id (NULL if unusable) */
+    char *dir;     /* plugin folder, absolute */
+    char *version; /* table version when loaded, else manifest's */
+    char *reason;  /* why not loaded */
     och_plugin_state state;
-    char *library;            /* absolute path of the .so */
-    json_t *contracts_tools;  /* borrowed from manifest: array of names or NULL */
+    char *library;           /* absolute path of the .so */
+    json_t *contracts_tools; /* borrowed from manifest: array of names or NULL */
     json_t *contracts_hooks;
-    json_t *manifest;         /* owned */
-    void *dl;                 /* dlopen handle */
+    json_t *manifest; /* owned */
+    void *dl;         /* dlopen handle */
     const oc_plugin *table;
-    void *state_ptr;          /* the plugin's state from init */
+    void *state_ptr; /* the plugin's state from init */
     oc_host_api api;
-    atomic_int in_init;       /* register_tool / on allowed */
-    atomic_int active;        /* init returned OC_OK: tools and hooks callable */
-    size_t load_index;        /* order of successful init */
+    atomic_int in_init; /* register_tool / on allowed */
+    atomic_int active;  /* init returned OC_OK: tools and hooks callable */
+    size_t load_index;  /* order of successful init */
 };
 typedef struct oc_host och_plugin;
 
 typedef struct och_entry_cfg {
     char *id;
     int enabled;
-    json_t *config;           /* owned; NULL: {} */
+    json_t *config; /* owned; NULL: {} */
 } och_entry_cfg;
 
 typedef struct och_tool_reg {
     och_plugin *plugin;
-    const oc_tool *tool;      /* the plugin's, valid until its shutdown */
-    json_t *parameters;       /* parsed JSON Schema, owned */
+    const oc_tool *tool; /* the plugin's, valid until its shutdown */
+    json_t *parameters;  /* parsed JSON Schema, owned */
 } och_tool_reg;
 
 typedef struct och_hook_reg {
     och_plugin *plugin;
     oc_hook_fn fn;
     int priority;
-    uint64_t seq;             /* registration order, for stable ties */
+    uint64_t seq; /* registration order, for stable ties */
 } och_hook_reg;
 
 typedef struct och_hook_list {
@@ -97,11 +97,11 @@ typedef struct och_hook_list {
 } och_hook_list;
 
 typedef struct och_session {
-    char *key, *agent_id, *channel_id, *thread_id;  /* agent/channel NULL until touched */
-    char *provider, *model;                          /* override, both or neither */
-    long generation;         /* session_reset count: sessionId "<key>#<generation>" */
-    int running;             /* a run is in flight (memory only) */
-    int abort_requested;     /* run_abort asked to stop it (memory only) */
+    char *key, *agent_id, *channel_id, *thread_id; /* agent/channel NULL until touched */
+    char *provider, *model;                        /* override, both or neither */
+    long generation;     /* session_reset count: sessionId "<key>#<generation>" */
+    int running;         /* a run is in flight (memory only) */
+    int abort_requested; /* run_abort asked to stop it (memory only) */
 } och_session;
 
 struct och_host {
@@ -169,8 +169,8 @@ void och_config_free(och_host *h);
 const och_entry_cfg *och_config_entry(const och_host *h, const char *id);
 
 /* Small helpers (och_util.c). */
-char *och_strdup(const char *s);                 /* NULL in, NULL out; malloc'd */
-char *och_path_join(const char *dir, const char *name);  /* malloc'd */
+char *och_strdup(const char *s);                        /* NULL in, NULL out; malloc'd */
+char *och_path_join(const char *dir, const char *name); /* malloc'd */
 int och_str_in(const char *s, char *const *list, size_t n);
 /* True when a manifest contracts array (may be NULL) lists name. */
 int och_json_array_has(const json_t *arr, const char *name);

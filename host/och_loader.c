@@ -78,8 +78,8 @@ static int api_session_reset(oc_host *p, const char *key)
         return OC_ERR_INVALID;
     int rc = och_session_reset(p->host, key);
     och_log(p->host, rc == OC_OK ? OC_LOG_INFO : OC_LOG_WARN, p->id, "session_reset(%s): %s",
-            key ? key : "NULL", rc == OC_OK ? "the next message opens a fresh session"
-                                            : oc_status_name(rc));
+            key ? key : "NULL",
+            rc == OC_OK ? "the next message opens a fresh session" : oc_status_name(rc));
     return rc;
 }
 
@@ -89,8 +89,9 @@ static int api_run_abort(oc_host *p, const char *key)
         return OC_ERR_INVALID;
     int rc = och_run_abort(p->host, key);
     och_log(p->host, OC_LOG_INFO, p->id, "run_abort(%s): %s", key ? key : "NULL",
-            rc == OC_OK ? "the run in flight is aborted"
-            : rc == OC_ERR_NOT_FOUND ? "no run in flight" : oc_status_name(rc));
+            rc == OC_OK              ? "the run in flight is aborted"
+            : rc == OC_ERR_NOT_FOUND ? "no run in flight"
+                                     : oc_status_name(rc));
     return rc;
 }
 
@@ -183,8 +184,10 @@ static char *read_bounded(const char *path, size_t max, size_t *len, char *why, 
     }
     if (!S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
         if (S_ISREG(st.st_mode))
-            snprintf(why, why_len, "it is %lld bytes, more than the %zu bytes a manifest may "
-                     "have; is it the right file?", (long long)st.st_size, max);
+            snprintf(why, why_len,
+                     "it is %lld bytes, more than the %zu bytes a manifest may "
+                     "have; is it the right file?",
+                     (long long)st.st_size, max);
         else
             snprintf(why, why_len, "it is not a regular file");
         close(fd);
@@ -252,8 +255,8 @@ static int check_manifest_members(och_plugin *p, const json_t *m, const char *pa
     for (size_t i = 0; i < sizeof opt_strings / sizeof *opt_strings; i++) {
         const json_t *v = json_object_get(m, opt_strings[i]);
         if (v && !json_is_string(v)) {
-            set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR, "%s: \"%s\" must be a string",
-                        path, opt_strings[i]);
+            set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR, "%s: \"%s\" must be a string", path,
+                        opt_strings[i]);
             return -1;
         }
     }
@@ -276,8 +279,8 @@ static int check_manifest_members(och_plugin *p, const json_t *m, const char *pa
         return -1;
     }
     const json_t *entry = json_object_get(m, "entry");
-    if (entry && (!json_is_string(entry) ||
-                  strcmp(json_string_value(entry), OC_PLUGIN_ENTRY_SYMBOL) != 0)) {
+    if (entry &&
+        (!json_is_string(entry) || strcmp(json_string_value(entry), OC_PLUGIN_ENTRY_SYMBOL) != 0)) {
         set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR,
                     "%s: \"entry\" must be \"%s\", the one entry symbol of ABI %d", path,
                     OC_PLUGIN_ENTRY_SYMBOL, OC_ABI_MAJOR);
@@ -302,8 +305,7 @@ static int take_manifest(och_plugin *p, const json_t *m, const char *path)
         const json_t *hk = json_object_get(contracts, "hooks");
         if (!json_is_object(contracts) || (t && !json_is_array(t)) || (hk && !json_is_array(hk))) {
             set_outcome(p, OCH_PLUGIN_REFUSED, OC_LOG_ERROR,
-                        "%s: \"contracts\" must be {\"tools\": [names], \"hooks\": [names]}",
-                        path);
+                        "%s: \"contracts\" must be {\"tools\": [names], \"hooks\": [names]}", path);
             return -1;
         }
         p->contracts_tools = (json_t *)t;

@@ -52,7 +52,7 @@ void och_vlog(och_host *h, int level, const char *source, const char *fmt, va_li
         fn(user, level, source, big);
         free(big);
     } else {
-        fn(user, level, source, buf);  /* truncated beats lost */
+        fn(user, level, source, buf); /* truncated beats lost */
     }
 }
 

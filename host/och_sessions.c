@@ -82,8 +82,7 @@ static och_session *insert_at(och_host *h, size_t at, const char *key)
 static void remove_at(och_host *h, size_t at)
 {
     session_clear(&h->sessions[at]);
-    memmove(&h->sessions[at], &h->sessions[at + 1],
-            (h->n_sessions - at - 1) * sizeof *h->sessions);
+    memmove(&h->sessions[at], &h->sessions[at + 1], (h->n_sessions - at - 1) * sizeof *h->sessions);
     h->n_sessions--;
 }
 
@@ -106,13 +105,12 @@ static json_t *table_json(const och_host *h)
         if (!o || set_opt(o, "agentId", s->agent_id) || set_opt(o, "channelId", s->channel_id) ||
             set_opt(o, "threadId", s->thread_id) || set_opt(o, "providerOverride", s->provider) ||
             set_opt(o, "modelOverride", s->model) ||
-            (s->generation && json_object_set_new(o, "generation",
-                                                  json_integer(s->generation)))) {
+            (s->generation && json_object_set_new(o, "generation", json_integer(s->generation)))) {
             json_decref(o);
             json_decref(root);
             return NULL;
         }
-        if (json_array_append_new(arr, o)) {  /* steals o even on failure */
+        if (json_array_append_new(arr, o)) { /* steals o even on failure */
             json_decref(root);
             return NULL;
         }
@@ -192,8 +190,10 @@ static int save(const och_host *h, char *why, size_t why_len)
     } else if (fsync_dir_of(h->state_path) != 0) {
         /* The new file is in place (rename is atomic); only its durability
          * across a power cut is in doubt. Not a reason to undo the change. */
-        och_log((och_host *)h, OC_LOG_WARN, NULL, "session state file %s: fsync of its folder "
-                "failed: %s", h->state_path, strerror(errno));
+        och_log((och_host *)h, OC_LOG_WARN, NULL,
+                "session state file %s: fsync of its folder "
+                "failed: %s",
+                h->state_path, strerror(errno));
     }
     free(text);
     free(tmp);
@@ -206,7 +206,8 @@ static int persist(och_host *h, const char *what)
     char why[512];
     int rc = save(h, why, sizeof why);
     if (rc)
-        och_log(h, OC_LOG_ERROR, NULL, "session state file %s not written (%s): %s; the change "
+        och_log(h, OC_LOG_ERROR, NULL,
+                "session state file %s not written (%s): %s; the change "
                 "was undone",
                 h->state_path, what, why);
     return rc;
@@ -268,8 +269,8 @@ static int load_state(och_host *h, const char *path, char *err, size_t err_len)
             s.generation = (long)json_integer_value(gen);
         long at = find(h, s.key);
         if (at >= 0) {
-            snprintf(err, err_len, "session state file %s: sessions[%zu] repeats key %s", path,
-                     i, s.key);
+            snprintf(err, err_len, "session state file %s: sessions[%zu] repeats key %s", path, i,
+                     s.key);
             session_clear(&s);
             rc = OC_ERR_IO;
             break;
@@ -362,7 +363,7 @@ int och_session_touch(och_host *h, const char *key, const char *agent_id, const 
     och_session *s = at >= 0 ? &h->sessions[at] : NULL;
     if (s && same(s->agent_id, agent_id) && same(s->channel_id, channel_id) &&
         same(s->thread_id, thread_id))
-        goto out;  /* nothing new: no write */
+        goto out; /* nothing new: no write */
     char *a = strdup(agent_id), *c = strdup(channel_id), *t = och_strdup(thread_id);
     if (!a || !c || (thread_id && !t)) {
         free(a);
@@ -419,7 +420,7 @@ int och_session_patch(och_host *h, const char *key, const char *provider, const 
     och_session *s = at >= 0 ? &h->sessions[at] : NULL;
     if (!provider) {
         if (!s || !s->provider)
-            goto out;  /* nothing to clear */
+            goto out; /* nothing to clear */
     } else if (s && same(s->provider, provider) && same(s->model, model)) {
         goto out;
     }
@@ -528,7 +529,7 @@ json_t *och_sessions_list(och_host *h, const char *channel_id)
             arr = NULL;
             break;
         }
-        if (json_array_append_new(arr, o)) {  /* steals o even on failure */
+        if (json_array_append_new(arr, o)) { /* steals o even on failure */
             json_decref(arr);
             arr = NULL;
             break;

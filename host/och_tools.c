@@ -147,7 +147,8 @@ int och_tool_call(och_host *h, const char *name, const json_t *params, const jso
         result = &dummy;
     *result = NULL;
     if (!h || !name) {
-        *result = och_error_result(OC_ERR_INVALID, "och_tool_call: host and tool name are required");
+        *result =
+            och_error_result(OC_ERR_INVALID, "och_tool_call: host and tool name are required");
         json_decref(dummy);
         return OC_ERR_INVALID;
     }
@@ -165,8 +166,10 @@ int och_tool_call(och_host *h, const char *name, const json_t *params, const jso
     int rc;
     if (!reg) {
         rc = OC_ERR_NOT_FOUND;
-        *result = och_error_result(rc, "there is no tool named \"%s\"; use one of the tools "
-                                       "offered to you", name);
+        *result = och_error_result(rc,
+                                   "there is no tool named \"%s\"; use one of the tools "
+                                   "offered to you",
+                                   name);
         och_log(h, OC_LOG_WARN, NULL, "tool call to unknown tool %s", name);
     } else {
         const char *pid = reg->plugin->id;
@@ -179,8 +182,9 @@ int och_tool_call(och_host *h, const char *name, const json_t *params, const jso
                     name, rc, pid);
             json_decref(r);
             rc = OC_ERR_INTERNAL;
-            r = och_error_result(rc, "tool %s failed inside plugin %s (invalid status); the "
-                                     "host logged it, try again later or report it",
+            r = och_error_result(rc,
+                                 "tool %s failed inside plugin %s (invalid status); the "
+                                 "host logged it, try again later or report it",
                                  name, pid);
         } else if (rc == OC_OK && !ok_shape(r)) {
             och_log(h, OC_LOG_ERROR, pid,
@@ -189,8 +193,9 @@ int och_tool_call(och_host *h, const char *name, const json_t *params, const jso
                     name, r ? "with a result lacking a content array" : "without a result", pid);
             json_decref(r);
             rc = OC_ERR_INTERNAL;
-            r = och_error_result(rc, "tool %s gave no usable result (a bug in plugin %s); the "
-                                     "host logged it",
+            r = och_error_result(rc,
+                                 "tool %s gave no usable result (a bug in plugin %s); the "
+                                 "host logged it",
                                  name, pid);
         } else if (rc != OC_OK && !error_shape(r)) {
             och_log(h, OC_LOG_ERROR, pid,

@@ -163,13 +163,13 @@ void och_host_free(och_host *h);
 /* ---- what was discovered --------------------------------------------------- */
 
 typedef enum och_plugin_state {
-    OCH_PLUGIN_LOADED = 0,    /* init returned OC_OK; tools and hooks live */
-    OCH_PLUGIN_DUPLICATE,     /* an earlier candidate had the same id */
-    OCH_PLUGIN_DENIED,        /* listed in plugins.deny */
-    OCH_PLUGIN_NOT_ALLOWED,   /* plugins.allow is non-empty and lacks the id */
-    OCH_PLUGIN_DISABLED,      /* plugins.entries.<id>.enabled is false */
-    OCH_PLUGIN_REFUSED,       /* bad manifest, ABI mismatch, bad library or table */
-    OCH_PLUGIN_FAILED         /* init returned an error */
+    OCH_PLUGIN_LOADED = 0,  /* init returned OC_OK; tools and hooks live */
+    OCH_PLUGIN_DUPLICATE,   /* an earlier candidate had the same id */
+    OCH_PLUGIN_DENIED,      /* listed in plugins.deny */
+    OCH_PLUGIN_NOT_ALLOWED, /* plugins.allow is non-empty and lacks the id */
+    OCH_PLUGIN_DISABLED,    /* plugins.entries.<id>.enabled is false */
+    OCH_PLUGIN_REFUSED,     /* bad manifest, ABI mismatch, bad library or table */
+    OCH_PLUGIN_FAILED       /* init returned an error */
 } och_plugin_state;
 
 /* "loaded", "duplicate", "denied", "not-allowed", "disabled", "refused",
@@ -179,11 +179,11 @@ const char *och_plugin_state_name(och_plugin_state state);
 /* One discovered candidate. Strings are borrowed from the host and stay
  * valid until och_host_free. */
 typedef struct och_plugin_info {
-    const char *id;           /* from the manifest; NULL if it had none usable */
-    const char *dir;          /* the plugin folder (absolute) */
-    const char *version;      /* the plugin table's version when loaded, else the manifest's, or NULL */
+    const char *id;      /* from the manifest; NULL if it had none usable */
+    const char *dir;     /* the plugin folder (absolute) */
+    const char *version; /* the plugin table's version when loaded, else the manifest's, or NULL */
     och_plugin_state state;
-    const char *reason;       /* why it is not loaded, in words; NULL when loaded */
+    const char *reason; /* why it is not loaded, in words; NULL when loaded */
 } och_plugin_info;
 
 /* Number of candidates seen by och_host_load, in discovery order. Any thread. */

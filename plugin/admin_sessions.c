@@ -37,8 +37,10 @@ static void reply(const dg_plugin *p, const char *name, const dg_tpl_vars *vars,
                   size_t msg_len)
 {
     char *text = p->templates ? dg_templates_render_trim(p->templates, name, vars) : NULL;
-    snprintf(msg, msg_len, "%s", text ? text : "the reply could not be rendered (out of "
-             "memory); the host's log has what happened.");
+    snprintf(msg, msg_len, "%s",
+             text ? text
+                  : "the reply could not be rendered (out of "
+                    "memory); the host's log has what happened.");
     free(text);
 }
 
@@ -76,8 +78,8 @@ void dg_admin_rotate(dg_plugin *p, const char *channel_id, const char *thread_id
             done++;
         } else if (rc != DG_ERR_NOT_FOUND) {
             failed++;
-            dg_log(p, OC_LOG_WARN, "admin rotate: session_reset(%s) failed: %s",
-                   s->session_key, dg_status_name(rc));
+            dg_log(p, OC_LOG_WARN, "admin rotate: session_reset(%s) failed: %s", s->session_key,
+                   dg_status_name(rc));
         }
     }
     dg_session_refs_release(&list);
@@ -112,8 +114,7 @@ void dg_admin_cancel(dg_plugin *p, const char *channel_id, const char *thread_id
     int failed = 0;
     for (size_t i = 0; i < list.n; i++) {
         const dg_session_ref *s = &list.v[i];
-        if (!s->agent_id || strcmp(s->agent_id, speaker_agent) != 0 ||
-            !in_scope(p, s, thread_id))
+        if (!s->agent_id || strcmp(s->agent_id, speaker_agent) != 0 || !in_scope(p, s, thread_id))
             continue;
         int rc = p->api->run_abort(p->api->host, s->session_key);
         if (rc == DG_OK) {
@@ -125,7 +126,9 @@ void dg_admin_cancel(dg_plugin *p, const char *channel_id, const char *thread_id
         }
     }
     dg_session_refs_release(&list);
-    reply(p, aborted ? "admin_cancel_done.md" : failed ? "admin_cancel_failed.md"
-                                                       : "admin_cancel_idle.md",
+    reply(p,
+          aborted  ? "admin_cancel_done.md"
+          : failed ? "admin_cancel_failed.md"
+                   : "admin_cancel_idle.md",
           &v, msg, msg_len);
 }

@@ -13,7 +13,7 @@
 #include "errors.h"
 #include "md_code.h"
 
-#define NAME_MAX_BYTES 100        /* Discord: 32 for a username, 32 for a display name */
+#define NAME_MAX_BYTES 100 /* Discord: 32 for a username, 32 for a display name */
 #define RETRY_MS (60 * 1000)
 #define RETRY_FOREVER_MS (60 * 60 * 1000)
 
@@ -26,7 +26,7 @@ typedef struct agent_entry {
 } agent_entry;
 
 struct dg_agent_names {
-    pthread_mutex_t mu;           /* guards every entry */
+    pthread_mutex_t mu; /* guards every entry */
     size_t n;
     int no_client_logged;
     agent_entry *v;
@@ -84,10 +84,11 @@ static void look_up(dg_agent_names *n, dg_plugin *p, size_t due, int64_t now_ms)
                global_name[0] ? global_name : username, global_name[0] ? " or @" : "",
                global_name[0] ? username : "");
     else if (warn)
-        dg_log(p, OC_LOG_WARN, "turns: could not look up the Discord names of agent %s (user "
+        dg_log(p, OC_LOG_WARN,
+               "turns: could not look up the Discord names of agent %s (user "
                "%s): %s; a human's @mention of it rendered as text is not recognised until "
-               "it is found (tried again in %s); check agents.%s.discordUserId", a->agent_id,
-               a->discord_user_id, err.message, err.retryable ? "a minute" : "an hour",
+               "it is found (tried again in %s); check agents.%s.discordUserId",
+               a->agent_id, a->discord_user_id, err.message, err.retryable ? "a minute" : "an hour",
                a->agent_id);
 }
 
@@ -98,8 +99,8 @@ void dg_agent_names_refresh(dg_agent_names *n, dg_plugin *p, int64_t now_ms)
     size_t count = n->n < p->cfg.n_agents ? n->n : p->cfg.n_agents;
     for (size_t i = 0; i < count; i++) {
         pthread_mutex_lock(&n->mu);
-        int due = !n->v[i].known && p->cfg.agents[i].discord_user_id &&
-                  n->v[i].next_try_ms <= now_ms;
+        int due =
+            !n->v[i].known && p->cfg.agents[i].discord_user_id && n->v[i].next_try_ms <= now_ms;
         int log_no_client = due && !p->discord && !n->no_client_logged;
         if (log_no_client)
             n->no_client_logged = 1;
@@ -108,7 +109,8 @@ void dg_agent_names_refresh(dg_agent_names *n, dg_plugin *p, int64_t now_ms)
             continue;
         if (!p->discord) {
             if (log_no_client)
-                dg_log(p, OC_LOG_INFO, "turns: no moderator token, so the agents' Discord "
+                dg_log(p, OC_LOG_INFO,
+                       "turns: no moderator token, so the agents' Discord "
                        "names are not looked up; a human's @mention that the host renders as "
                        "text (\"@name\" instead of <@id>) does not pick the agent");
             return;
@@ -119,8 +121,8 @@ void dg_agent_names_refresh(dg_agent_names *n, dg_plugin *p, int64_t now_ms)
 
 static int word_byte(unsigned char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c >= 0x80;
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c >= 0x80;
 }
 
 /* 1 when "@name" occurs in content as a whole mention. */

@@ -43,21 +43,27 @@ const char *dg_session_policy_name(dg_session_policy p)
 
 static int parse_policy(const char *s, dg_session_policy *out)
 {
-    if (strcmp(s, "channel") == 0) { *out = DG_POLICY_CHANNEL; return 1; }
-    if (strcmp(s, "thread") == 0) { *out = DG_POLICY_THREAD; return 1; }
+    if (strcmp(s, "channel") == 0) {
+        *out = DG_POLICY_CHANNEL;
+        return 1;
+    }
+    if (strcmp(s, "thread") == 0) {
+        *out = DG_POLICY_THREAD;
+        return 1;
+    }
     return 0;
 }
 
 /* A key set: the keys an object may carry. */
-static int check_keys(const json_t *obj, const char *where, const char *const *allowed,
-                      char *err, size_t err_len)
+static int check_keys(const json_t *obj, const char *where, const char *const *allowed, char *err,
+                      size_t err_len)
 {
     const char *key = dg_json_unknown_key(obj, allowed);
     if (key)
         return dg_fail(err, err_len, DG_ERR_INVALID,
-                    "config: unknown key \"%s%s\"; check the spelling against the "
-                    "configuration reference (README) or remove it",
-                    where, key);
+                       "config: unknown key \"%s%s\"; check the spelling against the "
+                       "configuration reference (README) or remove it",
+                       where, key);
     return DG_OK;
 }
 
@@ -70,7 +76,7 @@ static int string_value(const json_t *v, const char *path, int required, const c
     if (!v || json_is_null(v)) {
         if (required)
             return dg_fail(err, err_len, DG_ERR_INVALID,
-                        "config: \"%s\" is required (a non-empty string)", path);
+                           "config: \"%s\" is required (a non-empty string)", path);
         return DG_OK;
     }
     if (!json_is_string(v))
@@ -79,7 +85,7 @@ static int string_value(const json_t *v, const char *path, int required, const c
         return dg_fail(err, err_len, DG_ERR_INVALID, "config: \"%s\" must not be empty", path);
     if (strlen(json_string_value(v)) != json_string_length(v))
         return dg_fail(err, err_len, DG_ERR_INVALID,
-                    "config: \"%s\" must not contain NUL characters", path);
+                       "config: \"%s\" must not contain NUL characters", path);
     *out = json_string_value(v);
     return DG_OK;
 }
@@ -104,15 +110,17 @@ static int get_int(const json_t *v, const char *path, long def, long min, long m
         return DG_OK;
     }
     if (!json_is_integer(v))
-        return dg_fail(err, err_len, DG_ERR_INVALID,
-                    "config: \"%s\" must be an integer (got %s)", path,
-                    json_is_string(v) ? "a string" : json_is_real(v) ? "a fractional number"
-                    : json_is_boolean(v) ? "a boolean" : "another type");
+        return dg_fail(err, err_len, DG_ERR_INVALID, "config: \"%s\" must be an integer (got %s)",
+                       path,
+                       json_is_string(v)    ? "a string"
+                       : json_is_real(v)    ? "a fractional number"
+                       : json_is_boolean(v) ? "a boolean"
+                                            : "another type");
     json_int_t n = json_integer_value(v);
     if (n < min || n > max)
         return dg_fail(err, err_len, DG_ERR_INVALID,
-                    "config: \"%s\" must be between %ld and %ld (got %lld)", path, min, max,
-                    (long long)n);
+                       "config: \"%s\" must be between %ld and %ld (got %lld)", path, min, max,
+                       (long long)n);
     *out = (long)n;
     return DG_OK;
 }
@@ -154,19 +162,19 @@ static int cmp_agent(const void *a, const void *b)
 }
 
 /* One agent's entry of `agents`: its id and the keys "agents.*." allows. */
-static int parse_agent(const char *id, const json_t *val, dg_config *c, char *err,
-                       size_t err_len)
+static int parse_agent(const char *id, const json_t *val, dg_config *c, char *err, size_t err_len)
 {
     char path[160];
     if (!dg_agent_id_valid(id))
         return dg_fail(err, err_len, DG_ERR_INVALID,
-                    "config: agent id \"%.64s\" in \"agents\" must be " DG_AGENT_ID_RULE
-                    "; write it as OpenClaw names the agent", id);
+                       "config: agent id \"%.64s\" in \"agents\" must be " DG_AGENT_ID_RULE
+                       "; write it as OpenClaw names the agent",
+                       id);
     snprintf(path, sizeof path, "agents.%s", id);
     if (!json_is_object(val))
         return dg_fail(err, err_len, DG_ERR_INVALID,
-                    "config: \"%s\" must be an object like {\"discordUserId\": \"<snowflake>\"}",
-                    path);
+                       "config: \"%s\" must be an object like {\"discordUserId\": \"<snowflake>\"}",
+                       path);
     const char *keys[8];
     keys_below("agents.*.", keys, sizeof keys / sizeof keys[0]);
     char where[180];
@@ -185,8 +193,8 @@ static int parse_agent(const char *id, const json_t *val, dg_config *c, char *er
         return DG_ERR_NOMEM;
     if (!dg_is_snowflake(a->discord_user_id))
         return dg_fail(err, err_len, DG_ERR_INVALID,
-                    "config: \"%s\" must be a Discord snowflake (1-20 digits), got \"%.40s\"",
-                    path, a->discord_user_id);
+                       "config: \"%s\" must be a Discord snowflake (1-20 digits), got \"%.40s\"",
+                       path, a->discord_user_id);
     return DG_OK;
 }
 
@@ -196,16 +204,16 @@ static int check_agent_users(const dg_config *c, char *err, size_t err_len)
     for (size_t i = 0; i < c->n_agents; i++) {
         if (c->moderator_user_id && strcmp(c->agents[i].discord_user_id, c->moderator_user_id) == 0)
             return dg_fail(err, err_len, DG_ERR_INVALID,
-                        "config: \"agents.%s.discordUserId\" is the moderator's user id; the "
-                        "moderator never takes turns, give the agent its own bot user",
-                        c->agents[i].agent_id);
+                           "config: \"agents.%s.discordUserId\" is the moderator's user id; the "
+                           "moderator never takes turns, give the agent its own bot user",
+                           c->agents[i].agent_id);
         for (size_t j = i + 1; j < c->n_agents; j++)
             if (strcmp(c->agents[i].discord_user_id, c->agents[j].discord_user_id) == 0)
-                return dg_fail(err, err_len, DG_ERR_INVALID,
-                            "config: agents \"%s\" and \"%s\" share discordUserId %s; each agent "
-                            "needs its own Discord user",
-                            c->agents[i].agent_id, c->agents[j].agent_id,
-                            c->agents[i].discord_user_id);
+                return dg_fail(
+                    err, err_len, DG_ERR_INVALID,
+                    "config: agents \"%s\" and \"%s\" share discordUserId %s; each agent "
+                    "needs its own Discord user",
+                    c->agents[i].agent_id, c->agents[j].agent_id, c->agents[i].discord_user_id);
     }
     return DG_OK;
 }
@@ -238,8 +246,9 @@ static int rule_admins(const dg_config_key *k, const json_t *admins, dg_config *
     if (!admins)
         return DG_OK;
     if (!json_is_array(admins))
-        return dg_fail(err, err_len, DG_ERR_INVALID,
-                    "config: \"admins\" must be an array of Discord user ids (snowflake strings)");
+        return dg_fail(
+            err, err_len, DG_ERR_INVALID,
+            "config: \"admins\" must be an array of Discord user ids (snowflake strings)");
     size_t n = json_array_size(admins);
     if (n == 0)
         return DG_OK;
@@ -249,8 +258,9 @@ static int rule_admins(const dg_config_key *k, const json_t *admins, dg_config *
     for (size_t i = 0; i < n; i++) {
         json_t *v = json_array_get(admins, i);
         if (!json_is_string(v) || !dg_is_snowflake(json_string_value(v)))
-            return dg_fail(err, err_len, DG_ERR_INVALID,
-                        "config: \"admins[%zu]\" must be a Discord snowflake string (1-20 digits)", i);
+            return dg_fail(
+                err, err_len, DG_ERR_INVALID,
+                "config: \"admins[%zu]\" must be a Discord snowflake string (1-20 digits)", i);
         c->admins[i] = strdup(json_string_value(v));
         if (!c->admins[i])
             return DG_ERR_NOMEM;
@@ -292,8 +302,9 @@ static int rule_resolve_paths(const dg_config_key *k, const json_t *v, dg_config
         char cwd[4096];
         if (!getcwd(cwd, sizeof cwd))
             return dg_fail(err, err_len, DG_ERR_IO,
-                        "config: cannot read the working directory (%s); set \"dbPath\" to an "
-                        "absolute path", strerror(errno));
+                           "config: cannot read the working directory (%s); set \"dbPath\" to an "
+                           "absolute path",
+                           strerror(errno));
         char *folder = dg_state_dir_join(cwd, dir && *dir ? dir : ".");
         c->db_path = folder ? dg_state_dir_join(folder, "dirigent.db") : NULL;
         free(folder);
@@ -339,12 +350,13 @@ static int rule_policy(const dg_config_key *k, const json_t *v, dg_config *c, ch
     c->session_policy = DG_POLICY_CHANNEL;
     if (policy && !parse_policy(policy, &c->session_policy))
         return dg_fail(err, err_len, DG_ERR_INVALID,
-                    "config: \"sessionPolicy\" must be \"channel\" or \"thread\"");
+                       "config: \"sessionPolicy\" must be \"channel\" or \"thread\"");
     const char *env_policy = getenv("DIRIGENT_SESSION_POLICY");
     if (env_policy && *env_policy && !parse_policy(env_policy, &c->session_policy))
-        return dg_fail(err, err_len, DG_ERR_INVALID,
-                    "config: environment variable DIRIGENT_SESSION_POLICY must be \"channel\" or "
-                    "\"thread\" (it overrides \"sessionPolicy\"); unset it or fix its value");
+        return dg_fail(
+            err, err_len, DG_ERR_INVALID,
+            "config: environment variable DIRIGENT_SESSION_POLICY must be \"channel\" or "
+            "\"thread\" (it overrides \"sessionPolicy\"); unset it or fix its value");
     return DG_OK;
 }
 
@@ -391,15 +403,16 @@ static int rule_store_url(const dg_config_key *k, const json_t *v, dg_config *c,
     return DG_OK;
 }
 
-static int rule_discord_present(const dg_config_key *k, const json_t *v, dg_config *c,
-                                char *err, size_t err_len)
+static int rule_discord_present(const dg_config_key *k, const json_t *v, dg_config *c, char *err,
+                                size_t err_len)
 {
     (void)k;
     (void)c;
     if (!v)
-        return dg_fail(err, err_len, DG_ERR_INVALID,
-                    "config: \"discord.moderatorUserId\" is required (the moderator bot's user id, "
-                    "a snowflake string)");
+        return dg_fail(
+            err, err_len, DG_ERR_INVALID,
+            "config: \"discord.moderatorUserId\" is required (the moderator bot's user id, "
+            "a snowflake string)");
     return DG_OK;
 }
 
@@ -411,7 +424,7 @@ static int rule_api_base(const dg_config_key *k, const json_t *v, dg_config *c, 
     if (strncmp(c->discord_api_base, "http://", 7) != 0 &&
         strncmp(c->discord_api_base, "https://", 8) != 0)
         return dg_fail(err, err_len, DG_ERR_INVALID,
-                    "config: \"discord.apiBase\" must start with http:// or https://");
+                       "config: \"discord.apiBase\" must start with http:// or https://");
     size_t blen = strlen(c->discord_api_base);
     while (blen > 0 && c->discord_api_base[blen - 1] == '/')
         c->discord_api_base[--blen] = '\0';
@@ -426,14 +439,14 @@ static int rule_snowflake(const dg_config_key *k, const json_t *v, dg_config *c,
     const char *s = *str_field(c, k);
     if (s && !dg_is_snowflake(s))
         return dg_fail(err, err_len, DG_ERR_INVALID,
-                    "config: \"%s\" must be a Discord snowflake (1-20 digits)", k->path);
+                       "config: \"%s\" must be a Discord snowflake (1-20 digits)", k->path);
     return DG_OK;
 }
 
 /* The token's value is never echoed in an error, not even partly; env
  * DIRIGENT_MODERATOR_TOKEN wins over the file. */
-static int rule_moderator_token(const dg_config_key *k, const json_t *v, dg_config *c,
-                                char *err, size_t err_len)
+static int rule_moderator_token(const dg_config_key *k, const json_t *v, dg_config *c, char *err,
+                                size_t err_len)
 {
     (void)k;
     (void)v;
@@ -475,8 +488,8 @@ static int rule_summary_dir(const dg_config_key *k, const json_t *v, dg_config *
 }
 
 /* The template is operator config, taken from the base like templatesDir. */
-static int rule_summary_template(const dg_config_key *k, const json_t *v, dg_config *c,
-                                 char *err, size_t err_len)
+static int rule_summary_template(const dg_config_key *k, const json_t *v, dg_config *c, char *err,
+                                 size_t err_len)
 {
     (void)k;
     (void)v;
@@ -485,8 +498,8 @@ static int rule_summary_template(const dg_config_key *k, const json_t *v, dg_con
     return make_absolute(c->path_base, &c->summary_template);
 }
 
-static int rule_archive_channel(const dg_config_key *k, const json_t *v, dg_config *c,
-                                char *err, size_t err_len)
+static int rule_archive_channel(const dg_config_key *k, const json_t *v, dg_config *c, char *err,
+                                size_t err_len)
 {
     (void)k;
     (void)v;
@@ -498,9 +511,18 @@ static int rule_archive_channel(const dg_config_key *k, const json_t *v, dg_conf
 }
 
 #define F(member) offsetof(dg_config, member)
-#define STR(path, req, def, field, rule) {path, DG_CFG_STRING, req, 0, 0, 0, def, field, rule}
-#define INT(path, min, max, def, field) {path, DG_CFG_INT, 0, min, max, def, NULL, F(field), NULL}
-#define SECTION(path, type, req, rule) {path, type, req, 0, 0, 0, NULL, DG_CFG_NO_FIELD, rule}
+#define STR(path, req, def, field, rule)                                                           \
+    {                                                                                              \
+        path, DG_CFG_STRING, req, 0, 0, 0, def, field, rule                                        \
+    }
+#define INT(path, min, max, def, field)                                                            \
+    {                                                                                              \
+        path, DG_CFG_INT, 0, min, max, def, NULL, F(field), NULL                                   \
+    }
+#define SECTION(path, type, req, rule)                                                             \
+    {                                                                                              \
+        path, type, req, 0, 0, 0, NULL, DG_CFG_NO_FIELD, rule                                      \
+    }
 
 /*
  * The keys, in the order they are read: later rules rely on earlier keys
@@ -597,11 +619,8 @@ static int read_key(const json_t *json, const dg_config_key *k, dg_config *c, ch
         rc = get_int(v, k->path, k->def, k->min, k->max, long_field(c, k), err, err_len);
         break;
     case DG_CFG_OBJECT:
-    case DG_CFG_MAP:
-        rc = check_object(v, k->path, err, err_len);
-        break;
-    case DG_CFG_ARRAY:
-        break; /* its rule checks the type: the message names the items' rule too */
+    case DG_CFG_MAP: rc = check_object(v, k->path, err, err_len); break;
+    case DG_CFG_ARRAY: break; /* its rule checks the type: the message names the items' rule too */
     }
     if (rc == DG_OK && k->rule)
         rc = k->rule(k, v, c, err, err_len);
@@ -632,15 +651,16 @@ static int refuse_stray_token(const json_t *json, char *err, size_t err_len)
     return dg_fail(err, err_len, DG_ERR_INVALID,
                    "config: %s: this looks like a bot token; tokens belong in the environment "
                    "(DIRIGENT_MODERATOR_TOKEN for the moderator), never in another key: move "
-                   "it there and fix the config", what);
+                   "it there and fix the config",
+                   what);
 }
 
 static int parse_all(const json_t *json, dg_config *c, char *err, size_t err_len)
 {
     if (!json_is_object(json))
         return dg_fail(err, err_len, DG_ERR_INVALID,
-                    "config: the plugin config must be a JSON object "
-                    "(plugins.entries.dirigent.config)");
+                       "config: the plugin config must be a JSON object "
+                       "(plugins.entries.dirigent.config)");
     int rc = refuse_stray_token(json, err, err_len);
     if (rc)
         return rc;

@@ -14,55 +14,52 @@
 #include <stddef.h>
 #include <jansson.h>
 
-typedef enum dg_session_policy {
-    DG_POLICY_CHANNEL = 0,
-    DG_POLICY_THREAD = 1
-} dg_session_policy;
+typedef enum dg_session_policy { DG_POLICY_CHANNEL = 0, DG_POLICY_THREAD = 1 } dg_session_policy;
 
 typedef struct dg_agent_cfg {
-    char *agent_id;          /* key of `agents` */
-    char *discord_user_id;   /* snowflake */
+    char *agent_id;        /* key of `agents` */
+    char *discord_user_id; /* snowflake */
 } dg_agent_cfg;
 
 typedef struct dg_config {
     char *no_reply_provider; /* both NULL or both set: needed only on hosts */
     char *no_reply_model;    /* without claim hooks (dg_config_require_no_reply) */
     dg_session_policy session_policy;
-    char *db_path;           /* absolute: config (relative: from path_base), else
+    char *db_path;              /* absolute: config (relative: from path_base), else
                               * $DIRIGENT_STATE_DIR/dirigent.db, else <cwd>/dirigent.db */
-    char *store_url;         /* PostgreSQL store (env DIRIGENT_STORE_URL, else store.url);
+    char *store_url;            /* PostgreSQL store (env DIRIGENT_STORE_URL, else store.url);
                               * NULL: the SQLite file db_path. NEVER logged: it may
                               * hold a password (dg_store_where names the store) */
-    char *templates_dir;     /* absolute; NULL: built-in templates only */
-    char *path_base;         /* folder relative paths were taken from (state_dir.h) */
+    char *templates_dir;        /* absolute; NULL: built-in templates only */
+    char *path_base;            /* folder relative paths were taken from (state_dir.h) */
     const char *path_base_from; /* static: where path_base came from, for the log */
 
-    char *discord_api_base;  /* no trailing slash */
-    char *discord_guild_id;  /* NULL when not configured (channel creation then refused) */
-    char *moderator_token;   /* NULL when not configured; NEVER logged */
+    char *discord_api_base; /* no trailing slash */
+    char *discord_guild_id; /* NULL when not configured (channel creation then refused) */
+    char *moderator_token;  /* NULL when not configured; NEVER logged */
     char *moderator_user_id;
     long discord_timeout_ms;
 
-    dg_agent_cfg *agents;    /* sorted by agent_id */
+    dg_agent_cfg *agents; /* sorted by agent_id */
     size_t n_agents;
-    char **admins;           /* snowflakes */
+    char **admins; /* snowflakes */
     size_t n_admins;
 
     long turn_timeout_sec;
     long turn_max_agent_messages;
-    long turn_nudge_sec;        /* turn.nudgeSec: mention a speaker whose run never
+    long turn_nudge_sec; /* turn.nudgeSec: mention a speaker whose run never
                                  * started after a message reached it; 0 = off */
     long max_guide_chars;
     long max_summary_bytes;
     long closed_notice_cooldown_sec;
-    long reminder_after_sec;    /* discussion.reminderAfterSec: quiet-time reminder, 0 = off */
-    long max_lifetime_sec;      /* discussion.maxLifetimeSec: wrap-up, then expiry; 0 = none */
-    char *summary_dir;          /* discussion.summaryDir: normalised, relative to the
+    long reminder_after_sec;   /* discussion.reminderAfterSec: quiet-time reminder, 0 = off */
+    long max_lifetime_sec;     /* discussion.maxLifetimeSec: wrap-up, then expiry; 0 = none */
+    char *summary_dir;         /* discussion.summaryDir: normalised, relative to the
                                  * initiator's workspace, no trailing '/' */
-    char *summary_template;     /* discussion.summaryTemplate: absolute path, NULL: none */
-    long preview_chars;         /* discussion.previewChars: 0 = no preview */
-    char *archive_channel_id;   /* discussion.archiveChannelId: snowflake, NULL: no index */
-    long outbox_retention_sec;  /* sent/failed outbox rows and closed-notice marks kept this long */
+    char *summary_template;    /* discussion.summaryTemplate: absolute path, NULL: none */
+    long preview_chars;        /* discussion.previewChars: 0 = no preview */
+    char *archive_channel_id;  /* discussion.archiveChannelId: snowflake, NULL: no index */
+    long outbox_retention_sec; /* sent/failed outbox rows and closed-notice marks kept this long */
 } dg_config;
 
 /* The JSON type of a key. A map is an object of caller-chosen keys whose
@@ -87,14 +84,14 @@ typedef int (*dg_config_rule)(const struct dg_config_key *k, const json_t *v, dg
 /* One key of the config: the single description the parser, the manifest
  * check and the documentation check all read. */
 typedef struct dg_config_key {
-    const char *path;          /* "discord.timeoutMs"; "agents.*.discordUserId": each agent's */
+    const char *path; /* "discord.timeoutMs"; "agents.*.discordUserId": each agent's */
     dg_config_key_type type;
     int required;
-    long min, max, def;        /* DG_CFG_INT: the range and the default */
-    const char *def_str;       /* DG_CFG_STRING: the default, NULL: none */
-    size_t field;              /* offsetof in dg_config (char * or long), or DG_CFG_NO_FIELD
+    long min, max, def;  /* DG_CFG_INT: the range and the default */
+    const char *def_str; /* DG_CFG_STRING: the default, NULL: none */
+    size_t field;        /* offsetof in dg_config (char * or long), or DG_CFG_NO_FIELD
                                 * when the rule stores the value itself */
-    dg_config_rule rule;       /* NULL: the type alone */
+    dg_config_rule rule; /* NULL: the type alone */
 } dg_config_key;
 
 /* The key table, in the order the parser reads the keys: a section's entry
@@ -120,8 +117,8 @@ int dg_config_parse(const json_t *json, dg_config *out, char *err, size_t err_le
  * noReplyModel, which must then be set. DG_OK, or DG_ERR_INVALID with a
  * sentence naming the fields in err. Any thread.
  */
-int dg_config_require_no_reply(const dg_config *cfg, int claim_hooks, char *err,
-                               size_t err_len) __attribute__((warn_unused_result));
+int dg_config_require_no_reply(const dg_config *cfg, int claim_hooks, char *err, size_t err_len)
+    __attribute__((warn_unused_result));
 
 /* Free what dg_config_parse allocated; safe on a zeroed struct. */
 void dg_config_free(dg_config *cfg);

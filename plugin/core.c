@@ -107,8 +107,10 @@ static int open_store(dg_plugin *p, char *err, size_t err_len)
     if (created)
         dg_log(p, OC_LOG_INFO, "dirigent: created the folder %s for dbPath (mode 0700)", created);
     free(created);
-    dg_log(p, OC_LOG_INFO, "dirigent: database %s, templates %s (relative paths are taken from "
-           "%s: %s)", dg_store_where(p->store), p->cfg.templates_dir ? p->cfg.templates_dir : "built in",
+    dg_log(p, OC_LOG_INFO,
+           "dirigent: database %s, templates %s (relative paths are taken from "
+           "%s: %s)",
+           dg_store_where(p->store), p->cfg.templates_dir ? p->cfg.templates_dir : "built in",
            p->cfg.path_base_from, p->cfg.path_base);
     return DG_OK;
 }
@@ -210,7 +212,8 @@ void dg_plugin_settle(dg_plugin *p)
     if (atomic_exchange(&p->settled, 1))
         return;
     if (dg_log_pump_start(p) != DG_OK)
-        dg_log(p, OC_LOG_ERROR, "dirigent: the log pump thread could not start; lines of the "
+        dg_log(p, OC_LOG_ERROR,
+               "dirigent: the log pump thread could not start; lines of the "
                "plugin's own threads are delivered at shutdown only");
     dg_discuss_resume(p);
 }

@@ -23,7 +23,7 @@ typedef struct dg_discord dg_discord;
 typedef struct dg_outbox dg_outbox;
 typedef struct dg_turns dg_turns;
 typedef struct dg_seen_set dg_seen_set;
-struct dg_session_refs;     /* discuss.h */
+struct dg_session_refs; /* discuss.h */
 typedef struct dg_summary_rules dg_summary_rules;
 
 /* Injectable clock (tests move time by hand). Milliseconds since the epoch. */
@@ -33,27 +33,27 @@ typedef int64_t (*dg_clock_fn)(void *clock_state);
 typedef struct dg_log_queue dg_log_queue;
 
 typedef struct dg_plugin {
-    const oc_host_api *api;   /* borrowed from the host until shutdown */
-    dg_log_queue *logq;       /* lines of threads that must not call the host */
+    const oc_host_api *api; /* borrowed from the host until shutdown */
+    dg_log_queue *logq;     /* lines of threads that must not call the host */
     dg_config cfg;
     dg_store *store;
     dg_templates *templates;
-    dg_discord *discord;      /* NULL when no moderator token is configured */
-    dg_outbox *outbox;        /* NULL when discord is NULL */
+    dg_discord *discord; /* NULL when no moderator token is configured */
+    dg_outbox *outbox;   /* NULL when discord is NULL */
     /* Set by dg_set_clock (tests move time by hand, from their own thread
      * while the plugin's threads read it): state is stored before the
      * function, which is read first. */
     _Atomic(dg_clock_fn) clock;
     _Atomic(void *) clock_state;
-    dg_turns *turns;          /* turn engine: created by dg_core_new, freed
+    dg_turns *turns;                 /* turn engine: created by dg_core_new, freed
                                  by dg_core_free */
-    int claim_hooks;          /* the host took before_agent_reply and
+    int claim_hooks;                 /* the host took before_agent_reply and
                                  reply_payload_sending (set at init) */
-    atomic_int settled;       /* set by the first hook or tool call after init */
-    pthread_mutex_t inflight_mu; /* guards inflight */
-    struct dg_inflight *inflight; /* tool calls with a toolCallId running now
+    atomic_int settled;              /* set by the first hook or tool call after init */
+    pthread_mutex_t inflight_mu;     /* guards inflight */
+    struct dg_inflight *inflight;    /* tool calls with a toolCallId running now
                                      (discuss_ledger.c); empty when none runs */
-    dg_seen_set *closed_seen; /* sessions already recorded in a closed discussion
+    dg_seen_set *closed_seen;        /* sessions already recorded in a closed discussion
                                  channel (discuss_overrides.c); created by init, freed by
                                  shutdown; NULL (hand-built plugins in tests):
                                  the store is asked on every call */
@@ -63,8 +63,7 @@ typedef struct dg_plugin {
      * JSON): set by the entry point (hooks/host_sessions.c); NULL in
      * hand-built plugins, then every list is unavailable. out is released
      * with dg_session_refs_release. Any thread, no plugin lock held. */
-    void (*host_sessions)(struct dg_plugin *p, const char *channel_id,
-                          struct dg_session_refs *out);
+    void (*host_sessions)(struct dg_plugin *p, const char *channel_id, struct dg_session_refs *out);
 } dg_plugin;
 
 /*
@@ -79,11 +78,11 @@ void dg_plugin_settle(dg_plugin *p);
 
 /* Defines `static int name(...)` that settles the plugin, then calls fn:
  * what hooks and tools register with the host. */
-#define DG_SETTLED_HANDLER(name, fn)                                                   \
-    static int name(void *state, const json_t *in, const json_t *ctx, json_t **result)  \
-    {                                                                                  \
-        dg_plugin_settle(state);                                                       \
-        return fn(state, in, ctx, result);                                             \
+#define DG_SETTLED_HANDLER(name, fn)                                                               \
+    static int name(void *state, const json_t *in, const json_t *ctx, json_t **result)             \
+    {                                                                                              \
+        dg_plugin_settle(state);                                                                   \
+        return fn(state, in, ctx, result);                                                         \
     }
 
 /* ---- clock.c ---- */

@@ -88,8 +88,8 @@ int dg_discuss_claim_closed_notice_locked(dg_store *st, const char *channel_id,
     if (!channel_id || !message_id)
         return DG_ERR_INVALID;
     int claimed = 0;
-    int rc = dg_store_discussion_notice_claim(st, channel_id, message_id, now_ms,
-                                              cooldown_ms, &claimed);
+    int rc =
+        dg_store_discussion_notice_claim(st, channel_id, message_id, now_ms, cooldown_ms, &claimed);
     return rc == DG_OK ? claimed : rc;
 }
 
@@ -135,7 +135,7 @@ char *discuss_preview_of(const dg_plugin *p, int fd)
     size_t len = sizeof head + strlen(q) + 2;
     char *s = malloc(len);
     if (s)
-        snprintf(s, len, "%s%s\n\n", head, q);  /* blank line: as for summaryTemplate */
+        snprintf(s, len, "%s%s\n\n", head, q); /* blank line: as for summaryTemplate */
     free(q);
     return s;
 }

@@ -49,26 +49,26 @@ typedef struct dg_caller {
     const char *workspace_dir;
     const char *channel_id;
     const char *thread_id;
-    const char *tool_call_id;   /* ctx.toolCallId: see "Idempotency" below */
+    const char *tool_call_id; /* ctx.toolCallId: see "Idempotency" below */
 } dg_caller;
 
 /* Params of discord_channel_create after JSON decoding (borrowed). */
 typedef struct dg_channel_request {
     const char *name;
-    const char *topic;                 /* NULL: none */
-    const char *parent_id;             /* NULL: none */
-    const char *const *participants;   /* agent ids */
+    const char *topic;               /* NULL: none */
+    const char *parent_id;           /* NULL: none */
+    const char *const *participants; /* agent ids */
     size_t n_participants;
     const char *const *allowed_user_ids;
     size_t n_allowed_user_ids;
-    const char *callback_channel_id;   /* NULL: plain mode */
-    const char *discuss_guide;         /* required iff callback_channel_id */
+    const char *callback_channel_id; /* NULL: plain mode */
+    const char *discuss_guide;       /* required iff callback_channel_id */
 } dg_channel_request;
 
 typedef struct dg_channel_created {
-    char *channel_id;          /* owned: dg_channel_created_clear() */
+    char *channel_id; /* owned: dg_channel_created_clear() */
     int is_discussion;
-    int64_t discussion_id;     /* 0 in plain mode */
+    int64_t discussion_id; /* 0 in plain mode */
 } dg_channel_created;
 
 void dg_channel_created_clear(dg_channel_created *c);
@@ -81,9 +81,8 @@ void dg_channel_created_clear(dg_channel_created *c);
  * naming the param and the rule. Opens its own store transaction for the
  * nesting check. Any thread.
  */
-int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
-                        const dg_channel_request *req, char *err, size_t err_len)
-    __attribute__((warn_unused_result));
+int dg_discuss_validate(dg_plugin *p, const dg_caller *caller, const dg_channel_request *req,
+                        char *err, size_t err_len) __attribute__((warn_unused_result));
 
 /*
  * discord_channel_create: validate, create the private channel over REST
@@ -96,8 +95,7 @@ int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
  * negative dg_status and an actionable sentence in err. Any tool thread;
  * blocks for the REST call (bounded by discord.timeoutMs and retries).
  */
-int dg_discuss_create_channel(dg_plugin *p, const dg_caller *caller,
-                              const dg_channel_request *req,
+int dg_discuss_create_channel(dg_plugin *p, const dg_caller *caller, const dg_channel_request *req,
                               dg_channel_created *out, char *err, size_t err_len)
     __attribute__((warn_unused_result));
 
@@ -106,7 +104,7 @@ typedef struct dg_callback_result {
     int64_t discussion_id;
     char *channel_id;
     char *origin_channel_id;
-    char *summary_path;        /* relative to the initiator's workspace */
+    char *summary_path; /* relative to the initiator's workspace */
 } dg_callback_result;
 
 void dg_callback_result_clear(dg_callback_result *r);
@@ -117,14 +115,14 @@ void dg_callback_result_clear(dg_callback_result *r);
 typedef struct dg_session_ref {
     const char *session_key;
     const char *agent_id;
-    const char *thread_id;    /* NULL: the channel's top level (or unknown) */
+    const char *thread_id; /* NULL: the channel's top level (or unknown) */
 } dg_session_ref;
 
 typedef struct dg_session_refs {
-    const dg_session_ref *v;  /* malloc'd by whoever filled it */
+    const dg_session_ref *v; /* malloc'd by whoever filled it */
     size_t n;
-    int unavailable;          /* the host could not list them (out of memory) */
-    void *owner;              /* what the strings borrow from; NULL: nothing */
+    int unavailable; /* the host could not list them (out of memory) */
+    void *owner;     /* what the strings borrow from; NULL: nothing */
     void (*release)(void *owner);
 } dg_session_refs;
 
@@ -168,8 +166,8 @@ void dg_discuss_resume(dg_plugin *p);
  * MUST be called with no store transaction open by the caller (it opens
  * its own). Any thread; never fails loudly (errors are logged).
  */
-void dg_discuss_session_seen(dg_plugin *p, const char *session_key,
-                             const char *agent_id, const char *channel_id);
+void dg_discuss_session_seen(dg_plugin *p, const char *session_key, const char *agent_id,
+                             const char *channel_id);
 
 /*
  * Status of channel_id as a discussion, for callers that already hold a
@@ -225,9 +223,9 @@ void dg_discuss_sweep(dg_plugin *p);
  * back). A sentence for the admin's reply goes to msg either way.
  * Any thread.
  */
-int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id,
-                                  const char *summary_path, int64_t now_ms, int *closed,
-                                  char *msg, size_t msg_len) __attribute__((warn_unused_result));
+int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id, const char *summary_path,
+                                  int64_t now_ms, int *closed, char *msg, size_t msg_len)
+    __attribute__((warn_unused_result));
 
 /*
  * Where the initiator is asked to write the summary of d (the summary path

@@ -16,8 +16,7 @@ static int admin_reply(dg_plugin *p, const char *name, const dg_tpl_vars *v, cha
                        size_t msg_len)
 {
     static const dg_tpl_vars none;
-    char *text = p->templates ? dg_templates_render_trim(p->templates, name, v ? v : &none)
-                              : NULL;
+    char *text = p->templates ? dg_templates_render_trim(p->templates, name, v ? v : &none) : NULL;
     if (!text)
         dg_log(p, OC_LOG_ERROR, "discussion: template %s could not be rendered", name);
     snprintf(msg, msg_len, "%s", text ? text : "");
@@ -25,9 +24,8 @@ static int admin_reply(dg_plugin *p, const char *name, const dg_tpl_vars *v, cha
     return DG_OK;
 }
 
-int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id,
-                                  const char *summary_path, int64_t now_ms, int *closed,
-                                  char *msg, size_t msg_len)
+int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id, const char *summary_path,
+                                  int64_t now_ms, int *closed, char *msg, size_t msg_len)
 {
     assert(dg_store_held(p->store));
     *closed = 0;
@@ -69,10 +67,13 @@ int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id,
     char *oref = discuss_channel_ref(d.origin_channel_id);
     char *text = NULL;
     if (im && dref && oref) {
-        dg_tpl_vars v = {.discussGuide = d.discuss_guide, .initiatorMention = im,
+        dg_tpl_vars v = {.discussGuide = d.discuss_guide,
+                         .initiatorMention = im,
                          .summaryPath = f.rel_path ? f.rel_path : ADMIN_NO_SUMMARY,
-                         .discussionChannel = dref, .originChannel = oref,
-                         .status = "closed-by-admin", .summaryPreview = preview};
+                         .discussionChannel = dref,
+                         .originChannel = oref,
+                         .status = "closed-by-admin",
+                         .summaryPreview = preview};
         text = dg_templates_render(p->templates, "result.md", &v);
     }
     rc = text ? DG_OK : DG_ERR_NOMEM;

@@ -14,31 +14,32 @@ static int check_callable(dg_plugin *p, const dg_caller *c, dg_discussion *d, ch
 {
     if (!c->channel_id || !*c->channel_id)
         return dg_fail(err, err_len, DG_ERR_NOT_FOUND,
-                    "discuss-callback only works inside a discussion channel, and this call "
-                    "has no channel; call it from the discussion channel");
+                       "discuss-callback only works inside a discussion channel, and this call "
+                       "has no channel; call it from the discussion channel");
     if (dg_store_begin(p->store) != DG_OK)
         return dg_fail(err, err_len, DG_ERR_IO, "the plugin's state store is busy or failing");
     int rc = dg_store_discussion_by_channel(p->store, c->channel_id, d);
     dg_store_commit(p->store);
     if (rc == DG_ERR_NOT_FOUND)
         return dg_fail(err, err_len, DG_ERR_NOT_FOUND,
-                    "channel %s is not a discussion channel: discuss-callback only works "
-                    "inside a channel opened by discord_channel_create with "
-                    "callbackChannelId", c->channel_id);
+                       "channel %s is not a discussion channel: discuss-callback only works "
+                       "inside a channel opened by discord_channel_create with "
+                       "callbackChannelId",
+                       c->channel_id);
     if (rc != DG_OK)
         return dg_fail(err, err_len, DG_ERR_IO, "the plugin's state store failed (%s); try again",
-                    dg_status_name(rc));
+                       dg_status_name(rc));
     if (!c->agent_id || strcmp(c->agent_id, d->initiator_agent_id) != 0)
         return dg_fail(err, err_len, DG_ERR_DENIED,
-                    "only the initiator of this discussion (agent '%s') may end it; you are "
-                    "'%s'. If the goal is reached, say so in the channel so the initiator "
-                    "writes the summary and calls discuss-callback",
-                    d->initiator_agent_id, c->agent_id ? c->agent_id : "");
+                       "only the initiator of this discussion (agent '%s') may end it; you are "
+                       "'%s'. If the goal is reached, say so in the channel so the initiator "
+                       "writes the summary and calls discuss-callback",
+                       d->initiator_agent_id, c->agent_id ? c->agent_id : "");
     if (d->status != DG_DISCUSSION_ACTIVE)
         return dg_fail(err, err_len, DG_ERR_CONFLICT,
-                    "this discussion is already closed (summary %s); nothing more to do here: "
-                    "continue the original task in <#%s>",
-                    d->summary_path ? d->summary_path : "?", d->origin_channel_id);
+                       "this discussion is already closed (summary %s); nothing more to do here: "
+                       "continue the original task in <#%s>",
+                       d->summary_path ? d->summary_path : "?", d->origin_channel_id);
     return DG_OK;
 }
 
@@ -64,8 +65,7 @@ static int close_discussion(dg_plugin *p, const dg_discussion *d, const char *re
     if (rc == DG_OK)
         rc = dg_turns_close_channel(p->turns, d->discussion_channel_id, now);
     if (rc == DG_OK)
-        rc = dg_turns_wake_with_result(p->turns, d->origin_channel_id, d->initiator_agent_id,
-                                       now);
+        rc = dg_turns_wake_with_result(p->turns, d->origin_channel_id, d->initiator_agent_id, now);
     if (rc == DG_OK) {
         const char *mention[1] = {initiator_uid};
         rc = dg_outbox_enqueue(p->store, d->origin_channel_id, result, mention,
@@ -74,16 +74,19 @@ static int close_discussion(dg_plugin *p, const dg_discussion *d, const char *re
     if (rc == DG_OK)
         rc = dg_discuss_archive_locked(p, d, "completed", rel_path, now);
     if (rc != DG_OK && rc != DG_ERR_CONFLICT)
-        dg_log(p, OC_LOG_ERROR, "discussion %lld: closing failed (%s): %s",
-               (long long)d->id, dg_status_name(rc), dg_store_errmsg(p->store));
+        dg_log(p, OC_LOG_ERROR, "discussion %lld: closing failed (%s): %s", (long long)d->id,
+               dg_status_name(rc), dg_store_errmsg(p->store));
     rc = dg_store_end(p->store, rc);
     if (rc == DG_ERR_CONFLICT)
         return dg_fail(err, err_len, DG_ERR_CONFLICT,
-                    "this discussion was closed a moment ago by another discuss-callback; "
-                    "nothing more to do here: continue in <#%s>", d->origin_channel_id);
+                       "this discussion was closed a moment ago by another discuss-callback; "
+                       "nothing more to do here: continue in <#%s>",
+                       d->origin_channel_id);
     if (rc != DG_OK)
-        return dg_fail(err, err_len, DG_ERR_IO, "closing the discussion failed (%s); nothing "
-                    "changed, try again", dg_status_name(rc));
+        return dg_fail(err, err_len, DG_ERR_IO,
+                       "closing the discussion failed (%s); nothing "
+                       "changed, try again",
+                       dg_status_name(rc));
     return DG_OK;
 }
 
@@ -101,9 +104,10 @@ static int callback_answered(dg_plugin *p, const discuss_idem *ic, dg_callback_r
     out->origin_channel_id = row.origin_channel_id;
     out->summary_path = row.summary_path;
     memset(&row, 0, sizeof row);
-    dg_log(p, OC_LOG_INFO, "discuss-callback: toolCallId %s was answered before (discussion "
-           "%lld closed); the same result is returned, nothing is done again", ic->call_id,
-           (long long)out->discussion_id);
+    dg_log(p, OC_LOG_INFO,
+           "discuss-callback: toolCallId %s was answered before (discussion "
+           "%lld closed); the same result is returned, nothing is done again",
+           ic->call_id, (long long)out->discussion_id);
     return 1;
 }
 
@@ -154,8 +158,10 @@ static int callback_once(dg_plugin *p, const dg_caller *caller, const char *summ
         rc = dg_summary_check_headings(p->summary_rules, f.fd, f.rel_path, err, err_len);
     char *preview = rc == DG_OK ? discuss_preview_of(p, f.fd) : NULL;
     if (rc == DG_OK && !preview)
-        rc = dg_fail(err, err_len, DG_ERR_IO, "summaryPath %.120s could not be read for its "
-                     "preview; nothing changed, try again", f.rel_path);
+        rc = dg_fail(err, err_len, DG_ERR_IO,
+                     "summaryPath %.120s could not be read for its "
+                     "preview; nothing changed, try again",
+                     f.rel_path);
     close(f.fd);
     f.fd = -1;
     if (rc != DG_OK) {
@@ -196,9 +202,11 @@ static int callback_once(dg_plugin *p, const dg_caller *caller, const char *summ
     if (rc == DG_OK) {
         dg_outbox_kick(p->outbox);
         size_t applied = discuss_apply_pending(p);
-        dg_log(p, OC_LOG_INFO, "discussion %lld in %s closed by %s: summary %s, %zu session "
-               "override(s) recorded, %zu applied", (long long)d.id, d.discussion_channel_id,
-               d.initiator_agent_id, f.rel_path, sessions->n, applied);
+        dg_log(p, OC_LOG_INFO,
+               "discussion %lld in %s closed by %s: summary %s, %zu session "
+               "override(s) recorded, %zu applied",
+               (long long)d.id, d.discussion_channel_id, d.initiator_agent_id, f.rel_path,
+               sessions->n, applied);
         out->discussion_id = d.id;
         out->channel_id = d.discussion_channel_id;
         out->origin_channel_id = d.origin_channel_id;

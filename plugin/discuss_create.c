@@ -27,8 +27,10 @@ static void delete_channel(dg_plugin *p, const char *channel_id)
     memset(&derr, 0, sizeof derr);
     int rc = dg_discord_request(p->discord, "DELETE", path, NULL, 1, NULL, &derr);
     if (rc != DG_OK)
-        dg_log(p, OC_LOG_ERROR, "discussion: channel %s was created but not recorded and "
-               "could not be deleted again: %s", channel_id, derr.message);
+        dg_log(p, OC_LOG_ERROR,
+               "discussion: channel %s was created but not recorded and "
+               "could not be deleted again: %s",
+               channel_id, derr.message);
 }
 
 /* {summaryTemplate} of the kickoff: the template file under a line that
@@ -61,8 +63,8 @@ static int build_discussion(dg_plugin *p, const dg_caller *c, const dg_channel_r
     d->origin_channel_id = strdup(req->callback_channel_id);
     d->initiator_agent_id = strdup(c->agent_id);
     d->initiator_session_key = strdup(c->session_key);
-    d->initiator_session_id = strdup(c->session_id && *c->session_id ? c->session_id
-                                                                     : c->session_key);
+    d->initiator_session_id =
+        strdup(c->session_id && *c->session_id ? c->session_id : c->session_key);
     d->initiator_workspace = strdup(c->workspace_dir);
     d->discuss_guide = strdup(req->discuss_guide);
     d->status = DG_DISCUSSION_ACTIVE;
@@ -91,10 +93,9 @@ static int build_discussion(dg_plugin *p, const dg_caller *c, const dg_channel_r
 
 /* Record the discussion, prefill its turns and queue the kickoff: one
  * transaction. Returns DG_OK with *id, or a negative status (rolled back). */
-static int record_discussion(dg_plugin *p, dg_discussion *d, const char *name,
-                             const char *kickoff, const char *const *mention_ids,
-                             size_t n_mentions, const discuss_idem *ic, int64_t *id, char *err,
-                             size_t err_len)
+static int record_discussion(dg_plugin *p, dg_discussion *d, const char *name, const char *kickoff,
+                             const char *const *mention_ids, size_t n_mentions,
+                             const discuss_idem *ic, int64_t *id, char *err, size_t err_len)
 {
     if (dg_store_begin(p->store) != DG_OK)
         return dg_fail(err, err_len, DG_ERR_IO, "the plugin's state store is busy or failing");
@@ -110,21 +111,21 @@ static int record_discussion(dg_plugin *p, dg_discussion *d, const char *name,
                                      d->created_at_ms);
     }
     if (rc == DG_OK)
-        rc = dg_turns_prefill_discussion(p->turns, d->discussion_channel_id,
-                                         d->initiator_agent_id,
+        rc = dg_turns_prefill_discussion(p->turns, d->discussion_channel_id, d->initiator_agent_id,
                                          (const char *const *)d->turn_order + 1,
                                          d->n_turn_order - 1, d->created_at_ms);
     if (rc == DG_OK)
-        rc = dg_outbox_enqueue(p->store, d->discussion_channel_id, kickoff, mention_ids,
-                               n_mentions, d->created_at_ms);
+        rc = dg_outbox_enqueue(p->store, d->discussion_channel_id, kickoff, mention_ids, n_mentions,
+                               d->created_at_ms);
     if (rc != DG_OK)
         dg_log(p, OC_LOG_ERROR, "discussion: recording channel %s failed (%s): %s",
                d->discussion_channel_id, dg_status_name(rc), dg_store_errmsg(p->store));
     rc = dg_store_end(p->store, rc);
     if (rc != DG_OK)
         return dg_fail(err, err_len, rc == DG_ERR_CONFLICT ? DG_ERR_CONFLICT : DG_ERR_IO,
-                    "the discussion channel could not be recorded (%s); nothing was kept, "
-                    "try again", dg_status_name(rc));
+                       "the discussion channel could not be recorded (%s); nothing was kept, "
+                       "try again",
+                       dg_status_name(rc));
     return DG_OK;
 }
 
@@ -136,16 +137,18 @@ static int record_plain(dg_plugin *p, const discuss_idem *ic, const char *channe
     if (dg_store_begin(p->store) != DG_OK)
         return dg_fail(err, err_len, DG_ERR_IO, "the plugin's state store is busy or failing");
     dg_tool_call_row res = {.channel_id = (char *)channel_id};
-    int rc = dg_store_tool_call_done(p->store, ic->tool, ic->call_id, ic->fp, &res,
-                                     dg_now_ms(p));
+    int rc = dg_store_tool_call_done(p->store, ic->tool, ic->call_id, ic->fp, &res, dg_now_ms(p));
     if (rc != DG_OK)
-        dg_log(p, OC_LOG_ERROR, "channel %s: recording the result of toolCallId %s failed "
-               "(%s): %s", channel_id, ic->call_id, dg_status_name(rc),
-               dg_store_errmsg(p->store));
+        dg_log(p, OC_LOG_ERROR,
+               "channel %s: recording the result of toolCallId %s failed "
+               "(%s): %s",
+               channel_id, ic->call_id, dg_status_name(rc), dg_store_errmsg(p->store));
     rc = dg_store_end(p->store, rc);
     if (rc != DG_OK)
-        return dg_fail(err, err_len, DG_ERR_IO, "the channel could not be recorded (%s); nothing "
-                    "was kept, try again", dg_status_name(rc));
+        return dg_fail(err, err_len, DG_ERR_IO,
+                       "the channel could not be recorded (%s); nothing "
+                       "was kept, try again",
+                       dg_status_name(rc));
     return DG_OK;
 }
 
@@ -159,8 +162,9 @@ static int record_intent(dg_plugin *p, const discuss_idem *ic, char *err, size_t
     rc = dg_store_end(p->store, rc);
     if (rc != DG_OK)
         return dg_fail(err, err_len, rc == DG_ERR_CONFLICT ? DG_ERR_CONFLICT : DG_ERR_IO,
-                    "the plugin's state store could not record this call (%s); nothing was "
-                    "done, try again", dg_status_name(rc));
+                       "the plugin's state store could not record this call (%s); nothing was "
+                       "done, try again",
+                       dg_status_name(rc));
     return DG_OK;
 }
 
@@ -201,12 +205,12 @@ static int check_creatable(dg_plugin *p, const dg_caller *caller, const dg_chann
         return rc;
     if (!p->discord)
         return dg_fail(err, err_len, DG_ERR_UNSUPPORTED,
-                    "the moderator bot has no token (discord.moderatorToken or env "
-                    "DIRIGENT_MODERATOR_TOKEN), so no channel can be created; ask the operator");
+                       "the moderator bot has no token (discord.moderatorToken or env "
+                       "DIRIGENT_MODERATOR_TOKEN), so no channel can be created; ask the operator");
     if (!p->cfg.discord_guild_id)
         return dg_fail(err, err_len, DG_ERR_UNSUPPORTED,
-                    "discord.guildId is not configured, so no channel can be created; ask "
-                    "the operator to set it");
+                       "discord.guildId is not configured, so no channel can be created; ask "
+                       "the operator to set it");
     /* discord.moderatorUserId is required by the config (config.c). */
     return DG_OK;
 }
@@ -215,8 +219,8 @@ static int check_creatable(dg_plugin *p, const dg_caller *caller, const dg_chann
  * moderator, each once. *out: malloc'd array of borrowed strings, the
  * caller frees it. The caller and participants are validated agents. */
 static int channel_members(const dg_plugin *p, const dg_caller *caller,
-                           const dg_channel_request *req, const char ***out, size_t *n,
-                           char *err, size_t err_len)
+                           const dg_channel_request *req, const char ***out, size_t *n, char *err,
+                           size_t err_len)
 {
     size_t cap = 2 + req->n_participants + req->n_allowed_user_ids;
     const char **members = calloc(cap, sizeof *members);
@@ -249,29 +253,33 @@ static int make_channel(dg_plugin *p, const dg_caller *caller, const dg_channel_
         rc = dg_discord_find_channel(p->discord, p->cfg.discord_guild_id, req->name, needle,
                                      channel_id, &derr);
         if (rc != DG_OK) {
-            dg_log(p, OC_LOG_WARN, "discord_channel_create '%s' (toolCallId %s): could not "
-                   "list the guild's channels: %s", req->name, ic->call_id, derr.message);
+            dg_log(p, OC_LOG_WARN,
+                   "discord_channel_create '%s' (toolCallId %s): could not "
+                   "list the guild's channels: %s",
+                   req->name, ic->call_id, derr.message);
             return dg_fail(err, err_len, rc,
-                        "could not check whether an earlier attempt of this call already "
-                        "created channel '%s' (Discord: %s); nothing was created, try again",
-                        req->name, derr.message);
+                           "could not check whether an earlier attempt of this call already "
+                           "created channel '%s' (Discord: %s); nothing was created, try again",
+                           req->name, derr.message);
         }
         if (*channel_id)
-            dg_log(p, OC_LOG_INFO, "discord_channel_create '%s' (toolCallId %s): channel %s, "
+            dg_log(p, OC_LOG_INFO,
+                   "discord_channel_create '%s' (toolCallId %s): channel %s, "
                    "made by an earlier attempt that died before recording it, is used instead "
-                   "of a new one", req->name, ic->call_id, *channel_id);
+                   "of a new one",
+                   req->name, ic->call_id, *channel_id);
     }
     if (!*channel_id)
         rc = dg_discord_create_private_channel(p->discord, spec, channel_id, &derr);
     if (rc != DG_OK) {
-        dg_log(p, OC_LOG_WARN, "discord_channel_create '%s' by %s failed: %s (HTTP %ld)",
-               req->name, caller->agent_id, derr.message, derr.http_status);
-        return dg_fail(err, err_len, rc,
-                    "Discord refused to create channel '%s' (HTTP %ld): %s%s", req->name,
-                    derr.http_status, derr.message,
-                    derr.http_status == 403 ? "; the moderator bot lacks a permission in "
-                    "the guild (Manage Channels), ask the operator"
-                    : derr.retryable ? "; this may pass if you try again later" : "");
+        dg_log(p, OC_LOG_WARN, "discord_channel_create '%s' by %s failed: %s (HTTP %ld)", req->name,
+               caller->agent_id, derr.message, derr.http_status);
+        return dg_fail(err, err_len, rc, "Discord refused to create channel '%s' (HTTP %ld): %s%s",
+                       req->name, derr.http_status, derr.message,
+                       derr.http_status == 403 ? "; the moderator bot lacks a permission in "
+                                                 "the guild (Manage Channels), ask the operator"
+                       : derr.retryable        ? "; this may pass if you try again later"
+                                               : "");
     }
     return DG_OK;
 }
@@ -279,8 +287,8 @@ static int make_channel(dg_plugin *p, const dg_caller *caller, const dg_channel_
 /* A plain channel (no callbackChannelId): the channel is the whole effect;
  * with ic its result is recorded. On DG_OK out takes channel_id. */
 static int keep_plain(dg_plugin *p, const dg_caller *caller, const dg_channel_request *req,
-                      const discuss_idem *ic, char *channel_id, dg_channel_created *out,
-                      char *err, size_t err_len)
+                      const discuss_idem *ic, char *channel_id, dg_channel_created *out, char *err,
+                      size_t err_len)
 {
     int rc = ic ? record_plain(p, ic, channel_id, err, err_len) : DG_OK;
     if (rc != DG_OK)
@@ -349,17 +357,18 @@ static int open_discussion(dg_plugin *p, const dg_caller *caller, const dg_chann
     if (rc == DG_OK)
         rc = render_kickoff(p, req, &d, channel_id, &kickoff, &mention_ids);
     if (rc == DG_OK)
-        rc = record_discussion(p, &d, req->name, kickoff, mention_ids, d.n_turn_order, ic, &id,
-                               err, err_len);
+        rc = record_discussion(p, &d, req->name, kickoff, mention_ids, d.n_turn_order, ic, &id, err,
+                               err_len);
     else
         dg_fail(err, err_len, rc, "out of memory preparing the discussion; try again");
     free(kickoff);
     free(mention_ids);
     if (rc == DG_OK) {
         dg_outbox_kick(p->outbox);
-        dg_log(p, OC_LOG_INFO, "discussion %lld opened in channel %s by %s (origin %s, %zu "
-               "agents)", (long long)id, channel_id, caller->agent_id, d.origin_channel_id,
-               d.n_turn_order);
+        dg_log(p, OC_LOG_INFO,
+               "discussion %lld opened in channel %s by %s (origin %s, %zu "
+               "agents)",
+               (long long)id, channel_id, caller->agent_id, d.origin_channel_id, d.n_turn_order);
         out->channel_id = channel_id;
         out->is_discussion = 1;
         out->discussion_id = id;
@@ -401,8 +410,8 @@ static int create_channel(dg_plugin *p, const dg_caller *caller, const dg_channe
     if (rc != DG_OK)
         return rc;
     rc = req->callback_channel_id
-         ? open_discussion(p, caller, req, ic, channel_id, out, err, err_len)
-         : keep_plain(p, caller, req, ic, channel_id, out, err, err_len);
+             ? open_discussion(p, caller, req, ic, channel_id, out, err, err_len)
+             : keep_plain(p, caller, req, ic, channel_id, out, err, err_len);
     if (rc != DG_OK) {
         delete_channel(p, channel_id);
         free(channel_id);
@@ -410,8 +419,7 @@ static int create_channel(dg_plugin *p, const dg_caller *caller, const dg_channe
     return rc;
 }
 
-int dg_discuss_create_channel(dg_plugin *p, const dg_caller *caller,
-                              const dg_channel_request *req,
+int dg_discuss_create_channel(dg_plugin *p, const dg_caller *caller, const dg_channel_request *req,
                               dg_channel_created *out, char *err, size_t err_len)
 {
     memset(out, 0, sizeof *out);
@@ -422,27 +430,31 @@ int dg_discuss_create_channel(dg_plugin *p, const dg_caller *caller,
     int rc = discuss_inflight_claim(p, &ic);
     if (rc == DG_ERR_CONFLICT)
         return dg_fail(err, err_len, DG_ERR_CONFLICT,
-                    "a call with toolCallId %s is still running; wait for its result instead "
-                    "of calling again", ic.call_id);
+                       "a call with toolCallId %s is still running; wait for its result instead "
+                       "of calling again",
+                       ic.call_id);
     if (rc != DG_OK)
         return dg_fail(err, err_len, rc, "out of memory");
     dg_tool_call_row row;
     rc = discuss_idem_lookup(p, &ic, &row);
     if (rc != DG_OK) {
         rc = dg_fail(err, err_len, DG_ERR_IO, "the plugin's state store failed (%s); try again",
-                  dg_status_name(rc));
+                     dg_status_name(rc));
     } else if (row.state == DG_TOOL_CALL_DONE) {
         /* Answered before (the host lost the answer): the same result, and
          * nothing done again. */
         if (!row.channel_id) {
-            rc = dg_fail(err, err_len, DG_ERR_INTERNAL, "the stored result of toolCallId %s has "
-                      "no channel; this is a bug, report it", ic.call_id);
+            rc = dg_fail(err, err_len, DG_ERR_INTERNAL,
+                         "the stored result of toolCallId %s has "
+                         "no channel; this is a bug, report it",
+                         ic.call_id);
         } else {
             out->channel_id = row.channel_id;
             row.channel_id = NULL;
             out->is_discussion = row.discussion_id != 0;
             out->discussion_id = row.discussion_id;
-            dg_log(p, OC_LOG_INFO, "discord_channel_create: toolCallId %s was answered before "
+            dg_log(p, OC_LOG_INFO,
+                   "discord_channel_create: toolCallId %s was answered before "
                    "(channel %s); the same result is returned, nothing is done again",
                    ic.call_id, out->channel_id);
         }

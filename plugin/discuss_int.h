@@ -58,9 +58,9 @@
 typedef struct discuss_idem {
     const char *tool;
     const char *call_id;
-    char fp[17];        /* 16 hex digits */
-    char marker[32];    /* "dg-call:<16 hex>": put in the topic of the channel */
-    int recovering;     /* an intent without a result was found */
+    char fp[17];     /* 16 hex digits */
+    char marker[32]; /* "dg-call:<16 hex>": put in the topic of the channel */
+    int recovering;  /* an intent without a result was found */
 } discuss_idem;
 
 /* ---- discuss.c --------------------------------------------------------- */

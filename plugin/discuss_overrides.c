@@ -29,15 +29,18 @@ size_t discuss_apply_pending(dg_plugin *p)
         for (size_t i = 0; done && i < n; i++) {
             /* Without a no-reply pair (a host with claim hooks) the closed
              * channel's runs are claimed: nothing to switch, the row is done. */
-            int prc = !p->cfg.no_reply_provider ? DG_OK
-                      : p->api->session_patch(p->api->host, keys[i], p->cfg.no_reply_provider,
-                                              p->cfg.no_reply_model);
+            int prc = !p->cfg.no_reply_provider
+                          ? DG_OK
+                          : p->api->session_patch(p->api->host, keys[i], p->cfg.no_reply_provider,
+                                                  p->cfg.no_reply_model);
             if (prc == DG_OK) {
                 done[i] = 1;
                 ok++;
             } else {
-                dg_log(p, OC_LOG_WARN, "discussion: session_patch(%s) failed (%s); it is "
-                       "retried at the next start", keys[i], dg_status_name(prc));
+                dg_log(p, OC_LOG_WARN,
+                       "discussion: session_patch(%s) failed (%s); it is "
+                       "retried at the next start",
+                       keys[i], dg_status_name(prc));
             }
         }
         if (ok && dg_store_begin(p->store) == DG_OK) {
@@ -65,12 +68,14 @@ void dg_discuss_resume(dg_plugin *p)
         return;
     size_t n = discuss_apply_pending(p);
     if (n)
-        dg_log(p, OC_LOG_INFO, "discussion: re-applied %zu no-reply session override(s) owed "
-               "by closed discussions", n);
+        dg_log(p, OC_LOG_INFO,
+               "discussion: re-applied %zu no-reply session override(s) owed "
+               "by closed discussions",
+               n);
     if (dg_store_begin(p->store) == DG_OK) {
         long removed = 0;
-        dg_store_end(p->store, dg_store_tool_calls_prune(p->store, dg_now_ms(p) -
-                                                          TOOL_CALL_KEEP_MS, &removed));
+        dg_store_end(p->store, dg_store_tool_calls_prune(p->store, dg_now_ms(p) - TOOL_CALL_KEEP_MS,
+                                                         &removed));
         if (removed)
             dg_log(p, OC_LOG_DEBUG, "discussion: forgot %ld old tool-call results", removed);
     }
@@ -94,8 +99,8 @@ void dg_discuss_session_seen(dg_plugin *p, const char *session_key, const char *
     if (rc == DG_OK && s == DG_DISCUSSION_CLOSED)
         rc = dg_store_discussion_override_state(p->store, id, session_key, &state);
     if (rc == DG_OK && s == DG_DISCUSSION_CLOSED && state == 0)
-        rc = dg_store_discussion_override_add(p->store, id, session_key, agent_id,
-                                              dg_now_ms(p), NULL);
+        rc = dg_store_discussion_override_add(p->store, id, session_key, agent_id, dg_now_ms(p),
+                                              NULL);
     rc = dg_store_end(p->store, rc);
     if (rc != DG_OK) {
         dg_log(p, OC_LOG_ERROR, "discussion: recording session %s in channel %s failed (%s)",
@@ -108,9 +113,10 @@ void dg_discuss_session_seen(dg_plugin *p, const char *session_key, const char *
         dg_seen_set_add(p->closed_seen, session_key, channel_id); /* best effort: a cache */
         return;
     }
-    int prc = !p->cfg.no_reply_provider ? DG_OK
-              : p->api->session_patch(p->api->host, session_key, p->cfg.no_reply_provider,
-                                      p->cfg.no_reply_model);
+    int prc = !p->cfg.no_reply_provider
+                  ? DG_OK
+                  : p->api->session_patch(p->api->host, session_key, p->cfg.no_reply_provider,
+                                          p->cfg.no_reply_model);
     if (prc != DG_OK) {
         dg_log(p, OC_LOG_WARN, "discussion: session_patch(%s) failed (%s); retried later",
                session_key, dg_status_name(prc));
@@ -122,6 +128,8 @@ void dg_discuss_session_seen(dg_plugin *p, const char *session_key, const char *
         dg_store_rollback(p->store);
     else if (dg_store_commit(p->store) == DG_OK)
         dg_seen_set_add(p->closed_seen, session_key, channel_id); /* best effort: a cache */
-    dg_log(p, OC_LOG_INFO, "discussion: session %s first seen in closed channel %s: "
-           "routed to the no-reply model", session_key, channel_id);
+    dg_log(p, OC_LOG_INFO,
+           "discussion: session %s first seen in closed channel %s: "
+           "routed to the no-reply model",
+           session_key, channel_id);
 }

@@ -60,8 +60,7 @@ int dg_discussion_info_load_locked(dg_store *st, const dg_config *cfg, const cha
 }
 
 int dg_discuss_status(dg_plugin *p, const dg_caller *caller, int64_t discussion_id,
-                      const char *channel_id, dg_discussion_info *out, char *err,
-                      size_t err_len)
+                      const char *channel_id, dg_discussion_info *out, char *err, size_t err_len)
 {
     memset(out, 0, sizeof *out);
     int named = discussion_id > 0 || channel_id;
@@ -71,7 +70,8 @@ int dg_discuss_status(dg_plugin *p, const dg_caller *caller, int64_t discussion_
                        "this call has no channel; pass discussionId or channelId of the "
                        "discussion you want");
     if (dg_store_begin(p->store) != DG_OK)
-        return dg_fail(err, err_len, DG_ERR_IO, "the plugin's state store is busy or failing; "
+        return dg_fail(err, err_len, DG_ERR_IO,
+                       "the plugin's state store is busy or failing; "
                        "try again");
     char *by_id = NULL;
     int rc = DG_OK;
@@ -83,12 +83,15 @@ int dg_discuss_status(dg_plugin *p, const dg_caller *caller, int64_t discussion_
     dg_store_commit(p->store);
     if (rc == DG_ERR_NOT_FOUND) {
         if (discussion_id > 0)
-            dg_fail(err, err_len, rc, "there is no discussion %lld; discussion_list shows "
-                    "yours with their ids", (long long)discussion_id);
+            dg_fail(err, err_len, rc,
+                    "there is no discussion %lld; discussion_list shows "
+                    "yours with their ids",
+                    (long long)discussion_id);
         else
-            dg_fail(err, err_len, rc, "channel %s is not a discussion channel; %s",
-                    channel, named ? "discussion_list shows your discussions"
-                    : "call this from a discussion channel, or pass discussionId or channelId");
+            dg_fail(err, err_len, rc, "channel %s is not a discussion channel; %s", channel,
+                    named
+                        ? "discussion_list shows your discussions"
+                        : "call this from a discussion channel, or pass discussionId or channelId");
     } else if (rc != DG_OK) {
         dg_fail(err, err_len, rc == DG_ERR_NOMEM ? rc : DG_ERR_IO,
                 "reading the discussion failed (%s); try again", dg_status_name(rc));
@@ -111,15 +114,16 @@ int dg_discuss_list(dg_plugin *p, const dg_caller *caller, size_t offset, size_t
     *n = 0;
     *more = 0;
     if (!caller || !caller->agent_id || !*caller->agent_id)
-        return dg_fail(err, err_len, DG_ERR_DENIED, "this call carries no agent id, so there "
+        return dg_fail(err, err_len, DG_ERR_DENIED,
+                       "this call carries no agent id, so there "
                        "are no discussions of yours to list");
     if (dg_store_begin(p->store) != DG_OK)
-        return dg_fail(err, err_len, DG_ERR_IO, "the plugin's state store is busy or failing; "
+        return dg_fail(err, err_len, DG_ERR_IO,
+                       "the plugin's state store is busy or failing; "
                        "try again");
     char **ch = NULL;
     size_t k = 0;
-    int rc = dg_store_discussion_list(p->store, caller->agent_id, 0, offset, limit, &ch, &k,
-                                      more);
+    int rc = dg_store_discussion_list(p->store, caller->agent_id, 0, offset, limit, &ch, &k, more);
     dg_discussion_info *v = rc == DG_OK && k ? calloc(k, sizeof *v) : NULL;
     if (rc == DG_OK && k && !v)
         rc = DG_ERR_NOMEM;

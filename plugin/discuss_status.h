@@ -16,8 +16,8 @@
 /* One discussion with what a reader shows of it. Owned: clear it. */
 typedef struct dg_discussion_info {
     dg_discussion d;
-    char *channel_name;       /* NULL: not recorded (rows before schema v9) */
-    dg_turn_view turn;        /* the discussion channel's turn state */
+    char *channel_name; /* NULL: not recorded (rows before schema v9) */
+    dg_turn_view turn;  /* the discussion channel's turn state */
 } dg_discussion_info;
 
 void dg_discussion_info_clear(dg_discussion_info *i);
@@ -44,8 +44,8 @@ int dg_discussion_info_load_locked(dg_store *st, const dg_config *cfg, const cha
  * clears). Any tool thread.
  */
 int dg_discuss_status(dg_plugin *p, const dg_caller *caller, int64_t discussion_id,
-                      const char *channel_id, dg_discussion_info *out, char *err,
-                      size_t err_len) __attribute__((warn_unused_result));
+                      const char *channel_id, dg_discussion_info *out, char *err, size_t err_len)
+    __attribute__((warn_unused_result));
 
 /*
  * discussion_list: the discussions the caller initiated or was invited to,

@@ -37,7 +37,8 @@ static int timer_one(dg_plugin *p, const char *channel, int64_t now, int64_t rem
     dg_discussion d;
     int rc = dg_store_discussion_by_channel(st, channel, &d);
     timer_action act = rc == DG_OK && d.status == DG_DISCUSSION_ACTIVE
-                     ? timer_due(&d, now, rem, life) : TIMER_NONE;
+                           ? timer_due(&d, now, rem, life)
+                           : TIMER_NONE;
     if (act == TIMER_NONE) {
         if (rc == DG_OK || rc == DG_ERR_NOT_FOUND)
             dg_store_commit(st);
@@ -57,12 +58,17 @@ static int timer_one(dg_plugin *p, const char *channel, int64_t now, int64_t rem
     if (act != TIMER_EXPIRE)
         where = dg_discuss_suggested_path_locked(p, &d);
     if (im && dref && oref && (act == TIMER_EXPIRE || where)) {
-        dg_tpl_vars v = {.discussGuide = d.discuss_guide, .initiatorMention = im,
-                         .discussionChannel = dref, .originChannel = oref,
+        dg_tpl_vars v = {.discussGuide = d.discuss_guide,
+                         .initiatorMention = im,
+                         .discussionChannel = dref,
+                         .originChannel = oref,
                          .status = act == TIMER_EXPIRE ? "expired" : "active",
                          .summaryPath = act == TIMER_EXPIRE ? EXPIRED_SUMMARY : where};
-        text = dg_templates_render(p->templates, act == TIMER_REMIND ? "timeout.md"
-                                   : act == TIMER_WRAPUP ? "wrapup.md" : "result.md", &v);
+        text = dg_templates_render(p->templates,
+                                   act == TIMER_REMIND   ? "timeout.md"
+                                   : act == TIMER_WRAPUP ? "wrapup.md"
+                                                         : "result.md",
+                                   &v);
     }
     rc = text ? DG_OK : DG_ERR_NOMEM;
     if (act == TIMER_EXPIRE) {
@@ -71,8 +77,8 @@ static int timer_one(dg_plugin *p, const char *channel, int64_t now, int64_t rem
         if (rc == DG_OK)
             rc = dg_turns_close_channel(p->turns, d.discussion_channel_id, now);
         if (rc == DG_OK)
-            rc = dg_turns_wake_with_result(p->turns, d.origin_channel_id, d.initiator_agent_id,
-                                           now);
+            rc =
+                dg_turns_wake_with_result(p->turns, d.origin_channel_id, d.initiator_agent_id, now);
         if (rc == DG_OK)
             rc = dg_outbox_enqueue(st, d.origin_channel_id, text, mention, uid ? 1 : 0, now);
         if (rc == DG_OK)
@@ -87,8 +93,7 @@ static int timer_one(dg_plugin *p, const char *channel, int64_t now, int64_t rem
             rc = dg_turns_wake_with_result(p->turns, d.discussion_channel_id, d.initiator_agent_id,
                                            now);
         if (rc == DG_OK)
-            rc = dg_outbox_enqueue(st, d.discussion_channel_id, text, mention, uid ? 1 : 0,
-                                   now);
+            rc = dg_outbox_enqueue(st, d.discussion_channel_id, text, mention, uid ? 1 : 0, now);
     }
     rc = dg_store_end(st, rc);
     static const char *const what[] = {"", "quiet-time reminder (discussion.reminderAfterSec)",
@@ -98,7 +103,8 @@ static int timer_one(dg_plugin *p, const char *channel, int64_t now, int64_t rem
         dg_log(p, OC_LOG_INFO, "discussion %lld in %s: %s%s", (long long)d.id,
                d.discussion_channel_id, what[act],
                act == TIMER_EXPIRE ? ": closed with status expired, no summary; the result "
-               "went to the origin channel" : ": queued to the initiator, who has the turn");
+                                     "went to the origin channel"
+                                   : ": queued to the initiator, who has the turn");
     else
         dg_log(p, OC_LOG_ERROR, "discussion %lld in %s: the %s failed (%s); retried shortly",
                (long long)d.id, d.discussion_channel_id, what[act], dg_status_name(rc));

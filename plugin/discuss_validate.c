@@ -35,30 +35,32 @@ static int check_channel(const dg_config *cfg, const dg_caller *caller,
     char why[256];
     if (!caller || !caller->agent_id || !*caller->agent_id)
         return dg_fail(err, err_len, DG_ERR_INVALID,
-                    "the tool context has no agentId; the host must say which agent calls "
-                    "discord_channel_create");
+                       "the tool context has no agentId; the host must say which agent calls "
+                       "discord_channel_create");
     if (!dg_config_agent(cfg, caller->agent_id))
         return dg_fail(err, err_len, DG_ERR_DENIED,
-                    "agent '%s' is not in the plugin config `agents`, so it has no Discord "
-                    "user id and cannot be a member of the channel; add "
-                    "agents.%s.discordUserId to the dirigent config",
-                    caller->agent_id, caller->agent_id);
+                       "agent '%s' is not in the plugin config `agents`, so it has no Discord "
+                       "user id and cannot be a member of the channel; add "
+                       "agents.%s.discordUserId to the dirigent config",
+                       caller->agent_id, caller->agent_id);
     if (!req->name || !*req->name)
         return dg_fail(err, err_len, DG_ERR_INVALID,
-                    "name is required: the channel name (lower case, no spaces, 1-100 "
-                    "characters), e.g. \"design-review\"");
+                       "name is required: the channel name (lower case, no spaces, 1-100 "
+                       "characters), e.g. \"design-review\"");
     if (dg_discord_check_channel_name(req->name, why, sizeof why) != DG_OK)
         return dg_fail(err, err_len, DG_ERR_INVALID,
-                    "name '%.100s' is not a valid Discord text-channel name: %s; use lower "
-                    "case letters, digits and dashes, e.g. \"design-review\"", req->name, why);
+                       "name '%.100s' is not a valid Discord text-channel name: %s; use lower "
+                       "case letters, digits and dashes, e.g. \"design-review\"",
+                       req->name, why);
     if (req->topic && dg_utf8_count(req->topic) > DG_DISCORD_MAX_TOPIC)
         return dg_fail(err, err_len, DG_ERR_INVALID,
-                    "topic has %zu characters; Discord allows at most %d: shorten it",
-                    dg_utf8_count(req->topic), DG_DISCORD_MAX_TOPIC);
+                       "topic has %zu characters; Discord allows at most %d: shorten it",
+                       dg_utf8_count(req->topic), DG_DISCORD_MAX_TOPIC);
     if (req->parent_id && !dg_snowflake_valid(req->parent_id))
         return dg_fail(err, err_len, DG_ERR_INVALID,
-                    "parentId '%.100s' is not a Discord snowflake (1-20 digits); pass the "
-                    "category's id or leave parentId out", req->parent_id);
+                       "parentId '%.100s' is not a Discord snowflake (1-20 digits); pass the "
+                       "category's id or leave parentId out",
+                       req->parent_id);
     return DG_OK;
 }
 
@@ -71,31 +73,36 @@ static int check_members(const dg_config *cfg, const dg_caller *caller,
     for (size_t i = 0; i < req->n_participants; i++) {
         const char *a = req->participants[i];
         if (!a || !dg_config_agent(cfg, a))
-            return dg_fail(err, err_len, DG_ERR_INVALID,
-                        "participants[%zu] '%.100s' is not a known agent; participants are agent "
-                        "ids from the plugin config `agents` (humans go in allowedUserIds)",
-                        i, a ? a : "");
+            return dg_fail(
+                err, err_len, DG_ERR_INVALID,
+                "participants[%zu] '%.100s' is not a known agent; participants are agent "
+                "ids from the plugin config `agents` (humans go in allowedUserIds)",
+                i, a ? a : "");
         if (strcmp(a, caller->agent_id) == 0)
             return dg_fail(err, err_len, DG_ERR_INVALID,
-                        "participants[%zu] '%s' is you, the caller: you are a member of the "
-                        "channel anyway; list only agents other than you", i, a);
+                           "participants[%zu] '%s' is you, the caller: you are a member of the "
+                           "channel anyway; list only agents other than you",
+                           i, a);
         for (size_t j = 0; j < i; j++)
             if (strcmp(req->participants[j], a) == 0)
                 return dg_fail(err, err_len, DG_ERR_INVALID,
-                            "participants[%zu] '%s' repeats participants[%zu]; name each agent "
-                            "once", i, a, j);
+                               "participants[%zu] '%s' repeats participants[%zu]; name each agent "
+                               "once",
+                               i, a, j);
     }
     for (size_t i = 0; i < req->n_allowed_user_ids; i++) {
         const char *u = req->allowed_user_ids[i];
         if (!u || !dg_snowflake_valid(u))
             return dg_fail(err, err_len, DG_ERR_INVALID,
-                        "allowedUserIds[%zu] '%.100s' is not a Discord user id (a snowflake of "
-                        "1-20 digits)", i, u ? u : "");
+                           "allowedUserIds[%zu] '%.100s' is not a Discord user id (a snowflake of "
+                           "1-20 digits)",
+                           i, u ? u : "");
         for (size_t j = 0; j < i; j++)
             if (strcmp(req->allowed_user_ids[j], u) == 0)
                 return dg_fail(err, err_len, DG_ERR_INVALID,
-                            "allowedUserIds[%zu] '%s' repeats allowedUserIds[%zu]; name each "
-                            "user once", i, u, j);
+                               "allowedUserIds[%zu] '%s' repeats allowedUserIds[%zu]; name each "
+                               "user once",
+                               i, u, j);
     }
     return DG_OK;
 }
@@ -106,31 +113,33 @@ static int check_discussion(const dg_config *cfg, const dg_caller *caller,
                             const dg_channel_request *req, char *err, size_t err_len)
 {
     if (!dg_snowflake_valid(req->callback_channel_id))
-        return dg_fail(err, err_len, DG_ERR_INVALID,
-                    "callbackChannelId '%.100s' is not a Discord channel id (a snowflake of 1-20 "
-                    "digits); pass the id of the channel you are working in",
-                    req->callback_channel_id);
+        return dg_fail(
+            err, err_len, DG_ERR_INVALID,
+            "callbackChannelId '%.100s' is not a Discord channel id (a snowflake of 1-20 "
+            "digits); pass the id of the channel you are working in",
+            req->callback_channel_id);
     if (!req->discuss_guide || is_blank(req->discuss_guide))
         return dg_fail(err, err_len, DG_ERR_INVALID,
-                    "discussGuide is required with callbackChannelId: say what to discuss, "
-                    "what conclusion is wanted and its limits");
+                       "discussGuide is required with callbackChannelId: say what to discuss, "
+                       "what conclusion is wanted and its limits");
     size_t gl = dg_utf8_count(req->discuss_guide);
     if (gl > (size_t)cfg->max_guide_chars)
         return dg_fail(err, err_len, DG_ERR_INVALID,
-                    "discussGuide has %zu characters, over discussion.maxGuideChars (%ld); "
-                    "shorten it", gl, cfg->max_guide_chars);
+                       "discussGuide has %zu characters, over discussion.maxGuideChars (%ld); "
+                       "shorten it",
+                       gl, cfg->max_guide_chars);
     if (req->n_participants == 0)
         return dg_fail(err, err_len, DG_ERR_INVALID,
-                    "participants must name at least one agent other than you for a "
-                    "discussion");
+                       "participants must name at least one agent other than you for a "
+                       "discussion");
     if (!caller->session_key || !*caller->session_key)
         return dg_fail(err, err_len, DG_ERR_INVALID,
-                    "the tool context has no sessionKey; a discussion records the "
-                    "initiator's session");
+                       "the tool context has no sessionKey; a discussion records the "
+                       "initiator's session");
     if (!caller->workspace_dir || caller->workspace_dir[0] != '/')
         return dg_fail(err, err_len, DG_ERR_INVALID,
-                    "the tool context has no absolute workspaceDir; a discussion needs the "
-                    "initiator's workspace for its summary file");
+                       "the tool context has no absolute workspaceDir; a discussion needs the "
+                       "initiator's workspace for its summary file");
     /* Only the initiator can end a discussion, with a file in this folder:
      * without it the discussion could never close. */
     struct stat wst;
@@ -141,16 +150,17 @@ static int check_discussion(const dg_config *cfg, const dg_caller *caller,
         why_not = "not a folder";
     if (why_not)
         return dg_fail(err, err_len, DG_ERR_INVALID,
-                    "the tool context's workspaceDir %.200s is not an existing folder (%s); a "
-                    "discussion needs the initiator's workspace for its summary file, ask the "
-                    "operator to create it", caller->workspace_dir, why_not);
+                       "the tool context's workspaceDir %.200s is not an existing folder (%s); a "
+                       "discussion needs the initiator's workspace for its summary file, ask the "
+                       "operator to create it",
+                       caller->workspace_dir, why_not);
     return DG_OK;
 }
 
 /* Discussions do not nest: neither the caller's channel nor the origin is
  * a discussion channel. */
-static int check_not_nested(dg_plugin *p, const dg_caller *caller,
-                            const dg_channel_request *req, char *err, size_t err_len)
+static int check_not_nested(dg_plugin *p, const dg_caller *caller, const dg_channel_request *req,
+                            char *err, size_t err_len)
 {
     dg_discussion_status here, there;
     if (channel_status(p, caller->channel_id, &here) != DG_OK ||
@@ -158,18 +168,20 @@ static int check_not_nested(dg_plugin *p, const dg_caller *caller,
         return dg_fail(err, err_len, DG_ERR_IO, "the plugin's state store failed; try again");
     if (here != DG_DISCUSSION_NONE)
         return dg_fail(err, err_len, DG_ERR_DENIED,
-                    "you are inside discussion channel %s: discussions do not nest; finish "
-                    "this one (the initiator calls discuss-callback) and open the new one "
-                    "from your work channel", caller->channel_id);
+                       "you are inside discussion channel %s: discussions do not nest; finish "
+                       "this one (the initiator calls discuss-callback) and open the new one "
+                       "from your work channel",
+                       caller->channel_id);
     if (there != DG_DISCUSSION_NONE)
         return dg_fail(err, err_len, DG_ERR_DENIED,
-                    "callbackChannelId %s is itself a discussion channel: discussions do not "
-                    "nest; pass your work channel instead", req->callback_channel_id);
+                       "callbackChannelId %s is itself a discussion channel: discussions do not "
+                       "nest; pass your work channel instead",
+                       req->callback_channel_id);
     return DG_OK;
 }
 
-int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
-                        const dg_channel_request *req, char *err, size_t err_len)
+int dg_discuss_validate(dg_plugin *p, const dg_caller *caller, const dg_channel_request *req,
+                        char *err, size_t err_len)
 {
     int rc = check_channel(&p->cfg, caller, req, err, err_len);
     if (rc == DG_OK)
@@ -179,9 +191,9 @@ int dg_discuss_validate(dg_plugin *p, const dg_caller *caller,
     if (!req->callback_channel_id) {
         if (req->discuss_guide)
             return dg_fail(err, err_len, DG_ERR_INVALID,
-                        "discussGuide is only accepted together with callbackChannelId (the "
-                        "channel to report the result to); add callbackChannelId for a "
-                        "discussion, or drop discussGuide for a plain channel");
+                           "discussGuide is only accepted together with callbackChannelId (the "
+                           "channel to report the result to); add callbackChannelId for a "
+                           "discussion, or drop discussGuide for a plain channel");
         return DG_OK;
     }
     rc = check_discussion(&p->cfg, caller, req, err, err_len);

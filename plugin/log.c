@@ -39,7 +39,7 @@ struct dg_log_queue {
     size_t head, n;
     long dropped;
     int stop;
-    int running;        /* the pump thread exists */
+    int running; /* the pump thread exists */
     pthread_t thread;
 };
 
@@ -70,8 +70,10 @@ static void drain(const dg_plugin *p, dg_log_queue *q, int wait)
         pthread_mutex_unlock(&q->mu);
         if (dropped) {
             char note[160];
-            snprintf(note, sizeof note, "dirigent: %ld log lines were dropped (more than %d "
-                     "waiting at once)", dropped, LOG_QUEUE_CAP);
+            snprintf(note, sizeof note,
+                     "dirigent: %ld log lines were dropped (more than %d "
+                     "waiting at once)",
+                     dropped, LOG_QUEUE_CAP);
             deliver(p, OC_LOG_WARN, note);
         }
         if (l.text) {

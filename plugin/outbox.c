@@ -227,8 +227,9 @@ int dg_outbox_start_opts(dg_plugin *p, const dg_outbox_options *o, dg_outbox **o
     }
     *out = NULL;
     if (!p || !p->store || !p->discord) {
-        snprintf(err, err_len, "outbox: needs an open store and a Discord client (set "
-                               "discord.moderatorToken)");
+        snprintf(err, err_len,
+                 "outbox: needs an open store and a Discord client (set "
+                 "discord.moderatorToken)");
         return DG_ERR_INVALID;
     }
     dg_outbox *ob = calloc(1, sizeof *ob);
@@ -259,8 +260,8 @@ int dg_outbox_start_opts(dg_plugin *p, const dg_outbox_options *o, dg_outbox **o
         ob->o.lease_ms = 200;
     ob->done = calloc((size_t)ob->o.max_inflight, sizeof *ob->done);
     ob->fly = calloc((size_t)ob->o.max_inflight, sizeof *ob->fly);
-    if (!ob->done || !ob->fly || dg_discord_pipe_new(p->discord, (size_t)ob->o.max_inflight, &ob->pipe) !=
-                         DG_OK) {
+    if (!ob->done || !ob->fly ||
+        dg_discord_pipe_new(p->discord, (size_t)ob->o.max_inflight, &ob->pipe) != DG_OK) {
         snprintf(err, err_len, "outbox: out of memory");
         free(ob->done);
         free(ob->fly);
@@ -321,12 +322,12 @@ void dg_outbox_stop(dg_outbox *ob)
     dg_discord_set_abort(ob->p->discord, 0);
     for (size_t i = 0; i < ob->n_dec; i++) {
         dg_log(ob->p, OC_LOG_ERROR,
-                   "outbox: moderator message %lld was %s by Discord but never recorded (the "
-                   "store kept failing); it stays pending and is posted again at the next "
-                   "start with the same nonce (Discord returns the first message within its "
-                   "nonce window)",
-                   (long long)ob->dec[i].row_id,
-                   ob->dec[i].oc == OUTBOX_SENT ? "accepted" : "refused for good");
+               "outbox: moderator message %lld was %s by Discord but never recorded (the "
+               "store kept failing); it stays pending and is posted again at the next "
+               "start with the same nonce (Discord returns the first message within its "
+               "nonce window)",
+               (long long)ob->dec[i].row_id,
+               ob->dec[i].oc == OUTBOX_SENT ? "accepted" : "refused for good");
         free(ob->dec[i].detail);
     }
     free(ob->dec);

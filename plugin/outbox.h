@@ -49,17 +49,17 @@ void dg_outbox_stop(dg_outbox *ob);
 
 /* Tuning of the dispatcher; zero fields take the defaults. */
 typedef struct dg_outbox_options {
-    long backoff_base_ms;  /* first wait after a failed send; default 1000 */
-    long backoff_max_ms;   /* cap of the doubling waits; default 60000 */
-    int max_attempts;      /* retryable failed sends before a row is failed for good;
+    long backoff_base_ms; /* first wait after a failed send; default 1000 */
+    long backoff_max_ms;  /* cap of the doubling waits; default 60000 */
+    int max_attempts;     /* retryable failed sends before a row is failed for good;
                               default 0: no limit (a Discord outage of any length
                               loses nothing; only refusals fail a row) */
-    size_t batch;          /* pending rows of a channel read from the store at
+    size_t batch;         /* pending rows of a channel read from the store at
                               a time; default 64 */
-    int max_inflight;      /* channels with a post in flight at once (one per
+    int max_inflight;     /* channels with a post in flight at once (one per
                               channel, order within a channel kept); default
                               16; 1: one post at a time */
-    long lease_ms;         /* a channel is sent by the instance holding its lease
+    long lease_ms;        /* a channel is sent by the instance holding its lease
                               (instances sharing a store); renewed while
                               it sends, taken over by another instance this long
                               after its holder stopped renewing; default 30000 */
@@ -67,8 +67,8 @@ typedef struct dg_outbox_options {
 
 /* dg_outbox_start with options (o may be NULL). Needs p->store and
  * p->discord. *out is owned by the caller: dg_outbox_stop(). Thread: init. */
-int dg_outbox_start_opts(dg_plugin *p, const dg_outbox_options *o, dg_outbox **out,
-                         char *err, size_t err_len) __attribute__((warn_unused_result));
+int dg_outbox_start_opts(dg_plugin *p, const dg_outbox_options *o, dg_outbox **out, char *err,
+                         size_t err_len) __attribute__((warn_unused_result));
 
 /*
  * Wait until the dispatcher has found nothing pending (every row sent or
@@ -80,9 +80,9 @@ int dg_outbox_wait_idle(dg_outbox *ob, long timeout_ms);
 
 /* Counters since start. */
 typedef struct dg_outbox_stats {
-    uint64_t sent;         /* rows marked sent */
-    uint64_t failed;       /* rows failed for good */
-    uint64_t retries;      /* failed sends that will be tried again */
+    uint64_t sent;    /* rows marked sent */
+    uint64_t failed;  /* rows failed for good */
+    uint64_t retries; /* failed sends that will be tried again */
 } dg_outbox_stats;
 
 void dg_outbox_get_stats(dg_outbox *ob, dg_outbox_stats *out);

@@ -98,7 +98,7 @@ int dg_outbox_split(const char *content, size_t limit, char ***parts, size_t *n)
         if (cut) {
             next = cut + 1; /* the break character goes */
         } else {
-            cut = s + off;  /* hard cut on a character boundary */
+            cut = s + off; /* hard cut on a character boundary */
             next = cut;
         }
         int rc = push_part(parts, n, &cap, s, (size_t)(cut - s));
@@ -154,8 +154,8 @@ int dg_outbox_enqueue(dg_store *st, const char *channel_id, const char *content,
     mentions[0] = '\0';
     size_t used = 0;
     for (size_t i = 0; i < n_mentions; i++)
-        used += (size_t)snprintf(mentions + used, mlen - used, "%s%s", i ? "," : "",
-                                 mention_ids[i]);
+        used +=
+            (size_t)snprintf(mentions + used, mlen - used, "%s%s", i ? "," : "", mention_ids[i]);
 
     char **parts = NULL;
     size_t np = 0;

@@ -17,9 +17,9 @@
 #include "outbox.h"
 #include "store_outbox.h"
 
-#define OUTBOX_NONCE_BYTES 12   /* 24 hex characters, within Discord's 25 */
+#define OUTBOX_NONCE_BYTES 12 /* 24 hex characters, within Discord's 25 */
 #define OUTBOX_MAX_MENTIONS 100
-#define OUTBOX_HOLD_401_MS (10L * 60 * 1000)  /* pause of all sending after a refused token */
+#define OUTBOX_HOLD_401_MS (10L * 60 * 1000) /* pause of all sending after a refused token */
 
 /* Rows read from the store per channel at a time (dg_outbox_options.batch
  * overrides), ids per discovery page, and sent rows per mark statement.
@@ -28,14 +28,14 @@
  * OUTBOX_MARK_DELAY_MS (and always before the dispatcher waits with nothing
  * in flight). */
 #define OUTBOX_DISCOVER_PAGE 1024
-#define OUTBOX_DISCOVER_PAGES 8     /* pages per loop turn: sending goes on in between */
+#define OUTBOX_DISCOVER_PAGES 8 /* pages per loop turn: sending goes on in between */
 #define OUTBOX_MARK_BATCH 64
-#define OUTBOX_FLUSH_AT 8           /* decided rows per post in flight that make a batch due */
-#define OUTBOX_MARK_DELAY_MS 20     /* or the age of the oldest decided row that does */
+#define OUTBOX_FLUSH_AT 8       /* decided rows per post in flight that make a batch due */
+#define OUTBOX_MARK_DELAY_MS 20 /* or the age of the oldest decided row that does */
 #define OUTBOX_DEFAULT_INFLIGHT 16
 #define OUTBOX_DEFAULT_LEASE_MS 30000
-#define OUTBOX_LEASE_POLL_MS 1000      /* a channel another instance holds is looked at again */
-#define OUTBOX_DISCOVER_EVERY_MS 1000  /* rows queued by other instances sharing the store */
+#define OUTBOX_LEASE_POLL_MS 1000     /* a channel another instance holds is looked at again */
+#define OUTBOX_DISCOVER_EVERY_MS 1000 /* rows queued by other instances sharing the store */
 
 /* Outcome of one send. */
 typedef enum outbox_outcome { OUTBOX_SENT, OUTBOX_RETRY, OUTBOX_FAILED } outbox_outcome;
@@ -50,17 +50,17 @@ typedef enum outbox_outcome { OUTBOX_SENT, OUTBOX_RETRY, OUTBOX_FAILED } outbox_
 typedef struct outbox_decided {
     int64_t row_id;
     outbox_outcome oc;
-    char *detail;          /* sent: Discord's message id; failed: the reason. Owned */
+    char *detail; /* sent: Discord's message id; failed: the reason. Owned */
     char channel_id[24];
-    int failures;          /* store refusals so far (drives the back-off) */
-    int64_t since;         /* monotonic ms at the decision */
+    int failures;  /* store refusals so far (drives the back-off) */
+    int64_t since; /* monotonic ms at the decision */
 } outbox_decided;
 
 /* One channel with pending rows. Dispatcher thread only. In memory only:
  * after a restart every pending row is due at once. */
 typedef struct outbox_chan {
     char id[24];
-    dg_outbox_row *q;      /* pending rows loaded, oldest first: q[head .. n) */
+    dg_outbox_row *q; /* pending rows loaded, oldest first: q[head .. n) */
     size_t head, n;
     int64_t cursor;        /* id of the last row loaded (rows up to it are in q,
                               decided, or done) */
@@ -82,34 +82,34 @@ struct dg_outbox {
     int started;
 
     pthread_mutex_t mu;
-    pthread_cond_t cond;    /* CLOCK_MONOTONIC: kicks, stop, passes done */
+    pthread_cond_t cond; /* CLOCK_MONOTONIC: kicks, stop, passes done */
     int stop;
     int kicked;
     uint64_t passes_begun;
-    uint64_t idle_pass;     /* number of the last pass that found nothing pending */
+    uint64_t idle_pass; /* number of the last pass that found nothing pending */
     dg_outbox_stats stats;
-    dg_discord_pipe *pipe;  /* created before the thread, freed after the join; its
+    dg_discord_pipe *pipe; /* created before the thread, freed after the join; its
                                wakeup is the only call other threads make */
 
     /* Dispatcher thread only. */
-    pthread_t self;         /* the dispatcher thread, set as it starts */
-    dg_discord_done *done;  /* o.max_inflight results */
-    outbox_chan **fly;            /* the channels with a post in flight: n_fly of
+    pthread_t self;        /* the dispatcher thread, set as it starts */
+    dg_discord_done *done; /* o.max_inflight results */
+    outbox_chan **fly;     /* the channels with a post in flight: n_fly of
                                o.max_inflight (an answer finds its channel here,
                                not among every channel of a backlog) */
     size_t n_fly;
-    outbox_chan **chans;          /* channels with rows in memory or owed */
+    outbox_chan **chans; /* channels with rows in memory or owed */
     size_t n_chans, cap_chans;
     outbox_decided *dec;
     size_t n_dec, cap_dec;
-    int64_t dec_retry_at;   /* monotonic ms: next try after the store refused a batch */
-    int64_t disc_after;     /* discovery cursor: highest id seen */
-    int need_disc;          /* rows may exist beyond disc_after */
-    int64_t disc_retry_at;  /* monotonic ms: discovery failed, try again then */
-    int64_t hold_until;     /* monotonic ms: nothing is sent before (401) */
-    int token_ok;           /* Discord accepted a post of this dispatcher */
-    int64_t next_prune;     /* monotonic ms of the next retention round */
-    int64_t next_disc;      /* monotonic ms of the next timed discovery */
+    int64_t dec_retry_at;  /* monotonic ms: next try after the store refused a batch */
+    int64_t disc_after;    /* discovery cursor: highest id seen */
+    int need_disc;         /* rows may exist beyond disc_after */
+    int64_t disc_retry_at; /* monotonic ms: discovery failed, try again then */
+    int64_t hold_until;    /* monotonic ms: nothing is sent before (401) */
+    int token_ok;          /* Discord accepted a post of this dispatcher */
+    int64_t next_prune;    /* monotonic ms of the next retention round */
+    int64_t next_disc;     /* monotonic ms of the next timed discovery */
 };
 
 /* What the comments promise about threads and locks, checked: the

@@ -107,10 +107,13 @@ int outbox_lease_ok(dg_outbox *ob, outbox_chan *c, int64_t now, int64_t *next)
     }
     if (rc != DG_OK || !got) {
         if (rc != DG_OK)
-            dg_log(ob->p, OC_LOG_ERROR, "outbox: cannot take the sending lease of channel %s "
-                   "from the store (%s); trying again in 1 s", c->id, dg_status_name(rc));
+            dg_log(ob->p, OC_LOG_ERROR,
+                   "outbox: cannot take the sending lease of channel %s "
+                   "from the store (%s); trying again in 1 s",
+                   c->id, dg_status_name(rc));
         else if (c->lease_until)
-            dg_log(ob->p, OC_LOG_WARN, "outbox: another instance sharing the store took over "
+            dg_log(ob->p, OC_LOG_WARN,
+                   "outbox: another instance sharing the store took over "
                    "channel %s (this one did not renew its lease in time); it sends there now",
                    c->id);
         long wait = rc != DG_OK ? 1000 : (long)(other - wall + 1);

@@ -77,16 +77,18 @@ static void post_head(dg_outbox *ob, outbox_chan *c)
         return;
     }
     if (e.retryable) { /* out of memory: the row waits, it is not at fault */
-        dg_log(p, OC_LOG_WARN, "outbox: moderator message %lld for channel %s not posted yet "
-                               "(%s); trying again in %ld ms",
+        dg_log(p, OC_LOG_WARN,
+               "outbox: moderator message %lld for channel %s not posted yet "
+               "(%s); trying again in %ld ms",
                (long long)row->id, row->channel_id, e.message, outbox_backoff(ob, 1));
         c->not_before = outbox_mono_ms() + outbox_backoff(ob, 1);
         return;
     }
     /* Refused before any request: the row can never be sent as it is. */
     char *reason = strdup(e.message);
-    dg_log(p, OC_LOG_ERROR, "outbox: moderator message %lld (part %d/%d) for channel %s "
-                            "failed for good: %s",
+    dg_log(p, OC_LOG_ERROR,
+           "outbox: moderator message %lld (part %d/%d) for channel %s "
+           "failed for good: %s",
            (long long)row->id, row->part, row->parts, row->channel_id, e.message);
     if (reason)
         outbox_decide(ob, c, OUTBOX_FAILED, reason);
@@ -190,8 +192,8 @@ int64_t outbox_post_due(dg_outbox *ob)
     if (busy >= cap)
         return next;
     size_t room = cap - busy, n_sel = 0;
-    outbox_chan *sel[256];   /* the room oldest due channels, ascending by key */
-    int64_t key[256];  /* id of the channel's next row (cursor + 1 when none is loaded) */
+    outbox_chan *sel[256]; /* the room oldest due channels, ascending by key */
+    int64_t key[256];      /* id of the channel's next row (cursor + 1 when none is loaded) */
     for (size_t i = 0; i < ob->n_chans; i++) {
         outbox_chan *c = ob->chans[i];
         if (c->inflight || c->held)
@@ -222,8 +224,9 @@ int64_t outbox_post_due(dg_outbox *ob)
         if (c->head == c->n && c->cursor < c->known_max) {
             int rc = outbox_refill(ob, c);
             if (rc != DG_OK) {
-                dg_log(ob->p, OC_LOG_ERROR, "outbox: cannot read pending messages of channel %s "
-                                            "from the store (%s); trying again in 1 s",
+                dg_log(ob->p, OC_LOG_ERROR,
+                       "outbox: cannot read pending messages of channel %s "
+                       "from the store (%s); trying again in 1 s",
                        c->id, dg_status_name(rc));
                 c->not_before = now + 1000;
                 if (c->not_before < next)

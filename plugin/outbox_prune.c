@@ -29,16 +29,18 @@ static long prune_table(dg_outbox *ob, int notices, int64_t before)
         long removed = 0;
         int rc = dg_store_begin(p->store);
         if (rc == DG_OK) {
-            rc = notices ? dg_store_discussion_notices_prune(p->store, before, PRUNE_BATCH, &removed)
-                         : dg_store_outbox_prune(p->store, before, PRUNE_BATCH, &removed);
+            rc = notices
+                     ? dg_store_discussion_notices_prune(p->store, before, PRUNE_BATCH, &removed)
+                     : dg_store_outbox_prune(p->store, before, PRUNE_BATCH, &removed);
             if (rc == DG_OK)
                 rc = dg_store_commit(p->store);
             else
                 dg_store_rollback(p->store);
         }
         if (rc != DG_OK) {
-            dg_log(p, OC_LOG_WARN, "outbox: could not delete old %s (%s); tried again in %ld "
-                                   "minutes",
+            dg_log(p, OC_LOG_WARN,
+                   "outbox: could not delete old %s (%s); tried again in %ld "
+                   "minutes",
                    notices ? "closed-notice marks" : "sent messages", dg_status_name(rc),
                    PRUNE_EVERY_MS / 60000);
             return -1;
@@ -60,7 +62,8 @@ void outbox_prune_due(dg_outbox *ob)
     long rows = prune_table(ob, 0, before);
     long marks = prune_table(ob, 1, before);
     if (rows > 0 || marks > 0)
-        dg_log(ob->p, OC_LOG_DEBUG, "outbox: deleted %ld sent or failed messages and %ld "
-                                    "closed-notice marks older than outbox.retentionSec (%lds)",
+        dg_log(ob->p, OC_LOG_DEBUG,
+               "outbox: deleted %ld sent or failed messages and %ld "
+               "closed-notice marks older than outbox.retentionSec (%lds)",
                rows > 0 ? rows : 0, marks > 0 ? marks : 0, ob->p->cfg.outbox_retention_sec);
 }

@@ -109,7 +109,8 @@ void outbox_discover(dg_outbox *ob)
         size_t n = 0;
         int rc = dg_store_begin(p->store);
         if (rc == DG_OK) {
-            rc = dg_store_outbox_discover(p->store, ob->disc_after, OUTBOX_DISCOVER_PAGE, &refs, &n);
+            rc =
+                dg_store_outbox_discover(p->store, ob->disc_after, OUTBOX_DISCOVER_PAGE, &refs, &n);
             if (rc == DG_OK)
                 rc = dg_store_commit(p->store);
             else
@@ -117,8 +118,9 @@ void outbox_discover(dg_outbox *ob)
         }
         if (rc != DG_OK) {
             free(refs);
-            dg_log(p, OC_LOG_ERROR, "outbox: cannot read pending messages from the store "
-                                    "(%s); trying again in 1 s",
+            dg_log(p, OC_LOG_ERROR,
+                   "outbox: cannot read pending messages from the store "
+                   "(%s); trying again in 1 s",
                    dg_status_name(rc));
             ob->disc_retry_at = outbox_mono_ms() + 1000;
             return;
@@ -212,8 +214,9 @@ void outbox_refill_ahead(dg_outbox *ob)
             continue;
         int rc = outbox_refill(ob, c);
         if (rc != DG_OK)
-            dg_log(ob->p, OC_LOG_DEBUG, "outbox: reading ahead in channel %s failed (%s); "
-                                        "read again when its next message is due",
+            dg_log(ob->p, OC_LOG_DEBUG,
+                   "outbox: reading ahead in channel %s failed (%s); "
+                   "read again when its next message is due",
                    c->id, dg_status_name(rc));
     }
 }

@@ -102,8 +102,9 @@ void outbox_flush(dg_outbox *ob)
     for (size_t i = 0; i < ob->n_dec; i++) {
         outbox_decided *d = &ob->dec[i];
         if (d->failures)
-            dg_log(p, OC_LOG_INFO, "outbox: moderator message %lld for channel %s recorded as "
-                                   "%s after %d store failure%s",
+            dg_log(p, OC_LOG_INFO,
+                   "outbox: moderator message %lld for channel %s recorded as "
+                   "%s after %d store failure%s",
                    (long long)d->row_id, d->channel_id, d->oc == OUTBOX_SENT ? "sent" : "failed",
                    d->failures, d->failures == 1 ? "" : "s");
         if (d->oc == OUTBOX_SENT)
@@ -138,5 +139,6 @@ int outbox_flush_due(const dg_outbox *ob, int64_t now)
     size_t at = OUTBOX_FLUSH_AT * (busy ? busy : 1);
     if (at > OUTBOX_MARK_BATCH)
         at = OUTBOX_MARK_BATCH;
-    return ob->n_dec >= at || now - ob->dec[0].since >= OUTBOX_MARK_DELAY_MS || ob->dec_retry_at != 0;
+    return ob->n_dec >= at || now - ob->dec[0].since >= OUTBOX_MARK_DELAY_MS ||
+           ob->dec_retry_at != 0;
 }

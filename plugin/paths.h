@@ -35,9 +35,9 @@
 #include <stdint.h>
 
 typedef struct dg_workspace_file {
-    int fd;            /* open O_RDONLY at offset 0; the caller closes it */
-    char *rel_path;    /* normalised, relative to the workspace; caller frees */
-    int64_t size;      /* bytes */
+    int fd;         /* open O_RDONLY at offset 0; the caller closes it */
+    char *rel_path; /* normalised, relative to the workspace; caller frees */
+    int64_t size;   /* bytes */
 } dg_workspace_file;
 
 /*

@@ -46,11 +46,11 @@ typedef struct dg_tag {
 
 /* What derivation looks at. Borrowed strings; NULL or "" when absent. */
 typedef struct dg_scope_event {
-    const char *channel_id;    /* required */
-    const char *thread_id;     /* Discord thread the event is in */
-    const char *message_id;    /* the event's own id; NULL for agent hooks */
+    const char *channel_id; /* required */
+    const char *thread_id;  /* Discord thread the event is in */
+    const char *message_id; /* the event's own id; NULL for agent hooks */
     int is_dm;
-    const dg_tag *tags;        /* NIP-10 tags, may be NULL */
+    const dg_tag *tags; /* NIP-10 tags, may be NULL */
     size_t n_tags;
 } dg_scope_event;
 

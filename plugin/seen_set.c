@@ -12,8 +12,8 @@
 #include "str_map.h"
 
 struct dg_seen_set {
-    pthread_mutex_t mu;   /* guards map */
-    dg_map map;           /* key -> the same malloc'd key string (owned) */
+    pthread_mutex_t mu; /* guards map */
+    dg_map map;         /* key -> the same malloc'd key string (owned) */
 };
 
 dg_seen_set *dg_seen_set_new(void)

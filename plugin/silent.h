@@ -29,9 +29,9 @@
 int dg_silent_text(const char *text);
 
 typedef enum dg_run_outcome {
-    DG_RUN_SPOKE = 0,    /* a message is on its way to the channel */
-    DG_RUN_SILENT = 1,   /* passed: NO_REPLY, or nothing at all */
-    DG_RUN_ACTED = 2     /* tool calls and no message: not a pass */
+    DG_RUN_SPOKE = 0,  /* a message is on its way to the channel */
+    DG_RUN_SILENT = 1, /* passed: NO_REPLY, or nothing at all */
+    DG_RUN_ACTED = 2   /* tool calls and no message: not a pass */
 } dg_run_outcome;
 
 /*

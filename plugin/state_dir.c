@@ -37,14 +37,16 @@ int dg_state_dir_base(char **out, const char **from, char *err, size_t err_len)
     char cwd[4096];
     if (!getcwd(cwd, sizeof cwd))
         return dg_fail(err, err_len, DG_ERR_IO,
-                    "config: cannot read the working directory (%s), which relative paths are "
-                    "taken from; give dbPath and templatesDir as absolute paths", strerror(errno));
+                       "config: cannot read the working directory (%s), which relative paths are "
+                       "taken from; give dbPath and templatesDir as absolute paths",
+                       strerror(errno));
     const char *cfg = getenv("OPENCLAW_CONFIG_PATH");
     const char *state = getenv("DIRIGENT_STATE_DIR");
     if (cfg && *cfg) {
         const char *slash = strrchr(cfg, '/');
-        char *dir = !slash ? strdup(".") : slash == cfg ? strdup("/")
-                                                       : strndup(cfg, (size_t)(slash - cfg));
+        char *dir = !slash         ? strdup(".")
+                    : slash == cfg ? strdup("/")
+                                   : strndup(cfg, (size_t)(slash - cfg));
         if (!dir)
             return DG_ERR_NOMEM;
         *out = dg_state_dir_join(cwd, dir);
@@ -66,8 +68,9 @@ int dg_state_dir_prepare_db(const char *db_path, char **created, char *err, size
     struct stat sb;
     if (stat(db_path, &sb) == 0 && S_ISDIR(sb.st_mode))
         return dg_fail(err, err_len, DG_ERR_INVALID,
-                    "config: \"dbPath\" %s is a folder; give the database file's path, e.g. "
-                    "%s/dirigent.db", db_path, db_path);
+                       "config: \"dbPath\" %s is a folder; give the database file's path, e.g. "
+                       "%s/dirigent.db",
+                       db_path, db_path);
     char *dir = strdup(db_path);
     if (!dir)
         return DG_ERR_NOMEM;
@@ -82,7 +85,7 @@ int dg_state_dir_prepare_db(const char *db_path, char **created, char *err, size
         return DG_OK; /* not a folder: the store's open says so */
     }
     /* Create the missing levels top-down: find the first missing one. */
-    for (char *p = dir + 1; ; p++) {
+    for (char *p = dir + 1;; p++) {
         if (*p != '/' && *p != '\0')
             continue;
         char keep = *p;

@@ -78,13 +78,15 @@ int dg_summary_rules_load(const char *path, dg_summary_rules **out, char *err, s
         return dg_fail(err, err_len, DG_ERR_INVALID,
                        "config: \"discussion.summaryTemplate\" %s %s; it must name a readable "
                        "file of headings (lines starting with '#'): fix the path or remove the "
-                       "key", path, fd < 0 ? strerror(e) : "is not a regular file");
+                       "key",
+                       path, fd < 0 ? strerror(e) : "is not a regular file");
     }
     if (sb.st_size > DG_SUMMARY_TEMPLATE_MAX_BYTES) {
         close(fd);
         return dg_fail(err, err_len, DG_ERR_INVALID,
                        "config: \"discussion.summaryTemplate\" %s is larger than %d bytes; it "
-                       "lists headings, keep it short", path, DG_SUMMARY_TEMPLATE_MAX_BYTES);
+                       "lists headings, keep it short",
+                       path, DG_SUMMARY_TEMPLATE_MAX_BYTES);
     }
     dg_summary_rules *r = calloc(1, sizeof *r);
     char *text = malloc(DG_SUMMARY_TEMPLATE_MAX_BYTES + 1);
@@ -122,7 +124,8 @@ int dg_summary_rules_load(const char *path, dg_summary_rules **out, char *err, s
         dg_fail(err, err_len, rc,
                 "config: \"discussion.summaryTemplate\" %s must be readable text with 1 to %d "
                 "heading lines (lines starting with '#', e.g. \"## Decision\"); fix the file "
-                "or remove the key", path, DG_SUMMARY_MAX_HEADINGS);
+                "or remove the key",
+                path, DG_SUMMARY_MAX_HEADINGS);
     if (rc != DG_OK) {
         dg_summary_rules_free(r);
         return rc;
@@ -149,8 +152,8 @@ int dg_summary_check_headings(const dg_summary_rules *r, int fd, const char *pat
         if (k < 0 && errno == EINTR)
             continue;
         if (k < 0)
-            return dg_fail(err, err_len, DG_ERR_IO, "summaryPath %.120s cannot be read: %s",
-                           path, strerror(errno));
+            return dg_fail(err, err_len, DG_ERR_IO, "summaryPath %.120s cannot be read: %s", path,
+                           strerror(errno));
         off += k;
         for (ssize_t i = 0; i <= k; i++) {
             int end = i == k ? k == 0 : buf[i] == '\n';
@@ -189,8 +192,8 @@ int dg_summary_check_headings(const dg_summary_rules *r, int fd, const char *pat
     return dg_fail(err, err_len, DG_ERR_INVALID,
                    "summaryPath %.120s lacks %s required heading%s: %s; add %s as line%s of "
                    "their own (the kickoff lists the summary template) and call "
-                   "discuss-callback again (nothing was changed)", path,
-                   nmiss == 1 ? "a" : "these", nmiss == 1 ? "" : "s", missing,
+                   "discuss-callback again (nothing was changed)",
+                   path, nmiss == 1 ? "a" : "these", nmiss == 1 ? "" : "s", missing,
                    nmiss == 1 ? "it" : "them", nmiss == 1 ? "" : "s");
 }
 
@@ -281,8 +284,7 @@ char *dg_summary_preview(int fd, long chars)
     return out;
 }
 
-char *dg_summary_suggested_path(const char *dir, const char *channel_name,
-                                const char *channel_id)
+char *dg_summary_suggested_path(const char *dir, const char *channel_name, const char *channel_id)
 {
     const char *name = channel_name && *channel_name ? channel_name : channel_id;
     size_t len = strlen(dir) + strlen(name ? name : "") + 8;
@@ -292,8 +294,8 @@ char *dg_summary_suggested_path(const char *dir, const char *channel_name,
     return s;
 }
 
-int dg_summary_open(const char *workspace, const char *dir, const char *path,
-                    int64_t max_bytes, dg_workspace_file *out, char *err, size_t err_len)
+int dg_summary_open(const char *workspace, const char *dir, const char *path, int64_t max_bytes,
+                    dg_workspace_file *out, char *err, size_t err_len)
 {
     if (dir && *dir && path && *path && !strchr(path, '/') && strcmp(path, ".") != 0 &&
         strcmp(path, "..") != 0) {
@@ -341,8 +343,8 @@ int dg_summary_check_text(int fd, const char *path, char *err, size_t err_len)
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)
-            return dg_fail(err, err_len, DG_ERR_IO, "summaryPath %.120s cannot be read: %s",
-                           path, strerror(errno));
+            return dg_fail(err, err_len, DG_ERR_IO, "summaryPath %.120s cannot be read: %s", path,
+                           strerror(errno));
         size_t n = keep + (size_t)r, i = 0;
         while (i < n) {
             size_t l = space_len(buf + i, n - i);
@@ -361,5 +363,6 @@ int dg_summary_check_text(int fd, const char *path, char *err, size_t err_len)
     return dg_fail(err, err_len, DG_ERR_INVALID,
                    "summaryPath %.120s is empty or only white space; a summary needs at least "
                    "one character that is not a space: write the summary into it and call "
-                   "discuss-callback again (nothing was changed)", path);
+                   "discuss-callback again (nothing was changed)",
+                   path);
 }

@@ -28,8 +28,8 @@ typedef struct dg_summary_rules dg_summary_rules;
  * unreadable, oversize file or one without a heading is an init error
  * naming discussion.summaryTemplate, the path and the rule. Init only.
  */
-int dg_summary_rules_load(const char *path, dg_summary_rules **out, char *err,
-                          size_t err_len) __attribute__((warn_unused_result));
+int dg_summary_rules_load(const char *path, dg_summary_rules **out, char *err, size_t err_len)
+    __attribute__((warn_unused_result));
 void dg_summary_rules_free(dg_summary_rules *r);
 
 /* The template's text as the kickoff shows it ({summaryTemplate}); borrowed,
@@ -57,8 +57,8 @@ char *dg_summary_preview(int fd, long chars) __attribute__((warn_unused_result))
 
 /* "<dir>/<channel_name>.md" (channel_name NULL: "<dir>/<channel_id>.md").
  * A new string the caller frees; NULL when out of memory. */
-char *dg_summary_suggested_path(const char *dir, const char *channel_name,
-                                const char *channel_id) __attribute__((warn_unused_result));
+char *dg_summary_suggested_path(const char *dir, const char *channel_name, const char *channel_id)
+    __attribute__((warn_unused_result));
 
 /*
  * Open a summary the way discuss-callback names it: a relative path without
@@ -67,8 +67,8 @@ char *dg_summary_suggested_path(const char *dir, const char *channel_name,
  * the one dg_workspace_open gives for the path as written. Same contract as
  * dg_workspace_open otherwise. Any thread.
  */
-int dg_summary_open(const char *workspace, const char *dir, const char *path,
-                    int64_t max_bytes, dg_workspace_file *out, char *err, size_t err_len)
+int dg_summary_open(const char *workspace, const char *dir, const char *path, int64_t max_bytes,
+                    dg_workspace_file *out, char *err, size_t err_len)
     __attribute__((warn_unused_result));
 
 /* DG_OK when the summary in fd has at least one character that is not

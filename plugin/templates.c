@@ -33,19 +33,42 @@ struct dg_templates {
 };
 
 /* Every placeholder, and where its value sits in dg_tpl_vars. */
-#define KNOWN(f) {#f, offsetof(dg_tpl_vars, f)}
+#define KNOWN(f)                                                                                   \
+    {                                                                                              \
+#f, offsetof(dg_tpl_vars, f)                                                               \
+    }
 static const struct {
     const char *name;
     size_t off;
 } placeholders[] = {
-    KNOWN(discussGuide), KNOWN(initiatorMention), KNOWN(participantMentions),
-    KNOWN(summaryPath), KNOWN(discussionChannel), KNOWN(originChannel), KNOWN(status),
-    KNOWN(maxAgentMessages), KNOWN(agentMention), KNOWN(skippedAgent), KNOWN(policy),
-    KNOWN(scope), KNOWN(mode), KNOWN(turnOrder), KNOWN(speaker), KNOWN(passed),
-    KNOWN(agentMessages), KNOWN(maxBytes), KNOWN(error), KNOWN(reason),
-    KNOWN(summaryTemplate), KNOWN(summaryPreview), KNOWN(sessions), KNOWN(failed),
-    KNOWN(agent), KNOWN(outOfOrder),
-    KNOWN(command), KNOWN(suggestion),
+    KNOWN(discussGuide),
+    KNOWN(initiatorMention),
+    KNOWN(participantMentions),
+    KNOWN(summaryPath),
+    KNOWN(discussionChannel),
+    KNOWN(originChannel),
+    KNOWN(status),
+    KNOWN(maxAgentMessages),
+    KNOWN(agentMention),
+    KNOWN(skippedAgent),
+    KNOWN(policy),
+    KNOWN(scope),
+    KNOWN(mode),
+    KNOWN(turnOrder),
+    KNOWN(speaker),
+    KNOWN(passed),
+    KNOWN(agentMessages),
+    KNOWN(maxBytes),
+    KNOWN(error),
+    KNOWN(reason),
+    KNOWN(summaryTemplate),
+    KNOWN(summaryPreview),
+    KNOWN(sessions),
+    KNOWN(failed),
+    KNOWN(agent),
+    KNOWN(outOfOrder),
+    KNOWN(command),
+    KNOWN(suggestion),
 };
 #undef KNOWN
 #define N_KNOWN (sizeof placeholders / sizeof placeholders[0])
@@ -199,7 +222,8 @@ int dg_templates_check_text(const char *name, const char *text, char *err, size_
             char list[512] = "";
             for (size_t i = 0; i < N_KNOWN; i++) {
                 size_t used = strlen(list);
-                snprintf(list + used, sizeof list - used, "%s{%s}", i ? " " : "", placeholders[i].name);
+                snprintf(list + used, sizeof list - used, "%s{%s}", i ? " " : "",
+                         placeholders[i].name);
             }
             set_err(err, err_len,
                     "template %s: unknown placeholder {%.*s}; known placeholders are %s (fix "
@@ -241,13 +265,15 @@ static int ends_with(const char *s, const char *suffix)
 
 /* Read dir/name into a new string. templatesDir is operator config (trusted),
  * so a symlinked file is fine; it must end at a regular file. */
-static int read_override(int dirfd, const char *dir, const char *name, char **out,
-                         char *err, size_t err_len)
+static int read_override(int dirfd, const char *dir, const char *name, char **out, char *err,
+                         size_t err_len)
 {
     int fd = openat(dirfd, name, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) {
-        set_err(err, err_len, "templatesDir %s: cannot open %s: %s (it must be a readable "
-                "regular file)", dir, name, strerror(errno));
+        set_err(err, err_len,
+                "templatesDir %s: cannot open %s: %s (it must be a readable "
+                "regular file)",
+                dir, name, strerror(errno));
         return DG_ERR_IO;
     }
     struct stat st;
@@ -258,8 +284,8 @@ static int read_override(int dirfd, const char *dir, const char *name, char **ou
     }
     if (st.st_size > DG_TPL_MAX_BYTES) {
         close(fd);
-        set_err(err, err_len, "templatesDir %s: %s is %lld bytes, over the limit of %d",
-                dir, name, (long long)st.st_size, DG_TPL_MAX_BYTES);
+        set_err(err, err_len, "templatesDir %s: %s is %lld bytes, over the limit of %d", dir, name,
+                (long long)st.st_size, DG_TPL_MAX_BYTES);
         return DG_ERR_INVALID;
     }
     char *buf = malloc((size_t)st.st_size + 1);
@@ -297,9 +323,8 @@ static int read_override(int dirfd, const char *dir, const char *name, char **ou
  * additions and may be blank on purpose). */
 static int is_moderator_message(const char *name)
 {
-    static const char *const names[] = {"kickoff.md", "idle.md", "closed.md", "result.md",
-                                        "rest.md", "timeout.md", "wrapup.md",
-                                        "command_hint.md"};
+    static const char *const names[] = {"kickoff.md", "idle.md",    "closed.md", "result.md",
+                                        "rest.md",    "timeout.md", "wrapup.md", "command_hint.md"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(names[i], name) == 0)
             return 1;
@@ -342,8 +367,10 @@ static int load_overrides(dg_templates *t, const char *dir, char *err, size_t er
                 size_t used = strlen(known);
                 snprintf(known + used, sizeof known - used, "%s%s", k ? " " : "", t->names[k]);
             }
-            set_err(err, err_len, "templatesDir %s: %s is not a known template name "
-                    "(known: %s); rename or remove it", dir, e->d_name, known);
+            set_err(err, err_len,
+                    "templatesDir %s: %s is not a known template name "
+                    "(known: %s); rename or remove it",
+                    dir, e->d_name, known);
             rc = DG_ERR_INVALID;
             break;
         }
@@ -355,9 +382,11 @@ static int load_overrides(dg_templates *t, const char *dir, char *err, size_t er
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         rc = dg_templates_check_text(path, text, err, err_len);
         if (rc == DG_OK && is_moderator_message(e->d_name) && blank(text)) {
-            set_err(err, err_len, "templatesDir %s: %s is empty; a moderator message needs "
+            set_err(err, err_len,
+                    "templatesDir %s: %s is empty; a moderator message needs "
                     "text (Discord refuses an empty message): write it or remove the file to "
-                    "keep the built-in one", dir, e->d_name);
+                    "keep the built-in one",
+                    dir, e->d_name);
             rc = DG_ERR_INVALID;
         }
         if (rc != DG_OK) {

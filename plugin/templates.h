@@ -16,7 +16,7 @@
 
 /* One embedded template; the generated table ends with {NULL, NULL}. */
 typedef struct dg_embedded_template {
-    const char *name;   /* file name, e.g. "kickoff.md" */
+    const char *name; /* file name, e.g. "kickoff.md" */
     const char *text;
 } dg_embedded_template;
 extern const dg_embedded_template dg_embedded_templates[];
@@ -32,32 +32,32 @@ typedef struct dg_tpl_vars {
     const char *discussionChannel;
     const char *originChannel;
     const char *status;
-    const char *maxAgentMessages;   /* turn.maxAgentMessages as decimal text */
+    const char *maxAgentMessages; /* turn.maxAgentMessages as decimal text */
     /* The replies to `!dirigent` commands (admin_*.md). */
-    const char *agentMention;       /* "<@id>" of the agent whose turn it is now */
-    const char *skippedAgent;       /* agent id whose turn was skipped */
-    const char *policy;             /* sessionPolicy */
-    const char *scope;              /* the scope's label */
-    const char *mode;               /* the channel's mode */
-    const char *turnOrder;          /* "a, b" or "none yet" */
-    const char *speaker;            /* agent id, or what holds the scope */
-    const char *passed;             /* agents that passed this cycle, or "none" */
-    const char *agentMessages;      /* agent messages in a row, decimal text */
-    const char *maxBytes;           /* a length limit, decimal text */
-    const char *error;              /* a status name (dg_status_name) */
-    const char *reason;             /* the sentence saying why */
+    const char *agentMention;  /* "<@id>" of the agent whose turn it is now */
+    const char *skippedAgent;  /* agent id whose turn was skipped */
+    const char *policy;        /* sessionPolicy */
+    const char *scope;         /* the scope's label */
+    const char *mode;          /* the channel's mode */
+    const char *turnOrder;     /* "a, b" or "none yet" */
+    const char *speaker;       /* agent id, or what holds the scope */
+    const char *passed;        /* agents that passed this cycle, or "none" */
+    const char *agentMessages; /* agent messages in a row, decimal text */
+    const char *maxBytes;      /* a length limit, decimal text */
+    const char *error;         /* a status name (dg_status_name) */
+    const char *reason;        /* the sentence saying why */
     /* Discussion summaries. */
-    const char *summaryTemplate;    /* kickoff: discussion.summaryTemplate's text, "" none */
-    const char *summaryPreview;     /* result: the summary's inert preview, "" none */
+    const char *summaryTemplate; /* kickoff: discussion.summaryTemplate's text, "" none */
+    const char *summaryPreview;  /* result: the summary's inert preview, "" none */
     /* `!dirigent rotate`. */
-    const char *sessions;           /* sessions reset, decimal text */
-    const char *failed;             /* sessions that could not be reset, decimal text */
+    const char *sessions; /* sessions reset, decimal text */
+    const char *failed;   /* sessions that could not be reset, decimal text */
     /* `!dirigent order | add | remove`. */
-    const char *agent;              /* agent id the command acted on */
-    const char *outOfOrder;         /* agents out of the order with why, or "none" */
+    const char *agent;      /* agent id the command acted on */
+    const char *outOfOrder; /* agents out of the order with why, or "none" */
     /* A mistyped `!dirigent` subcommand, and the known one nearest to it. */
-    const char *command;            /* the word as typed (no backticks) */
-    const char *suggestion;         /* a known subcommand, e.g. "status" */
+    const char *command;    /* the word as typed (no backticks) */
+    const char *suggestion; /* a known subcommand, e.g. "status" */
 } dg_tpl_vars;
 
 /* Load the embedded set, then overrides from dir (may be NULL); validate all

@@ -35,13 +35,13 @@ int dg_turn_view_load(dg_store *st, const dg_config *cfg, const dg_scope *sc, in
     int rc = dg_store_turns_channel_load(st, dg_scope_channel(sc), &row);
     if (rc != DG_OK && rc != DG_ERR_NOT_FOUND)
         return rc;
-    dg_rule_ctx x = {.n_members = (int)row.n_members, .mode = row.mode,
+    dg_rule_ctx x = {.n_members = (int)row.n_members,
+                     .mode = row.mode,
                      .initiator = DG_NOBODY,
                      .timeout_ms = cfg ? (int64_t)cfg->turn_timeout_sec * 1000 : 0,
                      .max_agent_msgs = cfg ? cfg->turn_max_agent_messages : 0};
     for (size_t i = 0; i < row.n_members && i < DG_TURN_MAX_MEMBERS; i++) {
-        if ((!cfg || dg_config_agent(cfg, row.members[i])) &&
-            row.standing[i] < DG_MEMBER_LEFT)
+        if ((!cfg || dg_config_agent(cfg, row.members[i])) && row.standing[i] < DG_MEMBER_LEFT)
             x.present |= (uint64_t)1 << i;
         if (row.initiator && strcmp(row.members[i], row.initiator) == 0)
             x.initiator = (int)i;
@@ -66,9 +66,11 @@ int dg_turn_view_load(dg_store *st, const dg_config *cfg, const dg_scope *sc, in
     dg_rule_expire(&out->state, &x, now_ms, NULL);
     /* A closed channel keeps the state it had, but nobody speaks there. */
     out->speaker = out->mode != DG_MODE_CLOSED && out->state.active
-                       ? dg_rule_speaker(&out->state, &x) : DG_NOBODY;
+                       ? dg_rule_speaker(&out->state, &x)
+                       : DG_NOBODY;
     out->condition = out->mode == DG_MODE_CLOSED ? "closed"
-                   : out->state.active ? "speaking"
-                   : out->state.rested ? "resting" : "dormant";
+                     : out->state.active         ? "speaking"
+                     : out->state.rested         ? "resting"
+                                                 : "dormant";
     return DG_OK;
 }

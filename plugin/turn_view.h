@@ -15,14 +15,14 @@
 #include "turns.h"
 
 typedef struct dg_turn_view {
-    int has_state;            /* 0: the scope never had a turn state (nothing happened yet) */
+    int has_state; /* 0: the scope never had a turn state (nothing happened yet) */
     dg_channel_mode mode;
-    char **members;           /* turn order (agent ids by position); owned */
+    char **members; /* turn order (agent ids by position); owned */
     size_t n_members;
-    uint64_t present;         /* members that are configured agents */
-    dg_turn_state state;      /* timeouts applied up to now */
-    int speaker;              /* position, or DG_NOBODY (always in a closed channel) */
-    const char *condition;    /* static: "speaking", "dormant", "resting", "closed" */
+    uint64_t present;      /* members that are configured agents */
+    dg_turn_state state;   /* timeouts applied up to now */
+    int speaker;           /* position, or DG_NOBODY (always in a closed channel) */
+    const char *condition; /* static: "speaking", "dormant", "resting", "closed" */
 } dg_turn_view;
 
 /*

@@ -29,8 +29,8 @@ int dg_turn_state_same(const dg_turn_state *a, const dg_turn_state *b)
     /* Field by field: the struct has padding a memcmp would read. */
     return a->active == b->active && a->speaker == b->speaker && a->anchor == b->anchor &&
            a->silent == b->silent && a->mention == b->mention &&
-           a->mention_done == b->mention_done && a->consumed == b->consumed &&
-           a->owed == b->owed && a->agent_msgs == b->agent_msgs && a->rested == b->rested &&
+           a->mention_done == b->mention_done && a->consumed == b->consumed && a->owed == b->owed &&
+           a->agent_msgs == b->agent_msgs && a->rested == b->rested &&
            a->idle_reminded == b->idle_reminded && a->handoff == b->handoff &&
            a->permit == b->permit && a->permit_ms == b->permit_ms &&
            a->last_change_ms == b->last_change_ms;
@@ -125,8 +125,9 @@ static void go_dormant(dg_turn_state *s)
  * on read-only copies: they foresee what the real change will queue. */
 static void arm_wait(dg_turn_state *s, const dg_rule_ctx *c, int pos)
 {
-    s->awaiting = c->wake_tracking && valid_pos(c, pos) && s->active &&
-                  dg_rule_speaker(s, c) == pos ? BIT(pos) : 0;
+    s->awaiting = c->wake_tracking && valid_pos(c, pos) && s->active && dg_rule_speaker(s, c) == pos
+                      ? BIT(pos)
+                      : 0;
 }
 
 /* The invariant: awaiting is empty or the current speaker's bit. A wait
@@ -221,8 +222,7 @@ static void advance(dg_turn_state *s, const dg_rule_ctx *c, int from, dg_run_out
     }
 }
 
-static void expire_impl(dg_turn_state *s, const dg_rule_ctx *c, int64_t now_ms,
-                        dg_rule_effects *fx)
+static void expire_impl(dg_turn_state *s, const dg_rule_ctx *c, int64_t now_ms, dg_rule_effects *fx)
 {
     /* Each round passes one speaker or ends the cycle: bounded. */
     for (int guard = 0; guard < 2 * DG_TURN_MAX_MEMBERS + 4; guard++) {
@@ -246,8 +246,7 @@ void dg_rule_expire(dg_turn_state *s, const dg_rule_ctx *c, int64_t now_ms, dg_r
 }
 
 static void on_message_impl(dg_turn_state *s, const dg_rule_ctx *c, dg_sender_kind kind,
-                            int sender_pos, uint64_t mentions, int64_t now_ms,
-                            dg_rule_effects *fx)
+                            int sender_pos, uint64_t mentions, int64_t now_ms, dg_rule_effects *fx)
 {
     if (c->mode == DG_MODE_CLOSED)
         return; /* nothing in a closed channel ever wakes a turn */
@@ -303,8 +302,8 @@ static void on_message_impl(dg_turn_state *s, const dg_rule_ctx *c, dg_sender_ki
 
     /* Its message arrived: nothing of it is owed any more, also when the
      * loop guard rests the scope on it. */
-    int owed = kind == DG_SENDER_AGENT && valid_pos(c, sender_pos) &&
-               (s->owed & BIT(sender_pos)) != 0;
+    int owed =
+        kind == DG_SENDER_AGENT && valid_pos(c, sender_pos) && (s->owed & BIT(sender_pos)) != 0;
     if (owed)
         s->owed &= ~BIT(sender_pos);
     if (count_agent_message(s, c, fx))
@@ -391,8 +390,8 @@ void dg_rule_member_gone(dg_turn_state *s, const dg_rule_ctx *c, int pos, int64_
     settle_wait(s, &after);
 }
 
-void dg_rule_on_message(dg_turn_state *s, const dg_rule_ctx *c, dg_sender_kind kind,
-                        int sender_pos, uint64_t mentions, int64_t now_ms, dg_rule_effects *fx)
+void dg_rule_on_message(dg_turn_state *s, const dg_rule_ctx *c, dg_sender_kind kind, int sender_pos,
+                        uint64_t mentions, int64_t now_ms, dg_rule_effects *fx)
 {
     on_message_impl(s, c, kind, sender_pos, mentions, now_ms, fx);
     settle_wait(s, c);
@@ -504,12 +503,11 @@ int dg_rule_may_send(const dg_turn_state *s, const dg_rule_ctx *c, int pos, int6
 static const struct {
     const char *word;
     dg_admin_cmd cmd;
-} admin_subs[] = {{"status", DG_ADMIN_STATUS}, {"rest", DG_ADMIN_REST},
-                  {"wake", DG_ADMIN_WAKE}, {"skip", DG_ADMIN_SKIP},
-                  {"close", DG_ADMIN_CLOSE}, {"rotate", DG_ADMIN_ROTATE},
-                  {"cancel", DG_ADMIN_CANCEL}, {"help", DG_ADMIN_HELP},
-                  {"order", DG_ADMIN_ORDER}, {"add", DG_ADMIN_ADD},
-                  {"remove", DG_ADMIN_REMOVE}};
+} admin_subs[] = {
+    {"status", DG_ADMIN_STATUS}, {"rest", DG_ADMIN_REST},    {"wake", DG_ADMIN_WAKE},
+    {"skip", DG_ADMIN_SKIP},     {"close", DG_ADMIN_CLOSE},  {"rotate", DG_ADMIN_ROTATE},
+    {"cancel", DG_ADMIN_CANCEL}, {"help", DG_ADMIN_HELP},    {"order", DG_ADMIN_ORDER},
+    {"add", DG_ADMIN_ADD},       {"remove", DG_ADMIN_REMOVE}};
 #define N_ADMIN_SUBS (sizeof admin_subs / sizeof admin_subs[0])
 
 /* The subcommand word of a `!dirigent` command: *word and its length (0:
@@ -674,8 +672,7 @@ int dg_rule_admin_wake(dg_turn_state *s, const dg_rule_ctx *c, int pos, int64_t 
     return 0;
 }
 
-int dg_rule_admin_skip(dg_turn_state *s, const dg_rule_ctx *c, int64_t now_ms,
-                       dg_rule_effects *fx)
+int dg_rule_admin_skip(dg_turn_state *s, const dg_rule_ctx *c, int64_t now_ms, dg_rule_effects *fx)
 {
     int sp = dg_rule_speaker(s, c);
     if (sp == DG_NOBODY)

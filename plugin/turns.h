@@ -40,12 +40,12 @@ const char *dg_channel_mode_name(dg_channel_mode m);
  */
 typedef struct dg_rule_ctx {
     int n_members;
-    uint64_t present;        /* members that are still configured agents */
+    uint64_t present; /* members that are still configured agents */
     dg_channel_mode mode;
-    int initiator;           /* discussion initiator's position or DG_NOBODY */
-    int64_t timeout_ms;      /* turn.timeoutSec * 1000; 0 = no timeout */
-    int64_t max_agent_msgs;  /* turn.maxAgentMessages; 0 = no loop guard */
-    int wake_tracking;       /* the host reports message_received per agent
+    int initiator;          /* discussion initiator's position or DG_NOBODY */
+    int64_t timeout_ms;     /* turn.timeoutSec * 1000; 0 = no timeout */
+    int64_t max_agent_msgs; /* turn.maxAgentMessages; 0 = no loop guard */
+    int wake_tracking;      /* the host reports message_received per agent
                                 session: a speaker woken by a moderator message
                                 awaits it (dg_turn_state.awaiting) */
 } dg_rule_ctx;
@@ -57,9 +57,9 @@ int dg_turn_state_same(const dg_turn_state *a, const dg_turn_state *b);
 
 /* Moderator messages owed by a change (the engine queues them). */
 typedef struct dg_rule_effects {
-    int handoff_to;          /* bare mention of this member, or DG_NOBODY */
-    int rest_notice;         /* the loop guard put the scope to rest */
-    int idle_reminder;       /* discussion idle: remind the initiator */
+    int handoff_to;    /* bare mention of this member, or DG_NOBODY */
+    int rest_notice;   /* the loop guard put the scope to rest */
+    int idle_reminder; /* discussion idle: remind the initiator */
 } dg_rule_effects;
 
 void dg_rule_effects_init(dg_rule_effects *fx);
@@ -87,8 +87,7 @@ int dg_rule_speaker(const dg_turn_state *s, const dg_rule_ctx *c);
  * the timeout loses the turn (counted as a pass), possibly several times.
  * fx may be NULL (read-only callers work on a copy).
  */
-void dg_rule_expire(dg_turn_state *s, const dg_rule_ctx *c, int64_t now_ms,
-                    dg_rule_effects *fx);
+void dg_rule_expire(dg_turn_state *s, const dg_rule_ctx *c, int64_t now_ms, dg_rule_effects *fx);
 
 /*
  * A new message in the scope (after dedup). sender_pos: the member position
@@ -102,9 +101,8 @@ void dg_rule_expire(dg_turn_state *s, const dg_rule_ctx *c, int64_t now_ms,
  * must not pull the turn back), and a human keeps the current speaker
  * unless they @mention agents.
  */
-void dg_rule_on_message(dg_turn_state *s, const dg_rule_ctx *c, dg_sender_kind kind,
-                        int sender_pos, uint64_t mentions, int64_t now_ms,
-                        dg_rule_effects *fx);
+void dg_rule_on_message(dg_turn_state *s, const dg_rule_ctx *c, dg_sender_kind kind, int sender_pos,
+                        uint64_t mentions, int64_t now_ms, dg_rule_effects *fx);
 
 /*
  * Member pos leaves the order (c: the channel as it was, pos still
@@ -136,8 +134,7 @@ void dg_rule_on_run_end(dg_turn_state *s, const dg_rule_ctx *c, int pos, dg_run_
  * always 1; unmanaged scopes 0; else 1 unless pos is the speaker. Pure:
  * timeouts are applied to a copy.
  */
-int dg_rule_needs_override(const dg_turn_state *s, const dg_rule_ctx *c, int pos,
-                           int64_t now_ms);
+int dg_rule_needs_override(const dg_turn_state *s, const dg_rule_ctx *c, int pos, int64_t now_ms);
 
 /*
  * Decision of message_sending for a non-silent message of member pos: 1 =
@@ -164,8 +161,7 @@ int dg_rule_may_send(const dg_turn_state *s, const dg_rule_ctx *c, int pos, int6
 
 /* 1 when pos is the speaker and awaits its wake message at now (timeouts
  * applied to a copy). 0 in unmanaged or closed scopes. Pure. */
-int dg_rule_awaiting_wake(const dg_turn_state *s, const dg_rule_ctx *c, int pos,
-                          int64_t now_ms);
+int dg_rule_awaiting_wake(const dg_turn_state *s, const dg_rule_ctx *c, int pos, int64_t now_ms);
 
 /* A moderator message reached pos's session: its wait (if any) ends.
  * Returns 1 when pos was awaiting. */
@@ -179,19 +175,19 @@ int dg_rule_await_wake(dg_turn_state *s, const dg_rule_ctx *c, int pos);
 /* ---- Admin commands (config `admins`; the engine parses and replies) ---- */
 
 typedef enum dg_admin_cmd {
-    DG_ADMIN_NONE = 0,       /* not a `!dirigent` command */
-    DG_ADMIN_HELP = 1,       /* `!dirigent` alone or `!dirigent help` */
+    DG_ADMIN_NONE = 0, /* not a `!dirigent` command */
+    DG_ADMIN_HELP = 1, /* `!dirigent` alone or `!dirigent help` */
     DG_ADMIN_STATUS = 2,
     DG_ADMIN_REST = 3,
     DG_ADMIN_WAKE = 4,
     DG_ADMIN_SKIP = 5,
-    DG_ADMIN_CLOSE = 6,      /* `!dirigent close [summaryPath]` (discussion channels) */
-    DG_ADMIN_ROTATE = 7,     /* `!dirigent rotate`: the scope's sessions end (host, ABI 1.1) */
-    DG_ADMIN_CANCEL = 8,     /* `!dirigent cancel`: the speaker's run is aborted (ABI 1.1) */
-    DG_ADMIN_ORDER = 9,      /* `!dirigent order`: the channel's turn order, who is out */
-    DG_ADMIN_ADD = 10,       /* `!dirigent add <@agent>`: into the order (back) */
-    DG_ADMIN_REMOVE = 11,    /* `!dirigent remove <@agent>`: out of the order until `add` */
-    DG_ADMIN_UNKNOWN = 12    /* `!dirigent <word>` with a word that is no subcommand */
+    DG_ADMIN_CLOSE = 6,   /* `!dirigent close [summaryPath]` (discussion channels) */
+    DG_ADMIN_ROTATE = 7,  /* `!dirigent rotate`: the scope's sessions end (host, ABI 1.1) */
+    DG_ADMIN_CANCEL = 8,  /* `!dirigent cancel`: the speaker's run is aborted (ABI 1.1) */
+    DG_ADMIN_ORDER = 9,   /* `!dirigent order`: the channel's turn order, who is out */
+    DG_ADMIN_ADD = 10,    /* `!dirigent add <@agent>`: into the order (back) */
+    DG_ADMIN_REMOVE = 11, /* `!dirigent remove <@agent>`: out of the order until `add` */
+    DG_ADMIN_UNKNOWN = 12 /* `!dirigent <word>` with a word that is no subcommand */
 } dg_admin_cmd;
 
 /* Every moderator reply to an admin command starts with this, so its echo
@@ -252,7 +248,6 @@ int dg_rule_admin_wake(dg_turn_state *s, const dg_rule_ctx *c, int pos, int64_t 
  * handed the turn with a mention (fx->handoff_to, also when it has not
  * consumed the latest message). Returns the skipped speaker, or DG_NOBODY
  * when there is none (dormant; nothing changed). */
-int dg_rule_admin_skip(dg_turn_state *s, const dg_rule_ctx *c, int64_t now_ms,
-                       dg_rule_effects *fx);
+int dg_rule_admin_skip(dg_turn_state *s, const dg_rule_ctx *c, int64_t now_ms, dg_rule_effects *fx);
 
 #endif

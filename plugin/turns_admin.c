@@ -39,11 +39,13 @@ static void reply_add(reply_buf *r, const char *text)
 static void reply_tpl(const dg_turns *t, reply_buf *r, const char *name, const dg_tpl_vars *v)
 {
     static const dg_tpl_vars none;
-    char *text = t->p->templates ? dg_templates_render_trim(t->p->templates, name, v ? v : &none)
-                                 : NULL;
+    char *text =
+        t->p->templates ? dg_templates_render_trim(t->p->templates, name, v ? v : &none) : NULL;
     if (!text)
-        dg_log(t->p, OC_LOG_ERROR, "turns: template %s could not be rendered; the admin reply "
-               "is not sent", name);
+        dg_log(t->p, OC_LOG_ERROR,
+               "turns: template %s could not be rendered; the admin reply "
+               "is not sent",
+               name);
     reply_add(r, DG_ADMIN_REPLY_PREFIX);
     reply_add(r, text);
     free(text);
@@ -76,16 +78,15 @@ static const char *standing_label(dg_member_standing s)
 
 /* "a (why), b (why)" of c's members in the order (out = 0) or out of it
  * (out = 1), or `none`. 0 or -1 when out of memory. */
-static int order_list(const dg_turns *t, const turns_chan *c, int out, const char *none,
-                      dg_buf *b)
+static int order_list(const dg_turns *t, const turns_chan *c, int out, const char *none, dg_buf *b)
 {
     for (int i = 0; i < c->n; i++) {
         int configured = dg_config_agent(&t->p->cfg, c->members[i]) != NULL;
         int is_out = c->standing[i] >= DG_MEMBER_LEFT || !configured;
         if (is_out != out)
             continue;
-        const char *why = configured ? standing_label(c->standing[i])
-                                     : "no longer among the gateway's agents";
+        const char *why =
+            configured ? standing_label(c->standing[i]) : "no longer among the gateway's agents";
         if ((b->len && dg_buf_adds(b, ", ")) || dg_buf_adds(b, c->members[i]) ||
             dg_buf_adds(b, " (") || dg_buf_adds(b, why) || dg_buf_adds(b, ")"))
             return -1;
@@ -110,8 +111,8 @@ static const dg_agent_cfg *admin_target(const dg_turns *t, const dg_turn_message
         char *end;
         if (strncmp(word, "<@", 2) == 0 && (end = strchr(word, '>'))) {
             *end = '\0';
-            const dg_agent_cfg *a = dg_config_agent_by_user(cfg, word[2] == '!' ? word + 3
-                                                                                 : word + 2);
+            const dg_agent_cfg *a =
+                dg_config_agent_by_user(cfg, word[2] == '!' ? word + 3 : word + 2);
             if (a)
                 return a;
         }
@@ -150,15 +151,16 @@ static int admin_members(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd
         dg_member_standing was;
         if ((rc = turns_member_admit(t, c, a->agent_id, now, &pos, &was)))
             return rc;
-        tpl = pos == DG_NOBODY ? "admin_member_unknown.md"
-            : was < DG_MEMBER_LEFT ? "admin_add_already.md" : "admin_add.md";
+        tpl = pos == DG_NOBODY       ? "admin_member_unknown.md"
+              : was < DG_MEMBER_LEFT ? "admin_add_already.md"
+                                     : "admin_add.md";
     } else if (cmd == DG_ADMIN_REMOVE) {
         int pos = turns_member_pos(c, a->agent_id);
         if (pos == DG_NOBODY || c->standing[pos] >= DG_MEMBER_LEFT) {
             tpl = "admin_remove_not_member.md";
         } else {
-            if ((rc = turns_member_leave(t, r, pos, DG_MEMBER_REMOVED, DG_NOBODY, now, cause,
-                                         kick)))
+            if ((rc =
+                     turns_member_leave(t, r, pos, DG_MEMBER_REMOVED, DG_NOBODY, now, cause, kick)))
                 return rc;
             tpl = "admin_remove.md";
         }
@@ -166,8 +168,7 @@ static int admin_members(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd
     dg_buf order = {0}, out = {0};
     if (order_list(t, c, 0, "nobody yet", &order) || order_list(t, c, 1, "none", &out))
         b->nomem = 1;
-    dg_tpl_vars v = {.agent = a ? a->agent_id : NULL, .turnOrder = order.s,
-                     .outOfOrder = out.s};
+    dg_tpl_vars v = {.agent = a ? a->agent_id : NULL, .turnOrder = order.s, .outOfOrder = out.s};
     if (!b->nomem)
         reply_tpl(t, b, tpl, &v);
     dg_buf_free(&order);
@@ -194,8 +195,9 @@ static void admin_status(const dg_turns *t, const turns_scope *r, const dg_turn_
         .mode = dg_channel_mode_name(c->mode),
         .turnOrder = order.s,
         .speaker = c->mode == DG_MODE_CLOSED ? "none (closed)"
-                 : !st->active ? (st->rested ? "resting (loop guard)" : "dormant")
-                 : sp != DG_NOBODY ? c->members[sp] : "nobody eligible",
+                   : !st->active             ? (st->rested ? "resting (loop guard)" : "dormant")
+                   : sp != DG_NOBODY         ? c->members[sp]
+                                             : "nobody eligible",
         .passed = passed.s,
         .agentMessages = msgs,
         .maxAgentMessages = max,
@@ -206,7 +208,8 @@ static void admin_status(const dg_turns *t, const turns_scope *r, const dg_turn_
     dg_buf_free(&passed);
     if (c->mode == DG_MODE_CLOSED) {
         char *note = t->p->templates
-            ? dg_templates_render_trim(t->p->templates, "admin_status_closed.md", &v) : NULL;
+                         ? dg_templates_render_trim(t->p->templates, "admin_status_closed.md", &v)
+                         : NULL;
         reply_add(b, "\n");
         reply_add(b, note);
         free(note);
@@ -220,18 +223,18 @@ typedef struct admin_run {
     dg_admin_cmd cmd;
     turns_chan *c;
     turns_scope *r;
-    const char *post;            /* where the reply goes */
-    const char *cause;           /* why the state changed, for the operator's view */
+    const char *post;  /* where the reply goes */
+    const char *cause; /* why the state changed, for the operator's view */
     int64_t now;
     int *kick;
     turns_owner_action *oa;
     dg_rule_ctx x;
     dg_rule_effects fx;
-    dg_turn_state next;          /* staged from r->st; saved when changes */
+    dg_turn_state next; /* staged from r->st; saved when changes */
     int changes;
     reply_buf b;
-    const char *mention;         /* the reply wakes this user id, NULL: nobody */
-    int deferred;                /* host calls after the commit (oa): nothing posted now */
+    const char *mention; /* the reply wakes this user id, NULL: nobody */
+    int deferred;        /* host calls after the commit (oa): nothing posted now */
 } admin_run;
 
 /* One `!dirigent` subcommand: its reply into a->b and the change it
@@ -246,8 +249,8 @@ static int admin_unknown(dg_turns *t, admin_run *a)
     const char *near = dg_admin_suggest(a->m->content, word, sizeof word);
     dg_tpl_vars v = {.command = word, .suggestion = near};
     reply_tpl(t, &a->b, near ? "admin_unknown_suggest.md" : "admin_unknown.md", &v);
-    char *help = t->p->templates
-        ? dg_templates_render_trim(t->p->templates, "admin_help.md", &v) : NULL;
+    char *help =
+        t->p->templates ? dg_templates_render_trim(t->p->templates, "admin_help.md", &v) : NULL;
     reply_add(&a->b, "\n");
     reply_add(&a->b, help);
     free(help);
@@ -286,8 +289,8 @@ static int admin_close(dg_turns *t, admin_run *a)
         reply_tpl(t, &a->b, "admin_close_path_long.md", &(dg_tpl_vars){.maxBytes = max});
         return DG_OK;
     }
-    int rc = dg_discuss_admin_close_locked(t->p, a->c->id, has ? path : NULL, a->now, &closed,
-                                           msg, sizeof msg);
+    int rc = dg_discuss_admin_close_locked(t->p, a->c->id, has ? path : NULL, a->now, &closed, msg,
+                                           sizeof msg);
     if (rc != DG_OK)
         return rc;
     reply_add(&a->b, DG_ADMIN_REPLY_PREFIX);
@@ -369,8 +372,11 @@ static int admin_skip(dg_turns *t, admin_run *a)
     char at[96];
     snprintf(at, sizeof at, "<@%s>", a->mention ? a->mention : "");
     dg_tpl_vars v = {.skippedAgent = a->c->members[sp], .agentMention = at};
-    reply_tpl(t, &a->b, a->mention ? "admin_skip.md" : a->fx.idle_reminder
-                        ? "admin_skip_initiator.md" : "admin_skip_dormant.md", &v);
+    reply_tpl(t, &a->b,
+              a->mention            ? "admin_skip.md"
+              : a->fx.idle_reminder ? "admin_skip_initiator.md"
+                                    : "admin_skip_dormant.md",
+              &v);
     return DG_OK;
 }
 
@@ -430,9 +436,10 @@ int turns_owner_reply(dg_turns *t, const turns_owner_action *oa, int64_t now)
     int rc = turns_enqueue(t, oa->post, text, NULL, now, &queued);
     rc = turns_txn_finish(t, rc);
     if (rc != DG_OK)
-        dg_log(t->p, OC_LOG_WARN, "turns: the reply to \"!dirigent %s\" in %s could not be "
-               "queued (%s); the command itself was carried out", admin_cmd_name(oa->cmd),
-               oa->channel, dg_status_name(rc));
+        dg_log(t->p, OC_LOG_WARN,
+               "turns: the reply to \"!dirigent %s\" in %s could not be "
+               "queued (%s); the command itself was carried out",
+               admin_cmd_name(oa->cmd), oa->channel, dg_status_name(rc));
     return rc == DG_OK && queued ? DG_OK : DG_ERR_IO;
 }
 

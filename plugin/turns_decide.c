@@ -11,8 +11,8 @@
 
 int turns_valid_session(const dg_turn_session *s)
 {
-    return s && s->agent_id && *s->agent_id && s->session_key && *s->session_key &&
-           s->channel_id && *s->channel_id && strlen(s->channel_id) < DG_SCOPE_ID_MAX &&
+    return s && s->agent_id && *s->agent_id && s->session_key && *s->session_key && s->channel_id &&
+           *s->channel_id && strlen(s->channel_id) < DG_SCOPE_ID_MAX &&
            (!s->thread_id || strlen(s->thread_id) < DG_SCOPE_ID_MAX);
 }
 
@@ -184,15 +184,15 @@ int dg_turns_resolve_run(dg_turns *t, const dg_turn_session *s, const char *run_
  * non-speaker's text that message_sending cancels is told the last two).
  */
 typedef enum claim_why {
-    CLAIM_NO = 0,           /* not claimed: the run goes on */
-    CLAIM_CLOSED,           /* a closed discussion channel */
-    CLAIM_REMOVED,          /* an admin took the agent out of the order */
-    CLAIM_LATE,             /* the turn came in another gateway after the run's message */
-    CLAIM_BEFORE_REPLY,     /* the run answers the message before an owed reply */
-    CLAIM_STALE,            /* the run answers an older message than the latest */
-    CLAIM_WAITING,          /* the speaker's wake message has not reached it yet */
-    CLAIM_RESTING,          /* the scope is dormant */
-    CLAIM_NOT_SPEAKER,      /* another agent holds the turn */
+    CLAIM_NO = 0,       /* not claimed: the run goes on */
+    CLAIM_CLOSED,       /* a closed discussion channel */
+    CLAIM_REMOVED,      /* an admin took the agent out of the order */
+    CLAIM_LATE,         /* the turn came in another gateway after the run's message */
+    CLAIM_BEFORE_REPLY, /* the run answers the message before an owed reply */
+    CLAIM_STALE,        /* the run answers an older message than the latest */
+    CLAIM_WAITING,      /* the speaker's wake message has not reached it yet */
+    CLAIM_RESTING,      /* the scope is dormant */
+    CLAIM_NOT_SPEAKER,  /* another agent holds the turn */
     CLAIM_WHY_COUNT
 } claim_why;
 
@@ -219,15 +219,15 @@ static const char *const claim_reasons[CLAIM_WHY_COUNT] = {
  * channel's context, and what the steps found. */
 typedef struct claim_run {
     const dg_turn_session *s;
-    const char *run_id;          /* NULL: none */
-    const char *prompt;          /* NULL: unknown */
+    const char *run_id; /* NULL: none */
+    const char *prompt; /* NULL: unknown */
     turns_sess *e;
     turns_scope *r;
     dg_rule_ctx x;
     claim_why why;
-    int woken;                   /* the run's prompt carries the idle reminder */
-    int fresh;                   /* the run id was not claimed before */
-    int64_t seen;                /* the scope's msg_seq the run is judged by */
+    int woken;    /* the run's prompt carries the idle reminder */
+    int fresh;    /* the run id was not claimed before */
+    int64_t seen; /* the scope's msg_seq the run is judged by */
 } claim_run;
 
 /* 1 when the speaker's run is still open to the later steps: not claimed
@@ -243,8 +243,8 @@ static int claim_open(const claim_run *cr, const dg_turn_claim *out)
 static void claim_check_reminder(claim_run *cr, dg_turn_claim *out, int64_t now)
 {
     turns_scope *r = cr->r;
-    if (!claim_open(cr, out) || !cr->prompt || !r->wake_fp[0] ||
-        r->wake_fp_pos != cr->e->pos || now - r->wake_fp_ms > TURNS_WAKE_FP_MAX_MS)
+    if (!claim_open(cr, out) || !cr->prompt || !r->wake_fp[0] || r->wake_fp_pos != cr->e->pos ||
+        now - r->wake_fp_ms > TURNS_WAKE_FP_MAX_MS)
         return;
     if (strstr(cr->prompt, r->wake_fp)) {
         r->wake_fp[0] = '\0'; /* the run that answers it */
@@ -273,8 +273,7 @@ static void claim_check_reminder(claim_run *cr, dg_turn_claim *out, int64_t now)
  * instances' wall clocks assumed in agreement, as the leases assume.
  * Writer held.
  */
-static int claim_check_moved_elsewhere(dg_turns *t, claim_run *cr, dg_turn_claim *out,
-                                       int64_t now)
+static int claim_check_moved_elsewhere(dg_turns *t, claim_run *cr, dg_turn_claim *out, int64_t now)
 {
     const turns_sess *e = cr->e;
     const turns_chan *c = e->chan;
@@ -368,8 +367,7 @@ static int claim_apply(dg_turns *t, claim_run *cr, dg_turn_claim *out, int64_t n
     turns_scope *r = cr->r;
     int rc = DG_OK;
     if (cr->run_id)
-        rc = dg_store_turns_run_claim(t->p->store, cr->s->session_key, cr->run_id, now,
-                                      &cr->fresh);
+        rc = dg_store_turns_run_claim(t->p->store, cr->s->session_key, cr->run_id, now, &cr->fresh);
     if (rc != DG_OK || !cr->fresh || out->closed || out->waiting)
         return rc;
     dg_rule_effects fx;
@@ -390,8 +388,7 @@ static int claim_apply(dg_turns *t, claim_run *cr, dg_turn_claim *out, int64_t n
  * the stall nudge's watch: a run held back for one that follows (for a
  * newer message, or for the reply still on its way) arms it, so the
  * speaker is mentioned if the host never starts that one. Writer held. */
-static void claim_record(dg_turns *t, const claim_run *cr, const dg_turn_claim *out,
-                         int64_t now)
+static void claim_record(dg_turns *t, const claim_run *cr, const dg_turn_claim *out, int64_t now)
 {
     turns_sess *e = cr->e;
     turns_scope *r = cr->r;
@@ -400,16 +397,15 @@ static void claim_record(dg_turns *t, const claim_run *cr, const dg_turn_claim *
     atomic_store(&e->granted, out->claimed ? 0 : 1);
     if (!out->claimed && e->configured && e->pos != DG_NOBODY)
         turns_nudge_run_started(r, e->pos);
-    if ((cr->why == CLAIM_STALE || cr->why == CLAIM_BEFORE_REPLY) &&
-        t->p->cfg.turn_nudge_sec > 0 && atomic_load(&r->wait_pos) != e->pos) {
+    if ((cr->why == CLAIM_STALE || cr->why == CLAIM_BEFORE_REPLY) && t->p->cfg.turn_nudge_sec > 0 &&
+        atomic_load(&r->wait_pos) != e->pos) {
         atomic_store(&r->wait_ms, now);
         atomic_store(&r->wait_pos, e->pos);
     }
 }
 
 /* The decision for cr's run inside the writer's transaction. */
-static int claim_locked(dg_turns *t, claim_run *cr, dg_turn_claim *out, int64_t now,
-                        int *kick)
+static int claim_locked(dg_turns *t, claim_run *cr, dg_turn_claim *out, int64_t now, int *kick)
 {
     int rc = turns_session_prepare(t, cr->s, now, &cr->e);
     if (rc != DG_OK)
@@ -428,19 +424,23 @@ static int claim_locked(dg_turns *t, claim_run *cr, dg_turn_claim *out, int64_t 
 
 static void claim_log_failure(dg_turns *t, const dg_turn_session *s, int rc, const char *why)
 {
-    dg_log(t->p, OC_LOG_ERROR, "before_agent_reply: no decision for %s in channel %s (%s%s); "
-           "the run is not claimed and goes on as usual", s->agent_id, s->channel_id,
-           dg_status_name(rc), why);
+    dg_log(t->p, OC_LOG_ERROR,
+           "before_agent_reply: no decision for %s in channel %s (%s%s); "
+           "the run is not claimed and goes on as usual",
+           s->agent_id, s->channel_id, dg_status_name(rc), why);
 }
 
-int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
-                   const char *prompt, dg_turn_claim *out)
+int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id, const char *prompt,
+                   dg_turn_claim *out)
 {
     memset(out, 0, sizeof *out);
     if (!turns_valid_session(s))
         return DG_ERR_INVALID;
-    claim_run cr = {.s = s, .run_id = run_id && *run_id ? run_id : NULL, .prompt = prompt,
-                    .why = CLAIM_NO, .fresh = 1};
+    claim_run cr = {.s = s,
+                    .run_id = run_id && *run_id ? run_id : NULL,
+                    .prompt = prompt,
+                    .why = CLAIM_NO,
+                    .fresh = 1};
     int64_t now = dg_now_ms(t->p);
     int rc = settle_unreachable(t, s, now);
     if (rc != DG_OK) {
@@ -496,7 +496,8 @@ static int send_fn(dg_turns *t, turns_sess *e, turns_scope *r, const dg_turn_ses
         o->cancel = 1;
         snprintf(o->reason, o->reason_len,
                  "dirigent: channel %s is a closed discussion channel (archive only); "
-                 "messages there are not delivered", c->id);
+                 "messages there are not delivered",
+                 c->id);
         return DG_OK;
     }
     if (!e->configured || dg_silent_text(o->content))
@@ -510,9 +511,8 @@ static int send_fn(dg_turns *t, turns_sess *e, turns_scope *r, const dg_turn_ses
     int sp = dg_rule_speaker(&cur, &x);
     char label[DG_SCOPE_LABEL_MAX];
     o->cancel = 1;
-    snprintf(o->reason, o->reason_len,
-             "dirigent: it is not %s's turn in channel %s (%s); %s", s->agent_id, c->id,
-             dg_scope_label(&r->scope, label),
+    snprintf(o->reason, o->reason_len, "dirigent: it is not %s's turn in channel %s (%s); %s",
+             s->agent_id, c->id, dg_scope_label(&r->scope, label),
              claim_reasons[sp == DG_NOBODY ? CLAIM_RESTING : CLAIM_NOT_SPEAKER]);
     return DG_OK;
 }
@@ -531,8 +531,7 @@ static int permit_fn(dg_turns *t, turns_sess *e, turns_scope *r, const dg_turn_s
 }
 
 int dg_turns_check_outbound(dg_turns *t, const dg_turn_session *s, const char *run_id,
-                            const char *content, int *cancel, char *reason,
-                            size_t reason_len)
+                            const char *content, int *cancel, char *reason, size_t reason_len)
 {
     *cancel = 0;
     if (!turns_valid_session(s))
@@ -550,13 +549,16 @@ int dg_turns_check_outbound(dg_turns *t, const dg_turn_session *s, const char *r
     if (k == TURNS_MARK_NONE || permit)
         return dg_turns_check_send(t, s, content, cancel, reason, reason_len);
     *cancel = 1;
-    snprintf(reason, reason_len, "dirigent: run %s of %s in channel %s was %s; none of its "
-             "texts is delivered", run_id && *run_id ? run_id : "(no id)", s->agent_id,
-             s->channel_id, k == TURNS_MARK_CLAIMED ? "claimed (no model call: the agent does not "
-             "hold the turn, or awaits the message that wakes it)"
-             : k == TURNS_MARK_WAITING ? "swapped to the no-reply model (it started before the "
-             "message that wakes the agent had reached it)"
-             : "swapped to the no-reply model (the agent did not hold the turn)");
+    snprintf(reason, reason_len,
+             "dirigent: run %s of %s in channel %s was %s; none of its "
+             "texts is delivered",
+             run_id && *run_id ? run_id : "(no id)", s->agent_id, s->channel_id,
+             k == TURNS_MARK_CLAIMED ? "claimed (no model call: the agent does not "
+                                       "hold the turn, or awaits the message that wakes it)"
+             : k == TURNS_MARK_WAITING
+                 ? "swapped to the no-reply model (it started before the "
+                   "message that wakes the agent had reached it)"
+                 : "swapped to the no-reply model (the agent did not hold the turn)");
     return DG_OK;
 }
 
@@ -593,16 +595,20 @@ int dg_turns_check_error_notice(dg_turns *t, const dg_turn_session *s, const cha
         return rc;
     const char *shown = text ? text : "";
     int len = (int)dg_utf8_prefix(shown, 120);
-    dg_log(t->p, OC_LOG_INFO, "%s: error notice of %s in channel %s not delivered: "
-           "\"%.*s%s\"", hook, s->agent_id, s->channel_id, len, shown, shown[len] ? "..." : "");
-    snprintf(reason, reason_len, "dirigent: channel %s is managed by the turn manager; an "
-             "error notice of the host (%s) is never posted there", s->channel_id, field);
+    dg_log(t->p, OC_LOG_INFO,
+           "%s: error notice of %s in channel %s not delivered: "
+           "\"%.*s%s\"",
+           hook, s->agent_id, s->channel_id, len, shown, shown[len] ? "..." : "");
+    snprintf(reason, reason_len,
+             "dirigent: channel %s is managed by the turn manager; an "
+             "error notice of the host (%s) is never posted there",
+             s->channel_id, field);
     *cancel = 1;
     return DG_OK;
 }
 
-int dg_turns_check_send(dg_turns *t, const dg_turn_session *s, const char *content,
-                        int *cancel, char *reason, size_t reason_len)
+int dg_turns_check_send(dg_turns *t, const dg_turn_session *s, const char *content, int *cancel,
+                        char *reason, size_t reason_len)
 {
     *cancel = 0;
     if (!turns_valid_session(s))
@@ -662,8 +668,10 @@ static int run_end_locked(dg_turns *t, const dg_turn_session *s, dg_run_outcome 
     dg_rule_on_run_end(&next, &x, fresh->pos, outcome, saw_latest, granted, now, &fx);
     char cause[200];
     snprintf(cause, sizeof cause, "run of %s ended: %s%s", s->agent_id,
-             outcome == DG_RUN_SPOKE ? "spoke" : outcome == DG_RUN_SILENT ? "passed (silent)"
-             : "tool calls only", saw_latest ? "" : " (it answered an older message)");
+             outcome == DG_RUN_SPOKE    ? "spoke"
+             : outcome == DG_RUN_SILENT ? "passed (silent)"
+                                        : "tool calls only",
+             saw_latest ? "" : " (it answered an older message)");
     if ((!dg_turn_state_same(&next, &r->st) || !r->in_db) &&
         (rc = turns_save_scope(t, r, &next, now, cause)))
         return rc;
@@ -672,8 +680,8 @@ static int run_end_locked(dg_turns *t, const dg_turn_session *s, dg_run_outcome 
     return turns_install(t, r, &next);
 }
 
-int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id,
-                     const char *output, long tool_calls, int success)
+int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id, const char *output,
+                     long tool_calls, int success)
 {
     if (!turns_valid_session(s))
         return DG_ERR_INVALID;
@@ -692,18 +700,20 @@ int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id,
     if (run_id && *run_id)
         rc = dg_store_turns_run_claim(t->p->store, s->session_key, run_id, now, &fresh);
     if (rc == DG_OK && !fresh) {
-        dg_log(t->p, OC_LOG_DEBUG, "agent_end: run %s of %s was already handled; ignored",
-               run_id, s->session_key);
-        return turns_txn_finish(t, DG_OK);
-    }
-    if (rc == DG_OK && mark == TURNS_MARK_CLAIMED) {
-        dg_log(t->p, OC_LOG_DEBUG, "agent_end: run %s of %s was claimed; its end changes "
-               "nothing (the claim did what it would)", run_id && *run_id ? run_id : "(no id)",
+        dg_log(t->p, OC_LOG_DEBUG, "agent_end: run %s of %s was already handled; ignored", run_id,
                s->session_key);
         return turns_txn_finish(t, DG_OK);
     }
+    if (rc == DG_OK && mark == TURNS_MARK_CLAIMED) {
+        dg_log(t->p, OC_LOG_DEBUG,
+               "agent_end: run %s of %s was claimed; its end changes "
+               "nothing (the claim did what it would)",
+               run_id && *run_id ? run_id : "(no id)", s->session_key);
+        return turns_txn_finish(t, DG_OK);
+    }
     if (rc == DG_OK && mark == TURNS_MARK_WAITING) {
-        dg_log(t->p, OC_LOG_DEBUG, "agent_end: run %s of %s was swapped while the agent awaited "
+        dg_log(t->p, OC_LOG_DEBUG,
+               "agent_end: run %s of %s was swapped while the agent awaited "
                "its wake message; its end changes nothing (no pass)",
                run_id && *run_id ? run_id : "(no id)", s->session_key);
         return turns_txn_finish(t, DG_OK);
@@ -711,17 +721,20 @@ int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id,
     if (rc == DG_OK)
         rc = run_end_locked(t, s, o, mark, mark_seen, other_run, now, &kick);
     if (rc)
-        dg_log(t->p, OC_LOG_ERROR, "agent_end: could not advance the turn of %s in channel %s "
-               "(%s: %s)", s->agent_id, s->channel_id, dg_status_name(rc),
-               dg_store_errmsg(t->p->store));
+        dg_log(t->p, OC_LOG_ERROR,
+               "agent_end: could not advance the turn of %s in channel %s "
+               "(%s: %s)",
+               s->agent_id, s->channel_id, dg_status_name(rc), dg_store_errmsg(t->p->store));
     else
         dg_log(t->p, OC_LOG_DEBUG, "agent_end: %s in %s %s%s", s->agent_id, s->channel_id,
                dg_run_outcome_name(o), success ? "" : " (run failed)");
     int failed = rc;
     rc = turns_txn_finish(t, rc);
     if (rc != DG_OK && !failed)
-        dg_log(t->p, OC_LOG_ERROR, "agent_end: the state database did not commit the end of %s's "
-               "run in channel %s; the turn did not move", s->agent_id, s->channel_id);
+        dg_log(t->p, OC_LOG_ERROR,
+               "agent_end: the state database did not commit the end of %s's "
+               "run in channel %s; the turn did not move",
+               s->agent_id, s->channel_id);
     if (rc == DG_OK && kick)
         dg_outbox_kick(t->p->outbox);
     return rc;

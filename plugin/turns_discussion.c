@@ -9,9 +9,8 @@
 
 /* ---- discussion channels (inside the caller's transaction) ------------------------ */
 
-int dg_turns_prefill_discussion(dg_turns *t, const char *channel_id,
-                                const char *initiator_agent_id, const char *const *order,
-                                size_t n, int64_t now_ms)
+int dg_turns_prefill_discussion(dg_turns *t, const char *channel_id, const char *initiator_agent_id,
+                                const char *const *order, size_t n, int64_t now_ms)
 {
     dg_store *st = t ? t->p->store : NULL;
     if (!st || !channel_id || !*channel_id || strlen(channel_id) >= DG_SCOPE_ID_MAX ||
@@ -70,8 +69,8 @@ int dg_turns_close_channel(dg_turns *t, const char *channel_id, int64_t now_ms)
     int rc = dg_store_turns_channel_load(st, channel_id, &row);
     if (rc != DG_OK && rc != DG_ERR_NOT_FOUND)
         return rc;
-    rc = dg_store_turns_channel_save(st, channel_id, DG_MODE_CLOSED, row.initiator, row.top_root,
-                                     0, now_ms);
+    rc = dg_store_turns_channel_save(st, channel_id, DG_MODE_CLOSED, row.initiator, row.top_root, 0,
+                                     now_ms);
     dg_turn_channel_row_clear(&row);
     return rc;
 }
@@ -81,8 +80,7 @@ int dg_turns_wake_with_result(dg_turns *t, const char *origin_channel_id,
 {
     dg_store *st = t ? t->p->store : NULL;
     if (!st || !origin_channel_id || !*origin_channel_id ||
-        strlen(origin_channel_id) >= DG_SCOPE_ID_MAX || !initiator_agent_id ||
-        !*initiator_agent_id)
+        strlen(origin_channel_id) >= DG_SCOPE_ID_MAX || !initiator_agent_id || !*initiator_agent_id)
         return DG_ERR_INVALID;
     dg_turn_channel_row row;
     int rc = dg_store_turns_channel_load(st, origin_channel_id, &row);
@@ -98,16 +96,15 @@ int dg_turns_wake_with_result(dg_turns *t, const char *origin_channel_id,
     int rejoin = pos != DG_NOBODY && row.standing[pos] < DG_MEMBER_REMOVED &&
                  row.standing[pos] != DG_MEMBER_RAN;
     dg_turn_channel_row_clear(&row);
-    if (rejoin && (rc = dg_store_turns_member_standing(st, origin_channel_id, pos,
-                                                       DG_MEMBER_RAN)))
+    if (rejoin && (rc = dg_store_turns_member_standing(st, origin_channel_id, pos, DG_MEMBER_RAN)))
         return rc;
     if (pos == DG_NOBODY) {
         if (n_members >= DG_TURN_MAX_MEMBERS)
             return DG_ERR_INVALID;
         /* A channel row must exist before a member can be added to it. */
         if (rc == DG_ERR_NOT_FOUND &&
-            (rc = dg_store_turns_channel_save(st, origin_channel_id, DG_MODE_NORMAL, NULL, NULL,
-                                              0, now_ms)) != DG_OK)
+            (rc = dg_store_turns_channel_save(st, origin_channel_id, DG_MODE_NORMAL, NULL, NULL, 0,
+                                              now_ms)) != DG_OK)
             return rc;
         pos = (int)n_members;
         if ((rc = dg_store_turns_member_add(st, origin_channel_id, pos, initiator_agent_id,

@@ -81,8 +81,10 @@ static int arm_kickoff(dg_turns *t, const char *channel_id, const char *agent)
     int armed = dg_rule_await_wake(&r->st, &x, pos);
     pthread_rwlock_unlock(&t->lock);
     if (armed)
-        dg_log(t->p, OC_LOG_DEBUG, "turns: %s opens discussion channel %s and awaits the kickoff; "
-               "its runs before it arrives do not count", agent, channel_id);
+        dg_log(t->p, OC_LOG_DEBUG,
+               "turns: %s opens discussion channel %s and awaits the kickoff; "
+               "its runs before it arrives do not count",
+               agent, channel_id);
     return DG_OK;
 }
 
@@ -289,12 +291,18 @@ static int log_transition(dg_turns *t, const turns_scope *r, const dg_turn_state
             used += dg_str_join(passed + used, sizeof passed - used, more, 2);
         }
     dg_transition tr = {
-        .at_ms = now, .scope = scope, .cause = (char *)cause,
+        .at_ms = now,
+        .scope = scope,
+        .cause = (char *)cause,
         .speaker_before = before != DG_NOBODY ? c->members[before] : NULL,
         .speaker_after = after != DG_NOBODY ? c->members[after] : NULL,
-        .state = c->mode == DG_MODE_CLOSED ? "closed" : st->active ? "speaking"
-               : st->rested ? "resting" : "dormant",
-        .passed = passed, .agent_msgs = st->agent_msgs, .message_id = message_id,
+        .state = c->mode == DG_MODE_CLOSED ? "closed"
+                 : st->active              ? "speaking"
+                 : st->rested              ? "resting"
+                                           : "dormant",
+        .passed = passed,
+        .agent_msgs = st->agent_msgs,
+        .message_id = message_id,
     };
     return dg_store_transition_add(t->p->store, c->id, &tr);
 }
@@ -311,8 +319,8 @@ int turns_save_scope_for(dg_turns *t, turns_scope *r, const dg_turn_state *st, i
     TURNS_ASSERT_WRITER(t);
     int rc = log_transition(t, r, st, now, cause, message_id);
     if (rc == DG_OK)
-        rc = dg_store_turns_scope_save_for(t->p->store, &r->scope, r->post_channel, st,
-                                           r->in_db, r->in_db && r->st.active, message_id, now);
+        rc = dg_store_turns_scope_save_for(t->p->store, &r->scope, r->post_channel, st, r->in_db,
+                                           r->in_db && r->st.active, message_id, now);
     if (rc == DG_OK)
         r->in_db = 1;
     return rc;
@@ -365,8 +373,10 @@ int dg_turns_new(dg_plugin *p, dg_turns **out)
         atomic_init(&t->per_agent, per_agent);
         /* Best effort: what a failed prune left is pruned at the next start. */
         if (turns_txn_finish(t, rc) == DG_OK && (removed || runs || states))
-            dg_log(p, OC_LOG_DEBUG, "turns: forgot %ld old message ids, %ld old run ids and %ld "
-                   "old finished threads", removed, runs, states);
+            dg_log(p, OC_LOG_DEBUG,
+                   "turns: forgot %ld old message ids, %ld old run ids and %ld "
+                   "old finished threads",
+                   removed, runs, states);
     }
     *out = t;
     return DG_OK;
@@ -450,4 +460,3 @@ int dg_turns_present(dg_turns *t, const char *channel_id, uint64_t *present)
     turns_txn_finish_read(t);
     return rc;
 }
-

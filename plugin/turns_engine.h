@@ -60,16 +60,16 @@ struct dg_turn_session;
 
 /* A message as message_received reports it. Borrowed strings. */
 typedef struct dg_turn_message {
-    const char *message_id;    /* dedup key with channel_id; NULL: no dedup */
-    const char *channel_id;    /* required */
-    const char *thread_id;     /* Discord thread, NULL if none */
+    const char *message_id; /* dedup key with channel_id; NULL: no dedup */
+    const char *channel_id; /* required */
+    const char *thread_id;  /* Discord thread, NULL if none */
     int is_dm;
-    const char *sender_id;     /* required */
+    const char *sender_id; /* required */
     int sender_is_bot;
-    const char *content;       /* may be NULL */
+    const char *content;         /* may be NULL */
     const char *const *mentions; /* user ids */
     size_t n_mentions;
-    const dg_tag *tags;        /* NIP-10 tags, may be NULL */
+    const dg_tag *tags; /* NIP-10 tags, may be NULL */
     size_t n_tags;
     /* The agent session this report is for (a host that fires
      * message_received once per agent, with ctx.sessionKey), or NULL when
@@ -79,10 +79,10 @@ typedef struct dg_turn_message {
 
 /* The session an agent hook runs in. Borrowed strings. */
 typedef struct dg_turn_session {
-    const char *agent_id;      /* required */
-    const char *session_key;   /* required */
-    const char *channel_id;    /* required */
-    const char *thread_id;     /* NULL if none */
+    const char *agent_id;    /* required */
+    const char *session_key; /* required */
+    const char *channel_id;  /* required */
+    const char *thread_id;   /* NULL if none */
     int is_dm;
 } dg_turn_session;
 
@@ -149,9 +149,9 @@ int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err,
 
 /* Verdict of before_model_resolve. */
 typedef struct dg_turn_verdict {
-    int no_reply;              /* route this run to noReplyProvider/noReplyModel */
-    int closed;                /* the channel is a closed discussion */
-    int waiting;               /* no_reply because the speaker awaits its wake
+    int no_reply; /* route this run to noReplyProvider/noReplyModel */
+    int closed;   /* the channel is a closed discussion */
+    int waiting;  /* no_reply because the speaker awaits its wake
                                   message: the run has no turn effect */
     char scope_label[DG_SCOPE_LABEL_MAX];
 } dg_turn_verdict;
@@ -169,11 +169,11 @@ int dg_turns_resolve_run(dg_turns *t, const dg_turn_session *s, const char *run_
 
 /* Verdict of before_agent_reply. */
 typedef struct dg_turn_claim {
-    int claimed;               /* answer {handled: true}: no model call */
-    int closed;                /* the channel is a closed discussion */
-    int waiting;               /* claimed because the speaker awaits its wake
+    int claimed;      /* answer {handled: true}: no model call */
+    int closed;       /* the channel is a closed discussion */
+    int waiting;      /* claimed because the speaker awaits its wake
                                   message: no effect on the turn at all */
-    char reason[256];          /* why, for the host's log (when claimed) */
+    char reason[256]; /* why, for the host's log (when claimed) */
 } dg_turn_claim;
 
 /*
@@ -194,8 +194,8 @@ typedef struct dg_turn_claim {
  * an older human or agent message of the scope but not the newest was
  * queued before the turn moved and is held back the same way.
  */
-int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id,
-                   const char *prompt, dg_turn_claim *out) DG_TURNS_MUST_USE;
+int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id, const char *prompt,
+                   dg_turn_claim *out) DG_TURNS_MUST_USE;
 
 /*
  * message_sending and reply_payload_sending: *cancel = 1 with a reason
@@ -235,8 +235,8 @@ int dg_turns_check_error_notice(dg_turns *t, const dg_turn_session *s, const cha
  * out (closed channel; a non-silent message of a non-speaker in a managed
  * scope). content may be NULL. Returns DG_OK or a negative status.
  */
-int dg_turns_check_send(dg_turns *t, const dg_turn_session *s, const char *content,
-                        int *cancel, char *reason, size_t reason_len) DG_TURNS_MUST_USE;
+int dg_turns_check_send(dg_turns *t, const dg_turn_session *s, const char *content, int *cancel,
+                        char *reason, size_t reason_len) DG_TURNS_MUST_USE;
 
 /*
  * agent_end: classify the run (silent.h) and, if it held the turn, advance
@@ -248,8 +248,8 @@ int dg_turns_check_send(dg_turns *t, const dg_turn_session *s, const char *conte
  * a claimed run's end changes nothing (see "Silenced runs"). Returns DG_OK
  * (a repeat is OK too) or a negative status.
  */
-int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id,
-                     const char *output, long tool_calls, int success) DG_TURNS_MUST_USE;
+int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id, const char *output,
+                     long tool_calls, int success) DG_TURNS_MUST_USE;
 
 /* ---- Discussion channels (called INSIDE the caller's store transaction) ---- */
 
@@ -270,8 +270,7 @@ int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id,
  * was. Returns DG_OK, DG_ERR_INVALID (empty ids, n too large) or DG_ERR_IO.
  * Any thread.
  */
-int dg_turns_prefill_discussion(dg_turns *t, const char *channel_id,
-                                const char *initiator_agent_id,
+int dg_turns_prefill_discussion(dg_turns *t, const char *channel_id, const char *initiator_agent_id,
                                 const char *const *order, size_t n,
                                 int64_t now_ms) DG_TURNS_MUST_USE;
 

@@ -15,8 +15,8 @@
 /* The state of scope (from the mirror or the store), the channel's mode
  * and member count. DG_ERR_NOT_FOUND if the
  * scope has no state yet. */
-int dg_turns_peek(dg_turns *t, const dg_scope *scope, dg_turn_state *st,
-                  dg_channel_mode *mode, int *n_members);
+int dg_turns_peek(dg_turns *t, const dg_scope *scope, dg_turn_state *st, dg_channel_mode *mode,
+                  int *n_members);
 
 /* How many scope and session records the in-memory mirror holds. DG_OK. */
 int dg_turns_mirror_count(dg_turns *t, size_t *scopes, size_t *sessions);

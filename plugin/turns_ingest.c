@@ -75,8 +75,8 @@ static int closed_notice(dg_turns *t, turns_chan *c, const dg_turn_message *m, d
         return DG_OK;
     }
     int64_t cooldown = (int64_t)t->p->cfg.closed_notice_cooldown_sec * 1000;
-    int claim = dg_discuss_claim_closed_notice_locked(t->p->store, c->id, m->message_id, now,
-                                                      cooldown);
+    int claim =
+        dg_discuss_claim_closed_notice_locked(t->p->store, c->id, m->message_id, now, cooldown);
     if (claim < 0)
         return claim;
     if (!claim)
@@ -105,14 +105,15 @@ static int command_hint(dg_turns *t, const turns_chan *c, const dg_turn_message 
     if (!m->content || !dg_admin_near_miss(m->content, fix, sizeof fix))
         return DG_OK;
     int claimed = 0;
-    int rc = dg_store_turns_hint_claim(t->p->store, c->id, now, DG_ADMIN_HINT_COOLDOWN_MS,
-                                       &claimed);
+    int rc =
+        dg_store_turns_hint_claim(t->p->store, c->id, now, DG_ADMIN_HINT_COOLDOWN_MS, &claimed);
     if (rc || !claimed)
         return rc;
-    dg_log(t->p, OC_LOG_INFO, "turns: message %s in channel %s starts like a mistyped "
+    dg_log(t->p, OC_LOG_INFO,
+           "turns: message %s in channel %s starts like a mistyped "
            "!dirigent; the moderator hints at `%s` (in this channel at most once an hour); the "
-           "message counts as an ordinary one", m->message_id ? m->message_id : "(no id)",
-           c->id, fix);
+           "message counts as an ordinary one",
+           m->message_id ? m->message_id : "(no id)", c->id, fix);
     dg_tpl_vars v = {.command = fix};
     const char *post = (m->thread_id && *m->thread_id) ? m->thread_id : c->id;
     return turns_render_and_enqueue(t, "command_hint.md", &v, post, NULL, now, kick, NULL, 0);
@@ -133,8 +134,8 @@ static int recipient_scope(dg_turns *t, const dg_turn_session *rs, turns_scope *
         return DG_OK;
     int has_thread = rs->thread_id && *rs->thread_id;
     if (rs->is_dm || t->p->cfg.session_policy == DG_POLICY_CHANNEL || has_thread) {
-        dg_scope_event ev = {.channel_id = rs->channel_id, .thread_id = rs->thread_id,
-                             .is_dm = rs->is_dm};
+        dg_scope_event ev = {
+            .channel_id = rs->channel_id, .thread_id = rs->thread_id, .is_dm = rs->is_dm};
         dg_scope sc;
         if ((rc = dg_scope_derive(t->p->cfg.session_policy, &ev, &sc)))
             return rc;
@@ -160,9 +161,10 @@ static int deliver_locked(dg_turns *t, const dg_turn_session *rs)
     if (!dg_rule_wake_delivered(&next, pos))
         return DG_OK;
     char label[DG_SCOPE_LABEL_MAX];
-    dg_log(t->p, OC_LOG_DEBUG, "turns: the moderator's message reached %s in channel %s (%s); "
-           "it no longer awaits its wake message, its next run counts", rs->agent_id,
-           r->chan->id, dg_scope_label(&r->scope, label));
+    dg_log(t->p, OC_LOG_DEBUG,
+           "turns: the moderator's message reached %s in channel %s (%s); "
+           "it no longer awaits its wake message, its next run counts",
+           rs->agent_id, r->chan->id, dg_scope_label(&r->scope, label));
     return turns_install(t, r, &next);
 }
 
@@ -222,8 +224,8 @@ static int ingest_dedup(dg_turns *t, turns_chan *c, const dg_turn_message *m, in
     *fresh = 1;
     if (!m->message_id || !*m->message_id)
         return DG_OK;
-    if ((rc = dg_store_turns_seen_claim_hinted(st, m->channel_id, m->message_id, now,
-                                               &c->marks, fresh)))
+    if ((rc = dg_store_turns_seen_claim_hinted(st, m->channel_id, m->message_id, now, &c->marks,
+                                               fresh)))
         return rc;
     note_received(c, m->message_id);
     if (!*fresh)
@@ -268,14 +270,13 @@ static int human_mentions(dg_turns *t, turns_chan *c, const dg_turn_message *m, 
     free(plain);
     /* Mentions the host rendered as text ("@name"). */
     size_t n_agents = t->p->cfg.n_agents;
-    unsigned char *hit = n_agents && m->content && strchr(m->content, '@')
-                             ? calloc(n_agents, 1) : NULL;
+    unsigned char *hit =
+        n_agents && m->content && strchr(m->content, '@') ? calloc(n_agents, 1) : NULL;
     if (hit && dg_agent_names_mentioned(t->names, m->content, hit)) {
         for (size_t i = 0; i < n_agents; i++) {
             int mp = DG_NOBODY;
-            if (hit[i] &&
-                (rc = turns_member_ensure(t, c, t->p->cfg.agents[i].agent_id, DG_MEMBER_NEW,
-                                          now, &mp))) {
+            if (hit[i] && (rc = turns_member_ensure(t, c, t->p->cfg.agents[i].agent_id,
+                                                    DG_MEMBER_NEW, now, &mp))) {
                 free(hit);
                 return rc;
             }
@@ -318,14 +319,16 @@ static int follow_top_level(dg_turns *t, turns_chan *c, turns_scope *r, const dg
 static int save_for_message(dg_turns *t, turns_scope *r, const dg_turn_state *next,
                             const dg_turn_message *m, dg_sender_kind kind, int pos, int64_t now)
 {
-    static const char *const kinds[] = {"human", "agent", "bot", "moderator",
-                                        "moderator hand-off"};
+    static const char *const kinds[] = {"human", "agent", "bot", "moderator", "moderator hand-off"};
     const turns_chan *c = r->chan;
     char cause[200];
-    const char *parts[] = {"message ", m->message_id ? m->message_id : "(no id)", " from ",
-                           (unsigned)kind < sizeof kinds / sizeof *kinds ? kinds[kind]
-                                                                         : "sender",
-                           " ", m->sender_id, pos != DG_NOBODY ? " (" : NULL,
+    const char *parts[] = {"message ",
+                           m->message_id ? m->message_id : "(no id)",
+                           " from ",
+                           (unsigned)kind < sizeof kinds / sizeof *kinds ? kinds[kind] : "sender",
+                           " ",
+                           m->sender_id,
+                           pos != DG_NOBODY ? " (" : NULL,
                            pos != DG_NOBODY ? c->members[pos] : NULL,
                            pos != DG_NOBODY ? ")" : NULL};
     dg_str_join(cause, sizeof cause, parts, sizeof parts / sizeof *parts);
@@ -336,9 +339,8 @@ static int save_for_message(dg_turns *t, turns_scope *r, const dg_turn_state *ne
  * order, the scope's recent texts and followed thread follow, and the wake
  * rules move its state (dg_rule_on_message), saved with what it owes.
  * Writer held. */
-static int ingest_message(dg_turns *t, turns_chan *c, const dg_turn_message *m,
-                          dg_sender_kind kind, const dg_agent_cfg *sender_agent, int64_t now,
-                          int *kick)
+static int ingest_message(dg_turns *t, turns_chan *c, const dg_turn_message *m, dg_sender_kind kind,
+                          const dg_agent_cfg *sender_agent, int64_t now, int *kick)
 {
     dg_scope sc;
     int top_level;
@@ -397,8 +399,8 @@ static int ingest_message(dg_turns *t, turns_chan *c, const dg_turn_message *m,
 }
 
 static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind kind,
-                         const dg_agent_cfg *sender_agent, int admin, dg_admin_cmd cmd,
-                         int64_t now, int *kick, turns_owner_action *oa)
+                         const dg_agent_cfg *sender_agent, int admin, dg_admin_cmd cmd, int64_t now,
+                         int *kick, turns_owner_action *oa)
 {
     int rc;
     /* Per agent session, before the dedup: every account reports it. */
@@ -416,10 +418,11 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
     /* Once per message (after the dedup), and a first-character test for
      * nearly every ordinary message. */
     if (kind == DG_SENDER_HUMAN && !admin && dg_admin_parse(m->content) != DG_ADMIN_NONE)
-        dg_log(t->p, OC_LOG_INFO, "turns: message %s in channel %s starts with !dirigent but "
+        dg_log(t->p, OC_LOG_INFO,
+               "turns: message %s in channel %s starts with !dirigent but "
                "its sender %s is not in `admins`; it is not run as a command (an ordinary "
-               "message)", m->message_id ? m->message_id : "(no id)", m->channel_id,
-               m->sender_id);
+               "message)",
+               m->message_id ? m->message_id : "(no id)", m->channel_id, m->sender_id);
     if (kind == DG_SENDER_HUMAN && (rc = command_hint(t, c, m, now, kick)))
         return rc;
     if (c->mode == DG_MODE_CLOSED)
@@ -430,25 +433,30 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
 int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err_len)
 {
     if (!m->channel_id || !*m->channel_id || strlen(m->channel_id) >= DG_SCOPE_ID_MAX) {
-        snprintf(err, err_len, "message_received: event.channelId is missing or longer than %d "
+        snprintf(err, err_len,
+                 "message_received: event.channelId is missing or longer than %d "
                  "characters; the host must say where the message was posted",
                  DG_SCOPE_ID_MAX - 1);
         return DG_ERR_INVALID;
     }
     if (m->message_id && (m->message_id[0] == '~' || strlen(m->message_id) >= DG_SCOPE_ID_MAX)) {
-        snprintf(err, err_len, "message_received: event.messageId \"%.40s\" is not a message id "
-                 "(it starts with '~' or is longer than %d characters)", m->message_id,
-                 DG_SCOPE_ID_MAX - 1);
+        snprintf(err, err_len,
+                 "message_received: event.messageId \"%.40s\" is not a message id "
+                 "(it starts with '~' or is longer than %d characters)",
+                 m->message_id, DG_SCOPE_ID_MAX - 1);
         return DG_ERR_INVALID;
     }
     if (!m->sender_id || !*m->sender_id) {
-        snprintf(err, err_len, "message_received: event.senderId is missing; the host must say "
+        snprintf(err, err_len,
+                 "message_received: event.senderId is missing; the host must say "
                  "who posted the message");
         return DG_ERR_INVALID;
     }
     if (m->recipient && !turns_valid_session(m->recipient)) {
-        snprintf(err, err_len, "message_received: ctx.sessionKey names no agent session in a "
-                 "channel (agent, channel, at most %d characters each)", DG_SCOPE_ID_MAX - 1);
+        snprintf(err, err_len,
+                 "message_received: ctx.sessionKey names no agent session in a "
+                 "channel (agent, channel, at most %d characters each)",
+                 DG_SCOPE_ID_MAX - 1);
         return DG_ERR_INVALID;
     }
     /* The host reports deliveries per agent session: waits may be armed. */
@@ -458,8 +466,9 @@ int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err
     const dg_agent_cfg *agent = NULL;
     dg_sender_kind kind;
     if (cfg->moderator_user_id && strcmp(m->sender_id, cfg->moderator_user_id) == 0)
-        kind = is_bare_mention(m->content) || turns_is_admin_reply(m->content) ? DG_SENDER_HANDOFF
-                                                                         : DG_SENDER_MODERATOR;
+        kind = is_bare_mention(m->content) || turns_is_admin_reply(m->content)
+                   ? DG_SENDER_HANDOFF
+                   : DG_SENDER_MODERATOR;
     else if ((agent = dg_config_agent_by_user(cfg, m->sender_id)))
         kind = DG_SENDER_AGENT;
     else
@@ -488,15 +497,18 @@ int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err
     if (rc == DG_OK && m->recipient && cmd == DG_ADMIN_NONE)
         (void)arm_nudge_locked(t, m->recipient, now);
     if (rc)
-        snprintf(err, err_len, "message_received: could not record message %s of channel %s "
-                 "(%s: %s)", m->message_id ? m->message_id : "(no id)", m->channel_id,
-                 dg_status_name(rc), dg_store_errmsg(t->p->store));
+        snprintf(err, err_len,
+                 "message_received: could not record message %s of channel %s "
+                 "(%s: %s)",
+                 m->message_id ? m->message_id : "(no id)", m->channel_id, dg_status_name(rc),
+                 dg_store_errmsg(t->p->store));
     int failed = rc;
     rc = turns_txn_finish(t, rc);
     if (rc != DG_OK && !failed)
-        snprintf(err, err_len, "message_received: the state database did not commit message %s "
-                 "of channel %s; nothing of it was recorded", m->message_id ? m->message_id
-                 : "(no id)", m->channel_id);
+        snprintf(err, err_len,
+                 "message_received: the state database did not commit message %s "
+                 "of channel %s; nothing of it was recorded",
+                 m->message_id ? m->message_id : "(no id)", m->channel_id);
     if (rc == DG_OK && oa.cmd != DG_ADMIN_NONE && turns_owner_reply(t, &oa, now) == DG_OK)
         kick = 1;
     if (rc == DG_OK && kick)

@@ -88,39 +88,39 @@
 #define TURNS_WAKE_AGENT_MAX 128
 typedef struct turns_inval {
     char channel[DG_SCOPE_ID_MAX];
-    char wake[TURNS_WAKE_AGENT_MAX];   /* agent granted the turn with a wake message
+    char wake[TURNS_WAKE_AGENT_MAX]; /* agent granted the turn with a wake message
                                     (a discussion's kickoff), "" for none */
 } turns_inval;
 typedef struct turns_scope turns_scope;
 
 typedef struct turns_chan {
-    char *id;                    /* id_inline when it fits (the mirror's key: the
+    char *id; /* id_inline when it fits (the mirror's key: the
                                     lookup's compare then reads this line, which
                                     the message reads anyway), else its own copy */
     char id_inline[32];
     dg_channel_mode mode;
     char *initiator;
-    char *top_root;              /* latest top-level thread (thread policy) */
+    char *top_root; /* latest top-level thread (thread policy) */
     int bot_noticed;
-    int n;                       /* members */
+    int n; /* members */
     char *members[DG_TURN_MAX_MEMBERS];
     unsigned char standing[DG_TURN_MAX_MEMBERS]; /* dg_member_standing of each */
-    uint64_t present;            /* members that are configured agents and in the
+    uint64_t present;                            /* members that are configured agents and in the
                                     order (standing below DG_MEMBER_LEFT) */
-    uint32_t member_hash[DG_TURN_MAX_MEMBERS]; /* of each name, set with present:
+    uint32_t member_hash[DG_TURN_MAX_MEMBERS];   /* of each name, set with present:
                                     turns_member_pos compares these first (each name
                                     is an allocation of its own, a cache miss) */
     int initiator_pos;
     int in_db;
-    unsigned epoch;              /* bumped when reloaded in place: sessions re-derive */
+    unsigned epoch; /* bumped when reloaded in place: sessions re-derive */
     /* The latest message id (snowflake) this instance received in the
      * channel (message_received, new or reported before by another
      * instance), "" when none since the start: what a run of one of its
      * agents answers at the latest (dg_turns_claim). Writer mutex. */
     char received[DG_SCOPE_ID_MAX];
-    dg_mark_hint marks;          /* what the store read of its dedup marks. Writer mutex. */
-    turns_scope *follow;           /* scope of channel-level sessions, NULL until loaded */
-    turns_scope *conv;             /* Conversation(channel) once loaded: the hot path's
+    dg_mark_hint marks;  /* what the store read of its dedup marks. Writer mutex. */
+    turns_scope *follow; /* scope of channel-level sessions, NULL until loaded */
+    turns_scope *conv;   /* Conversation(channel) once loaded: the hot path's
                                     scope under policy "channel", found without a key */
 } turns_chan;
 
@@ -131,18 +131,18 @@ typedef struct turns_chan {
  * fingerprint is this long: a short one ("ok") turns up by chance. */
 #define TURNS_RECENT_FP_EVIDENCE 8
 typedef struct turns_recent {
-    char fp[TURNS_RECENT_FP_MAX];      /* message_fingerprint(); "" when nothing to look for */
-    int author;                  /* member position of its agent, DG_NOBODY for others */
+    char fp[TURNS_RECENT_FP_MAX]; /* message_fingerprint(); "" when nothing to look for */
+    int author;                   /* member position of its agent, DG_NOBODY for others */
 } turns_recent;
 
 struct turns_scope {
     char *key;
     dg_scope scope;
     turns_chan *chan;
-    char *post_channel;          /* Discord channel for moderator messages; NULL = channel */
+    char *post_channel; /* Discord channel for moderator messages; NULL = channel */
     dg_turn_state st;
     int in_db;
-    int evict;                   /* chosen to leave the mirror (evict_idle) */
+    int evict; /* chosen to leave the mirror (evict_idle) */
     /* The first line of the idle reminder that woke wake_fp_pos (mentions
      * dropped), "" when none: a run of that speaker counts only once its
      * prompt carries it. A host may start a run queued for an older
@@ -151,7 +151,7 @@ struct turns_scope {
      * lost on restart (then the delivery alone ends the wait). */
     char wake_fp[48];
     int wake_fp_pos;
-    int64_t wake_fp_ms;          /* when it was set: older than TURNS_WAKE_FP_MAX_MS, ignored */
+    int64_t wake_fp_ms; /* when it was set: older than TURNS_WAKE_FP_MAX_MS, ignored */
     /* The last TURNS_RECENT_MAX messages of the scope (humans', agents' and the
      * moderator's texts; not bare hand-offs), newest at
      * recent_head - 1 (turns_recent): a run of the speaker whose prompt
@@ -159,7 +159,7 @@ struct turns_scope {
      * older message and started late (dg_turns_claim). In memory only:
      * after a restart there is no evidence and runs count. */
     turns_recent recent[TURNS_RECENT_MAX];
-    unsigned recent_head;        /* messages recorded so far (mod TURNS_RECENT_MAX: next slot) */
+    unsigned recent_head; /* messages recorded so far (mod TURNS_RECENT_MAX: next slot) */
     /* 1 when the speaker last changed in another instance sharing the
      * store (a reload found st.last_change_ms moved), 0 once this one
      * moves it. The other one may have moved it past the latest message
@@ -181,7 +181,7 @@ struct turns_scope {
     _Atomic int wait_pos;
     _Atomic int64_t wait_ms;
     _Atomic int run_pos;
-    int64_t nudged_change;       /* writer mutex */
+    int64_t nudged_change; /* writer mutex */
 };
 
 /* A fingerprint older than this is ignored: a wake run that never matched
@@ -190,14 +190,14 @@ struct turns_scope {
 
 typedef struct turns_sess {
     char *key;
-    char *thread;                /* ctx threadId it was resolved with */
+    char *thread; /* ctx threadId it was resolved with */
     turns_chan *chan;
-    turns_scope *fixed;            /* NULL: follows chan->follow */
+    turns_scope *fixed;          /* NULL: follows chan->follow */
     int configured;              /* agent of `agents` */
     int pos;                     /* member position or DG_NOBODY */
     unsigned epoch;              /* chan->epoch it was derived under */
     _Atomic int64_t seen_seq;    /* scope's msg_seq when its run resolved */
-    _Atomic(turns_scope *) last;   /* scope its run resolved in */
+    _Atomic(turns_scope *) last; /* scope its run resolved in */
     _Atomic int granted;         /* last resolve: 1 turn, 0 swapped, -1 none */
 } turns_sess;
 
@@ -206,17 +206,17 @@ typedef enum turns_mark_kind {
     TURNS_MARK_NONE = 0,
     TURNS_MARK_SWAPPED = 1,
     TURNS_MARK_CLAIMED = 2,
-    TURNS_MARK_WAITING = 3             /* swapped while its agent awaited its wake message:
+    TURNS_MARK_WAITING = 3 /* swapped while its agent awaited its wake message:
                                     texts cancelled, its end changes nothing */
 } turns_mark_kind;
 
 typedef struct turns_mark {
-    uint64_t sess_h;             /* hash of session_key (0: empty slot) */
-    char *session_key;           /* malloc'd */
-    char *run_id;                /* malloc'd; NULL: matched by session while live */
+    uint64_t sess_h;   /* hash of session_key (0: empty slot) */
+    char *session_key; /* malloc'd */
+    char *run_id;      /* malloc'd; NULL: matched by session while live */
     turns_mark_kind kind;
-    int live;                    /* no unsilenced decision of the session since */
-    int64_t seen_seq;            /* scope's msg_seq when it was decided */
+    int live;         /* no unsilenced decision of the session since */
+    int64_t seen_seq; /* scope's msg_seq when it was decided */
 } turns_mark;
 
 
@@ -225,18 +225,18 @@ typedef struct turns_mark {
 
 struct dg_turns {
     dg_plugin *p;
-    pthread_mutex_t wmu;         /* one engine writer at a time (turns_txn_begin ..
+    pthread_mutex_t wmu;   /* one engine writer at a time (turns_txn_begin ..
                                     turns_txn_finish) */
-    pthread_rwlock_t lock;       /* the mirror: readers vs. the writer */
+    pthread_rwlock_t lock; /* the mirror: readers vs. the writer */
     /* The channel change log (turns_inval): inval_mu guards the ring;
      * inval_seq counts entries ever logged, inval_seen those applied. */
     pthread_mutex_t inval_mu;
     _Atomic uint64_t inval_seq;
     turns_inval inval[TURNS_INVAL_RING];
     _Atomic uint64_t inval_seen;
-    _Atomic int64_t applied;     /* the store's change log (other instances sharing
+    _Atomic int64_t applied; /* the store's change log (other instances sharing
                                     it, store_instances.h) is applied up to here */
-    int shared_seen;             /* another instance has written to the store since
+    int shared_seen;         /* another instance has written to the store since
                                     the start: a scope loaded afresh may have been
                                     moved there (turns_scope.moved_elsewhere). Writer
                                     mutex. */
@@ -249,7 +249,7 @@ struct dg_turns {
     pthread_t sweeper;
     int sweeper_started;
     pthread_mutex_t sw_mu;
-    pthread_cond_t sw_cv;        /* CLOCK_MONOTONIC */
+    pthread_cond_t sw_cv; /* CLOCK_MONOTONIC */
     int sw_stop;
     _Atomic int rescan;          /* load the awake scopes of the database into the mirror */
     _Atomic int arm_after_start; /* load_awake: the first load after a start arms
@@ -270,9 +270,9 @@ struct dg_turns {
     size_t mk_next;
     unsigned long fresh_ingests;
     int warned_cap;
-    size_t dormant_max;          /* TURNS_DORMANT_MAX; tests lower it */
-    size_t evict_at;             /* mirror size (scopes) that makes an ingest evict */
-    dg_agent_names *names;       /* agents' Discord names, for mentions in text */
+    size_t dormant_max;    /* TURNS_DORMANT_MAX; tests lower it */
+    size_t evict_at;       /* mirror size (scopes) that makes an ingest evict */
+    dg_agent_names *names; /* agents' Discord names, for mentions in text */
 };
 
 /* A call whose status must not be dropped: a failure there means the
@@ -371,8 +371,7 @@ int turns_session_prepare(dg_turns *t, const dg_turn_session *s, int64_t now,
 
 /* The session record of s and its scope when the mirror has them up to
  * date, else NULL (a writer must prepare it). Mirror read lock held. */
-turns_sess *turns_session_lookup_locked(dg_turns *t, const dg_turn_session *s,
-                                        turns_scope **scope);
+turns_sess *turns_session_lookup_locked(dg_turns *t, const dg_turn_session *s, turns_scope **scope);
 
 /* The scope message m belongs to, and whether it is a top-level message
  * under policy "thread" (it opens a thread of its own). */
@@ -384,7 +383,7 @@ int turns_message_scope(const dg_turns *t, const dg_turn_message *m, dg_scope *s
 typedef struct turns_scope_list {
     turns_scope **v;
     size_t n, cap;
-    int nomem;                   /* an append failed: the list is short */
+    int nomem; /* an append failed: the list is short */
 } turns_scope_list;
 
 /* Append r; out of memory, r is dropped and nomem set. */
@@ -406,12 +405,12 @@ void turns_mark_end_session(dg_turns *t, const char *key);
  * it was decided at (*seen) and whether the session's latest silenced
  * decision was for another run (*other_run); either may be NULL. Any
  * thread. */
-turns_mark_kind turns_mark_find(dg_turns *t, const char *key, const char *run_id,
-                                int64_t *seen, int *other_run);
+turns_mark_kind turns_mark_find(dg_turns *t, const char *key, const char *run_id, int64_t *seen,
+                                int *other_run);
 
 /* turns_mark_find, and *exact = 1 when the mark matched by run id. */
-turns_mark_kind turns_mark_find_ex(dg_turns *t, const char *key, const char *run_id,
-                                   int64_t *seen, int *other_run, int *exact);
+turns_mark_kind turns_mark_find_ex(dg_turns *t, const char *key, const char *run_id, int64_t *seen,
+                                   int *other_run, int *exact);
 
 /* Free every mark (the engine is being freed). */
 void turns_marks_free(dg_turns *t);
@@ -459,13 +458,12 @@ int turns_render_and_enqueue(dg_turns *t, const char *name, const dg_tpl_vars *v
 /* A moderator message mentioning uid is still owed (pending in the outbox)
  * in channel: it wakes that agent when it arrives, so another mention now
  * would only repeat it. *yes. Writer held (txn). */
-int turns_mention_owed(dg_turns *t, const char *channel, const char *uid,
-                       int *yes) TURNS_MUST_USE;
+int turns_mention_owed(dg_turns *t, const char *channel, const char *uid, int *yes) TURNS_MUST_USE;
 
 /* The moderator messages fx owes for r's change to next, queued; next
  * records what they arm (a wait for the wake message). Writer held. */
-int turns_queue_effects(dg_turns *t, turns_scope *r, const dg_rule_effects *fx,
-                        dg_turn_state *next, int64_t now, int *kick) TURNS_MUST_USE;
+int turns_queue_effects(dg_turns *t, turns_scope *r, const dg_rule_effects *fx, dg_turn_state *next,
+                        int64_t now, int *kick) TURNS_MUST_USE;
 
 /* ---- turns_members.c --------------------------------------------------- */
 
@@ -534,8 +532,8 @@ void turns_nudge_run_ended(turns_scope *r, int pos);
  * queued no hand-off to it (handoff_to): that speaker has the latest
  * message, or its run for it is on the way; if none starts, the stall
  * nudge mentions it. Writer mutex held. */
-void turns_nudge_arm_new_speaker(dg_turns *t, turns_scope *r, const dg_turn_state *next,
-                                 int prev, int handoff_to, int64_t now);
+void turns_nudge_arm_new_speaker(dg_turns *t, turns_scope *r, const dg_turn_state *next, int prev,
+                                 int handoff_to, int64_t now);
 
 /* One pass of the sweeper: every scope whose speaker a message reached
  * more than turn.nudgeSec ago, with no run of it since, gets one bare
@@ -552,11 +550,11 @@ int turns_is_admin_reply(const char *content);
  * turns_admin_locked records what to do here, and turns_owner_reply (after the commit)
  * calls the host and posts the reply in a second short transaction. */
 typedef struct turns_owner_action {
-    dg_admin_cmd cmd;                 /* DG_ADMIN_NONE: nothing to do */
+    dg_admin_cmd cmd; /* DG_ADMIN_NONE: nothing to do */
     char channel[DG_SCOPE_ID_MAX];
-    char thread[DG_SCOPE_ID_MAX];     /* "" at the top level */
-    char post[DG_SCOPE_ID_MAX];       /* where the reply goes */
-    char speaker[72];                 /* cancel: the speaker's agent id, "" nobody */
+    char thread[DG_SCOPE_ID_MAX]; /* "" at the top level */
+    char post[DG_SCOPE_ID_MAX];   /* where the reply goes */
+    char speaker[72];             /* cancel: the speaker's agent id, "" nobody */
 } turns_owner_action;
 
 int turns_admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, int64_t now,

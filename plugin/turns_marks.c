@@ -34,8 +34,8 @@ void turns_mark_add(dg_turns *t, const char *key, const char *run_id, turns_mark
     turns_mark *m = NULL;
     for (size_t i = 0; i < DG_RUN_MARKS && !m; i++) {
         turns_mark *x = &t->marks[i];
-        if (mark_is(x, h, key) && (run_id ? x->run_id && strcmp(x->run_id, run_id) == 0
-                                          : !x->run_id && x->live))
+        if (mark_is(x, h, key) &&
+            (run_id ? x->run_id && strcmp(x->run_id, run_id) == 0 : !x->run_id && x->live))
             m = x;
     }
     if (!m) {
@@ -50,8 +50,10 @@ void turns_mark_add(dg_turns *t, const char *key, const char *run_id, turns_mark
             free(m->run_id);
             memset(m, 0, sizeof *m);
             pthread_mutex_unlock(&t->mk_mu);
-            dg_log(t->p, OC_LOG_ERROR, "turns: out of memory remembering the silenced run of "
-                   "%s; its texts are judged by the turn order only", key);
+            dg_log(t->p, OC_LOG_ERROR,
+                   "turns: out of memory remembering the silenced run of "
+                   "%s; its texts are judged by the turn order only",
+                   key);
             return;
         }
         m->sess_h = h;
@@ -80,14 +82,14 @@ void turns_mark_end_session(dg_turns *t, const char *key)
  * has a live mark of another run id (the run asked about is not that
  * silenced one). Newest first. Any thread. */
 turns_mark_kind turns_mark_find(dg_turns *t, const char *key, const char *run_id, int64_t *seen,
-                    int *other_run)
+                                int *other_run)
 {
     return turns_mark_find_ex(t, key, run_id, seen, other_run, NULL);
 }
 
 /* As turns_mark_find; *exact (may be NULL): the mark matched by run id. */
 turns_mark_kind turns_mark_find_ex(dg_turns *t, const char *key, const char *run_id, int64_t *seen,
-                       int *other_run, int *exact)
+                                   int *other_run, int *exact)
 {
     if (run_id && !*run_id)
         run_id = NULL;

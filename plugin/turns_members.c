@@ -73,7 +73,8 @@ static int member_append(dg_turns *t, turns_chan *c, const char *agent_id,
             dg_log(t->p, OC_LOG_WARN,
                    "turns: channel %s already has %d agents in its turn order; agent %s is "
                    "not added and stays silent there (at most %d agents take turns in one "
-                   "channel)", c->id, c->n, agent_id, DG_TURN_MAX_MEMBERS);
+                   "channel)",
+                   c->id, c->n, agent_id, DG_TURN_MAX_MEMBERS);
         }
         return DG_OK;
     }
@@ -108,8 +109,8 @@ int turns_member_ensure(dg_turns *t, turns_chan *c, const char *agent_id,
             return DG_OK;
         if (cur == DG_MEMBER_LEFT)
             dg_log(t->p, OC_LOG_INFO, "turns: %s is back in the turn order of channel %s (%s)",
-                   agent_id, c->id, evidence == DG_MEMBER_NEW ? "a human @mentioned it"
-                                                              : "it ran or posted there");
+                   agent_id, c->id,
+                   evidence == DG_MEMBER_NEW ? "a human @mentioned it" : "it ran or posted there");
         return set_standing(t, c, *pos, next);
     }
     if (evidence == DG_MEMBER_READS || !dg_config_agent(&t->p->cfg, agent_id))
@@ -168,14 +169,17 @@ static int unreachable_leaves(dg_turns *t, turns_scope *r, int sp, int asking, i
 {
     turns_chan *c = r->chan;
     char label[DG_SCOPE_LABEL_MAX];
-    dg_log(t->p, OC_LOG_INFO, "turns: %s was @mentioned in channel %s (%s) but no message of "
+    dg_log(t->p, OC_LOG_INFO,
+           "turns: %s was @mentioned in channel %s (%s) but no message of "
            "the channel ever reached it, while %s receives them: it cannot read the channel and "
            "leaves its turn order (give its bot View Channel there, or `!dirigent add` it)",
            c->members[sp], c->id, dg_scope_label(&r->scope, label),
            asking != DG_NOBODY ? c->members[asking] : "every other agent there");
     char cause[200];
-    snprintf(cause, sizeof cause, "%s cannot read the channel (no message of it ever reached "
-             "it): it left the turn order", c->members[sp]);
+    snprintf(cause, sizeof cause,
+             "%s cannot read the channel (no message of it ever reached "
+             "it): it left the turn order",
+             c->members[sp]);
     return turns_member_leave(t, r, sp, DG_MEMBER_LEFT, asking, now, cause, kick);
 }
 
@@ -199,4 +203,3 @@ int turns_drop_unreachable_speaker(dg_turns *t, turns_scope *r, int asking, int6
     }
     return DG_OK;
 }
-

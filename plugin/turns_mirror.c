@@ -87,7 +87,7 @@ int turns_chan_get(dg_turns *t, const char *channel_id, turns_chan **out)
     turns_chan *c = calloc(1, sizeof *c);
     if (c)
         c->id = strlen(channel_id) < sizeof c->id_inline ? strcpy(c->id_inline, channel_id)
-                                                          : strdup(channel_id);
+                                                         : strdup(channel_id);
     if (!c || !c->id) {
         free(c);
         dg_turn_channel_row_clear(&row);
@@ -329,8 +329,8 @@ int turns_session_prepare(dg_turns *t, const dg_turn_session *s, int64_t now, tu
     turns_scope *fixed = NULL;
     int has_thread = s->thread_id && *s->thread_id;
     if (s->is_dm || t->p->cfg.session_policy == DG_POLICY_CHANNEL || has_thread) {
-        dg_scope_event ev = {.channel_id = s->channel_id, .thread_id = s->thread_id,
-                             .is_dm = s->is_dm};
+        dg_scope_event ev = {
+            .channel_id = s->channel_id, .thread_id = s->thread_id, .is_dm = s->is_dm};
         dg_scope sc;
         if ((rc = dg_scope_derive(t->p->cfg.session_policy, &ev, &sc)))
             return rc;
@@ -400,9 +400,12 @@ turns_sess *turns_session_lookup_locked(dg_turns *t, const dg_turn_session *s, t
  * status of dg_scope_derive. */
 int turns_message_scope(const dg_turns *t, const dg_turn_message *m, dg_scope *sc, int *top_level)
 {
-    dg_scope_event ev = {.channel_id = m->channel_id, .thread_id = m->thread_id,
-                         .message_id = m->message_id, .is_dm = m->is_dm,
-                         .tags = m->tags, .n_tags = m->n_tags};
+    dg_scope_event ev = {.channel_id = m->channel_id,
+                         .thread_id = m->thread_id,
+                         .message_id = m->message_id,
+                         .is_dm = m->is_dm,
+                         .tags = m->tags,
+                         .n_tags = m->n_tags};
     int rc = dg_scope_derive(t->p->cfg.session_policy, &ev, sc);
     if (rc)
         return rc;

@@ -23,19 +23,23 @@ int turns_enqueue(dg_turns *t, const char *channel, const char *content, const c
 {
     TURNS_ASSERT_WRITER(t);
     const char *ids[1] = {mention};
-    int rc = dg_outbox_enqueue(t->p->store, channel, content, mention ? ids : NULL,
-                               mention ? 1 : 0, now);
+    int rc = dg_outbox_enqueue(t->p->store, channel, content, mention ? ids : NULL, mention ? 1 : 0,
+                               now);
     if (rc == DG_OK) {
         *kick = 1;
     } else if (rc == DG_ERR_INVALID) {
         /* Not a Discord channel (another relay's ids): nothing can ever be
          * posted there, and the turn state must move on regardless. */
-        dg_log(t->p, OC_LOG_WARN, "turns: channel %s is not a Discord channel id; the "
-               "moderator message owed there is dropped", channel);
+        dg_log(t->p, OC_LOG_WARN,
+               "turns: channel %s is not a Discord channel id; the "
+               "moderator message owed there is dropped",
+               channel);
         rc = DG_OK;
     } else {
-        dg_log(t->p, OC_LOG_ERROR, "turns: could not queue a moderator message for channel %s "
-               "(%s)", channel, dg_status_name(rc));
+        dg_log(t->p, OC_LOG_ERROR,
+               "turns: could not queue a moderator message for channel %s "
+               "(%s)",
+               channel, dg_status_name(rc));
     }
     return rc;
 }
@@ -136,8 +140,8 @@ int turns_answers_older(const turns_scope *r, int pos, const char *prompt)
     const turns_recent *latest = &r->recent[(r->recent_head - 1) % TURNS_RECENT_MAX];
     if (latest->author == pos || !latest->fp[0] || strstr(prompt, latest->fp))
         return 0;
-    unsigned older = r->recent_head - 1 < TURNS_RECENT_MAX - 1 ? r->recent_head - 1
-                                                              : TURNS_RECENT_MAX - 1;
+    unsigned older =
+        r->recent_head - 1 < TURNS_RECENT_MAX - 1 ? r->recent_head - 1 : TURNS_RECENT_MAX - 1;
     for (unsigned i = 1; i <= older; i++) {
         const turns_recent *o = &r->recent[(r->recent_head - 1 - i) % TURNS_RECENT_MAX];
         if (o->author != pos && strlen(o->fp) >= TURNS_RECENT_FP_EVIDENCE && strstr(prompt, o->fp))
@@ -176,8 +180,10 @@ int turns_render_and_enqueue(dg_turns *t, const char *name, const dg_tpl_vars *v
     TURNS_ASSERT_WRITER(t);
     char *text = t->p->templates ? dg_templates_render(t->p->templates, name, vars) : NULL;
     if (!text) {
-        dg_log(t->p, OC_LOG_ERROR, "turns: template %s could not be rendered; the moderator "
-               "message for channel %s is not sent", name, channel);
+        dg_log(t->p, OC_LOG_ERROR,
+               "turns: template %s could not be rendered; the moderator "
+               "message for channel %s is not sent",
+               name, channel);
         return DG_ERR_INTERNAL;
     }
     if (fp)
@@ -213,8 +219,8 @@ int turns_mention_owed(dg_turns *t, const char *channel, const char *uid, int *y
 /* The moderator messages fx owes scope r, whose next state is next. A
  * wake message that is not queued after all (no user id, not a Discord
  * channel) ends the wait for it in next: nothing would ever end it. */
-int turns_queue_effects(dg_turns *t, turns_scope *r, const dg_rule_effects *fx,
-                        dg_turn_state *next, int64_t now, int *kick)
+int turns_queue_effects(dg_turns *t, turns_scope *r, const dg_rule_effects *fx, dg_turn_state *next,
+                        int64_t now, int *kick)
 {
     TURNS_ASSERT_WRITER(t);
     turns_chan *c = r->chan;
@@ -264,7 +270,8 @@ int turns_queue_effects(dg_turns *t, turns_scope *r, const dg_rule_effects *fx,
         int queued = 0;
         char fp[sizeof r->wake_fp];
         rc = have && !where ? DG_ERR_NOMEM
-           : turns_render_and_enqueue(t, "idle.md", &v, post, uid, now, &queued, fp, sizeof fp);
+                            : turns_render_and_enqueue(t, "idle.md", &v, post, uid, now, &queued,
+                                                       fp, sizeof fp);
         free(where);
         dg_discussion_clear(&d);
         if (queued) {

@@ -23,23 +23,23 @@ void turns_nudge_run_ended(turns_scope *r, int pos)
     atomic_compare_exchange_strong(&r->run_pos, &running, DG_NOBODY);
 }
 
-void turns_nudge_arm_new_speaker(dg_turns *t, turns_scope *r, const dg_turn_state *next,
-                                 int prev, int handoff_to, int64_t now)
+void turns_nudge_arm_new_speaker(dg_turns *t, turns_scope *r, const dg_turn_state *next, int prev,
+                                 int handoff_to, int64_t now)
 {
     dg_rule_ctx x;
     turns_make_ctx(t, r->chan, &x);
     int sp = next->active ? dg_rule_speaker(next, &x) : DG_NOBODY;
-    if (sp != DG_NOBODY && sp != prev && handoff_to == DG_NOBODY &&
-        t->p->cfg.turn_nudge_sec > 0 && atomic_load(&r->run_pos) != sp) {
+    if (sp != DG_NOBODY && sp != prev && handoff_to == DG_NOBODY && t->p->cfg.turn_nudge_sec > 0 &&
+        atomic_load(&r->run_pos) != sp) {
         atomic_store(&r->wait_ms, now);
         atomic_store(&r->wait_pos, sp);
     }
 }
 
 typedef struct stall_list {
-    int64_t due;                 /* armed at or before this */
-    size_t n_due;                /* any_stalled: how many */
-    turns_scope_list list;             /* collect_stalled: which */
+    int64_t due;           /* armed at or before this */
+    size_t n_due;          /* any_stalled: how many */
+    turns_scope_list list; /* collect_stalled: which */
 } stall_list;
 
 static int armed_before(const turns_scope *r, int64_t due)
@@ -108,7 +108,8 @@ static int nudge_scope(dg_turns *t, turns_scope *r, int64_t now, int64_t nudge_m
     r->nudged_change = r->st.last_change_ms;
     atomic_store(&r->wait_pos, DG_NOBODY);
     char label[DG_SCOPE_LABEL_MAX];
-    dg_log(t->p, OC_LOG_INFO, "turns: %s holds the turn in channel %s (%s), and no run of it "
+    dg_log(t->p, OC_LOG_INFO,
+           "turns: %s holds the turn in channel %s (%s), and no run of it "
            "started within turn.nudgeSec (%lds) of the message that reached it (the host may "
            "have dropped that message); the moderator mentions it, once for this turn",
            r->chan->members[pos], r->chan->id, dg_scope_label(&r->scope, label),
@@ -135,8 +136,10 @@ void turns_nudge_stalled(dg_turns *t, int64_t now)
     for (size_t i = 0; rc == DG_OK && i < l.list.n; i++)
         rc = nudge_scope(t, l.list.v[i], now, nudge_ms, &kick);
     if (rc != DG_OK)
-        dg_log(t->p, OC_LOG_ERROR, "turns: could not queue the nudge of a stalled speaker (%s: "
-               "%s); retried shortly", dg_status_name(rc), dg_store_errmsg(t->p->store));
+        dg_log(t->p, OC_LOG_ERROR,
+               "turns: could not queue the nudge of a stalled speaker (%s: "
+               "%s); retried shortly",
+               dg_status_name(rc), dg_store_errmsg(t->p->store));
     rc = turns_txn_finish(t, rc);
     if (rc == DG_OK && kick)
         dg_outbox_kick(t->p->outbox);

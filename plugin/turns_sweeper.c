@@ -20,8 +20,7 @@ static void arm_after_start(dg_turns *t, turns_scope *r, int64_t now)
     int sp = r->st.active && r->chan->mode != DG_MODE_CLOSED && dg_rule_managed(&x)
                  ? dg_rule_speaker(&r->st, &x)
                  : DG_NOBODY;
-    if (sp == DG_NOBODY || atomic_load(&r->run_pos) == sp ||
-        atomic_load(&r->wait_pos) != DG_NOBODY)
+    if (sp == DG_NOBODY || atomic_load(&r->run_pos) == sp || atomic_load(&r->wait_pos) != DG_NOBODY)
         return; /* a run of it is under way, or a message armed the wait already */
     atomic_store(&r->wait_ms, now);
     atomic_store(&r->wait_pos, sp);
@@ -129,8 +128,8 @@ static int drop_unreached(dg_turns *t, const dg_scope *sc)
 static int never_ran_out_of_time(const turns_scope *r, const dg_rule_ctx *x, int sp, int64_t now)
 {
     return sp != DG_NOBODY && r->st.active && x->timeout_ms > 0 &&
-           now - r->st.last_change_ms >= x->timeout_ms &&
-           r->chan->standing[sp] < DG_MEMBER_RAN && r->chan->mode == DG_MODE_NORMAL;
+           now - r->st.last_change_ms >= x->timeout_ms && r->chan->standing[sp] < DG_MEMBER_RAN &&
+           r->chan->mode == DG_MODE_NORMAL;
 }
 
 /* dg_rule_expire on next; 1 when that changed it. */
@@ -164,25 +163,30 @@ static int expire_scope(dg_turns *t, const dg_scope *sc)
             /* Mentioned, never seen running there: most likely it cannot
              * read the channel; the order must not wait on it again. */
             char cause[200];
-            snprintf(cause, sizeof cause, "%s did not run within turn.timeoutSec (%lds) and "
-                     "never ran in this channel: it left the turn order", c->members[late],
-                     (long)t->p->cfg.turn_timeout_sec);
-            dg_log(t->p, OC_LOG_INFO, "turns: %s never ran in channel %s and did not take its "
+            snprintf(cause, sizeof cause,
+                     "%s did not run within turn.timeoutSec (%lds) and "
+                     "never ran in this channel: it left the turn order",
+                     c->members[late], (long)t->p->cfg.turn_timeout_sec);
+            dg_log(t->p, OC_LOG_INFO,
+                   "turns: %s never ran in channel %s and did not take its "
                    "turn within turn.timeoutSec; it leaves the channel's turn order (it comes "
-                   "back when it runs or posts there, or is @mentioned)", c->members[late],
-                   c->id);
+                   "back when it runs or posts there, or is @mentioned)",
+                   c->members[late], c->id);
             rc = turns_member_leave(t, r, late, DG_MEMBER_LEFT, DG_NOBODY, now, cause, &kick);
             if (rc == DG_OK)
                 turns_nudge_run_ended(r, late);
         } else if (expired(&next, &x, now, &fx)) {
             char label[DG_SCOPE_LABEL_MAX];
-            dg_log(t->p, OC_LOG_INFO, "turns: %s did not finish within turn.timeoutSec (%lds) in "
-                   "channel %s (%s); the turn passes on", late >= 0 && late < c->n
-                   ? c->members[late] : "the speaker", (long)t->p->cfg.turn_timeout_sec, c->id,
-                   dg_scope_label(&r->scope, label));
+            dg_log(t->p, OC_LOG_INFO,
+                   "turns: %s did not finish within turn.timeoutSec (%lds) in "
+                   "channel %s (%s); the turn passes on",
+                   late >= 0 && late < c->n ? c->members[late] : "the speaker",
+                   (long)t->p->cfg.turn_timeout_sec, c->id, dg_scope_label(&r->scope, label));
             char cause[160];
-            snprintf(cause, sizeof cause, "%s did not finish within turn.timeoutSec (%lds): "
-                     "timed out", late >= 0 && late < c->n ? c->members[late] : "the speaker",
+            snprintf(cause, sizeof cause,
+                     "%s did not finish within turn.timeoutSec (%lds): "
+                     "timed out",
+                     late >= 0 && late < c->n ? c->members[late] : "the speaker",
                      (long)t->p->cfg.turn_timeout_sec);
             if ((rc = turns_save_scope(t, r, &next, now, cause)) == DG_OK &&
                 (rc = turns_queue_effects(t, r, &fx, &next, now, &kick)) == DG_OK)
@@ -196,9 +200,10 @@ static int expire_scope(dg_turns *t, const dg_scope *sc)
         }
     }
     if (rc != DG_OK)
-        dg_log(t->p, OC_LOG_ERROR, "turns: could not apply the turn timeout in channel %s (%s: "
-               "%s); retried shortly", sc->channel_id, dg_status_name(rc),
-               dg_store_errmsg(t->p->store));
+        dg_log(t->p, OC_LOG_ERROR,
+               "turns: could not apply the turn timeout in channel %s (%s: "
+               "%s); retried shortly",
+               sc->channel_id, dg_status_name(rc), dg_store_errmsg(t->p->store));
     rc = turns_txn_finish(t, rc);
     if (rc == DG_OK && kick)
         dg_outbox_kick(t->p->outbox);
@@ -207,11 +212,11 @@ static int expire_scope(dg_turns *t, const dg_scope *sc)
 
 typedef struct evict_scan {
     int64_t now;
-    size_t n;                    /* evictable by age */
-    size_t dormant;              /* dormant thread scopes (evictable by count) */
-    int64_t *ages;               /* their last changes, when collected */
+    size_t n;       /* evictable by age */
+    size_t dormant; /* dormant thread scopes (evictable by count) */
+    int64_t *ages;  /* their last changes, when collected */
     size_t n_ages;
-    int64_t cutoff;              /* dormant ones changed at or before this leave too */
+    int64_t cutoff; /* dormant ones changed at or before this leave too */
 } evict_scan;
 
 /* A dormant thread scope that is not the one channel-level sessions
@@ -362,8 +367,8 @@ static void sweep(dg_turns *t)
     if (atomic_exchange(&t->rescan, 0) && load_awake(t) != DG_OK)
         atomic_store(&t->rescan, 1);
     dg_discuss_sweep(t->p); /* discussion timers: their own transactions */
-    due_list d = {.t = t, .now = dg_now_ms(t->p),
-                  .timeout_ms = (int64_t)t->p->cfg.turn_timeout_sec * 1000};
+    due_list d = {
+        .t = t, .now = dg_now_ms(t->p), .timeout_ms = (int64_t)t->p->cfg.turn_timeout_sec * 1000};
     if (atomic_load(&t->per_agent)) {
         due_list u = {.t = t, .now = d.now};
         pthread_rwlock_rdlock(&t->lock);
@@ -427,7 +432,8 @@ int dg_turns_start(dg_turns *t)
     if (!t || t->sweeper_started)
         return DG_OK;
     if (pthread_create(&t->sweeper, NULL, sweeper, t) != 0) {
-        dg_log(t->p, OC_LOG_ERROR, "turns: could not start the turn-timeout thread; a speaker "
+        dg_log(t->p, OC_LOG_ERROR,
+               "turns: could not start the turn-timeout thread; a speaker "
                "that never finishes keeps the turn until the next message");
         return DG_ERR_INTERNAL;
     }

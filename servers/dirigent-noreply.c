@@ -56,7 +56,7 @@
 #define NR_CONN_LIMIT 256u
 
 typedef struct nr_server {
-    const char *token;       /* NULL: no authentication */
+    const char *token; /* NULL: no authentication */
     size_t max_body;
     bool quiet;
     atomic_uint_fast64_t seq; /* completion ids */
@@ -70,13 +70,13 @@ typedef struct nr_request {
 
 /* ---- small helpers ---------------------------------------------------------- */
 
-static void nr_log(const nr_server *s, const char *method, const char *url,
-                   unsigned status, const char *detail)
+static void nr_log(const nr_server *s, const char *method, const char *url, unsigned status,
+                   const char *detail)
 {
     if (s->quiet)
         return;
-    fprintf(stderr, "dirigent-noreply: %s %s -> %u%s%s\n", method, url, status,
-            detail ? " " : "", detail ? detail : "");
+    fprintf(stderr, "dirigent-noreply: %s %s -> %u%s%s\n", method, url, status, detail ? " " : "",
+            detail ? detail : "");
 }
 
 /* True when s is valid UTF-8 (jansson's own check): text from the request
@@ -90,8 +90,7 @@ static bool nr_utf8(const char *s)
 
 /* Queue a JSON response; steals `body`. A body that could not be built
  * still gets an answer (500 with a fixed text), never a dropped connection. */
-static enum MHD_Result nr_send_json(struct MHD_Connection *c, unsigned status,
-                                    json_t *body)
+static enum MHD_Result nr_send_json(struct MHD_Connection *c, unsigned status, json_t *body)
 {
     static const char fallback[] =
         "{\"error\":{\"message\":\"dirigent-noreply could not build its answer (out of "
@@ -113,14 +112,13 @@ static enum MHD_Result nr_send_json(struct MHD_Connection *c, unsigned status,
 
 /* OpenAI-shaped error: {"error":{"message","type","param","code"}}. */
 static enum MHD_Result nr_send_error(const nr_server *s, struct MHD_Connection *c,
-                                     const char *method, const char *url,
-                                     unsigned status, const char *type,
-                                     const char *code, const char *param,
+                                     const char *method, const char *url, unsigned status,
+                                     const char *type, const char *code, const char *param,
                                      const char *message)
 {
     nr_log(s, method, url, status, message);
-    json_t *err = json_pack("{s:{s:s, s:s, s:s?, s:s?}}", "error", "message",
-                            message, "type", type, "param", param, "code", code);
+    json_t *err = json_pack("{s:{s:s, s:s, s:s?, s:s?}}", "error", "message", message, "type", type,
+                            "param", param, "code", code);
     return nr_send_json(c, status, err);
 }
 
@@ -129,8 +127,7 @@ static bool nr_token_ok(const nr_server *s, struct MHD_Connection *c)
 {
     if (!s->token)
         return true;
-    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                                MHD_HTTP_HEADER_AUTHORIZATION);
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
     if (!h || strncasecmp(h, "Bearer ", 7) != 0)
         return false;
     const char *got = h + 7;
@@ -151,27 +148,25 @@ static const char *nr_route(const char *url)
 
 static json_t *nr_model_object(const char *id)
 {
-    return json_pack("{s:s, s:s, s:i, s:s}", "id", id, "object", "model",
-                     "created", 0, "owned_by", "dirigent");
+    return json_pack("{s:s, s:s, s:i, s:s}", "id", id, "object", "model", "created", 0, "owned_by",
+                     "dirigent");
 }
 
 static json_t *nr_zero_usage(void)
 {
-    return json_pack("{s:i, s:i, s:i}", "prompt_tokens", 0, "completion_tokens",
-                     0, "total_tokens", 0);
+    return json_pack("{s:i, s:i, s:i}", "prompt_tokens", 0, "completion_tokens", 0, "total_tokens",
+                     0);
 }
 
 /* ---- chat completions ------------------------------------------------------------ */
 
-static json_t *nr_chunk(const char *id, json_int_t created, const char *model,
-                        json_t *delta, const char *finish)
+static json_t *nr_chunk(const char *id, json_int_t created, const char *model, json_t *delta,
+                        const char *finish)
 {
-    json_t *choice = json_pack("{s:i, s:o, s:o}", "index", 0, "delta", delta,
-                               "finish_reason",
+    json_t *choice = json_pack("{s:i, s:o, s:o}", "index", 0, "delta", delta, "finish_reason",
                                finish ? json_string(finish) : json_null());
-    return json_pack("{s:s, s:s, s:I, s:s, s:[o]}", "id", id, "object",
-                     "chat.completion.chunk", "created", created, "model", model,
-                     "choices", choice);
+    return json_pack("{s:s, s:s, s:I, s:s, s:[o]}", "id", id, "object", "chat.completion.chunk",
+                     "created", created, "model", model, "choices", choice);
 }
 
 /* Append "data: <json>\n\n" to the SSE text; steals chunk. */
@@ -186,22 +181,18 @@ static int nr_sse_append(dg_buf *b, json_t *chunk)
     return rc;
 }
 
-static enum MHD_Result nr_send_stream(struct MHD_Connection *c, const char *id,
-                                      json_int_t created, const char *model)
+static enum MHD_Result nr_send_stream(struct MHD_Connection *c, const char *id, json_int_t created,
+                                      const char *model)
 {
     dg_buf buf = {0};
     json_t *last = nr_chunk(id, created, model, json_object(), "stop");
     if (last)
         json_object_set_new(last, "usage", nr_zero_usage());
-    if (nr_sse_append(&buf,
-                      nr_chunk(id, created, model,
-                               json_pack("{s:s, s:s}", "role", "assistant",
-                                         "content", ""),
-                               NULL)) != 0 ||
-        nr_sse_append(&buf,
-                      nr_chunk(id, created, model,
-                               json_pack("{s:s}", "content", NR_SILENT_TEXT),
-                               NULL)) != 0 ||
+    if (nr_sse_append(&buf, nr_chunk(id, created, model,
+                                     json_pack("{s:s, s:s}", "role", "assistant", "content", ""),
+                                     NULL)) != 0 ||
+        nr_sse_append(&buf, nr_chunk(id, created, model,
+                                     json_pack("{s:s}", "content", NR_SILENT_TEXT), NULL)) != 0 ||
         nr_sse_append(&buf, last) != 0 || dg_buf_adds(&buf, "data: [DONE]\n\n") != 0) {
         dg_buf_free(&buf);
         return MHD_NO;
@@ -213,18 +204,17 @@ static enum MHD_Result nr_send_stream(struct MHD_Connection *c, const char *id,
     return dg_http_queue(c, MHD_HTTP_OK, r);
 }
 
-static enum MHD_Result nr_completion(nr_server *s, struct MHD_Connection *c,
-                                     const char *method, const char *url,
-                                     const nr_request *rq)
+static enum MHD_Result nr_completion(nr_server *s, struct MHD_Connection *c, const char *method,
+                                     const char *url, const nr_request *rq)
 {
     if (rq->body.too_large) {
         char msg[160];
         snprintf(msg, sizeof msg,
                  "request body is larger than %zu bytes; raise --max-body if "
-                 "your agents send longer contexts", s->max_body);
-        return nr_send_error(s, c, method, url, MHD_HTTP_CONTENT_TOO_LARGE,
-                             "invalid_request_error", "request_too_large", NULL,
-                             msg);
+                 "your agents send longer contexts",
+                 s->max_body);
+        return nr_send_error(s, c, method, url, MHD_HTTP_CONTENT_TOO_LARGE, "invalid_request_error",
+                             "request_too_large", NULL, msg);
     }
     json_error_t jerr;
     const dg_buf *in = &rq->body.buf;
@@ -232,14 +222,14 @@ static enum MHD_Result nr_completion(nr_server *s, struct MHD_Connection *c,
     if (!req) {
         char msg[300];
         if (!in->len)
-            snprintf(msg, sizeof msg, "request body is empty; send a JSON "
-                                      "object with \"model\" and \"messages\"");
-        else
             snprintf(msg, sizeof msg,
-                     "request body is not valid JSON: %s (line %d, column %d)",
+                     "request body is empty; send a JSON "
+                     "object with \"model\" and \"messages\"");
+        else
+            snprintf(msg, sizeof msg, "request body is not valid JSON: %s (line %d, column %d)",
                      jerr.text, jerr.line, jerr.column);
-        return nr_send_error(s, c, method, url, MHD_HTTP_BAD_REQUEST,
-                             "invalid_request_error", "invalid_json", NULL, msg);
+        return nr_send_error(s, c, method, url, MHD_HTTP_BAD_REQUEST, "invalid_request_error",
+                             "invalid_json", NULL, msg);
     }
     const char *field = NULL, *rule = NULL;
     json_t *model = json_object_get(req, "model");
@@ -258,8 +248,7 @@ static enum MHD_Result nr_completion(nr_server *s, struct MHD_Connection *c,
     }
     if (rule) {
         enum MHD_Result r = nr_send_error(s, c, method, url, MHD_HTTP_BAD_REQUEST,
-                                          "invalid_request_error",
-                                          "invalid_value", field, rule);
+                                          "invalid_request_error", "invalid_value", field, rule);
         json_decref(req);
         return r;
     }
@@ -276,12 +265,11 @@ static enum MHD_Result nr_completion(nr_server *s, struct MHD_Connection *c,
     if (sse) {
         ret = nr_send_stream(c, id, created, json_string_value(model));
     } else {
-        json_t *body = json_pack(
-            "{s:s, s:s, s:I, s:O, s:[{s:i, s:{s:s, s:s}, s:s, s:n}], s:o}", "id", id,
-            "object", "chat.completion", "created", created, "model", model,
-            "choices", "index", 0, "message", "role", "assistant", "content",
-            NR_SILENT_TEXT, "finish_reason", "stop", "logprobs", "usage",
-            nr_zero_usage());
+        json_t *body =
+            json_pack("{s:s, s:s, s:I, s:O, s:[{s:i, s:{s:s, s:s}, s:s, s:n}], s:o}", "id", id,
+                      "object", "chat.completion", "created", created, "model", model, "choices",
+                      "index", 0, "message", "role", "assistant", "content", NR_SILENT_TEXT,
+                      "finish_reason", "stop", "logprobs", "usage", nr_zero_usage());
         ret = nr_send_json(c, MHD_HTTP_OK, body);
     }
     json_decref(req);
@@ -292,9 +280,8 @@ static enum MHD_Result nr_completion(nr_server *s, struct MHD_Connection *c,
 
 /* Called by MHD's polling thread, once per request header and once per body
  * piece; see libmicrohttpd's MHD_AccessHandlerCallback. */
-static enum MHD_Result nr_handle(void *cls, struct MHD_Connection *c,
-                                 const char *url, const char *method,
-                                 const char *version, const char *upload_data,
+static enum MHD_Result nr_handle(void *cls, struct MHD_Connection *c, const char *url,
+                                 const char *method, const char *version, const char *upload_data,
                                  size_t *upload_data_size, void **con_cls)
 {
     (void)version;
@@ -311,20 +298,18 @@ static enum MHD_Result nr_handle(void *cls, struct MHD_Connection *c,
         /* First call: headers only. Refuse early what needs no body, so an
          * unauthenticated or oversized upload is never read. */
         if (!completions && !models && !one_model)
-            return nr_send_error(s, c, method, url, MHD_HTTP_NOT_FOUND,
-                                 "invalid_request_error", "not_found", NULL,
+            return nr_send_error(s, c, method, url, MHD_HTTP_NOT_FOUND, "invalid_request_error",
+                                 "not_found", NULL,
                                  "unknown path; this server offers GET /v1/models "
                                  "and POST /v1/chat/completions");
         if ((completions && !is_post) || (!completions && !is_get)) {
             const char *allowed = completions ? "POST" : "GET";
             char msg[120];
             snprintf(msg, sizeof msg, "method %s not allowed here; use %s",
-                     strlen(method) <= 40 && nr_utf8(method) ? method : "(unusual)",
-                     allowed);
+                     strlen(method) <= 40 && nr_utf8(method) ? method : "(unusual)", allowed);
             nr_log(s, method, url, MHD_HTTP_METHOD_NOT_ALLOWED, msg);
-            json_t *err = json_pack("{s:{s:s, s:s, s:s}}", "error", "message", msg,
-                                    "type", "invalid_request_error", "code",
-                                    "method_not_allowed");
+            json_t *err = json_pack("{s:{s:s, s:s, s:s}}", "error", "message", msg, "type",
+                                    "invalid_request_error", "code", "method_not_allowed");
             char *text = err ? json_dumps(err, JSON_COMPACT) : NULL;
             json_decref(err);
             if (!text)
@@ -336,34 +321,33 @@ static enum MHD_Result nr_handle(void *cls, struct MHD_Connection *c,
             return dg_http_queue(c, MHD_HTTP_METHOD_NOT_ALLOWED, r);
         }
         if (!nr_token_ok(s, c))
-            return nr_send_error(s, c, method, url, MHD_HTTP_UNAUTHORIZED,
-                                 "invalid_request_error", "invalid_api_key", NULL,
+            return nr_send_error(s, c, method, url, MHD_HTTP_UNAUTHORIZED, "invalid_request_error",
+                                 "invalid_api_key", NULL,
                                  "missing or wrong bearer token; send "
                                  "\"Authorization: Bearer <token>\" with the token "
                                  "this server was started with");
         if (one_model && !nr_utf8(path + 8))
-            return nr_send_error(s, c, method, url, MHD_HTTP_BAD_REQUEST,
-                                 "invalid_request_error", "invalid_value", "model",
+            return nr_send_error(s, c, method, url, MHD_HTTP_BAD_REQUEST, "invalid_request_error",
+                                 "invalid_value", "model",
                                  "the model id in the path is not valid UTF-8; "
                                  "percent-encode the UTF-8 bytes of the id");
         if (!completions) {
-            json_t *body = models
-                ? json_pack("{s:s, s:[o]}", "object", "list", "data",
-                            nr_model_object(NR_DEFAULT_MODEL))
-                : nr_model_object(path + 8);
+            json_t *body = models ? json_pack("{s:s, s:[o]}", "object", "list", "data",
+                                              nr_model_object(NR_DEFAULT_MODEL))
+                                  : nr_model_object(path + 8);
             nr_log(s, method, url, MHD_HTTP_OK, NULL);
             return nr_send_json(c, MHD_HTTP_OK, body);
         }
-        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
+        const char *cl =
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && strtoull(cl, NULL, 10) > s->max_body) {
             char msg[160];
             snprintf(msg, sizeof msg,
                      "request body is larger than %zu bytes; raise --max-body if "
-                     "your agents send longer contexts", s->max_body);
+                     "your agents send longer contexts",
+                     s->max_body);
             return nr_send_error(s, c, method, url, MHD_HTTP_CONTENT_TOO_LARGE,
-                                 "invalid_request_error", "request_too_large",
-                                 NULL, msg);
+                                 "invalid_request_error", "request_too_large", NULL, msg);
         }
         rq = calloc(1, sizeof *rq);
         if (!rq)
@@ -372,8 +356,8 @@ static enum MHD_Result nr_handle(void *cls, struct MHD_Connection *c,
         return MHD_YES;
     }
     if (*upload_data_size) /* past max_body: keep draining, answer 413 at the end */
-        return dg_http_body_take(&rq->body, upload_data, upload_data_size, s->max_body)
-            ? MHD_NO : MHD_YES;
+        return dg_http_body_take(&rq->body, upload_data, upload_data_size, s->max_body) ? MHD_NO
+                                                                                        : MHD_YES;
     return nr_completion(s, c, method, url, rq);
 }
 
@@ -438,9 +422,11 @@ static size_t nr_check_write(char *ptr, size_t size, size_t nmemb, void *ud)
 static int nr_check(const char *url, const char *token)
 {
     if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) {
-        fprintf(stderr, "dirigent-noreply --check: the URL must start with http:// or "
-                        "https:// (the base URL the server printed, e.g. "
-                        "http://127.0.0.1:18790/v1), got \"%s\"\n", url);
+        fprintf(stderr,
+                "dirigent-noreply --check: the URL must start with http:// or "
+                "https:// (the base URL the server printed, e.g. "
+                "http://127.0.0.1:18790/v1), got \"%s\"\n",
+                url);
         return 2;
     }
     size_t ul = strlen(url);
@@ -493,21 +479,25 @@ static int nr_check(const char *url, const char *token)
         goto out;
     }
     if (status == 401) {
-        fprintf(stderr, "dirigent-noreply --check: %s: 401, the instance wants another "
-                        "token (--token or env DIRIGENT_NOREPLY_TOKEN)\n", target);
+        fprintf(stderr,
+                "dirigent-noreply --check: %s: 401, the instance wants another "
+                "token (--token or env DIRIGENT_NOREPLY_TOKEN)\n",
+                target);
         goto out;
     }
     if (status != 200) {
-        fprintf(stderr, "dirigent-noreply --check: %s: HTTP %ld, not a model list\n",
-                target, status);
+        fprintf(stderr, "dirigent-noreply --check: %s: HTTP %ld, not a model list\n", target,
+                status);
         goto out;
     }
     json_t *j = json_loads(body.data, 0, NULL);
     json_t *first = json_array_get(json_object_get(j, "data"), 0);
     const char *owner = json_string_value(json_object_get(first, "owned_by"));
     if (!owner || strcmp(owner, "dirigent") != 0)
-        fprintf(stderr, "dirigent-noreply --check: %s answers 200 but not with "
-                        "dirigent-noreply's model list\n", target);
+        fprintf(stderr,
+                "dirigent-noreply --check: %s answers 200 but not with "
+                "dirigent-noreply's model list\n",
+                target);
     else {
         printf("dirigent-noreply --check: %s answers\n", url);
         rc = 0;
@@ -559,8 +549,10 @@ static int nr_take_option(int ch, char **argv, nr_opts *o, nr_server *srv)
     case 'A': o->host = optarg; return -1;
     case 'p':
         if (nr_parse_ulong(optarg, 65535, &o->port) != 0) {
-            fprintf(stderr, "dirigent-noreply: --port must be 0..65535, got "
-                            "\"%s\"\n", optarg);
+            fprintf(stderr,
+                    "dirigent-noreply: --port must be 0..65535, got "
+                    "\"%s\"\n",
+                    optarg);
             return 2;
         }
         return -1;
@@ -573,10 +565,11 @@ static int nr_take_option(int ch, char **argv, nr_opts *o, nr_server *srv)
         srv->token = optarg;
         return -1;
     case 'm':
-        if (nr_parse_ulong(optarg, NR_MAX_BODY_LIMIT, &o->max_body) != 0 ||
-            o->max_body == 0) {
-            fprintf(stderr, "dirigent-noreply: --max-body must be 1..%u bytes, "
-                            "got \"%s\"\n", NR_MAX_BODY_LIMIT, optarg);
+        if (nr_parse_ulong(optarg, NR_MAX_BODY_LIMIT, &o->max_body) != 0 || o->max_body == 0) {
+            fprintf(stderr,
+                    "dirigent-noreply: --max-body must be 1..%u bytes, "
+                    "got \"%s\"\n",
+                    NR_MAX_BODY_LIMIT, optarg);
             return 2;
         }
         return -1;
@@ -592,16 +585,15 @@ static int nr_take_option(int ch, char **argv, nr_opts *o, nr_server *srv)
 /* The command line into o and srv: -1 to go on, else the exit code. */
 static int nr_parse_args(int argc, char **argv, nr_opts *o, nr_server *srv)
 {
-    static const struct option opts[] = {
-        {"host", required_argument, NULL, 'A'},
-        {"port", required_argument, NULL, 'p'},
-        {"token", required_argument, NULL, 't'},
-        {"max-body", required_argument, NULL, 'm'},
-        {"quiet", no_argument, NULL, 'q'},
-        {"check", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'H'},
-        {"version", no_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"host", required_argument, NULL, 'A'},
+                                         {"port", required_argument, NULL, 'p'},
+                                         {"token", required_argument, NULL, 't'},
+                                         {"max-body", required_argument, NULL, 'm'},
+                                         {"quiet", no_argument, NULL, 'q'},
+                                         {"check", required_argument, NULL, 'c'},
+                                         {"help", no_argument, NULL, 'H'},
+                                         {"version", no_argument, NULL, 'V'},
+                                         {NULL, 0, NULL, 0}};
     int ch, rc;
     opterr = 0; /* our own words for a bad option */
     while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1)
@@ -646,8 +638,10 @@ static int nr_serve(nr_server *srv, const nr_opts *o)
     unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD;
     bool v6;
     if (nr_listen_addr(o->host, o->port, &ss, &v6, &flags) != 0) {
-        fprintf(stderr, "dirigent-noreply: --host must be a numeric IPv4 or IPv6 "
-                        "address, got \"%s\"\n", o->host);
+        fprintf(stderr,
+                "dirigent-noreply: --host must be a numeric IPv4 or IPv6 "
+                "address, got \"%s\"\n",
+                o->host);
         return 2;
     }
     /* Block the stop signals before MHD starts its thread, so only sigwait
@@ -659,15 +653,16 @@ static int nr_serve(nr_server *srv, const nr_opts *o)
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    struct MHD_Daemon *d = MHD_start_daemon(
-        flags, (uint16_t)o->port, NULL, NULL, nr_handle, srv,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-        MHD_OPTION_NOTIFY_COMPLETED, nr_completed, NULL,
-        MHD_OPTION_CONNECTION_TIMEOUT, NR_CONN_TIMEOUT_SEC,
-        MHD_OPTION_CONNECTION_LIMIT, NR_CONN_LIMIT, MHD_OPTION_END);
+    struct MHD_Daemon *d =
+        MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, nr_handle, srv, MHD_OPTION_SOCK_ADDR,
+                         (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, nr_completed, NULL,
+                         MHD_OPTION_CONNECTION_TIMEOUT, NR_CONN_TIMEOUT_SEC,
+                         MHD_OPTION_CONNECTION_LIMIT, NR_CONN_LIMIT, MHD_OPTION_END);
     if (!d) {
-        fprintf(stderr, "dirigent-noreply: cannot listen on %s port %lu (%s); pick "
-                        "another --port or --host\n", o->host, o->port, strerror(errno));
+        fprintf(stderr,
+                "dirigent-noreply: cannot listen on %s port %lu (%s); pick "
+                "another --port or --host\n",
+                o->host, o->port, strerror(errno));
         return 1;
     }
     unsigned bound = dg_http_bound_port(d, (unsigned)o->port);

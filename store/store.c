@@ -63,7 +63,7 @@ const int dg_schema_nsteps = (int)(sizeof dg_schema_steps / sizeof dg_schema_ste
 const char *dg_schema_step_pg(int v)
 {
     return dg_schema_steps[v] == dg_schema_v11_outbox_state ? dg_schema_v11_outbox_state_pg
-                                                             : dg_schema_steps[v];
+                                                            : dg_schema_steps[v];
 }
 
 int dg_store_schema_version(void)
@@ -145,7 +145,7 @@ char *dg_store_tables_of_version(int v)
 /* 1 when every name of want (",a,b,") is in have. */
 int dg_store_has_tables(const char *have, const char *want)
 {
-    for (const char *w = want + 1; *w; ) {
+    for (const char *w = want + 1; *w;) {
         const char *end = strchr(w, ',');
         if (!end || end == w)
             break;
@@ -217,7 +217,8 @@ static int check_ours(sqlite3 *db, const char *path, int *app_id, char *err, siz
         out = dg_fail(err, err_len, DG_ERR_INVALID,
                       "store: dbPath %s belongs to another application (SQLite application_id "
                       "0x%08x, dirigent's is 0x%08x); it was left untouched: point dbPath at a "
-                      "new file", path, (unsigned)*app_id, (unsigned)DG_APPLICATION_ID);
+                      "new file",
+                      path, (unsigned)*app_id, (unsigned)DG_APPLICATION_ID);
     } else if (version > dg_schema_nsteps) {
         out = dg_fail(err, err_len, DG_ERR_UNSUPPORTED,
                       "store: database %s has schema version %d (this build knows up to %d); "
@@ -230,7 +231,8 @@ static int check_ours(sqlite3 *db, const char *path, int *app_id, char *err, siz
             out = dg_fail(err, err_len, DG_ERR_INVALID,
                           "store: dbPath %s is another application's SQLite database (tables "
                           "%.200s and no dirigent marker); it was left untouched: point dbPath "
-                          "at a new file", path, have);
+                          "at a new file",
+                          path, have);
     } else if (!(want = dg_store_tables_of_version(version))) {
         out = dg_fail(err, err_len, DG_ERR_NOMEM, "store: out of memory checking %s", path);
     } else if (!dg_store_has_tables(have, want)) {
@@ -243,7 +245,8 @@ static int check_ours(sqlite3 *db, const char *path, int *app_id, char *err, siz
         out = dg_fail(err, err_len, DG_ERR_INVALID,
                       "store: dbPath %s has tables that are not dirigent's (has %.200s, "
                       "dirigent's are %.200s) and no dirigent marker; it was left untouched: "
-                      "point dbPath at a file of its own", path, have, want);
+                      "point dbPath at a file of its own",
+                      path, have, want);
     }
     free(have);
     free(want);
@@ -265,12 +268,14 @@ static int is_memory_path(const char *path)
 int dg_store_db_path_check(const char *path, char *err, size_t err_len)
 {
     if (!path || !*path)
-        return dg_fail(err, err_len, DG_ERR_INVALID, "store: dbPath is empty; set it to a file path");
+        return dg_fail(err, err_len, DG_ERR_INVALID,
+                       "store: dbPath is empty; set it to a file path");
     if (is_memory_path(path))
         return dg_fail(err, err_len, DG_ERR_INVALID,
                        "store: dbPath %s is an in-memory database; dirigent keeps turns, "
                        "discussions and owed messages across restarts only in a file: set dbPath "
-                       "to a file path", path);
+                       "to a file path",
+                       path);
     return DG_OK;
 }
 
@@ -361,7 +366,8 @@ static int open_url(const char *url, dg_store **out, char *err, size_t err_len)
         return dg_fail(err, err_len, DG_ERR_NOMEM, "store: out of memory opening store.url");
     int rc = dg_pg_open(st, url, err, err_len);
     if (rc == DG_OK && dg_store_make_instance(st) != DG_OK)
-        rc = dg_fail(err, err_len, DG_ERR_IO, "store: no random bytes for the instance id; "
+        rc = dg_fail(err, err_len, DG_ERR_IO,
+                     "store: no random bytes for the instance id; "
                      "try again");
     if (rc != DG_OK) {
         dg_store_close(st);
@@ -451,8 +457,10 @@ int dg_store_open(const char *path, dg_store **out, char *err, size_t err_len)
     if (rc != DG_OK)
         goto fail;
     if (dg_store_make_instance(st) != DG_OK) {
-        rc = dg_fail(err, err_len, DG_ERR_IO, "store: no random bytes for the instance id "
-                     "of %s; try again", path);
+        rc = dg_fail(err, err_len, DG_ERR_IO,
+                     "store: no random bytes for the instance id "
+                     "of %s; try again",
+                     path);
         goto fail;
     }
     if ((rc = dg_store_presence_join(st, path, err, err_len)) != DG_OK)
@@ -620,9 +628,10 @@ int dg_store_begin(dg_store *st)
         st->txn_write = 1;
         st->txn_hinted = 0;
         unsigned dv = 0;
-        st->txn_alone = st->alone_known &&
-                        sqlite3_file_control(st->db, "main", SQLITE_FCNTL_DATA_VERSION, &dv) ==
-                            SQLITE_OK && dv == st->alone_dv;
+        st->txn_alone =
+            st->alone_known &&
+            sqlite3_file_control(st->db, "main", SQLITE_FCNTL_DATA_VERSION, &dv) == SQLITE_OK &&
+            dv == st->alone_dv;
         if (!st->txn_alone)
             st->alone_epoch++; /* what callers knew of the marks may be stale */
     }
@@ -702,8 +711,8 @@ int dg_store_commit(dg_store *st)
                                         &st->dv_after_commit) == SQLITE_OK;
     /* Still alone after this commit if it was when the transaction began
      * or looked (store_int.h, alone_dv). */
-    st->alone_known = st->dv_known && (st->txn_others == 0 ||
-                                       (st->txn_others < 0 && st->txn_alone));
+    st->alone_known =
+        st->dv_known && (st->txn_others == 0 || (st->txn_others < 0 && st->txn_alone));
     st->alone_dv = st->dv_after_commit;
     if (!ok) {
         st->last_ord = st->last_ord_at_begin;

@@ -28,18 +28,18 @@
 #include "store.h"
 #include "store_int.h"
 
-#define CKPT_PAGES 1000          /* as SQLite's own default */
-#define CKPT_INLINE_PAGES 16000  /* about 64 MB of WAL at 4 KB pages */
+#define CKPT_PAGES 1000         /* as SQLite's own default */
+#define CKPT_INLINE_PAGES 16000 /* about 64 MB of WAL at 4 KB pages */
 
 struct dg_ckpt {
-    sqlite3 *db;               /* checkpointer thread only, after start */
+    sqlite3 *db; /* checkpointer thread only, after start */
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cond;
-    int due;                   /* guarded by mu: the WAL passed CKPT_PAGES */
-    int stop;                  /* guarded by mu */
-    atomic_long runs;          /* checkpoints done (dg_store_checkpoints) */
-    atomic_int last_rc;        /* SQLite's code of the last one */
+    int due;            /* guarded by mu: the WAL passed CKPT_PAGES */
+    int stop;           /* guarded by mu */
+    atomic_long runs;   /* checkpoints done (dg_store_checkpoints) */
+    atomic_int last_rc; /* SQLite's code of the last one */
 };
 
 /* After each commit of the store's connection, on the committing thread

@@ -56,8 +56,10 @@ int dg_step(dg_stmt *s)
     if (!s->lite)
         return dg_pg_step(s);
     int rc = sqlite3_step(s->lite);
-    return rc == SQLITE_ROW ? DG_ROW : rc == SQLITE_DONE ? DG_DONE
-           : rc == SQLITE_NOMEM ? DG_NOMEM : DG_ERR;
+    return rc == SQLITE_ROW     ? DG_ROW
+           : rc == SQLITE_DONE  ? DG_DONE
+           : rc == SQLITE_NOMEM ? DG_NOMEM
+                                : DG_ERR;
 }
 
 int64_t dg_col_int64(dg_stmt *s, int col)

@@ -137,7 +137,7 @@ int dg_store_discussion_insert(dg_store *st, const dg_discussion *d, int64_t *id
         if (rc != DG_DONE)
             return sql_fail();
         if (added == 0)
-            return DG_ERR_INVALID;   /* the same agent twice: the caller dedups */
+            return DG_ERR_INVALID; /* the same agent twice: the caller dedups */
     }
     if (id)
         *id = rowid;
@@ -237,23 +237,22 @@ int dg_store_discussion_by_channel(dg_store *st, const char *channel_id, dg_disc
     out->discuss_guide = dg_store_col_dup(s, 7);
     out->status = stt;
     out->created_at_ms = dg_col_int64(s, 9);
-    out->completed_at_ms = dg_col_null(s, 10) ? 0
-                         : dg_col_int64(s, 10);
+    out->completed_at_ms = dg_col_null(s, 10) ? 0 : dg_col_int64(s, 10);
     out->summary_path = dg_store_col_dup(s, 11);
-    out->last_activity_ms = dg_col_int64(s, 12);  /* NULL reads as 0 */
-    out->reminded_for_ms = dg_col_null(s, 13) ? -1
-                         : dg_col_int64(s, 13);
+    out->last_activity_ms = dg_col_int64(s, 12); /* NULL reads as 0 */
+    out->reminded_for_ms = dg_col_null(s, 13) ? -1 : dg_col_int64(s, 13);
     out->wrapup_at_ms = dg_col_int64(s, 14);
     const char *es = dg_col_text(s, 15);
     snprintf(out->end_status, sizeof out->end_status, "%s",
-             stt != DG_DISCUSSION_CLOSED ? "" : es ? es : "completed");
+             stt != DG_DISCUSSION_CLOSED ? ""
+             : es                        ? es
+                                         : "completed");
     dg_reset(s);
-    int ok = out->discussion_channel_id && out->origin_channel_id &&
-             out->initiator_agent_id && out->initiator_session_key &&
-             out->initiator_session_id && out->initiator_workspace && out->discuss_guide &&
-             (stt != DG_DISCUSSION_CLOSED || out->summary_path);
+    int ok = out->discussion_channel_id && out->origin_channel_id && out->initiator_agent_id &&
+             out->initiator_session_key && out->initiator_session_id && out->initiator_workspace &&
+             out->discuss_guide && (stt != DG_DISCUSSION_CLOSED || out->summary_path);
     if (out->summary_path && !*out->summary_path) {
-        free(out->summary_path);        /* expired / closed by an admin without one */
+        free(out->summary_path); /* expired / closed by an admin without one */
         out->summary_path = NULL;
     }
     int r = ok ? load_members(st, out) : DG_ERR_NOMEM;
@@ -293,9 +292,8 @@ static const char SQL_OVR_ADD[] =
     "INSERT INTO discussion_overrides (discussion_id, session_key, agent_id,"
     " recorded_at_ms) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING";
 
-int dg_store_discussion_override_add(dg_store *st, int64_t discussion_id,
-                                     const char *session_key, const char *agent_id,
-                                     int64_t now_ms, int *inserted)
+int dg_store_discussion_override_add(dg_store *st, int64_t discussion_id, const char *session_key,
+                                     const char *agent_id, int64_t now_ms, int *inserted)
 {
     DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, SQL_OVR_ADD);
@@ -312,9 +310,8 @@ int dg_store_discussion_override_add(dg_store *st, int64_t discussion_id,
     return DG_OK;
 }
 
-static const char SQL_OVR_APPLIED[] =
-    "UPDATE discussion_overrides SET applied_at_ms = ?"
-    " WHERE discussion_id = ? AND session_key = ?";
+static const char SQL_OVR_APPLIED[] = "UPDATE discussion_overrides SET applied_at_ms = ?"
+                                      " WHERE discussion_id = ? AND session_key = ?";
 
 int dg_store_discussion_override_applied(dg_store *st, int64_t discussion_id,
                                          const char *session_key, int64_t now_ms)
@@ -329,12 +326,11 @@ int dg_store_discussion_override_applied(dg_store *st, int64_t discussion_id,
     return dg_store_run(s);
 }
 
-static const char SQL_OVR_STATE[] =
-    "SELECT applied_at_ms IS NOT NULL FROM discussion_overrides"
-    " WHERE discussion_id = ? AND session_key = ?";
+static const char SQL_OVR_STATE[] = "SELECT applied_at_ms IS NOT NULL FROM discussion_overrides"
+                                    " WHERE discussion_id = ? AND session_key = ?";
 
-int dg_store_discussion_override_state(dg_store *st, int64_t discussion_id,
-                                       const char *session_key, int *state)
+int dg_store_discussion_override_state(dg_store *st, int64_t discussion_id, const char *session_key,
+                                       int *state)
 {
     DG_ASSERT_IN_TXN(st);
     *state = 0;
@@ -355,8 +351,8 @@ static const char SQL_OVR_PENDING[] =
     " WHERE applied_at_ms IS NULL ORDER BY recorded_at_ms, discussion_id, session_key"
     " LIMIT ?";
 
-int dg_store_discussion_overrides_pending(dg_store *st, size_t max, char ***keys,
-                                          int64_t **ids, size_t *n)
+int dg_store_discussion_overrides_pending(dg_store *st, size_t max, char ***keys, int64_t **ids,
+                                          size_t *n)
 {
     DG_ASSERT_IN_TXN(st);
     *keys = NULL;
@@ -406,8 +402,7 @@ static const char SQL_NOTICE_PRUNE[] =
     "DELETE FROM discussion_closed_notices WHERE (channel_id, message_id) IN (SELECT"
     " channel_id, message_id FROM discussion_closed_notices WHERE at_ms < ? LIMIT ?)";
 
-int dg_store_discussion_notices_prune(dg_store *st, int64_t before_ms, int limit,
-                                      long *removed)
+int dg_store_discussion_notices_prune(dg_store *st, int64_t before_ms, int limit, long *removed)
 {
     DG_ASSERT_IN_TXN(st);
     if (removed)
@@ -424,9 +419,8 @@ int dg_store_discussion_notices_prune(dg_store *st, int64_t before_ms, int limit
     return DG_OK;
 }
 
-int dg_store_discussion_notice_claim(dg_store *st, const char *channel_id,
-                                     const char *message_id, int64_t now_ms,
-                                     int64_t cooldown_ms, int *claimed)
+int dg_store_discussion_notice_claim(dg_store *st, const char *channel_id, const char *message_id,
+                                     int64_t now_ms, int64_t cooldown_ms, int *claimed)
 {
     DG_ASSERT_IN_TXN(st);
     *claimed = 0;
@@ -438,7 +432,7 @@ int dg_store_discussion_notice_claim(dg_store *st, const char *channel_id,
     int rc = dg_step(s);
     dg_reset(s);
     if (rc == DG_ROW)
-        return DG_OK;             /* this message was already handled */
+        return DG_OK; /* this message was already handled */
     if (rc != DG_DONE)
         return sql_fail();
 
@@ -470,9 +464,8 @@ int dg_store_discussion_notice_claim(dg_store *st, const char *channel_id,
 
 /* ---- timers ------------------------------------------------------------------ */
 
-static const char SQL_TOUCH[] =
-    "UPDATE discussions SET last_activity_ms = ?"
-    " WHERE discussion_channel_id = ? AND status = 'active'";
+static const char SQL_TOUCH[] = "UPDATE discussions SET last_activity_ms = ?"
+                                " WHERE discussion_channel_id = ? AND status = 'active'";
 
 int dg_store_discussion_touch(dg_store *st, const char *channel_id, int64_t now_ms)
 {
@@ -495,8 +488,7 @@ static const char SQL_DUE[] =
     " ORDER BY id LIMIT ?4";
 
 int dg_store_discussion_timers_due(dg_store *st, int64_t now_ms, int64_t reminder_ms,
-                                   int64_t lifetime_ms, size_t max, char ***channels,
-                                   size_t *n)
+                                   int64_t lifetime_ms, size_t max, char ***channels, size_t *n)
 {
     DG_ASSERT_IN_TXN(st);
     *channels = NULL;

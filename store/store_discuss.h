@@ -25,8 +25,8 @@ int dg_store_discussion_insert(dg_store *st, const dg_discussion *d, int64_t *id
 
 /* Row of channel_id with its members into *out (caller clears).
  * DG_ERR_NOT_FOUND if none. */
-int dg_store_discussion_by_channel(dg_store *st, const char *channel_id, dg_discussion *out)
-    DG_MUST_CHECK;
+int dg_store_discussion_by_channel(dg_store *st, const char *channel_id,
+                                   dg_discussion *out) DG_MUST_CHECK;
 
 /* Cheap probe: *id and *status of channel_id's discussion (0 and
  * DG_DISCUSSION_NONE, with DG_OK, when the channel is not one). id may be
@@ -41,9 +41,9 @@ int dg_store_discussion_close(dg_store *st, int64_t id, const char *summary_path
 
 /* Record an owed override; *inserted = 1 when new, 0 when it was already
  * recorded (then nothing changes). inserted may be NULL. */
-int dg_store_discussion_override_add(dg_store *st, int64_t discussion_id,
-                                     const char *session_key, const char *agent_id,
-                                     int64_t now_ms, int *inserted) DG_MUST_CHECK;
+int dg_store_discussion_override_add(dg_store *st, int64_t discussion_id, const char *session_key,
+                                     const char *agent_id, int64_t now_ms,
+                                     int *inserted) DG_MUST_CHECK;
 
 /* Mark an override as applied. */
 int dg_store_discussion_override_applied(dg_store *st, int64_t discussion_id,
@@ -51,19 +51,19 @@ int dg_store_discussion_override_applied(dg_store *st, int64_t discussion_id,
 
 /* Is there an override row for (channel's discussion, session_key)?
  * *state: 0 none, 1 recorded not applied, 2 applied. */
-int dg_store_discussion_override_state(dg_store *st, int64_t discussion_id,
-                                       const char *session_key, int *state) DG_MUST_CHECK;
+int dg_store_discussion_override_state(dg_store *st, int64_t discussion_id, const char *session_key,
+                                       int *state) DG_MUST_CHECK;
 
 /* Pending (not applied) overrides, oldest first, at most max: session keys
  * into *keys (array of malloc'd strings, caller frees each and the array),
  * matching discussion ids into *ids (caller frees); count into *n. */
-int dg_store_discussion_overrides_pending(dg_store *st, size_t max, char ***keys,
-                                          int64_t **ids, size_t *n) DG_MUST_CHECK;
+int dg_store_discussion_overrides_pending(dg_store *st, size_t max, char ***keys, int64_t **ids,
+                                          size_t *n) DG_MUST_CHECK;
 
 /* Closed-notice claim (see dg_discuss_claim_closed_notice_locked). */
-int dg_store_discussion_notice_claim(dg_store *st, const char *channel_id,
-                                     const char *message_id, int64_t now_ms,
-                                     int64_t cooldown_ms, int *claimed) DG_MUST_CHECK;
+int dg_store_discussion_notice_claim(dg_store *st, const char *channel_id, const char *message_id,
+                                     int64_t now_ms, int64_t cooldown_ms,
+                                     int *claimed) DG_MUST_CHECK;
 
 /* Delete at most limit closed-notice marks older than before_ms; *removed
  * (may be NULL) gets the count. Inside a transaction. */
@@ -90,8 +90,7 @@ int dg_store_discussion_timers_due(dg_store *st, int64_t now_ms, int64_t reminde
 /* The quiet-time reminder was queued for the quiet period that started at
  * activity_ms / the wrap-up request was queued at now_ms. DG_ERR_CONFLICT
  * when the discussion is no longer active (or the wrap-up was recorded). */
-int dg_store_discussion_mark_reminded(dg_store *st, int64_t id, int64_t activity_ms)
-    DG_MUST_CHECK;
+int dg_store_discussion_mark_reminded(dg_store *st, int64_t id, int64_t activity_ms) DG_MUST_CHECK;
 int dg_store_discussion_mark_wrapup(dg_store *st, int64_t id, int64_t now_ms) DG_MUST_CHECK;
 
 #endif

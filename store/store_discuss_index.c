@@ -74,14 +74,12 @@ static const char SQL_LIST_AGENT[] =
     " ORDER BY d.created_at_ms DESC, d.id DESC LIMIT ?3 OFFSET ?4";
 /* Its parameters are the ones above less the agent: PostgreSQL refuses a
  * statement with a parameter it never sees (it cannot type $1). */
-static const char SQL_LIST_ALL[] =
-    "SELECT d.discussion_channel_id FROM discussions d"
-    " WHERE (?1 = 0 OR d.status = 'active')"
-    " ORDER BY d.created_at_ms DESC, d.id DESC LIMIT ?2 OFFSET ?3";
+static const char SQL_LIST_ALL[] = "SELECT d.discussion_channel_id FROM discussions d"
+                                   " WHERE (?1 = 0 OR d.status = 'active')"
+                                   " ORDER BY d.created_at_ms DESC, d.id DESC LIMIT ?2 OFFSET ?3";
 
-int dg_store_discussion_list(dg_store *st, const char *agent_id, int active_only,
-                             size_t offset, size_t limit, char ***channels, size_t *n,
-                             int *more)
+int dg_store_discussion_list(dg_store *st, const char *agent_id, int active_only, size_t offset,
+                             size_t limit, char ***channels, size_t *n, int *more)
 {
     DG_ASSERT_IN_TXN(st);
     *channels = NULL;

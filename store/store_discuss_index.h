@@ -33,8 +33,7 @@ int dg_store_discussion_channel_of(dg_store *st, int64_t id, char **channel_id) 
  * array of malloc'd strings, caller frees each and the array; NULL when *n
  * is 0); *more is 1 when rows beyond the page exist.
  */
-int dg_store_discussion_list(dg_store *st, const char *agent_id, int active_only,
-                             size_t offset, size_t limit, char ***channels, size_t *n,
-                             int *more) DG_MUST_CHECK;
+int dg_store_discussion_list(dg_store *st, const char *agent_id, int active_only, size_t offset,
+                             size_t limit, char ***channels, size_t *n, int *more) DG_MUST_CHECK;
 
 #endif

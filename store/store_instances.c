@@ -25,18 +25,17 @@
  * it and that writer's instance id (bounded by the number of channels).
  * store_leases: a named right, its holder and when it runs out.
  */
-const char dg_schema_v8_shared[] =
-    "CREATE TABLE turn_changes ("
-    "  channel_id TEXT PRIMARY KEY,"
-    "  seq INTEGER NOT NULL,"
-    "  instance TEXT NOT NULL"
-    ") WITHOUT ROWID;"
-    "CREATE INDEX turn_changes_seq ON turn_changes(seq);"
-    "CREATE TABLE store_leases ("
-    "  name TEXT PRIMARY KEY,"
-    "  owner TEXT NOT NULL,"
-    "  until_ms INTEGER NOT NULL"
-    ") WITHOUT ROWID;";
+const char dg_schema_v8_shared[] = "CREATE TABLE turn_changes ("
+                                   "  channel_id TEXT PRIMARY KEY,"
+                                   "  seq INTEGER NOT NULL,"
+                                   "  instance TEXT NOT NULL"
+                                   ") WITHOUT ROWID;"
+                                   "CREATE INDEX turn_changes_seq ON turn_changes(seq);"
+                                   "CREATE TABLE store_leases ("
+                                   "  name TEXT PRIMARY KEY,"
+                                   "  owner TEXT NOT NULL,"
+                                   "  until_ms INTEGER NOT NULL"
+                                   ") WITHOUT ROWID;";
 
 static const char sql_next_seq[] = "SELECT coalesce(max(seq), 0) + 1 FROM turn_changes";
 static const char sql_note[] =
@@ -96,12 +95,11 @@ static int owner_dead_here(const dg_store *st, const char *owner)
 
 int dg_store_probe_open(dg_store *st, const char *path, char *err, size_t err_len)
 {
-    int rc = sqlite3_open_v2(path, &st->probe, SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX,
-                             NULL);
+    int rc = sqlite3_open_v2(path, &st->probe, SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX, NULL);
     if (rc == SQLITE_OK) {
         sqlite3_busy_timeout(st->probe, 5000);
-        rc = sqlite3_prepare_v3(st->probe, "PRAGMA data_version", -1,
-                                SQLITE_PREPARE_PERSISTENT, &st->probe_dv_stmt, NULL);
+        rc = sqlite3_prepare_v3(st->probe, "PRAGMA data_version", -1, SQLITE_PREPARE_PERSISTENT,
+                                &st->probe_dv_stmt, NULL);
     }
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v3(st->probe, dg_sql_change_head, -1, SQLITE_PREPARE_PERSISTENT,
@@ -167,7 +165,8 @@ int dg_store_presence_join(dg_store *st, const char *path, char *err, size_t err
         return dg_fail(err, err_len, DG_ERR_IO,
                        "store: cannot open %s (%s), which the instances sharing dbPath use "
                        "to find each other; check that the folder is writable and the file "
-                       "readable by this user", name, strerror(errno));
+                       "readable by this user",
+                       name, strerror(errno));
     struct flock fl;
     if (presence_lock(fd, F_RDLCK, F_OFD_SETLK, &fl) != 0) {
         /* No such locks on this file system: nobody can be seen, so every
@@ -180,8 +179,7 @@ int dg_store_presence_join(dg_store *st, const char *path, char *err, size_t err
      * that found itself alone knows, without asking again, that nobody has
      * joined since (store_int.h, alone_dv). It also folds the states
      * marks carry into their rows: only their writer tracks them. */
-    static const char SQL_JOINED[] =
-        "REPLACE INTO dg_meta (key, value) VALUES ('last_join', ?)";
+    static const char SQL_JOINED[] = "REPLACE INTO dg_meta (key, value) VALUES ('last_join', ?)";
     int rc = dg_store_begin(st);
     if (rc == DG_OK) {
         dg_stmt *s = dg_store_stmt(st, SQL_JOINED);
@@ -220,8 +218,8 @@ static int others_present(dg_store *st)
         st->txn_others = 0; /* nobody joined since we last looked */
     } else if (st->txn_others < 0) {
         struct flock fl;
-        st->txn_others = presence_lock(st->presence_fd, F_WRLCK, F_OFD_GETLK, &fl) != 0 ||
-                         fl.l_type != F_UNLCK;
+        st->txn_others =
+            presence_lock(st->presence_fd, F_WRLCK, F_OFD_GETLK, &fl) != 0 || fl.l_type != F_UNLCK;
     }
     return st->txn_others;
 }
@@ -271,8 +269,7 @@ int64_t dg_store_txn_change_seq(const dg_store *st)
     return st->txn_seq;
 }
 
-int dg_store_changes_since(dg_store *st, int64_t after, char ***channels, size_t *n,
-                           int64_t *upto)
+int dg_store_changes_since(dg_store *st, int64_t after, char ***channels, size_t *n, int64_t *upto)
 {
     DG_ASSERT_IN_TXN(st);
     *channels = NULL;
@@ -326,8 +323,8 @@ int dg_store_changes_since(dg_store *st, int64_t after, char ***channels, size_t
 static void shm_header(const dg_store *st, unsigned char *out)
 {
     for (size_t i = 0; i < DG_WAL_HDR_LEN; i += 4) {
-        uint32_t w = __atomic_load_n((const volatile uint32_t *)(st->shm_hdr + i),
-                                     __ATOMIC_ACQUIRE);
+        uint32_t w =
+            __atomic_load_n((const volatile uint32_t *)(st->shm_hdr + i), __ATOMIC_ACQUIRE);
         memcpy(out + i, &w, 4);
     }
 }
@@ -337,8 +334,8 @@ static void shm_header(const dg_store *st, unsigned char *out)
 static void shm_attach(dg_store *st)
 {
     sqlite3_file *f = NULL;
-    if (sqlite3_file_control(st->probe, "main", SQLITE_FCNTL_FILE_POINTER, &f) != SQLITE_OK ||
-        !f || !f->pMethods || f->pMethods->iVersion < 2 || !f->pMethods->xShmMap)
+    if (sqlite3_file_control(st->probe, "main", SQLITE_FCNTL_FILE_POINTER, &f) != SQLITE_OK || !f ||
+        !f->pMethods || f->pMethods->iVersion < 2 || !f->pMethods->xShmMap)
         return;
     void volatile *region = NULL;
     if (f->pMethods->xShmMap(f, 0, 32768, 0, &region) == SQLITE_OK && region)
@@ -370,7 +367,8 @@ int64_t dg_store_change_seq(dg_store *st)
             /* Something committed since the last probe (perhaps this
              * instance's own main connection): read the log's head. */
             out = sqlite3_step(st->probe_seq_stmt) == SQLITE_ROW
-                      ? sqlite3_column_int64(st->probe_seq_stmt, 0) : -1;
+                      ? sqlite3_column_int64(st->probe_seq_stmt, 0)
+                      : -1;
             sqlite3_reset(st->probe_seq_stmt);
             st->probe_seq = out;
             st->probe_dv = dv;

@@ -78,8 +78,8 @@ int dg_store_probe_in_memory(dg_store *st);
  * lease runs out. now_ms: the wall clock now. DG_OK or DG_ERR_IO.
  */
 int dg_store_lease_take(dg_store *st, const char *name, int64_t now_ms, int64_t until_ms,
-                        int64_t held_until, int *got, int *fresh, int64_t *other_until)
-    DG_MUST_CHECK;
+                        int64_t held_until, int *got, int *fresh,
+                        int64_t *other_until) DG_MUST_CHECK;
 
 /* In a transaction: give the lease up if this instance holds it. */
 int dg_store_lease_release(dg_store *st, const char *name) DG_MUST_CHECK;

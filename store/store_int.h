@@ -44,22 +44,25 @@ struct dg_stmt {
 #define DG_STATE_FIELDS 14
 
 struct dg_store {
-    sqlite3 *db;              /* SQLite backend; NULL on PostgreSQL */
-    struct dg_pg *pg;         /* PostgreSQL backend; NULL on SQLite */
-    pthread_mutex_t lock;     /* held for the length of a transaction */
+    sqlite3 *db;                 /* SQLite backend; NULL on PostgreSQL */
+    struct dg_pg *pg;            /* PostgreSQL backend; NULL on SQLite */
+    pthread_mutex_t lock;        /* held for the length of a transaction */
     atomic_uintptr_t lock_owner; /* the thread holding it (dg_store_lock), 0 none */
     int opened_version;
-    char *where;              /* dg_store_where: the path, or "PostgreSQL user@host/db" */
-    sqlite3_int64 changes_at_begin;  /* sqlite3_total_changes at dg_store_begin */
-    int in_txn;                      /* SQLite: between dg_store_begin and its end */
-    atomic_int fail_writes;          /* test seam: commits that wrote refused */
-    atomic_long refused_writes;      /* commits refused by the seam so far */
-    struct { const char *sql; dg_stmt stmt; } cache[DG_STMT_CACHE];
+    char *where;                    /* dg_store_where: the path, or "PostgreSQL user@host/db" */
+    sqlite3_int64 changes_at_begin; /* sqlite3_total_changes at dg_store_begin */
+    int in_txn;                     /* SQLite: between dg_store_begin and its end */
+    atomic_int fail_writes;         /* test seam: commits that wrote refused */
+    atomic_long refused_writes;     /* commits refused by the seam so far */
+    struct {
+        const char *sql;
+        dg_stmt stmt;
+    } cache[DG_STMT_CACHE];
     /* Sharing (store_instances.c). instance: "<host>/<pid>/<random hex>" of
      * this open store. */
     char instance[128];
-    int64_t txn_seq;                 /* change-log sequence of the open transaction, 0 none */
-    int64_t txn_head;                /* the log's head read with the write lock at
+    int64_t txn_seq;  /* change-log sequence of the open transaction, 0 none */
+    int64_t txn_head; /* the log's head read with the write lock at
                                       * dg_store_begin (PostgreSQL, saving round
                                       * trips); -1: not read */
     char noted[DG_NOTED_MAX][DG_NOTED_LEN]; /* channels logged by it */
@@ -68,29 +71,29 @@ struct dg_store {
      * "<dbPath>-presence" file while open; -1 on PostgreSQL or where the
      * file system has no such locks (then every change is logged). */
     int presence_fd;
-    unsigned dv_after_commit;        /* SQLite's data version after our last commit */
-    int dv_known;                    /* dv_after_commit is valid */
-    int64_t head_seen;               /* the change log's head as this store last knew it */
-    int64_t last_ord;                /* the last transition order handed out
+    unsigned dv_after_commit;  /* SQLite's data version after our last commit */
+    int dv_known;              /* dv_after_commit is valid */
+    int64_t head_seen;         /* the change log's head as this store last knew it */
+    int64_t last_ord;          /* the last transition order handed out
                                       * (store_transitions.c) */
-    int64_t last_ord_at_begin;       /* restored by a rollback */
-    int64_t seen_ord;                /* the highest order of a state read
+    int64_t last_ord_at_begin; /* restored by a rollback */
+    int64_t seen_ord;          /* the highest order of a state read
                                       * (dg_store_saw_ord): kept through a
                                       * rollback, since what was read stays */
-    int txn_others;                  /* the open transaction found another store
+    int txn_others;            /* the open transaction found another store
                                       * present: 1, alone: 0, not asked yet: -1
                                       * (set by dg_store_begin) */
     /* Alone without asking the kernel: a newcomer's barrier commits a
      * write, so while the data version is the one of our last commit made
      * alone, nobody has joined since (store_instances.c, presence). */
-    unsigned alone_dv;               /* the data version after that commit */
-    int alone_known;                 /* alone_dv is valid */
-    int txn_alone;                   /* dg_store_begin found it unchanged */
-    int txn_write;                   /* the open transaction is dg_store_begin's
+    unsigned alone_dv;    /* the data version after that commit */
+    int alone_known;      /* alone_dv is valid */
+    int txn_alone;        /* dg_store_begin found it unchanged */
+    int txn_write;        /* the open transaction is dg_store_begin's
                                       * (the write lock held throughout) */
-    int txn_hinted;                  /* it claimed a mark with a dg_mark_hint: a
+    int txn_hinted;       /* it claimed a mark with a dg_mark_hint: a
                                       * rollback leaves that hint ahead of the file */
-    uint64_t alone_epoch;            /* bumped by each begin that found it changed:
+    uint64_t alone_epoch; /* bumped by each begin that found it changed:
                                       * what a dg_mark_hint was read in */
     /* The dedup mark of the open transaction's message while alone: written
      * once, at commit (or before the next statement on marks), with the
@@ -101,31 +104,31 @@ struct dg_store {
         int64_t at_ms;
         int has_tr;
         int64_t ord;
-        dg_transition tr;            /* strings in `strings` */
-        char *strings;               /* one allocation; NULL when !has_tr */
-        int newest;                  /* its id is above every mark of the channel */
-        struct dg_mark_hint *hint;   /* the caller's, valid until the transaction ends */
-        int counted;                 /* the claim counted it in hint->since_snap */
-        int has_snap;                /* it carries a scope's new state (store_turns_state.c): */
+        dg_transition tr;          /* strings in `strings` */
+        char *strings;             /* one allocation; NULL when !has_tr */
+        int newest;                /* its id is above every mark of the channel */
+        struct dg_mark_hint *hint; /* the caller's, valid until the transaction ends */
+        int counted;               /* the claim counted it in hint->since_snap */
+        int has_snap;              /* it carries a scope's new state (store_turns_state.c): */
         char snap_key[DG_SCOPE_ID_MAX + 16]; /* that scope's state key, */
         int64_t snap[DG_STATE_FIELDS];       /* its kept fields, in the state columns' order, */
-        char *snap_post;             /* and its post channel, or NULL */
+        char *snap_post;                     /* and its post channel, or NULL */
     } pending;
-    struct dg_ckpt *ckpt;            /* SQLite: the checkpoint thread (store_checkpoint.c) */
+    struct dg_ckpt *ckpt; /* SQLite: the checkpoint thread (store_checkpoint.c) */
     /* The probe: a second, read-only connection with its own lock, so the
      * hot path asks "did anything commit?" without the store lock. */
     sqlite3 *probe;
     sqlite3_stmt *probe_dv_stmt, *probe_seq_stmt;
     pthread_mutex_t probe_mu;
-    int probe_dv;                    /* PRAGMA data_version at the last probe */
-    int64_t probe_seq;               /* the change sequence read then; -1 none */
+    int probe_dv;      /* PRAGMA data_version at the last probe */
+    int64_t probe_seq; /* the change sequence read then; -1 none */
     /* The WAL-index header in shared memory (SQLite's documented wal-index
      * layout, mapped through the VFS's xShmMap), NULL when the VFS offers
      * none: every commit by any connection rewrites it, so an unchanged
      * header means nothing committed and the probe needs no statement. */
     const volatile unsigned char *shm_hdr;
     unsigned char shm_seen[DG_WAL_HDR_LEN]; /* the header at the last probe */
-    int shm_valid;                   /* shm_seen holds a header */
+    int shm_valid;                          /* shm_seen holds a header */
 };
 
 /* Take / give back st->lock, noting which thread holds it; every take of
@@ -303,8 +306,8 @@ extern const char dg_sql_change_head[];
  * WAL's checkpoints off the committing threads (store_checkpoint.c); DG_OK
  * or a message in err. Stopped (joined, connection closed) by
  * dg_store_checkpointer_stop, which does nothing when none runs. */
-int dg_store_checkpointer_start(dg_store *st, const char *path, char *err, size_t err_len)
-    DG_MUST_CHECK;
+int dg_store_checkpointer_start(dg_store *st, const char *path, char *err,
+                                size_t err_len) DG_MUST_CHECK;
 void dg_store_checkpointer_stop(dg_store *st);
 
 /* Open the probe connection of st on path (store_instances.c); DG_OK or
@@ -322,8 +325,7 @@ int dg_store_make_instance(dg_store *st) DG_MUST_CHECK;
  * presence lock, then wait out any write transaction begun before it. At
  * open, before anything reads turn state. DG_OK or DG_ERR_IO (message in
  * err). */
-int dg_store_presence_join(dg_store *st, const char *path, char *err, size_t err_len)
-    DG_MUST_CHECK;
+int dg_store_presence_join(dg_store *st, const char *path, char *err, size_t err_len) DG_MUST_CHECK;
 
 /* At close: give up the presence lock (the file stays). */
 void dg_store_presence_leave(dg_store *st);

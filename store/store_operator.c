@@ -42,22 +42,27 @@ int dg_store_open_readonly(const char *path, dg_store **out, char *err, size_t e
         rc = dg_store_pragma_int(st->db, "PRAGMA user_version", &version);
     int status = DG_OK;
     if (rc != SQLITE_OK)
-        status = dg_fail(err, err_len, DG_ERR_IO, "cannot read %s as a SQLite database (%s); "
-                         "give --db the plugin's dbPath", path,
-                         st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
+        status = dg_fail(err, err_len, DG_ERR_IO,
+                         "cannot read %s as a SQLite database (%s); "
+                         "give --db the plugin's dbPath",
+                         path, st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
     else if (app != DG_APPLICATION_ID)
-        status = dg_fail(err, err_len, DG_ERR_INVALID, "%s is not a dirigent database "
-                         "(application_id 0x%08x); give --db the plugin's dbPath", path,
-                         (unsigned)app);
+        status = dg_fail(err, err_len, DG_ERR_INVALID,
+                         "%s is not a dirigent database "
+                         "(application_id 0x%08x); give --db the plugin's dbPath",
+                         path, (unsigned)app);
     else if (version < dg_schema_nsteps)
-        status = dg_fail(err, err_len, DG_ERR_UNSUPPORTED, "%s is at schema version %d, this "
+        status = dg_fail(err, err_len, DG_ERR_UNSUPPORTED,
+                         "%s is at schema version %d, this "
                          "dirigent-ctl reads version %d: start the plugin of this version once "
-                         "(it migrates the file), then ask again", path, version,
-                         dg_schema_nsteps);
+                         "(it migrates the file), then ask again",
+                         path, version, dg_schema_nsteps);
     else if (version > dg_schema_nsteps)
-        status = dg_fail(err, err_len, DG_ERR_UNSUPPORTED, "%s is at schema version %d, newer "
+        status = dg_fail(err, err_len, DG_ERR_UNSUPPORTED,
+                         "%s is at schema version %d, newer "
                          "than this dirigent-ctl (%d): use the dirigent-ctl installed with that "
-                         "plugin", path, version, dg_schema_nsteps);
+                         "plugin",
+                         path, version, dg_schema_nsteps);
     if (status != DG_OK) {
         dg_store_close(st);
         return status;
@@ -112,8 +117,7 @@ static const char SQL_ROWS_IN[] =
     "SELECT id, channel_id, attempts, created_at_ms, done_at_ms, last_error FROM outbox"
     " WHERE state = ? ORDER BY id LIMIT ?";
 
-int dg_store_outbox_rows_in(dg_store *st, int state, size_t max, dg_outbox_row **rows,
-                            size_t *n)
+int dg_store_outbox_rows_in(dg_store *st, int state, size_t max, dg_outbox_row **rows, size_t *n)
 {
     DG_ASSERT_IN_TXN(st);
     *rows = NULL;

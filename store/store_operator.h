@@ -23,8 +23,8 @@
  * not even the journal mode. On DG_OK *out is closed with dg_store_close.
  * Otherwise a negative dg_status and a sentence in err. Any thread.
  */
-int dg_store_open_readonly(const char *path, dg_store **out, char *err, size_t err_len)
-    DG_MUST_CHECK;
+int dg_store_open_readonly(const char *path, dg_store **out, char *err,
+                           size_t err_len) DG_MUST_CHECK;
 
 /* A read transaction (SQLite BEGIN DEFERRED, PostgreSQL REPEATABLE READ
  * READ ONLY; end it with dg_store_commit or dg_store_rollback): a

@@ -95,12 +95,11 @@ const char dg_schema_v11_outbox_state_pg[] =
  * cursor, so the sent rows in the index are not walked; they leave with
  * the retention prune. Same text on both backends.
  */
-const char dg_schema_v12_outbox_index[] =
-    "DROP INDEX outbox_pending;"
-    "CREATE INDEX outbox_channel ON outbox(channel_id, id);";
+const char dg_schema_v12_outbox_index[] = "DROP INDEX outbox_pending;"
+                                          "CREATE INDEX outbox_channel ON outbox(channel_id, id);";
 
-#define ROW_COLS                                                                          \
-    "id, channel_id, content, mentions, nonce, part, parts, state, attempts, "           \
+#define ROW_COLS                                                                                   \
+    "id, channel_id, content, mentions, nonce, part, parts, state, attempts, "                     \
     "created_at_ms, done_at_ms, message_id, last_error"
 
 static const char sql_insert[] =
@@ -234,8 +233,7 @@ int dg_store_outbox_discover(dg_store *st, int64_t after_id, size_t max, dg_outb
         }
         const char *c = dg_col_text(s, 1);
         refs[cnt].id = dg_col_int64(s, 0);
-        snprintf(refs[cnt].channel_id, sizeof refs[cnt].channel_id, "%s",
-                 c ? c : "");
+        snprintf(refs[cnt].channel_id, sizeof refs[cnt].channel_id, "%s", c ? c : "");
         cnt++;
     }
     dg_reset(s);
@@ -248,8 +246,8 @@ int dg_store_outbox_discover(dg_store *st, int64_t after_id, size_t max, dg_outb
     return DG_OK;
 }
 
-int dg_store_outbox_pending_of(dg_store *st, const char *channel_id, int64_t after_id,
-                               size_t max, dg_outbox_row **rows, size_t *n)
+int dg_store_outbox_pending_of(dg_store *st, const char *channel_id, int64_t after_id, size_t max,
+                               dg_outbox_row **rows, size_t *n)
 {
     *rows = NULL;
     *n = 0;

@@ -20,18 +20,18 @@ typedef enum dg_outbox_state {
 } dg_outbox_state;
 
 typedef struct dg_outbox_row {
-    int64_t id;             /* order of sending within a channel */
+    int64_t id; /* order of sending within a channel */
     char *channel_id;
-    char *content;          /* <= 2000 characters */
-    char *mentions;         /* comma-separated user ids allowed to be pinged; "" none */
-    char *nonce;            /* stable, <= 25 characters, unique */
-    int part, parts;        /* 1-based part of a split message */
+    char *content;   /* <= 2000 characters */
+    char *mentions;  /* comma-separated user ids allowed to be pinged; "" none */
+    char *nonce;     /* stable, <= 25 characters, unique */
+    int part, parts; /* 1-based part of a split message */
     dg_outbox_state state;
-    int attempts;           /* failed sends so far */
+    int attempts; /* failed sends so far */
     int64_t created_at_ms;
-    int64_t done_at_ms;     /* sent or failed; 0 while pending */
-    char *message_id;       /* Discord's id once sent, else NULL */
-    char *last_error;       /* last failure reason, else NULL */
+    int64_t done_at_ms; /* sent or failed; 0 while pending */
+    char *message_id;   /* Discord's id once sent, else NULL */
+    char *last_error;   /* last failure reason, else NULL */
 } dg_outbox_row;
 
 /* Insert a pending row from row's channel_id, content, mentions, nonce,
@@ -55,16 +55,16 @@ int dg_store_outbox_discover(dg_store *st, int64_t after_id, size_t max, dg_outb
 /* Pending rows of one channel with id above after_id, oldest first, at most
  * max (the pending index). *rows (NULL when *n is 0) is owned by the caller:
  * dg_outbox_rows_free. */
-int dg_store_outbox_pending_of(dg_store *st, const char *channel_id, int64_t after_id,
-                               size_t max, dg_outbox_row **rows, size_t *n) DG_MUST_CHECK;
+int dg_store_outbox_pending_of(dg_store *st, const char *channel_id, int64_t after_id, size_t max,
+                               dg_outbox_row **rows, size_t *n) DG_MUST_CHECK;
 
 /* Every row of a channel (NULL: all channels) ordered by id; same ownership. */
 int dg_store_outbox_list(dg_store *st, const char *channel_id, dg_outbox_row **rows,
                          size_t *n) DG_MUST_CHECK;
 
 /* Pending row -> sent. DG_ERR_NOT_FOUND when the row is not pending. */
-int dg_store_outbox_mark_sent(dg_store *st, int64_t id, const char *message_id, int64_t now_ms)
-    DG_MUST_CHECK;
+int dg_store_outbox_mark_sent(dg_store *st, int64_t id, const char *message_id,
+                              int64_t now_ms) DG_MUST_CHECK;
 
 /* Pending rows ids[0..n) -> sent with message_ids[i], in statements of
  * several rows each (one UPDATE per row costs a fifth of
@@ -79,8 +79,8 @@ int dg_store_outbox_mark_sent_many(dg_store *st, const int64_t *ids, const char 
 int dg_store_outbox_mark_retry(dg_store *st, int64_t id, const char *error) DG_MUST_CHECK;
 
 /* Pending row -> failed for good, with the reason. */
-int dg_store_outbox_mark_failed(dg_store *st, int64_t id, const char *error, int64_t now_ms)
-    DG_MUST_CHECK;
+int dg_store_outbox_mark_failed(dg_store *st, int64_t id, const char *error,
+                                int64_t now_ms) DG_MUST_CHECK;
 
 /* Rows in a state. */
 int dg_store_outbox_count(dg_store *st, dg_outbox_state state, int64_t *n);
@@ -88,8 +88,7 @@ int dg_store_outbox_count(dg_store *st, dg_outbox_state state, int64_t *n);
 /* Delete at most limit sent or failed rows done before before_ms (oldest
  * first); pending rows are never touched. *removed (may be NULL) gets the
  * count. Inside a transaction. */
-int dg_store_outbox_prune(dg_store *st, int64_t before_ms, int limit, long *removed)
-    DG_MUST_CHECK;
+int dg_store_outbox_prune(dg_store *st, int64_t before_ms, int limit, long *removed) DG_MUST_CHECK;
 
 void dg_outbox_rows_free(dg_outbox_row *rows, size_t n);
 

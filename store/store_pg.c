@@ -35,18 +35,18 @@
 #include "errors.h"
 #include "scrub.h"
 
-#define DG_PG_MAXP 24 /* most parameters of one statement (the scope row has 19) */
+#define DG_PG_MAXP 24             /* most parameters of one statement (the scope row has 19) */
 #define DG_PG_LOCK_KEY 0x44697267 /* "Dirg": the advisory lock of the migration */
 
 struct dg_pg {
-    PGconn *conn;      /* the store's connection: store lock held */
-    PGconn *probe;     /* reads the change log's head: probe_mu held */
-    char *where;       /* user@host:port/dbname, for messages */
-    char *secret;      /* the password as libpq reads it (zeroed at close) */
-    char *secret_raw;  /* ... and as the url spells it (percent-encoded) */
-    unsigned epoch;    /* bumped on a reconnect: statements must be prepared again */
+    PGconn *conn;         /* the store's connection: store lock held */
+    PGconn *probe;        /* reads the change log's head: probe_mu held */
+    char *where;          /* user@host:port/dbname, for messages */
+    char *secret;         /* the password as libpq reads it (zeroed at close) */
+    char *secret_raw;     /* ... and as the url spells it (percent-encoded) */
+    unsigned epoch;       /* bumped on a reconnect: statements must be prepared again */
     unsigned begin_epoch; /* the epoch dg_lock and dg_head were prepared in */
-    int probe_prepared; /* the probe's head statement exists on its session */
+    int probe_prepared;   /* the probe's head statement exists on its session */
     int next_name;
     long last_changes;
     int64_t total_changes;
@@ -56,8 +56,8 @@ struct dg_pg {
 struct dg_pg_stmt {
     struct dg_pg *pg;
     char name[16];
-    char *sql;         /* translated to $N placeholders */
-    unsigned epoch;    /* prepared in this epoch; 0 none */
+    char *sql;      /* translated to $N placeholders */
+    unsigned epoch; /* prepared in this epoch; 0 none */
     int nparams;
     char *vals[DG_PG_MAXP];
     PGresult *res;
@@ -183,8 +183,7 @@ static PGconn *connect_to(struct dg_pg *pg, const char *url, char *err, size_t e
 
 /* Run sql (no parameters) expecting status want; DG_OK or DG_ERR_IO with
  * the reason kept. *out (when given) gets the result, else it is cleared. */
-static int run(struct dg_pg *pg, PGconn *c, const char *sql, ExecStatusType want,
-               PGresult **out)
+static int run(struct dg_pg *pg, PGconn *c, const char *sql, ExecStatusType want, PGresult **out)
 {
     PGresult *r = PQexec(c, sql);
     int ok = r && PQresultStatus(r) == want;
@@ -330,7 +329,8 @@ static int check_and_migrate(dg_store *st, char *err, size_t err_len)
                           "store: the PostgreSQL store %s holds another application's tables "
                           "(%.200s) and no dg_schema_version; nothing was written: give "
                           "dirigent a database (or a schema, via options=-csearch_path=...) of "
-                          "its own", pg->where, have);
+                          "its own",
+                          pg->where, have);
     } else if (version > dg_schema_nsteps || version < 1) {
         out = dg_fail(err, err_len, DG_ERR_UNSUPPORTED,
                       "store: the PostgreSQL store %s has schema version %d (this build knows "
@@ -350,9 +350,10 @@ static int check_and_migrate(dg_store *st, char *err, size_t err_len)
         run(pg, pg->conn, "ROLLBACK", PGRES_COMMAND_OK, NULL);
         goto done;
     }
-    if (version == 0 &&
-        run(pg, pg->conn, "CREATE TABLE dg_schema_version (version BIGINT NOT NULL);"
-            "INSERT INTO dg_schema_version(version) VALUES (0)", PGRES_COMMAND_OK, NULL) != DG_OK)
+    if (version == 0 && run(pg, pg->conn,
+                            "CREATE TABLE dg_schema_version (version BIGINT NOT NULL);"
+                            "INSERT INTO dg_schema_version(version) VALUES (0)",
+                            PGRES_COMMAND_OK, NULL) != DG_OK)
         goto io_rollback;
     for (int v = version; v < dg_schema_nsteps; v++) {
         int np = 0;
@@ -371,13 +372,12 @@ static int check_and_migrate(dg_store *st, char *err, size_t err_len)
         goto io_rollback;
     goto done;
 
-io_rollback:
-    {
-        char why[sizeof pg->errmsg];
-        snprintf(why, sizeof why, "%s", pg->errmsg);
-        run(pg, pg->conn, "ROLLBACK", PGRES_COMMAND_OK, NULL);
-        snprintf(pg->errmsg, sizeof pg->errmsg, "%s", why);
-    }
+io_rollback : {
+    char why[sizeof pg->errmsg];
+    snprintf(why, sizeof why, "%s", pg->errmsg);
+    run(pg, pg->conn, "ROLLBACK", PGRES_COMMAND_OK, NULL);
+    snprintf(pg->errmsg, sizeof pg->errmsg, "%s", why);
+}
 io:
     out = dg_fail(err, err_len, DG_ERR_IO,
                   "store: could not check or set up the schema of the PostgreSQL store %s: %s",
@@ -446,27 +446,32 @@ int dg_pg_open_readonly(dg_store *st, const char *url, char *err, size_t err_len
             NULL) != DG_OK ||
         !(have = one_value(pg, sql_tables)) || !(hv = one_value(pg, sql_has_version)) ||
         (strcmp(hv, "0") != 0 && !(ver = one_value(pg, "SELECT version FROM dg_schema_version"))))
-        out = dg_fail(err, err_len, DG_ERR_IO, "cannot read the PostgreSQL store %s: %s",
-                      pg->where, pg->errmsg);
+        out = dg_fail(err, err_len, DG_ERR_IO, "cannot read the PostgreSQL store %s: %s", pg->where,
+                      pg->errmsg);
     else if (ver)
         version = atoi(ver);
     if (out == DG_OK && !strcmp(hv, "0"))
-        out = dg_fail(err, err_len, DG_ERR_INVALID, "the PostgreSQL store %s is not a dirigent "
+        out = dg_fail(err, err_len, DG_ERR_INVALID,
+                      "the PostgreSQL store %s is not a dirigent "
                       "store (no dg_schema_version); give --store-url the plugin's store.url",
                       pg->where);
     else if (out == DG_OK && version < dg_schema_nsteps)
-        out = dg_fail(err, err_len, DG_ERR_UNSUPPORTED, "the PostgreSQL store %s is at schema "
+        out = dg_fail(err, err_len, DG_ERR_UNSUPPORTED,
+                      "the PostgreSQL store %s is at schema "
                       "version %d, this dirigent-ctl reads version %d: start the plugin of this "
-                      "version once (it migrates the store), then ask again", pg->where,
-                      version, dg_schema_nsteps);
+                      "version once (it migrates the store), then ask again",
+                      pg->where, version, dg_schema_nsteps);
     else if (out == DG_OK && version > dg_schema_nsteps)
-        out = dg_fail(err, err_len, DG_ERR_UNSUPPORTED, "the PostgreSQL store %s is at schema "
+        out = dg_fail(err, err_len, DG_ERR_UNSUPPORTED,
+                      "the PostgreSQL store %s is at schema "
                       "version %d, newer than this dirigent-ctl (%d): use the dirigent-ctl "
-                      "installed with that plugin", pg->where, version, dg_schema_nsteps);
+                      "installed with that plugin",
+                      pg->where, version, dg_schema_nsteps);
     else if (out == DG_OK && !(want = dg_store_tables_of_version(version)))
         out = dg_fail(err, err_len, DG_ERR_NOMEM, "store: out of memory checking %s", pg->where);
     else if (out == DG_OK && !dg_store_has_tables(have, want))
-        out = dg_fail(err, err_len, DG_ERR_INVALID, "the PostgreSQL store %s claims dirigent "
+        out = dg_fail(err, err_len, DG_ERR_INVALID,
+                      "the PostgreSQL store %s claims dirigent "
                       "schema version %d but lacks its tables (has %.200s, needs %.200s)",
                       pg->where, version, have, want);
     run(pg, pg->conn, "ROLLBACK", PGRES_COMMAND_OK, NULL);
@@ -486,8 +491,8 @@ int dg_pg_open_readonly(dg_store *st, const char *url, char *err, size_t err_len
 int dg_pg_begin_read(dg_store *st)
 {
     struct dg_pg *pg = st->pg;
-    return run(pg, pg->conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
-               PGRES_COMMAND_OK, NULL);
+    return run(pg, pg->conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", PGRES_COMMAND_OK,
+               NULL);
 }
 
 void dg_pg_close(dg_store *st)
@@ -568,8 +573,8 @@ int dg_pg_step(dg_stmt *stmt)
             return DG_ERR;
         s->epoch = pg->epoch;
     }
-    s->res = PQexecPrepared(pg->conn, s->name, s->nparams, (const char *const *)s->vals, NULL,
-                            NULL, 0);
+    s->res =
+        PQexecPrepared(pg->conn, s->name, s->nparams, (const char *const *)s->vals, NULL, NULL, 0);
     ExecStatusType t = s->res ? PQresultStatus(s->res) : PGRES_FATAL_ERROR;
     if (t != PGRES_TUPLES_OK && t != PGRES_COMMAND_OK) {
         keep_error(pg, s->res ? PQresultErrorMessage(s->res) : PQerrorMessage(pg->conn));
@@ -634,7 +639,7 @@ int dg_pg_begin(dg_store *st)
         int ok = PQresultStatus(a) == PGRES_COMMAND_OK && PQresultStatus(b) == PGRES_COMMAND_OK;
         if (!ok)
             keep_error(pg, PQresultStatus(a) != PGRES_COMMAND_OK ? PQresultErrorMessage(a)
-                                                                : PQresultErrorMessage(b));
+                                                                 : PQresultErrorMessage(b));
         PQclear(a);
         PQclear(b);
         if (!ok)
@@ -696,8 +701,9 @@ int dg_pg_commit(dg_store *st)
     int ok = r && PQresultStatus(r) == PGRES_COMMAND_OK && !strcmp(PQcmdStatus(r), "COMMIT");
     if (!ok)
         keep_error(pg, !r ? PQerrorMessage(pg->conn)
-                       : PQresultStatus(r) != PGRES_COMMAND_OK ? PQresultErrorMessage(r)
-                       : "the transaction was aborted by an earlier failed statement");
+                       : PQresultStatus(r) != PGRES_COMMAND_OK
+                           ? PQresultErrorMessage(r)
+                           : "the transaction was aborted by an earlier failed statement");
     PQclear(r);
     return ok ? DG_OK : DG_ERR_IO;
 }

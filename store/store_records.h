@@ -20,15 +20,12 @@
 /* "thread:" + channel + ":" + root + NUL */
 #define DG_SCOPE_KEY_MAX (8 + 2 * DG_SCOPE_ID_MAX)
 
-typedef enum dg_scope_kind {
-    DG_SCOPE_CONVERSATION = 0,
-    DG_SCOPE_THREAD = 1
-} dg_scope_kind;
+typedef enum dg_scope_kind { DG_SCOPE_CONVERSATION = 0, DG_SCOPE_THREAD = 1 } dg_scope_kind;
 
 typedef struct dg_scope {
     dg_scope_kind kind;
     char channel_id[DG_SCOPE_ID_MAX];
-    char root[DG_SCOPE_ID_MAX];   /* lower-case; "" for a conversation */
+    char root[DG_SCOPE_ID_MAX]; /* lower-case; "" for a conversation */
 } dg_scope;
 
 /* Conversation(channel) / Thread(channel, root) built directly (root is
@@ -44,7 +41,7 @@ int dg_scope_normalize_root(const char *id, char *out, size_t cap);
 /* ---- Discussion row (discuss.h: the discussion's life cycle) ------------- */
 
 typedef enum dg_discussion_status {
-    DG_DISCUSSION_NONE = 0,     /* the channel is not a discussion channel */
+    DG_DISCUSSION_NONE = 0, /* the channel is not a discussion channel */
     DG_DISCUSSION_ACTIVE = 1,
     DG_DISCUSSION_CLOSED = 2
 } dg_discussion_status;
@@ -57,25 +54,25 @@ typedef enum dg_discussion_status {
 typedef struct dg_discussion {
     int64_t id;
     char *discussion_channel_id;
-    char *origin_channel_id;      /* callbackChannelId */
+    char *origin_channel_id; /* callbackChannelId */
     char *initiator_agent_id;
     char *initiator_session_key;
-    char *initiator_session_id;   /* ctx sessionId, else the session key */
-    char *initiator_workspace;    /* absolute path, as the host gave it */
+    char *initiator_session_id; /* ctx sessionId, else the session key */
+    char *initiator_workspace;  /* absolute path, as the host gave it */
     char *discuss_guide;
     dg_discussion_status status;
     int64_t created_at_ms;
-    int64_t completed_at_ms;      /* 0 while active */
-    char *summary_path;           /* relative to the workspace; NULL while active */
-    char **participants;          /* agent ids invited (initiator excluded) */
+    int64_t completed_at_ms; /* 0 while active */
+    char *summary_path;      /* relative to the workspace; NULL while active */
+    char **participants;     /* agent ids invited (initiator excluded) */
     size_t n_participants;
-    char **turn_order;            /* agent ids, initiator first */
+    char **turn_order; /* agent ids, initiator first */
     size_t n_turn_order;
     /* Timers (store v7; read only, not written by insert). */
-    int64_t last_activity_ms;     /* latest human/agent message; 0: none yet */
-    int64_t reminded_for_ms;      /* quiet period reminded (its last activity); -1: none */
-    int64_t wrapup_at_ms;         /* lifetime wrap-up request queued at; 0: not yet */
-    char end_status[16];          /* closed: "completed" / "expired" / "closed-by-admin" */
+    int64_t last_activity_ms; /* latest human/agent message; 0: none yet */
+    int64_t reminded_for_ms;  /* quiet period reminded (its last activity); -1: none */
+    int64_t wrapup_at_ms;     /* lifetime wrap-up request queued at; 0: not yet */
+    char end_status[16];      /* closed: "completed" / "expired" / "closed-by-admin" */
 } dg_discussion;
 
 /* Free the strings of d and zero it; safe on a zeroed struct and on NULL.
@@ -90,8 +87,8 @@ void dg_discussion_clear(dg_discussion *d);
 
 typedef enum dg_channel_mode {
     DG_MODE_NORMAL = 0,
-    DG_MODE_DISCUSSION = 1,   /* idle round -> reminder to the initiator */
-    DG_MODE_CLOSED = 2        /* nothing wakes; everybody swapped to no-reply */
+    DG_MODE_DISCUSSION = 1, /* idle round -> reminder to the initiator */
+    DG_MODE_CLOSED = 2      /* nothing wakes; everybody swapped to no-reply */
 } dg_channel_mode;
 
 /*
@@ -99,27 +96,27 @@ typedef enum dg_channel_mode {
  * as is. Bit i of a mask is member position i.
  */
 typedef struct dg_turn_state {
-    int active;              /* 0 = dormant: nobody speaks */
-    int speaker;             /* position, or DG_NOBODY = derived: the next
+    int active;            /* 0 = dormant: nobody speaks */
+    int speaker;           /* position, or DG_NOBODY = derived: the next
                                 eligible member after `anchor` (used while the
                                 order is too short to pin a speaker) */
-    int anchor;              /* who the turn passes on from; DG_NOBODY = start */
-    uint64_t silent;         /* passed (NO_REPLY / timed out) in this cycle */
-    uint64_t mention;        /* human @mention: only these take turns ... */
-    uint64_t mention_done;   /* ... until each of them has spoken or passed */
-    uint64_t consumed;       /* ran to the end since the latest message */
-    uint64_t owed;           /* ended its turn speaking; its message has not
+    int anchor;            /* who the turn passes on from; DG_NOBODY = start */
+    uint64_t silent;       /* passed (NO_REPLY / timed out) in this cycle */
+    uint64_t mention;      /* human @mention: only these take turns ... */
+    uint64_t mention_done; /* ... until each of them has spoken or passed */
+    uint64_t consumed;     /* ran to the end since the latest message */
+    uint64_t owed;         /* ended its turn speaking; its message has not
                                 arrived yet (the turn already moved on) */
-    int64_t agent_msgs;      /* agent messages since the last human one */
-    int rested;              /* put to rest by the loop guard (notice sent) */
-    int idle_reminded;       /* discussion: reminder sent in this idle period */
-    int handoff;             /* pending moderator hand-off target, DG_NOBODY */
-    int permit;              /* finished speaker whose message may still be sent */
+    int64_t agent_msgs;    /* agent messages since the last human one */
+    int rested;            /* put to rest by the loop guard (notice sent) */
+    int idle_reminded;     /* discussion: reminder sent in this idle period */
+    int handoff;           /* pending moderator hand-off target, DG_NOBODY */
+    int permit;            /* finished speaker whose message may still be sent */
     int64_t permit_ms;
-    int64_t last_change_ms;  /* when the speaker last changed (timeouts) */
-    int64_t msg_seq;         /* non-moderator messages ingested (in memory
+    int64_t last_change_ms; /* when the speaker last changed (timeouts) */
+    int64_t msg_seq;        /* non-moderator messages ingested (in memory
                                 only: it relates the scope to runs in flight) */
-    uint64_t awaiting;       /* in memory only (never stored, not compared by
+    uint64_t awaiting;      /* in memory only (never stored, not compared by
                                 dg_turn_state_same): the speaker was granted the
                                 turn together with a moderator message meant to
                                 wake it (hand-off, idle reminder, kickoff, admin

@@ -12,21 +12,20 @@
  * Migration v4 -> v5. A pending row has no result and no done time; a done
  * row has its done time (the result columns a tool does not use stay NULL).
  */
-const char dg_schema_v5_tool_calls[] =
-    "CREATE TABLE tool_calls ("
-    "  tool TEXT NOT NULL,"
-    "  call_id TEXT NOT NULL,"
-    "  fingerprint TEXT NOT NULL,"
-    "  state TEXT NOT NULL CHECK (state IN ('pending', 'done')),"
-    "  started_at_ms INTEGER NOT NULL,"
-    "  done_at_ms INTEGER,"
-    "  channel_id TEXT,"
-    "  discussion_id INTEGER,"
-    "  origin_channel_id TEXT,"
-    "  summary_path TEXT,"
-    "  PRIMARY KEY (tool, call_id, fingerprint),"
-    "  CHECK ((state = 'done') = (done_at_ms IS NOT NULL))"
-    ") WITHOUT ROWID;";
+const char dg_schema_v5_tool_calls[] = "CREATE TABLE tool_calls ("
+                                       "  tool TEXT NOT NULL,"
+                                       "  call_id TEXT NOT NULL,"
+                                       "  fingerprint TEXT NOT NULL,"
+                                       "  state TEXT NOT NULL CHECK (state IN ('pending', 'done')),"
+                                       "  started_at_ms INTEGER NOT NULL,"
+                                       "  done_at_ms INTEGER,"
+                                       "  channel_id TEXT,"
+                                       "  discussion_id INTEGER,"
+                                       "  origin_channel_id TEXT,"
+                                       "  summary_path TEXT,"
+                                       "  PRIMARY KEY (tool, call_id, fingerprint),"
+                                       "  CHECK ((state = 'done') = (done_at_ms IS NOT NULL))"
+                                       ") WITHOUT ROWID;";
 
 void dg_tool_call_row_clear(dg_tool_call_row *r)
 {
@@ -68,8 +67,7 @@ int dg_store_tool_call_get(dg_store *st, const char *tool, const char *call_id,
         return DG_ERR_IO;
     }
     const char *state = dg_col_text(s, 0);
-    out->state = state && strcmp(state, "done") == 0 ? DG_TOOL_CALL_DONE
-                                                                   : DG_TOOL_CALL_PENDING;
+    out->state = state && strcmp(state, "done") == 0 ? DG_TOOL_CALL_DONE : DG_TOOL_CALL_PENDING;
     out->channel_id = dg_store_col_dup(s, 1);
     out->discussion_id = dg_col_int64(s, 2);
     out->origin_channel_id = dg_store_col_dup(s, 3);
@@ -115,8 +113,7 @@ static const char SQL_DONE[] =
     " summary_path = excluded.summary_path WHERE tool_calls.state = 'pending'";
 
 int dg_store_tool_call_done(dg_store *st, const char *tool, const char *call_id,
-                            const char *fingerprint, const dg_tool_call_row *result,
-                            int64_t now_ms)
+                            const char *fingerprint, const dg_tool_call_row *result, int64_t now_ms)
 {
     DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, SQL_DONE);

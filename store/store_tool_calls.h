@@ -25,9 +25,9 @@
 #include "store.h"
 
 typedef enum dg_tool_call_state {
-    DG_TOOL_CALL_NONE = 0,     /* never seen */
-    DG_TOOL_CALL_PENDING = 1,  /* intent recorded, no result yet */
-    DG_TOOL_CALL_DONE = 2      /* result recorded with its effect */
+    DG_TOOL_CALL_NONE = 0,    /* never seen */
+    DG_TOOL_CALL_PENDING = 1, /* intent recorded, no result yet */
+    DG_TOOL_CALL_DONE = 2     /* result recorded with its effect */
 } dg_tool_call_state;
 
 /* A recorded result. Which fields a tool fills is the tool's business:

@@ -184,8 +184,8 @@ int dg_store_transition_add(dg_store *st, const char *channel_id, const dg_trans
 }
 
 /* A mark's transition as the engine gave it (dg_store_mark_transition). */
-#define MARK_CAUSE                                                                            \
-    "CASE WHEN substr(t_cause, 1, 1) = '~' THEN 'message ' || k || ' from ' ||"               \
+#define MARK_CAUSE                                                                                 \
+    "CASE WHEN substr(t_cause, 1, 1) = '~' THEN 'message ' || k || ' from ' ||"                    \
     " substr(t_cause, 2) ELSE t_cause END"
 #define MARK_SCOPE "COALESCE(t_scope, 'conversation')"
 #define MARK_STATE "COALESCE(t_state, 'speaking')"
@@ -239,8 +239,8 @@ int dg_store_transitions_rescue(dg_store *st, int64_t before_ms)
     return dg_store_run(s);
 }
 
-int dg_store_transitions_list(dg_store *st, const char *channel_id, const char *scope,
-                              size_t max, dg_transition **out, size_t *n)
+int dg_store_transitions_list(dg_store *st, const char *channel_id, const char *scope, size_t max,
+                              dg_transition **out, size_t *n)
 {
     DG_ASSERT_IN_TXN(st);
     *out = NULL;

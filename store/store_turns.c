@@ -32,59 +32,57 @@
  * (mark + state) usually dirties a single b-tree page, which is what a
  * commit costs.
  */
-const char dg_schema_v2_turns[] =
-    "CREATE TABLE turn_channels ("
-    "  channel_id TEXT PRIMARY KEY,"
-    "  mode INTEGER NOT NULL DEFAULT 0 CHECK (mode IN (0, 1, 2)),"
-    "  initiator TEXT,"
-    "  top_root TEXT,"
-    "  bot_noticed INTEGER NOT NULL DEFAULT 0,"
-    "  updated_ms INTEGER NOT NULL"
-    ") WITHOUT ROWID;"
-    "CREATE TABLE turn_members ("
-    "  channel_id TEXT NOT NULL,"
-    "  pos INTEGER NOT NULL CHECK (pos >= 0 AND pos < 64),"
-    "  agent_id TEXT NOT NULL,"
-    "  PRIMARY KEY (channel_id, pos),"
-    "  UNIQUE (channel_id, agent_id)"
-    ") WITHOUT ROWID;"
-    "CREATE TABLE turn_ledger ("
-    "  channel_id TEXT NOT NULL,"
-    "  k TEXT NOT NULL,"
-    "  at_ms INTEGER NOT NULL,"
-    "  post_channel TEXT,"
-    "  active INTEGER,"
-    "  speaker INTEGER,"
-    "  anchor INTEGER,"
-    "  silent INTEGER,"
-    "  mention INTEGER,"
-    "  mention_done INTEGER,"
-    "  consumed INTEGER,"
-    "  owed INTEGER,"
-    "  agent_msgs INTEGER,"
-    "  rested INTEGER,"
-    "  idle_reminded INTEGER,"
-    "  handoff INTEGER,"
-    "  permit INTEGER,"
-    "  permit_ms INTEGER,"
-    "  last_change_ms INTEGER,"
-    "  PRIMARY KEY (channel_id, k),"
-    "  CHECK ((k >= '~') = (active IS NOT NULL))"
-    ") WITHOUT ROWID;";
+const char dg_schema_v2_turns[] = "CREATE TABLE turn_channels ("
+                                  "  channel_id TEXT PRIMARY KEY,"
+                                  "  mode INTEGER NOT NULL DEFAULT 0 CHECK (mode IN (0, 1, 2)),"
+                                  "  initiator TEXT,"
+                                  "  top_root TEXT,"
+                                  "  bot_noticed INTEGER NOT NULL DEFAULT 0,"
+                                  "  updated_ms INTEGER NOT NULL"
+                                  ") WITHOUT ROWID;"
+                                  "CREATE TABLE turn_members ("
+                                  "  channel_id TEXT NOT NULL,"
+                                  "  pos INTEGER NOT NULL CHECK (pos >= 0 AND pos < 64),"
+                                  "  agent_id TEXT NOT NULL,"
+                                  "  PRIMARY KEY (channel_id, pos),"
+                                  "  UNIQUE (channel_id, agent_id)"
+                                  ") WITHOUT ROWID;"
+                                  "CREATE TABLE turn_ledger ("
+                                  "  channel_id TEXT NOT NULL,"
+                                  "  k TEXT NOT NULL,"
+                                  "  at_ms INTEGER NOT NULL,"
+                                  "  post_channel TEXT,"
+                                  "  active INTEGER,"
+                                  "  speaker INTEGER,"
+                                  "  anchor INTEGER,"
+                                  "  silent INTEGER,"
+                                  "  mention INTEGER,"
+                                  "  mention_done INTEGER,"
+                                  "  consumed INTEGER,"
+                                  "  owed INTEGER,"
+                                  "  agent_msgs INTEGER,"
+                                  "  rested INTEGER,"
+                                  "  idle_reminded INTEGER,"
+                                  "  handoff INTEGER,"
+                                  "  permit INTEGER,"
+                                  "  permit_ms INTEGER,"
+                                  "  last_change_ms INTEGER,"
+                                  "  PRIMARY KEY (channel_id, k),"
+                                  "  CHECK ((k >= '~') = (active IS NOT NULL))"
+                                  ") WITHOUT ROWID;";
 
 /*
  * Migration v5 -> v6: agent_end runs already handled, per session. A host
  * that replays agent_end after a crash gives the same runId; the second
  * one must not advance the turn again. Pruned like the message marks.
  */
-const char dg_schema_v6_turn_runs[] =
-    "CREATE TABLE turn_runs ("
-    "  session_key TEXT NOT NULL,"
-    "  run_id TEXT NOT NULL,"
-    "  at_ms INTEGER NOT NULL,"
-    "  PRIMARY KEY (session_key, run_id)"
-    ") WITHOUT ROWID;"
-    "CREATE INDEX turn_runs_at ON turn_runs(at_ms);";
+const char dg_schema_v6_turn_runs[] = "CREATE TABLE turn_runs ("
+                                      "  session_key TEXT NOT NULL,"
+                                      "  run_id TEXT NOT NULL,"
+                                      "  at_ms INTEGER NOT NULL,"
+                                      "  PRIMARY KEY (session_key, run_id)"
+                                      ") WITHOUT ROWID;"
+                                      "CREATE INDEX turn_runs_at ON turn_runs(at_ms);";
 
 /*
  * Migration v13 -> v14: the message of the agent holding the
@@ -111,13 +109,12 @@ const char dg_schema_v14_mark_snapshots[] = "ALTER TABLE turn_ledger ADD COLUMN 
  * turn_ledger. A message's mark lives in one of the two; every check of a
  * mark reads both.
  */
-const char dg_schema_v15_plain_marks[] =
-    "CREATE TABLE turn_seen ("
-    "  channel_id TEXT NOT NULL,"
-    "  k TEXT NOT NULL CHECK (k < '~'),"
-    "  at_ms INTEGER NOT NULL,"
-    "  PRIMARY KEY (channel_id, k)"
-    ") WITHOUT ROWID;";
+const char dg_schema_v15_plain_marks[] = "CREATE TABLE turn_seen ("
+                                         "  channel_id TEXT NOT NULL,"
+                                         "  k TEXT NOT NULL CHECK (k < '~'),"
+                                         "  at_ms INTEGER NOT NULL,"
+                                         "  PRIMARY KEY (channel_id, k)"
+                                         ") WITHOUT ROWID;";
 
 /*
  * Migration v15 -> v16: a member's standing in the channel's turn order
@@ -134,11 +131,10 @@ const char dg_schema_v16_member_standing[] =
  * across a restart and across gateways sharing the store. One row per
  * channel that ever got one.
  */
-const char dg_schema_v17_command_hints[] =
-    "CREATE TABLE turn_command_hints ("
-    "  channel_id TEXT PRIMARY KEY,"
-    "  at_ms INTEGER NOT NULL"
-    ") WITHOUT ROWID;";
+const char dg_schema_v17_command_hints[] = "CREATE TABLE turn_command_hints ("
+                                           "  channel_id TEXT PRIMARY KEY,"
+                                           "  at_ms INTEGER NOT NULL"
+                                           ") WITHOUT ROWID;";
 
 void dg_turn_channel_row_clear(dg_turn_channel_row *r)
 {
@@ -178,7 +174,9 @@ int dg_store_turns_channel_load(dg_store *st, const char *channel_id, dg_turn_ch
     int found = rc == DG_ROW;
     if (found) {
         int mode = dg_col_int(s, 0);
-        out->mode = (mode == 1) ? DG_MODE_DISCUSSION : (mode == 2) ? DG_MODE_CLOSED : DG_MODE_NORMAL;
+        out->mode = (mode == 1)   ? DG_MODE_DISCUSSION
+                    : (mode == 2) ? DG_MODE_CLOSED
+                                  : DG_MODE_NORMAL;
         out->initiator = dg_store_col_dup(s, 1);
         out->top_root = dg_store_col_dup(s, 2);
         out->bot_noticed = dg_col_int(s, 3);
@@ -208,7 +206,8 @@ int dg_store_turns_channel_load(dg_store *st, const char *channel_id, dg_turn_ch
         out->standing = sd;
         int standing = dg_col_int(s, 2);
         sd[out->n_members] = standing >= 0 && standing < DG_MEMBER_STANDINGS
-                                 ? (unsigned char)standing : DG_MEMBER_READS;
+                                 ? (unsigned char)standing
+                                 : DG_MEMBER_READS;
         if (!(m[out->n_members] = dg_store_col_dup(s, 1)))
             goto nomem;
         out->n_members++;
@@ -258,8 +257,8 @@ int dg_store_turns_member_add(dg_store *st, const char *channel_id, int pos, con
                               dg_member_standing standing)
 {
     DG_ASSERT_IN_TXN(st);
-    if (pos < 0 || pos >= DG_TURN_MAX_MEMBERS || !agent_id || (unsigned)standing >=
-        DG_MEMBER_STANDINGS)
+    if (pos < 0 || pos >= DG_TURN_MAX_MEMBERS || !agent_id ||
+        (unsigned)standing >= DG_MEMBER_STANDINGS)
         return DG_ERR_INVALID;
     dg_stmt *s = dg_store_stmt(st, SQL_MEMBER_ADD);
     if (!s)
@@ -348,7 +347,7 @@ int dg_store_turns_members_clear(dg_store *st, const char *channel_id)
 /* INSERT ... ON CONFLICT DO NOTHING of (a, b, now) with one of the claim statements; *fresh
  * says whether the row is new (the first claim wins). */
 int dg_store_turns_claim_pair(dg_store *st, const char *sql, const char *a, const char *b,
-                      int64_t now_ms, int *fresh)
+                              int64_t now_ms, int *fresh)
 {
     DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, sql);
@@ -466,9 +465,8 @@ int dg_store_turns_hint_claim(dg_store *st, const char *channel_id, int64_t now_
     dg_store_bind_text(s, 1, channel_id);
     int rc = dg_step(s);
     /* A clock set back (a last hint "in the future") waits too. */
-    int due = rc == DG_DONE ||
-              (rc == DG_ROW && (now_ms - dg_col_int64(s, 0) >= cooldown_ms ||
-                                dg_col_int64(s, 0) > now_ms + cooldown_ms));
+    int due = rc == DG_DONE || (rc == DG_ROW && (now_ms - dg_col_int64(s, 0) >= cooldown_ms ||
+                                                 dg_col_int64(s, 0) > now_ms + cooldown_ms));
     dg_reset(s);
     if (rc != DG_ROW && rc != DG_DONE)
         return DG_ERR_IO;

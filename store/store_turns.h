@@ -45,14 +45,14 @@
  * merely @mentioned may be one that cannot, and must not hold the turn.
  */
 typedef enum dg_member_standing {
-    DG_MEMBER_NEW = 0,      /* in the order, not yet shown to receive the channel
+    DG_MEMBER_NEW = 0,     /* in the order, not yet shown to receive the channel
                                (added by a human's @mention) */
-    DG_MEMBER_READS = 1,    /* a message of the channel reached its session */
-    DG_MEMBER_RAN = 2,      /* it ran or posted in the channel */
-    DG_MEMBER_LEFT = 3,     /* out of the order: it could not receive the channel, or
+    DG_MEMBER_READS = 1,   /* a message of the channel reached its session */
+    DG_MEMBER_RAN = 2,     /* it ran or posted in the channel */
+    DG_MEMBER_LEFT = 3,    /* out of the order: it could not receive the channel, or
                                timed out without ever running there; back when it
                                runs or posts there, or a human @mentions it */
-    DG_MEMBER_REMOVED = 4,  /* out of the order by an admin's `!dirigent remove`;
+    DG_MEMBER_REMOVED = 4, /* out of the order by an admin's `!dirigent remove`;
                                back only by `!dirigent add` */
     DG_MEMBER_STANDINGS = 5
 } dg_member_standing;
@@ -60,10 +60,10 @@ typedef enum dg_member_standing {
 /* A channel row with its members. Owned strings: dg_turn_channel_row_clear. */
 typedef struct dg_turn_channel_row {
     dg_channel_mode mode;
-    char *initiator;        /* agent id, NULL unless discussion/closed */
-    char *top_root;         /* latest top-level thread root, NULL if none */
-    int bot_noticed;        /* a closed notice answered a bot since the last human */
-    char **members;         /* agent ids by position */
+    char *initiator;         /* agent id, NULL unless discussion/closed */
+    char *top_root;          /* latest top-level thread root, NULL if none */
+    int bot_noticed;         /* a closed notice answered a bot since the last human */
+    char **members;          /* agent ids by position */
     unsigned char *standing; /* dg_member_standing by position */
     size_t n_members;
 } dg_turn_channel_row;
@@ -72,8 +72,8 @@ void dg_turn_channel_row_clear(dg_turn_channel_row *r);
 
 /* Channel row of channel_id with its members. DG_ERR_NOT_FOUND when none
  * (then *out is zeroed: a normal channel without members). */
-int dg_store_turns_channel_load(dg_store *st, const char *channel_id, dg_turn_channel_row *out)
-    DG_MUST_CHECK;
+int dg_store_turns_channel_load(dg_store *st, const char *channel_id,
+                                dg_turn_channel_row *out) DG_MUST_CHECK;
 
 /* The command hint of channel_id is due at now_ms when none was posted
  * there within cooldown_ms: then it is recorded as posted now and
@@ -87,8 +87,8 @@ int dg_store_turns_channel_save(dg_store *st, const char *channel_id, dg_channel
                                 int64_t now_ms) DG_MUST_CHECK;
 
 /* Append agent_id at position pos (pos = current member count). */
-int dg_store_turns_member_add(dg_store *st, const char *channel_id, int pos,
-                              const char *agent_id, dg_member_standing standing) DG_MUST_CHECK;
+int dg_store_turns_member_add(dg_store *st, const char *channel_id, int pos, const char *agent_id,
+                              dg_member_standing standing) DG_MUST_CHECK;
 
 /* The host reports each message per agent session (message_received with
  * ctx.sessionKey): remembered across restarts, so who cannot receive a
@@ -142,10 +142,10 @@ int dg_store_turns_seen_claim(dg_store *st, const char *channel_id, const char *
  * store stays alone on its file: then a message id above the newest mark
  * is new without a read. Only the store writes it. */
 typedef struct dg_mark_hint {
-    uint64_t epoch;                /* the store's alone epoch it was read in; 0: none */
-    char newest[DG_SCOPE_ID_MAX];  /* the channel's greatest mark key, in either
+    uint64_t epoch;               /* the store's alone epoch it was read in; 0: none */
+    char newest[DG_SCOPE_ID_MAX]; /* the channel's greatest mark key, in either
                                     * table ("" none) */
-    int since_snap;                /* marks claimed since the oldest one still carrying
+    int since_snap;               /* marks claimed since the oldest one still carrying
                                     * a scope state (schema v14); -1: none carries one */
 } dg_mark_hint;
 
@@ -162,9 +162,8 @@ void dg_store_turns_hint_load(dg_store *st, const char *channel_id, dg_mark_hint
  * fresh mark is written at commit instead (with the transition the message
  * causes: dg_store_transition_add puts it there, one write of the row);
  * hint (may be NULL) spares the read of the dedup check. */
-int dg_store_turns_seen_claim_hinted(dg_store *st, const char *channel_id,
-                                     const char *message_id, int64_t now_ms,
-                                     dg_mark_hint *hint, int *fresh) DG_MUST_CHECK;
+int dg_store_turns_seen_claim_hinted(dg_store *st, const char *channel_id, const char *message_id,
+                                     int64_t now_ms, dg_mark_hint *hint, int *fresh) DG_MUST_CHECK;
 
 /* What the store knows of message_id of channel_id (instances sharing
  * it): *at_ms = when it was recorded as ingested (0: it is not), *newer = 1

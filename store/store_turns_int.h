@@ -21,12 +21,12 @@
  * WITHOUT ROWID table the whole row is also the b-tree's divider, so a
  * smaller mark splits fewer pages.
  */
-#define DG_STATE_COLS                                                                         \
-    "speaker, anchor, silent, mention, mention_done, consumed, owed, agent_msgs, rested,"     \
+#define DG_STATE_COLS                                                                              \
+    "speaker, anchor, silent, mention, mention_done, consumed, owed, agent_msgs, rested,"          \
     " idle_reminded, handoff, permit, permit_ms, last_change_ms"
-#define DG_STATE_COLS_NULL                                                                    \
-    "speaker = NULL, anchor = NULL, silent = NULL, mention = NULL, mention_done = NULL,"      \
-    " consumed = NULL, owed = NULL, agent_msgs = NULL, rested = NULL, idle_reminded = NULL,"  \
+#define DG_STATE_COLS_NULL                                                                         \
+    "speaker = NULL, anchor = NULL, silent = NULL, mention = NULL, mention_done = NULL,"           \
+    " consumed = NULL, owed = NULL, agent_msgs = NULL, rested = NULL, idle_reminded = NULL,"       \
     " handoff = NULL, permit = NULL, permit_ms = NULL, last_change_ms = NULL"
 
 /* The channel's newest DG_SNAP_WINDOW marks (?1 the channel), newest first:
@@ -48,8 +48,8 @@ int dg_store_turns_claim_pair(dg_store *st, const char *sql, const char *a, cons
 
 /* A DELETE whose only parameter is a cut-off time; *removed (may be NULL)
  * gets the rows deleted. */
-int dg_store_turns_prune_before(dg_store *st, const char *sql, int64_t before_ms,
-                                long *removed) __attribute__((warn_unused_result));
+int dg_store_turns_prune_before(dg_store *st, const char *sql, int64_t before_ms, long *removed)
+    __attribute__((warn_unused_result));
 
 /* The ledger key of sc's state row ("~conv", "~thread:<root>") into buf;
  * returns buf. */
@@ -68,7 +68,6 @@ int dg_store_turns_fold_window(dg_store *st, const char *channel_id)
 
 /* Fold every channel whose marks carry a state (those older than
  * before_ms only when before_ms > 0). SQLite; DG_OK at once on PostgreSQL. */
-int dg_store_turns_fold_before(dg_store *st, int64_t before_ms)
-    __attribute__((warn_unused_result));
+int dg_store_turns_fold_before(dg_store *st, int64_t before_ms) __attribute__((warn_unused_result));
 
 #endif

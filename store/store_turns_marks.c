@@ -76,7 +76,8 @@ static int pending_write(dg_store *st, int at_commit)
     if (plain && p->counted && p->hint && p->hint->epoch == st->alone_epoch)
         p->hint->since_snap--;
     dg_stmt *s = dg_store_stmt(st, p->has_tr ? SQL_SEEN_PUT_TR
-                                   : plain ? SQL_SEEN_PUT_PLAIN : SQL_SEEN_PUT);
+                                   : plain   ? SQL_SEEN_PUT_PLAIN
+                                             : SQL_SEEN_PUT);
     int rc = DG_ERR_IO;
     if (s) {
         dg_bind_text_borrowed(s, 1, p->channel);
@@ -126,14 +127,13 @@ int dg_store_turns_pending_attach(dg_store *st, const char *channel_id, const dg
 {
     DG_ASSERT_IN_TXN(st);
     struct dg_pending_mark *p = &st->pending;
-    if (!p->set || !t->message_id || strcmp(p->id, t->message_id) ||
-        strcmp(p->channel, channel_id))
+    if (!p->set || !t->message_id || strcmp(p->id, t->message_id) || strcmp(p->channel, channel_id))
         return 0;
     char kept[256];
     dg_transition m;
     dg_store_mark_transition(t, kept, sizeof kept, &m);
-    const char *f[] = {m.scope, m.cause, m.speaker_before, m.speaker_after, m.state,
-                       m.passed ? m.passed : ""};
+    const char *f[] = {m.scope,         m.cause, m.speaker_before,
+                       m.speaker_after, m.state, m.passed ? m.passed : ""};
     size_t len = 0;
     for (size_t i = 0; i < sizeof f / sizeof *f; i++)
         len += f[i] ? strlen(f[i]) + 1 : 0;
@@ -218,14 +218,13 @@ static int seen_lookup(dg_store *st, const char *channel_id, const char *message
     return DG_OK;
 }
 
-int dg_store_turns_seen_claim_hinted(dg_store *st, const char *channel_id,
-                                     const char *message_id, int64_t now_ms,
-                                     dg_mark_hint *hint, int *fresh)
+int dg_store_turns_seen_claim_hinted(dg_store *st, const char *channel_id, const char *message_id,
+                                     int64_t now_ms, dg_mark_hint *hint, int *fresh)
 {
     DG_ASSERT_IN_TXN(st);
     *fresh = 0;
     if (!message_id || !*message_id || message_id[0] == '~')
-        return DG_ERR_INVALID; /* '~' starts the keys of state rows */
+        return DG_ERR_INVALID;                 /* '~' starts the keys of state rows */
     int rc = dg_store_turns_pending_flush(st); /* an earlier message's, first */
     if (rc != DG_OK)
         return rc;
@@ -235,8 +234,8 @@ int dg_store_turns_seen_claim_hinted(dg_store *st, const char *channel_id,
         /* A mark nobody counts could push a state out of the window. */
         if (alone && channel_id && (rc = dg_store_turns_fold_channel(st, channel_id)) != DG_OK)
             return rc;
-        return dg_store_turns_claim_pair(st, st->pg ? SQL_SEEN_CLAIM_PG : SQL_SEEN_CLAIM, channel_id,
-                          message_id, now_ms, fresh);
+        return dg_store_turns_claim_pair(st, st->pg ? SQL_SEEN_CLAIM_PG : SQL_SEEN_CLAIM,
+                                         channel_id, message_id, now_ms, fresh);
     }
     st->txn_hinted = 1;
     int above = hint && hint->epoch == st->alone_epoch && strcmp(message_id, hint->newest) > 0;
@@ -275,8 +274,8 @@ int dg_store_turns_seen_claim_hinted(dg_store *st, const char *channel_id,
 }
 
 /* Ids are snowflakes: by length, then by digits; '~' starts state rows. */
-#define SEEN_NEWER_IN(table)                                                                  \
-    "SELECT 1 FROM " table " WHERE channel_id = ?1 AND k < '~'"                               \
+#define SEEN_NEWER_IN(table)                                                                       \
+    "SELECT 1 FROM " table " WHERE channel_id = ?1 AND k < '~'"                                    \
     " AND (length(k) > length(?2) OR (length(k) = length(?2) AND k > ?2))"
 static const char SQL_SEEN_NEWER[] =
     SEEN_NEWER_IN("turn_seen") " UNION ALL " SEEN_NEWER_IN("turn_ledger") " LIMIT 1";
@@ -324,7 +323,8 @@ int dg_store_turns_seen_prune(dg_store *st, int64_t before_ms, long *removed)
     DG_ASSERT_IN_TXN(st);
     int flushed = dg_store_turns_pending_flush(st);
     if (flushed == DG_OK)
-        flushed = dg_store_turns_fold_before(st, before_ms > 0 ? before_ms : 1); /* states before marks go */
+        flushed = dg_store_turns_fold_before(st, before_ms > 0 ? before_ms
+                                                               : 1); /* states before marks go */
     if (flushed != DG_OK)
         return flushed;
     long marked = 0, plain = 0;
@@ -337,4 +337,3 @@ int dg_store_turns_seen_prune(dg_store *st, int64_t before_ms, long *removed)
         *removed = marked + plain;
     return rc;
 }
-

@@ -26,10 +26,20 @@ const char *dg_store_turns_state_key(const dg_scope *sc, char *buf, size_t len)
 /* The kept fields of t (but `active`), in DG_STATE_COLS' order, into f. */
 void dg_store_turns_state_fields(const dg_turn_state *t, int64_t f[DG_STATE_FIELDS])
 {
-    const int64_t v[DG_STATE_FIELDS] = {
-        t->speaker, t->anchor, (int64_t)t->silent, (int64_t)t->mention,
-        (int64_t)t->mention_done, (int64_t)t->consumed, (int64_t)t->owed, t->agent_msgs,
-        t->rested, t->idle_reminded, t->handoff, t->permit, t->permit_ms, t->last_change_ms};
+    const int64_t v[DG_STATE_FIELDS] = {t->speaker,
+                                        t->anchor,
+                                        (int64_t)t->silent,
+                                        (int64_t)t->mention,
+                                        (int64_t)t->mention_done,
+                                        (int64_t)t->consumed,
+                                        (int64_t)t->owed,
+                                        t->agent_msgs,
+                                        t->rested,
+                                        t->idle_reminded,
+                                        t->handoff,
+                                        t->permit,
+                                        t->permit_ms,
+                                        t->last_change_ms};
     memcpy(f, v, sizeof v);
 }
 
@@ -61,12 +71,11 @@ void dg_store_turns_state_bind(dg_stmt *s, int idx, const int64_t f[DG_STATE_FIE
         dg_bind_int64(s, idx + i, f[i]);
 }
 
-static const char SQL_SCOPE_GET[] =
-    "SELECT active, post_channel, t_ord, " DG_STATE_COLS
-    " FROM turn_ledger WHERE channel_id = ? AND k = ?";
+static const char SQL_SCOPE_GET[] = "SELECT active, post_channel, t_ord, " DG_STATE_COLS
+                                    " FROM turn_ledger WHERE channel_id = ? AND k = ?";
 
 /* The channel's newest marks, where a state a mark carries is found. */
-#define SNAP_WINDOW_SQL(cols)                                                                 \
+#define SNAP_WINDOW_SQL(cols)                                                                      \
     "SELECT " cols " FROM turn_ledger WHERE channel_id = ? AND k < '~' ORDER BY k DESC LIMIT 16"
 const char dg_sql_turns_window[] =
     SNAP_WINDOW_SQL("k, t_snap, t_ord, post_channel, at_ms, " DG_STATE_COLS);
@@ -169,8 +178,7 @@ int dg_store_turns_scope_load(dg_store *st, const dg_scope *sc, dg_turn_state *t
     dg_turn_state v = *t;
     char *post = NULL;
     int64_t ord = 0;
-    int found = snap_newest(st, sc->channel_id, k, row_ord, &v, post_channel ? &post : NULL,
-                            &ord);
+    int found = snap_newest(st, sc->channel_id, k, row_ord, &v, post_channel ? &post : NULL, &ord);
     if (found < 0) {
         if (post_channel) {
             free(*post_channel);
@@ -197,7 +205,8 @@ static const char SQL_SCOPE_ADD[] =
  * and an insert as well, and costs more (it reads the old record first);
  * REPLACE writes the same row for less. */
 static const char SQL_SCOPE_SET[] =
-    "REPLACE INTO turn_ledger (channel_id, k, at_ms, post_channel, t_ord, active, " DG_STATE_COLS ")"
+    "REPLACE INTO turn_ledger (channel_id, k, at_ms, post_channel, t_ord, active, " DG_STATE_COLS
+    ")"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
     " ?19, ?20)";
 /* PostgreSQL has no REPLACE: the same whole-row write as an upsert. */
@@ -227,8 +236,9 @@ int dg_store_turns_scope_save(dg_store *st, const dg_scope *sc, const char *post
 static int scope_write(dg_store *st, const dg_scope *sc, const char *post_channel,
                        const dg_turn_state *t, int exists, int64_t now_ms, int64_t ord)
 {
-    dg_stmt *s = dg_store_stmt(st, !exists ? SQL_SCOPE_ADD : st->pg ? SQL_SCOPE_SET_PG
-                                                                     : SQL_SCOPE_SET);
+    dg_stmt *s = dg_store_stmt(st, !exists  ? SQL_SCOPE_ADD
+                                   : st->pg ? SQL_SCOPE_SET_PG
+                                            : SQL_SCOPE_SET);
     if (!s)
         return DG_ERR_IO;
     char k[DG_SCOPE_ID_MAX + 16];
@@ -248,8 +258,7 @@ static int scope_write(dg_store *st, const dg_scope *sc, const char *post_channe
     return dg_store_turns_logged(st, sc->channel_id, rc == DG_DONE ? DG_OK : DG_ERR_IO);
 }
 
-static const char SQL_SCOPES_CLEAR[] =
-    "DELETE FROM turn_ledger WHERE channel_id = ? AND k >= '~'";
+static const char SQL_SCOPES_CLEAR[] = "DELETE FROM turn_ledger WHERE channel_id = ? AND k >= '~'";
 
 int dg_store_turns_scopes_clear(dg_store *st, const char *channel_id)
 {
@@ -286,10 +295,10 @@ int dg_store_turns_scope_save_for(dg_store *st, const dg_scope *sc, const char *
 /* The scope of a state row's key, or DG_ERR_INVALID. */
 static int scope_of_key(const char *channel_id, const char *k, dg_scope *sc)
 {
-    return !channel_id || !k ? DG_ERR_INVALID
-           : strcmp(k, "~conv") == 0 ? dg_scope_conversation(channel_id, sc)
+    return !channel_id || !k                ? DG_ERR_INVALID
+           : strcmp(k, "~conv") == 0        ? dg_scope_conversation(channel_id, sc)
            : strncmp(k, "~thread:", 8) == 0 ? dg_scope_thread(channel_id, k + 8, sc)
-           : DG_ERR_INVALID;
+                                            : DG_ERR_INVALID;
 }
 
 /* One state a mark of the window carries (fold_channel). */
@@ -303,8 +312,7 @@ typedef struct snap_row {
 static const char SQL_SNAPS_CLEAR[] =
     "UPDATE turn_ledger SET t_snap = NULL, " DG_STATE_COLS_NULL
     " WHERE channel_id = ?1 AND k >= ?2 AND k < '~' AND t_snap IS NOT NULL";
-static const char SQL_ROW_ORD[] =
-    "SELECT t_ord FROM turn_ledger WHERE channel_id = ? AND k = ?";
+static const char SQL_ROW_ORD[] = "SELECT t_ord FROM turn_ledger WHERE channel_id = ? AND k = ?";
 
 /* Write the newest state of each scope in v (its row existing, older) to the row. */
 static int fold_rows(dg_store *st, const char *channel_id, snap_row *v, int n)
@@ -362,8 +370,10 @@ static int fold_channel(dg_store *st, const char *channel_id, int in_window)
             in_window = 0; /* a key too long to bound by: every mark */
         if (dg_col_null(s, 1))
             continue;
-        v[n] = (snap_row){.key = dg_store_col_dup(s, 1), .post = dg_store_col_dup(s, 3),
-                          .ord = dg_col_int64(s, 2), .at_ms = dg_col_int64(s, 4)};
+        v[n] = (snap_row){.key = dg_store_col_dup(s, 1),
+                          .post = dg_store_col_dup(s, 3),
+                          .ord = dg_col_int64(s, 2),
+                          .at_ms = dg_col_int64(s, 4)};
         dg_turn_state_init(&v[n].st);
         snap_read(s, &v[n].st);
         if (!v[n].key || (!v[n].post && !dg_col_null(s, 3)))
@@ -508,4 +518,3 @@ int dg_store_turns_scopes(dg_store *st, int active_only, dg_scope **out, size_t 
     }
     return DG_OK;
 }
-

@@ -47,9 +47,9 @@ static char *dirigent_folder(const char *root)
 static json_t *dirigent_config(const char *root)
 {
     char *db = tu_path(root, "d.db");
-    json_t *c = json_pack("{s:s,s:s,s:s,s:{s:s}}", "noReplyProvider", "noreply", "noReplyModel",
-                          "no-reply", "dbPath", db, "discord", "moderatorUserId",
-                          "1000000000000000001");
+    json_t *c =
+        json_pack("{s:s,s:s,s:s,s:{s:s}}", "noReplyProvider", "noreply", "noReplyModel", "no-reply",
+                  "dbPath", db, "discord", "moderatorUserId", "1000000000000000001");
     free(db);
     return c;
 }
@@ -110,9 +110,9 @@ START_TEST(dirigent_loads_through_the_host_core)
         ck_assert_uint_eq(json_array_size(tools),
                           json_array_size(json_object_get(contracts, "tools")));
         json_decref(tools);
-        static const char *const hooks[] = {"message_received", "before_model_resolve",
-                                            "before_prompt_build", "message_sending",
-                                            "agent_end", "gateway_start", "gateway_stop"};
+        static const char *const hooks[] = {
+            "message_received", "before_model_resolve", "before_prompt_build", "message_sending",
+            "agent_end",        "gateway_start",        "gateway_stop"};
         for (size_t k = 0; k < sizeof hooks / sizeof *hooks; k++) {
             int listed = 0;
             size_t j;
@@ -284,8 +284,8 @@ END_TEST
 typedef struct refusal {
     const char *folder, *fixture, *lib, *id;
     int major, minor;
-    const char *extra;      /* manifest members, or NULL */
-    const char *reason;     /* expected in the recorded reason and the error log line */
+    const char *extra;  /* manifest members, or NULL */
+    const char *reason; /* expected in the recorded reason and the error log line */
 } refusal;
 
 static const refusal refusals[] = {
@@ -349,8 +349,8 @@ START_TEST(host_refuses_incompatible_plugins)
             if (strcmp(info.id, r->id) == 0)
                 break;
         }
-        ck_assert_msg(info.reason && strstr(info.reason, r->reason), "%s: reason \"%s\" lacks \"%s\"",
-                      r->id, info.reason, r->reason);
+        ck_assert_msg(info.reason && strstr(info.reason, r->reason),
+                      "%s: reason \"%s\" lacks \"%s\"", r->id, info.reason, r->reason);
         char tag[64];
         snprintf(tag, sizeof tag, "3 %s: plugin %s in ", r->id, r->id);
         ck_assert_msg(host_test_log_has(&log, tag, "refused", r->reason, NULL),

@@ -137,8 +137,8 @@ static void echo_last_reply(const char *channel, const char *thread)
     dg_outbox_row *rows = outbox(&n);
     ck_assert_uint_ge(n, 1);
     char id[24];
-    ck_assert_int_eq(tth_msg(&H, channel, thread, mid(id), TTH_MOD_UID, 1, rows[n - 1].content,
-                             NULL), OC_OK);
+    ck_assert_int_eq(
+        tth_msg(&H, channel, thread, mid(id), TTH_MOD_UID, 1, rows[n - 1].content, NULL), OC_OK);
     dg_outbox_rows_free(rows, n);
 }
 
@@ -198,7 +198,8 @@ START_TEST(test_status_shows_the_scope_and_changes_nothing)
                       "turn order: alpha, bravo, charlie\n"
                       "speaker: charlie\n"
                       "passed this cycle: bravo\n"
-                      "agent messages: 1/5", "");
+                      "agent messages: 1/5",
+                      "");
     dg_turn_state after = peek(CH1, NULL);
     assert_same(&before, &after);
     /* Its echo neither ends the agent stretch nor wakes anything. */
@@ -222,7 +223,8 @@ START_TEST(test_status_shows_the_scope_and_changes_nothing)
                       "turn order: alpha, bravo, charlie\n"
                       "speaker: dormant\n"
                       "passed this cycle: alpha, bravo, charlie\n"
-                      "agent messages: 1/5", "");
+                      "agent messages: 1/5",
+                      "");
 }
 END_TEST
 
@@ -312,8 +314,10 @@ END_TEST
 START_TEST(test_wake_without_agents_changes_nothing)
 {
     admin_says(CH1, NULL, "!dirigent wake", NULL);
-    expect_last_reply(1, CH1, "Dirigent (admin): no agent is in this channel's turn order yet; "
-                      "nothing to wake.", "");
+    expect_last_reply(1, CH1,
+                      "Dirigent (admin): no agent is in this channel's turn order yet; "
+                      "nothing to wake.",
+                      "");
 }
 END_TEST
 
@@ -323,24 +327,31 @@ START_TEST(test_skip_passes_the_turn_with_a_mention)
     human_says(CH1, NULL, "hello");
     ck_assert_int_eq(who_speaks(CH1, NULL), 0);
     admin_says(CH1, NULL, "!dirigent skip", NULL);
-    expect_last_reply(1, CH1, "Dirigent (admin): alpha's turn is skipped; <@" TTH_BRAVO_UID
-                      ">, it is your turn.", TTH_BRAVO_UID);
+    expect_last_reply(
+        1, CH1, "Dirigent (admin): alpha's turn is skipped; <@" TTH_BRAVO_UID ">, it is your turn.",
+        TTH_BRAVO_UID);
     dg_turn_state st = peek(CH1, NULL);
     ck_assert_int_eq(st.silent, 1); /* alpha passed, as on a timeout */
     ck_assert_int_eq(who_speaks(CH1, NULL), 1);
     /* alpha's late message is not allowed out. */
     ck_assert_int_eq(tth_send(&H, TTH_ALPHA, CH1, NULL, "late"), 1);
     admin_says(CH1, NULL, "!dirigent skip", NULL);
-    expect_last_reply(2, CH1, "Dirigent (admin): bravo's turn is skipped; <@" TTH_CHARLIE_UID
-                      ">, it is your turn.", TTH_CHARLIE_UID);
+    expect_last_reply(2, CH1,
+                      "Dirigent (admin): bravo's turn is skipped; <@" TTH_CHARLIE_UID
+                      ">, it is your turn.",
+                      TTH_CHARLIE_UID);
     admin_says(CH1, NULL, "!dirigent skip", NULL);
-    expect_last_reply(3, CH1, "Dirigent (admin): charlie's turn is skipped; nobody else is left "
-                      "in this cycle, so the scope is dormant.", "");
+    expect_last_reply(3, CH1,
+                      "Dirigent (admin): charlie's turn is skipped; nobody else is left "
+                      "in this cycle, so the scope is dormant.",
+                      "");
     ck_assert_int_eq(who_speaks(CH1, NULL), -1);
     dg_turn_state before = peek(CH1, NULL);
     admin_says(CH1, NULL, "!dirigent skip", NULL);
-    expect_last_reply(4, CH1, "Dirigent (admin): nobody holds the turn here (dormant); nothing "
-                      "to skip.", "");
+    expect_last_reply(4, CH1,
+                      "Dirigent (admin): nobody holds the turn here (dormant); nothing "
+                      "to skip.",
+                      "");
     dg_turn_state after = peek(CH1, NULL);
     assert_same(&before, &after);
 }
@@ -398,10 +409,11 @@ START_TEST(test_unknown_subcommand_says_so_and_suggests)
         ck_assert_uint_eq(n, i + 1);
         const char *got = rows[n - 1].content;
         size_t w = strlen(cases[i].want);
-        ck_assert_msg(strncmp(got, cases[i].want, w) == 0, "%s: got \"%s\"", cases[i].text,
-                      got);
-        ck_assert_msg(strncmp(got + w, LIST, strlen(LIST)) == 0, "%s: no command list in "
-                      "\"%s\"", cases[i].text, got);
+        ck_assert_msg(strncmp(got, cases[i].want, w) == 0, "%s: got \"%s\"", cases[i].text, got);
+        ck_assert_msg(strncmp(got + w, LIST, strlen(LIST)) == 0,
+                      "%s: no command list in "
+                      "\"%s\"",
+                      cases[i].text, got);
         ck_assert_str_eq(got + w + 1, HELP + strlen("Dirigent (admin): "));
         ck_assert_str_eq(rows[n - 1].mentions, "");
         dg_outbox_rows_free(rows, n);
@@ -422,12 +434,14 @@ START_TEST(test_unknown_subcommand_reply_is_overridable)
     snprintf(path, sizeof path, "%s/admin_help.md", dir);
     ck_assert_int_eq(tu_write_file(path, "ask the operator\n"), 0);
     char extra[600];
-    snprintf(extra, sizeof extra, "\"templatesDir\":\"%s\",\"turn\":{\"timeoutSec\":60},"
-             ADMINS, dir);
+    snprintf(extra, sizeof extra, "\"templatesDir\":\"%s\",\"turn\":{\"timeoutSec\":60}," ADMINS,
+             dir);
     tth_start(&H, "channel", extra);
     admin_says(CH1, NULL, "!dirigent stats", NULL);
-    expect_last_reply(1, CH1, "Dirigent (admin): no such thing as stats, try status\n"
-                      "ask the operator", "");
+    expect_last_reply(1, CH1,
+                      "Dirigent (admin): no such thing as stats, try status\n"
+                      "ask the operator",
+                      "");
     tu_rmtree(dir);
     free(dir);
 }
@@ -456,8 +470,7 @@ END_TEST
  * as an ordinary one. */
 START_TEST(test_mistyped_command_word_gets_a_hint_once_an_hour)
 {
-    static const char HINT[] =
-        "Did you mean `!dirigent status`? Commands start with `!dirigent`.";
+    static const char HINT[] = "Did you mean `!dirigent status`? Commands start with `!dirigent`.";
     join3(CH1, NULL);
     join3(CH2, NULL);
     human_says(CH1, NULL, "hello");
@@ -510,13 +523,13 @@ START_TEST(test_command_runs_once_across_reporting_accounts)
     mid(id);
     for (int i = 0; i < 3; i++)
         ck_assert_int_eq(tth_msg(&H, CH1, NULL, id, ADMIN_UID, 0, "!dirigent skip", NULL), OC_OK);
-    expect_last_reply(1, CH1, "Dirigent (admin): alpha's turn is skipped; <@" TTH_BRAVO_UID
-                      ">, it is your turn.", TTH_BRAVO_UID);
+    expect_last_reply(
+        1, CH1, "Dirigent (admin): alpha's turn is skipped; <@" TTH_BRAVO_UID ">, it is your turn.",
+        TTH_BRAVO_UID);
     ck_assert_int_eq(who_speaks(CH1, NULL), 1);
     mid(id);
     for (int i = 0; i < 3; i++)
-        ck_assert_int_eq(tth_msg(&H, CH1, NULL, id, ADMIN_UID, 0, "!dirigent status", NULL),
-                         OC_OK);
+        ck_assert_int_eq(tth_msg(&H, CH1, NULL, id, ADMIN_UID, 0, "!dirigent status", NULL), OC_OK);
     ck_assert_int_eq(tth_outbox_count(&H, NULL), 2);
 }
 END_TEST
@@ -527,17 +540,23 @@ static void open_and_close_discussion(const char *channel)
     static const char *const BC[] = {TTH_BRAVO, TTH_CHARLIE};
     char *order[] = {TTH_ALPHA, TTH_BRAVO, TTH_CHARLIE};
     dg_discussion d = {
-        .discussion_channel_id = (char *)channel, .origin_channel_id = ORIGIN,
-        .initiator_agent_id = TTH_ALPHA, .initiator_session_key = "agent:x",
-        .initiator_session_id = "sid", .initiator_workspace = "/tmp/ws",
-        .discuss_guide = "Decide the release date.", .status = DG_DISCUSSION_ACTIVE,
-        .created_at_ms = dg_now_ms(p), .turn_order = order, .n_turn_order = 3,
+        .discussion_channel_id = (char *)channel,
+        .origin_channel_id = ORIGIN,
+        .initiator_agent_id = TTH_ALPHA,
+        .initiator_session_key = "agent:x",
+        .initiator_session_id = "sid",
+        .initiator_workspace = "/tmp/ws",
+        .discuss_guide = "Decide the release date.",
+        .status = DG_DISCUSSION_ACTIVE,
+        .created_at_ms = dg_now_ms(p),
+        .turn_order = order,
+        .n_turn_order = 3,
     };
     int64_t id = 0;
     ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
     ck_assert_int_eq(dg_store_discussion_insert(p->store, &d, &id), OC_OK);
-    ck_assert_int_eq(dg_turns_prefill_discussion(p->turns, channel, TTH_ALPHA, BC, 2,
-                                                 dg_now_ms(p)), OC_OK);
+    ck_assert_int_eq(dg_turns_prefill_discussion(p->turns, channel, TTH_ALPHA, BC, 2, dg_now_ms(p)),
+                     OC_OK);
     ck_assert_int_eq(dg_store_commit(p->store), OC_OK);
     ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
     ck_assert_int_eq(dg_store_discussion_close(p->store, id, "plans/d.md", dg_now_ms(p)), OC_OK);
@@ -567,7 +586,8 @@ START_TEST(test_closed_channel_answers_closed)
                       "passed this cycle: none\n"
                       "agent messages: 0/5\n"
                       "this discussion channel is closed: rest, wake and skip change nothing "
-                      "here", "");
+                      "here",
+                      "");
     dg_turn_state after = peek(CH2, NULL);
     assert_same(&before, &after);
     /* The echo of a reply gets no closed notice. */
@@ -586,16 +606,22 @@ static void open_active_discussion(const char *channel, const char *ws)
     static const char *const BC[] = {TTH_BRAVO, TTH_CHARLIE};
     char *order[] = {TTH_ALPHA, TTH_BRAVO, TTH_CHARLIE};
     dg_discussion d = {
-        .discussion_channel_id = (char *)channel, .origin_channel_id = ORIGIN,
-        .initiator_agent_id = TTH_ALPHA, .initiator_session_key = "agent:x",
-        .initiator_session_id = "sid", .initiator_workspace = (char *)ws,
-        .discuss_guide = "Decide the release date.", .status = DG_DISCUSSION_ACTIVE,
-        .created_at_ms = dg_now_ms(p), .turn_order = order, .n_turn_order = 3,
+        .discussion_channel_id = (char *)channel,
+        .origin_channel_id = ORIGIN,
+        .initiator_agent_id = TTH_ALPHA,
+        .initiator_session_key = "agent:x",
+        .initiator_session_id = "sid",
+        .initiator_workspace = (char *)ws,
+        .discuss_guide = "Decide the release date.",
+        .status = DG_DISCUSSION_ACTIVE,
+        .created_at_ms = dg_now_ms(p),
+        .turn_order = order,
+        .n_turn_order = 3,
     };
     ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
     ck_assert_int_eq(dg_store_discussion_insert(p->store, &d, NULL), OC_OK);
-    ck_assert_int_eq(dg_turns_prefill_discussion(p->turns, channel, TTH_ALPHA, BC, 2,
-                                                 dg_now_ms(p)), OC_OK);
+    ck_assert_int_eq(dg_turns_prefill_discussion(p->turns, channel, TTH_ALPHA, BC, 2, dg_now_ms(p)),
+                     OC_OK);
     ck_assert_int_eq(dg_store_commit(p->store), OC_OK);
 }
 
@@ -671,8 +697,8 @@ END_TEST
 START_TEST(test_admin_close_appends_archive_line)
 {
     tth_free(&H);
-    tth_start(&H, "channel", "\"discussion\":{\"archiveChannelId\":\"300000000000000099\"},"
-              ADMINS);
+    tth_start(&H, "channel",
+              "\"discussion\":{\"archiveChannelId\":\"300000000000000099\"}," ADMINS);
     char *ws = tu_mkdtemp();
     open_active_discussion(CH2, ws);
     admin_says(CH2, NULL, "!dirigent close", NULL);
@@ -765,11 +791,10 @@ static void host_sessions(void)
     tth_session_key(k2, sizeof k2, TTH_BRAVO, CH1, NULL);
     tth_session_key(k3, sizeof k3, TTH_ALPHA, CH1, TH1);
     json_decref(H.sessions);
-    H.sessions = json_pack("[{s:s,s:s,s:s},{s:s,s:s,s:s},{s:s,s:s,s:s,s:s}]",
-                           "sessionKey", k1, "agentId", TTH_ALPHA, "channelId", CH1,
-                           "sessionKey", k2, "agentId", TTH_BRAVO, "channelId", CH1,
-                           "sessionKey", k3, "agentId", TTH_ALPHA, "channelId", CH1,
-                           "threadId", TH1);
+    H.sessions =
+        json_pack("[{s:s,s:s,s:s},{s:s,s:s,s:s},{s:s,s:s,s:s,s:s}]", "sessionKey", k1, "agentId",
+                  TTH_ALPHA, "channelId", CH1, "sessionKey", k2, "agentId", TTH_BRAVO, "channelId",
+                  CH1, "sessionKey", k3, "agentId", TTH_ALPHA, "channelId", CH1, "threadId", TH1);
 }
 
 static const char *last_reply(void)
@@ -819,7 +844,7 @@ START_TEST(test_cancel_aborts_the_speakers_run_or_says_why_not)
     admin_says(CH1, NULL, "!dirigent cancel", NULL);
     ck_assert_str_eq(last_reply(), "Dirigent (admin): alpha holds the turn but has no run in "
                                    "flight; nothing to cancel.");
-    ck_assert_int_eq(who_speaks(CH1, NULL), 0);   /* the turn stays */
+    ck_assert_int_eq(who_speaks(CH1, NULL), 0); /* the turn stays */
 }
 END_TEST
 
@@ -845,7 +870,7 @@ START_TEST(test_rotate_and_cancel_when_the_host_fails)
     ck_assert(tth_log_has(&H, "admin rotate: session_reset(agent:alpha:discord:channel:" CH1
                               ") failed: OC_ERR_IO"));
     ck_assert_ptr_nonnull(strstr(last_reply(), "rotated 0 session(s) of this channel; 3 could "
-                                                "not be reset"));
+                                               "not be reset"));
     H.abort_status = OC_ERR_IO;
     admin_says(CH1, NULL, "!dirigent cancel", NULL);
     ck_assert(tth_log_has(&H, "admin cancel: run_abort(agent:alpha:discord:channel:" CH1
@@ -861,8 +886,8 @@ START_TEST(test_rotate_and_cancel_when_the_host_fails)
     ck_assert_str_eq(last_reply(), "Dirigent (admin): rotated 0 session(s) of this channel; "
                                    "the next message opens fresh ones.");
     json_decref(H.sessions);
-    H.sessions = json_pack("[{s:s},{s:s,s:s}]", "agentId", TTH_ALPHA, "sessionKey", "",
-                           "agentId", TTH_BRAVO);
+    H.sessions = json_pack("[{s:s},{s:s,s:s}]", "agentId", TTH_ALPHA, "sessionKey", "", "agentId",
+                           TTH_BRAVO);
     H.resets[0] = '\0';
     admin_says(CH1, NULL, "!dirigent rotate", NULL);
     ck_assert_str_eq(H.resets, "");
@@ -903,11 +928,9 @@ START_TEST(test_commands_under_read_faults_run_once)
             fv_fail_read_nth(0);
             size_t after = outbox_n();
             if (rc != OC_OK) {
-                ck_assert_msg(rc == OC_ERR_IO, "%s, read %ld: %s", cmds[c], n,
-                              oc_status_name(rc));
+                ck_assert_msg(rc == OC_ERR_IO, "%s, read %ld: %s", cmds[c], n, oc_status_name(rc));
                 ck_assert_uint_eq(after, before);
-                ck_assert_int_eq(tth_msg(&H, CH1, NULL, id, ADMIN_UID, 0, cmds[c], NULL),
-                                 OC_OK);
+                ck_assert_int_eq(tth_msg(&H, CH1, NULL, id, ADMIN_UID, 0, cmds[c], NULL), OC_OK);
                 after = outbox_n();
             }
             ck_assert_msg(after == before + 1, "%s, read %ld: %zu replies", cmds[c], n,
@@ -964,8 +987,9 @@ START_TEST(test_thread_policy_command_acts_in_its_discord_thread)
     ck_assert_int_eq(who_speaks(CH1, TH1), 0);
     admin_says(CH1, TH1, "!dirigent skip", NULL);
     /* Posted in the thread, where the command was. */
-    expect_last_reply(1, TH1, "Dirigent (admin): alpha's turn is skipped; <@" TTH_BRAVO_UID
-                      ">, it is your turn.", TTH_BRAVO_UID);
+    expect_last_reply(
+        1, TH1, "Dirigent (admin): alpha's turn is skipped; <@" TTH_BRAVO_UID ">, it is your turn.",
+        TTH_BRAVO_UID);
     ck_assert_int_eq(who_speaks(CH1, TH1), 1);
     admin_says(CH1, TH1, "!dirigent status", NULL);
     expect_last_reply(2, TH1,
@@ -975,7 +999,8 @@ START_TEST(test_thread_policy_command_acts_in_its_discord_thread)
                       "turn order: alpha, bravo, charlie\n"
                       "speaker: bravo\n"
                       "passed this cycle: alpha\n"
-                      "agent messages: 0/5", "");
+                      "agent messages: 0/5",
+                      "");
     admin_says(CH1, TH1, "!dirigent rest", NULL);
     expect_last_reply(3, TH1, RESTED, "");
     tth_restart(&H);
@@ -1004,7 +1029,8 @@ START_TEST(test_thread_policy_top_level_command_acts_on_the_latest_thread)
              "turn order: alpha, bravo, charlie\n"
              "speaker: alpha\n"
              "passed this cycle: none\n"
-             "agent messages: 0/5", top);
+             "agent messages: 0/5",
+             top);
     expect_last_reply(1, CH1, want, "");
     dg_turn_state after = peek_scope(&sc, NULL);
     assert_same(&before, &after);

@@ -93,8 +93,10 @@ START_TEST(install_builds_and_installs_every_program)
     free(inst);
     /* The plugin folder is the package's staged folder, copied whole. */
     char plug[600];
-    snprintf(plug, sizeof plug, "%s/package/dirigent/. %s/opt/dg/lib/openclaw/plugins/dirigent/", b, d);
-    ck_assert_msg(strstr(out, "scripts/package.sh stage"), "make install does not stage the plugin folder");
+    snprintf(plug, sizeof plug, "%s/package/dirigent/. %s/opt/dg/lib/openclaw/plugins/dirigent/", b,
+             d);
+    ck_assert_msg(strstr(out, "scripts/package.sh stage"),
+                  "make install does not stage the plugin folder");
     ck_assert_msg(strstr(out, plug), "the plugin folder is not installed (no \"%s\")", plug);
     free(out);
     free(b);
@@ -266,8 +268,8 @@ START_TEST(embedded_templates_keep_every_character)
                                    "    return strcmp(dg_embedded_templates[0].name, \"x.md\") != 0"
                                    " || dg_embedded_templates[1].name != NULL;\n}\n"),
                      0);
-    const char *cc[] = {"cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-Iplugin", "-o", bin,
-                        gen, mainc, NULL};
+    const char *cc[] = {"cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-Iplugin",
+                        "-o", bin,        gen,     mainc,     NULL};
     char *junk = tu_path(tmp, "cc.out");
     int rc = run_to(cc, junk, err);
     size_t n;
@@ -356,7 +358,8 @@ START_TEST(one_version_everywhere)
     /* The generated openclaw.plugin.json, when node is there to generate it. */
     char *gen = tu_path(tmp, "openclaw.plugin.json");
     char *gout = NULL;
-    const char *node[] = {"node", "bridge/openclaw/gen-plugin-json.mjs", "manifest.json", gen, NULL};
+    const char *node[] = {"node", "bridge/openclaw/gen-plugin-json.mjs", "manifest.json", gen,
+                          NULL};
     int st = run_capture(node, &gout);
     if (st == 127 || st == -1 || (st != 0 && strstr(gout, "No such file")))
         fprintf(stderr, "build: node not found; openclaw.plugin.json's version not compared\n");
@@ -414,7 +417,8 @@ static const char tiny_host[] =
     "    *(void **)&entry = dlsym(h, OC_PLUGIN_ENTRY_SYMBOL);\n"
     "    const oc_plugin *p = entry ? entry() : NULL;\n"
     "    if (!p || p->abi_major != OC_ABI_MAJOR || p->struct_size < sizeof *p) return 3;\n"
-    "    printf(\"%s %s abi %u.%u\\n\", p->id, p->version, (unsigned)p->abi_major, (unsigned)p->abi_minor);\n"
+    "    printf(\"%s %s abi %u.%u\\n\", p->id, p->version, (unsigned)p->abi_major, "
+    "(unsigned)p->abi_minor);\n"
     "    return 0;\n"
     "}\n";
 
@@ -437,32 +441,54 @@ START_TEST(install_then_uninstall_leaves_nothing)
     /* make coverage runs the suites in its gcov build and says so. */
     const char *cov = getenv("DG_COVERAGE") ? "COVERAGE=1" : "COVERAGE=";
     /* Nothing may be rebuilt: the build folder under test is installed as it is. */
-    const char *dry[] = {barg, darg, san, cov, "PREFIX=/usr/local", "KOFFI_FROM=none", "install",
-                         NULL};
+    const char *dry[] = {barg,      darg, san, cov, "PREFIX=/usr/local", "KOFFI_FROM=none",
+                         "install", NULL};
     char *plan = dry_run(dry);
-    ck_assert_msg(!strstr(plan, " -c "), "make install would compile in %s (flags differ from "
-                  "this build?): %.600s", b, plan);
+    ck_assert_msg(!strstr(plan, " -c "),
+                  "make install would compile in %s (flags differ from "
+                  "this build?): %.600s",
+                  b, plan);
     free(plan);
-    const char *inst[] = {"make", "--no-print-directory", barg, darg, san, cov,
-                          "PREFIX=/usr/local", "KOFFI_FROM=none", "install", NULL};
+    const char *inst[] = {"make",
+                          "--no-print-directory",
+                          barg,
+                          darg,
+                          san,
+                          cov,
+                          "PREFIX=/usr/local",
+                          "KOFFI_FROM=none",
+                          "install",
+                          NULL};
     char *out = NULL;
     int st = run_capture(inst, &out);
     ck_assert_msg(st == 0, "make install DESTDIR=%s failed (%d): %s", d, st, out);
     free(out);
 
     /* A complete plugin folder: what OpenClaw needs to load it. */
-    static const char *const plugin_files[] = {
-        "index.mjs", "package.json", "openclaw.plugin.json", "dirigent.so", "dirigent-noreply",
-        "dirigent-ctl", "dirigent-noreply.service", "dirigent-noreply.env", "LICENSE", "README.md", "manifest.json", NULL};
+    static const char *const plugin_files[] = {"index.mjs",
+                                               "package.json",
+                                               "openclaw.plugin.json",
+                                               "dirigent.so",
+                                               "dirigent-noreply",
+                                               "dirigent-ctl",
+                                               "dirigent-noreply.service",
+                                               "dirigent-noreply.env",
+                                               "LICENSE",
+                                               "README.md",
+                                               "manifest.json",
+                                               NULL};
     char pdir[800], f[1000];
     snprintf(pdir, sizeof pdir, "%s/usr/local/lib/openclaw/plugins/dirigent", d);
     for (const char *const *n = plugin_files; *n; n++) {
         snprintf(f, sizeof f, "%s/%s", pdir, *n);
         ck_assert_msg(access(f, R_OK) == 0, "make install left out %s", f);
     }
-    static const char *const other[] = {
-        "bin/ocgw", "bin/dirigent-noreply", "include/openclaw/plugin.h",
-        "lib/pkgconfig/openclaw-plugin.pc", "lib/systemd/user/dirigent-noreply.service", NULL};
+    static const char *const other[] = {"bin/ocgw",
+                                        "bin/dirigent-noreply",
+                                        "include/openclaw/plugin.h",
+                                        "lib/pkgconfig/openclaw-plugin.pc",
+                                        "lib/systemd/user/dirigent-noreply.service",
+                                        NULL};
     for (const char *const *n = other; *n; n++) {
         snprintf(f, sizeof f, "%s/usr/local/%s", d, *n);
         ck_assert_msg(access(f, R_OK) == 0, "make install left out %s", f);
@@ -472,7 +498,8 @@ START_TEST(install_then_uninstall_leaves_nothing)
     char pcpath[900], defprefix[900];
     snprintf(pcpath, sizeof pcpath, "PKG_CONFIG_PATH=%s/usr/local/lib/pkgconfig", d);
     snprintf(defprefix, sizeof defprefix, "--define-variable=prefix=%s/usr/local", d);
-    const char *pc[] = {"env", pcpath, "pkg-config", defprefix, "--cflags", "openclaw-plugin", NULL};
+    const char *pc[] = {"env", pcpath, "pkg-config", defprefix, "--cflags", "openclaw-plugin",
+                        NULL};
     char *cflags = NULL;
     st = run_capture(pc, &cflags);
     ck_assert_msg(st == 0, "pkg-config --cflags openclaw-plugin failed: %s", cflags);
@@ -484,8 +511,7 @@ START_TEST(install_then_uninstall_leaves_nothing)
     char *src = tu_path(tmp, "host.c"), *exe = tu_path(tmp, "host");
     ck_assert_int_eq(tu_write_file(src, tiny_host), 0);
     char script[3000];
-    snprintf(script, sizeof script,
-             "cc -std=c11 -Wall -Wextra -Werror %s %s '%s' -o '%s' -ldl",
+    snprintf(script, sizeof script, "cc -std=c11 -Wall -Wextra -Werror %s %s '%s' -o '%s' -ldl",
 #if defined(__SANITIZE_ADDRESS__)
              "-fsanitize=address,undefined",
 #else
@@ -503,11 +529,12 @@ START_TEST(install_then_uninstall_leaves_nothing)
     char *v = json_version("manifest.json");
     char want[200];
     snprintf(want, sizeof want, "dirigent %s abi 1.", v);
-    ck_assert_msg(st == 0 && strstr(out, want), "the tiny host cannot load %s (%d): %s", f, st, out);
+    ck_assert_msg(st == 0 && strstr(out, want), "the tiny host cannot load %s (%d): %s", f, st,
+                  out);
     free(out);
 
-    const char *un[] = {"make", "--no-print-directory", barg, darg, san, cov, "PREFIX=/usr/local",
-                        "uninstall", NULL};
+    const char *un[] = {"make", "--no-print-directory", barg,        darg, san,
+                        cov,    "PREFIX=/usr/local",    "uninstall", NULL};
     st = run_capture(un, &out);
     ck_assert_msg(st == 0, "make uninstall failed (%d): %s", st, out);
     free(out);
@@ -584,12 +611,14 @@ START_TEST(valgrind_runs_every_suite_but_the_excused)
         char name[64] = "";
         ck_assert_int_eq(sscanf(line + strlen("VALGRIND_SKIP += "), "%63s", name), 1);
         const char *why = strchr(line, '#');
-        ck_assert_msg(why && strlen(why) > 10, "Makefile: VALGRIND_SKIP entry %s says no why (# reason): %s",
-                      name, line);
-        ck_assert_msg(has_word(all, name), "Makefile: VALGRIND_SKIP names %s, which is no suite "
-                      "(suites: %s): remove the line", name, all);
-        ck_assert_msg(!has_word(list, name), "valgrind runs %s although VALGRIND_SKIP leaves it out",
-                      name);
+        ck_assert_msg(why && strlen(why) > 10,
+                      "Makefile: VALGRIND_SKIP entry %s says no why (# reason): %s", name, line);
+        ck_assert_msg(has_word(all, name),
+                      "Makefile: VALGRIND_SKIP names %s, which is no suite "
+                      "(suites: %s): remove the line",
+                      name, all);
+        ck_assert_msg(!has_word(list, name),
+                      "valgrind runs %s although VALGRIND_SKIP leaves it out", name);
         snprintf(skipped + strlen(skipped), sizeof skipped - strlen(skipped), "%s ", name);
         n_skip++;
         free(line);
@@ -599,8 +628,8 @@ START_TEST(valgrind_runs_every_suite_but_the_excused)
     for (char *w = strtok_r(all, " ", &save); w; w = strtok_r(NULL, " ", &save))
         ck_assert_msg(has_word(list, w) != has_word(skipped, w),
                       "suite %s is %s: make valgrind must run each suite not in VALGRIND_SKIP "
-                      "(valgrind list: %s)", w, has_word(list, w) ? "run and skipped" : "missing",
-                      list);
+                      "(valgrind list: %s)",
+                      w, has_word(list, w) ? "run and skipped" : "missing", list);
     free(all);
     free(list);
     free(mk);

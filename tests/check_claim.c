@@ -23,7 +23,7 @@
 #include "turns_engine_test.h"
 
 #define CH1 "300000000000000001"
-#define CH0 "300000000000000002"  /* another channel, where the host shows it reports per agent */
+#define CH0 "300000000000000002" /* another channel, where the host shows it reports per agent */
 #define FALLBACK "I finished the turn, but it did not produce a visible reply"
 #define WARNING "\xE2\x9A\xA0\xEF\xB8\x8F Agent couldn't generate a response. Please try again."
 
@@ -146,8 +146,8 @@ static int end_run(const char *agent, const char *run_id, const char *output)
 static int payload(const char *agent, const char *run_id, const char *text)
 {
     json_t *ctx = gwctx(agent, run_id);
-    json_t *ev = json_pack("{s:{s:s, s:b}, s:s}", "payload", "text", text, "isError", 0, "kind",
-                           "final");
+    json_t *ev =
+        json_pack("{s:{s:s, s:b}, s:s}", "payload", "text", text, "isError", 0, "kind", "final");
     json_t *r = NULL;
     int rc = tth_call(&H, "reply_payload_sending", ev, ctx, &r);
     int out = rc != OC_OK ? -1 : 0;
@@ -313,7 +313,7 @@ START_TEST(test_payloads_of_a_claimed_run_are_cancelled)
     join3_and_ask();
     ck_assert_int_eq(claim(TTH_BRAVO, "run-b1"), 1);
     ck_assert_int_eq(payload(TTH_BRAVO, "run-b1", FALLBACK), 1);
-    ck_assert_int_eq(payload(TTH_BRAVO, NULL, FALLBACK), 1);       /* by session */
+    ck_assert_int_eq(payload(TTH_BRAVO, NULL, FALLBACK), 1); /* by session */
     ck_assert_int_eq(payload(TTH_BRAVO, NULL, "NO_REPLY"), 1);
     /* The turn reaches bravo (alpha passes); its new run is not claimed:
      * the session match ends, the claimed run id still matches. */
@@ -334,7 +334,7 @@ END_TEST
 START_TEST(test_swapped_run_ending_after_the_turn_moved_is_not_speech)
 {
     join3_and_ask();
-    ck_assert_int_eq(resolve_run(TTH_BRAVO, "run-b1"), 1);     /* swapped */
+    ck_assert_int_eq(resolve_run(TTH_BRAVO, "run-b1"), 1); /* swapped */
     ck_assert_int_eq(resolve_run(TTH_CHARLIE, "run-c1"), 1);
     ck_assert_int_eq(resolve_run(TTH_ALPHA, "run-a1"), 0);
     ck_assert_int_eq(end_run(TTH_ALPHA, "run-a1", "my answer"), OC_OK);
@@ -342,13 +342,13 @@ START_TEST(test_swapped_run_ending_after_the_turn_moved_is_not_speech)
      * without a run id (the session's latest decision was the swap). */
     ck_assert_int_eq(send_text(TTH_BRAVO, 0, NULL, WARNING), 1);
     agent_posts(TTH_ALPHA, "my answer");
-    ck_assert_int_eq(resolve_run(TTH_BRAVO, "run-b2"), 0);     /* bravo's turn now */
+    ck_assert_int_eq(resolve_run(TTH_BRAVO, "run-b2"), 0); /* bravo's turn now */
     dg_turn_state before = peek();
     ck_assert_int_eq(end_run(TTH_BRAVO, "run-b1", WARNING), OC_OK);
     dg_turn_state after = peek();
     ck_assert_int_eq(after.agent_msgs, before.agent_msgs);
     ck_assert_int_eq(after.permit, before.permit);
-    ck_assert_int_eq(resolve_run(TTH_BRAVO, "run-b3"), 0);     /* still bravo's turn */
+    ck_assert_int_eq(resolve_run(TTH_BRAVO, "run-b3"), 0); /* still bravo's turn */
     ck_assert_int_eq(send_text(TTH_BRAVO, 0, "run-b1", WARNING), 1);
     ck_assert_int_eq(payload(TTH_BRAVO, "run-b1", WARNING), 1);
     /* bravo's real run speaks and hands on to charlie. */
@@ -616,9 +616,9 @@ START_TEST(test_run_without_evidence_of_an_older_message_counts)
     ck_assert_int_eq(end_run(TTH_ALPHA, "a1", "Shall we ship on Friday then?"), OC_OK);
     agent_posts(TTH_ALPHA, "Shall we ship on Friday then?");
     ck_assert_int_eq(peek().speaker, 1);
-    claim_body = "ok";                         /* only the short older one */
+    claim_body = "ok"; /* only the short older one */
     ck_assert_int_eq(claim(TTH_BRAVO, "b1"), 0);
-    claim_body = "something else entirely";    /* nothing recognisable */
+    claim_body = "something else entirely"; /* nothing recognisable */
     ck_assert_int_eq(claim(TTH_BRAVO, "b1"), 0);
     claim_body = "hello";
     ck_assert_int_eq(end_run(TTH_BRAVO, "b1", "Yes."), OC_OK);
@@ -633,9 +633,9 @@ START_TEST(test_message_sending_in_gateway_shape)
     ck_assert_int_eq(send_text(TTH_ALPHA, 1, NULL, "my answer"), 0);
     ck_assert(tth_log_has(&H, "message_sending: cancelled for bravo"));
     /* The channel from conversationId when the session key has none. */
-    json_t *ctx = json_pack("{s:s, s:s, s:s, s:s}", "channelId", "discord", "accountId", "bravo",
-                            "conversationId", "channel:" CH1, "sessionKey",
-                            "agent:bravo:discord:group:x");
+    json_t *ctx =
+        json_pack("{s:s, s:s, s:s, s:s}", "channelId", "discord", "accountId", "bravo",
+                  "conversationId", "channel:" CH1, "sessionKey", "agent:bravo:discord:group:x");
     json_t *ev = json_pack("{s:s, s:s}", "to", "channel:" CH1, "content", "me first!");
     json_t *r = NULL;
     ck_assert_int_eq(tth_call(&H, "message_sending", ev, ctx, &r), OC_OK);
@@ -703,7 +703,8 @@ START_TEST(test_no_reply_pair_is_needed_only_without_claim_hooks)
     json_decref(cfg);
     ck_assert_ptr_null(state);
     ck_assert_msg(strstr(err, "\"noReplyProvider\" and \"noReplyModel\" are required on this "
-                         "host: it has no claim hooks"), "%s", err);
+                              "host: it has no claim hooks"),
+                  "%s", err);
 }
 END_TEST
 
@@ -734,13 +735,13 @@ END_TEST
 
 /* message_received of message msg_id as reported to agent's session in
  * channel (OpenClaw: once per agent, ctx.sessionKey names the session). */
-static void deliver(const char *agent, const char *channel, const char *msg_id,
-                    const char *sender, int is_bot, const char *content)
+static void deliver(const char *agent, const char *channel, const char *msg_id, const char *sender,
+                    int is_bot, const char *content)
 {
     char key[256];
-    json_t *ev = json_pack("{s:s, s:s, s:b, s:s, s:b, s:s, s:[]}", "messageId", msg_id,
-                           "channelId", channel, "isDm", 0, "senderId", sender, "senderIsBot",
-                           is_bot, "content", content, "mentions");
+    json_t *ev = json_pack("{s:s, s:s, s:b, s:s, s:b, s:s, s:[]}", "messageId", msg_id, "channelId",
+                           channel, "isDm", 0, "senderId", sender, "senderIsBot", is_bot, "content",
+                           content, "mentions");
     json_t *ctx = json_pack("{s:s, s:s, s:s}", "channelId", channel, "accountId", agent,
                             "sessionKey", tth_session_key(key, sizeof key, agent, channel, NULL));
     ck_assert_int_eq(tth_call(&H, "message_received", ev, ctx, NULL), OC_OK);
@@ -765,11 +766,17 @@ static void open_discussion(void)
     static const char *const BC[] = {TTH_BRAVO, TTH_CHARLIE};
     char *order[3] = {TTH_ALPHA, TTH_BRAVO, TTH_CHARLIE};
     dg_discussion d = {
-        .discussion_channel_id = CH1, .origin_channel_id = CH0,
-        .initiator_agent_id = TTH_ALPHA, .initiator_session_key = "agent:x",
-        .initiator_session_id = "sid", .initiator_workspace = "/tmp/ws",
-        .discuss_guide = "Decide the release date.", .status = DG_DISCUSSION_ACTIVE,
-        .created_at_ms = dg_now_ms(p), .turn_order = order, .n_turn_order = 3,
+        .discussion_channel_id = CH1,
+        .origin_channel_id = CH0,
+        .initiator_agent_id = TTH_ALPHA,
+        .initiator_session_key = "agent:x",
+        .initiator_session_id = "sid",
+        .initiator_workspace = "/tmp/ws",
+        .discuss_guide = "Decide the release date.",
+        .status = DG_DISCUSSION_ACTIVE,
+        .created_at_ms = dg_now_ms(p),
+        .turn_order = order,
+        .n_turn_order = 3,
     };
     int64_t id = 0;
     ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
@@ -814,13 +821,13 @@ static void silent_round_to_reminder(int swap)
     deliver_all(TTH_MOD_UID, 1, "[Discussion Started] Decide the release date.");
     ck_assert_int_eq(whole_run(TTH_BRAVO, "b1", swap, "I think Friday."), 0);
     deliver_all(TTH_BRAVO_UID, 1, "I think Friday.");
-    ck_assert_int_eq(whole_run(TTH_ALPHA, "a1", swap, "(ignored)"), 1);  /* not its turn */
+    ck_assert_int_eq(whole_run(TTH_ALPHA, "a1", swap, "(ignored)"), 1); /* not its turn */
     ck_assert_int_eq(whole_run(TTH_BRAVO, "b2", swap, "(ignored)"), 1);
     ck_assert_int_eq(whole_run(TTH_CHARLIE, "c1", swap, "NO_REPLY"), 0); /* coder passes */
-    ck_assert_int_eq(tth_outbox_count(&H, CH1), 1);                     /* <@alpha> */
+    ck_assert_int_eq(tth_outbox_count(&H, CH1), 1);                      /* <@alpha> */
     deliver_all(TTH_MOD_UID, 1, "<@" TTH_ALPHA_UID ">");
     ck_assert_int_eq(whole_run(TTH_ALPHA, "a2", swap, "NO_REPLY"), 0);
-    ck_assert_int_eq(tth_outbox_count(&H, CH1), 2);                     /* <@bravo> */
+    ck_assert_int_eq(tth_outbox_count(&H, CH1), 2); /* <@bravo> */
     deliver_all(TTH_MOD_UID, 1, "<@" TTH_BRAVO_UID ">");
     ck_assert_int_eq(whole_run(TTH_BRAVO, "b3", swap, "NO_REPLY"), 0);
     ck_assert_int_eq(tth_outbox_count(&H, CH1), 3);
@@ -847,7 +854,7 @@ static void stale_run_is_held_back(int swap)
     dg_turn_state after = peek();
     ck_assert(dg_turn_state_same(&before, &after)); /* not a pass, not a consumption */
     ck_assert_int_eq(after.speaker, 0);
-    ck_assert_int_eq(tth_outbox_count(&H, CH1), 3);  /* and no hand-off either */
+    ck_assert_int_eq(tth_outbox_count(&H, CH1), 3); /* and no hand-off either */
     /* The reminder reaches the others first: alpha still waits, also for a
      * run without an id. */
     char id[24];
@@ -878,7 +885,7 @@ static void stale_run_is_held_back(int swap)
     after = peek();
     ck_assert_int_eq(after.permit, 0);
     ck_assert_int_eq(after.speaker, 1); /* it spoke: bravo is next */
-    ck_assert_uint_eq(after.owed, 1); /* its message is on the way */
+    ck_assert_uint_eq(after.owed, 1);   /* its message is on the way */
 }
 
 START_TEST(test_stale_run_before_the_idle_reminder_is_claimed)
@@ -916,7 +923,7 @@ START_TEST(test_kickoff_wakes_the_first_participant)
     dg_turn_state before = peek();
     ck_assert_int_eq(before.speaker, 1);
     ck_assert_uint_eq(before.awaiting, 1u << 1);
-    ck_assert_int_eq(claim(TTH_BRAVO, "b0"), 1);  /* before the kickoff reached it */
+    ck_assert_int_eq(claim(TTH_BRAVO, "b0"), 1); /* before the kickoff reached it */
     ck_assert_int_eq(end_run(TTH_BRAVO, "b0", "NO_REPLY"), OC_OK);
     dg_turn_state after = peek();
     ck_assert(dg_turn_state_same(&before, &after));
@@ -939,8 +946,8 @@ START_TEST(test_no_wait_without_per_agent_reports)
     ck_assert_uint_eq(peek().awaiting, 0);
     /* A session key of the wrong type is refused by name, nothing changes. */
     dg_turn_state before = peek();
-    json_t *ev = json_pack("{s:s, s:s, s:s, s:s}", "messageId", "499999999999999002",
-                           "channelId", CH1, "senderId", TTH_HUMAN_UID, "content", "hi");
+    json_t *ev = json_pack("{s:s, s:s, s:s, s:s}", "messageId", "499999999999999002", "channelId",
+                           CH1, "senderId", TTH_HUMAN_UID, "content", "hi");
     json_t *ctx = json_pack("{s:s, s:i}", "channelId", CH1, "sessionKey", 5);
     ck_assert_int_eq(tth_call(&H, "message_received", ev, ctx, NULL), OC_ERR_INVALID);
     ck_assert(tth_log_has(&H, "ctx.sessionKey is not a string"));
@@ -958,8 +965,7 @@ END_TEST
 static void start_nudge(const char *extra)
 {
     char cfg[160];
-    snprintf(cfg, sizeof cfg, "\"turn\":{\"maxAgentMessages\":1000,\"timeoutSec\":600%s}",
-             extra);
+    snprintf(cfg, sizeof cfg, "\"turn\":{\"maxAgentMessages\":1000,\"timeoutSec\":600%s}", extra);
     tth_start(&H, "channel", cfg);
     atomic_store(&H.now_ms, (int64_t)time(NULL) * 1000);
 }
@@ -1048,7 +1054,7 @@ START_TEST(test_speaker_with_a_run_under_way_is_not_nudged)
     ck_assert_int_eq(sweep_after(30 * 1000), before);
     deliver_all(tth_uid(TTH_ALPHA), 1, REVIEW);
     claim_body = REVIEW;
-    ck_assert_int_eq(claim(TTH_BRAVO, "b1"), 0);     /* its run goes on ... */
+    ck_assert_int_eq(claim(TTH_BRAVO, "b1"), 0);       /* its run goes on ... */
     ck_assert_int_eq(sweep_after(120 * 1000), before); /* ... for two minutes */
     /* A human adds a word while it runs: it reaches bravo's busy session. */
     deliver_all(TTH_HUMAN_UID, 0, "and keep the ABI at version one");
@@ -1086,8 +1092,8 @@ static int error_payload(const char *agent, const char *channel, const char *tex
     json_t *ctx = json_pack("{s:s, s:s, s:s, s:s}", "channelId", "discord", "accountId", agent,
                             "conversationId", "channel:", "sessionKey",
                             tth_session_key(key, sizeof key, agent, channel, NULL));
-    json_t *ev = json_pack("{s:{s:s, s:b}, s:s}", "payload", "text", text, "isError", 1, "kind",
-                           "final");
+    json_t *ev =
+        json_pack("{s:{s:s, s:b}, s:s}", "payload", "text", text, "isError", 1, "kind", "final");
     json_t *r = NULL;
     int rc = tth_call(&H, "reply_payload_sending", ev, ctx, &r);
     int out = rc != OC_OK ? -1 : 0;
@@ -1107,8 +1113,8 @@ START_TEST(test_error_payload_of_the_speaker_is_cancelled)
     join3_and_ask();
     ck_assert_int_eq(claim(TTH_ALPHA, "run-a1"), 0); /* the speaker */
     ck_assert_int_eq(error_payload(TTH_ALPHA, CH1, WARNING), 1);
-    ck_assert(tth_log_has(&H, "error notice of alpha in channel " CH1 " not delivered: \""
-                          WARNING "\""));
+    ck_assert(
+        tth_log_has(&H, "error notice of alpha in channel " CH1 " not delivered: \"" WARNING "\""));
     /* An ordinary payload of the speaker still goes out. */
     ck_assert_int_eq(payload(TTH_ALPHA, "run-a1", "my answer"), 0);
     /* A long notice is logged cut at 120 characters. */

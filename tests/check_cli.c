@@ -163,8 +163,8 @@ START_TEST(ocgw_refuses_a_malformed_story)
     /* The demo's own story passes the check (the run then stops at the
      * missing plugin folder, which is not the story's fault). */
     char *err = NULL;
-    const char *ok[] = {"--config", "demo/host.json", "--expect", "demo/story.json", "--quiet",
-                        NULL};
+    const char *ok[] = {"--config",        "demo/host.json", "--expect",
+                        "demo/story.json", "--quiet",        NULL};
     ck_assert_int_eq(run("ocgw", ok, &err), 2);
     ck_assert_msg(!strstr(err, "--expect") && strstr(err, "plugins.load.paths"), "%s", err);
     free(err);
@@ -199,7 +199,8 @@ START_TEST(programs_answer_help_version_and_unknown_options)
         char *out = NULL, *err = NULL;
         int rc = run_out(progs[i], v, &out, &err);
         ck_assert_msg(rc == 0 && !strncmp(out, progs[i], strlen(progs[i])) &&
-                          strstr(out, DG_VERSION), "%s --version: exit %d: %s", progs[i], rc, out);
+                          strstr(out, DG_VERSION),
+                      "%s --version: exit %d: %s", progs[i], rc, out);
         free(out);
         free(err);
         const char *b[] = {"--bogus", NULL};
@@ -223,13 +224,14 @@ START_TEST(runner_refuses_an_unknown_suite_or_case)
     char *err = NULL;
     int rc = run("check_all", NULL, &err);
     ck_assert_msg(rc == 2 && strstr(err, "CK_RUN_SUITE=bogus is not a suite") &&
-                      strstr(err, " config") && strstr(err, " cli"), "exit %d: %s", rc, err);
+                      strstr(err, " config") && strstr(err, " cli"),
+                  "exit %d: %s", rc, err);
     free(err);
     setenv("CK_RUN_SUITE", "cli", 1);
     setenv("CK_RUN_CASE", "bogus", 1);
     rc = run("check_all", NULL, &err);
-    ck_assert_msg(rc == 2 && strstr(err, "CK_RUN_CASE=bogus is no test case of cli"),
-                  "exit %d: %s", rc, err);
+    ck_assert_msg(rc == 2 && strstr(err, "CK_RUN_CASE=bogus is no test case of cli"), "exit %d: %s",
+                  rc, err);
     free(err);
 }
 END_TEST

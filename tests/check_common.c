@@ -19,10 +19,10 @@ START_TEST(test_edit_distance)
 {
     ck_assert_uint_eq(dg_edit_distance("status", 6, "status", 6), 0);
     ck_assert_uint_eq(dg_edit_distance("STATUS", 6, "status", 6), 0);
-    ck_assert_uint_eq(dg_edit_distance("stauts", 6, "status", 6), 1);     /* swap */
-    ck_assert_uint_eq(dg_edit_distance("stats", 5, "status", 6), 1);      /* insert */
-    ck_assert_uint_eq(dg_edit_distance("statuus", 7, "status", 6), 1);    /* delete */
-    ck_assert_uint_eq(dg_edit_distance("stutus", 6, "status", 6), 1);     /* substitute */
+    ck_assert_uint_eq(dg_edit_distance("stauts", 6, "status", 6), 1);  /* swap */
+    ck_assert_uint_eq(dg_edit_distance("stats", 5, "status", 6), 1);   /* insert */
+    ck_assert_uint_eq(dg_edit_distance("statuus", 7, "status", 6), 1); /* delete */
+    ck_assert_uint_eq(dg_edit_distance("stutus", 6, "status", 6), 1);  /* substitute */
     ck_assert_uint_eq(dg_edit_distance("", 0, "rest", 4), 4);
     ck_assert_uint_eq(dg_edit_distance("rot", 3, "rest", 4), 2);
     ck_assert_uint_eq(dg_edit_distance("!dirignet", 9, "!dirigent", 9), 1);
@@ -65,7 +65,7 @@ START_TEST(test_utf8_count_and_prefix)
 {
     ck_assert_uint_eq(dg_utf8_count(""), 0);
     ck_assert_uint_eq(dg_utf8_count("a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"), 4); /* a é € 😀 */
-    ck_assert_uint_eq(dg_utf8_prefix("a\xc3\xa9z", 2), 3);   /* never inside é */
+    ck_assert_uint_eq(dg_utf8_prefix("a\xc3\xa9z", 2), 3); /* never inside é */
     ck_assert_uint_eq(dg_utf8_prefix("ab", 5), 2);
     ck_assert_uint_eq(dg_utf8_char_start("a\xe2\x82\xac", 3), 1); /* inside €: back to its start */
     ck_assert_uint_eq(dg_utf8_char_start("abc", 2), 2);
@@ -77,12 +77,12 @@ START_TEST(test_utf8_well_formed_sequences)
     ck_assert_uint_eq(dg_utf8_seq_len("a"), 1);
     ck_assert_uint_eq(dg_utf8_seq_len("\xc3\xa9"), 2);
     ck_assert_uint_eq(dg_utf8_seq_len("\xf0\x9f\x98\x80"), 4);
-    ck_assert_uint_eq(dg_utf8_seq_len("\x80"), 0);           /* stray continuation */
-    ck_assert_uint_eq(dg_utf8_seq_len("\xc0\x80"), 0);       /* overlong NUL */
-    ck_assert_uint_eq(dg_utf8_seq_len("\xe0\x80\x80"), 0);   /* overlong */
-    ck_assert_uint_eq(dg_utf8_seq_len("\xed\xa0\x80"), 0);   /* surrogate */
+    ck_assert_uint_eq(dg_utf8_seq_len("\x80"), 0);             /* stray continuation */
+    ck_assert_uint_eq(dg_utf8_seq_len("\xc0\x80"), 0);         /* overlong NUL */
+    ck_assert_uint_eq(dg_utf8_seq_len("\xe0\x80\x80"), 0);     /* overlong */
+    ck_assert_uint_eq(dg_utf8_seq_len("\xed\xa0\x80"), 0);     /* surrogate */
     ck_assert_uint_eq(dg_utf8_seq_len("\xf4\x90\x80\x80"), 0); /* past U+10FFFF */
-    ck_assert_uint_eq(dg_utf8_seq_len("\xe2\x82"), 0);       /* cut short */
+    ck_assert_uint_eq(dg_utf8_seq_len("\xe2\x82"), 0);         /* cut short */
     ck_assert_int_eq(dg_utf8_count_valid("h\xc3\xa9"), 2);
     ck_assert_int_eq(dg_utf8_count_valid("h\xff"), -1);
 }

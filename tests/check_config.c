@@ -98,15 +98,16 @@ START_TEST(test_no_reply_pair_is_optional_but_whole)
     ck_assert_int_eq(dg_config_require_no_reply(&c, 1, err, sizeof err), OC_OK);
     ck_assert_int_eq(dg_config_require_no_reply(&c, 0, err, sizeof err), OC_ERR_INVALID);
     ck_assert_msg(strstr(err, "\"noReplyProvider\" and \"noReplyModel\" are required on this "
-                         "host"), "%s", err);
+                              "host"),
+                  "%s", err);
     dg_config_free(&c);
     ck_assert_int_eq(parse_text("{" BASE "}", &c, err, sizeof err), OC_OK);
     ck_assert_int_eq(dg_config_require_no_reply(&c, 0, err, sizeof err), OC_OK);
     dg_config_free(&c);
     ck_assert_int_eq(parse_text("{\"noReplyModel\":\"m\"," MOD "}", &c, err, sizeof err),
                      OC_ERR_INVALID);
-    ck_assert_msg(strstr(err, "\"noReplyModel\" is set but \"noReplyProvider\" is missing"),
-                  "%s", err);
+    ck_assert_msg(strstr(err, "\"noReplyModel\" is set but \"noReplyProvider\" is missing"), "%s",
+                  err);
 }
 END_TEST
 
@@ -121,7 +122,8 @@ START_TEST(test_full_config_is_read)
         "\"discord\":{\"apiBase\":\"http://127.0.0.1:9/api/v10/\",\"guildId\":\"42\","
         "\"moderatorToken\":\"tok\",\"moderatorUserId\":\"7\",\"timeoutMs\":2500},"
         "\"agents\":{\"zed\":{\"discordUserId\":\"300\"},\"amy\":{\"discordUserId\":\"100\"}},"
-        "\"admins\":[\"555\",\"666\"],\"turn\":{\"timeoutSec\":5,\"maxAgentMessages\":3,\"nudgeSec\":0},"
+        "\"admins\":[\"555\",\"666\"],\"turn\":{\"timeoutSec\":5,\"maxAgentMessages\":3,"
+        "\"nudgeSec\":0},"
         "\"discussion\":{\"maxGuideChars\":10,\"maxSummaryBytes\":20,"
         "\"closedNoticeCooldownSec\":0,\"reminderAfterSec\":0,\"maxLifetimeSec\":7200,"
         "\"summaryDir\":\"./notes//talks/\",\"summaryTemplate\":\"/tmp/summary.md\","
@@ -213,8 +215,8 @@ START_TEST(test_bad_config_names_key)
     char err[512] = "";
     int rc = parse_text(json, &c, err, sizeof err);
     ck_assert_msg(rc == OC_ERR_INVALID, "case %s accepted (rc %d): %s", name, rc, json);
-    ck_assert_msg(strstr(err, must_name) != NULL, "case %s: error \"%s\" does not name %s",
-                  name, err, must_name);
+    ck_assert_msg(strstr(err, must_name) != NULL, "case %s: error \"%s\" does not name %s", name,
+                  err, must_name);
     /* Refusal leaves a zeroed struct: nothing to free, nothing half-set. */
     ck_assert_ptr_null(c.no_reply_provider);
     ck_assert_ptr_null(c.agents);
@@ -230,11 +232,13 @@ START_TEST(test_env_policy_overrides_config)
     dg_config c;
     char err[256];
     setenv("DIRIGENT_SESSION_POLICY", "thread", 1);
-    ck_assert_int_eq(parse_text("{" BASE ",\"sessionPolicy\":\"channel\"}", &c, err, sizeof err), OC_OK);
+    ck_assert_int_eq(parse_text("{" BASE ",\"sessionPolicy\":\"channel\"}", &c, err, sizeof err),
+                     OC_OK);
     ck_assert_int_eq(c.session_policy, DG_POLICY_THREAD);
     dg_config_free(&c);
     setenv("DIRIGENT_SESSION_POLICY", "channel", 1);
-    ck_assert_int_eq(parse_text("{" BASE ",\"sessionPolicy\":\"thread\"}", &c, err, sizeof err), OC_OK);
+    ck_assert_int_eq(parse_text("{" BASE ",\"sessionPolicy\":\"thread\"}", &c, err, sizeof err),
+                     OC_OK);
     ck_assert_int_eq(c.session_policy, DG_POLICY_CHANNEL);
     dg_config_free(&c);
     setenv("DIRIGENT_SESSION_POLICY", "bogus", 1);
@@ -251,13 +255,15 @@ START_TEST(test_env_token_overrides_config)
     setenv("DIRIGENT_MODERATOR_TOKEN", "from-env", 1);
     ck_assert_int_eq(parse_text("{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":"
                                 "{\"moderatorUserId\":\"1\",\"moderatorToken\":\"from-config\"}}",
-                                &c, err, sizeof err), OC_OK);
+                                &c, err, sizeof err),
+                     OC_OK);
     ck_assert_str_eq(c.moderator_token, "from-env");
     dg_config_free(&c);
     unsetenv("DIRIGENT_MODERATOR_TOKEN");
     ck_assert_int_eq(parse_text("{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":"
                                 "{\"moderatorUserId\":\"1\",\"moderatorToken\":\"from-config\"}}",
-                                &c, err, sizeof err), OC_OK);
+                                &c, err, sizeof err),
+                     OC_OK);
     ck_assert_str_eq(c.moderator_token, "from-config");
     dg_config_free(&c);
 }
@@ -286,8 +292,7 @@ START_TEST(test_memory_db_path_refused)
 {
     clear_env();
     setenv("OPENCLAW_CONFIG_PATH", "/etc/gw/host.json", 1);
-    static const char *const paths[] = {":memory:", "file::memory:", "file:dg?mode=memory",
-                                        ""};
+    static const char *const paths[] = {":memory:", "file::memory:", "file:dg?mode=memory", ""};
     for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
         dg_config c;
         char err[512] = "", text[256];
@@ -296,8 +301,9 @@ START_TEST(test_memory_db_path_refused)
         ck_assert_msg(strstr(err, "dbPath"), "%s: %s", paths[i], err);
         if (*paths[i])
             ck_assert_msg(strstr(err, "is an in-memory database") && strstr(err, paths[i]) &&
-                          strstr(err, "across restarts only in a file") &&
-                          strstr(err, "set dbPath to a file path"), "%s: %s", paths[i], err);
+                              strstr(err, "across restarts only in a file") &&
+                              strstr(err, "set dbPath to a file path"),
+                          "%s: %s", paths[i], err);
     }
     clear_env();
 }
@@ -345,8 +351,7 @@ START_TEST(test_relative_paths_have_one_base)
     /* templatesDir without dbPath: taken from the same base (it stayed
      * relative and was read from the working directory; found by the
      * config fuzz target). */
-    ck_assert_int_eq(parse_text("{" BASE ",\"templatesDir\":\"tpl\"}", &c, err, sizeof err),
-                     OC_OK);
+    ck_assert_int_eq(parse_text("{" BASE ",\"templatesDir\":\"tpl\"}", &c, err, sizeof err), OC_OK);
     ck_assert_str_eq(c.templates_dir, "/etc/gw/tpl");
     dg_config_free(&c);
     clear_env();
@@ -390,7 +395,10 @@ END_TEST
 START_TEST(test_token_in_any_key_is_never_echoed)
 {
     clear_env();
-    static const struct { const char *json; const char *names; } cases[] = {
+    static const struct {
+        const char *json;
+        const char *names;
+    } cases[] = {
         {"{" BASE ",\"agents\":{\"a\":{\"discordUserId\":\"" BOT_TOKEN "\"}}}",
          "\"agents.a.discordUserId\""},
         {"{" BASE ",\"agents\":{\"" BOT_TOKEN "\":{\"discordUserId\":\"5\"}}}",
@@ -401,17 +409,20 @@ START_TEST(test_token_in_any_key_is_never_echoed)
         {"{" BASE ",\"dbPath\":\"/x/Bot " BOT_TOKEN "\"}", "\"dbPath\""},
         {"{" BASE ",\"" BOT_TOKEN "\":1}", "a top-level key"},
         {"{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":{\"moderatorUserId\":"
-         "\"" BOT_TOKEN "\"}}", "\"discord.moderatorUserId\""},
+         "\"" BOT_TOKEN "\"}}",
+         "\"discord.moderatorUserId\""},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         dg_config c;
         char err[512] = "";
         ck_assert_int_eq(parse_text(cases[i].json, &c, err, sizeof err), OC_ERR_INVALID);
         ck_assert_msg(!strstr(err, "MTIzNDU2") && !strstr(err, "GhIjKl") &&
-                          !strstr(err, "abcdefghijklmnop"), "case %zu echoes the token: %s", i, err);
+                          !strstr(err, "abcdefghijklmnop"),
+                      "case %zu echoes the token: %s", i, err);
         ck_assert_msg(strstr(err, cases[i].names) &&
                           strstr(err, "this looks like a bot token; tokens belong in the "
-                                      "environment"), "case %zu: %s", i, err);
+                                      "environment"),
+                      "case %zu: %s", i, err);
         ck_assert_ptr_null(c.no_reply_provider);
     }
     /* Its own key still takes one (the environment wins when set). */
@@ -419,7 +430,8 @@ START_TEST(test_token_in_any_key_is_never_echoed)
     char err[512] = "";
     ck_assert_msg(parse_text("{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"discord\":"
                              "{\"moderatorUserId\":\"1\",\"moderatorToken\":\"" BOT_TOKEN "\"}}",
-                             &c, err, sizeof err) == OC_OK, "%s", err);
+                             &c, err, sizeof err) == OC_OK,
+                  "%s", err);
     ck_assert_str_eq(c.moderator_token, BOT_TOKEN);
     dg_config_free(&c);
 }
@@ -431,7 +443,13 @@ START_TEST(test_agent_id_rule_is_openclaws)
 {
     clear_env();
     static const char *const good[] = {"planner", "p", "coder-2", "a_b", "0agent"};
-    static const char *const bad[] = {"Planner", "a.b", "-x", "_x", "a b", "",
+    static const char *const bad[] = {
+        "Planner",
+        "a.b",
+        "-x",
+        "_x",
+        "a b",
+        "",
         "a2345678901234567890123456789012345678901234567890123456789012345"};
     for (size_t i = 0; i < sizeof good / sizeof *good; i++)
         ck_assert_msg(dg_agent_id_valid(good[i]), "%s", good[i]);
@@ -439,13 +457,16 @@ START_TEST(test_agent_id_rule_is_openclaws)
         ck_assert_msg(!dg_agent_id_valid(bad[i]), "%s", bad[i]);
     dg_config c;
     char err[512];
-    ck_assert_int_eq(parse_text("{" BASE ",\"agents\":{\"Planner\":{\"discordUserId\":\"5\"}}}",
-                                &c, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_int_eq(parse_text("{" BASE ",\"agents\":{\"Planner\":{\"discordUserId\":\"5\"}}}", &c,
+                                err, sizeof err),
+                     OC_ERR_INVALID);
     ck_assert_msg(strstr(err, "\"Planner\"") && strstr(err, DG_AGENT_ID_RULE), "%s", err);
-    ck_assert_int_eq(parse_text("{" BASE ",\"agents\":{\"a.b\":{\"discordUserId\":\"5\"}}}",
-                                &c, err, sizeof err), OC_ERR_INVALID);
-    ck_assert_int_eq(parse_text("{" BASE ",\"agents\":{\"coder-2\":{\"discordUserId\":\"5\"}}}",
-                                &c, err, sizeof err), OC_OK);
+    ck_assert_int_eq(parse_text("{" BASE ",\"agents\":{\"a.b\":{\"discordUserId\":\"5\"}}}", &c,
+                                err, sizeof err),
+                     OC_ERR_INVALID);
+    ck_assert_int_eq(parse_text("{" BASE ",\"agents\":{\"coder-2\":{\"discordUserId\":\"5\"}}}", &c,
+                                err, sizeof err),
+                     OC_OK);
     dg_config_free(&c);
 }
 END_TEST
@@ -478,31 +499,36 @@ START_TEST(test_store_url_and_env)
     ck_assert_ptr_null(c.store_url); /* the SQLite file dbPath by default */
     dg_config_free(&c);
     ck_assert_int_eq(parse_text("{" BASE ",\"store\":{\"url\":\"postgresql://u:pw-A-123@h/db\"}}",
-                                &c, err, sizeof err), OC_OK);
+                                &c, err, sizeof err),
+                     OC_OK);
     ck_assert_str_eq(c.store_url, "postgresql://u:pw-A-123@h/db");
     dg_config_free(&c);
     setenv("DIRIGENT_STORE_URL", "postgres://u:pw-B-456@h2/db2", 1);
     ck_assert_int_eq(parse_text("{" BASE ",\"store\":{\"url\":\"postgresql://u:pw-A-123@h/db\"}}",
-                                &c, err, sizeof err), OC_OK);
+                                &c, err, sizeof err),
+                     OC_OK);
     ck_assert_str_eq(c.store_url, "postgres://u:pw-B-456@h2/db2");
     dg_config_free(&c);
     /* The environment's store wins over a dbPath in the file too. */
-    ck_assert_int_eq(parse_text("{" BASE ",\"dbPath\":\"/tmp/x.db\"}", &c, err, sizeof err),
-                     OC_OK);
+    ck_assert_int_eq(parse_text("{" BASE ",\"dbPath\":\"/tmp/x.db\"}", &c, err, sizeof err), OC_OK);
     ck_assert_str_eq(c.store_url, "postgres://u:pw-B-456@h2/db2");
     dg_config_free(&c);
     setenv("DIRIGENT_STORE_URL", "mysql://u:pw-C-789@h/db", 1);
     ck_assert_int_eq(parse_text("{" BASE "}", &c, err, sizeof err), OC_ERR_INVALID);
     ck_assert_msg(strstr(err, "DIRIGENT_STORE_URL") && !strstr(err, "pw-C-789"), "%s", err);
     unsetenv("DIRIGENT_STORE_URL");
-    ck_assert_int_eq(parse_text("{" BASE ",\"store\":{\"url\":\"sqlite://u:pw-D-000@h\"}}",
-                                &c, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_int_eq(
+        parse_text("{" BASE ",\"store\":{\"url\":\"sqlite://u:pw-D-000@h\"}}", &c, err, sizeof err),
+        OC_ERR_INVALID);
     ck_assert_msg(strstr(err, "store.url") && !strstr(err, "pw-D-000"), "%s", err);
     ck_assert_int_eq(parse_text("{" BASE ",\"dbPath\":\"/tmp/x.db\",\"store\":{\"url\":"
-                                "\"postgresql://h/db\"}}", &c, err, sizeof err), OC_ERR_INVALID);
+                                "\"postgresql://h/db\"}}",
+                                &c, err, sizeof err),
+                     OC_ERR_INVALID);
     ck_assert_msg(strstr(err, "dbPath") && strstr(err, "store.url"), "%s", err);
-    ck_assert_int_eq(parse_text("{" BASE ",\"store\":{\"uri\":\"postgresql://h/db\"}}",
-                                &c, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_int_eq(
+        parse_text("{" BASE ",\"store\":{\"uri\":\"postgresql://h/db\"}}", &c, err, sizeof err),
+        OC_ERR_INVALID);
     ck_assert_msg(strstr(err, "store.uri"), "%s", err);
 }
 END_TEST
@@ -557,8 +583,10 @@ static void schema_keys_in_table(json_t *node, const char *prefix)
         size_t i = 0;
         while (i < n && strcmp(keys[i].path, path) != 0)
             i++;
-        ck_assert_msg(i < n, "manifest.json's configSchema has \"%s\", the key table not: add "
-                      "it to KEYS in plugin/config.c or remove it from the manifest", path);
+        ck_assert_msg(i < n,
+                      "manifest.json's configSchema has \"%s\", the key table not: add "
+                      "it to KEYS in plugin/config.c or remove it from the manifest",
+                      path);
         char below[140];
         snprintf(below, sizeof below, "%s.", path);
         schema_keys_in_table(sub, below);
@@ -588,21 +616,24 @@ START_TEST(test_manifest_schema_matches_config_keys)
         json_t *parent = NULL, *node = schema_node(schema, k->path, &parent);
         ck_assert_msg(node != NULL, "key table has \"%s\", manifest.json's configSchema not",
                       k->path);
-        ck_assert_msg(strcmp(json_string_value(json_object_get(node, "type")),
-                             key_type_name(k->type)) == 0, "%s: type differs", k->path);
+        ck_assert_msg(
+            strcmp(json_string_value(json_object_get(node, "type")), key_type_name(k->type)) == 0,
+            "%s: type differs", k->path);
         const char *last = strrchr(k->path, '.');
-        ck_assert_msg(in_array(json_object_get(parent, "required"), last ? last + 1 : k->path)
-                      == k->required, "%s: required differs", k->path);
+        ck_assert_msg(in_array(json_object_get(parent, "required"), last ? last + 1 : k->path) ==
+                          k->required,
+                      "%s: required differs", k->path);
         json_t *def = json_object_get(node, "default");
         if (k->type == DG_CFG_INT) {
             ck_assert_msg(json_integer_value(json_object_get(node, "minimum")) == k->min &&
-                          json_integer_value(json_object_get(node, "maximum")) == k->max &&
-                          json_is_integer(def) && json_integer_value(def) == k->def,
+                              json_integer_value(json_object_get(node, "maximum")) == k->max &&
+                              json_is_integer(def) && json_integer_value(def) == k->def,
                           "%s: range or default differs", k->path);
         } else if (k->type == DG_CFG_STRING) {
             ck_assert_msg(k->def_str ? json_is_string(def) &&
-                                       strcmp(json_string_value(def), k->def_str) == 0
-                                     : def == NULL, "%s: default differs", k->path);
+                                           strcmp(json_string_value(def), k->def_str) == 0
+                                     : def == NULL,
+                          "%s: default differs", k->path);
         }
         /* A section comes before its keys: the parser reads it first. */
         if (last && strchr(k->path, '.') == last) {
@@ -665,8 +696,8 @@ static void sweep_parse(const json_t *j)
         if (rc == OC_OK)
             dg_config_free(&c);
         else
-            ck_assert_msg(rc == OC_ERR_NOMEM || rc == OC_ERR_IO, "allocation %ld: %d (%s)", n,
-                          rc, err);
+            ck_assert_msg(rc == OC_ERR_NOMEM || rc == OC_ERR_IO, "allocation %ld: %d (%s)", n, rc,
+                          err);
         if (!hit) {
             ck_assert_int_eq(rc, OC_OK);
             break;
@@ -683,12 +714,13 @@ START_TEST(test_out_of_memory)
 {
     ck_assert(fa_available());
     clear_env();
-    json_t *j = tu_json("{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\","
-                        "\"sessionPolicy\":\"thread\",\"dbPath\":\"state/x.db\","
-                        "\"templatesDir\":\"tpl\",\"discord\":{\"apiBase\":"
-                        "\"http://127.0.0.1:9/api/v10/\",\"guildId\":\"42\",\"moderatorToken\":"
-                        "\"tok\",\"moderatorUserId\":\"7\"},\"agents\":{\"zed\":{\"discordUserId\":"
-                        "\"300\"},\"amy\":{\"discordUserId\":\"100\"}},\"admins\":[\"555\",\"666\"]}");
+    json_t *j =
+        tu_json("{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\","
+                "\"sessionPolicy\":\"thread\",\"dbPath\":\"state/x.db\","
+                "\"templatesDir\":\"tpl\",\"discord\":{\"apiBase\":"
+                "\"http://127.0.0.1:9/api/v10/\",\"guildId\":\"42\",\"moderatorToken\":"
+                "\"tok\",\"moderatorUserId\":\"7\"},\"agents\":{\"zed\":{\"discordUserId\":"
+                "\"300\"},\"amy\":{\"discordUserId\":\"100\"}},\"admins\":[\"555\",\"666\"]}");
     sweep_parse(j);
     json_decref(j);
 }
@@ -705,7 +737,9 @@ END_TEST
 START_TEST(test_config_edges)
 {
     clear_env();
-    static const struct { const char *json, *word; } bad[] = {
+    static const struct {
+        const char *json, *word;
+    } bad[] = {
         {"{" BASE ",\"store\":5}", "\"store\""},
         {"{" BASE ",\"store\":{\"url\":5}}", "\"store.url\""},
     };
@@ -771,8 +805,11 @@ START_TEST(test_state_dir_joins_paths_on_one_base)
     ck_assert_str_eq(p, "rel.db");
     free(p);
     /* The base: the host's config folder, else DIRIGENT_STATE_DIR, else cwd. */
-    static const struct { const char *cfg, *state, *want_suffix; int abs; } cases[] = {
-        {"ocgw.json", NULL, "", 0},         /* no folder: cwd itself */
+    static const struct {
+        const char *cfg, *state, *want_suffix;
+        int abs;
+    } cases[] = {
+        {"ocgw.json", NULL, "", 0}, /* no folder: cwd itself */
         {"/ocgw.json", NULL, "/", 1},
         {"/etc/oc/ocgw.json", "/ignored", "/etc/oc", 1},
         {"conf/ocgw.json", NULL, "/conf", 0},

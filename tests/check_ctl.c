@@ -145,8 +145,7 @@ START_TEST(test_scopes_of_a_closed_channel_name_no_speaker)
     json_decref(s);
     char *out = NULL;
     ck_assert_int_eq(ctl(&out, "scopes", NULL, NULL, NULL), 0);
-    ck_assert_msg(out && strstr(out, " closed    -  ") && !strstr(out, TTH_CHARLIE " "),
-                  "%s", out);
+    ck_assert_msg(out && strstr(out, " closed    -  ") && !strstr(out, TTH_CHARLIE " "), "%s", out);
     free(out);
 }
 END_TEST
@@ -181,9 +180,9 @@ START_TEST(test_scopes_and_why_on_a_live_database)
         spoke |= !strcmp(json_string_value(json_object_get(json_array_get(tr, i), "cause")),
                          "run of " TTH_ALPHA " ended: spoke");
     ck_assert(spoke);
-    ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(json_array_get(tr, n - 1),
-                                                                   "cause")),
-                                 "from human " TTH_HUMAN_UID));
+    ck_assert_ptr_nonnull(
+        strstr(json_string_value(json_object_get(json_array_get(tr, n - 1), "cause")),
+               "from human " TTH_HUMAN_UID));
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(w, "agent"), "gets")),
                      "claimed");
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(w, "agent"), "because")),
@@ -210,8 +209,7 @@ START_TEST(test_transitions_are_pruned)
     three_join_and_talk();
     char id[24];
     for (int i = 0; i < DG_TRANSITIONS_KEEP; i++) {
-        ck_assert_int_eq(tth_msg(&H, CH1, NULL, mid(id), TTH_HUMAN_UID, 0, "again", NULL),
-                         OC_OK);
+        ck_assert_int_eq(tth_msg(&H, CH1, NULL, mid(id), TTH_HUMAN_UID, 0, "again", NULL), OC_OK);
         /* Whoever holds the turn speaks: the state changes every round. */
         const char *abc[] = {TTH_ALPHA, TTH_BRAVO, TTH_CHARLIE};
         for (int k = 0; k < 3; k++)
@@ -225,9 +223,14 @@ END_TEST
 
 static void add_transition(dg_store *st, const char *message_id, int64_t at_ms, const char *cause)
 {
-    dg_transition t = {.at_ms = at_ms, .scope = "conversation", .cause = (char *)cause,
-                       .speaker_before = TTH_ALPHA, .speaker_after = TTH_BRAVO,
-                       .state = "speaking", .passed = "", .agent_msgs = 1,
+    dg_transition t = {.at_ms = at_ms,
+                       .scope = "conversation",
+                       .cause = (char *)cause,
+                       .speaker_before = TTH_ALPHA,
+                       .speaker_after = TTH_BRAVO,
+                       .state = "speaking",
+                       .passed = "",
+                       .agent_msgs = 1,
                        .message_id = message_id};
     ck_assert_int_eq(dg_store_transition_add(st, "700", &t), OC_OK);
 }
@@ -301,23 +304,28 @@ START_TEST(test_discussions_show_and_outbox)
     dg_plugin *p = tth_plugin(&H);
     char *order[] = {TTH_ALPHA, TTH_BRAVO};
     dg_discussion d = {
-        .discussion_channel_id = CH2, .origin_channel_id = ORIGIN,
-        .initiator_agent_id = TTH_ALPHA, .initiator_session_key = "agent:x",
-        .initiator_session_id = "sid", .initiator_workspace = "/tmp/ws",
-        .discuss_guide = "Decide the release date.", .status = DG_DISCUSSION_ACTIVE,
-        .created_at_ms = dg_now_ms(p), .turn_order = order, .n_turn_order = 2,
+        .discussion_channel_id = CH2,
+        .origin_channel_id = ORIGIN,
+        .initiator_agent_id = TTH_ALPHA,
+        .initiator_session_key = "agent:x",
+        .initiator_session_id = "sid",
+        .initiator_workspace = "/tmp/ws",
+        .discuss_guide = "Decide the release date.",
+        .status = DG_DISCUSSION_ACTIVE,
+        .created_at_ms = dg_now_ms(p),
+        .turn_order = order,
+        .n_turn_order = 2,
     };
     int64_t id = 0;
     const char *bc[] = {TTH_BRAVO};
     ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
     ck_assert_int_eq(dg_store_discussion_insert(p->store, &d, &id), OC_OK);
-    ck_assert_int_eq(dg_turns_prefill_discussion(p->turns, CH2, TTH_ALPHA, bc, 1,
-                                                 dg_now_ms(p)), OC_OK);
+    ck_assert_int_eq(dg_turns_prefill_discussion(p->turns, CH2, TTH_ALPHA, bc, 1, dg_now_ms(p)),
+                     OC_OK);
     ck_assert_int_eq(dg_store_commit(p->store), OC_OK);
     json_t *l = ctl_json("discussions", NULL, NULL);
     ck_assert_uint_eq(json_array_size(l), 1);
-    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(l, 0), "discussionId")),
-                     id);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(l, 0), "discussionId")), id);
     json_decref(l);
     char ids[24];
     snprintf(ids, sizeof ids, "%lld", (long long)id);
@@ -433,14 +441,16 @@ START_TEST(test_why_names_the_rule_and_the_agent)
     const char *why_name[] = {"--db", db, "why", "general", NULL};
     ck_assert_int_eq(ctl_raw(why_name, &out, &err), 2);
     ck_assert_msg(strstr(err, "CHANNEL \"general\" is not a channel id: it must be a snowflake, "
-                         "1-20 decimal digits"), "%s", err);
+                              "1-20 decimal digits"),
+                  "%s", err);
     ck_assert_ptr_null(strstr(out, "no turn transitions"));
     free(out);
     free(err);
     /* An agent that is not in the order, in words. */
     ck_assert_int_eq(ctl(&out, "why", CH1, "nosuchagent", NULL), 0);
     ck_assert_ptr_null(strstr(out, "gets not in"));
-    ck_assert_msg(strstr(out, "nosuchagent is not managed here: it is not in this channel's "
+    ck_assert_msg(strstr(out,
+                         "nosuchagent is not managed here: it is not in this channel's "
                          "turn order (it is not one of the plugin's configured agents, or it "
                          "has not been seen in this channel yet), so its runs go on as usual\n"),
                   "%s", out);
@@ -449,7 +459,8 @@ START_TEST(test_why_names_the_rule_and_the_agent)
      * switched to the no-reply model with --no-claim-hooks. */
     ck_assert_int_eq(ctl(&out, "why", CH1, TTH_BRAVO, NULL), 0);
     ck_assert_msg(strstr(out, TTH_BRAVO "'s runs are claimed (no model call): it does not hold "
-                         "the turn\n"), "%s", out);
+                                        "the turn\n"),
+                  "%s", out);
     ck_assert_ptr_null(strstr(out, "no-reply"));
     ck_assert_uint_gt(strlen(out), 0);
     ck_assert_int_eq(out[strlen(out) - 1], '\n');
@@ -474,8 +485,8 @@ START_TEST(test_why_names_the_rule_and_the_agent)
     ck_assert_msg(strstr(out, "outbox       pending 0, sent 0, failed 0\n"), "%s", out);
     free(out);
     json_t *st = ctl_json("status", NULL, NULL);
-    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(st, "scopes"),
-                                                        "speaking")), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(st, "scopes"), "speaking")),
+                     1);
     ck_assert_int_eq(json_integer_value(json_object_get(st, "activeDiscussions")), 0);
     json_decref(st);
     free(db);
@@ -488,10 +499,12 @@ START_TEST(test_store_from_an_openclaw_config)
     three_join_and_talk();
     char *db = db_path();
     char *conf = tu_path(H.dir, "openclaw.json"), *text = NULL;
-    ck_assert_int_ge(asprintf(&text, "{\"plugins\":{\"entries\":{\"dirigent\":{\"config\":{"
-                                     "\"dbPath\":\"%s\",\"bridge\":{\"settleMs\":5},"
-                                     "\"discord\":{\"moderatorUserId\":\"${DG_TEST_MOD}\"}}}}}}",
-                              db), 0);
+    ck_assert_int_ge(asprintf(&text,
+                              "{\"plugins\":{\"entries\":{\"dirigent\":{\"config\":{"
+                              "\"dbPath\":\"%s\",\"bridge\":{\"settleMs\":5},"
+                              "\"discord\":{\"moderatorUserId\":\"${DG_TEST_MOD}\"}}}}}}",
+                              db),
+                     0);
     ck_assert_int_eq(tu_write_file(conf, text), 0);
     setenv("DG_TEST_MOD", "1000000000000000001", 1);
     const char *status[] = {"--openclaw-config", conf, "status", NULL};
@@ -506,12 +519,16 @@ START_TEST(test_store_from_an_openclaw_config)
     free(err);
     /* A config whose dbPath does not exist yet says so. */
     free(text);
-    ck_assert_int_ge(asprintf(&text, "{\"plugins\":{\"entries\":{\"dirigent\":{\"config\":{"
-                                     "\"dbPath\":\"%s/none/x.db\",\"discord\":{"
-                                     "\"moderatorUserId\":\"1000000000000000001\"}}}}}}", H.dir), 0);
+    ck_assert_int_ge(asprintf(&text,
+                              "{\"plugins\":{\"entries\":{\"dirigent\":{\"config\":{"
+                              "\"dbPath\":\"%s/none/x.db\",\"discord\":{"
+                              "\"moderatorUserId\":\"1000000000000000001\"}}}}}}",
+                              H.dir),
+                     0);
     ck_assert_int_eq(tu_write_file(conf, text), 0);
     ck_assert_int_eq(ctl_raw(status, &out, &err), 1);
-    ck_assert_msg(strstr(err, "no database at ") && strstr(err, "the plugin creates it"), "%s", err);
+    ck_assert_msg(strstr(err, "no database at ") && strstr(err, "the plugin creates it"), "%s",
+                  err);
     free(out);
     free(err);
     /* Not both. */
@@ -588,7 +605,8 @@ START_TEST(test_pg_store_url_env_refusals_and_no_password)
     ck_assert_msg(strstr(err, "not a dirigent store") && !strstr(err, PGS_PASSWORD), "%s", err);
     free(err);
     ck_assert_int_eq(pgs_value(empty, "SELECT count(*) FROM information_schema.tables WHERE "
-                                      "table_schema = current_schema()"), 0);
+                                      "table_schema = current_schema()"),
+                     0);
     /* The same through the environment. */
     ck_assert_int_eq(ctl_env(argv_env, empty, &err), 1);
     ck_assert_msg(strstr(err, "not a dirigent store") && !strstr(err, PGS_PASSWORD), "%s", err);
@@ -601,7 +619,8 @@ START_TEST(test_pg_store_url_env_refusals_and_no_password)
     const char *argv_bad[] = {bin, "--store-url", bad, "outbox", NULL};
     ck_assert_int_eq(ctl_env(argv_bad, NULL, &err), 1);
     ck_assert_msg(!strstr(err, PGS_PASSWORD) && !strstr(err, "wrong-Passw0rd") &&
-                  strstr(err, "cannot connect"), "%s", err);
+                      strstr(err, "cannot connect"),
+                  "%s", err);
     free(err);
     /* Usage: a non-url, and both options. */
     const char *argv_nourl[] = {bin, "--store-url", "/tmp/x.db", "scopes", NULL};
@@ -648,7 +667,7 @@ static Suite *ctl_suite(const char *name, int on_pg)
         tcase_add_test(tc, test_pg_store_url_env_refusals_and_no_password);
     else
         tcase_add_test(tc, test_refusals_and_read_only); /* bytes of the file */
-    if (!on_pg) /* the --db of ctl_raw */
+    if (!on_pg)                                          /* the --db of ctl_raw */
         tcase_add_test(tc, test_why_names_the_rule_and_the_agent);
     if (!on_pg)
         tcase_add_test(tc, test_store_from_an_openclaw_config);

@@ -148,8 +148,8 @@ START_TEST(post_body_is_jansson_text)
                 json_object_set_new(want, "enforce_nonce", json_true());
             }
             char *ws = json_dumps(want, JSON_COMPACT);
-            ck_assert_msg(!strcmp(got, ws), "text %zu variant %d:\n got  %s\n want %s", t,
-                          variant, got, ws);
+            ck_assert_msg(!strcmp(got, ws), "text %zu variant %d:\n got  %s\n want %s", t, variant,
+                          got, ws);
             free(ws);
             free(got);
             json_decref(want);
@@ -208,16 +208,15 @@ START_TEST(get_messages_after)
         char text[16], nonce[16];
         snprintf(text, sizeof text, "m%d", i);
         snprintf(nonce, sizeof nonce, "n%d", i);
-        ck_assert_int_eq(dg_discord_post_message(e->d, e->chan, text, NULL, 0, nonce, &ids[i],
-                                                 NULL),
-                         OC_OK);
+        ck_assert_int_eq(
+            dg_discord_post_message(e->d, e->chan, text, NULL, 0, nonce, &ids[i], NULL), OC_OK);
     }
     dg_discord_message *ms = NULL;
     size_t n = 0;
     dg_discord_err err;
     ck_assert_int_eq(dg_discord_get_messages(e->d, e->chan, ids[1], 2, &ms, &n, &err), OC_OK);
     ck_assert_uint_eq(n, 2);
-    ck_assert_str_eq(ms[0].id, ids[2]);  /* oldest first */
+    ck_assert_str_eq(ms[0].id, ids[2]); /* oldest first */
     ck_assert_str_eq(ms[1].id, ids[3]);
     ck_assert_str_eq(ms[0].content, "m2");
     ck_assert_str_eq(ms[0].author_id, USER);
@@ -273,12 +272,12 @@ START_TEST(private_channel_overwrites_exact)
     ck_assert_str_eq(jstr(body, "name"), "design-review");
     ck_assert_int_eq(json_integer_value(json_object_get(body, "type")), 0);
     ck_assert_str_eq(jstr(body, "topic"), "talk it through");
-    json_t *want = json_pack("[{s:s, s:i, s:s, s:s}, {s:s, s:i, s:s, s:s}, {s:s, s:i, s:s, s:s},"
-                             " {s:s, s:i, s:s, s:s}]",
-                             "id", fake_discord_guild_id(e->fd), "type", 0, "allow", "0", "deny",
-                             "1024", "id", MEMBER1, "type", 1, "allow", "68608", "deny", "0",
-                             "id", USER, "type", 1, "allow", "68608", "deny", "0", "id", MEMBER2,
-                             "type", 1, "allow", "68608", "deny", "0");
+    json_t *want =
+        json_pack("[{s:s, s:i, s:s, s:s}, {s:s, s:i, s:s, s:s}, {s:s, s:i, s:s, s:s},"
+                  " {s:s, s:i, s:s, s:s}]",
+                  "id", fake_discord_guild_id(e->fd), "type", 0, "allow", "0", "deny", "1024", "id",
+                  MEMBER1, "type", 1, "allow", "68608", "deny", "0", "id", USER, "type", 1, "allow",
+                  "68608", "deny", "0", "id", MEMBER2, "type", 1, "allow", "68608", "deny", "0");
     char *got = json_dumps(json_object_get(body, "permission_overwrites"), JSON_COMPACT);
     ck_assert_msg(json_equal(json_object_get(body, "permission_overwrites"), want), "%s", got);
     free(got);
@@ -286,8 +285,7 @@ START_TEST(private_channel_overwrites_exact)
     json_decref(reqs);
 
     /* The fake created it private: members post, an outsider is refused. */
-    ck_assert_int_eq(dg_discord_post_message(e->d, cid, "member speaks", NULL, 0, NULL, NULL,
-                                             &err),
+    ck_assert_int_eq(dg_discord_post_message(e->d, cid, "member speaks", NULL, 0, NULL, NULL, &err),
                      OC_OK);
     dg_discord_options o;
     memset(&o, 0, sizeof o);
@@ -312,8 +310,8 @@ START_TEST(find_channel_by_name_and_topic)
 {
     env *e = env_open(NULL);
     const char *members[] = {USER};
-    dg_discord_channel_spec spec = {.name = "side", .topic = "notes\ndg-call:1", .member_ids = members,
-                                    .n_members = 1};
+    dg_discord_channel_spec spec = {
+        .name = "side", .topic = "notes\ndg-call:1", .member_ids = members, .n_members = 1};
     char *a = NULL, *b = NULL, *c = NULL, *found = NULL;
     dg_discord_err err;
     ck_assert_int_eq(dg_discord_create_private_channel(e->d, &spec, &a, &err), OC_OK);
@@ -323,15 +321,13 @@ START_TEST(find_channel_by_name_and_topic)
     spec.name = "other";
     ck_assert_int_eq(dg_discord_create_private_channel(e->d, &spec, &c, &err), OC_OK);
 
-    ck_assert_int_eq(dg_discord_find_channel(e->d, NULL, "side", "dg-call:1", &found, &err),
-                     OC_OK);
+    ck_assert_int_eq(dg_discord_find_channel(e->d, NULL, "side", "dg-call:1", &found, &err), OC_OK);
     ck_assert_str_eq(found, a);
     free(found);
     ck_assert_int_eq(dg_discord_find_channel(e->d, NULL, "side", NULL, &found, &err), OC_OK);
-    ck_assert_str_eq(found, b);   /* the newest */
+    ck_assert_str_eq(found, b); /* the newest */
     free(found);
-    ck_assert_int_eq(dg_discord_find_channel(e->d, NULL, "side", "dg-call:3", &found, &err),
-                     OC_OK);
+    ck_assert_int_eq(dg_discord_find_channel(e->d, NULL, "side", "dg-call:3", &found, &err), OC_OK);
     ck_assert_ptr_null(found);
     ck_assert_int_eq(dg_discord_find_channel(e->d, "123", "side", NULL, &found, &err),
                      OC_ERR_NOT_FOUND);
@@ -378,12 +374,18 @@ START_TEST(channel_spec_refused_locally)
     /* Emoji sequences (joiner, variation selector) are not invisible marks;
      * a zero-width space and a capital of another script are refused. */
     ck_assert_int_eq(dg_discord_check_channel_name("\xf0\x9f\x91\xa8\xe2\x80\x8d\xf0\x9f"
-                                                   "\x91\xa9-team", why, sizeof why), OC_OK);
-    ck_assert_int_eq(dg_discord_check_channel_name("\xe2\x9d\xa4\xef\xb8\x8f-fans", why,
-                                                   sizeof why), OC_OK);
-    ck_assert_int_eq(dg_discord_check_channel_name("a\xe2\x80\x8b" "b", why, sizeof why),
+                                                   "\x91\xa9-team",
+                                                   why, sizeof why),
+                     OC_OK);
+    ck_assert_int_eq(
+        dg_discord_check_channel_name("\xe2\x9d\xa4\xef\xb8\x8f-fans", why, sizeof why), OC_OK);
+    ck_assert_int_eq(dg_discord_check_channel_name("a\xe2\x80\x8b"
+                                                   "b",
+                                                   why, sizeof why),
                      OC_ERR_INVALID);
-    ck_assert_int_eq(dg_discord_check_channel_name("\xc3\x9c" "berlegung", why, sizeof why),
+    ck_assert_int_eq(dg_discord_check_channel_name("\xc3\x9c"
+                                                   "berlegung",
+                                                   why, sizeof why),
                      OC_ERR_INVALID);
     ck_assert_msg(strstr(why, "U+00DC"), "%s", why);
     ck_assert(dg_discord_is_snowflake("18446744073709551615"));
@@ -400,10 +402,9 @@ START_TEST(everyone_and_here_never_ping)
     env *e = env_open(NULL);
     const char *mentions[] = {MEMBER1};
     dg_discord_err err;
-    ck_assert_int_eq(dg_discord_post_message(e->d, e->chan,
-                                             "@everyone @here look <@" MEMBER1 "> and <@" MEMBER2
-                                             ">",
-                                             mentions, 1, "n-everyone", NULL, &err),
+    ck_assert_int_eq(dg_discord_post_message(
+                         e->d, e->chan, "@everyone @here look <@" MEMBER1 "> and <@" MEMBER2 ">",
+                         mentions, 1, "n-everyone", NULL, &err),
                      OC_OK);
     json_t *reqs = fake_discord_requests(e->fd, 0);
     json_t *am = json_object_get(json_object_get(req_at(reqs, 0), "body"), "allowed_mentions");
@@ -438,13 +439,12 @@ END_TEST
 START_TEST(route_429_waits_retry_after)
 {
     env *e = env_open(NULL);
-    ck_assert_int_eq(fake_discord_add_fault(e->fd, "POST /channels/{id}/messages", FD_FAULT_429,
-                                            1, 0.3, 0),
-                     0);
+    ck_assert_int_eq(
+        fake_discord_add_fault(e->fd, "POST /channels/{id}/messages", FD_FAULT_429, 1, 0.3, 0), 0);
     dg_discord_err err;
     char *mid = NULL;
-    int rc = dg_discord_post_message(e->d, e->chan, "after the limit", NULL, 0, "n-429", &mid,
-                                     &err);
+    int rc =
+        dg_discord_post_message(e->d, e->chan, "after the limit", NULL, 0, "n-429", &mid, &err);
     ck_assert_msg(rc == OC_OK, "%s", err.message);
     json_t *reqs = fake_discord_requests(e->fd, 0);
     ck_assert_uint_eq(json_array_size(reqs), 2);
@@ -515,8 +515,8 @@ START_TEST(global_429_blocks_every_route)
     /* Give the client a moment to read the 429 before the other route goes. */
     usleep(50 * 1000);
     dg_discord_err err;
-    int rc = dg_discord_post_message(e->d, e->chan2, "other route", NULL, 0, "n-global-b", NULL,
-                                     &err);
+    int rc =
+        dg_discord_post_message(e->d, e->chan2, "other route", NULL, 0, "n-global-b", NULL, &err);
     ck_assert_msg(rc == OC_OK, "%s", err.message);
     pthread_join(t, NULL);
     ck_assert_msg(a.rc == OC_OK, "%s", a.err.message);
@@ -569,9 +569,9 @@ START_TEST(known_bucket_waits_for_reset)
     for (int i = 0; i < 3; i++) {
         char nonce[16];
         snprintf(nonce, sizeof nonce, "n-bucket-%d", i);
-        ck_assert_int_eq(dg_discord_post_message(e->d, e->chan, "within limits", NULL, 0, nonce,
-                                                 NULL, NULL),
-                         OC_OK);
+        ck_assert_int_eq(
+            dg_discord_post_message(e->d, e->chan, "within limits", NULL, 0, nonce, NULL, NULL),
+            OC_OK);
     }
     json_t *reqs = fake_discord_requests(e->fd, 0);
     /* The client read Remaining: 0 and waited: no 429 at all. */
@@ -603,7 +603,8 @@ START_TEST(server_error_three_times_then_success)
     ck_assert_msg(strstr(e->log, "answered 500"), "retries are logged: %s", e->log);
     /* Counted from 1: the first retry is "retry 1", the third the last. */
     ck_assert_msg(strstr(e->log, "retry 1 of ") && strstr(e->log, "retry 3 of ") &&
-                      !strstr(e->log, "retry 4 of "), "retries miscounted: %s", e->log);
+                      !strstr(e->log, "retry 4 of "),
+                  "retries miscounted: %s", e->log);
     pthread_mutex_unlock(&e->mu);
     env_close(e);
 }
@@ -634,8 +635,7 @@ START_TEST(get_answer_of_wrong_shape_refused)
     dg_discord_message *ms = (dg_discord_message *)1;
     size_t n = 7;
     ck_assert_int_eq(fake_discord_add_fault(e->fd, "*", FD_FAULT_SHAPE_AFTER, 3, 0, 0), 0);
-    ck_assert_int_eq(dg_discord_get_messages(e->d, e->chan, NULL, 10, &ms, &n, &err),
-                     OC_ERR_IO);
+    ck_assert_int_eq(dg_discord_get_messages(e->d, e->chan, NULL, 10, &ms, &n, &err), OC_ERR_IO);
     ck_assert_msg(strstr(err.message, "get messages: Discord's answer is not an array"), "%s",
                   err.message);
     ck_assert_ptr_null(ms);
@@ -646,9 +646,9 @@ START_TEST(get_answer_of_wrong_shape_refused)
                   err.message);
     ck_assert_ptr_null(found);
     char user[64] = "x", global[64] = "y";
-    ck_assert_int_eq(dg_discord_get_user_names(e->d, USER, user, sizeof user, global,
-                                               sizeof global, &err),
-                     OC_ERR_IO);
+    ck_assert_int_eq(
+        dg_discord_get_user_names(e->d, USER, user, sizeof user, global, sizeof global, &err),
+        OC_ERR_IO);
     ck_assert_msg(strstr(err.message, "get user: Discord's answer is not an object"), "%s",
                   err.message);
     ck_assert_str_eq(user, "");
@@ -808,8 +808,7 @@ typedef struct abort_job {
 static void *abort_thread(void *arg)
 {
     abort_job *j = arg;
-    j->rc = dg_discord_post_message(j->e->d, j->e->chan, "hang", NULL, 0, "n-hang", NULL,
-                                    &j->err);
+    j->rc = dg_discord_post_message(j->e->d, j->e->chan, "hang", NULL, 0, "n-hang", NULL, &j->err);
     j->ended = obe_mono_ms();
     return NULL;
 }
@@ -833,8 +832,7 @@ START_TEST(abort_ends_transfer_quickly)
     ck_assert_int_eq(dg_discord_post_message(e->d, e->chan, "x", NULL, 0, NULL, NULL, &err),
                      OC_ERR_IO);
     dg_discord_set_abort(e->d, 0);
-    ck_assert_int_eq(dg_discord_post_message(e->d, e->chan, "x", NULL, 0, NULL, NULL, &err),
-                     OC_OK);
+    ck_assert_int_eq(dg_discord_post_message(e->d, e->chan, "x", NULL, 0, NULL, NULL, &err), OC_OK);
     env_close(e);
 }
 END_TEST
@@ -865,7 +863,7 @@ START_TEST(connection_refused_is_retryable)
 {
     dg_discord_options o;
     memset(&o, 0, sizeof o);
-    o.api_base = "http://127.0.0.1:1/api/v10";  /* nothing listens on port 1 */
+    o.api_base = "http://127.0.0.1:1/api/v10"; /* nothing listens on port 1 */
     o.token = "t";
     o.max_attempts = 2;
     o.backoff_base_ms = 10;
@@ -896,8 +894,8 @@ static void *many_thread(void *arg)
         char nonce[24], text[32];
         snprintf(nonce, sizeof nonce, "t%d-%d", j->base, i);
         snprintf(text, sizeof text, "thread %d msg %d", j->base, i);
-        if (dg_discord_post_message(j->e->d, (j->base & 1) ? j->e->chan : j->e->chan2, text,
-                                    NULL, 0, nonce, NULL, NULL) != OC_OK)
+        if (dg_discord_post_message(j->e->d, (j->base & 1) ? j->e->chan : j->e->chan2, text, NULL,
+                                    0, nonce, NULL, NULL) != OC_OK)
             j->failures++;
     }
     return NULL;
@@ -928,17 +926,15 @@ START_TEST(connections_reused)
     for (int i = 0; i < 5; i++) {
         char nonce[16];
         snprintf(nonce, sizeof nonce, "n-reuse-%d", i);
-        ck_assert_int_eq(dg_discord_post_message(e->d, e->chan, "same wire", NULL, 0, nonce,
-                                                 NULL, NULL),
-                         OC_OK);
+        ck_assert_int_eq(
+            dg_discord_post_message(e->d, e->chan, "same wire", NULL, 0, nonce, NULL, NULL), OC_OK);
     }
     dg_discord_message *ms = NULL;
     size_t n = 0;
     ck_assert_int_eq(dg_discord_get_messages(e->d, e->chan, NULL, 10, &ms, &n, NULL), OC_OK);
     dg_discord_messages_free(ms, n);
     /* A request that must not run twice gets a fresh connection. */
-    ck_assert_int_eq(dg_discord_post_message(e->d, e->chan, "no nonce", NULL, 0, NULL, NULL,
-                                             NULL),
+    ck_assert_int_eq(dg_discord_post_message(e->d, e->chan, "no nonce", NULL, 0, NULL, NULL, NULL),
                      OC_OK);
     json_t *reqs = fake_discord_requests(e->fd, 0);
     ck_assert_uint_eq(json_array_size(reqs), 7);
@@ -973,7 +969,10 @@ static enum MHD_Result script_on_request(void *cls, struct MHD_Connection *c, co
                                          const char *method, const char *version,
                                          const char *upload, size_t *upload_size, void **con)
 {
-    (void)url; (void)method; (void)version; (void)upload;
+    (void)url;
+    (void)method;
+    (void)version;
+    (void)upload;
     script_srv *s = cls;
     static int marker;
     if (!*con) {
@@ -1001,8 +1000,8 @@ static enum MHD_Result script_on_request(void *cls, struct MHD_Connection *c, co
         }
     }
     body[o < sizeof body ? o : sizeof body - 1] = '\0';
-    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), body,
-                                                             MHD_RESPMEM_MUST_COPY);
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_COPY);
     for (int i = 0; i < s->n_hdr; i++)
         MHD_add_response_header(r, s->hdr[i][0], s->hdr[i][1]);
     int status = s->status;
@@ -1023,8 +1022,8 @@ static script_srv *script_start(int status, const char *body)
     memset(&sa, 0, sizeof sa);
     sa.sin_family = AF_INET;
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    s->mhd = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD,
-                              0, NULL, NULL, script_on_request, s, MHD_OPTION_SOCK_ADDR,
+    s->mhd = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0,
+                              NULL, NULL, script_on_request, s, MHD_OPTION_SOCK_ADDR,
                               (struct sockaddr *)&sa, MHD_OPTION_END);
     ck_assert_ptr_nonnull(s->mhd);
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
@@ -1086,8 +1085,7 @@ START_TEST(huge_retry_after_fails_fast)
                                       "\"retry_after\":1e300,\"global\":false}");
     dg_discord *d = script_client(s, 2000);
     dg_discord_err err;
-    int rc = dg_discord_post_message(d, "400000000000000001", "x", NULL, 0, "n-huge", NULL,
-                                     &err);
+    int rc = dg_discord_post_message(d, "400000000000000001", "x", NULL, 0, "n-huge", NULL, &err);
     ck_assert_int_eq(rc, OC_ERR_IO);
     ck_assert_int_eq(err.retryable, 1);
     /* The hold is capped at an hour from the first answer; the time between
@@ -1113,8 +1111,8 @@ START_TEST(huge_reset_after_holds_the_route)
     script_header(s, "X-RateLimit-Reset-After", "99999999999999999999999.5");
     dg_discord *d = script_client(s, 2000);
     dg_discord_err err;
-    ck_assert_int_eq(dg_discord_post_message(d, "400000000000000001", "one", NULL, 0, "n-1",
-                                             NULL, &err), OC_OK);
+    ck_assert_int_eq(
+        dg_discord_post_message(d, "400000000000000001", "one", NULL, 0, "n-1", NULL, &err), OC_OK);
     int rc = dg_discord_post_message(d, "400000000000000001", "two", NULL, 0, "n-2", NULL, &err);
     ck_assert_int_eq(rc, OC_ERR_IO);
     ck_assert_int_eq(err.retryable, 1);
@@ -1173,8 +1171,7 @@ END_TEST
 static int make_comma_locale(const char *dir)
 {
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "localedef -i de_DE -f UTF-8 '%s/de_DE.UTF-8' >/dev/null 2>&1",
-             dir);
+    snprintf(cmd, sizeof cmd, "localedef -i de_DE -f UTF-8 '%s/de_DE.UTF-8' >/dev/null 2>&1", dir);
     if (system(cmd) != 0)
         return -1;
     setenv("LOCPATH", dir, 1);
@@ -1201,10 +1198,10 @@ START_TEST(reset_after_read_the_same_in_any_locale)
     script_header(s, "X-RateLimit-Remaining", "0");
     script_header(s, "X-RateLimit-Reset-After", "0.600");
     dg_discord *d = script_client(s, 5000);
-    ck_assert_int_eq(dg_discord_post_message(d, "400000000000000001", "one", NULL, 0, "n-1",
-                                             NULL, NULL), OC_OK);
-    ck_assert_int_eq(dg_discord_post_message(d, "400000000000000001", "two", NULL, 0, "n-2",
-                                             NULL, NULL), OC_OK);
+    ck_assert_int_eq(
+        dg_discord_post_message(d, "400000000000000001", "one", NULL, 0, "n-1", NULL, NULL), OC_OK);
+    ck_assert_int_eq(
+        dg_discord_post_message(d, "400000000000000001", "two", NULL, 0, "n-2", NULL, NULL), OC_OK);
     ck_assert_int_eq(script_count(s), 2);
     long long gap = s->t_ms[1] - s->t_ms[0];
     setlocale(LC_NUMERIC, "C");
@@ -1230,13 +1227,12 @@ START_TEST(token_echoed_by_server_never_in_error)
         script_srv *s = script_start(400, bodies[i]);
         dg_discord *d = script_client(s, 2000);
         dg_discord_err err;
-        int rc = dg_discord_post_message(d, "400000000000000001", "x", NULL, 0, "n-echo", NULL,
-                                         &err);
+        int rc =
+            dg_discord_post_message(d, "400000000000000001", "x", NULL, 0, "n-echo", NULL, &err);
         ck_assert_int_eq(rc, OC_ERR_INVALID);
         ck_assert_int_eq(script_count(s), 1);
         ck_assert_msg(!strstr(err.message, TOKEN), "token in error text: %s", err.message);
-        ck_assert_msg(strstr(err.message, "Bot "), "the rest of the text is kept: %s",
-                      err.message);
+        ck_assert_msg(strstr(err.message, "Bot "), "the rest of the text is kept: %s", err.message);
         dg_discord_free(d);
         script_stop(s);
     }
@@ -1250,8 +1246,8 @@ static dg_discord_done pipe_post_once(script_srv *s)
     dg_discord_pipe *p = NULL;
     ck_assert_int_eq(dg_discord_pipe_new(d, 1, &p), OC_OK);
     dg_discord_err err;
-    ck_assert_int_eq(dg_discord_pipe_post(p, 7, "400000000000000001", "x", NULL, 0, "n-pipe",
-                                          &err), OC_OK);
+    ck_assert_int_eq(dg_discord_pipe_post(p, 7, "400000000000000001", "x", NULL, 0, "n-pipe", &err),
+                     OC_OK);
     dg_discord_done done;
     memset(&done, 0, sizeof done);
     size_t n = 0;
@@ -1272,7 +1268,8 @@ START_TEST(pipe_takes_the_top_level_id)
     static const struct {
         const char *body, *id;
     } cases[] = {
-        {"{\"author\":{\"id\":\"111\",\"x\":[{\"id\":\"9\"}]},\"content\":\"a \\\"id\\\":\\\"333\\\" "
+        {"{\"author\":{\"id\":\"111\",\"x\":[{\"id\":\"9\"}]},\"content\":\"a "
+         "\\\"id\\\":\\\"333\\\" "
          "b\",\"mentions\":[{\"id\":\"222\"}],\"id\":\"444555\",\"n\":[1,{\"id\":\"7\"}]}",
          "444555"},
         {" {\"id\" : \"1234\", \"author\": {\"id\": \"5\"}}", "1234"},
@@ -1314,13 +1311,14 @@ START_TEST(pipe_posts_carry_the_headers_and_no_expect)
         dg_discord_post *post = NULL;
         char nonce[16];
         snprintf(nonce, sizeof nonce, "n-hdr-%d", i);
-        ck_assert_int_eq(dg_discord_post_prepare(e->d, e->chan, texts[i], NULL, 0, nonce, &post,
-                                                 &err), OC_OK);
+        ck_assert_int_eq(
+            dg_discord_post_prepare(e->d, e->chan, texts[i], NULL, 0, nonce, &post, &err), OC_OK);
         ck_assert_int_eq(dg_discord_pipe_submit(p, (uint64_t)i + 1, post, &err), OC_OK);
         if (i == 0) {
             dg_discord_post *extra = NULL;
-            ck_assert_int_eq(dg_discord_post_prepare(e->d, e->chan, "extra", NULL, 0, "n-x",
-                                                     &extra, &err), OC_OK);
+            ck_assert_int_eq(
+                dg_discord_post_prepare(e->d, e->chan, "extra", NULL, 0, "n-x", &extra, &err),
+                OC_OK);
             ck_assert_int_ne(dg_discord_pipe_submit(p, 99, extra, &err), OC_OK);
             ck_assert_msg(strstr(err.message, "full"), "%s", err.message);
         }
@@ -1339,14 +1337,13 @@ START_TEST(pipe_posts_carry_the_headers_and_no_expect)
         json_t *r = req_at(reqs, i);
         const char *expect = json_string_value(json_object_get(r, "expect"));
         ck_assert_msg(!expect, "request %zu asks for Expect: %s", i, expect);
-        ck_assert_str_eq(json_string_value(json_object_get(r, "contentType")),
-                         "application/json");
-        ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(r, "userAgent")),
-                                     "DiscordBot"));
+        ck_assert_str_eq(json_string_value(json_object_get(r, "contentType")), "application/json");
+        ck_assert_ptr_nonnull(
+            strstr(json_string_value(json_object_get(r, "userAgent")), "DiscordBot"));
         ck_assert_str_eq(json_string_value(json_object_get(r, "authUserId")), USER);
     }
-    ck_assert_int_eq((int)strlen(json_string_value(json_object_get(
-                         json_object_get(req_at(reqs, 1), "body"), "content"))),
+    ck_assert_int_eq((int)strlen(json_string_value(
+                         json_object_get(json_object_get(req_at(reqs, 1), "body"), "content"))),
                      (int)sizeof longtext - 1);
     json_decref(reqs);
     dg_discord_pipe_free(p);
@@ -1408,8 +1405,8 @@ START_TEST(token_altered_echo_never_logged)
     snprintf(bodies[1], sizeof bodies[1], "{\"message\":\"denied for Bot %s\",\"code\":0}", esc);
     snprintf(bodies[2], sizeof bodies[2], "{\"message\":\"cut off: Bot %s", esc_half);
     snprintf(bodies[3], sizeof bodies[3], "proxy error for BOT TOK-AGENT.ZZ-SECRET");
-    snprintf(bodies[4], sizeof bodies[4], "{\"message\":\"ECHO-MARKER %%AUTH%% %s\",\"code\":50013}",
-             esc);
+    snprintf(bodies[4], sizeof bodies[4],
+             "{\"message\":\"ECHO-MARKER %%AUTH%% %s\",\"code\":50013}", esc);
     snprintf(bodies[5], sizeof bodies[5], "ECHO-MARKER bad token %.10s", TOKEN + 4);
     memset(bodies[6], 'x', 450);
     bodies[6][450] = '\0';
@@ -1419,16 +1416,21 @@ START_TEST(token_altered_echo_never_logged)
         echo_log *lg = calloc(1, sizeof *lg);
         pthread_mutex_init(&lg->mu, NULL);
         dg_discord_options o = {
-            .api_base = s->url, .token = TOKEN, .timeout_ms = 5000,
-            .backoff_base_ms = 5, .backoff_max_ms = 10, .max_attempts = 2,
-            .log = echo_capture, .log_state = lg,
+            .api_base = s->url,
+            .token = TOKEN,
+            .timeout_ms = 5000,
+            .backoff_base_ms = 5,
+            .backoff_max_ms = 10,
+            .max_attempts = 2,
+            .log = echo_capture,
+            .log_state = lg,
         };
         dg_discord *d = NULL;
         char ebuf[256];
         ck_assert_msg(dg_discord_new(&o, &d, ebuf, sizeof ebuf) == OC_OK, "%s", ebuf);
         dg_discord_err err;
-        int rc = dg_discord_post_message(d, "400000000000000001", "x", NULL, 0, "n-echo", NULL,
-                                         &err);
+        int rc =
+            dg_discord_post_message(d, "400000000000000001", "x", NULL, 0, "n-echo", NULL, &err);
         ck_assert_int_ne(rc, OC_OK);
         ck_assert_int_eq(err.http_status, status[i]);
         const char *p1 = token_piece_in(err.message);
@@ -1439,9 +1441,9 @@ START_TEST(token_altered_echo_never_logged)
         if (status[i] == 401 || status[i] == 403) {
             ck_assert_msg(!strstr(err.message, "ECHO-MARKER") && !strstr(lg->text, "ECHO-MARKER"),
                           "body %d: a %d body was repeated: %s", i, status[i], err.message);
-            ck_assert_msg(strstr(err.message, status[i] == 403 ? "Missing Permissions"
-                                                               : "Unauthorized"),
-                          "%s", err.message);
+            ck_assert_msg(
+                strstr(err.message, status[i] == 403 ? "Missing Permissions" : "Unauthorized"),
+                "%s", err.message);
         }
         if (i == 6) {
             ck_assert_msg(strstr(err.message, "xxx...") && !strstr(err.message, bodies[6]),
@@ -1478,8 +1480,10 @@ START_TEST(scrub_masks_escaped_and_cut_token)
     /* A JSON-escaped spelling (\u0041 for a letter) becomes readable only
      * once decoded; then the scrubber masks it, and a cut "Bot MTIz..." too. */
     char body[256];
-    snprintf(body, sizeof body, "{\"message\":\"bad \\u004dTIzNDU2Nzg5MDEyMzQ1Njc4.GhIj\","
-             "\"echo\":\"Bot %.20s\"}", tok);
+    snprintf(body, sizeof body,
+             "{\"message\":\"bad \\u004dTIzNDU2Nzg5MDEyMzQ1Njc4.GhIj\","
+             "\"echo\":\"Bot %.20s\"}",
+             tok);
     dg_unescape_json_text(body);
     dg_scrub_secret(body, tok);
     ck_assert_ptr_null(strstr(body, "MTIzNDU2Nzg5"));
@@ -1498,7 +1502,7 @@ START_TEST(scrub_cut_for_log)
     char a[32] = "x\ty\nz\x7f";
     dg_cut_for_log(a, 20);
     ck_assert_str_eq(a, "x y z ");
-    char b[32] = "ab\xc3\xa9\xc3\xa9zzzz";  /* a b é é z z z z */
+    char b[32] = "ab\xc3\xa9\xc3\xa9zzzz"; /* a b é é z z z z */
     dg_cut_for_log(b, 3);                  /* byte 3 is inside the first é */
     ck_assert_str_eq(b, "ab...");
     char c[32] = "abcdef";
@@ -1518,7 +1522,7 @@ END_TEST
  */
 typedef struct oom_out {
     int rc;
-    int bad_result;           /* an OC_OK answer without its result, or an error with one */
+    int bad_result; /* an OC_OK answer without its result, or an error with one */
     char message[600];
 } oom_out;
 
@@ -1532,8 +1536,8 @@ static void oom_call(env *e, int k, oom_out *o)
     const char *mentions[] = {MEMBER1, MEMBER2};
     switch (k) {
     case 0:
-        rc = dg_discord_post_message(e->d, e->chan, "hi <@" MEMBER1 ">", mentions, 2,
-                                     "oom-nonce-1", &id, &err);
+        rc = dg_discord_post_message(e->d, e->chan, "hi <@" MEMBER1 ">", mentions, 2, "oom-nonce-1",
+                                     &id, &err);
         break;
     case 1: {
         dg_discord_message *m = NULL;
@@ -1546,14 +1550,12 @@ static void oom_call(env *e, int k, oom_out *o)
     }
     case 2: {
         const char *members[] = {MEMBER1, MEMBER2, MEMBER1};
-        dg_discord_channel_spec spec = {.name = "oom-room", .topic = "t-oom",
-                                        .member_ids = members, .n_members = 3};
+        dg_discord_channel_spec spec = {
+            .name = "oom-room", .topic = "t-oom", .member_ids = members, .n_members = 3};
         rc = dg_discord_create_private_channel(e->d, &spec, &id, &err);
         break;
     }
-    case 3:
-        rc = dg_discord_find_channel(e->d, NULL, "general", NULL, &id, &err);
-        break;
+    case 3: rc = dg_discord_find_channel(e->d, NULL, "general", NULL, &id, &err); break;
     default: {
         dg_discord_pipe *p = NULL;
         want_id = 0;
@@ -1595,8 +1597,8 @@ START_TEST(out_of_memory_each_call)
         int hit = fa_disarm();
         ck_assert_msg(o.rc == OC_OK || o.rc == OC_ERR_NOMEM || o.rc == OC_ERR_IO,
                       "call %d, allocation %ld: status %d (%s)", _i, n, o.rc, o.message);
-        ck_assert_msg(!o.bad_result, "call %d, allocation %ld: status %d and result disagree",
-                      _i, n, o.rc);
+        ck_assert_msg(!o.bad_result, "call %d, allocation %ld: status %d and result disagree", _i,
+                      n, o.rc);
         if (!hit) {
             ck_assert_int_eq(o.rc, OC_OK);
             break;

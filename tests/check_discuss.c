@@ -65,11 +65,14 @@ static struct {
     int ntools;
     th_session sessions[32];
     int nsessions;
-    struct { char name[32]; oc_hook_fn fn; } hooks[16];
+    struct {
+        char name[32];
+        oc_hook_fn fn;
+    } hooks[16];
     int nhooks;
     th_patch patches[128];
     int npatches;
-    int patch_fail;           /* session_patch answers OC_ERR_IO while set */
+    int patch_fail; /* session_patch answers OC_ERR_IO while set */
     tu_logbuf logs;
 } H;
 
@@ -93,7 +96,8 @@ static int th_register_tool(oc_host *h, const oc_tool *t)
 
 static int th_on_run(oc_host *h, const char *hook, oc_hook_fn fn, int prio)
 {
-    (void)h; (void)prio;
+    (void)h;
+    (void)prio;
     ck_assert_int_lt(H.nhooks, 16);
     snprintf(H.hooks[H.nhooks].name, sizeof H.hooks[0].name, "%s", hook);
     H.hooks[H.nhooks++].fn = fn;
@@ -176,9 +180,15 @@ static void th_log(oc_host *h, int level, const char *msg)
 }
 
 static const oc_host_api api = {
-    .abi_major = OC_ABI_MAJOR, .abi_minor = OC_ABI_MINOR, .struct_size = sizeof(oc_host_api),
-    .host = NULL, .register_tool = th_register_tool, .on = th_on,
-    .session_patch = th_patch_fn, .sessions_list = th_list, .log = th_log,
+    .abi_major = OC_ABI_MAJOR,
+    .abi_minor = OC_ABI_MINOR,
+    .struct_size = sizeof(oc_host_api),
+    .host = NULL,
+    .register_tool = th_register_tool,
+    .on = th_on,
+    .session_patch = th_patch_fn,
+    .sessions_list = th_list,
+    .log = th_log,
 };
 
 static void add_session(const char *agent, const char *channel, const char *thread)
@@ -189,8 +199,8 @@ static void add_session(const char *agent, const char *channel, const char *thre
     snprintf(s->channel, sizeof s->channel, "%s", channel);
     snprintf(s->thread, sizeof s->thread, "%s", thread ? thread : "");
     if (thread)
-        snprintf(s->key, sizeof s->key, "agent:%s:discord:channel:%s:thread:%s", agent,
-                 channel, thread);
+        snprintf(s->key, sizeof s->key, "agent:%s:discord:channel:%s:thread:%s", agent, channel,
+                 thread);
     else
         snprintf(s->key, sizeof s->key, "agent:%s:discord:channel:%s", agent, channel);
     pthread_mutex_unlock(&H.mu);
@@ -217,7 +227,7 @@ static char *dir, *db, *ws, *tpl_dir;
 static dg_plugin *P;
 static long max_summary = 4096;
 static long max_guide = 1500;
-static char extra_disc[1024];   /* more keys of "discussion" (",\"k\":v"), "" none */
+static char extra_disc[1024]; /* more keys of "discussion" (",\"k\":v"), "" none */
 
 static void setup(void)
 {
@@ -283,8 +293,8 @@ static void plugin_start(void)
              "\"discussion\":{\"maxSummaryBytes\":%ld,\"maxGuideChars\":%ld%s},"
              "\"agents\":{\"planner\":{\"discordUserId\":\"%s\"},"
              "\"reviewer\":{\"discordUserId\":\"%s\"},\"coder\":{\"discordUserId\":\"%s\"}}}",
-             store, fake_discord_url(fd), fake_discord_guild_id(fd), MOD_TOKEN, MOD_ID,
-             max_summary, max_guide, extra_disc, PLANNER_ID, REVIEWER_ID, CODER_ID);
+             store, fake_discord_url(fd), fake_discord_guild_id(fd), MOD_TOKEN, MOD_ID, max_summary,
+             max_guide, extra_disc, PLANNER_ID, REVIEWER_ID, CODER_ID);
     free(store);
     plugin_init_text(text);
 }
@@ -337,8 +347,8 @@ static json_t *ctx_of(const char *agent, const char *channel)
 {
     char key[200];
     snprintf(key, sizeof key, "agent:%s:discord:channel:%s", agent, channel);
-    return json_pack("{s:s,s:s,s:s,s:s,s:s}", "agentId", agent, "sessionKey", key,
-                     "sessionId", "sess-123", "workspaceDir", ws, "channelId", channel);
+    return json_pack("{s:s,s:s,s:s,s:s,s:s}", "agentId", agent, "sessionKey", key, "sessionId",
+                     "sess-123", "workspaceDir", ws, "channelId", channel);
 }
 
 /* before_model_resolve as the host runs it for agent's session in channel
@@ -347,12 +357,11 @@ static int routed_to_noreply(const char *agent, const char *channel, const char 
 {
     char key[200];
     if (thread)
-        snprintf(key, sizeof key, "agent:%s:discord:channel:%s:thread:%s", agent, channel,
-                 thread);
+        snprintf(key, sizeof key, "agent:%s:discord:channel:%s:thread:%s", agent, channel, thread);
     else
         snprintf(key, sizeof key, "agent:%s:discord:channel:%s", agent, channel);
-    json_t *ctx = json_pack("{s:s,s:s,s:s,s:s}", "agentId", agent, "sessionKey", key,
-                            "channelId", channel, "messageProvider", "discord");
+    json_t *ctx = json_pack("{s:s,s:s,s:s,s:s}", "agentId", agent, "sessionKey", key, "channelId",
+                            channel, "messageProvider", "discord");
     if (thread)
         json_object_set_new(ctx, "threadId", json_string(thread));
     json_t *ev = json_object(), *res = NULL;
@@ -391,7 +400,8 @@ static const char *open_discussion(void)
     char params[1024];
     snprintf(params, sizeof params,
              "{\"name\":\"csm-callback\",\"participants\":[\"reviewer\",\"coder\"],"
-             "\"callbackChannelId\":\"%s\",\"discussGuide\":\"%s\"}", ORIGIN, GUIDE);
+             "\"callbackChannelId\":\"%s\",\"discussGuide\":\"%s\"}",
+             ORIGIN, GUIDE);
     int rc = tool("discord_channel_create", params, ctx, &res);
     ck_assert_msg(rc == OC_OK, "create: %s", err_msg(res));
     json_t *d = json_object_get(res, "details");
@@ -552,10 +562,9 @@ static json_t *only_message_request(const char *channel)
         /* A resend after a restart may be answered 2xx too: with the same
          * nonce, Discord hands back the first message (counted below). */
         if (found)
-            ck_assert_str_eq(json_string_value(json_object_get(json_object_get(r, "body"),
-                                                               "nonce")),
-                             json_string_value(json_object_get(json_object_get(found, "body"),
-                                                               "nonce")));
+            ck_assert_str_eq(
+                json_string_value(json_object_get(json_object_get(r, "body"), "nonce")),
+                json_string_value(json_object_get(json_object_get(found, "body"), "nonce")));
         else
             found = r;
         ok++;
@@ -652,7 +661,7 @@ static void story(int restarts)
     char channel[32];
     snprintf(channel, sizeof channel, "%s", ch);
     if (restarts)
-        plugin_restart();   /* the kickoff may still be queued: it goes out after restart */
+        plugin_restart(); /* the kickoff may still be queued: it goes out after restart */
     ck_assert_int_eq(fake_discord_wait_messages(fd, channel, 1, WAIT_MS), 0);
     json_t *creates = requests_on("POST /guilds/{id}/channels");
     ck_assert_uint_eq(json_array_size(creates), 1);
@@ -667,13 +676,13 @@ static void story(int restarts)
      * others are routed to the no-reply model. */
     ck_assert_int_eq(routed_to_noreply("reviewer", channel, NULL), 0);
     ck_assert_int_eq(routed_to_noreply("coder", channel, NULL), 1);
-    ck_assert_int_eq(H.npatches, 0);   /* an active discussion patches no session */
+    ck_assert_int_eq(H.npatches, 0); /* an active discussion patches no session */
     /* The agents talk in the channel: their sessions exist there. */
     add_session("planner", channel, NULL);
     add_session("reviewer", channel, NULL);
     add_session("coder", channel, NULL);
     add_session("reviewer", channel, "5000000000000000001");
-    add_session("planner", ORIGIN, NULL);    /* the origin session is not touched */
+    add_session("planner", ORIGIN, NULL); /* the origin session is not touched */
     if (restarts)
         plugin_restart();
 
@@ -701,8 +710,9 @@ static void story(int restarts)
     /* The origin channel is woken with the result: the initiator holds the
      * turn there (the result itself is the moderator's and wakes nobody). */
     ck_assert_int_eq(count_rows("turn_ledger l JOIN turn_members m ON m.channel_id = "
-                                "l.channel_id AND m.pos = l.speaker WHERE l.channel_id = '"
-                                ORIGIN "' AND l.active = 1 AND m.agent_id = 'planner'"), 1);
+                                "l.channel_id AND m.pos = l.speaker WHERE l.channel_id = '" ORIGIN
+                                "' AND l.active = 1 AND m.agent_id = 'planner'"),
+                     1);
     ck_assert_int_eq(patches_of("agent:planner:discord:channel:" ORIGIN), 0);
     char key[200];
     const char *agents[] = {"planner", "reviewer", "coder"};
@@ -730,8 +740,7 @@ static void story(int restarts)
     ck_assert_int_eq(patches_of(key), 1);
     /* The same through the core call directly; a second callback is refused
      * and changes nothing. */
-    snprintf(key, sizeof key, "agent:coder:discord:channel:%s:thread:5000000000000000002",
-             channel);
+    snprintf(key, sizeof key, "agent:coder:discord:channel:%s:thread:5000000000000000002", channel);
     dg_discuss_session_seen(P, key, "coder", channel);
     dg_discuss_session_seen(P, key, "coder", channel);
     ck_assert_int_eq(patches_of(key), 1);
@@ -759,14 +768,14 @@ static void story(int restarts)
         if (strcmp(route, "GET /users/{id}") == 0)
             continue;
         ck_assert_msg(strcmp(route, "POST /guilds/{id}/channels") == 0 ||
-                      strcmp(route, "POST /channels/{id}/messages") == 0,
+                          strcmp(route, "POST /channels/{id}/messages") == 0,
                       "unexpected request %s", route);
-        ck_assert_str_eq(json_string_value(json_object_get(r, "authorization")),
-                         "Bot " MOD_TOKEN);
+        ck_assert_str_eq(json_string_value(json_object_get(r, "authorization")), "Bot " MOD_TOKEN);
         if (strcmp(route, "POST /channels/{id}/messages") == 0) {
             posts++;
-            json_object_set_new(nonces, json_string_value(json_object_get(
-                                    json_object_get(r, "body"), "nonce")), json_true());
+            json_object_set_new(
+                nonces, json_string_value(json_object_get(json_object_get(r, "body"), "nonce")),
+                json_true());
         }
     }
     json_decref(all);
@@ -818,7 +827,7 @@ START_TEST(test_overrides_redriven_after_restart)
     snprintf(key, sizeof key, "agent:coder:discord:channel:%s", channel);
     ck_assert_int_eq(patches_of(key), 1);
     ck_assert_int_eq(count_rows("discussion_overrides WHERE applied_at_ms IS NULL"), 0);
-    plugin_restart();    /* nothing left: no second patch */
+    plugin_restart(); /* nothing left: no second patch */
     ck_assert(routed_to_noreply("reviewer", channel, NULL));
     ck_assert_int_eq(patches_of(key), 1);
     /* A session first seen after the close whose patch the host refuses:
@@ -835,8 +844,7 @@ START_TEST(test_overrides_redriven_after_restart)
     }
     ck_assert(logged);
     H.patch_fail = 0;
-    snprintf(key, sizeof key, "agent:coder:discord:channel:%s:thread:310000000000000009",
-             channel);
+    snprintf(key, sizeof key, "agent:coder:discord:channel:%s:thread:310000000000000009", channel);
     ck_assert_int_eq(patches_of(key), 0);
     ck_assert(routed_to_noreply("coder", channel, "310000000000000009"));
     ck_assert_int_eq(patches_of(key), 1);
@@ -1004,8 +1012,8 @@ START_TEST(test_callback_long_unicode_path)
     free(full);
     json_t *res;
     ck_assert_int_eq(callback("planner", disc, rel, &res), OC_OK);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(res, "details"),
-                                                       "summaryPath")), rel);
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(res, "details"), "summaryPath")), rel);
     json_decref(res);
     ck_assert_int_eq(fake_discord_wait_messages(fd, ORIGIN, 1, WAIT_MS), 0);
 }
@@ -1020,8 +1028,8 @@ START_TEST(test_refuse_bad_params)
     ck_assert_int_eq(tool("discuss-callback", "{\"summaryPath\":7}", ctx, &res), OC_ERR_INVALID);
     json_decref(res);
     ck_assert_int_eq(tool("discuss-callback",
-                          "{\"summaryPath\":\"plans/ok.md\",\"originChannelId\":\"1\"}", ctx,
-                          &res), OC_ERR_INVALID);
+                          "{\"summaryPath\":\"plans/ok.md\",\"originChannelId\":\"1\"}", ctx, &res),
+                     OC_ERR_INVALID);
     ck_assert_ptr_nonnull(strstr(err_msg(res), "originChannelId"));
     json_decref(res);
     /* A NUL would let "plans/ok.md\0<anything>" pass as plans/ok.md. */
@@ -1066,7 +1074,7 @@ START_TEST(test_double_callback)
     ck_assert_int_eq(callback("planner", disc, "plans/missing.md", &res), OC_ERR_CONFLICT);
     json_decref(res);
     ck_assert_int_eq(fake_discord_wait_messages(fd, ORIGIN, 1, WAIT_MS), 0);
-    plugin_stop();   /* the outbox had nothing else to send: exactly one result */
+    plugin_stop(); /* the outbox had nothing else to send: exactly one result */
     ck_assert_uint_eq(fake_discord_message_count(fd, ORIGIN), 1);
 }
 END_TEST
@@ -1077,10 +1085,11 @@ START_TEST(test_callback_from_thread)
      * parent channel and the thread: still this discussion. */
     json_t *ctx = ctx_of("planner", disc), *res;
     json_object_set_new(ctx, "threadId", json_string("5000000000000000009"));
-    ck_assert_int_eq(tool("discuss-callback", "{\"summaryPath\":\"./plans//ok.md\"}", ctx,
-                          &res), OC_OK);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(res, "details"),
-                                                       "summaryPath")), "plans/ok.md");
+    ck_assert_int_eq(tool("discuss-callback", "{\"summaryPath\":\"./plans//ok.md\"}", ctx, &res),
+                     OC_OK);
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(res, "details"), "summaryPath")),
+        "plans/ok.md");
     json_decref(res);
     json_decref(ctx);
     ck_assert_int_eq(fake_discord_wait_messages(fd, ORIGIN, 1, WAIT_MS), 0);
@@ -1142,8 +1151,8 @@ END_TEST
 
 /* ---- discord_channel_create ------------------------------------------------------------- */
 
-static void create_refused(const char *agent, const char *channel, const char *params,
-                           int status, const char *word)
+static void create_refused(const char *agent, const char *channel, const char *params, int status,
+                           const char *word)
 {
     json_t *ctx = ctx_of(agent, channel), *res;
     int rc = tool("discord_channel_create", params, ctx, &res);
@@ -1170,16 +1179,16 @@ START_TEST(test_create_validation)
     create_refused("planner", O, longname, OC_ERR_INVALID, "name");
     create_refused("planner", O, "{\"name\":\"x\",\"colour\":\"red\"}", OC_ERR_INVALID,
                    "unknown parameter 'colour'");
-    create_refused("planner", O, "{\"name\":\"x\",\"participants\":\"reviewer\"}",
-                   OC_ERR_INVALID, "participants");
-    create_refused("planner", O, "{\"name\":\"x\",\"participants\":[\"ghost\"]}",
-                   OC_ERR_INVALID, "participants[0] 'ghost'");
+    create_refused("planner", O, "{\"name\":\"x\",\"participants\":\"reviewer\"}", OC_ERR_INVALID,
+                   "participants");
+    create_refused("planner", O, "{\"name\":\"x\",\"participants\":[\"ghost\"]}", OC_ERR_INVALID,
+                   "participants[0] 'ghost'");
     create_refused("planner", O, "{\"name\":\"x\",\"participants\":[1]}", OC_ERR_INVALID,
                    "participants[0]");
-    create_refused("planner", O, "{\"name\":\"x\",\"allowedUserIds\":[\"abc\"]}",
-                   OC_ERR_INVALID, "allowedUserIds[0]");
-    create_refused("planner", O, "{\"name\":\"x\",\"allowedUserIds\":[\"0123\"]}",
-                   OC_ERR_INVALID, "allowedUserIds[0]");
+    create_refused("planner", O, "{\"name\":\"x\",\"allowedUserIds\":[\"abc\"]}", OC_ERR_INVALID,
+                   "allowedUserIds[0]");
+    create_refused("planner", O, "{\"name\":\"x\",\"allowedUserIds\":[\"0123\"]}", OC_ERR_INVALID,
+                   "allowedUserIds[0]");
     char *topic = malloc(1100);
     memset(topic, 'a', 1025);
     topic[1025] = '\0';
@@ -1194,15 +1203,19 @@ START_TEST(test_create_validation)
                    "discussGuide is only accepted together with callbackChannelId");
     create_refused("planner", O, "{\"name\":\"x\",\"participants\":[\"reviewer\"]," CB "}",
                    OC_ERR_INVALID, "discussGuide is required");
-    create_refused("planner", O, "{\"name\":\"x\",\"participants\":[\"reviewer\"]," CB
-                   ",\"discussGuide\":\"  \"}", OC_ERR_INVALID, "discussGuide is required");
-    create_refused("planner", O, "{\"name\":\"x\",\"participants\":[\"reviewer\"],"
-                   "\"callbackChannelId\":\"work\",\"discussGuide\":\"g\"}", OC_ERR_INVALID,
-                   "callbackChannelId 'work'");
-    create_refused("planner", O, "{\"name\":\"x\"," CB ",\"discussGuide\":\"g\"}",
-                   OC_ERR_INVALID, "at least one agent other than you");
-    create_refused("planner", O, "{\"name\":\"x\",\"participants\":[\"planner\"]," CB
-                   ",\"discussGuide\":\"g\"}", OC_ERR_INVALID, "other than you");
+    create_refused("planner", O,
+                   "{\"name\":\"x\",\"participants\":[\"reviewer\"]," CB
+                   ",\"discussGuide\":\"  \"}",
+                   OC_ERR_INVALID, "discussGuide is required");
+    create_refused("planner", O,
+                   "{\"name\":\"x\",\"participants\":[\"reviewer\"],"
+                   "\"callbackChannelId\":\"work\",\"discussGuide\":\"g\"}",
+                   OC_ERR_INVALID, "callbackChannelId 'work'");
+    create_refused("planner", O, "{\"name\":\"x\"," CB ",\"discussGuide\":\"g\"}", OC_ERR_INVALID,
+                   "at least one agent other than you");
+    create_refused("planner", O,
+                   "{\"name\":\"x\",\"participants\":[\"planner\"]," CB ",\"discussGuide\":\"g\"}",
+                   OC_ERR_INVALID, "other than you");
     create_refused("stranger", O, "{\"name\":\"x\"}", OC_ERR_DENIED, "agents.stranger");
     create_refused("planner", O, "{\"name\":\"x\",\"callbackChannelId\":7}", OC_ERR_INVALID,
                    "callbackChannelId must be a string");
@@ -1250,29 +1263,37 @@ START_TEST(test_create_validation)
     ck_assert_int_ge(asprintf(&hp, "{\"name\":\"x\",\"parentId\":\"%s\"}", huge), 0);
     create_refused("planner", O, hp, OC_ERR_INVALID, "is not a Discord snowflake");
     free(hp);
-    ck_assert_int_ge(asprintf(&hp, "{\"name\":\"x\",\"participants\":[\"reviewer\"],"
-                              "\"callbackChannelId\":\"%s\",\"discussGuide\":\"g\"}", huge), 0);
+    ck_assert_int_ge(asprintf(&hp,
+                              "{\"name\":\"x\",\"participants\":[\"reviewer\"],"
+                              "\"callbackChannelId\":\"%s\",\"discussGuide\":\"g\"}",
+                              huge),
+                     0);
     create_refused("planner", O, hp, OC_ERR_INVALID, "is not a Discord channel id");
     free(hp);
     free(huge);
     /* The same agent twice, or the caller naming itself: refused, in both
      * modes, naming the entry (the caller is a member anyway). */
-    create_refused("planner", O, "{\"name\":\"x\",\"participants\":[\"reviewer\",\"coder\","
-                   "\"reviewer\"]," CB ",\"discussGuide\":\"g\"}", OC_ERR_INVALID,
-                   "participants[2] 'reviewer'");
+    create_refused("planner", O,
+                   "{\"name\":\"x\",\"participants\":[\"reviewer\",\"coder\","
+                   "\"reviewer\"]," CB ",\"discussGuide\":\"g\"}",
+                   OC_ERR_INVALID, "participants[2] 'reviewer'");
     create_refused("planner", O, "{\"name\":\"x\",\"participants\":[\"coder\",\"coder\"]}",
                    OC_ERR_INVALID, "participants[1] 'coder'");
-    create_refused("planner", O, "{\"name\":\"x\",\"participants\":[\"reviewer\",\"planner\"],"
-                   CB ",\"discussGuide\":\"g\"}", OC_ERR_INVALID, "participants[1] 'planner'");
-    create_refused("planner", O, "{\"name\":\"x\",\"participants\":[\"planner\"]}",
-                   OC_ERR_INVALID, "participants[0] 'planner'");
-    create_refused("planner", O, "{\"name\":\"x\",\"allowedUserIds\":[\"" HUMAN_ID "\",\""
-                   HUMAN_ID "\"]}", OC_ERR_INVALID, "allowedUserIds[1]");
+    create_refused("planner", O,
+                   "{\"name\":\"x\",\"participants\":[\"reviewer\",\"planner\"]," CB
+                   ",\"discussGuide\":\"g\"}",
+                   OC_ERR_INVALID, "participants[1] 'planner'");
+    create_refused("planner", O, "{\"name\":\"x\",\"participants\":[\"planner\"]}", OC_ERR_INVALID,
+                   "participants[0] 'planner'");
+    create_refused("planner", O,
+                   "{\"name\":\"x\",\"allowedUserIds\":[\"" HUMAN_ID "\",\"" HUMAN_ID "\"]}",
+                   OC_ERR_INVALID, "allowedUserIds[1]");
     /* Unicode: spaces, invisible or control characters and upper case
      * letters break the text-channel rules as their ASCII kin do. */
     const char *bad_names[] = {
-        "design\\u00a0review", "design\\u3000review", "a\\u200bb", "a\\u2028b", "a\\u0085b",
-        "\\ufeffdesign", "a\\u202eb", "\\u00dcberblick", "\\u0414\\u0430",
+        "design\\u00a0review", "design\\u3000review", "a\\u200bb",
+        "a\\u2028b",           "a\\u0085b",           "\\ufeffdesign",
+        "a\\u202eb",           "\\u00dcberblick",     "\\u0414\\u0430",
     };
     for (size_t i = 0; i < sizeof bad_names / sizeof bad_names[0]; i++) {
         char bad[128];
@@ -1288,8 +1309,10 @@ END_TEST
 static int create_with_ctx(json_t *ctx, json_t **res)
 {
     char params[512];
-    snprintf(params, sizeof params, "{\"name\":\"ctx-rules\",\"participants\":[\"reviewer\"],"
-             "\"callbackChannelId\":\"%s\",\"discussGuide\":\"g\"}", ORIGIN);
+    snprintf(params, sizeof params,
+             "{\"name\":\"ctx-rules\",\"participants\":[\"reviewer\"],"
+             "\"callbackChannelId\":\"%s\",\"discussGuide\":\"g\"}",
+             ORIGIN);
     return tool("discord_channel_create", params, ctx, res);
 }
 
@@ -1298,7 +1321,11 @@ START_TEST(test_create_context_rules)
     /* The trusted context must carry what a discussion records; each gap is
      * refused before any REST request, naming the field. */
     plugin_start();
-    struct { const char *key; const char *value; const char *word; } bad[] = {
+    struct {
+        const char *key;
+        const char *value;
+        const char *word;
+    } bad[] = {
         {"agentId", NULL, "agentId"},
         {"sessionKey", NULL, "sessionKey"},
         {"workspaceDir", NULL, "workspaceDir"},
@@ -1337,8 +1364,8 @@ START_TEST(test_create_context_rules)
     json_object_set_new(ctx, "workspaceDir", json_string(slashed));
     ck_assert_int_eq(create_with_ctx(ctx, &res), OC_OK);
     char channel[32];
-    snprintf(channel, sizeof channel, "%s", json_string_value(json_object_get(
-                                                json_object_get(res, "details"), "channelId")));
+    snprintf(channel, sizeof channel, "%s",
+             json_string_value(json_object_get(json_object_get(res, "details"), "channelId")));
     json_decref(res);
     json_decref(ctx);
     write_ws("plans/ctx.md", "summary\n");
@@ -1350,8 +1377,9 @@ START_TEST(test_create_context_rules)
     json_t *pj = json_pack("{s:s}", "summaryPath", abs);
     char *params = json_dumps(pj, 0);
     ck_assert_int_eq(tool("discuss-callback", params, ctx, &res), OC_OK);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(res, "details"),
-                                                       "summaryPath")), "plans/ctx.md");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(res, "details"), "summaryPath")),
+        "plans/ctx.md");
     json_decref(res);
     free(params);
     json_decref(pj);
@@ -1372,8 +1400,8 @@ START_TEST(test_create_unicode_name)
         char *params = json_dumps(pj, 0);
         int rc = tool("discord_channel_create", params, ctx, &res);
         ck_assert_msg(rc == OC_OK, "%s: %s", names[i], rc ? err_msg(res) : "");
-        json_t *made = fake_discord_channel(fd, json_string_value(json_object_get(
-                                                json_object_get(res, "details"), "channelId")));
+        json_t *made = fake_discord_channel(
+            fd, json_string_value(json_object_get(json_object_get(res, "details"), "channelId")));
         ck_assert_str_eq(json_string_value(json_object_get(made, "name")), names[i]);
         json_decref(made);
         json_decref(res);
@@ -1388,8 +1416,10 @@ START_TEST(test_create_guide_too_long)
 {
     max_guide = 40;
     plugin_start();
-    create_refused("planner", ORIGIN, "{\"name\":\"x\",\"participants\":[\"reviewer\"]," CB
-                   ",\"discussGuide\":\"" "0123456789012345678901234567890123456789X" "\"}",
+    create_refused("planner", ORIGIN,
+                   "{\"name\":\"x\",\"participants\":[\"reviewer\"]," CB ",\"discussGuide\":\""
+                   "0123456789012345678901234567890123456789X"
+                   "\"}",
                    OC_ERR_INVALID, "discussion.maxGuideChars (40)");
     /* 40 characters of UTF-8 (80 bytes) pass the character limit. */
     json_t *ctx = ctx_of("planner", ORIGIN), *res;
@@ -1397,8 +1427,9 @@ START_TEST(test_create_guide_too_long)
     char guide[200] = "";
     for (int i = 0; i < 40; i++)
         strcat(guide, "\xc3\xa9");
-    snprintf(params, sizeof params, "{\"name\":\"x\",\"participants\":[\"reviewer\"]," CB
-             ",\"discussGuide\":\"%s\"}", guide);
+    snprintf(params, sizeof params,
+             "{\"name\":\"x\",\"participants\":[\"reviewer\"]," CB ",\"discussGuide\":\"%s\"}",
+             guide);
     ck_assert_int_eq(tool("discord_channel_create", params, ctx, &res), OC_OK);
     json_decref(res);
     json_decref(ctx);
@@ -1412,11 +1443,13 @@ START_TEST(test_create_no_nesting)
     const char *ch = open_discussion();
     char channel[32];
     snprintf(channel, sizeof channel, "%s", ch);
-    ck_assert_int_eq(fake_discord_wait_messages(fd, channel, 1, WAIT_MS), 0);   /* kickoff */
+    ck_assert_int_eq(fake_discord_wait_messages(fd, channel, 1, WAIT_MS), 0); /* kickoff */
     size_t before = story_request_count();
     char params[512];
-    snprintf(params, sizeof params, "{\"name\":\"inner\",\"participants\":[\"coder\"],"
-             "\"callbackChannelId\":\"%s\",\"discussGuide\":\"nested\"}", channel);
+    snprintf(params, sizeof params,
+             "{\"name\":\"inner\",\"participants\":[\"coder\"],"
+             "\"callbackChannelId\":\"%s\",\"discussGuide\":\"nested\"}",
+             channel);
     create_refused("planner", channel, params, OC_ERR_DENIED, "do not nest");
     create_refused("reviewer", channel, params, OC_ERR_DENIED, "do not nest");
     /* From the work channel, naming the discussion channel as the origin. */
@@ -1437,7 +1470,8 @@ START_TEST(test_create_plain)
     json_t *ctx = ctx_of("planner", ORIGIN), *res;
     ck_assert_int_eq(tool("discord_channel_create",
                           "{\"name\":\"csm-callback\",\"participants\":[\"coder\"],"
-                          "\"allowedUserIds\":[\"" HUMAN_ID "\"],\"topic\":\"t\"}", ctx, &res),
+                          "\"allowedUserIds\":[\"" HUMAN_ID "\"],\"topic\":\"t\"}",
+                          ctx, &res),
                      OC_OK);
     json_t *d = json_object_get(res, "details");
     ck_assert_str_eq(json_string_value(json_object_get(d, "mode")), "plain");
@@ -1450,12 +1484,13 @@ START_TEST(test_create_plain)
     const char *members[] = {PLANNER_ID, CODER_ID, HUMAN_ID, MOD_ID};
     check_channel_request(json_array_get(creates, 0), members, 4);
     ck_assert_str_eq(json_string_value(json_object_get(
-                         json_object_get(json_array_get(creates, 0), "body"), "topic")), "t");
+                         json_object_get(json_array_get(creates, 0), "body"), "topic")),
+                     "t");
     json_decref(creates);
     json_decref(res);
     json_decref(ctx);
     plugin_stop();
-    ck_assert_uint_eq(story_request_count(), 1);   /* nothing else: no kickoff */
+    ck_assert_uint_eq(story_request_count(), 1); /* nothing else: no kickoff */
     ck_assert_int_eq(count_rows("discussions"), 0);
 }
 END_TEST
@@ -1468,14 +1503,16 @@ START_TEST(test_create_rest_failure_leaves_no_row)
     ck_assert_int_eq(fake_discord_add_fault(fd, route, FD_FAULT_403, 1, 0, 0), 0);
     json_t *ctx = ctx_of("planner", ORIGIN), *res;
     char params[512];
-    snprintf(params, sizeof params, "{\"name\":\"csm\",\"participants\":[\"reviewer\"],"
-             "\"callbackChannelId\":\"%s\",\"discussGuide\":\"g\"}", ORIGIN);
+    snprintf(params, sizeof params,
+             "{\"name\":\"csm\",\"participants\":[\"reviewer\"],"
+             "\"callbackChannelId\":\"%s\",\"discussGuide\":\"g\"}",
+             ORIGIN);
     ck_assert_int_eq(tool("discord_channel_create", params, ctx, &res), OC_ERR_DENIED);
     ck_assert_ptr_nonnull(strstr(err_msg(res), "Missing Permissions"));
     json_decref(res);
     ck_assert_int_eq(count_rows("discussions"), 0);
     ck_assert_int_eq(count_rows("discussion_members"), 0);
-    ck_assert_uint_eq(story_request_count(), 1);    /* a 403 is not retried */
+    ck_assert_uint_eq(story_request_count(), 1); /* a 403 is not retried */
     /* The next try works. */
     ck_assert_int_eq(tool("discord_channel_create", params, ctx, &res), OC_OK);
     json_decref(res);
@@ -1493,15 +1530,15 @@ START_TEST(test_create_guide_inert)
                            "callbackChannelId", ORIGIN, "discussGuide", guide);
     char *params = json_dumps(pj, 0);
     ck_assert_int_eq(tool("discord_channel_create", params, ctx, &res), OC_OK);
-    const char *channel = json_string_value(json_object_get(json_object_get(res, "details"),
-                                                            "channelId"));
+    const char *channel =
+        json_string_value(json_object_get(json_object_get(res, "details"), "channelId"));
     ck_assert_int_eq(fake_discord_wait_messages(fd, channel, 1, WAIT_MS), 0);
     json_t *r = only_message_request(channel);
     json_t *body = json_object_get(r, "body");
     const char *content = json_string_value(json_object_get(body, "content"));
-    ck_assert_ptr_nonnull(strstr(content, guide));     /* verbatim, nothing expanded */
+    ck_assert_ptr_nonnull(strstr(content, guide)); /* verbatim, nothing expanded */
     json_t *users = json_object_get(json_object_get(body, "allowed_mentions"), "users");
-    ck_assert_uint_eq(json_array_size(users), 2);      /* planner and coder only */
+    ck_assert_uint_eq(json_array_size(users), 2); /* planner and coder only */
     ck_assert(!str_in(users, HUMAN_ID));
     json_decref(r);
     json_decref(res);
@@ -1524,9 +1561,11 @@ static json_t *ctx_call(const char *agent, const char *channel, const char *call
 static char *discussion_params(const char *name)
 {
     char *params = NULL;
-    ck_assert_int_ge(asprintf(&params, "{\"name\":\"%s\",\"participants\":[\"reviewer\","
+    ck_assert_int_ge(asprintf(&params,
+                              "{\"name\":\"%s\",\"participants\":[\"reviewer\","
                               "\"coder\"],\"callbackChannelId\":\"%s\",\"discussGuide\":\"%s\"}",
-                              name, ORIGIN, GUIDE), 0);
+                              name, ORIGIN, GUIDE),
+                     0);
     return params;
 }
 
@@ -1584,16 +1623,16 @@ START_TEST(test_create_repeat_returns_first_result)
     ck_assert_uint_eq(json_array_size(creates), 1);
     const char *members[] = {PLANNER_ID, REVIEWER_ID, CODER_ID, MOD_ID};
     check_channel_request(json_array_get(creates, 0), members, 4);
-    const char *topic = json_string_value(json_object_get(
-        json_object_get(json_array_get(creates, 0), "body"), "topic"));
-    ck_assert_msg(topic && strncmp(topic, "dg-call:", 8) == 0 && strlen(topic) == 24,
-                  "topic: %s", topic ? topic : "(none)");
+    const char *topic = json_string_value(
+        json_object_get(json_object_get(json_array_get(creates, 0), "body"), "topic"));
+    ck_assert_msg(topic && strncmp(topic, "dg-call:", 8) == 0 && strlen(topic) == 24, "topic: %s",
+                  topic ? topic : "(none)");
     json_decref(creates);
     ck_assert_int_eq(all_requests_on(LIST_ROUTE), 0);
     ck_assert_int_eq(count_rows("discussions"), 1);
     ck_assert_int_eq(count_rows("discussion_members"), 3);
     ck_assert_int_eq(count_rows("tool_calls WHERE state = 'done'"), 1);
-    ck_assert_uint_eq(fake_discord_message_count(fd, channel), 1);   /* one kickoff */
+    ck_assert_uint_eq(fake_discord_message_count(fd, channel), 1); /* one kickoff */
     ck_assert_uint_eq(fake_discord_message_count(fd, NULL), 1);
     json_decref(first);
     json_decref(ctx);
@@ -1612,8 +1651,8 @@ START_TEST(test_create_plain_repeat_and_other_ids)
     json_decref(again);
     ck_assert_int_eq(all_requests_on(CREATE_ROUTE), 1);
     json_t *creates = requests_on(CREATE_ROUTE);
-    const char *topic = json_string_value(json_object_get(
-        json_object_get(json_array_get(creates, 0), "body"), "topic"));
+    const char *topic = json_string_value(
+        json_object_get(json_object_get(json_array_get(creates, 0), "body"), "topic"));
     ck_assert_msg(strncmp(topic, "notes\ndg-call:", 14) == 0, "topic: %s", topic);
     json_decref(creates);
 
@@ -1625,10 +1664,9 @@ START_TEST(test_create_plain_repeat_and_other_ids)
     ck_assert_int_eq(all_requests_on(CREATE_ROUTE), 2);
     /* The same id with other params (a reused id) is another call too. */
     ck_assert_int_eq(tool("discord_channel_create", "{\"name\":\"other\"}", ctx, &again), OC_OK);
-    ck_assert_str_ne(json_string_value(json_object_get(json_object_get(again, "details"),
-                                                       "channelId")),
-                     json_string_value(json_object_get(json_object_get(first, "details"),
-                                                       "channelId")));
+    ck_assert_str_ne(
+        json_string_value(json_object_get(json_object_get(again, "details"), "channelId")),
+        json_string_value(json_object_get(json_object_get(first, "details"), "channelId")));
     json_decref(again);
     ck_assert_int_eq(all_requests_on(CREATE_ROUTE), 3);
     /* Without an id, nothing is recorded and nothing is deduplicated. */
@@ -1668,7 +1706,7 @@ START_TEST(test_create_repeat_recovers_lost_channel)
     ck_assert_uint_eq(json_array_size(made), 1);
     json_decref(made);
     json_t *chans = fake_discord_channels(fd);
-    ck_assert_uint_eq(json_array_size(chans), 3);   /* work, decoy, the lost one */
+    ck_assert_uint_eq(json_array_size(chans), 3); /* work, decoy, the lost one */
     const char *lost = json_string_value(json_object_get(json_array_get(chans, 2), "id"));
     char lost_id[32];
     snprintf(lost_id, sizeof lost_id, "%s", lost);
@@ -1685,8 +1723,8 @@ START_TEST(test_create_repeat_recovers_lost_channel)
     /* After a restart, the repeat recovers the lost channel. */
     plugin_restart();
     ck_assert_int_eq(tool("discord_channel_create", params, ctx, &res), OC_OK);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(res, "details"),
-                                                       "channelId")), lost_id);
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(res, "details"), "channelId")), lost_id);
     json_t *first = res;
     ck_assert_int_eq(fake_discord_wait_messages(fd, lost_id, 1, WAIT_MS), 0);
     ck_assert_int_eq(tool("discord_channel_create", params, ctx, &res), OC_OK);
@@ -1759,8 +1797,7 @@ START_TEST(test_create_repeat_while_running_is_refused)
     pthread_t th;
     pthread_create(&th, NULL, slow_create, ctx);
     ck_assert_int_eq(fake_discord_wait_requests(fd, 1, WAIT_MS), 0);
-    ck_assert_int_eq(tool("discord_channel_create", slow_call.params, ctx, &res),
-                     OC_ERR_CONFLICT);
+    ck_assert_int_eq(tool("discord_channel_create", slow_call.params, ctx, &res), OC_ERR_CONFLICT);
     ck_assert_ptr_nonnull(strstr(err_msg(res), "still running"));
     json_decref(res);
     pthread_join(th, NULL);
@@ -1940,8 +1977,9 @@ START_TEST(test_summary_dir_fallback_and_refusals)
     refused("planner", disc, "nowhere.md", OC_ERR_NOT_FOUND, "nowhere.md");
     json_t *res;
     ck_assert_int_eq(callback("planner", disc, "top.md", &res), OC_OK);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(res, "details"),
-                                                       "summaryPath")), "top.md");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(res, "details"), "summaryPath")),
+        "top.md");
     json_decref(res);
 }
 END_TEST
@@ -1952,7 +1990,8 @@ START_TEST(test_summary_template_headings)
 {
     char *tpl = tu_path(dir, "summary-template.md");
     ck_assert_int_eq(tu_write_file(tpl, "# Summary layout\n\n## Decision\n## Open questions\n"
-                                        "Write the decision first.\n"), 0);
+                                        "Write the decision first.\n"),
+                     0);
     snprintf(extra_disc, sizeof extra_disc, ",\"summaryTemplate\":\"%s\"", tpl);
     free(tpl);
     plugin_start();
@@ -1993,12 +2032,12 @@ START_TEST(test_summary_template_refused_at_init)
         snprintf(text, sizeof text,
                  "{\"noReplyProvider\":\"n\",\"noReplyModel\":\"m\",\"dbPath\":\"%s\","
                  "\"discord\":{\"moderatorUserId\":\"%s\"},"
-                 "\"discussion\":{\"summaryTemplate\":\"%s\"}}", db, MOD_ID, paths[i]);
+                 "\"discussion\":{\"summaryTemplate\":\"%s\"}}",
+                 db, MOD_ID, paths[i]);
         json_t *cfg = tu_json(text);
         void *state = NULL;
         char e[1024] = "";
-        ck_assert_int_eq(oc_plugin_entry()->init(&api, cfg, &state, e, sizeof e),
-                         OC_ERR_INVALID);
+        ck_assert_int_eq(oc_plugin_entry()->init(&api, cfg, &state, e, sizeof e), OC_ERR_INVALID);
         json_decref(cfg);
         ck_assert_ptr_null(state);
         has_text(e, "discussion.summaryTemplate");
@@ -2027,9 +2066,9 @@ static char *result_with_preview(long n, const char *summary)
  * break, quoted and inert: no mention, channel link or placeholder works. */
 START_TEST(test_summary_preview)
 {
-    char *r = result_with_preview(80, "## Decision\nShip on Friday, ask @everyone and <@"
-                                  HUMAN_ID ">.\n{status} <#" ORIGIN "> and a third line that "
-                                  "is long enough\n");
+    char *r = result_with_preview(80, "## Decision\nShip on Friday, ask @everyone and <@" HUMAN_ID
+                                      ">.\n{status} <#" ORIGIN "> and a third line that "
+                                      "is long enough\n");
     has_text(r, "Summary preview:\n> ## Decision\n> Ship on Friday, ask @\xE2\x80\x8B"
                 "everyone and <\xE2\x80\x8B@\xE2\x80\x8B" HUMAN_ID ">. ...\n\n");
     ck_assert_ptr_null(strstr(r, "third line"));
@@ -2049,16 +2088,18 @@ START_TEST(test_summary_preview_off_and_short)
     ck_assert_ptr_null(strstr(r, "Short"));
     free(r);
     plugin_stop();
-    extra_disc[0] = '\0';   /* the default, 400 */
+    extra_disc[0] = '\0'; /* the default, 400 */
     plugin_start();
     char ch[32];
     json_t *res, *ctx = ctx_of("planner", ORIGIN);
     char params[512];
-    snprintf(params, sizeof params, "{\"name\":\"second\",\"participants\":[\"reviewer\"],"
-             "\"callbackChannelId\":\"%s\",\"discussGuide\":\"again\"}", ORIGIN);
+    snprintf(params, sizeof params,
+             "{\"name\":\"second\",\"participants\":[\"reviewer\"],"
+             "\"callbackChannelId\":\"%s\",\"discussGuide\":\"again\"}",
+             ORIGIN);
     ck_assert_int_eq(tool("discord_channel_create", params, ctx, &res), OC_OK);
-    snprintf(ch, sizeof ch, "%s", json_string_value(json_object_get(json_object_get(res,
-             "details"), "channelId")));
+    snprintf(ch, sizeof ch, "%s",
+             json_string_value(json_object_get(json_object_get(res, "details"), "channelId")));
     json_decref(res);
     json_decref(ctx);
     ck_assert_int_eq(callback("planner", ch, "plans/p.md", &res), OC_OK);
@@ -2077,9 +2118,10 @@ static int64_t open_named(const char *name, const char *participants, char ch[32
 {
     json_t *ctx = ctx_of("planner", ORIGIN), *res;
     char params[512];
-    snprintf(params, sizeof params, "{\"name\":\"%s\",\"participants\":%s,"
-             "\"callbackChannelId\":\"%s\",\"discussGuide\":\"Decide.\"}", name,
-             participants, ORIGIN);
+    snprintf(params, sizeof params,
+             "{\"name\":\"%s\",\"participants\":%s,"
+             "\"callbackChannelId\":\"%s\",\"discussGuide\":\"Decide.\"}",
+             name, participants, ORIGIN);
     ck_assert_int_eq(tool("discord_channel_create", params, ctx, &res), OC_OK);
     json_t *d = json_object_get(res, "details");
     snprintf(ch, 32, "%s", json_string_value(json_object_get(d, "channelId")));
@@ -2225,8 +2267,7 @@ START_TEST(test_list_tool)
     /* No agent in the context, bad params. */
     ck_assert_int_eq(list_of(NULL, "{}", &res), OC_ERR_DENIED);
     json_decref(res);
-    const char *bad[] = {"{\"limit\":0}", "{\"limit\":51}", "{\"offset\":-1}",
-                         "{\"page\":1}"};
+    const char *bad[] = {"{\"limit\":0}", "{\"limit\":51}", "{\"offset\":-1}", "{\"page\":1}"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         ck_assert_int_eq(list_of("planner", bad[i], &res), OC_ERR_INVALID);
         json_decref(res);
@@ -2325,7 +2366,8 @@ START_TEST(test_tools_out_of_memory)
             ctx = ctx_of("planner", ORIGIN);
             snprintf(params, sizeof params,
                      "{\"name\":\"csm-oom\",\"participants\":[\"reviewer\",\"coder\"],"
-                     "\"callbackChannelId\":\"%s\",\"discussGuide\":\"%s\"}", ORIGIN, GUIDE);
+                     "\"callbackChannelId\":\"%s\",\"discussGuide\":\"%s\"}",
+                     ORIGIN, GUIDE);
             rc = oom_tool("discord_channel_create", params, ctx, n, &hit, &res);
         } else {
             const char *d = open_discussion();
@@ -2336,11 +2378,11 @@ START_TEST(test_tools_out_of_memory)
         }
         ck_assert_msg(rc == OC_OK || strcmp(oc_status_name(rc), "OC_UNKNOWN") != 0,
                       "allocation %ld: status %d", n, rc);
-        ck_assert_msg(json_is_object(res), "allocation %ld: status %s without a result object",
-                      n, oc_status_name(rc));
+        ck_assert_msg(json_is_object(res), "allocation %ld: status %s without a result object", n,
+                      oc_status_name(rc));
         if (rc == OC_OK && _i == 0) {
-            const char *ch = json_string_value(json_object_get(json_object_get(res, "details"),
-                                                               "channelId"));
+            const char *ch =
+                json_string_value(json_object_get(json_object_get(res, "details"), "channelId"));
             ck_assert_ptr_nonnull(ch);
             dg_discussion d = load_row(ch);
             ck_assert_int_eq(d.status, DG_DISCUSSION_ACTIVE);
@@ -2401,7 +2443,8 @@ START_TEST(test_tools_store_faults)
             ctx = ctx_call("planner", ORIGIN, "call-sf");
             snprintf(params, sizeof params,
                      "{\"name\":\"csm-sf\",\"participants\":[\"reviewer\",\"coder\"],"
-                     "\"callbackChannelId\":\"%s\",\"discussGuide\":\"%s\"}", ORIGIN, GUIDE);
+                     "\"callbackChannelId\":\"%s\",\"discussGuide\":\"%s\"}",
+                     ORIGIN, GUIDE);
         } else if (k == 1) {
             name = "discord_channel_create";
             ctx = ctx_call("planner", ORIGIN, "call-sf");
@@ -2456,8 +2499,7 @@ START_TEST(test_tools_store_faults)
                 ck_assert_int_eq(count_rows("discussions"), rc == OC_OK ? 1 : 0);
         } else if (k == 2) {
             dg_discussion row = load_row(d);
-            ck_assert_int_eq(row.status, rc == OC_OK ? DG_DISCUSSION_CLOSED
-                                                     : DG_DISCUSSION_ACTIVE);
+            ck_assert_int_eq(row.status, rc == OC_OK ? DG_DISCUSSION_CLOSED : DG_DISCUSSION_ACTIVE);
             dg_discussion_clear(&row);
         }
         teardown();
@@ -2652,8 +2694,7 @@ START_TEST(test_summary_rules_and_preview_edges)
     memset(line, ' ', sizeof line);
     memcpy(line + sizeof line - 12, "## Decision\n", 12);
     int sfd = file_fd("long.md", line, sizeof line);
-    ck_assert_int_eq(dg_summary_check_headings(r, sfd, "long.md", why, sizeof why),
-                     OC_ERR_INVALID);
+    ck_assert_int_eq(dg_summary_check_headings(r, sfd, "long.md", why, sizeof why), OC_ERR_INVALID);
     close(sfd);
     sfd = open(dir, O_RDONLY | O_DIRECTORY);
     ck_assert_int_ge(sfd, 0);
@@ -2696,8 +2737,9 @@ START_TEST(test_create_needs_token_guild_and_moderator_id)
     static const char *const cases[2][2] = {
         {"{\"apiBase\":\"%s\",\"guildId\":\"%s\",\"moderatorUserId\":\"" MOD_ID "\"}",
          "DIRIGENT_MODERATOR_TOKEN"},
-        {"{\"apiBase\":\"%s\",\"moderatorToken\":\"" MOD_TOKEN "\",\"moderatorUserId\":\""
-         MOD_ID "\"}", "discord.guildId"},
+        {"{\"apiBase\":\"%s\",\"moderatorToken\":\"" MOD_TOKEN "\",\"moderatorUserId\":\"" MOD_ID
+         "\"}",
+         "discord.guildId"},
     };
     for (size_t i = 0; i < 2; i++) {
         char discord[512];

@@ -217,8 +217,8 @@ static int check_links(const char *path, text *errors)
             if (!anchors || !strstr(anchors, want)) {
                 char what[2300];
                 snprintf(what, sizeof what, "%s#%s", file, hash);
-                text_addf(errors, "%s: the anchor of %s matches no heading there (line %d)\n",
-                          path, what, lineno);
+                text_addf(errors, "%s: the anchor of %s matches no heading there (line %d)\n", path,
+                          what, lineno);
             }
             free(anchors);
             free(other);
@@ -238,7 +238,8 @@ START_TEST(slugs_follow_githubs_rule)
         {"Quick start (Debian 12)", "quick-start-debian-12"},
         {"`before_agent_reply` (the claim)", "before_agent_reply-the-claim"},
         {"[Links](x.md) and *emphasis*", "links-and-emphasis"},
-        {"What works, what is measured, what is not done", "what-works-what-is-measured-what-is-not-done"},
+        {"What works, what is measured, what is not done",
+         "what-works-what-is-measured-what-is-not-done"},
         {"ABI 1.1: session_reset / run_abort", "abi-11-session_reset--run_abort"},
         {"Closing #s ##", "closing-s"},
     };
@@ -290,8 +291,8 @@ START_TEST(a_broken_link_or_anchor_is_found)
     /* The other file's links resolve from its own folder. */
     text e2 = {0};
     ck_assert_int_eq(check_links(b, &e2), 2);
-    ck_assert_msg(e2.s && strstr(e2.s, "nothing.md names no file") && !strstr(e2.s, "a.md"),
-                  "%s", e2.s ? e2.s : "(nothing reported)");
+    ck_assert_msg(e2.s && strstr(e2.s, "nothing.md names no file") && !strstr(e2.s, "a.md"), "%s",
+                  e2.s ? e2.s : "(nothing reported)");
     free(e2.s);
     free(a), free(b), free(sub);
     tu_rmtree(tmp);
@@ -303,8 +304,10 @@ START_TEST(every_link_of_the_docs_resolves)
 {
     glob_t g;
     ck_assert_int_eq(glob("docs/*.md", 0, NULL, &g), 0);
-    ck_assert_msg(g.gl_pathc >= 6, "docs/ holds %zu markdown files; expected the six the README "
-                                   "links to", g.gl_pathc);
+    ck_assert_msg(g.gl_pathc >= 6,
+                  "docs/ holds %zu markdown files; expected the six the README "
+                  "links to",
+                  g.gl_pathc);
     text errors = {0};
     int checked = check_links("README.md", &errors);
     ck_assert_msg(checked >= 10, "README.md has only %d relative links: is the parser broken?",

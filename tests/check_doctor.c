@@ -46,8 +46,9 @@ static void setup(void)
     ck_assert_int_eq(fake_discord_add_user(FD, TOK_PLANNER, PLANNER_ID, "planner", 1), 0);
     ck_assert_int_eq(fake_discord_add_user(FD, TOK_REVIEWER, REVIEWER_ID, "reviewer", 1), 0);
     ck_assert_int_eq(fake_discord_add_user(FD, TOK_CODER, CODER_ID, "coder", 1), 0);
-    ck_assert_int_eq(fake_discord_add_role(FD, MOD_ROLE, "dirigent",
-                                           PERM_MANAGE_CHANNELS | PERM_MANAGE_ROLES), 0);
+    ck_assert_int_eq(
+        fake_discord_add_role(FD, MOD_ROLE, "dirigent", PERM_MANAGE_CHANNELS | PERM_MANAGE_ROLES),
+        0);
     ck_assert_int_eq(fake_discord_grant_role(FD, MOD_ID, MOD_ROLE), 0);
     ck_assert_int_eq(fake_discord_add_channel(FD, GENERAL, "general", NULL), 0);
     DIR_ = tu_mkdtemp();
@@ -77,23 +78,28 @@ static void write_config(const char *hooks, const char *extra_plugin_keys, const
 {
     char *text = NULL;
     char *dbp = db ? strdup(db) : tu_path(DIR_, "state/dirigent.db");
-    ck_assert_int_ge(asprintf(&text,
-        "{\"bindings\":["
-        "{\"agentId\":\"planner\",\"match\":{\"channel\":\"discord\",\"accountId\":\"planner\"}},"
-        "{\"agentId\":\"reviewer\",\"match\":{\"channel\":\"discord\",\"accountId\":\"reviewer\"}},"
-        "{\"agentId\":\"coder\",\"match\":{\"channel\":\"discord\",\"accountId\":\"coder\"}}],"
-        "\"channels\":{\"discord\":{\"enabled\":true,\"allowBots\":true,"
-        "\"accounts\":{\"planner\":{\"token\":\"${PLANNER_BOT_TOKEN}\"},"
-        "\"reviewer\":{\"token\":\"${REVIEWER_BOT_TOKEN}\"},"
-        "\"coder\":{\"token\":\"${CODER_BOT_TOKEN}\"}}}},"
-        "\"plugins\":{\"entries\":{\"dirigent\":{\"enabled\":true,\"hooks\":%s,"
-        "\"config\":{%s\"dbPath\":\"%s\",\"discord\":{\"apiBase\":\"%s\","
-        "\"guildId\":\"${DISCORD_GUILD_ID}\",\"moderatorUserId\":\"${MODERATOR_USER_ID}\"},"
-        "\"agents\":{\"planner\":{\"discordUserId\":\"" PLANNER_ID "\"},"
-        "\"reviewer\":{\"discordUserId\":\"" REVIEWER_ID "\"},"
-        "\"coder\":{\"discordUserId\":\"" CODER_ID "\"}}}}}}}",
-        hooks ? hooks : "{\"allowConversationAccess\":true,\"allowPromptInjection\":true}",
-        extra_plugin_keys ? extra_plugin_keys : "", dbp, fake_discord_url(FD)), 0);
+    ck_assert_int_ge(
+        asprintf(
+            &text,
+            "{\"bindings\":["
+            "{\"agentId\":\"planner\",\"match\":{\"channel\":\"discord\",\"accountId\":\"planner\"}"
+            "},"
+            "{\"agentId\":\"reviewer\",\"match\":{\"channel\":\"discord\",\"accountId\":"
+            "\"reviewer\"}},"
+            "{\"agentId\":\"coder\",\"match\":{\"channel\":\"discord\",\"accountId\":\"coder\"}}],"
+            "\"channels\":{\"discord\":{\"enabled\":true,\"allowBots\":true,"
+            "\"accounts\":{\"planner\":{\"token\":\"${PLANNER_BOT_TOKEN}\"},"
+            "\"reviewer\":{\"token\":\"${REVIEWER_BOT_TOKEN}\"},"
+            "\"coder\":{\"token\":\"${CODER_BOT_TOKEN}\"}}}},"
+            "\"plugins\":{\"entries\":{\"dirigent\":{\"enabled\":true,\"hooks\":%s,"
+            "\"config\":{%s\"dbPath\":\"%s\",\"discord\":{\"apiBase\":\"%s\","
+            "\"guildId\":\"${DISCORD_GUILD_ID}\",\"moderatorUserId\":\"${MODERATOR_USER_ID}\"},"
+            "\"agents\":{\"planner\":{\"discordUserId\":\"" PLANNER_ID "\"},"
+            "\"reviewer\":{\"discordUserId\":\"" REVIEWER_ID "\"},"
+            "\"coder\":{\"discordUserId\":\"" CODER_ID "\"}}}}}}}",
+            hooks ? hooks : "{\"allowConversationAccess\":true,\"allowPromptInjection\":true}",
+            extra_plugin_keys ? extra_plugin_keys : "", dbp, fake_discord_url(FD)),
+        0);
     ck_assert_int_eq(tu_write_file(CONF, text), 0);
     free(text);
     free(dbp);
@@ -105,8 +111,14 @@ static int doctor(char **out, const char *version, const char *json)
 {
     char *bin = tu_path(tu_build_dir(), "dirigent-ctl");
     char *outp = tu_path(DIR_, "doctor.out"), *errp = tu_path(DIR_, "doctor.err");
-    const char *argv[] = {bin, "doctor", "--openclaw-config", CONF, "--openclaw-version",
-                          version ? version : "2026.9.6", json, NULL};
+    const char *argv[] = {bin,
+                          "doctor",
+                          "--openclaw-config",
+                          CONF,
+                          "--openclaw-version",
+                          version ? version : "2026.9.6",
+                          json,
+                          NULL};
     int st = tu_run_wait(argv, outp, errp, NULL, 60000);
     const char *paths[] = {outp, errp};
     for (int k = 0; k < 2; k++) {
@@ -152,11 +164,13 @@ START_TEST(test_a_good_config_has_no_error)
     write_config(NULL, NULL, NULL);
     char *out = NULL;
     ck_assert_int_eq(doctor(&out, NULL, NULL), 0);
-    has_line(out, "ok", "moderator: the token of env DIRIGENT_MODERATOR_TOKEN is valid and "
+    has_line(out, "ok",
+             "moderator: the token of env DIRIGENT_MODERATOR_TOKEN is valid and "
              "belongs to bot moderator (" MOD_ID ")");
     has_line(out, "ok", "planner: the token of channels.discord.accounts.planner.token is valid");
     has_line(out, "ok", "plugin config: valid (the plugin's own validation): 3 agents");
-    has_line(out, "ok", "channel #general (" GENERAL "): the moderator and 3 agents (coder, "
+    has_line(out, "ok",
+             "channel #general (" GENERAL "): the moderator and 3 agents (coder, "
              "planner, reviewer) can read and send");
     has_line(out, "ok", "discussions: the moderator has Manage Channels and Manage Roles");
     has_line(out, "ok", "hooks.allowConversationAccess is true");
@@ -187,7 +201,8 @@ START_TEST(test_missing_moderator_token)
     unsetenv("DIRIGENT_MODERATOR_TOKEN");
     char *out = NULL;
     ck_assert_int_eq(doctor(&out, NULL, NULL), 1);
-    has_line(out, "error", "moderator: no Discord token (discord.moderatorToken / env "
+    has_line(out, "error",
+             "moderator: no Discord token (discord.moderatorToken / env "
              "DIRIGENT_MODERATOR_TOKEN is not set); fix: export DIRIGENT_MODERATOR_TOKEN");
     has_line(out, "warn", "channels and permissions: not checked");
     free(out);
@@ -197,10 +212,12 @@ END_TEST
 START_TEST(test_wrong_moderator_token)
 {
     write_config(NULL, NULL, NULL);
-    setenv("DIRIGENT_MODERATOR_TOKEN", "TOKWRONGxxxxxxxxxxxxxxxx.GwroAA.wrongsecretwrongsecretwrong", 1);
+    setenv("DIRIGENT_MODERATOR_TOKEN",
+           "TOKWRONGxxxxxxxxxxxxxxxx.GwroAA.wrongsecretwrongsecretwrong", 1);
     char *out = NULL;
     ck_assert_int_eq(doctor(&out, NULL, NULL), 1);
-    has_line(out, "error", "moderator: Discord refuses the token of env "
+    has_line(out, "error",
+             "moderator: Discord refuses the token of env "
              "DIRIGENT_MODERATOR_TOKEN (401 Unauthorized)");
     ck_assert_ptr_null(strstr(out, "wrongsecret"));
     free(out);
@@ -213,7 +230,8 @@ START_TEST(test_moderator_token_of_another_user)
     setenv("DIRIGENT_MODERATOR_TOKEN", TOK_PLANNER, 1);
     char *out = NULL;
     ck_assert_int_eq(doctor(&out, NULL, NULL), 1);
-    has_line(out, "error", "moderator: the token of env DIRIGENT_MODERATOR_TOKEN belongs to "
+    has_line(out, "error",
+             "moderator: the token of env DIRIGENT_MODERATOR_TOKEN belongs to "
              "planner (" PLANNER_ID "), not to the configured user " MOD_ID);
     free(out);
 }
@@ -225,9 +243,11 @@ START_TEST(test_agent_token_of_another_user)
     setenv("CODER_BOT_TOKEN", TOK_REVIEWER, 1);
     char *out = NULL;
     ck_assert_int_eq(doctor(&out, NULL, NULL), 1);
-    has_line(out, "error", "coder: the token of channels.discord.accounts.coder.token belongs "
+    has_line(out, "error",
+             "coder: the token of channels.discord.accounts.coder.token belongs "
              "to reviewer (" REVIEWER_ID "), not to the configured user " CODER_ID);
-    has_line(out, "ok", "reviewer: the token of channels.discord.accounts.reviewer.token is "
+    has_line(out, "ok",
+             "reviewer: the token of channels.discord.accounts.reviewer.token is "
              "valid");
     free(out);
 }
@@ -252,21 +272,24 @@ START_TEST(test_channel_not_visible_to_an_agent)
     deny_view(coder, 1);
     char *out = NULL;
     ck_assert_int_eq(doctor(&out, NULL, NULL), 0);
-    has_line(out, "warn", "channel #general (" GENERAL "): planner, reviewer can read and "
+    has_line(out, "warn",
+             "channel #general (" GENERAL "): planner, reviewer can read and "
              "send; coder (no View Channel) never takes a turn there");
     free(out);
     /* Two agents hidden: turns need two. */
     const char *two[] = {CODER_ID, REVIEWER_ID};
     deny_view(two, 2);
     ck_assert_int_eq(doctor(&out, NULL, NULL), 1);
-    has_line(out, "error", "channel #general (" GENERAL "): 1 agent can read and send there "
+    has_line(out, "error",
+             "channel #general (" GENERAL "): 1 agent can read and send there "
              "(planner), turns need two; coder (no View Channel), reviewer (no View Channel)");
     free(out);
     /* The moderator hidden. */
     const char *mod[] = {MOD_ID};
     deny_view(mod, 1);
     ck_assert_int_eq(doctor(&out, NULL, NULL), 1);
-    has_line(out, "error", "channel #general (" GENERAL "): the moderator cannot post there "
+    has_line(out, "error",
+             "channel #general (" GENERAL "): the moderator cannot post there "
              "(no View Channel)");
     free(out);
 }
@@ -328,22 +351,27 @@ START_TEST(test_db_path_of_another_application)
     char *db = tu_path(DIR_, "other.db");
     sqlite3 *s = NULL;
     ck_assert_int_eq(sqlite3_open(db, &s), SQLITE_OK);
-    ck_assert_int_eq(sqlite3_exec(s, "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT);"
-                                     "INSERT INTO notes (body) VALUES ('mine');",
-                                  NULL, NULL, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(s,
+                                  "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT);"
+                                  "INSERT INTO notes (body) VALUES ('mine');",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
     sqlite3_close(s);
     write_config(NULL, NULL, db);
     char *out = NULL;
     ck_assert_int_eq(doctor(&out, NULL, NULL), 1);
     char want[1024];
-    snprintf(want, sizeof want, "database: dbPath %s holds another application's data, not "
-             "dirigent's (a SQLite database without the plugin's stamp and tables)", db);
+    snprintf(want, sizeof want,
+             "database: dbPath %s holds another application's data, not "
+             "dirigent's (a SQLite database without the plugin's stamp and tables)",
+             db);
     has_line(out, "error", want);
     free(out);
     /* Another file altogether. */
     ck_assert_int_eq(tu_write_file(db, "just some text, not a database at all\n"), 0);
     ck_assert_int_eq(doctor(&out, NULL, NULL), 1);
-    has_line(out, "error", "holds another application's data, not dirigent's (not a SQLite "
+    has_line(out, "error",
+             "holds another application's data, not dirigent's (not a SQLite "
              "database)");
     free(out);
     free(db);
@@ -355,7 +383,8 @@ START_TEST(test_allow_conversation_access_missing)
     write_config("{\"allowPromptInjection\":true}", NULL, NULL);
     char *out = NULL;
     ck_assert_int_eq(doctor(&out, NULL, NULL), 1);
-    has_line(out, "error", "plugins.entries.dirigent.hooks.allowConversationAccess is not true: "
+    has_line(out, "error",
+             "plugins.entries.dirigent.hooks.allowConversationAccess is not true: "
              "OpenClaw runs no typed hook");
     free(out);
 }
@@ -372,7 +401,8 @@ START_TEST(test_no_reply_pair_on_a_host_without_claim_hooks)
     /* Configured, on that host: the provider must be in models.providers. */
     write_config(NULL, "\"noReplyProvider\":\"noreply\",\"noReplyModel\":\"no-reply\",", NULL);
     ck_assert_int_eq(doctor(&out, "2026.8.2", NULL), 1);
-    has_line(out, "error", "no-reply provider: noReplyProvider \"noreply\" is not in "
+    has_line(out, "error",
+             "no-reply provider: noReplyProvider \"noreply\" is not in "
              "models.providers");
     free(out);
     /* On a host with claim hooks it is not contacted. */
@@ -392,9 +422,11 @@ START_TEST(test_plugin_validation_and_unset_variables)
     write_config(NULL, NULL, NULL);
     unsetenv("REVIEWER_BOT_TOKEN");
     ck_assert_int_eq(doctor(&out, NULL, NULL), 1);
-    has_line(out, "warn", "config: ${REVIEWER_BOT_TOKEN} (in channels.discord.accounts.reviewer."
+    has_line(out, "warn",
+             "config: ${REVIEWER_BOT_TOKEN} (in channels.discord.accounts.reviewer."
              "token) is not set in this environment");
-    has_line(out, "error", "reviewer: no Discord token (channels.discord.accounts.reviewer."
+    has_line(out, "error",
+             "reviewer: no Discord token (channels.discord.accounts.reviewer."
              "token names a variable that is not set)");
     free(out);
 }

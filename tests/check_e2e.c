@@ -85,14 +85,10 @@ static void check_story_record(e2e_run *r, int exact_creates)
     };
     e2e_check_channel(r, E2E_WORK, work, 4);
     const e2e_want d[] = {
-        {E2E_MOD, "[Discussion Started]"},
-        {E2E_REVIEWER, "Review:"},
-        {E2E_CODER, "Implementation:"},
-        {E2E_MOD, "<@" E2E_REVIEWER ">"},
-        {E2E_MOD, "<@" E2E_CODER ">"},
-        {E2E_MOD, "[Discussion Idle]"},
-        {E2E_ALICE, "One more thought"},
-        {E2E_MOD, "[Channel Closed]"},
+        {E2E_MOD, "[Discussion Started]"}, {E2E_REVIEWER, "Review:"},
+        {E2E_CODER, "Implementation:"},    {E2E_MOD, "<@" E2E_REVIEWER ">"},
+        {E2E_MOD, "<@" E2E_CODER ">"},     {E2E_MOD, "[Discussion Idle]"},
+        {E2E_ALICE, "One more thought"},   {E2E_MOD, "[Channel Closed]"},
     };
     e2e_check_channel(r, disc, d, 8);
     /* The archive index (discussion.archiveChannelId): one line, once. */
@@ -110,9 +106,10 @@ static void check_story_record(e2e_run *r, int exact_creates)
         const char *a = author_of(m);
         ck_assert_msg(sget(m, "nonce") != NULL, "message %s of %s has no nonce", sget(m, "id"), a);
         mods += !strcmp(a, E2E_MOD);
-        json_array_foreach(all, k, o) if (k > i && sget(m, "nonce") && sget(o, "nonce"))
-            ck_assert_msg(strcmp(sget(m, "nonce"), sget(o, "nonce")) || strcmp(a, author_of(o)),
-                          "nonce %s used twice by %s", sget(m, "nonce"), a);
+        json_array_foreach(all, k, o)
+            if (k > i && sget(m, "nonce") && sget(o, "nonce"))
+                ck_assert_msg(strcmp(sget(m, "nonce"), sget(o, "nonce")) || strcmp(a, author_of(o)),
+                              "nonce %s used twice by %s", sget(m, "nonce"), a);
     }
     ck_assert_int_eq(mods, 7);
     json_decref(all);
@@ -158,8 +155,9 @@ static void check_story_record(e2e_run *r, int exact_creates)
             json_t *body = json_object_get(o, "body");
             ck_assert_msg(sget(body, "nonce") != NULL, "a post by %s without a nonce", who);
             ck_assert(json_is_true(json_object_get(body, "enforce_nonce")));
-            ck_assert_int_eq(json_array_size(json_object_get(json_object_get(body,
-                                                             "allowed_mentions"), "parse")), 0);
+            ck_assert_int_eq(json_array_size(json_object_get(
+                                 json_object_get(body, "allowed_mentions"), "parse")),
+                             0);
             if (strstr(sget(body, "content"), "[Discussion Started]") && status / 100 == 2) {
                 json_t *users = json_object_get(json_object_get(body, "allowed_mentions"), "users");
                 int rv = 0, cd = 0;
@@ -200,8 +198,10 @@ static int id_cmp(const void *a, const void *b)
 
 static const char *name_of(const char *user_id)
 {
-    static const char *const ids[][2] = {{E2E_MOD, "moderator"}, {E2E_PLANNER, "planner"},
-                                         {E2E_REVIEWER, "reviewer"}, {E2E_CODER, "coder"},
+    static const char *const ids[][2] = {{E2E_MOD, "moderator"},
+                                         {E2E_PLANNER, "planner"},
+                                         {E2E_REVIEWER, "reviewer"},
+                                         {E2E_CODER, "coder"},
                                          {E2E_ALICE, "alice"}};
     for (size_t i = 0; i < sizeof ids / sizeof *ids; i++)
         if (user_id && !strcmp(user_id, ids[i][0]))
@@ -235,8 +235,10 @@ static void check_transcript_order(e2e_run *r, const char *out)
         char line_want[128];
         const char *cid = sget(msgs[i], "channel_id");
         snprintf(line_want, sizeof line_want, "\n[#%s] %s (",
-                 !strcmp(cid, E2E_WORK) ? "work" : !strcmp(cid, E2E_ARCHIVE) ? "archive"
-                 : "discussion", name_of(author_of(msgs[i])));
+                 !strcmp(cid, E2E_WORK)      ? "work"
+                 : !strcmp(cid, E2E_ARCHIVE) ? "archive"
+                                             : "discussion",
+                 name_of(author_of(msgs[i])));
         /* the next message line, skipping "[#x] alice (scripted human) posts" */
         const char *line = p;
         while ((line = strstr(line, "\n[#")) && strstr(line, " (scripted human) posts ") &&
@@ -244,8 +246,8 @@ static void check_transcript_order(e2e_run *r, const char *out)
             line++;
         ck_assert_msg(line && !strncmp(line, line_want, strlen(line_want)),
                       "message %zu of %zu (id %s) is not next in the transcript: expected "
-                      "\"%s...\", found \"%.60s\"", i + 1, n, sget(msgs[i], "id"), line_want + 1,
-                      line ? line + 1 : "(end)");
+                      "\"%s...\", found \"%.60s\"",
+                      i + 1, n, sget(msgs[i], "id"), line_want + 1, line ? line + 1 : "(end)");
         p = line + 1;
     }
     free(msgs);
@@ -268,9 +270,10 @@ static void check_value_and_rest(e2e_run *r, const char *out)
     long real = (long)json_integer_value(json_object_get(t, "realModelCalls"));
     ck_assert_int_eq(runs, avoided + real);
     char value[256];
-    snprintf(value, sizeof value, "== value: without the plugin all %ld agent runs would have "
-             "called a model: %ld avoided (%ld%%), %ld made ==", runs, avoided,
-             (avoided * 100 + runs / 2) / runs, real);
+    snprintf(value, sizeof value,
+             "== value: without the plugin all %ld agent runs would have "
+             "called a model: %ld avoided (%ld%%), %ld made ==",
+             runs, avoided, (avoided * 100 + runs / 2) / runs, real);
     ck_assert_msg(strstr(out, value), "the transcript lacks \"%s\"", value);
     json_t *by = json_object_get(st, "restPostsBy");
     long sum = (long)json_integer_value(json_object_get(t, "restReads"));
@@ -279,16 +282,19 @@ static void check_value_and_rest(e2e_run *r, const char *out)
     json_t *v;
     json_object_foreach(by, who, v) {
         sum += (long)json_integer_value(v);
-        const char *uid = !strcmp(who, "alice") ? E2E_ALICE : !strcmp(who, "planner") ? E2E_PLANNER
-                          : !strcmp(who, "reviewer") ? E2E_REVIEWER : E2E_CODER;
+        const char *uid = !strcmp(who, "alice")      ? E2E_ALICE
+                          : !strcmp(who, "planner")  ? E2E_PLANNER
+                          : !strcmp(who, "reviewer") ? E2E_REVIEWER
+                                                     : E2E_CODER;
         long posts = 0;
         size_t i;
         json_t *o;
-        json_array_foreach(reqs, i, o) posts += sget(o, "authUserId") &&
-                                                !strcmp(sget(o, "authUserId"), uid) &&
-                                                !strcmp(sget(o, "method"), "POST");
-        ck_assert_msg(posts == json_integer_value(v), "%s: %ld posts at the fake, ocgw counted %lld",
-                      who, posts, (long long)json_integer_value(v));
+        json_array_foreach(reqs, i, o)
+            posts += sget(o, "authUserId") && !strcmp(sget(o, "authUserId"), uid) &&
+                     !strcmp(sget(o, "method"), "POST");
+        ck_assert_msg(posts == json_integer_value(v),
+                      "%s: %ld posts at the fake, ocgw counted %lld", who, posts,
+                      (long long)json_integer_value(v));
     }
     ck_assert_uint_eq(json_object_size(by), 4); /* alice, planner, reviewer, coder */
     ck_assert_int_eq(sum, json_integer_value(json_object_get(t, "restRequests")));
@@ -406,8 +412,8 @@ END_TEST
 START_TEST(story_with_30_percent_rest_failures)
 {
     e2e_run r;
-    const char *fake_args[] = {"--fail-rate", "0.3", "--seed", "20260330", "--retry-after", "0.05",
-                               NULL};
+    const char *fake_args[] = {"--fail-rate",   "0.3",  "--seed", "20260330",
+                               "--retry-after", "0.05", NULL};
     e2e_start(&r, fake_args);
     const char *args[] = {STORY_ARGS, NULL};
     e2e_ocgw_start(&r, "demo/host.json", args, NULL);
@@ -496,8 +502,8 @@ END_TEST
  * after agent_end, after a whole message, after a human post. */
 START_TEST(story_survives_death_at_each_journal_point)
 {
-    static const char *const points[] = {"after-received", "after-decide", "after-tool",
-                                         "after-post", "after-agent-end", "after-message",
+    static const char *const points[] = {"after-received", "after-decide",    "after-tool",
+                                         "after-post",     "after-agent-end", "after-message",
                                          "after-human"};
     enum { NP = sizeof points / sizeof points[0] };
     e2e_run r;
@@ -517,8 +523,8 @@ START_TEST(story_survives_death_at_each_journal_point)
         }
         if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
             dump_gateway(&r, r.gw_starts);
-        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "ocgw (%s) ended with status %d",
-                      die, st);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "ocgw (%s) ended with status %d", die,
+                      st);
         done = 1;
     }
     ck_assert_msg(done, "the story did not complete (%d deaths)", deaths);
@@ -595,13 +601,13 @@ static char *write_config(e2e_run *r, json_t *plugins_extra, const char *name)
         "plugins", "load", "paths", "${OCGW_PLUGINS}", "deny", "probe-denied", "entries",
         "probe-off", "enabled", 0, "dirigent", "enabled", 1, "config", "noReplyProvider",
         "dirigent-noreply", "noReplyModel", "no-reply", "dbPath", "${OCGW_STATE}/dirigent.db",
-        "discord", "apiBase", "${OCGW_API_BASE}", "guildId", E2E_GUILD, "moderatorUserId",
-        E2E_MOD, "agents", "planner", "discordUserId", E2E_PLANNER, "discord", "apiBase",
-        "${OCGW_API_BASE}", "guildId", E2E_GUILD, "moderatorUserId", E2E_MOD, "gateway",
-        "stateDir", "${OCGW_STATE}", "pollIntervalMs", 50, "noReply", "provider",
-        "dirigent-noreply", "model", "no-reply", "channels", "work", "id", E2E_WORK, "agents",
-        "id", "planner", "workspace", "${OCGW_WORK}/planner", "discordUserId", E2E_PLANNER,
-        "tokenEnv", "DEMO_PLANNER_TOKEN", "model", "scripted/planner");
+        "discord", "apiBase", "${OCGW_API_BASE}", "guildId", E2E_GUILD, "moderatorUserId", E2E_MOD,
+        "agents", "planner", "discordUserId", E2E_PLANNER, "discord", "apiBase", "${OCGW_API_BASE}",
+        "guildId", E2E_GUILD, "moderatorUserId", E2E_MOD, "gateway", "stateDir", "${OCGW_STATE}",
+        "pollIntervalMs", 50, "noReply", "provider", "dirigent-noreply", "model", "no-reply",
+        "channels", "work", "id", E2E_WORK, "agents", "id", "planner", "workspace",
+        "${OCGW_WORK}/planner", "discordUserId", E2E_PLANNER, "tokenEnv", "DEMO_PLANNER_TOKEN",
+        "model", "scripted/planner");
     ck_assert_ptr_nonnull(cfg);
     if (plugins_extra) {
         json_object_update(json_object_get(cfg, "plugins"), plugins_extra);
@@ -620,8 +626,8 @@ START_TEST(plugins_disabled_denied_and_other_major)
     char *plugins = tu_path(r.dir, "plugins");
     free(host_test_plugin_dir(plugins, "off", "probe", "probe.so", "probe-off", OC_ABI_MAJOR,
                               OC_ABI_MINOR, NULL));
-    free(host_test_plugin_dir(plugins, "denied", "probe", "probe.so", "probe-denied",
-                              OC_ABI_MAJOR, OC_ABI_MINOR, NULL));
+    free(host_test_plugin_dir(plugins, "denied", "probe", "probe.so", "probe-denied", OC_ABI_MAJOR,
+                              OC_ABI_MINOR, NULL));
     /* The manifest claims major 1; the library's own table says 2. */
     free(host_test_plugin_dir(plugins, "major2", "major2", "major2.so", "major2", OC_ABI_MAJOR,
                               OC_ABI_MINOR, NULL));
@@ -696,8 +702,9 @@ START_TEST(relative_db_path_is_taken_from_the_config_folder)
     e2e_start(&r, NULL);
     char *cfg = write_config(&r, NULL, "relative.json");
     json_t *j = json_load_file(cfg, 0, NULL);
-    json_t *pc = json_object_get(json_object_get(json_object_get(json_object_get(j, "plugins"),
-                                                                 "entries"), "dirigent"), "config");
+    json_t *pc = json_object_get(
+        json_object_get(json_object_get(json_object_get(j, "plugins"), "entries"), "dirigent"),
+        "config");
     json_object_set_new(pc, "dbPath", json_string("db/dirigent.db"));
     ck_assert_int_eq(json_dump_file(j, cfg, 0), 0);
     json_decref(j);
@@ -734,8 +741,8 @@ static int check_with(e2e_run *r, const char *cfg, const char *what, json_t *val
 {
     json_t *j = json_load_file(cfg, 0, NULL);
     json_t *plugins = json_object_get(j, "plugins");
-    json_t *pc = json_object_get(json_object_get(json_object_get(plugins, "entries"),
-                                                 "dirigent"), "config");
+    json_t *pc =
+        json_object_get(json_object_get(json_object_get(plugins, "entries"), "dirigent"), "config");
     if (what && !strcmp(what, "allow"))
         json_object_set_new(plugins, "allow", val);
     else if (what && !strcmp(what, "apiBase"))
@@ -772,13 +779,15 @@ START_TEST(check_refuses_cost_burning_mistakes)
                       strstr(out, "tools discord_channel_create, discuss-callback") &&
                       strstr(out, "hooks message_received, before_agent_reply") &&
                       strstr(out, "reply_payload_sending") && strstr(out, "agents planner") &&
-                      strstr(out, "channels #work " E2E_WORK), "summary: %s", out);
+                      strstr(out, "channels #work " E2E_WORK),
+                  "summary: %s", out);
     free(out);
     free(err);
 
     rc = check_with(&r, cfg, "noReplyModel", json_string("no-replyy"), &out, &err);
     ck_assert_msg(rc == 1 && strstr(err, "gateway.noReply is dirigent-noreply/no-reply") &&
-                      strstr(err, "dirigent-noreply/no-replyy"), "exit %d: %s", rc, err);
+                      strstr(err, "dirigent-noreply/no-replyy"),
+                  "exit %d: %s", rc, err);
     ck_assert_msg(!out || !strstr(out, "OK"), "%s", out);
     free(out);
     free(err);
@@ -790,14 +799,16 @@ START_TEST(check_refuses_cost_burning_mistakes)
 
     rc = check_with(&r, cfg, "apiBase", json_string("http://127.0.0.1:9/api/v10"), &out, &err);
     ck_assert_msg(rc == 1 && strstr(err, "plugins.entries.dirigent.config.discord.apiBase is "
-                                         "http://127.0.0.1:9/api/v10"), "exit %d: %s", rc, err);
+                                         "http://127.0.0.1:9/api/v10"),
+                  "exit %d: %s", rc, err);
     free(out);
     free(err);
 
     /* A gateway agent the plugin does not manage runs its real model on
      * every message of a shared channel. */
-    rc = check_with(&r, cfg, "agents", json_pack("{s:{s:s}}", "reviewer", "discordUserId",
-                                                 "200000000000000099"), &out, &err);
+    rc = check_with(&r, cfg, "agents",
+                    json_pack("{s:{s:s}}", "reviewer", "discordUserId", "200000000000000099"), &out,
+                    &err);
     ck_assert_msg(rc == 1 && strstr(err, "agent planner of the gateway is not in "
                                          "plugins.entries.dirigent.config.agents"),
                   "exit %d: %s", rc, err);
@@ -808,10 +819,11 @@ START_TEST(check_refuses_cost_burning_mistakes)
      * before anything is made (no file named ":memory:" beside the config). */
     rc = check_with(&r, cfg, "dbPath", json_string(":memory:"), &out, &err);
     ck_assert_msg(rc == 1 && strstr(err, "store: dbPath :memory: is an in-memory database") &&
-                      strstr(err, "set dbPath to a file path"), "exit %d: %s", rc, err);
+                      strstr(err, "set dbPath to a file path"),
+                  "exit %d: %s", rc, err);
     char *mem = tu_path(r.dir, ":memory:"), *mem_p = tu_path(r.dir, ":memory:-presence");
-    ck_assert_msg(access(mem, F_OK) != 0 && access(mem_p, F_OK) != 0,
-                  "--check made %s or %s", mem, mem_p);
+    ck_assert_msg(access(mem, F_OK) != 0 && access(mem_p, F_OK) != 0, "--check made %s or %s", mem,
+                  mem_p);
     free(mem);
     free(mem_p);
     free(out);
@@ -822,7 +834,8 @@ START_TEST(check_refuses_cost_burning_mistakes)
     r.env = no_token;
     rc = check_with(&r, cfg, NULL, NULL, &out, &err);
     ck_assert_msg(rc == 1 && strstr(err, "plugins.entries.dirigent: no moderator token (env "
-                                         "DIRIGENT_MODERATOR_TOKEN"), "exit %d: %s", rc, err);
+                                         "DIRIGENT_MODERATOR_TOKEN"),
+                  "exit %d: %s", rc, err);
     ck_assert_msg(!out || !strstr(out, "OK"), "%s", out);
     free(out);
     free(err);
@@ -830,7 +843,8 @@ START_TEST(check_refuses_cost_burning_mistakes)
     r.env = wrong;
     rc = check_with(&r, cfg, NULL, NULL, &out, &err);
     ck_assert_msg(rc == 1 && strstr(err, "plugins.entries.dirigent: the moderator token is "
-                                         "refused by Discord"), "exit %d: %s", rc, err);
+                                         "refused by Discord"),
+                  "exit %d: %s", rc, err);
     ck_assert_msg(!strstr(err, "e2e-wrong-token"), "%s", err);
     free(out);
     free(err);
@@ -838,7 +852,8 @@ START_TEST(check_refuses_cost_burning_mistakes)
     r.env = other;
     rc = check_with(&r, cfg, NULL, NULL, &out, &err);
     ck_assert_msg(rc == 1 && strstr(err, "plugins.entries.dirigent: the moderator token belongs "
-                                         "to user"), "exit %d: %s", rc, err);
+                                         "to user"),
+                  "exit %d: %s", rc, err);
     free(out);
     free(err);
     r.env = NULL;
@@ -846,7 +861,8 @@ START_TEST(check_refuses_cost_burning_mistakes)
     rc = check_with(&r, cfg, "allow", json_pack("[s]", "dirigentt"), &out, &err);
     ck_assert_msg(rc == 1 && strstr(err, "plugins.allow[0]: \"dirigentt\"") &&
                       strstr(err, "plugins.entries.dirigent is configured and enabled, but the "
-                                  "plugin did not load"), "exit %d: %s", rc, err);
+                                  "plugin did not load"),
+                  "exit %d: %s", rc, err);
     free(out);
     free(err);
     free(cfg);
@@ -924,8 +940,8 @@ static int agents_said(e2e_run *r, const char *ch, const char *text)
     json_t *m;
     json_array_foreach(msgs, i, m) {
         const char *a = author_of(m);
-        n += a && (!strcmp(a, E2E_PLANNER) || !strcmp(a, E2E_REVIEWER) ||
-                   !strcmp(a, E2E_CODER)) && strstr(sget(m, "content"), text) != NULL;
+        n += a && (!strcmp(a, E2E_PLANNER) || !strcmp(a, E2E_REVIEWER) || !strcmp(a, E2E_CODER)) &&
+             strstr(sget(m, "content"), text) != NULL;
     }
     json_decref(msgs);
     return n;
@@ -953,8 +969,9 @@ static int moderator_said(e2e_run *r, const char *ch, const char *text)
     int n = 0;
     size_t i;
     json_t *m;
-    json_array_foreach(msgs, i, m) n += author_of(m) && !strcmp(author_of(m), E2E_MOD) &&
-                                        strstr(sget(m, "content"), text) != NULL;
+    json_array_foreach(msgs, i, m)
+        n += author_of(m) && !strcmp(author_of(m), E2E_MOD) &&
+             strstr(sget(m, "content"), text) != NULL;
     json_decref(msgs);
     return n;
 }
@@ -1063,7 +1080,8 @@ START_TEST(playground_starts_answers_and_stops_cleanly)
     char *said = e2e_read(&r, "post.err");
     r.dir = run;
     ck_assert_msg(said && strstr(said, "the message is 2649 characters long, over Discord's "
-                                       "2,000-character limit"), "%s", said ? said : "");
+                                       "2,000-character limit"),
+                  "%s", said ? said : "");
     free(said);
     for (int i = 0; i < 1999; i++)
         memcpy(long_text + 2 * i, "\xc3\xa9", 2); /* é */
@@ -1094,7 +1112,7 @@ START_TEST(playground_starts_answers_and_stops_cleanly)
     r.dir = run;
     const char *asked = "[#work] alice (human): what would you change first?";
     ck_assert_msg(count_in_block(tr, asked, ": claimed by before_agent_reply") == 2 &&
-                  count_in_block(tr, asked, ": real model scripted/") == 1,
+                      count_in_block(tr, asked, ": real model scripted/") == 1,
                   "not one real run and two claimed ones for the question:\n%s", tr);
     free(tr);
     /* Any discussion channel: the N-th opened, or by its id. */
@@ -1117,7 +1135,8 @@ START_TEST(playground_starts_answers_and_stops_cleanly)
     int both = 0;
     size_t k;
     json_t *m1;
-    json_array_foreach(dm, k, m1) both += strstr(sget(m1, "content"), "first discussion, by ") != NULL;
+    json_array_foreach(dm, k, m1)
+        both += strstr(sget(m1, "content"), "first discussion, by ") != NULL;
     json_decref(dm);
     ck_assert_int_eq(both, 2);
     free(disc);

@@ -134,8 +134,8 @@ static void expect(fake_discord *fd, const char *method, const char *path, const
 {
     char *u = url_of(fd, path);
     http_res r = http(method, u, token, body);
-    ck_assert_msg(r.status == status, "%s %s: want %ld got %ld: %s", method, path, status,
-                  r.status, r.body ? r.body : "");
+    ck_assert_msg(r.status == status, "%s %s: want %ld got %ld: %s", method, path, status, r.status,
+                  r.body ? r.body : "");
     if (code >= 0) {
         json_t *j = body_json(&r);
         ck_assert_msg(json_is_string(json_object_get(j, "message")), "%s", r.body);
@@ -185,8 +185,8 @@ START_TEST(refuses_what_discord_refuses)
     strcat(wide, "\"}");
     expect(fd, "POST", mpath, TOKEN, wide, 200, -1, NULL);
     free(wide);
-    expect(fd, "POST", mpath, TOKEN,
-           "{\"content\":\"x\",\"nonce\":\"12345678901234567890123456\"}", 400, 50035, "nonce");
+    expect(fd, "POST", mpath, TOKEN, "{\"content\":\"x\",\"nonce\":\"12345678901234567890123456\"}",
+           400, 50035, "nonce");
     expect(fd, "POST", mpath, TOKEN, "{\"content\":\"  \"}", 400, 50006, NULL);
     expect(fd, "POST", mpath, TOKEN,
            "{\"content\":\"x\",\"allowed_mentions\":{\"parse\":[\"users\"],\"users\":[\"1\"]}}",
@@ -232,8 +232,7 @@ START_TEST(enforce_nonce_returns_first_message)
     /* A nonce is per author: another author's same nonce is a new message,
      * and the first author still gets its own newest one ("three"), also
      * after the other author's message is deleted. */
-    ck_assert_int_eq(fake_discord_add_user(fd, "tok-other", "200000000000000002", "other", 1),
-                     0);
+    ck_assert_int_eq(fake_discord_add_user(fd, "tok-other", "200000000000000002", "other", 1), 0);
     json_t *j3 = body_json(&r3);
     const char *three = json_string_value(json_object_get(j3, "id"));
     http_res r5 = http("POST", u, "tok-other", b1);
@@ -249,8 +248,8 @@ START_TEST(enforce_nonce_returns_first_message)
         http_free(&r6);
         if (round == 0) {
             char *del = NULL;
-            ck_assert_int_ge(asprintf(&del, "%s/%s", u,
-                                      json_string_value(json_object_get(j5, "id"))), 0);
+            ck_assert_int_ge(
+                asprintf(&del, "%s/%s", u, json_string_value(json_object_get(j5, "id"))), 0);
             http_res rd = http("DELETE", del, "tok-other", NULL);
             ck_assert_int_eq(rd.status, 204);
             http_free(&rd);
@@ -297,8 +296,7 @@ START_TEST(lean_answers_in_full_and_keeps_little)
     ck_assert_int_eq(r2.status, 200);
     json_t *j1 = body_json(&r1), *j2 = body_json(&r2);
     ck_assert_str_eq(json_string_value(json_object_get(j1, "content")), "one <@" USER ">");
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j1, "author"), "id")),
-                     USER);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j1, "author"), "id")), USER);
     ck_assert_int_eq(json_array_size(json_object_get(j1, "mentions")), 1);
     ck_assert_str_eq(json_string_value(json_object_get(j1, "nonce")), "n1");
     /* As Discord: a mention inside code pings nobody. */
@@ -407,8 +405,8 @@ START_TEST(messages_read_like_discord)
                       strcmp(ids[i], ids[i - 1]) > 0); /* increasing snowflakes */
     }
     char *u = NULL;
-    ck_assert_int_ge(asprintf(&u, "%s/channels/%s/messages?after=%s&limit=2",
-                              fake_discord_url(fd), chan, ids[0]),
+    ck_assert_int_ge(asprintf(&u, "%s/channels/%s/messages?after=%s&limit=2", fake_discord_url(fd),
+                              chan, ids[0]),
                      0);
     http_res r = http("GET", u, TOKEN, NULL);
     ck_assert_int_eq(r.status, 200);
@@ -416,9 +414,9 @@ START_TEST(messages_read_like_discord)
     ck_assert_uint_eq(json_array_size(j), 2); /* m1 and m2, newest first */
     ck_assert_str_eq(json_string_value(json_object_get(json_array_get(j, 0), "id")), ids[2]);
     ck_assert_str_eq(json_string_value(json_object_get(json_array_get(j, 1), "id")), ids[1]);
-    ck_assert_str_eq(json_string_value(json_object_get(
-                         json_object_get(json_array_get(j, 0), "author"), "id")),
-                     "555555555555555555");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(json_array_get(j, 0), "author"), "id")),
+        "555555555555555555");
     json_decref(j);
     http_free(&r);
     free(u);
@@ -443,10 +441,9 @@ START_TEST(messages_read_like_discord)
     j = body_json(&r);
     ck_assert_uint_eq(json_array_size(j), 7);
     for (size_t i = 1; i < 7; i++)
-        ck_assert(strtoull(json_string_value(json_object_get(json_array_get(j, i - 1), "id")),
-                           NULL, 10) <
-                  strtoull(json_string_value(json_object_get(json_array_get(j, i), "id")), NULL,
-                           10));
+        ck_assert(
+            strtoull(json_string_value(json_object_get(json_array_get(j, i - 1), "id")), NULL, 10) <
+            strtoull(json_string_value(json_object_get(json_array_get(j, i), "id")), NULL, 10));
     ck_assert_str_eq(json_string_value(json_object_get(json_array_get(j, 6), "id")), late);
     json_decref(j);
     http_free(&r);
@@ -462,9 +459,8 @@ START_TEST(faults_as_told)
     char *u = NULL;
     ck_assert_int_ge(asprintf(&u, "%s/channels/%s/messages", fake_discord_url(fd), chan), 0);
     const char *b = "{\"content\":\"x\"}";
-    ck_assert_int_eq(fake_discord_add_fault(fd, "POST /channels/{id}/messages", FD_FAULT_429, 1,
-                                            0.25, 0),
-                     0);
+    ck_assert_int_eq(
+        fake_discord_add_fault(fd, "POST /channels/{id}/messages", FD_FAULT_429, 1, 0.25, 0), 0);
     ck_assert_int_eq(fake_discord_add_fault(fd, "*", FD_FAULT_GLOBAL_429, 1, 0.5, 0), 0);
     ck_assert_int_eq(fake_discord_add_fault(fd, "*", FD_FAULT_500, 1, 0, 0), 0);
     ck_assert_int_eq(fake_discord_add_fault(fd, "*", FD_FAULT_403, 1, 0, 0), 0);
@@ -625,9 +621,9 @@ START_TEST(control_endpoints)
     r = http("GET", c, NULL, NULL);
     json_t *j = body_json(&r);
     ck_assert_uint_eq(json_array_size(j), 2);
-    ck_assert_str_eq(json_string_value(json_object_get(
-                         json_object_get(json_array_get(j, 0), "author"), "id")),
-                     "777777777777777777");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(json_array_get(j, 0), "author"), "id")),
+        "777777777777777777");
     ck_assert_str_eq(json_string_value(json_object_get(json_array_get(j, 1), "content")),
                      "a human");
     json_decref(j);
@@ -697,9 +693,8 @@ START_TEST(private_channel_enforced)
     fake_discord *fd = start(chan);
     ck_assert_int_eq(fake_discord_add_user(fd, "tok-out", "444444444444444444", NULL, 1), 0);
     char *g = NULL;
-    ck_assert_int_ge(asprintf(&g, "%s/guilds/%s/channels", fake_discord_url(fd),
-                              fake_discord_guild_id(fd)),
-                     0);
+    ck_assert_int_ge(
+        asprintf(&g, "%s/guilds/%s/channels", fake_discord_url(fd), fake_discord_guild_id(fd)), 0);
     char *body = NULL;
     ck_assert_int_ge(asprintf(&body,
                               "{\"name\":\"secret\",\"permission_overwrites\":["
@@ -763,8 +758,7 @@ START_TEST(cli_serves_and_stops)
     char line[128] = "";
     ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
     line[strcspn(line, "\n")] = '\0';
-    ck_assert_msg(!strncmp(line, "http://127.0.0.1:", 17) && strstr(line, "/api/v10"), "%s",
-                  line);
+    ck_assert_msg(!strncmp(line, "http://127.0.0.1:", 17) && strstr(line, "/api/v10"), "%s", line);
     FILE *uf = fopen(urlfile, "r");
     ck_assert_ptr_nonnull(uf);
     char line2[128] = "";

@@ -81,12 +81,12 @@ static hres req(fake_discord *fd, const char *method, const char *path, const ch
 
 /* A request expected to answer status; returns its JSON body (NULL when
  * empty), a NEW reference. */
-static json_t *req_json(fake_discord *fd, const char *method, const char *path,
-                        const char *token, const char *body, long status)
+static json_t *req_json(fake_discord *fd, const char *method, const char *path, const char *token,
+                        const char *body, long status)
 {
     hres r = req(fd, method, path, token, body);
-    ck_assert_msg(r.status == status, "%s %s: want %ld got %ld: %s", method, path, status,
-                  r.status, r.body ? r.body : "");
+    ck_assert_msg(r.status == status, "%s %s: want %ld got %ld: %s", method, path, status, r.status,
+                  r.body ? r.body : "");
     json_t *j = r.len ? tu_json(r.body) : NULL;
     free(r.body);
     return j;
@@ -123,8 +123,8 @@ static ws_client *bot_online(fake_discord *fd, const char *token, json_t **ready
     json_t *hello = ws_client_next_json(c, WAIT_MS, NULL);
     ck_assert_int_eq(json_integer_value(json_object_get(hello, "op")), 10);
     json_decref(hello);
-    json_t *id = json_pack("{s:i, s:{s:s, s:i, s:{s:s}}}", "op", 2, "d", "token", token,
-                           "intents", 33281, "properties", "os", "linux");
+    json_t *id = json_pack("{s:i, s:{s:s, s:i, s:{s:s}}}", "op", 2, "d", "token", token, "intents",
+                           33281, "properties", "os", "linux");
     ck_assert_int_eq(ws_client_send_json(c, id), 0);
     json_decref(id);
     json_t *r = ws_client_wait_dispatch(c, "READY", WAIT_MS);
@@ -170,8 +170,9 @@ START_TEST(hello_identify_ready_heartbeat)
     ck_assert_str_eq(json_string_value(json_object_get(user, "discriminator")), "0");
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(d, "application"), "id")),
                      BOT_A);
-    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(d, "guilds"), 0), "id")),
-                     fake_discord_guild_id(fd));
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_array_get(json_object_get(d, "guilds"), 0), "id")),
+        fake_discord_guild_id(fd));
     char want[64];
     snprintf(want, sizeof want, "ws://127.0.0.1:%d", fake_discord_port(fd));
     ck_assert_str_eq(json_string_value(json_object_get(d, "resume_gateway_url")), want);
@@ -184,10 +185,12 @@ START_TEST(hello_identify_ready_heartbeat)
     json_t *g = json_object_get(gc, "d");
     ck_assert_str_eq(json_string_value(json_object_get(g, "id")), fake_discord_guild_id(fd));
     ck_assert(json_is_false(json_object_get(g, "unavailable")));
-    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(g, "channels"), 0), "id")),
-                     chan);
-    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(g, "roles"), 0), "id")),
-                     fake_discord_guild_id(fd));
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_array_get(json_object_get(g, "channels"), 0), "id")),
+        chan);
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_array_get(json_object_get(g, "roles"), 0), "id")),
+        fake_discord_guild_id(fd));
     ck_assert_int_eq(json_array_size(json_object_get(g, "members")), 3);
     ck_assert_int_eq(json_integer_value(json_object_get(g, "member_count")), 3);
     ck_assert(json_is_array(json_object_get(g, "voice_states")));
@@ -255,8 +258,8 @@ START_TEST(close_codes)
     ws_client_close(c);
     /* What the fake does not serve is refused at the handshake. */
     int st = 0;
-    ck_assert_ptr_null(ws_client_connect(fake_discord_port(fd),
-                                         "/?v=10&encoding=json&compress=zlib-stream", WAIT_MS, &st));
+    ck_assert_ptr_null(ws_client_connect(
+        fake_discord_port(fd), "/?v=10&encoding=json&compress=zlib-stream", WAIT_MS, &st));
     ck_assert_int_eq(st, 400);
     ck_assert_ptr_null(ws_client_connect(fake_discord_port(fd), "/?v=9", WAIT_MS, &st));
     ck_assert_int_eq(st, 400);
@@ -285,8 +288,10 @@ START_TEST(messages_fan_out_to_every_bot_that_sees_them)
         ck_assert_str_eq(json_string_value(json_object_get(d, "id")),
                          json_string_value(json_object_get(posted, "id")));
         ck_assert_str_eq(json_string_value(json_object_get(d, "channel_id")), chan);
-        ck_assert_str_eq(json_string_value(json_object_get(d, "guild_id")), fake_discord_guild_id(fd));
-        ck_assert_str_eq(json_string_value(json_object_get(json_object_get(d, "author"), "id")), BOT_A);
+        ck_assert_str_eq(json_string_value(json_object_get(d, "guild_id")),
+                         fake_discord_guild_id(fd));
+        ck_assert_str_eq(json_string_value(json_object_get(json_object_get(d, "author"), "id")),
+                         BOT_A);
         ck_assert(json_is_true(json_object_get(json_object_get(d, "author"), "bot")));
         ck_assert_str_eq(json_string_value(json_object_get(d, "nonce")), "n-1");
         ck_assert(json_is_null(json_object_get(d, "edited_timestamp")));
@@ -299,20 +304,20 @@ START_TEST(messages_fan_out_to_every_bot_that_sees_them)
     json_decref(posted);
 
     /* A human message injected with explicit mentions. */
-    json_t *inj = req_json(fd, "POST", "/_fake/messages", NULL,
-                           "{\"channelId\":\"", 400);
+    json_t *inj = req_json(fd, "POST", "/_fake/messages", NULL, "{\"channelId\":\"", 400);
     json_decref(inj);
     snprintf(body, sizeof body,
              "{\"channelId\":\"%s\",\"authorId\":\"%s\",\"content\":\"hi all\","
-             "\"mentions\":[\"%s\",\"%s\"]}", chan, HUMAN, BOT_A, BOT_B);
+             "\"mentions\":[\"%s\",\"%s\"]}",
+             chan, HUMAN, BOT_A, BOT_B);
     inj = req_json(fd, "POST", "/_fake/messages", NULL, body, 200);
     json_decref(inj);
     for (int i = 0; i < 2; i++) {
         json_t *m = ws_client_wait_dispatch(both[i], "MESSAGE_CREATE", WAIT_MS);
         ck_assert_ptr_nonnull(m);
         json_t *d = json_object_get(m, "d");
-        ck_assert_str_eq(json_string_value(json_object_get(json_object_get(d, "author"), "username")),
-                         "alice");
+        ck_assert_str_eq(
+            json_string_value(json_object_get(json_object_get(d, "author"), "username")), "alice");
         ck_assert(json_is_false(json_object_get(json_object_get(d, "author"), "bot")));
         ck_assert_int_eq(json_array_size(json_object_get(d, "mentions")), 2);
         json_decref(m);
@@ -324,7 +329,8 @@ START_TEST(messages_fan_out_to_every_bot_that_sees_them)
     snprintf(body, sizeof body,
              "{\"name\":\"secret\",\"permission_overwrites\":[{\"id\":\"%s\",\"type\":0,"
              "\"allow\":\"0\",\"deny\":\"1024\"},{\"id\":\"%s\",\"type\":1,\"allow\":\"3072\","
-             "\"deny\":\"0\"}]}", fake_discord_guild_id(fd), BOT_A);
+             "\"deny\":\"0\"}]}",
+             fake_discord_guild_id(fd), BOT_A);
     json_t *priv = req_json(fd, "POST", path, TOK_A, body, 201);
     const char *pid = json_string_value(json_object_get(priv, "id"));
     json_t *cc = ws_client_wait_dispatch(a, "CHANNEL_CREATE", WAIT_MS);
@@ -335,11 +341,13 @@ START_TEST(messages_fan_out_to_every_bot_that_sees_them)
     snprintf(path, sizeof path, "/api/v10/channels/%s/messages", chan);
     json_decref(req_json(fd, "POST", path, TOK_A, "{\"content\":\"public\"}", 200));
     json_t *ma = ws_client_wait_dispatch(a, "MESSAGE_CREATE", WAIT_MS);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(ma, "d"), "content")), "private");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(ma, "d"), "content")),
+                     "private");
     json_decref(ma);
     json_t *mb = ws_client_next_json(b, WAIT_MS, NULL);
     ck_assert_str_eq(json_string_value(json_object_get(mb, "t")), "MESSAGE_CREATE");
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(mb, "d"), "content")), "public");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(mb, "d"), "content")),
+                     "public");
     json_decref(mb);
 
     /* Deleting it tells A only, too. */
@@ -372,8 +380,8 @@ START_TEST(resume_replays_missed_dispatches)
 
     a = connect_ws(fd);
     json_decref(ws_client_next_json(a, WAIT_MS, NULL)); /* HELLO */
-    json_t *res = json_pack("{s:i, s:{s:s, s:s, s:i}}", "op", 6, "d", "token", TOK_A,
-                            "session_id", sid, "seq", 2);
+    json_t *res = json_pack("{s:i, s:{s:s, s:s, s:i}}", "op", 6, "d", "token", TOK_A, "session_id",
+                            sid, "seq", 2);
     ws_client_send_json(a, res);
     json_decref(res);
     const char *want[] = {id1, id2};
@@ -381,7 +389,8 @@ START_TEST(resume_replays_missed_dispatches)
         json_t *m = ws_client_next_json(a, WAIT_MS, NULL);
         ck_assert_str_eq(json_string_value(json_object_get(m, "t")), "MESSAGE_CREATE");
         ck_assert_int_eq(json_integer_value(json_object_get(m, "s")), 3 + i);
-        ck_assert_str_eq(json_string_value(json_object_get(json_object_get(m, "d"), "id")), want[i]);
+        ck_assert_str_eq(json_string_value(json_object_get(json_object_get(m, "d"), "id")),
+                         want[i]);
         json_decref(m);
     }
     json_t *r = ws_client_next_json(a, WAIT_MS, NULL);
@@ -391,7 +400,8 @@ START_TEST(resume_replays_missed_dispatches)
     /* Live again: new messages flow. */
     fake_discord_inject_message(fd, chan, HUMAN, "live", NULL);
     json_t *m = ws_client_wait_dispatch(a, "MESSAGE_CREATE", WAIT_MS);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(m, "d"), "content")), "live");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(m, "d"), "content")),
+                     "live");
     json_decref(m);
     ws_client_close(a);
 
@@ -400,8 +410,8 @@ START_TEST(resume_replays_missed_dispatches)
     for (int i = 0; i < 2; i++) {
         ws_client *c = connect_ws(fd);
         json_decref(ws_client_next_json(c, WAIT_MS, NULL));
-        res = json_pack("{s:i, s:{s:s, s:s, s:i}}", "op", 6, "d", "token", bad[i][0],
-                        "session_id", bad[i][1], "seq", 1);
+        res = json_pack("{s:i, s:{s:s, s:s, s:i}}", "op", 6, "d", "token", bad[i][0], "session_id",
+                        bad[i][1], "seq", 1);
         ws_client_send_json(c, res);
         json_decref(res);
         json_t *inv = ws_client_next_json(c, WAIT_MS, NULL);
@@ -487,7 +497,8 @@ START_TEST(threads_and_client_routes)
     snprintf(path, sizeof path, "/api/v10/channels/%s/messages", mid);
     json_t *own = req_json(fd, "POST", path, TOK_A, "{\"content\":\"in thread\"}", 200);
     json_t *m = ws_client_wait_dispatch(a, "MESSAGE_CREATE", WAIT_MS);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(m, "d"), "channel_id")), mid);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(m, "d"), "channel_id")),
+                     mid);
     json_decref(m);
     /* Edit the own message, not another's; delete it. */
     snprintf(path, sizeof path, "/api/v10/channels/%s/messages/%s", mid,
@@ -496,7 +507,8 @@ START_TEST(threads_and_client_routes)
     ck_assert(json_is_string(json_object_get(ed, "edited_timestamp")));
     json_decref(ed);
     m = ws_client_wait_dispatch(a, "MESSAGE_UPDATE", WAIT_MS);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(m, "d"), "content")), "edited");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(m, "d"), "content")),
+                     "edited");
     json_decref(m);
     ck_assert_ptr_null(req_json(fd, "DELETE", path, TOK_A, NULL, 204));
     m = ws_client_wait_dispatch(a, "MESSAGE_DELETE", WAIT_MS);
@@ -533,7 +545,8 @@ START_TEST(threads_and_client_routes)
     snprintf(want, sizeof want, "ws://127.0.0.1:%d", fake_discord_port(fd));
     ck_assert_str_eq(json_string_value(json_object_get(gb, "url")), want);
     ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(gb, "session_start_limit"),
-                                                        "max_concurrency")), 1);
+                                                        "max_concurrency")),
+                     1);
     json_decref(gb);
     json_decref(req_json(fd, "GET", "/api/v10/gateway/bot", NULL, NULL, 401));
     json_t *me = req_json(fd, "GET", "/api/v10/users/%40me", TOK_B, NULL, 200);

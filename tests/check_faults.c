@@ -80,16 +80,18 @@ static void fake_up(fenv *f)
 static void env_up(fenv *f)
 {
     char err[256];
-    ck_assert_msg(obe_open(&f->e, fake_discord_url(f->fd), f->db, &quick_client, err,
-                           sizeof err) == 0, "%s", err);
+    ck_assert_msg(obe_open(&f->e, fake_discord_url(f->fd), f->db, &quick_client, err, sizeof err) ==
+                      0,
+                  "%s", err);
     f->opened = 1;
 }
 
 static void outbox_start(fenv *f)
 {
     char err[256];
-    ck_assert_msg(dg_outbox_start_opts(&f->e.p, &quick_outbox, &f->e.p.outbox, err,
-                                       sizeof err) == OC_OK, "%s", err);
+    ck_assert_msg(dg_outbox_start_opts(&f->e.p, &quick_outbox, &f->e.p.outbox, err, sizeof err) ==
+                      OC_OK,
+                  "%s", err);
 }
 
 static void env_close(fenv *f)
@@ -169,8 +171,9 @@ static figures count_figures(fake_discord *fd, const char *chan, int rows, const
 static void print_figures(const char *name, const figures *g, const char *extra)
 {
     printf("faults %-26s rows %d, delivered %d, duplicates %d, lost %d; %zu requests, %d "
-           "nonce(s) re-posted%s%s\n", name, g->rows, g->delivered, g->duplicates, g->lost,
-           g->requests, g->reposts, extra ? "; " : "", extra ? extra : "");
+           "nonce(s) re-posted%s%s\n",
+           name, g->rows, g->delivered, g->duplicates, g->lost, g->requests, g->reposts,
+           extra ? "; " : "", extra ? extra : "");
     fflush(stdout);
 }
 
@@ -533,7 +536,7 @@ END_TEST
 /* ---- a hostile Discord ------------------------------------------------------------------ */
 
 static const fake_discord_fault_kind modes[] = {
-    FD_FAULT_429, FD_FAULT_GLOBAL_429, FD_FAULT_500, FD_FAULT_500_AFTER,
+    FD_FAULT_429,  FD_FAULT_GLOBAL_429, FD_FAULT_500,   FD_FAULT_500_AFTER,
     FD_FAULT_DROP, FD_FAULT_DROP_AFTER, FD_FAULT_DELAY, FD_FAULT_DELAY_AFTER,
 };
 
@@ -611,8 +614,11 @@ static int dump_row(void *arg, int n, char **v, char **col)
 static char *dump_db(sqlite3 *db)
 {
     char *names = NULL, *out = NULL;
-    ck_assert_int_eq(sqlite3_exec(db, "SELECT name FROM sqlite_master WHERE type = 'table' "
-                                      "ORDER BY name", dump_row, &names, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(db,
+                                  "SELECT name FROM sqlite_master WHERE type = 'table' "
+                                  "ORDER BY name",
+                                  dump_row, &names, NULL),
+                     SQLITE_OK);
     for (char *save = NULL, *t = strtok_r(names, "\n", &save); t; t = strtok_r(NULL, "\n", &save)) {
         char sql[160];
         snprintf(sql, sizeof sql, "SELECT '%s'; SELECT * FROM \"%s\" ORDER BY 1, 2", t, t);
@@ -622,8 +628,7 @@ static char *dump_db(sqlite3 *db)
     return out;
 }
 
-static void sweep_one(dg_store *st, const sweep_fx *fx, sweep_op op, const char *name,
-                      long *runs)
+static void sweep_one(dg_store *st, const sweep_fx *fx, sweep_op op, const char *name, long *runs)
 {
     /* The reference: the rows a run without faults leaves (rolled back). */
     ck_assert_int_eq(dg_store_begin(st), OC_OK);
@@ -642,12 +647,16 @@ static void sweep_one(dg_store *st, const sweep_fx *fx, sweep_op op, const char 
         int hit = fa_disarm();
         if (rc == OC_OK) {
             char *got = dump_db(st->db);
-            ck_assert_msg(!strcmp(got, want), "%s with allocation %ld failing returned OC_OK "
-                          "but wrote other rows:\n%s\nwant:\n%s", name, n, got, want);
+            ck_assert_msg(!strcmp(got, want),
+                          "%s with allocation %ld failing returned OC_OK "
+                          "but wrote other rows:\n%s\nwant:\n%s",
+                          name, n, got, want);
             free(got);
         } else {
-            ck_assert_msg(rc == OC_ERR_IO || rc == OC_ERR_NOMEM, "%s with allocation %ld "
-                          "failing: status %d", name, n, rc);
+            ck_assert_msg(rc == OC_ERR_IO || rc == OC_ERR_NOMEM,
+                          "%s with allocation %ld "
+                          "failing: status %d",
+                          name, n, rc);
         }
         dg_store_rollback(st);
         char *after = dump_db(st->db);
@@ -676,8 +685,13 @@ static dg_store *sweep_store(const char *path, sweep_fx *fx)
         char nonce[16], content[16];
         snprintf(nonce, sizeof nonce, "n%d", i);
         snprintf(content, sizeof content, "hello %d", i);
-        dg_outbox_row r = {.channel_id = "100", .content = content, .mentions = "",
-                           .nonce = nonce, .part = 1, .parts = 1, .created_at_ms = 1000 + i};
+        dg_outbox_row r = {.channel_id = "100",
+                           .content = content,
+                           .mentions = "",
+                           .nonce = nonce,
+                           .part = 1,
+                           .parts = 1,
+                           .created_at_ms = 1000 + i};
         int64_t id;
         ck_assert_int_eq(dg_store_outbox_insert(st, &r, &id), OC_OK);
         if (i == 0)
@@ -693,12 +707,18 @@ static dg_store *sweep_store(const char *path, sweep_fx *fx)
     for (int i = 0; i < 3; i++) {
         char *chan[] = {"200", "201", "203"};
         dg_discussion d = {.discussion_channel_id = chan[i],
-                           .origin_channel_id = "100", .initiator_agent_id = "alpha",
+                           .origin_channel_id = "100",
+                           .initiator_agent_id = "alpha",
                            .initiator_session_key = "agent:alpha:discord:channel:100",
-                           .initiator_session_id = "s1", .initiator_workspace = "/tmp/ws",
-                           .discuss_guide = "guide", .status = DG_DISCUSSION_ACTIVE,
-                           .created_at_ms = 1000, .participants = parts, .n_participants = 2,
-                           .turn_order = order, .n_turn_order = 3};
+                           .initiator_session_id = "s1",
+                           .initiator_workspace = "/tmp/ws",
+                           .discuss_guide = "guide",
+                           .status = DG_DISCUSSION_ACTIVE,
+                           .created_at_ms = 1000,
+                           .participants = parts,
+                           .n_participants = 2,
+                           .turn_order = order,
+                           .n_turn_order = 3};
         int64_t id;
         ck_assert_int_eq(dg_store_discussion_insert(st, &d, &id), OC_OK);
         ck_assert_int_eq(dg_store_discussion_set_name(st, id, chan[i]), OC_OK);
@@ -707,45 +727,59 @@ static dg_store *sweep_store(const char *path, sweep_fx *fx)
     }
     ck_assert_int_eq(dg_store_discussion_close(st, fx->closed_id, "s.md", 3000), OC_OK);
     int ins = 0, claimed = 0;
-    ck_assert_int_eq(dg_store_discussion_override_add(st, fx->closed_id,
-                     "agent:beta:discord:channel:201", "beta", 3000, &ins), OC_OK);
-    ck_assert_int_eq(dg_store_discussion_override_add(st, fx->closed_id,
-                     "agent:gamma:discord:channel:201", "gamma", 3000, &ins), OC_OK);
-    ck_assert_int_eq(dg_store_discussion_notice_claim(st, "201", "m1", 1000, 0, &claimed),
+    ck_assert_int_eq(dg_store_discussion_override_add(
+                         st, fx->closed_id, "agent:beta:discord:channel:201", "beta", 3000, &ins),
                      OC_OK);
-    ck_assert_int_eq(dg_store_turns_channel_save(st, "100", DG_MODE_NORMAL, NULL, "555", 0,
-                                                 1000), OC_OK);
+    ck_assert_int_eq(dg_store_discussion_override_add(
+                         st, fx->closed_id, "agent:gamma:discord:channel:201", "gamma", 3000, &ins),
+                     OC_OK);
+    ck_assert_int_eq(dg_store_discussion_notice_claim(st, "201", "m1", 1000, 0, &claimed), OC_OK);
+    ck_assert_int_eq(dg_store_turns_channel_save(st, "100", DG_MODE_NORMAL, NULL, "555", 0, 1000),
+                     OC_OK);
     for (int i = 0; i < 3; i++)
         ck_assert_int_eq(dg_store_turns_member_add(st, "100", i, order[i], DG_MEMBER_RAN), OC_OK);
     ck_assert_int_eq(dg_scope_conversation("100", &fx->conv), OC_OK);
-    dg_turn_state ts = {.active = 1, .speaker = 1, .anchor = 0, .handoff = DG_NOBODY,
-                        .permit = DG_NOBODY, .last_change_ms = 1000};
+    dg_turn_state ts = {.active = 1,
+                        .speaker = 1,
+                        .anchor = 0,
+                        .handoff = DG_NOBODY,
+                        .permit = DG_NOBODY,
+                        .last_change_ms = 1000};
     ck_assert_int_eq(dg_store_turns_scope_save(st, &fx->conv, "100", &ts, 0, 1000), OC_OK);
     int fresh = 0;
     ck_assert_int_eq(dg_store_turns_seen_claim(st, "100", "m1", 1000, &fresh), OC_OK);
-    ck_assert_int_eq(dg_store_turns_run_claim(st, "agent:alpha:discord:channel:100", "r1", 1000,
-                                              &fresh), OC_OK);
+    ck_assert_int_eq(
+        dg_store_turns_run_claim(st, "agent:alpha:discord:channel:100", "r1", 1000, &fresh), OC_OK);
     ck_assert_int_eq(dg_store_tool_call_intent(st, "discuss", "c1", "fp", 1000), OC_OK);
-    dg_tool_call_row res = {.state = DG_TOOL_CALL_DONE, .channel_id = "200",
-                            .discussion_id = fx->disc_id, .origin_channel_id = "100",
+    dg_tool_call_row res = {.state = DG_TOOL_CALL_DONE,
+                            .channel_id = "200",
+                            .discussion_id = fx->disc_id,
+                            .origin_channel_id = "100",
                             .summary_path = "s.md"};
     ck_assert_int_eq(dg_store_tool_call_done(st, "discuss", "c1", "fp", &res, 1000), OC_OK);
     for (int i = 0; i < 3; i++) {
-        dg_transition t = {.at_ms = 1000 + i, .scope = "conversation", .cause = "message 1",
-                           .speaker_before = "alpha", .speaker_after = "beta",
-                           .state = "speaking", .passed = "", .agent_msgs = i};
+        dg_transition t = {.at_ms = 1000 + i,
+                           .scope = "conversation",
+                           .cause = "message 1",
+                           .speaker_before = "alpha",
+                           .speaker_after = "beta",
+                           .state = "speaking",
+                           .passed = "",
+                           .agent_msgs = i};
         ck_assert_int_eq(dg_store_transition_add(st, "100", &t), OC_OK);
     }
     ck_assert_int_eq(dg_store_change_note(st, "100"), OC_OK);
     int got, fr;
     int64_t other;
-    ck_assert_int_eq(dg_store_lease_take(st, "sweeper", 1000, 9000000000000LL, 0, &got, &fr,
-                                         &other), OC_OK);
+    ck_assert_int_eq(
+        dg_store_lease_take(st, "sweeper", 1000, 9000000000000LL, 0, &got, &fr, &other), OC_OK);
     ck_assert_int_eq(dg_store_commit(st), OC_OK);
     /* Another instance's changes, for changes_since to return. */
-    ck_assert_int_eq(sqlite3_exec(st->db, "INSERT INTO turn_changes VALUES "
+    ck_assert_int_eq(sqlite3_exec(st->db,
+                                  "INSERT INTO turn_changes VALUES "
                                   "('300', 50, 'elsewhere/1/00'), ('301', 51, 'elsewhere/1/00')",
-                                  NULL, NULL, NULL), SQLITE_OK);
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
     return st;
 }
 
@@ -754,8 +788,13 @@ static dg_store *sweep_store(const char *path, sweep_fx *fx)
 static int op_outbox_insert(dg_store *st, const sweep_fx *fx)
 {
     (void)fx;
-    dg_outbox_row r = {.channel_id = "100", .content = "new", .mentions = "1,2",
-                       .nonce = "fresh", .part = 1, .parts = 2, .created_at_ms = 5000};
+    dg_outbox_row r = {.channel_id = "100",
+                       .content = "new",
+                       .mentions = "1,2",
+                       .nonce = "fresh",
+                       .part = 1,
+                       .parts = 2,
+                       .created_at_ms = 5000};
     int64_t id;
     return dg_store_outbox_insert(st, &r, &id);
 }
@@ -837,13 +876,19 @@ static int op_discussion_insert(dg_store *st, const sweep_fx *fx)
 {
     (void)fx;
     char *parts[] = {"beta"}, *order[] = {"alpha", "beta"};
-    dg_discussion d = {.discussion_channel_id = "202", .origin_channel_id = "100",
+    dg_discussion d = {.discussion_channel_id = "202",
+                       .origin_channel_id = "100",
                        .initiator_agent_id = "alpha",
                        .initiator_session_key = "agent:alpha:discord:channel:100",
-                       .initiator_session_id = "s2", .initiator_workspace = "/tmp/ws",
-                       .discuss_guide = "g", .status = DG_DISCUSSION_ACTIVE,
-                       .created_at_ms = 7000, .participants = parts, .n_participants = 1,
-                       .turn_order = order, .n_turn_order = 2};
+                       .initiator_session_id = "s2",
+                       .initiator_workspace = "/tmp/ws",
+                       .discuss_guide = "g",
+                       .status = DG_DISCUSSION_ACTIVE,
+                       .created_at_ms = 7000,
+                       .participants = parts,
+                       .n_participants = 1,
+                       .turn_order = order,
+                       .n_turn_order = 2};
     int64_t id;
     return dg_store_discussion_insert(st, &d, &id);
 }
@@ -873,15 +918,14 @@ static int op_discussion_close(dg_store *st, const sweep_fx *fx)
 static int op_discussion_overrides(dg_store *st, const sweep_fx *fx)
 {
     int ins = 0, state = 0;
-    int rc = dg_store_discussion_override_add(st, fx->closed_id,
-                                              "agent:alpha:discord:channel:201", "alpha", 8000,
-                                              &ins);
+    int rc = dg_store_discussion_override_add(st, fx->closed_id, "agent:alpha:discord:channel:201",
+                                              "alpha", 8000, &ins);
     if (rc == OC_OK)
         rc = dg_store_discussion_override_applied(st, fx->closed_id,
                                                   "agent:beta:discord:channel:201", 8000);
     if (rc == OC_OK)
-        rc = dg_store_discussion_override_state(st, fx->closed_id,
-                                                "agent:beta:discord:channel:201", &state);
+        rc = dg_store_discussion_override_state(st, fx->closed_id, "agent:beta:discord:channel:201",
+                                                &state);
     if (rc == OC_OK && (ins != 1 || state != 2))
         return OC_ERR_INTERNAL;
     return rc;
@@ -1039,8 +1083,10 @@ static int op_tool_calls(dg_store *st, const sweep_fx *fx)
         return OC_ERR_INTERNAL;
     if (rc == OC_OK)
         rc = dg_store_tool_call_intent(st, "discuss", "c2", "fp", 9000);
-    dg_tool_call_row res = {.state = DG_TOOL_CALL_DONE, .channel_id = "203",
-                            .discussion_id = 9, .origin_channel_id = "100"};
+    dg_tool_call_row res = {.state = DG_TOOL_CALL_DONE,
+                            .channel_id = "203",
+                            .discussion_id = 9,
+                            .origin_channel_id = "100"};
     if (rc == OC_OK)
         rc = dg_store_tool_call_done(st, "discuss", "c2", "fp", &res, 9000);
     if (rc == OC_OK)
@@ -1051,8 +1097,12 @@ static int op_tool_calls(dg_store *st, const sweep_fx *fx)
 static int op_transitions(dg_store *st, const sweep_fx *fx)
 {
     (void)fx;
-    dg_transition t = {.at_ms = 9000, .scope = "conversation", .cause = "timeout",
-                       .speaker_before = "beta", .state = "dormant", .passed = "alpha"};
+    dg_transition t = {.at_ms = 9000,
+                       .scope = "conversation",
+                       .cause = "timeout",
+                       .speaker_before = "beta",
+                       .state = "dormant",
+                       .passed = "alpha"};
     int rc = dg_store_transition_add(st, "100", &t);
     dg_transition *v = NULL;
     size_t n = 0;
@@ -1125,7 +1175,8 @@ START_TEST(store_operations_under_every_allocation_failure)
     long runs = 0;
     sweep_one(st, &fx, sweep_ops[_i].op, sweep_ops[_i].name, &runs);
     printf("faults sweep %s: %ld runs, each OC_OK with the reference rows or an error with "
-           "nothing written%s\n", sweep_ops[_i].name, runs,
+           "nothing written%s\n",
+           sweep_ops[_i].name, runs,
            fa_sqlite_hooked() ? "" : " (own allocations only: SQLite not hooked)");
     dg_store_close(st);
     tu_rmtree(dir);
@@ -1149,12 +1200,19 @@ START_TEST(store_discussion_refusals_change_nothing)
     dg_store *st = sweep_store(path, &fx);
     char *before = dump_db(st->db);
     char *order[] = {"alpha", "beta", "beta"}, *parts[] = {"beta"};
-    dg_discussion d = {.discussion_channel_id = "200", .origin_channel_id = "100",
-                       .initiator_agent_id = "alpha", .initiator_session_key = "k",
-                       .initiator_session_id = "s", .initiator_workspace = "/tmp/ws",
-                       .discuss_guide = "g", .status = DG_DISCUSSION_ACTIVE,
-                       .created_at_ms = 1, .participants = parts, .n_participants = 1,
-                       .turn_order = order, .n_turn_order = 2};
+    dg_discussion d = {.discussion_channel_id = "200",
+                       .origin_channel_id = "100",
+                       .initiator_agent_id = "alpha",
+                       .initiator_session_key = "k",
+                       .initiator_session_id = "s",
+                       .initiator_workspace = "/tmp/ws",
+                       .discuss_guide = "g",
+                       .status = DG_DISCUSSION_ACTIVE,
+                       .created_at_ms = 1,
+                       .participants = parts,
+                       .n_participants = 1,
+                       .turn_order = order,
+                       .n_turn_order = 2};
     int64_t id = 0;
     ck_assert_int_eq(dg_store_begin(st), OC_OK);
     ck_assert_int_eq(dg_store_discussion_insert(st, &d, &id), OC_ERR_CONFLICT);

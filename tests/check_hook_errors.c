@@ -56,10 +56,12 @@ static void alpha_speaks(void)
     ck_assert_int_eq(tth_resolve(&H, TTH_BRAVO, CH, NULL), 1);
 }
 
-#define BRAVO_CTX "{\"agentId\":\"bravo\",\"sessionKey\":\"agent:bravo:discord:channel:" CH \
-                  "\",\"channelId\":\"" CH "\"}"
-#define GW_BRAVO "{\"channelId\":\"discord\",\"accountId\":\"bravo\",\"conversationId\":" \
-                 "\"channel:" CH "\",\"sessionKey\":\"agent:bravo:discord:channel:" CH "\"}"
+#define BRAVO_CTX                                                                                  \
+    "{\"agentId\":\"bravo\",\"sessionKey\":\"agent:bravo:discord:channel:" CH                      \
+    "\",\"channelId\":\"" CH "\"}"
+#define GW_BRAVO                                                                                   \
+    "{\"channelId\":\"discord\",\"accountId\":\"bravo\",\"conversationId\":"                       \
+    "\"channel:" CH "\",\"sessionKey\":\"agent:bravo:discord:channel:" CH "\"}"
 
 /* ---- message_received ------------------------------------------------------------------ */
 
@@ -83,13 +85,13 @@ START_TEST(received_tags_malformed_ones_ignored)
     json_array_append_new(tags, json_pack("[s, i]", "e", 5));
     json_array_append_new(tags, json_pack("[s, s, s, s, s, s, s, s, s, s]", "e",
                                           "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1"
-                                          "a1a1a1a1a1a1", "", "reply", "x", "x", "x", "x", "x",
-                                          "x"));
+                                          "a1a1a1a1a1a1",
+                                          "", "reply", "x", "x", "x", "x", "x", "x"));
     for (int i = 0; i < 70; i++)
         json_array_append_new(tags, json_pack("[s, s]", "p", "someone"));
-    json_t *ev = json_pack("{s:s, s:s, s:s, s:s, s:o}", "messageId", "340000000000000009",
-                           "channelId", CH, "senderId", TTH_HUMAN_UID, "content", "tagged",
-                           "tags", tags);
+    json_t *ev =
+        json_pack("{s:s, s:s, s:s, s:s, s:o}", "messageId", "340000000000000009", "channelId", CH,
+                  "senderId", TTH_HUMAN_UID, "content", "tagged", "tags", tags);
     json_t *ctx = json_pack("{s:s}", "channelId", CH);
     ck_assert_int_eq(tth_call(&H, "message_received", ev, ctx, NULL), OC_OK);
     json_decref(ev);
@@ -126,8 +128,8 @@ END_TEST
 START_TEST(sending_bad_thread_ids_refused)
 {
     alpha_speaks();
-    ck_assert_int_eq(call("message_sending", "{\"content\":\"x\",\"threadId\":7}", BRAVO_CTX,
-                          NULL), OC_ERR_INVALID);
+    ck_assert_int_eq(call("message_sending", "{\"content\":\"x\",\"threadId\":7}", BRAVO_CTX, NULL),
+                     OC_ERR_INVALID);
     char ev[400];
     snprintf(ev, sizeof ev, "{\"content\":\"x\",\"threadId\":\"%0120d\"}", 1);
     ck_assert_int_eq(call("message_sending", ev, BRAVO_CTX, NULL), OC_ERR_INVALID);
@@ -141,8 +143,9 @@ START_TEST(sending_thread_from_the_event)
     /* ctx without threadId: the event's thread is the scope's (channel
      * policy: the channel's conversation), bravo is still no speaker. */
     json_t *r = NULL;
-    ck_assert_int_eq(call("message_sending", "{\"content\":\"me too\",\"threadId\":\"" CH "1\"}",
-                          BRAVO_CTX, &r), OC_OK);
+    ck_assert_int_eq(
+        call("message_sending", "{\"content\":\"me too\",\"threadId\":\"" CH "1\"}", BRAVO_CTX, &r),
+        OC_OK);
     ck_assert_ptr_nonnull(r);
     ck_assert(json_is_true(json_object_get(r, "cancel")));
     json_decref(r);
@@ -153,8 +156,8 @@ START_TEST(sending_content_not_a_string_is_speech)
 {
     alpha_speaks();
     json_t *r = NULL;
-    ck_assert_int_eq(call("message_sending", "{\"content\":{\"text\":\"NO_REPLY\"}}", BRAVO_CTX,
-                          &r), OC_OK);
+    ck_assert_int_eq(
+        call("message_sending", "{\"content\":{\"text\":\"NO_REPLY\"}}", BRAVO_CTX, &r), OC_OK);
     ck_assert(tth_log_has(&H, "event.content of bravo is not a string"));
     ck_assert_ptr_nonnull(r); /* a non-speaker's "speech": cancelled */
     json_decref(r);
@@ -177,7 +180,8 @@ START_TEST(sending_without_a_recorded_state_is_an_error)
     dg_store_test_fail_writes(tth_plugin(&H)->store, 1);
     int rc = call("message_sending", "{\"content\":\"x\"}",
                   "{\"agentId\":\"bravo\",\"sessionKey\":\"agent:bravo:discord:channel:" CH_NEW
-                  "\",\"channelId\":\"" CH_NEW "\"}", NULL);
+                  "\",\"channelId\":\"" CH_NEW "\"}",
+                  NULL);
     dg_store_test_fail_writes(tth_plugin(&H)->store, 0);
     ck_assert_int_eq(rc, OC_ERR_IO);
     ck_assert(tth_log_has(&H, "message_sending: no decision for bravo"));
@@ -202,15 +206,17 @@ START_TEST(payload_session_key_from_the_event)
     ck_assert_int_eq(call("reply_payload_sending",
                           "{\"payload\":{\"text\":\"me too\"},\"sessionKey\":"
                           "\"agent:bravo:discord:channel:" CH "\"}",
-                          "{\"channelId\":\"discord\",\"conversationId\":\"channel:" CH "\"}",
-                          &r), OC_OK);
+                          "{\"channelId\":\"discord\",\"conversationId\":\"channel:" CH "\"}", &r),
+                     OC_OK);
     ck_assert_ptr_nonnull(r);
     ck_assert(json_is_true(json_object_get(r, "cancel")));
     json_decref(r);
     /* ctx not even an object: the event's key alone. */
     ck_assert_int_eq(call("reply_payload_sending",
                           "{\"payload\":{\"text\":\"me too\"},\"sessionKey\":"
-                          "\"agent:bravo:discord:channel:" CH "\"}", "[]", &r), OC_OK);
+                          "\"agent:bravo:discord:channel:" CH "\"}",
+                          "[]", &r),
+                     OC_OK);
     ck_assert_ptr_nonnull(r);
     json_decref(r);
 }
@@ -221,10 +227,13 @@ START_TEST(payload_bad_fields_refused)
     alpha_speaks();
     ck_assert_int_eq(call("reply_payload_sending", "{\"payload\":{\"text\":\"x\"}}",
                           "{\"channelId\":\"discord\",\"conversationId\":5,\"sessionKey\":"
-                          "\"agent:bravo:discord:channel:" CH "\"}", NULL), OC_ERR_INVALID);
+                          "\"agent:bravo:discord:channel:" CH "\"}",
+                          NULL),
+                     OC_ERR_INVALID);
     ck_assert(tth_log_has(&H, "ctx.conversationId is not a string"));
     ck_assert_int_eq(call("reply_payload_sending", "{\"payload\":{\"text\":\"x\"},\"runId\":[1]}",
-                          GW_BRAVO, NULL), OC_ERR_INVALID);
+                          GW_BRAVO, NULL),
+                     OC_ERR_INVALID);
     ck_assert(tth_log_has(&H, "event.runId of bravo is not a string"));
     ck_assert_int_eq(call("reply_payload_sending", "{\"payload\":\"x\"}", GW_BRAVO, NULL),
                      OC_ERR_INVALID);
@@ -236,7 +245,8 @@ START_TEST(payload_bad_fields_refused)
     json_decref(r);
     /* No agent in the key: not ours. */
     ck_assert_int_eq(call("reply_payload_sending", "{\"payload\":{\"text\":\"x\"}}",
-                          "{\"channelId\":\"discord\",\"sessionKey\":\"main\"}", &r), OC_OK);
+                          "{\"channelId\":\"discord\",\"sessionKey\":\"main\"}", &r),
+                     OC_OK);
     ck_assert_ptr_null(r);
 }
 END_TEST
@@ -246,7 +256,8 @@ START_TEST(payload_without_a_recorded_state_is_an_error)
     dg_store_test_fail_writes(tth_plugin(&H)->store, 1);
     int rc = call("reply_payload_sending", "{\"payload\":{\"text\":\"x\"}}",
                   "{\"channelId\":\"discord\",\"conversationId\":\"channel:" CH_NEW "\","
-                  "\"sessionKey\":\"agent:bravo:discord:channel:" CH_NEW "\"}", NULL);
+                  "\"sessionKey\":\"agent:bravo:discord:channel:" CH_NEW "\"}",
+                  NULL);
     dg_store_test_fail_writes(tth_plugin(&H)->store, 0);
     ck_assert_int_eq(rc, OC_ERR_IO);
     ck_assert(tth_log_has(&H, "reply_payload_sending: no decision for bravo"));
@@ -256,20 +267,23 @@ END_TEST
 
 /* ---- context decoding refusals (hooks.c) and the claim hooks' refusals ---- */
 
-#define LONG_ID "1234567890123456789012345678901234567890123456789012345678901234567890" \
-                "1234567890123456789012345678901234567890"  /* 110: over DG_SCOPE_ID_MAX */
+#define LONG_ID                                                                                    \
+    "1234567890123456789012345678901234567890123456789012345678901234567890"                       \
+    "1234567890123456789012345678901234567890" /* 110: over DG_SCOPE_ID_MAX */
 
 START_TEST(session_ctx_refusals)
 {
     /* A too-long channel or thread id is refused and named; so is a
      * non-string run id; a key without agent: is not ours. */
     json_t *r = NULL;
-    ck_assert_int_eq(call("before_agent_reply", "{}", "{\"agentId\":\"bravo\",\"channelId\":\""
-                          LONG_ID "\"}", &r), OC_ERR_INVALID);
+    ck_assert_int_eq(call("before_agent_reply", "{}",
+                          "{\"agentId\":\"bravo\",\"channelId\":\"" LONG_ID "\"}", &r),
+                     OC_ERR_INVALID);
     ck_assert(tth_log_has(&H, "ctx.channelId is longer than"));
-    ck_assert_int_eq(call("agent_end", "{\"output\":\"x\",\"toolCalls\":0}",
-                          "{\"agentId\":\"bravo\",\"channelId\":\"" CH "\",\"threadId\":\""
-                          LONG_ID "\"}", &r), OC_ERR_INVALID);
+    ck_assert_int_eq(
+        call("agent_end", "{\"output\":\"x\",\"toolCalls\":0}",
+             "{\"agentId\":\"bravo\",\"channelId\":\"" CH "\",\"threadId\":\"" LONG_ID "\"}", &r),
+        OC_ERR_INVALID);
     ck_assert(tth_log_has(&H, "ctx.threadId is longer than"));
     ck_assert_int_eq(call("before_agent_reply", "{}", "{\"agentId\":7}", &r), OC_ERR_INVALID);
     ck_assert(tth_log_has(&H, "before_agent_reply: ctx.agentId is not a string"));
@@ -279,11 +293,12 @@ START_TEST(session_ctx_refusals)
     /* Without a session key one is made from agent and channel. */
     ck_assert_int_eq(call("before_agent_reply", "{\"cleanedBody\":\"hi\"}",
                           "{\"agentId\":\"bravo\",\"channelId\":\"" CH "\",\"threadId\":\""
-                          "330000000000000009\"}", &r), OC_OK);
+                          "330000000000000009\"}",
+                          &r),
+                     OC_OK);
     json_decref(r);
     r = NULL;
-    ck_assert_int_eq(call("before_agent_reply", "{\"runId\":5}", BRAVO_CTX, &r),
-                     OC_ERR_INVALID);
+    ck_assert_int_eq(call("before_agent_reply", "{\"runId\":5}", BRAVO_CTX, &r), OC_ERR_INVALID);
     ck_assert(tth_log_has(&H, "before_agent_reply: event.runId of bravo is not a string"));
     ck_assert_int_eq(call("before_agent_reply", "{\"cleanedBody\":[]}", BRAVO_CTX, &r),
                      OC_ERR_INVALID);
@@ -303,11 +318,12 @@ START_TEST(agent_end_refusals)
                           "{\"agentId\":\"bravo\",\"channelId\":\"" CH "\",\"runId\":1}", &r),
                      OC_ERR_INVALID);
     ck_assert(tth_log_has(&H, "ctx.runId is not a string"));
-    ck_assert_int_eq(call("agent_end", "{\"output\":\"x\",\"toolCalls\":0}", "{\"agentId\":1}",
-                          &r), OC_ERR_INVALID);
+    ck_assert_int_eq(call("agent_end", "{\"output\":\"x\",\"toolCalls\":0}", "{\"agentId\":1}", &r),
+                     OC_ERR_INVALID);
     ck_assert(tth_log_has(&H, "agent_end: ctx.agentId is not a string"));
-    ck_assert_int_eq(call("agent_end", "{\"output\":\"x\",\"toolCalls\":0}",
-                          "{\"agentId\":\"bravo\"}", &r), OC_OK);
+    ck_assert_int_eq(
+        call("agent_end", "{\"output\":\"x\",\"toolCalls\":0}", "{\"agentId\":\"bravo\"}", &r),
+        OC_OK);
     ck_assert_ptr_null(r);
 }
 END_TEST
@@ -331,7 +347,8 @@ START_TEST(outbound_ctx_refusals)
     ck_assert_int_eq(call("message_sending", "{\"content\":\"x\"}",
                           "{\"channelId\":\"discord\",\"sessionKey\":\"agent:bravo:main\","
                           "\"conversationId\":\"channel:" CH "\",\"threadId\":\"" LONG_ID "\"}",
-                          &r), OC_ERR_INVALID);
+                          &r),
+                     OC_ERR_INVALID);
     ck_assert(tth_log_has(&H, "ctx.threadId is longer than"));
     alpha_speaks();
     ck_assert_int_eq(call("message_sending", "{\"content\":\"x\",\"to\":\"channel:" CH "\"}",
@@ -342,12 +359,16 @@ START_TEST(outbound_ctx_refusals)
     r = NULL;
     ck_assert_int_eq(call("message_sending", "{\"content\":\"x\"}",
                           "{\"channelId\":\"discord\",\"sessionKey\":\"agent:bravo:main\","
-                          "\"conversationId\":\"user:5\"}", &r), OC_OK);
+                          "\"conversationId\":\"user:5\"}",
+                          &r),
+                     OC_OK);
     ck_assert_ptr_null(r); /* no channel: not ours */
     ck_assert_int_eq(call("message_sending", "{\"content\":\"x\"}",
                           "{\"channelId\":\"discord\",\"sessionKey\":"
                           "\"agent:bravo:discord:direct:200000000000000001\","
-                          "\"conversationId\":\"channel:" CH "\"}", &r), OC_OK);
+                          "\"conversationId\":\"channel:" CH "\"}",
+                          &r),
+                     OC_OK);
     json_decref(r);
 }
 END_TEST
@@ -361,30 +382,37 @@ END_TEST
  * SANITIZE=1 LeakSanitizer fails the test process); then the plugin must
  * still take the rest of the turn.
  */
-#define ALPHA_CTX "{\"agentId\":\"alpha\",\"sessionKey\":\"agent:alpha:discord:channel:" CH \
-                  "\",\"channelId\":\"" CH "\",\"messageProvider\":\"discord\"}"
-#define BRAVO_CTX2 "{\"agentId\":\"bravo\",\"sessionKey\":\"agent:bravo:discord:channel:" CH \
-                   "\",\"channelId\":\"" CH "\",\"messageProvider\":\"discord\"}"
+#define ALPHA_CTX                                                                                  \
+    "{\"agentId\":\"alpha\",\"sessionKey\":\"agent:alpha:discord:channel:" CH                      \
+    "\",\"channelId\":\"" CH "\",\"messageProvider\":\"discord\"}"
+#define BRAVO_CTX2                                                                                 \
+    "{\"agentId\":\"bravo\",\"sessionKey\":\"agent:bravo:discord:channel:" CH                      \
+    "\",\"channelId\":\"" CH "\",\"messageProvider\":\"discord\"}"
 
 static const struct {
     const char *hook, *event, *ctx;
 } oom_steps[] = {
     {"before_model_resolve", "{\"prompt\":\"hello\"}", ALPHA_CTX},
     {"before_model_resolve", "{\"prompt\":\"hello\"}", BRAVO_CTX2},
-    {"message_received", "{\"messageId\":\"340000000000000003\",\"channelId\":\"" CH "\","
+    {"message_received",
+     "{\"messageId\":\"340000000000000003\",\"channelId\":\"" CH "\","
      "\"isDm\":false,\"senderId\":\"" TTH_HUMAN_UID "\",\"senderIsBot\":false,"
      "\"content\":\"go <@" TTH_ALPHA_UID "> [[tag]]\",\"mentions\":[\"" TTH_ALPHA_UID "\"]}",
      "{\"channelId\":\"" CH "\"}"},
     {"before_model_resolve", "{\"prompt\":\"hello\"}", BRAVO_CTX2},
     {"before_prompt_build", "{\"prompt\":\"hi\",\"systemPrompt\":\"sys\"}", ALPHA_CTX},
     {"message_sending", "{\"to\":\"" CH "\",\"content\":\"an answer\"}", ALPHA_CTX},
-    {"agent_end", "{\"runId\":\"run-a\",\"success\":true,\"output\":\"an answer\","
-     "\"toolCalls\":0}", ALPHA_CTX},
+    {"agent_end",
+     "{\"runId\":\"run-a\",\"success\":true,\"output\":\"an answer\","
+     "\"toolCalls\":0}",
+     ALPHA_CTX},
     {"before_agent_reply", "{\"cleanedBody\":\"go\"}", BRAVO_CTX},
     {"reply_payload_sending", "{\"payload\":{\"text\":\"x\"}}", GW_BRAVO},
     {"message_sending", "{\"to\":\"" CH "\",\"content\":\"NO_REPLY\"}", BRAVO_CTX2},
-    {"agent_end", "{\"runId\":\"run-b\",\"success\":true,\"output\":\"NO_REPLY\","
-     "\"toolCalls\":0}", BRAVO_CTX2},
+    {"agent_end",
+     "{\"runId\":\"run-b\",\"success\":true,\"output\":\"NO_REPLY\","
+     "\"toolCalls\":0}",
+     BRAVO_CTX2},
 };
 #define OOM_STEPS ((int)(sizeof oom_steps / sizeof oom_steps[0]))
 

@@ -128,7 +128,8 @@ START_TEST(config_errors_name_the_key)
     json_t *cfg = json_pack("{s:{s:{s:[s]}}}", "plugins", "load", "paths", file);
     char err[512] = "";
     ck_assert_int_eq(och_host_configure(h, cfg, NULL, err, sizeof err), OC_ERR_INVALID);
-    ck_assert_msg(strstr(err, "plugins.load.paths[0]") && strstr(err, "is not a folder"), "%s", err);
+    ck_assert_msg(strstr(err, "plugins.load.paths[0]") && strstr(err, "is not a folder"), "%s",
+                  err);
     json_decref(cfg);
     och_host_free(h);
 
@@ -247,16 +248,15 @@ START_TEST(allow_deny_and_disabled)
     probe_at(root, "b", "beta");
     probe_at(root, "c", "gamma");
     probe_at(root, "d", "delta");
-    json_t *cfg = json_pack(
-        "{s:{s:{s:[s]},s:[s,s,s,s],s:[s],s:{s:{s:b},s:{s:b,s:{s:i}},s:{s:b}}}}", "plugins",
-        "load", "paths", root, "allow", "alpha", "beta", "delta", "nosuch", "deny", "beta",
-        "entries", "delta", "enabled", 0, "alpha", "enabled", 1, "config", "threadLogs", 3,
-        "ghost", "enabled", 1);
+    json_t *cfg = json_pack("{s:{s:{s:[s]},s:[s,s,s,s],s:[s],s:{s:{s:b},s:{s:b,s:{s:i}},s:{s:b}}}}",
+                            "plugins", "load", "paths", root, "allow", "alpha", "beta", "delta",
+                            "nosuch", "deny", "beta", "entries", "delta", "enabled", 0, "alpha",
+                            "enabled", 1, "config", "threadLogs", 3, "ghost", "enabled", 1);
     host_test_log log;
     host_test_log_init(&log);
     och_host *h = load_host(&log, cfg);
     ck_assert_str_eq(state_of(h, "alpha"), "loaded");
-    ck_assert_str_eq(state_of(h, "beta"), "denied");      /* deny wins over allow */
+    ck_assert_str_eq(state_of(h, "beta"), "denied"); /* deny wins over allow */
     ck_assert_str_eq(state_of(h, "gamma"), "not-allowed");
     ck_assert_str_eq(state_of(h, "delta"), "disabled");
     ck_assert(host_test_log_has(&log, "beta:", "denied", "plugins.deny", NULL));
@@ -364,9 +364,10 @@ START_TEST(huge_manifest_is_refused)
     ck_assert_int_eq(och_plugin_get(h, 0, &info), OC_OK);
     ck_assert_int_eq(info.state, OCH_PLUGIN_REFUSED);
     ck_assert_msg(info.reason && strstr(info.reason, "more than the 1048576 bytes a manifest may "
-                                        "have"), "%s", info.reason ? info.reason : "(loaded)");
-    ck_assert(host_test_log_has(&log, "3 ", "big/manifest.json", "bytes a manifest may have",
-                                NULL));
+                                                     "have"),
+                  "%s", info.reason ? info.reason : "(loaded)");
+    ck_assert(
+        host_test_log_has(&log, "3 ", "big/manifest.json", "bytes a manifest may have", NULL));
     och_host_free(h);
     host_test_log_free(&log);
     tu_rmtree(root);
@@ -469,8 +470,8 @@ START_TEST(hook_priority_order_and_model_merge)
     och_host *h = load_host(&log, cfg);
     ck_assert_str_eq(state_of(h, "alpha"), "loaded");
     /* The unknown hook was refused at `on`, naming it; init went on. */
-    ck_assert(host_test_log_has(&log, "alpha:", "on(\"before_tool_call\") refused: unknown hook",
-                                NULL));
+    ck_assert(
+        host_test_log_has(&log, "alpha:", "on(\"before_tool_call\") refused: unknown hook", NULL));
     ck_assert(host_test_log_has(&log, "alpha: register before_tool_call -> OC_ERR_INVALID", NULL));
     ck_assert_uint_eq(och_hook_count(h, "before_model_resolve"), 6);
     ck_assert_uint_eq(och_hook_count(h, "before_tool_call"), 0);
@@ -490,8 +491,10 @@ START_TEST(hook_priority_order_and_model_merge)
     ck_assert_str_eq(json_string_value(json_object_get(r, "modelOverride")), "m-a10");
     ck_assert_uint_eq(json_object_size(r), 2);
     json_decref(r);
-    ck_assert(host_test_log_has(&log, "2 alpha:", "before_model_resolve (priority 5) returned "
-                                "OC_ERR_IO; treated as no result", NULL));
+    ck_assert(host_test_log_has(&log, "2 alpha:",
+                                "before_model_resolve (priority 5) returned "
+                                "OC_ERR_IO; treated as no result",
+                                NULL));
     ck_assert(host_test_log_has(&log, "2 alpha:", "providerOverride is not a string", NULL));
     ck_assert(host_test_log_has(&log, "2 beta:", "not a JSON object", NULL));
 
@@ -527,17 +530,20 @@ START_TEST(message_sending_rewrite_and_cancel)
     char *root = tu_mkdtemp();
     probe_at(root, "a", "alpha");
     probe_at(root, "b", "beta");
-    json_t *cfg = host_cfg(
-        root, "alpha",
-        "{\"hooks\": ["
-        " {\"hook\": \"message_sending\", \"priority\": 10, \"label\": \"+1\", \"mode\": \"append\"},"
-        " {\"hook\": \"message_sending\", \"priority\": 1, \"label\": \"+3\", \"mode\": \"append\"}]}",
-        "beta",
-        "{\"hooks\": ["
-        " {\"hook\": \"message_sending\", \"priority\": 5, \"label\": \"+2\", \"mode\": \"append\"},"
-        " {\"hook\": \"message_sending\", \"priority\": 3, \"label\": \"cancel\","
-        "  \"result\": {\"cancel\": true, \"cancelReason\": \"not your turn\"}}]}",
-        NULL);
+    json_t *cfg =
+        host_cfg(root, "alpha",
+                 "{\"hooks\": ["
+                 " {\"hook\": \"message_sending\", \"priority\": 10, \"label\": \"+1\", \"mode\": "
+                 "\"append\"},"
+                 " {\"hook\": \"message_sending\", \"priority\": 1, \"label\": \"+3\", \"mode\": "
+                 "\"append\"}]}",
+                 "beta",
+                 "{\"hooks\": ["
+                 " {\"hook\": \"message_sending\", \"priority\": 5, \"label\": \"+2\", \"mode\": "
+                 "\"append\"},"
+                 " {\"hook\": \"message_sending\", \"priority\": 3, \"label\": \"cancel\","
+                 "  \"result\": {\"cancel\": true, \"cancelReason\": \"not your turn\"}}]}",
+                 NULL);
     host_test_log log;
     host_test_log_init(&log);
     och_host *h = load_host(&log, cfg);
@@ -563,8 +569,10 @@ START_TEST(message_sending_rewrite_and_cancel)
     json_t *cfg2 = host_cfg(
         root, "alpha",
         "{\"hooks\": ["
-        " {\"hook\": \"message_sending\", \"priority\": 10, \"label\": \"+1\", \"mode\": \"append\"},"
-        " {\"hook\": \"message_sending\", \"priority\": 1, \"label\": \"+3\", \"mode\": \"append\"}]}",
+        " {\"hook\": \"message_sending\", \"priority\": 10, \"label\": \"+1\", \"mode\": "
+        "\"append\"},"
+        " {\"hook\": \"message_sending\", \"priority\": 1, \"label\": \"+3\", \"mode\": "
+        "\"append\"}]}",
         "beta",
         "{\"hooks\": [{\"hook\": \"message_sending\", \"priority\": 5, \"label\": \"nothing\"}]}",
         NULL);
@@ -602,12 +610,11 @@ START_TEST(claim_hooks_merge_and_can_be_switched_off)
         "  \"result\": {\"handled\": true, \"reason\": \"late\"}},"
         " {\"hook\": \"reply_payload_sending\", \"priority\": 10, \"label\": \"p10\","
         "  \"result\": {\"payload\": {\"text\": \"rewritten\"}}}]}";
-    const char *beta =
-        "{\"hooks\": ["
-        " {\"hook\": \"before_agent_reply\", \"priority\": 5, \"label\": \"c5\","
-        "  \"result\": {\"handled\": true, \"reason\": \"not your turn\"}},"
-        " {\"hook\": \"reply_payload_sending\", \"priority\": 5, \"label\": \"p5\","
-        "  \"result\": {\"cancel\": true, \"reason\": \"claimed run\"}}]}";
+    const char *beta = "{\"hooks\": ["
+                       " {\"hook\": \"before_agent_reply\", \"priority\": 5, \"label\": \"c5\","
+                       "  \"result\": {\"handled\": true, \"reason\": \"not your turn\"}},"
+                       " {\"hook\": \"reply_payload_sending\", \"priority\": 5, \"label\": \"p5\","
+                       "  \"result\": {\"cancel\": true, \"reason\": \"claimed run\"}}]}";
     host_test_log log;
     host_test_log_init(&log);
     och_host *h = load_host(&log, host_cfg(root, "alpha", alpha, "beta", beta, NULL));
@@ -651,8 +658,8 @@ START_TEST(claim_hooks_merge_and_can_be_switched_off)
     ck_assert_int_eq(och_host_configure(h, cfg, NULL, err, sizeof err), OC_OK);
     json_decref(cfg);
     ck_assert_int_eq(och_host_load(h), OC_OK);
-    ck_assert(host_test_log_has(&log, "refused: this host is set up without the claim hooks",
-                                NULL));
+    ck_assert(
+        host_test_log_has(&log, "refused: this host is set up without the claim hooks", NULL));
     ck_assert_uint_eq(och_hook_count(h, "before_agent_reply"), 0);
     och_host_free(h);
     host_test_log_free(&log);
@@ -700,11 +707,13 @@ START_TEST(tool_registry_and_contract_breakers)
     och_host *h = load_host(&log, cfg);
     /* A duplicate name is refused at registration, naming the owner. */
     ck_assert(host_test_log_has(&log, "beta: register echo -> OC_ERR_CONFLICT", NULL));
-    ck_assert(host_test_log_has(&log, "3 beta:", "register_tool(echo) refused: plugin alpha", NULL));
+    ck_assert(
+        host_test_log_has(&log, "3 beta:", "register_tool(echo) refused: plugin alpha", NULL));
     json_t *list = och_tools_list(h);
     ck_assert_uint_eq(json_array_size(list), 8);
     ck_assert_str_eq(json_string_value(json_object_get(json_array_get(list, 0), "name")), "echo");
-    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(list, 0), "plugin")), "alpha");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(list, 0), "plugin")),
+                     "alpha");
     ck_assert(json_is_object(json_object_get(json_array_get(list, 0), "parameters")));
     ck_assert_str_eq(json_string_value(json_object_get(json_array_get(list, 7), "name")),
                      "beta_tool");
@@ -723,8 +732,8 @@ START_TEST(tool_registry_and_contract_breakers)
     ck_assert_int_eq(och_tool_call(h, "ok_null", params, ctx, &r), OC_ERR_INTERNAL);
     expect_error(r, "OC_ERR_INTERNAL", "ok_null gave no usable result");
     json_decref(r);
-    ck_assert(host_test_log_has(&log, "3 alpha:", "tool ok_null returned OC_OK without a result",
-                                NULL));
+    ck_assert(
+        host_test_log_has(&log, "3 alpha:", "tool ok_null returned OC_OK without a result", NULL));
     ck_assert_int_eq(och_tool_call(h, "denied_null", params, ctx, &r), OC_ERR_DENIED);
     expect_error(r, "OC_ERR_DENIED", "denied_null failed with OC_ERR_DENIED");
     json_decref(r);
@@ -754,8 +763,10 @@ START_TEST(tool_registry_and_contract_breakers)
     ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(r, "details"), "on")),
                      OC_ERR_DENIED);
     json_decref(r);
-    ck_assert(host_test_log_has(&log, "alpha:", "register_tool(late_tool) refused: tools may only "
-                                "be registered inside init", NULL));
+    ck_assert(host_test_log_has(&log, "alpha:",
+                                "register_tool(late_tool) refused: tools may only "
+                                "be registered inside init",
+                                NULL));
     ck_assert_uint_eq(och_hook_count(h, "agent_end"), 0);
 
     /* Still alive and serving. */
@@ -789,8 +800,10 @@ START_TEST(tool_with_non_utf8_description_is_refused)
     host_test_log_init(&log);
     och_host *h = load_host(&log, cfg);
     ck_assert_str_eq(state_of(h, "alpha"), "loaded");
-    ck_assert(host_test_log_has(&log, "3 alpha:", "register_tool refused: the tool's description "
-                                "is not valid UTF-8", NULL));
+    ck_assert(host_test_log_has(&log, "3 alpha:",
+                                "register_tool refused: the tool's description "
+                                "is not valid UTF-8",
+                                NULL));
     ck_assert(host_test_log_has(&log, "alpha: register latin1 -> OC_ERR_INVALID", NULL));
     json_t *list = och_tools_list(h);
     ck_assert_msg(list != NULL, "och_tools_list failed");
@@ -917,7 +930,7 @@ START_TEST(session_strings_must_be_utf8)
                      OC_ERR_INVALID);
     ck_assert_int_eq(och_session_touch(h, "agent:x:discord:channel:100", "x", "100", "5\xff"),
                      OC_ERR_INVALID);
-    expect_channel_100(h);  /* the list of the channel still answers */
+    expect_channel_100(h); /* the list of the channel still answers */
     char err[512] = "";
     ck_assert_msg(och_host_set_state_file(h, file, err, sizeof err) == OC_OK, "%s", err);
     ck_assert_int_eq(och_session_patch(h, K1, "p\xe9", "m"), OC_ERR_INVALID);
@@ -949,7 +962,8 @@ START_TEST(session_api_from_plugin)
     json_t *r = NULL;
     json_t *pa = tu_json("{\"channel\": \"100\"}");
     ck_assert_int_eq(och_tool_call(h, "list", pa, NULL, &r), OC_OK);
-    ck_assert_uint_eq(json_array_size(json_object_get(json_object_get(r, "details"), "sessions")), 2);
+    ck_assert_uint_eq(json_array_size(json_object_get(json_object_get(r, "details"), "sessions")),
+                      2);
     json_decref(r);
     json_decref(pa);
     pa = tu_json("{\"key\": \"" K2 "\", \"provider\": \"noreply\", \"model\": \"no-reply\"}");
@@ -965,8 +979,10 @@ START_TEST(session_api_from_plugin)
                      OC_ERR_INVALID);
     json_decref(r);
     json_decref(pa);
-    ck_assert(host_test_log_has(&log, "2 alpha:", "session_patch(" K2 ", NULL, no-reply) failed: "
-                                "OC_ERR_INVALID", NULL));
+    ck_assert(host_test_log_has(&log, "2 alpha:",
+                                "session_patch(" K2 ", NULL, no-reply) failed: "
+                                "OC_ERR_INVALID",
+                                NULL));
     och_host_free(h);
     host_test_log_free(&log);
     tu_rmtree(root);
@@ -1026,7 +1042,7 @@ START_TEST(session_state_survives_reopen)
     och_host *h = och_host_new();
     och_host_set_log(h, NULL, NULL, OC_LOG_ERROR);
     ck_assert_int_eq(och_host_set_state_file(h, path, err, sizeof err), OC_OK);
-    ck_assert_int_eq(access(path, F_OK), 0);  /* created at once */
+    ck_assert_int_eq(access(path, F_OK), 0); /* created at once */
     touch_three(h);
     ck_assert_int_eq(och_session_patch(h, K2, "noreply", "no-reply"), OC_OK);
     ck_assert_int_eq(och_session_patch(h, "agent:y:discord:channel:9", "p", "m"), OC_OK);
@@ -1185,11 +1201,12 @@ START_TEST(concurrent_calls_from_many_threads)
     char *root = tu_mkdtemp();
     probe_at(root, "a", "alpha");
     char *state = tu_path(root, "state.json");
-    json_t *cfg = host_cfg(root, "alpha",
-                           "{\"threadLogs\": 500, \"tools\": [{\"name\": \"echo\", \"mode\": \"echo\"}],"
-                           " \"hooks\": [{\"hook\": \"before_model_resolve\", \"label\": \"m\","
-                           " \"result\": {\"modelOverride\": \"m1\"}}]}",
-                           NULL);
+    json_t *cfg =
+        host_cfg(root, "alpha",
+                 "{\"threadLogs\": 500, \"tools\": [{\"name\": \"echo\", \"mode\": \"echo\"}],"
+                 " \"hooks\": [{\"hook\": \"before_model_resolve\", \"label\": \"m\","
+                 " \"result\": {\"modelOverride\": \"m1\"}}]}",
+                 NULL);
     host_test_log log;
     host_test_log_init(&log);
     och_host *h = och_host_new();

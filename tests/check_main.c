@@ -16,7 +16,7 @@
 #undef X
 
 typedef struct suite_entry {
-    const char *fn;          /* "make_<name>_suite" */
+    const char *fn; /* "make_<name>_suite" */
     Suite *(*make)(void);
 } suite_entry;
 
@@ -45,8 +45,8 @@ int main(void)
         for (size_t i = 0; i < N_SUITES && !found; i++)
             found = !strcmp(suite_name(all[i].fn, name, sizeof name), want_suite);
         if (!found) {
-            fprintf(stderr, "check_all: CK_RUN_SUITE=%s is not a suite; the suites are:",
-                    want_suite);
+            fprintf(stderr,
+                    "check_all: CK_RUN_SUITE=%s is not a suite; the suites are:", want_suite);
             for (size_t i = 0; i < N_SUITES; i++)
                 fprintf(stderr, " %s", suite_name(all[i].fn, name, sizeof name));
             fprintf(stderr, "\n");
@@ -57,16 +57,16 @@ int main(void)
     int case_found = !(want_case && *want_case);
     for (size_t i = 0; i < N_SUITES; i++) {
         Suite *s = all[i].make();
-        if (!case_found &&
-            (!want_suite || !*want_suite ||
-             !strcmp(suite_name(all[i].fn, name, sizeof name), want_suite)))
+        if (!case_found && (!want_suite || !*want_suite ||
+                            !strcmp(suite_name(all[i].fn, name, sizeof name), want_suite)))
             case_found = suite_tcase(s, want_case);
         srunner_add_suite(sr, s);
     }
     if (!case_found) {
-        fprintf(stderr, "check_all: CK_RUN_CASE=%s is no test case of %s; the case names are the "
-                        "tcase_create() names in tests/check_<suite>.c\n", want_case,
-                want_suite && *want_suite ? want_suite : "any suite");
+        fprintf(stderr,
+                "check_all: CK_RUN_CASE=%s is no test case of %s; the case names are the "
+                "tcase_create() names in tests/check_<suite>.c\n",
+                want_case, want_suite && *want_suite ? want_suite : "any suite");
         srunner_free(sr);
         return 2;
     }

@@ -49,15 +49,15 @@ static const char *mid(char *buf)
  * user ids, or NULL), reported to the session of each agent of readers
  * (NULL-terminated), in that order; with readers NULL, reported once
  * without a session (a host that does not report per agent). */
-static void post_to(const char *const *readers, const char *msg_id, const char *sender,
-                    int is_bot, const char *content, const char *const *mentions)
+static void post_to(const char *const *readers, const char *msg_id, const char *sender, int is_bot,
+                    const char *content, const char *const *mentions)
 {
     json_t *m = json_array();
     for (size_t i = 0; mentions && mentions[i]; i++)
         json_array_append_new(m, json_string(mentions[i]));
-    json_t *ev = json_pack("{s:s, s:s, s:b, s:s, s:b, s:s, s:o}", "messageId", msg_id,
-                           "channelId", CH1, "isDm", 0, "senderId", sender, "senderIsBot",
-                           is_bot, "content", content, "mentions", m);
+    json_t *ev = json_pack("{s:s, s:s, s:b, s:s, s:b, s:s, s:o}", "messageId", msg_id, "channelId",
+                           CH1, "isDm", 0, "senderId", sender, "senderIsBot", is_bot, "content",
+                           content, "mentions", m);
     if (!readers) {
         json_t *ctx = json_pack("{s:s}", "channelId", CH1);
         ck_assert_int_eq(tth_call(&H, "message_received", ev, ctx, NULL), OC_OK);
@@ -67,24 +67,22 @@ static void post_to(const char *const *readers, const char *msg_id, const char *
         if (!strcmp(tth_uid(readers[i]), sender))
             continue; /* a host never reports an agent's own message to it */
         char key[256];
-        json_t *ctx = json_pack("{s:s, s:s, s:s}", "channelId", CH1, "accountId", readers[i],
-                                "sessionKey",
-                                tth_session_key(key, sizeof key, readers[i], CH1, NULL));
+        json_t *ctx =
+            json_pack("{s:s, s:s, s:s}", "channelId", CH1, "accountId", readers[i], "sessionKey",
+                      tth_session_key(key, sizeof key, readers[i], CH1, NULL));
         ck_assert_int_eq(tth_call(&H, "message_received", ev, ctx, NULL), OC_OK);
         json_decref(ctx);
     }
     json_decref(ev);
 }
 
-static void human_says(const char *const *readers, const char *content,
-                       const char *const *mentions)
+static void human_says(const char *const *readers, const char *content, const char *const *mentions)
 {
     char id[24];
     post_to(readers, mid(id), "200000000000000001", 0, content, mentions);
 }
 
-static void admin_says(const char *const *readers, const char *content,
-                       const char *const *mentions)
+static void admin_says(const char *const *readers, const char *content, const char *const *mentions)
 {
     char id[24];
     post_to(readers, mid(id), ADMIN_UID, 0, content, mentions);
@@ -129,8 +127,8 @@ static char *last_moderator_message(void)
 static void reply_has(const char *needle)
 {
     char *text = last_moderator_message();
-    ck_assert_msg(text && strstr(text, needle), "reply \"%s\" lacks \"%s\"",
-                  text ? text : "(none)", needle);
+    ck_assert_msg(text && strstr(text, needle), "reply \"%s\" lacks \"%s\"", text ? text : "(none)",
+                  needle);
     free(text);
 }
 

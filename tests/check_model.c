@@ -90,9 +90,9 @@ static const char *const HUMAN_UID[N_HUMANS] = {"210000000000000001", "210000000
 #define NUDGE_SEC 20
 #define MAX_AGENT_MSGS 5
 
-#define AGENTS_JSON                                                                      \
-    "{\"planner\":{\"discordUserId\":\"110000000000000001\"},"                           \
-    "\"reviewer\":{\"discordUserId\":\"110000000000000002\"},"                           \
+#define AGENTS_JSON                                                                                \
+    "{\"planner\":{\"discordUserId\":\"110000000000000001\"},"                                     \
+    "\"reviewer\":{\"discordUserId\":\"110000000000000002\"},"                                     \
     "\"coder\":{\"discordUserId\":\"110000000000000003\"}}"
 
 /* ---- steps: literal, replayable ----------------------------------------------- */
@@ -123,25 +123,25 @@ typedef struct scenario {
     unsigned char reads[N_CH]; /* agents (mask) whose sessions receive each channel */
     int n;
     step s[MAX_STEPS];
-    int gateways;              /* 2: two plugin instances (gateways) share the store */
+    int gateways; /* 2: two plugin instances (gateways) share the store */
 } scenario;
 
 /* Failure kinds: one property each. */
 typedef enum fail_kind {
     F_NONE,
-    F_LIVENESS,   /* no reader granted a run before turn.timeoutSec */
-    F_WAITS,      /* at a quiet point the speaker is an agent that cannot read the channel */
-    F_TWO,        /* two agents' runs granted at once in one scope */
-    F_ADMIN,      /* an admin command without exactly one answer */
-    F_DUP,        /* a moderator message posted twice */
-    F_LOOP,       /* agent-only messages beyond turn.maxAgentMessages, or no quiet point */
-    F_RESTART,    /* the state after a restart differs from before */
-    F_HOOK,       /* a hook answered an error */
+    F_LIVENESS, /* no reader granted a run before turn.timeoutSec */
+    F_WAITS,    /* at a quiet point the speaker is an agent that cannot read the channel */
+    F_TWO,      /* two agents' runs granted at once in one scope */
+    F_ADMIN,    /* an admin command without exactly one answer */
+    F_DUP,      /* a moderator message posted twice */
+    F_LOOP,     /* agent-only messages beyond turn.maxAgentMessages, or no quiet point */
+    F_RESTART,  /* the state after a restart differs from before */
+    F_HOOK,     /* a hook answered an error */
     F_KINDS
 } fail_kind;
-static const char *const KIND_NAME[F_KINDS] = {"none", "liveness", "waits-on-non-reader",
+static const char *const KIND_NAME[F_KINDS] = {"none",        "liveness",     "waits-on-non-reader",
                                                "one-speaker", "admin-answer", "duplicate",
-                                               "loop-guard", "restart", "hook"};
+                                               "loop-guard",  "restart",      "hook"};
 
 /* Sabotage (only the suite's own "checks can fail" tests set it): break the
  * host or the config on purpose so that each check is seen to fire. */
@@ -224,14 +224,14 @@ static int agent_by_name(const char *name)
 #define QMAX 8
 #define PROMPT_MAX 200
 
-typedef struct session {   /* one agent in one channel, as the host keeps it */
+typedef struct session {          /* one agent in one channel, as the host keeps it */
     char queue[QMAX][PROMPT_MAX]; /* runs queued: the prompt of each */
     int qn;
-    int inflight;           /* a granted run not finished */
+    int inflight; /* a granted run not finished */
     char run_id[24];
-    int64_t grant_change_ms;/* the scope's last change when it was granted */
+    int64_t grant_change_ms; /* the scope's last change when it was granted */
     int managed_at_grant;
-    int superseded;         /* the turn may have left it since (human, admin, time, restart) */
+    int superseded; /* the turn may have left it since (human, admin, time, restart) */
 } session;
 
 typedef struct obligation {
@@ -243,16 +243,19 @@ typedef struct obligation {
 #define HSET_BITS 20
 typedef struct model {
     const scenario *sc;
-    tth h2;                 /* the second gateway's plugin (gateways 2) */
-    int stop_at_first;      /* stop at the first failure of `want` (or of any kind) */
-    fail_kind want;         /* F_NONE: any */
+    tth h2;            /* the second gateway's plugin (gateways 2) */
+    int stop_at_first; /* stop at the first failure of `want` (or of any kind) */
+    fail_kind want;    /* F_NONE: any */
     int liveness_on;
     tth h;
     session s[N_AG][N_CH];
     obligation ob[N_CH];
     int agent_posts[N_CH];  /* agent messages since the last human or moderator text */
     int grants[N_AG][N_CH]; /* granted runs so far */
-    struct { int64_t id; int grants; } seen[512]; /* moderator rows: the mentioned
+    struct {
+        int64_t id;
+        int grants;
+    } seen[512]; /* moderator rows: the mentioned
                                                agent's grants when each was queued */
     int n_seen;
     int64_t t0;
@@ -272,7 +275,7 @@ typedef struct model {
     long hooks_called;
 } model;
 
-static uint64_t *HSET;      /* distinct abstract states over the whole run */
+static uint64_t *HSET; /* distinct abstract states over the whole run */
 static long HSET_N;
 
 static void tr(model *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -415,13 +418,13 @@ static void post(model *m, int ch, const char *sender_uid, int is_bot, const cha
         json_t *jm = json_array();
         for (int i = 0; i < n_mentions; i++)
             json_array_append_new(jm, json_string(mentions[i]));
-        json_t *ev = json_pack("{s:s, s:s, s:b, s:s, s:b, s:s, s:o}", "messageId", id,
-                               "channelId", CH[ch], "isDm", 0, "senderId", sender_uid,
-                               "senderIsBot", is_bot, "content", content, "mentions", jm);
+        json_t *ev = json_pack("{s:s, s:s, s:b, s:s, s:b, s:s, s:o}", "messageId", id, "channelId",
+                               CH[ch], "isDm", 0, "senderId", sender_uid, "senderIsBot", is_bot,
+                               "content", content, "mentions", jm);
         char key[256];
-        json_t *ctx = json_pack("{s:s, s:s, s:s}", "channelId", CH[ch], "accountId", AG[a],
-                                "sessionKey",
-                                tth_session_key(key, sizeof key, AG[a], CH[ch], NULL));
+        json_t *ctx =
+            json_pack("{s:s, s:s, s:s}", "channelId", CH[ch], "accountId", AG[a], "sessionKey",
+                      tth_session_key(key, sizeof key, AG[a], CH[ch], NULL));
         call(m, a, "message_received", ev, ctx, NULL);
         if (!(drop & (1u << a)))
             queue_run(m, a, ch, content);
@@ -447,10 +450,13 @@ static int speaker_of(model *m, int ch, int *n_members, dg_turn_state *out)
     *n_members = n;
     uint64_t present = 0;
     ck_assert_int_eq(dg_turns_present(tth_plugin(&m->h)->turns, CH[ch], &present), OC_OK);
-    dg_rule_ctx x = {.n_members = n, .present = present,
-                     .mode = mode, .initiator = DG_NOBODY,
+    dg_rule_ctx x = {.n_members = n,
+                     .present = present,
+                     .mode = mode,
+                     .initiator = DG_NOBODY,
                      .timeout_ms = (int64_t)TIMEOUT_SEC * 1000,
-                     .max_agent_msgs = MAX_AGENT_MSGS, .wake_tracking = 1};
+                     .max_agent_msgs = MAX_AGENT_MSGS,
+                     .wake_tracking = 1};
     dg_rule_expire(&st, &x, now_ms(m), NULL);
     if (out)
         *out = st;
@@ -483,12 +489,12 @@ static void granted(model *m, int a, int ch)
     speaker_of(m, ch, &n, &st);
     for (int b = 0; b < N_AG; b++) {
         session *o = &m->s[b][ch];
-        if (b == a || !o->inflight || o->superseded || !o->managed_at_grant ||
-            !managed_now(m, ch))
+        if (b == a || !o->inflight || o->superseded || !o->managed_at_grant || !managed_now(m, ch))
             continue;
         if (now_ms(m) - o->grant_change_ms >= (int64_t)TIMEOUT_SEC * 1000)
             continue; /* its turn ran out */
-        flag(m, F_TWO, "%s's run was granted in %s while %s's granted run (%s) is still in "
+        flag(m, F_TWO,
+             "%s's run was granted in %s while %s's granted run (%s) is still in "
              "flight and nothing moved the turn (no human, no admin, no timeout, no restart)",
              AG[a], CH_NAME[ch], AG[b], o->run_id);
     }
@@ -529,8 +535,9 @@ static void finish_run(model *m, int a, int ch, int outcome, unsigned drop)
                    "toolCalls", 0),
          agent_ctx(a, ch, NULL), NULL);
     json_t *res = NULL;
-    call(m, a, "message_sending", json_pack("{s:s, s:s, s:{s:s}}", "to", CH[ch], "content", text,
-                                         "metadata", "runId", s->run_id),
+    call(m, a, "message_sending",
+         json_pack("{s:s, s:s, s:{s:s}}", "to", CH[ch], "content", text, "metadata", "runId",
+                   s->run_id),
          agent_ctx(a, ch, NULL), &res);
     int cancelled = res && json_is_true(json_object_get(res, "cancel"));
     json_decref(res);
@@ -565,7 +572,8 @@ static void run_one(model *m, int a, int ch, int outcome, unsigned drop)
     if (claimed)
         snprintf(reason, sizeof reason, "%s",
                  json_string_value(json_object_get(res, "reason"))
-                     ? json_string_value(json_object_get(res, "reason")) : "");
+                     ? json_string_value(json_object_get(res, "reason"))
+                     : "");
     json_decref(res);
     if (claimed && SAB != SAB_GRANT_CLAIMED) {
         tr(m, "      %s's run (prompt \"%.40s\") is claimed: %s", AG[a], prompt, reason);
@@ -581,8 +589,7 @@ static void run_one(model *m, int a, int ch, int outcome, unsigned drop)
     int swapped = res && json_object_get(res, "providerOverride");
     json_decref(res);
     if (swapped && SAB != SAB_GRANT_CLAIMED) {
-        tr(m, "      %s's run (prompt \"%.40s\") is swapped to the no-reply model", AG[a],
-           prompt);
+        tr(m, "      %s's run (prompt \"%.40s\") is swapped to the no-reply model", AG[a], prompt);
         call(m, a, "agent_end",
              json_pack("{s:s, s:b, s:s, s:i}", "runId", s->run_id, "success", 1, "output",
                        "NO_REPLY", "toolCalls", 0),
@@ -675,8 +682,8 @@ static int check_new_rows(model *m, int ch_admin)
          * a cause of its own; its one answer is checked by the step. A
          * mention of an agent that had a granted run since the first one was
          * queued wakes it for another turn.) */
-        int is_reply = strncmp(rows[i].content, DG_ADMIN_REPLY_PREFIX,
-                               sizeof DG_ADMIN_REPLY_PREFIX - 1) == 0;
+        int is_reply =
+            strncmp(rows[i].content, DG_ADMIN_REPLY_PREFIX, sizeof DG_ADMIN_REPLY_PREFIX - 1) == 0;
         int g_i = grants_at(m, rows[i].id, rows[i].content, ch);
         for (size_t j = 0; j < n && !is_reply; j++) {
             if (j == i || rows[j].id > rows[i].id || rows[j].id <= m->delivered_upto ||
@@ -686,10 +693,11 @@ static int check_new_rows(model *m, int ch_admin)
                 grants_at(m, rows[j].id, rows[j].content, ch) != g_i)
                 continue;
             if (j != i && rows[j].id < rows[i].id)
-                flag(m, F_DUP, "the moderator queued \"%.60s\" in %s twice (rows %lld and %lld, "
-                     "%lld ms apart, the first not yet delivered)", rows[i].content,
-                     ch >= 0 ? CH_NAME[ch] : rows[i].channel_id, (long long)rows[j].id,
-                     (long long)rows[i].id,
+                flag(m, F_DUP,
+                     "the moderator queued \"%.60s\" in %s twice (rows %lld and %lld, "
+                     "%lld ms apart, the first not yet delivered)",
+                     rows[i].content, ch >= 0 ? CH_NAME[ch] : rows[i].channel_id,
+                     (long long)rows[j].id, (long long)rows[i].id,
                      (long long)(rows[i].created_at_ms - rows[j].created_at_ms));
         }
         if (SAB == SAB_DOUBLE_POST) {
@@ -761,8 +769,10 @@ static void check_loop_guard(model *m, int ch)
      * loop can form (an agent never runs on its own message): its runs
      * work through what the host queued. */
     if (m->agent_posts[ch] > MAX_AGENT_MSGS && managed_now(m, ch))
-        flag(m, F_LOOP, "%d agent messages in %s without a human or moderator message "
-             "(turn.maxAgentMessages %d)", m->agent_posts[ch], CH_NAME[ch], MAX_AGENT_MSGS);
+        flag(m, F_LOOP,
+             "%d agent messages in %s without a human or moderator message "
+             "(turn.maxAgentMessages %d)",
+             m->agent_posts[ch], CH_NAME[ch], MAX_AGENT_MSGS);
 }
 
 /* A human (or an admin command) spoke in ch: runs in flight there may lose the turn. */
@@ -838,8 +848,8 @@ static void check_waits(model *m)
         member_name(m, ch, sp, name, sizeof name);
         int a = agent_by_name(name);
         if (a >= 0 && !(m->sc->reads[ch] & (1u << a)))
-            flag(m, F_WAITS, "%s waits on %s, who cannot read it (readers of %s: %s)",
-                 CH_NAME[ch], name, CH_NAME[ch], agents_of(m->sc->reads[ch], rd, sizeof rd));
+            flag(m, F_WAITS, "%s waits on %s, who cannot read it (readers of %s: %s)", CH_NAME[ch],
+                 name, CH_NAME[ch], agents_of(m->sc->reads[ch], rd, sizeof rd));
     }
 }
 
@@ -892,8 +902,10 @@ static void fair(model *m, int ch)
         snprintf(why, sizeof why, "speaker %s %s %s", name,
                  a >= 0 && (m->sc->reads[ch] & (1u << a)) ? "can read" : "cannot read",
                  CH_NAME[ch]);
-    flag(m, F_LIVENESS, "no reader of %s (%s) granted a run %ld s after %s's message (step %d; "
-         "turn.timeoutSec %d%s); %s", CH_NAME[ch], agents_of(m->sc->reads[ch], rd, sizeof rd),
+    flag(m, F_LIVENESS,
+         "no reader of %s (%s) granted a run %ld s after %s's message (step %d; "
+         "turn.timeoutSec %d%s); %s",
+         CH_NAME[ch], agents_of(m->sc->reads[ch], rd, sizeof rd),
          (long)((now_ms(m) - o->t_ms) / 1000), o->who, o->step + 1, TIMEOUT_SEC,
          o->relaxed ? ", a restart in between" : "", why);
     o->open = 0;
@@ -948,8 +960,8 @@ static void take_snap(model *m, snap *v)
         memset(&v[ch], 0, sizeof v[ch]);
         dg_scope sc;
         ck_assert_int_eq(dg_scope_conversation(CH[ch], &sc), OC_OK);
-        v[ch].has = dg_turns_peek(tth_plugin(&m->h)->turns, &sc, &v[ch].st, NULL, &v[ch].n) ==
-                    OC_OK;
+        v[ch].has =
+            dg_turns_peek(tth_plugin(&m->h)->turns, &sc, &v[ch].st, NULL, &v[ch].n) == OC_OK;
         v[ch].speaker = speaker_of(m, ch, &v[ch].n, NULL);
         for (int i = 0; i < v[ch].n && i < N_AG + 2; i++)
             member_name(m, ch, i, v[ch].members[i], sizeof v[ch].members[i]);
@@ -993,20 +1005,21 @@ static void restart(model *m, int which)
         for (int i = 0; same && i < b->n && i < N_AG + 2; i++)
             same = strcmp(b->members[i], a->members[i]) == 0;
         if (!same)
-            flag(m, F_RESTART, "%s after a restart: speaker %s -> %s, active %d -> %d, members "
+            flag(m, F_RESTART,
+                 "%s after a restart: speaker %s -> %s, active %d -> %d, members "
                  "%d -> %d, passed %#llx -> %#llx, mentioned %#llx/%#llx -> %#llx/%#llx, "
                  "consumed %#llx -> %#llx, hand-off %d -> %d, rested %d -> %d, agent messages "
-                 "%lld -> %lld", CH_NAME[ch],
-                 b->speaker == DG_NOBODY ? "nobody" : b->members[b->speaker],
+                 "%lld -> %lld",
+                 CH_NAME[ch], b->speaker == DG_NOBODY ? "nobody" : b->members[b->speaker],
                  a->speaker == DG_NOBODY ? "nobody"
-                 : a->speaker < N_AG + 2 ? a->members[a->speaker] : "?",
+                 : a->speaker < N_AG + 2 ? a->members[a->speaker]
+                                         : "?",
                  b->st.active, a->st.active, b->n, a->n, (unsigned long long)b->st.silent,
                  (unsigned long long)a->st.silent, (unsigned long long)b->st.mention,
                  (unsigned long long)b->st.mention_done, (unsigned long long)a->st.mention,
                  (unsigned long long)a->st.mention_done, (unsigned long long)b->st.consumed,
-                 (unsigned long long)a->st.consumed, b->st.handoff, a->st.handoff,
-                 b->st.rested, a->st.rested, (long long)b->st.agent_msgs,
-                 (long long)a->st.agent_msgs);
+                 (unsigned long long)a->st.consumed, b->st.handoff, a->st.handoff, b->st.rested,
+                 a->st.rested, (long long)b->st.agent_msgs, (long long)a->st.agent_msgs);
     }
     for (int ch = 0; ch < N_CH; ch++) {
         if (m->ob[ch].open)
@@ -1030,12 +1043,21 @@ typedef struct admin_variant {
     int rests;
 } admin_variant;
 static const admin_variant ADMIN[] = {
-    {"!dirigent status", 1, 0, 0}, {"!dirigent rest", 1, 0, 1},  {"!dirigent wake", 1, 1, 0},
+    {"!dirigent status", 1, 0, 0},
+    {"!dirigent rest", 1, 0, 1},
+    {"!dirigent wake", 1, 1, 0},
     /* A skip with nobody else left in the cycle puts the scope to sleep. */
-    {"!dirigent skip", 1, 0, 1},   {"!dirigent help", 1, 0, 0},  {"!dirigent stauts", 1, 0, 0},
-    {"!DIRIGENT Status", 1, 0, 0}, {"  !dirigent skip  ", 1, 0, 1}, {"!dirigent", 1, 0, 0},
-    {"!dirgent status", 0, 0, 0},  {"!dirigentstatus", 0, 0, 0}, {"!dirigent wake <@%s>", 1, 1, 0},
-    {"!dirigent close", 1, 0, 0},  {"!dirigent reset", 1, 0, 0},
+    {"!dirigent skip", 1, 0, 1},
+    {"!dirigent help", 1, 0, 0},
+    {"!dirigent stauts", 1, 0, 0},
+    {"!DIRIGENT Status", 1, 0, 0},
+    {"  !dirigent skip  ", 1, 0, 1},
+    {"!dirigent", 1, 0, 0},
+    {"!dirgent status", 0, 0, 0},
+    {"!dirigentstatus", 0, 0, 0},
+    {"!dirigent wake <@%s>", 1, 1, 0},
+    {"!dirigent close", 1, 0, 0},
+    {"!dirigent reset", 1, 0, 0},
 };
 #define N_ADMIN (int)(sizeof ADMIN / sizeof *ADMIN)
 
@@ -1105,15 +1127,16 @@ static void do_step(model *m, const step *s)
         int expect = v->is_command && (s->who % N_HUMANS == 0) && m->sc->reads[s->ch];
         tr(m, "t=%ld %s@%s: \"%s%s\" (%s; readers of %s: %s)", t, HUMAN[s->who % N_HUMANS],
            CH_NAME[s->ch], nm ? "!dirigent wake @" : text, nm ? AG[s->c % N_AG] : "",
-           expect ? "an admin command: one answer owed"
-           : v->is_command ? "not an admin: an ordinary message" : "not a command",
+           expect          ? "an admin command: one answer owed"
+           : v->is_command ? "not an admin: an ordinary message"
+                           : "not a command",
            CH_NAME[s->ch], agents_of(m->sc->reads[s->ch], rd, sizeof rd));
         post(m, s->ch, HUMAN_UID[s->who % N_HUMANS], 0, text, mentions, nm, s->n, -1);
         human_spoke(m, s->ch);
         int answers = check_new_rows(m, s->ch);
         if (answers != expect)
-            flag(m, F_ADMIN, "\"%s\" from %s in %s got %d moderator answers, expected %d",
-                 text, HUMAN[s->who % N_HUMANS], CH_NAME[s->ch], answers, expect);
+            flag(m, F_ADMIN, "\"%s\" from %s in %s got %d moderator answers, expected %d", text,
+                 HUMAN[s->who % N_HUMANS], CH_NAME[s->ch], answers, expect);
         if (!expect) {
             if (m->sc->reads[s->ch])
                 open_obligation(m, s->ch, HUMAN[s->who % N_HUMANS]);
@@ -1125,8 +1148,7 @@ static void do_step(model *m, const step *s)
         break;
     }
     case S_RUN:
-        tr(m, "t=%ld run: %s in %s (%s)", t, AG[s->who % N_AG], CH_NAME[s->ch],
-           OUTCOME[s->a % 4]);
+        tr(m, "t=%ld run: %s in %s (%s)", t, AG[s->who % N_AG], CH_NAME[s->ch], OUTCOME[s->a % 4]);
         run_one(m, s->who % N_AG, s->ch, s->a % 4, s->n);
         check_new_rows(m, -1);
         break;
@@ -1140,8 +1162,8 @@ static void do_step(model *m, const step *s)
         check_new_rows(m, -1);
         break;
     case S_DELIVER:
-        tr(m, "t=%ld deliver: the moderator's posts come back%s%s", t,
-           s->n ? "; dropped for " : "", s->n ? agents_of(s->n, buf, sizeof buf) : "");
+        tr(m, "t=%ld deliver: the moderator's posts come back%s%s", t, s->n ? "; dropped for " : "",
+           s->n ? agents_of(s->n, buf, sizeof buf) : "");
         deliver_all(m, s->n);
         check_new_rows(m, -1);
         break;
@@ -1161,8 +1183,9 @@ static void do_step(model *m, const step *s)
          * millisecond a state written after it can lose to one written
          * before it; regression regression_restart_in_the_same_millisecond). */
         tr(m, "t=%ld restart%s (plugin shutdown, init on the same store%s)", t,
-           m->sc->gateways == 2 ? (s->who % 2 ? " of gateway 2 (planner)"
-                                              : " of gateway 1 (reviewer, coder)") : "",
+           m->sc->gateways == 2
+               ? (s->who % 2 ? " of gateway 2 (planner)" : " of gateway 1 (reviewer, coder)")
+               : "",
            s->n ? ", in the same millisecond" : "; a second passes before and after");
         if (!s->n) {
             check_due(m, now_ms(m) + 2000);
@@ -1240,8 +1263,10 @@ static void state_line(model *m, int ch)
     for (int i = 0; i < n; i++)
         snprintf(order + strlen(order), sizeof order - strlen(order), "%s%s", i ? "," : "",
                  member_name(m, ch, i, name, sizeof name));
-    tr(m, "      [%s: order %s; %s %s; passed %#llx mention %#llx/%#llx consumed %#llx "
-       "agent msgs %lld%s]", CH_NAME[ch], order, st.active ? "speaker" : "dormant",
+    tr(m,
+       "      [%s: order %s; %s %s; passed %#llx mention %#llx/%#llx consumed %#llx "
+       "agent msgs %lld%s]",
+       CH_NAME[ch], order, st.active ? "speaker" : "dormant",
        st.active ? member_name(m, ch, sp, name, sizeof name) : "", (unsigned long long)st.silent,
        (unsigned long long)st.mention, (unsigned long long)st.mention_done,
        (unsigned long long)st.consumed, (long long)st.agent_msgs, st.rested ? " resting" : "");
@@ -1251,10 +1276,12 @@ static char *config_extra(void)
 {
     char *extra = NULL;
     int max = SAB == SAB_NO_LOOP_GUARD ? 1000 : MAX_AGENT_MSGS;
-    ck_assert_int_ge(asprintf(&extra, "%s\"turn\":{\"timeoutSec\":%d,\"nudgeSec\":%d,"
+    ck_assert_int_ge(asprintf(&extra,
+                              "%s\"turn\":{\"timeoutSec\":%d,\"nudgeSec\":%d,"
                               "\"maxAgentMessages\":%d}",
                               SAB == SAB_NO_ADMINS ? "" : "\"admins\":[\"210000000000000001\"],",
-                              TIMEOUT_SEC, NUDGE_SEC, max), 0);
+                              TIMEOUT_SEC, NUDGE_SEC, max),
+                     0);
     return extra;
 }
 
@@ -1286,7 +1313,7 @@ static void play(model *m, const scenario *sc, int transcript, int liveness_on, 
     char rd[64];
     if (sc->gateways == 2)
         tr(m, "   two gateways share the store: planner on gateway 2, reviewer and coder on "
-           "gateway 1");
+              "gateway 1");
     for (int ch = 0; ch < N_CH; ch++)
         tr(m, "   %s is read by %s", CH_NAME[ch], agents_of(sc->reads[ch], rd, sizeof rd));
     int states = env_int("MODEL_STATES", 0);
@@ -1494,7 +1521,7 @@ static void shrink(scenario *sc, fail_kind k, int liveness_on)
 /* The scenario as C source of a literal step list (for a regression test). */
 static void print_literal(FILE *f, const scenario *sc)
 {
-    static const char *const kinds[] = {"S_HUMAN", "S_ADMIN", "S_RUN", "S_FINISH",
+    static const char *const kinds[] = {"S_HUMAN",   "S_ADMIN",   "S_RUN",     "S_FINISH",
                                         "S_DELIVER", "S_ADVANCE", "S_RESTART", "S_SETTLE"};
     fprintf(f, "    static const scenario sc = {{%u, %u, %u}, %d, {\n", sc->reads[0], sc->reads[1],
             sc->reads[2], sc->n);
@@ -1555,9 +1582,10 @@ static void random_run(int sequences, uint64_t base, int liveness_on, run_result
             break; /* what was looked for is found */
         if (quiet)
             continue;
-        fprintf(stderr, "model: FAIL %s in sequence %d: MODEL_SEED=%llu MODEL_SEQUENCES=1 "
-                "reproduces it\n  %s\n", KIND_NAME[k], i, (unsigned long long)seed,
-                m.found_msg[k]);
+        fprintf(stderr,
+                "model: FAIL %s in sequence %d: MODEL_SEED=%llu MODEL_SEQUENCES=1 "
+                "reproduces it\n  %s\n",
+                KIND_NAME[k], i, (unsigned long long)seed, m.found_msg[k]);
         long before = SHRINK_RUNS;
         int n0 = sc.n;
         shrink(&sc, k, liveness_on);
@@ -1574,8 +1602,7 @@ static void random_run(int sequences, uint64_t base, int liveness_on, run_result
 START_TEST(model_random)
 {
     int sequences = env_int("MODEL_SEQUENCES", 150);
-    uint64_t base = (uint64_t)strtoull(getenv("MODEL_SEED") ? getenv("MODEL_SEED") : "1", NULL,
-                                       10);
+    uint64_t base = (uint64_t)strtoull(getenv("MODEL_SEED") ? getenv("MODEL_SEED") : "1", NULL, 10);
     int liveness_on = !known_freeze();
     if (!liveness_on)
         fprintf(stderr, "model: MODEL_KNOWN_FREEZE=1: the liveness checks are SKIPPED\n");
@@ -1592,9 +1619,11 @@ START_TEST(model_random)
             snprintf(list + strlen(list), sizeof list - strlen(list), " %s (MODEL_SEED=%llu)",
                      KIND_NAME[k], (unsigned long long)rr.seed_of[k]);
         }
-    fprintf(stderr, "model: %ld sequences, %ld steps, %ld hook calls, %ld distinct states, "
-            "seed %llu; failures: %s\n", rr.sequences, rr.steps, rr.hooks, HSET_N,
-            (unsigned long long)base, failures ? list : "none");
+    fprintf(stderr,
+            "model: %ld sequences, %ld steps, %ld hook calls, %ld distinct states, "
+            "seed %llu; failures: %s\n",
+            rr.sequences, rr.steps, rr.hooks, HSET_N, (unsigned long long)base,
+            failures ? list : "none");
     ck_assert_msg(failures == 0, "the model found %d failing properties:%s (transcripts above)",
                   failures, list);
 }
@@ -1613,11 +1642,14 @@ static void sabotaged(sabotage sab, fail_kind expect)
      * fail it, so it was the sabotage the check caught. */
     run_result control;
     random_run(rr.index_of[expect] + 1, 7, 0, &control, expect, 1);
-    ck_assert_msg(!control.found[expect], "the %s check fails without the sabotage too "
-                  "(MODEL_SEED=%llu)", KIND_NAME[expect],
-                  (unsigned long long)control.seed_of[expect]);
-    fprintf(stderr, "model: the %s check fires on a sabotaged host (sequence %d), not on the "
-            "intact one\n", KIND_NAME[expect], rr.index_of[expect]);
+    ck_assert_msg(!control.found[expect],
+                  "the %s check fails without the sabotage too "
+                  "(MODEL_SEED=%llu)",
+                  KIND_NAME[expect], (unsigned long long)control.seed_of[expect]);
+    fprintf(stderr,
+            "model: the %s check fires on a sabotaged host (sequence %d), not on the "
+            "intact one\n",
+            KIND_NAME[expect], rr.index_of[expect]);
 }
 
 START_TEST(model_one_speaker_check_fires)
@@ -1700,9 +1732,12 @@ START_TEST(regression_mention_of_non_reader_freezes)
 {
     if (skip_known_freeze("regression_mention_of_non_reader_freezes"))
         return;
-    static const scenario sc = {{0, 0, 2}, 1, {
-        {S_HUMAN, 2, 0, 4, 0, 0, 0},
-    }, 1};
+    static const scenario sc = {{0, 0, 2},
+                                1,
+                                {
+                                    {S_HUMAN, 2, 0, 4, 0, 0, 0},
+                                },
+                                1};
     replay(&sc);
 }
 END_TEST
@@ -1714,10 +1749,13 @@ START_TEST(regression_waits_on_non_reader)
 {
     if (skip_known_freeze("regression_waits_on_non_reader"))
         return;
-    static const scenario sc = {{0, 4, 0}, 2, {
-        {S_HUMAN, 1, 0, 2, 0, 0, 0},
-        {S_SETTLE, 0, 0, 0, 0, 0, 0},
-    }, 1};
+    static const scenario sc = {{0, 4, 0},
+                                2,
+                                {
+                                    {S_HUMAN, 1, 0, 2, 0, 0, 0},
+                                    {S_SETTLE, 0, 0, 0, 0, 0, 0},
+                                },
+                                1};
     replay(&sc);
 }
 END_TEST
@@ -1728,12 +1766,15 @@ END_TEST
  * to the older one that still carried a mention. */
 START_TEST(regression_restart_in_the_same_millisecond)
 {
-    static const scenario sc = {{0, 0, 4}, 4, {
-        {S_HUMAN, 2, 0, 4, 0, 0, 0},
-        {S_RESTART, 2, 0, 0, 0, 0, 1},
-        {S_HUMAN, 2, 0, 0, 0, 0, 0},
-        {S_RESTART, 0, 0, 0, 0, 0, 1},
-    }, 1};
+    static const scenario sc = {{0, 0, 4},
+                                4,
+                                {
+                                    {S_HUMAN, 2, 0, 4, 0, 0, 0},
+                                    {S_RESTART, 2, 0, 0, 0, 0, 1},
+                                    {S_HUMAN, 2, 0, 0, 0, 0, 0},
+                                    {S_RESTART, 0, 0, 0, 0, 0, 1},
+                                },
+                                1};
     replay(&sc);
 }
 END_TEST
@@ -1745,14 +1786,17 @@ END_TEST
  * 589877611). */
 START_TEST(regression_nudge_while_a_hand_off_is_undelivered)
 {
-    static const scenario sc = {{0, 6, 0}, 6, {
-        {S_HUMAN, 1, 0, 0, 0, 0, 0},
-        {S_RUN, 1, 2, 1, 0, 0, 0},
-        {S_RUN, 1, 1, 0, 0, 0, 0},
-        {S_RUN, 1, 1, 0, 0, 0, 0},
-        {S_HUMAN, 1, 0, 0, 0, 0, 0},
-        {S_ADVANCE, 1, 0, 0, 0, 0, 21},
-    }, 1};
+    static const scenario sc = {{0, 6, 0},
+                                6,
+                                {
+                                    {S_HUMAN, 1, 0, 0, 0, 0, 0},
+                                    {S_RUN, 1, 2, 1, 0, 0, 0},
+                                    {S_RUN, 1, 1, 0, 0, 0, 0},
+                                    {S_RUN, 1, 1, 0, 0, 0, 0},
+                                    {S_HUMAN, 1, 0, 0, 0, 0, 0},
+                                    {S_ADVANCE, 1, 0, 0, 0, 0, 21},
+                                },
+                                1};
     replay(&sc);
 }
 END_TEST
@@ -1763,13 +1807,16 @@ END_TEST
  * not at the one gateway 2's mirror last knew (MODEL_SEED=193106123). */
 START_TEST(regression_two_gateways_add_members_at_one_position)
 {
-    static const scenario sc = {{0, 5, 0}, 5, {
-        {S_ADVANCE, 0, 0, 0, 0, 0, 1},
-        {S_HUMAN, 1, 0, 0, 0, 0, 0},
-        {S_RUN, 1, 2, 0, 0, 0, 0},
-        {S_ADVANCE, 1, 0, 0, 0, 0, 1},
-        {S_RUN, 1, 0, 0, 0, 0, 0},
-    }, 2};
+    static const scenario sc = {{0, 5, 0},
+                                5,
+                                {
+                                    {S_ADVANCE, 0, 0, 0, 0, 0, 1},
+                                    {S_HUMAN, 1, 0, 0, 0, 0, 0},
+                                    {S_RUN, 1, 2, 0, 0, 0, 0},
+                                    {S_ADVANCE, 1, 0, 0, 0, 0, 1},
+                                    {S_RUN, 1, 0, 0, 0, 0, 0},
+                                },
+                                2};
     replay(&sc);
 }
 END_TEST
@@ -1779,12 +1826,15 @@ END_TEST
  * 50523281). */
 START_TEST(regression_two_gateways_post_one_hand_off_twice)
 {
-    static const scenario sc = {{2, 0, 0}, 4, {
-        {S_HUMAN, 0, 0, 1, 0, 0, 0},
-        {S_RUN, 0, 1, 0, 0, 0, 0},
-        {S_RESTART, 2, 0, 0, 0, 0, 0},
-        {S_ADVANCE, 0, 0, 0, 0, 0, 1},
-    }, 2};
+    static const scenario sc = {{2, 0, 0},
+                                4,
+                                {
+                                    {S_HUMAN, 0, 0, 1, 0, 0, 0},
+                                    {S_RUN, 0, 1, 0, 0, 0, 0},
+                                    {S_RESTART, 2, 0, 0, 0, 0, 0},
+                                    {S_ADVANCE, 0, 0, 0, 0, 0, 1},
+                                },
+                                2};
     replay_for_duplicates(&sc);
 }
 END_TEST
@@ -1795,12 +1845,15 @@ END_TEST
  * the change log, does not make it again (MODEL_SEED=50523281). */
 START_TEST(regression_two_gateways_one_restarts_misses_a_change)
 {
-    static const scenario sc = {{3, 0, 0}, 4, {
-        {S_HUMAN, 0, 0, 1, 0, 0, 0},
-        {S_RUN, 0, 1, 0, 0, 0, 0},
-        {S_RESTART, 2, 0, 0, 0, 0, 0},
-        {S_ADVANCE, 0, 0, 0, 0, 0, 59},
-    }, 2};
+    static const scenario sc = {{3, 0, 0},
+                                4,
+                                {
+                                    {S_HUMAN, 0, 0, 1, 0, 0, 0},
+                                    {S_RUN, 0, 1, 0, 0, 0, 0},
+                                    {S_RESTART, 2, 0, 0, 0, 0, 0},
+                                    {S_ADVANCE, 0, 0, 0, 0, 0, 59},
+                                },
+                                2};
     replay_for_duplicates(&sc);
 }
 END_TEST
@@ -1811,15 +1864,18 @@ END_TEST
  * (MODEL_SEED=380432577). */
 START_TEST(regression_silence_to_an_older_message_is_no_pass)
 {
-    static const scenario sc = {{4, 6, 3}, 7, {
-        {S_HUMAN, 2, 0, 0, 0, 0, 0},
-        {S_HUMAN, 0, 0, 0, 0, 0, 0},
-        {S_HUMAN, 1, 0, 0, 0, 0, 0},
-        {S_HUMAN, 0, 0, 0, 0, 0, 0},
-        {S_RUN, 2, 0, 3, 0, 0, 0},
-        {S_HUMAN, 2, 0, 0, 0, 0, 0},
-        {S_HUMAN, 2, 1, 0, 0, 3, 0},
-    }, 1};
+    static const scenario sc = {{4, 6, 3},
+                                7,
+                                {
+                                    {S_HUMAN, 2, 0, 0, 0, 0, 0},
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 0},
+                                    {S_HUMAN, 1, 0, 0, 0, 0, 0},
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 0},
+                                    {S_RUN, 2, 0, 3, 0, 0, 0},
+                                    {S_HUMAN, 2, 0, 0, 0, 0, 0},
+                                    {S_HUMAN, 2, 1, 0, 0, 3, 0},
+                                },
+                                1};
     replay(&sc);
 }
 END_TEST
@@ -1829,15 +1885,18 @@ END_TEST
  * back waiting for it (MODEL_SEED=978978316). */
 START_TEST(regression_reply_that_rested_the_scope_is_not_owed)
 {
-    static const scenario sc = {{3, 0, 4}, 7, {
-        {S_ADMIN, 0, 0, 8, 0, 2, 0},
-        {S_HUMAN, 2, 0, 0, 0, 0, 0},
-        {S_ADVANCE, 2, 0, 0, 0, 0, 59},
-        {S_HUMAN, 0, 0, 0, 0, 0, 0},
-        {S_ADVANCE, 0, 0, 0, 0, 0, 21},
-        {S_SETTLE, 2, 0, 0, 0, 0, 304144},
-        {S_HUMAN, 0, 0, 0, 0, 0, 0},
-    }, 2};
+    static const scenario sc = {{3, 0, 4},
+                                7,
+                                {
+                                    {S_ADMIN, 0, 0, 8, 0, 2, 0},
+                                    {S_HUMAN, 2, 0, 0, 0, 0, 0},
+                                    {S_ADVANCE, 2, 0, 0, 0, 0, 59},
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 0},
+                                    {S_ADVANCE, 0, 0, 0, 0, 0, 21},
+                                    {S_SETTLE, 2, 0, 0, 0, 0, 304144},
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 0},
+                                },
+                                2};
     replay(&sc);
 }
 END_TEST
@@ -1847,11 +1906,14 @@ END_TEST
  * the turn; planner gets the stall nudge (MODEL_SEED=786026625). */
 START_TEST(regression_speaker_after_a_non_reader_left_is_nudged)
 {
-    static const scenario sc = {{0, 0, 5}, 3, {
-        {S_HUMAN, 2, 0, 0, 0, 0, 0},
-        {S_ADVANCE, 1, 0, 0, 0, 0, 59},
-        {S_HUMAN, 2, 0, 2, 0, 0, 1},
-    }, 1};
+    static const scenario sc = {{0, 0, 5},
+                                3,
+                                {
+                                    {S_HUMAN, 2, 0, 0, 0, 0, 0},
+                                    {S_ADVANCE, 1, 0, 0, 0, 0, 59},
+                                    {S_HUMAN, 2, 0, 2, 0, 0, 1},
+                                },
+                                1};
     replay(&sc);
 }
 END_TEST
@@ -1861,10 +1923,13 @@ END_TEST
  * run: the stall nudge mentions planner (MODEL_SEED=662242051). */
 START_TEST(regression_held_back_speaker_is_nudged_when_no_run_follows)
 {
-    static const scenario sc = {{0, 0, 3}, 2, {
-        {S_HUMAN, 2, 0, 0, 0, 0, 0},
-        {S_HUMAN, 2, 0, 0, 0, 3, 1},
-    }, 1};
+    static const scenario sc = {{0, 0, 3},
+                                2,
+                                {
+                                    {S_HUMAN, 2, 0, 0, 0, 0, 0},
+                                    {S_HUMAN, 2, 0, 0, 0, 3, 1},
+                                },
+                                1};
     replay(&sc);
 }
 END_TEST
@@ -1874,12 +1939,15 @@ END_TEST
  * (UNREACHED_MS) and takes it out of the order (MODEL_SEED=862643110). */
 START_TEST(regression_non_reader_found_without_a_decision)
 {
-    static const scenario sc = {{0, 0, 2}, 4, {
-        {S_HUMAN, 2, 0, 0, 0, 0, 0},
-        {S_ADVANCE, 1, 0, 0, 0, 0, 59},
-        {S_HUMAN, 2, 0, 4, 0, 0, 2},
-        {S_SETTLE, 2, 0, 0, 0, 0, 0},
-    }, 1};
+    static const scenario sc = {{0, 0, 2},
+                                4,
+                                {
+                                    {S_HUMAN, 2, 0, 0, 0, 0, 0},
+                                    {S_ADVANCE, 1, 0, 0, 0, 0, 59},
+                                    {S_HUMAN, 2, 0, 4, 0, 0, 2},
+                                    {S_SETTLE, 2, 0, 0, 0, 0, 0},
+                                },
+                                1};
     replay(&sc);
 }
 END_TEST
@@ -1890,12 +1958,15 @@ END_TEST
  * hand-off `<@planner>` is queued once (MODEL_SEED=57184048). */
 START_TEST(regression_two_gateways_apply_one_timeout_once)
 {
-    static const scenario sc = {{0, 1, 0}, 4, {
-        {S_HUMAN, 1, 0, 4, 0, 0, 0},
-        {S_ADVANCE, 1, 0, 0, 0, 0, 1},
-        {S_RUN, 1, 0, 0, 0, 0, 0},
-        {S_ADVANCE, 1, 0, 0, 0, 0, 59},
-    }, 2};
+    static const scenario sc = {{0, 1, 0},
+                                4,
+                                {
+                                    {S_HUMAN, 1, 0, 4, 0, 0, 0},
+                                    {S_ADVANCE, 1, 0, 0, 0, 0, 1},
+                                    {S_RUN, 1, 0, 0, 0, 0, 0},
+                                    {S_ADVANCE, 1, 0, 0, 0, 0, 59},
+                                },
+                                2};
     replay_for_duplicates(&sc);
 }
 END_TEST
@@ -1906,13 +1977,16 @@ END_TEST
  * adding it a second time (MODEL_SEED=286819991). */
 START_TEST(regression_two_gateways_add_one_member_once)
 {
-    static const scenario sc = {{5, 0, 0}, 5, {
-        {S_HUMAN, 0, 0, 0, 0, 0, 0},
-        {S_ADVANCE, 1, 0, 0, 0, 0, 1},
-        {S_RUN, 0, 2, 0, 0, 0, 0},
-        {S_ADVANCE, 0, 0, 0, 0, 0, 1},
-        {S_HUMAN, 0, 0, 4, 0, 0, 0},
-    }, 2};
+    static const scenario sc = {{5, 0, 0},
+                                5,
+                                {
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 0},
+                                    {S_ADVANCE, 1, 0, 0, 0, 0, 1},
+                                    {S_RUN, 0, 2, 0, 0, 0, 0},
+                                    {S_ADVANCE, 0, 0, 0, 0, 0, 1},
+                                    {S_HUMAN, 0, 0, 4, 0, 0, 0},
+                                },
+                                2};
     replay(&sc);
 }
 END_TEST
@@ -1923,14 +1997,17 @@ END_TEST
  * besides (MODEL_SEED=110223495 MODEL_GATEWAYS=2). */
 START_TEST(regression_no_hand_off_to_the_agent_whose_run_is_decided)
 {
-    static const scenario sc = {{3, 0, 0}, 6, {
-        {S_HUMAN, 0, 0, 0, 0, 0, 0},
-        {S_HUMAN, 0, 0, 5, 0, 2, 0},
-        {S_RUN, 0, 0, 0, 0, 0, 0},
-        {S_RUN, 0, 0, 3, 0, 0, 0},
-        {S_ADMIN, 0, 0, 10, 0, 0, 0},
-        {S_SETTLE, 2, 0, 0, 0, 0, 275654},
-    }, 1};
+    static const scenario sc = {{3, 0, 0},
+                                6,
+                                {
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 0},
+                                    {S_HUMAN, 0, 0, 5, 0, 2, 0},
+                                    {S_RUN, 0, 0, 0, 0, 0, 0},
+                                    {S_RUN, 0, 0, 3, 0, 0, 0},
+                                    {S_ADMIN, 0, 0, 10, 0, 0, 0},
+                                    {S_SETTLE, 2, 0, 0, 0, 0, 275654},
+                                },
+                                1};
     replay(&sc);
 }
 END_TEST
@@ -1941,9 +2018,12 @@ END_TEST
  * once UNREACHED_MS passed (MODEL_SEED=342231307 MODEL_GATEWAYS=2). */
 START_TEST(regression_non_readers_leave_when_no_member_reads)
 {
-    static const scenario sc = {{0, 2, 0}, 1, {
-        {S_HUMAN, 1, 0, 5, 0, 0, 2},
-    }, 2};
+    static const scenario sc = {{0, 2, 0},
+                                1,
+                                {
+                                    {S_HUMAN, 1, 0, 5, 0, 0, 2},
+                                },
+                                2};
     replay(&sc);
 }
 END_TEST
@@ -1955,15 +2035,18 @@ END_TEST
  * MODEL_GATEWAYS=2). */
 START_TEST(regression_owed_mention_is_not_queued_again)
 {
-    static const scenario sc = {{0, 1, 2}, 7, {
-        {S_ADMIN, 1, 0, 1, 0, 0, 0},
-        {S_ADMIN, 2, 0, 11, 0, 0, 0},
-        {S_ADVANCE, 1, 0, 0, 0, 0, 59},
-        {S_HUMAN, 1, 0, 4, 0, 0, 0},
-        {S_ADVANCE, 0, 0, 0, 0, 0, 10},
-        {S_ADVANCE, 1, 0, 0, 0, 0, 21},
-        {S_RUN, 1, 0, 0, 0, 0, 0},
-    }, 2};
+    static const scenario sc = {{0, 1, 2},
+                                7,
+                                {
+                                    {S_ADMIN, 1, 0, 1, 0, 0, 0},
+                                    {S_ADMIN, 2, 0, 11, 0, 0, 0},
+                                    {S_ADVANCE, 1, 0, 0, 0, 0, 59},
+                                    {S_HUMAN, 1, 0, 4, 0, 0, 0},
+                                    {S_ADVANCE, 0, 0, 0, 0, 0, 10},
+                                    {S_ADVANCE, 1, 0, 0, 0, 0, 21},
+                                    {S_RUN, 1, 0, 0, 0, 0, 0},
+                                },
+                                2};
     replay(&sc);
 }
 END_TEST
@@ -1974,13 +2057,16 @@ END_TEST
  * takes coder out of the order (MODEL_SEED=858320778). */
 START_TEST(regression_non_reader_leaves_after_a_restart)
 {
-    static const scenario sc = {{1, 0, 0}, 5, {
-        {S_HUMAN, 0, 0, 5, 0, 0, 0},
-        {S_RESTART, 0, 0, 0, 0, 0, 0},
-        {S_RUN, 0, 0, 0, 0, 0, 0},
-        {S_ADVANCE, 0, 0, 0, 0, 0, 10},
-        {S_SETTLE, 1, 0, 0, 0, 0, 0},
-    }, 1};
+    static const scenario sc = {{1, 0, 0},
+                                5,
+                                {
+                                    {S_HUMAN, 0, 0, 5, 0, 0, 0},
+                                    {S_RESTART, 0, 0, 0, 0, 0, 0},
+                                    {S_RUN, 0, 0, 0, 0, 0, 0},
+                                    {S_ADVANCE, 0, 0, 0, 0, 0, 10},
+                                    {S_SETTLE, 1, 0, 0, 0, 0, 0},
+                                },
+                                1};
     replay(&sc);
 }
 END_TEST
@@ -1990,12 +2076,15 @@ END_TEST
  * awake scope, so the speaker is mentioned before its turn times out. */
 START_TEST(regression_restart_drops_the_stall_nudge)
 {
-    static const scenario sc = {{3, 0, 0}, 4, {
-        {S_HUMAN, 0, 0, 0, 0, 0, 0},
-        {S_SETTLE, 0, 0, 0, 0, 0, 0},
-        {S_HUMAN, 0, 0, 0, 0, 0, 3},
-        {S_RESTART, 0, 1, 0, 0, 0, 0},
-    }, 1};
+    static const scenario sc = {{3, 0, 0},
+                                4,
+                                {
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 0},
+                                    {S_SETTLE, 0, 0, 0, 0, 0, 0},
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 3},
+                                    {S_RESTART, 0, 1, 0, 0, 0, 0},
+                                },
+                                1};
     replay(&sc);
 }
 END_TEST
@@ -2005,13 +2094,16 @@ END_TEST
  * scope does not rest with the message unanswered. */
 START_TEST(regression_silence_of_a_run_from_before_a_restart_is_no_pass)
 {
-    static const scenario sc = {{4, 6, 0}, 5, {
-        {S_HUMAN, 1, 0, 0, 0, 0, 0},
-        {S_RUN, 1, 1, 3, 0, 0, 0},
-        {S_HUMAN, 0, 0, 0, 0, 0, 0},
-        {S_RESTART, 2, 0, 0, 0, 0, 0},
-        {S_HUMAN, 1, 0, 0, 0, 0, 2},
-    }, 1};
+    static const scenario sc = {{4, 6, 0},
+                                5,
+                                {
+                                    {S_HUMAN, 1, 0, 0, 0, 0, 0},
+                                    {S_RUN, 1, 1, 3, 0, 0, 0},
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 0},
+                                    {S_RESTART, 2, 0, 0, 0, 0, 0},
+                                    {S_HUMAN, 1, 0, 0, 0, 0, 2},
+                                },
+                                1};
     replay(&sc);
 }
 END_TEST
@@ -2021,16 +2113,19 @@ END_TEST
  * be nudged before its turn times out. */
 START_TEST(regression_two_gateways_nudge_a_speaker_whose_delivery_dropped)
 {
-    static const scenario sc = {{0, 5, 0}, 8, {
-        {S_ADVANCE, 0, 0, 0, 0, 0, 1},
-        {S_ADVANCE, 2, 0, 0, 0, 0, 1},
-        {S_ADMIN, 1, 0, 9, 0, 1, 0},
-        {S_ADVANCE, 2, 0, 0, 0, 0, 59},
-        {S_HUMAN, 1, 0, 0, 0, 0, 4},
-        {S_ADVANCE, 2, 0, 0, 0, 0, 59},
-        {S_HUMAN, 1, 0, 0, 0, 0, 1},
-        {S_ADVANCE, 2, 0, 0, 0, 0, 1},
-    }, 2};
+    static const scenario sc = {{0, 5, 0},
+                                8,
+                                {
+                                    {S_ADVANCE, 0, 0, 0, 0, 0, 1},
+                                    {S_ADVANCE, 2, 0, 0, 0, 0, 1},
+                                    {S_ADMIN, 1, 0, 9, 0, 1, 0},
+                                    {S_ADVANCE, 2, 0, 0, 0, 0, 59},
+                                    {S_HUMAN, 1, 0, 0, 0, 0, 4},
+                                    {S_ADVANCE, 2, 0, 0, 0, 0, 59},
+                                    {S_HUMAN, 1, 0, 0, 0, 0, 1},
+                                    {S_ADVANCE, 2, 0, 0, 0, 0, 1},
+                                },
+                                2};
     replay(&sc);
 }
 END_TEST

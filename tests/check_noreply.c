@@ -190,8 +190,8 @@ static size_t nr_read(char *buf, size_t size, size_t nitems, void *ud)
 /* method "GET"/"POST"/...; path appended to base (which may be a /v1 URL or
  * the bare origin); auth NULL = no header. body NULL = no body. chunked > 0:
  * send that many bytes with chunked encoding instead of body. */
-static nr_resp nr_http(const char *base, const char *method, const char *path,
-                       const char *auth, const char *body, size_t chunked)
+static nr_resp nr_http(const char *base, const char *method, const char *path, const char *auth,
+                       const char *body, size_t chunked)
 {
     nr_resp r;
     memset(&r, 0, sizeof r);
@@ -226,8 +226,7 @@ static nr_resp nr_http(const char *base, const char *method, const char *path,
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
     }
     CURLcode rc = curl_easy_perform(c);
-    ck_assert_msg(rc == CURLE_OK, "%s %s failed: %s", method, url,
-                  curl_easy_strerror(rc));
+    ck_assert_msg(rc == CURLE_OK, "%s %s failed: %s", method, url, curl_easy_strerror(rc));
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
     curl_slist_free_all(h);
     curl_easy_cleanup(c);
@@ -246,19 +245,15 @@ static json_t *nr_json(const nr_resp *r)
 
 /* Status must match, body must be an OpenAI error whose message contains
  * `needle` and whose param (when given) names the field. */
-static void nr_expect_error(const nr_resp *r, long status, const char *needle,
-                            const char *param)
+static void nr_expect_error(const nr_resp *r, long status, const char *needle, const char *param)
 {
-    ck_assert_msg(r->status == status, "status %ld, want %ld: %s", r->status, status,
-                  r->body);
+    ck_assert_msg(r->status == status, "status %ld, want %ld: %s", r->status, status, r->body);
     json_t *j = nr_json(r);
-    const char *msg = json_string_value(json_object_get(json_object_get(j, "error"),
-                                                        "message"));
-    ck_assert_msg(msg && strstr(msg, needle), "error message lacks \"%s\": %s", needle,
-                  r->body);
+    const char *msg = json_string_value(json_object_get(json_object_get(j, "error"), "message"));
+    ck_assert_msg(msg && strstr(msg, needle), "error message lacks \"%s\": %s", needle, r->body);
     if (param)
-        ck_assert_str_eq(json_string_value(json_object_get(
-                             json_object_get(j, "error"), "param")), param);
+        ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "error"), "param")),
+                         param);
     json_decref(j);
 }
 
@@ -375,10 +370,8 @@ START_TEST(test_stream_completion)
         json_t *c = json_loads(ev + 6, 0, &e);
         ck_assert_msg(c != NULL, "chunk not JSON: %s", ev);
         chunks++;
-        ck_assert_str_eq(json_string_value(json_object_get(c, "object")),
-                         "chat.completion.chunk");
-        ck_assert_str_eq(json_string_value(json_object_get(c, "model")),
-                         "provider-x/echo-me");
+        ck_assert_str_eq(json_string_value(json_object_get(c, "object")), "chat.completion.chunk");
+        ck_assert_str_eq(json_string_value(json_object_get(c, "model")), "provider-x/echo-me");
         if (!first) {
             first = c;
             id0 = json_string_value(json_object_get(c, "id"));
@@ -421,7 +414,7 @@ START_TEST(test_auth_flag)
     nr_start(&p, args, NULL);
     char body[256];
     snprintf(body, sizeof body, REQ, "m", "");
-    const char *bad[] = {NULL, "Bearer wrong", "Bearer s3cre", "Bearer s3crett",
+    const char *bad[] = {NULL,           "Bearer wrong", "Bearer s3cre", "Bearer s3crett",
                          "Basic s3cret", "s3cret"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         nr_resp r = nr_http(p.url, "POST", "/chat/completions", bad[i], body, 0);
@@ -600,7 +593,8 @@ static int nr_check_run(const char *url, const char *extra, const char *env_toke
     char *of = tu_path(dir, "out");
     char envtok[200];
     snprintf(envtok, sizeof envtok, "DIRIGENT_NOREPLY_TOKEN=%s", env_token ? env_token : "");
-    const char *argv[10] = {"env", env_token ? envtok : "-u", env_token ? nr_bin() : "DIRIGENT_NOREPLY_TOKEN"};
+    const char *argv[10] = {"env", env_token ? envtok : "-u",
+                            env_token ? nr_bin() : "DIRIGENT_NOREPLY_TOKEN"};
     int n = 3;
     if (!env_token)
         argv[n++] = nr_bin();
@@ -694,11 +688,12 @@ START_TEST(test_systemd_unit)
     ck_assert_msg(exec, "the unit has no ExecStart");
     char *bin = strstr(exec, "/dirigent-noreply ");
     ck_assert_msg(bin, "ExecStart does not run dirigent-noreply: %s", exec);
-    ck_assert_msg(strstr(exec, "--port ${DIRIGENT_NOREPLY_PORT}"), "ExecStart ignores the port of the file: %s", exec);
+    ck_assert_msg(strstr(exec, "--port ${DIRIGENT_NOREPLY_PORT}"),
+                  "ExecStart ignores the port of the file: %s", exec);
     const char *args[12];
     int n = 0;
-    for (char *save = NULL, *t = strtok_r(bin + strlen("/dirigent-noreply "), " ", &save); t && n < 11;
-         t = strtok_r(NULL, " ", &save))
+    for (char *save = NULL, *t = strtok_r(bin + strlen("/dirigent-noreply "), " ", &save);
+         t && n < 11; t = strtok_r(NULL, " ", &save))
         args[n++] = strcmp(t, "${DIRIGENT_NOREPLY_PORT}") == 0 ? "0" : t;
     args[n] = NULL;
     nr_proc p;

@@ -33,9 +33,8 @@ static void expect_oneline(const char *text, size_t max, const char *want)
     size_t len = strlen(out);
     /* malloc_usable_size: the bytes written must fit the block handed out
      * (a heap overflow here was the bug; ASan says the same louder). */
-    ck_assert_msg(len + 1 <= malloc_usable_size(out),
-                  "oneline wrote %zu bytes into a block of %zu", len + 1,
-                  malloc_usable_size(out));
+    ck_assert_msg(len + 1 <= malloc_usable_size(out), "oneline wrote %zu bytes into a block of %zu",
+                  len + 1, malloc_usable_size(out));
     json_t *j = json_string(out);
     ck_assert_msg(j != NULL, "oneline cut a UTF-8 character: %s", out);
     json_decref(j);
@@ -85,11 +84,10 @@ static int load_with_users(const char *mod, const char *a1, const char *a2, cons
         "{s:{s:s, s:s, s:s}, s:{s:s, s:{s:s, s:s}}, s:[{s:s, s:s, s:s, s:s, s:s},"
         " {s:s, s:s, s:s, s:s, s:s}], s:o}",
         "discord", "apiBase", "http://127.0.0.1:9/api/v10", "guildId", "100000000000000001",
-        "moderatorUserId", mod, "gateway", "stateDir", "state", "noReply", "provider", "p",
-        "model", "m", "agents", "id", "planner", "workspace", "w/planner", "discordUserId", a1,
-        "tokenEnv", "R3_OCGW_TOKEN", "model", "x/planner", "id", "coder", "workspace",
-        "w/coder", "discordUserId", a2, "tokenEnv", "R3_OCGW_TOKEN", "model", "x/coder",
-        "humans", humans);
+        "moderatorUserId", mod, "gateway", "stateDir", "state", "noReply", "provider", "p", "model",
+        "m", "agents", "id", "planner", "workspace", "w/planner", "discordUserId", a1, "tokenEnv",
+        "R3_OCGW_TOKEN", "model", "x/planner", "id", "coder", "workspace", "w/coder",
+        "discordUserId", a2, "tokenEnv", "R3_OCGW_TOKEN", "model", "x/coder", "humans", humans);
     ck_assert_ptr_nonnull(cfg);
     char *path = tu_path(dir, "host.json");
     ck_assert_int_eq(json_dump_file(cfg, path, 0), 0);
@@ -108,31 +106,31 @@ static int load_with_users(const char *mod, const char *a1, const char *a2, cons
 START_TEST(config_refuses_a_discord_user_shared_by_two_participants)
 {
     char err[1024];
-    const char *M = "200000000000000001", *P = "200000000000000011",
-               *C = "200000000000000013", *A = "200000000000000021",
-               *B = "200000000000000022";
+    const char *M = "200000000000000001", *P = "200000000000000011", *C = "200000000000000013",
+               *A = "200000000000000021", *B = "200000000000000022";
     /* Distinct users load. */
     ck_assert_msg(load_with_users(M, P, C, A, B, err, sizeof err) == OC_OK, "%s", err);
     /* Two agents on one bot user: the gateway would take one's posts for
      * the other's and skip its runs as "its own message". */
     ck_assert_int_eq(load_with_users(M, P, P, A, NULL, err, sizeof err), OC_ERR_INVALID);
-    ck_assert_msg(strstr(err, "agents[coder].discordUserId") && strstr(err, "agent planner"),
-                  "%s", err);
+    ck_assert_msg(strstr(err, "agents[coder].discordUserId") && strstr(err, "agent planner"), "%s",
+                  err);
     /* An agent that is the moderator bot. */
     ck_assert_int_eq(load_with_users(M, P, M, A, NULL, err, sizeof err), OC_ERR_INVALID);
     ck_assert_msg(strstr(err, "agents[coder].discordUserId") &&
-                      strstr(err, "discord.moderatorUserId"), "%s", err);
+                      strstr(err, "discord.moderatorUserId"),
+                  "%s", err);
     /* Two humans on one user, a human that is the moderator. */
     ck_assert_int_eq(load_with_users(M, P, C, A, A, err, sizeof err), OC_ERR_INVALID);
     ck_assert_msg(strstr(err, "humans[bob].discordUserId") && strstr(err, "human alice"), "%s",
                   err);
     ck_assert_int_eq(load_with_users(M, P, C, M, NULL, err, sizeof err), OC_ERR_INVALID);
     ck_assert_msg(strstr(err, "humans[alice].discordUserId") &&
-                      strstr(err, "discord.moderatorUserId"), "%s", err);
+                      strstr(err, "discord.moderatorUserId"),
+                  "%s", err);
     /* Still refused as before: a human that is an agent. */
     ck_assert_int_eq(load_with_users(M, P, C, C, NULL, err, sizeof err), OC_ERR_INVALID);
-    ck_assert_msg(strstr(err, "humans[alice].discordUserId: same user as agent coder"), "%s",
-                  err);
+    ck_assert_msg(strstr(err, "humans[alice].discordUserId: same user as agent coder"), "%s", err);
 }
 END_TEST
 
@@ -141,14 +139,14 @@ START_TEST(config_refuses_a_human_id_used_twice)
     char err[1024];
     char *dir = tu_mkdtemp();
     setenv("R3_OCGW_TOKEN", "t", 1);
-    json_t *cfg = json_pack(
-        "{s:{s:s}, s:{s:{s:s, s:s}}, s:[{s:s, s:s, s:s, s:s, s:s}],"
-        " s:[{s:s, s:s}, {s:s, s:s}]}",
-        "discord", "apiBase", "http://127.0.0.1:9/api/v10", "gateway", "noReply", "provider",
-        "p", "model", "m", "agents", "id", "planner", "workspace", "w", "discordUserId",
-        "200000000000000011", "tokenEnv", "R3_OCGW_TOKEN", "model", "x/planner", "humans", "id",
-        "alice", "discordUserId", "200000000000000021", "id", "alice", "discordUserId",
-        "200000000000000022");
+    json_t *cfg =
+        json_pack("{s:{s:s}, s:{s:{s:s, s:s}}, s:[{s:s, s:s, s:s, s:s, s:s}],"
+                  " s:[{s:s, s:s}, {s:s, s:s}]}",
+                  "discord", "apiBase", "http://127.0.0.1:9/api/v10", "gateway", "noReply",
+                  "provider", "p", "model", "m", "agents", "id", "planner", "workspace", "w",
+                  "discordUserId", "200000000000000011", "tokenEnv", "R3_OCGW_TOKEN", "model",
+                  "x/planner", "humans", "id", "alice", "discordUserId", "200000000000000021", "id",
+                  "alice", "discordUserId", "200000000000000022");
     char *path = tu_path(dir, "host.json");
     ck_assert_int_eq(json_dump_file(cfg, path, 0), 0);
     json_decref(cfg);
@@ -169,12 +167,12 @@ START_TEST(config_refuses_a_channel_no_agent_sees)
     char err[1024];
     char *dir = tu_mkdtemp();
     setenv("R3_OCGW_TOKEN", "t", 1);
-    json_t *cfg = json_pack(
-        "{s:{s:s}, s:{s:{s:s, s:s}}, s:[{s:s, s:s, s:s, s:s, s:s}], s:{s:{s:s, s:[]}}}",
-        "discord", "apiBase", "http://127.0.0.1:9/api/v10", "gateway", "noReply", "provider",
-        "p", "model", "m", "agents", "id", "planner", "workspace", "w", "discordUserId",
-        "200000000000000011", "tokenEnv", "R3_OCGW_TOKEN", "model", "x/planner", "channels",
-        "work", "id", "300000000000000001", "agents");
+    json_t *cfg =
+        json_pack("{s:{s:s}, s:{s:{s:s, s:s}}, s:[{s:s, s:s, s:s, s:s, s:s}], s:{s:{s:s, s:[]}}}",
+                  "discord", "apiBase", "http://127.0.0.1:9/api/v10", "gateway", "noReply",
+                  "provider", "p", "model", "m", "agents", "id", "planner", "workspace", "w",
+                  "discordUserId", "200000000000000011", "tokenEnv", "R3_OCGW_TOKEN", "model",
+                  "x/planner", "channels", "work", "id", "300000000000000001", "agents");
     char *path = tu_path(dir, "host.json");
     ck_assert_int_eq(json_dump_file(cfg, path, 0), 0);
     ocgw_config c;
@@ -188,8 +186,8 @@ START_TEST(config_refuses_a_channel_no_agent_sees)
     json_object_set_new(work, "watch", json_true());
     ck_assert_int_eq(json_dump_file(cfg, path, 0), 0);
     ck_assert_int_eq(ocgw_config_load(path, &c, err, sizeof err), OC_ERR_INVALID);
-    ck_assert_msg(strstr(err, "channels.work.agents: a watched channel is one no agent sees"),
-                  "%s", err);
+    ck_assert_msg(strstr(err, "channels.work.agents: a watched channel is one no agent sees"), "%s",
+                  err);
     json_object_del(work, "agents");
     ck_assert_int_eq(json_dump_file(cfg, path, 0), 0);
     ck_assert_msg(ocgw_config_load(path, &c, err, sizeof err) == OC_OK, "%s", err);
@@ -221,12 +219,11 @@ static int load_run_only(json_t *run_only, ocgw_config *c, char *err, size_t n)
     json_t *cfg = json_pack(
         "{s:{s:s}, s:{s:{s:s, s:s}}, s:[{s:s, s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s, s:s}],"
         " s:[{s:s, s:s}]}",
-        "discord", "apiBase", "http://127.0.0.1:9/api/v10", "gateway", "noReply", "provider",
-        "p", "model", "m", "agents", "id", "planner", "workspace", "w/p", "discordUserId",
+        "discord", "apiBase", "http://127.0.0.1:9/api/v10", "gateway", "noReply", "provider", "p",
+        "model", "m", "agents", "id", "planner", "workspace", "w/p", "discordUserId",
         "200000000000000011", "tokenEnv", "R3_OCGW_TOKEN", "model", "x/planner", "id", "coder",
-        "workspace", "w/c", "discordUserId", "200000000000000013", "tokenEnv",
-        "R3_OCGW_NO_TOKEN", "model", "x/coder", "humans", "id", "alice", "discordUserId",
-        "200000000000000021");
+        "workspace", "w/c", "discordUserId", "200000000000000013", "tokenEnv", "R3_OCGW_NO_TOKEN",
+        "model", "x/coder", "humans", "id", "alice", "discordUserId", "200000000000000021");
     if (run_only)
         json_object_set_new(json_object_get(cfg, "gateway"), "runOnly", run_only);
     char *path = tu_path(dir, "host.json");
@@ -245,8 +242,8 @@ START_TEST(config_run_only_names_the_agents_this_gateway_runs)
     char err[1024];
     ocgw_config c;
     /* coder's token is not in this environment: fine when another gateway runs it. */
-    ck_assert_msg(load_run_only(json_pack("[s]", "planner"), &c, err, sizeof err) == OC_OK,
-                  "%s", err);
+    ck_assert_msg(load_run_only(json_pack("[s]", "planner"), &c, err, sizeof err) == OC_OK, "%s",
+                  err);
     ck_assert_int_eq(c.agents[0].local, 1);
     ck_assert_int_eq(c.agents[1].local, 0);
     ck_assert_int_eq(c.humans[0].local, 0);
@@ -297,8 +294,8 @@ static json_t *small_config(void)
     json_t *cfg = json_pack(
         "{s:{s:{s:{s:{s:{s:s}}}}}, s:{s:s}, s:{s:{s:s, s:s}}, s:[{s:s, s:s, s:s, s:s, s:s}]}",
         "plugins", "entries", "dirigent", "config", "discord", "moderatorToken", BOT_TOKEN,
-        "discord", "apiBase", "http://127.0.0.1:9/api/v10", "gateway", "noReply", "provider",
-        "p", "model", "m", "agents", "id", "planner", "workspace", "w", "discordUserId",
+        "discord", "apiBase", "http://127.0.0.1:9/api/v10", "gateway", "noReply", "provider", "p",
+        "model", "m", "agents", "id", "planner", "workspace", "w", "discordUserId",
         "200000000000000011", "tokenEnv", "R3_OCGW_TOKEN", "model", "x/planner");
     ck_assert_ptr_nonnull(cfg);
     return cfg;
@@ -330,7 +327,9 @@ START_TEST(config_never_echoes_a_token)
     json_t *cfg = small_config();
     ck_assert_msg(load_json(cfg, err, sizeof err) == OC_OK, "%s", err);
     json_t *agent = json_array_get(json_object_get(cfg, "agents"), 0);
-    static const struct { const char *key, *value, *names; } cases[] = {
+    static const struct {
+        const char *key, *value, *names;
+    } cases[] = {
         {"tokenEnv", BOT_TOKEN, "agents[0].tokenEnv: "},
         {"tokenEnv", "${R3_OCGW_SECRET}", "agents[0].tokenEnv: "},
         {"discordUserId", BOT_TOKEN, "agents[0].discordUserId: "},
@@ -343,10 +342,12 @@ START_TEST(config_never_echoes_a_token)
         json_object_set_new(agent, cases[i].key, json_string(cases[i].value));
         ck_assert_int_eq(load_json(cfg, err, sizeof err), OC_ERR_INVALID);
         ck_assert_msg(!strstr(err, "MTIzNDU2") && !strstr(err, "GhIjKl") &&
-                          !strstr(err, "abcdefghijklmnop"), "case %zu echoes the token: %s", i, err);
+                          !strstr(err, "abcdefghijklmnop"),
+                      "case %zu echoes the token: %s", i, err);
         ck_assert_msg(strstr(err, cases[i].names) &&
                           strstr(err, "this looks like a bot token; tokens belong in the "
-                                      "environment"), "case %zu: %s", i, err);
+                                      "environment"),
+                      "case %zu: %s", i, err);
         json_array_set_new(json_object_get(cfg, "agents"), 0, copy);
         agent = copy;
     }
@@ -379,28 +380,35 @@ START_TEST(value_line_is_computed_from_the_counters)
         long runs, avoided;
         const char *want;
     } cases[] = {
-        {24, 16, "without the plugin all 24 agent runs would have called a model: 16 avoided "
-                 "(67%), 8 made"},
-        {50, 32, "without the plugin all 50 agent runs would have called a model: 32 avoided "
-                 "(64%), 18 made"},
-        {3, 1, "without the plugin all 3 agent runs would have called a model: 1 avoided (33%), "
-               "2 made"},
-        {8, 0, "without the plugin all 8 agent runs would have called a model: 0 avoided (0%), "
-               "8 made"},
-        {1, 1, "without the plugin the one agent run would have called a model: 1 avoided "
-               "(100%), 0 made"},
+        {24, 16,
+         "without the plugin all 24 agent runs would have called a model: 16 avoided "
+         "(67%), 8 made"},
+        {50, 32,
+         "without the plugin all 50 agent runs would have called a model: 32 avoided "
+         "(64%), 18 made"},
+        {3, 1,
+         "without the plugin all 3 agent runs would have called a model: 1 avoided (33%), "
+         "2 made"},
+        {8, 0,
+         "without the plugin all 8 agent runs would have called a model: 0 avoided (0%), "
+         "8 made"},
+        {1, 1,
+         "without the plugin the one agent run would have called a model: 1 avoided "
+         "(100%), 0 made"},
         /* a hand-edited state never gives more than every run, or less than none */
-        {4, 9, "without the plugin all 4 agent runs would have called a model: 4 avoided "
-               "(100%), 0 made"},
-        {4, -2, "without the plugin all 4 agent runs would have called a model: 0 avoided "
-                "(0%), 4 made"},
+        {4, 9,
+         "without the plugin all 4 agent runs would have called a model: 4 avoided "
+         "(100%), 0 made"},
+        {4, -2,
+         "without the plugin all 4 agent runs would have called a model: 0 avoided "
+         "(0%), 4 made"},
         {0, 0, "no agent ran, so there was no model call to avoid"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char *line = ocgw_value_line(cases[i].runs, cases[i].avoided);
         ck_assert_ptr_nonnull(line);
-        ck_assert_msg(!strcmp(line, cases[i].want), "runs %ld avoided %ld: \"%s\"",
-                      cases[i].runs, cases[i].avoided, line);
+        ck_assert_msg(!strcmp(line, cases[i].want), "runs %ld avoided %ld: \"%s\"", cases[i].runs,
+                      cases[i].avoided, line);
         free(line);
     }
 }

@@ -72,8 +72,8 @@ static void fake_up(oenv *o)
 static void env_up(oenv *o, const dg_discord_options *tune)
 {
     char err[256];
-    ck_assert_msg(obe_open(&o->e, fake_discord_url(o->fd), o->db, tune ? tune : &quick_client,
-                           err, sizeof err) == 0,
+    ck_assert_msg(obe_open(&o->e, fake_discord_url(o->fd), o->db, tune ? tune : &quick_client, err,
+                           sizeof err) == 0,
                   "%s", err);
 }
 
@@ -154,8 +154,8 @@ static dg_outbox_row *rows_of(obe *e, const char *chan, size_t *n)
 
 static void wait_idle(oenv *o, long ms)
 {
-    ck_assert_msg(dg_outbox_wait_idle(o->e.p.outbox, ms) == OC_OK,
-                  "outbox not idle after %ld ms", ms);
+    ck_assert_msg(dg_outbox_wait_idle(o->e.p.outbox, ms) == OC_OK, "outbox not idle after %ld ms",
+                  ms);
 }
 
 static const char *jstr(json_t *o, const char *k)
@@ -246,8 +246,7 @@ START_TEST(marks_sent_in_batches)
     ck_assert_int_eq(dg_store_begin(st), OC_OK);
     ck_assert_int_eq(dg_store_outbox_mark_sent(st, rows[20].id, "777", 5), OC_OK);
     const char *none[] = {"1", NULL};
-    ck_assert_int_eq(dg_store_outbox_mark_sent_many(st, ids, none, 2, 6, &marked),
-                     OC_ERR_INVALID);
+    ck_assert_int_eq(dg_store_outbox_mark_sent_many(st, ids, none, 2, 6, &marked), OC_ERR_INVALID);
     ck_assert_uint_eq(marked, 0);
     int mrc = dg_store_outbox_mark_sent_many(st, ids, mids, 38, 6, &marked);
     ck_assert_msg(mrc == OC_OK, "%s", dg_store_errmsg(st));
@@ -425,9 +424,8 @@ START_TEST(oldest_row_first_across_channels)
     for (int i = 0; i < 6; i++) {
         char text[16];
         snprintf(text, sizeof text, "m%d", i);
-        ck_assert_int_eq(dg_outbox_enqueue(o->e.p.store, i % 2 ? o->chan2 : o->chan, text, NULL,
-                                           0, 1),
-                         OC_OK);
+        ck_assert_int_eq(
+            dg_outbox_enqueue(o->e.p.store, i % 2 ? o->chan2 : o->chan, text, NULL, 0, 1), OC_OK);
     }
     ck_assert_int_eq(dg_store_commit(o->e.p.store), OC_OK);
     dg_outbox_options one = quick_outbox;
@@ -560,8 +558,7 @@ START_TEST(failing_row_blocks_only_its_channel)
     ck_assert_str_eq(jstr(json_array_get(a, 0), "content"), "A1");
     ck_assert_str_eq(jstr(json_array_get(a, 1), "content"), "A2");
     /* B1 went out while A1 was still failing. */
-    ck_assert(id_num(jstr(json_array_get(b, 0), "id")) <
-              id_num(jstr(json_array_get(a, 0), "id")));
+    ck_assert(id_num(jstr(json_array_get(b, 0), "id")) < id_num(jstr(json_array_get(a, 0), "id")));
     size_t n = 0;
     dg_outbox_row *rows = rows_of(&o->e, o->chan, &n);
     ck_assert_int_eq(rows[0].attempts, 3);
@@ -574,7 +571,7 @@ START_TEST(failing_row_blocks_only_its_channel)
     dg_outbox_get_stats(o->e.p.outbox, &st);
     ck_assert_uint_eq(st.retries, 3);
     ck_assert_uint_eq(st.sent, 3);
-    ck_assert(obe_log_has(&o->e, "(attempt 1)"));   /* no attempt limit by default */
+    ck_assert(obe_log_has(&o->e, "(attempt 1)")); /* no attempt limit by default */
     json_decref(a);
     json_decref(b);
     oenv_close(o);
@@ -1029,8 +1026,8 @@ static int notice_kept(obe *e, const char *chan, const char *msg)
 {
     int claimed = 0;
     ck_assert_int_eq(dg_store_begin(e->p.store), OC_OK);
-    ck_assert_int_eq(dg_store_discussion_notice_claim(e->p.store, chan, msg, test_clock_ms, 0,
-                                                      &claimed), OC_OK);
+    ck_assert_int_eq(
+        dg_store_discussion_notice_claim(e->p.store, chan, msg, test_clock_ms, 0, &claimed), OC_OK);
     ck_assert_int_eq(dg_store_commit(e->p.store), OC_OK);
     return !claimed;
 }
@@ -1103,9 +1100,9 @@ START_TEST(five_hundred_through_thirty_percent_failures)
             int i = batch * 10 + k;
             char text[32];
             snprintf(text, sizeof text, "c%d-%03d", i % 5, i / 5);
-            ck_assert_int_eq(dg_outbox_enqueue(o->e.p.store, chans[i % 5], text, NULL, 0,
-                                               dg_now_ms(&o->e.p)),
-                             OC_OK);
+            ck_assert_int_eq(
+                dg_outbox_enqueue(o->e.p.store, chans[i % 5], text, NULL, 0, dg_now_ms(&o->e.p)),
+                OC_OK);
         }
         ck_assert_int_eq(dg_store_commit(o->e.p.store), OC_OK);
         dg_outbox_kick(o->e.p.outbox);
@@ -1168,9 +1165,9 @@ START_TEST(shutdown_bounded_while_discord_hangs)
     dg_outbox_rows_free(rows, n);
     /* The client works again after the stop. */
     fake_discord_clear_faults(o->fd);
-    ck_assert_int_eq(dg_discord_post_message(o->e.p.discord, o->chan, "still usable", NULL, 0,
-                                             NULL, NULL, NULL),
-                     OC_OK);
+    ck_assert_int_eq(
+        dg_discord_post_message(o->e.p.discord, o->chan, "still usable", NULL, 0, NULL, NULL, NULL),
+        OC_OK);
     oenv_close(o);
 }
 END_TEST
@@ -1205,8 +1202,9 @@ static int rows_in_state(oenv *o, int state)
     ck_assert_int_eq(sqlite3_open_v2(o->db, &db, SQLITE_OPEN_READONLY, "unix"), SQLITE_OK);
     sqlite3_busy_timeout(db, 5000);
     sqlite3_stmt *st;
-    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM outbox WHERE state = ?", -1,
-                                        &st, NULL), SQLITE_OK);
+    ck_assert_int_eq(
+        sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM outbox WHERE state = ?", -1, &st, NULL),
+        SQLITE_OK);
     sqlite3_bind_int(st, 1, state);
     ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
     int n = sqlite3_column_int(st, 0);
@@ -1273,8 +1271,10 @@ START_TEST(store_fault_sweep_sends_each_row_once)
         fv_fail_read_nth(0);
         wait_idle(o, 10000);
         for (size_t i = 0; i < 3; i++)
-            ck_assert_msg(posts_with_nonce(o->fd, nonces[i]) == 1, "step %ld: row %zu posted %d "
-                          "times", n, i, posts_with_nonce(o->fd, nonces[i]));
+            ck_assert_msg(posts_with_nonce(o->fd, nonces[i]) == 1,
+                          "step %ld: row %zu posted %d "
+                          "times",
+                          n, i, posts_with_nonce(o->fd, nonces[i]));
         ck_assert_uint_eq(fake_discord_message_count(o->fd, o->chan), 2);
         ck_assert_uint_eq(fake_discord_message_count(o->fd, o->chan2), 1);
         oenv_close(o);
@@ -1325,8 +1325,8 @@ START_TEST(lease_held_by_another_instance)
     int got = 0, fresh = 0;
     int64_t held = 0, wall = dg_store_wall_ms();
     ck_assert_int_eq(dg_store_begin(other), OC_OK);
-    ck_assert_int_eq(dg_store_lease_take(other, name, wall, wall + 3600 * 1000, 0, &got, &fresh,
-                                         &held), OC_OK);
+    ck_assert_int_eq(
+        dg_store_lease_take(other, name, wall, wall + 3600 * 1000, 0, &got, &fresh, &held), OC_OK);
     ck_assert_int_eq(dg_store_commit(other), OC_OK);
     ck_assert(got);
     enqueue(o, o->chan, "waits for the lease", NULL, 0);
@@ -1369,8 +1369,11 @@ START_TEST(start_refusals_and_option_bounds)
     dg_outbox_stats st;
     dg_outbox_get_stats(NULL, &st);
     ck_assert_uint_eq(st.sent, 0);
-    dg_outbox_options odd = {.backoff_base_ms = 30, .backoff_max_ms = 10, .max_attempts = -3,
-                             .max_inflight = 100000, .lease_ms = 1};
+    dg_outbox_options odd = {.backoff_base_ms = 30,
+                             .backoff_max_ms = 10,
+                             .max_attempts = -3,
+                             .max_inflight = 100000,
+                             .lease_ms = 1};
     oenv_start(o, &odd);
     enqueue(o, o->chan, "sent with odd options", NULL, 0);
     ck_assert_int_eq(fake_discord_wait_messages(o->fd, o->chan, 1, 10000), 0);
@@ -1390,9 +1393,11 @@ START_TEST(corrupt_row_fails_for_good_without_a_request)
     sqlite3 *db;
     ck_assert_int_eq(sqlite3_open_v2(o->db, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
     sqlite3_busy_timeout(db, 5000);
-    ck_assert_int_eq(sqlite3_exec(db, "INSERT INTO outbox (channel_id, content, nonce, "
-                                      "created_at_ms) VALUES ('general', 'lost', "
-                                      "'aaaaaaaaaaaaaaaaaaaaaaaa', 1)", NULL, NULL, NULL),
+    ck_assert_int_eq(sqlite3_exec(db,
+                                  "INSERT INTO outbox (channel_id, content, nonce, "
+                                  "created_at_ms) VALUES ('general', 'lost', "
+                                  "'aaaaaaaaaaaaaaaaaaaaaaaa', 1)",
+                                  NULL, NULL, NULL),
                      SQLITE_OK);
     sqlite3_close(db);
     enqueue(o, o->chan, "fine", NULL, 0);

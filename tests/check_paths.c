@@ -42,7 +42,7 @@
 #include "failalloc.h"
 #include "testutil.h"
 
-static char *root;   /* temp folder: root/ws is the workspace, root/out is outside */
+static char *root; /* temp folder: root/ws is the workspace, root/out is outside */
 static char *ws;
 static char err[1024];
 
@@ -260,7 +260,10 @@ static const refusal refusals[] = {
     /* Decision: even a symlink that stays inside is refused (paths.h). */
     {AS_IS, "plans/discussions/alias.md", OC_ERR_DENIED, {"symbolic link"}, link_inside},
     /* A symlinked folder on the way. */
-    {AS_IS, "plans/evil/secret.md", OC_ERR_DENIED, {"folder 'evil' is a symbolic link"},
+    {AS_IS,
+     "plans/evil/secret.md",
+     OC_ERR_DENIED,
+     {"folder 'evil' is a symbolic link"},
      folder_link_outside},
     /* Even a folder link that stays inside. */
     {AS_IS, "plans/d/summary.md", OC_ERR_DENIED, {NULL}, folder_link_inside},
@@ -278,8 +281,7 @@ static const refusal refusals[] = {
     {AS_IS, "plans/discussions/summary.md/x", OC_ERR_INVALID, {NULL}, NULL},
     /* Issue 12 bug 4: 'summary.md/' was accepted as 'summary.md'; the file
      * system says ENOTDIR (not a folder), and so does the plugin. */
-    {AS_IS, "plans/discussions/summary.md/", OC_ERR_INVALID, {"not a folder", "summaryPath"},
-     NULL},
+    {AS_IS, "plans/discussions/summary.md/", OC_ERR_INVALID, {"not a folder", "summaryPath"}, NULL},
     {AS_IS, "plans/discussions/summary.md//", OC_ERR_INVALID, {NULL}, NULL},
     {AS_IS, "plans/discussions/summary.md/.", OC_ERR_INVALID, {NULL}, NULL},
     {IN_WS, "plans/discussions/summary.md/", OC_ERR_INVALID, {NULL}, NULL},
@@ -602,8 +604,7 @@ START_TEST(test_out_of_descriptors)
         ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &tight), 0);
         int rc = dg_workspace_open(ws, paths[i], 1 << 20, &f, err, sizeof err);
         ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &was), 0);
-        ck_assert_msg(rc == OC_ERR_IO && strstr(err, words[i]), "%s: %d (%s)", paths[i], rc,
-                      err);
+        ck_assert_msg(rc == OC_ERR_IO && strstr(err, words[i]), "%s: %d (%s)", paths[i], rc, err);
         ck_assert_int_eq(f.fd, -1);
         int again = dup(0);
         ck_assert_int_eq(again, lowest); /* nothing left open */
@@ -634,8 +635,7 @@ START_TEST(test_out_of_memory)
             int esc = 0;
             char *norm = dg_path_normalise("a/./b/../c", &esc);
             int hit = fa_disarm();
-            ck_assert_msg(rc == OC_OK || rc == OC_ERR_NOMEM, "allocation %ld: %d (%s)", n, rc,
-                          err);
+            ck_assert_msg(rc == OC_OK || rc == OC_ERR_NOMEM, "allocation %ld: %d (%s)", n, rc, err);
             if (rc == OC_OK) {
                 ck_assert_str_eq(f.rel_path, "plans/discussions/summary.md");
                 dg_workspace_file_close(&f);

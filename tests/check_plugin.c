@@ -30,11 +30,11 @@ typedef struct test_host {
     pthread_mutex_t lock;
     tu_logbuf logs;
     int tools, hooks;
-    int session_calls;          /* session_patch + sessions_list */
+    int session_calls; /* session_patch + sessions_list */
     char tool_names[8][64];
     char hook_names[16][64];
-    int refuse_hook;            /* >0: the nth `on` call is refused */
-    int refuse_tools;           /* 1: register_tool refuses */
+    int refuse_hook;  /* >0: the nth `on` call is refused */
+    int refuse_tools; /* 1: register_tool refuses */
 } test_host;
 
 static test_host H;
@@ -65,7 +65,8 @@ static int th_register_tool(oc_host *h, const oc_tool *t)
 
 static int th_on_run(oc_host *h, const char *hook, oc_hook_fn fn, int prio)
 {
-    (void)h; (void)prio;
+    (void)h;
+    (void)prio;
     ck_assert_ptr_nonnull(fn);
     if (H.refuse_hook && H.hooks + 1 == H.refuse_hook)
         return OC_ERR_UNSUPPORTED;
@@ -85,7 +86,10 @@ static int th_on(oc_host *h, const char *hook, oc_hook_fn fn, int prio)
 
 static int th_patch_run(oc_host *h, const char *k, const char *p, const char *m)
 {
-    (void)h; (void)k; (void)p; (void)m;
+    (void)h;
+    (void)k;
+    (void)p;
+    (void)m;
     H.session_calls++;
     return OC_OK;
 }
@@ -100,7 +104,8 @@ static int th_patch(oc_host *h, const char *k, const char *p, const char *m)
 
 static json_t *th_list_run(oc_host *h, const char *c)
 {
-    (void)h; (void)c;
+    (void)h;
+    (void)c;
     H.session_calls++;
     return json_array();
 }
@@ -129,9 +134,15 @@ static void th_log(oc_host *h, int level, const char *msg)
 }
 
 static oc_host_api api = {
-    .abi_major = OC_ABI_MAJOR, .abi_minor = OC_ABI_MINOR, .struct_size = sizeof(oc_host_api),
-    .host = NULL, .register_tool = th_register_tool, .on = th_on,
-    .session_patch = th_patch, .sessions_list = th_list, .log = th_log,
+    .abi_major = OC_ABI_MAJOR,
+    .abi_minor = OC_ABI_MINOR,
+    .struct_size = sizeof(oc_host_api),
+    .host = NULL,
+    .register_tool = th_register_tool,
+    .on = th_on,
+    .session_patch = th_patch,
+    .sessions_list = th_list,
+    .log = th_log,
 };
 
 static char *dir;
@@ -238,7 +249,8 @@ START_TEST(test_bad_config_fails_init_and_creates_nothing)
     char text[512];
     snprintf(text, sizeof text,
              "{\"noReplyProvider\":\"p\",\"noReplyModel\":\"m\",\"dbPath\":\"%s\","
-             "\"discord\":{\"moderatorUserId\":\"1\"},\"turn\":{\"timeoutSec\":0}}", db);
+             "\"discord\":{\"moderatorUserId\":\"1\"},\"turn\":{\"timeoutSec\":0}}",
+             db);
     json_t *cfg = tu_json(text);
     void *state = (void *)1;
     char err[512] = "";
@@ -260,8 +272,7 @@ START_TEST(test_missing_db_folder_is_created)
     json_t *cfg = config_with(db, NULL);
     void *state = NULL;
     char err[512] = "";
-    ck_assert_msg(oc_plugin_entry()->init(&api, cfg, &state, err, sizeof err) == OC_OK, "%s",
-                  err);
+    ck_assert_msg(oc_plugin_entry()->init(&api, cfg, &state, err, sizeof err) == OC_OK, "%s", err);
     ck_assert(exists(db));
     char *top = tu_path(dir, "new");
     struct stat sb;
@@ -289,7 +300,8 @@ START_TEST(test_unusable_db_path_fails_init_with_clear_message)
     ck_assert_ptr_null(state);
     char *sub = tu_path(dir, "plain-file/sub");
     ck_assert_msg(strstr(err, "cannot create the folder") && strstr(err, sub) &&
-                      strstr(err, "Not a directory"), "%s", err);
+                      strstr(err, "Not a directory"),
+                  "%s", err);
     json_decref(cfg);
 
     cfg = config_with(dir, NULL);
@@ -398,8 +410,8 @@ START_TEST(test_host_refusals_fail_init_cleanly)
     ck_assert_msg(strstr(err, "the host refused a hook registration (OC_ERR_UNSUPPORTED)"), "%s",
                   err);
     ck_assert_ptr_null(state);
-    ck_assert_msg(strstr(H.logs.text ? H.logs.text : "", "hooks: the host refused hook"),
-                  "%s", H.logs.text ? H.logs.text : "");
+    ck_assert_msg(strstr(H.logs.text ? H.logs.text : "", "hooks: the host refused hook"), "%s",
+                  H.logs.text ? H.logs.text : "");
     H.refuse_hook = 0;
     H.hooks = 0;
     H.refuse_tools = 1;
@@ -418,10 +430,11 @@ START_TEST(test_host_refusals_fail_init_cleanly)
     ck_assert(now >= wall && now - wall < 60 * 1000);
     /* A PostgreSQL store that cannot be reached (nothing listens on port 1):
      * init fails naming the store. */
-    json_t *pgcfg = tu_json("{\"noReplyProvider\":\"noreply\",\"noReplyModel\":\"no-reply\","
-                            "\"store\":{\"url\":\"postgresql://dg@127.0.0.1:1/dg?connect_timeout=5\"},"
-                            "\"discord\":{\"moderatorUserId\":\"1000000000000000001\"},"
-                            "\"agents\":{\"planner\":{\"discordUserId\":\"2001\"}}}");
+    json_t *pgcfg =
+        tu_json("{\"noReplyProvider\":\"noreply\",\"noReplyModel\":\"no-reply\","
+                "\"store\":{\"url\":\"postgresql://dg@127.0.0.1:1/dg?connect_timeout=5\"},"
+                "\"discord\":{\"moderatorUserId\":\"1000000000000000001\"},"
+                "\"agents\":{\"planner\":{\"discordUserId\":\"2001\"}}}");
     ck_assert_int_eq(pl->init(&api, pgcfg, &state, err, sizeof err), OC_ERR_IO);
     ck_assert_ptr_null(state);
     ck_assert_msg(strstr(err, "store") || strstr(err, "PostgreSQL"), "%s", err);
@@ -442,7 +455,8 @@ START_TEST(test_init_shutdown_cycles)
     for (int i = 0; i < 5; i++) {
         void *state = NULL;
         char err[512] = "";
-        ck_assert_msg(pl->init(&api, cfg, &state, err, sizeof err) == OC_OK, "cycle %d: %s", i, err);
+        ck_assert_msg(pl->init(&api, cfg, &state, err, sizeof err) == OC_OK, "cycle %d: %s", i,
+                      err);
         pl->shutdown(state);
     }
     json_decref(cfg);
@@ -514,14 +528,16 @@ static void init_oom_sweep(int fresh)
     char *tpl = realpath("templates", NULL);
     ck_assert_ptr_nonnull(tpl);
     char extra[1024];
-    snprintf(extra, sizeof extra, ",\"moderatorToken\":\"x\"},\"templatesDir\":\"%s\","
-             "\"discussion\":{\"reminderAfterSec\":600", tpl);
+    snprintf(extra, sizeof extra,
+             ",\"moderatorToken\":\"x\"},\"templatesDir\":\"%s\","
+             "\"discussion\":{\"reminderAfterSec\":600",
+             tpl);
     json_t *cfg = config_with(db, extra);
     if (!fresh) {
         void *state = NULL;
         char err[512] = "";
-        ck_assert_msg(oc_plugin_entry()->init(&api, cfg, &state, err, sizeof err) == OC_OK,
-                      "%s", err);
+        ck_assert_msg(oc_plugin_entry()->init(&api, cfg, &state, err, sizeof err) == OC_OK, "%s",
+                      err);
         oc_plugin_entry()->shutdown(state);
     }
     int own = 0, sq = 0;

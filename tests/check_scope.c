@@ -27,8 +27,12 @@ static const char *const t_other_root[] = {"e", OTHER, "", "root"};
 static dg_scope derive(dg_session_policy pol, int dm, const char *thread, const char *msg,
                        const dg_tag *tags, size_t n)
 {
-    dg_scope_event ev = {.channel_id = CH, .thread_id = thread, .message_id = msg,
-                         .is_dm = dm, .tags = tags, .n_tags = n};
+    dg_scope_event ev = {.channel_id = CH,
+                         .thread_id = thread,
+                         .message_id = msg,
+                         .is_dm = dm,
+                         .tags = tags,
+                         .n_tags = n};
     dg_scope s;
     ck_assert_int_eq(dg_scope_derive(pol, &ev, &s), OC_OK);
     return s;
@@ -142,14 +146,14 @@ END_TEST
 START_TEST(test_malformed_tags_fall_back_to_top_level)
 {
     static const char *const short_id[] = {"e", "abc123", "", "reply"};
-    static const char *const not_hex[] = {"e", "zzcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789",
-                                          "", "reply"};
+    static const char *const not_hex[] = {
+        "e", "zzcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789", "", "reply"};
     static const char *const three[] = {"e", ROOT_LC, "reply"};
     static const char *const marker[] = {"e", ROOT_LC, "", "mention"};
     static const char *const kind[] = {"p", ROOT_LC, "", "reply"};
     static const char *const long_id[] = {"e", ROOT_LC "0", "", "reply"};
     const dg_tag cases[][1] = {{{short_id, 4}}, {{not_hex, 4}}, {{three, 3}},
-                               {{marker, 4}}, {{kind, 4}}, {{long_id, 4}}};
+                               {{marker, 4}},   {{kind, 4}},    {{long_id, 4}}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         dg_scope s = derive(DG_POLICY_THREAD, 0, NULL, EV1, cases[i], 1);
         ck_assert_msg(s.kind == DG_SCOPE_THREAD && strcmp(s.root, EV1) == 0,

@@ -89,12 +89,14 @@ START_TEST(test_listen_parse_and_the_token_rule)
         err[0] = '\0';
         ck_assert_int_eq(dg_serve_listen_allowed(&l, NULL, err, sizeof err), OC_ERR_INVALID);
         ck_assert_msg(strstr(err, "--listen") && strstr(err, "--token") &&
-                      strstr(err, "DIRIGENT_CTL_TOKEN"), "%s", err);
+                          strstr(err, "DIRIGENT_CTL_TOKEN"),
+                      "%s", err);
         ck_assert_int_eq(dg_serve_listen_allowed(&l, "", err, sizeof err), OC_ERR_INVALID);
         ck_assert_int_eq(dg_serve_listen_allowed(&l, "t0k", err, sizeof err), OC_OK);
     }
-    const char *bad[] = {"127.0.0.1", "127.0.0.1:", "127.0.0.1:99999", "example.org:80",
-                         ":80", "[::1]80", "[::1", "127.0.0.1:8x", NULL};
+    const char *bad[] = {"127.0.0.1",      "127.0.0.1:",   "127.0.0.1:99999",
+                         "example.org:80", ":80",          "[::1]80",
+                         "[::1",           "127.0.0.1:8x", NULL};
     for (size_t i = 0; bad[i]; i++) {
         err[0] = '\0';
         ck_assert_msg(dg_serve_listen_parse(bad[i], &l, err, sizeof err) == OC_ERR_INVALID,
@@ -137,14 +139,13 @@ START_TEST(test_html_escape_and_a_hostile_snapshot)
         "s:[{s:i,s:s,s:s,s:s,s:s,s:[s],s:s,s:s,s:n,s:s,s:s,s:s,s:[s],"
         "s:[{s:s,s:s,s:s,s:s,s:s}]}],s:b,s:[],"
         "s:{s:i,s:i,s:i,s:n,s:[],s:[{s:i,s:s,s:i,s:s,s:s}]}}",
-        "ok", 1, "store", x, "schemaVersion", 17, "generatedAt", "2026-12-05T06:00:00Z",
-        "scopes", "channelId", CH1, "scope", x, "state", "speaking", "order", x, "speaker", x,
-        "passed", x, "agentMessages", 3, "lastChange", "2026-12-05T06:00:00Z", "budget",
-        "budget", "configured", 0, "text", "none configured",
-        "discussions", "discussionId", 1, "channelId", x, "name", x, "status", x, "initiator",
-        x, "participants", x, "originChannelId", x, "createdAt", x, "closedAt", "summaryPath",
-        x, "turn", x, "speaker", x, "order", x, "timeline", "at", x, "what", x,
-        "speakerBefore", x, "speakerAfter", x, "state", x, "moreDiscussions", 0, "hours",
+        "ok", 1, "store", x, "schemaVersion", 17, "generatedAt", "2026-12-05T06:00:00Z", "scopes",
+        "channelId", CH1, "scope", x, "state", "speaking", "order", x, "speaker", x, "passed", x,
+        "agentMessages", 3, "lastChange", "2026-12-05T06:00:00Z", "budget", "budget", "configured",
+        0, "text", "none configured", "discussions", "discussionId", 1, "channelId", x, "name", x,
+        "status", x, "initiator", x, "participants", x, "originChannelId", x, "createdAt", x,
+        "closedAt", "summaryPath", x, "turn", x, "speaker", x, "order", x, "timeline", "at", x,
+        "what", x, "speakerBefore", x, "speakerAfter", x, "state", x, "moreDiscussions", 0, "hours",
         "outbox", "pending", 0, "sent", 1, "failed", 1, "oldestPendingAgeSec", "pendingRows",
         "failedRows", "id", 9, "channelId", x, "attempts", 5, "failedAt", x, "reason", x);
     ck_assert_ptr_nonnull(snap);
@@ -188,8 +189,8 @@ START_TEST(test_chart_svg)
     ck_assert_ptr_nonnull(strstr(svg, "16 avoided</title>"));
     /* 24 runs: the axis tops at 50; the plot is 176 px high. */
     ck_assert_ptr_nonnull(strstr(svg, ">50</text>"));
-    ck_assert_ptr_nonnull(strstr(svg, "height=\"28.2\" fill=\"#c0392b\""));  /* 8/50 */
-    ck_assert_ptr_nonnull(strstr(svg, "height=\"56.3\" fill=\"#27ae60\""));  /* 16/50 */
+    ck_assert_ptr_nonnull(strstr(svg, "height=\"28.2\" fill=\"#c0392b\"")); /* 8/50 */
+    ck_assert_ptr_nonnull(strstr(svg, "height=\"56.3\" fill=\"#27ae60\"")); /* 16/50 */
     /* Self-contained: one URL (the namespace), no script, no link. */
     ck_assert_uint_eq(count_of(svg, "http"), 1);
     ck_assert_ptr_null(strstr(svg, "<script"));
@@ -232,9 +233,9 @@ START_TEST(test_snapshot_of_a_live_store)
     char key[256];
     json_t *ev = json_pack("{s:s}", "cleanedBody", "hello");
     json_t *ctx = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "agentId", TTH_BRAVO, "sessionKey",
-                            tth_session_key(key, sizeof key, TTH_BRAVO, CH1, NULL),
-                            "channelId", CH1, "accountId", TTH_BRAVO, "messageProvider",
-                            "discord", "runId", "serve-claimed-run");
+                            tth_session_key(key, sizeof key, TTH_BRAVO, CH1, NULL), "channelId",
+                            CH1, "accountId", TTH_BRAVO, "messageProvider", "discord", "runId",
+                            "serve-claimed-run");
     ck_assert_int_eq(tth_call(&H, "before_agent_reply", ev, ctx, &cl), OC_OK);
     ck_assert_msg(json_is_true(json_object_get(cl, "handled")), "not claimed");
     json_decref(cl);
@@ -249,8 +250,7 @@ START_TEST(test_snapshot_of_a_live_store)
     /* The page and the chart of it. */
     char *page = dg_serve_page(s, NULL);
     ck_assert_ptr_nonnull(strstr(page, "<td>" CH1 "</td>"));
-    ck_assert_ptr_nonnull(strstr(page, "<td>" TTH_ALPHA ", " TTH_BRAVO ", " TTH_CHARLIE
-                                 "</td>"));
+    ck_assert_ptr_nonnull(strstr(page, "<td>" TTH_ALPHA ", " TTH_BRAVO ", " TTH_CHARLIE "</td>"));
     ck_assert_ptr_nonnull(strstr(page, "src=\"chart.svg\""));
     free(page);
     dg_serve_hour h[DG_SERVE_HOURS];
@@ -293,8 +293,7 @@ static size_t on_data(char *d, size_t sz, size_t n, void *u)
 }
 
 /* GET (or method) base+path with an optional Authorization header. */
-static void get(got *g, const char *method, const char *base, const char *path,
-                const char *auth)
+static void get(got *g, const char *method, const char *base, const char *path, const char *auth)
 {
     memset(g, 0, sizeof *g);
     char *url = dg_sprintf("%s%s", base, path);
@@ -358,8 +357,9 @@ START_TEST(test_routes_over_loopback_with_a_token)
     json_t *j = json_loads(g.body.s, 0, NULL);
     ck_assert_ptr_nonnull(j);
     ck_assert(json_is_true(json_object_get(j, "ok")));
-    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(j,
-                     "scopes"), 0), "channelId")), CH1);
+    ck_assert_str_eq(json_string_value(json_object_get(
+                         json_array_get(json_object_get(j, "scopes"), 0), "channelId")),
+                     CH1);
     json_decref(j);
     got_free(&g);
     get(&g, "GET", base, "/chart.svg?token=s3cret", NULL);

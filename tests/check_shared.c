@@ -249,8 +249,7 @@ static int claim(dg_store *st, dg_mark_hint *hint, const char *id)
 {
     int fresh = -1;
     ck_assert_int_eq(dg_store_begin(st), OC_OK);
-    ck_assert_int_eq(dg_store_turns_seen_claim_hinted(st, "500", id, 1000, hint, &fresh),
-                     OC_OK);
+    ck_assert_int_eq(dg_store_turns_seen_claim_hinted(st, "500", id, 1000, hint, &fresh), OC_OK);
     ck_assert_int_eq(dg_store_commit(st), OC_OK);
     return fresh;
 }
@@ -304,8 +303,7 @@ static void take(dg_store *st, const char *name, int64_t now, int64_t until, int
     int got = -1, fresh = -1;
     int64_t other = -1;
     ck_assert_int_eq(dg_store_begin(st), OC_OK);
-    ck_assert_int_eq(dg_store_lease_take(st, name, now, until, held, &got, &fresh, &other),
-                     OC_OK);
+    ck_assert_int_eq(dg_store_lease_take(st, name, now, until, held, &got, &fresh, &other), OC_OK);
     ck_assert_int_eq(dg_store_commit(st), OC_OK);
     ck_assert_int_eq(got, want_got);
     if (got)
@@ -318,11 +316,11 @@ START_TEST(lease_held_renewed_taken_over_and_released)
 {
     char *dir = tu_mkdtemp(), *db = tu_db_target(dir);
     dg_store *a = open_store(db), *b = open_store(db);
-    take(a, "outbox:1", 1000, 2000, 0, 1, 1, 0);      /* new: a's */
-    take(b, "outbox:1", 1500, 2500, 0, 0, 0, 2000);   /* running: not b's */
-    take(a, "outbox:1", 1600, 2600, 2000, 1, 0, 0);   /* renewed without a break */
-    take(b, "outbox:1", 2600, 3600, 0, 0, 0, 2600);   /* runs out at 2600 inclusive */
-    take(b, "outbox:1", 2601, 3601, 0, 1, 1, 0);      /* ran out: taken over */
+    take(a, "outbox:1", 1000, 2000, 0, 1, 1, 0);       /* new: a's */
+    take(b, "outbox:1", 1500, 2500, 0, 0, 0, 2000);    /* running: not b's */
+    take(a, "outbox:1", 1600, 2600, 2000, 1, 0, 0);    /* renewed without a break */
+    take(b, "outbox:1", 2600, 3600, 0, 0, 0, 2600);    /* runs out at 2600 inclusive */
+    take(b, "outbox:1", 2601, 3601, 0, 1, 1, 0);       /* ran out: taken over */
     take(a, "outbox:1", 2700, 3700, 2600, 0, 0, 3601); /* a lost it */
     ck_assert_int_eq(dg_store_begin(a), OC_OK);
     ck_assert_int_eq(dg_store_lease_release(a, "outbox:1"), OC_OK); /* not a's: kept */
@@ -331,7 +329,7 @@ START_TEST(lease_held_renewed_taken_over_and_released)
     ck_assert_int_eq(dg_store_begin(b), OC_OK);
     ck_assert_int_eq(dg_store_lease_release(b, "outbox:1"), OC_OK);
     ck_assert_int_eq(dg_store_commit(b), OC_OK);
-    take(a, "outbox:1", 2900, 3900, 0, 1, 1, 0);      /* given up: a's at once */
+    take(a, "outbox:1", 2900, 3900, 0, 1, 1, 0); /* given up: a's at once */
     dg_store_close(a);
     dg_store_close(b);
     tu_rmtree(dir);
@@ -401,7 +399,7 @@ typedef struct shenv {
     char *dir, *db;
     fake_discord *fd;
     char chans[N_CHANS][24];
-    dg_store *st;                /* the parent's own connection: enqueue and look */
+    dg_store *st; /* the parent's own connection: enqueue and look */
 } shenv;
 
 /* A dispatcher process: reads the fake's URL from rfd, dispatches on db
@@ -415,12 +413,15 @@ static void dispatch_child(int rfd, const char *db, long lease_ms, int inflight)
     url[n] = '\0';
     obe e;
     char err[256];
-    static const dg_discord_options tune = {.timeout_ms = 5000, .backoff_base_ms = 5,
-                                            .backoff_max_ms = 40};
+    static const dg_discord_options tune = {
+        .timeout_ms = 5000, .backoff_base_ms = 5, .backoff_max_ms = 40};
     if (!n || obe_open(&e, url, db, &tune, err, sizeof err) != 0)
         _exit(1);
-    dg_outbox_options o = {.backoff_base_ms = 20, .backoff_max_ms = 200, .max_attempts = 100,
-                           .max_inflight = inflight, .lease_ms = lease_ms};
+    dg_outbox_options o = {.backoff_base_ms = 20,
+                           .backoff_max_ms = 200,
+                           .max_attempts = 100,
+                           .max_inflight = inflight,
+                           .lease_ms = lease_ms};
     if (dg_outbox_start_opts(&e.p, &o, &e.p.outbox, err, sizeof err) != OC_OK)
         _exit(1);
     char c;
@@ -471,8 +472,7 @@ static void enqueue_all(shenv *s, int rows_per)
         for (int k = 0; k < 10 && i < total; k++, i++) {
             char text[32];
             snprintf(text, sizeof text, "c%d-%03d", i % N_CHANS, i / N_CHANS);
-            ck_assert_int_eq(dg_outbox_enqueue(s->st, s->chans[i % N_CHANS], text, NULL, 0,
-                                               1000),
+            ck_assert_int_eq(dg_outbox_enqueue(s->st, s->chans[i % N_CHANS], text, NULL, 0, 1000),
                              OC_OK);
         }
         ck_assert_int_eq(dg_store_commit(s->st), OC_OK);
@@ -502,14 +502,14 @@ static void assert_delivered(shenv *s, int rows_per)
 {
     for (int c = 0; c < N_CHANS; c++) {
         json_t *msgs = fake_discord_messages(s->fd, s->chans[c]);
-        ck_assert_msg(json_array_size(msgs) == (size_t)rows_per, "channel %d has %zu messages",
-                      c, json_array_size(msgs));
+        ck_assert_msg(json_array_size(msgs) == (size_t)rows_per, "channel %d has %zu messages", c,
+                      json_array_size(msgs));
         for (int i = 0; i < rows_per; i++) {
             char want[32];
             snprintf(want, sizeof want, "c%d-%03d", c, i);
-            ck_assert_str_eq(json_string_value(json_object_get(json_array_get(msgs, (size_t)i),
-                                                               "content")),
-                             want);
+            ck_assert_str_eq(
+                json_string_value(json_object_get(json_array_get(msgs, (size_t)i), "content")),
+                want);
         }
         json_decref(msgs);
     }
@@ -569,8 +569,8 @@ START_TEST(two_processes_send_each_row_once_in_order)
     reap_ok(p2);
     assert_delivered(&s, 100);
     size_t n = posts(&s);
-    fprintf(stderr, "shared: two dispatchers%s: %d rows, %zu posts\n",
-            _i ? ", 30% faults" : "", 100 * N_CHANS, n);
+    fprintf(stderr, "shared: two dispatchers%s: %d rows, %zu posts\n", _i ? ", 30% faults" : "",
+            100 * N_CHANS, n);
     if (!_i)
         ck_assert_uint_eq(n, 100 * N_CHANS); /* nothing posted twice */
     shenv_down(&s);
@@ -619,9 +619,10 @@ START_TEST(dead_instance_channels_taken_over)
     close(wa);
     assert_delivered(&s, 40);
     size_t n = posts(&s);
-    fprintf(stderr, "shared: kill -9 of one dispatcher (%s): %d rows, %zu delivered before the "
-            "kill, %zu posted again with their nonce\n", _i ? "lease ran out" : "holder gone",
-            40 * N_CHANS, before, n - 40 * N_CHANS);
+    fprintf(stderr,
+            "shared: kill -9 of one dispatcher (%s): %d rows, %zu delivered before the "
+            "kill, %zu posted again with their nonce\n",
+            _i ? "lease ran out" : "holder gone", 40 * N_CHANS, before, n - 40 * N_CHANS);
     /* At most the post in flight per channel (one at a time) goes again. */
     ck_assert_uint_le(n - 40 * N_CHANS, N_CHANS);
     shenv_down(&s);
@@ -642,8 +643,8 @@ static int agree(tth *a, tth *b)
     for (int i = 0; i < 3; i++) {
         int va = tth_resolve(a, AGENTS[i], CH, NULL), vb = tth_resolve(b, AGENTS[i], CH, NULL);
         ck_assert_int_ge(va, 0);
-        ck_assert_msg(va == vb, "%s: instance A says %d, B says %d (1 no-reply, 0 speak)", AGENTS[i],
-                      va, vb);
+        ck_assert_msg(va == vb, "%s: instance A says %d, B says %d (1 no-reply, 0 speak)",
+                      AGENTS[i], va, vb);
         if (!va)
             speaker = i;
     }
@@ -661,9 +662,11 @@ START_TEST(two_engines_on_one_file_agree)
      * (each gateway's accounts report the same Discord messages). */
     agree(&a, &b); /* every agent joins the channel, through either instance */
     ck_assert_int_eq(tth_msg(&a, CH, NULL, "500000000000000100", TTH_HUMAN_UID, 0,
-                             "Count to six, one number each.", NULL), 0);
+                             "Count to six, one number each.", NULL),
+                     0);
     ck_assert_int_eq(tth_msg(&b, CH, NULL, "500000000000000100", TTH_HUMAN_UID, 0,
-                             "Count to six, one number each.", NULL), 0);
+                             "Count to six, one number each.", NULL),
+                     0);
     int turns = 0;
     for (int n = 1; n <= 6; n++) {
         int sp = agree(&a, &b);

@@ -40,9 +40,9 @@
 /* One gateway of the pair: its process and the numbers of its starts (the
  * e2e helpers' log files ocgw-<n>.out/.err). */
 typedef struct gateway {
-    const char *name;     /* "A" or "B" */
+    const char *name; /* "A" or "B" */
     const char *run_only;
-    int expect;           /* 1: this one checks the story */
+    int expect; /* 1: this one checks the story */
     pid_t pid;
     int starts[8];
     int n_starts;
@@ -73,9 +73,17 @@ static void gw_init(gateway *g, e2e_run *r, const char *name, const char *run_on
 
 static void gw_start(gateway *g, e2e_run *r, const char *die_at)
 {
-    const char *args[] = {"--run-only", g->run_only, "--name", g->name, "--poll-ms", "50",
-                          g->expect ? "--expect" : NULL, "demo/story.json", "--timeout-ms",
-                          "100000", NULL};
+    const char *args[] = {"--run-only",
+                          g->run_only,
+                          "--name",
+                          g->name,
+                          "--poll-ms",
+                          "50",
+                          g->expect ? "--expect" : NULL,
+                          "demo/story.json",
+                          "--timeout-ms",
+                          "100000",
+                          NULL};
     r->env = g->envp;
     g->pid = e2e_ocgw_start(r, "demo/host.json", args, die_at);
     r->env = NULL;
@@ -132,8 +140,8 @@ static char *gw_transcripts(gateway *g, e2e_run *r, const char *ext)
 static void gw_dump(gateway *g, e2e_run *r)
 {
     char *out = gw_transcripts(g, r, "out"), *err = gw_transcripts(g, r, "err");
-    fprintf(stderr, "---- gateway %s transcript ----\n%s\n---- gateway %s log ----\n%s\n",
-            g->name, out ? out : "", g->name, err ? err : "");
+    fprintf(stderr, "---- gateway %s transcript ----\n%s\n---- gateway %s log ----\n%s\n", g->name,
+            out ? out : "", g->name, err ? err : "");
     free(out);
     free(err);
 }
@@ -164,8 +172,8 @@ static long total(const json_t *st, const char *k)
 static long check_record(e2e_run *r, const char *discussion)
 {
     /* The authors only (no marker text), in order. */
-    const e2e_want work[] = {{E2E_ALICE, NULL}, {E2E_PLANNER, NULL}, {E2E_MOD, NULL},
-                             {E2E_PLANNER, NULL}};
+    const e2e_want work[] = {
+        {E2E_ALICE, NULL}, {E2E_PLANNER, NULL}, {E2E_MOD, NULL}, {E2E_PLANNER, NULL}};
     e2e_check_channel(r, E2E_WORK, work, 4);
     const e2e_want disc[] = {{E2E_MOD, NULL},   {E2E_REVIEWER, NULL}, {E2E_CODER, NULL},
                              {E2E_MOD, NULL},   {E2E_MOD, NULL},      {E2E_MOD, NULL},
@@ -179,8 +187,8 @@ static long check_record(e2e_run *r, const char *discussion)
         const char *nonce = sget(m, "nonce");
         if (!nonce)
             continue;
-        ck_assert_msg(!json_object_get(seen, nonce), "nonce %s is on two messages (\"%s\")",
-                      nonce, sget(m, "content"));
+        ck_assert_msg(!json_object_get(seen, nonce), "nonce %s is on two messages (\"%s\")", nonce,
+                      sget(m, "content"));
         json_object_set_new(seen, nonce, json_true());
     }
     json_decref(msgs);
@@ -217,8 +225,8 @@ static int ran_here(const char *out, const char *gw, const char *agent)
 static void split_story(int crash, int faults)
 {
     e2e_run r;
-    const char *fake_faults[] = {"--fail-rate", "0.3", "--seed", "20261201", "--retry-after",
-                                 "0.05", NULL};
+    const char *fake_faults[] = {"--fail-rate",   "0.3",  "--seed", "20261201",
+                                 "--retry-after", "0.05", NULL};
     e2e_start(&r, faults ? fake_faults : NULL);
     char *url = pgs_fresh_url();
     gateway a, b;
@@ -232,8 +240,7 @@ static void split_story(int crash, int faults)
         int died = gw_wait(victim, &r, 120000, &st);
         if (!died || !WIFSIGNALED(st))
             gw_dump(victim, &r);
-        ck_assert_msg(died, "gateway %s did not reach its crash point within 120 s",
-                      victim->name);
+        ck_assert_msg(died, "gateway %s did not reach its crash point within 120 s", victim->name);
         ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
                       "gateway %s ended with status %d instead of its SIGKILL", victim->name, st);
         gateway *other = victim == &a ? &b : &a;
@@ -252,8 +259,7 @@ static void split_story(int crash, int faults)
     if (!ended)
         gw_kill(&a, &r, SIGKILL);
     ck_assert_msg(ended, "gateway A did not finish the story within 150 s");
-    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "gateway A: story failed (status %d)",
-                  st);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "gateway A: story failed (status %d)", st);
     ck_assert_msg(b_alive, "gateway B was not running when the story completed");
     ck_assert_msg(WIFEXITED(bst) && WEXITSTATUS(bst) == 0,
                   "gateway B did not stop cleanly on SIGTERM (status %d)", bst);
@@ -268,9 +274,11 @@ static void split_story(int crash, int faults)
     ck_assert(oa && ob);
     ck_assert_msg(strstr(oa, "A| == story complete"), "gateway A's transcript lacks the verdict");
     ck_assert_msg(ran_here(oa, "A", "planner") && !ran_here(oa, "A", "reviewer") &&
-                  !ran_here(oa, "A", "coder"), "gateway A ran other agents than planner");
+                      !ran_here(oa, "A", "coder"),
+                  "gateway A ran other agents than planner");
     ck_assert_msg(ran_here(ob, "B", "reviewer") && ran_here(ob, "B", "coder") &&
-                  !ran_here(ob, "B", "planner"), "gateway B ran other agents than reviewer, coder");
+                      !ran_here(ob, "B", "planner"),
+                  "gateway B ran other agents than reviewer, coder");
     ck_assert_msg(strstr(ob, "B|       coder <- discuss-callback OC_ERR_DENIED"),
                   "coder's refused callback is not in gateway B's transcript");
     /* B's journal of tool outcomes: coder's refused callback, nothing else
@@ -287,11 +295,14 @@ static void split_story(int crash, int faults)
     }
     ck_assert_msg(n == 1, "gateway B recorded %zu tool outcomes, expected 1", n);
     long runs = total(sa, "runs") + total(sb, "runs");
-    long avoided = total(sa, "claimedRuns") + total(sa, "noReplySwaps") +
-                   total(sb, "claimedRuns") + total(sb, "noReplySwaps");
-    fprintf(stderr, "shared_gateways (%s%s): runs A %ld + B %ld = %ld, avoided %ld; posts resent "
+    long avoided = total(sa, "claimedRuns") + total(sa, "noReplySwaps") + total(sb, "claimedRuns") +
+                   total(sb, "noReplySwaps");
+    fprintf(stderr,
+            "shared_gateways (%s%s): runs A %ld + B %ld = %ld, avoided %ld; posts resent "
             "under their nonce: %ld; restarts: A %d, B %d\n",
-            crash == 1 ? "gateway B killed -9" : crash == 2 ? "gateway A killed -9" : "plain",
+            crash == 1   ? "gateway B killed -9"
+            : crash == 2 ? "gateway A killed -9"
+                         : "plain",
             faults ? ", 30% Discord faults" : "", total(sa, "runs"), total(sb, "runs"), runs,
             avoided, resent, a.n_starts - 1, b.n_starts - 1);
     /* The runs of `make demo`, 24 of which 16 never reached a model, when

@@ -19,11 +19,26 @@ END_TEST
 START_TEST(test_bug4_decorated_and_multi_line_tokens_are_silent)
 {
     static const char *const silent[] = {
-        "  NO_REPLY  ", "\nNO_REPLY\n", "NO_REPLY.", "NO_REPLY!", "(NO_REPLY)", "**NO_REPLY**",
-        "_NO_REPLY_", "`NO_REPLY`", "```\nNO_REPLY\n```", "> NO_REPLY", "\"NO_REPLY\"", "NO_REPLY_",
-        "NO_REPLY NO_REPLY", "NO_REPLY\nNO_REPLY\n\nno_reply.", "NO_REPLY, NO_REPLY",
-        "\tNO_REPLY\r\n", "NO_REPLY\xe3\x80\x82" /* CJK full stop */,
-        "\xe2\x80\x9cNO_REPLY\xe2\x80\x9d" /* curly quotes */, "-- NO_REPLY --", "NO_REPLY...",
+        "  NO_REPLY  ",
+        "\nNO_REPLY\n",
+        "NO_REPLY.",
+        "NO_REPLY!",
+        "(NO_REPLY)",
+        "**NO_REPLY**",
+        "_NO_REPLY_",
+        "`NO_REPLY`",
+        "```\nNO_REPLY\n```",
+        "> NO_REPLY",
+        "\"NO_REPLY\"",
+        "NO_REPLY_",
+        "NO_REPLY NO_REPLY",
+        "NO_REPLY\nNO_REPLY\n\nno_reply.",
+        "NO_REPLY, NO_REPLY",
+        "\tNO_REPLY\r\n",
+        "NO_REPLY\xe3\x80\x82" /* CJK full stop */,
+        "\xe2\x80\x9cNO_REPLY\xe2\x80\x9d" /* curly quotes */,
+        "-- NO_REPLY --",
+        "NO_REPLY...",
     };
     for (size_t i = 0; i < sizeof silent / sizeof silent[0]; i++)
         ck_assert_msg(dg_silent_text(silent[i]), "'%s' should be silent", silent[i]);
@@ -49,16 +64,25 @@ END_TEST
 START_TEST(test_fenced_and_escaped_forms_are_silent)
 {
     static const char *const silent[] = {
-        "```json\n{\"action\":\"NO_REPLY\"}\n```", "```\n{\"action\":\"NO_REPLY\"}\n```",
-        "`{\"action\":\"NO_REPLY\"}`", "  ```JSON\n{ \"action\": \"no_reply\" }\n```\n",
-        "```json\n\"NO_REPLY\"\n```", "```text\nNO_REPLY\n```", "NO\\_REPLY", "**NO\\_REPLY**", "NO\\_REPLY\\_",
+        "```json\n{\"action\":\"NO_REPLY\"}\n```",
+        "```\n{\"action\":\"NO_REPLY\"}\n```",
+        "`{\"action\":\"NO_REPLY\"}`",
+        "  ```JSON\n{ \"action\": \"no_reply\" }\n```\n",
+        "```json\n\"NO_REPLY\"\n```",
+        "```text\nNO_REPLY\n```",
+        "NO\\_REPLY",
+        "**NO\\_REPLY**",
+        "NO\\_REPLY\\_",
     };
     for (size_t i = 0; i < sizeof silent / sizeof silent[0]; i++)
         ck_assert_msg(dg_silent_text(silent[i]), "'%s' should be silent", silent[i]);
     static const char *const speech[] = {
-        "```json\n{\"action\":\"reply\",\"text\":\"NO_REPLY\"}\n```", "```python\nNO_REPLY = 1\n```",
-        "```json\n{\"action\":\"NO_REPLY\"}\n```\nand one more thing", "```\n```",
-        "NO\\\\_REPLY", "```json\n{\"action\":\"NO_REPLY\"}",
+        "```json\n{\"action\":\"reply\",\"text\":\"NO_REPLY\"}\n```",
+        "```python\nNO_REPLY = 1\n```",
+        "```json\n{\"action\":\"NO_REPLY\"}\n```\nand one more thing",
+        "```\n```",
+        "NO\\\\_REPLY",
+        "```json\n{\"action\":\"NO_REPLY\"}",
     };
     for (size_t i = 0; i < sizeof speech / sizeof speech[0]; i++)
         ck_assert_msg(!dg_silent_text(speech[i]), "'%s' should be speech", speech[i]);
@@ -68,9 +92,20 @@ END_TEST
 START_TEST(test_speech_is_not_silent)
 {
     static const char *const speech[] = {
-        "Hello", "NO_REPLY but actually I think we should ship", "I have nothing to add. NO_REPLY",
-        "NO REPLY", "no-reply", "NOREPLY", "NO_REPLYX", "NO_REPLY_NO_REPLY", "...",
-        "", "   ", "NO_REPLY \xf0\x9f\x91\x8d" /* thumbs up */, "NO_REPLY 42", "NO_REPLY\xc3\xa9",
+        "Hello",
+        "NO_REPLY but actually I think we should ship",
+        "I have nothing to add. NO_REPLY",
+        "NO REPLY",
+        "no-reply",
+        "NOREPLY",
+        "NO_REPLYX",
+        "NO_REPLY_NO_REPLY",
+        "...",
+        "",
+        "   ",
+        "NO_REPLY \xf0\x9f\x91\x8d" /* thumbs up */,
+        "NO_REPLY 42",
+        "NO_REPLY\xc3\xa9",
     };
     for (size_t i = 0; i < sizeof speech / sizeof speech[0]; i++)
         ck_assert_msg(!dg_silent_text(speech[i]), "'%s' should be speech", speech[i]);

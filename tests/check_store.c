@@ -174,8 +174,9 @@ START_TEST(test_older_version_opens_at_current)
     snprintf(name, sizeof name, "old%d.db", from);
     char *path = tu_path(dir, name);
     sqlite3 *db = db_at_version(path, from);
-    ck_assert_int_eq(sqlite3_exec(db, "INSERT INTO dg_meta(key, value) VALUES ('old', 'row')",
-                                  NULL, NULL, NULL), SQLITE_OK);
+    ck_assert_int_eq(
+        sqlite3_exec(db, "INSERT INTO dg_meta(key, value) VALUES ('old', 'row')", NULL, NULL, NULL),
+        SQLITE_OK);
     sqlite3_close(db);
     ck_assert_int_eq(int_pragma(path, "PRAGMA application_id"), 0);
 
@@ -286,21 +287,27 @@ START_TEST(test_transitions_survive_migration)
     snprintf(name, sizeof name, "tr%d.db", from);
     char *path = tu_path(dir, name);
     sqlite3 *db = db_at_version(path, from);
-    ck_assert_int_eq(sqlite3_exec(db,
-        "INSERT INTO turn_transitions(channel_id, scope, at_ms, cause, speaker_before,"
-        " speaker_after, state, passed, agent_msgs) VALUES"
-        " ('700', 'conversation', 5000, 'older', NULL, 'alpha', 'speaking', '', 0),"
-        " ('700', 'conversation', 4000, 'newer, earlier clock', 'alpha', 'beta', 'speaking',"
-        "  '', 1);"
-        "INSERT INTO turn_ledger(channel_id, k, at_ms) VALUES ('700', '900', 4000)",
-        NULL, NULL, NULL), SQLITE_OK);
+    ck_assert_int_eq(
+        sqlite3_exec(
+            db,
+            "INSERT INTO turn_transitions(channel_id, scope, at_ms, cause, speaker_before,"
+            " speaker_after, state, passed, agent_msgs) VALUES"
+            " ('700', 'conversation', 5000, 'older', NULL, 'alpha', 'speaking', '', 0),"
+            " ('700', 'conversation', 4000, 'newer, earlier clock', 'alpha', 'beta', 'speaking',"
+            "  '', 1);"
+            "INSERT INTO turn_ledger(channel_id, k, at_ms) VALUES ('700', '900', 4000)",
+            NULL, NULL, NULL),
+        SQLITE_OK);
     sqlite3_close(db);
     dg_store *st = NULL;
     char err[256];
     ck_assert_msg(dg_store_open(path, &st, err, sizeof err) == OC_OK, "from v%d: %s", from, err);
     ck_assert_int_eq(dg_store_begin(st), OC_OK);
-    dg_transition t = {.at_ms = 3000, .scope = "conversation", .cause = "after the upgrade",
-                       .state = "dormant", .passed = ""};
+    dg_transition t = {.at_ms = 3000,
+                       .scope = "conversation",
+                       .cause = "after the upgrade",
+                       .state = "dormant",
+                       .passed = ""};
     ck_assert_int_eq(dg_store_transition_add(st, "700", &t), OC_OK);
     dg_transition *v = NULL;
     size_t n = 0;
@@ -371,8 +378,10 @@ START_TEST(test_outbox_rows_survive_migration)
     ck_assert_str_eq(after, before);
     sql_text(db, "SELECT seq FROM sqlite_sequence WHERE name = 'outbox'", got, sizeof got);
     ck_assert_str_eq(got, "7");
-    sql_text(db, "SELECT count(*) FROM sqlite_master WHERE name = 'outbox_channel' AND "
-                 "sql NOT LIKE '%WHERE%'", got, sizeof got);
+    sql_text(db,
+             "SELECT count(*) FROM sqlite_master WHERE name = 'outbox_channel' AND "
+             "sql NOT LIKE '%WHERE%'",
+             got, sizeof got);
     ck_assert_str_eq(got, "1");
     sql_text(db, "SELECT count(*) FROM sqlite_master WHERE name = 'outbox_pending'", got,
              sizeof got);
@@ -380,24 +389,33 @@ START_TEST(test_outbox_rows_survive_migration)
     /* v12: a mark touches no index (a backlog's marks each dirtied another
      * channel's page of the partial one), and a channel's pending rows are
      * read through the channel index. */
-    ck_assert_int_eq(plan_ops(db, "UPDATE outbox SET state = 1, message_id = 'm', "
-                                  "done_at_ms = 1 WHERE id = 4 AND state = 0", "IdxDelete"), 0);
+    ck_assert_int_eq(plan_ops(db,
+                              "UPDATE outbox SET state = 1, message_id = 'm', "
+                              "done_at_ms = 1 WHERE id = 4 AND state = 0",
+                              "IdxDelete"),
+                     0);
     char plan[256];
-    query_plan(db, "SELECT id FROM outbox WHERE channel_id = 'c1' AND state = 0 AND id > 0 "
-                   "ORDER BY id LIMIT 64", plan, sizeof plan);
+    query_plan(db,
+               "SELECT id FROM outbox WHERE channel_id = 'c1' AND state = 0 AND id > 0 "
+               "ORDER BY id LIMIT 64",
+               plan, sizeof plan);
     ck_assert_msg(strstr(plan, "USING INDEX outbox_channel") && !strstr(plan, "TEMP B-TREE"),
                   "from v%d: %s", from, plan);
     sql_text(db, "SELECT count(*) FROM sqlite_master WHERE name LIKE 'outbox_v%'", got, sizeof got);
     ck_assert_str_eq(got, "0");
     ck_assert_int_eq(ephemeral_ops(db, "UPDATE outbox SET state = 1, message_id = 'm', "
-                                       "done_at_ms = 1 WHERE id = 4 AND state = 0"), 0);
+                                       "done_at_ms = 1 WHERE id = 4 AND state = 0"),
+                     0);
     ck_assert_int_eq(ephemeral_ops(db, "INSERT INTO outbox(channel_id, content, nonce, "
-                                       "created_at_ms) VALUES ('c', 'x', 'n', 1)"), 0);
+                                       "created_at_ms) VALUES ('c', 'x', 'n', 1)"),
+                     0);
     ck_assert_int_eq(sqlite3_exec(db, "UPDATE outbox SET state = 3 WHERE id = 6", NULL, NULL, NULL),
                      SQLITE_CONSTRAINT);
-    ck_assert_int_eq(sqlite3_exec(db, "INSERT INTO outbox(channel_id, content, nonce, "
-                                      "created_at_ms) VALUES ('c', 'x', 'n8', 1)",
-                                  NULL, NULL, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(db,
+                                  "INSERT INTO outbox(channel_id, content, nonce, "
+                                  "created_at_ms) VALUES ('c', 'x', 'n8', 1)",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
     ck_assert_int_eq(sqlite3_last_insert_rowid(db), 8);
     sqlite3_close(db);
     free(path);
@@ -405,7 +423,11 @@ START_TEST(test_outbox_rows_survive_migration)
 END_TEST
 
 /* The whole file, malloc'd (caller frees), and its size and mtime. */
-typedef struct snap { char *bytes; size_t len; struct timespec mtime; } snap;
+typedef struct snap {
+    char *bytes;
+    size_t len;
+    struct timespec mtime;
+} snap;
 
 static snap snap_of(const char *path)
 {
@@ -499,9 +521,9 @@ END_TEST
 
 START_TEST(test_memory_db_path_refused)
 {
-    static const char *const paths[] = {":memory:", "file::memory:",
-                                        "file:dg?mode=memory&cache=shared",
-                                        "FILE:x.db?MODE=MEMORY", "file::memory:?cache=shared"};
+    static const char *const paths[] = {
+        ":memory:", "file::memory:", "file:dg?mode=memory&cache=shared", "FILE:x.db?MODE=MEMORY",
+        "file::memory:?cache=shared"};
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
         dg_store *st = NULL;
         char err[512] = "";
@@ -526,8 +548,10 @@ START_TEST(test_newer_schema_is_refused_untouched)
     ck_assert_int_eq(user_version(path), dg_store_schema_version() + 1);
     /* A newer dirigent's own stamped file as well. */
     char *stamped = tu_path(dir, "new2.db");
-    snprintf(sql, sizeof sql, "PRAGMA application_id = 1147761255; CREATE TABLE dg_meta(k);"
-                              "PRAGMA user_version = %d;", dg_store_schema_version() + 1);
+    snprintf(sql, sizeof sql,
+             "PRAGMA application_id = 1147761255; CREATE TABLE dg_meta(k);"
+             "PRAGMA user_version = %d;",
+             dg_store_schema_version() + 1);
     raw_exec(stamped, sql);
     refused_untouched(stamped, OC_ERR_UNSUPPORTED, "newer");
     free(stamped);
@@ -773,8 +797,16 @@ END_TEST
  * version or at ours, a row is there whole or not at all); the store stays
  * usable; nothing leaks (SANITIZE=1). */
 static const int fault_kinds[] = {
-    FV_READ, FV_WRITE, FV_SYNC, FV_TRUNCATE, FV_LOCK, FV_SHMMAP, FV_SHMLOCK,
-    FV_WRITE | FV_STICKY, FV_SYNC | FV_STICKY, FV_SHMLOCK | FV_STICKY,
+    FV_READ,
+    FV_WRITE,
+    FV_SYNC,
+    FV_TRUNCATE,
+    FV_LOCK,
+    FV_SHMMAP,
+    FV_SHMLOCK,
+    FV_WRITE | FV_STICKY,
+    FV_SYNC | FV_STICKY,
+    FV_SHMLOCK | FV_STICKY,
 };
 #define N_FAULT_KINDS (int)(sizeof fault_kinds / sizeof *fault_kinds)
 
@@ -849,7 +881,8 @@ START_TEST(test_open_under_storage_faults)
         }
     }
     printf("faults open 0x%x: %ld runs, %ld refused with OC_ERR_IO naming the file, "
-           "none half-made\n", kind, runs, failed);
+           "none half-made\n",
+           kind, runs, failed);
     free(old);
     free(path);
 }
@@ -862,8 +895,9 @@ static char *row_content(const char *path, const char *nonce)
     sqlite3 *db;
     ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     sqlite3_stmt *s;
-    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT content FROM outbox WHERE nonce = ?1", -1,
-                                        &s, NULL), SQLITE_OK);
+    ck_assert_int_eq(
+        sqlite3_prepare_v2(db, "SELECT content FROM outbox WHERE nonce = ?1", -1, &s, NULL),
+        SQLITE_OK);
     sqlite3_bind_text(s, 1, nonce, -1, SQLITE_STATIC);
     char *out = NULL;
     if (sqlite3_step(s) == SQLITE_ROW)
@@ -886,8 +920,13 @@ START_TEST(test_write_transaction_under_storage_faults)
         char nonce[32], content[64];
         snprintf(nonce, sizeof nonce, "n%ld", n);
         snprintf(content, sizeof content, "message %ld of the fault sweep", n);
-        dg_outbox_row r = {.channel_id = "100", .content = content, .mentions = "",
-                           .nonce = nonce, .part = 1, .parts = 1, .created_at_ms = n};
+        dg_outbox_row r = {.channel_id = "100",
+                           .content = content,
+                           .mentions = "",
+                           .nonce = nonce,
+                           .part = 1,
+                           .parts = 1,
+                           .created_at_ms = n};
         dg_store_test_forget(st); /* the pages are read again: reads can fail too */
         fv_arm(kind, n);
         int rc = dg_store_begin(st);
@@ -919,7 +958,8 @@ START_TEST(test_write_transaction_under_storage_faults)
         }
     }
     printf("faults write 0x%x: %ld runs, %ld failed with OC_ERR_IO, rows whole or absent, "
-           "store usable after each\n", kind, runs, failed);
+           "store usable after each\n",
+           kind, runs, failed);
     dg_store_close(st);
     free(path);
 }
@@ -945,8 +985,7 @@ START_TEST(test_failed_open_cleanup_out_of_memory)
         int rc = dg_store_open(path, &st, err, sizeof err);
         int hit = fa_disarm();
         fv_disarm();
-        ck_assert_msg(rc == OC_ERR_IO || rc == OC_ERR_NOMEM, "allocation %ld: %d (%s)", n, rc,
-                      err);
+        ck_assert_msg(rc == OC_ERR_IO || rc == OC_ERR_NOMEM, "allocation %ld: %d (%s)", n, rc, err);
         left += file_exists(path);
         if (!hit)
             break;
@@ -996,7 +1035,8 @@ START_TEST(test_open_tail_out_of_memory)
         }
     }
     printf("store: open tail sweep: %ld SQLite allocations in an open, the last 250 failed in "
-           "turn, %ld refused cleanly\n", total, failed);
+           "turn, %ld refused cleanly\n",
+           total, failed);
     ck_assert_int_gt(failed, 0);
     remove_db(path);
     free(path);

@@ -51,8 +51,9 @@
 
 /* What migration v13 added to turn_ledger, taken away again (a store made
  * at the current version, turned back into an older one). */
-#define UNDO_V13_LEDGER "ALTER TABLE turn_ledger DROP COLUMN t_scope, DROP COLUMN t_ord," \
-    " DROP COLUMN t_cause, DROP COLUMN t_before, DROP COLUMN t_after, DROP COLUMN t_state," \
+#define UNDO_V13_LEDGER                                                                            \
+    "ALTER TABLE turn_ledger DROP COLUMN t_scope, DROP COLUMN t_ord,"                              \
+    " DROP COLUMN t_cause, DROP COLUMN t_before, DROP COLUMN t_after, DROP COLUMN t_state,"        \
     " DROP COLUMN t_passed, DROP COLUMN t_agent_msgs;"
 /* And what v14 added (marks carrying a scope's state). */
 #define UNDO_V14_LEDGER "ALTER TABLE turn_ledger DROP COLUMN t_snap;"
@@ -62,7 +63,8 @@
 #define UNDO_V16_MEMBERS "ALTER TABLE turn_members DROP COLUMN standing;"
 /* And v17's table of command hints. */
 #define UNDO_V17_HINTS "DROP TABLE turn_command_hints;"
-#define UNDO_V13_LOG "DROP INDEX turn_transitions_scope; ALTER TABLE turn_transitions DROP" \
+#define UNDO_V13_LOG                                                                               \
+    "DROP INDEX turn_transitions_scope; ALTER TABLE turn_transitions DROP"                         \
     " COLUMN ord; CREATE INDEX turn_transitions_scope ON turn_transitions(channel_id, scope, id);"
 
 static dg_store *open_ok(const char *url)
@@ -105,9 +107,11 @@ START_TEST(new_database_created_then_reopened_at_its_version)
      * own collation. */
     ck_assert_int_eq(count_of(url, "SELECT count(*) FROM information_schema.columns WHERE"
                                    " table_schema = current_schema() AND data_type = 'text'"
-                                   " AND collation_name IS DISTINCT FROM 'C'"), 0);
+                                   " AND collation_name IS DISTINCT FROM 'C'"),
+                     0);
     ck_assert_int_gt(count_of(url, "SELECT count(*) FROM information_schema.columns WHERE"
-                                   " table_schema = current_schema() AND data_type = 'text'"), 10);
+                                   " table_schema = current_schema() AND data_type = 'text'"),
+                     10);
     free(url);
 }
 END_TEST
@@ -123,7 +127,8 @@ START_TEST(another_applications_database_refused_untouched)
     ck_assert_msg(strstr(err, "invoices") && strstr(err, "of its own"), "%s", err);
     /* Nothing written: no table of ours appeared. */
     ck_assert_int_eq(pgs_value(url, "SELECT count(*) FROM information_schema.tables WHERE"
-                                    " table_schema = current_schema()"), 1);
+                                    " table_schema = current_schema()"),
+                     1);
     free(url);
 }
 END_TEST
@@ -157,42 +162,52 @@ START_TEST(v10_outbox_migrates_with_its_rows)
                                    "CONSTRAINT outbox_state_check CHECK (state IN (0, 1, 2));"
                                    "DROP INDEX outbox_channel;"
                                    "CREATE INDEX outbox_pending ON outbox(channel_id, id)"
-                                   " WHERE state = 0;" UNDO_V17_HINTS UNDO_V16_MEMBERS UNDO_V15_SEEN UNDO_V14_LEDGER
-                                   UNDO_V13_LEDGER UNDO_V13_LOG
-                                   "UPDATE dg_schema_version SET version = 10"), 0);
-    ck_assert_int_eq(pgs_exec(url,
-        "INSERT INTO outbox(id, channel_id, content, mentions, nonce, part, parts, state,"
-        " attempts, created_at_ms, done_at_ms, message_id, last_error) VALUES"
-        " (4, 'c1', 'pending one', '<@1>', 'n4', 1, 2, 0, 2, 100, NULL, NULL, 'http 503'),"
-        " (5, 'c1', 'sent one', '', 'n5', 2, 2, 1, 1, 101, 200, 'm5', NULL),"
-        " (6, 'c2', 'failed one', '', 'n6', 1, 1, 2, 9, 102, 300, NULL, 'http 403');"
-        "SELECT setval(pg_get_serial_sequence('outbox', 'id'), 7)"), 0);
+                                   " WHERE state = 0;" UNDO_V17_HINTS UNDO_V16_MEMBERS UNDO_V15_SEEN
+                                       UNDO_V14_LEDGER UNDO_V13_LEDGER UNDO_V13_LOG
+                                   "UPDATE dg_schema_version SET version = 10"),
+                     0);
+    ck_assert_int_eq(
+        pgs_exec(url,
+                 "INSERT INTO outbox(id, channel_id, content, mentions, nonce, part, parts, state,"
+                 " attempts, created_at_ms, done_at_ms, message_id, last_error) VALUES"
+                 " (4, 'c1', 'pending one', '<@1>', 'n4', 1, 2, 0, 2, 100, NULL, NULL, 'http 503'),"
+                 " (5, 'c1', 'sent one', '', 'n5', 2, 2, 1, 1, 101, 200, 'm5', NULL),"
+                 " (6, 'c2', 'failed one', '', 'n6', 1, 1, 2, 9, 102, 300, NULL, 'http 403');"
+                 "SELECT setval(pg_get_serial_sequence('outbox', 'id'), 7)"),
+        0);
     dg_store *st = open_ok(url);
     ck_assert_int_eq(dg_store_opened_version(st), 10);
     dg_store_close(st);
     ck_assert_int_eq(count_of(url, "SELECT version FROM dg_schema_version"),
                      dg_store_schema_version());
-    ck_assert_int_eq(pgs_value(url,
-        "SELECT count(*) FROM outbox WHERE (id, channel_id, content, mentions, nonce, part,"
-        " parts, state, attempts, created_at_ms, coalesce(done_at_ms, -1),"
-        " coalesce(message_id, '-'), coalesce(last_error, '-')) IN ("
-        " (4, 'c1', 'pending one', '<@1>', 'n4', 1, 2, 0, 2, 100, -1, '-', 'http 503'),"
-        " (5, 'c1', 'sent one', '', 'n5', 2, 2, 1, 1, 101, 200, 'm5', '-'),"
-        " (6, 'c2', 'failed one', '', 'n6', 1, 1, 2, 9, 102, 300, '-', 'http 403'))"), 3);
+    ck_assert_int_eq(
+        pgs_value(
+            url,
+            "SELECT count(*) FROM outbox WHERE (id, channel_id, content, mentions, nonce, part,"
+            " parts, state, attempts, created_at_ms, coalesce(done_at_ms, -1),"
+            " coalesce(message_id, '-'), coalesce(last_error, '-')) IN ("
+            " (4, 'c1', 'pending one', '<@1>', 'n4', 1, 2, 0, 2, 100, -1, '-', 'http 503'),"
+            " (5, 'c1', 'sent one', '', 'n5', 2, 2, 1, 1, 101, 200, 'm5', '-'),"
+            " (6, 'c2', 'failed one', '', 'n6', 1, 1, 2, 9, 102, 300, '-', 'http 403'))"),
+        3);
     ck_assert_int_eq(pgs_value(url, "SELECT count(*) FROM outbox"), 3);
     ck_assert_int_eq(pgs_value(url, "SELECT count(*) FROM pg_constraint WHERE conrelid ="
                                     " 'outbox'::regclass AND conname = 'outbox_state_check'"
                                     " AND pg_get_constraintdef(oid) LIKE"
-                                    " '%state >= 0%state <= 2%'"), 1);
+                                    " '%state >= 0%state <= 2%'"),
+                     1);
     /* v12: the channel index holds every row (a mark touches no index). */
     ck_assert_int_eq(pgs_value(url, "SELECT count(*) FROM pg_indexes WHERE schemaname ="
                                     " current_schema() AND indexname = 'outbox_channel' AND"
-                                    " indexdef NOT LIKE '%WHERE%'"), 1);
+                                    " indexdef NOT LIKE '%WHERE%'"),
+                     1);
     ck_assert_int_eq(pgs_value(url, "SELECT count(*) FROM pg_indexes WHERE schemaname ="
-                                    " current_schema() AND indexname = 'outbox_pending'"), 0);
+                                    " current_schema() AND indexname = 'outbox_pending'"),
+                     0);
     ck_assert_int_ne(pgs_exec(url, "UPDATE outbox SET state = 3 WHERE id = 6"), 0);
     ck_assert_int_eq(pgs_exec(url, "INSERT INTO outbox(channel_id, content, nonce, created_at_ms)"
-                                   " VALUES ('c', 'x', 'n8', 1)"), 0);
+                                   " VALUES ('c', 'x', 'n8', 1)"),
+                     0);
     ck_assert_int_eq(pgs_value(url, "SELECT max(id) FROM outbox"), 8);
     free(url);
 }
@@ -202,7 +217,8 @@ START_TEST(version_without_its_tables_refused)
 {
     char *url = pgs_fresh_url();
     ck_assert_int_eq(pgs_exec(url, "CREATE TABLE dg_schema_version (version BIGINT NOT NULL);"
-                                   "INSERT INTO dg_schema_version VALUES (3)"), 0);
+                                   "INSERT INTO dg_schema_version VALUES (3)"),
+                     0);
     dg_store *st = NULL;
     char err[512];
     ck_assert_int_eq(dg_store_open(url, &st, err, sizeof err), OC_ERR_INVALID);
@@ -250,8 +266,13 @@ START_TEST(conflicts_and_returned_ids)
     ck_assert_int_eq(fresh, 0);
     ck_assert_int_eq(dg_store_tool_call_intent(st, "t", "c1", "f", 7), OC_OK);
     ck_assert_int_eq(dg_store_tool_call_intent(st, "t", "c1", "f", 8), OC_ERR_CONFLICT);
-    dg_outbox_row row = {.channel_id = "41", .content = "hello", .mentions = "",
-                         .nonce = "n1", .part = 1, .parts = 1, .created_at_ms = 9};
+    dg_outbox_row row = {.channel_id = "41",
+                         .content = "hello",
+                         .mentions = "",
+                         .nonce = "n1",
+                         .part = 1,
+                         .parts = 1,
+                         .created_at_ms = 9};
     int64_t id1 = 0, id2 = 0;
     ck_assert_int_eq(dg_store_outbox_insert(st, &row, &id1), OC_OK);
     row.nonce = "n2";
@@ -292,7 +313,8 @@ START_TEST(command_hint_claimed_once_per_cooldown)
     ck_assert_int_eq(dg_store_commit(st), OC_OK);
     dg_store_close(st);
     ck_assert_int_eq(count_of(url, "SELECT at_ms FROM turn_command_hints WHERE channel_id = "
-                                   "'41'"), 4600);
+                                   "'41'"),
+                     4600);
     free(url);
 }
 END_TEST
@@ -308,13 +330,18 @@ START_TEST(mark_cause_without_its_id_read_whole)
     int fresh = 0;
     ck_assert_int_eq(dg_store_begin(st), OC_OK);
     ck_assert_int_eq(dg_store_turns_seen_claim(st, "41", "1001", 5, &fresh), OC_OK);
-    dg_transition tr = {.at_ms = 5, .scope = "conversation", .cause = (char *)cause,
-                        .state = "speaking", .passed = "", .message_id = "1001"};
+    dg_transition tr = {.at_ms = 5,
+                        .scope = "conversation",
+                        .cause = (char *)cause,
+                        .state = "speaking",
+                        .passed = "",
+                        .message_id = "1001"};
     ck_assert_int_eq(dg_store_transition_add(st, "41", &tr), OC_OK);
     ck_assert_int_eq(dg_store_commit(st), OC_OK);
     ck_assert_int_eq(pgs_value(url, "SELECT count(*) FROM turn_ledger WHERE k = '1001'"
                                     " AND t_cause = '~agent 77 (alpha)' AND t_scope IS NULL"
-                                    " AND t_state IS NULL"), 1);
+                                    " AND t_state IS NULL"),
+                     1);
     for (int pass = 0; pass < 2; pass++) {
         dg_transition *v = NULL;
         size_t n = 0;
@@ -345,8 +372,13 @@ START_TEST(failed_statement_fails_the_commit_not_the_store)
     ck_assert_int_eq(dg_store_begin(st), OC_OK);
     int fresh = 0;
     ck_assert_int_eq(dg_store_turns_seen_claim(st, "41", "2001", 5, &fresh), OC_OK);
-    dg_outbox_row bad = {.channel_id = "41", .content = "", .mentions = "", .nonce = "n",
-                         .part = 1, .parts = 1, .created_at_ms = 1}; /* content CHECK */
+    dg_outbox_row bad = {.channel_id = "41",
+                         .content = "",
+                         .mentions = "",
+                         .nonce = "n",
+                         .part = 1,
+                         .parts = 1,
+                         .created_at_ms = 1}; /* content CHECK */
     ck_assert_int_eq(dg_store_outbox_insert(st, &bad, NULL), OC_ERR_IO);
     ck_assert_msg(strstr(dg_store_errmsg(st), "check constraint"), "%s", dg_store_errmsg(st));
     ck_assert_int_eq(dg_store_commit(st), OC_ERR_IO);
@@ -371,7 +403,8 @@ START_TEST(session_ended_by_the_server_reconnects)
     ck_assert_int_eq(dg_store_commit(st), OC_OK);
     ck_assert_int_eq(pgs_exec(pgs_url(), "SELECT pg_terminate_backend(pid) FROM "
                                          "pg_stat_activity WHERE usename = 'dirigent' AND "
-                                         "pid <> pg_backend_pid()"), 0);
+                                         "pid <> pg_backend_pid()"),
+                     0);
     /* The first attempt may meet the dead socket; one more must work. */
     int ok = dg_store_begin(st) == OC_OK; /* a failed begin holds nothing to roll back */
     if (ok && dg_store_turns_count(st, "seen", &n) != OC_OK) {
@@ -424,8 +457,8 @@ static char *url_as(const char *url, const char *role)
     static const char su[] = "postgresql://dirigent:" PGS_PASSWORD "@";
     ck_assert(!strncmp(url, su, strlen(su)));
     char *out = NULL;
-    ck_assert_int_ge(asprintf(&out, "postgresql://%s:" PGS_PASSWORD "@%s", role,
-                              url + strlen(su)), 0);
+    ck_assert_int_ge(asprintf(&out, "postgresql://%s:" PGS_PASSWORD "@%s", role, url + strlen(su)),
+                     0);
     return out;
 }
 
@@ -471,10 +504,13 @@ START_TEST(migration_refused_by_the_server_is_rolled_back)
     ck_assert_int_eq(dg_store_open(mine, &st, err, sizeof err), OC_ERR_IO);
     ck_assert_ptr_null(st);
     ck_assert_msg(strstr(err, "could not check or set up the schema") &&
-                  strstr(err, "permission denied"), "%s", err);
+                      strstr(err, "permission denied"),
+                  "%s", err);
     ck_assert_ptr_null(strstr(err, PGS_PASSWORD));
-    snprintf(sql, sizeof sql, "SELECT count(*) FROM information_schema.tables WHERE "
-                              "table_schema = '%s'", schema_of(url));
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM information_schema.tables WHERE "
+             "table_schema = '%s'",
+             schema_of(url));
     ck_assert_int_eq(pgs_value(pgs_url(), sql), 0);
     drop_role(role, schema_of(url));
     free(mine);
@@ -497,8 +533,10 @@ START_TEST(reconnect_refused_fails_cleanly_then_recovers)
     ck_assert_int_ge(dg_store_change_seq(st), 0);
     snprintf(sql, sizeof sql, "ALTER ROLE %s NOLOGIN", role);
     ck_assert_int_eq(pgs_exec(pgs_url(), sql), 0);
-    snprintf(sql, sizeof sql, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
-                              "usename = '%s'", role);
+    snprintf(sql, sizeof sql,
+             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+             "usename = '%s'",
+             role);
     ck_assert_int_eq(pgs_exec(pgs_url(), sql), 0);
     /* The first begin may still meet the dead socket before it notices
      * ("server closed the connection"); the next one reconnects. */
@@ -547,8 +585,7 @@ START_TEST(tables_dropped_behind_the_store_fail_cleanly)
     st = open_ok(url);
     ck_assert_int_eq(pgs_exec(url, "DROP TABLE turn_changes"), 0);
     ck_assert_int_eq(dg_store_begin(st), OC_ERR_IO);
-    ck_assert_msg(strstr(dg_store_errmsg(st), "turn_changes") != NULL, "%s",
-                  dg_store_errmsg(st));
+    ck_assert_msg(strstr(dg_store_errmsg(st), "turn_changes") != NULL, "%s", dg_store_errmsg(st));
     ck_assert_int_eq(dg_store_change_seq(st), -1);
     dg_store_close(st);
     free(url);
@@ -595,13 +632,15 @@ START_TEST(open_out_of_memory)
             url = pgs_fresh_url();
             fresh_opens++;
         } else {
-            ck_assert_msg(rc == OC_ERR_NOMEM || rc == OC_ERR_IO, "allocation %ld: %d (%s)", n,
-                          rc, err);
+            ck_assert_msg(rc == OC_ERR_NOMEM || rc == OC_ERR_IO, "allocation %ld: %d (%s)", n, rc,
+                          err);
             /* Nothing half-made: a failed migration left the schema empty;
              * a failure after it committed (the probe's connection, the
              * name) left the whole schema, which opens as it is. */
-            snprintf(sql, sizeof sql, "SELECT count(*) FROM information_schema.tables WHERE "
-                                      "table_schema = '%s'", schema_of(url));
+            snprintf(sql, sizeof sql,
+                     "SELECT count(*) FROM information_schema.tables WHERE "
+                     "table_schema = '%s'",
+                     schema_of(url));
             PGresult *r = PQexec(check, sql);
             ck_assert_int_eq(PQresultStatus(r), PGRES_TUPLES_OK);
             long tables = strtol(PQgetvalue(r, 0, 0), NULL, 10);
@@ -634,8 +673,10 @@ START_TEST(url_with_credentials_as_parameters)
     static const char su[] = "postgresql://dirigent:" PGS_PASSWORD "@/postgres?";
     ck_assert(!strncmp(url, su, strlen(su)));
     char *alt = NULL;
-    ck_assert_int_ge(asprintf(&alt, "postgresql:///postgres?user=dirigent&password="
-                              PGS_PASSWORD "&%s", url + strlen(su)), 0);
+    ck_assert_int_ge(asprintf(&alt,
+                              "postgresql:///postgres?user=dirigent&password=" PGS_PASSWORD "&%s",
+                              url + strlen(su)),
+                     0);
     dg_store *st = open_ok(alt);
     ck_assert_int_eq(dg_store_opened_version(st), 0);
     ck_assert_ptr_null(strstr(dg_store_where(st), PGS_PASSWORD));
@@ -660,13 +701,16 @@ START_TEST(schema_steps_refused_by_the_server)
     char *u1 = pgs_fresh_url();
     st = open_ok(u1);
     dg_store_close(st);
-    snprintf(sql, sizeof sql, "GRANT USAGE ON SCHEMA %s TO %s; GRANT INSERT ON %s.dg_schema_version "
-             "TO %s", schema_of(u1), role, schema_of(u1), role);
+    snprintf(sql, sizeof sql,
+             "GRANT USAGE ON SCHEMA %s TO %s; GRANT INSERT ON %s.dg_schema_version "
+             "TO %s",
+             schema_of(u1), role, schema_of(u1), role);
     ck_assert_int_eq(pgs_exec(pgs_url(), sql), 0);
     char *m1 = url_as(u1, role);
     ck_assert_int_eq(dg_store_open(m1, &st, err, sizeof err), OC_ERR_IO);
     ck_assert_msg(strstr(err, "permission denied") && strstr(err, "dg_schema_version") &&
-                  !strstr(err, PGS_PASSWORD), "%s", err);
+                      !strstr(err, PGS_PASSWORD),
+                  "%s", err);
     /* 2. At v9 (before turn_transitions and v11's outbox CHECK); the role
      * may create tables and owns outbox (v11 alters it) but may not write
      * the version: the new table and the altered CHECK are rolled back
@@ -674,14 +718,17 @@ START_TEST(schema_steps_refused_by_the_server)
     char *u2 = pgs_fresh_url();
     st = open_ok(u2);
     dg_store_close(st);
-    ck_assert_int_eq(pgs_exec(u2, "DROP TABLE turn_transitions; ALTER TABLE outbox DROP "
-                                  "CONSTRAINT outbox_state_check, ADD CONSTRAINT "
-                                  "outbox_state_check CHECK (state IN (0, 1, 2));"
-                                  "DROP INDEX outbox_channel; CREATE INDEX outbox_pending ON "
-                                  "outbox(channel_id, id) WHERE state = 0;" UNDO_V17_HINTS UNDO_V16_MEMBERS UNDO_V15_SEEN
-                                  UNDO_V14_LEDGER UNDO_V13_LEDGER
-                                  "UPDATE dg_schema_version SET version = 9"), 0);
-    snprintf(sql, sizeof sql, "GRANT USAGE, CREATE ON SCHEMA %s TO %s; GRANT SELECT ON ALL "
+    ck_assert_int_eq(
+        pgs_exec(u2, "DROP TABLE turn_transitions; ALTER TABLE outbox DROP "
+                     "CONSTRAINT outbox_state_check, ADD CONSTRAINT "
+                     "outbox_state_check CHECK (state IN (0, 1, 2));"
+                     "DROP INDEX outbox_channel; CREATE INDEX outbox_pending ON "
+                     "outbox(channel_id, id) WHERE state = 0;" UNDO_V17_HINTS UNDO_V16_MEMBERS
+                         UNDO_V15_SEEN UNDO_V14_LEDGER UNDO_V13_LEDGER
+                     "UPDATE dg_schema_version SET version = 9"),
+        0);
+    snprintf(sql, sizeof sql,
+             "GRANT USAGE, CREATE ON SCHEMA %s TO %s; GRANT SELECT ON ALL "
              "TABLES IN SCHEMA %s TO %s; ALTER TABLE %s.outbox OWNER TO %s; ALTER TABLE "
              "%s.turn_ledger OWNER TO %s; ALTER TABLE %s.turn_members OWNER TO %s",
              schema_of(u2), role, schema_of(u2), role, schema_of(u2), role, schema_of(u2), role,
@@ -689,24 +736,32 @@ START_TEST(schema_steps_refused_by_the_server)
     ck_assert_int_eq(pgs_exec(pgs_url(), sql), 0);
     char *m2 = url_as(u2, role);
     ck_assert_int_eq(dg_store_open(m2, &st, err, sizeof err), OC_ERR_IO);
-    ck_assert_msg(strstr(err, "permission denied") && strstr(err, "dg_schema_version"), "%s",
-                  err);
-    snprintf(sql, sizeof sql, "SELECT count(*) FROM information_schema.tables WHERE "
-             "table_schema = '%s' AND table_name = 'turn_transitions'", schema_of(u2));
+    ck_assert_msg(strstr(err, "permission denied") && strstr(err, "dg_schema_version"), "%s", err);
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM information_schema.tables WHERE "
+             "table_schema = '%s' AND table_name = 'turn_transitions'",
+             schema_of(u2));
     ck_assert_int_eq(pgs_value(pgs_url(), sql), 0);
     snprintf(sql, sizeof sql, "SELECT version FROM %s.dg_schema_version", schema_of(u2));
     ck_assert_int_eq(pgs_value(pgs_url(), sql), 9);
-    snprintf(sql, sizeof sql, "SELECT count(*) FROM pg_constraint WHERE conrelid = "
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM pg_constraint WHERE conrelid = "
              "'%s.outbox'::regclass AND conname = 'outbox_state_check' AND "
-             "pg_get_constraintdef(oid) LIKE '%%ANY%%'", schema_of(u2));
+             "pg_get_constraintdef(oid) LIKE '%%ANY%%'",
+             schema_of(u2));
     ck_assert_int_eq(pgs_value(pgs_url(), sql), 1);
-    snprintf(sql, sizeof sql, "SELECT count(*) FROM pg_indexes WHERE schemaname = '%s' AND "
-             "indexname IN ('outbox_pending', 'outbox_channel')", schema_of(u2));
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM pg_indexes WHERE schemaname = '%s' AND "
+             "indexname IN ('outbox_pending', 'outbox_channel')",
+             schema_of(u2));
     ck_assert_int_eq(pgs_value(pgs_url(), sql), 1); /* v12's index swap rolled back too */
-    snprintf(sql, sizeof sql, "SELECT count(*) FROM pg_indexes WHERE schemaname = '%s' AND "
-             "indexname = 'outbox_pending'", schema_of(u2));
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM pg_indexes WHERE schemaname = '%s' AND "
+             "indexname = 'outbox_pending'",
+             schema_of(u2));
     ck_assert_int_eq(pgs_value(pgs_url(), sql), 1);
-    snprintf(sql, sizeof sql, "SELECT count(*) FROM information_schema.columns WHERE "
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM information_schema.columns WHERE "
              "table_schema = '%s' AND table_name = 'turn_ledger' AND column_name = 't_cause'",
              schema_of(u2));
     ck_assert_int_eq(pgs_value(pgs_url(), sql), 0); /* and v13's columns */
@@ -717,11 +772,10 @@ START_TEST(schema_steps_refused_by_the_server)
     ck_assert_int_eq(pgs_exec(pgs_url(), sql), 0);
     char *m3 = url_as(u3, role);
     ck_assert_int_eq(dg_store_open(m3, &st, err, sizeof err), OC_ERR_IO);
-    ck_assert_msg(strstr(err, "too many connections") && !strstr(err, PGS_PASSWORD), "%s",
-                  err);
+    ck_assert_msg(strstr(err, "too many connections") && !strstr(err, PGS_PASSWORD), "%s", err);
     ck_assert_ptr_null(st);
-    snprintf(sql, sizeof sql, "DROP SCHEMA %s CASCADE; DROP SCHEMA %s CASCADE",
-             schema_of(u1), schema_of(u2));
+    snprintf(sql, sizeof sql, "DROP SCHEMA %s CASCADE; DROP SCHEMA %s CASCADE", schema_of(u1),
+             schema_of(u2));
     ck_assert_int_eq(pgs_exec(pgs_url(), sql), 0);
     drop_role(role, schema_of(u3));
     free(m1);
@@ -746,8 +800,13 @@ START_TEST(statements_out_of_memory)
     for (n = 1; n < 1000; n++) {
         char nonce[32];
         snprintf(nonce, sizeof nonce, "oom-%ld", n);
-        dg_outbox_row r = {.channel_id = "100", .content = "hello", .mentions = "",
-                           .nonce = nonce, .part = 1, .parts = 1, .created_at_ms = n};
+        dg_outbox_row r = {.channel_id = "100",
+                           .content = "hello",
+                           .mentions = "",
+                           .nonce = nonce,
+                           .part = 1,
+                           .parts = 1,
+                           .created_at_ms = n};
         dg_store_test_forget(st);
         ck_assert_int_eq(dg_store_begin(st), OC_OK);
         fa_arm_own(n);
@@ -758,8 +817,8 @@ START_TEST(statements_out_of_memory)
         int hit = fa_disarm();
         rc = dg_store_end(st, rc);
         failed += rc != OC_OK;
-        ck_assert_msg(rc == OC_OK || rc == OC_ERR_IO || rc == OC_ERR_NOMEM, "allocation %ld: %d",
-                      n, rc);
+        ck_assert_msg(rc == OC_OK || rc == OC_ERR_IO || rc == OC_ERR_NOMEM, "allocation %ld: %d", n,
+                      rc);
         char sql[128];
         snprintf(sql, sizeof sql, "SELECT count(*) FROM outbox WHERE nonce = '%s'", nonce);
         ck_assert_int_eq(pgs_value(url, sql), rc == OC_OK);
@@ -784,8 +843,11 @@ START_TEST(readonly_open_refusals)
     char *url = pgs_fresh_url(), sql[300], err[512];
     dg_store *st = open_ok(url);
     dg_store_close(st);
-    static const struct { int delta; const char *word; } vers[] = {
-        {-1, "start the plugin of this version once"}, {+1, "newer than this dirigent-ctl"}};
+    static const struct {
+        int delta;
+        const char *word;
+    } vers[] = {{-1, "start the plugin of this version once"},
+                {+1, "newer than this dirigent-ctl"}};
     for (int i = 0; i < 2; i++) {
         snprintf(sql, sizeof sql, "UPDATE dg_schema_version SET version = %d",
                  dg_store_schema_version() + vers[i].delta);
@@ -809,13 +871,16 @@ START_TEST(readonly_open_refusals)
     /* Visible (the role may insert) but not readable: the server's reason. */
     char role[32];
     make_role(role, sizeof role);
-    snprintf(sql, sizeof sql, "GRANT USAGE ON SCHEMA %s TO %s; GRANT INSERT ON %s.dg_schema_version "
-             "TO %s", schema_of(url), role, schema_of(url), role);
+    snprintf(sql, sizeof sql,
+             "GRANT USAGE ON SCHEMA %s TO %s; GRANT INSERT ON %s.dg_schema_version "
+             "TO %s",
+             schema_of(url), role, schema_of(url), role);
     ck_assert_int_eq(pgs_exec(pgs_url(), sql), 0);
     char *mine = url_as(url, role);
     ck_assert_int_eq(dg_store_open_readonly(mine, &st, err, sizeof err), OC_ERR_IO);
     ck_assert_msg(strstr(err, "cannot read the PostgreSQL store") &&
-                  strstr(err, "permission denied") && !strstr(err, PGS_PASSWORD), "%s", err);
+                      strstr(err, "permission denied") && !strstr(err, PGS_PASSWORD),
+                  "%s", err);
     drop_role(role, schema_of(url));
     free(mine);
     free(url);

@@ -69,9 +69,11 @@ END_TEST
 
 START_TEST(tables_gone_every_call_fails)
 {
-    ck_assert_int_eq(sqlite3_exec(st->db, "DROP TABLE turn_channels; DROP TABLE turn_members; "
+    ck_assert_int_eq(sqlite3_exec(st->db,
+                                  "DROP TABLE turn_channels; DROP TABLE turn_members; "
                                   "DROP TABLE turn_ledger; DROP TABLE turn_runs;",
-                                  NULL, NULL, NULL), SQLITE_OK);
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
     dg_scope sc;
     ck_assert_int_eq(dg_scope_conversation(CH, &sc), OC_OK);
     dg_turn_state s;
@@ -113,7 +115,8 @@ START_TEST(awake_scan_skips_unreadable_rows)
                                   "INSERT INTO turn_ledger (channel_id, k, at_ms, active) VALUES "
                                   "('" CH "', '~conv', 1, 1), ('" CH "', '~bogus', 1, 1), "
                                   "('" CH "', '~thread:', 1, 1), ('" CH "', '~thread:abc', 1, 1)",
-                                  NULL, NULL, NULL), SQLITE_OK);
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
     dg_scope *v = NULL;
     size_t n = 0;
     ck_assert_int_eq(dg_store_begin(st), OC_OK);
@@ -162,12 +165,15 @@ static long ingest(const char *id, int64_t now, int64_t agent_msgs, int asleep)
         dg_turn_state_init(&s);
         s.active = !asleep;
         s.agent_msgs = agent_msgs;
-        dg_transition tr = {.at_ms = now, .scope = "conversation", .cause = "a test message",
-                            .state = asleep ? "dormant" : "speaking", .passed = "",
-                            .agent_msgs = agent_msgs, .message_id = id};
+        dg_transition tr = {.at_ms = now,
+                            .scope = "conversation",
+                            .cause = "a test message",
+                            .state = asleep ? "dormant" : "speaking",
+                            .passed = "",
+                            .agent_msgs = agent_msgs,
+                            .message_id = id};
         ck_assert_int_eq(dg_store_transition_add(st, CH, &tr), OC_OK);
-        ck_assert_int_eq(dg_store_turns_scope_save_for(st, &conv, NULL, &s, 1, 1, id, now),
-                         OC_OK);
+        ck_assert_int_eq(dg_store_turns_scope_save_for(st, &conv, NULL, &s, 1, 1, id, now), OC_OK);
     }
     ck_assert_int_eq(dg_store_commit(st), OC_OK);
     return (long)(sqlite3_total_changes64(st->db) - before);
@@ -231,8 +237,12 @@ static void ingest_noted(const char *id, int64_t now)
     ck_assert_int_eq(dg_store_begin(st), OC_OK);
     ck_assert_int_eq(dg_store_turns_seen_claim_hinted(st, CH, id, now, &hint, &fresh), OC_OK);
     ck_assert_int_eq(fresh, 1);
-    dg_transition tr = {.at_ms = now, .scope = "conversation", .cause = "a test note",
-                        .state = "speaking", .passed = "", .message_id = id};
+    dg_transition tr = {.at_ms = now,
+                        .scope = "conversation",
+                        .cause = "a test note",
+                        .state = "speaking",
+                        .passed = "",
+                        .message_id = id};
     ck_assert_int_eq(dg_store_transition_add(st, CH, &tr), OC_OK);
     ck_assert_int_eq(dg_store_commit(st), OC_OK);
 }
@@ -328,11 +338,20 @@ END_TEST
  * from another one's column shows. */
 static dg_turn_state every_field(void)
 {
-    return (dg_turn_state){.active = 1, .speaker = 3, .anchor = 2, .silent = 0x5,
-                           .mention = 0x18, .mention_done = 0x8,
+    return (dg_turn_state){.active = 1,
+                           .speaker = 3,
+                           .anchor = 2,
+                           .silent = 0x5,
+                           .mention = 0x18,
+                           .mention_done = 0x8,
                            .consumed = (uint64_t)1 << 63, /* a 64-member mask's top bit */
-                           .owed = 0x40, .agent_msgs = 11, .rested = 6, .idle_reminded = 7,
-                           .handoff = 4, .permit = 9, .permit_ms = 1764740000123,
+                           .owed = 0x40,
+                           .agent_msgs = 11,
+                           .rested = 6,
+                           .idle_reminded = 7,
+                           .handoff = 4,
+                           .permit = 9,
+                           .permit_ms = 1764740000123,
                            .last_change_ms = 1764740000456};
 }
 
@@ -344,13 +363,16 @@ START_TEST(carried_state_keeps_every_field)
     dg_turn_state want = every_field(), got;
     int fresh = 0;
     ck_assert_int_eq(dg_store_begin(st), OC_OK);
-    ck_assert_int_eq(dg_store_turns_seen_claim_hinted(st, CH, "7001", 2000, &hint, &fresh),
-                     OC_OK);
-    dg_transition tr = {.at_ms = 2000, .scope = "conversation", .cause = "a test message",
-                        .state = "speaking", .passed = "", .message_id = "7001"};
+    ck_assert_int_eq(dg_store_turns_seen_claim_hinted(st, CH, "7001", 2000, &hint, &fresh), OC_OK);
+    dg_transition tr = {.at_ms = 2000,
+                        .scope = "conversation",
+                        .cause = "a test message",
+                        .state = "speaking",
+                        .passed = "",
+                        .message_id = "7001"};
     ck_assert_int_eq(dg_store_transition_add(st, CH, &tr), OC_OK);
-    ck_assert_int_eq(dg_store_turns_scope_save_for(st, &conv, "8001", &want, 1, 1, "7001",
-                                                   2000), OC_OK);
+    ck_assert_int_eq(dg_store_turns_scope_save_for(st, &conv, "8001", &want, 1, 1, "7001", 2000),
+                     OC_OK);
     ck_assert_int_eq(dg_store_commit(st), OC_OK);
     ck_assert_int_eq(raw(CARRIED), 1);
     for (int pass = 0; pass < 2; pass++) {
@@ -368,7 +390,8 @@ START_TEST(carried_state_keeps_every_field)
     }
     ck_assert_int_eq(raw(CARRIED), 0);
     ck_assert_int_eq(raw("SELECT count(*) FROM turn_ledger WHERE k < '~' AND (speaker IS NOT"
-                         " NULL OR permit_ms IS NOT NULL OR last_change_ms IS NOT NULL)"), 0);
+                         " NULL OR permit_ms IS NOT NULL OR last_change_ms IS NOT NULL)"),
+                     0);
     ck_assert_int_eq(raw("SELECT consumed FROM turn_ledger WHERE k = '~conv'"),
                      (int64_t)want.consumed);
 }
@@ -401,14 +424,16 @@ START_TEST(mark_keeps_its_cause_without_its_own_id)
         int fresh = 0;
         ck_assert_int_eq(dg_store_begin(st), OC_OK);
         if (i == 1)
-            ck_assert_int_eq(dg_store_turns_seen_claim_hinted(st, CH, ids[i], 2000 + i, &hint,
-                                                              &fresh), OC_OK);
+            ck_assert_int_eq(
+                dg_store_turns_seen_claim_hinted(st, CH, ids[i], 2000 + i, &hint, &fresh), OC_OK);
         else
-            ck_assert_int_eq(dg_store_turns_seen_claim(st, CH, ids[i], 2000 + i, &fresh),
-                             OC_OK);
+            ck_assert_int_eq(dg_store_turns_seen_claim(st, CH, ids[i], 2000 + i, &fresh), OC_OK);
         ck_assert_int_eq(fresh, 1);
-        dg_transition tr = {.at_ms = 2000 + i, .scope = "conversation",
-                            .cause = (char *)causes[i], .state = "speaking", .passed = "",
+        dg_transition tr = {.at_ms = 2000 + i,
+                            .scope = "conversation",
+                            .cause = (char *)causes[i],
+                            .state = "speaking",
+                            .passed = "",
                             .message_id = ids[i]};
         ck_assert_int_eq(dg_store_transition_add(st, CH, &tr), OC_OK);
         ck_assert_int_eq(dg_store_commit(st), OC_OK);
@@ -458,26 +483,33 @@ START_TEST(mark_leaves_out_the_usual_scope_and_state)
     static const struct {
         const char *id, *scope, *state;
         int hinted;
-    } tr[] = {{"8101", "conversation", "speaking", 1}, {"8102", "thread:8100", "dormant", 1},
-              {"8103", "conversation", "resting", 0}, {"8104", "thread:8100", "speaking", 0}};
+    } tr[] = {{"8101", "conversation", "speaking", 1},
+              {"8102", "thread:8100", "dormant", 1},
+              {"8103", "conversation", "resting", 0},
+              {"8104", "thread:8100", "speaking", 0}};
     for (int i = 0; i < 4; i++) {
         int fresh = 0;
         ck_assert_int_eq(dg_store_begin(st), OC_OK);
         if (tr[i].hinted)
-            ck_assert_int_eq(dg_store_turns_seen_claim_hinted(st, CH, tr[i].id, 2000 + i, &hint,
-                                                              &fresh), OC_OK);
+            ck_assert_int_eq(
+                dg_store_turns_seen_claim_hinted(st, CH, tr[i].id, 2000 + i, &hint, &fresh), OC_OK);
         else
-            ck_assert_int_eq(dg_store_turns_seen_claim(st, CH, tr[i].id, 2000 + i, &fresh),
-                             OC_OK);
-        dg_transition t = {.at_ms = 2000 + i, .scope = (char *)tr[i].scope, .cause = "a test",
-                           .state = (char *)tr[i].state, .passed = "", .message_id = tr[i].id};
+            ck_assert_int_eq(dg_store_turns_seen_claim(st, CH, tr[i].id, 2000 + i, &fresh), OC_OK);
+        dg_transition t = {.at_ms = 2000 + i,
+                           .scope = (char *)tr[i].scope,
+                           .cause = "a test",
+                           .state = (char *)tr[i].state,
+                           .passed = "",
+                           .message_id = tr[i].id};
         ck_assert_int_eq(dg_store_transition_add(st, CH, &t), OC_OK);
         ck_assert_int_eq(dg_store_commit(st), OC_OK);
     }
     ck_assert_int_eq(raw("SELECT count(*) FROM turn_ledger WHERE k > '8100' AND k < '8200' AND"
-                         " t_scope IS NULL"), 2);
+                         " t_scope IS NULL"),
+                     2);
     ck_assert_int_eq(raw("SELECT count(*) FROM turn_ledger WHERE k > '8100' AND k < '8200' AND"
-                         " t_state IS NULL"), 2);
+                         " t_state IS NULL"),
+                     2);
     for (int pass = 0; pass < 2; pass++) {
         ck_assert_int_eq(dg_store_begin(st), OC_OK);
         for (int f = 0; f < 2; f++) {
@@ -547,8 +579,10 @@ START_TEST(rollback_that_only_read_keeps_the_hints)
     b = vm_steps();
     ck_assert_int_eq(ingest("6003", 6003, -1, 0), 1);
     long after_rollback = vm_steps() - b;
-    ck_assert_msg(after_rollback == after_commit, "steps to claim a new id: %ld after a commit, "
-                  "%ld after a read-only rollback", after_commit, after_rollback);
+    ck_assert_msg(after_rollback == after_commit,
+                  "steps to claim a new id: %ld after a commit, "
+                  "%ld after a read-only rollback",
+                  after_commit, after_rollback);
     uint64_t epoch = hint.epoch;
     int fresh = 0;
     ck_assert_int_eq(dg_store_begin(st), OC_OK);
@@ -569,9 +603,11 @@ START_TEST(fold_reads_the_window_not_the_history)
     long per_msg[2];
     for (int round = 0; round < 2; round++) {
         if (round == 1) {
-            sqlite3_exec(st->db, "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n"
+            sqlite3_exec(st->db,
+                         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n"
                          " WHERE i < 5000) INSERT INTO turn_ledger (channel_id, k, at_ms)"
-                         " SELECT '" CH "', printf('1%05d', i), 1500 FROM n", NULL, NULL, NULL);
+                         " SELECT '" CH "', printf('1%05d', i), 1500 FROM n",
+                         NULL, NULL, NULL);
             ck_assert_int_eq(raw("SELECT count(*) FROM turn_ledger WHERE k < '2'"), 5000);
         }
         char id[32];
@@ -585,8 +621,10 @@ START_TEST(fold_reads_the_window_not_the_history)
         ck_assert_int_le(raw(CARRIED), DG_SNAP_WINDOW); /* all in the window */
     }
     /* A scan of the history would add 5,000 rows per fold, 300 per message. */
-    ck_assert_msg(per_msg[1] < per_msg[0] + 100, "steps per message: %ld without history, "
-                  "%ld with 5,000 older marks", per_msg[0], per_msg[1]);
+    ck_assert_msg(per_msg[1] < per_msg[0] + 100,
+                  "steps per message: %ld without history, "
+                  "%ld with 5,000 older marks",
+                  per_msg[0], per_msg[1]);
 }
 END_TEST
 
@@ -692,8 +730,7 @@ START_TEST(command_hint_claimed_once_per_cooldown)
     ck_assert_int_eq(got, 1);
     ck_assert_int_eq(dg_store_turns_hint_claim(st, CH, 4599, 3600, &got), OC_OK);
     ck_assert_int_eq(got, 0);
-    ck_assert_int_eq(dg_store_turns_hint_claim(st, "350000000000000002", 4599, 3600, &got),
-                     OC_OK);
+    ck_assert_int_eq(dg_store_turns_hint_claim(st, "350000000000000002", 4599, 3600, &got), OC_OK);
     ck_assert_int_eq(got, 1);
     ck_assert_int_eq(dg_store_commit(st), OC_OK);
     reopen();

@@ -77,12 +77,12 @@ START_TEST(test_default_texts)
     ck_assert_int_eq(dg_templates_load(NULL, &t, err, sizeof err), OC_OK);
     char *k = dg_templates_render(t, "kickoff.md", &story);
     has(k, "[Discussion Started]");
-    has(k, "Goal:\nAgree on the callback design.");      /* the goal */
-    has(k, "Discuss only the topic above");               /* the rules */
+    has(k, "Goal:\nAgree on the callback design."); /* the goal */
+    has(k, "Discuss only the topic above");         /* the rules */
     has(k, "Only the discussion initiator (<@2001>) may finish this discussion");
-    has(k, "write a summary document to a file");         /* how it ends */
+    has(k, "write a summary document to a file"); /* how it ends */
     has(k, "call the tool: discuss-callback");
-    has(k, "this channel will be closed");                /* after the callback */
+    has(k, "this channel will be closed"); /* after the callback */
     has(k, "further discussion messages will be ignored");
     has(k, "archive");
     has(k, "<#100> will be notified with the summary file path");
@@ -104,8 +104,8 @@ START_TEST(test_default_texts)
     char *r = dg_templates_render(t, "result.md", &story);
     has(r, "[Discussion Result Ready]");
     has(r, "<@2001>");
-    has(r, "plans/discussions/csm.md");                   /* the summary path */
-    has(r, "Source discussion channel:\n<#900>");         /* the source channel */
+    has(r, "plans/discussions/csm.md");           /* the summary path */
+    has(r, "Source discussion channel:\n<#900>"); /* the source channel */
     has(r, "Status:\ncompleted");
     has(r, "Continue the original task");
     free(r);
@@ -205,7 +205,7 @@ START_TEST(test_unknown_placeholder)
     has(err, "idle.md");
     has(err, "{sumaryPath}");
     ck_assert_int_eq(dg_templates_check_text("x.md", "{Status}", err, sizeof err),
-                     OC_ERR_INVALID);   /* names are case-sensitive */
+                     OC_ERR_INVALID); /* names are case-sensitive */
 }
 END_TEST
 
@@ -215,7 +215,7 @@ START_TEST(test_unknown_template_name)
     dg_templates *t = NULL;
     ck_assert_int_eq(dg_templates_load(dir, &t, err, sizeof err), OC_ERR_INVALID);
     has(err, "kickof.md");
-    has(err, "kickoff.md");     /* the known names are listed */
+    has(err, "kickoff.md"); /* the known names are listed */
 }
 END_TEST
 
@@ -232,7 +232,7 @@ START_TEST(test_bad_dir_and_files)
     ck_assert_int_ne(dg_templates_load(dir, &t, err, sizeof err), OC_OK);
     has(err, "closed.md");
     ck_assert_int_eq(rmdir(sub), 0);
-    ck_assert_int_eq(mkfifo(sub, 0644), 0);     /* must not block on a FIFO */
+    ck_assert_int_eq(mkfifo(sub, 0644), 0); /* must not block on a FIFO */
     ck_assert_int_ne(dg_templates_load(dir, &t, err, sizeof err), OC_OK);
     has(err, "not a regular file");
     free(sub);
@@ -312,7 +312,9 @@ END_TEST
  * template, the placeholder and what the template receives. */
 START_TEST(test_placeholder_the_template_never_receives)
 {
-    static const struct { const char *file, *text, *gets; } cases[] = {
+    static const struct {
+        const char *file, *text, *gets;
+    } cases[] = {
         {"rest.md", "Resting; see {discussGuide}\n", "{maxAgentMessages}"},
         {"closed.md", "closed by {initiatorMention}\n", "{discussionChannel} {status}"},
         {"kickoff.md", "{summaryPreview}\n", "{discussGuide}"},
@@ -352,24 +354,50 @@ END_TEST
 
 /* ---- through the real .so ---------------------------------------------------- */
 
-static int h_register_tool(oc_host *h, const oc_tool *t) { (void)h; (void)t; return OC_OK; }
+static int h_register_tool(oc_host *h, const oc_tool *t)
+{
+    (void)h;
+    (void)t;
+    return OC_OK;
+}
 static int h_on(oc_host *h, const char *n, oc_hook_fn f, int p)
 {
-    (void)h; (void)n; (void)f; (void)p;
+    (void)h;
+    (void)n;
+    (void)f;
+    (void)p;
     return OC_OK;
 }
 static int h_patch(oc_host *h, const char *k, const char *p, const char *m)
 {
-    (void)h; (void)k; (void)p; (void)m;
+    (void)h;
+    (void)k;
+    (void)p;
+    (void)m;
     return OC_OK;
 }
-static json_t *h_list(oc_host *h, const char *c) { (void)h; (void)c; return json_array(); }
-static void h_log(oc_host *h, int l, const char *m) { (void)h; (void)l; (void)m; }
+static json_t *h_list(oc_host *h, const char *c)
+{
+    (void)h;
+    (void)c;
+    return json_array();
+}
+static void h_log(oc_host *h, int l, const char *m)
+{
+    (void)h;
+    (void)l;
+    (void)m;
+}
 
 static const oc_host_api so_api = {
-    .abi_major = OC_ABI_MAJOR, .abi_minor = OC_ABI_MINOR, .struct_size = sizeof(oc_host_api),
-    .register_tool = h_register_tool, .on = h_on, .session_patch = h_patch,
-    .sessions_list = h_list, .log = h_log,
+    .abi_major = OC_ABI_MAJOR,
+    .abi_minor = OC_ABI_MINOR,
+    .struct_size = sizeof(oc_host_api),
+    .register_tool = h_register_tool,
+    .on = h_on,
+    .session_patch = h_patch,
+    .sessions_list = h_list,
+    .log = h_log,
 };
 
 static int so_init(const char *templates_dir, char *e, size_t elen)
@@ -416,8 +444,8 @@ START_TEST(test_so_embeds_templates)
     char *buf = malloc((size_t)n);
     ck_assert_int_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
     fclose(f);
-    const char *needles[] = {"[Discussion Started]", "[Discussion Idle]", "[Channel Closed]",
-                             "[Discussion Result Ready]", "kickoff.md", "result.md"};
+    const char *needles[] = {"[Discussion Started]",      "[Discussion Idle]", "[Channel Closed]",
+                             "[Discussion Result Ready]", "kickoff.md",        "result.md"};
     for (size_t i = 0; i < sizeof needles / sizeof needles[0]; i++)
         ck_assert_msg(memmem(buf, (size_t)n, needles[i], strlen(needles[i])),
                       "%s not embedded in %s", needles[i], so);

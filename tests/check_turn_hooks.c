@@ -114,7 +114,8 @@ static void join3(const char *channel, const char *thread)
 
 static void setup_channel(void)
 {
-    tth_start(&H, "channel", "\"turn\":{\"maxAgentMessages\":1000},"
+    tth_start(&H, "channel",
+              "\"turn\":{\"maxAgentMessages\":1000},"
               "\"discussion\":{\"reminderAfterSec\":0}");
 }
 
@@ -125,7 +126,8 @@ static void setup_thread(void)
 
 static void setup_no_cooldown(void)
 {
-    tth_start(&H, "channel", "\"discussion\":{\"closedNoticeCooldownSec\":0,"
+    tth_start(&H, "channel",
+              "\"discussion\":{\"closedNoticeCooldownSec\":0,"
               "\"reminderAfterSec\":0}");
 }
 
@@ -166,8 +168,7 @@ static void sim_deliver(sim *s, const char *sender, int bot, const char *content
     snprintf(m->sender, sizeof m->sender, "%s", sender);
     m->bot = bot;
     snprintf(m->content, sizeof m->content, "%s", content);
-    ck_assert_int_eq(tth_msg(&H, s->channel, s->thread, m->id, sender, bot, content, NULL),
-                     OC_OK);
+    ck_assert_int_eq(tth_msg(&H, s->channel, s->thread, m->id, sender, bot, content, NULL), OC_OK);
 }
 
 /* Counting: the speaker says the next number, in strict rotation. */
@@ -259,9 +260,9 @@ static void count_to_eleven(const char *thread)
 
 START_TEST(test_registers_the_seven_hooks)
 {
-    static const char *const names[] = {"message_received", "before_model_resolve",
-                                        "before_prompt_build", "message_sending", "agent_end",
-                                        "before_agent_reply", "reply_payload_sending"};
+    static const char *const names[] = {
+        "message_received", "before_model_resolve", "before_prompt_build",  "message_sending",
+        "agent_end",        "before_agent_reply",   "reply_payload_sending"};
     ck_assert_int_eq(H.n_hooks, 7);
     for (int i = 0; i < 7; i++) {
         int found = 0;
@@ -303,8 +304,7 @@ START_TEST(test_thread_policy_two_threads_rotate_independently)
     /* The channel-level conversation holds no turn state of its own. */
     dg_scope sc;
     dg_scope_conversation(CH1, &sc);
-    ck_assert_int_eq(dg_turns_peek(tth_plugin(&H)->turns, &sc, NULL, NULL, NULL),
-                     OC_ERR_NOT_FOUND);
+    ck_assert_int_eq(dg_turns_peek(tth_plugin(&H)->turns, &sc, NULL, NULL, NULL), OC_ERR_NOT_FOUND);
 }
 END_TEST
 
@@ -344,8 +344,7 @@ static void dm_one_conversation(void)
     ck_assert_int_eq(st.msg_seq, 1);
     dg_scope sc;
     dg_scope_thread(DM, "400000000000000901", &sc);
-    ck_assert_int_eq(dg_turns_peek(tth_plugin(&H)->turns, &sc, NULL, NULL, NULL),
-                     OC_ERR_NOT_FOUND);
+    ck_assert_int_eq(dg_turns_peek(tth_plugin(&H)->turns, &sc, NULL, NULL, NULL), OC_ERR_NOT_FOUND);
 }
 
 START_TEST(test_dm_is_one_conversation_under_channel_policy)
@@ -364,14 +363,14 @@ START_TEST(test_message_ingested_once_across_accounts)
 {
     join3(CH1, NULL);
     for (int account = 0; account < 3; account++)
-        ck_assert_int_eq(tth_msg(&H, CH1, NULL, "400000000000000500", TTH_HUMAN_UID, 0, "hi",
-                                 NULL), OC_OK);
+        ck_assert_int_eq(tth_msg(&H, CH1, NULL, "400000000000000500", TTH_HUMAN_UID, 0, "hi", NULL),
+                         OC_OK);
     dg_turn_state st = peek(CH1, NULL, NULL);
     ck_assert_int_eq(st.msg_seq, 1);
     /* An agent message reported three times counts once for the guard. */
     for (int account = 0; account < 3; account++)
-        ck_assert_int_eq(tth_msg(&H, CH1, NULL, "400000000000000501", TTH_ALPHA_UID, 1, "yo",
-                                 NULL), OC_OK);
+        ck_assert_int_eq(tth_msg(&H, CH1, NULL, "400000000000000501", TTH_ALPHA_UID, 1, "yo", NULL),
+                         OC_OK);
     st = peek(CH1, NULL, NULL);
     ck_assert_int_eq(st.msg_seq, 2);
     ck_assert_int_eq(st.agent_msgs, 1);
@@ -394,15 +393,14 @@ START_TEST(test_bug2_turn_advances_at_agent_end)
 END_TEST
 
 /* agent_end of agent in channel with this runId (tth_end makes a new one). */
-static int end_run(const char *agent, const char *channel, const char *output,
-                   const char *run_id)
+static int end_run(const char *agent, const char *channel, const char *output, const char *run_id)
 {
     char key[256];
     json_t *ctx = json_pack("{s:s, s:s, s:s, s:s}", "agentId", agent, "sessionKey",
                             tth_session_key(key, sizeof key, agent, channel, NULL), "channelId",
                             channel, "messageProvider", "discord");
-    json_t *ev = json_pack("{s:s, s:b, s:s, s:i}", "runId", run_id, "success", 1, "output",
-                           output, "toolCalls", 0);
+    json_t *ev = json_pack("{s:s, s:b, s:s, s:i}", "runId", run_id, "success", 1, "output", output,
+                           "toolCalls", 0);
     int rc = tth_call(&H, "agent_end", ev, ctx, NULL);
     json_decref(ev);
     json_decref(ctx);
@@ -420,11 +418,11 @@ START_TEST(test_agent_end_replayed_with_same_run_id_is_ignored)
     atomic_store(&H.now_ms, (int64_t)time(NULL) * 1000);
     join3(CH1, NULL);
     human_says(CH1, NULL, "thoughts?", NULL);
-    ck_assert_int_eq(tth_resolve(&H, TTH_BRAVO, CH1, NULL), 1);   /* swapped */
+    ck_assert_int_eq(tth_resolve(&H, TTH_BRAVO, CH1, NULL), 1); /* swapped */
     ck_assert_int_eq(end_run(TTH_BRAVO, CH1, "NO_REPLY", "run-b1"), OC_OK);
-    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "NO_REPLY"), 0);   /* alpha passes */
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "NO_REPLY"), 0); /* alpha passes */
     ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 1);
-    ck_assert_int_eq(tth_outbox_count(&H, CH1), 1);               /* hand-off to bravo */
+    ck_assert_int_eq(tth_outbox_count(&H, CH1), 1); /* hand-off to bravo */
 
     ck_assert_int_eq(end_run(TTH_BRAVO, CH1, "NO_REPLY", "run-b1"), OC_OK);
     ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 1);
@@ -483,10 +481,10 @@ START_TEST(test_bug5_moderator_messages_never_wake)
     ck_assert_int_eq(peek(CH1, NULL, NULL).active, 0);
     char id[24];
     const char *const mentions[] = {TTH_ALPHA_UID, NULL};
-    ck_assert_int_eq(tth_msg(&H, CH1, NULL, mid(id), TTH_MOD_UID, 1, "[Discussion Idle] ...",
-                             mentions), OC_OK);
-    ck_assert_int_eq(tth_msg(&H, CH1, NULL, mid(id), TTH_MOD_UID, 1, "<@" TTH_ALPHA_UID ">",
-                             mentions), OC_OK);
+    ck_assert_int_eq(
+        tth_msg(&H, CH1, NULL, mid(id), TTH_MOD_UID, 1, "[Discussion Idle] ...", mentions), OC_OK);
+    ck_assert_int_eq(
+        tth_msg(&H, CH1, NULL, mid(id), TTH_MOD_UID, 1, "<@" TTH_ALPHA_UID ">", mentions), OC_OK);
     dg_turn_state st = peek(CH1, NULL, NULL);
     ck_assert_int_eq(st.active, 0);
     ck_assert_int_eq(st.msg_seq, 1);
@@ -533,17 +531,24 @@ static int64_t open_discussion(const char *channel, const char *initiator,
     for (size_t i = 0; i < n; i++)
         order[i + 1] = (char *)participants[i];
     dg_discussion d = {
-        .discussion_channel_id = (char *)channel, .origin_channel_id = ORIGIN,
-        .initiator_agent_id = (char *)initiator, .initiator_session_key = "agent:x",
-        .initiator_session_id = "sid", .initiator_workspace = "/tmp/ws",
-        .discuss_guide = "Decide the release date.", .status = DG_DISCUSSION_ACTIVE,
-        .created_at_ms = dg_now_ms(p), .turn_order = order, .n_turn_order = n + 1,
+        .discussion_channel_id = (char *)channel,
+        .origin_channel_id = ORIGIN,
+        .initiator_agent_id = (char *)initiator,
+        .initiator_session_key = "agent:x",
+        .initiator_session_id = "sid",
+        .initiator_workspace = "/tmp/ws",
+        .discuss_guide = "Decide the release date.",
+        .status = DG_DISCUSSION_ACTIVE,
+        .created_at_ms = dg_now_ms(p),
+        .turn_order = order,
+        .n_turn_order = n + 1,
     };
     int64_t id = 0;
     ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
     ck_assert_int_eq(dg_store_discussion_insert(p->store, &d, &id), OC_OK);
-    ck_assert_int_eq(dg_turns_prefill_discussion(p->turns, channel, initiator, participants, n,
-                                                 dg_now_ms(p)), OC_OK);
+    ck_assert_int_eq(
+        dg_turns_prefill_discussion(p->turns, channel, initiator, participants, n, dg_now_ms(p)),
+        OC_OK);
     ck_assert_int_eq(dg_store_commit(p->store), OC_OK);
     return id;
 }
@@ -569,8 +574,8 @@ START_TEST(test_discussion_prefill_first_participant_speaks)
     /* The kickoff (a moderator message) wakes nobody by itself; the turn
      * is already with the first participant. */
     char id[24];
-    ck_assert_int_eq(tth_msg(&H, CH2, NULL, mid(id), TTH_MOD_UID, 1, "[Discussion Started]",
-                             NULL), OC_OK);
+    ck_assert_int_eq(tth_msg(&H, CH2, NULL, mid(id), TTH_MOD_UID, 1, "[Discussion Started]", NULL),
+                     OC_OK);
     ck_assert_int_eq(who_speaks(ABC, 3, CH2, NULL), 1);
     char agent[32];
     ck_assert_int_eq(dg_turns_member(tth_plugin(&H)->turns, CH2, 0, agent, sizeof agent), OC_OK);
@@ -586,10 +591,10 @@ START_TEST(test_discussion_elsewhere_keeps_runs_in_flight)
     static const char *const EF[] = {"echo", "foxtrot"};
     join3(CH1, NULL);
     human_says(CH1, NULL, "go", NULL);
-    ck_assert_int_eq(tth_resolve(&H, TTH_BRAVO, CH1, NULL), 1);   /* swapped, still running */
+    ck_assert_int_eq(tth_resolve(&H, TTH_BRAVO, CH1, NULL), 1); /* swapped, still running */
     ck_assert_int_eq(tth_resolve(&H, TTH_CHARLIE, CH1, NULL), 1);
     int64_t id = open_discussion(CH2, TTH_DELTA, EF, 2);
-    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "NO_REPLY"), 0);   /* alpha passes */
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "NO_REPLY"), 0); /* alpha passes */
     /* (peek, not a resolve: bravo's session has one run at a time) */
     ck_assert_int_eq(peek(CH1, NULL, NULL).speaker, 1);
     /* bravo's forced NO_REPLY: bravo keeps the turn and is woken. */
@@ -752,8 +757,8 @@ START_TEST(test_discussion_quiet_reminder_once_per_quiet_period)
     /* The moderator's own message does not start a new quiet period, and a
      * restart does not send it again. */
     char id[24];
-    ck_assert_int_eq(tth_msg(&H, CH2, NULL, mid(id), TTH_MOD_UID, 1, "[Discussion Quiet]",
-                             NULL), OC_OK);
+    ck_assert_int_eq(tth_msg(&H, CH2, NULL, mid(id), TTH_MOD_UID, 1, "[Discussion Quiet]", NULL),
+                     OC_OK);
     tth_restart(&H);
     tth_advance(&H, 3600 * 1000);
     sweep_now();
@@ -772,7 +777,7 @@ END_TEST
 
 START_TEST(test_discussion_quiet_reminder_off_with_zero)
 {
-    open_discussion(CH2, TTH_ALPHA, BC, 2);   /* setup: reminderAfterSec 0 */
+    open_discussion(CH2, TTH_ALPHA, BC, 2); /* setup: reminderAfterSec 0 */
     tth_advance(&H, 30LL * 24 * 3600 * 1000);
     sweep_now();
     ck_assert_int_eq(tth_outbox_count(&H, CH2), 0);
@@ -783,8 +788,9 @@ END_TEST
 START_TEST(test_discussion_lifetime_wrapup_then_expiry)
 {
     tth_free(&H);
-    tth_start(&H, "channel", "\"discussion\":{\"reminderAfterSec\":0,\"maxLifetimeSec\":3600,"
-                             "\"archiveChannelId\":\"300000000000000099\"}");
+    tth_start(&H, "channel",
+              "\"discussion\":{\"reminderAfterSec\":0,\"maxLifetimeSec\":3600,"
+              "\"archiveChannelId\":\"300000000000000099\"}");
     open_discussion(CH2, TTH_ALPHA, BC, 2);
     tth_advance(&H, 3599 * 1000);
     sweep_now();
@@ -943,8 +949,8 @@ START_TEST(test_closed_notice_no_ping_pong_with_a_bot)
         free(last);
         ck_assert_int_eq(tth_msg(&H, CH2, NULL, mid(msg), TTH_BOT_UID, 1, "re: closed?", NULL),
                          OC_OK);
-        ck_assert_int_eq(tth_msg(&H, CH2, NULL, mid(msg), tth_uid(TTH_BRAVO), 1, "me too",
-                                 NULL), OC_OK);
+        ck_assert_int_eq(tth_msg(&H, CH2, NULL, mid(msg), tth_uid(TTH_BRAVO), 1, "me too", NULL),
+                         OC_OK);
     }
     ck_assert_int_eq(closed_notices(CH2), 1);
     human_says(CH2, NULL, "why is it closed?", NULL);
@@ -986,7 +992,7 @@ START_TEST(test_restart_mid_round_keeps_next_speaker)
     human_says(CH1, NULL, "go", NULL);
     ck_assert_int_eq(run(TTH_BRAVO, CH1, NULL, "NO_REPLY"), 0); /* consumed, swapped */
     ck_assert_int_eq(run(TTH_CHARLIE, CH1, NULL, "NO_REPLY"), 0);
-    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "NO_REPLY"), 0);  /* passes: hand-off */
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "NO_REPLY"), 0); /* passes: hand-off */
     ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 1);
     tth_restart(&H);
     ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 1);
@@ -1120,8 +1126,10 @@ START_TEST(test_failed_commit_is_never_seen_and_leaves_the_turn)
     ck_assert(cp.started);
     pthread_join(cp.reader, NULL);
     /* Neither during the commit nor after it did bravo get a real run. */
-    ck_assert_msg(cp.verdict == 1, "bravo was given the turn by a change that never committed "
-                  "(reader %s the commit)", cp.done_inside ? "inside" : "after");
+    ck_assert_msg(cp.verdict == 1,
+                  "bravo was given the turn by a change that never committed "
+                  "(reader %s the commit)",
+                  cp.done_inside ? "inside" : "after");
     ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 0);
     /* The engine carries on from the database: alpha's next end counts. */
     ck_assert_int_eq(tth_end(&H, TTH_ALPHA, CH1, NULL, "my answer", 0), OC_OK);
@@ -1134,8 +1142,8 @@ END_TEST
 #define CONC_THREADS 8
 #define CONC_TURNS 240
 
-static const char *const EIGHT[CONC_THREADS] = {"alpha", "bravo", "charlie", "delta",
-                                                "echo", "foxtrot", "golf", "hotel"};
+static const char *const EIGHT[CONC_THREADS] = {"alpha", "bravo",   "charlie", "delta",
+                                                "echo",  "foxtrot", "golf",    "hotel"};
 static _Atomic int conc_holder = -1;
 static _Atomic int conc_turns = 0;
 static _Atomic int conc_double = 0;
@@ -1214,7 +1222,7 @@ START_TEST(test_handoff_mentions_next_speaker_once)
 {
     join3(CH1, NULL);
     human_says(CH1, NULL, "thoughts?", NULL);
-    ck_assert_int_eq(run(TTH_BRAVO, CH1, NULL, "x"), 0);   /* swapped: consumed */
+    ck_assert_int_eq(run(TTH_BRAVO, CH1, NULL, "x"), 0); /* swapped: consumed */
     ck_assert_int_eq(run(TTH_CHARLIE, CH1, NULL, "x"), 0);
     ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "NO_REPLY"), 0);
     ck_assert_int_eq(tth_outbox_count(&H, CH1), 1);
@@ -1223,8 +1231,8 @@ START_TEST(test_handoff_mentions_next_speaker_once)
     free(c);
     /* The hand-off is a moderator message: no speech, no new cycle. */
     char id[24];
-    ck_assert_int_eq(tth_msg(&H, CH1, NULL, mid(id), TTH_MOD_UID, 1, "<@" TTH_BRAVO_UID ">",
-                             NULL), OC_OK);
+    ck_assert_int_eq(tth_msg(&H, CH1, NULL, mid(id), TTH_MOD_UID, 1, "<@" TTH_BRAVO_UID ">", NULL),
+                     OC_OK);
     dg_turn_state st = peek(CH1, NULL, NULL);
     ck_assert_int_eq(st.msg_seq, 1);
     ck_assert_uint_eq(st.silent, 1); /* alpha's pass still counts */
@@ -1250,17 +1258,17 @@ START_TEST(test_only_bare_mentions_are_handoffs)
     ck_assert_int_eq(peek(CH1, NULL, NULL).agent_msgs, 1);
     /* Also as OpenClaw's Discord channel renders them (seen in the gateway
      * stage: "@reviewer" read as a moderator's text reset the count). */
-    static const char *const handoffs[] = {" <@!" TTH_BRAVO_UID ">\n", "<@" TTH_BRAVO_UID ">"
-                                           " <@" TTH_CHARLIE_UID ">", "@bravo",
-                                           " @bravo <@" TTH_CHARLIE_UID ">"};
+    static const char *const handoffs[] = {" <@!" TTH_BRAVO_UID ">\n",
+                                           "<@" TTH_BRAVO_UID ">"
+                                           " <@" TTH_CHARLIE_UID ">",
+                                           "@bravo", " @bravo <@" TTH_CHARLIE_UID ">"};
     char id[24];
     for (size_t i = 0; i < 4; i++) {
-        ck_assert_int_eq(tth_msg(&H, CH1, NULL, mid(id), TTH_MOD_UID, 1, handoffs[i], NULL),
-                         OC_OK);
+        ck_assert_int_eq(tth_msg(&H, CH1, NULL, mid(id), TTH_MOD_UID, 1, handoffs[i], NULL), OC_OK);
         ck_assert_msg(peek(CH1, NULL, NULL).agent_msgs == 1, "%s", handoffs[i]);
     }
-    static const char *const not_handoffs[] = {"<@x1>", "<@123", "<@!>", "<@1> thanks", "",
-                                               "@", "@bravo thanks"};
+    static const char *const not_handoffs[] = {"<@x1>", "<@123", "<@!>",         "<@1> thanks",
+                                               "",      "@",     "@bravo thanks"};
     for (size_t i = 0; i < 7; i++) {
         int spk = who_speaks(ABC, 3, CH1, NULL);
         ck_assert_int_ge(spk, 0);
@@ -1303,7 +1311,8 @@ START_TEST(test_loop_guard_rests_scope_and_says_so_once)
             /* templates/rest.md with the configured limit */
             ck_assert_msg(strstr(c, "[Turn Manager]\n\n6 agent messages in a row without a "
                                     "human. This conversation is paused: the agents stay "
-                                    "silent here until a human writes."), "%s", c);
+                                    "silent here until a human writes."),
+                          "%s", c);
         }
         free(c);
     }
@@ -1311,8 +1320,8 @@ START_TEST(test_loop_guard_rests_scope_and_says_so_once)
     /* Bots ignoring the swap do not lift it, nor does the notice itself. */
     agent_posts(TTH_ALPHA, CH1, NULL, "hello?");
     char id[24];
-    ck_assert_int_eq(tth_msg(&H, CH1, NULL, mid(id), TTH_MOD_UID, 1, "[Turn Manager] paused",
-                             NULL), OC_OK);
+    ck_assert_int_eq(tth_msg(&H, CH1, NULL, mid(id), TTH_MOD_UID, 1, "[Turn Manager] paused", NULL),
+                     OC_OK);
     ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), -1);
     ck_assert_int_eq(tth_outbox_count(&H, CH1), 1);
     /* A human does. */
@@ -1329,8 +1338,7 @@ START_TEST(test_loop_guard_notice_from_templates_dir)
     char *file = tu_path(tpl, "rest.md");
     ck_assert_int_eq(tu_write_file(file, "Resting after {maxAgentMessages} bot messages.\n"), 0);
     char extra[512];
-    snprintf(extra, sizeof extra, "\"turn\":{\"maxAgentMessages\":3},\"templatesDir\":\"%s\"",
-             tpl);
+    snprintf(extra, sizeof extra, "\"turn\":{\"maxAgentMessages\":3},\"templatesDir\":\"%s\"", tpl);
     tth_start(&H, "channel", extra);
     join3(CH1, NULL);
     human_says(CH1, NULL, "discuss among yourselves", NULL);
@@ -1438,7 +1446,7 @@ static void speaker_hangs(int restart)
 {
     join3(CH1, NULL);
     human_says(CH1, NULL, "go", NULL);
-    ck_assert_int_eq(run(TTH_BRAVO, CH1, NULL, "x"), 0);   /* swapped: consumed */
+    ck_assert_int_eq(run(TTH_BRAVO, CH1, NULL, "x"), 0); /* swapped: consumed */
     ck_assert_int_eq(run(TTH_CHARLIE, CH1, NULL, "x"), 0);
     ck_assert_int_eq(tth_resolve(&H, TTH_ALPHA, CH1, NULL), 0); /* its run never ends */
     if (restart)
@@ -1608,8 +1616,8 @@ static void play(const turn_step *steps, size_t n)
             human_says(CH1, NULL, st->text, st->mentions);
         } else {
             int ran = run(st->agent, CH1, NULL, st->text);
-            ck_assert_msg(ran == st->ran, "step %zu: run of %s answering \"%s\" %s", i,
-                          st->agent, st->text, ran ? "spoke" : "did not speak");
+            ck_assert_msg(ran == st->ran, "step %zu: run of %s answering \"%s\" %s", i, st->agent,
+                          st->text, ran ? "spoke" : "did not speak");
         }
         if (st->then != ANYONE) {
             int who = who_speaks(ABC, 3, CH1, NULL);
@@ -1838,8 +1846,8 @@ START_TEST(test_session_key_supplies_missing_context)
     join3(CH1, TH1);
     human_says(CH1, TH1, "go", NULL);
     /* No channelId/threadId in ctx: taken from the OpenClaw session key. */
-    json_t *ctx = json_pack("{s:s}", "sessionKey",
-                            "agent:bravo:discord:channel:" CH1 ":thread:" TH1);
+    json_t *ctx =
+        json_pack("{s:s}", "sessionKey", "agent:bravo:discord:channel:" CH1 ":thread:" TH1);
     json_t *r = NULL;
     ck_assert_int_eq(tth_call(&H, "before_model_resolve", EMPTY, ctx, &r), OC_OK);
     ck_assert_ptr_nonnull(r);
@@ -1904,8 +1912,8 @@ static json_t *msg_event(const char *channel, const char *msg_id, const char *se
                          const char *content)
 {
     return json_pack("{s:s, s:s, s:b, s:s, s:b, s:s, s:[]}", "messageId", msg_id, "channelId",
-                     channel, "isDm", 0, "senderId", sender, "senderIsBot", bot, "content",
-                     content, "mentions");
+                     channel, "isDm", 0, "senderId", sender, "senderIsBot", bot, "content", content,
+                     "mentions");
 }
 
 /* message_received with ev (stolen) in channel; returns the hook status. */
@@ -1925,8 +1933,8 @@ START_TEST(test_malformed_message_fields_are_refused_and_change_nothing)
     dg_turn_state before = peek(CH1, NULL, NULL);
     struct {
         const char *key;
-        json_t *value;        /* stolen */
-        const char *logged;   /* what the warning must name */
+        json_t *value;      /* stolen */
+        const char *logged; /* what the warning must name */
     } bad[] = {
         {"messageId", json_integer(400000000000000777LL), "event.messageId"},
         {"messageId", json_string(""), "event.messageId"},
@@ -2000,17 +2008,17 @@ START_TEST(test_malformed_agent_end_is_refused_and_changes_nothing)
     human_says(CH1, NULL, "go", NULL);
     ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 0);
     char key[256];
-    json_t *ctx = json_pack("{s:s, s:s, s:s}", "agentId", TTH_ALPHA, "sessionKey",
-                            tth_session_key(key, sizeof key, TTH_ALPHA, CH1, NULL), "channelId",
-                            CH1);
+    json_t *ctx =
+        json_pack("{s:s, s:s, s:s}", "agentId", TTH_ALPHA, "sessionKey",
+                  tth_session_key(key, sizeof key, TTH_ALPHA, CH1, NULL), "channelId", CH1);
     json_t *events[] = {
         json_null(),
         json_string("NO_REPLY"),
         json_pack("{s:s, s:b, s:i}", "runId", "r-1", "success", 1, "toolCalls", 0),
-        json_pack("{s:s, s:b, s:i, s:i}", "runId", "r-2", "success", 1, "output", 0,
-                  "toolCalls", 0),
-        json_pack("{s:s, s:b, s:s, s:s}", "runId", "r-3", "success", 1, "output", "",
-                  "toolCalls", "2"),
+        json_pack("{s:s, s:b, s:i, s:i}", "runId", "r-2", "success", 1, "output", 0, "toolCalls",
+                  0),
+        json_pack("{s:s, s:b, s:s, s:s}", "runId", "r-3", "success", 1, "output", "", "toolCalls",
+                  "2"),
         json_pack("{s:s, s:b, s:s}", "runId", "r-4", "success", 1, "output", ""),
         json_pack("{s:i, s:b, s:s, s:i}", "runId", 5, "success", 1, "output", "NO_REPLY",
                   "toolCalls", 0),
@@ -2022,8 +2030,7 @@ START_TEST(test_malformed_agent_end_is_refused_and_changes_nothing)
     for (size_t i = 0; i < sizeof events / sizeof events[0]; i++) {
         ck_assert_msg(tth_call(&H, "agent_end", events[i], ctx, NULL) == OC_ERR_INVALID,
                       "agent_end event %zu accepted", i);
-        ck_assert_msg(who_speaks(ABC, 3, CH1, NULL) == 0, "agent_end event %zu moved the turn",
-                      i);
+        ck_assert_msg(who_speaks(ABC, 3, CH1, NULL) == 0, "agent_end event %zu moved the turn", i);
         json_decref(events[i]);
     }
     ck_assert(tth_log_has(&H, "agent_end: event.output"));
@@ -2131,17 +2138,19 @@ START_TEST(test_engine_refuses_bad_sessions_and_ids)
         ck_assert_int_eq(dg_turns_claim(t, &bad[i], NULL, NULL, &cl), OC_ERR_INVALID);
         int cancel = 0, managed = 1;
         char reason[128];
-        ck_assert_int_eq(dg_turns_check_outbound(t, &bad[i], NULL, "x", &cancel, reason,
-                                                 sizeof reason), OC_ERR_INVALID);
+        ck_assert_int_eq(
+            dg_turns_check_outbound(t, &bad[i], NULL, "x", &cancel, reason, sizeof reason),
+            OC_ERR_INVALID);
         ck_assert_int_eq(dg_turns_check_send(t, &bad[i], "x", &cancel, reason, sizeof reason),
                          OC_ERR_INVALID);
         ck_assert_int_eq(dg_turns_channel_managed(t, &bad[i], &managed), OC_ERR_INVALID);
         ck_assert_int_eq(dg_turns_run_end(t, &bad[i], NULL, "x", 0, 1), OC_ERR_INVALID);
     }
     /* An empty run id is no run id. */
-    const dg_turn_session alpha = {.agent_id = TTH_ALPHA, .channel_id = CH1,
-                                   .session_key = tth_session_key(key, sizeof key, TTH_ALPHA,
-                                                                  CH1, NULL)};
+    const dg_turn_session alpha = {.agent_id = TTH_ALPHA,
+                                   .channel_id = CH1,
+                                   .session_key =
+                                       tth_session_key(key, sizeof key, TTH_ALPHA, CH1, NULL)};
     dg_turn_verdict v;
     ck_assert_int_eq(dg_turns_resolve_run(t, &alpha, "", &v), OC_OK);
     ck_assert_int_eq(v.no_reply, 0);
@@ -2153,18 +2162,17 @@ START_TEST(test_engine_refuses_bad_sessions_and_ids)
     const char *order[] = {TTH_BRAVO, ""};
     ck_assert_int_eq(dg_store_begin(st), OC_OK);
     ck_assert_int_eq(dg_turns_prefill_discussion(t, CH2, "", NULL, 0, 1), OC_ERR_INVALID);
-    ck_assert_int_eq(dg_turns_prefill_discussion(t, longid, TTH_ALPHA, NULL, 0, 1),
-                     OC_ERR_INVALID);
-    ck_assert_int_eq(dg_turns_prefill_discussion(t, CH2, TTH_ALPHA, order, 2, 1),
-                     OC_ERR_INVALID);
+    ck_assert_int_eq(dg_turns_prefill_discussion(t, longid, TTH_ALPHA, NULL, 0, 1), OC_ERR_INVALID);
+    ck_assert_int_eq(dg_turns_prefill_discussion(t, CH2, TTH_ALPHA, order, 2, 1), OC_ERR_INVALID);
     const char *many[DG_TURN_MAX_MEMBERS + 1];
     char names[DG_TURN_MAX_MEMBERS + 1][16];
     for (int i = 0; i <= DG_TURN_MAX_MEMBERS; i++) {
         snprintf(names[i], sizeof names[i], "agent%d", i);
         many[i] = names[i];
     }
-    ck_assert_int_eq(dg_turns_prefill_discussion(t, CH2, TTH_ALPHA, many,
-                                                 DG_TURN_MAX_MEMBERS + 1, 1), OC_ERR_INVALID);
+    ck_assert_int_eq(
+        dg_turns_prefill_discussion(t, CH2, TTH_ALPHA, many, DG_TURN_MAX_MEMBERS + 1, 1),
+        OC_ERR_INVALID);
     /* A repeated participant counts once. */
     const char *twice[] = {TTH_BRAVO, TTH_BRAVO, TTH_CHARLIE};
     ck_assert_int_eq(dg_turns_prefill_discussion(t, CH2, TTH_ALPHA, twice, 3, 1), OC_OK);
@@ -2264,9 +2272,11 @@ static int marks_of(const char *id)
     free(path);
     sqlite3_busy_timeout(db, 5000);
     sqlite3_stmt *st;
-    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT (SELECT COUNT(*) FROM turn_ledger WHERE k < "
-                                            "'~' AND instr(k, ?1) > 0) + (SELECT COUNT(*) FROM "
-                                            "turn_seen WHERE instr(k, ?1) > 0)", -1, &st, NULL),
+    ck_assert_int_eq(sqlite3_prepare_v2(db,
+                                        "SELECT (SELECT COUNT(*) FROM turn_ledger WHERE k < "
+                                        "'~' AND instr(k, ?1) > 0) + (SELECT COUNT(*) FROM "
+                                        "turn_seen WHERE instr(k, ?1) > 0)",
+                                        -1, &st, NULL),
                      SQLITE_OK);
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);

@@ -13,8 +13,12 @@ enum { A = 0, B = 1, C = 2, D = 3 };
 
 static dg_rule_ctx ctx3(void)
 {
-    dg_rule_ctx c = {.n_members = 3, .present = 7, .mode = DG_MODE_NORMAL,
-                     .initiator = DG_NOBODY, .timeout_ms = 60000, .max_agent_msgs = 40};
+    dg_rule_ctx c = {.n_members = 3,
+                     .present = 7,
+                     .mode = DG_MODE_NORMAL,
+                     .initiator = DG_NOBODY,
+                     .timeout_ms = 60000,
+                     .max_agent_msgs = 40};
     return c;
 }
 
@@ -110,9 +114,9 @@ START_TEST(test_silent_agents_are_skipped_until_a_real_message)
     dg_turn_state s;
     dg_turn_state_init(&s);
     human(&s, &c, 0, 1000);
-    end(&s, &c, A, DG_RUN_SILENT, 1100);  /* A passes */
-    end(&s, &c, B, DG_RUN_SPOKE, 1200);   /* B speaks */
-    agent_msg(&s, &c, B, 1250);           /* its message resets the cycle */
+    end(&s, &c, A, DG_RUN_SILENT, 1100); /* A passes */
+    end(&s, &c, B, DG_RUN_SPOKE, 1200);  /* B speaks */
+    agent_msg(&s, &c, B, 1250);          /* its message resets the cycle */
     ck_assert_uint_eq(s.silent, 0);
     ck_assert_int_eq(dg_rule_speaker(&s, &c), C);
     end(&s, &c, C, DG_RUN_SILENT, 1300);
@@ -309,7 +313,7 @@ START_TEST(test_discussion_idle_reminds_initiator_once_then_rests)
     ck_assert_int_eq(fx.idle_reminder, 1);
     ck_assert_int_eq(s.active, 1);
     ck_assert_int_eq(dg_rule_speaker(&s, &c), A); /* the initiator holds the floor */
-    end(&s, &c, A, DG_RUN_SILENT, 1400);           /* and stays silent too */
+    end(&s, &c, A, DG_RUN_SILENT, 1400);          /* and stays silent too */
     ck_assert_int_eq(fx.idle_reminder, 0);
     ck_assert_int_eq(s.active, 0);
     /* No further reminder until a non-moderator message. */
@@ -447,7 +451,7 @@ START_TEST(test_swapped_run_ending_is_not_a_pass)
     dg_rule_on_run_end(&s, &c, B, DG_RUN_SILENT, 1, 0, 1200, &fx);
     ck_assert_int_eq(dg_rule_speaker(&s, &c), B); /* still B's turn */
     ck_assert_uint_eq(s.silent, BIT(A));
-    ck_assert_int_eq(fx.handoff_to, B);            /* and B is woken */
+    ck_assert_int_eq(fx.handoff_to, B); /* and B is woken */
     /* Another stale swapped run of B: no second mention. */
     dg_rule_effects_init(&fx);
     dg_rule_on_run_end(&s, &c, B, DG_RUN_SILENT, 1, 0, 1300, &fx);
@@ -501,7 +505,7 @@ START_TEST(test_admin_words_and_names)
     char buf[8];
     ck_assert_int_eq(dg_admin_arg(NULL, buf, sizeof buf), 0);
     ck_assert_int_eq(dg_admin_arg("just text", buf, sizeof buf), 0);
-    ck_assert_int_eq(dg_admin_arg("!dirigent wake", buf, sizeof buf), 0);   /* no argument */
+    ck_assert_int_eq(dg_admin_arg("!dirigent wake", buf, sizeof buf), 0); /* no argument */
     ck_assert_int_eq(dg_admin_arg("!dirigent wake bravo", buf, 0), 0);
     ck_assert_int_eq(dg_admin_arg("!dirigent wake bravo", buf, sizeof buf), 1);
     ck_assert_str_eq(buf, "bravo");

@@ -23,31 +23,30 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: fake-discord [options]\n"
-            "  --port N                 port on 127.0.0.1, 0 = any free port (default 0)\n"
-            "  --guild ID               the guild's id (a snowflake)\n"
-            "  --user TOKEN=USERID[=NAME]  a bot: token, user id, username (repeatable)\n"
-            "  --human USERID[=NAME]    a human member without a token (repeatable)\n"
-            "  --channel ID             a text channel of the guild (repeatable)\n"
-            "  --fail-rate F            fraction 0..1 of requests that fail (429/500)\n"
-            "  --seed S                 seed of the failure choice (default 1)\n"
-            "  --retry-after SEC        retry_after of the injected 429s (above 0, at most 60)\n"
-            "  --url-file PATH          also write the base URL to PATH\n"
-            "  --no-permission-checks   serve every request whatever the overwrites say\n"
-            "  --heartbeat-ms MS        gateway HELLO heartbeat_interval (default 41250)\n"
-            "  -h, --help               this text\n"
-            "  --version                the version\n"
-            "REST and the gateway websocket (ws://127.0.0.1:PORT) share the port.\n"
-            "Prints its base URL on the first stdout line; stops on SIGTERM/SIGINT.\n");
+    fprintf(f, "usage: fake-discord [options]\n"
+               "  --port N                 port on 127.0.0.1, 0 = any free port (default 0)\n"
+               "  --guild ID               the guild's id (a snowflake)\n"
+               "  --user TOKEN=USERID[=NAME]  a bot: token, user id, username (repeatable)\n"
+               "  --human USERID[=NAME]    a human member without a token (repeatable)\n"
+               "  --channel ID             a text channel of the guild (repeatable)\n"
+               "  --fail-rate F            fraction 0..1 of requests that fail (429/500)\n"
+               "  --seed S                 seed of the failure choice (default 1)\n"
+               "  --retry-after SEC        retry_after of the injected 429s (above 0, at most 60)\n"
+               "  --url-file PATH          also write the base URL to PATH\n"
+               "  --no-permission-checks   serve every request whatever the overwrites say\n"
+               "  --heartbeat-ms MS        gateway HELLO heartbeat_interval (default 41250)\n"
+               "  -h, --help               this text\n"
+               "  --version                the version\n"
+               "REST and the gateway websocket (ws://127.0.0.1:PORT) share the port.\n"
+               "Prints its base URL on the first stdout line; stops on SIGTERM/SIGINT.\n");
 }
 
 /* Options that take a value. */
 static int takes_value(const char *a)
 {
-    static const char *const known[] = {"--port", "--guild", "--user", "--channel",
-                                        "--fail-rate", "--retry-after", "--seed", "--url-file",
-                                        "--heartbeat-ms", "--human", NULL};
+    static const char *const known[] = {"--port",         "--guild",       "--user", "--channel",
+                                        "--fail-rate",    "--retry-after", "--seed", "--url-file",
+                                        "--heartbeat-ms", "--human",       NULL};
     for (const char *const *k = known; *k; k++)
         if (!strcmp(*k, a))
             return 1;
@@ -152,8 +151,10 @@ int main(int argc, char **argv)
             o.port = (int)n;
         } else if (!strcmp(a, "--guild")) {
             if (!snowflake_ok(v)) {
-                fprintf(stderr, "fake-discord: --guild must be a snowflake (1-20 digits), "
-                                "got \"%s\"\n", v);
+                fprintf(stderr,
+                        "fake-discord: --guild must be a snowflake (1-20 digits), "
+                        "got \"%s\"\n",
+                        v);
                 return 2;
             }
             o.guild_id = v;
@@ -165,16 +166,19 @@ int main(int argc, char **argv)
             if (eq)
                 snprintf(id, sizeof id, "%.*s", (int)(idl < 31 ? idl : 31), eq + 1);
             if (!eq || eq == v || idl > 20 || !snowflake_ok(id) || (eq2 && !eq2[1])) {
-                fprintf(stderr, "fake-discord: --user takes TOKEN=USERID[=NAME] (a non-empty "
-                                "token, a snowflake user id, a non-empty name), got \"%s\"\n",
+                fprintf(stderr,
+                        "fake-discord: --user takes TOKEN=USERID[=NAME] (a non-empty "
+                        "token, a snowflake user id, a non-empty name), got \"%s\"\n",
                         v);
                 return 2;
             }
         } else if (!strcmp(a, "--channel")) {
             /* added after start */
             if (!snowflake_ok(v)) {
-                fprintf(stderr, "fake-discord: --channel must be a snowflake (1-20 digits), "
-                                "got \"%s\"\n", v);
+                fprintf(stderr,
+                        "fake-discord: --channel must be a snowflake (1-20 digits), "
+                        "got \"%s\"\n",
+                        v);
                 return 2;
             }
         } else if (!strcmp(a, "--fail-rate")) {
@@ -185,8 +189,10 @@ int main(int argc, char **argv)
             }
         } else if (!strcmp(a, "--retry-after")) {
             if (parse_double(v, 0, 60, 1, &retry_after)) {
-                fprintf(stderr, "fake-discord: --retry-after must be seconds above 0, at most 60, "
-                                "got \"%s\"\n", v);
+                fprintf(stderr,
+                        "fake-discord: --retry-after must be seconds above 0, at most 60, "
+                        "got \"%s\"\n",
+                        v);
                 return 2;
             }
         } else if (!strcmp(a, "--seed")) {
@@ -196,8 +202,7 @@ int main(int argc, char **argv)
             }
         } else if (!strcmp(a, "--heartbeat-ms")) {
             if (parse_long(v, 1, 3600000L, &n)) {
-                fprintf(stderr, "fake-discord: --heartbeat-ms must be 1..3600000, got \"%s\"\n",
-                        v);
+                fprintf(stderr, "fake-discord: --heartbeat-ms must be 1..3600000, got \"%s\"\n", v);
                 return 2;
             }
             o.heartbeat_ms = n;
@@ -207,8 +212,10 @@ int main(int argc, char **argv)
             char id[32];
             snprintf(id, sizeof id, "%.*s", (int)(idl < 31 ? idl : 31), v);
             if (idl > 20 || !snowflake_ok(id) || (eq && !eq[1])) {
-                fprintf(stderr, "fake-discord: --human takes USERID[=NAME] (a snowflake, a "
-                                "non-empty name), got \"%s\"\n", v);
+                fprintf(stderr,
+                        "fake-discord: --human takes USERID[=NAME] (a snowflake, a "
+                        "non-empty name), got \"%s\"\n",
+                        v);
                 return 2;
             }
         } else if (!strcmp(a, "--url-file")) {
@@ -274,8 +281,10 @@ int main(int argc, char **argv)
         if (name)
             *name++ = '\0';
         if (fake_discord_add_user(fd, dup, eq + 1, name, 1) != 0) {
-            fprintf(stderr, "fake-discord: --user %s=%s: the fake could not add it (out of "
-                            "memory)\n", dup, eq + 1);
+            fprintf(stderr,
+                    "fake-discord: --user %s=%s: the fake could not add it (out of "
+                    "memory)\n",
+                    dup, eq + 1);
             rc = 1;
         }
         free(dup);

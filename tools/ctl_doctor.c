@@ -159,10 +159,12 @@ static char *substitute(doctor *d, const char *s, const char *where, json_t *tol
             append(&out, &n, &cap, p, whole);
             if (!json_object_get(told, var)) {
                 json_object_set_new(told, var, json_true());
-                doctor_sayf(d, DOCTOR_WARN, "export it in the environment the gateway runs with (a "
-                     "service: its EnvironmentFile), or run the doctor in that environment",
-                     "config: ${%s} (in %s) is not set in this environment: OpenClaw leaves "
-                     "it unresolved", var, where);
+                doctor_sayf(d, DOCTOR_WARN,
+                            "export it in the environment the gateway runs with (a "
+                            "service: its EnvironmentFile), or run the doctor in that environment",
+                            "config: ${%s} (in %s) is not set in this environment: OpenClaw leaves "
+                            "it unresolved",
+                            var, where);
             }
         }
         p += whole;
@@ -215,21 +217,25 @@ static int load_config(doctor *d, const char *file)
     if (!root) {
         FILE *f = strcmp(file, "-") ? fopen(file, "r") : NULL;
         if (strcmp(file, "-") && !f) {
-            doctor_sayf(d, DOCTOR_ERROR, "give --openclaw-config the path of openclaw.json (or set "
-                 "OPENCLAW_CONFIG_PATH)", "config: cannot read %s (%s)", file, strerror(errno));
+            doctor_sayf(d, DOCTOR_ERROR,
+                        "give --openclaw-config the path of openclaw.json (or set "
+                        "OPENCLAW_CONFIG_PATH)",
+                        "config: cannot read %s (%s)", file, strerror(errno));
             return -1;
         }
         if (f)
             fclose(f);
-        doctor_sayf(d, DOCTOR_ERROR, "the doctor reads plain JSON; for a config with JSON5 comments or "
-             "trailing commas run `openclaw dirigent doctor`, which reads it as OpenClaw does",
-             "config: %s is not JSON (line %d: %s)", file, je.line, je.text);
+        doctor_sayf(
+            d, DOCTOR_ERROR,
+            "the doctor reads plain JSON; for a config with JSON5 comments or "
+            "trailing commas run `openclaw dirigent doctor`, which reads it as OpenClaw does",
+            "config: %s is not JSON (line %d: %s)", file, je.line, je.text);
         return -1;
     }
     if (!json_is_object(root)) {
         json_decref(root);
         doctor_sayf(d, DOCTOR_ERROR, "give --openclaw-config OpenClaw's openclaw.json",
-             "config: %s is not a JSON object", file);
+                    "config: %s is not a JSON object", file);
         return -1;
     }
     d->root = root;
@@ -244,7 +250,8 @@ static int load_config(doctor *d, const char *file)
     if (!strcmp(file, "-"))
         doctor_say(d, DOCTOR_OK, "config: the config OpenClaw resolved read (stdin)", NULL);
     else
-        doctor_sayf(d, DOCTOR_OK, NULL, "config: %s read, ${VAR}s substituted as OpenClaw does", file);
+        doctor_sayf(d, DOCTOR_OK, NULL, "config: %s read, ${VAR}s substituted as OpenClaw does",
+                    file);
     return 0;
 }
 
@@ -262,45 +269,60 @@ static void check_host(doctor *d, json_t *entry)
 {
     json_t *hooks = json_object_get(entry, "hooks");
     if (!json_is_true(json_object_get(hooks, "allowConversationAccess")))
-        doctor_say(d, DOCTOR_ERROR, "plugins.entries.dirigent.hooks.allowConversationAccess is not true: "
+        doctor_say(
+            d, DOCTOR_ERROR,
+            "plugins.entries.dirigent.hooks.allowConversationAccess is not true: "
             "OpenClaw runs no typed hook of a plugin that is not bundled without it, so no turn "
-            "is ever taken", "add \"hooks\": {\"allowConversationAccess\": true, "
+            "is ever taken",
+            "add \"hooks\": {\"allowConversationAccess\": true, "
             "\"allowPromptInjection\": true} to plugins.entries.dirigent");
     else
-        doctor_say(d, DOCTOR_OK, "plugins.entries.dirigent.hooks.allowConversationAccess is true", NULL);
+        doctor_say(d, DOCTOR_OK, "plugins.entries.dirigent.hooks.allowConversationAccess is true",
+                   NULL);
     if (json_is_object(hooks) && !json_is_true(json_object_get(hooks, "allowPromptInjection")))
-        doctor_say(d, DOCTOR_WARN, "plugins.entries.dirigent.hooks.allowPromptInjection is not true: the "
-            "session-model text is not added to prompts", "set \"allowPromptInjection\": true "
-            "beside allowConversationAccess");
+        doctor_say(d, DOCTOR_WARN,
+                   "plugins.entries.dirigent.hooks.allowPromptInjection is not true: the "
+                   "session-model text is not added to prompts",
+                   "set \"allowPromptInjection\": true "
+                   "beside allowConversationAccess");
     if (json_is_false(json_object_get(entry, "enabled")))
-        doctor_say(d, DOCTOR_WARN, "plugins.entries.dirigent.enabled is false: the plugin does not load",
-            "set \"enabled\": true (or `openclaw plugins enable dirigent`)");
+        doctor_say(d, DOCTOR_WARN,
+                   "plugins.entries.dirigent.enabled is false: the plugin does not load",
+                   "set \"enabled\": true (or `openclaw plugins enable dirigent`)");
     if (!d->version)
-        d->version = json_string_value(doctor_at(d->root, "meta", "lastTouchedVersion", NULL, NULL));
+        d->version =
+            json_string_value(doctor_at(d->root, "meta", "lastTouchedVersion", NULL, NULL));
     int y = 0, m = 0;
     if (!parse_version(d->version, &y, &m)) {
         d->claim_hooks = -1;
-        doctor_say(d, DOCTOR_WARN, "OpenClaw version: unknown (no --openclaw-version, no "
-            "meta.lastTouchedVersion in the config): cannot tell whether it has claim hooks "
-            "(before_agent_reply, OpenClaw 2026.9 and later)", "give --openclaw-version "
-            "(`openclaw --version`), or run `openclaw dirigent doctor`");
+        doctor_say(d, DOCTOR_WARN,
+                   "OpenClaw version: unknown (no --openclaw-version, no "
+                   "meta.lastTouchedVersion in the config): cannot tell whether it has claim hooks "
+                   "(before_agent_reply, OpenClaw 2026.9 and later)",
+                   "give --openclaw-version "
+                   "(`openclaw --version`), or run `openclaw dirigent doctor`");
         return;
     }
     d->claim_hooks = y > CLAIM_YEAR || (y == CLAIM_YEAR && m >= CLAIM_MONTH);
     if (d->claim_hooks)
-        doctor_sayf(d, DOCTOR_OK, NULL, "OpenClaw %s has the claim hooks (before_agent_reply, "
-             "reply_payload_sending): agents without the turn make no model call", d->version);
+        doctor_sayf(d, DOCTOR_OK, NULL,
+                    "OpenClaw %s has the claim hooks (before_agent_reply, "
+                    "reply_payload_sending): agents without the turn make no model call",
+                    d->version);
     else
-        doctor_sayf(d, DOCTOR_WARN, "upgrade OpenClaw to 2026.9 or later (`npm i -g openclaw@latest`)",
-             "OpenClaw %s has no claim hooks: agents without the turn are switched to the "
-             "no-reply model (each such run still reaches it)", d->version);
+        doctor_sayf(d, DOCTOR_WARN,
+                    "upgrade OpenClaw to 2026.9 or later (`npm i -g openclaw@latest`)",
+                    "OpenClaw %s has no claim hooks: agents without the turn are switched to the "
+                    "no-reply model (each such run still reaches it)",
+                    d->version);
 }
 
 static void check_plugin_config(doctor *d, json_t *entry)
 {
     json_t *conf = json_object_get(entry, "config");
     if (!json_is_object(conf)) {
-        doctor_say(d, DOCTOR_ERROR, "plugins.entries.dirigent.config is missing or not an object",
+        doctor_say(
+            d, DOCTOR_ERROR, "plugins.entries.dirigent.config is missing or not an object",
             "add the plugin's config (discord.moderatorUserId, agents, ...) as README's step 6 "
             "shows");
         return;
@@ -312,19 +334,22 @@ static void check_plugin_config(doctor *d, json_t *entry)
     json_decref(native);
     if (rc != OC_OK) {
         doctor_sayf(d, DOCTOR_ERROR, "correct plugins.entries.dirigent.config as the message says",
-             "plugin config: %s", err);
+                    "plugin config: %s", err);
         return;
     }
     d->cfg_ok = 1;
     doctor_keep_secret(d, d->cfg.moderator_token);
-    doctor_sayf(d, DOCTOR_OK, NULL, "plugin config: valid (the plugin's own validation): %zu agent%s, "
-         "sessionPolicy %s", d->cfg.n_agents, d->cfg.n_agents == 1 ? "" : "s",
-         dg_session_policy_name(d->cfg.session_policy));
+    doctor_sayf(d, DOCTOR_OK, NULL,
+                "plugin config: valid (the plugin's own validation): %zu agent%s, "
+                "sessionPolicy %s",
+                d->cfg.n_agents, d->cfg.n_agents == 1 ? "" : "s",
+                dg_session_policy_name(d->cfg.session_policy));
     if (d->claim_hooks >= 0 &&
         dg_config_require_no_reply(&d->cfg, d->claim_hooks, err, sizeof err) != OC_OK)
-        doctor_sayf(d, DOCTOR_ERROR, "set both in plugins.entries.dirigent.config, with a provider in "
-             "models.providers that answers (dirigent-noreply), or upgrade OpenClaw",
-             "plugin config: %s", err);
+        doctor_sayf(d, DOCTOR_ERROR,
+                    "set both in plugins.entries.dirigent.config, with a provider in "
+                    "models.providers that answers (dirigent-noreply), or upgrade OpenClaw",
+                    "plugin config: %s", err);
 }
 
 /* ---- the no-reply provider -------------------------------------------------------- */
@@ -341,20 +366,24 @@ static void check_no_reply(doctor *d)
 {
     if (!d->cfg.no_reply_provider) {
         if (d->claim_hooks == 1)
-            doctor_say(d, DOCTOR_OK, "no-reply provider: none configured, none needed (claim hooks)", NULL);
+            doctor_say(d, DOCTOR_OK,
+                       "no-reply provider: none configured, none needed (claim hooks)", NULL);
         return;
     }
     if (d->claim_hooks == 1) {
-        doctor_sayf(d, DOCTOR_OK, NULL, "no-reply provider: \"%s\" is configured but never used on a host "
-             "with claim hooks (not contacted); noReplyProvider/noReplyModel and the provider "
-             "may be dropped", d->cfg.no_reply_provider);
+        doctor_sayf(
+            d, DOCTOR_OK, NULL,
+            "no-reply provider: \"%s\" is configured but never used on a host "
+            "with claim hooks (not contacted); noReplyProvider/noReplyModel and the provider "
+            "may be dropped",
+            d->cfg.no_reply_provider);
         return;
     }
     json_t *prov = doctor_at(d->root, "models", "providers", d->cfg.no_reply_provider, NULL);
     if (!json_is_object(prov)) {
         doctor_sayf(d, DOCTOR_ERROR, "add it to models.providers (README: the no-reply provider)",
-             "no-reply provider: noReplyProvider \"%s\" is not in models.providers",
-             d->cfg.no_reply_provider);
+                    "no-reply provider: noReplyProvider \"%s\" is not in models.providers",
+                    d->cfg.no_reply_provider);
         return;
     }
     int has_model = 0;
@@ -364,16 +393,17 @@ static void check_no_reply(doctor *d)
         has_model |= json_is_string(json_object_get(mod, "id")) &&
                      !strcmp(json_string_value(json_object_get(mod, "id")), d->cfg.no_reply_model);
     if (!has_model)
-        doctor_sayf(d, DOCTOR_ERROR, "add {\"id\": \"<noReplyModel>\", ...} to that provider's models",
-             "no-reply provider: models.providers.%s has no model \"%s\" (noReplyModel)",
-             d->cfg.no_reply_provider, d->cfg.no_reply_model);
+        doctor_sayf(d, DOCTOR_ERROR,
+                    "add {\"id\": \"<noReplyModel>\", ...} to that provider's models",
+                    "no-reply provider: models.providers.%s has no model \"%s\" (noReplyModel)",
+                    d->cfg.no_reply_provider, d->cfg.no_reply_model);
     const char *base = json_string_value(json_object_get(prov, "baseUrl"));
     const char *key = json_string_value(json_object_get(prov, "apiKey"));
     doctor_keep_secret(d, key);
     if (!base || strstr(base, "${")) {
         doctor_sayf(d, DOCTOR_ERROR, "set its baseUrl (and the variables in it)",
-             "no-reply provider: models.providers.%s.baseUrl is %s", d->cfg.no_reply_provider,
-             base ? "not resolved" : "missing");
+                    "no-reply provider: models.providers.%s.baseUrl is %s",
+                    d->cfg.no_reply_provider, base ? "not resolved" : "missing");
         return;
     }
     char url[2048], auth[1024];
@@ -399,16 +429,20 @@ static void check_no_reply(doctor *d)
     }
     curl_slist_free_all(h);
     if (cr != CURLE_OK)
-        doctor_sayf(d, DOCTOR_ERROR, "start dirigent-noreply (README: the no-reply provider) or correct "
-             "baseUrl", "no-reply provider: %s does not answer (%s)", base,
-             curl_easy_strerror(cr));
+        doctor_sayf(d, DOCTOR_ERROR,
+                    "start dirigent-noreply (README: the no-reply provider) or correct "
+                    "baseUrl",
+                    "no-reply provider: %s does not answer (%s)", base, curl_easy_strerror(cr));
     else if (code != 200)
-        doctor_sayf(d, DOCTOR_ERROR, "give the provider's apiKey the server's token "
-             "(DIRIGENT_NOREPLY_TOKEN)", "no-reply provider: GET %s/models answered HTTP %ld",
-             base, code);
+        doctor_sayf(d, DOCTOR_ERROR,
+                    "give the provider's apiKey the server's token "
+                    "(DIRIGENT_NOREPLY_TOKEN)",
+                    "no-reply provider: GET %s/models answered HTTP %ld", base, code);
     else
-        doctor_sayf(d, DOCTOR_OK, NULL, "no-reply provider: %s answers (needed: this host has no claim "
-             "hooks)", base);
+        doctor_sayf(d, DOCTOR_OK, NULL,
+                    "no-reply provider: %s answers (needed: this host has no claim "
+                    "hooks)",
+                    base);
 }
 
 /* ---- the database ------------------------------------------------------------------ */
@@ -421,13 +455,21 @@ static void check_database(doctor *d)
         int rc = dg_store_open_readonly(d->cfg.store_url, &st, err, sizeof err);
         dg_store_close(st);
         if (rc == OC_OK || rc == OC_ERR_UNSUPPORTED)
-            doctor_say(d, rc == OC_OK ? DOCTOR_OK : DOCTOR_WARN, rc == OC_OK ? "database: the PostgreSQL store "
-                "is reachable and holds dirigent's tables" : err, rc == OC_OK ? NULL
-                : "start the plugin of this version once, or use the matching dirigent-ctl");
+            doctor_say(
+                d, rc == OC_OK ? DOCTOR_OK : DOCTOR_WARN,
+                rc == OC_OK ? "database: the PostgreSQL store "
+                              "is reachable and holds dirigent's tables"
+                            : err,
+                rc == OC_OK
+                    ? NULL
+                    : "start the plugin of this version once, or use the matching dirigent-ctl");
         else
-            doctor_sayf(d, DOCTOR_WARN, "make sure the database is reachable and holds dirigent's tables "
-                 "or none", "database: %s (a new empty database is set up at the first "
-                 "start)", err);
+            doctor_sayf(d, DOCTOR_WARN,
+                        "make sure the database is reachable and holds dirigent's tables "
+                        "or none",
+                        "database: %s (a new empty database is set up at the first "
+                        "start)",
+                        err);
         return;
     }
     const char *path = d->cfg.db_path;
@@ -435,38 +477,50 @@ static void check_database(doctor *d)
     if (stat(path, &sb) == 0) {
         if (!S_ISREG(sb.st_mode)) {
             doctor_sayf(d, DOCTOR_ERROR, "point dbPath at a file (it may not exist yet)",
-                 "database: dbPath %s is not a regular file", path);
+                        "database: dbPath %s is not a regular file", path);
             return;
         }
         if (access(path, R_OK | W_OK) != 0) {
-            doctor_sayf(d, DOCTOR_ERROR, "give the gateway's user read and write access to it, or choose "
-                 "another dbPath", "database: dbPath %s is not writable (%s)", path,
-                 strerror(errno));
+            doctor_sayf(d, DOCTOR_ERROR,
+                        "give the gateway's user read and write access to it, or choose "
+                        "another dbPath",
+                        "database: dbPath %s is not writable (%s)", path, strerror(errno));
             return;
         }
         if (sb.st_size == 0) {
-            doctor_sayf(d, DOCTOR_OK, NULL, "database: dbPath %s is an empty file: set up at the first "
-                 "start", path);
+            doctor_sayf(d, DOCTOR_OK, NULL,
+                        "database: dbPath %s is an empty file: set up at the first "
+                        "start",
+                        path);
             return;
         }
         int rc = dg_store_open_readonly(path, &st, err, sizeof err);
         dg_store_close(st);
         if (rc == OC_OK)
-            doctor_sayf(d, DOCTOR_OK, NULL, "database: dbPath %s is dirigent's database, writable", path);
+            doctor_sayf(d, DOCTOR_OK, NULL, "database: dbPath %s is dirigent's database, writable",
+                        path);
         else if (rc == OC_ERR_UNSUPPORTED)
-            doctor_sayf(d, DOCTOR_WARN, "start the plugin of this version once (it migrates an older file) "
-                 "or use the newer one's dirigent-ctl", "database: %s", err);
+            doctor_sayf(d, DOCTOR_WARN,
+                        "start the plugin of this version once (it migrates an older file) "
+                        "or use the newer one's dirigent-ctl",
+                        "database: %s", err);
         else
-            doctor_sayf(d, DOCTOR_ERROR, "choose a dbPath of its own for the plugin (it never writes into "
-                 "another application's file)", "database: dbPath %s holds another "
-                 "application's data, not dirigent's (%s)", path,
-                 rc == OC_ERR_INVALID ? "a SQLite database without the plugin's stamp and "
-                 "tables" : "not a SQLite database");
+            doctor_sayf(d, DOCTOR_ERROR,
+                        "choose a dbPath of its own for the plugin (it never writes into "
+                        "another application's file)",
+                        "database: dbPath %s holds another "
+                        "application's data, not dirigent's (%s)",
+                        path,
+                        rc == OC_ERR_INVALID ? "a SQLite database without the plugin's stamp and "
+                                               "tables"
+                                             : "not a SQLite database");
         return;
     }
     if (errno != ENOENT && errno != ENOTDIR) {
-        doctor_sayf(d, DOCTOR_ERROR, "give the gateway's user access to the folder, or choose another "
-             "dbPath", "database: dbPath %s cannot be examined (%s)", path, strerror(errno));
+        doctor_sayf(d, DOCTOR_ERROR,
+                    "give the gateway's user access to the folder, or choose another "
+                    "dbPath",
+                    "database: dbPath %s cannot be examined (%s)", path, strerror(errno));
         return;
     }
     /* Not there yet: the nearest folder that exists must let us create it
@@ -486,14 +540,18 @@ static void check_database(doctor *d)
     }
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
         doctor_sayf(d, DOCTOR_ERROR, "choose a dbPath under a folder that exists",
-             "database: dbPath %s: %s is not a folder", path, dir);
+                    "database: dbPath %s: %s is not a folder", path, dir);
     else if (access(dir, W_OK | X_OK) != 0)
-        doctor_sayf(d, DOCTOR_ERROR, "give the gateway's user write access to that folder, or choose "
-             "another dbPath", "database: dbPath %s cannot be created: %s is not writable (%s)",
-             path, dir, strerror(errno));
+        doctor_sayf(d, DOCTOR_ERROR,
+                    "give the gateway's user write access to that folder, or choose "
+                    "another dbPath",
+                    "database: dbPath %s cannot be created: %s is not writable (%s)", path, dir,
+                    strerror(errno));
     else
-        doctor_sayf(d, DOCTOR_OK, NULL, "database: dbPath %s does not exist yet; it is created at the "
-             "first start (%s is writable)", path, dir);
+        doctor_sayf(d, DOCTOR_OK, NULL,
+                    "database: dbPath %s does not exist yet; it is created at the "
+                    "first start (%s is writable)",
+                    path, dir);
 }
 
 /* ---- the store a config names ------------------------------------------------------- */
@@ -565,9 +623,11 @@ int dg_ctl_doctor_main(int argc, char **argv, int cmd)
     if (load_config(&d, file) == 0) {
         json_t *entry = doctor_at(d.root, "plugins", "entries", "dirigent", NULL);
         if (!json_is_object(entry)) {
-            doctor_say(&d, DOCTOR_ERROR, "plugins.entries.dirigent is missing: OpenClaw does not start the "
-                "plugin", "add it with \"enabled\": true, \"hooks\" and \"config\" (README, "
-                "step 6)");
+            doctor_say(&d, DOCTOR_ERROR,
+                       "plugins.entries.dirigent is missing: OpenClaw does not start the "
+                       "plugin",
+                       "add it with \"enabled\": true, \"hooks\" and \"config\" (README, "
+                       "step 6)");
         } else {
             check_host(&d, entry);
             check_plugin_config(&d, entry);
@@ -576,8 +636,10 @@ int dg_ctl_doctor_main(int argc, char **argv, int cmd)
                 check_database(&d);
                 doctor_check_discord(&d);
             } else {
-                doctor_say(&d, DOCTOR_WARN, "database, no-reply provider and Discord: not checked (the "
-                    "plugin config is not valid)", "fix the plugin config first");
+                doctor_say(&d, DOCTOR_WARN,
+                           "database, no-reply provider and Discord: not checked (the "
+                           "plugin config is not valid)",
+                           "fix the plugin config first");
             }
         }
     }

@@ -25,10 +25,10 @@
 /* ---- Discord ----------------------------------------------------------------------- */
 
 typedef struct bot {
-    const char *who;        /* "moderator" or the agent id (borrowed) */
-    const char *user_id;    /* configured Discord user id (borrowed) */
-    dg_discord *api;        /* NULL: no usable token */
-    json_t *member;         /* in the guild being checked, or NULL */
+    const char *who;     /* "moderator" or the agent id (borrowed) */
+    const char *user_id; /* configured Discord user id (borrowed) */
+    dg_discord *api;     /* NULL: no usable token */
+    json_t *member;      /* in the guild being checked, or NULL */
     uint64_t guild_perms;
 } bot;
 
@@ -36,10 +36,11 @@ typedef struct bot {
  * (dg_discord_free). */
 static dg_discord *client(doctor *d, const char *token)
 {
-    dg_discord_options o = {.api_base = d->cfg.discord_api_base, .token = token,
-                            .timeout_ms = d->cfg.discord_timeout_ms < 10000
-                                              ? d->cfg.discord_timeout_ms : 10000,
-                            .max_attempts = 2};
+    dg_discord_options o = {
+        .api_base = d->cfg.discord_api_base,
+        .token = token,
+        .timeout_ms = d->cfg.discord_timeout_ms < 10000 ? d->cfg.discord_timeout_ms : 10000,
+        .max_attempts = 2};
     dg_discord *c = NULL;
     char err[256];
     return dg_discord_new(&o, &c, err, sizeof err) == OC_OK ? c : NULL;
@@ -59,19 +60,22 @@ static json_t *get(dg_discord *c, const char *path, dg_discord_err *e)
 
 /* Check a token's owner: a bot, with user id want. Returns its client (the
  * caller frees it, dg_discord_free) or NULL after saying what is wrong. */
-static dg_discord *check_token(doctor *d, const char *who, const char *where,
-                               const char *token, const char *want, int is_moderator)
+static dg_discord *check_token(doctor *d, const char *who, const char *where, const char *token,
+                               const char *want, int is_moderator)
 {
     char what[DOCTOR_TEXT_MAX], fix[DOCTOR_TEXT_MAX];
     if (!token || !*token || strstr(token, "${")) {
         snprintf(what, sizeof what, "%s: no Discord token (%s %s)", who, where,
                  !token || !*token ? "is not set" : "names a variable that is not set");
         if (is_moderator)
-            snprintf(fix, sizeof fix, "export DIRIGENT_MODERATOR_TOKEN (the moderator bot's "
+            snprintf(fix, sizeof fix,
+                     "export DIRIGENT_MODERATOR_TOKEN (the moderator bot's "
                      "token) in the gateway's environment; never write it into the config");
         else
-            snprintf(fix, sizeof fix, "export the variable %s names with that bot's token in "
-                     "the gateway's environment", where);
+            snprintf(fix, sizeof fix,
+                     "export the variable %s names with that bot's token in "
+                     "the gateway's environment",
+                     where);
         doctor_say(d, DOCTOR_ERROR, what, fix);
         return NULL;
     }
@@ -81,17 +85,23 @@ static dg_discord *check_token(doctor *d, const char *who, const char *where,
     json_t *me = c ? get(c, "/users/@me", &e) : NULL;
     if (!me) {
         if (!c)
-            snprintf(what, sizeof what, "%s: cannot set up a Discord client for %s "
-                     "(discord.apiBase %s)", who, where, d->cfg.discord_api_base);
+            snprintf(what, sizeof what,
+                     "%s: cannot set up a Discord client for %s "
+                     "(discord.apiBase %s)",
+                     who, where, d->cfg.discord_api_base);
         else if (e.http_status == 401)
-            snprintf(what, sizeof what, "%s: Discord refuses the token of %s (401 "
-                     "Unauthorized): it is wrong or was reset", who, where);
+            snprintf(what, sizeof what,
+                     "%s: Discord refuses the token of %s (401 "
+                     "Unauthorized): it is wrong or was reset",
+                     who, where);
         else
-            snprintf(what, sizeof what, "%s: GET /users/@me with the token of %s failed: %s",
-                     who, where, e.message);
-        doctor_say(d, DOCTOR_ERROR, what, e.http_status == 401 ? "copy the bot's current token from the "
-            "Discord developer portal (Bot, Reset Token) into the environment variable"
-            : "check discord.apiBase and the network, then run the doctor again");
+            snprintf(what, sizeof what, "%s: GET /users/@me with the token of %s failed: %s", who,
+                     where, e.message);
+        doctor_say(d, DOCTOR_ERROR, what,
+                   e.http_status == 401
+                       ? "copy the bot's current token from the "
+                         "Discord developer portal (Bot, Reset Token) into the environment variable"
+                       : "check discord.apiBase and the network, then run the doctor again");
         dg_discord_free(c);
         return NULL;
     }
@@ -99,16 +109,20 @@ static dg_discord *check_token(doctor *d, const char *who, const char *where,
     const char *name = json_string_value(json_object_get(me, "username"));
     int is_bot = json_is_true(json_object_get(me, "bot"));
     if (!id || strcmp(id, want)) {
-        snprintf(what, sizeof what, "%s: the token of %s belongs to %s (%s), not to the "
-                 "configured user %s", who, where, name ? name : "another user", id ? id : "?",
-                 want);
+        snprintf(what, sizeof what,
+                 "%s: the token of %s belongs to %s (%s), not to the "
+                 "configured user %s",
+                 who, where, name ? name : "another user", id ? id : "?", want);
         if (is_moderator)
-            snprintf(fix, sizeof fix, "give DIRIGENT_MODERATOR_TOKEN the moderator bot's "
+            snprintf(fix, sizeof fix,
+                     "give DIRIGENT_MODERATOR_TOKEN the moderator bot's "
                      "token, or set discord.moderatorUserId to %s if that bot is the moderator",
                      id ? id : "its id");
         else
-            snprintf(fix, sizeof fix, "give %s the token of user %s, or correct "
-                     "agents.%s.discordUserId", where, want, who);
+            snprintf(fix, sizeof fix,
+                     "give %s the token of user %s, or correct "
+                     "agents.%s.discordUserId",
+                     where, want, who);
         doctor_say(d, DOCTOR_ERROR, what, fix);
         json_decref(me);
         dg_discord_free(c);
@@ -116,14 +130,14 @@ static dg_discord *check_token(doctor *d, const char *who, const char *where,
     }
     if (!is_bot) {
         doctor_sayf(d, DOCTOR_ERROR, "use a bot account's token (Discord developer portal: Bot)",
-             "%s: the token of %s belongs to %s (%s), which is not a bot", who, where,
-             name ? name : "?", id);
+                    "%s: the token of %s belongs to %s (%s), which is not a bot", who, where,
+                    name ? name : "?", id);
         json_decref(me);
         dg_discord_free(c);
         return NULL;
     }
-    doctor_sayf(d, DOCTOR_OK, NULL, "%s: the token of %s is valid and belongs to bot %s (%s)", who, where,
-         name ? name : "?", id);
+    doctor_sayf(d, DOCTOR_OK, NULL, "%s: the token of %s is valid and belongs to bot %s (%s)", who,
+                where, name ? name : "?", id);
     json_decref(me);
     return c;
 }
@@ -142,14 +156,16 @@ static const char *account_of(doctor *d, const char *agent)
         if (aid && ch && acc && !strcmp(aid, agent) && !strcmp(ch, "discord"))
             return acc;
     }
-    return json_object_get(doctor_at(d->root, "channels", "discord", "accounts", NULL), agent) ? agent
-                                                                                       : NULL;
+    return json_object_get(doctor_at(d->root, "channels", "discord", "accounts", NULL), agent)
+               ? agent
+               : NULL;
 }
 
 static uint64_t perm_of(json_t *v)
 {
-    return json_is_string(v) ? strtoull(json_string_value(v), NULL, 10)
-           : json_is_integer(v) ? (uint64_t)json_integer_value(v) : 0;
+    return json_is_string(v)    ? strtoull(json_string_value(v), NULL, 10)
+           : json_is_integer(v) ? (uint64_t)json_integer_value(v)
+                                : 0;
 }
 
 static int has_role(json_t *member, const char *role)
@@ -219,14 +235,14 @@ static uint64_t channel_perms(uint64_t base, json_t *channel, json_t *member, co
 
 static const char *lacks(uint64_t p)
 {
-    return !(p & DG_PERM_VIEW_CHANNEL) ? "no View Channel"
-           : !(p & DG_PERM_SEND_MESSAGES) ? "no Send Messages" : NULL;
+    return !(p & DG_PERM_VIEW_CHANNEL)    ? "no View Channel"
+           : !(p & DG_PERM_SEND_MESSAGES) ? "no Send Messages"
+                                          : NULL;
 }
 
 /* The channels of guild g the agents are in: moderator and >= 2 agents must
  * read and send there. only: the guild's configured channel ids, or NULL. */
-static void check_channels(doctor *d, const char *g, bot *mod, bot *agents, size_t n,
-                           json_t *only)
+static void check_channels(doctor *d, const char *g, bot *mod, bot *agents, size_t n, json_t *only)
 {
     dg_discord_err e;
     char path[128];
@@ -234,7 +250,7 @@ static void check_channels(doctor *d, const char *g, bot *mod, bot *agents, size
     json_t *chans = get(mod->api, path, &e);
     if (!chans) {
         doctor_sayf(d, DOCTOR_ERROR, "invite the moderator bot to the server with View Channels",
-             "guild %s: the moderator cannot list its channels: %s", g, e.message);
+                    "guild %s: the moderator cannot list its channels: %s", g, e.message);
         return;
     }
     size_t i, unseen = 0;
@@ -251,15 +267,15 @@ static void check_channels(doctor *d, const char *g, bot *mod, bot *agents, size
         for (size_t k = 0; k < n; k++) {
             if (!agents[k].member)
                 continue;
-            uint64_t p = channel_perms(agents[k].guild_perms, ch, agents[k].member,
-                                       agents[k].user_id, g);
+            uint64_t p =
+                channel_perms(agents[k].guild_perms, ch, agents[k].member, agents[k].user_id, g);
             const char *why = lacks(p);
             see += (p & DG_PERM_VIEW_CHANNEL) != 0;
             char *list = why ? bad_list : ok_list;
             size_t used = strlen(list);
             if (why)
-                snprintf(list + used, 512 - used, "%s%s (%s)", used ? ", " : "",
-                         agents[k].who, why);
+                snprintf(list + used, 512 - used, "%s%s (%s)", used ? ", " : "", agents[k].who,
+                         why);
             else
                 snprintf(list + used, 512 - used, "%s%s", used ? ", " : "", agents[k].who);
             can += !why;
@@ -268,32 +284,43 @@ static void check_channels(doctor *d, const char *g, bot *mod, bot *agents, size
             unseen++;
             continue;
         }
-        const char *mod_why = mod->member ? lacks(channel_perms(mod->guild_perms, ch,
-                                                                mod->member, mod->user_id, g))
-                                          : "not a member";
+        const char *mod_why =
+            mod->member ? lacks(channel_perms(mod->guild_perms, ch, mod->member, mod->user_id, g))
+                        : "not a member";
         if (mod_why)
-            doctor_sayf(d, DOCTOR_ERROR, "allow the moderator bot View Channel and Send Messages there "
-                 "(channel permissions: add the bot or its role)", "channel #%s (%s): the "
-                 "moderator cannot post there (%s): no hand-off, notice or admin reply reaches "
-                 "it", name ? name : "?", id, mod_why);
+            doctor_sayf(
+                d, DOCTOR_ERROR,
+                "allow the moderator bot View Channel and Send Messages there "
+                "(channel permissions: add the bot or its role)",
+                "channel #%s (%s): the "
+                "moderator cannot post there (%s): no hand-off, notice or admin reply reaches "
+                "it",
+                name ? name : "?", id, mod_why);
         if (can < 2)
-            doctor_sayf(d, DOCTOR_ERROR, "allow the agents' bots View Channel and Send Messages there "
-                 "(channel permissions: add each bot or a role they share)", "channel #%s "
-                 "(%s): %zu agent%s can read and send there (%s), turns need two%s%s",
-                 name ? name : "?", id, can, can == 1 ? "" : "s", can ? ok_list : "none",
-                 *bad_list ? "; " : "", bad_list);
+            doctor_sayf(d, DOCTOR_ERROR,
+                        "allow the agents' bots View Channel and Send Messages there "
+                        "(channel permissions: add each bot or a role they share)",
+                        "channel #%s "
+                        "(%s): %zu agent%s can read and send there (%s), turns need two%s%s",
+                        name ? name : "?", id, can, can == 1 ? "" : "s", can ? ok_list : "none",
+                        *bad_list ? "; " : "", bad_list);
         else if (*bad_list)
-            doctor_sayf(d, DOCTOR_WARN, "allow those bots View Channel and Send Messages there, or leave "
-                 "them out on purpose", "channel #%s (%s): %s can read and send; %s never "
-                 "take%s a turn there", name ? name : "?", id, ok_list, bad_list,
-                 strchr(bad_list, ',') ? "" : "s");
+            doctor_sayf(d, DOCTOR_WARN,
+                        "allow those bots View Channel and Send Messages there, or leave "
+                        "them out on purpose",
+                        "channel #%s (%s): %s can read and send; %s never "
+                        "take%s a turn there",
+                        name ? name : "?", id, ok_list, bad_list, strchr(bad_list, ',') ? "" : "s");
         else if (!mod_why)
-            doctor_sayf(d, DOCTOR_OK, NULL, "channel #%s (%s): the moderator and %zu agents (%s) can read "
-                 "and send", name ? name : "?", id, can, ok_list);
+            doctor_sayf(d, DOCTOR_OK, NULL,
+                        "channel #%s (%s): the moderator and %zu agents (%s) can read "
+                        "and send",
+                        name ? name : "?", id, can, ok_list);
     }
     if (unseen)
-        doctor_sayf(d, DOCTOR_OK, NULL, "guild %s: %zu text channel%s no agent can see (not managed)", g,
-             unseen, unseen == 1 ? "" : "s");
+        doctor_sayf(d, DOCTOR_OK, NULL,
+                    "guild %s: %zu text channel%s no agent can see (not managed)", g, unseen,
+                    unseen == 1 ? "" : "s");
     json_decref(chans);
 }
 
@@ -306,9 +333,10 @@ static void check_guild(doctor *d, const char *g, bot *mod, bot *agents, size_t 
     snprintf(path, sizeof path, "/guilds/%s/roles", g);
     json_t *roles = guild ? get(mod->api, path, &e) : NULL;
     if (!guild || !roles) {
-        doctor_sayf(d, DOCTOR_ERROR, "invite the moderator bot to that server (OAuth2 URL with the bot "
-             "scope), and check discord.guildId", "guild %s: the moderator cannot read it: %s",
-             g, e.message);
+        doctor_sayf(d, DOCTOR_ERROR,
+                    "invite the moderator bot to that server (OAuth2 URL with the bot "
+                    "scope), and check discord.guildId",
+                    "guild %s: the moderator cannot read it: %s", g, e.message);
         json_decref(guild);
         return;
     }
@@ -324,10 +352,11 @@ static void check_guild(doctor *d, const char *g, bot *mod, bot *agents, size_t 
         snprintf(path, sizeof path, "/guilds/%s/members/%s", g, b->user_id);
         b->member = get(mod->api, path, &e);
         if (!b->member) {
-            doctor_sayf(d, DOCTOR_ERROR, "invite that bot to the server (Discord developer portal: "
-                 "OAuth2, bot scope)", "guild %s: %s (user %s) is not a member%s%s", g, b->who,
-                 b->user_id, e.http_status == 404 ? "" : ": ",
-                 e.http_status == 404 ? "" : e.message);
+            doctor_sayf(d, DOCTOR_ERROR,
+                        "invite that bot to the server (Discord developer portal: "
+                        "OAuth2, bot scope)",
+                        "guild %s: %s (user %s) is not a member%s%s", g, b->who, b->user_id,
+                        e.http_status == 404 ? "" : ": ", e.http_status == 404 ? "" : e.message);
             continue;
         }
         b->guild_perms = guild_perms(guild, roles, b->member, b->user_id, g);
@@ -336,15 +365,20 @@ static void check_guild(doctor *d, const char *g, bot *mod, bot *agents, size_t 
         uint64_t need = PERM_MANAGE_CHANNELS | PERM_MANAGE_ROLES;
         uint64_t have = mod->guild_perms & need;
         if (have != need)
-            doctor_sayf(d, DOCTOR_ERROR, "give the moderator bot's role Manage Channels and Manage Roles "
-                 "(Server Settings, Roles)", "discussions: the moderator lacks %s%s%s in guild "
-                 "%s: it cannot create discussion channels or set who may see them",
-                 have & PERM_MANAGE_CHANNELS ? "" : "Manage Channels",
-                 !(have & PERM_MANAGE_CHANNELS) && !(have & PERM_MANAGE_ROLES) ? " and " : "",
-                 have & PERM_MANAGE_ROLES ? "" : "Manage Roles", g);
+            doctor_sayf(d, DOCTOR_ERROR,
+                        "give the moderator bot's role Manage Channels and Manage Roles "
+                        "(Server Settings, Roles)",
+                        "discussions: the moderator lacks %s%s%s in guild "
+                        "%s: it cannot create discussion channels or set who may see them",
+                        have & PERM_MANAGE_CHANNELS ? "" : "Manage Channels",
+                        !(have & PERM_MANAGE_CHANNELS) && !(have & PERM_MANAGE_ROLES) ? " and "
+                                                                                      : "",
+                        have & PERM_MANAGE_ROLES ? "" : "Manage Roles", g);
         else
-            doctor_sayf(d, DOCTOR_OK, NULL, "discussions: the moderator has Manage Channels and Manage "
-                 "Roles in guild %s", g);
+            doctor_sayf(d, DOCTOR_OK, NULL,
+                        "discussions: the moderator has Manage Channels and Manage "
+                        "Roles in guild %s",
+                        g);
     }
     if (mod->member)
         check_channels(d, g, mod, agents, n, only);
@@ -356,9 +390,10 @@ void doctor_check_discord(doctor *d)
 {
     const dg_config *c = &d->cfg;
     bot mod = {.who = "moderator", .user_id = c->moderator_user_id};
-    mod.api = check_token(d, "moderator", getenv("DIRIGENT_MODERATOR_TOKEN") &&
-                          *getenv("DIRIGENT_MODERATOR_TOKEN") ? "env DIRIGENT_MODERATOR_TOKEN"
-                          : "discord.moderatorToken / env DIRIGENT_MODERATOR_TOKEN",
+    mod.api = check_token(d, "moderator",
+                          getenv("DIRIGENT_MODERATOR_TOKEN") && *getenv("DIRIGENT_MODERATOR_TOKEN")
+                              ? "env DIRIGENT_MODERATOR_TOKEN"
+                              : "discord.moderatorToken / env DIRIGENT_MODERATOR_TOKEN",
                           c->moderator_token, c->moderator_user_id, 1);
     bot *agents = calloc(c->n_agents ? c->n_agents : 1, sizeof *agents);
     if (!agents)
@@ -369,20 +404,26 @@ void doctor_check_discord(doctor *d)
         agents[k].user_id = c->agents[k].discord_user_id;
         const char *acc = account_of(d, agents[k].who);
         if (!acc || !json_is_object(json_object_get(accounts, acc))) {
-            doctor_sayf(d, DOCTOR_ERROR, "add a channels.discord.accounts entry with that bot's token and "
-                 "a binding {agentId, match: {channel: \"discord\", accountId}}",
-                 "%s: no Discord account in channels.discord.accounts is bound to this agent",
-                 agents[k].who);
+            doctor_sayf(
+                d, DOCTOR_ERROR,
+                "add a channels.discord.accounts entry with that bot's token and "
+                "a binding {agentId, match: {channel: \"discord\", accountId}}",
+                "%s: no Discord account in channels.discord.accounts is bound to this agent",
+                agents[k].who);
             continue;
         }
         char where[300];
         snprintf(where, sizeof where, "channels.discord.accounts.%s.token", acc);
-        agents[k].api = check_token(d, agents[k].who, where, json_string_value(
-            json_object_get(json_object_get(accounts, acc), "token")), agents[k].user_id, 0);
+        agents[k].api =
+            check_token(d, agents[k].who, where,
+                        json_string_value(json_object_get(json_object_get(accounts, acc), "token")),
+                        agents[k].user_id, 0);
     }
     if (!mod.api) {
-        doctor_say(d, DOCTOR_WARN, "channels and permissions: not checked (they are asked with the "
-            "moderator's token)", "fix the moderator token, then run the doctor again");
+        doctor_say(d, DOCTOR_WARN,
+                   "channels and permissions: not checked (they are asked with the "
+                   "moderator's token)",
+                   "fix the moderator token, then run the doctor again");
     } else {
         /* The guilds: discord.guildId and those OpenClaw's Discord plugin
          * is configured for; a guild with a channels map limits the check
@@ -394,9 +435,11 @@ void doctor_check_discord(doctor *d)
             check_guild(d, c->discord_guild_id, &mod, agents, c->n_agents,
                         doctor_at(guilds, c->discord_guild_id, "channels", NULL, NULL));
         } else {
-            doctor_say(d, DOCTOR_WARN, "discussions: discord.guildId is not set: discuss-callback's "
-                "channel creation is refused", "set discord.guildId to your server's id to "
-                "enable discussions");
+            doctor_say(d, DOCTOR_WARN,
+                       "discussions: discord.guildId is not set: discuss-callback's "
+                       "channel creation is refused",
+                       "set discord.guildId to your server's id to "
+                       "enable discussions");
         }
         const char *gid;
         json_t *gv;
@@ -404,9 +447,11 @@ void doctor_check_discord(doctor *d)
             if (json_object_get(seen, gid))
                 continue;
             if (!dg_is_snowflake(gid)) {
-                doctor_sayf(d, DOCTOR_WARN, "write the server's id (a snowflake) as the key",
-                     "channels.discord.guilds: key \"%s\" is not a guild id (OpenClaw does not "
-                     "substitute ${VAR} in keys)", gid);
+                doctor_sayf(
+                    d, DOCTOR_WARN, "write the server's id (a snowflake) as the key",
+                    "channels.discord.guilds: key \"%s\" is not a guild id (OpenClaw does not "
+                    "substitute ${VAR} in keys)",
+                    gid);
                 continue;
             }
             json_object_set_new(seen, gid, json_true());
@@ -419,13 +464,17 @@ void doctor_check_discord(doctor *d)
             snprintf(path, sizeof path, "/channels/%s", c->archive_channel_id);
             json_t *ch = get(mod.api, path, &e);
             if (!ch)
-                doctor_sayf(d, DOCTOR_ERROR, "allow the moderator bot View Channel and Send Messages "
-                     "there, or correct discussion.archiveChannelId", "discussion."
-                     "archiveChannelId %s: the moderator cannot see it: %s",
-                     c->archive_channel_id, e.message);
+                doctor_sayf(d, DOCTOR_ERROR,
+                            "allow the moderator bot View Channel and Send Messages "
+                            "there, or correct discussion.archiveChannelId",
+                            "discussion."
+                            "archiveChannelId %s: the moderator cannot see it: %s",
+                            c->archive_channel_id, e.message);
             else
-                doctor_sayf(d, DOCTOR_OK, NULL, "discussion.archiveChannelId %s: visible to the "
-                     "moderator", c->archive_channel_id);
+                doctor_sayf(d, DOCTOR_OK, NULL,
+                            "discussion.archiveChannelId %s: visible to the "
+                            "moderator",
+                            c->archive_channel_id);
             json_decref(ch);
         }
     }

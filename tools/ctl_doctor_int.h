@@ -18,16 +18,17 @@ typedef enum { DOCTOR_OK, DOCTOR_WARN, DOCTOR_ERROR } doctor_level;
 
 typedef struct doctor {
     int json;
-    json_t *findings;          /* --json: the lines, printed at the end */
+    json_t *findings; /* --json: the lines, printed at the end */
     int errors, warnings;
-    const char *secrets[DOCTOR_MAX_SECRETS]; /* borrowed from the config: scrubbed from every line */
+    const char
+        *secrets[DOCTOR_MAX_SECRETS]; /* borrowed from the config: scrubbed from every line */
     size_t n_secrets;
-    json_t *root;              /* the whole config, resolved */
-    json_t *env_vars;          /* env.vars of the config (borrowed), may be NULL */
+    json_t *root;     /* the whole config, resolved */
+    json_t *env_vars; /* env.vars of the config (borrowed), may be NULL */
     dg_config cfg;
     int cfg_ok;
-    int claim_hooks;           /* 1 yes, 0 no, -1 unknown */
-    const char *version;       /* OpenClaw's, or NULL */
+    int claim_hooks;     /* 1 yes, 0 no, -1 unknown */
+    const char *version; /* OpenClaw's, or NULL */
     char config_file[PATH_MAX];
 } doctor;
 

@@ -54,8 +54,10 @@ int dg_serve_listen_parse(const char *spec, dg_serve_listen *out, char *err, siz
     if (spec && spec[0] == '[') { /* [v6]:port */
         const char *close = strchr(spec, ']');
         if (!close || close[1] != ':') {
-            snprintf(err, err_len, "--listen \"%s\": an IPv6 address is written [ADDR]:PORT, "
-                     "e.g. [::1]:8377", spec);
+            snprintf(err, err_len,
+                     "--listen \"%s\": an IPv6 address is written [ADDR]:PORT, "
+                     "e.g. [::1]:8377",
+                     spec);
             return OC_ERR_INVALID;
         }
         host = spec + 1;
@@ -66,7 +68,8 @@ int dg_serve_listen_parse(const char *spec, dg_serve_listen *out, char *err, siz
     unsigned long port = colon ? strtoul(colon + 1, &end, 10) : 0;
     size_t hl = host_end ? (size_t)(host_end - host) : 0;
     if (!colon || !colon[1] || *end || port > 65535 || hl == 0 || hl >= sizeof out->host) {
-        snprintf(err, err_len, "--listen \"%s\" must be HOST:PORT with a numeric address and "
+        snprintf(err, err_len,
+                 "--listen \"%s\" must be HOST:PORT with a numeric address and "
                  "a port 0-65535, e.g. 127.0.0.1:8377 (0: any free port)",
                  spec ? spec : "");
         return OC_ERR_INVALID;
@@ -84,21 +87,24 @@ int dg_serve_listen_parse(const char *spec, dg_serve_listen *out, char *err, siz
         out->ipv6 = 1;
         out->loopback = IN6_IS_ADDR_LOOPBACK(&a6);
     } else {
-        snprintf(err, err_len, "--listen \"%s\": the host must be a numeric IPv4 or IPv6 "
-                 "address (or localhost), e.g. 127.0.0.1:8377", spec);
+        snprintf(err, err_len,
+                 "--listen \"%s\": the host must be a numeric IPv4 or IPv6 "
+                 "address (or localhost), e.g. 127.0.0.1:8377",
+                 spec);
         return OC_ERR_INVALID;
     }
     return OC_OK;
 }
 
-int dg_serve_listen_allowed(const dg_serve_listen *l, const char *token, char *err,
-                            size_t err_len)
+int dg_serve_listen_allowed(const dg_serve_listen *l, const char *token, char *err, size_t err_len)
 {
     if (l->loopback || (token && *token))
         return OC_OK;
-    snprintf(err, err_len, "--listen %s: an address other than loopback (127.0.0.1, ::1) "
+    snprintf(err, err_len,
+             "--listen %s: an address other than loopback (127.0.0.1, ::1) "
              "needs a token, as anyone who reaches it could read every scope and discussion; "
-             "give --token T (or env DIRIGENT_CTL_TOKEN), or listen on 127.0.0.1", l->host);
+             "give --token T (or env DIRIGENT_CTL_TOKEN), or listen on 127.0.0.1",
+             l->host);
     return OC_ERR_INVALID;
 }
 
@@ -177,15 +183,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         status = 405;
         body = dg_sprintf("read-only: only GET is answered\n");
     } else if (!dg_serve_token_ok(s->token,
-                                  MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                                              "Authorization"),
-                                  MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND,
-                                                              "token"))) {
+                                  MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"),
+                                  MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token"))) {
         status = 401;
         body = dg_sprintf("a token is required: open the page as /?token=T, or send "
                           "Authorization: Bearer T\n");
-    } else if (dg_serve_answer(s->path, url, s->token, wall_ms(), &status, &type, &body,
-                               &len) != 0) {
+    } else if (dg_serve_answer(s->path, url, s->token, wall_ms(), &status, &type, &body, &len) !=
+               0) {
         return MHD_NO;
     }
     if (!body)
@@ -204,8 +208,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     return dg_http_queue(c, status, r);
 }
 
-int dg_serve_start(const dg_serve_listen *l, const char *path, const char *token,
-                   dg_serve **out, unsigned *port, char *err, size_t err_len)
+int dg_serve_start(const dg_serve_listen *l, const char *path, const char *token, dg_serve **out,
+                   unsigned *port, char *err, size_t err_len)
 {
     *out = NULL;
     dg_serve *s = calloc(1, sizeof *s);
@@ -229,13 +233,12 @@ int dg_serve_start(const dg_serve_listen *l, const char *path, const char *token
         a4->sin_port = htons((uint16_t)l->port);
         inet_pton(AF_INET, l->host, &a4->sin_addr);
     }
-    s->d = MHD_start_daemon(flags, (uint16_t)l->port, NULL, NULL, handle, s,
-                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+    s->d = MHD_start_daemon(flags, (uint16_t)l->port, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR,
+                            (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
                             MHD_OPTION_CONNECTION_LIMIT, (unsigned)64, MHD_OPTION_END);
     if (!s->d) {
-        snprintf(err, err_len, "cannot listen on %s port %u (%s); pick another --listen",
-                 l->host, l->port, strerror(errno));
+        snprintf(err, err_len, "cannot listen on %s port %u (%s); pick another --listen", l->host,
+                 l->port, strerror(errno));
         dg_serve_stop(s);
         return OC_ERR_IO;
     }
@@ -278,8 +281,8 @@ int dg_ctl_serve_main(int argc, char **argv, int first)
             fputs(SERVE_USAGE, stdout);
             return 0;
         } else {
-            fprintf(stderr, "dirigent-ctl serve: unknown option or missing value \"%s\"\n%s",
-                    a, SERVE_USAGE);
+            fprintf(stderr, "dirigent-ctl serve: unknown option or missing value \"%s\"\n%s", a,
+                    SERVE_USAGE);
             return 2;
         }
     }
@@ -294,13 +297,15 @@ int dg_ctl_serve_main(int argc, char **argv, int first)
     if (!db && !url && !config && env && *env)
         url = env;
     if ((db != NULL) + (url != NULL) + (config != NULL) != 1) {
-        fprintf(stderr, "dirigent-ctl serve: give one store: --db PATH, --store-url URL (or "
-                "env DIRIGENT_STORE_URL) or --openclaw-config FILE\n%s", SERVE_USAGE);
+        fprintf(stderr,
+                "dirigent-ctl serve: give one store: --db PATH, --store-url URL (or "
+                "env DIRIGENT_STORE_URL) or --openclaw-config FILE\n%s",
+                SERVE_USAGE);
         return 2;
     }
     if (url && !dg_store_is_url(url)) {
         fprintf(stderr, "dirigent-ctl serve: --store-url (or DIRIGENT_STORE_URL) must be a "
-                "postgresql:// or postgres:// url; a SQLite file goes to --db\n");
+                        "postgresql:// or postgres:// url; a SQLite file goes to --db\n");
         return 2;
     }
     char *from_config = NULL;
@@ -326,10 +331,14 @@ int dg_ctl_serve_main(int argc, char **argv, int first)
     }
     struct stat sb;
     if (!dg_store_is_url(path) && stat(path, &sb) != 0)
-        fprintf(stderr, "dirigent-ctl serve: no database at %s yet; the page shows it once "
-                "the plugin has created it\n", path);
-    printf(l.ipv6 ? "dirigent-ctl serve: http://[%s]:%u/%s\n" : "dirigent-ctl serve: "
-           "http://%s:%u/%s\n", l.host, port, token && *token ? "?token=..." : "");
+        fprintf(stderr,
+                "dirigent-ctl serve: no database at %s yet; the page shows it once "
+                "the plugin has created it\n",
+                path);
+    printf(l.ipv6 ? "dirigent-ctl serve: http://[%s]:%u/%s\n"
+                  : "dirigent-ctl serve: "
+                    "http://%s:%u/%s\n",
+           l.host, port, token && *token ? "?token=..." : "");
     fflush(stdout);
     int sig = 0;
     while (sigwait(&stop, &sig) != 0)

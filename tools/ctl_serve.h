@@ -29,10 +29,10 @@ int dg_ctl_serve_main(int argc, char **argv, int first);
 
 /* What a listening address is. */
 typedef struct dg_serve_listen {
-    char host[64];   /* as given, without brackets */
-    unsigned port;   /* 0: the system picks one */
+    char host[64]; /* as given, without brackets */
+    unsigned port; /* 0: the system picks one */
     int ipv6;
-    int loopback;    /* 127.0.0.0/8 or ::1 ("localhost" is taken as 127.0.0.1) */
+    int loopback; /* 127.0.0.0/8 or ::1 ("localhost" is taken as 127.0.0.1) */
 } dg_serve_listen;
 
 /* Parse HOST:PORT ("127.0.0.1:8080", "[::1]:0", "localhost:9000") into
@@ -41,8 +41,7 @@ int dg_serve_listen_parse(const char *spec, dg_serve_listen *out, char *err, siz
 
 /* The token rule: any address but loopback needs a token. OC_OK, or
  * OC_ERR_INVALID with a sentence naming --listen and --token in err. */
-int dg_serve_listen_allowed(const dg_serve_listen *l, const char *token, char *err,
-                            size_t err_len);
+int dg_serve_listen_allowed(const dg_serve_listen *l, const char *token, char *err, size_t err_len);
 
 /* 1 when a request may be answered: no token is set, or it carries the
  * token as "Authorization: Bearer T" (auth) or ?token=T (query; either
@@ -56,7 +55,7 @@ int dg_html_escape(dg_buf *b, const char *s);
 /* One hour of the chart: runs handled, of them made (a model run ended)
  * and avoided (the rest: claimed or swapped before the model). */
 typedef struct dg_serve_hour {
-    int64_t hour;   /* at_ms / 3600000 */
+    int64_t hour; /* at_ms / 3600000 */
     long made, avoided;
 } dg_serve_hour;
 
@@ -98,8 +97,8 @@ typedef struct dg_serve dg_serve;
  * the caller checks dg_serve_listen_allowed first). *out: stop it with
  * dg_serve_stop; *port: the port bound. OC_OK, or OC_ERR_IO with a
  * sentence in err. The server's one thread calls the store. */
-int dg_serve_start(const dg_serve_listen *l, const char *path, const char *token,
-                   dg_serve **out, unsigned *port, char *err, size_t err_len);
+int dg_serve_start(const dg_serve_listen *l, const char *path, const char *token, dg_serve **out,
+                   unsigned *port, char *err, size_t err_len);
 
 /* Stop and free s (NULL is fine). */
 void dg_serve_stop(dg_serve *s);

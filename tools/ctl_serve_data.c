@@ -76,12 +76,12 @@ static int scopes_json(dg_store *st, int64_t now, json_t *out, json_t *channels)
         const char *ch = dg_scope_channel(&v[i]);
         json_object_set_new(channels, ch, json_true());
         /* budget: none yet; the field is there so a column can show it. */
-        json_array_append_new(out, json_pack(
-            "{s:s,s:s,s:s,s:o,s:o,s:o,s:I,s:o,s:n}", "channelId", ch, "scope", name, "state",
-            tv.condition, "order", order_json(&tv), "speaker",
-            str_or_null(dg_turn_view_member(&tv, tv.speaker)), "passed", passed_json(&tv),
-            "agentMessages", (json_int_t)tv.state.agent_msgs, "lastChange",
-            iso_json(tv.state.last_change_ms), "budget"));
+        json_array_append_new(
+            out, json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:I,s:o,s:n}", "channelId", ch, "scope", name,
+                           "state", tv.condition, "order", order_json(&tv), "speaker",
+                           str_or_null(dg_turn_view_member(&tv, tv.speaker)), "passed",
+                           passed_json(&tv), "agentMessages", (json_int_t)tv.state.agent_msgs,
+                           "lastChange", iso_json(tv.state.last_change_ms), "budget"));
         dg_turn_view_clear(&tv);
     }
     free(v);
@@ -93,22 +93,22 @@ static json_t *timeline_json(dg_store *st, const dg_discussion *d, int *rc)
     json_t *a = json_array();
     char what[256];
     snprintf(what, sizeof what, "opened by %s", d->initiator_agent_id);
-    json_array_append_new(a, json_pack("{s:o,s:s}", "at", iso_json(d->created_at_ms), "what",
-                                       what));
+    json_array_append_new(a,
+                          json_pack("{s:o,s:s}", "at", iso_json(d->created_at_ms), "what", what));
     dg_transition *t = NULL;
     size_t n = 0;
-    *rc = dg_store_transitions_list(st, d->discussion_channel_id, NULL, DG_TRANSITIONS_KEEP,
-                                    &t, &n);
+    *rc =
+        dg_store_transitions_list(st, d->discussion_channel_id, NULL, DG_TRANSITIONS_KEEP, &t, &n);
     for (size_t i = n; i-- > 0 && *rc == OC_OK;) /* newest first: oldest first here */
-        json_array_append_new(a, json_pack(
-            "{s:o,s:s,s:o,s:o,s:s}", "at", iso_json(t[i].at_ms), "what", t[i].cause,
-            "speakerBefore", str_or_null(t[i].speaker_before), "speakerAfter",
-            str_or_null(t[i].speaker_after), "state", t[i].state));
+        json_array_append_new(a, json_pack("{s:o,s:s,s:o,s:o,s:s}", "at", iso_json(t[i].at_ms),
+                                           "what", t[i].cause, "speakerBefore",
+                                           str_or_null(t[i].speaker_before), "speakerAfter",
+                                           str_or_null(t[i].speaker_after), "state", t[i].state));
     dg_transitions_free(t, n);
     if (d->status == DG_DISCUSSION_CLOSED) {
         snprintf(what, sizeof what, "closed: %s", d->end_status[0] ? d->end_status : "closed");
-        json_array_append_new(a, json_pack("{s:o,s:s}", "at", iso_json(d->completed_at_ms),
-                                           "what", what));
+        json_array_append_new(
+            a, json_pack("{s:o,s:s}", "at", iso_json(d->completed_at_ms), "what", what));
     }
     return a;
 }
@@ -120,24 +120,25 @@ static int discussions_json(dg_store *st, int64_t now, json_t *out, int *more)
     int rc = dg_store_discussion_list(st, NULL, 0, 0, DISCUSSIONS_MAX, &ch, &n, more);
     for (size_t i = 0; i < n; i++) {
         dg_discussion_info info;
-        if (rc == OC_OK && (rc = dg_discussion_info_load_locked(st, NULL, ch[i], now, &info))
-            == OC_OK) {
+        if (rc == OC_OK &&
+            (rc = dg_discussion_info_load_locked(st, NULL, ch[i], now, &info)) == OC_OK) {
             const dg_discussion *d = &info.d;
             json_t *parts = json_array();
             for (size_t k = 0; k < d->n_participants; k++)
                 json_array_append_new(parts, json_string(d->participants[k]));
             json_t *tl = timeline_json(st, d, &rc);
-            json_array_append_new(out, json_pack(
-                "{s:I,s:s,s:o,s:s,s:s,s:o,s:s,s:o,s:o,s:o,s:s,s:o,s:o,s:o}", "discussionId",
-                (json_int_t)d->id, "channelId", d->discussion_channel_id, "name",
-                str_or_null(info.channel_name), "status",
-                d->status == DG_DISCUSSION_CLOSED ? d->end_status : "active", "initiator",
-                d->initiator_agent_id, "participants", parts, "originChannelId",
-                d->origin_channel_id, "createdAt", iso_json(d->created_at_ms), "closedAt",
-                iso_json(d->completed_at_ms), "summaryPath", str_or_null(d->summary_path),
-                "turn", info.turn.condition, "speaker",
-                str_or_null(dg_turn_view_member(&info.turn, info.turn.speaker)), "order",
-                order_json(&info.turn), "timeline", tl));
+            json_array_append_new(
+                out,
+                json_pack("{s:I,s:s,s:o,s:s,s:s,s:o,s:s,s:o,s:o,s:o,s:s,s:o,s:o,s:o}",
+                          "discussionId", (json_int_t)d->id, "channelId", d->discussion_channel_id,
+                          "name", str_or_null(info.channel_name), "status",
+                          d->status == DG_DISCUSSION_CLOSED ? d->end_status : "active", "initiator",
+                          d->initiator_agent_id, "participants", parts, "originChannelId",
+                          d->origin_channel_id, "createdAt", iso_json(d->created_at_ms), "closedAt",
+                          iso_json(d->completed_at_ms), "summaryPath", str_or_null(d->summary_path),
+                          "turn", info.turn.condition, "speaker",
+                          str_or_null(dg_turn_view_member(&info.turn, info.turn.speaker)), "order",
+                          order_json(&info.turn), "timeline", tl));
             dg_discussion_info_clear(&info);
         }
         free(ch[i]);
@@ -204,8 +205,8 @@ static int outbox_json(dg_store *st, int64_t now, json_t **out)
             json_array_append_new(f, json_pack("{s:I,s:s,s:i,s:o,s:o}", "id",
                                                (json_int_t)fail[i].id, "channelId",
                                                fail[i].channel_id, "attempts", fail[i].attempts,
-                                               "failedAt", iso_json(fail[i].done_at_ms),
-                                               "reason", str_or_null(fail[i].last_error)));
+                                               "failedAt", iso_json(fail[i].done_at_ms), "reason",
+                                               str_or_null(fail[i].last_error)));
         int64_t age = sum.oldest_pending_ms ? (now - sum.oldest_pending_ms) / 1000 : 0;
         *out = json_pack("{s:i,s:i,s:i,s:o,s:o,s:o}", "pending", (int)sum.pending, "sent",
                          (int)sum.sent, "failed", (int)sum.failed, "oldestPendingAgeSec",
@@ -225,25 +226,27 @@ json_t *dg_serve_snapshot_store(dg_store *st, const char *where, int64_t now_ms,
     int more = 0;
     const char *what = "reading the scopes";
     int rc = scopes_json(st, now_ms, scopes, channels);
-    if (rc == OC_OK && (what = "reading the discussions",
-                        rc = discussions_json(st, now_ms, discs, &more)) == OC_OK &&
-        (what = "reading the runs per hour", rc = hours_json(st, now_ms, channels, hours))
-        == OC_OK)
+    if (rc == OC_OK &&
+        (what = "reading the discussions", rc = discussions_json(st, now_ms, discs, &more)) ==
+            OC_OK &&
+        (what = "reading the runs per hour", rc = hours_json(st, now_ms, channels, hours)) == OC_OK)
         what = "reading the outbox", rc = outbox_json(st, now_ms, &outbox);
     json_decref(channels);
     if (rc != OC_OK) {
-        snprintf(err, err_len, "%s failed (%s: %s); the database may be busy or damaged, the "
-                 "page tries again", what, oc_status_name(rc), dg_store_errmsg(st));
+        snprintf(err, err_len,
+                 "%s failed (%s: %s); the database may be busy or damaged, the "
+                 "page tries again",
+                 what, oc_status_name(rc), dg_store_errmsg(st));
         json_decref(scopes);
         json_decref(discs);
         json_decref(hours);
         return NULL;
     }
-    return json_pack("{s:b,s:s,s:i,s:o,s:o,s:{s:b,s:s},s:o,s:b,s:o,s:o}", "ok", 1, "store",
-                     where, "schemaVersion", dg_store_schema_version(), "generatedAt",
-                     iso_json(now_ms), "scopes", scopes, "budget", "configured", 0, "text",
-                     "none configured", "discussions", discs, "moreDiscussions", more, "hours",
-                     hours, "outbox", outbox);
+    return json_pack("{s:b,s:s,s:i,s:o,s:o,s:{s:b,s:s},s:o,s:b,s:o,s:o}", "ok", 1, "store", where,
+                     "schemaVersion", dg_store_schema_version(), "generatedAt", iso_json(now_ms),
+                     "scopes", scopes, "budget", "configured", 0, "text", "none configured",
+                     "discussions", discs, "moreDiscussions", more, "hours", hours, "outbox",
+                     outbox);
 }
 
 json_t *dg_serve_snapshot(const char *path, int64_t now_ms)

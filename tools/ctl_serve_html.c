@@ -18,8 +18,12 @@ int dg_html_escape(dg_buf *b, const char *s)
     int fail = 0;
     const char *run = s;
     for (; *s; s++) {
-        const char *rep = *s == '&' ? "&amp;" : *s == '<' ? "&lt;" : *s == '>' ? "&gt;"
-                        : *s == '"' ? "&quot;" : *s == '\'' ? "&#39;" : NULL;
+        const char *rep = *s == '&'    ? "&amp;"
+                          : *s == '<'  ? "&lt;"
+                          : *s == '>'  ? "&gt;"
+                          : *s == '"'  ? "&quot;"
+                          : *s == '\'' ? "&#39;"
+                                       : NULL;
         if (!rep)
             continue;
         fail |= dg_buf_add(b, run, (size_t)(s - run));
@@ -155,8 +159,8 @@ static void head(page *p, const char *const *names)
 
 static void scopes(page *p, const json_t *snap)
 {
-    static const char *const cols[] = {"Channel", "Scope", "State", "Order", "Speaker",
-                                       "Passed", "Agent msgs", "Last change", "Budget", NULL};
+    static const char *const cols[] = {"Channel", "Scope",      "State",       "Order",  "Speaker",
+                                       "Passed",  "Agent msgs", "Last change", "Budget", NULL};
     const json_t *v = json_object_get(snap, "scopes");
     raw(p, "<h2>Scopes</h2>");
     if (!json_array_size(v)) {
@@ -167,9 +171,9 @@ static void scopes(page *p, const json_t *snap)
         json_t *o;
         json_array_foreach(v, i, o) {
             raw(p, "<tr>");
-            static const char *const keys[] = {"channelId", "scope", "state", "order",
-                                               "speaker", "passed", "agentMessages",
-                                               "lastChange"};
+            static const char *const keys[] = {"channelId",     "scope",     "state",
+                                               "order",         "speaker",   "passed",
+                                               "agentMessages", "lastChange"};
             for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
                 cell(p, o, keys[k]);
             if (json_is_null(json_object_get(o, "budget")))
@@ -246,11 +250,10 @@ static void outbox(page *p, const json_t *snap)
     }
     raw(p, "</p>");
     static const char *const pc[] = {"Pending", "Channel", "Attempts", "Created", NULL};
-    static const char *const fc[] = {"Failed", "Channel", "Attempts", "Failed at", "Reason",
-                                     NULL};
+    static const char *const fc[] = {"Failed", "Channel", "Attempts", "Failed at", "Reason", NULL};
     static const char *const pk[] = {"id", "channelId", "attempts", "createdAt", NULL};
     static const char *const fk[] = {"id", "channelId", "attempts", "failedAt", "reason", NULL};
-    const char *const *cols[] = {pc, fc}, *const *keys[] = {pk, fk};
+    const char *const *cols[] = {pc, fc}, *const * keys[] = {pk, fk};
     const char *rows[] = {"pendingRows", "failedRows"};
     for (int w = 0; w < 2; w++) {
         const json_t *v = json_object_get(o, rows[w]);

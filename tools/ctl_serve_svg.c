@@ -47,21 +47,24 @@ char *dg_serve_chart_svg(const dg_serve_hour *h, size_t n)
 #define OUT(...) (snprintf(line, sizeof line, __VA_ARGS__), fail |= dg_buf_adds(&b, line))
     OUT("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d "
         "%d\" role=\"img\" aria-label=\"runs per hour, made and avoided\" "
-        "font-family=\"sans-serif\" font-size=\"11\">\n", W, H, W, H);
+        "font-family=\"sans-serif\" font-size=\"11\">\n",
+        W, H, W, H);
     OUT("<title>Runs per hour (UTC): model calls made and avoided</title>\n");
     OUT("<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", W, H);
     /* Legend. */
     OUT("<rect x=\"%d\" y=\"8\" width=\"10\" height=\"10\" fill=\"#c0392b\"/>"
-        "<text x=\"%d\" y=\"17\">made (a model ran)</text>\n", LEFT, LEFT + 14);
+        "<text x=\"%d\" y=\"17\">made (a model ran)</text>\n",
+        LEFT, LEFT + 14);
     OUT("<rect x=\"%d\" y=\"8\" width=\"10\" height=\"10\" fill=\"#27ae60\"/>"
-        "<text x=\"%d\" y=\"17\">avoided (claimed or swapped)</text>\n", LEFT + 150, LEFT + 164);
+        "<text x=\"%d\" y=\"17\">avoided (claimed or swapped)</text>\n",
+        LEFT + 150, LEFT + 164);
     /* Axes and the scale: 0 and the top. */
     OUT("<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#444\"/>\n", LEFT, TOP, LEFT,
         TOP + plot_h);
     OUT("<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#444\"/>\n", LEFT, TOP + plot_h,
         W - RIGHT, TOP + plot_h);
-    OUT("<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#ddd\"/>\n", LEFT, TOP,
-        W - RIGHT, TOP);
+    OUT("<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#ddd\"/>\n", LEFT, TOP, W - RIGHT,
+        TOP);
     OUT("<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%ld</text>\n", LEFT - 4, TOP + 4, top);
     OUT("<text x=\"%d\" y=\"%d\" text-anchor=\"end\">0</text>\n", LEFT - 4, TOP + plot_h + 4);
     for (size_t i = 0; i < n; i++) {
@@ -71,15 +74,15 @@ char *dg_serve_chart_svg(const dg_serve_hour *h, size_t n)
         double base = TOP + plot_h;
         if (h[i].made)
             OUT("<rect class=\"made\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
-                "fill=\"#c0392b\"><title>%02lld:00 UTC: %ld made</title></rect>\n", x,
-                base - hm, bw, hm, (long long)(h[i].hour % 24), h[i].made);
+                "fill=\"#c0392b\"><title>%02lld:00 UTC: %ld made</title></rect>\n",
+                x, base - hm, bw, hm, (long long)(h[i].hour % 24), h[i].made);
         if (h[i].avoided)
             OUT("<rect class=\"avoided\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
-                "fill=\"#27ae60\"><title>%02lld:00 UTC: %ld avoided</title></rect>\n", x,
-                base - hm - ha, bw, ha, (long long)(h[i].hour % 24), h[i].avoided);
+                "fill=\"#27ae60\"><title>%02lld:00 UTC: %ld avoided</title></rect>\n",
+                x, base - hm - ha, bw, ha, (long long)(h[i].hour % 24), h[i].avoided);
         if (i % 3 == 0 || i + 1 == n)
-            OUT("<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%02lld</text>\n",
-                x + bw / 2, TOP + plot_h + 14, (long long)(h[i].hour % 24));
+            OUT("<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%02lld</text>\n", x + bw / 2,
+                TOP + plot_h + 14, (long long)(h[i].hour % 24));
     }
     OUT("<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">hour (UTC), the last %zu</text>\n",
         LEFT + plot_w / 2, H - 6, n);

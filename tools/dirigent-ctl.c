@@ -72,7 +72,7 @@ static const char USAGE[] =
 typedef struct ctl {
     dg_store *st;
     int json;
-    int claim_hooks; /* the host claims non-speakers' runs (OpenClaw 2026.9, ocgw) */
+    int claim_hooks;   /* the host claims non-speakers' runs (OpenClaw 2026.9, ocgw) */
     const char *where; /* the store for messages: the file, or PostgreSQL without password */
     int64_t now;
 } ctl;
@@ -103,9 +103,10 @@ static void print_json(json_t *j)
 
 static int store_err(const ctl *c, const char *what, int rc)
 {
-    fprintf(stderr, "dirigent-ctl: %s failed (%s: %s); the database may be busy or damaged, "
-            "try again\n", what, oc_status_name(rc),
-            dg_store_errmsg(c->st));
+    fprintf(stderr,
+            "dirigent-ctl: %s failed (%s: %s); the database may be busy or damaged, "
+            "try again\n",
+            what, oc_status_name(rc), dg_store_errmsg(c->st));
     return 1;
 }
 
@@ -171,9 +172,9 @@ static int cmd_scopes(ctl *c)
             scope_name(&v[i], name, sizeof name);
             const char *sp = dg_turn_view_member(&tv, tv.speaker);
             printf("%-20s %-24s %-9s %-14s %-24s %6lld  %s\n", dg_scope_channel(&v[i]), name,
-                   tv.condition, sp ? sp : "-", *passed_of(&tv, passed, sizeof passed) ? passed
-                   : "-", (long long)tv.state.agent_msgs,
-                   iso(tv.state.last_change_ms, when, sizeof when));
+                   tv.condition, sp ? sp : "-",
+                   *passed_of(&tv, passed, sizeof passed) ? passed : "-",
+                   (long long)tv.state.agent_msgs, iso(tv.state.last_change_ms, when, sizeof when));
         }
         dg_turn_view_clear(&tv);
     }
@@ -203,8 +204,10 @@ static int cmd_why(ctl *c, const char *channel, const char *agent)
     if (dg_scope_conversation(channel, &sc) != OC_OK ||
         (rc = dg_turn_view_load(c->st, NULL, &sc, c->now, &tv)) != OC_OK) {
         dg_transitions_free(v, n);
-        return rc ? store_err(c, "reading the scope", rc) : (fprintf(stderr, "dirigent-ctl: "
-               "CHANNEL must be a channel id\n"), 2);
+        return rc ? store_err(c, "reading the scope", rc)
+                  : (fprintf(stderr, "dirigent-ctl: "
+                                     "CHANNEL must be a channel id\n"),
+                     2);
     }
     const char *sp = dg_turn_view_member(&tv, tv.speaker);
     int member = 0;
@@ -212,14 +215,16 @@ static int cmd_why(ctl *c, const char *channel, const char *agent)
         member |= strcmp(tv.members[i], agent) == 0;
     /* What the agent's next run gets, short (JSON "gets") and as a sentence. */
     const char *silenced = c->claim_hooks ? "claimed" : "the no-reply model";
-    const char *gets = !member ? "not managed" : tv.mode == DG_MODE_CLOSED ? silenced
-                       : sp && strcmp(sp, agent) == 0 ? "a real model run" : silenced;
+    const char *gets = !member                        ? "not managed"
+                       : tv.mode == DG_MODE_CLOSED    ? silenced
+                       : sp && strcmp(sp, agent) == 0 ? "a real model run"
+                                                      : silenced;
     const char *because = !member ? "it is not in this channel's turn order (it is not one of "
                                     "the plugin's configured agents, or it has not been seen "
                                     "in this channel yet), so its runs go on as usual"
-                          : tv.mode == DG_MODE_CLOSED ? "the discussion channel is closed"
+                          : tv.mode == DG_MODE_CLOSED    ? "the discussion channel is closed"
                           : sp && strcmp(sp, agent) == 0 ? "it holds the turn"
-                          : "it does not hold the turn";
+                                                         : "it does not hold the turn";
     char now_text[512] = "";
     if (agent && !member)
         snprintf(now_text, sizeof now_text, "%s is not managed here: %s", agent, because);
@@ -232,18 +237,19 @@ static int cmd_why(ctl *c, const char *channel, const char *agent)
         json_t *arr = json_array();
         char when[32];
         for (size_t i = 0; i < n; i++)
-            json_array_append_new(arr, json_pack(
-                "{s:s,s:s,s:s,s:o,s:o,s:s,s:s,s:I}", "at", iso(v[i].at_ms, when, sizeof when),
-                "scope", v[i].scope, "cause", v[i].cause, "speakerBefore",
-                str_or_null(v[i].speaker_before), "speakerAfter",
-                str_or_null(v[i].speaker_after), "state", v[i].state, "passed", v[i].passed,
-                "agentMessages", (json_int_t)v[i].agent_msgs));
-        json_t *o = json_pack("{s:s,s:o,s:o}", "channelId", channel, "transitions", arr,
-                              "now", view_json(&sc, &tv));
+            json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:o,s:o,s:s,s:s,s:I}", "at",
+                                                 iso(v[i].at_ms, when, sizeof when), "scope",
+                                                 v[i].scope, "cause", v[i].cause, "speakerBefore",
+                                                 str_or_null(v[i].speaker_before), "speakerAfter",
+                                                 str_or_null(v[i].speaker_after), "state",
+                                                 v[i].state, "passed", v[i].passed, "agentMessages",
+                                                 (json_int_t)v[i].agent_msgs));
+        json_t *o = json_pack("{s:s,s:o,s:o}", "channelId", channel, "transitions", arr, "now",
+                              view_json(&sc, &tv));
         if (agent)
-            json_object_set_new(o, "agent", json_pack("{s:s,s:s,s:s,s:b,s:s}", "id", agent,
-                                                      "gets", gets, "because", because,
-                                                      "inOrder", member, "text", now_text));
+            json_object_set_new(o, "agent",
+                                json_pack("{s:s,s:s,s:s,s:b,s:s}", "id", agent, "gets", gets,
+                                          "because", because, "inOrder", member, "text", now_text));
         print_json(o);
     } else {
         printf("channel %s, newest first (at most %d kept per scope):\n", channel,
@@ -302,13 +308,12 @@ static int cmd_status(ctl *c)
     int64_t age = sum.oldest_pending_ms ? (c->now - sum.oldest_pending_ms) / 1000 : 0;
     if (c->json) {
         print_json(json_pack("{s:s,s:i,s:{s:I,s:I,s:I,s:I,s:I},s:I,s:b,s:{s:i,s:i,s:i,s:o}}",
-                             "store", c->where, "schemaVersion",
-                             dg_store_schema_version(), "scopes", "total", (json_int_t)n,
-                             "speaking", (json_int_t)speaking, "dormant", (json_int_t)dormant,
-                             "resting", (json_int_t)resting, "closed", (json_int_t)closed,
-                             "activeDiscussions", (json_int_t)nd, "moreDiscussions", more,
-                             "outbox", "pending", (int)sum.pending, "sent", (int)sum.sent,
-                             "failed", (int)sum.failed, "oldestPendingAgeSec",
+                             "store", c->where, "schemaVersion", dg_store_schema_version(),
+                             "scopes", "total", (json_int_t)n, "speaking", (json_int_t)speaking,
+                             "dormant", (json_int_t)dormant, "resting", (json_int_t)resting,
+                             "closed", (json_int_t)closed, "activeDiscussions", (json_int_t)nd,
+                             "moreDiscussions", more, "outbox", "pending", (int)sum.pending, "sent",
+                             (int)sum.sent, "failed", (int)sum.failed, "oldestPendingAgeSec",
                              sum.pending ? json_integer(age) : json_null()));
         return 0;
     }
@@ -330,15 +335,14 @@ static json_t *discussion_json(const dg_discussion_info *i)
     json_t *parts = json_array();
     for (size_t k = 0; k < d->n_participants; k++)
         json_array_append_new(parts, json_string(d->participants[k]));
-    return json_pack("{s:I,s:s,s:o,s:s,s:s,s:o,s:s,s:s,s:s,s:o,s:s,s:o}", "discussionId",
-                     (json_int_t)d->id, "channelId", d->discussion_channel_id, "name",
-                     str_or_null(i->channel_name), "status",
-                     d->status == DG_DISCUSSION_CLOSED ? d->end_status : "active", "initiator",
-                     d->initiator_agent_id, "participants", parts, "originChannelId",
-                     d->origin_channel_id, "createdAt", iso(d->created_at_ms, a, sizeof a),
-                     "closedAt", iso(d->completed_at_ms, b, sizeof b), "summaryPath",
-                     str_or_null(d->summary_path), "turn", i->turn.condition, "speaker",
-                     str_or_null(dg_turn_view_member(&i->turn, i->turn.speaker)));
+    return json_pack(
+        "{s:I,s:s,s:o,s:s,s:s,s:o,s:s,s:s,s:s,s:o,s:s,s:o}", "discussionId", (json_int_t)d->id,
+        "channelId", d->discussion_channel_id, "name", str_or_null(i->channel_name), "status",
+        d->status == DG_DISCUSSION_CLOSED ? d->end_status : "active", "initiator",
+        d->initiator_agent_id, "participants", parts, "originChannelId", d->origin_channel_id,
+        "createdAt", iso(d->created_at_ms, a, sizeof a), "closedAt",
+        iso(d->completed_at_ms, b, sizeof b), "summaryPath", str_or_null(d->summary_path), "turn",
+        i->turn.condition, "speaker", str_or_null(dg_turn_view_member(&i->turn, i->turn.speaker)));
 }
 
 static int cmd_discussions(ctl *c, int all)
@@ -355,8 +359,8 @@ static int cmd_discussions(ctl *c, int all)
                "INITIATOR", "CREATED", "SUMMARY");
     for (size_t i = 0; i < n; i++) {
         dg_discussion_info info;
-        if (rc == OC_OK && (rc = dg_discussion_info_load_locked(c->st, NULL, ch[i], c->now,
-                                                                &info)) == OC_OK) {
+        if (rc == OC_OK &&
+            (rc = dg_discussion_info_load_locked(c->st, NULL, ch[i], c->now, &info)) == OC_OK) {
             if (c->json) {
                 json_array_append_new(arr, discussion_json(&info));
             } else {
@@ -402,8 +406,10 @@ static int cmd_show(ctl *c, const char *which)
         rc = dg_discussion_info_load_locked(c->st, NULL, ch, c->now, &info);
     free(channel);
     if (rc == OC_ERR_NOT_FOUND) {
-        fprintf(stderr, "dirigent-ctl: no discussion %s (give its id or its channel id; "
-                "`discussions --all` lists them)\n", which);
+        fprintf(stderr,
+                "dirigent-ctl: no discussion %s (give its id or its channel id; "
+                "`discussions --all` lists them)\n",
+                which);
         return 1;
     }
     if (rc != OC_OK)
@@ -454,18 +460,16 @@ static int cmd_outbox(ctl *c)
         json_t *p = json_array(), *f = json_array();
         char when[32];
         for (size_t i = 0; i < np; i++)
-            json_array_append_new(p, json_pack("{s:I,s:s,s:i,s:s}", "id",
-                                               (json_int_t)pend[i].id, "channelId",
-                                               pend[i].channel_id, "attempts",
+            json_array_append_new(p, json_pack("{s:I,s:s,s:i,s:s}", "id", (json_int_t)pend[i].id,
+                                               "channelId", pend[i].channel_id, "attempts",
                                                pend[i].attempts, "createdAt",
                                                iso(pend[i].created_at_ms, when, sizeof when)));
         for (size_t i = 0; i < nf; i++)
-            json_array_append_new(f, json_pack("{s:I,s:s,s:i,s:s,s:o}", "id",
-                                               (json_int_t)fail[i].id, "channelId",
-                                               fail[i].channel_id, "attempts",
-                                               fail[i].attempts, "failedAt",
-                                               iso(fail[i].done_at_ms, when, sizeof when),
-                                               "reason", str_or_null(fail[i].last_error)));
+            json_array_append_new(
+                f, json_pack("{s:I,s:s,s:i,s:s,s:o}", "id", (json_int_t)fail[i].id, "channelId",
+                             fail[i].channel_id, "attempts", fail[i].attempts, "failedAt",
+                             iso(fail[i].done_at_ms, when, sizeof when), "reason",
+                             str_or_null(fail[i].last_error)));
         print_json(json_pack("{s:i,s:i,s:i,s:o,s:o,s:o}", "pending", (int)sum.pending, "sent",
                              (int)sum.sent, "failed", (int)sum.failed, "oldestPendingAgeSec",
                              sum.pending ? json_integer(age) : json_null(), "pendingRows", p,
@@ -493,19 +497,21 @@ static int channel_id_ok(const char *what, const char *s)
 {
     if (dg_is_snowflake(s))
         return 1;
-    fprintf(stderr, "dirigent-ctl: %s \"%s\" is not a channel id: it must be a snowflake, "
+    fprintf(stderr,
+            "dirigent-ctl: %s \"%s\" is not a channel id: it must be a snowflake, "
             "1-20 decimal digits (Discord: right-click the channel, Copy Channel ID; "
-            "`dirigent-ctl scopes` lists the managed ones)\n", what, s);
+            "`dirigent-ctl scopes` lists the managed ones)\n",
+            what, s);
     return 0;
 }
 
 /* The command line, less the options that go into ctl. */
 typedef struct ctl_args {
     const char *db, *url, *config;
-    const char *args[4];       /* the command and its arguments */
-    int n;                     /* how many; 5: too many */
-    int all;                   /* --all */
-    char *from_config;         /* the store named by --openclaw-config; owned */
+    const char *args[4]; /* the command and its arguments */
+    int n;               /* how many; 5: too many */
+    int all;             /* --all */
+    char *from_config;   /* the store named by --openclaw-config; owned */
 } ctl_args;
 
 /* The doctor reads a host config, not a store, and serve reads the store
@@ -575,8 +581,10 @@ static int choose_store(ctl_args *a)
 {
     const char *env = getenv("DIRIGENT_STORE_URL");
     if (a->config && (a->db || a->url)) {
-        fprintf(stderr, "dirigent-ctl: give either --openclaw-config FILE or --db / "
-                "--store-url, not both\n%s", USAGE);
+        fprintf(stderr,
+                "dirigent-ctl: give either --openclaw-config FILE or --db / "
+                "--store-url, not both\n%s",
+                USAGE);
         return 2;
     }
     if (a->config) {
@@ -601,20 +609,22 @@ static int check_command(const ctl_args *a)
 {
     const char *cmd = a->args[0];
     int n = a->n;
-    int ok_args = cmd && ((!strcmp(cmd, "scopes") && n == 1) ||
-                          (!strcmp(cmd, "status") && n == 1) ||
-                          (!strcmp(cmd, "why") && (n == 2 || n == 3)) ||
-                          (!strcmp(cmd, "discussions") && n == 1) ||
-                          (!strcmp(cmd, "show") && n == 2) || (!strcmp(cmd, "outbox") && n == 1));
-    const char *why = a->db && a->url ? "dirigent-ctl: give either --db PATH (SQLite) or "
-                                        "--store-url URL (PostgreSQL), not both\n"
-                    : !a->db && !a->url ? "dirigent-ctl: --db PATH or --store-url URL (or env "
-                                          "DIRIGENT_STORE_URL) is required\n"
-                    : a->url && !dg_store_is_url(a->url) ? "dirigent-ctl: --store-url (or "
-                                    "DIRIGENT_STORE_URL) must be a postgresql:// or "
-                                    "postgres:// url; a SQLite file goes to --db\n"
-                    : !ok_args || (a->all && strcmp(cmd, "discussions") != 0)
-                        ? "dirigent-ctl: unknown command or wrong arguments\n" : NULL;
+    int ok_args =
+        cmd &&
+        ((!strcmp(cmd, "scopes") && n == 1) || (!strcmp(cmd, "status") && n == 1) ||
+         (!strcmp(cmd, "why") && (n == 2 || n == 3)) || (!strcmp(cmd, "discussions") && n == 1) ||
+         (!strcmp(cmd, "show") && n == 2) || (!strcmp(cmd, "outbox") && n == 1));
+    const char *why = a->db && a->url     ? "dirigent-ctl: give either --db PATH (SQLite) or "
+                                            "--store-url URL (PostgreSQL), not both\n"
+                      : !a->db && !a->url ? "dirigent-ctl: --db PATH or --store-url URL (or env "
+                                            "DIRIGENT_STORE_URL) is required\n"
+                      : a->url && !dg_store_is_url(a->url)
+                          ? "dirigent-ctl: --store-url (or "
+                            "DIRIGENT_STORE_URL) must be a postgresql:// or "
+                            "postgres:// url; a SQLite file goes to --db\n"
+                      : !ok_args || (a->all && strcmp(cmd, "discussions") != 0)
+                          ? "dirigent-ctl: unknown command or wrong arguments\n"
+                          : NULL;
     if (why) {
         fprintf(stderr, "%s%s", why, USAGE);
         return 2;
@@ -632,8 +642,10 @@ static int open_store(ctl *c, const ctl_args *a)
     char err[512] = "";
     struct stat sb;
     if (a->config && a->db && stat(a->db, &sb) != 0) {
-        fprintf(stderr, "dirigent-ctl: no database at %s (the plugin's dbPath) yet: the plugin "
-                "creates it when the gateway first starts\n", a->db);
+        fprintf(stderr,
+                "dirigent-ctl: no database at %s (the plugin's dbPath) yet: the plugin "
+                "creates it when the gateway first starts\n",
+                a->db);
         return 1;
     }
     if (dg_store_open_readonly(a->url ? a->url : a->db, &c->st, err, sizeof err) != OC_OK) {
@@ -655,12 +667,12 @@ static int open_store(ctl *c, const ctl_args *a)
 static int run_command(ctl *c, const ctl_args *a)
 {
     const char *cmd = a->args[0];
-    return !strcmp(cmd, "scopes") ? cmd_scopes(c)
-         : !strcmp(cmd, "status") ? cmd_status(c)
-         : !strcmp(cmd, "why") ? cmd_why(c, a->args[1], a->args[2])
-         : !strcmp(cmd, "discussions") ? cmd_discussions(c, a->all)
-         : !strcmp(cmd, "show") ? cmd_show(c, a->args[1])
-         : cmd_outbox(c);
+    return !strcmp(cmd, "scopes")        ? cmd_scopes(c)
+           : !strcmp(cmd, "status")      ? cmd_status(c)
+           : !strcmp(cmd, "why")         ? cmd_why(c, a->args[1], a->args[2])
+           : !strcmp(cmd, "discussions") ? cmd_discussions(c, a->all)
+           : !strcmp(cmd, "show")        ? cmd_show(c, a->args[1])
+                                         : cmd_outbox(c);
 }
 
 int main(int argc, char **argv)
@@ -668,7 +680,7 @@ int main(int argc, char **argv)
     int k = own_options_at(argc, argv);
     if (k)
         return !strcmp(argv[k], "serve") ? dg_ctl_serve_main(argc, argv, k)
-                                          : dg_ctl_doctor_main(argc, argv, k);
+                                         : dg_ctl_doctor_main(argc, argv, k);
     ctl c = {.now = wall_ms(), .claim_hooks = 1};
     ctl_args a = {0};
     int status;

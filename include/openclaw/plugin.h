@@ -72,12 +72,7 @@ static inline const char *oc_status_name(int status)
 }
 
 /* Log levels for oc_host_api.log. */
-enum {
-    OC_LOG_DEBUG = 0,
-    OC_LOG_INFO = 1,
-    OC_LOG_WARN = 2,
-    OC_LOG_ERROR = 3
-};
+enum { OC_LOG_DEBUG = 0, OC_LOG_INFO = 1, OC_LOG_WARN = 2, OC_LOG_ERROR = 3 };
 
 /* Opaque handle of the host; the plugin only passes it back. */
 typedef struct oc_host oc_host;
@@ -102,8 +97,7 @@ typedef struct oc_host oc_host;
  * Threads: any host thread, possibly several at once. May block on I/O
  * (storage, a bounded network call); the plugin bounds every wait.
  */
-typedef int (*oc_tool_fn)(void *state, const json_t *params, const json_t *ctx,
-                          json_t **result);
+typedef int (*oc_tool_fn)(void *state, const json_t *params, const json_t *ctx, json_t **result);
 
 /*
  * A hook handler. Same ownership and threading as oc_tool_fn; event and ctx
@@ -141,8 +135,7 @@ typedef int (*oc_tool_fn)(void *state, const json_t *params, const json_t *ctx,
  * {channelId: "discord", accountId, conversationId, sessionKey}; the agent
  * is in the session key agent:<agentId>:discord:channel:<c>[:thread:<t>].
  */
-typedef int (*oc_hook_fn)(void *state, const json_t *event, const json_t *ctx,
-                          json_t **result);
+typedef int (*oc_hook_fn)(void *state, const json_t *event, const json_t *ctx, json_t **result);
 
 /*
  * A tool description, passed to register_tool. The host copies nothing but
@@ -150,11 +143,11 @@ typedef int (*oc_hook_fn)(void *state, const json_t *event, const json_t *ctx,
  * valid until the plugin's shutdown returns (static storage is the norm).
  */
 typedef struct oc_tool {
-    uint32_t struct_size;     /* sizeof(oc_tool) as the plugin compiled it */
-    const char *name;         /* unique among the host's tools */
-    const char *description;  /* shown to the model */
-    const char *parameters;   /* JSON Schema of params, as JSON text */
-    oc_tool_fn execute;       /* mandatory */
+    uint32_t struct_size;    /* sizeof(oc_tool) as the plugin compiled it */
+    const char *name;        /* unique among the host's tools */
+    const char *description; /* shown to the model */
+    const char *parameters;  /* JSON Schema of params, as JSON text */
+    oc_tool_fn execute;      /* mandatory */
 } oc_tool;
 
 /*
@@ -164,7 +157,7 @@ typedef struct oc_tool {
  */
 typedef struct oc_host_api {
     uint32_t abi_major, abi_minor, struct_size;
-    oc_host *host;            /* pass back as the first argument */
+    oc_host *host; /* pass back as the first argument */
 
     /* Register a tool. Only inside init. Returns OC_OK, OC_ERR_CONFLICT for a
      * duplicate name, OC_ERR_INVALID for a malformed tool. */
@@ -180,8 +173,7 @@ typedef struct oc_host_api {
      * from inside init). Returns OC_OK, OC_ERR_INVALID,
      * OC_ERR_NOT_FOUND (unknown session, if the host only patches sessions
      * it holds). */
-    int (*session_patch)(oc_host *host, const char *session_key,
-                         const char *provider_override,
+    int (*session_patch)(oc_host *host, const char *session_key, const char *provider_override,
                          const char *model_override);
 
     /* Sessions the host holds in a channel, all threads included: a NEW
@@ -220,8 +212,8 @@ typedef struct oc_host_api {
 
 /* 1 when the host's api struct has the field (it was built against a header
  * that has it) and set it: for the optional functions of later minors. */
-#define OC_HOST_API_HAS(api, field)                                                       \
-    ((api)->struct_size >= offsetof(oc_host_api, field) + sizeof((api)->field) &&          \
+#define OC_HOST_API_HAS(api, field)                                                                \
+    ((api)->struct_size >= offsetof(oc_host_api, field) + sizeof((api)->field) &&                  \
      (api)->field != NULL)
 
 /*
@@ -230,8 +222,8 @@ typedef struct oc_host_api {
  */
 typedef struct oc_plugin {
     uint32_t abi_major, abi_minor, struct_size;
-    const char *id;           /* matches the manifest id */
-    const char *version;      /* the plugin's own version, e.g. "0.1.0" */
+    const char *id;      /* matches the manifest id */
+    const char *version; /* the plugin's own version, e.g. "0.1.0" */
 
     /*
      * Start the plugin. api: valid until shutdown returns. config: borrowed,
@@ -241,8 +233,8 @@ typedef struct oc_plugin {
      * err (at most err_len bytes, truncated), leave nothing running, and
      * return a negative status. Never concurrent with any other call.
      */
-    int (*init)(const oc_host_api *api, const json_t *config, void **state,
-                char *err, size_t err_len);
+    int (*init)(const oc_host_api *api, const json_t *config, void **state, char *err,
+                size_t err_len);
 
     /* Stop: join every thread the plugin started, end or abandon every
      * transfer, free everything. Called once after a successful init, never

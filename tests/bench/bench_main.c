@@ -55,12 +55,15 @@ int main(void)
 {
     const char *only = getenv("BENCH");
     int failed = 0;
-#define X(fn)                                                                      \
-    if (!only || strcmp(only, #fn + 6) == 0) {                                     \
-        printf("== %s\n", #fn + 6);                                                \
-        fflush(stdout);                                                            \
-        sync(); /* earlier benches' writes flushed first */                        \
-        if (run_isolated(fn) != 0) { printf("!! %s failed\n", #fn + 6); failed++; } \
+#define X(fn)                                                                                      \
+    if (!only || strcmp(only, #fn + 6) == 0) {                                                     \
+        printf("== %s\n", #fn + 6);                                                                \
+        fflush(stdout);                                                                            \
+        sync(); /* earlier benches' writes flushed first */                                        \
+        if (run_isolated(fn) != 0) {                                                               \
+            printf("!! %s failed\n", #fn + 6);                                                     \
+            failed++;                                                                              \
+        }                                                                                          \
     }
 #include "benches.inc"
 #undef X

@@ -60,22 +60,22 @@
 #define MAX_CHANNELS 512
 #define PER_CHANNEL_BACKLOG 250
 #define BACKLOG_MIN_CHANNELS 16
-#define SMALL_DRAINS 3          /* 1k drains in each bracket of the backlog curve */
-#define MID_DRAINS 3            /* 10k drains, their windows together the 10k figure */
-#define WINDOW_ROWS 1000        /* rows per window of a large drain (drain_windows) */
-#define POLL_US 1000            /* how often a backlog drain reads the sent counter */
+#define SMALL_DRAINS 3   /* 1k drains in each bracket of the backlog curve */
+#define MID_DRAINS 3     /* 10k drains, their windows together the 10k figure */
+#define WINDOW_ROWS 1000 /* rows per window of a large drain (drain_windows) */
+#define POLL_US 1000     /* how often a backlog drain reads the sent counter */
 
 typedef struct bctx {
     fake_discord *fd;
     obe e;
     CURL *raw;
     struct curl_slist *hdrs;
-    long seq;             /* message number, for distinct texts and nonces */
-    long latency_us;      /* the fake's response latency (0: answers at once) */
+    long seq;        /* message number, for distinct texts and nonces */
+    long latency_us; /* the fake's response latency (0: answers at once) */
     char dir[32];
-    int e_open;           /* e was opened (obe_close it) */
-    int pinned;           /* fake on CPU 1, clients on CPU 0 (bench_pin_begin) */
-    cpu_set_t cpus;       /* the calling thread's CPUs before, given back on close */
+    int e_open;     /* e was opened (obe_close it) */
+    int pinned;     /* fake on CPU 1, clients on CPU 0 (bench_pin_begin) */
+    cpu_set_t cpus; /* the calling thread's CPUs before, given back on close */
 } bctx;
 
 static long env_long(const char *name, long dflt)
@@ -134,8 +134,7 @@ static double raw_round(bctx *b, char chans[][24], int n_chans, int k)
         curl_easy_setopt(b->raw, CURLOPT_POSTFIELDS, body);
         long status = 0;
         if (curl_easy_perform(b->raw) != CURLE_OK ||
-            curl_easy_getinfo(b->raw, CURLINFO_RESPONSE_CODE, &status) != CURLE_OK ||
-            status != 200)
+            curl_easy_getinfo(b->raw, CURLINFO_RESPONSE_CODE, &status) != CURLE_OK || status != 200)
             return -1;
     }
     return (now_us() - t0) / k;
@@ -186,7 +185,7 @@ static int add_channels(bctx *b, const char *name, char out[][24], int n)
 
 static int bench_channels(bctx *b, int n_chans, int k, int rounds)
 {
-    char (*raw)[24] = calloc(MAX_CHANNELS, 24), (*ob)[24] = calloc(MAX_CHANNELS, 24);
+    char(*raw)[24] = calloc(MAX_CHANNELS, 24), (*ob)[24] = calloc(MAX_CHANNELS, 24);
     double *tr = calloc((size_t)rounds, sizeof *tr), *to = calloc((size_t)rounds, sizeof *to);
     double *cr = calloc((size_t)rounds, sizeof *cr), *co = calloc((size_t)rounds, sizeof *co);
     int rc = -1;
@@ -236,8 +235,7 @@ static int bench_channels(bctx *b, int n_chans, int k, int rounds)
         printf("(clients on CPU 0, fake on CPU 1) ");
     printf("outbox, %2d channel%s: %.1f us/msg p50 (%.1f p99) = %.0f msg/s; raw serial "
            "libcurl %.1f us/msg p50 (%.1f p99) = %.0f msg/s; %d rounds of %d\n",
-           n_chans, n_chans == 1 ? " " : "s", o50, o99, 1e6 / o50, r50, r99, 1e6 / r50, rounds,
-           k);
+           n_chans, n_chans == 1 ? " " : "s", o50, o99, 1e6 / o50, r50, r99, 1e6 / r50, rounds, k);
     printf("  process CPU per message (client + fake, both cores): outbox %.1f us, raw %.1f us "
            "p50\n",
            bench_pct(co, rounds, 0.5), bench_pct(cr, rounds, 0.5));
@@ -329,7 +327,7 @@ static double backlog_round(bctx *b, long n, double *win, long max_win, long *n_
         n_chans = BACKLOG_MIN_CHANNELS;
     if (n_chans > MAX_CHANNELS)
         n_chans = MAX_CHANNELS;
-    char (*ch)[24] = calloc(MAX_CHANNELS, 24);
+    char(*ch)[24] = calloc(MAX_CHANNELS, 24);
     double per = -1;
     if (ch && add_channels(b, "backlog", ch, n_chans) == 0 && owe(b, ch, n_chans, n) == 0) {
         double c0 = cpu_us(), w0 = wchar_now();
@@ -425,7 +423,8 @@ static int bench_backlog(bctx *b)
         w50[s] = bench_pct(win[s], n_win[s], 0.5);
         w99[s] = bench_pct(win[s], n_win[s], 0.99);
         printf("; %ldk %.1f us (p50 of %ld windows of %d rows, %.2fx; whole drain %.1f us, "
-               "%.2fx)", sizes[s] / 1000, w50[s], n_win[s], WINDOW_ROWS, w50[s] / s50, whole[s],
+               "%.2fx)",
+               sizes[s] / 1000, w50[s], n_win[s], WINDOW_ROWS, w50[s] / s50, whole[s],
                whole[s] / s50);
     }
     printf("\n");

@@ -35,15 +35,15 @@ static void dispatcher(int go_fd, int ready_fd, const char *url, const char *db)
 {
     obe e;
     char err[256];
-    static const dg_discord_options tune = {.timeout_ms = 5000, .backoff_base_ms = 5,
-                                            .backoff_max_ms = 40};
+    static const dg_discord_options tune = {
+        .timeout_ms = 5000, .backoff_base_ms = 5, .backoff_max_ms = 40};
     if (obe_open(&e, url, db, &tune, err, sizeof err) != 0)
         _exit(1);
     char c = 'r';
     if (write(ready_fd, &c, 1) != 1 || read(go_fd, &c, 1) != 1)
         _exit(1);
-    dg_outbox_options o = {.backoff_base_ms = 20, .backoff_max_ms = 200, .max_attempts = 100,
-                           .max_inflight = 16};
+    dg_outbox_options o = {
+        .backoff_base_ms = 20, .backoff_max_ms = 200, .max_attempts = 100, .max_inflight = 16};
     if (dg_outbox_start_opts(&e.p, &o, &e.p.outbox, err, sizeof err) != OC_OK)
         _exit(1);
     while (read(go_fd, &c, 1) > 0)
@@ -53,8 +53,8 @@ static void dispatcher(int go_fd, int ready_fd, const char *url, const char *db)
 }
 
 /* One round with n dispatchers; us per message, or -1. */
-static double round_of(fake_discord *fd, dg_store *st, const char *db, char ch[][24],
-                       int n_ch, long k, long *seq, int n)
+static double round_of(fake_discord *fd, dg_store *st, const char *db, char ch[][24], int n_ch,
+                       long k, long *seq, int n)
 {
     const char *mention[] = {"300000000000000001"};
     if (dg_store_begin(st) != OC_OK)
@@ -110,8 +110,7 @@ static double round_of(fake_discord *fd, dg_store *st, const char *db, char ch[]
         close(go[d][1]);
         close(ready[d][0]);
         int status = 0;
-        if (waitpid(pid[d], &status, 0) != pid[d] || !WIFEXITED(status) ||
-            WEXITSTATUS(status) != 0)
+        if (waitpid(pid[d], &status, 0) != pid[d] || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
             ok = 0;
     }
     return ok ? us : -1;
@@ -163,10 +162,11 @@ int bench_shared_outbox(void)
         double t50 = bench_pct(two, rounds, 0.5), t99 = bench_pct(two, rounds, 0.99);
         printf("outbox on PostgreSQL, %ld messages over %ld channels per round, %ld rounds a "
                "side: one dispatcher p50 %.1f us/msg p99 %.1f; two dispatchers p50 %.1f us/msg "
-               "p99 %.1f\n", k, n_ch, rounds, o50, o99, t50, t99);
+               "p99 %.1f\n",
+               k, n_ch, rounds, o50, o99, t50, t99);
         /* Throughput ratio: two's rate over one's = one's time over two's. */
-        bench_row("PG outbox, two dispatchers (rate)", "us/msg", t50, t99, "one dispatcher",
-                  o50, o99, o50 / t50, o99 / t99, 1, 1.0);
+        bench_row("PG outbox, two dispatchers (rate)", "us/msg", t50, t99, "one dispatcher", o50,
+                  o99, o50 / t50, o99 / t99, 1, 1.0);
     } else {
         printf("bench_shared_outbox: a round failed (%s)\n", *err ? err : "a dispatcher");
     }

@@ -55,8 +55,8 @@ static int pg_setup_scopes(tth *h, long scopes, json_t **ctx)
         pg_channel(c, ch, sizeof ch);
         for (int a = 0; a < PG_AGENTS; a++) {
             tth_session_key(key, sizeof key, PG_NAMES[a], ch, NULL);
-            json_t *x = json_pack("{s:s, s:s, s:s, s:s}", "agentId", PG_NAMES[a], "sessionKey",
-                                  key, "channelId", ch, "messageProvider", "discord");
+            json_t *x = json_pack("{s:s, s:s, s:s, s:s}", "agentId", PG_NAMES[a], "sessionKey", key,
+                                  "channelId", ch, "messageProvider", "discord");
             json_t *r = NULL;
             if (!x || fn(h->state, ev, x, &r) != OC_OK)
                 return -1;
@@ -158,9 +158,9 @@ static int pg_ingest(tth *h, long scopes, long n)
         char ch[24], id[24];
         pg_channel(i % scopes, ch, sizeof ch); /* the awake channels of the setup */
         snprintf(id, sizeof id, "8%017ld", i);
-        json_t *ev = json_pack("{s:s, s:s, s:b, s:s, s:b, s:s, s:[]}", "messageId", id,
-                               "channelId", ch, "isDm", 0, "senderId", TTH_HUMAN_UID,
-                               "senderIsBot", 0, "content", "one more thing", "mentions");
+        json_t *ev = json_pack("{s:s, s:s, s:b, s:s, s:b, s:s, s:[]}", "messageId", id, "channelId",
+                               ch, "isDm", 0, "senderId", TTH_HUMAN_UID, "senderIsBot", 0,
+                               "content", "one more thing", "mentions");
         json_object_set(ctx, "channelId", json_object_get(ev, "channelId"));
         if (i % 2)
             rc = pg_raw_insert(c, i, &tr[i]);
@@ -180,7 +180,8 @@ static int pg_ingest(tth *h, long scopes, long n)
         double r99 = bench_pct(tr, n, 0.99), h99 = bench_pct(th, n, 0.99);
         printf("PostgreSQL message_received ingest (human message): p50 %.1f us  p99 %.1f us "
                "(%ld messages)\nraw prepared INSERT in its own transaction: p50 %.1f us  p99 "
-               "%.1f us\n", h50 / 1e3, h99 / 1e3, n, r50 / 1e3, r99 / 1e3);
+               "%.1f us\n",
+               h50 / 1e3, h99 / 1e3, n, r50 / 1e3, r99 / 1e3);
         bench_row("PG ingest, human message", "us", h50 / 1e3, h99 / 1e3, "raw PG insert",
                   r50 / 1e3, r99 / 1e3, h50 / r50, h99 / r99, 0, 1.5);
     }

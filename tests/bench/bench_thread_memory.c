@@ -68,8 +68,8 @@ int bench_thread_memory(void)
     size_t max_scopes = 0;
     int failed = 0;
     double t0 = now_s();
-    printf("%10s %10s %14s %14s %8s\n", "messages", "RSS KB", "mirror scopes",
-           "mirror sessions", "seconds");
+    printf("%10s %10s %14s %14s %8s\n", "messages", "RSS KB", "mirror scopes", "mirror sessions",
+           "seconds");
     for (long i = 1, m = 0; i <= total && !failed; i++) {
         char id[32];
         snprintf(id, sizeof id, "42%016ld", i);

@@ -36,8 +36,8 @@
 
 #define AGENTS 8
 
-static const char *const NAMES[AGENTS] = {"alpha", "bravo", "charlie", "delta",
-                                          "echo", "foxtrot", "golf", "hotel"};
+static const char *const NAMES[AGENTS] = {"alpha", "bravo",   "charlie", "delta",
+                                          "echo",  "foxtrot", "golf",    "hotel"};
 
 static long env_long(const char *name, long dflt)
 {
@@ -157,7 +157,8 @@ static int bench_resolve(tth *h, long scopes, long samples)
         for (int a = 0; a < AGENTS; a++) {
             long i = c * AGENTS + a;
             tth_session_key(key, sizeof key, NAMES[a], ch, NULL);
-            if (asprintf(&ctx[i], "{\"agentId\":\"%s\",\"sessionKey\":\"%s\",\"channelId\":\"%s\","
+            if (asprintf(&ctx[i],
+                         "{\"agentId\":\"%s\",\"sessionKey\":\"%s\",\"channelId\":\"%s\","
                          "\"messageProvider\":\"discord\",\"workspaceDir\":\"/srv/agents/%s\"}",
                          NAMES[a], key, ch, NAMES[a]) < 0)
                 return -1;
@@ -188,11 +189,17 @@ static int bench_resolve(tth *h, long scopes, long samples)
                 parts[a - 1] = NAMES[a];
         }
         dg_discussion d = {
-            .discussion_channel_id = (char *)closed_ch, .origin_channel_id = "300000000000000001",
-            .initiator_agent_id = (char *)NAMES[0], .initiator_session_key = "agent:x",
-            .initiator_session_id = "sid", .initiator_workspace = "/tmp/ws",
-            .discuss_guide = "bench", .status = DG_DISCUSSION_ACTIVE,
-            .created_at_ms = dg_now_ms(p), .turn_order = order, .n_turn_order = AGENTS,
+            .discussion_channel_id = (char *)closed_ch,
+            .origin_channel_id = "300000000000000001",
+            .initiator_agent_id = (char *)NAMES[0],
+            .initiator_session_key = "agent:x",
+            .initiator_session_id = "sid",
+            .initiator_workspace = "/tmp/ws",
+            .discuss_guide = "bench",
+            .status = DG_DISCUSSION_ACTIVE,
+            .created_at_ms = dg_now_ms(p),
+            .turn_order = order,
+            .n_turn_order = AGENTS,
         };
         int64_t id = 0;
         if (dg_store_begin(p->store) != OC_OK)
@@ -211,8 +218,8 @@ static int bench_resolve(tth *h, long scopes, long samples)
             char key[128];
             tth_session_key(key, sizeof key, NAMES[a], closed_ch, NULL);
             closed_ctx[a] = json_pack("{s:s, s:s, s:s, s:s, s:s}", "agentId", NAMES[a],
-                                      "sessionKey", key, "channelId", closed_ch,
-                                      "messageProvider", "discord", "workspaceDir", "/srv/a");
+                                      "sessionKey", key, "channelId", closed_ch, "messageProvider",
+                                      "discord", "workspaceDir", "/srv/a");
             int sink0 = 0;
             if (!closed_ctx[a] || hook_parsed(h, closed_ctx[a], fn, event, &sink0) != OC_OK)
                 return -1;
@@ -353,10 +360,12 @@ static int raw_open(raw_db *r, const char *path)
     memset(r, 0, sizeof *r);
     if (sqlite3_open(path, &r->db) != SQLITE_OK)
         return -1;
-    sqlite3_exec(r->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"
+    sqlite3_exec(r->db,
+                 "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"
                  "CREATE TABLE IF NOT EXISTS raw_seen (channel_id TEXT NOT NULL, message_id TEXT "
                  "NOT NULL, seen_ms INTEGER NOT NULL, PRIMARY KEY (channel_id, message_id)) "
-                 "WITHOUT ROWID;", NULL, NULL, NULL);
+                 "WITHOUT ROWID;",
+                 NULL, NULL, NULL);
     sqlite3_prepare_v2(r->db, "BEGIN IMMEDIATE", -1, &r->begin, NULL);
     sqlite3_prepare_v2(r->db, "INSERT INTO raw_seen VALUES (?, ?, ?)", -1, &r->ins, NULL);
     sqlite3_prepare_v2(r->db, "COMMIT", -1, &r->commit, NULL);
@@ -417,8 +426,8 @@ static int hook_ingest(tth *h, oc_hook_fn fn, json_t *ctx, long scopes, long i, 
         sender = tth_uid(NAMES[speaker_of[c]]);
         speaker_of[c] = (speaker_of[c] + 1) % AGENTS;
     }
-    json_t *ev = json_pack("{s:s, s:s, s:b, s:s, s:b, s:s, s:[]}", "messageId", id, "channelId",
-                           ch, "isDm", 0, "senderId", sender, "senderIsBot", kind == 1, "content",
+    json_t *ev = json_pack("{s:s, s:s, s:b, s:s, s:b, s:s, s:[]}", "messageId", id, "channelId", ch,
+                           "isDm", 0, "senderId", sender, "senderIsBot", kind == 1, "content",
                            "one more thing", "mentions");
     json_object_set(ctx, "channelId", json_object_get(ev, "channelId"));
     json_t *r = NULL;
@@ -473,14 +482,13 @@ static int bench_ingest(tth *h, long scopes, long n, int kind, long *offset, con
                h50 / 1e3, hm / 1e3, h99 / 1e3, n, scopes);
         printf("raw prepared insert (own transaction): p50 %.2f us  mean %.2f us  p99 %.2f us\n",
                r50 / 1e3, rm / 1e3, r99 / 1e3);
-        printf("pages written per message: hook %.2f (%.0f%% of commits split a page), raw "
-               "insert %.2f (%.0f%%)\n", (double)ph.pages / (double)ph.commits,
-               100.0 * (double)ph.splits / (double)ph.commits,
-               (double)pr.pages / (double)pr.commits,
-               100.0 * (double)pr.splits / (double)pr.commits);
-        bench_row(row, "us", h50 / 1e3,
-                  h99 / 1e3, "raw insert", r50 / 1e3, r99 / 1e3, h50 / r50, h99 / r99, 0,
-                  kind ? 1.5 : 1.3);
+        printf(
+            "pages written per message: hook %.2f (%.0f%% of commits split a page), raw "
+            "insert %.2f (%.0f%%)\n",
+            (double)ph.pages / (double)ph.commits, 100.0 * (double)ph.splits / (double)ph.commits,
+            (double)pr.pages / (double)pr.commits, 100.0 * (double)pr.splits / (double)pr.commits);
+        bench_row(row, "us", h50 / 1e3, h99 / 1e3, "raw insert", r50 / 1e3, r99 / 1e3, h50 / r50,
+                  h99 / r99, 0, kind ? 1.5 : 1.3);
     }
     free(path);
     free(tr);

@@ -22,7 +22,7 @@ const oc_plugin *oc_plugin_entry(void);
 #define MAX_STEPS 32
 
 typedef struct fz_hook {
-    const char *name;       /* static: the plugin's own string */
+    const char *name; /* static: the plugin's own string */
     oc_hook_fn fn;
 } fz_hook;
 
@@ -31,11 +31,11 @@ struct fz_host {
     const oc_plugin *plugin;
     void *state;
     fake_discord *fd;
-    char *dir;              /* temp folder; owned */
-    char *ws;               /* dir/ws; owned */
+    char *dir; /* temp folder; owned */
+    char *ws;  /* dir/ws; owned */
     _Atomic int64_t now_ms;
-    pthread_mutex_t mu;     /* guards leaked */
-    int leaked;             /* a log line carried the token */
+    pthread_mutex_t mu; /* guards leaked */
+    int leaked;         /* a log line carried the token */
     fz_hook hooks[FZ_MAX_HOOKS];
     int n_hooks;
     const oc_tool *tools[FZ_MAX_TOOLS];
@@ -43,8 +43,10 @@ struct fz_host {
 };
 
 static const char *const agents[][2] = {
-    {"alpha", "100000000000000001"}, {"bravo", "100000000000000002"},
-    {"charlie", "100000000000000003"}, {"delta", "100000000000000004"},
+    {"alpha", "100000000000000001"},
+    {"bravo", "100000000000000002"},
+    {"charlie", "100000000000000003"},
+    {"delta", "100000000000000004"},
 };
 #define N_AGENTS (sizeof agents / sizeof agents[0])
 
@@ -141,9 +143,9 @@ static int make_workspace(fz_host *h)
     snprintf(path, sizeof path, "%s/sub", h->ws);
     if (mkdir(h->ws, 0700) || mkdir(path, 0700))
         return -1;
-    if (put_file(h->ws, "summary.md", "# Result\nWe agree.\n") ||
-        put_file(h->ws, "empty.md", "") || put_file(h->ws, "blank.md", " \n\t\n") ||
-        put_file(h->ws, "sub/notes.md", "notes\n") || put_file(h->dir, "outside.md", "secret\n"))
+    if (put_file(h->ws, "summary.md", "# Result\nWe agree.\n") || put_file(h->ws, "empty.md", "") ||
+        put_file(h->ws, "blank.md", " \n\t\n") || put_file(h->ws, "sub/notes.md", "notes\n") ||
+        put_file(h->dir, "outside.md", "secret\n"))
         return -1;
     snprintf(path, sizeof path, "%s/link.md", h->ws);
     if (symlink("../outside.md", path))
@@ -186,31 +188,36 @@ fz_host *fz_host_start(const char *policy)
     char tmpl[4096];
     snprintf(tmpl, sizeof tmpl, "%s/dirigent-fuzz-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(tmpl) || !(h->dir = strdup(tmpl)) || make_workspace(h) || start_discord(h)) {
-        fprintf(stderr, "fuzz_host: cannot set up an instance in %s: %s\n", tmpl,
-                strerror(errno));
+        fprintf(stderr, "fuzz_host: cannot set up an instance in %s: %s\n", tmpl, strerror(errno));
         fz_host_stop(h);
         return NULL;
     }
     h->api = (oc_host_api){
-        .abi_major = OC_ABI_MAJOR, .abi_minor = OC_ABI_MINOR,
-        .struct_size = sizeof(oc_host_api), .host = (oc_host *)h,
-        .register_tool = h_register_tool, .on = h_on, .session_patch = h_patch,
-        .sessions_list = h_list, .log = h_log,
+        .abi_major = OC_ABI_MAJOR,
+        .abi_minor = OC_ABI_MINOR,
+        .struct_size = sizeof(oc_host_api),
+        .host = (oc_host *)h,
+        .register_tool = h_register_tool,
+        .on = h_on,
+        .session_patch = h_patch,
+        .sessions_list = h_list,
+        .log = h_log,
     };
     h->plugin = oc_plugin_entry();
     char text[4096];
-    snprintf(text, sizeof text,
-             "{\"noReplyProvider\":\"noreply\",\"noReplyModel\":\"no-reply-1\","
-             "\"sessionPolicy\":\"%s\",\"dbPath\":\"%s/dirigent.db\","
-             "\"admins\":[\"200000000000000001\"],"
-             "\"turn\":{\"timeoutSec\":30,\"maxAgentMessages\":6},"
-             "\"discord\":{\"apiBase\":\"%s\",\"guildId\":\"500000000000000001\","
-             "\"moderatorToken\":\"%s\",\"moderatorUserId\":\"" MOD_UID "\",\"timeoutMs\":3000},"
-             "\"discussion\":{\"maxSummaryBytes\":4096,\"maxGuideChars\":1500},"
-             "\"agents\":{\"alpha\":{\"discordUserId\":\"%s\"},\"bravo\":{\"discordUserId\":\"%s\"},"
-             "\"charlie\":{\"discordUserId\":\"%s\"},\"delta\":{\"discordUserId\":\"%s\"}}}",
-             policy, h->dir, fake_discord_url(h->fd), FZ_TOKEN, agents[0][1], agents[1][1],
-             agents[2][1], agents[3][1]);
+    snprintf(
+        text, sizeof text,
+        "{\"noReplyProvider\":\"noreply\",\"noReplyModel\":\"no-reply-1\","
+        "\"sessionPolicy\":\"%s\",\"dbPath\":\"%s/dirigent.db\","
+        "\"admins\":[\"200000000000000001\"],"
+        "\"turn\":{\"timeoutSec\":30,\"maxAgentMessages\":6},"
+        "\"discord\":{\"apiBase\":\"%s\",\"guildId\":\"500000000000000001\","
+        "\"moderatorToken\":\"%s\",\"moderatorUserId\":\"" MOD_UID "\",\"timeoutMs\":3000},"
+        "\"discussion\":{\"maxSummaryBytes\":4096,\"maxGuideChars\":1500},"
+        "\"agents\":{\"alpha\":{\"discordUserId\":\"%s\"},\"bravo\":{\"discordUserId\":\"%s\"},"
+        "\"charlie\":{\"discordUserId\":\"%s\"},\"delta\":{\"discordUserId\":\"%s\"}}}",
+        policy, h->dir, fake_discord_url(h->fd), FZ_TOKEN, agents[0][1], agents[1][1], agents[2][1],
+        agents[3][1]);
     json_error_t je;
     json_t *cfg = json_loads(text, 0, &je);
     char err[1024] = "";
@@ -241,8 +248,8 @@ static void check_call(fz_host *h, const char *what, int rc, const json_t *resul
     pthread_mutex_unlock(&h->mu);
     if (!known || !shaped || leaked || rc == OC_ERR_INTERNAL) {
         char *r = result ? json_dumps(result, JSON_COMPACT) : NULL;
-        fprintf(stderr, "fuzz_host: %s broke its contract: status %d (%s), result %s%s\n", what,
-                rc, oc_status_name(rc), r ? r : "(none)", leaked ? ", token in the log" : "");
+        fprintf(stderr, "fuzz_host: %s broke its contract: status %d (%s), result %s%s\n", what, rc,
+                oc_status_name(rc), r ? r : "(none)", leaked ? ", token in the log" : "");
         free(r);
         abort();
     }
@@ -253,7 +260,8 @@ static void last_channel(fz_host *h, char *buf, size_t cap)
 {
     json_t *all = fake_discord_channels(h->fd);
     size_t n = json_array_size(all);
-    const char *id = n ? json_string_value(json_object_get(json_array_get(all, n - 1), "id")) : NULL;
+    const char *id =
+        n ? json_string_value(json_object_get(json_array_get(all, n - 1), "id")) : NULL;
     snprintf(buf, cap, "%s", id ? id : FZ_CHANNEL);
     json_decref(all);
 }

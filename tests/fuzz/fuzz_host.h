@@ -25,7 +25,7 @@
 #define FZ_MAX_HOOKS 16
 #define FZ_MAX_TOOLS 8
 #define FZ_TOKEN "fuzz-moderator-token.Zm9vYmFy.c2VjcmV0X3Rva2VuX2Zvcl9mdXp6"
-#define FZ_CHANNEL "300000000000000001"   /* a public channel of the fake guild */
+#define FZ_CHANNEL "300000000000000001" /* a public channel of the fake guild */
 
 typedef struct fz_host fz_host;
 

@@ -50,8 +50,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memcpy(padded + 2, text, n);
         memcpy(padded + 2 + n, "\t\n", 3);
         if (dg_silent_text(padded) != silent) {
-            fprintf(stderr, "fuzz_silent: white space around the text changed the verdict: \"%s\"\n",
-                    text);
+            fprintf(stderr,
+                    "fuzz_silent: white space around the text changed the verdict: \"%s\"\n", text);
             abort();
         }
         free(padded);

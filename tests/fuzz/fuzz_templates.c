@@ -59,10 +59,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     }
     if (rc == OC_OK) {
-        dg_tpl_vars v = {.discussGuide = parts[1], .initiatorMention = parts[2],
-                         .participantMentions = parts[3], .summaryPath = parts[4],
-                         .discussionChannel = parts[5], .originChannel = parts[6],
-                         .status = parts[7], .maxAgentMessages = parts[8]};
+        dg_tpl_vars v = {.discussGuide = parts[1],
+                         .initiatorMention = parts[2],
+                         .participantMentions = parts[3],
+                         .summaryPath = parts[4],
+                         .discussionChannel = parts[5],
+                         .originChannel = parts[6],
+                         .status = parts[7],
+                         .maxAgentMessages = parts[8]};
         char *out = dg_templates_render(t, name, &v);
         if (!out) {
             fprintf(stderr, "fuzz_templates: a loaded template did not render\n");

@@ -50,8 +50,8 @@ typedef struct bp_state {
     int n_threads;
     long tick_ms;
     atomic_long ticks, patches, lists;
-    json_t *last_list;  /* guarded by mu */
-    json_t *seen;       /* guarded by mu: hook -> {event, ctx} */
+    json_t *last_list; /* guarded by mu */
+    json_t *seen;      /* guarded by mu: hook -> {event, ctx} */
     int bogus_hook_status, dup_tool_status, late_register_status;
 } bp_state;
 
@@ -106,8 +106,8 @@ static void *bp_thread(void *arg)
         snprintf(line, sizeof line, "bridge_probe: tick %ld", n);
         s->api->log(s->api->host, OC_LOG_DEBUG, line);
         if (n == 1 || n % 10 == 0) {
-            if (s->api->session_patch(s->api->host, "agent:probe:discord:channel:42", "np",
-                                      "nm") == OC_OK)
+            if (s->api->session_patch(s->api->host, "agent:probe:discord:channel:42", "np", "nm") ==
+                OC_OK)
                 atomic_fetch_add(&s->patches, 1);
             json_t *list = s->api->sessions_list(s->api->host, "42");
             if (list) {
@@ -165,10 +165,9 @@ static int bp_stats(void *state, const json_t *params, const json_t *ctx, json_t
     json_t *details = json_pack(
         "{s:I, s:I, s:I, s:O, s:O, s:i, s:i, s:i}", "ticks", (json_int_t)atomic_load(&s->ticks),
         "patches", (json_int_t)atomic_load(&s->patches), "lists",
-        (json_int_t)atomic_load(&s->lists), "lastList",
-        s->last_list ? s->last_list : json_null(), "seen", s->seen, "bogusHookStatus",
-        s->bogus_hook_status, "dupToolStatus", s->dup_tool_status, "lateRegisterStatus",
-        s->late_register_status);
+        (json_int_t)atomic_load(&s->lists), "lastList", s->last_list ? s->last_list : json_null(),
+        "seen", s->seen, "bogusHookStatus", s->bogus_hook_status, "dupToolStatus",
+        s->dup_tool_status, "lateRegisterStatus", s->late_register_status);
     pthread_mutex_unlock(&s->mu);
     return bp_answer(details, result);
 }
@@ -187,10 +186,10 @@ static int bp_host(void *state, const json_t *params, const json_t *ctx, json_t 
                             "probe_host: call must be session_reset or run_abort, key a string");
         return OC_ERR_INVALID;
     }
-    int offered = reset ? OC_HOST_API_HAS(s->api, session_reset)
-                        : OC_HOST_API_HAS(s->api, run_abort);
+    int offered =
+        reset ? OC_HOST_API_HAS(s->api, session_reset) : OC_HOST_API_HAS(s->api, run_abort);
     int rc = !offered ? OC_ERR_UNSUPPORTED
-           : reset    ? s->api->session_reset(s->api->host, key)
+             : reset  ? s->api->session_reset(s->api->host, key)
                       : s->api->run_abort(s->api->host, key);
     return bp_answer(json_pack("{s:b, s:i}", "offered", offered, "status", rc), result);
 }
@@ -266,7 +265,8 @@ static const oc_tool bp_tools[4] = {
      "{\"type\":\"object\",\"properties\":{}}", bp_stats},
     {sizeof(oc_tool), "probe_host", "Call an ABI 1.1 host function (bridge test)",
      "{\"type\":\"object\",\"properties\":{\"call\":{\"type\":\"string\"},"
-     "\"key\":{\"type\":\"string\"}}}", bp_host},
+     "\"key\":{\"type\":\"string\"}}}",
+     bp_host},
 };
 
 static void bp_free(bp_state *s)
@@ -298,8 +298,8 @@ static int bp_init(const oc_host_api *api, const json_t *config, void **state, c
         if (strcmp(key, "threads") == 0 && json_is_integer(v) && json_integer_value(v) >= 0 &&
             json_integer_value(v) <= BP_MAX_THREADS)
             threads = (long)json_integer_value(v);
-        else if (strcmp(key, "tickMs") == 0 && json_is_integer(v) &&
-                 json_integer_value(v) >= 1 && json_integer_value(v) <= 1000)
+        else if (strcmp(key, "tickMs") == 0 && json_is_integer(v) && json_integer_value(v) >= 1 &&
+                 json_integer_value(v) <= 1000)
             tick_ms = (long)json_integer_value(v);
         else {
             snprintf(err, err_len, "bridge_probe: unknown or invalid config key \"%s\"", key);
@@ -324,9 +324,12 @@ static int bp_init(const oc_host_api *api, const json_t *config, void **state, c
         oc_hook_fn fn;
         int priority;
     } hooks[] = {
-        {"before_model_resolve", bp_model_resolve, 10}, {"before_prompt_build", bp_prompt_build, 0},
-        {"message_sending", bp_sending, 0},              {"agent_end", bp_agent_end, 0},
-        {"message_received", bp_received, 0},           {"gateway_start", bp_gw_start, 0},
+        {"before_model_resolve", bp_model_resolve, 10},
+        {"before_prompt_build", bp_prompt_build, 0},
+        {"message_sending", bp_sending, 0},
+        {"agent_end", bp_agent_end, 0},
+        {"message_received", bp_received, 0},
+        {"gateway_start", bp_gw_start, 0},
         {"gateway_stop", bp_gw_stop, 0},
     };
     for (size_t i = 0; i < sizeof hooks / sizeof hooks[0] && rc == OC_OK; i++)

@@ -42,7 +42,7 @@ typedef struct tool_slot {
     oc_tool tool;
     char *name, *mode;
     int status;
-    json_t *result;          /* JSON null: return no result at all */
+    json_t *result; /* JSON null: return no result at all */
     int has_result;
 } tool_slot;
 
@@ -89,14 +89,28 @@ static int hook_common(void *state, size_t i, const json_t *event, json_t **resu
     return s->status;
 }
 
-#define HOOK_FN(n)                                                                              \
-    static int hook_##n(void *st, const json_t *ev, const json_t *ctx, json_t **res)            \
-    {                                                                                           \
-        (void)ctx;                                                                              \
-        return hook_common(st, n, ev, res);                                                     \
+#define HOOK_FN(n)                                                                                 \
+    static int hook_##n(void *st, const json_t *ev, const json_t *ctx, json_t **res)               \
+    {                                                                                              \
+        (void)ctx;                                                                                 \
+        return hook_common(st, n, ev, res);                                                        \
     }
-HOOK_FN(0) HOOK_FN(1) HOOK_FN(2) HOOK_FN(3) HOOK_FN(4) HOOK_FN(5) HOOK_FN(6) HOOK_FN(7)
-HOOK_FN(8) HOOK_FN(9) HOOK_FN(10) HOOK_FN(11) HOOK_FN(12) HOOK_FN(13) HOOK_FN(14) HOOK_FN(15)
+HOOK_FN(0)
+HOOK_FN(1)
+HOOK_FN(2)
+HOOK_FN(3)
+HOOK_FN(4)
+HOOK_FN(5)
+HOOK_FN(6)
+HOOK_FN(7)
+HOOK_FN(8)
+HOOK_FN(9)
+HOOK_FN(10)
+HOOK_FN(11)
+HOOK_FN(12)
+HOOK_FN(13)
+HOOK_FN(14)
+HOOK_FN(15)
 static const oc_hook_fn hook_fns[MAX_HOOKS] = {
     hook_0, hook_1, hook_2,  hook_3,  hook_4,  hook_5,  hook_6,  hook_7,
     hook_8, hook_9, hook_10, hook_11, hook_12, hook_13, hook_14, hook_15,
@@ -125,15 +139,15 @@ static int tool_common(void *state, size_t i, const json_t *params, const json_t
     plog(p, OC_LOG_INFO, "call tool %s", s->name);
     const char *mode = s->mode ? s->mode : "fixed";
     if (strcmp(mode, "echo") == 0) {
-        *result = text_result("echo", json_pack("{s:O,s:O}", "params", (json_t *)params, "ctx",
-                                                (json_t *)ctx));
+        *result = text_result(
+            "echo", json_pack("{s:O,s:O}", "params", (json_t *)params, "ctx", (json_t *)ctx));
         return OC_OK;
     }
     if (strcmp(mode, "patch") == 0) {
-        int rc = p->api->session_patch(
-            p->api->host, json_string_value(json_object_get(params, "key")),
-            json_string_value(json_object_get(params, "provider")),
-            json_string_value(json_object_get(params, "model")));
+        int rc =
+            p->api->session_patch(p->api->host, json_string_value(json_object_get(params, "key")),
+                                  json_string_value(json_object_get(params, "provider")),
+                                  json_string_value(json_object_get(params, "model")));
         *result = text_result("patched", json_pack("{s:i}", "status", rc));
         return OC_OK;
     }
@@ -153,12 +167,19 @@ static int tool_common(void *state, size_t i, const json_t *params, const json_t
     return s->status;
 }
 
-#define TOOL_FN(n)                                                                              \
-    static int tool_##n(void *st, const json_t *pa, const json_t *ctx, json_t **res)            \
-    {                                                                                           \
-        return tool_common(st, n, pa, ctx, res);                                                \
+#define TOOL_FN(n)                                                                                 \
+    static int tool_##n(void *st, const json_t *pa, const json_t *ctx, json_t **res)               \
+    {                                                                                              \
+        return tool_common(st, n, pa, ctx, res);                                                   \
     }
-TOOL_FN(0) TOOL_FN(1) TOOL_FN(2) TOOL_FN(3) TOOL_FN(4) TOOL_FN(5) TOOL_FN(6) TOOL_FN(7)
+TOOL_FN(0)
+TOOL_FN(1)
+TOOL_FN(2)
+TOOL_FN(3)
+TOOL_FN(4)
+TOOL_FN(5)
+TOOL_FN(6)
+TOOL_FN(7)
 static const oc_tool_fn tool_fns[MAX_TOOLS] = {tool_0, tool_1, tool_2, tool_3,
                                                tool_4, tool_5, tool_6, tool_7};
 
@@ -235,8 +256,8 @@ static int probe_init(const oc_host_api *api, const json_t *config, void **state
         s->result = json_incref(json_object_get(v, "result"));
         /* latin1Description: a description that is not UTF-8 (a plugin
          * built with another source charset). */
-        const char *desc = json_is_true(json_object_get(v, "latin1Description"))
-                               ? "caf\xe9 tool" : "a probe tool";
+        const char *desc =
+            json_is_true(json_object_get(v, "latin1Description")) ? "caf\xe9 tool" : "a probe tool";
         s->tool = (oc_tool){sizeof(oc_tool), s->name, desc, "{\"type\":\"object\"}",
                             tool_fns[p->n_tools - 1]};
         int rc = api->register_tool(api->host, &s->tool);

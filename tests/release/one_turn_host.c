@@ -156,24 +156,28 @@ int main(int argc, char **argv)
         fprintf(stderr, "one-turn: FAILED: dlopen: %s\n", dlerror());
         return 1;
     }
-    const oc_plugin *(*entry)(void) = (const oc_plugin *(*)(void))dlsym(lib, OC_PLUGIN_ENTRY_SYMBOL);
+    const oc_plugin *(*entry)(void) =
+        (const oc_plugin *(*)(void))dlsym(lib, OC_PLUGIN_ENTRY_SYMBOL);
     if (!entry)
         return fail("dirigent.so exports no oc_plugin_entry");
     const oc_plugin *p = entry();
     if (!p || p->abi_major != OC_ABI_MAJOR || !p->init || !p->shutdown)
         return fail("oc_plugin_entry returned no usable ABI 1 table");
 
-    host h = {.api = {.abi_major = OC_ABI_MAJOR, .abi_minor = OC_ABI_MINOR,
-                      .struct_size = sizeof(oc_host_api), .register_tool = h_register_tool,
-                      .on = h_on, .session_patch = h_patch, .sessions_list = h_list,
+    host h = {.api = {.abi_major = OC_ABI_MAJOR,
+                      .abi_minor = OC_ABI_MINOR,
+                      .struct_size = sizeof(oc_host_api),
+                      .register_tool = h_register_tool,
+                      .on = h_on,
+                      .session_patch = h_patch,
+                      .sessions_list = h_list,
                       .log = h_log}};
     h.api.host = (oc_host *)&h;
     json_t *config = json_pack(
         "{s:s, s:s, s:s+, s:{s:{s:s}, s:{s:s}}, s:{s:s, s:s}, s:{s:i}}", "noReplyProvider",
-        "noreply", "noReplyModel", "no-reply", "dbPath", argv[2], "/one-turn.db", "agents",
-        "alpha", "discordUserId", ALPHA_UID, "bravo", "discordUserId", BRAVO_UID, "discord",
-        "guildId", "900000000000000001", "moderatorUserId", "100000000000000099", "turn",
-        "timeoutSec", 86400);
+        "noreply", "noReplyModel", "no-reply", "dbPath", argv[2], "/one-turn.db", "agents", "alpha",
+        "discordUserId", ALPHA_UID, "bravo", "discordUserId", BRAVO_UID, "discord", "guildId",
+        "900000000000000001", "moderatorUserId", "100000000000000099", "turn", "timeoutSec", 86400);
     if (!config)
         return fail("cannot build the config");
     char err[512] = "";
@@ -188,8 +192,8 @@ int main(int argc, char **argv)
     /* Both agents seen in the channel, then a human names alpha. */
     bad |= message(&h, state, "300000000000000001", ALPHA_UID, 1, "hello", NULL) != OC_OK;
     bad |= message(&h, state, "300000000000000002", BRAVO_UID, 1, "hello", NULL) != OC_OK;
-    bad |= message(&h, state, "300000000000000003", HUMAN_UID, 0,
-                   "<@" ALPHA_UID "> please start", ALPHA_UID) != OC_OK;
+    bad |= message(&h, state, "300000000000000003", HUMAN_UID, 0, "<@" ALPHA_UID "> please start",
+                   ALPHA_UID) != OC_OK;
     if (bad) {
         p->shutdown(state);
         return fail("message_received failed");

@@ -172,8 +172,9 @@ char *e2e_read(e2e_run *r, const char *name)
 static void add_user(e2e_run *r, const char *token, const char *id, int bot, const char *name)
 {
     char body[256];
-    snprintf(body, sizeof body, "{\"token\":\"%s\",\"userId\":\"%s\",\"bot\":%s,\"username\":\"%s\"}",
-             token, id, bot ? "true" : "false", name);
+    snprintf(body, sizeof body,
+             "{\"token\":\"%s\",\"userId\":\"%s\",\"bot\":%s,\"username\":\"%s\"}", token, id,
+             bot ? "true" : "false", name);
     if (e2e_post(r, "/_fake/users", body) != 0)
         fail_run(r, "cannot register a user at the fake Discord");
 }

@@ -24,13 +24,13 @@
 #define E2E_ALICE "200000000000000021"
 
 typedef struct e2e_run {
-    char *dir;            /* run folder (temp), removed by e2e_stop */
+    char *dir; /* run folder (temp), removed by e2e_stop */
     pid_t fake_pid;
-    char url[128];        /* http://127.0.0.1:PORT/api/v10 */
-    char base[128];       /* http://127.0.0.1:PORT */
-    pid_t gw_pid;         /* the running ocgw, 0 when none */
-    int gw_starts;        /* ocgw processes started (log files ocgw-<n>.out/.err) */
-    const char *cwd;      /* working directory of the next ocgw (NULL: the runner's) */
+    char url[128];          /* http://127.0.0.1:PORT/api/v10 */
+    char base[128];         /* http://127.0.0.1:PORT */
+    pid_t gw_pid;           /* the running ocgw, 0 when none */
+    int gw_starts;          /* ocgw processes started (log files ocgw-<n>.out/.err) */
+    const char *cwd;        /* working directory of the next ocgw (NULL: the runner's) */
     const char *const *env; /* NULL-terminated "NAME=value" set for the next ocgw after
                              * the demo's (another OCGW_STATE, a store url); NULL: none */
 } e2e_run;
@@ -55,8 +55,7 @@ void e2e_stop(e2e_run *r);
  * (OCGW_API_BASE, OCGW_STATE, OCGW_WORK, OCGW_PLUGINS, the tokens) and, if
  * die_at is not NULL, OCGW_DIE_AT. stdout/stderr go to
  * <dir>/ocgw-<n>.out/.err. Returns the pid (also in r->gw_pid). */
-pid_t e2e_ocgw_start(e2e_run *r, const char *config, const char *const *args,
-                     const char *die_at);
+pid_t e2e_ocgw_start(e2e_run *r, const char *config, const char *const *args, const char *die_at);
 
 /* Wait up to timeout_ms for the gateway to end. Returns 1 with *status (a
  * waitpid status) when it ended, 0 on timeout (still running). */

@@ -22,11 +22,11 @@ void *__wrap_realloc(void *p, size_t n);
 char *__wrap_strdup(const char *s);
 char *__wrap_strndup(const char *s, size_t n);
 
-static _Thread_local int armed;   /* FA_OWN | FA_SQLITE: what counts */
+static _Thread_local int armed; /* FA_OWN | FA_SQLITE: what counts */
 static _Thread_local long count, nth;
 static _Thread_local int hit;
 
-#define FA_OWN 1     /* the wrapped functions and jansson */
+#define FA_OWN 1 /* the wrapped functions and jansson */
 #define FA_SQLITE 2
 
 static int fail_now_of(int kind)
@@ -92,7 +92,7 @@ static void *sq_realloc(void *p, int n)
 
 void fa_install(void)
 {
-    static int done;  /* once per process (per test in fork mode) */
+    static int done; /* once per process (per test in fork mode) */
     if (done)
         return;
     done = 1;

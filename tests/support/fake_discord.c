@@ -29,8 +29,9 @@
 /* What @everyone may do in the fake guild (no ADMINISTRATOR: overwrites
  * must matter): reactions, view, send, embed, attach, history, mention
  * everyone, external emoji, threads (create/send). */
-#define PERM_EVERYONE ((1ull << 6) | PERM_VIEW | PERM_SEND | (1ull << 14) | (1ull << 15) | \
-                       PERM_HISTORY | (1ull << 17) | (1ull << 18) | (1ull << 35) | (1ull << 38))
+#define PERM_EVERYONE                                                                              \
+    ((1ull << 6) | PERM_VIEW | PERM_SEND | (1ull << 14) | (1ull << 15) | PERM_HISTORY |            \
+     (1ull << 17) | (1ull << 18) | (1ull << 35) | (1ull << 38))
 #define CHAN_PUBLIC_THREAD 11
 /* Application flags: the privileged intents granted (presence, members,
  * message content); clients warn or ignore content without them. */
@@ -38,7 +39,7 @@
 #define MAX_BODY (1u << 20)
 
 typedef struct fd_user {
-    char *token;        /* NULL: a human without API access */
+    char *token; /* NULL: a human without API access */
     char id[24];
     char *username;
     int bot;
@@ -47,16 +48,16 @@ typedef struct fd_user {
 typedef struct fd_msg {
     uint64_t id;
     char *author;
-    char *nonce;        /* NULL when none */
+    char *nonce; /* NULL when none */
     json_t *obj;
 } fd_msg;
 
 typedef struct fd_chan {
     char id[24];
     json_t *obj;
-    fd_msg *msgs;         /* in id order */
+    fd_msg *msgs; /* in id order */
     size_t n, cap;
-    dg_map nonces;        /* nonce -> id of the newest message carrying it (a
+    dg_map nonces; /* nonce -> id of the newest message carrying it (a
                              uint64_t in the pointer; the key is that message's) */
 } fd_chan;
 
@@ -84,7 +85,7 @@ struct fake_discord {
     size_t lean_requests; /* lean: Discord requests since the last clear */
 
     pthread_mutex_t mu;
-    pthread_cond_t cond;  /* CLOCK_MONOTONIC; broadcast on every change */
+    pthread_cond_t cond; /* CLOCK_MONOTONIC; broadcast on every change */
     int stopping;
 
     /* Response latency (fake_discord_options.latency_us): sleepers wait on
@@ -99,7 +100,7 @@ struct fake_discord {
     size_t n_users, cap_users;
     fd_chan **chans;
     size_t n_chans, cap_chans;
-    dg_map chan_ix;       /* id -> fd_chan: a post looks its channel up once,
+    dg_map chan_ix; /* id -> fd_chan: a post looks its channel up once,
                              however many channels a long bench made */
     fd_fault *faults;
     size_t n_faults, cap_faults;
@@ -107,14 +108,14 @@ struct fake_discord {
     uint64_t rng;
     int rl_limit;
     double rl_window;
-    dg_map buckets;       /* key -> fd_bucket (malloc'd, owns its key) */
+    dg_map buckets; /* key -> fd_bucket (malloc'd, owns its key) */
     json_t *requests;
     long seq;
     uint64_t last_id;
     fd_gateway *gw;
-    char joined_at[48];  /* every member joined when the fake started */
-    json_t *commands;    /* application id -> array of application commands */
-    json_t *roles;       /* the guild's roles beyond @everyone (role objects) */
+    char joined_at[48];   /* every member joined when the fake started */
+    json_t *commands;     /* application id -> array of application commands */
+    json_t *roles;        /* the guild's roles beyond @everyone (role objects) */
     json_t *member_roles; /* user id -> array of role ids */
 };
 
@@ -182,8 +183,8 @@ static double rand01(fake_discord *fd)
 }
 
 static const char *const fault_names[FD_FAULT_KIND_COUNT] = {
-    "429", "global429", "500", "500after", "403", "delay", "delayafter", "drop", "dropafter",
-    "shapeafter",
+    "429",   "global429",  "500",  "500after",  "403",
+    "delay", "delayafter", "drop", "dropafter", "shapeafter",
 };
 
 const char *fake_discord_fault_name(fake_discord_fault_kind k)
@@ -225,9 +226,9 @@ static void routes_of(const char *method, const char *path, char *tmpl, size_t t
         int digits = 1;
         for (size_t i = 0; i < len; i++)
             digits &= seg[i] >= '0' && seg[i] <= '9';
-        int major_ctx = (prev_len == 8 && (!strncmp(prev, "channels", 8) ||
-                                           !strncmp(prev, "webhooks", 8))) ||
-                        (prev_len == 6 && !strncmp(prev, "guilds", 6));
+        int major_ctx =
+            (prev_len == 8 && (!strncmp(prev, "channels", 8) || !strncmp(prev, "webhooks", 8))) ||
+            (prev_len == 6 && !strncmp(prev, "guilds", 6));
         const char *tput = digits ? "{id}" : seg;
         size_t tlen = digits ? 4 : len;
         const char *mput = tput;
@@ -291,10 +292,10 @@ static json_t *user_json(fake_discord *fd, const char *id)
 static json_t *member_json(fake_discord *fd, const char *id, int with_user)
 {
     json_t *roles = json_object_get(fd->member_roles, id);
-    json_t *m = json_pack("{s:o, s:s, s:b, s:b, s:i, s:b, s:n, s:n, s:n}", "roles",
-                          roles ? json_deep_copy(roles) : json_array(), "joined_at",
-                          fd->joined_at, "deaf", 0, "mute", 0, "flags", 0, "pending", 0, "nick",
-                          "avatar", "premium_since");
+    json_t *m =
+        json_pack("{s:o, s:s, s:b, s:b, s:i, s:b, s:n, s:n, s:n}", "roles",
+                  roles ? json_deep_copy(roles) : json_array(), "joined_at", fd->joined_at, "deaf",
+                  0, "mute", 0, "flags", 0, "pending", 0, "nick", "avatar", "premium_since");
     if (m && with_user)
         json_object_set_new(m, "user", user_json(fd, id));
     return m;
@@ -331,7 +332,8 @@ static uint64_t perms_in(fake_discord *fd, fd_chan *ch, const char *user)
     }
     json_array_foreach(ows, i, ow) {
         const char *id = json_string_value(json_object_get(ow, "id"));
-        if (id && user && !strcmp(id, user) && json_integer_value(json_object_get(ow, "type")) == 1) {
+        if (id && user && !strcmp(id, user) &&
+            json_integer_value(json_object_get(ow, "type")) == 1) {
             perms &= ~perm_value(json_object_get(ow, "deny"));
             perms |= perm_value(json_object_get(ow, "allow"));
         }
@@ -464,7 +466,8 @@ static fd_msg *msg_add(fake_discord *fd, fd_chan *ch, const char *author, const 
     /* Guild messages carry the author's member object (without its user),
      * and so do the mentions. */
     json_array_foreach(mentions, i, v)
-        json_object_set_new(v, "member", member_json(fd, json_string_value(json_object_get(v, "id")), 0));
+        json_object_set_new(v, "member",
+                            member_json(fd, json_string_value(json_object_get(v, "id")), 0));
     int everyone = parse_everyone && (strstr(plain, "@everyone") || strstr(plain, "@here"));
     free(plain);
 
@@ -509,9 +512,9 @@ static fd_msg *msg_add(fake_discord *fd, fd_chan *ch, const char *author, const 
 /* ---- replies -------------------------------------------------------------------------- */
 
 typedef struct reply {
-    int status;           /* -1: drop the connection */
-    json_t *body;         /* owned */
-    char *text;           /* owned; when set, sent instead of body (already serialised) */
+    int status;   /* -1: drop the connection */
+    json_t *body; /* owned */
+    char *text;   /* owned; when set, sent instead of body (already serialised) */
     char hdr[8][2][96];
     int n_hdr;
 } reply;
@@ -558,15 +561,16 @@ static void err_reply(reply *r, int status, int code, const char *msg)
 
 static void form_error(reply *r, const char *field, const char *code, const char *msg)
 {
-    set_reply(r, 400, json_pack("{s:s, s:i, s:{s:{s:[{s:s, s:s}]}}}", "message",
-                                "Invalid Form Body", "code", 50035, "errors", field, "_errors",
-                                "code", code, "message", msg));
+    set_reply(r, 400,
+              json_pack("{s:s, s:i, s:{s:{s:[{s:s, s:s}]}}}", "message", "Invalid Form Body",
+                        "code", 50035, "errors", field, "_errors", "code", code, "message", msg));
 }
 
 static void rate_limited(reply *r, double ra, int global, const char *bucket)
 {
-    set_reply(r, 429, json_pack("{s:s, s:f, s:b}", "message", "You are being rate limited.",
-                                "retry_after", ra, "global", global));
+    set_reply(r, 429,
+              json_pack("{s:s, s:f, s:b}", "message", "You are being rate limited.", "retry_after",
+                        ra, "global", global));
     add_hdr(r, "Retry-After", "%ld", (long)(ra + 0.999));
     if (global) {
         add_hdr(r, "X-RateLimit-Global", "true");
@@ -670,9 +674,9 @@ static json_t *channel_from(fake_discord *fd, json_t *body, const char *id, repl
                                                  json_integer_value(ot), "allow", a, "deny", d));
     }
     return json_pack("{s:s, s:i, s:s, s:s, s:i, s:o, s:O?, s:O?, s:b}", "id", id, "type", type,
-                     "guild_id", fd->guild, "name", name, "position", (int)fd->n_chans, "permission_overwrites",
-                     ows_out, "topic", json_is_null(topic) ? NULL : topic, "parent_id",
-                     json_is_null(parent) ? NULL : parent, "nsfw", 0);
+                     "guild_id", fd->guild, "name", name, "position", (int)fd->n_chans,
+                     "permission_overwrites", ows_out, "topic", json_is_null(topic) ? NULL : topic,
+                     "parent_id", json_is_null(parent) ? NULL : parent, "nsfw", 0);
 }
 
 static void api_create_channel(fake_discord *fd, const char *guild, json_t *body, reply *r)
@@ -745,7 +749,8 @@ static fd_msg *nonce_hit(fd_chan *ch, const char *author, const char *nonce)
 static void api_post_message(fake_discord *fd, fd_chan *ch, const char *user, json_t *body,
                              reply *r)
 {
-    if (!fd->no_perm && (perms_in(fd, ch, user) & (PERM_VIEW | PERM_SEND)) != (PERM_VIEW | PERM_SEND)) {
+    if (!fd->no_perm &&
+        (perms_in(fd, ch, user) & (PERM_VIEW | PERM_SEND)) != (PERM_VIEW | PERM_SEND)) {
         err_reply(r, 403, 50001, "Missing Access");
         return;
     }
@@ -932,9 +937,8 @@ static json_t *everyone_role(fake_discord *fd)
     char perms[24];
     snprintf(perms, sizeof perms, "%llu", (unsigned long long)PERM_EVERYONE);
     return json_pack("{s:s, s:s, s:s, s:i, s:i, s:b, s:b, s:b, s:i, s:n, s:n}", "id", fd->guild,
-                     "name", "@everyone", "permissions", perms, "position", 0, "color", 0,
-                     "hoist", 0, "managed", 0, "mentionable", 0, "flags", 0, "icon",
-                     "unicode_emoji");
+                     "name", "@everyone", "permissions", perms, "position", 0, "color", 0, "hoist",
+                     0, "managed", 0, "mentionable", 0, "flags", 0, "icon", "unicode_emoji");
 }
 
 /* The guild as REST GET /guilds/{id} returns it. */
@@ -945,10 +949,9 @@ static json_t *guild_json(fake_discord *fd)
         "s:s, s:i, s:b}",
         "id", fd->guild, "name", "Fake Guild", "icon", "owner_id", "100000000000000009",
         "preferred_locale", "en-US", "roles", everyone_role(fd), "emojis", "features",
-        "verification_level", 0, "default_message_notifications", 0,
-        "explicit_content_filter", 0, "mfa_level", 0, "nsfw_level", 0, "system_channel_id",
-        "afk_channel_id", "description", "", "premium_tier", 0, "premium_progress_bar_enabled",
-        0);
+        "verification_level", 0, "default_message_notifications", 0, "explicit_content_filter", 0,
+        "mfa_level", 0, "nsfw_level", 0, "system_channel_id", "afk_channel_id", "description", "",
+        "premium_tier", 0, "premium_progress_bar_enabled", 0);
     if (g)
         json_object_set_new(g, "stickers", json_array());
     return g;
@@ -1049,14 +1052,14 @@ static fd_chan *thread_add(fake_discord *fd, fd_chan *parent, const char *id, js
     }
     char ts[48];
     iso_now(ts, sizeof ts);
-    json_t *obj = json_pack(
-        "{s:s, s:i, s:s, s:s, s:s, s:s, s:n, s:i, s:i, s:i, s:i, s:i, "
-        "s:{s:b, s:i, s:s, s:b, s:s}}",
-        "id", tid, "type", CHAN_PUBLIC_THREAD, "guild_id", fd->guild, "parent_id", parent->id,
-        "owner_id", owner, "name", nm, "last_message_id", "rate_limit_per_user", 0,
-        "message_count", 0, "member_count", 1, "total_message_sent", 0, "flags", 0,
-        "thread_metadata", "archived", 0, "auto_archive_duration", 1440, "archive_timestamp",
-        ts, "locked", 0, "create_timestamp", ts);
+    json_t *obj = json_pack("{s:s, s:i, s:s, s:s, s:s, s:s, s:n, s:i, s:i, s:i, s:i, s:i, "
+                            "s:{s:b, s:i, s:s, s:b, s:s}}",
+                            "id", tid, "type", CHAN_PUBLIC_THREAD, "guild_id", fd->guild,
+                            "parent_id", parent->id, "owner_id", owner, "name", nm,
+                            "last_message_id", "rate_limit_per_user", 0, "message_count", 0,
+                            "member_count", 1, "total_message_sent", 0, "flags", 0,
+                            "thread_metadata", "archived", 0, "auto_archive_duration", 1440,
+                            "archive_timestamp", ts, "locked", 0, "create_timestamp", ts);
     fd_chan *ch = obj ? chan_add(fd, tid, obj) : NULL;
     if (!ch) {
         json_decref(obj);
@@ -1109,8 +1112,8 @@ static json_t *command_from(fake_discord *fd, const char *app, json_t *body, con
 
 /* GET/POST/PUT/PATCH/DELETE /applications/{app}[/guilds/{g}]/commands[/{cmd}]:
  * stored per application (guild commands share the store). */
-static void api_commands(fake_discord *fd, const char *method, const char *app,
-                         const char *cmd, json_t *body, reply *r)
+static void api_commands(fake_discord *fd, const char *method, const char *app, const char *cmd,
+                         json_t *body, reply *r)
 {
     json_t *arr = commands_of(fd, app);
     size_t i;
@@ -1178,9 +1181,10 @@ static void gateway_info(fake_discord *fd, int bot, reply *r)
     char url[64];
     snprintf(url, sizeof url, "ws://127.0.0.1:%d", fd->port);
     if (bot)
-        set_reply(r, 200, json_pack("{s:s, s:i, s:{s:i, s:i, s:i, s:i}}", "url", url, "shards", 1,
-                                    "session_start_limit", "total", 1000, "remaining", 1000,
-                                    "reset_after", 0, "max_concurrency", 1));
+        set_reply(r, 200,
+                  json_pack("{s:s, s:i, s:{s:i, s:i, s:i, s:i}}", "url", url, "shards", 1,
+                            "session_start_limit", "total", 1000, "remaining", 1000, "reset_after",
+                            0, "max_concurrency", 1));
     else
         set_reply(r, 200, json_pack("{s:s}", "url", url));
 }
@@ -1207,8 +1211,8 @@ static void api_edit_or_delete(fake_discord *fd, const char *method, const char 
     if (!strcmp(method, "DELETE")) {
         /* Deleting others' messages needs MANAGE_MESSAGES, which bots here
          * have (the guild base is every permission). */
-        json_t *ev = json_pack("{s:s, s:s, s:s}", "id", mid, "channel_id", ch->id, "guild_id",
-                               fd->guild);
+        json_t *ev =
+            json_pack("{s:s, s:s, s:s}", "id", mid, "channel_id", ch->id, "guild_id", fd->guild);
         uint64_t gone = m->id;
         char *nonce = m->nonce;
         free(m->author);
@@ -1224,8 +1228,8 @@ static void api_edit_or_delete(fake_discord *fd, const char *method, const char 
             for (size_t i = ch->n; i-- > 0 && !older;)
                 if (ch->msgs[i].nonce && !strcmp(ch->msgs[i].nonce, nonce))
                     older = &ch->msgs[i];
-            if (!older || dg_map_put(&ch->nonces, older->nonce,
-                                     (void *)(uintptr_t)older->id) != OC_OK)
+            if (!older ||
+                dg_map_put(&ch->nonces, older->nonce, (void *)(uintptr_t)older->id) != OC_OK)
                 (void)dg_map_retain(&ch->nonces, id_differs, ignore_dropped, &gone);
         }
         free(nonce);
@@ -1276,7 +1280,9 @@ static int api_more(fake_discord *fd, const char *method, const char *path, cons
         int n = sscanf(path, "/applications/%23[0-9]/commands/%23[0-9]", a, cmd);
         if (n < 1)
             n = sscanf(path, "/applications/%23[0-9]/guilds/%23[0-9]/commands/%23[0-9]", a, b,
-                       cmd) >= 2 ? 1 + (cmd[0] != 0) : 0;
+                       cmd) >= 2
+                    ? 1 + (cmd[0] != 0)
+                    : 0;
         if (n < 1)
             return 0;
         api_commands(fd, method, a, cmd[0] ? cmd : NULL, body, r);
@@ -1289,8 +1295,7 @@ static int api_more(fake_discord *fd, const char *method, const char *path, cons
                sscanf(path, "/guilds/%23[0-9]", a) == 1) {
         if (strcmp(a, fd->guild))
             err_reply(r, 404, 10004, "Unknown Guild");
-        else
-        {
+        else {
             json_t *all = json_pack("[o]", everyone_role(fd));
             json_array_extend(all, fd->roles);
             set_reply(r, 200, all);
@@ -1349,8 +1354,8 @@ static int api_more(fake_discord *fd, const char *method, const char *path, cons
         else
             set_reply(r, 204, NULL);
     } else if ((!strcmp(method, "PUT") || !strcmp(method, "DELETE")) &&
-               sscanf(path, "/channels/%23[0-9]/messages/%23[0-9]/reactions/%127[^/]", a, b,
-                      e) == 3) {
+               sscanf(path, "/channels/%23[0-9]/messages/%23[0-9]/reactions/%127[^/]", a, b, e) ==
+                   3) {
         fd_chan *ch = chan_by_id(fd, a);
         if (!ch)
             err_reply(r, 404, 10003, "Unknown Channel");
@@ -1366,14 +1371,14 @@ static int api_more(fake_discord *fd, const char *method, const char *path, cons
         fd_chan *ch = chan_by_id(fd, a);
         if (!ch)
             err_reply(r, 404, 10003, "Unknown Channel");
-        else if (!fd->no_perm && (perms_in(fd, ch, user) & (PERM_VIEW | PERM_SEND)) !=
-                                     (PERM_VIEW | PERM_SEND))
+        else if (!fd->no_perm &&
+                 (perms_in(fd, ch, user) & (PERM_VIEW | PERM_SEND)) != (PERM_VIEW | PERM_SEND))
             err_reply(r, 403, 50001, "Missing Access");
         else if (from_msg && !msg_by_id(ch, b))
             err_reply(r, 404, 10008, "Unknown Message");
         else {
-            fd_chan *t = thread_add(fd, ch, from_msg ? b : NULL, json_object_get(body, "name"),
-                                    user, r);
+            fd_chan *t =
+                thread_add(fd, ch, from_msg ? b : NULL, json_object_get(body, "name"), user, r);
             if (t)
                 set_reply(r, 201, json_deep_copy(t->obj));
         }
@@ -1424,8 +1429,8 @@ static int bucket_take(fake_discord *fd, const char *major, const char *tmpl, re
 
 /* Process one Discord request; r holds the answer. */
 static void api_process(fake_discord *fd, struct MHD_Connection *c, const char *method,
-                        const char *path, const char *tmpl, const char *major,
-                        const char *user, json_t *body, reply *r)
+                        const char *path, const char *tmpl, const char *major, const char *user,
+                        json_t *body, reply *r)
 {
     if (!strcmp(tmpl, "GET /gateway")) {
         gateway_info(fd, 0, r); /* Discord serves it without a token */
@@ -1488,8 +1493,8 @@ static void delay_locked(fake_discord *fd, long delay_ms)
 }
 
 /* Next fault for this request, or -1 (fd->mu held). */
-static int take_fault(fake_discord *fd, const char *tmpl, const char *concrete,
-                      double *ra, long *delay)
+static int take_fault(fake_discord *fd, const char *tmpl, const char *concrete, double *ra,
+                      long *delay)
 {
     for (size_t i = 0; i < fd->n_faults; i++) {
         fd_fault *f = &fd->faults[i];
@@ -1516,7 +1521,8 @@ static int take_fault(fake_discord *fd, const char *tmpl, const char *concrete,
 /* A request's body (http_server.h). */
 typedef dg_http_body fd_req;
 
-static enum MHD_Result collect_query(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+static enum MHD_Result collect_query(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value)
 {
     (void)kind;
     char **q = cls;
@@ -1577,12 +1583,15 @@ static enum MHD_Result api(fake_discord *fd, struct MHD_Connection *c, const cha
     int fault = take_fault(fd, tmpl, concrete, &ra, &delay);
     if (ra <= 0)
         ra = 0.05;
-    json_t *rec = fd->lean ? NULL : json_pack(
-        "{s:I, s:I, s:s, s:s, s:s?, s:s, s:s?, s:s?, s:s?, s:s?, s:s?, s:O?, s:i, s:s?}",
-        "seq", (json_int_t)++fd->seq, "tMs", (json_int_t)mono_ms(), "method", method, "path",
-        path, "query", query, "route", tmpl, "authorization", auth, "authUserId", user,
-        "userAgent", ua, "contentType", ct, "expect", expect, "body", body, "status", 0, "fault",
-        fault >= 0 ? fault_names[fault] : NULL);
+    json_t *rec =
+        fd->lean
+            ? NULL
+            : json_pack(
+                  "{s:I, s:I, s:s, s:s, s:s?, s:s, s:s?, s:s?, s:s?, s:s?, s:s?, s:O?, s:i, s:s?}",
+                  "seq", (json_int_t)++fd->seq, "tMs", (json_int_t)mono_ms(), "method", method,
+                  "path", path, "query", query, "route", tmpl, "authorization", auth, "authUserId",
+                  user, "userAgent", ua, "contentType", ct, "expect", expect, "body", body,
+                  "status", 0, "fault", fault >= 0 ? fault_names[fault] : NULL);
     free(query);
     if (fd->lean) {
         fd->lean_requests++;
@@ -1618,15 +1627,9 @@ static enum MHD_Result api(fake_discord *fd, struct MHD_Connection *c, const cha
         rate_limited(&r, ra, fault == FD_FAULT_GLOBAL_429, bucket);
         break;
     }
-    case FD_FAULT_500:
-        err_reply(&r, 500, 0, "500: Internal Server Error");
-        break;
-    case FD_FAULT_403:
-        err_reply(&r, 403, 50013, "Missing Permissions");
-        break;
-    case FD_FAULT_DROP:
-        drop = 1;
-        break;
+    case FD_FAULT_500: err_reply(&r, 500, 0, "500: Internal Server Error"); break;
+    case FD_FAULT_403: err_reply(&r, 403, 50013, "Missing Permissions"); break;
+    case FD_FAULT_DROP: drop = 1; break;
     default:
         if (fault == FD_FAULT_DELAY)
             delay_locked(fd, delay);
@@ -1643,8 +1646,9 @@ static enum MHD_Result api(fake_discord *fd, struct MHD_Connection *c, const cha
         } else if (fault == FD_FAULT_SHAPE_AFTER && r.status == 200) {
             int was_array = r.body ? json_is_array(r.body) : r.text && r.text[0] == '[';
             r.n_hdr = 0;
-            set_reply(&r, 200, was_array ? json_pack("{s:b}", "unexpected", 1)
-                                         : json_pack("[s]", "unexpected"));
+            set_reply(&r, 200,
+                      was_array ? json_pack("{s:b}", "unexpected", 1)
+                                : json_pack("[s]", "unexpected"));
         } else if (fault == FD_FAULT_DELAY_AFTER) {
             delay_locked(fd, delay);
             if (fd->stopping)
@@ -1788,9 +1792,10 @@ static enum MHD_Result control(fake_discord *fd, struct MHD_Connection *c, const
         fd_chan *chan = chan_by_id(fd, th ? th : ch);
         if (!chan || !is_snowflake(au) || !ct || (mentions && !json_is_array(mentions)) ||
             (mk && !json_is_string(mk))) {
-            err_reply(&r, 400, 0, "need channelId or threadId (an existing channel or thread), "
-                                  "authorId (snowflake), content; mentions: array of user ids; "
-                                  "createThread: a thread name");
+            err_reply(&r, 400, 0,
+                      "need channelId or threadId (an existing channel or thread), "
+                      "authorId (snowflake), content; mentions: array of user ids; "
+                      "createThread: a thread name");
         } else {
             fd_msg *m = msg_add(fd, chan, au, ct, NULL, NULL, mentions);
             if (!m) {
@@ -1816,8 +1821,9 @@ static enum MHD_Result control(fake_discord *fd, struct MHD_Connection *c, const
         const char *owner = json_string_value(json_object_get(body, "ownerId"));
         fd_chan *chan = chan_by_id(fd, ch);
         if (!chan || (mid && !msg_by_id(chan, mid)) || (owner && !is_snowflake(owner))) {
-            err_reply(&r, 400, 0, "need channelId (an existing text channel), name; messageId "
-                                  "(a message of it) and ownerId (snowflake) are optional");
+            err_reply(&r, 400, 0,
+                      "need channelId (an existing text channel), name; messageId "
+                      "(a message of it) and ownerId (snowflake) are optional");
         } else {
             fd_chan *t = thread_add(fd, chan, mid, json_object_get(body, "name"),
                                     owner ? owner : "100000000000000009", &r);
@@ -1841,8 +1847,9 @@ static enum MHD_Result control(fake_discord *fd, struct MHD_Connection *c, const
             snprintf(nid, sizeof nid, "%llu", (unsigned long long)next_id(fd));
         if (!json_is_object(body) || (id && !is_snowflake(id)) || chan_by_id(fd, nid) ||
             (g && strcmp(g, fd->guild))) {
-            err_reply(&r, 400, 0, "need a JSON object; id must be a new snowflake; guildId "
-                                  "must be the fake's guild");
+            err_reply(&r, 400, 0,
+                      "need a JSON object; id must be a new snowflake; guildId "
+                      "must be the fake's guild");
         } else {
             json_t *spec = json_deep_copy(body);
             if (!json_object_get(spec, "name"))
@@ -1860,21 +1867,23 @@ static enum MHD_Result control(fake_discord *fd, struct MHD_Connection *c, const
                             json_string_value(json_object_get(body, "userId")),
                             json_string_value(json_object_get(body, "username")),
                             bot ? json_is_true(bot) : 1))
-            err_reply(&r, 400, 0, "need userId (snowflake) and token (string; optional for "
-                                  "bot:false)");
+            err_reply(&r, 400, 0,
+                      "need userId (snowflake) and token (string; optional for "
+                      "bot:false)");
         else
             set_reply(&r, 200, json_pack("{s:b}", "ok", 1));
     } else if (post && !strcmp(path, "/_fake/faults")) {
         json_t *cnt = json_object_get(body, "count");
         const char *route = json_string_value(json_object_get(body, "route"));
-        if (add_fault_locked(fd, route ? route : "*",
-                             fake_discord_fault_parse(
-                                 json_string_value(json_object_get(body, "kind"))),
-                             cnt ? (int)json_integer_value(cnt) : 1,
-                             json_number_value(json_object_get(body, "retryAfter")),
-                             (long)json_integer_value(json_object_get(body, "delayMs"))))
-            err_reply(&r, 400, 0, "need kind (429, global429, 500, 500after, 403, delay, "
-                                  "delayafter, drop, dropafter), count >= 1, route");
+        if (add_fault_locked(
+                fd, route ? route : "*",
+                fake_discord_fault_parse(json_string_value(json_object_get(body, "kind"))),
+                cnt ? (int)json_integer_value(cnt) : 1,
+                json_number_value(json_object_get(body, "retryAfter")),
+                (long)json_integer_value(json_object_get(body, "delayMs"))))
+            err_reply(&r, 400, 0,
+                      "need kind (429, global429, 500, 500after, 403, delay, "
+                      "delayafter, drop, dropafter), count >= 1, route");
         else
             set_reply(&r, 200, json_pack("{s:b}", "ok", 1));
     } else if (del && !strcmp(path, "/_fake/faults")) {
@@ -1887,7 +1896,8 @@ static enum MHD_Result control(fake_discord *fd, struct MHD_Connection *c, const
         } else {
             json_t *seed = json_object_get(body, "seed");
             fd->fail_rate = rate;
-            fd->rng = seed ? (uint64_t)json_integer_value(seed) * 2654435761u + 1 : 88172645463325252ull;
+            fd->rng =
+                seed ? (uint64_t)json_integer_value(seed) * 2654435761u + 1 : 88172645463325252ull;
             double ra = json_number_value(json_object_get(body, "retryAfter"));
             fd->fail_retry_after = ra > 0 ? ra : 0.05;
             set_reply(&r, 200, json_pack("{s:b}", "ok", 1));
@@ -1904,11 +1914,11 @@ static enum MHD_Result control(fake_discord *fd, struct MHD_Connection *c, const
         } else {
             char perms[24];
             snprintf(perms, sizeof perms, "%llu", (unsigned long long)perm_value(pv));
-            json_array_append_new(fd->roles, json_pack(
-                "{s:s, s:s, s:s, s:i, s:i, s:b, s:b, s:b, s:i}", "id", id, "name",
-                name ? name : "role", "permissions", perms, "position",
-                (int)json_array_size(fd->roles) + 1, "color", 0, "hoist", 0, "managed", 0,
-                "mentionable", 0, "flags", 0));
+            json_array_append_new(
+                fd->roles, json_pack("{s:s, s:s, s:s, s:i, s:i, s:b, s:b, s:b, s:i}", "id", id,
+                                     "name", name ? name : "role", "permissions", perms, "position",
+                                     (int)json_array_size(fd->roles) + 1, "color", 0, "hoist", 0,
+                                     "managed", 0, "mentionable", 0, "flags", 0));
             size_t i;
             json_t *m;
             json_array_foreach(members, i, m) {
@@ -1945,9 +1955,8 @@ static enum MHD_Result control(fake_discord *fd, struct MHD_Connection *c, const
 /* ---- libmicrohttpd glue --------------------------------------------------------------------- */
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **con_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
 {
     (void)version;
     fake_discord *fd = cls;
@@ -1962,7 +1971,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (*upload_data_size) {
         /* Bodies of MAX_BODY bytes or more are answered 413. */
         return dg_http_body_take(rq, upload_data, upload_data_size, MAX_BODY - 1) ? MHD_NO
-                                                                                   : MHD_YES;
+                                                                                  : MHD_YES;
     }
     const char *path = url;
     if (!strncmp(path, "/api/v10", 8) && (path[8] == '/' || path[8] == '\0'))
@@ -1999,8 +2008,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 /* ---- public API -------------------------------------------------------------------------------- */
 
-int fake_discord_start(const fake_discord_options *o, fake_discord **out, char *err,
-                       size_t err_len)
+int fake_discord_start(const fake_discord_options *o, fake_discord **out, char *err, size_t err_len)
 {
     char scratch[4];
     if (!err || !err_len) {
@@ -2014,8 +2022,9 @@ int fake_discord_start(const fake_discord_options *o, fake_discord **out, char *
         o = &def;
     if (o->port < 0 || o->port > 65535 || (o->guild_id && !is_snowflake(o->guild_id)) ||
         o->heartbeat_ms < 0) {
-        snprintf(err, err_len, "fake-discord: port must be 0..65535, guild a snowflake, "
-                               "heartbeat_ms >= 0");
+        snprintf(err, err_len,
+                 "fake-discord: port must be 0..65535, guild a snowflake, "
+                 "heartbeat_ms >= 0");
         return -1;
     }
     fake_discord *fd = calloc(1, sizeof *fd);
@@ -2060,8 +2069,7 @@ int fake_discord_start(const fake_discord_options *o, fake_discord **out, char *
                                    MHD_ALLOW_UPGRADE,
                                0, NULL, NULL, on_request, fd, MHD_OPTION_SOCK_ADDR,
                                (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
-                               fd, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
-                               MHD_OPTION_END);
+                               fd, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_END);
     if (!fd->mhd) {
         snprintf(err, err_len, "fake-discord: cannot listen on 127.0.0.1:%d (in use?)", o->port);
         fake_discord_stop(fd);
@@ -2144,10 +2152,11 @@ int fake_discord_add_role(fake_discord *fd, const char *role_id, const char *nam
     char perms[24];
     snprintf(perms, sizeof perms, "%llu", (unsigned long long)permissions);
     pthread_mutex_lock(&fd->mu);
-    int rc = json_array_append_new(fd->roles, json_pack(
-        "{s:s, s:s, s:s, s:i, s:i, s:b, s:b, s:b, s:i}", "id", role_id, "name",
-        name ? name : "role", "permissions", perms, "position", (int)json_array_size(fd->roles) + 1,
-        "color", 0, "hoist", 0, "managed", 0, "mentionable", 0, "flags", 0));
+    int rc = json_array_append_new(
+        fd->roles, json_pack("{s:s, s:s, s:s, s:i, s:i, s:b, s:b, s:b, s:i}", "id", role_id, "name",
+                             name ? name : "role", "permissions", perms, "position",
+                             (int)json_array_size(fd->roles) + 1, "color", 0, "hoist", 0, "managed",
+                             0, "mentionable", 0, "flags", 0));
     pthread_mutex_unlock(&fd->mu);
     return rc ? -1 : 0;
 }
@@ -2167,15 +2176,14 @@ int fake_discord_grant_role(fake_discord *fd, const char *user_id, const char *r
     return rc ? -1 : 0;
 }
 
-int fake_discord_set_overwrites(fake_discord *fd, const char *channel_id,
-                                const json_t *overwrites)
+int fake_discord_set_overwrites(fake_discord *fd, const char *channel_id, const json_t *overwrites)
 {
     if (!json_is_array(overwrites))
         return -1;
     pthread_mutex_lock(&fd->mu);
     fd_chan *ch = chan_by_id(fd, channel_id);
-    int rc = ch ? json_object_set_new(ch->obj, "permission_overwrites",
-                                      json_deep_copy(overwrites)) : -1;
+    int rc =
+        ch ? json_object_set_new(ch->obj, "permission_overwrites", json_deep_copy(overwrites)) : -1;
     pthread_mutex_unlock(&fd->mu);
     return rc ? -1 : 0;
 }
@@ -2193,8 +2201,8 @@ int fake_discord_add_channel(fake_discord *fd, const char *id, const char *name,
     int rc = -1;
     if (!chan_by_id(fd, nid)) {
         json_t *obj = json_pack("{s:s, s:i, s:s, s:s, s:i, s:[], s:b}", "id", nid, "type", 0,
-                                "guild_id", fd->guild, "name", name ? name : "general",
-                                "position", (int)fd->n_chans, "permission_overwrites", "nsfw", 0);
+                                "guild_id", fd->guild, "name", name ? name : "general", "position",
+                                (int)fd->n_chans, "permission_overwrites", "nsfw", 0);
         if (obj && chan_add(fd, nid, obj))
             rc = 0;
         else
@@ -2222,8 +2230,7 @@ void fake_discord_clear_faults(fake_discord *fd)
     pthread_mutex_unlock(&fd->mu);
 }
 
-void fake_discord_set_fail_rate(fake_discord *fd, double rate, unsigned seed,
-                                double retry_after_s)
+void fake_discord_set_fail_rate(fake_discord *fd, double rate, unsigned seed, double retry_after_s)
 {
     pthread_mutex_lock(&fd->mu);
     fd->fail_rate = rate < 0 ? 0 : rate > 1 ? 1 : rate;
@@ -2335,8 +2342,7 @@ size_t fake_discord_message_count(fake_discord *fd, const char *channel_id)
     return n;
 }
 
-int fake_discord_wait_messages(fake_discord *fd, const char *channel_id, size_t n,
-                               long timeout_ms)
+int fake_discord_wait_messages(fake_discord *fd, const char *channel_id, size_t n, long timeout_ms)
 {
     wait_arg w = {channel_id, n};
     pthread_mutex_lock(&fd->mu);
@@ -2364,8 +2370,8 @@ json_t *fake_discord_channels(fake_discord *fd)
     return arr;
 }
 
-int fake_discord_inject_message(fake_discord *fd, const char *channel_id,
-                                const char *author_id, const char *content, char *id_out)
+int fake_discord_inject_message(fake_discord *fd, const char *channel_id, const char *author_id,
+                                const char *content, char *id_out)
 {
     if (!is_snowflake(author_id) || !content)
         return -1;

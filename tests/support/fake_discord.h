@@ -134,12 +134,12 @@ const char *fake_discord_fault_name(fake_discord_fault_kind k);
 int fake_discord_fault_parse(const char *name);
 
 typedef struct fake_discord_options {
-    int port;                  /* 0: any free port */
-    const char *guild_id;      /* NULL: "100000000000000001" */
-    int no_permission_checks;  /* 1: private channels are open to every user */
-    int quiet;                 /* reserved for the CLI; the library never prints */
-    long heartbeat_ms;         /* gateway HELLO heartbeat_interval; 0: 41250 */
-    int lean;                  /* 1 (benches): a posted message is answered in full but
+    int port;                 /* 0: any free port */
+    const char *guild_id;     /* NULL: "100000000000000001" */
+    int no_permission_checks; /* 1: private channels are open to every user */
+    int quiet;                /* reserved for the CLI; the library never prints */
+    long heartbeat_ms;        /* gateway HELLO heartbeat_interval; 0: 41250 */
+    int lean;                 /* 1 (benches): a posted message is answered in full but
                                   only its id, author and nonce are kept (enforce_nonce
                                   works, answering {"id"} of the first message only;
                                   message counts work; GET of messages, edits,
@@ -147,7 +147,7 @@ typedef struct fake_discord_options {
                                   Discord requests are counted, not recorded. Keeping
                                   every message and request grew the heap on every post
                                   (page faults were most of the fake's CPU) */
-    long latency_us;           /* > 0: every REST answer leaves this long after its
+    long latency_us;          /* > 0: every REST answer leaves this long after its
                                   request was handled, as over a network to Discord. The
                                   connection's thread sleeps (no CPU, the server lock
                                   not held: other connections go on); stop ends the
@@ -180,8 +180,7 @@ int fake_discord_add_user(fake_discord *fd, const char *token, const char *user_
 /* Pre-create a public text channel in the guild. id NULL: a new snowflake.
  * name NULL: "general". The id is written to id_out (>= 24 bytes, may be
  * NULL). Returns 0, or -1 (bad or duplicate id). */
-int fake_discord_add_channel(fake_discord *fd, const char *id, const char *name,
-                             char *id_out);
+int fake_discord_add_channel(fake_discord *fd, const char *id, const char *name, char *id_out);
 
 /* A guild role (id a snowflake, not the guild's: that is @everyone, whose
  * permissions are fixed) with the given permission bits; GET
@@ -195,8 +194,7 @@ int fake_discord_grant_role(fake_discord *fd, const char *user_id, const char *r
 
 /* Replace a channel's permission_overwrites with a copy of overwrites (an
  * array of {id, type 0 role / 1 member, allow, deny}). Returns 0 or -1. */
-int fake_discord_set_overwrites(fake_discord *fd, const char *channel_id,
-                                const json_t *overwrites);
+int fake_discord_set_overwrites(fake_discord *fd, const char *channel_id, const json_t *overwrites);
 
 /*
  * Queue a fault for the next `count` Discord requests matching route:
@@ -214,8 +212,7 @@ void fake_discord_clear_faults(fake_discord *fd);
 /* Fail each Discord request with probability rate (0..1) with a mix of 429
  * (retry_after_s), 500 and 500-after-processing, from a PRNG seeded with
  * seed. rate 0 switches it off. */
-void fake_discord_set_fail_rate(fake_discord *fd, double rate, unsigned seed,
-                                double retry_after_s);
+void fake_discord_set_fail_rate(fake_discord *fd, double rate, unsigned seed, double retry_after_s);
 
 /* Enforce a window of `limit` requests per `window_s` seconds per route
  * bucket (429 beyond, headers reflect it). Default: 10000 per 1 s. */
@@ -243,8 +240,7 @@ json_t *fake_discord_messages(fake_discord *fd, const char *channel_id);
 size_t fake_discord_message_count(fake_discord *fd, const char *channel_id);
 
 /* Wait until a channel (NULL: all) holds at least n messages; 0 or -1. */
-int fake_discord_wait_messages(fake_discord *fd, const char *channel_id, size_t n,
-                               long timeout_ms);
+int fake_discord_wait_messages(fake_discord *fd, const char *channel_id, size_t n, long timeout_ms);
 
 /* The channel object as a NEW reference, or NULL when unknown. */
 json_t *fake_discord_channel(fake_discord *fd, const char *channel_id);
@@ -255,8 +251,8 @@ json_t *fake_discord_channels(fake_discord *fd);
 /* Put a message into a channel as author_id without any check (a human
  * speaking). id_out (>= 24 bytes) may be NULL. Returns 0, or -1 for an
  * unknown channel. */
-int fake_discord_inject_message(fake_discord *fd, const char *channel_id,
-                                const char *author_id, const char *content, char *id_out);
+int fake_discord_inject_message(fake_discord *fd, const char *channel_id, const char *author_id,
+                                const char *content, char *id_out);
 
 /* Like fake_discord_inject_message, plus mentions: a NULL-terminated list
  * of user ids (may be NULL) mentioned besides <@id> in content. */

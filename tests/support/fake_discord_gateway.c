@@ -47,9 +47,9 @@ typedef struct gw_session {
     char id[40];
     char user[24];
     long seq;
-    gw_sent *hist;  /* ring of GW_HISTORY */
+    gw_sent *hist; /* ring of GW_HISTORY */
     size_t n_hist, first;
-    gw_conn *conn;  /* attached websocket or NULL */
+    gw_conn *conn; /* attached websocket or NULL */
     struct gw_session *next;
 } gw_session;
 
@@ -60,14 +60,14 @@ struct gw_conn {
     pthread_t thread;
     int efd;
     int64_t connected_ms;
-    uint8_t *in;   /* thread only */
+    uint8_t *in; /* thread only */
     size_t in_len, in_cap;
     /* under the lock: */
     gw_out *out_head, *out_tail;
     gw_session *sess;
     int identified;
-    int closing;       /* a close frame is queued; no more dispatches */
-    int done;          /* the thread has ended; join and free */
+    int closing; /* a close frame is queued; no more dispatches */
+    int done;    /* the thread has ended; join and free */
     struct gw_conn *next;
 };
 
@@ -148,8 +148,8 @@ static void queue_close(gw_conn *c, int code, const char *reason)
 
 static void session_send(gw_session *s, const char *t, json_t *d)
 {
-    json_t *p = json_pack("{s:i, s:s, s:I, s:O}", "op", 0, "t", t, "s", (json_int_t)++s->seq,
-                          "d", d);
+    json_t *p =
+        json_pack("{s:i, s:s, s:I, s:O}", "op", 0, "t", t, "s", (json_int_t)++s->seq, "d", d);
     char *text = p ? json_dumps(p, JSON_COMPACT) : NULL;
     json_decref(p);
     if (!text)
@@ -182,9 +182,9 @@ static void send_ready(fd_gateway *g, gw_conn *c, gw_session *s)
         "{s:i, s:o, s:[{s:s, s:b}], s:s, s:s, s:s, s:{s:s, s:i}, s:[i,i], s:[], s:[], s:[], "
         "s:{}, s:[s]}",
         "v", 10, "user", user, "guilds", "id", fake_discord_guild_id(fd), "unavailable", 1,
-        "session_id", s->id, "session_type", "normal", "resume_gateway_url", resume,
-        "application", "id", s->user, "flags", fdi_app_flags(), "shard", 0, 1, "private_channels",
-        "presences", "relationships", "user_settings", "_trace", "fake-discord");
+        "session_id", s->id, "session_type", "normal", "resume_gateway_url", resume, "application",
+        "id", s->user, "flags", fdi_app_flags(), "shard", 0, 1, "private_channels", "presences",
+        "relationships", "user_settings", "_trace", "fake-discord");
     c->identified = 1;
     session_send(s, "READY", ready);
     json_decref(ready);
@@ -343,8 +343,8 @@ static int consume(gw_conn *c, uint8_t **msg, size_t *msg_len, int *msg_op)
             break;
         int control = h.opcode >= 8;
         int bad = h.rsv || !h.masked || (control && (!h.fin || h.len > 125)) ||
-                  (h.opcode != WS_OP_CONT && h.opcode != WS_OP_TEXT &&
-                   h.opcode != WS_OP_BINARY && !control) ||
+                  (h.opcode != WS_OP_CONT && h.opcode != WS_OP_TEXT && h.opcode != WS_OP_BINARY &&
+                   !control) ||
                   (h.opcode == WS_OP_CONT && !*msg_op) ||
                   ((h.opcode == WS_OP_TEXT || h.opcode == WS_OP_BINARY) && *msg_op);
         if (bad || h.len > GW_MAX_MESSAGE || *msg_len + h.len > GW_MAX_MESSAGE) {
@@ -667,10 +667,10 @@ json_t *fdg_sessions(fd_gateway *g)
         if (c->done)
             continue;
         gw_session *s = c->sess;
-        json_t *o = json_pack("{s:s?, s:s?, s:I, s:b, s:I}", "userId", s ? s->user : NULL,
-                              "sessionId", s ? s->id : NULL, "seq",
-                              (json_int_t)(s ? s->seq : 0), "identified", c->identified,
-                              "connectedAtMs", (json_int_t)c->connected_ms);
+        json_t *o =
+            json_pack("{s:s?, s:s?, s:I, s:b, s:I}", "userId", s ? s->user : NULL, "sessionId",
+                      s ? s->id : NULL, "seq", (json_int_t)(s ? s->seq : 0), "identified",
+                      c->identified, "connectedAtMs", (json_int_t)c->connected_ms);
         if (o && !s) {
             json_object_set_new(o, "userId", json_null());
             json_object_set_new(o, "sessionId", json_null());

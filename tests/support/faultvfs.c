@@ -66,7 +66,8 @@ static int fv_close(sqlite3_file *f)
 static int fv_read(sqlite3_file *f, void *buf, int amt, sqlite3_int64 off)
 {
     return countdown(&read_nth, &read_nth_hit) || fault(FV_READ)
-               ? SQLITE_IOERR_READ : RM(f)->xRead(REAL(f), buf, amt, off);
+               ? SQLITE_IOERR_READ
+               : RM(f)->xRead(REAL(f), buf, amt, off);
 }
 
 static int fv_write(sqlite3_file *f, const void *buf, int amt, sqlite3_int64 off)
@@ -141,7 +142,8 @@ static int fv_shm_lock(sqlite3_file *f, int offset, int n, int flags)
             return SQLITE_IOERR_SHMLOCK;
     }
     return (flags & SQLITE_SHM_LOCK) && fault(FV_SHMLOCK)
-               ? SQLITE_IOERR_SHMLOCK : RM(f)->xShmLock(REAL(f), offset, n, flags);
+               ? SQLITE_IOERR_SHMLOCK
+               : RM(f)->xShmLock(REAL(f), offset, n, flags);
 }
 
 static void fv_shm_barrier(sqlite3_file *f)

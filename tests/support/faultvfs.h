@@ -31,7 +31,7 @@
 #define FV_SHMMAP 0x20   /* xShmMap: SQLITE_IOERR_SHMMAP */
 #define FV_SHMLOCK 0x40  /* xShmLock taking a lock: SQLITE_IOERR_SHMLOCK */
 #define FV_ALL 0x7f
-#define FV_STICKY 0x100  /* with fv_arm's methods: every call after the nth fails too */
+#define FV_STICKY 0x100 /* with fv_arm's methods: every call after the nth fails too */
 
 /* Register the wrapper as SQLite's default VFS (idempotent). 0, or -1 when
  * SQLite has no default VFS to wrap or refused the registration. */

@@ -148,11 +148,11 @@ char *host_test_plugin_dir(const char *parent, const char *folder, const char *f
         free(src);
         free(dst);
     }
-    json_t *m = json_pack("{s:s,s:s,s:s,s:s,s:{s:i,s:i},s:s,s:s,s:{s:s},s:{s:[],s:[]}}", "id", id,
-                          "name", id, "version", "0.0.1", "description", "a test fixture", "abi",
-                          "major", abi_major, "minor", abi_minor, "library", lib, "entry",
-                          "oc_plugin_entry", "configSchema", "type", "object", "contracts",
-                          "tools", "hooks");
+    json_t *m =
+        json_pack("{s:s,s:s,s:s,s:s,s:{s:i,s:i},s:s,s:s,s:{s:s},s:{s:[],s:[]}}", "id", id, "name",
+                  id, "version", "0.0.1", "description", "a test fixture", "abi", "major",
+                  abi_major, "minor", abi_minor, "library", lib, "entry", "oc_plugin_entry",
+                  "configSchema", "type", "object", "contracts", "tools", "hooks");
     ck_assert_ptr_nonnull(m);
     const char *k;
     json_t *v;

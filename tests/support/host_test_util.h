@@ -16,7 +16,7 @@
  */
 typedef struct host_test_log {
     pthread_mutex_t mu;
-    char *text;       /* owned; NUL-terminated, "" when empty */
+    char *text; /* owned; NUL-terminated, "" when empty */
     size_t len;
 } host_test_log;
 

@@ -18,8 +18,8 @@ static void append(obe *e, int level, const char *prefix, const char *msg)
     char *n = realloc(e->log, e->log_len + add + 1);
     if (n) {
         e->log = n;
-        e->log_len += (size_t)snprintf(e->log + e->log_len, add + 1, "%d %s%s\n", level, prefix,
-                                       msg);
+        e->log_len +=
+            (size_t)snprintf(e->log + e->log_len, add + 1, "%d %s%s\n", level, prefix, msg);
     }
     pthread_mutex_unlock(&e->log_mu);
 }

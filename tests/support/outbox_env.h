@@ -11,14 +11,14 @@
 #include "dirigent.h"
 #include "discord.h"
 
-#define OBE_TOKEN "mod-Tok3n.SECRET-value"   /* the moderator's token in tests */
-#define OBE_MOD_ID "900000000000000001"       /* its user id */
+#define OBE_TOKEN "mod-Tok3n.SECRET-value" /* the moderator's token in tests */
+#define OBE_MOD_ID "900000000000000001"    /* its user id */
 
 typedef struct obe {
-    oc_host_api api;            /* log only; other functions NULL */
-    dg_plugin p;                /* store + discord; outbox left to the test */
+    oc_host_api api; /* log only; other functions NULL */
+    dg_plugin p;     /* store + discord; outbox left to the test */
     pthread_mutex_t log_mu;
-    char *log;                  /* every line: "<level> <text>\n"; owned */
+    char *log; /* every line: "<level> <text>\n"; owned */
     size_t log_len;
 } obe;
 

@@ -141,7 +141,8 @@ int pgs_start(void)
         struct passwd *pw = getpwnam("nobody");
         if (!pw || chown(pgs_dir, pw->pw_uid, pw->pw_gid) != 0)
             ck_abort_msg("running as root, the PostgreSQL server runs as the user nobody, "
-                         "which must exist and own %s", pgs_dir);
+                         "which must exist and own %s",
+                         pgs_dir);
     }
     char pwfile[128], data[128], log[128], opts[256];
     snprintf(pwfile, sizeof pwfile, "%s/pw", pgs_dir);
@@ -150,18 +151,20 @@ int pgs_start(void)
     if (tu_write_file(pwfile, PGS_PASSWORD "\n") != 0)
         ck_abort_msg("cannot write %s", pwfile);
     chmod(pwfile, 0644);
-    const char *initdb[] = {"initdb", "-D", data, "-U", "dirigent", "--pwfile", pwfile,
-                            "-A", "scram-sha-256", "-E", "UTF8", "--locale=C", "--no-sync",
-                            NULL};
+    const char *initdb[] = {
+        "initdb",        "-D", data,   "-U",         "dirigent",  "--pwfile", pwfile, "-A",
+        "scram-sha-256", "-E", "UTF8", "--locale=C", "--no-sync", NULL};
     if (run_tool(initdb) != 0) {
         show_log("tool.log");
         ck_abort_msg("initdb failed in %s (its output is above)", pgs_dir);
     }
     /* Unix socket only, in our folder; durability off (a test server). */
-    snprintf(opts, sizeof opts, "-h '' -k %s -p 5432 -c fsync=off -c full_page_writes=off "
-             "-c synchronous_commit=off", pgs_dir);
-    const char *start[] = {"pg_ctl", "-D", data, "-l", log, "-w", "-t", "120", "-o", opts,
-                           "start", NULL};
+    snprintf(opts, sizeof opts,
+             "-h '' -k %s -p 5432 -c fsync=off -c full_page_writes=off "
+             "-c synchronous_commit=off",
+             pgs_dir);
+    const char *start[] = {"pg_ctl", "-D",  data, "-l", log,     "-w",
+                           "-t",     "120", "-o", opts, "start", NULL};
     if (run_tool(start) != 0) {
         show_log("tool.log");
         show_log("server.log");
@@ -238,8 +241,8 @@ long pgs_value(const char *url, const char *sql)
 {
     const char *why = NULL;
     PGresult *r = query(url, sql, &why);
-    long v = r && PQntuples(r) > 0 && !PQgetisnull(r, 0, 0) ? strtol(PQgetvalue(r, 0, 0), NULL, 10)
-                                                           : -1;
+    long v =
+        r && PQntuples(r) > 0 && !PQgetisnull(r, 0, 0) ? strtol(PQgetvalue(r, 0, 0), NULL, 10) : -1;
     PQclear(r);
     return v;
 }

@@ -29,7 +29,9 @@ char *tu_mkdtemp(void)
 
 static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
-    (void)sb; (void)flag; (void)ftw;
+    (void)sb;
+    (void)flag;
+    (void)ftw;
     remove(path);
     return 0;
 }

@@ -51,7 +51,7 @@ int tu_run_wait(const char *const *argv, const char *out_path, const char *err_p
 
 /* A capture of log lines from a test host; see tu_log_* below. */
 typedef struct tu_logbuf {
-    char *text;     /* all lines, '\n'-separated; owned */
+    char *text; /* all lines, '\n'-separated; owned */
     size_t len;
 } tu_logbuf;
 

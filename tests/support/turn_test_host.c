@@ -26,17 +26,17 @@ void tth_standalone(void)
     standalone = 1;
 }
 
-#define TTH_EXPECT(cond, ...)                                                   \
-    do {                                                                        \
-        if (standalone) {                                                       \
-            if (!(cond)) {                                                      \
-                fprintf(stderr, "turn_test_host: " __VA_ARGS__);                \
-                fputc('\n', stderr);                                            \
-                abort();                                                        \
-            }                                                                   \
-        } else {                                                                \
-            ck_assert_msg(cond, __VA_ARGS__);                                   \
-        }                                                                       \
+#define TTH_EXPECT(cond, ...)                                                                      \
+    do {                                                                                           \
+        if (standalone) {                                                                          \
+            if (!(cond)) {                                                                         \
+                fprintf(stderr, "turn_test_host: " __VA_ARGS__);                                   \
+                fputc('\n', stderr);                                                               \
+                abort();                                                                           \
+            }                                                                                      \
+        } else {                                                                                   \
+            ck_assert_msg(cond, __VA_ARGS__);                                                      \
+        }                                                                                          \
     } while (0)
 
 /* Host functions: host is the tth itself. Any thread. */
@@ -177,14 +177,14 @@ static int64_t th_clock(void *state)
 }
 
 /* The agents of tth_start's config (JSON object text). */
-#define TTH_DEFAULT_AGENTS                                                      \
-    "{\"alpha\":{\"discordUserId\":\"" TTH_ALPHA_UID "\"},"                   \
-    "\"bravo\":{\"discordUserId\":\"" TTH_BRAVO_UID "\"},"                    \
-    "\"charlie\":{\"discordUserId\":\"" TTH_CHARLIE_UID "\"},"                \
-    "\"delta\":{\"discordUserId\":\"" TTH_DELTA_UID "\"},"                    \
-    "\"echo\":{\"discordUserId\":\"100000000000000005\"},"                    \
-    "\"foxtrot\":{\"discordUserId\":\"100000000000000006\"},"                 \
-    "\"golf\":{\"discordUserId\":\"100000000000000007\"},"                    \
+#define TTH_DEFAULT_AGENTS                                                                         \
+    "{\"alpha\":{\"discordUserId\":\"" TTH_ALPHA_UID "\"},"                                        \
+    "\"bravo\":{\"discordUserId\":\"" TTH_BRAVO_UID "\"},"                                         \
+    "\"charlie\":{\"discordUserId\":\"" TTH_CHARLIE_UID "\"},"                                     \
+    "\"delta\":{\"discordUserId\":\"" TTH_DELTA_UID "\"},"                                         \
+    "\"echo\":{\"discordUserId\":\"100000000000000005\"},"                                         \
+    "\"foxtrot\":{\"discordUserId\":\"100000000000000006\"},"                                      \
+    "\"golf\":{\"discordUserId\":\"100000000000000007\"},"                                         \
     "\"hotel\":{\"discordUserId\":\"100000000000000008\"}}"
 
 static void start_plugin(tth *h)
@@ -221,10 +221,16 @@ void tth_start_agents(tth *h, const char *policy, const char *agents, const char
     unsetenv("DIRIGENT_SESSION_POLICY");
     unsetenv("DIRIGENT_STORE_URL"); /* the store is the one tu_store_member names */
     h->api = (oc_host_api){
-        .abi_major = OC_ABI_MAJOR, .abi_minor = OC_ABI_MINOR,
-        .struct_size = sizeof(oc_host_api), .host = (oc_host *)h,
-        .register_tool = th_register_tool, .on = th_on, .session_patch = th_patch,
-        .sessions_list = th_list, .log = th_log, .session_reset = th_reset,
+        .abi_major = OC_ABI_MAJOR,
+        .abi_minor = OC_ABI_MINOR,
+        .struct_size = sizeof(oc_host_api),
+        .host = (oc_host *)h,
+        .register_tool = th_register_tool,
+        .on = th_on,
+        .session_patch = th_patch,
+        .sessions_list = th_list,
+        .log = th_log,
+        .session_reset = th_reset,
         .run_abort = th_abort,
     };
     h->plugin = oc_plugin_entry();
@@ -299,15 +305,15 @@ int tth_call(tth *h, const char *name, const json_t *event, const json_t *ctx, j
     return OC_ERR_NOT_FOUND;
 }
 
-int tth_msg(tth *h, const char *channel, const char *thread, const char *msg_id,
-            const char *sender, int is_bot, const char *content, const char *const *mentions)
+int tth_msg(tth *h, const char *channel, const char *thread, const char *msg_id, const char *sender,
+            int is_bot, const char *content, const char *const *mentions)
 {
     json_t *m = json_array();
     for (size_t i = 0; mentions && mentions[i]; i++)
         json_array_append_new(m, json_string(mentions[i]));
-    json_t *ev = json_pack("{s:s, s:s, s:b, s:s, s:b, s:s, s:o}", "messageId", msg_id,
-                           "channelId", channel, "isDm", 0, "senderId", sender, "senderIsBot",
-                           is_bot, "content", content ? content : "", "mentions", m);
+    json_t *ev = json_pack("{s:s, s:s, s:b, s:s, s:b, s:s, s:o}", "messageId", msg_id, "channelId",
+                           channel, "isDm", 0, "senderId", sender, "senderIsBot", is_bot, "content",
+                           content ? content : "", "mentions", m);
     if (thread)
         json_object_set_new(ev, "threadId", json_string(thread));
     json_t *ctx = json_pack("{s:s}", "channelId", channel);
@@ -320,8 +326,8 @@ int tth_msg(tth *h, const char *channel, const char *thread, const char *msg_id,
 const char *tth_session_key(char *buf, size_t len, const char *agent, const char *channel,
                             const char *thread)
 {
-    snprintf(buf, len, "agent:%s:discord:channel:%s%s%s", agent, channel,
-             thread ? ":thread:" : "", thread ? thread : "");
+    snprintf(buf, len, "agent:%s:discord:channel:%s%s%s", agent, channel, thread ? ":thread:" : "",
+             thread ? thread : "");
     return buf;
 }
 
@@ -329,8 +335,8 @@ static json_t *agent_ctx(const char *agent, const char *channel, const char *thr
 {
     char key[256];
     json_t *ctx = json_pack("{s:s, s:s, s:s, s:s}", "agentId", agent, "sessionKey",
-                            tth_session_key(key, sizeof key, agent, channel, thread),
-                            "channelId", channel, "messageProvider", "discord");
+                            tth_session_key(key, sizeof key, agent, channel, thread), "channelId",
+                            channel, "messageProvider", "discord");
     if (thread)
         json_object_set_new(ctx, "threadId", json_string(thread));
     return ctx;
@@ -356,8 +362,8 @@ int tth_resolve(tth *h, const char *agent, const char *channel, const char *thre
     return out;
 }
 
-int tth_end(tth *h, const char *agent, const char *channel, const char *thread,
-            const char *output, long tool_calls)
+int tth_end(tth *h, const char *agent, const char *channel, const char *thread, const char *output,
+            long tool_calls)
 {
     /* Every call is a run of its own: the plugin ignores a repeated runId. */
     static _Atomic long runs;
@@ -467,8 +473,8 @@ const char *tth_uid(const char *agent)
     return NULL;
 }
 
-int tth_run(tth *h, const char *agent, const char *channel, const char *thread,
-            const char *output, const char *msg_id)
+int tth_run(tth *h, const char *agent, const char *channel, const char *thread, const char *output,
+            const char *msg_id)
 {
     int swapped = tth_resolve(h, agent, channel, thread);
     TTH_EXPECT(swapped >= 0, "before_model_resolve failed");

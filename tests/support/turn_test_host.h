@@ -28,9 +28,9 @@
 #define TTH_BRAVO_UID "100000000000000002"
 #define TTH_CHARLIE_UID "100000000000000003"
 #define TTH_DELTA_UID "100000000000000004"
-#define TTH_MOD_UID "900000000000000009"   /* the moderator bot */
+#define TTH_MOD_UID "900000000000000009" /* the moderator bot */
 #define TTH_HUMAN_UID "200000000000000001"
-#define TTH_BOT_UID "700000000000000001"   /* a bot that is not one of ours */
+#define TTH_BOT_UID "700000000000000001" /* a bot that is not one of ours */
 
 typedef struct tth_hook {
     char name[40];
@@ -41,27 +41,27 @@ typedef struct tth_hook {
 typedef struct tth {
     oc_host_api api;
     const oc_plugin *plugin;
-    void *state;                /* the plugin's dg_plugin */
-    char *dir;                  /* temp folder holding the database */
-    char *config;               /* JSON text of the plugin config */
-    char *store;                /* its member naming the store (tu_store_member) */
-    _Atomic int64_t now_ms;     /* the plugin's clock */
+    void *state;            /* the plugin's dg_plugin */
+    char *dir;              /* temp folder holding the database */
+    char *config;           /* JSON text of the plugin config */
+    char *store;            /* its member naming the store (tu_store_member) */
+    _Atomic int64_t now_ms; /* the plugin's clock */
     pthread_mutex_t mu;
     tth_hook hooks[16];
     int n_hooks;
-    char *log;                  /* "<level> <line>\n"...; owned */
+    char *log; /* "<level> <line>\n"...; owned */
     size_t log_len;
-    int patches;                /* session_patch calls */
+    int patches; /* session_patch calls */
     char last_patch[256];
-    json_t *sessions;           /* what sessions_list answers: array */
+    json_t *sessions; /* what sessions_list answers: array */
     /* ABI 1.1 (a test makes the host a 1.0 one by setting api.struct_size to
      * offsetof(oc_host_api, session_reset)): the keys reset / aborted, in
      * call order, each followed by '\n'; run_abort answers abort_status. */
     char resets[1024], aborts[1024];
     int abort_status;
-    int reset_status;           /* what session_reset answers (0: OC_OK) */
-    int list_fails;             /* 1: sessions_list answers NULL (the host failed) */
-    int old_host;               /* `on` refuses the claim hooks (a host before them) */
+    int reset_status; /* what session_reset answers (0: OC_OK) */
+    int list_fails;   /* 1: sessions_list answers NULL (the host failed) */
+    int old_host;     /* `on` refuses the claim hooks (a host before them) */
     /* Relay mode: like a host that runs host calls on one thread (the Node
      * bridge), a log call from any other thread waits until that thread is
      * no longer busy (at most 5 s, then counted in relay_timeouts). */
@@ -109,8 +109,8 @@ int tth_call(tth *h, const char *name, const json_t *event, const json_t *ctx, j
 
 /* message_received of msg_id in channel (thread may be NULL) from sender;
  * mentions: NULL-terminated user ids or NULL. Returns the hook status. */
-int tth_msg(tth *h, const char *channel, const char *thread, const char *msg_id,
-            const char *sender, int is_bot, const char *content, const char *const *mentions);
+int tth_msg(tth *h, const char *channel, const char *thread, const char *msg_id, const char *sender,
+            int is_bot, const char *content, const char *const *mentions);
 
 /* Session key of agent in channel/thread (OpenClaw format) into buf. */
 const char *tth_session_key(char *buf, size_t len, const char *agent, const char *channel,
@@ -122,8 +122,8 @@ int tth_resolve(tth *h, const char *agent, const char *channel, const char *thre
 
 /* agent_end of agent with output and tool calls, with a runId of its own
  * (a new one per call); returns the hook status. */
-int tth_end(tth *h, const char *agent, const char *channel, const char *thread,
-            const char *output, long tool_calls);
+int tth_end(tth *h, const char *agent, const char *channel, const char *thread, const char *output,
+            long tool_calls);
 
 /* message_sending of content by agent: 1 = cancelled, 0 = allowed, -1 error. */
 int tth_send(tth *h, const char *agent, const char *channel, const char *thread,
@@ -145,8 +145,8 @@ char *tth_outbox_content(tth *h, const char *channel, int i, char **channel_out)
  * non-silent output, message_sending and -- if not cancelled -- the
  * message itself (message_received from the agent's user id with msg_id).
  * Returns 1 if the agent spoke (message delivered), 0 otherwise. */
-int tth_run(tth *h, const char *agent, const char *channel, const char *thread,
-            const char *output, const char *msg_id);
+int tth_run(tth *h, const char *agent, const char *channel, const char *thread, const char *output,
+            const char *msg_id);
 
 /* Outside Check (the benchmark): failed expectations abort with a message
  * instead of failing a test. Call before tth_start. */

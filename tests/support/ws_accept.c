@@ -83,8 +83,7 @@ void ws_sha1(const void *data, size_t len, uint8_t out[20])
 
 size_t ws_base64(const uint8_t *in, size_t len, char *out, size_t out_len)
 {
-    static const char tab[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     size_t need = 4 * ((len + 2) / 3);
     if (out_len < need + 1)
         return 0;

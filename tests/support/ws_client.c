@@ -82,8 +82,7 @@ static int send_all(int sock, const void *p, size_t len)
     return 0;
 }
 
-ws_client *ws_client_connect(int port, const char *path_query, long timeout_ms,
-                             int *http_status)
+ws_client *ws_client_connect(int port, const char *path_query, long timeout_ms, int *http_status)
 {
     if (http_status)
         *http_status = 0;

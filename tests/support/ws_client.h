@@ -16,8 +16,7 @@ typedef struct ws_client ws_client;
 /* Connect to ws://127.0.0.1:port<path_query> within timeout_ms. Returns a
  * client (free with ws_client_close) or NULL; *http_status (may be NULL)
  * gets the handshake's HTTP status (101 on success, 0 when none). */
-ws_client *ws_client_connect(int port, const char *path_query, long timeout_ms,
-                             int *http_status);
+ws_client *ws_client_connect(int port, const char *path_query, long timeout_ms, int *http_status);
 
 /* Send one frame (masked as a client must); fin 0 starts or continues a
  * fragmented message. 0 or -1. */

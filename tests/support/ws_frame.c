@@ -47,8 +47,8 @@ void ws_frame_unmask(uint8_t *p, size_t n, const uint8_t mask[4])
         p[i] ^= mask[i & 3];
 }
 
-uint8_t *ws_frame_build(int fin, int opcode, const void *payload, size_t len,
-                        const uint8_t *mask, size_t *out_len)
+uint8_t *ws_frame_build(int fin, int opcode, const void *payload, size_t len, const uint8_t *mask,
+                        size_t *out_len)
 {
     size_t hl = 2 + (len >= 65536 ? 8 : len >= 126 ? 2 : 0) + (mask ? 4 : 0);
     uint8_t *f = malloc(hl + len + 1);

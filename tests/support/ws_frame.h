@@ -20,12 +20,12 @@ enum {
 
 typedef struct ws_frame_hdr {
     int fin;
-    int rsv;           /* the three RSV bits; nonzero is a protocol error here */
+    int rsv; /* the three RSV bits; nonzero is a protocol error here */
     int opcode;
     int masked;
     uint8_t mask[4];
-    uint64_t len;      /* payload length */
-    size_t hdr_len;    /* bytes before the payload */
+    uint64_t len;   /* payload length */
+    size_t hdr_len; /* bytes before the payload */
 } ws_frame_hdr;
 
 /* Parse the header at buf (n bytes available): 1 with *h filled, 0 when
@@ -38,7 +38,7 @@ void ws_frame_unmask(uint8_t *p, size_t n, const uint8_t mask[4]);
 /* A whole frame as a NEW malloc'd buffer (caller frees), its size in
  * *out_len; mask NULL: unmasked (server to client), else the payload is
  * masked with it (client to server). NULL when out of memory. */
-uint8_t *ws_frame_build(int fin, int opcode, const void *payload, size_t len,
-                        const uint8_t *mask, size_t *out_len);
+uint8_t *ws_frame_build(int fin, int opcode, const void *payload, size_t len, const uint8_t *mask,
+                        size_t *out_len);
 
 #endif
