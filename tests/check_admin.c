@@ -597,7 +597,7 @@ START_TEST(test_closed_channel_answers_closed)
 }
 END_TEST
 
-/* ---- forced close (issue 16 item 2) ---------------------------------------------- */
+/* ---- forced close ---------------------------------------------------------------- */
 
 /* An active discussion in channel whose initiator (alpha) works in ws. */
 static void open_active_discussion(const char *channel, const char *ws)
@@ -1055,7 +1055,7 @@ START_TEST(test_thread_policy_top_level_command_acts_on_the_latest_thread)
 END_TEST
 
 /*
- * Not reached by any test (make coverage, issue 12), each an error path:
+ * Not reached by any test (make coverage), each an error path:
  *  - turns_admin.c:reply_add, member_list, admin_status, turns_admin_locked
  *    ("b.nomem", the thread's strdup): out of memory while a reply is
  *    built; the allocation sweeps of message_received (check_hook_errors.c)

@@ -1,5 +1,5 @@
 /*
- * check_claim.c -- issue 10 part 3: the claim hooks (before_agent_reply,
+ * check_claim.c -- the claim hooks (before_agent_reply,
  * reply_payload_sending), silenced runs on the swap path, and
  * message_sending in OpenClaw's gateway shape (no ctx.agentId). The real
  * plugin through the test host (turn_test_host.c), JSON in and out, on a
@@ -731,7 +731,7 @@ START_TEST(test_malformed_claim_input_is_refused)
 }
 END_TEST
 
-/* ---- issue 13 bug 1: a speaker awaits the moderator's message that wakes it ---- */
+/* ---- a speaker awaits the moderator's message that wakes it -------------------- */
 
 /* message_received of message msg_id as reported to agent's session in
  * channel (OpenClaw: once per agent, ctx.sessionKey names the session). */
@@ -1082,7 +1082,7 @@ START_TEST(test_no_nudge_when_turned_off)
 }
 END_TEST
 
-/* ---- issue 13 bug 2: the host's error notices ---------------------------------- */
+/* ---- the host's error notices -------------------------------------------------- */
 
 /* reply_payload_sending of an error payload (isError: true) of agent in
  * channel: 1 cancelled, 0 not, -1 error. */

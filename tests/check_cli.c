@@ -179,7 +179,7 @@ END_TEST
 
 /* Each program answers --help and -h (one line per option, --version among
  * them) and --version on stdout with status 0, and names an unknown option
- * in the words "unknown option --bogus" (issue 13). */
+ * in the words "unknown option --bogus". */
 START_TEST(programs_answer_help_version_and_unknown_options)
 {
     static const char *const progs[] = {"ocgw", "fake-discord", "dirigent-noreply"};

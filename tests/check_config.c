@@ -391,7 +391,7 @@ START_TEST(test_token_shape_rule)
 END_TEST
 
 /* A token pasted into any other key is refused by the key's name, and the
- * error shows no part of it (issue 13). */
+ * error shows no part of it. */
 START_TEST(test_token_in_any_key_is_never_echoed)
 {
     clear_env();

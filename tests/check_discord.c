@@ -117,7 +117,7 @@ static const char *jstr(json_t *o, const char *key)
 
 /* ---- happy paths ----------------------------------------------------------------------- */
 
-/* The post body is written by hand (issue 14: the jansson tree and dump
+/* The post body is written by hand (the jansson tree and dump
  * were a third of the outbox's CPU per message); it must be the very text
  * jansson's compact dump gives, for texts that need every kind of escape. */
 START_TEST(post_body_is_jansson_text)
@@ -1351,7 +1351,7 @@ START_TEST(pipe_posts_carry_the_headers_and_no_expect)
 }
 END_TEST
 
-/* ---- altered echoes of the token (issue 12 bug 5) ---------------------------------------- */
+/* ---- altered echoes of the token --------------------------------------------------------- */
 
 typedef struct echo_log {
     pthread_mutex_t mu;

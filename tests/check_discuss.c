@@ -1,9 +1,9 @@
 /*
- * check_discuss.c -- discussion channels with callback (seed 003) through
- * the plugin's tools, against the in-process fake Discord: the section 12
- * story with every REST request checked, the same story with a plugin
- * restart between every step, every refusal of discuss-callback, a double
- * and two concurrent callbacks, validation errors of
+ * check_discuss.c -- discussion channels with callback through the
+ * plugin's tools, against the in-process fake Discord: the demo's story
+ * (demo/story.json) with every REST request checked, the same story with
+ * a plugin restart between every step, every refusal of discuss-callback,
+ * a double and two concurrent callbacks, validation errors of
  * discord_channel_create, a REST failure leaving no row, and both tools
  * answering a repeated ctx.toolCallId with the first result (a lost
  * channel found again instead of a second one).
@@ -652,7 +652,7 @@ static void check_closed_row(const char *channel, const char *rel)
 
 #define SUMMARY "plans/discussions/csm-discussion-summary.md"
 
-/* The seed's section 12, with an optional restart between every step. */
+/* The demo's story, with an optional restart between every step. */
 static void story(int restarts)
 {
     plugin_start();
@@ -961,8 +961,8 @@ END_TEST
 
 START_TEST(test_refuse_empty_summary)
 {
-    /* Issue 12 bug 2: an empty or white-space-only summary closed the
-     * discussion and posted the result. */
+    /* An empty or white-space-only summary is refused: it neither closes
+     * the discussion nor posts the result. */
     write_ws("plans/empty.md", "");
     refused("planner", disc, "plans/empty.md", OC_ERR_INVALID, "empty or only white space");
     write_ws("plans/blank.md", "  \n\t\r\n   \n");
@@ -1918,7 +1918,7 @@ START_TEST(test_lookup_and_notices)
 }
 END_TEST
 
-/* ---- summary conventions (issue 16 items 3, 4 and 7) ------------------------------- */
+/* ---- summary conventions ----------------------------------------------------------- */
 
 /* Content of message i of channel, once it is there; malloc'd. */
 static char *message_text(const char *channel, size_t i)
@@ -2110,7 +2110,7 @@ START_TEST(test_summary_preview_off_and_short)
 }
 END_TEST
 
-/* ---- reading tools: discussion_status, discussion_list (issue 16 items 5, 6) ---- */
+/* ---- reading tools: discussion_status, discussion_list -------------------------- */
 
 /* planner opens a discussion named name with these participants (a JSON
  * array's text); returns its channel id into ch and the discussion id. */
@@ -2787,7 +2787,7 @@ START_TEST(test_create_repeat_with_a_full_topic)
 END_TEST
 
 /*
- * Not reached by any test (make coverage, issue 12), each an error path or
+ * Not reached by any test (make coverage), each an error path or
  * a guard:
  *  - discuss_create.c:record_plain, record_intent,
  *    dg_discuss_create_channel (the ledger lookup), discuss_timers.c:timer_one

@@ -1,7 +1,7 @@
 /*
  * check_e2e.c -- end to end: build/fake-discord and build/ocgw (with the real
  * build/dirigent.so) as subprocesses on 127.0.0.1, running the demo's story
- * (seed 003 section 12, demo/host.json + demo/story.json), checked from the
+ * (demo/host.json + demo/story.json), checked from the
  * fake Discord's own record of messages and requests:
  *   - the story as is;
  *   - the story with 30% of the REST calls failing (429 with a small
@@ -694,8 +694,8 @@ START_TEST(bad_config_is_refused_naming_the_key)
 END_TEST
 
 /* The plugin's relative dbPath is taken from the folder of ocgw's config
- * file, not from the folder ocgw was started in (issue 13): before, it
- * landed in (or failed for want of) <cwd>/db/. */
+ * file, not from the folder ocgw was started in: never <cwd>/db/, which
+ * may not exist. */
 START_TEST(relative_db_path_is_taken_from_the_config_folder)
 {
     e2e_run r;
@@ -765,7 +765,7 @@ static int check_with(e2e_run *r, const char *cfg, const char *what, json_t *val
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* --check fails on the mistakes that burn money (issue 13) and otherwise
+/* --check fails on the mistakes that burn money and otherwise
  * says in one line what it found. */
 START_TEST(check_refuses_cost_burning_mistakes)
 {

@@ -4,9 +4,9 @@
  * could send to message_received, message_sending and
  * reply_payload_sending is refused with a log line naming it and changes
  * nothing; a store that cannot commit yields an error status, never a
- * decision taken on a state that was not recorded. (Raises the lowest
- * covered hook files of issue 12: every line they have is reached here or
- * by the turn suites.) The oom case makes each allocation of one hook call
+ * decision taken on a state that was not recorded. (With the turn suites
+ * this reaches every line of the hook files but those listed at the end.)
+ * The oom case makes each allocation of one hook call
  * fail in turn (failalloc.h), for every hook of a turn.
  */
 #include <check.h>
@@ -463,7 +463,7 @@ START_TEST(oom_step_k)
 END_TEST
 
 /*
- * Not reached by any test (make coverage, issue 12), in hooks/:
+ * Not reached by any test (make coverage), in hooks/:
  *  - hooks.c:key_field (an empty or overlong field after the marker in a
  *    session key the decoder already took apart), dg_hook_decode_outbound
  *    (a thread id taken from ctx.threadId when the key has none: the

@@ -51,7 +51,7 @@ static void expect_oneline(const char *text, size_t max, const char *want)
 
 START_TEST(oneline_of_multibyte_text_fits_its_buffer)
 {
-    /* Seed 003 is Chinese: 3-byte characters; emoji take 4. */
+    /* Chinese text: 3-byte characters; emoji take 4. */
     char zh[1024] = "", emoji[1024] = "";
     for (int i = 0; i < 100; i++)
         strcat(zh, "讨论");
@@ -318,7 +318,7 @@ static int load_json(json_t *cfg, char *err, size_t n)
 }
 
 /* A bot token pasted into tokenEnv (or any other key, directly or through
- * ${VAR}) is refused by the key's path and never shown (issue 13). */
+ * ${VAR}) is refused by the key's path and never shown. */
 START_TEST(config_never_echoes_a_token)
 {
     char err[1024];

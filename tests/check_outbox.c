@@ -214,7 +214,7 @@ START_TEST(sends_with_nonce_and_marks_sent)
 }
 END_TEST
 
-/* Marks in statements of several rows (issue 14): 37 rows (three full
+/* Marks in statements of several rows: 37 rows (three full
  * statements and a short one that repeats its last pair), one of them
  * already sent and one named twice: each row gets its own message id,
  * the one already sent keeps its first, the count says what changed. */
@@ -413,8 +413,8 @@ START_TEST(split_and_enqueue_out_of_memory)
 END_TEST
 
 /* With more channels owing rows than posts in flight, the oldest row
- * goes first across channels (issue 14: draining channel by channel
- * spread a backlog's marks over the whole table). One post in flight,
+ * goes first across channels (draining channel by channel would spread
+ * a backlog's marks over the whole table). One post in flight,
  * rows queued alternately to two channels: Discord sees them in the order
  * they were queued, not one channel after the other. */
 START_TEST(oldest_row_first_across_channels)
@@ -445,8 +445,8 @@ START_TEST(oldest_row_first_across_channels)
 END_TEST
 
 /* Rows read one at a time (batch 1): each channel's next row is read
- * while its head is in flight and goes behind it in memory (issue 14:
- * reading ahead). Every row goes out once, in order within its channel,
+ * while its head is in flight and goes behind it in memory (reading
+ * ahead). Every row goes out once, in order within its channel,
  * and is marked with its own message id; rows queued while sending are
  * found and go last. */
 START_TEST(reads_ahead_one_row_at_a_time_keeps_order)
@@ -729,7 +729,7 @@ END_TEST
 
 START_TEST(rate_limit_on_one_route_does_not_stall_others)
 {
-    /* Pipelined dispatcher (issue 14): channel A's route answers 429 with a
+    /* Pipelined dispatcher: channel A's route answers 429 with a
      * 1.5 s retry_after; channel B's rows go out meanwhile, in order, and
      * A's row follows once the window is over, once. */
     oenv *o = oenv_open(NULL);
@@ -887,7 +887,7 @@ START_TEST(crash_between_accept_and_mark)
 }
 END_TEST
 
-/* ---- a store that cannot record (issue 12 bug 1) -------------------------------------------- */
+/* ---- a store that cannot record ------------------------------------------------------------- */
 
 /* Requests of the fake whose body carries nonce. */
 static int posts_with_nonce(fake_discord *fd, const char *nonce)
@@ -936,7 +936,7 @@ START_TEST(store_full_after_accept_never_resends)
     /* Several attempts to record (each a back-off apart) went by. */
     wait_refused(o, 4);
     ck_assert_int_eq(posts_with_nonce(o->fd, nonce), 1);
-    /* Marks are recorded in batches (issue 14): the next row of the channel
+    /* Marks are recorded in batches: the next row of the channel
      * may have gone out after the first was accepted (order kept), but once
      * the store refused, nothing is posted twice and nothing more is sent. */
     ck_assert_int_le(posts_with_nonce(o->fd, nonce2), 1);
@@ -993,7 +993,7 @@ START_TEST(store_full_after_refusal_never_resends)
 }
 END_TEST
 
-/* ---- retention (issue 12 bug 6) ------------------------------------------------------------- */
+/* ---- retention ------------------------------------------------------------------------------ */
 
 static int64_t test_clock_ms;
 static int64_t test_clock(void *unused)

@@ -5,8 +5,8 @@
  * folder, socket), size, missing, unreadable, and a swap race.
  */
 /*
- * Lines of plugin/paths.c no test here can reach (the coverage aim of
- * issue 12 names each; every other line runs in make check):
+ * Lines of plugin/paths.c no test here can reach (the coverage aim names
+ * each; every other line runs in make check):
  *   dir_failure and dg_workspace_open: fstatat failing with an errno other than
  *     ENOENT, EACCES, ENAMETOOLONG (EIO, ENOMEM from the kernel).
  *   read_through: read() interrupted (EINTR) or failing (EIO), and
@@ -279,8 +279,8 @@ static const refusal refusals[] = {
     {IN_WS, "nope.md", OC_ERR_NOT_FOUND, {NULL}, NULL},
     /* A file on the way, as if a folder. */
     {AS_IS, "plans/discussions/summary.md/x", OC_ERR_INVALID, {NULL}, NULL},
-    /* Issue 12 bug 4: 'summary.md/' was accepted as 'summary.md'; the file
-     * system says ENOTDIR (not a folder), and so does the plugin. */
+    /* 'summary.md/' is not 'summary.md': the file system says ENOTDIR
+     * (not a folder), and so does the plugin. */
     {AS_IS, "plans/discussions/summary.md/", OC_ERR_INVALID, {"not a folder", "summaryPath"}, NULL},
     {AS_IS, "plans/discussions/summary.md//", OC_ERR_INVALID, {NULL}, NULL},
     {AS_IS, "plans/discussions/summary.md/.", OC_ERR_INVALID, {NULL}, NULL},

@@ -564,7 +564,7 @@ START_TEST(test_init_out_of_memory_existing_db)
 END_TEST
 
 /*
- * Not reached by any test (make coverage, issue 12):
+ * Not reached by any test (make coverage):
  *  - core.c:dg_core_new (the fallback reason when a failed step left no
  *    text: every step that fails here writes one), dg_plugin_settle (a
  *    second settle racing the first; the log pump's pthread_create failing).

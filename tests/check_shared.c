@@ -1,5 +1,5 @@
 /*
- * check_shared.c -- several plugin instances on one store (issue 17): the
+ * check_shared.c -- several plugin instances on one store: the
  * change log and leases of the store, two outbox dispatchers in two
  * processes on one SQLite file against the fake Discord (each row sent
  * once, in order per channel, a dead instance's channels taken over), and
@@ -7,7 +7,7 @@
  */
 /*
  * Lines of store/store_instances.c no test here can reach (the coverage aim
- * of issue 12 names each; every other line runs in make check):
+ * names each; every other line runs in make check):
  *   dg_store_make_instance: getrandom interrupted or failing: 8 bytes with
  *     flags 0 block until the kernel's pool is ready and then never fail.
  *   shm_attach: a VFS without shared memory (xShmMap): the unix VFS always

@@ -1,10 +1,10 @@
 /*
  * check_shared_gateways.c -- two reference gateways (build/ocgw) on one
- * PostgreSQL store with the story's agents split between them (issue 17):
+ * PostgreSQL store with the story's agents split between them:
  * gateway A runs planner and the scripted human alice, gateway B runs
  * reviewer and coder (--run-only); both load demo/host.json, so the plugin
  * on each knows all three agents, and both talk to one fake Discord on
- * 127.0.0.1. Gateway A checks seed 003's story (--expect demo/story.json,
+ * 127.0.0.1. Gateway A checks the demo's story (--expect demo/story.json,
  * against the fake Discord's channel histories, which both write to); the
  * test then checks the fake's own record: the same messages as `make demo`,
  * none twice, which gateway ran which agent, and how many posts were resent

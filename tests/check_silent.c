@@ -1,6 +1,6 @@
 /*
  * check_silent.c -- NO_REPLY detection per the OpenClaw rules, and run
- * outcomes (Dirigent bugs 3 and 4).
+ * outcomes.
  */
 #include <check.h>
 #include <stdio.h>
@@ -58,7 +58,7 @@ START_TEST(test_json_forms_are_silent)
 }
 END_TEST
 
-/* Bug 4 again, for the JSON forms: a model that wraps its envelope in a
+/* The JSON forms, decorated: a model that wraps its envelope in a
  * code fence (with or without a language tag) or inline code, or escapes
  * the underscore for markdown, still says nothing. */
 START_TEST(test_fenced_and_escaped_forms_are_silent)

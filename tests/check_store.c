@@ -2,8 +2,8 @@
  * check_store.c -- opening, creating and migrating the SQLite database.
  */
 /*
- * Lines of store/store.c no test here can reach (the coverage aim of
- * issue 12 names each; every other line runs in make check):
+ * Lines of store/store.c no test here can reach (the coverage aim names
+ * each; every other line runs in make check):
  *   migrate: user_version above ours after BEGIN IMMEDIATE (the ROLLBACK
  *     and "written by a newer dirigent" there): check_ours refused such a
  *     file a moment before, reading; only another process raising
@@ -477,8 +477,8 @@ static void refused_untouched(const char *path, int status, const char *word)
 
 START_TEST(test_foreign_database_refused_untouched)
 {
-    /* Issue 12 bug 3: another application's database was switched to WAL,
-     * stamped with our user_version and given our tables. */
+    /* Another application's database is refused untouched: not switched to
+     * WAL, not stamped with our user_version, not given our tables. */
     char *path = tu_path(dir, "other-app.db");
     raw_exec(path, "CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT);"
                    "INSERT INTO users(name) VALUES ('alice');");

@@ -12,8 +12,8 @@
  * cases on this backend.
  */
 /*
- * Lines of store/store_pg.c no test here can reach (the coverage aim of
- * issue 12 names each; every other line runs in make check):
+ * Lines of store/store_pg.c no test here can reach (the coverage aim names
+ * each; every other line runs in make check):
  *   raw_password: a url without "://": dg_store_is_url admits only
  *     postgresql:// and postgres:// urls to this backend.
  *   dg_pg_close: called without a connection struct: dg_store_close calls

@@ -307,9 +307,9 @@ START_TEST(test_blank_moderator_template_refused)
 }
 END_TEST
 
-/* A known placeholder a template is never rendered with stayed in the
- * posted text as "{discussGuide}" (issue 13): an init error now, naming the
- * template, the placeholder and what the template receives. */
+/* A known placeholder a template is never rendered with is an init error,
+ * naming the template, the placeholder and what the template receives;
+ * it must not reach the posted text (as "{discussGuide}", say). */
 START_TEST(test_placeholder_the_template_never_receives)
 {
     static const struct {
@@ -500,7 +500,7 @@ START_TEST(test_out_of_memory)
 END_TEST
 
 /*
- * Not reached by any test (make coverage, issue 12), each an error path:
+ * Not reached by any test (make coverage), each an error path:
  * templates.c:read_override (read() failing or interrupted on a regular
  * file that fstat accepted: only a failing device does that),
  * load_overrides (fdopendir failing on a descriptor open() just opened as

@@ -4,9 +4,8 @@
  * that calls the hooks with JSON the way a gateway does, on a hand-moved
  * clock; moderator messages are read from the outbox table.
  *
- * Covers issue 4 (both session policies), the Dirigent bugs 2-7 and 10 as
- * named regression tests, and the message side of discussion channels
- * (issue 5 points 2 and 5).
+ * Covers both session policies, the regression tests (test_bug2 to
+ * test_bug10), and the message side of discussion channels.
  */
 #include <check.h>
 #include <pthread.h>
@@ -706,7 +705,7 @@ START_TEST(test_idle_reminders_do_not_feed_a_loop)
 }
 END_TEST
 
-/* ---- discussion timers (issue 16 item 1) ----------------------------------------- */
+/* ---- discussion timers ----------------------------------------------------------- */
 
 /* The outbox rows of channel containing needle. */
 static int outbox_with(const char *channel, const char *needle)
@@ -1216,7 +1215,7 @@ START_TEST(test_concurrent_hooks_from_8_threads_keep_one_speaker)
 }
 END_TEST
 
-/* ---- issue 4 behaviours ---------------------------------------------------------------- */
+/* ---- hand-offs, the loop guard, session policies --------------------------------------- */
 
 START_TEST(test_handoff_mentions_next_speaker_once)
 {
@@ -1251,7 +1250,7 @@ START_TEST(test_only_bare_mentions_are_handoffs)
 {
     /* A moderator message of nothing but user mentions (with or without
      * '!', white space around) is a hand-off: it leaves the agents' message
-     * count alone. Anything else the moderator says resets it (bug 5). */
+     * count alone. Anything else the moderator says resets it. */
     join3(CH1, NULL);
     human_says(CH1, NULL, "go", NULL);
     ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "first view"), 1);
@@ -1820,7 +1819,7 @@ START_TEST(test_idle_threads_leave_the_memory)
 }
 END_TEST
 
-/* Issue 12 bug 7: a burst of top-level messages (each its own thread scope
+/* A burst of top-level messages (each its own thread scope
  * under the thread policy) must not grow the mirror for an hour: past the
  * bound the least recently changed dormant scopes leave at once. */
 START_TEST(test_dormant_threads_bounded_by_count)
@@ -2341,7 +2340,7 @@ START_TEST(test_read_fault_sweep_changes_nothing_half_way)
 END_TEST
 
 /*
- * Not reached by any test (make coverage, issue 12), each an error path
+ * Not reached by any test (make coverage), each an error path
  * or a guard; the kinds, then where:
  *  (a) a store statement failing after its transaction began, on a page
  *      already cached: the fault sweeps here fail the begin or a page read

@@ -539,7 +539,7 @@ START_TEST(test_admin_words_and_names)
 END_TEST
 
 /*
- * Not reached by any test (make coverage, issue 12), guards of states the
+ * Not reached by any test (make coverage), guards of states the
  * engine never builds (it validates positions and sizes first):
  * turns.c:all_members (a 65th member), next_after (no member after a full
  * round), settle_wait (a wait for a position that is not the speaker),

@@ -1,6 +1,6 @@
 /*
  * bench_shared_outbox.c -- outbox throughput with two dispatchers on one
- * PostgreSQL store against one dispatcher (issue 17), round by round in
+ * PostgreSQL store against one dispatcher, round by round in
  * one run: a round owes K messages over C channels in one transaction (not
  * timed), starts N dispatcher processes on the store (each its own plugin
  * connection, Discord client and outbox, ready before the clock starts),

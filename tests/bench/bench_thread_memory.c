@@ -1,7 +1,7 @@
 /*
- * bench_thread_memory.c -- issue 12 bug 7: under sessionPolicy "thread"
- * every top-level message is a thread scope of its own. Before the count
- * bound each finished one stayed in the turn engine's mirror for an hour
+ * bench_thread_memory.c -- under sessionPolicy "thread" every top-level
+ * message is a thread scope of its own. Without the count bound each
+ * finished one would stay in the turn engine's mirror for an hour
  * (about 0.8 KB each: 60k messages -> 47 MB). This bench plays N top-level
  * messages in one channel, each a finished exchange (a human asks, the
  * three agents pass: the scope goes dormant), with the turn clock moving
