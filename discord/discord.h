@@ -120,13 +120,6 @@ const char *dg_discord_guild_id(const dg_discord *d);
  */
 int dg_discord_check_channel_name(const char *name, char *why, size_t why_len);
 
-/* dg_snowflake_valid (common/snowflake.h) under the client's name, for the
- * callers that check ids against this header. */
-static inline int dg_discord_is_snowflake(const char *s)
-{
-    return dg_snowflake_valid(s);
-}
-
 /* A private text channel: @everyone (role id = guild id) denied
  * VIEW_CHANNEL; each member (type 1) allowed VIEW_CHANNEL | SEND_MESSAGES |
  * READ_MESSAGE_HISTORY. All strings borrowed for the call. */

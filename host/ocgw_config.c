@@ -227,7 +227,7 @@ static int get_snowflake(const json_t *obj, const char *key, const char *where, 
     int rc = get_str(obj, key, where, required, out, err, n);
     if (rc)
         return rc;
-    if (*out && !dg_discord_is_snowflake(*out)) {
+    if (*out && !dg_snowflake_valid(*out)) {
         free(*out);
         *out = NULL;
         return fail(err, n, "%s.%s: expected a Discord id (snowflake: 1-20 digits)", where, key);

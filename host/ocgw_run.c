@@ -469,7 +469,7 @@ static int do_tool(ocgw *g, const ocgw_agent *a, json_t *run, const ocgw_msg *m,
             }
         }
         const char *cid = sget(details, "channelId");
-        if (cid && dg_discord_is_snowflake(cid)) {
+        if (cid && dg_snowflake_valid(cid)) {
             const char *alias = NULL;
             json_object_foreach(act->bind, k, v)
                 if (!strcmp(json_string_value(v), "channelId"))

@@ -152,7 +152,7 @@ json_t *ocgw_channel_agents(ocgw *g, const char *channel_id)
 
 void ocgw_learn_channel(ocgw *g, const char *channel_id, const char *by_agent, const char *alias)
 {
-    if (!dg_discord_is_snowflake(channel_id))
+    if (!dg_snowflake_valid(channel_id))
         return;
     json_t *chs = ocgw_state_obj(&g->st, "channels");
     json_t *ch = json_object_get(chs, channel_id);

@@ -31,11 +31,6 @@
 
 #define DEFAULT_API_BASE "https://discord.com/api/v10"
 
-int dg_is_snowflake(const char *s)
-{
-    return dg_snowflake_valid(s);
-}
-
 const char *dg_session_policy_name(dg_session_policy p)
 {
     return p == DG_POLICY_THREAD ? "thread" : "channel";
@@ -191,7 +186,7 @@ static int parse_agent(const char *id, const json_t *val, dg_config *c, char *er
     c->n_agents++;
     if (!a->agent_id)
         return DG_ERR_NOMEM;
-    if (!dg_is_snowflake(a->discord_user_id))
+    if (!dg_snowflake_valid(a->discord_user_id))
         return dg_fail(err, err_len, DG_ERR_INVALID,
                        "config: \"%s\" must be a Discord snowflake (1-20 digits), got \"%.40s\"",
                        path, a->discord_user_id);
@@ -257,7 +252,7 @@ static int rule_admins(const dg_config_key *k, const json_t *admins, dg_config *
         return DG_ERR_NOMEM;
     for (size_t i = 0; i < n; i++) {
         json_t *v = json_array_get(admins, i);
-        if (!json_is_string(v) || !dg_is_snowflake(json_string_value(v)))
+        if (!json_is_string(v) || !dg_snowflake_valid(json_string_value(v)))
             return dg_fail(
                 err, err_len, DG_ERR_INVALID,
                 "config: \"admins[%zu]\" must be a Discord snowflake string (1-20 digits)", i);
@@ -437,7 +432,7 @@ static int rule_snowflake(const dg_config_key *k, const json_t *v, dg_config *c,
 {
     (void)v;
     const char *s = *str_field(c, k);
-    if (s && !dg_is_snowflake(s))
+    if (s && !dg_snowflake_valid(s))
         return dg_fail(err, err_len, DG_ERR_INVALID,
                        "config: \"%s\" must be a Discord snowflake (1-20 digits)", k->path);
     return DG_OK;
@@ -503,7 +498,7 @@ static int rule_archive_channel(const dg_config_key *k, const json_t *v, dg_conf
 {
     (void)k;
     (void)v;
-    if (c->archive_channel_id && !dg_is_snowflake(c->archive_channel_id))
+    if (c->archive_channel_id && !dg_snowflake_valid(c->archive_channel_id))
         return dg_fail(err, err_len, DG_ERR_INVALID,
                        "config: \"discussion.archiveChannelId\" must be a Discord channel id "
                        "(a snowflake string of 1-20 digits) the moderator may post in");

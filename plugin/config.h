@@ -130,8 +130,5 @@ const dg_agent_cfg *dg_config_agent_by_user(const dg_config *cfg, const char *us
 /* "channel" / "thread". Static string. */
 const char *dg_session_policy_name(dg_session_policy p);
 
-/* True when s is a Discord snowflake: 1..20 decimal digits, fits in uint64,
- * no leading zero unless "0" is excluded (ids are never 0). */
-int dg_is_snowflake(const char *s);
 
 #endif

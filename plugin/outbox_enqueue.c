@@ -138,13 +138,13 @@ static int make_nonce(char out[2 * OUTBOX_NONCE_BYTES + 1])
 int dg_outbox_enqueue(dg_store *st, const char *channel_id, const char *content,
                       const char *const *mention_ids, size_t n_mentions, int64_t now_ms)
 {
-    if (!st || !dg_discord_is_snowflake(channel_id) || !content || blank(content, strlen(content)))
+    if (!st || !dg_snowflake_valid(channel_id) || !content || blank(content, strlen(content)))
         return DG_ERR_INVALID;
     if (n_mentions > OUTBOX_MAX_MENTIONS || (n_mentions && !mention_ids))
         return DG_ERR_INVALID;
     size_t mlen = 1;
     for (size_t i = 0; i < n_mentions; i++) {
-        if (!dg_discord_is_snowflake(mention_ids[i]))
+        if (!dg_snowflake_valid(mention_ids[i]))
             return DG_ERR_INVALID;
         mlen += strlen(mention_ids[i]) + 1;
     }

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "snowflake.h"
 #include "config.h"
 #include "failalloc.h"
 #include "agent_id.h"
@@ -473,18 +474,18 @@ END_TEST
 
 START_TEST(test_snowflake_rules)
 {
-    ck_assert(dg_is_snowflake("1"));
-    ck_assert(dg_is_snowflake("1234567890123456789"));
-    ck_assert(dg_is_snowflake("18446744073709551615"));
-    ck_assert(!dg_is_snowflake("18446744073709551616")); /* > 2^64-1 */
-    ck_assert(!dg_is_snowflake("123456789012345678901"));
-    ck_assert(!dg_is_snowflake(""));
-    ck_assert(!dg_is_snowflake("0"));
-    ck_assert(!dg_is_snowflake("012"));
-    ck_assert(!dg_is_snowflake("12a"));
-    ck_assert(!dg_is_snowflake("-12"));
-    ck_assert(!dg_is_snowflake(" 12"));
-    ck_assert(!dg_is_snowflake(NULL));
+    ck_assert(dg_snowflake_valid("1"));
+    ck_assert(dg_snowflake_valid("1234567890123456789"));
+    ck_assert(dg_snowflake_valid("18446744073709551615"));
+    ck_assert(!dg_snowflake_valid("18446744073709551616")); /* > 2^64-1 */
+    ck_assert(!dg_snowflake_valid("123456789012345678901"));
+    ck_assert(!dg_snowflake_valid(""));
+    ck_assert(!dg_snowflake_valid("0"));
+    ck_assert(!dg_snowflake_valid("012"));
+    ck_assert(!dg_snowflake_valid("12a"));
+    ck_assert(!dg_snowflake_valid("-12"));
+    ck_assert(!dg_snowflake_valid(" 12"));
+    ck_assert(!dg_snowflake_valid(NULL));
 }
 END_TEST
 

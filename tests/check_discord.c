@@ -260,7 +260,7 @@ START_TEST(private_channel_overwrites_exact)
     dg_discord_err err;
     int rc = dg_discord_create_private_channel(e->d, &spec, &cid, &err);
     ck_assert_msg(rc == OC_OK, "%s", err.message);
-    ck_assert(dg_discord_is_snowflake(cid));
+    ck_assert(dg_snowflake_valid(cid));
 
     json_t *reqs = fake_discord_requests(e->fd, 0);
     ck_assert_uint_eq(json_array_size(reqs), 1);
@@ -388,11 +388,11 @@ START_TEST(channel_spec_refused_locally)
                                                    why, sizeof why),
                      OC_ERR_INVALID);
     ck_assert_msg(strstr(why, "U+00DC"), "%s", why);
-    ck_assert(dg_discord_is_snowflake("18446744073709551615"));
-    ck_assert(!dg_discord_is_snowflake("18446744073709551616"));
-    ck_assert(!dg_discord_is_snowflake("0123"));
-    ck_assert(!dg_discord_is_snowflake(""));
-    ck_assert(!dg_discord_is_snowflake(NULL));
+    ck_assert(dg_snowflake_valid("18446744073709551615"));
+    ck_assert(!dg_snowflake_valid("18446744073709551616"));
+    ck_assert(!dg_snowflake_valid("0123"));
+    ck_assert(!dg_snowflake_valid(""));
+    ck_assert(!dg_snowflake_valid(NULL));
     env_close(e);
 }
 END_TEST

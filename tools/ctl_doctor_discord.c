@@ -6,6 +6,7 @@
  * member's roles; then the channel's overwrites for @everyone, the roles,
  * the member).
  */
+#include "snowflake.h"
 #include "ctl_doctor_int.h"
 
 #include <curl/curl.h>
@@ -446,7 +447,7 @@ void doctor_check_discord(doctor *d)
         json_object_foreach(guilds, gid, gv) {
             if (json_object_get(seen, gid))
                 continue;
-            if (!dg_is_snowflake(gid)) {
+            if (!dg_snowflake_valid(gid)) {
                 doctor_sayf(
                     d, DOCTOR_WARN, "write the server's id (a snowflake) as the key",
                     "channels.discord.guilds: key \"%s\" is not a guild id (OpenClaw does not "

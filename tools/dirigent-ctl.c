@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "snowflake.h"
 #include "config.h"
 #include "ctl_doctor.h"
 #include "ctl_serve.h"
@@ -495,7 +496,7 @@ static int cmd_outbox(ctl *c)
  * typed a channel's name) and 0. */
 static int channel_id_ok(const char *what, const char *s)
 {
-    if (dg_is_snowflake(s))
+    if (dg_snowflake_valid(s))
         return 1;
     fprintf(stderr,
             "dirigent-ctl: %s \"%s\" is not a channel id: it must be a snowflake, "
