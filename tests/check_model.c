@@ -17,8 +17,10 @@
  *    ten seconds at a time, an agent that can read the channel gets a
  *    granted run (neither claimed nor swapped) before turn.timeoutSec
  *    (59 s; across a restart of the plugin, whose waits and nudges live in
- *    memory, 2 x timeoutSec + nudgeSec). Checked before any clock move past
- *    the deadline and at the end of the sequence.
+ *    memory, 2 x timeoutSec + nudgeSec; and at least 7 s after a human's
+ *    @mention of an agent that cannot read the channel, which holds the
+ *    readers back until the sweeper finds it unreached, 5 s). Checked
+ *    before any clock move past the deadline and at the end of the sequence.
  *  - waits-on-non-reader: at a quiet point (a settle step) no managed
  *    channel's speaker is an agent that cannot read it.
  *  - one-speaker: a run is granted while another agent's granted run in the
@@ -237,6 +239,7 @@ typedef struct session {          /* one agent in one channel, as the host keeps
 typedef struct obligation {
     int open, relaxed, step;
     int64_t t_ms;
+    int64_t not_before; /* a mention of a non-reader: no deadline before this */
     char who[16];
 } obligation;
 
@@ -855,8 +858,9 @@ static void check_waits(model *m)
 
 static int64_t deadline_of(const obligation *o)
 {
-    return o->t_ms + (o->relaxed ? (int64_t)(2 * TIMEOUT_SEC + NUDGE_SEC + 2) * 1000
-                                 : (int64_t)(TIMEOUT_SEC - 1) * 1000);
+    int64_t d = o->t_ms + (o->relaxed ? (int64_t)(2 * TIMEOUT_SEC + NUDGE_SEC + 2) * 1000
+                                      : (int64_t)(TIMEOUT_SEC - 1) * 1000);
+    return d > o->not_before ? d : o->not_before;
 }
 
 /*
@@ -941,6 +945,7 @@ static void open_obligation(model *m, int ch, const char *who)
     obligation *o = &m->ob[ch];
     o->open = 1;
     o->relaxed = 0;
+    o->not_before = 0;
     o->step = m->cur_step;
     o->t_ms = now_ms(m);
     snprintf(o->who, sizeof o->who, "%s", who);
@@ -1112,6 +1117,12 @@ static void do_step(model *m, const step *s)
         post(m, s->ch, HUMAN_UID[s->who % N_HUMANS], 0, text, mentions, nm, s->n, -1);
         human_spoke(m, s->ch);
         open_obligation(m, s->ch, HUMAN[s->who % N_HUMANS]);
+        /* A mention (outside a code span) of an agent that cannot read the
+         * channel holds its readers back until the sweeper finds that agent
+         * unreached (5 s, a sweep, the hand-off): documented. */
+        if (!s->b && (s->a & ((1u << N_AG) - 1) & ~m->sc->reads[s->ch]) && m->ob[s->ch].open &&
+            m->ob[s->ch].not_before < now_ms(m) + 7000)
+            m->ob[s->ch].not_before = now_ms(m) + 7000;
         check_new_rows(m, -1);
         break;
     }
@@ -2130,6 +2141,27 @@ START_TEST(regression_two_gateways_nudge_a_speaker_whose_delivery_dropped)
 }
 END_TEST
 
+/* A human asks an agent that cannot read #lab 4 s before an older message's
+ * deadline; the readers are held back until the sweeper finds it unreached
+ * (5 s), so the deadline moves past that. */
+START_TEST(regression_mention_of_non_reader_near_a_deadline)
+{
+    static const scenario sc = {{0, 0, 4},
+                                7,
+                                {
+                                    {S_ADMIN, 2, 0, 9, 0, 2, 0},
+                                    {S_ADVANCE, 2, 0, 0, 0, 0, 30},
+                                    {S_HUMAN, 2, 0, 0, 0, 0, 0},
+                                    {S_ADVANCE, 0, 0, 0, 0, 0, 3},
+                                    {S_ADVANCE, 1, 0, 0, 0, 0, 21},
+                                    {S_ADVANCE, 2, 0, 0, 0, 0, 1},
+                                    {S_HUMAN, 2, 0, 2, 0, 0, 0},
+                                },
+                                1};
+    replay(&sc);
+}
+END_TEST
+
 Suite *make_model_suite(void)
 {
     Suite *s = suite_create("model");
@@ -2168,6 +2200,7 @@ Suite *make_model_suite(void)
     tcase_add_test(reg, regression_restart_drops_the_stall_nudge);
     tcase_add_test(reg, regression_silence_of_a_run_from_before_a_restart_is_no_pass);
     tcase_add_test(reg, regression_two_gateways_nudge_a_speaker_whose_delivery_dropped);
+    tcase_add_test(reg, regression_mention_of_non_reader_near_a_deadline);
     suite_add_tcase(s, reg);
     return s;
 }
