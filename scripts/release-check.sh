@@ -26,7 +26,8 @@ arm64) MACHINE='AArch64' ;;
 esac
 
 # The shared libraries each file may need: glibc, and the runtime packages
-# a user installs (libcurl4, libpq5; libgnutls30 comes with apt itself);
+# a user installs (libcurl4, libpq5; libgnutls30, which libmicrohttpd needs
+# in dirigent-noreply and dirigent-ctl serve, comes with apt itself);
 # libjansson.so.4 only as the copy the package carries beside dirigent.so.
 # glibc's dynamic loader counts as glibc (arm64 objects name it).
 allowed() {
@@ -34,7 +35,7 @@ allowed() {
     case $1 in
     dirigent.so) echo "libjansson.so.4 libcurl.so.4 libpq.so.5 libm.so.6 libc.so.6" ;;
     libjansson.so.4) echo "libc.so.6" ;;
-    dirigent-ctl) echo "libcurl.so.4 libpq.so.5 libm.so.6 libc.so.6" ;;
+    dirigent-ctl) echo "libgnutls.so.30 libcurl.so.4 libpq.so.5 libm.so.6 libc.so.6" ;;
     dirigent-noreply) echo "libgnutls.so.30 libcurl.so.4 libm.so.6 libc.so.6" ;;
     esac
 }
