@@ -33,7 +33,8 @@ int dg_turn_state_same(const dg_turn_state *a, const dg_turn_state *b)
            a->agent_msgs == b->agent_msgs && a->rested == b->rested &&
            a->idle_reminded == b->idle_reminded && a->handoff == b->handoff &&
            a->permit == b->permit && a->permit_ms == b->permit_ms &&
-           a->last_change_ms == b->last_change_ms;
+           a->last_change_ms == b->last_change_ms && a->budget == b->budget &&
+           a->budget_until_ms == b->budget_until_ms;
 }
 
 void dg_rule_effects_init(dg_rule_effects *fx)
