@@ -12,30 +12,31 @@
 /* Schema v18. The budget columns of turn_ledger are the breaker of a scope
  * (dg_turn_state.budget, .budget_until_ms), kept with the rest of its turn
  * state so a restart and a second gateway see it. */
-const char dg_schema_v18_cost[] = "CREATE TABLE cost_runs ("
-                                  "  session_key TEXT NOT NULL,"
-                                  "  run_id TEXT NOT NULL,"
-                                  "  channel_id TEXT,"
-                                  "  scope TEXT,"
-                                  "  agent_id TEXT,"
-                                  "  at_ms INTEGER NOT NULL,"
-                                  "  verdict INTEGER NOT NULL,"
-                                  "  model_calls INTEGER NOT NULL DEFAULT 0,"
-                                  "  tokens_in INTEGER NOT NULL DEFAULT 0,"
-                                  "  tokens_out INTEGER NOT NULL DEFAULT 0,"
-                                  "  model TEXT,"
-                                  "  PRIMARY KEY (session_key, run_id)"
-                                  ");"
-                                  "CREATE INDEX cost_runs_by_scope ON cost_runs (channel_id, scope, at_ms);"
-                                  "CREATE INDEX cost_runs_by_time ON cost_runs (at_ms);"
-                                  "CREATE TABLE cost_humans ("
-                                  "  channel_id TEXT NOT NULL,"
-                                  "  scope TEXT NOT NULL,"
-                                  "  at_ms INTEGER NOT NULL,"
-                                  "  PRIMARY KEY (channel_id, scope)"
-                                  ");"
-                                  "ALTER TABLE turn_ledger ADD COLUMN budget INTEGER;"
-                                  "ALTER TABLE turn_ledger ADD COLUMN budget_until_ms INTEGER;";
+const char dg_schema_v18_cost[] =
+    "CREATE TABLE cost_runs ("
+    "  session_key TEXT NOT NULL,"
+    "  run_id TEXT NOT NULL,"
+    "  channel_id TEXT,"
+    "  scope TEXT,"
+    "  agent_id TEXT,"
+    "  at_ms INTEGER NOT NULL,"
+    "  verdict INTEGER NOT NULL,"
+    "  model_calls INTEGER NOT NULL DEFAULT 0,"
+    "  tokens_in INTEGER NOT NULL DEFAULT 0,"
+    "  tokens_out INTEGER NOT NULL DEFAULT 0,"
+    "  model TEXT,"
+    "  PRIMARY KEY (session_key, run_id)"
+    ");"
+    "CREATE INDEX cost_runs_by_scope ON cost_runs (channel_id, scope, at_ms);"
+    "CREATE INDEX cost_runs_by_time ON cost_runs (at_ms);"
+    "CREATE TABLE cost_humans ("
+    "  channel_id TEXT NOT NULL,"
+    "  scope TEXT NOT NULL,"
+    "  at_ms INTEGER NOT NULL,"
+    "  PRIMARY KEY (channel_id, scope)"
+    ");"
+    "ALTER TABLE turn_ledger ADD COLUMN budget INTEGER;"
+    "ALTER TABLE turn_ledger ADD COLUMN budget_until_ms INTEGER;";
 
 static const char SQL_RUN[] =
     "INSERT INTO cost_runs (session_key, run_id, channel_id, scope, agent_id, at_ms, verdict)"
@@ -112,16 +113,16 @@ int dg_store_cost_usage(dg_store *st, const dg_cost_run *r, const char *model, i
 
 /* The sums every read shares, as columns 0..8. */
 #define SUMS                                                                                       \
-    "COUNT(*), COALESCE(SUM(CASE WHEN verdict = 1 THEN 1 ELSE 0 END), 0),"                        \
-    " COALESCE(SUM(CASE WHEN verdict = 2 THEN 1 ELSE 0 END), 0),"                                 \
-    " COALESCE(SUM(CASE WHEN verdict = 3 THEN 1 ELSE 0 END), 0),"                                 \
-    " COALESCE(SUM(model_calls), 0), COALESCE(SUM(tokens_in), 0),"                                \
+    "COUNT(*), COALESCE(SUM(CASE WHEN verdict = 1 THEN 1 ELSE 0 END), 0),"                         \
+    " COALESCE(SUM(CASE WHEN verdict = 2 THEN 1 ELSE 0 END), 0),"                                  \
+    " COALESCE(SUM(CASE WHEN verdict = 3 THEN 1 ELSE 0 END), 0),"                                  \
+    " COALESCE(SUM(model_calls), 0), COALESCE(SUM(tokens_in), 0),"                                 \
     " COALESCE(SUM(tokens_out), 0), COALESCE(MIN(at_ms), 0), COALESCE(MAX(at_ms), 0)"
 
 /* ?1 channel, ?2 scope, ?3 since, ?4 until (NULLs: no condition). */
 #define WHERE_FILTER                                                                               \
-    " WHERE (CAST(?1 AS TEXT) IS NULL OR channel_id = ?1)"                                        \
-    " AND (CAST(?2 AS TEXT) IS NULL OR scope = ?2)"                                               \
+    " WHERE (CAST(?1 AS TEXT) IS NULL OR channel_id = ?1)"                                         \
+    " AND (CAST(?2 AS TEXT) IS NULL OR scope = ?2)"                                                \
     " AND at_ms >= ?3 AND (CAST(?4 AS BIGINT) IS NULL OR at_ms < ?4)"
 
 static const char SQL_SUM[] = "SELECT " SUMS " FROM cost_runs" WHERE_FILTER;
@@ -139,7 +140,7 @@ static void bind_filter(dg_stmt *s, const dg_cost_filter *f, int with_scope)
 
 static void read_sums(dg_stmt *s, int col, dg_cost_totals *t)
 {
-    int64_t *v[] = {&t->runs,      &t->granted,   &t->swapped,    &t->claimed, &t->model_calls,
+    int64_t *v[] = {&t->runs,      &t->granted,    &t->swapped,  &t->claimed, &t->model_calls,
                     &t->tokens_in, &t->tokens_out, &t->first_ms, &t->last_ms};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         *v[i] = dg_col_int64(s, col + (int)i);
@@ -206,7 +207,8 @@ int dg_store_cost_set_human(dg_store *st, const char *channel_id, const char *sc
     return dg_store_run(s);
 }
 
-static const char SQL_HUMAN[] = "SELECT at_ms FROM cost_humans WHERE channel_id = ?1 AND scope = ?2";
+static const char SQL_HUMAN[] =
+    "SELECT at_ms FROM cost_humans WHERE channel_id = ?1 AND scope = ?2";
 
 int dg_store_cost_human(dg_store *st, const char *channel_id, const char *scope, int64_t *at_ms)
 {

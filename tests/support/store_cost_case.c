@@ -32,8 +32,13 @@ static int collect(const dg_cost_row *r, void *ud)
 static void run(dg_store *st, const char *sk, const char *id, const char *ch, int64_t at,
                 dg_cost_verdict v)
 {
-    dg_cost_run r = {.session_key = sk, .run_id = id, .channel_id = ch, .scope = "~conv",
-                     .agent_id = "a", .at_ms = at, .verdict = v};
+    dg_cost_run r = {.session_key = sk,
+                     .run_id = id,
+                     .channel_id = ch,
+                     .scope = "~conv",
+                     .agent_id = "a",
+                     .at_ms = at,
+                     .verdict = v};
     ck_assert_int_eq(dg_store_cost_run(st, &r), DG_OK);
 }
 
@@ -71,8 +76,8 @@ void store_cost_case_run(dg_store *st)
     ck_assert_int_eq(t.tokens_in, 1510);
     ck_assert_int_eq(t.tokens_out, 76);
     ck_assert_int_eq(t.first_ms, 10 * DAY + 5);
-    dg_cost_filter ch = {.channel_id = "100", .scope = "~conv", .since_ms = 10 * DAY + 6,
-                         .until_ms = 11 * DAY + 1};
+    dg_cost_filter ch = {
+        .channel_id = "100", .scope = "~conv", .since_ms = 10 * DAY + 6, .until_ms = 11 * DAY + 1};
     ck_assert_int_eq(dg_store_cost_sum(st, &ch, &t), DG_OK);
     ck_assert_int_eq(t.runs, 1);
     ck_assert_int_eq(t.claimed, 1);
