@@ -20,8 +20,7 @@
  * names (*alt: a context made for it, the caller's to json_decref after
  * using hs, which points into it). 1 found, 0 none (not a channel
  * session), -1 malformed (hs->err). */
-static int usage_session(const json_t *event, const json_t *ctx, dg_hook_session *hs,
-                         json_t **alt)
+static int usage_session(const json_t *event, const json_t *ctx, dg_hook_session *hs, json_t **alt)
 {
     *alt = NULL;
     int ok = dg_hook_decode_session(ctx, hs);
@@ -70,8 +69,7 @@ static int usage_count(const json_t *usage, const char *key, int64_t *out)
 /* The usage of the run event names, for session hs (ok: what
  * usage_session found). */
 static int usage_record(dg_plugin *p, const char *hook, const json_t *event, const json_t *ctx,
-                        int ok, const dg_hook_session *hs, int64_t calls, int64_t tin,
-                        int64_t tout)
+                        int ok, const dg_hook_session *hs, int64_t calls, int64_t tin, int64_t tout)
 {
     if (ok < 0) {
         dg_log(p, OC_LOG_WARN, "%s: %s; the usage is not counted", hook, hs->err);
@@ -91,8 +89,8 @@ static int usage_record(dg_plugin *p, const char *hook, const json_t *event, con
     int rc = dg_turns_usage(p->turns, &hs->s, run_id, usage_model(event, model, sizeof model),
                             calls, tin, tout);
     if (rc != OC_OK)
-        dg_log(p, OC_LOG_WARN, "%s: the usage of run %s of %s was not recorded (%s)", hook,
-               run_id, hs->s.agent_id, dg_status_name(rc));
+        dg_log(p, OC_LOG_WARN, "%s: the usage of run %s of %s was not recorded (%s)", hook, run_id,
+               hs->s.agent_id, dg_status_name(rc));
     return rc;
 }
 

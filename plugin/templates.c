@@ -133,6 +133,8 @@ static const struct {
                   "status summaryPreview"},
     {"rest.md", "maxAgentMessages"},
     {"budget.md", "budgetWhat budgetUsed budgetLimit budgetKey budgetUntil"},
+    {"budget_discussion.md", "budgetWhat budgetUsed budgetLimit budgetKey initiatorMention "
+                             "summaryPath"},
     {"timeout.md", "discussGuide initiatorMention discussionChannel originChannel status "
                    "summaryPath"},
     {"wrapup.md", "discussGuide initiatorMention discussionChannel originChannel status "

@@ -28,8 +28,8 @@ int turns_budget_is_tokens(dg_budget_kind k)
 
 /* The window kind k counts in at now: [*since, *until); *until 0 when the
  * window has no end by time (per human message, a discussion's life). */
-static int budget_window(dg_turns *t, turns_scope *r, dg_budget_kind k, int64_t now,
-                         int64_t *since, int64_t *until)
+static int budget_window(dg_turns *t, turns_scope *r, dg_budget_kind k, int64_t now, int64_t *since,
+                         int64_t *until)
 {
     char key[DG_SCOPE_ID_MAX + 16];
     *until = 0;
@@ -82,12 +82,10 @@ int turns_budget_reached(dg_turns *t, turns_scope *r, int64_t now, turns_budget_
         if (rc != DG_OK)
             return rc;
         int64_t used = turns_budget_is_tokens((dg_budget_kind)k) ? tot.tokens_in + tot.tokens_out
-                                                                  : tot.granted;
+                                                                 : tot.granted;
         if (used >= b.limit[k]) {
-            *hit = (turns_budget_hit){.kind = (dg_budget_kind)k,
-                                      .used = used,
-                                      .limit = b.limit[k],
-                                      .until_ms = until};
+            *hit = (turns_budget_hit){
+                .kind = (dg_budget_kind)k, .used = used, .limit = b.limit[k], .until_ms = until};
             return DG_OK;
         }
     }
@@ -108,6 +106,50 @@ static void until_words(int64_t until_ms, char *buf, size_t len)
              &tm);
 }
 
+/* A discussion that reached its budget: the initiator gets the turn and
+ * is asked to wrap up (budget_discussion.md); the discussion's wrap-up
+ * time is set, so it expires like one past its lifetime when nobody
+ * closes it (discuss_timers.c). Writer held. */
+static int discussion_wrapup(dg_turns *t, turns_scope *r, dg_turn_state *next, dg_tpl_vars *v,
+                             int64_t now, int *kick)
+{
+    turns_chan *c = r->chan;
+    dg_discussion d;
+    memset(&d, 0, sizeof d);
+    if (dg_discuss_lookup_locked(t->p->store, c->id, &d) != DG_DISCUSSION_ACTIVE) {
+        dg_discussion_clear(&d);
+        return DG_OK; /* closing already: nothing to ask */
+    }
+    dg_rule_ctx x;
+    turns_make_ctx(t, c, &x);
+    const char *uid = turns_user_of(t, c, c->initiator_pos);
+    char mention[48] = "";
+    if (uid)
+        snprintf(mention, sizeof mention, "<@%s>", uid);
+    char *where = dg_discuss_suggested_path_locked(t->p, &d);
+    v->initiatorMention = mention;
+    v->summaryPath = where;
+    int rc = where ? dg_store_discussion_mark_wrapup(t->p->store, d.id, now) : DG_ERR_NOMEM;
+    int queued = 0;
+    if (rc == DG_OK && c->initiator_pos != DG_NOBODY)
+        dg_rule_admin_wake(next, &x, c->initiator_pos, now);
+    if (rc == DG_OK)
+        rc = turns_render_and_enqueue(t, "budget_discussion.md", v, c->id, uid, now, &queued, NULL,
+                                      0);
+    if (queued)
+        *kick = 1;
+    else if (c->initiator_pos != DG_NOBODY)
+        dg_rule_wake_delivered(next, c->initiator_pos);
+    free(where);
+    dg_discussion_clear(&d);
+    return rc;
+}
+
+int turns_budget_exempt(const turns_scope *r, int pos)
+{
+    return r->chan->mode == DG_MODE_DISCUSSION && pos != DG_NOBODY && pos == r->chan->initiator_pos;
+}
+
 int turns_budget_trip(dg_turns *t, turns_scope *r, const turns_budget_hit *hit, int64_t now,
                       int *kick)
 {
@@ -117,22 +159,24 @@ int turns_budget_trip(dg_turns *t, turns_scope *r, const turns_budget_hit *hit, 
     next.budget_until_ms = hit->until_ms;
     next.handoff = DG_NOBODY; /* nobody is woken into a held scope */
     next.awaiting = 0;
+    int discussion = r->chan->mode == DG_MODE_DISCUSSION;
     char used[24], limit[24], until[64], cause[200];
     snprintf(used, sizeof used, "%" PRId64, hit->used);
     snprintf(limit, sizeof limit, "%ld", hit->limit);
     until_words(hit->until_ms, until, sizeof until);
     snprintf(cause, sizeof cause, "budget reached: %s %s (budget.%s is %s); held %s", used,
              dg_budget_words(hit->kind), dg_budget_key(hit->kind), limit, until);
-    int rc = turns_save_scope(t, r, &next, now, cause);
-    if (rc == DG_OK) {
-        dg_tpl_vars v = {.budgetWhat = dg_budget_words(hit->kind),
-                         .budgetUsed = used,
-                         .budgetLimit = limit,
-                         .budgetKey = dg_budget_key(hit->kind),
-                         .budgetUntil = until};
-        const char *post = r->post_channel ? r->post_channel : r->chan->id;
-        rc = turns_render_and_enqueue(t, "budget.md", &v, post, NULL, now, kick, NULL, 0);
-    }
+    dg_tpl_vars v = {.budgetWhat = dg_budget_words(hit->kind),
+                     .budgetUsed = used,
+                     .budgetLimit = limit,
+                     .budgetKey = dg_budget_key(hit->kind),
+                     .budgetUntil = until};
+    const char *post = r->post_channel ? r->post_channel : r->chan->id;
+    int rc = discussion
+                 ? discussion_wrapup(t, r, &next, &v, now, kick)
+                 : turns_render_and_enqueue(t, "budget.md", &v, post, NULL, now, kick, NULL, 0);
+    if (rc == DG_OK)
+        rc = turns_save_scope(t, r, &next, now, cause);
     if (rc == DG_OK)
         rc = turns_install(t, r, &next);
     if (rc == DG_OK) {

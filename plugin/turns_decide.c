@@ -130,7 +130,8 @@ static int resolve_fn(dg_turns *t, turns_sess *e, turns_scope *r, const dg_turn_
     ro->seen_seq = r->st.msg_seq;
     turns_chan *c = e->chan;
     v->closed = c->mode == DG_MODE_CLOSED;
-    if (v->closed || removed_member(e) || (e->configured && turns_budget_holds(&r->st, now))) {
+    if (v->closed || removed_member(e) ||
+        (e->configured && turns_budget_holds(&r->st, now) && !turns_budget_exempt(r, e->pos))) {
         v->no_reply = 1;
     } else if (e->configured) {
         dg_rule_ctx x;
@@ -418,7 +419,7 @@ static int claim_check_budget(dg_turns *t, claim_run *cr, dg_turn_claim *out, in
     int rc = turns_budget_lift_due(t, cr->r, now);
     if (rc == DG_OK)
         rc = turns_budget_check(t, cr->r, now, kick);
-    if (rc == DG_OK && turns_staged(t, cr->r)->budget) {
+    if (rc == DG_OK && turns_staged(t, cr->r)->budget && !turns_budget_exempt(cr->r, cr->e->pos)) {
         out->claimed = 1;
         cr->why = CLAIM_BUDGET;
     }

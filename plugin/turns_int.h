@@ -419,6 +419,10 @@ int turns_budget_trip(dg_turns *t, turns_scope *r, const turns_budget_hit *hit, 
  * the breaker already holds r. Writer held. */
 int turns_budget_check(dg_turns *t, turns_scope *r, int64_t now, int *kick) TURNS_MUST_USE;
 
+/* 1 when member pos may run although a breaker holds r: a discussion's
+ * initiator, asked to wrap up. Mirror lock or writer held. */
+int turns_budget_exempt(const turns_scope *r, int pos);
+
 /* Lift r's breaker when its window ended by now. Writer held. */
 int turns_budget_lift_due(dg_turns *t, turns_scope *r, int64_t now) TURNS_MUST_USE;
 

@@ -93,8 +93,7 @@ static int claim_on(tth *h, const char *agent, const char *run_id, char *why, si
     return out;
 }
 
-static void usage_on(tth *h, const char *hook, const char *agent, const char *run_id,
-                     json_t *event)
+static void usage_on(tth *h, const char *hook, const char *agent, const char *run_id, json_t *event)
 {
     json_t *ctx = actx(agent, NULL);
     json_object_set_new(event, "runId", json_string(run_id));
@@ -123,8 +122,8 @@ static int run_on(tth *h, const char *agent, long tin, long tout, int *posted)
     usage_on(h, "llm_output", agent, run_id,
              json_pack("{s:{s:i, s:i}}", "usage", "input", (int)tin, "output", (int)tout));
     json_t *ctx = actx(agent, run_id);
-    json_t *ev = json_pack("{s:s, s:s, s:i, s:b}", "runId", run_id, "output", "my point", "toolCalls",
-                           0, "success", 1);
+    json_t *ev = json_pack("{s:s, s:s, s:i, s:b}", "runId", run_id, "output", "my point",
+                           "toolCalls", 0, "success", 1);
     ck_assert_int_eq(tth_call(h, "agent_end", ev, ctx, NULL), OC_OK);
     json_decref(ev);
     json_decref(ctx);
