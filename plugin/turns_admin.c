@@ -189,12 +189,16 @@ static void admin_status(const dg_turns *t, const turns_scope *r, const dg_turn_
     int sp = dg_rule_speaker(st, x);
     snprintf(msgs, sizeof msgs, "%lld", (long long)st->agent_msgs);
     snprintf(max, sizeof max, "%ld", (long)t->p->cfg.turn_max_agent_messages);
+    char held[128];
+    snprintf(held, sizeof held, "held by budget.%s (`!dirigent resume` lifts it)",
+             dg_budget_key((dg_budget_kind)st->budget));
     dg_tpl_vars v = {
         .policy = dg_session_policy_name(t->p->cfg.session_policy),
         .scope = dg_scope_label(&r->scope, label),
         .mode = dg_channel_mode_name(c->mode),
         .turnOrder = order.s,
         .speaker = c->mode == DG_MODE_CLOSED ? "none (closed)"
+                   : st->budget              ? held
                    : !st->active             ? (st->rested ? "resting (loop guard)" : "dormant")
                    : sp != DG_NOBODY         ? c->members[sp]
                                              : "nobody eligible",
@@ -362,9 +366,10 @@ static int admin_wake(dg_turns *t, admin_run *a)
     return DG_OK;
 }
 
-/* `resume`: a budget's breaker is lifted and wake_target gets the turn
- * (the ledger keeps counting: a budget of the same window reached again
- * trips again at the next run). */
+/* `resume`: a budget's breaker is lifted and wake_target gets the turn.
+ * Per-human-message budgets count from the resume; an hourly or daily one
+ * still counts its window (reached again, it trips again at the next
+ * run). */
 static int admin_resume(dg_turns *t, admin_run *a)
 {
     char label[DG_SCOPE_LABEL_MAX];
@@ -376,6 +381,10 @@ static int admin_resume(dg_turns *t, admin_run *a)
     a->next.budget = 0;
     a->next.budget_until_ms = 0;
     a->changes = 1;
+    /* A fresh allowance: per-human-message budgets count from the resume. */
+    int rc = turns_cost_human(t, a->r, a->now);
+    if (rc != DG_OK)
+        return rc;
     int pos = wake_target(t, a);
     if (pos != DG_NOBODY && dg_rule_admin_wake(&a->next, &a->x, pos, a->now) == 0)
         a->mention = turns_user_of(t, a->c, pos);

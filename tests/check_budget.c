@@ -252,6 +252,10 @@ START_TEST(test_turns_per_human_message_stops_a_runaway_exchange)
         told += strstr(why, "budget of this conversation is reached") != NULL;
     }
     ck_assert_int_eq(told, 1);
+    /* `!dirigent status` says what holds it. */
+    char sid[24];
+    says_on(&H, ADMIN_UID, 0, "!dirigent status", mid(sid));
+    ck_assert_int_eq(notices(&H, "speaker: held by budget.turnsPerHumanMessage"), 1);
     /* A human message does not lift it. */
     human_says("please go on");
     ck_assert_int_eq(round_on(&H, 10, 10, &posted), 0);
