@@ -724,8 +724,8 @@ START_TEST(test_cost_report)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char *err = NULL;
         char *db = db_path(), *url = store_url();
-        const char *args[] = {url ? "--store-url" : "--db", url ? url : db, "cost", bad[i][0],
-                              bad[i][1], NULL};
+        const char *args[] = {
+            url ? "--store-url" : "--db", url ? url : db, "cost", bad[i][0], bad[i][1], NULL};
         ck_assert_int_eq(ctl_raw(args, &out, &err), 2);
         ck_assert_msg(strstr(err, bad[i][2]), "case %zu: %s", i, err);
         free(out);
