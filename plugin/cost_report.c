@@ -323,8 +323,8 @@ char *dg_cost_report_text(const dg_cost_report *r, size_t max_len)
     out o = {0};
     size_t cut = 0, room = max_len > tail.b.len + CUT_LINE ? max_len - tail.b.len - CUT_LINE : 0;
     for (size_t i = 0; i < r->n_days; i++) {
-        int head = !r->channel_id && (i == 0 || strcmp(r->days[i - 1].channel_id,
-                                                       r->days[i].channel_id) != 0);
+        int head = !r->channel_id &&
+                   (i == 0 || strcmp(r->days[i - 1].channel_id, r->days[i].channel_id) != 0);
         size_t need = day_len(r, i, 0) + (head ? day_len(r, i, 1) : 0);
         if (cut || (max_len && o.b.len + need > room)) {
             cut++;
@@ -353,8 +353,7 @@ char *dg_cost_report_summary(const dg_cost_report *r, char *buf, size_t len)
     put(&o, "cost: ");
     put_sums(&o, r, &r->total, r->money, 0);
     if (r->n_unpriced)
-        put(&o, ", no price for %s%s",
-            *r->unpriced[0] ? r->unpriced[0] : "(model not reported)",
+        put(&o, ", no price for %s%s", *r->unpriced[0] ? r->unpriced[0] : "(model not reported)",
             r->n_unpriced > 1 ? " and others" : "");
     snprintf(buf, len, "%s", o.nomem || !o.b.s ? "cost: (out of memory)" : o.b.s);
     dg_buf_free(&o.b);
@@ -375,11 +374,11 @@ static json_t *iso_or_null(int64_t ms)
 
 static json_t *sums_json(const dg_cost_report *r, const dg_cost_totals *t, double money)
 {
-    json_t *o = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "runs", (json_int_t)t->runs, "granted",
-                          (json_int_t)t->granted, "claimed", (json_int_t)t->claimed, "swapped",
-                          (json_int_t)t->swapped, "avoided", (json_int_t)(t->claimed + t->swapped),
-                          "tokensIn", (json_int_t)t->tokens_in, "tokensOut",
-                          (json_int_t)t->tokens_out);
+    json_t *o =
+        json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "runs", (json_int_t)t->runs, "granted",
+                  (json_int_t)t->granted, "claimed", (json_int_t)t->claimed, "swapped",
+                  (json_int_t)t->swapped, "avoided", (json_int_t)(t->claimed + t->swapped),
+                  "tokensIn", (json_int_t)t->tokens_in, "tokensOut", (json_int_t)t->tokens_out);
     if (!o)
         return NULL;
     int bad = json_object_set_new(o, "modelCalls",
@@ -400,14 +399,15 @@ static json_t *day_json(const dg_cost_report *r, const cost_day *d)
     for (size_t k = d->first; !bad && k < d->first + d->n; k++) {
         const cost_model *m = &r->models[k];
         json_t *mo = sums_json(r, &m->t, m->money);
-        bad = !mo || json_object_set_new(mo, "model", *m->model ? json_string(m->model)
-                                                                : json_null()) != 0;
+        bad = !mo || json_object_set_new(mo, "model",
+                                         *m->model ? json_string(m->model) : json_null()) != 0;
         bad |= json_array_append_new(models, mo) != 0;
     }
     if (!bad)
-        bad = json_object_set_new(o, "channelId", json_string(d->channel_id)) != 0 ||
-              json_object_set_new(o, "day", json_string(day_text(d->day_ms, day, sizeof day))) != 0 ||
-              json_object_set(o, "models", models) != 0;
+        bad =
+            json_object_set_new(o, "channelId", json_string(d->channel_id)) != 0 ||
+            json_object_set_new(o, "day", json_string(day_text(d->day_ms, day, sizeof day))) != 0 ||
+            json_object_set(o, "models", models) != 0;
     json_decref(models);
     if (bad) {
         json_decref(o);
@@ -426,11 +426,11 @@ json_t *dg_cost_report_json(const dg_cost_report *r)
         bad = json_array_append_new(unpriced, json_string(r->unpriced[i])) != 0;
     json_t *o = bad ? NULL
                     : json_pack("{s:o,s:o,s:o,s:o,s:O,s:o,s:b,s:O,s:s}", "channelId",
-                                r->channel_id ? json_string(r->channel_id) : json_null(),
-                                "scope", r->scope ? json_string(r->scope) : json_null(), "since",
-                                iso_or_null(r->since_ms), "until", iso_or_null(r->until_ms),
-                                "days", days, "totals", sums_json(r, &r->total, r->money),
-                                "priced", priced(r), "unpriced", unpriced, "currency", "$");
+                                r->channel_id ? json_string(r->channel_id) : json_null(), "scope",
+                                r->scope ? json_string(r->scope) : json_null(), "since",
+                                iso_or_null(r->since_ms), "until", iso_or_null(r->until_ms), "days",
+                                days, "totals", sums_json(r, &r->total, r->money), "priced",
+                                priced(r), "unpriced", unpriced, "currency", "$");
     json_decref(days);
     json_decref(unpriced);
     return o;

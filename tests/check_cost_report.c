@@ -58,8 +58,8 @@ static void run(const char *ch, const char *scope, const char *id, int64_t at, d
     ck_assert_int_eq(dg_store_cost_run(st, &r), DG_OK);
 }
 
-static void usage(const char *scope, const char *id, const char *model, int64_t calls,
-                  int64_t in, int64_t out)
+static void usage(const char *scope, const char *id, const char *model, int64_t calls, int64_t in,
+                  int64_t out)
 {
     dg_cost_run r = {.session_key = scope, .run_id = id};
     ck_assert_int_eq(dg_store_cost_usage(st, &r, model, calls, in, out), DG_OK);
