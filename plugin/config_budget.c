@@ -87,8 +87,7 @@ static int parse_channel_budget(const char *id, const json_t *val, dg_channel_bu
                            "turnsPerHumanMessage, tokensPerHumanMessage, turnsPerHour, "
                            "tokensPerHour, turnsPerDay and tokensPerDay",
                            id, key);
-        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-            json_integer_value(v) > LIMIT_MAX)
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > LIMIT_MAX)
             return dg_fail(err, err_len, DG_ERR_INVALID,
                            "config: \"channelBudgets.%s.%s\" must be an integer between 0 (no "
                            "limit in this channel) and %ld",
@@ -98,8 +97,8 @@ static int parse_channel_budget(const char *id, const json_t *val, dg_channel_bu
     return (cb->channel_id = strdup(id)) ? DG_OK : DG_ERR_NOMEM;
 }
 
-int dg_config_rule_channel_budgets(const dg_config_key *k, const json_t *v, dg_config *c,
-                                   char *err, size_t err_len)
+int dg_config_rule_channel_budgets(const dg_config_key *k, const json_t *v, dg_config *c, char *err,
+                                   size_t err_len)
 {
     (void)k;
     size_t n = json_object_size(v);
@@ -110,15 +109,14 @@ int dg_config_rule_channel_budgets(const dg_config_key *k, const json_t *v, dg_c
     const char *id;
     json_t *val;
     json_object_foreach((json_t *)v, id, val) {
-        int rc = parse_channel_budget(id, val, &c->channel_budgets[c->n_channel_budgets], err,
-                                      err_len);
+        int rc =
+            parse_channel_budget(id, val, &c->channel_budgets[c->n_channel_budgets], err, err_len);
         if (c->channel_budgets[c->n_channel_budgets].channel_id)
             c->n_channel_budgets++;
         if (rc)
             return rc;
     }
-    qsort(c->channel_budgets, c->n_channel_budgets, sizeof *c->channel_budgets,
-          cmp_channel_budget);
+    qsort(c->channel_budgets, c->n_channel_budgets, sizeof *c->channel_budgets, cmp_channel_budget);
     return DG_OK;
 }
 
@@ -206,8 +204,8 @@ void dg_config_budget_for(const dg_config *cfg, const char *channel_id, dg_budge
     if (!channel_id || !cfg->n_channel_budgets)
         return;
     dg_channel_budget key = {.channel_id = (char *)channel_id};
-    const dg_channel_budget *cb = bsearch(&key, cfg->channel_budgets, cfg->n_channel_budgets,
-                                          sizeof key, cmp_channel_budget);
+    const dg_channel_budget *cb =
+        bsearch(&key, cfg->channel_budgets, cfg->n_channel_budgets, sizeof key, cmp_channel_budget);
     for (int k = 1; cb && k < DG_BUDGET_KINDS; k++)
         if (cb->b.limit[k] >= 0)
             out->limit[k] = cb->b.limit[k];

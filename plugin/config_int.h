@@ -8,8 +8,8 @@
 #include "json_keys.h"
 
 /* Rules of the map keys channelBudgets and prices (dg_config_rule). */
-int dg_config_rule_channel_budgets(const dg_config_key *k, const json_t *v, dg_config *c,
-                                   char *err, size_t err_len);
+int dg_config_rule_channel_budgets(const dg_config_key *k, const json_t *v, dg_config *c, char *err,
+                                   size_t err_len);
 int dg_config_rule_prices(const dg_config_key *k, const json_t *v, dg_config *c, char *err,
                           size_t err_len);
 
