@@ -305,6 +305,20 @@ static size_t day_len(const dg_cost_report *r, size_t i, int head)
     return n;
 }
 
+/* Day i is the first of its channel in a report of every channel: its
+ * channel's header line goes before it. */
+static int starts_channel(const dg_cost_report *r, size_t i)
+{
+    return !r->channel_id &&
+           (i == 0 || strcmp(r->days[i - 1].channel_id, r->days[i].channel_id) != 0);
+}
+
+/* The length of day i's line, with its channel's header when it has one. */
+static size_t line_len(const dg_cost_report *r, size_t i)
+{
+    return day_len(r, i, 0) + (starts_channel(r, i) ? day_len(r, i, 1) : 0);
+}
+
 char *dg_cost_report_text(const dg_cost_report *r, size_t max_len)
 {
     out tail = {0};
@@ -317,20 +331,21 @@ char *dg_cost_report_text(const dg_cost_report *r, size_t max_len)
     put(&tail, "\n");
     if (r->n_unpriced)
         put_unpriced(&tail, r);
-    /* The body: as many lines as fit beside the tail and the line that
-     * says how many were left out. */
+    /* The body: every line when the whole fits, else as many as fit
+     * beside the tail and the line that says how many were left out. */
     static const size_t CUT_LINE = 96;
-    out o = {0};
+    size_t whole = tail.b.len;
+    for (size_t i = 0; i < r->n_days; i++)
+        whole += line_len(r, i);
+    int bound = max_len && whole > max_len;
     size_t cut = 0, room = max_len > tail.b.len + CUT_LINE ? max_len - tail.b.len - CUT_LINE : 0;
+    out o = {0};
     for (size_t i = 0; i < r->n_days; i++) {
-        int head = !r->channel_id &&
-                   (i == 0 || strcmp(r->days[i - 1].channel_id, r->days[i].channel_id) != 0);
-        size_t need = day_len(r, i, 0) + (head ? day_len(r, i, 1) : 0);
-        if (cut || (max_len && o.b.len + need > room)) {
+        if (cut || (bound && o.b.len + line_len(r, i) > room)) {
             cut++;
             continue;
         }
-        if (head)
+        if (starts_channel(r, i))
             put_day(&o, r, i, 1);
         put_day(&o, r, i, 0);
     }

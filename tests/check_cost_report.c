@@ -146,6 +146,10 @@ START_TEST(test_channel_report_with_prices)
             "16,000 tokens in / 1,500 out, $0.05\n"
             "total: 15 runs, 5 model calls, 4 granted, 11 avoided (claimed 10, swapped 1), "
             "46,000 tokens in / 3,500 out, $0.17\n");
+    /* A bound the whole text meets cuts nothing. */
+    char *whole = dg_cost_report_text(r, 0);
+    text_is(r, strlen(whole), whole);
+    free(whole);
     char line[256];
     ck_assert_str_eq(dg_cost_report_summary(r, line, sizeof line),
                      "cost: 15 runs, 5 model calls, 11 avoided (claimed 10, swapped 1), 46,000 "
