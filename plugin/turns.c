@@ -505,10 +505,11 @@ static const struct {
     const char *word;
     dg_admin_cmd cmd;
 } admin_subs[] = {
-    {"status", DG_ADMIN_STATUS}, {"rest", DG_ADMIN_REST},    {"wake", DG_ADMIN_WAKE},
-    {"skip", DG_ADMIN_SKIP},     {"close", DG_ADMIN_CLOSE},  {"rotate", DG_ADMIN_ROTATE},
-    {"cancel", DG_ADMIN_CANCEL}, {"help", DG_ADMIN_HELP},    {"order", DG_ADMIN_ORDER},
-    {"add", DG_ADMIN_ADD},       {"remove", DG_ADMIN_REMOVE}};
+    {"status", DG_ADMIN_STATUS}, {"rest", DG_ADMIN_REST},     {"wake", DG_ADMIN_WAKE},
+    {"skip", DG_ADMIN_SKIP},     {"close", DG_ADMIN_CLOSE},   {"rotate", DG_ADMIN_ROTATE},
+    {"cancel", DG_ADMIN_CANCEL}, {"help", DG_ADMIN_HELP},     {"order", DG_ADMIN_ORDER},
+    {"add", DG_ADMIN_ADD},       {"remove", DG_ADMIN_REMOVE}, {"resume", DG_ADMIN_RESUME},
+    {"cost", DG_ADMIN_COST}};
 #define N_ADMIN_SUBS (sizeof admin_subs / sizeof admin_subs[0])
 
 /* The subcommand word of a `!dirigent` command: *word and its length (0:

@@ -107,6 +107,10 @@ int dg_store_turns_member_standing(dg_store *st, const char *channel_id, int pos
 /* Remove every member of channel_id (a prefill replaces the order). */
 int dg_store_turns_members_clear(dg_store *st, const char *channel_id) DG_MUST_CHECK;
 
+/* The ledger key of sc's state row ("~conv", "~thread:<root>") into buf;
+ * returns buf. The cost ledger names scopes the same way. */
+const char *dg_store_turns_state_key(const dg_scope *sc, char *buf, size_t len);
+
 /* Turn state of scope sc into *s (msg_seq, not stored, reads 0), its post channel (malloc'd, caller frees;
  * may be NULL) into *post_channel. DG_ERR_NOT_FOUND when none. */
 int dg_store_turns_scope_load(dg_store *st, const dg_scope *sc, dg_turn_state *s,

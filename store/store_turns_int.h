@@ -52,9 +52,6 @@ int dg_store_turns_claim_pair(dg_store *st, const char *sql, const char *a, cons
 int dg_store_turns_prune_before(dg_store *st, const char *sql, int64_t before_ms, long *removed)
     __attribute__((warn_unused_result));
 
-/* The ledger key of sc's state row ("~conv", "~thread:<root>") into buf;
- * returns buf. */
-const char *dg_store_turns_state_key(const dg_scope *sc, char *buf, size_t len);
 
 /* The kept fields of t (but `active`) in DG_STATE_COLS' order into f, and
  * f bound as ?idx .. ?idx+15. */

@@ -56,7 +56,8 @@ const statusName = (s) => STATUS_NAMES.get(s) ?? 'OC_UNKNOWN';
 // like modify hooks: one OpenClaw registration per native registration.
 const MODIFY_HOOKS = new Set(['before_model_resolve', 'before_prompt_build', 'message_sending',
   'before_agent_reply', 'reply_payload_sending']);
-const OBSERVE_HOOKS = ['message_received', 'agent_end', 'gateway_start', 'gateway_stop'];
+const OBSERVE_HOOKS = ['message_received', 'agent_end', 'gateway_start', 'gateway_stop',
+  'model_call_ended', 'llm_output'];
 const KNOWN_HOOKS = new Set([...MODIFY_HOOKS, ...OBSERVE_HOOKS]);
 
 // The bridge's own before_model_resolve runs before everything else: a
