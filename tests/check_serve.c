@@ -235,8 +235,16 @@ START_TEST(test_snapshot_of_a_live_store)
     ck_assert_msg(strstr(text_of(b), "limits: no config given"), "%s", text_of(b));
     ck_assert_msg(!strncmp(text_of(json_object_get(s, "budget")), "no config given", 15), "%s",
                   text_of(json_object_get(s, "budget")));
+    /* The engine's verdicts in the ledger: alpha's and bravo's runs went
+     * to their models this hour. */
     json_t *hours = json_object_get(s, "hours");
     ck_assert_uint_eq(json_array_size(hours), DG_SERVE_HOURS);
+    json_t *now = json_array_get(hours, DG_SERVE_HOURS - 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(now, "runs")), 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(now, "made")), 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(now, "avoided")), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(hours, 0), "runs")), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(b, "today"), "runs")), 2);
     ck_assert(json_is_object(json_object_get(s, "outbox")));
     ck_assert_uint_eq(json_array_size(json_object_get(s, "discussions")), 0);
     /* A run claimed (charlie holds the turn; bravo's next run is claimed
@@ -255,12 +263,23 @@ START_TEST(test_snapshot_of_a_live_store)
     json_decref(ctx);
     json_decref(s);
     s = dg_serve_snapshot(path, NULL, dg_now_ms(p));
+    now = json_array_get(json_object_get(s, "hours"), DG_SERVE_HOURS - 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(now, "runs")), 3);
+    ck_assert_int_eq(json_integer_value(json_object_get(now, "made")), 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(now, "avoided")), 1);
+    const char *today = json_string_value(
+        json_object_get(json_object_get(json_object_get(s, "cost"), "today"), "summary"));
+    ck_assert_msg(today && !strncmp(today, "cost: 3 runs, ", 14), "%s", today);
     /* The page and the chart of it. */
     char *page = dg_serve_page(s, NULL);
     ck_assert_ptr_nonnull(strstr(page, "<td>" CH1 "</td>"));
     ck_assert_ptr_nonnull(strstr(page, "<td>" TTH_ALPHA ", " TTH_BRAVO ", " TTH_CHARLIE "</td>"));
     ck_assert_ptr_nonnull(strstr(page, "src=\"chart.svg\""));
     free(page);
+    dg_serve_hour h[DG_SERVE_HOURS];
+    dg_serve_hours_of(s, dg_now_ms(p), h);
+    ck_assert_int_eq(h[DG_SERVE_HOURS - 1].made, 2);
+    ck_assert_int_eq(h[DG_SERVE_HOURS - 1].avoided, 1);
     json_decref(s);
     free(path);
 }

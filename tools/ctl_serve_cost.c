@@ -37,8 +37,10 @@ int dg_serve_hours_json(dg_store *st, int64_t now_ms, json_t *out)
     for (int64_t i = 0; i < DG_SERVE_HOURS; i++) {
         int64_t h = first + i;
         dg_cost_filter f = {.since_ms = h * HOUR_MS, .until_ms = (h + 1) * HOUR_MS};
-        dg_cost_totals t;
-        int rc = dg_store_cost_sum(st, &f, &t);
+        dg_cost_totals t = {0};
+        /* An hour before the epoch (a test clock) has no runs; asked, its
+         * end 0 or less would read as "no end". */
+        int rc = f.until_ms > 0 ? dg_store_cost_sum(st, &f, &t) : OC_OK;
         if (rc != OC_OK)
             return rc;
         json_array_append_new(out, json_pack("{s:I,s:o,s:I,s:I,s:I}", "hour", (json_int_t)h,
@@ -91,16 +93,6 @@ static int trip_time(dg_store *st, const char *channel, const char *scope_name, 
     return rc;
 }
 
-/* The ledger's name of a scope (store_turns_state.c's state key). */
-static const char *ledger_scope(const dg_scope *sc, char *buf, size_t len)
-{
-    if (sc->kind == DG_SCOPE_THREAD)
-        snprintf(buf, len, "~thread:%s", sc->root);
-    else
-        snprintf(buf, len, "~conv");
-    return buf;
-}
-
 json_t *dg_serve_scope_budget(dg_store *st, const dg_config *cfg, const dg_scope *sc,
                               const char *scope_name, const dg_turn_view *tv, int64_t now_ms,
                               int *rc)
@@ -108,7 +100,7 @@ json_t *dg_serve_scope_budget(dg_store *st, const dg_config *cfg, const dg_scope
     const char *ch = dg_scope_channel(sc);
     char key[DG_SCOPE_KEY_MAX + 16], text[768], limits_text[256] = "";
     dg_cost_filter f = {.channel_id = ch,
-                        .scope = ledger_scope(sc, key, sizeof key),
+                        .scope = dg_store_turns_state_key(sc, key, sizeof key),
                         .since_ms = now_ms - now_ms % DAY_MS};
     dg_cost_totals today;
     int64_t since = 0;
