@@ -226,21 +226,32 @@ int dg_store_cost_human(dg_store *st, const char *channel_id, const char *scope,
     return rc == DG_ROW || rc == DG_DONE ? DG_OK : DG_ERR_IO;
 }
 
-static const char SQL_PRUNE_RUNS[] = "DELETE FROM cost_runs WHERE at_ms < ?1";
-static const char SQL_PRUNE_HUMANS[] = "DELETE FROM cost_humans WHERE at_ms < ?1";
+static const char SQL_PRUNE_RUNS[] =
+    "DELETE FROM cost_runs WHERE (session_key, run_id) IN"
+    " (SELECT session_key, run_id FROM cost_runs WHERE at_ms < ?1 LIMIT ?2)";
+static const char SQL_PRUNE_HUMANS[] =
+    "DELETE FROM cost_humans WHERE (channel_id, scope) IN"
+    " (SELECT channel_id, scope FROM cost_humans WHERE at_ms < ?1 LIMIT ?2)";
 
-int dg_store_cost_prune(dg_store *st, int64_t before_ms)
+int dg_store_cost_prune(dg_store *st, int64_t before_ms, size_t max, long *removed)
 {
     DG_ASSERT_IN_TXN(st);
     const char *sql[] = {SQL_PRUNE_RUNS, SQL_PRUNE_HUMANS};
+    long total = 0;
     for (size_t i = 0; i < 2; i++) {
         dg_stmt *s = dg_store_stmt(st, sql[i]);
         if (!s)
             return DG_ERR_IO;
         dg_bind_int64(s, 1, before_ms);
-        int rc = dg_store_run(s);
-        if (rc != DG_OK)
-            return rc;
+        dg_bind_int64(s, 2, (int64_t)max);
+        int rc = dg_step(s);
+        if (rc == DG_DONE)
+            total += dg_changes(s);
+        dg_reset(s);
+        if (rc != DG_DONE)
+            return DG_ERR_IO;
     }
+    if (removed)
+        *removed = total;
     return DG_OK;
 }

@@ -97,7 +97,8 @@ int dg_store_cost_set_human(dg_store *st, const char *channel_id, const char *sc
 int dg_store_cost_human(dg_store *st, const char *channel_id, const char *scope,
                         int64_t *at_ms) DG_MUST_CHECK;
 
-/* Delete runs decided before before_ms (and human marks as old). */
-int dg_store_cost_prune(dg_store *st, int64_t before_ms) DG_MUST_CHECK;
+/* Delete at most max runs decided before before_ms, and at most max human
+ * marks as old; *removed (may be NULL) gets how many rows went. */
+int dg_store_cost_prune(dg_store *st, int64_t before_ms, size_t max, long *removed) DG_MUST_CHECK;
 
 #endif

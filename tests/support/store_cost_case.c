@@ -107,7 +107,11 @@ void store_cost_case_run(dg_store *st)
     ck_assert_int_eq(dg_store_cost_set_human(st, "100", "~conv", 10 * DAY + 8), DG_OK);
     ck_assert_int_eq(dg_store_cost_human(st, "100", "~conv", &t.last_ms), DG_OK);
     ck_assert_int_eq(t.last_ms, 10 * DAY + 9);
-    ck_assert_int_eq(dg_store_cost_prune(st, 11 * DAY), DG_OK);
+    long removed = 0;
+    ck_assert_int_eq(dg_store_cost_prune(st, 11 * DAY, 1, &removed), DG_OK);
+    ck_assert_int_eq(removed, 2); /* one run, one human mark: the batch bound */
+    ck_assert_int_eq(dg_store_cost_prune(st, 11 * DAY, 100, &removed), DG_OK);
+    ck_assert_int_eq(removed, 1);
     ck_assert_int_eq(dg_store_cost_sum(st, &all, &t), DG_OK);
     ck_assert_int_eq(t.runs, 3);
     ck_assert_int_eq(dg_store_commit(st), DG_OK);
