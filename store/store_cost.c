@@ -127,10 +127,10 @@ int dg_store_cost_usage(dg_store *st, const dg_cost_run *r, const char *model, i
 
 static const char SQL_SUM[] = "SELECT " SUMS " FROM cost_runs" WHERE_FILTER;
 
-static void bind_filter(dg_stmt *s, const dg_cost_filter *f, int with_scope)
+static void bind_filter(dg_stmt *s, const dg_cost_filter *f)
 {
     dg_bind_text_borrowed(s, 1, f->channel_id);
-    dg_bind_text_borrowed(s, 2, with_scope ? f->scope : NULL);
+    dg_bind_text_borrowed(s, 2, f->scope);
     dg_bind_int64(s, 3, f->since_ms);
     if (f->until_ms > 0)
         dg_bind_int64(s, 4, f->until_ms);
@@ -153,7 +153,7 @@ int dg_store_cost_sum(dg_store *st, const dg_cost_filter *f, dg_cost_totals *out
     dg_stmt *s = dg_store_stmt(st, SQL_SUM);
     if (!s)
         return DG_ERR_IO;
-    bind_filter(s, f, 1);
+    bind_filter(s, f);
     int rc = dg_step(s);
     if (rc == DG_ROW)
         read_sums(s, 0, out);
@@ -173,7 +173,7 @@ int dg_store_cost_rows(dg_store *st, const dg_cost_filter *f, dg_cost_row_fn fn,
     dg_stmt *s = dg_store_stmt(st, SQL_ROWS);
     if (!s)
         return DG_ERR_IO;
-    bind_filter(s, f, 0);
+    bind_filter(s, f);
     int rc, stop = 0;
     while (!stop && (rc = dg_step(s)) == DG_ROW) {
         dg_cost_row row = {.channel_id = dg_col_text(s, 0),

@@ -84,8 +84,7 @@ typedef struct dg_cost_row {
  * stops the walk and is returned. Runs in the caller's thread. */
 typedef int (*dg_cost_row_fn)(const dg_cost_row *row, void *ud);
 
-/* The breakdown of the runs f selects (f->scope ignored), per channel, UTC
- * day and model. */
+/* The breakdown of the runs f selects, per channel, UTC day and model. */
 int dg_store_cost_rows(dg_store *st, const dg_cost_filter *f, dg_cost_row_fn fn,
                        void *ud) DG_MUST_CHECK;
 

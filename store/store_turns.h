@@ -194,14 +194,6 @@ int dg_store_turns_run_claim(dg_store *st, const char *session_key, const char *
 /* Forget handled runs older than before_ms. *removed may be NULL. */
 int dg_store_turns_runs_prune(dg_store *st, int64_t before_ms, long *removed) DG_MUST_CHECK;
 
-/* How many runs were handled (claimed at before_agent_reply, or ended at
- * agent_end: one row each in turn_runs) per hour since since_ms: the hours
- * (hour = at_ms / 3600000) into hour[], their counts into count[], at most
- * max of them, oldest first; *n how many. Read-only (the status page).
- * Rows are pruned with the message marks, so old hours thin out. */
-int dg_store_turns_runs_hourly(dg_store *st, int64_t since_ms, int64_t *hour, long *count,
-                               size_t max, size_t *n) DG_MUST_CHECK;
-
 /* Every scope whose state row is awake (active), for the turn-timeout
  * sweeper after a start: *out (malloc'd, caller frees; NULL when none)
  * gets *n scopes. Rows whose key is not a scope key are skipped. */

@@ -93,6 +93,14 @@ void store_cost_case_run(dg_store *st)
     ck_assert_str_eq(seen.line[2], "100 11  1/0/1/0 0");
     ck_assert_str_eq(seen.line[3], "200 11  1/1/0/0 0");
     ck_assert_str_eq(seen.line[4], "200 11 m-small 1/1/0/0 10");
+    /* The breakdown honours the scope as the sums do. */
+    rows_seen none = {0};
+    ck_assert_int_eq(dg_store_cost_rows(st, &other, collect, &none), DG_OK);
+    ck_assert_int_eq(none.n, 0);
+    rows_seen conv = {0};
+    ck_assert_int_eq(dg_store_cost_rows(st, &ch, collect, &conv), DG_OK);
+    ck_assert_int_eq(conv.n, 1);
+    ck_assert_str_eq(conv.line[0], "100 10  1/0/0/1 0");
     ck_assert_int_eq(dg_store_cost_human(st, "100", "~conv", &t.last_ms), DG_OK);
     ck_assert_int_eq(t.last_ms, 0);
     ck_assert_int_eq(dg_store_cost_set_human(st, "100", "~conv", 10 * DAY + 9), DG_OK);
