@@ -414,18 +414,18 @@ static void on_event(void *ud, const fake_slack_event *ev)
     seen *s = ud;
     const char *text = ev->message ? json_string_value(json_object_get(ev->message, "text")) : "";
     pthread_mutex_lock(&s->mu);
-    snprintf(s->log + strlen(s->log), sizeof s->log - strlen(s->log), "%s %s %s %s %zu;", ev->type,
-             ev->channel_type, ev->user_id, text, ev->n_members);
     int first = !s->injected && ev->message;
     s->injected |= first;
     pthread_mutex_unlock(&s->mu);
-    /* The fake may be called from a listener; what that causes comes after. */
+    /* The fake may be called from a listener; what that causes is
+     * delivered after this call returns (so it is logged after it). */
     (void)fake_slack_message_count(s->fs, NULL);
-    if (first && fake_slack_inject(s->fs, ev->channel_id, ALICE, "echo", NULL, NULL) != 0) {
-        pthread_mutex_lock(&s->mu);
-        snprintf(s->log + strlen(s->log), sizeof s->log - strlen(s->log), "inject failed;");
-        pthread_mutex_unlock(&s->mu);
-    }
+    int bad = first && fake_slack_inject(s->fs, ev->channel_id, ALICE, "echo", NULL, NULL) != 0;
+    pthread_mutex_lock(&s->mu);
+    snprintf(s->log + strlen(s->log), sizeof s->log - strlen(s->log), "%s %s %s %s %zu;%s",
+             ev->type, ev->channel_type, ev->user_id, text, ev->n_members,
+             bad ? "inject failed;" : "");
+    pthread_mutex_unlock(&s->mu);
 }
 
 START_TEST(added_methods_and_listeners)
