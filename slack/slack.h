@@ -245,7 +245,9 @@ typedef struct dg_slack_find_opts {
 
 /*
  * Look for the moderator's message carrying key (dg_slack_post_spec.key)
- * in a channel's recent history (conversations.history with
+ * in a channel's recent history (the moderator's: once dg_slack_auth_test
+ * has run on this client, messages of other authors are passed over;
+ * before that any author's counts, so call it once at start) (conversations.history with
  * include_all_metadata, newest first, bounded pages; scope
  * channels:history or groups:history), or among a thread's replies when
  * thread_ts is not NULL (conversations.replies). *found is 1 and *out (may

@@ -28,6 +28,7 @@
 #define DGS_MAX_BODY (8u << 20)  /* answers larger than this are refused */
 #define DGS_POLL_MS 50           /* abort latency of a transfer in flight */
 #define DGS_MAX_WAIT_MS 3600000L /* longest Retry-After believed */
+#define DGS_MAX_PACES 1024       /* pace states kept before idle ones are forgotten */
 
 /* Pacing state of one key: a method, or chat.postMessage and a channel.
  * A token bucket (tokens refill at rate per ms up to burst) and the end of

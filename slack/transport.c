@@ -131,12 +131,28 @@ void dgs_pace_free(void *val, void *unused)
     free(val);
 }
 
-/* The pace state of key (created full); NULL out of memory. s->mu held. */
+/* A pace state that would start over the same if forgotten: its bucket
+ * refilled by now and no Retry-After pending. dg_map_retain's keep. */
+static int pace_in_use(void *val, void *now_ms)
+{
+    const dgs_pace *p = val;
+    int64_t now = *(const int64_t *)now_ms;
+    return p->blocked_until > now || p->tokens + (double)(now - p->last_ms) * p->rate < p->burst;
+}
+
+/* The pace state of key (created full); NULL out of memory. s->mu held.
+ * Idle states beyond DGS_MAX_PACES are forgotten first (one a channel
+ * posted to: a long run makes many). */
 static dgs_pace *pace_get(dg_slack *s, const char *key, const char *method)
 {
     dgs_pace *p = dg_map_get(&s->paces, key);
     if (p)
         return p;
+    if (s->paces.n >= DGS_MAX_PACES) {
+        int64_t now = dgs_mono_ms();
+        /* Out of memory: all are kept, and the table outgrows the bound. */
+        (void)dg_map_retain(&s->paces, pace_in_use, dgs_pace_free, &now);
+    }
     if (!(p = calloc(1, sizeof *p)))
         return NULL;
     snprintf(p->key, sizeof p->key, "%s", key);
@@ -464,10 +480,10 @@ static int on_refusal(dg_slack *s, const char *method, const json_t *ans, long h
                         e->needed[0] ? e->needed : "that Slack's page of the method names");
     }
     const char *hint = hint_of(e->error);
-    int retryable =
-        rc == DG_ERR_IO &&
-        (!strcmp(e->error, "internal_error") || !strcmp(e->error, "fatal_error") ||
-         !strcmp(e->error, "service_unavailable") || !strcmp(e->error, "request_timeout"));
+    int retryable = rc == DG_ERR_IO &&
+                    (!strcmp(e->error, "internal_error") || !strcmp(e->error, "fatal_error") ||
+                     !strcmp(e->error, "ratelimited") || !strcmp(e->error, "service_unavailable") ||
+                     !strcmp(e->error, "request_timeout"));
     if (hint)
         return dgs_fail(e, rc, http, retryable, "Slack refused %s: %s; %s", method, e->error, hint);
     return dgs_fail(e, rc, http, retryable,

@@ -14,6 +14,7 @@
 
 #include "fake_slack.h"
 #include "slack.h"
+#include "slack_int.h"
 
 #define MOD_TOKEN "xoxb-1111-2222-ModeratorSecretToken"
 #define MOD "UMOD0001"
@@ -707,6 +708,28 @@ START_TEST(timeout_and_abort_bound_a_call)
 }
 END_TEST
 
+START_TEST(pace_states_stay_bounded)
+{
+    /* One pace state per channel posted to; idle ones are forgotten past
+     * the bound, so a long run over many channels keeps a bounded table. */
+    env *e = env_open(NULL);
+    const char *members[] = {MOD, NULL};
+    dg_slack_err err;
+    for (int i = 0; i < DGS_MAX_PACES + 80; i++) {
+        char name[32], id[16];
+        snprintf(name, sizeof name, "c%d", i);
+        ck_assert_int_eq(fake_slack_add_channel(e->fs, NULL, name, 0, members, id), 0);
+        dg_slack_post_spec p = {.channel_id = id, .text = "x"};
+        ck_assert_msg(dg_slack_post(e->s, &p, NULL, &err) == DG_OK, "%d: %s", i, err.message);
+    }
+    pthread_mutex_lock(&e->s->mu);
+    size_t n = e->s->paces.n;
+    pthread_mutex_unlock(&e->s->mu);
+    ck_assert_uint_le(n, DGS_MAX_PACES + 1);
+    env_close(e);
+}
+END_TEST
+
 Suite *make_slack_suite(void)
 {
     Suite *s = suite_create("slack");
@@ -733,6 +756,7 @@ Suite *make_slack_suite(void)
     tcase_add_test(tc, token_never_echoed);
     tcase_add_test(tc, server_errors_retried_only_when_safe);
     tcase_add_test(tc, timeout_and_abort_bound_a_call);
+    tcase_add_test(tc, pace_states_stay_bounded);
     suite_add_tcase(s, tc);
     return s;
 }
