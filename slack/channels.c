@@ -12,6 +12,8 @@
 #include "log_level.h"
 
 #define INVITE_BATCH 1000 /* users per conversations.invite, Slack's bound */
+#define LIST_PAGE "200"
+#define LIST_PAGES 10
 
 static int name_char(char c)
 {
@@ -240,4 +242,89 @@ int dg_slack_archive(dg_slack *s, const char *channel_id, dg_slack_err *err)
         return DG_OK;
     }
     return rc;
+}
+
+static void channel_of(const json_t *c, dg_slack_channel *out)
+{
+    memset(out, 0, sizeof *out);
+    dgs_copy_str(c, "id", out->id, sizeof out->id);
+    dgs_copy_str(c, "name", out->name, sizeof out->name);
+    dgs_copy_str(c, "creator", out->creator, sizeof out->creator);
+    out->is_private = json_is_true(json_object_get(c, "is_private"));
+    out->is_archived = json_is_true(json_object_get(c, "is_archived"));
+}
+
+int dg_slack_channel_info(dg_slack *s, const char *channel_id, dg_slack_channel *out,
+                          dg_slack_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (err)
+        memset(err, 0, sizeof *err);
+    if (!dg_slack_channel_id_valid(channel_id))
+        return dgs_fail(err, DG_ERR_INVALID, 0, 0,
+                        "conversations.info: the channel id must be C or G and 2..20 upper-case "
+                        "letters or digits");
+    dg_buf form = {0};
+    json_t *ans = NULL;
+    int rc = dgs_form_add(&form, "channel", channel_id)
+                 ? dgs_fail(err, DG_ERR_NOMEM, 0, 1, "out of memory")
+                 : dgs_call(s, "conversations.info", NULL, form.s, 1, &ans, err);
+    dg_buf_free(&form);
+    if (rc != DG_OK)
+        return rc;
+    channel_of(json_object_get(ans, "channel"), out);
+    json_decref(ans);
+    return DG_OK;
+}
+
+/* One page of the moderator's private channels: looks for name. */
+static int list_page(dg_slack *s, const char *name, char *cursor, size_t cursor_len, int *found,
+                     dg_slack_channel *out, dg_slack_err *err)
+{
+    dg_buf form = {0};
+    json_t *ans = NULL;
+    int rc = (dgs_form_add(&form, "types", "private_channel") ||
+              dgs_form_add(&form, "exclude_archived", "true") ||
+              dgs_form_add(&form, "limit", LIST_PAGE) ||
+              (cursor[0] && dgs_form_add(&form, "cursor", cursor)))
+                 ? dgs_fail(err, DG_ERR_NOMEM, 0, 1, "out of memory")
+                 : dgs_call(s, "conversations.list", NULL, form.s, 1, &ans, err);
+    dg_buf_free(&form);
+    if (rc != DG_OK)
+        return rc;
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(ans, "channels"), i, c) {
+        const char *n = json_string_value(json_object_get(c, "name"));
+        if (n && !strcmp(n, name) && !json_is_true(json_object_get(c, "is_archived"))) {
+            *found = 1;
+            if (out)
+                channel_of(c, out);
+            break;
+        }
+    }
+    dgs_copy_str(json_object_get(ans, "response_metadata"), "next_cursor", cursor, cursor_len);
+    json_decref(ans);
+    return DG_OK;
+}
+
+int dg_slack_find_private_channel(dg_slack *s, const char *name, int *found, dg_slack_channel *out,
+                                  dg_slack_err *err)
+{
+    *found = 0;
+    if (out)
+        memset(out, 0, sizeof *out);
+    if (err)
+        memset(err, 0, sizeof *err);
+    char clean[DG_SLACK_MAX_CHANNEL_NAME + 1], why[320], cursor[256] = "";
+    if (dg_slack_sanitize_channel_name(name, clean, sizeof clean, NULL, why, sizeof why))
+        return dgs_fail(err, DG_ERR_INVALID, 0, 0, "conversations.list: %s", why);
+    for (int page = 0; page < LIST_PAGES && !*found; page++) {
+        int rc = list_page(s, clean, cursor, sizeof cursor, found, out, err);
+        if (rc != DG_OK)
+            return rc;
+        if (!cursor[0])
+            break;
+    }
+    return DG_OK;
 }

@@ -273,6 +273,32 @@ int dg_slack_create_private_channel(dg_slack *s, const char *name, const char *c
                                     size_t n_members, char *channel_id, char *name_out,
                                     dg_slack_err *err) __attribute__((warn_unused_result));
 
+/* A channel as Slack describes it. */
+typedef struct dg_slack_channel {
+    char id[DG_SLACK_ID_LEN];
+    char name[DG_SLACK_MAX_CHANNEL_NAME + 1];
+    int is_private;
+    int is_archived;
+    char creator[DG_SLACK_ID_LEN];
+} dg_slack_channel;
+
+/* conversations.info (scope channels:read, groups:read for a private one).
+ * A private channel the moderator is not in is channel_not_found. */
+int dg_slack_channel_info(dg_slack *s, const char *channel_id, dg_slack_channel *out,
+                          dg_slack_err *err) __attribute__((warn_unused_result));
+
+/*
+ * The private channel named name (after dg_slack_sanitize_channel_name)
+ * among those the moderator is in and that are not archived
+ * (conversations.list types=private_channel, at most 10 pages of 200;
+ * scope groups:read). Lets a caller that may have created a channel
+ * without hearing the answer (a crash, a lost answer, name_taken on the
+ * retry) find it instead of making a second one. *found 1 and *out (may
+ * be NULL) when there is one, else *found 0.
+ */
+int dg_slack_find_private_channel(dg_slack *s, const char *name, int *found, dg_slack_channel *out,
+                                  dg_slack_err *err) __attribute__((warn_unused_result));
+
 /* conversations.invite (scope groups:write or channels:manage); members
  * already in are fine. */
 int dg_slack_invite(dg_slack *s, const char *channel_id, const char *const *member_ids,

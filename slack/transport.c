@@ -107,6 +107,7 @@ static void tier_of(const char *method, double *per_minute, double *burst)
         {"chat.postMessage", 60, 1},        /* special: ~1 per second per channel */
         {"conversations.create", 20, 2},    /* Tier 2 */
         {"conversations.archive", 20, 2},   /* Tier 2 */
+        {"conversations.list", 20, 2},      /* Tier 2 */
         {"conversations.invite", 50, 5},    /* Tier 3 */
         {"conversations.info", 50, 5},      /* Tier 3 */
         {"conversations.history", 50, 5},   /* Tier 3 */

@@ -198,6 +198,19 @@ START_TEST(private_channels_members_archive)
         ck_assert_msg(!strcmp(err_of(&a), names[i].error), "%s: %s", names[i].form, err_of(&a));
         json_decref(a.body);
     }
+    /* conversations.list: a private channel only to its members. */
+    a = api(fs, "conversations.list", "types=private_channel%2Cpublic_channel", AG1_TOKEN);
+    ck_assert(ok_of(&a));
+    ck_assert_uint_eq(json_array_size(json_object_get(a.body, "channels")), 1);
+    json_decref(a.body);
+    a = api(fs, "conversations.list", "types=private_channel&exclude_archived=true", AG1_TOKEN);
+    ck_assert_uint_eq(json_array_size(json_object_get(a.body, "channels")), 0);
+    json_decref(a.body);
+    fake_slack_user_spec outsider = {.user_id = "UOUT0001", .token = "xoxb-out", .bot = 1};
+    ck_assert_int_eq(fake_slack_add_user(fs, &outsider), 0);
+    a = api(fs, "conversations.list", "types=private_channel", "xoxb-out");
+    ck_assert_uint_eq(json_array_size(json_object_get(a.body, "channels")), 0);
+    json_decref(a.body);
     char longname[100];
     snprintf(longname, sizeof longname, "name=%081d", 0);
     a = api(fs, "conversations.create", longname, MOD_TOKEN);

@@ -730,6 +730,50 @@ START_TEST(pace_states_stay_bounded)
 }
 END_TEST
 
+START_TEST(lost_create_found_by_name)
+{
+    env *e = env_open(NULL);
+    const char *mine[] = {MOD, AG2, NULL};
+    ck_assert_int_eq(fake_slack_add_channel(e->fs, NULL, "earlier", 1, mine, NULL), 0);
+    ck_assert_int_eq(
+        fake_slack_add_fault(e->fs, "conversations.create", FS_FAULT_DROP_AFTER, 1, 0, 0, NULL), 0);
+    const char *members[] = {AG1};
+    char id[DG_SLACK_ID_LEN];
+    dg_slack_err err;
+    ck_assert_int_eq(
+        dg_slack_create_private_channel(e->s, "Discussion 7", members, 1, id, NULL, &err),
+        DG_ERR_IO);
+    ck_assert_ptr_nonnull(strstr(err.message, "look before"));
+    ck_assert_uint_eq(fake_slack_request_count(e->fs, "conversations.create"), 1);
+    /* The retry looks first and finds the channel Slack made. */
+    int found = -1;
+    dg_slack_channel ch;
+    ck_assert_msg(dg_slack_find_private_channel(e->s, "Discussion 7", &found, &ch, &err) == DG_OK,
+                  "%s", err.message);
+    ck_assert_int_eq(found, 1);
+    ck_assert_str_eq(ch.name, "discussion-7");
+    ck_assert_int_eq(ch.is_private, 1);
+    ck_assert_str_eq(ch.creator, MOD);
+    char fid[16];
+    ck_assert_int_eq(fake_slack_channel_by_name(e->fs, "discussion-7", fid), 0);
+    ck_assert_str_eq(ch.id, fid);
+    dg_slack_channel info;
+    ck_assert_int_eq(dg_slack_channel_info(e->s, ch.id, &info, &err), DG_OK);
+    ck_assert_str_eq(info.name, "discussion-7");
+    ck_assert_int_eq(info.is_archived, 0);
+    /* Archived, it is no longer found; another one's private channel never is. */
+    ck_assert_int_eq(dg_slack_archive(e->s, ch.id, &err), DG_OK);
+    ck_assert_int_eq(dg_slack_find_private_channel(e->s, "discussion-7", &found, NULL, &err),
+                     DG_OK);
+    ck_assert_int_eq(found, 0);
+    const char *theirs[] = {AG1, NULL};
+    ck_assert_int_eq(fake_slack_add_channel(e->fs, NULL, "theirs", 1, theirs, NULL), 0);
+    ck_assert_int_eq(dg_slack_find_private_channel(e->s, "theirs", &found, NULL, &err), DG_OK);
+    ck_assert_int_eq(found, 0);
+    env_close(e);
+}
+END_TEST
+
 Suite *make_slack_suite(void)
 {
     Suite *s = suite_create("slack");
@@ -757,6 +801,7 @@ Suite *make_slack_suite(void)
     tcase_add_test(tc, server_errors_retried_only_when_safe);
     tcase_add_test(tc, timeout_and_abort_bound_a_call);
     tcase_add_test(tc, pace_states_stay_bounded);
+    tcase_add_test(tc, lost_create_found_by_name);
     suite_add_tcase(s, tc);
     return s;
 }
