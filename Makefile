@@ -420,7 +420,8 @@ bridge/openclaw/openclaw.plugin.json: manifest.json bridge/openclaw/gen-plugin-j
 
 # ---- coverage -----------------------------------------------------------------
 # A gcov build in build-cov runs make check, then scripts/coverage.sh prints
-# line and branch coverage per file of plugin/ store/ hooks/ host/ servers/ common/.
+# line and branch coverage per file of plugin/ store/ hooks/ host/ servers/ common/
+# discord/ slack/.
 # --coverage links libgcov into the .so, which exports its __gcov_* entry
 # points and mangle_path (a libgcov helper of GCC 12 with default
 # visibility): the export check allows exactly those, in this build only.
@@ -431,7 +432,7 @@ coverage: deps-ok
 	find build-cov -name '*.gcda' -delete 2>/dev/null || true
 	$(MAKE) COVERAGE=1 test-deps
 	-env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL DG_BUILD_DIR=build-cov DG_COVERAGE=1 ./build-cov/check_all
-	sh scripts/coverage.sh build-cov plugin store hooks host servers common discord
+	sh scripts/coverage.sh build-cov plugin store hooks host servers common discord slack
 
 test-deps: deps-ok $(TEST_DEPS)
 .PHONY: test-deps
