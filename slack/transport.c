@@ -141,19 +141,26 @@ static int pace_in_use(void *val, void *now_ms)
     return p->blocked_until > now || p->tokens + (double)(now - p->last_ms) * p->rate < p->burst;
 }
 
+/* Idle states beyond DGS_MAX_PACES forgotten (one a channel posted to:
+ * a long run makes many). s->mu held; no pace pointer may be kept across
+ * this call. */
+static void pace_prune(dg_slack *s)
+{
+    if (s->paces.n < DGS_MAX_PACES)
+        return;
+    int64_t now = dgs_mono_ms();
+    /* Out of memory: all are kept, and the table outgrows the bound. */
+    (void)dg_map_retain(&s->paces, pace_in_use, dgs_pace_free, &now);
+}
+
 /* The pace state of key (created full); NULL out of memory. s->mu held.
- * Idle states beyond DGS_MAX_PACES are forgotten first (one a channel
- * posted to: a long run makes many). */
+ * Never forgets a state: pointers from earlier calls stay valid until
+ * pace_prune. */
 static dgs_pace *pace_get(dg_slack *s, const char *key, const char *method)
 {
     dgs_pace *p = dg_map_get(&s->paces, key);
     if (p)
         return p;
-    if (s->paces.n >= DGS_MAX_PACES) {
-        int64_t now = dgs_mono_ms();
-        /* Out of memory: all are kept, and the table outgrows the bound. */
-        (void)dg_map_retain(&s->paces, pace_in_use, dgs_pace_free, &now);
-    }
     if (!(p = calloc(1, sizeof *p)))
         return NULL;
     snprintf(p->key, sizeof p->key, "%s", key);
@@ -190,6 +197,7 @@ static int pace_acquire(dg_slack *s, const char *method, const char *key, int64_
             pthread_mutex_unlock(&s->mu);
             return dgs_fail(e, DG_ERR_IO, 0, 1, "aborted: %s was cancelled: shutting down", method);
         }
+        pace_prune(s); /* before the lookups: m and k stay valid below */
         int64_t now = dgs_mono_ms();
         dgs_pace *m = pace_get(s, method, method);
         dgs_pace *k = key == method || !strcmp(key, method) ? m : pace_get(s, key, method);
