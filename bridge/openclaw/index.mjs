@@ -663,13 +663,15 @@ function cbRunAbort(host, key) {
 // meanwhile is left alone), and its outcome logged. OpenClaw refuses to
 // delete a session while a run of it is in flight ("retry after the run
 // completes") -- and the owner's own `!dirigent rotate` message is being
-// handled by every session of the scope at that moment -- so a refusal of
-// that kind is retried every RESET_RETRY_MS, at most RESET_RETRIES times.
+// handled by every session of the scope at that moment -- and refuses one
+// whose state a run wrote while the transcript was being archived ("state
+// changed before archive materialization"), so a refusal of either kind is
+// retried every RESET_RETRY_MS, at most RESET_RETRIES times.
 // The persistent override of session_patch lives in the bridge's own
 // journal and stays with the key.
 const RESET_RETRY_MS = 1000;
 const RESET_RETRIES = 300; // 5 minutes: longer than a run's usual model call
-const BUSY_RE = /competing work is in flight|retry after the run completes/;
+const BUSY_RE = /competing work is in flight|retry after the run completes|state changed before archive materialization/;
 async function deleteWhenIdle(sdk, params) {
   for (let attempt = 0; ; attempt++) {
     try {
