@@ -4,6 +4,7 @@
  * templates) commit together. Records and locking: turns_int.h,
  * turns_engine.c.
  */
+#include "cost_report.h"
 #include "turns_int.h"
 
 /* ---- admin commands ------------------------------------------------------------- */
@@ -394,6 +395,25 @@ static int admin_resume(dg_turns *t, admin_run *a)
     return DG_OK;
 }
 
+/* `cost`: the channel's cost report of the last 7 UTC days (today and the
+ * six before), bounded to one Discord message with the reply's frame. */
+static int admin_cost(dg_turns *t, admin_run *a)
+{
+    const int64_t day = (int64_t)24 * 3600 * 1000;
+    dg_cost_filter f = {.channel_id = a->c->id, .since_ms = a->now - a->now % day - 6 * day};
+    dg_cost_report *rep = NULL;
+    int rc = dg_cost_report_load(t->p->store, &f, &t->p->cfg, &rep);
+    if (rc != DG_OK)
+        return rc;
+    char *text = dg_cost_report_text(rep, 1800);
+    dg_cost_report_free(rep);
+    if (!text)
+        return DG_ERR_NOMEM;
+    reply_tpl(t, &a->b, "admin_cost.md", &(dg_tpl_vars){.report = text});
+    free(text);
+    return DG_OK;
+}
+
 /* `skip`: the speaker passes; the reply is the hand-off to the next one
  * (or says the initiator is reminded, or that the scope sleeps). */
 static int admin_skip(dg_turns *t, admin_run *a)
@@ -442,6 +462,7 @@ static const struct admin_command {
     {DG_ADMIN_WAKE, "wake", 0, admin_wake},
     {DG_ADMIN_SKIP, "skip", 0, admin_skip},
     {DG_ADMIN_RESUME, "resume", 0, admin_resume},
+    {DG_ADMIN_COST, "cost", 1, admin_cost},
 };
 
 /* cmd's entry of admin_commands, NULL for DG_ADMIN_NONE. */

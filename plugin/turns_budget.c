@@ -275,7 +275,9 @@ int dg_turns_usage(dg_turns *t, const dg_turn_session *s, const char *run_id, co
     int kick = 0;
     int rc = turns_session_prepare(t, s, now, &e);
     turns_scope *r = rc == DG_OK ? (e->fixed ? e->fixed : e->chan->follow) : NULL;
-    if (rc == DG_OK && r && e->chan->mode != DG_MODE_CLOSED) {
+    /* A closed discussion too: the run that closed it (the callback) goes
+     * on calling its model after the tool returned. */
+    if (rc == DG_OK && r) {
         char key[DG_SCOPE_ID_MAX + 16];
         dg_cost_run cr = {.session_key = s->session_key,
                           .run_id = run_id,
@@ -284,7 +286,7 @@ int dg_turns_usage(dg_turns *t, const dg_turn_session *s, const char *run_id, co
                           .agent_id = s->agent_id,
                           .at_ms = now};
         rc = dg_store_cost_usage(t->p->store, &cr, model, calls, tokens_in, tokens_out);
-        if (rc == DG_OK && (tokens_in || tokens_out))
+        if (rc == DG_OK && (tokens_in || tokens_out) && e->chan->mode != DG_MODE_CLOSED)
             rc = turns_budget_check(t, r, now, &kick);
     }
     rc = turns_txn_finish(t, rc);

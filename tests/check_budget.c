@@ -221,6 +221,16 @@ START_TEST(test_ledger_records_decisions_and_usage)
     t = ledger_on(&H);
     ck_assert_int_eq(t.model_calls, 1);
     ck_assert_int_eq(t.tokens_in, 1000);
+    /* `!dirigent cost` answers with the channel's report, in one message. */
+    char id[24];
+    says_on(&H, ADMIN_UID, 0, "!dirigent cost", mid(id));
+    int rows = tth_outbox_count(&H, CH1);
+    char *reply = tth_outbox_content(&H, CH1, rows - 1, NULL);
+    ck_assert_ptr_nonnull(reply);
+    ck_assert_msg(strstr(reply, "cost of this channel, the last 7 days") &&
+                      strstr(reply, "1,000") && strlen(reply) < 2000,
+                  "%s", reply);
+    free(reply);
 }
 END_TEST
 

@@ -1943,6 +1943,8 @@ static void has_text(const char *text, const char *needle)
  * wrap up (with the summary path) and keeps the turn, the others are
  * silenced, the wrap-up time is set (so it expires if nobody closes it),
  * and the initiator's callback closes it as usual. */
+static int status_of(const char *agent, const char *channel, const char *params, json_t **res);
+
 START_TEST(test_discussion_budget_asks_the_initiator_to_wrap_up)
 {
     snprintf(extra_top, sizeof extra_top, ",\"budget\":{\"discussionTokens\":100}");
@@ -1976,6 +1978,14 @@ START_TEST(test_discussion_budget_asks_the_initiator_to_wrap_up)
     dg_discussion d = load_row(channel);
     ck_assert_int_gt(d.wrapup_at_ms, 0);
     dg_discussion_clear(&d);
+    /* discussion_status shows what it cost. */
+    json_t *st = NULL;
+    ck_assert_int_eq(status_of("planner", channel, "{}", &st), OC_OK);
+    json_t *cost = json_object_get(json_object_get(st, "details"), "cost");
+    ck_assert_int_eq(json_integer_value(json_object_get(cost, "tokensIn")), 90);
+    ck_assert_int_eq(json_integer_value(json_object_get(cost, "tokensOut")), 20);
+    ck_assert(json_is_integer(json_object_get(cost, "wallSec")));
+    json_decref(st);
     write_ws(SUMMARY, "# summary\n");
     json_t *res;
     int rc = callback("planner", channel, SUMMARY, &res);

@@ -1197,9 +1197,29 @@ function hookEvent(hook, ev = {}, octx = {}) {
     return agentEndEvent(ev, octx);
   case 'message_received':
     return messageReceivedEvent(ev, octx);
+  case 'model_call_ended':
+  case 'llm_output':
+    return usageEvent(hook, ev);
   default:
     return {};
   }
+}
+
+// The usage hooks (cost ledger): the run, the model and, for llm_output,
+// the token counts; nothing of the prompt or the answer crosses.
+function usageEvent(hook, ev) {
+  const str = (v) => (typeof v === 'string' && v ? v : undefined);
+  const count = (v) => (Number.isFinite(v) && v >= 0 ? Math.floor(v) : undefined);
+  const u = ev.usage && typeof ev.usage === 'object' ? ev.usage : null;
+  return compact({
+    runId: str(ev.runId),
+    sessionKey: str(ev.sessionKey),
+    provider: str(ev.provider),
+    model: str(ev.model),
+    outcome: hook === 'model_call_ended' ? str(ev.outcome) : undefined,
+    usage: hook === 'llm_output' && u ? compact({ input: count(u.input), output: count(u.output),
+      cacheRead: count(u.cacheRead), cacheWrite: count(u.cacheWrite) }) : undefined,
+  });
 }
 
 function hookCtx(hook, ev = {}, octx = {}) {
