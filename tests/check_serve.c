@@ -22,6 +22,7 @@
 
 #define CH1 "300000000000000001"
 #define CH2 "300000000000000002"
+#define CH3 "300000000000000003"
 #define HOUR 3600000LL
 
 static tth H;
@@ -327,14 +328,20 @@ static void breaker(dg_store *st, const dg_scope *sc, int k, int64_t until_ms)
  * five granted runs (one reported usage), three claimed this hour, one
  * swapped at 09:xx, two granted yesterday at 23:xx; CH1's thread 9 a
  * breaker whose window ended at 10:00; CH2 a per-message breaker (until a
- * resume, no transition kept) and one granted run. */
+ * resume, no transition kept) and one granted run; CH3, a discussion, a
+ * discussionTurns breaker. */
 static void fill_ledger(dg_store *st)
 {
-    dg_scope conv, thread, conv2;
+    dg_scope conv, thread, conv2, conv3;
     ck_assert_int_eq(dg_scope_conversation(CH1, &conv), OC_OK);
     ck_assert_int_eq(dg_scope_thread(CH1, "9", &thread), OC_OK);
     ck_assert_int_eq(dg_scope_conversation(CH2, &conv2), OC_OK);
+    ck_assert_int_eq(dg_scope_conversation(CH3, &conv3), OC_OK);
     ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    ck_assert_int_eq(
+        dg_store_turns_channel_save(st, CH3, DG_MODE_DISCUSSION, TTH_ALPHA, NULL, 0, NOW - HOUR),
+        OC_OK);
+    breaker(st, &conv3, DG_BUDGET_DISCUSSION_TURNS, 0);
     breaker(st, &conv, DG_BUDGET_TURNS_PER_HOUR, NOW + 30 * 60000);
     breaker(st, &thread, DG_BUDGET_TURNS_PER_HOUR, NOW - 30 * 60000);
     breaker(st, &conv2, DG_BUDGET_TURNS_PER_MESSAGE, 0);
@@ -452,6 +459,10 @@ START_TEST(test_budgets_and_cost_with_and_without_the_config)
     ck_assert_str_eq(text_of(b), "held by budget.turnsPerHumanMessage (agent turns since the last "
                                  "human message) until an admin's !dirigent resume; today 1 run, "
                                  "1 granted, 0 tokens; limits: no config given");
+    ck_assert_str_eq(text_of(budget_of(s, CH3, "conversation")),
+                     "held by budget.discussionTurns (agent turns in this discussion) until an "
+                     "admin's !dirigent resume, the initiator asked to wrap up; today 0 runs, 0 "
+                     "granted, 0 tokens; limits: no config given");
     ck_assert(json_is_false(json_object_get(json_object_get(s, "budget"), "configGiven")));
     json_t *cost = json_object_get(s, "cost");
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(cost, "today"), "summary")),
@@ -488,6 +499,9 @@ START_TEST(test_budgets_and_cost_with_and_without_the_config)
     b = budget_of(s, CH2, "conversation");
     ck_assert_uint_eq(json_object_size(json_object_get(b, "limits")), 1);
     ck_assert_msg(strstr(text_of(b), "; limits: tokensPerDay 5000") != NULL, "%s", text_of(b));
+    /* A discussion takes the discussion kinds only. */
+    b = budget_of(s, CH3, "conversation");
+    ck_assert_msg(strstr(text_of(b), "; limits: discussionTurns 9") != NULL, "%s", text_of(b));
     json_t *top = json_object_get(s, "budget");
     ck_assert(json_is_true(json_object_get(top, "configGiven")));
     ck_assert(json_is_true(json_object_get(top, "configured")));

@@ -124,10 +124,11 @@ json_t *dg_serve_scope_budget(dg_store *st, const dg_config *cfg, const dg_scope
         snprintf(when[1], sizeof when[1], " until %s", json_string_value(until_j));
     int n = 0;
     if (holds)
-        n = snprintf(text, sizeof text, "held by budget.%s (%s)%s%s; ",
+        n = snprintf(text, sizeof text, "held by budget.%s (%s)%s%s%s; ",
                      dg_budget_key((dg_budget_kind)s->budget),
                      dg_budget_words((dg_budget_kind)s->budget), when[0],
-                     s->budget_until_ms ? when[1] : " until an admin's !dirigent resume");
+                     s->budget_until_ms ? when[1] : " until an admin's !dirigent resume",
+                     tv->mode == DG_MODE_DISCUSSION ? ", the initiator asked to wrap up" : "");
     snprintf(text + n, sizeof text - (size_t)n,
              "today %lld run%s, %lld granted, %lld tokens; limits: %s", (long long)today.runs,
              today.runs == 1 ? "" : "s", (long long)today.granted,
