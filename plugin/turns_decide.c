@@ -438,7 +438,7 @@ static int claim_locked(dg_turns *t, claim_run *cr, dg_turn_claim *out, int64_t 
         (rc = claim_check_budget(t, cr, out, now, kick)) != DG_OK)
         return rc;
     out->claimed |= out->waiting;
-    if (cr->e->configured && cr->e->chan->mode != DG_MODE_CLOSED &&
+    if (cr->e->configured &&
         (rc = turns_cost_record(t, cr->r, cr->s, cr->run_id,
                                 out->claimed ? DG_COST_CLAIMED : DG_COST_GRANTED, now)) != DG_OK)
         return rc;
@@ -676,10 +676,12 @@ static int run_end_locked(dg_turns *t, const dg_turn_session *s, const char *run
     if (rc)
         return rc;
     turns_chan *c = fresh->chan;
-    if (c->mode == DG_MODE_CLOSED || !fresh->configured)
+    if (!fresh->configured)
         return DG_OK;
     if (!r)
         r = fresh->fixed ? fresh->fixed : c->follow;
+    if (c->mode == DG_MODE_CLOSED) /* always swapped there: a run avoided */
+        return r ? turns_cost_record(t, r, s, run_id, DG_COST_SWAPPED, now) : DG_OK;
     if (granted != 0)
         turns_nudge_run_ended(r, fresh->pos);
     if ((rc = turns_cost_record(t, r, s, run_id, granted == 0 ? DG_COST_SWAPPED : DG_COST_GRANTED,
