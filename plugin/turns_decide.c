@@ -680,8 +680,12 @@ static int run_end_locked(dg_turns *t, const dg_turn_session *s, const char *run
         return DG_OK;
     if (!r)
         r = fresh->fixed ? fresh->fixed : c->follow;
-    if (c->mode == DG_MODE_CLOSED) /* always swapped there: a run avoided */
-        return r ? turns_cost_record(t, r, s, run_id, DG_COST_SWAPPED, now) : DG_OK;
+    /* Closed: swapped there, unless the turn was granted before it closed
+     * (the initiator's callback run closes it and ends after). */
+    if (c->mode == DG_MODE_CLOSED)
+        return r ? turns_cost_record(t, r, s, run_id,
+                                     granted == 1 ? DG_COST_GRANTED : DG_COST_SWAPPED, now)
+                 : DG_OK;
     if (granted != 0)
         turns_nudge_run_ended(r, fresh->pos);
     if ((rc = turns_cost_record(t, r, s, run_id, granted == 0 ? DG_COST_SWAPPED : DG_COST_GRANTED,
