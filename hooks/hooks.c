@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "register.h"
 
@@ -26,6 +27,23 @@ int dg_json_opt_str(const json_t *obj, const char *key, const char **out)
     return dg_json_str_member(json_is_object(obj) ? json_object_get(obj, key) : NULL, out);
 }
 
+int dg_hook_foreign(const json_t *ctx)
+{
+    const char *prov = dg_json_str(ctx, "messageProvider");
+    if (prov && *prov)
+        return strcasecmp(prov, "discord") != 0;
+    /* "agent:<id>:<provider>:<kind>:...": the provider of a channel session. */
+    const char *key = dg_json_str(ctx, "sessionKey");
+    if (key && strncmp(key, "agent:", 6) == 0) {
+        const char *p = strchr(key + 6, ':');
+        const char *q = p ? strchr(p + 1, ':') : NULL;
+        if (q && (strncmp(q, ":channel:", 9) == 0 || strncmp(q, ":direct:", 8) == 0 ||
+                  strncmp(q, ":group:", 7) == 0))
+            return (size_t)(q - p - 1) != 7 || strncasecmp(p + 1, "discord", 7) != 0;
+    }
+    return 0;
+}
+
 /* Copy the `:`-delimited field after marker in key into out; 1 if found. */
 static int key_field(const char *key, const char *marker, char *out, size_t cap)
 {
@@ -44,6 +62,8 @@ static int key_field(const char *key, const char *marker, char *out, size_t cap)
 int dg_hook_decode_session(const json_t *ctx, dg_hook_session *out)
 {
     memset(out, 0, sizeof *out);
+    if (dg_hook_foreign(ctx))
+        return 0; /* another chat platform's session: not ours */
     const char *agent, *key, *channel, *thread;
     static const char *const names[] = {"agentId", "sessionKey", "channelId", "threadId"};
     const char **vals[] = {&agent, &key, &channel, &thread};
@@ -135,6 +155,10 @@ int dg_hook_decode_outbound(const json_t *event, const json_t *ctx, dg_hook_sess
         return dg_hook_decode_session(ctx, out);
     /* Gateway shape: ctx.channelId names the provider ("discord"). */
     memset(out, 0, sizeof *out);
+    const char *provider = dg_json_str(ctx, "channelId");
+    if (dg_hook_foreign(ctx) || (provider && strcasecmp(provider, "discord") != 0 &&
+                                 strspn(provider, "0123456789") != strlen(provider)))
+        return 0; /* another chat platform's delivery */
     static const char *const names[] = {"sessionKey", "conversationId", "threadId"};
     const char *thread = NULL;
     const char **vals[] = {&key, &conv, &thread};

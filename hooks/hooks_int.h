@@ -21,6 +21,12 @@ int dg_hook_message_received(void *state, const json_t *event, const json_t *ctx
 int dg_hook_before_model_resolve(void *state, const json_t *event, const json_t *ctx,
                                  json_t **result);
 int dg_hook_message_sending(void *state, const json_t *event, const json_t *ctx, json_t **result);
+/* 1 when ctx is another chat platform's (ctx.messageProvider not
+ * "discord", or a session key "agent:<id>:<provider>:channel|direct|group:"
+ * of another provider): Dirigent manages Discord channels only, and such a
+ * hook is answered with nothing. */
+int dg_hook_foreign(const json_t *ctx);
+
 int dg_hook_agent_end(void *state, const json_t *event, const json_t *ctx, json_t **result);
 int dg_hook_model_call_ended(void *state, const json_t *event, const json_t *ctx, json_t **result);
 int dg_hook_llm_output(void *state, const json_t *event, const json_t *ctx, json_t **result);

@@ -212,6 +212,8 @@ int dg_hook_message_received(void *state, const json_t *event, const json_t *ctx
         dg_log(p, OC_LOG_WARN, "message_received: the event is not a JSON object; ignored");
         return OC_ERR_INVALID;
     }
+    if (dg_hook_foreign(ctx))
+        return OC_OK; /* another chat platform's message: not a channel of ours */
     /* Every field is checked before anything is recorded: a wrong-typed id
      * read as "absent" would turn a message into another one (no dedup, a
      * top-level thread instead of its thread, a DM, a human). */

@@ -237,6 +237,46 @@ static void join3_and_ask(void)
     human_says("thoughts?");
 }
 
+/* Another chat platform in the same gateway (Slack): its messages, runs
+ * and replies are not Dirigent's; nothing is claimed, cancelled or
+ * recorded, whatever the channel's id looks like. */
+START_TEST(test_other_platform_is_left_alone)
+{
+    join3_and_ask();
+    dg_turn_state before = peek();
+    json_t *ev = json_pack("{s:s, s:s, s:s, s:b, s:s, s:[]}", "messageId", "1700000000.000100",
+                           "channelId", CH1, "senderId", "U0ALICE", "senderIsBot", 0, "content",
+                           "hello from slack", "mentions");
+    json_t *mctx = json_pack("{s:s, s:s, s:s}", "channelId", "slack", "messageProvider", "slack",
+                             "conversationId", "channel:" CH1);
+    ck_assert_int_eq(tth_call(&H, "message_received", ev, mctx, NULL), OC_OK);
+    json_decref(ev);
+    json_decref(mctx);
+    /* A run of bravo's Slack session: not claimed although bravo does not
+     * hold the Discord channel's turn. */
+    json_t *ctx =
+        json_pack("{s:s, s:s, s:s, s:s}", "agentId", TTH_BRAVO, "sessionKey",
+                  "agent:bravo:slack:channel:" CH1, "channelId", CH1, "messageProvider", "slack");
+    ev = json_pack("{s:s}", "cleanedBody", "hello");
+    json_t *r = NULL;
+    ck_assert_int_eq(tth_call(&H, "before_agent_reply", ev, ctx, &r), OC_OK);
+    ck_assert_ptr_null(r);
+    json_decref(ev);
+    json_decref(ctx);
+    /* Its reply, in the gateway shape. */
+    ctx =
+        json_pack("{s:s, s:s, s:s, s:s}", "channelId", "slack", "accountId", "bravo",
+                  "conversationId", "channel:" CH1, "sessionKey", "agent:bravo:slack:channel:" CH1);
+    ev = json_pack("{s:s, s:s}", "to", "channel:" CH1, "content", "my slack answer");
+    ck_assert_int_eq(tth_call(&H, "message_sending", ev, ctx, &r), OC_OK);
+    ck_assert_ptr_null(r);
+    json_decref(ev);
+    json_decref(ctx);
+    dg_turn_state after = peek();
+    ck_assert(dg_turn_state_same(&before, &after));
+}
+END_TEST
+
 START_TEST(test_claims_non_speakers_not_the_speaker)
 {
     join3_and_ask();
@@ -1236,6 +1276,7 @@ Suite *make_claim_suite(void)
     Suite *s = suite_create("claim");
     TCase *tc = add_tcase(s, "claim", setup);
     tcase_add_test(tc, test_claims_non_speakers_not_the_speaker);
+    tcase_add_test(tc, test_other_platform_is_left_alone);
     tcase_add_test(tc, test_malformed_run_id_and_is_error_refused_by_name);
     tcase_add_test(tc, test_dormant_scope_claims_everyone);
     tcase_add_test(tc, test_claimed_agent_gets_the_handoff_when_its_turn_comes);

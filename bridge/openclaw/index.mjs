@@ -1335,8 +1335,28 @@ async function ingestsBefore(channelId) {
   if (set && set.size) await Promise.allSettled([...set]);
 }
 
+// Traffic of another chat platform (Slack, Telegram, ...) in the same
+// gateway: Dirigent manages Discord channels only, so such hooks never
+// reach the plugin (it would otherwise read a Slack channel as one of its
+// own and hold replies back). Named by messageProvider, by the provider
+// field of the session key ("agent:<id>:slack:channel:C..."), or by the
+// gateway shape's channelId, which names the provider there.
+function foreignProvider(oev = {}, octx = {}) {
+  const other = (p) => typeof p === 'string' && p !== '' && p.toLowerCase() !== 'discord';
+  if (typeof octx.messageProvider === 'string' && octx.messageProvider)
+    return other(octx.messageProvider) ? octx.messageProvider : null;
+  const key = typeof octx.sessionKey === 'string' ? octx.sessionKey
+    : typeof oev.sessionKey === 'string' ? oev.sessionKey : '';
+  const m = /^agent:[^:]+:([^:]+):(?:channel|direct|group|dm):/.exec(key);
+  if (m) return other(m[1]) ? m[1] : null;
+  const ch = octx.channelId;
+  if (typeof ch === 'string' && /^[a-z][a-z0-9_-]*$/i.test(ch) && other(ch)) return ch;
+  return null;
+}
+
 // A modify hook: one OpenClaw registration per native registration (seq).
 async function dispatchModify(seq, hook, oev, octx) {
+  if (foreignProvider(oev, octx)) return undefined;
   try {
     const ctx = hookCtx(hook, oev, octx);
     seeSession(ctx);
@@ -1366,6 +1386,7 @@ async function dispatchModify(seq, hook, oev, octx) {
 // taken this way (the one decision hosts ask for on every model call).
 
 function dispatchModifyFast(seq, hook, oev, octx) {
+  if (foreignProvider(oev, octx)) return undefined;
   const ce = agentCtxEntry(octx);
   const ctx = ce.ctx;
   const inst = g.instance;
@@ -1433,6 +1454,7 @@ async function dispatchObserve(hook, oev, octx) {
       }
     }
     const hasHandlers = g.surface && g.surface.hooks.some((h) => h.hook === hook);
+    if (forward && hasHandlers && foreignProvider(oev, octx)) forward = false;
     if (forward && hasHandlers && !(hook === 'gateway_stop' && !g.instance)) {
       await withInstance(async (inst) => {
         for (const reg of inst.hooks.filter((h) => h.hook === hook)) await runHook(inst, reg, ev, ctx);
@@ -1717,4 +1739,4 @@ export default {
 };
 
 // For the bridge's own tests (test/unit.mjs): the translation functions.
-export const _internals = { explainLoadError, shutdownInstance, SessionStore, isHostNotice, parseSessionKey, channelFrom, agentCtx, toolCtx, agentEndEvent, messageReceivedEvent, hookResult, g };
+export const _internals = { foreignProvider, explainLoadError, shutdownInstance, SessionStore, isHostNotice, parseSessionKey, channelFrom, agentCtx, toolCtx, agentEndEvent, messageReceivedEvent, hookResult, g };

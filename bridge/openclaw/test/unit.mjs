@@ -194,6 +194,23 @@ await step('before_prompt_build and message_sending results', async () => {
   assert.equal(mod._internals.isHostNotice('⚠️ careful: this API is deprecated'), false);
 });
 
+await step('another chat platform\'s traffic (Slack) never reaches the plugin', async () => {
+  const fp = mod._internals.foreignProvider;
+  assert.equal(fp({}, { messageProvider: 'slack', sessionKey: 'agent:planner:slack:channel:c0work' }), 'slack');
+  assert.equal(fp({}, { sessionKey: 'agent:planner:slack:channel:c0work:thread:1700000000.000100' }), 'slack');
+  assert.equal(fp({ sessionKey: 'agent:planner:telegram:direct:42' }, {}), 'telegram');
+  assert.equal(fp({}, { channelId: 'slack', conversationId: 'channel:C0WORK', accountId: 'planner' }), 'slack');
+  assert.equal(fp({}, { messageProvider: 'discord', sessionKey: 'agent:planner:discord:channel:111' }), null);
+  assert.equal(fp({}, { channelId: 'discord', conversationId: 'channel:111' }), null);
+  assert.equal(fp({}, { channelId: '111' }), null);
+  assert.equal(fp({}, {}), null);
+  const before = (await stats()).seen.message_sending;
+  assert.equal(await runModify('message_sending', { to: 'channel:C0WORK', content: 'from slack' },
+    { channelId: 'slack', accountId: 'planner', conversationId: 'channel:C0WORK',
+      sessionKey: 'agent:planner:slack:channel:c0work' }), undefined);
+  assert.deepEqual((await stats()).seen.message_sending, before);
+});
+
 await step('agent_end: this run only (output, toolCalls), once per runId', async () => {
   const messages = [
     { role: 'user', content: 'old' }, { role: 'assistant', content: [{ type: 'text', text: 'old answer' }] },
