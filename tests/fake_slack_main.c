@@ -9,7 +9,10 @@
  *
  * Binds 127.0.0.1 (port 0 = any free port), prints the Web API base
  * (http://127.0.0.1:PORT/api, what SLACK_API_URL takes) as the first stdout
- * line and flushes, then serves until SIGTERM or SIGINT. The Socket Mode
+ * line and flushes, then serves until SIGTERM or SIGINT. Besides the
+ * fake's own Web API methods it serves apps.connections.open
+ * (fake_slack_socket.h) and the reactions.* and agents.sessions.* methods
+ * OpenClaw's Slack plugin calls (fake_slack_openclaw.h). The Socket Mode
  * websocket and its control endpoints have a port of their own; its base
  * (http://127.0.0.1:SPORT) goes to --socket-url-file, written before the
  * stdout line. Control endpoints: tests/support/fake_slack.h (/_fake/ on
@@ -24,6 +27,7 @@
 #include <unistd.h>
 
 #include "fake_slack.h"
+#include "fake_slack_openclaw.h"
 #include "fake_slack_socket.h"
 
 #define MAX_ITEMS 64
@@ -114,8 +118,8 @@ static int populate(fake_slack *fs, fake_slack_socket *ss, items *bots, items *h
     char *f[4];
     for (int i = 0; i < bots->n; i++) {
         int k = split(bots->v[i], f, 3);
-        fake_slack_user_spec u = {.user_id = f[1], .name = k > 2 ? f[2] : NULL, .token = f[0],
-                                  .bot = 1};
+        fake_slack_user_spec u = {
+            .user_id = f[1], .name = k > 2 ? f[2] : NULL, .token = f[0], .bot = 1};
         if (k < 2 || !*f[0] || fake_slack_add_user(fs, &u) != 0) {
             fprintf(stderr, "fake-slack: --bot takes TOKEN=USERID[=NAME] with a Slack user id "
                             "(U then 2..20 of A-Z0-9)\n");
@@ -209,12 +213,17 @@ int main(int argc, char **argv)
     char err[256];
     fake_slack *fs = NULL;
     fake_slack_socket *ss = NULL;
+    fake_slack_openclaw *oc = NULL;
     if (rc == 0 && fake_slack_start(&o, &fs, err, sizeof err) != 0) {
         fprintf(stderr, "fake-slack: %s\n", err);
         rc = 1;
     }
     if (rc == 0 && fake_slack_socket_start(fs, socket_port, &ss, err, sizeof err) != 0) {
         fprintf(stderr, "fake-slack: %s\n", err);
+        rc = 1;
+    }
+    if (rc == 0 && fake_slack_openclaw_start(fs, &oc) != 0) {
+        fprintf(stderr, "fake-slack: cannot add the reactions.* and agents.sessions.* methods\n");
         rc = 1;
     }
     if (rc == 0 && populate(fs, ss, &bots, &humans, &apps, &chans) != 0)
@@ -237,6 +246,7 @@ int main(int argc, char **argv)
     /* The Web API first: it ends every call into the socket part. */
     fake_slack_stop(fs);
     fake_slack_socket_stop(ss);
+    fake_slack_openclaw_free(oc);
     for (int i = 0; i < MAX_ITEMS; i++) {
         free(bots.v[i]);
         free(humans.v[i]);

@@ -215,10 +215,10 @@ static void deliver(fake_slack_socket *s, int app, json_t *event)
     json_t *rec =
         json_pack("{s:I, s:s, s:s, s:I, s:s, s:s, s:O?, s:O?, s:O?, s:I, s:b, s:n, s:n}", "seq",
                   (json_int_t)seq, "envelopeId", env_id, "appId", a->app_id, "connId",
-                  (json_int_t)(c ? c->id : 0), "eventType", etype ? etype : "", "eventId",
-                  event_id, "channel", json_object_get(event, "channel"), "ts",
-                  json_object_get(event, "ts"), "user", json_object_get(event, "user"),
-                  "sentAtMs", (json_int_t)now_ms(), "acked", 0, "ackedAtMs", "ackPayload");
+                  (json_int_t)(c ? c->id : 0), "eventType", etype ? etype : "", "eventId", event_id,
+                  "channel", json_object_get(event, "channel"), "ts", json_object_get(event, "ts"),
+                  "user", json_object_get(event, "user"), "sentAtMs", (json_int_t)now_ms(), "acked",
+                  0, "ackedAtMs", "ackPayload");
     free(etype);
     json_decref(event);
     if (rec)
@@ -294,8 +294,8 @@ static void on_event(void *ud, const fake_slack_event *ev)
         if (is_join) {
             /* Slack's member_joined_channel says "C" or "G", not "channel". */
             deliver(s, (int)i,
-                    json_pack("{s:s, s:s, s:s, s:s, s:s}", "type", "member_joined_channel",
-                              "user", ev->user_id ? ev->user_id : "", "channel", ev->channel_id,
+                    json_pack("{s:s, s:s, s:s, s:s, s:s}", "type", "member_joined_channel", "user",
+                              ev->user_id ? ev->user_id : "", "channel", ev->channel_id,
                               "channel_type", !strcmp(ev->channel_type, "group") ? "G" : "C",
                               "event_ts", now_ts));
             continue;
@@ -316,7 +316,7 @@ static json_t *open_method(void *ud, const fake_slack_call *call, int *http_stat
     int app = call->token ? app_by(s, call->token, NULL) : -1;
     if (app < 0) {
         pthread_mutex_unlock(&s->mu);
-        const char *e = !call->token ? "not_authed"
+        const char *e = !call->token    ? "not_authed"
                         : call->user_id ? "not_allowed_token_type"
                                         : "invalid_auth";
         return json_pack("{s:b, s:s}", "ok", 0, "error", e);
@@ -564,10 +564,10 @@ static json_t *connections_locked(fake_slack_socket *s)
     for (ss_conn *c = s->conns; c; c = c->next) {
         if (c->done || c->app < 0)
             continue;
-        json_array_append_new(
-            arr, json_pack("{s:I, s:s, s:s, s:I, s:b}", "id", (json_int_t)c->id, "appId",
-                           s->apps[c->app].app_id, "userId", s->apps[c->app].user_id,
-                           "connectedAtMs", (json_int_t)c->connected_ms, "helloSent", c->hello));
+        json_array_append_new(arr, json_pack("{s:I, s:s, s:s, s:I, s:b}", "id", (json_int_t)c->id,
+                                             "appId", s->apps[c->app].app_id, "userId",
+                                             s->apps[c->app].user_id, "connectedAtMs",
+                                             (json_int_t)c->connected_ms, "helloSent", c->hello));
     }
     return arr;
 }
@@ -577,8 +577,7 @@ static json_t *envelopes_locked(fake_slack_socket *s, long since)
     json_t *arr = json_array();
     size_t i;
     json_t *r;
-    json_array_foreach(s->envelopes, i, r)
-    {
+    json_array_foreach(s->envelopes, i, r) {
         if (json_integer_value(json_object_get(r, "seq")) > since)
             json_array_append_new(arr, json_deep_copy(r));
     }
