@@ -24,6 +24,9 @@
 # `slack` (not in the default list) runs test/slack.mjs: a real `openclaw
 # gateway run` with the official Slack channel plugin (@openclaw/slack, in
 # Socket Mode) and one app per agent against build/fake-slack;
+# `slack-dirigent` (not in the default list) the same with Dirigent's
+# package (and @openclaw/discord) installed and loaded beside it: Dirigent
+# must leave Slack's conversations alone;
 # `bench` (not in the default list) measures a decision through the bridge;
 # `compare` (not in the default list, `make compare`) plays one story in the
 # gateway three ways (OpenClaw alone, with a broadcast group, with Dirigent)
@@ -49,7 +52,7 @@ fail() {
 
 # ---- the artefacts under test ---------------------------------------------------
 NEED="dirigent.so dirigent-noreply fake-discord"
-case ",${DIRIGENT_OPENCLAW_STAGES:-}," in *,slack,*) NEED="$NEED fake-slack" ;; esac
+case ",${DIRIGENT_OPENCLAW_STAGES:-}," in *,slack,* | *,slack-dirigent,*) NEED="$NEED fake-slack" ;; esac
 for f in $NEED; do
     [ -f "$BABS/$f" ] || fail "$BABS/$f is missing; run make (BUILD=$B) first"
 done
@@ -119,7 +122,29 @@ cat >"$WORK/plugins/bridge_probe/openclaw.plugin.json" <<'EOF'
   "activation": {"onStartup": true}
 }
 EOF
-mkdir -p "$WORK/unit" "$WORK/scenario" "$WORK/gateway/home" "$WORK/slack/home"
+mkdir -p "$WORK/unit" "$WORK/scenario" "$WORK/gateway/home" "$WORK/slack/home" "$WORK/slack-dirigent/home"
+
+# Dirigent from its package, with the README's command; npm offline: the
+# package carries koffi itself, nothing may come from the registry. Packed
+# once per run, installed into each stage's HOME that loads it.
+VERSION=$(sed -n 's/^  "version": "\([^"]*\)",*$/\1/p' manifest.json)
+PKG=$BABS/dirigent-openclaw-$VERSION.tgz
+PACKED=
+install_dirigent() { # install_dirigent <stage dir> (its HOME is <stage dir>/home)
+    if [ -z "$PACKED" ]; then
+        echo "check-openclaw: make package"
+        NODE="$NODE" DIRIGENT_KOFFI_FROM="$CACHE/node_modules" sh scripts/package.sh pack "$B" "$VERSION" >"$1/package.log" 2>&1 ||
+            fail "make package failed (see $1/package.log)"
+        PACKED=1
+    fi
+    echo "check-openclaw: openclaw plugins install $PKG into $1/home"
+    (cd "$1" && HOME="$1/home" npm_config_cache="$CACHE/npm-cache" npm_config_offline=true \
+        PATH="$(dirname "$NODE"):$PATH" "$NODE" "$CACHE/node_modules/openclaw/openclaw.mjs" plugins install "$PKG" --force --accept-capabilities) \
+        >"$1/dirigent-install.log" 2>&1 ||
+        fail "openclaw plugins install $PKG failed (see $1/dirigent-install.log)"
+    [ -f "$1/home/.openclaw/extensions/dirigent/node_modules/koffi/package.json" ] ||
+        fail "openclaw plugins install $PKG left no node_modules/koffi in $1/home/.openclaw/extensions/dirigent"
+}
 
 # ---- the gateway stage's HOME: the official Discord channel plugin -------------------
 # Installed the way a user installs it (`openclaw plugins install`), into
@@ -132,31 +157,30 @@ echo "check-openclaw: installing $DISCORD_PLUGIN into the gateway stage's HOME"
     PATH="$(dirname "$NODE"):$PATH" "$NODE" "$CACHE/node_modules/openclaw/openclaw.mjs" plugins install "$DISCORD_PLUGIN" --pin) \
     >"$WORK/gateway/discord-install.log" 2>&1 ||
     fail "openclaw plugins install $DISCORD_PLUGIN failed (network? see $WORK/gateway/discord-install.log)"
-# Dirigent from its package, with the README's command; npm offline: the
-# package carries koffi itself, nothing may come from the registry.
-VERSION=$(sed -n 's/^  "version": "\([^"]*\)",*$/\1/p' manifest.json)
-PKG=$BABS/dirigent-openclaw-$VERSION.tgz
-echo "check-openclaw: make package; openclaw plugins install $PKG into the gateway stage's HOME"
-NODE="$NODE" DIRIGENT_KOFFI_FROM="$CACHE/node_modules" sh scripts/package.sh pack "$B" "$VERSION" >"$WORK/gateway/package.log" 2>&1 ||
-    fail "make package failed (see $WORK/gateway/package.log)"
-(cd "$WORK/gateway" && HOME="$WORK/gateway/home" npm_config_cache="$CACHE/npm-cache" npm_config_offline=true \
-    PATH="$(dirname "$NODE"):$PATH" "$NODE" "$CACHE/node_modules/openclaw/openclaw.mjs" plugins install "$PKG" --force --accept-capabilities) \
-    >"$WORK/gateway/dirigent-install.log" 2>&1 ||
-    fail "openclaw plugins install $PKG failed (see $WORK/gateway/dirigent-install.log)"
-[ -f "$WORK/gateway/home/.openclaw/extensions/dirigent/node_modules/koffi/package.json" ] ||
-    fail "openclaw plugins install $PKG left no node_modules/koffi in ~/.openclaw/extensions/dirigent"
+install_dirigent "$WORK/gateway"
 ;; esac
 
-# ---- the slack stage's HOME: the official Slack channel plugin ---------------------------
+# ---- the slack stages' HOMEs: the official Slack channel plugin -------------------------
 # As a user installs it (README), into the stage's own HOME; before the
 # private network namespace (npm needs the registry the first time).
 SLACK_PLUGIN=@openclaw/slack@$OPENCLAW_VERSION
-case ",${DIRIGENT_OPENCLAW_STAGES:-}," in *,slack,*)
-echo "check-openclaw: installing $SLACK_PLUGIN into the slack stage's HOME"
-(cd "$WORK/slack" && HOME="$WORK/slack/home" npm_config_cache="$CACHE/npm-cache" npm_config_prefer_offline=true \
-    PATH="$(dirname "$NODE"):$PATH" "$NODE" "$CACHE/node_modules/openclaw/openclaw.mjs" plugins install "$SLACK_PLUGIN" --pin) \
-    >"$WORK/slack/slack-install.log" 2>&1 ||
-    fail "openclaw plugins install $SLACK_PLUGIN failed (network? see $WORK/slack/slack-install.log)"
+install_slack() { # install_slack <stage dir>
+    echo "check-openclaw: installing $SLACK_PLUGIN into $1/home"
+    (cd "$1" && HOME="$1/home" npm_config_cache="$CACHE/npm-cache" npm_config_prefer_offline=true \
+        PATH="$(dirname "$NODE"):$PATH" "$NODE" "$CACHE/node_modules/openclaw/openclaw.mjs" plugins install "$SLACK_PLUGIN" --pin) \
+        >"$1/slack-install.log" 2>&1 ||
+        fail "openclaw plugins install $SLACK_PLUGIN failed (network? see $1/slack-install.log)"
+}
+case ",${DIRIGENT_OPENCLAW_STAGES:-}," in *,slack,*) install_slack "$WORK/slack" ;; esac
+case ",${DIRIGENT_OPENCLAW_STAGES:-}," in *,slack-dirigent,*)
+install_slack "$WORK/slack-dirigent"
+# Dirigent as README installs it: with OpenClaw's Discord plugin, which the
+# gateway otherwise tries to fetch at start (offline there).
+(cd "$WORK/slack-dirigent" && HOME="$WORK/slack-dirigent/home" npm_config_cache="$CACHE/npm-cache" npm_config_prefer_offline=true \
+    PATH="$(dirname "$NODE"):$PATH" "$NODE" "$CACHE/node_modules/openclaw/openclaw.mjs" plugins install "$DISCORD_PLUGIN" --pin) \
+    >"$WORK/slack-dirigent/discord-install.log" 2>&1 ||
+    fail "openclaw plugins install $DISCORD_PLUGIN failed (network? see $WORK/slack-dirigent/discord-install.log)"
+install_dirigent "$WORK/slack-dirigent"
 ;; esac
 
 # ---- run (loopback only) -------------------------------------------------------------------
@@ -169,12 +193,14 @@ case ",$STAGES," in *,scenario,*) TESTS="$TESTS &&
 case ",$STAGES," in *,gateway,*) TESTS="$TESTS &&
  timeout 1200 '$NODE' bridge/openclaw/test/gateway.mjs --build '$BABS' --cache '$CACHE' --work '$WORK/gateway' --plugins '$WORK/plugins' --home '$WORK/gateway/home'" ;; esac
 case ",$STAGES," in *,slack,*) TESTS="$TESTS &&
- timeout 900 '$NODE' bridge/openclaw/test/slack.mjs --build '$BABS' --cache '$CACHE' --work '$WORK/slack' --home '$WORK/slack/home'" ;; esac
+ timeout 1500 '$NODE' bridge/openclaw/test/slack.mjs --build '$BABS' --cache '$CACHE' --work '$WORK/slack' --home '$WORK/slack/home'" ;; esac
+case ",$STAGES," in *,slack-dirigent,*) TESTS="$TESTS &&
+ timeout 1500 '$NODE' bridge/openclaw/test/slack.mjs --build '$BABS' --cache '$CACHE' --work '$WORK/slack-dirigent' --home '$WORK/slack-dirigent/home'" ;; esac
 case ",$STAGES," in *,compare,*) TESTS="$TESTS &&
  timeout 2400 nice '$NODE' bridge/openclaw/test/compare.mjs --build '$BABS' --cache '$CACHE' --work '$WORK/gateway' --home '$WORK/gateway/home' --out '$BABS/compare.md'" ;; esac
 case ",$STAGES," in *,bench,*) TESTS="$TESTS &&
  timeout 300 '$NODE' bridge/openclaw/test/bench.mjs '$WORK/plugins/dirigent' '$BABS/dirigent.so' '$WORK/bench'" ;; esac
-[ "$TESTS" != true ] || fail "DIRIGENT_OPENCLAW_STAGES=$STAGES names no stage (unit, scenario, gateway, slack, bench, compare)"
+[ "$TESTS" != true ] || fail "DIRIGENT_OPENCLAW_STAGES=$STAGES names no stage (unit, scenario, gateway, slack, slack-dirigent, bench, compare)"
 rc=0
 if [ "${DIRIGENT_OPENCLAW_NETNS:-1}" != 0 ] && unshare -rn sh -c 'ip link set lo up' 2>/dev/null; then
     echo "check-openclaw: running in a private network namespace (loopback only)"

@@ -7,14 +7,17 @@
 //   node slack.mjs --build <abs build dir> --cache <npm cache dir>
 //                  --work <scratch dir> --home <HOME with @openclaw/slack installed>
 //
-// Slack plumbing only (Dirigent does not manage Slack channels yet): three
-// agent apps and the moderator's app in one workspace, one human, one
-// channel. Checked at the fake's records and the model's:
+// Slack plumbing only (Dirigent does not manage Slack channels yet; when
+// run.sh installed its package into this HOME -- stage slack-dirigent -- it
+// is loaded too, as README configures it for Discord, and must leave Slack
+// alone): three agent apps and the moderator's bot in one workspace, one
+// human, one channel. Checked at the fake's records and the model's:
 //   - each agent app starts as Slack's SDK does (auth.test with the bot
 //     token, apps.connections.open with the app token, hello) and acks every
 //     envelope it gets;
 //   - a human message mentioning planner: planner answers with
-//     chat.postMessage by its own bot token, the others stay silent;
+//     chat.postMessage by its own bot token, the others stay silent and
+//     read planner's answer (bots see each other);
 //   - a thread reply mentioning reviewer: reviewer answers in the thread;
 //   - a disconnect message from Slack: the app reconnects and still answers;
 //   - the session keys OpenClaw files the conversations under.
@@ -24,6 +27,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
+import { DatabaseSync } from 'node:sqlite';
 import {
   getJson, postJson, waitFor, sleep, makeChecks, makeChildren, offlineEnv, modelEntry, writeConfig,
 } from './lib.mjs';
@@ -69,6 +73,15 @@ const fake = await startServer(opt.work, 'fake-slack', path.join(opt.build, 'fak
   ...Object.entries(AGENTS).flatMap(([a, u]) => ['--bot', `${u.token}=${u.id}=${a}`, '--app', `${u.appToken}=${u.app}=${u.id}`]),
   '--channel', `${WORK}=work=${[HUMAN.id, MOD.id, ...Object.values(AGENTS).map((u) => u.id)].join(',')}`,
 ]);
+// Dirigent, when run.sh installed its package into this HOME: loaded as
+// the README says (the example config, a fake Discord for its moderator),
+// it manages Discord only and must leave Slack alone.
+const WITH_DIRIGENT = fs.existsSync(path.join(opt.home, '.openclaw', 'extensions', 'dirigent'));
+const GUILD = '910000000000000001';
+const DG = { admin: '110000000000000050', mod: '110000000000000099', modToken: 'moderator-token',
+  agents: { planner: '110000000000000001', reviewer: '110000000000000002', coder: '110000000000000003' } };
+const discord = WITH_DIRIGENT ? await startServer(opt.work, 'fake-discord', path.join(opt.build, 'fake-discord'),
+  ['--guild', GUILD, '--user', `${DG.modToken}=${DG.mod}=moderator`]) : null;
 const model = await startServer(opt.work, 'model', NODE, [path.join(HERE, 'model.mjs'), '--record', path.join(opt.work, 'model-requests.jsonl')]);
 const SOCKET = fs.readFileSync(socketUrlFile, 'utf8').trim();
 for (const [n, u] of [['fake-slack', fake.url], ['fake-slack socket', SOCKET], ['model', model.url]])
@@ -124,6 +137,10 @@ const slackSetup = {
       allowBots: true,
       joinIntro: false,
       groupPolicy: 'allowlist',
+      // A bot's message reaches the other agents only when an owner named
+      // here is a member of the channel (or the bot is in the channel's
+      // `users`): @openclaw/slack's authorizeSlackBotRoomMessage.
+      allowFrom: ['${ADMIN_SLACK_USER_ID}'],
       streaming: { mode: 'off' },
       channels: { [WORK]: { requireMention: false } },
       accounts: Object.fromEntries(Object.keys(AGENTS).map((a) => [a, {
@@ -132,6 +149,8 @@ const slackSetup = {
     },
   },
 };
+const example = JSON.parse(fs.readFileSync(path.join(HERE, '..', 'example', 'openclaw.json'), 'utf8').replaceAll('YOUR_GUILD_ID', GUILD));
+const dirigentEntry = example.plugins.entries.dirigent;
 const config = {
   ...installed,
   ...slackSetup,
@@ -147,7 +166,12 @@ const config = {
   },
   plugins: {
     ...(installed.plugins ?? {}),
-    entries: { ...((installed.plugins && installed.plugins.entries) ?? {}), slack: { enabled: true } },
+    entries: {
+      ...((installed.plugins && installed.plugins.entries) ?? {}),
+      slack: { enabled: true },
+      ...(WITH_DIRIGENT ? { dirigent: { ...dirigentEntry, config: { ...dirigentEntry.config,
+        discord: { ...dirigentEntry.config.discord, apiBase: discord.url, timeoutMs: 5000 } } } } : {}),
+    },
   },
 };
 writeConfig(home, config);
@@ -155,6 +179,11 @@ fs.writeFileSync(path.join(opt.work, 'openclaw.json.example'), `${JSON.stringify
 const gwEnv = {
   ...process.env, ...offlineEnv, HOME: home,
   SLACK_API_URL: fake.url,
+  ADMIN_SLACK_USER_ID: HUMAN.id,
+  ...(WITH_DIRIGENT ? {
+    DISCORD_GUILD_ID: GUILD, ADMIN_USER_ID: DG.admin, MODERATOR_USER_ID: DG.mod, DIRIGENT_MODERATOR_TOKEN: DG.modToken,
+    ...Object.fromEntries(Object.entries(DG.agents).map(([a, id]) => [`${a.toUpperCase()}_USER_ID`, id])),
+  } : {}),
   ...Object.fromEntries(Object.entries(AGENTS).flatMap(([a, u]) => [
     [`${a.toUpperCase()}_SLACK_BOT_TOKEN`, u.token], [`${a.toUpperCase()}_SLACK_APP_TOKEN`, u.appToken]])),
 };
@@ -181,7 +210,7 @@ const up = await waitFor(async () => {
   } catch {
     return null;
   }
-}, 240_000, 500);
+}, 480_000, 500); // 80-210 s seen on the shared 2-core box
 const tUp = Date.now();
 if (!check('the three agent apps connected to the fake Slack in Socket Mode (hello)', up === 'ready',
   `${up ?? 'timeout'}; gateway log tail:\n${gwLogTail()}`)) {
@@ -189,6 +218,12 @@ if (!check('the three agent apps connected to the fake Slack in Socket Mode (hel
   process.exit(1);
 }
 note(`gateway up, apps connected ${((tUp - t0) / 1000).toFixed(1)} s after the start`);
+if (WITH_DIRIGENT) {
+  const loaded = await waitFor(() => /dirigent\.so dirigent .* started/.test(fs.readFileSync(gwLog, 'utf8')), 60_000, 500);
+  check('dirigent.so started inside the same gateway (the installed package, the example config)', loaded, gwLogTail());
+} else {
+  note('Dirigent is not installed in this HOME: Slack alone');
+}
 const startReqs = await requests();
 for (const [a, u] of Object.entries(AGENTS)) {
   check(`${a}: auth.test with its bot token, apps.connections.open with its app token (Bearer)`,
@@ -226,6 +261,14 @@ const posts = (await requests()).filter((r) => r.method === 'chat.postMessage');
 const post = posts.find((r) => r.token === AGENTS.planner.token && /^Planner on Slack/.test(r.args.text ?? ''));
 check('1: through chat.postMessage with planner\'s bot token, to #work, answered ok',
   post && post.args.channel === WORK && post.ok === true && post.status === 200, JSON.stringify(posts));
+// The other agents read planner's answer (bots see each other, as Dirigent
+// needs): each ran its model on it and stayed silent.
+const heard = await waitFor(async () => {
+  const rs = await modelRequests();
+  return ['reviewer', 'coder'].every((a) => rs.some((r) => r.model === `${a}-model` && /Planner on Slack/.test(r.lastUser)));
+}, STEP_MS, 500);
+check('1: reviewer and coder got planner\'s answer (a bot message, allowBots with an owner in the channel)', heard,
+  fs.readFileSync(gwLog, 'utf8').split('\n').filter((l) => /drop bot message/.test(l)).slice(-4).join('\n    ') || 'no model call on it');
 // Every app in #work got alice's message as a `message` event, planner an
 // app_mention too; each acked.
 const envQ = (await envelopes()).filter((e) => e.ts === qTs);
@@ -281,6 +324,19 @@ check('coder never spoke, reviewer only in the thread, planner twice',
 const reqs = await modelRequests();
 const byRule = {};
 for (const r of reqs) byRule[r.rule] = (byRule[r.rule] ?? 0) + 1;
+if (WITH_DIRIGENT) {
+  const gl = fs.readFileSync(gwLog, 'utf8');
+  check('the installed plugin draws no "can\'t verify where this plugin came from"',
+    !/can't verify where this plugin came from. Review it with 'openclaw plugins inspect dirigent'/.test(gl), 'it does');
+  // Dirigent manages Discord only: Slack's messages and replies pass its
+  // hooks untouched (no cancelled reply, no hook error).
+  const dg = gl.split('\n').filter((l) => /\[dirigent\]/.test(l));
+  const cancelled = dg.filter((l) => /message_sending: cancelled/.test(l));
+  check('Dirigent cancels no Slack reply (message_sending)', cancelled.length === 0, cancelled.slice(0, 4).join('\n    '));
+  const hookErrors = dg.filter((l) => /hook \S+ returned OC_ERR|event\.channelId is missing/.test(l));
+  check('Dirigent\'s hooks take Slack\'s events without an error', hookErrors.length === 0,
+    `${hookErrors.length} lines, e.g.\n    ${[...new Set(hookErrors.map((l) => l.replace(/^\S+ /, '')))].slice(0, 4).join('\n    ')}`);
+}
 check('each answer ran once on the real model', ['planner-answer', 'reviewer-thread', 'planner-again'].every((r) => byRule[r] === 1),
   JSON.stringify(byRule));
 
@@ -297,32 +353,34 @@ for (const r of apiReqs) {
 }
 note(`Web API methods called: ${Object.entries(methods).map(([k, v]) =>
   `${k} x${v.n}${v.errors.length ? ` (errors: ${v.errors.join(', ')})` : ''}`).join(', ')}`);
+check('OpenClaw\'s ack reaction on a mention reached the fake (reactions.add, ok)',
+  apiReqs.some((r) => r.method === 'reactions.add' && r.ok === true && r.token === AGENTS.planner.token && r.args.timestamp === qTs),
+  JSON.stringify(apiReqs.filter((r) => r.method.startsWith('reactions.')).map((r) => [r.token, r.args, r.ok, r.error])));
 const unknown = apiReqs.filter((r) => r.error === 'unknown_method');
 check('every Web API method the plugin called is served by the fake (no unknown_method)', unknown.length === 0,
   [...new Set(unknown.map((r) => r.method))].join(', '));
 
-// The session keys OpenClaw filed the Slack conversations under.
-const keys = new Set();
-const walk = (d) => {
-  for (const e of fs.existsSync(d) ? fs.readdirSync(d, { withFileTypes: true }) : []) {
-    const p = path.join(d, e.name);
-    if (e.isDirectory()) walk(p);
-    else if (/^sessions.*\.json$/.test(e.name))
-      try {
-        for (const k of Object.keys(JSON.parse(fs.readFileSync(p, 'utf8')))) if (/slack/.test(k)) keys.add(k);
-      } catch { /* not a session index */ }
-  }
-};
-walk(path.join(home, '.openclaw'));
-note(`session keys: ${[...keys].sort().join(', ') || '(none found)'}`);
-const lc = WORK.toLowerCase();
-check('session keys: agent:<id>:slack:channel:<channel> and :thread:<ts> for the thread',
-  [...keys].some((k) => k.toLowerCase() === `agent:planner:slack:channel:${lc}`) &&
-  [...keys].some((k) => answer && k.toLowerCase() === `agent:reviewer:slack:channel:${lc}:thread:${answer.ts}`),
-  [...keys].join(', '));
-
 gw.kill('SIGTERM');
 await waitFor(() => gwExited !== null, 60_000, 200);
+
+// The session keys OpenClaw filed the Slack conversations under: each
+// agent's sessions live in its SQLite store (session_nodes.session_key).
+const keys = [];
+for (const a of Object.keys(AGENTS)) {
+  const file = path.join(home, '.openclaw', 'agents', a, 'agent', 'openclaw-agent.sqlite');
+  try {
+    const db = new DatabaseSync(file, { readOnly: true });
+    for (const r of db.prepare('SELECT DISTINCT session_key AS k FROM session_nodes').all()) keys.push(r.k);
+    db.close();
+  } catch (e) {
+    note(`cannot read the session keys of ${a} from ${file}: ${e.message}`);
+  }
+}
+note(`session keys: ${keys.sort().join(', ') || '(none found)'}`);
+const lc = WORK.toLowerCase();
+check('session keys: agent:<id>:slack:channel:<channel id, lower case>, and :thread:<thread_ts> for the thread',
+  keys.includes(`agent:planner:slack:channel:${lc}`) &&
+  (!answer || keys.includes(`agent:reviewer:slack:channel:${lc}:thread:${answer.ts}`)), keys.join(', '));
 const failed = summary();
 console.log(`slack: ${((Date.now() - t0) / 1000).toFixed(1)} s in all; logs, config and transcript in ${opt.work}`);
 cleanup();
