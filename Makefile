@@ -38,6 +38,8 @@
 #                             program takes the members it uses
 #   discord/*.c            -> build/libdgdiscord.a, the Discord REST client, linked
 #                             by dirigent.so and ocgw
+#   slack/*.c              -> build/libdgslack.a, the Slack Web API client (the
+#                             moderator app's operations), linked by the tests
 #   store/*.c              -> build/libdgstore.a, the store (all SQL: SQLite and
 #                             PostgreSQL), linked by dirigent.so and dirigent-ctl
 
@@ -141,18 +143,20 @@ ALL_CFLAGS = $(PART_INC) $(BASE_CFLAGS)
 # are common/status.h), so an ABI include there fails the build too.
 #   common/ <- {discord/, store/} <- plugin/ (+ include/) <- hooks/  (dirigent.so)
 #   common/ <- discord/ <- host/ (+ include/)                        (libochost.a, ocgw)
+#   common/ <- slack/                                                (libdgslack.a)
 # Tests see every part. The objects of a part get its list (below); the
 # flags stamp leaves the lists out (they are fixed here, and a stamp made
 # for one part would be stale for the next).
 INC_common  := -Icommon
 INC_discord := $(INC_common) -Idiscord
 INC_store   := $(INC_common) -Istore
+INC_slack   := $(INC_common) -Islack
 INC_plugin  := -Iinclude $(INC_common) -Idiscord -Istore -Iplugin
 INC_hooks   := $(INC_plugin) -Ihooks
 INC_host    := -Iinclude $(INC_discord) -Ihost
 INC_servers := $(INC_common)
 INC_tools   := $(INC_plugin) -Itools
-INC_tests   := $(INC_hooks) -Ihost -Itests/support
+INC_tests   := $(INC_hooks) -Ihost -Islack -Itests/support
 PART_INC     = $(INC_tests)
 LDFLAGS_ALL = -pthread $(SANFLAGS) $(LDFLAGS)
 
@@ -162,6 +166,9 @@ COMMON_LIB := $(B)/libdgcommon.a
 DISCORD_SRC := $(sort $(wildcard discord/*.c))
 DISCORD_OBJ := $(DISCORD_SRC:%.c=$(B)/obj/%.o)
 DISCORD_LIB := $(B)/libdgdiscord.a
+SLACK_SRC  := $(sort $(wildcard slack/*.c))
+SLACK_OBJ  := $(SLACK_SRC:%.c=$(B)/obj/%.o)
+SLACK_LIB  := $(B)/libdgslack.a
 STORE_SRC  := $(sort $(wildcard store/*.c))
 STORE_OBJ  := $(STORE_SRC:%.c=$(B)/obj/%.o)
 STORE_LIB  := $(B)/libdgstore.a
@@ -192,7 +199,7 @@ BENCH_OBJ  := $(BENCH_SRC:%.c=$(B)/obj/%.o)
         fuzz fuzz-short fuzz-ci fuzz-build deps-fuzz check-faults check-model coverage package
 OPTIONAL := $(if $(OCGW_SRC),$(B)/ocgw) $(if $(wildcard tests/fake_discord_main.c),$(B)/fake-discord) \
             $(if $(wildcard tests/fake_slack_main.c),$(B)/fake-slack)
-all: $(B)/dirigent.so $(B)/libochost.a $(OPTIONAL) $(SERVERS) $(B)/dirigent-ctl
+all: $(B)/dirigent.so $(B)/libochost.a $(SLACK_LIB) $(OPTIONAL) $(SERVERS) $(B)/dirigent-ctl
 
 # ---- generated sources -------------------------------------------------------
 # A generated file that depends on a *list* (of suites, benches, templates,
@@ -240,6 +247,7 @@ $(B)/obj/tests/%.o: OBJ_EXTRA := -Wno-missing-prototypes
 $(B)/obj/common/%.o: PART_INC = $(INC_common)
 $(B)/obj/discord/%.o: PART_INC = $(INC_discord)
 $(B)/obj/store/%.o: PART_INC = $(INC_store)
+$(B)/obj/slack/%.o: PART_INC = $(INC_slack)
 $(B)/obj/plugin/%.o: PART_INC = $(INC_plugin)
 $(B)/obj/hooks/%.o: PART_INC = $(INC_hooks)
 $(B)/obj/host/%.o: PART_INC = $(INC_host)
@@ -275,6 +283,10 @@ $(DISCORD_LIB): $(DISCORD_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 $(STORE_LIB): $(STORE_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(SLACK_LIB): $(SLACK_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
@@ -318,8 +330,8 @@ $(B)/tests/plugins/%.so: tests/plugins/%.c include/openclaw/plugin.h $(FLAGS_STA
 # The allocation functions are wrapped (tests/support/failalloc.h) so that
 # suites can make one allocation fail and reach the out-of-memory branches.
 WRAP_ALLOC := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=strndup
-$(B)/check_all: $(B)/obj/tests/check_main.o $(TEST_OBJ:$(B)/obj/tests/check_main.o=) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libocgw.a $(B)/libochost.a $(STORE_LIB) $(DISCORD_LIB) $(COMMON_LIB)
-	$(CC) -o $@ $(filter %.o,$^) $(B)/libocgw.a $(B)/libochost.a $(STORE_LIB) $(DISCORD_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(WRAP_ALLOC) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
+$(B)/check_all: $(B)/obj/tests/check_main.o $(TEST_OBJ:$(B)/obj/tests/check_main.o=) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libocgw.a $(B)/libochost.a $(STORE_LIB) $(DISCORD_LIB) $(SLACK_LIB) $(COMMON_LIB)
+	$(CC) -o $@ $(filter %.o,$^) $(B)/libocgw.a $(B)/libochost.a $(STORE_LIB) $(DISCORD_LIB) $(SLACK_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(WRAP_ALLOC) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
 
 # dirigent-ctl serve's code in the test runner too (tests/check_serve.c),
 # which sees tools/ for its header.
@@ -331,8 +343,8 @@ $(B)/libocgw.a: $(OCGW_LIB_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
-$(B)/bench: $(BENCH_OBJ) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libochost.a $(STORE_LIB) $(DISCORD_LIB) $(COMMON_LIB)
-	$(CC) -o $@ $(filter %.o,$^) $(B)/libochost.a $(STORE_LIB) $(DISCORD_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
+$(B)/bench: $(BENCH_OBJ) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libochost.a $(STORE_LIB) $(DISCORD_LIB) $(SLACK_LIB) $(COMMON_LIB)
+	$(CC) -o $@ $(filter %.o,$^) $(B)/libochost.a $(STORE_LIB) $(DISCORD_LIB) $(SLACK_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
 
 TEST_DEPS := $(B)/check_all $(B)/dirigent.so $(B)/libochost.a $(OPTIONAL) $(SERVERS) $(FIXTURES) \
              $(B)/dirigent-ctl
@@ -415,7 +427,8 @@ bridge/openclaw/openclaw.plugin.json: manifest.json bridge/openclaw/gen-plugin-j
 
 # ---- coverage -----------------------------------------------------------------
 # A gcov build in build-cov runs make check, then scripts/coverage.sh prints
-# line and branch coverage per file of plugin/ store/ hooks/ host/ servers/ common/.
+# line and branch coverage per file of plugin/ store/ hooks/ host/ servers/ common/
+# discord/ slack/.
 # --coverage links libgcov into the .so, which exports its __gcov_* entry
 # points and mangle_path (a libgcov helper of GCC 12 with default
 # visibility): the export check allows exactly those, in this build only.
@@ -426,7 +439,7 @@ coverage: deps-ok
 	find build-cov -name '*.gcda' -delete 2>/dev/null || true
 	$(MAKE) COVERAGE=1 test-deps
 	-env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL DG_BUILD_DIR=build-cov DG_COVERAGE=1 ./build-cov/check_all
-	sh scripts/coverage.sh build-cov plugin store hooks host servers common discord
+	sh scripts/coverage.sh build-cov plugin store hooks host servers common discord slack
 
 test-deps: deps-ok $(TEST_DEPS)
 .PHONY: test-deps

@@ -206,6 +206,8 @@ DG_SETTLED_HANDLER(settled_message_sending, dg_hook_message_sending)
 DG_SETTLED_HANDLER(settled_agent_end, dg_hook_agent_end)
 DG_SETTLED_HANDLER(settled_before_agent_reply, dg_hook_before_agent_reply)
 DG_SETTLED_HANDLER(settled_reply_payload_sending, dg_hook_reply_payload_sending)
+DG_SETTLED_HANDLER(settled_model_call_ended, dg_hook_model_call_ended)
+DG_SETTLED_HANDLER(settled_llm_output, dg_hook_llm_output)
 
 int dg_register_hooks(dg_plugin *p)
 {
@@ -222,11 +224,22 @@ int dg_register_hooks(dg_plugin *p)
          * refuses the names, and the swap path does the work alone. */
         {"before_agent_reply", settled_before_agent_reply},
         {"reply_payload_sending", settled_reply_payload_sending},
+        /* The usage reports (later additions too): without them the cost
+         * ledger counts runs and decisions, not calls and tokens. */
+        {"model_call_ended", settled_model_call_ended},
+        {"llm_output", settled_llm_output},
     };
-    size_t n_core = 5, refused = 0;
+    size_t n_core = 5, n_claim = 2, refused = 0;
     p->claim_hooks = 0;
     for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++) {
         int rc = p->api->on(p->api->host, hooks[i].name, hooks[i].fn, DG_HOOK_PRIORITY);
+        if (rc == OC_ERR_INVALID && i >= n_core + n_claim) {
+            dg_log(p, OC_LOG_INFO,
+                   "hooks: the host has no %s hook; the cost ledger counts runs and "
+                   "decisions without its reports",
+                   hooks[i].name);
+            continue;
+        }
         if (rc == OC_ERR_INVALID && i >= n_core) {
             if (!refused++)
                 dg_log(p, OC_LOG_INFO,

@@ -22,6 +22,8 @@ int dg_hook_before_model_resolve(void *state, const json_t *event, const json_t 
                                  json_t **result);
 int dg_hook_message_sending(void *state, const json_t *event, const json_t *ctx, json_t **result);
 int dg_hook_agent_end(void *state, const json_t *event, const json_t *ctx, json_t **result);
+int dg_hook_model_call_ended(void *state, const json_t *event, const json_t *ctx, json_t **result);
+int dg_hook_llm_output(void *state, const json_t *event, const json_t *ctx, json_t **result);
 int dg_hook_before_prompt_build(void *state, const json_t *event, const json_t *ctx,
                                 json_t **result);
 int dg_hook_before_agent_reply(void *state, const json_t *event, const json_t *ctx,

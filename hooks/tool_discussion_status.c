@@ -80,6 +80,18 @@ json_t *dg_tool_discussion_json(const dg_discussion_info *i, const char *caller_
                                   str_array(t->members, t->n_members), "passed",
                                   passed ? passed : json_array(), "agentMessages",
                                   (json_int_t)t->state.agent_msgs));
+    /* What it cost so far: runs and model calls as the host reported them,
+     * the runs the turn manager kept from a model, tokens, and its age (or
+     * how long it lived, once closed). */
+    const dg_cost_totals *c = &i->cost;
+    int64_t end = closed && d->completed_at_ms ? d->completed_at_ms : i->now_ms;
+    json_object_set_new(
+        o, "cost",
+        json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "runs", (json_int_t)c->runs, "modelCalls",
+                  (json_int_t)c->model_calls, "granted", (json_int_t)c->granted, "avoided",
+                  (json_int_t)(c->claimed + c->swapped), "tokensIn", (json_int_t)c->tokens_in,
+                  "tokensOut", (json_int_t)c->tokens_out, "wallSec",
+                  (json_int_t)(end > d->created_at_ms ? (end - d->created_at_ms) / 1000 : 0)));
     return o;
 }
 

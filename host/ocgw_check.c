@@ -28,16 +28,11 @@
 #define DISCORD_DEFAULT_API "https://discord.com/api/v10"
 
 /* Hooks of the ABI (include/openclaw/plugin.h), for the summary. */
-static const char *const hook_names[] = {"message_received",
-                                         "before_agent_reply",
-                                         "before_model_resolve",
-                                         "before_prompt_build",
-                                         "message_sending",
-                                         "reply_payload_sending",
-                                         "agent_end",
-                                         "gateway_start",
-                                         "gateway_stop",
-                                         NULL};
+static const char *const hook_names[] = {
+    "message_received",    "before_agent_reply", "before_model_resolve",
+    "before_prompt_build", "message_sending",    "reply_payload_sending",
+    "agent_end",           "gateway_start",      "gateway_stop",
+    "model_call_ended",    "llm_output",         NULL};
 
 static int same_base(const char *a, const char *b)
 {

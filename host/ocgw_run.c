@@ -535,6 +535,30 @@ static int do_write(ocgw *g, const ocgw_agent *a, json_t *run, const ocgw_action
 }
 
 /* The scripted model, resumable at run.act. 0 done, 1 retry later. */
+/* What the scripted model "spent", reported as OpenClaw reports a real
+ * one (model_call_ended, llm_output): tokens estimated at four characters
+ * each of the message read and the text written, at least one. */
+static void report_usage(ocgw *g, const ocgw_agent *a, const json_t *run, const ocgw_msg *m)
+{
+    const char *out = sget(run, "output");
+    json_int_t in_tok = (json_int_t)(strlen(m->content ? m->content : "") / 4 + 1);
+    json_int_t out_tok = (json_int_t)(strlen(out ? out : "") / 4 + 1);
+    json_t *ctx = agent_ctx(g, a, run, m, NULL);
+    json_t *call = json_pack("{s:s, s:s, s:s, s:s, s:i, s:s}", "runId", sget(run, "runId"),
+                             "callId", sget(run, "runId"), "provider", sget(run, "provider"),
+                             "model", sget(run, "model"), "durationMs", 0, "outcome", "completed");
+    json_t *llm = json_pack("{s:s, s:s, s:s, s:{s:I, s:I}}", "runId", sget(run, "runId"),
+                            "provider", sget(run, "provider"), "model", sget(run, "model"), "usage",
+                            "input", in_tok, "output", out_tok);
+    if (ctx && call && llm) {
+        och_hook_dispatch(g->host, "model_call_ended", call, ctx, NULL);
+        och_hook_dispatch(g->host, "llm_output", llm, ctx, NULL);
+    }
+    json_decref(call);
+    json_decref(llm);
+    json_decref(ctx);
+}
+
 static int run_model(ocgw *g, const ocgw_agent *a, json_t *run, const ocgw_msg *m)
 {
     long si = iget(run, "step");
@@ -736,6 +760,7 @@ static int do_run(ocgw *g, json_t *run, const ocgw_msg *m)
         }
         if (failed)
             return 1;
+        report_usage(g, a, run, m);
         sset(run, "phase", "model_done");
         ocgw_save_state(g);
         ph = sget(run, "phase");

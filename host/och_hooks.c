@@ -22,6 +22,8 @@ const char *const och_hook_names[OCH_HOOK_COUNT] = {
     "gateway_stop",
     "before_agent_reply",
     "reply_payload_sending",
+    "model_call_ended",
+    "llm_output",
 };
 
 static int is_claim_hook(int id)

@@ -38,6 +38,8 @@ enum {
     OCH_HOOK_GATEWAY_STOP,
     OCH_HOOK_BEFORE_AGENT_REPLY, /* claim hooks: refused by a host set without them */
     OCH_HOOK_REPLY_PAYLOAD_SENDING,
+    OCH_HOOK_MODEL_CALL_ENDED, /* usage reports of the scripted agents' runs */
+    OCH_HOOK_LLM_OUTPUT,
     OCH_HOOK_COUNT
 };
 

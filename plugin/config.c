@@ -7,7 +7,7 @@
  * gateway config must not pass silently.
  */
 #include "errors.h"
-#include "config.h"
+#include "config_int.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -560,6 +560,19 @@ static const dg_config_key KEYS[] = {
     STR("discussion.archiveChannelId", 0, NULL, F(archive_channel_id), rule_archive_channel),
     SECTION("outbox", DG_CFG_OBJECT, 0, NULL),
     INT("outbox.retentionSec", 86400, 315360000L, 604800, outbox_retention_sec),
+    SECTION("budget", DG_CFG_OBJECT, 0, NULL),
+    INT("budget.turnsPerHumanMessage", 0, 1000000000L, 0,
+        budget.limit[DG_BUDGET_TURNS_PER_MESSAGE]),
+    INT("budget.tokensPerHumanMessage", 0, 1000000000L, 0,
+        budget.limit[DG_BUDGET_TOKENS_PER_MESSAGE]),
+    INT("budget.turnsPerHour", 0, 1000000000L, 0, budget.limit[DG_BUDGET_TURNS_PER_HOUR]),
+    INT("budget.tokensPerHour", 0, 1000000000L, 0, budget.limit[DG_BUDGET_TOKENS_PER_HOUR]),
+    INT("budget.turnsPerDay", 0, 1000000000L, 0, budget.limit[DG_BUDGET_TURNS_PER_DAY]),
+    INT("budget.tokensPerDay", 0, 1000000000L, 0, budget.limit[DG_BUDGET_TOKENS_PER_DAY]),
+    INT("budget.discussionTurns", 0, 1000000000L, 0, budget.limit[DG_BUDGET_DISCUSSION_TURNS]),
+    INT("budget.discussionTokens", 0, 1000000000L, 0, budget.limit[DG_BUDGET_DISCUSSION_TOKENS]),
+    SECTION("channelBudgets", DG_CFG_MAP, 0, dg_config_rule_channel_budgets),
+    SECTION("prices", DG_CFG_MAP, 0, dg_config_rule_prices),
 };
 
 #undef F
@@ -722,6 +735,7 @@ void dg_config_free(dg_config *c)
     for (size_t i = 0; i < c->n_admins; i++)
         free(c->admins[i]);
     free(c->admins);
+    dg_config_budget_free(c);
     memset(c, 0, sizeof *c);
 }
 

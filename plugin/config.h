@@ -21,6 +21,42 @@ typedef struct dg_agent_cfg {
     char *discord_user_id; /* snowflake */
 } dg_agent_cfg;
 
+/* What a budget counts and over which window. Windows are fixed UTC hours
+ * and days; "per human message" counts from a scope's latest human message;
+ * the discussion kinds count a discussion's whole life. */
+typedef enum dg_budget_kind {
+    DG_BUDGET_NONE = 0,
+    DG_BUDGET_TURNS_PER_MESSAGE = 1, /* budget.turnsPerHumanMessage */
+    DG_BUDGET_TOKENS_PER_MESSAGE = 2,
+    DG_BUDGET_TURNS_PER_HOUR = 3,
+    DG_BUDGET_TOKENS_PER_HOUR = 4,
+    DG_BUDGET_TURNS_PER_DAY = 5,
+    DG_BUDGET_TOKENS_PER_DAY = 6,
+    DG_BUDGET_DISCUSSION_TURNS = 7, /* budget.discussionTurns */
+    DG_BUDGET_DISCUSSION_TOKENS = 8,
+    DG_BUDGET_KINDS
+} dg_budget_kind;
+
+/* Limits by kind; 0: no limit of that kind. A turn is a run that went to
+ * the agent's own model; tokens are input plus output as the host reports
+ * them. */
+typedef struct dg_budget {
+    long limit[DG_BUDGET_KINDS];
+} dg_budget;
+
+/* channelBudgets.<channelId>: limits that replace the default's for that
+ * channel's scopes, kind by kind; -1: the default's. */
+typedef struct dg_channel_budget {
+    char *channel_id;
+    dg_budget b;
+} dg_channel_budget;
+
+/* prices.<model>: what a million tokens cost (in the user's currency). */
+typedef struct dg_price {
+    char *model;
+    double input_per_million, output_per_million;
+} dg_price;
+
 typedef struct dg_config {
     char *no_reply_provider; /* both NULL or both set: needed only on hosts */
     char *no_reply_model;    /* without claim hooks (dg_config_require_no_reply) */
@@ -60,6 +96,12 @@ typedef struct dg_config {
     long preview_chars;        /* discussion.previewChars: 0 = no preview */
     char *archive_channel_id;  /* discussion.archiveChannelId: snowflake, NULL: no index */
     long outbox_retention_sec; /* sent/failed outbox rows and closed-notice marks kept this long */
+
+    dg_budget budget;                   /* budget.*: every managed scope's */
+    dg_channel_budget *channel_budgets; /* sorted by channel_id */
+    size_t n_channel_budgets;
+    dg_price *prices; /* sorted by model */
+    size_t n_prices;
 } dg_config;
 
 /* The JSON type of a key. A map is an object of caller-chosen keys whose
@@ -129,6 +171,17 @@ const dg_agent_cfg *dg_config_agent_by_user(const dg_config *cfg, const char *us
 
 /* "channel" / "thread". Static string. */
 const char *dg_session_policy_name(dg_session_policy p);
+
+/* The limits that hold in channel_id (NULL: the default's). */
+void dg_config_budget_for(const dg_config *cfg, const char *channel_id, dg_budget *out);
+
+/* The price of model, NULL when the table has none. */
+const dg_price *dg_config_price(const dg_config *cfg, const char *model);
+
+/* The key of a budget kind as the config spells it ("turnsPerHour"), and
+ * what it counts in words ("agent turns in this hour"). Static strings. */
+const char *dg_budget_key(dg_budget_kind k);
+const char *dg_budget_words(dg_budget_kind k);
 
 
 #endif

@@ -54,6 +54,10 @@ int dg_discussion_info_load_locked(dg_store *st, const dg_config *cfg, const cha
         rc = dg_scope_conversation(channel_id, &sc);
     if (rc == DG_OK)
         rc = dg_turn_view_load(st, cfg, &sc, now_ms, &out->turn);
+    dg_cost_filter f = {.channel_id = channel_id};
+    if (rc == DG_OK)
+        rc = dg_store_cost_sum(st, &f, &out->cost);
+    out->now_ms = now_ms;
     if (rc != DG_OK)
         dg_discussion_info_clear(out);
     return rc;

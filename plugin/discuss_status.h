@@ -11,13 +11,16 @@
 #include "config.h"
 #include "discuss.h"
 #include "store.h"
+#include "store_cost.h"
 #include "turn_view.h"
 
 /* One discussion with what a reader shows of it. Owned: clear it. */
 typedef struct dg_discussion_info {
     dg_discussion d;
-    char *channel_name; /* NULL: not recorded (rows before schema v9) */
-    dg_turn_view turn;  /* the discussion channel's turn state */
+    char *channel_name;  /* NULL: not recorded (rows before schema v9) */
+    dg_turn_view turn;   /* the discussion channel's turn state */
+    dg_cost_totals cost; /* its runs in the cost ledger (within the retention) */
+    int64_t now_ms;      /* when it was read */
 } dg_discussion_info;
 
 void dg_discussion_info_clear(dg_discussion_info *i);

@@ -13,7 +13,7 @@ typedef enum timer_action { TIMER_NONE, TIMER_REMIND, TIMER_WRAPUP, TIMER_EXPIRE
 static timer_action timer_due(const dg_discussion *d, int64_t now, int64_t rem, int64_t life)
 {
     int64_t activity = d->last_activity_ms ? d->last_activity_ms : d->created_at_ms;
-    if (life > 0 && d->wrapup_at_ms && d->wrapup_at_ms + life <= now)
+    if (d->wrapup_at_ms && d->wrapup_at_ms + (life > 0 ? life : DG_DISCUSS_WRAPUP_GRACE_MS) <= now)
         return TIMER_EXPIRE;
     if (life > 0 && !d->wrapup_at_ms && d->created_at_ms + life <= now)
         return TIMER_WRAPUP;
@@ -98,7 +98,7 @@ static int timer_one(dg_plugin *p, const char *channel, int64_t now, int64_t rem
     rc = dg_store_end(st, rc);
     static const char *const what[] = {"", "quiet-time reminder (discussion.reminderAfterSec)",
                                        "wrap-up request (discussion.maxLifetimeSec)",
-                                       "expiry (twice discussion.maxLifetimeSec)"};
+                                       "expiry after the wrap-up request"};
     if (rc == DG_OK)
         dg_log(p, OC_LOG_INFO, "discussion %lld in %s: %s%s", (long long)d.id,
                d.discussion_channel_id, what[act],
@@ -121,7 +121,11 @@ void dg_discuss_sweep(dg_plugin *p)
 {
     int64_t rem = (int64_t)p->cfg.reminder_after_sec * 1000;
     int64_t life = (int64_t)p->cfg.max_lifetime_sec * 1000;
-    if ((rem <= 0 && life <= 0) || !p->store || !p->templates)
+    dg_budget b;
+    dg_config_budget_for(&p->cfg, NULL, &b);
+    int budgets =
+        b.limit[DG_BUDGET_DISCUSSION_TURNS] > 0 || b.limit[DG_BUDGET_DISCUSSION_TOKENS] > 0;
+    if ((rem <= 0 && life <= 0 && !budgets) || !p->store || !p->templates)
         return;
     int64_t now = dg_now_ms(p);
     char **ch = NULL;

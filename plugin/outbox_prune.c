@@ -13,15 +13,20 @@
 #include <string.h>
 
 #include "store.h"
+#include "store_cost.h"
 #include "store_discuss.h"
 
 #define PRUNE_BATCH 500
 #define PRUNE_ROUNDS 20
 #define PRUNE_EVERY_MS (10L * 60 * 1000)
 
+enum { PRUNE_OUTBOX, PRUNE_NOTICES, PRUNE_COST };
+
+static const char *const PRUNED[] = {"sent messages", "closed-notice marks", "cost ledger rows"};
+
 /* One bounded round of one table's pruning; returns rows removed, or -1
  * when the store failed (logged). */
-static long prune_table(dg_outbox *ob, int notices, int64_t before)
+static long prune_table(dg_outbox *ob, int which, int64_t before)
 {
     dg_plugin *p = ob->p;
     long total = 0;
@@ -29,8 +34,10 @@ static long prune_table(dg_outbox *ob, int notices, int64_t before)
         long removed = 0;
         int rc = dg_store_begin(p->store);
         if (rc == DG_OK) {
-            rc = notices
+            rc = which == PRUNE_NOTICES
                      ? dg_store_discussion_notices_prune(p->store, before, PRUNE_BATCH, &removed)
+                 : which == PRUNE_COST
+                     ? dg_store_cost_prune(p->store, before, PRUNE_BATCH, &removed)
                      : dg_store_outbox_prune(p->store, before, PRUNE_BATCH, &removed);
             if (rc == DG_OK)
                 rc = dg_store_commit(p->store);
@@ -41,8 +48,7 @@ static long prune_table(dg_outbox *ob, int notices, int64_t before)
             dg_log(p, OC_LOG_WARN,
                    "outbox: could not delete old %s (%s); tried again in %ld "
                    "minutes",
-                   notices ? "closed-notice marks" : "sent messages", dg_status_name(rc),
-                   PRUNE_EVERY_MS / 60000);
+                   PRUNED[which], dg_status_name(rc), PRUNE_EVERY_MS / 60000);
             return -1;
         }
         total += removed;
@@ -59,11 +65,13 @@ void outbox_prune_due(dg_outbox *ob)
         return;
     ob->next_prune = outbox_mono_ms() + PRUNE_EVERY_MS;
     int64_t before = dg_now_ms(ob->p) - (int64_t)ob->p->cfg.outbox_retention_sec * 1000;
-    long rows = prune_table(ob, 0, before);
-    long marks = prune_table(ob, 1, before);
-    if (rows > 0 || marks > 0)
+    long rows = prune_table(ob, PRUNE_OUTBOX, before);
+    long marks = prune_table(ob, PRUNE_NOTICES, before);
+    long runs = prune_table(ob, PRUNE_COST, before);
+    if (rows > 0 || marks > 0 || runs > 0)
         dg_log(ob->p, OC_LOG_DEBUG,
-               "outbox: deleted %ld sent or failed messages and %ld "
-               "closed-notice marks older than outbox.retentionSec (%lds)",
-               rows > 0 ? rows : 0, marks > 0 ? marks : 0, ob->p->cfg.outbox_retention_sec);
+               "outbox: deleted %ld sent or failed messages, %ld closed-notice marks and %ld "
+               "cost ledger rows older than outbox.retentionSec (%lds)",
+               rows > 0 ? rows : 0, marks > 0 ? marks : 0, runs > 0 ? runs : 0,
+               ob->p->cfg.outbox_retention_sec);
 }

@@ -69,6 +69,12 @@ static const struct {
     KNOWN(outOfOrder),
     KNOWN(command),
     KNOWN(suggestion),
+    KNOWN(budgetWhat),
+    KNOWN(budgetUsed),
+    KNOWN(budgetLimit),
+    KNOWN(budgetKey),
+    KNOWN(budgetUntil),
+    KNOWN(report),
 };
 #undef KNOWN
 #define N_KNOWN (sizeof placeholders / sizeof placeholders[0])
@@ -126,6 +132,9 @@ static const struct {
     {"result.md", "discussGuide initiatorMention summaryPath discussionChannel originChannel "
                   "status summaryPreview"},
     {"rest.md", "maxAgentMessages"},
+    {"budget.md", "budgetWhat budgetUsed budgetLimit budgetKey budgetUntil"},
+    {"budget_discussion.md", "budgetWhat budgetUsed budgetLimit budgetKey initiatorMention "
+                             "summaryPath"},
     {"timeout.md", "discussGuide initiatorMention discussionChannel originChannel status "
                    "summaryPath"},
     {"wrapup.md", "discussGuide initiatorMention discussionChannel originChannel status "
@@ -170,6 +179,9 @@ static const struct {
     {"admin_remove.md", "agent turnOrder"},
     {"admin_remove_not_member.md", "agent turnOrder"},
     {"admin_member_unknown.md", ""},
+    {"admin_resume.md", "scope agentMention"},
+    {"admin_resume_none.md", "scope"},
+    {"admin_cost.md", "report"},
 };
 
 /* What template `name` (a file name, or a path ending in one) receives:
@@ -323,8 +335,9 @@ static int read_override(int dirfd, const char *dir, const char *name, char **ou
  * additions and may be blank on purpose). */
 static int is_moderator_message(const char *name)
 {
-    static const char *const names[] = {"kickoff.md", "idle.md",    "closed.md", "result.md",
-                                        "rest.md",    "timeout.md", "wrapup.md", "command_hint.md"};
+    static const char *const names[] = {"kickoff.md", "idle.md",         "closed.md",
+                                        "result.md",  "rest.md",         "timeout.md",
+                                        "wrapup.md",  "command_hint.md", "budget.md"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(names[i], name) == 0)
             return 1;

@@ -33,7 +33,8 @@ int dg_turn_state_same(const dg_turn_state *a, const dg_turn_state *b)
            a->agent_msgs == b->agent_msgs && a->rested == b->rested &&
            a->idle_reminded == b->idle_reminded && a->handoff == b->handoff &&
            a->permit == b->permit && a->permit_ms == b->permit_ms &&
-           a->last_change_ms == b->last_change_ms;
+           a->last_change_ms == b->last_change_ms && a->budget == b->budget &&
+           a->budget_until_ms == b->budget_until_ms;
 }
 
 void dg_rule_effects_init(dg_rule_effects *fx)
@@ -504,10 +505,11 @@ static const struct {
     const char *word;
     dg_admin_cmd cmd;
 } admin_subs[] = {
-    {"status", DG_ADMIN_STATUS}, {"rest", DG_ADMIN_REST},    {"wake", DG_ADMIN_WAKE},
-    {"skip", DG_ADMIN_SKIP},     {"close", DG_ADMIN_CLOSE},  {"rotate", DG_ADMIN_ROTATE},
-    {"cancel", DG_ADMIN_CANCEL}, {"help", DG_ADMIN_HELP},    {"order", DG_ADMIN_ORDER},
-    {"add", DG_ADMIN_ADD},       {"remove", DG_ADMIN_REMOVE}};
+    {"status", DG_ADMIN_STATUS}, {"rest", DG_ADMIN_REST},     {"wake", DG_ADMIN_WAKE},
+    {"skip", DG_ADMIN_SKIP},     {"close", DG_ADMIN_CLOSE},   {"rotate", DG_ADMIN_ROTATE},
+    {"cancel", DG_ADMIN_CANCEL}, {"help", DG_ADMIN_HELP},     {"order", DG_ADMIN_ORDER},
+    {"add", DG_ADMIN_ADD},       {"remove", DG_ADMIN_REMOVE}, {"resume", DG_ADMIN_RESUME},
+    {"cost", DG_ADMIN_COST}};
 #define N_ADMIN_SUBS (sizeof admin_subs / sizeof admin_subs[0])
 
 /* The subcommand word of a `!dirigent` command: *word and its length (0:

@@ -181,13 +181,15 @@ typedef enum dg_admin_cmd {
     DG_ADMIN_REST = 3,
     DG_ADMIN_WAKE = 4,
     DG_ADMIN_SKIP = 5,
-    DG_ADMIN_CLOSE = 6,   /* `!dirigent close [summaryPath]` (discussion channels) */
-    DG_ADMIN_ROTATE = 7,  /* `!dirigent rotate`: the scope's sessions end (host, ABI 1.1) */
-    DG_ADMIN_CANCEL = 8,  /* `!dirigent cancel`: the speaker's run is aborted (ABI 1.1) */
-    DG_ADMIN_ORDER = 9,   /* `!dirigent order`: the channel's turn order, who is out */
-    DG_ADMIN_ADD = 10,    /* `!dirigent add <@agent>`: into the order (back) */
-    DG_ADMIN_REMOVE = 11, /* `!dirigent remove <@agent>`: out of the order until `add` */
-    DG_ADMIN_UNKNOWN = 12 /* `!dirigent <word>` with a word that is no subcommand */
+    DG_ADMIN_CLOSE = 6,    /* `!dirigent close [summaryPath]` (discussion channels) */
+    DG_ADMIN_ROTATE = 7,   /* `!dirigent rotate`: the scope's sessions end (host, ABI 1.1) */
+    DG_ADMIN_CANCEL = 8,   /* `!dirigent cancel`: the speaker's run is aborted (ABI 1.1) */
+    DG_ADMIN_ORDER = 9,    /* `!dirigent order`: the channel's turn order, who is out */
+    DG_ADMIN_ADD = 10,     /* `!dirigent add <@agent>`: into the order (back) */
+    DG_ADMIN_REMOVE = 11,  /* `!dirigent remove <@agent>`: out of the order until `add` */
+    DG_ADMIN_UNKNOWN = 12, /* `!dirigent <word>` with a word that is no subcommand */
+    DG_ADMIN_RESUME = 13,  /* `!dirigent resume`: lift a budget's breaker, wake the scope */
+    DG_ADMIN_COST = 14     /* `!dirigent cost`: the channel's cost, the last 7 days */
 } dg_admin_cmd;
 
 /* Every moderator reply to an admin command starts with this, so its echo

@@ -4,6 +4,7 @@
  * templates) commit together. Records and locking: turns_int.h,
  * turns_engine.c.
  */
+#include "cost_report.h"
 #include "turns_int.h"
 
 /* ---- admin commands ------------------------------------------------------------- */
@@ -189,12 +190,16 @@ static void admin_status(const dg_turns *t, const turns_scope *r, const dg_turn_
     int sp = dg_rule_speaker(st, x);
     snprintf(msgs, sizeof msgs, "%lld", (long long)st->agent_msgs);
     snprintf(max, sizeof max, "%ld", (long)t->p->cfg.turn_max_agent_messages);
+    char held[128];
+    snprintf(held, sizeof held, "held by budget.%s (`!dirigent resume` lifts it)",
+             dg_budget_key((dg_budget_kind)st->budget));
     dg_tpl_vars v = {
         .policy = dg_session_policy_name(t->p->cfg.session_policy),
         .scope = dg_scope_label(&r->scope, label),
         .mode = dg_channel_mode_name(c->mode),
         .turnOrder = order.s,
         .speaker = c->mode == DG_MODE_CLOSED ? "none (closed)"
+                   : st->budget              ? held
                    : !st->active             ? (st->rested ? "resting (loop guard)" : "dormant")
                    : sp != DG_NOBODY         ? c->members[sp]
                                              : "nobody eligible",
@@ -327,9 +332,9 @@ static int admin_rest(dg_turns *t, admin_run *a)
     return DG_OK;
 }
 
-/* `wake`: the first present member the command mentions, else the first
- * present member, gets the turn; the reply mentions it. */
-static int admin_wake(dg_turns *t, admin_run *a)
+/* Who `wake` and `resume` give the turn: the first present member the
+ * command mentions, else the first present member; DG_NOBODY: none. */
+static int wake_target(const dg_turns *t, const admin_run *a)
 {
     const turns_chan *c = a->c;
     int pos = DG_NOBODY;
@@ -342,6 +347,14 @@ static int admin_wake(dg_turns *t, admin_run *a)
     for (int i = 0; pos == DG_NOBODY && i < c->n; i++)
         if (c->present & ((uint64_t)1 << i))
             pos = i;
+    return pos;
+}
+
+/* `wake`: wake_target gets the turn; the reply mentions it. */
+static int admin_wake(dg_turns *t, admin_run *a)
+{
+    const turns_chan *c = a->c;
+    int pos = wake_target(t, a);
     if (pos == DG_NOBODY || dg_rule_admin_wake(&a->next, &a->x, pos, a->now) != 0) {
         reply_tpl(t, &a->b, "admin_wake_nobody.md", NULL);
         return DG_OK;
@@ -351,6 +364,53 @@ static int admin_wake(dg_turns *t, admin_run *a)
     char at[96];
     snprintf(at, sizeof at, "<@%s>", a->mention ? a->mention : "?");
     reply_tpl(t, &a->b, "admin_wake.md", &(dg_tpl_vars){.agentMention = at});
+    return DG_OK;
+}
+
+/* `resume`: a budget's breaker is lifted and wake_target gets the turn.
+ * Per-human-message budgets count from the resume; an hourly or daily one
+ * still counts its window (reached again, it trips again at the next
+ * run). */
+static int admin_resume(dg_turns *t, admin_run *a)
+{
+    char label[DG_SCOPE_LABEL_MAX];
+    dg_scope_label(&a->r->scope, label);
+    if (!a->next.budget) {
+        reply_tpl(t, &a->b, "admin_resume_none.md", &(dg_tpl_vars){.scope = label});
+        return DG_OK;
+    }
+    a->next.budget = 0;
+    a->next.budget_until_ms = 0;
+    a->changes = 1;
+    /* A fresh allowance: per-human-message budgets count from the resume. */
+    int rc = turns_cost_human(t, a->r, a->now);
+    if (rc != DG_OK)
+        return rc;
+    int pos = wake_target(t, a);
+    if (pos != DG_NOBODY && dg_rule_admin_wake(&a->next, &a->x, pos, a->now) == 0)
+        a->mention = turns_user_of(t, a->c, pos);
+    char at[96];
+    snprintf(at, sizeof at, "<@%s>", a->mention ? a->mention : "?");
+    reply_tpl(t, &a->b, "admin_resume.md", &(dg_tpl_vars){.scope = label, .agentMention = at});
+    return DG_OK;
+}
+
+/* `cost`: the channel's cost report of the last 7 UTC days (today and the
+ * six before), bounded to one Discord message with the reply's frame. */
+static int admin_cost(dg_turns *t, admin_run *a)
+{
+    const int64_t day = (int64_t)24 * 3600 * 1000;
+    dg_cost_filter f = {.channel_id = a->c->id, .since_ms = a->now - a->now % day - 6 * day};
+    dg_cost_report *rep = NULL;
+    int rc = dg_cost_report_load(t->p->store, &f, &t->p->cfg, &rep);
+    if (rc != DG_OK)
+        return rc;
+    char *text = dg_cost_report_text(rep, 1800);
+    dg_cost_report_free(rep);
+    if (!text)
+        return DG_ERR_NOMEM;
+    reply_tpl(t, &a->b, "admin_cost.md", &(dg_tpl_vars){.report = text});
+    free(text);
     return DG_OK;
 }
 
@@ -401,6 +461,8 @@ static const struct admin_command {
     {DG_ADMIN_REST, "rest", 0, admin_rest},
     {DG_ADMIN_WAKE, "wake", 0, admin_wake},
     {DG_ADMIN_SKIP, "skip", 0, admin_skip},
+    {DG_ADMIN_RESUME, "resume", 0, admin_resume},
+    {DG_ADMIN_COST, "cost", 1, admin_cost},
 };
 
 /* cmd's entry of admin_commands, NULL for DG_ADMIN_NONE. */

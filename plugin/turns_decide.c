@@ -130,7 +130,8 @@ static int resolve_fn(dg_turns *t, turns_sess *e, turns_scope *r, const dg_turn_
     ro->seen_seq = r->st.msg_seq;
     turns_chan *c = e->chan;
     v->closed = c->mode == DG_MODE_CLOSED;
-    if (v->closed || removed_member(e)) {
+    if (v->closed || removed_member(e) ||
+        (e->configured && turns_budget_holds(&r->st, now) && !turns_budget_exempt(r, e->pos))) {
         v->no_reply = 1;
     } else if (e->configured) {
         dg_rule_ctx x;
@@ -187,6 +188,7 @@ typedef enum claim_why {
     CLAIM_NO = 0,       /* not claimed: the run goes on */
     CLAIM_CLOSED,       /* a closed discussion channel */
     CLAIM_REMOVED,      /* an admin took the agent out of the order */
+    CLAIM_BUDGET,       /* a budget's breaker holds the scope */
     CLAIM_LATE,         /* the turn came in another gateway after the run's message */
     CLAIM_BEFORE_REPLY, /* the run answers the message before an owed reply */
     CLAIM_STALE,        /* the run answers an older message than the latest */
@@ -201,6 +203,8 @@ static const char *const claim_reasons[CLAIM_WHY_COUNT] = {
     [CLAIM_CLOSED] = "closed discussion channel (archive only)",
     [CLAIM_REMOVED] = "an admin took this agent out of the channel's turn order "
                       "(`!dirigent add` puts it back)",
+    [CLAIM_BUDGET] = "a budget of this conversation is reached; it rests until an admin's "
+                     "`!dirigent resume` (or the end of the budget's hour or day)",
     [CLAIM_LATE] = "the turn reached this agent in another gateway after this run's "
                    "message came (decided as when it came; the moderator's hand-off wakes it)",
     [CLAIM_BEFORE_REPLY] = "this agent holds the turn for the previous speaker's reply, "
@@ -372,7 +376,7 @@ static int claim_apply(dg_turns *t, claim_run *cr, dg_turn_claim *out, int64_t n
         return rc;
     dg_rule_effects fx;
     dg_rule_effects_init(&fx);
-    dg_turn_state next = r->st;
+    dg_turn_state next = *turns_staged(t, r); /* a budget's breaker may have latched above */
     dg_rule_on_run_end(&next, &cr->x, e->pos, DG_RUN_SILENT, 1, 0, now, &fx);
     int changed = !dg_turn_state_same(&next, &r->st);
     if ((changed || !r->in_db) && e->pos != DG_NOBODY)
@@ -404,6 +408,24 @@ static void claim_record(dg_turns *t, const claim_run *cr, const dg_turn_claim *
     }
 }
 
+/* A run the turn would let through, in a scope whose budget is reached
+ * (now, or before: the breaker latched): claimed. A window that ended
+ * lifts its breaker first. Writer held. */
+static int claim_check_budget(dg_turns *t, claim_run *cr, dg_turn_claim *out, int64_t now,
+                              int *kick)
+{
+    if (out->claimed || out->waiting || !cr->e->configured)
+        return DG_OK;
+    int rc = turns_budget_lift_due(t, cr->r, now);
+    if (rc == DG_OK)
+        rc = turns_budget_check(t, cr->r, now, kick);
+    if (rc == DG_OK && turns_staged(t, cr->r)->budget && !turns_budget_exempt(cr->r, cr->e->pos)) {
+        out->claimed = 1;
+        cr->why = CLAIM_BUDGET;
+    }
+    return rc;
+}
+
 /* The decision for cr's run inside the writer's transaction. */
 static int claim_locked(dg_turns *t, claim_run *cr, dg_turn_claim *out, int64_t now, int *kick)
 {
@@ -412,9 +434,14 @@ static int claim_locked(dg_turns *t, claim_run *cr, dg_turn_claim *out, int64_t 
         return rc;
     cr->r = cr->e->fixed ? cr->e->fixed : cr->e->chan->follow;
     turns_make_ctx(t, cr->e->chan, &cr->x);
-    if ((rc = claim_classify(t, cr, out, now)) != DG_OK)
+    if ((rc = claim_classify(t, cr, out, now)) != DG_OK ||
+        (rc = claim_check_budget(t, cr, out, now, kick)) != DG_OK)
         return rc;
     out->claimed |= out->waiting;
+    if (cr->e->configured && cr->e->chan->mode != DG_MODE_CLOSED &&
+        (rc = turns_cost_record(t, cr->r, cr->s, cr->run_id,
+                                out->claimed ? DG_COST_CLAIMED : DG_COST_GRANTED, now)) != DG_OK)
+        return rc;
     cr->seen = cr->r->st.msg_seq;
     if (out->claimed && (rc = claim_apply(t, cr, out, now, kick)) != DG_OK)
         return rc;
@@ -622,9 +649,9 @@ int dg_turns_check_send(dg_turns *t, const dg_turn_session *s, const char *conte
 /* mark: the run's mark (TURNS_MARK_SWAPPED: judged as swapped with mark_seen;
  * TURNS_MARK_NONE: from what the session's last decision recorded); other_run:
  * the session's last silenced decision was for another run id. */
-static int run_end_locked(dg_turns *t, const dg_turn_session *s, dg_run_outcome outcome,
-                          turns_mark_kind mark, int64_t mark_seen, int other_run, int64_t now,
-                          int *kick)
+static int run_end_locked(dg_turns *t, const dg_turn_session *s, const char *run_id,
+                          dg_run_outcome outcome, turns_mark_kind mark, int64_t mark_seen,
+                          int other_run, int64_t now, int *kick)
 {
     turns_sess *e = dg_map_get(&t->sessions, s->session_key);
     turns_scope *r = NULL;
@@ -655,6 +682,10 @@ static int run_end_locked(dg_turns *t, const dg_turn_session *s, dg_run_outcome 
         r = fresh->fixed ? fresh->fixed : c->follow;
     if (granted != 0)
         turns_nudge_run_ended(r, fresh->pos);
+    if ((rc = turns_cost_record(t, r, s, run_id, granted == 0 ? DG_COST_SWAPPED : DG_COST_GRANTED,
+                                now)) != DG_OK ||
+        (granted != 0 && (rc = turns_budget_check(t, r, now, kick)) != DG_OK))
+        return rc;
     /* Unknown (the run started before this instance did): it saw the
      * latest message unless one came after this instance loaded the scope
      * (msg_seq counts from 0 here), since such a message is newer than the
@@ -664,7 +695,7 @@ static int run_end_locked(dg_turns *t, const dg_turn_session *s, dg_run_outcome 
     turns_make_ctx(t, c, &x);
     dg_rule_effects fx;
     dg_rule_effects_init(&fx);
-    dg_turn_state next = r->st;
+    dg_turn_state next = *turns_staged(t, r); /* a budget's breaker may have latched above */
     dg_rule_on_run_end(&next, &x, fresh->pos, outcome, saw_latest, granted, now, &fx);
     char cause[200];
     snprintf(cause, sizeof cause, "run of %s ended: %s%s", s->agent_id,
@@ -719,7 +750,7 @@ int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id, 
         return turns_txn_finish(t, DG_OK);
     }
     if (rc == DG_OK)
-        rc = run_end_locked(t, s, o, mark, mark_seen, other_run, now, &kick);
+        rc = run_end_locked(t, s, run_id, o, mark, mark_seen, other_run, now, &kick);
     if (rc)
         dg_log(t->p, OC_LOG_ERROR,
                "agent_end: could not advance the turn of %s in channel %s "

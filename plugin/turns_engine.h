@@ -258,6 +258,19 @@ int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id, 
  * log: no process-wide state). */
 
 /*
+ * What a run cost, as the host reports it (OpenClaw: model_call_ended for
+ * a model call, llm_output for tokens; ocgw: its scripted agents): calls
+ * model calls and tokens in and out added to run_id of session s in the
+ * cost ledger (model, may be NULL, named as the latest one). Tokens count
+ * against the scope's token budgets at once: the breaker may latch here.
+ * DG_ERR_INVALID when s or run_id is missing or a count is negative;
+ * DG_OK and nothing recorded for an agent that is not configured. Any
+ * thread (the writer's transaction).
+ */
+int dg_turns_usage(dg_turns *t, const dg_turn_session *s, const char *run_id, const char *model,
+                   int64_t calls, int64_t tokens_in, int64_t tokens_out) DG_TURNS_MUST_USE;
+
+/*
  * Make channel_id a discussion channel: mode "discussion" with
  * initiator_agent_id, the turn order replaced by initiator first then
  * `order` (agent ids; duplicates and the initiator are skipped), and the

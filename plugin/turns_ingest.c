@@ -366,6 +366,9 @@ static int ingest_message(dg_turns *t, turns_chan *c, const dg_turn_message *m, 
     turns_scope *r;
     if ((rc = turns_scope_get(t, c, &sc, &r)))
         return rc;
+    if (kind == DG_SENDER_HUMAN && turns_budget_per_message(t, c->id) &&
+        (rc = turns_cost_human(t, r, now)))
+        return rc;
     if (!moderator) {
         r->wake_fp[0] = '\0'; /* a real message: the reminder is history */
         turns_recent_push(r, m->content, pos, 0);

@@ -40,6 +40,7 @@
 #include "store.h"
 #include "store_discuss.h"
 #include "store_instances.h"
+#include "store_cost.h"
 #include "store_turns.h"
 #include "templates.h"
 #include "str_map.h"
@@ -225,9 +226,10 @@ typedef struct turns_mark {
 
 struct dg_turns {
     dg_plugin *p;
-    pthread_mutex_t wmu;   /* one engine writer at a time (turns_txn_begin ..
+    _Atomic unsigned anon_runs; /* runs of a host without run ids, numbered for the ledger */
+    pthread_mutex_t wmu;        /* one engine writer at a time (turns_txn_begin ..
                                     turns_txn_finish) */
-    pthread_rwlock_t lock; /* the mirror: readers vs. the writer */
+    pthread_rwlock_t lock;      /* the mirror: readers vs. the writer */
     /* The channel change log (turns_inval): inval_mu guards the ring;
      * inval_seq counts entries ever logged, inval_seen those applied. */
     pthread_mutex_t inval_mu;
@@ -388,6 +390,57 @@ typedef struct turns_scope_list {
 
 /* Append r; out of memory, r is dropped and nomem set. */
 void turns_scope_list_push(turns_scope_list *l, turns_scope *r);
+
+/* ---- turns_budget.c ------------------------------------------------------ */
+
+/* A budget reached: which, how much was used against which limit, and
+ * when its window ends (0: only `!dirigent resume` lifts it). */
+typedef struct turns_budget_hit {
+    dg_budget_kind kind; /* DG_BUDGET_NONE: none reached */
+    int64_t used;
+    long limit;
+    int64_t until_ms;
+} turns_budget_hit;
+
+/* 1 when kind k counts tokens (else agent turns). */
+int turns_budget_is_tokens(dg_budget_kind k);
+
+/* The first budget of r's channel that its ledger shows reached at now
+ * (hit->kind DG_BUDGET_NONE: none). Writer held. */
+int turns_budget_reached(dg_turns *t, turns_scope *r, int64_t now,
+                         turns_budget_hit *hit) TURNS_MUST_USE;
+
+/* Latch the breaker of hit in r (saved and installed) and queue its one
+ * notice (budget.md). Writer held. */
+int turns_budget_trip(dg_turns *t, turns_scope *r, const turns_budget_hit *hit, int64_t now,
+                      int *kick) TURNS_MUST_USE;
+
+/* turns_budget_reached, then turns_budget_trip when one is: nothing when
+ * the breaker already holds r. Writer held. */
+int turns_budget_check(dg_turns *t, turns_scope *r, int64_t now, int *kick) TURNS_MUST_USE;
+
+/* 1 when member pos may run although a breaker holds r: a discussion's
+ * initiator, asked to wrap up. Mirror lock or writer held. */
+int turns_budget_exempt(const turns_scope *r, int pos);
+
+/* Lift r's breaker when its window ended by now. Writer held. */
+int turns_budget_lift_due(dg_turns *t, turns_scope *r, int64_t now) TURNS_MUST_USE;
+
+/* 1 when a breaker holds st at now (its window, if any, not over yet).
+ * Any thread (reads st only). */
+int turns_budget_holds(const dg_turn_state *st, int64_t now);
+
+/* Record the decision verdict for run_id (NULL: the host gives none; a
+ * ledger id is made up) of session s in scope r. Writer held. */
+int turns_cost_record(dg_turns *t, const turns_scope *r, const dg_turn_session *s,
+                      const char *run_id, dg_cost_verdict verdict, int64_t now) TURNS_MUST_USE;
+
+/* A human message in r at now: per-human-message budgets count from it.
+ * Writer held. */
+int turns_cost_human(dg_turns *t, const turns_scope *r, int64_t now) TURNS_MUST_USE;
+
+/* 1 when channel_id has a per-human-message budget (the mark is then kept). */
+int turns_budget_per_message(const dg_turns *t, const char *channel_id);
 
 /* ---- turns_marks.c ------------------------------------------------------- */
 

@@ -226,6 +226,15 @@ int turns_queue_effects(dg_turns *t, turns_scope *r, const dg_rule_effects *fx, 
     turns_chan *c = r->chan;
     const char *post = r->post_channel ? r->post_channel : c->id;
     int rc = DG_OK;
+    if (next->budget) {
+        /* A budget holds the scope: its notice was the last word; nobody
+         * is woken, reminded or told of a rest until it is lifted. */
+        if (fx->handoff_to != DG_NOBODY)
+            dg_rule_wake_delivered(next, fx->handoff_to);
+        if (fx->idle_reminder && c->initiator_pos != DG_NOBODY)
+            dg_rule_wake_delivered(next, c->initiator_pos);
+        return DG_OK;
+    }
     if (fx->handoff_to != DG_NOBODY) {
         /* A bare mention wakes the next speaker, who already consumed the
          * latest message silently. */

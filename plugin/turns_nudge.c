@@ -73,7 +73,7 @@ static int stalled(dg_turns *t, turns_scope *r, int64_t now, int64_t nudge_ms, i
     turns_make_ctx(t, r->chan, &x);
     int sp = dg_rule_speaker(st, &x);
     *pos = sp;
-    if (r->chan->mode == DG_MODE_CLOSED || !st->active || sp == DG_NOBODY ||
+    if (r->chan->mode == DG_MODE_CLOSED || !st->active || sp == DG_NOBODY || st->budget ||
         sp != atomic_load(&r->wait_pos) || sp == atomic_load(&r->run_pos) ||
         now - atomic_load(&r->wait_ms) < nudge_ms || r->nudged_change == st->last_change_ms)
         return 0;

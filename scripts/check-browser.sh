@@ -11,7 +11,8 @@
 # request, that the demo's #work (channel 300000000000000001) and its
 # discussion (csm-discussion) appear; then, the story over, posts a
 # request in #work that opens a second discussion and asserts that the page
-# redraws in place until it shows it. Bounded waits only (no sleeps that
+# redraws in place until it shows it, with the cost ledger's totals and the
+# budget column drawn by the page's script. Bounded waits only (no sleeps that
 # must be long enough). Needs chromium (sh scripts/deps.sh --browser) and
 # node 18+.
 set -u
@@ -57,7 +58,7 @@ node tests/browser/status_page.mjs --url "$PAGE" --chromium "$CHROMIUM" \
     --scope 300000000000000001 --discussion csm-discussion \
     --ready-file "$T/demo.out" --ready 'playground ready' \
     --poke "$RUN/post work '@planner please design how a discussion ends' >/dev/null" \
-    --after '(discussion 2,'
+    --after '(discussion 2,' --redrawn-shows 'today (UTC): cost: |every run kept|limits: '
 rc=$?
 if [ $rc -ne 0 ]; then
     echo "check-browser: the playground's output:" >&2

@@ -127,8 +127,16 @@ if [ "$rc" -ne 0 ] || [ "$dups" -ne 0 ]; then
 fi
 # The value line ocgw computed from its counters (runs, claimed, swapped).
 value=$(sed -n 's/^== value: \(.*\) ==$/\1/p' "$RUN/transcript.txt" | tail -n 1)
+# What the story cost as the plugin's cost ledger recorded it: the totals
+# line of dirigent-ctl cost on the story's store.
+"$B/dirigent-ctl" --db "$RUN/state/dirigent.db" cost >"$RUN/cost.txt" 2>"$RUN/cost.err" ||
+    { echo "demo: FAILED: dirigent-ctl cost could not read the story's store ($RUN/cost.err)" >&2; exit 1; }
+cost=$(sed -n 's/^total: //p' "$RUN/cost.txt")
+[ -n "$cost" ] ||
+    { echo "demo: FAILED: the cost ledger recorded no run of the story ($RUN/cost.txt)" >&2; exit 1; }
 if [ "$KEEP" != 1 ]; then
     echo "demo: OK: ${value:-no value line in the transcript}"
+    echo "demo: cost of the story (dirigent-ctl cost): $cost"
     exit 0
 fi
 
@@ -168,6 +176,7 @@ echo $GW >"$RUN/ocgw.pid"
     echo "demo: the playground's first message to #work was not posted; the first question there may get more than one answer" >&2
 echo
 echo "demo: OK: ${value:-no value line in the transcript}"
+echo "demo: cost of the story (dirigent-ctl cost): $cost"
 echo
 echo "== playground: the fake Discord ($URL) and the gateway keep running =="
 echo "#work now has all three agents. From another terminal, post as alice (the human, an"
@@ -178,7 +187,7 @@ echo "  $RUN/post work '!dirigent status'"
 echo "  $RUN/post discussion '!dirigent status'      # the story's discussion (discussion-1)"
 echo "  $RUN/post discussion 'anyone here?'          # closed: the moderator's notice"
 echo "  $RUN/post discussion-2 'hello'               # the next discussion opened; or a channel id"
-[ -z "$PAGE" ] || echo "Status page (scopes, discussions, runs per hour, outbox; refreshes every 2 s): $PAGE"
+[ -z "$PAGE" ] || echo "Status page (scopes and budgets, discussions, runs per hour, cost, outbox; refreshes every 2 s): $PAGE"
 echo "What happens shows below. Stop both with Ctrl-C here, or: kill $$"
 echo "(the fake Discord's control API, e.g. $BASE/_fake/messages, is in demo/README.md)"
 echo "playground ready"

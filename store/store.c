@@ -57,6 +57,7 @@ const char *const dg_schema_steps[] = {
     dg_schema_v15_plain_marks,
     dg_schema_v16_member_standing,
     dg_schema_v17_command_hints,
+    dg_schema_v18_cost,
 };
 const int dg_schema_nsteps = (int)(sizeof dg_schema_steps / sizeof dg_schema_steps[0]);
 

@@ -478,14 +478,21 @@ int dg_store_discussion_touch(dg_store *st, const char *channel_id, int64_t now_
     return dg_store_run(s);
 }
 
-/* ?1 now, ?2 reminder ms (0 off), ?3 lifetime ms (0 off), ?4 limit. */
+/* ?1 now, ?2 reminder ms (0 off), ?3 lifetime ms (0 off), ?4 limit. A
+ * wrap-up asked for without a lifetime (a budget reached) expires after
+ * DG_DISCUSS_WRAPUP_GRACE_MS. */
+#define STR_(x) #x
+#define STR(x) STR_(x)
 static const char SQL_DUE[] =
     "SELECT discussion_channel_id FROM discussions WHERE status = 'active' AND ("
     " (?2 > 0 AND COALESCE(last_activity_ms, created_at_ms) + ?2 <= ?1 AND"
     "  (reminded_for_ms IS NULL OR reminded_for_ms <> COALESCE(last_activity_ms, created_at_ms)))"
     " OR (?3 > 0 AND wrapup_at_ms IS NULL AND created_at_ms + ?3 <= ?1)"
-    " OR (?3 > 0 AND wrapup_at_ms IS NOT NULL AND wrapup_at_ms + ?3 <= ?1))"
-    " ORDER BY id LIMIT ?4";
+    " OR (wrapup_at_ms IS NOT NULL AND wrapup_at_ms +"
+    "  (CASE WHEN ?3 > 0 THEN ?3 ELSE " STR(DG_DISCUSS_WRAPUP_GRACE_MS) " END) <= ?1))"
+                                                                        " ORDER BY id LIMIT ?4";
+#undef STR
+#undef STR_
 
 int dg_store_discussion_timers_due(dg_store *st, int64_t now_ms, int64_t reminder_ms,
                                    int64_t lifetime_ms, size_t max, char ***channels, size_t *n)

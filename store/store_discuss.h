@@ -79,8 +79,14 @@ int dg_store_discussion_close_as(dg_store *st, int64_t id, const char *summary_p
  * discussion): the quiet-time clock restarts. */
 int dg_store_discussion_touch(dg_store *st, const char *channel_id, int64_t now_ms) DG_MUST_CHECK;
 
+/* How long a discussion asked to wrap up has before it expires when
+ * discussion.maxLifetimeSec is 0 (the wrap-up came from a budget). */
+#define DG_DISCUSS_WRAPUP_GRACE_MS 1800000
+
 /* Channels of active discussions with a timer due at now_ms (reminder_ms /
- * lifetime_ms 0: that timer is off), at most max, oldest first. *channels
+ * lifetime_ms 0: that timer is off; a wrap-up asked for expires after
+ * lifetime_ms, or DG_DISCUSS_WRAPUP_GRACE_MS without one), at most max,
+ * oldest first. *channels
  * is a malloc'd array of malloc'd strings the caller frees (each, then the
  * array). Any thread, inside a transaction. */
 int dg_store_discussion_timers_due(dg_store *st, int64_t now_ms, int64_t reminder_ms,

@@ -41,7 +41,7 @@ struct dg_stmt {
 
 /* The kept fields of a scope's state besides `active`: the state columns
  * of turn_ledger (store_turns_int.h names them, DG_STATE_COLS). */
-#define DG_STATE_FIELDS 14
+#define DG_STATE_FIELDS 16
 
 struct dg_store {
     sqlite3 *db;                 /* SQLite backend; NULL on PostgreSQL */
@@ -287,6 +287,7 @@ extern const char dg_schema_v14_mark_snapshots[];
 extern const char dg_schema_v15_plain_marks[];
 extern const char dg_schema_v16_member_standing[];
 extern const char dg_schema_v17_command_hints[];
+extern const char dg_schema_v18_cost[];
 
 /* The text store_pg.c runs (translated) for dg_schema_steps[v]: the same
  * one but where PostgreSQL does a step another way (v11 alters a CHECK

@@ -35,7 +35,7 @@
 #include "errors.h"
 #include "scrub.h"
 
-#define DG_PG_MAXP 24             /* most parameters of one statement (the scope row has 19) */
+#define DG_PG_MAXP 32 /* most parameters of one statement (a mark with a state has 29) */
 #define DG_PG_LOCK_KEY 0x44697267 /* "Dirg": the advisory lock of the migration */
 
 struct dg_pg {

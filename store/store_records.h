@@ -113,10 +113,15 @@ typedef struct dg_turn_state {
     int handoff;           /* pending moderator hand-off target, DG_NOBODY */
     int permit;            /* finished speaker whose message may still be sent */
     int64_t permit_ms;
-    int64_t last_change_ms; /* when the speaker last changed (timeouts) */
-    int64_t msg_seq;        /* non-moderator messages ingested (in memory
+    int64_t last_change_ms;  /* when the speaker last changed (timeouts) */
+    int64_t msg_seq;         /* non-moderator messages ingested (in memory
                                 only: it relates the scope to runs in flight) */
-    uint64_t awaiting;      /* in memory only (never stored, not compared by
+    int budget;              /* a budget's breaker holds the scope: the dg_budget_kind
+                                reached (config.h), 0 = none. Every run is claimed
+                                (or swapped) until an admin resumes it ... */
+    int64_t budget_until_ms; /* ... or until this time (the budget's window end), 0:
+                                only `!dirigent resume` lifts it */
+    uint64_t awaiting;       /* in memory only (never stored, not compared by
                                 dg_turn_state_same): the speaker was granted the
                                 turn together with a moderator message meant to
                                 wake it (hand-off, idle reminder, kickoff, admin

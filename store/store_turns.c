@@ -398,28 +398,6 @@ int dg_store_turns_runs_prune(dg_store *st, int64_t before_ms, long *removed)
     return dg_store_turns_prune_before(st, SQL_RUNS_PRUNE, before_ms, removed);
 }
 
-int dg_store_turns_runs_hourly(dg_store *st, int64_t since_ms, int64_t *hour, long *count,
-                               size_t max, size_t *n)
-{
-    static const char SQL_RUNS_HOURLY[] =
-        "SELECT at_ms / 3600000, count(*) FROM turn_runs WHERE at_ms >= ?1"
-        " GROUP BY at_ms / 3600000 ORDER BY 1";
-    DG_ASSERT_IN_TXN(st);
-    *n = 0;
-    dg_stmt *s = dg_store_stmt(st, SQL_RUNS_HOURLY);
-    if (!s)
-        return DG_ERR_IO;
-    dg_bind_int64(s, 1, since_ms);
-    int rc;
-    while ((rc = dg_step(s)) == DG_ROW && *n < max) {
-        hour[*n] = dg_col_int64(s, 0);
-        count[*n] = (long)dg_col_int64(s, 1);
-        (*n)++;
-    }
-    dg_reset(s);
-    return rc == DG_ERR ? DG_ERR_IO : DG_OK;
-}
-
 int dg_store_turns_count(dg_store *st, const char *what, long *out)
 {
     DG_ASSERT_IN_TXN(st);

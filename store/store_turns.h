@@ -107,6 +107,10 @@ int dg_store_turns_member_standing(dg_store *st, const char *channel_id, int pos
 /* Remove every member of channel_id (a prefill replaces the order). */
 int dg_store_turns_members_clear(dg_store *st, const char *channel_id) DG_MUST_CHECK;
 
+/* The ledger key of sc's state row ("~conv", "~thread:<root>") into buf;
+ * returns buf. The cost ledger names scopes the same way. */
+const char *dg_store_turns_state_key(const dg_scope *sc, char *buf, size_t len);
+
 /* Turn state of scope sc into *s (msg_seq, not stored, reads 0), its post channel (malloc'd, caller frees;
  * may be NULL) into *post_channel. DG_ERR_NOT_FOUND when none. */
 int dg_store_turns_scope_load(dg_store *st, const dg_scope *sc, dg_turn_state *s,
@@ -189,14 +193,6 @@ int dg_store_turns_run_claim(dg_store *st, const char *session_key, const char *
 
 /* Forget handled runs older than before_ms. *removed may be NULL. */
 int dg_store_turns_runs_prune(dg_store *st, int64_t before_ms, long *removed) DG_MUST_CHECK;
-
-/* How many runs were handled (claimed at before_agent_reply, or ended at
- * agent_end: one row each in turn_runs) per hour since since_ms: the hours
- * (hour = at_ms / 3600000) into hour[], their counts into count[], at most
- * max of them, oldest first; *n how many. Read-only (the status page).
- * Rows are pruned with the message marks, so old hours thin out. */
-int dg_store_turns_runs_hourly(dg_store *st, int64_t since_ms, int64_t *hour, long *count,
-                               size_t max, size_t *n) DG_MUST_CHECK;
 
 /* Every scope whose state row is awake (active), for the turn-timeout
  * sweeper after a start: *out (malloc'd, caller frees; NULL when none)

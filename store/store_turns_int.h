@@ -23,11 +23,12 @@
  */
 #define DG_STATE_COLS                                                                              \
     "speaker, anchor, silent, mention, mention_done, consumed, owed, agent_msgs, rested,"          \
-    " idle_reminded, handoff, permit, permit_ms, last_change_ms"
+    " idle_reminded, handoff, permit, permit_ms, last_change_ms, budget, budget_until_ms"
 #define DG_STATE_COLS_NULL                                                                         \
     "speaker = NULL, anchor = NULL, silent = NULL, mention = NULL, mention_done = NULL,"           \
     " consumed = NULL, owed = NULL, agent_msgs = NULL, rested = NULL, idle_reminded = NULL,"       \
-    " handoff = NULL, permit = NULL, permit_ms = NULL, last_change_ms = NULL"
+    " handoff = NULL, permit = NULL, permit_ms = NULL, last_change_ms = NULL, budget = NULL,"      \
+    " budget_until_ms = NULL"
 
 /* The channel's newest DG_SNAP_WINDOW marks (?1 the channel), newest first:
  * k, t_snap, t_ord, post_channel, at_ms, then DG_STATE_COLS
@@ -51,12 +52,9 @@ int dg_store_turns_claim_pair(dg_store *st, const char *sql, const char *a, cons
 int dg_store_turns_prune_before(dg_store *st, const char *sql, int64_t before_ms, long *removed)
     __attribute__((warn_unused_result));
 
-/* The ledger key of sc's state row ("~conv", "~thread:<root>") into buf;
- * returns buf. */
-const char *dg_store_turns_state_key(const dg_scope *sc, char *buf, size_t len);
 
 /* The kept fields of t (but `active`) in DG_STATE_COLS' order into f, and
- * f bound as ?idx .. ?idx+13. */
+ * f bound as ?idx .. ?idx+15. */
 void dg_store_turns_state_fields(const dg_turn_state *t, int64_t f[DG_STATE_FIELDS]);
 void dg_store_turns_state_bind(dg_stmt *s, int idx, const int64_t f[DG_STATE_FIELDS]);
 

@@ -46,13 +46,13 @@ static const char SQL_SEEN_PUT[] =
 /* A mark that carries nothing, at commit (schema v15). */
 static const char SQL_SEEN_PUT_PLAIN[] =
     "INSERT INTO turn_seen (channel_id, k, at_ms) VALUES (?, ?, ?)";
-/* ?3 .. ?10: dg_store_transition_bind; ?12 .. ?27: the scope state it
+/* ?3 .. ?10: dg_store_transition_bind; ?12 .. ?29: the scope state it
  * carries (its key, post channel, DG_STATE_COLS), all NULL when none. */
 static const char SQL_SEEN_PUT_TR[] =
     "INSERT INTO turn_ledger (channel_id, k, at_ms, t_scope, t_ord, t_cause, t_before, t_after,"
     " t_state, t_passed, t_agent_msgs, t_snap, post_channel, " DG_STATE_COLS ")"
     " VALUES (?1, ?2, ?11, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
-    " ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)";
+    " ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)";
 
 void dg_store_turns_pending_drop(dg_store *st)
 {

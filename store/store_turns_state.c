@@ -39,11 +39,13 @@ void dg_store_turns_state_fields(const dg_turn_state *t, int64_t f[DG_STATE_FIEL
                                         t->handoff,
                                         t->permit,
                                         t->permit_ms,
-                                        t->last_change_ms};
+                                        t->last_change_ms,
+                                        t->budget,
+                                        t->budget_until_ms};
     memcpy(f, v, sizeof v);
 }
 
-/* Columns col .. col+13 of the current row (DG_STATE_COLS' order) into *t's
+/* Columns col .. col+15 of the current row (DG_STATE_COLS' order) into *t's
  * kept fields (the others, `active` among them, kept): state_fields'
  * inverse. */
 static void state_read(dg_stmt *s, int col, dg_turn_state *t)
@@ -62,9 +64,11 @@ static void state_read(dg_stmt *s, int col, dg_turn_state *t)
     t->permit = dg_col_int(s, col++);
     t->permit_ms = dg_col_int64(s, col++);
     t->last_change_ms = dg_col_int64(s, col++);
+    t->budget = dg_col_int(s, col++);
+    t->budget_until_ms = dg_col_int64(s, col++);
 }
 
-/* Bind f as ?idx .. ?idx+13 (DG_STATE_COLS' order). */
+/* Bind f as ?idx .. ?idx+15 (DG_STATE_COLS' order). */
 void dg_store_turns_state_bind(dg_stmt *s, int idx, const int64_t f[DG_STATE_FIELDS])
 {
     for (int i = 0; i < DG_STATE_FIELDS; i++)
@@ -200,7 +204,7 @@ int dg_store_turns_scope_load(dg_store *st, const dg_scope *sc, dg_turn_state *t
 static const char SQL_SCOPE_ADD[] =
     "INSERT INTO turn_ledger (channel_id, k, at_ms, post_channel, t_ord, active, " DG_STATE_COLS ")"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
-    " ?19, ?20) ON CONFLICT DO NOTHING";
+    " ?19, ?20, ?21, ?22) ON CONFLICT DO NOTHING";
 /* The row is written whole: on a WITHOUT ROWID table an UPDATE is a delete
  * and an insert as well, and costs more (it reads the old record first);
  * REPLACE writes the same row for less. */
@@ -208,19 +212,20 @@ static const char SQL_SCOPE_SET[] =
     "REPLACE INTO turn_ledger (channel_id, k, at_ms, post_channel, t_ord, active, " DG_STATE_COLS
     ")"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
-    " ?19, ?20)";
+    " ?19, ?20, ?21, ?22)";
 /* PostgreSQL has no REPLACE: the same whole-row write as an upsert. */
 static const char SQL_SCOPE_SET_PG[] =
     "INSERT INTO turn_ledger (channel_id, k, at_ms, post_channel, t_ord, active, " DG_STATE_COLS ")"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
-    " ?19, ?20) ON CONFLICT (channel_id, k) DO UPDATE SET at_ms = excluded.at_ms,"
+    " ?19, ?20, ?21, ?22) ON CONFLICT (channel_id, k) DO UPDATE SET at_ms = excluded.at_ms,"
     " post_channel = excluded.post_channel, active = excluded.active,"
     " speaker = excluded.speaker, anchor = excluded.anchor, silent = excluded.silent,"
     " mention = excluded.mention, mention_done = excluded.mention_done,"
     " consumed = excluded.consumed, owed = excluded.owed, agent_msgs = excluded.agent_msgs,"
     " rested = excluded.rested, idle_reminded = excluded.idle_reminded,"
     " handoff = excluded.handoff, permit = excluded.permit, permit_ms = excluded.permit_ms,"
-    " last_change_ms = excluded.last_change_ms, t_ord = excluded.t_ord";
+    " last_change_ms = excluded.last_change_ms, budget = excluded.budget,"
+    " budget_until_ms = excluded.budget_until_ms, t_ord = excluded.t_ord";
 
 /* The state row of sc as t, holding the state of order ord. */
 static int scope_write(dg_store *st, const dg_scope *sc, const char *post_channel,

@@ -175,7 +175,9 @@ static const char HELP[] =
     "closed-by-admin), `!dirigent rotate` (end this scope's sessions: the next message opens "
     "fresh ones), `!dirigent cancel` (abort the speaker's run in flight), `!dirigent order` "
     "(this channel's turn order and who is out of it), `!dirigent add @agent` / `!dirigent "
-    "remove @agent` (put an agent into the turn order, or take it out).";
+    "remove @agent` (put an agent into the turn order, or take it out), `!dirigent resume` (lift "
+    "a budget's hold and wake the conversation), `!dirigent cost` (what this channel cost and "
+    "saved, the last 7 days).";
 static const char RESTED[] =
     "Dirigent (admin): resting now; no agent takes a turn here until the next message.";
 static const char CLOSED[] =

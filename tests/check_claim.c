@@ -658,6 +658,7 @@ START_TEST(test_old_host_without_claim_hooks_still_starts)
     tth_start_ex(&H, "channel", NULL, 1);
     ck_assert_int_eq(H.n_hooks, 5);
     ck_assert(tth_log_has(&H, "the host has no claim hooks"));
+    ck_assert(tth_log_has(&H, "the host has no llm_output hook"));
     /* The swap path does the work. */
     for (int i = 0; i < 3; i++)
         ck_assert_int_ge(tth_resolve(&H, ABC[i], CH1, NULL), 0);

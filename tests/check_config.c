@@ -596,7 +596,14 @@ static void schema_keys_in_table(json_t *node, const char *prefix)
     if (json_is_object(map)) {
         char below[140];
         snprintf(below, sizeof below, "%s*.", prefix);
-        schema_keys_in_table(map, below);
+        /* A map whose entries have no rows of their own (channelBudgets,
+         * prices) is read by its rule alone; test_manifest_budget_maps
+         * holds their schema to that rule. */
+        size_t i = 0;
+        while (i < n && strncmp(keys[i].path, below, strlen(below)) != 0)
+            i++;
+        if (i < n)
+            schema_keys_in_table(map, below);
     }
 }
 
@@ -706,6 +713,119 @@ static void sweep_parse(const json_t *j)
     }
     ck_assert_int_gt(n, 10);
 }
+
+/* The entries of channelBudgets and prices have no rows in the key table
+ * (their rules read them): the manifest's schema of an entry names exactly
+ * what the rule takes, with the same ranges. */
+START_TEST(test_manifest_budget_maps)
+{
+    json_error_t e;
+    json_t *m = json_load_file("manifest.json", 0, &e);
+    ck_assert_msg(m != NULL, "manifest.json unreadable: %s", e.text);
+    json_t *props = json_object_get(json_object_get(m, "configSchema"), "properties");
+    json_t *cb = json_object_get(json_object_get(props, "channelBudgets"), "additionalProperties");
+    ck_assert_msg(json_is_false(json_object_get(cb, "additionalProperties")),
+                  "channelBudgets' entries must refuse unknown keys");
+    json_t *cb_props = json_object_get(cb, "properties");
+    /* The per-window kinds, and no discussion kind. */
+    ck_assert_uint_eq(json_object_size(cb_props), DG_BUDGET_DISCUSSION_TURNS - 1);
+    for (int k = 1; k < DG_BUDGET_DISCUSSION_TURNS; k++) {
+        json_t *p = json_object_get(cb_props, dg_budget_key(k));
+        ck_assert_msg(p, "channelBudgets entry lacks %s", dg_budget_key(k));
+        ck_assert_str_eq(json_string_value(json_object_get(p, "type")), "integer");
+        ck_assert_int_eq(json_integer_value(json_object_get(p, "minimum")), 0);
+        ck_assert_int_eq(json_integer_value(json_object_get(p, "maximum")), 1000000000);
+    }
+    json_t *pr = json_object_get(json_object_get(props, "prices"), "additionalProperties");
+    ck_assert(json_is_false(json_object_get(pr, "additionalProperties")));
+    ck_assert_uint_eq(json_object_size(json_object_get(pr, "properties")), 2);
+    const char *names[] = {"inputPerMillion", "outputPerMillion"};
+    for (size_t i = 0; i < 2; i++) {
+        json_t *p = json_object_get(json_object_get(pr, "properties"), names[i]);
+        ck_assert_msg(p, "prices entry lacks %s", names[i]);
+        ck_assert_str_eq(json_string_value(json_object_get(p, "type")), "number");
+        ck_assert_int_eq(json_integer_value(json_object_get(p, "minimum")), 0);
+        ck_assert_int_eq(json_integer_value(json_object_get(p, "maximum")), 1000000);
+        ck_assert(in_array(json_object_get(pr, "required"), names[i]));
+    }
+    json_decref(m);
+    /* And the parser takes every key the schema names, at its maximum. */
+    clear_env();
+    dg_config c;
+    char err[512];
+    ck_assert_int_eq(
+        parse_text("{" BASE ",\"channelBudgets\":{\"5\":{\"turnsPerHumanMessage\":1000000000,"
+                   "\"tokensPerHumanMessage\":1,\"turnsPerHour\":2,\"tokensPerHour\":3,"
+                   "\"turnsPerDay\":4,\"tokensPerDay\":5}},\"prices\":{\"m\":{"
+                   "\"inputPerMillion\":1000000,\"outputPerMillion\":0.25}}}",
+                   &c, err, sizeof err),
+        OC_OK);
+    dg_config_free(&c);
+}
+END_TEST
+
+/* dg_config_budget_for: a channel's entry replaces the default kind by
+ * kind, a kind it leaves out is the default's, 0 is no limit there; other
+ * channels and none take the default. dg_config_price finds each model of
+ * the table, nothing else. */
+START_TEST(test_budget_and_price_lookups)
+{
+    clear_env();
+    dg_config c;
+    char err[512];
+    const char *text =
+        "{" BASE ",\"budget\":{\"turnsPerHour\":10,\"tokensPerDay\":5000,"
+        "\"discussionTurns\":7,\"turnsPerHumanMessage\":4},"
+        "\"channelBudgets\":{\"300\":{\"turnsPerHour\":3},"
+        "\"200\":{\"tokensPerDay\":0,\"turnsPerDay\":9},\"100\":{}},"
+        "\"prices\":{\"zeta/z\":{\"inputPerMillion\":1,\"outputPerMillion\":2},"
+        "\"anthropic/claude-sonnet-4.5\":{\"inputPerMillion\":3,\"outputPerMillion\":15},"
+        "\"m\":{\"inputPerMillion\":0.5,\"outputPerMillion\":0}}}";
+    ck_assert_int_eq(parse_text(text, &c, err, sizeof err), OC_OK);
+    dg_budget b;
+    dg_config_budget_for(&c, "300", &b);
+    ck_assert_int_eq(b.limit[DG_BUDGET_TURNS_PER_HOUR], 3);
+    ck_assert_int_eq(b.limit[DG_BUDGET_TOKENS_PER_DAY], 5000);
+    ck_assert_int_eq(b.limit[DG_BUDGET_DISCUSSION_TURNS], 7);
+    ck_assert_int_eq(b.limit[DG_BUDGET_TURNS_PER_MESSAGE], 4);
+    ck_assert_int_eq(b.limit[DG_BUDGET_TURNS_PER_DAY], 0);
+    dg_config_budget_for(&c, "200", &b);
+    ck_assert_int_eq(b.limit[DG_BUDGET_TURNS_PER_HOUR], 10);
+    ck_assert_int_eq(b.limit[DG_BUDGET_TOKENS_PER_DAY], 0);
+    ck_assert_int_eq(b.limit[DG_BUDGET_TURNS_PER_DAY], 9);
+    ck_assert_int_eq(b.limit[DG_BUDGET_TURNS_PER_MESSAGE], 4);
+    const char *as_default[] = {"100", "999", NULL};
+    for (size_t i = 0; i < 3; i++) {
+        dg_config_budget_for(&c, as_default[i], &b);
+        ck_assert_msg(memcmp(&b, &c.budget, sizeof b) == 0, "channel %s", as_default[i]);
+    }
+    const dg_price *p = dg_config_price(&c, "anthropic/claude-sonnet-4.5");
+    ck_assert_ptr_nonnull(p);
+    ck_assert_str_eq(p->model, "anthropic/claude-sonnet-4.5");
+    ck_assert(p->input_per_million == 3.0 && p->output_per_million == 15.0);
+    p = dg_config_price(&c, "m");
+    ck_assert(p && p->input_per_million == 0.5 && p->output_per_million == 0.0);
+    p = dg_config_price(&c, "zeta/z");
+    ck_assert(p && p->output_per_million == 2.0);
+    ck_assert_ptr_null(dg_config_price(&c, "anthropic/claude-sonnet-4"));
+    ck_assert_ptr_null(dg_config_price(&c, ""));
+    ck_assert_ptr_null(dg_config_price(&c, NULL));
+    ck_assert_str_eq(dg_budget_key(DG_BUDGET_TOKENS_PER_HOUR), "tokensPerHour");
+    ck_assert_str_eq(dg_budget_key(DG_BUDGET_NONE), "none");
+    dg_config_free(&c);
+    /* Without the maps: the default everywhere, no price. */
+    ck_assert_int_eq(parse_text("{" BASE "}", &c, err, sizeof err), OC_OK);
+    dg_config_budget_for(&c, "300", &b);
+    for (int k = 0; k < DG_BUDGET_KINDS; k++)
+        ck_assert_int_eq(b.limit[k], 0);
+    ck_assert_ptr_null(dg_config_price(&c, "m"));
+    dg_config_free(&c);
+    /* Each allocation of the maps failing in turn. */
+    json_t *j = tu_json(text);
+    sweep_parse(j);
+    json_decref(j);
+}
+END_TEST
 
 /* Parsing with each of its allocations failing in turn (failalloc.h): a
  * status that says so and nothing half-filled to free twice (SANITIZE=1
@@ -988,6 +1108,8 @@ Suite *make_config_suite(void)
     tcase_add_test(tc, test_store_url_and_env);
     tcase_add_test(tc, test_manifest_schema_matches_config_keys);
     tcase_add_test(tc, test_docs_reference_matches_config_keys);
+    tcase_add_test(tc, test_manifest_budget_maps);
+    tcase_add_test(tc, test_budget_and_price_lookups);
     tcase_add_test(tc, test_out_of_memory);
     tcase_add_test(tc, test_config_edges);
     tcase_add_test(tc, test_out_of_memory_with_overrides);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "openclaw/plugin.h"
 #include "pg_server.h"
@@ -19,6 +20,7 @@
 #include "store.h"
 #include "outbox.h"
 #include "store_db.h"
+#include "store_cost.h"
 #include "store_discuss.h"
 #include "store_int.h"
 #include "store_turns.h"
@@ -646,6 +648,128 @@ START_TEST(test_pg_store_url_env_refusals_and_no_password)
 }
 END_TEST
 
+/* Runs in the plugin's cost ledger at wall-clock times (dirigent-ctl
+ * reads its --since against the wall clock): CH1 a granted run two hours
+ * ago that reported usage and a claimed one an hour ago; CH2 a granted
+ * run three days ago whose host reported nothing. */
+static void cost_rows(void)
+{
+    int64_t now = (int64_t)time(NULL) * 1000;
+    dg_plugin *p = tth_plugin(&H);
+    struct {
+        const char *ch, *id;
+        int64_t at;
+        dg_cost_verdict v;
+    } runs[] = {{CH1, "cost-1", now - 2 * 3600000, DG_COST_GRANTED},
+                {CH1, "cost-2", now - 3600000, DG_COST_CLAIMED},
+                {CH2, "cost-3", now - 3 * 86400000LL, DG_COST_GRANTED}};
+    ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
+    for (size_t i = 0; i < 3; i++) {
+        dg_cost_run r = {.session_key = "ctl-cost",
+                         .run_id = runs[i].id,
+                         .channel_id = runs[i].ch,
+                         .scope = "~conv",
+                         .agent_id = TTH_ALPHA,
+                         .at_ms = runs[i].at,
+                         .verdict = runs[i].v};
+        ck_assert_int_eq(dg_store_cost_run(p->store, &r), OC_OK);
+    }
+    dg_cost_run u = {.session_key = "ctl-cost", .run_id = "cost-1"};
+    ck_assert_int_eq(dg_store_cost_usage(p->store, &u, "m-big", 2, 30000, 2000), OC_OK);
+    ck_assert_int_eq(dg_store_commit(p->store), OC_OK);
+}
+
+/* cost: every channel, one channel, --since as a span and as an ISO date,
+ * the JSON; the refused values exit 2 naming the flag and the forms. */
+START_TEST(test_cost_report)
+{
+    cost_rows();
+    char *out = NULL;
+    ck_assert_int_eq(ctl(&out, "cost", NULL, NULL, NULL), 0);
+    ck_assert_msg(strstr(out, "cost of every channel, every run the store keeps, per UTC day:\n"
+                              "(no plugin config given: no prices;") &&
+                      strstr(out, "channel " CH1 ":\n") && strstr(out, "channel " CH2 ":\n") &&
+                      strstr(out, "model calls n/a") &&
+                      strstr(out, "\ntotal: 3 runs, 2 model calls, 2 granted, 1 avoided "
+                                  "(claimed 1, swapped 0), 30,000 tokens in / 2,000 out\n") &&
+                      strstr(out, "money: not shown, no price for m-big"),
+                  "%s", out);
+    free(out);
+    ck_assert_int_eq(ctl(&out, "cost", "--since", "24h", NULL), 0);
+    ck_assert_msg(strstr(out, "runs since ") && !strstr(out, CH2) &&
+                      strstr(out, "\ntotal: 2 runs, 2 model calls, 1 granted, 1 avoided"),
+                  "%s", out);
+    free(out);
+    ck_assert_int_eq(ctl(&out, "cost", "--since", "2020-01-01", NULL), 0);
+    ck_assert_msg(strstr(out, "runs since 2020-01-01T00:00:00Z") && strstr(out, "total: 3 runs"),
+                  "%s", out);
+    free(out);
+    ck_assert_int_eq(ctl(&out, "cost", "--since", "2999-12-31T23:59:59Z", NULL), 0);
+    ck_assert_msg(strstr(out, "no agent runs recorded\n"), "%s", out);
+    free(out);
+    json_t *j = ctl_json("cost", "--channel", CH2);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "channelId")), CH2);
+    json_t *tot = json_object_get(j, "totals");
+    ck_assert_int_eq(json_integer_value(json_object_get(tot, "runs")), 1);
+    ck_assert(json_is_null(json_object_get(tot, "modelCalls")));
+    ck_assert_uint_eq(json_array_size(json_object_get(j, "days")), 1);
+    json_decref(j);
+
+    const char *bad[][3] = {{"--since", "yesterday", "--since \"yesterday\" is not a time"},
+                            {"--since", "0h", "24h, 7d"},
+                            {"--since", "2026-02-30", "2026-12-01T09:30"},
+                            {"--since", "7w", "--since"},
+                            {"--channel", "general", "--channel \"general\" is not a channel"},
+                            {"--since", NULL, "--since needs a value"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *err = NULL;
+        char *db = db_path(), *url = store_url();
+        const char *args[] = {
+            url ? "--store-url" : "--db", url ? url : db, "cost", bad[i][0], bad[i][1], NULL};
+        ck_assert_int_eq(ctl_raw(args, &out, &err), 2);
+        ck_assert_msg(strstr(err, bad[i][2]), "case %zu: %s", i, err);
+        free(out);
+        free(err);
+        free(db);
+        free(url);
+    }
+    /* --since belongs to cost. */
+    ck_assert_int_eq(ctl(NULL, "scopes", "--since", "24h", NULL), 2);
+    ck_assert_int_eq(ctl(NULL, "cost", "extra", NULL, NULL), 2);
+}
+END_TEST
+
+/* With the OpenClaw config the plugin config's prices turn tokens into
+ * money. */
+START_TEST(test_cost_priced_from_the_openclaw_config)
+{
+    cost_rows();
+    char *db = db_path();
+    char *conf = tu_path(H.dir, "openclaw.json"), *text = NULL;
+    ck_assert_int_ge(asprintf(&text,
+                              "{\"plugins\":{\"entries\":{\"dirigent\":{\"config\":{"
+                              "\"dbPath\":\"%s\",\"discord\":{\"moderatorUserId\":"
+                              "\"1000000000000000001\"},\"prices\":{\"m-big\":{"
+                              "\"inputPerMillion\":3,\"outputPerMillion\":15}}}}}}}",
+                              db),
+                     0);
+    ck_assert_int_eq(tu_write_file(conf, text), 0);
+    const char *args[] = {"--openclaw-config", conf, "cost", "--channel", CH1, NULL};
+    char *out = NULL, *err = NULL;
+    ck_assert_int_eq(ctl_raw(args, &out, &err), 0);
+    ck_assert_msg(strstr(out, "cost of channel " CH1 ", every run the store keeps") &&
+                      !strstr(out, "no plugin config given") &&
+                      strstr(out, "\ntotal: 2 runs, 2 model calls, 1 granted, 1 avoided (claimed "
+                                  "1, swapped 0), 30,000 tokens in / 2,000 out, $0.12\n"),
+                  "%s%s", out, err);
+    free(out);
+    free(err);
+    free(text);
+    free(conf);
+    free(db);
+}
+END_TEST
+
 /* The cases of ctl and ctl_pg (on_pg: the test host's store is a
  * PostgreSQL database, read with --store-url). */
 static Suite *ctl_suite(const char *name, int on_pg)
@@ -671,6 +795,9 @@ static Suite *ctl_suite(const char *name, int on_pg)
         tcase_add_test(tc, test_why_names_the_rule_and_the_agent);
     if (!on_pg)
         tcase_add_test(tc, test_store_from_an_openclaw_config);
+    tcase_add_test(tc, test_cost_report);
+    if (!on_pg) /* a dbPath in the OpenClaw config */
+        tcase_add_test(tc, test_cost_priced_from_the_openclaw_config);
     suite_add_tcase(s, tc);
     return s;
 }

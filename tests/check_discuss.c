@@ -228,6 +228,7 @@ static dg_plugin *P;
 static long max_summary = 4096;
 static long max_guide = 1500;
 static char extra_disc[1024]; /* more keys of "discussion" (",\"k\":v"), "" none */
+static char extra_top[512];   /* more top-level keys (",\"k\":v"), "" none */
 
 static void setup(void)
 {
@@ -251,6 +252,7 @@ static void setup(void)
     max_summary = 4096;
     max_guide = 1500;
     extra_disc[0] = '\0';
+    extra_top[0] = '\0';
     P = NULL;
 }
 
@@ -292,9 +294,9 @@ static void plugin_start(void)
              "\"moderatorUserId\":\"%s\",\"timeoutMs\":5000},"
              "\"discussion\":{\"maxSummaryBytes\":%ld,\"maxGuideChars\":%ld%s},"
              "\"agents\":{\"planner\":{\"discordUserId\":\"%s\"},"
-             "\"reviewer\":{\"discordUserId\":\"%s\"},\"coder\":{\"discordUserId\":\"%s\"}}}",
+             "\"reviewer\":{\"discordUserId\":\"%s\"},\"coder\":{\"discordUserId\":\"%s\"}}%s}",
              store, fake_discord_url(fd), fake_discord_guild_id(fd), MOD_TOKEN, MOD_ID, max_summary,
-             max_guide, extra_disc, PLANNER_ID, REVIEWER_ID, CODER_ID);
+             max_guide, extra_disc, PLANNER_ID, REVIEWER_ID, CODER_ID, extra_top);
     free(store);
     plugin_init_text(text);
 }
@@ -1937,6 +1939,61 @@ static void has_text(const char *text, const char *needle)
     ck_assert_msg(strstr(text, needle) != NULL, "'%s' not in:\n%s", needle, text);
 }
 
+/* A discussion that reaches its token budget: the initiator is asked to
+ * wrap up (with the summary path) and keeps the turn, the others are
+ * silenced, the wrap-up time is set (so it expires if nobody closes it),
+ * and the initiator's callback closes it as usual. */
+static int status_of(const char *agent, const char *channel, const char *params, json_t **res);
+
+START_TEST(test_discussion_budget_asks_the_initiator_to_wrap_up)
+{
+    snprintf(extra_top, sizeof extra_top, ",\"budget\":{\"discussionTokens\":100}");
+    plugin_start();
+    const char *ch = open_discussion();
+    char channel[32];
+    snprintf(channel, sizeof channel, "%s", ch);
+    ck_assert_int_eq(fake_discord_wait_messages(fd, channel, 1, WAIT_MS), 0); /* kickoff */
+    ck_assert_int_eq(routed_to_noreply("reviewer", channel, NULL), 0);
+    json_t *ctx = ctx_of("reviewer", channel);
+    json_t *ev = json_pack("{s:s, s:s, s:{s:i, s:i}}", "runId", "run-r1", "model", "m", "usage",
+                           "input", 90, "output", 20);
+    int found = 0;
+    for (int i = 0; i < H.nhooks; i++)
+        if (strcmp(H.hooks[i].name, "llm_output") == 0) {
+            found = 1;
+            ck_assert_int_eq(H.hooks[i].fn(P, ev, ctx, NULL), OC_OK);
+        }
+    ck_assert(found);
+    json_decref(ev);
+    json_decref(ctx);
+    char *text = message_text(channel, 1);
+    has_text(text, "Discussion Budget Reached");
+    has_text(text, "110 tokens in this discussion");
+    has_text(text, "<@" PLANNER_ID ">");
+    has_text(text, "discuss-callback");
+    free(text);
+    ck_assert_int_eq(routed_to_noreply("reviewer", channel, NULL), 1);
+    ck_assert_int_eq(routed_to_noreply("coder", channel, NULL), 1);
+    ck_assert_int_eq(routed_to_noreply("planner", channel, NULL), 0);
+    dg_discussion d = load_row(channel);
+    ck_assert_int_gt(d.wrapup_at_ms, 0);
+    dg_discussion_clear(&d);
+    /* discussion_status shows what it cost. */
+    json_t *st = NULL;
+    ck_assert_int_eq(status_of("planner", channel, "{}", &st), OC_OK);
+    json_t *cost = json_object_get(json_object_get(st, "details"), "cost");
+    ck_assert_int_eq(json_integer_value(json_object_get(cost, "tokensIn")), 90);
+    ck_assert_int_eq(json_integer_value(json_object_get(cost, "tokensOut")), 20);
+    ck_assert(json_is_integer(json_object_get(cost, "wallSec")));
+    json_decref(st);
+    write_ws(SUMMARY, "# summary\n");
+    json_t *res;
+    int rc = callback("planner", channel, SUMMARY, &res);
+    ck_assert_msg(rc == OC_OK, "callback: %s", err_msg(res));
+    json_decref(res);
+}
+END_TEST
+
 /* summaryDir: the kickoff names <summaryDir>/<channel name>.md, a bare file
  * name is found there first, and the stored path is the one found. */
 START_TEST(test_summary_dir_convention)
@@ -2873,6 +2930,7 @@ static Suite *discuss_suite(const char *name, int on_pg)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_summary_dir_convention);
+    tcase_add_test(tc, test_discussion_budget_asks_the_initiator_to_wrap_up);
     tcase_add_test(tc, test_summary_template_headings);
     tcase_add_test(tc, test_summary_template_refused_at_init);
     tcase_add_test(tc, test_summary_preview);

@@ -36,6 +36,12 @@
  *  - restart: the engine's view of each channel (order, speaker, passes,
  *    mentions, consumed, hand-off, rest, loop count) differs after a restart.
  *  - hook: a hook answers an error to well-formed input.
+ *  - budget: more than budget.turnsPerHumanMessage (4) runs granted in a
+ *    channel since its latest human message (or admin command: the model
+ *    counts from either, the plugin from human messages it took in and a
+ *    resume, never later), or a run granted while a budget's breaker holds
+ *    the channel. A channel the breaker holds owes no liveness until an
+ *    admin's `!dirigent resume`.
  * The sweeper thread applies the same timers as the direct pass after each
  * clock move (dg_turns_sweep_now); both are exactly-once through the store,
  * so results do not depend on its timing. Every hook is called from the
@@ -91,6 +97,7 @@ static const char *const HUMAN_UID[N_HUMANS] = {"210000000000000001", "210000000
 #define TIMEOUT_SEC 60
 #define NUDGE_SEC 20
 #define MAX_AGENT_MSGS 5
+#define BUDGET_TURNS 4 /* budget.turnsPerHumanMessage */
 
 #define AGENTS_JSON                                                                                \
     "{\"planner\":{\"discordUserId\":\"110000000000000001\"},"                                     \
@@ -139,11 +146,13 @@ typedef enum fail_kind {
     F_LOOP,     /* agent-only messages beyond turn.maxAgentMessages, or no quiet point */
     F_RESTART,  /* the state after a restart differs from before */
     F_HOOK,     /* a hook answered an error */
+    F_BUDGET,   /* more granted runs than the budget, or one while its breaker holds */
     F_KINDS
 } fail_kind;
 static const char *const KIND_NAME[F_KINDS] = {"none",        "liveness",     "waits-on-non-reader",
                                                "one-speaker", "admin-answer", "duplicate",
-                                               "loop-guard",  "restart",      "hook"};
+                                               "loop-guard",  "restart",      "hook",
+                                               "budget"};
 
 /* Sabotage (only the suite's own "checks can fail" tests set it): break the
  * host or the config on purpose so that each check is seen to fire. */
@@ -153,7 +162,8 @@ typedef enum sabotage {
     SAB_NO_LOOP_GUARD, /* turn.maxAgentMessages 1000, the model still expects 5 */
     SAB_NO_ADMINS,     /* alice is not in `admins`, the model still expects answers */
     SAB_DOUBLE_POST,   /* every moderator row is queued twice */
-    SAB_RESTART_LOSES  /* the turn tables lose their rows across a restart */
+    SAB_RESTART_LOSES, /* the turn tables lose their rows across a restart */
+    SAB_NO_BUDGET      /* budget.turnsPerHumanMessage 1000, the model still expects 4 */
 } sabotage;
 static sabotage SAB = SAB_NONE;
 
@@ -253,8 +263,9 @@ typedef struct model {
     tth h;
     session s[N_AG][N_CH];
     obligation ob[N_CH];
-    int agent_posts[N_CH];  /* agent messages since the last human or moderator text */
-    int grants[N_AG][N_CH]; /* granted runs so far */
+    int agent_posts[N_CH];   /* agent messages since the last human or moderator text */
+    int grants[N_AG][N_CH];  /* granted runs so far */
+    int budget_grants[N_CH]; /* granted runs since the latest human message or command */
     struct {
         int64_t id;
         int grants;
@@ -448,6 +459,8 @@ static int speaker_of(model *m, int ch, int *n_members, dg_turn_state *out)
     dg_channel_mode mode = DG_MODE_NORMAL;
     int n = 0;
     *n_members = 0;
+    if (out)
+        dg_turn_state_init(out);
     if (dg_turns_peek(tth_plugin(&m->h)->turns, &sc, &st, &mode, &n) != OC_OK)
         return DG_NOBODY;
     *n_members = n;
@@ -501,6 +514,16 @@ static void granted(model *m, int a, int ch)
              "flight and nothing moved the turn (no human, no admin, no timeout, no restart)",
              AG[a], CH_NAME[ch], AG[b], o->run_id);
     }
+    if (st.budget)
+        flag(m, F_BUDGET, "%s's run was granted in %s while budget.%s holds it", AG[a], CH_NAME[ch],
+             dg_budget_key((dg_budget_kind)st.budget));
+    /* The loop guard's sabotage lifts the budget: its runaway must run. */
+    if (++m->budget_grants[ch] > BUDGET_TURNS && SAB != SAB_NO_LOOP_GUARD)
+        flag(m, F_BUDGET,
+             "%s's run is the %d%s run granted in %s since its latest human message "
+             "(budget.turnsPerHumanMessage %d)",
+             AG[a], m->budget_grants[ch], m->budget_grants[ch] == 5 ? "th" : "th or later",
+             CH_NAME[ch], BUDGET_TURNS);
     session *s = &m->s[a][ch];
     m->grants[a][ch]++;
     s->grant_change_ms = st.last_change_ms;
@@ -784,6 +807,16 @@ static void human_spoke(model *m, int ch)
     for (int a = 0; a < N_AG; a++)
         m->s[a][ch].superseded = 1;
     m->agent_posts[ch] = 0;
+    m->budget_grants[ch] = 0;
+}
+
+/* 1 when a budget's breaker holds ch (as the store has it). */
+static int budget_holds(model *m, int ch)
+{
+    int n = 0;
+    dg_turn_state st;
+    speaker_of(m, ch, &n, &st);
+    return st.budget != 0;
 }
 
 /* ---- time and the quiet point ----------------------------------------------------- */
@@ -845,7 +878,8 @@ static void check_waits(model *m)
         int sp = speaker_of(m, ch, &n, &st);
         /* A speaker nobody's run was decided against is found unreachable
          * by the sweeper UNREACHED_MS (5 s) after it got the turn. */
-        if (!managed_now(m, ch) || sp == DG_NOBODY || now_ms(m) - st.last_change_ms < 6000)
+        if (!managed_now(m, ch) || sp == DG_NOBODY || now_ms(m) - st.last_change_ms < 6000 ||
+            st.budget)
             continue;
         char name[64], rd[64];
         member_name(m, ch, sp, name, sizeof name);
@@ -889,6 +923,12 @@ static void fair(model *m, int ch)
         return;
     int n = 0;
     int sp = speaker_of(m, ch, &n, NULL);
+    if (budget_holds(m, ch)) {
+        tr(m, "      (a budget holds %s: nobody runs there until an admin resumes it)",
+           CH_NAME[ch]);
+        o->open = 0;
+        return;
+    }
     if (!managed_now(m, ch)) {
         /* One agent in the order: the plugin holds nobody back there, so a
          * run the host dropped is the host's to answer for. */
@@ -1044,7 +1084,7 @@ static const char *const TEXTS[] = {"are you there?", "can someone look at the f
 typedef struct admin_variant {
     const char *text;
     int is_command; /* an admin's answer is owed */
-    int wakes;      /* wake: the scope must move */
+    int wakes;      /* wake: the scope must move (2: if a budget held it) */
     int rests;
 } admin_variant;
 static const admin_variant ADMIN[] = {
@@ -1063,6 +1103,7 @@ static const admin_variant ADMIN[] = {
     {"!dirigent wake <@%s>", 1, 1, 0},
     {"!dirigent close", 1, 0, 0},
     {"!dirigent reset", 1, 0, 0},
+    {"!dirigent resume", 1, 2, 0},
 };
 #define N_ADMIN (int)(sizeof ADMIN / sizeof *ADMIN)
 
@@ -1142,6 +1183,7 @@ static void do_step(model *m, const step *s)
            : v->is_command ? "not an admin: an ordinary message"
                            : "not a command",
            CH_NAME[s->ch], agents_of(m->sc->reads[s->ch], rd, sizeof rd));
+        int held = v->wakes == 2 && budget_holds(m, s->ch);
         post(m, s->ch, HUMAN_UID[s->who % N_HUMANS], 0, text, mentions, nm, s->n, -1);
         human_spoke(m, s->ch);
         int answers = check_new_rows(m, s->ch);
@@ -1153,7 +1195,7 @@ static void do_step(model *m, const step *s)
                 open_obligation(m, s->ch, HUMAN[s->who % N_HUMANS]);
         } else if (v->rests) {
             m->ob[s->ch].open = 0; /* an admin put the scope to sleep */
-        } else if (v->wakes) {
+        } else if (v->wakes == 1 || (v->wakes == 2 && held)) {
             open_obligation(m, s->ch, HUMAN[s->who % N_HUMANS]);
         }
         break;
@@ -1287,12 +1329,14 @@ static char *config_extra(void)
 {
     char *extra = NULL;
     int max = SAB == SAB_NO_LOOP_GUARD ? 1000 : MAX_AGENT_MSGS;
-    ck_assert_int_ge(asprintf(&extra,
-                              "%s\"turn\":{\"timeoutSec\":%d,\"nudgeSec\":%d,"
-                              "\"maxAgentMessages\":%d}",
-                              SAB == SAB_NO_ADMINS ? "" : "\"admins\":[\"210000000000000001\"],",
-                              TIMEOUT_SEC, NUDGE_SEC, max),
-                     0);
+    ck_assert_int_ge(
+        asprintf(&extra,
+                 "%s\"turn\":{\"timeoutSec\":%d,\"nudgeSec\":%d,"
+                 "\"maxAgentMessages\":%d},\"budget\":{\"turnsPerHumanMessage\":%d}",
+                 SAB == SAB_NO_ADMINS ? "" : "\"admins\":[\"210000000000000001\"],", TIMEOUT_SEC,
+                 NUDGE_SEC, max,
+                 SAB == SAB_NO_BUDGET || SAB == SAB_NO_LOOP_GUARD ? 1000 : BUDGET_TURNS),
+        0);
     return extra;
 }
 
@@ -1690,6 +1734,12 @@ END_TEST
 START_TEST(model_restart_check_fires)
 {
     sabotaged(SAB_RESTART_LOSES, F_RESTART);
+}
+END_TEST
+
+START_TEST(model_budget_check_fires)
+{
+    sabotaged(SAB_NO_BUDGET, F_BUDGET);
 }
 END_TEST
 
@@ -2177,6 +2227,7 @@ Suite *make_model_suite(void)
     tcase_add_test(fires, model_admin_answer_check_fires);
     tcase_add_test(fires, model_duplicate_check_fires);
     tcase_add_test(fires, model_restart_check_fires);
+    tcase_add_test(fires, model_budget_check_fires);
     suite_add_tcase(s, fires);
     TCase *reg = tcase_create("regression");
     tcase_add_test(reg, regression_mention_of_non_reader_freezes);

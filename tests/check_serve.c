@@ -1,7 +1,9 @@
 /*
  * check_serve.c -- dirigent-ctl serve (tools/ctl_serve*.c): the listening
  * rule and the token, HTML escaping, the SVG chart, the snapshot of a live
- * store (the turn test host's), and the routes over HTTP on 127.0.0.1.
+ * store (the turn test host's), the parts read from the cost ledger (runs
+ * made and avoided per hour, each scope's budget, the totals) with and
+ * without the plugin config, and the routes over HTTP on 127.0.0.1.
  */
 #include <check.h>
 #include <curl/curl.h>
@@ -12,10 +14,15 @@
 
 #include "ctl_serve.h"
 #include "openclaw/plugin.h"
+#include "store_cost.h"
+#include "store_transitions.h"
+#include "store_turns.h"
 #include "testutil.h"
 #include "turn_test_host.h"
 
 #define CH1 "300000000000000001"
+#define CH2 "300000000000000002"
+#define HOUR 3600000LL
 
 static tth H;
 static int msg_seq;
@@ -64,6 +71,11 @@ static size_t count_of(const char *hay, const char *needle)
     for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
         n++;
     return n;
+}
+
+static const char *text_of(const json_t *o)
+{
+    return json_string_value(json_object_get(o, "text"));
 }
 
 START_TEST(test_listen_parse_and_the_token_rule)
@@ -135,29 +147,31 @@ START_TEST(test_html_escape_and_a_hostile_snapshot)
     /* Every stored text the page shows goes through it. */
     const char *x = "<script>alert(1)</script>";
     json_t *snap = json_pack(
-        "{s:b,s:s,s:i,s:s,s:[{s:s,s:s,s:s,s:[s],s:s,s:[s],s:i,s:s,s:n}],s:{s:b,s:s},"
+        "{s:b,s:s,s:i,s:s,s:[{s:s,s:s,s:s,s:[s],s:s,s:[s],s:i,s:s,s:{s:s}}],s:{s:b,s:s},"
+        "s:{s:{s:s},s:{s:s,s:s}},"
         "s:[{s:i,s:s,s:s,s:s,s:s,s:[s],s:s,s:s,s:n,s:s,s:s,s:s,s:[s],"
         "s:[{s:s,s:s,s:s,s:s,s:s}]}],s:b,s:[],"
         "s:{s:i,s:i,s:i,s:n,s:[],s:[{s:i,s:s,s:i,s:s,s:s}]}}",
         "ok", 1, "store", x, "schemaVersion", 17, "generatedAt", "2026-12-05T06:00:00Z", "scopes",
         "channelId", CH1, "scope", x, "state", "speaking", "order", x, "speaker", x, "passed", x,
-        "agentMessages", 3, "lastChange", "2026-12-05T06:00:00Z", "budget", "budget", "configured",
-        0, "text", "none configured", "discussions", "discussionId", 1, "channelId", x, "name", x,
-        "status", x, "initiator", x, "participants", x, "originChannelId", x, "createdAt", x,
-        "closedAt", "summaryPath", x, "turn", x, "speaker", x, "order", x, "timeline", "at", x,
-        "what", x, "speakerBefore", x, "speakerAfter", x, "state", x, "moreDiscussions", 0, "hours",
-        "outbox", "pending", 0, "sent", 1, "failed", 1, "oldestPendingAgeSec", "pendingRows",
-        "failedRows", "id", 9, "channelId", x, "attempts", 5, "failedAt", x, "reason", x);
+        "agentMessages", 3, "lastChange", "2026-12-05T06:00:00Z", "budget", "text", x, "budget",
+        "configured", 0, "text", x, "cost", "today", "summary", x, "kept", "summary", x, "firstRun",
+        x, "discussions", "discussionId", 1, "channelId", x, "name", x, "status", x, "initiator", x,
+        "participants", x, "originChannelId", x, "createdAt", x, "closedAt", "summaryPath", x,
+        "turn", x, "speaker", x, "order", x, "timeline", "at", x, "what", x, "speakerBefore", x,
+        "speakerAfter", x, "state", x, "moreDiscussions", 0, "hours", "outbox", "pending", 0,
+        "sent", 1, "failed", 1, "oldestPendingAgeSec", "pendingRows", "failedRows", "id", 9,
+        "channelId", x, "attempts", 5, "failedAt", x, "reason", x);
     ck_assert_ptr_nonnull(snap);
     char *page = dg_serve_page(snap, "a&b<");
     ck_assert_ptr_nonnull(page);
     ck_assert_msg(!strstr(page, "<script>alert"), "unescaped text in the page");
     ck_assert_uint_eq(count_of(page, "<script"), 1); /* the page's own */
-    /* store, scope, order, speaker, passed; the 9 fields of the discussion
-     * the page shows and its timeline's 5; the failed row's channel, time
-     * and reason. */
-    ck_assert_uint_eq(count_of(page, "&lt;script&gt;alert(1)&lt;/script&gt;"), 5 + 9 + 5 + 3);
-    ck_assert_ptr_nonnull(strstr(page, "<td>none configured</td>"));
+    /* store, scope, order, speaker, passed, the scope's budget and the
+     * page's; the cost of today, every run kept and since when; the 9
+     * fields of the discussion the page shows and its timeline's 5; the
+     * failed row's channel, time and reason. */
+    ck_assert_uint_eq(count_of(page, "&lt;script&gt;alert(1)&lt;/script&gt;"), 7 + 3 + 9 + 5 + 3);
     ck_assert_ptr_nonnull(strstr(page, "src=\"chart.svg?token=a%26b%3C\""));
     ck_assert_ptr_null(strstr(page, "http://"));
     ck_assert_ptr_null(strstr(page, "https://"));
@@ -204,7 +218,7 @@ START_TEST(test_snapshot_of_a_live_store)
     three_join_and_talk();
     char *path = store_path();
     dg_plugin *p = tth_plugin(&H);
-    json_t *s = dg_serve_snapshot(path, dg_now_ms(p));
+    json_t *s = dg_serve_snapshot(path, NULL, dg_now_ms(p));
     ck_assert_msg(json_is_true(json_object_get(s, "ok")), "%s",
                   json_string_value(json_object_get(s, "error")));
     json_t *sc = json_array_get(json_object_get(s, "scopes"), 0);
@@ -214,10 +228,15 @@ START_TEST(test_snapshot_of_a_live_store)
     ck_assert_str_eq(json_string_value(json_array_get(json_object_get(sc, "passed"), 0)),
                      TTH_BRAVO);
     ck_assert_uint_eq(json_array_size(json_object_get(sc, "order")), 3);
-    ck_assert(json_is_null(json_object_get(sc, "budget")));
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(s, "budget"), "text")),
-                     "none configured");
-    /* Two runs ended this hour, both after a model call. */
+    /* Without the plugin config: no limits, the page says so. */
+    json_t *b = json_object_get(sc, "budget");
+    ck_assert(json_is_false(json_object_get(b, "holds")));
+    ck_assert(json_is_null(json_object_get(b, "limits")));
+    ck_assert_msg(strstr(text_of(b), "limits: no config given"), "%s", text_of(b));
+    ck_assert_msg(!strncmp(text_of(json_object_get(s, "budget")), "no config given", 15), "%s",
+                  text_of(json_object_get(s, "budget")));
+    /* The engine's verdicts in the ledger: alpha's and bravo's runs went
+     * to their models this hour. */
     json_t *hours = json_object_get(s, "hours");
     ck_assert_uint_eq(json_array_size(hours), DG_SERVE_HOURS);
     json_t *now = json_array_get(hours, DG_SERVE_HOURS - 1);
@@ -225,6 +244,7 @@ START_TEST(test_snapshot_of_a_live_store)
     ck_assert_int_eq(json_integer_value(json_object_get(now, "made")), 2);
     ck_assert_int_eq(json_integer_value(json_object_get(now, "avoided")), 0);
     ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(hours, 0), "runs")), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(b, "today"), "runs")), 2);
     ck_assert(json_is_object(json_object_get(s, "outbox")));
     ck_assert_uint_eq(json_array_size(json_object_get(s, "discussions")), 0);
     /* A run claimed (charlie holds the turn; bravo's next run is claimed
@@ -242,11 +262,14 @@ START_TEST(test_snapshot_of_a_live_store)
     json_decref(ev);
     json_decref(ctx);
     json_decref(s);
-    s = dg_serve_snapshot(path, dg_now_ms(p));
+    s = dg_serve_snapshot(path, NULL, dg_now_ms(p));
     now = json_array_get(json_object_get(s, "hours"), DG_SERVE_HOURS - 1);
     ck_assert_int_eq(json_integer_value(json_object_get(now, "runs")), 3);
     ck_assert_int_eq(json_integer_value(json_object_get(now, "made")), 2);
     ck_assert_int_eq(json_integer_value(json_object_get(now, "avoided")), 1);
+    const char *today = json_string_value(
+        json_object_get(json_object_get(json_object_get(s, "cost"), "today"), "summary"));
+    ck_assert_msg(today && !strncmp(today, "cost: 3 runs, ", 14), "%s", today);
     /* The page and the chart of it. */
     char *page = dg_serve_page(s, NULL);
     ck_assert_ptr_nonnull(strstr(page, "<td>" CH1 "</td>"));
@@ -262,11 +285,242 @@ START_TEST(test_snapshot_of_a_live_store)
 }
 END_TEST
 
+/* ---- the parts read from the cost ledger, on a store of its own -------- */
+
+/* 2026-12-05T10:30:00Z */
+#define NOW (20792 * 24 * HOUR + 10 * HOUR + 30 * 60000)
+
+static dg_store *ledger_store(char **dir)
+{
+    *dir = tu_mkdtemp();
+    char *path = tu_path(*dir, "ledger.db"), err[256] = "";
+    dg_store *st = NULL;
+    ck_assert_msg(dg_store_open(path, &st, err, sizeof err) == OC_OK, "%s", err);
+    free(path);
+    return st;
+}
+
+static void ledger_run(dg_store *st, const char *ch, const char *scope, const char *id, int64_t at,
+                       dg_cost_verdict v)
+{
+    dg_cost_run r = {.session_key = "sk",
+                     .run_id = id,
+                     .channel_id = ch,
+                     .scope = scope,
+                     .agent_id = TTH_ALPHA,
+                     .at_ms = at,
+                     .verdict = v};
+    ck_assert_int_eq(dg_store_cost_run(st, &r), OC_OK);
+}
+
+/* The state of sc with a breaker of kind k until until_ms. */
+static void breaker(dg_store *st, const dg_scope *sc, int k, int64_t until_ms)
+{
+    dg_turn_state t;
+    dg_turn_state_init(&t);
+    t.budget = k;
+    t.budget_until_ms = until_ms;
+    ck_assert_int_eq(dg_store_turns_scope_save(st, sc, NULL, &t, 0, NOW - HOUR), OC_OK);
+}
+
+/* CH1's conversation: a turnsPerHour breaker latched at 10:12 until 11:00,
+ * five granted runs (one reported usage), three claimed this hour, one
+ * swapped at 09:xx, two granted yesterday at 23:xx; CH1's thread 9 a
+ * breaker whose window ended at 10:00; CH2 a per-message breaker (until a
+ * resume, no transition kept) and one granted run. */
+static void fill_ledger(dg_store *st)
+{
+    dg_scope conv, thread, conv2;
+    ck_assert_int_eq(dg_scope_conversation(CH1, &conv), OC_OK);
+    ck_assert_int_eq(dg_scope_thread(CH1, "9", &thread), OC_OK);
+    ck_assert_int_eq(dg_scope_conversation(CH2, &conv2), OC_OK);
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    breaker(st, &conv, DG_BUDGET_TURNS_PER_HOUR, NOW + 30 * 60000);
+    breaker(st, &thread, DG_BUDGET_TURNS_PER_HOUR, NOW - 30 * 60000);
+    breaker(st, &conv2, DG_BUDGET_TURNS_PER_MESSAGE, 0);
+    dg_transition tr = {.at_ms = NOW - 18 * 60000,
+                        .scope = "conversation",
+                        .cause = "budget reached: 5 agent turns in this hour (UTC) (budget."
+                                 "turnsPerHour is 5); held until 11:00 UTC",
+                        .state = "dormant",
+                        .passed = ""};
+    ck_assert_int_eq(dg_store_transition_add(st, CH1, &tr), OC_OK);
+    char id[16];
+    for (int i = 0; i < 5; i++) {
+        snprintf(id, sizeof id, "g%d", i);
+        ledger_run(st, CH1, "~conv", id, NOW - 20 * 60000 + i, DG_COST_GRANTED);
+    }
+    dg_cost_run u = {.session_key = "sk", .run_id = "g0"};
+    ck_assert_int_eq(dg_store_cost_usage(st, &u, "m-big", 1, 1000, 100), OC_OK);
+    for (int i = 0; i < 3; i++) {
+        snprintf(id, sizeof id, "c%d", i);
+        ledger_run(st, CH1, "~conv", id, NOW - 10 * 60000 + i, DG_COST_CLAIMED);
+    }
+    ledger_run(st, CH1, "~conv", "s0", NOW - HOUR, DG_COST_SWAPPED);
+    ledger_run(st, CH1, "~conv", "y0", NOW - 11 * HOUR, DG_COST_GRANTED);
+    ledger_run(st, CH1, "~conv", "y1", NOW - 11 * HOUR + 1, DG_COST_GRANTED);
+    ledger_run(st, CH2, "~conv", "o0", NOW - 60000, DG_COST_GRANTED);
+    ck_assert_int_eq(dg_store_commit(st), OC_OK);
+}
+
+static json_t *snapshot_of(dg_store *st, const dg_config *cfg)
+{
+    char err[512] = "";
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    json_t *s = dg_serve_snapshot_store(st, "ledger.db", cfg, NOW, err, sizeof err);
+    dg_store_rollback(st);
+    ck_assert_msg(s != NULL, "%s", err);
+    return s;
+}
+
+static json_t *budget_of(json_t *snap, const char *ch, const char *scope)
+{
+    size_t i;
+    json_t *o;
+    json_array_foreach(json_object_get(snap, "scopes"), i, o) {
+        if (!strcmp(json_string_value(json_object_get(o, "channelId")), ch) &&
+            !strcmp(json_string_value(json_object_get(o, "scope")), scope))
+            return json_object_get(o, "budget");
+    }
+    ck_abort_msg("no scope %s %s", ch, scope);
+    return NULL;
+}
+
+/* The chart counts the ledger's verdicts: granted made, claimed and
+ * swapped avoided, in the hour they were decided. */
+START_TEST(test_hours_from_the_ledger)
+{
+    char *dir;
+    dg_store *st = ledger_store(&dir);
+    fill_ledger(st);
+    json_t *s = snapshot_of(st, NULL);
+    json_t *hours = json_object_get(s, "hours");
+    ck_assert_uint_eq(json_array_size(hours), DG_SERVE_HOURS);
+    struct {
+        size_t at;
+        int runs, made, avoided;
+    } want[] = {{DG_SERVE_HOURS - 1, 9, 6, 3},
+                {DG_SERVE_HOURS - 2, 1, 0, 1},
+                {DG_SERVE_HOURS - 12, 2, 2, 0},
+                {0, 0, 0, 0}};
+    for (size_t i = 0; i < 4; i++) {
+        json_t *h = json_array_get(hours, want[i].at);
+        ck_assert_int_eq(json_integer_value(json_object_get(h, "runs")), want[i].runs);
+        ck_assert_int_eq(json_integer_value(json_object_get(h, "made")), want[i].made);
+        ck_assert_int_eq(json_integer_value(json_object_get(h, "avoided")), want[i].avoided);
+    }
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_array_get(hours, DG_SERVE_HOURS - 1), "start")),
+        "2026-12-05T10:00:00Z");
+    dg_serve_hour h[DG_SERVE_HOURS];
+    dg_serve_hours_of(s, NOW, h);
+    ck_assert_int_eq(h[DG_SERVE_HOURS - 1].made, 6);
+    ck_assert_int_eq(h[DG_SERVE_HOURS - 1].avoided, 3);
+    json_decref(s);
+    dg_store_close(st);
+    tu_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+/* Each scope's budget: the breaker (which, since, until), today's runs and
+ * tokens; the limits only with the plugin config ("no config given"
+ * without); the ledger's totals, with money once the config prices the
+ * model. */
+START_TEST(test_budgets_and_cost_with_and_without_the_config)
+{
+    char *dir;
+    dg_store *st = ledger_store(&dir);
+    fill_ledger(st);
+    json_t *s = snapshot_of(st, NULL);
+    json_t *b = budget_of(s, CH1, "conversation");
+    ck_assert(json_is_true(json_object_get(b, "holds")));
+    ck_assert_str_eq(json_string_value(json_object_get(b, "kind")), "turnsPerHour");
+    ck_assert_str_eq(json_string_value(json_object_get(b, "since")), "2026-12-05T10:12:00Z");
+    ck_assert_str_eq(json_string_value(json_object_get(b, "until")), "2026-12-05T11:00:00Z");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(b, "today"), "runs")), 9);
+    ck_assert(json_is_null(json_object_get(b, "limits")));
+    ck_assert_str_eq(text_of(b), "held by budget.turnsPerHour (agent turns in this hour (UTC)) "
+                                 "since 2026-12-05T10:12:00Z until 2026-12-05T11:00:00Z; today 9 "
+                                 "runs, 5 granted, 1100 tokens; limits: no config given");
+    b = budget_of(s, CH1, "thread:9");
+    ck_assert(json_is_false(json_object_get(b, "holds")));
+    ck_assert_str_eq(text_of(b), "today 0 runs, 0 granted, 0 tokens; limits: no config given");
+    b = budget_of(s, CH2, "conversation");
+    ck_assert(json_is_null(json_object_get(b, "since")));
+    ck_assert(json_is_null(json_object_get(b, "until")));
+    ck_assert_str_eq(text_of(b), "held by budget.turnsPerHumanMessage (agent turns since the last "
+                                 "human message) until an admin's !dirigent resume; today 1 run, "
+                                 "1 granted, 0 tokens; limits: no config given");
+    ck_assert(json_is_false(json_object_get(json_object_get(s, "budget"), "configGiven")));
+    json_t *cost = json_object_get(s, "cost");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(cost, "today"), "summary")),
+                     "cost: 10 runs, 1 model call, 4 avoided (claimed 3, swapped 1), 1,000 tokens "
+                     "in / 100 out, no price for m-big");
+    json_t *kept = json_object_get(cost, "kept");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(kept, "totals"), "runs")),
+                     12);
+    ck_assert_str_eq(json_string_value(json_object_get(kept, "firstRun")), "2026-12-04T23:30:00Z");
+    char *page = dg_serve_page(s, NULL);
+    ck_assert_ptr_nonnull(strstr(page, "<td>held by budget.turnsPerHour (agent turns in this "
+                                       "hour (UTC)) since 2026-12-05T10:12:00Z"));
+    ck_assert_ptr_nonnull(
+        strstr(page, "<h2>Cost</h2><p class=\"cost\">today (UTC): cost: 10 runs"));
+    ck_assert_ptr_nonnull(
+        strstr(page, "every run kept (since 2026-12-04T23:30:00Z): cost: 12 runs"));
+    free(page);
+    json_decref(s);
+
+    dg_config cfg;
+    char err[256] = "";
+    json_t *cj = tu_json(
+        "{\"discord\":{\"moderatorUserId\":\"1000000000000000001\"},\"dbPath\":\"/tmp/x.db\","
+        "\"budget\":{\"turnsPerHour\":5,\"discussionTurns\":9},"
+        "\"channelBudgets\":{\"" CH2 "\":{\"turnsPerHour\":0,\"tokensPerDay\":5000}},"
+        "\"prices\":{\"m-big\":{\"inputPerMillion\":3,\"outputPerMillion\":15}}}");
+    ck_assert_msg(dg_config_parse(cj, &cfg, err, sizeof err) == OC_OK, "%s", err);
+    json_decref(cj);
+    s = snapshot_of(st, &cfg);
+    b = budget_of(s, CH1, "conversation");
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(json_object_get(b, "limits"), "turnsPerHour")), 5);
+    ck_assert_msg(strstr(text_of(b), "; limits: turnsPerHour 5") != NULL, "%s", text_of(b));
+    b = budget_of(s, CH2, "conversation");
+    ck_assert_uint_eq(json_object_size(json_object_get(b, "limits")), 1);
+    ck_assert_msg(strstr(text_of(b), "; limits: tokensPerDay 5000") != NULL, "%s", text_of(b));
+    json_t *top = json_object_get(s, "budget");
+    ck_assert(json_is_true(json_object_get(top, "configGiven")));
+    ck_assert(json_is_true(json_object_get(top, "configured")));
+    ck_assert_str_eq(text_of(top), "every channel: turnsPerHour 5; a discussion: discussionTurns "
+                                   "9; 1 channel with its own (channelBudgets)");
+    cost = json_object_get(s, "cost");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(cost, "today"), "summary")),
+                     "cost: 10 runs, 1 model call, 4 avoided (claimed 3, swapped 1), 1,000 tokens "
+                     "in / 100 out, <$0.01");
+    json_decref(s);
+    dg_config_free(&cfg);
+    /* A config without budgets says so. */
+    cj = tu_json("{\"discord\":{\"moderatorUserId\":\"1000000000000000001\"},"
+                 "\"dbPath\":\"/tmp/x.db\"}");
+    ck_assert_int_eq(dg_config_parse(cj, &cfg, err, sizeof err), OC_OK);
+    json_decref(cj);
+    s = snapshot_of(st, &cfg);
+    ck_assert_str_eq(text_of(json_object_get(s, "budget")), "none configured");
+    ck_assert_msg(strstr(text_of(budget_of(s, CH2, "conversation")), "; limits: none configured"),
+                  "%s", text_of(budget_of(s, CH2, "conversation")));
+    json_decref(s);
+    dg_config_free(&cfg);
+    dg_store_close(st);
+    tu_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 START_TEST(test_a_store_not_there_yet)
 {
     char *dir = tu_mkdtemp();
     char *path = tu_path(dir, "none.db");
-    json_t *s = dg_serve_snapshot(path, 1);
+    json_t *s = dg_serve_snapshot(path, NULL, 1);
     ck_assert(json_is_false(json_object_get(s, "ok")));
     const char *e = json_string_value(json_object_get(s, "error"));
     ck_assert_msg(e && *e, "no reason");
@@ -332,7 +586,7 @@ START_TEST(test_routes_over_loopback_with_a_token)
     ck_assert_int_eq(dg_serve_listen_parse("127.0.0.1:0", &l, err, sizeof err), OC_OK);
     dg_serve *srv = NULL;
     unsigned port = 0;
-    ck_assert_int_eq(dg_serve_start(&l, path, "s3cret", &srv, &port, err, sizeof err), OC_OK);
+    ck_assert_int_eq(dg_serve_start(&l, path, NULL, "s3cret", &srv, &port, err, sizeof err), OC_OK);
     ck_assert_uint_gt(port, 0);
     char base[64];
     snprintf(base, sizeof base, "http://127.0.0.1:%u", port);
@@ -416,6 +670,8 @@ Suite *make_serve_suite(void)
     tcase_add_test(tc, test_html_escape_and_a_hostile_snapshot);
     tcase_add_test(tc, test_chart_svg);
     tcase_add_test(tc, test_snapshot_of_a_live_store);
+    tcase_add_test(tc, test_hours_from_the_ledger);
+    tcase_add_test(tc, test_budgets_and_cost_with_and_without_the_config);
     tcase_add_test(tc, test_a_store_not_there_yet);
     tcase_add_test(tc, test_routes_over_loopback_with_a_token);
     tcase_add_test(tc, test_command_refuses_an_open_address_without_a_token);

@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "store_cost_case.h"
 #include "openclaw/plugin.h"
 #include "failalloc.h"
 #include "faultvfs.h"
@@ -100,6 +101,19 @@ START_TEST(test_fresh_database_is_created_at_current_version)
     ck_assert_int_ge(dg_store_schema_version(), 2);
     /* Stamped ours at creation. */
     ck_assert_int_ne(int_pragma(path, "PRAGMA application_id"), 0);
+    free(path);
+}
+END_TEST
+
+/* The cost ledger: verdicts only grow, usage adds up, sums, breakdown. */
+START_TEST(test_cost_ledger)
+{
+    char *path = tu_path(dir, "cost.db");
+    dg_store *st = NULL;
+    char err[256] = "";
+    ck_assert_int_eq(dg_store_open(path, &st, err, sizeof err), OC_OK);
+    store_cost_case_run(st);
+    dg_store_close(st);
     free(path);
 }
 END_TEST
@@ -1054,6 +1068,7 @@ Suite *make_store_suite(void)
     int n = dg_store_schema_version();
     tcase_add_test(tc, test_fresh_database_is_created_at_current_version);
     tcase_add_test(tc, test_pragmas_are_set);
+    tcase_add_test(tc, test_cost_ledger);
     tcase_add_test(tc, test_reopen_keeps_data_and_version);
     tcase_add_test(tc, test_close_leaves_other_descriptors_alone);
     tcase_add_test(tc, test_begin_after_a_read_left_on_a_row);

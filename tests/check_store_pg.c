@@ -34,6 +34,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "store_cost_case.h"
 #include "failalloc.h"
 #include "openclaw/plugin.h"
 #include "pg_server.h"
@@ -63,6 +64,10 @@
 #define UNDO_V16_MEMBERS "ALTER TABLE turn_members DROP COLUMN standing;"
 /* And v17's table of command hints. */
 #define UNDO_V17_HINTS "DROP TABLE turn_command_hints;"
+/* And v18's cost ledger and breaker columns. */
+#define UNDO_V18_COST                                                                              \
+    "DROP TABLE cost_runs; DROP TABLE cost_humans; ALTER TABLE turn_ledger DROP COLUMN budget,"    \
+    " DROP COLUMN budget_until_ms;"
 #define UNDO_V13_LOG                                                                               \
     "DROP INDEX turn_transitions_scope; ALTER TABLE turn_transitions DROP"                         \
     " COLUMN ord; CREATE INDEX turn_transitions_scope ON turn_transitions(channel_id, scope, id);"
@@ -162,8 +167,8 @@ START_TEST(v10_outbox_migrates_with_its_rows)
                                    "CONSTRAINT outbox_state_check CHECK (state IN (0, 1, 2));"
                                    "DROP INDEX outbox_channel;"
                                    "CREATE INDEX outbox_pending ON outbox(channel_id, id)"
-                                   " WHERE state = 0;" UNDO_V17_HINTS UNDO_V16_MEMBERS UNDO_V15_SEEN
-                                       UNDO_V14_LEDGER UNDO_V13_LEDGER UNDO_V13_LOG
+                                   " WHERE state = 0;" UNDO_V18_COST UNDO_V17_HINTS UNDO_V16_MEMBERS
+                                       UNDO_V15_SEEN UNDO_V14_LEDGER UNDO_V13_LEDGER UNDO_V13_LOG
                                    "UPDATE dg_schema_version SET version = 10"),
                      0);
     ck_assert_int_eq(
@@ -290,6 +295,17 @@ END_TEST
 
 /* The command hint's cooldown on PostgreSQL: once per channel in
  * cooldown_ms, kept across a reopen. */
+/* The cost ledger's statements in the server's dialect. */
+START_TEST(cost_ledger)
+{
+    char *url = pgs_fresh_url();
+    dg_store *st = open_ok(url);
+    store_cost_case_run(st);
+    dg_store_close(st);
+    free(url);
+}
+END_TEST
+
 START_TEST(command_hint_claimed_once_per_cooldown)
 {
     char *url = pgs_fresh_url();
@@ -718,15 +734,15 @@ START_TEST(schema_steps_refused_by_the_server)
     char *u2 = pgs_fresh_url();
     st = open_ok(u2);
     dg_store_close(st);
-    ck_assert_int_eq(
-        pgs_exec(u2, "DROP TABLE turn_transitions; ALTER TABLE outbox DROP "
-                     "CONSTRAINT outbox_state_check, ADD CONSTRAINT "
-                     "outbox_state_check CHECK (state IN (0, 1, 2));"
-                     "DROP INDEX outbox_channel; CREATE INDEX outbox_pending ON "
-                     "outbox(channel_id, id) WHERE state = 0;" UNDO_V17_HINTS UNDO_V16_MEMBERS
-                         UNDO_V15_SEEN UNDO_V14_LEDGER UNDO_V13_LEDGER
-                     "UPDATE dg_schema_version SET version = 9"),
-        0);
+    ck_assert_int_eq(pgs_exec(u2,
+                              "DROP TABLE turn_transitions; ALTER TABLE outbox DROP "
+                              "CONSTRAINT outbox_state_check, ADD CONSTRAINT "
+                              "outbox_state_check CHECK (state IN (0, 1, 2));"
+                              "DROP INDEX outbox_channel; CREATE INDEX outbox_pending ON "
+                              "outbox(channel_id, id) WHERE state = 0;" UNDO_V18_COST UNDO_V17_HINTS
+                                  UNDO_V16_MEMBERS UNDO_V15_SEEN UNDO_V14_LEDGER UNDO_V13_LEDGER
+                              "UPDATE dg_schema_version SET version = 9"),
+                     0);
     snprintf(sql, sizeof sql,
              "GRANT USAGE, CREATE ON SCHEMA %s TO %s; GRANT SELECT ON ALL "
              "TABLES IN SCHEMA %s TO %s; ALTER TABLE %s.outbox OWNER TO %s; ALTER TABLE "
@@ -903,6 +919,7 @@ Suite *make_store_pg_suite(void)
     tcase_add_test(tc, password_never_in_a_message);
     tcase_add_test(tc, conflicts_and_returned_ids);
     tcase_add_test(tc, command_hint_claimed_once_per_cooldown);
+    tcase_add_test(tc, cost_ledger);
     tcase_add_test(tc, mark_cause_without_its_id_read_whole);
     tcase_add_test(tc, failed_statement_fails_the_commit_not_the_store);
     tcase_add_test(tc, session_ended_by_the_server_reconnects);

@@ -257,13 +257,14 @@ static void count_to_eleven(const char *thread)
     ck_assert_int_eq(who_speaks(ABC, 3, CH1, thread), -1);
 }
 
-START_TEST(test_registers_the_seven_hooks)
+START_TEST(test_registers_the_nine_hooks)
 {
     static const char *const names[] = {
-        "message_received", "before_model_resolve", "before_prompt_build",  "message_sending",
-        "agent_end",        "before_agent_reply",   "reply_payload_sending"};
-    ck_assert_int_eq(H.n_hooks, 7);
-    for (int i = 0; i < 7; i++) {
+        "message_received", "before_model_resolve", "before_prompt_build",   "message_sending",
+        "agent_end",        "before_agent_reply",   "reply_payload_sending", "model_call_ended",
+        "llm_output"};
+    ck_assert_int_eq(H.n_hooks, 9);
+    for (int i = 0; i < 9; i++) {
         int found = 0;
         for (int j = 0; j < H.n_hooks; j++)
             found |= strcmp(H.hooks[j].name, names[i]) == 0;
@@ -2406,7 +2407,7 @@ static Suite *turn_hooks_suite(const char *name, int on_pg)
         pgs_on_pg(ch, 0);
     tcase_add_checked_fixture(ch, setup_channel, teardown);
     tcase_set_timeout(ch, 60);
-    tcase_add_test(ch, test_registers_the_seven_hooks);
+    tcase_add_test(ch, test_registers_the_nine_hooks);
     tcase_add_test(ch, test_three_agents_count_to_eleven_in_turn);
     tcase_add_test(ch, test_channel_policy_threads_share_one_rotation);
     tcase_add_test(ch, test_dm_is_one_conversation_under_channel_policy);

@@ -556,9 +556,9 @@ static void check_database(doctor *d)
 
 /* ---- the store a config names ------------------------------------------------------- */
 
-int dg_ctl_config_store(const char *file, char **store, char *err, size_t err_len)
+int dg_ctl_config_load(const char *file, dg_config *cfg, char *err, size_t err_len)
 {
-    *store = NULL;
+    memset(cfg, 0, sizeof *cfg);
     doctor d = {.json = 1, .claim_hooks = -1, .findings = json_array()};
     if (strcmp(file, "-") && realpath(file, d.config_file))
         setenv("OPENCLAW_CONFIG_PATH", d.config_file, 1);
@@ -569,9 +569,8 @@ int dg_ctl_config_store(const char *file, char **store, char *err, size_t err_le
         json_object_del(native, "bridge");
         if (!native)
             snprintf(err, err_len, "%s has no plugins.entries.dirigent.config", file);
-        else if ((rc = dg_config_parse(native, &d.cfg, err, err_len)) == OC_OK &&
-                 !(*store = strdup(d.cfg.store_url ? d.cfg.store_url : d.cfg.db_path)))
-            rc = OC_ERR_NOMEM;
+        else
+            rc = dg_config_parse(native, cfg, err, err_len);
         json_decref(native);
     } else {
         /* What load_config found wrong, scrubbed like every finding. */
@@ -579,8 +578,18 @@ int dg_ctl_config_store(const char *file, char **store, char *err, size_t err_le
         snprintf(err, err_len, "%s", json_string_value(json_object_get(f, "what")));
     }
     json_decref(d.findings);
-    dg_config_free(&d.cfg);
     json_decref(d.root);
+    return rc;
+}
+
+int dg_ctl_config_store(const char *file, char **store, char *err, size_t err_len)
+{
+    *store = NULL;
+    dg_config cfg;
+    int rc = dg_ctl_config_load(file, &cfg, err, err_len);
+    if (rc == OC_OK && !(*store = strdup(cfg.store_url ? cfg.store_url : cfg.db_path)))
+        rc = OC_ERR_NOMEM;
+    dg_config_free(&cfg);
     return rc;
 }
 

@@ -5,6 +5,10 @@
 #ifndef DG_CTL_DOCTOR_H
 #define DG_CTL_DOCTOR_H
 
+#include <stddef.h>
+
+#include "config.h"
+
 /*
  * Run the doctor with dirigent-ctl's argv; argv[cmd] is "doctor". Prints
  * one line per finding (ok / warn / error, what, the fix), or one JSON
@@ -12,6 +16,16 @@
  * one or more, 2 for a usage error. Main thread.
  */
 int dg_ctl_doctor_main(int argc, char **argv, int cmd);
+
+/*
+ * The plugin config a config file holds (FILE, or "-" for stdin:
+ * plugins.entries.dirigent.config), resolved and parsed as the plugin does
+ * (${VAR}s, environment overrides, relative paths from the config's
+ * folder) into *cfg: release with dg_config_free (zeroed on failure).
+ * OC_OK, or a negative oc_status with the reason in err. Main thread.
+ */
+int dg_ctl_config_load(const char *file, dg_config *cfg, char *err, size_t err_len)
+    __attribute__((warn_unused_result));
 
 /*
  * The store of the plugin a config file names (FILE, or "-" for stdin),

@@ -22,21 +22,24 @@
 static const char SERVE_USAGE[] =
     "usage: dirigent-ctl serve [--listen HOST:PORT] [--token T] [--db PATH |\n"
     "                          --store-url URL | --openclaw-config FILE]\n"
-    "  A read-only status page of the store: http://HOST:PORT/ (every managed scope,\n"
-    "  the discussions with their timelines, runs made and avoided per hour, the\n"
-    "  outbox), /api/status (the same as JSON) and /chart.svg.\n"
+    "  A read-only status page of the store: http://HOST:PORT/ (every managed scope\n"
+    "  with its budget, the discussions with their timelines, runs made and avoided\n"
+    "  per hour, the cost ledger's totals, the outbox), /api/status (the same as\n"
+    "  JSON) and /chart.svg.\n"
     "  --listen HOST:PORT  default 127.0.0.1:8377; PORT 0 picks a free one. Any\n"
     "                      address but loopback (127.0.0.0/8, ::1) needs a token.\n"
     "  --token T           (or env DIRIGENT_CTL_TOKEN) every request must carry it:\n"
     "                      Authorization: Bearer T, or ?token=T (open the page as\n"
     "                      http://HOST:PORT/?token=T).\n"
     "  The store: --db, --store-url or --openclaw-config as for the other commands\n"
-    "  (or env DIRIGENT_STORE_URL). Stops on Ctrl-C / SIGTERM.\n";
+    "  (or env DIRIGENT_STORE_URL); only --openclaw-config gives the page the\n"
+    "  budgets' limits and the prices. Stops on Ctrl-C / SIGTERM.\n";
 
 struct dg_serve {
     struct MHD_Daemon *d;
     char *path;
     char *token;
+    const dg_config *cfg; /* borrowed; NULL: none given */
 };
 
 static int64_t wall_ms(void)
@@ -130,8 +133,8 @@ int dg_serve_token_ok(const char *token, const char *auth, const char *query)
     return ok;
 }
 
-int dg_serve_answer(const char *path, const char *url, const char *token, int64_t now_ms,
-                    unsigned *status, const char **type, char **body, size_t *len)
+int dg_serve_answer(const char *path, const dg_config *cfg, const char *url, const char *token,
+                    int64_t now_ms, unsigned *status, const char **type, char **body, size_t *len)
 {
     *body = NULL;
     *status = 200;
@@ -143,7 +146,7 @@ int dg_serve_answer(const char *path, const char *url, const char *token, int64_
         *body = dg_sprintf("not found: the status page is /, its data /api/status, its chart "
                            "/chart.svg\n");
     } else {
-        json_t *snap = dg_serve_snapshot(path, now_ms);
+        json_t *snap = dg_serve_snapshot(path, cfg, now_ms);
         if (snap && page) {
             *type = "text/html; charset=utf-8";
             *body = dg_serve_page(snap, token);
@@ -188,8 +191,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         status = 401;
         body = dg_sprintf("a token is required: open the page as /?token=T, or send "
                           "Authorization: Bearer T\n");
-    } else if (dg_serve_answer(s->path, url, s->token, wall_ms(), &status, &type, &body, &len) !=
-               0) {
+    } else if (dg_serve_answer(s->path, s->cfg, url, s->token, wall_ms(), &status, &type, &body,
+                               &len) != 0) {
         return MHD_NO;
     }
     if (!body)
@@ -208,8 +211,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     return dg_http_queue(c, status, r);
 }
 
-int dg_serve_start(const dg_serve_listen *l, const char *path, const char *token, dg_serve **out,
-                   unsigned *port, char *err, size_t err_len)
+int dg_serve_start(const dg_serve_listen *l, const char *path, const dg_config *cfg,
+                   const char *token, dg_serve **out, unsigned *port, char *err, size_t err_len)
 {
     *out = NULL;
     dg_serve *s = calloc(1, sizeof *s);
@@ -218,6 +221,7 @@ int dg_serve_start(const dg_serve_listen *l, const char *path, const char *token
         snprintf(err, err_len, "out of memory");
         return OC_ERR_NOMEM;
     }
+    s->cfg = cfg;
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof ss);
     unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD;
@@ -308,12 +312,13 @@ int dg_ctl_serve_main(int argc, char **argv, int first)
                         "postgresql:// or postgres:// url; a SQLite file goes to --db\n");
         return 2;
     }
-    char *from_config = NULL;
-    if (config && dg_ctl_config_store(config, &from_config, err, sizeof err) != OC_OK) {
+    dg_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    if (config && dg_ctl_config_load(config, &cfg, err, sizeof err) != OC_OK) {
         fprintf(stderr, "dirigent-ctl serve: --openclaw-config %s: %s\n", config, err);
         return 1;
     }
-    const char *path = from_config ? from_config : url ? url : db;
+    const char *path = config ? (cfg.store_url ? cfg.store_url : cfg.db_path) : url ? url : db;
     /* Block the stop signals before MHD starts its thread, so only sigwait
      * below receives them. */
     sigset_t stop;
@@ -324,9 +329,10 @@ int dg_ctl_serve_main(int argc, char **argv, int first)
     signal(SIGPIPE, SIG_IGN);
     dg_serve *s = NULL;
     unsigned port = 0;
-    if (dg_serve_start(&l, path, token, &s, &port, err, sizeof err) != OC_OK) {
+    if (dg_serve_start(&l, path, config ? &cfg : NULL, token, &s, &port, err, sizeof err) !=
+        OC_OK) {
         fprintf(stderr, "dirigent-ctl serve: %s\n", err);
-        free(from_config);
+        dg_config_free(&cfg);
         return 1;
     }
     struct stat sb;
@@ -344,6 +350,6 @@ int dg_ctl_serve_main(int argc, char **argv, int first)
     while (sigwait(&stop, &sig) != 0)
         ;
     dg_serve_stop(s);
-    free(from_config);
+    dg_config_free(&cfg);
     return 0;
 }

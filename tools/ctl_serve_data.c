@@ -1,6 +1,7 @@
 /*
  * ctl_serve_data.c -- the status page's snapshot of a store as JSON
- * (ctl_serve.h), read through the store's typed functions only.
+ * (ctl_serve.h), read through the store's typed functions only; the parts
+ * from the cost ledger are ctl_serve_cost.c's.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,13 +54,7 @@ static json_t *passed_json(const dg_turn_view *v)
     return a;
 }
 
-/* A run that reached a model ends with this cause (turns_decide.c). */
-static int is_run_end(const char *cause)
-{
-    return cause && strncmp(cause, "run of ", 7) == 0;
-}
-
-static int scopes_json(dg_store *st, int64_t now, json_t *out, json_t *channels)
+static int scopes_json(dg_store *st, const dg_config *cfg, int64_t now, json_t *out)
 {
     dg_scope *v = NULL;
     size_t n = 0;
@@ -74,14 +69,14 @@ static int scopes_json(dg_store *st, int64_t now, json_t *out, json_t *channels)
         else
             snprintf(name, sizeof name, "conversation");
         const char *ch = dg_scope_channel(&v[i]);
-        json_object_set_new(channels, ch, json_true());
-        /* budget: none yet; the field is there so a column can show it. */
-        json_array_append_new(
-            out, json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:I,s:o,s:n}", "channelId", ch, "scope", name,
-                           "state", tv.condition, "order", order_json(&tv), "speaker",
-                           str_or_null(dg_turn_view_member(&tv, tv.speaker)), "passed",
-                           passed_json(&tv), "agentMessages", (json_int_t)tv.state.agent_msgs,
-                           "lastChange", iso_json(tv.state.last_change_ms), "budget"));
+        json_t *budget = dg_serve_scope_budget(st, cfg, &v[i], name, &tv, now, &rc);
+        if (budget)
+            json_array_append_new(
+                out, json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:I,s:o,s:o}", "channelId", ch, "scope",
+                               name, "state", tv.condition, "order", order_json(&tv), "speaker",
+                               str_or_null(dg_turn_view_member(&tv, tv.speaker)), "passed",
+                               passed_json(&tv), "agentMessages", (json_int_t)tv.state.agent_msgs,
+                               "lastChange", iso_json(tv.state.last_change_ms), "budget", budget));
         dg_turn_view_clear(&tv);
     }
     free(v);
@@ -147,43 +142,6 @@ static int discussions_json(dg_store *st, int64_t now, json_t *out, int *more)
     return rc;
 }
 
-/* Runs per hour (turn_runs) and, of them, those that reached a model (the
- * transitions "run of X ended"); the rest were avoided. */
-static int hours_json(dg_store *st, int64_t now, const json_t *channels, json_t *out)
-{
-    int64_t first = now / 3600000 - (DG_SERVE_HOURS - 1);
-    int64_t hour[DG_SERVE_HOURS];
-    long runs[DG_SERVE_HOURS], made[DG_SERVE_HOURS] = {0};
-    size_t n = 0;
-    int rc = dg_store_turns_runs_hourly(st, first * 3600000, hour, runs, DG_SERVE_HOURS, &n);
-    const char *ch;
-    json_t *val;
-    json_object_foreach((json_t *)channels, ch, val) {
-        dg_transition *t = NULL;
-        size_t nt = 0;
-        if (rc == OC_OK)
-            rc = dg_store_transitions_list(st, ch, NULL, 100000, &t, &nt);
-        for (size_t i = 0; i < nt; i++) {
-            int64_t h = t[i].at_ms / 3600000 - first;
-            if (h >= 0 && h < DG_SERVE_HOURS && is_run_end(t[i].cause))
-                made[h]++;
-        }
-        dg_transitions_free(t, nt);
-    }
-    for (size_t i = 0; i < DG_SERVE_HOURS && rc == OC_OK; i++) {
-        long r = 0;
-        for (size_t k = 0; k < n; k++)
-            if (hour[k] == first + (int64_t)i)
-                r = runs[k];
-        long m = made[i] < r ? made[i] : r;
-        json_array_append_new(out, json_pack("{s:I,s:o,s:i,s:i,s:i}", "hour",
-                                             (json_int_t)(first + (int64_t)i), "start",
-                                             iso_json((first + (int64_t)i) * 3600000), "runs",
-                                             (int)r, "made", (int)m, "avoided", (int)(r - m)));
-    }
-    return rc;
-}
-
 static int outbox_json(dg_store *st, int64_t now, json_t **out)
 {
     dg_outbox_summary sum;
@@ -218,21 +176,23 @@ static int outbox_json(dg_store *st, int64_t now, json_t **out)
     return rc;
 }
 
-json_t *dg_serve_snapshot_store(dg_store *st, const char *where, int64_t now_ms, char *err,
-                                size_t err_len)
+json_t *dg_serve_snapshot_store(dg_store *st, const char *where, const dg_config *cfg,
+                                int64_t now_ms, char *err, size_t err_len)
 {
-    json_t *scopes = json_array(), *channels = json_object(), *discs = json_array(),
-           *hours = json_array(), *outbox = NULL;
+    json_t *scopes = json_array(), *discs = json_array(), *hours = json_array(), *outbox = NULL,
+           *cost = NULL;
     int more = 0;
     const char *what = "reading the scopes";
-    int rc = scopes_json(st, now_ms, scopes, channels);
+    int rc = scopes_json(st, cfg, now_ms, scopes);
     if (rc == OC_OK &&
         (what = "reading the discussions", rc = discussions_json(st, now_ms, discs, &more)) ==
             OC_OK &&
-        (what = "reading the runs per hour", rc = hours_json(st, now_ms, channels, hours)) == OC_OK)
+        (what = "reading the runs per hour", rc = dg_serve_hours_json(st, now_ms, hours)) ==
+            OC_OK &&
+        (what = "reading the cost ledger", cost = dg_serve_cost_json(st, cfg, now_ms, &rc)))
         what = "reading the outbox", rc = outbox_json(st, now_ms, &outbox);
-    json_decref(channels);
     if (rc != OC_OK) {
+        json_decref(cost);
         snprintf(err, err_len,
                  "%s failed (%s: %s); the database may be busy or damaged, the "
                  "page tries again",
@@ -242,14 +202,13 @@ json_t *dg_serve_snapshot_store(dg_store *st, const char *where, int64_t now_ms,
         json_decref(hours);
         return NULL;
     }
-    return json_pack("{s:b,s:s,s:i,s:o,s:o,s:{s:b,s:s},s:o,s:b,s:o,s:o}", "ok", 1, "store", where,
+    return json_pack("{s:b,s:s,s:i,s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:o}", "ok", 1, "store", where,
                      "schemaVersion", dg_store_schema_version(), "generatedAt", iso_json(now_ms),
-                     "scopes", scopes, "budget", "configured", 0, "text", "none configured",
-                     "discussions", discs, "moreDiscussions", more, "hours", hours, "outbox",
-                     outbox);
+                     "scopes", scopes, "budget", dg_serve_budget_summary(cfg), "discussions", discs,
+                     "moreDiscussions", more, "hours", hours, "cost", cost, "outbox", outbox);
 }
 
-json_t *dg_serve_snapshot(const char *path, int64_t now_ms)
+json_t *dg_serve_snapshot(const char *path, const dg_config *cfg, int64_t now_ms)
 {
     char err[512] = "";
     dg_store *st = NULL;
@@ -259,7 +218,7 @@ json_t *dg_serve_snapshot(const char *path, int64_t now_ms)
         if (dg_store_begin_read(st) != OC_OK) {
             snprintf(err, sizeof err, "cannot read %s (%s)", where, dg_store_errmsg(st));
         } else {
-            snap = dg_serve_snapshot_store(st, where, now_ms, err, sizeof err);
+            snap = dg_serve_snapshot_store(st, where, cfg, now_ms, err, sizeof err);
             dg_store_rollback(st);
         }
         dg_store_close(st);

@@ -2,8 +2,8 @@
  * ctl_serve_html.c -- the status page (ctl_serve.h): drawn here from a
  * snapshot, every stored text escaped, then redrawn every 2 s by the
  * inline script from /api/status (with DOM text nodes, never as markup).
- * The budget column is in the table's model on both sides: when budgets
- * exist, the snapshot's "budget" of a scope fills it.
+ * The budget column shows each scope's "budget" text (its breaker, what
+ * it ran today, the limits), the cost paragraph the ledger's totals.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,8 +63,12 @@ static const char SCRIPT[] =
     " else f.appendChild(table(['Channel','Scope','State','Order','Speaker','Passed',"
     "'Agent msgs','Last change','Budget'],s.scopes.map(function(x){return [x.channelId,"
     "x.scope,x.state,x.order,x.speaker,x.passed,x.agentMessages,x.lastChange,"
-    "x.budget===null?'none configured':x.budget];})));\n"
+    "x.budget.text];})));\n"
     " f.appendChild(el('p','muted',['budget: '+s.budget.text]));\n"
+    " f.appendChild(el('h2',null,['Cost']));\n"
+    " f.appendChild(el('p','cost',['today (UTC): '+s.cost.today.summary]));\n"
+    " f.appendChild(el('p','cost',['every run kept'+(s.cost.kept.firstRun?' (since '+"
+    "s.cost.kept.firstRun+')':'')+': '+s.cost.kept.summary]));\n"
     " f.appendChild(el('h2',null,['Discussions']));\n"
     " if(!s.discussions.length)f.appendChild(el('p','muted',['no discussion yet']));\n"
     " s.discussions.forEach(function(d){var sec=el('section','discussion');\n"
@@ -139,6 +143,12 @@ static void val(page *p, const json_t *v)
     }
 }
 
+static void field(page *p, const char *before, const json_t *o, const char *key)
+{
+    raw(p, before);
+    val(p, json_object_get(o, key));
+}
+
 static void cell(page *p, const json_t *o, const char *key)
 {
     raw(p, "<td>");
@@ -176,10 +186,7 @@ static void scopes(page *p, const json_t *snap)
                                                "agentMessages", "lastChange"};
             for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
                 cell(p, o, keys[k]);
-            if (json_is_null(json_object_get(o, "budget")))
-                raw(p, "<td>none configured</td>");
-            else
-                cell(p, o, "budget");
+            cell(p, json_object_get(o, "budget"), "text");
             raw(p, "</tr>");
         }
         raw(p, "</table>");
@@ -189,10 +196,19 @@ static void scopes(page *p, const json_t *snap)
     raw(p, "</p>");
 }
 
-static void field(page *p, const char *before, const json_t *o, const char *key)
+static void cost(page *p, const json_t *snap)
 {
-    raw(p, before);
-    val(p, json_object_get(o, key));
+    const json_t *c = json_object_get(snap, "cost");
+    const json_t *kept = json_object_get(c, "kept");
+    raw(p, "<h2>Cost</h2>");
+    field(p, "<p class=\"cost\">today (UTC): ", json_object_get(c, "today"), "summary");
+    raw(p, "</p><p class=\"cost\">every run kept");
+    if (json_is_string(json_object_get(kept, "firstRun"))) {
+        field(p, " (since ", kept, "firstRun");
+        raw(p, ")");
+    }
+    field(p, ": ", kept, "summary");
+    raw(p, "</p>");
 }
 
 static void discussions(page *p, const json_t *snap)
@@ -281,10 +297,10 @@ char *dg_serve_page(const json_t *snap, const char *token)
     raw(&p, "</style></head>\n<body><h1>Dirigent status</h1>"
             "<p id=\"live\" class=\"muted\">");
     field(&p, "as of ", snap, "generatedAt");
-    raw(&p, ", every 2 s</p>\n<h2>Runs per hour</h2><p class=\"muted\">Runs the turn "
-            "manager handled per hour (UTC): made, a model ran (a run of the agent holding "
-            "the turn, ended); avoided, the rest (claimed, or swapped to the no-reply model, "
-            "before a model call).</p><img id=\"chart\" alt=\"runs per hour, made and avoided\" "
+    raw(&p, ", every 2 s</p>\n<h2>Runs per hour</h2><p class=\"muted\">Agent runs per hour "
+            "(UTC) as the cost ledger recorded the turn manager's verdict: made, the run went "
+            "to the agent's own model; avoided, it was claimed (no model call) or swapped to "
+            "the no-reply model.</p><img id=\"chart\" alt=\"runs per hour, made and avoided\" "
             "width=\"720\" height=\"240\" src=\"chart.svg");
     if (token && *token) {
         raw(&p, "?token=");
@@ -309,6 +325,7 @@ char *dg_serve_page(const json_t *snap, const char *token)
         field(&p, ", schema ", snap, "schemaVersion");
         raw(&p, "</p>");
         scopes(&p, snap);
+        cost(&p, snap);
         discussions(&p, snap);
         outbox(&p, snap);
     }

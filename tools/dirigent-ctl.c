@@ -9,6 +9,7 @@
  *   dirigent-ctl --db PATH [--json] discussions [--all]
  *   dirigent-ctl --db PATH [--json] show DISCUSSION   (id or channel id)
  *   dirigent-ctl --db PATH [--json] outbox
+ *   dirigent-ctl --db PATH [--json] cost [--since WHEN] [--channel ID]
  *   dirigent-ctl --store-url URL ...       (a PostgreSQL store; or env
  *                                           DIRIGENT_STORE_URL)
  *
@@ -29,6 +30,7 @@
 
 #include "snowflake.h"
 #include "config.h"
+#include "ctl_cost.h"
 #include "ctl_doctor.h"
 #include "ctl_serve.h"
 #include "discuss_status.h"
@@ -63,6 +65,13 @@ static const char USAGE[] =
     "  discussions [--all]    active discussions (--all: closed ones too), newest first\n"
     "  show DISCUSSION        one discussion by id or channel id\n"
     "  outbox                 pending and failed moderator messages, oldest pending age\n"
+    "  cost [--since WHEN] [--channel ID]   the agents' runs per channel and UTC day:\n"
+    "                         runs, model calls, turns granted, runs claimed or swapped\n"
+    "                         (model calls avoided), tokens, and money when the plugin\n"
+    "                         config (--openclaw-config) prices every model seen.\n"
+    "                         WHEN: an ISO date or time in UTC (2026-12-01,\n"
+    "                         2026-12-01T09:30:00Z) or a span back from now (24h, 7d);\n"
+    "                         without it every run the store keeps (outbox.retentionSec)\n"
     "  serve [--listen HOST:PORT] [--token T]   a read-only status page over HTTP\n"
     "                         (see `dirigent-ctl serve --help`)\n"
     "  doctor                 checks an OpenClaw config before the first start (see\n"
@@ -76,6 +85,8 @@ typedef struct ctl {
     int claim_hooks;   /* the host claims non-speakers' runs (OpenClaw 2026.9, ocgw) */
     const char *where; /* the store for messages: the file, or PostgreSQL without password */
     int64_t now;
+    dg_config cfg; /* --openclaw-config's plugin config (prices), when have_cfg */
+    int have_cfg;
 } ctl;
 
 static int64_t wall_ms(void)
@@ -509,10 +520,13 @@ static int channel_id_ok(const char *what, const char *s)
 /* The command line, less the options that go into ctl. */
 typedef struct ctl_args {
     const char *db, *url, *config;
-    const char *args[4]; /* the command and its arguments */
-    int n;               /* how many; 5: too many */
-    int all;             /* --all */
-    char *from_config;   /* the store named by --openclaw-config; owned */
+    const char *args[4];         /* the command and its arguments */
+    int n;                       /* how many; 5: too many */
+    int all;                     /* --all */
+    char *from_config;           /* the store named by --openclaw-config; owned */
+    const char *since, *channel; /* cost's --since WHEN, --channel ID */
+    const char *no_value;        /* an option given without its value */
+    int64_t since_ms;
 } ctl_args;
 
 /* The doctor reads a host config, not a store, and serve reads the store
@@ -565,7 +579,13 @@ static int parse_args(int argc, char **argv, ctl *c, ctl_args *a)
             c->claim_hooks = 0;
         else if (!strcmp(argv[i], "--all"))
             a->all = 1;
-        else if (a->n < 4)
+        else if (!strcmp(argv[i], "--since") || !strcmp(argv[i], "--channel")) {
+            const char **to = argv[i][2] == 's' ? &a->since : &a->channel;
+            if (i + 1 >= argc)
+                a->no_value = argv[i];
+            else
+                *to = argv[++i];
+        } else if (a->n < 4)
             a->args[a->n++] = argv[i];
         else
             a->n = 5;
@@ -578,7 +598,7 @@ static int parse_args(int argc, char **argv, ctl *c, ctl_args *a)
  * (unlike the plugin, where the environment wins over its config file):
  * the operator typed it for this call. -1 to go on, else the exit code
  * after saying why on stderr. */
-static int choose_store(ctl_args *a)
+static int choose_store(ctl *c, ctl_args *a)
 {
     const char *env = getenv("DIRIGENT_STORE_URL");
     if (a->config && (a->db || a->url)) {
@@ -590,8 +610,14 @@ static int choose_store(ctl_args *a)
     }
     if (a->config) {
         char cerr[1024] = "";
-        if (dg_ctl_config_store(a->config, &a->from_config, cerr, sizeof cerr) != OC_OK) {
+        if (dg_ctl_config_load(a->config, &c->cfg, cerr, sizeof cerr) != OC_OK) {
             fprintf(stderr, "dirigent-ctl: --openclaw-config %s: %s\n", a->config, cerr);
+            return 1;
+        }
+        c->have_cfg = 1;
+        a->from_config = strdup(c->cfg.store_url ? c->cfg.store_url : c->cfg.db_path);
+        if (!a->from_config) {
+            fprintf(stderr, "dirigent-ctl: out of memory\n");
             return 1;
         }
         if (dg_store_is_url(a->from_config))
@@ -606,15 +632,16 @@ static int choose_store(ctl_args *a)
 
 /* The command and its arguments make sense with the store chosen: -1 to go
  * on, else 2 after saying why on stderr. */
-static int check_command(const ctl_args *a)
+static int check_command(const ctl *c, ctl_args *a)
 {
     const char *cmd = a->args[0];
     int n = a->n;
     int ok_args =
-        cmd &&
-        ((!strcmp(cmd, "scopes") && n == 1) || (!strcmp(cmd, "status") && n == 1) ||
-         (!strcmp(cmd, "why") && (n == 2 || n == 3)) || (!strcmp(cmd, "discussions") && n == 1) ||
-         (!strcmp(cmd, "show") && n == 2) || (!strcmp(cmd, "outbox") && n == 1));
+        cmd && ((!strcmp(cmd, "scopes") && n == 1) || (!strcmp(cmd, "status") && n == 1) ||
+                (!strcmp(cmd, "why") && (n == 2 || n == 3)) ||
+                (!strcmp(cmd, "discussions") && n == 1) || (!strcmp(cmd, "show") && n == 2) ||
+                (!strcmp(cmd, "outbox") && n == 1) || (!strcmp(cmd, "cost") && n == 1));
+    int cost_opts = a->since || a->channel || a->no_value;
     const char *why = a->db && a->url     ? "dirigent-ctl: give either --db PATH (SQLite) or "
                                             "--store-url URL (PostgreSQL), not both\n"
                       : !a->db && !a->url ? "dirigent-ctl: --db PATH or --store-url URL (or env "
@@ -623,7 +650,8 @@ static int check_command(const ctl_args *a)
                           ? "dirigent-ctl: --store-url (or "
                             "DIRIGENT_STORE_URL) must be a postgresql:// or "
                             "postgres:// url; a SQLite file goes to --db\n"
-                      : !ok_args || (a->all && strcmp(cmd, "discussions") != 0)
+                      : !ok_args || (a->all && strcmp(cmd, "discussions") != 0) ||
+                              (cost_opts && strcmp(cmd, "cost") != 0)
                           ? "dirigent-ctl: unknown command or wrong arguments\n"
                           : NULL;
     if (why) {
@@ -631,8 +659,20 @@ static int check_command(const ctl_args *a)
         return 2;
     }
     if ((!strcmp(cmd, "why") && !channel_id_ok("CHANNEL", a->args[1])) ||
-        (!strcmp(cmd, "show") && !channel_id_ok("DISCUSSION (an id or a channel id)", a->args[1])))
+        (!strcmp(cmd, "show") &&
+         !channel_id_ok("DISCUSSION (an id or a channel id)", a->args[1])) ||
+        (a->channel && !channel_id_ok("--channel", a->channel)))
         return 2;
+    if (a->no_value) {
+        fprintf(stderr, "dirigent-ctl: %s needs a value: %s\n", a->no_value,
+                !strcmp(a->no_value, "--since") ? DG_CTL_WHEN_FORMS : "a channel id");
+        return 2;
+    }
+    if (a->since && dg_ctl_when_parse(a->since, c->now, &a->since_ms) != 0) {
+        fprintf(stderr, "dirigent-ctl: --since \"%s\" is not a time: give %s\n", a->since,
+                DG_CTL_WHEN_FORMS);
+        return 2;
+    }
     return -1;
 }
 
@@ -673,7 +713,9 @@ static int run_command(ctl *c, const ctl_args *a)
            : !strcmp(cmd, "why")         ? cmd_why(c, a->args[1], a->args[2])
            : !strcmp(cmd, "discussions") ? cmd_discussions(c, a->all)
            : !strcmp(cmd, "show")        ? cmd_show(c, a->args[1])
-                                         : cmd_outbox(c);
+           : !strcmp(cmd, "cost")
+               ? dg_ctl_cost(c->st, c->have_cfg ? &c->cfg : NULL, a->channel, a->since_ms, c->json)
+               : cmd_outbox(c);
 }
 
 int main(int argc, char **argv)
@@ -685,12 +727,13 @@ int main(int argc, char **argv)
     ctl c = {.now = wall_ms(), .claim_hooks = 1};
     ctl_args a = {0};
     int status;
-    if ((status = parse_args(argc, argv, &c, &a)) < 0 && (status = choose_store(&a)) < 0 &&
-        (status = check_command(&a)) < 0 && (status = open_store(&c, &a)) < 0) {
+    if ((status = parse_args(argc, argv, &c, &a)) < 0 && (status = choose_store(&c, &a)) < 0 &&
+        (status = check_command(&c, &a)) < 0 && (status = open_store(&c, &a)) < 0) {
         status = run_command(&c, &a);
         dg_store_rollback(c.st);
         dg_store_close(c.st);
     }
     free(a.from_config);
+    dg_config_free(&c.cfg);
     return status;
 }

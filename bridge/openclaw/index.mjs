@@ -56,7 +56,8 @@ const statusName = (s) => STATUS_NAMES.get(s) ?? 'OC_UNKNOWN';
 // like modify hooks: one OpenClaw registration per native registration.
 const MODIFY_HOOKS = new Set(['before_model_resolve', 'before_prompt_build', 'message_sending',
   'before_agent_reply', 'reply_payload_sending']);
-const OBSERVE_HOOKS = ['message_received', 'agent_end', 'gateway_start', 'gateway_stop'];
+const OBSERVE_HOOKS = ['message_received', 'agent_end', 'gateway_start', 'gateway_stop',
+  'model_call_ended', 'llm_output'];
 const KNOWN_HOOKS = new Set([...MODIFY_HOOKS, ...OBSERVE_HOOKS]);
 
 // The bridge's own before_model_resolve runs before everything else: a
@@ -1196,9 +1197,29 @@ function hookEvent(hook, ev = {}, octx = {}) {
     return agentEndEvent(ev, octx);
   case 'message_received':
     return messageReceivedEvent(ev, octx);
+  case 'model_call_ended':
+  case 'llm_output':
+    return usageEvent(hook, ev);
   default:
     return {};
   }
+}
+
+// The usage hooks (cost ledger): the run, the model and, for llm_output,
+// the token counts; nothing of the prompt or the answer crosses.
+function usageEvent(hook, ev) {
+  const str = (v) => (typeof v === 'string' && v ? v : undefined);
+  const count = (v) => (Number.isFinite(v) && v >= 0 ? Math.floor(v) : undefined);
+  const u = ev.usage && typeof ev.usage === 'object' ? ev.usage : null;
+  return compact({
+    runId: str(ev.runId),
+    sessionKey: str(ev.sessionKey),
+    provider: str(ev.provider),
+    model: str(ev.model),
+    outcome: hook === 'model_call_ended' ? str(ev.outcome) : undefined,
+    usage: hook === 'llm_output' && u ? compact({ input: count(u.input), output: count(u.output),
+      cacheRead: count(u.cacheRead), cacheWrite: count(u.cacheWrite) }) : undefined,
+  });
 }
 
 function hookCtx(hook, ev = {}, octx = {}) {

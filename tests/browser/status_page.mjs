@@ -5,13 +5,15 @@
 //
 //   node tests/browser/status_page.mjs --url URL --scope TEXT --discussion TEXT
 //        [--ready-file FILE --ready TEXT] [--poke CMD --after TEXT]
-//        [--chromium /usr/bin/chromium] [--timeout-sec 120]
+//        [--redrawn-shows 'TEXT|TEXT...'] [--chromium /usr/bin/chromium]
+//        [--timeout-sec 120]
 //
 // Asserts: the page loads with no console error, page exception, failed
 // request or HTTP error; it shows TEXT of --scope and --discussion; when
 // FILE holds the --ready line (the story is over), CMD (a shell command that
 // makes the story go on, e.g. posts a message) is run and the page, without
-// being reloaded, redraws until it shows --after. Every wait is for a
+// being reloaded, redraws until it shows --after, and then shows each TEXT
+// of --redrawn-shows (what the script draws, e.g. the cost). Every wait is for a
 // condition, bounded by --timeout-sec. Exit 0 when all hold, 1 otherwise.
 import { spawn, execSync } from 'node:child_process';
 import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
@@ -147,6 +149,10 @@ try {
     const now = Number(await evaluate("document.body.getAttribute('data-refreshes')||0"));
     if (!(now > refreshes)) throw new Error(`no redraw counted (${refreshes} -> ${now})`);
     console.log(`status_page: redrawn in place (${refreshes} -> ${now} refreshes) and shows "${args.after}"`);
+    const t = await mainText();
+    for (const want of (args['redrawn-shows'] || '').split('|').filter(Boolean))
+      if (!t.includes(want)) throw new Error(`the redrawn page lacks "${want}"`);
+    if (args['redrawn-shows']) console.log(`status_page: the redrawn page shows ${args['redrawn-shows']}`);
   }
   // One more refresh cycle, so an error thrown by a late redraw is seen.
   const r0 = Number(await evaluate("document.body.getAttribute('data-refreshes')||0"));

@@ -57,6 +57,10 @@
  *                         groups:history]; thread_not_found
  *   conversations.members channel=, limit=?, cursor=? -> {members,
  *                         response_metadata} [channels:read / groups:read]
+ *   conversations.list    types=? (public_channel,private_channel; default
+ *                         public), exclude_archived=?, limit=?, cursor=? ->
+ *                         {channels, response_metadata} [channels:read, and
+ *                         groups:read for private]; private ones only to members
  * A private channel is visible only to its members (anyone else gets
  * channel_not_found, as from Slack); a public one to every bot, but posting
  * needs membership (not_in_channel). Message ts: "<seconds>.<6 digits>",

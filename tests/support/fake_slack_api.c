@@ -492,6 +492,41 @@ static json_t *conv_members(fake_slack *fs, fs_user *u, const json_t *args)
     return o;
 }
 
+/* conversations.list: types= (public_channel, private_channel; default
+ * public), exclude_archived=, limit=, cursor=. Private channels only when
+ * the caller is a member, as Slack lists them to a bot. */
+static json_t *conv_list(fake_slack *fs, fs_user *u, const json_t *args)
+{
+    char b1[64], b2[40];
+    const char *types = fsi_arg(args, "types", b1, sizeof b1);
+    int want_pub = !types || strstr(types, "public_channel") != NULL;
+    int want_priv = types && strstr(types, "private_channel") != NULL;
+    json_t *e = NULL;
+    if ((want_pub && (e = scope_missing(u, "channels:read"))) ||
+        (want_priv && (e = scope_missing(u, "groups:read"))))
+        return e;
+    int no_archived = fsi_arg_bool(args, "exclude_archived");
+    long limit = arg_long(args, "limit", MEMBERS_DEFAULT);
+    if (limit <= 0)
+        limit = MEMBERS_DEFAULT;
+    const char *cursor = fsi_arg(args, "cursor", b2, sizeof b2);
+    size_t i = cursor && !strncmp(cursor, "ix:", 3) ? strtoul(cursor + 3, NULL, 10) : 0;
+    json_t *out = json_array();
+    for (; i < fs->n_chans && (long)json_array_size(out) < limit; i++) {
+        fs_chan *ch = fs->chans[i];
+        if ((ch->is_private ? !want_priv || !fsi_is_member(ch, u->id) : !want_pub) ||
+            (no_archived && ch->archived))
+            continue;
+        json_array_append_new(out, fsi_chan_json(fs, ch, 0));
+    }
+    json_t *o = ok();
+    json_object_set_new(o, "channels", out);
+    char nc[40];
+    snprintf(nc, sizeof nc, "ix:%zu", i);
+    set_cursor(o, i < fs->n_chans ? nc : NULL);
+    return o;
+}
+
 /* ---- dispatch -------------------------------------------------------------------------- */
 
 int fsa_call(fake_slack *fs, const char *method, fs_user *u, const json_t *args, fs_answer *a)
@@ -517,6 +552,8 @@ int fsa_call(fake_slack *fs, const char *method, fs_user *u, const json_t *args,
         r = conv_replies(fs, u, args);
     else if (!strcmp(method, "conversations.members"))
         r = conv_members(fs, u, args);
+    else if (!strcmp(method, "conversations.list"))
+        r = conv_list(fs, u, args);
     else
         return 0;
     a->body = r;

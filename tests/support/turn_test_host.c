@@ -63,8 +63,9 @@ static int th_on_run(oc_host *host, const char *hook, oc_hook_fn fn, int priorit
     if (!hook || !fn || h->n_hooks >= 16)
         return OC_ERR_INVALID;
     if (h->old_host &&
-        (!strcmp(hook, "before_agent_reply") || !strcmp(hook, "reply_payload_sending")))
-        return OC_ERR_INVALID; /* unknown to a host before the claim hooks */
+        (!strcmp(hook, "before_agent_reply") || !strcmp(hook, "reply_payload_sending") ||
+         !strcmp(hook, "model_call_ended") || !strcmp(hook, "llm_output")))
+        return OC_ERR_INVALID; /* unknown to a host before the claim and usage hooks */
     tth_hook *e = &h->hooks[h->n_hooks++];
     snprintf(e->name, sizeof e->name, "%s", hook);
     e->fn = fn;

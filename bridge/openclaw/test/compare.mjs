@@ -29,6 +29,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
+import { DatabaseSync } from 'node:sqlite';
 import { getJson, postJson, waitFor, sleep, makeChildren, offlineEnv, modelEntry, writeConfig } from './lib.mjs';
 
 const opt = {};
@@ -317,7 +318,38 @@ for (const way of ways) {
       note(`dirigent-ctl why: ${e.message}: ${ctl.stdout.slice(0, 500)}${ctl.stderr.slice(0, 500)}`);
     }
   }
-  results.push(measure(way, calls, posted, r.spans, gwLog, turns, r.transitions));
+  const res = measure(way, calls, posted, r.spans, gwLog, turns, r.transitions);
+  if (way.id === 'dirigent') res.ledger = readLedger(path.join(home, '.openclaw', 'dirigent', 'dirigent.db'), way.channel);
+  results.push(res);
+}
+
+// Dirigent's own record of the channel's runs (its cost ledger): every run
+// with the turn manager's verdict and the model calls OpenClaw reported for
+// it (model_call_ended). The proof of "one call per turn, none for agents
+// without the turn" is per run, not a count against transitions.
+function readLedger(db, channel) {
+  let rows = [];
+  try {
+    const d = new DatabaseSync(db, { readOnly: true });
+    rows = d.prepare('SELECT agent_id, run_id, verdict, model_calls, tokens_in, tokens_out FROM cost_runs' +
+      ' WHERE channel_id = ? ORDER BY at_ms').all(channel);
+    d.close();
+  } catch (e) {
+    note(`cost ledger unreadable: ${e.message}`);
+    return null;
+  }
+  fs.writeFileSync(path.join(opt.work, 'compare-dirigent.ledger.json'), `${JSON.stringify(rows, null, 1)}\n`);
+  const granted = rows.filter((r) => r.verdict === 1);
+  const withheld = rows.filter((r) => r.verdict === 2 || r.verdict === 3);
+  return {
+    runs: rows.length,
+    granted: granted.length,
+    withheld: withheld.length,
+    calls: rows.reduce((n, r) => n + r.model_calls, 0),
+    maxPerGranted: granted.reduce((m, r) => Math.max(m, r.model_calls), 0),
+    callsWithheld: withheld.reduce((n, r) => n + r.model_calls, 0),
+    callsUndecided: rows.filter((r) => r.verdict === 0).reduce((n, r) => n + r.model_calls, 0),
+  };
 }
 
 function measure(way, calls, posted, spans, gwLog, turns, transitions) {
@@ -397,6 +429,8 @@ const rows = [
   ['wall time until quiet (both messages)', (r) => `${(r.wallMs / 1000).toFixed(1)} s${r.capped ? ' (capped)' : ''}`],
   ['agents spoke one at a time', (r) => (r.overlaps.length ? `no (${r.overlaps.length} overlaps)` : 'yes')],
   ['turns given by Dirigent', (r) => (r.turns === null ? '–' : String(r.turns))],
+  ['runs let through / withheld (Dirigent\'s ledger)', (r) => (r.ledger ? `${r.ledger.granted} / ${r.ledger.withheld}` : '–')],
+  ['model calls per run let through (most); on withheld runs', (r) => (r.ledger ? `${r.ledger.maxPerGranted}; ${r.ledger.callsWithheld}` : '–')],
 ];
 const table = [
   `| | ${results.map((r) => r.way.title).join(' | ')} |`,
@@ -421,6 +455,16 @@ for (const r of results) {
   if (r.turns !== null)
     note(`${r.way.title}: ${r.calls} model calls for ${r.turns} turns given` +
       `${r.calls <= r.turns ? ' (at most one call per turn)' : ' (MORE calls than turns)'}`);
+}
+const dl = results.find((r) => r.ledger);
+if (dl) {
+  const l = dl.ledger;
+  note(`${dl.way.title}: ledger: ${l.runs} runs, ${l.granted} let through, ${l.withheld} withheld; ` +
+    `${l.calls} model calls reported (the scripted model saw ${dl.calls}); at most ${l.maxPerGranted} per run let through, ` +
+    `${l.callsWithheld} on withheld runs, ${l.callsUndecided} on runs without a decision`);
+  if (l.maxPerGranted > 1 || l.callsWithheld > 0 || l.callsUndecided > 0 || l.calls !== dl.calls)
+    note(`${dl.way.title}: AIM MISSED: every model call should belong to a run let through, at most one each, ` +
+      'and the ledger should count every call the model saw');
 }
 note(`table written to ${opt.out}; configs, logs, transcripts and calls in ${opt.work}`);
 cleanup();

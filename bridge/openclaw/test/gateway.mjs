@@ -31,6 +31,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
+import { DatabaseSync } from 'node:sqlite';
 import {
   getJson, postJson, waitFor, sleep, makeChecks, makeChildren, offlineEnv, modelEntry, writeConfig,
 } from './lib.mjs';
@@ -468,6 +469,26 @@ check('every model call went to an agent\'s real model (no no-reply model is con
   [...new Set(reqs.map((q) => q.model))].join(', '));
 
 await stopGateway(); // and wait for it: its files are removed next
+
+// Dirigent's cost ledger against what the scripted model saw: OpenClaw
+// reported every model call (model_call_ended) and its tokens (llm_output),
+// each call belongs to a run Dirigent let through, none to a claimed one.
+{
+  let rows = null, err = '';
+  try {
+    const d = new DatabaseSync(path.join(home, '.openclaw', 'dirigent', 'dirigent.db'), { readOnly: true });
+    rows = d.prepare('SELECT agent_id, verdict, model_calls, tokens_in, tokens_out FROM cost_runs').all();
+    d.close();
+  } catch (e) { err = e.message; }
+  const sum = (f) => (rows ?? []).reduce((n, r) => n + f(r), 0);
+  const calls = sum((r) => r.model_calls);
+  const offTurn = sum((r) => (r.verdict === 1 ? 0 : r.model_calls));
+  const claimed = (rows ?? []).filter((r) => r.verdict === 3).length;
+  check('cost ledger: every model call reported by OpenClaw, each on a run Dirigent let through, tokens counted, claimed runs recorded',
+    rows && calls === reqs.length && offTurn === 0 && claimed > 0 && sum((r) => r.tokens_in + r.tokens_out) > 0,
+    err || `ledger calls ${calls} (model saw ${reqs.length}), calls on runs not let through ${offTurn}, claimed runs ${claimed}, ` +
+      `tokens ${sum((r) => r.tokens_in)}/${sum((r) => r.tokens_out)}`);
+}
 
 // ---- openclaw dirigent ...: the operator's commands -------------------------------------
 // The installed package's dirigent-ctl, run by the bridge with the config

@@ -1,0 +1,111 @@
+/*
+ * slack_int.h -- the Slack client's private header: the client record and
+ * what the transport lends the operation files. Only slack/ includes it:
+ *   transport.c  curl handles and their pool, form bodies, pacing and
+ *                429s, retries, answers and their error messages
+ *   client.c     options, token check, new/free, abort, log
+ *   messages.c   text limit, post, find by key
+ *   channels.c   channel names, create private, invite, archive
+ *   users.c      auth.test, users.info
+ *   mentions.c   ids, mention syntax and parsing
+ * The functions here run on the thread that called the public API
+ * (slack.h) they serve.
+ */
+#ifndef DG_SLACK_INT_H
+#define DG_SLACK_INT_H
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "slack.h"
+#include "str_map.h"
+
+#define DGS_MAX_429_PER_CALL 16  /* a server answering 429 forever still ends */
+#define DGS_MAX_BODY (8u << 20)  /* answers larger than this are refused */
+#define DGS_POLL_MS 50           /* abort latency of a transfer in flight */
+#define DGS_MAX_WAIT_MS 3600000L /* longest Retry-After believed */
+#define DGS_MAX_PACES 1024       /* pace states kept before idle ones are forgotten */
+
+/* Pacing state of one key: a method, or chat.postMessage and a channel.
+ * A token bucket (tokens refill at rate per ms up to burst) and the end of
+ * a 429's Retry-After. */
+typedef struct dgs_pace {
+    char key[96];
+    double tokens, burst, rate;
+    int64_t last_ms;
+    int64_t blocked_until; /* monotonic ms; 0: not blocked */
+} dgs_pace;
+
+struct dg_slack {
+    char *base;
+    char *token;
+    char *auth_header; /* "Authorization: Bearer <token>" */
+    struct curl_slist *headers;
+    char *user_agent;
+    long timeout_ms, connect_ms, backoff_base_ms, backoff_max_ms;
+    int max_attempts, max_idle, no_pacing;
+    double pace_scale;
+    size_t max_text;
+    dg_slack_log_fn log;
+    void *log_state;
+
+    atomic_int abort;
+
+    pthread_mutex_t mu;  /* guards everything below */
+    pthread_cond_t cond; /* pacing state changed, or abort (CLOCK_MONOTONIC) */
+    dg_map paces;        /* key -> dgs_pace (malloc'd, owns its key) */
+    uint64_t rng;
+    char self_id[DG_SLACK_ID_LEN]; /* the moderator's user id once auth.test said */
+
+    pthread_mutex_t pool_mu;
+    CURL **idle;
+    size_t n_idle;
+};
+
+/* ---- transport.c ---------------------------------------------------------------- */
+
+/* Monotonic clock, ms. Any thread. */
+int64_t dgs_mono_ms(void);
+
+/* Overwrite every piece of the token in text with '*' (NULL: no-op). */
+void dgs_scrub(const dg_slack *s, char *text);
+
+/* A line to the client's log callback, if any (token scrubbed). */
+void dgs_log(dg_slack *s, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Fill e (when not NULL) and return rc: status, HTTP status, whether a
+ * retry may help, the message (printf format). */
+int dgs_fail(dg_slack_err *e, int rc, long http, int retryable, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* Append "&key=value" (percent-encoded; the first without '&') to a
+ * form body. 0, or -1 out of memory. */
+int dgs_form_add(dg_buf *form, const char *key, const char *value)
+    __attribute__((warn_unused_result));
+
+/*
+ * Call a Web API method with a form body under every rule (pacing, 429s,
+ * retries, the call's time bound, abort). pace_channel: for
+ * chat.postMessage, the channel whose per-channel pace applies (NULL
+ * otherwise). idempotent: 1 lets a transfer that may have reached Slack be
+ * repeated. On DG_OK *answer is the {"ok":true,...} object (the caller
+ * decrefs); otherwise the error is in e (Slack's code, the hint) and
+ * *answer is NULL.
+ */
+int dgs_call(dg_slack *s, const char *method, const char *pace_channel, const char *form,
+             int idempotent, json_t **answer, dg_slack_err *e) __attribute__((warn_unused_result));
+
+/* The pace-key table's free callback (dg_map_each). */
+void dgs_pace_free(void *val, void *unused);
+
+/* Idle curl handles freed (dg_slack_free). */
+void dgs_pool_drain(dg_slack *s);
+
+/* Copy a string member of o into out (cut to fit; "" when absent). */
+void dgs_copy_str(const json_t *o, const char *key, char *out, size_t out_len);
+
+#endif
