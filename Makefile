@@ -197,7 +197,8 @@ BENCH_OBJ  := $(BENCH_SRC:%.c=$(B)/obj/%.o)
 
 .PHONY: all check check-openclaw compare demo demo-shared playground bench deps install uninstall clean manifest-check \
         fuzz fuzz-short fuzz-ci fuzz-build deps-fuzz check-faults check-model coverage package
-OPTIONAL := $(if $(OCGW_SRC),$(B)/ocgw) $(if $(wildcard tests/fake_discord_main.c),$(B)/fake-discord)
+OPTIONAL := $(if $(OCGW_SRC),$(B)/ocgw) $(if $(wildcard tests/fake_discord_main.c),$(B)/fake-discord) \
+            $(if $(wildcard tests/fake_slack_main.c),$(B)/fake-slack)
 all: $(B)/dirigent.so $(B)/libochost.a $(SLACK_LIB) $(OPTIONAL) $(SERVERS) $(B)/dirigent-ctl
 
 # ---- generated sources -------------------------------------------------------
@@ -301,6 +302,12 @@ FAKE_DISCORD_OBJ := $(patsubst %.c,$(B)/obj/%.o,tests/support/fake_discord.c \
                     tests/support/fake_discord_gateway.c tests/support/ws_frame.c \
                     tests/support/ws_accept.c)
 $(B)/fake-discord: $(B)/obj/tests/fake_discord_main.o $(FAKE_DISCORD_OBJ) $(COMMON_LIB)
+	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -lm
+
+# The fake Slack: Web API (fake_slack*.c) and Socket Mode (fake_slack_socket.c).
+FAKE_SLACK_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(sort $(wildcard tests/support/fake_slack*.c)) \
+                  tests/support/ws_frame.c tests/support/ws_accept.c)
+$(B)/fake-slack: $(B)/obj/tests/fake_slack_main.o $(FAKE_SLACK_OBJ) $(COMMON_LIB)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -lm
 
 # The operator's CLI: the plugin's store code over a read-only connection.

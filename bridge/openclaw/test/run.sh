@@ -3,10 +3,11 @@
 #
 #   sh bridge/openclaw/test/run.sh [BUILD_DIR]
 #
-# 1. Installs (once) or reuses Node 24 + koffi + openclaw@2026.9.6 in a cache
-#    folder outside the tracked tree: $DIRIGENT_OPENCLAW_CACHE, default
-#    $HOME/.cache/dirigent-openclaw (about 1 minute and 840 MB the first
-#    time; npm is needed only then). Fails loudly when anything is missing.
+# 1. Installs (once) or reuses Node 24 + koffi + openclaw@2026.9.6 and
+#    @openclaw/slack@2026.9.6 in a cache folder outside the tracked tree:
+#    $DIRIGENT_OPENCLAW_CACHE, default $HOME/.cache/dirigent-openclaw (about
+#    1 minute and 880 MB the first time; npm is needed only then). Fails
+#    loudly when anything is missing.
 # 2. Generates bridge/openclaw/openclaw.plugin.json from manifest.json and
 #    stages the bridge as an OpenClaw plugin folder (with node_modules links
 #    into the cache), once for dirigent.so and once for the fixture
@@ -20,6 +21,12 @@
 #    test/gateway.mjs (a real `openclaw gateway run` with one Discord bot per
 #    agent against the fake Discord's REST + gateway websocket).
 # DIRIGENT_OPENCLAW_STAGES=gateway (or unit,scenario) runs only those;
+# `slack` (not in the default list) runs test/slack.mjs: a real `openclaw
+# gateway run` with the official Slack channel plugin (@openclaw/slack, in
+# Socket Mode) and one app per agent against build/fake-slack;
+# `slack-dirigent` (not in the default list) the same with Dirigent's
+# package (and @openclaw/discord) installed and loaded beside it: Dirigent
+# must leave Slack's conversations alone;
 # `bench` (not in the default list) measures a decision through the bridge;
 # `compare` (not in the default list, `make compare`) plays one story in the
 # gateway three ways (OpenClaw alone, with a broadcast group, with Dirigent)
@@ -44,7 +51,9 @@ fail() {
 }
 
 # ---- the artefacts under test ---------------------------------------------------
-for f in dirigent.so dirigent-noreply fake-discord; do
+NEED="dirigent.so dirigent-noreply fake-discord"
+case ",${DIRIGENT_OPENCLAW_STAGES:-}," in *,slack,* | *,slack-dirigent,*) NEED="$NEED fake-slack" ;; esac
+for f in $NEED; do
     [ -f "$BABS/$f" ] || fail "$BABS/$f is missing; run make (BUILD=$B) first"
 done
 if readelf -d "$BABS/dirigent.so" 2>/dev/null | grep -q 'libasan'; then
@@ -73,6 +82,22 @@ if ! installed; then
 fi
 "$NODE" -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>24||(a===24&&b>=16)?0:1)' ||
     fail "$NODE is Node $("$NODE" --version); OpenClaw $OPENCLAW_VERSION needs >= 24.16"
+# @openclaw/slack pinned next to openclaw: the slack stage installs it from
+# the registry into its HOME as a user does; the cache keeps the same
+# version to read (its dist is what bridge/openclaw/test/slack.mjs was
+# written against). Added once, also to a cache made before it was listed.
+slack_cached() {
+    grep -q "\"version\": \"$OPENCLAW_VERSION\"" "$CACHE/node_modules/@openclaw/slack/package.json" 2>/dev/null
+}
+if ! slack_cached; then
+    command -v npm >/dev/null 2>&1 ||
+        fail "npm is needed once to add @openclaw/slack@$OPENCLAW_VERSION to $CACHE (apt-get install npm)"
+    echo "check-openclaw: adding @openclaw/slack@$OPENCLAW_VERSION to $CACHE (once, about 40 MB)"
+    (cd "$CACHE" && PATH="$(dirname "$NODE"):$PATH" npm install --ignore-scripts --no-audit --no-fund \
+        --save-exact "@openclaw/slack@$OPENCLAW_VERSION") >"$CACHE/slack-install.log" 2>&1 ||
+        fail "npm install @openclaw/slack@$OPENCLAW_VERSION into $CACHE failed (network? see $CACHE/slack-install.log)"
+    slack_cached || fail "npm finished but $CACHE/node_modules/@openclaw/slack is not version $OPENCLAW_VERSION"
+fi
 echo "check-openclaw: node $("$NODE" --version), openclaw $OPENCLAW_VERSION, koffi $("$NODE" -p 'require(process.argv[1]).version' "$CACHE/node_modules/koffi/package.json") from $CACHE"
 
 # ---- stage the plugin folders ------------------------------------------------------------
@@ -97,7 +122,29 @@ cat >"$WORK/plugins/bridge_probe/openclaw.plugin.json" <<'EOF'
   "activation": {"onStartup": true}
 }
 EOF
-mkdir -p "$WORK/unit" "$WORK/scenario" "$WORK/gateway/home"
+mkdir -p "$WORK/unit" "$WORK/scenario" "$WORK/gateway/home" "$WORK/slack/home" "$WORK/slack-dirigent/home"
+
+# Dirigent from its package, with the README's command; npm offline: the
+# package carries koffi itself, nothing may come from the registry. Packed
+# once per run, installed into each stage's HOME that loads it.
+VERSION=$(sed -n 's/^  "version": "\([^"]*\)",*$/\1/p' manifest.json)
+PKG=$BABS/dirigent-openclaw-$VERSION.tgz
+PACKED=
+install_dirigent() { # install_dirigent <stage dir> (its HOME is <stage dir>/home)
+    if [ -z "$PACKED" ]; then
+        echo "check-openclaw: make package"
+        NODE="$NODE" DIRIGENT_KOFFI_FROM="$CACHE/node_modules" sh scripts/package.sh pack "$B" "$VERSION" >"$1/package.log" 2>&1 ||
+            fail "make package failed (see $1/package.log)"
+        PACKED=1
+    fi
+    echo "check-openclaw: openclaw plugins install $PKG into $1/home"
+    (cd "$1" && HOME="$1/home" npm_config_cache="$CACHE/npm-cache" npm_config_offline=true \
+        PATH="$(dirname "$NODE"):$PATH" "$NODE" "$CACHE/node_modules/openclaw/openclaw.mjs" plugins install "$PKG" --force --accept-capabilities) \
+        >"$1/dirigent-install.log" 2>&1 ||
+        fail "openclaw plugins install $PKG failed (see $1/dirigent-install.log)"
+    [ -f "$1/home/.openclaw/extensions/dirigent/node_modules/koffi/package.json" ] ||
+        fail "openclaw plugins install $PKG left no node_modules/koffi in $1/home/.openclaw/extensions/dirigent"
+}
 
 # ---- the gateway stage's HOME: the official Discord channel plugin -------------------
 # Installed the way a user installs it (`openclaw plugins install`), into
@@ -110,19 +157,30 @@ echo "check-openclaw: installing $DISCORD_PLUGIN into the gateway stage's HOME"
     PATH="$(dirname "$NODE"):$PATH" "$NODE" "$CACHE/node_modules/openclaw/openclaw.mjs" plugins install "$DISCORD_PLUGIN" --pin) \
     >"$WORK/gateway/discord-install.log" 2>&1 ||
     fail "openclaw plugins install $DISCORD_PLUGIN failed (network? see $WORK/gateway/discord-install.log)"
-# Dirigent from its package, with the README's command; npm offline: the
-# package carries koffi itself, nothing may come from the registry.
-VERSION=$(sed -n 's/^  "version": "\([^"]*\)",*$/\1/p' manifest.json)
-PKG=$BABS/dirigent-openclaw-$VERSION.tgz
-echo "check-openclaw: make package; openclaw plugins install $PKG into the gateway stage's HOME"
-NODE="$NODE" DIRIGENT_KOFFI_FROM="$CACHE/node_modules" sh scripts/package.sh pack "$B" "$VERSION" >"$WORK/gateway/package.log" 2>&1 ||
-    fail "make package failed (see $WORK/gateway/package.log)"
-(cd "$WORK/gateway" && HOME="$WORK/gateway/home" npm_config_cache="$CACHE/npm-cache" npm_config_offline=true \
-    PATH="$(dirname "$NODE"):$PATH" "$NODE" "$CACHE/node_modules/openclaw/openclaw.mjs" plugins install "$PKG" --force --accept-capabilities) \
-    >"$WORK/gateway/dirigent-install.log" 2>&1 ||
-    fail "openclaw plugins install $PKG failed (see $WORK/gateway/dirigent-install.log)"
-[ -f "$WORK/gateway/home/.openclaw/extensions/dirigent/node_modules/koffi/package.json" ] ||
-    fail "openclaw plugins install $PKG left no node_modules/koffi in ~/.openclaw/extensions/dirigent"
+install_dirigent "$WORK/gateway"
+;; esac
+
+# ---- the slack stages' HOMEs: the official Slack channel plugin -------------------------
+# As a user installs it (README), into the stage's own HOME; before the
+# private network namespace (npm needs the registry the first time).
+SLACK_PLUGIN=@openclaw/slack@$OPENCLAW_VERSION
+install_slack() { # install_slack <stage dir>
+    echo "check-openclaw: installing $SLACK_PLUGIN into $1/home"
+    (cd "$1" && HOME="$1/home" npm_config_cache="$CACHE/npm-cache" npm_config_prefer_offline=true \
+        PATH="$(dirname "$NODE"):$PATH" "$NODE" "$CACHE/node_modules/openclaw/openclaw.mjs" plugins install "$SLACK_PLUGIN" --pin) \
+        >"$1/slack-install.log" 2>&1 ||
+        fail "openclaw plugins install $SLACK_PLUGIN failed (network? see $1/slack-install.log)"
+}
+case ",${DIRIGENT_OPENCLAW_STAGES:-}," in *,slack,*) install_slack "$WORK/slack" ;; esac
+case ",${DIRIGENT_OPENCLAW_STAGES:-}," in *,slack-dirigent,*)
+install_slack "$WORK/slack-dirigent"
+# Dirigent as README installs it: with OpenClaw's Discord plugin, which the
+# gateway otherwise tries to fetch at start (offline there).
+(cd "$WORK/slack-dirigent" && HOME="$WORK/slack-dirigent/home" npm_config_cache="$CACHE/npm-cache" npm_config_prefer_offline=true \
+    PATH="$(dirname "$NODE"):$PATH" "$NODE" "$CACHE/node_modules/openclaw/openclaw.mjs" plugins install "$DISCORD_PLUGIN" --pin) \
+    >"$WORK/slack-dirigent/discord-install.log" 2>&1 ||
+    fail "openclaw plugins install $DISCORD_PLUGIN failed (network? see $WORK/slack-dirigent/discord-install.log)"
+install_dirigent "$WORK/slack-dirigent"
 ;; esac
 
 # ---- run (loopback only) -------------------------------------------------------------------
@@ -134,11 +192,15 @@ case ",$STAGES," in *,scenario,*) TESTS="$TESTS &&
  timeout 1500 '$NODE' bridge/openclaw/test/scenario.mjs --build '$BABS' --cache '$CACHE' --work '$WORK/scenario' --plugins '$WORK/plugins'" ;; esac
 case ",$STAGES," in *,gateway,*) TESTS="$TESTS &&
  timeout 1200 '$NODE' bridge/openclaw/test/gateway.mjs --build '$BABS' --cache '$CACHE' --work '$WORK/gateway' --plugins '$WORK/plugins' --home '$WORK/gateway/home'" ;; esac
+case ",$STAGES," in *,slack,*) TESTS="$TESTS &&
+ timeout 1500 '$NODE' bridge/openclaw/test/slack.mjs --build '$BABS' --cache '$CACHE' --work '$WORK/slack' --home '$WORK/slack/home'" ;; esac
+case ",$STAGES," in *,slack-dirigent,*) TESTS="$TESTS &&
+ timeout 1500 '$NODE' bridge/openclaw/test/slack.mjs --build '$BABS' --cache '$CACHE' --work '$WORK/slack-dirigent' --home '$WORK/slack-dirigent/home'" ;; esac
 case ",$STAGES," in *,compare,*) TESTS="$TESTS &&
  timeout 2400 nice '$NODE' bridge/openclaw/test/compare.mjs --build '$BABS' --cache '$CACHE' --work '$WORK/gateway' --home '$WORK/gateway/home' --out '$BABS/compare.md'" ;; esac
 case ",$STAGES," in *,bench,*) TESTS="$TESTS &&
  timeout 300 '$NODE' bridge/openclaw/test/bench.mjs '$WORK/plugins/dirigent' '$BABS/dirigent.so' '$WORK/bench'" ;; esac
-[ "$TESTS" != true ] || fail "DIRIGENT_OPENCLAW_STAGES=$STAGES names no stage (unit, scenario, gateway, bench, compare)"
+[ "$TESTS" != true ] || fail "DIRIGENT_OPENCLAW_STAGES=$STAGES names no stage (unit, scenario, gateway, slack, slack-dirigent, bench, compare)"
 rc=0
 if [ "${DIRIGENT_OPENCLAW_NETNS:-1}" != 0 ] && unshare -rn sh -c 'ip link set lo up' 2>/dev/null; then
     echo "check-openclaw: running in a private network namespace (loopback only)"
