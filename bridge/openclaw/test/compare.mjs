@@ -313,13 +313,18 @@ for (const way of ways) {
     try {
       const why = JSON.parse(ctl.stdout);
       turns = why.transitions.filter((t) => t.speakerAfter && t.speakerAfter !== t.speakerBefore).length;
-      r.transitions = why.transitions;
+
     } catch (e) {
       note(`dirigent-ctl why: ${e.message}: ${ctl.stdout.slice(0, 500)}${ctl.stderr.slice(0, 500)}`);
     }
   }
-  const res = measure(way, calls, posted, r.spans, gwLog, turns, r.transitions);
-  if (way.id === 'dirigent') res.ledger = readLedger(path.join(home, '.openclaw', 'dirigent', 'dirigent.db'), way.channel);
+  const res = measure(way, calls, posted, r.spans, gwLog, turns);
+  if (way.id === 'dirigent') {
+    res.ledger = readLedger(path.join(home, '.openclaw', 'dirigent', 'dirigent.db'), way.channel);
+    res.callsOf = (agent) => calls.filter((q) => q.model === `${agent}-model`)
+      .map((q) => `${new Date(q.at).toISOString().slice(11, 23)} ${q.rule ?? '?'} -> ${JSON.stringify((q.reply.text ?? '').slice(0, 30))}`)
+      .join('; ');
+  }
   results.push(res);
 }
 
@@ -349,10 +354,11 @@ function readLedger(db, channel) {
     maxPerGranted: granted.reduce((m, r) => Math.max(m, r.model_calls), 0),
     callsWithheld: withheld.reduce((n, r) => n + r.model_calls, 0),
     callsUndecided: rows.filter((r) => r.verdict === 0).reduce((n, r) => n + r.model_calls, 0),
+    multi: granted.filter((r) => r.model_calls > 1),
   };
 }
 
-function measure(way, calls, posted, spans, gwLog, turns, transitions) {
+function measure(way, calls, posted, spans, gwLog, turns) {
   const agentOf = (q) => q.model.replace(/-model$/, '');
   const isPass = (q) => !q.reply.text || /^\s*NO_REPLY\s*$/.test(q.reply.text);
   const bots = posted.filter((m) => m.author.id !== HUMAN.id);
@@ -383,21 +389,11 @@ function measure(way, calls, posted, spans, gwLog, turns, transitions) {
   const tokensOut = calls.reduce((n, q) => n + (q.usage?.completion_tokens ?? 0), 0);
   const wallMs = spans.reduce((n, s) => n + (s.last - s.sent), 0);
   const broadcasts = (gwLog.match(/Broadcasting message to \d+ agents|group-threads/g) ?? []).length;
-  // Calls made while Dirigent gave the turn to someone else: the speaker at
-  // each call's time, from the transition log (newest first).
-  let offTurn = null;
-  if (transitions) {
-    const tr = [...transitions].reverse().map((t) => ({ at: Date.parse(t.at), speaker: t.speakerAfter }));
-    offTurn = calls.filter((q) => {
-      const cur = tr.filter((t) => t.at <= q.at).at(-1);
-      return !cur || cur.speaker !== agentOf(q);
-    }).map((q) => `${agentOf(q)} at ${new Date(q.at).toISOString()}`);
-  }
   return {
     way, calls: calls.length, callsBy, answers: calls.length - passes, passes, tokensIn, tokensOut, perBot,
     agentPosts: agentPosts.length, moderatorPosts: perBot.moderator ?? 0,
     delivered: delivered.filter((a) => a.posts.length > 0).length, warnings, noReply, duplicates,
-    wallMs, capped: spans.some((s) => s.cappedAt), overlaps, turns, offTurn, broadcasts,
+    wallMs, capped: spans.some((s) => s.cappedAt), overlaps, turns, broadcasts,
   };
 }
 
@@ -451,17 +447,19 @@ console.log(`\n${md}`);
 for (const r of results) {
   for (const o of r.overlaps) note(`${r.way.title}: ${o}`);
   for (const m of [...r.warnings, ...r.noReply]) note(`${r.way.title}: leaked by ${nameOf(m.author.id)}: ${m.content.slice(0, 120)}`);
-  if (r.offTurn && r.offTurn.length) note(`${r.way.title}: model calls by an agent not holding the turn: ${r.offTurn.join('; ')}`);
-  if (r.turns !== null)
-    note(`${r.way.title}: ${r.calls} model calls for ${r.turns} turns given` +
-      `${r.calls <= r.turns ? ' (at most one call per turn)' : ' (MORE calls than turns)'}`);
 }
+// Dirigent's own record, run by run (its cost ledger), replaces the old
+// estimate from transition times (whole seconds, and a pass into rest
+// writes no transition).
 const dl = results.find((r) => r.ledger);
 if (dl) {
   const l = dl.ledger;
   note(`${dl.way.title}: ledger: ${l.runs} runs, ${l.granted} let through, ${l.withheld} withheld; ` +
     `${l.calls} model calls reported (the scripted model saw ${dl.calls}); at most ${l.maxPerGranted} per run let through, ` +
     `${l.callsWithheld} on withheld runs, ${l.callsUndecided} on runs without a decision`);
+  for (const run of l.multi)
+    note(`${dl.way.title}: run ${run.run_id} of ${run.agent_id} (let through) made ${run.model_calls} model calls; ` +
+      `that agent's calls in order: ${dl.callsOf(run.agent_id)}`);
   if (l.maxPerGranted > 1 || l.callsWithheld > 0 || l.callsUndecided > 0 || l.calls !== dl.calls)
     note(`${dl.way.title}: AIM MISSED: every model call should belong to a run let through, at most one each, ` +
       'and the ledger should count every call the model saw');
