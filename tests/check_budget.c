@@ -354,7 +354,7 @@ START_TEST(test_breaker_survives_restart_and_holds_in_a_second_instance)
     ck_assert_int_eq(round_on(&H2, 1, 1, &posted), 0);
     ck_assert_int_eq(posted, 2);
     ck_assert_int_eq(notices(&H2, BUDGET_NOTICE), 1);
-    tth_stop_plugin(&H2);
+    tth_free(&H2);
 }
 END_TEST
 
