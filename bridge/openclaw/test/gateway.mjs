@@ -487,7 +487,10 @@ await stopGateway(); // and wait for it: its files are removed next
   // OpenClaw's own text-only continuation after a run that ended in tool
   // calls ("settled-tool-finalization") reaches the model without a
   // model_call_ended: the one kind of call no plugin is told of.
-  const unreported = reqs.filter((q) => (q.lastUser ?? '').includes('did not produce a user-visible answer')).length;
+  // (the request's last user message is that continuation prompt; its words
+  // also turn up inside later requests' quoted history, so only the ending counts).
+  const unreported = reqs.filter((q) => /text-only pass, so reply with plain text and do not attempt any tool call\.\s*$/
+    .test(q.lastUser ?? '')).length;
   check('cost ledger: every model call OpenClaw reports, each on a run Dirigent let through, tokens counted, claimed runs recorded',
     rows && calls === reqs.length - unreported && offTurn === 0 && claimed > 0 && sum((r) => r.tokens_in + r.tokens_out) > 0,
     err || `ledger calls ${calls} (model saw ${reqs.length}, ${unreported} of them OpenClaw's unreported continuations), ` +
