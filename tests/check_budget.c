@@ -332,6 +332,42 @@ START_TEST(test_channel_budget_replaces_the_default)
 }
 END_TEST
 
+/* Every per-window kind, one row each: the budget that is reached is the
+ * one the breaker names, after as many turns (or the run whose tokens
+ * reach it) as the limit allows. An hour's or a day's turns count alpha's
+ * first run too (alone in the channel, before the human message). */
+START_TEST(test_each_window_kind_trips_its_breaker)
+{
+    static const struct {
+        const char *budget;
+        int kind; /* dg_budget_kind */
+        long tin, tout;
+        int posted; /* agent messages before the breaker holds */
+    } rows[] = {
+        {"\"turnsPerHumanMessage\":2", 1, 1, 1, 2}, {"\"tokensPerHumanMessage\":100", 2, 60, 50, 1},
+        {"\"turnsPerHour\":3", 3, 1, 1, 2},         {"\"tokensPerHour\":100", 4, 60, 50, 1},
+        {"\"turnsPerDay\":3", 5, 1, 1, 2},          {"\"tokensPerDay\":100", 6, 60, 50, 1},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        start_with(&H, rows[i].budget, NULL);
+        /* Well inside an hour: the joins and the runs fall into one window. */
+        int64_t now = atomic_load(&H.now_ms);
+        tth_advance(&H, HOUR_MS - now % HOUR_MS + 1000);
+        join3(&H);
+        human_says("go");
+        int posted = 0;
+        for (int r = 0; r < 3; r++)
+            round_on(&H, rows[i].tin, rows[i].tout, &posted);
+        dg_turn_state st = peek_on(&H);
+        ck_assert_msg(st.budget == rows[i].kind && posted == rows[i].posted,
+                      "%s: breaker %d (want %d), %d posted (want %d)", rows[i].budget, st.budget,
+                      rows[i].kind, posted, rows[i].posted);
+        ck_assert_int_eq(notices(&H, BUDGET_NOTICE), 1);
+        tth_free(&H);
+    }
+}
+END_TEST
+
 /* The breaker is turn state: a restart finds it, the notice is not
  * posted again, and a second instance on the same store claims too. */
 START_TEST(test_breaker_survives_restart_and_holds_in_a_second_instance)
@@ -368,6 +404,7 @@ Suite *make_budget_suite(void)
     tcase_add_test(tc, test_turns_per_human_message_stops_a_runaway_exchange);
     tcase_add_test(tc, test_tokens_per_hour_trips_on_usage_and_lifts_at_the_hour);
     tcase_add_test(tc, test_channel_budget_replaces_the_default);
+    tcase_add_test(tc, test_each_window_kind_trips_its_breaker);
     tcase_add_test(tc, test_breaker_survives_restart_and_holds_in_a_second_instance);
     suite_add_tcase(s, tc);
     return s;
