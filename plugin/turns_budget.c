@@ -231,6 +231,19 @@ int turns_budget_lift_due(dg_turns *t, turns_scope *r, int64_t now)
     return rc;
 }
 
+/* The ledger row of run_id of session s in scope r at now (no verdict);
+ * its scope key is written into key, which the row borrows. */
+static dg_cost_run cost_run_of(const turns_scope *r, const dg_turn_session *s, const char *run_id,
+                               int64_t now, char *key, size_t key_len)
+{
+    return (dg_cost_run){.session_key = s->session_key,
+                         .run_id = run_id,
+                         .channel_id = r->chan->id,
+                         .scope = dg_store_turns_state_key(&r->scope, key, key_len),
+                         .agent_id = s->agent_id,
+                         .at_ms = now};
+}
+
 int turns_cost_record(dg_turns *t, const turns_scope *r, const dg_turn_session *s,
                       const char *run_id, dg_cost_verdict verdict, int64_t now)
 {
@@ -242,13 +255,8 @@ int turns_cost_record(dg_turns *t, const turns_scope *r, const dg_turn_session *
                  (unsigned)atomic_fetch_add(&t->anon_runs, 1));
         run_id = made;
     }
-    dg_cost_run cr = {.session_key = s->session_key,
-                      .run_id = run_id,
-                      .channel_id = r->chan->id,
-                      .scope = dg_store_turns_state_key(&r->scope, key, sizeof key),
-                      .agent_id = s->agent_id,
-                      .at_ms = now,
-                      .verdict = verdict};
+    dg_cost_run cr = cost_run_of(r, s, run_id, now, key, sizeof key);
+    cr.verdict = verdict;
     return dg_store_cost_run(t->p->store, &cr);
 }
 
@@ -279,12 +287,7 @@ int dg_turns_usage(dg_turns *t, const dg_turn_session *s, const char *run_id, co
      * on calling its model after the tool returned. */
     if (rc == DG_OK && r) {
         char key[DG_SCOPE_ID_MAX + 16];
-        dg_cost_run cr = {.session_key = s->session_key,
-                          .run_id = run_id,
-                          .channel_id = r->chan->id,
-                          .scope = dg_store_turns_state_key(&r->scope, key, sizeof key),
-                          .agent_id = s->agent_id,
-                          .at_ms = now};
+        dg_cost_run cr = cost_run_of(r, s, run_id, now, key, sizeof key);
         rc = dg_store_cost_usage(t->p->store, &cr, model, calls, tokens_in, tokens_out);
         if (rc == DG_OK && (tokens_in || tokens_out) && e->chan->mode != DG_MODE_CLOSED)
             rc = turns_budget_check(t, r, now, &kick);
