@@ -687,7 +687,7 @@ static int run_end_locked(dg_turns *t, const dg_turn_session *s, const char *run
                                      granted == 1 ? DG_COST_GRANTED : DG_COST_SWAPPED, now)
                  : DG_OK;
     if (granted != 0)
-        turns_nudge_run_ended(r, fresh->pos);
+        turns_nudge_run_ended(r, fresh->pos, now);
     if ((rc = turns_cost_record(t, r, s, run_id, granted == 0 ? DG_COST_SWAPPED : DG_COST_GRANTED,
                                 now)) != DG_OK ||
         (granted != 0 && (rc = turns_budget_check(t, r, now, kick)) != DG_OK))

@@ -169,9 +169,11 @@ static int deliver_locked(dg_turns *t, const dg_turn_session *rs)
 }
 
 /* A message reached the session rs and the change it made is staged: when
- * rs's agent holds the turn there with no run of it under way, a run of it
- * is due now; the sweeper mentions it if none starts within turn.nudgeSec
- * (turns_scope.wait_pos). Read only. Writer held. */
+ * rs's agent holds the turn there, a run of it is due, now or, with a run
+ * of it under way (for an older message: its run starts after the message
+ * reached it), when that run ends; the host may drop a message that reaches
+ * a busy session. The sweeper mentions it if none starts within
+ * turn.nudgeSec (turns_scope.wait_pos). Read only. Writer held. */
 static int arm_nudge_locked(dg_turns *t, const dg_turn_session *rs, int64_t now)
 {
     if (t->p->cfg.turn_nudge_sec <= 0)
@@ -184,7 +186,7 @@ static int arm_nudge_locked(dg_turns *t, const dg_turn_session *rs, int64_t now)
     const dg_turn_state *st = turns_staged(t, r);
     dg_rule_ctx x;
     turns_make_ctx(t, r->chan, &x);
-    if (st->active && dg_rule_speaker(st, &x) == pos && atomic_load(&r->run_pos) != pos) {
+    if (st->active && dg_rule_speaker(st, &x) == pos) {
         atomic_store(&r->wait_ms, now);
         atomic_store(&r->wait_pos, pos);
     }

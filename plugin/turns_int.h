@@ -172,13 +172,14 @@ struct turns_scope {
      * reaches an agent's session while the session still finishes an
      * earlier run (OpenClaw logs it as "skipped, reply-operation-active"):
      * the speaker then holds the turn with no run coming. wait_pos is the
-     * speaker a message reached (message_received for its session) at
-     * wait_ms with no run of it under way, DG_NOBODY once a run of it goes
-     * on; run_pos the member whose last run went on (not swapped, not
-     * claimed) until its end; nudged_change the st.last_change_ms of the
-     * last turn nudged (one mention per turn). In memory only: after a
-     * restart nothing is armed until a message reaches the speaker. The
-     * atomics are set by the hot path under the mirror's read lock. */
+     * speaker a message reached (message_received for its session), owed a
+     * run since wait_ms (the message, or the end of the run of it that was
+     * under way then), DG_NOBODY once a run of it starts; run_pos the
+     * member whose last run went on (not swapped, not claimed) until its
+     * end; nudged_change the st.last_change_ms of the last turn nudged (one
+     * mention per turn). In memory only: a start arms every awake scope's
+     * speaker again (turns_sweeper.c). The atomics are set by the hot path
+     * under the mirror's read lock. */
     _Atomic int wait_pos;
     _Atomic int64_t wait_ms;
     _Atomic int run_pos;
@@ -579,7 +580,7 @@ void turns_evict_if_over(dg_turns *t, int64_t now);
 void turns_nudge_run_started(turns_scope *r, int pos);
 
 /* The run of member pos that went on in r ended. Writer mutex held. */
-void turns_nudge_run_ended(turns_scope *r, int pos);
+void turns_nudge_run_ended(turns_scope *r, int pos, int64_t now);
 
 /* r's turn moved from member prev to next's speaker by a change that
  * queued no hand-off to it (handoff_to): that speaker has the latest

@@ -17,10 +17,14 @@ void turns_nudge_run_started(turns_scope *r, int pos)
     atomic_compare_exchange_strong(&r->wait_pos, &waited, DG_NOBODY);
 }
 
-void turns_nudge_run_ended(turns_scope *r, int pos)
+void turns_nudge_run_ended(turns_scope *r, int pos, int64_t now)
 {
     int running = pos;
     atomic_compare_exchange_strong(&r->run_pos, &running, DG_NOBODY);
+    /* A message that reached pos while this run went on is due now: the
+     * host gets turn.nudgeSec from here to start its run. */
+    if (atomic_load(&r->wait_pos) == pos)
+        atomic_store(&r->wait_ms, now);
 }
 
 void turns_nudge_arm_new_speaker(dg_turns *t, turns_scope *r, const dg_turn_state *next, int prev,

@@ -174,7 +174,7 @@ static int expire_scope(dg_turns *t, const dg_scope *sc)
                    c->members[late], c->id);
             rc = turns_member_leave(t, r, late, DG_MEMBER_LEFT, DG_NOBODY, now, cause, &kick);
             if (rc == DG_OK)
-                turns_nudge_run_ended(r, late);
+                turns_nudge_run_ended(r, late, now);
         } else if (expired(&next, &x, now, &fx)) {
             char label[DG_SCOPE_LABEL_MAX];
             dg_log(t->p, OC_LOG_INFO,
@@ -194,7 +194,7 @@ static int expire_scope(dg_turns *t, const dg_scope *sc)
             /* A run that outlived its turn no longer counts as under way
              * (its agent_end may never come). */
             if (rc == DG_OK && late != DG_NOBODY)
-                turns_nudge_run_ended(r, late);
+                turns_nudge_run_ended(r, late, now);
             if (rc == DG_OK)
                 turns_nudge_arm_new_speaker(t, r, &next, late, fx.handoff_to, now);
         }

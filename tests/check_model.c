@@ -2132,6 +2132,30 @@ START_TEST(regression_non_reader_leaves_after_a_restart)
 }
 END_TEST
 
+/* reviewer holds the turn and its run for the hand-off is under way when
+ * alice writes again; the host drops her message for reviewer's busy
+ * session (reported, never run); the run in flight then passes on the
+ * older message, so the turn stays with reviewer for hers: the stall nudge
+ * mentions reviewer (MODEL_SEED=98984953). */
+START_TEST(regression_message_to_a_busy_speaker_dropped_is_nudged)
+{
+    static const scenario sc = {{3, 0, 0},
+                                8,
+                                {
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 0},
+                                    {S_HUMAN, 0, 0, 4, 0, 0, 0},
+                                    {S_RUN, 0, 0, 0, 0, 0, 0},
+                                    {S_ADMIN, 0, 0, 11, 0, 0, 0},
+                                    {S_ADVANCE, 2, 0, 0, 0, 0, 59},
+                                    {S_DELIVER, 2, 0, 0, 0, 0, 0},
+                                    {S_RUN, 0, 1, 3, 0, 0, 0},
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 2},
+                                },
+                                1};
+    replay(&sc);
+}
+END_TEST
+
 /* A message whose runs the host dropped, then a restart: the stall nudge's
  * wait was in memory only; after the start it is armed again for every
  * awake scope, so the speaker is mentioned before its turn times out. */
@@ -2252,6 +2276,7 @@ Suite *make_model_suite(void)
     tcase_add_test(reg, regression_silence_of_a_run_from_before_a_restart_is_no_pass);
     tcase_add_test(reg, regression_two_gateways_nudge_a_speaker_whose_delivery_dropped);
     tcase_add_test(reg, regression_mention_of_non_reader_near_a_deadline);
+    tcase_add_test(reg, regression_message_to_a_busy_speaker_dropped_is_nudged);
     suite_add_tcase(s, reg);
     return s;
 }
