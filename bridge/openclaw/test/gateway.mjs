@@ -486,15 +486,33 @@ await stopGateway(); // and wait for it: its files are removed next
   const claimed = (rows ?? []).filter((r) => r.verdict === 3).length;
   // OpenClaw's own text-only continuation after a run that ended in tool
   // calls ("settled-tool-finalization") reaches the model without a
-  // model_call_ended: the one kind of call no plugin is told of.
-  // (the request's last user message is that continuation prompt; its words
-  // also turn up inside later requests' quoted history, so only the ending counts).
-  const unreported = reqs.filter((q) => /text-only pass, so reply with plain text and do not attempt any tool call\.\s*$/
-    .test(q.lastUser ?? '')).length;
+  // model_call_ended when its harness runs it in isolation (plugin hooks
+  // suppressed); OpenClaw has other paths to the same prompt, and one CI
+  // run's ledger held one call more than the model saw less those
+  // continuations. So, per agent: every call the model saw but the
+  // continuations, and at most all of them. (The request's last user message is that
+  // continuation prompt; its words also turn up inside later requests'
+  // quoted history, so only the ending counts.)
+  const continuation = (q) => /text-only pass, so reply with plain text and do not attempt any tool call\.\s*$/
+    .test(q.lastUser ?? '');
+  const unreported = reqs.filter(continuation).length;
+  const perAgent = {};
+  for (const q of reqs) {
+    const a = q.model.replace(/-model$/, '');
+    perAgent[a] ??= { model: 0, continuations: 0, ledger: 0 };
+    perAgent[a].model += 1;
+    if (continuation(q)) perAgent[a].continuations += 1;
+  }
+  for (const r of rows ?? []) {
+    perAgent[r.agent_id] ??= { model: 0, continuations: 0, ledger: 0 };
+    perAgent[r.agent_id].ledger += r.model_calls;
+  }
+  const agentsAgree = Object.values(perAgent).every((a) => a.ledger >= a.model - a.continuations && a.ledger <= a.model);
   check('cost ledger: every model call OpenClaw reports, each on a run Dirigent let through, tokens counted, claimed runs recorded',
-    rows && calls === reqs.length - unreported && offTurn === 0 && claimed > 0 && sum((r) => r.tokens_in + r.tokens_out) > 0,
-    err || `ledger calls ${calls} (model saw ${reqs.length}, ${unreported} of them OpenClaw's unreported continuations), ` +
-      `calls on runs not let through ${offTurn}, claimed runs ${claimed}, tokens ${sum((r) => r.tokens_in)}/${sum((r) => r.tokens_out)}`);
+    rows && agentsAgree && offTurn === 0 && claimed > 0 && sum((r) => r.tokens_in + r.tokens_out) > 0,
+    err || `ledger calls ${calls} (model saw ${reqs.length}, ${unreported} of them OpenClaw's continuations, which it may leave unreported), ` +
+      `calls on runs not let through ${offTurn}, claimed runs ${claimed}, tokens ${sum((r) => r.tokens_in)}/${sum((r) => r.tokens_out)}; ` +
+      `per agent (model calls / continuations / ledger): ${JSON.stringify(perAgent)}`);
 }
 
 // ---- openclaw dirigent ...: the operator's commands -------------------------------------
