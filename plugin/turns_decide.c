@@ -149,6 +149,8 @@ static int resolve_fn(dg_turns *t, turns_sess *e, turns_scope *r, const dg_turn_
     atomic_store(&e->granted, v->no_reply ? 0 : 1);
     if (!v->no_reply && e->configured && e->pos != DG_NOBODY)
         turns_nudge_run_started(r, e->pos);
+    else if (e->configured && e->pos != DG_NOBODY)
+        turns_nudge_session_ran(r, e->pos);
     dg_scope_label(&r->scope, v->scope_label);
     return DG_OK;
 }
@@ -401,6 +403,8 @@ static void claim_record(dg_turns *t, const claim_run *cr, const dg_turn_claim *
     atomic_store(&e->granted, out->claimed ? 0 : 1);
     if (!out->claimed && e->configured && e->pos != DG_NOBODY)
         turns_nudge_run_started(r, e->pos);
+    else if (e->configured && e->pos != DG_NOBODY)
+        turns_nudge_session_ran(r, e->pos);
     if ((cr->why == CLAIM_STALE || cr->why == CLAIM_BEFORE_REPLY) && t->p->cfg.turn_nudge_sec > 0 &&
         atomic_load(&r->wait_pos) != e->pos) {
         atomic_store(&r->wait_ms, now);

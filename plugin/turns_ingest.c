@@ -183,6 +183,8 @@ static int arm_nudge_locked(dg_turns *t, const dg_turn_session *rs, int64_t now)
     int rc = recipient_scope(t, rs, &r, &pos);
     if (rc || !r)
         return rc;
+    if (pos >= 0 && pos < DG_TURN_MAX_MEMBERS && !atomic_load(&r->reached_ms[pos]))
+        atomic_store(&r->reached_ms[pos], now);
     const dg_turn_state *st = turns_staged(t, r);
     dg_rule_ctx x;
     turns_make_ctx(t, r->chan, &x);

@@ -184,6 +184,12 @@ struct turns_scope {
     _Atomic int64_t wait_ms;
     _Atomic int run_pos;
     int64_t nudged_change; /* writer mutex */
+    /* When a message reached member i's session with no run of it started
+     * since (0: none): a turn that moves to i later waits turn.nudgeSec
+     * from then, not from the move, since the host already had that
+     * message and ran nothing. Set under the writer; a run's start clears
+     * it under the read lock too (atomics). */
+    _Atomic int64_t reached_ms[DG_TURN_MAX_MEMBERS];
 };
 
 /* A fingerprint older than this is ignored: a wake run that never matched
@@ -578,6 +584,11 @@ void turns_evict_if_over(dg_turns *t, int64_t now);
  * under way, and any wait for it ends. Any thread, with the mirror's read
  * lock or the writer mutex held (atomics only). */
 void turns_nudge_run_started(turns_scope *r, int pos);
+
+/* A run of member pos started in r, whatever its verdict (claimed runs
+ * too): the host did not drop the message before it. Like
+ * turns_nudge_run_started, atomics only. */
+void turns_nudge_session_ran(turns_scope *r, int pos);
 
 /* The run of member pos that went on in r ended. Writer mutex held. */
 void turns_nudge_run_ended(turns_scope *r, int pos, int64_t now);

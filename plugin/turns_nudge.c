@@ -15,6 +15,13 @@ void turns_nudge_run_started(turns_scope *r, int pos)
     atomic_store(&r->run_pos, pos);
     int waited = pos;
     atomic_compare_exchange_strong(&r->wait_pos, &waited, DG_NOBODY);
+    turns_nudge_session_ran(r, pos);
+}
+
+void turns_nudge_session_ran(turns_scope *r, int pos)
+{
+    if (pos >= 0 && pos < DG_TURN_MAX_MEMBERS)
+        atomic_store(&r->reached_ms[pos], 0);
 }
 
 void turns_nudge_run_ended(turns_scope *r, int pos, int64_t now)
@@ -25,6 +32,8 @@ void turns_nudge_run_ended(turns_scope *r, int pos, int64_t now)
      * host gets turn.nudgeSec from here to start its run. */
     if (atomic_load(&r->wait_pos) == pos)
         atomic_store(&r->wait_ms, now);
+    if (pos >= 0 && pos < DG_TURN_MAX_MEMBERS && atomic_load(&r->reached_ms[pos]))
+        atomic_store(&r->reached_ms[pos], now);
 }
 
 void turns_nudge_arm_new_speaker(dg_turns *t, turns_scope *r, const dg_turn_state *next, int prev,
@@ -35,7 +44,11 @@ void turns_nudge_arm_new_speaker(dg_turns *t, turns_scope *r, const dg_turn_stat
     int sp = next->active ? dg_rule_speaker(next, &x) : DG_NOBODY;
     if (sp != DG_NOBODY && sp != prev && handoff_to == DG_NOBODY && t->p->cfg.turn_nudge_sec > 0 &&
         atomic_load(&r->run_pos) != sp) {
-        atomic_store(&r->wait_ms, now);
+        /* A message that reached sp before the move, and no run of it
+         * since: the wait began then. */
+        int64_t reached = sp < DG_TURN_MAX_MEMBERS ? atomic_load(&r->reached_ms[sp]) : 0;
+        int64_t since = reached ? reached : now;
+        atomic_store(&r->wait_ms, since);
         atomic_store(&r->wait_pos, sp);
     }
 }

@@ -2156,6 +2156,29 @@ START_TEST(regression_message_to_a_busy_speaker_dropped_is_nudged)
 }
 END_TEST
 
+/* coder holds the turn in #ops and is nudged; alice then @mentions planner,
+ * who cannot read #ops, and writes again, and the host drops her message
+ * for coder: once planner is out of the order the turn is coder's again,
+ * for a message it never ran on, and the stall nudge mentions it again
+ * (MODEL_SEED=79046850). */
+START_TEST(regression_speaker_nudged_again_after_the_turn_came_back)
+{
+    static const scenario sc = {{0, 6, 0},
+                                7,
+                                {
+                                    {S_HUMAN, 1, 0, 0, 0, 0, 0},
+                                    {S_RUN, 1, 2, 0, 0, 0, 0},
+                                    {S_HUMAN, 1, 0, 0, 0, 0, 0},
+                                    {S_ADVANCE, 0, 0, 0, 0, 0, 30},
+                                    {S_HUMAN, 1, 0, 1, 0, 0, 0},
+                                    {S_SETTLE, 2, 0, 0, 0, 0, 0},
+                                    {S_HUMAN, 1, 0, 0, 0, 0, 4},
+                                },
+                                1};
+    replay(&sc);
+}
+END_TEST
+
 /* A message whose runs the host dropped, then a restart: the stall nudge's
  * wait was in memory only; after the start it is armed again for every
  * awake scope, so the speaker is mentioned before its turn times out. */
@@ -2277,6 +2300,7 @@ Suite *make_model_suite(void)
     tcase_add_test(reg, regression_two_gateways_nudge_a_speaker_whose_delivery_dropped);
     tcase_add_test(reg, regression_mention_of_non_reader_near_a_deadline);
     tcase_add_test(reg, regression_message_to_a_busy_speaker_dropped_is_nudged);
+    tcase_add_test(reg, regression_speaker_nudged_again_after_the_turn_came_back);
     suite_add_tcase(s, reg);
     return s;
 }
