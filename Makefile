@@ -151,12 +151,13 @@ INC_common  := -Icommon
 INC_discord := $(INC_common) -Idiscord
 INC_store   := $(INC_common) -Istore
 INC_slack   := $(INC_common) -Islack
-INC_plugin  := -Iinclude $(INC_common) -Idiscord -Istore -Iplugin
+INC_chat    := $(INC_common) -Idiscord -Islack -Ichat
+INC_plugin  := -Iinclude $(INC_common) -Ichat -Istore -Iplugin
 INC_hooks   := $(INC_plugin) -Ihooks
 INC_host    := -Iinclude $(INC_discord) -Ihost
 INC_servers := $(INC_common)
-INC_tools   := $(INC_plugin) -Itools
-INC_tests   := $(INC_hooks) -Ihost -Islack -Itests/support
+INC_tools   := $(INC_plugin) -Idiscord -Itools
+INC_tests   := $(INC_hooks) -Idiscord -Ihost -Islack -Itests/support
 PART_INC     = $(INC_tests)
 LDFLAGS_ALL = -pthread $(SANFLAGS) $(LDFLAGS)
 
@@ -169,6 +170,11 @@ DISCORD_LIB := $(B)/libdgdiscord.a
 SLACK_SRC  := $(sort $(wildcard slack/*.c))
 SLACK_OBJ  := $(SLACK_SRC:%.c=$(B)/obj/%.o)
 SLACK_LIB  := $(B)/libdgslack.a
+CHAT_SRC   := $(sort $(wildcard chat/*.c))
+CHAT_OBJ   := $(CHAT_SRC:%.c=$(B)/obj/%.o)
+CHAT_LIB   := $(B)/libdgchat.a
+# What the core links for its chat platforms: the interface and each platform.
+PLATFORM_LIBS := $(CHAT_LIB) $(DISCORD_LIB) $(SLACK_LIB)
 STORE_SRC  := $(sort $(wildcard store/*.c))
 STORE_OBJ  := $(STORE_SRC:%.c=$(B)/obj/%.o)
 STORE_LIB  := $(B)/libdgstore.a
@@ -248,6 +254,7 @@ $(B)/obj/common/%.o: PART_INC = $(INC_common)
 $(B)/obj/discord/%.o: PART_INC = $(INC_discord)
 $(B)/obj/store/%.o: PART_INC = $(INC_store)
 $(B)/obj/slack/%.o: PART_INC = $(INC_slack)
+$(B)/obj/chat/%.o: PART_INC = $(INC_chat)
 $(B)/obj/plugin/%.o: PART_INC = $(INC_plugin)
 $(B)/obj/hooks/%.o: PART_INC = $(INC_hooks)
 $(B)/obj/host/%.o: PART_INC = $(INC_host)
@@ -269,8 +276,8 @@ $(B)/gen/benches.inc: $(BENCH_SRC) \
 $(B)/obj/tests/bench/bench_main.o: $(B)/gen/benches.inc
 
 # ---- products ----------------------------------------------------------------
-$(B)/dirigent.so: $(PLUGIN_OBJ) $(STORE_LIB) $(DISCORD_LIB) $(COMMON_LIB)
-	$(CC) -shared -o $@ $(PLUGIN_OBJ) $(STORE_LIB) $(DISCORD_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) -Wl,--no-undefined -Wl,-z,defs
+$(B)/dirigent.so: $(PLUGIN_OBJ) $(STORE_LIB) $(PLATFORM_LIBS) $(COMMON_LIB)
+	$(CC) -shared -o $@ $(PLUGIN_OBJ) $(STORE_LIB) $(PLATFORM_LIBS) $(COMMON_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) -Wl,--no-undefined -Wl,-z,defs
 	@ex=$$($(NM) -D --defined-only $@ | awk '{print $$3}' | grep -vE '^(_init|_fini|_edata|_end|__bss_start$(GCOV_EXPORTS))$$' | sort -u | tr '\n' ' '); \
 	  [ "$$ex" = "oc_plugin_entry " ] || { echo "dirigent.so exports more than oc_plugin_entry: $$ex"; rm -f $@; exit 1; }
 
@@ -287,6 +294,10 @@ $(STORE_LIB): $(STORE_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 $(SLACK_LIB): $(SLACK_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(CHAT_LIB): $(CHAT_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
@@ -311,7 +322,7 @@ $(B)/fake-slack: $(B)/obj/tests/fake_slack_main.o $(FAKE_SLACK_OBJ) $(COMMON_LIB
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -lm
 
 # The operator's CLI: the plugin's store code over a read-only connection.
-$(B)/dirigent-ctl: $(TOOLS_OBJ) $(PLUGIN_OBJ) $(STORE_LIB) $(DISCORD_LIB) $(COMMON_LIB)
+$(B)/dirigent-ctl: $(TOOLS_OBJ) $(PLUGIN_OBJ) $(STORE_LIB) $(PLATFORM_LIBS) $(COMMON_LIB)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -lm
 
 # A static pattern: the server objects are then no intermediate files that
@@ -330,8 +341,8 @@ $(B)/tests/plugins/%.so: tests/plugins/%.c include/openclaw/plugin.h $(FLAGS_STA
 # The allocation functions are wrapped (tests/support/failalloc.h) so that
 # suites can make one allocation fail and reach the out-of-memory branches.
 WRAP_ALLOC := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=strndup
-$(B)/check_all: $(B)/obj/tests/check_main.o $(TEST_OBJ:$(B)/obj/tests/check_main.o=) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libocgw.a $(B)/libochost.a $(STORE_LIB) $(DISCORD_LIB) $(SLACK_LIB) $(COMMON_LIB)
-	$(CC) -o $@ $(filter %.o,$^) $(B)/libocgw.a $(B)/libochost.a $(STORE_LIB) $(DISCORD_LIB) $(SLACK_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(WRAP_ALLOC) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
+$(B)/check_all: $(B)/obj/tests/check_main.o $(TEST_OBJ:$(B)/obj/tests/check_main.o=) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libocgw.a $(B)/libochost.a $(STORE_LIB) $(PLATFORM_LIBS) $(COMMON_LIB)
+	$(CC) -o $@ $(filter %.o,$^) $(B)/libocgw.a $(B)/libochost.a $(STORE_LIB) $(PLATFORM_LIBS) $(COMMON_LIB) $(LDFLAGS_ALL) $(WRAP_ALLOC) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
 
 # dirigent-ctl serve's code in the test runner too (tests/check_serve.c),
 # which sees tools/ for its header.
@@ -343,8 +354,8 @@ $(B)/libocgw.a: $(OCGW_LIB_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
-$(B)/bench: $(BENCH_OBJ) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libochost.a $(STORE_LIB) $(DISCORD_LIB) $(SLACK_LIB) $(COMMON_LIB)
-	$(CC) -o $@ $(filter %.o,$^) $(B)/libochost.a $(STORE_LIB) $(DISCORD_LIB) $(SLACK_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
+$(B)/bench: $(BENCH_OBJ) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libochost.a $(STORE_LIB) $(PLATFORM_LIBS) $(COMMON_LIB)
+	$(CC) -o $@ $(filter %.o,$^) $(B)/libochost.a $(STORE_LIB) $(PLATFORM_LIBS) $(COMMON_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
 
 TEST_DEPS := $(B)/check_all $(B)/dirigent.so $(B)/libochost.a $(OPTIONAL) $(SERVERS) $(FIXTURES) \
              $(B)/dirigent-ctl
@@ -439,7 +450,7 @@ coverage: deps-ok
 	find build-cov -name '*.gcda' -delete 2>/dev/null || true
 	$(MAKE) COVERAGE=1 test-deps
 	-env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL DG_BUILD_DIR=build-cov DG_COVERAGE=1 ./build-cov/check_all
-	sh scripts/coverage.sh build-cov plugin store hooks host servers common discord slack
+	sh scripts/coverage.sh build-cov plugin store hooks host servers common discord slack chat
 
 test-deps: deps-ok $(TEST_DEPS)
 .PHONY: test-deps
@@ -527,14 +538,14 @@ define fuzz_plugin_target
 $(B)/obj/tests/fuzz/$(1).o: tests/fuzz/fuzz_plugin.c $(FLAGS_STAMP)
 	@mkdir -p $$(@D)
 	$$(CC) $$(ALL_CFLAGS) -DFZ_KIND="'$(2)'" -DFZ_NAME='"$(3)"' -MMD -MP -c $$< -o $$@
-$(B)/fuzz/$(1): $(B)/obj/tests/fuzz/$(1).o $(FUZZ_HOST_OBJ) $(PLUGIN_OBJ) $(STORE_LIB) $(DISCORD_LIB) $(COMMON_LIB)
+$(B)/fuzz/$(1): $(B)/obj/tests/fuzz/$(1).o $(FUZZ_HOST_OBJ) $(PLUGIN_OBJ) $(STORE_LIB) $(PLATFORM_LIBS) $(COMMON_LIB)
 	@mkdir -p $$(@D)
 	$$(FUZZ_LINK)
 endef
 $(foreach h,$(FUZZ_HOOKS),$(eval $(call fuzz_plugin_target,hook_$(h),h,$(h))))
 $(foreach t,$(FUZZ_TOOLS),$(eval $(call fuzz_plugin_target,$(subst -,_,tool_$(t)),t,$(t))))
 
-$(FUZZ_UNITS:%=$(B)/fuzz/%): $(B)/fuzz/%: $(B)/obj/tests/fuzz/fuzz_%.o $(FUZZ_SUPPORT) $(PLUGIN_OBJ) $(STORE_LIB) $(DISCORD_LIB) $(COMMON_LIB)
+$(FUZZ_UNITS:%=$(B)/fuzz/%): $(B)/fuzz/%: $(B)/obj/tests/fuzz/fuzz_%.o $(FUZZ_SUPPORT) $(PLUGIN_OBJ) $(STORE_LIB) $(PLATFORM_LIBS) $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(FUZZ_LINK)
 endif

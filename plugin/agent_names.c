@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "discord.h"
+#include "chat.h"
 #include "errors.h"
 #include "md_code.h"
 
@@ -63,9 +63,10 @@ static void look_up(dg_agent_names *n, dg_plugin *p, size_t due, int64_t now_ms)
 {
     const dg_agent_cfg *a = &p->cfg.agents[due];
     char username[NAME_MAX_BYTES], global_name[NAME_MAX_BYTES];
-    dg_discord_err err;
-    int rc = dg_discord_get_user_names(p->discord, a->discord_user_id, username, sizeof username,
-                                       global_name, sizeof global_name, &err);
+    dg_chat_err err;
+    memset(&err, 0, sizeof err);
+    int rc = dg_chat_user_names(p->chat, a->discord_user_id, username, sizeof username, global_name,
+                                sizeof global_name, &err);
     pthread_mutex_lock(&n->mu);
     agent_entry *e = &n->v[due];
     int warn = 0;
@@ -101,13 +102,13 @@ void dg_agent_names_refresh(dg_agent_names *n, dg_plugin *p, int64_t now_ms)
         pthread_mutex_lock(&n->mu);
         int due =
             !n->v[i].known && p->cfg.agents[i].discord_user_id && n->v[i].next_try_ms <= now_ms;
-        int log_no_client = due && !p->discord && !n->no_client_logged;
+        int log_no_client = due && !p->chat && !n->no_client_logged;
         if (log_no_client)
             n->no_client_logged = 1;
         pthread_mutex_unlock(&n->mu);
         if (!due)
             continue;
-        if (!p->discord) {
+        if (!p->chat) {
             if (log_no_client)
                 dg_log(p, OC_LOG_INFO,
                        "turns: no moderator token, so the agents' Discord "

@@ -15,7 +15,7 @@
 #include "status.h"
 #include "core.h"
 #include "dirigent.h"
-#include "discord.h"
+#include "chat.h"
 #include "discuss.h"
 #include "seen_set.h"
 #include "outbox.h"
@@ -64,9 +64,11 @@ static int check_host(const oc_host_api *api, char *err, size_t err_len)
 
 /* The Discord client logs through the host like the rest of the plugin.
  * Called on whichever thread makes the request. */
-static void discord_log(void *state, int level, const char *message)
+static void chat_log(void *state, int level, const char *message)
 {
-    dg_log(state, level, "discord: %s", message);
+    dg_plugin *p = state;
+    dg_log(p, level, "%s: %s", p->chat ? dg_platform_name(dg_chat_platform(p->chat)) : "chat",
+           message);
 }
 
 void dg_core_free(dg_plugin *p)
@@ -76,7 +78,7 @@ void dg_core_free(dg_plugin *p)
     dg_turns_stop(p->turns); /* its thread kicks the outbox */
     dg_outbox_stop(p->outbox);
     dg_turns_free(p->turns);
-    dg_discord_free(p->discord);
+    dg_chat_free(p->chat);
     dg_store_close(p->store);
     dg_templates_free(p->templates);
     dg_summary_rules_free(p->summary_rules);
@@ -165,15 +167,16 @@ int dg_core_new(const oc_host_api *api, const json_t *config, dg_core_attach_fn 
     if ((rc = open_store(p, err, err_len)))
         goto fail;
     if (p->cfg.moderator_token) {
-        dg_discord_options o = {
+        dg_chat_options o = {
+            .platform = DG_PLATFORM_DISCORD,
             .api_base = p->cfg.discord_api_base,
             .token = p->cfg.moderator_token,
-            .guild_id = p->cfg.discord_guild_id,
+            .space_id = p->cfg.discord_guild_id,
             .timeout_ms = p->cfg.discord_timeout_ms,
-            .log = discord_log,
+            .log = chat_log,
             .log_state = p,
         };
-        if ((rc = dg_discord_new(&o, &p->discord, err, err_len)))
+        if ((rc = dg_chat_new(&o, &p->chat, err, err_len)))
             goto fail;
     }
     if ((rc = dg_turns_new(p, &p->turns))) {
@@ -183,7 +186,7 @@ int dg_core_new(const oc_host_api *api, const json_t *config, dg_core_attach_fn 
     }
     if ((rc = attach(p, err, err_len)))
         goto fail;
-    if (p->discord && (rc = dg_outbox_start(p, &p->outbox, err, err_len)))
+    if (p->chat && (rc = dg_outbox_start(p, &p->outbox, err, err_len)))
         goto fail;
     /* Effects owed by a previous run (session overrides) are re-driven by
      * the first hook or tool call: the host's session table is only ours to

@@ -19,7 +19,7 @@
 
 typedef struct dg_store dg_store;
 typedef struct dg_templates dg_templates;
-typedef struct dg_discord dg_discord;
+typedef struct dg_chat dg_chat;
 typedef struct dg_outbox dg_outbox;
 typedef struct dg_turns dg_turns;
 typedef struct dg_seen_set dg_seen_set;
@@ -38,7 +38,7 @@ typedef struct dg_plugin {
     dg_config cfg;
     dg_store *store;
     dg_templates *templates;
-    dg_discord *discord; /* NULL when no moderator token is configured */
+    dg_chat *chat; /* the moderator's platform; NULL when no moderator token is configured */
     dg_outbox *outbox;   /* NULL when discord is NULL */
     /* Set by dg_set_clock (tests move time by hand, from their own thread
      * while the plugin's threads read it): state is stored before the

@@ -23,9 +23,9 @@ static void delete_channel(dg_plugin *p, const char *channel_id)
 {
     char path[64];
     snprintf(path, sizeof path, "/channels/%s", channel_id);
-    dg_discord_err derr;
+    dg_chat_err derr;
     memset(&derr, 0, sizeof derr);
-    int rc = dg_discord_request(p->discord, "DELETE", path, NULL, 1, NULL, &derr);
+    int rc = dg_chat_room_remove(p->chat, channel_id, &derr);
     if (rc != DG_OK)
         dg_log(p, OC_LOG_ERROR,
                "discussion: channel %s was created but not recorded and "
@@ -183,7 +183,7 @@ static int topic_with_marker(const dg_channel_request *req, const discuss_idem *
         *needle = ic->marker;
         return (*topic = strdup(ic->marker)) ? DG_OK : DG_ERR_NOMEM;
     }
-    if (dg_utf8_count(req->topic) + 1 + ml > DG_DISCORD_MAX_TOPIC) {
+    if (dg_utf8_count(req->topic) + 1 + ml > DG_CHAT_TOPIC_MAX) {
         *needle = req->topic;
         return DG_OK;
     }
@@ -203,7 +203,7 @@ static int check_creatable(dg_plugin *p, const dg_caller *caller, const dg_chann
     int rc = dg_discuss_validate(p, caller, req, err, err_len);
     if (rc != DG_OK)
         return rc;
-    if (!p->discord)
+    if (!p->chat)
         return dg_fail(err, err_len, DG_ERR_UNSUPPORTED,
                        "the moderator bot has no token (discord.moderatorToken or env "
                        "DIRIGENT_MODERATOR_TOKEN), so no channel can be created; ask the operator");
@@ -242,16 +242,18 @@ static int channel_members(const dg_plugin *p, const dg_caller *caller,
  * have created the channel before it died), else a new one. *channel_id:
  * malloc'd, the caller frees; NULL on error. */
 static int make_channel(dg_plugin *p, const dg_caller *caller, const dg_channel_request *req,
-                        const discuss_idem *ic, const dg_discord_channel_spec *spec,
+                        const discuss_idem *ic, const dg_chat_room_spec *spec,
                         const char *needle, char **channel_id, char *err, size_t err_len)
 {
-    dg_discord_err derr;
+    dg_chat_err derr;
     memset(&derr, 0, sizeof derr);
     *channel_id = NULL;
-    int rc = DG_OK;
+    char id[DG_CHAT_ID_MAX] = "";
+    int found = 0, rc = DG_OK;
     if (ic && ic->recovering) {
-        rc = dg_discord_find_channel(p->discord, p->cfg.discord_guild_id, req->name, needle,
-                                     channel_id, &derr);
+        rc = dg_chat_room_find(p->chat, req->name, needle, &found, id, &derr);
+        if (rc == DG_OK && found && !(*channel_id = strdup(id)))
+            return dg_fail(err, err_len, DG_ERR_NOMEM, "out of memory");
         if (rc != DG_OK) {
             dg_log(p, OC_LOG_WARN,
                    "discord_channel_create '%s' (toolCallId %s): could not "
@@ -270,7 +272,11 @@ static int make_channel(dg_plugin *p, const dg_caller *caller, const dg_channel_
                    req->name, ic->call_id, *channel_id);
     }
     if (!*channel_id)
-        rc = dg_discord_create_private_channel(p->discord, spec, channel_id, &derr);
+        if ((rc = dg_chat_room_create(p->chat, spec, id, &derr)) == DG_OK &&
+            !(*channel_id = strdup(id))) {
+            delete_channel(p, id);
+            return dg_fail(err, err_len, DG_ERR_NOMEM, "out of memory");
+        }
     if (rc != DG_OK) {
         dg_log(p, OC_LOG_WARN, "discord_channel_create '%s' by %s failed: %s (HTTP %ld)", req->name,
                caller->agent_id, derr.message, derr.http_status);
@@ -395,8 +401,7 @@ static int create_channel(dg_plugin *p, const dg_caller *caller, const dg_channe
     if (rc == DG_OK && ic && !ic->recovering)
         rc = record_intent(p, ic, err, err_len);
     if (rc == DG_OK) {
-        dg_discord_channel_spec spec = {
-            .guild_id = p->cfg.discord_guild_id,
+        dg_chat_room_spec spec = {
             .name = req->name,
             .topic = topic ? topic : req->topic,
             .parent_id = req->parent_id,

@@ -28,7 +28,7 @@
 #include "discuss.h"
 #include "errors.h"
 #include "seen_set.h"
-#include "discord.h"
+#include "chat.h"
 #include "outbox.h"
 #include "paths.h"
 #include "store.h"

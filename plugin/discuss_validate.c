@@ -47,15 +47,15 @@ static int check_channel(const dg_config *cfg, const dg_caller *caller,
         return dg_fail(err, err_len, DG_ERR_INVALID,
                        "name is required: the channel name (lower case, no spaces, 1-100 "
                        "characters), e.g. \"design-review\"");
-    if (dg_discord_check_channel_name(req->name, why, sizeof why) != DG_OK)
+    if (dg_platform_check_room_name(DG_PLATFORM_DISCORD, req->name, why, sizeof why) != DG_OK)
         return dg_fail(err, err_len, DG_ERR_INVALID,
                        "name '%.100s' is not a valid Discord text-channel name: %s; use lower "
                        "case letters, digits and dashes, e.g. \"design-review\"",
                        req->name, why);
-    if (req->topic && dg_utf8_count(req->topic) > DG_DISCORD_MAX_TOPIC)
+    if (req->topic && dg_utf8_count(req->topic) > DG_CHAT_TOPIC_MAX)
         return dg_fail(err, err_len, DG_ERR_INVALID,
                        "topic has %zu characters; Discord allows at most %d: shorten it",
-                       dg_utf8_count(req->topic), DG_DISCORD_MAX_TOPIC);
+                       dg_utf8_count(req->topic), DG_CHAT_TOPIC_MAX);
     if (req->parent_id && !dg_snowflake_valid(req->parent_id))
         return dg_fail(err, err_len, DG_ERR_INVALID,
                        "parentId '%.100s' is not a Discord snowflake (1-20 digits); pass the "

@@ -67,7 +67,7 @@ void outbox_count(dg_outbox *ob, outbox_outcome oc, uint64_t n)
 /* Nothing in memory, nothing owed, discovery caught up. */
 static int all_done(const dg_outbox *ob)
 {
-    if (ob->need_disc || ob->n_dec || dg_discord_pipe_busy(ob->pipe))
+    if (ob->need_disc || ob->n_dec || dg_chat_pipe_busy(ob->pipe))
         return 0;
     for (size_t i = 0; i < ob->n_chans; i++) {
         const outbox_chan *c = ob->chans[i];
@@ -99,7 +99,7 @@ static uint64_t pass_begin(dg_outbox *ob)
 /* Handle the answers of the pipe that came within wait_ms; how many. */
 static size_t take_answers(dg_outbox *ob, long wait_ms)
 {
-    size_t got = dg_discord_pipe_run(ob->pipe, wait_ms, ob->done);
+    size_t got = dg_chat_pipe_run(ob->pipe, wait_ms, ob->done);
     for (size_t i = 0; i < got; i++)
         outbox_on_done(ob, &ob->done[i]);
     return got;
@@ -190,7 +190,7 @@ static void *dispatcher(void *arg)
             next = ob->dec_retry_at;
         if (ob->next_disc < next)
             next = ob->next_disc;
-        if (dg_discord_pipe_busy(ob->pipe)) {
+        if (dg_chat_pipe_busy(ob->pipe)) {
             while_flying(ob, next);
             continue;
         }
@@ -226,7 +226,7 @@ int dg_outbox_start_opts(dg_plugin *p, const dg_outbox_options *o, dg_outbox **o
         return DG_ERR_INVALID;
     }
     *out = NULL;
-    if (!p || !p->store || !p->discord) {
+    if (!p || !p->store || !p->chat) {
         snprintf(err, err_len,
                  "outbox: needs an open store and a Discord client (set "
                  "discord.moderatorToken)");
@@ -261,7 +261,7 @@ int dg_outbox_start_opts(dg_plugin *p, const dg_outbox_options *o, dg_outbox **o
     ob->done = calloc((size_t)ob->o.max_inflight, sizeof *ob->done);
     ob->fly = calloc((size_t)ob->o.max_inflight, sizeof *ob->fly);
     if (!ob->done || !ob->fly ||
-        dg_discord_pipe_new(p->discord, (size_t)ob->o.max_inflight, &ob->pipe) != DG_OK) {
+        dg_chat_pipe_new(p->chat, (size_t)ob->o.max_inflight, &ob->pipe) != DG_OK) {
         snprintf(err, err_len, "outbox: out of memory");
         free(ob->done);
         free(ob->fly);
@@ -279,7 +279,7 @@ int dg_outbox_start_opts(dg_plugin *p, const dg_outbox_options *o, dg_outbox **o
         snprintf(err, err_len, "outbox: cannot start the dispatcher thread: %s", strerror(rc));
         pthread_cond_destroy(&ob->cond);
         pthread_mutex_destroy(&ob->mu);
-        dg_discord_pipe_free(ob->pipe);
+        dg_chat_pipe_free(ob->pipe);
         free(ob->done);
         free(ob->fly);
         free(ob);
@@ -303,7 +303,7 @@ void dg_outbox_kick(dg_outbox *ob)
     ob->kicked = 1;
     pthread_cond_broadcast(&ob->cond);
     pthread_mutex_unlock(&ob->mu);
-    dg_discord_pipe_wakeup(ob->pipe);
+    dg_chat_pipe_wakeup(ob->pipe);
 }
 
 void dg_outbox_stop(dg_outbox *ob)
@@ -315,11 +315,11 @@ void dg_outbox_stop(dg_outbox *ob)
     pthread_cond_broadcast(&ob->cond);
     pthread_mutex_unlock(&ob->mu);
     /* A transfer or rate-limit wait in flight ends within ~50 ms. */
-    dg_discord_set_abort(ob->p->discord, 1);
-    dg_discord_pipe_wakeup(ob->pipe);
+    dg_chat_set_abort(ob->p->chat, 1);
+    dg_chat_pipe_wakeup(ob->pipe);
     if (ob->started)
         pthread_join(ob->thread, NULL);
-    dg_discord_set_abort(ob->p->discord, 0);
+    dg_chat_set_abort(ob->p->chat, 0);
     for (size_t i = 0; i < ob->n_dec; i++) {
         dg_log(ob->p, OC_LOG_ERROR,
                "outbox: moderator message %lld was %s by Discord but never recorded (the "
@@ -334,7 +334,7 @@ void dg_outbox_stop(dg_outbox *ob)
     for (size_t i = 0; i < ob->n_chans; i++)
         outbox_chan_free(ob->chans[i]);
     free(ob->chans);
-    dg_discord_pipe_free(ob->pipe);
+    dg_chat_pipe_free(ob->pipe);
     free(ob->done);
     free(ob->fly);
     pthread_cond_destroy(&ob->cond);

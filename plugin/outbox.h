@@ -44,7 +44,7 @@ void dg_outbox_stop(dg_outbox *ob);
  * in a loop), and the rows go out once a valid token is in place. */
 
 /* Note on dg_outbox_stop: to end a hanging transfer it switches on the abort
- * of p->discord (dg_discord_set_abort), which also ends other threads' calls
+ * of p->chat (dg_chat_set_abort), which also ends other threads' calls
  * in flight, and switches it off again after the join. Shutdown only. */
 
 /* Tuning of the dispatcher; zero fields take the defaults. */
@@ -66,7 +66,7 @@ typedef struct dg_outbox_options {
 } dg_outbox_options;
 
 /* dg_outbox_start with options (o may be NULL). Needs p->store and
- * p->discord. *out is owned by the caller: dg_outbox_stop(). Thread: init. */
+ * p->chat. *out is owned by the caller: dg_outbox_stop(). Thread: init. */
 int dg_outbox_start_opts(dg_plugin *p, const dg_outbox_options *o, dg_outbox **out, char *err,
                          size_t err_len) __attribute__((warn_unused_result));
 

@@ -138,13 +138,13 @@ static int make_nonce(char out[2 * OUTBOX_NONCE_BYTES + 1])
 int dg_outbox_enqueue(dg_store *st, const char *channel_id, const char *content,
                       const char *const *mention_ids, size_t n_mentions, int64_t now_ms)
 {
-    if (!st || !dg_snowflake_valid(channel_id) || !content || blank(content, strlen(content)))
+    if (!st || !dg_platform_channel_id_valid(DG_PLATFORM_DISCORD, channel_id) || !content || blank(content, strlen(content)))
         return DG_ERR_INVALID;
     if (n_mentions > OUTBOX_MAX_MENTIONS || (n_mentions && !mention_ids))
         return DG_ERR_INVALID;
     size_t mlen = 1;
     for (size_t i = 0; i < n_mentions; i++) {
-        if (!dg_snowflake_valid(mention_ids[i]))
+        if (!dg_platform_user_id_valid(DG_PLATFORM_DISCORD, mention_ids[i]))
             return DG_ERR_INVALID;
         mlen += strlen(mention_ids[i]) + 1;
     }
@@ -159,7 +159,7 @@ int dg_outbox_enqueue(dg_store *st, const char *channel_id, const char *content,
 
     char **parts = NULL;
     size_t np = 0;
-    int rc = dg_outbox_split(content, DG_DISCORD_MAX_CONTENT, &parts, &np);
+    int rc = dg_outbox_split(content, dg_platform_max_text(DG_PLATFORM_DISCORD), &parts, &np);
     if (rc == DG_OK && np == 0)
         rc = DG_ERR_INVALID;
     for (size_t i = 0; rc == DG_OK && i < np; i++) {

@@ -13,7 +13,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "discord.h"
+#include "chat.h"
 #include "outbox.h"
 #include "store_outbox.h"
 
@@ -70,7 +70,7 @@ typedef struct outbox_chan {
     int held;              /* a decided row of it was refused by the store */
     int64_t lease_until;   /* wall ms: this instance's lease on the channel runs out
                               (0: none) */
-    dg_discord_post *next; /* the request of row next_id, made while the row before
+    dg_chat_prepared *next; /* the request of row next_id, made while the row before
                               it flew (outbox_prepare_ahead); owned */
     int64_t next_id;
 } outbox_chan;
@@ -88,12 +88,12 @@ struct dg_outbox {
     uint64_t passes_begun;
     uint64_t idle_pass; /* number of the last pass that found nothing pending */
     dg_outbox_stats stats;
-    dg_discord_pipe *pipe; /* created before the thread, freed after the join; its
+    dg_chat_pipe *pipe; /* created before the thread, freed after the join; its
                                wakeup is the only call other threads make */
 
     /* Dispatcher thread only. */
     pthread_t self;        /* the dispatcher thread, set as it starts */
-    dg_discord_done *done; /* o.max_inflight results */
+    dg_chat_done *done; /* o.max_inflight results */
     outbox_chan **fly;     /* the channels with a post in flight: n_fly of
                                o.max_inflight (an answer finds its channel here,
                                not among every channel of a backlog) */
@@ -175,7 +175,7 @@ int64_t outbox_post_due(dg_outbox *ob);
 /* Make the request of the row after each one in flight, while it flies. */
 void outbox_prepare_ahead(dg_outbox *ob);
 /* A post of the pipe ended: decide, retry or hold. */
-void outbox_on_done(dg_outbox *ob, dg_discord_done *d);
+void outbox_on_done(dg_outbox *ob, dg_chat_done *d);
 
 /* ---- outbox_prune.c: retention ---- */
 

@@ -62,7 +62,7 @@ static int64_t dec_max_of(const dg_outbox *ob, const outbox_chan *c)
  * again from the row after `after`. */
 static void chan_forget_rows(outbox_chan *c, int64_t after)
 {
-    dg_discord_post_free(c->next);
+    dg_chat_post_free(c->next);
     c->next = NULL;
     while (c->q && c->head < c->n)
         outbox_chan_pop(c);

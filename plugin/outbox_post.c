@@ -28,8 +28,8 @@ static int record_retry(dg_outbox *ob, const dg_outbox_row *row, const char *err
 }
 
 /* The request of row (mentions split from their stored list). */
-static int prepare_row(dg_outbox *ob, const dg_outbox_row *row, dg_discord_post **out,
-                       dg_discord_err *e)
+static int prepare_row(dg_outbox *ob, const dg_outbox_row *row, dg_chat_prepared **out,
+                       dg_chat_err *e)
 {
     const char *ids[OUTBOX_MAX_MENTIONS];
     size_t n_ids = 0;
@@ -38,8 +38,15 @@ static int prepare_row(dg_outbox *ob, const dg_outbox_row *row, dg_discord_post 
     for (char *save = NULL, *t = strtok_r(mcopy, ",", &save); t && n_ids < OUTBOX_MAX_MENTIONS;
          t = strtok_r(NULL, ",", &save))
         ids[n_ids++] = t;
-    return dg_discord_post_prepare(ob->p->discord, row->channel_id, row->content, ids, n_ids,
-                                   row->nonce, out, e);
+    dg_chat_post_spec spec = {
+        .channel_id = row->channel_id,
+        .text = row->content,
+        .mention_ids = ids,
+        .n_mentions = n_ids,
+        .key = row->nonce,
+        .maybe_posted = row->attempts > 0,
+    };
+    return dg_chat_post_prepare(ob->p->chat, &spec, out, e);
 }
 
 /* Make the request of the row after each one in flight, while it flies
@@ -50,7 +57,7 @@ void outbox_prepare_ahead(dg_outbox *ob)
         outbox_chan *c = ob->fly[i];
         if (c->next || c->head + 1 >= c->n)
             continue;
-        dg_discord_err e;
+        dg_chat_err e;
         if (prepare_row(ob, &c->q[c->head + 1], &c->next, &e) == DG_OK)
             c->next_id = c->q[c->head + 1].id;
     }
@@ -61,16 +68,16 @@ static void post_head(dg_outbox *ob, outbox_chan *c)
 {
     dg_plugin *p = ob->p;
     const dg_outbox_row *row = &c->q[c->head];
-    dg_discord_post *post = c->next;
+    dg_chat_prepared *post = c->next;
     c->next = NULL;
     if (post && c->next_id != row->id) {
-        dg_discord_post_free(post); /* made for a row that is gone */
+        dg_chat_post_free(post); /* made for a row that is gone */
         post = NULL;
     }
-    dg_discord_err e;
+    dg_chat_err e;
     int rc = post ? DG_OK : prepare_row(ob, row, &post, &e);
     if (rc == DG_OK)
-        rc = dg_discord_pipe_submit(ob->pipe, (uint64_t)row->id, post, &e);
+        rc = dg_chat_pipe_submit(ob->pipe, (uint64_t)row->id, post, &e);
     if (rc == DG_OK) {
         c->inflight = 1;
         ob->fly[ob->n_fly++] = c; /* the pipe took it: fewer than max_inflight fly */
@@ -97,7 +104,7 @@ static void post_head(dg_outbox *ob, outbox_chan *c)
 }
 
 /* A post of the pipe ended. */
-void outbox_on_done(dg_outbox *ob, dg_discord_done *d)
+void outbox_on_done(dg_outbox *ob, dg_chat_done *d)
 {
     OUTBOX_ON_DISPATCHER(ob);
     dg_plugin *p = ob->p;
@@ -107,21 +114,19 @@ void outbox_on_done(dg_outbox *ob, dg_discord_done *d)
             c = ob->fly[i];
             ob->fly[i] = ob->fly[--ob->n_fly];
         }
-    if (!c) {
-        free(d->message_id);
+    if (!c)
         return;
-    }
     c->inflight = 0;
     dg_outbox_row *row = &c->q[c->head];
     if (d->rc == DG_OK) {
         ob->token_ok = 1;
         c->not_before = 0;
-        outbox_decide(ob, c, OUTBOX_SENT, d->message_id);
+        outbox_decide(ob, c, OUTBOX_SENT, strdup(d->message_id));
         return;
     }
     if (outbox_stopping(ob))
         return; /* aborted by shutdown: the row stays as it was */
-    dg_discord_err *e = &d->err;
+    dg_chat_err *e = &d->err;
     int attempts = row->attempts + 1;
     if (e->http_status == 401) {
         /* The token, not this message: keep every row, stop asking. */
@@ -188,7 +193,7 @@ int64_t outbox_post_due(dg_outbox *ob)
     /* Until Discord has accepted the token once, one post at a time: a
      * wrong token costs one refused request, not one per channel. */
     size_t cap = ob->token_ok ? (size_t)ob->o.max_inflight : 1;
-    size_t busy = dg_discord_pipe_busy(ob->pipe);
+    size_t busy = dg_chat_pipe_busy(ob->pipe);
     if (busy >= cap)
         return next;
     size_t room = cap - busy, n_sel = 0;

@@ -39,7 +39,7 @@ static outbox_chan *chan_get(dg_outbox *ob, const char *channel_id)
 
 void outbox_chan_free(outbox_chan *c)
 {
-    dg_discord_post_free(c->next);
+    dg_chat_post_free(c->next);
     if (c->q) {
         for (size_t i = c->head; i < c->n; i++) {
             dg_outbox_row *r = &c->q[i];

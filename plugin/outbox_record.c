@@ -135,7 +135,7 @@ int outbox_flush_due(const dg_outbox *ob, int64_t now)
 {
     if (!ob->n_dec || ob->dec_retry_at > now)
         return 0;
-    size_t busy = dg_discord_pipe_busy(ob->pipe);
+    size_t busy = dg_chat_pipe_busy(ob->pipe);
     size_t at = OUTBOX_FLUSH_AT * (busy ? busy : 1);
     if (at > OUTBOX_MARK_BATCH)
         at = OUTBOX_MARK_BATCH;

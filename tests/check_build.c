@@ -765,6 +765,63 @@ START_TEST(the_size_rule_names_each_offender)
 }
 END_TEST
 
+/* scripts/check-platform-names.sh with args (NULL-terminated) run in dir
+ * (NULL: here); its output in *out (malloc'd). */
+static int platform_names_check(const char *dir, char **out)
+{
+    char script[4096];
+    ck_assert_ptr_nonnull(getcwd(script, sizeof script - 40));
+    strcat(script, "/scripts/check-platform-names.sh");
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "cd '%s' && sh '%s'", dir ? dir : ".", script);
+    const char *argv[] = {"sh", "-c", cmd, NULL};
+    return run_capture(argv, out);
+}
+
+START_TEST(the_core_names_no_platform_client)
+{
+    /* plugin/, hooks/ and store/ reach a chat platform through chat/chat.h
+     * only (the include paths keep the headers out; this keeps the names
+     * out too, declarations of one's own included). */
+    char *out = NULL;
+    int st = platform_names_check(NULL, &out);
+    ck_assert_msg(st == 0, "scripts/check-platform-names.sh (status %d):\n%s", st, out);
+    free(out);
+}
+END_TEST
+
+START_TEST(the_platform_rule_names_each_offender)
+{
+    char *tmp = tu_mkdtemp();
+    char *plugin = tu_path(tmp, "plugin"), *store = tu_path(tmp, "store");
+    ck_assert_int_eq(mkdir(plugin, 0755), 0);
+    ck_assert_int_eq(mkdir(store, 0755), 0);
+    char *a = tu_path(plugin, "a.c"), *b = tu_path(store, "b.h");
+    FILE *f = fopen(a, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "#include \"chat.h\"\n#include \"slack.h\"\n/* cfg.discord_guild_id is "
+               "config */\nint f(void) { return dg_discord_post_message(0); }\n");
+    fclose(f);
+    f = fopen(b, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "#define LIMIT DG_DISCORD_MAX_CONTENT\n");
+    fclose(f);
+    char *out = NULL;
+    ck_assert_int_eq(platform_names_check(tmp, &out), 1);
+    ck_assert_msg(strstr(out, "plugin/a.c:2:#include \"slack.h\""), "%s", out);
+    ck_assert_msg(strstr(out, "plugin/a.c:4:"), "%s", out);
+    ck_assert_msg(strstr(out, "store/b.h:1:"), "%s", out);
+    ck_assert_msg(!strstr(out, "a.c:1:") && !strstr(out, "a.c:3:"), "%s", out);
+    free(out);
+    tu_rmtree(tmp);
+    free(a);
+    free(b);
+    free(plugin);
+    free(store);
+    free(tmp);
+}
+END_TEST
+
 Suite *make_build_suite(void)
 {
     Suite *s = suite_create("build");
@@ -782,6 +839,8 @@ Suite *make_build_suite(void)
     tcase_add_test(tc, fuzz_targets_are_the_manifest_hooks_and_tools);
     tcase_add_test(tc, the_size_rule_holds);
     tcase_add_test(tc, the_size_rule_names_each_offender);
+    tcase_add_test(tc, the_core_names_no_platform_client);
+    tcase_add_test(tc, the_platform_rule_names_each_offender);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -49,7 +49,7 @@
 #include "store_turns.h"
 #include "testutil.h"
 
-static const dg_discord_options quick_client = {
+static const dg_chat_options quick_client = {
     .timeout_ms = 3000,
     .backoff_base_ms = 5,
     .backoff_max_ms = 40,

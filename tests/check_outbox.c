@@ -40,7 +40,7 @@ typedef struct oenv {
     obe e;
 } oenv;
 
-static const dg_discord_options quick_client = {
+static const dg_chat_options quick_client = {
     .timeout_ms = 5000,
     .backoff_base_ms = 5,
     .backoff_max_ms = 40,
@@ -69,7 +69,7 @@ static void fake_up(oenv *o)
     ck_assert_int_eq(fake_discord_add_channel(o->fd, NULL, "random", o->chan2), 0);
 }
 
-static void env_up(oenv *o, const dg_discord_options *tune)
+static void env_up(oenv *o, const dg_chat_options *tune)
 {
     char err[256];
     ck_assert_msg(obe_open(&o->e, fake_discord_url(o->fd), o->db, tune ? tune : &quick_client, err,
@@ -77,7 +77,7 @@ static void env_up(oenv *o, const dg_discord_options *tune)
                   "%s", err);
 }
 
-static oenv *oenv_open(const dg_discord_options *tune)
+static oenv *oenv_open(const dg_chat_options *tune)
 {
     oenv *o = calloc(1, sizeof *o);
     ck_assert_ptr_nonnull(o);
@@ -92,7 +92,7 @@ static oenv *oenv_open(const dg_discord_options *tune)
  * requests per outbox attempt (quick back-off otherwise). */
 static oenv *oenv_open_tries(int client_attempts)
 {
-    dg_discord_options tune = quick_client;
+    dg_chat_options tune = quick_client;
     tune.max_attempts = client_attempts;
     return oenv_open(&tune);
 }
@@ -1166,7 +1166,8 @@ START_TEST(shutdown_bounded_while_discord_hangs)
     /* The client works again after the stop. */
     fake_discord_clear_faults(o->fd);
     ck_assert_int_eq(
-        dg_discord_post_message(o->e.p.discord, o->chan, "still usable", NULL, 0, NULL, NULL, NULL),
+        dg_chat_post(o->e.p.chat, &(dg_chat_post_spec){.channel_id = o->chan, .text = "still usable"},
+                     NULL, NULL),
         OC_OK);
     oenv_close(o);
 }
@@ -1357,14 +1358,14 @@ START_TEST(start_refusals_and_option_bounds)
                      OC_ERR_INVALID);
     ck_assert_msg(strstr(err, "no place to store the dispatcher"), "%s", err);
     dg_outbox *ob = NULL;
-    dg_discord *client = o->e.p.discord;
-    o->e.p.discord = NULL;
+    dg_chat *client = o->e.p.chat;
+    o->e.p.chat = NULL;
     ck_assert_int_eq(dg_outbox_start_opts(&o->e.p, &quick_outbox, &ob, err, sizeof err),
                      OC_ERR_INVALID);
     ck_assert_msg(strstr(err, "discord.moderatorToken"), "%s", err);
     ck_assert_int_eq(dg_outbox_start_opts(&o->e.p, &quick_outbox, &ob, NULL, 0), OC_ERR_INVALID);
     ck_assert_ptr_null(ob);
-    o->e.p.discord = client;
+    o->e.p.chat = client;
     ck_assert_int_eq(dg_outbox_wait_idle(NULL, 10), OC_ERR_INVALID);
     dg_outbox_stats st;
     dg_outbox_get_stats(NULL, &st);

@@ -413,7 +413,7 @@ static void dispatch_child(int rfd, const char *db, long lease_ms, int inflight)
     url[n] = '\0';
     obe e;
     char err[256];
-    static const dg_discord_options tune = {
+    static const dg_chat_options tune = {
         .timeout_ms = 5000, .backoff_base_ms = 5, .backoff_max_ms = 40};
     if (!n || obe_open(&e, url, db, &tune, err, sizeof err) != 0)
         _exit(1);

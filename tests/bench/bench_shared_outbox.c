@@ -35,7 +35,7 @@ static void dispatcher(int go_fd, int ready_fd, const char *url, const char *db)
 {
     obe e;
     char err[256];
-    static const dg_discord_options tune = {
+    static const dg_chat_options tune = {
         .timeout_ms = 5000, .backoff_base_ms = 5, .backoff_max_ms = 40};
     if (obe_open(&e, url, db, &tune, err, sizeof err) != 0)
         _exit(1);

@@ -36,7 +36,7 @@ static void client_log(void *state, int level, const char *message)
     append(state, level, "client: ", message);
 }
 
-int obe_open(obe *e, const char *base_url, const char *db_path, const dg_discord_options *tune,
+int obe_open(obe *e, const char *base_url, const char *db_path, const dg_chat_options *tune,
              char *err, size_t err_len)
 {
     memset(e, 0, sizeof *e);
@@ -61,15 +61,16 @@ int obe_open(obe *e, const char *base_url, const char *db_path, const dg_discord
         obe_close(e);
         return -1;
     }
-    dg_discord_options o;
+    dg_chat_options o;
     memset(&o, 0, sizeof o);
     if (tune)
         o = *tune;
+    o.platform = DG_PLATFORM_DISCORD;
     o.api_base = base_url;
     o.token = OBE_TOKEN;
     o.log = client_log;
     o.log_state = e;
-    if (dg_discord_new(&o, &e->p.discord, err, err_len) != OC_OK) {
+    if (dg_chat_new(&o, &e->p.chat, err, err_len) != OC_OK) {
         obe_close(e);
         return -1;
     }
@@ -80,8 +81,8 @@ void obe_close(obe *e)
 {
     dg_outbox_stop(e->p.outbox);
     e->p.outbox = NULL;
-    dg_discord_free(e->p.discord);
-    e->p.discord = NULL;
+    dg_chat_free(e->p.chat);
+    e->p.chat = NULL;
     dg_store_close(e->p.store);
     e->p.store = NULL;
     free(e->p.cfg.moderator_token);

@@ -9,14 +9,14 @@
 #include <pthread.h>
 #include <stddef.h>
 #include "dirigent.h"
-#include "discord.h"
+#include "chat.h"
 
 #define OBE_TOKEN "mod-Tok3n.SECRET-value" /* the moderator's token in tests */
 #define OBE_MOD_ID "900000000000000001"    /* its user id */
 
 typedef struct obe {
     oc_host_api api; /* log only; other functions NULL */
-    dg_plugin p;     /* store + discord; outbox left to the test */
+    dg_plugin p;     /* store + chat client; outbox left to the test */
     pthread_mutex_t log_mu;
     char *log; /* every line: "<level> <text>\n"; owned */
     size_t log_len;
@@ -29,7 +29,7 @@ typedef struct obe {
  * lines (before dg_log's scrubbing) into the same capture, prefixed
  * "client:". Returns 0, or -1 with a reason in err.
  */
-int obe_open(obe *e, const char *base_url, const char *db_path, const dg_discord_options *tune,
+int obe_open(obe *e, const char *base_url, const char *db_path, const dg_chat_options *tune,
              char *err, size_t err_len);
 
 /* Stop e->p.outbox if set, free client, store and config strings. */

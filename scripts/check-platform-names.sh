@@ -1,0 +1,26 @@
+#!/bin/sh
+# The core does not know a chat platform: no file of plugin/, hooks/ or
+# store/ includes a platform client's header (discord.h, slack.h or their
+# internals) or names its API (dg_discord_*, dg_slack_*, DG_DISCORD_*,
+# DG_SLACK_*); they go through chat/chat.h. The config's discord block
+# (cfg.discord_*) and the words in messages and comments are not the
+# client, and are allowed.
+#
+#   sh scripts/check-platform-names.sh [DIR...]
+# DIRs default to plugin hooks store (those that exist). Exit status 0 when
+# nothing is found, 1 otherwise (each offender listed as file:line: text).
+set -eu
+[ $# -gt 0 ] || set -- plugin hooks store
+dirs=""
+for d in "$@"; do
+    [ -d "$d" ] && dirs="$dirs $d"
+done
+[ -n "$dirs" ] || exit 0
+# shellcheck disable=SC2086
+found=$(grep -rnE --include='*.c' --include='*.h' \
+    '#[[:space:]]*include[[:space:]]*"(discord|slack)(_int)?\.h"|\b(dg|DG)_(discord|DISCORD|slack|SLACK)_[A-Za-z0-9_]+' \
+    $dirs || true)
+[ -z "$found" ] && exit 0
+echo "check-platform-names: the core names a platform client; use chat/chat.h instead:"
+printf '%s\n' "$found"
+exit 1
