@@ -46,8 +46,7 @@ typedef struct ws_server_cbs {
      * ws_conn_respond and return 0 (the connection then closes), or call
      * ws_conn_upgrade and return 1 when it returned 0 (the websocket is
      * served). NULL for servers that only adopt. */
-    int (*request)(void *ud, ws_conn *c, const char *method, const char *target,
-                   const char *head);
+    int (*request)(void *ud, ws_conn *c, const char *method, const char *target, const char *head);
     /* The websocket is up: queue the greeting here. The connection's
      * thread, lock held. */
     void (*opened)(void *ud, ws_conn *c);
@@ -109,7 +108,7 @@ void *ws_conn_data(ws_conn *c);
 /* 1, 2, ... in the order the server took connections (locked). */
 long ws_conn_id(const ws_conn *c);
 
-/* ws_now_ms() when the websocket came up (adopted, or answered 101). */
+/* ws_now_ms() when the websocket came up (adopted, or answered 101) (locked). */
 int64_t ws_conn_opened_ms(const ws_conn *c);
 
 /* 1 once a close frame is queued (by either side); nothing but control
