@@ -310,14 +310,14 @@ $(B)/ocgw: $(OCGW_OBJ) $(DISCORD_LIB) $(B)/libochost.a $(COMMON_LIB)
 	$(CC) -o $@ $(OCGW_OBJ) $(DISCORD_LIB) $(B)/libochost.a $(COMMON_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) -ldl -lm
 
 FAKE_DISCORD_OBJ := $(patsubst %.c,$(B)/obj/%.o,tests/support/fake_discord.c \
-                    tests/support/fake_discord_gateway.c tests/support/ws_frame.c \
-                    tests/support/ws_accept.c)
+                    tests/support/fake_discord_gateway.c tests/support/ws_server.c \
+                    tests/support/ws_frame.c tests/support/ws_accept.c)
 $(B)/fake-discord: $(B)/obj/tests/fake_discord_main.o $(FAKE_DISCORD_OBJ) $(COMMON_LIB)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -lm
 
 # The fake Slack: Web API (fake_slack*.c) and Socket Mode (fake_slack_socket.c).
 FAKE_SLACK_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(sort $(wildcard tests/support/fake_slack*.c)) \
-                  tests/support/ws_frame.c tests/support/ws_accept.c)
+                  tests/support/ws_server.c tests/support/ws_frame.c tests/support/ws_accept.c)
 $(B)/fake-slack: $(B)/obj/tests/fake_slack_main.o $(FAKE_SLACK_OBJ) $(COMMON_LIB)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -lm
 

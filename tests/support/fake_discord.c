@@ -983,14 +983,14 @@ json_t *fdi_guild_create(fake_discord *fd)
     return g;
 }
 
-void fdi_lock(fake_discord *fd)
+pthread_mutex_t *fdi_mutex(fake_discord *fd)
 {
-    pthread_mutex_lock(&fd->mu);
+    return &fd->mu;
 }
 
-void fdi_unlock(fake_discord *fd)
+pthread_cond_t *fdi_cond(fake_discord *fd)
 {
-    pthread_mutex_unlock(&fd->mu);
+    return &fd->cond;
 }
 
 void fdi_changed(fake_discord *fd)

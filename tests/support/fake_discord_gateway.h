@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 #include <microhttpd.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "fake_discord.h"
@@ -20,8 +21,10 @@ typedef struct fd_gateway fd_gateway;
 
 /* ---- provided by fake_discord.c ---- */
 
-void fdi_lock(fake_discord *fd);
-void fdi_unlock(fake_discord *fd);
+/* The fake's mutex and its condition (CLOCK_MONOTONIC), for the gateway's
+ * ws_server; valid from fake_discord_start to the end of fake_discord_stop. */
+pthread_mutex_t *fdi_mutex(fake_discord *fd);
+pthread_cond_t *fdi_cond(fake_discord *fd);
 /* Wake waiters on the fake's condition (locked). */
 void fdi_changed(fake_discord *fd);
 /* The user id of a bot token, or NULL (locked; borrowed until unlock). */

@@ -1,7 +1,8 @@
 /*
  * ws_accept.h -- the one piece of crypto a websocket handshake needs:
  * Sec-WebSocket-Accept = base64(SHA-1(key + RFC 6455 GUID)). Used by the
- * fake Discord's gateway (server side) and the test client (to check it).
+ * server side (ws_server.c, and the fake Discord's gateway for MHD's 101)
+ * and the test client (to check it).
  * Pure functions, any thread.
  */
 #ifndef DG_WS_ACCEPT_H

@@ -1,7 +1,8 @@
 /*
  * ws_frame.h -- RFC 6455 frame headers: parse one, build one. Shared by the
- * fake Discord's gateway (server: reads masked frames, writes plain ones)
- * and the test client (the other way round). Pure functions, any thread.
+ * fakes' websocket server, ws_server.c (reads masked frames, writes plain
+ * ones), and the test client (the other way round). Pure functions, any
+ * thread.
  */
 #ifndef DG_WS_FRAME_H
 #define DG_WS_FRAME_H
