@@ -268,6 +268,16 @@ int dg_outbox_start_opts(dg_plugin *p, const dg_outbox_options *o, dg_outbox **o
         free(ob);
         return DG_ERR_NOMEM;
     }
+    int brc = dg_store_begin(p->store);
+    if (brc == DG_OK)
+        brc = dg_store_end(p->store, dg_store_outbox_max_pending_id(p->store, &ob->boot_max_id));
+    if (brc != DG_OK) {
+        ob->boot_max_id = INT64_MAX; /* unknown: every row counts as maybe posted */
+        dg_log(p, OC_LOG_WARN,
+               "outbox: could not read the pending messages at start (%s); each is checked "
+               "against the channel before it is sent where the platform needs that",
+               dg_status_name(brc));
+    }
     pthread_mutex_init(&ob->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);

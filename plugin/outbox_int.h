@@ -104,6 +104,10 @@ struct dg_outbox {
     size_t n_dec, cap_dec;
     int64_t dec_retry_at;  /* monotonic ms: next try after the store refused a batch */
     int64_t disc_after;    /* discovery cursor: highest id seen */
+    int64_t boot_max_id;   /* the highest row pending when this dispatcher started: any
+                              row up to it may have been posted by a process that
+                              died (on a platform without a nonce it is looked up
+                              by its key before it is sent) */
     int need_disc;         /* rows may exist beyond disc_after */
     int64_t disc_retry_at; /* monotonic ms: discovery failed, try again then */
     int64_t hold_until;    /* monotonic ms: nothing is sent before (401) */

@@ -44,7 +44,7 @@ static int prepare_row(dg_outbox *ob, const dg_outbox_row *row, dg_chat_prepared
         .mention_ids = ids,
         .n_mentions = n_ids,
         .key = row->nonce,
-        .maybe_posted = row->attempts > 0,
+        .maybe_posted = row->attempts > 0 || row->id <= ob->boot_max_id,
     };
     return dg_chat_post_prepare(ob->p->chat, &spec, out, e);
 }

@@ -132,6 +132,7 @@ static const char sql_failed[] =
     "UPDATE outbox SET state = 2, attempts = attempts + 1, last_error = ?2, done_at_ms = ?3 "
     "WHERE id = ?1 AND state = 0";
 static const char sql_count[] = "SELECT count(*) FROM outbox WHERE state = ?1";
+static const char sql_max_pending[] = "SELECT COALESCE(MAX(id), 0) FROM outbox WHERE state = ?1";
 static const char sql_prune[] =
     "DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE state != 0 AND "
     "done_at_ms < ?1 ORDER BY id LIMIT ?2)";
@@ -364,6 +365,20 @@ int dg_store_outbox_count(dg_store *st, dg_outbox_state state, int64_t *n)
     int rc = dg_step(s);
     if (rc == DG_ROW)
         *n = dg_col_int64(s, 0);
+    dg_reset(s);
+    return rc == DG_ROW ? DG_OK : DG_ERR_IO;
+}
+
+int dg_store_outbox_max_pending_id(dg_store *st, int64_t *id)
+{
+    *id = 0;
+    dg_stmt *s = dg_store_stmt(st, sql_max_pending);
+    if (!s)
+        return DG_ERR_IO;
+    dg_bind_int64(s, 1, (int)DG_OUTBOX_PENDING);
+    int rc = dg_step(s);
+    if (rc == DG_ROW)
+        *id = dg_col_int64(s, 0);
     dg_reset(s);
     return rc == DG_ROW ? DG_OK : DG_ERR_IO;
 }

@@ -85,6 +85,9 @@ int dg_store_outbox_mark_failed(dg_store *st, int64_t id, const char *error,
 /* Rows in a state. */
 int dg_store_outbox_count(dg_store *st, dg_outbox_state state, int64_t *n);
 
+/* The highest id of a pending row, 0 when none is pending. */
+int dg_store_outbox_max_pending_id(dg_store *st, int64_t *id) DG_MUST_CHECK;
+
 /* Delete at most limit sent or failed rows done before before_ms (oldest
  * first); pending rows are never touched. *removed (may be NULL) gets the
  * count. Inside a transaction. */

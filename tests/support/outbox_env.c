@@ -39,6 +39,18 @@ static void client_log(void *state, int level, const char *message)
 int obe_open(obe *e, const char *base_url, const char *db_path, const dg_chat_options *tune,
              char *err, size_t err_len)
 {
+    dg_chat_options o;
+    memset(&o, 0, sizeof o);
+    if (tune)
+        o = *tune;
+    o.platform = DG_PLATFORM_DISCORD;
+    return obe_open_on(e, base_url, db_path, &o, err, err_len);
+}
+
+int obe_open_on(obe *e, const char *base_url, const char *db_path, const dg_chat_options *tune,
+                char *err, size_t err_len)
+{
+    int slack = tune && tune->platform == DG_PLATFORM_SLACK;
     memset(e, 0, sizeof *e);
     pthread_mutex_init(&e->log_mu, NULL);
     e->api.abi_major = OC_ABI_MAJOR;
@@ -48,8 +60,8 @@ int obe_open(obe *e, const char *base_url, const char *db_path, const dg_chat_op
     e->api.log = host_log;
     e->p.api = &e->api;
     dg_set_clock(&e->p, NULL, NULL);
-    e->p.cfg.moderator_token = strdup(OBE_TOKEN);
-    e->p.cfg.moderator_user_id = strdup(OBE_MOD_ID);
+    e->p.cfg.moderator_token = strdup(slack ? OBE_SLACK_TOKEN : OBE_TOKEN);
+    e->p.cfg.moderator_user_id = strdup(slack ? OBE_SLACK_MOD_ID : OBE_MOD_ID);
     e->p.cfg.discord_api_base = strdup(base_url);
     e->p.cfg.discord_timeout_ms = tune && tune->timeout_ms ? tune->timeout_ms : 15000;
     if (!e->p.cfg.moderator_token || !e->p.cfg.moderator_user_id || !e->p.cfg.discord_api_base) {
@@ -65,9 +77,10 @@ int obe_open(obe *e, const char *base_url, const char *db_path, const dg_chat_op
     memset(&o, 0, sizeof o);
     if (tune)
         o = *tune;
-    o.platform = DG_PLATFORM_DISCORD;
+    o.platform = slack ? DG_PLATFORM_SLACK : DG_PLATFORM_DISCORD;
     o.api_base = base_url;
-    o.token = OBE_TOKEN;
+    o.token = e->p.cfg.moderator_token;
+    o.no_pacing = slack; /* a fake: Slack's own pacing would only slow the tests */
     o.log = client_log;
     o.log_state = e;
     if (dg_chat_new(&o, &e->p.chat, err, err_len) != OC_OK) {

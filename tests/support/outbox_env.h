@@ -13,6 +13,8 @@
 
 #define OBE_TOKEN "mod-Tok3n.SECRET-value" /* the moderator's token in tests */
 #define OBE_MOD_ID "900000000000000001"    /* its user id */
+#define OBE_SLACK_TOKEN "xoxb-9999-8888-OutboxModeratorSecret" /* the same on Slack */
+#define OBE_SLACK_MOD_ID "UOBXMOD1"
 
 typedef struct obe {
     oc_host_api api; /* log only; other functions NULL */
@@ -31,6 +33,11 @@ typedef struct obe {
  */
 int obe_open(obe *e, const char *base_url, const char *db_path, const dg_chat_options *tune,
              char *err, size_t err_len);
+
+/* The same for tune->platform (DG_PLATFORM_SLACK: OBE_SLACK_TOKEN and no
+ * pacing ahead of Slack's limits, as against a fake; tune NULL: Discord). */
+int obe_open_on(obe *e, const char *base_url, const char *db_path, const dg_chat_options *tune,
+                char *err, size_t err_len);
 
 /* Stop e->p.outbox if set, free client, store and config strings. */
 void obe_close(obe *e);
