@@ -6,8 +6,7 @@
  * looked up by that key in the channel's recent history before it is sent
  * again. Rooms are private channels (created, then the members invited);
  * bots cannot delete a channel, so removing one archives it. The pipe runs
- * its posts one after the other on the thread that drives it: Slack paces
- * chat.postMessage at about one per second per channel anyway.
+ * its posts on worker threads, several at once.
  */
 #include "chat_int.h"
 
@@ -15,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "slack.h"
 
@@ -302,14 +302,62 @@ static int s_user_names(void *impl, const char *user_id, char *handle, size_t ha
     return DG_OK;
 }
 
-/* ---- pipe: posts one after the other on the driving thread -------------------------- */
+/* ---- pipe: posts on worker threads ---------------------------------------------------- */
+
+/* The client is thread-safe and Slack answers each post on its own, so up
+ * to SLACK_PIPE_WORKERS posts go at once (the outbox keeps one per channel
+ * in flight, which keeps each channel's order). Each worker takes the
+ * oldest queued post; the driving thread collects the ends. */
+#define SLACK_PIPE_WORKERS 8
+
+typedef struct s_job {
+    uint64_t tag;
+    s_prepared *post;
+} s_job;
 
 typedef struct s_pipe {
     s_client *c;
-    size_t cap, head, n; /* ring of n queued posts from head */
-    uint64_t *tags;
-    s_prepared **posts;
+    size_t cap;
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv; /* a job queued, or stop */
+    pthread_cond_t done_cv; /* CLOCK_MONOTONIC: a post ended, or a wakeup */
+    s_job *q;               /* ring of qn queued jobs from qhead (cap) */
+    size_t qhead, qn;
+    dg_chat_done *d; /* ring of dn ended posts from dhead (cap) */
+    size_t dhead, dn;
+    size_t busy; /* submitted and not yet returned by s_pipe_run */
+    int stop, woken;
+    pthread_t workers[SLACK_PIPE_WORKERS];
+    size_t n_workers;
 } s_pipe;
+
+static void *s_worker(void *arg)
+{
+    s_pipe *p = arg;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->stop && !p->qn)
+            pthread_cond_wait(&p->work_cv, &p->mu);
+        if (p->stop)
+            break;
+        s_job job = p->q[p->qhead];
+        p->qhead = (p->qhead + 1) % p->cap;
+        p->qn--;
+        pthread_mutex_unlock(&p->mu);
+        dg_chat_done end;
+        memset(&end, 0, sizeof end);
+        end.tag = job.tag;
+        end.rc = post_once(p->c, job.post, end.message_id, &end.err);
+        s_post_free(job.post);
+        pthread_mutex_lock(&p->mu);
+        p->d[(p->dhead + p->dn++) % p->cap] = end;
+        pthread_cond_signal(&p->done_cv);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+static void s_pipe_free(void *pipe);
 
 static int s_pipe_new(void *impl, size_t cap, void **out)
 {
@@ -317,71 +365,119 @@ static int s_pipe_new(void *impl, size_t cap, void **out)
     if (cap < 1 || cap > 256)
         return DG_ERR_INVALID;
     s_pipe *p = calloc(1, sizeof *p);
-    if (!p || !(p->tags = calloc(cap, sizeof *p->tags)) ||
-        !(p->posts = calloc(cap, sizeof *p->posts))) {
-        if (p)
-            free(p->tags);
-        free(p);
+    if (!p)
         return DG_ERR_NOMEM;
-    }
     p->c = impl;
     p->cap = cap;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->work_cv, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&p->done_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    size_t want = cap < SLACK_PIPE_WORKERS ? cap : SLACK_PIPE_WORKERS;
+    if (!(p->q = calloc(cap, sizeof *p->q)) || !(p->d = calloc(cap, sizeof *p->d))) {
+        s_pipe_free(p);
+        return DG_ERR_NOMEM;
+    }
+    while (p->n_workers < want &&
+           pthread_create(&p->workers[p->n_workers], NULL, s_worker, p) == 0)
+        p->n_workers++;
+    if (!p->n_workers) {
+        s_pipe_free(p);
+        return DG_ERR_NOMEM;
+    }
     *out = p;
     return DG_OK;
 }
 
+/* Stop the workers (a post under way ends first: the client's abort
+ * switch or its time bound ends it), then free what is left. */
 static void s_pipe_free(void *pipe)
 {
     s_pipe *p = pipe;
     if (!p)
         return;
-    for (size_t i = 0; i < p->n; i++)
-        s_post_free(p->posts[(p->head + i) % p->cap]);
-    free(p->tags);
-    free(p->posts);
+    pthread_mutex_lock(&p->mu);
+    p->stop = 1;
+    pthread_cond_broadcast(&p->work_cv);
+    pthread_mutex_unlock(&p->mu);
+    for (size_t i = 0; i < p->n_workers; i++)
+        pthread_join(p->workers[i], NULL);
+    for (size_t i = 0; p->q && i < p->qn; i++)
+        s_post_free(p->q[(p->qhead + i) % p->cap].post);
+    pthread_cond_destroy(&p->work_cv);
+    pthread_cond_destroy(&p->done_cv);
+    pthread_mutex_destroy(&p->mu);
+    free(p->q);
+    free(p->d);
     free(p);
 }
 
 static int s_pipe_submit(void *pipe, uint64_t tag, void *post, dg_chat_err *err)
 {
     s_pipe *p = pipe;
-    if (p->n == p->cap) {
+    pthread_mutex_lock(&p->mu);
+    if (p->busy == p->cap) {
+        pthread_mutex_unlock(&p->mu);
         s_post_free(post);
         return dg_chat_refuse(err, DG_ERR_IO, "pipe: %zu posts in flight already (its capacity)",
                               p->cap);
     }
-    size_t at = (p->head + p->n++) % p->cap;
-    p->tags[at] = tag;
-    p->posts[at] = post;
+    p->q[(p->qhead + p->qn++) % p->cap] = (s_job){.tag = tag, .post = post};
+    p->busy++;
+    pthread_cond_signal(&p->work_cv);
+    pthread_mutex_unlock(&p->mu);
     return DG_OK;
 }
 
 static size_t s_pipe_busy(const void *pipe)
 {
-    const s_pipe *p = pipe;
-    return p->n;
+    s_pipe *p = (s_pipe *)pipe;
+    pthread_mutex_lock(&p->mu);
+    size_t n = p->busy;
+    pthread_mutex_unlock(&p->mu);
+    return n;
 }
 
 static size_t s_pipe_run(void *pipe, long wait_ms, dg_chat_done *done)
 {
-    (void)wait_ms; /* a post runs to its end here; nothing else is waited for */
     s_pipe *p = pipe;
-    if (!p->n)
+    pthread_mutex_lock(&p->mu);
+    if (!p->busy) {
+        p->woken = 0;
+        pthread_mutex_unlock(&p->mu);
         return 0;
-    s_prepared *post = p->posts[p->head];
-    memset(done, 0, sizeof *done);
-    done->tag = p->tags[p->head];
-    p->posts[p->head] = NULL;
-    p->head = (p->head + 1) % p->cap;
-    p->n--;
-    done->rc = post_once(p->c, post, done->message_id, &done->err);
-    s_post_free(post);
-    return 1;
+    }
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    long ms = wait_ms > 0 ? wait_ms : 0;
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    int rc = 0;
+    while (!p->dn && !p->woken && rc == 0)
+        rc = pthread_cond_timedwait(&p->done_cv, &p->mu, &until);
+    p->woken = 0;
+    size_t n = 0;
+    for (; p->dn; n++, p->dn--, p->dhead = (p->dhead + 1) % p->cap)
+        done[n] = p->d[p->dhead];
+    p->busy -= n;
+    pthread_mutex_unlock(&p->mu);
+    return n;
 }
 
 static void s_pipe_wakeup(void *pipe)
 {
-    (void)pipe; /* dg_chat_set_abort ends a post in progress */
+    s_pipe *p = pipe;
+    pthread_mutex_lock(&p->mu);
+    p->woken = 1;
+    pthread_cond_signal(&p->done_cv);
+    pthread_mutex_unlock(&p->mu);
 }
 
 const dg_chat_methods dg_chat_slack_methods = {

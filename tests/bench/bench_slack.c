@@ -17,8 +17,16 @@
  * per round, 100), BENCH_SLACK_ROUNDS (15), BENCH_SLACK_PACED_K (20),
  * BENCH_SLACK_LATENCY_US (the fake answers this long after each request;
  * default 0), BENCH_SLACK_PIN=0 (leave placement to the scheduler; by
- * default the fake runs on CPU 1 and the clients on CPU 0). The outbox's
- * row beside these comes with the outbox's Slack side.
+ * default the fake runs on CPU 1 and the clients on CPU 0);
+ *   - the outbox on Slack (unpaced): k rows owed in one transaction before
+ *     the round (not timed), from the kick until every row is posted and
+ *     marked, one channel and four, beside raw serial posts (the floor, on
+ *     a fresh connection per post like the outbox's; the keep-alive floor
+ *     printed beside), and again against a fake that answers
+ *     BENCH_SLACK_OUTBOX_LATENCY_US after each request (default 10000:
+ *     10 ms; 0 leaves them out), where posts to several channels overlap
+ *     (aim >= 1.5x with four). BENCH_SLACK_OUTBOX_K (rows per round, 60),
+ *     BENCH_SLACK_OUTBOX_LAT_K (24, five rounds).
  */
 #include <curl/curl.h>
 #include <sched.h>
@@ -28,7 +36,11 @@
 
 #include "bench_table.h"
 #include "fake_slack.h"
+#include "outbox.h"
+#include "outbox_env.h"
 #include "slack.h"
+#include "store.h"
+#include "testutil.h"
 
 #define TOKEN "xoxb-0000-1111-BenchModeratorToken"
 #define MOD "UMOD0001"
@@ -41,6 +53,7 @@ typedef struct sctx {
     struct curl_slist *hdrs;
     char chans[N_CHANS][16];
     long seq;
+    long latency_us; /* the fake's answer delay */
 } sctx;
 
 static size_t sink(char *p, size_t size, size_t n, void *ud)
@@ -181,10 +194,112 @@ out:
     return rc;
 }
 
+/* k rows owed round-robin over n channels in one transaction (not timed),
+ * then from the kick until the outbox is idle. us per message, or -1. */
+static double outbox_round(sctx *b, obe *e, int n, int k)
+{
+    if (dg_store_begin(e->p.store) != DG_OK)
+        return -1;
+    const char *mention[] = {"UAG00001"};
+    for (int i = 0; i < k; i++) {
+        char text[64];
+        snprintf(text, sizeof text, "<@UAG00001> message %ld", b->seq++);
+        if (dg_outbox_enqueue(e->p.store, b->chans[i % n], text, mention, 1, dg_now_ms(&e->p)) !=
+            DG_OK) {
+            dg_store_rollback(e->p.store);
+            return -1;
+        }
+    }
+    if (dg_store_commit(e->p.store) != DG_OK)
+        return -1;
+    double t0 = bench_now_ns();
+    dg_outbox_kick(e->p.outbox);
+    if (dg_outbox_wait_idle(e->p.outbox, 120000) != DG_OK)
+        return -1;
+    return (bench_now_ns() - t0) / 1e3 / k;
+}
+
+/* The outbox on Slack over n channels against raw serial posts. */
+static int outbox_rows(sctx *b, int n, int k, int rounds)
+{
+    char dir[] = "/tmp/dg-bench-slack-XXXXXX";
+    if (!mkdtemp(dir))
+        return -1;
+    char db[64];
+    snprintf(db, sizeof db, "%s/bench.db", dir);
+    obe e;
+    char err[300];
+    dg_chat_options tune = {.platform = DG_PLATFORM_SLACK};
+    double *ob = calloc((size_t)rounds, sizeof *ob), *fresh = calloc((size_t)rounds, sizeof *fresh),
+           *keep = calloc((size_t)rounds, sizeof *keep);
+    int rc = -1, open = 0;
+    /* The moderator of the outbox env posts with its own token. */
+    fake_slack_user_spec mod = {.user_id = OBE_SLACK_MOD_ID, .token = OBE_SLACK_TOKEN, .bot = 1};
+    if (!ob || !fresh || !keep || fake_slack_add_user(b->fs, &mod) != 0)
+        goto out;
+    for (int i = 0; i < n; i++) {
+        const char *join[] = {OBE_SLACK_MOD_ID, MOD, "UAG00001", NULL};
+        char name[32];
+        snprintf(name, sizeof name, "bench-outbox-%d-%d", n, i);
+        /* Fresh channels with both moderators (the outbox's and the raw floor's). */
+        if (fake_slack_add_channel(b->fs, NULL, name, 0, join, b->chans[i]) != 0)
+            goto out;
+    }
+    if (obe_open_on(&e, fake_slack_url(b->fs), db, &tune, err, sizeof err) != 0) {
+        fprintf(stderr, "bench_slack: %s\n", err);
+        goto out;
+    }
+    open = 1;
+    if (dg_outbox_start_opts(&e.p, NULL, &e.p.outbox, err, sizeof err) != DG_OK) {
+        fprintf(stderr, "bench_slack: %s\n", err);
+        goto out;
+    }
+    if (outbox_round(b, &e, n, k / 4 + 1) < 0) /* warm-up */
+        goto out;
+    for (int r = 0; r < rounds; r++) {
+        if (r % 2 == 0 && (fresh[r] = raw_round(b, n, k, 1)) < 0)
+            goto out;
+        if ((ob[r] = outbox_round(b, &e, n, k)) < 0 || (keep[r] = raw_round(b, n, k, 0)) < 0)
+            goto out;
+        if (r % 2 == 1 && (fresh[r] = raw_round(b, n, k, 1)) < 0)
+            goto out;
+    }
+    bench_sort(ob, rounds);
+    bench_sort(fresh, rounds);
+    bench_sort(keep, rounds);
+    double o50 = bench_pct(ob, rounds, 0.5), o99 = bench_pct(ob, rounds, 0.99);
+    double f50 = bench_pct(fresh, rounds, 0.5), f99 = bench_pct(fresh, rounds, 0.99);
+    printf("slack outbox, %d channel%s: %.1f us/msg p50 (%.1f p99) = %.0f msg/s; raw serial on a "
+           "fresh connection per post %.1f us/msg p50 (%.1f p99); raw keep-alive %.1f us/msg p50; "
+           "%d rounds of %d\n",
+           n, n == 1 ? " " : "s", o50, o99, 1e6 / o50, f50, f99, bench_pct(keep, rounds, 0.5),
+           rounds, k);
+    char what[64];
+    if (b->latency_us)
+        snprintf(what, sizeof what, "slack outbox, %d channel%s, %g ms Slack", n, n == 1 ? "" : "s",
+                 (double)b->latency_us / 1000);
+    else
+        snprintf(what, sizeof what, "slack outbox rate, %d channel%s", n, n == 1 ? "" : "s");
+    /* Posts to several channels overlap only where there is waiting to
+     * overlap: against a fake that answers at once the rows measure CPU. */
+    bench_row(what, "us/msg", o50, o99, "raw serial fresh", f50, f99, f50 / o50, f99 / o99, 1,
+              b->latency_us && n > 1 ? 1.5 : 0.9);
+    rc = 0;
+out:
+    if (open)
+        obe_close(&e);
+    tu_rmtree(dir);
+    free(ob);
+    free(fresh);
+    free(keep);
+    return rc;
+}
+
 /* Fake, moderator, channels, the two clients. 0 or -1. */
 static int setup(sctx *b, long latency_us)
 {
     fake_slack_options fo = {.latency_us = latency_us};
+    b->latency_us = latency_us;
     char err[300];
     if (fake_slack_start(&fo, &b->fs, err, sizeof err) != 0) {
         fprintf(stderr, "bench_slack: %s\n", err);
@@ -243,6 +358,33 @@ int bench_slack(void)
         rc = unpaced(&b, N_CHANS, k, rounds);
     if (rc == 0 && scale > 0)
         rc = paced(&b, scale, paced_k, rounds < 5 ? rounds : 5);
+    int outbox_k = (int)bench_env_long("BENCH_SLACK_OUTBOX_K", 60);
+    if (rc == 0)
+        rc = outbox_rows(&b, 1, outbox_k, rounds);
+    if (rc == 0)
+        rc = outbox_rows(&b, N_CHANS, outbox_k, rounds);
+    /* And against a fake Slack that answers like a network does. */
+    long lat = bench_env_long("BENCH_SLACK_OUTBOX_LATENCY_US", 10000);
+    if (rc == 0 && lat && !latency) {
+        sctx slow = {0};
+        if (pin)
+            bench_pin_self(1);
+        rc = setup(&slow, lat);
+        if (pin)
+            bench_pin_self(0);
+        int lat_k = (int)bench_env_long("BENCH_SLACK_OUTBOX_LAT_K", 24);
+        if (rc == 0)
+            printf("(fake Slack answering %ld us after each request)\n", lat);
+        if (rc == 0)
+            rc = outbox_rows(&slow, 1, lat_k, 5);
+        if (rc == 0)
+            rc = outbox_rows(&slow, N_CHANS, lat_k, 5);
+        dg_slack_free(slow.s);
+        if (slow.raw)
+            curl_easy_cleanup(slow.raw);
+        curl_slist_free_all(slow.hdrs);
+        fake_slack_stop(slow.fs);
+    }
     if (rc == 0)
         printf("posts stored by the fake: %zu\n", fake_slack_message_count(b.fs, NULL));
     dg_slack_free(b.s);
