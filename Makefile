@@ -39,7 +39,9 @@
 #   discord/*.c            -> build/libdgdiscord.a, the Discord REST client, linked
 #                             by dirigent.so and ocgw
 #   slack/*.c              -> build/libdgslack.a, the Slack Web API client (the
-#                             moderator app's operations), linked by the tests
+#                             moderator app's operations)
+#   chat/*.c               -> build/libdgchat.a, the chat platform interface of the
+#                             core and its Discord and Slack implementations
 #   store/*.c              -> build/libdgstore.a, the store (all SQL: SQLite and
 #                             PostgreSQL), linked by dirigent.so and dirigent-ctl
 
@@ -141,9 +143,11 @@ ALL_CFLAGS = $(PART_INC) $(BASE_CFLAGS)
 # The host ABI (include/) is the host boundary: the core and the hooks see
 # it, and the host; the parts below the core do not (their status codes
 # are common/status.h), so an ABI include there fails the build too.
-#   common/ <- {discord/, store/} <- plugin/ (+ include/) <- hooks/  (dirigent.so)
+#   common/ <- {discord/, slack/} <- chat/                           (libdgchat.a)
+#   {chat/, store/} <- plugin/ (+ include/) <- hooks/                 (dirigent.so)
 #   common/ <- discord/ <- host/ (+ include/)                        (libochost.a, ocgw)
-#   common/ <- slack/                                                (libdgslack.a)
+# plugin/ and hooks/ see chat/ only, never a platform's client (tools/ and the
+# tests see discord/ too: the doctor asks Discord itself).
 # Tests see every part. The objects of a part get its list (below); the
 # flags stamp leaves the lists out (they are fixed here, and a stamp made
 # for one part would be stale for the next).
