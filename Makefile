@@ -36,6 +36,9 @@
 #                             once (token shape, agent ids, secret scrubbing, UTF-8,
 #                             string buffer, key checker, HTTP-server scaffold); each
 #                             program takes the members it uses
+#   http/*.c               -> build/libdghttp.a, the request core on libcurl that the
+#                             chat-platform clients share (handle pool, transfers,
+#                             abort switch, back-off); it knows no platform
 #   discord/*.c            -> build/libdgdiscord.a, the Discord REST client, linked
 #                             by dirigent.so and ocgw
 #   slack/*.c              -> build/libdgslack.a, the Slack Web API client (the
@@ -141,28 +144,36 @@ ALL_CFLAGS = $(PART_INC) $(BASE_CFLAGS)
 # The host ABI (include/) is the host boundary: the core and the hooks see
 # it, and the host; the parts below the core do not (their status codes
 # are common/status.h), so an ABI include there fails the build too.
+#   common/ <- http/ <- discord/                                     (libdghttp.a)
 #   common/ <- {discord/, store/} <- plugin/ (+ include/) <- hooks/  (dirigent.so)
 #   common/ <- discord/ <- host/ (+ include/)                        (libochost.a, ocgw)
-#   common/ <- slack/                                                (libdgslack.a)
+#   common/ <- http/ <- slack/                                       (libdgslack.a)
+# http/ is the chat-platform clients' shared request core: discord/ and
+# slack/ see it, it sees neither; the parts above discord/ see only
+# discord.h, which names nothing of it.
 # Tests see every part. The objects of a part get its list (below); the
 # flags stamp leaves the lists out (they are fixed here, and a stamp made
 # for one part would be stale for the next).
 INC_common  := -Icommon
-INC_discord := $(INC_common) -Idiscord
+INC_http    := $(INC_common) -Ihttp
+INC_discord := $(INC_http) -Idiscord
 INC_store   := $(INC_common) -Istore
-INC_slack   := $(INC_common) -Islack
+INC_slack   := $(INC_http) -Islack
 INC_plugin  := -Iinclude $(INC_common) -Idiscord -Istore -Iplugin
 INC_hooks   := $(INC_plugin) -Ihooks
 INC_host    := -Iinclude $(INC_discord) -Ihost
 INC_servers := $(INC_common)
 INC_tools   := $(INC_plugin) -Itools
-INC_tests   := $(INC_hooks) -Ihost -Islack -Itests/support
+INC_tests   := $(INC_hooks) -Ihttp -Ihost -Islack -Itests/support
 PART_INC     = $(INC_tests)
 LDFLAGS_ALL = -pthread $(SANFLAGS) $(LDFLAGS)
 
 COMMON_SRC := $(sort $(wildcard common/*.c))
 COMMON_OBJ := $(COMMON_SRC:%.c=$(B)/obj/%.o)
 COMMON_LIB := $(B)/libdgcommon.a
+HTTP_SRC   := $(sort $(wildcard http/*.c))
+HTTP_OBJ   := $(HTTP_SRC:%.c=$(B)/obj/%.o)
+HTTP_LIB   := $(B)/libdghttp.a
 DISCORD_SRC := $(sort $(wildcard discord/*.c))
 DISCORD_OBJ := $(DISCORD_SRC:%.c=$(B)/obj/%.o)
 DISCORD_LIB := $(B)/libdgdiscord.a
@@ -245,6 +256,7 @@ $(B)/obj/%.o: %.c $(FLAGS_STAMP)
 $(B)/obj/tests/%.o: OBJ_EXTRA := -Wno-missing-prototypes
 
 $(B)/obj/common/%.o: PART_INC = $(INC_common)
+$(B)/obj/http/%.o: PART_INC = $(INC_http)
 $(B)/obj/discord/%.o: PART_INC = $(INC_discord)
 $(B)/obj/store/%.o: PART_INC = $(INC_store)
 $(B)/obj/slack/%.o: PART_INC = $(INC_slack)
@@ -269,8 +281,8 @@ $(B)/gen/benches.inc: $(BENCH_SRC) \
 $(B)/obj/tests/bench/bench_main.o: $(B)/gen/benches.inc
 
 # ---- products ----------------------------------------------------------------
-$(B)/dirigent.so: $(PLUGIN_OBJ) $(STORE_LIB) $(DISCORD_LIB) $(COMMON_LIB)
-	$(CC) -shared -o $@ $(PLUGIN_OBJ) $(STORE_LIB) $(DISCORD_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) -Wl,--no-undefined -Wl,-z,defs
+$(B)/dirigent.so: $(PLUGIN_OBJ) $(STORE_LIB) $(DISCORD_LIB) $(HTTP_LIB) $(COMMON_LIB)
+	$(CC) -shared -o $@ $(PLUGIN_OBJ) $(STORE_LIB) $(DISCORD_LIB) $(HTTP_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) -Wl,--no-undefined -Wl,-z,defs
 	@ex=$$($(NM) -D --defined-only $@ | awk '{print $$3}' | grep -vE '^(_init|_fini|_edata|_end|__bss_start$(GCOV_EXPORTS))$$' | sort -u | tr '\n' ' '); \
 	  [ "$$ex" = "oc_plugin_entry " ] || { echo "dirigent.so exports more than oc_plugin_entry: $$ex"; rm -f $@; exit 1; }
 
@@ -294,9 +306,13 @@ $(COMMON_LIB): $(COMMON_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
+$(HTTP_LIB): $(HTTP_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
 # ocgw's agent bots use the same Discord REST client as the plugin.
-$(B)/ocgw: $(OCGW_OBJ) $(DISCORD_LIB) $(B)/libochost.a $(COMMON_LIB)
-	$(CC) -o $@ $(OCGW_OBJ) $(DISCORD_LIB) $(B)/libochost.a $(COMMON_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) -ldl -lm
+$(B)/ocgw: $(OCGW_OBJ) $(DISCORD_LIB) $(B)/libochost.a $(HTTP_LIB) $(COMMON_LIB)
+	$(CC) -o $@ $(OCGW_OBJ) $(DISCORD_LIB) $(B)/libochost.a $(HTTP_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) -ldl -lm
 
 FAKE_DISCORD_OBJ := $(patsubst %.c,$(B)/obj/%.o,tests/support/fake_discord.c \
                     tests/support/fake_discord_gateway.c tests/support/ws_frame.c \
@@ -311,7 +327,7 @@ $(B)/fake-slack: $(B)/obj/tests/fake_slack_main.o $(FAKE_SLACK_OBJ) $(COMMON_LIB
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -lm
 
 # The operator's CLI: the plugin's store code over a read-only connection.
-$(B)/dirigent-ctl: $(TOOLS_OBJ) $(PLUGIN_OBJ) $(STORE_LIB) $(DISCORD_LIB) $(COMMON_LIB)
+$(B)/dirigent-ctl: $(TOOLS_OBJ) $(PLUGIN_OBJ) $(STORE_LIB) $(DISCORD_LIB) $(HTTP_LIB) $(COMMON_LIB)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -lm
 
 # A static pattern: the server objects are then no intermediate files that
@@ -330,8 +346,8 @@ $(B)/tests/plugins/%.so: tests/plugins/%.c include/openclaw/plugin.h $(FLAGS_STA
 # The allocation functions are wrapped (tests/support/failalloc.h) so that
 # suites can make one allocation fail and reach the out-of-memory branches.
 WRAP_ALLOC := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=strndup
-$(B)/check_all: $(B)/obj/tests/check_main.o $(TEST_OBJ:$(B)/obj/tests/check_main.o=) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libocgw.a $(B)/libochost.a $(STORE_LIB) $(DISCORD_LIB) $(SLACK_LIB) $(COMMON_LIB)
-	$(CC) -o $@ $(filter %.o,$^) $(B)/libocgw.a $(B)/libochost.a $(STORE_LIB) $(DISCORD_LIB) $(SLACK_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(WRAP_ALLOC) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
+$(B)/check_all: $(B)/obj/tests/check_main.o $(TEST_OBJ:$(B)/obj/tests/check_main.o=) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libocgw.a $(B)/libochost.a $(STORE_LIB) $(DISCORD_LIB) $(SLACK_LIB) $(HTTP_LIB) $(COMMON_LIB)
+	$(CC) -o $@ $(filter %.o,$^) $(B)/libocgw.a $(B)/libochost.a $(STORE_LIB) $(DISCORD_LIB) $(SLACK_LIB) $(HTTP_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(WRAP_ALLOC) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
 
 # dirigent-ctl serve's code in the test runner too (tests/check_serve.c),
 # which sees tools/ for its header.
@@ -343,8 +359,8 @@ $(B)/libocgw.a: $(OCGW_LIB_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
-$(B)/bench: $(BENCH_OBJ) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libochost.a $(STORE_LIB) $(DISCORD_LIB) $(SLACK_LIB) $(COMMON_LIB)
-	$(CC) -o $@ $(filter %.o,$^) $(B)/libochost.a $(STORE_LIB) $(DISCORD_LIB) $(SLACK_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
+$(B)/bench: $(BENCH_OBJ) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libochost.a $(STORE_LIB) $(DISCORD_LIB) $(SLACK_LIB) $(HTTP_LIB) $(COMMON_LIB)
+	$(CC) -o $@ $(filter %.o,$^) $(B)/libochost.a $(STORE_LIB) $(DISCORD_LIB) $(SLACK_LIB) $(HTTP_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
 
 TEST_DEPS := $(B)/check_all $(B)/dirigent.so $(B)/libochost.a $(OPTIONAL) $(SERVERS) $(FIXTURES) \
              $(B)/dirigent-ctl
@@ -427,7 +443,7 @@ bridge/openclaw/openclaw.plugin.json: manifest.json bridge/openclaw/gen-plugin-j
 
 # ---- coverage -----------------------------------------------------------------
 # A gcov build in build-cov runs make check, then scripts/coverage.sh prints
-# line and branch coverage per file of plugin/ store/ hooks/ host/ servers/ common/
+# line and branch coverage per file of plugin/ store/ hooks/ host/ servers/ common/ http/
 # discord/ slack/.
 # --coverage links libgcov into the .so, which exports its __gcov_* entry
 # points and mangle_path (a libgcov helper of GCC 12 with default
@@ -439,7 +455,7 @@ coverage: deps-ok
 	find build-cov -name '*.gcda' -delete 2>/dev/null || true
 	$(MAKE) COVERAGE=1 test-deps
 	-env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL DG_BUILD_DIR=build-cov DG_COVERAGE=1 ./build-cov/check_all
-	sh scripts/coverage.sh build-cov plugin store hooks host servers common discord slack
+	sh scripts/coverage.sh build-cov plugin store hooks host servers common http discord slack
 
 test-deps: deps-ok $(TEST_DEPS)
 .PHONY: test-deps
@@ -527,14 +543,14 @@ define fuzz_plugin_target
 $(B)/obj/tests/fuzz/$(1).o: tests/fuzz/fuzz_plugin.c $(FLAGS_STAMP)
 	@mkdir -p $$(@D)
 	$$(CC) $$(ALL_CFLAGS) -DFZ_KIND="'$(2)'" -DFZ_NAME='"$(3)"' -MMD -MP -c $$< -o $$@
-$(B)/fuzz/$(1): $(B)/obj/tests/fuzz/$(1).o $(FUZZ_HOST_OBJ) $(PLUGIN_OBJ) $(STORE_LIB) $(DISCORD_LIB) $(COMMON_LIB)
+$(B)/fuzz/$(1): $(B)/obj/tests/fuzz/$(1).o $(FUZZ_HOST_OBJ) $(PLUGIN_OBJ) $(STORE_LIB) $(DISCORD_LIB) $(HTTP_LIB) $(COMMON_LIB)
 	@mkdir -p $$(@D)
 	$$(FUZZ_LINK)
 endef
 $(foreach h,$(FUZZ_HOOKS),$(eval $(call fuzz_plugin_target,hook_$(h),h,$(h))))
 $(foreach t,$(FUZZ_TOOLS),$(eval $(call fuzz_plugin_target,$(subst -,_,tool_$(t)),t,$(t))))
 
-$(FUZZ_UNITS:%=$(B)/fuzz/%): $(B)/fuzz/%: $(B)/obj/tests/fuzz/fuzz_%.o $(FUZZ_SUPPORT) $(PLUGIN_OBJ) $(STORE_LIB) $(DISCORD_LIB) $(COMMON_LIB)
+$(FUZZ_UNITS:%=$(B)/fuzz/%): $(B)/fuzz/%: $(B)/obj/tests/fuzz/fuzz_%.o $(FUZZ_SUPPORT) $(PLUGIN_OBJ) $(STORE_LIB) $(DISCORD_LIB) $(HTTP_LIB) $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(FUZZ_LINK)
 endif
