@@ -51,14 +51,7 @@ static int check_options(const dg_discord_options *o, char *err, size_t err_len)
 /* The bounds of d's requests from o (0: the default). */
 static void pick_limits(const dg_discord_options *o, dgh_limits *lim)
 {
-    const dgh_limits given = {
-        .timeout_ms = o->timeout_ms,
-        .connect_ms = o->connect_timeout_ms,
-        .backoff_base_ms = o->backoff_base_ms,
-        .backoff_max_ms = o->backoff_max_ms,
-        .max_attempts = o->max_attempts,
-        .max_idle = o->max_idle_handles,
-    };
+    const dgh_limits given = DGH_LIMITS_GIVEN(o);
     dgh_limits_pick(lim, &given, &default_limits);
     if (lim->backoff_max_ms < lim->backoff_base_ms)
         lim->backoff_max_ms = lim->backoff_base_ms;

@@ -319,20 +319,18 @@ typedef struct req_run {
     int n429;         /* 429 answers in a row */
 } req_run;
 
-/* One HTTP exchange on slot s; returns the curl code (DGH_ABORTED when the
- * abort switch ended it) and the HTTP status in *http. */
-static CURLcode perform(dg_discord *d, dgh_slot *s, const req_run *r, long tmo_ms, dgd_xfer *x,
-                        long *http, char *cerr)
+/* One HTTP exchange of r within its time bound (dgh_exchange): the curl
+ * code or DGH_*, and the HTTP status in *http. */
+static CURLcode perform(dg_discord *d, const req_run *r, dgd_xfer *x, long *http, char *cerr)
 {
     dgh_request q = {.method = r->method,
                      .url = r->url,
                      .headers = d->headers,
                      .body = r->json,
                      .fresh = !r->idempotent,
-                     .timeout_ms = tmo_ms,
                      .on_header = dgd_on_header,
                      .header_data = x};
-    return dgh_perform(&d->http, s, &q, &x->body, http, cerr);
+    return dgh_exchange(&d->http, r->deadline, &q, &x->body, http, cerr);
 }
 
 /* Connection never reached the server: safe to retry any request. */
@@ -588,23 +586,19 @@ static int attempt(dg_discord *d, req_run *r, json_t **response, dg_discord_err 
     int rc = rl_acquire(d, r->route, r->deadline, e);
     if (rc != DG_OK)
         return rc;
-    long tmo = (long)(r->deadline - dgh_mono_ms());
-    if (tmo <= 0) {
-        dgd_rl_release(d, r->route, NULL, 0, 0, 0);
-        return dgd_set_err(e, DG_ERR_IO, e->http_status, 1,
-                           "timed out: %s got no answer within %ld ms; try again later", r->route,
-                           d->http.timeout_ms);
-    }
-    dgh_slot s = dgh_slot_get(&d->http);
-    if (!s.easy) {
-        dgd_rl_release(d, r->route, NULL, 0, 0, 0);
-        return dgd_set_err(e, DG_ERR_NOMEM, 0, 1, "out of memory for a transfer handle");
-    }
     dgd_xfer x;
     memset(&x, 0, sizeof x);
     long http = 0;
     char cerr[CURL_ERROR_SIZE];
-    CURLcode cc = perform(d, &s, r, tmo, &x, &http, cerr);
+    CURLcode cc = perform(d, r, &x, &http, cerr);
+    if (cc == DGH_NO_TIME || cc == DGH_NO_HANDLE) {
+        dgd_rl_release(d, r->route, NULL, 0, 0, 0);
+        if (cc == DGH_NO_HANDLE)
+            return dgd_set_err(e, DG_ERR_NOMEM, 0, 1, "out of memory for a transfer handle");
+        return dgd_set_err(e, DG_ERR_IO, e->http_status, 1,
+                           "timed out: %s got no answer within %ld ms; try again later", r->route,
+                           d->http.timeout_ms);
+    }
     e->attempts++;
     long ra = 0;
     int global = 0;
@@ -612,7 +606,6 @@ static int attempt(dg_discord *d, req_run *r, json_t **response, dg_discord_err 
         ra = dgd_retry_after_of(&x, &global);
     dgd_rl_release(d, r->route, cc == CURLE_OK ? &x.h : NULL, cc == CURLE_OK ? http : 0, ra,
                    global);
-    dgh_slot_put(&d->http, s);
 
     if (cc == DGH_ABORTED)
         rc = dgd_aborted_err(e, r->route);

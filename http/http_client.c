@@ -200,7 +200,9 @@ struct curl_slist *dgh_headers_new(const char *const *lines, size_t n)
 
 /* ---- the handle pool ------------------------------------------------------------------ */
 
-dgh_slot dgh_slot_get(dgh_client *h)
+/* A handle from h's pool, or a new one; {NULL, NULL} out of memory. Give
+ * it back with slot_put. */
+static dgh_slot slot_get(dgh_client *h)
 {
     dgh_slot s = {NULL, NULL};
     pthread_mutex_lock(&h->pool_mu);
@@ -221,7 +223,8 @@ dgh_slot dgh_slot_get(dgh_client *h)
     return s;
 }
 
-void dgh_slot_put(dgh_client *h, dgh_slot s)
+/* Return s to h's pool, or clean it up when the pool is full. */
+static void slot_put(dgh_client *h, dgh_slot s)
 {
     pthread_mutex_lock(&h->pool_mu);
     if ((int)h->n_idle < h->max_idle) {
@@ -341,13 +344,12 @@ static CURLcode run_polled(dgh_client *h, CURLM *multi, CURL *e)
     return aborted ? DGH_ABORTED : cc;
 }
 
-CURLcode dgh_perform(dgh_client *h, dgh_slot *s, const dgh_request *r, dgh_body *body, long *http,
-                     char *cerr)
+/* One transfer of r on slot s, tmo ms at most. */
+static CURLcode perform(dgh_client *h, dgh_slot *s, const dgh_request *r, long tmo, dgh_body *body,
+                        long *http, char *cerr)
 {
     CURL *e = s->easy;
     curl_easy_reset(e);
-    cerr[0] = '\0';
-    long tmo = r->timeout_ms;
     dgh_easy_setup(e, h->connect_ms < tmo ? h->connect_ms : tmo, body, r->on_header, r->header_data,
                    cerr, r->fresh);
     curl_easy_setopt(e, CURLOPT_URL, r->url);
@@ -369,5 +371,21 @@ CURLcode dgh_perform(dgh_client *h, dgh_slot *s, const dgh_request *r, dgh_body 
         return cc;
     curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, http);
     (void)dgh_reason(cc, body, cerr);
+    return cc;
+}
+
+CURLcode dgh_exchange(dgh_client *h, int64_t deadline, const dgh_request *r, dgh_body *body,
+                      long *http, char *cerr)
+{
+    *http = 0;
+    cerr[0] = '\0';
+    long tmo = (long)(deadline - dgh_mono_ms());
+    if (tmo <= 0)
+        return DGH_NO_TIME;
+    dgh_slot s = slot_get(h);
+    if (!s.easy)
+        return DGH_NO_HANDLE;
+    CURLcode cc = perform(h, &s, r, tmo, body, http, cerr);
+    slot_put(h, s);
     return cc;
 }

@@ -25,9 +25,13 @@
 #define DGH_MAX_BODY (8u << 20) /* answers larger than this are refused */
 #define DGH_POLL_MS 50          /* abort latency of a transfer in flight */
 
-/* dgh_perform's result when the abort switch ended the transfer (no curl
- * code has this value). */
+/* dgh_exchange's results besides curl's own codes (which none of these
+ * values is): the abort switch ended the transfer; the call's time was
+ * up before it began; no transfer handle could be made (out of memory).
+ * With the last two nothing was sent. */
 #define DGH_ABORTED ((CURLcode)-1)
+#define DGH_NO_TIME ((CURLcode)-2)
+#define DGH_NO_HANDLE ((CURLcode)-3)
 
 /* A log sink: the same shape as the platform clients' own (discord.h,
  * slack.h), so theirs is stored here as it is. Called on the thread that
@@ -88,6 +92,17 @@ CURLcode dgh_global_init(void);
 /* Monotonic clock, ms. */
 int64_t dgh_mono_ms(void);
 
+/* The limits a platform client's options give (0: its default), from the
+ * fields its options struct shares with the others (timeout_ms,
+ * connect_timeout_ms, backoff_base_ms, backoff_max_ms, max_attempts,
+ * max_idle_handles). */
+#define DGH_LIMITS_GIVEN(o)                                                                        \
+    {                                                                                              \
+        .timeout_ms = (o)->timeout_ms, .connect_ms = (o)->connect_timeout_ms,                      \
+        .backoff_base_ms = (o)->backoff_base_ms, .backoff_max_ms = (o)->backoff_max_ms,            \
+        .max_attempts = (o)->max_attempts, .max_idle = (o)->max_idle_handles                       \
+    }
+
 /* out from given, each zero field taken from dflt; connect_ms capped at
  * timeout_ms. */
 void dgh_limits_pick(dgh_limits *out, const dgh_limits *given, const dgh_limits *dflt);
@@ -142,13 +157,6 @@ struct curl_slist *dgh_headers_new(const char *const *lines, size_t n)
 /* Wipe every line of a header list (one carries the token) and free it. */
 void dgh_headers_free(struct curl_slist *list);
 
-/* A handle from h's pool, or a new one; {NULL, NULL} out of memory. Give
- * it back with dgh_slot_put. */
-dgh_slot dgh_slot_get(dgh_client *h);
-
-/* Return s to h's pool, or clean it up when the pool is full. */
-void dgh_slot_put(dgh_client *h, dgh_slot s);
-
 /* An answer's body: NUL-terminated once anything came (s is NULL
  * before). Start from {0}; the owner frees s (dgh_body_free). */
 typedef struct dgh_body {
@@ -179,7 +187,7 @@ void dgh_body_free(dgh_body *b);
 void dgh_easy_setup(CURL *e, long connect_ms, dgh_body *body, curl_write_callback on_header,
                     void *header_data, char *cerr, int fresh);
 
-/* One request as dgh_perform sends it. */
+/* One request as dgh_exchange sends it. */
 typedef struct dgh_request {
     const char *method; /* "GET", "POST" or another verb */
     const char *url;
@@ -187,20 +195,21 @@ typedef struct dgh_request {
     const char *user_agent;     /* NULL: none set here (the headers may carry it) */
     const char *body;           /* sent by every method but GET; NULL: an empty one */
     int fresh;                  /* 1: a new connection (see dgh_easy_setup) */
-    long timeout_ms;            /* this transfer's bound (> 0) */
     curl_write_callback on_header;
     void *header_data;
 } dgh_request;
 
 /*
- * One HTTP exchange of r on slot s (the platform's rate-limit permit
- * already taken), its body into body: curl's code (DGH_ABORTED when the
- * abort switch ended it), the HTTP status in *http (0: none), curl's
- * error text in cerr (CURL_ERROR_SIZE bytes; "" when curl said none).
- * The caller's thread runs the transfer and its callbacks.
+ * One HTTP exchange of r (the platform's rate-limit permit already
+ * taken) within the call's time bound: the transfer may take what is left
+ * until deadline (monotonic ms), on a handle of h's pool, and its body
+ * goes into body. Returns curl's code or one of DGH_ABORTED, DGH_NO_TIME,
+ * DGH_NO_HANDLE; the HTTP status in *http (0: none); curl's error text in
+ * cerr (CURL_ERROR_SIZE bytes; "" when curl said none). The caller's
+ * thread runs the transfer and its callbacks.
  */
-CURLcode dgh_perform(dgh_client *h, dgh_slot *s, const dgh_request *r, dgh_body *body, long *http,
-                     char *cerr);
+CURLcode dgh_exchange(dgh_client *h, int64_t deadline, const dgh_request *r, dgh_body *body,
+                      long *http, char *cerr);
 
 /* Why a transfer that ended with cc failed, for a message: curl's error
  * text in cerr, replaced by the answer's size when body passed

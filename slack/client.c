@@ -120,14 +120,7 @@ static int options_ok(const dg_slack_options *o, char *err, size_t err_len)
  * its requests into lim. */
 static void set_defaults(dg_slack *s, const dg_slack_options *o, dgh_limits *lim)
 {
-    const dgh_limits given = {
-        .timeout_ms = o->timeout_ms,
-        .connect_ms = o->connect_timeout_ms,
-        .backoff_base_ms = o->backoff_base_ms,
-        .backoff_max_ms = o->backoff_max_ms,
-        .max_attempts = o->max_attempts,
-        .max_idle = o->max_idle_handles,
-    };
+    const dgh_limits given = DGH_LIMITS_GIVEN(o);
     dgh_limits_pick(lim, &given, &default_limits);
     s->max_text = o->max_text ? o->max_text : DG_SLACK_TEXT_DEFAULT;
     s->no_pacing = o->no_pacing;

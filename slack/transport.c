@@ -249,24 +249,30 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *ud)
     return n;
 }
 
-/* One transfer of the form to url; the curl code (DGH_ABORTED when the
- * abort switch ended it) and the HTTP status in *http. */
-static CURLcode perform(dg_slack *s, dgh_slot *h, const char *url, const char *form, int fresh,
-                        long tmo_ms, xfer *x, long *http, char *cerr)
+/* What one request carries from attempt to attempt. */
+typedef struct run {
+    const char *method, *key, *url, *form;
+    int idempotent;
+    int64_t deadline;
+    int failures, n429;
+} run;
+
+/* One transfer of r's form within its time bound (dgh_exchange): the
+ * curl code or DGH_*, and the HTTP status in *http. */
+static CURLcode perform(dg_slack *s, const run *r, xfer *x, long *http, char *cerr)
 {
     /* libcurl resends a request on its own when a reused connection dies
-     * before any answer: a post must never go twice, so it gets a fresh
-     * connection. */
+     * before any answer: a post must never go twice, so one that is not
+     * idempotent gets a fresh connection. */
     dgh_request q = {.method = "POST",
-                     .url = url,
+                     .url = r->url,
                      .headers = s->headers,
                      .user_agent = s->user_agent,
-                     .body = form,
-                     .fresh = fresh,
-                     .timeout_ms = tmo_ms,
+                     .body = r->form,
+                     .fresh = !r->idempotent,
                      .on_header = on_header,
                      .header_data = x};
-    return dgh_perform(&s->http, h, &q, &x->body, http, cerr);
+    return dgh_exchange(&s->http, r->deadline, &q, &x->body, http, cerr);
 }
 
 /* ---- Slack's answers ------------------------------------------------------------------ */
@@ -372,13 +378,6 @@ static int on_refusal(dg_slack *s, const char *method, const json_t *ans, long h
                     method, e->error, method);
 }
 
-/* What one request carries from attempt to attempt. */
-typedef struct run {
-    const char *method, *key, *url, *form;
-    int idempotent;
-    int64_t deadline;
-    int failures, n429;
-} run;
 
 #define AGAIN 1
 
@@ -454,20 +453,17 @@ static int attempt(dg_slack *s, run *r, json_t **answer, dg_slack_err *e)
     int rc = pace_acquire(s, r->method, r->key, r->deadline, e);
     if (rc != DG_OK)
         return rc;
-    long tmo = (long)(r->deadline - dgh_mono_ms());
-    if (tmo <= 0)
-        return dgs_fail(e, DG_ERR_IO, e->http_status, 1,
-                        "timed out: %s got no answer within %ld ms; try again later", r->method,
-                        s->http.timeout_ms);
-    dgh_slot h = dgh_slot_get(&s->http);
-    if (!h.easy)
-        return dgs_fail(e, DG_ERR_NOMEM, 0, 1, "out of memory for a transfer handle");
     xfer x = {.retry_after_ms = -1};
     long http = 0;
     char cerr[CURL_ERROR_SIZE];
-    CURLcode cc = perform(s, &h, r->url, r->form, !r->idempotent, tmo, &x, &http, cerr);
+    CURLcode cc = perform(s, r, &x, &http, cerr);
+    if (cc == DGH_NO_TIME)
+        return dgs_fail(e, DG_ERR_IO, e->http_status, 1,
+                        "timed out: %s got no answer within %ld ms; try again later", r->method,
+                        s->http.timeout_ms);
+    if (cc == DGH_NO_HANDLE)
+        return dgs_fail(e, DG_ERR_NOMEM, 0, 1, "out of memory for a transfer handle");
     e->attempts++;
-    dgh_slot_put(&s->http, h);
     if (cc == DGH_ABORTED)
         rc = dgs_fail(e, DG_ERR_IO, 0, 1, "aborted: %s was cancelled: shutting down", r->method);
     else if (cc != CURLE_OK)
