@@ -57,30 +57,38 @@ static void pick_limits(const dg_discord_options *o, dgh_limits *lim)
         lim->backoff_max_ms = lim->backoff_base_ms;
 }
 
-/* The fixed headers of every request, in the order struct dg_discord
- * describes: "Expect:", the token's Authorization, Content-Type,
- * User-Agent. The User-Agent is one more header of the list, not
- * CURLOPT_USERAGENT: curl formats that option into a new string on every
- * transfer, a header of the list is copied as it is. Returns the list (the
- * client frees it with dgh_headers_free, which wipes the token's node) or
- * NULL out of memory; the token's other copies are wiped before they are
- * freed. */
-static struct curl_slist *build_headers(const char *token, const char *user_agent)
+/* The base URL and the fixed headers of every request, in the order
+ * struct dg_discord describes: "Expect:", the token's Authorization,
+ * Content-Type, User-Agent. The User-Agent is one more header of the list,
+ * not CURLOPT_USERAGENT: curl formats that option into a new string on
+ * every transfer, a header of the list is copied as it is. DG_OK or
+ * DG_ERR_NOMEM; the token's copies made here are wiped before they are
+ * freed (the list's is wiped by dgh_destroy). */
+static int set_endpoint(dg_discord *d, const dg_discord_options *o)
 {
-    size_t al = strlen(token) + 32, ul = strlen(user_agent) + sizeof "User-Agent: ";
+    const char *agent = o->user_agent ? o->user_agent : "DiscordBot (dirigent, " DG_VERSION ")";
+    size_t al = strlen(o->token) + 32, ul = strlen(agent) + sizeof "User-Agent: ";
     char *auth = malloc(al), *ua = malloc(ul);
-    struct curl_slist *h = NULL;
+    int rc = DG_ERR_NOMEM;
     if (auth && ua) {
-        snprintf(auth, al, DGD_AUTH_PREFIX "%s", token);
-        snprintf(ua, ul, "User-Agent: %s", user_agent);
+        snprintf(auth, al, DGD_AUTH_PREFIX "%s", o->token);
+        snprintf(ua, ul, "User-Agent: %s", agent);
         const char *const lines[] = {"Expect:", auth, "Content-Type: application/json", ua};
-        h = dgh_headers_new(lines, sizeof lines / sizeof *lines);
+        rc = dgh_set_endpoint(&d->http, o->api_base, lines, sizeof lines / sizeof *lines);
     }
     if (auth)
         memset(auth, 0, al);
     free(auth);
     free(ua);
-    return h;
+    if (rc != DG_OK)
+        return rc;
+    d->short_headers = d->http.headers->next;
+    /* The token lives only in its header: a server may echo the request (a
+     * proxy's error page, an apiBase pointing at the wrong thing), and what
+     * it says travels on into err->message: tool results an agent sees, the
+     * outbox's stored last_error, logs. */
+    d->http.secret = d->short_headers->data + strlen(DGD_AUTH_PREFIX);
+    return DG_OK;
 }
 
 int dg_discord_new(const dg_discord_options *o, dg_discord **out, char *err, size_t err_len)
@@ -106,42 +114,24 @@ int dg_discord_new(const dg_discord_options *o, dg_discord **out, char *err, siz
     }
 
     dg_discord *d = calloc(1, sizeof *d);
-    if (!d)
-        goto nomem;
-    d->base = dgd_strdup(o->api_base);
-    d->guild_id = dgd_strdup(o->guild_id);
-    d->user_agent = o->user_agent ? dgd_strdup(o->user_agent)
-                                  : dgd_strdup("DiscordBot (dirigent, " DG_VERSION ")");
-    if (!d->base || !d->user_agent || (o->guild_id && !d->guild_id))
-        goto nomem_free;
-    size_t bl = strlen(d->base);
-    while (bl > 0 && d->base[bl - 1] == '/')
-        d->base[--bl] = '\0';
-    if (!(d->headers = build_headers(o->token, d->user_agent)))
-        goto nomem_free;
-    d->short_headers = d->headers->next;
-
     dgh_limits lim;
     pick_limits(o, &lim);
-    if (dgh_init(&d->http, &lim, o->log, o->log_state, &d->mu, &d->cond) != DG_OK)
-        goto nomem_free;
-    /* The token lives only in its header: a server may echo the request (a
-     * proxy's error page, an apiBase pointing at the wrong thing), and what
-     * it says travels on into err->message: tool results an agent sees, the
-     * outbox's stored last_error, logs. */
-    d->http.secret = d->short_headers->data + strlen(DGD_AUTH_PREFIX);
+    if (d && dgh_init(&d->http, &lim, o->log, o->log_state, &d->mu, &d->cond) != DG_OK) {
+        free(d);
+        d = NULL;
+    }
+    if (!d) {
+        snprintf(err, err_len, "discord: out of memory creating the client");
+        return DG_ERR_NOMEM;
+    }
+    d->guild_id = dgd_strdup(o->guild_id);
+    if ((o->guild_id && !d->guild_id) || set_endpoint(d, o) != DG_OK) {
+        dg_discord_free(d);
+        snprintf(err, err_len, "discord: out of memory creating the client");
+        return DG_ERR_NOMEM;
+    }
     *out = d;
     return DG_OK;
-
-nomem_free:
-    dgh_headers_free(d->headers);
-    free(d->base);
-    free(d->guild_id);
-    free(d->user_agent);
-    free(d);
-nomem:
-    snprintf(err, err_len, "discord: out of memory creating the client");
-    return DG_ERR_NOMEM;
 }
 
 void dg_discord_free(dg_discord *d)
@@ -149,13 +139,9 @@ void dg_discord_free(dg_discord *d)
     if (!d)
         return;
     dgh_destroy(&d->http);
-    /* The token's header among them: wiped before it goes back. */
-    dgh_headers_free(d->headers);
     dg_map_each(&d->routes, dgd_route_free, NULL);
     dg_map_clear(&d->routes);
-    free(d->base);
     free(d->guild_id);
-    free(d->user_agent);
     free(d);
 }
 

@@ -43,20 +43,18 @@ typedef struct dgd_route {
 } dgd_route;
 
 struct dg_discord {
-    char *base;
     char *guild_id;
-    char *user_agent;
-    /* Read-only after new. headers: "Expect:" (no 100-continue wait for a
-     * large body), then the token's Authorization, Content-Type and
-     * User-Agent; short_headers is the same list from its second node, for
-     * a body curl would not add Expect to (each header of the list costs
-     * every request a scan by curl for the headers it would set itself). */
-    struct curl_slist *headers;
-    struct curl_slist *short_headers; /* headers->next: its first carries the token */
-
-    /* The shared request core: limits, log, abort switch, handle pool, the
-     * back-off's jitter; its secret is the token in short_headers. */
+    /* The shared request core: base URL, fixed headers, limits, log, abort
+     * switch, handle pool, the back-off's jitter; its secret is the token
+     * in short_headers. Its headers (read-only after new): "Expect:" (no
+     * 100-continue wait for a large body), then the token's Authorization,
+     * Content-Type and User-Agent. */
     dgh_client http;
+    /* http.headers from its second node, for a body curl would not add
+     * Expect to (each header of the list costs every request a scan by
+     * curl for the headers it would set itself); its first carries the
+     * token. */
+    struct curl_slist *short_headers;
 
     pthread_mutex_t mu;   /* guards everything below (and http's jitter) */
     pthread_cond_t cond;  /* rate-limit state changed, or abort */

@@ -207,7 +207,7 @@ int dg_discord_post_prepare(const dg_discord *d, const char *channel_id, const c
     char path[64];
     snprintf(path, sizeof path, "/channels/%s/messages", channel_id);
     dgd_route_key("POST", path, post->route, sizeof post->route);
-    snprintf(post->url, sizeof post->url, "%s%s", d->base, path);
+    snprintf(post->url, sizeof post->url, "%s%s", d->http.base, path);
     *out = post;
     return DG_OK;
 }
@@ -323,7 +323,7 @@ static int preq_start(dg_discord_pipe *p, preq *q, int64_t now, dg_discord_done 
      * up to a second for the server's 100: bodies over 1 KB in older curl
      * (the curl of Debian 12 does it only past 1 MB, which no post reaches). */
     curl_easy_setopt(q->easy, CURLOPT_HTTPHEADER,
-                     q->req.json_len >= 1024 ? d->headers : d->short_headers);
+                     q->req.json_len >= 1024 ? d->http.headers : d->short_headers);
     curl_easy_setopt(q->easy, CURLOPT_TIMEOUT_MS, tmo);
     if (curl_multi_add_handle(p->multi, q->easy) != CURLM_OK) {
         dgd_rl_release(d, q->req.route, NULL, 0, 0, 0);

@@ -325,7 +325,6 @@ static CURLcode perform(dg_discord *d, const req_run *r, dgd_xfer *x, long *http
 {
     dgh_request q = {.method = r->method,
                      .url = r->url,
-                     .headers = d->headers,
                      .body = r->json,
                      .fresh = !r->idempotent,
                      .on_header = dgd_on_header,
@@ -631,11 +630,11 @@ int dgd_do_request(dg_discord *d, const char *method, const char *path, const ch
 
     char route[192];
     dgd_route_key(method, path, route, sizeof route);
-    size_t ulen = strlen(d->base) + strlen(path) + 1;
+    size_t ulen = strlen(d->http.base) + strlen(path) + 1;
     char *url = malloc(ulen);
     if (!url)
         return dgd_set_err(e, DG_ERR_NOMEM, 0, 1, "out of memory");
-    snprintf(url, ulen, "%s%s", d->base, path);
+    snprintf(url, ulen, "%s%s", d->http.base, path);
 
     req_run r = {.method = method,
                  .url = url,

@@ -86,6 +86,14 @@ int dgh_init(dgh_client *h, const dgh_limits *lim, dgh_log_fn log, void *log_sta
     return DG_OK;
 }
 
+/* Wipe every line of a header list (one carries the token) and free it. */
+static void headers_free(struct curl_slist *list)
+{
+    for (struct curl_slist *n = list; n; n = n->next)
+        memset(n->data, 0, strlen(n->data));
+    curl_slist_free_all(list);
+}
+
 static void slot_drop(dgh_slot s)
 {
     if (s.easy)
@@ -104,6 +112,10 @@ void dgh_destroy(dgh_client *h)
     pthread_cond_destroy(h->cond);
     pthread_mutex_destroy(h->mu);
     pthread_mutex_destroy(&h->pool_mu);
+    headers_free(h->headers);
+    h->headers = NULL;
+    free(h->base);
+    h->base = NULL;
 }
 
 void dgh_set_abort(dgh_client *h, int on)
@@ -175,27 +187,29 @@ void dgh_log(dgh_client *h, int level, const char *fmt, ...)
     h->log(h->log_state, level, buf);
 }
 
-/* ---- header lists ------------------------------------------------------------------ */
+/* ---- the endpoint ------------------------------------------------------------------- */
 
-void dgh_headers_free(struct curl_slist *list)
+int dgh_set_endpoint(dgh_client *h, const char *base, const char *const *lines, size_t n)
 {
-    for (struct curl_slist *n = list; n; n = n->next)
-        memset(n->data, 0, strlen(n->data));
-    curl_slist_free_all(list);
-}
-
-struct curl_slist *dgh_headers_new(const char *const *lines, size_t n)
-{
-    struct curl_slist *h = NULL;
+    char *b = strdup(base);
+    if (!b)
+        return DG_ERR_NOMEM;
+    size_t bl = strlen(b);
+    while (bl > 0 && b[bl - 1] == '/')
+        b[--bl] = '\0';
+    struct curl_slist *list = NULL;
     for (size_t i = 0; i < n; i++) {
-        struct curl_slist *next = curl_slist_append(h, lines[i]);
+        struct curl_slist *next = curl_slist_append(list, lines[i]);
         if (!next) {
-            dgh_headers_free(h);
-            return NULL;
+            headers_free(list);
+            free(b);
+            return DG_ERR_NOMEM;
         }
-        h = next;
+        list = next;
     }
-    return h;
+    h->base = b;
+    h->headers = list;
+    return DG_OK;
 }
 
 /* ---- the handle pool ------------------------------------------------------------------ */
@@ -353,7 +367,7 @@ static CURLcode perform(dgh_client *h, dgh_slot *s, const dgh_request *r, long t
     dgh_easy_setup(e, h->connect_ms < tmo ? h->connect_ms : tmo, body, r->on_header, r->header_data,
                    cerr, r->fresh);
     curl_easy_setopt(e, CURLOPT_URL, r->url);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, h->headers);
     if (r->user_agent)
         curl_easy_setopt(e, CURLOPT_USERAGENT, r->user_agent);
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, tmo);

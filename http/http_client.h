@@ -72,8 +72,10 @@ typedef struct dgh_client {
     /* Scrubbed from every log line (dgh_scrub); set once by the platform
      * client before its first request, owned by it and outliving h. */
     const char *secret;
-    pthread_mutex_t *mu;  /* the client's lock: guards rng here */
-    pthread_cond_t *cond; /* the client's condition (CLOCK_MONOTONIC): state
+    char *base;                 /* the API's base URL, no trailing '/' */
+    struct curl_slist *headers; /* the fixed headers of every request */
+    pthread_mutex_t *mu;        /* the client's lock: guards rng here */
+    pthread_cond_t *cond;       /* the client's condition (CLOCK_MONOTONIC): state
                              changed, or abort */
 
     atomic_int abort;
@@ -114,8 +116,9 @@ void dgh_limits_pick(dgh_limits *out, const dgh_limits *given, const dgh_limits 
 int dgh_init(dgh_client *h, const dgh_limits *lim, dgh_log_fn log, void *log_state,
              pthread_mutex_t *mu, pthread_cond_t *cond) __attribute__((warn_unused_result));
 
-/* Free what dgh_init made: the idle handles and the pool, the lock and
- * condition. No request may be in flight. */
+/* Free what dgh_init and dgh_set_endpoint made: the idle handles and the
+ * pool, the lock and condition, the base URL, the header list (its lines
+ * wiped first: one carries the token). No request may be in flight. */
 void dgh_destroy(dgh_client *h);
 
 /* The abort switch: on ends waits and transfers in flight (their callers
@@ -148,14 +151,12 @@ void dgh_scrub(const dgh_client *h, char *text);
 /* A line to h's log sink, if any, the secret scrubbed from it. */
 void dgh_log(dgh_client *h, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* The fixed headers of every request, one line each, in order: the list
- * (the client frees it with dgh_headers_free), or NULL out of memory (the
- * lines made so far wiped and freed). */
-struct curl_slist *dgh_headers_new(const char *const *lines, size_t n)
+/* Set h's base URL (copied, trailing '/' dropped) and the fixed headers
+ * of every request (n lines, copied in order; the caller wipes its own
+ * copy of a secret one). Once, before the first request. DG_OK, or
+ * DG_ERR_NOMEM with h unchanged. */
+int dgh_set_endpoint(dgh_client *h, const char *base, const char *const *lines, size_t n)
     __attribute__((warn_unused_result));
-
-/* Wipe every line of a header list (one carries the token) and free it. */
-void dgh_headers_free(struct curl_slist *list);
 
 /* An answer's body: NUL-terminated once anything came (s is NULL
  * before). Start from {0}; the owner frees s (dgh_body_free). */
@@ -189,12 +190,11 @@ void dgh_easy_setup(CURL *e, long connect_ms, dgh_body *body, curl_write_callbac
 
 /* One request as dgh_exchange sends it. */
 typedef struct dgh_request {
-    const char *method; /* "GET", "POST" or another verb */
-    const char *url;
-    struct curl_slist *headers; /* the fixed headers, not taken */
-    const char *user_agent;     /* NULL: none set here (the headers may carry it) */
-    const char *body;           /* sent by every method but GET; NULL: an empty one */
-    int fresh;                  /* 1: a new connection (see dgh_easy_setup) */
+    const char *method;     /* "GET", "POST" or another verb */
+    const char *url;        /* sent with h's fixed headers */
+    const char *user_agent; /* NULL: none set here (the headers may carry it) */
+    const char *body;       /* sent by every method but GET; NULL: an empty one */
+    int fresh;              /* 1: a new connection (see dgh_easy_setup) */
     curl_write_callback on_header;
     void *header_data;
 } dgh_request;

@@ -138,19 +138,20 @@ static void wipe_free(char *p)
     free(p);
 }
 
-/* The fixed headers of every request: the token's Authorization and the
- * form's Content-Type (the User-Agent is set per transfer). The list (the
- * client frees it with dgh_headers_free, which wipes the token's line) or
- * NULL out of memory; the token's other copy is wiped before it is freed. */
-static struct curl_slist *build_headers(const char *token)
+/* The base URL and the fixed headers of every request: the token's
+ * Authorization and the form's Content-Type (the User-Agent is set per
+ * transfer). DG_OK or DG_ERR_NOMEM; the token's copy made here is wiped
+ * before it is freed (the list's is wiped by dgh_destroy). */
+static int set_endpoint(dg_slack *s, const dg_slack_options *o)
 {
-    char *auth = dg_sprintf("Authorization: Bearer %s", token);
+    char *auth = dg_sprintf("Authorization: Bearer %s", o->token);
     if (!auth)
-        return NULL;
+        return DG_ERR_NOMEM;
     const char *const lines[] = {auth, "Content-Type: application/x-www-form-urlencoded"};
-    struct curl_slist *h = dgh_headers_new(lines, sizeof lines / sizeof *lines);
+    int rc = dgh_set_endpoint(&s->http, o->api_base ? o->api_base : DG_SLACK_API_BASE, lines,
+                              sizeof lines / sizeof *lines);
     wipe_free(auth);
-    return h;
+    return rc;
 }
 
 int dg_slack_new(const dg_slack_options *o, dg_slack **out, char *err, size_t err_len)
@@ -180,19 +181,14 @@ int dg_slack_new(const dg_slack_options *o, dg_slack **out, char *err, size_t er
         free(s);
         return DG_ERR_NOMEM;
     }
-    s->base = strdup(o->api_base ? o->api_base : DG_SLACK_API_BASE);
     s->token = strdup(o->token);
     s->http.secret = s->token;
     s->user_agent =
         o->user_agent ? strdup(o->user_agent) : dg_sprintf("dirigent/%s (slack)", DG_VERSION);
-    s->headers = build_headers(o->token);
-    if (!s->base || !s->token || !s->user_agent || !s->headers) {
+    if (!s->token || !s->user_agent || set_endpoint(s, o) != DG_OK) {
         dg_slack_free(s);
         return DG_ERR_NOMEM;
     }
-    size_t bl = strlen(s->base);
-    while (bl > 0 && s->base[bl - 1] == '/')
-        s->base[--bl] = '\0';
     *out = s;
     return DG_OK;
 }
@@ -202,10 +198,8 @@ void dg_slack_free(dg_slack *s)
     if (!s)
         return;
     dgh_destroy(&s->http);
-    dgh_headers_free(s->headers);
     dg_map_each(&s->paces, dgs_pace_free, NULL);
     dg_map_clear(&s->paces);
-    free(s->base);
     wipe_free(s->token);
     free(s->user_agent);
     free(s);

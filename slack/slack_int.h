@@ -42,16 +42,15 @@ typedef struct dgs_pace {
 } dgs_pace;
 
 struct dg_slack {
-    char *base;
-    char *token;                /* the shared core's secret: scrubbed from messages */
-    struct curl_slist *headers; /* the token's Authorization, Content-Type */
+    char *token; /* the shared core's secret: scrubbed from messages */
     char *user_agent;
     int no_pacing;
     double pace_scale;
     size_t max_text;
 
-    /* The shared request core: limits, log, abort switch, handle pool, the
-     * back-off's jitter. */
+    /* The shared request core: base URL, fixed headers (the token's
+     * Authorization, Content-Type), limits, log, abort switch, handle pool,
+     * the back-off's jitter. */
     dgh_client http;
 
     pthread_mutex_t mu;  /* guards everything below (and http's jitter) */

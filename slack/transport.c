@@ -266,7 +266,6 @@ static CURLcode perform(dg_slack *s, const run *r, xfer *x, long *http, char *ce
      * idempotent gets a fresh connection. */
     dgh_request q = {.method = "POST",
                      .url = r->url,
-                     .headers = s->headers,
                      .user_agent = s->user_agent,
                      .body = r->form,
                      .fresh = !r->idempotent,
@@ -489,7 +488,7 @@ int dgs_call(dg_slack *s, const char *method, const char *pace_channel, const ch
         snprintf(key, sizeof key, "%s %s", method, pace_channel);
     else
         snprintf(key, sizeof key, "%s", method);
-    char *url = dg_sprintf("%s/%s", s->base, method);
+    char *url = dg_sprintf("%s/%s", s->http.base, method);
     if (!url)
         return dgs_fail(e, DG_ERR_NOMEM, 0, 1, "out of memory");
     run r = {.method = method,

@@ -130,12 +130,17 @@ START_TEST(exchange_sends_the_request_and_reads_the_answer)
     pthread_t t;
     ck_assert_int_eq(pthread_create(&t, NULL, serve_one, &s), 0);
     const char *const lines[] = {"Authorization: Bearer sekrit", "Content-Type: text/plain"};
-    struct curl_slist *hl = dgh_headers_new(lines, 2);
-    ck_assert_ptr_nonnull(hl);
+    char base[80];
+    snprintf(base, sizeof base, "%.*s//", (int)strlen(s.url) - 2, s.url);
+    ck_assert_int_eq(dgh_set_endpoint(&c->h, base, lines, 2), DG_OK);
+    size_t hl = strlen(s.url) - 2; /* the trailing '/' dropped */
+    ck_assert_msg(strlen(c->h.base) == hl && !strncmp(c->h.base, s.url, hl), "%s", c->h.base);
+    ck_assert_str_eq(c->h.headers->data, lines[0]);
     seen h = {0};
+    char url[96];
+    snprintf(url, sizeof url, "%s/x", c->h.base);
     dgh_request r = {.method = "PUT",
-                     .url = s.url,
-                     .headers = hl,
+                     .url = url,
                      .user_agent = "ua-test/1",
                      .body = "payload",
                      .fresh = 1,
@@ -157,7 +162,6 @@ START_TEST(exchange_sends_the_request_and_reads_the_answer)
     ck_assert_msg(strstr(s.request, "\r\nAuthorization: Bearer sekrit\r\n"), "%s", s.request);
     ck_assert_msg(strstr(s.request, "\r\n\r\npayload"), "%s", s.request);
     dgh_body_free(&b);
-    dgh_headers_free(hl);
     close(s.fd);
     core_close(c);
 }
