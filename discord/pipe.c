@@ -109,7 +109,7 @@ int dg_discord_pipe_new(dg_discord *d, size_t cap, dg_discord_pipe **out)
         curl_easy_setopt(e, CURLOPT_PRIVATE, q);
         /* Every post here carries a nonce: a resend on a dead keep-alive
          * connection returns the first message, so reuse is safe (not
-         * fresh). connect_ms is at most timeout_ms (set_limits). */
+         * fresh). connect_ms is at most timeout_ms (dgh_limits_pick). */
         dgh_easy_setup(e, d->http.connect_ms, &q->x.body, dgd_on_header, &q->x, q->cerr, 0);
         curl_easy_setopt(e, CURLOPT_POST, 1L);
     }

@@ -1,7 +1,7 @@
 /*
  * http_client.h -- the request core the chat-platform clients (discord/,
- * slack/) share, on libcurl: the once-only global init, the fixed header
- * list, a pool of reusable transfer handles, one transfer that the abort
+ * slack/) share, on libcurl: the once-only global init, the base URL and
+ * the fixed headers, a pool of reusable transfer handles, one transfer that the abort
  * switch ends within DGH_POLL_MS, the answer's body collected into a
  * buffer, bounded exponential back-off with jitter, abort-aware waits on
  * the monotonic clock, and the client's secret scrubbed from its log
@@ -75,8 +75,9 @@ typedef struct dgh_client {
     char *base;                 /* the API's base URL, no trailing '/' */
     struct curl_slist *headers; /* the fixed headers of every request */
     pthread_mutex_t *mu;        /* the client's lock: guards rng here */
-    pthread_cond_t *cond;       /* the client's condition (CLOCK_MONOTONIC): state
-                             changed, or abort */
+    /* The client's condition (CLOCK_MONOTONIC): its state changed, or the
+     * abort switch. */
+    pthread_cond_t *cond;
 
     atomic_int abort;
 
@@ -111,8 +112,8 @@ void dgh_limits_pick(dgh_limits *out, const dgh_limits *given, const dgh_limits 
 
 /* Make h (zeroed by the caller) with lim, the log sink (log may be NULL)
  * and the client's lock and condition, which are initialised here. DG_OK,
- * or DG_ERR_NOMEM with nothing made (h, *mu and *cond untouched but for
- * fields of h). The pool's array is h's: dgh_destroy frees it. */
+ * or DG_ERR_NOMEM with nothing made (h, *mu and *cond untouched). What is
+ * made here is h's: dgh_destroy frees it. */
 int dgh_init(dgh_client *h, const dgh_limits *lim, dgh_log_fn log, void *log_state,
              pthread_mutex_t *mu, pthread_cond_t *cond) __attribute__((warn_unused_result));
 
@@ -126,6 +127,7 @@ void dgh_destroy(dgh_client *h);
  * every waiter on *cond. */
 void dgh_set_abort(dgh_client *h, int on);
 
+/* 1 while the abort switch is on. */
 static inline int dgh_aborted(dgh_client *h)
 {
     return atomic_load(&h->abort);
@@ -153,8 +155,8 @@ void dgh_log(dgh_client *h, int level, const char *fmt, ...) __attribute__((form
 
 /* Set h's base URL (copied, trailing '/' dropped) and the fixed headers
  * of every request (n lines, copied in order; the caller wipes its own
- * copy of a secret one). Once, before the first request. DG_OK, or
- * DG_ERR_NOMEM with h unchanged. */
+ * copy of a secret one). The copies are h's: dgh_destroy frees them. Once,
+ * before the first request. DG_OK, or DG_ERR_NOMEM with h unchanged. */
 int dgh_set_endpoint(dgh_client *h, const char *base, const char *const *lines, size_t n)
     __attribute__((warn_unused_result));
 
