@@ -36,6 +36,9 @@
 #                             once (token shape, agent ids, secret scrubbing, UTF-8,
 #                             string buffer, key checker, HTTP-server scaffold); each
 #                             program takes the members it uses
+#   http/*.c               -> build/libdghttp.a, the request core on libcurl that the
+#                             chat-platform clients share (handle pool, transfers,
+#                             abort switch, back-off); it knows no platform
 #   discord/*.c            -> build/libdgdiscord.a, the Discord REST client, linked
 #                             by dirigent.so and ocgw
 #   slack/*.c              -> build/libdgslack.a, the Slack Web API client (the
@@ -143,31 +146,37 @@ ALL_CFLAGS = $(PART_INC) $(BASE_CFLAGS)
 # The host ABI (include/) is the host boundary: the core and the hooks see
 # it, and the host; the parts below the core do not (their status codes
 # are common/status.h), so an ABI include there fails the build too.
-#   common/ <- {discord/, slack/} <- chat/                           (libdgchat.a)
+#   common/ <- http/ <- {discord/, slack/} <- chat/                  (libdgchat.a)
 #   {chat/, store/} <- plugin/ (+ include/) <- hooks/                 (dirigent.so)
-#   common/ <- discord/ <- host/ (+ include/)                        (libochost.a, ocgw)
-# plugin/ and hooks/ see chat/ only, never a platform's client (tools/ and the
-# tests see discord/ too: the doctor asks Discord itself).
+#   common/ <- http/ <- discord/ <- host/ (+ include/)               (libochost.a, ocgw)
+# http/ is the chat-platform clients' shared request core: discord/ and
+# slack/ see it, it sees neither. plugin/ and hooks/ see chat/ only, never
+# a platform's client (tools/ and the tests see discord/ too: the doctor
+# asks Discord itself).
 # Tests see every part. The objects of a part get its list (below); the
 # flags stamp leaves the lists out (they are fixed here, and a stamp made
 # for one part would be stale for the next).
 INC_common  := -Icommon
-INC_discord := $(INC_common) -Idiscord
+INC_http    := $(INC_common) -Ihttp
+INC_discord := $(INC_http) -Idiscord
 INC_store   := $(INC_common) -Istore
-INC_slack   := $(INC_common) -Islack
+INC_slack   := $(INC_http) -Islack
 INC_chat    := $(INC_common) -Idiscord -Islack -Ichat
 INC_plugin  := -Iinclude $(INC_common) -Ichat -Istore -Iplugin
 INC_hooks   := $(INC_plugin) -Ihooks
 INC_host    := -Iinclude $(INC_discord) -Ihost
 INC_servers := $(INC_common)
 INC_tools   := $(INC_plugin) -Idiscord -Itools
-INC_tests   := $(INC_hooks) -Idiscord -Ihost -Islack -Itests/support
+INC_tests   := $(INC_hooks) -Ihttp -Idiscord -Ihost -Islack -Itests/support
 PART_INC     = $(INC_tests)
 LDFLAGS_ALL = -pthread $(SANFLAGS) $(LDFLAGS)
 
 COMMON_SRC := $(sort $(wildcard common/*.c))
 COMMON_OBJ := $(COMMON_SRC:%.c=$(B)/obj/%.o)
 COMMON_LIB := $(B)/libdgcommon.a
+HTTP_SRC   := $(sort $(wildcard http/*.c))
+HTTP_OBJ   := $(HTTP_SRC:%.c=$(B)/obj/%.o)
+HTTP_LIB   := $(B)/libdghttp.a
 DISCORD_SRC := $(sort $(wildcard discord/*.c))
 DISCORD_OBJ := $(DISCORD_SRC:%.c=$(B)/obj/%.o)
 DISCORD_LIB := $(B)/libdgdiscord.a
@@ -178,7 +187,7 @@ CHAT_SRC   := $(sort $(wildcard chat/*.c))
 CHAT_OBJ   := $(CHAT_SRC:%.c=$(B)/obj/%.o)
 CHAT_LIB   := $(B)/libdgchat.a
 # What the core links for its chat platforms: the interface and each platform.
-PLATFORM_LIBS := $(CHAT_LIB) $(DISCORD_LIB) $(SLACK_LIB)
+PLATFORM_LIBS := $(CHAT_LIB) $(DISCORD_LIB) $(SLACK_LIB) $(HTTP_LIB)
 STORE_SRC  := $(sort $(wildcard store/*.c))
 STORE_OBJ  := $(STORE_SRC:%.c=$(B)/obj/%.o)
 STORE_LIB  := $(B)/libdgstore.a
@@ -255,6 +264,7 @@ $(B)/obj/%.o: %.c $(FLAGS_STAMP)
 $(B)/obj/tests/%.o: OBJ_EXTRA := -Wno-missing-prototypes
 
 $(B)/obj/common/%.o: PART_INC = $(INC_common)
+$(B)/obj/http/%.o: PART_INC = $(INC_http)
 $(B)/obj/discord/%.o: PART_INC = $(INC_discord)
 $(B)/obj/store/%.o: PART_INC = $(INC_store)
 $(B)/obj/slack/%.o: PART_INC = $(INC_slack)
@@ -309,9 +319,13 @@ $(COMMON_LIB): $(COMMON_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
+$(HTTP_LIB): $(HTTP_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
 # ocgw's agent bots use the same Discord REST client as the plugin.
-$(B)/ocgw: $(OCGW_OBJ) $(DISCORD_LIB) $(B)/libochost.a $(COMMON_LIB)
-	$(CC) -o $@ $(OCGW_OBJ) $(DISCORD_LIB) $(B)/libochost.a $(COMMON_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) -ldl -lm
+$(B)/ocgw: $(OCGW_OBJ) $(DISCORD_LIB) $(B)/libochost.a $(HTTP_LIB) $(COMMON_LIB)
+	$(CC) -o $@ $(OCGW_OBJ) $(DISCORD_LIB) $(B)/libochost.a $(HTTP_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) -ldl -lm
 
 FAKE_DISCORD_OBJ := $(patsubst %.c,$(B)/obj/%.o,tests/support/fake_discord.c \
                     tests/support/fake_discord_gateway.c tests/support/ws_server.c \
@@ -442,7 +456,7 @@ bridge/openclaw/openclaw.plugin.json: manifest.json bridge/openclaw/gen-plugin-j
 
 # ---- coverage -----------------------------------------------------------------
 # A gcov build in build-cov runs make check, then scripts/coverage.sh prints
-# line and branch coverage per file of plugin/ store/ hooks/ host/ servers/ common/
+# line and branch coverage per file of plugin/ store/ hooks/ host/ servers/ common/ http/
 # discord/ slack/.
 # --coverage links libgcov into the .so, which exports its __gcov_* entry
 # points and mangle_path (a libgcov helper of GCC 12 with default
@@ -454,7 +468,7 @@ coverage: deps-ok
 	find build-cov -name '*.gcda' -delete 2>/dev/null || true
 	$(MAKE) COVERAGE=1 test-deps
 	-env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL DG_BUILD_DIR=build-cov DG_COVERAGE=1 ./build-cov/check_all
-	sh scripts/coverage.sh build-cov plugin store hooks host servers common discord slack chat
+	sh scripts/coverage.sh build-cov plugin store hooks host servers common http discord slack chat
 
 test-deps: deps-ok $(TEST_DEPS)
 .PHONY: test-deps

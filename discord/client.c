@@ -5,27 +5,19 @@
  */
 #include "discord_int.h"
 
-#include <time.h>
-#include <unistd.h>
-
 #ifndef DG_VERSION
 #define DG_VERSION "0.0.0"
 #endif
 
-#define DEFAULT_TIMEOUT_MS 15000L
-#define DEFAULT_CONNECT_MS 5000L
-#define DEFAULT_ATTEMPTS 5
-#define DEFAULT_BACKOFF_MS 250L
-#define DEFAULT_BACKOFF_MAX_MS 4000L
-#define DEFAULT_IDLE 4
-
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc = CURLE_OK;
-
-static void curl_init_once(void)
-{
-    curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
+/* The bounds of a client whose options leave them 0. */
+static const dgh_limits default_limits = {
+    .timeout_ms = 15000,
+    .connect_ms = 5000,
+    .backoff_base_ms = 250,
+    .backoff_max_ms = 4000,
+    .max_attempts = 5,
+    .max_idle = 4,
+};
 
 /* The options' rules, checked before anything is made: DG_OK, or
  * DG_ERR_INVALID with the field and its rule in err. */
@@ -56,61 +48,47 @@ static int check_options(const dg_discord_options *o, char *err, size_t err_len)
     return DG_OK;
 }
 
-/* The limits of d from o (0: the default), the log callback and the
- * back-off's random seed. */
-static void set_limits(dg_discord *d, const dg_discord_options *o)
+/* The bounds of d's requests from o (0: the default). */
+static void pick_limits(const dg_discord_options *o, dgh_limits *lim)
 {
-    d->timeout_ms = o->timeout_ms ? o->timeout_ms : DEFAULT_TIMEOUT_MS;
-    d->connect_ms = o->connect_timeout_ms ? o->connect_timeout_ms : DEFAULT_CONNECT_MS;
-    if (d->connect_ms > d->timeout_ms)
-        d->connect_ms = d->timeout_ms;
-    d->max_attempts = o->max_attempts ? o->max_attempts : DEFAULT_ATTEMPTS;
-    d->backoff_base_ms = o->backoff_base_ms ? o->backoff_base_ms : DEFAULT_BACKOFF_MS;
-    d->backoff_max_ms = o->backoff_max_ms ? o->backoff_max_ms : DEFAULT_BACKOFF_MAX_MS;
-    if (d->backoff_max_ms < d->backoff_base_ms)
-        d->backoff_max_ms = d->backoff_base_ms;
-    d->max_idle = o->max_idle_handles ? o->max_idle_handles : DEFAULT_IDLE;
-    d->log = o->log;
-    d->log_state = o->log_state;
-    d->rng = (uint64_t)dgd_mono_ms() * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)d ^
-             (uint64_t)getpid();
-    if (!d->rng)
-        d->rng = 1;
+    const dgh_limits given = DGH_LIMITS_GIVEN(o);
+    dgh_limits_pick(lim, &given, &default_limits);
+    if (lim->backoff_max_ms < lim->backoff_base_ms)
+        lim->backoff_max_ms = lim->backoff_base_ms;
 }
 
-/* The fixed headers of every request, in the order struct dg_discord
- * describes: "Expect:", the token's Authorization, Content-Type,
- * User-Agent. The User-Agent is one more header of the list, not
- * CURLOPT_USERAGENT: curl formats that option into a new string on every
- * transfer, a header of the list is copied as it is. Returns the list (the
- * client frees it, wiping the token's node first) or NULL out of memory;
- * the token's other copies are wiped before they are freed. */
-static struct curl_slist *build_headers(const char *token, const char *user_agent)
+/* The base URL and the fixed headers of every request, in the order
+ * struct dg_discord describes: "Expect:", the token's Authorization,
+ * Content-Type, User-Agent. The User-Agent is one more header of the list,
+ * not CURLOPT_USERAGENT: curl formats that option into a new string on
+ * every transfer, a header of the list is copied as it is. DG_OK or
+ * DG_ERR_NOMEM; the token's copies made here are wiped before they are
+ * freed (the list's is wiped by dgh_destroy). */
+static int set_endpoint(dg_discord *d, const dg_discord_options *o)
 {
-    size_t al = strlen(token) + 32, ul = strlen(user_agent) + sizeof "User-Agent: ";
+    const char *agent = o->user_agent ? o->user_agent : "DiscordBot (dirigent, " DG_VERSION ")";
+    size_t al = strlen(o->token) + 32, ul = strlen(agent) + sizeof "User-Agent: ";
     char *auth = malloc(al), *ua = malloc(ul);
-    struct curl_slist *h = NULL;
+    int rc = DG_ERR_NOMEM;
     if (auth && ua) {
-        snprintf(auth, al, DGD_AUTH_PREFIX "%s", token);
-        snprintf(ua, ul, "User-Agent: %s", user_agent);
+        snprintf(auth, al, DGD_AUTH_PREFIX "%s", o->token);
+        snprintf(ua, ul, "User-Agent: %s", agent);
         const char *const lines[] = {"Expect:", auth, "Content-Type: application/json", ua};
-        for (size_t i = 0; i < sizeof lines / sizeof *lines; i++) {
-            struct curl_slist *n = curl_slist_append(h, lines[i]);
-            if (!n) {
-                if (h && h->next)
-                    memset(h->next->data, 0, strlen(h->next->data));
-                curl_slist_free_all(h);
-                h = NULL;
-                break;
-            }
-            h = n;
-        }
+        rc = dgh_set_endpoint(&d->http, o->api_base, lines, sizeof lines / sizeof *lines);
     }
     if (auth)
         memset(auth, 0, al);
     free(auth);
     free(ua);
-    return h;
+    if (rc != DG_OK)
+        return rc;
+    d->short_headers = d->http.headers->next;
+    /* The token lives only in its header: a server may echo the request (a
+     * proxy's error page, an apiBase pointing at the wrong thing), and what
+     * it says travels on into err->message: tool results an agent sees, the
+     * outbox's stored last_error, logs. */
+    d->http.secret = d->short_headers->data + strlen(DGD_AUTH_PREFIX);
+    return DG_OK;
 }
 
 int dg_discord_new(const dg_discord_options *o, dg_discord **out, char *err, size_t err_len)
@@ -129,83 +107,48 @@ int dg_discord_new(const dg_discord_options *o, dg_discord **out, char *err, siz
     int rc = check_options(o, err, err_len);
     if (rc != DG_OK)
         return rc;
-    pthread_once(&curl_once, curl_init_once);
-    if (curl_init_rc != CURLE_OK) {
-        snprintf(err, err_len, "discord: libcurl failed to initialise: %s",
-                 curl_easy_strerror(curl_init_rc));
+    CURLcode cc = dgh_global_init();
+    if (cc != CURLE_OK) {
+        snprintf(err, err_len, "discord: libcurl failed to initialise: %s", curl_easy_strerror(cc));
         return DG_ERR_INTERNAL;
     }
 
     dg_discord *d = calloc(1, sizeof *d);
-    if (!d)
-        goto nomem;
-    set_limits(d, o);
-    d->base = dgd_strdup(o->api_base);
+    dgh_limits lim;
+    pick_limits(o, &lim);
+    if (d && dgh_init(&d->http, &lim, o->log, o->log_state, &d->mu, &d->cond) != DG_OK) {
+        free(d);
+        d = NULL;
+    }
+    if (!d) {
+        snprintf(err, err_len, "discord: out of memory creating the client");
+        return DG_ERR_NOMEM;
+    }
     d->guild_id = dgd_strdup(o->guild_id);
-    d->user_agent = o->user_agent ? dgd_strdup(o->user_agent)
-                                  : dgd_strdup("DiscordBot (dirigent, " DG_VERSION ")");
-    d->idle = calloc((size_t)d->max_idle, sizeof *d->idle);
-    if (!d->base || !d->user_agent || !d->idle || (o->guild_id && !d->guild_id))
-        goto nomem_free;
-    size_t bl = strlen(d->base);
-    while (bl > 0 && d->base[bl - 1] == '/')
-        d->base[--bl] = '\0';
-    if (!(d->headers = build_headers(o->token, d->user_agent)))
-        goto nomem_free;
-    d->short_headers = d->headers->next;
-
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&d->cond, &ca);
-    pthread_condattr_destroy(&ca);
-    pthread_mutex_init(&d->mu, NULL);
-    pthread_mutex_init(&d->pool_mu, NULL);
-    atomic_init(&d->abort, 0);
+    if ((o->guild_id && !d->guild_id) || set_endpoint(d, o) != DG_OK) {
+        dg_discord_free(d);
+        snprintf(err, err_len, "discord: out of memory creating the client");
+        return DG_ERR_NOMEM;
+    }
     *out = d;
     return DG_OK;
-
-nomem_free:
-    free(d->base);
-    free(d->guild_id);
-    free(d->user_agent);
-    free(d->idle);
-    free(d);
-nomem:
-    snprintf(err, err_len, "discord: out of memory creating the client");
-    return DG_ERR_NOMEM;
 }
 
 void dg_discord_free(dg_discord *d)
 {
     if (!d)
         return;
-    for (size_t i = 0; i < d->n_idle; i++)
-        dgd_slot_drop(d->idle[i]);
-    free(d->idle);
-    /* The token's header: wiped before it goes back. */
-    if (d->short_headers)
-        memset(d->short_headers->data, 0, strlen(d->short_headers->data));
-    curl_slist_free_all(d->headers);
+    dgh_destroy(&d->http);
     dg_map_each(&d->routes, dgd_route_free, NULL);
     dg_map_clear(&d->routes);
-    free(d->base);
     free(d->guild_id);
-    free(d->user_agent);
-    pthread_cond_destroy(&d->cond);
-    pthread_mutex_destroy(&d->mu);
-    pthread_mutex_destroy(&d->pool_mu);
     free(d);
 }
 
 void dg_discord_set_abort(dg_discord *d, int on)
 {
-    if (!d)
-        return;
-    pthread_mutex_lock(&d->mu);
-    atomic_store(&d->abort, on ? 1 : 0);
-    pthread_cond_broadcast(&d->cond);
-    pthread_mutex_unlock(&d->mu);
+    if (d)
+        dgh_set_abort(&d->http, on);
 }
 
 const char *dg_discord_guild_id(const dg_discord *d)

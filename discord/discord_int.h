@@ -1,8 +1,9 @@
 /*
  * discord_int.h -- the Discord client's private header: the client record
  * and what the transport lends the endpoint files. Only discord/ includes it:
- *   transport.c  curl handles and their pool, requests and answers,
- *                rate-limit routes, 429/5xx/transport retries
+ *   transport.c  requests and answers, rate-limit routes, 429/5xx/transport
+ *                retries, over the shared request core (http_client.h:
+ *                handles and their pool, transfers, back-off, waits, log)
  *   client.c     the client's options, headers, abort switch, free, and
  *                the raw request
  *   pipe.c       the pipelined posts
@@ -27,6 +28,7 @@
 #include <string.h>
 
 #include "discord.h"
+#include "http_client.h"
 #include "str_map.h"
 
 /* Rate-limit state of one route (method + template + major id). */
@@ -40,42 +42,26 @@ typedef struct dgd_route {
     int inflight;
 } dgd_route;
 
-/* One reusable transfer handle. The multi handle keeps the connection
- * cache, so a dgd_slot reuses its keep-alive connection across calls. */
-typedef struct dgd_slot {
-    CURLM *multi;
-    CURL *easy;
-} dgd_slot;
-
 struct dg_discord {
-    char *base;
     char *guild_id;
-    char *user_agent;
-    /* Read-only after new. headers: "Expect:" (no 100-continue wait for a
-     * large body), then the token's Authorization, Content-Type and
-     * User-Agent; short_headers is the same list from its second node, for
-     * a body curl would not add Expect to (each header of the list costs
-     * every request a scan by curl for the headers it would set itself). */
-    struct curl_slist *headers;
-    struct curl_slist *short_headers; /* headers->next: its first carries the token */
-    long timeout_ms, connect_ms, backoff_base_ms, backoff_max_ms;
-    int max_attempts, max_idle;
-    dg_discord_log_fn log;
-    void *log_state;
+    /* The shared request core: base URL, fixed headers, limits, log, abort
+     * switch, handle pool, the back-off's jitter; its secret is the token
+     * in short_headers. Its headers (read-only after new): "Expect:" (no
+     * 100-continue wait for a large body), then the token's Authorization,
+     * Content-Type and User-Agent. */
+    dgh_client http;
+    /* http.headers from its second node, for a body curl would not add
+     * Expect to (each header of the list costs every request a scan by
+     * curl for the headers it would set itself); its first carries the
+     * token. */
+    struct curl_slist *short_headers;
 
-    atomic_int abort;
-
-    pthread_mutex_t mu;   /* guards everything below */
+    pthread_mutex_t mu;   /* guards everything below (and http's jitter) */
     pthread_cond_t cond;  /* rate-limit state changed, or abort */
     int64_t global_until; /* monotonic ms */
     dg_map routes;        /* route key -> dgd_route (malloc'd, owns its key):
                                     a lookup per request, whatever the number of
                                     channels posted to */
-    uint64_t rng;
-
-    pthread_mutex_t pool_mu;
-    dgd_slot *idle;
-    size_t n_idle;
 };
 
 /* What a comment's "d->mu held" says, checked: the mutex is taken. A
@@ -88,8 +74,6 @@ struct dg_discord {
 
 #define DGD_AUTH_PREFIX "Authorization: Bot "
 #define DGD_MAX_429_PER_CALL 64 /* a server answering 429 forever still ends */
-#define DGD_MAX_BODY (8u << 20) /* answers larger than this are refused */
-#define DGD_POLL_MS 50          /* abort latency of a transfer in flight */
 
 /* The rate-limit headers of one answer. */
 typedef struct dgd_hdrs {
@@ -101,23 +85,12 @@ typedef struct dgd_hdrs {
     char scope[16];
 } dgd_hdrs;
 
-/* One transfer's answer: its body (malloc'd, the transfer's owner frees
- * it) and headers. */
+/* One transfer's answer: its body (the transfer's owner frees it,
+ * dgh_body_free) and headers. */
 typedef struct dgd_xfer {
-    char *body;
-    size_t len, cap;
-    int too_big;
+    dgh_body body;
     dgd_hdrs h;
 } dgd_xfer;
-
-/* Monotonic clock, ms. Any thread. */
-int64_t dgd_mono_ms(void);
-
-/* Overwrite every copy of the token in text with '*' (NULL text: no-op). */
-void dgd_scrub_token(const dg_discord *d, char *text);
-
-/* A line to the client's log callback, if any. */
-void dgd_log(dg_discord *d, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* The rate-limit route of a request: "POST /channels/123/messages/{id}". */
 void dgd_route_key(const char *method, const char *path, char *out, size_t out_len);
@@ -137,15 +110,8 @@ int dgd_aborted_err(dg_discord_err *e, const char *route);
 void dgd_rl_release(dg_discord *d, const char *route, const dgd_hdrs *h, long http,
                     long retry_after_ms, int global);
 
-/* The back-off before retry number failures, ms, with jitter. Takes d->mu. */
-long dgd_backoff_ms(dg_discord *d, int failures);
-
-/* A transfer handle cleaned up (not returned to the pool). */
-void dgd_slot_drop(dgd_slot s);
-
-/* curl's write and header callbacks filling a dgd_xfer (ud). curl's thread:
- * the one running the transfer. */
-size_t dgd_on_body(char *ptr, size_t size, size_t nmemb, void *ud);
+/* curl's header callback filling a dgd_xfer's rate-limit headers (ud).
+ * curl's thread: the one running the transfer. */
 size_t dgd_on_header(char *line, size_t size, size_t nmemb, void *ud);
 
 /* Discord's message for an answer that is not 2xx into out (the token

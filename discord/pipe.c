@@ -50,8 +50,8 @@ static int rl_try(dg_discord *d, const char *route, int64_t *until)
 {
     pthread_mutex_lock(&d->mu);
     int rc = 0;
-    int64_t now = dgd_mono_ms();
-    if (atomic_load(&d->abort)) {
+    int64_t now = dgh_mono_ms();
+    if (dgh_aborted(&d->http)) {
         rc = -1;
     } else if (d->global_until > now) {
         *until = d->global_until;
@@ -107,23 +107,10 @@ int dg_discord_pipe_new(dg_discord *d, size_t cap, dg_discord_pipe **out)
             return DG_ERR_NOMEM;
         }
         curl_easy_setopt(e, CURLOPT_PRIVATE, q);
-        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
-                         d->connect_ms < d->timeout_ms ? d->connect_ms : d->timeout_ms);
-        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, dgd_on_body);
-        curl_easy_setopt(e, CURLOPT_WRITEDATA, &q->x);
-        curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, dgd_on_header);
-        curl_easy_setopt(e, CURLOPT_HEADERDATA, &q->x);
-        curl_easy_setopt(e, CURLOPT_ERRORBUFFER, q->cerr);
-        curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
         /* Every post here carries a nonce: a resend on a dead keep-alive
-         * connection returns the first message, so reuse is safe. */
-        curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 0L);
-#if LIBCURL_VERSION_NUM >= 0x075500
-        curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-#else
-        curl_easy_setopt(e, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
+         * connection returns the first message, so reuse is safe (not
+         * fresh). connect_ms is at most timeout_ms (dgh_limits_pick). */
+        dgh_easy_setup(e, d->http.connect_ms, &q->x.body, dgd_on_header, &q->x, q->cerr, 0);
         curl_easy_setopt(e, CURLOPT_POST, 1L);
     }
     *out = p;
@@ -134,15 +121,7 @@ int dg_discord_pipe_new(dg_discord *d, size_t cap, dg_discord_pipe **out)
  * allocation per post) unless an unusually large answer grew it. */
 static void xfer_clear(dgd_xfer *x)
 {
-    if (x->cap > (64u << 10)) {
-        free(x->body);
-        x->body = NULL;
-        x->cap = 0;
-    }
-    x->len = 0;
-    x->too_big = 0;
-    if (x->body)
-        x->body[0] = '\0';
+    dgh_body_clear(&x->body);
     memset(&x->h, 0, sizeof x->h);
 }
 
@@ -154,7 +133,7 @@ static void preq_finish(dg_discord_pipe *p, preq *q, int rc, char *message_id,
         curl_multi_remove_handle(p->multi, q->easy);
         q->active = 0;
     }
-    dgd_scrub_token(p->d, q->e.message);
+    dgh_scrub(&p->d->http, q->e.message);
     done->tag = q->tag;
     done->rc = rc;
     done->message_id = message_id;
@@ -177,7 +156,7 @@ void dg_discord_pipe_free(dg_discord_pipe *p)
             dgd_rl_release(p->d, q->req.route, NULL, 0, 0, 0);
         }
         free(q->req.json);
-        free(q->x.body);
+        dgh_body_free(&q->x.body);
         if (q->easy)
             curl_easy_cleanup(q->easy);
     }
@@ -228,7 +207,7 @@ int dg_discord_post_prepare(const dg_discord *d, const char *channel_id, const c
     char path[64];
     snprintf(path, sizeof path, "/channels/%s/messages", channel_id);
     dgd_route_key("POST", path, post->route, sizeof post->route);
-    snprintf(post->url, sizeof post->url, "%s%s", d->base, path);
+    snprintf(post->url, sizeof post->url, "%s%s", d->http.base, path);
     *out = post;
     return DG_OK;
 }
@@ -263,8 +242,8 @@ int dg_discord_pipe_submit(dg_discord_pipe *p, uint64_t tag, dg_discord_post *po
     q->tag = tag;
     q->req = *post; /* the body with it */
     free(post);
-    int64_t now = dgd_mono_ms();
-    q->deadline = now + p->d->timeout_ms;
+    int64_t now = dgh_mono_ms();
+    q->deadline = now + p->d->http.timeout_ms;
     q->not_before = now;
     q->failures = q->n429 = 0;
     memset(&q->e, 0, sizeof q->e);
@@ -331,7 +310,7 @@ static int preq_start(dg_discord_pipe *p, preq *q, int64_t now, dg_discord_done 
         dgd_rl_release(d, q->req.route, NULL, 0, 0, 0);
         dgd_set_err(&q->e, DG_ERR_IO, q->e.http_status, 1,
                     "timed out: %s got no answer within %ld ms; try again later", q->req.route,
-                    d->timeout_ms);
+                    d->http.timeout_ms);
         preq_finish(p, q, DG_ERR_IO, NULL, done);
         return 1;
     }
@@ -344,7 +323,7 @@ static int preq_start(dg_discord_pipe *p, preq *q, int64_t now, dg_discord_done 
      * up to a second for the server's 100: bodies over 1 KB in older curl
      * (the curl of Debian 12 does it only past 1 MB, which no post reaches). */
     curl_easy_setopt(q->easy, CURLOPT_HTTPHEADER,
-                     q->req.json_len >= 1024 ? d->headers : d->short_headers);
+                     q->req.json_len >= 1024 ? d->http.headers : d->short_headers);
     curl_easy_setopt(q->easy, CURLOPT_TIMEOUT_MS, tmo);
     if (curl_multi_add_handle(p->multi, q->easy) != CURLM_OK) {
         dgd_rl_release(d, q->req.route, NULL, 0, 0, 0);
@@ -362,7 +341,7 @@ static int preq_retry(dg_discord_pipe *p, preq *q, long http, const char *why,
                       dg_discord_done *done)
 {
     dg_discord *d = p->d;
-    if (q->failures >= d->max_attempts) {
+    if (q->failures >= d->http.max_attempts) {
         if (http)
             dgd_set_err(&q->e, DG_ERR_IO, http, 1,
                         "Discord answered %ld to %s %d times: %s; try "
@@ -376,22 +355,22 @@ static int preq_retry(dg_discord_pipe *p, preq *q, long http, const char *why,
         preq_finish(p, q, DG_ERR_IO, NULL, done);
         return 1;
     }
-    long wait = dgd_backoff_ms(d, q->failures);
+    long wait = dgh_backoff_ms(&d->http, q->failures);
     if (http)
-        dgd_log(d, DG_LOG_WARN, "discord: %s answered %ld (%s); retry %d of %d in %ld ms",
-                q->req.route, http, why, q->failures, d->max_attempts - 1, wait);
+        dgh_log(&d->http, DG_LOG_WARN, "discord: %s answered %ld (%s); retry %d of %d in %ld ms",
+                q->req.route, http, why, q->failures, d->http.max_attempts - 1, wait);
     else
-        dgd_log(d, DG_LOG_WARN, "discord: %s failed (%s); retry %d of %d in %ld ms", q->req.route,
-                why, q->failures, d->max_attempts - 1, wait);
-    if (dgd_mono_ms() + wait >= q->deadline) {
+        dgh_log(&d->http, DG_LOG_WARN, "discord: %s failed (%s); retry %d of %d in %ld ms",
+                q->req.route, why, q->failures, d->http.max_attempts - 1, wait);
+    if (dgh_mono_ms() + wait >= q->deadline) {
         dgd_set_err(&q->e, DG_ERR_IO, http, 1,
                     "timed out: %s failed (%s) and no time is left in "
                     "its %ld ms to retry",
-                    q->req.route, why, d->timeout_ms);
+                    q->req.route, why, d->http.timeout_ms);
         preq_finish(p, q, DG_ERR_IO, NULL, done);
         return 1;
     }
-    q->not_before = dgd_mono_ms() + wait;
+    q->not_before = dgh_mono_ms() + wait;
     return 0;
 }
 
@@ -480,13 +459,11 @@ static int preq_done(dg_discord_pipe *p, preq *q, CURLcode cc, dg_discord_done *
                    global);
     if (cc != CURLE_OK) {
         q->failures++;
-        if (cc == CURLE_WRITE_ERROR && q->x.too_big)
-            snprintf(q->cerr, CURL_ERROR_SIZE, "answer larger than %u bytes", DGD_MAX_BODY);
-        const char *why = q->cerr[0] ? q->cerr : curl_easy_strerror(cc);
-        if (cc == CURLE_OPERATION_TIMEDOUT || dgd_mono_ms() >= q->deadline) {
+        const char *why = dgh_reason(cc, &q->x.body, q->cerr);
+        if (cc == CURLE_OPERATION_TIMEDOUT || dgh_mono_ms() >= q->deadline) {
             dgd_set_err(&q->e, DG_ERR_IO, 0, 1,
                         "timed out: %s got no answer within %ld ms (%s); try again later",
-                        q->req.route, d->timeout_ms, why);
+                        q->req.route, d->http.timeout_ms, why);
             preq_finish(p, q, DG_ERR_IO, NULL, done);
             return 1;
         }
@@ -499,11 +476,11 @@ static int preq_done(dg_discord_pipe *p, preq *q, CURLcode cc, dg_discord_done *
         char idb[72];
         const char *id = NULL;
         json_t *j = NULL;
-        if (q->x.len && top_level_id(q->x.body, q->x.len, idb, sizeof idb) == 0)
+        if (q->x.body.len && top_level_id(q->x.body.s, q->x.body.len, idb, sizeof idb) == 0)
             id = idb;
-        else if (q->x.len)
+        else if (q->x.body.len)
             id = json_string_value(
-                json_object_get(j = json_loadb(q->x.body, q->x.len, 0, NULL), "id"));
+                json_object_get(j = json_loadb(q->x.body.s, q->x.body.len, 0, NULL), "id"));
         char *mid = id ? strdup(id) : NULL;
         json_decref(j);
         if (!mid) {
@@ -522,8 +499,8 @@ static int preq_done(dg_discord_pipe *p, preq *q, CURLcode cc, dg_discord_done *
     dgd_discord_message(d, &q->x, http, dmsg, sizeof dmsg, &q->e.discord_code);
     if (http == 429) {
         q->n429++;
-        dgd_log(d, DG_LOG_DEBUG, "discord: %s rate limited (%s), waiting %ld ms", q->req.route,
-                global ? "global" : "route", ra);
+        dgh_log(&d->http, DG_LOG_DEBUG, "discord: %s rate limited (%s), waiting %ld ms",
+                q->req.route, global ? "global" : "route", ra);
         if (q->n429 >= DGD_MAX_429_PER_CALL) {
             dgd_set_err(&q->e, DG_ERR_IO, http, 1,
                         "rate limited: %s answered 429 %d times in a row; try again later",
@@ -531,7 +508,7 @@ static int preq_done(dg_discord_pipe *p, preq *q, CURLcode cc, dg_discord_done *
             preq_finish(p, q, DG_ERR_IO, NULL, done);
             return 1;
         }
-        q->not_before = dgd_mono_ms(); /* the permit waits retry_after */
+        q->not_before = dgh_mono_ms(); /* the permit waits retry_after */
         return 0;
     }
     if (http >= 500) {
@@ -557,7 +534,7 @@ size_t dg_discord_pipe_run(dg_discord_pipe *p, long wait_ms, dg_discord_done *do
     if (!p || p->busy == 0)
         return 0;
     dg_discord *d = p->d;
-    int64_t until = dgd_mono_ms() + (wait_ms > 0 ? wait_ms : 0);
+    int64_t until = dgh_mono_ms() + (wait_ms > 0 ? wait_ms : 0);
     size_t nd = 0;
     /* Called again to wait right after a call whose perform left the
      * transfers settled, nothing started since: poll before performing
@@ -566,8 +543,8 @@ size_t dg_discord_pipe_run(dg_discord_pipe *p, long wait_ms, dg_discord_done *do
     int skip_perform = p->settled && wait_ms > 0;
     p->settled = 0;
     for (;;) {
-        int64_t now = dgd_mono_ms(), wake = until;
-        int ab = atomic_load(&d->abort);
+        int64_t now = dgh_mono_ms(), wake = until;
+        int ab = dgh_aborted(&d->http);
         for (size_t i = 0; i < p->cap; i++) {
             preq *q = &p->reqs[i];
             if (!q->used || q->active)
@@ -610,7 +587,7 @@ size_t dg_discord_pipe_run(dg_discord_pipe *p, long wait_ms, dg_discord_done *do
         }
         if (nd || p->busy == 0 || atomic_exchange(&p->woken, 0))
             return nd;
-        now = dgd_mono_ms();
+        now = dgh_mono_ms();
         if (now >= until) {
             p->settled = 1; /* performed just now, nothing ended, nothing started after */
             return 0;
@@ -622,8 +599,8 @@ size_t dg_discord_pipe_run(dg_discord_pipe *p, long wait_ms, dg_discord_done *do
         if (due)
             continue;
         int64_t t = (wake < until ? wake : until) - now;
-        if (t > DGD_POLL_MS)
-            t = DGD_POLL_MS;
+        if (t > DGH_POLL_MS)
+            t = DGH_POLL_MS;
         if (t < 0)
             t = 0;
         curl_multi_poll(p->multi, NULL, 0, (int)t, NULL);

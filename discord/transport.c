@@ -5,15 +5,19 @@
  * (pipe.c) and the endpoints (channels.c, messages.c, users.c) use it
  * through discord_int.h. See discord.h.
  *
- * Depends on libcurl, jansson, pthreads and common/ (buf, scrub, str_map)
- * only: the reference gateway links this library into its own binary.
+ * The request machinery itself (handles, transfers, back-off, waits, the
+ * log) is the shared core's (http/http_client.h); what is Discord's stays
+ * here: routes and their X-RateLimit buckets, the global 429, Discord's
+ * error bodies and messages.
+ *
+ * Depends on libcurl, jansson, pthreads, http/ and common/ (buf, scrub,
+ * str_map) only: the reference gateway links this library into its own
+ * binary.
  */
 #include "buf.h"
 #include "discord_int.h"
 
 #include <strings.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "scrub.h"
 
@@ -24,38 +28,6 @@
                                     that big would not even fit the integer maths */
 
 /* ---- small helpers ----------------------------------------------------------- */
-
-int64_t dgd_mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Overwrite every copy of the token in text with '*'. A server may echo the
- * request (a proxy's error page, an apiBase pointing at the wrong thing), and
- * what it says travels on into err->message: tool results an agent sees, the
- * outbox's stored last_error, logs. The token lives only in one header. */
-void dgd_scrub_token(const dg_discord *d, char *text)
-{
-    if (!d->short_headers || !text)
-        return;
-    /* Also a piece of it (a truncated echo), in any case (scrub.h). */
-    dg_scrub_secret(text, d->short_headers->data + strlen(DGD_AUTH_PREFIX));
-}
-
-void dgd_log(dg_discord *d, int level, const char *fmt, ...)
-{
-    if (!d->log)
-        return;
-    char buf[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    dgd_scrub_token(d, buf);
-    d->log(d->log_state, level, buf);
-}
 
 /* Seconds as Discord writes them ("1", "0.350"), read the same whatever
  * LC_NUMERIC the host runs with (strtod would stop at the '.' under a
@@ -156,7 +128,7 @@ dgd_route *dgd_route_get(dg_discord *d, const char *key)
     if (r)
         return r;
     if (d->routes.n >= MAX_ROUTES) {
-        int64_t now = dgd_mono_ms();
+        int64_t now = dgh_mono_ms();
         /* Out of memory: all are kept, and the table outgrows the bound. */
         (void)dg_map_retain(&d->routes, route_in_use, dgd_route_free, &now);
     }
@@ -168,21 +140,6 @@ dgd_route *dgd_route_get(dg_discord *d, const char *key)
         return NULL;
     }
     return r;
-}
-
-static void abs_time(int64_t mono_deadline, struct timespec *ts)
-{
-    ts->tv_sec = (time_t)(mono_deadline / 1000);
-    ts->tv_nsec = (long)(mono_deadline % 1000) * 1000000L;
-}
-
-/* Wait on d->cond until `until` (monotonic ms) at the latest. d->mu held. */
-static void cond_wait_until(dg_discord *d, int64_t until)
-{
-    DGD_ASSERT_LOCKED(&d->mu);
-    struct timespec ts;
-    abs_time(until, &ts);
-    pthread_cond_timedwait(&d->cond, &d->mu, &ts);
 }
 
 int dgd_aborted_err(dg_discord_err *e, const char *route)
@@ -202,11 +159,11 @@ static int rl_acquire(dg_discord *d, const char *route, int64_t deadline, dg_dis
 {
     pthread_mutex_lock(&d->mu);
     for (;;) {
-        if (atomic_load(&d->abort)) {
+        if (dgh_aborted(&d->http)) {
             pthread_mutex_unlock(&d->mu);
             return dgd_aborted_err(e, route);
         }
-        int64_t now = dgd_mono_ms();
+        int64_t now = dgh_mono_ms();
         int64_t until;
         const char *what;
         if (d->global_until > now) {
@@ -253,7 +210,7 @@ static int rl_acquire(dg_discord *d, const char *route, int64_t deadline, dg_dis
             return dgd_set_err(e, DG_ERR_IO, 0, 1, "timed out: %s waited for %s; try again later",
                                route, what);
         }
-        cond_wait_until(d, until < 0 ? deadline : until);
+        dgh_wait_until(&d->http, until < 0 ? deadline : until);
     }
 }
 
@@ -263,8 +220,8 @@ void dgd_rl_release(dg_discord *d, const char *route, const dgd_hdrs *h, long ht
                     long retry_after_ms, int global)
 {
     pthread_mutex_lock(&d->mu);
-    /* +1: dgd_mono_ms truncates, and a wait must never end early. */
-    int64_t now = dgd_mono_ms() + 1;
+    /* +1: dgh_mono_ms truncates, and a wait must never end early. */
+    int64_t now = dgh_mono_ms() + 1;
     dgd_route *r = dgd_route_get(d, route);
     if (r) {
         if (r->inflight > 0)
@@ -293,105 +250,7 @@ void dgd_rl_release(dg_discord *d, const char *route, const dgd_hdrs *h, long ht
     pthread_mutex_unlock(&d->mu);
 }
 
-/* Sleep until `until` unless aborted; returns 0, or -1 when aborted. */
-static int sleep_until(dg_discord *d, int64_t until)
-{
-    pthread_mutex_lock(&d->mu);
-    while (!atomic_load(&d->abort) && dgd_mono_ms() < until)
-        cond_wait_until(d, until);
-    int ab = atomic_load(&d->abort);
-    pthread_mutex_unlock(&d->mu);
-    return ab ? -1 : 0;
-}
-
-long dgd_backoff_ms(dg_discord *d, int failures)
-{
-    long b = d->backoff_base_ms;
-    for (int i = 1; i < failures && b < d->backoff_max_ms; i++)
-        b *= 2;
-    if (b > d->backoff_max_ms)
-        b = d->backoff_max_ms;
-    pthread_mutex_lock(&d->mu);
-    /* xorshift64*: jitter only, no need for more. */
-    d->rng ^= d->rng >> 12;
-    d->rng ^= d->rng << 25;
-    d->rng ^= d->rng >> 27;
-    uint64_t r = d->rng * 0x2545F4914F6CDD1Dull;
-    pthread_mutex_unlock(&d->mu);
-    /* Equal jitter: at least half the step, so retries still spread out. */
-    long half = b / 2;
-    return half + (long)(r % (uint64_t)(b - half + 1));
-}
-
 /* ---- handles and transfers --------------------------------------------------------- */
-
-static dgd_slot slot_get(dg_discord *d)
-{
-    dgd_slot s = {NULL, NULL};
-    pthread_mutex_lock(&d->pool_mu);
-    if (d->n_idle)
-        s = d->idle[--d->n_idle];
-    pthread_mutex_unlock(&d->pool_mu);
-    if (!s.easy) {
-        s.multi = curl_multi_init();
-        s.easy = curl_easy_init();
-        if (!s.multi || !s.easy) {
-            if (s.multi)
-                curl_multi_cleanup(s.multi);
-            if (s.easy)
-                curl_easy_cleanup(s.easy);
-            s.multi = NULL;
-            s.easy = NULL;
-        } else {
-            curl_multi_setopt(s.multi, CURLMOPT_MAXCONNECTS, 2L);
-        }
-    }
-    return s;
-}
-
-void dgd_slot_drop(dgd_slot s)
-{
-    if (s.easy)
-        curl_easy_cleanup(s.easy);
-    if (s.multi)
-        curl_multi_cleanup(s.multi);
-}
-
-static void slot_put(dg_discord *d, dgd_slot s)
-{
-    pthread_mutex_lock(&d->pool_mu);
-    if ((int)d->n_idle < d->max_idle) {
-        d->idle[d->n_idle++] = s;
-        s.easy = NULL;
-    }
-    pthread_mutex_unlock(&d->pool_mu);
-    if (s.easy)
-        dgd_slot_drop(s);
-}
-
-size_t dgd_on_body(char *ptr, size_t size, size_t nmemb, void *ud)
-{
-    dgd_xfer *x = ud;
-    size_t n = size * nmemb;
-    if (x->len + n + 1 > DGD_MAX_BODY) {
-        x->too_big = 1;
-        return 0;
-    }
-    if (x->len + n + 1 > x->cap) {
-        size_t cap = x->cap ? x->cap : 1024;
-        while (cap < x->len + n + 1)
-            cap *= 2;
-        char *nb = realloc(x->body, cap);
-        if (!nb)
-            return 0;
-        x->body = nb;
-        x->cap = cap;
-    }
-    memcpy(x->body + x->len, ptr, n);
-    x->len += n;
-    x->body[x->len] = '\0';
-    return n;
-}
 
 /* Header value for name (case-insensitive) into val, or 0. */
 static int header_is(const char *line, size_t len, const char *name, char *val, size_t val_len)
@@ -451,79 +310,26 @@ size_t dgd_on_header(char *line, size_t size, size_t nmemb, void *ud)
     return n;
 }
 
-#define CURLE_DG_ABORTED ((CURLcode)-1)
+/* What one request carries from attempt to attempt. */
+typedef struct req_run {
+    const char *method, *url, *json, *route;
+    int idempotent;
+    int64_t deadline; /* monotonic ms: the call's time bound */
+    int failures;     /* 5xx answers and transport failures so far */
+    int n429;         /* 429 answers in a row */
+} req_run;
 
-/* One HTTP exchange on slot s; returns the curl code (CURLE_DG_ABORTED when
- * the abort switch ended it) and the HTTP status in *http. */
-static CURLcode perform(dg_discord *d, dgd_slot *s, const char *method, const char *url,
-                        const char *json, int idempotent, long tmo_ms, dgd_xfer *x, long *http,
-                        char *cerr)
+/* One HTTP exchange of r within its time bound (dgh_exchange): the curl
+ * code or DGH_*, and the HTTP status in *http. */
+static CURLcode perform(dg_discord *d, const req_run *r, dgd_xfer *x, long *http, char *cerr)
 {
-    CURL *e = s->easy;
-    curl_easy_reset(e);
-    cerr[0] = '\0';
-    curl_easy_setopt(e, CURLOPT_URL, url);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, d->headers);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, tmo_ms);
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, d->connect_ms < tmo_ms ? d->connect_ms : tmo_ms);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, dgd_on_body);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
-    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, dgd_on_header);
-    curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, cerr);
-    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-    /* libcurl silently sends a request again when a reused keep-alive
-     * connection dies before any answer; for a request that must not run
-     * twice (no nonce) use a fresh connection so that never happens. */
-    curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, idempotent ? 0L : 1L);
-#if LIBCURL_VERSION_NUM >= 0x075500
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-#else
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
-    if (!strcmp(method, "GET")) {
-        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
-    } else {
-        if (strcmp(method, "POST") != 0)
-            curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
-        curl_easy_setopt(e, CURLOPT_POSTFIELDS, json ? json : "");
-        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)(json ? strlen(json) : 0));
-    }
-
-    if (curl_multi_add_handle(s->multi, e) != CURLM_OK)
-        return CURLE_FAILED_INIT;
-    CURLcode cc = CURLE_OK;
-    int running = 1, aborted = 0;
-    while (running) {
-        if (curl_multi_perform(s->multi, &running) != CURLM_OK) {
-            cc = CURLE_FAILED_INIT;
-            break;
-        }
-        if (!running)
-            break;
-        if (atomic_load(&d->abort)) {
-            aborted = 1;
-            break;
-        }
-        curl_multi_poll(s->multi, NULL, 0, DGD_POLL_MS, NULL);
-    }
-    if (!aborted && cc == CURLE_OK) {
-        int left;
-        CURLMsg *m;
-        cc = CURLE_GOT_NOTHING;
-        while ((m = curl_multi_info_read(s->multi, &left)))
-            if (m->msg == CURLMSG_DONE && m->easy_handle == e)
-                cc = m->data.result;
-    }
-    curl_multi_remove_handle(s->multi, e);
-    *http = 0;
-    if (aborted)
-        return CURLE_DG_ABORTED;
-    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, http);
-    if (cc == CURLE_WRITE_ERROR && x->too_big)
-        snprintf(cerr, CURL_ERROR_SIZE, "answer larger than %u bytes", DGD_MAX_BODY);
-    return cc;
+    dgh_request q = {.method = r->method,
+                     .url = r->url,
+                     .body = r->json,
+                     .fresh = !r->idempotent,
+                     .on_header = dgd_on_header,
+                     .header_data = x};
+    return dgh_exchange(&d->http, r->deadline, &q, &x->body, http, cerr);
 }
 
 /* Connection never reached the server: safe to retry any request. */
@@ -588,8 +394,8 @@ void dgd_discord_message(const dg_discord *d, dgd_xfer *x, long http, char *out,
     out[0] = '\0';
     *code = 0;
     /* Before anything is cut to length: a cut token would leak its start. */
-    dgd_scrub_token(d, x->body);
-    json_t *j = x->body ? json_loads(x->body, 0, NULL) : NULL;
+    dgh_scrub(&d->http, x->body.s);
+    json_t *j = x->body.s ? json_loads(x->body.s, 0, NULL) : NULL;
     const char *m = j ? json_string_value(json_object_get(j, "message")) : NULL;
     char text[2048]; /* decoded and scrubbed before the cut */
     if (j)
@@ -607,14 +413,14 @@ void dgd_discord_message(const dg_discord *d, dgd_xfer *x, long http, char *out,
             snprintf(text, sizeof text, "%s (%s: %s)", m, path, detail);
         else
             snprintf(text, sizeof text, "%s", m);
-    } else if (x->body && x->len) {
-        snprintf(text, sizeof text, "%s", x->body);
+    } else if (x->body.s && x->body.len) {
+        snprintf(text, sizeof text, "%s", x->body.s);
         dg_unescape_json_text(text);
     } else {
         snprintf(text, sizeof text, "no error text");
     }
     json_decref(j);
-    dgd_scrub_token(d, text); /* a token spelt with JSON escapes, now decoded */
+    dgh_scrub(&d->http, text); /* a token spelt with JSON escapes, now decoded */
     dg_cut_for_log(text, BODY_TEXT_MAX);
     size_t l = strlen(text);
     if (l >= out_len)
@@ -639,7 +445,7 @@ long dgd_retry_after_of(const dgd_xfer *x, int *global)
 {
     double ra = -1;
     int g = x->h.global || !strcasecmp(x->h.scope, "global");
-    json_t *j = x->body ? json_loads(x->body, 0, NULL) : NULL;
+    json_t *j = x->body.s ? json_loads(x->body.s, 0, NULL) : NULL;
     json_t *v = j ? json_object_get(j, "retry_after") : NULL;
     if (json_is_number(v))
         ra = json_number_value(v);
@@ -657,14 +463,6 @@ long dgd_retry_after_of(const dgd_xfer *x, int *global)
     return ms > 0 ? ms : 1;
 }
 
-/* What one request carries from attempt to attempt. */
-typedef struct req_run {
-    const char *method, *url, *json, *route;
-    int idempotent;
-    int64_t deadline; /* monotonic ms: the call's time bound */
-    int failures;     /* 5xx answers and transport failures so far */
-    int n429;         /* 429 answers in a row */
-} req_run;
 
 /* An attempt's outcome besides DG_OK and the OC_ERR_* codes: try again. */
 #define ATTEMPT_AGAIN 1
@@ -676,24 +474,24 @@ typedef struct req_run {
 static int backoff_wait(dg_discord *d, const req_run *r, long http, const char *why,
                         dg_discord_err *e)
 {
-    long wait = dgd_backoff_ms(d, r->failures);
+    long wait = dgh_backoff_ms(&d->http, r->failures);
     if (http)
-        dgd_log(d, DG_LOG_WARN, "discord: %s answered %ld (%s); retry %d of %d in %ld ms", r->route,
-                http, why, r->failures, d->max_attempts - 1, wait);
+        dgh_log(&d->http, DG_LOG_WARN, "discord: %s answered %ld (%s); retry %d of %d in %ld ms",
+                r->route, http, why, r->failures, d->http.max_attempts - 1, wait);
     else
-        dgd_log(d, DG_LOG_WARN, "discord: %s failed (%s); retry %d of %d in %ld ms", r->route, why,
-                r->failures, d->max_attempts - 1, wait);
-    if (dgd_mono_ms() + wait >= r->deadline) {
+        dgh_log(&d->http, DG_LOG_WARN, "discord: %s failed (%s); retry %d of %d in %ld ms",
+                r->route, why, r->failures, d->http.max_attempts - 1, wait);
+    if (dgh_mono_ms() + wait >= r->deadline) {
         if (http)
             return dgd_set_err(e, DG_ERR_IO, http, 1,
                                "Discord answered %ld to %s: %s; no time left in %ld ms to retry",
-                               http, r->route, why, d->timeout_ms);
+                               http, r->route, why, d->http.timeout_ms);
         return dgd_set_err(e, DG_ERR_IO, 0, 1,
                            "timed out: %s failed (%s) and no time is left in its %ld ms to "
                            "retry",
-                           r->route, why, d->timeout_ms);
+                           r->route, why, d->http.timeout_ms);
     }
-    if (sleep_until(d, dgd_mono_ms() + wait) < 0)
+    if (dgh_sleep_until(&d->http, dgh_mono_ms() + wait) < 0)
         return dgd_aborted_err(e, r->route);
     return ATTEMPT_AGAIN;
 }
@@ -704,13 +502,13 @@ static int backoff_wait(dg_discord *d, const req_run *r, long http, const char *
 static int on_no_answer(dg_discord *d, req_run *r, CURLcode cc, const char *cerr, dg_discord_err *e)
 {
     r->failures++;
-    int timed_out = cc == CURLE_OPERATION_TIMEDOUT || dgd_mono_ms() >= r->deadline;
+    int timed_out = cc == CURLE_OPERATION_TIMEDOUT || dgh_mono_ms() >= r->deadline;
     const char *why = cerr[0] ? cerr : curl_easy_strerror(cc);
     if (timed_out)
         return dgd_set_err(e, DG_ERR_IO, 0, 1,
                            "timed out: %s got no answer within %ld ms (%s); try again later",
-                           r->route, d->timeout_ms, why);
-    if ((!r->idempotent && !not_sent(cc)) || r->failures >= d->max_attempts)
+                           r->route, d->http.timeout_ms, why);
+    if ((!r->idempotent && !not_sent(cc)) || r->failures >= d->http.max_attempts)
         return dgd_set_err(e, DG_ERR_IO, 0, 1,
                            "no answer from Discord for %s after %d attempt%s: %s", r->route,
                            e->attempts, e->attempts == 1 ? "" : "s", why);
@@ -723,11 +521,11 @@ static int on_success(const req_run *r, const dgd_xfer *x, long http, json_t **r
                       dg_discord_err *e)
 {
     json_t *j = NULL;
-    if (x->len == 0) {
+    if (x->body.len == 0) {
         j = json_null();
     } else {
         json_error_t je;
-        j = json_loadb(x->body, x->len, 0, &je);
+        j = json_loadb(x->body.s, x->body.len, 0, &je);
     }
     if (!j)
         return dgd_set_err(e, DG_ERR_IO, http, 1,
@@ -750,7 +548,7 @@ static int on_refusal(dg_discord *d, req_run *r, dgd_xfer *x, long http, long ra
     dgd_discord_message(d, x, http, dmsg, sizeof dmsg, &e->discord_code);
     if (http == 429) {
         r->n429++;
-        dgd_log(d, DG_LOG_DEBUG, "discord: %s rate limited (%s), waiting %ld ms", r->route,
+        dgh_log(&d->http, DG_LOG_DEBUG, "discord: %s rate limited (%s), waiting %ld ms", r->route,
                 global ? "global" : "route", ra);
         if (r->n429 >= DGD_MAX_429_PER_CALL)
             return dgd_set_err(e, DG_ERR_IO, http, 1,
@@ -761,7 +559,7 @@ static int on_refusal(dg_discord *d, req_run *r, dgd_xfer *x, long http, long ra
     }
     if (http >= 500) {
         r->failures++;
-        if (r->failures >= d->max_attempts)
+        if (r->failures >= d->http.max_attempts)
             return dgd_set_err(e, DG_ERR_IO, http, 1,
                                "Discord answered %ld to %s %d times: %s; try again later", http,
                                r->route, r->failures, dmsg);
@@ -787,23 +585,19 @@ static int attempt(dg_discord *d, req_run *r, json_t **response, dg_discord_err 
     int rc = rl_acquire(d, r->route, r->deadline, e);
     if (rc != DG_OK)
         return rc;
-    long tmo = (long)(r->deadline - dgd_mono_ms());
-    if (tmo <= 0) {
-        dgd_rl_release(d, r->route, NULL, 0, 0, 0);
-        return dgd_set_err(e, DG_ERR_IO, e->http_status, 1,
-                           "timed out: %s got no answer within %ld ms; try again later", r->route,
-                           d->timeout_ms);
-    }
-    dgd_slot s = slot_get(d);
-    if (!s.easy) {
-        dgd_rl_release(d, r->route, NULL, 0, 0, 0);
-        return dgd_set_err(e, DG_ERR_NOMEM, 0, 1, "out of memory for a transfer handle");
-    }
     dgd_xfer x;
     memset(&x, 0, sizeof x);
     long http = 0;
     char cerr[CURL_ERROR_SIZE];
-    CURLcode cc = perform(d, &s, r->method, r->url, r->json, r->idempotent, tmo, &x, &http, cerr);
+    CURLcode cc = perform(d, r, &x, &http, cerr);
+    if (cc == DGH_NO_TIME || cc == DGH_NO_HANDLE) {
+        dgd_rl_release(d, r->route, NULL, 0, 0, 0);
+        if (cc == DGH_NO_HANDLE)
+            return dgd_set_err(e, DG_ERR_NOMEM, 0, 1, "out of memory for a transfer handle");
+        return dgd_set_err(e, DG_ERR_IO, e->http_status, 1,
+                           "timed out: %s got no answer within %ld ms; try again later", r->route,
+                           d->http.timeout_ms);
+    }
     e->attempts++;
     long ra = 0;
     int global = 0;
@@ -811,9 +605,8 @@ static int attempt(dg_discord *d, req_run *r, json_t **response, dg_discord_err 
         ra = dgd_retry_after_of(&x, &global);
     dgd_rl_release(d, r->route, cc == CURLE_OK ? &x.h : NULL, cc == CURLE_OK ? http : 0, ra,
                    global);
-    slot_put(d, s);
 
-    if (cc == CURLE_DG_ABORTED)
+    if (cc == DGH_ABORTED)
         rc = dgd_aborted_err(e, r->route);
     else if (cc != CURLE_OK)
         rc = on_no_answer(d, r, cc, cerr, e);
@@ -821,7 +614,7 @@ static int attempt(dg_discord *d, req_run *r, json_t **response, dg_discord_err 
         rc = on_success(r, &x, http, response, e);
     else
         rc = on_refusal(d, r, &x, http, ra, global, e);
-    free(x.body);
+    dgh_body_free(&x.body);
     return rc;
 }
 
@@ -837,22 +630,22 @@ int dgd_do_request(dg_discord *d, const char *method, const char *path, const ch
 
     char route[192];
     dgd_route_key(method, path, route, sizeof route);
-    size_t ulen = strlen(d->base) + strlen(path) + 1;
+    size_t ulen = strlen(d->http.base) + strlen(path) + 1;
     char *url = malloc(ulen);
     if (!url)
         return dgd_set_err(e, DG_ERR_NOMEM, 0, 1, "out of memory");
-    snprintf(url, ulen, "%s%s", d->base, path);
+    snprintf(url, ulen, "%s%s", d->http.base, path);
 
     req_run r = {.method = method,
                  .url = url,
                  .json = json,
                  .route = route,
                  .idempotent = idempotent,
-                 .deadline = dgd_mono_ms() + d->timeout_ms};
+                 .deadline = dgh_mono_ms() + d->http.timeout_ms};
     int rc;
     while ((rc = attempt(d, &r, response, e)) == ATTEMPT_AGAIN)
         ;
     free(url);
-    dgd_scrub_token(d, e->message);
+    dgh_scrub(&d->http, e->message);
     return rc;
 }

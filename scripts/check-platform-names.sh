@@ -1,8 +1,9 @@
 #!/bin/sh
 # The core does not know a chat platform: no file of plugin/, hooks/ or
-# store/ includes a platform client's header (discord.h, slack.h or their
-# internals) or names its API (dg_discord_*, dg_slack_*, DG_DISCORD_*,
-# DG_SLACK_*); they go through chat/chat.h. The config's discord block
+# store/ includes a platform client's header (discord.h, slack.h, their
+# internals, or the clients' request core http_client.h) or names its API
+# (dg_discord_*, dg_slack_*, DG_DISCORD_*, DG_SLACK_*, dgh_*); they go
+# through chat/chat.h. The config's discord block
 # (cfg.discord_*) and the words in messages and comments are not the
 # client, and are allowed.
 #
@@ -18,7 +19,7 @@ done
 [ -n "$dirs" ] || exit 0
 # shellcheck disable=SC2086
 found=$(grep -rnE --include='*.c' --include='*.h' \
-    '#[[:space:]]*include[[:space:]]*"(discord|slack)(_int)?\.h"|\b(dg|DG)_(discord|DISCORD|slack|SLACK)_[A-Za-z0-9_]+' \
+    '#[[:space:]]*include[[:space:]]*"((discord|slack)(_int)?|http_client)\.h"|\b((dg|DG)_(discord|DISCORD|slack|SLACK)_|dgh_)[A-Za-z0-9_]+' \
     $dirs || true)
 [ -z "$found" ] && exit 0
 echo "check-platform-names: the core names a platform client; use chat/chat.h instead:"

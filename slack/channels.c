@@ -177,7 +177,7 @@ int dg_slack_create_private_channel(dg_slack *s, const char *name, const char *c
     if (name_out)
         snprintf(name_out, DG_SLACK_MAX_CHANNEL_NAME + 1, "%s", clean);
     if (changed)
-        dgs_log(s, DG_LOG_INFO,
+        dgh_log(&s->http, DG_LOG_INFO,
                 "slack: channel name \"%.80s\" made \"%s\" by Slack's rules (lower case, "
                 "letters, digits, '-' and '_', at most %d characters)",
                 name, clean, DG_SLACK_MAX_CHANNEL_NAME);

@@ -8,18 +8,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #ifndef DG_VERSION
 #define DG_VERSION "0"
 #endif
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-
-static void curl_init_once(void)
-{
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-}
+/* The bounds of a client whose options leave them 0. */
+static const dgh_limits default_limits = {
+    .timeout_ms = 15000,
+    .connect_ms = 5000,
+    .backoff_base_ms = 250,
+    .backoff_max_ms = 4000,
+    .max_attempts = 4,
+    .max_idle = 4,
+};
 
 int dg_slack_check_token(const char *token, char *why, size_t why_len)
 {
@@ -114,22 +116,42 @@ static int options_ok(const dg_slack_options *o, char *err, size_t err_len)
     return 0;
 }
 
-static void set_defaults(dg_slack *s, const dg_slack_options *o)
+/* Slack's own settings of s from o (0: the default), and the bounds of
+ * its requests into lim. */
+static void set_defaults(dg_slack *s, const dg_slack_options *o, dgh_limits *lim)
 {
-    s->timeout_ms = o->timeout_ms ? o->timeout_ms : 15000;
-    s->connect_ms = o->connect_timeout_ms ? o->connect_timeout_ms : 5000;
-    if (s->connect_ms > s->timeout_ms)
-        s->connect_ms = s->timeout_ms;
-    s->max_attempts = o->max_attempts ? o->max_attempts : 4;
-    s->backoff_base_ms = o->backoff_base_ms ? o->backoff_base_ms : 250;
-    s->backoff_max_ms = o->backoff_max_ms ? o->backoff_max_ms : 4000;
-    s->max_idle = o->max_idle_handles ? o->max_idle_handles : 4;
+    const dgh_limits given = DGH_LIMITS_GIVEN(o);
+    dgh_limits_pick(lim, &given, &default_limits);
     s->max_text = o->max_text ? o->max_text : DG_SLACK_TEXT_DEFAULT;
     s->no_pacing = o->no_pacing;
     s->pace_scale = o->pace_scale > 0 ? o->pace_scale : 1.0;
-    s->log = o->log;
-    s->log_state = o->log_state;
-    s->rng = (uint64_t)dgs_mono_ms() * 0x9E3779B97F4A7C15ull | 1;
+}
+
+/* Overwrite a secret before its memory goes back to the allocator. */
+static void wipe_free(char *p)
+{
+    if (!p)
+        return;
+    volatile char *v = p;
+    while (*v)
+        *v++ = '\0';
+    free(p);
+}
+
+/* The base URL and the fixed headers of every request: the token's
+ * Authorization and the form's Content-Type (the User-Agent is set per
+ * transfer). DG_OK or DG_ERR_NOMEM; the token's copy made here is wiped
+ * before it is freed (the list's is wiped by dgh_destroy). */
+static int set_endpoint(dg_slack *s, const dg_slack_options *o)
+{
+    char *auth = dg_sprintf("Authorization: Bearer %s", o->token);
+    if (!auth)
+        return DG_ERR_NOMEM;
+    const char *const lines[] = {auth, "Content-Type: application/x-www-form-urlencoded"};
+    int rc = dgh_set_endpoint(&s->http, o->api_base ? o->api_base : DG_SLACK_API_BASE, lines,
+                              sizeof lines / sizeof *lines);
+    wipe_free(auth);
+    return rc;
 }
 
 int dg_slack_new(const dg_slack_options *o, dg_slack **out, char *err, size_t err_len)
@@ -147,77 +169,45 @@ int dg_slack_new(const dg_slack_options *o, dg_slack **out, char *err, size_t er
     }
     if (options_ok(o, err, err_len) != 0)
         return DG_ERR_INVALID;
-    pthread_once(&curl_once, curl_init_once);
+    /* A failure of libcurl's global init shows at the first call, as no
+     * transfer handle. */
+    (void)dgh_global_init();
     dg_slack *s = calloc(1, sizeof *s);
     if (!s)
         return DG_ERR_NOMEM;
-    set_defaults(s, o);
-    s->base = strdup(o->api_base ? o->api_base : DG_SLACK_API_BASE);
+    dgh_limits lim;
+    set_defaults(s, o, &lim);
+    if (dgh_init(&s->http, &lim, o->log, o->log_state, &s->mu, &s->cond) != DG_OK) {
+        free(s);
+        return DG_ERR_NOMEM;
+    }
     s->token = strdup(o->token);
-    s->auth_header = dg_sprintf("Authorization: Bearer %s", o->token);
+    s->http.secret = s->token;
     s->user_agent =
         o->user_agent ? strdup(o->user_agent) : dg_sprintf("dirigent/%s (slack)", DG_VERSION);
-    s->idle = calloc((size_t)s->max_idle, sizeof *s->idle);
-    struct curl_slist *h = NULL;
-    if (s->auth_header && (h = curl_slist_append(NULL, s->auth_header)) &&
-        (s->headers = curl_slist_append(h, "Content-Type: application/x-www-form-urlencoded")))
-        h = NULL;
-    if (h)
-        curl_slist_free_all(h);
-    pthread_mutex_init(&s->mu, NULL);
-    pthread_mutex_init(&s->pool_mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->cond, &ca);
-    pthread_condattr_destroy(&ca);
-    if (!s->base || !s->token || !s->auth_header || !s->user_agent || !s->idle || !s->headers) {
+    if (!s->token || !s->user_agent || set_endpoint(s, o) != DG_OK) {
         dg_slack_free(s);
         return DG_ERR_NOMEM;
     }
-    size_t bl = strlen(s->base);
-    while (bl > 0 && s->base[bl - 1] == '/')
-        s->base[--bl] = '\0';
     *out = s;
     return DG_OK;
-}
-
-/* Overwrite a secret before its memory goes back to the allocator. */
-static void wipe_free(char *p)
-{
-    if (!p)
-        return;
-    volatile char *v = p;
-    while (*v)
-        *v++ = '\0';
-    free(p);
 }
 
 void dg_slack_free(dg_slack *s)
 {
     if (!s)
         return;
-    dgs_pool_drain(s);
-    free(s->idle);
-    curl_slist_free_all(s->headers);
+    dgh_destroy(&s->http);
     dg_map_each(&s->paces, dgs_pace_free, NULL);
     dg_map_clear(&s->paces);
-    pthread_cond_destroy(&s->cond);
-    pthread_mutex_destroy(&s->mu);
-    pthread_mutex_destroy(&s->pool_mu);
-    free(s->base);
     wipe_free(s->token);
-    wipe_free(s->auth_header);
     free(s->user_agent);
     free(s);
 }
 
 void dg_slack_set_abort(dg_slack *s, int on)
 {
-    atomic_store(&s->abort, on ? 1 : 0);
-    pthread_mutex_lock(&s->mu);
-    pthread_cond_broadcast(&s->cond);
-    pthread_mutex_unlock(&s->mu);
+    dgh_set_abort(&s->http, on);
 }
 
 size_t dg_slack_max_text(const dg_slack *s)

@@ -1,8 +1,10 @@
 /*
  * slack_int.h -- the Slack client's private header: the client record and
  * what the transport lends the operation files. Only slack/ includes it:
- *   transport.c  curl handles and their pool, form bodies, pacing and
- *                429s, retries, answers and their error messages
+ *   transport.c  form bodies, pacing and 429s, retries, answers and their
+ *                error messages, over the shared request core
+ *                (http_client.h: handles and their pool, transfers,
+ *                back-off, waits, log)
  *   client.c     options, token check, new/free, abort, log
  *   messages.c   text limit, post, find by key
  *   channels.c   channel names, create private, invite, archive
@@ -21,12 +23,11 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "http_client.h"
 #include "slack.h"
 #include "str_map.h"
 
 #define DGS_MAX_429_PER_CALL 16  /* a server answering 429 forever still ends */
-#define DGS_MAX_BODY (8u << 20)  /* answers larger than this are refused */
-#define DGS_POLL_MS 50           /* abort latency of a transfer in flight */
 #define DGS_MAX_WAIT_MS 3600000L /* longest Retry-After believed */
 #define DGS_MAX_PACES 1024       /* pace states kept before idle ones are forgotten */
 
@@ -41,41 +42,25 @@ typedef struct dgs_pace {
 } dgs_pace;
 
 struct dg_slack {
-    char *base;
-    char *token;
-    char *auth_header; /* "Authorization: Bearer <token>" */
-    struct curl_slist *headers;
+    char *token; /* the shared core's secret: scrubbed from messages */
     char *user_agent;
-    long timeout_ms, connect_ms, backoff_base_ms, backoff_max_ms;
-    int max_attempts, max_idle, no_pacing;
+    int no_pacing;
     double pace_scale;
     size_t max_text;
-    dg_slack_log_fn log;
-    void *log_state;
 
-    atomic_int abort;
+    /* The shared request core: base URL, fixed headers (the token's
+     * Authorization, Content-Type), limits, log, abort switch, handle pool,
+     * the back-off's jitter. */
+    dgh_client http;
 
-    pthread_mutex_t mu;  /* guards everything below */
+    pthread_mutex_t mu;  /* guards everything below (and http's jitter) */
     pthread_cond_t cond; /* pacing state changed, or abort (CLOCK_MONOTONIC) */
     dg_map paces;        /* key -> dgs_pace (malloc'd, owns its key) */
     uint64_t rng;
     char self_id[DG_SLACK_ID_LEN]; /* the moderator's user id once auth.test said */
-
-    pthread_mutex_t pool_mu;
-    CURL **idle;
-    size_t n_idle;
 };
 
 /* ---- transport.c ---------------------------------------------------------------- */
-
-/* Monotonic clock, ms. Any thread. */
-int64_t dgs_mono_ms(void);
-
-/* Overwrite every piece of the token in text with '*' (NULL: no-op). */
-void dgs_scrub(const dg_slack *s, char *text);
-
-/* A line to the client's log callback, if any (token scrubbed). */
-void dgs_log(dg_slack *s, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Fill e (when not NULL) and return rc: status, HTTP status, whether a
  * retry may help, the message (printf format). */
@@ -101,9 +86,6 @@ int dgs_call(dg_slack *s, const char *method, const char *pace_channel, const ch
 
 /* The pace-key table's free callback (dg_map_each). */
 void dgs_pace_free(void *val, void *unused);
-
-/* Idle curl handles freed (dg_slack_free). */
-void dgs_pool_drain(dg_slack *s);
 
 /* Copy a string member of o into out (cut to fit; "" when absent). */
 void dgs_copy_str(const json_t *o, const char *key, char *out, size_t out_len);

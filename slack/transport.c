@@ -2,7 +2,9 @@
  * transport.c -- the Slack client's transport on libcurl: form bodies,
  * pacing ahead of Slack's rate-limit tiers, 429 Retry-After, retries of
  * what is safe to repeat, a pool of reusable handles, and Slack's answers
- * turned into a dg_status and a sentence (dgs_call). See slack.h.
+ * turned into a dg_status and a sentence (dgs_call). The request
+ * machinery itself (handles, transfers, back-off, waits, the log) is the
+ * shared core's (http/http_client.h). See slack.h.
  */
 #include "slack_int.h"
 
@@ -11,36 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #include "log_level.h"
-#include "scrub.h"
-
-int64_t dgs_mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-void dgs_scrub(const dg_slack *s, char *text)
-{
-    if (s && s->token && text)
-        dg_scrub_secret(text, s->token);
-}
-
-void dgs_log(dg_slack *s, int level, const char *fmt, ...)
-{
-    if (!s->log)
-        return;
-    char buf[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    dgs_scrub(s, buf);
-    s->log(s->log_state, level, buf);
-}
 
 int dgs_fail(dg_slack_err *e, int rc, long http, int retryable, const char *fmt, ...)
 {
@@ -148,7 +122,7 @@ static void pace_prune(dg_slack *s)
 {
     if (s->paces.n < DGS_MAX_PACES)
         return;
-    int64_t now = dgs_mono_ms();
+    int64_t now = dgh_mono_ms();
     /* Out of memory: all are kept, and the table outgrows the bound. */
     (void)dg_map_retain(&s->paces, pace_in_use, dgs_pace_free, &now);
 }
@@ -169,18 +143,12 @@ static dgs_pace *pace_get(dg_slack *s, const char *key, const char *method)
     p->rate = per_minute / 60000.0 / s->pace_scale;
     p->burst = burst;
     p->tokens = burst;
-    p->last_ms = dgs_mono_ms();
+    p->last_ms = dgh_mono_ms();
     if (dg_map_put(&s->paces, p->key, p) != DG_OK) {
         free(p);
         return NULL;
     }
     return p;
-}
-
-static void wait_until(dg_slack *s, int64_t until)
-{
-    struct timespec ts = {(time_t)(until / 1000), (long)(until % 1000) * 1000000L};
-    pthread_cond_timedwait(&s->cond, &s->mu, &ts);
 }
 
 /*
@@ -193,12 +161,12 @@ static int pace_acquire(dg_slack *s, const char *method, const char *key, int64_
 {
     pthread_mutex_lock(&s->mu);
     for (;;) {
-        if (atomic_load(&s->abort)) {
+        if (dgh_aborted(&s->http)) {
             pthread_mutex_unlock(&s->mu);
             return dgs_fail(e, DG_ERR_IO, 0, 1, "aborted: %s was cancelled: shutting down", method);
         }
         pace_prune(s); /* before the lookups: m and k stay valid below */
-        int64_t now = dgs_mono_ms();
+        int64_t now = dgh_mono_ms();
         dgs_pace *m = pace_get(s, method, method);
         dgs_pace *k = key == method || !strcmp(key, method) ? m : pace_get(s, key, method);
         if (!m || !k) {
@@ -232,7 +200,7 @@ static int pace_acquire(dg_slack *s, const char *method, const char *key, int64_
                             "than this call may wait; try again later",
                             method, what, (long long)(until - now));
         }
-        wait_until(s, until);
+        dgh_wait_until(&s->http, until);
     }
 }
 
@@ -241,91 +209,23 @@ static void pace_block(dg_slack *s, const char *method, long retry_ms)
 {
     pthread_mutex_lock(&s->mu);
     dgs_pace *m = pace_get(s, method, method);
-    int64_t until = dgs_mono_ms() + retry_ms + 1;
+    int64_t until = dgh_mono_ms() + retry_ms + 1;
     if (m && m->blocked_until < until)
         m->blocked_until = until;
     pthread_cond_broadcast(&s->cond);
     pthread_mutex_unlock(&s->mu);
 }
 
-/* Sleep until `until` unless aborted; 0, or -1 when aborted. */
-static int sleep_until(dg_slack *s, int64_t until)
-{
-    pthread_mutex_lock(&s->mu);
-    while (!atomic_load(&s->abort) && dgs_mono_ms() < until)
-        wait_until(s, until);
-    int ab = atomic_load(&s->abort);
-    pthread_mutex_unlock(&s->mu);
-    return ab ? -1 : 0;
-}
-
-static long backoff_ms(dg_slack *s, int failures)
-{
-    long b = s->backoff_base_ms;
-    for (int i = 1; i < failures && b < s->backoff_max_ms; i++)
-        b *= 2;
-    if (b > s->backoff_max_ms)
-        b = s->backoff_max_ms;
-    pthread_mutex_lock(&s->mu);
-    s->rng ^= s->rng >> 12;
-    s->rng ^= s->rng << 25;
-    s->rng ^= s->rng >> 27;
-    uint64_t r = s->rng * 0x2545F4914F6CDD1Dull;
-    pthread_mutex_unlock(&s->mu);
-    long half = b / 2;
-    return half + (long)(r % (uint64_t)(b - half + 1));
-}
-
 /* ---- handles and one transfer ------------------------------------------------------ */
-
-static CURL *handle_get(dg_slack *s)
-{
-    CURL *h = NULL;
-    pthread_mutex_lock(&s->pool_mu);
-    if (s->n_idle)
-        h = s->idle[--s->n_idle];
-    pthread_mutex_unlock(&s->pool_mu);
-    return h ? h : curl_easy_init();
-}
-
-static void handle_put(dg_slack *s, CURL *h)
-{
-    pthread_mutex_lock(&s->pool_mu);
-    if ((int)s->n_idle < s->max_idle) {
-        s->idle[s->n_idle++] = h;
-        h = NULL;
-    }
-    pthread_mutex_unlock(&s->pool_mu);
-    if (h)
-        curl_easy_cleanup(h);
-}
-
-void dgs_pool_drain(dg_slack *s)
-{
-    for (size_t i = 0; i < s->n_idle; i++)
-        curl_easy_cleanup(s->idle[i]);
-    s->n_idle = 0;
-}
 
 /* One answer: body and the Retry-After header. */
 typedef struct xfer {
-    dg_buf body;
-    int too_big;
+    dgh_body body;
     long retry_after_ms; /* -1: no header */
 } xfer;
 
-static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
-{
-    xfer *x = ud;
-    size_t n = size * nmemb;
-    if (x->body.len + n > DGS_MAX_BODY) {
-        x->too_big = 1;
-        return 0;
-    }
-    return dg_buf_add(&x->body, ptr, n) == 0 ? n : 0;
-}
-
-/* Retry-After: whole seconds (Slack's), read without strtod's locale. */
+/* Retry-After: whole seconds (Slack's), read without strtod's locale.
+ * curl's header callback, on the thread running the transfer. */
 static size_t on_header(char *line, size_t size, size_t nmemb, void *ud)
 {
     xfer *x = ud;
@@ -349,52 +249,29 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *ud)
     return n;
 }
 
-static int on_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
-{
-    (void)a;
-    (void)b;
-    (void)c;
-    (void)d;
-    return atomic_load(&((dg_slack *)ud)->abort) ? 1 : 0;
-}
+/* What one request carries from attempt to attempt. */
+typedef struct run {
+    const char *method, *key, *url, *form;
+    int idempotent;
+    int64_t deadline;
+    int failures, n429;
+} run;
 
-static CURLcode perform(dg_slack *s, CURL *h, const char *url, const char *form, int fresh,
-                        long tmo_ms, xfer *x, long *http, char *cerr)
+/* One transfer of r's form within its time bound (dgh_exchange): the
+ * curl code or DGH_*, and the HTTP status in *http. */
+static CURLcode perform(dg_slack *s, const run *r, xfer *x, long *http, char *cerr)
 {
-    curl_easy_reset(h);
-    cerr[0] = '\0';
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, s->headers);
-    curl_easy_setopt(h, CURLOPT_USERAGENT, s->user_agent);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, tmo_ms);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, s->connect_ms < tmo_ms ? s->connect_ms : tmo_ms);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(h, CURLOPT_XFERINFODATA, s);
     /* libcurl resends a request on its own when a reused connection dies
-     * before any answer: a post must never go twice, so it gets a fresh
-     * connection. */
-    curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, fresh ? 1L : 0L);
-#if LIBCURL_VERSION_NUM >= 0x075500
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-#else
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, form);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(form));
-    CURLcode cc = curl_easy_perform(h);
-    *http = 0;
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, http);
-    if (cc == CURLE_WRITE_ERROR && x->too_big)
-        snprintf(cerr, CURL_ERROR_SIZE, "answer larger than %u bytes", DGS_MAX_BODY);
-    return cc;
+     * before any answer: a post must never go twice, so one that is not
+     * idempotent gets a fresh connection. */
+    dgh_request q = {.method = "POST",
+                     .url = r->url,
+                     .user_agent = s->user_agent,
+                     .body = r->form,
+                     .fresh = !r->idempotent,
+                     .on_header = on_header,
+                     .header_data = x};
+    return dgh_exchange(&s->http, r->deadline, &q, &x->body, http, cerr);
 }
 
 /* ---- Slack's answers ------------------------------------------------------------------ */
@@ -480,7 +357,7 @@ static int on_refusal(dg_slack *s, const char *method, const json_t *ans, long h
     int rc = status_of(e->error);
     if (!strcmp(e->error, "missing_scope")) {
         dgs_copy_str(ans, "needed", e->needed, sizeof e->needed);
-        dgs_scrub(s, e->needed);
+        dgh_scrub(&s->http, e->needed);
         return dgs_fail(e, rc, http, 0,
                         "Slack refused %s: missing_scope (needed: %s); add the bot token scope "
                         "%s to the moderator app (OAuth & Permissions > Bot Token Scopes) and "
@@ -500,13 +377,6 @@ static int on_refusal(dg_slack *s, const char *method, const json_t *ans, long h
                     method, e->error, method);
 }
 
-/* What one request carries from attempt to attempt. */
-typedef struct run {
-    const char *method, *key, *url, *form;
-    int idempotent;
-    int64_t deadline;
-    int failures, n429;
-} run;
 
 #define AGAIN 1
 
@@ -514,24 +384,24 @@ typedef struct run {
 static int retry_or_fail(dg_slack *s, run *r, long http, int sent, const char *why, dg_slack_err *e)
 {
     r->failures++;
-    if (dgs_mono_ms() >= r->deadline)
+    if (dgh_mono_ms() >= r->deadline)
         return dgs_fail(e, DG_ERR_IO, http, 1,
                         "timed out: %s got no answer within %ld ms (%s); try again later",
-                        r->method, s->timeout_ms, why);
-    if ((sent && !r->idempotent) || r->failures >= s->max_attempts)
+                        r->method, s->http.timeout_ms, why);
+    if ((sent && !r->idempotent) || r->failures >= s->http.max_attempts)
         return dgs_fail(
             e, DG_ERR_IO, http, 1, "no usable answer from Slack for %s after %d attempt%s (%s)%s",
             r->method, e->attempts, e->attempts == 1 ? "" : "s", why,
             sent && !r->idempotent ? "; it may have been done: look before doing it again"
                                    : "; try again later");
-    long wait = backoff_ms(s, r->failures);
-    dgs_log(s, DG_LOG_WARN, "slack: %s failed (%s); retry %d of %d in %ld ms", r->method, why,
-            r->failures, s->max_attempts - 1, wait);
-    if (dgs_mono_ms() + wait >= r->deadline)
+    long wait = dgh_backoff_ms(&s->http, r->failures);
+    dgh_log(&s->http, DG_LOG_WARN, "slack: %s failed (%s); retry %d of %d in %ld ms", r->method,
+            why, r->failures, s->http.max_attempts - 1, wait);
+    if (dgh_mono_ms() + wait >= r->deadline)
         return dgs_fail(e, DG_ERR_IO, http, 1,
                         "timed out: %s failed (%s) and no time is left in its %ld ms to retry",
-                        r->method, why, s->timeout_ms);
-    if (sleep_until(s, dgs_mono_ms() + wait) < 0)
+                        r->method, why, s->http.timeout_ms);
+    if (dgh_sleep_until(&s->http, dgh_mono_ms() + wait) < 0)
         return dgs_fail(e, DG_ERR_IO, 0, 1, "aborted: %s was cancelled: shutting down", r->method);
     return AGAIN;
 }
@@ -542,7 +412,7 @@ static int on_answer(dg_slack *s, run *r, xfer *x, long http, json_t **answer, d
     e->http_status = http;
     if (http == 429) {
         long ra = x->retry_after_ms >= 0 ? x->retry_after_ms : 1000;
-        dgs_log(s, DG_LOG_DEBUG, "slack: %s rate limited, waiting %ld ms", r->method, ra);
+        dgh_log(&s->http, DG_LOG_DEBUG, "slack: %s rate limited, waiting %ld ms", r->method, ra);
         pace_block(s, r->method, ra);
         snprintf(e->error, sizeof e->error, "ratelimited");
         if (++r->n429 >= DGS_MAX_429_PER_CALL)
@@ -582,21 +452,18 @@ static int attempt(dg_slack *s, run *r, json_t **answer, dg_slack_err *e)
     int rc = pace_acquire(s, r->method, r->key, r->deadline, e);
     if (rc != DG_OK)
         return rc;
-    long tmo = (long)(r->deadline - dgs_mono_ms());
-    if (tmo <= 0)
-        return dgs_fail(e, DG_ERR_IO, e->http_status, 1,
-                        "timed out: %s got no answer within %ld ms; try again later", r->method,
-                        s->timeout_ms);
-    CURL *h = handle_get(s);
-    if (!h)
-        return dgs_fail(e, DG_ERR_NOMEM, 0, 1, "out of memory for a transfer handle");
     xfer x = {.retry_after_ms = -1};
     long http = 0;
     char cerr[CURL_ERROR_SIZE];
-    CURLcode cc = perform(s, h, r->url, r->form, !r->idempotent, tmo, &x, &http, cerr);
+    CURLcode cc = perform(s, r, &x, &http, cerr);
+    if (cc == DGH_NO_TIME)
+        return dgs_fail(e, DG_ERR_IO, e->http_status, 1,
+                        "timed out: %s got no answer within %ld ms; try again later", r->method,
+                        s->http.timeout_ms);
+    if (cc == DGH_NO_HANDLE)
+        return dgs_fail(e, DG_ERR_NOMEM, 0, 1, "out of memory for a transfer handle");
     e->attempts++;
-    handle_put(s, h);
-    if (cc == CURLE_ABORTED_BY_CALLBACK)
+    if (cc == DGH_ABORTED)
         rc = dgs_fail(e, DG_ERR_IO, 0, 1, "aborted: %s was cancelled: shutting down", r->method);
     else if (cc != CURLE_OK)
         rc = retry_or_fail(s, r, 0,
@@ -604,7 +471,7 @@ static int attempt(dg_slack *s, run *r, json_t **answer, dg_slack_err *e)
                            cerr[0] ? cerr : curl_easy_strerror(cc), e);
     else
         rc = on_answer(s, r, &x, http, answer, e);
-    dg_buf_free(&x.body);
+    dgh_body_free(&x.body);
     return rc;
 }
 
@@ -621,7 +488,7 @@ int dgs_call(dg_slack *s, const char *method, const char *pace_channel, const ch
         snprintf(key, sizeof key, "%s %s", method, pace_channel);
     else
         snprintf(key, sizeof key, "%s", method);
-    char *url = dg_sprintf("%s/%s", s->base, method);
+    char *url = dg_sprintf("%s/%s", s->http.base, method);
     if (!url)
         return dgs_fail(e, DG_ERR_NOMEM, 0, 1, "out of memory");
     run r = {.method = method,
@@ -629,11 +496,11 @@ int dgs_call(dg_slack *s, const char *method, const char *pace_channel, const ch
              .url = url,
              .form = form ? form : "",
              .idempotent = idempotent,
-             .deadline = dgs_mono_ms() + s->timeout_ms};
+             .deadline = dgh_mono_ms() + s->http.timeout_ms};
     int rc;
     while ((rc = attempt(s, &r, answer, e)) == AGAIN)
         ;
     free(url);
-    dgs_scrub(s, e->message);
+    dgh_scrub(&s->http, e->message);
     return rc;
 }
