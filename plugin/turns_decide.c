@@ -405,9 +405,19 @@ static void claim_record(dg_turns *t, const claim_run *cr, const dg_turn_claim *
         turns_nudge_run_started(r, e->pos);
     else if (e->configured && e->pos != DG_NOBODY)
         turns_nudge_session_ran(r, e->pos);
-    if ((cr->why == CLAIM_STALE || cr->why == CLAIM_BEFORE_REPLY) && t->p->cfg.turn_nudge_sec > 0 &&
+    int64_t nudge_ms = (int64_t)t->p->cfg.turn_nudge_sec * 1000;
+    if ((cr->why == CLAIM_STALE || cr->why == CLAIM_BEFORE_REPLY) && nudge_ms > 0 &&
         atomic_load(&r->wait_pos) != e->pos) {
-        atomic_store(&r->wait_ms, now);
+        /* The run that follows is for a message that came in before this
+         * hold; if the host dropped it, the wait began then (with a little
+         * time to start it after the hold). */
+        int64_t since = now;
+        if (cr->why == CLAIM_STALE && r->latest_msg_ms && r->latest_msg_ms < now) {
+            since = r->latest_msg_ms;
+            if (since < now - nudge_ms + TURNS_NUDGE_FOLLOW_MS)
+                since = now - nudge_ms + TURNS_NUDGE_FOLLOW_MS;
+        }
+        atomic_store(&r->wait_ms, since);
         atomic_store(&r->wait_pos, e->pos);
     }
 }

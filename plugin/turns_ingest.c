@@ -402,7 +402,10 @@ static int ingest_message(dg_turns *t, turns_chan *c, const dg_turn_message *m, 
         return rc;
     if ((rc = turns_queue_effects(t, r, &fx, &next, now, kick)))
         return rc;
-    return turns_install(t, r, &next);
+    int64_t seq = r->st.msg_seq;
+    if ((rc = turns_install(t, r, &next)) == DG_OK && next.msg_seq != seq)
+        r->latest_msg_ms = now;
+    return rc;
 }
 
 static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind kind,

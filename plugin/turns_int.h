@@ -62,6 +62,11 @@
  * report can come after another account's run is already being decided. */
 #define TURNS_UNREACHED_GRACE_MS 2000
 
+/* A run held back for the run of a newer message that follows: the host
+ * gets at least this long after the hold to start that run before the
+ * stall nudge counts from the newer message's arrival. */
+#define TURNS_NUDGE_FOLLOW_MS 2000
+
 /* A dormant thread scope untouched this long (turn clock) leaves the
  * mirror, with its sessions; the database still has it. */
 #define TURNS_EVICT_IDLE_MS (3600LL * 1000)
@@ -190,6 +195,9 @@ struct turns_scope {
      * message and ran nothing. Set under the writer; a run's start clears
      * it under the read lock too (atomics). */
     _Atomic int64_t reached_ms[DG_TURN_MAX_MEMBERS];
+    /* When the scope's latest message (st.msg_seq's) came in; 0: none since
+     * this instance loaded it. Writer mutex. */
+    int64_t latest_msg_ms;
 };
 
 /* A fingerprint older than this is ignored: a wake run that never matched

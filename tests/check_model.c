@@ -2179,6 +2179,26 @@ START_TEST(regression_speaker_nudged_again_after_the_turn_came_back)
 }
 END_TEST
 
+/* alice writes in #lab (planner's turn) and bob's next message is dropped
+ * for planner; the host runs nothing for 40 s, then planner's run for
+ * alice's message, held back as older than the latest: the nudge must
+ * still come within turn.nudgeSec of bob's message
+ * (MODEL_SEED=590972539). */
+START_TEST(regression_dropped_message_then_a_late_stale_run_is_nudged)
+{
+    static const scenario sc = {{0, 0, 5},
+                                4,
+                                {
+                                    {S_HUMAN, 2, 0, 0, 0, 0, 0},
+                                    {S_ADMIN, 2, 1, 7, 0, 2, 1},
+                                    {S_ADVANCE, 1, 0, 0, 0, 0, 10},
+                                    {S_ADVANCE, 1, 0, 0, 0, 0, 30},
+                                },
+                                1};
+    replay(&sc);
+}
+END_TEST
+
 /* A message whose runs the host dropped, then a restart: the stall nudge's
  * wait was in memory only; after the start it is armed again for every
  * awake scope, so the speaker is mentioned before its turn times out. */
@@ -2301,6 +2321,7 @@ Suite *make_model_suite(void)
     tcase_add_test(reg, regression_mention_of_non_reader_near_a_deadline);
     tcase_add_test(reg, regression_message_to_a_busy_speaker_dropped_is_nudged);
     tcase_add_test(reg, regression_speaker_nudged_again_after_the_turn_came_back);
+    tcase_add_test(reg, regression_dropped_message_then_a_late_stale_run_is_nudged);
     suite_add_tcase(s, reg);
     return s;
 }
