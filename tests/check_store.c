@@ -384,6 +384,12 @@ START_TEST(test_outbox_rows_survive_migration)
     dg_store *st = NULL;
     char err[256];
     ck_assert_msg(dg_store_open(path, &st, err, sizeof err) == OC_OK, "from v%d: %s", from, err);
+    /* The highest pending row: 4 (5 is sent, 6 failed). */
+    int64_t max = -1;
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    ck_assert_int_eq(dg_store_outbox_max_pending_id(st, &max), OC_OK);
+    ck_assert_int_eq(dg_store_commit(st), OC_OK);
+    ck_assert_int_eq(max, 4);
     dg_store_close(st);
     ck_assert_int_eq(user_version(path), n);
 

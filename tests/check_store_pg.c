@@ -284,6 +284,13 @@ START_TEST(conflicts_and_returned_ids)
     ck_assert_int_eq(dg_store_outbox_insert(st, &row, &id2), OC_OK);
     ck_assert_int_gt(id1, 0);
     ck_assert_int_gt(id2, id1);
+    /* The highest pending row (the outbox's start looks it up). */
+    int64_t max = 0;
+    ck_assert_int_eq(dg_store_outbox_max_pending_id(st, &max), OC_OK);
+    ck_assert_int_eq(max, id2);
+    ck_assert_int_eq(dg_store_outbox_mark_sent(st, id2, "m2", 10), OC_OK);
+    ck_assert_int_eq(dg_store_outbox_max_pending_id(st, &max), OC_OK);
+    ck_assert_int_eq(max, id1);
     /* The transaction is still good after the conflicts. */
     ck_assert_int_eq(dg_store_commit(st), OC_OK);
     dg_store_close(st);
