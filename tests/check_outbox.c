@@ -793,24 +793,9 @@ END_TEST
 static void crash_child(int rfd, const char *db, int variant)
 {
     alarm(60); /* never outlive a failed test */
-    char buf[256];
-    size_t got = 0;
-    while (got < sizeof buf - 1) {
-        ssize_t r = read(rfd, buf + got, sizeof buf - 1 - got);
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-        buf[got] = '\0';
-        if (strchr(buf, '\n') && strchr(strchr(buf, '\n') + 1, '\n'))
-            break;
-    }
-    buf[got] = '\0';
-    char *nl = strchr(buf, '\n');
-    if (!nl)
+    char buf[256], chan[64];
+    if (obe_child_args(rfd, buf, sizeof buf, chan, sizeof chan) != 0)
         _exit(2);
-    *nl = '\0';
-    char *chan = nl + 1;
-    chan[strcspn(chan, "\n")] = '\0';
     obe e;
     char err[256];
     if (obe_open(&e, buf, db, &quick_client, err, sizeof err) != 0)

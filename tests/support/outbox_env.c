@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "outbox.h"
 #include "store.h"
@@ -129,4 +130,29 @@ long long obe_mono_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int obe_child_args(int fd, char *url, size_t url_len, char *chan, size_t chan_len)
+{
+    char buf[512];
+    size_t got = 0;
+    while (got < sizeof buf - 1) {
+        ssize_t r = read(fd, buf + got, sizeof buf - 1 - got);
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+        buf[got] = '\0';
+        if (strchr(buf, '\n') && strchr(strchr(buf, '\n') + 1, '\n'))
+            break;
+    }
+    buf[got] = '\0';
+    char *nl = strchr(buf, '\n');
+    if (!nl)
+        return -1;
+    *nl = '\0';
+    char *c = nl + 1;
+    c[strcspn(c, "\n")] = '\0';
+    snprintf(url, url_len, "%s", buf);
+    snprintf(chan, chan_len, "%s", c);
+    return 0;
 }

@@ -48,6 +48,11 @@ char *obe_log_text(obe *e);
 /* 1 when some log line contains needle. */
 int obe_log_has(obe *e, const char *needle);
 
+/* A crash test's child learns the fake's URL and its channel from its
+ * parent on fd, as "URL\nCHANNEL\n" (the parent forks before any thread
+ * exists, then starts the fake). 0, or -1 when the pipe ends first. */
+int obe_child_args(int fd, char *url, size_t url_len, char *chan, size_t chan_len);
+
 /* Monotonic milliseconds (same clock as the fake's "tMs"). */
 long long obe_mono_ms(void);
 
