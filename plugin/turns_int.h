@@ -54,13 +54,13 @@
 /* Where the host reports messages per agent session: a speaker none of
  * whose reports came this long after it got the turn, while other members'
  * did, cannot read the channel (its report would have come with theirs). */
-#define TURNS_UNREACHED_MS 5000
+#define TURNS_UNREACHED_MS 10000
 
 /* At a decision for another member, a speaker not yet shown receiving the
  * channel leaves the order only after this long: the host reports a
  * message to each agent account on its own, and under load the speaker's
  * report can come after another account's run is already being decided. */
-#define TURNS_UNREACHED_GRACE_MS 2000
+#define TURNS_UNREACHED_GRACE_MS 10000
 
 /* A run held back for the run of a newer message that follows: the host
  * gets at least this long after the hold to start that run before the

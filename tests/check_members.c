@@ -23,8 +23,8 @@
 #define TIMEOUT_MS 60000
 /* turns_int.h: a decision drops a speaker not shown receiving the channel
  * only this long after it got the turn; the sweeper after UNREACHED_MS. */
-#define GRACE_MS 2000
-#define UNREACHED_MS 5000
+#define GRACE_MS 10000
+#define UNREACHED_MS 10000
 
 static tth H;
 static int next_msg = 1;

@@ -19,7 +19,7 @@
  *    (59 s; across a restart of the plugin, whose waits and nudges live in
  *    memory, 2 x timeoutSec + nudgeSec; and at least 7 s after a human's
  *    @mention of an agent that cannot read the channel, which holds the
- *    readers back until the sweeper finds it unreached, 5 s). Checked
+ *    readers back until the sweeper finds it unreached, UNREACHED_MS). Checked
  *    before any clock move past the deadline and at the end of the sequence.
  *  - waits-on-non-reader: at a quiet point (a settle step) no managed
  *    channel's speaker is an agent that cannot read it.
@@ -81,6 +81,9 @@
 
 /* ---- the world ---------------------------------------------------------------- */
 
+/* turns_int.h: the sweeper finds a speaker that never received the channel
+ * unreached this long after it got the turn. */
+#define UNREACHED_MS 10000
 #define N_AG 3
 #define N_CH 3
 #define N_HUMANS 2
@@ -877,8 +880,9 @@ static void check_waits(model *m)
         dg_turn_state st;
         int sp = speaker_of(m, ch, &n, &st);
         /* A speaker nobody's run was decided against is found unreachable
-         * by the sweeper UNREACHED_MS (5 s) after it got the turn. */
-        if (!managed_now(m, ch) || sp == DG_NOBODY || now_ms(m) - st.last_change_ms < 6000 ||
+         * by the sweeper UNREACHED_MS after it got the turn. */
+        if (!managed_now(m, ch) || sp == DG_NOBODY ||
+            now_ms(m) - st.last_change_ms < UNREACHED_MS + 1000 ||
             st.budget)
             continue;
         char name[64], rd[64];
@@ -1160,10 +1164,10 @@ static void do_step(model *m, const step *s)
         open_obligation(m, s->ch, HUMAN[s->who % N_HUMANS]);
         /* A mention (outside a code span) of an agent that cannot read the
          * channel holds its readers back until the sweeper finds that agent
-         * unreached (5 s, a sweep, the hand-off): documented. */
+         * unreached (UNREACHED_MS, a sweep, the hand-off): documented. */
         if (!s->b && (s->a & ((1u << N_AG) - 1) & ~m->sc->reads[s->ch]) && m->ob[s->ch].open &&
-            m->ob[s->ch].not_before < now_ms(m) + 7000)
-            m->ob[s->ch].not_before = now_ms(m) + 7000;
+            m->ob[s->ch].not_before < now_ms(m) + UNREACHED_MS + 2000)
+            m->ob[s->ch].not_before = now_ms(m) + UNREACHED_MS + 2000;
         check_new_rows(m, -1);
         break;
     }
@@ -2260,7 +2264,7 @@ END_TEST
 
 /* A human asks an agent that cannot read #lab 4 s before an older message's
  * deadline; the readers are held back until the sweeper finds it unreached
- * (5 s), so the deadline moves past that. */
+ * (UNREACHED_MS), so the deadline moves past that. */
 START_TEST(regression_mention_of_non_reader_near_a_deadline)
 {
     static const scenario sc = {{0, 0, 4},
