@@ -149,9 +149,12 @@ int dg_platform_check_room_name(dg_platform platform, const char *name, char *wh
     return m->check_room_name(name, why, why_len);
 }
 
-#define UNSUPPORTED(err, what)                                                                  \
-    dg_chat_refuse(err, DG_ERR_UNSUPPORTED, "%s: not something %s does", what,                 \
-                   dg_platform_name(c->m->platform))
+/* A method the platform lacks (NULL in its table). */
+static int unsupported(const dg_chat *c, dg_chat_err *err, const char *what)
+{
+    return dg_chat_refuse(err, DG_ERR_UNSUPPORTED, "%s: not something %s does", what,
+                          dg_platform_name(c->m->platform));
+}
 
 int dg_chat_post(dg_chat *c, const dg_chat_post_spec *p, char *message_id, dg_chat_err *err)
 {
@@ -167,7 +170,7 @@ int dg_chat_find_by_key(dg_chat *c, const char *channel_id, const char *thread_i
     if (message_id)
         message_id[0] = '\0';
     if (!c->m->find_by_key)
-        return UNSUPPORTED(err, "finding a post by its key");
+        return unsupported(c, err, "finding a post by its key");
     return c->m->find_by_key(c->impl, channel_id, thread_id, key, found, message_id, err);
 }
 

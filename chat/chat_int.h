@@ -9,8 +9,9 @@
 #include "chat.h"
 
 /* One platform. Every method gets the implementation's own state (impl);
- * strings and structs are as in chat.h. A method a platform lacks is
- * NULL, and the call answers DG_ERR_UNSUPPORTED. */
+ * strings and structs are as in chat.h. Every method is required but
+ * find_by_key: a platform that deduplicates posts itself leaves it NULL,
+ * and dg_chat_find_by_key answers DG_ERR_UNSUPPORTED. */
 typedef struct dg_chat_methods {
     dg_platform platform;
     void (*free)(void *impl);
