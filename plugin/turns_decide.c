@@ -409,11 +409,12 @@ static void claim_record(dg_turns *t, const claim_run *cr, const dg_turn_claim *
     if ((cr->why == CLAIM_STALE || cr->why == CLAIM_BEFORE_REPLY) && nudge_ms > 0 &&
         atomic_load(&r->wait_pos) != e->pos) {
         /* The run that follows is for a message that came in before this
-         * hold; if the host dropped it, the wait began then (with a little
-         * time to start it after the hold). */
-        int64_t since = now;
-        if (cr->why == CLAIM_STALE && r->latest_msg_ms && r->latest_msg_ms < now) {
-            since = r->latest_msg_ms;
+         * hold, and the humans have waited since the oldest message no
+         * granted run followed: if the host dropped it, the wait began
+         * then (with a little time after the hold to start that run). */
+        int64_t since = now, waited = atomic_load(&r->unanswered_ms);
+        if (cr->why == CLAIM_STALE && waited && waited < now) {
+            since = waited;
             if (since < now - nudge_ms + TURNS_NUDGE_FOLLOW_MS)
                 since = now - nudge_ms + TURNS_NUDGE_FOLLOW_MS;
         }

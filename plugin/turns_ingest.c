@@ -403,8 +403,9 @@ static int ingest_message(dg_turns *t, turns_chan *c, const dg_turn_message *m, 
     if ((rc = turns_queue_effects(t, r, &fx, &next, now, kick)))
         return rc;
     int64_t seq = r->st.msg_seq;
-    if ((rc = turns_install(t, r, &next)) == DG_OK && next.msg_seq != seq)
-        r->latest_msg_ms = now;
+    if ((rc = turns_install(t, r, &next)) == DG_OK && next.msg_seq != seq &&
+        !atomic_load(&r->unanswered_ms))
+        atomic_store(&r->unanswered_ms, now);
     return rc;
 }
 

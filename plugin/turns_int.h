@@ -195,9 +195,11 @@ struct turns_scope {
      * message and ran nothing. Set under the writer; a run's start clears
      * it under the read lock too (atomics). */
     _Atomic int64_t reached_ms[DG_TURN_MAX_MEMBERS];
-    /* When the scope's latest message (st.msg_seq's) came in; 0: none since
-     * this instance loaded it. Writer mutex. */
-    int64_t latest_msg_ms;
+    /* When the oldest message that no granted run has followed came in (0:
+     * none since this instance loaded the scope, or a run was granted
+     * since): how long the humans have waited. Set under the writer; a
+     * granted run's start clears it under the read lock too (atomic). */
+    _Atomic int64_t unanswered_ms;
 };
 
 /* A fingerprint older than this is ignored: a wake run that never matched

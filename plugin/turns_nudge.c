@@ -13,6 +13,7 @@
 void turns_nudge_run_started(turns_scope *r, int pos)
 {
     atomic_store(&r->run_pos, pos);
+    atomic_store(&r->unanswered_ms, 0);
     int waited = pos;
     atomic_compare_exchange_strong(&r->wait_pos, &waited, DG_NOBODY);
     turns_nudge_session_ran(r, pos);

@@ -2203,6 +2203,26 @@ START_TEST(regression_dropped_message_then_a_late_stale_run_is_nudged)
 }
 END_TEST
 
+/* alice writes in #ops, which nobody has run in yet; the host runs nothing
+ * for 40 s, then bob writes and his message is dropped for planner;
+ * planner's run for alice's message is held back as older than bob's:
+ * the nudge counts from alice's message, which has waited 40 s already,
+ * not from the hold (MODEL_SEED=879033748). */
+START_TEST(regression_hold_after_a_long_host_stall_is_nudged_in_time)
+{
+    static const scenario sc = {{0, 3, 0},
+                                4,
+                                {
+                                    {S_HUMAN, 1, 0, 0, 0, 0, 0},
+                                    {S_ADVANCE, 0, 0, 0, 0, 0, 10},
+                                    {S_ADVANCE, 1, 0, 0, 0, 0, 30},
+                                    {S_HUMAN, 1, 1, 0, 0, 4, 1},
+                                },
+                                1};
+    replay(&sc);
+}
+END_TEST
+
 /* A message whose runs the host dropped, then a restart: the stall nudge's
  * wait was in memory only; after the start it is armed again for every
  * awake scope, so the speaker is mentioned before its turn times out. */
@@ -2326,6 +2346,7 @@ Suite *make_model_suite(void)
     tcase_add_test(reg, regression_message_to_a_busy_speaker_dropped_is_nudged);
     tcase_add_test(reg, regression_speaker_nudged_again_after_the_turn_came_back);
     tcase_add_test(reg, regression_dropped_message_then_a_late_stale_run_is_nudged);
+    tcase_add_test(reg, regression_hold_after_a_long_host_stall_is_nudged_in_time);
     suite_add_tcase(s, reg);
     return s;
 }
