@@ -2223,6 +2223,28 @@ START_TEST(regression_hold_after_a_long_host_stall_is_nudged_in_time)
 }
 END_TEST
 
+/* In #lab the conversation rests; alice then @mentions coder, and her
+ * message is dropped for coder: the turn is coder's for a message it never
+ * ran on, and the stall nudge mentions it (MODEL_SEED=562989144). */
+START_TEST(regression_mention_dropped_after_a_rest_is_nudged)
+{
+    static const scenario sc = {{0, 4, 6},
+                                8,
+                                {
+                                    {S_HUMAN, 2, 0, 1, 0, 0, 0},
+                                    {S_HUMAN, 1, 0, 1, 0, 0, 0},
+                                    {S_SETTLE, 0, 0, 0, 0, 0, 0},
+                                    {S_HUMAN, 2, 0, 0, 0, 0, 0},
+                                    {S_ADVANCE, 2, 0, 0, 0, 0, 21},
+                                    {S_SETTLE, 0, 0, 0, 0, 0, 0},
+                                    {S_HUMAN, 2, 0, 4, 0, 0, 4},
+                                    {S_ADVANCE, 2, 0, 0, 0, 0, 1},
+                                },
+                                1};
+    replay(&sc);
+}
+END_TEST
+
 /* A message whose runs the host dropped, then a restart: the stall nudge's
  * wait was in memory only; after the start it is armed again for every
  * awake scope, so the speaker is mentioned before its turn times out. */
@@ -2347,6 +2369,7 @@ Suite *make_model_suite(void)
     tcase_add_test(reg, regression_speaker_nudged_again_after_the_turn_came_back);
     tcase_add_test(reg, regression_dropped_message_then_a_late_stale_run_is_nudged);
     tcase_add_test(reg, regression_hold_after_a_long_host_stall_is_nudged_in_time);
+    tcase_add_test(reg, regression_mention_dropped_after_a_rest_is_nudged);
     suite_add_tcase(s, reg);
     return s;
 }
