@@ -40,10 +40,8 @@ int dg_chat_refuse(dg_chat_err *err, int rc, const char *fmt, ...)
 static const dg_chat_methods *methods_of(dg_platform platform)
 {
     switch (platform) {
-    case DG_PLATFORM_DISCORD:
-        return &dg_chat_discord_methods;
-    case DG_PLATFORM_SLACK:
-        return &dg_chat_slack_methods;
+    case DG_PLATFORM_DISCORD: return &dg_chat_discord_methods;
+    case DG_PLATFORM_SLACK: return &dg_chat_slack_methods;
     }
     return NULL;
 }
@@ -51,10 +49,8 @@ static const dg_chat_methods *methods_of(dg_platform platform)
 const char *dg_platform_name(dg_platform platform)
 {
     switch (platform) {
-    case DG_PLATFORM_DISCORD:
-        return "discord";
-    case DG_PLATFORM_SLACK:
-        return "slack";
+    case DG_PLATFORM_DISCORD: return "discord";
+    case DG_PLATFORM_SLACK: return "slack";
     }
     return "unknown";
 }
@@ -138,8 +134,7 @@ int dg_chat_format_mention(const dg_chat *c, const char *user_id, char *out, siz
     return DG_OK;
 }
 
-int dg_platform_check_room_name(dg_platform platform, const char *name, char *why,
-                                size_t why_len)
+int dg_platform_check_room_name(dg_platform platform, const char *name, char *why, size_t why_len)
 {
     const dg_chat_methods *m = methods_of(platform);
     if (!m) {

@@ -30,8 +30,8 @@ typedef enum dg_platform {
     DG_PLATFORM_SLACK = 2,
 } dg_platform;
 
-#define DG_CHAT_ID_MAX 32  /* a user, room or message id of any platform, NUL included */
-#define DG_CHAT_KEY_MAX 25 /* idempotency key, bytes (Discord's nonce is the smallest) */
+#define DG_CHAT_ID_MAX 32      /* a user, room or message id of any platform, NUL included */
+#define DG_CHAT_KEY_MAX 25     /* idempotency key, bytes (Discord's nonce is the smallest) */
 #define DG_CHAT_TOPIC_MAX 1024 /* characters of a room topic */
 
 typedef struct dg_chat dg_chat;
@@ -53,8 +53,8 @@ typedef struct dg_chat_options {
     int max_attempts;     /* HTTP attempts for 5xx and transport errors */
     long backoff_base_ms; /* first back-off before jitter */
     long backoff_max_ms;
-    int no_pacing;        /* Slack: no pacing ahead of its limits (tests, benches) */
-    dg_chat_log_fn log;   /* optional */
+    int no_pacing;      /* Slack: no pacing ahead of its limits (tests, benches) */
+    dg_chat_log_fn log; /* optional */
     void *log_state;
 } dg_chat_options;
 
@@ -110,25 +110,24 @@ int dg_chat_format_mention(const dg_chat *c, const char *user_id, char *out, siz
  * client needed: a tool call is checked before the token is). DG_OK or
  * DG_ERR_INVALID with the rule (and, where the platform folds names, the
  * name it would accept) in why; DG_ERR_UNSUPPORTED for no such platform. */
-int dg_platform_check_room_name(dg_platform platform, const char *name, char *why,
-                                size_t why_len);
+int dg_platform_check_room_name(dg_platform platform, const char *name, char *why, size_t why_len);
 
 /* ---- posts -------------------------------------------------------------------------- */
 
 /* A post as the moderator. All borrowed for the call (copied by
  * dg_chat_post_prepare). */
 typedef struct dg_chat_post_spec {
-    const char *channel_id;        /* required */
-    const char *thread_id;         /* NULL: the channel itself; Slack: a thread's ts */
-    const char *text;              /* 1..dg_chat_max_text characters */
+    const char *channel_id;         /* required */
+    const char *thread_id;          /* NULL: the channel itself; Slack: a thread's ts */
+    const char *text;               /* 1..dg_chat_max_text characters */
     const char *const *mention_ids; /* the only users the text may ping (Discord: the
                                        rest are shown, not pinged; Slack pings every
                                        mention written in the text) */
     size_t n_mentions;
-    const char *key;               /* NULL, or 1..DG_CHAT_KEY_MAX-1 bytes: the post's
+    const char *key;  /* NULL, or 1..DG_CHAT_KEY_MAX-1 bytes: the post's
                                       idempotency key (Discord: its nonce; Slack: its
                                       metadata, found again by dg_chat_find_by_key) */
-    int maybe_posted;              /* 1: an earlier attempt with this key may have
+    int maybe_posted; /* 1: an earlier attempt with this key may have
                                       reached the platform (a crash, a lost answer);
                                       where the platform does not deduplicate by key,
                                       the key is looked up before posting again */
@@ -157,9 +156,9 @@ int dg_chat_find_by_key(dg_chat *c, const char *channel_id, const char *thread_i
 /* A private room: only the members (and the moderator, which must be
  * among them on Discord) see it. All borrowed. */
 typedef struct dg_chat_room_spec {
-    const char *name;              /* dg_chat_check_room_name rules */
-    const char *topic;             /* NULL or <= 1024 characters (Slack: not set) */
-    const char *parent_id;         /* NULL, or a Discord category */
+    const char *name;      /* dg_chat_check_room_name rules */
+    const char *topic;     /* NULL or <= 1024 characters (Slack: not set) */
+    const char *parent_id; /* NULL, or a Discord category */
     const char *const *member_ids;
     size_t n_members;
 } dg_chat_room_spec;

@@ -82,9 +82,9 @@ static int d_post(void *impl, const dg_chat_post_spec *p, char *message_id, dg_c
     dg_discord_err e;
     memset(&e, 0, sizeof e);
     char *id = NULL;
-    int rc = dg_discord_post_message(impl, p->thread_id ? p->thread_id : p->channel_id, p->text,
-                                     p->mention_ids, p->n_mentions, p->key,
-                                     message_id ? &id : NULL, &e);
+    int rc =
+        dg_discord_post_message(impl, p->thread_id ? p->thread_id : p->channel_id, p->text,
+                                p->mention_ids, p->n_mentions, p->key, message_id ? &id : NULL, &e);
     take_id(message_id, id);
     if (rc != DG_OK)
         copy_err(err, &e);

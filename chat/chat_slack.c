@@ -128,8 +128,8 @@ static int identify(s_client *c, dg_chat_err *err)
     return DG_OK;
 }
 
-static int s_find_by_key(void *impl, const char *channel_id, const char *thread_id,
-                         const char *key, int *found, char *message_id, dg_chat_err *err)
+static int s_find_by_key(void *impl, const char *channel_id, const char *thread_id, const char *key,
+                         int *found, char *message_id, dg_chat_err *err)
 {
     s_client *c = impl;
     int rc = identify(c, err);
@@ -251,7 +251,8 @@ static int s_room_create(void *impl, const dg_chat_room_spec *spec, char *room_i
         if (err)
             snprintf(err->message + strlen(err->message),
                      sizeof err->message - strlen(err->message), "; channel %s %s", id,
-                     arc == DG_OK ? "was archived again" : "could not be archived again: archive it");
+                     arc == DG_OK ? "was archived again"
+                                  : "could not be archived again: archive it");
     }
     return rc;
 }
@@ -381,8 +382,7 @@ static int s_pipe_new(void *impl, size_t cap, void **out)
         s_pipe_free(p);
         return DG_ERR_NOMEM;
     }
-    while (p->n_workers < want &&
-           pthread_create(&p->workers[p->n_workers], NULL, s_worker, p) == 0)
+    while (p->n_workers < want && pthread_create(&p->workers[p->n_workers], NULL, s_worker, p) == 0)
         p->n_workers++;
     if (!p->n_workers) {
         s_pipe_free(p);

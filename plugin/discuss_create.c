@@ -242,8 +242,8 @@ static int channel_members(const dg_plugin *p, const dg_caller *caller,
  * have created the channel before it died), else a new one. *channel_id:
  * malloc'd, the caller frees; NULL on error. */
 static int make_channel(dg_plugin *p, const dg_caller *caller, const dg_channel_request *req,
-                        const discuss_idem *ic, const dg_chat_room_spec *spec,
-                        const char *needle, char **channel_id, char *err, size_t err_len)
+                        const discuss_idem *ic, const dg_chat_room_spec *spec, const char *needle,
+                        char **channel_id, char *err, size_t err_len)
 {
     dg_chat_err derr;
     memset(&derr, 0, sizeof derr);

@@ -152,7 +152,8 @@ static int any_user_id(const char *id)
 
 static size_t text_limit(void)
 {
-    size_t d = dg_platform_max_text(DG_PLATFORM_DISCORD), s = dg_platform_max_text(DG_PLATFORM_SLACK);
+    size_t d = dg_platform_max_text(DG_PLATFORM_DISCORD),
+           s = dg_platform_max_text(DG_PLATFORM_SLACK);
     return d < s ? d : s;
 }
 

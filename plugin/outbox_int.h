@@ -62,13 +62,13 @@ typedef struct outbox_chan {
     char id[24];
     dg_outbox_row *q; /* pending rows loaded, oldest first: q[head .. n) */
     size_t head, n;
-    int64_t cursor;        /* id of the last row loaded (rows up to it are in q,
+    int64_t cursor;         /* id of the last row loaded (rows up to it are in q,
                               decided, or done) */
-    int64_t known_max;     /* highest pending id discovery saw */
-    int64_t not_before;    /* monotonic ms: back-off of the head row */
-    int inflight;          /* the head row is posted, no answer yet */
-    int held;              /* a decided row of it was refused by the store */
-    int64_t lease_until;   /* wall ms: this instance's lease on the channel runs out
+    int64_t known_max;      /* highest pending id discovery saw */
+    int64_t not_before;     /* monotonic ms: back-off of the head row */
+    int inflight;           /* the head row is posted, no answer yet */
+    int held;               /* a decided row of it was refused by the store */
+    int64_t lease_until;    /* wall ms: this instance's lease on the channel runs out
                               (0: none) */
     dg_chat_prepared *next; /* the request of row next_id, made while the row before
                               it flew (outbox_prepare_ahead); owned */
@@ -92,9 +92,9 @@ struct dg_outbox {
                                wakeup is the only call other threads make */
 
     /* Dispatcher thread only. */
-    pthread_t self;        /* the dispatcher thread, set as it starts */
+    pthread_t self;     /* the dispatcher thread, set as it starts */
     dg_chat_done *done; /* o.max_inflight results */
-    outbox_chan **fly;     /* the channels with a post in flight: n_fly of
+    outbox_chan **fly;  /* the channels with a post in flight: n_fly of
                                o.max_inflight (an answer finds its channel here,
                                not among every channel of a backlog) */
     size_t n_fly;

@@ -71,8 +71,10 @@ static penv *penv_open(dg_platform platform)
     } else {
         ck_assert_msg(fake_slack_start(NULL, &e->fs, err, sizeof err) == 0, "%s", err);
         fake_slack_user_spec mod = {.user_id = S_MOD, .token = S_MOD_TOKEN, .bot = 1};
-        fake_slack_user_spec a1 = {.user_id = S_AG1, .name = "planner", .token = "xoxb-ag-1", .bot = 1};
-        fake_slack_user_spec a2 = {.user_id = S_AG2, .name = "reviewer", .token = "xoxb-ag-2", .bot = 1};
+        fake_slack_user_spec a1 = {
+            .user_id = S_AG1, .name = "planner", .token = "xoxb-ag-1", .bot = 1};
+        fake_slack_user_spec a2 = {
+            .user_id = S_AG2, .name = "reviewer", .token = "xoxb-ag-2", .bot = 1};
         fake_slack_user_spec narrow = {
             .user_id = "UNARROW1", .token = S_NARROW_TOKEN, .bot = 1, .scopes = "chat:write"};
         ck_assert_int_eq(fake_slack_add_user(e->fs, &mod), 0);
@@ -104,7 +106,8 @@ static size_t messages_in(penv *e, const char *channel)
 /* The last message's text in channel (malloc'd). */
 static char *last_text(penv *e, const char *channel)
 {
-    json_t *all = e->fd ? fake_discord_messages(e->fd, channel) : fake_slack_messages(e->fs, channel);
+    json_t *all =
+        e->fd ? fake_discord_messages(e->fd, channel) : fake_slack_messages(e->fs, channel);
     json_t *m = json_array_get(all, json_array_size(all) - 1);
     const char *t = json_string_value(json_object_get(m, e->fd ? "content" : "text"));
     char *out = strdup(t ? t : "");
@@ -116,9 +119,9 @@ static char *last_text(penv *e, const char *channel)
 static void lose_next_post_answer(penv *e)
 {
     if (e->fd)
-        ck_assert_int_eq(
-            fake_discord_add_fault(e->fd, "POST /channels/{id}/messages", FD_FAULT_DROP_AFTER, 1, 0, 0),
-            0);
+        ck_assert_int_eq(fake_discord_add_fault(e->fd, "POST /channels/{id}/messages",
+                                                FD_FAULT_DROP_AFTER, 1, 0, 0),
+                         0);
     else
         ck_assert_int_eq(
             fake_slack_add_fault(e->fs, "chat.postMessage", FS_FAULT_DROP_AFTER, 1, 0, 0, NULL), 0);
@@ -192,8 +195,8 @@ START_TEST(find_by_key_where_the_platform_keeps_keys)
         ck_assert_msg(rc == DG_OK, "%s", err.message);
         ck_assert_int_eq(found, 1);
         ck_assert_str_eq(got, id);
-        ck_assert_int_eq(dg_chat_find_by_key(e->chat, e->work, NULL, "not-there", &found, got, &err),
-                         DG_OK);
+        ck_assert_int_eq(
+            dg_chat_find_by_key(e->chat, e->work, NULL, "not-there", &found, got, &err), DG_OK);
         ck_assert_int_eq(found, 0);
     }
     penv_close(e);
@@ -205,11 +208,14 @@ START_TEST(private_room_made_found_and_removed)
     penv *e = penv_open(platform_of(_i));
     const char *who = dg_platform_name(e->platform);
     const char *members[] = {e->mod, e->ag1, e->ag2};
-    dg_chat_room_spec spec = {
-        .name = "design-review", .topic = "dirigent discussion d-1", .member_ids = members, .n_members = 3};
+    dg_chat_room_spec spec = {.name = "design-review",
+                              .topic = "dirigent discussion d-1",
+                              .member_ids = members,
+                              .n_members = 3};
     char room[DG_CHAT_ID_MAX], found_id[DG_CHAT_ID_MAX];
     dg_chat_err err;
-    ck_assert_msg(dg_chat_room_create(e->chat, &spec, room, &err) == DG_OK, "%s: %s", who, err.message);
+    ck_assert_msg(dg_chat_room_create(e->chat, &spec, room, &err) == DG_OK, "%s: %s", who,
+                  err.message);
     ck_assert_msg(room[0], "%s: no room id", who);
     json_t *ch = e->fd ? fake_discord_channel(e->fd, room) : fake_slack_channel(e->fs, room);
     ck_assert_msg(ch, "%s: the room is not there", who);
@@ -223,11 +229,13 @@ START_TEST(private_room_made_found_and_removed)
     json_decref(ch);
     /* Found again by name (after a lost answer), and not when absent. */
     int found = 0;
-    ck_assert_msg(dg_chat_room_find(e->chat, "design-review", "d-1", &found, found_id, &err) == DG_OK,
+    ck_assert_msg(dg_chat_room_find(e->chat, "design-review", "d-1", &found, found_id, &err) ==
+                      DG_OK,
                   "%s: %s", who, err.message);
     ck_assert_int_eq(found, 1);
     ck_assert_str_eq(found_id, room);
-    ck_assert_int_eq(dg_chat_room_find(e->chat, "no-such-room", NULL, &found, found_id, &err), DG_OK);
+    ck_assert_int_eq(dg_chat_room_find(e->chat, "no-such-room", NULL, &found, found_id, &err),
+                     DG_OK);
     ck_assert_int_eq(found, 0);
     /* Removed: deleted on Discord, archived on Slack (bots cannot delete). */
     ck_assert_msg(dg_chat_room_remove(e->chat, room, &err) == DG_OK, "%s: %s", who, err.message);
@@ -248,8 +256,8 @@ START_TEST(user_names_and_mentions)
     penv *e = penv_open(platform_of(_i));
     char handle[64], display[64], at[64];
     dg_chat_err err;
-    ck_assert_msg(dg_chat_user_names(e->chat, e->ag1, handle, sizeof handle, display, sizeof display,
-                                     &err) == DG_OK,
+    ck_assert_msg(dg_chat_user_names(e->chat, e->ag1, handle, sizeof handle, display,
+                                     sizeof display, &err) == DG_OK,
                   "%s", err.message);
     ck_assert_str_eq(handle, "planner");
     ck_assert_int_eq(dg_chat_format_mention(e->chat, e->ag2, at, sizeof at), DG_OK);
@@ -287,8 +295,10 @@ START_TEST(pipe_posts_in_order_per_channel)
             dg_chat_post_spec s = {.channel_id = chans[k], .text = texts[round], .key = key};
             dg_chat_prepared *prep = NULL;
             dg_chat_err err;
-            ck_assert_msg(dg_chat_post_prepare(e->chat, &s, &prep, &err) == DG_OK, "%s", err.message);
-            ck_assert_int_eq(dg_chat_pipe_submit(pipe, (uint64_t)(round * 2 + k), prep, &err), DG_OK);
+            ck_assert_msg(dg_chat_post_prepare(e->chat, &s, &prep, &err) == DG_OK, "%s",
+                          err.message);
+            ck_assert_int_eq(dg_chat_pipe_submit(pipe, (uint64_t)(round * 2 + k), prep, &err),
+                             DG_OK);
         }
         /* One post per channel at a time, as the outbox does. */
         size_t want = ended + 2;
@@ -352,9 +362,9 @@ END_TEST
 START_TEST(slack_room_whose_invite_fails_is_archived_again)
 {
     penv *e = penv_open(DG_PLATFORM_SLACK);
-    ck_assert_int_eq(
-        fake_slack_add_fault(e->fs, "conversations.invite", FS_FAULT_ERROR, 1, 0, 0, "user_not_found"),
-        0);
+    ck_assert_int_eq(fake_slack_add_fault(e->fs, "conversations.invite", FS_FAULT_ERROR, 1, 0, 0,
+                                          "user_not_found"),
+                     0);
     const char *members[] = {e->mod, e->ag1};
     dg_chat_room_spec spec = {.name = "half-made", .member_ids = members, .n_members = 2};
     char room[DG_CHAT_ID_MAX];
@@ -373,14 +383,16 @@ END_TEST
 START_TEST(what_each_platform_fixes_without_a_client)
 {
     char why[256];
-    ck_assert_int_eq(dg_platform_check_room_name(DG_PLATFORM_DISCORD, "design-review", why, sizeof why),
-                     DG_OK);
-    ck_assert_int_eq(dg_platform_check_room_name(DG_PLATFORM_DISCORD, "Design Review", why, sizeof why),
-                     DG_ERR_INVALID);
-    ck_assert_int_eq(dg_platform_check_room_name(DG_PLATFORM_SLACK, "design-review", why, sizeof why),
-                     DG_OK);
-    ck_assert_int_eq(dg_platform_check_room_name(DG_PLATFORM_SLACK, "Design Review", why, sizeof why),
-                     DG_ERR_INVALID);
+    ck_assert_int_eq(
+        dg_platform_check_room_name(DG_PLATFORM_DISCORD, "design-review", why, sizeof why), DG_OK);
+    ck_assert_int_eq(
+        dg_platform_check_room_name(DG_PLATFORM_DISCORD, "Design Review", why, sizeof why),
+        DG_ERR_INVALID);
+    ck_assert_int_eq(
+        dg_platform_check_room_name(DG_PLATFORM_SLACK, "design-review", why, sizeof why), DG_OK);
+    ck_assert_int_eq(
+        dg_platform_check_room_name(DG_PLATFORM_SLACK, "Design Review", why, sizeof why),
+        DG_ERR_INVALID);
     ck_assert_msg(strstr(why, "use 'design-review'"), "%s", why);
     ck_assert_int_eq(dg_platform_check_room_name((dg_platform)9, "x", why, sizeof why),
                      DG_ERR_UNSUPPORTED);

@@ -882,8 +882,7 @@ static void check_waits(model *m)
         /* A speaker nobody's run was decided against is found unreachable
          * by the sweeper UNREACHED_MS after it got the turn. */
         if (!managed_now(m, ch) || sp == DG_NOBODY ||
-            now_ms(m) - st.last_change_ms < UNREACHED_MS + 1000 ||
-            st.budget)
+            now_ms(m) - st.last_change_ms < UNREACHED_MS + 1000 || st.budget)
             continue;
         char name[64], rd[64];
         member_name(m, ch, sp, name, sizeof name);

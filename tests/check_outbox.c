@@ -1151,8 +1151,9 @@ START_TEST(shutdown_bounded_while_discord_hangs)
     /* The client works again after the stop. */
     fake_discord_clear_faults(o->fd);
     ck_assert_int_eq(
-        dg_chat_post(o->e.p.chat, &(dg_chat_post_spec){.channel_id = o->chan, .text = "still usable"},
-                     NULL, NULL),
+        dg_chat_post(o->e.p.chat,
+                     &(dg_chat_post_spec){.channel_id = o->chan, .text = "still usable"}, NULL,
+                     NULL),
         OC_OK);
     oenv_close(o);
 }

@@ -52,8 +52,9 @@ static void fake_up(senv *s)
 static void env_up(senv *s)
 {
     char err[256];
-    ck_assert_msg(obe_open_on(&s->e, fake_slack_url(s->fs), s->db, &slack_client, err, sizeof err) == 0,
-                  "%s", err);
+    ck_assert_msg(
+        obe_open_on(&s->e, fake_slack_url(s->fs), s->db, &slack_client, err, sizeof err) == 0, "%s",
+        err);
 }
 
 static senv *senv_open(void)
@@ -163,7 +164,8 @@ static void crash_child(int rfd, const char *db, int inflight)
     if (dg_outbox_start_opts(&e.p, &o, &e.p.outbox, err, sizeof err) != OC_OK)
         _exit(4);
     if (dg_store_begin(e.p.store) != OC_OK ||
-        dg_outbox_enqueue(e.p.store, chan, "owed exactly once", NULL, 0, dg_now_ms(&e.p)) != OC_OK ||
+        dg_outbox_enqueue(e.p.store, chan, "owed exactly once", NULL, 0, dg_now_ms(&e.p)) !=
+            OC_OK ||
         dg_store_commit(e.p.store) != OC_OK)
         _exit(5);
     dg_outbox_kick(e.p.outbox);
@@ -189,7 +191,8 @@ START_TEST(kill_between_post_and_mark_posts_once)
     fake_up(s);
     /* Slack stores the message, then the answer never comes. */
     ck_assert_int_eq(
-        fake_slack_add_fault(s->fs, "chat.postMessage", FS_FAULT_DELAY_AFTER, 1, 0, 60000, NULL), 0);
+        fake_slack_add_fault(s->fs, "chat.postMessage", FS_FAULT_DELAY_AFTER, 1, 0, 60000, NULL),
+        0);
     char line[200];
     int len = snprintf(line, sizeof line, "%s\n%s\n", fake_slack_url(s->fs), s->work);
     ck_assert_int_eq(write(pfd[1], line, (size_t)len), len);
@@ -218,7 +221,8 @@ START_TEST(kill_between_post_and_mark_posts_once)
     json_t *msgs = fake_slack_messages(s->fs, s->work);
     rows = rows_of(s, s->work, &n);
     ck_assert_int_eq(rows[0].state, DG_OUTBOX_SENT);
-    ck_assert_str_eq(rows[0].message_id, json_string_value(json_object_get(json_array_get(msgs, 0), "ts")));
+    ck_assert_str_eq(rows[0].message_id,
+                     json_string_value(json_object_get(json_array_get(msgs, 0), "ts")));
     dg_outbox_rows_free(rows, n);
     json_decref(msgs);
     senv_close(s);

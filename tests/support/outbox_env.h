@@ -11,8 +11,8 @@
 #include "dirigent.h"
 #include "chat.h"
 
-#define OBE_TOKEN "mod-Tok3n.SECRET-value" /* the moderator's token in tests */
-#define OBE_MOD_ID "900000000000000001"    /* its user id */
+#define OBE_TOKEN "mod-Tok3n.SECRET-value"                     /* the moderator's token in tests */
+#define OBE_MOD_ID "900000000000000001"                        /* its user id */
 #define OBE_SLACK_TOKEN "xoxb-9999-8888-OutboxModeratorSecret" /* the same on Slack */
 #define OBE_SLACK_MOD_ID "UOBXMOD1"
 
