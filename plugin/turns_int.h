@@ -181,16 +181,19 @@ struct turns_scope {
      * run since wait_ms (the message, or the end of the run of it that was
      * under way then), DG_NOBODY once a run of it starts; run_pos the
      * member whose last run went on (not swapped, not claimed) until its
-     * end; nudged_change and nudged_pos the st.last_change_ms and the
-     * speaker of the last turn nudged (one mention per turn). In memory only: a start arms every awake scope's
+     * end; nudged_change, nudged_pos and nudged_seq the st.last_change_ms,
+     * the speaker and the st.msg_seq of the last turn nudged (one mention
+     * per turn and message). In memory only: a start arms every awake scope's
      * speaker again (turns_sweeper.c). The atomics are set by the hot path
      * under the mirror's read lock. */
     _Atomic int wait_pos;
     _Atomic int64_t wait_ms;
     _Atomic int run_pos;
     int64_t nudged_change; /* writer mutex */
-    int nudged_pos;        /* with nudged_change: the turn nudged (one change may
-                              move the turn twice in one millisecond) */
+    int nudged_pos;        /* with nudged_change and nudged_seq: the turn nudged */
+    int64_t nudged_seq;    /* (one millisecond can hold two turns, of one speaker
+                              too; a human's or agent's message makes a new one,
+                              the moderator's never does) */
     /* When a message reached member i's session with no run of it started
      * since (0: none): a turn that moves to i later waits turn.nudgeSec
      * from then, not from the move, since the host already had that

@@ -94,7 +94,8 @@ static int stalled(dg_turns *t, turns_scope *r, int64_t now, int64_t nudge_ms, i
     if (r->chan->mode == DG_MODE_CLOSED || !st->active || sp == DG_NOBODY || st->budget ||
         sp != atomic_load(&r->wait_pos) || sp == atomic_load(&r->run_pos) ||
         now - atomic_load(&r->wait_ms) < nudge_ms ||
-        (r->nudged_change == st->last_change_ms && r->nudged_pos == sp))
+        (r->nudged_change == st->last_change_ms && r->nudged_pos == sp &&
+         r->nudged_seq == st->msg_seq))
         return 0;
     if (st->awaiting & ((uint64_t)1 << sp))
         return 0;
@@ -126,6 +127,7 @@ static int nudge_scope(dg_turns *t, turns_scope *r, int64_t now, int64_t nudge_m
         return rc;
     r->nudged_change = r->st.last_change_ms;
     r->nudged_pos = pos;
+    r->nudged_seq = r->st.msg_seq;
     atomic_store(&r->wait_pos, DG_NOBODY);
     char label[DG_SCOPE_LABEL_MAX];
     dg_log(t->p, OC_LOG_INFO,

@@ -2244,6 +2244,29 @@ START_TEST(regression_mention_dropped_after_a_rest_is_nudged)
 }
 END_TEST
 
+/* coder is nudged in #lab; in the same millisecond the turn goes round,
+ * the conversation rests, and alice's next message, dropped for coder,
+ * gives coder a new turn with the same last_change_ms: it is nudged again
+ * (MODEL_SEED=562989144, the whole sequence). */
+START_TEST(regression_new_turn_of_the_nudged_speaker_in_the_same_millisecond)
+{
+    static const scenario sc = {{0, 4, 6},
+                                8,
+                                {
+                                    {S_HUMAN, 2, 0, 1, 0, 0, 0},
+                                    {S_HUMAN, 1, 0, 0, 0, 0, 0},
+                                    {S_RUN, 2, 2, 0, 0, 0, 0},
+                                    {S_HUMAN, 2, 0, 0, 0, 0, 0},
+                                    {S_ADVANCE, 2, 0, 0, 0, 0, 21},
+                                    {S_SETTLE, 0, 0, 0, 0, 0, 0},
+                                    {S_HUMAN, 2, 0, 0, 0, 0, 4},
+                                    {S_ADVANCE, 2, 0, 0, 0, 0, 1},
+                                },
+                                1};
+    replay(&sc);
+}
+END_TEST
+
 /* A message whose runs the host dropped, then a restart: the stall nudge's
  * wait was in memory only; after the start it is armed again for every
  * awake scope, so the speaker is mentioned before its turn times out. */
@@ -2369,6 +2392,7 @@ Suite *make_model_suite(void)
     tcase_add_test(reg, regression_dropped_message_then_a_late_stale_run_is_nudged);
     tcase_add_test(reg, regression_hold_after_a_long_host_stall_is_nudged_in_time);
     tcase_add_test(reg, regression_mention_dropped_after_a_rest_is_nudged);
+    tcase_add_test(reg, regression_new_turn_of_the_nudged_speaker_in_the_same_millisecond);
     suite_add_tcase(s, reg);
     return s;
 }
