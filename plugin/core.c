@@ -62,7 +62,7 @@ static int check_host(const oc_host_api *api, char *err, size_t err_len)
     return DG_OK;
 }
 
-/* The Discord client logs through the host like the rest of the plugin.
+/* The chat client logs through the host like the rest of the plugin.
  * Called on whichever thread makes the request. */
 static void chat_log(void *state, int level, const char *message)
 {

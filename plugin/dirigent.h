@@ -39,7 +39,7 @@ typedef struct dg_plugin {
     dg_store *store;
     dg_templates *templates;
     dg_chat *chat;     /* the moderator's platform; NULL when no moderator token is configured */
-    dg_outbox *outbox; /* NULL when discord is NULL */
+    dg_outbox *outbox; /* NULL when chat is NULL */
     /* Set by dg_set_clock (tests move time by hand, from their own thread
      * while the plugin's threads read it): state is stored before the
      * function, which is read first. */

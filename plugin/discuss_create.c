@@ -271,12 +271,11 @@ static int make_channel(dg_plugin *p, const dg_caller *caller, const dg_channel_
                    "of a new one",
                    req->name, ic->call_id, *channel_id);
     }
-    if (!*channel_id)
-        if ((rc = dg_chat_room_create(p->chat, spec, id, &derr)) == DG_OK &&
-            !(*channel_id = strdup(id))) {
-            delete_channel(p, id);
-            return dg_fail(err, err_len, DG_ERR_NOMEM, "out of memory");
-        }
+    if (!*channel_id && (rc = dg_chat_room_create(p->chat, spec, id, &derr)) == DG_OK &&
+        !(*channel_id = strdup(id))) {
+        delete_channel(p, id);
+        return dg_fail(err, err_len, DG_ERR_NOMEM, "out of memory");
+    }
     if (rc != DG_OK) {
         dg_log(p, OC_LOG_WARN, "discord_channel_create '%s' by %s failed: %s (HTTP %ld)", req->name,
                caller->agent_id, derr.message, derr.http_status);

@@ -147,10 +147,8 @@ static int resolve_fn(dg_turns *t, turns_sess *e, turns_scope *r, const dg_turn_
     atomic_store(&e->seen_seq, r->st.msg_seq);
     atomic_store(&e->last, r);
     atomic_store(&e->granted, v->no_reply ? 0 : 1);
-    if (!v->no_reply && e->configured && e->pos != DG_NOBODY)
-        turns_nudge_run_started(r, e->pos);
-    else if (e->configured && e->pos != DG_NOBODY)
-        turns_nudge_session_ran(r, e->pos);
+    if (e->configured)
+        turns_nudge_run_began(r, e->pos, !v->no_reply);
     dg_scope_label(&r->scope, v->scope_label);
     return DG_OK;
 }
@@ -401,10 +399,8 @@ static void claim_record(dg_turns *t, const claim_run *cr, const dg_turn_claim *
     atomic_store(&e->seen_seq, cr->seen);
     atomic_store(&e->last, r);
     atomic_store(&e->granted, out->claimed ? 0 : 1);
-    if (!out->claimed && e->configured && e->pos != DG_NOBODY)
-        turns_nudge_run_started(r, e->pos);
-    else if (e->configured && e->pos != DG_NOBODY)
-        turns_nudge_session_ran(r, e->pos);
+    if (e->configured)
+        turns_nudge_run_began(r, e->pos, !out->claimed);
     int64_t nudge_ms = (int64_t)t->p->cfg.turn_nudge_sec * 1000;
     if ((cr->why == CLAIM_STALE || cr->why == CLAIM_BEFORE_REPLY) && nudge_ms > 0 &&
         atomic_load(&r->wait_pos) != e->pos) {

@@ -595,15 +595,11 @@ void turns_evict_if_over(dg_turns *t, int64_t now);
 
 /* ---- turns_nudge.c ----------------------------------------------------- */
 
-/* A run of member pos went on in scope r (not swapped, not claimed): it is
- * under way, and any wait for it ends. Any thread, with the mirror's read
- * lock or the writer mutex held (atomics only). */
-void turns_nudge_run_started(turns_scope *r, int pos);
-
-/* A run of member pos started in r, whatever its verdict (claimed runs
- * too): the host did not drop the message before it. Like
- * turns_nudge_run_started, atomics only. */
-void turns_nudge_session_ran(turns_scope *r, int pos);
+/* A run of member pos started in scope r: the host did not drop the
+ * message before it; granted (not swapped, not claimed), it is under way
+ * and any wait for it ends. pos DG_NOBODY: nothing. Any thread, with the
+ * mirror's read lock or the writer mutex held (atomics only). */
+void turns_nudge_run_began(turns_scope *r, int pos, int granted);
 
 /* The run of member pos that went on in r ended. Writer mutex held. */
 void turns_nudge_run_ended(turns_scope *r, int pos, int64_t now);

@@ -10,19 +10,17 @@
  */
 #include "turns_int.h"
 
-void turns_nudge_run_started(turns_scope *r, int pos)
+void turns_nudge_run_began(turns_scope *r, int pos, int granted)
 {
+    if (pos < 0 || pos >= DG_TURN_MAX_MEMBERS)
+        return;
+    atomic_store(&r->reached_ms[pos], 0); /* the host did not drop the message before it */
+    if (!granted)
+        return;
     atomic_store(&r->run_pos, pos);
     atomic_store(&r->unanswered_ms, 0);
     int waited = pos;
     atomic_compare_exchange_strong(&r->wait_pos, &waited, DG_NOBODY);
-    turns_nudge_session_ran(r, pos);
-}
-
-void turns_nudge_session_ran(turns_scope *r, int pos)
-{
-    if (pos >= 0 && pos < DG_TURN_MAX_MEMBERS)
-        atomic_store(&r->reached_ms[pos], 0);
 }
 
 void turns_nudge_run_ended(turns_scope *r, int pos, int64_t now)
