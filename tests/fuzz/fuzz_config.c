@@ -45,8 +45,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (memcmp(&c, &zero, sizeof c) != 0)
             fail("a refused config left fields set");
     } else {
-        if (!c.no_reply_provider || !c.no_reply_model || !c.db_path || c.db_path[0] != '/')
-            fail("accepted config without its required strings or with a relative dbPath");
+        /* The no-reply pair is optional (hosts with claim hooks need none),
+         * but never half given. */
+        if (!c.no_reply_provider != !c.no_reply_model || !c.db_path || c.db_path[0] != '/')
+            fail("accepted config with half a no-reply pair or without an absolute dbPath");
         if (c.templates_dir && c.templates_dir[0] != '/')
             fail("relative templatesDir after parse");
         size_t bl = c.discord_api_base ? strlen(c.discord_api_base) : 0;
