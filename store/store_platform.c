@@ -25,10 +25,9 @@
     " ADD COLUMN platform TEXT NOT NULL DEFAULT 'discord'"                                         \
     " CHECK (platform = 'discord' OR platform = 'slack');"
 
-const char dg_schema_v19_platform[] = "ALTER TABLE outbox" PLATFORM_COL
-                                      "ALTER TABLE outbox ADD COLUMN thread_id TEXT;"
-                                      "ALTER TABLE discussions" PLATFORM_COL
-                                      "ALTER TABLE turn_channels" PLATFORM_COL;
+const char dg_schema_v19_platform[] =
+    "ALTER TABLE outbox" PLATFORM_COL "ALTER TABLE outbox ADD COLUMN thread_id TEXT;"
+    "ALTER TABLE discussions" PLATFORM_COL "ALTER TABLE turn_channels" PLATFORM_COL;
 
 const char *dg_store_platform_of(const char *name)
 {
