@@ -26,6 +26,7 @@
 #include "outbox.h"
 #include "store.h"
 #include "store_outbox.h"
+#include "store_turns.h"
 #include "testutil.h"
 #include "turn_test_host.h"
 
@@ -188,6 +189,14 @@ static void handoff_on_slack(const char *thread)
 START_TEST(test_slack_channel_handoff_posted_by_the_slack_moderator)
 {
     handoff_on_slack(NULL);
+    /* The channel's turn record knows its platform. */
+    dg_store *st = tth_plugin(&H)->store;
+    dg_turn_channel_row row;
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    ck_assert_int_eq(dg_store_turns_channel_load(st, WORK, &row), OC_OK);
+    dg_store_rollback(st);
+    ck_assert_str_eq(row.platform, "slack");
+    dg_turn_channel_row_clear(&row);
 }
 END_TEST
 
