@@ -600,10 +600,11 @@ static int rule_archive_channel(const dg_config_key *k, const json_t *v, dg_conf
 {
     (void)k;
     (void)v;
-    if (c->archive_channel_id && !dg_snowflake_valid(c->archive_channel_id))
+    if (c->archive_channel_id && !dg_platform_of_channel(c->archive_channel_id))
         return dg_fail(err, err_len, DG_ERR_INVALID,
-                       "config: \"discussion.archiveChannelId\" must be a Discord channel id "
-                       "(a snowflake string of 1-20 digits) the moderator may post in");
+                       "config: \"discussion.archiveChannelId\" must be a channel id the "
+                       "moderator may post in: Discord's (a snowflake string of 1-20 digits) or "
+                       "Slack's (C... or G...)");
     return DG_OK;
 }
 
