@@ -58,7 +58,7 @@
 
 #define OCGW_SOURCE "ocgw"
 
-typedef struct ocgw ocgw; /* the gateway (below) */
+typedef struct ocgw ocgw;             /* the gateway (below) */
 typedef struct ocgw_slack ocgw_slack; /* one bot token's Slack Web API caller (ocgw_slack.c) */
 
 /* ---- scenario (scripted model) ------------------------------------------------ */
@@ -108,7 +108,7 @@ typedef struct ocgw_scenario {
 typedef struct ocgw_human_step {
     int has_after;
     ocgw_match after;
-    char *channel;  /* alias, "@var" or id */
+    char *channel; /* alias, "@var" or id */
     char *content;
     int in_thread; /* Slack: a reply in the thread of the message `after` matched */
 } ocgw_human_step;
@@ -140,7 +140,7 @@ typedef struct ocgw_human {
     size_t n_steps;
     dg_discord *dc;
     ocgw_slack *sc; /* on a Slack gateway (dc stays NULL) */
-    int local; /* 1: this gateway posts the human's script (gateway.runOnly) */
+    int local;      /* 1: this gateway posts the human's script (gateway.runOnly) */
 } ocgw_human;
 
 typedef struct ocgw_chan_cfg {
@@ -162,7 +162,7 @@ typedef struct ocgw_config {
     int slack; /* 1: the chat platform is Slack (the `slack` block), else Discord: ids,
                   session keys, reads and posts follow it */
     char *api_base;
-    char *guild_id; /* Discord only */
+    char *guild_id;          /* Discord only */
     char *moderator_user_id; /* NULL: moderator messages are not labelled */
     long timeout_ms;
 
@@ -385,9 +385,9 @@ int ocgw_humans_done(ocgw *g);
 
 /* Why a Slack call failed. */
 typedef struct ocgw_slack_err {
-    int attempts;     /* HTTP requests made */
-    int retryable;    /* 1: the same call may succeed later (429, 5xx, transport) */
-    char code[64];    /* Slack's error code ("not_in_channel"), or ours ("transport") */
+    int attempts;      /* HTTP requests made */
+    int retryable;     /* 1: the same call may succeed later (429, 5xx, transport) */
+    char code[64];     /* Slack's error code ("not_in_channel"), or ours ("transport") */
     char message[300]; /* a sentence naming the method; "" on OC_OK */
 } ocgw_slack_err;
 
@@ -425,8 +425,8 @@ int ocgw_slack_channel(ocgw_slack *sc, const char *channel_id, json_t **info, js
                        ocgw_slack_err *e);
 /* chat.postMessage of text (thread_ts NULL: top level) with the nonce in
  * its metadata; *ts_out (may be NULL) gets the new ts, malloc'd. */
-int ocgw_slack_post(ocgw_slack *sc, const char *channel_id, const char *thread_ts,
-                    const char *text, const char *nonce, char **ts_out, ocgw_slack_err *e);
+int ocgw_slack_post(ocgw_slack *sc, const char *channel_id, const char *thread_ts, const char *text,
+                    const char *nonce, char **ts_out, ocgw_slack_err *e);
 
 /* ---- --expect (ocgw_expect.c) ------------------------------------------------------ */
 

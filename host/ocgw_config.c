@@ -277,8 +277,7 @@ static int read_slack(ocgw_config *c, char *err, size_t n)
     if (!rc)
         rc = get_str(d, "apiBase", "slack", 1, &c->api_base, err, n);
     if (!rc)
-        rc = get_platform_id(c, d, "moderatorUserId", "slack", 0, 1, &c->moderator_user_id, err,
-                             n);
+        rc = get_platform_id(c, d, "moderatorUserId", "slack", 0, 1, &c->moderator_user_id, err, n);
     if (!rc)
         rc = get_long(d, "timeoutMs", "slack", 15000, 100, 600000, &c->timeout_ms, err, n);
     return rc;
@@ -398,9 +397,9 @@ static int str_array(const json_t *arr, const char *where, char ***out, size_t *
 
 static int read_agents(ocgw_config *c, char *err, size_t n)
 {
-    static const char *const keys[] = {"id",       "workspace", "discordUserId",
-                                       "slackUserId", "tokenEnv", "model",
-                                       "scenario", "systemPrompt", NULL};
+    static const char *const keys[] = {"id",          "workspace",    "discordUserId",
+                                       "slackUserId", "tokenEnv",     "model",
+                                       "scenario",    "systemPrompt", NULL};
     json_t *arr = json_object_get(c->root, "agents");
     if (!json_is_array(arr) || json_array_size(arr) == 0)
         return fail(err, n,
@@ -483,8 +482,9 @@ static int read_humans(ocgw_config *c, char *err, size_t n)
     if (!arr)
         return OC_OK;
     if (!json_is_array(arr))
-        return fail(err, n, "humans: expected an array of {id, discordUserId (or slackUserId), "
-                             "tokenEnv?, script?}");
+        return fail(err, n,
+                    "humans: expected an array of {id, discordUserId (or slackUserId), "
+                    "tokenEnv?, script?}");
     c->humans = calloc(json_array_size(arr) + 1, sizeof *c->humans);
     if (!c->humans)
         return OC_ERR_NOMEM;

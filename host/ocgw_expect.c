@@ -393,8 +393,7 @@ static int check_channel(ocgw *g, const char *ref, const json_t *want, int verbo
                              *desc ? ": " : "", desc);
             } else if (verbose) {
                 ocgw_say(g, "    ok %2zu  %-9s %s%s", i + 1, ocgw_who(g, msgs[i].author_id),
-                         msgs[i].thread_id && g->cfg.slack ? "(in thread) " : "",
-                         line ? line : "");
+                         msgs[i].thread_id && g->cfg.slack ? "(in thread) " : "", line ? line : "");
             }
         }
         free(line);

@@ -618,9 +618,9 @@ static int payload_sending(ocgw *g, const ocgw_agent *a, json_t *run, const ocgw
 {
     const char *out = sget(run, "output");
     char *conv = dg_sprintf("channel:%s", ocgw_chan_key(g, m));
-    json_t *ctx = json_pack("{s:s, s:s, s:s, s:s, s:s}", "channelId", provider(g), "accountId", a->id,
-                            "conversationId", conv, "sessionKey", sget(run, "sessionKey"), "runId",
-                            sget(run, "runId"));
+    json_t *ctx = json_pack("{s:s, s:s, s:s, s:s, s:s}", "channelId", provider(g), "accountId",
+                            a->id, "conversationId", conv, "sessionKey", sget(run, "sessionKey"),
+                            "runId", sget(run, "runId"));
     json_t *ev =
         json_pack("{s:{s:s, s:b}, s:s, s:s, s:s, s:s}", "payload", "text", out, "isError",
                   json_is_true(json_object_get(run, "isError")), "kind", "final", "channel",

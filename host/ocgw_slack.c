@@ -183,9 +183,9 @@ int ocgw_slack_call(ocgw_slack *s, const char *method, const char *const *args, 
                             method, http);
             } else if (!json_is_true(json_object_get(j, "ok"))) {
                 const char *code = json_string_value(json_object_get(j, "error"));
-                int retry = code && (!strcmp(code, "ratelimited") ||
-                                     !strcmp(code, "internal_error") ||
-                                     !strcmp(code, "service_unavailable"));
+                int retry =
+                    code && (!strcmp(code, "ratelimited") || !strcmp(code, "internal_error") ||
+                             !strcmp(code, "service_unavailable"));
                 rc = failed(e, retry, code ? code : "unknown", "%s: Slack answered %s", method,
                             code ? code : "ok=false without an error code");
             } else {

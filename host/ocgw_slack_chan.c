@@ -96,13 +96,14 @@ static int by_id(const void *a, const void *b)
 
 /* The replies of thread parent_ts in (after, bound] into out. */
 static int read_thread(ocgw_slack *sc, const char *channel_id, const char *parent_ts,
-                       const char *after, const char *bound, ocgw_msg **out, size_t *n,
-                       size_t *cap, ocgw_slack_err *e)
+                       const char *after, const char *bound, ocgw_msg **out, size_t *n, size_t *cap,
+                       ocgw_slack_err *e)
 {
     char cursor[64] = "";
     for (int page = 0; page < POLL_PAGES; page++) {
-        const char *args[] = {"channel", channel_id, "ts",    parent_ts, "limit", "200",
-                              *cursor ? "cursor" : NULL, cursor, NULL};
+        const char *args[] = {
+            "channel", channel_id, "ts", parent_ts, "limit", "200", *cursor ? "cursor" : NULL,
+            cursor,    NULL};
         json_t *ans = NULL;
         int rc = ocgw_slack_call(sc, "conversations.replies", args, &ans, e);
         if (rc != OC_OK)
@@ -229,8 +230,8 @@ int ocgw_slack_channel(ocgw_slack *sc, const char *channel_id, json_t **info, js
     return rc;
 }
 
-int ocgw_slack_post(ocgw_slack *sc, const char *channel_id, const char *thread_ts,
-                    const char *text, const char *nonce, char **ts_out, ocgw_slack_err *e)
+int ocgw_slack_post(ocgw_slack *sc, const char *channel_id, const char *thread_ts, const char *text,
+                    const char *nonce, char **ts_out, ocgw_slack_err *e)
 {
     if (ts_out)
         *ts_out = NULL;
@@ -238,8 +239,15 @@ int ocgw_slack_post(ocgw_slack *sc, const char *channel_id, const char *thread_t
      * reader of the channel can still tell a post sent twice. */
     char *meta =
         dg_sprintf("{\"event_type\":\"ocgw_post\",\"event_payload\":{\"nonce\":\"%s\"}}", nonce);
-    const char *args[] = {"channel",  channel_id, "text", text, "metadata", meta ? meta : "",
-                          thread_ts ? "thread_ts" : NULL, thread_ts, NULL};
+    const char *args[] = {"channel",
+                          channel_id,
+                          "text",
+                          text,
+                          "metadata",
+                          meta ? meta : "",
+                          thread_ts ? "thread_ts" : NULL,
+                          thread_ts,
+                          NULL};
     json_t *ans = NULL;
     int rc = ocgw_slack_call(sc, "chat.postMessage", args, &ans, e);
     if (rc == OC_OK && ts_out && sget(ans, "ts"))

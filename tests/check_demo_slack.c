@@ -78,9 +78,8 @@ START_TEST(poll_reads_threads_in_posting_order_up_to_its_bound)
     ck_assert_int_eq(fake_slack_add_channel(fs, "C0POLL0001", "poll", 0, members, NULL), 0);
     char t1[24], t2[24], t3[24], t4[24], t5[24];
     ck_assert_int_eq(fake_slack_inject(fs, "C0POLL0001", "U0HUMAN01", "first", NULL, t1), 0);
-    ck_assert_int_eq(fake_slack_inject(fs, "C0POLL0001", "U0HUMAN01", "reply <@U0READER1|reader>",
-                                       t1, t2),
-                     0);
+    ck_assert_int_eq(
+        fake_slack_inject(fs, "C0POLL0001", "U0HUMAN01", "reply <@U0READER1|reader>", t1, t2), 0);
     ck_assert_int_eq(fake_slack_inject(fs, "C0POLL0001", "U0HUMAN01", "second", NULL, t3), 0);
     ck_assert_int_eq(fake_slack_inject(fs, "C0POLL0001", "U0READER1", "late reply", t1, t4), 0);
 
@@ -92,7 +91,8 @@ START_TEST(poll_reads_threads_in_posting_order_up_to_its_bound)
     size_t n = 0;
     char bound[32];
     ocgw_slack_err e;
-    ck_assert_int_eq(ocgw_slack_poll(sc, "C0POLL0001", "0", &m, &n, bound, sizeof bound, &e), OC_OK);
+    ck_assert_int_eq(ocgw_slack_poll(sc, "C0POLL0001", "0", &m, &n, bound, sizeof bound, &e),
+                     OC_OK);
     /* Posting order across the thread and the channel; replies carry their
      * parent, top-level messages none. */
     ck_assert_uint_eq(n, 4);
@@ -159,8 +159,8 @@ START_TEST(posts_carry_thread_and_nonce)
                      OC_OK);
     char *top = NULL, *reply = NULL;
     ocgw_slack_err e;
-    ck_assert_int_eq(ocgw_slack_post(sc, "C0POST0001", NULL, "top & <@U0POSTER1>", "a0001", &top, &e),
-                     OC_OK);
+    ck_assert_int_eq(
+        ocgw_slack_post(sc, "C0POST0001", NULL, "top & <@U0POSTER1>", "a0001", &top, &e), OC_OK);
     ck_assert_int_eq(ocgw_slack_post(sc, "C0POST0001", top, "in the thread", "a0002", &reply, &e),
                      OC_OK);
     json_t *msgs = fake_slack_messages(fs, "C0POST0001");
@@ -260,7 +260,8 @@ static int load_slack_config(void (*edit)(json_t *cfg), char *err, size_t n)
 
 static void add_discord(json_t *cfg)
 {
-    json_object_set_new(cfg, "discord", json_pack("{s:s}", "apiBase", "http://127.0.0.1:9/api/v10"));
+    json_object_set_new(cfg, "discord",
+                        json_pack("{s:s}", "apiBase", "http://127.0.0.1:9/api/v10"));
 }
 
 static void discord_user_id(json_t *cfg)
@@ -294,8 +295,7 @@ START_TEST(config_slack_block_and_its_refusals)
     ck_assert_int_eq(load_slack_config(add_discord, err, sizeof err), OC_ERR_INVALID);
     ck_assert_msg(strstr(err, "discord, slack: a gateway serves one chat platform"), "%s", err);
     ck_assert_int_eq(load_slack_config(discord_user_id, err, sizeof err), OC_ERR_INVALID);
-    ck_assert_msg(strstr(err, "agents[reviewer].slackUserId: expected a Slack user id"), "%s",
-                  err);
+    ck_assert_msg(strstr(err, "agents[reviewer].slackUserId: expected a Slack user id"), "%s", err);
     ck_assert_int_eq(load_slack_config(lower_case_channel, err, sizeof err), OC_ERR_INVALID);
     ck_assert_msg(strstr(err, "channels.work.id: expected a Slack channel id"), "%s", err);
     ck_assert_int_eq(load_slack_config(thread_as_channel, err, sizeof err), OC_ERR_INVALID);
@@ -475,8 +475,8 @@ static void check_slack_record(story_run *r)
 {
     json_t *disc = discussion_channel(r);
     const char *did = sget(disc, "id");
-    ck_assert(is_member(disc, S_MOD) && is_member(disc, S_PLANNER) &&
-              is_member(disc, S_REVIEWER) && is_member(disc, S_CODER));
+    ck_assert(is_member(disc, S_MOD) && is_member(disc, S_PLANNER) && is_member(disc, S_REVIEWER) &&
+              is_member(disc, S_CODER));
     ck_assert_msg(json_is_true(json_object_get(disc, "is_archived")),
                   "the discussion channel was not archived at the callback");
 
@@ -521,9 +521,9 @@ static void check_slack_record(story_run *r)
                       "moderator message %s has no outbox key", sget(m, "ts"));
         json_array_foreach(all, k, o)
             if (k > i && !strcmp(sget(o, "user"), S_MOD))
-                ck_assert_str_ne(key, sget(json_object_get(json_object_get(o, "metadata"),
-                                                           "event_payload"),
-                                           "key"));
+                ck_assert_str_ne(
+                    key,
+                    sget(json_object_get(json_object_get(o, "metadata"), "event_payload"), "key"));
     }
     json_decref(all);
     size_t mod_posts = 0;
