@@ -367,7 +367,8 @@ static void story_stop(story_run *r)
 /* build/ocgw --config demo/slack-host.json --expect story --poll-ms 50
  * (plus the extra arguments), as demo/slack.sh runs it; waits up to
  * timeout_ms. Returns its exit status (-1: killed at the timeout). */
-static int run_gateway(story_run *r, const char *story, const char *extra, long timeout_ms)
+static int run_gateway_cfg(story_run *r, const char *config, const char *story, const char *extra,
+                           long timeout_ms)
 {
     char name[32];
     r->starts++;
@@ -396,7 +397,7 @@ static int run_gateway(story_run *r, const char *story, const char *extra, long 
         setenv("DEMO_SLACK_ALICE_TOKEN", "xoxp-demo-alice", 1);
         unsetenv("OCGW_DIE_AT");
         unsetenv("SLACK_API_URL");
-        execl(gw, gw, "--config", "demo/slack-host.json", "--expect", story, "--poll-ms", "50",
+        execl(gw, gw, "--config", config, "--expect", story, "--poll-ms", "50",
               extra ? extra : (char *)NULL, (char *)NULL);
         _exit(127);
     }
@@ -421,6 +422,16 @@ static int run_gateway(story_run *r, const char *story, const char *extra, long 
     free(work);
     free(plugins);
     return rc;
+}
+
+static int run_gateway(story_run *r, const char *story, const char *extra, long timeout_ms)
+{
+    return run_gateway_cfg(r, "demo/slack-host.json", story, extra, timeout_ms);
+}
+
+static int run_gateway_with(story_run *r, const char *config, const char *story, long timeout_ms)
+{
+    return run_gateway_cfg(r, config, story, NULL, timeout_ms);
 }
 
 static char *run_file(story_run *r, const char *name)
@@ -585,6 +596,112 @@ START_TEST(story_on_slack_completes_and_the_record_shows_it)
 }
 END_TEST
 
+/* A config of demo/slack-host.json's shape without the plugin (disabled):
+ * planner and reviewer in #work with scenarios of this test, alice asking
+ * and then replying in the thread of planner's answer. */
+static char *write_plain_config(story_run *r)
+{
+    char *sp = tu_path(r->dir, "planner.json"), *sr = tu_path(r->dir, "reviewer.json");
+    ck_assert_int_eq(
+        tu_write_file(sp, "{\"steps\": ["
+                          "{\"when\": {\"from\": \"alice\", \"contains\": \"thread\"}, "
+                          "\"do\": [{\"reply\": \"planner in the thread\"}]},"
+                          "{\"when\": {\"from\": \"alice\"}, "
+                          "\"do\": [{\"reply\": \"planner answers <@{{user:alice}}|alice>\"}]}]}"),
+        0);
+    ck_assert_int_eq(tu_write_file(sr, "{\"steps\": [{\"when\": {\"from\": \"planner\", "
+                                       "\"contains\": \"answers\"}, "
+                                       "\"do\": [{\"reply\": \"reviewer agrees\"}]}]}"),
+                     0);
+    json_t *cfg = json_load_file("demo/slack-host.json", 0, NULL);
+    ck_assert_ptr_nonnull(cfg);
+    json_t *entry =
+        json_object_get(json_object_get(json_object_get(cfg, "plugins"), "entries"), "dirigent");
+    json_object_set_new(entry, "enabled", json_false());
+    json_object_set_new(json_object_get(json_object_get(cfg, "channels"), "work"), "agents",
+                        json_pack("[s, s]", "planner", "reviewer"));
+    json_t *agents = json_object_get(cfg, "agents");
+    json_object_set_new(json_array_get(agents, 0), "scenario", json_string(sp));
+    json_object_set_new(json_array_get(agents, 1), "scenario", json_string(sr));
+    json_object_del(json_array_get(agents, 2), "scenario");
+    char *plugins = tu_path(r->dir, "plugins");
+    json_object_set_new(json_object_get(cfg, "plugins"), "load",
+                        json_pack("{s:[s]}", "paths", plugins));
+    json_t *script = json_pack("[{s:s, s:s}, {s:{s:s, s:s}, s:s, s:b, s:s}]", "channel", "work",
+                               "content", "<@{{user:planner}}> hello", "after", "from", "reviewer",
+                               "contains", "agrees", "channel", "work", "inThread", 1, "content",
+                               "a question in the thread of the answer");
+    json_object_set_new(json_array_get(json_object_get(cfg, "humans"), 0), "script", script);
+    char *cfg_path = tu_path(r->dir, "plain-host.json");
+    ck_assert_int_eq(json_dump_file(cfg, cfg_path, JSON_INDENT(1)), 0);
+    json_decref(cfg);
+    free(plugins);
+    free(sp);
+    free(sr);
+    return cfg_path;
+}
+
+/*
+ * Without the plugin (so whatever the plugin does on Slack), the gateway
+ * alone: alice's message reaches both agents of #work, each answers by its
+ * own token, bots see each other (reviewer answers planner), alice's
+ * reply goes into the thread of reviewer's message and planner answers
+ * there; the session keys are OpenClaw's Slack keys, the thread's its own.
+ */
+START_TEST(gateway_on_slack_reads_posts_and_threads_without_the_plugin)
+{
+    story_run r;
+    story_start(&r);
+    const char *members[] = {S_PLANNER, S_REVIEWER, S_ALICE, S_MOD, NULL};
+    ck_assert_int_eq(fake_slack_add_channel(r.fs, "C0WORK0002", "other", 0, members, NULL), 0);
+    /* #work of the demo has no reviewer: this test's #work is C0WORK0002. */
+    char *cfg_path = write_plain_config(&r);
+    char *text = ocgw_read_file(cfg_path, NULL);
+    ck_assert_ptr_nonnull(text);
+    json_t *cfg = json_loads(text, 0, NULL);
+    free(text);
+    json_object_set_new(json_object_get(json_object_get(cfg, "channels"), "work"), "id",
+                        json_string("C0WORK0002"));
+    json_object_del(json_object_get(cfg, "channels"), "archive");
+    ck_assert_int_eq(json_dump_file(cfg, cfg_path, JSON_INDENT(1)), 0);
+    json_decref(cfg);
+    json_t *story = json_pack(
+        "{s:i, s:i, s:{s:[{s:s, s:[s]}, {s:s, s:s}, {s:s, s:s}, {s:s, s:b, s:s}, {s:s, s:b, "
+        "s:s}]}, s:b}",
+        "timeoutMs", 30000, "settleMs", 300, "channels", "work", "from", "alice", "mentions",
+        "planner", "from", "planner", "contains", "answers", "from", "reviewer", "contains",
+        "agrees", "from", "alice", "inThread", 1, "contains", "question", "from", "planner",
+        "inThread", 1, "contains", "in the thread", "humansDone", 1);
+    char *story_path = tu_path(r.dir, "plain-story.json");
+    ck_assert_int_eq(json_dump_file(story, story_path, 0), 0);
+    json_decref(story);
+    int rc = run_gateway_with(&r, cfg_path, story_path, 60000);
+    if (rc != 0)
+        dump(&r);
+    ck_assert_msg(rc == 0, "ocgw exit %d", rc);
+    json_t *msgs = fake_slack_messages(r.fs, "C0WORK0002");
+    ck_assert_uint_eq(json_array_size(msgs), 5);
+    const char *authors[] = {S_ALICE, S_PLANNER, S_REVIEWER, S_ALICE, S_PLANNER};
+    for (size_t i = 0; i < 5; i++)
+        ck_assert_str_eq(sget(json_array_get(msgs, i), "user"), authors[i]);
+    char parent[32];
+    snprintf(parent, sizeof parent, "%s", sget(json_array_get(msgs, 2), "ts"));
+    ck_assert_str_eq(sget(json_array_get(msgs, 3), "thread_ts"), parent);
+    ck_assert_str_eq(sget(json_array_get(msgs, 4), "thread_ts"), parent);
+    json_decref(msgs);
+    char *sessions = run_file(&r, "state/sessions.json");
+    char want[128];
+    snprintf(want, sizeof want, "agent:planner:slack:channel:c0work0002:thread:%s", parent);
+    ck_assert_msg(strstr(sessions, "\"agent:planner:slack:channel:c0work0002\"") &&
+                      strstr(sessions, want),
+                  "%s", sessions);
+    free(sessions);
+    free(cfg_path);
+    free(story_path);
+    story_stop(&r);
+}
+END_TEST
+
 /* make demo PLATFORM=slack: the script with its own fake-slack process. */
 START_TEST(make_demo_platform_slack_plays_the_story)
 {
@@ -622,6 +739,7 @@ Suite *make_demo_slack_suite(void)
     suite_add_tcase(s, tp);
     TCase *ts = tcase_create("story");
     tcase_set_timeout(ts, 300);
+    tcase_add_test(ts, gateway_on_slack_reads_posts_and_threads_without_the_plugin);
     tcase_add_test(ts, story_on_slack_completes_and_the_record_shows_it);
     tcase_add_test(ts, make_demo_platform_slack_plays_the_story);
     suite_add_tcase(s, ts);
