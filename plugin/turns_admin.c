@@ -520,7 +520,7 @@ static int admin_scope(dg_turns *t, turns_chan *c, const dg_turn_message *m, tur
         return rc;
     turns_scope *s = *r;
     if (m->thread_id && *m->thread_id && s->scope.kind == DG_SCOPE_THREAD && !s->post_channel &&
-        !(s->post_channel = strdup(m->thread_id)))
+        !(s->post_channel = turns_thread_target(c->id, m->thread_id)))
         return DG_ERR_NOMEM;
     *post = s->post_channel ? s->post_channel : c->id;
     return DG_OK;
