@@ -33,7 +33,6 @@ command -v curl >/dev/null 2>&1 ||
 
 # The ids of demo/slack-host.json, and the tokens the fake maps to each user.
 WORK=C0WORK0001
-ARCHIVE=C0ARCHIVE1 # discussion.archiveChannelId of demo/slack-host.json
 MOD=U0MODERATR
 PLANNER=U0PLANNE1
 REVIEWER=U0REVIEW2
@@ -47,8 +46,7 @@ export DEMO_SLACK_ALICE_TOKEN=xoxp-demo-alice
 
 RUN=$(mktemp -d "${TMPDIR:-/tmp}/dirigent-demo-slack.XXXXXX") || exit 2
 # #work: planner, alice and the moderator app (invited, as on a real
-# workspace); the archive index: the moderator, and planner, whose token
-# the gateway reads it with (no agent runs there: it is watched).
+# workspace).
 "$B/fake-slack" --team T0DEMO0001 --team-name dirigent-demo \
     --bot "$DIRIGENT_SLACK_MODERATOR_TOKEN=$MOD=moderator" \
     --bot "$DEMO_SLACK_PLANNER_TOKEN=$PLANNER=planner" \
@@ -56,7 +54,6 @@ RUN=$(mktemp -d "${TMPDIR:-/tmp}/dirigent-demo-slack.XXXXXX") || exit 2
     --bot "$DEMO_SLACK_CODER_TOKEN=$CODER=coder" \
     --human "$ALICE=alice" \
     --channel "$WORK=work=$PLANNER,$ALICE,$MOD" \
-    --channel "$ARCHIVE=dirigent-archive=$MOD,$PLANNER" \
     >"$RUN/fake-slack.out" 2>"$RUN/fake-slack.log" &
 FAKE=$!
 GW=

@@ -32,6 +32,17 @@ static const char *sget(const json_t *o, const char *k)
     return json_string_value(json_object_get(o, k));
 }
 
+/* ocgw_slack_call within one operation of several calls: e->attempts
+ * counts the requests of them all (the operation zeroes e first). */
+static int call(ocgw_slack *sc, const char *method, const char *const *args, json_t **answer,
+                ocgw_slack_err *e)
+{
+    int before = e->attempts;
+    int rc = ocgw_slack_call(sc, method, args, answer, e);
+    e->attempts += before;
+    return rc;
+}
+
 void ocgw_msg_from_slack(const json_t *sm, const char *channel_id, ocgw_msg *m)
 {
     memset(m, 0, sizeof *m);
@@ -105,7 +116,7 @@ static int read_thread(ocgw_slack *sc, const char *channel_id, const char *paren
             "channel", channel_id, "ts", parent_ts, "limit", "200", *cursor ? "cursor" : NULL,
             cursor,    NULL};
         json_t *ans = NULL;
-        int rc = ocgw_slack_call(sc, "conversations.replies", args, &ans, e);
+        int rc = call(sc, "conversations.replies", args, &ans, e);
         if (rc != OC_OK)
             return rc;
         size_t i;
@@ -134,6 +145,7 @@ int ocgw_slack_poll(ocgw_slack *sc, const char *channel_id, const char *after, o
 {
     *out = NULL;
     *n_out = 0;
+    memset(e, 0, sizeof *e);
     size_t cap = 0;
     snprintf(bound, bound_len, "%s", after);
     json_t *parents = json_array(); /* ts of threads with replies after `after` */
@@ -145,7 +157,7 @@ int ocgw_slack_poll(ocgw_slack *sc, const char *channel_id, const char *after, o
         const char *args[] = {"channel", channel_id, "limit", lim, *cursor ? "cursor" : NULL,
                               cursor,    NULL};
         json_t *ans = NULL;
-        if ((rc = ocgw_slack_call(sc, "conversations.history", args, &ans, e)) != OC_OK)
+        if ((rc = call(sc, "conversations.history", args, &ans, e)) != OC_OK)
             break;
         json_t *msgs = json_object_get(ans, "messages");
         size_t i;
@@ -201,9 +213,10 @@ int ocgw_slack_channel(ocgw_slack *sc, const char *channel_id, json_t **info, js
                        ocgw_slack_err *e)
 {
     *info = *members = NULL;
+    memset(e, 0, sizeof *e);
     const char *args[] = {"channel", channel_id, NULL};
     json_t *ans = NULL;
-    int rc = ocgw_slack_call(sc, "conversations.info", args, &ans, e);
+    int rc = call(sc, "conversations.info", args, &ans, e);
     if (rc != OC_OK)
         return rc;
     *info = json_incref(json_object_get(ans, "channel"));
@@ -213,7 +226,7 @@ int ocgw_slack_channel(ocgw_slack *sc, const char *channel_id, json_t **info, js
     for (int page = 0; page < POLL_PAGES; page++) {
         const char *margs[] = {"channel", channel_id, "limit", "200", *cursor ? "cursor" : NULL,
                                cursor,    NULL};
-        if ((rc = ocgw_slack_call(sc, "conversations.members", margs, &ans, e)) != OC_OK)
+        if ((rc = call(sc, "conversations.members", margs, &ans, e)) != OC_OK)
             break;
         json_array_extend(*members, json_object_get(ans, "members"));
         const char *next = sget(json_object_get(ans, "response_metadata"), "next_cursor");
