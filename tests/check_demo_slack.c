@@ -13,6 +13,7 @@
  *     it (the moderator's posts by its token, hand-offs, a private channel
  *     archived at the callback, the thread replies); the same gateway
  *     given a story that did not happen fails naming the difference;
+ *   - ocgw --check asks Slack whose the moderator's token is;
  *   - make demo PLATFORM=slack (demo/slack.sh) exits 0 with its summary.
  * Every wait is bounded; nothing but 127.0.0.1.
  */
@@ -712,6 +713,53 @@ START_TEST(gateway_on_slack_reads_posts_and_threads_without_the_plugin)
 }
 END_TEST
 
+/* ocgw --check on the Slack demo's config: the moderator's token is asked
+ * who it is (auth.test); another bot's token is named as such. */
+START_TEST(check_asks_slack_who_the_moderator_token_is)
+{
+    story_run r;
+    story_start(&r);
+    char *state = tu_path(r.dir, "state"), *work = tu_path(r.dir, "work");
+    char *plugins = tu_path(r.dir, "plugins"), *out = tu_path(r.dir, "check.out");
+    char *err = tu_path(r.dir, "check.err");
+    setenv("OCGW_API_BASE", fake_slack_url(r.fs), 1);
+    setenv("OCGW_STATE", state, 1);
+    setenv("OCGW_WORK", work, 1);
+    setenv("OCGW_PLUGINS", plugins, 1);
+    setenv("DEMO_SLACK_PLANNER_TOKEN", "xoxb-demo-planner", 1);
+    setenv("DEMO_SLACK_REVIEWER_TOKEN", "xoxb-demo-reviewer", 1);
+    setenv("DEMO_SLACK_CODER_TOKEN", "xoxb-demo-coder", 1);
+    setenv("DEMO_SLACK_ALICE_TOKEN", "xoxp-demo-alice", 1);
+    setenv("DIRIGENT_SLACK_MODERATOR_TOKEN", "xoxb-demo-moderator", 1);
+    char *gw = tu_path(tu_build_dir(), "ocgw");
+    const char *argv[] = {gw, "--config", "demo/slack-host.json", "--check", NULL};
+    const char *unset[] = {"SLACK_API_URL", NULL};
+    int rc = tu_run_wait(argv, out, err, unset, 60000);
+    char *text = ocgw_read_file(out, NULL), *etext = ocgw_read_file(err, NULL);
+    ck_assert_msg(rc == 0 && text && strstr(text, "ocgw --check: OK: plugins dirigent"), "%d %s %s",
+                  rc, text ? text : "", etext ? etext : "");
+    free(text);
+    free(etext);
+    setenv("DIRIGENT_SLACK_MODERATOR_TOKEN", "xoxb-demo-planner", 1);
+    rc = tu_run_wait(argv, out, err, unset, 60000);
+    etext = ocgw_read_file(err, NULL);
+    ck_assert_msg(rc == 1 && etext &&
+                      strstr(etext, "the Slack moderator token belongs to user " S_PLANNER
+                                    ", not to slack.moderatorUserId " S_MOD),
+                  "%d %s", rc, etext ? etext : "");
+    ck_assert(!strstr(etext, "xoxb-demo-planner"));
+    free(etext);
+    ck_assert_uint_ge(fake_slack_request_count(r.fs, "auth.test"), 2);
+    free(gw);
+    free(state);
+    free(work);
+    free(plugins);
+    free(out);
+    free(err);
+    story_stop(&r);
+}
+END_TEST
+
 /* make demo PLATFORM=slack: the script with its own fake-slack process. */
 START_TEST(make_demo_platform_slack_plays_the_story)
 {
@@ -751,6 +799,7 @@ Suite *make_demo_slack_suite(void)
     tcase_set_timeout(ts, 300);
     tcase_add_test(ts, gateway_on_slack_reads_posts_and_threads_without_the_plugin);
     tcase_add_test(ts, story_on_slack_completes_and_the_record_shows_it);
+    tcase_add_test(ts, check_asks_slack_who_the_moderator_token_is);
     tcase_add_test(ts, make_demo_platform_slack_plays_the_story);
     suite_add_tcase(s, ts);
     return s;
