@@ -1,7 +1,7 @@
 /*
  * ocgw.c -- the reference gateway: an OpenClaw-style host on the host core
- * (ochost.h) that loads native plugins, serves Discord channels over REST
- * polling, and runs scripted agents (see ocgw.h for the file map).
+ * (ochost.h) that loads native plugins, serves Discord or Slack channels
+ * over REST polling, and runs scripted agents (see ocgw.h for the file map).
  *
  *   ocgw --config host.json [--state-dir DIR] [--poll-ms N] [--log-level L]
  *        [--expect story.json] [--timeout-ms N] [--transcript FILE] [--quiet]
@@ -159,9 +159,6 @@ static int denies_everyone(const ocgw *g, const json_t *channel)
     return 0;
 }
 
-/* GET /channels/{id} for a learned channel: its name, thread parent and the
- * agents that can see it (a private channel: the members its overwrites
- * allow VIEW_CHANNEL; else every agent). */
 /* The agents that see a served channel, said in the transcript, and the
  * channel read from its start: a channel new to the gateway. */
 static void serve_learned(ocgw *g, const char *id, json_t *ch, json_t *ags, int priv)
@@ -231,6 +228,9 @@ static void resolve_learned_slack(ocgw *g, const char *id, json_t *ch, struct oc
     serve_learned(g, id, ch, ags, priv);
 }
 
+/* GET /channels/{id} for a learned channel: its name, thread parent and the
+ * agents that can see it (a private channel: the members its overwrites
+ * allow VIEW_CHANNEL; else every agent). */
 static void resolve_learned(ocgw *g, const char *id, json_t *ch, int64_t now)
 {
     struct ocgw_chan_rt *r = rt_of(g, id);
@@ -601,7 +601,7 @@ static void usage(FILE *f)
     fprintf(
         f,
         "usage: ocgw --config host.json [options]\n"
-        "  --config FILE       host config (plugins, discord, gateway, channels, agents; "
+        "  --config FILE       host config (plugins, discord or slack, gateway, channels, agents; "
         "demo/README.md)\n"
         "  --state-dir DIR     overrides gateway.stateDir\n"
         "  --poll-ms N         overrides gateway.pollIntervalMs\n"
