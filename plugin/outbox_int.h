@@ -70,6 +70,9 @@ typedef struct outbox_chan {
     int held;               /* a decided row of it was refused by the store */
     int64_t lease_until;    /* wall ms: this instance's lease on the channel runs out
                               (0: none) */
+    int64_t taken_max;      /* rows up to this id were pending when this instance took
+                              the channel over from another that died or lapsed: that
+                              one may have posted them without recording it (0: none) */
     dg_chat_prepared *next; /* the request of row next_id, made while the row before
                               it flew (outbox_prepare_ahead); owned */
     int64_t next_id;

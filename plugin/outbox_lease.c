@@ -88,10 +88,12 @@ int outbox_lease_ok(dg_outbox *ob, outbox_chan *c, int64_t now, int64_t *next)
     char name[40];
     lease_name(c, name, sizeof name);
     int got = 0, fresh = 0;
-    int64_t other = 0, until = wall + ob->o.lease_ms;
+    int64_t other = 0, until = wall + ob->o.lease_ms, taken_max = 0;
     int rc = dg_store_begin(st);
     if (rc == DG_OK) {
         rc = dg_store_lease_take(st, name, wall, until, c->lease_until, &got, &fresh, &other);
+        if (rc == DG_OK && got && fresh == 2)
+            rc = dg_store_outbox_max_pending_id(st, &taken_max);
         if (rc == DG_OK)
             rc = dg_store_commit(st);
         else
@@ -132,6 +134,16 @@ int outbox_lease_ok(dg_outbox *ob, outbox_chan *c, int64_t now, int64_t *next)
     }
     if (fresh)
         chan_forget_rows(c, dec_max_of(ob, c));
+    if (fresh == 2 && taken_max > c->taken_max) {
+        /* Its rows pending now are looked up before they are sent, where
+         * the platform has no key of its own (Slack). */
+        c->taken_max = taken_max;
+        dg_log(ob->p, OC_LOG_INFO,
+               "outbox: took channel %s over from an instance that stopped renewing its "
+               "lease; its pending messages up to #%lld are checked against the channel "
+               "before they are sent",
+               c->id, (long long)taken_max);
+    }
     c->lease_until = until;
     return 1;
 }

@@ -28,8 +28,8 @@ static int record_retry(dg_outbox *ob, const dg_outbox_row *row, const char *err
 }
 
 /* The request of row (mentions split from their stored list). */
-static int prepare_row(dg_outbox *ob, const dg_outbox_row *row, dg_chat_prepared **out,
-                       dg_chat_err *e)
+static int prepare_row(dg_outbox *ob, const outbox_chan *c, const dg_outbox_row *row,
+                       dg_chat_prepared **out, dg_chat_err *e)
 {
     const char *ids[OUTBOX_MAX_MENTIONS];
     size_t n_ids = 0;
@@ -45,7 +45,7 @@ static int prepare_row(dg_outbox *ob, const dg_outbox_row *row, dg_chat_prepared
         .mention_ids = ids,
         .n_mentions = n_ids,
         .key = row->nonce,
-        .maybe_posted = row->attempts > 0 || row->id <= ob->boot_max_id,
+        .maybe_posted = row->attempts > 0 || row->id <= ob->boot_max_id || row->id <= c->taken_max,
     };
     return dg_chat_post_prepare(ob->chat, &spec, out, e);
 }
@@ -59,7 +59,7 @@ void outbox_prepare_ahead(dg_outbox *ob)
         if (c->next || c->head + 1 >= c->n)
             continue;
         dg_chat_err e;
-        if (prepare_row(ob, &c->q[c->head + 1], &c->next, &e) == DG_OK)
+        if (prepare_row(ob, c, &c->q[c->head + 1], &c->next, &e) == DG_OK)
             c->next_id = c->q[c->head + 1].id;
     }
 }
@@ -76,7 +76,7 @@ static void post_head(dg_outbox *ob, outbox_chan *c)
         post = NULL;
     }
     dg_chat_err e;
-    int rc = post ? DG_OK : prepare_row(ob, row, &post, &e);
+    int rc = post ? DG_OK : prepare_row(ob, c, row, &post, &e);
     if (rc == DG_OK)
         rc = dg_chat_pipe_submit(ob->pipe, (uint64_t)row->id, post, &e);
     if (rc == DG_OK) {

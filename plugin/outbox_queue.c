@@ -41,15 +41,8 @@ void outbox_chan_free(outbox_chan *c)
 {
     dg_chat_post_free(c->next);
     if (c->q) {
-        for (size_t i = c->head; i < c->n; i++) {
-            dg_outbox_row *r = &c->q[i];
-            free(r->channel_id);
-            free(r->content);
-            free(r->mentions);
-            free(r->nonce);
-            free(r->message_id);
-            free(r->last_error);
-        }
+        for (size_t i = c->head; i < c->n; i++)
+            dg_outbox_row_clear(&c->q[i]);
         free(c->q);
     }
     free(c);
@@ -58,14 +51,7 @@ void outbox_chan_free(outbox_chan *c)
 /* Drop the head row of c (it was decided). */
 void outbox_chan_pop(outbox_chan *c)
 {
-    dg_outbox_row *r = &c->q[c->head++];
-    free(r->channel_id);
-    free(r->content);
-    free(r->mentions);
-    free(r->nonce);
-    free(r->message_id);
-    free(r->last_error);
-    memset(r, 0, sizeof *r);
+    dg_outbox_row_clear(&c->q[c->head++]);
     if (c->head == c->n) {
         free(c->q);
         c->q = NULL;

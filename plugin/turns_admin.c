@@ -112,6 +112,9 @@ static const dg_agent_cfg *admin_target(const dg_turns *t, const dg_turn_message
         char *end;
         if (strncmp(word, "<@", 2) == 0 && (end = strchr(word, '>'))) {
             *end = '\0';
+            char *bar = strchr(word, '|'); /* Slack's <@U...|name> */
+            if (bar)
+                *bar = '\0';
             const dg_agent_cfg *a =
                 dg_config_agent_by_user(cfg, word[2] == '!' ? word + 3 : word + 2);
             if (a)

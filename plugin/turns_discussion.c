@@ -43,6 +43,8 @@ int dg_turns_prefill_discussion(dg_turns *t, const char *channel_id, const char 
     if (rc == DG_OK)
         rc = dg_store_turns_channel_save(st, channel_id, DG_MODE_DISCUSSION, initiator_agent_id,
                                          NULL, 0, now_ms);
+    if (rc == DG_OK)
+        rc = turns_channel_platform(st, channel_id, now_ms);
     if (rc != DG_OK)
         return rc;
     /* The initiator opened the discussion (its guide is the first word):
@@ -103,8 +105,9 @@ int dg_turns_wake_with_result(dg_turns *t, const char *origin_channel_id,
             return DG_ERR_INVALID;
         /* A channel row must exist before a member can be added to it. */
         if (rc == DG_ERR_NOT_FOUND &&
-            (rc = dg_store_turns_channel_save(st, origin_channel_id, DG_MODE_NORMAL, NULL, NULL, 0,
-                                              now_ms)) != DG_OK)
+            ((rc = dg_store_turns_channel_save(st, origin_channel_id, DG_MODE_NORMAL, NULL, NULL, 0,
+                                               now_ms)) != DG_OK ||
+             (rc = turns_channel_platform(st, origin_channel_id, now_ms)) != DG_OK))
             return rc;
         pos = (int)n_members;
         if ((rc = dg_store_turns_member_add(st, origin_channel_id, pos, initiator_agent_id,

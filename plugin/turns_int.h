@@ -370,6 +370,11 @@ int turns_member_pos(const turns_chan *c, const char *agent_id);
  * mirror lacks it. Writer held. */
 int turns_chan_get(dg_turns *t, const char *channel_id, turns_chan **out) TURNS_MUST_USE;
 
+/* Record the platform of channel_id's row (it must exist or is made a
+ * normal one) when it is Slack's; Discord's is the rows' default. Inside
+ * the caller's transaction. */
+int turns_channel_platform(dg_store *st, const char *channel_id, int64_t now) TURNS_MUST_USE;
+
 /* Write c's channel row. Writer held. */
 int turns_chan_save(dg_turns *t, turns_chan *c, int64_t now) TURNS_MUST_USE;
 

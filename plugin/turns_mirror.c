@@ -119,11 +119,21 @@ int turns_chan_get(dg_turns *t, const char *channel_id, turns_chan **out)
     return DG_OK;
 }
 
+int turns_channel_platform(dg_store *st, const char *channel_id, int64_t now)
+{
+    /* Rows are Discord's unless told: a Slack channel says so once made. */
+    if (dg_platform_of_channel(channel_id) != DG_PLATFORM_SLACK)
+        return DG_OK;
+    return dg_store_turns_channel_platform_set(st, channel_id, "slack", now);
+}
+
 int turns_chan_save(dg_turns *t, turns_chan *c, int64_t now)
 {
     TURNS_ASSERT_WRITER(t);
     int rc = dg_store_turns_channel_save(t->p->store, c->id, c->mode, c->initiator, c->top_root,
                                          c->bot_noticed, now);
+    if (rc == DG_OK && !c->in_db)
+        rc = turns_channel_platform(t->p->store, c->id, now);
     if (rc == DG_OK)
         c->in_db = 1;
     return rc;

@@ -426,8 +426,9 @@ int dg_store_lease_take(dg_store *st, const char *name, int64_t now_ms, int64_t 
         *other_until = until;
         return DG_OK;
     }
-    /* Ours without a break only when nobody wrote it since we did. */
-    *fresh = !(exists && mine && held_until && until == held_until);
+    /* Ours without a break only when nobody wrote it since we did; 2 when
+     * another instance held it and did not give it up (died or lapsed). */
+    *fresh = exists && !mine ? 2 : !(exists && mine && held_until && until == held_until);
     s = dg_store_stmt(st, exists ? sql_lease_set : sql_lease_add);
     if (!s)
         return DG_ERR_IO;

@@ -74,7 +74,9 @@ int dg_store_probe_in_memory(dg_store *st);
  * it (0: none). *got = 1 when the lease is ours now; *fresh = 1 when it was
  * not ours without a break (new, taken over after it ran out, or our own
  * lapsed and was touched meanwhile): whatever the caller cached under the
- * old lease is stale. When *got is 0, *other_until is when the holder's
+ * old lease is stale; *fresh = 2 when it was another instance's that did
+ * not give it up (its holder died or lapsed: what that holder was doing
+ * under it may be half done). When *got is 0, *other_until is when the holder's
  * lease runs out. now_ms: the wall clock now. DG_OK or DG_ERR_IO.
  */
 int dg_store_lease_take(dg_store *st, const char *name, int64_t now_ms, int64_t until_ms,

@@ -21,13 +21,14 @@
  * table for an IN list on every insert (see v11). Both back ends accept a
  * CHECK and a constant default in ADD COLUMN; the text is the same.
  */
-#define PLATFORM_COL                                                                               \
-    " ADD COLUMN platform TEXT NOT NULL DEFAULT 'discord'"                                         \
-    " CHECK (platform = 'discord' OR platform = 'slack');"
-
 const char dg_schema_v19_platform[] =
-    "ALTER TABLE outbox" PLATFORM_COL "ALTER TABLE outbox ADD COLUMN thread_id TEXT;"
-    "ALTER TABLE discussions" PLATFORM_COL "ALTER TABLE turn_channels" PLATFORM_COL;
+    "ALTER TABLE outbox ADD COLUMN platform TEXT NOT NULL DEFAULT 'discord'"
+    "  CHECK (platform = 'discord' OR platform = 'slack');"
+    "ALTER TABLE outbox ADD COLUMN thread_id TEXT;"
+    "ALTER TABLE discussions ADD COLUMN platform TEXT NOT NULL DEFAULT 'discord'"
+    "  CHECK (platform = 'discord' OR platform = 'slack');"
+    "ALTER TABLE turn_channels ADD COLUMN platform TEXT NOT NULL DEFAULT 'discord'"
+    "  CHECK (platform = 'discord' OR platform = 'slack');";
 
 const char *dg_store_platform_of(const char *name)
 {

@@ -442,10 +442,17 @@ START_TEST(test_why_names_the_rule_and_the_agent)
     char *db = db_path();
     const char *why_name[] = {"--db", db, "why", "general", NULL};
     ck_assert_int_eq(ctl_raw(why_name, &out, &err), 2);
-    ck_assert_msg(strstr(err, "CHANNEL \"general\" is not a channel id: it must be a snowflake, "
-                              "1-20 decimal digits"),
+    ck_assert_msg(strstr(err, "CHANNEL \"general\" is not a channel id: it must be a Discord "
+                              "snowflake, 1-20 decimal digits") &&
+                      strstr(err, "or a Slack id"),
                   "%s", err);
     ck_assert_ptr_null(strstr(out, "no turn transitions"));
+    free(out);
+    free(err);
+    /* A Slack channel id is a channel id: read, with nothing recorded yet. */
+    const char *why_slack[] = {"--db", db, "why", "C0WORK0001", NULL};
+    ck_assert_int_eq(ctl_raw(why_slack, &out, &err), 0);
+    ck_assert_msg(strstr(out, "no turn transitions"), "%s", out);
     free(out);
     free(err);
     /* An agent that is not in the order, in words. */

@@ -17,6 +17,8 @@
 #include "outbox.h"
 #include "outbox_env.h"
 #include "store.h"
+#include "store_instances.h"
+#include "store_int.h"
 #include "store_outbox.h"
 #include "testutil.h"
 
@@ -274,6 +276,71 @@ START_TEST(a_row_slack_refuses_fails_alone)
 }
 END_TEST
 
+/* Two gateways on one store: the one holding a channel's lease stops
+ * renewing it after Slack stored its post and before the row was marked.
+ * The instance that takes the channel over looks the row's key up before
+ * sending it, as a start does (Slack has no nonce to answer a resend). */
+START_TEST(channel_taken_over_from_a_lapsed_instance_posts_once)
+{
+    senv *s = senv_open();
+    char name[40], err[256];
+    snprintf(name, sizeof name, "outbox:%s", s->work);
+    dg_store *other = NULL;
+    ck_assert_msg(dg_store_open(s->db, &other, err, sizeof err) == OC_OK, "%s", err);
+    int got = 0, fresh = 0;
+    int64_t held = 0, wall = dg_store_wall_ms();
+    ck_assert_int_eq(dg_store_begin(other), OC_OK);
+    ck_assert_int_eq(
+        dg_store_lease_take(other, name, wall, wall + 3600 * 1000, 0, &got, &fresh, &held), OC_OK);
+    ck_assert_int_eq(dg_store_commit(other), OC_OK);
+    ck_assert(got);
+    start(s, 16); /* before the row: a start's lookup does not cover it */
+    enqueue(s, s->work, "<@UAGENT01>, it is your turn.");
+    /* What the other instance did under its lease: the post reached Slack
+     * with the row's key, the mark never came. */
+    size_t n = 0;
+    dg_outbox_row *rows = rows_of(s, s->work, &n);
+    ck_assert_uint_eq(n, 1);
+    dg_chat *c = NULL;
+    dg_chat_options o = slack_client;
+    o.api_base = fake_slack_url(s->fs);
+    o.token = OBE_SLACK_TOKEN;
+    ck_assert_msg(dg_chat_new(&o, &c, err, sizeof err) == OC_OK, "%s", err);
+    dg_chat_post_spec post = {.channel_id = s->work, .text = rows[0].content, .key = rows[0].nonce};
+    char ts[DG_CHAT_ID_MAX];
+    dg_chat_err cerr;
+    ck_assert_msg(dg_chat_post(c, &post, ts, &cerr) == OC_OK, "%s", cerr.message);
+    dg_chat_free(c);
+    dg_outbox_rows_free(rows, n);
+    /* Its lease lapses (it stopped renewing). */
+    ck_assert_int_eq(dg_store_begin(other), OC_OK);
+    dg_stmt *st = dg_store_stmt(other, "UPDATE store_leases SET until_ms = 1 WHERE name = ?1");
+    ck_assert_ptr_nonnull(st);
+    dg_store_bind_text(st, 1, name);
+    ck_assert_int_eq(dg_store_run(st), OC_OK);
+    ck_assert_int_eq(dg_store_commit(other), OC_OK);
+    /* Taken over within a lease poll; the row is found, not sent again. */
+    int done = 0;
+    for (int i = 0; i < 200 && !done; i++) {
+        rows = rows_of(s, s->work, &n);
+        int pending = rows[0].state == DG_OUTBOX_PENDING;
+        if (!pending) {
+            ck_assert_int_eq(rows[0].state, DG_OUTBOX_SENT);
+            ck_assert_str_eq(rows[0].message_id, ts);
+        }
+        dg_outbox_rows_free(rows, n);
+        done = !pending;
+        if (!done)
+            usleep(50 * 1000);
+    }
+    ck_assert_msg(done, "the row is still pending 10 s after the lease lapsed");
+    ck_assert_uint_eq(fake_slack_message_count(s->fs, s->work), 1);
+    ck_assert_uint_eq(fake_slack_request_count(s->fs, "conversations.history"), 1);
+    dg_store_close(other);
+    senv_close(s);
+}
+END_TEST
+
 Suite *make_outbox_slack_suite(void)
 {
     Suite *s = suite_create("outbox_slack");
@@ -283,6 +350,7 @@ Suite *make_outbox_slack_suite(void)
     tcase_add_loop_test(tc, kill_between_post_and_mark_posts_once, 0, 2);
     tcase_add_test(tc, row_left_unsent_by_a_stop_is_posted_once_at_the_start);
     tcase_add_test(tc, a_row_slack_refuses_fails_alone);
+    tcase_add_test(tc, channel_taken_over_from_a_lapsed_instance_posts_once);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -320,7 +320,7 @@ START_TEST(lease_held_renewed_taken_over_and_released)
     take(b, "outbox:1", 1500, 2500, 0, 0, 0, 2000);    /* running: not b's */
     take(a, "outbox:1", 1600, 2600, 2000, 1, 0, 0);    /* renewed without a break */
     take(b, "outbox:1", 2600, 3600, 0, 0, 0, 2600);    /* runs out at 2600 inclusive */
-    take(b, "outbox:1", 2601, 3601, 0, 1, 1, 0);       /* ran out: taken over */
+    take(b, "outbox:1", 2601, 3601, 0, 1, 2, 0);       /* ran out: taken over from a */
     take(a, "outbox:1", 2700, 3700, 2600, 0, 0, 3601); /* a lost it */
     ck_assert_int_eq(dg_store_begin(a), OC_OK);
     ck_assert_int_eq(dg_store_lease_release(a, "outbox:1"), OC_OK); /* not a's: kept */

@@ -26,6 +26,7 @@
 #include "outbox.h"
 #include "store.h"
 #include "store_outbox.h"
+#include "store_turns.h"
 #include "testutil.h"
 #include "turn_test_host.h"
 
@@ -37,8 +38,8 @@
 #define HUMAN_ID "U0HUMAN1"
 
 #define AGENTS                                                                                     \
-    "{\"alpha\":{\"slackUserId\":\"" ALPHA_ID "\"},"                                             \
-    "\"bravo\":{\"slackUserId\":\"" BRAVO_ID "\"},"                                              \
+    "{\"alpha\":{\"slackUserId\":\"" ALPHA_ID "\"},"                                               \
+    "\"bravo\":{\"slackUserId\":\"" BRAVO_ID "\"},"                                                \
     "\"charlie\":{\"slackUserId\":\"" CHARLIE_ID "\",\"discordUserId\":\"100000000000000003\"}}"
 
 static tth H;
@@ -51,8 +52,8 @@ static void start(const char *policy)
 {
     char err[256];
     ck_assert_msg(fake_slack_start(NULL, &FS, err, sizeof err) == 0, "%s", err);
-    fake_slack_user_spec mod = {.user_id = MOD_ID, .name = "moderator", .token = MOD_TOKEN,
-                                .bot = 1};
+    fake_slack_user_spec mod = {
+        .user_id = MOD_ID, .name = "moderator", .token = MOD_TOKEN, .bot = 1};
     ck_assert_int_eq(fake_slack_add_user(FS, &mod), 0);
     static const char *const ids[] = {ALPHA_ID, BRAVO_ID, CHARLIE_ID};
     for (int i = 0; i < 3; i++) {
@@ -67,6 +68,7 @@ static void start(const char *policy)
     char extra[512];
     snprintf(extra, sizeof extra,
              "\"slack\":{\"moderatorUserId\":\"" MOD_ID "\",\"apiBase\":\"%s\"},"
+             "\"admins\":[\"" HUMAN_ID "\"],"
              "\"turn\":{\"maxAgentMessages\":1000},\"discussion\":{\"reminderAfterSec\":0}",
              fake_slack_url(FS));
     tth_start_agents(&H, policy, AGENTS, extra, 0);
@@ -110,8 +112,7 @@ static json_t *moderator_post(size_t *count)
     json_t *last = NULL;
     size_t n = 0, i;
     json_t *m;
-    json_array_foreach(all, i, m)
-    {
+    json_array_foreach(all, i, m) {
         const char *u = json_string_value(json_object_get(m, "user"));
         if (u && strcmp(u, MOD_ID) == 0) {
             n++;
@@ -168,8 +169,7 @@ static void handoff_on_slack(const char *thread)
     size_t i;
     json_t *r;
     int posts = 0;
-    json_array_foreach(reqs, i, r)
-    {
+    json_array_foreach(reqs, i, r) {
         if (strcmp(json_string_value(json_object_get(r, "method")), "chat.postMessage") != 0)
             continue;
         posts++;
@@ -189,6 +189,14 @@ static void handoff_on_slack(const char *thread)
 START_TEST(test_slack_channel_handoff_posted_by_the_slack_moderator)
 {
     handoff_on_slack(NULL);
+    /* The channel's turn record knows its platform. */
+    dg_store *st = tth_plugin(&H)->store;
+    dg_turn_channel_row row;
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    ck_assert_int_eq(dg_store_turns_channel_load(st, WORK, &row), OC_OK);
+    dg_store_rollback(st);
+    ck_assert_str_eq(row.platform, "slack");
+    dg_turn_channel_row_clear(&row);
 }
 END_TEST
 
@@ -229,13 +237,42 @@ START_TEST(test_slack_mention_and_lower_case_session_keys)
         json_t *ev = json_pack("{s:s}", "prompt", "can you check the build?");
         json_t *res = NULL;
         ck_assert_int_eq(tth_call(&H, "before_model_resolve", ev, ctx, &res), OC_OK);
-        ck_assert_msg((res != NULL) == (i != 2), "%s: %s", ABC[i],
-                      res ? "swapped" : "not swapped");
+        ck_assert_msg((res != NULL) == (i != 2), "%s: %s", ABC[i], res ? "swapped" : "not swapped");
         json_decref(res);
         json_decref(ev);
         json_decref(ctx);
     }
     ck_assert_int_eq(who_speaks(NULL), 2);
+}
+END_TEST
+
+/* A Slack admin's commands are answered on Slack, with Slack mentions, and
+ * an agent named by Slack's <@U...|name> form is found. */
+START_TEST(test_slack_admin_commands_answered_on_slack)
+{
+    char ts[24];
+    says(HUMAN_ID, 0, NULL, "Plan the release, please.", NULL, ts);
+    ck_assert_int_eq(who_speaks(NULL), 0);
+    says(HUMAN_ID, 0, NULL, "!dirigent skip", NULL, ts);
+    size_t n = 0;
+    json_t *post = moderator_post(&n);
+    ck_assert_ptr_nonnull(post);
+    const char *text = json_string_value(json_object_get(post, "text"));
+    ck_assert_msg(strstr(text, "alpha's turn is skipped; <@" BRAVO_ID ">, it is your turn"), "%s",
+                  text);
+    json_decref(post);
+    /* Named in the text only (a host that lists no mentions). */
+    says(HUMAN_ID, 0, NULL, "!dirigent remove <@" CHARLIE_ID "|charlie>", NULL, ts);
+    post = moderator_post(&n);
+    text = json_string_value(json_object_get(post, "text"));
+    ck_assert_msg(strstr(text, "charlie is out of this channel's turn order"), "%s", text);
+    json_decref(post);
+    /* A bot (another app) is no admin, whatever it writes. */
+    size_t before = n;
+    says(CHARLIE_ID, 1, NULL, "!dirigent rest", NULL, ts);
+    post = moderator_post(&n);
+    json_decref(post);
+    ck_assert_uint_eq(n, before);
 }
 END_TEST
 
@@ -284,8 +321,11 @@ START_TEST(test_slack_discussion_from_open_to_archive)
     char *ws = tu_mkdtemp();
     char key[128];
     tth_session_key(key, sizeof key, "alpha", WORK, NULL);
-    dg_caller alpha = {.agent_id = "alpha", .session_key = key, .session_id = "s-alpha",
-                       .workspace_dir = ws, .channel_id = WORK};
+    dg_caller alpha = {.agent_id = "alpha",
+                       .session_key = key,
+                       .session_id = "s-alpha",
+                       .workspace_dir = ws,
+                       .channel_id = WORK};
     const char *parts[] = {"bravo"};
     dg_channel_request req = {.name = "Release-Notes",
                               .participants = parts,
@@ -325,8 +365,7 @@ START_TEST(test_slack_discussion_from_open_to_archive)
     int seen = 0;
     size_t i;
     json_t *v;
-    json_array_foreach(members, i, v)
-    {
+    json_array_foreach(members, i, v) {
         const char *u = json_string_value(v);
         seen |= (strcmp(u, ALPHA_ID) == 0 ? 1 : 0) | (strcmp(u, BRAVO_ID) == 0 ? 2 : 0) |
                 (strcmp(u, MOD_ID) == 0 ? 4 : 0) | (strcmp(u, CHARLIE_ID) == 0 ? 8 : 0);
@@ -394,18 +433,23 @@ START_TEST(test_slack_discussion_refuses_an_agent_without_a_slack_id)
     char *ws = tu_mkdtemp();
     char key[128];
     tth_session_key(key, sizeof key, "alpha", WORK, NULL);
-    dg_caller alpha = {.agent_id = "alpha", .session_key = key, .session_id = "s-alpha",
-                       .workspace_dir = ws, .channel_id = WORK};
+    dg_caller alpha = {.agent_id = "alpha",
+                       .session_key = key,
+                       .session_id = "s-alpha",
+                       .workspace_dir = ws,
+                       .channel_id = WORK};
     const char *parts[] = {"delta"};
-    dg_channel_request req = {.name = "plan", .participants = parts, .n_participants = 1,
-                              .callback_channel_id = WORK, .discuss_guide = "Plan it."};
+    dg_channel_request req = {.name = "plan",
+                              .participants = parts,
+                              .n_participants = 1,
+                              .callback_channel_id = WORK,
+                              .discuss_guide = "Plan it."};
     dg_channel_created made;
     char err[512] = "";
-    ck_assert_int_eq(dg_discuss_create_channel(tth_plugin(&H), &alpha, &req, &made, err,
-                                               sizeof err),
-                     OC_ERR_INVALID);
-    ck_assert_msg(strstr(err, "participants[0] 'delta'") && strstr(err, "slackUserId"), "%s",
-                  err);
+    ck_assert_int_eq(
+        dg_discuss_create_channel(tth_plugin(&H), &alpha, &req, &made, err, sizeof err),
+        OC_ERR_INVALID);
+    ck_assert_msg(strstr(err, "participants[0] 'delta'") && strstr(err, "slackUserId"), "%s", err);
     ck_assert_uint_eq(fake_slack_request_count(FS, "conversations.create"), 0);
     tu_rmtree(ws);
     free(ws);
@@ -420,6 +464,7 @@ Suite *make_slack_turns_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_slack_channel_handoff_posted_by_the_slack_moderator);
     tcase_add_test(tc, test_slack_mention_and_lower_case_session_keys);
+    tcase_add_test(tc, test_slack_admin_commands_answered_on_slack);
     tcase_add_test(tc, test_discord_and_slack_rows_each_sent_by_their_own_dispatcher);
     tcase_add_test(tc, test_slack_discussion_from_open_to_archive);
     tcase_add_test(tc, test_slack_discussion_refuses_an_agent_without_a_slack_id);

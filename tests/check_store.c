@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "store_cost_case.h"
+#include "store_platform_case.h"
 #include "openclaw/plugin.h"
 #include "failalloc.h"
 #include "faultvfs.h"
@@ -208,6 +209,72 @@ START_TEST(test_older_version_opens_at_current)
     ck_assert_int_eq(user_version(path), n);
     /* And opens again as ours. */
     ck_assert_msg(dg_store_open(path, &st, err, sizeof err) == OC_OK, "v%d: %s", from, err);
+    dg_store_close(st);
+    free(path);
+}
+END_TEST
+
+/* A database written by dirigent v18 (schema 18: before rows knew their
+ * chat platform), with outbox rows, a discussion and a turn channel, opens
+ * (recognised by its tables: no stamp), migrates to the current version,
+ * and every old row is Discord's, no outbox row in a thread. */
+START_TEST(test_v18_rows_are_discords_after_migration)
+{
+    char *path = tu_path(dir, "v18.db");
+    sqlite3 *db = db_at_version(path, 18);
+    char *msg = NULL;
+    ck_assert_msg(sqlite3_exec(db, store_platform_v18_rows, NULL, NULL, &msg) == SQLITE_OK, "%s",
+                  msg ? msg : "?");
+    sqlite3_close(db);
+    ck_assert_int_eq(int_pragma(path, "PRAGMA application_id"), 0);
+    dg_store *st = NULL;
+    char err[512];
+    ck_assert_msg(dg_store_open(path, &st, err, sizeof err) == OC_OK, "%s", err);
+    ck_assert_int_eq(dg_store_opened_version(st), 18);
+    store_platform_case_old_rows(st);
+    dg_store_close(st);
+    ck_assert_int_eq(user_version(path), dg_store_schema_version());
+    ck_assert_int_ge(dg_store_schema_version(), 19);
+    free(path);
+}
+END_TEST
+
+/* Slack and Discord rows read back with their platform (and an outbox
+ * row's thread) from every reader, the discover walk included; and again
+ * after the store is closed and opened. */
+START_TEST(test_rows_read_back_their_platform)
+{
+    char *path = tu_path(dir, "platform.db");
+    dg_store *st = NULL;
+    char err[512];
+    ck_assert_msg(dg_store_open(path, &st, err, sizeof err) == OC_OK, "%s", err);
+    store_platform_case_run(st);
+    dg_store_close(st);
+    ck_assert_msg(dg_store_open(path, &st, err, sizeof err) == OC_OK, "%s", err);
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    dg_outbox_row *rows = NULL;
+    size_t n = 0;
+    ck_assert_int_eq(dg_store_outbox_pending_of(st, "C0WORK0001", 0, 10, &rows, &n), OC_OK);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_str_eq(rows[0].platform, "slack");
+    ck_assert_str_eq(rows[0].thread_id, "1712345678.123456");
+    dg_outbox_rows_free(rows, n);
+    dg_store_rollback(st);
+    dg_store_close(st);
+    free(path);
+}
+END_TEST
+
+/* A platform other than discord / slack, a thread on a Discord row or an
+ * empty one: refused by the API (OC_ERR_INVALID) and by the columns'
+ * CHECKs, nothing written. */
+START_TEST(test_bad_platform_refused)
+{
+    char *path = tu_path(dir, "badplatform.db");
+    dg_store *st = NULL;
+    char err[512];
+    ck_assert_msg(dg_store_open(path, &st, err, sizeof err) == OC_OK, "%s", err);
+    store_platform_case_refusals(st);
     dg_store_close(st);
     free(path);
 }
@@ -1081,6 +1148,9 @@ Suite *make_store_suite(void)
     tcase_add_loop_test(tc, test_older_version_opens_at_current, 1, n + 1);
     tcase_add_loop_test(tc, test_outbox_rows_survive_migration, 3, n);
     tcase_add_loop_test(tc, test_transitions_survive_migration, 10, 13);
+    tcase_add_test(tc, test_v18_rows_are_discords_after_migration);
+    tcase_add_test(tc, test_rows_read_back_their_platform);
+    tcase_add_test(tc, test_bad_platform_refused);
     tcase_add_test(tc, test_newer_schema_is_refused_untouched);
     tcase_add_test(tc, test_foreign_database_refused_untouched);
     tcase_add_test(tc, test_our_version_without_our_tables_refused);

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "store_cost_case.h"
+#include "store_platform_case.h"
 #include "failalloc.h"
 #include "openclaw/plugin.h"
 #include "pg_server.h"
@@ -221,6 +222,54 @@ START_TEST(v10_outbox_migrates_with_its_rows)
                                    " VALUES ('c', 'x', 'n8', 1)"),
                      0);
     ck_assert_int_eq(pgs_value(url, "SELECT max(id) FROM outbox"), 8);
+    free(url);
+}
+END_TEST
+
+/* A store as v18 left it (the current one without v19's columns), with
+ * outbox rows, a discussion and a turn channel, migrates: every old row is
+ * Discord's, no outbox row in a thread. */
+START_TEST(v18_rows_are_discords_after_migration)
+{
+    char *url = pgs_fresh_url();
+    dg_store_close(open_ok(url));
+    ck_assert_int_eq(pgs_exec(url, UNDO_V19_PLATFORM "UPDATE dg_schema_version SET version = 18"),
+                     0);
+    ck_assert_int_eq(pgs_exec(url, store_platform_v18_rows), 0);
+    dg_store *st = open_ok(url);
+    ck_assert_int_eq(dg_store_opened_version(st), 18);
+    store_platform_case_old_rows(st);
+    dg_store_close(st);
+    ck_assert_int_eq(count_of(url, "SELECT version FROM dg_schema_version"),
+                     dg_store_schema_version());
+    /* v19's CHECKs are there, in the server's words. */
+    ck_assert_int_eq(pgs_value(url, "SELECT count(*) FROM pg_constraint WHERE conrelid IN"
+                                    " ('outbox'::regclass, 'discussions'::regclass,"
+                                    " 'turn_channels'::regclass) AND contype = 'c' AND"
+                                    " pg_get_constraintdef(oid) LIKE '%platform%slack%'"),
+                     3);
+    free(url);
+}
+END_TEST
+
+/* Slack and Discord rows read back with their platform and thread; bad
+ * platforms refused by the API and by the columns, nothing written. */
+START_TEST(rows_read_back_their_platform)
+{
+    char *url = pgs_fresh_url();
+    dg_store *st = open_ok(url);
+    store_platform_case_run(st);
+    dg_store_close(st);
+    free(url);
+}
+END_TEST
+
+START_TEST(bad_platform_refused)
+{
+    char *url = pgs_fresh_url();
+    dg_store *st = open_ok(url);
+    store_platform_case_refusals(st);
+    dg_store_close(st);
     free(url);
 }
 END_TEST
@@ -932,6 +981,9 @@ Suite *make_store_pg_suite(void)
     tcase_add_test(tc, another_applications_database_refused_untouched);
     tcase_add_test(tc, newer_schema_refused);
     tcase_add_test(tc, v10_outbox_migrates_with_its_rows);
+    tcase_add_test(tc, v18_rows_are_discords_after_migration);
+    tcase_add_test(tc, rows_read_back_their_platform);
+    tcase_add_test(tc, bad_platform_refused);
     tcase_add_test(tc, version_without_its_tables_refused);
     tcase_add_test(tc, password_never_in_a_message);
     tcase_add_test(tc, conflicts_and_returned_ids);

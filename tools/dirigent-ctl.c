@@ -76,7 +76,8 @@ static const char USAGE[] =
     "                         (see `dirigent-ctl serve --help`)\n"
     "  doctor                 checks an OpenClaw config before the first start (see\n"
     "                         `dirigent-ctl doctor --help`)\n"
-    "CHANNEL is a channel id: a snowflake, 1-20 decimal digits (not a channel name).\n"
+    "CHANNEL is a channel id: a Discord snowflake (1-20 decimal digits) or a Slack id\n"
+    "(C... / G...), not a channel name.\n"
     "Reads the database only (safe while the plugin runs).\n";
 
 typedef struct ctl {
@@ -507,12 +508,13 @@ static int cmd_outbox(ctl *c)
  * typed a channel's name) and 0. */
 static int channel_id_ok(const char *what, const char *s)
 {
-    if (dg_snowflake_valid(s))
+    if (dg_platform_of_channel(s))
         return 1;
     fprintf(stderr,
-            "dirigent-ctl: %s \"%s\" is not a channel id: it must be a snowflake, "
-            "1-20 decimal digits (Discord: right-click the channel, Copy Channel ID; "
-            "`dirigent-ctl scopes` lists the managed ones)\n",
+            "dirigent-ctl: %s \"%s\" is not a channel id: it must be a Discord snowflake, "
+            "1-20 decimal digits (right-click the channel, Copy Channel ID), or a Slack id, "
+            "C or G and upper-case letters and digits (the channel's details, at the bottom); "
+            "`dirigent-ctl scopes` lists the managed ones\n",
             what, s);
     return 0;
 }
