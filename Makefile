@@ -414,9 +414,10 @@ bench: deps-ok $(B)/bench all
 
 # VERBOSE=1: the gateway's internal lines too; KEEP=1 (or make playground):
 # the fake Discord and the gateway keep running after the story.
+# PLATFORM=slack: the same story on a fake Slack (demo/slack.sh; no KEEP).
 DEMO_FLAGS = $(if $(filter 1,$(VERBOSE)),--verbose) $(if $(filter 1,$(KEEP)),--keep)
 demo: deps-ok all
-	sh scripts/demo.sh $(B) $(DEMO_FLAGS)
+	$(if $(filter slack,$(PLATFORM)),sh demo/slack.sh,sh scripts/demo.sh) $(B) $(DEMO_FLAGS)
 
 playground: deps-ok all
 	sh scripts/demo.sh $(B) $(DEMO_FLAGS) --keep

@@ -1,7 +1,7 @@
 /*
  * ocgw.c -- the reference gateway: an OpenClaw-style host on the host core
- * (ochost.h) that loads native plugins, serves Discord channels over REST
- * polling, and runs scripted agents (see ocgw.h for the file map).
+ * (ochost.h) that loads native plugins, serves Discord or Slack channels
+ * over REST polling, and runs scripted agents (see ocgw.h for the file map).
  *
  *   ocgw --config host.json [--state-dir DIR] [--poll-ms N] [--log-level L]
  *        [--expect story.json] [--timeout-ms N] [--transcript FILE] [--quiet]
@@ -35,7 +35,7 @@ struct ocgw_chan_rt {
     long backoff_ms;   /* after failures; 0 when healthy */
     unsigned rot;      /* which member agent's token polls */
     int64_t polled_ms; /* start of the latest successful poll (0: none yet) */
-    char queued[24];   /* highest id queued ("" = none) */
+    char queued[32];   /* highest id queued ("" = none; a Slack ts too) */
 };
 
 static volatile sig_atomic_t g_stop;
@@ -82,6 +82,8 @@ static void dc_log(void *state, int level, const char *message)
 static int make_client(ocgw *g, const char *name, const char *token, dg_discord **out, char *err,
                        size_t n)
 {
+    if (g->cfg.slack)
+        return OC_OK; /* make_slack_client instead */
     dg_discord_options o = {
         .api_base = g->cfg.api_base,
         .token = token,
@@ -95,6 +97,19 @@ static int make_client(ocgw *g, const char *name, const char *token, dg_discord 
     int rc = dg_discord_new(&o, out, e, sizeof e);
     if (rc)
         snprintf(err, n, "discord client for %s: %s", name, e);
+    return rc;
+}
+
+/* A participant's Slack caller on a Slack gateway (nothing on Discord). */
+static int make_slack_client(ocgw *g, const char *name, const char *token, ocgw_slack **out,
+                             char *err, size_t n)
+{
+    if (!g->cfg.slack)
+        return OC_OK;
+    char e[300];
+    int rc = ocgw_slack_new(g->cfg.api_base, token, g->cfg.timeout_ms, out, e, sizeof e);
+    if (rc)
+        snprintf(err, n, "slack client for %s: %s", name, e);
     return rc;
 }
 
@@ -144,6 +159,75 @@ static int denies_everyone(const ocgw *g, const json_t *channel)
     return 0;
 }
 
+/* The agents that see a served channel, said in the transcript, and the
+ * channel read from its start: a channel new to the gateway. */
+static void serve_learned(ocgw *g, const char *id, json_t *ch, json_t *ags, int priv)
+{
+    char list[256] = "";
+    size_t i;
+    json_t *v;
+    json_array_foreach(ags, i, v)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+                 json_string_value(v));
+    json_object_set_new(ch, "agents", ags);
+    json_object_set_new(ch, "pending", json_false());
+    json_object_set_new(ch, "cursor", json_string("0")); /* new to us: read from its start */
+    ocgw_state_save(&g->st);
+    ocgw_say(g, "[gateway] serving #%s (%s, %s): seen by %s", ocgw_chan_label(g, id), id,
+             priv ? "private" : "public", *list ? list : "nobody");
+}
+
+/* A learned Slack channel: conversations.info and .members with the token
+ * of the agent that learned it, else of any local agent that can read it
+ * (a private channel answers channel_not_found to a non-member); the
+ * agents that see it are its members, as Slack sends a bot the messages
+ * of the channels it is in. */
+static void resolve_learned_slack(ocgw *g, const char *id, json_t *ch, struct ocgw_chan_rt *r,
+                                  int64_t now)
+{
+    const char *by = json_string_value(json_object_get(ch, "learnedBy"));
+    json_t *info = NULL, *members = NULL;
+    int any_retry = 0;
+    for (size_t k = 0; k <= g->cfg.n_agents && !info; k++) {
+        const ocgw_agent *a = k == 0 ? ocgw_agent_by_id(&g->cfg, by) : &g->cfg.agents[k - 1];
+        if (!a || !a->local || !a->sc || (k > 0 && by && !strcmp(a->id, by)))
+            continue;
+        ocgw_slack_err e;
+        int rc = ocgw_slack_channel(a->sc, id, &info, &members, &e);
+        ocgw_rest(g, e.attempts);
+        any_retry |= rc != OC_OK && e.retryable;
+    }
+    if (!info) {
+        if (any_retry) {
+            rt_failed(g, r, now);
+            return;
+        }
+        och_log(g->host, OC_LOG_WARN, OCGW_SOURCE,
+                "channel %s: none of the agents can read it; not served", id);
+        json_object_set_new(ch, "pending", json_false());
+        json_object_set_new(ch, "agents", json_array());
+        ocgw_state_save(&g->st);
+        return;
+    }
+    const char *name = json_string_value(json_object_get(info, "name"));
+    if (name)
+        json_object_set_new(ch, "name", json_string(name));
+    json_t *ags = json_array();
+    for (size_t k = 0; k < g->cfg.n_agents; k++) {
+        size_t i;
+        json_t *u;
+        json_array_foreach(members, i, u)
+            if (json_is_string(u) && !strcmp(json_string_value(u), g->cfg.agents[k].user_id)) {
+                json_array_append_new(ags, json_string(g->cfg.agents[k].id));
+                break;
+            }
+    }
+    int priv = json_is_true(json_object_get(info, "is_private"));
+    json_decref(info);
+    json_decref(members);
+    serve_learned(g, id, ch, ags, priv);
+}
+
 /* GET /channels/{id} for a learned channel: its name, thread parent and the
  * agents that can see it (a private channel: the members its overwrites
  * allow VIEW_CHANNEL; else every agent). */
@@ -152,6 +236,10 @@ static void resolve_learned(ocgw *g, const char *id, json_t *ch, int64_t now)
     struct ocgw_chan_rt *r = rt_of(g, id);
     if (!r || now < r->next_ms)
         return;
+    if (g->cfg.slack) {
+        resolve_learned_slack(g, id, ch, r, now);
+        return;
+    }
     const char *by = json_string_value(json_object_get(ch, "learnedBy"));
     json_t *obj = NULL;
     int any_retry = 0;
@@ -209,18 +297,8 @@ static void resolve_learned(ocgw *g, const char *id, json_t *ch, int64_t now)
         if (sees)
             json_array_append_new(ags, json_string(a->id));
     }
-    char list[256] = "";
-    json_t *v;
-    json_array_foreach(ags, i, v)
-        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
-                 json_string_value(v));
-    json_object_set_new(ch, "agents", ags);
-    json_object_set_new(ch, "pending", json_false());
-    json_object_set_new(ch, "cursor", json_string("0")); /* new to us: read from its start */
     json_decref(obj);
-    ocgw_state_save(&g->st);
-    ocgw_say(g, "[gateway] serving #%s (%s, %s): seen by %s", ocgw_chan_label(g, id), id,
-             priv ? "private" : "public", *list ? list : "nobody");
+    serve_learned(g, id, ch, ags, priv);
 }
 
 /*
@@ -291,6 +369,22 @@ static void init_cursor(ocgw *g, const char *id, json_t *ch, int64_t now)
     const ocgw_agent *a = ocgw_chan_reader(&g->cfg, ch, 0);
     if (!a)
         return;
+    if (g->cfg.slack) {
+        char latest[32];
+        ocgw_slack_err se;
+        int src = ocgw_slack_latest(a->sc, id, latest, sizeof latest, &se);
+        ocgw_rest(g, se.attempts);
+        if (src != OC_OK) {
+            och_log(g->host, OC_LOG_WARN, OCGW_SOURCE,
+                    "channel %s: cannot read its latest message (%s); retrying", id, se.message);
+            rt_failed(g, r, now);
+            return;
+        }
+        json_object_set_new(ch, "cursor", json_string(latest));
+        r->backoff_ms = 0;
+        ocgw_state_save(&g->st);
+        return;
+    }
     dg_discord_message *msgs = NULL;
     size_t n = 0;
     dg_discord_err e;
@@ -320,6 +414,38 @@ static void enqueue(ocgw *g, ocgw_msg *m)
     memset(m, 0, sizeof *m);
 }
 
+/* One poll of a Slack channel (ocgw_slack_poll): its new messages, thread
+ * replies included, up to the bound that read makes safe. */
+static void poll_slack(ocgw *g, const char *id, struct ocgw_chan_rt *r, const ocgw_agent *a,
+                       const char *after, int64_t now)
+{
+    ocgw_msg *msgs = NULL;
+    size_t n = 0;
+    char bound[32];
+    ocgw_slack_err e;
+    int rc = ocgw_slack_poll(a->sc, id, after, &msgs, &n, bound, sizeof bound, &e);
+    ocgw_rest(g, e.attempts);
+    if (rc != OC_OK) {
+        if (!e.retryable)
+            r->rot++; /* this agent cannot read it: try another member's token */
+        och_log(g->host, e.retryable ? OC_LOG_DEBUG : OC_LOG_WARN, OCGW_SOURCE,
+                "poll of #%s with %s's token failed: %s", ocgw_chan_label(g, id), a->id, e.message);
+        rt_failed(g, r, now);
+        return;
+    }
+    r->backoff_ms = 0;
+    r->next_ms = now + g->cfg.poll_ms;
+    r->polled_ms = now;
+    int64_t found = ocgw_now_ms();
+    for (size_t i = 0; i < n; i++) {
+        msgs[i].queued_ms = found;
+        enqueue(g, &msgs[i]);
+    }
+    free(msgs);
+    if (ocgw_id_cmp(bound, after) > 0)
+        snprintf(r->queued, sizeof r->queued, "%s", bound);
+}
+
 static void poll_channel(ocgw *g, const char *id, json_t *ch, int64_t now)
 {
     struct ocgw_chan_rt *r = rt_of(g, id);
@@ -329,7 +455,11 @@ static void poll_channel(ocgw *g, const char *id, json_t *ch, int64_t now)
     if (!a)
         return; /* none of its agents runs here: another gateway serves it */
     const char *cur = json_string_value(json_object_get(ch, "cursor"));
-    const char *after = (*r->queued && dg_snowflake_cmp(r->queued, cur) > 0) ? r->queued : cur;
+    const char *after = (*r->queued && ocgw_id_cmp(r->queued, cur) > 0) ? r->queued : cur;
+    if (g->cfg.slack) {
+        poll_slack(g, id, r, a, after, now);
+        return;
+    }
     /* "0" (from the start): ask for messages after 1, below every real id */
     if (!strcmp(after, "0"))
         after = "1";
@@ -376,7 +506,7 @@ static int others_polled_since(ocgw *g, const ocgw_msg *m, int64_t now)
 {
     if (now - m->queued_ms >= 4 * g->cfg.poll_ms)
         return 1;
-    const char *own = m->thread_id ? m->thread_id : m->channel_id;
+    const char *own = ocgw_chan_key(g, m);
     json_t *chs = ocgw_state_obj(&g->st, "channels");
     const char *id;
     json_t *ch;
@@ -402,15 +532,15 @@ static int dequeue(ocgw *g, ocgw_msg *out, int64_t now)
     while (g->n_queue) {
         size_t best = 0;
         for (size_t i = 1; i < g->n_queue; i++)
-            if (dg_snowflake_cmp(g->queue[i].id, g->queue[best].id) < 0)
+            if (ocgw_id_cmp(g->queue[i].id, g->queue[best].id) < 0)
                 best = i;
         if (!others_polled_since(g, &g->queue[best], now))
             return 0;
         ocgw_msg m = g->queue[best];
         g->queue[best] = g->queue[--g->n_queue];
-        const char *key = m.thread_id ? m.thread_id : m.channel_id;
+        const char *key = ocgw_chan_key(g, &m);
         const char *cur = json_string_value(json_object_get(json_object_get(chs, key), "cursor"));
-        if (cur && dg_snowflake_cmp(m.id, cur) <= 0) {
+        if (cur && ocgw_id_cmp(m.id, cur) <= 0) {
             ocgw_msg_free(&m);
             continue;
         }
@@ -471,7 +601,7 @@ static void usage(FILE *f)
     fprintf(
         f,
         "usage: ocgw --config host.json [options]\n"
-        "  --config FILE       host config (plugins, discord, gateway, channels, agents; "
+        "  --config FILE       host config (plugins, discord or slack, gateway, channels, agents; "
         "demo/README.md)\n"
         "  --state-dir DIR     overrides gateway.stateDir\n"
         "  --poll-ms N         overrides gateway.pollIntervalMs\n"
@@ -710,8 +840,9 @@ static int make_clients(ocgw *g, char *err, size_t err_len)
         if (!a->local)
             continue; /* another gateway runs it: no token, no client here */
         if (make_client(g, a->id, a->token, &a->dc, err, err_len) != OC_OK ||
+            make_slack_client(g, a->id, a->token, &a->sc, err, err_len) != OC_OK ||
             ocgw_mkdirs(a->workspace, 0755) != 0) {
-            if (!a->dc)
+            if (!a->dc && !a->sc)
                 och_log(g->host, OC_LOG_ERROR, OCGW_SOURCE, "%s", err);
             else
                 och_log(g->host, OC_LOG_ERROR, OCGW_SOURCE, "agents[%s].workspace %s: %s", a->id,
@@ -722,7 +853,8 @@ static int make_clients(ocgw *g, char *err, size_t err_len)
     for (size_t i = 0; i < g->cfg.n_humans; i++) {
         ocgw_human *h = &g->cfg.humans[i];
         if (h->local && h->token &&
-            make_client(g, h->id, h->token, &h->dc, err, err_len) != OC_OK) {
+            (make_client(g, h->id, h->token, &h->dc, err, err_len) != OC_OK ||
+             make_slack_client(g, h->id, h->token, &h->sc, err, err_len) != OC_OK)) {
             och_log(g->host, OC_LOG_ERROR, OCGW_SOURCE, "%s", err);
             return -1;
         }

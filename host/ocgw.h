@@ -20,12 +20,23 @@
  *                    channels, OCGW_DIE_AT (used by ocgw.c, run, expect)
  *   ocgw_lookup.c    agents, humans and channels of a loaded config (used by
  *                    the config and scenario loaders)
+ *   ocgw_slack.c     a Slack Web API caller per bot token (a Slack gateway's
+ *                    agents and humans read and post with it)
+ *   ocgw_slack_chan.c  a Slack channel's new messages (thread replies
+ *                    included), members and posts, on ocgw_slack.c
  *   ocgw_util.c      small helpers
  *
  * Calls point one way (no file calls back into a file that calls it):
  * ocgw.c on top; ocgw_expect.c -> ocgw_run.c -> ocgw_services.c;
  * ocgw_config.c -> ocgw_scenario.c; below them ocgw_lookup.c and
- * ocgw_state.c -> ocgw_util.c; then the host core (ochost.h) and discord/.
+ * ocgw_state.c -> ocgw_util.c; ocgw_slack_chan.c -> ocgw_slack.c beside
+ * them; then the host core (ochost.h), discord/ and http/.
+ *
+ * One gateway serves one chat platform: Discord (the config's `discord`
+ * block) or Slack (its `slack` block, cfg.slack). On Slack a message id is
+ * its ts, a thread is the ts of its parent inside the channel (not a
+ * channel of its own), and session keys are OpenClaw's
+ * agent:<id>:slack:channel:<c lower-cased>[:thread:<ts>].
  *
  * Threading: ocgw is single-threaded (one loop on the main thread); only
  * the plugins' own threads run beside it, and they reach the gateway solely
@@ -47,7 +58,8 @@
 
 #define OCGW_SOURCE "ocgw"
 
-typedef struct ocgw ocgw; /* the gateway (below) */
+typedef struct ocgw ocgw;             /* the gateway (below) */
+typedef struct ocgw_slack ocgw_slack; /* one bot token's Slack Web API caller (ocgw_slack.c) */
 
 /* ---- scenario (scripted model) ------------------------------------------------ */
 
@@ -98,6 +110,7 @@ typedef struct ocgw_human_step {
     ocgw_match after;
     char *channel; /* alias, "@var" or id */
     char *content;
+    int in_thread; /* Slack: a reply in the thread of the message `after` matched */
 } ocgw_human_step;
 
 /* ---- config --------------------------------------------------------------------- */
@@ -105,7 +118,7 @@ typedef struct ocgw_human_step {
 typedef struct ocgw_agent {
     char *id;
     char *workspace; /* absolute */
-    char *user_id;   /* discordUserId */
+    char *user_id;   /* discordUserId, or slackUserId on a Slack gateway */
     char *token;     /* from the env variable tokenEnv; never logged */
     char *token_env;
     char *provider; /* model "provider/model" split */
@@ -114,6 +127,7 @@ typedef struct ocgw_agent {
     char *system_prompt; /* NULL: a default */
     ocgw_scenario scen;
     dg_discord *dc; /* the agent's bot client; NULL when another gateway runs it */
+    ocgw_slack *sc; /* the same on a Slack gateway (dc stays NULL) */
     int local;      /* 1: this gateway runs the agent (gateway.runOnly; default all) */
 } ocgw_agent;
 
@@ -125,7 +139,8 @@ typedef struct ocgw_human {
     ocgw_human_step *steps;
     size_t n_steps;
     dg_discord *dc;
-    int local; /* 1: this gateway posts the human's script (gateway.runOnly) */
+    ocgw_slack *sc; /* on a Slack gateway (dc stays NULL) */
+    int local;      /* 1: this gateway posts the human's script (gateway.runOnly) */
 } ocgw_human;
 
 typedef struct ocgw_chan_cfg {
@@ -144,8 +159,10 @@ typedef struct ocgw_config {
     char *config_path; /* the config file (absolute); ocgw exports it to its plugins
                            * as OPENCLAW_CONFIG_PATH, the base of their relative paths */
 
+    int slack; /* 1: the chat platform is Slack (the `slack` block), else Discord: ids,
+                  session keys, reads and posts follow it */
     char *api_base;
-    char *guild_id;
+    char *guild_id;          /* Discord only */
     char *moderator_user_id; /* NULL: moderator messages are not labelled */
     long timeout_ms;
 
@@ -364,6 +381,53 @@ int ocgw_humans_fire(ocgw *g);
 /* 1 when every human's script is posted. */
 int ocgw_humans_done(ocgw *g);
 
+/* ---- Slack (ocgw_slack.c, ocgw_slack_chan.c) ------------------------------------------------ */
+
+/* Why a Slack call failed. */
+typedef struct ocgw_slack_err {
+    int attempts;      /* HTTP requests made */
+    int retryable;     /* 1: the same call may succeed later (429, 5xx, transport) */
+    char code[64];     /* Slack's error code ("not_in_channel"), or ours ("transport") */
+    char message[300]; /* a sentence naming the method; "" on OC_OK */
+} ocgw_slack_err;
+
+/* 1 for a Slack user id ('U' or 'W' then 2..20 of [A-Z0-9]) / channel id
+ * ('C', 'G' or 'D' then the same). */
+int ocgw_slack_user_id_valid(const char *id);
+int ocgw_slack_channel_id_valid(const char *id);
+/* A caller of <api_base>/<method> with a bot token (copied; wiped at free).
+ * OC_OK and *out, or an error with err. */
+int ocgw_slack_new(const char *api_base, const char *token, long timeout_ms, ocgw_slack **out,
+                   char *err, size_t n);
+void ocgw_slack_free(ocgw_slack *s);
+/* One method with args (NULL-terminated name/value pairs, a NULL name ends
+ * them early). OC_OK with *answer (a new reference, the caller decrefs), or
+ * OC_ERR_IO (e->retryable) / OC_ERR_INVALID with e filled. */
+int ocgw_slack_call(ocgw_slack *s, const char *method, const char *const *args, json_t **answer,
+                    ocgw_slack_err *e);
+/* A Slack message object (history or replies) of channel_id as the gateway
+ * handles it: id = ts, thread_id = thread_ts for a reply, mentions from
+ * <@U...>. Owned strings (ocgw_msg_free). */
+void ocgw_msg_from_slack(const json_t *sm, const char *channel_id, ocgw_msg *out);
+/* The newest ts of the channel (a top-level message or a thread reply), "0"
+ * when empty, into out. */
+int ocgw_slack_latest(ocgw_slack *sc, const char *channel_id, char *out, size_t out_len,
+                      ocgw_slack_err *e);
+/* The channel's messages with ts above `after` ("0": all), thread replies
+ * included, oldest first (*out malloc'd, each ocgw_msg_free'd by the
+ * caller), up to *bound: the highest ts surely complete (the next poll
+ * starts there). See ocgw_slack_chan.c for what it cannot see. */
+int ocgw_slack_poll(ocgw_slack *sc, const char *channel_id, const char *after, ocgw_msg **out,
+                    size_t *n_out, char *bound, size_t bound_len, ocgw_slack_err *e);
+/* conversations.info's channel object and its members (user ids): new
+ * references, or NULL with an error. */
+int ocgw_slack_channel(ocgw_slack *sc, const char *channel_id, json_t **info, json_t **members,
+                       ocgw_slack_err *e);
+/* chat.postMessage of text (thread_ts NULL: top level) with the nonce in
+ * its metadata; *ts_out (may be NULL) gets the new ts, malloc'd. */
+int ocgw_slack_post(ocgw_slack *sc, const char *channel_id, const char *thread_ts, const char *text,
+                    const char *nonce, char **ts_out, ocgw_slack_err *e);
+
 /* ---- --expect (ocgw_expect.c) ------------------------------------------------------ */
 
 typedef struct ocgw_expect {
@@ -423,9 +487,21 @@ char *ocgw_oneline(const char *text, size_t max);
  * `avoided` never reached a real model (claimed or swapped to the no-reply
  * model). malloc'd (NULL only when out of memory); the caller frees it. */
 char *ocgw_value_line(long runs, long avoided);
-/* Every <@id> / <@!id> user mention in text: a new JSON array of ids. */
+/* Order of two message ids: Discord snowflakes or Slack ts ("1712345678.123456"),
+ * by value; <0, 0, >0. */
+int ocgw_id_cmp(const char *a, const char *b);
+/* 1 when id is a channel id of the gateway's platform (a snowflake on
+ * Discord, C/G/D... on Slack). */
+int ocgw_chan_id_valid(const ocgw *g, const char *id);
+/* The gateway's channel table key of m: on Discord the thread when in one
+ * (a Discord thread is a channel), on Slack always the channel (a Slack
+ * thread is a ts within it). Borrowed from m. */
+const char *ocgw_chan_key(const ocgw *g, const ocgw_msg *m);
+/* Every <@id> / <@!id> user mention in text (Slack's <@U...> and
+ * <@U...|name> too): a new JSON array of ids. */
 json_t *ocgw_user_mentions(const char *text);
-/* Every <#id> channel reference in text: a new JSON array of ids. */
+/* Every <#id> channel reference in text (Slack's <#C...|name> too): a new
+ * JSON array of ids. */
 json_t *ocgw_channel_refs(const char *text);
 
 #endif

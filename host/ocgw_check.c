@@ -26,6 +26,7 @@
 #include "ocgw.h"
 
 #define DISCORD_DEFAULT_API "https://discord.com/api/v10"
+#define SLACK_DEFAULT_API "https://slack.com/api"
 
 /* Hooks of the ABI (include/openclaw/plugin.h), for the summary. */
 static const char *const hook_names[] = {
@@ -114,13 +115,31 @@ int ocgw_preflight(ocgw *g)
                         "agent %s of the gateway is not in plugins.entries.%s.config.agents: "
                         "the plugin never holds it back, so it would run its real model on "
                         "every message of a shared channel; add it there with its "
-                        "discordUserId",
-                        aid, id);
+                        "%s",
+                        aid, id, g->cfg.slack ? "slackUserId" : "discordUserId");
+                bad = 1;
+            }
+        }
+        /* On Slack: the plugin's slack.apiBase, else $SLACK_API_URL (what
+         * OpenClaw's Slack plugin reads), else Slack's own. */
+        json_t *ps = json_object_get(pc, "slack");
+        if (g->cfg.slack && json_is_object(ps)) {
+            const char *base = json_string_value(json_object_get(ps, "apiBase"));
+            const char *dflt = getenv("SLACK_API_URL");
+            if (!base)
+                base = dflt && *dflt ? dflt : SLACK_DEFAULT_API;
+            if (!same_base(base, g->cfg.api_base)) {
+                och_log(g->host, OC_LOG_ERROR, OCGW_SOURCE,
+                        "slack.apiBase is %s but plugins.entries.%s.config.slack.apiBase is "
+                        "%s%s: the plugin would post to another Slack than the one the gateway "
+                        "reads; make them the same",
+                        g->cfg.api_base, id, base,
+                        json_object_get(ps, "apiBase") ? "" : " (its default)");
                 bad = 1;
             }
         }
         json_t *pd = json_object_get(pc, "discord");
-        if (json_is_object(pd)) {
+        if (!g->cfg.slack && json_is_object(pd)) {
             const char *base = json_string_value(json_object_get(pd, "apiBase"));
             if (!base)
                 base = DISCORD_DEFAULT_API;
@@ -138,6 +157,50 @@ int ocgw_preflight(ocgw *g)
     return bad;
 }
 
+/* The Slack moderator of a plugin entry: its token (env
+ * DIRIGENT_SLACK_MODERATOR_TOKEN) must be the bot of slack.moderatorUserId
+ * (auth.test). 1 when it is not. */
+static int check_slack_moderator(ocgw *g, const char *id, const char *want)
+{
+    const char *token = getenv("DIRIGENT_SLACK_MODERATOR_TOKEN");
+    if (!token || !*token) {
+        och_log(g->host, OC_LOG_ERROR, OCGW_SOURCE,
+                "plugins.entries.%s: no Slack moderator token (env "
+                "DIRIGENT_SLACK_MODERATOR_TOKEN): the moderator would post nothing (no "
+                "hand-off, notice or admin reply); export it with the moderator app's xoxb- token",
+                id);
+        return 1;
+    }
+    ocgw_slack *s = NULL;
+    char err[300] = "";
+    ocgw_slack_err e;
+    memset(&e, 0, sizeof e);
+    json_t *me = NULL;
+    int rc = ocgw_slack_new(g->cfg.api_base, token, g->cfg.timeout_ms, &s, err, sizeof err);
+    if (rc == OC_OK)
+        rc = ocgw_slack_call(s, "auth.test", NULL, &me, &e);
+    ocgw_slack_free(s);
+    const char *got = json_string_value(json_object_get(me, "user_id"));
+    int bad = 0;
+    if (rc != OC_OK) {
+        och_log(g->host, OC_LOG_ERROR, OCGW_SOURCE,
+                "plugins.entries.%s: the Slack moderator token %s (%s); fix "
+                "DIRIGENT_SLACK_MODERATOR_TOKEN (the moderator app's bot token)",
+                id, !strcmp(e.code, "invalid_auth") ? "is refused by Slack" : "cannot be checked",
+                *err ? err : e.message);
+        bad = 1;
+    } else if (!got || strcmp(got, want)) {
+        och_log(g->host, OC_LOG_ERROR, OCGW_SOURCE,
+                "plugins.entries.%s: the Slack moderator token belongs to user %s, not to "
+                "slack.moderatorUserId %s; give DIRIGENT_SLACK_MODERATOR_TOKEN the moderator "
+                "app's token",
+                id, got ? got : "?", want);
+        bad = 1;
+    }
+    json_decref(me);
+    return bad;
+}
+
 int ocgw_check_moderators(ocgw *g)
 {
     int bad = 0;
@@ -147,6 +210,13 @@ int ocgw_check_moderators(ocgw *g)
                         entry) {
         json_t *pd = json_object_get(json_object_get(entry, "config"), "discord");
         const char *want = json_string_value(json_object_get(pd, "moderatorUserId"));
+        if (g->cfg.slack) {
+            json_t *ps = json_object_get(json_object_get(entry, "config"), "slack");
+            const char *swant = json_string_value(json_object_get(ps, "moderatorUserId"));
+            if (!json_is_false(json_object_get(entry, "enabled")) && swant)
+                bad |= check_slack_moderator(g, id, swant);
+            continue;
+        }
         if (json_is_false(json_object_get(entry, "enabled")) || !want)
             continue;
         /* As the plugin takes it: the environment wins over its config. */

@@ -3,7 +3,8 @@
  *
  * OpenClaw-shaped: `plugins` (load.paths, allow, deny, entries.<id>.{enabled,
  * config}) is read by the host core (och_host_configure); ocgw reads the
- * rest: `discord`, `gateway`, `channels`, `agents`, `humans`. Every string
+ * rest: `discord` or `slack` (the chat platform; one of them), `gateway`,
+ * `channels`, `agents`, `humans`. Every string
  * of the file may use ${NAME} (environment; "$${" is a literal "${"), like
  * OpenClaw's config. Relative paths are taken from the config file's folder.
  */
@@ -235,14 +236,67 @@ static int get_snowflake(const json_t *obj, const char *key, const char *where, 
     return OC_OK;
 }
 
+/* A user id of the gateway's platform (Discord: a snowflake; Slack: U... or
+ * W...), or a channel id (Discord: a snowflake; Slack: C..., G... or D...). */
+static int get_platform_id(const ocgw_config *c, const json_t *obj, const char *key,
+                           const char *where, int required, int user, char **out, char *err,
+                           size_t n)
+{
+    if (!c->slack)
+        return get_snowflake(obj, key, where, required, out, err, n);
+    int rc = get_str(obj, key, where, required, out, err, n);
+    if (rc || !*out)
+        return rc;
+    if (user ? ocgw_slack_user_id_valid(*out) : ocgw_slack_channel_id_valid(*out))
+        return OC_OK;
+    free(*out);
+    *out = NULL;
+    return fail(err, n,
+                user ? "%s.%s: expected a Slack user id ('U' or 'W' then 2-20 upper-case letters "
+                       "or digits, as users.info shows it)"
+                     : "%s.%s: expected a Slack channel id ('C', 'G' or 'D' then 2-20 upper-case "
+                       "letters or digits, as the channel's details show it)",
+                where, key);
+}
+
+/* The key of a participant's user id on the gateway's platform. */
+static const char *uid_key(const ocgw_config *c)
+{
+    return c->slack ? "slackUserId" : "discordUserId";
+}
+
 /* ---- sections ------------------------------------------------------------------------------ */
+
+/* `slack` instead of `discord`: the gateway reads and posts Slack. */
+static int read_slack(ocgw_config *c, char *err, size_t n)
+{
+    static const char *const keys[] = {"apiBase", "moderatorUserId", "timeoutMs", NULL};
+    json_t *d = json_object_get(c->root, "slack");
+    c->slack = 1;
+    int rc = check_keys(d, "slack", keys, err, n);
+    if (!rc)
+        rc = get_str(d, "apiBase", "slack", 1, &c->api_base, err, n);
+    if (!rc)
+        rc = get_platform_id(c, d, "moderatorUserId", "slack", 0, 1, &c->moderator_user_id, err, n);
+    if (!rc)
+        rc = get_long(d, "timeoutMs", "slack", 15000, 100, 600000, &c->timeout_ms, err, n);
+    return rc;
+}
 
 static int read_discord(ocgw_config *c, char *err, size_t n)
 {
     static const char *const keys[] = {"apiBase", "guildId", "moderatorUserId", "timeoutMs", NULL};
     json_t *d = json_object_get(c->root, "discord");
+    if (d && json_object_get(c->root, "slack"))
+        return fail(err, n,
+                    "discord, slack: a gateway serves one chat platform; keep the block of the "
+                    "platform its channels are on");
+    if (json_object_get(c->root, "slack"))
+        return read_slack(c, err, n);
     if (!d)
-        return fail(err, n, "discord: required object is missing (discord.apiBase at least)");
+        return fail(err, n,
+                    "discord: required object is missing (discord.apiBase at least; or slack "
+                    "for a Slack gateway)");
     int rc = check_keys(d, "discord", keys, err, n);
     if (!rc)
         rc = get_str(d, "apiBase", "discord", 1, &c->api_base, err, n);
@@ -343,12 +397,14 @@ static int str_array(const json_t *arr, const char *where, char ***out, size_t *
 
 static int read_agents(ocgw_config *c, char *err, size_t n)
 {
-    static const char *const keys[] = {"id",    "workspace", "discordUserId", "tokenEnv",
-                                       "model", "scenario",  "systemPrompt",  NULL};
+    static const char *const keys[] = {"id",          "workspace",    "discordUserId",
+                                       "slackUserId", "tokenEnv",     "model",
+                                       "scenario",    "systemPrompt", NULL};
     json_t *arr = json_object_get(c->root, "agents");
     if (!json_is_array(arr) || json_array_size(arr) == 0)
         return fail(err, n,
-                    "agents: required non-empty array of {id, workspace, discordUserId, "
+                    "agents: required non-empty array of {id, workspace, discordUserId (or "
+                    "slackUserId), "
                     "tokenEnv, model, scenario?}");
     c->agents = calloc(json_array_size(arr), sizeof *c->agents);
     if (!c->agents)
@@ -373,7 +429,7 @@ static int read_agents(ocgw_config *c, char *err, size_t n)
         if (!rc)
             rc = get_str(a, "workspace", where, 1, &ws, err, n);
         if (!rc)
-            rc = get_snowflake(a, "discordUserId", where, 1, &ag->user_id, err, n);
+            rc = get_platform_id(c, a, uid_key(c), where, 1, 1, &ag->user_id, err, n);
         if (!rc)
             rc = get_str(a, "tokenEnv", where, 1, &ag->token_env, err, n);
         /* Read now, required by ocgw_config_run_only only when this
@@ -419,13 +475,16 @@ static int read_agents(ocgw_config *c, char *err, size_t n)
 
 static int read_humans(ocgw_config *c, char *err, size_t n)
 {
-    static const char *const keys[] = {"id", "discordUserId", "tokenEnv", "script", NULL};
-    static const char *const skeys[] = {"after", "channel", "content", NULL};
+    static const char *const keys[] = {"id",       "discordUserId", "slackUserId",
+                                       "tokenEnv", "script",        NULL};
+    static const char *const skeys[] = {"after", "channel", "content", "inThread", NULL};
     json_t *arr = json_object_get(c->root, "humans");
     if (!arr)
         return OC_OK;
     if (!json_is_array(arr))
-        return fail(err, n, "humans: expected an array of {id, discordUserId, tokenEnv?, script?}");
+        return fail(err, n,
+                    "humans: expected an array of {id, discordUserId (or slackUserId), "
+                    "tokenEnv?, script?}");
     c->humans = calloc(json_array_size(arr) + 1, sizeof *c->humans);
     if (!c->humans)
         return OC_ERR_NOMEM;
@@ -450,7 +509,7 @@ static int read_humans(ocgw_config *c, char *err, size_t n)
                 rc = fail(err, n, "%s.id: \"%s\" is used by two humans; ids are unique", where,
                           hu->id);
         if (!rc)
-            rc = get_snowflake(h, "discordUserId", where, 1, &hu->user_id, err, n);
+            rc = get_platform_id(c, h, uid_key(c), where, 1, 1, &hu->user_id, err, n);
         if (!rc)
             rc = get_str(h, "tokenEnv", where, 0, &hu->token_env, err, n);
         json_t *script = json_object_get(h, "script");
@@ -481,6 +540,13 @@ static int read_humans(ocgw_config *c, char *err, size_t n)
             if (!rc)
                 rc = get_str(s, "content", sw, 1, &hs->content, err, n);
             json_t *after = json_object_get(s, "after");
+            if (!rc)
+                rc = get_bool(s, "inThread", sw, 0, &hs->in_thread, err, n);
+            if (!rc && hs->in_thread && (!after || !c->slack))
+                rc = fail(err, n,
+                          "%s.inThread: a reply in a thread needs \"after\" (the message whose "
+                          "thread it answers) and a Slack gateway",
+                          sw);
             if (!rc && after) {
                 char aw[128];
                 snprintf(aw, sizeof aw, "%s.after", sw);
@@ -520,7 +586,13 @@ static int read_channels(ocgw_config *c, char *err, size_t n)
         if (!rc)
             rc = check_keys(ch, where, keys, err, n);
         if (!rc)
-            rc = get_snowflake(ch, "id", where, 1, &cc->id, err, n);
+            rc = get_platform_id(c, ch, "id", where, 1, 0, &cc->id, err, n);
+        /* A Slack thread is a ts inside its channel, served with it. */
+        if (!rc && c->slack && json_object_get(ch, "parentId"))
+            rc = fail(err, n,
+                      "%s.parentId: a Slack thread is not a channel of its own; its replies "
+                      "are read with its channel (leave parentId out)",
+                      where);
         if (!rc)
             rc = get_snowflake(ch, "parentId", where, 0, &cc->parent_id, err, n);
         if (!rc)
@@ -597,7 +669,7 @@ int ocgw_config_load(const char *path, ocgw_config *c, char *err, size_t err_len
     c->config_dir = slash == abs ? strdup("/") : strndup(abs, (size_t)(slash - abs));
     c->config_path = strdup(abs);
 
-    static const char *const keys[] = {"plugins", "discord", "gateway",     "channels",
+    static const char *const keys[] = {"plugins", "discord", "slack",       "gateway", "channels",
                                        "agents",  "humans",  "description", NULL};
     /* Before and after ${NAME} expansion: a token written into the file, or
      * one a variable put into a key that is not for tokens. */
@@ -630,31 +702,31 @@ int ocgw_config_load(const char *path, ocgw_config *c, char *err, size_t err_len
         for (size_t k = 0; !rc && k < i; k++)
             if (!strcmp(c->agents[i].user_id, c->agents[k].user_id))
                 rc = fail(err, err_len,
-                          "agents[%s].discordUserId: %s is already the user of "
+                          "agents[%s].%s: %s is already the user of "
                           "agent %s; each agent needs its own bot user",
-                          c->agents[i].id, c->agents[i].user_id, c->agents[k].id);
+                          c->agents[i].id, uid_key(c), c->agents[i].user_id, c->agents[k].id);
         if (!rc && mod && !strcmp(c->agents[i].user_id, mod))
             rc = fail(err, err_len,
-                      "agents[%s].discordUserId: %s is discord.moderatorUserId; "
+                      "agents[%s].%s: %s is %s.moderatorUserId; "
                       "the moderator bot cannot also be an agent",
-                      c->agents[i].id, mod);
+                      c->agents[i].id, uid_key(c), mod, c->slack ? "slack" : "discord");
         for (size_t k = 0; !rc && k < c->n_humans; k++)
             if (!strcmp(c->agents[i].user_id, c->humans[k].user_id))
-                rc = fail(err, err_len, "humans[%s].discordUserId: same user as agent %s",
-                          c->humans[k].id, c->agents[i].id);
+                rc = fail(err, err_len, "humans[%s].%s: same user as agent %s", c->humans[k].id,
+                          uid_key(c), c->agents[i].id);
     }
     for (size_t i = 0; !rc && i < c->n_humans; i++) {
         for (size_t k = 0; !rc && k < i; k++)
             if (!strcmp(c->humans[i].user_id, c->humans[k].user_id))
                 rc = fail(err, err_len,
-                          "humans[%s].discordUserId: %s is already the user of "
+                          "humans[%s].%s: %s is already the user of "
                           "human %s; give each human its own user",
-                          c->humans[i].id, c->humans[i].user_id, c->humans[k].id);
+                          c->humans[i].id, uid_key(c), c->humans[i].user_id, c->humans[k].id);
         if (!rc && mod && !strcmp(c->humans[i].user_id, mod))
             rc = fail(err, err_len,
-                      "humans[%s].discordUserId: %s is discord.moderatorUserId; "
+                      "humans[%s].%s: %s is %s.moderatorUserId; "
                       "the moderator bot is not a human",
-                      c->humans[i].id, mod);
+                      c->humans[i].id, uid_key(c), mod, c->slack ? "slack" : "discord");
     }
     if (rc) {
         ocgw_config_free(c);
@@ -761,6 +833,7 @@ void ocgw_config_free(ocgw_config *c)
         free(a->system_prompt);
         ocgw_scenario_free(&a->scen);
         dg_discord_free(a->dc);
+        ocgw_slack_free(a->sc);
     }
     free(c->agents);
     for (size_t i = 0; i < c->n_humans; i++) {
@@ -779,6 +852,7 @@ void ocgw_config_free(ocgw_config *c)
         }
         free(h->steps);
         dg_discord_free(h->dc);
+        ocgw_slack_free(h->sc);
     }
     free(c->humans);
     for (size_t i = 0; i < c->n_channels; i++) {

@@ -23,6 +23,10 @@
  * exact set of users the message mentions (agent/human ids, "moderator").
  * Tool outcomes are compared in order, transient OC_ERR_IO results (retried
  * by the scripted agent) left out. Strings take {{var}} substitution.
+ *
+ * On Slack a channel's history holds its thread replies too, in the order
+ * posted; a message with "inThread": true must be a thread reply, any
+ * other a top-level message.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -90,6 +94,9 @@ static int validate_channels(const json_t *doc, const char *path, char *err, siz
             json_t *who;
             if (mn && !json_is_array(mn))
                 return why_set(err, n, -1, "%s.mentions: expected an array of ids", where);
+            const json_t *it = json_object_get(m, "inThread");
+            if (it && !json_is_boolean(it))
+                return why_set(err, n, -1, "%s.inThread: expected true or false", where);
             json_array_foreach(mn, x, who)
                 if (!json_is_string(who))
                     return why_set(err, n, -1,
@@ -97,6 +104,7 @@ static int validate_channels(const json_t *doc, const char *path, char *err, siz
                                    x);
             json_t *copy = json_deep_copy(m);
             json_object_del(copy, "mentions");
+            json_object_del(copy, "inThread");
             ocgw_match tmp;
             int rc = ocgw_match_parse(copy, where, &tmp, err, n);
             json_decref(copy);
@@ -259,6 +267,13 @@ static int fetch_all(ocgw *g, const char *channel_id, ocgw_msg **out, size_t *n_
             a = &g->cfg.agents[k];
     if (!a)
         return -1;
+    if (g->cfg.slack) {
+        char bound[32];
+        ocgw_slack_err e;
+        int rc = ocgw_slack_poll(a->sc, channel_id, "0", out, n_out, bound, sizeof bound, &e);
+        ocgw_rest(g, e.attempts);
+        return rc == OC_OK ? 0 : -1;
+    }
     char after[32] = "1"; /* before every message: Discord ids are far above 1 */
     size_t cap = 0;
     for (int pages = 0; pages < 50; pages++) {
@@ -353,11 +368,18 @@ static int check_channel(ocgw *g, const char *ref, const json_t *want, int verbo
             json_t *w = json_array_get(want, i);
             json_t *copy = json_deep_copy(w);
             json_object_del(copy, "mentions");
+            json_object_del(copy, "inThread");
             ocgw_match mt;
             char e[300], desc[300] = "";
             ocgw_match_parse(copy, "expect", &mt, e, sizeof e);
             json_decref(copy);
             int ok = ocgw_match_msg(g, &mt, &msgs[i], NULL);
+            int in_thread = json_is_true(json_object_get(w, "inThread"));
+            if (ok && g->cfg.slack && in_thread != (msgs[i].thread_id != NULL)) {
+                ok = 0;
+                snprintf(desc, sizeof desc, "%s",
+                         in_thread ? "is not a thread reply" : "is a thread reply");
+            }
             if (ok && json_object_get(w, "mentions"))
                 ok = mentions_equal(g, json_object_get(w, "mentions"), &msgs[i], desc, sizeof desc);
             ocgw_match_free(&mt);
@@ -370,8 +392,8 @@ static int check_channel(ocgw *g, const char *ref, const json_t *want, int verbo
                              ref, i + 1, ocgw_who(g, msgs[i].author_id), line ? line : "", d,
                              *desc ? ": " : "", desc);
             } else if (verbose) {
-                ocgw_say(g, "    ok %2zu  %-9s %s", i + 1, ocgw_who(g, msgs[i].author_id),
-                         line ? line : "");
+                ocgw_say(g, "    ok %2zu  %-9s %s%s", i + 1, ocgw_who(g, msgs[i].author_id),
+                         msgs[i].thread_id && g->cfg.slack ? "(in thread) " : "", line ? line : "");
             }
         }
         free(line);

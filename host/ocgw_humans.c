@@ -38,8 +38,12 @@ void ocgw_humans_observe(ocgw *g, const ocgw_msg *m)
         if (next >= (long)h->n_steps || json_is_true(json_object_get(me, "due")))
             continue;
         const ocgw_human_step *s = &h->steps[next];
-        if (s->has_after && ocgw_match_msg(g, &s->after, m, NULL))
+        if (s->has_after && ocgw_match_msg(g, &s->after, m, NULL)) {
             json_object_set_new(me, "due", json_true());
+            /* The thread a reply goes to: the message's own, or the one it
+             * starts. */
+            json_object_set_new(me, "thread", json_string(m->thread_id ? m->thread_id : m->id));
+        }
     }
 }
 
@@ -79,7 +83,19 @@ int ocgw_humans_fire(ocgw *g)
             snprintf(idx, sizeof idx, "%ld", next);
             ocgw_nonce(nonce, 'h', h->id, idx, ch);
             dg_discord_err e;
-            int rc = dg_discord_post_message(h->dc, ch, content, mention, nm, nonce, NULL, &e);
+            int rc;
+            if (g->cfg.slack) {
+                ocgw_slack_err se;
+                const char *th =
+                    s->in_thread ? json_string_value(json_object_get(me, "thread")) : NULL;
+                rc = ocgw_slack_post(h->sc, ch, th, content, nonce, NULL, &se);
+                memset(&e, 0, sizeof e);
+                e.attempts = se.attempts;
+                e.retryable = se.retryable;
+                snprintf(e.message, sizeof e.message, "%s", se.message);
+            } else {
+                rc = dg_discord_post_message(h->dc, ch, content, mention, nm, nonce, NULL, &e);
+            }
             ocgw_rest_post(g, e.attempts, h->id);
             json_decref(ids);
             if (rc != OC_OK && e.retryable) {
@@ -95,8 +111,9 @@ int ocgw_humans_fire(ocgw *g)
                 free(line);
                 ocgw_state_count(&g->st, "humanPosts", 1);
             } else {
-                ocgw_say(g, "[#%s] %s (human, scripted): Discord refused the post: %s",
-                         ocgw_chan_label(g, ch), h->id, e.message);
+                ocgw_say(g, "[#%s] %s (human, scripted): %s refused the post: %s",
+                         ocgw_chan_label(g, ch), h->id, g->cfg.slack ? "Slack" : "Discord",
+                         e.message);
             }
             free(content);
             json_object_set_new(me, "next", json_integer(next + 1));

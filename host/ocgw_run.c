@@ -123,14 +123,27 @@ void ocgw_save_state(ocgw *g)
                 strerror(errno));
 }
 
-/* The key the gateway's channel table uses: the thread when in one. */
-static const char *chan_key(const ocgw_msg *m)
+/* The platform's name, as OpenClaw's messageProvider and session keys say it. */
+static const char *provider(const ocgw *g)
 {
-    return m->thread_id ? m->thread_id : m->channel_id;
+    return g->cfg.slack ? "slack" : "discord";
 }
 
-static char *session_key(const char *agent, const ocgw_msg *m)
+static char *session_key(const ocgw *g, const char *agent, const ocgw_msg *m)
 {
+    if (g->cfg.slack) {
+        /* OpenClaw lower-cases the Slack channel id inside its keys. */
+        char low[32];
+        size_t i = 0;
+        for (; m->channel_id[i] && i + 1 < sizeof low; i++)
+            low[i] = (char)(m->channel_id[i] >= 'A' && m->channel_id[i] <= 'Z'
+                                ? m->channel_id[i] - 'A' + 'a'
+                                : m->channel_id[i]);
+        low[i] = 0;
+        if (m->thread_id)
+            return dg_sprintf("agent:%s:slack:channel:%s:thread:%s", agent, low, m->thread_id);
+        return dg_sprintf("agent:%s:slack:channel:%s", agent, low);
+    }
     if (m->thread_id)
         return dg_sprintf("agent:%s:discord:channel:%s:thread:%s", agent, m->channel_id,
                           m->thread_id);
@@ -147,7 +160,7 @@ static json_t *agent_ctx(ocgw *g, const ocgw_agent *a, const json_t *run, const 
                             a->id, "sessionKey", sget(run, "sessionKey"), "sessionId",
                             sid ? sid : sget(run, "sessionKey"), "workspaceDir", a->workspace,
                             "channelId", m->channel_id, "accountId", a->id, "messageProvider",
-                            "discord", "runId", sget(run, "runId"), "senderId", m->author_id,
+                            provider(g), "runId", sget(run, "runId"), "senderId", m->author_id,
                             "trigger", "message", "senderIsOwner", 0);
     free(sid);
     if (m->thread_id)
@@ -193,11 +206,13 @@ static void fire_received(ocgw *g, const ocgw_msg *m, json_t *agents)
             continue;
         /* Per agent session, as OpenClaw reports it: the plugin learns that
          * the message reached this agent's session (what arms its nudge). */
-        char *key = session_key(a->id, m);
+        char *key = session_key(g, a->id, m);
         json_t *ctx = key ? json_pack("{s:s, s:s, s:s}", "channelId", m->channel_id, "accountId",
                                       a->id, "sessionKey", key)
                           : NULL;
         free(key);
+        if (ctx && g->cfg.slack)
+            sset(ctx, "messageProvider", "slack");
         if (ctx)
             och_hook_dispatch(g->host, "message_received", ev, ctx, NULL);
         json_decref(ctx);
@@ -208,7 +223,7 @@ static void fire_received(ocgw *g, const ocgw_msg *m, json_t *agents)
 
 static json_t *decide(ocgw *g, const ocgw_agent *a, const ocgw_msg *m)
 {
-    char *key = session_key(a->id, m);
+    char *key = session_key(g, a->id, m);
     char run_id[64];
     snprintf(run_id, sizeof run_id, "ocgw-%016llx",
              (unsigned long long)ocgw_hash(a->id, m->channel_id, m->id, "run", NULL));
@@ -469,7 +484,7 @@ static int do_tool(ocgw *g, const ocgw_agent *a, json_t *run, const ocgw_msg *m,
             }
         }
         const char *cid = sget(details, "channelId");
-        if (cid && dg_snowflake_valid(cid)) {
+        if (cid && ocgw_chan_id_valid(g, cid)) {
             const char *alias = NULL;
             json_object_foreach(act->bind, k, v)
                 if (!strcmp(json_string_value(v), "channelId"))
@@ -564,7 +579,7 @@ static int run_model(ocgw *g, const ocgw_agent *a, json_t *run, const ocgw_msg *
     long si = iget(run, "step");
     const ocgw_step *s = si >= 0 && (size_t)si < a->scen.n_steps ? &a->scen.steps[si] : NULL;
     json_t *vars = json_object_get(run, "vars");
-    sset(vars, "channel", chan_key(m));
+    sset(vars, "channel", ocgw_chan_key(g, m));
     sset(vars, "message.id", m->id);
     sset(vars, "agent", a->id);
     while (s && iget(run, "act") < (long)s->n_acts) {
@@ -602,14 +617,14 @@ static int payload_sending(ocgw *g, const ocgw_agent *a, json_t *run, const ocgw
                            char **text)
 {
     const char *out = sget(run, "output");
-    char *conv = dg_sprintf("channel:%s", chan_key(m));
-    json_t *ctx = json_pack("{s:s, s:s, s:s, s:s, s:s}", "channelId", "discord", "accountId", a->id,
-                            "conversationId", conv, "sessionKey", sget(run, "sessionKey"), "runId",
-                            sget(run, "runId"));
+    char *conv = dg_sprintf("channel:%s", ocgw_chan_key(g, m));
+    json_t *ctx = json_pack("{s:s, s:s, s:s, s:s, s:s}", "channelId", provider(g), "accountId",
+                            a->id, "conversationId", conv, "sessionKey", sget(run, "sessionKey"),
+                            "runId", sget(run, "runId"));
     json_t *ev =
         json_pack("{s:{s:s, s:b}, s:s, s:s, s:s, s:s}", "payload", "text", out, "isError",
                   json_is_true(json_object_get(run, "isError")), "kind", "final", "channel",
-                  "discord", "sessionKey", sget(run, "sessionKey"), "runId", sget(run, "runId"));
+                  provider(g), "sessionKey", sget(run, "sessionKey"), "runId", sget(run, "runId"));
     free(conv);
     json_t *res = NULL;
     och_hook_dispatch(g->host, "reply_payload_sending", ev, ctx, &res);
@@ -670,10 +685,23 @@ static int send_reply(ocgw *g, const ocgw_agent *a, json_t *run, const ocgw_msg 
         if (nm < 100)
             mention[nm++] = json_string_value(v);
     char nonce[26];
-    ocgw_nonce(nonce, 'a', a->id, chan_key(m), m->id);
+    ocgw_nonce(nonce, 'a', a->id, ocgw_chan_key(g, m), m->id);
     char *mid = NULL;
     dg_discord_err e;
-    int rc = dg_discord_post_message(a->dc, chan_key(m), content, mention, nm, nonce, &mid, &e);
+    int rc;
+    if (g->cfg.slack) {
+        /* In the thread of the message, as OpenClaw's Slack plugin answers
+         * a reply; at the top level otherwise. */
+        ocgw_slack_err se;
+        rc = ocgw_slack_post(a->sc, m->channel_id, m->thread_id, content, nonce, &mid, &se);
+        memset(&e, 0, sizeof e);
+        e.attempts = se.attempts;
+        e.retryable = se.retryable;
+        snprintf(e.message, sizeof e.message, "%s", se.message);
+    } else {
+        rc = dg_discord_post_message(a->dc, ocgw_chan_key(g, m), content, mention, nm, nonce, &mid,
+                                     &e);
+    }
     ocgw_rest_post(g, e.attempts, a->id);
     json_decref(ids);
     if (rc == OC_OK) {
@@ -690,10 +718,11 @@ static int send_reply(ocgw *g, const ocgw_agent *a, json_t *run, const ocgw_msg 
     free(content);
     if (e.retryable) {
         och_log(g->host, OC_LOG_WARN, OCGW_SOURCE, "%s: post to %s failed for now (%s); retrying",
-                a->id, chan_key(m), e.message);
+                a->id, ocgw_chan_key(g, m), e.message);
         return 1;
     }
-    ocgw_say(g, "      %s: post refused by Discord: %s", a->id, e.message);
+    ocgw_say(g, "      %s: post refused by %s: %s", a->id, g->cfg.slack ? "Slack" : "Discord",
+             e.message);
     sset(run, "cancelled", e.message);
     ocgw_state_count(&g->st, "failedPosts", 1);
     return 0;
@@ -819,7 +848,10 @@ static void say_message(ocgw *g, const ocgw_msg *m, int resumed)
         : (g->cfg.moderator_user_id && !strcmp(m->author_id, g->cfg.moderator_user_id))
             ? "moderator bot"
             : (m->author_bot ? "bot" : "user");
-    ocgw_say(g, "[#%s] %s (%s)%s: %s", ocgw_chan_label(g, chan_key(m)), who, kind,
+    /* A Slack thread reply: the channel and, after '/', the thread. */
+    ocgw_say(g, "[#%s%s%s] %s (%s)%s: %s", ocgw_chan_label(g, ocgw_chan_key(g, m)),
+             g->cfg.slack && m->thread_id ? " thread " : "",
+             g->cfg.slack && m->thread_id ? m->thread_id : "", who, kind,
              resumed ? " [resumed after a restart]" : "", line ? line : "");
     free(line);
 }
@@ -881,7 +913,7 @@ int ocgw_process_inflight(ocgw *g)
     json_t *runs = json_object_get(inf, "runs");
     if (!strcmp(sget(inf, "phase"), "new")) {
         say_message(g, &m, 0);
-        json_t *agents = ocgw_channel_agents(g, chan_key(&m));
+        json_t *agents = ocgw_channel_agents(g, ocgw_chan_key(g, &m));
         fire_received(g, &m, agents);
         json_t *real = json_array();
         size_t i;
@@ -928,7 +960,7 @@ int ocgw_process_inflight(ocgw *g)
     if (g->cfg.moderator_user_id && !strcmp(m.author_id, g->cfg.moderator_user_id))
         ocgw_state_count(&g->st, "moderatorMessages", 1);
     ocgw_state_count(&g->st, "messages", 1);
-    json_t *ch = json_object_get(ocgw_state_obj(&g->st, "channels"), chan_key(&m));
+    json_t *ch = json_object_get(ocgw_state_obj(&g->st, "channels"), ocgw_chan_key(g, &m));
     if (ch)
         sset(ch, "cursor", m.id);
     json_object_set_new(g->st.doc, "inflight", json_null());

@@ -289,7 +289,7 @@ const char *ocgw_channel_ref(ocgw *g, const char *ref)
     const ocgw_chan_cfg *cc = ocgw_chan_cfg_by_alias(&g->cfg, ref);
     if (cc)
         return cc->id;
-    return dg_snowflake_valid(ref) ? ref : NULL;
+    return ocgw_chan_id_valid(g, ref) ? ref : NULL;
 }
 
 static int from_matches(ocgw *g, const char *from, const ocgw_msg *m)

@@ -70,9 +70,12 @@ char *ocgw_pretty(ocgw *g, const char *text, size_t max)
         if (p[0] == '<' && (p[1] == '@' || p[1] == '#')) {
             q = p + 2 + (p[1] == '@' && p[2] == '!');
             const char *s = q;
-            while (*q >= '0' && *q <= '9')
+            int slack_id = *q >= 'A' && *q <= 'Z';
+            while ((*q >= '0' && *q <= '9') || (slack_id && *q >= 'A' && *q <= 'Z'))
                 q++;
-            if (*q == '>' && q > s && q - s <= 20) {
+            /* Slack's <@U...|name> and <#C...|name>: the label is ours. */
+            const char *end = slack_id && *q == '|' ? strchr(q, '>') : q;
+            if (end && *end == '>' && q > s && q - s <= (slack_id ? 21 : 20)) {
                 char id[24];
                 memcpy(id, s, (size_t)(q - s));
                 id[q - s] = 0;
@@ -80,7 +83,7 @@ char *ocgw_pretty(ocgw *g, const char *text, size_t max)
                          p[1] == '@' ? ocgw_who(g, id) : ocgw_chan_label(g, id));
                 add = buf;
                 addn = strlen(buf);
-                p = q + 1;
+                p = end + 1;
             } else {
                 p++;
             }
@@ -150,9 +153,19 @@ json_t *ocgw_channel_agents(ocgw *g, const char *channel_id)
     return json_object_get(ch, "agents");
 }
 
+int ocgw_chan_id_valid(const ocgw *g, const char *id)
+{
+    return g->cfg.slack ? ocgw_slack_channel_id_valid(id) : dg_snowflake_valid(id);
+}
+
+const char *ocgw_chan_key(const ocgw *g, const ocgw_msg *m)
+{
+    return !g->cfg.slack && m->thread_id ? m->thread_id : m->channel_id;
+}
+
 void ocgw_learn_channel(ocgw *g, const char *channel_id, const char *by_agent, const char *alias)
 {
-    if (!dg_snowflake_valid(channel_id))
+    if (!ocgw_chan_id_valid(g, channel_id))
         return;
     json_t *chs = ocgw_state_obj(&g->st, "channels");
     json_t *ch = json_object_get(chs, channel_id);

@@ -249,6 +249,25 @@ char *ocgw_value_line(long runs, long avoided)
                       runs, avoided, pct, runs - avoided);
 }
 
+/* The id of a reference at q (after "<@", "<@!" or "<#"), ending at '>'
+ * (or Slack's '|' before a label, then '>'): Discord's digits, or Slack's
+ * upper-case id. Its length, 0 when q holds none. */
+static size_t ref_id(const char *q)
+{
+    size_t n = 0;
+    if (*q >= 'A' && *q <= 'Z')
+        while ((q[n] >= 'A' && q[n] <= 'Z') || (q[n] >= '0' && q[n] <= '9'))
+            n++;
+    else
+        while (q[n] >= '0' && q[n] <= '9')
+            n++;
+    if (n == 0 || n > (*q >= 'A' ? 21u : 20u))
+        return 0;
+    if (q[n] == '>' || (q[0] >= 'A' && q[n] == '|' && strchr(q + n, '>')))
+        return n;
+    return 0;
+}
+
 static json_t *refs(const char *text, const char *open)
 {
     json_t *arr = json_array();
@@ -257,14 +276,12 @@ static json_t *refs(const char *text, const char *open)
         const char *q = p + ol;
         if (*open == '<' && open[1] == '@' && *q == '!')
             q++;
-        const char *s = q;
-        while (*q >= '0' && *q <= '9')
-            q++;
-        if (*q != '>' || q == s || q - s > 20)
+        size_t len = ref_id(q);
+        if (!len)
             continue;
         char id[24];
-        memcpy(id, s, (size_t)(q - s));
-        id[q - s] = 0;
+        memcpy(id, q, len);
+        id[len] = 0;
         int seen = 0;
         size_t i;
         json_t *v;
@@ -274,6 +291,24 @@ static json_t *refs(const char *text, const char *open)
             json_array_append_new(arr, json_string(id));
     }
     return arr;
+}
+
+int ocgw_id_cmp(const char *a, const char *b)
+{
+    /* Whole part by length then digits, then the fraction (Slack's ts). */
+    size_t ia = strcspn(a, "."), ib = strcspn(b, ".");
+    while (ia > 1 && *a == '0')
+        a++, ia--;
+    while (ib > 1 && *b == '0')
+        b++, ib--;
+    if (ia != ib)
+        return ia < ib ? -1 : 1;
+    int c = strncmp(a, b, ia);
+    if (c)
+        return c < 0 ? -1 : 1;
+    const char *fa = a[ia] == '.' ? a + ia + 1 : "", *fb = b[ib] == '.' ? b + ib + 1 : "";
+    c = strcmp(fa, fb);
+    return c < 0 ? -1 : c > 0;
 }
 
 json_t *ocgw_user_mentions(const char *text)
