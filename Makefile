@@ -164,7 +164,7 @@ INC_slack   := $(INC_http) -Islack
 INC_chat    := $(INC_common) -Idiscord -Islack -Ichat
 INC_plugin  := -Iinclude $(INC_common) -Ichat -Istore -Iplugin
 INC_hooks   := $(INC_plugin) -Ihooks
-INC_host    := -Iinclude $(INC_discord) -Ihost
+INC_host    := -Iinclude $(INC_discord) -Islack -Ihost
 INC_servers := $(INC_common)
 INC_tools   := $(INC_plugin) -Idiscord -Itools
 INC_tests   := $(INC_hooks) -Ihttp -Idiscord -Ihost -Islack -Itests/support
@@ -324,8 +324,8 @@ $(HTTP_LIB): $(HTTP_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 # ocgw's agent bots use the same Discord REST client as the plugin.
-$(B)/ocgw: $(OCGW_OBJ) $(DISCORD_LIB) $(B)/libochost.a $(HTTP_LIB) $(COMMON_LIB)
-	$(CC) -o $@ $(OCGW_OBJ) $(DISCORD_LIB) $(B)/libochost.a $(HTTP_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) -ldl -lm
+$(B)/ocgw: $(OCGW_OBJ) $(DISCORD_LIB) $(SLACK_LIB) $(B)/libochost.a $(HTTP_LIB) $(COMMON_LIB)
+	$(CC) -o $@ $(OCGW_OBJ) $(DISCORD_LIB) $(SLACK_LIB) $(B)/libochost.a $(HTTP_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) -ldl -lm
 
 FAKE_DISCORD_OBJ := $(patsubst %.c,$(B)/obj/%.o,tests/support/fake_discord.c \
                     tests/support/fake_discord_gateway.c tests/support/ws_server.c \

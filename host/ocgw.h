@@ -391,10 +391,6 @@ typedef struct ocgw_slack_err {
     char message[300]; /* a sentence naming the method; "" on OC_OK */
 } ocgw_slack_err;
 
-/* 1 for a Slack user id ('U' or 'W' then 2..20 of [A-Z0-9]) / channel id
- * ('C', 'G' or 'D' then the same). */
-int ocgw_slack_user_id_valid(const char *id);
-int ocgw_slack_channel_id_valid(const char *id);
 /* A caller of <api_base>/<method> with a bot token (copied; wiped at free).
  * OC_OK and *out, or an error with err. */
 int ocgw_slack_new(const char *api_base, const char *token, long timeout_ms, ocgw_slack **out,

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "ocgw.h"
+#include "slack.h"
 #include "buf.h"
 #include "agent_id.h"
 #include "secret_shape.h"
@@ -247,7 +248,7 @@ static int get_platform_id(const ocgw_config *c, const json_t *obj, const char *
     int rc = get_str(obj, key, where, required, out, err, n);
     if (rc || !*out)
         return rc;
-    if (user ? ocgw_slack_user_id_valid(*out) : ocgw_slack_channel_id_valid(*out))
+    if (user ? dg_slack_user_id_valid(*out) : dg_slack_channel_id_valid(*out))
         return OC_OK;
     free(*out);
     *out = NULL;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "ocgw.h"
+#include "slack.h"
 #include "buf.h"
 
 void ocgw_rest(ocgw *g, int attempts)
@@ -155,7 +156,7 @@ json_t *ocgw_channel_agents(ocgw *g, const char *channel_id)
 
 int ocgw_chan_id_valid(const ocgw *g, const char *id)
 {
-    return g->cfg.slack ? ocgw_slack_channel_id_valid(id) : dg_snowflake_valid(id);
+    return g->cfg.slack ? dg_slack_channel_id_valid(id) : dg_snowflake_valid(id);
 }
 
 const char *ocgw_chan_key(const ocgw *g, const ocgw_msg *m)

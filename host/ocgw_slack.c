@@ -38,25 +38,6 @@ static const dgh_limits limits = {.timeout_ms = 15000,
                                   .max_attempts = 3,
                                   .max_idle = 2};
 
-static int id_tail(const char *s, size_t min, size_t max)
-{
-    size_t n = 0;
-    for (; s[n]; n++)
-        if (!((s[n] >= 'A' && s[n] <= 'Z') || (s[n] >= '0' && s[n] <= '9')))
-            return 0;
-    return n >= min && n <= max;
-}
-
-int ocgw_slack_user_id_valid(const char *id)
-{
-    return id && (id[0] == 'U' || id[0] == 'W') && id_tail(id + 1, 2, 20);
-}
-
-int ocgw_slack_channel_id_valid(const char *id)
-{
-    return id && (id[0] == 'C' || id[0] == 'G' || id[0] == 'D') && id_tail(id + 1, 2, 20);
-}
-
 int ocgw_slack_new(const char *api_base, const char *token, long timeout_ms, ocgw_slack **out,
                    char *err, size_t n)
 {

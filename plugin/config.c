@@ -470,8 +470,8 @@ static int rule_slack_present(const dg_config_key *k, const json_t *v, dg_config
     if (strncmp(tok, "xoxb-", 5) != 0 || strlen(tok) < 16)
         return dg_fail(err, err_len, DG_ERR_INVALID,
                        "config: DIRIGENT_SLACK_MODERATOR_TOKEN must be the moderator app's bot "
-                       "token (it starts with xoxb-; the value is not shown); a user (xoxp-) or "
-                       "app-level (xapp-) token cannot post as the moderator");
+                       "token (xoxb- and at least 11 more characters; the value is not shown); a "
+                       "user (xoxp-) or app-level (xapp-) token cannot post as the moderator");
     if (!(c->slack_moderator_token = strdup(tok)))
         return DG_ERR_NOMEM;
     return DG_OK;

@@ -200,14 +200,6 @@ START_TEST(ids_of_both_platforms_compare_by_value)
     ck_assert_int_lt(ocgw_id_cmp("0", "1712345678.123456"), 0);
     ck_assert_int_lt(ocgw_id_cmp("99999999999999999", "100000000000000000"), 0);
     ck_assert_int_gt(ocgw_id_cmp("300000000000000002", "300000000000000001"), 0);
-    ck_assert(ocgw_slack_channel_id_valid("C0WORK0001"));
-    ck_assert(ocgw_slack_channel_id_valid("G0PRIV"));
-    ck_assert(!ocgw_slack_channel_id_valid("c0work0001"));
-    ck_assert(!ocgw_slack_channel_id_valid("300000000000000001"));
-    ck_assert(ocgw_slack_user_id_valid("U0PLANNE1"));
-    ck_assert(ocgw_slack_user_id_valid("W0ENTERPRISE"));
-    ck_assert(!ocgw_slack_user_id_valid("C0WORK0001"));
-    ck_assert(!ocgw_slack_user_id_valid("U"));
     /* Mentions: Slack's with and without a label, Discord's still. */
     json_t *ids = ocgw_user_mentions("<@U0PLANNE1> and <@U0CODER03|coder>, <@12345> <@u0low>");
     ck_assert_uint_eq(json_array_size(ids), 3);
