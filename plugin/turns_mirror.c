@@ -265,9 +265,10 @@ int turns_refresh_channel(dg_turns *t, const char *channel_id, int other)
         for (size_t i = 0; i < l.n; i++) {
             turns_scope *r = l.v[i];
             st[i].msg_seq = r->st.msg_seq; /* in memory only: runs in flight compare it */
-            /* Another instance changed the scope (perhaps it ingested a
-             * message this one counts as a duplicate): a run that resolved
-             * before may not have seen it. */
+            /* Another instance changed the scope (perhaps by a message
+             * not here yet): a run that resolved before may not have seen
+             * it. A message that changes nothing stored is counted when it
+             * reaches this instance (turns_ingest.c). */
             if (other && !dg_turn_state_same(&st[i], &r->st))
                 st[i].msg_seq++;
             if (other && st[i].last_change_ms != r->st.last_change_ms)
