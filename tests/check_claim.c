@@ -666,6 +666,50 @@ START_TEST(test_run_without_evidence_of_an_older_message_counts)
 }
 END_TEST
 
+/* Every account of a gateway reports a message (one report per agent
+ * session): a report of a message this instance took in already is no new
+ * message, also when a run was decided between two reports. alpha's
+ * silence then answers the latest message and passes the turn. */
+START_TEST(test_second_report_of_a_message_is_no_new_message)
+{
+    join_abc();
+    char id[24];
+    mid(id);
+    ck_assert_int_eq(tth_msg(&H, CH1, NULL, id, TTH_HUMAN_UID, 0, "go", NULL), OC_OK);
+    ck_assert_int_eq(claim(TTH_ALPHA, "a1"), 0);
+    ck_assert_int_eq(tth_msg(&H, CH1, NULL, id, TTH_HUMAN_UID, 0, "go", NULL), OC_OK);
+    ck_assert_int_eq(end_run(TTH_ALPHA, "a1", "NO_REPLY"), OC_OK);
+    ck_assert_int_eq(peek().speaker, 1);
+}
+END_TEST
+
+/* The same message taken in first by another instance on the store, and
+ * changing nothing stored there: it is new here all the same, once. alpha's
+ * run decided before it reached this instance answered an older message,
+ * so its silence passes nothing; the run decided after it counts. */
+START_TEST(test_message_another_instance_took_in_first_is_new_here_once)
+{
+    start_second();
+    join_abc();
+    human_says("go");
+    ck_assert_int_eq(claim(TTH_ALPHA, "a1"), 0);
+    char id[24];
+    mid(id);
+    ck_assert_int_eq(tth_msg(&H2, CH1, NULL, id, TTH_HUMAN_UID, 0, "still there?", NULL), OC_OK);
+    dg_turn_state before = peek();
+    ck_assert_int_eq(tth_msg(&H, CH1, NULL, id, TTH_HUMAN_UID, 0, "still there?", NULL), OC_OK);
+    ck_assert_int_eq(end_run(TTH_ALPHA, "a1", "NO_REPLY"), OC_OK);
+    dg_turn_state after = peek();
+    ck_assert_int_eq(after.speaker, 0);
+    ck_assert_uint_eq(after.silent, before.silent);
+    ck_assert_int_eq(claim(TTH_ALPHA, "a2"), 0);
+    ck_assert_int_eq(tth_msg(&H, CH1, NULL, id, TTH_HUMAN_UID, 0, "still there?", NULL), OC_OK);
+    ck_assert_int_eq(end_run(TTH_ALPHA, "a2", "NO_REPLY"), OC_OK);
+    ck_assert_int_eq(peek().speaker, 1);
+    tth_free(&H2);
+}
+END_TEST
+
 START_TEST(test_message_sending_in_gateway_shape)
 {
     join3_and_ask();
@@ -1293,6 +1337,8 @@ Suite *make_claim_suite(void)
     tcase_add_test(tc, test_previous_speakers_own_run_is_not_held_for_its_reply);
     tcase_add_test(tc, test_run_in_another_instance_before_the_owed_reply_is_held_back);
     tcase_add_test(tc, test_owed_reply_in_another_instance_holds_for_the_turn_timeout_only);
+    tcase_add_test(tc, test_second_report_of_a_message_is_no_new_message);
+    tcase_add_test(tc, test_message_another_instance_took_in_first_is_new_here_once);
     tcase_add_test(tc, test_message_sending_in_gateway_shape);
     tcase_add_test(tc, test_old_host_without_claim_hooks_still_starts);
     tcase_add_test(tc, test_no_reply_pair_is_needed_only_without_claim_hooks);
