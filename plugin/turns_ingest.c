@@ -224,21 +224,36 @@ static void note_received(turns_chan *c, const char *id)
         memcpy(c->received, id, n + 1);
 }
 
+/* 1 when this instance took in message id of c before (another of its
+ * accounts reported it); else 0, and id is recorded (turns_chan.taken). */
+static int taken_before(turns_chan *c, const char *id)
+{
+    uint64_t h = dg_map_hash(id) | 1; /* never 0, the empty slot */
+    for (int i = 0; i < TURNS_TAKEN_MAX; i++)
+        if (c->taken[i] == h)
+            return 1;
+    c->taken[c->taken_head++ % TURNS_TAKEN_MAX] = h;
+    return 0;
+}
+
 /* The dedup of m by (channel, message id): *fresh = 0 when another account
- * reported it already. Every TURNS_SEEN_PRUNE_EVERY fresh messages, old
- * dedup rows and dormant states are pruned. Writer held. */
+ * reported it already; *here = 1 when none of this instance's did (with
+ * *fresh 0: another instance sharing the store took it in first). Every
+ * TURNS_SEEN_PRUNE_EVERY fresh messages, old dedup rows and dormant states
+ * are pruned. Writer held. */
 static int ingest_dedup(dg_turns *t, turns_chan *c, const dg_turn_message *m, int64_t now,
-                        int *fresh)
+                        int *fresh, int *here)
 {
     dg_store *st = t->p->store;
     int rc;
-    *fresh = 1;
+    *fresh = *here = 1;
     if (!m->message_id || !*m->message_id)
         return DG_OK;
     if ((rc = dg_store_turns_seen_claim_hinted(st, m->channel_id, m->message_id, now, &c->marks,
                                                fresh)))
         return rc;
     note_received(c, m->message_id);
+    *here = !taken_before(c, m->message_id);
     if (!*fresh)
         return DG_OK;
     if (++t->fresh_ingests % TURNS_SEEN_PRUNE_EVERY == 0 &&
@@ -416,6 +431,44 @@ static int ingest_message(dg_turns *t, turns_chan *c, const dg_turn_message *m, 
     return rc;
 }
 
+/*
+ * Message m reached this instance after another instance sharing the store
+ * took it in (and stored what it changed): what this one keeps in memory
+ * of m's scope moves as ingest_message moves it. Above all msg_seq, which
+ * runs compare: a run of an agent here resolved before m came did not see
+ * m, and its silence must not pass the turn on m (the scope would rest
+ * with m unanswered). Writer held.
+ */
+static int ingest_taken_elsewhere(dg_turns *t, turns_chan *c, const dg_turn_message *m,
+                                  dg_sender_kind kind, const dg_agent_cfg *sender_agent,
+                                  int64_t now)
+{
+    dg_scope sc;
+    int top_level;
+    int rc;
+    if (kind == DG_SENDER_HANDOFF)
+        return DG_OK; /* no message for the turns */
+    if ((rc = turns_message_scope(t, m, &sc, &top_level)))
+        return rc;
+    if (kind == DG_SENDER_MODERATOR && top_level)
+        return DG_OK;
+    turns_scope *r;
+    if ((rc = turns_scope_get(t, c, &sc, &r)))
+        return rc;
+    if (kind == DG_SENDER_MODERATOR) {
+        turns_recent_push(r, m->content, DG_NOBODY, 1);
+        return DG_OK; /* no new message for the turns */
+    }
+    r->wake_fp[0] = '\0';
+    turns_recent_push(r, m->content,
+                      sender_agent ? turns_member_pos(c, sender_agent->agent_id) : DG_NOBODY, 0);
+    dg_turn_state next = *turns_staged(t, r);
+    next.msg_seq++;
+    if ((rc = turns_install(t, r, &next)) == DG_OK && !atomic_load(&r->unanswered_ms))
+        atomic_store(&r->unanswered_ms, now);
+    return rc;
+}
+
 static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind kind,
                          const dg_agent_cfg *sender_agent, int admin, dg_admin_cmd cmd, int64_t now,
                          int *kick, turns_owner_action *oa)
@@ -428,9 +481,13 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
     turns_chan *c;
     if ((rc = turns_chan_get(t, m->channel_id, &c)))
         return rc;
-    int fresh;
-    if ((rc = ingest_dedup(t, c, m, now, &fresh)) || !fresh)
+    int fresh, here;
+    if ((rc = ingest_dedup(t, c, m, now, &fresh, &here)))
         return rc;
+    if (!fresh)
+        return here && cmd == DG_ADMIN_NONE && c->mode != DG_MODE_CLOSED
+                   ? ingest_taken_elsewhere(t, c, m, kind, sender_agent, now)
+                   : DG_OK;
     if (cmd != DG_ADMIN_NONE)
         return turns_admin_locked(t, m, cmd, now, kick, oa);
     /* Once per message (after the dedup), and a first-character test for

@@ -99,6 +99,11 @@ typedef struct turns_inval {
 } turns_inval;
 typedef struct turns_scope turns_scope;
 
+/* Message ids a channel record remembers taking in (turns_chan.taken): more
+ * than the reports of one message by every account of an instance come
+ * apart by, in a busy channel. */
+#define TURNS_TAKEN_MAX 16
+
 typedef struct turns_chan {
     char *id; /* id_inline when it fits (the mirror's key: the
                                     lookup's compare then reads this line, which
@@ -124,6 +129,14 @@ typedef struct turns_chan {
      * instance), "" when none since the start: what a run of one of its
      * agents answers at the latest (dg_turns_claim). Writer mutex. */
     char received[DG_SCOPE_ID_MAX];
+    /* Hashes of the last TURNS_TAKEN_MAX message ids this instance took in
+     * (0: an empty slot; taken_head: ids recorded, mod TURNS_TAKEN_MAX the
+     * next slot). Each account reports a message and the store keeps the
+     * first report of all instances sharing it: one that another instance
+     * reported first is new here all the same, once (turns_ingest.c).
+     * Writer mutex. */
+    uint64_t taken[TURNS_TAKEN_MAX];
+    unsigned taken_head;
     dg_mark_hint marks;  /* what the store read of its dedup marks. Writer mutex. */
     turns_scope *follow; /* scope of channel-level sessions, NULL until loaded */
     turns_scope *conv;   /* Conversation(channel) once loaded: the hot path's

@@ -251,6 +251,15 @@ int turns_refresh_channel(dg_turns *t, const char *channel_id, int other)
         if (rc == DG_ERR_NOT_FOUND)
             rc = DG_OK;
     }
+    int changed = 0, unseen = 0;
+    for (size_t i = 0; rc == DG_OK && other && i < l.n; i++)
+        changed |= !dg_turn_state_same(&st[i], &l.v[i]->st);
+    if (changed && !c->received[0])
+        unseen = 1; /* nothing received here yet to compare with */
+    else if (changed) {
+        int64_t at = 0;
+        rc = dg_store_turns_seen_since(t->p->store, c->id, c->received, &at, &unseen);
+    }
     if (rc == DG_OK) {
         pthread_rwlock_wrlock(&t->lock);
         for (int i = 0; i < c->n; i++)
@@ -275,10 +284,12 @@ int turns_refresh_channel(dg_turns *t, const char *channel_id, int other)
         for (size_t i = 0; i < l.n; i++) {
             turns_scope *r = l.v[i];
             st[i].msg_seq = r->st.msg_seq; /* in memory only: runs in flight compare it */
-            /* Another instance changed the scope (perhaps it ingested a
-             * message this one counts as a duplicate): a run that resolved
-             * before may not have seen it. */
-            if (other && !dg_turn_state_same(&st[i], &r->st))
+            /* Another instance changed the scope, and took in a later
+             * message of the channel than this one received: a run that
+             * resolved here may not have seen it. Its other changes (a
+             * claim, a timeout) are no message; each message is counted
+             * when it reaches this instance (turns_ingest.c). */
+            if (unseen && !dg_turn_state_same(&st[i], &r->st))
                 st[i].msg_seq++;
             if (other && st[i].last_change_ms != r->st.last_change_ms)
                 r->moved_elsewhere = 1;

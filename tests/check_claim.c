@@ -129,17 +129,22 @@ static int resolve_run(const char *agent, const char *run_id)
     return out;
 }
 
-/* agent_end with run_id (NULL: none). */
-static int end_run(const char *agent, const char *run_id, const char *output)
+/* agent_end with run_id (NULL: none) in instance h. */
+static int end_run_on(tth *h, const char *agent, const char *run_id, const char *output)
 {
     json_t *ctx = actx(agent, NULL);
     json_t *ev = json_pack("{s:b, s:s, s:i}", "success", 1, "output", output, "toolCalls", 0);
     if (run_id)
         json_object_set_new(ev, "runId", json_string(run_id));
-    int rc = tth_call(&H, "agent_end", ev, ctx, NULL);
+    int rc = tth_call(h, "agent_end", ev, ctx, NULL);
     json_decref(ev);
     json_decref(ctx);
     return rc;
+}
+
+static int end_run(const char *agent, const char *run_id, const char *output)
+{
+    return end_run_on(&H, agent, run_id, output);
 }
 
 /* reply_payload_sending in the gateway shape: 1 cancelled, 0 not, -1 error. */
@@ -663,6 +668,71 @@ START_TEST(test_run_without_evidence_of_an_older_message_counts)
     claim_body = "hello";
     ck_assert_int_eq(end_run(TTH_BRAVO, "b1", "Yes."), OC_OK);
     ck_assert_int_eq(peek().speaker, 2);
+}
+END_TEST
+
+/* Every account of a gateway reports a message (one report per agent
+ * session): a report of a message this instance took in already is no new
+ * message, also when a run was decided between two reports. alpha's
+ * silence then answers the latest message and passes the turn. */
+START_TEST(test_second_report_of_a_message_is_no_new_message)
+{
+    join_abc();
+    char id[24];
+    mid(id);
+    ck_assert_int_eq(tth_msg(&H, CH1, NULL, id, TTH_HUMAN_UID, 0, "go", NULL), OC_OK);
+    ck_assert_int_eq(claim(TTH_ALPHA, "a1"), 0);
+    ck_assert_int_eq(tth_msg(&H, CH1, NULL, id, TTH_HUMAN_UID, 0, "go", NULL), OC_OK);
+    ck_assert_int_eq(end_run(TTH_ALPHA, "a1", "NO_REPLY"), OC_OK);
+    ck_assert_int_eq(peek().speaker, 1);
+}
+END_TEST
+
+/* The same message taken in first by another instance on the store, and
+ * changing nothing stored there: it is new here all the same, once. alpha's
+ * run decided before it reached this instance answered an older message,
+ * so its silence passes nothing; the run decided after it counts. */
+START_TEST(test_message_another_instance_took_in_first_is_new_here_once)
+{
+    start_second();
+    join_abc();
+    human_says("go");
+    ck_assert_int_eq(claim(TTH_ALPHA, "a1"), 0);
+    char id[24];
+    mid(id);
+    ck_assert_int_eq(tth_msg(&H2, CH1, NULL, id, TTH_HUMAN_UID, 0, "still there?", NULL), OC_OK);
+    dg_turn_state before = peek();
+    ck_assert_int_eq(tth_msg(&H, CH1, NULL, id, TTH_HUMAN_UID, 0, "still there?", NULL), OC_OK);
+    ck_assert_int_eq(end_run(TTH_ALPHA, "a1", "NO_REPLY"), OC_OK);
+    dg_turn_state after = peek();
+    ck_assert_int_eq(after.speaker, 0);
+    ck_assert_uint_eq(after.silent, before.silent);
+    ck_assert_int_eq(claim(TTH_ALPHA, "a2"), 0);
+    ck_assert_int_eq(tth_msg(&H, CH1, NULL, id, TTH_HUMAN_UID, 0, "still there?", NULL), OC_OK);
+    ck_assert_int_eq(end_run(TTH_ALPHA, "a2", "NO_REPLY"), OC_OK);
+    ck_assert_int_eq(peek().speaker, 1);
+    tth_free(&H2);
+}
+END_TEST
+
+/* What another instance changes without a message is no message: bravo's
+ * run there is claimed and ends (it consumed "go", a change of the stored
+ * state) while alpha's run for "go" goes on here; alpha's silence then
+ * answered the latest message and passes the turn. */
+START_TEST(test_change_of_another_instance_without_a_message_is_no_message)
+{
+    start_second();
+    join_abc();
+    both_see(TTH_HUMAN_UID, 0, "go");
+    ck_assert_int_eq(claim_on(&H2, TTH_ALPHA, "a1"), 0);
+    dg_turn_state before = peek();
+    ck_assert_int_eq(claim(TTH_BRAVO, "b1"), 1);
+    ck_assert_int_eq(end_run(TTH_BRAVO, "b1", "NO_REPLY"), OC_OK);
+    dg_turn_state after = peek();
+    ck_assert_msg(!dg_turn_state_same(&before, &after), "bravo's claimed run changed nothing");
+    ck_assert_int_eq(end_run_on(&H2, TTH_ALPHA, "a1", "NO_REPLY"), OC_OK);
+    ck_assert_int_eq(peek_on(&H2).speaker, 1);
+    tth_free(&H2);
 }
 END_TEST
 
@@ -1293,6 +1363,9 @@ Suite *make_claim_suite(void)
     tcase_add_test(tc, test_previous_speakers_own_run_is_not_held_for_its_reply);
     tcase_add_test(tc, test_run_in_another_instance_before_the_owed_reply_is_held_back);
     tcase_add_test(tc, test_owed_reply_in_another_instance_holds_for_the_turn_timeout_only);
+    tcase_add_test(tc, test_second_report_of_a_message_is_no_new_message);
+    tcase_add_test(tc, test_message_another_instance_took_in_first_is_new_here_once);
+    tcase_add_test(tc, test_change_of_another_instance_without_a_message_is_no_message);
     tcase_add_test(tc, test_message_sending_in_gateway_shape);
     tcase_add_test(tc, test_old_host_without_claim_hooks_still_starts);
     tcase_add_test(tc, test_no_reply_pair_is_needed_only_without_claim_hooks);

@@ -2347,6 +2347,27 @@ START_TEST(regression_mention_of_non_reader_near_a_deadline)
 }
 END_TEST
 
+/* Two gateways on one store, planner on gateway 2 and coder on gateway 1:
+ * coder's run for bob's message is granted, alice writes, and gateway 2
+ * takes her message in first without changing the stored state; coder's
+ * run then passes. Her message is new to gateway 1 all the same: the
+ * silence answered bob's, so it passes nothing and the scope does not rest
+ * with alice unanswered (MODEL_SEED=791106748, MODEL_SEQUENCES=1). */
+START_TEST(regression_two_gateways_silent_run_before_a_message_taken_in_elsewhere)
+{
+    static const scenario sc = {{5, 0, 0},
+                                4,
+                                {
+                                    {S_ADMIN, 0, 1, 6, 0, 1, 0},
+                                    {S_RUN, 0, 2, 3, 0, 0, 0},
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 0},
+                                    {S_FINISH, 0, 2, 0, 0, 0, 0},
+                                },
+                                2};
+    replay(&sc);
+}
+END_TEST
+
 Suite *make_model_suite(void)
 {
     Suite *s = suite_create("model");
@@ -2393,6 +2414,7 @@ Suite *make_model_suite(void)
     tcase_add_test(reg, regression_hold_after_a_long_host_stall_is_nudged_in_time);
     tcase_add_test(reg, regression_mention_dropped_after_a_rest_is_nudged);
     tcase_add_test(reg, regression_new_turn_of_the_nudged_speaker_in_the_same_millisecond);
+    tcase_add_test(reg, regression_two_gateways_silent_run_before_a_message_taken_in_elsewhere);
     suite_add_tcase(s, reg);
     return s;
 }
