@@ -12,7 +12,7 @@ int dg_hook_agent_end(void *state, const json_t *event, const json_t *ctx, json_
     dg_plugin *p = state;
     (void)result;
     dg_hook_session hs;
-    int ok = dg_hook_decode_session(ctx, &hs);
+    int ok = dg_hook_decode_session(&p->cfg, ctx, &hs);
     if (ok < 0) {
         dg_log(p, OC_LOG_WARN, "agent_end: %s; the turn is not moved", hs.err);
         return OC_ERR_INVALID;

@@ -15,7 +15,7 @@ int dg_hook_before_agent_reply(void *state, const json_t *event, const json_t *c
 {
     dg_plugin *p = state;
     dg_hook_session hs;
-    int ok = dg_hook_decode_session(ctx, &hs);
+    int ok = dg_hook_decode_session(&p->cfg, ctx, &hs);
     if (ok < 0) {
         dg_log(p, OC_LOG_WARN, "before_agent_reply: %s; the run is not claimed", hs.err);
         return OC_ERR_INVALID;

@@ -28,18 +28,26 @@ int dg_json_opt_str(const json_t *obj, const char *key, const char **out)
 }
 
 /* The chat platforms whose channels Dirigent manages, by the name hosts
- * give them (a context's messageProvider, a session key's provider). */
-static int managed_provider(const char *name, size_t len)
+ * give them (a context's messageProvider, a session key's provider): each
+ * only where the config has its section. */
+static int managed_provider(const dg_config *cfg, const char *name, size_t len)
 {
-    return (len == 7 && strncasecmp(name, "discord", 7) == 0) ||
-           (len == 5 && strncasecmp(name, "slack", 5) == 0);
+    return (len == 7 && strncasecmp(name, "discord", 7) == 0 && cfg->has_discord) ||
+           (len == 5 && strncasecmp(name, "slack", 5) == 0 && cfg->has_slack);
 }
 
-int dg_hook_foreign(const json_t *ctx)
+int dg_hook_unmanaged_channel(const dg_config *cfg, const char *channel_id)
+{
+    dg_platform pf = dg_platform_of_channel(channel_id);
+    return (pf == DG_PLATFORM_DISCORD && !cfg->has_discord) ||
+           (pf == DG_PLATFORM_SLACK && !cfg->has_slack);
+}
+
+int dg_hook_foreign(const dg_config *cfg, const json_t *ctx)
 {
     const char *prov = dg_json_str(ctx, "messageProvider");
     if (prov && *prov)
-        return !managed_provider(prov, strlen(prov));
+        return !managed_provider(cfg, prov, strlen(prov));
     /* "agent:<id>:<provider>:<kind>:...": the provider of a channel session. */
     const char *key = dg_json_str(ctx, "sessionKey");
     if (key && strncmp(key, "agent:", 6) == 0) {
@@ -47,7 +55,7 @@ int dg_hook_foreign(const json_t *ctx)
         const char *q = p ? strchr(p + 1, ':') : NULL;
         if (q && (strncmp(q, ":channel:", 9) == 0 || strncmp(q, ":direct:", 8) == 0 ||
                   strncmp(q, ":group:", 7) == 0))
-            return !managed_provider(p + 1, (size_t)(q - p - 1));
+            return !managed_provider(cfg, p + 1, (size_t)(q - p - 1));
     }
     return 0;
 }
@@ -87,10 +95,10 @@ static int key_channel(const char *key, char *out, size_t cap)
     return 1;
 }
 
-int dg_hook_decode_session(const json_t *ctx, dg_hook_session *out)
+int dg_hook_decode_session(const dg_config *cfg, const json_t *ctx, dg_hook_session *out)
 {
     memset(out, 0, sizeof *out);
-    if (dg_hook_foreign(ctx))
+    if (dg_hook_foreign(cfg, ctx))
         return 0; /* another chat platform's session: not ours */
     const char *agent, *key, *channel, *thread;
     static const char *const names[] = {"agentId", "sessionKey", "channelId", "threadId"};
@@ -136,10 +144,10 @@ int dg_hook_decode_session(const json_t *ctx, dg_hook_session *out)
     out->s.channel_id = channel;
     out->s.thread_id = (thread && *thread) ? thread : NULL;
     out->s.is_dm = is_dm;
-    return 1;
+    return dg_hook_unmanaged_channel(cfg, out->s.channel_id) ? 0 : 1;
 }
 
-int dg_hook_decode_recipient(const json_t *ctx, dg_hook_session *out)
+int dg_hook_decode_recipient(const dg_config *cfg, const json_t *ctx, dg_hook_session *out)
 {
     memset(out, 0, sizeof *out);
     const char *key = NULL;
@@ -158,7 +166,7 @@ int dg_hook_decode_recipient(const json_t *ctx, dg_hook_session *out)
     out->s.session_key = key;
     out->s.channel_id = out->channel;
     out->s.thread_id = out->thread[0] ? out->thread : NULL;
-    return 1;
+    return dg_hook_unmanaged_channel(cfg, out->s.channel_id) ? 0 : 1;
 }
 
 /* "channel:<c>" -> c copied into out; 1 when found. */
@@ -169,7 +177,8 @@ static int conversation_channel(const char *conv, char *out, size_t cap)
     return key_field(conv, "channel:", out, cap);
 }
 
-int dg_hook_decode_outbound(const json_t *event, const json_t *ctx, dg_hook_session *out)
+int dg_hook_decode_outbound(const dg_config *cfg, const json_t *event, const json_t *ctx,
+                            dg_hook_session *out)
 {
     const char *agent = NULL, *key = NULL, *conv = NULL, *to = NULL;
     if (dg_json_opt_str(ctx, "agentId", &agent)) {
@@ -180,13 +189,14 @@ int dg_hook_decode_outbound(const json_t *event, const json_t *ctx, dg_hook_sess
         return -1;
     }
     if (agent)
-        return dg_hook_decode_session(ctx, out);
+        return dg_hook_decode_session(cfg, ctx, out);
     /* Gateway shape: ctx.channelId names the provider ("discord",
      * "slack"); a host may pass the channel's own id there instead. */
     memset(out, 0, sizeof *out);
     const char *provider = dg_json_str(ctx, "channelId");
-    if (dg_hook_foreign(ctx) || (provider && !managed_provider(provider, strlen(provider)) &&
-                                 !dg_platform_of_channel(provider)))
+    if (dg_hook_foreign(cfg, ctx) ||
+        (provider && !managed_provider(cfg, provider, strlen(provider)) &&
+         !dg_platform_of_channel(provider)))
         return 0; /* another chat platform's delivery */
     static const char *const names[] = {"sessionKey", "conversationId", "threadId"};
     const char *thread = NULL;
@@ -227,7 +237,7 @@ int dg_hook_decode_outbound(const json_t *event, const json_t *ctx, dg_hook_sess
     out->s.session_key = key;
     out->s.channel_id = out->channel;
     out->s.thread_id = out->thread[0] ? out->thread : NULL;
-    return 1;
+    return dg_hook_unmanaged_channel(cfg, out->s.channel_id) ? 0 : 1;
 }
 
 int dg_hook_run_id(const json_t *event, const json_t *ctx, int meta, const char **out,

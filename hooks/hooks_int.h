@@ -21,11 +21,17 @@ int dg_hook_message_received(void *state, const json_t *event, const json_t *ctx
 int dg_hook_before_model_resolve(void *state, const json_t *event, const json_t *ctx,
                                  json_t **result);
 int dg_hook_message_sending(void *state, const json_t *event, const json_t *ctx, json_t **result);
-/* 1 when ctx is another chat platform's (ctx.messageProvider not
- * "discord", or a session key "agent:<id>:<provider>:channel|direct|group:"
- * of another provider): Dirigent manages Discord channels only, and such a
- * hook is answered with nothing. */
-int dg_hook_foreign(const json_t *ctx);
+/* 1 when ctx is a chat platform's that cfg does not manage (its
+ * ctx.messageProvider, or the provider of its session key
+ * "agent:<id>:<provider>:channel|direct|group:", is not "discord" with a
+ * `discord` section, nor "slack" with a `slack` section): such a hook is
+ * answered with nothing. */
+int dg_hook_foreign(const dg_config *cfg, const json_t *ctx);
+
+/* 1 when channel_id has the shape of a platform cfg has no section for (a
+ * Slack channel under a Discord-only config): not ours, whatever the
+ * context says. 0 for a managed platform's id or one of no known shape. */
+int dg_hook_unmanaged_channel(const dg_config *cfg, const char *channel_id);
 
 int dg_hook_agent_end(void *state, const json_t *event, const json_t *ctx, json_t **result);
 int dg_hook_model_call_ended(void *state, const json_t *event, const json_t *ctx, json_t **result);
@@ -71,7 +77,7 @@ typedef struct dg_hook_session {
     char err[160];
 } dg_hook_session;
 
-int dg_hook_decode_session(const json_t *ctx, dg_hook_session *out)
+int dg_hook_decode_session(const dg_config *cfg, const json_t *ctx, dg_hook_session *out)
     __attribute__((warn_unused_result));
 
 /*
@@ -83,8 +89,8 @@ int dg_hook_decode_session(const json_t *ctx, dg_hook_session *out)
  * ("channel:<c>"); ctx.channelId (the provider's name) is not read.
  * Same returns as dg_hook_decode_session.
  */
-int dg_hook_decode_outbound(const json_t *event, const json_t *ctx, dg_hook_session *out)
-    __attribute__((warn_unused_result));
+int dg_hook_decode_outbound(const dg_config *cfg, const json_t *event, const json_t *ctx,
+                            dg_hook_session *out) __attribute__((warn_unused_result));
 
 /*
  * The agent session a message_received report is for: from ctx.sessionKey
@@ -94,7 +100,7 @@ int dg_hook_decode_outbound(const json_t *event, const json_t *ctx, dg_hook_sess
  * (no key, a DM or another shape), -1 when ctx.sessionKey is not a string
  * (out->err says so).
  */
-int dg_hook_decode_recipient(const json_t *ctx, dg_hook_session *out)
+int dg_hook_decode_recipient(const dg_config *cfg, const json_t *ctx, dg_hook_session *out)
     __attribute__((warn_unused_result));
 
 /*

@@ -181,7 +181,7 @@ static void decode_tags(const json_t *jt, dg_tag *tags, const char *(*parts)[MAX
 static int decode_recipient(dg_plugin *p, const json_t *ctx, dg_hook_session *rcpt,
                             dg_turn_message *m)
 {
-    int per_agent = dg_hook_decode_recipient(ctx, rcpt);
+    int per_agent = dg_hook_decode_recipient(&p->cfg, ctx, rcpt);
     if (per_agent < 0) {
         dg_log(p, OC_LOG_WARN, "message_received: %s; the message is ignored (nothing changes)",
                rcpt->err);
@@ -212,7 +212,7 @@ int dg_hook_message_received(void *state, const json_t *event, const json_t *ctx
         dg_log(p, OC_LOG_WARN, "message_received: the event is not a JSON object; ignored");
         return OC_ERR_INVALID;
     }
-    if (dg_hook_foreign(ctx))
+    if (dg_hook_foreign(&p->cfg, ctx))
         return OC_OK; /* another chat platform's message: not a channel of ours */
     /* Every field is checked before anything is recorded: a wrong-typed id
      * read as "absent" would turn a message into another one (no dedup, a
@@ -226,6 +226,8 @@ int dg_hook_message_received(void *state, const json_t *event, const json_t *ctx
     const char *parts[MAX_TAGS][MAX_TAG_PARTS];
     dg_hook_session rcpt;
     int rc = decode_fields(p, &e, ctx, &m);
+    if (rc == OC_OK && dg_hook_unmanaged_channel(&p->cfg, m.channel_id))
+        return OC_OK; /* a platform without its section in the config: not ours */
     if (rc == OC_OK)
         rc = decode_mentions(p, e.mentions, mentions, &m);
     if (rc != OC_OK)

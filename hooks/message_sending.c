@@ -22,7 +22,7 @@ int dg_hook_message_sending(void *state, const json_t *event, const json_t *ctx,
 {
     dg_plugin *p = state;
     dg_hook_session hs;
-    int ok = dg_hook_decode_outbound(event, ctx, &hs);
+    int ok = dg_hook_decode_outbound(&p->cfg, event, ctx, &hs);
     if (ok < 0) {
         dg_log(p, OC_LOG_WARN, "message_sending: %s; the message is not checked", hs.err);
         return OC_ERR_INVALID;

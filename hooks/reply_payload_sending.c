@@ -84,7 +84,7 @@ int dg_hook_reply_payload_sending(void *state, const json_t *event, const json_t
         ctx = merged;
     }
     dg_hook_session hs;
-    int ok = dg_hook_decode_outbound(event, ctx, &hs);
+    int ok = dg_hook_decode_outbound(&p->cfg, event, ctx, &hs);
     int rc = OC_OK;
     if (ok < 0) {
         dg_log(p, OC_LOG_WARN, "reply_payload_sending: %s; the payload is not checked", hs.err);

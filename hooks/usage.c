@@ -20,10 +20,11 @@
  * names (*alt: a context made for it, the caller's to json_decref after
  * using hs, which points into it). 1 found, 0 none (not a channel
  * session), -1 malformed (hs->err). */
-static int usage_session(const json_t *event, const json_t *ctx, dg_hook_session *hs, json_t **alt)
+static int usage_session(const dg_config *cfg, const json_t *event, const json_t *ctx,
+                         dg_hook_session *hs, json_t **alt)
 {
     *alt = NULL;
-    int ok = dg_hook_decode_session(ctx, hs);
+    int ok = dg_hook_decode_session(cfg, ctx, hs);
     if (ok != 0)
         return ok;
     const char *key = NULL;
@@ -31,7 +32,7 @@ static int usage_session(const json_t *event, const json_t *ctx, dg_hook_session
         return 0;
     if (!(*alt = json_pack("{s:s}", "sessionKey", key)))
         return 0;
-    return dg_hook_decode_session(*alt, hs);
+    return dg_hook_decode_session(cfg, *alt, hs);
 }
 
 /* "provider/model" (or model alone) into buf; NULL when the event has none. */
@@ -99,7 +100,7 @@ static int usage_report(dg_plugin *p, const char *hook, const json_t *event, con
 {
     dg_hook_session hs;
     json_t *alt;
-    int ok = usage_session(event, ctx, &hs, &alt);
+    int ok = usage_session(&p->cfg, event, ctx, &hs, &alt);
     int rc = usage_record(p, hook, event, ctx, ok, &hs, calls, tin, tout);
     json_decref(alt);
     return rc;

@@ -242,26 +242,31 @@ static void join3_and_ask(void)
     human_says("thoughts?");
 }
 
-/* Another chat platform in the same gateway (Telegram; Slack is managed like Discord): its messages, runs
- * and replies are not Dirigent's; nothing is claimed, cancelled or
- * recorded, whatever the channel's id looks like. */
+/* Another chat platform in the same gateway (Telegram; or Slack under a
+ * config without a `slack` section, like this one): its messages, runs and
+ * replies are not Dirigent's; nothing is claimed, cancelled or recorded,
+ * whatever the channel's id looks like. */
 START_TEST(test_other_platform_is_left_alone)
 {
+    static const char *const providers[] = {"telegram", "slack"};
+    const char *prov = providers[_i];
+    char key[128], conv[64];
+    snprintf(key, sizeof key, "agent:bravo:%s:channel:%s", prov, CH1);
+    snprintf(conv, sizeof conv, "channel:%s", CH1);
     join3_and_ask();
     dg_turn_state before = peek();
     json_t *ev = json_pack("{s:s, s:s, s:s, s:b, s:s, s:[]}", "messageId", "1700000000.000100",
                            "channelId", CH1, "senderId", "U0ALICE", "senderIsBot", 0, "content",
-                           "hello from telegram", "mentions");
-    json_t *mctx = json_pack("{s:s, s:s, s:s}", "channelId", "telegram", "messageProvider",
-                             "telegram", "conversationId", "channel:" CH1);
+                           "hello from elsewhere", "mentions");
+    json_t *mctx = json_pack("{s:s, s:s, s:s}", "channelId", prov, "messageProvider", prov,
+                             "conversationId", conv);
     ck_assert_int_eq(tth_call(&H, "message_received", ev, mctx, NULL), OC_OK);
     json_decref(ev);
     json_decref(mctx);
-    /* A run of bravo's Telegram session: not claimed although bravo does not
+    /* A run of bravo's session there: not claimed although bravo does not
      * hold the Discord channel's turn. */
-    json_t *ctx = json_pack("{s:s, s:s, s:s, s:s}", "agentId", TTH_BRAVO, "sessionKey",
-                            "agent:bravo:telegram:channel:" CH1, "channelId", CH1,
-                            "messageProvider", "telegram");
+    json_t *ctx = json_pack("{s:s, s:s, s:s, s:s}", "agentId", TTH_BRAVO, "sessionKey", key,
+                            "channelId", CH1, "messageProvider", prov);
     ev = json_pack("{s:s}", "cleanedBody", "hello");
     json_t *r = NULL;
     ck_assert_int_eq(tth_call(&H, "before_agent_reply", ev, ctx, &r), OC_OK);
@@ -269,16 +274,30 @@ START_TEST(test_other_platform_is_left_alone)
     json_decref(ev);
     json_decref(ctx);
     /* Its reply, in the gateway shape. */
-    ctx = json_pack("{s:s, s:s, s:s, s:s}", "channelId", "telegram", "accountId", "bravo",
-                    "conversationId", "channel:" CH1, "sessionKey",
-                    "agent:bravo:telegram:channel:" CH1);
-    ev = json_pack("{s:s, s:s}", "to", "channel:" CH1, "content", "my telegram answer");
+    ctx = json_pack("{s:s, s:s, s:s, s:s}", "channelId", prov, "accountId", "bravo",
+                    "conversationId", conv, "sessionKey", key);
+    ev = json_pack("{s:s, s:s}", "to", conv, "content", "my answer there");
     ck_assert_int_eq(tth_call(&H, "message_sending", ev, ctx, &r), OC_OK);
     ck_assert_ptr_null(r);
     json_decref(ev);
     json_decref(ctx);
     dg_turn_state after = peek();
     ck_assert(dg_turn_state_same(&before, &after));
+    /* A Slack channel's own ids, with no provider named at all: a Slack
+     * channel is not managed without a `slack` section. */
+    const char *slack_ch = "C0WORK0001";
+    ck_assert_int_eq(tth_msg(&H, slack_ch, NULL, "1700000000.000200", "U0ALICE", 0, "hi", NULL),
+                     OC_OK);
+    json_t *bare = json_pack("{s:s, s:s}", "agentId", TTH_BRAVO, "channelId", slack_ch);
+    ev = json_pack("{s:s}", "cleanedBody", "hi");
+    ck_assert_int_eq(tth_call(&H, "before_agent_reply", ev, bare, &r), OC_OK);
+    ck_assert_ptr_null(r);
+    json_decref(ev);
+    json_decref(bare);
+    dg_scope sc;
+    ck_assert_int_eq(dg_scope_conversation(slack_ch, &sc), OC_OK);
+    dg_turn_state st;
+    ck_assert_int_eq(dg_turns_peek(tth_plugin(&H)->turns, &sc, &st, NULL, NULL), OC_ERR_NOT_FOUND);
 }
 END_TEST
 
@@ -1346,7 +1365,7 @@ Suite *make_claim_suite(void)
     Suite *s = suite_create("claim");
     TCase *tc = add_tcase(s, "claim", setup);
     tcase_add_test(tc, test_claims_non_speakers_not_the_speaker);
-    tcase_add_test(tc, test_other_platform_is_left_alone);
+    tcase_add_loop_test(tc, test_other_platform_is_left_alone, 0, 2);
     tcase_add_test(tc, test_malformed_run_id_and_is_error_refused_by_name);
     tcase_add_test(tc, test_dormant_scope_claims_everyone);
     tcase_add_test(tc, test_claimed_agent_gets_the_handoff_when_its_turn_comes);
