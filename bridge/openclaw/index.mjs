@@ -1404,9 +1404,22 @@ function foreignProvider(oev = {}, octx = {}) {
   return null;
 }
 
+// What OpenClaw hands the hooks of a Slack conversation, once per hook and
+// process, at debug level: the event's field names and the context's plain
+// values (no text), so a gateway log shows the shape the bridge reads.
+const slackShapesLogged = new Set();
+function noteSlackShape(hook, oev, octx) {
+  if (slackShapesLogged.size >= 16 || slackShapesLogged.has(hook) || providerOf(oev, octx) !== 'slack') return;
+  slackShapesLogged.add(hook);
+  const plain = Object.fromEntries(Object.entries(octx ?? {}).filter(([k, v]) =>
+    v !== null && typeof v !== 'object' && typeof v !== 'function' && !/content|body|text|prompt/i.test(k)));
+  log(0, `slack ${hook}: OpenClaw event fields [${Object.keys(oev ?? {}).join(', ')}], context ${JSON.stringify(plain)}`);
+}
+
 // A modify hook: one OpenClaw registration per native registration (seq).
 async function dispatchModify(seq, hook, oev, octx) {
   if (foreignProvider(oev, octx)) return undefined;
+  noteSlackShape(hook, oev, octx);
   try {
     const ctx = hookCtx(hook, oev, octx);
     seeSession(ctx);
@@ -1437,6 +1450,7 @@ async function dispatchModify(seq, hook, oev, octx) {
 
 function dispatchModifyFast(seq, hook, oev, octx) {
   if (foreignProvider(oev, octx)) return undefined;
+  if (slackShapesLogged.size < 16) noteSlackShape(hook, oev, octx);
   const ce = agentCtxEntry(octx);
   const ctx = ce.ctx;
   const inst = g.instance;
@@ -1513,6 +1527,7 @@ function slackTextKey(ev = {}, octx = {}) {
 // The bridge's own before_dispatch (never claims the message).
 function bridgeBeforeDispatch(oev = {}, octx = {}) {
   try {
+    noteSlackShape('before_dispatch', oev, octx);
     if (providerOf(oev, octx) !== 'slack' || typeof oev.body !== 'string') return undefined;
     const key = slackTextKey(oev, octx);
     if (!key) return undefined;
@@ -1560,6 +1575,7 @@ async function dispatchObserve(hook, oev, octx) {
   try {
     if (hook === 'gateway_start') g.gatewayStarted = true;
     const ctx = hookCtx(hook, oev, octx);
+    if (hook === 'message_received' || hook === 'agent_end') noteSlackShape(hook, oev, octx);
     if (hook !== 'message_received') seeSession(ctx);
     const hasHandlers = g.surface && g.surface.hooks.some((h) => h.hook === hook);
     let ev;
