@@ -284,8 +284,6 @@ for (const [a, u] of Object.entries(AGENTS)) {
 
 const byAgent = (all, a) => all.filter((m) => m.user === AGENTS[a].id);
 const show = (list) => list.map((m) => `${nameOf(m.user)}${m.thread_ts && m.thread_ts !== m.ts ? ' (thread)' : ''}: ${String(m.text).replace(/\s+/g, ' ').slice(0, 90)}`).join('\n    ');
-// The model calls that answered a message holding `marker`, by agent.
-const callsOn = (reqs, marker) => reqs.filter((r) => r.lastUser.includes(marker)).map((r) => r.model.replace(/-model$/, ''));
 
 let answer = null; // planner's first answer in #work (the thread's parent)
 if (MODE === 'slack') await managedStory();
