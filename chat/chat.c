@@ -121,6 +121,65 @@ int dg_platform_channel_id_valid(dg_platform platform, const char *id)
     return m && id && m->channel_id_valid(id);
 }
 
+dg_platform dg_platform_of_channel(const char *id)
+{
+    return dg_platform_channel_id_valid(DG_PLATFORM_DISCORD, id) ? DG_PLATFORM_DISCORD
+           : dg_platform_channel_id_valid(DG_PLATFORM_SLACK, id) ? DG_PLATFORM_SLACK
+                                                                 : (dg_platform)0;
+}
+
+dg_platform dg_platform_of_user(const char *id)
+{
+    return dg_platform_user_id_valid(DG_PLATFORM_DISCORD, id) ? DG_PLATFORM_DISCORD
+           : dg_platform_user_id_valid(DG_PLATFORM_SLACK, id) ? DG_PLATFORM_SLACK
+                                                              : (dg_platform)0;
+}
+
+int dg_chat_target_make(const char *channel, const char *thread, char *out, size_t cap)
+{
+    dg_platform pf = dg_platform_of_channel(channel);
+    int n = -1;
+    if (cap)
+        out[0] = '\0';
+    if (!pf)
+        return DG_ERR_INVALID;
+    if (!thread || !*thread)
+        n = snprintf(out, cap, "%s", channel);
+    else if (methods_of(pf)->thread_id_valid(thread))
+        n = pf == DG_PLATFORM_SLACK ? snprintf(out, cap, "%s/%s", channel, thread)
+                                    : snprintf(out, cap, "%s", thread);
+    if (n < 0 || (size_t)n >= cap) {
+        if (cap)
+            out[0] = '\0';
+        return DG_ERR_INVALID;
+    }
+    return DG_OK;
+}
+
+dg_platform dg_chat_target_split(const char *target, char channel[DG_CHAT_ID_MAX],
+                                 char thread[DG_CHAT_ID_MAX])
+{
+    channel[0] = thread[0] = '\0';
+    if (!target)
+        return (dg_platform)0;
+    const char *slash = strchr(target, '/');
+    size_t n = slash ? (size_t)(slash - target) : strlen(target);
+    if (n >= DG_CHAT_ID_MAX || (slash && strlen(slash + 1) >= DG_CHAT_ID_MAX))
+        return (dg_platform)0;
+    memcpy(channel, target, n);
+    channel[n] = '\0';
+    dg_platform pf = dg_platform_of_channel(channel);
+    if (slash && (pf != DG_PLATFORM_SLACK || !methods_of(pf)->thread_id_valid(slash + 1)))
+        pf = (dg_platform)0;
+    if (!pf) {
+        channel[0] = '\0';
+        return pf;
+    }
+    if (slash)
+        snprintf(thread, DG_CHAT_ID_MAX, "%s", slash + 1);
+    return pf;
+}
+
 int dg_chat_format_mention(const dg_chat *c, const char *user_id, char *out, size_t out_len)
 {
     if (out_len)

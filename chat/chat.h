@@ -102,6 +102,31 @@ size_t dg_platform_max_text(dg_platform platform);
 int dg_platform_user_id_valid(dg_platform platform, const char *id);
 int dg_platform_channel_id_valid(dg_platform platform, const char *id);
 
+/* The platform whose channel (or user) id has id's shape: the two never
+ * overlap (Discord: digits; Slack: a letter then upper-case letters and
+ * digits). 0 for neither. Any thread. */
+dg_platform dg_platform_of_channel(const char *id);
+dg_platform dg_platform_of_user(const char *id);
+
+/*
+ * Where the moderator posts, as one string the core can keep: a channel
+ * id, or a thread. A Discord thread is a channel of its own, so its target
+ * is the thread's id; a Slack thread lives in its channel under its parent
+ * message's ts, so its target is "<channel>/<ts>".
+ */
+#define DG_CHAT_TARGET_MAX 64
+
+/* The target of thread (NULL or "": the channel itself) of channel into
+ * out. DG_OK, or DG_ERR_INVALID when channel is no channel id of either
+ * platform or a Slack thread is no ts (out ""). Any thread. */
+int dg_chat_target_make(const char *channel, const char *thread, char *out, size_t cap);
+
+/* Split a target into its channel and thread ("" when none), each
+ * DG_CHAT_ID_MAX bytes. The platform, or 0 when target is neither
+ * platform's (channel and thread ""). Any thread. */
+dg_platform dg_chat_target_split(const char *target, char channel[DG_CHAT_ID_MAX],
+                                 char thread[DG_CHAT_ID_MAX]);
+
 /* The text that mentions user_id ("<@id>" on both platforms) into out.
  * DG_OK, or DG_ERR_INVALID for an id of the wrong shape (out ""). */
 int dg_chat_format_mention(const dg_chat *c, const char *user_id, char *out, size_t out_len);

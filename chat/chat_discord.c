@@ -253,6 +253,7 @@ const dg_chat_methods dg_chat_discord_methods = {
     .max_text = d_max_text,
     .user_id_valid = d_snowflake_valid,
     .channel_id_valid = d_snowflake_valid,
+    .thread_id_valid = d_snowflake_valid,
     .check_room_name = dg_discord_check_channel_name,
     .post = d_post,
     .find_by_key = NULL,

@@ -20,6 +20,8 @@ typedef struct dg_chat_methods {
     size_t (*max_text)(const void *impl);
     int (*user_id_valid)(const char *id);
     int (*channel_id_valid)(const char *id);
+    int (*thread_id_valid)(const char *id); /* a thread's own id (Discord: a channel's;
+                                               Slack: its parent message's ts) */
     int (*check_room_name)(const char *name, char *why, size_t why_len);
     int (*post)(void *impl, const dg_chat_post_spec *p, char *message_id, dg_chat_err *err);
     int (*find_by_key)(void *impl, const char *channel_id, const char *thread_id, const char *key,

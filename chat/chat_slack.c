@@ -488,6 +488,7 @@ const dg_chat_methods dg_chat_slack_methods = {
     .max_text = s_max_text,
     .user_id_valid = dg_slack_user_id_valid,
     .channel_id_valid = dg_slack_channel_id_valid,
+    .thread_id_valid = dg_slack_ts_valid,
     .check_room_name = s_check_room_name,
     .post = s_post_now,
     .find_by_key = s_find_by_key,

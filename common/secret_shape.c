@@ -34,6 +34,18 @@ static int run_is_token(const char *s, size_t n)
     return 0;
 }
 
+/* A Slack token: "xox" + a type letter + '-' (bot, user, app-config...)
+ * or "xapp-", then at least 10 more characters. */
+static int run_is_slack_token(const char *s, size_t n)
+{
+    size_t head = 0;
+    if (n >= 5 && strncmp(s, "xox", 3) == 0 && s[3] >= 'a' && s[3] <= 'z' && s[4] == '-')
+        head = 5;
+    else if (n >= 5 && strncmp(s, "xapp-", 5) == 0)
+        head = 5;
+    return head && n >= head + 10;
+}
+
 int dg_looks_like_token(const char *s)
 {
     if (!s)
@@ -45,7 +57,8 @@ int dg_looks_like_token(const char *s)
         const char *start = p;
         while (*p && (b64url(*p) || *p == '.'))
             p++;
-        if (p > start && run_is_token(start, (size_t)(p - start)))
+        if (p > start && (run_is_token(start, (size_t)(p - start)) ||
+                          run_is_slack_token(start, (size_t)(p - start))))
             return 1;
     }
     return 0;

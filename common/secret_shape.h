@@ -6,7 +6,8 @@
  * A bot token is three base64url parts joined by dots: the bot's user id in
  * base64 (16+ characters), a timestamp (4-12) and an HMAC (20+), e.g.
  * MTIzNDU2Nzg5MDEyMzQ1Njc4.GhIjKl.abcdefghijklmnopqrstuvwxyz0123456789AB.
- * A JWT has the same shape and is a secret too.
+ * A JWT has the same shape and is a secret too. Slack's tokens are told by
+ * their prefix: xoxb-, xoxp-, ... (any "xox" + letter + '-') and xapp-.
  */
 #ifndef DG_SECRET_SHAPE_H
 #define DG_SECRET_SHAPE_H

@@ -27,11 +27,19 @@ int dg_json_opt_str(const json_t *obj, const char *key, const char **out)
     return dg_json_str_member(json_is_object(obj) ? json_object_get(obj, key) : NULL, out);
 }
 
+/* The chat platforms whose channels Dirigent manages, by the name hosts
+ * give them (a context's messageProvider, a session key's provider). */
+static int managed_provider(const char *name, size_t len)
+{
+    return (len == 7 && strncasecmp(name, "discord", 7) == 0) ||
+           (len == 5 && strncasecmp(name, "slack", 5) == 0);
+}
+
 int dg_hook_foreign(const json_t *ctx)
 {
     const char *prov = dg_json_str(ctx, "messageProvider");
     if (prov && *prov)
-        return strcasecmp(prov, "discord") != 0;
+        return !managed_provider(prov, strlen(prov));
     /* "agent:<id>:<provider>:<kind>:...": the provider of a channel session. */
     const char *key = dg_json_str(ctx, "sessionKey");
     if (key && strncmp(key, "agent:", 6) == 0) {
@@ -39,7 +47,7 @@ int dg_hook_foreign(const json_t *ctx)
         const char *q = p ? strchr(p + 1, ':') : NULL;
         if (q && (strncmp(q, ":channel:", 9) == 0 || strncmp(q, ":direct:", 8) == 0 ||
                   strncmp(q, ":group:", 7) == 0))
-            return (size_t)(q - p - 1) != 7 || strncasecmp(p + 1, "discord", 7) != 0;
+            return !managed_provider(p + 1, (size_t)(q - p - 1));
     }
     return 0;
 }
@@ -56,6 +64,26 @@ static int key_field(const char *key, const char *marker, char *out, size_t cap)
         return 0;
     memcpy(out, p, n);
     out[n] = '\0';
+    return 1;
+}
+
+/* A DM session of either platform. */
+static int key_is_dm(const char *key)
+{
+    return strstr(key, ":discord:direct:") || strstr(key, ":slack:direct:");
+}
+
+/* The channel of a channel session key into out; 1 if found. OpenClaw
+ * lower-cases the key, and Slack's ids are upper case: given back so. */
+static int key_channel(const char *key, char *out, size_t cap)
+{
+    if (key_field(key, ":discord:channel:", out, cap))
+        return 1;
+    if (!key_field(key, ":slack:channel:", out, cap))
+        return 0;
+    for (char *q = out; *q; q++)
+        if (*q >= 'a' && *q <= 'z')
+            *q = (char)(*q - 'a' + 'A');
     return 1;
 }
 
@@ -81,9 +109,9 @@ int dg_hook_decode_session(const json_t *ctx, dg_hook_session *out)
         /* OpenClaw's session key carries what a bridge may not pass. */
         if (!agent && key_field(key, "agent:", out->agent, sizeof out->agent))
             agent = out->agent;
-        if (strstr(key, ":discord:direct:"))
+        if (key_is_dm(key))
             is_dm = 1;
-        if (!channel && key_field(key, ":discord:channel:", out->channel, sizeof out->channel))
+        if (!channel && key_channel(key, out->channel, sizeof out->channel))
             channel = out->channel;
         if (!thread && key_field(key, ":thread:", out->thread, sizeof out->thread))
             thread = out->thread;
@@ -121,9 +149,9 @@ int dg_hook_decode_recipient(const json_t *ctx, dg_hook_session *out)
                  "the session key as a JSON string");
         return -1;
     }
-    if (!key || strncmp(key, "agent:", 6) != 0 || strstr(key, ":discord:direct:") ||
+    if (!key || strncmp(key, "agent:", 6) != 0 || key_is_dm(key) ||
         !key_field(key, "agent:", out->agent, sizeof out->agent) ||
-        !key_field(key, ":discord:channel:", out->channel, sizeof out->channel))
+        !key_channel(key, out->channel, sizeof out->channel))
         return 0; /* no agent session in a channel: nothing per agent */
     key_field(key, ":thread:", out->thread, sizeof out->thread);
     out->s.agent_id = out->agent;
@@ -153,11 +181,12 @@ int dg_hook_decode_outbound(const json_t *event, const json_t *ctx, dg_hook_sess
     }
     if (agent)
         return dg_hook_decode_session(ctx, out);
-    /* Gateway shape: ctx.channelId names the provider ("discord"). */
+    /* Gateway shape: ctx.channelId names the provider ("discord",
+     * "slack"); a host may pass the channel's own id there instead. */
     memset(out, 0, sizeof *out);
     const char *provider = dg_json_str(ctx, "channelId");
-    if (dg_hook_foreign(ctx) || (provider && strcasecmp(provider, "discord") != 0 &&
-                                 strspn(provider, "0123456789") != strlen(provider)))
+    if (dg_hook_foreign(ctx) || (provider && !managed_provider(provider, strlen(provider)) &&
+                                 !dg_platform_of_channel(provider)))
         return 0; /* another chat platform's delivery */
     static const char *const names[] = {"sessionKey", "conversationId", "threadId"};
     const char *thread = NULL;
@@ -178,9 +207,9 @@ int dg_hook_decode_outbound(const json_t *event, const json_t *ctx, dg_hook_sess
     if (!key || strncmp(key, "agent:", 6) != 0 ||
         !key_field(key, "agent:", out->agent, sizeof out->agent))
         return 0; /* no agent: nothing to decide */
-    if (strstr(key, ":discord:direct:"))
+    if (key_is_dm(key))
         out->s.is_dm = 1;
-    if (!key_field(key, ":discord:channel:", out->channel, sizeof out->channel) &&
+    if (!key_channel(key, out->channel, sizeof out->channel) &&
         !conversation_channel(conv, out->channel, sizeof out->channel) &&
         !conversation_channel(to, out->channel, sizeof out->channel))
         return 0;

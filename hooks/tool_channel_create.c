@@ -9,6 +9,10 @@
 #include "tools.h"
 
 #define SNOWFLAKE "\"pattern\":\"^[1-9][0-9]{0,19}$\""
+/* A user or channel id of either platform (Discord's snowflake, Slack's
+ * U... / C... id). */
+#define ANY_USER "\"pattern\":\"^([1-9][0-9]{0,19}|[UW][A-Z0-9]{2,20})$\""
+#define ANY_CHANNEL "\"pattern\":\"^([1-9][0-9]{0,19}|[CGD][A-Z0-9]{2,20})$\""
 
 const char dg_tool_channel_create_schema[] =
     "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"name\"],"
@@ -19,11 +23,11 @@ const char dg_tool_channel_create_schema[] =
     "\"minLength\":1},"
     "\"description\":\"agent ids (from the plugin's agents) to invite\"},"
     "\"allowedUserIds\":{\"type\":\"array\",\"maxItems\":50,\"items\":{\"type\":"
-    "\"string\"," SNOWFLAKE "},"
-    "\"description\":\"Discord user ids of extra (human) members\"},"
+    "\"string\"," ANY_USER "},"
+    "\"description\":\"user ids of extra (human) members (Discord snowflakes, Slack U...)\"},"
     "\"topic\":{\"type\":\"string\",\"maxLength\":1024},"
-    "\"parentId\":{\"type\":\"string\"," SNOWFLAKE ",\"description\":\"category id\"},"
-    "\"callbackChannelId\":{\"type\":\"string\"," SNOWFLAKE ","
+    "\"parentId\":{\"type\":\"string\"," SNOWFLAKE ",\"description\":\"Discord category id\"},"
+    "\"callbackChannelId\":{\"type\":\"string\"," ANY_CHANNEL ","
     "\"description\":\"your work channel: makes this a discussion channel whose result is "
     "reported there\"},"
     "\"discussGuide\":{\"type\":\"string\",\"minLength\":1,"

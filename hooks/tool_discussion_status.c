@@ -16,8 +16,9 @@ const char dg_tool_discussion_status_schema[] =
     "\"discussionId\":{\"type\":\"integer\",\"minimum\":1,"
     "\"description\":\"id of a discussion you initiated or take part in (discussion_list "
     "shows them); leave out for the discussion of the current channel\"},"
-    "\"channelId\":{\"type\":\"string\",\"pattern\":\"^[0-9]{1,20}$\","
-    "\"description\":\"Discord channel id of such a discussion, instead of discussionId\"}"
+    "\"channelId\":{\"type\":\"string\",\"pattern\":\"^([0-9]{1,20}|[CGD][A-Z0-9]{2,20})$\","
+    "\"description\":\"channel id (Discord or Slack) of such a discussion, instead of "
+    "discussionId\"}"
     "}}";
 
 static const char *const allowed_keys[] = {"discussionId", "channelId", NULL};
@@ -117,8 +118,11 @@ int dg_tool_discussion_status(void *state, const json_t *params, const json_t *c
     }
     if (rc == OC_OK)
         rc = dg_tool_opt_string(params, "channelId", &channel, err, sizeof err);
-    if (rc == OC_OK && channel && !dg_snowflake_valid(channel)) {
-        snprintf(err, sizeof err, "channelId must be a Discord channel id (1-20 digits)");
+    if (rc == OC_OK && channel && !dg_snowflake_valid(channel) &&
+        dg_platform_of_channel(channel) != DG_PLATFORM_SLACK) {
+        snprintf(err, sizeof err,
+                 "channelId must be a Discord channel id (1-20 digits) or a Slack one (C or G "
+                 "and 2-20 upper-case letters or digits)");
         rc = OC_ERR_INVALID;
     }
     if (rc == OC_OK && channel && id) {

@@ -20,8 +20,9 @@ static const oc_tool channel_create_tool = {
     .struct_size = sizeof(oc_tool),
     .name = "discord_channel_create",
     .description =
-        "Create a private Discord text channel for you, the agents in `participants` and "
-        "the users in `allowedUserIds`. With `callbackChannelId` (your work channel) and "
+        "Create a private channel for you, the agents in `participants` and the users in "
+        "`allowedUserIds`, on the platform of your work channel (a Discord text channel, or "
+        "a private Slack channel). With `callbackChannelId` (your work channel) and "
         "`discussGuide` it becomes a discussion channel: the moderator posts the guide and "
         "the rules, the agents take turns, and you end it by writing a summary file in your "
         "workspace and calling discuss-callback from the discussion channel; the result "

@@ -156,6 +156,16 @@ static int cmp_agent(const void *a, const void *b)
     return strcmp(((const dg_agent_cfg *)a)->agent_id, ((const dg_agent_cfg *)b)->agent_id);
 }
 
+/* A Slack user id, upper-cased in place (OpenClaw lower-cases ids in its
+ * session keys; Slack's own are upper case). 1 when it has Slack's shape. */
+static int slack_user_upper(char *id)
+{
+    for (char *q = id; *q; q++)
+        if (*q >= 'a' && *q <= 'z')
+            *q = (char)(*q - 'a' + 'A');
+    return dg_platform_user_id_valid(DG_PLATFORM_SLACK, id);
+}
+
 /* One agent's entry of `agents`: its id and the keys "agents.*." allows. */
 static int parse_agent(const char *id, const json_t *val, dg_config *c, char *err, size_t err_len)
 {
@@ -168,7 +178,8 @@ static int parse_agent(const char *id, const json_t *val, dg_config *c, char *er
     snprintf(path, sizeof path, "agents.%s", id);
     if (!json_is_object(val))
         return dg_fail(err, err_len, DG_ERR_INVALID,
-                       "config: \"%s\" must be an object like {\"discordUserId\": \"<snowflake>\"}",
+                       "config: \"%s\" must be an object like {\"discordUserId\": \"<snowflake>\"} "
+                       "or {\"slackUserId\": \"U...\"}",
                        path);
     const char *keys[8];
     keys_below("agents.*.", keys, sizeof keys / sizeof keys[0]);
@@ -178,37 +189,62 @@ static int parse_agent(const char *id, const json_t *val, dg_config *c, char *er
     if (rc)
         return rc;
     dg_agent_cfg *a = &c->agents[c->n_agents];
-    snprintf(path, sizeof path, "agents.%s.discordUserId", id);
-    rc = get_string(val, "discordUserId", path, 1, &a->discord_user_id, err, err_len);
-    if (rc)
-        return rc;
-    a->agent_id = strdup(id);
-    c->n_agents++;
-    if (!a->agent_id)
+    if (!(a->agent_id = strdup(id)))
         return DG_ERR_NOMEM;
-    if (!dg_snowflake_valid(a->discord_user_id))
+    c->n_agents++;
+    snprintf(path, sizeof path, "agents.%s.discordUserId", id);
+    if ((rc = get_string(val, "discordUserId", path, 0, &a->discord_user_id, err, err_len)))
+        return rc;
+    if (a->discord_user_id && !dg_snowflake_valid(a->discord_user_id))
         return dg_fail(err, err_len, DG_ERR_INVALID,
                        "config: \"%s\" must be a Discord snowflake (1-20 digits), got \"%.40s\"",
                        path, a->discord_user_id);
+    snprintf(path, sizeof path, "agents.%s.slackUserId", id);
+    if ((rc = get_string(val, "slackUserId", path, 0, &a->slack_user_id, err, err_len)))
+        return rc;
+    if (a->slack_user_id && !slack_user_upper(a->slack_user_id))
+        return dg_fail(err, err_len, DG_ERR_INVALID,
+                       "config: \"%s\" must be a Slack user id ('U' or 'W' and 2-20 letters or "
+                       "digits, e.g. U0123ABCD: the agent app's bot user), got \"%.40s\"",
+                       path, a->slack_user_id);
+    if (!a->discord_user_id && !a->slack_user_id)
+        return dg_fail(err, err_len, DG_ERR_INVALID,
+                       "config: \"agents.%s\" needs \"discordUserId\" (its Discord bot user), "
+                       "\"slackUserId\" (its Slack app's bot user) or both",
+                       id);
     return DG_OK;
 }
 
-/* No agent uses the moderator's Discord user or another agent's. */
+/* Two ids the same (both set); a NULL never matches. */
+static int same_id(const char *a, const char *b)
+{
+    return a && b && strcmp(a, b) == 0;
+}
+
+/* No agent uses a moderator's user or another agent's, on either platform. */
 static int check_agent_users(const dg_config *c, char *err, size_t err_len)
 {
     for (size_t i = 0; i < c->n_agents; i++) {
-        if (c->moderator_user_id && strcmp(c->agents[i].discord_user_id, c->moderator_user_id) == 0)
+        const dg_agent_cfg *a = &c->agents[i];
+        if (same_id(a->discord_user_id, c->moderator_user_id) ||
+            same_id(a->slack_user_id, c->slack_moderator_user_id))
             return dg_fail(err, err_len, DG_ERR_INVALID,
-                           "config: \"agents.%s.discordUserId\" is the moderator's user id; the "
+                           "config: \"agents.%s.%s\" is the moderator's user id; the "
                            "moderator never takes turns, give the agent its own bot user",
-                           c->agents[i].agent_id);
-        for (size_t j = i + 1; j < c->n_agents; j++)
-            if (strcmp(c->agents[i].discord_user_id, c->agents[j].discord_user_id) == 0)
-                return dg_fail(
-                    err, err_len, DG_ERR_INVALID,
-                    "config: agents \"%s\" and \"%s\" share discordUserId %s; each agent "
-                    "needs its own Discord user",
-                    c->agents[i].agent_id, c->agents[j].agent_id, c->agents[i].discord_user_id);
+                           a->agent_id,
+                           same_id(a->discord_user_id, c->moderator_user_id) ? "discordUserId"
+                                                                             : "slackUserId");
+        for (size_t j = i + 1; j < c->n_agents; j++) {
+            const dg_agent_cfg *b = &c->agents[j];
+            int discord = same_id(a->discord_user_id, b->discord_user_id);
+            if (discord || same_id(a->slack_user_id, b->slack_user_id))
+                return dg_fail(err, err_len, DG_ERR_INVALID,
+                               "config: agents \"%s\" and \"%s\" share %s %s; each agent "
+                               "needs its own %s user",
+                               a->agent_id, b->agent_id, discord ? "discordUserId" : "slackUserId",
+                               discord ? a->discord_user_id : a->slack_user_id,
+                               discord ? "Discord" : "Slack");
+        }
     }
     return DG_OK;
 }
@@ -243,7 +279,8 @@ static int rule_admins(const dg_config_key *k, const json_t *admins, dg_config *
     if (!json_is_array(admins))
         return dg_fail(
             err, err_len, DG_ERR_INVALID,
-            "config: \"admins\" must be an array of Discord user ids (snowflake strings)");
+            "config: \"admins\" must be an array of user ids (Discord snowflakes or Slack "
+            "U... ids, as strings)");
     size_t n = json_array_size(admins);
     if (n == 0)
         return DG_OK;
@@ -252,10 +289,12 @@ static int rule_admins(const dg_config_key *k, const json_t *admins, dg_config *
         return DG_ERR_NOMEM;
     for (size_t i = 0; i < n; i++) {
         json_t *v = json_array_get(admins, i);
-        if (!json_is_string(v) || !dg_snowflake_valid(json_string_value(v)))
-            return dg_fail(
-                err, err_len, DG_ERR_INVALID,
-                "config: \"admins[%zu]\" must be a Discord snowflake string (1-20 digits)", i);
+        if (!json_is_string(v) || !dg_platform_of_user(json_string_value(v)))
+            return dg_fail(err, err_len, DG_ERR_INVALID,
+                           "config: \"admins[%zu]\" must be a Discord user id (a snowflake "
+                           "string of 1-20 digits) or a Slack one (U or W and 2-20 upper-case "
+                           "letters or digits)",
+                           i);
         c->admins[i] = strdup(json_string_value(v));
         if (!c->admins[i])
             return DG_ERR_NOMEM;
@@ -402,12 +441,75 @@ static int rule_discord_present(const dg_config_key *k, const json_t *v, dg_conf
                                 size_t err_len)
 {
     (void)k;
-    (void)c;
-    if (!v)
+    c->has_discord = v != NULL;
+    if (v && !json_object_get(v, "moderatorUserId"))
         return dg_fail(
             err, err_len, DG_ERR_INVALID,
             "config: \"discord.moderatorUserId\" is required (the moderator bot's user id, "
             "a snowflake string)");
+    return DG_OK;
+}
+
+/* The Slack moderator: its user id in the section, its bot token in the
+ * environment only (DIRIGENT_SLACK_MODERATOR_TOKEN), checked for Slack's
+ * bot-token prefix without ever being shown. */
+static int rule_slack_present(const dg_config_key *k, const json_t *v, dg_config *c, char *err,
+                              size_t err_len)
+{
+    (void)k;
+    c->has_slack = v != NULL;
+    if (!v)
+        return DG_OK;
+    if (!json_object_get(v, "moderatorUserId"))
+        return dg_fail(err, err_len, DG_ERR_INVALID,
+                       "config: \"slack.moderatorUserId\" is required (the moderator app's bot "
+                       "user id, U..., from auth.test or the app's profile)");
+    const char *tok = getenv("DIRIGENT_SLACK_MODERATOR_TOKEN");
+    if (!tok || !*tok)
+        return DG_OK; /* the Slack moderator stays silent; core.c says so */
+    if (strncmp(tok, "xoxb-", 5) != 0 || strlen(tok) < 16)
+        return dg_fail(err, err_len, DG_ERR_INVALID,
+                       "config: DIRIGENT_SLACK_MODERATOR_TOKEN must be the moderator app's bot "
+                       "token (it starts with xoxb-; the value is not shown); a user (xoxp-) or "
+                       "app-level (xapp-) token cannot post as the moderator");
+    if (!(c->slack_moderator_token = strdup(tok)))
+        return DG_ERR_NOMEM;
+    return DG_OK;
+}
+
+/* slack.apiBase: the file, else $SLACK_API_URL (what OpenClaw's Slack
+ * plugin reads, so one variable points both at a proxy or a fake), else
+ * Slack's own. */
+static int rule_slack_api_base(const dg_config_key *k, const json_t *v, dg_config *c, char *err,
+                               size_t err_len)
+{
+    (void)k;
+    if (!v) {
+        const char *env = getenv("SLACK_API_URL");
+        if (!(c->slack_api_base = strdup(env && *env ? env : "https://slack.com/api")))
+            return DG_ERR_NOMEM;
+    }
+    if (strncmp(c->slack_api_base, "http://", 7) != 0 &&
+        strncmp(c->slack_api_base, "https://", 8) != 0)
+        return dg_fail(err, err_len, DG_ERR_INVALID,
+                       "config: \"slack.apiBase\" (or SLACK_API_URL) must start with http:// or "
+                       "https://, e.g. https://slack.com/api");
+    size_t blen = strlen(c->slack_api_base);
+    while (blen > 0 && c->slack_api_base[blen - 1] == '/')
+        c->slack_api_base[--blen] = '\0';
+    return DG_OK;
+}
+
+static int rule_slack_user(const dg_config_key *k, const json_t *v, dg_config *c, char *err,
+                           size_t err_len)
+{
+    (void)v;
+    char *s = *str_field(c, k);
+    if (s && !slack_user_upper(s))
+        return dg_fail(err, err_len, DG_ERR_INVALID,
+                       "config: \"%s\" must be a Slack user id ('U' or 'W' and 2-20 letters or "
+                       "digits, e.g. U0123ABCD)",
+                       k->path);
     return DG_OK;
 }
 
@@ -535,14 +637,19 @@ static const dg_config_key KEYS[] = {
     SECTION("store", DG_CFG_OBJECT, 0, NULL),
     STR("store.url", 0, NULL, F(store_url), rule_store_url),
     STR("templatesDir", 0, NULL, F(templates_dir), rule_resolve_paths),
-    SECTION("discord", DG_CFG_OBJECT, 1, rule_discord_present),
+    SECTION("discord", DG_CFG_OBJECT, 0, rule_discord_present),
     STR("discord.apiBase", 0, DEFAULT_API_BASE, F(discord_api_base), rule_api_base),
     STR("discord.guildId", 0, NULL, F(discord_guild_id), rule_snowflake),
     STR("discord.moderatorToken", 0, NULL, F(moderator_token), rule_moderator_token),
     STR("discord.moderatorUserId", 1, NULL, F(moderator_user_id), rule_snowflake),
     INT("discord.timeoutMs", 100, 600000, 15000, discord_timeout_ms),
+    SECTION("slack", DG_CFG_OBJECT, 0, rule_slack_present),
+    STR("slack.apiBase", 0, NULL, F(slack_api_base), rule_slack_api_base),
+    STR("slack.moderatorUserId", 1, NULL, F(slack_moderator_user_id), rule_slack_user),
+    INT("slack.timeoutMs", 100, 600000, 15000, slack_timeout_ms),
     SECTION("agents", DG_CFG_MAP, 0, rule_agents),
-    STR("agents.*.discordUserId", 1, NULL, DG_CFG_NO_FIELD, NULL),
+    STR("agents.*.discordUserId", 0, NULL, DG_CFG_NO_FIELD, NULL),
+    STR("agents.*.slackUserId", 0, NULL, DG_CFG_NO_FIELD, NULL),
     SECTION("admins", DG_CFG_ARRAY, 0, rule_admins),
     SECTION("turn", DG_CFG_OBJECT, 0, NULL),
     INT("turn.timeoutSec", 1, 86400, 60, turn_timeout_sec),
@@ -614,9 +721,12 @@ static int read_key(const json_t *json, const dg_config_key *k, dg_config *c, ch
     const json_t *v = json_object_get(parent, name);
     const char *s;
     int rc = DG_OK;
+    /* A key is required where its section is: an absent optional section
+     * (one platform's) needs none of its keys. */
+    int required = k->required && parent != NULL;
     switch (k->type) {
     case DG_CFG_STRING:
-        rc = string_value(v, k->path, k->required, &s, err, err_len);
+        rc = string_value(v, k->path, required, &s, err, err_len);
         if (rc == DG_OK && k->field != DG_CFG_NO_FIELD && (s || k->def_str)) {
             char **field = str_field(c, k);
             if (!(*field = strdup(s ? s : k->def_str)))
@@ -658,7 +768,8 @@ static int refuse_stray_token(const json_t *json, char *err, size_t err_len)
         snprintf(what, sizeof what, "%s\"%s\"", is_key ? "a key of " : "", where);
     return dg_fail(err, err_len, DG_ERR_INVALID,
                    "config: %s: this looks like a bot token; tokens belong in the environment "
-                   "(DIRIGENT_MODERATOR_TOKEN for the moderator), never in another key: move "
+                   "(DIRIGENT_MODERATOR_TOKEN for the Discord moderator, "
+                   "DIRIGENT_SLACK_MODERATOR_TOKEN for the Slack one), never in another key: move "
                    "it there and fix the config",
                    what);
 }
@@ -682,6 +793,11 @@ static int parse_all(const json_t *json, dg_config *c, char *err, size_t err_len
         if ((rc = read_key(json, &KEYS[i], c, err, err_len)))
             return rc;
     }
+    if (!c->has_discord && !c->has_slack)
+        return dg_fail(err, err_len, DG_ERR_INVALID,
+                       "config: \"discord\" or \"slack\" is required: the section of the "
+                       "platform whose channels Dirigent manages, with the moderator's user id "
+                       "(e.g. {\"discord\": {\"moderatorUserId\": \"<snowflake>\"}})");
     return DG_OK;
 }
 
@@ -727,9 +843,13 @@ void dg_config_free(dg_config *c)
     free(c->discord_guild_id);
     free_secret(c->moderator_token);
     free(c->moderator_user_id);
+    free(c->slack_api_base);
+    free_secret(c->slack_moderator_token);
+    free(c->slack_moderator_user_id);
     for (size_t i = 0; i < c->n_agents; i++) {
         free(c->agents[i].agent_id);
         free(c->agents[i].discord_user_id);
+        free(c->agents[i].slack_user_id);
     }
     free(c->agents);
     for (size_t i = 0; i < c->n_admins; i++)
@@ -752,7 +872,30 @@ const dg_agent_cfg *dg_config_agent_by_user(const dg_config *cfg, const char *us
     if (!user_id)
         return NULL;
     for (size_t i = 0; i < cfg->n_agents; i++)
-        if (strcmp(cfg->agents[i].discord_user_id, user_id) == 0)
+        if (same_id(cfg->agents[i].discord_user_id, user_id) ||
+            same_id(cfg->agents[i].slack_user_id, user_id))
             return &cfg->agents[i];
     return NULL;
+}
+
+const char *dg_config_agent_user(const dg_agent_cfg *a, dg_platform platform)
+{
+    if (!a)
+        return NULL;
+    return platform == DG_PLATFORM_SLACK     ? a->slack_user_id
+           : platform == DG_PLATFORM_DISCORD ? a->discord_user_id
+                                             : NULL;
+}
+
+const char *dg_config_moderator_user(const dg_config *cfg, dg_platform platform)
+{
+    return platform == DG_PLATFORM_SLACK     ? cfg->slack_moderator_user_id
+           : platform == DG_PLATFORM_DISCORD ? cfg->moderator_user_id
+                                             : NULL;
+}
+
+int dg_config_is_moderator(const dg_config *cfg, const char *user_id)
+{
+    return same_id(user_id, cfg->moderator_user_id) ||
+           same_id(user_id, cfg->slack_moderator_user_id);
 }

@@ -13,12 +13,14 @@
 
 #include <stddef.h>
 #include <jansson.h>
+#include "chat.h" /* dg_platform */
 
 typedef enum dg_session_policy { DG_POLICY_CHANNEL = 0, DG_POLICY_THREAD = 1 } dg_session_policy;
 
 typedef struct dg_agent_cfg {
     char *agent_id;        /* key of `agents` */
-    char *discord_user_id; /* snowflake */
+    char *discord_user_id; /* snowflake; NULL: the agent is on Slack only */
+    char *slack_user_id;   /* U... (upper case); NULL: the agent is on Discord only */
 } dg_agent_cfg;
 
 /* What a budget counts and over which window. Windows are fixed UTC hours
@@ -70,11 +72,20 @@ typedef struct dg_config {
     char *path_base;            /* folder relative paths were taken from (state_dir.h) */
     const char *path_base_from; /* static: where path_base came from, for the log */
 
-    char *discord_api_base; /* no trailing slash */
-    char *discord_guild_id; /* NULL when not configured (channel creation then refused) */
-    char *moderator_token;  /* NULL when not configured; NEVER logged */
-    char *moderator_user_id;
+    int has_discord;         /* the `discord` section is present */
+    char *discord_api_base;  /* no trailing slash */
+    char *discord_guild_id;  /* NULL when not configured (channel creation then refused) */
+    char *moderator_token;   /* NULL when not configured; NEVER logged */
+    char *moderator_user_id; /* Discord's; NULL without a `discord` section */
     long discord_timeout_ms;
+
+    int has_slack;                 /* the `slack` section is present */
+    char *slack_api_base;          /* no trailing slash; default $SLACK_API_URL, else
+                                    * https://slack.com/api */
+    char *slack_moderator_token;   /* env DIRIGENT_SLACK_MODERATOR_TOKEN (xoxb-) only;
+                                    * NULL: the Slack moderator is silent; NEVER logged */
+    char *slack_moderator_user_id; /* U... */
+    long slack_timeout_ms;
 
     dg_agent_cfg *agents; /* sorted by agent_id */
     size_t n_agents;
@@ -167,7 +178,16 @@ void dg_config_free(dg_config *cfg);
 
 /* Agent by id / by Discord user id; borrowed pointers into cfg, NULL if none. */
 const dg_agent_cfg *dg_config_agent(const dg_config *cfg, const char *agent_id);
+/* The agent whose Discord or Slack user id is user_id, or NULL. */
 const dg_agent_cfg *dg_config_agent_by_user(const dg_config *cfg, const char *user_id);
+
+/* An agent's / the moderator's user id on platform (borrowed), NULL when
+ * none is configured there. Any thread. */
+const char *dg_config_agent_user(const dg_agent_cfg *a, dg_platform platform);
+const char *dg_config_moderator_user(const dg_config *cfg, dg_platform platform);
+
+/* 1 when user_id is the moderator's on either platform. */
+int dg_config_is_moderator(const dg_config *cfg, const char *user_id);
 
 /* "channel" / "thread". Static string. */
 const char *dg_session_policy_name(dg_session_policy p);

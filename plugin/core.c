@@ -62,13 +62,16 @@ static int check_host(const oc_host_api *api, char *err, size_t err_len)
     return DG_OK;
 }
 
-/* The chat client logs through the host like the rest of the plugin.
+/* The chat clients log through the host like the rest of the plugin.
  * Called on whichever thread makes the request. */
-static void chat_log(void *state, int level, const char *message)
+static void discord_log(void *state, int level, const char *message)
 {
-    dg_plugin *p = state;
-    dg_log(p, level, "%s: %s", p->chat ? dg_platform_name(dg_chat_platform(p->chat)) : "chat",
-           message);
+    dg_log(state, level, "discord: %s", message);
+}
+
+static void slack_log(void *state, int level, const char *message)
+{
+    dg_log(state, level, "slack: %s", message);
 }
 
 void dg_core_free(dg_plugin *p)
@@ -77,8 +80,10 @@ void dg_core_free(dg_plugin *p)
         return;
     dg_turns_stop(p->turns); /* its thread kicks the outbox */
     dg_outbox_stop(p->outbox);
+    dg_outbox_stop(p->slack_outbox);
     dg_turns_free(p->turns);
     dg_chat_free(p->chat);
+    dg_chat_free(p->slack);
     dg_store_close(p->store);
     dg_templates_free(p->templates);
     dg_summary_rules_free(p->summary_rules);
@@ -121,16 +126,27 @@ static int open_store(dg_plugin *p, char *err, size_t err_len)
 static void log_ready(dg_plugin *p)
 {
     dg_log(p, OC_LOG_INFO,
-           "dirigent %s ready: sessionPolicy=%s db=%s schema=%d (was %d) agents=%zu "
-           "discord=%s moderator token %s",
+           "dirigent %s ready: sessionPolicy=%s db=%s schema=%d (was %d) agents=%zu%s%s%s%s%s%s",
            DG_VERSION, dg_session_policy_name(p->cfg.session_policy), dg_store_where(p->store),
            dg_store_schema_version(), dg_store_opened_version(p->store), p->cfg.n_agents,
-           p->cfg.discord_api_base, p->cfg.moderator_token ? "set" : "not set (moderator silent)");
-    if (!p->cfg.moderator_token)
+           p->cfg.has_discord ? " discord=" : "", p->cfg.has_discord ? p->cfg.discord_api_base : "",
+           !p->cfg.has_discord      ? ""
+           : p->cfg.moderator_token ? " moderator token set"
+                                    : " moderator token not set (moderator silent)",
+           p->cfg.has_slack ? " slack=" : "", p->cfg.has_slack ? p->cfg.slack_api_base : "",
+           !p->cfg.has_slack              ? ""
+           : p->cfg.slack_moderator_token ? " moderator token set"
+                                          : " moderator token not set (moderator silent)");
+    if (p->cfg.has_discord && !p->cfg.moderator_token)
         dg_log(p, OC_LOG_WARN,
-               "dirigent: no moderator token (discord.moderatorToken or env "
+               "dirigent: no Discord moderator token (discord.moderatorToken or env "
                "DIRIGENT_MODERATOR_TOKEN): moderator messages are queued and sent once a token "
                "is configured");
+    if (p->cfg.has_slack && !p->cfg.slack_moderator_token)
+        dg_log(p, OC_LOG_WARN,
+               "dirigent: no Slack moderator token (env DIRIGENT_SLACK_MODERATOR_TOKEN, the "
+               "moderator app's xoxb- token): moderator messages on Slack are queued and sent "
+               "once a token is configured");
 }
 
 int dg_core_new(const oc_host_api *api, const json_t *config, dg_core_attach_fn attach,
@@ -166,17 +182,29 @@ int dg_core_new(const oc_host_api *api, const json_t *config, dg_core_attach_fn 
         goto fail;
     if ((rc = open_store(p, err, err_len)))
         goto fail;
-    if (p->cfg.moderator_token) {
+    if (p->cfg.has_discord && p->cfg.moderator_token) {
         dg_chat_options o = {
             .platform = DG_PLATFORM_DISCORD,
             .api_base = p->cfg.discord_api_base,
             .token = p->cfg.moderator_token,
             .space_id = p->cfg.discord_guild_id,
             .timeout_ms = p->cfg.discord_timeout_ms,
-            .log = chat_log,
+            .log = discord_log,
             .log_state = p,
         };
         if ((rc = dg_chat_new(&o, &p->chat, err, err_len)))
+            goto fail;
+    }
+    if (p->cfg.has_slack && p->cfg.slack_moderator_token) {
+        dg_chat_options o = {
+            .platform = DG_PLATFORM_SLACK,
+            .api_base = p->cfg.slack_api_base,
+            .token = p->cfg.slack_moderator_token,
+            .timeout_ms = p->cfg.slack_timeout_ms,
+            .log = slack_log,
+            .log_state = p,
+        };
+        if ((rc = dg_chat_new(&o, &p->slack, err, err_len)))
             goto fail;
     }
     if ((rc = dg_turns_new(p, &p->turns))) {
@@ -186,7 +214,9 @@ int dg_core_new(const oc_host_api *api, const json_t *config, dg_core_attach_fn 
     }
     if ((rc = attach(p, err, err_len)))
         goto fail;
-    if (p->chat && (rc = dg_outbox_start(p, &p->outbox, err, err_len)))
+    if (p->chat && (rc = dg_outbox_start_on(p, p->chat, NULL, &p->outbox, err, err_len)))
+        goto fail;
+    if (p->slack && (rc = dg_outbox_start_on(p, p->slack, NULL, &p->slack_outbox, err, err_len)))
         goto fail;
     /* Effects owed by a previous run (session overrides) are re-driven by
      * the first hook or tool call: the host's session table is only ours to

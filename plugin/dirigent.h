@@ -38,8 +38,11 @@ typedef struct dg_plugin {
     dg_config cfg;
     dg_store *store;
     dg_templates *templates;
-    dg_chat *chat;     /* the moderator's platform; NULL when no moderator token is configured */
-    dg_outbox *outbox; /* NULL when chat is NULL */
+    dg_chat *chat;           /* the Discord moderator; NULL when no Discord moderator token is
+                          configured */
+    dg_outbox *outbox;       /* Discord's outbox dispatcher; NULL when chat is NULL */
+    dg_chat *slack;          /* the Slack moderator; NULL without DIRIGENT_SLACK_MODERATOR_TOKEN */
+    dg_outbox *slack_outbox; /* Slack's outbox dispatcher; NULL when slack is NULL */
     /* Set by dg_set_clock (tests move time by hand, from their own thread
      * while the plugin's threads read it): state is stored before the
      * function, which is read first. */
@@ -65,6 +68,15 @@ typedef struct dg_plugin {
      * with dg_session_refs_release. Any thread, no plugin lock held. */
     void (*host_sessions)(struct dg_plugin *p, const char *channel_id, struct dg_session_refs *out);
 } dg_plugin;
+
+/* The moderator's client on platform (borrowed from p), NULL when that
+ * platform has no moderator token. Any thread. */
+static inline dg_chat *dg_plugin_chat(const dg_plugin *p, dg_platform platform)
+{
+    return platform == DG_PLATFORM_SLACK     ? p->slack
+           : platform == DG_PLATFORM_DISCORD ? p->chat
+                                             : NULL;
+}
 
 /*
  * Work that needs the host fully up: called first by every hook and tool

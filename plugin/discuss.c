@@ -95,8 +95,8 @@ int dg_discuss_claim_closed_notice_locked(dg_store *st, const char *channel_id,
 
 /* ---- pieces of the messages ------------------------------------------------ */
 
-/* "<@a> <@b>" for the Discord ids of agents; malloc'd. */
-char *discuss_mentions_of(const dg_config *cfg, char *const *agents, size_t n)
+/* "<@a> <@b>" for the ids of agents on pf; malloc'd. */
+char *discuss_mentions_of(const dg_config *cfg, dg_platform pf, char *const *agents, size_t n)
 {
     size_t cap = 1;
     for (size_t i = 0; i < n; i++)
@@ -107,12 +107,29 @@ char *discuss_mentions_of(const dg_config *cfg, char *const *agents, size_t n)
     size_t o = 0;
     out[0] = '\0';
     for (size_t i = 0; i < n; i++) {
-        const dg_agent_cfg *a = dg_config_agent(cfg, agents[i]);
-        if (!a)
+        const char *uid = dg_config_agent_user(dg_config_agent(cfg, agents[i]), pf);
+        if (!uid)
             continue;
-        o += (size_t)snprintf(out + o, cap - o, "%s<@%s>", o ? " " : "", a->discord_user_id);
+        o += (size_t)snprintf(out + o, cap - o, "%s<@%s>", o ? " " : "", uid);
     }
     return out;
+}
+
+void discuss_archive_closed(dg_plugin *p, const char *channel_id)
+{
+    dg_platform pf = dg_platform_of_channel(channel_id);
+    dg_chat *chat = dg_plugin_chat(p, pf);
+    if (pf != DG_PLATFORM_SLACK || !chat)
+        return;
+    dg_chat_err err;
+    memset(&err, 0, sizeof err);
+    if (dg_chat_room_remove(chat, channel_id, &err) == DG_OK)
+        dg_log(p, OC_LOG_INFO, "discussion channel %s closed: archived on Slack", channel_id);
+    else
+        dg_log(p, OC_LOG_WARN,
+               "discussion channel %s is closed but could not be archived on Slack (%s); the "
+               "plugin keeps it closed (agents get no model call there); archive it by hand",
+               channel_id, err.message);
 }
 
 char *discuss_channel_ref(const char *id)

@@ -73,6 +73,10 @@ typedef struct dg_channel_created {
 
 void dg_channel_created_clear(dg_channel_created *c);
 
+/* The platform a channel request is for: its callbackChannelId's, else
+ * the caller's channel's, else Discord. Any thread. */
+dg_platform dg_discuss_platform(const dg_caller *caller, const dg_channel_request *req);
+
 /*
  * Check a request against the rules of docs/behaviour.md (channel name,
  * snowflakes, known participants, topic and guide length, guide iff

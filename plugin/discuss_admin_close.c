@@ -60,9 +60,10 @@ int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id, const ch
         }
     }
     const dg_agent_cfg *ini = dg_config_agent(&p->cfg, d.initiator_agent_id);
-    const char *uid = ini ? ini->discord_user_id : NULL;
+    dg_platform pf = dg_platform_of_channel(d.origin_channel_id);
+    const char *uid = dg_config_agent_user(ini, pf);
     const char *mention[1] = {uid};
-    char *im = discuss_mentions_of(&p->cfg, &d.initiator_agent_id, 1);
+    char *im = discuss_mentions_of(&p->cfg, pf, &d.initiator_agent_id, 1);
     char *dref = discuss_channel_ref(d.discussion_channel_id);
     char *oref = discuss_channel_ref(d.origin_channel_id);
     char *text = NULL;

@@ -171,7 +171,8 @@ static int callback_once(dg_plugin *p, const dg_caller *caller, const char *summ
     }
 
     const dg_agent_cfg *ini = dg_config_agent(&p->cfg, d.initiator_agent_id);
-    char *im = ini ? discuss_mentions_of(&p->cfg, &d.initiator_agent_id, 1) : strdup("");
+    dg_platform pf = dg_platform_of_channel(d.origin_channel_id);
+    char *im = ini ? discuss_mentions_of(&p->cfg, pf, &d.initiator_agent_id, 1) : strdup("");
     char *dref = discuss_channel_ref(d.discussion_channel_id);
     char *oref = discuss_channel_ref(d.origin_channel_id);
     char *result = NULL;
@@ -190,8 +191,8 @@ static int callback_once(dg_plugin *p, const dg_caller *caller, const char *summ
     }
     int64_t now = dg_now_ms(p);
     if (rc == DG_OK && result)
-        rc = close_discussion(p, &d, f.rel_path, sessions, result,
-                              ini ? ini->discord_user_id : NULL, ic, now, err, err_len);
+        rc = close_discussion(p, &d, f.rel_path, sessions, result, dg_config_agent_user(ini, pf),
+                              ic, now, err, err_len);
     else
         rc = dg_fail(err, err_len, DG_ERR_NOMEM, "out of memory; nothing changed, try again");
     free(im);
@@ -200,8 +201,9 @@ static int callback_once(dg_plugin *p, const dg_caller *caller, const char *summ
     free(result);
     free(preview);
     if (rc == DG_OK) {
-        dg_outbox_kick(p->outbox);
+        dg_outbox_kick_all(p);
         size_t applied = discuss_apply_pending(p);
+        discuss_archive_closed(p, d.discussion_channel_id);
         dg_log(p, OC_LOG_INFO,
                "discussion %lld in %s closed by %s: summary %s, %zu session "
                "override(s) recorded, %zu applied",

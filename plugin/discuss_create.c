@@ -18,14 +18,15 @@ static void add_unique(const char **v, size_t *n, const char *s)
 }
 
 /* A channel we created but could not record is removed again (best effort),
- * so a failed tool call leaves nothing half-made in Discord either. */
+ * so a failed tool call leaves nothing half-made on the platform either. */
 static void delete_channel(dg_plugin *p, const char *channel_id)
 {
-    char path[64];
-    snprintf(path, sizeof path, "/channels/%s", channel_id);
     dg_chat_err derr;
     memset(&derr, 0, sizeof derr);
-    int rc = dg_chat_room_remove(p->chat, channel_id, &derr);
+    dg_chat *chat = dg_plugin_chat(p, dg_platform_of_channel(channel_id));
+    int rc = chat ? dg_chat_room_remove(chat, channel_id, &derr) : DG_ERR_UNSUPPORTED;
+    if (!chat)
+        snprintf(derr.message, sizeof derr.message, "no moderator client for its platform");
     if (rc != DG_OK)
         dg_log(p, OC_LOG_ERROR,
                "discussion: channel %s was created but not recorded and "
@@ -68,6 +69,7 @@ static int build_discussion(dg_plugin *p, const dg_caller *c, const dg_channel_r
     d->initiator_workspace = strdup(c->workspace_dir);
     d->discuss_guide = strdup(req->discuss_guide);
     d->status = DG_DISCUSSION_ACTIVE;
+    d->platform = dg_platform_name(dg_platform_of_channel(channel_id));
     d->created_at_ms = dg_now_ms(p);
     d->turn_order = calloc(req->n_participants + 1, sizeof *d->turn_order);
     d->participants = calloc(req->n_participants + 1, sizeof *d->participants);
@@ -203,6 +205,14 @@ static int check_creatable(dg_plugin *p, const dg_caller *caller, const dg_chann
     int rc = dg_discuss_validate(p, caller, req, err, err_len);
     if (rc != DG_OK)
         return rc;
+    dg_platform pf = dg_discuss_platform(caller, req);
+    if (pf == DG_PLATFORM_SLACK && !p->slack)
+        return dg_fail(err, err_len, DG_ERR_UNSUPPORTED,
+                       "the Slack moderator app has no token (a `slack` section and env "
+                       "DIRIGENT_SLACK_MODERATOR_TOKEN), so no channel can be created; ask the "
+                       "operator");
+    if (pf == DG_PLATFORM_SLACK)
+        return DG_OK; /* Slack makes channels in the token's workspace */
     if (!p->chat)
         return dg_fail(err, err_len, DG_ERR_UNSUPPORTED,
                        "the moderator bot has no token (discord.moderatorToken or env "
@@ -211,14 +221,13 @@ static int check_creatable(dg_plugin *p, const dg_caller *caller, const dg_chann
         return dg_fail(err, err_len, DG_ERR_UNSUPPORTED,
                        "discord.guildId is not configured, so no channel can be created; ask "
                        "the operator to set it");
-    /* discord.moderatorUserId is required by the config (config.c). */
     return DG_OK;
 }
 
 /* The channel's members: initiator, participants, allowed users,
  * moderator, each once. *out: malloc'd array of borrowed strings, the
  * caller frees it. The caller and participants are validated agents. */
-static int channel_members(const dg_plugin *p, const dg_caller *caller,
+static int channel_members(const dg_plugin *p, dg_platform pf, const dg_caller *caller,
                            const dg_channel_request *req, const char ***out, size_t *n, char *err,
                            size_t err_len)
 {
@@ -228,41 +237,46 @@ static int channel_members(const dg_plugin *p, const dg_caller *caller,
     *n = 0;
     if (!members)
         return dg_fail(err, err_len, DG_ERR_NOMEM, "out of memory");
-    add_unique(members, n, dg_config_agent(&p->cfg, caller->agent_id)->discord_user_id);
+    /* Validated: each agent has an id on pf (discuss_validate.c); the
+     * section of pf, present for its client, has the moderator's. */
+    add_unique(members, n, dg_config_agent_user(dg_config_agent(&p->cfg, caller->agent_id), pf));
     for (size_t i = 0; i < req->n_participants; i++)
-        add_unique(members, n, dg_config_agent(&p->cfg, req->participants[i])->discord_user_id);
+        add_unique(members, n,
+                   dg_config_agent_user(dg_config_agent(&p->cfg, req->participants[i]), pf));
     for (size_t i = 0; i < req->n_allowed_user_ids; i++)
         add_unique(members, n, req->allowed_user_ids[i]);
-    add_unique(members, n, p->cfg.moderator_user_id);
+    add_unique(members, n, dg_config_moderator_user(&p->cfg, pf));
     return DG_OK;
 }
 
-/* The channel in Discord: the one an earlier attempt of this call made
+/* The channel on chat's platform: the one an earlier attempt of this call made
  * (ic recovering: it recorded its intent and never its result, so it may
  * have created the channel before it died), else a new one. *channel_id:
  * malloc'd, the caller frees; NULL on error. */
-static int make_channel(dg_plugin *p, const dg_caller *caller, const dg_channel_request *req,
-                        const discuss_idem *ic, const dg_chat_room_spec *spec, const char *needle,
-                        char **channel_id, char *err, size_t err_len)
+static int make_channel(dg_plugin *p, dg_chat *chat, const dg_caller *caller,
+                        const dg_channel_request *req, const discuss_idem *ic,
+                        const dg_chat_room_spec *spec, const char *needle, char **channel_id,
+                        char *err, size_t err_len)
 {
+    const char *pname = dg_chat_platform(chat) == DG_PLATFORM_SLACK ? "Slack" : "Discord";
     dg_chat_err derr;
     memset(&derr, 0, sizeof derr);
     *channel_id = NULL;
     char id[DG_CHAT_ID_MAX] = "";
     int found = 0, rc = DG_OK;
     if (ic && ic->recovering) {
-        rc = dg_chat_room_find(p->chat, req->name, needle, &found, id, &derr);
+        rc = dg_chat_room_find(chat, req->name, needle, &found, id, &derr);
         if (rc == DG_OK && found && !(*channel_id = strdup(id)))
             return dg_fail(err, err_len, DG_ERR_NOMEM, "out of memory");
         if (rc != DG_OK) {
             dg_log(p, OC_LOG_WARN,
                    "discord_channel_create '%s' (toolCallId %s): could not "
-                   "list the guild's channels: %s",
+                   "list the channels: %s",
                    req->name, ic->call_id, derr.message);
             return dg_fail(err, err_len, rc,
                            "could not check whether an earlier attempt of this call already "
-                           "created channel '%s' (Discord: %s); nothing was created, try again",
-                           req->name, derr.message);
+                           "created channel '%s' (%s: %s); nothing was created, try again",
+                           req->name, pname, derr.message);
         }
         if (*channel_id)
             dg_log(p, OC_LOG_INFO,
@@ -271,7 +285,7 @@ static int make_channel(dg_plugin *p, const dg_caller *caller, const dg_channel_
                    "of a new one",
                    req->name, ic->call_id, *channel_id);
     }
-    if (!*channel_id && (rc = dg_chat_room_create(p->chat, spec, id, &derr)) == DG_OK &&
+    if (!*channel_id && (rc = dg_chat_room_create(chat, spec, id, &derr)) == DG_OK &&
         !(*channel_id = strdup(id))) {
         delete_channel(p, id);
         return dg_fail(err, err_len, DG_ERR_NOMEM, "out of memory");
@@ -279,8 +293,8 @@ static int make_channel(dg_plugin *p, const dg_caller *caller, const dg_channel_
     if (rc != DG_OK) {
         dg_log(p, OC_LOG_WARN, "discord_channel_create '%s' by %s failed: %s (HTTP %ld)", req->name,
                caller->agent_id, derr.message, derr.http_status);
-        return dg_fail(err, err_len, rc, "Discord refused to create channel '%s' (HTTP %ld): %s%s",
-                       req->name, derr.http_status, derr.message,
+        return dg_fail(err, err_len, rc, "%s refused to create channel '%s' (HTTP %ld): %s%s",
+                       pname, req->name, derr.http_status, derr.message,
                        derr.http_status == 403 ? "; the moderator bot lacks a permission in "
                                                  "the guild (Manage Channels), ask the operator"
                        : derr.retryable        ? "; this may pass if you try again later"
@@ -304,15 +318,16 @@ static int keep_plain(dg_plugin *p, const dg_caller *caller, const dg_channel_re
     return DG_OK;
 }
 
-/* The kickoff message of discussion d in channel_id, and the Discord ids it
+/* The kickoff message of discussion d in channel_id, and the user ids it
  * mentions (the turn order's). Both malloc'd, the caller frees them (the
  * ids are borrowed from the config); NULLs and DG_ERR_NOMEM on failure. */
 static int render_kickoff(dg_plugin *p, const dg_channel_request *req, const dg_discussion *d,
                           const char *channel_id, char **kickoff, const char ***mention_ids)
 {
     char *first = d->turn_order[0];
-    char *pm = discuss_mentions_of(&p->cfg, d->participants, d->n_participants);
-    char *im = discuss_mentions_of(&p->cfg, &first, 1);
+    dg_platform pf = dg_platform_of_channel(channel_id);
+    char *pm = discuss_mentions_of(&p->cfg, pf, d->participants, d->n_participants);
+    char *im = discuss_mentions_of(&p->cfg, pf, &first, 1);
     char *oref = discuss_channel_ref(d->origin_channel_id);
     char *dref = discuss_channel_ref(channel_id);
     const char **ids = calloc(d->n_turn_order, sizeof *ids);
@@ -321,7 +336,7 @@ static int render_kickoff(dg_plugin *p, const dg_channel_request *req, const dg_
     *kickoff = NULL;
     if (pm && im && oref && dref && ids && where && tpl) {
         for (size_t i = 0; i < d->n_turn_order; i++)
-            ids[i] = dg_config_agent(&p->cfg, d->turn_order[i])->discord_user_id;
+            ids[i] = dg_config_agent_user(dg_config_agent(&p->cfg, d->turn_order[i]), pf);
         dg_tpl_vars v = {
             .discussGuide = d->discuss_guide,
             .initiatorMention = im,
@@ -369,7 +384,7 @@ static int open_discussion(dg_plugin *p, const dg_caller *caller, const dg_chann
     free(kickoff);
     free(mention_ids);
     if (rc == DG_OK) {
-        dg_outbox_kick(p->outbox);
+        dg_outbox_kick_all(p);
         dg_log(p, OC_LOG_INFO,
                "discussion %lld opened in channel %s by %s (origin %s, %zu "
                "agents)",
@@ -392,9 +407,10 @@ static int create_channel(dg_plugin *p, const dg_caller *caller, const dg_channe
     size_t n_members = 0;
     char *topic = NULL, *channel_id = NULL;
     const char *needle = NULL;
+    dg_platform pf = dg_discuss_platform(caller, req);
     int rc = check_creatable(p, caller, req, err, err_len);
     if (rc == DG_OK)
-        rc = channel_members(p, caller, req, &members, &n_members, err, err_len);
+        rc = channel_members(p, pf, caller, req, &members, &n_members, err, err_len);
     if (rc == DG_OK && topic_with_marker(req, ic, &topic, &needle) != DG_OK)
         rc = dg_fail(err, err_len, DG_ERR_NOMEM, "out of memory");
     if (rc == DG_OK && ic && !ic->recovering)
@@ -407,7 +423,8 @@ static int create_channel(dg_plugin *p, const dg_caller *caller, const dg_channe
             .member_ids = members,
             .n_members = n_members,
         };
-        rc = make_channel(p, caller, req, ic, &spec, needle, &channel_id, err, err_len);
+        rc = make_channel(p, dg_plugin_chat(p, pf), caller, req, ic, &spec, needle, &channel_id,
+                          err, err_len);
     }
     free(topic);
     free(members);

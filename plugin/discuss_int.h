@@ -68,10 +68,16 @@ typedef struct discuss_idem {
 /* Free the n strings of v and v itself; NULL v with n 0 is a no-op. */
 void discuss_free_strv(char **v, size_t n);
 
-/* "<@a> <@b>" for the Discord ids of the agents (unknown agents left out);
+/* A closed discussion's channel on Slack is archived, so nobody writes
+ * there again (bots cannot delete Slack channels); on Discord the plugin's
+ * closure (no model calls, the closed notice) is the lock and the channel
+ * stays readable. A request: no transaction or lock may be held. Best
+ * effort, logged. Any thread. */
+void discuss_archive_closed(dg_plugin *p, const char *channel_id);
+
+/* "<@a> <@b>" for the ids on pf of the agents (unknown agents left out);
  * malloc'd, the caller frees; NULL out of memory. */
-char *discuss_mentions_of(const dg_config *cfg, char *const *agents, size_t n)
-    __attribute__((warn_unused_result));
+char *discuss_mentions_of(const dg_config *cfg, dg_platform pf, char *const *agents, size_t n);
 
 /* "<#id>", malloc'd, the caller frees; NULL out of memory. */
 char *discuss_channel_ref(const char *id) __attribute__((warn_unused_result));

@@ -48,9 +48,10 @@ static int timer_one(dg_plugin *p, const char *channel, int64_t now, int64_t rem
         return 0;
     }
     const dg_agent_cfg *ini = dg_config_agent(&p->cfg, d.initiator_agent_id);
-    const char *uid = ini ? ini->discord_user_id : NULL;
+    dg_platform pf = dg_platform_of_channel(d.origin_channel_id);
+    const char *uid = dg_config_agent_user(ini, pf);
     const char *mention[1] = {uid};
-    char *im = discuss_mentions_of(&p->cfg, &d.initiator_agent_id, 1);
+    char *im = discuss_mentions_of(&p->cfg, pf, &d.initiator_agent_id, 1);
     char *dref = discuss_channel_ref(d.discussion_channel_id);
     char *oref = discuss_channel_ref(d.origin_channel_id);
     char *text = NULL, *where = NULL;
@@ -99,6 +100,8 @@ static int timer_one(dg_plugin *p, const char *channel, int64_t now, int64_t rem
     static const char *const what[] = {"", "quiet-time reminder (discussion.reminderAfterSec)",
                                        "wrap-up request (discussion.maxLifetimeSec)",
                                        "expiry after the wrap-up request"};
+    if (rc == DG_OK && act == TIMER_EXPIRE)
+        discuss_archive_closed(p, d.discussion_channel_id);
     if (rc == DG_OK)
         dg_log(p, OC_LOG_INFO, "discussion %lld in %s: %s%s", (long long)d.id,
                d.discussion_channel_id, what[act],
@@ -141,5 +144,5 @@ void dg_discuss_sweep(dg_plugin *p)
     }
     free(ch);
     if (kick)
-        dg_outbox_kick(p->outbox);
+        dg_outbox_kick_all(p);
 }

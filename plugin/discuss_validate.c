@@ -27,35 +27,54 @@ static int channel_status(dg_plugin *p, const char *channel_id, dg_discussion_st
     return dg_store_end(p->store, rc);
 }
 
+dg_platform dg_discuss_platform(const dg_caller *caller, const dg_channel_request *req)
+{
+    dg_platform pf = dg_platform_of_channel(req->callback_channel_id);
+    if (!pf && caller)
+        pf = dg_platform_of_channel(caller->channel_id);
+    return pf ? pf : DG_PLATFORM_DISCORD;
+}
+
+/* "Discord", "Slack": the platform as a sentence names it. */
+static const char *platform_title(dg_platform pf)
+{
+    return pf == DG_PLATFORM_SLACK ? "Slack" : "Discord";
+}
+
 /* The caller, the name, the topic and the category: what every channel
- * request needs. */
-static int check_channel(const dg_config *cfg, const dg_caller *caller,
+ * request on platform pf needs. */
+static int check_channel(const dg_config *cfg, dg_platform pf, const dg_caller *caller,
                          const dg_channel_request *req, char *err, size_t err_len)
 {
     char why[256];
+    const char *key = pf == DG_PLATFORM_SLACK ? "slackUserId" : "discordUserId";
     if (!caller || !caller->agent_id || !*caller->agent_id)
         return dg_fail(err, err_len, DG_ERR_INVALID,
                        "the tool context has no agentId; the host must say which agent calls "
                        "discord_channel_create");
-    if (!dg_config_agent(cfg, caller->agent_id))
+    if (!dg_config_agent_user(dg_config_agent(cfg, caller->agent_id), pf))
         return dg_fail(err, err_len, DG_ERR_DENIED,
-                       "agent '%s' is not in the plugin config `agents`, so it has no Discord "
-                       "user id and cannot be a member of the channel; add "
-                       "agents.%s.discordUserId to the dirigent config",
-                       caller->agent_id, caller->agent_id);
+                       "agent '%s' has no %s user id in the plugin config `agents`, so it "
+                       "cannot be a member of the channel; add agents.%s.%s to the dirigent "
+                       "config",
+                       caller->agent_id, platform_title(pf), caller->agent_id, key);
     if (!req->name || !*req->name)
         return dg_fail(err, err_len, DG_ERR_INVALID,
                        "name is required: the channel name (lower case, no spaces, 1-100 "
                        "characters), e.g. \"design-review\"");
-    if (dg_platform_check_room_name(DG_PLATFORM_DISCORD, req->name, why, sizeof why) != DG_OK)
+    if (dg_platform_check_room_name(pf, req->name, why, sizeof why) != DG_OK)
         return dg_fail(err, err_len, DG_ERR_INVALID,
-                       "name '%.100s' is not a valid Discord text-channel name: %s; use lower "
+                       "name '%.100s' is not a valid %s channel name: %s; use lower "
                        "case letters, digits and dashes, e.g. \"design-review\"",
-                       req->name, why);
+                       req->name, platform_title(pf), why);
     if (req->topic && dg_utf8_count(req->topic) > DG_CHAT_TOPIC_MAX)
         return dg_fail(err, err_len, DG_ERR_INVALID,
-                       "topic has %zu characters; Discord allows at most %d: shorten it",
+                       "topic has %zu characters; at most %d are allowed: shorten it",
                        dg_utf8_count(req->topic), DG_CHAT_TOPIC_MAX);
+    if (req->parent_id && pf == DG_PLATFORM_SLACK)
+        return dg_fail(err, err_len, DG_ERR_INVALID,
+                       "parentId is a Discord category; Slack channels have none: leave "
+                       "parentId out");
     if (req->parent_id && !dg_snowflake_valid(req->parent_id))
         return dg_fail(err, err_len, DG_ERR_INVALID,
                        "parentId '%.100s' is not a Discord snowflake (1-20 digits); pass the "
@@ -64,8 +83,8 @@ static int check_channel(const dg_config *cfg, const dg_caller *caller,
     return DG_OK;
 }
 
-/* participants and allowedUserIds: known, not the caller, each once. */
-static int check_members(const dg_config *cfg, const dg_caller *caller,
+/* participants and allowedUserIds: known on pf, not the caller, each once. */
+static int check_members(const dg_config *cfg, dg_platform pf, const dg_caller *caller,
                          const dg_channel_request *req, char *err, size_t err_len)
 {
     /* A repeated or self-naming entry is a mistake of the caller (it may
@@ -83,6 +102,12 @@ static int check_members(const dg_config *cfg, const dg_caller *caller,
                            "participants[%zu] '%s' is you, the caller: you are a member of the "
                            "channel anyway; list only agents other than you",
                            i, a);
+        if (!dg_config_agent_user(dg_config_agent(cfg, a), pf))
+            return dg_fail(err, err_len, DG_ERR_INVALID,
+                           "participants[%zu] '%s' has no %s user id in the plugin config, so "
+                           "it cannot join a %s channel; add agents.%s.%s or leave it out",
+                           i, a, platform_title(pf), platform_title(pf), a,
+                           pf == DG_PLATFORM_SLACK ? "slackUserId" : "discordUserId");
         for (size_t j = 0; j < i; j++)
             if (strcmp(req->participants[j], a) == 0)
                 return dg_fail(err, err_len, DG_ERR_INVALID,
@@ -92,11 +117,12 @@ static int check_members(const dg_config *cfg, const dg_caller *caller,
     }
     for (size_t i = 0; i < req->n_allowed_user_ids; i++) {
         const char *u = req->allowed_user_ids[i];
-        if (!u || !dg_snowflake_valid(u))
+        if (!u || !dg_platform_user_id_valid(pf, u))
             return dg_fail(err, err_len, DG_ERR_INVALID,
-                           "allowedUserIds[%zu] '%.100s' is not a Discord user id (a snowflake of "
-                           "1-20 digits)",
-                           i, u ? u : "");
+                           "allowedUserIds[%zu] '%.100s' is not a %s user id (%s)", i, u ? u : "",
+                           platform_title(pf),
+                           pf == DG_PLATFORM_SLACK ? "U or W and 2-20 letters or digits"
+                                                   : "a snowflake of 1-20 digits");
         for (size_t j = 0; j < i; j++)
             if (strcmp(req->allowed_user_ids[j], u) == 0)
                 return dg_fail(err, err_len, DG_ERR_INVALID,
@@ -112,12 +138,12 @@ static int check_members(const dg_config *cfg, const dg_caller *caller,
 static int check_discussion(const dg_config *cfg, const dg_caller *caller,
                             const dg_channel_request *req, char *err, size_t err_len)
 {
-    if (!dg_snowflake_valid(req->callback_channel_id))
-        return dg_fail(
-            err, err_len, DG_ERR_INVALID,
-            "callbackChannelId '%.100s' is not a Discord channel id (a snowflake of 1-20 "
-            "digits); pass the id of the channel you are working in",
-            req->callback_channel_id);
+    if (!dg_platform_of_channel(req->callback_channel_id))
+        return dg_fail(err, err_len, DG_ERR_INVALID,
+                       "callbackChannelId '%.100s' is not a Discord channel id (a snowflake of "
+                       "1-20 digits) or a Slack one (C or G and 2-20 letters or digits); pass "
+                       "the id of the channel you are working in",
+                       req->callback_channel_id);
     if (!req->discuss_guide || is_blank(req->discuss_guide))
         return dg_fail(err, err_len, DG_ERR_INVALID,
                        "discussGuide is required with callbackChannelId: say what to discuss, "
@@ -183,9 +209,10 @@ static int check_not_nested(dg_plugin *p, const dg_caller *caller, const dg_chan
 int dg_discuss_validate(dg_plugin *p, const dg_caller *caller, const dg_channel_request *req,
                         char *err, size_t err_len)
 {
-    int rc = check_channel(&p->cfg, caller, req, err, err_len);
+    dg_platform pf = dg_discuss_platform(caller, req);
+    int rc = check_channel(&p->cfg, pf, caller, req, err, err_len);
     if (rc == DG_OK)
-        rc = check_members(&p->cfg, caller, req, err, err_len);
+        rc = check_members(&p->cfg, pf, caller, req, err, err_len);
     if (rc != DG_OK)
         return rc;
     if (!req->callback_channel_id) {

@@ -213,8 +213,8 @@ static void *dispatcher(void *arg)
     return NULL;
 }
 
-int dg_outbox_start_opts(dg_plugin *p, const dg_outbox_options *o, dg_outbox **out, char *err,
-                         size_t err_len)
+int dg_outbox_start_on(dg_plugin *p, dg_chat *chat, const dg_outbox_options *o, dg_outbox **out,
+                       char *err, size_t err_len)
 {
     char scratch[4];
     if (!err || !err_len) {
@@ -226,10 +226,10 @@ int dg_outbox_start_opts(dg_plugin *p, const dg_outbox_options *o, dg_outbox **o
         return DG_ERR_INVALID;
     }
     *out = NULL;
-    if (!p || !p->store || !p->chat) {
+    if (!p || !p->store || !chat) {
         snprintf(err, err_len,
-                 "outbox: needs an open store and a Discord client (set "
-                 "discord.moderatorToken)");
+                 "outbox: needs an open store and a chat client (set the moderator's token: "
+                 "discord.moderatorToken, DIRIGENT_SLACK_MODERATOR_TOKEN)");
         return DG_ERR_INVALID;
     }
     dg_outbox *ob = calloc(1, sizeof *ob);
@@ -238,6 +238,8 @@ int dg_outbox_start_opts(dg_plugin *p, const dg_outbox_options *o, dg_outbox **o
         return DG_ERR_NOMEM;
     }
     ob->p = p;
+    ob->chat = chat;
+    ob->platform = dg_chat_platform(chat);
     if (o)
         ob->o = *o;
     if (ob->o.backoff_base_ms <= 0)
@@ -261,7 +263,7 @@ int dg_outbox_start_opts(dg_plugin *p, const dg_outbox_options *o, dg_outbox **o
     ob->done = calloc((size_t)ob->o.max_inflight, sizeof *ob->done);
     ob->fly = calloc((size_t)ob->o.max_inflight, sizeof *ob->fly);
     if (!ob->done || !ob->fly ||
-        dg_chat_pipe_new(p->chat, (size_t)ob->o.max_inflight, &ob->pipe) != DG_OK) {
+        dg_chat_pipe_new(chat, (size_t)ob->o.max_inflight, &ob->pipe) != DG_OK) {
         snprintf(err, err_len, "outbox: out of memory");
         free(ob->done);
         free(ob->fly);
@@ -300,9 +302,21 @@ int dg_outbox_start_opts(dg_plugin *p, const dg_outbox_options *o, dg_outbox **o
     return DG_OK;
 }
 
+int dg_outbox_start_opts(dg_plugin *p, const dg_outbox_options *o, dg_outbox **out, char *err,
+                         size_t err_len)
+{
+    return dg_outbox_start_on(p, p ? p->chat : NULL, o, out, err, err_len);
+}
+
 int dg_outbox_start(dg_plugin *p, dg_outbox **out, char *err, size_t err_len)
 {
     return dg_outbox_start_opts(p, NULL, out, err, err_len);
+}
+
+void dg_outbox_kick_all(dg_plugin *p)
+{
+    dg_outbox_kick(p->outbox);
+    dg_outbox_kick(p->slack_outbox);
 }
 
 void dg_outbox_kick(dg_outbox *ob)
@@ -325,11 +339,11 @@ void dg_outbox_stop(dg_outbox *ob)
     pthread_cond_broadcast(&ob->cond);
     pthread_mutex_unlock(&ob->mu);
     /* A transfer or rate-limit wait in flight ends within ~50 ms. */
-    dg_chat_set_abort(ob->p->chat, 1);
+    dg_chat_set_abort(ob->chat, 1);
     dg_chat_pipe_wakeup(ob->pipe);
     if (ob->started)
         pthread_join(ob->thread, NULL);
-    dg_chat_set_abort(ob->p->chat, 0);
+    dg_chat_set_abort(ob->chat, 0);
     for (size_t i = 0; i < ob->n_dec; i++) {
         dg_log(ob->p, OC_LOG_ERROR,
                "outbox: moderator message %lld was %s by Discord but never recorded (the "

@@ -15,13 +15,16 @@
 #include "dirigent.h"
 
 /*
- * Queue content for channel_id. mention_ids (borrowed, may be NULL when
- * n_mentions is 0) are the only users the message may ping. Content over
- * 2000 characters is split on line boundaries into ordered parts, one row
- * and one nonce each. Must be called inside an open store transaction.
- * Returns DG_OK, DG_ERR_INVALID (empty content, bad channel id) or DG_ERR_IO.
+ * Queue content for target: a channel id, or a thread (chat.h's post
+ * target: a Discord thread's id, a Slack "<channel>/<ts>"); the platform is
+ * the channel id's. mention_ids (borrowed, may be NULL when n_mentions is
+ * 0) are the only users the message may ping, ids of that platform.
+ * Content over the platform's text limit is split on line boundaries into
+ * ordered parts, one row and one key each. Must be called inside an open
+ * store transaction. Returns DG_OK, DG_ERR_INVALID (empty content, a
+ * target or mention of no platform) or DG_ERR_IO.
  */
-int dg_outbox_enqueue(dg_store *st, const char *channel_id, const char *content,
+int dg_outbox_enqueue(dg_store *st, const char *target, const char *content,
                       const char *const *mention_ids, size_t n_mentions, int64_t now_ms)
     __attribute__((warn_unused_result));
 
@@ -32,6 +35,10 @@ int dg_outbox_start(dg_plugin *p, dg_outbox **out, char *err, size_t err_len)
 /* Wake the dispatcher after a commit that enqueued rows. Any thread; ob may
  * be NULL (no Discord configured: rows wait for a later start). Never blocks. */
 void dg_outbox_kick(dg_outbox *ob);
+
+/* Wake every dispatcher of p (one per platform with a moderator): the
+ * caller's commit may have queued rows for any of them. Any thread. */
+void dg_outbox_kick_all(dg_plugin *p);
 
 /* Stop and join the dispatcher; returns within about 2 s even when Discord
  * hangs (in-flight transfer abandoned, its row stays unsent). NULL is fine. */
@@ -65,8 +72,14 @@ typedef struct dg_outbox_options {
                               after its holder stopped renewing; default 30000 */
 } dg_outbox_options;
 
-/* dg_outbox_start with options (o may be NULL). Needs p->store and
- * p->chat. *out is owned by the caller: dg_outbox_stop(). Thread: init. */
+/* A dispatcher posting the rows of chat's platform (the other platform's
+ * channels are left to their own dispatcher) through chat, which must
+ * outlive it; o may be NULL. Needs p->store. *out is owned by the caller:
+ * dg_outbox_stop(). Thread: init. */
+int dg_outbox_start_on(dg_plugin *p, dg_chat *chat, const dg_outbox_options *o, dg_outbox **out,
+                       char *err, size_t err_len) __attribute__((warn_unused_result));
+
+/* dg_outbox_start_on with p->chat. */
 int dg_outbox_start_opts(dg_plugin *p, const dg_outbox_options *o, dg_outbox **out, char *err,
                          size_t err_len) __attribute__((warn_unused_result));
 

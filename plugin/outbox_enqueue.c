@@ -135,38 +135,18 @@ static int make_nonce(char out[2 * OUTBOX_NONCE_BYTES + 1])
     return 0;
 }
 
-/* Rows carry no platform yet: an id of any platform's shape is taken (the
- * shapes do not overlap), and the client that sends it refuses one of the
- * wrong platform by name. Parts fit the smallest platform's text limit. */
-static int any_channel_id(const char *id)
-{
-    return dg_platform_channel_id_valid(DG_PLATFORM_DISCORD, id) ||
-           dg_platform_channel_id_valid(DG_PLATFORM_SLACK, id);
-}
-
-static int any_user_id(const char *id)
-{
-    return dg_platform_user_id_valid(DG_PLATFORM_DISCORD, id) ||
-           dg_platform_user_id_valid(DG_PLATFORM_SLACK, id);
-}
-
-static size_t text_limit(void)
-{
-    size_t d = dg_platform_max_text(DG_PLATFORM_DISCORD),
-           s = dg_platform_max_text(DG_PLATFORM_SLACK);
-    return d < s ? d : s;
-}
-
-int dg_outbox_enqueue(dg_store *st, const char *channel_id, const char *content,
+int dg_outbox_enqueue(dg_store *st, const char *target, const char *content,
                       const char *const *mention_ids, size_t n_mentions, int64_t now_ms)
 {
-    if (!st || !any_channel_id(channel_id) || !content || blank(content, strlen(content)))
+    char channel[DG_CHAT_ID_MAX], thread[DG_CHAT_ID_MAX];
+    dg_platform pf = dg_chat_target_split(target, channel, thread);
+    if (!st || !pf || !content || blank(content, strlen(content)))
         return DG_ERR_INVALID;
     if (n_mentions > OUTBOX_MAX_MENTIONS || (n_mentions && !mention_ids))
         return DG_ERR_INVALID;
     size_t mlen = 1;
     for (size_t i = 0; i < n_mentions; i++) {
-        if (!any_user_id(mention_ids[i]))
+        if (!dg_platform_user_id_valid(pf, mention_ids[i]))
             return DG_ERR_INVALID;
         mlen += strlen(mention_ids[i]) + 1;
     }
@@ -181,7 +161,7 @@ int dg_outbox_enqueue(dg_store *st, const char *channel_id, const char *content,
 
     char **parts = NULL;
     size_t np = 0;
-    int rc = dg_outbox_split(content, text_limit(), &parts, &np);
+    int rc = dg_outbox_split(content, dg_platform_max_text(pf), &parts, &np);
     if (rc == DG_OK && np == 0)
         rc = DG_ERR_INVALID;
     for (size_t i = 0; rc == DG_OK && i < np; i++) {
@@ -191,7 +171,9 @@ int dg_outbox_enqueue(dg_store *st, const char *channel_id, const char *content,
             break;
         }
         dg_outbox_row row = {
-            .channel_id = (char *)channel_id,
+            .channel_id = channel,
+            .thread_id = thread[0] ? thread : NULL,
+            .platform = dg_platform_name(pf),
             .content = parts[i],
             .mentions = mentions,
             .nonce = nonce,

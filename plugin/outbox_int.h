@@ -77,6 +77,8 @@ typedef struct outbox_chan {
 
 struct dg_outbox {
     dg_plugin *p;
+    dg_chat *chat;        /* the platform this dispatcher posts to (borrowed from p) */
+    dg_platform platform; /* its rows: the channels of this platform alone */
     dg_outbox_options o;
     pthread_t thread;
     int started;

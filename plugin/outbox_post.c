@@ -40,13 +40,14 @@ static int prepare_row(dg_outbox *ob, const dg_outbox_row *row, dg_chat_prepared
         ids[n_ids++] = t;
     dg_chat_post_spec spec = {
         .channel_id = row->channel_id,
+        .thread_id = row->thread_id,
         .text = row->content,
         .mention_ids = ids,
         .n_mentions = n_ids,
         .key = row->nonce,
         .maybe_posted = row->attempts > 0 || row->id <= ob->boot_max_id,
     };
-    return dg_chat_post_prepare(ob->p->chat, &spec, out, e);
+    return dg_chat_post_prepare(ob->chat, &spec, out, e);
 }
 
 /* Make the request of the row after each one in flight, while it flies

@@ -126,6 +126,10 @@ void outbox_discover(dg_outbox *ob)
             return;
         }
         for (size_t i = 0; i < n; i++) {
+            if (strcmp(refs[i].platform, dg_platform_name(ob->platform)) != 0) {
+                ob->disc_after = refs[i].id; /* the other platform's dispatcher sends it */
+                continue;
+            }
             outbox_chan *c = chan_get(ob, refs[i].channel_id);
             if (!c) {
                 free(refs);

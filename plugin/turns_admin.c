@@ -112,6 +112,9 @@ static const dg_agent_cfg *admin_target(const dg_turns *t, const dg_turn_message
         char *end;
         if (strncmp(word, "<@", 2) == 0 && (end = strchr(word, '>'))) {
             *end = '\0';
+            char *bar = strchr(word, '|'); /* Slack's <@U...|name> */
+            if (bar)
+                *bar = '\0';
             const dg_agent_cfg *a =
                 dg_config_agent_by_user(cfg, word[2] == '!' ? word + 3 : word + 2);
             if (a)
@@ -520,7 +523,7 @@ static int admin_scope(dg_turns *t, turns_chan *c, const dg_turn_message *m, tur
         return rc;
     turns_scope *s = *r;
     if (m->thread_id && *m->thread_id && s->scope.kind == DG_SCOPE_THREAD && !s->post_channel &&
-        !(s->post_channel = strdup(m->thread_id)))
+        !(s->post_channel = turns_thread_target(c->id, m->thread_id)))
         return DG_ERR_NOMEM;
     *post = s->post_channel ? s->post_channel : c->id;
     return DG_OK;

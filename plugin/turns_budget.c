@@ -294,6 +294,6 @@ int dg_turns_usage(dg_turns *t, const dg_turn_session *s, const char *run_id, co
     }
     rc = turns_txn_finish(t, rc);
     if (rc == DG_OK && kick)
-        dg_outbox_kick(t->p->outbox);
+        dg_outbox_kick_all(t->p);
     return rc;
 }

@@ -104,7 +104,7 @@ static int settle_unreachable(dg_turns *t, const dg_turn_session *s, int64_t now
                                             &kick);
     rc = turns_txn_finish(t, rc);
     if (rc == DG_OK && kick)
-        dg_outbox_kick(t->p->outbox);
+        dg_outbox_kick_all(t->p);
     return rc;
 }
 
@@ -500,7 +500,7 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id, co
         return rc;
     }
     if (kick)
-        dg_outbox_kick(t->p->outbox);
+        dg_outbox_kick_all(t->p);
     if (!out->claimed) {
         turns_mark_end_session(t, s->session_key);
         return DG_OK;
@@ -784,6 +784,6 @@ int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id, 
                "run in channel %s; the turn did not move",
                s->agent_id, s->channel_id);
     if (rc == DG_OK && kick)
-        dg_outbox_kick(t->p->outbox);
+        dg_outbox_kick_all(t->p);
     return rc;
 }

@@ -34,10 +34,15 @@ static int is_bare_mention(const char *s)
         s += 2;
         if (*s == '!')
             s++;
-        if (!isdigit((unsigned char)*s))
+        /* A user id of either platform (digits; U...), Slack's with an
+         * optional "|name". */
+        if (!isdigit((unsigned char)*s) && !isupper((unsigned char)*s))
             return 0;
-        while (isdigit((unsigned char)*s))
+        while (isdigit((unsigned char)*s) || isupper((unsigned char)*s))
             s++;
+        if (*s == '|')
+            while (*s && *s != '>' && *s != '<')
+                s++;
         if (*s++ != '>')
             return 0;
         any = 1;
@@ -84,7 +89,8 @@ static int closed_notice(dg_turns *t, turns_chan *c, const dg_turn_message *m, d
     char chan[48];
     snprintf(chan, sizeof chan, "<#%s>", c->id);
     dg_tpl_vars v = {.discussionChannel = chan, .status = "closed"};
-    const char *post = (m->thread_id && *m->thread_id) ? m->thread_id : c->id;
+    char post[DG_CHAT_TARGET_MAX];
+    turns_reply_target(c->id, m->thread_id, post, sizeof post);
     if ((rc = turns_render_and_enqueue(t, "closed.md", &v, post, NULL, now, kick, NULL, 0)))
         return rc;
     if (botish) {
@@ -115,7 +121,8 @@ static int command_hint(dg_turns *t, const turns_chan *c, const dg_turn_message 
            "message counts as an ordinary one",
            m->message_id ? m->message_id : "(no id)", c->id, fix);
     dg_tpl_vars v = {.command = fix};
-    const char *post = (m->thread_id && *m->thread_id) ? m->thread_id : c->id;
+    char post[DG_CHAT_TARGET_MAX];
+    turns_reply_target(c->id, m->thread_id, post, sizeof post);
     return turns_render_and_enqueue(t, "command_hint.md", &v, post, NULL, now, kick, NULL, 0);
 }
 
@@ -388,7 +395,7 @@ static int ingest_message(dg_turns *t, turns_chan *c, const dg_turn_message *m, 
     if (top_level && (rc = follow_top_level(t, c, r, &sc, kind, &next, now)))
         return rc;
     if (m->thread_id && *m->thread_id && sc.kind == DG_SCOPE_THREAD && !r->post_channel &&
-        !(r->post_channel = strdup(m->thread_id)))
+        !(r->post_channel = turns_thread_target(c->id, m->thread_id)))
         return DG_ERR_NOMEM;
 
     dg_rule_ctx x;
@@ -476,7 +483,7 @@ int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err
     const dg_config *cfg = &t->p->cfg;
     const dg_agent_cfg *agent = NULL;
     dg_sender_kind kind;
-    if (cfg->moderator_user_id && strcmp(m->sender_id, cfg->moderator_user_id) == 0)
+    if (dg_config_is_moderator(cfg, m->sender_id))
         kind = is_bare_mention(m->content) || turns_is_admin_reply(m->content)
                    ? DG_SENDER_HANDOFF
                    : DG_SENDER_MODERATOR;
@@ -523,7 +530,7 @@ int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err
     if (rc == DG_OK && oa.cmd != DG_ADMIN_NONE && turns_owner_reply(t, &oa, now) == DG_OK)
         kick = 1;
     if (rc == DG_OK && kick)
-        dg_outbox_kick(t->p->outbox);
+        dg_outbox_kick_all(t->p);
     if (rc == DG_OK)
         turns_evict_if_over(t, now);
     return rc;

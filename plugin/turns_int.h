@@ -492,8 +492,17 @@ void turns_marks_free(dg_turns *t);
 
 /* ---- turns_moderator.c --------------------------------------------------- */
 
-/* The Discord user id of member pos of c, NULL when unknown. */
+/* The user id of member pos of c on c's platform, NULL when unknown. */
 const char *turns_user_of(const dg_turns *t, const turns_chan *c, int pos);
+
+/* Where the moderator posts for a thread scope of channel (a post target,
+ * chat.h): a copy the caller frees, NULL when out of memory. */
+char *turns_thread_target(const char *channel, const char *thread);
+
+/* Where a reply to a message in channel (and thread, NULL or "": none)
+ * goes, as a post target into out (DG_CHAT_TARGET_MAX bytes): the thread,
+ * else the channel. */
+void turns_reply_target(const char *channel, const char *thread, char *out, size_t cap);
 
 /* Queue a moderator message (content; mention: the user id it wakes, NULL
  * none) to channel in the change's transaction; *kick = 1 when queued.
@@ -531,9 +540,10 @@ int turns_render_and_enqueue(dg_turns *t, const char *name, const dg_tpl_vars *v
                              char *fp, size_t fp_cap) TURNS_MUST_USE;
 
 /* A moderator message mentioning uid is still owed (pending in the outbox)
- * in channel: it wakes that agent when it arrives, so another mention now
- * would only repeat it. *yes. Writer held (txn). */
-int turns_mention_owed(dg_turns *t, const char *channel, const char *uid, int *yes) TURNS_MUST_USE;
+ * at target (a channel, or a thread: chat.h): it wakes that agent when it
+ * arrives, so another mention now would only repeat it. *yes. Writer held
+ * (txn). */
+int turns_mention_owed(dg_turns *t, const char *target, const char *uid, int *yes) TURNS_MUST_USE;
 
 /* The moderator messages fx owes for r's change to next, queued; next
  * records what they arm (a wait for the wake message). Writer held. */
@@ -629,7 +639,7 @@ typedef struct turns_owner_action {
     dg_admin_cmd cmd; /* DG_ADMIN_NONE: nothing to do */
     char channel[DG_SCOPE_ID_MAX];
     char thread[DG_SCOPE_ID_MAX]; /* "" at the top level */
-    char post[DG_SCOPE_ID_MAX];   /* where the reply goes */
+    char post[DG_SCOPE_ID_MAX];   /* where the reply goes (a post target, chat.h) */
     char speaker[72];             /* cancel: the speaker's agent id, "" nobody */
 } turns_owner_action;
 

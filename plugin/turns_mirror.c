@@ -342,7 +342,7 @@ int turns_session_prepare(dg_turns *t, const dg_turn_session *s, int64_t now, tu
         if ((rc = turns_scope_get(t, c, &sc, &fixed)))
             return rc;
         if (has_thread && sc.kind == DG_SCOPE_THREAD && !fixed->post_channel)
-            fixed->post_channel = strdup(s->thread_id); /* a Discord thread: post there */
+            fixed->post_channel = turns_thread_target(c->id, s->thread_id);
     } else {
         turns_scope *f;
         if ((rc = turns_follow_scope(t, c, &f)))

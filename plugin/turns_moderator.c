@@ -14,8 +14,24 @@ const char *turns_user_of(const dg_turns *t, const turns_chan *c, int pos)
 {
     if (pos < 0 || pos >= c->n)
         return NULL;
-    const dg_agent_cfg *a = dg_config_agent(&t->p->cfg, c->members[pos]);
-    return a ? a->discord_user_id : NULL;
+    return dg_config_agent_user(dg_config_agent(&t->p->cfg, c->members[pos]),
+                                dg_platform_of_channel(c->id));
+}
+
+void turns_reply_target(const char *channel, const char *thread, char *out, size_t cap)
+{
+    if (dg_chat_target_make(channel, thread, out, cap) != DG_OK)
+        snprintf(out, cap, "%s", channel);
+}
+
+char *turns_thread_target(const char *channel, const char *thread)
+{
+    char target[DG_CHAT_TARGET_MAX];
+    /* An id neither platform has: kept as it came, refused by the outbox
+     * with a line in the log when a message is owed there. */
+    if (dg_chat_target_make(channel, thread, target, sizeof target) != DG_OK)
+        return strdup(thread);
+    return strdup(target);
 }
 
 int turns_enqueue(dg_turns *t, const char *channel, const char *content, const char *mention,
@@ -28,10 +44,11 @@ int turns_enqueue(dg_turns *t, const char *channel, const char *content, const c
     if (rc == DG_OK) {
         *kick = 1;
     } else if (rc == DG_ERR_INVALID) {
-        /* Not a Discord channel (another relay's ids): nothing can ever be
-         * posted there, and the turn state must move on regardless. */
+        /* Not a channel of a platform we post to (another relay's ids):
+         * nothing can ever be posted there, and the turn state must move
+         * on regardless. */
         dg_log(t->p, OC_LOG_WARN,
-               "turns: channel %s is not a Discord channel id; the "
+               "turns: %s is not a Discord or Slack channel id; the "
                "moderator message owed there is dropped",
                channel);
         rc = DG_OK;
@@ -203,15 +220,19 @@ static int lists_id(const char *list, const char *id)
     return 0;
 }
 
-int turns_mention_owed(dg_turns *t, const char *channel, const char *uid, int *yes)
+int turns_mention_owed(dg_turns *t, const char *target, const char *uid, int *yes)
 {
     TURNS_ASSERT_WRITER(t);
     dg_outbox_row *rows = NULL;
     size_t n = 0;
     *yes = 0;
+    char channel[DG_CHAT_ID_MAX], thread[DG_CHAT_ID_MAX];
+    if (!dg_chat_target_split(target, channel, thread))
+        return DG_OK; /* nothing is ever queued there */
     int rc = dg_store_outbox_pending_of(t->p->store, channel, 0, 64, &rows, &n);
     for (size_t i = 0; rc == DG_OK && i < n && !*yes; i++)
-        *yes = lists_id(rows[i].mentions, uid);
+        *yes = strcmp(rows[i].thread_id ? rows[i].thread_id : "", thread) == 0 &&
+               lists_id(rows[i].mentions, uid);
     dg_outbox_rows_free(rows, n);
     return rc;
 }

@@ -162,6 +162,6 @@ void turns_nudge_stalled(dg_turns *t, int64_t now)
                dg_status_name(rc), dg_store_errmsg(t->p->store));
     rc = turns_txn_finish(t, rc);
     if (rc == DG_OK && kick)
-        dg_outbox_kick(t->p->outbox);
+        dg_outbox_kick_all(t->p);
     free(l.list.v);
 }

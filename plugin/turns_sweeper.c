@@ -119,7 +119,7 @@ static int drop_unreached(dg_turns *t, const dg_scope *sc)
         rc = turns_drop_unreachable_speaker(t, r, DG_NOBODY, now, &kick);
     rc = turns_txn_finish(t, rc);
     if (rc == DG_OK && kick)
-        dg_outbox_kick(t->p->outbox);
+        dg_outbox_kick_all(t->p);
     return rc;
 }
 
@@ -206,7 +206,7 @@ static int expire_scope(dg_turns *t, const dg_scope *sc)
                sc->channel_id, dg_status_name(rc), dg_store_errmsg(t->p->store));
     rc = turns_txn_finish(t, rc);
     if (rc == DG_OK && kick)
-        dg_outbox_kick(t->p->outbox);
+        dg_outbox_kick_all(t->p);
     return rc;
 }
 

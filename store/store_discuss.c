@@ -1,5 +1,6 @@
 /*
- * store_discuss.c -- all SQL of the discussion area, and its schema (v4).
+ * store_discuss.c -- all SQL of the discussion area, and its schema (v4, v7;
+ * v19's platform column is store_platform.c's).
  */
 #include "store_discuss.h"
 
@@ -96,7 +97,7 @@ static dg_discussion_status status_of(const char *s)
 static const char SQL_INSERT[] =
     "INSERT INTO discussions (discussion_channel_id, origin_channel_id, initiator_agent_id,"
     " initiator_session_key, initiator_session_id, initiator_workspace, discuss_guide,"
-    " status, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, 'active', ?)"
+    " status, created_at_ms, platform) VALUES (?, ?, ?, ?, ?, ?, ?, 'active', ?, ?)"
     " ON CONFLICT DO NOTHING RETURNING id";
 static const char SQL_INSERT_MEMBER[] =
     "INSERT INTO discussion_members (discussion_id, position, agent_id, role)"
@@ -105,6 +106,9 @@ static const char SQL_INSERT_MEMBER[] =
 int dg_store_discussion_insert(dg_store *st, const dg_discussion *d, int64_t *id)
 {
     DG_ASSERT_IN_TXN(st);
+    const char *platform = dg_store_platform_of(d->platform);
+    if (!platform)
+        return DG_ERR_INVALID;
     dg_stmt *s = dg_store_stmt(st, SQL_INSERT);
     if (!s)
         return sql_fail();
@@ -116,6 +120,7 @@ int dg_store_discussion_insert(dg_store *st, const dg_discussion *d, int64_t *id
     dg_store_bind_text(s, 6, d->initiator_workspace);
     dg_store_bind_text(s, 7, d->discuss_guide);
     dg_bind_int64(s, 8, d->created_at_ms);
+    dg_bind_text_borrowed(s, 9, platform);
     int rc = dg_step(s);
     int64_t rowid = rc == DG_ROW ? dg_col_int64(s, 0) : 0;
     dg_reset(s);
@@ -148,7 +153,7 @@ static const char SQL_BY_CHANNEL[] =
     "SELECT id, discussion_channel_id, origin_channel_id, initiator_agent_id,"
     " initiator_session_key, initiator_session_id, initiator_workspace, discuss_guide,"
     " status, created_at_ms, completed_at_ms, summary_path, last_activity_ms,"
-    " reminded_for_ms, wrapup_at_ms, end_status"
+    " reminded_for_ms, wrapup_at_ms, end_status, platform"
     " FROM discussions WHERE discussion_channel_id = ?";
 static const char SQL_MEMBERS[] =
     "SELECT agent_id, role FROM discussion_members WHERE discussion_id = ? ORDER BY position";
@@ -247,6 +252,7 @@ int dg_store_discussion_by_channel(dg_store *st, const char *channel_id, dg_disc
              stt != DG_DISCUSSION_CLOSED ? ""
              : es                        ? es
                                          : "completed");
+    out->platform = dg_store_platform_col(dg_col_text(s, 16));
     dg_reset(s);
     int ok = out->discussion_channel_id && out->origin_channel_id && out->initiator_agent_id &&
              out->initiator_session_key && out->initiator_session_id && out->initiator_workspace &&

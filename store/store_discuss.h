@@ -19,12 +19,14 @@
 #include "store.h"
 #include "store_records.h"
 
-/* Insert d (id ignored; status must be ACTIVE) with its members; the new row
- * id goes to *id. DG_ERR_CONFLICT when the channel already has a row. */
+/* Insert d (id ignored; status must be ACTIVE; platform NULL: "discord")
+ * with its members; the new row id goes to *id. DG_ERR_CONFLICT when the
+ * channel already has a row, DG_ERR_INVALID (nothing written) when
+ * d->platform is neither "discord" nor "slack". */
 int dg_store_discussion_insert(dg_store *st, const dg_discussion *d, int64_t *id) DG_MUST_CHECK;
 
-/* Row of channel_id with its members into *out (caller clears).
- * DG_ERR_NOT_FOUND if none. */
+/* Row of channel_id with its members and platform into *out (caller
+ * clears: dg_discussion_clear). DG_ERR_NOT_FOUND if none. */
 int dg_store_discussion_by_channel(dg_store *st, const char *channel_id,
                                    dg_discussion *out) DG_MUST_CHECK;
 

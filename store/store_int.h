@@ -265,6 +265,9 @@ int64_t dg_pg_change_seq(dg_store *st);
  *   v15 store_turns.c  marks that carry nothing in a table of their own
  *   v16 store_turns.c  where each member stands in its channel's turn order
  *   v17 store_turns.c  when the moderator last hinted at a mistyped command
+ *   v18 store_cost.c   the cost ledger and the budget breaker's columns
+ *   v19 store_platform.c  the chat platform of outbox rows, discussions and
+ *       turn channels, and an outbox row's thread (three areas, one step)
  * Append new steps only; never edit a released one.
  */
 extern const char *const dg_schema_steps[];
@@ -288,6 +291,16 @@ extern const char dg_schema_v15_plain_marks[];
 extern const char dg_schema_v16_member_standing[];
 extern const char dg_schema_v17_command_hints[];
 extern const char dg_schema_v18_cost[];
+extern const char dg_schema_v19_platform[];
+
+/* A platform name as the store writes it: its own static "discord" or
+ * "slack" for name ("discord" for NULL), NULL for any other name (the
+ * caller refuses it: DG_ERR_INVALID). Never freed. Any thread. */
+const char *dg_store_platform_of(const char *name);
+
+/* The platform column's text as the static name rows carry ("discord"
+ * for anything else, which the column's CHECK never admits). */
+const char *dg_store_platform_col(const char *text);
 
 /* The text store_pg.c runs (translated) for dg_schema_steps[v]: the same
  * one but where PostgreSQL does a step another way (v11 alters a CHECK

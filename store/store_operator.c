@@ -114,8 +114,8 @@ int dg_store_outbox_summary(dg_store *st, dg_outbox_summary *out)
 }
 
 static const char SQL_ROWS_IN[] =
-    "SELECT id, channel_id, attempts, created_at_ms, done_at_ms, last_error FROM outbox"
-    " WHERE state = ? ORDER BY id LIMIT ?";
+    "SELECT id, channel_id, attempts, created_at_ms, done_at_ms, last_error, platform,"
+    " thread_id FROM outbox WHERE state = ? ORDER BY id LIMIT ?";
 
 int dg_store_outbox_rows_in(dg_store *st, int state, size_t max, dg_outbox_row **rows, size_t *n)
 {
@@ -138,7 +138,9 @@ int dg_store_outbox_rows_in(dg_store *st, int state, size_t max, dg_outbox_row *
         r->created_at_ms = dg_col_int64(s, 3);
         r->done_at_ms = dg_col_int64(s, 4);
         r->last_error = dg_store_col_dup(s, 5);
-        if (!r->channel_id)
+        r->platform = dg_store_platform_col(dg_col_text(s, 6));
+        r->thread_id = dg_store_col_dup(s, 7);
+        if (!r->channel_id || (!r->thread_id && !dg_col_null(s, 7)))
             status = DG_ERR_NOMEM;
     }
     if (status == DG_OK && rc != DG_ROW && rc != DG_DONE)

@@ -41,8 +41,9 @@ typedef struct dg_outbox_summary {
 int dg_store_outbox_summary(dg_store *st, dg_outbox_summary *out) DG_MUST_CHECK;
 
 /* Rows in state (0 pending, 2 failed), oldest first, at most max:
- * ids, channels, attempts, created times and last errors (NULL none) as
- * dg_outbox_row (store_outbox.h; free with dg_outbox_rows_free). */
+ * ids, channels, platforms, threads (NULL none), attempts, created times
+ * and last errors (NULL none) as dg_outbox_row (store_outbox.h; *rows is
+ * the caller's: free with dg_outbox_rows_free). */
 struct dg_outbox_row;
 int dg_store_outbox_rows_in(dg_store *st, int state, size_t max, struct dg_outbox_row **rows,
                             size_t *n) DG_MUST_CHECK;

@@ -1,5 +1,6 @@
 /*
- * store_outbox.c -- all SQL of the moderator outbox, and its schema (v3, v11, v12).
+ * store_outbox.c -- all SQL of the moderator outbox, and its schema (v3, v11,
+ * v12; v19's platform and thread columns are store_platform.c's).
  */
 #include "store_outbox.h"
 
@@ -100,13 +101,13 @@ const char dg_schema_v12_outbox_index[] = "DROP INDEX outbox_pending;"
 
 #define ROW_COLS                                                                                   \
     "id, channel_id, content, mentions, nonce, part, parts, state, attempts, "                     \
-    "created_at_ms, done_at_ms, message_id, last_error"
+    "created_at_ms, done_at_ms, message_id, last_error, platform, thread_id"
 
 static const char sql_insert[] =
-    "INSERT INTO outbox(channel_id, content, mentions, nonce, part, parts, created_at_ms) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id";
-static const char sql_discover[] =
-    "SELECT id, channel_id FROM outbox WHERE id > ?1 AND state = 0 ORDER BY id LIMIT ?2";
+    "INSERT INTO outbox(channel_id, content, mentions, nonce, part, parts, created_at_ms, "
+    "platform, thread_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id";
+static const char sql_discover[] = "SELECT id, channel_id, platform FROM outbox WHERE id > ?1 AND "
+                                   "state = 0 ORDER BY id LIMIT ?2";
 static const char sql_pending_of[] =
     "SELECT " ROW_COLS " FROM outbox WHERE channel_id = ?1 AND state = 0 AND id > ?2 "
     "ORDER BY id LIMIT ?3";
@@ -139,6 +140,9 @@ static const char sql_prune[] =
 
 int dg_store_outbox_insert(dg_store *st, const dg_outbox_row *row, int64_t *id_out)
 {
+    const char *platform = dg_store_platform_of(row->platform);
+    if (!platform || (row->thread_id && (!*row->thread_id || strcmp(platform, "slack") != 0)))
+        return DG_ERR_INVALID;
     dg_stmt *s = dg_store_stmt(st, sql_insert);
     if (!s)
         return DG_ERR_IO;
@@ -149,6 +153,8 @@ int dg_store_outbox_insert(dg_store *st, const dg_outbox_row *row, int64_t *id_o
     dg_bind_int64(s, 5, row->part);
     dg_bind_int64(s, 6, row->parts);
     dg_bind_int64(s, 7, row->created_at_ms);
+    dg_bind_text_borrowed(s, 8, platform);
+    dg_store_bind_text(s, 9, row->thread_id);
     int rc = dg_step(s);
     if (rc == DG_ROW && id_out)
         *id_out = dg_col_int64(s, 0);
@@ -158,18 +164,26 @@ int dg_store_outbox_insert(dg_store *st, const dg_outbox_row *row, int64_t *id_o
     return DG_OK;
 }
 
+void dg_outbox_row_clear(dg_outbox_row *row)
+{
+    if (!row)
+        return;
+    free(row->channel_id);
+    free(row->content);
+    free(row->mentions);
+    free(row->nonce);
+    free(row->message_id);
+    free(row->last_error);
+    free(row->thread_id);
+    memset(row, 0, sizeof *row);
+}
+
 void dg_outbox_rows_free(dg_outbox_row *rows, size_t n)
 {
     if (!rows)
         return;
-    for (size_t i = 0; i < n; i++) {
-        free(rows[i].channel_id);
-        free(rows[i].content);
-        free(rows[i].mentions);
-        free(rows[i].nonce);
-        free(rows[i].message_id);
-        free(rows[i].last_error);
-    }
+    for (size_t i = 0; i < n; i++)
+        dg_outbox_row_clear(&rows[i]);
     free(rows);
 }
 
@@ -199,7 +213,10 @@ static int collect(dg_stmt *s, dg_outbox_row **rows, size_t *n)
         r->done_at_ms = dg_col_int64(s, 10);
         r->message_id = dg_store_col_dup(s, 11);
         r->last_error = dg_store_col_dup(s, 12);
-        if (!r->channel_id || !r->content || !r->mentions || !r->nonce) {
+        r->platform = dg_store_platform_col(dg_col_text(s, 13));
+        r->thread_id = dg_store_col_dup(s, 14);
+        if (!r->channel_id || !r->content || !r->mentions || !r->nonce ||
+            (!r->thread_id && !dg_col_null(s, 14))) {
             rc = DG_NOMEM;
             break;
         }
@@ -235,6 +252,8 @@ int dg_store_outbox_discover(dg_store *st, int64_t after_id, size_t max, dg_outb
         const char *c = dg_col_text(s, 1);
         refs[cnt].id = dg_col_int64(s, 0);
         snprintf(refs[cnt].channel_id, sizeof refs[cnt].channel_id, "%s", c ? c : "");
+        snprintf(refs[cnt].platform, sizeof refs[cnt].platform, "%s",
+                 dg_store_platform_col(dg_col_text(s, 2)));
         cnt++;
     }
     dg_reset(s);

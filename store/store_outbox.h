@@ -1,8 +1,10 @@
 /*
- * store_outbox.h -- typed access to the moderator outbox table (schema v3).
+ * store_outbox.h -- typed access to the moderator outbox table (schema v3,
+ * v11, v12, v19).
  *
- * A row is one Discord message owed: pending until the dispatcher marks it
- * sent (with Discord's message id) or failed (with the reason). Every
+ * A row is one chat message owed (Discord's or Slack's: its platform):
+ * pending until the dispatcher marks it sent (with the platform's message
+ * id) or failed (with the reason). Every
  * function here must run inside an open store transaction
  * (dg_store_begin .. dg_store_commit) on the calling thread.
  */
@@ -30,23 +32,34 @@ typedef struct dg_outbox_row {
     int attempts; /* failed sends so far */
     int64_t created_at_ms;
     int64_t done_at_ms; /* sent or failed; 0 while pending */
-    char *message_id;   /* Discord's id once sent, else NULL */
+    char *message_id;   /* the platform's id once sent (Slack: the ts), else NULL */
     char *last_error;   /* last failure reason, else NULL */
+    /* The chat platform the row goes to: "discord" or "slack" (schema v19;
+     * rows written before it are Discord's). Read back as the store's own
+     * static string, never freed; on insert NULL means "discord". */
+    const char *platform;
+    /* Slack: the thread to post into, its parent message's ts; NULL: the
+     * channel itself (always on Discord, where a thread is a channel). */
+    char *thread_id;
 } dg_outbox_row;
 
 /* Insert a pending row from row's channel_id, content, mentions, nonce,
- * part, parts, created_at_ms (borrowed). *id_out may be NULL. Returns DG_OK
- * or DG_ERR_IO (constraint or SQLite error). */
+ * part, parts, created_at_ms, platform, thread_id (borrowed). *id_out may
+ * be NULL. Returns DG_OK, DG_ERR_INVALID (platform neither "discord" nor
+ * "slack", or a thread_id that is empty or on a Discord row: nothing
+ * written) or DG_ERR_IO (constraint or SQLite error). */
 int dg_store_outbox_insert(dg_store *st, const dg_outbox_row *row, int64_t *id_out) DG_MUST_CHECK;
 
-/* Where pending rows are: the id and channel of pending rows
+/* Where pending rows are: the id, channel and platform of pending rows
  * whose id is above after_id, oldest first, at most max; a cursor walk over
  * the primary key (no content read), so a caller that keeps the last id
- * touches each row once however long the backlog. *out (NULL when *n is 0)
- * is owned by the caller: free(). */
+ * touches each row once however long the backlog, and a dispatcher of one
+ * platform skips the other's channels. *out (NULL when *n is 0) is owned
+ * by the caller: free(). */
 typedef struct dg_outbox_ref {
     int64_t id;
     char channel_id[24];
+    char platform[8]; /* "discord" or "slack" */
 } dg_outbox_ref;
 
 int dg_store_outbox_discover(dg_store *st, int64_t after_id, size_t max, dg_outbox_ref **out,
@@ -93,6 +106,12 @@ int dg_store_outbox_max_pending_id(dg_store *st, int64_t *id) DG_MUST_CHECK;
  * count. Inside a transaction. */
 int dg_store_outbox_prune(dg_store *st, int64_t before_ms, int limit, long *removed) DG_MUST_CHECK;
 
+/* Free the strings of one row the store read (its platform is static and
+ * stays) and zero it; safe on a zeroed row. For a caller that takes rows
+ * out of an array one at a time. */
+void dg_outbox_row_clear(dg_outbox_row *row);
+
+/* Free rows[0..n) (each as dg_outbox_row_clear) and the array. */
 void dg_outbox_rows_free(dg_outbox_row *rows, size_t n);
 
 #endif

@@ -49,7 +49,8 @@ typedef enum dg_discussion_status {
 /*
  * One discussion row: every field of a discussion (mode is always
  * "discussion") plus the initiator's workspace, the participants and the
- * turn order. Strings owned by the struct: dg_discussion_clear().
+ * turn order. Strings owned by the struct (all but platform):
+ * dg_discussion_clear().
  */
 typedef struct dg_discussion {
     int64_t id;
@@ -73,6 +74,11 @@ typedef struct dg_discussion {
     int64_t reminded_for_ms;  /* quiet period reminded (its last activity); -1: none */
     int64_t wrapup_at_ms;     /* lifetime wrap-up request queued at; 0: not yet */
     char end_status[16];      /* closed: "completed" / "expired" / "closed-by-admin" */
+    /* The chat platform of its channels: "discord" or "slack" (store v19;
+     * discussions opened before it are Discord's). Read back as the
+     * store's own static string, never freed (dg_discussion_clear leaves
+     * it); on insert NULL means "discord". */
+    const char *platform;
 } dg_discussion;
 
 /* Free the strings of d and zero it; safe on a zeroed struct and on NULL.

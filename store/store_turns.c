@@ -158,7 +158,8 @@ int dg_store_turns_logged(dg_store *st, const char *channel_id, int rc)
 }
 
 static const char SQL_CHANNEL_GET[] =
-    "SELECT mode, initiator, top_root, bot_noticed FROM turn_channels WHERE channel_id = ?";
+    "SELECT mode, initiator, top_root, bot_noticed, platform FROM turn_channels"
+    " WHERE channel_id = ?";
 static const char SQL_MEMBERS_GET[] =
     "SELECT pos, agent_id, standing FROM turn_members WHERE channel_id = ? ORDER BY pos";
 
@@ -180,6 +181,7 @@ int dg_store_turns_channel_load(dg_store *st, const char *channel_id, dg_turn_ch
         out->initiator = dg_store_col_dup(s, 1);
         out->top_root = dg_store_col_dup(s, 2);
         out->bot_noticed = dg_col_int(s, 3);
+        out->platform = dg_store_platform_col(dg_col_text(s, 4));
         /* A copy that failed must not read as "no initiator" / "no thread". */
         if ((!out->initiator && !dg_col_null(s, 1)) || (!out->top_root && !dg_col_null(s, 2)))
             goto nomem;
@@ -247,6 +249,26 @@ int dg_store_turns_channel_save(dg_store *st, const char *channel_id, dg_channel
     dg_store_bind_text(s, 4, top_root);
     dg_bind_int64(s, 5, bot_noticed ? 1 : 0);
     dg_bind_int64(s, 6, now_ms);
+    return dg_store_turns_logged(st, channel_id, dg_store_run(s));
+}
+
+static const char SQL_CHANNEL_PLATFORM[] =
+    "INSERT INTO turn_channels (channel_id, updated_ms, platform) VALUES (?1, ?2, ?3)"
+    " ON CONFLICT (channel_id) DO UPDATE SET platform = ?3, updated_ms = ?2";
+
+int dg_store_turns_channel_platform_set(dg_store *st, const char *channel_id, const char *platform,
+                                        int64_t now_ms)
+{
+    DG_ASSERT_IN_TXN(st);
+    const char *p = dg_store_platform_of(platform);
+    if (!p || !channel_id)
+        return DG_ERR_INVALID;
+    dg_stmt *s = dg_store_stmt(st, SQL_CHANNEL_PLATFORM);
+    if (!s)
+        return DG_ERR_IO;
+    dg_store_bind_text(s, 1, channel_id);
+    dg_bind_int64(s, 2, now_ms);
+    dg_bind_text_borrowed(s, 3, p);
     return dg_store_turns_logged(st, channel_id, dg_store_run(s));
 }
 

@@ -1,10 +1,12 @@
 /*
- * store_turns.h -- the SQL of the turn manager (schema v2, v6, v14-v17; store_turns*.c).
+ * store_turns.h -- the SQL of the turn manager (schema v2, v6, v14-v17;
+ * store_turns*.c; turn_channels' platform column is v19, store_platform.c).
  *
  * Tables:
  *   turn_channels  one row per channel: mode (normal/discussion/closed),
  *                  discussion initiator, the latest top-level thread root
- *                  (thread policy), closed-notice ping-pong guard;
+ *                  (thread policy), closed-notice ping-pong guard, the
+ *                  chat platform (v19; 'discord' unless set);
  *   turn_members   the channel's turn order: (channel, position, agent id),
  *                  positions 0.. in first-seen order, only ever appended
  *                  (or replaced whole by a discussion prefill);
@@ -66,6 +68,8 @@ typedef struct dg_turn_channel_row {
     char **members;          /* agent ids by position */
     unsigned char *standing; /* dg_member_standing by position */
     size_t n_members;
+    const char *platform; /* "discord" or "slack" (the store's static string,
+                             never freed); NULL when the channel has no row */
 } dg_turn_channel_row;
 
 void dg_turn_channel_row_clear(dg_turn_channel_row *r);
@@ -81,10 +85,18 @@ int dg_store_turns_channel_load(dg_store *st, const char *channel_id,
 int dg_store_turns_hint_claim(dg_store *st, const char *channel_id, int64_t now_ms,
                               int64_t cooldown_ms, int *claimed) DG_MUST_CHECK;
 
-/* Insert or update the channel row (members untouched). */
+/* Insert or update the channel row (members untouched). An update keeps
+ * the row's platform; an insert makes it "discord". */
 int dg_store_turns_channel_save(dg_store *st, const char *channel_id, dg_channel_mode mode,
                                 const char *initiator, const char *top_root, int bot_noticed,
                                 int64_t now_ms) DG_MUST_CHECK;
+
+/* Set the chat platform of channel_id's row ("discord" or "slack"; NULL:
+ * "discord"), inserting the row (a normal channel) when there is none;
+ * nothing else of it changes. DG_ERR_INVALID (nothing written) for any
+ * other name. Inside a transaction. */
+int dg_store_turns_channel_platform_set(dg_store *st, const char *channel_id, const char *platform,
+                                        int64_t now_ms) DG_MUST_CHECK;
 
 /* Append agent_id at position pos (pos = current member count). */
 int dg_store_turns_member_add(dg_store *st, const char *channel_id, int pos, const char *agent_id,

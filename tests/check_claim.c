@@ -237,7 +237,7 @@ static void join3_and_ask(void)
     human_says("thoughts?");
 }
 
-/* Another chat platform in the same gateway (Slack): its messages, runs
+/* Another chat platform in the same gateway (Telegram; Slack is managed like Discord): its messages, runs
  * and replies are not Dirigent's; nothing is claimed, cancelled or
  * recorded, whatever the channel's id looks like. */
 START_TEST(test_other_platform_is_left_alone)
@@ -246,17 +246,17 @@ START_TEST(test_other_platform_is_left_alone)
     dg_turn_state before = peek();
     json_t *ev = json_pack("{s:s, s:s, s:s, s:b, s:s, s:[]}", "messageId", "1700000000.000100",
                            "channelId", CH1, "senderId", "U0ALICE", "senderIsBot", 0, "content",
-                           "hello from slack", "mentions");
-    json_t *mctx = json_pack("{s:s, s:s, s:s}", "channelId", "slack", "messageProvider", "slack",
-                             "conversationId", "channel:" CH1);
+                           "hello from telegram", "mentions");
+    json_t *mctx = json_pack("{s:s, s:s, s:s}", "channelId", "telegram", "messageProvider",
+                             "telegram", "conversationId", "channel:" CH1);
     ck_assert_int_eq(tth_call(&H, "message_received", ev, mctx, NULL), OC_OK);
     json_decref(ev);
     json_decref(mctx);
-    /* A run of bravo's Slack session: not claimed although bravo does not
+    /* A run of bravo's Telegram session: not claimed although bravo does not
      * hold the Discord channel's turn. */
-    json_t *ctx =
-        json_pack("{s:s, s:s, s:s, s:s}", "agentId", TTH_BRAVO, "sessionKey",
-                  "agent:bravo:slack:channel:" CH1, "channelId", CH1, "messageProvider", "slack");
+    json_t *ctx = json_pack("{s:s, s:s, s:s, s:s}", "agentId", TTH_BRAVO, "sessionKey",
+                            "agent:bravo:telegram:channel:" CH1, "channelId", CH1,
+                            "messageProvider", "telegram");
     ev = json_pack("{s:s}", "cleanedBody", "hello");
     json_t *r = NULL;
     ck_assert_int_eq(tth_call(&H, "before_agent_reply", ev, ctx, &r), OC_OK);
@@ -264,10 +264,10 @@ START_TEST(test_other_platform_is_left_alone)
     json_decref(ev);
     json_decref(ctx);
     /* Its reply, in the gateway shape. */
-    ctx =
-        json_pack("{s:s, s:s, s:s, s:s}", "channelId", "slack", "accountId", "bravo",
-                  "conversationId", "channel:" CH1, "sessionKey", "agent:bravo:slack:channel:" CH1);
-    ev = json_pack("{s:s, s:s}", "to", "channel:" CH1, "content", "my slack answer");
+    ctx = json_pack("{s:s, s:s, s:s, s:s}", "channelId", "telegram", "accountId", "bravo",
+                    "conversationId", "channel:" CH1, "sessionKey",
+                    "agent:bravo:telegram:channel:" CH1);
+    ev = json_pack("{s:s, s:s}", "to", "channel:" CH1, "content", "my telegram answer");
     ck_assert_int_eq(tth_call(&H, "message_sending", ev, ctx, &r), OC_OK);
     ck_assert_ptr_null(r);
     json_decref(ev);

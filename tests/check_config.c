@@ -31,6 +31,8 @@ static void clear_env(void)
     unsetenv("DIRIGENT_STATE_DIR");
     unsetenv("OPENCLAW_CONFIG_PATH");
     unsetenv("DIRIGENT_STORE_URL");
+    unsetenv("DIRIGENT_SLACK_MODERATOR_TOKEN");
+    unsetenv("SLACK_API_URL");
 }
 
 /* malloc'd "<cwd>/<rel>" */
@@ -388,6 +390,67 @@ START_TEST(test_token_shape_rule)
     ck_assert(!dg_looks_like_token("openai/gpt-5.4"));
     ck_assert(!dg_looks_like_token("a.b.c"));
     ck_assert(!dg_looks_like_token("/var/lib/dirigent/state.v2.db"));
+    /* Slack's tokens, by their prefix. */
+    ck_assert(dg_looks_like_token("xoxb-1234567890-0987654321-AbCdEfGhIj"));
+    ck_assert(dg_looks_like_token("token is xoxp-1234567890-abcdef"));
+    ck_assert(dg_looks_like_token("xapp-1-A0123-456-abcdef0123"));
+    ck_assert(!dg_looks_like_token("xoxb-short"));
+    ck_assert(!dg_looks_like_token("U0MODERATR"));
+    ck_assert(!dg_looks_like_token("https://slack.com/api"));
+}
+END_TEST
+
+/* The slack section: ids upper-cased, the api base from the file, else
+ * SLACK_API_URL, else Slack's; the token from the environment only, its
+ * prefix checked and never shown; agents on one platform or both. */
+START_TEST(test_slack_section)
+{
+    clear_env();
+    dg_config c;
+    char err[512];
+    const char *cfg = "{\"slack\":{\"moderatorUserId\":\"u0moderatr\"},"
+                      "\"agents\":{\"p\":{\"slackUserId\":\"U0PLAN1\"},"
+                      "\"r\":{\"slackUserId\":\"u0rev2\",\"discordUserId\":\"42\"}},"
+                      "\"admins\":[\"U0ALICE\",\"77\"]}";
+    ck_assert_int_eq(parse_text(cfg, &c, err, sizeof err), OC_OK);
+    ck_assert(c.has_slack && !c.has_discord);
+    ck_assert_str_eq(c.slack_moderator_user_id, "U0MODERATR");
+    ck_assert_str_eq(c.slack_api_base, "https://slack.com/api");
+    ck_assert_int_eq(c.slack_timeout_ms, 15000);
+    ck_assert_ptr_null(c.slack_moderator_token);
+    ck_assert_ptr_null(c.moderator_user_id);
+    const dg_agent_cfg *r = dg_config_agent(&c, "r");
+    ck_assert_str_eq(r->slack_user_id, "U0REV2");
+    ck_assert_str_eq(dg_config_agent_user(r, DG_PLATFORM_DISCORD), "42");
+    ck_assert_ptr_null(dg_config_agent_user(dg_config_agent(&c, "p"), DG_PLATFORM_DISCORD));
+    ck_assert_ptr_eq(dg_config_agent_by_user(&c, "U0PLAN1"), dg_config_agent(&c, "p"));
+    ck_assert_ptr_eq(dg_config_agent_by_user(&c, "42"), r);
+    ck_assert(dg_config_is_moderator(&c, "U0MODERATR"));
+    ck_assert(!dg_config_is_moderator(&c, "U0PLAN1"));
+    ck_assert_str_eq(dg_config_moderator_user(&c, DG_PLATFORM_SLACK), "U0MODERATR");
+    dg_config_free(&c);
+
+    setenv("SLACK_API_URL", "http://127.0.0.1:9/api/", 1);
+    setenv("DIRIGENT_SLACK_MODERATOR_TOKEN", "xoxb-1111111111-secretpart", 1);
+    ck_assert_int_eq(parse_text(cfg, &c, err, sizeof err), OC_OK);
+    ck_assert_str_eq(c.slack_api_base, "http://127.0.0.1:9/api");
+    ck_assert_str_eq(c.slack_moderator_token, "xoxb-1111111111-secretpart");
+    dg_config_free(&c);
+    /* A user or app token cannot post as the moderator: refused unseen. */
+    setenv("DIRIGENT_SLACK_MODERATOR_TOKEN", "xoxp-2222222222-secretpart", 1);
+    ck_assert_int_eq(parse_text(cfg, &c, err, sizeof err), OC_ERR_INVALID);
+    ck_assert_msg(strstr(err, "DIRIGENT_SLACK_MODERATOR_TOKEN") && !strstr(err, "secretpart") &&
+                      !strstr(err, "2222"),
+                  "%s", err);
+    /* An agent with neither id is named with both keys. */
+    unsetenv("DIRIGENT_SLACK_MODERATOR_TOKEN");
+    ck_assert_int_eq(parse_text("{\"slack\":{\"moderatorUserId\":\"U0M\"},"
+                                "\"agents\":{\"p\":{}}}",
+                                &c, err, sizeof err),
+                     OC_ERR_INVALID);
+    ck_assert_msg(strstr(err, "\"agents.p\" needs \"discordUserId\"") && strstr(err, "slackUserId"),
+                  "%s", err);
+    clear_env();
 }
 END_TEST
 
@@ -1094,6 +1157,7 @@ Suite *make_config_suite(void)
     struct dirent **bad = bad_case_names(&n_bad);
     free_names(bad, n_bad);
     /* No folder found: one check that fails and says so. */
+    tcase_add_test(tc, test_slack_section);
     tcase_add_loop_test(tc, test_bad_config_names_key, 0, n_bad > 0 ? n_bad : 1);
     tcase_add_test(tc, test_env_policy_overrides_config);
     tcase_add_test(tc, test_env_token_overrides_config);

@@ -1300,7 +1300,7 @@ START_TEST(test_create_validation)
     for (size_t i = 0; i < sizeof bad_names / sizeof bad_names[0]; i++) {
         char bad[128];
         snprintf(bad, sizeof bad, "{\"name\":\"%s\"}", bad_names[i]);
-        create_refused("planner", O, bad, OC_ERR_INVALID, "not a valid Discord text-channel");
+        create_refused("planner", O, bad, OC_ERR_INVALID, "not a valid Discord channel name");
     }
     ck_assert_uint_eq(story_request_count(), 0);
     ck_assert_int_eq(count_rows("discussions"), 0);

@@ -68,6 +68,11 @@
 #define UNDO_V18_COST                                                                              \
     "DROP TABLE cost_runs; DROP TABLE cost_humans; ALTER TABLE turn_ledger DROP COLUMN budget,"    \
     " DROP COLUMN budget_until_ms;"
+/* And v19's platform and thread columns. */
+#define UNDO_V19_PLATFORM                                                                          \
+    "ALTER TABLE outbox DROP COLUMN platform, DROP COLUMN thread_id;"                              \
+    " ALTER TABLE discussions DROP COLUMN platform;"                                               \
+    " ALTER TABLE turn_channels DROP COLUMN platform;"
 #define UNDO_V13_LOG                                                                               \
     "DROP INDEX turn_transitions_scope; ALTER TABLE turn_transitions DROP"                         \
     " COLUMN ord; CREATE INDEX turn_transitions_scope ON turn_transitions(channel_id, scope, id);"
@@ -163,14 +168,16 @@ START_TEST(v10_outbox_migrates_with_its_rows)
 {
     char *url = pgs_fresh_url();
     dg_store_close(open_ok(url));
-    ck_assert_int_eq(pgs_exec(url, "ALTER TABLE outbox DROP CONSTRAINT outbox_state_check, ADD "
-                                   "CONSTRAINT outbox_state_check CHECK (state IN (0, 1, 2));"
-                                   "DROP INDEX outbox_channel;"
-                                   "CREATE INDEX outbox_pending ON outbox(channel_id, id)"
-                                   " WHERE state = 0;" UNDO_V18_COST UNDO_V17_HINTS UNDO_V16_MEMBERS
-                                       UNDO_V15_SEEN UNDO_V14_LEDGER UNDO_V13_LEDGER UNDO_V13_LOG
-                                   "UPDATE dg_schema_version SET version = 10"),
-                     0);
+    ck_assert_int_eq(
+        pgs_exec(url,
+                 "ALTER TABLE outbox DROP CONSTRAINT outbox_state_check, ADD "
+                 "CONSTRAINT outbox_state_check CHECK (state IN (0, 1, 2));"
+                 "DROP INDEX outbox_channel;"
+                 "CREATE INDEX outbox_pending ON outbox(channel_id, id)"
+                 " WHERE state = 0;" UNDO_V19_PLATFORM UNDO_V18_COST UNDO_V17_HINTS UNDO_V16_MEMBERS
+                     UNDO_V15_SEEN UNDO_V14_LEDGER UNDO_V13_LEDGER UNDO_V13_LOG
+                 "UPDATE dg_schema_version SET version = 10"),
+        0);
     ck_assert_int_eq(
         pgs_exec(url,
                  "INSERT INTO outbox(id, channel_id, content, mentions, nonce, part, parts, state,"
@@ -716,7 +723,7 @@ END_TEST
  * with the server's reason, no password, nothing half-made. */
 START_TEST(schema_steps_refused_by_the_server)
 {
-    char role[32], sql[512], err[512];
+    char role[32], sql[768], err[512];
     make_role(role, sizeof role);
     dg_store *st = NULL;
     /* 1. dg_schema_version visible to the role (it may insert) but not
@@ -735,27 +742,30 @@ START_TEST(schema_steps_refused_by_the_server)
                       !strstr(err, PGS_PASSWORD),
                   "%s", err);
     /* 2. At v9 (before turn_transitions and v11's outbox CHECK); the role
-     * may create tables and owns outbox (v11 alters it) but may not write
-     * the version: the new table and the altered CHECK are rolled back
-     * with the rest. */
+     * may create tables and owns the tables later steps alter (outbox,
+     * turn_ledger, turn_members, discussions, turn_channels) but may not
+     * write the version: the new table and the altered CHECK are rolled
+     * back with the rest. */
     char *u2 = pgs_fresh_url();
     st = open_ok(u2);
     dg_store_close(st);
-    ck_assert_int_eq(pgs_exec(u2,
-                              "DROP TABLE turn_transitions; ALTER TABLE outbox DROP "
-                              "CONSTRAINT outbox_state_check, ADD CONSTRAINT "
-                              "outbox_state_check CHECK (state IN (0, 1, 2));"
-                              "DROP INDEX outbox_channel; CREATE INDEX outbox_pending ON "
-                              "outbox(channel_id, id) WHERE state = 0;" UNDO_V18_COST UNDO_V17_HINTS
-                                  UNDO_V16_MEMBERS UNDO_V15_SEEN UNDO_V14_LEDGER UNDO_V13_LEDGER
-                              "UPDATE dg_schema_version SET version = 9"),
-                     0);
+    ck_assert_int_eq(
+        pgs_exec(u2,
+                 "DROP TABLE turn_transitions; ALTER TABLE outbox DROP "
+                 "CONSTRAINT outbox_state_check, ADD CONSTRAINT "
+                 "outbox_state_check CHECK (state IN (0, 1, 2));"
+                 "DROP INDEX outbox_channel; CREATE INDEX outbox_pending ON "
+                 "outbox(channel_id, id) WHERE state = 0;" UNDO_V19_PLATFORM UNDO_V18_COST
+                     UNDO_V17_HINTS UNDO_V16_MEMBERS UNDO_V15_SEEN UNDO_V14_LEDGER UNDO_V13_LEDGER
+                 "UPDATE dg_schema_version SET version = 9"),
+        0);
     snprintf(sql, sizeof sql,
              "GRANT USAGE, CREATE ON SCHEMA %s TO %s; GRANT SELECT ON ALL "
              "TABLES IN SCHEMA %s TO %s; ALTER TABLE %s.outbox OWNER TO %s; ALTER TABLE "
-             "%s.turn_ledger OWNER TO %s; ALTER TABLE %s.turn_members OWNER TO %s",
+             "%s.turn_ledger OWNER TO %s; ALTER TABLE %s.turn_members OWNER TO %s; ALTER TABLE "
+             "%s.discussions OWNER TO %s; ALTER TABLE %s.turn_channels OWNER TO %s",
              schema_of(u2), role, schema_of(u2), role, schema_of(u2), role, schema_of(u2), role,
-             schema_of(u2), role);
+             schema_of(u2), role, schema_of(u2), role, schema_of(u2), role);
     ck_assert_int_eq(pgs_exec(pgs_url(), sql), 0);
     char *m2 = url_as(u2, role);
     ck_assert_int_eq(dg_store_open(m2, &st, err, sizeof err), OC_ERR_IO);

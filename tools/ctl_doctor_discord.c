@@ -403,6 +403,8 @@ void doctor_check_discord(doctor *d)
     for (size_t k = 0; k < c->n_agents; k++) {
         agents[k].who = c->agents[k].agent_id;
         agents[k].user_id = c->agents[k].discord_user_id;
+        if (!agents[k].user_id)
+            continue; /* a Slack-only agent: nothing to ask Discord */
         const char *acc = account_of(d, agents[k].who);
         if (!acc || !json_is_object(json_object_get(accounts, acc))) {
             doctor_sayf(

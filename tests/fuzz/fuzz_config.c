@@ -57,10 +57,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (size_t i = 0; i < c.n_agents; i++) {
             if (dg_config_agent(&c, c.agents[i].agent_id) != &c.agents[i])
                 fail("an agent is not found by its id");
-            const dg_agent_cfg *u = dg_config_agent_by_user(&c, c.agents[i].discord_user_id);
-            if (!u || strcmp(u->discord_user_id, c.agents[i].discord_user_id) != 0)
+            const char *d = c.agents[i].discord_user_id, *sl = c.agents[i].slack_user_id;
+            if (!d && !sl)
+                fail("an agent was accepted with neither a Discord nor a Slack user id");
+            if (d && dg_config_agent_by_user(&c, d) != &c.agents[i])
                 fail("an agent is not found by its Discord user id");
+            if (sl && dg_config_agent_by_user(&c, sl) != &c.agents[i])
+                fail("an agent is not found by its Slack user id");
         }
+        if (!c.has_discord && !c.has_slack)
+            fail("accepted a config with neither a discord nor a slack section");
+        if (c.has_slack && (!c.slack_api_base || !c.slack_moderator_user_id))
+            fail("a slack section without its api base or moderator");
         if (c.moderator_token && strstr(err, c.moderator_token))
             fail("the token reached the error text");
     }

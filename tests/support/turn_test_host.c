@@ -317,18 +317,28 @@ int tth_msg(tth *h, const char *channel, const char *thread, const char *msg_id,
                            content ? content : "", "mentions", m);
     if (thread)
         json_object_set_new(ev, "threadId", json_string(thread));
-    json_t *ctx = json_pack("{s:s}", "channelId", channel);
+    json_t *ctx =
+        json_pack("{s:s, s:s}", "channelId", channel, "messageProvider", tth_provider(channel));
     int rc = tth_call(h, "message_received", ev, ctx, NULL);
     json_decref(ev);
     json_decref(ctx);
     return rc;
 }
 
+const char *tth_provider(const char *channel)
+{
+    return channel && channel[0] >= 'A' && channel[0] <= 'Z' ? "slack" : "discord";
+}
+
 const char *tth_session_key(char *buf, size_t len, const char *agent, const char *channel,
                             const char *thread)
 {
-    snprintf(buf, len, "agent:%s:discord:channel:%s%s%s", agent, channel, thread ? ":thread:" : "",
-             thread ? thread : "");
+    /* OpenClaw lower-cases its session keys, Slack's upper-case ids too. */
+    snprintf(buf, len, "agent:%s:%s:channel:%s%s%s", agent, tth_provider(channel), channel,
+             thread ? ":thread:" : "", thread ? thread : "");
+    for (char *q = buf; *q; q++)
+        if (*q >= 'A' && *q <= 'Z')
+            *q = (char)(*q - 'A' + 'a');
     return buf;
 }
 
@@ -337,7 +347,7 @@ static json_t *agent_ctx(const char *agent, const char *channel, const char *thr
     char key[256];
     json_t *ctx = json_pack("{s:s, s:s, s:s, s:s}", "agentId", agent, "sessionKey",
                             tth_session_key(key, sizeof key, agent, channel, thread), "channelId",
-                            channel, "messageProvider", "discord");
+                            channel, "messageProvider", tth_provider(channel));
     if (thread)
         json_object_set_new(ctx, "threadId", json_string(thread));
     return ctx;

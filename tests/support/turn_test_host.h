@@ -112,7 +112,12 @@ int tth_call(tth *h, const char *name, const json_t *event, const json_t *ctx, j
 int tth_msg(tth *h, const char *channel, const char *thread, const char *msg_id, const char *sender,
             int is_bot, const char *content, const char *const *mentions);
 
-/* Session key of agent in channel/thread (OpenClaw format) into buf. */
+/* The provider of channel: "slack" for a Slack id (a capital letter
+ * first), else "discord". Static. */
+const char *tth_provider(const char *channel);
+
+/* Session key of agent in channel/thread (OpenClaw format, lower case as
+ * OpenClaw writes it) into buf. */
 const char *tth_session_key(char *buf, size_t len, const char *agent, const char *channel,
                             const char *thread);
 
