@@ -140,21 +140,13 @@ export function freePort() {
 // shows as agents interleaving on one message.
 export function messageIdOf(q) {
   const msgs = q.raw && Array.isArray(q.raw.messages) ? q.raw.messages : [];
-  // The "Conversation info" block of the turn (its last one): the message
-  // answered; history blocks after it name older messages.
-  let id;
-  for (const m of msgs) {
-    const text = typeof m?.content === 'string' ? m.content
-      : Array.isArray(m?.content) ? m.content.map((p) => (p && typeof p.text === 'string' ? p.text : '')).join('') : '';
-    for (const b of text.matchAll(/Conversation info[^\n]*\n```json\n([^\n]*)\n```/g)) {
-      try {
-        const v = JSON.parse(b[1]).message_id;
-        if (typeof v === 'string' && v) id = v;
-      } catch { /* not this block */ }
-    }
-  }
-  if (id) return id;
   const text = JSON.stringify(msgs);
+  // The turn's "Conversation info" block (its last one; OpenClaw quotes it
+  // inside a JSON string of its internal context, so quotes may come
+  // escaped): the message answered. Blocks after it (the thread starter,
+  // history) name older messages.
+  const info = [...text.matchAll(/Conversation info[^`]*```json[^`]*?message_id\\*"\s*:\s*\\*"(\d+(?:\.\d+)?)/g)];
+  if (info.length) return info[info.length - 1][1];
   const ids = [...text.matchAll(/message_id\\*":\\*"(\d+(?:\.\d+)?)/g)].map((m) => m[1]);
   return ids[ids.length - 1];
 }
