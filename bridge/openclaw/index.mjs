@@ -810,24 +810,36 @@ async function shutdownInstance(reason) {
 
 // ---- sessions: seen keys and persistent overrides ----------------------------------
 
-const KEY_RE = /^agent:([^:]+):discord:channel:([^:]+)(?::thread:([^:]+))?$/;
-const DM_RE = /^agent:([^:]+):discord:direct:([^:]+)$/;
+// The chat platforms Dirigent manages; a hook of any other (Telegram, ...)
+// never reaches the plugin (foreignProvider).
+const MANAGED_PROVIDERS = new Set(['discord', 'slack']);
+const KEY_RE = /^agent:([^:]+):(discord|slack):channel:([^:]+)(?::thread:([^:]+))?$/;
+const DM_RE = /^agent:([^:]+):(discord|slack):direct:([^:]+)$/;
+
+// OpenClaw lower-cases Slack ids inside session keys
+// ("agent:planner:slack:channel:c0work0001"); Slack ids are all upper case,
+// and the plugin, the fake and Slack itself name them so.
+const platformId = (provider, id) => (provider === 'slack' ? id.toUpperCase() : id);
 
 function parseSessionKey(key) {
   if (typeof key !== 'string') return null;
   let m = KEY_RE.exec(key);
-  if (m) return { agentId: m[1], channelId: m[2], threadId: m[3], isDm: false };
+  if (m) return { agentId: m[1], provider: m[2], channelId: platformId(m[2], m[3]), threadId: m[4], isDm: false };
   m = DM_RE.exec(key);
-  if (m) return { agentId: m[1], peerId: m[2], isDm: true };
+  if (m) return { agentId: m[1], provider: m[2], peerId: platformId(m[2], m[3]), isDm: true };
   return null;
 }
 
-// A Discord channel id out of OpenClaw's channel-ish strings: "123",
-// "channel:123", "123:thread:456" (OpenClaw's channelId for a thread key).
+// A channel id out of OpenClaw's channel-ish strings: "123", "channel:123",
+// "123:thread:456" (OpenClaw's channelId for a thread key), and the same
+// with a Slack channel id ("channel:C0WORK0001", "c0work0001:thread:1712345678.123456").
+// A Slack id needs a digit here: "discord" or "direct" are names, not ids.
 function channelFrom(v) {
   if (typeof v !== 'string') return undefined;
-  const m = /^(?:channel:)?(\d+)(?::thread:\d+)?$/.exec(v);
-  return m ? m[1] : undefined;
+  let m = /^(?:channel:)?(\d+)(?::thread:\d+)?$/.exec(v);
+  if (m) return m[1];
+  m = /^(?:channel:)?([CGD][A-Z0-9]{2,20})(?::thread:\d+(?:\.\d+)?)?$/i.exec(v);
+  return m && /\d/.test(m[1]) ? m[1].toUpperCase() : undefined;
 }
 
 // Sessions seen and overrides live in one append-only journal (JSON lines,
@@ -1014,7 +1026,7 @@ function agentCtx(octx = {}) {
     threadId: p?.threadId ?? (octx.threadId != null ? String(octx.threadId) : undefined),
     accountId: octx.accountId,
     runId: typeof octx.runId === 'string' && octx.runId ? octx.runId : undefined,
-    messageProvider: octx.messageProvider ?? octx.channel ?? (p ? 'discord' : undefined) ??
+    messageProvider: octx.messageProvider ?? octx.channel ?? p?.provider ??
       (/^[a-z][a-z0-9-]*$/.test(octx.channelId ?? '') ? octx.channelId : undefined),
   });
 }
@@ -1107,28 +1119,60 @@ function agentEndEvent(ev = {}, octx = {}) {
   return compact({ runId: ev.runId ?? octx.runId, success: ev.success !== false, output, toolCalls });
 }
 
-function messageReceivedEvent(ev = {}, octx = {}) {
+// The chat platform of a message or delivery context: the session key's
+// provider, else OpenClaw's channelId / metadata naming it.
+function providerOf(ev = {}, octx = {}) {
+  const p = parseSessionKey(ev.sessionKey ?? octx.sessionKey);
+  if (p) return p.provider;
+  const md = ev.metadata ?? {};
+  for (const v of [octx.messageProvider, octx.channelId, md.provider, md.surface, md.originatingChannel])
+    if (typeof v === 'string' && MANAGED_PROVIDERS.has(v.toLowerCase())) return v.toLowerCase();
+  return undefined;
+}
+
+// Slack mentions: <@U...> and <@U...|name> (user ids U or W, upper case).
+const SLACK_MENTION_RE = /<@([UW][A-Z0-9]{2,20})(?:\|[^>]*)?>/gi;
+// OpenClaw's Slack channel renders a mention whose user it could look up
+// as "<@U...> (name)" in the text agents read (prepare-content of
+// @openclaw/slack); the plugin gets Slack's own text back.
+const unrenderSlackMentions = (text) => text.replace(/<@([UW][A-Z0-9]{2,20})> \([^()\n]*\)/gi, '<@$1>');
+
+// message_received in the plugin's shape. slackText: the message's text as
+// before_dispatch saw it (Slack only: OpenClaw's own message_received
+// content has every <@U...> cut out; see slackText below).
+function messageReceivedEvent(ev = {}, octx = {}, slackText = undefined) {
   const md = ev.metadata ?? {};
   const p = parseSessionKey(ev.sessionKey ?? octx.sessionKey);
-  const content = typeof ev.content === 'string' ? ev.content : '';
-  const mentions = [...new Set([...content.matchAll(/<@!?(\d+)>/g)].map((m) => m[1]))];
+  const slack = providerOf(ev, octx) === 'slack';
+  let content = typeof ev.content === 'string' ? ev.content : '';
+  if (slack) content = unrenderSlackMentions(typeof slackText === 'string' ? slackText : content);
+  const mentions = slack
+    ? [...new Set([...content.matchAll(SLACK_MENTION_RE)].map((m) => m[1].toUpperCase()))]
+    : [...new Set([...content.matchAll(/<@!?(\d+)>/g)].map((m) => m[1]))];
   const channelId = p && !p.isDm ? p.channelId : channelFrom(md.to) ?? channelFrom(octx.conversationId);
+  const messageId = ev.messageId ?? md.messageId;
+  let threadId = ev.threadId != null ? String(ev.threadId) : p?.threadId;
   // OpenClaw routes a Discord thread as a channel session of its own
   // (`...:channel:<threadId>`, no parent in the key or the event): the
   // agent hooks then name the thread as the channel, so the message must
   // too, or its scope would not be the one the agents' runs are decided in.
-  let threadId = ev.threadId != null ? String(ev.threadId) : p?.threadId;
   if (threadId !== undefined && threadId === channelId) threadId = undefined;
+  // Slack: a top-level message that OpenClaw answers in a thread of its own
+  // (replyToMode "all") has its own ts as MessageThreadId, but its session
+  // key is the channel's: it is no thread message.
+  if (slack && threadId !== undefined && threadId === messageId && !p?.threadId) threadId = undefined;
+  const senderId = ev.senderId ?? md.senderId;
   return compact({
-    messageId: ev.messageId ?? md.messageId,
+    messageId,
     channelId,
     threadId,
-    guildId: md.guildId,
+    guildId: slack ? undefined : md.guildId,
     isDm: p ? p.isDm : /^(user|direct|dm):/.test(String(md.to ?? octx.conversationId ?? '')),
-    senderId: ev.senderId ?? md.senderId,
+    senderId,
     // Gateway events carry no bot flag: a sender is a bot when the
-    // plugin's config names it (an agent's discordUserId, the moderator).
-    senderIsBot: md.senderIsBot === true || md.isBot === true || knownBots().has(String(ev.senderId ?? md.senderId ?? '')),
+    // plugin's config names it (an agent's discordUserId or slackUserId,
+    // the moderator of either platform).
+    senderIsBot: md.senderIsBot === true || md.isBot === true || knownBots().has(String(senderId ?? '')),
     content,
     mentions,
   });
@@ -1152,7 +1196,8 @@ const HOST_NOTICE_PREFIXES = [
 ];
 const isHostNotice = (text) => typeof text === 'string' && HOST_NOTICE_PREFIXES.some((p) => text.startsWith(p));
 
-// Discord user ids the plugin's config names as bots, cached per config.
+// Discord and Slack user ids the plugin's config names as bots, cached per
+// config (the two never overlap: snowflakes, U.../W... ids).
 let botIdsFor = null;
 let botIds = new Set();
 function knownBots() {
@@ -1160,10 +1205,14 @@ function knownBots() {
   if (cfg === botIdsFor) return botIds;
   botIdsFor = cfg;
   botIds = new Set();
-  for (const a of Object.values((cfg && cfg.agents) || {}))
+  for (const a of Object.values((cfg && cfg.agents) || {})) {
     if (a && typeof a.discordUserId === 'string') botIds.add(a.discordUserId);
-  const mod = cfg && cfg.discord && cfg.discord.moderatorUserId;
-  if (typeof mod === 'string') botIds.add(mod);
+    if (a && typeof a.slackUserId === 'string') botIds.add(a.slackUserId);
+  }
+  for (const platform of ['discord', 'slack']) {
+    const mod = cfg && cfg[platform] && cfg[platform].moderatorUserId;
+    if (typeof mod === 'string') botIds.add(mod);
+  }
   return botIds;
 }
 
@@ -1232,7 +1281,7 @@ function hookCtx(hook, ev = {}, octx = {}) {
     // key tells the plugin which agent this report is for (its wait for a
     // wake message ends on the moderator's message reaching that agent).
     return compact({ channelId: e.channelId, accountId: octx.accountId,
-      sessionKey: ev.sessionKey ?? octx.sessionKey });
+      sessionKey: ev.sessionKey ?? octx.sessionKey, messageProvider: providerOf(ev, octx) });
   }
   // message_sending's and reply_payload_sending's OpenClaw context is a
   // message context without agentId: the session key names the agent.
@@ -1335,14 +1384,15 @@ async function ingestsBefore(channelId) {
   if (set && set.size) await Promise.allSettled([...set]);
 }
 
-// Traffic of another chat platform (Slack, Telegram, ...) in the same
-// gateway: Dirigent manages Discord channels only, so such hooks never
-// reach the plugin (it would otherwise read a Slack channel as one of its
-// own and hold replies back). Named by messageProvider, by the provider
-// field of the session key ("agent:<id>:slack:channel:C..."), or by the
-// gateway shape's channelId, which names the provider there.
+// Traffic of another chat platform (Telegram, WhatsApp, ...) in the same
+// gateway: Dirigent manages Discord and Slack channels only, so such hooks
+// never reach the plugin (it would otherwise read another platform's
+// conversation as one of its own and hold replies back). Named by
+// messageProvider, by the provider field of the session key
+// ("agent:<id>:telegram:direct:42"), or by the gateway shape's channelId,
+// which names the provider there (and a Slack channel id elsewhere).
 function foreignProvider(oev = {}, octx = {}) {
-  const other = (p) => typeof p === 'string' && p !== '' && p.toLowerCase() !== 'discord';
+  const other = (p) => typeof p === 'string' && p !== '' && !MANAGED_PROVIDERS.has(p.toLowerCase());
   if (typeof octx.messageProvider === 'string' && octx.messageProvider)
     return other(octx.messageProvider) ? octx.messageProvider : null;
   const key = typeof octx.sessionKey === 'string' ? octx.sessionKey
@@ -1350,13 +1400,26 @@ function foreignProvider(oev = {}, octx = {}) {
   const m = /^agent:[^:]+:([^:]+):(?:channel|direct|group|dm):/.exec(key);
   if (m) return other(m[1]) ? m[1] : null;
   const ch = octx.channelId;
-  if (typeof ch === 'string' && /^[a-z][a-z0-9_-]*$/i.test(ch) && other(ch)) return ch;
+  if (typeof ch === 'string' && /^[a-z][a-z0-9_-]*$/i.test(ch) && !channelFrom(ch) && other(ch)) return ch;
   return null;
+}
+
+// What OpenClaw hands the hooks of a Slack conversation, once per hook and
+// process, at debug level: the event's field names and the context's plain
+// values (no text), so a gateway log shows the shape the bridge reads.
+const slackShapesLogged = new Set();
+function noteSlackShape(hook, oev, octx) {
+  if (slackShapesLogged.size >= 16 || slackShapesLogged.has(hook) || providerOf(oev, octx) !== 'slack') return;
+  slackShapesLogged.add(hook);
+  const plain = Object.fromEntries(Object.entries(octx ?? {}).filter(([k, v]) =>
+    v !== null && typeof v !== 'object' && typeof v !== 'function' && !/content|body|text|prompt/i.test(k)));
+  log(0, `slack ${hook}: OpenClaw event fields [${Object.keys(oev ?? {}).join(', ')}], context ${JSON.stringify(plain)}`);
 }
 
 // A modify hook: one OpenClaw registration per native registration (seq).
 async function dispatchModify(seq, hook, oev, octx) {
   if (foreignProvider(oev, octx)) return undefined;
+  noteSlackShape(hook, oev, octx);
   try {
     const ctx = hookCtx(hook, oev, octx);
     seeSession(ctx);
@@ -1387,6 +1450,7 @@ async function dispatchModify(seq, hook, oev, octx) {
 
 function dispatchModifyFast(seq, hook, oev, octx) {
   if (foreignProvider(oev, octx)) return undefined;
+  if (slackShapesLogged.size < 16) noteSlackShape(hook, oev, octx);
   const ce = agentCtxEntry(octx);
   const ctx = ce.ctx;
   const inst = g.instance;
@@ -1432,14 +1496,98 @@ function isOneShot() {
   return argv.includes('agent') && argv.includes('--local');
 }
 
+// ---- Slack: a message's text with its mentions ----------------------------------------
+//
+// OpenClaw 2026.9.6 hands message_received a Slack message's command text
+// (BodyForCommands, which @openclaw/slack makes with
+// stripSlackMentionsForCommandDetection: every <@...> cut out), so whom the
+// message mentions is not in it; only a message of nothing but mentions
+// falls back to the raw text. before_dispatch, which OpenClaw runs for the
+// same account after message_received and before that account's run,
+// carries the text agents read (bodyForAgent: the raw text, mentions
+// rendered "<@U...> (name)"). The bridge keeps that text per message, and a
+// Slack message_received waits for it (at most SLACK_TEXT_WAIT_MS; the first
+// account's before_dispatch serves the reports of every account), so the
+// plugin ingests the message with its mentions. Decisions of the channel
+// wait for the ingest as always (trackIngest); an account's before_dispatch
+// comes before its own run, so the wait never waits for a run.
+const SLACK_TEXT_WAIT_MS = 3000;
+const SLACK_TEXTS_KEPT = 512;
+const slackTexts = new Map(); // slackTextKey -> the text before_dispatch saw
+const slackTextWaiters = new Map(); // slackTextKey -> Set of resolve functions
+
+function slackTextKey(ev = {}, octx = {}) {
+  const messageId = ev.messageId ?? octx.messageId ?? (ev.metadata && ev.metadata.messageId);
+  if (typeof messageId !== 'string' || !messageId) return null;
+  const p = parseSessionKey(ev.sessionKey ?? octx.sessionKey);
+  const channelId = p && !p.isDm ? p.channelId : channelFrom(octx.conversationId);
+  return `${channelId ?? ''}\u0000${messageId}`;
+}
+
+// The bridge's own before_dispatch (never claims the message).
+function bridgeBeforeDispatch(oev = {}, octx = {}) {
+  try {
+    noteSlackShape('before_dispatch', oev, octx);
+    if (providerOf(oev, octx) !== 'slack' || typeof oev.body !== 'string') return undefined;
+    const key = slackTextKey(oev, octx);
+    if (!key) return undefined;
+    slackTexts.set(key, oev.body);
+    if (slackTexts.size > SLACK_TEXTS_KEPT) slackTexts.delete(slackTexts.keys().next().value);
+    const waiting = slackTextWaiters.get(key);
+    if (waiting) {
+      slackTextWaiters.delete(key);
+      for (const resolve of waiting) resolve(oev.body);
+    }
+  } catch (e) {
+    log(3, `before_dispatch (bridge) failed: ${e.stack ?? e}`);
+  }
+  return undefined;
+}
+
+// The text of a Slack message_received: undefined when the event's own
+// content is whole (it holds a mention: OpenClaw fell back to the raw text)
+// or when no before_dispatch brought it in time. {text, from} for the log.
+async function slackTextFor(oev = {}, octx = {}) {
+  if (typeof oev.content === 'string' && oev.content.includes('<@')) return { from: 'event (whole)' };
+  const key = slackTextKey(oev, octx);
+  if (!key) return { from: 'event (no message id)' };
+  if (slackTexts.has(key)) return { text: slackTexts.get(key), from: 'before_dispatch' };
+  const text = await new Promise((resolve) => {
+    let set = slackTextWaiters.get(key);
+    if (!set) slackTextWaiters.set(key, (set = new Set()));
+    const done = (v) => {
+      clearTimeout(timer);
+      set.delete(done);
+      if (set.size === 0 && slackTextWaiters.get(key) === set) slackTextWaiters.delete(key);
+      resolve(v);
+    };
+    const timer = setTimeout(() => done(undefined), SLACK_TEXT_WAIT_MS);
+    set.add(done);
+  });
+  return text === undefined
+    ? { from: `event without its mentions (no before_dispatch within ${SLACK_TEXT_WAIT_MS} ms)` }
+    : { text, from: 'before_dispatch' };
+}
+
 // An observe hook: the plugin's handlers in priority order, then the
 // bridge's lifecycle work.
 async function dispatchObserve(hook, oev, octx) {
   try {
     if (hook === 'gateway_start') g.gatewayStarted = true;
     const ctx = hookCtx(hook, oev, octx);
+    if (hook === 'message_received' || hook === 'agent_end') noteSlackShape(hook, oev, octx);
     if (hook !== 'message_received') seeSession(ctx);
-    const ev = hookEvent(hook, oev, octx);
+    const hasHandlers = g.surface && g.surface.hooks.some((h) => h.hook === hook);
+    let ev;
+    if (hook === 'message_received' && hasHandlers && providerOf(oev, octx) === 'slack') {
+      const got = await slackTextFor(oev, octx);
+      ev = messageReceivedEvent(oev, octx, got.text);
+      log(0, `message_received slack ${ev.channelId ?? '?'}${ev.threadId ? ` thread ${ev.threadId}` : ''} ` +
+        `message ${ev.messageId ?? '?'} from ${ev.senderId ?? '?'}${ev.senderIsBot ? ' (bot)' : ''} for ` +
+        `${ctx.sessionKey ?? '?'}: mentions [${ev.mentions.join(', ')}], text from ${got.from}`);
+    } else {
+      ev = hookEvent(hook, oev, octx);
+    }
     let forward = true;
     if (hook === 'agent_end') {
       // OpenClaw retries an attempt without a visible answer inside one run
@@ -1453,7 +1601,6 @@ async function dispatchObserve(hook, oev, octx) {
         if (g.endedRuns.size > ENDED_RUNS_KEPT) g.endedRuns.delete(g.endedRuns.values().next().value);
       }
     }
-    const hasHandlers = g.surface && g.surface.hooks.some((h) => h.hook === hook);
     if (forward && hasHandlers && foreignProvider(oev, octx)) forward = false;
     if (forward && hasHandlers && !(hook === 'gateway_stop' && !g.instance)) {
       await withInstance(async (inst) => {
@@ -1539,6 +1686,9 @@ function registerWithOpenClaw(api) {
     api.registerTool((octx) => makeTool(name, octx), { name });
   }
   api.on('before_model_resolve', bridgeModelResolve, { priority: BRIDGE_PRIORITY });
+  // Slack messages' mentions (see slackTextFor): only when the plugin reads messages.
+  if (g.surface.hooks.some((h) => h.hook === 'message_received'))
+    api.on('before_dispatch', bridgeBeforeDispatch, { priority: BRIDGE_PRIORITY });
   for (const [i, h] of g.surface.hooks.entries()) {
     if (MODIFY_HOOKS.has(h.hook))
       api.on(h.hook, SYNC_HOOKS.has(h.hook)
@@ -1709,22 +1859,26 @@ function register(api) {
   warnUnmanagedAgents(api.config, nativeConfig);
 }
 
-// An OpenClaw agent that answers on Discord but is missing from the
-// plugin's `agents` is not managed: in a shared channel it runs its real
-// model on every message. Said once per registration, naming the agents.
+// An OpenClaw agent that answers on Discord or Slack but is missing from
+// the plugin's `agents` (or has no user id of that platform there) is not
+// managed there: in a shared channel it runs its real model on every
+// message. Said once per registration and platform, naming the agents.
+const PLATFORM_IDS = { discord: ['Discord', 'discordUserId'], slack: ['Slack', 'slackUserId'] };
 function warnUnmanagedAgents(hostConfig, nativeConfig) {
   try {
-    const managed = new Set(Object.keys(nativeConfig?.agents ?? {}));
-    const onDiscord = new Set();
-    for (const b of Array.isArray(hostConfig?.bindings) ? hostConfig.bindings : []) {
-      if (b && typeof b.agentId === 'string' && b.match && b.match.channel === 'discord') onDiscord.add(b.agentId);
-    }
-    const missing = [...onDiscord].filter((id) => !managed.has(id)).sort();
-    if (missing.length) {
-      log(2, `OpenClaw agent${missing.length > 1 ? 's' : ''} ${missing.join(', ')} answer${missing.length > 1 ? '' : 's'} on Discord ` +
-        `(bindings) but ${missing.length > 1 ? 'are' : 'is'} not in plugins.entries.dirigent.config.agents: not managed, ` +
-        `${missing.length > 1 ? 'they run their' : 'it runs its'} real model on every message of a shared channel; ` +
-        'add each with its discordUserId');
+    const agents = nativeConfig?.agents ?? {};
+    for (const [platform, [name, idKey]] of Object.entries(PLATFORM_IDS)) {
+      const bound = new Set();
+      for (const b of Array.isArray(hostConfig?.bindings) ? hostConfig.bindings : []) {
+        if (b && typeof b.agentId === 'string' && b.match && b.match.channel === platform) bound.add(b.agentId);
+      }
+      const missing = [...bound].filter((id) => !agents[id] || typeof agents[id][idKey] !== 'string').sort();
+      if (!missing.length) continue;
+      const many = missing.length > 1;
+      log(2, `OpenClaw agent${many ? 's' : ''} ${missing.join(', ')} answer${many ? '' : 's'} on ${name} ` +
+        `(bindings) but ${many ? 'are' : 'is'} not in plugins.entries.dirigent.config.agents with a ${idKey}: not managed there, ` +
+        `${many ? 'they run their' : 'it runs its'} real model on every message of a shared channel; ` +
+        `add each with its ${idKey}`);
     }
   } catch (e) {
     log(3, `checking OpenClaw's agents against the plugin's failed: ${e.stack ?? e}`);
@@ -1739,4 +1893,4 @@ export default {
 };
 
 // For the bridge's own tests (test/unit.mjs): the translation functions.
-export const _internals = { foreignProvider, explainLoadError, shutdownInstance, SessionStore, isHostNotice, parseSessionKey, channelFrom, agentCtx, toolCtx, agentEndEvent, messageReceivedEvent, hookResult, g };
+export const _internals = { foreignProvider, bridgeBeforeDispatch, slackTextFor, providerOf, explainLoadError, shutdownInstance, SessionStore, isHostNotice, parseSessionKey, channelFrom, agentCtx, toolCtx, agentEndEvent, messageReceivedEvent, hookResult, g };

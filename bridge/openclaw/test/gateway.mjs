@@ -28,12 +28,11 @@
 // The OpenClaw config it writes is kept as <work>/openclaw.json.example: it
 // is the setup README's checklist "Use it in OpenClaw" describes. Loopback only.
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
-import { DatabaseSync } from 'node:sqlite';
 import {
   getJson, postJson, waitFor, sleep, makeChecks, makeChildren, offlineEnv, modelEntry, writeConfig,
+  freePort, speakersByMessage, costLedger,
 } from './lib.mjs';
 
 const opt = {};
@@ -96,17 +95,6 @@ const channels = () => getJson(`${FAKE}/_fake/channels`);
 const say = (channelId, content) => postJson(`${FAKE}/_fake/messages`, { channelId, authorId: HUMAN.id, content });
 
 // ---- OpenClaw ------------------------------------------------------------------------
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 const home = opt.home;
 const ws = Object.fromEntries(Object.keys(AGENTS).map((a) => [a, path.join(home, 'agents', a)]));
@@ -443,24 +431,7 @@ for (const q of reqs) byRule[q.rule] = (byRule[q.rule] ?? 0) + 1;
 check('each step of the story ran once on the real model', ['planner-open', 'planner-opened', 'planner-write',
   'planner-callback', 'planner-back', 'reviewer-review', 'coder-try-callback', 'coder-impl', 'reviewer-thread'].every((r) => byRule[r] === 1),
 JSON.stringify(byRule));
-// Which inbound message each real-model call answered: OpenClaw names it
-// (message_id) in the internal context of the request. Agents take turns
-// on a message: the speaker runs; only when it passes does the next agent
-// get the turn (and runs on the same message). A non-speaker running at the
-// same time would show as agents interleaving on one message.
-const byMessage = new Map(); // message id -> agents in call order
-for (const q of [...reqs].sort((x, y) => x.at - y.at || x.seq - y.seq)) {
-  const text = JSON.stringify(q.raw && q.raw.messages ? q.raw.messages : []);
-  const ids = [...text.matchAll(/message_id\\*":\\*"(\d+)/g)].map((m) => m[1]);
-  const id = ids[ids.length - 1];
-  if (!id) continue;
-  if (!byMessage.has(id)) byMessage.set(id, []);
-  byMessage.get(id).push(q.model.replace(/-model$/, ''));
-}
-const interleaved = [...byMessage].filter(([, agents]) => {
-  const blocks = agents.filter((a, i) => i === 0 || agents[i - 1] !== a);
-  return new Set(blocks).size !== blocks.length;
-});
+const { byMessage, interleaved } = speakersByMessage(reqs);
 check('real-model calls only for the speaker: agents take turns on each message, never interleave',
   byMessage.size > 0 && interleaved.length === 0,
   `${byMessage.size} messages answered; interleaved: ${JSON.stringify(interleaved)}`);
@@ -470,49 +441,11 @@ check('every model call went to an agent\'s real model (no no-reply model is con
 
 await stopGateway(); // and wait for it: its files are removed next
 
-// Dirigent's cost ledger against what the scripted model saw: OpenClaw
-// reported every model call (model_call_ended) and its tokens (llm_output),
-// each call belongs to a run Dirigent let through, none to a claimed one.
+// Dirigent's cost ledger against what the scripted model saw (lib.mjs).
 {
-  let rows = null, err = '';
-  try {
-    const d = new DatabaseSync(path.join(home, '.openclaw', 'dirigent', 'dirigent.db'), { readOnly: true });
-    rows = d.prepare('SELECT agent_id, verdict, model_calls, tokens_in, tokens_out FROM cost_runs').all();
-    d.close();
-  } catch (e) { err = e.message; }
-  const sum = (f) => (rows ?? []).reduce((n, r) => n + f(r), 0);
-  const calls = sum((r) => r.model_calls);
-  const offTurn = sum((r) => (r.verdict === 1 ? 0 : r.model_calls));
-  const claimed = (rows ?? []).filter((r) => r.verdict === 3).length;
-  // OpenClaw's own text-only continuation after a run that ended in tool
-  // calls ("settled-tool-finalization") reaches the model without a
-  // model_call_ended when its harness runs it in isolation (plugin hooks
-  // suppressed); OpenClaw has other paths to the same prompt, and one CI
-  // run's ledger held one call more than the model saw less those
-  // continuations. So, per agent: every call the model saw but the
-  // continuations, and at most all of them. (The request's last user message is that
-  // continuation prompt; its words also turn up inside later requests'
-  // quoted history, so only the ending counts.)
-  const continuation = (q) => /text-only pass, so reply with plain text and do not attempt any tool call\.\s*$/
-    .test(q.lastUser ?? '');
-  const unreported = reqs.filter(continuation).length;
-  const perAgent = {};
-  for (const q of reqs) {
-    const a = q.model.replace(/-model$/, '');
-    perAgent[a] ??= { model: 0, continuations: 0, ledger: 0 };
-    perAgent[a].model += 1;
-    if (continuation(q)) perAgent[a].continuations += 1;
-  }
-  for (const r of rows ?? []) {
-    perAgent[r.agent_id] ??= { model: 0, continuations: 0, ledger: 0 };
-    perAgent[r.agent_id].ledger += r.model_calls;
-  }
-  const agentsAgree = Object.values(perAgent).every((a) => a.ledger >= a.model - a.continuations && a.ledger <= a.model);
+  const ledger = costLedger(path.join(home, '.openclaw', 'dirigent', 'dirigent.db'), reqs);
   check('cost ledger: every model call OpenClaw reports, each on a run Dirigent let through, tokens counted, claimed runs recorded',
-    rows && agentsAgree && offTurn === 0 && claimed > 0 && sum((r) => r.tokens_in + r.tokens_out) > 0,
-    err || `ledger calls ${calls} (model saw ${reqs.length}, ${unreported} of them OpenClaw's continuations, which it may leave unreported), ` +
-      `calls on runs not let through ${offTurn}, claimed runs ${claimed}, tokens ${sum((r) => r.tokens_in)}/${sum((r) => r.tokens_out)}; ` +
-      `per agent (model calls / continuations / ledger): ${JSON.stringify(perAgent)}`);
+    ledger.ok, ledger.detail);
 }
 
 // ---- openclaw dirigent ...: the operator's commands -------------------------------------

@@ -3,8 +3,10 @@
 // PASS/FAIL line per check. Loopback only.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import readline from 'node:readline';
+import { DatabaseSync } from 'node:sqlite';
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -115,4 +117,97 @@ export function readJournal(file) {
     } catch { /* a torn last line */ }
   }
   return out;
+}
+
+// A free loopback port (for the gateway's --port).
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+// Which inbound message a real-model call (a model.mjs record) answered:
+// OpenClaw names it (message_id: a Discord snowflake, a Slack ts) in the
+// internal context of the request. speakersByMessage returns {byMessage: Map(message id -> agents in call order),
+// interleaved: [[id, agents]...]}: agents take turns on a message (the
+// speaker runs; only when it passes does the next agent get the turn, and
+// runs on the same message), so a non-speaker running at the same time
+// shows as agents interleaving on one message.
+export function messageIdOf(q) {
+  const msgs = q.raw && Array.isArray(q.raw.messages) ? q.raw.messages : [];
+  const text = JSON.stringify(msgs);
+  // The turn's "Conversation info" block (its last one; OpenClaw quotes it
+  // inside a JSON string of its internal context, so quotes may come
+  // escaped): the message answered. Blocks after it (the thread starter,
+  // history) name older messages.
+  const info = [...text.matchAll(/Conversation info[^`]*```json[^`]*?message_id\\*"\s*:\s*\\*"(\d+(?:\.\d+)?)/g)];
+  if (info.length) return info[info.length - 1][1];
+  const ids = [...text.matchAll(/message_id\\*":\\*"(\d+(?:\.\d+)?)/g)].map((m) => m[1]);
+  return ids[ids.length - 1];
+}
+
+export function speakersByMessage(reqs) {
+  const byMessage = new Map();
+  for (const q of [...reqs].sort((x, y) => x.at - y.at || x.seq - y.seq)) {
+    const id = messageIdOf(q);
+    if (!id) continue;
+    if (!byMessage.has(id)) byMessage.set(id, []);
+    byMessage.get(id).push(q.model.replace(/-model$/, ''));
+  }
+  const interleaved = [...byMessage].filter(([, agents]) => {
+    const blocks = agents.filter((a, i) => i === 0 || agents[i - 1] !== a);
+    return new Set(blocks).size !== blocks.length;
+  });
+  return { byMessage, interleaved };
+}
+
+// Dirigent's cost ledger (dbFile: its SQLite store) against what the
+// scripted model saw (reqs): OpenClaw reported every model call
+// (model_call_ended) and its tokens (llm_output), each call belongs to a run
+// Dirigent let through, none to a claimed one. OpenClaw's own text-only
+// continuation after a run that ended in tool calls
+// ("settled-tool-finalization") reaches the model without a
+// model_call_ended when its harness runs it in isolation, so per agent: every
+// call the model saw but the continuations, and at most all of them.
+// Returns {ok, detail, claimed}.
+export function costLedger(dbFile, reqs) {
+  let rows = null, err = '';
+  try {
+    const d = new DatabaseSync(dbFile, { readOnly: true });
+    rows = d.prepare('SELECT agent_id, verdict, model_calls, tokens_in, tokens_out FROM cost_runs').all();
+    d.close();
+  } catch (e) { err = e.message; }
+  const sum = (f) => (rows ?? []).reduce((n, r) => n + f(r), 0);
+  const calls = sum((r) => r.model_calls);
+  const offTurn = sum((r) => (r.verdict === 1 ? 0 : r.model_calls));
+  const claimed = (rows ?? []).filter((r) => r.verdict === 3).length;
+  // The request's last user message is that continuation prompt; its words
+  // also turn up inside later requests' quoted history, so only the ending counts.
+  const continuation = (q) => /text-only pass, so reply with plain text and do not attempt any tool call\.\s*$/
+    .test(q.lastUser ?? '');
+  const unreported = reqs.filter(continuation).length;
+  const perAgent = {};
+  for (const q of reqs) {
+    const a = q.model.replace(/-model$/, '');
+    perAgent[a] ??= { model: 0, continuations: 0, ledger: 0 };
+    perAgent[a].model += 1;
+    if (continuation(q)) perAgent[a].continuations += 1;
+  }
+  for (const r of rows ?? []) {
+    perAgent[r.agent_id] ??= { model: 0, continuations: 0, ledger: 0 };
+    perAgent[r.agent_id].ledger += r.model_calls;
+  }
+  const agentsAgree = Object.values(perAgent).every((a) => a.ledger >= a.model - a.continuations && a.ledger <= a.model);
+  return {
+    ok: !!rows && agentsAgree && offTurn === 0 && claimed > 0 && sum((r) => r.tokens_in + r.tokens_out) > 0,
+    claimed,
+    detail: err || `ledger calls ${calls} (model saw ${reqs.length}, ${unreported} of them OpenClaw's continuations, which it may leave unreported), ` +
+      `calls on runs not let through ${offTurn}, claimed runs ${claimed}, tokens ${sum((r) => r.tokens_in)}/${sum((r) => r.tokens_out)}; ` +
+      `per agent (model calls / continuations / ledger): ${JSON.stringify(perAgent)}`,
+  };
 }

@@ -25,8 +25,11 @@
 # gateway run` with the official Slack channel plugin (@openclaw/slack, in
 # Socket Mode) and one app per agent against build/fake-slack;
 # `slack-dirigent` (not in the default list) the same with Dirigent's
-# package (and @openclaw/discord) installed and loaded beside it: Dirigent
-# must leave Slack's conversations alone;
+# package (and @openclaw/discord) installed and configured for Slack
+# (example/openclaw-slack.json): the demo's story with Dirigent managing the
+# Slack channel; `slack-discord-only` (not in the default list) with
+# Dirigent configured for Discord only (example/openclaw.json): it gets
+# Slack's hooks and must leave Slack's conversations alone;
 # `bench` (not in the default list) measures a decision through the bridge;
 # `compare` (not in the default list, `make compare`) plays one story in the
 # gateway three ways (OpenClaw alone, with a broadcast group, with Dirigent)
@@ -52,7 +55,7 @@ fail() {
 
 # ---- the artefacts under test ---------------------------------------------------
 NEED="dirigent.so dirigent-noreply fake-discord"
-case ",${DIRIGENT_OPENCLAW_STAGES:-}," in *,slack,* | *,slack-dirigent,*) NEED="$NEED fake-slack" ;; esac
+case ",${DIRIGENT_OPENCLAW_STAGES:-}," in *,slack,* | *,slack-dirigent,* | *,slack-discord-only,*) NEED="$NEED fake-slack" ;; esac
 for f in $NEED; do
     [ -f "$BABS/$f" ] || fail "$BABS/$f is missing; run make (BUILD=$B) first"
 done
@@ -122,7 +125,8 @@ cat >"$WORK/plugins/bridge_probe/openclaw.plugin.json" <<'EOF'
   "activation": {"onStartup": true}
 }
 EOF
-mkdir -p "$WORK/unit" "$WORK/scenario" "$WORK/gateway/home" "$WORK/slack/home" "$WORK/slack-dirigent/home"
+mkdir -p "$WORK/unit" "$WORK/scenario" "$WORK/gateway/home" "$WORK/slack/home" "$WORK/slack-dirigent/home" \
+    "$WORK/slack-discord-only/home"
 
 # Dirigent from its package, with the README's command; npm offline: the
 # package carries koffi itself, nothing may come from the registry. Packed
@@ -172,16 +176,18 @@ install_slack() { # install_slack <stage dir>
         fail "openclaw plugins install $SLACK_PLUGIN failed (network? see $1/slack-install.log)"
 }
 case ",${DIRIGENT_OPENCLAW_STAGES:-}," in *,slack,*) install_slack "$WORK/slack" ;; esac
-case ",${DIRIGENT_OPENCLAW_STAGES:-}," in *,slack-dirigent,*)
-install_slack "$WORK/slack-dirigent"
 # Dirigent as README installs it: with OpenClaw's Discord plugin, which the
 # gateway otherwise tries to fetch at start (offline there).
-(cd "$WORK/slack-dirigent" && HOME="$WORK/slack-dirigent/home" npm_config_cache="$CACHE/npm-cache" npm_config_prefer_offline=true \
-    PATH="$(dirname "$NODE"):$PATH" "$NODE" "$CACHE/node_modules/openclaw/openclaw.mjs" plugins install "$DISCORD_PLUGIN" --pin) \
-    >"$WORK/slack-dirigent/discord-install.log" 2>&1 ||
-    fail "openclaw plugins install $DISCORD_PLUGIN failed (network? see $WORK/slack-dirigent/discord-install.log)"
-install_dirigent "$WORK/slack-dirigent"
-;; esac
+install_slack_dirigent() { # install_slack_dirigent <stage dir>
+    install_slack "$1"
+    (cd "$1" && HOME="$1/home" npm_config_cache="$CACHE/npm-cache" npm_config_prefer_offline=true \
+        PATH="$(dirname "$NODE"):$PATH" "$NODE" "$CACHE/node_modules/openclaw/openclaw.mjs" plugins install "$DISCORD_PLUGIN" --pin) \
+        >"$1/discord-install.log" 2>&1 ||
+        fail "openclaw plugins install $DISCORD_PLUGIN failed (network? see $1/discord-install.log)"
+    install_dirigent "$1"
+}
+case ",${DIRIGENT_OPENCLAW_STAGES:-}," in *,slack-dirigent,*) install_slack_dirigent "$WORK/slack-dirigent" ;; esac
+case ",${DIRIGENT_OPENCLAW_STAGES:-}," in *,slack-discord-only,*) install_slack_dirigent "$WORK/slack-discord-only" ;; esac
 
 # ---- run (loopback only) -------------------------------------------------------------------
 STAGES=${DIRIGENT_OPENCLAW_STAGES:-unit,scenario,gateway}
@@ -193,14 +199,16 @@ case ",$STAGES," in *,scenario,*) TESTS="$TESTS &&
 case ",$STAGES," in *,gateway,*) TESTS="$TESTS &&
  timeout 1200 '$NODE' bridge/openclaw/test/gateway.mjs --build '$BABS' --cache '$CACHE' --work '$WORK/gateway' --plugins '$WORK/plugins' --home '$WORK/gateway/home'" ;; esac
 case ",$STAGES," in *,slack,*) TESTS="$TESTS &&
- timeout 1500 '$NODE' bridge/openclaw/test/slack.mjs --build '$BABS' --cache '$CACHE' --work '$WORK/slack' --home '$WORK/slack/home'" ;; esac
+ timeout 1500 '$NODE' bridge/openclaw/test/slack.mjs --build '$BABS' --cache '$CACHE' --work '$WORK/slack' --home '$WORK/slack/home' --dirigent none" ;; esac
 case ",$STAGES," in *,slack-dirigent,*) TESTS="$TESTS &&
- timeout 1500 '$NODE' bridge/openclaw/test/slack.mjs --build '$BABS' --cache '$CACHE' --work '$WORK/slack-dirigent' --home '$WORK/slack-dirigent/home'" ;; esac
+ timeout 2100 '$NODE' bridge/openclaw/test/slack.mjs --build '$BABS' --cache '$CACHE' --work '$WORK/slack-dirigent' --home '$WORK/slack-dirigent/home' --dirigent slack" ;; esac
+case ",$STAGES," in *,slack-discord-only,*) TESTS="$TESTS &&
+ timeout 1500 '$NODE' bridge/openclaw/test/slack.mjs --build '$BABS' --cache '$CACHE' --work '$WORK/slack-discord-only' --home '$WORK/slack-discord-only/home' --dirigent discord" ;; esac
 case ",$STAGES," in *,compare,*) TESTS="$TESTS &&
  timeout 2400 nice '$NODE' bridge/openclaw/test/compare.mjs --build '$BABS' --cache '$CACHE' --work '$WORK/gateway' --home '$WORK/gateway/home' --out '$BABS/compare.md'" ;; esac
 case ",$STAGES," in *,bench,*) TESTS="$TESTS &&
  timeout 300 '$NODE' bridge/openclaw/test/bench.mjs '$WORK/plugins/dirigent' '$BABS/dirigent.so' '$WORK/bench'" ;; esac
-[ "$TESTS" != true ] || fail "DIRIGENT_OPENCLAW_STAGES=$STAGES names no stage (unit, scenario, gateway, slack, slack-dirigent, bench, compare)"
+[ "$TESTS" != true ] || fail "DIRIGENT_OPENCLAW_STAGES=$STAGES names no stage (unit, scenario, gateway, slack, slack-dirigent, slack-discord-only, bench, compare)"
 rc=0
 if [ "${DIRIGENT_OPENCLAW_NETNS:-1}" != 0 ] && unshare -rn sh -c 'ip link set lo up' 2>/dev/null; then
     echo "check-openclaw: running in a private network namespace (loopback only)"

@@ -131,7 +131,7 @@ await step('register: tools and hooks with priorities; bridge keys never reach i
   bridge.register(fakeApi(base, 'discovery'));
   assert.deepEqual([...tools.keys()].sort(), ['probe_echo', 'probe_fail', 'probe_host', 'probe_stats']);
   const names = hooks.map((h) => `${h.name}@${h.priority}`).sort();
-  for (const want of ['before_model_resolve@1000000', 'before_model_resolve@10', 'before_prompt_build@0',
+  for (const want of ['before_model_resolve@1000000', 'before_dispatch@1000000', 'before_model_resolve@10', 'before_prompt_build@0',
     'message_sending@0', 'agent_end@0', 'message_received@0', 'gateway_start@0', 'gateway_stop@0'])
     assert.ok(names.includes(want), `hook ${want} registered (have ${names.join(', ')})`);
   assert.ok(logs.some((l) => /bridge_probe: started/.test(l.m)), 'init logged through api.logger');
@@ -194,21 +194,142 @@ await step('before_prompt_build and message_sending results', async () => {
   assert.equal(mod._internals.isHostNotice('⚠️ careful: this API is deprecated'), false);
 });
 
-await step('another chat platform\'s traffic (Slack) never reaches the plugin', async () => {
+await step('another chat platform\'s traffic (Telegram) never reaches the plugin; Slack\'s does', async () => {
   const fp = mod._internals.foreignProvider;
-  assert.equal(fp({}, { messageProvider: 'slack', sessionKey: 'agent:planner:slack:channel:c0work' }), 'slack');
-  assert.equal(fp({}, { sessionKey: 'agent:planner:slack:channel:c0work:thread:1700000000.000100' }), 'slack');
+  assert.equal(fp({}, { messageProvider: 'telegram', sessionKey: 'agent:planner:telegram:direct:42' }), 'telegram');
   assert.equal(fp({ sessionKey: 'agent:planner:telegram:direct:42' }, {}), 'telegram');
-  assert.equal(fp({}, { channelId: 'slack', conversationId: 'channel:C0WORK', accountId: 'planner' }), 'slack');
+  assert.equal(fp({}, { channelId: 'whatsapp', conversationId: '+4912345' }), 'whatsapp');
+  assert.equal(fp({}, { messageProvider: 'slack', sessionKey: 'agent:planner:slack:channel:c0work0001' }), null);
+  assert.equal(fp({}, { sessionKey: 'agent:planner:slack:channel:c0work0001:thread:1700000000.000100' }), null);
+  assert.equal(fp({}, { channelId: 'slack', conversationId: 'channel:C0WORK0001', accountId: 'planner' }), null);
+  // A Slack channel id where OpenClaw puts one is no provider name.
+  assert.equal(fp({}, { channelId: 'C0WORK0001' }), null);
   assert.equal(fp({}, { messageProvider: 'discord', sessionKey: 'agent:planner:discord:channel:111' }), null);
   assert.equal(fp({}, { channelId: 'discord', conversationId: 'channel:111' }), null);
   assert.equal(fp({}, { channelId: '111' }), null);
   assert.equal(fp({}, {}), null);
   const before = (await stats()).seen.message_sending;
-  assert.equal(await runModify('message_sending', { to: 'channel:C0WORK', content: 'from slack' },
-    { channelId: 'slack', accountId: 'planner', conversationId: 'channel:C0WORK',
-      sessionKey: 'agent:planner:slack:channel:c0work' }), undefined);
+  assert.equal(await runModify('message_sending', { to: '42', content: 'from telegram' },
+    { channelId: 'telegram', accountId: 'planner', conversationId: '42',
+      sessionKey: 'agent:planner:telegram:direct:42' }), undefined);
   assert.deepEqual((await stats()).seen.message_sending, before);
+  // Slack's delivery reaches the plugin, renamed like Discord's.
+  assert.deepEqual(await runModify('message_sending', { to: 'channel:C0WORK0001', content: 'this is forbidden', threadId: '1700000000.000100' },
+    { channelId: 'slack', accountId: 'planner', conversationId: 'channel:C0WORK0001',
+      sessionKey: 'agent:planner:slack:channel:c0work0001:thread:1700000000.000100' }), { cancel: true, cancelReason: 'probe' });
+  const seen = (await stats()).seen.message_sending;
+  assert.deepEqual(seen.event, { to: 'channel:C0WORK0001', content: 'this is forbidden', threadId: '1700000000.000100' });
+  assert.deepEqual(seen.ctx, { agentId: 'planner', sessionKey: 'agent:planner:slack:channel:c0work0001:thread:1700000000.000100',
+    channelId: 'C0WORK0001', threadId: '1700000000.000100', accountId: 'planner', messageProvider: 'slack' });
+});
+
+await step('Slack: session keys with lower-cased ids, channel strings, agent and tool contexts', async () => {
+  const { parseSessionKey, channelFrom, agentCtx, toolCtx } = mod._internals;
+  assert.deepEqual(parseSessionKey('agent:planner:slack:channel:c0work0001'),
+    { agentId: 'planner', provider: 'slack', channelId: 'C0WORK0001', threadId: undefined, isDm: false });
+  assert.deepEqual(parseSessionKey('agent:reviewer:slack:channel:g0priv0002:thread:1712345678.123456'),
+    { agentId: 'reviewer', provider: 'slack', channelId: 'G0PRIV0002', threadId: '1712345678.123456', isDm: false });
+  assert.deepEqual(parseSessionKey('agent:coder:slack:direct:u0alice001'),
+    { agentId: 'coder', provider: 'slack', peerId: 'U0ALICE001', isDm: true });
+  // Discord keys keep their ids as they are.
+  assert.deepEqual(parseSessionKey('agent:planner:discord:channel:111:thread:222'),
+    { agentId: 'planner', provider: 'discord', channelId: '111', threadId: '222', isDm: false });
+  assert.equal(parseSessionKey('agent:planner:telegram:channel:42'), null);
+  assert.equal(channelFrom('channel:C0WORK0001'), 'C0WORK0001');
+  assert.equal(channelFrom('c0work0001:thread:1712345678.123456'), 'C0WORK0001');
+  assert.equal(channelFrom('C0WORK0001'), 'C0WORK0001');
+  assert.equal(channelFrom('channel:123'), '123');
+  for (const name of ['discord', 'direct', 'slack', 'channel:general', 'C0']) assert.equal(channelFrom(name), undefined, name);
+  // Agent hooks of a Slack thread session: OpenClaw's channelId is "<c>:thread:<ts>".
+  assert.deepEqual(agentCtx({ agentId: 'reviewer', sessionKey: 'agent:reviewer:slack:channel:c0work0001:thread:1712345678.123456',
+    channelId: 'c0work0001:thread:1712345678.123456', runId: 'r1' }),
+  { agentId: 'reviewer', sessionKey: 'agent:reviewer:slack:channel:c0work0001:thread:1712345678.123456',
+    channelId: 'C0WORK0001', threadId: '1712345678.123456', runId: 'r1', messageProvider: 'slack' });
+  // Without a session key: the Slack conversation and OpenClaw's provider name.
+  assert.deepEqual(agentCtx({ channelId: 'slack', conversationId: 'channel:C0WORK0001', accountId: 'planner' }),
+    { channelId: 'C0WORK0001', accountId: 'planner', messageProvider: 'slack' });
+  // A tool of a Slack turn (what OpenClaw hands a tool factory).
+  assert.deepEqual(toolCtx({ agentId: 'planner', sessionKey: 'agent:planner:slack:channel:c0work0001', sessionId: 's1',
+    deliveryContext: { channel: 'slack', to: 'channel:C0WORK0001', accountId: 'planner' }, nativeChannelId: 'C0WORK0001' }),
+  { agentId: 'planner', sessionKey: 'agent:planner:slack:channel:c0work0001', sessionId: 's1', channelId: 'C0WORK0001', accountId: 'planner' });
+  assert.deepEqual(toolCtx({ agentId: 'planner', sessionKey: 'agent:main:main',
+    deliveryContext: { channel: 'slack', to: 'channel:C0WORK0001', accountId: 'planner', threadId: '1712345678.123456' } }),
+  { agentId: 'planner', sessionKey: 'agent:main:main', channelId: 'C0WORK0001', threadId: '1712345678.123456', accountId: 'planner' });
+  // Slack sessions are listed under the plugin's (upper-case) channel id.
+  await runModify('before_prompt_build', { prompt: 'p' }, { agentId: 'planner', sessionKey: 'agent:planner:slack:channel:c0work0001' });
+  // (the thread's session was recorded by the message_sending above).
+  assert.deepEqual(g.sessions.list('C0WORK0001'), [
+    { sessionKey: 'agent:planner:slack:channel:c0work0001:thread:1700000000.000100', agentId: 'planner', channelId: 'C0WORK0001', threadId: '1700000000.000100' },
+    { sessionKey: 'agent:planner:slack:channel:c0work0001', agentId: 'planner', channelId: 'C0WORK0001' }]);
+  assert.deepEqual(g.sessions.list('c0work0001'), []);
+});
+
+await step('Slack message_received: the text before_dispatch saw, mentions <@U...> and <@U...|name>, thread ts, bots by slackUserId', async () => {
+  const { messageReceivedEvent } = mod._internals;
+  // What OpenClaw 2026.9.6 hands message_received for a Slack message: the
+  // command text (every <@...> cut out), the ts as messageId, thread_ts as threadId.
+  const human = { from: 'slack:channel:C0WORK0001', content: 'THREAD-QUESTION: do the tests cover it?',
+    messageId: '1712345679.000200', senderId: 'U0ALICE001', threadId: '1712345678.123456',
+    sessionKey: 'agent:reviewer:slack:channel:c0work0001:thread:1712345678.123456',
+    metadata: { to: 'channel:C0WORK0001', provider: 'slack', surface: 'slack', guildId: 'T0DIRIGENT', senderName: 'alice' } };
+  const mctx = { channelId: 'slack', accountId: 'reviewer', conversationId: 'channel:C0WORK0001',
+    sessionKey: human.sessionKey, messageId: human.messageId, senderId: 'U0ALICE001' };
+  // before_dispatch (the bridge's own, never claiming) brings the text agents read.
+  const bd = hooks.filter((h) => h.name === 'before_dispatch');
+  assert.equal(bd.length, 1, 'the bridge registered one before_dispatch');
+  const observed = runObserve('message_received', human, mctx);
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(await bd[0].handler({ messageId: human.messageId, content: human.content, channel: 'slack',
+    body: '<@U0REVIEW2> (reviewer) THREAD-QUESTION: do the tests cover it? cc <@U0CODER03|coder> <@U0REVIEW2>',
+    sessionKey: human.sessionKey, senderId: 'U0ALICE001', isGroup: true }, mctx), undefined);
+  await observed;
+  let seen = (await stats()).seen.message_received;
+  assert.deepEqual(seen.event, { messageId: '1712345679.000200', channelId: 'C0WORK0001', threadId: '1712345678.123456',
+    isDm: false, senderId: 'U0ALICE001', senderIsBot: false,
+    content: '<@U0REVIEW2> THREAD-QUESTION: do the tests cover it? cc <@U0CODER03|coder> <@U0REVIEW2>',
+    mentions: ['U0REVIEW2', 'U0CODER03'] });
+  assert.deepEqual(seen.ctx, { channelId: 'C0WORK0001', accountId: 'reviewer', sessionKey: human.sessionKey, messageProvider: 'slack' });
+  // Another account's report of the same message: the kept text at once.
+  const t0 = Date.now();
+  await runObserve('message_received', { ...human, sessionKey: 'agent:coder:slack:channel:c0work0001:thread:1712345678.123456' },
+    { ...mctx, accountId: 'coder', sessionKey: 'agent:coder:slack:channel:c0work0001:thread:1712345678.123456' });
+  assert.ok(Date.now() - t0 < 1000, 'no wait for a text already seen');
+  assert.deepEqual((await stats()).seen.message_received.event.mentions, ['U0REVIEW2', 'U0CODER03']);
+  // A hand-off of nothing but a mention: OpenClaw falls back to the raw
+  // text, rendered; the plugin gets Slack's own text at once. A top-level
+  // message answered in a thread (replyToMode all) is no thread message.
+  const t1 = Date.now();
+  await runObserve('message_received', { content: '<@U0PLANNE1> (planner)', messageId: '1712345680.000300',
+    threadId: '1712345680.000300', senderId: 'U0MODERATR', sessionKey: 'agent:planner:slack:channel:c0work0001',
+    metadata: { to: 'channel:C0WORK0001' } }, { channelId: 'slack', accountId: 'planner' });
+  assert.ok(Date.now() - t1 < 1000, 'no wait for a whole text');
+  seen = (await stats()).seen.message_received;
+  assert.deepEqual(seen.event, { messageId: '1712345680.000300', channelId: 'C0WORK0001', isDm: false,
+    senderId: 'U0MODERATR', senderIsBot: false, content: '<@U0PLANNE1>', mentions: ['U0PLANNE1'] });
+  // No before_dispatch (an account that does not dispatch it): forwarded
+  // after the wait, with the event's own text.
+  const t2 = Date.now();
+  await runObserve('message_received', { content: 'no mention here', messageId: '1712345681.000400', senderId: 'U0PLANNE1',
+    sessionKey: 'agent:coder:slack:channel:c0work0001' }, { channelId: 'slack', accountId: 'coder' });
+  assert.ok(Date.now() - t2 >= 2900, `waited for before_dispatch (${Date.now() - t2} ms)`);
+  assert.deepEqual((await stats()).seen.message_received.event, { messageId: '1712345681.000400', channelId: 'C0WORK0001',
+    isDm: false, senderId: 'U0PLANNE1', senderIsBot: false, content: 'no mention here', mentions: [] });
+  assert.ok(logs.some((l) => /message_received slack C0WORK0001 message 1712345681\.000400 .*no before_dispatch within 3000 ms/.test(l.m)),
+    'the wait is logged');
+  // Bots by the plugin's config: agents' slackUserId, slack.moderatorUserId.
+  const saved = g.nativeConfig;
+  try {
+    g.nativeConfig = { slack: { moderatorUserId: 'U0MODERATR' }, discord: { moderatorUserId: '99' },
+      agents: { planner: { slackUserId: 'U0PLANNE1' }, reviewer: { discordUserId: '1002', slackUserId: 'U0REVIEW2' } } };
+    const ev = (senderId) => messageReceivedEvent({ content: 'x', messageId: '1.2', senderId,
+      sessionKey: 'agent:coder:slack:channel:c0work0001' }, {}, undefined).senderIsBot;
+    assert.deepEqual(['U0MODERATR', 'U0PLANNE1', 'U0REVIEW2', '1002', '99', 'U0ALICE001'].map(ev), [true, true, true, true, true, false]);
+  } finally {
+    g.nativeConfig = saved;
+  }
+  // A DM: isDm from the key.
+  assert.equal(messageReceivedEvent({ content: 'hi', messageId: '1.3', senderId: 'U0ALICE001',
+    sessionKey: 'agent:planner:slack:direct:u0alice001' }, { channelId: 'slack' }, 'hi').isDm, true);
 });
 
 await step('agent_end: this run only (output, toolCalls), once per runId', async () => {
@@ -243,7 +364,7 @@ await step('message_received: Discord ids from the session key, mentions from th
   assert.deepEqual(seen.event, { messageId: 'm1', channelId: '111', threadId: '222', guildId: '9', isDm: false,
     senderId: '5', senderIsBot: false, content: 'hi <@1002> and <@!1003> <@1002>', mentions: ['1002', '1003'] });
   assert.deepEqual(seen.ctx, { channelId: '111', accountId: 'a1',
-    sessionKey: 'agent:planner:discord:channel:111:thread:222' });
+    sessionKey: 'agent:planner:discord:channel:111:thread:222', messageProvider: 'discord' });
 });
 
 await step('plugin threads call log/session_patch/sessions_list while 300 calls are in flight', async () => {
@@ -370,18 +491,20 @@ await step('gateway_stop shuts down for good', async () => {
   assert.equal(seen.length, stoppedBefore + 1);
 });
 
-await step('register: an OpenClaw agent bound to Discord but missing from the plugin\'s agents is named in a warning', async () => {
+await step('register: an OpenClaw agent bound to Discord or Slack but missing from the plugin\'s agents is named in a warning', async () => {
   const n = logs.length;
   const api = fakeApi(base, 'full');
   api.config = { bindings: [
     { agentId: 'ghost', match: { channel: 'discord', accountId: 'ghost' } },
+    { agentId: 'spectre', match: { channel: 'slack', accountId: 'spectre' } },
     { agentId: 'planner', match: { channel: 'telegram' } },
   ] };
   bridge.register(api);
   const warned = logs.slice(n).filter((l) => l.level === 'warn' && /not in plugins\.entries\.dirigent\.config\.agents/.test(l.m));
-  assert.equal(warned.length, 1, JSON.stringify(logs.slice(n)));
-  assert.match(warned[0].m, /agent ghost answers on Discord/);
-  assert.doesNotMatch(warned[0].m, /planner/);
+  assert.equal(warned.length, 2, JSON.stringify(logs.slice(n)));
+  assert.match(warned[0].m, /agent ghost answers on Discord .*add each with its discordUserId$/);
+  assert.match(warned[1].m, /agent spectre answers on Slack .*add each with its slackUserId$/);
+  assert.doesNotMatch(warned.map((w) => w.m).join(), /planner/);
   await runObserve('gateway_stop', { reason: 'test' }, {});
 });
 
