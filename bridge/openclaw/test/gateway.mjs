@@ -443,7 +443,10 @@ await stopGateway(); // and wait for it: its files are removed next
 
 // Dirigent's cost ledger against what the scripted model saw (lib.mjs).
 {
-  const ledger = costLedger(path.join(home, '.openclaw', 'dirigent', 'dirigent.db'), reqs);
+  // Every call the model saw until the gateway stopped: a run still going
+  // when the story's checks read the requests above reports its call to the
+  // ledger before the stop, so the two are compared at the same moment.
+  const ledger = costLedger(path.join(home, '.openclaw', 'dirigent', 'dirigent.db'), await modelRequests());
   check('cost ledger: every model call OpenClaw reports, each on a run Dirigent let through, tokens counted, claimed runs recorded',
     ledger.ok, ledger.detail);
 }
@@ -512,7 +515,7 @@ check('openclaw dirigent why WORK reviewer: transitions and what reviewer gets (
   `exit ${why.code}:\n${why.text.slice(-3000)}`);
 const whyName = await openclawCli(['dirigent', 'why', 'work']);
 check('openclaw dirigent why work (a name): refused naming the rule',
-  whyName.code === 2 && whyName.text.includes('is not a channel id: it must be a snowflake'),
+  whyName.code === 2 && whyName.text.includes('is not a channel id: it must be a Discord snowflake'),
   `exit ${whyName.code}:\n${whyName.text.slice(-2000)}`);
 const failed = summary();
 console.log(`gateway: logs, config and transcript in ${opt.work}`);
