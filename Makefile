@@ -662,6 +662,16 @@ check-release: release-deps
 check-install:
 	$(MAKE) --no-print-directory RELEASE_ARCHES=x64 package
 	sh scripts/check-install.sh $(B) $(VERSION)
+
+# The README's quick start (make demo, make check, then make demo
+# PLATFORM=slack) from a clean clone of FRESH_REF (default HEAD: commit
+# first) in a fresh copy of a Debian 12 root with only make and a compiler
+# (scripts/check-fresh.sh; root, debootstrap once, Debian's archive).
+FRESH_REF ?= HEAD
+check-fresh:
+	@sh scripts/deps.sh --fresh
+	sh scripts/check-fresh.sh $(FRESH_REF)
+.PHONY: check-fresh
 .PHONY: release release-deps release-build release-one-turn check-release check-install
 
 PC_DIR      := $(PREFIX)/lib/pkgconfig

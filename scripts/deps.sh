@@ -11,6 +11,8 @@
 #                                 never needs them
 #   sh scripts/deps.sh --browser  Debian's chromium for make check-browser
 #                                 (the status page in a headless browser)
+#   sh scripts/deps.sh --fresh    debootstrap for make check-fresh (the
+#                                 quick start in a fresh Debian 12 root)
 #   sh scripts/deps.sh --release ARCH...   the release build (make release,
 #                                 make package) for x64 and/or arm64: for arm64
 #                                 the cross compiler, the arm64 libraries
@@ -30,6 +32,8 @@ elif [ "${1:-}" = "--format" ]; then
     set -- clang-format-14
 elif [ "${1:-}" = "--browser" ]; then
     set -- chromium
+elif [ "${1:-}" = "--fresh" ]; then
+    set -- debootstrap
 elif [ "${1:-}" = "--release" ]; then
     shift
     pkgs="libsqlite3-dev libjansson-dev libcurl4-openssl-dev libmicrohttpd-dev libpq-dev"
