@@ -50,9 +50,12 @@
 
 PKGS      := jansson sqlite3 libcurl libmicrohttpd libpq
 TEST_PKGS := check
+# What make deps installs: the build, the tests (check, curl, PostgreSQL for
+# the _pg suites) and nodejs, which writes openclaw.plugin.json for make
+# install and make package (the build suite installs into a temporary folder).
 DEB_PKGS  := build-essential pkg-config libjansson-dev libsqlite3-dev \
              libcurl4-openssl-dev libmicrohttpd-dev check libsubunit-dev curl \
-             libpq-dev postgresql
+             libpq-dev postgresql nodejs
 
 CC      ?= cc
 # The one place of the version is manifest.json: the .so (DG_VERSION), the

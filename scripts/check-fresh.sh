@@ -103,6 +103,9 @@ unshare -m sh -c '
     set -e
     R=$1
     mount --make-rprivate /
+    # The root a mount point of its own, as on a machine or in a container:
+    # tests that unshare and remount from "/" need it.
+    mount --bind "$R" "$R"
     mount -t proc proc "$R/proc"
     mount --rbind /sys "$R/sys"
     mount --rbind /dev "$R/dev"
