@@ -79,15 +79,9 @@ static int ctl(char **out, const char *a1, const char *a2, const char *a3, const
     char *outp = tu_path(H.dir, "ctl.out");
     char *errp = tu_path(H.dir, "ctl.err");
     const char *argv[] = {bin, url ? "--store-url" : "--db", db, a1, a2, a3, a4, NULL};
+    /* Its stderr stays in the test's folder (ctl.err): a refusal the test
+     * expects is no failure, and CK_CTL shows it when the status is wrong. */
     int st = tu_run_wait(argv, outp, errp, NULL, 20000);
-    if (st != 0) { /* what it said, for the failing assertion's reader */
-        FILE *e = fopen(errp, "r");
-        char line[1024];
-        while (e && fgets(line, sizeof line, e))
-            fprintf(stderr, "dirigent-ctl %s: %s", a1 ? a1 : "", line);
-        if (e)
-            fclose(e);
-    }
     free(errp);
     if (out) {
         FILE *f = fopen(outp, "r");
@@ -106,11 +100,40 @@ static int ctl(char **out, const char *a1, const char *a2, const char *a3, const
     return st;
 }
 
+/* What the last dirigent-ctl run wrote to stderr, malloc'd (the caller
+ * frees; "" when nothing). */
+static char *ctl_said(void)
+{
+    char *errp = tu_path(H.dir, "ctl.err");
+    FILE *f = fopen(errp, "r");
+    free(errp);
+    char *s = NULL;
+    size_t cap = 0;
+    if (!f || getdelim(&s, &cap, '\0', f) < 0) {
+        free(s);
+        s = strdup("");
+    }
+    if (f)
+        fclose(f);
+    return s;
+}
+
+/* Runs dirigent-ctl (as ctl()) and fails the test, with what it said on
+ * stderr, unless it exits with want. */
+#define CK_CTL(want, out, a1, a2, a3, a4)                                                          \
+    do {                                                                                           \
+        int ctl_st_ = ctl(out, a1, a2, a3, a4);                                                    \
+        if (ctl_st_ != (want))                                                                     \
+            ck_abort_msg("dirigent-ctl %s: exit %d, expected %d; stderr: %s", (a1), ctl_st_,       \
+                         (want), ctl_said());                                                      \
+    } while (0)
+
 static json_t *ctl_json(const char *a1, const char *a2, const char *a3)
 {
     char *out = NULL;
     int st = ctl(&out, "--json", a1, a2, a3);
-    ck_assert_msg(st == 0, "dirigent-ctl %s: exit %d: %s", a1, st, out ? out : "");
+    ck_assert_msg(st == 0, "dirigent-ctl %s: exit %d: %s; stderr: %s", a1, st, out ? out : "",
+                  st == 0 ? "" : ctl_said());
     json_error_t e;
     json_t *j = json_loads(out, 0, &e);
     ck_assert_msg(j != NULL, "not JSON (%s): %s", e.text, out);
@@ -146,7 +169,7 @@ START_TEST(test_scopes_of_a_closed_channel_name_no_speaker)
                   json_string_value(json_object_get(sc, "speaker")));
     json_decref(s);
     char *out = NULL;
-    ck_assert_int_eq(ctl(&out, "scopes", NULL, NULL, NULL), 0);
+    CK_CTL(0, &out, "scopes", NULL, NULL, NULL);
     ck_assert_msg(out && strstr(out, " closed    -  ") && !strstr(out, TTH_CHARLIE " "), "%s", out);
     free(out);
 }
@@ -198,7 +221,7 @@ START_TEST(test_scopes_and_why_on_a_live_database)
     json_decref(w);
     /* The text form names the causes too. */
     char *out = NULL;
-    ck_assert_int_eq(ctl(&out, "why", CH1, TTH_CHARLIE, NULL), 0);
+    CK_CTL(0, &out, "why", CH1, TTH_CHARLIE, NULL);
     ck_assert_ptr_nonnull(strstr(out, "run of " TTH_ALPHA " ended: spoke"));
     ck_assert_ptr_nonnull(strstr(out, TTH_CHARLIE " gets a real model run: it holds the turn"));
     free(out);
@@ -352,7 +375,7 @@ START_TEST(test_discussions_show_and_outbox)
                      "plans/d.md");
     json_decref(l);
     char *out = NULL;
-    ck_assert_int_eq(ctl(&out, "show", "999", NULL, NULL), 1);
+    CK_CTL(1, &out, "show", "999", NULL, NULL);
     free(out);
 
     /* The outbox: no moderator token here, so what is queued stays pending. */
@@ -385,11 +408,11 @@ START_TEST(test_refusals_and_read_only)
         ck_assert_uint_gt(n, 0);
     }
     char *out = NULL;
-    ck_assert_int_eq(ctl(&out, "scopes", NULL, NULL, NULL), 0);
+    CK_CTL(0, &out, "scopes", NULL, NULL, NULL);
     free(out);
-    ck_assert_int_eq(ctl(NULL, "why", NULL, NULL, NULL), 2);
-    ck_assert_int_eq(ctl(NULL, "nonsense", NULL, NULL, NULL), 2);
-    ck_assert_int_eq(ctl(NULL, "scopes", "--all", NULL, NULL), 2);
+    CK_CTL(2, NULL, "why", NULL, NULL, NULL);
+    CK_CTL(2, NULL, "nonsense", NULL, NULL, NULL);
+    CK_CTL(2, NULL, "scopes", "--all", NULL, NULL);
     FILE *f = fopen(db, "rb");
     char *after = calloc(1, 4 << 20);
     size_t n = fread(after, 1, 4 << 20, f);
@@ -433,11 +456,11 @@ START_TEST(test_why_names_the_rule_and_the_agent)
     three_join_and_talk();
     char *out = NULL, *err = NULL;
     /* A channel name where an id is wanted: refused, naming the rule. */
-    ck_assert_int_eq(ctl(&out, "why", "notasnowflake", NULL, NULL), 2);
+    CK_CTL(2, &out, "why", "notasnowflake", NULL, NULL);
     free(out);
-    ck_assert_int_eq(ctl(&out, "why", "general", TTH_BRAVO, NULL), 2);
+    CK_CTL(2, &out, "why", "general", TTH_BRAVO, NULL);
     free(out);
-    ck_assert_int_eq(ctl(&out, "show", "#general", NULL, NULL), 2);
+    CK_CTL(2, &out, "show", "#general", NULL, NULL);
     free(out);
     char *db = db_path();
     const char *why_name[] = {"--db", db, "why", "general", NULL};
@@ -456,7 +479,7 @@ START_TEST(test_why_names_the_rule_and_the_agent)
     free(out);
     free(err);
     /* An agent that is not in the order, in words. */
-    ck_assert_int_eq(ctl(&out, "why", CH1, "nosuchagent", NULL), 0);
+    CK_CTL(0, &out, "why", CH1, "nosuchagent", NULL);
     ck_assert_ptr_null(strstr(out, "gets not in"));
     ck_assert_msg(strstr(out,
                          "nosuchagent is not managed here: it is not in this channel's "
@@ -466,7 +489,7 @@ START_TEST(test_why_names_the_rule_and_the_agent)
     free(out);
     /* A non-speaker is claimed on a host with claim hooks (the default),
      * switched to the no-reply model with --no-claim-hooks. */
-    ck_assert_int_eq(ctl(&out, "why", CH1, TTH_BRAVO, NULL), 0);
+    CK_CTL(0, &out, "why", CH1, TTH_BRAVO, NULL);
     ck_assert_msg(strstr(out, TTH_BRAVO "'s runs are claimed (no model call): it does not hold "
                                         "the turn\n"),
                   "%s", out);
@@ -474,11 +497,11 @@ START_TEST(test_why_names_the_rule_and_the_agent)
     ck_assert_uint_gt(strlen(out), 0);
     ck_assert_int_eq(out[strlen(out) - 1], '\n');
     free(out);
-    ck_assert_int_eq(ctl(&out, "--no-claim-hooks", "why", CH1, TTH_BRAVO), 0);
+    CK_CTL(0, &out, "--no-claim-hooks", "why", CH1, TTH_BRAVO);
     ck_assert_msg(strstr(out, TTH_BRAVO " gets the no-reply model: it does not hold the turn\n"),
                   "%s", out);
     free(out);
-    ck_assert_int_eq(ctl(&out, "--json", "why", CH1, NULL), 0);
+    CK_CTL(0, &out, "--json", "why", CH1, NULL);
     ck_assert_int_eq(out[strlen(out) - 1], '\n');
     free(out);
     /* --version, like the other programs. */
@@ -488,7 +511,7 @@ START_TEST(test_why_names_the_rule_and_the_agent)
     free(out);
     free(err);
     /* status: the store in a few lines. */
-    ck_assert_int_eq(ctl(&out, "status", NULL, NULL, NULL), 0);
+    CK_CTL(0, &out, "status", NULL, NULL, NULL);
     ck_assert_msg(strstr(out, "scopes       1 (speaking 1, dormant 0, resting 0, closed 0)\n"),
                   "%s", out);
     ck_assert_msg(strstr(out, "outbox       pending 0, sent 0, failed 0\n"), "%s", out);
@@ -692,7 +715,7 @@ START_TEST(test_cost_report)
 {
     cost_rows();
     char *out = NULL;
-    ck_assert_int_eq(ctl(&out, "cost", NULL, NULL, NULL), 0);
+    CK_CTL(0, &out, "cost", NULL, NULL, NULL);
     ck_assert_msg(strstr(out, "cost of every channel, every run the store keeps, per UTC day:\n"
                               "(no plugin config given: no prices;") &&
                       strstr(out, "channel " CH1 ":\n") && strstr(out, "channel " CH2 ":\n") &&
@@ -702,16 +725,16 @@ START_TEST(test_cost_report)
                       strstr(out, "money: not shown, no price for m-big"),
                   "%s", out);
     free(out);
-    ck_assert_int_eq(ctl(&out, "cost", "--since", "24h", NULL), 0);
+    CK_CTL(0, &out, "cost", "--since", "24h", NULL);
     ck_assert_msg(strstr(out, "runs since ") && !strstr(out, CH2) &&
                       strstr(out, "\ntotal: 2 runs, 2 model calls, 1 granted, 1 avoided"),
                   "%s", out);
     free(out);
-    ck_assert_int_eq(ctl(&out, "cost", "--since", "2020-01-01", NULL), 0);
+    CK_CTL(0, &out, "cost", "--since", "2020-01-01", NULL);
     ck_assert_msg(strstr(out, "runs since 2020-01-01T00:00:00Z") && strstr(out, "total: 3 runs"),
                   "%s", out);
     free(out);
-    ck_assert_int_eq(ctl(&out, "cost", "--since", "2999-12-31T23:59:59Z", NULL), 0);
+    CK_CTL(0, &out, "cost", "--since", "2999-12-31T23:59:59Z", NULL);
     ck_assert_msg(strstr(out, "no agent runs recorded\n"), "%s", out);
     free(out);
     json_t *j = ctl_json("cost", "--channel", CH2);
@@ -741,8 +764,8 @@ START_TEST(test_cost_report)
         free(url);
     }
     /* --since belongs to cost. */
-    ck_assert_int_eq(ctl(NULL, "scopes", "--since", "24h", NULL), 2);
-    ck_assert_int_eq(ctl(NULL, "cost", "extra", NULL, NULL), 2);
+    CK_CTL(2, NULL, "scopes", "--since", "24h", NULL);
+    CK_CTL(2, NULL, "cost", "extra", NULL, NULL);
 }
 END_TEST
 

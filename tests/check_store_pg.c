@@ -217,7 +217,8 @@ START_TEST(v10_outbox_migrates_with_its_rows)
     ck_assert_int_eq(pgs_value(url, "SELECT count(*) FROM pg_indexes WHERE schemaname ="
                                     " current_schema() AND indexname = 'outbox_pending'"),
                      0);
-    ck_assert_int_ne(pgs_exec(url, "UPDATE outbox SET state = 3 WHERE id = 6"), 0);
+    ck_assert(pgs_refuses(url, "UPDATE outbox SET state = 3 WHERE id = 6",
+                          "violates check constraint \"outbox_state_check\""));
     ck_assert_int_eq(pgs_exec(url, "INSERT INTO outbox(channel_id, content, nonce, created_at_ms)"
                                    " VALUES ('c', 'x', 'n8', 1)"),
                      0);

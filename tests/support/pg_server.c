@@ -208,12 +208,28 @@ const char *pgs_url(void)
     return pgs_base;
 }
 
+/* libpq's notices (a DROP ... CASCADE lists what it dropped) go to the
+ * server folder's notices.log: on the terminal they read like failures.
+ * Called by libpq on the thread running the query. */
+static void log_notice(void *arg, const char *message)
+{
+    (void)arg;
+    char path[128];
+    snprintf(path, sizeof path, "%s/notices.log", pgs_dir);
+    FILE *f = fopen(path, "a");
+    if (f) {
+        fputs(message, f);
+        fclose(f);
+    }
+}
+
 /* sql on a connection of its own to url: its result (caller clears), or
  * NULL with the reason in why (static). */
 static PGresult *query(const char *url, const char *sql, const char **why)
 {
     static char msg[512];
     PGconn *c = PQconnectdb(url);
+    PQsetNoticeProcessor(c, log_notice, NULL);
     PGresult *r = PQstatus(c) == CONNECTION_OK ? PQexec(c, sql) : NULL;
     ExecStatusType t = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
     if (t != PGRES_COMMAND_OK && t != PGRES_TUPLES_OK) {
@@ -235,6 +251,31 @@ int pgs_exec(const char *url, const char *sql)
         fprintf(stderr, "pgs_exec: %s", why);
     PQclear(r);
     return ok ? 0 : -1;
+}
+
+int pgs_refuses(const char *url, const char *sql, const char *want)
+{
+    const char *why = NULL;
+    PGresult *r = query(url, sql, &why);
+    if (r) {
+        PQclear(r);
+        fprintf(stderr, "pgs_refuses: the server accepted %s\n", sql);
+        return 0;
+    }
+    /* Expected: the refusal goes to the server folder's own log, where a
+     * failing test's reader finds it; on the terminal it reads like a failure. */
+    char path[128];
+    snprintf(path, sizeof path, "%s/refused.log", pgs_dir);
+    FILE *f = fopen(path, "a");
+    if (f) {
+        fprintf(f, "%s\n-> %s", sql, why);
+        fclose(f);
+    }
+    if (want && !strstr(why, want)) {
+        fprintf(stderr, "pgs_refuses: %s was refused, but not for \"%s\": %s", sql, want, why);
+        return 0;
+    }
+    return 1;
 }
 
 long pgs_value(const char *url, const char *sql)

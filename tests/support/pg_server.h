@@ -57,4 +57,10 @@ long pgs_value(const char *url, const char *sql);
  * 0 on success, else the message is printed. */
 int pgs_exec(const char *url, const char *sql);
 
+/* Run one SQL text that the server must refuse (a constraint's test): 1
+ * when it fails with a message containing want (NULL: any), else 0 with
+ * what happened on stderr. The expected refusal is written to refused.log
+ * in the server's folder, not to the terminal. */
+int pgs_refuses(const char *url, const char *sql, const char *want);
+
 #endif
