@@ -76,13 +76,13 @@ static uint64_t rng(void)
 }
 
 /* Baseline: the same ctx text parsed, its fields read, one hash lookup. */
-static int baseline_once(const char *ctx_text, const dg_map *m, int *sink)
+static int baseline_once(const dg_config *cfg, const char *ctx_text, const dg_map *m, int *sink)
 {
     json_t *ctx = json_loads(ctx_text, 0, NULL);
     if (!ctx)
         return -1;
     dg_hook_session hs;
-    int ok = dg_hook_decode_session(ctx, &hs) == 1;
+    int ok = dg_hook_decode_session(cfg, ctx, &hs) == 1;
     int *v = ok ? dg_map_get(m, hs.s.session_key) : NULL;
     *sink += v ? *v : 0;
     json_decref(ctx);
@@ -91,10 +91,10 @@ static int baseline_once(const char *ctx_text, const dg_map *m, int *sink)
 
 /* Baseline with the ctx already parsed (as the ABI passes it): decode +
  * one hash lookup. */
-static int baseline_parsed(const json_t *ctx, const dg_map *m, int *sink)
+static int baseline_parsed(const dg_config *cfg, const json_t *ctx, const dg_map *m, int *sink)
 {
     dg_hook_session hs;
-    int ok = dg_hook_decode_session(ctx, &hs) == 1;
+    int ok = dg_hook_decode_session(cfg, ctx, &hs) == 1;
     int *v = ok ? dg_map_get(m, hs.s.session_key) : NULL;
     *sink += v ? *v : 0;
     return v ? 0 : -1;
@@ -241,14 +241,14 @@ static int bench_resolve(tth *h, long scopes, long samples)
     int sink = 0, overrides = 0;
     for (long i = 0; i < 20000; i++) {
         long k = (long)(rng() % (uint64_t)n_sessions);
-        baseline_parsed(pctx[k], &m, &sink);
+        baseline_parsed(&tth_plugin(h)->cfg, pctx[k], &m, &sink);
         hook_parsed(h, pctx[k], fn, event, &sink);
         hook_parsed(h, closed_ctx[k % AGENTS], fn, event, &sink);
     }
     for (long i = 0; i < samples; i++) {
         long k = (long)(rng() % (uint64_t)n_sessions);
         double a = now_ns();
-        if (baseline_parsed(pctx[k], &m, &sink))
+        if (baseline_parsed(&tth_plugin(h)->cfg, pctx[k], &m, &sink))
             return -1;
         double b = now_ns();
         int before = sink;
@@ -269,7 +269,7 @@ static int bench_resolve(tth *h, long scopes, long samples)
     for (long i = 0; i < tsamples; i++) {
         long k = (long)(rng() % (uint64_t)n_sessions);
         double a = now_ns();
-        if (baseline_once(ctx[k], &m, &sink))
+        if (baseline_once(&tth_plugin(h)->cfg, ctx[k], &m, &sink))
             return -1;
         double b = now_ns();
         if (hook_once(h, ctx[k], fn, event, &sink) != OC_OK)
