@@ -368,10 +368,23 @@ static void print_curve(long n, const double *win, long n_win)
     printf(" us\n");
 }
 
+static const long BACKLOG_SIZES[] = {1000, 10000, 100000};
+
+static long backlog_max(void)
+{
+    return env_long("BENCH_BACKLOG_MAX", 100000);
+}
+
+/* The rows bench_backlog adds: one per large size within the bound. */
+static int backlog_rows(void)
+{
+    return (BACKLOG_SIZES[1] <= backlog_max()) + (BACKLOG_SIZES[2] <= backlog_max());
+}
+
 static int bench_backlog(bctx *b)
 {
-    long max = env_long("BENCH_BACKLOG_MAX", 100000);
-    long sizes[] = {1000, 10000, 100000};
+    long max = backlog_max();
+    const long *sizes = BACKLOG_SIZES;
     double small[3 * SMALL_DRAINS];
     int n_small = 0;
     long max_win = max / (WINDOW_ROWS / 2) + MID_DRAINS * 20 + 16;
@@ -532,20 +545,23 @@ static void bctx_close(bctx *b)
 
 int bench_outbox(void)
 {
-    int k = (int)env_long("BENCH_OUTBOX_K", 200);
-    int rounds = (int)env_long("BENCH_OUTBOX_ROUNDS", 31);
+    int k = (int)bench_size("BENCH_OUTBOX_K", 200, 50);
+    int rounds = (int)bench_size("BENCH_OUTBOX_ROUNDS", 31, 3);
     const char *lat_env = getenv("BENCH_OUTBOX_LATENCY_US");
     long lat = lat_env && *lat_env ? atol(lat_env) : 10000;
-    int lat_k = (int)env_long("BENCH_OUTBOX_LAT_K", 48);
-    int lat_rounds = (int)env_long("BENCH_OUTBOX_LAT_ROUNDS", 7);
+    int lat_k = (int)bench_size("BENCH_OUTBOX_LAT_K", 48, 16);
+    int lat_rounds = (int)bench_size("BENCH_OUTBOX_LAT_ROUNDS", 7, 2);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     int chans[] = {1, 4, 16};
     long only = env_long("BENCH_OUTBOX_ONLY", 0); /* one channel count, no backlog (profiling) */
+    int backlog_only = env_long("BENCH_OUTBOX_BACKLOG_ONLY", 0) != 0; /* the curve alone */
+    int n_counts = only ? 1 : 3;
+    bench_expect("outbox",
+                 (backlog_only ? 0 : n_counts * (lat > 0 ? 2 : 1)) + (only ? 0 : backlog_rows()));
     int rc = 1;
     bctx b;
     if (bctx_open(&b, 0) != 0)
         goto out;
-    int backlog_only = env_long("BENCH_OUTBOX_BACKLOG_ONLY", 0) != 0; /* the curve alone */
     for (int i = 0; i < 3 && !backlog_only; i++)
         if ((!only || only == chans[i]) && bench_channels(&b, chans[i], k, rounds) != 0)
             goto out;

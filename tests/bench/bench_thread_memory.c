@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_table.h"
 #include "turn_test_host.h"
 #include "turns_engine.h"
 #include "turns_engine_test.h"
@@ -46,8 +47,7 @@ static double now_s(void)
 
 int bench_thread_memory(void)
 {
-    const char *env = getenv("BENCH_THREAD_MESSAGES");
-    long total = env && *env ? strtol(env, NULL, 10) : 200000;
+    long total = bench_size("BENCH_THREAD_MESSAGES", 200000, 10000);
     if (total < 10000)
         total = 10000;
     tth_standalone();
