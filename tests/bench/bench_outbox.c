@@ -368,23 +368,40 @@ static void print_curve(long n, const double *win, long n_win)
     printf(" us\n");
 }
 
+/* The small size (the floor) and the two large ones; a quick pass drains
+ * fewer rows. */
 static const long BACKLOG_SIZES[] = {1000, 10000, 100000};
+static const long BACKLOG_QUICK[] = {250, 1000, 4000};
+
+static const long *backlog_sizes(void)
+{
+    return bench_quick() ? BACKLOG_QUICK : BACKLOG_SIZES;
+}
 
 static long backlog_max(void)
 {
-    return env_long("BENCH_BACKLOG_MAX", 100000);
+    return env_long("BENCH_BACKLOG_MAX", backlog_sizes()[2]);
+}
+
+/* "10k", or "250" below a thousand rows. */
+static void rows_label(long n, char *out, size_t cap)
+{
+    if (n >= 1000)
+        snprintf(out, cap, "%ldk", n / 1000);
+    else
+        snprintf(out, cap, "%ld", n);
 }
 
 /* The rows bench_backlog adds: one per large size within the bound. */
 static int backlog_rows(void)
 {
-    return (BACKLOG_SIZES[1] <= backlog_max()) + (BACKLOG_SIZES[2] <= backlog_max());
+    return (backlog_sizes()[1] <= backlog_max()) + (backlog_sizes()[2] <= backlog_max());
 }
 
 static int bench_backlog(bctx *b)
 {
     long max = backlog_max();
-    const long *sizes = BACKLOG_SIZES;
+    const long *sizes = backlog_sizes();
     double small[3 * SMALL_DRAINS];
     int n_small = 0;
     long max_win = max / (WINDOW_ROWS / 2) + MID_DRAINS * 20 + 16;
@@ -444,10 +461,12 @@ static int bench_backlog(bctx *b)
     for (int s = 1; s < 3; s++) {
         if (n_win[s] <= 0)
             continue;
-        char what[64];
-        snprintf(what, sizeof what, "backlog %ldk, per row vs 1k", sizes[s] / 1000);
-        bench_row(what, "us/row", w50[s], w99[s], "1k", s50, s99, w50[s] / s50, w99[s] / s99, 0,
-                  1.2);
+        char what[96], big[24], small_rows[24];
+        rows_label(sizes[s], big, sizeof big);
+        rows_label(sizes[0], small_rows, sizeof small_rows);
+        snprintf(what, sizeof what, "backlog %s, per row vs %s", big, small_rows);
+        bench_row(what, "us/row", w50[s], w99[s], small_rows, s50, s99, w50[s] / s50, w99[s] / s99,
+                  0, 1.2);
     }
     rc = 0;
 out:

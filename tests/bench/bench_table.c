@@ -31,6 +31,7 @@ void bench_row(const char *what, const char *unit, double fig50, double fig99,
     if (n_rows == MAX_ROWS)
         return;
     row *r = &rows[n_rows++];
+    memset(r, 0, sizeof *r); /* a forked bench's slots hold its parent's rows */
     snprintf(r->what, sizeof r->what, "%s", what);
     snprintf(r->unit, sizeof r->unit, "%s", unit);
     snprintf(r->floor_what, sizeof r->floor_what, "%s", floor_what);
@@ -170,7 +171,7 @@ double bench_pct(const double *sorted, long n, double p)
     return sorted[i];
 }
 
-int bench_quick(void)
+bool bench_quick(void)
 {
     return bench_env_long("BENCH_QUICK", 0) == 1;
 }

@@ -9,6 +9,7 @@
 #define DG_BENCH_TABLE_H
 
 #include <sched.h>
+#include <stdbool.h>
 
 /* higher: the aim is ratio >= aim (throughput); else ratio <= aim (cost).
  * unit: of the figures ("us/msg", "us"). Strings are copied. */
@@ -27,8 +28,9 @@ void bench_expect(const char *bench, int n_rows);
  * The aims are printed either way, never checked. */
 int bench_table_print(int check);
 
-/* BENCH_QUICK set to 1: every bench runs a short pass (its quick size). */
-int bench_quick(void);
+/* BENCH_QUICK set to 1: every bench runs a short pass (its quick size).
+ * (bool: bench_main runs every `int bench_<name>(void)` it finds.) */
+bool bench_quick(void);
 
 /* The size named by env, else quick or full as bench_quick says. */
 long bench_size(const char *env, long full, long quick);

@@ -111,7 +111,8 @@ int bench_thread_memory(void)
     printf("RSS from 10k to %ld top-level messages: %+.1f%% (aim: within 10%%) %s; "
            "mirror at most %zu scopes (bound 4096 dormant + a quarter)\n",
            total, growth, growth <= 10.0 && growth >= -10.0 ? "met" : "MISSED", max_scopes);
-    if (max_scopes > 4096 + 1024 + 16 && !(unbounded && *unbounded == '1')) {
+    /* A quick pass judges no figure: its eviction may lag on a busy machine. */
+    if (max_scopes > 4096 + 1024 + 16 && !(unbounded && *unbounded == '1') && !bench_quick()) {
         fprintf(stderr, "bench_thread_memory: the mirror grew past its bound\n");
         failed = 1;
     }
