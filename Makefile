@@ -412,8 +412,10 @@ valgrind: deps-ok $(TEST_DEPS)
 	done
 .PHONY: valgrind valgrind-list
 
+# BENCH_QUICK=1: a short pass of every row (CI); fails when a row is
+# missing or has no figure, never on an aim.
 bench: deps-ok $(B)/bench all
-	DG_BUILD_DIR=$(B) ./$(B)/bench
+	DG_BUILD_DIR=$(B) BENCH_QUICK=$(BENCH_QUICK) ./$(B)/bench
 
 # VERBOSE=1: the gateway's internal lines too; KEEP=1 (or make playground):
 # the fake Discord and the gateway keep running after the story.

@@ -36,11 +36,22 @@ static int managed_provider(const dg_config *cfg, const char *name, size_t len)
            (len == 5 && strncasecmp(name, "slack", 5) == 0 && cfg->has_slack);
 }
 
+/* As (pf == Discord && !has_discord) || (pf == Slack && !has_slack) for
+ * pf = dg_platform_of_channel(channel_id), without scanning the id's shape
+ * on every hook call where the answer does not depend on it: with both
+ * sections nothing is unmanaged; with one, only an id of the other shape
+ * (a Discord id is never Slack's: dg_platform_of_channel asks Discord
+ * first). */
 int dg_hook_unmanaged_channel(const dg_config *cfg, const char *channel_id)
 {
-    dg_platform pf = dg_platform_of_channel(channel_id);
-    return (pf == DG_PLATFORM_DISCORD && !cfg->has_discord) ||
-           (pf == DG_PLATFORM_SLACK && !cfg->has_slack);
+    if (cfg->has_discord && cfg->has_slack)
+        return 0;
+    if (cfg->has_discord)
+        return dg_platform_channel_id_valid(DG_PLATFORM_SLACK, channel_id) &&
+               !dg_platform_channel_id_valid(DG_PLATFORM_DISCORD, channel_id);
+    if (cfg->has_slack)
+        return dg_platform_channel_id_valid(DG_PLATFORM_DISCORD, channel_id);
+    return dg_platform_of_channel(channel_id) != 0;
 }
 
 int dg_hook_foreign(const dg_config *cfg, const json_t *ctx)

@@ -160,7 +160,12 @@ static void warm_channel(const dg_turns *t, const char *channel_id, uint64_t h)
     const turns_scope *r = c->conv;
     __builtin_prefetch(&c->marks);
     __builtin_prefetch(&c->member_hash);
+    __builtin_prefetch(c->standing);
     __builtin_prefetch(c->received);
+    /* The ids taken in (every message's dedup compares with them). */
+    __builtin_prefetch(c->taken);
+    __builtin_prefetch(&c->taken[TURNS_TAKEN_MAX / 2]);
+    __builtin_prefetch(&c->taken_head);
     /* The sender's name is compared, the speakers' are logged. */
     for (int i = 0; i < c->n && i < 16; i++)
         __builtin_prefetch(c->members[i]);

@@ -634,8 +634,10 @@ int dg_store_begin(dg_store *st)
             st->alone_known &&
             sqlite3_file_control(st->db, "main", SQLITE_FCNTL_DATA_VERSION, &dv) == SQLITE_OK &&
             dv == st->alone_dv;
-        if (!st->txn_alone)
+        if (!st->txn_alone) {
             st->alone_epoch++; /* what callers knew of the marks may be stale */
+            st->log_known = 0; /* and the change log too */
+        }
     }
     st->changes_at_begin = total_changes(st);
     st->txn_others = -1;

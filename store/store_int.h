@@ -89,6 +89,12 @@ struct dg_store {
     unsigned alone_dv;    /* the data version after that commit */
     int alone_known;      /* alone_dv is valid */
     int txn_alone;        /* dg_store_begin found it unchanged */
+    int log_known;        /* SQLite: the change log was read, and every write
+                                      * transaction begun since found the store alone
+                                      * and unchanged (txn_alone): nobody else has
+                                      * committed since, so the log has no entry this
+                                      * store has not seen (dg_store_changes_since) */
+    long log_reads;       /* the log read by dg_store_changes_since (a test seam) */
     int txn_write;        /* the open transaction is dg_store_begin's
                                       * (the write lock held throughout) */
     int txn_hinted;       /* it claimed a mark with a dg_mark_hint: a

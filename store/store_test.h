@@ -43,4 +43,9 @@ void dg_store_test_forget(dg_store *st);
 void dg_store_test_drop_pages(dg_store *st);
 void dg_store_test_commit_hook(dg_store *st, int (*fn)(void *), void *arg);
 
+/* How many times dg_store_changes_since read the change log itself (a
+ * store alone on its file need not). Caller's thread, outside its
+ * transaction. */
+long dg_store_test_log_reads(dg_store *st);
+
 #endif

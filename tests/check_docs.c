@@ -141,7 +141,7 @@ static char *anchors_of(const char *md)
             while (*p == '#')
                 p++;
             if (p - buf <= 6 && *p == ' ') {
-                char s[1024], key[1100];
+                char s[1024], key[1104]; /* "\n" try "\n" */
                 slug(p + 1, s, sizeof s);
                 /* A repeat of an earlier anchor gets -1, -2, ... */
                 snprintf(key, sizeof key, "\n%s\n", s);

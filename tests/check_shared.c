@@ -32,6 +32,7 @@
 #include "store.h"
 #include "store_int.h"
 #include "store_outbox.h"
+#include "store_test.h"
 #include "store_instances.h"
 #include "store_turns.h"
 #include "testutil.h"
@@ -236,6 +237,42 @@ START_TEST(change_log_only_while_another_store_is_open)
         ck_assert_int_gt(write_scope(a, "333"), 1);
         ck_assert_str_eq(changes_of(j.st, 1, &upto), ",333,");
         dg_store_close(j.st);
+        dg_store_close(a);
+    }
+    tu_rmtree(dir);
+    free(dir);
+    free(db);
+}
+END_TEST
+
+/* SQLite: a store alone on its file reads the change log once, then not
+ * again while nobody else commits (each turn change would pay a lookup
+ * that finds nothing); once another store committed, even one that has
+ * closed again and with a write of its own alone in between, it reads the
+ * log and learns what that one changed. */
+START_TEST(alone_store_reads_the_change_log_only_after_another_commit)
+{
+    char *dir = tu_mkdtemp(), *db = tu_db_target(dir);
+    if (!strstr(db, "://")) {
+        dg_store *a = open_store(db);
+        ck_assert_int_eq(write_scope(a, "111"), 0); /* alone, and it knows */
+        int64_t upto = 0;
+        ck_assert_str_eq(changes_of(a, 0, &upto), ",");
+        long reads = dg_store_test_log_reads(a);
+        for (int i = 0; i < 5; i++) {
+            ck_assert_int_eq(write_scope(a, "111"), 0);
+            ck_assert_str_eq(changes_of(a, 0, &upto), ",");
+        }
+        ck_assert_int_eq(dg_store_test_log_reads(a), reads);
+        /* Another store opens, changes 444 (logged: a is open) and closes. */
+        dg_store *b = open_store(db);
+        ck_assert_int_gt(write_scope(b, "444"), 0);
+        dg_store_close(b);
+        /* A write of a's in between finds it alone again, without the log. */
+        ck_assert_int_eq(write_scope(a, "111"), 0);
+        ck_assert_str_eq(changes_of(a, 0, &upto), ",444,");
+        ck_assert_int_gt(dg_store_test_log_reads(a), reads);
+        ck_assert_int_gt(upto, 0);
         dg_store_close(a);
     }
     tu_rmtree(dir);
@@ -706,6 +743,7 @@ static Suite *shared_suite(const char *name, int on_pg)
     tcase_add_test(tc, change_log_names_what_other_instances_changed);
     tcase_add_test(tc, probe_from_memory_sees_every_commit);
     tcase_add_test(tc, change_log_only_while_another_store_is_open);
+    tcase_add_test(tc, alone_store_reads_the_change_log_only_after_another_commit);
     tcase_add_test(tc, alone_claims_without_reading_yet_miss_no_duplicate);
     tcase_add_test(tc, lease_held_renewed_taken_over_and_released);
     tcase_add_test(tc, instance_id_and_other_hosts_leases);

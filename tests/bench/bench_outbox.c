@@ -368,10 +368,40 @@ static void print_curve(long n, const double *win, long n_win)
     printf(" us\n");
 }
 
+/* The small size (the floor) and the two large ones; a quick pass drains
+ * fewer rows. */
+static const long BACKLOG_SIZES[] = {1000, 10000, 100000};
+static const long BACKLOG_QUICK[] = {250, 1000, 4000};
+
+static const long *backlog_sizes(void)
+{
+    return bench_quick() ? BACKLOG_QUICK : BACKLOG_SIZES;
+}
+
+static long backlog_max(void)
+{
+    return env_long("BENCH_BACKLOG_MAX", backlog_sizes()[2]);
+}
+
+/* "10k", or "250" below a thousand rows. */
+static void rows_label(long n, char *out, size_t cap)
+{
+    if (n >= 1000)
+        snprintf(out, cap, "%ldk", n / 1000);
+    else
+        snprintf(out, cap, "%ld", n);
+}
+
+/* The rows bench_backlog adds: one per large size within the bound. */
+static int backlog_rows(void)
+{
+    return (backlog_sizes()[1] <= backlog_max()) + (backlog_sizes()[2] <= backlog_max());
+}
+
 static int bench_backlog(bctx *b)
 {
-    long max = env_long("BENCH_BACKLOG_MAX", 100000);
-    long sizes[] = {1000, 10000, 100000};
+    long max = backlog_max();
+    const long *sizes = backlog_sizes();
     double small[3 * SMALL_DRAINS];
     int n_small = 0;
     long max_win = max / (WINDOW_ROWS / 2) + MID_DRAINS * 20 + 16;
@@ -431,10 +461,12 @@ static int bench_backlog(bctx *b)
     for (int s = 1; s < 3; s++) {
         if (n_win[s] <= 0)
             continue;
-        char what[64];
-        snprintf(what, sizeof what, "backlog %ldk, per row vs 1k", sizes[s] / 1000);
-        bench_row(what, "us/row", w50[s], w99[s], "1k", s50, s99, w50[s] / s50, w99[s] / s99, 0,
-                  1.2);
+        char what[96], big[24], small_rows[24];
+        rows_label(sizes[s], big, sizeof big);
+        rows_label(sizes[0], small_rows, sizeof small_rows);
+        snprintf(what, sizeof what, "backlog %s, per row vs %s", big, small_rows);
+        bench_row(what, "us/row", w50[s], w99[s], small_rows, s50, s99, w50[s] / s50, w99[s] / s99,
+                  0, 1.2);
     }
     rc = 0;
 out:
@@ -532,20 +564,23 @@ static void bctx_close(bctx *b)
 
 int bench_outbox(void)
 {
-    int k = (int)env_long("BENCH_OUTBOX_K", 200);
-    int rounds = (int)env_long("BENCH_OUTBOX_ROUNDS", 31);
+    int k = (int)bench_size("BENCH_OUTBOX_K", 200, 50);
+    int rounds = (int)bench_size("BENCH_OUTBOX_ROUNDS", 31, 3);
     const char *lat_env = getenv("BENCH_OUTBOX_LATENCY_US");
     long lat = lat_env && *lat_env ? atol(lat_env) : 10000;
-    int lat_k = (int)env_long("BENCH_OUTBOX_LAT_K", 48);
-    int lat_rounds = (int)env_long("BENCH_OUTBOX_LAT_ROUNDS", 7);
+    int lat_k = (int)bench_size("BENCH_OUTBOX_LAT_K", 48, 16);
+    int lat_rounds = (int)bench_size("BENCH_OUTBOX_LAT_ROUNDS", 7, 2);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     int chans[] = {1, 4, 16};
     long only = env_long("BENCH_OUTBOX_ONLY", 0); /* one channel count, no backlog (profiling) */
+    int backlog_only = env_long("BENCH_OUTBOX_BACKLOG_ONLY", 0) != 0; /* the curve alone */
+    int n_counts = only ? 1 : 3;
+    bench_expect("outbox",
+                 (backlog_only ? 0 : n_counts * (lat > 0 ? 2 : 1)) + (only ? 0 : backlog_rows()));
     int rc = 1;
     bctx b;
     if (bctx_open(&b, 0) != 0)
         goto out;
-    int backlog_only = env_long("BENCH_OUTBOX_BACKLOG_ONLY", 0) != 0; /* the curve alone */
     for (int i = 0; i < 3 && !backlog_only; i++)
         if ((!only || only == chans[i]) && bench_channels(&b, chans[i], k, rounds) != 0)
             goto out;

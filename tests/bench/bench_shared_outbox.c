@@ -118,9 +118,10 @@ static double round_of(fake_discord *fd, dg_store *st, const char *db, char ch[]
 
 int bench_shared_outbox(void)
 {
-    long k = bench_env_long("BENCH_SHARED_K", 400);
+    long k = bench_size("BENCH_SHARED_K", 400, 100);
     long n_ch = bench_env_long("BENCH_SHARED_CHANNELS", 8);
-    long rounds = bench_env_long("BENCH_SHARED_ROUNDS", 8);
+    long rounds = bench_size("BENCH_SHARED_ROUNDS", 8, 2);
+    bench_expect("shared_outbox", 1);
     if (k < 10 || n_ch < 1 || n_ch > MAX_CH || rounds < 2 || !pgs_start())
         return 1;
     char *db = pgs_fresh_url();

@@ -335,12 +335,15 @@ static int setup(sctx *b, long latency_us)
 int bench_slack(void)
 {
     sctx b = {0};
-    int k = (int)bench_env_long("BENCH_SLACK_K", 100);
-    int rounds = (int)bench_env_long("BENCH_SLACK_ROUNDS", 15);
-    int paced_k = (int)bench_env_long("BENCH_SLACK_PACED_K", 20);
+    int k = (int)bench_size("BENCH_SLACK_K", 100, 30);
+    int rounds = (int)bench_size("BENCH_SLACK_ROUNDS", 15, 3);
+    int paced_k = (int)bench_size("BENCH_SLACK_PACED_K", 20, 8);
     long latency = bench_env_long("BENCH_SLACK_LATENCY_US", 0);
     const char *sc = getenv("BENCH_SLACK_PACE_SCALE");
     double scale = sc && *sc ? atof(sc) : 0.02;
+    long lat = bench_env_long("BENCH_SLACK_OUTBOX_LATENCY_US", 10000);
+    /* Two rows per unpaced pass, one paced, one per outbox pass. */
+    bench_expect("slack", 4 + (scale > 0) + 2 + (lat && !latency ? 2 : 0));
     cpu_set_t cpus;
     int pin = bench_pin_begin("BENCH_SLACK_PIN", &cpus);
     if (pin)
@@ -358,13 +361,12 @@ int bench_slack(void)
         rc = unpaced(&b, N_CHANS, k, rounds);
     if (rc == 0 && scale > 0)
         rc = paced(&b, scale, paced_k, rounds < 5 ? rounds : 5);
-    int outbox_k = (int)bench_env_long("BENCH_SLACK_OUTBOX_K", 60);
+    int outbox_k = (int)bench_size("BENCH_SLACK_OUTBOX_K", 60, 20);
     if (rc == 0)
         rc = outbox_rows(&b, 1, outbox_k, rounds);
     if (rc == 0)
         rc = outbox_rows(&b, N_CHANS, outbox_k, rounds);
     /* And against a fake Slack that answers like a network does. */
-    long lat = bench_env_long("BENCH_SLACK_OUTBOX_LATENCY_US", 10000);
     if (rc == 0 && lat && !latency) {
         sctx slow = {0};
         if (pin)
@@ -372,7 +374,7 @@ int bench_slack(void)
         rc = setup(&slow, lat);
         if (pin)
             bench_pin_self(0);
-        int lat_k = (int)bench_env_long("BENCH_SLACK_OUTBOX_LAT_K", 24);
+        int lat_k = (int)bench_size("BENCH_SLACK_OUTBOX_LAT_K", 24, 8);
         if (rc == 0)
             printf("(fake Slack answering %ld us after each request)\n", lat);
         if (rc == 0)

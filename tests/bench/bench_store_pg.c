@@ -194,11 +194,12 @@ static int pg_ingest(tth *h, long scopes, long n)
 
 int bench_store_pg(void)
 {
-    long scopes = bench_env_long("BENCH_PG_SCOPES", 300);
-    long samples = bench_env_long("BENCH_PG_SAMPLES", 20000);
-    long ingests = bench_env_long("BENCH_PG_INGESTS", 4000);
+    long scopes = bench_size("BENCH_PG_SCOPES", 300, 100);
+    long samples = bench_size("BENCH_PG_SAMPLES", 20000, 2000);
+    long ingests = bench_size("BENCH_PG_INGESTS", 4000, 500);
     if (scopes < 1 || samples < 100 || ingests < 100)
         return 1;
+    bench_expect("store_pg", 2);
     cpu_set_t cpus;
     int pinned = bench_pin_begin("BENCH_PG_PIN", &cpus);
     if (pinned)

@@ -3,6 +3,7 @@
  */
 #include "bench_table.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@ typedef struct row {
     char what[64], unit[16], floor_what[48];
     double fig50, fig99, floor50, floor99, ratio50, ratio99, aim;
     int higher;
+    int expects; /* > 0: no figure, the number of rows its bench adds next */
 } row;
 
 /* The bench program's table: filled by the benches, printed by main. */
@@ -29,6 +31,7 @@ void bench_row(const char *what, const char *unit, double fig50, double fig99,
     if (n_rows == MAX_ROWS)
         return;
     row *r = &rows[n_rows++];
+    memset(r, 0, sizeof *r); /* a forked bench's slots hold its parent's rows */
     snprintf(r->what, sizeof r->what, "%s", what);
     snprintf(r->unit, sizeof r->unit, "%s", unit);
     snprintf(r->floor_what, sizeof r->floor_what, "%s", floor_what);
@@ -42,10 +45,53 @@ void bench_row(const char *what, const char *unit, double fig50, double fig99,
     r->aim = aim;
 }
 
-void bench_table_print(void)
+void bench_expect(const char *bench, int n)
+{
+    if (n_rows == MAX_ROWS || n <= 0)
+        return;
+    row *r = &rows[n_rows++];
+    memset(r, 0, sizeof *r);
+    snprintf(r->what, sizeof r->what, "%s", bench);
+    r->expects = n;
+}
+
+/* A figure a quick run must have produced. */
+static int has_figure(double v)
+{
+    return isfinite(v) && v > 0;
+}
+
+/* Quick mode's check: the rows each bench expected, all with figures. */
+static int check_rows(void)
+{
+    int bad = 0;
+    for (int i = 0; i < n_rows; i++) {
+        if (!rows[i].expects)
+            continue;
+        int got = 0;
+        for (int j = i + 1; j < n_rows && !rows[j].expects; j++)
+            got++;
+        if (got < rows[i].expects) {
+            printf("MISSING: %s added %d of its %d rows\n", rows[i].what, got, rows[i].expects);
+            bad = 1;
+        }
+    }
+    for (int i = 0; i < n_rows; i++) {
+        const row *r = &rows[i];
+        if (!r->expects &&
+            !(has_figure(r->fig50) && has_figure(r->floor50) && has_figure(r->ratio50) &&
+              has_figure(r->fig99) && has_figure(r->floor99) && has_figure(r->ratio99))) {
+            printf("NO FIGURE: %s\n", r->what);
+            bad = 1;
+        }
+    }
+    return bad ? -1 : 0;
+}
+
+int bench_table_print(int check)
 {
     if (!n_rows)
-        return;
+        return 0;
     printf("\n== summary (p50, p99 in brackets; each figure and its floor interleaved round by "
            "round in this run; met/missed from the p50 ratio)\n");
     printf("%-34s %-22s %-30s %-16s %-8s %s\n", "figure", "p50 (p99)", "floor: p50 (p99)",
@@ -53,6 +99,8 @@ void bench_table_print(void)
     int met_all = 1;
     for (int i = 0; i < n_rows; i++) {
         row *r = &rows[i];
+        if (r->expects)
+            continue;
         char fig[40], flo[64], rat[32], aim[16];
         snprintf(fig, sizeof fig, "%.2f (%.2f) %s", r->fig50, r->fig99, r->unit);
         snprintf(flo, sizeof flo, "%s %.2f (%.2f)", r->floor_what, r->floor50, r->floor99);
@@ -63,7 +111,9 @@ void bench_table_print(void)
         printf("%-34s %-22s %-30s %-16s %-8s %s\n", r->what, fig, flo, rat, aim,
                met ? "met" : "MISSED");
     }
-    printf("aims: %s\n", met_all ? "all met" : "some MISSED (see above)");
+    printf("aims: %s%s\n", met_all ? "all met" : "some MISSED (see above)",
+           check ? " (a quick run: not judged)" : "");
+    return check ? check_rows() : 0;
 }
 
 void bench_table_clear(void)
@@ -119,6 +169,16 @@ double bench_pct(const double *sorted, long n, double p)
         return 0;
     long i = (long)(p * (double)(n - 1) + 0.5);
     return sorted[i];
+}
+
+bool bench_quick(void)
+{
+    return bench_env_long("BENCH_QUICK", 0) == 1;
+}
+
+long bench_size(const char *env, long full, long quick)
+{
+    return bench_env_long(env, bench_quick() ? quick : full);
 }
 
 long bench_env_long(const char *name, long dflt)

@@ -9,6 +9,7 @@
 #define DG_BENCH_TABLE_H
 
 #include <sched.h>
+#include <stdbool.h>
 
 /* higher: the aim is ratio >= aim (throughput); else ratio <= aim (cost).
  * unit: of the figures ("us/msg", "us"). Strings are copied. */
@@ -16,8 +17,23 @@ void bench_row(const char *what, const char *unit, double fig50, double fig99,
                const char *floor_what, double floor50, double floor99, double ratio50,
                double ratio99, int higher, double aim);
 
-/* Print the table (bench_main, after every bench). */
-void bench_table_print(void);
+/* A bench says first how many rows it will add (its sizes and options
+ * decide): fewer at the end is a missing row. Once per bench, before its
+ * first bench_row. */
+void bench_expect(const char *bench, int n_rows);
+
+/* Print the table (bench_main, after every bench). With check set (quick
+ * mode): also say which bench added fewer rows than it expected and which
+ * row has no figure (not a positive, finite number); 0 when none, else -1.
+ * The aims are printed either way, never checked. */
+int bench_table_print(int check);
+
+/* BENCH_QUICK set to 1: every bench runs a short pass (its quick size).
+ * (bool: bench_main runs every `int bench_<name>(void)` it finds.) */
+bool bench_quick(void);
+
+/* The size named by env, else quick or full as bench_quick says. */
+long bench_size(const char *env, long full, long quick);
 
 /* Each bench runs in a process of its own (bench_main): its rows go back
  * to the parent through a pipe. bench_table_write: every row added so far

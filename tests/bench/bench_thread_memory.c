@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_table.h"
 #include "turn_test_host.h"
 #include "turns_engine.h"
 #include "turns_engine_test.h"
@@ -46,8 +47,7 @@ static double now_s(void)
 
 int bench_thread_memory(void)
 {
-    const char *env = getenv("BENCH_THREAD_MESSAGES");
-    long total = env && *env ? strtol(env, NULL, 10) : 200000;
+    long total = bench_size("BENCH_THREAD_MESSAGES", 200000, 10000);
     if (total < 10000)
         total = 10000;
     tth_standalone();
@@ -111,7 +111,8 @@ int bench_thread_memory(void)
     printf("RSS from 10k to %ld top-level messages: %+.1f%% (aim: within 10%%) %s; "
            "mirror at most %zu scopes (bound 4096 dormant + a quarter)\n",
            total, growth, growth <= 10.0 && growth >= -10.0 ? "met" : "MISSED", max_scopes);
-    if (max_scopes > 4096 + 1024 + 16 && !(unbounded && *unbounded == '1')) {
+    /* A quick pass judges no figure: its eviction may lag on a busy machine. */
+    if (max_scopes > 4096 + 1024 + 16 && !(unbounded && *unbounded == '1') && !bench_quick()) {
         fprintf(stderr, "bench_thread_memory: the mirror grew past its bound\n");
         failed = 1;
     }
