@@ -249,6 +249,42 @@ static int channel_members(const dg_plugin *p, dg_platform pf, const dg_caller *
     return DG_OK;
 }
 
+/* The channel an earlier attempt of ic made may lack its members (it died
+ * between Slack's conversations.create and conversations.invite): they are
+ * invited again before the channel is used. A refusal that will not pass
+ * archives (Slack) or deletes (Discord) the channel, so nothing half-made
+ * stays; a failure that may pass keeps it for the next attempt, which
+ * finds it again. On error *channel_id is freed and NULL. */
+static int finish_found(dg_plugin *p, dg_chat *chat, const dg_channel_request *req,
+                        const discuss_idem *ic, const dg_chat_room_spec *spec, char **channel_id,
+                        char *err, size_t err_len)
+{
+    dg_chat_err derr;
+    memset(&derr, 0, sizeof derr);
+    int rc = dg_chat_room_admit(chat, *channel_id, spec, &derr);
+    if (rc == DG_OK)
+        return DG_OK;
+    dg_log(p, OC_LOG_WARN,
+           "discord_channel_create '%s' (toolCallId %s): the members of channel %s could not "
+           "be invited: %s",
+           req->name, ic->call_id, *channel_id, derr.message);
+    if (derr.retryable)
+        dg_fail(err, err_len, rc,
+                "channel '%s' (%s), made by an earlier attempt of this call, still lacks "
+                "members and inviting them failed (%s); try again with the same call",
+                req->name, *channel_id, derr.message);
+    else {
+        delete_channel(p, *channel_id);
+        dg_fail(err, err_len, rc,
+                "channel '%s' (%s), made by an earlier attempt of this call, could not get its "
+                "members (%s); it was removed again and no discussion was opened",
+                req->name, *channel_id, derr.message);
+    }
+    free(*channel_id);
+    *channel_id = NULL;
+    return rc;
+}
+
 /* The channel on chat's platform: the one an earlier attempt of this call made
  * (ic recovering: it recorded its intent and never its result, so it may
  * have created the channel before it died), else a new one. *channel_id:
@@ -278,12 +314,14 @@ static int make_channel(dg_plugin *p, dg_chat *chat, const dg_caller *caller,
                            "created channel '%s' (%s: %s); nothing was created, try again",
                            req->name, pname, derr.message);
         }
-        if (*channel_id)
+        if (*channel_id) {
             dg_log(p, OC_LOG_INFO,
                    "discord_channel_create '%s' (toolCallId %s): channel %s, "
                    "made by an earlier attempt that died before recording it, is used instead "
                    "of a new one",
                    req->name, ic->call_id, *channel_id);
+            return finish_found(p, chat, req, ic, spec, channel_id, err, err_len);
+        }
     }
     if (!*channel_id && (rc = dg_chat_room_create(chat, spec, id, &derr)) == DG_OK &&
         !(*channel_id = strdup(id))) {

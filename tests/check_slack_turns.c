@@ -11,14 +11,19 @@
  *     dispatcher;
  *   - a discussion on Slack: a private channel with the members invited, the
  *     kickoff, the callback, the result in the origin channel, the channel
- *     archived; refusals naming the Slack rule.
+ *     archived; refusals naming the Slack rule;
+ *   - a creation killed (-9) between any two of its Slack calls and then
+ *     repeated with the same toolCallId: it finishes with the first
+ *     attempt's channel, members in, one kickoff.
  * Every wait is bounded.
  */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "discuss.h"
@@ -456,6 +461,101 @@ START_TEST(test_slack_discussion_refuses_an_agent_without_a_slack_id)
 }
 END_TEST
 
+/* The discussion request of the kill test and its caller (alpha in #work,
+ * with a toolCallId, so that a repeat is the same call). */
+static const char *const KILL_PARTS[] = {"bravo"};
+static const dg_channel_request KILL_REQ = {.name = "release-plan",
+                                            .participants = KILL_PARTS,
+                                            .n_participants = 1,
+                                            .callback_channel_id = NULL,
+                                            .discuss_guide = "Plan the release; one page."};
+
+static int create_as_alpha(const char *ws, dg_channel_created *made, char *err, size_t err_len)
+{
+    char key[128];
+    tth_session_key(key, sizeof key, "alpha", WORK, NULL);
+    dg_caller alpha = {.agent_id = "alpha",
+                       .session_key = key,
+                       .session_id = "s-alpha",
+                       .workspace_dir = ws,
+                       .channel_id = WORK,
+                       .tool_call_id = "call-release-plan-1"};
+    dg_channel_request req = KILL_REQ;
+    req.callback_channel_id = WORK;
+    return dg_discuss_create_channel(tth_plugin(&H), &alpha, &req, made, err, err_len);
+}
+
+/* The gateway dies (kill -9) while Slack holds the answer of one call of a
+ * discussion's creation -- conversations.create, conversations.invite, or
+ * the kickoff's chat.postMessage -- and the host repeats the tool call
+ * after the restart: the discussion finishes with the channel the first
+ * attempt made, every member in, one kickoff, nothing archived. */
+static const char *const KILLED_IN[] = {"conversations.create", "conversations.invite",
+                                        "chat.postMessage"};
+
+START_TEST(test_slack_creation_killed_between_calls_finishes_with_its_channel)
+{
+    const char *method = KILLED_IN[_i];
+    char *ws = tu_mkdtemp();
+    /* Slack does the call, then holds its answer: the process dies first. */
+    ck_assert_int_eq(fake_slack_add_fault(FS, method, FS_FAULT_DELAY_AFTER, 1, 0, 60000, NULL), 0);
+    size_t before = fake_slack_request_count(FS, method);
+    tth_stop_plugin(&H);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        alarm(60); /* never outlive a failed test */
+        tth_restart(&H);
+        dg_channel_created made;
+        char err[512];
+        (void)create_as_alpha(ws, &made, err, sizeof err);
+        for (;;)
+            pause();
+    }
+    int reached = 0;
+    for (int i = 0; i < 3000 && !reached; i++) {
+        reached = fake_slack_request_count(FS, method) > before;
+        if (!reached)
+            usleep(10000);
+    }
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ck_assert_msg(reached, "%s never reached Slack (child status %d)", method, status);
+    ck_assert(WIFSIGNALED(status));
+    fake_slack_clear_faults(FS);
+
+    tth_restart(&H);
+    dg_channel_created made;
+    char err[512] = "";
+    ck_assert_msg(create_as_alpha(ws, &made, err, sizeof err) == OC_OK, "%s", err);
+    ck_assert(made.is_discussion);
+    char room[16];
+    ck_assert_int_eq(fake_slack_channel_by_name(FS, "release-plan", room), 0);
+    ck_assert_str_eq(made.channel_id, room);
+    ck_assert_uint_eq(fake_slack_request_count(FS, "conversations.create"), 1);
+    json_t *ch = fake_slack_channel(FS, room);
+    ck_assert_msg(!json_is_true(json_object_get(ch, "is_archived")), "%s: channel archived",
+                  method);
+    int seen = 0;
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(ch, "members"), i, v) {
+        const char *u = json_string_value(v);
+        seen |= (strcmp(u, ALPHA_ID) == 0 ? 1 : 0) | (strcmp(u, BRAVO_ID) == 0 ? 2 : 0) |
+                (strcmp(u, MOD_ID) == 0 ? 4 : 0);
+    }
+    json_decref(ch);
+    ck_assert_msg(seen == 7, "killed in %s: members %d of 7 (alpha 1, bravo 2, moderator 4)",
+                  method, seen);
+    ck_assert_int_eq(dg_outbox_wait_idle(tth_plugin(&H)->slack_outbox, 10000), OC_OK);
+    ck_assert_uint_eq(fake_slack_message_count(FS, room), 1);
+    dg_channel_created_clear(&made);
+    tu_rmtree(ws);
+    free(ws);
+}
+END_TEST
+
 Suite *make_slack_turns_suite(void)
 {
     Suite *s = suite_create("slack_turns");
@@ -468,6 +568,8 @@ Suite *make_slack_turns_suite(void)
     tcase_add_test(tc, test_discord_and_slack_rows_each_sent_by_their_own_dispatcher);
     tcase_add_test(tc, test_slack_discussion_from_open_to_archive);
     tcase_add_test(tc, test_slack_discussion_refuses_an_agent_without_a_slack_id);
+    tcase_add_loop_test(tc, test_slack_creation_killed_between_calls_finishes_with_its_channel, 0,
+                        3);
     suite_add_tcase(s, tc);
     TCase *th = tcase_create("thread");
     tcase_add_checked_fixture(th, setup_thread, teardown);
