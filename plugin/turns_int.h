@@ -639,6 +639,12 @@ void turns_nudge_run_ended(turns_scope *r, int pos, int64_t now);
 void turns_nudge_arm_new_speaker(dg_turns *t, turns_scope *r, const dg_turn_state *next, int prev,
                                  int handoff_to, int64_t now);
 
+/* A hand-off (a mention waking pos) is queued: a run of pos is due, and if
+ * none starts within turn.nudgeSec of it leaving the outbox (the message
+ * may never reach pos's session: the agents' apps were away) the nudge
+ * mentions pos once. Writer mutex held. */
+void turns_nudge_arm_handoff(dg_turns *t, turns_scope *r, int pos, int64_t now);
+
 /* One pass of the sweeper: every scope whose speaker a message reached
  * more than turn.nudgeSec ago, with no run of it since, gets one bare
  * mention of the speaker per turn. Sweeper thread; takes the writer. */

@@ -268,9 +268,10 @@ int turns_queue_effects(dg_turns *t, turns_scope *r, const dg_rule_effects *fx, 
             snprintf(text, sizeof text, "<@%s>", uid);
             rc = turns_enqueue(t, post, text, uid, now, &queued);
         }
-        if (queued)
+        if (queued) {
             *kick = 1;
-        else
+            turns_nudge_arm_handoff(t, r, fx->handoff_to, now);
+        } else
             dg_rule_wake_delivered(next, fx->handoff_to);
     }
     if (rc == DG_OK && fx->rest_notice) {

@@ -12,6 +12,8 @@
  *   - a discussion on Slack: a private channel with the members invited, the
  *     kickoff, the callback, the result in the origin channel, the channel
  *     archived; refusals naming the Slack rule;
+ *   - a hand-off that never reaches the next speaker (its app was away,
+ *     before or after a restart) brings the stall nudge after turn.nudgeSec;
  *   - a creation killed (-9) between any two of its Slack calls and then
  *     repeated with the same toolCallId: it finishes with the first
  *     attempt's channel, members in, one kickoff.
@@ -34,6 +36,7 @@
 #include "store_turns.h"
 #include "testutil.h"
 #include "turn_test_host.h"
+#include "turns_engine_test.h"
 
 #define MOD_ID "U0MODERATR"
 #define MOD_TOKEN "xoxb-moderator-0001"
@@ -461,6 +464,67 @@ START_TEST(test_slack_discussion_refuses_an_agent_without_a_slack_id)
 }
 END_TEST
 
+/* The moderator's posts in #work so far (outbox idle first). */
+static size_t moderator_posts(json_t **last)
+{
+    size_t n = 0;
+    json_t *post = moderator_post(&n);
+    if (last)
+        *last = post;
+    else
+        json_decref(post);
+    return n;
+}
+
+/* A hand-off posted while the next speaker's app was away (Slack's Socket
+ * Mode does not replay it; here: never handed to the plugin), in a running
+ * gateway (_i 0) and across a restart right after it (_i 1): the moderator
+ * mentions that speaker again after turn.nudgeSec (20 s), not only when
+ * turn.timeoutSec (60 s) passes it over. The wait is measured on the
+ * plugin's clock, one sweeper pass a second. */
+START_TEST(test_slack_handoff_never_delivered_is_nudged)
+{
+    /* The start is behind us (its arming of every speaker is done). */
+    dg_turns_sweep_now(tth_plugin(&H)->turns);
+    char ts[24];
+    says(HUMAN_ID, 0, NULL, "Who writes the changelog?", NULL, ts);
+    ck_assert_int_eq(who_speaks(NULL), 0);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(tth_end(&H, ABC[i], WORK, NULL, "NO_REPLY", 0), OC_OK);
+    json_t *post = NULL;
+    size_t before = moderator_posts(&post);
+    ck_assert_uint_eq(before, 1);
+    ck_assert_str_eq(json_string_value(json_object_get(post, "text")), "<@" BRAVO_ID ">");
+    json_decref(post);
+    if (_i)
+        tth_restart(&H);
+    int waited = 0;
+    size_t n = before;
+    while (n == before && waited < 75) {
+        tth_advance(&H, 1000);
+        waited++;
+        dg_turns_sweep_now(tth_plugin(&H)->turns);
+        n = moderator_posts(&post);
+        if (n == before)
+            json_decref(post);
+    }
+    fprintf(stderr, "slack_turns: hand-off never delivered%s: the next mention came after %d s\n",
+            _i ? ", then a restart" : "", waited);
+    ck_assert_msg(n > before, "no mention within %d s", waited);
+    const char *text = json_string_value(json_object_get(post, "text"));
+    ck_assert_msg(strcmp(text, "<@" BRAVO_ID ">") == 0 && waited <= 22,
+                  "after %d s the moderator posted \"%s\", not the nudge of bravo at 20 s", waited,
+                  text);
+    /* The nudge arrives: bravo's run now counts. */
+    const char *mention[] = {BRAVO_ID, NULL};
+    ck_assert_int_eq(tth_msg(&H, WORK, NULL, json_string_value(json_object_get(post, "ts")), MOD_ID,
+                             1, text, mention),
+                     OC_OK);
+    json_decref(post);
+    ck_assert_int_eq(who_speaks(NULL), 1);
+}
+END_TEST
+
 /* The discussion request of the kill test and its caller (alpha in #work,
  * with a toolCallId, so that a repeat is the same call). */
 static const char *const KILL_PARTS[] = {"bravo"};
@@ -568,6 +632,7 @@ Suite *make_slack_turns_suite(void)
     tcase_add_test(tc, test_discord_and_slack_rows_each_sent_by_their_own_dispatcher);
     tcase_add_test(tc, test_slack_discussion_from_open_to_archive);
     tcase_add_test(tc, test_slack_discussion_refuses_an_agent_without_a_slack_id);
+    tcase_add_loop_test(tc, test_slack_handoff_never_delivered_is_nudged, 0, 2);
     tcase_add_loop_test(tc, test_slack_creation_killed_between_calls_finishes_with_its_channel, 0,
                         3);
     suite_add_tcase(s, tc);
