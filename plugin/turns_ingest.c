@@ -412,6 +412,8 @@ static int ingest_message(dg_turns *t, turns_chan *c, const dg_turn_message *m, 
     if (m->thread_id && *m->thread_id && sc.kind == DG_SCOPE_THREAD && !r->post_channel &&
         !(r->post_channel = turns_thread_target(c->id, m->thread_id)))
         return DG_ERR_NOMEM;
+    if (kind == DG_SENDER_HUMAN && (rc = turns_post_where_written(r, c->id, m)))
+        return rc;
 
     dg_rule_ctx x;
     turns_make_ctx(t, c, &x);

@@ -522,6 +522,15 @@ char *turns_thread_target(const char *channel, const char *thread);
  * else the channel. */
 void turns_reply_target(const char *channel, const char *thread, char *out, size_t cap);
 
+/* Where the moderator posts for scope r of channel after a human's
+ * message m: under a channel-wide scope (sessionPolicy "channel", which
+ * takes a channel's threads in), the thread m was written in (a Discord
+ * thread, a Slack thread_ts), or the channel itself for a top-level m, so
+ * that a command's answer and the hand-offs after it land where the human
+ * wrote; a thread scope keeps its own thread. Sets r->post_channel.
+ * Writer mutex held. DG_OK or DG_ERR_NOMEM (r unchanged). */
+int turns_post_where_written(turns_scope *r, const char *channel, const dg_turn_message *m);
+
 /* Queue a moderator message (content; mention: the user id it wakes, NULL
  * none) to channel in the change's transaction; *kick = 1 when queued.
  * Writer held. */

@@ -34,6 +34,18 @@ char *turns_thread_target(const char *channel, const char *thread)
     return strdup(target);
 }
 
+int turns_post_where_written(turns_scope *r, const char *channel, const dg_turn_message *m)
+{
+    if (r->scope.kind == DG_SCOPE_THREAD)
+        return DG_OK; /* a thread's scope posts in its own thread */
+    char *to = NULL;
+    if (m->thread_id && *m->thread_id && !(to = turns_thread_target(channel, m->thread_id)))
+        return DG_ERR_NOMEM;
+    free(r->post_channel);
+    r->post_channel = to;
+    return DG_OK;
+}
+
 int turns_enqueue(dg_turns *t, const char *channel, const char *content, const char *mention,
                   int64_t now, int *kick)
 {

@@ -12,6 +12,8 @@
  *   - a discussion on Slack: a private channel with the members invited, the
  *     kickoff, the callback, the result in the origin channel, the channel
  *     archived; refusals naming the Slack rule;
+ *   - under the channel policy, the moderator answers in the Slack thread
+ *     where the human wrote;
  *   - a hand-off that never reaches the next speaker (its app was away,
  *     before or after a restart) brings the stall nudge after turn.nudgeSec;
  *   - a creation killed (-9) between any two of its Slack calls and then
@@ -281,6 +283,37 @@ START_TEST(test_slack_admin_commands_answered_on_slack)
     post = moderator_post(&n);
     json_decref(post);
     ck_assert_uint_eq(n, before);
+}
+END_TEST
+
+/* Under the channel policy a Slack thread belongs to the channel's
+ * conversation, and the moderator answers in the thread (thread_ts) where
+ * the human wrote: a command's reply, and the hand-off after a question
+ * there nobody took up. */
+START_TEST(test_slack_channel_policy_answers_in_the_thread)
+{
+    char top[24], ts[24];
+    says(HUMAN_ID, 0, NULL, "Release thread: questions below.", NULL, top);
+    says(HUMAN_ID, 0, top, "!dirigent status", NULL, ts);
+    size_t n = 0;
+    json_t *post = moderator_post(&n);
+    ck_assert_ptr_nonnull(post);
+    const char *tts = json_string_value(json_object_get(post, "thread_ts"));
+    ck_assert_msg(tts && strcmp(tts, top) == 0, "status answered at %s, not in thread %s",
+                  tts ? tts : "the top level", top);
+    json_decref(post);
+    says(HUMAN_ID, 0, top, "Which of you writes the notes?", NULL, ts);
+    ck_assert_int_ge(who_speaks(top), 0);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(tth_end(&H, ABC[i], WORK, top, "NO_REPLY", 0), OC_OK);
+    size_t before = n;
+    post = moderator_post(&n);
+    ck_assert_uint_eq(n, before + 1);
+    ck_assert(strncmp(json_string_value(json_object_get(post, "text")), "<@", 2) == 0);
+    tts = json_string_value(json_object_get(post, "thread_ts"));
+    ck_assert_msg(tts && strcmp(tts, top) == 0, "hand-off at %s, not in thread %s",
+                  tts ? tts : "the top level", top);
+    json_decref(post);
 }
 END_TEST
 
@@ -629,6 +662,7 @@ Suite *make_slack_turns_suite(void)
     tcase_add_test(tc, test_slack_channel_handoff_posted_by_the_slack_moderator);
     tcase_add_test(tc, test_slack_mention_and_lower_case_session_keys);
     tcase_add_test(tc, test_slack_admin_commands_answered_on_slack);
+    tcase_add_test(tc, test_slack_channel_policy_answers_in_the_thread);
     tcase_add_test(tc, test_discord_and_slack_rows_each_sent_by_their_own_dispatcher);
     tcase_add_test(tc, test_slack_discussion_from_open_to_archive);
     tcase_add_test(tc, test_slack_discussion_refuses_an_agent_without_a_slack_id);
