@@ -551,6 +551,61 @@ START_TEST(test_owed_reply_holds_for_the_turn_timeout_only)
 }
 END_TEST
 
+#define SECOND_QUESTION "And which day should the notes be out?"
+
+/* A human's second question that comes in after the speaker's run for the
+ * first ended and before that run's reply arrived is the newest message:
+ * the next speaker's run on it counts (it is not held back for the reply,
+ * whose run would answer the reply, leaving the question to nobody). */
+START_TEST(test_question_after_the_speakers_run_ended_is_answered_by_the_next)
+{
+    alpha_answered_reply_owed();
+    ck_assert_int_eq(peek().speaker, 1);
+    tth_advance(&H, 1000);
+    human_says(SECOND_QUESTION);
+    claim_body = SECOND_QUESTION;
+    ck_assert_int_eq(claim(TTH_BRAVO, "b-second"), 0);
+    claim_body = "hello";
+    ck_assert_int_eq(end_run(TTH_BRAVO, "b-second", "Monday."), OC_OK);
+    ck_assert_int_eq(peek().speaker, 2);
+}
+END_TEST
+
+/* A human's second question that comes in while the speaker's run for the
+ * first is under way: that run did not see it, and the host will not run
+ * the speaker for it once the turn moved on. The moderator says who is to
+ * answer it: the next speaker, mentioned with the question, whose run for
+ * that message counts. */
+START_TEST(test_question_during_the_speakers_run_is_handed_to_the_next)
+{
+    join_abc();
+    human_says(QUESTION);
+    ck_assert_int_eq(claim(TTH_ALPHA, "a1"), 0);
+    human_says(SECOND_QUESTION);
+    claim_body = SECOND_QUESTION;
+    ck_assert_int_eq(claim(TTH_BRAVO, "b-second"), 1); /* alpha holds the turn */
+    claim_body = "hello";
+    int before = tth_outbox_count(&H, CH1);
+    ck_assert_int_eq(end_run(TTH_ALPHA, "a1", "Friday, after the freeze."), OC_OK);
+    ck_assert_int_eq(peek().speaker, 1);
+    ck_assert_int_eq(tth_outbox_count(&H, CH1), before + 1);
+    char *note = tth_outbox_content(&H, CH1, before, NULL);
+    ck_assert_ptr_nonnull(note);
+    ck_assert_msg(strstr(note, "<@" TTH_BRAVO_UID ">") && strstr(note, SECOND_QUESTION) &&
+                      strstr(note, TTH_ALPHA),
+                  "%s", note);
+    /* The note comes in: bravo's run for it counts. */
+    agent_posts(TTH_ALPHA, "Friday, after the freeze.");
+    char id[24];
+    ck_assert_int_eq(tth_msg(&H, CH1, NULL, mid(id), TTH_MOD_UID, 1, note, NULL), OC_OK);
+    ck_assert_int_eq(peek().speaker, 1);
+    claim_body = note;
+    ck_assert_int_eq(claim(TTH_BRAVO, "b-note"), 0);
+    claim_body = "hello";
+    free(note);
+}
+END_TEST
+
 /* The previous speaker's own run is not held for its own reply: the turn
  * came back to alpha (both others passed) while alpha's reply is owed. */
 START_TEST(test_previous_speakers_own_run_is_not_held_for_its_reply)
@@ -1191,10 +1246,18 @@ START_TEST(test_speaker_with_a_run_under_way_is_not_nudged)
     ck_assert_int_eq(sweep_after(120 * 1000), before);
     ck_assert_int_eq(end_run(TTH_BRAVO, "b1", "Agreed."), OC_OK);
     ck_assert_int_eq(peek().speaker, 2);
-    /* The swap path (before_model_resolve) counts as a run too. */
+    /* bravo's run did not see the human's word: the moderator gives it to
+     * charlie (a wake message, no nudge). */
+    ck_assert_int_eq(tth_outbox_count(&H, CH1), before + 1);
+    char *note = tth_outbox_content(&H, CH1, before, NULL);
+    ck_assert_msg(strstr(note, "<@" TTH_CHARLIE_UID ">") && strstr(note, "version one"), "%s",
+                  note);
     deliver_all(tth_uid(TTH_BRAVO), 1, "Agreed.");
+    deliver_all(TTH_MOD_UID, 1, note);
+    free(note);
+    /* The swap path (before_model_resolve) counts as a run too. */
     ck_assert_int_eq(resolve_run(TTH_CHARLIE, "c1"), 0);
-    ck_assert_int_eq(sweep_after(120 * 1000), before);
+    ck_assert_int_eq(sweep_after(120 * 1000), before + 1);
     claim_body = "hello";
 }
 END_TEST
@@ -1378,6 +1441,8 @@ Suite *make_claim_suite(void)
     tcase_add_test(tc, test_run_before_the_previous_speakers_reply_arrives_is_held_back);
     tcase_add_test(tc, test_reply_that_arrived_before_its_run_ended_holds_nothing);
     tcase_add_test(tc, test_owed_reply_holds_for_the_turn_timeout_only);
+    tcase_add_test(tc, test_question_after_the_speakers_run_ended_is_answered_by_the_next);
+    tcase_add_test(tc, test_question_during_the_speakers_run_is_handed_to_the_next);
     tcase_add_test(tc, test_arrived_reply_holds_nothing_after_a_later_message);
     tcase_add_test(tc, test_previous_speakers_own_run_is_not_held_for_its_reply);
     tcase_add_test(tc, test_run_in_another_instance_before_the_owed_reply_is_held_back);
