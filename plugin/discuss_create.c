@@ -155,18 +155,43 @@ static int record_plain(dg_plugin *p, const discuss_idem *ic, const char *channe
 }
 
 /* Record the intent of ic before the REST call, so that a repeat after a
- * crash knows the channel may exist already. */
-static int record_intent(dg_plugin *p, const discuss_idem *ic, char *err, size_t err_len)
+ * crash knows the channel may exist already; a discussion's intent notes
+ * its origin and name, so that one nobody repeats is found and undone
+ * (discuss_unfinished.c). */
+static int record_intent(dg_plugin *p, const discuss_idem *ic, const dg_channel_request *req,
+                         char *err, size_t err_len)
 {
     if (dg_store_begin(p->store) != DG_OK)
         return dg_fail(err, err_len, DG_ERR_IO, "the plugin's state store is busy or failing");
     int rc = dg_store_tool_call_intent(p->store, ic->tool, ic->call_id, ic->fp, dg_now_ms(p));
+    if (rc == DG_OK && req->callback_channel_id)
+        rc = dg_store_tool_call_note(p->store, ic->tool, ic->call_id, ic->fp, NULL,
+                                     req->callback_channel_id, req->name);
     rc = dg_store_end(p->store, rc);
     if (rc != DG_OK)
         return dg_fail(err, err_len, rc == DG_ERR_CONFLICT ? DG_ERR_CONFLICT : DG_ERR_IO,
                        "the plugin's state store could not record this call (%s); nothing was "
                        "done, try again",
                        dg_status_name(rc));
+    return DG_OK;
+}
+
+/* The saga's step "channel made": its id with ic's intent, before the
+ * members and the kickoff, so that a creation that dies after it is
+ * undone with the right channel. */
+static int record_made(dg_plugin *p, const discuss_idem *ic, const char *channel_id, char *err,
+                       size_t err_len)
+{
+    if (dg_store_begin(p->store) != DG_OK)
+        return dg_fail(err, err_len, DG_ERR_IO, "the plugin's state store is busy or failing");
+    int rc =
+        dg_store_tool_call_note(p->store, ic->tool, ic->call_id, ic->fp, channel_id, NULL, NULL);
+    rc = dg_store_end(p->store, rc);
+    if (rc != DG_OK)
+        return dg_fail(err, err_len, DG_ERR_IO,
+                       "the plugin's state store could not record channel %s (%s); it was "
+                       "removed again, try again",
+                       channel_id, dg_status_name(rc));
     return DG_OK;
 }
 
@@ -452,7 +477,7 @@ static int create_channel(dg_plugin *p, const dg_caller *caller, const dg_channe
     if (rc == DG_OK && topic_with_marker(req, ic, &topic, &needle) != DG_OK)
         rc = dg_fail(err, err_len, DG_ERR_NOMEM, "out of memory");
     if (rc == DG_OK && ic && !ic->recovering)
-        rc = record_intent(p, ic, err, err_len);
+        rc = record_intent(p, ic, req, err, err_len);
     if (rc == DG_OK) {
         dg_chat_room_spec spec = {
             .name = req->name,
@@ -466,6 +491,12 @@ static int create_channel(dg_plugin *p, const dg_caller *caller, const dg_channe
     }
     free(topic);
     free(members);
+    if (rc == DG_OK && ic && req->callback_channel_id)
+        rc = record_made(p, ic, channel_id, err, err_len);
+    if (rc != DG_OK && channel_id) {
+        delete_channel(p, channel_id);
+        free(channel_id);
+    }
     if (rc != DG_OK)
         return rc;
     rc = req->callback_channel_id

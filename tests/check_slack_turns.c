@@ -590,11 +590,10 @@ static int create_as_alpha(const char *ws, dg_channel_created *made, char *err, 
 static const char *const KILLED_IN[] = {"conversations.create", "conversations.invite",
                                         "chat.postMessage"};
 
-START_TEST(test_slack_creation_killed_between_calls_finishes_with_its_channel)
+/* Start a creation in a child gateway on H's state and kill it (-9) while
+ * Slack holds the answer of method; then H runs again on that state. */
+static void creation_killed_in(const char *method, const char *ws)
 {
-    const char *method = KILLED_IN[_i];
-    char *ws = tu_mkdtemp();
-    /* Slack does the call, then holds its answer: the process dies first. */
     ck_assert_int_eq(fake_slack_add_fault(FS, method, FS_FAULT_DELAY_AFTER, 1, 0, 60000, NULL), 0);
     size_t before = fake_slack_request_count(FS, method);
     tth_stop_plugin(&H);
@@ -621,8 +620,14 @@ START_TEST(test_slack_creation_killed_between_calls_finishes_with_its_channel)
     ck_assert_msg(reached, "%s never reached Slack (child status %d)", method, status);
     ck_assert(WIFSIGNALED(status));
     fake_slack_clear_faults(FS);
-
     tth_restart(&H);
+}
+
+START_TEST(test_slack_creation_killed_between_calls_finishes_with_its_channel)
+{
+    const char *method = KILLED_IN[_i];
+    char *ws = tu_mkdtemp();
+    creation_killed_in(method, ws);
     dg_channel_created made;
     char err[512] = "";
     ck_assert_msg(create_as_alpha(ws, &made, err, sizeof err) == OC_OK, "%s", err);
@@ -653,6 +658,39 @@ START_TEST(test_slack_creation_killed_between_calls_finishes_with_its_channel)
 }
 END_TEST
 
+/* The same crash, and the host never repeats the call (OpenClaw does not
+ * replay a run's tool call after a restart): after the grace the channel
+ * the dead attempt made is archived, the intent forgotten, and #work told;
+ * nothing half-made stays. */
+START_TEST(test_slack_creation_killed_and_not_repeated_is_undone)
+{
+    const char *method = KILLED_IN[_i];
+    char *ws = tu_mkdtemp();
+    creation_killed_in(method, ws);
+    char room[16];
+    ck_assert_int_eq(fake_slack_channel_by_name(FS, "release-plan", room), 0);
+    size_t in_work = fake_slack_message_count(FS, WORK);
+    dg_turns_sweep_now(tth_plugin(&H)->turns);
+    ck_assert_int_eq(dg_outbox_wait_idle(tth_plugin(&H)->slack_outbox, 10000), OC_OK);
+    ck_assert_uint_eq(fake_slack_message_count(FS, WORK), in_work); /* within the grace */
+    tth_advance(&H, 11 * 60 * 1000);
+    dg_turns_sweep_now(tth_plugin(&H)->turns);
+    ck_assert_int_eq(dg_outbox_wait_idle(tth_plugin(&H)->slack_outbox, 10000), OC_OK);
+    json_t *ch = fake_slack_channel(FS, room);
+    ck_assert_msg(json_is_true(json_object_get(ch, "is_archived")),
+                  "killed in %s: the half-made channel is not archived", method);
+    json_decref(ch);
+    json_t *work = fake_slack_messages(FS, WORK);
+    ck_assert_uint_eq(json_array_size(work), in_work + 1);
+    const char *text = json_string_value(json_object_get(json_array_get(work, in_work), "text"));
+    ck_assert_msg(strstr(text, room) && strstr(text, "removed again"), "%s", text);
+    json_decref(work);
+    ck_assert(tth_log_has(&H, "was not repeated within 600 s"));
+    tu_rmtree(ws);
+    free(ws);
+}
+END_TEST
+
 Suite *make_slack_turns_suite(void)
 {
     Suite *s = suite_create("slack_turns");
@@ -669,6 +707,7 @@ Suite *make_slack_turns_suite(void)
     tcase_add_loop_test(tc, test_slack_handoff_never_delivered_is_nudged, 0, 2);
     tcase_add_loop_test(tc, test_slack_creation_killed_between_calls_finishes_with_its_channel, 0,
                         3);
+    tcase_add_loop_test(tc, test_slack_creation_killed_and_not_repeated_is_undone, 0, 2);
     suite_add_tcase(s, tc);
     TCase *th = tcase_create("thread");
     tcase_add_checked_fixture(th, setup_thread, teardown);
