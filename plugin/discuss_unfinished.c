@@ -96,9 +96,8 @@ void discuss_undo_unfinished(dg_plugin *p)
         return;
     dg_tool_call_pending *v = NULL;
     size_t n = 0;
-    int rc = dg_store_tool_calls_unfinished(p->store, TOOL_CREATE,
-                                            dg_now_ms(p) - UNFINISHED_GRACE_MS, UNFINISHED_BATCH,
-                                            &v, &n);
+    int rc = dg_store_tool_calls_unfinished(
+        p->store, TOOL_CREATE, dg_now_ms(p) - UNFINISHED_GRACE_MS, UNFINISHED_BATCH, &v, &n);
     dg_store_end(p->store, rc);
     int kick = 0;
     for (size_t i = 0; i < n; i++)

@@ -17,6 +17,7 @@
 #include "store.h"
 #include "store_discuss.h"
 #include "testutil.h"
+#include "store_outbox.h"
 #include "turn_test_host.h"
 #include "turns.h"
 #include "turns_engine.h"
@@ -1262,6 +1263,52 @@ START_TEST(test_speaker_with_a_run_under_way_is_not_nudged)
 }
 END_TEST
 
+/* The moderator's posts so far are out: marked sent, as the dispatcher
+ * does once Discord took them. */
+static void outbox_sent(void)
+{
+    dg_store *st = tth_plugin(&H)->store;
+    dg_outbox_row *rows = NULL;
+    size_t n = 0;
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    ck_assert_int_eq(dg_store_outbox_pending_of(st, CH1, 0, 64, &rows, &n), OC_OK);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_int_eq(
+            dg_store_outbox_mark_sent(st, rows[i].id, "999999999999999999", atomic_load(&H.now_ms)),
+            OC_OK);
+    ck_assert_int_eq(dg_store_commit(st), OC_OK);
+    dg_outbox_rows_free(rows, n);
+}
+
+/* A hand-off that Discord took but that never reached the next speaker's
+ * session (its bot was reconnecting: a new gateway session does not get
+ * what was posted meanwhile): the speaker awaits it for ever, so the
+ * moderator mentions it once more turn.nudgeSec after, instead of the turn
+ * waiting for turn.timeoutSec (600 s here). */
+START_TEST(test_handoff_that_never_arrived_is_nudged)
+{
+    join_abc();
+    deliver_all(TTH_HUMAN_UID, 0, ASK);
+    claim_body = ASK;
+    ck_assert_int_eq(claim(TTH_ALPHA, "a1"), 0);
+    ck_assert_int_eq(claim(TTH_BRAVO, "b1"), 1); /* bravo has read it */
+    ck_assert_int_eq(end_run(TTH_ALPHA, "a1", "NO_REPLY"), OC_OK);
+    claim_body = "hello";
+    ck_assert_int_eq(peek().speaker, 1);
+    int before = tth_outbox_count(&H, CH1);
+    char *c = tth_outbox_content(&H, CH1, before - 1, NULL);
+    ck_assert_str_eq(c, "<@" TTH_BRAVO_UID ">");
+    free(c);
+    outbox_sent();
+    ck_assert_int_eq(sweep_after(19 * 1000), before);
+    ck_assert_int_eq(sweep_after(1000), before + 1);
+    c = tth_outbox_content(&H, CH1, before, NULL);
+    ck_assert_str_eq(c, "<@" TTH_BRAVO_UID ">");
+    free(c);
+    ck_assert_int_eq(peek().speaker, 1);
+}
+END_TEST
+
 START_TEST(test_no_nudge_when_turned_off)
 {
     tth_free(&H);
@@ -1464,6 +1511,7 @@ Suite *make_claim_suite(void)
     tcase_add_test(nudge, test_speaker_whose_run_never_came_is_nudged_once);
     tcase_add_test(nudge, test_speaker_with_a_run_under_way_is_not_nudged);
     tcase_add_test(nudge, test_no_nudge_when_turned_off);
+    tcase_add_test(nudge, test_handoff_that_never_arrived_is_nudged);
     TCase *err = add_tcase(s, "error_payload", setup);
     tcase_add_test(err, test_error_payload_of_the_speaker_is_cancelled);
     tcase_add_test(err, test_error_message_of_the_speaker_is_cancelled);

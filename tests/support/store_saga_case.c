@@ -65,8 +65,8 @@ void store_saga_case_run(dg_store *st)
     ck_assert_int_eq(dg_store_begin(st), DG_OK);
     ck_assert_int_eq(dg_store_tool_call_forget(st, TOOL, "call-1", "00000000000000aa"), DG_OK);
     dg_tool_call_row done = {.channel_id = "C0ROOM0002"};
-    ck_assert_int_eq(
-        dg_store_tool_call_done(st, TOOL, "call-2", "00000000000000bb", &done, 1500), DG_OK);
+    ck_assert_int_eq(dg_store_tool_call_done(st, TOOL, "call-2", "00000000000000bb", &done, 1500),
+                     DG_OK);
     ck_assert_int_eq(dg_store_tool_call_forget(st, TOOL, "call-2", "00000000000000bb"), DG_OK);
     ck_assert_int_eq(dg_store_commit(st), DG_OK);
     unfinished(st, 2000, &v, &n);
