@@ -247,6 +247,12 @@ int dg_chat_room_remove(dg_chat *c, const char *room_id, dg_chat_err *err)
     return c->m->room_remove(c->impl, room_id, err);
 }
 
+int dg_chat_room_admit(dg_chat *c, const char *room_id, const dg_chat_room_spec *spec,
+                       dg_chat_err *err)
+{
+    return c->m->room_admit(c->impl, room_id, spec, err);
+}
+
 int dg_chat_user_names(dg_chat *c, const char *user_id, char *handle, size_t handle_len,
                        char *display, size_t display_len, dg_chat_err *err)
 {

@@ -200,6 +200,14 @@ int dg_chat_room_create(dg_chat *c, const dg_chat_room_spec *spec, char *room_id
 int dg_chat_room_find(dg_chat *c, const char *name, const char *topic_needle, int *found,
                       char *room_id, dg_chat_err *err) __attribute__((warn_unused_result));
 
+/* Make sure every member of spec is in room_id, a room made with spec
+ * whose creation may have ended early (a crash between Slack's
+ * conversations.create and conversations.invite): Slack invites them
+ * again (one already in is fine); on Discord the members come with the
+ * room's creation itself, so there is nothing to do. */
+int dg_chat_room_admit(dg_chat *c, const char *room_id, const dg_chat_room_spec *spec,
+                       dg_chat_err *err) __attribute__((warn_unused_result));
+
 /* Remove a room the moderator made (Discord: deleted; Slack: archived,
  * which bots can do and deleting they cannot). */
 int dg_chat_room_remove(dg_chat *c, const char *room_id, dg_chat_err *err)

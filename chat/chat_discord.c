@@ -139,6 +139,18 @@ static int d_room_remove(void *impl, const char *room_id, dg_chat_err *err)
     return rc;
 }
 
+/* The permission overwrites that admit the members are part of the
+ * channel's creation request: a channel that exists has them. */
+static int d_room_admit(void *impl, const char *room_id, const dg_chat_room_spec *spec,
+                        dg_chat_err *err)
+{
+    (void)impl;
+    (void)room_id;
+    (void)spec;
+    (void)err;
+    return DG_OK;
+}
+
 static int d_user_names(void *impl, const char *user_id, char *handle, size_t handle_len,
                         char *display, size_t display_len, dg_chat_err *err)
 {
@@ -260,6 +272,7 @@ const dg_chat_methods dg_chat_discord_methods = {
     .room_create = d_room_create,
     .room_find = d_room_find,
     .room_remove = d_room_remove,
+    .room_admit = d_room_admit,
     .user_names = d_user_names,
     .pipe_new = d_pipe_new,
     .pipe_free = d_pipe_free,

@@ -30,6 +30,8 @@ typedef struct dg_chat_methods {
     int (*room_find)(void *impl, const char *name, const char *topic_needle, int *found,
                      char *room_id, dg_chat_err *err);
     int (*room_remove)(void *impl, const char *room_id, dg_chat_err *err);
+    int (*room_admit)(void *impl, const char *room_id, const dg_chat_room_spec *spec,
+                      dg_chat_err *err);
     int (*user_names)(void *impl, const char *user_id, char *handle, size_t handle_len,
                       char *display, size_t display_len, dg_chat_err *err);
     /* The pipe: opaque to chat.c. */

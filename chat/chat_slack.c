@@ -286,6 +286,18 @@ static int s_room_remove(void *impl, const char *room_id, dg_chat_err *err)
     return rc;
 }
 
+static int s_room_admit(void *impl, const char *room_id, const dg_chat_room_spec *spec,
+                        dg_chat_err *err)
+{
+    s_client *c = impl;
+    dg_slack_err e;
+    memset(&e, 0, sizeof e);
+    int rc = dg_slack_invite(c->s, room_id, spec->member_ids, spec->n_members, &e);
+    if (rc != DG_OK)
+        copy_err(err, &e);
+    return rc;
+}
+
 static int s_user_names(void *impl, const char *user_id, char *handle, size_t handle_len,
                         char *display, size_t display_len, dg_chat_err *err)
 {
@@ -495,6 +507,7 @@ const dg_chat_methods dg_chat_slack_methods = {
     .room_create = s_room_create,
     .room_find = s_room_find,
     .room_remove = s_room_remove,
+    .room_admit = s_room_admit,
     .user_names = s_user_names,
     .pipe_new = s_pipe_new,
     .pipe_free = s_pipe_free,

@@ -155,18 +155,43 @@ static int record_plain(dg_plugin *p, const discuss_idem *ic, const char *channe
 }
 
 /* Record the intent of ic before the REST call, so that a repeat after a
- * crash knows the channel may exist already. */
-static int record_intent(dg_plugin *p, const discuss_idem *ic, char *err, size_t err_len)
+ * crash knows the channel may exist already; a discussion's intent notes
+ * its origin and name, so that one nobody repeats is found and undone
+ * (discuss_unfinished.c). */
+static int record_intent(dg_plugin *p, const discuss_idem *ic, const dg_channel_request *req,
+                         char *err, size_t err_len)
 {
     if (dg_store_begin(p->store) != DG_OK)
         return dg_fail(err, err_len, DG_ERR_IO, "the plugin's state store is busy or failing");
     int rc = dg_store_tool_call_intent(p->store, ic->tool, ic->call_id, ic->fp, dg_now_ms(p));
+    if (rc == DG_OK && req->callback_channel_id)
+        rc = dg_store_tool_call_note(p->store, ic->tool, ic->call_id, ic->fp, NULL,
+                                     req->callback_channel_id, req->name);
     rc = dg_store_end(p->store, rc);
     if (rc != DG_OK)
         return dg_fail(err, err_len, rc == DG_ERR_CONFLICT ? DG_ERR_CONFLICT : DG_ERR_IO,
                        "the plugin's state store could not record this call (%s); nothing was "
                        "done, try again",
                        dg_status_name(rc));
+    return DG_OK;
+}
+
+/* The saga's step "channel made": its id with ic's intent, before the
+ * members and the kickoff, so that a creation that dies after it is
+ * undone with the right channel. */
+static int record_made(dg_plugin *p, const discuss_idem *ic, const char *channel_id, char *err,
+                       size_t err_len)
+{
+    if (dg_store_begin(p->store) != DG_OK)
+        return dg_fail(err, err_len, DG_ERR_IO, "the plugin's state store is busy or failing");
+    int rc =
+        dg_store_tool_call_note(p->store, ic->tool, ic->call_id, ic->fp, channel_id, NULL, NULL);
+    rc = dg_store_end(p->store, rc);
+    if (rc != DG_OK)
+        return dg_fail(err, err_len, DG_ERR_IO,
+                       "the plugin's state store could not record channel %s (%s); it was "
+                       "removed again, try again",
+                       channel_id, dg_status_name(rc));
     return DG_OK;
 }
 
@@ -249,6 +274,42 @@ static int channel_members(const dg_plugin *p, dg_platform pf, const dg_caller *
     return DG_OK;
 }
 
+/* The channel an earlier attempt of ic made may lack its members (it died
+ * between Slack's conversations.create and conversations.invite): they are
+ * invited again before the channel is used. A refusal that will not pass
+ * archives (Slack) or deletes (Discord) the channel, so nothing half-made
+ * stays; a failure that may pass keeps it for the next attempt, which
+ * finds it again. On error *channel_id is freed and NULL. */
+static int finish_found(dg_plugin *p, dg_chat *chat, const dg_channel_request *req,
+                        const discuss_idem *ic, const dg_chat_room_spec *spec, char **channel_id,
+                        char *err, size_t err_len)
+{
+    dg_chat_err derr;
+    memset(&derr, 0, sizeof derr);
+    int rc = dg_chat_room_admit(chat, *channel_id, spec, &derr);
+    if (rc == DG_OK)
+        return DG_OK;
+    dg_log(p, OC_LOG_WARN,
+           "discord_channel_create '%s' (toolCallId %s): the members of channel %s could not "
+           "be invited: %s",
+           req->name, ic->call_id, *channel_id, derr.message);
+    if (derr.retryable)
+        dg_fail(err, err_len, rc,
+                "channel '%s' (%s), made by an earlier attempt of this call, still lacks "
+                "members and inviting them failed (%s); try again with the same call",
+                req->name, *channel_id, derr.message);
+    else {
+        delete_channel(p, *channel_id);
+        dg_fail(err, err_len, rc,
+                "channel '%s' (%s), made by an earlier attempt of this call, could not get its "
+                "members (%s); it was removed again and no discussion was opened",
+                req->name, *channel_id, derr.message);
+    }
+    free(*channel_id);
+    *channel_id = NULL;
+    return rc;
+}
+
 /* The channel on chat's platform: the one an earlier attempt of this call made
  * (ic recovering: it recorded its intent and never its result, so it may
  * have created the channel before it died), else a new one. *channel_id:
@@ -278,12 +339,14 @@ static int make_channel(dg_plugin *p, dg_chat *chat, const dg_caller *caller,
                            "created channel '%s' (%s: %s); nothing was created, try again",
                            req->name, pname, derr.message);
         }
-        if (*channel_id)
+        if (*channel_id) {
             dg_log(p, OC_LOG_INFO,
                    "discord_channel_create '%s' (toolCallId %s): channel %s, "
                    "made by an earlier attempt that died before recording it, is used instead "
                    "of a new one",
                    req->name, ic->call_id, *channel_id);
+            return finish_found(p, chat, req, ic, spec, channel_id, err, err_len);
+        }
     }
     if (!*channel_id && (rc = dg_chat_room_create(chat, spec, id, &derr)) == DG_OK &&
         !(*channel_id = strdup(id))) {
@@ -414,7 +477,7 @@ static int create_channel(dg_plugin *p, const dg_caller *caller, const dg_channe
     if (rc == DG_OK && topic_with_marker(req, ic, &topic, &needle) != DG_OK)
         rc = dg_fail(err, err_len, DG_ERR_NOMEM, "out of memory");
     if (rc == DG_OK && ic && !ic->recovering)
-        rc = record_intent(p, ic, err, err_len);
+        rc = record_intent(p, ic, req, err, err_len);
     if (rc == DG_OK) {
         dg_chat_room_spec spec = {
             .name = req->name,
@@ -428,6 +491,12 @@ static int create_channel(dg_plugin *p, const dg_caller *caller, const dg_channe
     }
     free(topic);
     free(members);
+    if (rc == DG_OK && ic && req->callback_channel_id)
+        rc = record_made(p, ic, channel_id, err, err_len);
+    if (rc != DG_OK && channel_id) {
+        delete_channel(p, channel_id);
+        free(channel_id);
+    }
     if (rc != DG_OK)
         return rc;
     rc = req->callback_channel_id

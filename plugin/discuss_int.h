@@ -10,6 +10,7 @@
  *   discuss_admin_close.c  an admin's forced close
  *   discuss_ledger.c     the tool-call ledger: idempotency per toolCallId
  *                        (fingerprints, stored results, calls in flight)
+ *   discuss_unfinished.c a creation that died and was not repeated: undone
  *   discuss_overrides.c  the no-reply session overrides a closed channel
  *                        owes, and their re-drive
  */
@@ -92,6 +93,24 @@ char *discuss_preview_of(const dg_plugin *p, int fd) __attribute__((warn_unused_
 void discuss_idem_for_create(discuss_idem *ic, const dg_caller *c, const dg_channel_request *r);
 
 void discuss_idem_for_callback(discuss_idem *ic, const dg_caller *c, const char *summary_path);
+
+/* ic of a stored row (tool, call_id and its 16-hex fingerprint fp), marker
+ * included; borrows tool and call_id. */
+void discuss_idem_of_row(discuss_idem *ic, const char *tool, const char *call_id, const char *fp);
+
+/* ---- discuss_unfinished.c ------------------------------------------------ */
+
+/* A discussion's creation that died after its intent and that nobody
+ * repeated within UNFINISHED_GRACE_MS: its channel (the noted id, else the
+ * one found by name and marker) is archived (Slack) or deleted (Discord),
+ * the intent forgotten, and the origin channel told (creation_undone.md).
+ * Sweeper thread; platform requests outside any transaction. */
+void discuss_undo_unfinished(dg_plugin *p);
+
+/* How long a host has to repeat a creation that died before the plugin
+ * undoes it (OpenClaw does not repeat a run's tool call after a restart;
+ * ocgw repeats it at once). */
+#define UNFINISHED_GRACE_MS (10LL * 60 * 1000)
 
 int discuss_idem_lookup(dg_plugin *p, const discuss_idem *ic, dg_tool_call_row *row)
     __attribute__((warn_unused_result));

@@ -49,6 +49,12 @@ static void idem_finish(discuss_idem *ic, const char *tool, const char *call_id,
     snprintf(ic->marker, sizeof ic->marker, "dg-call:%016llx", (unsigned long long)m);
 }
 
+void discuss_idem_of_row(discuss_idem *ic, const char *tool, const char *call_id, const char *fp)
+{
+    uint64_t h = strtoull(fp, NULL, 16);
+    idem_finish(ic, tool, call_id, h);
+}
+
 void discuss_idem_for_create(discuss_idem *ic, const dg_caller *c, const dg_channel_request *r)
 {
     uint64_t h = fp_caller(TOOL_CREATE, c);

@@ -122,6 +122,8 @@ static int timer_one(dg_plugin *p, const char *channel, int64_t now, int64_t rem
 
 void dg_discuss_sweep(dg_plugin *p)
 {
+    if (p->store)
+        discuss_undo_unfinished(p);
     int64_t rem = (int64_t)p->cfg.reminder_after_sec * 1000;
     int64_t life = (int64_t)p->cfg.max_lifetime_sec * 1000;
     dg_budget b;

@@ -68,6 +68,7 @@ static const struct {
     KNOWN(agent),
     KNOWN(outOfOrder),
     KNOWN(command),
+    KNOWN(question),
     KNOWN(suggestion),
     KNOWN(budgetWhat),
     KNOWN(budgetUsed),
@@ -140,6 +141,8 @@ static const struct {
     {"wrapup.md", "discussGuide initiatorMention discussionChannel originChannel status "
                   "summaryPath"},
     {"command_hint.md", "command"},
+    {"open_question.md", "agentMention agent question"},
+    {"creation_undone.md", "discussionChannel"},
     {"session_model_channel.md", ""},
     {"session_model_thread.md", ""},
     /* Replies to `!dirigent` commands (after the reply prefix). */
@@ -335,9 +338,10 @@ static int read_override(int dirfd, const char *dir, const char *name, char **ou
  * additions and may be blank on purpose). */
 static int is_moderator_message(const char *name)
 {
-    static const char *const names[] = {"kickoff.md", "idle.md",         "closed.md",
-                                        "result.md",  "rest.md",         "timeout.md",
-                                        "wrapup.md",  "command_hint.md", "budget.md"};
+    static const char *const names[] = {"kickoff.md",       "idle.md",           "closed.md",
+                                        "result.md",        "rest.md",           "timeout.md",
+                                        "wrapup.md",        "command_hint.md",   "budget.md",
+                                        "open_question.md", "creation_undone.md"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(names[i], name) == 0)
             return 1;

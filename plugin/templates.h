@@ -66,6 +66,8 @@ typedef struct dg_tpl_vars {
     const char *budgetUntil; /* "until 14:00 UTC" or "until an admin resumes it" */
     /* `!dirigent cost`. */
     const char *report; /* the cost report's text */
+    /* A human's question the speaker's run did not see (open_question.md). */
+    const char *question; /* its longest line, mentions and links left out */
 } dg_tpl_vars;
 
 /* Load the embedded set, then overrides from dir (may be NULL); validate all

@@ -525,6 +525,8 @@ static int admin_scope(dg_turns *t, turns_chan *c, const dg_turn_message *m, tur
     if (m->thread_id && *m->thread_id && s->scope.kind == DG_SCOPE_THREAD && !s->post_channel &&
         !(s->post_channel = turns_thread_target(c->id, m->thread_id)))
         return DG_ERR_NOMEM;
+    if (!top_level && (rc = turns_post_where_written(s, c->id, m)))
+        return rc;
     *post = s->post_channel ? s->post_channel : c->id;
     return DG_OK;
 }

@@ -714,6 +714,9 @@ static int run_end_locked(dg_turns *t, const dg_turn_session *s, const char *run
     dg_rule_effects_init(&fx);
     dg_turn_state next = *turns_staged(t, r); /* a budget's breaker may have latched above */
     dg_rule_on_run_end(&next, &x, fresh->pos, outcome, saw_latest, granted, now, &fx);
+    if (granted != 0 && outcome == DG_RUN_SPOKE && !saw_latest &&
+        (rc = turns_hand_open_question(t, r, &x, &next, fresh->pos, now, kick)))
+        return rc;
     char cause[200];
     snprintf(cause, sizeof cause, "run of %s ended: %s%s", s->agent_id,
              outcome == DG_RUN_SPOKE    ? "spoke"

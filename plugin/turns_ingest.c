@@ -397,12 +397,12 @@ static int ingest_message(dg_turns *t, turns_chan *c, const dg_turn_message *m, 
         return rc;
     if (!moderator) {
         r->wake_fp[0] = '\0'; /* a real message: the reminder is history */
-        turns_recent_push(r, m->content, pos, 0);
+        turns_recent_push(r, m->content, pos, 0, kind == DG_SENDER_HUMAN, now);
     } else if (kind == DG_SENDER_MODERATOR) {
         /* A moderator text (a kickoff, a result, a reply) is a message the
          * agents' runs answer too: a run queued for the kickoff that starts
          * after a participant spoke is a stale one. */
-        turns_recent_push(r, m->content, DG_NOBODY, 1);
+        turns_recent_push(r, m->content, DG_NOBODY, 1, 0, now);
     }
     if (moderator && !r->in_db)
         return DG_OK; /* no state to change */
@@ -412,6 +412,8 @@ static int ingest_message(dg_turns *t, turns_chan *c, const dg_turn_message *m, 
     if (m->thread_id && *m->thread_id && sc.kind == DG_SCOPE_THREAD && !r->post_channel &&
         !(r->post_channel = turns_thread_target(c->id, m->thread_id)))
         return DG_ERR_NOMEM;
+    if (kind == DG_SENDER_HUMAN && (rc = turns_post_where_written(r, c->id, m)))
+        return rc;
 
     dg_rule_ctx x;
     turns_make_ctx(t, c, &x);
@@ -456,12 +458,13 @@ static int ingest_taken_elsewhere(dg_turns *t, turns_chan *c, const dg_turn_mess
     if ((rc = turns_scope_get(t, c, &sc, &r)))
         return rc;
     if (kind == DG_SENDER_MODERATOR) {
-        turns_recent_push(r, m->content, DG_NOBODY, 1);
+        turns_recent_push(r, m->content, DG_NOBODY, 1, 0, now);
         return DG_OK; /* no new message for the turns */
     }
     r->wake_fp[0] = '\0';
     turns_recent_push(r, m->content,
-                      sender_agent ? turns_member_pos(c, sender_agent->agent_id) : DG_NOBODY, 0);
+                      sender_agent ? turns_member_pos(c, sender_agent->agent_id) : DG_NOBODY, 0,
+                      kind == DG_SENDER_HUMAN, now);
     dg_turn_state next = *turns_staged(t, r);
     next.msg_seq++;
     if ((rc = turns_install(t, r, &next)) == DG_OK && !atomic_load(&r->unanswered_ms))

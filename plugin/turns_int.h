@@ -152,6 +152,8 @@ typedef struct turns_chan {
 typedef struct turns_recent {
     char fp[TURNS_RECENT_FP_MAX]; /* message_fingerprint(); "" when nothing to look for */
     int author;                   /* member position of its agent, DG_NOBODY for others */
+    int human;                    /* 1: a human's message */
+    int64_t at_ms;                /* when it came in */
 } turns_recent;
 
 struct turns_scope {
@@ -522,15 +524,36 @@ char *turns_thread_target(const char *channel, const char *thread);
  * else the channel. */
 void turns_reply_target(const char *channel, const char *thread, char *out, size_t cap);
 
+/* The speaker at from ended a run that spoke without seeing the newest
+ * message, and the turn moved on (next): when that message is a human's,
+ * it came in while from was answering the one before it, and the host
+ * will not run from for it any more (its turn is over). The moderator
+ * gives it to next's speaker with open_question.md, a wake message that
+ * speaker awaits; nothing when the turn did not move or a budget holds
+ * the scope. Writer mutex held (txn). */
+int turns_hand_open_question(dg_turns *t, turns_scope *r, const dg_rule_ctx *x, dg_turn_state *next,
+                             int from, int64_t now, int *kick) TURNS_MUST_USE;
+
+/* Where the moderator posts for scope r of channel after a human's
+ * message m: under a channel-wide scope (sessionPolicy "channel", which
+ * takes a channel's threads in), the thread m was written in (a Discord
+ * thread, a Slack thread_ts), or the channel itself for a top-level m, so
+ * that a command's answer and the hand-offs after it land where the human
+ * wrote; a thread scope keeps its own thread. Sets r->post_channel.
+ * Writer mutex held. DG_OK or DG_ERR_NOMEM (r unchanged). */
+int turns_post_where_written(turns_scope *r, const char *channel, const dg_turn_message *m);
+
 /* Queue a moderator message (content; mention: the user id it wakes, NULL
  * none) to channel in the change's transaction; *kick = 1 when queued.
  * Writer held. */
 int turns_enqueue(dg_turns *t, const char *channel, const char *content, const char *mention,
                   int64_t now, int *kick) TURNS_MUST_USE;
 
-/* Record a message of scope r (writer held); only_text: not when nothing
- * of it can be recognised (a moderator's bare hand-off). */
-void turns_recent_push(turns_scope *r, const char *content, int author, int only_text);
+/* Record a message of scope r that came in at now (writer held);
+ * only_text: not when nothing of it can be recognised (a moderator's bare
+ * hand-off); human: a human wrote it. */
+void turns_recent_push(turns_scope *r, const char *content, int author, int only_text, int human,
+                       int64_t now);
 
 /* 1 when pos's run with this prompt answers an older message of r than
  * its newest. Mirror lock or writer held. */
@@ -638,6 +661,12 @@ void turns_nudge_run_ended(turns_scope *r, int pos, int64_t now);
  * nudge mentions it. Writer mutex held. */
 void turns_nudge_arm_new_speaker(dg_turns *t, turns_scope *r, const dg_turn_state *next, int prev,
                                  int handoff_to, int64_t now);
+
+/* A hand-off (a mention waking pos) is queued: a run of pos is due, and if
+ * none starts within turn.nudgeSec of it leaving the outbox (the message
+ * may never reach pos's session: the agents' apps were away) the nudge
+ * mentions pos once. Writer mutex held. */
+void turns_nudge_arm_handoff(dg_turns *t, turns_scope *r, int pos, int64_t now);
 
 /* One pass of the sweeper: every scope whose speaker a message reached
  * more than turn.nudgeSec ago, with no run of it since, gets one bare

@@ -34,6 +34,45 @@ char *turns_thread_target(const char *channel, const char *thread)
     return strdup(target);
 }
 
+int turns_hand_open_question(dg_turns *t, turns_scope *r, const dg_rule_ctx *x, dg_turn_state *next,
+                             int from, int64_t now, int *kick)
+{
+    if (r->recent_head == 0 || !next->active || next->budget)
+        return DG_OK;
+    const turns_recent *latest = &r->recent[(r->recent_head - 1) % TURNS_RECENT_MAX];
+    int sp = dg_rule_speaker(next, x);
+    const char *uid = sp != DG_NOBODY && sp != from ? turns_user_of(t, r->chan, sp) : NULL;
+    if (!latest->human || !latest->fp[0] || !uid)
+        return DG_OK;
+    char mention[48];
+    snprintf(mention, sizeof mention, "<@%s>", uid);
+    dg_tpl_vars v = {
+        .agentMention = mention, .agent = r->chan->members[from], .question = latest->fp};
+    const char *post = r->post_channel ? r->post_channel : r->chan->id;
+    int rc = turns_render_and_enqueue(t, "open_question.md", &v, post, uid, now, kick, NULL, 0);
+    if (rc != DG_OK)
+        return rc == DG_ERR_INTERNAL ? DG_OK : rc; /* no template: logged, the turn moves on */
+    dg_rule_await_wake(next, x, sp);
+    turns_nudge_arm_handoff(t, r, sp, now);
+    dg_log(t->p, OC_LOG_INFO,
+           "turns: a human's message came in while %s was answering the one before it in "
+           "channel %s; the moderator gives it to %s",
+           r->chan->members[from], r->chan->id, r->chan->members[sp]);
+    return DG_OK;
+}
+
+int turns_post_where_written(turns_scope *r, const char *channel, const dg_turn_message *m)
+{
+    if (r->scope.kind == DG_SCOPE_THREAD)
+        return DG_OK; /* a thread's scope posts in its own thread */
+    char *to = NULL;
+    if (m->thread_id && *m->thread_id && !(to = turns_thread_target(channel, m->thread_id)))
+        return DG_ERR_NOMEM;
+    free(r->post_channel);
+    r->post_channel = to;
+    return DG_OK;
+}
+
 int turns_enqueue(dg_turns *t, const char *channel, const char *content, const char *mention,
                   int64_t now, int *kick)
 {
@@ -132,7 +171,8 @@ static void message_fingerprint(const char *text, char *out, size_t cap)
     out[n] = '\0';
 }
 
-void turns_recent_push(turns_scope *r, const char *content, int author, int only_text)
+void turns_recent_push(turns_scope *r, const char *content, int author, int only_text, int human,
+                       int64_t now)
 {
     turns_recent *m = &r->recent[r->recent_head % TURNS_RECENT_MAX];
     char fp[sizeof m->fp];
@@ -141,6 +181,8 @@ void turns_recent_push(turns_scope *r, const char *content, int author, int only
         return;
     memcpy(m->fp, fp, sizeof fp);
     m->author = author;
+    m->human = human;
+    m->at_ms = now;
     r->recent_head++;
 }
 
@@ -186,6 +228,12 @@ int turns_answers_before_owed_reply(const turns_scope *r, const dg_rule_ctx *x, 
         return 0;
     int from = r->st.permit;
     const turns_recent *latest = &r->recent[(r->recent_head - 1) % TURNS_RECENT_MAX];
+    /* A human's message that came in after the previous speaker's run
+     * ended is newer than the reply on its way: a run on it answers the
+     * newest message, and holding it back would leave the human's question
+     * to nobody (the run that follows is for the reply). */
+    if (latest->human && latest->at_ms > r->st.permit_ms)
+        return 0;
     return latest->author != from && latest->author != pos &&
            strlen(latest->fp) >= TURNS_RECENT_FP_EVIDENCE && strstr(prompt, latest->fp) != NULL;
 }
@@ -268,9 +316,10 @@ int turns_queue_effects(dg_turns *t, turns_scope *r, const dg_rule_effects *fx, 
             snprintf(text, sizeof text, "<@%s>", uid);
             rc = turns_enqueue(t, post, text, uid, now, &queued);
         }
-        if (queued)
+        if (queued) {
             *kick = 1;
-        else
+            turns_nudge_arm_handoff(t, r, fx->handoff_to, now);
+        } else
             dg_rule_wake_delivered(next, fx->handoff_to);
     }
     if (rc == DG_OK && fx->rest_notice) {

@@ -52,6 +52,14 @@ void turns_nudge_arm_new_speaker(dg_turns *t, turns_scope *r, const dg_turn_stat
     }
 }
 
+void turns_nudge_arm_handoff(dg_turns *t, turns_scope *r, int pos, int64_t now)
+{
+    if (t->p->cfg.turn_nudge_sec <= 0 || pos < 0 || atomic_load(&r->run_pos) == pos)
+        return;
+    atomic_store(&r->wait_ms, now);
+    atomic_store(&r->wait_pos, pos);
+}
+
 typedef struct stall_list {
     int64_t due;           /* armed at or before this */
     size_t n_due;          /* any_stalled: how many */
@@ -79,9 +87,13 @@ static void collect_stalled(void *val, void *arg)
 }
 
 /* Is r's speaker still stalled now? Everything checked again under the
- * writer: a run may have started, the turn moved, a wake message be on its
- * way (then that message is the nudge), the previous speaker's reply still
- * owed (its arrival is), or the turn already nudged once. */
+ * writer: a run may have started, the turn moved, the previous speaker's
+ * reply still owed (its arrival is), or the turn already nudged once. A
+ * wake message the speaker still awaits does not hold the nudge back: it
+ * was posted turn.nudgeSec ago (one still in the outbox is the nudge,
+ * nudge_scope) and never reached the speaker's session, as after a
+ * restart or reconnect of the agents' apps (Slack's Socket Mode does not
+ * replay what was posted while they were away). */
 static int stalled(dg_turns *t, turns_scope *r, int64_t now, int64_t nudge_ms, int *pos)
 {
     const dg_turn_state *st = &r->st;
@@ -94,8 +106,6 @@ static int stalled(dg_turns *t, turns_scope *r, int64_t now, int64_t nudge_ms, i
         now - atomic_load(&r->wait_ms) < nudge_ms ||
         (r->nudged_change == st->last_change_ms && r->nudged_pos == sp &&
          r->nudged_seq == st->msg_seq))
-        return 0;
-    if (st->awaiting & ((uint64_t)1 << sp))
         return 0;
     int64_t window = x.timeout_ms > 0 ? x.timeout_ms : TURNS_WAKE_FP_MAX_MS;
     return !turns_reply_owed(st, sp, window, now);
@@ -112,6 +122,8 @@ static int nudge_scope(dg_turns *t, turns_scope *r, int64_t now, int64_t nudge_m
         return DG_OK; /* nobody to mention */
     int owed = 0;
     int rc = turns_mention_owed(t, r->post_channel ? r->post_channel : r->chan->id, uid, &owed);
+    if (rc == DG_OK && owed)
+        atomic_store(&r->wait_ms, now); /* the wait counts from when it left the outbox */
     if (rc != DG_OK || owed)
         return rc;
     /* The moderator's hand-off, as a change that owes one queues it. It

@@ -150,3 +150,96 @@ int dg_store_tool_calls_prune(dg_store *st, int64_t before_ms, long *removed)
         *removed = (long)dg_store_changes(st);
     return DG_OK;
 }
+
+static const char SQL_NOTE[] =
+    "UPDATE tool_calls SET channel_id = COALESCE(?, channel_id),"
+    " origin_channel_id = COALESCE(?, origin_channel_id),"
+    " summary_path = COALESCE(?, summary_path)"
+    " WHERE tool = ? AND call_id = ? AND fingerprint = ? AND state = 'pending'";
+
+int dg_store_tool_call_note(dg_store *st, const char *tool, const char *call_id,
+                            const char *fingerprint, const char *channel_id,
+                            const char *origin_channel_id, const char *summary_path)
+{
+    DG_ASSERT_IN_TXN(st);
+    dg_stmt *s = dg_store_stmt(st, SQL_NOTE);
+    if (!s)
+        return DG_ERR_IO;
+    dg_store_bind_text(s, 1, channel_id);
+    dg_store_bind_text(s, 2, origin_channel_id);
+    dg_store_bind_text(s, 3, summary_path);
+    dg_store_bind_text(s, 4, tool);
+    dg_store_bind_text(s, 5, call_id);
+    dg_store_bind_text(s, 6, fingerprint);
+    if (dg_store_run(s) != DG_OK)
+        return DG_ERR_IO;
+    return dg_store_changes(st) == 1 ? DG_OK : DG_ERR_NOT_FOUND;
+}
+
+void dg_tool_call_pending_free(dg_tool_call_pending *v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++) {
+        free(v[i].call_id);
+        free(v[i].fingerprint);
+        dg_tool_call_row_clear(&v[i].row);
+    }
+    free(v);
+}
+
+static const char SQL_UNFINISHED[] =
+    "SELECT call_id, fingerprint, channel_id, origin_channel_id, summary_path FROM tool_calls"
+    " WHERE tool = ? AND state = 'pending' AND started_at_ms < ?"
+    " AND origin_channel_id IS NOT NULL ORDER BY started_at_ms LIMIT ?";
+
+int dg_store_tool_calls_unfinished(dg_store *st, const char *tool, int64_t before_ms, size_t max,
+                                   dg_tool_call_pending **out, size_t *n)
+{
+    DG_ASSERT_IN_TXN(st);
+    *out = NULL;
+    *n = 0;
+    dg_stmt *s = dg_store_stmt(st, SQL_UNFINISHED);
+    if (!s)
+        return DG_ERR_IO;
+    dg_store_bind_text(s, 1, tool);
+    dg_bind_int64(s, 2, before_ms);
+    dg_bind_int64(s, 3, (int64_t)max);
+    dg_tool_call_pending *v = calloc(max ? max : 1, sizeof *v);
+    int rc = v ? DG_OK : DG_ERR_NOMEM, step = DG_DONE;
+    while (rc == DG_OK && *n < max && (step = dg_step(s)) == DG_ROW) {
+        dg_tool_call_pending *e = &v[(*n)++];
+        e->row.state = DG_TOOL_CALL_PENDING;
+        e->call_id = dg_store_col_dup(s, 0);
+        e->fingerprint = dg_store_col_dup(s, 1);
+        e->row.channel_id = dg_store_col_dup(s, 2);
+        e->row.origin_channel_id = dg_store_col_dup(s, 3);
+        e->row.summary_path = dg_store_col_dup(s, 4);
+        if (!e->call_id || !e->fingerprint || !e->row.origin_channel_id ||
+            (!dg_col_null(s, 2) && !e->row.channel_id) ||
+            (!dg_col_null(s, 4) && !e->row.summary_path))
+            rc = DG_ERR_NOMEM;
+    }
+    if (rc == DG_OK && *n < max && step != DG_DONE)
+        rc = DG_ERR_IO;
+    dg_reset(s);
+    if (rc != DG_OK) {
+        dg_tool_call_pending_free(v, *n);
+        *n = 0;
+        return rc;
+    }
+    *out = v;
+    return DG_OK;
+}
+
+static const char SQL_FORGET[] = "DELETE FROM tool_calls WHERE tool = ? AND call_id = ? AND"
+                                 " fingerprint = ? AND state = 'pending'";
+
+int dg_store_tool_call_forget(dg_store *st, const char *tool, const char *call_id,
+                              const char *fingerprint)
+{
+    DG_ASSERT_IN_TXN(st);
+    dg_stmt *s = dg_store_stmt(st, SQL_FORGET);
+    if (!s)
+        return DG_ERR_IO;
+    bind_key(s, tool, call_id, fingerprint);
+    return dg_store_run(s) == DG_OK ? DG_OK : DG_ERR_IO;
+}

@@ -59,6 +59,35 @@ int dg_store_tool_call_done(dg_store *st, const char *tool, const char *call_id,
                             const char *fingerprint, const dg_tool_call_row *result,
                             int64_t now_ms) DG_MUST_CHECK;
 
+/* On a pending row: what its effect has reached so far (a NULL argument
+ * keeps the stored value). discord_channel_create notes the origin channel
+ * and the requested name with its intent (origin_channel_id, summary_path)
+ * and the channel's id once the platform made it (channel_id), so that a
+ * creation nobody repeats can be found and undone (dg_store_tool_calls_
+ * unfinished). DG_ERR_NOT_FOUND when no pending row has that key. */
+int dg_store_tool_call_note(dg_store *st, const char *tool, const char *call_id,
+                            const char *fingerprint, const char *channel_id,
+                            const char *origin_channel_id, const char *summary_path) DG_MUST_CHECK;
+
+/* A pending row found by dg_store_tool_calls_unfinished. Strings owned:
+ * dg_tool_call_pending_free(). */
+typedef struct dg_tool_call_pending {
+    char *call_id;
+    char *fingerprint;
+    dg_tool_call_row row; /* state pending; the noted fields */
+} dg_tool_call_pending;
+
+void dg_tool_call_pending_free(dg_tool_call_pending *v, size_t n);
+
+/* Up to max pending rows of tool started before before_ms with an origin
+ * noted, oldest first, into *out (malloc'd, dg_tool_call_pending_free). */
+int dg_store_tool_calls_unfinished(dg_store *st, const char *tool, int64_t before_ms, size_t max,
+                                   dg_tool_call_pending **out, size_t *n) DG_MUST_CHECK;
+
+/* Delete the pending row of the key (a done one stays). */
+int dg_store_tool_call_forget(dg_store *st, const char *tool, const char *call_id,
+                              const char *fingerprint) DG_MUST_CHECK;
+
 /* Forget rows started before before_ms (a repeat after a crash comes within
  * minutes; rows are kept for weeks). *removed may be NULL. */
 int dg_store_tool_calls_prune(dg_store *st, int64_t before_ms, long *removed) DG_MUST_CHECK;

@@ -230,6 +230,46 @@ START_TEST(test_status_shows_the_scope_and_changes_nothing)
 }
 END_TEST
 
+/* Under the channel policy a Discord thread belongs to its channel's
+ * conversation, and the moderator answers in the thread where the human
+ * wrote: the command's reply, and the hand-off after the human's next
+ * message there. A top-level message brings the posts back to the channel. */
+START_TEST(test_channel_policy_answers_in_the_thread_where_the_human_wrote)
+{
+    join3(CH1, NULL);
+    human_says(CH1, TH1, "a question in the thread");
+    ck_assert_int_eq(who_speaks(CH1, TH1), 0);
+    admin_says(CH1, TH1, "!dirigent skip", NULL);
+    expect_last_reply(
+        1, TH1, "Dirigent (admin): alpha's turn is skipped; <@" TTH_BRAVO_UID ">, it is your turn.",
+        TTH_BRAVO_UID);
+    admin_says(CH1, TH1, "!dirigent status", NULL);
+    expect_last_reply(2, TH1,
+                      "Dirigent (admin): status\n"
+                      "policy: channel, scope: conversation\n"
+                      "mode: normal\n"
+                      "turn order: alpha, bravo, charlie\n"
+                      "speaker: bravo\n"
+                      "passed this cycle: alpha\n"
+                      "agent messages: 0/5",
+                      "");
+    /* Nobody answers the thread's next question: the hand-off is in the thread. */
+    human_says(CH1, TH1, "anyone?");
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, TH1, "NO_REPLY"), 0);
+    ck_assert_int_eq(run(TTH_BRAVO, CH1, TH1, "NO_REPLY"), 0);
+    ck_assert_int_eq(run(TTH_CHARLIE, CH1, TH1, "NO_REPLY"), 0);
+    size_t n;
+    dg_outbox_row *rows = outbox(&n);
+    ck_assert_uint_eq(n, 3);
+    ck_assert_str_eq(rows[2].channel_id, TH1);
+    dg_outbox_rows_free(rows, n);
+    /* Back at the top level: the channel again. */
+    human_says(CH1, NULL, "and at the top level?");
+    admin_says(CH1, NULL, "!dirigent rest", NULL);
+    expect_last_reply(4, CH1, RESTED, "");
+}
+END_TEST
+
 START_TEST(test_status_shows_the_loop_guard_rest)
 {
     join3(CH1, NULL);
@@ -1082,6 +1122,7 @@ Suite *make_admin_suite(void)
     tcase_add_checked_fixture(ch, setup_channel, teardown);
     tcase_set_timeout(ch, 60);
     tcase_add_test(ch, test_status_shows_the_scope_and_changes_nothing);
+    tcase_add_test(ch, test_channel_policy_answers_in_the_thread_where_the_human_wrote);
     tcase_add_test(ch, test_status_shows_the_loop_guard_rest);
     tcase_add_test(ch, test_rest_sleeps_the_scope_across_a_restart);
     tcase_add_test(ch, test_wake_hands_the_turn_to_the_first_or_mentioned_agent);

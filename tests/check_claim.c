@@ -17,6 +17,7 @@
 #include "store.h"
 #include "store_discuss.h"
 #include "testutil.h"
+#include "store_outbox.h"
 #include "turn_test_host.h"
 #include "turns.h"
 #include "turns_engine.h"
@@ -548,6 +549,61 @@ START_TEST(test_owed_reply_holds_for_the_turn_timeout_only)
     tth_advance(&H, 1);
     ck_assert_int_eq(claim(TTH_CHARLIE, "c2"), 0);
     claim_body = "hello";
+}
+END_TEST
+
+#define SECOND_QUESTION "And which day should the notes be out?"
+
+/* A human's second question that comes in after the speaker's run for the
+ * first ended and before that run's reply arrived is the newest message:
+ * the next speaker's run on it counts (it is not held back for the reply,
+ * whose run would answer the reply, leaving the question to nobody). */
+START_TEST(test_question_after_the_speakers_run_ended_is_answered_by_the_next)
+{
+    alpha_answered_reply_owed();
+    ck_assert_int_eq(peek().speaker, 1);
+    tth_advance(&H, 1000);
+    human_says(SECOND_QUESTION);
+    claim_body = SECOND_QUESTION;
+    ck_assert_int_eq(claim(TTH_BRAVO, "b-second"), 0);
+    claim_body = "hello";
+    ck_assert_int_eq(end_run(TTH_BRAVO, "b-second", "Monday."), OC_OK);
+    ck_assert_int_eq(peek().speaker, 2);
+}
+END_TEST
+
+/* A human's second question that comes in while the speaker's run for the
+ * first is under way: that run did not see it, and the host will not run
+ * the speaker for it once the turn moved on. The moderator says who is to
+ * answer it: the next speaker, mentioned with the question, whose run for
+ * that message counts. */
+START_TEST(test_question_during_the_speakers_run_is_handed_to_the_next)
+{
+    join_abc();
+    human_says(QUESTION);
+    ck_assert_int_eq(claim(TTH_ALPHA, "a1"), 0);
+    human_says(SECOND_QUESTION);
+    claim_body = SECOND_QUESTION;
+    ck_assert_int_eq(claim(TTH_BRAVO, "b-second"), 1); /* alpha holds the turn */
+    claim_body = "hello";
+    int before = tth_outbox_count(&H, CH1);
+    ck_assert_int_eq(end_run(TTH_ALPHA, "a1", "Friday, after the freeze."), OC_OK);
+    ck_assert_int_eq(peek().speaker, 1);
+    ck_assert_int_eq(tth_outbox_count(&H, CH1), before + 1);
+    char *note = tth_outbox_content(&H, CH1, before, NULL);
+    ck_assert_ptr_nonnull(note);
+    ck_assert_msg(strstr(note, "<@" TTH_BRAVO_UID ">") && strstr(note, SECOND_QUESTION) &&
+                      strstr(note, TTH_ALPHA),
+                  "%s", note);
+    /* The note comes in: bravo's run for it counts. */
+    agent_posts(TTH_ALPHA, "Friday, after the freeze.");
+    char id[24];
+    ck_assert_int_eq(tth_msg(&H, CH1, NULL, mid(id), TTH_MOD_UID, 1, note, NULL), OC_OK);
+    ck_assert_int_eq(peek().speaker, 1);
+    claim_body = note;
+    ck_assert_int_eq(claim(TTH_BRAVO, "b-note"), 0);
+    claim_body = "hello";
+    free(note);
 }
 END_TEST
 
@@ -1191,11 +1247,65 @@ START_TEST(test_speaker_with_a_run_under_way_is_not_nudged)
     ck_assert_int_eq(sweep_after(120 * 1000), before);
     ck_assert_int_eq(end_run(TTH_BRAVO, "b1", "Agreed."), OC_OK);
     ck_assert_int_eq(peek().speaker, 2);
-    /* The swap path (before_model_resolve) counts as a run too. */
+    /* bravo's run did not see the human's word: the moderator gives it to
+     * charlie (a wake message, no nudge). */
+    ck_assert_int_eq(tth_outbox_count(&H, CH1), before + 1);
+    char *note = tth_outbox_content(&H, CH1, before, NULL);
+    ck_assert_msg(strstr(note, "<@" TTH_CHARLIE_UID ">") && strstr(note, "version one"), "%s",
+                  note);
     deliver_all(tth_uid(TTH_BRAVO), 1, "Agreed.");
+    deliver_all(TTH_MOD_UID, 1, note);
+    free(note);
+    /* The swap path (before_model_resolve) counts as a run too. */
     ck_assert_int_eq(resolve_run(TTH_CHARLIE, "c1"), 0);
-    ck_assert_int_eq(sweep_after(120 * 1000), before);
+    ck_assert_int_eq(sweep_after(120 * 1000), before + 1);
     claim_body = "hello";
+}
+END_TEST
+
+/* The moderator's posts so far are out: marked sent, as the dispatcher
+ * does once Discord took them. */
+static void outbox_sent(void)
+{
+    dg_store *st = tth_plugin(&H)->store;
+    dg_outbox_row *rows = NULL;
+    size_t n = 0;
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    ck_assert_int_eq(dg_store_outbox_pending_of(st, CH1, 0, 64, &rows, &n), OC_OK);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_int_eq(
+            dg_store_outbox_mark_sent(st, rows[i].id, "999999999999999999", atomic_load(&H.now_ms)),
+            OC_OK);
+    ck_assert_int_eq(dg_store_commit(st), OC_OK);
+    dg_outbox_rows_free(rows, n);
+}
+
+/* A hand-off that Discord took but that never reached the next speaker's
+ * session (its bot was reconnecting: a new gateway session does not get
+ * what was posted meanwhile): the speaker awaits it for ever, so the
+ * moderator mentions it once more turn.nudgeSec after, instead of the turn
+ * waiting for turn.timeoutSec (600 s here). */
+START_TEST(test_handoff_that_never_arrived_is_nudged)
+{
+    join_abc();
+    deliver_all(TTH_HUMAN_UID, 0, ASK);
+    claim_body = ASK;
+    ck_assert_int_eq(claim(TTH_ALPHA, "a1"), 0);
+    ck_assert_int_eq(claim(TTH_BRAVO, "b1"), 1); /* bravo has read it */
+    ck_assert_int_eq(end_run(TTH_ALPHA, "a1", "NO_REPLY"), OC_OK);
+    claim_body = "hello";
+    ck_assert_int_eq(peek().speaker, 1);
+    int before = tth_outbox_count(&H, CH1);
+    char *c = tth_outbox_content(&H, CH1, before - 1, NULL);
+    ck_assert_str_eq(c, "<@" TTH_BRAVO_UID ">");
+    free(c);
+    outbox_sent();
+    ck_assert_int_eq(sweep_after(19 * 1000), before);
+    ck_assert_int_eq(sweep_after(1000), before + 1);
+    c = tth_outbox_content(&H, CH1, before, NULL);
+    ck_assert_str_eq(c, "<@" TTH_BRAVO_UID ">");
+    free(c);
+    ck_assert_int_eq(peek().speaker, 1);
 }
 END_TEST
 
@@ -1378,6 +1488,8 @@ Suite *make_claim_suite(void)
     tcase_add_test(tc, test_run_before_the_previous_speakers_reply_arrives_is_held_back);
     tcase_add_test(tc, test_reply_that_arrived_before_its_run_ended_holds_nothing);
     tcase_add_test(tc, test_owed_reply_holds_for_the_turn_timeout_only);
+    tcase_add_test(tc, test_question_after_the_speakers_run_ended_is_answered_by_the_next);
+    tcase_add_test(tc, test_question_during_the_speakers_run_is_handed_to_the_next);
     tcase_add_test(tc, test_arrived_reply_holds_nothing_after_a_later_message);
     tcase_add_test(tc, test_previous_speakers_own_run_is_not_held_for_its_reply);
     tcase_add_test(tc, test_run_in_another_instance_before_the_owed_reply_is_held_back);
@@ -1399,6 +1511,7 @@ Suite *make_claim_suite(void)
     tcase_add_test(nudge, test_speaker_whose_run_never_came_is_nudged_once);
     tcase_add_test(nudge, test_speaker_with_a_run_under_way_is_not_nudged);
     tcase_add_test(nudge, test_no_nudge_when_turned_off);
+    tcase_add_test(nudge, test_handoff_that_never_arrived_is_nudged);
     TCase *err = add_tcase(s, "error_payload", setup);
     tcase_add_test(err, test_error_payload_of_the_speaker_is_cancelled);
     tcase_add_test(err, test_error_message_of_the_speaker_is_cancelled);

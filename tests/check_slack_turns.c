@@ -11,14 +11,23 @@
  *     dispatcher;
  *   - a discussion on Slack: a private channel with the members invited, the
  *     kickoff, the callback, the result in the origin channel, the channel
- *     archived; refusals naming the Slack rule.
+ *     archived; refusals naming the Slack rule;
+ *   - under the channel policy, the moderator answers in the Slack thread
+ *     where the human wrote;
+ *   - a hand-off that never reaches the next speaker (its app was away,
+ *     before or after a restart) brings the stall nudge after turn.nudgeSec;
+ *   - a creation killed (-9) between any two of its Slack calls and then
+ *     repeated with the same toolCallId: it finishes with the first
+ *     attempt's channel, members in, one kickoff.
  * Every wait is bounded.
  */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "discuss.h"
@@ -29,6 +38,7 @@
 #include "store_turns.h"
 #include "testutil.h"
 #include "turn_test_host.h"
+#include "turns_engine_test.h"
 
 #define MOD_ID "U0MODERATR"
 #define MOD_TOKEN "xoxb-moderator-0001"
@@ -276,6 +286,37 @@ START_TEST(test_slack_admin_commands_answered_on_slack)
 }
 END_TEST
 
+/* Under the channel policy a Slack thread belongs to the channel's
+ * conversation, and the moderator answers in the thread (thread_ts) where
+ * the human wrote: a command's reply, and the hand-off after a question
+ * there nobody took up. */
+START_TEST(test_slack_channel_policy_answers_in_the_thread)
+{
+    char top[24], ts[24];
+    says(HUMAN_ID, 0, NULL, "Release thread: questions below.", NULL, top);
+    says(HUMAN_ID, 0, top, "!dirigent status", NULL, ts);
+    size_t n = 0;
+    json_t *post = moderator_post(&n);
+    ck_assert_ptr_nonnull(post);
+    const char *tts = json_string_value(json_object_get(post, "thread_ts"));
+    ck_assert_msg(tts && strcmp(tts, top) == 0, "status answered at %s, not in thread %s",
+                  tts ? tts : "the top level", top);
+    json_decref(post);
+    says(HUMAN_ID, 0, top, "Which of you writes the notes?", NULL, ts);
+    ck_assert_int_ge(who_speaks(top), 0);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(tth_end(&H, ABC[i], WORK, top, "NO_REPLY", 0), OC_OK);
+    size_t before = n;
+    post = moderator_post(&n);
+    ck_assert_uint_eq(n, before + 1);
+    ck_assert(strncmp(json_string_value(json_object_get(post, "text")), "<@", 2) == 0);
+    tts = json_string_value(json_object_get(post, "thread_ts"));
+    ck_assert_msg(tts && strcmp(tts, top) == 0, "hand-off at %s, not in thread %s",
+                  tts ? tts : "the top level", top);
+    json_decref(post);
+}
+END_TEST
+
 /* One plugin, both platforms: each row goes out through its own platform's
  * dispatcher; a Discord row waits for a Discord token, a Slack row does not. */
 START_TEST(test_discord_and_slack_rows_each_sent_by_their_own_dispatcher)
@@ -456,6 +497,200 @@ START_TEST(test_slack_discussion_refuses_an_agent_without_a_slack_id)
 }
 END_TEST
 
+/* The moderator's posts in #work so far (outbox idle first). */
+static size_t moderator_posts(json_t **last)
+{
+    size_t n = 0;
+    json_t *post = moderator_post(&n);
+    if (last)
+        *last = post;
+    else
+        json_decref(post);
+    return n;
+}
+
+/* A hand-off posted while the next speaker's app was away (Slack's Socket
+ * Mode does not replay it; here: never handed to the plugin), in a running
+ * gateway (_i 0) and across a restart right after it (_i 1): the moderator
+ * mentions that speaker again after turn.nudgeSec (20 s), not only when
+ * turn.timeoutSec (60 s) passes it over. The wait is measured on the
+ * plugin's clock, one sweeper pass a second. */
+START_TEST(test_slack_handoff_never_delivered_is_nudged)
+{
+    /* The start is behind us (its arming of every speaker is done). */
+    dg_turns_sweep_now(tth_plugin(&H)->turns);
+    char ts[24];
+    says(HUMAN_ID, 0, NULL, "Who writes the changelog?", NULL, ts);
+    ck_assert_int_eq(who_speaks(NULL), 0);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(tth_end(&H, ABC[i], WORK, NULL, "NO_REPLY", 0), OC_OK);
+    json_t *post = NULL;
+    size_t before = moderator_posts(&post);
+    ck_assert_uint_eq(before, 1);
+    ck_assert_str_eq(json_string_value(json_object_get(post, "text")), "<@" BRAVO_ID ">");
+    json_decref(post);
+    if (_i)
+        tth_restart(&H);
+    int waited = 0;
+    size_t n = before;
+    while (n == before && waited < 75) {
+        tth_advance(&H, 1000);
+        waited++;
+        dg_turns_sweep_now(tth_plugin(&H)->turns);
+        n = moderator_posts(&post);
+        if (n == before)
+            json_decref(post);
+    }
+    fprintf(stderr, "slack_turns: hand-off never delivered%s: the next mention came after %d s\n",
+            _i ? ", then a restart" : "", waited);
+    ck_assert_msg(n > before, "no mention within %d s", waited);
+    const char *text = json_string_value(json_object_get(post, "text"));
+    ck_assert_msg(strcmp(text, "<@" BRAVO_ID ">") == 0 && waited <= 22,
+                  "after %d s the moderator posted \"%s\", not the nudge of bravo at 20 s", waited,
+                  text);
+    /* The nudge arrives: bravo's run now counts. */
+    const char *mention[] = {BRAVO_ID, NULL};
+    ck_assert_int_eq(tth_msg(&H, WORK, NULL, json_string_value(json_object_get(post, "ts")), MOD_ID,
+                             1, text, mention),
+                     OC_OK);
+    json_decref(post);
+    ck_assert_int_eq(who_speaks(NULL), 1);
+}
+END_TEST
+
+/* The discussion request of the kill test and its caller (alpha in #work,
+ * with a toolCallId, so that a repeat is the same call). */
+static const char *const KILL_PARTS[] = {"bravo"};
+static const dg_channel_request KILL_REQ = {.name = "release-plan",
+                                            .participants = KILL_PARTS,
+                                            .n_participants = 1,
+                                            .callback_channel_id = NULL,
+                                            .discuss_guide = "Plan the release; one page."};
+
+static int create_as_alpha(const char *ws, dg_channel_created *made, char *err, size_t err_len)
+{
+    char key[128];
+    tth_session_key(key, sizeof key, "alpha", WORK, NULL);
+    dg_caller alpha = {.agent_id = "alpha",
+                       .session_key = key,
+                       .session_id = "s-alpha",
+                       .workspace_dir = ws,
+                       .channel_id = WORK,
+                       .tool_call_id = "call-release-plan-1"};
+    dg_channel_request req = KILL_REQ;
+    req.callback_channel_id = WORK;
+    return dg_discuss_create_channel(tth_plugin(&H), &alpha, &req, made, err, err_len);
+}
+
+/* The gateway dies (kill -9) while Slack holds the answer of one call of a
+ * discussion's creation -- conversations.create, conversations.invite, or
+ * the kickoff's chat.postMessage -- and the host repeats the tool call
+ * after the restart: the discussion finishes with the channel the first
+ * attempt made, every member in, one kickoff, nothing archived. */
+static const char *const KILLED_IN[] = {"conversations.create", "conversations.invite",
+                                        "chat.postMessage"};
+
+/* Start a creation in a child gateway on H's state and kill it (-9) while
+ * Slack holds the answer of method; then H runs again on that state. */
+static void creation_killed_in(const char *method, const char *ws)
+{
+    ck_assert_int_eq(fake_slack_add_fault(FS, method, FS_FAULT_DELAY_AFTER, 1, 0, 60000, NULL), 0);
+    size_t before = fake_slack_request_count(FS, method);
+    tth_stop_plugin(&H);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        alarm(60); /* never outlive a failed test */
+        tth_restart(&H);
+        dg_channel_created made;
+        char err[512];
+        (void)create_as_alpha(ws, &made, err, sizeof err);
+        for (;;)
+            pause();
+    }
+    int reached = 0;
+    for (int i = 0; i < 3000 && !reached; i++) {
+        reached = fake_slack_request_count(FS, method) > before;
+        if (!reached)
+            usleep(10000);
+    }
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ck_assert_msg(reached, "%s never reached Slack (child status %d)", method, status);
+    ck_assert(WIFSIGNALED(status));
+    fake_slack_clear_faults(FS);
+    tth_restart(&H);
+}
+
+START_TEST(test_slack_creation_killed_between_calls_finishes_with_its_channel)
+{
+    const char *method = KILLED_IN[_i];
+    char *ws = tu_mkdtemp();
+    creation_killed_in(method, ws);
+    dg_channel_created made;
+    char err[512] = "";
+    ck_assert_msg(create_as_alpha(ws, &made, err, sizeof err) == OC_OK, "%s", err);
+    ck_assert(made.is_discussion);
+    char room[16];
+    ck_assert_int_eq(fake_slack_channel_by_name(FS, "release-plan", room), 0);
+    ck_assert_str_eq(made.channel_id, room);
+    ck_assert_uint_eq(fake_slack_request_count(FS, "conversations.create"), 1);
+    json_t *ch = fake_slack_channel(FS, room);
+    ck_assert_msg(!json_is_true(json_object_get(ch, "is_archived")), "%s: channel archived",
+                  method);
+    int seen = 0;
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(ch, "members"), i, v) {
+        const char *u = json_string_value(v);
+        seen |= (strcmp(u, ALPHA_ID) == 0 ? 1 : 0) | (strcmp(u, BRAVO_ID) == 0 ? 2 : 0) |
+                (strcmp(u, MOD_ID) == 0 ? 4 : 0);
+    }
+    json_decref(ch);
+    ck_assert_msg(seen == 7, "killed in %s: members %d of 7 (alpha 1, bravo 2, moderator 4)",
+                  method, seen);
+    ck_assert_int_eq(dg_outbox_wait_idle(tth_plugin(&H)->slack_outbox, 10000), OC_OK);
+    ck_assert_uint_eq(fake_slack_message_count(FS, room), 1);
+    dg_channel_created_clear(&made);
+    tu_rmtree(ws);
+    free(ws);
+}
+END_TEST
+
+/* The same crash, and the host never repeats the call (OpenClaw does not
+ * replay a run's tool call after a restart): after the grace the channel
+ * the dead attempt made is archived, the intent forgotten, and #work told;
+ * nothing half-made stays. */
+START_TEST(test_slack_creation_killed_and_not_repeated_is_undone)
+{
+    const char *method = KILLED_IN[_i];
+    char *ws = tu_mkdtemp();
+    creation_killed_in(method, ws);
+    char room[16];
+    ck_assert_int_eq(fake_slack_channel_by_name(FS, "release-plan", room), 0);
+    size_t in_work = fake_slack_message_count(FS, WORK);
+    dg_turns_sweep_now(tth_plugin(&H)->turns);
+    ck_assert_int_eq(dg_outbox_wait_idle(tth_plugin(&H)->slack_outbox, 10000), OC_OK);
+    ck_assert_uint_eq(fake_slack_message_count(FS, WORK), in_work); /* within the grace */
+    tth_advance(&H, 11 * 60 * 1000);
+    dg_turns_sweep_now(tth_plugin(&H)->turns);
+    ck_assert_int_eq(dg_outbox_wait_idle(tth_plugin(&H)->slack_outbox, 10000), OC_OK);
+    json_t *ch = fake_slack_channel(FS, room);
+    ck_assert_msg(json_is_true(json_object_get(ch, "is_archived")),
+                  "killed in %s: the half-made channel is not archived", method);
+    json_decref(ch);
+    json_t *work = fake_slack_messages(FS, WORK);
+    ck_assert_uint_eq(json_array_size(work), in_work + 1);
+    const char *text = json_string_value(json_object_get(json_array_get(work, in_work), "text"));
+    ck_assert_msg(strstr(text, room) && strstr(text, "removed again"), "%s", text);
+    json_decref(work);
+    ck_assert(tth_log_has(&H, "was not repeated within 600 s"));
+    tu_rmtree(ws);
+    free(ws);
+}
+END_TEST
+
 Suite *make_slack_turns_suite(void)
 {
     Suite *s = suite_create("slack_turns");
@@ -465,9 +700,14 @@ Suite *make_slack_turns_suite(void)
     tcase_add_test(tc, test_slack_channel_handoff_posted_by_the_slack_moderator);
     tcase_add_test(tc, test_slack_mention_and_lower_case_session_keys);
     tcase_add_test(tc, test_slack_admin_commands_answered_on_slack);
+    tcase_add_test(tc, test_slack_channel_policy_answers_in_the_thread);
     tcase_add_test(tc, test_discord_and_slack_rows_each_sent_by_their_own_dispatcher);
     tcase_add_test(tc, test_slack_discussion_from_open_to_archive);
     tcase_add_test(tc, test_slack_discussion_refuses_an_agent_without_a_slack_id);
+    tcase_add_loop_test(tc, test_slack_handoff_never_delivered_is_nudged, 0, 2);
+    tcase_add_loop_test(tc, test_slack_creation_killed_between_calls_finishes_with_its_channel, 0,
+                        3);
+    tcase_add_loop_test(tc, test_slack_creation_killed_and_not_repeated_is_undone, 0, 2);
     suite_add_tcase(s, tc);
     TCase *th = tcase_create("thread");
     tcase_add_checked_fixture(th, setup_thread, teardown);

@@ -31,6 +31,7 @@
 
 #include "store_cost_case.h"
 #include "store_platform_case.h"
+#include "store_saga_case.h"
 #include "openclaw/plugin.h"
 #include "failalloc.h"
 #include "faultvfs.h"
@@ -260,6 +261,19 @@ START_TEST(test_rows_read_back_their_platform)
     ck_assert_str_eq(rows[0].thread_id, "1712345678.123456");
     dg_outbox_rows_free(rows, n);
     dg_store_rollback(st);
+    dg_store_close(st);
+    free(path);
+}
+END_TEST
+
+/* The steps a discussion's creation notes on its pending tool call. */
+START_TEST(test_creation_saga_steps)
+{
+    char *path = tu_path(dir, "saga.db");
+    dg_store *st = NULL;
+    char err[512];
+    ck_assert_msg(dg_store_open(path, &st, err, sizeof err) == OC_OK, "%s", err);
+    store_saga_case_run(st);
     dg_store_close(st);
     free(path);
 }
@@ -1151,6 +1165,7 @@ Suite *make_store_suite(void)
     tcase_add_test(tc, test_v18_rows_are_discords_after_migration);
     tcase_add_test(tc, test_rows_read_back_their_platform);
     tcase_add_test(tc, test_bad_platform_refused);
+    tcase_add_test(tc, test_creation_saga_steps);
     tcase_add_test(tc, test_newer_schema_is_refused_untouched);
     tcase_add_test(tc, test_foreign_database_refused_untouched);
     tcase_add_test(tc, test_our_version_without_our_tables_refused);

@@ -36,6 +36,7 @@
 
 #include "store_cost_case.h"
 #include "store_platform_case.h"
+#include "store_saga_case.h"
 #include "failalloc.h"
 #include "openclaw/plugin.h"
 #include "pg_server.h"
@@ -260,6 +261,17 @@ START_TEST(rows_read_back_their_platform)
     char *url = pgs_fresh_url();
     dg_store *st = open_ok(url);
     store_platform_case_run(st);
+    dg_store_close(st);
+    free(url);
+}
+END_TEST
+
+/* The steps a discussion's creation notes on its pending tool call. */
+START_TEST(creation_saga_steps)
+{
+    char *url = pgs_fresh_url();
+    dg_store *st = open_ok(url);
+    store_saga_case_run(st);
     dg_store_close(st);
     free(url);
 }
@@ -985,6 +997,7 @@ Suite *make_store_pg_suite(void)
     tcase_add_test(tc, v18_rows_are_discords_after_migration);
     tcase_add_test(tc, rows_read_back_their_platform);
     tcase_add_test(tc, bad_platform_refused);
+    tcase_add_test(tc, creation_saga_steps);
     tcase_add_test(tc, version_without_its_tables_refused);
     tcase_add_test(tc, password_never_in_a_message);
     tcase_add_test(tc, conflicts_and_returned_ids);
