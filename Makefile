@@ -364,7 +364,8 @@ $(B)/check_all: $(B)/obj/tests/check_main.o $(TEST_OBJ:$(B)/obj/tests/check_main
 
 # dirigent-ctl serve's code in the test runner too (tests/check_serve.c),
 # which sees tools/ for its header.
-SERVE_TEST_OBJ := $(filter $(B)/obj/tools/ctl_serve%.o $(B)/obj/tools/ctl_doctor%.o,$(TOOLS_OBJ))
+SERVE_TEST_OBJ := $(filter $(B)/obj/tools/ctl_serve%.o $(B)/obj/tools/ctl_doctor%.o \
+                  $(B)/obj/tools/ctl_text.o,$(TOOLS_OBJ))
 $(B)/check_all: $(SERVE_TEST_OBJ)
 $(B)/obj/tests/check_serve.o: PART_INC = $(INC_tests) -Itools
 
