@@ -34,10 +34,9 @@ void dg_ctl_text_fix_view(dg_turn_view *v)
 void dg_ctl_text_fix_discussion(dg_discussion_info *i)
 {
     dg_discussion *d = &i->d;
-    char **text[] = {&d->discussion_channel_id, &d->origin_channel_id, &d->initiator_agent_id,
-                     &d->initiator_session_key, &d->initiator_session_id,
-                     &d->initiator_workspace,   &d->discuss_guide,        &d->summary_path,
-                     &i->channel_name};
+    char **text[] = {&d->discussion_channel_id, &d->origin_channel_id,    &d->initiator_agent_id,
+                     &d->initiator_session_key, &d->initiator_session_id, &d->initiator_workspace,
+                     &d->discuss_guide,         &d->summary_path,         &i->channel_name};
     for (size_t k = 0; k < sizeof text / sizeof *text; k++)
         dg_ctl_text_fix(text[k]);
     if (dg_utf8_count_valid(d->end_status) < 0) {
@@ -65,8 +64,8 @@ void dg_ctl_text_fix_outbox_rows(dg_outbox_row *v, size_t n)
 void dg_ctl_text_fix_transitions(dg_transition *v, size_t n)
 {
     for (size_t i = 0; v && i < n; i++) {
-        char **text[] = {&v[i].scope, &v[i].cause, &v[i].speaker_before, &v[i].speaker_after,
-                         &v[i].state, &v[i].passed};
+        char **text[] = {&v[i].scope,         &v[i].cause, &v[i].speaker_before,
+                         &v[i].speaker_after, &v[i].state, &v[i].passed};
         for (size_t k = 0; k < sizeof text / sizeof *text; k++)
             dg_ctl_text_fix(text[k]);
     }
