@@ -432,6 +432,66 @@ START_TEST(test_plugin_validation_and_unset_variables)
 }
 END_TEST
 
+/* Replace the first `from` in the config file with `to`. */
+static void edit_config(const char *from, const char *to)
+{
+    FILE *f = fopen(CONF, "r");
+    ck_assert_ptr_nonnull(f);
+    char *text = calloc(1, 1 << 16);
+    size_t n = fread(text, 1, (1 << 16) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    char *at = strstr(text, from);
+    ck_assert_msg(at != NULL, "no %s in the config", from);
+    char *edited = NULL;
+    ck_assert_int_ge(asprintf(&edited, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from)),
+                     0);
+    ck_assert_int_eq(tu_write_file(CONF, edited), 0);
+    free(edited);
+    free(text);
+}
+
+/* An example's placeholder left as a key or a value is an error, found
+ * offline (the API is not reachable here at all). */
+START_TEST(test_placeholders_are_errors_offline)
+{
+    write_config(NULL, NULL, NULL);
+    edit_config("\"channels\":{\"discord\":{",
+                "\"channels\":{\"discord\":{\"guilds\":{\"YOUR_GUILD_ID\":{\"requireMention\":"
+                "false}},");
+    edit_config("\"enabled\":true,\"allowBots\"", "\"enabled\":true,\"note\":\"<your-name>\","
+                                                  "\"allowBots\"");
+    edit_config(fake_discord_url(FD), "http://127.0.0.1:1/api/v10");
+    char *out = NULL;
+    ck_assert_int_eq(doctor(&out, NULL, NULL), 1);
+    has_line(out, "error",
+             "config: channels.discord.guilds has the key \"YOUR_GUILD_ID\", a placeholder; "
+             "fix: write your server's id there");
+    has_line(out, "error", "config: channels.discord.note is \"<your-name>\", a placeholder");
+    free(out);
+}
+END_TEST
+
+/* A Discord host that does not resolve is the network's fault (DNS,
+ * proxy), not the token's. */
+START_TEST(test_an_unresolvable_host_is_the_networks_fault)
+{
+    const char *proxies[] = {"http_proxy",  "HTTP_PROXY", "https_proxy",
+                             "HTTPS_PROXY", "all_proxy",  "ALL_PROXY"};
+    for (size_t i = 0; i < sizeof proxies / sizeof *proxies; i++)
+        unsetenv(proxies[i]);
+    write_config(NULL, NULL, NULL);
+    edit_config(fake_discord_url(FD), "http://dirigent-doctor.invalid/api/v10");
+    char *out = NULL;
+    ck_assert_int_eq(doctor(&out, NULL, NULL), 1);
+    has_line(out, "error", "Discord: cannot resolve dirigent-doctor.invalid (discord.apiBase");
+    has_line(out, "error", "fix: check DNS/proxy on this machine");
+    ck_assert_msg(!strstr(out, "token") || !strstr(out, "fix the moderator token"), "%s", out);
+    ck_assert_msg(!strstr(out, "refuses the token"), "%s", out);
+    free(out);
+}
+END_TEST
+
 Suite *make_doctor_suite(void)
 {
     Suite *s = suite_create("doctor");
@@ -450,6 +510,8 @@ Suite *make_doctor_suite(void)
     tcase_add_test(tc, test_allow_conversation_access_missing);
     tcase_add_test(tc, test_no_reply_pair_on_a_host_without_claim_hooks);
     tcase_add_test(tc, test_plugin_validation_and_unset_variables);
+    tcase_add_test(tc, test_placeholders_are_errors_offline);
+    tcase_add_test(tc, test_an_unresolvable_host_is_the_networks_fault);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -638,6 +638,7 @@ int dg_ctl_doctor_main(int argc, char **argv, int cmd)
                        "add it with \"enabled\": true, \"hooks\" and \"config\" (README, "
                        "step 6)");
         } else {
+            doctor_check_placeholders(&d);
             check_host(&d, entry);
             check_plugin_config(&d, entry);
             if (d.cfg_ok) {
