@@ -151,8 +151,8 @@ ALL_CFLAGS = $(PART_INC) $(BASE_CFLAGS)
 #   common/ <- http/ <- discord/ <- host/ (+ include/)               (libochost.a, ocgw)
 # http/ is the chat-platform clients' shared request core: discord/ and
 # slack/ see it, it sees neither. plugin/ and hooks/ see chat/ only, never
-# a platform's client (tools/ and the tests see discord/ too: the doctor
-# asks Discord itself).
+# a platform's client (tools/ and the tests see discord/ and slack/ too:
+# the doctor asks Discord and Slack itself).
 # Tests see every part. The objects of a part get its list (below); the
 # flags stamp leaves the lists out (they are fixed here, and a stamp made
 # for one part would be stale for the next).
@@ -166,7 +166,7 @@ INC_plugin  := -Iinclude $(INC_common) -Ichat -Istore -Iplugin
 INC_hooks   := $(INC_plugin) -Ihooks
 INC_host    := -Iinclude $(INC_discord) -Islack -Ihost
 INC_servers := $(INC_common)
-INC_tools   := $(INC_plugin) -Idiscord -Itools
+INC_tools   := $(INC_plugin) -Idiscord -Islack -Itools
 INC_tests   := $(INC_hooks) -Ihttp -Idiscord -Ihost -Islack -Itests/support
 PART_INC     = $(INC_tests)
 LDFLAGS_ALL = -pthread $(SANFLAGS) $(LDFLAGS)

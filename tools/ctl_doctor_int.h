@@ -66,4 +66,10 @@ int doctor_host_resolves(doctor *d, const char *platform, const char *key, const
  * who sees and may post in each channel, the moderator's permissions. */
 void doctor_check_discord(doctor *d);
 
+/* ---- ctl_doctor_slack.c ---- */
+
+/* The Slack part: the Web API used, each bot token's owner (auth.test),
+ * the moderator's scopes, who is a member of each configured channel. */
+void doctor_check_slack(doctor *d);
+
 #endif
