@@ -242,8 +242,8 @@ static void check_channel(doctor *d, const char *id, const slack_bot *bots, size
         return;
     char args[96], why[512] = "";
     snprintf(args, sizeof args, "channel=%s&limit=1000", id);
-    json_t *r = slack_call(d, asker->token, "conversations.members", args, NULL, 0, why,
-                           sizeof why);
+    json_t *r =
+        slack_call(d, asker->token, "conversations.members", args, NULL, 0, why, sizeof why);
     if (!r || !json_is_true(json_object_get(r, "ok"))) {
         const char *code = r ? str_of(r, "error") : NULL;
         doctor_sayf(d, DOCTOR_ERROR,
@@ -270,8 +270,7 @@ static void check_channel(doctor *d, const char *id, const slack_bot *bots, size
         doctor_sayf(d, DOCTOR_ERROR,
                     "invite it: /invite @<its app> in that channel (a bot that is no member "
                     "never receives the channel's messages)",
-                    "Slack channel %s: %s (%s) is not a member", id, bots[k].who,
-                    bots[k].user_id);
+                    "Slack channel %s: %s (%s) is not a member", id, bots[k].who, bots[k].user_id);
     }
     if (in.len && !oom)
         doctor_sayf(d, DOCTOR_OK, NULL, "Slack channel %s: members: %s", id, in.s);
