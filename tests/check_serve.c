@@ -791,6 +791,8 @@ START_TEST(test_command_refuses_an_open_address_without_a_token)
     ck_assert_msg(strstr(line, "--listen 0.0.0.0") && strstr(line, "--token"), "%s", line);
     const char *argv2[] = {bin, "serve", "--listen", "127.0.0.1", "--db", db, NULL};
     ck_assert_int_eq(tu_run_wait(argv2, NULL, NULL, unset, 20000), 2);
+    const char *argv3[] = {bin, "serve", "--listen", "127.0.0.1:0", "--db", "", NULL};
+    ck_assert_int_eq(tu_run_wait(argv3, NULL, NULL, unset, 20000), 2);
     free(bin);
     free(errp);
     free(db);

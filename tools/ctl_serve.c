@@ -376,6 +376,11 @@ int dg_ctl_serve_main(int argc, char **argv, int first)
                 SERVE_USAGE);
         return 2;
     }
+    if ((db && !*db) || (url && !*url) || (config && !*config)) {
+        fprintf(stderr, "dirigent-ctl serve: --db, --store-url and --openclaw-config need a "
+                        "value; an empty one was given\n");
+        return 2;
+    }
     if (url && !dg_store_is_url(url)) {
         fprintf(stderr, "dirigent-ctl serve: --store-url (or DIRIGENT_STORE_URL) must be a "
                         "postgresql:// or postgres:// url; a SQLite file goes to --db\n");
