@@ -19,6 +19,8 @@
 
 #include "ctl_serve.h"
 #include "openclaw/plugin.h"
+#include "outbox.h"
+#include "store_int.h"
 #include "store_cost.h"
 #include "store_transitions.h"
 #include "store_turns.h"
@@ -667,6 +669,33 @@ START_TEST(test_routes_over_loopback_with_a_token)
 }
 END_TEST
 
+/* Stored text that is not UTF-8 (a hand-edited file): the page's data shows
+ * the row with the bad bytes replaced; the row is not dropped. */
+START_TEST(test_text_that_is_not_utf8_is_shown_replaced)
+{
+    three_join_and_talk();
+    dg_plugin *p = tth_plugin(&H);
+    if (!p->store->db) /* SQLite's bytes; PostgreSQL refuses such text itself */
+        return;
+    ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
+    ck_assert_int_eq(dg_outbox_enqueue(p->store, CH1, "owed", NULL, 0, 1), OC_OK);
+    ck_assert_int_eq(sqlite3_exec(p->store->db,
+                                  "UPDATE outbox SET state = 2, done_at_ms = 1,"
+                                  " last_error = CAST(x'6e6f20c0ff2e' AS TEXT)",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    ck_assert_int_eq(dg_store_commit(p->store), OC_OK);
+    char *path = store_path();
+    json_t *snap = dg_serve_snapshot(path, NULL, 1);
+    json_t *rows = json_object_get(json_object_get(snap, "outbox"), "failedRows");
+    ck_assert_uint_eq(json_array_size(rows), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(rows, 0), "reason")),
+                     "no ??.");
+    json_decref(snap);
+    free(path);
+}
+END_TEST
+
 /* A TCP connection from the loopback address from (127.0.0.x) to port,
  * which has sent text; -1 when refused. */
 static int slow_client(const char *from, unsigned port, const char *text)
@@ -817,6 +846,7 @@ Suite *make_serve_suite(void)
     tcase_add_test(tc, test_command_refuses_an_open_address_without_a_token);
     tcase_add_test(tc, test_normal_requests_answered_while_slow_clients_hold_on);
     tcase_add_test(tc, test_a_wrong_token_on_the_request_line_is_cut_early);
+    tcase_add_test(tc, test_text_that_is_not_utf8_is_shown_replaced);
     suite_add_tcase(s, tc);
     return s;
 }
