@@ -154,8 +154,8 @@ ALL_CFLAGS = $(PART_INC) $(BASE_CFLAGS)
 #   common/ <- http/ <- discord/ <- host/ (+ include/)               (libochost.a, ocgw)
 # http/ is the chat-platform clients' shared request core: discord/ and
 # slack/ see it, it sees neither. plugin/ and hooks/ see chat/ only, never
-# a platform's client (tools/ and the tests see discord/ too: the doctor
-# asks Discord itself).
+# a platform's client (tools/ and the tests see discord/ and slack/ too:
+# the doctor asks Discord and Slack itself).
 # Tests see every part. The objects of a part get its list (below); the
 # flags stamp leaves the lists out (they are fixed here, and a stamp made
 # for one part would be stale for the next).
@@ -169,7 +169,7 @@ INC_plugin  := -Iinclude $(INC_common) -Ichat -Istore -Iplugin
 INC_hooks   := $(INC_plugin) -Ihooks
 INC_host    := -Iinclude $(INC_discord) -Islack -Ihost
 INC_servers := $(INC_common)
-INC_tools   := $(INC_plugin) -Idiscord -Itools
+INC_tools   := $(INC_plugin) -Idiscord -Islack -Itools
 INC_tests   := $(INC_hooks) -Ihttp -Idiscord -Ihost -Islack -Itests/support
 PART_INC     = $(INC_tests)
 LDFLAGS_ALL = -pthread $(SANFLAGS) $(LDFLAGS)
@@ -367,7 +367,8 @@ $(B)/check_all: $(B)/obj/tests/check_main.o $(TEST_OBJ:$(B)/obj/tests/check_main
 
 # dirigent-ctl serve's code in the test runner too (tests/check_serve.c),
 # which sees tools/ for its header.
-SERVE_TEST_OBJ := $(filter $(B)/obj/tools/ctl_serve%.o $(B)/obj/tools/ctl_doctor%.o,$(TOOLS_OBJ))
+SERVE_TEST_OBJ := $(filter $(B)/obj/tools/ctl_serve%.o $(B)/obj/tools/ctl_doctor%.o \
+                  $(B)/obj/tools/ctl_text.o,$(TOOLS_OBJ))
 $(B)/check_all: $(SERVE_TEST_OBJ)
 $(B)/obj/tests/check_serve.o: PART_INC = $(INC_tests) -Itools
 

@@ -10,6 +10,7 @@
 #include "config_int.h"
 
 #include <assert.h>
+#include <ctype.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdarg.h>
@@ -156,6 +157,27 @@ static int cmp_agent(const void *a, const void *b)
     return strcmp(((const dg_agent_cfg *)a)->agent_id, ((const dg_agent_cfg *)b)->agent_id);
 }
 
+/* An id key that holds "${NAME}": OpenClaw leaves an unset variable's text
+ * as it was, and the manifest's schema lets that through so that this
+ * sentence, with its fix, is what the user reads. DG_ERR_INVALID with it
+ * in err, or DG_OK when s (may be NULL) is no such text. */
+static int unset_variable(const char *path, const char *s, char *err, size_t err_len)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (n < 4 || strncmp(s, "${", 2) != 0 || s[n - 1] != '}')
+        return DG_OK;
+    for (size_t i = 2; i + 1 < n; i++)
+        if (!isalnum((unsigned char)s[i]) && s[i] != '_')
+            return DG_OK;
+    int name = (int)(n - 3);
+    return dg_fail(err, err_len, DG_ERR_INVALID,
+                   "config: \"%s\" is \"%.64s\": the environment variable %.*s is not set where "
+                   "the gateway runs, so OpenClaw left the text as it was; fix: export %.*s=<the "
+                   "id> in the gateway's environment (its service unit or shell), or write the "
+                   "id itself",
+                   path, s, name, s + 2, name, s + 2);
+}
+
 /* A Slack user id, upper-cased in place (OpenClaw lower-cases ids in its
  * session keys; Slack's own are upper case). 1 when it has Slack's shape. */
 static int slack_user_upper(char *id)
@@ -193,14 +215,16 @@ static int parse_agent(const char *id, const json_t *val, dg_config *c, char *er
         return DG_ERR_NOMEM;
     c->n_agents++;
     snprintf(path, sizeof path, "agents.%s.discordUserId", id);
-    if ((rc = get_string(val, "discordUserId", path, 0, &a->discord_user_id, err, err_len)))
+    if ((rc = get_string(val, "discordUserId", path, 0, &a->discord_user_id, err, err_len)) ||
+        (rc = unset_variable(path, a->discord_user_id, err, err_len)))
         return rc;
     if (a->discord_user_id && !dg_snowflake_valid(a->discord_user_id))
         return dg_fail(err, err_len, DG_ERR_INVALID,
                        "config: \"%s\" must be a Discord snowflake (1-20 digits), got \"%.40s\"",
                        path, a->discord_user_id);
     snprintf(path, sizeof path, "agents.%s.slackUserId", id);
-    if ((rc = get_string(val, "slackUserId", path, 0, &a->slack_user_id, err, err_len)))
+    if ((rc = get_string(val, "slackUserId", path, 0, &a->slack_user_id, err, err_len)) ||
+        (rc = unset_variable(path, a->slack_user_id, err, err_len)))
         return rc;
     if (a->slack_user_id && !slack_user_upper(a->slack_user_id))
         return dg_fail(err, err_len, DG_ERR_INVALID,
@@ -289,6 +313,10 @@ static int rule_admins(const dg_config_key *k, const json_t *admins, dg_config *
         return DG_ERR_NOMEM;
     for (size_t i = 0; i < n; i++) {
         json_t *v = json_array_get(admins, i);
+        char at[32];
+        snprintf(at, sizeof at, "admins[%zu]", i);
+        if (unset_variable(at, json_string_value(v), err, err_len))
+            return DG_ERR_INVALID;
         if (!json_is_string(v) || !dg_platform_of_user(json_string_value(v)))
             return dg_fail(err, err_len, DG_ERR_INVALID,
                            "config: \"admins[%zu]\" must be a Discord user id (a snowflake "
@@ -505,6 +533,8 @@ static int rule_slack_user(const dg_config_key *k, const json_t *v, dg_config *c
 {
     (void)v;
     char *s = *str_field(c, k);
+    if (unset_variable(k->path, s, err, err_len))
+        return DG_ERR_INVALID;
     if (s && !slack_user_upper(s))
         return dg_fail(err, err_len, DG_ERR_INVALID,
                        "config: \"%s\" must be a Slack user id ('U' or 'W' and 2-20 letters or "
@@ -534,6 +564,8 @@ static int rule_snowflake(const dg_config_key *k, const json_t *v, dg_config *c,
 {
     (void)v;
     const char *s = *str_field(c, k);
+    if (unset_variable(k->path, s, err, err_len))
+        return DG_ERR_INVALID;
     if (s && !dg_snowflake_valid(s))
         return dg_fail(err, err_len, DG_ERR_INVALID,
                        "config: \"%s\" must be a Discord snowflake (1-20 digits)", k->path);
@@ -598,8 +630,9 @@ static int rule_summary_template(const dg_config_key *k, const json_t *v, dg_con
 static int rule_archive_channel(const dg_config_key *k, const json_t *v, dg_config *c, char *err,
                                 size_t err_len)
 {
-    (void)k;
     (void)v;
+    if (unset_variable(k->path, c->archive_channel_id, err, err_len))
+        return DG_ERR_INVALID;
     if (c->archive_channel_id && !dg_platform_of_channel(c->archive_channel_id))
         return dg_fail(err, err_len, DG_ERR_INVALID,
                        "config: \"discussion.archiveChannelId\" must be a channel id the "

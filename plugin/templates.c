@@ -153,6 +153,8 @@ static const struct {
     {"admin_rest.md", ""},
     {"admin_wake.md", "agentMention"},
     {"admin_wake_nobody.md", ""},
+    {"admin_wake_not_agent.md", "agent"},
+    {"admin_not_admin.md", ""},
     {"admin_skip.md", "skippedAgent agentMention"},
     {"admin_skip_initiator.md", "skippedAgent"},
     {"admin_skip_dormant.md", "skippedAgent"},

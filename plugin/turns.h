@@ -189,7 +189,9 @@ typedef enum dg_admin_cmd {
     DG_ADMIN_REMOVE = 11,  /* `!dirigent remove <@agent>`: out of the order until `add` */
     DG_ADMIN_UNKNOWN = 12, /* `!dirigent <word>` with a word that is no subcommand */
     DG_ADMIN_RESUME = 13,  /* `!dirigent resume`: lift a budget's breaker, wake the scope */
-    DG_ADMIN_COST = 14     /* `!dirigent cost`: the channel's cost, the last 7 days */
+    DG_ADMIN_COST = 14,    /* `!dirigent cost`: the channel's cost, the last 7 days */
+    DG_ADMIN_REFUSED = 15  /* any of them from a human not in `admins`: one line says only
+                            * admins may; the message is no speech either */
 } dg_admin_cmd;
 
 /* Every moderator reply to an admin command starts with this, so its echo

@@ -353,10 +353,33 @@ static int wake_target(const dg_turns *t, const admin_run *a)
     return pos;
 }
 
+/* A command from a human not in `admins`: one line, nothing changes. */
+static int admin_refused(dg_turns *t, admin_run *a)
+{
+    reply_tpl(t, &a->b, "admin_not_admin.md", NULL);
+    return DG_OK;
+}
+
+/* The first user the command mentions when none of its mentions is one of
+ * the gateway's agents (a human, an unknown id): `wake` names it instead of
+ * waking the first agent. NULL: no mention, or one of them is an agent. */
+static const char *wake_stranger(const dg_turns *t, const admin_run *a)
+{
+    for (size_t i = 0; i < a->m->n_mentions; i++)
+        if (dg_config_agent_by_user(&t->p->cfg, a->m->mentions[i]))
+            return NULL;
+    return a->m->n_mentions ? a->m->mentions[0] : NULL;
+}
+
 /* `wake`: wake_target gets the turn; the reply mentions it. */
 static int admin_wake(dg_turns *t, admin_run *a)
 {
     const turns_chan *c = a->c;
+    const char *stranger = wake_stranger(t, a);
+    if (stranger) {
+        reply_tpl(t, &a->b, "admin_wake_not_agent.md", &(dg_tpl_vars){.agent = stranger});
+        return DG_OK;
+    }
     int pos = wake_target(t, a);
     if (pos == DG_NOBODY || dg_rule_admin_wake(&a->next, &a->x, pos, a->now) != 0) {
         reply_tpl(t, &a->b, "admin_wake_nobody.md", NULL);
@@ -466,6 +489,7 @@ static const struct admin_command {
     {DG_ADMIN_SKIP, "skip", 0, admin_skip},
     {DG_ADMIN_RESUME, "resume", 0, admin_resume},
     {DG_ADMIN_COST, "cost", 1, admin_cost},
+    {DG_ADMIN_REFUSED, "(refused: not an admin)", 1, admin_refused},
 };
 
 /* cmd's entry of admin_commands, NULL for DG_ADMIN_NONE. */
@@ -574,8 +598,14 @@ int turns_admin_locked(dg_turns *t, const dg_turn_message *m, dg_admin_cmd cmd, 
         return rc;
 
     char label[DG_SCOPE_LABEL_MAX];
-    dg_log(t->p, OC_LOG_INFO, "turns: admin %s ran \"!dirigent %s\" in channel %s (%s)",
-           m->sender_id, admin_cmd_name(cmd), c->id, dg_scope_label(&a.r->scope, label));
+    if (cmd == DG_ADMIN_REFUSED)
+        dg_log(t->p, OC_LOG_INFO,
+               "turns: message %s in channel %s starts with !dirigent but its sender %s is "
+               "not in `admins`; refused in one line, and no agent answers it",
+               m->message_id ? m->message_id : "(no id)", c->id, m->sender_id);
+    else
+        dg_log(t->p, OC_LOG_INFO, "turns: admin %s ran \"!dirigent %s\" in channel %s (%s)",
+               m->sender_id, admin_cmd_name(cmd), c->id, dg_scope_label(&a.r->scope, label));
     char cause[160];
     snprintf(cause, sizeof cause, "admin command !dirigent %s by %s", admin_cmd_name(cmd),
              m->sender_id);

@@ -473,8 +473,8 @@ static int ingest_taken_elsewhere(dg_turns *t, turns_chan *c, const dg_turn_mess
 }
 
 static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind kind,
-                         const dg_agent_cfg *sender_agent, int admin, dg_admin_cmd cmd, int64_t now,
-                         int *kick, turns_owner_action *oa)
+                         const dg_agent_cfg *sender_agent, dg_admin_cmd cmd, int64_t now, int *kick,
+                         turns_owner_action *oa)
 {
     int rc;
     /* Per agent session, before the dedup: every account reports it. */
@@ -493,14 +493,6 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
                    : DG_OK;
     if (cmd != DG_ADMIN_NONE)
         return turns_admin_locked(t, m, cmd, now, kick, oa);
-    /* Once per message (after the dedup), and a first-character test for
-     * nearly every ordinary message. */
-    if (kind == DG_SENDER_HUMAN && !admin && dg_admin_parse(m->content) != DG_ADMIN_NONE)
-        dg_log(t->p, OC_LOG_INFO,
-               "turns: message %s in channel %s starts with !dirigent but "
-               "its sender %s is not in `admins`; it is not run as a command (an ordinary "
-               "message)",
-               m->message_id ? m->message_id : "(no id)", m->channel_id, m->sender_id);
     if (kind == DG_SENDER_HUMAN && (rc = command_hint(t, c, m, now, kick)))
         return rc;
     if (c->mode == DG_MODE_CLOSED)
@@ -551,9 +543,11 @@ int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err
         kind = DG_SENDER_AGENT;
     else
         kind = m->sender_is_bot ? DG_SENDER_BOT : DG_SENDER_HUMAN;
-    /* Only an admin's message pays for the command check. */
-    int admin = kind == DG_SENDER_HUMAN && turns_is_admin(cfg, m->sender_id);
-    dg_admin_cmd cmd = admin ? dg_admin_parse(m->content) : DG_ADMIN_NONE;
+    /* A human's command: an admin's runs, anyone else's is refused in one
+     * line (not taken as speech an agent would answer). */
+    dg_admin_cmd cmd = kind == DG_SENDER_HUMAN ? dg_admin_parse(m->content) : DG_ADMIN_NONE;
+    if (cmd != DG_ADMIN_NONE && !turns_is_admin(cfg, m->sender_id))
+        cmd = DG_ADMIN_REFUSED;
 
     int64_t now = dg_now_ms(t->p);
     if (turns_txn_begin_for(t, m->channel_id) != DG_OK) {
@@ -562,7 +556,7 @@ int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err
     }
     int kick = 0;
     turns_owner_action oa = {.cmd = DG_ADMIN_NONE};
-    int rc = ingest_locked(t, m, kind, agent, admin, cmd, now, &kick, &oa);
+    int rc = ingest_locked(t, m, kind, agent, cmd, now, &kick, &oa);
     /* After the message's own change (which may have added the recipient
      * by a mention of it): the recipient receives this channel. */
     if (rc == DG_OK && m->recipient)

@@ -6,7 +6,8 @@
 #
 # posts TEXT as alice (the demo's human, an admin of the plugin) in #work,
 # in a discussion channel (discussion: the story's, the first one opened;
-# discussion-N: the N-th, in the order they were opened), or in the channel
+# discussion-N: the N-th, in the order they were opened; threads are not
+# discussions), or in the channel
 # of that id, through the fake Discord's REST API, with alice's token. @planner, @reviewer, @coder and @moderator become
 # mentions (<@id>). Exits 0 when the fake Discord accepted the message; 1,
 # saying why, when it is over Discord's 2,000 characters (checked before
@@ -25,11 +26,18 @@ discussion | discussion-[1-9] | discussion-[1-9]*[0-9])
     k=${k#-}
     case ${k:-1} in *[!0-9]*) usage ;; esac
     # The discussion channels, in the order they were opened: every channel
-    # with messages but #work and the archive index (the fake's record
-    # lists messages oldest first; a discussion starts with its kickoff).
-    list=$(curl -sf "${PG_URL%/api/v10}/_fake/messages" | grep -o '"channel_id":"[0-9]*"' |
+    # with messages but #work, the archive index and threads (the fake's
+    # record lists messages oldest first; a discussion starts with its
+    # kickoff; the fake writes a channel's "id" then its "type", 11 or 12
+    # for a thread).
+    fake=${PG_URL%/api/v10}/_fake
+    threads=$(curl -sf "$fake/channels" | grep -o '"id":"[0-9]*","type":1[12][,}]' |
+        sed 's/^"id":"//; s/".*$//' | tr '\n' ' ')
+    list=$(curl -sf "$fake/messages" | grep -o '"channel_id":"[0-9]*"' |
         sed 's/^"channel_id":"//; s/"$//' |
-        awk -v w="${PG_WORK:-}" -v a="${PG_ARCHIVE:-}" '$0 != w && $0 != a && !seen[$0]++')
+        awk -v w="${PG_WORK:-}" -v a="${PG_ARCHIVE:-}" -v t="$threads" '
+            BEGIN { n = split(t, v, " "); for (i = 1; i <= n; i++) thread[v[i]] = 1 }
+            $0 != w && $0 != a && !($0 in thread) && !seen[$0]++')
     ch=$(printf '%s\n' "$list" | sed -n "${k:-1}p")
     [ -n "$ch" ] || [ "${k:-1}" != 1 ] || ch=$PG_DISCUSSION
     if [ -z "$ch" ]; then

@@ -7,12 +7,49 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "buf.h"
 #include "errors.h"
 #include "log_defer.h"
 #include "store_db.h"
 #include "store_int.h"
 #include "store_outbox.h"
+
+/* A WAL database is read through its -shm file, which a reader creates when
+ * it is missing; in a folder this user cannot write, it cannot. Then nobody
+ * without more rights can write the database either (its -wal could not be
+ * made), so the file is read as immutable: without the -shm, and without
+ * what a -wal left by a crash holds. A file:// URI for that (malloc'd, the
+ * caller frees), or NULL: open path as usual. */
+static char *immutable_uri_if_needed(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    char *shm = dg_sprintf("%s-shm", path);
+    int needed = dir && shm && access(dir, W_OK) != 0 && access(shm, F_OK) != 0;
+    free(dir);
+    free(shm);
+    if (!needed)
+        return NULL;
+    dg_buf uri = {0};
+    int bad = dg_buf_add(&uri, "file:", 5);
+    for (const char *p = path; *p && !bad; p++) {
+        char esc[4];
+        /* ? # % end or escape the name in a URI; the rest passes as is */
+        if (*p == '?' || *p == '#' || *p == '%') {
+            snprintf(esc, sizeof esc, "%%%02X", (unsigned char)*p);
+            bad = dg_buf_add(&uri, esc, 3);
+        } else {
+            bad = dg_buf_add(&uri, p, 1);
+        }
+    }
+    if (bad || dg_buf_add(&uri, "?immutable=1", 13)) {
+        dg_buf_free(&uri);
+        return NULL;
+    }
+    return uri.s;
+}
 
 int dg_store_open_readonly(const char *path, dg_store **out, char *err, size_t err_len)
 {
@@ -32,7 +69,11 @@ int dg_store_open_readonly(const char *path, dg_store **out, char *err, size_t e
         *out = st;
         return DG_OK;
     }
-    int rc = sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX, NULL);
+    char *uri = immutable_uri_if_needed(path);
+    int rc = sqlite3_open_v2(
+        uri ? uri : path, &st->db,
+        SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX | (uri ? SQLITE_OPEN_URI : 0), NULL);
+    free(uri);
     int app = 0, version = 0;
     if (rc == SQLITE_OK) {
         sqlite3_busy_timeout(st->db, 5000);

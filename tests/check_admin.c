@@ -350,6 +350,23 @@ START_TEST(test_wake_hands_the_turn_to_the_first_or_mentioned_agent)
     /* Charlie's run consumes the hand-off and passes the turn on. */
     ck_assert_int_eq(run(TTH_CHARLIE, CH1, NULL, "here"), 1);
     ck_assert_int_eq(who_speaks(CH1, NULL), 0);
+
+    /* A mention of someone who is no agent (a human, an unknown id):
+     * the reply names that id, and nobody else is woken instead. */
+    admin_says(CH1, NULL, "!dirigent rest", NULL);
+    const char *const human[] = {TTH_HUMAN_UID, NULL};
+    admin_says(CH1, NULL, "!dirigent wake <@" TTH_HUMAN_UID ">", human);
+    expect_last_reply(6, CH1,
+                      "Dirigent (admin): `" TTH_HUMAN_UID "` is not one of this gateway's agents; "
+                      "nothing was woken (`!dirigent order` lists this channel's).",
+                      "");
+    const char *const unknown[] = {"999999999999999999", NULL};
+    admin_says(CH1, NULL, "!dirigent wake <@999999999999999999>", unknown);
+    expect_last_reply(7, CH1,
+                      "Dirigent (admin): `999999999999999999` is not one of this gateway's "
+                      "agents; nothing was woken (`!dirigent order` lists this channel's).",
+                      "");
+    ck_assert_int_eq(who_speaks(CH1, NULL), -1);
 }
 END_TEST
 
@@ -489,21 +506,30 @@ START_TEST(test_unknown_subcommand_reply_is_overridable)
 }
 END_TEST
 
-START_TEST(test_non_admin_command_is_an_ordinary_message)
+/* A `!dirigent` command from a human not in `admins` is answered in one
+ * line (only admins may) and is no speech: no agent gets the turn for it. */
+START_TEST(test_non_admin_command_is_refused_in_one_line)
 {
+    static const char REFUSED[] = "Dirigent (admin): only admins may use `!dirigent` commands "
+                                  "(the plugin's `admins`); no agent answers this message.";
     join3(CH1, NULL);
-    human_says(CH1, NULL, "!dirigent wake");
-    ck_assert_int_eq(tth_outbox_count(&H, NULL), 0);
-    ck_assert(tth_log_has(&H, "is not in `admins`; it is not run as a command"));
-    /* Ordinary: it woke the dormant scope like any human message. */
-    ck_assert_int_eq(who_speaks(CH1, NULL), 0);
     human_says(CH1, NULL, "!dirigent rest");
-    ck_assert_int_eq(who_speaks(CH1, NULL), 0);
-    /* An agent or another bot with such a text is no admin either. */
+    expect_last_reply(1, CH1, REFUSED, "");
+    ck_assert(tth_log_has(&H, "is not in `admins`; refused in one line"));
+    ck_assert_int_eq(who_speaks(CH1, NULL), -1);
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "Resting? Let me answer."), 0);
+    human_says(CH1, NULL, "!dirigent wake");
+    expect_last_reply(2, CH1, REFUSED, "");
+    ck_assert_int_eq(who_speaks(CH1, NULL), -1);
+    /* An agent or another bot with such a text is no admin either, and
+     * gets no answer. */
     char id[24];
     ck_assert_int_eq(tth_msg(&H, CH1, NULL, mid(id), TTH_BOT_UID, 1, "!dirigent rest", NULL),
                      OC_OK);
-    ck_assert_int_eq(tth_outbox_count(&H, NULL), 0);
+    ck_assert_int_eq(tth_outbox_count(&H, NULL), 2);
+    /* An ordinary message still wakes the scope. */
+    human_says(CH1, NULL, "hello");
+    ck_assert_int_eq(who_speaks(CH1, NULL), 0);
 }
 END_TEST
 
@@ -542,7 +568,6 @@ START_TEST(test_mistyped_command_word_gets_a_hint_once_an_hour)
     human_says(CH1, NULL, "dirignet status");
     human_says(CH1, NULL, "!direct status");
     human_says(CH1, NULL, "please !dirignet status");
-    human_says(CH1, NULL, "!dirigent status"); /* not an admin: ordinary, no hint */
     ck_assert_int_eq(tth_outbox_count(&H, NULL), 3);
     /* An hour after the first one: hinted again (the subcommand mended). */
     human_says(CH1, NULL, "!dirigen stats please");
@@ -1131,7 +1156,7 @@ Suite *make_admin_suite(void)
     tcase_add_test(ch, test_unknown_or_missing_subcommand_lists_the_commands);
     tcase_add_test(ch, test_unknown_subcommand_says_so_and_suggests);
     tcase_add_test(ch, test_unknown_subcommand_reply_is_overridable);
-    tcase_add_test(ch, test_non_admin_command_is_an_ordinary_message);
+    tcase_add_test(ch, test_non_admin_command_is_refused_in_one_line);
     tcase_add_test(ch, test_mistyped_command_word_gets_a_hint_once_an_hour);
     tcase_add_test(ch, test_command_runs_once_across_reporting_accounts);
     tcase_add_test(ch, test_closed_channel_answers_closed);

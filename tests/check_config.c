@@ -4,6 +4,7 @@
  * the key, because that is what the user has to fix.
  */
 #include <check.h>
+#include <regex.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -22,6 +23,8 @@
 #include "testutil.h"
 
 #define MOD "\"discord\":{\"moderatorUserId\":\"1000000000000000001\"}"
+#define MOD_GUILD(g)                                                                               \
+    "\"discord\":{\"moderatorUserId\":\"1000000000000000001\",\"guildId\":\"" g "\"}"
 #define BASE "\"noReplyProvider\":\"noreply\",\"noReplyModel\":\"no-reply\"," MOD
 
 static void clear_env(void)
@@ -723,6 +726,63 @@ START_TEST(test_manifest_schema_matches_config_keys)
 }
 END_TEST
 
+/* The id keys: an unset ${VAR} (the text OpenClaw's substitution leaves)
+ * passes manifest.json's schema, so the parser's sentence with its fix is
+ * what the user reads; anything else malformed the schema still refuses. */
+START_TEST(test_unset_variables_in_ids_reach_the_parser)
+{
+    static const struct {
+        const char *schema_path; /* in the key table's notation; admins: its items */
+        const char *config;      /* BASE-like text with ${CODER_USER_ID} in that key */
+        const char *names;       /* the key the error names */
+    } cases[] = {
+        {"discord.moderatorUserId", "\"discord\":{\"moderatorUserId\":\"${CODER_USER_ID}\"}",
+         "discord.moderatorUserId"},
+        {"discord.guildId", MOD_GUILD("${CODER_USER_ID}"), "discord.guildId"},
+        {"agents.*.discordUserId",
+         MOD ",\"agents\":{\"coder\":{\"discordUserId\":\"${CODER_USER_ID}\"}}",
+         "agents.coder.discordUserId"},
+        {"agents.*.slackUserId",
+         MOD ",\"agents\":{\"coder\":{\"slackUserId\":\"${CODER_USER_ID}\"}}",
+         "agents.coder.slackUserId"},
+        {"slack.moderatorUserId", MOD ",\"slack\":{\"moderatorUserId\":\"${CODER_USER_ID}\"}",
+         "slack.moderatorUserId"},
+        {"admins", MOD ",\"admins\":[\"${CODER_USER_ID}\"]", "admins[0]"},
+        {"discussion.archiveChannelId",
+         MOD ",\"discussion\":{\"archiveChannelId\":\"${CODER_USER_ID}\"}",
+         "discussion.archiveChannelId"},
+    };
+    json_error_t e;
+    json_t *m = json_load_file("manifest.json", 0, &e);
+    ck_assert_msg(m != NULL, "manifest.json unreadable: %s", e.text);
+    json_t *schema = json_object_get(m, "configSchema");
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        json_t *parent = NULL, *node = schema_node(schema, cases[i].schema_path, &parent);
+        if (!strcmp(cases[i].schema_path, "admins"))
+            node = json_object_get(node, "items");
+        const char *pattern = json_string_value(json_object_get(node, "pattern"));
+        ck_assert_msg(pattern != NULL, "%s has no pattern", cases[i].schema_path);
+        regex_t re;
+        ck_assert_int_eq(regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB), 0);
+        ck_assert_msg(regexec(&re, "${CODER_USER_ID}", 0, NULL, 0) == 0,
+                      "%s: the schema refuses an unset ${VAR}", cases[i].schema_path);
+        ck_assert_msg(regexec(&re, "not an id", 0, NULL, 0) != 0 &&
+                          regexec(&re, "${CODER USER}", 0, NULL, 0) != 0,
+                      "%s: the schema lets anything through", cases[i].schema_path);
+        regfree(&re);
+        dg_config c;
+        char err[512] = "";
+        char text[512];
+        snprintf(text, sizeof text, "{%s}", cases[i].config);
+        ck_assert_int_eq(parse_text(text, &c, err, sizeof err), OC_ERR_INVALID);
+        char want[160];
+        snprintf(want, sizeof want, "config: \"%s\" is \"${CODER_USER_ID}\"", cases[i].names);
+        ck_assert_msg(strstr(err, want) && strstr(err, "fix: export CODER_USER_ID="), "%s", err);
+    }
+    json_decref(m);
+}
+END_TEST
+
 /* docs/configuration.md's reference has a row for every key the parser
  * reads (sections and maps' entries aside), integers with the table's range
  * and default. */
@@ -1171,6 +1231,7 @@ Suite *make_config_suite(void)
     tcase_add_test(tc, test_snowflake_rules);
     tcase_add_test(tc, test_store_url_and_env);
     tcase_add_test(tc, test_manifest_schema_matches_config_keys);
+    tcase_add_test(tc, test_unset_variables_in_ids_reach_the_parser);
     tcase_add_test(tc, test_docs_reference_matches_config_keys);
     tcase_add_test(tc, test_manifest_budget_maps);
     tcase_add_test(tc, test_budget_and_price_lookups);

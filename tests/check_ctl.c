@@ -8,11 +8,15 @@
  * --store-url, plus the PostgreSQL refusals (password never printed).
  */
 #include <check.h>
+#include <fcntl.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "openclaw/plugin.h"
 #include "pg_server.h"
@@ -800,6 +804,125 @@ START_TEST(test_cost_priced_from_the_openclaw_config)
 }
 END_TEST
 
+/* --db '' or --store-url '' is a usage error (2), as a missing value is. */
+START_TEST(test_an_empty_store_option_is_a_usage_error)
+{
+    char *out = NULL, *err = NULL;
+    const char *db[] = {"--db", "", "scopes", NULL};
+    ck_assert_int_eq(ctl_raw(db, &out, &err), 2);
+    ck_assert_msg(strstr(err, "--db") && strstr(err, "empty"), "%s", err);
+    free(out);
+    free(err);
+    const char *url[] = {"--store-url", "", "--json", "outbox", NULL};
+    ck_assert_int_eq(ctl_raw(url, &out, &err), 2);
+    free(out);
+    free(err);
+}
+END_TEST
+
+/* Stored text that is not UTF-8 (a file written by hand or by a damaged
+ * writer): show and outbox print the rows, text and JSON, with the bad
+ * bytes replaced, instead of nothing, null or an empty list. */
+START_TEST(test_text_that_is_not_utf8_is_shown_replaced)
+{
+    dg_plugin *p = tth_plugin(&H);
+    char *order[] = {TTH_ALPHA, TTH_BRAVO};
+    dg_discussion d = {
+        .discussion_channel_id = CH2,
+        .origin_channel_id = ORIGIN,
+        .initiator_agent_id = TTH_ALPHA,
+        .initiator_session_key = "agent:x",
+        .initiator_session_id = "sid",
+        .initiator_workspace = "/tmp/ws",
+        .discuss_guide = "Decide \xff\xfe the date.",
+        .status = DG_DISCUSSION_ACTIVE,
+        .created_at_ms = dg_now_ms(p),
+        .turn_order = order,
+        .n_turn_order = 2,
+    };
+    int64_t id = 0;
+    ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
+    ck_assert_int_eq(dg_store_discussion_insert(p->store, &d, &id), OC_OK);
+    ck_assert_int_eq(dg_outbox_enqueue(p->store, ORIGIN, "owed", NULL, 0, dg_now_ms(p)), OC_OK);
+    ck_assert_int_eq(sqlite3_exec(p->store->db,
+                                  "UPDATE outbox SET state = 2, done_at_ms = 1,"
+                                  " last_error = CAST(x'6e6f20c0ff2e' AS TEXT)",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    ck_assert_int_eq(dg_store_commit(p->store), OC_OK);
+    char ids[24];
+    snprintf(ids, sizeof ids, "%lld", (long long)id);
+    char *out = NULL;
+    ck_assert_int_eq(ctl(&out, "show", ids, NULL, NULL), 0);
+    ck_assert_msg(strstr(out, "guide") && strstr(out, "Decide ?? the date."), "%s", out);
+    free(out);
+    json_t *j = ctl_json("show", ids, NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "guide")), "Decide ?? the date.");
+    json_decref(j);
+    j = ctl_json("outbox", NULL, NULL);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "failed")), 1);
+    json_t *rows = json_object_get(j, "failedRows");
+    ck_assert_uint_eq(json_array_size(rows), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(rows, 0), "reason")),
+                     "no ??.");
+    json_decref(j);
+    ck_assert_int_eq(ctl(&out, "outbox", NULL, NULL, NULL), 0);
+    ck_assert_msg(strstr(out, "no ??.") != NULL, "%s", out);
+    free(out);
+}
+END_TEST
+
+/* A WAL database without its -shm file in a folder the reader cannot
+ * write (another user's, a read-only mount): dirigent-ctl reads it. As
+ * root, the reader is the user nobody, to whom the folder is read-only. */
+START_TEST(test_a_wal_database_in_a_read_only_folder)
+{
+    three_join_and_talk();
+    tth_stop_plugin(&H);
+    char *db = db_path();
+    char *shm = tu_path(H.dir, "dirigent.db-shm");
+    unlink(shm); /* nobody has the database open any more */
+    unsigned char head[20] = {0};
+    FILE *f = fopen(db, "rb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fread(head, 1, sizeof head, f), sizeof head);
+    fclose(f);
+    ck_assert_msg(head[18] == 2 && head[19] == 2, "the test database is not in WAL mode");
+    char *outp = tu_path(H.dir, "ro.out");
+    ck_assert_int_eq(tu_write_file(outp, ""), 0);
+    ck_assert_int_eq(chmod(outp, 0666), 0);
+    ck_assert_int_eq(chmod(db, 0644), 0);
+    ck_assert_int_eq(chmod(H.dir, 0555), 0);
+    char *bin = tu_path(tu_build_dir(), "dirigent-ctl");
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        struct passwd *pw = getuid() == 0 ? getpwnam("nobody") : NULL;
+        if (getuid() == 0 && (!pw || setgid(pw->pw_gid) != 0 || setuid(pw->pw_uid) != 0))
+            _exit(99);
+        int fd = open(outp, O_WRONLY | O_TRUNC);
+        if (fd < 0)
+            _exit(98);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execl(bin, bin, "--db", db, "scopes", (char *)NULL);
+        _exit(97);
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    chmod(H.dir, 0700);
+    char *said = slurp(outp);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit %d: %s", WEXITSTATUS(st),
+                  said ? said : "");
+    ck_assert_msg(said && strstr(said, CH1), "%s", said ? said : "");
+    free(said);
+    free(bin);
+    free(outp);
+    free(shm);
+    free(db);
+}
+END_TEST
+
 /* The cases of ctl and ctl_pg (on_pg: the test host's store is a
  * PostgreSQL database, read with --store-url). */
 static Suite *ctl_suite(const char *name, int on_pg)
@@ -825,6 +948,11 @@ static Suite *ctl_suite(const char *name, int on_pg)
         tcase_add_test(tc, test_why_names_the_rule_and_the_agent);
     if (!on_pg)
         tcase_add_test(tc, test_store_from_an_openclaw_config);
+    if (!on_pg) { /* SQLite's own: the file, its bytes, its folder */
+        tcase_add_test(tc, test_an_empty_store_option_is_a_usage_error);
+        tcase_add_test(tc, test_text_that_is_not_utf8_is_shown_replaced);
+        tcase_add_test(tc, test_a_wal_database_in_a_read_only_folder);
+    }
     tcase_add_test(tc, test_cost_report);
     if (!on_pg) /* a dbPath in the OpenClaw config */
         tcase_add_test(tc, test_cost_priced_from_the_openclaw_config);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "fake_discord.h"
+#include "fake_slack.h"
 #include "testutil.h"
 
 #define MOD_ID "200000000000000001"
@@ -432,6 +433,171 @@ START_TEST(test_plugin_validation_and_unset_variables)
 }
 END_TEST
 
+/* Replace the first `from` in the config file with `to`. */
+static void edit_config(const char *from, const char *to)
+{
+    FILE *f = fopen(CONF, "r");
+    ck_assert_ptr_nonnull(f);
+    char *text = calloc(1, 1 << 16);
+    size_t n = fread(text, 1, (1 << 16) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    char *at = strstr(text, from);
+    ck_assert_msg(at != NULL, "no %s in the config", from);
+    char *edited = NULL;
+    ck_assert_int_ge(asprintf(&edited, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from)),
+                     0);
+    ck_assert_int_eq(tu_write_file(CONF, edited), 0);
+    free(edited);
+    free(text);
+}
+
+/* An example's placeholder left as a key or a value is an error, found
+ * offline (the API is not reachable here at all). */
+START_TEST(test_placeholders_are_errors_offline)
+{
+    write_config(NULL, NULL, NULL);
+    edit_config("\"channels\":{\"discord\":{",
+                "\"channels\":{\"discord\":{\"guilds\":{\"YOUR_GUILD_ID\":{\"requireMention\":"
+                "false}},");
+    edit_config("\"enabled\":true,\"allowBots\"", "\"enabled\":true,\"note\":\"<your-name>\","
+                                                  "\"allowBots\"");
+    edit_config(fake_discord_url(FD), "http://127.0.0.1:1/api/v10");
+    char *out = NULL;
+    ck_assert_int_eq(doctor(&out, NULL, NULL), 1);
+    has_line(out, "error",
+             "config: channels.discord.guilds has the key \"YOUR_GUILD_ID\", a placeholder; "
+             "fix: write your server's id there");
+    has_line(out, "error", "config: channels.discord.note is \"<your-name>\", a placeholder");
+    free(out);
+}
+END_TEST
+
+/* A Discord host that does not resolve is the network's fault (DNS,
+ * proxy), not the token's. */
+START_TEST(test_an_unresolvable_host_is_the_networks_fault)
+{
+    const char *proxies[] = {"http_proxy",  "HTTP_PROXY", "https_proxy",
+                             "HTTPS_PROXY", "all_proxy",  "ALL_PROXY"};
+    for (size_t i = 0; i < sizeof proxies / sizeof *proxies; i++)
+        unsetenv(proxies[i]);
+    write_config(NULL, NULL, NULL);
+    edit_config(fake_discord_url(FD), "http://dirigent-doctor.invalid/api/v10");
+    char *out = NULL;
+    ck_assert_int_eq(doctor(&out, NULL, NULL), 1);
+    has_line(out, "error", "Discord: cannot resolve dirigent-doctor.invalid (discord.apiBase");
+    has_line(out, "error", "fix: check DNS/proxy on this machine");
+    ck_assert_msg(!strstr(out, "token") || !strstr(out, "fix the moderator token"), "%s", out);
+    ck_assert_msg(!strstr(out, "refuses the token"), "%s", out);
+    free(out);
+}
+END_TEST
+
+#define S_MOD "U0MODERATR"
+#define S_PLANNER "U0PLANNER1"
+#define S_CODER "U0CODER001"
+#define S_TOK_MOD "xoxb-0000000001-moderatorsecret"
+#define S_TOK_PLANNER "xoxb-0000000002-plannersecret00"
+#define S_TOK_CODER "xoxb-0000000003-codersecret0000"
+
+/* A Slack workspace (the fake) and a Slack-only config against it. */
+static fake_slack *slack_workspace(void)
+{
+    fake_slack *fs = NULL;
+    char err[256];
+    ck_assert_int_eq(fake_slack_start(NULL, &fs, err, sizeof err), 0);
+    const fake_slack_user_spec users[] = {
+        {.user_id = S_MOD, .name = "moderator", .token = S_TOK_MOD, .bot = 1},
+        {.user_id = S_PLANNER, .name = "planner", .token = S_TOK_PLANNER, .bot = 1},
+        {.user_id = S_CODER, .name = "coder", .token = S_TOK_CODER, .bot = 1}};
+    for (size_t i = 0; i < 3; i++)
+        ck_assert_int_eq(fake_slack_add_user(fs, &users[i]), 0);
+    const char *all[] = {S_MOD, S_PLANNER, S_CODER, NULL}, *two[] = {S_MOD, S_PLANNER, NULL};
+    ck_assert_int_eq(fake_slack_add_channel(fs, "C0WORK0001", "work", 0, all, NULL), 0);
+    ck_assert_int_eq(fake_slack_add_channel(fs, "C0SIDE0001", "side", 1, two, NULL), 0);
+    char *db = tu_path(DIR_, "state/dirigent.db"), *text = NULL;
+    ck_assert_int_ge(
+        asprintf(&text,
+                 "{\"bindings\":["
+                 "{\"agentId\":\"planner\",\"match\":{\"channel\":\"slack\",\"accountId\":"
+                 "\"planner\"}},"
+                 "{\"agentId\":\"coder\",\"match\":{\"channel\":\"slack\",\"accountId\":"
+                 "\"coder\"}}],"
+                 "\"channels\":{\"slack\":{\"enabled\":true,\"channels\":{"
+                 "\"C0WORK0001\":{\"requireMention\":false},\"C0SIDE0001\":{},\"*\":{}},"
+                 "\"accounts\":{\"planner\":{\"botToken\":\"${PLANNER_SLACK_BOT_TOKEN}\"},"
+                 "\"coder\":{\"botToken\":\"${CODER_SLACK_BOT_TOKEN}\"}}}},"
+                 "\"plugins\":{\"entries\":{\"dirigent\":{\"enabled\":true,\"hooks\":{"
+                 "\"allowConversationAccess\":true,\"allowPromptInjection\":true},"
+                 "\"config\":{\"dbPath\":\"%s\",\"slack\":{\"moderatorUserId\":\"" S_MOD "\"},"
+                 "\"agents\":{\"planner\":{\"slackUserId\":\"" S_PLANNER "\"},"
+                 "\"coder\":{\"slackUserId\":\"" S_CODER "\"}}}}}}}",
+                 db),
+        0);
+    ck_assert_int_eq(tu_write_file(CONF, text), 0);
+    free(text);
+    free(db);
+    setenv("SLACK_API_URL", fake_slack_url(fs), 1);
+    setenv("DIRIGENT_SLACK_MODERATOR_TOKEN", S_TOK_MOD, 1);
+    setenv("PLANNER_SLACK_BOT_TOKEN", S_TOK_PLANNER, 1);
+    setenv("CODER_SLACK_BOT_TOKEN", S_TOK_CODER, 1);
+    return fs;
+}
+
+static void no_slack_token_in(const char *out)
+{
+    const char *toks[] = {S_TOK_MOD, S_TOK_PLANNER, S_TOK_CODER};
+    for (size_t i = 0; i < 3; i++)
+        ck_assert_msg(!strstr(out, toks[i]), "a Slack token was printed: %s", out);
+}
+
+/* Slack, against the fake: the Web API the doctor used, each token's owner
+ * (auth.test), the moderator's scopes, each channel's members. */
+START_TEST(test_slack_tokens_scopes_and_members)
+{
+    fake_slack *fs = slack_workspace();
+    char *out = NULL, want[160];
+    ck_assert_int_eq(doctor(&out, NULL, NULL), 1);
+    no_slack_token_in(out);
+    snprintf(want, sizeof want, "Slack: the Web API used is %s (env SLACK_API_URL)",
+             fake_slack_url(fs));
+    has_line(out, "ok", want);
+    has_line(out, "ok",
+             "Slack moderator: the token of env DIRIGENT_SLACK_MODERATOR_TOKEN belongs to bot "
+             "moderator (" S_MOD ")");
+    has_line(out, "ok", "Slack moderator: has the scopes discussions need");
+    has_line(out, "ok",
+             "Slack planner: the token of channels.slack.accounts.planner.botToken belongs to "
+             "bot planner (" S_PLANNER ")");
+    has_line(out, "ok", "Slack channel C0WORK0001: members: moderator, coder, planner");
+    has_line(out, "error", "Slack channel C0SIDE0001: coder (" S_CODER ") is not a member");
+    ck_assert_ptr_nonnull(strstr(out, "1 error, "));
+    free(out);
+    /* The moderator app without groups:write: no private discussion channel. */
+    const fake_slack_user_spec narrow = {
+        .user_id = S_MOD,
+        .name = "moderator",
+        .token = S_TOK_MOD,
+        .bot = 1,
+        .scopes = "chat:write,channels:history,groups:history,channels:read,groups:read,"
+                  "users:read"};
+    ck_assert_int_eq(fake_slack_add_user(fs, &narrow), 0);
+    /* And coder's account holding planner's token. */
+    setenv("CODER_SLACK_BOT_TOKEN", S_TOK_PLANNER, 1);
+    ck_assert_int_eq(doctor(&out, NULL, NULL), 1);
+    no_slack_token_in(out);
+    has_line(out, "error",
+             "Slack moderator: the token lacks groups:write (groups:write: "
+             "discussions: create a private channel, invite, archive)");
+    has_line(out, "error",
+             "Slack coder: the token of channels.slack.accounts.coder.botToken belongs to "
+             "planner (" S_PLANNER "), not to the configured user " S_CODER);
+    free(out);
+    unsetenv("SLACK_API_URL");
+    fake_slack_stop(fs);
+}
+END_TEST
+
 Suite *make_doctor_suite(void)
 {
     Suite *s = suite_create("doctor");
@@ -450,6 +616,9 @@ Suite *make_doctor_suite(void)
     tcase_add_test(tc, test_allow_conversation_access_missing);
     tcase_add_test(tc, test_no_reply_pair_on_a_host_without_claim_hooks);
     tcase_add_test(tc, test_plugin_validation_and_unset_variables);
+    tcase_add_test(tc, test_placeholders_are_errors_offline);
+    tcase_add_test(tc, test_an_unresolvable_host_is_the_networks_fault);
+    tcase_add_test(tc, test_slack_tokens_scopes_and_members);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1121,6 +1121,22 @@ START_TEST(playground_starts_answers_and_stops_cleanly)
     ck_assert_int_eq(tu_run_wait(d1_argv, NULL, err_path, NULL, 20000), 0);
     const char *id_argv[] = {post, disc, "first discussion, by id", NULL};
     ck_assert_int_eq(tu_run_wait(id_argv, NULL, err_path, NULL, 20000), 0);
+    /* A thread with a message is no discussion: discussion-2 is not it. */
+    ck_assert_int_eq(
+        e2e_post(&r, "/_fake/threads", "{\"channelId\":\"" E2E_WORK "\",\"name\":\"side talk\"}"),
+        0);
+    json_t *chans = e2e_get(&r, "/_fake/channels"), *one;
+    const char *thread_id = NULL;
+    size_t ci;
+    json_array_foreach(chans, ci, one)
+        if (json_integer_value(json_object_get(one, "type")) == 11)
+            thread_id = sget(one, "id");
+    ck_assert_ptr_nonnull(thread_id);
+    const char *thread_argv[] = {post, thread_id, "in a thread", NULL};
+    ck_assert_int_eq(tu_run_wait(thread_argv, NULL, err_path, NULL, 20000), 0);
+    json_decref(chans);
+    const char *d2_argv[] = {post, "discussion-2", "no second one", NULL};
+    ck_assert_int_eq(tu_run_wait(d2_argv, NULL, err_path, NULL, 20000), 2);
     const char *d9_argv[] = {post, "discussion-9", "no such one", NULL};
     ck_assert_int_eq(tu_run_wait(d9_argv, NULL, err_path, NULL, 20000), 2);
     r.dir = tmp;

@@ -27,7 +27,8 @@
  *    same managed scope is in flight and nothing moved the turn since (no
  *    human or admin message, no timeout, no restart).
  *  - admin-answer: an admin's command (typos included) gets exactly one
- *    moderator answer; a non-admin's or a non-command gets none.
+ *    moderator answer; a non-admin's gets exactly one too, the refusal
+ *    (and owes no agent's answer); a non-command gets none.
  *  - duplicate: the moderator queues a text in a channel while the same
  *    text there is queued, undelivered, less than turn.timeoutSec earlier
  *    (admin answers aside: each command is a cause of its own).
@@ -279,6 +280,7 @@ typedef struct model {
     int next_msg, next_run;
     int64_t delivered_upto; /* moderator rows (outbox ids) that came back */
     int64_t checked_upto;   /* moderator rows checked for duplicates */
+    int refusals;           /* of them, in the latest check: "only admins may" answers */
     int cur_step;
     /* results */
     fail_kind found[F_KINDS];
@@ -697,6 +699,7 @@ static int check_new_rows(model *m, int ch_admin)
     size_t n;
     outbox_all(m, &rows, &n);
     int admin_replies = 0;
+    m->refusals = 0;
     for (size_t i = 0; i < n; i++) {
         if (rows[i].id <= m->checked_upto)
             continue;
@@ -704,8 +707,11 @@ static int check_new_rows(model *m, int ch_admin)
         tr(m, "      moderator queues in %s: \"%.80s\"", ch >= 0 ? CH_NAME[ch] : rows[i].channel_id,
            rows[i].content);
         if (ch == ch_admin && ch >= 0 &&
-            strncmp(rows[i].content, DG_ADMIN_REPLY_PREFIX, sizeof DG_ADMIN_REPLY_PREFIX - 1) == 0)
+            strncmp(rows[i].content, DG_ADMIN_REPLY_PREFIX, sizeof DG_ADMIN_REPLY_PREFIX - 1) ==
+                0) {
             admin_replies++;
+            m->refusals += strstr(rows[i].content, "only admins may") != NULL;
+        }
         /* The same text in the same channel, still undelivered, queued within
          * one turn.timeoutSec: one cause posted twice. (Each admin command is
          * a cause of its own; its one answer is checked by the step. A
@@ -1179,23 +1185,31 @@ static void do_step(model *m, const step *s)
             snprintf(text, sizeof text, "!dirigent wake <@%s>", AG_UID[s->c % N_AG]);
         else
             snprintf(text, sizeof text, "%s", v->text);
-        int expect = v->is_command && (s->who % N_HUMANS == 0) && m->sc->reads[s->ch];
+        /* One answer to a command where agents read: an admin's, or the
+         * refusal of anyone else's (which is no speech either). */
+        int expect = v->is_command && m->sc->reads[s->ch];
+        int refused = expect && s->who % N_HUMANS != 0;
         tr(m, "t=%ld %s@%s: \"%s%s\" (%s; readers of %s: %s)", t, HUMAN[s->who % N_HUMANS],
            CH_NAME[s->ch], nm ? "!dirigent wake @" : text, nm ? AG[s->c % N_AG] : "",
-           expect          ? "an admin command: one answer owed"
-           : v->is_command ? "not an admin: an ordinary message"
+           refused         ? "not an admin: one refusal owed, no agent's answer"
+           : expect        ? "an admin command: one answer owed"
+           : v->is_command ? "a command where no agent reads"
                            : "not a command",
            CH_NAME[s->ch], agents_of(m->sc->reads[s->ch], rd, sizeof rd));
         int held = v->wakes == 2 && budget_holds(m, s->ch);
         post(m, s->ch, HUMAN_UID[s->who % N_HUMANS], 0, text, mentions, nm, s->n, -1);
         human_spoke(m, s->ch);
         int answers = check_new_rows(m, s->ch);
-        if (answers != expect)
-            flag(m, F_ADMIN, "\"%s\" from %s in %s got %d moderator answers, expected %d", text,
-                 HUMAN[s->who % N_HUMANS], CH_NAME[s->ch], answers, expect);
-        if (!expect) {
+        if (answers != expect || m->refusals != refused)
+            flag(m, F_ADMIN,
+                 "\"%s\" from %s in %s got %d moderator answers (%d refusals), expected %d (%d)",
+                 text, HUMAN[s->who % N_HUMANS], CH_NAME[s->ch], answers, m->refusals, expect,
+                 refused);
+        if (!v->is_command) {
             if (m->sc->reads[s->ch])
                 open_obligation(m, s->ch, HUMAN[s->who % N_HUMANS]);
+        } else if (!expect || refused) {
+            /* nothing is owed: no agent reads, or no agent answers it */
         } else if (v->rests) {
             m->ob[s->ch].open = 0; /* an admin put the scope to sleep */
         } else if (v->wakes == 1 || (v->wakes == 2 && held)) {

@@ -5,8 +5,13 @@
  * made and avoided per hour, each scope's budget, the totals) with and
  * without the plugin config, and the routes over HTTP on 127.0.0.1.
  */
+#include <arpa/inet.h>
 #include <check.h>
 #include <curl/curl.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +19,8 @@
 
 #include "ctl_serve.h"
 #include "openclaw/plugin.h"
+#include "outbox.h"
+#include "store_int.h"
 #include "store_cost.h"
 #include "store_transitions.h"
 #include "store_turns.h"
@@ -132,6 +139,19 @@ START_TEST(test_token_check)
     ck_assert(!dg_serve_token_ok("s3cret", "s3cret", NULL)); /* no scheme */
     ck_assert(!dg_serve_token_ok("s3cret", "Bearer ", ""));
     ck_assert(!dg_serve_token_ok("s3cret", NULL, "S3CRET"));
+    /* The request line alone, before any header. */
+    ck_assert_int_eq(dg_serve_request_line_verdict(NULL, "/"), DG_SERVE_LINE_OK);
+    ck_assert_int_eq(dg_serve_request_line_verdict("", "/?token=x"), DG_SERVE_LINE_OK);
+    ck_assert_int_eq(dg_serve_request_line_verdict("s3cret", "/?token=s3cret"), DG_SERVE_LINE_OK);
+    ck_assert_int_eq(dg_serve_request_line_verdict("s3 c&t", "/api/status?a=1&token=s3+c%26t"),
+                     DG_SERVE_LINE_OK);
+    ck_assert_int_eq(dg_serve_request_line_verdict("s3cret", "/"), DG_SERVE_LINE_UNPROVEN);
+    ck_assert_int_eq(dg_serve_request_line_verdict("s3cret", "/?xtoken=s3cret"),
+                     DG_SERVE_LINE_UNPROVEN);
+    ck_assert_int_eq(dg_serve_request_line_verdict("s3cret", "/?token=wrong"), DG_SERVE_LINE_WRONG);
+    ck_assert_int_eq(dg_serve_request_line_verdict("s3cret", "/?token="), DG_SERVE_LINE_WRONG);
+    ck_assert_int_eq(dg_serve_request_line_verdict("s3cret", "/?token=s3cret%"),
+                     DG_SERVE_LINE_WRONG);
 }
 END_TEST
 
@@ -649,6 +669,139 @@ START_TEST(test_routes_over_loopback_with_a_token)
 }
 END_TEST
 
+/* Stored text that is not UTF-8 (a hand-edited file): the page's data shows
+ * the row with the bad bytes replaced; the row is not dropped. */
+START_TEST(test_text_that_is_not_utf8_is_shown_replaced)
+{
+    three_join_and_talk();
+    dg_plugin *p = tth_plugin(&H);
+    if (!p->store->db) /* SQLite's bytes; PostgreSQL refuses such text itself */
+        return;
+    ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
+    ck_assert_int_eq(dg_outbox_enqueue(p->store, CH1, "owed", NULL, 0, 1), OC_OK);
+    ck_assert_int_eq(sqlite3_exec(p->store->db,
+                                  "UPDATE outbox SET state = 2, done_at_ms = 1,"
+                                  " last_error = CAST(x'6e6f20c0ff2e' AS TEXT)",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    ck_assert_int_eq(dg_store_commit(p->store), OC_OK);
+    char *path = store_path();
+    json_t *snap = dg_serve_snapshot(path, NULL, 1);
+    json_t *rows = json_object_get(json_object_get(snap, "outbox"), "failedRows");
+    ck_assert_uint_eq(json_array_size(rows), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(rows, 0), "reason")),
+                     "no ??.");
+    json_decref(snap);
+    free(path);
+}
+END_TEST
+
+/* A TCP connection from the loopback address from (127.0.0.x) to port,
+ * which has sent text; -1 when refused. */
+static int slow_client(const char *from, unsigned port, const char *text)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    inet_pton(AF_INET, from, &a.sin_addr);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    a.sin_port = htons((uint16_t)port);
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+        send(fd, text, strlen(text), MSG_NOSIGNAL) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* 1 when the server has closed fd (nothing it sends is read here). */
+static int closed_by_server(int fd)
+{
+    char c[64];
+    ssize_t n = recv(fd, c, sizeof c, MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+static dg_serve *serve_on_loopback(const char *token, unsigned *port, char **base)
+{
+    char *path = store_path();
+    dg_serve_listen l;
+    char err[512];
+    ck_assert_int_eq(dg_serve_listen_parse("127.0.0.1:0", &l, err, sizeof err), OC_OK);
+    dg_serve *srv = NULL;
+    ck_assert_int_eq(dg_serve_start(&l, path, NULL, token, &srv, port, err, sizeof err), OC_OK);
+    *base = dg_sprintf("http://127.0.0.1:%u", *port);
+    free(path);
+    return srv;
+}
+
+#define SLOW_CLIENTS 200
+#define NORMAL_REQUESTS 20
+
+/* 200 clients that never finish their headers, half of them from one
+ * address, half from ten others, each dripping a byte now and then: every
+ * normal request from 127.0.0.1 is answered, and the one address holds at
+ * most its share of the connections. */
+START_TEST(test_normal_requests_answered_while_slow_clients_hold_on)
+{
+    three_join_and_talk();
+    unsigned port = 0;
+    char *base = NULL;
+    dg_serve *srv = serve_on_loopback("s3cret", &port, &base);
+    int fd[SLOW_CLIENTS];
+    for (int i = 0; i < SLOW_CLIENTS; i++) {
+        char from[32];
+        snprintf(from, sizeof from, "127.0.0.%d", i < SLOW_CLIENTS / 2 ? 2 : 3 + i % 10);
+        fd[i] = slow_client(from, port, "GET /api/status HTTP/1.1\r\nHost: x\r\nX-Slow: ");
+    }
+    int answered = 0;
+    for (int r = 0; r < NORMAL_REQUESTS; r++) {
+        for (int i = 0; i < SLOW_CLIENTS; i++)
+            if (fd[i] >= 0)
+                send(fd[i], "z", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        got g;
+        get(&g, "GET", base, "/api/status", "Authorization: Bearer s3cret");
+        answered += g.status == 200 && strstr(g.body.s, "\"ok\": true") != NULL;
+        got_free(&g);
+        usleep(200 * 1000);
+    }
+    ck_assert_int_eq(answered, NORMAL_REQUESTS);
+    int one_address_closed = 0;
+    for (int i = 0; i < SLOW_CLIENTS / 2; i++)
+        one_address_closed += fd[i] < 0 || closed_by_server(fd[i]);
+    ck_assert_int_ge(one_address_closed, SLOW_CLIENTS / 2 - 16);
+    for (int i = 0; i < SLOW_CLIENTS; i++)
+        if (fd[i] >= 0)
+            close(fd[i]);
+    dg_serve_stop(srv);
+    free(base);
+}
+END_TEST
+
+/* A wrong ?token= on the request line gets a short leash before any header
+ * has come: a client dripping a header line every 2 s (within the idle
+ * limit) is cut; waited for with a generous deadline. */
+START_TEST(test_a_wrong_token_on_the_request_line_is_cut_early)
+{
+    unsigned port = 0;
+    char *base = NULL;
+    dg_serve *srv = serve_on_loopback("s3cret", &port, &base);
+    int fd = slow_client("127.0.0.1", port, "GET /api/status?token=wrong HTTP/1.1\r\n");
+    ck_assert_int_ge(fd, 0);
+    int cut = 0;
+    for (int waited = 0; waited < 20 && !cut; waited += 2) {
+        sleep(2);
+        cut =
+            closed_by_server(fd) || send(fd, "X-Drip: 1\r\n", 11, MSG_NOSIGNAL | MSG_DONTWAIT) < 0;
+    }
+    ck_assert_msg(cut, "the connection is still open after 20 s");
+    close(fd);
+    dg_serve_stop(srv);
+    free(base);
+}
+END_TEST
+
 /* The command itself: a non-loopback address without a token is refused
  * with exit 2 before anything listens. */
 START_TEST(test_command_refuses_an_open_address_without_a_token)
@@ -667,6 +820,8 @@ START_TEST(test_command_refuses_an_open_address_without_a_token)
     ck_assert_msg(strstr(line, "--listen 0.0.0.0") && strstr(line, "--token"), "%s", line);
     const char *argv2[] = {bin, "serve", "--listen", "127.0.0.1", "--db", db, NULL};
     ck_assert_int_eq(tu_run_wait(argv2, NULL, NULL, unset, 20000), 2);
+    const char *argv3[] = {bin, "serve", "--listen", "127.0.0.1:0", "--db", "", NULL};
+    ck_assert_int_eq(tu_run_wait(argv3, NULL, NULL, unset, 20000), 2);
     free(bin);
     free(errp);
     free(db);
@@ -689,6 +844,9 @@ Suite *make_serve_suite(void)
     tcase_add_test(tc, test_a_store_not_there_yet);
     tcase_add_test(tc, test_routes_over_loopback_with_a_token);
     tcase_add_test(tc, test_command_refuses_an_open_address_without_a_token);
+    tcase_add_test(tc, test_normal_requests_answered_while_slow_clients_hold_on);
+    tcase_add_test(tc, test_a_wrong_token_on_the_request_line_is_cut_early);
+    tcase_add_test(tc, test_text_that_is_not_utf8_is_shown_replaced);
     suite_add_tcase(s, tc);
     return s;
 }

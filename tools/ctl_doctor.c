@@ -638,6 +638,7 @@ int dg_ctl_doctor_main(int argc, char **argv, int cmd)
                        "add it with \"enabled\": true, \"hooks\" and \"config\" (README, "
                        "step 6)");
         } else {
+            doctor_check_placeholders(&d);
             check_host(&d, entry);
             check_plugin_config(&d, entry);
             if (d.cfg_ok) {
@@ -646,10 +647,7 @@ int dg_ctl_doctor_main(int argc, char **argv, int cmd)
                 if (d.cfg.has_discord)
                     doctor_check_discord(&d);
                 if (d.cfg.has_slack)
-                    doctor_say(&d, DOCTOR_WARN,
-                               "Slack: the tokens and channels are not checked by doctor yet",
-                               "check them as docs/slack.md's checklist says (auth.test with "
-                               "each bot token)");
+                    doctor_check_slack(&d);
             } else {
                 doctor_say(&d, DOCTOR_WARN,
                            "database, no-reply provider and Discord: not checked (the "

@@ -390,6 +390,13 @@ static void check_guild(doctor *d, const char *g, bot *mod, bot *agents, size_t 
 void doctor_check_discord(doctor *d)
 {
     const dg_config *c = &d->cfg;
+    if (!doctor_host_resolves(d, "Discord", "discord.apiBase", c->discord_api_base)) {
+        doctor_say(d, DOCTOR_WARN,
+                   "Discord: the tokens, channels and permissions are not checked (the API "
+                   "host does not resolve)",
+                   "fix the name resolution, then run the doctor again");
+        return;
+    }
     bot mod = {.who = "moderator", .user_id = c->moderator_user_id};
     mod.api = check_token(d, "moderator",
                           getenv("DIRIGENT_MODERATOR_TOKEN") && *getenv("DIRIGENT_MODERATOR_TOKEN")
@@ -425,8 +432,8 @@ void doctor_check_discord(doctor *d)
     if (!mod.api) {
         doctor_say(d, DOCTOR_WARN,
                    "channels and permissions: not checked (they are asked with the "
-                   "moderator's token)",
-                   "fix the moderator token, then run the doctor again");
+                   "moderator's token, which could not be used)",
+                   "fix what the moderator's line above says, then run the doctor again");
     } else {
         /* The guilds: discord.guildId and those OpenClaw's Discord plugin
          * is configured for; a guild with a channels map limits the check
@@ -449,9 +456,11 @@ void doctor_check_discord(doctor *d)
         json_object_foreach(guilds, gid, gv) {
             if (json_object_get(seen, gid))
                 continue;
+            if (doctor_is_placeholder(gid))
+                continue; /* an error already, offline */
             if (!dg_snowflake_valid(gid)) {
                 doctor_sayf(
-                    d, DOCTOR_WARN, "write the server's id (a snowflake) as the key",
+                    d, DOCTOR_ERROR, "write the server's id (a snowflake) as the key",
                     "channels.discord.guilds: key \"%s\" is not a guild id (OpenClaw does not "
                     "substitute ${VAR} in keys)",
                     gid);

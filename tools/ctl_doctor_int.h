@@ -46,10 +46,30 @@ void doctor_sayf(doctor *d, doctor_level lv, const char *fix, const char *fmt, .
 /* o[a][b][c][e], the keys up to the first NULL; NULL when a level is missing. */
 json_t *doctor_at(json_t *o, const char *a, const char *b, const char *c, const char *e);
 
+/* ---- ctl_doctor_net.c ---- */
+
+/* 1 when s is an example's placeholder: YOUR_..., your-..., <...>. */
+int doctor_is_placeholder(const char *s);
+
+/* Every key and string value of the config that is a placeholder: an
+ * error each (offline; nothing is asked). */
+void doctor_check_placeholders(doctor *d);
+
+/* 1 when the host of base (the API base URL at config key `key`) resolves
+ * here, or is reached through a proxy; else 0 after an error that blames
+ * the network (DNS, proxy), not the tokens. platform: "Discord", "Slack". */
+int doctor_host_resolves(doctor *d, const char *platform, const char *key, const char *base);
+
 /* ---- ctl_doctor_discord.c ---- */
 
 /* The Discord part: each token's account, the guild's roles and members,
  * who sees and may post in each channel, the moderator's permissions. */
 void doctor_check_discord(doctor *d);
+
+/* ---- ctl_doctor_slack.c ---- */
+
+/* The Slack part: the Web API used, each bot token's owner (auth.test),
+ * the moderator's scopes, who is a member of each configured channel. */
+void doctor_check_slack(doctor *d);
 
 #endif

@@ -3,6 +3,7 @@
  * listening rule, the token and the routes on libmicrohttpd.
  */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -34,6 +35,17 @@ static const char SERVE_USAGE[] =
     "  The store: --db, --store-url or --openclaw-config as for the other commands\n"
     "  (or env DIRIGENT_STORE_URL); only --openclaw-config gives the page the\n"
     "  budgets' limits and the prices. Stops on Ctrl-C / SIGTERM.\n";
+
+/* How long a connection may stay silent (seconds): before its request line,
+ * while its headers come, between keep-alive requests; the page's own
+ * script asks every 2 s, so a browser's connection stays. */
+#define SERVE_IDLE_SEC 3u
+/* ... and once its request line carried a wrong ?token= */
+#define SERVE_WRONG_TOKEN_SEC 1u
+/* Connections at once, and from one address: a single client cannot take
+ * every slot, many cannot exhaust the file descriptors. */
+#define SERVE_MAX_CONNECTIONS 512u
+#define SERVE_MAX_PER_ADDRESS 16u
 
 struct dg_serve {
     struct MHD_Daemon *d;
@@ -133,6 +145,57 @@ int dg_serve_token_ok(const char *token, const char *auth, const char *query)
     return ok;
 }
 
+/* The raw value of parameter name in the query of uri, percent-decoded into
+ * out; 1 when there, 0 when not (or too long for out). */
+static int query_param(const char *uri, const char *name, char *out, size_t out_len)
+{
+    const char *q = strchr(uri, '?');
+    size_t nl = strlen(name);
+    for (const char *p = q; p && *p; p = strchr(p + 1, '&')) {
+        if (strncmp(p + 1, name, nl) != 0 || p[1 + nl] != '=')
+            continue;
+        size_t n = 0;
+        for (const char *v = p + 2 + nl; *v && *v != '&' && *v != '#'; v++) {
+            char c = *v;
+            if (c == '+') {
+                c = ' ';
+            } else if (c == '%' && isxdigit((unsigned char)v[1]) && isxdigit((unsigned char)v[2])) {
+                char hex[3] = {v[1], v[2], '\0'};
+                c = (char)strtol(hex, NULL, 16);
+                v += 2;
+            }
+            if (n + 1 >= out_len)
+                return 0;
+            out[n++] = c;
+        }
+        out[n] = '\0';
+        return 1;
+    }
+    return 0;
+}
+
+int dg_serve_request_line_verdict(const char *token, const char *uri)
+{
+    if (!token || !*token)
+        return DG_SERVE_LINE_OK;
+    char given[512];
+    if (!uri || !query_param(uri, "token", given, sizeof given))
+        return DG_SERVE_LINE_UNPROVEN;
+    return dg_serve_token_ok(token, NULL, given) ? DG_SERVE_LINE_OK : DG_SERVE_LINE_WRONG;
+}
+
+/* MHD's URI callback, on the daemon's one thread, as soon as the request
+ * line is in (before the headers): a wrong ?token= gets a short leash, so
+ * a client that guesses cannot hold a slot while it dawdles over its
+ * headers; the answer (401) still waits for them, as HTTP wants. */
+static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    const dg_serve *s = cls;
+    if (dg_serve_request_line_verdict(s->token, uri) == DG_SERVE_LINE_WRONG)
+        MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, SERVE_WRONG_TOKEN_SEC);
+    return NULL;
+}
+
 int dg_serve_answer(const char *path, const dg_config *cfg, const char *url, const char *token,
                     int64_t now_ms, unsigned *status, const char **type, char **body, size_t *len)
 {
@@ -182,12 +245,14 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     size_t len = 0;
     unsigned status;
     const char *type = "text/plain; charset=utf-8";
+    int refused = 0;
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
         status = 405;
         body = dg_sprintf("read-only: only GET is answered\n");
     } else if (!dg_serve_token_ok(s->token,
                                   MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"),
                                   MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token"))) {
+        refused = 1;
         status = 401;
         body = dg_sprintf("a token is required: open the page as /?token=T, or send "
                           "Authorization: Bearer T\n");
@@ -201,6 +266,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     struct MHD_Response *r = dg_http_response(body, len, type);
     if (!r)
         return MHD_NO;
+    if (refused) /* the slot goes back at once */
+        MHD_add_response_header(r, "Connection", "close");
     MHD_add_response_header(r, "Cache-Control", "no-store");
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
     /* Nothing from elsewhere: the page is self-contained. */
@@ -238,8 +305,10 @@ int dg_serve_start(const dg_serve_listen *l, const char *path, const dg_config *
         inet_pton(AF_INET, l->host, &a4->sin_addr);
     }
     s->d = MHD_start_daemon(flags, (uint16_t)l->port, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR,
-                            (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
-                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)64, MHD_OPTION_END);
+                            (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_TIMEOUT, SERVE_IDLE_SEC,
+                            MHD_OPTION_CONNECTION_LIMIT, SERVE_MAX_CONNECTIONS,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, SERVE_MAX_PER_ADDRESS,
+                            MHD_OPTION_URI_LOG_CALLBACK, on_request_line, s, MHD_OPTION_END);
     if (!s->d) {
         snprintf(err, err_len, "cannot listen on %s port %u (%s); pick another --listen", l->host,
                  l->port, strerror(errno));
@@ -305,6 +374,11 @@ int dg_ctl_serve_main(int argc, char **argv, int first)
                 "dirigent-ctl serve: give one store: --db PATH, --store-url URL (or "
                 "env DIRIGENT_STORE_URL) or --openclaw-config FILE\n%s",
                 SERVE_USAGE);
+        return 2;
+    }
+    if ((db && !*db) || (url && !*url) || (config && !*config)) {
+        fprintf(stderr, "dirigent-ctl serve: --db, --store-url and --openclaw-config need a "
+                        "value; an empty one was given\n");
         return 2;
     }
     if (url && !dg_store_is_url(url)) {

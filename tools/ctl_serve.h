@@ -11,6 +11,11 @@
  * transaction, so a database that appears after the start (a gateway
  * starting) is picked up and nothing is ever written. Every request is
  * served by the one MHD thread, one at a time.
+ *
+ * Slow and many clients: a connection silent for 3 s is cut (1 s once its
+ * request line carried a wrong ?token=, checked before the headers), at
+ * most 16 connections come from one address and 512 in all; a refused
+ * request's connection is closed with its 401.
  */
 #ifndef DG_CTL_SERVE_H
 #define DG_CTL_SERVE_H
@@ -51,6 +56,18 @@ int dg_serve_listen_allowed(const dg_serve_listen *l, const char *token, char *e
  * token as "Authorization: Bearer T" (auth) or ?token=T (query; either
  * may be NULL). Compared in constant time. */
 int dg_serve_token_ok(const char *token, const char *auth, const char *query);
+
+/* What the request line alone says (dg_serve_request_line_verdict). */
+enum {
+    DG_SERVE_LINE_OK,       /* no token needed, or ?token= carries it */
+    DG_SERVE_LINE_UNPROVEN, /* a token is needed and the query has none:
+                             * it may come in Authorization */
+    DG_SERVE_LINE_WRONG     /* ?token= carries another value */
+};
+
+/* The token check on a request line's uri (path and query, as sent),
+ * before any header has arrived; token NULL or "": none needed. */
+int dg_serve_request_line_verdict(const char *token, const char *uri);
 
 /* Append s to b with & < > " ' escaped for HTML text and attribute values
  * (NULL appends nothing). 0, or -1 when out of memory. */

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "ctl_serve.h"
+#include "ctl_text.h"
 #include "discuss_status.h"
 #include "openclaw/plugin.h"
 #include "store_discuss_index.h"
@@ -63,6 +64,7 @@ static int scopes_json(dg_store *st, const dg_config *cfg, int64_t now, json_t *
         dg_turn_view tv;
         if ((rc = dg_turn_view_load(st, NULL, &v[i], now, &tv)) != OC_OK)
             break;
+        dg_ctl_text_fix_view(&tv);
         char name[160];
         if (v[i].kind == DG_SCOPE_THREAD)
             snprintf(name, sizeof name, "thread:%s", v[i].root);
@@ -94,6 +96,7 @@ static json_t *timeline_json(dg_store *st, const dg_discussion *d, int *rc)
     size_t n = 0;
     *rc =
         dg_store_transitions_list(st, d->discussion_channel_id, NULL, DG_TRANSITIONS_KEEP, &t, &n);
+    dg_ctl_text_fix_transitions(t, n);
     for (size_t i = n; i-- > 0 && *rc == OC_OK;) /* newest first: oldest first here */
         json_array_append_new(a, json_pack("{s:o,s:s,s:o,s:o,s:s}", "at", iso_json(t[i].at_ms),
                                            "what", t[i].cause, "speakerBefore",
@@ -117,6 +120,7 @@ static int discussions_json(dg_store *st, int64_t now, json_t *out, int *more)
         dg_discussion_info info;
         if (rc == OC_OK &&
             (rc = dg_discussion_info_load_locked(st, NULL, ch[i], now, &info)) == OC_OK) {
+            dg_ctl_text_fix_discussion(&info);
             const dg_discussion *d = &info.d;
             json_t *parts = json_array();
             for (size_t k = 0; k < d->n_participants; k++)
@@ -153,6 +157,8 @@ static int outbox_json(dg_store *st, int64_t now, json_t **out)
     if (rc == OC_OK)
         rc = dg_store_outbox_rows_in(st, DG_OUTBOX_FAILED, OUTBOX_ROWS, &fail, &nf);
     if (rc == OC_OK) {
+        dg_ctl_text_fix_outbox_rows(pend, np);
+        dg_ctl_text_fix_outbox_rows(fail, nf);
         json_t *p = json_array(), *f = json_array();
         for (size_t i = 0; i < np; i++)
             json_array_append_new(p, json_pack("{s:I,s:s,s:i,s:o}", "id", (json_int_t)pend[i].id,

@@ -39,6 +39,7 @@
 #include "store_discuss.h"
 #include "store_discuss_index.h"
 #include "store_operator.h"
+#include "ctl_text.h"
 #include "store_outbox.h"
 #include "store_turns.h"
 #include "store_transitions.h"
@@ -178,6 +179,7 @@ static int cmd_scopes(ctl *c)
         dg_turn_view tv;
         if ((rc = dg_turn_view_load(c->st, NULL, &v[i], c->now, &tv)) != OC_OK)
             break;
+        dg_ctl_text_fix_view(&tv);
         if (c->json) {
             json_array_append_new(arr, view_json(&v[i], &tv));
         } else {
@@ -222,6 +224,8 @@ static int cmd_why(ctl *c, const char *channel, const char *agent)
                                      "CHANNEL must be a channel id\n"),
                      2);
     }
+    dg_ctl_text_fix_transitions(v, n);
+    dg_ctl_text_fix_view(&tv);
     const char *sp = dg_turn_view_member(&tv, tv.speaker);
     int member = 0;
     for (size_t i = 0; agent && i < tv.n_members; i++)
@@ -374,6 +378,7 @@ static int cmd_discussions(ctl *c, int all)
         dg_discussion_info info;
         if (rc == OC_OK &&
             (rc = dg_discussion_info_load_locked(c->st, NULL, ch[i], c->now, &info)) == OC_OK) {
+            dg_ctl_text_fix_discussion(&info);
             if (c->json) {
                 json_array_append_new(arr, discussion_json(&info));
             } else {
@@ -427,6 +432,7 @@ static int cmd_show(ctl *c, const char *which)
     }
     if (rc != OC_OK)
         return store_err(c, "reading the discussion", rc);
+    dg_ctl_text_fix_discussion(&info);
     json_t *o = discussion_json(&info);
     json_t *order = json_array();
     for (size_t i = 0; i < info.turn.n_members; i++)
@@ -468,6 +474,8 @@ static int cmd_outbox(ctl *c)
         dg_outbox_rows_free(fail, nf);
         return store_err(c, "reading the outbox", rc);
     }
+    dg_ctl_text_fix_outbox_rows(pend, np);
+    dg_ctl_text_fix_outbox_rows(fail, nf);
     int64_t age = sum.oldest_pending_ms ? (c->now - sum.oldest_pending_ms) / 1000 : 0;
     if (c->json) {
         json_t *p = json_array(), *f = json_array();
@@ -644,7 +652,10 @@ static int check_command(const ctl *c, ctl_args *a)
                 (!strcmp(cmd, "discussions") && n == 1) || (!strcmp(cmd, "show") && n == 2) ||
                 (!strcmp(cmd, "outbox") && n == 1) || (!strcmp(cmd, "cost") && n == 1));
     int cost_opts = a->since || a->channel || a->no_value;
-    const char *why = a->db && a->url     ? "dirigent-ctl: give either --db PATH (SQLite) or "
+    const char *why = (a->db && !*a->db) || (a->url && !*a->url)
+                          ? "dirigent-ctl: --db and --store-url need a value; an empty one was "
+                            "given\n"
+                      : a->db && a->url   ? "dirigent-ctl: give either --db PATH (SQLite) or "
                                             "--store-url URL (PostgreSQL), not both\n"
                       : !a->db && !a->url ? "dirigent-ctl: --db PATH or --store-url URL (or env "
                                             "DIRIGENT_STORE_URL) is required\n"

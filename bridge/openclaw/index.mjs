@@ -1792,7 +1792,7 @@ function registerCliCommands(api) {
     const store = (json, ...rest) => ['--openclaw-config', '-', ...(json ? ['--json'] : []), ...rest];
     const cmd = program.command(CLI_COMMAND).description(CLI_DESCRIPTION);
     cmd.command('doctor')
-      .description('Check this config before the first start: the plugin config, the Discord tokens, who sees and may post in each channel, the moderator\'s permissions, hooks.allowConversationAccess, the database path, the no-reply provider')
+      .description('Check this config before the first start: the plugin config, placeholders left in, the Discord and Slack tokens (whose is each), who sees and may post in each channel (Slack: who is a member), the moderator\'s permissions and Slack scopes, hooks.allowConversationAccess, the database path, the no-reply provider')
       .option('--json', 'one JSON object {ok, errors, warnings, findings}')
       .action((o) => run(['doctor', '--openclaw-config', '-', ...(version ? ['--openclaw-version', version] : []),
         ...(o.json ? ['--json'] : [])]));

@@ -155,11 +155,17 @@ static int take_fault(fake_slack *fs, const char *method, fs_fault *out)
 
 /* One answer on its way out. */
 typedef struct reply {
-    int status;      /* HTTP */
-    json_t *body;    /* owned; NULL with status 500 */
-    int retry_after; /* > 0: Retry-After header */
-    int drop;        /* close without an answer */
+    int status;       /* HTTP */
+    json_t *body;     /* owned; NULL with status 500 */
+    int retry_after;  /* > 0: Retry-After header */
+    int drop;         /* close without an answer */
+    char scopes[512]; /* x-oauth-scopes (a known token's, as Slack sends it); "" none */
 } reply;
+
+/* What Slack's x-oauth-scopes lists for a token with every scope. */
+#define FS_EVERY_SCOPE                                                                             \
+    "app_mentions:read,channels:history,channels:manage,channels:read,chat:write,"                 \
+    "groups:history,groups:read,groups:write,reactions:write,users:read"
 
 static enum MHD_Result send_reply(struct MHD_Connection *c, reply *r)
 {
@@ -176,6 +182,8 @@ static enum MHD_Result send_reply(struct MHD_Connection *c, reply *r)
         snprintf(v, sizeof v, "%d", r->retry_after);
         MHD_add_response_header(resp, "Retry-After", v);
     }
+    if (r->scopes[0])
+        MHD_add_response_header(resp, "x-oauth-scopes", r->scopes);
     return dg_http_queue(c, (unsigned)r->status, resp);
 }
 
@@ -212,6 +220,10 @@ static void run_method(fake_slack *fs, const char *method, const char *token, co
         return;
     }
     r->status = 200;
+    if (u && u->scopes) /* ",a,b," -> "a,b" */
+        snprintf(r->scopes, sizeof r->scopes, "%.*s", (int)strlen(u->scopes) - 2, u->scopes + 1);
+    else if (u)
+        snprintf(r->scopes, sizeof r->scopes, "%s", FS_EVERY_SCOPE);
     fs_answer a = {NULL};
     if (!token || !*token)
         r->body = fsi_err("not_authed");

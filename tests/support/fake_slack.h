@@ -18,7 +18,9 @@
  * HTTP 200 with {"ok":true,...} or {"ok":false,"error":"<code>"} (plus
  * "needed"/"provided" for missing_scope), except an injected 429 (HTTP 429,
  * Retry-After: <seconds>, {"ok":false,"error":"ratelimited"}) or 500.
- * Token errors: none -> not_authed, unknown -> invalid_auth, an app-level
+ * An answer to a known token carries Slack's x-oauth-scopes header: the
+ * token's scopes, comma-separated (every scope the fake knows when its
+ * spec lists none). Token errors: none -> not_authed, unknown -> invalid_auth, an app-level
  * token (fake_slack_add_app_token) on a built-in method ->
  * not_allowed_token_type. A method no handler knows -> unknown_method.
  *
