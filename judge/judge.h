@@ -38,7 +38,7 @@
 
 /* The question every judge is asked. */
 #define DGJ_QUESTION                                                                               \
-    "Which of these agents should speak next in this conversation, or nobody (the question is "   \
+    "Which of these agents should speak next in this conversation, or nobody (the question is "    \
     "settled or needs no agent)?"
 
 /* One message of the evidence: who wrote it ("alice", an agent id) and
@@ -149,7 +149,7 @@ void dgj_openai_free(dgj_openai *c);
  * thread: never a hook thread.
  */
 int dgj_openai_ask(dgj_openai *c, const char *const *labels, size_t n, const char *context,
-                   long timeout_ms, dgj_answer *out, int64_t *latency_ms, char *err,
-                   size_t err_len) __attribute__((warn_unused_result));
+                   long timeout_ms, dgj_answer *out, int64_t *latency_ms, char *err, size_t err_len)
+    __attribute__((warn_unused_result));
 
 #endif

@@ -67,7 +67,8 @@ int dgj_parse_answer(const json_t *o, const char *const *labels, size_t n, dgj_a
         return rc;
     snprintf(out->label, sizeof out->label, "%s", labels[i]);
     out->probability = prob;
-    snprintf(out->source, sizeof out->source, "%s", json_is_string(src) ? json_string_value(src) : "");
+    snprintf(out->source, sizeof out->source, "%s",
+             json_is_string(src) ? json_string_value(src) : "");
     return DG_OK;
 }
 
@@ -140,8 +141,8 @@ json_t *dgj_chat_request(const char *model, const char *const *labels, size_t n,
         snprintf(user, ulen, "%s\nLabels: %s\n\n%s", DGJ_QUESTION, labels_text, context);
     free(labels_text);
     json_t *req = user ? json_pack("{s:s, s:[{s:s, s:s}, {s:s, s:s}], s:f, s:i}", "model", model,
-                                   "messages", "role", "system", "content", system, "role",
-                                   "user", "content", user, "temperature", 0.0, "max_tokens", 60)
+                                   "messages", "role", "system", "content", system, "role", "user",
+                                   "content", user, "temperature", 0.0, "max_tokens", 60)
                        : NULL;
     free(user);
     return req;

@@ -65,7 +65,8 @@ int dgj_openai_new(const char *base_url, const char *model, const char *api_key,
                    void *log_state, dgj_openai **out, char *err, size_t err_len)
 {
     *out = NULL;
-    if (!base_url || (strncmp(base_url, "http://", 7) != 0 && strncmp(base_url, "https://", 8) != 0))
+    if (!base_url ||
+        (strncmp(base_url, "http://", 7) != 0 && strncmp(base_url, "https://", 8) != 0))
         return fail(err, err_len, DG_ERR_INVALID, "judge: the base URL must start with http(s)://");
     if (!model || !*model)
         return fail(err, err_len, DG_ERR_INVALID, "judge: a model must be named");

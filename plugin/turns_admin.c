@@ -547,7 +547,7 @@ static int admin_commit(dg_turns *t, admin_run *a)
     else if (a->mention)
         a->next.awaiting = 0; /* the reply that would wake it is not posted */
     if (rc == DG_OK)
-        rc = turns_queue_effects(t, r, &a->fx, &a->next, a->now, a->kick);
+        rc = turns_queue_effects_chosen(t, r, &a->fx, &a->next, a->now, a->kick);
     if (rc == DG_OK && a->changes)
         rc = turns_install(t, r, &a->next);
     return rc;
