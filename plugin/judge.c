@@ -257,25 +257,23 @@ void dg_judge_cancel(dg_judge *j, const char *scope_key)
         return;
     pthread_mutex_lock(&j->mu);
     judge_scope *s = judge_scope_get(j, scope_key, 0);
-    if (s && !s->applying)
+    if (s)
         s->deciding = 0;
     pthread_mutex_unlock(&j->mu);
 }
 
-int dg_judge_current(dg_judge *j, const char *scope_key, uint64_t seq)
+int dg_judge_on_worker(dg_judge *j)
+{
+    return j->started && pthread_equal(pthread_self(), j->worker);
+}
+
+int dg_judge_settle(dg_judge *j, const char *scope_key, uint64_t seq)
 {
     pthread_mutex_lock(&j->mu);
     judge_scope *s = judge_scope_get(j, scope_key, 0);
     int yes = s && s->deciding == seq;
-    pthread_mutex_unlock(&j->mu);
-    return yes;
-}
-
-int dg_judge_applying(dg_judge *j, const char *scope_key)
-{
-    pthread_mutex_lock(&j->mu);
-    judge_scope *s = judge_scope_get(j, scope_key, 0);
-    int yes = s && s->applying;
+    if (yes)
+        s->deciding = 0;
     pthread_mutex_unlock(&j->mu);
     return yes;
 }

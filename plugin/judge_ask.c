@@ -29,10 +29,10 @@ static int ask_host(dg_judge *j, const char *const *labels, size_t n, const char
             json_decref(list);
             list = NULL;
         }
-    json_t *req = list ? json_pack("{s:s, s:o, s:s, s:I}", "question", DGJ_QUESTION, "labels", list,
-                                   "context", context, "timeoutMs",
-                                   (json_int_t)j->p->cfg.judge_timeout_ms)
-                       : NULL;
+    json_t *req =
+        list ? json_pack("{s:s, s:o, s:s, s:I}", "question", DGJ_QUESTION, "labels", list,
+                         "context", context, "timeoutMs", (json_int_t)j->p->cfg.judge_timeout_ms)
+             : NULL;
     if (!req) {
         snprintf(err, err_len, "judge: out of memory");
         return DG_ERR_NOMEM;
@@ -68,7 +68,8 @@ static dg_judge_outcome judge_verdict(dg_judge *j, int rc, int64_t latency, cons
 {
     dg_judge_cause cause = dg_judge_cause_of(rc, rc != DG_OK && rc != DG_ERR_INVALID &&
                                                      latency >= j->p->cfg.judge_timeout_ms);
-    dg_judge_outcome o = dg_judge_verdict(cause, a, j->p->cfg.judge_min_confidence, allow_nobody, why);
+    dg_judge_outcome o =
+        dg_judge_verdict(cause, a, j->p->cfg.judge_min_confidence, allow_nobody, why);
     if (o == DG_JUDGE_FALLBACK) {
         char detail[300];
         if (*why == DG_JUDGE_LOW_CONFIDENCE || *why == DG_JUDGE_NOBODY_REFUSED)
@@ -85,18 +86,6 @@ static dg_judge_outcome judge_verdict(dg_judge *j, int rc, int64_t latency, cons
         pthread_mutex_unlock(&j->mu);
     }
     return o;
-}
-
-static void set_applying(dg_judge *j, const judge_job *job, int on)
-{
-    pthread_mutex_lock(&j->mu);
-    judge_scope *s = judge_scope_get(j, job->scope_key, 0);
-    if (s && s->deciding == job->seq) {
-        s->applying = on;
-        if (!on)
-            s->deciding = 0; /* the verdict is in: runs count again */
-    }
-    pthread_mutex_unlock(&j->mu);
 }
 
 void judge_run(dg_judge *j, const judge_job *job)
@@ -132,16 +121,17 @@ void judge_run(dg_judge *j, const judge_job *job)
                            .cause = why,
                            .chosen = o == DG_JUDGE_CHOSE ? a.label : NULL,
                            .probability = rc == DG_OK ? a.probability : 0,
-                           .source = a.source[0] ? a.source
+                           .source = a.source[0]                  ? a.source
                                      : j->source == DG_JUDGE_HOST ? "host"
                                                                   : "openai",
                            .tokens_in = a.tokens_in,
                            .tokens_out = a.tokens_out,
                            .latency_ms = latency};
-    set_applying(j, job, 1);
     int arc = j->apply ? j->apply(j->apply_ud, &res) : DG_OK;
     if (arc != DG_OK)
         dg_log(j->p, OC_LOG_ERROR, "judge: the verdict for channel %s was not applied (%s)",
                job->channel_id, dg_status_name(arc));
-    set_applying(j, job, 0);
+    /* Applied or not, the question is closed (a failed apply leaves
+     * today's order, which the stall nudge wakes). */
+    (void)dg_judge_settle(j, job->scope_key, job->seq);
 }

@@ -28,7 +28,6 @@ typedef struct judge_scope {
     judge_note notes[DGJ_MAX_MESSAGES]; /* a ring, newest at (head - 1) */
     unsigned head, count;
     uint64_t deciding; /* the open question's number, 0: none */
-    int applying;      /* its verdict is being applied */
 } judge_scope;
 
 typedef struct judge_job {

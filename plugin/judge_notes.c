@@ -13,8 +13,8 @@
 #include "config.h"
 #include "utf8.h"
 
-void dg_judge_note_message(dg_judge *j, const char *scope_key, const char *author,
-                           const char *text, int human)
+void dg_judge_note_message(dg_judge *j, const char *scope_key, const char *author, const char *text,
+                           int human)
 {
     if (!j || !scope_key)
         return;

@@ -29,10 +29,10 @@ typedef struct dg_judge_result {
     const char *channel_id; /* its channel */
     uint64_t seq;           /* the question's number (dg_judge_ask) */
     dg_judge_outcome outcome;
-    dg_judge_cause cause;       /* DG_JUDGE_TAKEN, or why it fell back */
-    const char *chosen;         /* the agent chosen (DG_JUDGE_CHOSE), else NULL */
-    double probability;         /* the answer's, 0 when none */
-    const char *source;         /* "openai:<model>", the host's source, "" */
+    dg_judge_cause cause;          /* DG_JUDGE_TAKEN, or why it fell back */
+    const char *chosen;            /* the agent chosen (DG_JUDGE_CHOSE), else NULL */
+    double probability;            /* the answer's, 0 when none */
+    const char *source;            /* "openai:<model>", the host's source, "" */
     int64_t tokens_in, tokens_out; /* -1: not reported */
     int64_t latency_ms;
 } dg_judge_result;
@@ -66,8 +66,8 @@ const char *dg_judge_describe(const dg_judge *j, char *buf, size_t cap);
 /* A message of scope_key for the evidence: author (an agent id, "human",
  * "bot"), text (may be NULL), human: 1 for a human's. Out of memory only
  * loses evidence. */
-void dg_judge_note_message(dg_judge *j, const char *scope_key, const char *author,
-                           const char *text, int human);
+void dg_judge_note_message(dg_judge *j, const char *scope_key, const char *author, const char *text,
+                           int human);
 
 /* 1 when the latest message noted in scope_key is a human's (no agent
  * answered it yet); *author (may be NULL) gets the latest author's id into
@@ -98,13 +98,14 @@ int dg_judge_deciding(dg_judge *j, const char *scope_key);
  * (a mention, a budget, the scope slept). */
 void dg_judge_cancel(dg_judge *j, const char *scope_key);
 
-/* 1 when question seq of scope_key is still the open one (its verdict may
- * be applied). */
-int dg_judge_current(dg_judge *j, const char *scope_key, uint64_t seq);
+/* 1 on the judge's worker thread: the change that applies a verdict asks
+ * nothing. */
+int dg_judge_on_worker(dg_judge *j);
 
-/* 1 while the verdict for scope_key is being applied on the worker thread:
- * the engine's change then asks nothing. */
-int dg_judge_applying(dg_judge *j, const char *scope_key);
+/* Question seq of scope_key is answered (its verdict is being applied in
+ * the caller's transaction): runs count again. Returns 1 when it was the
+ * open one. */
+int dg_judge_settle(dg_judge *j, const char *scope_key, uint64_t seq);
 
 /* Counters since the start, for tests and the status line. */
 typedef struct dg_judge_stats {

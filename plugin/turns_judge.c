@@ -3,6 +3,8 @@
  */
 #include "turns_judge.h"
 
+#include "store_judge.h"
+
 #define BIT(i) ((uint64_t)1 << (i))
 
 void turns_judge_note(dg_turns *t, const turns_scope *r, const dg_turn_message *m,
@@ -46,7 +48,7 @@ int turns_judge_intercept(dg_turns *t, turns_scope *r, dg_rule_effects *fx, dg_t
 {
     dg_judge *j = t->p->judge;
     TURNS_ASSERT_WRITER(t);
-    if (!j || r->chan->mode != DG_MODE_NORMAL || dg_judge_applying(j, r->key))
+    if (!j || r->chan->mode != DG_MODE_NORMAL || dg_judge_on_worker(j))
         return DG_OK;
     dg_rule_ctx x;
     turns_make_ctx(t, r->chan, &x);
@@ -100,8 +102,8 @@ static void verdict_cause(const dg_judge_result *res, dg_judge_outcome o, dg_jud
 /* The member the verdict gives the turn to (DG_NOBODY: the round ends),
  * with the outcome and its cause as finally taken. */
 static int verdict_target(dg_turns *t, const turns_scope *r, const dg_rule_ctx *x,
-                          const dg_turn_state *st, const dg_judge_result *res,
-                          dg_judge_outcome *o, dg_judge_cause *why)
+                          const dg_turn_state *st, const dg_judge_result *res, dg_judge_outcome *o,
+                          dg_judge_cause *why)
 {
     *o = res->outcome;
     *why = res->cause;
@@ -121,19 +123,54 @@ static int verdict_target(dg_turns *t, const turns_scope *r, const dg_rule_ctx *
     return dg_rule_speaker(st, x);
 }
 
+/* The call in the judge's ledger, whatever came of it: it cost the same. */
+static int record_call(dg_turns *t, const dg_judge_result *res, dg_judge_outcome o,
+                       dg_judge_cause why, int dropped, const char *label, int64_t now)
+{
+    dg_scope sc;
+    char key[DG_SCOPE_ID_MAX + 16], outcome[96];
+    if (dg_scope_from_key(res->scope_key, &sc) != DG_OK)
+        return DG_ERR_INTERNAL;
+    if (dropped)
+        snprintf(outcome, sizeof outcome, "dropped: the turn moved on");
+    else if (o == DG_JUDGE_FALLBACK)
+        snprintf(outcome, sizeof outcome, "fell back: %s", dg_judge_cause_name(why));
+    else
+        snprintf(outcome, sizeof outcome, "%s", o == DG_JUDGE_CHOSE ? "chose" : "ended");
+    dg_judge_call c = {
+        .channel_id = res->channel_id,
+        .scope = dg_store_turns_state_key(&sc, key, sizeof key),
+        .source = res->source,
+        .outcome = outcome,
+        .label = label,
+        .at_ms = now,
+        .probability_milli = res->cause == DG_JUDGE_TAKEN ||
+                                     res->cause == DG_JUDGE_LOW_CONFIDENCE ||
+                                     res->cause == DG_JUDGE_NOBODY_REFUSED
+                                 ? (int64_t)(res->probability * 1000 + 0.5)
+                                 : -1,
+        .tokens_in = res->tokens_in > 0 ? res->tokens_in : 0,
+        .tokens_out = res->tokens_out > 0 ? res->tokens_out : 0,
+        .latency_ms = res->latency_ms > 0 ? res->latency_ms : 0,
+    };
+    return dg_store_judge_call_add(t->p->store, &c);
+}
+
 static int apply_locked(dg_turns *t, const dg_judge_result *res, int *kick)
 {
-    if (!dg_judge_current(t->p->judge, res->scope_key, res->seq))
-        return DG_OK;
+    int64_t now = dg_now_ms(t->p);
+    /* Closed inside this transaction: a run decided after its commit
+     * counts, none before it is held for nothing. */
+    if (!dg_judge_settle(t->p->judge, res->scope_key, res->seq))
+        return record_call(t, res, res->outcome, res->cause, 1, res->chosen, now);
     turns_scope *r = dg_map_get(&t->scopes, res->scope_key);
-    if (!r || r->chan->mode != DG_MODE_NORMAL)
-        return DG_OK;
+    dg_turn_state next;
+    if (r)
+        next = r->st;
+    if (!r || r->chan->mode != DG_MODE_NORMAL || !next.active || next.budget)
+        return record_call(t, res, res->outcome, res->cause, 1, res->chosen, now);
     dg_rule_ctx x;
     turns_make_ctx(t, r->chan, &x);
-    dg_turn_state next = r->st;
-    if (!next.active || next.budget)
-        return DG_OK; /* it slept or a budget holds it meanwhile */
-    int64_t now = dg_now_ms(t->p);
     dg_judge_outcome o;
     dg_judge_cause why;
     int to = verdict_target(t, r, &x, &next, res, &o, &why);
@@ -142,7 +179,7 @@ static int apply_locked(dg_turns *t, const dg_judge_result *res, int *kick)
     next.last_change_ms = now;
     next.awaiting = 0;
     if (to == DG_NOBODY && o != DG_JUDGE_ENDED)
-        return DG_OK;
+        return record_call(t, res, o, why, 1, NULL, now);
     if (o == DG_JUDGE_ENDED) {
         next.active = 0;
         next.speaker = DG_NOBODY;
@@ -155,9 +192,11 @@ static int apply_locked(dg_turns *t, const dg_judge_result *res, int *kick)
         dg_rule_await_wake(&next, &x, to);
     }
     char cause[256];
-    verdict_cause(res, o, why, to != DG_NOBODY ? r->chan->members[to] : "nobody", cause,
-                  sizeof cause);
-    int rc = turns_save_scope(t, r, &next, now, cause);
+    const char *name = to != DG_NOBODY ? r->chan->members[to] : "nobody";
+    verdict_cause(res, o, why, name, cause, sizeof cause);
+    int rc = record_call(t, res, o, why, 0, o == DG_JUDGE_FALLBACK ? NULL : name, now);
+    if (rc == DG_OK)
+        rc = turns_save_scope(t, r, &next, now, cause);
     if (rc == DG_OK)
         rc = turns_queue_effects(t, r, &fx, &next, now, kick);
     if (rc == DG_OK)

@@ -229,6 +229,9 @@ int dg_store_cost_human(dg_store *st, const char *channel_id, const char *scope,
 static const char SQL_PRUNE_RUNS[] =
     "DELETE FROM cost_runs WHERE (session_key, run_id) IN"
     " (SELECT session_key, run_id FROM cost_runs WHERE at_ms < ?1 LIMIT ?2)";
+/* The judge's calls (store_judge.h) go with the runs they decided. */
+static const char SQL_PRUNE_JUDGE[] =
+    "DELETE FROM judge_calls WHERE id IN (SELECT id FROM judge_calls WHERE at_ms < ?1 LIMIT ?2)";
 static const char SQL_PRUNE_HUMANS[] =
     "DELETE FROM cost_humans WHERE (channel_id, scope) IN"
     " (SELECT channel_id, scope FROM cost_humans WHERE at_ms < ?1 LIMIT ?2)";
@@ -236,9 +239,9 @@ static const char SQL_PRUNE_HUMANS[] =
 int dg_store_cost_prune(dg_store *st, int64_t before_ms, size_t max, long *removed)
 {
     DG_ASSERT_IN_TXN(st);
-    const char *sql[] = {SQL_PRUNE_RUNS, SQL_PRUNE_HUMANS};
+    const char *sql[] = {SQL_PRUNE_RUNS, SQL_PRUNE_HUMANS, SQL_PRUNE_JUDGE};
     long total = 0;
-    for (size_t i = 0; i < 2; i++) {
+    for (size_t i = 0; i < sizeof sql / sizeof *sql; i++) {
         dg_stmt *s = dg_store_stmt(st, sql[i]);
         if (!s)
             return DG_ERR_IO;

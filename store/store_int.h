@@ -292,6 +292,7 @@ extern const char dg_schema_v16_member_standing[];
 extern const char dg_schema_v17_command_hints[];
 extern const char dg_schema_v18_cost[];
 extern const char dg_schema_v19_platform[];
+extern const char dg_schema_v20_judge[];
 
 /* A platform name as the store writes it: its own static "discord" or
  * "slack" for name ("discord" for NULL), NULL for any other name (the

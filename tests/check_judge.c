@@ -20,7 +20,9 @@
 #include "judge_policy.h"
 #include "status.h"
 #include "store.h"
+#include "store_judge.h"
 #include "store_transitions.h"
+#include "cost_report.h"
 #include "testutil.h"
 #include "turn_test_host.h"
 
@@ -99,7 +101,8 @@ START_TEST(test_answer_parser)
     dgj_answer a;
     char err[256];
     ck_assert_int_eq(
-        parse("{\"label\":\"reviewer\",\"probability\":0.82,\"source\":\"s\",\"tokensIn\":5}", &a, err),
+        parse("{\"label\":\"reviewer\",\"probability\":0.82,\"source\":\"s\",\"tokensIn\":5}", &a,
+              err),
         DG_OK);
     ck_assert_str_eq(a.label, "reviewer");
     ck_assert(a.probability > 0.81 && a.probability < 0.83);
@@ -133,7 +136,10 @@ START_TEST(test_chat_completion_parser)
     ck_assert_int_eq(a.tokens_in, 210);
     ck_assert_int_eq(a.tokens_out, 12);
     ck_assert_str_eq(a.source, "openai:m1");
-    const char *bad[] = {"", "not json", "{}", "{\"choices\":[]}",
+    const char *bad[] = {"",
+                         "not json",
+                         "{}",
+                         "{\"choices\":[]}",
                          "{\"choices\":[{\"message\":{\"content\":\"planner\"}}]}",
                          "{\"choices\":[{\"message\":{\"content\":\"{broken\"}}]}"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
@@ -205,9 +211,9 @@ START_TEST(test_client_modes)
 {
     dgj_openai *c = NULL;
     char err[256];
-    ck_assert_int_eq(dgj_openai_new(fake_judge_url(F), "m", "sk-test-secret", NULL, NULL, &c, err,
-                                    sizeof err),
-                     DG_OK);
+    ck_assert_int_eq(
+        dgj_openai_new(fake_judge_url(F), "m", "sk-test-secret", NULL, NULL, &c, err, sizeof err),
+        DG_OK);
     dgj_answer a;
     fake_judge_push(F, (fj_step){.kind = FJ_ANSWER, .label = "planner", .probability = 0.7});
     ck_assert_int_eq(ask(c, WAIT_MS, &a, err), DG_OK);
@@ -229,8 +235,8 @@ START_TEST(test_client_modes)
     fake_judge_push(F, (fj_step){.kind = FJ_ANSWER, .label = "coder", .probability = 0.9});
     ck_assert_int_eq(ask(c, WAIT_MS, &a, err), DG_ERR_INVALID);
     /* Slow but in time. */
-    fake_judge_push(F, (fj_step){.kind = FJ_ANSWER, .label = "reviewer", .probability = 0.6,
-                                 .delay_ms = 200});
+    fake_judge_push(
+        F, (fj_step){.kind = FJ_ANSWER, .label = "reviewer", .probability = 0.6, .delay_ms = 200});
     ck_assert_int_eq(ask(c, WAIT_MS, &a, err), DG_OK);
     ck_assert_str_eq(a.label, "reviewer");
     /* A hang: the bound ends it. */
@@ -303,8 +309,7 @@ static int claim(const char *agent, char *reason, size_t cap)
     ck_assert_int_eq(tth_call(&H, "before_agent_reply", ev, ctx, &r), OC_OK);
     int claimed = r && json_is_true(json_object_get(r, "handled"));
     if (reason && cap)
-        snprintf(reason, cap, "%s",
-                 claimed ? json_string_value(json_object_get(r, "reason")) : "");
+        snprintf(reason, cap, "%s", claimed ? json_string_value(json_object_get(r, "reason")) : "");
     json_decref(r);
     json_decref(ev);
     json_decref(ctx);
@@ -395,8 +400,8 @@ static void wait_idle(void)
 START_TEST(test_judge_chooses_for_human_message)
 {
     join_abc();
-    fake_judge_push(F, (fj_step){.kind = FJ_ANSWER, .label = "bravo", .probability = 0.9,
-                                 .hold = 1});
+    fake_judge_push(F,
+                    (fj_step){.kind = FJ_ANSWER, .label = "bravo", .probability = 0.9, .hold = 1});
     human_says("what should we change first?", NULL);
     ck_assert(fake_judge_wait_requests(F, 1, WAIT_MS));
     /* While it decides every run is claimed, the order's first too. */
@@ -457,7 +462,8 @@ START_TEST(test_low_confidence_falls_back)
     join_abc();
     fake_judge_push(F, (fj_step){.kind = FJ_ANSWER, .label = "charlie", .probability = 0.2});
     human_says("a question", NULL);
-    ck_assert(wait_cause("judge fell back (low confidence): today's order hands the turn to alpha"));
+    ck_assert(
+        wait_cause("judge fell back (low confidence): today's order hands the turn to alpha"));
     ck_assert(mention_queued(TTH_ALPHA));
     ck_assert_int_eq(count_in_log("judge: low confidence (answer charlie, p 0.20)"), 1);
 }
@@ -478,8 +484,8 @@ START_TEST(test_timeout_falls_back)
     tth_free(&H);
     start_with(",\"timeoutMs\":300");
     join_abc();
-    fake_judge_push(F, (fj_step){.kind = FJ_ANSWER, .label = "bravo", .probability = 0.9,
-                                 .hold = 1});
+    fake_judge_push(F,
+                    (fj_step){.kind = FJ_ANSWER, .label = "bravo", .probability = 0.9, .hold = 1});
     human_says("a question", NULL);
     ck_assert(wait_cause("judge fell back (timed out)"));
     ck_assert(mention_queued(TTH_ALPHA));
@@ -490,8 +496,8 @@ END_TEST
 START_TEST(test_slow_answer_in_time_is_taken)
 {
     join_abc();
-    fake_judge_push(F, (fj_step){.kind = FJ_ANSWER, .label = "charlie", .probability = 0.7,
-                                 .delay_ms = 300});
+    fake_judge_push(
+        F, (fj_step){.kind = FJ_ANSWER, .label = "charlie", .probability = 0.7, .delay_ms = 300});
     human_says("a question", NULL);
     ck_assert(wait_cause("judge chose charlie, p 0.70"));
 }
@@ -514,8 +520,8 @@ END_TEST
 START_TEST(test_admin_wake_overrules_the_judge)
 {
     join_abc();
-    fake_judge_push(F, (fj_step){.kind = FJ_ANSWER, .label = "bravo", .probability = 0.9,
-                                 .hold = 1});
+    fake_judge_push(F,
+                    (fj_step){.kind = FJ_ANSWER, .label = "bravo", .probability = 0.9, .hold = 1});
     human_says("a question", NULL);
     ck_assert(fake_judge_wait_requests(F, 1, WAIT_MS));
     const char *m[] = {TTH_CHARLIE_UID, NULL};
@@ -532,8 +538,8 @@ END_TEST
 START_TEST(test_restart_while_deciding_keeps_the_order)
 {
     join_abc();
-    fake_judge_push(F, (fj_step){.kind = FJ_ANSWER, .label = "bravo", .probability = 0.9,
-                                 .hold = 1});
+    fake_judge_push(F,
+                    (fj_step){.kind = FJ_ANSWER, .label = "bravo", .probability = 0.9, .hold = 1});
     human_says("a question", NULL);
     ck_assert(fake_judge_wait_requests(F, 1, WAIT_MS));
     fake_judge_release(F); /* the stopping judge's question ends either way */
@@ -543,6 +549,38 @@ START_TEST(test_restart_while_deciding_keeps_the_order)
      * restart unless it came first; the speaker's run counts. */
     int alpha = claim(TTH_ALPHA, NULL, 0), bravo = claim(TTH_BRAVO, NULL, 0);
     ck_assert_int_eq(alpha + bravo, 1);
+}
+END_TEST
+
+START_TEST(test_ledger_counts_every_call)
+{
+    join_abc();
+    fake_judge_push(F, (fj_step){.kind = FJ_ANSWER, .label = "alpha", .probability = 0.8});
+    fake_judge_push(F, (fj_step){.kind = FJ_FAIL, .status = 502});
+    human_says("a question", NULL);
+    ck_assert(wait_cause("judge chose alpha"));
+    ck_assert_int_eq(tth_run(&H, TTH_ALPHA, CH1, NULL, "NO_REPLY", "497"), 0);
+    ck_assert(wait_cause("judge fell back (failed)"));
+    dg_plugin *p = tth_plugin(&H);
+    dg_cost_filter f = {.channel_id = CH1};
+    dg_judge_totals jt;
+    ck_assert_int_eq(dg_store_begin(p->store), DG_OK);
+    ck_assert_int_eq(dg_store_judge_sum(p->store, &f, &jt), DG_OK);
+    dg_cost_report *r = NULL;
+    ck_assert_int_eq(dg_cost_report_load(p->store, &f, &p->cfg, &r), DG_OK);
+    dg_store_rollback(p->store);
+    ck_assert_int_eq(jt.calls, 2);
+    ck_assert_int_eq(jt.fell_back, 1);
+    ck_assert_int_eq(jt.tokens_in, 321); /* the fake's usage, the failure reports none */
+    ck_assert_int_eq(jt.tokens_out, 9);
+    char *text = dg_cost_report_text(r, 0);
+    ck_assert_ptr_nonnull(strstr(text, "judge: 2 calls, 321 tokens in / 9 out"));
+    ck_assert_ptr_nonnull(strstr(text, "1 fell back"));
+    free(text);
+    json_t *j = dg_cost_report_json(r);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "judge"), "calls")), 2);
+    json_decref(j);
+    dg_cost_report_free(r);
 }
 END_TEST
 
@@ -644,6 +682,7 @@ Suite *make_judge_suite(void)
     tcase_add_test(engine, test_mention_is_not_asked_about);
     tcase_add_test(engine, test_admin_wake_overrules_the_judge);
     tcase_add_test(engine, test_restart_while_deciding_keeps_the_order);
+    tcase_add_test(engine, test_ledger_counts_every_call);
     suite_add_tcase(s, engine);
     TCase *host = tcase_create("judge_host");
     tcase_set_timeout(host, 90);

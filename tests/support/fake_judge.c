@@ -111,8 +111,9 @@ static enum MHD_Result answer(fake_judge *f, struct MHD_Connection *c, fj_req *r
         return reply(c, (unsigned)(s.status ? s.status : 500),
                      strdup("{\"error\":{\"message\":\"the fake judge fails\"}}"));
     if (s.kind == FJ_GARBAGE)
-        return reply(c, 200, strdup("{\"choices\":[{\"message\":{\"content\":\"I think planner "
-                                    "should go, definitely\"}}]}"));
+        return reply(c, 200,
+                     strdup("{\"choices\":[{\"message\":{\"content\":\"I think planner "
+                            "should go, definitely\"}}]}"));
     return reply(c, 200, answer_text(label, s.probability));
 }
 
