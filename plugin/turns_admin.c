@@ -6,6 +6,7 @@
  */
 #include "cost_report.h"
 #include "turns_int.h"
+#include "turns_judge.h"
 
 /* ---- admin commands ------------------------------------------------------------- */
 
@@ -222,6 +223,9 @@ static void admin_status(const dg_turns *t, const turns_scope *r, const dg_turn_
         reply_add(b, note);
         free(note);
     }
+    char judge[400];
+    reply_add(b, "\n");
+    reply_add(b, turns_judge_status(t, r, judge, sizeof judge));
 }
 
 /* One admin command under way: the message, its scope, the change the

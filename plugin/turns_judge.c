@@ -23,6 +23,15 @@ int turns_judge_deciding(dg_turns *t, const turns_scope *r)
     return t->p->judge && r->chan->mode == DG_MODE_NORMAL && dg_judge_deciding(t->p->judge, r->key);
 }
 
+const char *turns_judge_status(const dg_turns *t, const turns_scope *r, char *buf, size_t cap)
+{
+    char what[320];
+    dg_judge *j = t->p->judge;
+    snprintf(buf, cap, "judge: %s%s", dg_judge_describe(j, what, sizeof what),
+             j && dg_judge_deciding(j, r->key) ? "; deciding who speaks next now" : "");
+    return buf;
+}
+
 void turns_judge_overruled(dg_turns *t, const turns_scope *r)
 {
     if (t->p->judge)

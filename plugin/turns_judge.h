@@ -36,6 +36,10 @@ int turns_judge_deciding(dg_turns *t, const turns_scope *r);
 void turns_judge_note(dg_turns *t, const turns_scope *r, const dg_turn_message *m,
                       dg_sender_kind kind, int pos);
 
+/* The status line of the judge for scope r ("judge: openai (...)", with
+ * "deciding who speaks next now" while it does) into buf; returns buf. */
+const char *turns_judge_status(const dg_turns *t, const turns_scope *r, char *buf, size_t cap);
+
 /* A change chosen by a person (an admin command) drops an open question
  * of r: its verdict would undo the choice. */
 void turns_judge_overruled(dg_turns *t, const turns_scope *r);

@@ -24,8 +24,8 @@ typedef struct dg_judge_call {
     const char *outcome;    /* required: "chose", "ended", "fell back: <cause>" */
     const char *label;      /* the agent chosen, "nobody", or NULL */
     int64_t at_ms;
-    int64_t probability_milli;      /* 0..1000; -1: no answer */
-    int64_t tokens_in, tokens_out;  /* 0 when not reported */
+    int64_t probability_milli;     /* 0..1000; -1: no answer */
+    int64_t tokens_in, tokens_out; /* 0 when not reported */
     int64_t latency_ms;
 } dg_judge_call;
 

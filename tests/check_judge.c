@@ -584,6 +584,38 @@ START_TEST(test_ledger_counts_every_call)
 }
 END_TEST
 
+/* 1 when a queued moderator message of CH1 holds needle. */
+static int outbox_has(const char *needle)
+{
+    int n = tth_outbox_count(&H, CH1), found = 0;
+    for (int i = 0; i < n && !found; i++) {
+        char *c = tth_outbox_content(&H, CH1, i, NULL);
+        found = c && strstr(c, needle) != NULL;
+        free(c);
+    }
+    return found;
+}
+
+START_TEST(test_status_names_the_judge)
+{
+    join_abc();
+    fake_judge_push(F,
+                    (fj_step){.kind = FJ_ANSWER, .label = "bravo", .probability = 0.9, .hold = 1});
+    human_says("a question", NULL);
+    ck_assert(fake_judge_wait_requests(F, 1, WAIT_MS));
+    human_says("!dirigent status", NULL);
+    char want[160];
+    snprintf(want, sizeof want, "judge: openai (model m at %s), timeout 20000 ms",
+             fake_judge_url(F));
+    ck_assert(outbox_has(want));
+    ck_assert(outbox_has("deciding who speaks next now"));
+    /* The command is no speech: the judge was asked once. */
+    dg_judge_stats st;
+    dg_judge_get_stats(tth_plugin(&H)->judge, &st);
+    ck_assert_int_eq(st.asked, 1);
+}
+END_TEST
+
 /* ---- the host's decision models (ABI 1.2) --------------------------------------- */
 
 static json_t *last_request;
@@ -622,9 +654,13 @@ END_TEST
 
 START_TEST(test_host_without_decide_is_refused)
 {
-    tth_start(&H, "channel", "\"judge\":{\"source\":\"host\"}");
+    tth_start(&H, "channel", "\"admins\":[\"" TTH_HUMAN_UID "\"],\"judge\":{\"source\":\"host\"}");
+    atomic_store(&H.now_ms, (int64_t)time(NULL) * 1000);
     ck_assert_ptr_null(tth_plugin(&H)->judge);
     ck_assert_int_eq(count_in_log("this host has no decide (ABI 1.2"), 1);
+    join_abc();
+    human_says("!dirigent status", NULL);
+    ck_assert(outbox_has("judge: none (today's order)"));
     tth_free(&H);
 }
 END_TEST
@@ -683,6 +719,7 @@ Suite *make_judge_suite(void)
     tcase_add_test(engine, test_admin_wake_overrules_the_judge);
     tcase_add_test(engine, test_restart_while_deciding_keeps_the_order);
     tcase_add_test(engine, test_ledger_counts_every_call);
+    tcase_add_test(engine, test_status_names_the_judge);
     suite_add_tcase(s, engine);
     TCase *host = tcase_create("judge_host");
     tcase_set_timeout(host, 90);
