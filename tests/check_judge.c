@@ -18,6 +18,8 @@
 #include "judge.h"
 #include "judge_plugin.h"
 #include "judge_policy.h"
+#include "ochost.h"
+#include "ocgw.h"
 #include "status.h"
 #include "store.h"
 #include "store_judge.h"
@@ -690,6 +692,65 @@ START_TEST(test_key_variable_must_be_set)
 }
 END_TEST
 
+/* The reference host's decide: the request checked as the ABI states it,
+ * the scripted decision model of ocgw's config, its answers checked. */
+START_TEST(test_reference_host_decide)
+{
+    och_host *h = och_host_new();
+    ck_assert_ptr_nonnull(h);
+    och_host_set_log(h, NULL, NULL, OC_LOG_ERROR + 1);
+    json_t *req = json_pack("{s:s, s:[s,s,s], s:s, s:i}", "question", "who?", "labels", "a", "b",
+                            "nobody", "context", "x", "timeoutMs", 2000);
+    json_t *ans = NULL;
+    ck_assert_int_eq(och_decide(h, req, &ans), OC_ERR_UNSUPPORTED); /* no model configured */
+    json_t *cfg = json_loads("{\"decisions\":{\"answers\":[{\"label\":\"$first\","
+                             "\"probability\":0.9},{\"label\":\"$nobody\",\"probability\":0.7},"
+                             "{\"label\":\"zed\",\"probability\":0.7},{\"fail\":\"io\"},"
+                             "{\"label\":\"a\",\"probability\":0.6,\"delayMs\":5000}]}}",
+                             0, NULL);
+    struct ocgw_decider *d = NULL;
+    char err[256];
+    ck_assert_int_eq(ocgw_decider_new(cfg, &d, err, sizeof err), 0);
+    och_host_set_decide(h, ocgw_decide, d);
+    ck_assert_int_eq(och_decide(h, req, &ans), OC_OK);
+    ck_assert_str_eq(json_string_value(json_object_get(ans, "label")), "a");
+    json_decref(ans);
+    ck_assert_int_eq(och_decide(h, req, &ans), OC_OK);
+    ck_assert_str_eq(json_string_value(json_object_get(ans, "label")), "nobody");
+    json_decref(ans);
+    ck_assert_int_eq(och_decide(h, req, &ans), OC_ERR_IO); /* "zed" was not asked */
+    ck_assert_ptr_null(ans);
+    ck_assert_int_eq(och_decide(h, req, &ans), OC_ERR_IO);
+    json_object_set_new(req, "timeoutMs", json_integer(50));
+    ck_assert_int_eq(och_decide(h, req, &ans), OC_ERR_IO); /* later than the caller waits */
+    ck_assert_int_eq(och_decide(h, req, &ans), OC_ERR_IO); /* the script is used up */
+    /* Malformed requests: one label, duplicates, no timeout. */
+    json_t *bad1 = json_pack("{s:s, s:[s], s:s, s:i}", "question", "q", "labels", "a", "context",
+                             "", "timeoutMs", 10);
+    json_t *bad2 = json_pack("{s:s, s:[s,s], s:s, s:i}", "question", "q", "labels", "a", "a",
+                             "context", "", "timeoutMs", 10);
+    json_t *bad3 =
+        json_pack("{s:s, s:[s,s], s:s}", "question", "q", "labels", "a", "b", "context", "");
+    ck_assert_int_eq(och_decide(h, bad1, &ans), OC_ERR_INVALID);
+    ck_assert_int_eq(och_decide(h, bad2, &ans), OC_ERR_INVALID);
+    ck_assert_int_eq(och_decide(h, bad3, &ans), OC_ERR_INVALID);
+    json_decref(bad1);
+    json_decref(bad2);
+    json_decref(bad3);
+    json_t *wrong = json_loads("{\"decisions\":{\"answers\":[{\"label\":\"a\","
+                               "\"probability\":2}]}}",
+                               0, NULL);
+    struct ocgw_decider *d2 = NULL;
+    ck_assert_int_eq(ocgw_decider_new(wrong, &d2, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "decisions.answers[0]: \"probability\""));
+    json_decref(wrong);
+    json_decref(req);
+    json_decref(cfg);
+    och_host_free(h);
+    ocgw_decider_free(d);
+}
+END_TEST
+
 Suite *make_judge_suite(void)
 {
     Suite *s = suite_create("judge");
@@ -726,6 +787,7 @@ Suite *make_judge_suite(void)
     tcase_add_test(host, test_host_decide);
     tcase_add_test(host, test_host_without_decide_is_refused);
     tcase_add_test(host, test_key_variable_must_be_set);
+    tcase_add_test(host, test_reference_host_decide);
     suite_add_tcase(s, host);
     return s;
 }

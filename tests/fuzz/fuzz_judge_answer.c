@@ -19,8 +19,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void check(int rc, const dgj_answer *a, const char *const *labels, size_t n,
-                  const char *err)
+static void check(int rc, const dgj_answer *a, const char *const *labels, size_t n, const char *err)
 {
     if (rc != DG_OK) {
         if (rc != DG_ERR_INVALID || !err[0]) {
