@@ -429,6 +429,8 @@ bench: deps-ok $(B)/bench all
 # the fake Discord and the gateway keep running after the story.
 # PLATFORM=slack: the same story on a fake Slack (demo/slack.sh; no KEEP).
 DEMO_FLAGS = $(if $(filter 1,$(VERBOSE)),--verbose) $(if $(filter 1,$(KEEP)),--keep)
+# JUDGE=1 with KEEP=1 / playground: the playground's chair asks a judge (ocgw's scripted one).
+export DEMO_JUDGE = $(if $(filter 1,$(JUDGE)),1,0)
 demo: deps-ok all
 	$(if $(filter slack,$(PLATFORM)),sh demo/slack.sh,sh scripts/demo.sh) $(B) $(DEMO_FLAGS)
 

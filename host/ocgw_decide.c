@@ -37,7 +37,8 @@ static int check_answer(const json_t *a, size_t i, char *err, size_t err_len)
                    : bad(err, err_len, i, "\"fail\" must be \"io\" or \"unsupported\"");
     const json_t *p = json_object_get(a, "probability");
     if (!json_is_string(json_object_get(a, "label")))
-        return bad(err, err_len, i, "\"label\" must be a string (a label, \"$first\", \"$nobody\")");
+        return bad(err, err_len, i,
+                   "\"label\" must be a string (a label, \"$first\", \"$nobody\")");
     if (!json_is_number(p) || json_number_value(p) < 0 || json_number_value(p) > 1)
         return bad(err, err_len, i, "\"probability\" must be a number in 0..1");
     return 0;
@@ -51,8 +52,9 @@ int ocgw_decider_new(const json_t *root, struct ocgw_decider **out, char *err, s
         return 0;
     const json_t *list = json_object_get(d, "answers");
     if (!json_is_object(d) || json_object_size(d) != 1 || !json_is_array(list)) {
-        snprintf(err, err_len, "decisions: must be {\"answers\": [...]} (the scripted decision "
-                               "model of ABI 1.2 decide)");
+        snprintf(err, err_len,
+                 "decisions: must be {\"answers\": [...]} (the scripted decision "
+                 "model of ABI 1.2 decide)");
         return -1;
     }
     for (size_t i = 0; i < json_array_size(list); i++)
@@ -117,12 +119,11 @@ int ocgw_decide(void *user, const json_t *request, json_t **answer)
     else if (delay >= limit)
         rc = OC_ERR_IO; /* later than the caller waits: a timeout */
     else
-        *answer = json_pack(
-            "{s:s, s:f, s:s, s:i, s:i}", "label",
-            pick(json_string_value(json_object_get(a, "label")),
-                 json_object_get(request, "labels")),
-            "probability", json_number_value(json_object_get(a, "probability")), "source",
-            "ocgw-script", "tokensIn", 0, "tokensOut", 0);
+        *answer = json_pack("{s:s, s:f, s:s, s:i, s:i}", "label",
+                            pick(json_string_value(json_object_get(a, "label")),
+                                 json_object_get(request, "labels")),
+                            "probability", json_number_value(json_object_get(a, "probability")),
+                            "source", "ocgw-script", "tokensIn", 0, "tokensOut", 0);
     json_decref(a);
     return rc != OC_OK ? rc : *answer ? OC_OK : OC_ERR_IO;
 }

@@ -70,10 +70,11 @@ int turns_judge_intercept(dg_turns *t, turns_scope *r, dg_rule_effects *fx, dg_t
     if (after == DG_NOBODY || after == before)
         return DG_OK; /* the turn did not move: an open question stays open */
     /* A run that just ended speaking: its reply is on its way (the host
-     * delivers it after agent_end), so the human's message is answered. */
+     * delivers it after agent_end). It, or a pass in this cycle, is the
+     * agent's run the human's message was owed. */
     uint64_t replying = next->owed & ~r->st.owed;
     char latest[DGJ_LABEL_MAX];
-    int human_waits = dg_judge_latest(j, r->key, latest) && !replying;
+    int human_waits = dg_judge_latest(j, r->key, latest) && !replying && !next->silent;
     const char *ids[DGJ_MAX_LABELS];
     size_t n = candidates(r->chan, &x, next, latest, replying, ids);
     if (n == 0 || (n == 1 && human_waits))
@@ -116,7 +117,8 @@ static int verdict_target(dg_turns *t, const turns_scope *r, const dg_rule_ctx *
 {
     *o = res->outcome;
     *why = res->cause;
-    if (*o == DG_JUDGE_ENDED && dg_judge_latest(t->p->judge, r->key, NULL) && !st->owed) {
+    if (*o == DG_JUDGE_ENDED && dg_judge_latest(t->p->judge, r->key, NULL) && !st->owed &&
+        !st->silent) {
         *o = DG_JUDGE_FALLBACK; /* a human's message waits for an agent's run */
         *why = DG_JUDGE_NOBODY_REFUSED;
     }

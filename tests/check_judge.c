@@ -386,6 +386,15 @@ static int count_in_log(const char *needle)
     return n;
 }
 
+/* The judge's worker logs through the plugin's log pump: its lines come
+ * a little after the change they tell of. How many there are then. */
+static int wait_log(const char *needle)
+{
+    for (int i = 0; i < WAIT_MS / 5 && count_in_log(needle) == 0; i++)
+        sleep_a_little();
+    return count_in_log(needle);
+}
+
 static void wait_idle(void)
 {
     dg_judge *j = tth_plugin(&H)->judge;
@@ -445,6 +454,24 @@ START_TEST(test_judge_ends_round_after_an_answer)
 }
 END_TEST
 
+/* The human message had its agent's run once one agent passed on it: the
+ * judge may end the round then, instead of every agent passing in turn. */
+START_TEST(test_a_pass_lets_the_judge_end_the_round)
+{
+    join_abc();
+    fake_judge_push(F, (fj_step){.kind = FJ_ANSWER, .label = "alpha", .probability = 0.8});
+    fake_judge_push(F, (fj_step){.kind = FJ_ANSWER, .label = "nobody", .probability = 0.9});
+    human_says("a question", NULL);
+    ck_assert(wait_cause("judge chose alpha"));
+    ck_assert_int_eq(tth_run(&H, TTH_ALPHA, CH1, NULL, "NO_REPLY", "496"), 0);
+    ck_assert(wait_cause("judge ended the round, p 0.90"));
+    char *body = fake_judge_last_body(F);
+    ck_assert_ptr_nonnull(strstr(body, "[\\\"bravo\\\",\\\"charlie\\\",\\\"nobody\\\"]"));
+    free(body);
+    ck_assert(!mention_queued(TTH_BRAVO));
+}
+END_TEST
+
 START_TEST(test_failure_falls_back_logged_once)
 {
     join_abc();
@@ -455,7 +482,7 @@ START_TEST(test_failure_falls_back_logged_once)
     /* alpha passes: the judge is asked again and fails again. */
     ck_assert_int_eq(tth_run(&H, TTH_ALPHA, CH1, NULL, "NO_REPLY", "498"), 0);
     ck_assert(wait_cause("today's order hands the turn to bravo"));
-    ck_assert_int_eq(count_in_log("judge: failed"), 1);
+    ck_assert_int_eq(wait_log("judge: failed"), 1);
 }
 END_TEST
 
@@ -467,7 +494,7 @@ START_TEST(test_low_confidence_falls_back)
     ck_assert(
         wait_cause("judge fell back (low confidence): today's order hands the turn to alpha"));
     ck_assert(mention_queued(TTH_ALPHA));
-    ck_assert_int_eq(count_in_log("judge: low confidence (answer charlie, p 0.20)"), 1);
+    ck_assert_int_eq(wait_log("judge: low confidence (answer charlie, p 0.20)"), 1);
 }
 END_TEST
 
@@ -771,6 +798,7 @@ Suite *make_judge_suite(void)
     tcase_set_timeout(engine, 90);
     tcase_add_test(engine, test_judge_chooses_for_human_message);
     tcase_add_test(engine, test_judge_ends_round_after_an_answer);
+    tcase_add_test(engine, test_a_pass_lets_the_judge_end_the_round);
     tcase_add_test(engine, test_failure_falls_back_logged_once);
     tcase_add_test(engine, test_low_confidence_falls_back);
     tcase_add_test(engine, test_garbage_falls_back);
