@@ -606,6 +606,9 @@ START_TEST(test_ledger_counts_every_call)
     ck_assert_ptr_nonnull(strstr(text, "judge: 2 calls, 321 tokens in / 9 out"));
     ck_assert_ptr_nonnull(strstr(text, "1 fell back"));
     free(text);
+    char line[512];
+    ck_assert_ptr_nonnull(
+        strstr(dg_cost_report_summary(r, line, sizeof line), "; judge 2 calls, 330 tokens"));
     json_t *j = dg_cost_report_json(r);
     ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "judge"), "calls")), 2);
     json_decref(j);
