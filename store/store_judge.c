@@ -58,10 +58,7 @@ static const char SQL_SUM[] =
     "SELECT COUNT(*), COALESCE(SUM(tokens_in), 0), COALESCE(SUM(tokens_out), 0),"
     " COALESCE(SUM(latency_ms), 0),"
     " COALESCE(SUM(CASE WHEN outcome LIKE 'fell back%' THEN 1 ELSE 0 END), 0)"
-    " FROM judge_calls"
-    " WHERE (CAST(?1 AS TEXT) IS NULL OR channel_id = ?1)"
-    " AND (CAST(?2 AS TEXT) IS NULL OR scope = ?2)"
-    " AND at_ms >= ?3 AND (CAST(?4 AS BIGINT) IS NULL OR at_ms < ?4)";
+    " FROM judge_calls" DG_COST_WHERE_FILTER;
 
 int dg_store_judge_sum(dg_store *st, const dg_cost_filter *f, dg_judge_totals *out)
 {
@@ -70,13 +67,7 @@ int dg_store_judge_sum(dg_store *st, const dg_cost_filter *f, dg_judge_totals *o
     dg_stmt *s = dg_store_stmt(st, SQL_SUM);
     if (!s)
         return DG_ERR_IO;
-    dg_bind_text_borrowed(s, 1, f->channel_id);
-    dg_bind_text_borrowed(s, 2, f->scope);
-    dg_bind_int64(s, 3, f->since_ms);
-    if (f->until_ms > 0)
-        dg_bind_int64(s, 4, f->until_ms);
-    else
-        dg_bind_null(s, 4);
+    dg_store_cost_bind_filter(s, f);
     int rc = dg_step(s);
     if (rc == DG_ROW) {
         out->calls = dg_col_int64(s, 0);
