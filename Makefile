@@ -41,6 +41,8 @@
 #                             abort switch, back-off); it knows no platform
 #   discord/*.c            -> build/libdgdiscord.a, the Discord REST client, linked
 #                             by dirigent.so and ocgw
+#   judge/*.c              -> build/libdgjudge.a, the chair's judge: its evidence,
+#                             answer parsers and OpenAI-compatible client (on http/)
 #   slack/*.c              -> build/libdgslack.a, the Slack Web API client (the
 #                             moderator app's operations)
 #   chat/*.c               -> build/libdgchat.a, the chat platform interface of the
@@ -152,6 +154,7 @@ ALL_CFLAGS = $(PART_INC) $(BASE_CFLAGS)
 #   common/ <- http/ <- {discord/, slack/} <- chat/                  (libdgchat.a)
 #   {chat/, store/} <- plugin/ (+ include/) <- hooks/                 (dirigent.so)
 #   common/ <- http/ <- discord/ <- host/ (+ include/)               (libochost.a, ocgw)
+#   common/ <- http/ <- judge/ <- plugin/                            (the chair's judge)
 # http/ is the chat-platform clients' shared request core: discord/ and
 # slack/ see it, it sees neither. plugin/ and hooks/ see chat/ only, never
 # a platform's client (tools/ and the tests see discord/ and slack/ too:
@@ -164,13 +167,14 @@ INC_http    := $(INC_common) -Ihttp
 INC_discord := $(INC_http) -Idiscord
 INC_store   := $(INC_common) -Istore
 INC_slack   := $(INC_http) -Islack
+INC_judge   := $(INC_http) -Ijudge
 INC_chat    := $(INC_common) -Idiscord -Islack -Ichat
-INC_plugin  := -Iinclude $(INC_common) -Ichat -Istore -Iplugin
+INC_plugin  := -Iinclude $(INC_common) -Ichat -Istore -Ijudge -Iplugin
 INC_hooks   := $(INC_plugin) -Ihooks
 INC_host    := -Iinclude $(INC_discord) -Islack -Ihost
 INC_servers := $(INC_common)
 INC_tools   := $(INC_plugin) -Idiscord -Islack -Itools
-INC_tests   := $(INC_hooks) -Ihttp -Idiscord -Ihost -Islack -Itests/support
+INC_tests   := $(INC_hooks) -Ihttp -Idiscord -Ihost -Islack -Ijudge -Itests/support
 PART_INC     = $(INC_tests)
 LDFLAGS_ALL = -pthread $(SANFLAGS) $(LDFLAGS)
 
@@ -186,11 +190,15 @@ DISCORD_LIB := $(B)/libdgdiscord.a
 SLACK_SRC  := $(sort $(wildcard slack/*.c))
 SLACK_OBJ  := $(SLACK_SRC:%.c=$(B)/obj/%.o)
 SLACK_LIB  := $(B)/libdgslack.a
+JUDGE_SRC  := $(sort $(wildcard judge/*.c))
+JUDGE_OBJ  := $(JUDGE_SRC:%.c=$(B)/obj/%.o)
+JUDGE_LIB  := $(B)/libdgjudge.a
 CHAT_SRC   := $(sort $(wildcard chat/*.c))
 CHAT_OBJ   := $(CHAT_SRC:%.c=$(B)/obj/%.o)
 CHAT_LIB   := $(B)/libdgchat.a
-# What the core links for its chat platforms: the interface and each platform.
-PLATFORM_LIBS := $(CHAT_LIB) $(DISCORD_LIB) $(SLACK_LIB) $(HTTP_LIB)
+# What the core links for its chat platforms (the interface and each platform)
+# and its judge, all on http/'s request core.
+PLATFORM_LIBS := $(CHAT_LIB) $(DISCORD_LIB) $(SLACK_LIB) $(JUDGE_LIB) $(HTTP_LIB)
 STORE_SRC  := $(sort $(wildcard store/*.c))
 STORE_OBJ  := $(STORE_SRC:%.c=$(B)/obj/%.o)
 STORE_LIB  := $(B)/libdgstore.a
@@ -271,6 +279,7 @@ $(B)/obj/http/%.o: PART_INC = $(INC_http)
 $(B)/obj/discord/%.o: PART_INC = $(INC_discord)
 $(B)/obj/store/%.o: PART_INC = $(INC_store)
 $(B)/obj/slack/%.o: PART_INC = $(INC_slack)
+$(B)/obj/judge/%.o: PART_INC = $(INC_judge)
 $(B)/obj/chat/%.o: PART_INC = $(INC_chat)
 $(B)/obj/plugin/%.o: PART_INC = $(INC_plugin)
 $(B)/obj/hooks/%.o: PART_INC = $(INC_hooks)
@@ -311,6 +320,10 @@ $(STORE_LIB): $(STORE_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 $(SLACK_LIB): $(SLACK_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(JUDGE_LIB): $(JUDGE_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
@@ -422,6 +435,8 @@ bench: deps-ok $(B)/bench all
 # the fake Discord and the gateway keep running after the story.
 # PLATFORM=slack: the same story on a fake Slack (demo/slack.sh; no KEEP).
 DEMO_FLAGS = $(if $(filter 1,$(VERBOSE)),--verbose) $(if $(filter 1,$(KEEP)),--keep)
+# JUDGE=1 with KEEP=1 / playground: the playground's chair asks a judge (ocgw's scripted one).
+export DEMO_JUDGE = $(if $(filter 1,$(JUDGE)),1,0)
 demo: deps-ok all
 	$(if $(filter slack,$(PLATFORM)),sh demo/slack.sh,sh scripts/demo.sh) $(B) $(DEMO_FLAGS)
 
@@ -475,7 +490,7 @@ coverage: deps-ok
 	find build-cov -name '*.gcda' -delete 2>/dev/null || true
 	$(MAKE) COVERAGE=1 test-deps
 	-env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL DG_BUILD_DIR=build-cov DG_COVERAGE=1 ./build-cov/check_all
-	sh scripts/coverage.sh build-cov plugin store hooks host servers common http discord slack chat
+	sh scripts/coverage.sh build-cov plugin store hooks host servers common http discord slack judge chat
 
 test-deps: deps-ok $(TEST_DEPS)
 .PHONY: test-deps

@@ -874,6 +874,12 @@ static int open_host(ocgw *g, char **sessions)
     }
     och_host_set_log(g->host, NULL, NULL, g->cfg.log_level);
     och_host_set_claim_hooks(g->host, g->cfg.claim_hooks);
+    if (ocgw_decider_new(g->cfg.root, &g->decider, err, sizeof err) != 0) {
+        och_log(g->host, OC_LOG_ERROR, OCGW_SOURCE, "%s", err);
+        return 2;
+    }
+    if (g->decider)
+        och_host_set_decide(g->host, ocgw_decide, g->decider);
     if (ocgw_state_open(&g->st, g->cfg.state_dir, g->cfg.fsync, err, sizeof err) != 0) {
         och_log(g->host, OC_LOG_ERROR, OCGW_SOURCE, "%s", err);
         return 2;
@@ -1078,7 +1084,9 @@ static int run_gateway(ocgw *g, ocgw_expect *ex)
 /* Everything main set up, in any state it got to. */
 static void cleanup(ocgw *g, ocgw_expect *ex, char *sessions)
 {
-    och_host_free(g->host); /* plugins shut down first: their threads may still log */
+    och_host_free(g->host);        /* plugins shut down first: their threads may still log */
+    ocgw_decider_free(g->decider); /* after the plugins: their judge may ask until then */
+    g->decider = NULL;
     g->host = NULL;
     g_self = NULL;
     free(sessions);

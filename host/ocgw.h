@@ -302,9 +302,26 @@ struct ocgw {
     size_t n_rt, cap_rt;
     ocgw_msg *queue; /* polled, not yet processed; any channel */
     size_t n_queue, cap_queue;
-    int64_t discover_ms;   /* next listing of the guild's channels (gateway.runOnly) */
-    unsigned discover_rot; /* which local agent's token lists them */
+    int64_t discover_ms;          /* next listing of the guild's channels (gateway.runOnly) */
+    unsigned discover_rot;        /* which local agent's token lists them */
+    struct ocgw_decider *decider; /* the config's `decisions` (ABI 1.2 decide), NULL: none */
 };
+
+/* ---- ocgw_decide.c: the scripted decision model (ABI 1.2 decide) ---- */
+
+/*
+ * The config's `decisions` {"answers": [...]} checked and taken: each
+ * answer, used once in order, is {"label": <a label, "$first" (the first
+ * asked) or "$nobody" ("nobody" when asked, else the first)>,
+ * "probability": 0..1, "delayMs"?: 0..60000} or {"fail": "io" |
+ * "unsupported", "delayMs"?}; past the last one decide fails (io). *out
+ * NULL when the config has none. 0, or -1 with err naming the field.
+ */
+struct ocgw_decider;
+int ocgw_decider_new(const json_t *root, struct ocgw_decider **out, char *err, size_t err_len);
+void ocgw_decider_free(struct ocgw_decider *d);
+/* och_decide_fn over d (user). Any thread. */
+int ocgw_decide(void *user, const json_t *request, json_t **answer);
 
 /* Label of a user id for the transcript: agent id, human id, "moderator",
  * or the id. Borrowed or static. */

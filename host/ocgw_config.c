@@ -670,8 +670,8 @@ int ocgw_config_load(const char *path, ocgw_config *c, char *err, size_t err_len
     c->config_dir = slash == abs ? strdup("/") : strndup(abs, (size_t)(slash - abs));
     c->config_path = strdup(abs);
 
-    static const char *const keys[] = {"plugins", "discord", "slack",       "gateway", "channels",
-                                       "agents",  "humans",  "description", NULL};
+    static const char *const keys[] = {"plugins", "discord", "slack",       "gateway",   "channels",
+                                       "agents",  "humans",  "description", "decisions", NULL};
     /* Before and after ${NAME} expansion: a token written into the file, or
      * one a variable put into a key that is not for tokens. */
     int rc = refuse_tokens(c->root, path, err, err_len);

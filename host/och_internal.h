@@ -115,6 +115,10 @@ struct och_host {
     /* och_host_set_claim_hooks(h, 0): `on` refuses the claim hooks */
     int no_claim_hooks;
 
+    /* och_host_set_decide: ABI 1.2's decision model, NULL: none */
+    och_decide_fn decide_fn;
+    void *decide_user;
+
     /* config */
     int configured;
     char **load_paths;

@@ -95,6 +95,18 @@ static int api_run_abort(oc_host *p, const char *key)
     return rc;
 }
 
+static int api_decide(oc_host *p, const json_t *request, json_t **answer)
+{
+    if (answer)
+        *answer = NULL;
+    if (!p || !answer)
+        return OC_ERR_INVALID;
+    int rc = och_decide(p->host, request, answer);
+    if (rc != OC_OK)
+        och_log(p->host, OC_LOG_INFO, p->id, "decide: %s", oc_status_name(rc));
+    return rc;
+}
+
 static void api_log(oc_host *p, int level, const char *message)
 {
     if (!p)
@@ -115,6 +127,7 @@ void och_plugin_api_fill(och_plugin *p)
     p->api.log = api_log;
     p->api.session_reset = api_session_reset;
     p->api.run_abort = api_run_abort;
+    p->api.decide = api_decide;
 }
 
 /* ---- candidates ---------------------------------------------------------------- */

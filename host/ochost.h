@@ -110,6 +110,23 @@ int och_host_set_state_file(och_host *h, const char *path, char *err, size_t err
 void och_host_set_claim_hooks(och_host *h, int on);
 
 /*
+ * The host's decision model behind ABI 1.2's decide: fn(user, request,
+ * answer) gets a request the core has checked (question, labels 2..32
+ * unique, context, timeoutMs 1..60000) and returns OC_OK with a NEW answer
+ * object, or OC_ERR_UNSUPPORTED / OC_ERR_IO; the core checks the answer
+ * (a label asked, a probability in 0..1) before the plugin sees it. Called
+ * on the plugin's thread that asks (never a hook thread); must bound its
+ * wait by timeoutMs. NULL fn (the default): decide answers
+ * OC_ERR_UNSUPPORTED ("no decision model configured"). Life-cycle
+ * function; call it before och_host_load.
+ */
+typedef int (*och_decide_fn)(void *user, const json_t *request, json_t **answer);
+void och_host_set_decide(och_host *h, och_decide_fn fn, void *user);
+
+/* decide as a plugin calls it (the checks above, then fn). */
+int och_decide(och_host *h, const json_t *request, json_t **answer);
+
+/*
  * Read the host config (borrowed; the host copies what it keeps). Only the
  * `plugins` object is read; other top-level keys belong to the embedder and
  * are ignored:

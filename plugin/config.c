@@ -231,6 +231,9 @@ static int parse_agent(const char *id, const json_t *val, dg_config *c, char *er
                        "config: \"%s\" must be a Slack user id ('U' or 'W' and 2-20 letters or "
                        "digits, e.g. U0123ABCD: the agent app's bot user), got \"%.40s\"",
                        path, a->slack_user_id);
+    snprintf(path, sizeof path, "agents.%s.role", id);
+    if ((rc = dg_config_agent_role(val, path, &a->role, err, err_len)))
+        return rc;
     if (!a->discord_user_id && !a->slack_user_id)
         return dg_fail(err, err_len, DG_ERR_INVALID,
                        "config: \"agents.%s\" needs \"discordUserId\" (its Discord bot user), "
@@ -684,6 +687,7 @@ static const dg_config_key KEYS[] = {
     SECTION("agents", DG_CFG_MAP, 0, rule_agents),
     STR("agents.*.discordUserId", 0, NULL, DG_CFG_NO_FIELD, NULL),
     STR("agents.*.slackUserId", 0, NULL, DG_CFG_NO_FIELD, NULL),
+    STR("agents.*.role", 0, NULL, DG_CFG_NO_FIELD, NULL),
     SECTION("admins", DG_CFG_ARRAY, 0, rule_admins),
     SECTION("turn", DG_CFG_OBJECT, 0, NULL),
     INT("turn.timeoutSec", 1, 86400, 60, turn_timeout_sec),
@@ -714,6 +718,14 @@ static const dg_config_key KEYS[] = {
     INT("budget.discussionTokens", 0, 1000000000L, 0, budget.limit[DG_BUDGET_DISCUSSION_TOKENS]),
     SECTION("channelBudgets", DG_CFG_MAP, 0, dg_config_rule_channel_budgets),
     SECTION("prices", DG_CFG_MAP, 0, dg_config_rule_prices),
+    SECTION("judge", DG_CFG_OBJECT, 0, NULL),
+    STR("judge.baseUrl", 0, NULL, F(judge_base_url), NULL),
+    STR("judge.model", 0, NULL, F(judge_model), NULL),
+    STR("judge.apiKeyEnv", 0, NULL, F(judge_api_key_env), dg_config_rule_judge_key_env),
+    INT("judge.timeoutMs", 100, 60000, 3000, judge_timeout_ms),
+    {"judge.minConfidence", DG_CFG_NUMBER, 0, 0, 1, 0, NULL, DG_CFG_NO_FIELD,
+     dg_config_rule_judge_confidence},
+    STR("judge.source", 0, "none", DG_CFG_NO_FIELD, dg_config_rule_judge_source),
 };
 
 #undef F
@@ -772,6 +784,7 @@ static int read_key(const json_t *json, const dg_config_key *k, dg_config *c, ch
         break;
     case DG_CFG_OBJECT:
     case DG_CFG_MAP: rc = check_object(v, k->path, err, err_len); break;
+    case DG_CFG_NUMBER:       /* its rule reads it */
     case DG_CFG_ARRAY: break; /* its rule checks the type: the message names the items' rule too */
     }
     if (rc == DG_OK && k->rule)
@@ -884,12 +897,16 @@ void dg_config_free(dg_config *c)
         free(c->agents[i].agent_id);
         free(c->agents[i].discord_user_id);
         free(c->agents[i].slack_user_id);
+        free(c->agents[i].role);
     }
     free(c->agents);
     for (size_t i = 0; i < c->n_admins; i++)
         free(c->admins[i]);
     free(c->admins);
     dg_config_budget_free(c);
+    free(c->judge_base_url);
+    free(c->judge_model);
+    free(c->judge_api_key_env);
     memset(c, 0, sizeof *c);
 }
 

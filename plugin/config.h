@@ -21,7 +21,18 @@ typedef struct dg_agent_cfg {
     char *agent_id;        /* key of `agents` */
     char *discord_user_id; /* snowflake; NULL: the agent is on Slack only */
     char *slack_user_id;   /* U... (upper case); NULL: the agent is on Discord only */
+    char *role;            /* agents.<id>.role: one line the judge is shown; NULL: none */
 } dg_agent_cfg;
+
+/* judge.source: who the chair asks who speaks next. */
+typedef enum dg_judge_source {
+    DG_JUDGE_NONE = 0,   /* today's order, nobody asked */
+    DG_JUDGE_OPENAI = 1, /* an OpenAI-compatible endpoint the plugin calls itself */
+    DG_JUDGE_HOST = 2    /* the host's decision models (ABI 1.2 decide) */
+} dg_judge_source;
+
+/* "none" / "openai" / "host". Static string. */
+const char *dg_judge_source_name(dg_judge_source s);
 
 /* What a budget counts and over which window. Windows are fixed UTC hours
  * and days; "per human message" counts from a scope's latest human message;
@@ -113,6 +124,13 @@ typedef struct dg_config {
     size_t n_channel_budgets;
     dg_price *prices; /* sorted by model */
     size_t n_prices;
+
+    dg_judge_source judge_source; /* judge.source */
+    char *judge_base_url;         /* judge.baseUrl (openai), no trailing '/' */
+    char *judge_model;            /* judge.model (openai) */
+    char *judge_api_key_env;      /* judge.apiKeyEnv: the variable holding the key; NULL: none */
+    long judge_timeout_ms;        /* judge.timeoutMs: one question's bound */
+    double judge_min_confidence;  /* judge.minConfidence: below it, today's hand-off */
 } dg_config;
 
 /* The JSON type of a key. A map is an object of caller-chosen keys whose
@@ -120,6 +138,7 @@ typedef struct dg_config {
 typedef enum dg_config_key_type {
     DG_CFG_STRING,
     DG_CFG_INT,
+    DG_CFG_NUMBER, /* read by its rule alone (judge.minConfidence) */
     DG_CFG_OBJECT,
     DG_CFG_MAP,
     DG_CFG_ARRAY

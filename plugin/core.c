@@ -6,6 +6,7 @@
  * turn timeouts); any failure unwinds what was built so far and leaves
  * nothing running. The entry point (hooks/entry.c) calls it from init.
  */
+#include "turns_judge.h"
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +79,8 @@ void dg_core_free(dg_plugin *p)
 {
     if (!p)
         return;
+    dg_judge_free(p->judge); /* its worker applies verdicts through the engine */
+    p->judge = NULL;
     dg_turns_stop(p->turns); /* its thread kicks the outbox */
     dg_outbox_stop(p->outbox);
     dg_outbox_stop(p->slack_outbox);
@@ -210,6 +213,10 @@ int dg_core_new(const oc_host_api *api, const json_t *config, dg_core_attach_fn 
     if ((rc = dg_turns_new(p, &p->turns))) {
         snprintf(err, err_len, "dirigent: the turn engine could not start (%s)",
                  dg_status_name(rc));
+        goto fail;
+    }
+    if ((rc = dg_judge_new(p, dg_turns_judge_apply, p->turns, &p->judge))) {
+        snprintf(err, err_len, "dirigent: the judge could not start (%s)", dg_status_name(rc));
         goto fail;
     }
     if ((rc = attach(p, err, err_len)))

@@ -3,6 +3,7 @@
  * one-line summary and its JSON (cost_report.h).
  */
 #include "cost_report.h"
+#include "store_judge.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -45,6 +46,7 @@ struct dg_cost_report {
     size_t n_unpriced, cap_unpriced;
     dg_cost_totals total;
     double money;
+    dg_judge_totals judge; /* the chair's judge: its calls apart from the agents' runs */
 };
 
 /* What the walk over the ledger's rows needs besides the report. */
@@ -145,6 +147,8 @@ int dg_cost_report_load(dg_store *st, const dg_cost_filter *f, const dg_config *
     load_ctx c = {.r = r, .cfg = cfg};
     if (rc == DG_OK)
         rc = dg_store_cost_rows(st, f, take_row, &c);
+    if (rc == DG_OK)
+        rc = dg_store_judge_sum(st, f, &r->judge);
     if (rc != DG_OK) {
         dg_cost_report_free(r);
         return rc;
@@ -319,11 +323,24 @@ static size_t line_len(const dg_cost_report *r, size_t i)
     return day_len(r, i, 0) + (starts_channel(r, i) ? day_len(r, i, 1) : 0);
 }
 
+/* The judge's line: its calls, what they cost, how many fell back. */
+static void put_judge(out *o, const dg_cost_report *r)
+{
+    const dg_judge_totals *j = &r->judge;
+    if (j->calls > 0)
+        put(o,
+            "judge: %lld call%s, %lld tokens in / %lld out, %lld ms on average, %lld fell back\n",
+            (long long)j->calls, j->calls == 1 ? "" : "s", (long long)j->tokens_in,
+            (long long)j->tokens_out, (long long)(j->latency_ms / j->calls),
+            (long long)j->fell_back);
+}
+
 char *dg_cost_report_text(const dg_cost_report *r, size_t max_len)
 {
     out tail = {0};
     if (!r->n_days) {
         put(&tail, "no agent runs recorded\n");
+        put_judge(&tail, r);
         return tail.nomem ? NULL : tail.b.s;
     }
     put(&tail, "total: ");
@@ -331,6 +348,7 @@ char *dg_cost_report_text(const dg_cost_report *r, size_t max_len)
     put(&tail, "\n");
     if (r->n_unpriced)
         put_unpriced(&tail, r);
+    put_judge(&tail, r);
     /* The body: every line when the whole fits, else as many as fit
      * beside the tail and the line that says how many were left out. */
     static const size_t CUT_LINE = 96;
@@ -370,6 +388,9 @@ char *dg_cost_report_summary(const dg_cost_report *r, char *buf, size_t len)
     if (r->n_unpriced)
         put(&o, ", no price for %s%s", *r->unpriced[0] ? r->unpriced[0] : "(model not reported)",
             r->n_unpriced > 1 ? " and others" : "");
+    if (r->judge.calls > 0)
+        put(&o, "; judge %lld calls, %lld tokens", (long long)r->judge.calls,
+            (long long)(r->judge.tokens_in + r->judge.tokens_out));
     snprintf(buf, len, "%s", o.nomem || !o.b.s ? "cost: (out of memory)" : o.b.s);
     dg_buf_free(&o.b);
     return buf;
@@ -448,5 +469,15 @@ json_t *dg_cost_report_json(const dg_cost_report *r)
                                 priced(r), "unpriced", unpriced, "currency", "$");
     json_decref(days);
     json_decref(unpriced);
+    const dg_judge_totals *j = &r->judge;
+    if (o &&
+        json_object_set_new(
+            o, "judge",
+            json_pack("{s:I,s:I,s:I,s:I,s:I}", "calls", (json_int_t)j->calls, "tokensIn",
+                      (json_int_t)j->tokens_in, "tokensOut", (json_int_t)j->tokens_out, "latencyMs",
+                      (json_int_t)j->latency_ms, "fellBack", (json_int_t)j->fell_back)) != 0) {
+        json_decref(o);
+        o = NULL;
+    }
     return o;
 }

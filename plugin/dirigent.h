@@ -48,6 +48,7 @@ typedef struct dg_plugin {
      * function, which is read first. */
     _Atomic(dg_clock_fn) clock;
     _Atomic(void *) clock_state;
+    struct dg_judge *judge;          /* who speaks next (judge_plugin.h); NULL: no judge */
     dg_turns *turns;                 /* turn engine: created by dg_core_new, freed
                                  by dg_core_free */
     int claim_hooks;                 /* the host took before_agent_reply and

@@ -6,6 +6,7 @@
  */
 #include "cost_report.h"
 #include "turns_int.h"
+#include "turns_judge.h"
 
 /* ---- admin commands ------------------------------------------------------------- */
 
@@ -222,6 +223,9 @@ static void admin_status(const dg_turns *t, const turns_scope *r, const dg_turn_
         reply_add(b, note);
         free(note);
     }
+    char judge[400];
+    reply_add(b, "\n");
+    reply_add(b, turns_judge_status(t, r, judge, sizeof judge));
 }
 
 /* One admin command under way: the message, its scope, the change the
@@ -573,7 +577,7 @@ static int admin_commit(dg_turns *t, admin_run *a)
     else if (a->mention)
         a->next.awaiting = 0; /* the reply that would wake it is not posted */
     if (rc == DG_OK)
-        rc = turns_queue_effects(t, r, &a->fx, &a->next, a->now, a->kick);
+        rc = turns_queue_effects_chosen(t, r, &a->fx, &a->next, a->now, a->kick);
     if (rc == DG_OK && a->changes)
         rc = turns_install(t, r, &a->next);
     return rc;

@@ -5,6 +5,7 @@
  * (agent_end). Records and locking: turns_int.h, turns_engine.c.
  */
 #include "turns_int.h"
+#include "turns_judge.h"
 #include "utf8.h"
 
 /* ---- agent hooks ------------------------------------------------------------------ */
@@ -139,7 +140,8 @@ static int resolve_fn(dg_turns *t, turns_sess *e, turns_scope *r, const dg_turn_
         v->no_reply = dg_rule_needs_override(&r->st, &x, e->pos, now);
         /* The speaker awaiting its wake message: this run started before
          * it arrived (turns_engine.h); swapped, with no effect on the turn. */
-        v->waiting = !v->no_reply && dg_rule_awaiting_wake(&r->st, &x, e->pos, now);
+        v->waiting = !v->no_reply && (dg_rule_awaiting_wake(&r->st, &x, e->pos, now) ||
+                                      (e->pos != DG_NOBODY && turns_judge_deciding(t, r)));
         v->no_reply |= v->waiting;
     }
     /* Remember what this run saw: agent_end tells whether it consumed the
@@ -193,6 +195,7 @@ typedef enum claim_why {
     CLAIM_BEFORE_REPLY, /* the run answers the message before an owed reply */
     CLAIM_STALE,        /* the run answers an older message than the latest */
     CLAIM_WAITING,      /* the speaker's wake message has not reached it yet */
+    CLAIM_JUDGE,        /* the judge decides who speaks next */
     CLAIM_RESTING,      /* the scope is dormant */
     CLAIM_NOT_SPEAKER,  /* another agent holds the turn */
     CLAIM_WHY_COUNT
@@ -215,6 +218,7 @@ static const char *const claim_reasons[CLAIM_WHY_COUNT] = {
                     "for the latest message follows)",
     [CLAIM_WAITING] = "this agent holds the turn, but the moderator's message that "
                       "wakes it has not reached it yet (this run started before it)",
+    [CLAIM_JUDGE] = TURNS_JUDGE_REASON " (its verdict wakes the agent it names)",
     [CLAIM_RESTING] = "the conversation is resting until a new message",
     [CLAIM_NOT_SPEAKER] = "another agent holds the turn",
 };
@@ -322,6 +326,13 @@ static int claim_classify(dg_turns *t, claim_run *cr, dg_turn_claim *out, int64_
     if (removed_member(e)) {
         out->claimed = 1;
         cr->why = CLAIM_REMOVED;
+        return DG_OK;
+    }
+    /* While the judge decides, no run counts: the verdict wakes the one
+     * it names. Held back like a stale run, with no effect on the turn. */
+    if (e->configured && e->pos != DG_NOBODY && turns_judge_deciding(t, r)) {
+        out->waiting = 1;
+        cr->why = CLAIM_JUDGE;
         return DG_OK;
     }
     if (e->configured && dg_rule_needs_override(&r->st, &cr->x, e->pos, now)) {

@@ -8,6 +8,7 @@
 #include "md_code.h"
 #include "snowflake.h"
 #include "turns_int.h"
+#include "turns_judge.h"
 
 /* ---- message_received ------------------------------------------------------------ */
 
@@ -398,6 +399,7 @@ static int ingest_message(dg_turns *t, turns_chan *c, const dg_turn_message *m, 
     if (!moderator) {
         r->wake_fp[0] = '\0'; /* a real message: the reminder is history */
         turns_recent_push(r, m->content, pos, 0, kind == DG_SENDER_HUMAN, now);
+        turns_judge_note(t, r, m, kind, pos);
     } else if (kind == DG_SENDER_MODERATOR) {
         /* A moderator text (a kickoff, a result, a reply) is a message the
          * agents' runs answer too: a run queued for the kickoff that starts

@@ -588,6 +588,11 @@ int turns_mention_owed(dg_turns *t, const char *target, const char *uid, int *ye
 
 /* The moderator messages fx owes for r's change to next, queued; next
  * records what they arm (a wait for the wake message). Writer held. */
+/* turns_queue_effects asks the judge first when the change moved the turn
+ * by the order (turns_judge.h); turns_queue_effects_chosen is for a change
+ * a person chose (an admin command): no judge, an open question dropped. */
+int turns_queue_effects_chosen(dg_turns *t, turns_scope *r, const dg_rule_effects *fx,
+                               dg_turn_state *next, int64_t now, int *kick) TURNS_MUST_USE;
 int turns_queue_effects(dg_turns *t, turns_scope *r, const dg_rule_effects *fx, dg_turn_state *next,
                         int64_t now, int *kick) TURNS_MUST_USE;
 

@@ -7,6 +7,7 @@
  */
 #include "store_outbox.h"
 #include "turns_int.h"
+#include "turns_judge.h"
 
 /* ---- moderator messages ------------------------------------------------------- */
 
@@ -288,8 +289,8 @@ int turns_mention_owed(dg_turns *t, const char *target, const char *uid, int *ye
 /* The moderator messages fx owes scope r, whose next state is next. A
  * wake message that is not queued after all (no user id, not a Discord
  * channel) ends the wait for it in next: nothing would ever end it. */
-int turns_queue_effects(dg_turns *t, turns_scope *r, const dg_rule_effects *fx, dg_turn_state *next,
-                        int64_t now, int *kick)
+static int queue_effects(dg_turns *t, turns_scope *r, const dg_rule_effects *fx,
+                         dg_turn_state *next, int64_t now, int *kick)
 {
     TURNS_ASSERT_WRITER(t);
     turns_chan *c = r->chan;
@@ -363,4 +364,20 @@ int turns_queue_effects(dg_turns *t, turns_scope *r, const dg_rule_effects *fx, 
         }
     }
     return rc;
+}
+
+int turns_queue_effects(dg_turns *t, turns_scope *r, const dg_rule_effects *fx, dg_turn_state *next,
+                        int64_t now, int *kick)
+{
+    /* A move by the order is the judge's to decide, when one is on. */
+    dg_rule_effects own = *fx;
+    int rc = turns_judge_intercept(t, r, &own, next);
+    return rc == DG_OK ? queue_effects(t, r, &own, next, now, kick) : rc;
+}
+
+int turns_queue_effects_chosen(dg_turns *t, turns_scope *r, const dg_rule_effects *fx,
+                               dg_turn_state *next, int64_t now, int *kick)
+{
+    turns_judge_overruled(t, r);
+    return queue_effects(t, r, fx, next, now, kick);
 }

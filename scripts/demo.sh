@@ -177,6 +177,21 @@ sed -e 's|"agents": \["planner"\] }|"agents": ["planner", "reviewer", "coder"] }
     demo/host.json >"$RUN/playground.json"
 grep -q '"agents": \["planner", "reviewer", "coder"\]' "$RUN/playground.json" ||
     { echo "demo: could not put every agent in #work for the playground ($RUN/playground.json)" >&2; exit 1; }
+# JUDGE=1 (make playground JUDGE=1): the chair asks a judge who speaks next, the
+# gateway's scripted decision model (ABI 1.2 decide) answering: the first
+# candidate for a question, then "nobody" once it is answered.
+if [ "${DEMO_JUDGE:-0}" = 1 ]; then
+    answers=""
+    for i in 1 2 3 4 5 6 7 8 9 10; do
+        answers="$answers{\"label\": \"\$first\", \"probability\": 0.9},"
+        answers="$answers{\"label\": \"\$nobody\", \"probability\": 0.85},"
+    done
+    sed -i -e 's|"turn": { "timeoutSec": 60 },|"turn": { "timeoutSec": 60 }, "judge": { "source": "host", "timeoutMs": 3000 },|' \
+        -e "s|^  \"humans\": \[|  \"decisions\": { \"answers\": [${answers%,}] },\n  \"humans\": [|" \
+        "$RUN/playground.json"
+    grep -q '"decisions"' "$RUN/playground.json" && grep -q '"source": "host"' "$RUN/playground.json" ||
+        { echo "demo: could not give the playground a judge ($RUN/playground.json)" >&2; exit 1; }
+fi
 "$B/ocgw" --config "$RUN/playground.json" $VERBOSE 2>>"$RUN/ocgw.log" &
 GW=$!
 echo $GW >"$RUN/ocgw.pid"

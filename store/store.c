@@ -59,6 +59,7 @@ const char *const dg_schema_steps[] = {
     dg_schema_v17_command_hints,
     dg_schema_v18_cost,
     dg_schema_v19_platform,
+    dg_schema_v20_judge,
 };
 const int dg_schema_nsteps = (int)(sizeof dg_schema_steps / sizeof dg_schema_steps[0]);
 

@@ -119,15 +119,11 @@ int dg_store_cost_usage(dg_store *st, const dg_cost_run *r, const char *model, i
     " COALESCE(SUM(model_calls), 0), COALESCE(SUM(tokens_in), 0),"                                 \
     " COALESCE(SUM(tokens_out), 0), COALESCE(MIN(at_ms), 0), COALESCE(MAX(at_ms), 0)"
 
-/* ?1 channel, ?2 scope, ?3 since, ?4 until (NULLs: no condition). */
-#define WHERE_FILTER                                                                               \
-    " WHERE (CAST(?1 AS TEXT) IS NULL OR channel_id = ?1)"                                         \
-    " AND (CAST(?2 AS TEXT) IS NULL OR scope = ?2)"                                                \
-    " AND at_ms >= ?3 AND (CAST(?4 AS BIGINT) IS NULL OR at_ms < ?4)"
+#define WHERE_FILTER DG_COST_WHERE_FILTER
 
 static const char SQL_SUM[] = "SELECT " SUMS " FROM cost_runs" WHERE_FILTER;
 
-static void bind_filter(dg_stmt *s, const dg_cost_filter *f)
+void dg_store_cost_bind_filter(dg_stmt *s, const dg_cost_filter *f)
 {
     dg_bind_text_borrowed(s, 1, f->channel_id);
     dg_bind_text_borrowed(s, 2, f->scope);
@@ -153,7 +149,7 @@ int dg_store_cost_sum(dg_store *st, const dg_cost_filter *f, dg_cost_totals *out
     dg_stmt *s = dg_store_stmt(st, SQL_SUM);
     if (!s)
         return DG_ERR_IO;
-    bind_filter(s, f);
+    dg_store_cost_bind_filter(s, f);
     int rc = dg_step(s);
     if (rc == DG_ROW)
         read_sums(s, 0, out);
@@ -173,7 +169,7 @@ int dg_store_cost_rows(dg_store *st, const dg_cost_filter *f, dg_cost_row_fn fn,
     dg_stmt *s = dg_store_stmt(st, SQL_ROWS);
     if (!s)
         return DG_ERR_IO;
-    bind_filter(s, f);
+    dg_store_cost_bind_filter(s, f);
     int rc, stop = 0;
     while (!stop && (rc = dg_step(s)) == DG_ROW) {
         dg_cost_row row = {.channel_id = dg_col_text(s, 0),
@@ -229,6 +225,9 @@ int dg_store_cost_human(dg_store *st, const char *channel_id, const char *scope,
 static const char SQL_PRUNE_RUNS[] =
     "DELETE FROM cost_runs WHERE (session_key, run_id) IN"
     " (SELECT session_key, run_id FROM cost_runs WHERE at_ms < ?1 LIMIT ?2)";
+/* The judge's calls (store_judge.h) go with the runs they decided. */
+static const char SQL_PRUNE_JUDGE[] =
+    "DELETE FROM judge_calls WHERE id IN (SELECT id FROM judge_calls WHERE at_ms < ?1 LIMIT ?2)";
 static const char SQL_PRUNE_HUMANS[] =
     "DELETE FROM cost_humans WHERE (channel_id, scope) IN"
     " (SELECT channel_id, scope FROM cost_humans WHERE at_ms < ?1 LIMIT ?2)";
@@ -236,9 +235,9 @@ static const char SQL_PRUNE_HUMANS[] =
 int dg_store_cost_prune(dg_store *st, int64_t before_ms, size_t max, long *removed)
 {
     DG_ASSERT_IN_TXN(st);
-    const char *sql[] = {SQL_PRUNE_RUNS, SQL_PRUNE_HUMANS};
+    const char *sql[] = {SQL_PRUNE_RUNS, SQL_PRUNE_HUMANS, SQL_PRUNE_JUDGE};
     long total = 0;
-    for (size_t i = 0; i < 2; i++) {
+    for (size_t i = 0; i < sizeof sql / sizeof *sql; i++) {
         dg_stmt *s = dg_store_stmt(st, sql[i]);
         if (!s)
             return DG_ERR_IO;

@@ -298,6 +298,17 @@ extern const char dg_schema_v16_member_standing[];
 extern const char dg_schema_v17_command_hints[];
 extern const char dg_schema_v18_cost[];
 extern const char dg_schema_v19_platform[];
+extern const char dg_schema_v20_judge[];
+
+/* The cost ledger's filter (store_cost.h) in SQL, for a table with
+ * channel_id, scope and at_ms: ?1 channel, ?2 scope, ?3 since, ?4 until
+ * (NULLs: no condition); dg_store_cost_bind_filter binds f to them. */
+#define DG_COST_WHERE_FILTER                                                                       \
+    " WHERE (CAST(?1 AS TEXT) IS NULL OR channel_id = ?1)"                                         \
+    " AND (CAST(?2 AS TEXT) IS NULL OR scope = ?2)"                                                \
+    " AND at_ms >= ?3 AND (CAST(?4 AS BIGINT) IS NULL OR at_ms < ?4)"
+struct dg_cost_filter;
+void dg_store_cost_bind_filter(dg_stmt *s, const struct dg_cost_filter *f);
 
 /* A platform name as the store writes it: its own static "discord" or
  * "slack" for name ("discord" for NULL), NULL for any other name (the

@@ -290,13 +290,13 @@ typedef struct refusal {
 
 static const refusal refusals[] = {
     {"1", "major2", "major2.so", "major2", OC_ABI_MAJOR, 0, NULL,
-     "the library reports ABI major 2 but this host speaks ABI 1.1"},
+     "the library reports ABI major 2 but this host speaks ABI 1.2"},
     {"2", NULL, "absent.so", "major2m", OC_ABI_MAJOR + 1, 0, NULL,
-     "its manifest.json declares ABI major 2 but this host speaks ABI 1.1"},
+     "its manifest.json declares ABI major 2 but this host speaks ABI 1.2"},
     {"3", "minor_high", "minor_high.so", "minor_high", OC_ABI_MAJOR, OC_ABI_MINOR, NULL,
-     "the library reports ABI 1.2 but this host only offers ABI 1.1"},
+     "the library reports ABI 1.3 but this host only offers ABI 1.2"},
     {"4", NULL, "absent.so", "minor_highm", OC_ABI_MAJOR, OC_ABI_MINOR + 1, NULL,
-     "its manifest.json declares ABI 1.2 but this host only offers ABI 1.1"},
+     "its manifest.json declares ABI 1.3 but this host only offers ABI 1.2"},
     {"5", "noentry", "noentry.so", "noentry", OC_ABI_MAJOR, OC_ABI_MINOR, NULL,
      "does not export the entry symbol oc_plugin_entry"},
     {"6", "nullinit", "nullinit.so", "nullinit", OC_ABI_MAJOR, OC_ABI_MINOR, NULL,
@@ -359,7 +359,7 @@ START_TEST(host_refuses_incompatible_plugins)
     ck_assert_int_eq(och_plugin_state_of(h, "fine"), OCH_PLUGIN_LOADED);
     /* No refused plugin ran init (the probe logs "init" first thing). */
     char *inits = host_test_log_seq(&log, NULL, "init ");
-    ck_assert_str_eq(inits, "init fine host 1.1");
+    ck_assert_str_eq(inits, "init fine host 1.2");
     free(inits);
     och_host_free(h);
     host_test_log_free(&log);

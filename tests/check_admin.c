@@ -200,7 +200,8 @@ START_TEST(test_status_shows_the_scope_and_changes_nothing)
                       "turn order: alpha, bravo, charlie\n"
                       "speaker: charlie\n"
                       "passed this cycle: bravo\n"
-                      "agent messages: 1/5",
+                      "agent messages: 1/5\n"
+                      "judge: none (today's order)",
                       "");
     dg_turn_state after = peek(CH1, NULL);
     assert_same(&before, &after);
@@ -225,7 +226,8 @@ START_TEST(test_status_shows_the_scope_and_changes_nothing)
                       "turn order: alpha, bravo, charlie\n"
                       "speaker: dormant\n"
                       "passed this cycle: alpha, bravo, charlie\n"
-                      "agent messages: 1/5",
+                      "agent messages: 1/5\n"
+                      "judge: none (today's order)",
                       "");
 }
 END_TEST
@@ -653,7 +655,8 @@ START_TEST(test_closed_channel_answers_closed)
                       "passed this cycle: none\n"
                       "agent messages: 0/5\n"
                       "this discussion channel is closed: rest, wake and skip change nothing "
-                      "here",
+                      "here\n"
+                      "judge: none (today's order)",
                       "");
     dg_turn_state after = peek(CH2, NULL);
     assert_same(&before, &after);
@@ -1066,7 +1069,8 @@ START_TEST(test_thread_policy_command_acts_in_its_discord_thread)
                       "turn order: alpha, bravo, charlie\n"
                       "speaker: bravo\n"
                       "passed this cycle: alpha\n"
-                      "agent messages: 0/5",
+                      "agent messages: 0/5\n"
+                      "judge: none (today's order)",
                       "");
     admin_says(CH1, TH1, "!dirigent rest", NULL);
     expect_last_reply(3, TH1, RESTED, "");
@@ -1096,7 +1100,8 @@ START_TEST(test_thread_policy_top_level_command_acts_on_the_latest_thread)
              "turn order: alpha, bravo, charlie\n"
              "speaker: alpha\n"
              "passed this cycle: none\n"
-             "agent messages: 0/5",
+             "agent messages: 0/5\n"
+             "judge: none (today's order)",
              top);
     expect_last_reply(1, CH1, want, "");
     dg_turn_state after = peek_scope(&sc, NULL);

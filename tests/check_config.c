@@ -605,6 +605,7 @@ static const char *key_type_name(dg_config_key_type t)
     switch (t) {
     case DG_CFG_STRING: return "string";
     case DG_CFG_INT: return "integer";
+    case DG_CFG_NUMBER: return "number";
     case DG_CFG_ARRAY: return "array";
     default: return "object";
     }
@@ -1206,6 +1207,42 @@ START_TEST(test_state_dir_creates_and_takes_back_db_folders)
 }
 END_TEST
 
+/* The judge's keys: defaults without a section; an openai judge with its
+ * endpoint (trailing '/' dropped), bounds and the agents' roles. */
+START_TEST(test_judge_keys)
+{
+    clear_env();
+    dg_config c;
+    char err[512];
+    ck_assert_int_eq(parse_text("{" BASE "}", &c, err, sizeof err), OC_OK);
+    ck_assert_int_eq(c.judge_source, DG_JUDGE_NONE);
+    ck_assert_int_eq(c.judge_timeout_ms, 3000);
+    ck_assert(c.judge_min_confidence == 0.5);
+    dg_config_free(&c);
+    ck_assert_int_eq(
+        parse_text("{" BASE ",\"agents\":{\"a\":{\"discordUserId\":\"5\",\"role\":\"reviews "
+                   "risks\"},\"b\":{\"discordUserId\":\"6\"}},\"judge\":{\"source\":\"openai\","
+                   "\"baseUrl\":\"http://127.0.0.1:9/v1/\",\"model\":\"m\",\"apiKeyEnv\":"
+                   "\"DG_JUDGE_KEY\",\"timeoutMs\":250,\"minConfidence\":0.8}}",
+                   &c, err, sizeof err),
+        OC_OK);
+    ck_assert_int_eq(c.judge_source, DG_JUDGE_OPENAI);
+    ck_assert_str_eq(c.judge_base_url, "http://127.0.0.1:9/v1");
+    ck_assert_str_eq(c.judge_model, "m");
+    ck_assert_str_eq(c.judge_api_key_env, "DG_JUDGE_KEY");
+    ck_assert_int_eq(c.judge_timeout_ms, 250);
+    ck_assert(c.judge_min_confidence == 0.8);
+    ck_assert_str_eq(dg_config_agent(&c, "a")->role, "reviews risks");
+    ck_assert_ptr_null(dg_config_agent(&c, "b")->role);
+    ck_assert_str_eq(dg_judge_source_name(c.judge_source), "openai");
+    dg_config_free(&c);
+    ck_assert_int_eq(parse_text("{" BASE ",\"judge\":{\"source\":\"host\"}}", &c, err, sizeof err),
+                     OC_OK);
+    ck_assert_int_eq(c.judge_source, DG_JUDGE_HOST);
+    dg_config_free(&c);
+}
+END_TEST
+
 Suite *make_config_suite(void)
 {
     Suite *s = suite_create("config");
@@ -1218,6 +1255,7 @@ Suite *make_config_suite(void)
     free_names(bad, n_bad);
     /* No folder found: one check that fails and says so. */
     tcase_add_test(tc, test_slack_section);
+    tcase_add_test(tc, test_judge_keys);
     tcase_add_loop_test(tc, test_bad_config_names_key, 0, n_bad > 0 ? n_bad : 1);
     tcase_add_test(tc, test_env_policy_overrides_config);
     tcase_add_test(tc, test_env_token_overrides_config);

@@ -190,8 +190,8 @@ START_TEST(discovery_order_and_shutdown_order)
     ck_assert_int_eq(och_plugin_get(h, 5, &info), OC_ERR_NOT_FOUND);
 
     char *inits = host_test_log_seq(&log, NULL, "init ");
-    ck_assert_str_eq(inits, "init zeta host 1.1|init mid host 1.1|init alpha host 1.1|"
-                            "init gamma host 1.1|init delta host 1.1");
+    ck_assert_str_eq(inits, "init zeta host 1.2|init mid host 1.2|init alpha host 1.2|"
+                            "init gamma host 1.2|init delta host 1.2");
     free(inits);
     och_host_free(h);
     char *downs = host_test_log_seq(&log, NULL, "shutdown ");
@@ -231,7 +231,7 @@ START_TEST(duplicate_id_first_wins)
     ck_assert_ptr_nonnull(strstr(i1.reason, "/a/one"));
     ck_assert(host_test_log_has(&log, "2 alpha:", "/b/one duplicate", NULL));
     char *inits = host_test_log_seq(&log, NULL, "init ");
-    ck_assert_str_eq(inits, "init alpha host 1.1");
+    ck_assert_str_eq(inits, "init alpha host 1.2");
     free(inits);
     och_host_free(h);
     host_test_log_free(&log);
@@ -267,7 +267,7 @@ START_TEST(allow_deny_and_disabled)
     ck_assert(host_test_log_has(&log, "2 host:", "plugins.allow lists \"nosuch\"", NULL));
     /* Only alpha ran: its config reached init (its thread logged). */
     char *inits = host_test_log_seq(&log, NULL, "init ");
-    ck_assert_str_eq(inits, "init alpha host 1.1");
+    ck_assert_str_eq(inits, "init alpha host 1.2");
     free(inits);
     och_host_free(h);
     char *th = host_test_log_seq(&log, "alpha", "thread line");

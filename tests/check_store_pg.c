@@ -70,6 +70,8 @@
 #define UNDO_V18_COST                                                                              \
     "DROP TABLE cost_runs; DROP TABLE cost_humans; ALTER TABLE turn_ledger DROP COLUMN budget,"    \
     " DROP COLUMN budget_until_ms;"
+/* And v20's judge ledger. */
+#define UNDO_V20_JUDGE "DROP TABLE judge_calls;"
 /* And v19's platform and thread columns. */
 #define UNDO_V19_PLATFORM                                                                          \
     "ALTER TABLE outbox DROP COLUMN platform, DROP COLUMN thread_id;"                              \
@@ -176,8 +178,8 @@ START_TEST(v10_outbox_migrates_with_its_rows)
                  "CONSTRAINT outbox_state_check CHECK (state IN (0, 1, 2));"
                  "DROP INDEX outbox_channel;"
                  "CREATE INDEX outbox_pending ON outbox(channel_id, id)"
-                 " WHERE state = 0;" UNDO_V19_PLATFORM UNDO_V18_COST UNDO_V17_HINTS UNDO_V16_MEMBERS
-                     UNDO_V15_SEEN UNDO_V14_LEDGER UNDO_V13_LEDGER UNDO_V13_LOG
+                 " WHERE state = 0;" UNDO_V20_JUDGE UNDO_V19_PLATFORM UNDO_V18_COST UNDO_V17_HINTS
+                     UNDO_V16_MEMBERS UNDO_V15_SEEN UNDO_V14_LEDGER UNDO_V13_LEDGER UNDO_V13_LOG
                  "UPDATE dg_schema_version SET version = 10"),
         0);
     ck_assert_int_eq(
@@ -235,8 +237,9 @@ START_TEST(v18_rows_are_discords_after_migration)
 {
     char *url = pgs_fresh_url();
     dg_store_close(open_ok(url));
-    ck_assert_int_eq(pgs_exec(url, UNDO_V19_PLATFORM "UPDATE dg_schema_version SET version = 18"),
-                     0);
+    ck_assert_int_eq(
+        pgs_exec(url, UNDO_V20_JUDGE UNDO_V19_PLATFORM "UPDATE dg_schema_version SET version = 18"),
+        0);
     ck_assert_int_eq(pgs_exec(url, store_platform_v18_rows), 0);
     dg_store *st = open_ok(url);
     ck_assert_int_eq(dg_store_opened_version(st), 18);
@@ -812,14 +815,13 @@ START_TEST(schema_steps_refused_by_the_server)
     st = open_ok(u2);
     dg_store_close(st);
     ck_assert_int_eq(
-        pgs_exec(u2,
-                 "DROP TABLE turn_transitions; ALTER TABLE outbox DROP "
-                 "CONSTRAINT outbox_state_check, ADD CONSTRAINT "
-                 "outbox_state_check CHECK (state IN (0, 1, 2));"
-                 "DROP INDEX outbox_channel; CREATE INDEX outbox_pending ON "
-                 "outbox(channel_id, id) WHERE state = 0;" UNDO_V19_PLATFORM UNDO_V18_COST
-                     UNDO_V17_HINTS UNDO_V16_MEMBERS UNDO_V15_SEEN UNDO_V14_LEDGER UNDO_V13_LEDGER
-                 "UPDATE dg_schema_version SET version = 9"),
+        pgs_exec(u2, "DROP TABLE turn_transitions; ALTER TABLE outbox DROP "
+                     "CONSTRAINT outbox_state_check, ADD CONSTRAINT "
+                     "outbox_state_check CHECK (state IN (0, 1, 2));"
+                     "DROP INDEX outbox_channel; CREATE INDEX outbox_pending ON "
+                     "outbox(channel_id, id) WHERE state = 0;" UNDO_V20_JUDGE UNDO_V19_PLATFORM
+                         UNDO_V18_COST UNDO_V17_HINTS UNDO_V16_MEMBERS UNDO_V15_SEEN UNDO_V14_LEDGER
+                             UNDO_V13_LEDGER "UPDATE dg_schema_version SET version = 9"),
         0);
     snprintf(sql, sizeof sql,
              "GRANT USAGE, CREATE ON SCHEMA %s TO %s; GRANT SELECT ON ALL "

@@ -176,11 +176,12 @@ static json_t *window_json(dg_store *st, const dg_config *cfg, int64_t since_ms,
         return NULL;
     char line[512];
     json_t *j = dg_cost_report_json(r);
-    json_t *o = j ? json_pack("{s:s,s:O,s:O,s:O,s:o}", "summary",
+    json_t *o = j ? json_pack("{s:s,s:O,s:O,s:O,s:o,s:O}", "summary",
                               dg_cost_report_summary(r, line, sizeof line), "totals",
                               json_object_get(j, "totals"), "priced", json_object_get(j, "priced"),
                               "unpriced", json_object_get(j, "unpriced"), "firstRun",
-                              iso_json(dg_cost_report_totals(r)->first_ms))
+                              iso_json(dg_cost_report_totals(r)->first_ms), "judge",
+                              json_object_get(j, "judge"))
                   : NULL;
     json_decref(j);
     dg_cost_report_free(r);

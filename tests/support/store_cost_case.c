@@ -2,6 +2,7 @@
  * store_cost_case.c -- see store_cost_case.h.
  */
 #include "store_cost_case.h"
+#include "store_judge.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -107,12 +108,42 @@ void store_cost_case_run(dg_store *st)
     ck_assert_int_eq(dg_store_cost_set_human(st, "100", "~conv", 10 * DAY + 8), DG_OK);
     ck_assert_int_eq(dg_store_cost_human(st, "100", "~conv", &t.last_ms), DG_OK);
     ck_assert_int_eq(t.last_ms, 10 * DAY + 9);
+    /* The judge's calls (store_judge.h): summed apart, pruned with the runs. */
+    dg_judge_call jc = {.channel_id = "100",
+                        .scope = "~conv",
+                        .source = "openai:m",
+                        .outcome = "chose",
+                        .label = "a",
+                        .at_ms = 10 * DAY + 1,
+                        .probability_milli = 820,
+                        .tokens_in = 300,
+                        .tokens_out = 7,
+                        .latency_ms = 40};
+    ck_assert_int_eq(dg_store_judge_call_add(st, &jc), DG_OK);
+    jc = (dg_judge_call){.channel_id = "100",
+                         .scope = "~conv",
+                         .source = "openai:m",
+                         .outcome = "fell back: timed out",
+                         .at_ms = 12 * DAY,
+                         .probability_milli = -1,
+                         .latency_ms = 3000};
+    ck_assert_int_eq(dg_store_judge_call_add(st, &jc), DG_OK);
+    jc.probability_milli = 1001;
+    ck_assert_int_eq(dg_store_judge_call_add(st, &jc), DG_ERR_INVALID);
+    dg_judge_totals jt;
+    ck_assert_int_eq(dg_store_judge_sum(st, &all, &jt), DG_OK);
+    ck_assert_int_eq(jt.calls, 2);
+    ck_assert_int_eq(jt.fell_back, 1);
+    ck_assert_int_eq(jt.tokens_in, 300);
+    ck_assert_int_eq(jt.latency_ms, 3040);
     long removed = 0;
     ck_assert_int_eq(dg_store_cost_prune(st, 11 * DAY, 1, &removed), DG_OK);
-    ck_assert_int_eq(removed, 2); /* one run, one human mark: the batch bound */
+    ck_assert_int_eq(removed, 3); /* one run, one human mark, one judge call: the batch bound */
     ck_assert_int_eq(dg_store_cost_prune(st, 11 * DAY, 100, &removed), DG_OK);
     ck_assert_int_eq(removed, 1);
     ck_assert_int_eq(dg_store_cost_sum(st, &all, &t), DG_OK);
     ck_assert_int_eq(t.runs, 3);
+    ck_assert_int_eq(dg_store_judge_sum(st, &all, &jt), DG_OK);
+    ck_assert_int_eq(jt.calls, 1);
     ck_assert_int_eq(dg_store_commit(st), DG_OK);
 }

@@ -211,8 +211,35 @@ void tth_start_ex(tth *h, const char *policy, const char *extra, int old_host)
     tth_start_agents(h, policy, NULL, extra, old_host);
 }
 
+static void prepare(tth *h, const char *policy, const char *agents, const char *extra,
+                    int old_host);
+
 void tth_start_agents(tth *h, const char *policy, const char *agents, const char *extra,
                       int old_host)
+{
+    prepare(h, policy, agents, extra, old_host);
+    start_plugin(h);
+}
+
+/* ABI 1.2's decide: the test's function, counted. */
+static int th_decide(oc_host *host, const json_t *request, json_t **answer)
+{
+    tth *h = (tth *)host;
+    *answer = NULL;
+    atomic_fetch_add(&h->decide_calls, 1);
+    return h->decide_fn ? h->decide_fn(h->decide_ud, request, answer) : OC_ERR_UNSUPPORTED;
+}
+
+void tth_start_decide(tth *h, const char *extra, tth_decide_fn fn, void *ud)
+{
+    prepare(h, "channel", NULL, extra, 0);
+    h->decide_fn = fn;
+    h->decide_ud = ud;
+    h->api.decide = th_decide;
+    start_plugin(h);
+}
+
+static void prepare(tth *h, const char *policy, const char *agents, const char *extra, int old_host)
 {
     memset(h, 0, sizeof *h);
     h->old_host = old_host;
@@ -247,7 +274,6 @@ void tth_start_agents(tth *h, const char *policy, const char *agents, const char
                  policy, h->store, agents ? agents : TTH_DEFAULT_AGENTS, extra ? "," : "",
                  extra ? extra : "") < 0)
         TTH_EXPECT(0, "out of memory");
-    start_plugin(h);
 }
 
 void tth_stop_plugin(tth *h)

@@ -68,7 +68,16 @@ typedef struct tth {
     int relay, main_busy, relay_timeouts;
     pthread_t main_thread;
     pthread_cond_t relay_cv;
+    /* ABI 1.2 decide (tth_start_decide): the test's answer function, and
+     * how often the plugin asked. */
+    int (*decide_fn)(void *ud, const json_t *request, json_t **answer);
+    void *decide_ud;
+    _Atomic int decide_calls;
 } tth;
+
+/* What a test host's decide answers: as oc_host_api.decide, with ud. Runs
+ * on the plugin's judge thread. */
+typedef int (*tth_decide_fn)(void *ud, const json_t *request, json_t **answer);
 
 /*
  * Start the plugin. policy: "channel" or "thread"; extra: more top-level
@@ -87,6 +96,10 @@ void tth_start_ex(tth *h, const char *policy, const char *extra, int old_host);
  * (NULL: the test agents above), for a suite that names its own agents. */
 void tth_start_agents(tth *h, const char *policy, const char *agents, const char *extra,
                       int old_host);
+
+/* As tth_start(h, "channel", extra) on a host with ABI 1.2's decide,
+ * answered by fn(ud, ...). */
+void tth_start_decide(tth *h, const char *extra, tth_decide_fn fn, void *ud);
 
 /* Shut the plugin down (database stays). */
 void tth_stop_plugin(tth *h);
