@@ -253,7 +253,8 @@ START_TEST(test_channel_policy_answers_in_the_thread_where_the_human_wrote)
                       "turn order: alpha, bravo, charlie\n"
                       "speaker: bravo\n"
                       "passed this cycle: alpha\n"
-                      "agent messages: 0/5",
+                      "agent messages: 0/5\n"
+                      "judge: none (today's order)",
                       "");
     /* Nobody answers the thread's next question: the hand-off is in the thread. */
     human_says(CH1, TH1, "anyone?");
