@@ -188,6 +188,7 @@ typedef enum claim_why {
     CLAIM_NO = 0,       /* not claimed: the run goes on */
     CLAIM_CLOSED,       /* a closed discussion channel */
     CLAIM_REMOVED,      /* an admin took the agent out of the order */
+    CLAIM_COMMAND,      /* the run answers an admin command or the moderator's reply */
     CLAIM_BUDGET,       /* a budget's breaker holds the scope */
     CLAIM_LATE,         /* the turn came in another gateway after the run's message */
     CLAIM_BEFORE_REPLY, /* the run answers the message before an owed reply */
@@ -203,6 +204,8 @@ static const char *const claim_reasons[CLAIM_WHY_COUNT] = {
     [CLAIM_CLOSED] = "closed discussion channel (archive only)",
     [CLAIM_REMOVED] = "an admin took this agent out of the channel's turn order "
                       "(`!dirigent add` puts it back)",
+    [CLAIM_COMMAND] = "this run answers an admin's `!dirigent` command or the moderator's "
+                      "reply to one: the moderator answers commands, never an agent",
     [CLAIM_BUDGET] = "a budget of this conversation is reached; it rests until an admin's "
                      "`!dirigent resume` (or the end of the budget's hour or day)",
     [CLAIM_LATE] = "the turn reached this agent in another gateway after this run's "
@@ -322,6 +325,16 @@ static int claim_classify(dg_turns *t, claim_run *cr, dg_turn_claim *out, int64_
     if (removed_member(e)) {
         out->claimed = 1;
         cr->why = CLAIM_REMOVED;
+        return DG_OK;
+    }
+    /* A command is not speech, in any channel (one agent's too): a run
+     * for it, or for the moderator's reply, is held back with no effect
+     * on the turn, unless the reply hands this agent the turn (wake, skip). */
+    if (e->configured && turns_prompt_is_command(e->chan, cr->prompt, now) &&
+        !(e->pos != DG_NOBODY && r->st.active && r->st.handoff == e->pos &&
+          turns_is_admin_reply(cr->prompt))) {
+        out->waiting = 1;
+        cr->why = CLAIM_COMMAND;
         return DG_OK;
     }
     if (e->configured && dg_rule_needs_override(&r->st, &cr->x, e->pos, now)) {
