@@ -337,6 +337,13 @@ static int claim_classify(dg_turns *t, claim_run *cr, dg_turn_claim *out, int64_
         cr->why = CLAIM_COMMAND;
         return DG_OK;
     }
+    /* A breaker holds the scope: every run is claimed for it, whoever holds
+     * the turn (a discussion's initiator, asked to wrap up, aside). */
+    if (e->configured && turns_staged(t, r)->budget && !turns_budget_exempt(r, e->pos)) {
+        out->claimed = 1;
+        cr->why = CLAIM_BUDGET;
+        return DG_OK;
+    }
     if (e->configured && dg_rule_needs_override(&r->st, &cr->x, e->pos, now)) {
         out->claimed = 1;
         cr->why = CLAIM_NOT_SPEAKER; /* or resting: told once the change is published */
@@ -458,7 +465,9 @@ static int claim_locked(dg_turns *t, claim_run *cr, dg_turn_claim *out, int64_t 
         return rc;
     cr->r = cr->e->fixed ? cr->e->fixed : cr->e->chan->follow;
     turns_make_ctx(t, cr->e->chan, &cr->x);
-    if ((rc = claim_classify(t, cr, out, now)) != DG_OK ||
+    /* A window that ended lifts its breaker before anything is decided. */
+    if ((rc = turns_budget_lift_due(t, cr->r, now)) != DG_OK ||
+        (rc = claim_classify(t, cr, out, now)) != DG_OK ||
         (rc = claim_check_budget(t, cr, out, now, kick)) != DG_OK)
         return rc;
     out->claimed |= out->waiting;
@@ -713,8 +722,7 @@ static int run_end_locked(dg_turns *t, const dg_turn_session *s, const char *run
     if (granted != 0)
         turns_nudge_run_ended(r, fresh->pos, now);
     if ((rc = turns_cost_record(t, r, s, run_id, granted == 0 ? DG_COST_SWAPPED : DG_COST_GRANTED,
-                                now)) != DG_OK ||
-        (granted != 0 && (rc = turns_budget_check(t, r, now, kick)) != DG_OK))
+                                now)) != DG_OK)
         return rc;
     /* Unknown (the run started before this instance did): it saw the
      * latest message unless one came after this instance loaded the scope
@@ -736,6 +744,13 @@ static int run_end_locked(dg_turns *t, const dg_turn_session *s, const char *run
     if ((!dg_turn_state_same(&next, &r->st) || !r->in_db) &&
         (rc = turns_save_scope(t, r, &next, now, cause)))
         return rc;
+    /* A budget reached by this run holds the scope only when somebody is
+     * next: a round that ended by itself owes no notice, and the next
+     * human message starts a new one. */
+    if ((rc = turns_install(t, r, &next)) ||
+        (granted != 0 && next.active && !next.budget && (rc = turns_budget_check(t, r, now, kick))))
+        return rc;
+    next = *turns_staged(t, r);
     if ((rc = turns_queue_effects(t, r, &fx, &next, now, kick)))
         return rc;
     return turns_install(t, r, &next);

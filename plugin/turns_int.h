@@ -466,6 +466,13 @@ int turns_budget_trip(dg_turns *t, turns_scope *r, const turns_budget_hit *hit, 
  * the breaker already holds r. Writer held. */
 int turns_budget_check(dg_turns *t, turns_scope *r, int64_t now, int *kick) TURNS_MUST_USE;
 
+/* As turns_budget_reached and turns_budget_check, the token budgets only
+ * when tokens_only is set. Writer held. */
+int turns_budget_reached_of(dg_turns *t, turns_scope *r, int64_t now, int tokens_only,
+                            turns_budget_hit *hit) TURNS_MUST_USE;
+int turns_budget_check_of(dg_turns *t, turns_scope *r, int64_t now, int tokens_only,
+                          int *kick) TURNS_MUST_USE;
+
 /* 1 when member pos may run although a breaker holds r: a discussion's
  * initiator, asked to wrap up. Mirror lock or writer held. */
 int turns_budget_exempt(const turns_scope *r, int pos);

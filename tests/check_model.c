@@ -1203,7 +1203,11 @@ static void do_step(model *m, const step *s)
         } else if (v->rests) {
             m->ob[s->ch].open = 0; /* an admin put the scope to sleep */
         } else if (v->wakes == 1 || (v->wakes == 2 && held)) {
-            open_obligation(m, s->ch, HUMAN[s->who % N_HUMANS]);
+            /* A command starts no agent's run itself: a wake in a channel
+             * with nobody in its turn order wakes nobody. */
+            uint64_t present = 0;
+            if (dg_turns_present(tth_plugin(&m->h)->turns, CH[s->ch], &present) == OC_OK && present)
+                open_obligation(m, s->ch, HUMAN[s->who % N_HUMANS]);
         }
         break;
     }
