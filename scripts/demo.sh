@@ -63,10 +63,15 @@ export OCGW_API_BASE="$URL" OCGW_STATE="$RUN/state" OCGW_WORK="$RUN/work" OCGW_P
 
 # The playground's status page (dirigent-ctl serve, read-only) from the
 # start: it shows the story's scopes and discussion as they happen.
+# It reads the gateway's own config (the OCGW_* variables filled in), so
+# it shows the playground's budgets' limits and prices.
 PAGE=
 if [ "$KEEP" = 1 ]; then
+    sed -e "s|\${OCGW_STATE}|$OCGW_STATE|g" -e "s|\${OCGW_API_BASE}|$OCGW_API_BASE|g" \
+        -e "s|\${OCGW_WORK}|$OCGW_WORK|g" -e "s|\${OCGW_PLUGINS}|$OCGW_PLUGINS|g" \
+        demo/host.json >"$RUN/openclaw.json"
     "$B/dirigent-ctl" serve --listen "${DEMO_SERVE_LISTEN:-127.0.0.1:0}" \
-        --db "$RUN/state/dirigent.db" >"$RUN/serve.out" 2>"$RUN/serve.log" &
+        --openclaw-config "$RUN/openclaw.json" >"$RUN/serve.out" 2>"$RUN/serve.log" &
     SERVE=$!
     i=0
     while ! grep -q '^dirigent-ctl serve: http' "$RUN/serve.out" 2>/dev/null && [ $i -lt 100 ] &&
