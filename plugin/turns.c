@@ -267,10 +267,8 @@ static void on_message_impl(dg_turn_state *s, const dg_rule_ctx *c, dg_sender_ki
     dg_rule_expire(s, c, now_ms, fx);
 
     /* Any real message: a new latest message, a new cycle. Its author has
-     * seen it (a host never runs an agent for its own message) and has
-     * nothing to add to it: it counts as having passed on it, so the turn
-     * never comes back to it (with a hand-off and a paid model call) until
-     * somebody else says something. */
+     * seen it and has nothing to add: it counts as having passed on it, so
+     * the turn never comes back to it (a hand-off, a paid model call). */
     s->msg_seq++;
     uint64_t author = kind == DG_SENDER_AGENT && valid_pos(c, sender_pos) ? BIT(sender_pos) : 0;
     s->consumed = author;
