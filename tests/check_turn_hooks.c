@@ -660,6 +660,46 @@ START_TEST(test_discussion_idle_reminder_once_per_idle_period)
 }
 END_TEST
 
+static int outbox_with(const char *channel, const char *needle);
+
+/* The hook ctx of agent's session in channel, with runId. New reference. */
+static json_t *run_ctx(const char *agent, const char *channel, const char *run_id)
+{
+    char key[256];
+    return json_pack("{s:s, s:s, s:s, s:s, s:s}", "agentId", agent, "sessionKey",
+                     tth_session_key(key, sizeof key, agent, channel, NULL), "channelId", channel,
+                     "messageProvider", "discord", "runId", run_id);
+}
+
+/* A turn the budget allows is delivered: with discussionTurns 2, the
+ * second turn's model reports its usage while it runs; that report does
+ * not latch the breaker under the run (which would hand the initiator the
+ * turn and cancel the answer it paid for). The run's end reaches the
+ * limit: the initiator is asked to wrap up, and the answer goes out. */
+START_TEST(test_discussion_turn_the_budget_allowed_is_delivered)
+{
+    tth_free(&H);
+    tth_start(&H, "channel",
+              "\"turn\":{\"maxAgentMessages\":1000},\"budget\":{\"discussionTurns\":2}");
+    open_discussion(CH2, TTH_ALPHA, BC, 2);
+    ck_assert_int_eq(run(TTH_BRAVO, CH2, NULL, "I think Friday."), 1); /* turn 1 */
+    json_t *ctx = run_ctx(TTH_CHARLIE, CH2, "c2");
+    json_t *ev = json_pack("{s:s}", "cleanedBody", "I think Friday.");
+    json_t *r = NULL;
+    ck_assert_int_eq(tth_call(&H, "before_agent_reply", ev, ctx, &r), OC_OK);
+    ck_assert_ptr_null(r); /* turn 2: granted */
+    json_decref(ev);
+    ev = json_pack("{s:s, s:s, s:s, s:{s:i, s:i}}", "runId", "c2", "model", "m", "provider", "p",
+                   "usage", "input", 900, "output", 100);
+    ck_assert_int_eq(tth_call(&H, "llm_output", ev, ctx, NULL), OC_OK);
+    json_decref(ev);
+    json_decref(ctx);
+    ck_assert_int_eq(end_run(TTH_CHARLIE, CH2, "Agreed, Friday.", "c2"), OC_OK);
+    ck_assert_int_eq(tth_send(&H, TTH_CHARLIE, CH2, NULL, "Agreed, Friday."), 0);
+    ck_assert_int_eq(outbox_with(CH2, "[Discussion Budget Reached]"), 1);
+}
+END_TEST
+
 /* The moderator's idle reminder answers bot activity; it must not reset the
  * loop guard, or the initiator and the moderator can go on for ever with no
  * human around: silent round, reminder, the initiator says a little,
@@ -2453,6 +2493,7 @@ static Suite *turn_hooks_suite(const char *name, int on_pg)
     tcase_add_test(ch, test_discussion_prefill_first_participant_speaks);
     tcase_add_test(ch, test_discussion_idle_reminder_once_per_idle_period);
     tcase_add_test(ch, test_idle_reminders_do_not_feed_a_loop);
+    tcase_add_test(ch, test_discussion_turn_the_budget_allowed_is_delivered);
     tcase_add_test(ch, test_discussion_quiet_reminder_once_per_quiet_period);
     tcase_add_test(ch, test_discussion_quiet_reminder_off_with_zero);
     tcase_add_test(ch, test_discussion_lifetime_wrapup_then_expiry);
