@@ -132,7 +132,9 @@ value=$(sed -n 's/^== value: \(.*\) ==$/\1/p' "$RUN/transcript.txt" | tail -n 1)
 cost=$(sed -n 's/^total: //p' "$RUN/cost.txt")
 [ -n "$cost" ] ||
     { echo "demo: FAILED: the cost ledger recorded no run of the story ($RUN/cost.txt)" >&2; exit 1; }
-v_runs=$(printf '%s\n' "$value" | sed -n 's/.*all \([0-9][0-9]*\) agent runs.*/\1/p')
+# The value line compares with OpenClaw alone (no run on the moderator's
+# posts); the ledger counts every run: compare with the totals' "agent runs".
+v_runs=$(sed -n 's/^  agent runs  *\([0-9][0-9]*\)$/\1/p' "$RUN/transcript.txt" | tail -n 1)
 v_made=$(printf '%s\n' "$value" | sed -n 's/.*, \([0-9][0-9]*\) made.*/\1/p')
 c_runs=$(printf '%s\n' "$cost" | sed -n 's/^\([0-9][0-9]*\) runs,.*/\1/p')
 c_made=$(printf '%s\n' "$cost" | sed -n 's/.*, \([0-9][0-9]*\) granted,.*/\1/p')

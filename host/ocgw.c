@@ -587,9 +587,15 @@ static void print_totals(ocgw *g)
     }
     ocgw_say(g, "    posts by              %s", *posts ? posts : "nobody");
     ocgw_say(g, "  state                   %s", s->path);
-    char *value =
-        ocgw_value_line(ocgw_state_total(s, "runs"),
-                        ocgw_state_total(s, "claimedRuns") + ocgw_state_total(s, "noReplySwaps"));
+    /* The counterfactual: OpenClaw alone runs every agent on every message
+     * but the moderator's (it posts nothing then), each run a model call;
+     * with the plugin every run not claimed or swapped made one. */
+    long runs = ocgw_state_total(s, "runs");
+    long made = runs - ocgw_state_total(s, "claimedRuns") - ocgw_state_total(s, "noReplySwaps");
+    long alone = runs - ocgw_state_total(s, "moderatorRuns");
+    ocgw_say(g, "  runs on moderator posts %ld (OpenClaw alone: no such post, no such run)",
+             ocgw_state_total(s, "moderatorRuns"));
+    char *value = ocgw_value_line_made(alone, made);
     ocgw_say(g, "== value: %s ==", value ? value : "(out of memory)");
     free(value);
 }

@@ -500,6 +500,11 @@ char *ocgw_oneline(const char *text, size_t max);
  * `avoided` never reached a real model (claimed or swapped to the no-reply
  * model). malloc'd (NULL only when out of memory); the caller frees it. */
 char *ocgw_value_line(long runs, long avoided);
+
+/* The value line against OpenClaw alone: alone runs it would have made (one
+ * model call each), made with the plugin; when the plugin made more, says
+ * how many more. Caller frees. */
+char *ocgw_value_line_made(long alone, long made);
 /* Order of two message ids: Discord snowflakes or Slack ts ("1712345678.123456"),
  * by value; <0, 0, >0. */
 int ocgw_id_cmp(const char *a, const char *b);

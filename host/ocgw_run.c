@@ -817,6 +817,10 @@ static int do_run(ocgw *g, json_t *run, const ocgw_msg *m)
             return 1;
         sset(run, "phase", "done");
         ocgw_state_count(&g->st, "runs", 1);
+        /* Without the plugin the moderator posts nothing: a run on its
+         * post is no run OpenClaw alone would have made. */
+        if (g->cfg.moderator_user_id && !strcmp(m->author_id, g->cfg.moderator_user_id))
+            ocgw_state_count(&g->st, "moderatorRuns", 1);
         if (!real)
             ocgw_state_count(&g->st, claimed ? "claimedRuns" : "noReplySwaps", 1);
         if (!real)

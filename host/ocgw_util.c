@@ -249,6 +249,15 @@ char *ocgw_value_line(long runs, long avoided)
                       runs, avoided, pct, runs - avoided);
 }
 
+char *ocgw_value_line_made(long alone, long made)
+{
+    if (made <= alone || alone <= 0)
+        return ocgw_value_line(alone, alone - made);
+    return dg_sprintf("without the plugin all %ld agent runs would have called a model: "
+                      "0 avoided (0%%), %ld made (%ld more)",
+                      alone, made, made - alone);
+}
+
 /* The id of a reference at q (after "<@", "<@!" or "<#"), ending at '>'
  * (or Slack's '|' before a label, then '>'): Discord's digits, or Slack's
  * upper-case id. Its length, 0 when q holds none. */

@@ -74,6 +74,7 @@ static const struct {
     KNOWN(budgetUsed),
     KNOWN(budgetLimit),
     KNOWN(budgetKey),
+    KNOWN(budgetSetting),
     KNOWN(budgetUntil),
     KNOWN(report),
 };
@@ -133,8 +134,9 @@ static const struct {
     {"result.md", "discussGuide initiatorMention summaryPath discussionChannel originChannel "
                   "status summaryPreview"},
     {"rest.md", "maxAgentMessages"},
-    {"budget.md", "budgetWhat budgetUsed budgetLimit budgetKey budgetUntil"},
-    {"budget_discussion.md", "budgetWhat budgetUsed budgetLimit budgetKey initiatorMention "
+    {"budget.md", "budgetWhat budgetUsed budgetLimit budgetKey budgetSetting budgetUntil"},
+    {"budget_discussion.md", "budgetWhat budgetUsed budgetLimit budgetKey budgetSetting "
+                             "initiatorMention "
                              "summaryPath"},
     {"timeout.md", "discussGuide initiatorMention discussionChannel originChannel status "
                    "summaryPath"},

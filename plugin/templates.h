@@ -59,11 +59,13 @@ typedef struct dg_tpl_vars {
     const char *command;    /* the word as typed (no backticks) */
     const char *suggestion; /* a known subcommand, e.g. "status" */
     /* A budget reached (budget.md). */
-    const char *budgetWhat;  /* what it counts, in words (dg_budget_words) */
-    const char *budgetUsed;  /* how much was used, decimal text */
-    const char *budgetLimit; /* the limit, decimal text */
-    const char *budgetKey;   /* its config key below budget. (dg_budget_key) */
-    const char *budgetUntil; /* "until 14:00 UTC" or "until an admin resumes it" */
+    const char *budgetWhat;    /* what it counts, in words (dg_budget_words) */
+    const char *budgetUsed;    /* how much was used, decimal text */
+    const char *budgetLimit;   /* the limit, decimal text */
+    const char *budgetKey;     /* its config key below budget. (dg_budget_key) */
+    const char *budgetSetting; /* the key that set the limit: budget.<key> or
+                                  channelBudgets.<channelId>.<key> */
+    const char *budgetUntil;   /* "until 14:00 UTC" or "until an admin resumes it" */
     /* `!dirigent cost`. */
     const char *report; /* the cost report's text */
     /* A human's question the speaker's run did not see (open_question.md). */

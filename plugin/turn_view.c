@@ -68,7 +68,14 @@ int dg_turn_view_load(dg_store *st, const dg_config *cfg, const dg_scope *sc, in
     out->speaker = out->mode != DG_MODE_CLOSED && out->state.active
                        ? dg_rule_speaker(&out->state, &x)
                        : DG_NOBODY;
+    /* A budget's breaker: every run is claimed, whoever the stored speaker
+     * is (a discussion's initiator, asked to wrap up, aside). */
+    int held = out->mode != DG_MODE_CLOSED && out->state.budget &&
+               (!out->state.budget_until_ms || now_ms < out->state.budget_until_ms);
+    if (held && !(out->mode == DG_MODE_DISCUSSION && out->speaker == x.initiator))
+        out->speaker = DG_NOBODY;
     out->condition = out->mode == DG_MODE_CLOSED ? "closed"
+                     : held                      ? "held"
                      : out->state.active         ? "speaking"
                      : out->state.rested         ? "resting"
                                                  : "dormant";

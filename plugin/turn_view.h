@@ -22,7 +22,9 @@ typedef struct dg_turn_view {
     uint64_t present;      /* members that are configured agents */
     dg_turn_state state;   /* timeouts applied up to now */
     int speaker;           /* position, or DG_NOBODY (always in a closed channel) */
-    const char *condition; /* static: "speaking", "dormant", "resting", "closed" */
+    const char *condition; /* static: "speaking", "dormant", "resting", "closed", "held"
+                              (a budget's breaker: no speaker but a discussion's
+                              initiator) */
 } dg_turn_view;
 
 /*

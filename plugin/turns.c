@@ -175,8 +175,10 @@ static void advance(dg_turn_state *s, const dg_rule_ctx *c, int from, dg_run_out
         /* Its own message is on the way and will wake the next one. That
          * message starts a new cycle: the agents that passed on the old
          * one may speak to it, so the turn goes to the agent after `from`
-         * (as when the message arrives first), not back to `from`. */
-        s->silent = 0;
+         * (as when the message arrives first). Its author has nothing to
+         * add to it: it counts as passed, so the round ends without
+         * paying it a model call to say so. */
+        s->silent = BIT(from);
         s->permit = from;
         s->permit_ms = when;
         s->owed |= BIT(from);
@@ -265,13 +267,13 @@ static void on_message_impl(dg_turn_state *s, const dg_rule_ctx *c, dg_sender_ki
     dg_rule_expire(s, c, now_ms, fx);
 
     /* Any real message: a new latest message, a new cycle. Its author has
-     * seen it (a host never runs an agent for its own message): when the
-     * turn comes back to it with nothing new said, it is woken by a
-     * hand-off like any agent that already consumed the latest message. */
+     * seen it and has nothing to add: it counts as having passed on it, so
+     * the turn never comes back to it (a hand-off, a paid model call). */
     s->msg_seq++;
-    s->consumed = kind == DG_SENDER_AGENT && valid_pos(c, sender_pos) ? BIT(sender_pos) : 0;
+    uint64_t author = kind == DG_SENDER_AGENT && valid_pos(c, sender_pos) ? BIT(sender_pos) : 0;
+    s->consumed = author;
     s->handoff = DG_NOBODY;
-    s->silent = 0;
+    s->silent = author;
     s->idle_reminded = 0;
     int was_active = s->active;
 
@@ -329,7 +331,9 @@ static void on_message_impl(dg_turn_state *s, const dg_rule_ctx *c, dg_sender_ki
         s->anchor = sender_pos; /* an agent sender: the next agent speaks */
         s->active = 1;
         pin_speaker(s, c);
-        if (dg_rule_speaker(s, c) == DG_NOBODY)
+        /* While unmanaged (one agent, which wrote it) the speaker stays
+         * derived, so an agent that shows up next takes the turn. */
+        if (dg_rule_managed(c) && dg_rule_speaker(s, c) == DG_NOBODY)
             go_dormant(s);
         s->last_change_ms = now_ms;
         return;

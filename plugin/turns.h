@@ -93,9 +93,10 @@ void dg_rule_expire(dg_turn_state *s, const dg_rule_ctx *c, int64_t now_ms, dg_r
  * A new message in the scope (after dedup). sender_pos: the member position
  * of an agent sender (DG_SENDER_AGENT), else DG_NOBODY. mentions: members a
  * human @mentioned. Wake rules; the moderator changes nothing.
- * Any real message resets the cycle (silent set) and wakes a dormant
- * scope: a sender outside the order -> the first agent; an agent -> the
- * agent after it. In an awake scope the turn only moves when the agent
+ * Any real message resets the cycle (silent set: its author, an agent,
+ * counts as having passed on it, so the turn never comes back to it for
+ * a pass) and wakes a dormant scope: a sender outside the order -> the
+ * first agent; an agent -> the agent after it. In an awake scope the turn only moves when the agent
  * that holds it posts before its run ended (streaming hosts); the message
  * of an agent whose turn already passed on at agent_end is old news (it
  * must not pull the turn back), and a human keeps the current speaker

@@ -24,6 +24,46 @@ int turns_is_admin_reply(const char *content)
            strncmp(content, DG_ADMIN_REPLY_PREFIX, sizeof DG_ADMIN_REPLY_PREFIX - 1) == 0;
 }
 
+/* The first line of text, blanks trimmed, into out (cap bytes, cut on a
+ * character boundary). */
+static void first_line(const char *text, char *out, size_t cap)
+{
+    const char *p = text ? text : "";
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+        p++;
+    size_t n = 0;
+    while (p[n] && p[n] != '\n' && p[n] != '\r' && n + 1 < cap)
+        n++;
+    if (p[n] && p[n] != '\n' && p[n] != '\r')
+        while (n > 0 && ((unsigned char)p[n] & 0xC0) == 0x80)
+            n--; /* cut inside a character: drop what was copied of it */
+    while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+        n--;
+    memcpy(out, p, n);
+    out[n] = '\0';
+}
+
+void turns_note_command(turns_chan *c, const char *content, int64_t now)
+{
+    first_line(content, c->cmd_fp, sizeof c->cmd_fp);
+    c->cmd_ms = now;
+}
+
+int turns_prompt_is_command(const turns_chan *c, const char *prompt, int64_t now)
+{
+    if (!prompt)
+        return 0;
+    const char *p = prompt;
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+        p++;
+    if (turns_is_admin_reply(p))
+        return 1;
+    /* Only an admin's command: anyone else's `!dirigent` is an ordinary
+     * message, which the agents may answer. */
+    return c->cmd_fp[0] && now - c->cmd_ms <= TURNS_WAKE_FP_MAX_MS &&
+           dg_admin_parse(p) != DG_ADMIN_NONE && strstr(p, c->cmd_fp) != NULL;
+}
+
 /* A growing reply text; on out of memory (or a template that cannot be
  * rendered) it keeps nomem set. */
 typedef struct reply_buf {

@@ -60,7 +60,28 @@ static int budget_applies(const turns_scope *r, dg_budget_kind k)
     return discussion == (r->chan->mode == DG_MODE_DISCUSSION);
 }
 
+/* The config key that set r's limit of kind k into buf: the channel's
+ * channelBudgets entry when it sets that kind, else budget.<key>. */
+static void budget_setting(const dg_config *cfg, const char *channel_id, dg_budget_kind k,
+                           char *buf, size_t len)
+{
+    int own = 0;
+    for (size_t i = 0; i < cfg->n_channel_budgets; i++)
+        if (strcmp(cfg->channel_budgets[i].channel_id, channel_id) == 0)
+            own = cfg->channel_budgets[i].b.limit[k] >= 0;
+    if (own)
+        snprintf(buf, len, "channelBudgets.%s.%s", channel_id, dg_budget_key(k));
+    else
+        snprintf(buf, len, "budget.%s", dg_budget_key(k));
+}
+
 int turns_budget_reached(dg_turns *t, turns_scope *r, int64_t now, turns_budget_hit *hit)
+{
+    return turns_budget_reached_of(t, r, now, 0, hit);
+}
+
+int turns_budget_reached_of(dg_turns *t, turns_scope *r, int64_t now, int tokens_only,
+                            turns_budget_hit *hit)
 {
     TURNS_ASSERT_WRITER(t);
     memset(hit, 0, sizeof *hit);
@@ -72,7 +93,8 @@ int turns_budget_reached(dg_turns *t, turns_scope *r, int64_t now, turns_budget_
     dg_cost_filter f = {.channel_id = r->chan->id,
                         .scope = dg_store_turns_state_key(&r->scope, key, sizeof key)};
     for (int k = 1; k < DG_BUDGET_KINDS; k++) {
-        if (b.limit[k] <= 0 || !budget_applies(r, (dg_budget_kind)k))
+        if (b.limit[k] <= 0 || !budget_applies(r, (dg_budget_kind)k) ||
+            (tokens_only && !turns_budget_is_tokens((dg_budget_kind)k)))
             continue;
         int64_t until = 0;
         int rc = budget_window(t, r, (dg_budget_kind)k, now, &f.since_ms, &until);
@@ -159,17 +181,29 @@ int turns_budget_trip(dg_turns *t, turns_scope *r, const turns_budget_hit *hit, 
     next.budget_until_ms = hit->until_ms;
     next.handoff = DG_NOBODY; /* nobody is woken into a held scope */
     next.awaiting = 0;
+    /* The speaker's run the budget allowed may still be under way (a
+     * token budget reached by its usage, or its turn the last one
+     * allowed): its answer is paid for and goes out. */
+    dg_rule_ctx x;
+    turns_make_ctx(t, r->chan, &x);
+    int sp = next.active ? dg_rule_speaker(&next, &x) : DG_NOBODY;
+    if (sp != DG_NOBODY && atomic_load(&r->run_pos) == sp) {
+        next.permit = sp;
+        next.permit_ms = now;
+    }
     int discussion = r->chan->mode == DG_MODE_DISCUSSION;
-    char used[24], limit[24], until[64], cause[200];
+    char used[24], limit[24], until[64], cause[300], setting[DG_SCOPE_ID_MAX + 48];
     snprintf(used, sizeof used, "%" PRId64, hit->used);
     snprintf(limit, sizeof limit, "%ld", hit->limit);
     until_words(hit->until_ms, until, sizeof until);
-    snprintf(cause, sizeof cause, "budget reached: %s %s (budget.%s is %s); held %s", used,
-             dg_budget_words(hit->kind), dg_budget_key(hit->kind), limit, until);
+    budget_setting(&t->p->cfg, r->chan->id, hit->kind, setting, sizeof setting);
+    snprintf(cause, sizeof cause, "budget reached: %s %s (%s is %s); held %s", used,
+             dg_budget_words(hit->kind), setting, limit, until);
     dg_tpl_vars v = {.budgetWhat = dg_budget_words(hit->kind),
                      .budgetUsed = used,
                      .budgetLimit = limit,
                      .budgetKey = dg_budget_key(hit->kind),
+                     .budgetSetting = setting,
                      .budgetUntil = until};
     const char *post = r->post_channel ? r->post_channel : r->chan->id;
     int rc = discussion
@@ -189,11 +223,16 @@ int turns_budget_trip(dg_turns *t, turns_scope *r, const turns_budget_hit *hit, 
 
 int turns_budget_check(dg_turns *t, turns_scope *r, int64_t now, int *kick)
 {
+    return turns_budget_check_of(t, r, now, 0, kick);
+}
+
+int turns_budget_check_of(dg_turns *t, turns_scope *r, int64_t now, int tokens_only, int *kick)
+{
     TURNS_ASSERT_WRITER(t);
     if (turns_staged(t, r)->budget)
         return DG_OK;
     turns_budget_hit hit;
-    int rc = turns_budget_reached(t, r, now, &hit);
+    int rc = turns_budget_reached_of(t, r, now, tokens_only, &hit);
     if (rc == DG_OK && hit.kind != DG_BUDGET_NONE)
         rc = turns_budget_trip(t, r, &hit, now, kick);
     return rc;
@@ -289,8 +328,10 @@ int dg_turns_usage(dg_turns *t, const dg_turn_session *s, const char *run_id, co
         char key[DG_SCOPE_ID_MAX + 16];
         dg_cost_run cr = cost_run_of(r, s, run_id, now, key, sizeof key);
         rc = dg_store_cost_usage(t->p->store, &cr, model, calls, tokens_in, tokens_out);
+        /* Tokens count at once; turns when the next one would be granted
+         * (a granted run is already counted: its end is not the limit's). */
         if (rc == DG_OK && (tokens_in || tokens_out) && e->chan->mode != DG_MODE_CLOSED)
-            rc = turns_budget_check(t, r, now, &kick);
+            rc = turns_budget_check_of(t, r, now, 1, &kick);
     }
     rc = turns_txn_finish(t, rc);
     if (rc == DG_OK && kick)

@@ -190,6 +190,7 @@ typedef enum claim_why {
     CLAIM_NO = 0,       /* not claimed: the run goes on */
     CLAIM_CLOSED,       /* a closed discussion channel */
     CLAIM_REMOVED,      /* an admin took the agent out of the order */
+    CLAIM_COMMAND,      /* the run answers an admin command or the moderator's reply */
     CLAIM_BUDGET,       /* a budget's breaker holds the scope */
     CLAIM_LATE,         /* the turn came in another gateway after the run's message */
     CLAIM_BEFORE_REPLY, /* the run answers the message before an owed reply */
@@ -206,6 +207,8 @@ static const char *const claim_reasons[CLAIM_WHY_COUNT] = {
     [CLAIM_CLOSED] = "closed discussion channel (archive only)",
     [CLAIM_REMOVED] = "an admin took this agent out of the channel's turn order "
                       "(`!dirigent add` puts it back)",
+    [CLAIM_COMMAND] = "this run answers an admin's `!dirigent` command or the moderator's "
+                      "reply to one: the moderator answers commands, never an agent",
     [CLAIM_BUDGET] = "a budget of this conversation is reached; it rests until an admin's "
                      "`!dirigent resume` (or the end of the budget's hour or day)",
     [CLAIM_LATE] = "the turn reached this agent in another gateway after this run's "
@@ -326,6 +329,23 @@ static int claim_classify(dg_turns *t, claim_run *cr, dg_turn_claim *out, int64_
     if (removed_member(e)) {
         out->claimed = 1;
         cr->why = CLAIM_REMOVED;
+        return DG_OK;
+    }
+    /* A command is not speech, in any channel (one agent's too): a run
+     * for it, or for the moderator's reply, is held back with no effect
+     * on the turn, unless the reply hands this agent the turn (wake, skip). */
+    if (e->configured && turns_prompt_is_command(e->chan, cr->prompt, now) &&
+        !(e->pos != DG_NOBODY && r->st.active && r->st.handoff == e->pos &&
+          turns_is_admin_reply(cr->prompt))) {
+        out->waiting = 1;
+        cr->why = CLAIM_COMMAND;
+        return DG_OK;
+    }
+    /* A breaker holds the scope: every run is claimed for it, whoever holds
+     * the turn (a discussion's initiator, asked to wrap up, aside). */
+    if (e->configured && turns_staged(t, r)->budget && !turns_budget_exempt(r, e->pos)) {
+        out->claimed = 1;
+        cr->why = CLAIM_BUDGET;
         return DG_OK;
     }
     /* While the judge decides, no run counts: the verdict wakes the one
@@ -456,7 +476,9 @@ static int claim_locked(dg_turns *t, claim_run *cr, dg_turn_claim *out, int64_t 
         return rc;
     cr->r = cr->e->fixed ? cr->e->fixed : cr->e->chan->follow;
     turns_make_ctx(t, cr->e->chan, &cr->x);
-    if ((rc = claim_classify(t, cr, out, now)) != DG_OK ||
+    /* A window that ended lifts its breaker before anything is decided. */
+    if ((rc = turns_budget_lift_due(t, cr->r, now)) != DG_OK ||
+        (rc = claim_classify(t, cr, out, now)) != DG_OK ||
         (rc = claim_check_budget(t, cr, out, now, kick)) != DG_OK)
         return rc;
     out->claimed |= out->waiting;
@@ -711,8 +733,7 @@ static int run_end_locked(dg_turns *t, const dg_turn_session *s, const char *run
     if (granted != 0)
         turns_nudge_run_ended(r, fresh->pos, now);
     if ((rc = turns_cost_record(t, r, s, run_id, granted == 0 ? DG_COST_SWAPPED : DG_COST_GRANTED,
-                                now)) != DG_OK ||
-        (granted != 0 && (rc = turns_budget_check(t, r, now, kick)) != DG_OK))
+                                now)) != DG_OK)
         return rc;
     /* Unknown (the run started before this instance did): it saw the
      * latest message unless one came after this instance loaded the scope
@@ -737,6 +758,13 @@ static int run_end_locked(dg_turns *t, const dg_turn_session *s, const char *run
     if ((!dg_turn_state_same(&next, &r->st) || !r->in_db) &&
         (rc = turns_save_scope(t, r, &next, now, cause)))
         return rc;
+    /* A budget reached by this run holds the scope only when somebody is
+     * next: a round that ended by itself owes no notice, and the next
+     * human message starts a new one. */
+    if ((rc = turns_install(t, r, &next)) ||
+        (granted != 0 && next.active && !next.budget && (rc = turns_budget_check(t, r, now, kick))))
+        return rc;
+    next = *turns_staged(t, r);
     if ((rc = turns_queue_effects(t, r, &fx, &next, now, kick)))
         return rc;
     return turns_install(t, r, &next);

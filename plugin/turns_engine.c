@@ -302,6 +302,7 @@ static int log_transition(dg_turns *t, const turns_scope *r, const dg_turn_state
         .speaker_before = before != DG_NOBODY ? c->members[before] : NULL,
         .speaker_after = after != DG_NOBODY ? c->members[after] : NULL,
         .state = c->mode == DG_MODE_CLOSED ? "closed"
+                 : st->budget              ? "held"
                  : st->active              ? "speaking"
                  : st->rested              ? "resting"
                                            : "dormant",

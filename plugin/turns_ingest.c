@@ -486,6 +486,12 @@ static int ingest_locked(dg_turns *t, const dg_turn_message *m, dg_sender_kind k
     turns_chan *c;
     if ((rc = turns_chan_get(t, m->channel_id, &c)))
         return rc;
+    /* Every instance whose host runs its agents on the command knows it;
+     * anyone's later message is what the agents answer from then on. */
+    if (cmd != DG_ADMIN_NONE)
+        turns_note_command(c, m->content, now);
+    else if (kind != DG_SENDER_MODERATOR && kind != DG_SENDER_HANDOFF)
+        c->cmd_fp[0] = '\0';
     int fresh, here;
     if ((rc = ingest_dedup(t, c, m, now, &fresh, &here)))
         return rc;

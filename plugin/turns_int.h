@@ -137,7 +137,14 @@ typedef struct turns_chan {
      * Writer mutex. */
     uint64_t taken[TURNS_TAKEN_MAX];
     unsigned taken_head;
-    dg_mark_hint marks;  /* what the store read of its dedup marks. Writer mutex. */
+    dg_mark_hint marks; /* what the store read of its dedup marks. Writer mutex. */
+    /* The latest admin command this instance received in the channel (its
+     * first line, trimmed, at most TURNS_RECENT_FP_MAX - 1 bytes; "" none)
+     * and when: a run whose prompt is that command answers the command,
+     * which the moderator answers, never an agent (dg_turns_claim). In
+     * memory only: after a restart such a run counts. Writer mutex. */
+    char cmd_fp[48];
+    int64_t cmd_ms;
     turns_scope *follow; /* scope of channel-level sessions, NULL until loaded */
     turns_scope *conv;   /* Conversation(channel) once loaded: the hot path's
                                     scope under policy "channel", found without a key */
@@ -461,6 +468,13 @@ int turns_budget_trip(dg_turns *t, turns_scope *r, const turns_budget_hit *hit, 
  * the breaker already holds r. Writer held. */
 int turns_budget_check(dg_turns *t, turns_scope *r, int64_t now, int *kick) TURNS_MUST_USE;
 
+/* As turns_budget_reached and turns_budget_check, the token budgets only
+ * when tokens_only is set. Writer held. */
+int turns_budget_reached_of(dg_turns *t, turns_scope *r, int64_t now, int tokens_only,
+                            turns_budget_hit *hit) TURNS_MUST_USE;
+int turns_budget_check_of(dg_turns *t, turns_scope *r, int64_t now, int tokens_only,
+                          int *kick) TURNS_MUST_USE;
+
 /* 1 when member pos may run although a breaker holds r: a discussion's
  * initiator, asked to wrap up. Mirror lock or writer held. */
 int turns_budget_exempt(const turns_scope *r, int pos);
@@ -683,6 +697,15 @@ void turns_nudge_stalled(dg_turns *t, int64_t now);
 int turns_is_admin(const dg_config *cfg, const char *user_id);
 
 int turns_is_admin_reply(const char *content);
+
+/* Remember that an admin's command (content) came into c at now (writer
+ * held), for turns_prompt_is_command. */
+void turns_note_command(turns_chan *c, const char *content, int64_t now);
+
+/* 1 when a run with this prompt was started for a message no agent
+ * answers: an admin's command c took in (turns_note_command, within
+ * TURNS_WAKE_FP_MAX_MS), or the moderator's reply to one. Writer held. */
+int turns_prompt_is_command(const turns_chan *c, const char *prompt, int64_t now);
 
 /* `rotate` / `cancel` call the host, which Dirigent never does under a lock:
  * turns_admin_locked records what to do here, and turns_owner_reply (after the commit)

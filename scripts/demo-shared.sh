@@ -116,7 +116,7 @@ for gw in A B; do
     set -- $r
     runs=$((runs + ${1:-0})); avoided=$((avoided + ${2:-0}))
 done
-echo "  both gateways: $runs agent runs, $avoided of them without a model call ($((runs - avoided)) made)"
+echo "  both gateways: OpenClaw alone would have made $runs model calls; $((runs - avoided)) made, $avoided avoided"
 echo "== the fake Discord's record =="
 # Each moderator message once: no nonce twice among the stored messages;
 # a nonce POSTed more than once was a post resent (Discord, and the fake,

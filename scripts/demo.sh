@@ -63,10 +63,15 @@ export OCGW_API_BASE="$URL" OCGW_STATE="$RUN/state" OCGW_WORK="$RUN/work" OCGW_P
 
 # The playground's status page (dirigent-ctl serve, read-only) from the
 # start: it shows the story's scopes and discussion as they happen.
+# It reads the gateway's own config (the OCGW_* variables filled in), so
+# it shows the playground's budgets' limits and prices.
 PAGE=
 if [ "$KEEP" = 1 ]; then
+    sed -e "s|\${OCGW_STATE}|$OCGW_STATE|g" -e "s|\${OCGW_API_BASE}|$OCGW_API_BASE|g" \
+        -e "s|\${OCGW_WORK}|$OCGW_WORK|g" -e "s|\${OCGW_PLUGINS}|$OCGW_PLUGINS|g" \
+        demo/host.json >"$RUN/openclaw.json"
     "$B/dirigent-ctl" serve --listen "${DEMO_SERVE_LISTEN:-127.0.0.1:0}" \
-        --db "$RUN/state/dirigent.db" >"$RUN/serve.out" 2>"$RUN/serve.log" &
+        --openclaw-config "$RUN/openclaw.json" >"$RUN/serve.out" 2>"$RUN/serve.log" &
     SERVE=$!
     i=0
     while ! grep -q '^dirigent-ctl serve: http' "$RUN/serve.out" 2>/dev/null && [ $i -lt 100 ] &&
@@ -134,10 +139,11 @@ value=$(sed -n 's/^== value: \(.*\) ==$/\1/p' "$RUN/transcript.txt" | tail -n 1)
 cost=$(sed -n 's/^total: //p' "$RUN/cost.txt")
 [ -n "$cost" ] ||
     { echo "demo: FAILED: the cost ledger recorded no run of the story ($RUN/cost.txt)" >&2; exit 1; }
-# The ledger and the gateway count the same runs: ocgw's value line says
-# "all N agent runs ...: A avoided (P%), M made", the ledger "N runs, ...,
-# M granted, A avoided".
-v_runs=$(printf '%s\n' "$value" | sed -n 's/.*all \([0-9][0-9]*\) agent runs.*/\1/p')
+# The ledger and the gateway count the same runs: ocgw's totals say "agent
+# runs N" and its value line "..., M made" (the value compares with OpenClaw
+# alone, which makes no run on the moderator's posts), the ledger "N runs,
+# ..., M granted, A avoided".
+v_runs=$(sed -n 's/^  agent runs  *\([0-9][0-9]*\)$/\1/p' "$RUN/transcript.txt" | tail -n 1)
 v_made=$(printf '%s\n' "$value" | sed -n 's/.*, \([0-9][0-9]*\) made.*/\1/p')
 c_runs=$(printf '%s\n' "$cost" | sed -n 's/^\([0-9][0-9]*\) runs,.*/\1/p')
 c_made=$(printf '%s\n' "$cost" | sed -n 's/.*, \([0-9][0-9]*\) granted,.*/\1/p')

@@ -148,6 +148,26 @@ static void assert_same(const dg_turn_state *a, const dg_turn_state *b)
     ck_assert_int_eq(a->msg_seq, b->msg_seq); /* not a new message either */
 }
 
+/* before_agent_reply of agent in channel with prompt (the run's
+ * cleanedBody) and run id run_id: 1 claimed, 0 not. */
+static int claim_prompt(const char *agent, const char *channel, const char *prompt,
+                        const char *run_id)
+{
+    char key[256];
+    json_t *ctx =
+        json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "agentId", agent, "sessionKey",
+                  tth_session_key(key, sizeof key, agent, channel, NULL), "channelId", channel,
+                  "accountId", agent, "messageProvider", "discord", "runId", run_id);
+    json_t *ev = json_pack("{s:s}", "cleanedBody", prompt);
+    json_t *r = NULL;
+    ck_assert_int_eq(tth_call(&H, "before_agent_reply", ev, ctx, &r), OC_OK);
+    int claimed = r && json_is_true(json_object_get(r, "handled"));
+    json_decref(r);
+    json_decref(ev);
+    json_decref(ctx);
+    return claimed;
+}
+
 static void setup_channel(void)
 {
     tth_start(&H, "channel", "\"turn\":{\"maxAgentMessages\":5,\"timeoutSec\":60}," ADMINS);
@@ -199,7 +219,7 @@ START_TEST(test_status_shows_the_scope_and_changes_nothing)
                       "mode: normal\n"
                       "turn order: alpha, bravo, charlie\n"
                       "speaker: charlie\n"
-                      "passed this cycle: bravo\n"
+                      "passed this cycle: alpha, bravo\n"
                       "agent messages: 1/5\n"
                       "judge: none (today's order)",
                       "");
@@ -214,12 +234,11 @@ START_TEST(test_status_shows_the_scope_and_changes_nothing)
 
     /* Dormant, then resting by the loop guard. */
     ck_assert_int_eq(run(TTH_CHARLIE, CH1, NULL, "NO_REPLY"), 0);
-    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "NO_REPLY"), 0);
     ck_assert_int_eq(peek(CH1, NULL).active, 0);
     admin_says(CH1, NULL, "!dirigent status", NULL);
-    /* 3 rows: the first status, the hand-off that woke alpha (the author of
-     * the latest message) when the turn came back to it, this status. */
-    expect_last_reply(3, CH1,
+    /* 2 rows: the first status and this one (alpha, the author of the
+     * latest message, is not woken to pass on it). */
+    expect_last_reply(2, CH1,
                       "Dirigent (admin): status\n"
                       "policy: channel, scope: conversation\n"
                       "mode: normal\n"
@@ -1146,6 +1165,56 @@ END_TEST
  *    set it (hooks/entry.c); only a hand-built dg_plugin lacks it.
  */
 
+/* A command is answered by the moderator: in a channel with one agent
+ * (where the plugin holds nobody back) the agent's runs for the command
+ * and for the moderator's reply are claimed, with no model call; its run
+ * for the next question is not. A non-admin's `!dirigent` is refused in
+ * one line and starts no run either. */
+START_TEST(test_command_starts_no_run_in_a_one_agent_channel)
+{
+    ck_assert_int_eq(claim_prompt(TTH_ALPHA, CH2, "hello", "r0"), 0);
+    admin_says(CH2, NULL, "!dirigent status", NULL);
+    ck_assert_int_eq(claim_prompt(TTH_ALPHA, CH2, "!dirigent status", "r1"), 1);
+    ck_assert(tth_log_has(&H, "answers an admin's `!dirigent` command"));
+    size_t n;
+    dg_outbox_row *rows = outbox(&n);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_int_eq(claim_prompt(TTH_ALPHA, CH2, rows[0].content, "r2"), 1);
+    dg_outbox_rows_free(rows, n);
+    human_says(CH2, NULL, "what next?");
+    ck_assert_int_eq(claim_prompt(TTH_ALPHA, CH2, "what next?", "r3"), 0);
+    human_says(CH2, NULL, "!dirigent cost");
+    ck_assert_int_eq(claim_prompt(TTH_ALPHA, CH2, "!dirigent cost", "r4"), 1);
+}
+END_TEST
+
+/* In a managed channel the speaker's run for a command (or the reply)
+ * is claimed with no effect on the turn: it still holds it, and its run
+ * for the question counts. An agent the reply hands the turn (wake) runs. */
+START_TEST(test_command_starts_no_run_of_the_speaker)
+{
+    join3(CH1, NULL);
+    human_says(CH1, NULL, "a question");
+    ck_assert_int_eq(who_speaks(CH1, NULL), 0);
+    dg_turn_state before = peek(CH1, NULL);
+    admin_says(CH1, NULL, "!dirigent status", NULL);
+    ck_assert_int_eq(claim_prompt(TTH_ALPHA, CH1, "!dirigent status", "a1"), 1);
+    echo_last_reply(CH1, NULL);
+    size_t n;
+    dg_outbox_row *rows = outbox(&n);
+    ck_assert_int_eq(claim_prompt(TTH_ALPHA, CH1, rows[n - 1].content, "a2"), 1);
+    dg_outbox_rows_free(rows, n);
+    dg_turn_state after = peek(CH1, NULL);
+    assert_same(&before, &after);
+    ck_assert_int_eq(claim_prompt(TTH_ALPHA, CH1, "a question", "a3"), 0);
+    const char *const mention[] = {TTH_CHARLIE_UID, NULL};
+    admin_says(CH1, NULL, "!dirigent wake <@" TTH_CHARLIE_UID ">", mention);
+    rows = outbox(&n);
+    ck_assert_int_eq(claim_prompt(TTH_CHARLIE, CH1, rows[n - 1].content, "c1"), 0);
+    dg_outbox_rows_free(rows, n);
+}
+END_TEST
+
 Suite *make_admin_suite(void)
 {
     Suite *s = suite_create("admin");
@@ -1163,6 +1232,8 @@ Suite *make_admin_suite(void)
     tcase_add_test(ch, test_unknown_subcommand_says_so_and_suggests);
     tcase_add_test(ch, test_unknown_subcommand_reply_is_overridable);
     tcase_add_test(ch, test_non_admin_command_is_refused_in_one_line);
+    tcase_add_test(ch, test_command_starts_no_run_in_a_one_agent_channel);
+    tcase_add_test(ch, test_command_starts_no_run_of_the_speaker);
     tcase_add_test(ch, test_mistyped_command_word_gets_a_hint_once_an_hour);
     tcase_add_test(ch, test_command_runs_once_across_reporting_accounts);
     tcase_add_test(ch, test_closed_channel_answers_closed);

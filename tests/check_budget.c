@@ -261,7 +261,7 @@ START_TEST(test_turns_per_human_message_stops_a_runaway_exchange)
         ck_assert_int_eq(claim_on(&H, ABC[i], run_id, why, sizeof why), 1);
         told += strstr(why, "budget of this conversation is reached") != NULL;
     }
-    ck_assert_int_eq(told, 1);
+    ck_assert_int_eq(told, 3); /* every run of the held scope */
     /* `!dirigent status` says what holds it. */
     char sid[24];
     says_on(&H, ADMIN_UID, 0, "!dirigent status", mid(sid));
@@ -328,7 +328,60 @@ START_TEST(test_channel_budget_replaces_the_default)
         round_on(&H, 1, 1, &posted);
     ck_assert_int_eq(posted, 2);
     ck_assert_int_eq(peek_on(&H).budget, 5); /* DG_BUDGET_TURNS_PER_DAY */
-    ck_assert_int_eq(notices(&H, "budget.turnsPerDay"), 1);
+    /* The notice names the key that set the limit. */
+    ck_assert_int_eq(notices(&H, "`channelBudgets." CH1 ".turnsPerDay`"), 1);
+    ck_assert_int_eq(notices(&H, "`budget.turnsPerDay`"), 0);
+}
+END_TEST
+
+/* While a breaker holds, every run of the scope is claimed with the
+ * budget's reason, the speaker's and the others' alike. */
+START_TEST(test_every_run_of_a_held_scope_is_claimed_for_the_budget)
+{
+    start_with(&H, "\"turnsPerHour\":2", NULL); /* alpha's first run counts */
+    join3(&H);
+    human_says("go");
+    int posted = 0;
+    ck_assert_int_eq(run_on(&H, TTH_ALPHA, 1, 1, &posted), 1);
+    human_says("and now?");
+    for (int i = 0; i < 3; i++) {
+        char why[300];
+        ck_assert_int_eq(claim_on(&H, ABC[i], NULL, why, sizeof why), 1);
+        ck_assert_msg(strstr(why, "a budget of this conversation is reached"), "%s: %s", ABC[i],
+                      why);
+    }
+    ck_assert_int_ne(peek_on(&H).budget, 0);
+}
+END_TEST
+
+/* A round that ends by itself at the limit owes no notice and holds
+ * nothing: the next human message is answered. */
+START_TEST(test_round_that_ends_at_the_limit_does_not_hold_the_next_question)
+{
+    start_with(&H, "\"turnsPerHumanMessage\":3", NULL);
+    join3(&H);
+    human_says("one question");
+    int posted = 0;
+    ck_assert_int_eq(run_on(&H, TTH_ALPHA, 1, 1, &posted), 1); /* answers: 1 */
+    char run_id[32];
+    for (int i = 1; i < 3; i++) { /* bravo and charlie pass: 2, 3 */
+        snprintf(run_id, sizeof run_id, "pass-%d", i);
+        ck_assert_int_eq(claim_on(&H, ABC[i], run_id, NULL, 0), 0);
+        json_t *ctx = actx(ABC[i], run_id);
+        json_t *ev = json_pack("{s:s, s:s, s:i, s:b}", "runId", run_id, "output", "NO_REPLY",
+                               "toolCalls", 0, "success", 1);
+        ck_assert_int_eq(tth_call(&H, "agent_end", ev, ctx, NULL), OC_OK);
+        json_decref(ev);
+        json_decref(ctx);
+    }
+    dg_turn_state st = peek_on(&H);
+    ck_assert_int_eq(st.active, 0); /* alpha is not asked about its answer */
+    ck_assert_int_eq(st.budget, 0);
+    ck_assert_int_eq(notices(&H, BUDGET_NOTICE), 0);
+    tth_advance(&H, 1);
+    human_says("another question");
+    ck_assert_int_eq(run_on(&H, TTH_ALPHA, 1, 1, &posted), 1);
+    ck_assert_int_eq(posted, 2);
 }
 END_TEST
 
@@ -404,6 +457,8 @@ Suite *make_budget_suite(void)
     tcase_add_test(tc, test_turns_per_human_message_stops_a_runaway_exchange);
     tcase_add_test(tc, test_tokens_per_hour_trips_on_usage_and_lifts_at_the_hour);
     tcase_add_test(tc, test_channel_budget_replaces_the_default);
+    tcase_add_test(tc, test_every_run_of_a_held_scope_is_claimed_for_the_budget);
+    tcase_add_test(tc, test_round_that_ends_at_the_limit_does_not_hold_the_next_question);
     tcase_add_test(tc, test_each_window_kind_trips_its_breaker);
     tcase_add_test(tc, test_breaker_survives_restart_and_holds_in_a_second_instance);
     suite_add_tcase(s, tc);

@@ -179,6 +179,36 @@ START_TEST(test_scopes_of_a_closed_channel_name_no_speaker)
 }
 END_TEST
 
+/* While a budget's breaker holds, scopes says held with nobody speaking and
+ * why tells each agent the budget is why its runs are claimed. */
+START_TEST(test_scopes_and_why_say_held_while_a_budget_holds)
+{
+    three_join_and_talk();
+    dg_plugin *p = tth_plugin(&H);
+    dg_scope sc;
+    ck_assert_int_eq(dg_scope_conversation(CH1, &sc), OC_OK);
+    dg_turn_state st;
+    ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
+    ck_assert_int_eq(dg_store_turns_scope_load(p->store, &sc, &st, NULL), OC_OK);
+    st.budget = 1; /* turnsPerHumanMessage, until a resume */
+    st.budget_until_ms = 0;
+    ck_assert_int_eq(dg_store_turns_scope_save(p->store, &sc, NULL, &st, 1, dg_now_ms(p)), OC_OK);
+    ck_assert_int_eq(dg_store_commit(p->store), OC_OK);
+    json_t *s = ctl_json("scopes", NULL, NULL);
+    json_t *o = json_array_get(s, 0);
+    ck_assert_str_eq(json_string_value(json_object_get(o, "state")), "held");
+    ck_assert(json_is_null(json_object_get(o, "speaker")));
+    json_decref(s);
+    json_t *w = ctl_json("why", CH1, TTH_CHARLIE);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(w, "agent"), "gets")),
+                     "claimed");
+    ck_assert_ptr_nonnull(
+        strstr(json_string_value(json_object_get(json_object_get(w, "agent"), "because")),
+               "a budget of this conversation is reached"));
+    json_decref(w);
+}
+END_TEST
+
 START_TEST(test_scopes_and_why_on_a_live_database)
 {
     three_join_and_talk();
@@ -189,7 +219,8 @@ START_TEST(test_scopes_and_why_on_a_live_database)
     ck_assert_str_eq(json_string_value(json_object_get(sc, "scope")), "conversation");
     ck_assert_str_eq(json_string_value(json_object_get(sc, "state")), "speaking");
     ck_assert_str_eq(json_string_value(json_object_get(sc, "speaker")), TTH_CHARLIE);
-    ck_assert_str_eq(json_string_value(json_object_get(sc, "passed")), TTH_BRAVO);
+    /* alpha wrote the latest message: it counts as having passed on it. */
+    ck_assert_str_eq(json_string_value(json_object_get(sc, "passed")), TTH_ALPHA "," TTH_BRAVO);
     ck_assert_uint_eq(json_array_size(json_object_get(sc, "order")), 3);
     json_decref(s);
 
@@ -936,6 +967,7 @@ static Suite *ctl_suite(const char *name, int on_pg)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_scopes_and_why_on_a_live_database);
+    tcase_add_test(tc, test_scopes_and_why_say_held_while_a_budget_holds);
     tcase_add_test(tc, test_scopes_of_a_closed_channel_name_no_speaker);
     tcase_add_test(tc, test_transitions_are_pruned);
     tcase_add_test(tc, test_message_transitions_live_in_their_marks);

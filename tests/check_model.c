@@ -853,17 +853,21 @@ static void settle(model *m, uint64_t seed)
 {
     uint64_t x = seed;
     int actions = 0;
+    /* Without the loop guard the agents are talkative: an agent never
+     * passes on its own message, so an agent-only stretch long enough
+     * for the guard needs agents that rarely pass. */
+    int speak_pct = SAB == SAB_NO_LOOP_GUARD ? 90 : 30;
     for (;;) {
         int progress = deliver_all(m, 0);
         for (int ch = 0; ch < N_CH; ch++)
             for (int a = 0; a < N_AG; a++) {
                 if (m->s[a][ch].inflight) {
-                    finish_run(m, a, ch, chance(&x, 30) ? OUT_SPEAK : OUT_PASS, 0);
+                    finish_run(m, a, ch, chance(&x, speak_pct) ? OUT_SPEAK : OUT_PASS, 0);
                     progress = 1;
                     actions++;
                 }
                 if (m->s[a][ch].qn) {
-                    run_one(m, a, ch, chance(&x, 30) ? OUT_SPEAK : OUT_PASS, 0);
+                    run_one(m, a, ch, chance(&x, speak_pct) ? OUT_SPEAK : OUT_PASS, 0);
                     progress = 1;
                     actions++;
                 }
@@ -1213,7 +1217,11 @@ static void do_step(model *m, const step *s)
         } else if (v->rests) {
             m->ob[s->ch].open = 0; /* an admin put the scope to sleep */
         } else if (v->wakes == 1 || (v->wakes == 2 && held)) {
-            open_obligation(m, s->ch, HUMAN[s->who % N_HUMANS]);
+            /* A command starts no agent's run itself: a wake in a channel
+             * with nobody in its turn order wakes nobody. */
+            uint64_t present = 0;
+            if (dg_turns_present(tth_plugin(&m->h)->turns, CH[s->ch], &present) == OC_OK && present)
+                open_obligation(m, s->ch, HUMAN[s->who % N_HUMANS]);
         }
         break;
     }

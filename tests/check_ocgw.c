@@ -374,6 +374,21 @@ END_TEST
 
 /* The demo's value line is arithmetic on the counters it is given: runs,
  * avoided, made and the rounded share, never a fixed text. */
+/* Against OpenClaw alone the plugin may make more calls than it saves: the
+ * line says so, never a negative saving. */
+START_TEST(value_line_against_openclaw_alone_says_more)
+{
+    char *v = ocgw_value_line_made(8, 7);
+    ck_assert_str_eq(v, "without the plugin all 8 agent runs would have called a model: 1 "
+                        "avoided (13%), 7 made");
+    free(v);
+    v = ocgw_value_line_made(6, 8);
+    ck_assert_str_eq(v, "without the plugin all 6 agent runs would have called a model: 0 "
+                        "avoided (0%), 8 made (2 more)");
+    free(v);
+}
+END_TEST
+
 START_TEST(value_line_is_computed_from_the_counters)
 {
     static const struct {
@@ -427,6 +442,7 @@ Suite *make_ocgw_suite(void)
     tcase_add_test(tc, config_never_echoes_a_token);
     tcase_add_test(tc, config_uses_the_one_agent_id_rule);
     tcase_add_test(tc, value_line_is_computed_from_the_counters);
+    tcase_add_test(tc, value_line_against_openclaw_alone_says_more);
     suite_add_tcase(s, tc);
     return s;
 }

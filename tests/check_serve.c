@@ -246,7 +246,10 @@ START_TEST(test_snapshot_of_a_live_store)
     ck_assert_uint_eq(json_array_size(json_object_get(s, "scopes")), 1);
     ck_assert_str_eq(json_string_value(json_object_get(sc, "channelId")), CH1);
     ck_assert_str_eq(json_string_value(json_object_get(sc, "speaker")), TTH_CHARLIE);
+    /* alpha wrote the latest message: it counts as having passed on it. */
     ck_assert_str_eq(json_string_value(json_array_get(json_object_get(sc, "passed"), 0)),
+                     TTH_ALPHA);
+    ck_assert_str_eq(json_string_value(json_array_get(json_object_get(sc, "passed"), 1)),
                      TTH_BRAVO);
     ck_assert_uint_eq(json_array_size(json_object_get(sc, "order")), 3);
     /* Without the plugin config: no limits, the page says so. */
@@ -400,17 +403,22 @@ static json_t *snapshot_of(dg_store *st, const dg_config *cfg)
     return s;
 }
 
-static json_t *budget_of(json_t *snap, const char *ch, const char *scope)
+static json_t *scope_of(json_t *snap, const char *ch, const char *scope)
 {
     size_t i;
     json_t *o;
     json_array_foreach(json_object_get(snap, "scopes"), i, o) {
         if (!strcmp(json_string_value(json_object_get(o, "channelId")), ch) &&
             !strcmp(json_string_value(json_object_get(o, "scope")), scope))
-            return json_object_get(o, "budget");
+            return o;
     }
     ck_abort_msg("no scope %s %s", ch, scope);
     return NULL;
+}
+
+static json_t *budget_of(json_t *snap, const char *ch, const char *scope)
+{
+    return json_object_get(scope_of(snap, ch, scope), "budget");
 }
 
 /* The chart counts the ledger's verdicts: granted made, claimed and
@@ -470,6 +478,12 @@ START_TEST(test_budgets_and_cost_with_and_without_the_config)
     ck_assert_str_eq(text_of(b), "held by budget.turnsPerHour (agent turns in this hour (UTC)) "
                                  "since 2026-12-05T10:12:00Z until 2026-12-05T11:00:00Z; today 9 "
                                  "runs, 5 granted, 1100 tokens; limits: no config given");
+    /* The page's State: held while a breaker holds, with nobody speaking. */
+    ck_assert_str_eq(json_string_value(json_object_get(scope_of(s, CH1, "conversation"), "state")),
+                     "held");
+    ck_assert(json_is_null(json_object_get(scope_of(s, CH1, "conversation"), "speaker")));
+    ck_assert_str_eq(json_string_value(json_object_get(scope_of(s, CH1, "thread:9"), "state")),
+                     "dormant");
     b = budget_of(s, CH1, "thread:9");
     ck_assert(json_is_false(json_object_get(b, "holds")));
     ck_assert_str_eq(text_of(b), "today 0 runs, 0 granted, 0 tokens; limits: no config given");

@@ -624,17 +624,12 @@ START_TEST(test_discussion_idle_reminder_once_per_idle_period)
 {
     open_discussion(CH2, TTH_ALPHA, BC, 2);
     ck_assert_int_eq(run(TTH_BRAVO, CH2, NULL, "I think Friday."), 1);
-    /* A silent round: charlie, alpha pass; bravo wrote the latest message
-     * (no host runs it for its own message), so it is woken, and passes. */
+    /* A silent round: charlie, alpha pass; bravo wrote the latest message,
+     * so it is not asked about it: the round is over. */
     ck_assert_int_eq(run(TTH_CHARLIE, CH2, NULL, "NO_REPLY"), 0);
     ck_assert_int_eq(run(TTH_ALPHA, CH2, NULL, "NO_REPLY"), 0);
     ck_assert_int_eq(tth_outbox_count(&H, CH2), 1);
     char *text = tth_outbox_content(&H, CH2, 0, NULL);
-    ck_assert_str_eq(text, "<@" TTH_BRAVO_UID ">");
-    free(text);
-    ck_assert_int_eq(run(TTH_BRAVO, CH2, NULL, "NO_REPLY"), 0);
-    ck_assert_int_eq(tth_outbox_count(&H, CH2), 2);
-    text = tth_outbox_content(&H, CH2, 1, NULL);
     ck_assert_ptr_nonnull(strstr(text, "[Discussion Idle]"));
     ck_assert_ptr_nonnull(strstr(text, "<@" TTH_ALPHA_UID ">"));
     /* Where to write (discussion.summaryDir; no channel name was recorded
@@ -651,17 +646,57 @@ START_TEST(test_discussion_idle_reminder_once_per_idle_period)
     ck_assert_int_eq(who_speaks(ABC, 3, CH2, NULL), -1);
     tth_advance(&H, 3600 * 1000);
     ck_assert_int_eq(who_speaks(ABC, 3, CH2, NULL), -1);
-    ck_assert_int_eq(tth_outbox_count(&H, CH2), 2);
+    ck_assert_int_eq(tth_outbox_count(&H, CH2), 1);
     /* A real message starts a new idle period: the next silent round gets
      * one more reminder. */
     human_says(CH2, NULL, "Any objections?", NULL);
     ck_assert_int_eq(run(TTH_ALPHA, CH2, NULL, "NO_REPLY"), 0);
     ck_assert_int_eq(run(TTH_BRAVO, CH2, NULL, "NO_REPLY"), 0);
     ck_assert_int_eq(run(TTH_CHARLIE, CH2, NULL, "NO_REPLY"), 0);
-    ck_assert_int_eq(tth_outbox_count(&H, CH2), 3);
-    text = tth_outbox_content(&H, CH2, 2, NULL);
+    ck_assert_int_eq(tth_outbox_count(&H, CH2), 2);
+    text = tth_outbox_content(&H, CH2, 1, NULL);
     ck_assert_ptr_nonnull(strstr(text, "[Discussion Idle]"));
     free(text);
+}
+END_TEST
+
+static int outbox_with(const char *channel, const char *needle);
+
+/* The hook ctx of agent's session in channel, with runId. New reference. */
+static json_t *run_ctx(const char *agent, const char *channel, const char *run_id)
+{
+    char key[256];
+    return json_pack("{s:s, s:s, s:s, s:s, s:s}", "agentId", agent, "sessionKey",
+                     tth_session_key(key, sizeof key, agent, channel, NULL), "channelId", channel,
+                     "messageProvider", "discord", "runId", run_id);
+}
+
+/* A turn the budget allows is delivered: with discussionTurns 2, the
+ * second turn's model reports its usage while it runs; that report does
+ * not latch the breaker under the run (which would hand the initiator the
+ * turn and cancel the answer it paid for). The run's end reaches the
+ * limit: the initiator is asked to wrap up, and the answer goes out. */
+START_TEST(test_discussion_turn_the_budget_allowed_is_delivered)
+{
+    tth_free(&H);
+    tth_start(&H, "channel",
+              "\"turn\":{\"maxAgentMessages\":1000},\"budget\":{\"discussionTurns\":2}");
+    open_discussion(CH2, TTH_ALPHA, BC, 2);
+    ck_assert_int_eq(run(TTH_BRAVO, CH2, NULL, "I think Friday."), 1); /* turn 1 */
+    json_t *ctx = run_ctx(TTH_CHARLIE, CH2, "c2");
+    json_t *ev = json_pack("{s:s}", "cleanedBody", "I think Friday.");
+    json_t *r = NULL;
+    ck_assert_int_eq(tth_call(&H, "before_agent_reply", ev, ctx, &r), OC_OK);
+    ck_assert_ptr_null(r); /* turn 2: granted */
+    json_decref(ev);
+    ev = json_pack("{s:s, s:s, s:s, s:{s:i, s:i}}", "runId", "c2", "model", "m", "provider", "p",
+                   "usage", "input", 900, "output", 100);
+    ck_assert_int_eq(tth_call(&H, "llm_output", ev, ctx, NULL), OC_OK);
+    json_decref(ev);
+    json_decref(ctx);
+    ck_assert_int_eq(end_run(TTH_CHARLIE, CH2, "Agreed, Friday.", "c2"), OC_OK);
+    ck_assert_int_eq(tth_send(&H, TTH_CHARLIE, CH2, NULL, "Agreed, Friday."), 0);
+    ck_assert_int_eq(outbox_with(CH2, "[Discussion Budget Reached]"), 1);
 }
 END_TEST
 
@@ -678,7 +713,10 @@ START_TEST(test_idle_reminders_do_not_feed_a_loop)
     for (; cycles < 30; cycles++) {
         ck_assert_int_eq(run(TTH_BRAVO, CH2, NULL, "NO_REPLY"), 0);
         ck_assert_int_eq(run(TTH_CHARLIE, CH2, NULL, "NO_REPLY"), 0);
-        ck_assert_int_eq(run(TTH_ALPHA, CH2, NULL, "NO_REPLY"), 0);
+        /* The initiator is asked in the first round only: later it wrote
+         * the latest message and is not asked to pass on it. */
+        if (!peek(CH2, NULL, NULL).idle_reminded)
+            ck_assert_int_eq(run(TTH_ALPHA, CH2, NULL, "NO_REPLY"), 0);
         /* The reminder (if any) comes back to the gateway. */
         int n = tth_outbox_count(&H, CH2), reminded = 0;
         for (; seen < n; seen++) {
@@ -1671,34 +1709,33 @@ END_TEST
 
 /* An agent that speaks after the others passed starts a new cycle with its
  * message: the turn goes to the agent after it, as when its message
- * arrives first -- not back to itself (an extra run of its own and a
- * hand-off to get out of it). */
+ * arrives first -- not back to itself. Its author is never handed the turn
+ * to pass on its own message: once the others passed, the round ends. */
 START_TEST(test_speaking_after_passes_hands_on_to_the_next)
 {
     join3(CH1, NULL);
     human_says(CH1, NULL, "go", NULL);
-    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "first"), 1);
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "NO_REPLY"), 0);
     ck_assert_int_eq(run(TTH_BRAVO, CH1, NULL, "NO_REPLY"), 0);
-    ck_assert_int_eq(run(TTH_CHARLIE, CH1, NULL, "NO_REPLY"), 0);
-    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 0);
-    /* alpha wrote the latest message: it is woken (no host runs an agent
-     * for its own message), once. */
-    ck_assert_int_eq(tth_outbox_count(&H, CH1), 1);
     /* agent_end first, the message after it (the usual order). */
-    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "second thought"), 1);
-    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 1);
-    ck_assert_int_eq(tth_outbox_count(&H, CH1), 1);
+    ck_assert_int_eq(run(TTH_CHARLIE, CH1, NULL, "after all"), 1);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 0);
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "NO_REPLY"), 0);
+    ck_assert_int_eq(run(TTH_BRAVO, CH1, NULL, "NO_REPLY"), 0);
+    /* charlie wrote the latest message: no hand-off, the round ends. */
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), -1);
+    ck_assert_int_eq(tth_outbox_count(&H, CH1), 0);
     /* The same with the message first (a streaming host). */
-    ck_assert_int_eq(run(TTH_BRAVO, CH1, NULL, "NO_REPLY"), 0);
-    ck_assert_int_eq(run(TTH_CHARLIE, CH1, NULL, "NO_REPLY"), 0);
-    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "NO_REPLY"), 0); /* dormant now */
     human_says(CH1, NULL, "again", NULL);
-    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "third"), 1);
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "NO_REPLY"), 0);
     ck_assert_int_eq(run(TTH_BRAVO, CH1, NULL, "NO_REPLY"), 0);
-    ck_assert_int_eq(run(TTH_CHARLIE, CH1, NULL, "NO_REPLY"), 0);
-    agent_posts(TTH_ALPHA, CH1, NULL, "fourth, streamed");
-    ck_assert_int_eq(tth_end(&H, TTH_ALPHA, CH1, NULL, "fourth, streamed", 0), OC_OK);
-    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 1);
+    agent_posts(TTH_CHARLIE, CH1, NULL, "streamed");
+    ck_assert_int_eq(tth_end(&H, TTH_CHARLIE, CH1, NULL, "streamed", 0), OC_OK);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), 0);
+    ck_assert_int_eq(run(TTH_ALPHA, CH1, NULL, "NO_REPLY"), 0);
+    ck_assert_int_eq(run(TTH_BRAVO, CH1, NULL, "NO_REPLY"), 0);
+    ck_assert_int_eq(who_speaks(ABC, 3, CH1, NULL), -1);
+    ck_assert_int_eq(tth_outbox_count(&H, CH1), 0);
 }
 END_TEST
 
@@ -2456,6 +2493,7 @@ static Suite *turn_hooks_suite(const char *name, int on_pg)
     tcase_add_test(ch, test_discussion_prefill_first_participant_speaks);
     tcase_add_test(ch, test_discussion_idle_reminder_once_per_idle_period);
     tcase_add_test(ch, test_idle_reminders_do_not_feed_a_loop);
+    tcase_add_test(ch, test_discussion_turn_the_budget_allowed_is_delivered);
     tcase_add_test(ch, test_discussion_quiet_reminder_once_per_quiet_period);
     tcase_add_test(ch, test_discussion_quiet_reminder_off_with_zero);
     tcase_add_test(ch, test_discussion_lifetime_wrapup_then_expiry);

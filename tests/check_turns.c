@@ -117,10 +117,56 @@ START_TEST(test_silent_agents_are_skipped_until_a_real_message)
     end(&s, &c, A, DG_RUN_SILENT, 1100); /* A passes */
     end(&s, &c, B, DG_RUN_SPOKE, 1200);  /* B speaks */
     agent_msg(&s, &c, B, 1250);          /* its message resets the cycle */
-    ck_assert_uint_eq(s.silent, 0);
+    ck_assert_uint_eq(s.silent, BIT(B)); /* but for its author */
     ck_assert_int_eq(dg_rule_speaker(&s, &c), C);
     end(&s, &c, C, DG_RUN_SILENT, 1300);
     ck_assert_int_eq(dg_rule_speaker(&s, &c), A); /* A is eligible again */
+    end(&s, &c, A, DG_RUN_SILENT, 1400);
+    ck_assert_int_eq(s.active, 0); /* B is not asked to pass on its own message */
+    ck_assert_int_eq(fx.handoff_to, DG_NOBODY);
+}
+END_TEST
+
+/* One question, one answer: the answer's author is not handed the turn to
+ * pass on its own message, whether its run ends before its message
+ * arrives or after. */
+START_TEST(test_author_is_not_asked_to_pass_on_its_own_message)
+{
+    dg_rule_ctx c = ctx3();
+    for (int arrives_first = 0; arrives_first < 2; arrives_first++) {
+        dg_turn_state s;
+        dg_turn_state_init(&s);
+        human(&s, &c, 0, 1000);
+        if (arrives_first)
+            agent_msg(&s, &c, A, 1100);
+        end(&s, &c, A, DG_RUN_SPOKE, 1150); /* A answers */
+        if (!arrives_first)
+            agent_msg(&s, &c, A, 1200);
+        ck_assert_int_eq(dg_rule_speaker(&s, &c), B);
+        end(&s, &c, B, DG_RUN_SILENT, 1300);
+        ck_assert_int_eq(dg_rule_speaker(&s, &c), C);
+        end(&s, &c, C, DG_RUN_SILENT, 1400);
+        /* The round ends: no hand-off to A, no model call to say NO_REPLY. */
+        ck_assert_int_eq(s.active, 0);
+        ck_assert_int_eq(fx.handoff_to, DG_NOBODY);
+    }
+}
+END_TEST
+
+/* An agent that wrote the latest message into a dormant scope, or whose
+ * message woke it, does not get the turn back before someone else speaks. */
+START_TEST(test_author_alone_left_ends_the_round)
+{
+    dg_rule_ctx c = ctx3();
+    c.n_members = 2;
+    c.present = BIT(A) | BIT(B);
+    dg_turn_state s;
+    dg_turn_state_init(&s);
+    agent_msg(&s, &c, A, 1000); /* wakes the scope: B is next */
+    ck_assert_int_eq(dg_rule_speaker(&s, &c), B);
+    end(&s, &c, B, DG_RUN_SILENT, 1100);
+    ck_assert_int_eq(s.active, 0);
+    ck_assert_int_eq(fx.handoff_to, DG_NOBODY);
 }
 END_TEST
 
@@ -324,8 +370,9 @@ START_TEST(test_discussion_idle_reminds_initiator_once_then_rests)
     ck_assert_int_eq(s.idle_reminded, 0);
     end(&s, &c, C, DG_RUN_SILENT, 2100);
     end(&s, &c, A, DG_RUN_SILENT, 2200);
-    end(&s, &c, B, DG_RUN_SILENT, 2300);
-    ck_assert_int_eq(fx.idle_reminder, 1); /* a new idle period */
+    /* A new idle period: B, its author, is not asked about its message. */
+    ck_assert_int_eq(fx.idle_reminder, 1);
+    ck_assert_int_eq(dg_rule_speaker(&s, &c), A);
 }
 END_TEST
 
@@ -557,6 +604,8 @@ Suite *make_turns_suite(void)
     tcase_add_test(tc, test_agent_sender_wakes_the_next_agent);
     tcase_add_test(tc, test_other_bot_is_outside_the_order);
     tcase_add_test(tc, test_full_silent_cycle_goes_dormant);
+    tcase_add_test(tc, test_author_is_not_asked_to_pass_on_its_own_message);
+    tcase_add_test(tc, test_author_alone_left_ends_the_round);
     tcase_add_test(tc, test_silent_agents_are_skipped_until_a_real_message);
     tcase_add_test(tc, test_bug3_tool_only_turn_is_not_a_pass);
     tcase_add_test(tc, test_non_speaker_run_end_changes_no_turn);

@@ -236,12 +236,15 @@ static int cmd_why(ctl *c, const char *channel, const char *agent)
                        : tv.mode == DG_MODE_CLOSED    ? silenced
                        : sp && strcmp(sp, agent) == 0 ? "a real model run"
                                                       : silenced;
-    const char *because = !member ? "it is not in this channel's turn order (it is not one of "
-                                    "the plugin's configured agents, or it has not been seen "
-                                    "in this channel yet), so its runs go on as usual"
-                          : tv.mode == DG_MODE_CLOSED    ? "the discussion channel is closed"
-                          : sp && strcmp(sp, agent) == 0 ? "it holds the turn"
-                                                         : "it does not hold the turn";
+    const char *because =
+        !member                        ? "it is not in this channel's turn order (it is not one of "
+                                         "the plugin's configured agents, or it has not been seen "
+                                         "in this channel yet), so its runs go on as usual"
+        : tv.mode == DG_MODE_CLOSED    ? "the discussion channel is closed"
+        : sp && strcmp(sp, agent) == 0 ? "it holds the turn"
+        : !strcmp(tv.condition, "held")
+            ? "a budget of this conversation is reached (`!dirigent resume` lifts it)"
+            : "it does not hold the turn";
     char now_text[512] = "";
     if (agent && !member)
         snprintf(now_text, sizeof now_text, "%s is not managed here: %s", agent, because);
