@@ -208,6 +208,20 @@ typedef struct oc_host_api {
      * run was aborted, OC_ERR_NOT_FOUND when the session has no run in
      * flight (nothing happens), OC_ERR_IO. */
     int (*run_abort)(oc_host *host, const char *session_key);
+
+    /* ---- ABI 1.2 (optional) ----
+     * Ask the host's decision model for one choice among labels (OpenClaw's
+     * api.runtime.decisions.evaluate). request: borrowed
+     *   {"question": string, "labels": [string, ...] (2..32, unique),
+     *    "context": string (the evidence, plain text), "timeoutMs": integer 1..60000}
+     * On OC_OK *answer is a NEW reference the caller decrefs:
+     *   {"label": one of labels, "probability": number 0..1, "source": string,
+     *    "tokensIn": integer (optional), "tokensOut": integer (optional)}
+     * Blocks at most timeoutMs. Any thread but a hook thread, only after init has
+     * returned. Returns OC_OK, OC_ERR_INVALID (malformed request),
+     * OC_ERR_UNSUPPORTED (no decision model configured), OC_ERR_IO (timeout,
+     * provider failure). */
+    int (*decide)(oc_host *host, const json_t *request, json_t **answer);
 } oc_host_api;
 
 /* 1 when the host's api struct has the field (it was built against a header

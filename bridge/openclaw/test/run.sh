@@ -121,7 +121,7 @@ cat >"$WORK/plugins/bridge_probe/openclaw.plugin.json" <<'EOF'
   "id": "bridge_probe",
   "name": "Bridge probe",
   "configSchema": {"type": "object"},
-  "contracts": {"tools": ["probe_echo", "probe_fail", "probe_stats", "probe_host"]},
+  "contracts": {"tools": ["probe_echo", "probe_fail", "probe_stats", "probe_host", "probe_decide"]},
   "activation": {"onStartup": true}
 }
 EOF
