@@ -416,44 +416,6 @@ async function sayAndWait(channel, text, log) {
   }
 }
 
-// ---- measure ------------------------------------------------------------------------------------
-
-const results = [];
-for (const run of runs) {
-  if (run.skip) {
-    results.push({ run, skipped: run.skip });
-    continue;
-  }
-  const story = STORIES[run.story];
-  note(`${run.story}, ${run.n} agents, ${run.title}: channel ${run.channel}`);
-  await postJson(`${model.url}/_script`, { rules: story.rules(run.names) });
-  await postJson(`${JUDGE}/_script`, story.judge);
-  fs.writeFileSync(DECISIONS_SCRIPT, `${JSON.stringify(story.judge)}\n`);
-  const before = (await modelRequests()).length;
-  const judgeBefore = { host: readJsonl(DECISIONS_RECORD).length, openai: (await getJson(`${JUDGE}/_requests`)).length };
-  const r = await runGateway(run, async (log) => {
-    const spans = [];
-    for (const m of story.messages) spans.push(await sayAndWait(run.channel, m.text, log));
-    return { spans, log };
-  });
-  // Only this run's channel: OpenClaw resumes work a gateway left queued
-  // (in a HOME used before), and that must not count here.
-  const calls = (await modelRequests()).slice(before).filter((q) => JSON.stringify(q.raw.messages ?? []).includes(run.channel));
-  const judgeCalls = run.way === 'judge-host' ? readJsonl(DECISIONS_RECORD).slice(judgeBefore.host)
-    : run.way === 'judge-openai' ? (await getJson(`${JUDGE}/_requests`)).slice(judgeBefore.openai) : [];
-  const posted = await messages(run.channel);
-  const id = runId(run);
-  fs.writeFileSync(path.join(opt.work, `compare-${id}.transcript.json`), `${JSON.stringify(posted, null, 2)}\n`);
-  fs.writeFileSync(path.join(opt.work, `compare-${id}.calls.json`), `${JSON.stringify(calls.map((q) => ({
-    at: q.at, model: q.model, rule: q.rule, reply: q.reply.text, usage: q.usage, lastUser: q.lastUser.slice(-300) })), null, 1)}\n`);
-  const gwLog = fs.readFileSync(r.log, 'utf8');
-  const managed = run.way !== 'alone' && run.way !== 'broadcast';
-  const db = path.join(home, '.openclaw', 'dirigent', 'dirigent.db');
-  const res = measure(run, calls, judgeCalls, posted, r.spans, gwLog, managed ? turnsGiven(db, run) : null);
-  if (managed) res.ledger = readLedger(db, run);
-  results.push(res);
-}
-
 // Turns Dirigent gave (its transition log in the store).
 function turnsGiven(db, run) {
   const ctl = spawnSync(path.join(opt.build, 'dirigent-ctl'), ['--db', db, '--json', 'why', run.channel], { encoding: 'utf8' });
@@ -587,42 +549,86 @@ function table(rs, rows) {
     ...rows.map(([label, f]) => `| ${label} | ${rs.map((r) => cell(r, f)).join(' | ')} |`),
   ].join('\n');
 }
-const sections = [];
-for (const s of stories)
-  for (const n of s === 'answers' ? agentCounts : [3]) {
-    const rs = results.filter((r) => r.run.story === s && r.run.n === n);
-    if (!rs.length) continue;
-    const head = s === 'answers'
-      ? `### Story "answers", ${n} agents\n\nalice asks a question naming no agent (planner and reviewer answer, coder passes), ` +
-        `then a follow-up only coder answers${n > 3 ? `; the other ${n - 3} agents have nothing to say (their model answers NO_REPLY)` : ''}.`
-      : '### Story "bots", 3 agents\n\nalice asks planner and reviewer to settle a question between them; each answers every ' +
-        `message of the other and never gives in (bot-to-bot, allowBots true). OpenClaw's loop guard in every way: ` +
-        `\`channels.discord.botLoopProtection: ${JSON.stringify(BOT_LOOP)}\`.`;
-    sections.push(`${head}\n\n${table(rs, s === 'bots' ? [...ROWS, ...BOT_ROWS] : ROWS)}`);
+// The tables of the results so far, written to --out (after every run:
+// an interrupted compare still leaves what it measured).
+function writeTables(final) {
+  const sections = [];
+  for (const s of stories)
+    for (const n of s === 'answers' ? agentCounts : [3]) {
+      const rs = results.filter((r) => r.run.story === s && r.run.n === n);
+      if (!rs.length) continue;
+      const head = s === 'answers'
+        ? `### Story "answers", ${n} agents\n\nalice asks a question naming no agent (planner and reviewer answer, coder passes), ` +
+          `then a follow-up only coder answers${n > 3 ? `; the other ${n - 3} agents have nothing to say (their model answers NO_REPLY)` : ''}.`
+        : '### Story "bots", 3 agents\n\nalice asks planner and reviewer to settle a question between them; each answers every ' +
+          `message of the other and never gives in (bot-to-bot, allowBots true). OpenClaw's loop guard in every way: ` +
+          `\`channels.discord.botLoopProtection: ${JSON.stringify(BOT_LOOP)}\`.`;
+      sections.push(`${head}\n\n${table(rs, s === 'bots' ? [...ROWS, ...BOT_ROWS] : ROWS)}`);
+    }
+  // Agent-model calls per human message against the number of agents.
+  const scaling = results.filter((r) => r.run.story === 'answers' && !r.skipped);
+  if (new Set(scaling.map((r) => r.run.n)).size > 1) {
+    const ways = [...new Set(scaling.map((r) => r.run.way))];
+    const ns = [...new Set(scaling.map((r) => r.run.n))].sort((a, b) => a - b);
+    sections.push(['### Agent-model calls per human message against the number of agents (story "answers")', '',
+      `| agents | ${ways.map((w) => WAY_TITLES[w]).join(' | ')} |`, `|---|${ways.map(() => '---').join('|')}|`,
+      ...ns.map((n) => `| ${n} | ${ways.map((w) => {
+        const r = scaling.find((x) => x.run.n === n && x.run.way === w);
+        return r ? `${(r.calls / r.humanMessages).toFixed(1)} (answers ${(r.answers / r.humanMessages).toFixed(1)})` : '–';
+      }).join(' | ')} |`)].join('\n'));
   }
-// Agent-model calls per human message against the number of agents.
-const scaling = results.filter((r) => r.run.story === 'answers' && !r.skipped);
-if (new Set(scaling.map((r) => r.run.n)).size > 1) {
-  const ways = [...new Set(scaling.map((r) => r.run.way))];
-  const ns = [...new Set(scaling.map((r) => r.run.n))].sort((a, b) => a - b);
-  sections.push(['### Agent-model calls per human message against the number of agents (story "answers")', '',
-    `| agents | ${ways.map((w) => WAY_TITLES[w]).join(' | ')} |`, `|---|${ways.map(() => '---').join('|')}|`,
-    ...ns.map((n) => `| ${n} | ${ways.map((w) => {
-      const r = scaling.find((x) => x.run.n === n && x.run.way === w);
-      return r ? `${(r.calls / r.humanMessages).toFixed(1)} (answers ${(r.answers / r.humanMessages).toFixed(1)})` : '–';
-    }).join(' | ')} |`)].join('\n'));
+  const today = new Date().toISOString().slice(0, 10);
+  const md = `Measured ${today} with OpenClaw ${versions.openclaw}, @openclaw/discord ${versions.discord}, ` +
+    `Dirigent ${versions.dirigent}, Node ${versions.node} (\`make compare\`${QUICK ? ', COMPARE_QUICK=1' : ''}: a real ` +
+    '`openclaw gateway run`, one Discord bot per agent, a scripted model, a fake Discord on loopback; tokens are ' +
+    'estimated as characters / 4 of what was sent and answered). Broadcast group: sequential, maxRounds 2, ' +
+    'maxTurns 2 x agents.\n\n' +
+    `${JUDGE_MISSING ? `Judge columns: ${JUDGE_MISSING}.\n\n` : ''}${sections.join('\n\n')}\n`;
+  fs.mkdirSync(path.dirname(opt.out), { recursive: true });
+  fs.writeFileSync(opt.out, md);
+  fs.writeFileSync(path.join(opt.work, 'compare-results.json'), `${JSON.stringify(results, null, 1)}\n`);
+  if (final) console.log(`\n${md}`);
 }
-const today = new Date().toISOString().slice(0, 10);
-const md = `Measured ${today} with OpenClaw ${versions.openclaw}, @openclaw/discord ${versions.discord}, ` +
-  `Dirigent ${versions.dirigent}, Node ${versions.node} (\`make compare\`${QUICK ? ', COMPARE_QUICK=1' : ''}: a real ` +
-  '`openclaw gateway run`, one Discord bot per agent, a scripted model, a fake Discord on loopback; tokens are ' +
-  'estimated as characters / 4 of what was sent and answered). Broadcast group: sequential, maxRounds 2, ' +
-  'maxTurns 2 x agents.\n\n' +
-  `${JUDGE_MISSING ? `Judge columns: ${JUDGE_MISSING}.\n\n` : ''}${sections.join('\n\n')}\n`;
-fs.mkdirSync(path.dirname(opt.out), { recursive: true });
-fs.writeFileSync(opt.out, md);
-fs.writeFileSync(path.join(opt.work, 'compare-results.json'), `${JSON.stringify(results, null, 1)}\n`);
-console.log(`\n${md}`);
+// ---- measure ------------------------------------------------------------------------------------
+
+const results = [];
+for (const run of runs) {
+  if (run.skip) {
+    results.push({ run, skipped: run.skip });
+    continue;
+  }
+  const story = STORIES[run.story];
+  note(`${run.story}, ${run.n} agents, ${run.title}: channel ${run.channel}`);
+  await postJson(`${model.url}/_script`, { rules: story.rules(run.names) });
+  await postJson(`${JUDGE}/_script`, story.judge);
+  fs.writeFileSync(DECISIONS_SCRIPT, `${JSON.stringify(story.judge)}\n`);
+  const before = (await modelRequests()).length;
+  const judgeBefore = { host: readJsonl(DECISIONS_RECORD).length, openai: (await getJson(`${JUDGE}/_requests`)).length };
+  const r = await runGateway(run, async (log) => {
+    const spans = [];
+    for (const m of story.messages) spans.push(await sayAndWait(run.channel, m.text, log));
+    return { spans, log };
+  });
+  // Only this run's channel: OpenClaw resumes work a gateway left queued
+  // (in a HOME used before), and that must not count here.
+  const calls = (await modelRequests()).slice(before).filter((q) => JSON.stringify(q.raw.messages ?? []).includes(run.channel));
+  const judgeCalls = run.way === 'judge-host' ? readJsonl(DECISIONS_RECORD).slice(judgeBefore.host)
+    : run.way === 'judge-openai' ? (await getJson(`${JUDGE}/_requests`)).slice(judgeBefore.openai) : [];
+  const posted = await messages(run.channel);
+  const id = runId(run);
+  fs.writeFileSync(path.join(opt.work, `compare-${id}.transcript.json`), `${JSON.stringify(posted, null, 2)}\n`);
+  fs.writeFileSync(path.join(opt.work, `compare-${id}.calls.json`), `${JSON.stringify(calls.map((q) => ({
+    at: q.at, model: q.model, rule: q.rule, reply: q.reply.text, usage: q.usage, lastUser: q.lastUser.slice(-300) })), null, 1)}\n`);
+  const gwLog = fs.readFileSync(r.log, 'utf8');
+  const managed = run.way !== 'alone' && run.way !== 'broadcast';
+  const db = path.join(home, '.openclaw', 'dirigent', 'dirigent.db');
+  const res = measure(run, calls, judgeCalls, posted, r.spans, gwLog, managed ? turnsGiven(db, run) : null);
+  if (managed) res.ledger = readLedger(db, run);
+  results.push(res);
+  writeTables(false);
+}
+writeTables(true);
+
 for (const r of results.filter((x) => !x.skipped)) {
   const t = `${r.run.story}, ${r.run.n} agents, ${r.run.title}`;
   for (const o of r.overlaps) note(`${t}: ${o}`);
