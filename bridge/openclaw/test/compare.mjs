@@ -492,9 +492,10 @@ function measure(run, calls, judgeCalls, posted, spans, gwLog, turns) {
   const judgeIn = judgeCalls.reduce((n, q) => n + (q.usage?.inputTokens ?? q.usage?.prompt_tokens ?? 0), 0);
   const judgeOut = judgeCalls.reduce((n, q) => n + (q.usage?.outputTokens ?? q.usage?.completion_tokens ?? 0), 0);
   const wallMs = spans.reduce((n, s) => n + (s.last - s.sent), 0);
-  // What ended a bot-to-bot exchange: OpenClaw's pair guard logs its
-  // suppression; Dirigent's limit posts a notice.
-  const loopGuard = (gwLog.match(/loop[- ]protection|bot.?loop|pair (guard|suppressed)|suppress(ed|ing) (bot|pair)/gi) ?? []).length;
+  // What ended a bot-to-bot exchange: OpenClaw's pair guard logs each
+  // message it drops ("discord: bot-to-bot loop detected before media
+  // download, suppressing for 582s", 2026.9.6); Dirigent's limit posts a notice.
+  const loopGuard = (gwLog.match(/bot-to-bot loop detected/g) ?? []).length;
   return {
     run, calls: calls.length, callsBy, answers: calls.length - passes, passes, tokensIn, tokensOut, perBot,
     judgeCalls: judgeCalls.length, judgeIn, judgeOut, judgeMisses: judgeCalls.filter((q) => q.miss || q.answers?.some((a) => a.miss)).length,
@@ -540,7 +541,7 @@ const ROWS = [
   ['runs let through / withheld (Dirigent\'s ledger)', (r) => (r.ledger ? `${r.ledger.granted} / ${r.ledger.withheld}` : '–')],
   ['model calls on withheld runs (Dirigent\'s ledger)', (r) => (r.ledger ? String(r.ledger.callsWithheld) : '–')],
 ];
-const BOT_ROWS = [['loop-guard lines in OpenClaw\'s log', (r) => String(r.loopGuard)]];
+const BOT_ROWS = [['messages OpenClaw\'s loop guard dropped ("bot-to-bot loop detected" in its log)', (r) => String(r.loopGuard)]];
 function table(rs, rows) {
   const cell = (r, f) => (r.skipped ? (f === rows[0][1] ? `skipped: ${r.skipped}` : '–') : f(r));
   return [
