@@ -461,11 +461,15 @@ deps-browser:
 	sh scripts/deps.sh --browser
 .PHONY: check-browser deps-browser
 
-# One story played in a real OpenClaw gateway three ways (alone, with a
-# sequential broadcast group, with Dirigent), same scripted model; prints
-# the table of calls, tokens, messages, leaks, duplicates, wall time and
-# overlaps, and writes it to $(B)/compare.md. Heavy (three gateway runs,
-# about 10 minutes): it runs niced.
+# Stories played in a real OpenClaw gateway several ways (alone, with a
+# sequential broadcast group, with Dirigent, with Dirigent's judge), same
+# scripted model; prints the tables of calls, tokens (the judge's in a row
+# of its own), messages, leaks, duplicates, wall time and overlaps, and
+# writes them to $(B)/compare.md. Heavy (a gateway run per story, agent
+# count and way; an hour or more): it runs niced. CI's short form:
+# COMPARE_QUICK=1 make compare (one story, 3 agents, Dirigent only);
+# COMPARE_AGENTS, COMPARE_STORIES and DIRIGENT_COMPARE_WAYS select runs
+# (bridge/openclaw/test/compare.mjs).
 compare: deps-ok all
 	DIRIGENT_OPENCLAW_STAGES=compare nice sh bridge/openclaw/test/run.sh $(B)
 .PHONY: compare

@@ -31,11 +31,14 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { MessageChannel, Worker } from 'node:worker_threads';
 
 const ABI_MAJOR = 1;
 // 1.1: the optional session_reset and run_abort, offered when OpenClaw's
 // plugin SDK has what they need (see openclawSdk below).
-const ABI_MINOR = 1;
+// 1.2: the optional decide, offered when OpenClaw has decision models
+// (api.runtime.decisions; see "ABI 1.2" below).
+const ABI_MINOR = 2;
 const OC = {
   OK: 0, INVALID: -1, NOT_FOUND: -2, DENIED: -3, CONFLICT: -4,
   IO: -5, NOMEM: -6, UNSUPPORTED: -7, INTERNAL: -8,
@@ -105,6 +108,8 @@ const g = (globalThis[G_KEY] ??= {
   sessions: null,
   logger: null,
   sdk: null,           // OpenClaw SDK modules of the 1.1 host calls, loaded on first use
+  decisions: null,     // api.runtime.decisions of the latest live registration that has it
+  decider: null,       // the decide worker: {worker, port, flag, cb} or {failed: reason}
 });
 
 function log(level, message) {
@@ -229,7 +234,7 @@ function loadNative(opts, rootDir) {
   const libc = loadLibrary(k, 'libc.so.6');
   const lib = loadLibrary(k, soPath);
   const n = {
-    k, soPath, lib,
+    k, soPath, lib, janssonPath,
     json_loads: jl.func('void *json_loads(const char *input, size_t flags, void *error)'),
     json_dumps: jl.func('void *json_dumps(void *json, size_t flags)'),
     // The buffer as a plain pointer: jansson writes into the Buffer's memory.
@@ -255,6 +260,8 @@ function loadNative(opts, rootDir) {
       sessions_list: 'void *', log: 'void *',
       // ABI 1.1 (optional: NULL when OpenClaw does not offer them).
       session_reset: 'void *', run_abort: 'void *',
+      // ABI 1.2 (optional: NULL without OpenClaw's decision models).
+      decide: 'void *',
     }),
     HandlerFn: k.proto('int dg_bridge_handler_fn(void *state, void *a, void *b, _Out_ void **result)'),
     // The synchronous path passes one preallocated result slot instead of
@@ -708,6 +715,239 @@ function cbLog(host, level, message) {
   } catch { /* never throw into C */ }
 }
 
+// ---- ABI 1.2: decide over OpenClaw's decision models ------------------------------
+//
+// decide(host, request, &answer) asks api.runtime.decisions.evaluate (OpenClaw
+// 2026.9.6, docs/concepts/decision-models.md) one "choice" question:
+//   {state: context, questions: {next: {type: "choice", instructions: question,
+//    criteria: {<label>: <label>, ...}}}}
+// with the global decisionModel selection (no agentId: the question is the
+// chair's, not an agent's), purpose "dirigent.turn-judge", rubricVersion "1".
+// ok -> {label: choice, probability: probabilities[choice], source:
+// "openclaw:<providerId>/<model>", tokensIn/tokensOut from usage};
+// unavailable "disabled"/"not-configured" -> OC_ERR_UNSUPPORTED (no decision
+// model selected), "unsupported-input" -> OC_ERR_INVALID, any other reason, a
+// timeout or a thrown error -> OC_ERR_IO.
+//
+// Threads. evaluate is asynchronous and runs on the main thread, but a
+// registered callback must answer before it returns, and koffi runs a
+// callback that a foreign thread calls on the thread that registered it.
+// So decide is registered in a worker thread of its own (the decider): the
+// plugin's thread calls it, koffi relays the call to the decider and blocks
+// that plugin thread; the decider posts the request to the main thread and
+// waits (Atomics.wait, at most the request's timeoutMs) for the answer,
+// while the main thread's event loop stays free to run evaluate and every
+// other host call. One decision at a time: a second plugin thread's decide
+// waits in koffi's queue until the first returns. The decider is created
+// once per process, on the first start with decisions, and never holds the
+// process open (unref).
+const DECIDE_PURPOSE = 'dirigent.turn-judge';
+const DECIDE_RUBRIC_VERSION = '1';
+const DECIDER_START_MS = 10_000;
+
+// What is wrong with a decide request (field and rule), or null. Runs in
+// the decider too (its source is copied there), so a malformed request is
+// refused without a round trip.
+function decideRequestError(r) {
+  if (r === null || typeof r !== 'object' || Array.isArray(r)) return 'request: must be an object';
+  for (const k of Object.keys(r))
+    if (!['question', 'labels', 'context', 'timeoutMs'].includes(k)) return `request.${k}: unknown field`;
+  if (typeof r.question !== 'string' || !r.question) return 'request.question: must be a non-empty string';
+  if (!Array.isArray(r.labels) || r.labels.length < 2 || r.labels.length > 32)
+    return 'request.labels: must be an array of 2..32 strings';
+  if (r.labels.some((l) => typeof l !== 'string' || !l)) return 'request.labels: every label must be a non-empty string';
+  if (new Set(r.labels).size !== r.labels.length) return 'request.labels: labels must be unique';
+  if (typeof r.context !== 'string') return 'request.context: must be a string';
+  if (!Number.isInteger(r.timeoutMs) || r.timeoutMs < 1 || r.timeoutMs > 60000)
+    return 'request.timeoutMs: must be an integer 1..60000';
+  return null;
+}
+
+// The decider's source (CommonJS, eval'd in the worker). workerData:
+// {koffi, jansson: paths, port: its end of the channel, flag: Int32Array
+// bumped by the main thread after each answer, ready: BigInt64Array where
+// it stores the callback's address}.
+const DECIDER_SOURCE = `
+const { workerData, receiveMessageOnPort } = require('node:worker_threads');
+const koffi = require(workerData.koffi);
+const { port, flag, ready } = workerData;
+const OC = ${JSON.stringify({ OK: OC.OK, INVALID: OC.INVALID, IO: OC.IO, NOMEM: OC.NOMEM, INTERNAL: OC.INTERNAL })};
+const jl = koffi.load(workerData.jansson);
+const libc = koffi.load('libc.so.6');
+const jsonDumps = jl.func('void *json_dumps(void *json, size_t flags)');
+const jsonLoads = jl.func('void *json_loads(const char *input, size_t flags, void *error)');
+const free = libc.func('void free(void *ptr)');
+${decideRequestError.toString()}
+let seq = 0;
+function decide(host, request, answer) {
+  try {
+    if (!request || !answer) return OC.INVALID;
+    const s = jsonDumps(request, ${JSON_COMPACT | JSON_ENCODE_ANY});
+    if (!s) return OC.NOMEM;
+    let text;
+    try { text = koffi.decode(s, 'char', -1); } finally { free(s); }
+    let parsed;
+    try { parsed = JSON.parse(text); } catch { parsed = undefined; }
+    const bad = decideRequestError(parsed);
+    if (bad) {
+      port.postMessage({ log: 'decide refused a request: ' + bad + ' (OC_ERR_INVALID)' });
+      return OC.INVALID;
+    }
+    const id = ++seq;
+    const deadline = performance.now() + parsed.timeoutMs;
+    port.postMessage({ seq: id, host: Number(host), request: parsed });
+    for (;;) {
+      const seen = Atomics.load(flag, 0);
+      for (let m; (m = receiveMessageOnPort(port));) {
+        if (m.message.seq !== id) continue; // a late answer to an earlier call
+        if (m.message.status !== OC.OK) return m.message.status;
+        const p = jsonLoads(JSON.stringify(m.message.answer), 0, null);
+        if (!p) return OC.NOMEM;
+        koffi.encode(answer, 'void *', p);
+        return OC.OK;
+      }
+      const left = deadline - performance.now();
+      if (left <= 0) {
+        port.postMessage({ expired: id });
+        return OC.IO;
+      }
+      Atomics.wait(flag, 0, seen, Math.ceil(left));
+    }
+  } catch (e) {
+    try { port.postMessage({ log: 'decide failed in the decider: ' + (e && e.stack || e) }); } catch {}
+    return OC.INTERNAL;
+  }
+}
+const cb = koffi.register(decide, koffi.pointer(koffi.proto('int dg_bridge_decide(void *host, void *request, void *answer)')));
+setInterval(() => {}, 1 << 30); // koffi's relay needs this thread's event loop alive
+Atomics.store(ready, 0, cb);
+Atomics.notify(ready, 0);
+`;
+
+// The decide callback (an address for oc_host_api), starting the decider
+// on first use; null when it cannot start (then the plugin sees no decide).
+function deciderCallback() {
+  if (g.decider) return g.decider.cb ?? null;
+  const n = g.native;
+  const { port1, port2 } = new MessageChannel();
+  const flag = new Int32Array(new SharedArrayBuffer(4));
+  const ready = new BigInt64Array(new SharedArrayBuffer(8));
+  let worker;
+  try {
+    worker = new Worker(DECIDER_SOURCE, {
+      eval: true,
+      workerData: { koffi: createRequire(import.meta.url).resolve('koffi'), jansson: n.janssonPath, port: port2, flag, ready },
+      transferList: [port2],
+    });
+  } catch (e) {
+    g.decider = { failed: String(e.message ?? e) };
+    log(2, `decide not offered: the decider thread did not start (${g.decider.failed})`);
+    return null;
+  }
+  let failure = null;
+  worker.on('error', (e) => {
+    failure = String(e.stack ?? e);
+    log(3, `the decider thread failed: ${failure}`);
+  });
+  // Its start needs nothing of the main thread's event loop: wait for it
+  // here, once, so init sees the pointer.
+  const t0 = Date.now();
+  while (Atomics.load(ready, 0) === 0n && Date.now() - t0 < DECIDER_START_MS) Atomics.wait(ready, 0, 0n, 50);
+  const cb = Atomics.load(ready, 0);
+  if (cb === 0n) {
+    worker.terminate().catch(() => {});
+    g.decider = { failed: failure ?? `not ready after ${DECIDER_START_MS} ms` };
+    log(2, `decide not offered: the decider thread did not start (${g.decider.failed})`);
+    return null;
+  }
+  worker.unref();
+  port1.on('message', (m) => onDeciderMessage(port1, flag, m));
+  port1.unref();
+  g.decider = { worker, port: port1, flag, cb, expired: new Set() };
+  return cb;
+}
+
+function onDeciderMessage(port, flag, m) {
+  if (m.log) {
+    log(2, m.log);
+    return;
+  }
+  if (m.expired) {
+    logOnce('decide-expired', 2, 'decide: no answer within the request\'s timeoutMs; OC_ERR_IO ' +
+      '(a late result is dropped; logged once)');
+    return;
+  }
+  answerDecision(m.host, m.request).then((reply) => {
+    port.postMessage({ seq: m.seq, ...reply });
+    Atomics.add(flag, 0, 1);
+    Atomics.notify(flag, 0);
+  });
+}
+
+// One evaluation on the main thread. Resolves to {status, answer?}; never rejects.
+const unavailableStatus = (reason) => (reason === 'disabled' || reason === 'not-configured' ? OC.UNSUPPORTED
+  : reason === 'unsupported-input' ? OC.INVALID : OC.IO);
+async function answerDecision(host, request) {
+  const decisions = g.decisions;
+  if (!instanceOf(host) || !decisions) return { status: OC.UNSUPPORTED };
+  try {
+    const outcome = await decisions.evaluate({
+      state: request.context,
+      questions: { next: { type: 'choice', instructions: request.question,
+        criteria: Object.fromEntries(request.labels.map((l) => [l, l])) } },
+    }, { purpose: DECIDE_PURPOSE, rubricVersion: DECIDE_RUBRIC_VERSION, timeoutMs: request.timeoutMs,
+      signal: AbortSignal.timeout(request.timeoutMs) });
+    if (outcome?.status !== 'ok') {
+      const reason = String(outcome?.reason ?? 'no outcome');
+      logOnce(`decide-${reason}`, 2, `decide: OpenClaw's decision model is unavailable (${reason}); ` +
+        `${statusName(unavailableStatus(reason))}${reason === 'disabled' || reason === 'not-configured'
+          ? ' (select one with agents.defaults.decisionModel)' : ''}`);
+      return { status: unavailableStatus(reason) };
+    }
+    const a = outcome.result?.answers?.next;
+    if (a?.type !== 'choice' || !request.labels.includes(a.choice)) {
+      logOnce('decide-shape', 2, 'decide: the decision model answered no label of the request; OC_ERR_IO');
+      return { status: OC.IO };
+    }
+    const p = Number(a.probabilities?.[a.choice]);
+    const usage = outcome.result.usage ?? {};
+    return {
+      status: OC.OK,
+      answer: {
+        label: a.choice,
+        probability: Number.isFinite(p) ? Math.min(1, Math.max(0, p)) : 0,
+        source: `openclaw:${outcome.provenance?.providerId ?? '?'}/${outcome.result.model}`,
+        ...(Number.isFinite(usage.inputTokens) ? { tokensIn: Math.round(usage.inputTokens) } : {}),
+        ...(Number.isFinite(usage.outputTokens) ? { tokensOut: Math.round(usage.outputTokens) } : {}),
+      },
+    };
+  } catch (e) {
+    const invalid = e?.name === 'DecisionContractError';
+    logOnce(`decide-throw-${e?.name}`, 2, `decide: evaluate threw ${e?.name ?? 'an error'} (${e?.message ?? e}); ` +
+      `${invalid ? 'OC_ERR_INVALID' : 'OC_ERR_IO'}`);
+    return { status: invalid ? OC.INVALID : OC.IO };
+  }
+}
+
+// A cause logged once per process (the plugin logs its own fallback).
+const loggedOnce = new Set();
+function logOnce(key, level, message) {
+  if (loggedOnce.has(key)) return;
+  loggedOnce.add(key);
+  log(level, message);
+}
+
+// OpenClaw's decision runtime, when this registration has one (2026.9.6:
+// api.runtime.decisions; older releases: none, and decide stays NULL).
+function decisionRuntime(api) {
+  try {
+    const d = api.runtime?.decisions;
+    return d && typeof d.evaluate === 'function' ? d : null;
+  } catch {
+    return null;
+  }
+}
+
 // ---- instances -------------------------------------------------------------------
 
 function initInstance(nativeConfig) {
@@ -724,6 +964,7 @@ function initInstance(nativeConfig) {
     host: BigInt(id), ...n.cb,
     session_reset: sdkOffers('store') ? n.cb.session_reset : null,
     run_abort: sdkOffers('harness') ? n.cb.run_abort : null,
+    decide: g.decisions ? deciderCallback() : null,
   });
   const cfg = toJson(nativeConfig);
   const stateOut = [null];
@@ -1833,6 +2074,8 @@ function register(api) {
   // run of `openclaw dirigent ...` only reads (dirigent-ctl).
   if (!LIVE_MODES.has(mode) || isDirigentCli()) return;
   g.logger = api.logger ?? g.logger;
+  // A full registration's runtime wins: it is the gateway's own.
+  if (mode === 'full' || !g.decisions) g.decisions = decisionRuntime(api) ?? g.decisions;
   const { nativeConfig, bridgeOpts } = splitConfig(api.pluginConfig);
   const key = JSON.stringify(nativeConfig);
   if (!g.native) {
@@ -1893,4 +2136,4 @@ export default {
 };
 
 // For the bridge's own tests (test/unit.mjs): the translation functions.
-export const _internals = { foreignProvider, bridgeBeforeDispatch, slackTextFor, providerOf, explainLoadError, shutdownInstance, SessionStore, isHostNotice, parseSessionKey, channelFrom, agentCtx, toolCtx, agentEndEvent, messageReceivedEvent, hookResult, g };
+export const _internals = { decideRequestError, decisionRuntime, foreignProvider, bridgeBeforeDispatch, slackTextFor, providerOf, explainLoadError, shutdownInstance, SessionStore, isHostNotice, parseSessionKey, channelFrom, agentCtx, toolCtx, agentEndEvent, messageReceivedEvent, hookResult, g };

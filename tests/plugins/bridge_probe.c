@@ -16,6 +16,10 @@
  *   probe_host   params {call: "session_reset" | "run_abort", key}: details {offered,
  *                status}: whether the host offers that ABI 1.1 function
  *                (OC_HOST_API_HAS) and, if so, what it returned for key
+ *   probe_decide params {request, threads (1..8, default 1)}: details {offered,
+ *                results: [{status, answer}]}: the ABI 1.2 decide, called with
+ *                request from that many threads of the probe's own at once
+ *                (never from the tool's thread: the ABI forbids hook threads)
  * The text of a successful tool answer is its details as compact JSON.
  * Hooks:
  *   before_model_resolve (priority 10): {providerOverride "np", modelOverride "nm"}
@@ -57,7 +61,7 @@ typedef struct bp_state {
 
 __attribute__((visibility("default"))) const oc_plugin *oc_plugin_entry(void);
 
-static const oc_tool bp_tools[4];
+static const oc_tool bp_tools[5];
 
 static void bp_go(bp_state *s)
 {
@@ -194,6 +198,55 @@ static int bp_host(void *state, const json_t *params, const json_t *ctx, json_t 
     return bp_answer(json_pack("{s:b, s:i}", "offered", offered, "status", rc), result);
 }
 
+/* One decide call on a thread of the probe's own. */
+typedef struct bp_decide_call {
+    const oc_host_api *api;
+    const json_t *request;
+    int status;
+    json_t *answer;
+    pthread_t thread;
+} bp_decide_call;
+
+static void *bp_decide_thread(void *arg)
+{
+    bp_decide_call *c = arg;
+    c->status = c->api->decide(c->api->host, c->request, &c->answer);
+    return NULL;
+}
+
+/* The ABI 1.2 host call: decide from `threads` plugin threads at once; the
+ * tool's own thread only waits for them (the main thread stays free). */
+static int bp_decide(void *state, const json_t *params, const json_t *ctx, json_t **result)
+{
+    (void)ctx;
+    bp_state *s = state;
+    bp_go(s);
+    const json_t *request = json_object_get(params, "request");
+    json_t *jthreads = json_object_get(params, "threads");
+    json_int_t n = jthreads ? json_integer_value(jthreads) : 1;
+    if (!request || n < 1 || n > BP_MAX_THREADS) {
+        *result = json_pack("{s:{s:s, s:s}}", "error", "code", "OC_ERR_INVALID", "message",
+                            "probe_decide: request is required, threads 1..8");
+        return OC_ERR_INVALID;
+    }
+    int offered = OC_HOST_API_HAS(s->api, decide);
+    json_t *results = json_array();
+    bp_decide_call calls[BP_MAX_THREADS] = {0};
+    int started = 0;
+    for (int i = 0; offered && i < n; i++) {
+        calls[i] = (bp_decide_call){.api = s->api, .request = request, .status = OC_ERR_INTERNAL};
+        if (pthread_create(&calls[i].thread, NULL, bp_decide_thread, &calls[i]) != 0)
+            break;
+        started++;
+    }
+    for (int i = 0; i < started; i++) {
+        pthread_join(calls[i].thread, NULL);
+        json_array_append_new(results, json_pack("{s:i, s:o}", "status", calls[i].status, "answer",
+                                                 calls[i].answer ? calls[i].answer : json_null()));
+    }
+    return bp_answer(json_pack("{s:b, s:o}", "offered", offered, "results", results), result);
+}
+
 static int bp_model_resolve(void *state, const json_t *event, const json_t *ctx, json_t **result)
 {
     bp_state *s = state;
@@ -256,7 +309,7 @@ static int bp_gw_stop(void *state, const json_t *event, const json_t *ctx, json_
     return bp_observe(state, "gateway_stop", event, ctx);
 }
 
-static const oc_tool bp_tools[4] = {
+static const oc_tool bp_tools[5] = {
     {sizeof(oc_tool), "probe_echo", "Echo the params and the trusted context (bridge test)",
      "{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\"}}}", bp_echo},
     {sizeof(oc_tool), "probe_fail", "Always refuses (bridge test)",
@@ -267,6 +320,10 @@ static const oc_tool bp_tools[4] = {
      "{\"type\":\"object\",\"properties\":{\"call\":{\"type\":\"string\"},"
      "\"key\":{\"type\":\"string\"}}}",
      bp_host},
+    {sizeof(oc_tool), "probe_decide", "Call the ABI 1.2 decide from plugin threads (bridge test)",
+     "{\"type\":\"object\",\"properties\":{\"request\":{\"type\":\"object\"},"
+     "\"threads\":{\"type\":\"integer\"}}}",
+     bp_decide},
 };
 
 static void bp_free(bp_state *s)
@@ -373,7 +430,8 @@ static void bp_shutdown(void *state)
 
 static const oc_plugin bp_plugin = {
     .abi_major = OC_ABI_MAJOR,
-    .abi_minor = 0, /* needs ABI 1.0 only; the 1.1 functions are optional (probe_host) */
+    .abi_minor =
+        0, /* needs ABI 1.0 only; the later functions are optional (probe_host, probe_decide) */
     .struct_size = sizeof(oc_plugin),
     .id = "bridge_probe",
     .version = "0.0.1",

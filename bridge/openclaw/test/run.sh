@@ -121,7 +121,7 @@ cat >"$WORK/plugins/bridge_probe/openclaw.plugin.json" <<'EOF'
   "id": "bridge_probe",
   "name": "Bridge probe",
   "configSchema": {"type": "object"},
-  "contracts": {"tools": ["probe_echo", "probe_fail", "probe_stats", "probe_host"]},
+  "contracts": {"tools": ["probe_echo", "probe_fail", "probe_stats", "probe_host", "probe_decide"]},
   "activation": {"onStartup": true}
 }
 EOF
@@ -205,7 +205,7 @@ case ",$STAGES," in *,slack-dirigent,*) TESTS="$TESTS &&
 case ",$STAGES," in *,slack-discord-only,*) TESTS="$TESTS &&
  timeout 1500 '$NODE' bridge/openclaw/test/slack.mjs --build '$BABS' --cache '$CACHE' --work '$WORK/slack-discord-only' --home '$WORK/slack-discord-only/home' --dirigent discord" ;; esac
 case ",$STAGES," in *,compare,*) TESTS="$TESTS &&
- timeout 2400 nice '$NODE' bridge/openclaw/test/compare.mjs --build '$BABS' --cache '$CACHE' --work '$WORK/gateway' --home '$WORK/gateway/home' --out '$BABS/compare.md'" ;; esac
+ timeout 14400 nice '$NODE' bridge/openclaw/test/compare.mjs --build '$BABS' --cache '$CACHE' --work '$WORK/gateway' --home '$WORK/gateway/home' --out '$BABS/compare.md'" ;; esac
 case ",$STAGES," in *,bench,*) TESTS="$TESTS &&
  timeout 300 '$NODE' bridge/openclaw/test/bench.mjs '$WORK/plugins/dirigent' '$BABS/dirigent.so' '$WORK/bench'" ;; esac
 [ "$TESTS" != true ] || fail "DIRIGENT_OPENCLAW_STAGES=$STAGES names no stage (unit, scenario, gateway, slack, slack-dirigent, slack-discord-only, bench, compare)"

@@ -187,6 +187,61 @@ async function probeTurn() {
   check('probe: every model request matched a script rule', reqs.length > 0 && reqs.every((r) => r.rule !== null), reqs.map((r) => r.reply.text).join(' | '));
 }
 
+// ---- A2. decide turn: the bridge's ABI 1.2 decide in real OpenClaw ---------------------------
+// The fixture's probe_decide calls decide from two plugin threads; the
+// bridge asks api.runtime.decisions.evaluate, which OpenClaw routes to the
+// test provider decisions-plugin/ (api.registerDecisionProvider) selected
+// by agents.defaults.decisionModel; the provider answers from its script.
+
+async function decideTurn() {
+  const home = path.join(opt.work, 'home-decide');
+  const ws = path.join(home, 'ws-planner');
+  fs.mkdirSync(ws, { recursive: true });
+  const script = path.join(home, 'decide-script.json');
+  const record = path.join(home, 'decide-record.jsonl');
+  fs.writeFileSync(script, JSON.stringify({ default: 'miss', rules: [
+    { name: 'evidence', contextIncludes: 'DECIDE-EVIDENCE', label: 'reviewer', probability: 0.8 }] }));
+  writeConfig(home, {
+    ...commonConfig,
+    agents: { defaults: { decisionModel: 'scripted-decisions/judge' },
+      entries: { planner: { workspace: ws, model: 'script/probe-model' } } },
+    plugins: {
+      load: { paths: [path.join(opt.plugins, 'bridge_probe'), path.join(HERE, 'decisions-plugin')] },
+      entries: {
+        bridge_probe: { enabled: true, hooks: { allowConversationAccess: true, allowPromptInjection: true },
+          config: { threads: 1, tickMs: 2, bridge: { soPath: path.join(opt.build, 'tests', 'plugins', 'bridge_probe.so'),
+            stateFile: path.join(home, 'probe-sessions.jsonl'), settleMs: 200 } } },
+        'scripted-decisions': { enabled: true, config: { script, record } },
+      },
+    },
+  });
+  const request = { question: 'Who should speak next, or nobody?', labels: ['planner', 'reviewer', 'nobody'],
+    context: 'alice: DECIDE-EVIDENCE which database?\nplanner: SQLite.', timeoutMs: 20000 };
+  await setRules([
+    { model: 'probe-model', lastUserIncludes: 'DECIDE-TURN', reply: { toolCalls: [{ name: 'probe_decide', arguments: { request, threads: 2 } }] } },
+    { model: 'probe-model', afterTool: 'probe_decide', reply: { text: 'decide done' } },
+  ]);
+  const before = (await modelRequests()).length;
+  const t = await turn(home, 'planner', 'agent:planner:discord:channel:111', 'DECIDE-TURN: ask the judge');
+  const reqs = (await modelRequests()).slice(before);
+  const lf = loadFailure(t);
+  check('decide: the turn with the probe and the test decision provider ends', t.code === 0 && !lf,
+    `exit ${t.code}${lf ? `; ${lf}` : ''}; stderr tail: ${t.stderr.slice(-800)}`);
+  const r = reqs.find((q) => q.afterTool === 'probe_decide');
+  let got = null;
+  try { got = JSON.parse(r.lastToolResult); } catch { /* checked below */ }
+  const want = { status: 0, answer: { label: 'reviewer', probability: 0.8, source: 'openclaw:scripted-decisions/judge' } };
+  check('decide: offered, and both plugin threads got the provider\'s answer through api.runtime.decisions.evaluate',
+    got && got.offered === true && got.results.length === 2 && got.results.every((x) => x.status === want.status &&
+      x.answer.label === want.answer.label && x.answer.probability === want.answer.probability &&
+      x.answer.source === want.answer.source && x.answer.tokensIn > 0 && x.answer.tokensOut > 0),
+    `tool result seen by the model: ${r ? r.lastToolResult : 'none'}`);
+  const rec = fs.existsSync(record) ? fs.readFileSync(record, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [];
+  check('decide: the provider saw the evidence and the labels, twice', rec.length === 2 &&
+    rec.every((x) => x.answers[0].labels.join() === 'planner,reviewer,nobody' && /DECIDE-EVIDENCE/.test(JSON.stringify(x))),
+    JSON.stringify(rec).slice(0, 800));
+}
+
 // ---- B. the discussion story -------------------------------------------------------------
 
 async function story() {
@@ -343,6 +398,7 @@ function claimedRuns(channel, agent) {
 }
 
 if (!opt.only || opt.only === 'probe') await probeTurn();
+if (!opt.only || opt.only === 'decide') await decideTurn();
 if (!opt.only || opt.only === 'story') await story();
 
 const failed = summary();

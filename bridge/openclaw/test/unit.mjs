@@ -129,7 +129,7 @@ await step('an init error names the key and registers nothing', async () => {
 
 await step('register: tools and hooks with priorities; bridge keys never reach init', async () => {
   bridge.register(fakeApi(base, 'discovery'));
-  assert.deepEqual([...tools.keys()].sort(), ['probe_echo', 'probe_fail', 'probe_host', 'probe_stats']);
+  assert.deepEqual([...tools.keys()].sort(), ['probe_decide', 'probe_echo', 'probe_fail', 'probe_host', 'probe_stats']);
   const names = hooks.map((h) => `${h.name}@${h.priority}`).sort();
   for (const want of ['before_model_resolve@1000000', 'before_dispatch@1000000', 'before_model_resolve@10', 'before_prompt_build@0',
     'message_sending@0', 'agent_end@0', 'message_received@0', 'gateway_start@0', 'gateway_stop@0'])
@@ -462,6 +462,82 @@ await step('ABI 1.1: session_reset/run_abort offered only with OpenClaw\'s SDK, 
     assert.ok(logs.some((l) => /session_reset .*session sid-1 ended \(transcript archived\)/.test(l.m)), 'the outcome is logged');
   } finally {
     delete globalThis[SEAM];
+  }
+});
+
+await step('ABI 1.2: decide offered only with OpenClaw\'s decision runtime; plugin threads get answers while the main thread stays free', async () => {
+  const decide = async (request, threads = 1) => (await tool('probe_decide', threadCtx).execute('d', { request, threads })).details;
+  const req = { question: 'Who should speak next, or nobody?', labels: ['planner', 'reviewer', 'nobody'],
+    context: 'alice: which database?\nplanner: SQLite.', timeoutMs: 5000 };
+  // No decisions in this registration's runtime: NULL, "not supported".
+  assert.equal(g.decisions, null);
+  assert.deepEqual(await decide(req), { offered: false, results: [] });
+  assert.equal(mod._internals.decisionRuntime({ runtime: {} }), null);
+  assert.equal(mod._internals.decisionRuntime({ get runtime() { throw new Error('no runtime here'); } }), null);
+  const calls = [];
+  let behave = () => ({ status: 'ok', result: { model: 'judge-1', answers: { next: { type: 'choice', choice: 'reviewer',
+    probabilities: { planner: 0.1, reviewer: 0.82, nobody: 0.08 } } }, usage: { inputTokens: 120, outputTokens: 3 } },
+  provenance: { providerId: 'scripted-decisions', rubricVersion: '1', runtimeGeneration: 'x' } });
+  const runtime = { evaluate: async (batch, opts) => { calls.push({ batch, opts }); return behave(batch, opts); } };
+  assert.equal(mod._internals.decisionRuntime({ runtime: { decisions: runtime } }), runtime);
+  g.decisions = runtime;
+  try {
+    await mod._internals.shutdownInstance('test: restart with decisions');
+    const ok = await decide(req);
+    assert.deepEqual(ok, { offered: true, results: [{ status: 0, answer: { label: 'reviewer', probability: 0.82,
+      source: 'openclaw:scripted-decisions/judge-1', tokensIn: 120, tokensOut: 3 } }] });
+    // What OpenClaw was asked: one choice question, labels as criteria, the
+    // context as state, the global selection (no agentId), a bounded signal.
+    assert.equal(calls.length, 1);
+    assert.deepEqual(calls[0].batch, { state: req.context, questions: { next: { type: 'choice', instructions: req.question,
+      criteria: { planner: 'planner', reviewer: 'reviewer', nobody: 'nobody' } } } });
+    const { signal, ...opts } = calls[0].opts;
+    assert.deepEqual(opts, { purpose: 'dirigent.turn-judge', rubricVersion: '1', timeoutMs: 5000 });
+    assert.ok(signal instanceof AbortSignal);
+    // Four plugin threads at once while 100 tool calls run: all answered, no deadlock.
+    const busy = [];
+    for (let i = 0; i < 100; i++) busy.push(tool('probe_echo', threadCtx).execute(`b${i}`, { i }));
+    const [four] = await Promise.all([decide(req, 4), ...busy]);
+    assert.equal(four.results.length, 4);
+    assert.ok(four.results.every((r) => r.status === 0 && r.answer.label === 'reviewer'), JSON.stringify(four));
+    // Unavailable outcomes map to statuses; no usage means no token fields.
+    for (const [reason, status] of [['not-configured', -7], ['disabled', -7], ['deadline', -5], ['overloaded', -5], ['unsupported-input', -1]]) {
+      behave = () => ({ status: 'unavailable', reason });
+      assert.deepEqual((await decide(req)).results, [{ status, answer: null }], reason);
+    }
+    assert.ok(logs.some((l) => /decision model is unavailable \(not-configured\).*agents\.defaults\.decisionModel/.test(l.m)));
+    behave = () => { const e = new Error('Invalid decision contract'); e.name = 'DecisionContractError'; throw e; };
+    assert.deepEqual((await decide(req)).results, [{ status: -1, answer: null }]);
+    behave = () => { throw new Error('Decision consumer authority closed.'); };
+    assert.deepEqual((await decide(req)).results, [{ status: -5, answer: null }]);
+    behave = () => ({ status: 'ok', result: { model: 'm', answers: { next: { type: 'choice', choice: 'ghost', probabilities: { ghost: 1 } } } },
+      provenance: { providerId: 'p' } });
+    assert.deepEqual((await decide(req)).results, [{ status: -5, answer: null }], 'a label not asked for');
+    // A malformed request is refused by name without asking OpenClaw.
+    const before = calls.length;
+    for (const [bad, field] of [[{ ...req, labels: ['a', 'a'] }, /request\.labels: labels must be unique/],
+      [{ ...req, labels: ['only'] }, /request\.labels: must be an array of 2\.\.32/],
+      [{ ...req, timeoutMs: 0 }, /request\.timeoutMs: must be an integer 1\.\.60000/],
+      [{ ...req, extra: 1 }, /request\.extra: unknown field/], [{ ...req, question: '' }, /request\.question/]]) {
+      const n = logs.length;
+      assert.deepEqual((await decide(bad)).results, [{ status: -1, answer: null }]);
+      for (let i = 0; i < 100 && !logs.slice(n).some((l) => field.test(l.m)); i++) await new Promise((r) => setTimeout(r, 20));
+      assert.ok(logs.slice(n).some((l) => field.test(l.m)), `logged ${field}`);
+    }
+    assert.equal(calls.length, before, 'OpenClaw not asked for a malformed request');
+    // A provider that never answers: the plugin thread gets OC_ERR_IO after
+    // timeoutMs; the late answer is dropped and the next call gets its own.
+    let releaseFirst;
+    behave = (batch, o) => (o.timeoutMs === 200
+      ? new Promise((r) => { releaseFirst = () => r({ status: 'ok', result: { model: 'm', answers: { next: { type: 'choice', choice: 'planner',
+        probabilities: { planner: 1, reviewer: 0, nobody: 0 } } } }, provenance: { providerId: 'late' } }); })
+      : (releaseFirst(), new Promise((r) => setTimeout(() => r({ status: 'ok', result: { model: 'm', answers: { next: {
+        type: 'choice', choice: 'nobody', probabilities: { planner: 0, reviewer: 0, nobody: 0.9 } } } }, provenance: { providerId: 'own' } }), 100))));
+    assert.deepEqual((await decide({ ...req, timeoutMs: 200 })).results, [{ status: -5, answer: null }]);
+    const second = (await decide(req)).results;
+    assert.deepEqual(second, [{ status: 0, answer: { label: 'nobody', probability: 0.9, source: 'openclaw:own/m' } }]);
+  } finally {
+    g.decisions = null;
   }
 });
 
