@@ -400,13 +400,19 @@ VALGRIND_SKIP += faults          # SIGKILLs its children mid-write, fills a tmpf
 VALGRIND_SUITES ?= $(filter-out $(VALGRIND_SKIP),$(ALL_SUITES))
 valgrind-list:
 	@echo $(VALGRIND_SUITES)
+# Every suite runs even after one failed (a run is long); each ends with a
+# line "== valgrind: <suite> ok|FAILED <seconds> s", the last line lists the
+# failed suites and the target fails if there are any.
 valgrind: deps-ok $(TEST_DEPS)
-	@for s in $(VALGRIND_SUITES); do \
-	  echo "== valgrind: $$s"; \
-	  DG_BUILD_DIR=$(B) CK_FORK=no CK_RUN_SUITE=$$s CK_DEFAULT_TIMEOUT=600 valgrind -q \
+	@failed=; for s in $(VALGRIND_SUITES); do \
+	  echo "== valgrind: $$s"; t0=$$(date +%s); \
+	  if DG_BUILD_DIR=$(B) CK_FORK=no CK_RUN_SUITE=$$s CK_DEFAULT_TIMEOUT=600 valgrind -q \
 	    --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect \
-	    --error-exitcode=99 ./$(B)/check_all || exit 1; \
-	done
+	    --error-exitcode=99 ./$(B)/check_all; then r=ok; else r=FAILED; failed="$$failed $$s"; fi; \
+	  echo "== valgrind: $$s $$r $$(( $$(date +%s) - t0 )) s"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "== valgrind failed:$$failed"; exit 1; fi; \
+	echo "== valgrind: every suite clean"
 .PHONY: valgrind valgrind-list
 
 bench: deps-ok $(B)/bench all
