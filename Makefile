@@ -1,7 +1,8 @@
 # Dirigent: native turn-manager plugin for OpenClaw-style gateways.
 #
 #   make              the plugin (build/dirigent.so) and the host core library
-#   make check        every Check suite (make check SANITIZE=1: ASan+UBSan build)
+#   make check        every Check suite (make check SANITIZE=1: ASan+UBSan build;
+#                     make check-sanitize: that, failing on any sanitizer report)
 #   make demo         the discussion story through the reference gateway (KEEP=1:
 #                     then a playground to type into; VERBOSE=1: internal lines)
 #   make demo-shared  the same story on two gateways sharing one PostgreSQL store
@@ -381,6 +382,16 @@ TEST_DEPS := $(B)/check_all $(B)/dirigent.so $(B)/libochost.a $(OPTIONAL) $(SERV
 # CK_FORK stays on (crash capture, per-test timeouts); CHECK_SUITE=<name> runs one.
 check: deps-ok $(TEST_DEPS)
 	DG_BUILD_DIR=$(B) $(if $(CHECK_SUITE),CK_RUN_SUITE=$(CHECK_SUITE)) ./$(B)/check_all
+
+# Every suite under ASan+UBSan (the SANITIZE=1 build, build/san unless
+# BUILD is given), failing on a sanitizer report of any kind, also one of a
+# program a suite starts (scripts/check-sanitize.sh names the report files).
+# The suites run with make's variables out of their environment, as in
+# make coverage: the build suite starts make itself.
+check-sanitize: deps-ok
+	$(MAKE) SANITIZE=1 test-deps
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL sh scripts/check-sanitize.sh $(or $(BUILD),build/san)
+.PHONY: check-sanitize
 
 # Valgrind runs the suites in-process (CK_FORK=no) so leaks are seen; one
 # suite per run keeps a failure easy to read. The list is every suite the
