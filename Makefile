@@ -1,7 +1,8 @@
 # Dirigent: native turn-manager plugin for OpenClaw-style gateways.
 #
 #   make              the plugin (build/dirigent.so) and the host core library
-#   make check        every Check suite (make check SANITIZE=1: ASan+UBSan build)
+#   make check        every Check suite (make check SANITIZE=1: ASan+UBSan build;
+#                     make check-sanitize: that, failing on any sanitizer report)
 #   make demo         the discussion story through the reference gateway (KEEP=1:
 #                     then a playground to type into; VERBOSE=1: internal lines)
 #   make demo-shared  the same story on two gateways sharing one PostgreSQL store
@@ -399,6 +400,16 @@ TEST_DEPS := $(B)/check_all $(B)/dirigent.so $(B)/libochost.a $(OPTIONAL) $(SERV
 check: deps-ok $(TEST_DEPS)
 	DG_BUILD_DIR=$(B) $(if $(CHECK_SUITE),CK_RUN_SUITE=$(CHECK_SUITE)) ./$(B)/check_all
 
+# Every suite under ASan+UBSan (the SANITIZE=1 build, build/san unless
+# BUILD is given), failing on a sanitizer report of any kind, also one of a
+# program a suite starts (scripts/check-sanitize.sh names the report files).
+# The suites run with make's variables out of their environment, as in
+# make coverage: the build suite starts make itself.
+check-sanitize: deps-ok
+	$(MAKE) SANITIZE=1 test-deps
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL sh scripts/check-sanitize.sh $(or $(BUILD),build/san)
+.PHONY: check-sanitize
+
 # Valgrind runs the suites in-process (CK_FORK=no) so leaks are seen; one
 # suite per run keeps a failure easy to read. The list is every suite the
 # runner has (the make_<name>_suite of tests/check_*.c) minus those below,
@@ -417,13 +428,19 @@ VALGRIND_SKIP += faults          # SIGKILLs its children mid-write, fills a tmpf
 VALGRIND_SUITES ?= $(filter-out $(VALGRIND_SKIP),$(ALL_SUITES))
 valgrind-list:
 	@echo $(VALGRIND_SUITES)
+# Every suite runs even after one failed (a run is long); each ends with a
+# line "== valgrind: <suite> ok|FAILED <seconds> s", the last line lists the
+# failed suites and the target fails if there are any.
 valgrind: deps-ok $(TEST_DEPS)
-	@for s in $(VALGRIND_SUITES); do \
-	  echo "== valgrind: $$s"; \
-	  DG_BUILD_DIR=$(B) CK_FORK=no CK_RUN_SUITE=$$s CK_DEFAULT_TIMEOUT=600 valgrind -q \
+	@failed=; for s in $(VALGRIND_SUITES); do \
+	  echo "== valgrind: $$s"; t0=$$(date +%s); \
+	  if DG_BUILD_DIR=$(B) CK_FORK=no CK_RUN_SUITE=$$s CK_DEFAULT_TIMEOUT=600 valgrind -q \
 	    --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect \
-	    --error-exitcode=99 ./$(B)/check_all || exit 1; \
-	done
+	    --error-exitcode=99 ./$(B)/check_all; then r=ok; else r=FAILED; failed="$$failed $$s"; fi; \
+	  echo "== valgrind: $$s $$r $$(( $$(date +%s) - t0 )) s"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "== valgrind failed:$$failed"; exit 1; fi; \
+	echo "== valgrind: every suite clean"
 .PHONY: valgrind valgrind-list
 
 # BENCH_QUICK=1: a short pass of every row (CI); fails when a row is
