@@ -16,7 +16,7 @@ START_TEST(test_plain_and_case_insensitive)
 }
 END_TEST
 
-START_TEST(test_bug4_decorated_and_multi_line_tokens_are_silent)
+START_TEST(test_decorated_and_multi_line_tokens_are_silent)
 {
     static const char *const silent[] = {
         "  NO_REPLY  ",
@@ -113,7 +113,7 @@ START_TEST(test_speech_is_not_silent)
 }
 END_TEST
 
-START_TEST(test_bug3_tool_calls_without_text_are_not_silent)
+START_TEST(test_tool_calls_without_text_are_not_silent)
 {
     ck_assert_int_eq(dg_run_classify("", 2), DG_RUN_ACTED);
     ck_assert_int_eq(dg_run_classify(NULL, 1), DG_RUN_ACTED);
@@ -165,11 +165,11 @@ Suite *make_silent_suite(void)
     Suite *s = suite_create("silent");
     TCase *tc = tcase_create("rules");
     tcase_add_test(tc, test_plain_and_case_insensitive);
-    tcase_add_test(tc, test_bug4_decorated_and_multi_line_tokens_are_silent);
+    tcase_add_test(tc, test_decorated_and_multi_line_tokens_are_silent);
     tcase_add_test(tc, test_json_forms_are_silent);
     tcase_add_test(tc, test_speech_is_not_silent);
     tcase_add_test(tc, test_fenced_and_escaped_forms_are_silent);
-    tcase_add_test(tc, test_bug3_tool_calls_without_text_are_not_silent);
+    tcase_add_test(tc, test_tool_calls_without_text_are_not_silent);
     tcase_add_test(tc, test_run_outcomes);
     tcase_add_test(tc, test_edges_of_tokens_and_fences);
     suite_add_tcase(s, tc);

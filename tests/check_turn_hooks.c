@@ -4,8 +4,9 @@
  * that calls the hooks with JSON the way a gateway does, on a hand-moved
  * clock; moderator messages are read from the outbox table.
  *
- * Covers both session policies, the regression tests (test_bug2 to
- * test_bug10), and the message side of discussion channels.
+ * Covers both session policies, the rules each named test states (a turn
+ * advances at agent_end, a tool-only turn keeps the channel awake, ...), and
+ * the message side of discussion channels.
  */
 #include <check.h>
 #include <pthread.h>
@@ -377,7 +378,7 @@ START_TEST(test_message_ingested_once_across_accounts)
 }
 END_TEST
 
-START_TEST(test_bug2_turn_advances_at_agent_end)
+START_TEST(test_turn_advances_at_agent_end)
 {
     join3(CH1, NULL);
     human_says(CH1, NULL, "go", NULL);
@@ -443,7 +444,7 @@ START_TEST(test_agent_end_replayed_with_same_run_id_is_ignored)
 }
 END_TEST
 
-START_TEST(test_bug3_tool_only_turn_keeps_channel_awake)
+START_TEST(test_tool_only_turn_keeps_channel_awake)
 {
     join3(CH1, NULL);
     human_says(CH1, NULL, "please update the file", NULL);
@@ -456,7 +457,7 @@ START_TEST(test_bug3_tool_only_turn_keeps_channel_awake)
 }
 END_TEST
 
-START_TEST(test_bug4_decorated_no_reply_lets_channel_sleep)
+START_TEST(test_decorated_no_reply_lets_channel_sleep)
 {
     join3(CH1, NULL);
     human_says(CH1, NULL, "anything?", NULL);
@@ -472,7 +473,7 @@ START_TEST(test_bug4_decorated_no_reply_lets_channel_sleep)
 }
 END_TEST
 
-START_TEST(test_bug5_moderator_messages_never_wake)
+START_TEST(test_moderator_messages_never_wake)
 {
     join3(CH1, NULL);
     human_says(CH1, NULL, "anything?", NULL);
@@ -492,7 +493,7 @@ START_TEST(test_bug5_moderator_messages_never_wake)
 }
 END_TEST
 
-START_TEST(test_bug6_busy_channel_caps_speaker_runs)
+START_TEST(test_busy_channel_caps_speaker_runs)
 {
     join3(CH1, NULL);
     /* Twenty human messages arrive while alpha holds the turn; the host
@@ -936,7 +937,7 @@ static int closed_notices(const char *channel)
     return n;
 }
 
-START_TEST(test_bug7_closed_notice_once_per_message)
+START_TEST(test_closed_notice_once_per_message)
 {
     int64_t id = open_discussion(CH2, TTH_ALPHA, BC, 2);
     close_discussion(id, CH2);
@@ -1001,7 +1002,7 @@ END_TEST
 
 /* ---- state ownership, restart, concurrency ------------------------------------------ */
 
-START_TEST(test_bug10_one_state_owner_across_sessions_and_restart)
+START_TEST(test_one_state_owner_across_sessions_and_restart)
 {
     join3(CH1, NULL);
     human_says(CH1, NULL, "go", NULL);
@@ -2451,13 +2452,13 @@ static Suite *turn_hooks_suite(const char *name, int on_pg)
     tcase_add_test(ch, test_channel_policy_threads_share_one_rotation);
     tcase_add_test(ch, test_dm_is_one_conversation_under_channel_policy);
     tcase_add_test(ch, test_message_ingested_once_across_accounts);
-    tcase_add_test(ch, test_bug2_turn_advances_at_agent_end);
+    tcase_add_test(ch, test_turn_advances_at_agent_end);
     tcase_add_test(ch, test_agent_end_replayed_with_same_run_id_is_ignored);
-    tcase_add_test(ch, test_bug3_tool_only_turn_keeps_channel_awake);
-    tcase_add_test(ch, test_bug4_decorated_no_reply_lets_channel_sleep);
-    tcase_add_test(ch, test_bug5_moderator_messages_never_wake);
-    tcase_add_test(ch, test_bug6_busy_channel_caps_speaker_runs);
-    tcase_add_test(ch, test_bug10_one_state_owner_across_sessions_and_restart);
+    tcase_add_test(ch, test_tool_only_turn_keeps_channel_awake);
+    tcase_add_test(ch, test_decorated_no_reply_lets_channel_sleep);
+    tcase_add_test(ch, test_moderator_messages_never_wake);
+    tcase_add_test(ch, test_busy_channel_caps_speaker_runs);
+    tcase_add_test(ch, test_one_state_owner_across_sessions_and_restart);
     tcase_add_test(ch, test_restart_mid_round_keeps_next_speaker);
     tcase_add_test(ch, test_concurrent_hooks_from_8_threads_keep_one_speaker);
     if (!on_pg) /* it fails a commit through a SQLite commit hook */
@@ -2517,7 +2518,7 @@ static Suite *turn_hooks_suite(const char *name, int on_pg)
     if (on_pg)
         pgs_on_pg(nc, 0);
     tcase_add_checked_fixture(nc, setup_no_cooldown, teardown);
-    tcase_add_test(nc, test_bug7_closed_notice_once_per_message);
+    tcase_add_test(nc, test_closed_notice_once_per_message);
     tcase_add_test(nc, test_closed_notice_no_ping_pong_with_a_bot);
     suite_add_tcase(s, nc);
 

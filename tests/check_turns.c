@@ -170,7 +170,7 @@ START_TEST(test_author_alone_left_ends_the_round)
 }
 END_TEST
 
-START_TEST(test_bug3_tool_only_turn_is_not_a_pass)
+START_TEST(test_tool_only_turn_is_not_a_pass)
 {
     dg_rule_ctx c = ctx3();
     dg_turn_state s;
@@ -295,7 +295,7 @@ START_TEST(test_loop_guard_rests_once_until_a_human)
 }
 END_TEST
 
-START_TEST(test_bug5_moderator_never_wakes)
+START_TEST(test_moderator_never_wakes)
 {
     dg_rule_ctx c = ctx3();
     dg_turn_state s;
@@ -607,14 +607,14 @@ Suite *make_turns_suite(void)
     tcase_add_test(tc, test_author_is_not_asked_to_pass_on_its_own_message);
     tcase_add_test(tc, test_author_alone_left_ends_the_round);
     tcase_add_test(tc, test_silent_agents_are_skipped_until_a_real_message);
-    tcase_add_test(tc, test_bug3_tool_only_turn_is_not_a_pass);
+    tcase_add_test(tc, test_tool_only_turn_is_not_a_pass);
     tcase_add_test(tc, test_non_speaker_run_end_changes_no_turn);
     tcase_add_test(tc, test_timeout_loses_the_turn);
     tcase_add_test(tc, test_may_send_after_own_turn_ended);
     tcase_add_test(tc, test_human_mentions_restrict_the_turns);
     tcase_add_test(tc, test_mentioned_agents_all_passing_lifts_the_restriction);
     tcase_add_test(tc, test_loop_guard_rests_once_until_a_human);
-    tcase_add_test(tc, test_bug5_moderator_never_wakes);
+    tcase_add_test(tc, test_moderator_never_wakes);
     tcase_add_test(tc, test_handoff_to_an_agent_that_consumed_the_message);
     tcase_add_test(tc, test_no_handoff_when_the_speaker_spoke_or_next_has_not_run);
     tcase_add_test(tc, test_discussion_idle_reminds_initiator_once_then_rests);
