@@ -43,6 +43,20 @@
  *    resume, never later), or a run granted while a budget's breaker holds
  *    the channel. A channel the breaker holds owes no liveness until an
  *    admin's `!dirigent resume`.
+ *  - judge-choice: in the three tenths of the sequences with the judge on
+ *    (judge.source "host"; the host's decide does what each step says: it
+ *    answers an offered agent or "nobody", is unsure (p 0.20), fails, times
+ *    out past judge.timeoutMs or answers slowly within it), a verdict is
+ *    followed: the agent a healthy judge chose holds the turn right after
+ *    it; "nobody" ends the round or, a human's message still owed a run,
+ *    leaves today's order; a failure, timeout or unsure answer leaves the
+ *    turn where today's order put it. Mentions and admin commands overrule
+ *    it later as before (checked by the other properties). The liveness
+ *    property covers "a human's message naming no agent gets an agent's
+ *    run" with the judge on too: the model waits for each open question to
+ *    be applied (judge_idle) before its next hook call or clock move, so
+ *    the judge's wall-clock time never moves the host's clock and needs no
+ *    longer bounds.
  * The sweeper thread applies the same timers as the direct pass after each
  * clock move (dg_turns_sweep_now); both are exactly-once through the store,
  * so results do not depend on its timing. Every hook is called from the
@@ -52,6 +66,7 @@
  * MODEL_SEQUENCES=1 the sequence seed itself), MODEL_KNOWN_FREEZE=1 skips
  * the liveness checks (and the freeze's regression tests), MODEL_KNOWN=
  * <kind>[,<kind>] skips other properties by name (see KIND_NAME),
+ * MODEL_JUDGE=0 turns the judge off in every sequence,
  * MODEL_GATEWAYS=2 plays a fifth of the sequences on two gateways sharing
  * the store (make check-model sets it; make check's short run keeps to one,
  * where main's two-gateway findings below do not fail it),
@@ -75,6 +90,7 @@
 #include "store.h"
 #include "store_outbox.h"
 #include "testutil.h"
+#include "judge_int.h"
 #include "turn_test_host.h"
 #include "turns.h"
 #include "turns_engine.h"
@@ -129,7 +145,26 @@ enum { OUT_PASS, OUT_SPEAK, OUT_FAIL, OUT_INFLIGHT };
 typedef struct step {
     unsigned char kind, ch, who, a, b, c;
     unsigned n;
+    /* What the host's decide does when the judge asks during this step:
+     * a judge_does in the low 3 bits, which offered agent label it answers
+     * (an index, wrapped) above them. 0 in a sequence without the judge. */
+    unsigned char jd;
 } step;
+
+/* The test host's decision model (judge.source "host"), one per step. */
+typedef enum judge_does {
+    J_NONE,
+    J_LABEL,   /* an offered agent, p 0.90 */
+    J_NOBODY,  /* "nobody" when offered (else as J_LABEL), p 0.90 */
+    J_UNSURE,  /* an offered agent, p 0.20: below judge.minConfidence */
+    J_FAIL,    /* OC_ERR_IO at once */
+    J_TIMEOUT, /* OC_ERR_IO after judge.timeoutMs */
+    J_SLOW,    /* an offered agent, p 0.90, within judge.timeoutMs */
+    J_KINDS
+} judge_does;
+static const char *const JUDGE_DOES[J_KINDS] = {
+    "-", "answers", "answers", "is unsure", "fails", "times out", "is slow and answers"};
+#define JUDGE_TIMEOUT_MS 100 /* judge.timeoutMs, its minimum */
 
 #define MAX_STEPS 96
 typedef struct scenario {
@@ -137,6 +172,7 @@ typedef struct scenario {
     int n;
     step s[MAX_STEPS];
     int gateways; /* 2: two plugin instances (gateways) share the store */
+    int judge;    /* 1: judge.source "host", the steps' jd say what decide does */
 } scenario;
 
 /* Failure kinds: one property each. */
@@ -151,12 +187,13 @@ typedef enum fail_kind {
     F_RESTART,  /* the state after a restart differs from before */
     F_HOOK,     /* a hook answered an error */
     F_BUDGET,   /* more granted runs than the budget, or one while its breaker holds */
+    F_JUDGE,    /* a verdict of a healthy judge not followed, or a fallback not today's order */
     F_KINDS
 } fail_kind;
 static const char *const KIND_NAME[F_KINDS] = {"none",        "liveness",     "waits-on-non-reader",
                                                "one-speaker", "admin-answer", "duplicate",
                                                "loop-guard",  "restart",      "hook",
-                                               "budget"};
+                                               "budget",      "judge-choice"};
 
 /* Sabotage (only the suite's own "checks can fail" tests set it): break the
  * host or the config on purpose so that each check is seen to fire. */
@@ -167,7 +204,8 @@ typedef enum sabotage {
     SAB_NO_ADMINS,     /* alice is not in `admins`, the model still expects answers */
     SAB_DOUBLE_POST,   /* every moderator row is queued twice */
     SAB_RESTART_LOSES, /* the turn tables lose their rows across a restart */
-    SAB_NO_BUDGET      /* budget.turnsPerHumanMessage 1000, the model still expects 4 */
+    SAB_NO_BUDGET,     /* budget.turnsPerHumanMessage 1000, the model still expects 4 */
+    SAB_JUDGE_MISHEARD /* the model expects another agent than the judge answered */
 } sabotage;
 static sabotage SAB = SAB_NONE;
 
@@ -292,8 +330,18 @@ typedef struct model {
     char *tr;
     size_t tr_len, tr_cap;
     long hooks_called;
+    /* The judge's worker: decide and the verdict's wrapper (judge_apply)
+     * write these; the model thread reads them when the judge is idle. */
+    _Atomic int judge_asked, judge_applied;
+    int judge_did;       /* the latest decide's judge_does */
+    char judge_said[64]; /* and the label it answered ("" when none) */
+    dg_judge_apply_fn real_apply;
+    void *real_apply_ud;
 } model;
 
+/* Verdicts checked over the whole run, by what decide did (the judge's
+ * thread adds to them). */
+static _Atomic long JUDGE_CHECKED[J_KINDS];
 static uint64_t *HSET; /* distinct abstract states over the whole run */
 static long HSET_N;
 
@@ -379,11 +427,14 @@ static tth *gw(model *m, int a)
     return m->sc->gateways == 2 && a == 0 ? &m->h2 : &m->h;
 }
 
+static void judge_idle(model *m);
+
 static int call(model *m, int a, const char *hook, json_t *ev, json_t *ctx, json_t **res)
 {
     m->hooks_called++;
     tth *h = gw(m, a);
     int rc = tth_call(h, hook, ev, ctx, res);
+    judge_idle(m);
     if (rc != OC_OK) {
         /* The plugin's last log line says why. */
         pthread_mutex_lock(&h->mu);
@@ -499,6 +550,143 @@ static const char *member_name(model *m, int ch, int pos, char *buf, size_t len)
         dg_turns_member(tth_plugin(&m->h)->turns, CH[ch], pos, buf, len) != OC_OK)
         snprintf(buf, len, "nobody");
     return buf;
+}
+
+/* ---- the judge ------------------------------------------------------------------------ */
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* The host's decide (ABI 1.2), on the plugin's judge thread: what the
+ * current step's jd says, among the labels offered. The model thread waits
+ * in judge_idle meanwhile; only the wall time of J_TIMEOUT and J_SLOW
+ * passes, never the host's clock. */
+static int model_decide(void *ud, const json_t *request, json_t **answer)
+{
+    model *m = ud;
+    atomic_fetch_add(&m->judge_asked, 1);
+    int at = m->cur_step < m->sc->n ? m->cur_step : m->sc->n - 1;
+    unsigned jd = at >= 0 ? m->sc->s[at].jd : 0;
+    judge_does does = (judge_does)(jd & 7);
+    const json_t *labels = json_object_get(request, "labels");
+    const char *agents[8], *label = NULL;
+    size_t n = 0;
+    int nobody = 0;
+    for (size_t i = 0; i < json_array_size(labels) && n < 8; i++) {
+        const char *l = json_string_value(json_array_get(labels, i));
+        if (l && strcmp(l, "nobody") == 0)
+            nobody = 1;
+        else if (l)
+            agents[n++] = l;
+    }
+    if (does == J_NONE || does >= J_KINDS)
+        does = J_FAIL;
+    if (does == J_NOBODY && !nobody)
+        does = J_LABEL;
+    label = does == J_NOBODY ? "nobody" : n ? agents[(jd >> 3) % n] : NULL;
+    m->judge_did = does;
+    snprintf(m->judge_said, sizeof m->judge_said, "%s", label ? label : "");
+    if (does == J_TIMEOUT)
+        sleep_ms(JUDGE_TIMEOUT_MS + 20);
+    if (does == J_FAIL || does == J_TIMEOUT || !label)
+        return OC_ERR_IO;
+    if (does == J_SLOW)
+        sleep_ms(JUDGE_TIMEOUT_MS / 4);
+    *answer = json_pack("{s:s, s:f}", "label", label, "probability", does == J_UNSURE ? 0.2 : 0.9);
+    return *answer ? OC_OK : OC_ERR_NOMEM;
+}
+
+/* The engine's verdict, wrapped on the judge thread: the speaker before
+ * and after it is applied, against what decide answered. A healthy
+ * judge's agent gets the turn; "nobody" ends the round or (a human's
+ * message still waiting) leaves today's order; a failure, a timeout or an
+ * unsure answer leaves today's order. Only a verdict for the open question
+ * is checked: the model thread waits in judge_idle while one is open. */
+static int judge_apply(void *ud, const dg_judge_result *res)
+{
+    model *m = ud;
+    dg_judge *j = tth_plugin(&m->h)->judge;
+    pthread_mutex_lock(&j->mu);
+    judge_scope *js = judge_scope_get(j, res->scope_key, 0);
+    int open = js && js->deciding == res->seq;
+    pthread_mutex_unlock(&j->mu);
+    int ch = -1, n = 0;
+    for (int c = 0; c < N_CH; c++)
+        if (strcmp(res->channel_id, CH[c]) == 0)
+            ch = c;
+    int did = m->judge_did;
+    m->judge_did = J_NONE;
+    int before = open && ch >= 0 ? speaker_of(m, ch, &n, NULL) : DG_NOBODY;
+    int rc = m->real_apply(m->real_apply_ud, res);
+    if (open && ch >= 0 && did != J_NONE) {
+        int after = speaker_of(m, ch, &n, NULL);
+        char b[64], a[64], want[64];
+        member_name(m, ch, before, b, sizeof b);
+        member_name(m, ch, after, a, sizeof a);
+        snprintf(want, sizeof want, "%s", m->judge_said);
+        if (SAB == SAB_JUDGE_MISHEARD && did == J_LABEL)
+            snprintf(want, sizeof want, "%s", strcmp(m->judge_said, AG[0]) ? AG[0] : AG[1]);
+        int healthy = did == J_LABEL || did == J_SLOW;
+        atomic_fetch_add(&JUDGE_CHECKED[did], 1);
+        tr(m, "   judge in %s: decide %s%s%s%s; the turn: %s -> %s", CH_NAME[ch], JUDGE_DOES[did],
+           m->judge_said[0] && did != J_FAIL && did != J_TIMEOUT ? " " : "",
+           did != J_FAIL && did != J_TIMEOUT ? m->judge_said : "",
+           healthy || did == J_NOBODY ? ", p 0.90"
+           : did == J_UNSURE          ? ", p 0.20"
+                                      : "",
+           b, a);
+        if (healthy && strcmp(a, want) != 0)
+            flag(m, F_JUDGE, "the judge chose %s in %s, but the turn went %s -> %s", want,
+                 CH_NAME[ch], b, a);
+        else if (did == J_NOBODY && after != DG_NOBODY && after != before)
+            flag(m, F_JUDGE, "the judge ended the round in %s, but the turn went %s -> %s",
+                 CH_NAME[ch], b, a);
+        else if (!healthy && did != J_NOBODY && after != before)
+            flag(m, F_JUDGE, "the judge %s in %s, but the turn went %s -> %s, not today's order",
+                 JUDGE_DOES[did], CH_NAME[ch], b, a);
+    }
+    atomic_fetch_add(&m->judge_applied, 1);
+    return rc;
+}
+
+/* Put judge_apply between the judge and the engine (at start and after a
+ * restart, which makes a new judge). */
+static void judge_wrap(model *m)
+{
+    dg_judge *j = m->sc->judge ? tth_plugin(&m->h)->judge : NULL;
+    if (!j)
+        return;
+    pthread_mutex_lock(&j->mu);
+    m->real_apply = j->apply;
+    m->real_apply_ud = j->apply_ud;
+    j->apply = judge_apply;
+    j->apply_ud = m;
+    pthread_mutex_unlock(&j->mu);
+}
+
+/* Wait until no channel's question is open and every answer was applied:
+ * after it the engine's state is the verdict's. Bounded generously; the
+ * host's clock stands still meanwhile. */
+static void judge_idle(model *m)
+{
+    dg_judge *j = m->sc->judge ? tth_plugin(&m->h)->judge : NULL;
+    if (!j)
+        return;
+    for (int i = 0; i < 60000; i++) {
+        int busy = atomic_load(&m->judge_applied) < atomic_load(&m->judge_asked);
+        for (int ch = 0; !busy && ch < N_CH; ch++) {
+            char key[64];
+            snprintf(key, sizeof key, "conv:%s", CH[ch]);
+            busy = dg_judge_deciding(j, key);
+        }
+        if (!busy)
+            return;
+        sleep_ms(1);
+    }
+    flag(m, F_JUDGE, "the judge did not settle within 60 s of wall time");
 }
 
 /* A run of agent a in ch was granted (a real model call): one speaker per
@@ -845,6 +1033,7 @@ static void advance_raw(model *m, int64_t ms)
     if (m->sc->gateways == 2)
         tth_advance(&m->h2, ms);
     sweep(m);
+    judge_idle(m);
 }
 
 /* The host runs everything it has, fairly, until nothing is left: the
@@ -1051,6 +1240,7 @@ static void restart(model *m, int which)
     } else {
         tth_restart(h);
     }
+    judge_wrap(m);
     take_snap(m, after);
     for (int ch = 0; ch < N_CH; ch++) {
         const snap *b = &before[ch], *a = &after[ch];
@@ -1378,7 +1568,17 @@ static void play(model *m, const scenario *sc, int transcript, int liveness_on, 
     m->want = want;
     m->stop_at_first = 1;
     char *extra = config_extra();
-    tth_start_agents(&m->h, "channel", AGENTS_JSON, extra, 0);
+    if (sc->judge) {
+        char *with = NULL;
+        ck_assert_int_ge(asprintf(&with, "%s,\"judge\":{\"source\":\"host\",\"timeoutMs\":%d}",
+                                  extra, JUDGE_TIMEOUT_MS),
+                         0);
+        tth_start_agents_decide(&m->h, AGENTS_JSON, with, model_decide, m);
+        free(with);
+        judge_wrap(m);
+    } else {
+        tth_start_agents(&m->h, "channel", AGENTS_JSON, extra, 0);
+    }
     /* A fixed, realistic epoch (run ids older than a week of wall time are forgotten at init). */
     atomic_store(&m->h.now_ms, ((int64_t)time(NULL) / 3600) * 3600 * 1000);
     m->t0 = now_ms(m);
@@ -1396,6 +1596,9 @@ static void play(model *m, const scenario *sc, int transcript, int liveness_on, 
               "gateway 1");
     for (int ch = 0; ch < N_CH; ch++)
         tr(m, "   %s is read by %s", CH_NAME[ch], agents_of(sc->reads[ch], rd, sizeof rd));
+    if (sc->judge)
+        tr(m, "   the judge is on (judge.source \"host\", timeoutMs %d, minConfidence 0.5)",
+           JUDGE_TIMEOUT_MS);
     int states = env_int("MODEL_STATES", 0);
     for (int i = 0; i < sc->n && !done(m); i++) {
         m->cur_step = i;
@@ -1497,6 +1700,15 @@ static void generate(scenario *sc, uint64_t seed)
             s->kind = S_SETTLE;
             s->n = (unsigned)rnd(&x, 1000000);
         }
+    }
+    /* The judge from a stream of its own: the steps above stay what the
+     * seed named before the judge was modelled. */
+    uint64_t y = seed ^ 0x6a75646765ULL;
+    sc->judge = chance(&y, 30) && sc->gateways == 1 && env_int("MODEL_JUDGE", 1);
+    for (int i = 0; sc->judge && i < sc->n; i++) {
+        static const unsigned char does[] = {J_LABEL,  J_LABEL,  J_LABEL, J_LABEL,   J_NOBODY,
+                                             J_NOBODY, J_UNSURE, J_FAIL,  J_TIMEOUT, J_SLOW};
+        sc->s[i].jd = (unsigned char)(does[rnd(&y, sizeof does)] | rnd(&y, 3) << 3);
     }
 }
 
@@ -1607,10 +1819,10 @@ static void print_literal(FILE *f, const scenario *sc)
             sc->reads[2], sc->n);
     for (int i = 0; i < sc->n; i++) {
         const step *s = &sc->s[i];
-        fprintf(f, "        {%s, %u, %u, %u, %u, %u, %u},\n", kinds[s->kind], s->ch, s->who, s->a,
-                s->b, s->c, s->n);
+        fprintf(f, "        {%s, %u, %u, %u, %u, %u, %u, %u},\n", kinds[s->kind], s->ch, s->who,
+                s->a, s->b, s->c, s->n, s->jd);
     }
-    fprintf(f, "    }, %d};\n", sc->gateways);
+    fprintf(f, "    }, %d, %d};\n", sc->gateways, sc->judge);
 }
 
 /* Replay sc with its transcript on; print it and return the failure text of k. */
@@ -1704,6 +1916,12 @@ START_TEST(model_random)
             "seed %llu; failures: %s\n",
             rr.sequences, rr.steps, rr.hooks, HSET_N, (unsigned long long)base,
             failures ? list : "none");
+    fprintf(stderr,
+            "model: judge verdicts checked: %ld answered, %ld nobody, %ld unsure, %ld failed, "
+            "%ld timed out, %ld slow\n",
+            atomic_load(&JUDGE_CHECKED[J_LABEL]), atomic_load(&JUDGE_CHECKED[J_NOBODY]),
+            atomic_load(&JUDGE_CHECKED[J_UNSURE]), atomic_load(&JUDGE_CHECKED[J_FAIL]),
+            atomic_load(&JUDGE_CHECKED[J_TIMEOUT]), atomic_load(&JUDGE_CHECKED[J_SLOW]));
     ck_assert_msg(failures == 0, "the model found %d failing properties:%s (transcripts above)",
                   failures, list);
 }
@@ -1768,6 +1986,12 @@ START_TEST(model_budget_check_fires)
 }
 END_TEST
 
+START_TEST(model_judge_check_fires)
+{
+    sabotaged(SAB_JUDGE_MISHEARD, F_JUDGE);
+}
+END_TEST
+
 /* Replay a literal scenario; fail the test with its transcript when any
  * property fails. */
 static void replay(const scenario *sc)
@@ -1821,9 +2045,10 @@ START_TEST(regression_mention_of_non_reader_freezes)
     static const scenario sc = {{0, 0, 2},
                                 1,
                                 {
-                                    {S_HUMAN, 2, 0, 4, 0, 0, 0},
+                                    {S_HUMAN, 2, 0, 4, 0, 0, 0, 0},
                                 },
-                                1};
+                                1,
+                                0};
     replay(&sc);
 }
 END_TEST
@@ -1838,10 +2063,11 @@ START_TEST(regression_waits_on_non_reader)
     static const scenario sc = {{0, 4, 0},
                                 2,
                                 {
-                                    {S_HUMAN, 1, 0, 2, 0, 0, 0},
-                                    {S_SETTLE, 0, 0, 0, 0, 0, 0},
+                                    {S_HUMAN, 1, 0, 2, 0, 0, 0, 0},
+                                    {S_SETTLE, 0, 0, 0, 0, 0, 0, 0},
                                 },
-                                1};
+                                1,
+                                0};
     replay(&sc);
 }
 END_TEST
@@ -1855,12 +2081,13 @@ START_TEST(regression_restart_in_the_same_millisecond)
     static const scenario sc = {{0, 0, 4},
                                 4,
                                 {
-                                    {S_HUMAN, 2, 0, 4, 0, 0, 0},
-                                    {S_RESTART, 2, 0, 0, 0, 0, 1},
-                                    {S_HUMAN, 2, 0, 0, 0, 0, 0},
-                                    {S_RESTART, 0, 0, 0, 0, 0, 1},
+                                    {S_HUMAN, 2, 0, 4, 0, 0, 0, 0},
+                                    {S_RESTART, 2, 0, 0, 0, 0, 1, 0},
+                                    {S_HUMAN, 2, 0, 0, 0, 0, 0, 0},
+                                    {S_RESTART, 0, 0, 0, 0, 0, 1, 0},
                                 },
-                                1};
+                                1,
+                                0};
     replay(&sc);
 }
 END_TEST
@@ -1875,14 +2102,15 @@ START_TEST(regression_nudge_while_a_hand_off_is_undelivered)
     static const scenario sc = {{0, 6, 0},
                                 6,
                                 {
-                                    {S_HUMAN, 1, 0, 0, 0, 0, 0},
-                                    {S_RUN, 1, 2, 1, 0, 0, 0},
-                                    {S_RUN, 1, 1, 0, 0, 0, 0},
-                                    {S_RUN, 1, 1, 0, 0, 0, 0},
-                                    {S_HUMAN, 1, 0, 0, 0, 0, 0},
-                                    {S_ADVANCE, 1, 0, 0, 0, 0, 21},
+                                    {S_HUMAN, 1, 0, 0, 0, 0, 0, 0},
+                                    {S_RUN, 1, 2, 1, 0, 0, 0, 0},
+                                    {S_RUN, 1, 1, 0, 0, 0, 0, 0},
+                                    {S_RUN, 1, 1, 0, 0, 0, 0, 0},
+                                    {S_HUMAN, 1, 0, 0, 0, 0, 0, 0},
+                                    {S_ADVANCE, 1, 0, 0, 0, 0, 21, 0},
                                 },
-                                1};
+                                1,
+                                0};
     replay(&sc);
 }
 END_TEST
@@ -1896,13 +2124,14 @@ START_TEST(regression_two_gateways_add_members_at_one_position)
     static const scenario sc = {{0, 5, 0},
                                 5,
                                 {
-                                    {S_ADVANCE, 0, 0, 0, 0, 0, 1},
-                                    {S_HUMAN, 1, 0, 0, 0, 0, 0},
-                                    {S_RUN, 1, 2, 0, 0, 0, 0},
-                                    {S_ADVANCE, 1, 0, 0, 0, 0, 1},
-                                    {S_RUN, 1, 0, 0, 0, 0, 0},
+                                    {S_ADVANCE, 0, 0, 0, 0, 0, 1, 0},
+                                    {S_HUMAN, 1, 0, 0, 0, 0, 0, 0},
+                                    {S_RUN, 1, 2, 0, 0, 0, 0, 0},
+                                    {S_ADVANCE, 1, 0, 0, 0, 0, 1, 0},
+                                    {S_RUN, 1, 0, 0, 0, 0, 0, 0},
                                 },
-                                2};
+                                2,
+                                0};
     replay(&sc);
 }
 END_TEST
@@ -1915,12 +2144,13 @@ START_TEST(regression_two_gateways_post_one_hand_off_twice)
     static const scenario sc = {{2, 0, 0},
                                 4,
                                 {
-                                    {S_HUMAN, 0, 0, 1, 0, 0, 0},
-                                    {S_RUN, 0, 1, 0, 0, 0, 0},
-                                    {S_RESTART, 2, 0, 0, 0, 0, 0},
-                                    {S_ADVANCE, 0, 0, 0, 0, 0, 1},
+                                    {S_HUMAN, 0, 0, 1, 0, 0, 0, 0},
+                                    {S_RUN, 0, 1, 0, 0, 0, 0, 0},
+                                    {S_RESTART, 2, 0, 0, 0, 0, 0, 0},
+                                    {S_ADVANCE, 0, 0, 0, 0, 0, 1, 0},
                                 },
-                                2};
+                                2,
+                                0};
     replay_for_duplicates(&sc);
 }
 END_TEST
@@ -1934,12 +2164,13 @@ START_TEST(regression_two_gateways_one_restarts_misses_a_change)
     static const scenario sc = {{3, 0, 0},
                                 4,
                                 {
-                                    {S_HUMAN, 0, 0, 1, 0, 0, 0},
-                                    {S_RUN, 0, 1, 0, 0, 0, 0},
-                                    {S_RESTART, 2, 0, 0, 0, 0, 0},
-                                    {S_ADVANCE, 0, 0, 0, 0, 0, 59},
+                                    {S_HUMAN, 0, 0, 1, 0, 0, 0, 0},
+                                    {S_RUN, 0, 1, 0, 0, 0, 0, 0},
+                                    {S_RESTART, 2, 0, 0, 0, 0, 0, 0},
+                                    {S_ADVANCE, 0, 0, 0, 0, 0, 59, 0},
                                 },
-                                2};
+                                2,
+                                0};
     replay_for_duplicates(&sc);
 }
 END_TEST
@@ -1953,15 +2184,16 @@ START_TEST(regression_silence_to_an_older_message_is_no_pass)
     static const scenario sc = {{4, 6, 3},
                                 7,
                                 {
-                                    {S_HUMAN, 2, 0, 0, 0, 0, 0},
-                                    {S_HUMAN, 0, 0, 0, 0, 0, 0},
-                                    {S_HUMAN, 1, 0, 0, 0, 0, 0},
-                                    {S_HUMAN, 0, 0, 0, 0, 0, 0},
-                                    {S_RUN, 2, 0, 3, 0, 0, 0},
-                                    {S_HUMAN, 2, 0, 0, 0, 0, 0},
-                                    {S_HUMAN, 2, 1, 0, 0, 3, 0},
+                                    {S_HUMAN, 2, 0, 0, 0, 0, 0, 0},
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 0, 0},
+                                    {S_HUMAN, 1, 0, 0, 0, 0, 0, 0},
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 0, 0},
+                                    {S_RUN, 2, 0, 3, 0, 0, 0, 0},
+                                    {S_HUMAN, 2, 0, 0, 0, 0, 0, 0},
+                                    {S_HUMAN, 2, 1, 0, 0, 3, 0, 0},
                                 },
-                                1};
+                                1,
+                                0};
     replay(&sc);
 }
 END_TEST
@@ -1974,15 +2206,16 @@ START_TEST(regression_reply_that_rested_the_scope_is_not_owed)
     static const scenario sc = {{3, 0, 4},
                                 7,
                                 {
-                                    {S_ADMIN, 0, 0, 8, 0, 2, 0},
-                                    {S_HUMAN, 2, 0, 0, 0, 0, 0},
-                                    {S_ADVANCE, 2, 0, 0, 0, 0, 59},
-                                    {S_HUMAN, 0, 0, 0, 0, 0, 0},
-                                    {S_ADVANCE, 0, 0, 0, 0, 0, 21},
-                                    {S_SETTLE, 2, 0, 0, 0, 0, 304144},
-                                    {S_HUMAN, 0, 0, 0, 0, 0, 0},
+                                    {S_ADMIN, 0, 0, 8, 0, 2, 0, 0},
+                                    {S_HUMAN, 2, 0, 0, 0, 0, 0, 0},
+                                    {S_ADVANCE, 2, 0, 0, 0, 0, 59, 0},
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 0, 0},
+                                    {S_ADVANCE, 0, 0, 0, 0, 0, 21, 0},
+                                    {S_SETTLE, 2, 0, 0, 0, 0, 304144, 0},
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 0, 0},
                                 },
-                                2};
+                                2,
+                                0};
     replay(&sc);
 }
 END_TEST
@@ -1995,11 +2228,12 @@ START_TEST(regression_speaker_after_a_non_reader_left_is_nudged)
     static const scenario sc = {{0, 0, 5},
                                 3,
                                 {
-                                    {S_HUMAN, 2, 0, 0, 0, 0, 0},
-                                    {S_ADVANCE, 1, 0, 0, 0, 0, 59},
-                                    {S_HUMAN, 2, 0, 2, 0, 0, 1},
+                                    {S_HUMAN, 2, 0, 0, 0, 0, 0, 0},
+                                    {S_ADVANCE, 1, 0, 0, 0, 0, 59, 0},
+                                    {S_HUMAN, 2, 0, 2, 0, 0, 1, 0},
                                 },
-                                1};
+                                1,
+                                0};
     replay(&sc);
 }
 END_TEST
@@ -2012,10 +2246,11 @@ START_TEST(regression_held_back_speaker_is_nudged_when_no_run_follows)
     static const scenario sc = {{0, 0, 3},
                                 2,
                                 {
-                                    {S_HUMAN, 2, 0, 0, 0, 0, 0},
-                                    {S_HUMAN, 2, 0, 0, 0, 3, 1},
+                                    {S_HUMAN, 2, 0, 0, 0, 0, 0, 0},
+                                    {S_HUMAN, 2, 0, 0, 0, 3, 1, 0},
                                 },
-                                1};
+                                1,
+                                0};
     replay(&sc);
 }
 END_TEST
@@ -2028,12 +2263,13 @@ START_TEST(regression_non_reader_found_without_a_decision)
     static const scenario sc = {{0, 0, 2},
                                 4,
                                 {
-                                    {S_HUMAN, 2, 0, 0, 0, 0, 0},
-                                    {S_ADVANCE, 1, 0, 0, 0, 0, 59},
-                                    {S_HUMAN, 2, 0, 4, 0, 0, 2},
-                                    {S_SETTLE, 2, 0, 0, 0, 0, 0},
+                                    {S_HUMAN, 2, 0, 0, 0, 0, 0, 0},
+                                    {S_ADVANCE, 1, 0, 0, 0, 0, 59, 0},
+                                    {S_HUMAN, 2, 0, 4, 0, 0, 2, 0},
+                                    {S_SETTLE, 2, 0, 0, 0, 0, 0, 0},
                                 },
-                                1};
+                                1,
+                                0};
     replay(&sc);
 }
 END_TEST
@@ -2047,12 +2283,13 @@ START_TEST(regression_two_gateways_apply_one_timeout_once)
     static const scenario sc = {{0, 1, 0},
                                 4,
                                 {
-                                    {S_HUMAN, 1, 0, 4, 0, 0, 0},
-                                    {S_ADVANCE, 1, 0, 0, 0, 0, 1},
-                                    {S_RUN, 1, 0, 0, 0, 0, 0},
-                                    {S_ADVANCE, 1, 0, 0, 0, 0, 59},
+                                    {S_HUMAN, 1, 0, 4, 0, 0, 0, 0},
+                                    {S_ADVANCE, 1, 0, 0, 0, 0, 1, 0},
+                                    {S_RUN, 1, 0, 0, 0, 0, 0, 0},
+                                    {S_ADVANCE, 1, 0, 0, 0, 0, 59, 0},
                                 },
-                                2};
+                                2,
+                                0};
     replay_for_duplicates(&sc);
 }
 END_TEST
@@ -2066,13 +2303,14 @@ START_TEST(regression_two_gateways_add_one_member_once)
     static const scenario sc = {{5, 0, 0},
                                 5,
                                 {
-                                    {S_HUMAN, 0, 0, 0, 0, 0, 0},
-                                    {S_ADVANCE, 1, 0, 0, 0, 0, 1},
-                                    {S_RUN, 0, 2, 0, 0, 0, 0},
-                                    {S_ADVANCE, 0, 0, 0, 0, 0, 1},
-                                    {S_HUMAN, 0, 0, 4, 0, 0, 0},
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 0, 0},
+                                    {S_ADVANCE, 1, 0, 0, 0, 0, 1, 0},
+                                    {S_RUN, 0, 2, 0, 0, 0, 0, 0},
+                                    {S_ADVANCE, 0, 0, 0, 0, 0, 1, 0},
+                                    {S_HUMAN, 0, 0, 4, 0, 0, 0, 0},
                                 },
-                                2};
+                                2,
+                                0};
     replay(&sc);
 }
 END_TEST
@@ -2086,14 +2324,15 @@ START_TEST(regression_no_hand_off_to_the_agent_whose_run_is_decided)
     static const scenario sc = {{3, 0, 0},
                                 6,
                                 {
-                                    {S_HUMAN, 0, 0, 0, 0, 0, 0},
-                                    {S_HUMAN, 0, 0, 5, 0, 2, 0},
-                                    {S_RUN, 0, 0, 0, 0, 0, 0},
-                                    {S_RUN, 0, 0, 3, 0, 0, 0},
-                                    {S_ADMIN, 0, 0, 10, 0, 0, 0},
-                                    {S_SETTLE, 2, 0, 0, 0, 0, 275654},
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 0, 0},
+                                    {S_HUMAN, 0, 0, 5, 0, 2, 0, 0},
+                                    {S_RUN, 0, 0, 0, 0, 0, 0, 0},
+                                    {S_RUN, 0, 0, 3, 0, 0, 0, 0},
+                                    {S_ADMIN, 0, 0, 10, 0, 0, 0, 0},
+                                    {S_SETTLE, 2, 0, 0, 0, 0, 275654, 0},
                                 },
-                                1};
+                                1,
+                                0};
     replay(&sc);
 }
 END_TEST
@@ -2107,9 +2346,10 @@ START_TEST(regression_non_readers_leave_when_no_member_reads)
     static const scenario sc = {{0, 2, 0},
                                 1,
                                 {
-                                    {S_HUMAN, 1, 0, 5, 0, 0, 2},
+                                    {S_HUMAN, 1, 0, 5, 0, 0, 2, 0},
                                 },
-                                2};
+                                2,
+                                0};
     replay(&sc);
 }
 END_TEST
@@ -2124,15 +2364,16 @@ START_TEST(regression_owed_mention_is_not_queued_again)
     static const scenario sc = {{0, 1, 2},
                                 7,
                                 {
-                                    {S_ADMIN, 1, 0, 1, 0, 0, 0},
-                                    {S_ADMIN, 2, 0, 11, 0, 0, 0},
-                                    {S_ADVANCE, 1, 0, 0, 0, 0, 59},
-                                    {S_HUMAN, 1, 0, 4, 0, 0, 0},
-                                    {S_ADVANCE, 0, 0, 0, 0, 0, 10},
-                                    {S_ADVANCE, 1, 0, 0, 0, 0, 21},
-                                    {S_RUN, 1, 0, 0, 0, 0, 0},
+                                    {S_ADMIN, 1, 0, 1, 0, 0, 0, 0},
+                                    {S_ADMIN, 2, 0, 11, 0, 0, 0, 0},
+                                    {S_ADVANCE, 1, 0, 0, 0, 0, 59, 0},
+                                    {S_HUMAN, 1, 0, 4, 0, 0, 0, 0},
+                                    {S_ADVANCE, 0, 0, 0, 0, 0, 10, 0},
+                                    {S_ADVANCE, 1, 0, 0, 0, 0, 21, 0},
+                                    {S_RUN, 1, 0, 0, 0, 0, 0, 0},
                                 },
-                                2};
+                                2,
+                                0};
     replay(&sc);
 }
 END_TEST
@@ -2146,13 +2387,14 @@ START_TEST(regression_non_reader_leaves_after_a_restart)
     static const scenario sc = {{1, 0, 0},
                                 5,
                                 {
-                                    {S_HUMAN, 0, 0, 5, 0, 0, 0},
-                                    {S_RESTART, 0, 0, 0, 0, 0, 0},
-                                    {S_RUN, 0, 0, 0, 0, 0, 0},
-                                    {S_ADVANCE, 0, 0, 0, 0, 0, 10},
-                                    {S_SETTLE, 1, 0, 0, 0, 0, 0},
+                                    {S_HUMAN, 0, 0, 5, 0, 0, 0, 0},
+                                    {S_RESTART, 0, 0, 0, 0, 0, 0, 0},
+                                    {S_RUN, 0, 0, 0, 0, 0, 0, 0},
+                                    {S_ADVANCE, 0, 0, 0, 0, 0, 10, 0},
+                                    {S_SETTLE, 1, 0, 0, 0, 0, 0, 0},
                                 },
-                                1};
+                                1,
+                                0};
     replay(&sc);
 }
 END_TEST
@@ -2167,16 +2409,17 @@ START_TEST(regression_message_to_a_busy_speaker_dropped_is_nudged)
     static const scenario sc = {{3, 0, 0},
                                 8,
                                 {
-                                    {S_HUMAN, 0, 0, 0, 0, 0, 0},
-                                    {S_HUMAN, 0, 0, 4, 0, 0, 0},
-                                    {S_RUN, 0, 0, 0, 0, 0, 0},
-                                    {S_ADMIN, 0, 0, 11, 0, 0, 0},
-                                    {S_ADVANCE, 2, 0, 0, 0, 0, 59},
-                                    {S_DELIVER, 2, 0, 0, 0, 0, 0},
-                                    {S_RUN, 0, 1, 3, 0, 0, 0},
-                                    {S_HUMAN, 0, 0, 0, 0, 0, 2},
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 0, 0},
+                                    {S_HUMAN, 0, 0, 4, 0, 0, 0, 0},
+                                    {S_RUN, 0, 0, 0, 0, 0, 0, 0},
+                                    {S_ADMIN, 0, 0, 11, 0, 0, 0, 0},
+                                    {S_ADVANCE, 2, 0, 0, 0, 0, 59, 0},
+                                    {S_DELIVER, 2, 0, 0, 0, 0, 0, 0},
+                                    {S_RUN, 0, 1, 3, 0, 0, 0, 0},
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 2, 0},
                                 },
-                                1};
+                                1,
+                                0};
     replay(&sc);
 }
 END_TEST
@@ -2191,15 +2434,16 @@ START_TEST(regression_speaker_nudged_again_after_the_turn_came_back)
     static const scenario sc = {{0, 6, 0},
                                 7,
                                 {
-                                    {S_HUMAN, 1, 0, 0, 0, 0, 0},
-                                    {S_RUN, 1, 2, 0, 0, 0, 0},
-                                    {S_HUMAN, 1, 0, 0, 0, 0, 0},
-                                    {S_ADVANCE, 0, 0, 0, 0, 0, 30},
-                                    {S_HUMAN, 1, 0, 1, 0, 0, 0},
-                                    {S_SETTLE, 2, 0, 0, 0, 0, 0},
-                                    {S_HUMAN, 1, 0, 0, 0, 0, 4},
+                                    {S_HUMAN, 1, 0, 0, 0, 0, 0, 0},
+                                    {S_RUN, 1, 2, 0, 0, 0, 0, 0},
+                                    {S_HUMAN, 1, 0, 0, 0, 0, 0, 0},
+                                    {S_ADVANCE, 0, 0, 0, 0, 0, 30, 0},
+                                    {S_HUMAN, 1, 0, 1, 0, 0, 0, 0},
+                                    {S_SETTLE, 2, 0, 0, 0, 0, 0, 0},
+                                    {S_HUMAN, 1, 0, 0, 0, 0, 4, 0},
                                 },
-                                1};
+                                1,
+                                0};
     replay(&sc);
 }
 END_TEST
@@ -2214,12 +2458,13 @@ START_TEST(regression_dropped_message_then_a_late_stale_run_is_nudged)
     static const scenario sc = {{0, 0, 5},
                                 4,
                                 {
-                                    {S_HUMAN, 2, 0, 0, 0, 0, 0},
-                                    {S_ADMIN, 2, 1, 7, 0, 2, 1},
-                                    {S_ADVANCE, 1, 0, 0, 0, 0, 10},
-                                    {S_ADVANCE, 1, 0, 0, 0, 0, 30},
+                                    {S_HUMAN, 2, 0, 0, 0, 0, 0, 0},
+                                    {S_ADMIN, 2, 1, 7, 0, 2, 1, 0},
+                                    {S_ADVANCE, 1, 0, 0, 0, 0, 10, 0},
+                                    {S_ADVANCE, 1, 0, 0, 0, 0, 30, 0},
                                 },
-                                1};
+                                1,
+                                0};
     replay(&sc);
 }
 END_TEST
@@ -2234,12 +2479,13 @@ START_TEST(regression_hold_after_a_long_host_stall_is_nudged_in_time)
     static const scenario sc = {{0, 3, 0},
                                 4,
                                 {
-                                    {S_HUMAN, 1, 0, 0, 0, 0, 0},
-                                    {S_ADVANCE, 0, 0, 0, 0, 0, 10},
-                                    {S_ADVANCE, 1, 0, 0, 0, 0, 30},
-                                    {S_HUMAN, 1, 1, 0, 0, 4, 1},
+                                    {S_HUMAN, 1, 0, 0, 0, 0, 0, 0},
+                                    {S_ADVANCE, 0, 0, 0, 0, 0, 10, 0},
+                                    {S_ADVANCE, 1, 0, 0, 0, 0, 30, 0},
+                                    {S_HUMAN, 1, 1, 0, 0, 4, 1, 0},
                                 },
-                                1};
+                                1,
+                                0};
     replay(&sc);
 }
 END_TEST
@@ -2252,16 +2498,17 @@ START_TEST(regression_mention_dropped_after_a_rest_is_nudged)
     static const scenario sc = {{0, 4, 6},
                                 8,
                                 {
-                                    {S_HUMAN, 2, 0, 1, 0, 0, 0},
-                                    {S_HUMAN, 1, 0, 1, 0, 0, 0},
-                                    {S_SETTLE, 0, 0, 0, 0, 0, 0},
-                                    {S_HUMAN, 2, 0, 0, 0, 0, 0},
-                                    {S_ADVANCE, 2, 0, 0, 0, 0, 21},
-                                    {S_SETTLE, 0, 0, 0, 0, 0, 0},
-                                    {S_HUMAN, 2, 0, 4, 0, 0, 4},
-                                    {S_ADVANCE, 2, 0, 0, 0, 0, 1},
+                                    {S_HUMAN, 2, 0, 1, 0, 0, 0, 0},
+                                    {S_HUMAN, 1, 0, 1, 0, 0, 0, 0},
+                                    {S_SETTLE, 0, 0, 0, 0, 0, 0, 0},
+                                    {S_HUMAN, 2, 0, 0, 0, 0, 0, 0},
+                                    {S_ADVANCE, 2, 0, 0, 0, 0, 21, 0},
+                                    {S_SETTLE, 0, 0, 0, 0, 0, 0, 0},
+                                    {S_HUMAN, 2, 0, 4, 0, 0, 4, 0},
+                                    {S_ADVANCE, 2, 0, 0, 0, 0, 1, 0},
                                 },
-                                1};
+                                1,
+                                0};
     replay(&sc);
 }
 END_TEST
@@ -2275,16 +2522,17 @@ START_TEST(regression_new_turn_of_the_nudged_speaker_in_the_same_millisecond)
     static const scenario sc = {{0, 4, 6},
                                 8,
                                 {
-                                    {S_HUMAN, 2, 0, 1, 0, 0, 0},
-                                    {S_HUMAN, 1, 0, 0, 0, 0, 0},
-                                    {S_RUN, 2, 2, 0, 0, 0, 0},
-                                    {S_HUMAN, 2, 0, 0, 0, 0, 0},
-                                    {S_ADVANCE, 2, 0, 0, 0, 0, 21},
-                                    {S_SETTLE, 0, 0, 0, 0, 0, 0},
-                                    {S_HUMAN, 2, 0, 0, 0, 0, 4},
-                                    {S_ADVANCE, 2, 0, 0, 0, 0, 1},
+                                    {S_HUMAN, 2, 0, 1, 0, 0, 0, 0},
+                                    {S_HUMAN, 1, 0, 0, 0, 0, 0, 0},
+                                    {S_RUN, 2, 2, 0, 0, 0, 0, 0},
+                                    {S_HUMAN, 2, 0, 0, 0, 0, 0, 0},
+                                    {S_ADVANCE, 2, 0, 0, 0, 0, 21, 0},
+                                    {S_SETTLE, 0, 0, 0, 0, 0, 0, 0},
+                                    {S_HUMAN, 2, 0, 0, 0, 0, 4, 0},
+                                    {S_ADVANCE, 2, 0, 0, 0, 0, 1, 0},
                                 },
-                                1};
+                                1,
+                                0};
     replay(&sc);
 }
 END_TEST
@@ -2297,12 +2545,13 @@ START_TEST(regression_restart_drops_the_stall_nudge)
     static const scenario sc = {{3, 0, 0},
                                 4,
                                 {
-                                    {S_HUMAN, 0, 0, 0, 0, 0, 0},
-                                    {S_SETTLE, 0, 0, 0, 0, 0, 0},
-                                    {S_HUMAN, 0, 0, 0, 0, 0, 3},
-                                    {S_RESTART, 0, 1, 0, 0, 0, 0},
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 0, 0},
+                                    {S_SETTLE, 0, 0, 0, 0, 0, 0, 0},
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 3, 0},
+                                    {S_RESTART, 0, 1, 0, 0, 0, 0, 0},
                                 },
-                                1};
+                                1,
+                                0};
     replay(&sc);
 }
 END_TEST
@@ -2315,13 +2564,14 @@ START_TEST(regression_silence_of_a_run_from_before_a_restart_is_no_pass)
     static const scenario sc = {{4, 6, 0},
                                 5,
                                 {
-                                    {S_HUMAN, 1, 0, 0, 0, 0, 0},
-                                    {S_RUN, 1, 1, 3, 0, 0, 0},
-                                    {S_HUMAN, 0, 0, 0, 0, 0, 0},
-                                    {S_RESTART, 2, 0, 0, 0, 0, 0},
-                                    {S_HUMAN, 1, 0, 0, 0, 0, 2},
+                                    {S_HUMAN, 1, 0, 0, 0, 0, 0, 0},
+                                    {S_RUN, 1, 1, 3, 0, 0, 0, 0},
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 0, 0},
+                                    {S_RESTART, 2, 0, 0, 0, 0, 0, 0},
+                                    {S_HUMAN, 1, 0, 0, 0, 0, 2, 0},
                                 },
-                                1};
+                                1,
+                                0};
     replay(&sc);
 }
 END_TEST
@@ -2334,16 +2584,17 @@ START_TEST(regression_two_gateways_nudge_a_speaker_whose_delivery_dropped)
     static const scenario sc = {{0, 5, 0},
                                 8,
                                 {
-                                    {S_ADVANCE, 0, 0, 0, 0, 0, 1},
-                                    {S_ADVANCE, 2, 0, 0, 0, 0, 1},
-                                    {S_ADMIN, 1, 0, 9, 0, 1, 0},
-                                    {S_ADVANCE, 2, 0, 0, 0, 0, 59},
-                                    {S_HUMAN, 1, 0, 0, 0, 0, 4},
-                                    {S_ADVANCE, 2, 0, 0, 0, 0, 59},
-                                    {S_HUMAN, 1, 0, 0, 0, 0, 1},
-                                    {S_ADVANCE, 2, 0, 0, 0, 0, 1},
+                                    {S_ADVANCE, 0, 0, 0, 0, 0, 1, 0},
+                                    {S_ADVANCE, 2, 0, 0, 0, 0, 1, 0},
+                                    {S_ADMIN, 1, 0, 9, 0, 1, 0, 0},
+                                    {S_ADVANCE, 2, 0, 0, 0, 0, 59, 0},
+                                    {S_HUMAN, 1, 0, 0, 0, 0, 4, 0},
+                                    {S_ADVANCE, 2, 0, 0, 0, 0, 59, 0},
+                                    {S_HUMAN, 1, 0, 0, 0, 0, 1, 0},
+                                    {S_ADVANCE, 2, 0, 0, 0, 0, 1, 0},
                                 },
-                                2};
+                                2,
+                                0};
     replay(&sc);
 }
 END_TEST
@@ -2356,15 +2607,16 @@ START_TEST(regression_mention_of_non_reader_near_a_deadline)
     static const scenario sc = {{0, 0, 4},
                                 7,
                                 {
-                                    {S_ADMIN, 2, 0, 9, 0, 2, 0},
-                                    {S_ADVANCE, 2, 0, 0, 0, 0, 30},
-                                    {S_HUMAN, 2, 0, 0, 0, 0, 0},
-                                    {S_ADVANCE, 0, 0, 0, 0, 0, 3},
-                                    {S_ADVANCE, 1, 0, 0, 0, 0, 21},
-                                    {S_ADVANCE, 2, 0, 0, 0, 0, 1},
-                                    {S_HUMAN, 2, 0, 2, 0, 0, 0},
+                                    {S_ADMIN, 2, 0, 9, 0, 2, 0, 0},
+                                    {S_ADVANCE, 2, 0, 0, 0, 0, 30, 0},
+                                    {S_HUMAN, 2, 0, 0, 0, 0, 0, 0},
+                                    {S_ADVANCE, 0, 0, 0, 0, 0, 3, 0},
+                                    {S_ADVANCE, 1, 0, 0, 0, 0, 21, 0},
+                                    {S_ADVANCE, 2, 0, 0, 0, 0, 1, 0},
+                                    {S_HUMAN, 2, 0, 2, 0, 0, 0, 0},
                                 },
-                                1};
+                                1,
+                                0};
     replay(&sc);
 }
 END_TEST
@@ -2380,12 +2632,13 @@ START_TEST(regression_two_gateways_silent_run_before_a_message_taken_in_elsewher
     static const scenario sc = {{5, 0, 0},
                                 4,
                                 {
-                                    {S_ADMIN, 0, 1, 6, 0, 1, 0},
-                                    {S_RUN, 0, 2, 3, 0, 0, 0},
-                                    {S_HUMAN, 0, 0, 0, 0, 0, 0},
-                                    {S_FINISH, 0, 2, 0, 0, 0, 0},
+                                    {S_ADMIN, 0, 1, 6, 0, 1, 0, 0},
+                                    {S_RUN, 0, 2, 3, 0, 0, 0, 0},
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 0, 0},
+                                    {S_FINISH, 0, 2, 0, 0, 0, 0, 0},
                                 },
-                                2};
+                                2,
+                                0};
     replay(&sc);
 }
 END_TEST
@@ -2406,6 +2659,7 @@ Suite *make_model_suite(void)
     tcase_add_test(fires, model_duplicate_check_fires);
     tcase_add_test(fires, model_restart_check_fires);
     tcase_add_test(fires, model_budget_check_fires);
+    tcase_add_test(fires, model_judge_check_fires);
     suite_add_tcase(s, fires);
     TCase *reg = tcase_create("regression");
     tcase_add_test(reg, regression_mention_of_non_reader_freezes);

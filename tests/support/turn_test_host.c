@@ -239,6 +239,16 @@ void tth_start_decide(tth *h, const char *extra, tth_decide_fn fn, void *ud)
     start_plugin(h);
 }
 
+void tth_start_agents_decide(tth *h, const char *agents, const char *extra, tth_decide_fn fn,
+                             void *ud)
+{
+    prepare(h, "channel", agents, extra, 0);
+    h->decide_fn = fn;
+    h->decide_ud = ud;
+    h->api.decide = th_decide;
+    start_plugin(h);
+}
+
 static void prepare(tth *h, const char *policy, const char *agents, const char *extra, int old_host)
 {
     memset(h, 0, sizeof *h);

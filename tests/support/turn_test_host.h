@@ -101,6 +101,11 @@ void tth_start_agents(tth *h, const char *policy, const char *agents, const char
  * answered by fn(ud, ...). */
 void tth_start_decide(tth *h, const char *extra, tth_decide_fn fn, void *ud);
 
+/* As tth_start_decide with the config's `agents` object given as JSON text
+ * (NULL: the test agents). */
+void tth_start_agents_decide(tth *h, const char *agents, const char *extra, tth_decide_fn fn,
+                             void *ud);
+
 /* Shut the plugin down (database stays). */
 void tth_stop_plugin(tth *h);
 
