@@ -1412,6 +1412,11 @@ static void do_step(model *m, const step *s)
             uint64_t present = 0;
             if (dg_turns_present(tth_plugin(&m->h)->turns, CH[s->ch], &present) == OC_OK && present)
                 open_obligation(m, s->ch, HUMAN[s->who % N_HUMANS]);
+            /* A wake of an agent that cannot read the channel holds its
+             * readers back like a human's mention of it (UNREACHED_MS). */
+            if (nm && !(m->sc->reads[s->ch] & (1u << (s->c % N_AG))) && m->ob[s->ch].open &&
+                m->ob[s->ch].not_before < now_ms(m) + UNREACHED_MS + 2000)
+                m->ob[s->ch].not_before = now_ms(m) + UNREACHED_MS + 2000;
         }
         break;
     }
@@ -2621,6 +2626,29 @@ START_TEST(regression_mention_of_non_reader_near_a_deadline)
 }
 END_TEST
 
+/* An admin wakes an agent that cannot read #ops 8 s before an older
+ * message's deadline: as for a human's mention of it, the readers are held
+ * back until the sweeper finds it unreached (UNREACHED_MS), so the
+ * deadline moves past that (MODEL_SEED=489367138, MODEL_SEQUENCES=1). */
+START_TEST(regression_admin_wake_of_non_reader_near_a_deadline)
+{
+    static const scenario sc = {{0, 4, 0},
+                                7,
+                                {
+                                    {S_HUMAN, 1, 0, 0, 0, 0, 0, 0},
+                                    {S_SETTLE, 2, 0, 0, 0, 0, 0, 0},
+                                    {S_HUMAN, 1, 0, 1, 0, 0, 0, 0},
+                                    {S_HUMAN, 1, 0, 2, 0, 0, 0, 0},
+                                    {S_ADVANCE, 2, 0, 0, 0, 0, 30, 0},
+                                    {S_ADVANCE, 2, 0, 0, 0, 0, 21, 0},
+                                    {S_ADMIN, 1, 0, 11, 0, 0, 0, 0},
+                                },
+                                1,
+                                0};
+    replay(&sc);
+}
+END_TEST
+
 /* Two gateways on one store, planner on gateway 2 and coder on gateway 1:
  * coder's run for bob's message is granted, alice writes, and gateway 2
  * takes her message in first without changing the stored state; coder's
@@ -2691,6 +2719,7 @@ Suite *make_model_suite(void)
     tcase_add_test(reg, regression_mention_dropped_after_a_rest_is_nudged);
     tcase_add_test(reg, regression_new_turn_of_the_nudged_speaker_in_the_same_millisecond);
     tcase_add_test(reg, regression_two_gateways_silent_run_before_a_message_taken_in_elsewhere);
+    tcase_add_test(reg, regression_admin_wake_of_non_reader_near_a_deadline);
     suite_add_tcase(s, reg);
     return s;
 }
