@@ -171,6 +171,10 @@ struct turns_scope {
     dg_turn_state st;
     int in_db;
     int evict; /* chosen to leave the mirror (evict_idle) */
+    /* Set when the moderator gave a human's open question to the next
+     * speaker (turns_hand_open_question); the judge intercept of the same
+     * transaction takes it: that speaker was chosen, the judge is not asked. */
+    int open_question_handed;
     /* The first line of the idle reminder that woke wake_fp_pos (mentions
      * dropped), "" when none: a run of that speaker counts only once its
      * prompt carries it. A host may start a run queued for an older

@@ -57,11 +57,13 @@ int turns_judge_intercept(dg_turns *t, turns_scope *r, dg_rule_effects *fx, dg_t
 {
     dg_judge *j = t->p->judge;
     TURNS_ASSERT_WRITER(t);
+    int handed = r->open_question_handed;
+    r->open_question_handed = 0;
     if (!j || r->chan->mode != DG_MODE_NORMAL || dg_judge_on_worker(j))
         return DG_OK;
     dg_rule_ctx x;
     turns_make_ctx(t, r->chan, &x);
-    if (!dg_rule_managed(&x) || !next->active || next->budget || next->mention) {
+    if (!dg_rule_managed(&x) || !next->active || next->budget || next->mention || handed) {
         dg_judge_cancel(j, r->key); /* nothing left to decide, or a person chose */
         return DG_OK;
     }

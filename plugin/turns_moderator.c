@@ -55,6 +55,7 @@ int turns_hand_open_question(dg_turns *t, turns_scope *r, const dg_rule_ctx *x, 
         return rc == DG_ERR_INTERNAL ? DG_OK : rc; /* no template: logged, the turn moves on */
     dg_rule_await_wake(next, x, sp);
     turns_nudge_arm_handoff(t, r, sp, now);
+    r->open_question_handed = 1;
     dg_log(t->p, OC_LOG_INFO,
            "turns: a human's message came in while %s was answering the one before it in "
            "channel %s; the moderator gives it to %s",

@@ -2649,6 +2649,31 @@ START_TEST(regression_admin_wake_of_non_reader_near_a_deadline)
 }
 END_TEST
 
+/* With the judge on: alice asks #ops a question while coder's run for her
+ * mention of it is in flight; coder's answer is to the older message, so
+ * the moderator gives her question to planner. The judge, asked about the
+ * same move, must not end the round over it: her message names no agent
+ * and is owed a run (MODEL_SEED=880751511, MODEL_SEQUENCES=1). */
+START_TEST(regression_judge_does_not_end_the_round_over_an_open_question)
+{
+    static const scenario sc = {{2, 5, 0},
+                                8,
+                                {
+                                    {S_HUMAN, 1, 0, 4, 0, 0, 0, 18},
+                                    {S_RUN, 1, 0, 0, 0, 0, 0, 17},
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 0, 17},
+                                    {S_ADVANCE, 2, 0, 0, 0, 0, 1, 18},
+                                    {S_RUN, 1, 2, 3, 0, 0, 0, 1},
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 0, 1},
+                                    {S_HUMAN, 1, 0, 0, 0, 0, 0, 10},
+                                    {S_SETTLE, 1, 0, 0, 0, 0, 360276, 10},
+                                },
+                                1,
+                                1};
+    replay(&sc);
+}
+END_TEST
+
 /* Two gateways on one store, planner on gateway 2 and coder on gateway 1:
  * coder's run for bob's message is granted, alice writes, and gateway 2
  * takes her message in first without changing the stored state; coder's
@@ -2720,6 +2745,7 @@ Suite *make_model_suite(void)
     tcase_add_test(reg, regression_new_turn_of_the_nudged_speaker_in_the_same_millisecond);
     tcase_add_test(reg, regression_two_gateways_silent_run_before_a_message_taken_in_elsewhere);
     tcase_add_test(reg, regression_admin_wake_of_non_reader_near_a_deadline);
+    tcase_add_test(reg, regression_judge_does_not_end_the_round_over_an_open_question);
     suite_add_tcase(s, reg);
     return s;
 }
