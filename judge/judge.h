@@ -82,6 +82,7 @@ typedef struct dgj_answer {
     double probability;        /* 0..1 */
     char source[DGJ_SOURCE_MAX];
     int64_t tokens_in, tokens_out; /* -1: not reported */
+    int timed_out; /* set by dgj_openai_ask when no answer came in time */
 } dgj_answer;
 
 /*
@@ -143,7 +144,9 @@ void dgj_openai_free(dgj_openai *c);
 /*
  * Ask: one POST, bounded by timeout_ms as a whole (connect included), no
  * retry (a late answer is worth nothing). DG_OK with *out; DG_ERR_IO with
- * err saying why (timeout, connection, HTTP status, aborted);
+ * err saying why (timeout, connection, HTTP status, aborted) and
+ * out->timed_out set for a timeout (told by the transfer, not by the
+ * latency, which the caller's clock may read a millisecond short);
  * DG_ERR_INVALID when the answer cannot be read (err says what); the
  * latency in *latency_ms either way (may be NULL). Blocks the calling
  * thread: never a hook thread.

@@ -112,12 +112,14 @@ void dgj_openai_free(dgj_openai *c)
 
 /* The transfer's failure as a sentence into err. */
 static int transfer_failed(dgj_openai *c, CURLcode cc, long http, const dgh_body *body, char *cerr,
-                           char *err, size_t err_len)
+                           dgj_answer *out, char *err, size_t err_len)
 {
     if (cc == DGH_ABORTED)
         snprintf(err, err_len, "judge: the request was aborted (shutdown)");
-    else if (cc == CURLE_OPERATION_TIMEDOUT || cc == DGH_NO_TIME)
+    else if (cc == CURLE_OPERATION_TIMEDOUT || cc == DGH_NO_TIME) {
+        out->timed_out = 1;
         snprintf(err, err_len, "judge: no answer within the time allowed");
+    }
     else if (cc != CURLE_OK)
         snprintf(err, err_len, "judge: the request failed: %s", dgh_reason(cc, body, cerr));
     else
@@ -151,7 +153,7 @@ int dgj_openai_ask(dgj_openai *c, const char *const *labels, size_t n, const cha
     free(text);
     int rc;
     if (cc != CURLE_OK || http != 200)
-        rc = transfer_failed(c, cc, http, &body, cerr, err, err_len);
+        rc = transfer_failed(c, cc, http, &body, cerr, out, err, err_len);
     else
         rc = dgj_parse_chat_completion(body.s, body.len, labels, n, out, err, err_len);
     dgh_body_free(&body);

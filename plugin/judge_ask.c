@@ -66,8 +66,11 @@ static void log_fallback_once(dg_judge *j, dg_judge_cause cause, const char *det
 static dg_judge_outcome judge_verdict(dg_judge *j, int rc, int64_t latency, const dgj_answer *a,
                                       int allow_nobody, const char *err, dg_judge_cause *why)
 {
-    dg_judge_cause cause = dg_judge_cause_of(rc, rc != DG_OK && rc != DG_ERR_INVALID &&
-                                                     latency >= j->p->cfg.judge_timeout_ms);
+    /* The client tells its own timeout; the host's decide is bounded by
+     * timeoutMs, so a failure that took that long was one. */
+    int timed_out = a->timed_out || (rc != DG_OK && rc != DG_ERR_INVALID &&
+                                     latency >= j->p->cfg.judge_timeout_ms);
+    dg_judge_cause cause = dg_judge_cause_of(rc, timed_out);
     dg_judge_outcome o =
         dg_judge_verdict(cause, a, j->p->cfg.judge_min_confidence, allow_nobody, why);
     if (o == DG_JUDGE_FALLBACK) {
