@@ -82,7 +82,7 @@ typedef struct dgj_answer {
     double probability;        /* 0..1 */
     char source[DGJ_SOURCE_MAX];
     int64_t tokens_in, tokens_out; /* -1: not reported */
-    int timed_out; /* set by dgj_openai_ask when no answer came in time */
+    int timed_out;                 /* set by dgj_openai_ask when no answer came in time */
 } dgj_answer;
 
 /*

@@ -119,8 +119,7 @@ static int transfer_failed(dgj_openai *c, CURLcode cc, long http, const dgh_body
     else if (cc == CURLE_OPERATION_TIMEDOUT || cc == DGH_NO_TIME) {
         out->timed_out = 1;
         snprintf(err, err_len, "judge: no answer within the time allowed");
-    }
-    else if (cc != CURLE_OK)
+    } else if (cc != CURLE_OK)
         snprintf(err, err_len, "judge: the request failed: %s", dgh_reason(cc, body, cerr));
     else
         snprintf(err, err_len, "judge: the endpoint answered HTTP %ld", http);

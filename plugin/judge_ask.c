@@ -68,8 +68,8 @@ static dg_judge_outcome judge_verdict(dg_judge *j, int rc, int64_t latency, cons
 {
     /* The client tells its own timeout; the host's decide is bounded by
      * timeoutMs, so a failure that took that long was one. */
-    int timed_out = a->timed_out || (rc != DG_OK && rc != DG_ERR_INVALID &&
-                                     latency >= j->p->cfg.judge_timeout_ms);
+    int timed_out = a->timed_out ||
+                    (rc != DG_OK && rc != DG_ERR_INVALID && latency >= j->p->cfg.judge_timeout_ms);
     dg_judge_cause cause = dg_judge_cause_of(rc, timed_out);
     dg_judge_outcome o =
         dg_judge_verdict(cause, a, j->p->cfg.judge_min_confidence, allow_nobody, why);
