@@ -278,10 +278,12 @@ int dg_store_changes_since(dg_store *st, int64_t after, char ***channels, size_t
     *upto = after;
     if (st->txn_head >= 0 && st->txn_head <= after && !st->txn_seq)
         return DG_OK; /* the head read at begin: nothing after `after` yet */
-    if (!st->pg && st->txn_alone && st->log_known && !st->txn_seq) {
+    if (!st->pg && st->txn_alone && st->log_known && !st->txn_seq && after >= st->head_seen) {
         /* Alone since the log was last read (presence, store_int.h): only
-         * this store committed since, and it logs nothing while alone. */
-        *upto = st->head_seen > after ? st->head_seen : after;
+         * this store committed since, and it logs nothing while alone; and
+         * the caller has seen all the store has (a caller that asks from
+         * further back, e.g. after rolling back what it learned, reads). */
+        *upto = after;
         return DG_OK;
     }
     /* Otherwise the log itself is read (one indexed lookup that usually
