@@ -433,20 +433,23 @@ static void claim_record(dg_turns *t, const claim_run *cr, const dg_turn_claim *
     if (e->configured)
         turns_nudge_run_began(r, e->pos, !out->claimed);
     int64_t nudge_ms = (int64_t)t->p->cfg.turn_nudge_sec * 1000;
-    if ((cr->why == CLAIM_STALE || cr->why == CLAIM_BEFORE_REPLY) && nudge_ms > 0 &&
-        atomic_load(&r->wait_pos) != e->pos) {
+    if ((cr->why == CLAIM_STALE || cr->why == CLAIM_BEFORE_REPLY) && nudge_ms > 0) {
         /* The run that follows is for a message that came in before this
          * hold, and the humans have waited since the oldest message no
          * granted run followed: if the host dropped it, the wait began
-         * then (with a little time after the hold to start that run). */
+         * then (with a little time after the hold to start that run). A
+         * wait armed already, when the latest message reached this agent
+         * during the held run, keeps the earlier of the two. */
         int64_t since = now, waited = atomic_load(&r->unanswered_ms);
         if (cr->why == CLAIM_STALE && waited && waited < now) {
             since = waited;
             if (since < now - nudge_ms + TURNS_NUDGE_FOLLOW_MS)
                 since = now - nudge_ms + TURNS_NUDGE_FOLLOW_MS;
         }
-        atomic_store(&r->wait_ms, since);
-        atomic_store(&r->wait_pos, e->pos);
+        if (atomic_load(&r->wait_pos) != e->pos || since < atomic_load(&r->wait_ms)) {
+            atomic_store(&r->wait_ms, since);
+            atomic_store(&r->wait_pos, e->pos);
+        }
     }
 }
 

@@ -2630,6 +2630,27 @@ END_TEST
  * message's deadline: as for a human's mention of it, the readers are held
  * back until the sweeper finds it unreached (UNREACHED_MS), so the
  * deadline moves past that (MODEL_SEED=489367138, MODEL_SEQUENCES=1). */
+/* The only reader of #work held the turn; its runs for older messages
+ * were held back for the latest, whose delivery was dropped, and the
+ * stall nudge must still bring it a run within the turn's timeout
+ * (MODEL_SEED=885107441, MODEL_SEQUENCES=1). */
+START_TEST(regression_held_back_runs_of_the_only_reader_are_nudged)
+{
+    static const scenario sc = {{1, 0, 0},
+                                5,
+                                {
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 0, 1},
+                                    {S_ADVANCE, 0, 0, 0, 0, 0, 10, 22},
+                                    {S_ADVANCE, 2, 0, 0, 0, 0, 30, 17},
+                                    {S_HUMAN, 0, 0, 5, 0, 0, 0, 3},
+                                    {S_HUMAN, 0, 1, 0, 0, 4, 1, 13},
+                                },
+                                1,
+                                1};
+    replay(&sc);
+}
+END_TEST
+
 START_TEST(regression_admin_wake_of_non_reader_near_a_deadline)
 {
     static const scenario sc = {{0, 4, 0},
@@ -2745,6 +2766,7 @@ Suite *make_model_suite(void)
     tcase_add_test(reg, regression_new_turn_of_the_nudged_speaker_in_the_same_millisecond);
     tcase_add_test(reg, regression_two_gateways_silent_run_before_a_message_taken_in_elsewhere);
     tcase_add_test(reg, regression_admin_wake_of_non_reader_near_a_deadline);
+    tcase_add_test(reg, regression_held_back_runs_of_the_only_reader_are_nudged);
     tcase_add_test(reg, regression_judge_does_not_end_the_round_over_an_open_question);
     suite_add_tcase(s, reg);
     return s;
