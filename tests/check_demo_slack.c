@@ -443,6 +443,20 @@ static void dump(story_run *r)
     free(err);
 }
 
+/* The gateway's verdict on the story ("== story FAILED: ... =="), so that a
+ * failed check names its cause in the run's last lines. Caller frees. */
+static char *story_verdict(story_run *r)
+{
+    char name[32];
+    snprintf(name, sizeof name, "ocgw-%d.out", r->starts);
+    char *out = run_file(r, name);
+    const char *v = strstr(out, "== story ");
+    char *line = strndup(v ? v : "(no verdict: the gateway ended before the story did)",
+                         v ? strcspn(v, "\n") : 52);
+    free(out);
+    return line;
+}
+
 /* The discussion channel: the one private channel of the fake. */
 static json_t *discussion_channel(story_run *r)
 {
@@ -557,9 +571,12 @@ START_TEST(story_on_slack_completes_and_the_record_shows_it)
     story_run r;
     story_start(&r);
     int rc = run_gateway(&r, "demo/slack-story.json", NULL, 90000);
-    if (rc != 0)
+    if (rc != 0) {
         dump(&r);
-    ck_assert_msg(rc == 0, "ocgw exit %d", rc);
+        char *v = story_verdict(&r);
+        ck_assert_msg(rc == 0, "ocgw exit %d: %s", rc, v);
+        free(v);
+    }
     char *out = run_file(&r, "ocgw-1.out");
     ck_assert(strstr(out, "story complete"));
     ck_assert(strstr(out, "claimed by before_agent_reply"));
@@ -680,9 +697,12 @@ START_TEST(gateway_on_slack_reads_posts_and_threads_without_the_plugin)
     ck_assert_int_eq(json_dump_file(story, story_path, 0), 0);
     json_decref(story);
     int rc = run_gateway_with(&r, cfg_path, story_path, 60000);
-    if (rc != 0)
+    if (rc != 0) {
         dump(&r);
-    ck_assert_msg(rc == 0, "ocgw exit %d", rc);
+        char *v = story_verdict(&r);
+        ck_assert_msg(rc == 0, "ocgw exit %d: %s", rc, v);
+        free(v);
+    }
     json_t *msgs = fake_slack_messages(r.fs, "C0WORK0002");
     ck_assert_uint_eq(json_array_size(msgs), 5);
     const char *authors[] = {S_ALICE, S_PLANNER, S_REVIEWER, S_ALICE, S_PLANNER};
