@@ -21,10 +21,22 @@ static json_t *human_state(ocgw *g, const ocgw_human *h)
     json_t *hs = ocgw_state_obj(&g->st, "humans");
     json_t *me = json_object_get(hs, h->id);
     if (!json_is_object(me)) {
-        json_object_set_new(hs, h->id, json_pack("{s:i, s:b}", "next", 0, "due", 0));
+        json_object_set_new(hs, h->id, json_pack("{s:i, s:{}}", "next", 0, "seen"));
         me = json_object_get(hs, h->id);
     }
     return me;
+}
+
+/* The steps whose "after" message was seen: step index -> the thread its
+ * reply goes to. Borrowed from me. */
+static json_t *seen_afters(json_t *me)
+{
+    json_t *seen = json_object_get(me, "seen");
+    if (!json_is_object(seen)) {
+        json_object_set_new(me, "seen", json_object());
+        seen = json_object_get(me, "seen");
+    }
+    return seen;
 }
 
 void ocgw_humans_observe(ocgw *g, const ocgw_msg *m)
@@ -34,15 +46,22 @@ void ocgw_humans_observe(ocgw *g, const ocgw_msg *m)
         if (!h->local)
             continue; /* another gateway posts its script */
         json_t *me = human_state(g, h);
-        long next = next_step(me);
-        if (next >= (long)h->n_steps || json_is_true(json_object_get(me, "due")))
-            continue;
-        const ocgw_human_step *s = &h->steps[next];
-        if (s->has_after && ocgw_match_msg(g, &s->after, m, NULL)) {
-            json_object_set_new(me, "due", json_true());
+        json_t *seen = seen_afters(me);
+        /* A step's trigger may arrive before the steps ahead of it are
+         * posted (one poll brings both, or a post waits for a retry):
+         * remembered, it is not missed. A message triggers one step, the
+         * first whose trigger it matches. */
+        for (long k = next_step(me); k < (long)h->n_steps; k++) {
+            const ocgw_human_step *s = &h->steps[k];
+            char key[24];
+            snprintf(key, sizeof key, "%ld", k);
+            if (!s->has_after || json_object_get(seen, key) ||
+                !ocgw_match_msg(g, &s->after, m, NULL))
+                continue;
             /* The thread a reply goes to: the message's own, or the one it
              * starts. */
-            json_object_set_new(me, "thread", json_string(m->thread_id ? m->thread_id : m->id));
+            json_object_set_new(seen, key, json_string(m->thread_id ? m->thread_id : m->id));
+            break;
         }
     }
 }
@@ -55,9 +74,12 @@ int ocgw_humans_fire(ocgw *g)
             continue;
         json_t *me = human_state(g, h);
         long next;
+        json_t *seen = seen_afters(me);
         while ((next = next_step(me)) < (long)h->n_steps) {
             const ocgw_human_step *s = &h->steps[next];
-            if (s->has_after && !json_is_true(json_object_get(me, "due")))
+            char key[24];
+            snprintf(key, sizeof key, "%ld", next);
+            if (s->has_after && !json_object_get(seen, key))
                 break;
             const char *ch = ocgw_channel_ref(g, s->channel);
             if (!ch)
@@ -68,7 +90,6 @@ int ocgw_humans_fire(ocgw *g)
                 och_log(g->host, OC_LOG_ERROR, OCGW_SOURCE, "humans[%s].script[%ld]: %s; skipped",
                         h->id, next, err);
                 json_object_set_new(me, "next", json_integer(next + 1));
-                json_object_set_new(me, "due", json_false());
                 ocgw_save_state(g);
                 continue;
             }
@@ -87,7 +108,7 @@ int ocgw_humans_fire(ocgw *g)
             if (g->cfg.slack) {
                 ocgw_slack_err se;
                 const char *th =
-                    s->in_thread ? json_string_value(json_object_get(me, "thread")) : NULL;
+                    s->in_thread ? json_string_value(json_object_get(seen, key)) : NULL;
                 rc = ocgw_slack_post(h->sc, ch, th, content, nonce, NULL, &se);
                 memset(&e, 0, sizeof e);
                 e.attempts = se.attempts;
@@ -117,7 +138,6 @@ int ocgw_humans_fire(ocgw *g)
             }
             free(content);
             json_object_set_new(me, "next", json_integer(next + 1));
-            json_object_set_new(me, "due", json_false());
             ocgw_save_state(g);
             ocgw_maybe_die(g, "after-human");
         }

@@ -9,7 +9,7 @@
  *                          "learned", "pending", "learnedBy", "parentId"}},
  *    "vars": {"<name>": "<value>"},      bound by tool results
  *    "steps": {"<agent>": [used step indices]},
- *    "humans": {"<id>": {"next": k, "due": bool}},
+ *    "humans": {"<id>": {"next": k, "seen": {"<step>": "<thread>"}}},
  *    "inflight": null | the journal of the message being processed
  *                (ocgw_run.c),
  *    "tools": [{"agent", "tool", "status", "message"?}],

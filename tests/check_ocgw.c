@@ -389,6 +389,58 @@ START_TEST(value_line_against_openclaw_alone_says_more)
 }
 END_TEST
 
+/* ---- scripted humans ------------------------------------------------------------------------ */
+
+/* Two triggers seen before the human posted its first step (one poll brought
+ * both, or the first post waited for a retry): neither is missed, and each
+ * triggers its own step. */
+START_TEST(human_triggers_seen_early_are_kept_for_their_steps)
+{
+    char *needle_a[] = {"ready"}, *needle_b[] = {"back on the task"};
+    ocgw_human_step steps[3] = {
+        {.channel = "C1", .content = "first"},
+        {.has_after = 1,
+         .after = {.from = "U0PLANNER", .contains = needle_a, .n_contains = 1},
+         .channel = "C1",
+         .content = "second"},
+        {.has_after = 1,
+         .after = {.from = "U0PLANNER", .contains = needle_b, .n_contains = 1},
+         .channel = "C1",
+         .content = "third",
+         .in_thread = 1},
+    };
+    ocgw_human alice = {
+        .id = "alice", .user_id = "U0ALICE", .steps = steps, .n_steps = 3, .local = 1};
+    ocgw g;
+    memset(&g, 0, sizeof g);
+    g.cfg.humans = &alice;
+    g.cfg.n_humans = 1;
+    char *dir = tu_mkdtemp();
+    char err[200];
+    ck_assert_msg(ocgw_state_open(&g.st, dir, 0, err, sizeof err) == 0, "%s", err);
+    ocgw_msg ready = {
+        .id = "10.1", .channel_id = "C1", .author_id = "U0PLANNER", .content = "result ready"};
+    ocgw_msg back = {.id = "10.2",
+                     .channel_id = "C1",
+                     .author_id = "U0PLANNER",
+                     .content = "Back on the task? back on the task"};
+    ocgw_msg other = {
+        .id = "10.3", .channel_id = "C1", .author_id = "U0OTHER", .content = "back on the task"};
+    ocgw_humans_observe(&g, &other); /* not the step's author: no trigger */
+    ocgw_humans_observe(&g, &ready);
+    ocgw_humans_observe(&g, &back);
+    json_t *seen =
+        json_object_get(json_object_get(json_object_get(g.st.doc, "humans"), "alice"), "seen");
+    ck_assert_int_eq(json_object_size(seen), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(seen, "1")), "10.1");
+    ck_assert_str_eq(json_string_value(json_object_get(seen, "2")), "10.2");
+    ck_assert_int_eq(ocgw_humans_done(&g), 0);
+    ocgw_state_close(&g.st);
+    tu_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 START_TEST(value_line_is_computed_from_the_counters)
 {
     static const struct {
@@ -442,6 +494,7 @@ Suite *make_ocgw_suite(void)
     tcase_add_test(tc, config_never_echoes_a_token);
     tcase_add_test(tc, config_uses_the_one_agent_id_rule);
     tcase_add_test(tc, value_line_is_computed_from_the_counters);
+    tcase_add_test(tc, human_triggers_seen_early_are_kept_for_their_steps);
     tcase_add_test(tc, value_line_against_openclaw_alone_says_more);
     suite_add_tcase(s, tc);
     return s;
