@@ -413,6 +413,11 @@ typedef struct ocgw_slack_err {
 int ocgw_slack_new(const char *api_base, const char *token, long timeout_ms, ocgw_slack **out,
                    char *err, size_t n);
 void ocgw_slack_free(ocgw_slack *s);
+/* The nonce of a post whose outcome is unknown (NULL: none), and whether
+ * nonce is it: the next try of that post looks before posting. One per
+ * caller (a bot token posts one message at a time). */
+void ocgw_slack_doubt(ocgw_slack *s, const char *nonce);
+int ocgw_slack_doubted(const ocgw_slack *s, const char *nonce);
 /* One method with args (NULL-terminated name/value pairs, a NULL name ends
  * them early). OC_OK with *answer (a new reference, the caller decrefs), or
  * OC_ERR_IO (e->retryable) / OC_ERR_INVALID with e filled. */

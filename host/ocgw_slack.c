@@ -29,6 +29,7 @@ struct ocgw_slack {
     pthread_cond_t cond;
     char *token; /* for the scrub of log lines; wiped at free */
     dgh_body body;
+    char doubted[64]; /* the nonce of a post that may exist (ocgw_slack_doubt); "" none */
 };
 
 static const dgh_limits limits = {.timeout_ms = 15000,
@@ -78,6 +79,16 @@ int ocgw_slack_new(const char *api_base, const char *token, long timeout_ms, ocg
     }
     *out = s;
     return OC_OK;
+}
+
+void ocgw_slack_doubt(ocgw_slack *s, const char *nonce)
+{
+    snprintf(s->doubted, sizeof s->doubted, "%s", nonce ? nonce : "");
+}
+
+int ocgw_slack_doubted(const ocgw_slack *s, const char *nonce)
+{
+    return s->doubted[0] && nonce && !strcmp(s->doubted, nonce);
 }
 
 void ocgw_slack_free(ocgw_slack *s)

@@ -243,6 +243,50 @@ int ocgw_slack_channel(ocgw_slack *sc, const char *channel_id, json_t **info, js
     return rc;
 }
 
+/* Whether a post carrying nonce is among the newest messages of the
+ * channel (or of the thread under thread_ts): 1 found (*ts_out set when
+ * asked), 0 not there, or an error code with e. */
+static int find_posted(ocgw_slack *sc, const char *channel_id, const char *thread_ts,
+                       const char *nonce, char **ts_out, ocgw_slack_err *e)
+{
+    const char *args[] = {"channel",
+                          channel_id,
+                          "limit",
+                          "100",
+                          "include_all_metadata",
+                          "true",
+                          thread_ts ? "ts" : NULL,
+                          thread_ts,
+                          NULL};
+    json_t *ans = NULL;
+    int rc = call(sc, thread_ts ? "conversations.replies" : "conversations.history", args, &ans, e);
+    if (rc != OC_OK)
+        return rc;
+    size_t i;
+    json_t *sm;
+    int found = 0;
+    json_array_foreach(json_object_get(ans, "messages"), i, sm) {
+        const json_t *meta = json_object_get(sm, "metadata");
+        const char *n = sget(json_object_get(meta, "event_payload"), "nonce");
+        if (n && !strcmp(n, nonce) && sget(meta, "event_type") &&
+            !strcmp(sget(meta, "event_type"), "ocgw_post")) {
+            found = 1;
+            if (ts_out && sget(sm, "ts"))
+                *ts_out = strdup(sget(sm, "ts"));
+            break;
+        }
+    }
+    json_decref(ans);
+    return found;
+}
+
+/* A failure after which the post may exist: the request may have reached
+ * Slack (no answer, or a 5xx), as opposed to a refusal. */
+static int outcome_unknown(const ocgw_slack_err *e)
+{
+    return !strcmp(e->code, "transport") || !strcmp(e->code, "http_5xx");
+}
+
 int ocgw_slack_post(ocgw_slack *sc, const char *channel_id, const char *thread_ts, const char *text,
                     const char *nonce, char **ts_out, ocgw_slack_err *e)
 {
@@ -262,10 +306,53 @@ int ocgw_slack_post(ocgw_slack *sc, const char *channel_id, const char *thread_t
                           thread_ts,
                           NULL};
     json_t *ans = NULL;
-    int rc = ocgw_slack_call(sc, "chat.postMessage", args, &ans, e);
+    int rc = OC_OK, looked = 0;
+    memset(e, 0, sizeof *e);
+    /* The last try of this nonce ended without knowing whether Slack
+     * stored it: look before posting again (Slack has no idempotency key). */
+    if (ocgw_slack_doubted(sc, nonce)) {
+        ocgw_slack_err le;
+        memset(&le, 0, sizeof le);
+        int f = find_posted(sc, channel_id, thread_ts, nonce, ts_out, &le);
+        if (f < 0) {
+            free(meta);
+            *e = le;
+            e->retryable = 1; /* the doubt stays: the next try looks again */
+            return OC_ERR_IO;
+        }
+        looked = le.attempts;
+        if (f == 1) {
+            e->attempts = looked;
+            ocgw_slack_doubt(sc, NULL);
+            free(meta);
+            return OC_OK;
+        }
+    }
+    rc = ocgw_slack_call(sc, "chat.postMessage", args, &ans, e);
+    e->attempts += looked;
     if (rc == OC_OK && ts_out && sget(ans, "ts"))
         *ts_out = strdup(sget(ans, "ts"));
     json_decref(ans);
+    /* At once, while the answer's loss is fresh; the doubt stays for the
+     * caller's next try when the lookup cannot tell either. */
+    if (rc != OC_OK && outcome_unknown(e)) {
+        ocgw_slack_doubt(sc, nonce);
+        ocgw_slack_err le;
+        memset(&le, 0, sizeof le);
+        int f = find_posted(sc, channel_id, thread_ts, nonce, ts_out, &le);
+        e->attempts += le.attempts;
+        if (f == 1) {
+            ocgw_slack_doubt(sc, NULL);
+            memset(e->code, 0, sizeof e->code);
+            e->message[0] = 0;
+            e->retryable = 0;
+            rc = OC_OK;
+        } else if (f == 0) {
+            ocgw_slack_doubt(sc, NULL);
+        }
+    } else {
+        ocgw_slack_doubt(sc, NULL);
+    }
     free(meta);
     return rc;
 }

@@ -566,6 +566,28 @@ static void check_slack_record(story_run *r)
     json_decref(disc);
 }
 
+/* A post whose answer is lost (Slack stored it, the connection dropped) is
+ * not posted again: the gateway finds it by the nonce in its metadata. The
+ * story fails on a duplicate message, so its completing is the check. */
+START_TEST(a_post_whose_answer_was_lost_is_found_not_posted_twice)
+{
+    story_run r;
+    story_start(&r);
+    ck_assert_int_eq(
+        fake_slack_add_fault(r.fs, "chat.postMessage", FS_FAULT_DROP_AFTER, 3, 0, 0, NULL), 0);
+    int rc = run_gateway(&r, "demo/slack-story.json", NULL, 90000);
+    if (rc != 0) {
+        dump(&r);
+        char *v = story_verdict(&r);
+        ck_assert_msg(rc == 0, "ocgw exit %d: %s", rc, v);
+        free(v);
+    }
+    char *out = run_file(&r, "ocgw-1.out");
+    ck_assert(strstr(out, "story complete"));
+    free(out);
+}
+END_TEST
+
 START_TEST(story_on_slack_completes_and_the_record_shows_it)
 {
     story_run r;
@@ -812,6 +834,7 @@ Suite *make_demo_slack_suite(void)
     tcase_set_timeout(ts, 300);
     tcase_add_test(ts, gateway_on_slack_reads_posts_and_threads_without_the_plugin);
     tcase_add_test(ts, story_on_slack_completes_and_the_record_shows_it);
+    tcase_add_test(ts, a_post_whose_answer_was_lost_is_found_not_posted_twice);
     tcase_add_test(ts, check_asks_slack_who_the_moderator_token_is);
     tcase_add_test(ts, make_demo_platform_slack_plays_the_story);
     suite_add_tcase(s, ts);
