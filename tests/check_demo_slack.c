@@ -585,6 +585,7 @@ START_TEST(a_post_whose_answer_was_lost_is_found_not_posted_twice)
     char *out = run_file(&r, "ocgw-1.out");
     ck_assert(strstr(out, "story complete"));
     free(out);
+    story_stop(&r);
 }
 END_TEST
 
