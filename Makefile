@@ -27,7 +27,9 @@
 #   make install      PREFIX, DESTDIR, PLUGIN_DIR honoured; make uninstall
 #
 # File layout conventions (the build globs, so adding a file needs no edit here):
-#   plugin/*.c hooks/*.c   -> build/dirigent.so (+ templates/*.md embedded)
+#   plugin/*.c hooks/*.c   -> build/dirigent.so (+ templates/*.md embedded); plugin/
+#                             also as build/libdgplugin.a, whose members dirigent-ctl
+#                             takes (its config, views and cost report, no hook)
 #   host/och_*.c           -> build/libochost.a; host/ocgw*.c -> build/ocgw
 #   tests/check_*.c        -> one Check suite each, make_<name>_suite(), one runner
 #   tests/support/*.c      -> test helpers linked into the runner
@@ -196,7 +198,7 @@ $(call part,slack,  libdgslack.a,   common http)
 $(call part,judge,  libdgjudge.a,   common http)
 $(call part,store,  libdgstore.a,   common)
 $(call part,chat,   libdgchat.a,    common discord slack)
-$(call part,plugin, ,               include common chat store judge)
+$(call part,plugin, libdgplugin.a,  include common chat store judge)
 $(call part,hooks,  ,               include common chat store judge plugin)
 $(call part,host,   libochost.a,    include common http discord slack,host/och_*.c)
 $(call part,servers,,               common)
@@ -232,7 +234,8 @@ LDFLAGS_ALL = -pthread $(SANFLAGS) $(LDFLAGS)
 # dirigent.so: the core and the hooks, linked whole (the entry point is in
 # hooks/), and the libraries below them.
 PLUGIN_OBJ := $(PART_hooks_OBJ) $(PART_plugin_OBJ) $(B)/obj/gen/templates_embedded.o
-PLUGIN_LIBS := $(call part_libs,hooks)
+$(PART_plugin_LIB): $(B)/obj/gen/templates_embedded.o
+PLUGIN_LIBS := $(filter-out $(PART_plugin_LIB),$(call part_libs,hooks))
 # host/ holds the host core (libochost.a) and the reference gateway ocgw.
 OCGW_SRC   := $(sort $(wildcard host/ocgw*.c))
 OCGW_OBJ   := $(OCGW_SRC:%.c=$(B)/obj/%.o)
@@ -361,8 +364,10 @@ $(B)/fake-slack: $(B)/obj/tests/fake_slack_main.o $(FAKE_SLACK_OBJ) $(PART_commo
 	$(LINK) -lm
 
 # The operator's CLI: the plugin's store code over a read-only connection.
-$(B)/dirigent-ctl: LINK_LIBS = $(PLUGIN_LIBS)
-$(B)/dirigent-ctl: $(TOOLS_OBJ) $(PLUGIN_OBJ) $(PLUGIN_LIBS)
+# It links the core as a library, so it takes the members it uses (config,
+# views, cost report) and none of the hooks.
+$(B)/dirigent-ctl: LINK_LIBS = $(call part_libs,tools)
+$(B)/dirigent-ctl: $(TOOLS_OBJ) $(call part_libs,tools)
 	$(LINK) -lm
 
 # A static pattern: the server objects are then no intermediate files that

@@ -1074,6 +1074,29 @@ START_TEST(an_upward_include_fails_to_compile)
 }
 END_TEST
 
+START_TEST(dirigent_ctl_links_no_hook)
+{
+    /* dirigent-ctl takes the core as a library: the members it uses
+     * (config, views, cost report), never the hooks nor the plugin's
+     * entry point, which only the host calls. */
+    char path[600];
+    snprintf(path, sizeof path, "%s/dirigent-ctl", tu_build_dir());
+    const char *argv[] = {"nm", path, NULL};
+    char *out = NULL;
+    int st = run_capture(argv, &out);
+    ck_assert_msg(st == 0, "nm %s (status %d): %.300s", path, st, out);
+    ck_assert_msg(strstr(out, " dg_store_open_readonly\n"), "nm %s shows no store symbol: %.300s",
+                  path, out);
+    static const char *const hooks[] = {" dg_hook_", " oc_plugin_entry\n"};
+    for (size_t i = 0; i < sizeof hooks / sizeof *hooks; i++) {
+        char *at = strstr(out, hooks[i]);
+        ck_assert_msg(!at, "dirigent-ctl links hooks' code: %.*s", (int)strcspn(at ? at : "", "\n"),
+                      at ? at : "");
+    }
+    free(out);
+}
+END_TEST
+
 Suite *make_build_suite(void)
 {
     Suite *s = suite_create("build");
@@ -1094,6 +1117,7 @@ Suite *make_build_suite(void)
     tcase_add_test(tc, the_size_rule_names_each_offender);
     tcase_add_test(tc, include_paths_follow_the_parts);
     tcase_add_test(tc, an_upward_include_fails_to_compile);
+    tcase_add_test(tc, dirigent_ctl_links_no_hook);
     tcase_add_test(tc, the_core_names_no_platform_client);
     tcase_add_test(tc, the_platform_rule_names_each_offender);
     suite_add_tcase(s, tc);
