@@ -790,8 +790,7 @@ static void uncovered_c_folders(const char *dir, const char *const *dirs, int nd
 
 START_TEST(the_size_rule_covers_every_c_folder)
 {
-    /* The rule once skipped tools/, host/, servers/ and common/ while its
-     * folder list and the Makefile's drifted apart. Now the list is the
+    /* A folder the rule does not read grows unseen, so its list is the
      * Makefile's parts plus the tests' helpers; a folder with C files
      * outside it fails here, except the suites' own folder (tests/, its
      * files only), whose exemption the Makefile states with its reason. */
