@@ -349,9 +349,9 @@ $(B)/ocgw: LINK_LIBS = $(call part_libs,host)
 $(B)/ocgw: $(OCGW_OBJ) $(call part_libs,host)
 	$(LINK) -ldl -lm
 
-FAKE_DISCORD_OBJ := $(patsubst %.c,$(B)/obj/%.o,tests/support/fake_discord.c \
-                    tests/support/fake_discord_gateway.c tests/support/ws_server.c \
-                    tests/support/ws_frame.c tests/support/ws_accept.c)
+# The fake Discord: REST (fake_discord*.c) and its gateway (fake_discord_gateway.c).
+FAKE_DISCORD_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(sort $(wildcard tests/support/fake_discord*.c)) \
+                    tests/support/ws_server.c tests/support/ws_frame.c tests/support/ws_accept.c)
 $(B)/fake-discord: LINK_LIBS = $(PART_common_LIB)
 $(B)/fake-discord: $(B)/obj/tests/fake_discord_main.o $(FAKE_DISCORD_OBJ) $(PART_common_LIB)
 	$(LINK) -lm
