@@ -92,6 +92,143 @@ void fd_clear_faults_locked(fake_discord *fd)
     fd->fail_rate = 0;
 }
 
+/* POST /_fake/messages: a message from anyone (a human), optionally opening a thread on it. */
+static void ctl_post_message(fake_discord *fd, json_t *body, reply *r)
+{
+    const char *ch = json_string_value(json_object_get(body, "channelId"));
+    const char *th = json_string_value(json_object_get(body, "threadId"));
+    const char *au = json_string_value(json_object_get(body, "authorId"));
+    const char *ct = json_string_value(json_object_get(body, "content"));
+    json_t *mentions = json_object_get(body, "mentions");
+    json_t *mk = json_object_get(body, "createThread");
+    fd_chan *chan = fd_chan_by_id(fd, th ? th : ch);
+    if (!chan || !fd_is_snowflake(au) || !ct || (mentions && !json_is_array(mentions)) ||
+        (mk && !json_is_string(mk))) {
+        fd_err_reply(r, 400, 0,
+                     "need channelId or threadId (an existing channel or thread), "
+                     "authorId (snowflake), content; mentions: array of user ids; "
+                     "createThread: a thread name");
+    } else {
+        fd_msg *m = fd_msg_add(fd, chan, au, ct, NULL, NULL, mentions);
+        if (!m) {
+            fd_err_reply(r, 500, 0, "out of memory");
+        } else if (mk) {
+            char mid[24];
+            snprintf(mid, sizeof mid, "%llu", (unsigned long long)m->id);
+            json_t *obj = json_deep_copy(m->obj);
+            fd_chan *t = fd_thread_add(fd, chan, mid, mk, au, r);
+            if (t) {
+                json_object_set(obj, "thread", t->obj);
+                fd_set_reply(r, 200, obj);
+            } else {
+                json_decref(obj);
+            }
+        } else {
+            fd_set_reply(r, 200, json_deep_copy(m->obj));
+        }
+    }
+}
+
+/* POST /_fake/threads: a thread in a text channel, optionally on one of its messages. */
+static void ctl_post_thread(fake_discord *fd, json_t *body, reply *r)
+{
+    const char *ch = json_string_value(json_object_get(body, "channelId"));
+    const char *mid = json_string_value(json_object_get(body, "messageId"));
+    const char *owner = json_string_value(json_object_get(body, "ownerId"));
+    fd_chan *chan = fd_chan_by_id(fd, ch);
+    if (!chan || (mid && !fd_msg_by_id(chan, mid)) || (owner && !fd_is_snowflake(owner))) {
+        fd_err_reply(r, 400, 0,
+                     "need channelId (an existing text channel), name; messageId "
+                     "(a message of it) and ownerId (snowflake) are optional");
+    } else {
+        fd_chan *t = fd_thread_add(fd, chan, mid, json_object_get(body, "name"),
+                                   owner ? owner : "100000000000000009", r);
+        if (t)
+            fd_set_reply(r, 200, json_deep_copy(t->obj));
+    }
+}
+
+/* POST /_fake/channels: a channel of the fake's guild, its id given or made. */
+static void ctl_post_channel(fake_discord *fd, json_t *body, reply *r)
+{
+    const char *id = json_string_value(json_object_get(body, "id"));
+    const char *g = json_string_value(json_object_get(body, "guildId"));
+    char nid[24];
+    if (id)
+        snprintf(nid, sizeof nid, "%s", id);
+    else
+        snprintf(nid, sizeof nid, "%llu", (unsigned long long)fd_next_id(fd));
+    if (!json_is_object(body) || (id && !fd_is_snowflake(id)) || fd_chan_by_id(fd, nid) ||
+        (g && strcmp(g, fd->guild))) {
+        fd_err_reply(r, 400, 0,
+                     "need a JSON object; id must be a new snowflake; guildId "
+                     "must be the fake's guild");
+    } else {
+        json_t *spec = json_deep_copy(body);
+        if (!json_object_get(spec, "name"))
+            json_object_set_new(spec, "name", json_string("general"));
+        json_t *obj = fd_channel_from(fd, spec, nid, r);
+        json_decref(spec);
+        if (obj && fd_chan_add(fd, nid, obj))
+            fd_set_reply(r, 200, json_deep_copy(obj));
+        else if (obj)
+            json_decref(obj);
+    }
+}
+
+/* POST /_fake/fail-rate: a seeded share of requests fails. */
+static void ctl_fail_rate(fake_discord *fd, json_t *body, reply *r)
+{
+    double rate = json_number_value(json_object_get(body, "rate"));
+    if (rate < 0 || rate > 1) {
+        fd_err_reply(r, 400, 0, "rate must be between 0 and 1");
+    } else {
+        json_t *seed = json_object_get(body, "seed");
+        fd->fail_rate = rate;
+        fd->rng =
+            seed ? (uint64_t)json_integer_value(seed) * 2654435761u + 1 : 88172645463325252ull;
+        double ra = json_number_value(json_object_get(body, "retryAfter"));
+        fd->fail_retry_after = ra > 0 ? ra : 0.05;
+        fd_set_reply(r, 200, json_pack("{s:b}", "ok", 1));
+    }
+}
+
+/* POST /_fake/roles: a guild role and the members holding it. */
+static void ctl_post_role(fake_discord *fd, json_t *body, reply *r)
+{
+    /* {id, name?, permissions (decimal string or integer), members?: [user ids]} */
+    const char *id = json_string_value(json_object_get(body, "id"));
+    const char *name = json_string_value(json_object_get(body, "name"));
+    json_t *pv = json_object_get(body, "permissions");
+    json_t *members = json_object_get(body, "members");
+    if (!id || !fd_is_snowflake(id) || (!json_is_string(pv) && !json_is_integer(pv)) ||
+        (members && !json_is_array(members))) {
+        fd_err_reply(r, 400, 0, "need id (a snowflake), permissions, members?: [user ids]");
+    } else {
+        char perms[24];
+        snprintf(perms, sizeof perms, "%llu", (unsigned long long)fd_perm_value(pv));
+        json_array_append_new(fd->roles,
+                              json_pack("{s:s, s:s, s:s, s:i, s:i, s:b, s:b, s:b, s:i}", "id", id,
+                                        "name", name ? name : "role", "permissions", perms,
+                                        "position", (int)json_array_size(fd->roles) + 1, "color", 0,
+                                        "hoist", 0, "managed", 0, "mentionable", 0, "flags", 0));
+        size_t i;
+        json_t *m;
+        json_array_foreach(members, i, m) {
+            const char *uid = json_string_value(m);
+            if (!uid)
+                continue;
+            json_t *arr = json_object_get(fd->member_roles, uid);
+            if (!arr) {
+                arr = json_array();
+                json_object_set_new(fd->member_roles, uid, arr);
+            }
+            json_array_append_new(arr, json_string(id));
+        }
+        fd_set_reply(r, 200, json_pack("{s:b}", "ok", 1));
+    }
+}
+
 enum MHD_Result fd_control(fake_discord *fd, struct MHD_Connection *c, const char *method,
                            const char *path, fd_req *rq)
 {
@@ -121,53 +258,9 @@ enum MHD_Result fd_control(fake_discord *fd, struct MHD_Connection *c, const cha
         const char *ch = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "channel");
         fd_set_reply(&r, 200, fd_messages_locked(fd, ch));
     } else if (post && !strcmp(path, "/_fake/messages")) {
-        const char *ch = json_string_value(json_object_get(body, "channelId"));
-        const char *th = json_string_value(json_object_get(body, "threadId"));
-        const char *au = json_string_value(json_object_get(body, "authorId"));
-        const char *ct = json_string_value(json_object_get(body, "content"));
-        json_t *mentions = json_object_get(body, "mentions");
-        json_t *mk = json_object_get(body, "createThread");
-        fd_chan *chan = fd_chan_by_id(fd, th ? th : ch);
-        if (!chan || !fd_is_snowflake(au) || !ct || (mentions && !json_is_array(mentions)) ||
-            (mk && !json_is_string(mk))) {
-            fd_err_reply(&r, 400, 0,
-                         "need channelId or threadId (an existing channel or thread), "
-                         "authorId (snowflake), content; mentions: array of user ids; "
-                         "createThread: a thread name");
-        } else {
-            fd_msg *m = fd_msg_add(fd, chan, au, ct, NULL, NULL, mentions);
-            if (!m) {
-                fd_err_reply(&r, 500, 0, "out of memory");
-            } else if (mk) {
-                char mid[24];
-                snprintf(mid, sizeof mid, "%llu", (unsigned long long)m->id);
-                json_t *obj = json_deep_copy(m->obj);
-                fd_chan *t = fd_thread_add(fd, chan, mid, mk, au, &r);
-                if (t) {
-                    json_object_set(obj, "thread", t->obj);
-                    fd_set_reply(&r, 200, obj);
-                } else {
-                    json_decref(obj);
-                }
-            } else {
-                fd_set_reply(&r, 200, json_deep_copy(m->obj));
-            }
-        }
+        ctl_post_message(fd, body, &r);
     } else if (post && !strcmp(path, "/_fake/threads")) {
-        const char *ch = json_string_value(json_object_get(body, "channelId"));
-        const char *mid = json_string_value(json_object_get(body, "messageId"));
-        const char *owner = json_string_value(json_object_get(body, "ownerId"));
-        fd_chan *chan = fd_chan_by_id(fd, ch);
-        if (!chan || (mid && !fd_msg_by_id(chan, mid)) || (owner && !fd_is_snowflake(owner))) {
-            fd_err_reply(&r, 400, 0,
-                         "need channelId (an existing text channel), name; messageId "
-                         "(a message of it) and ownerId (snowflake) are optional");
-        } else {
-            fd_chan *t = fd_thread_add(fd, chan, mid, json_object_get(body, "name"),
-                                       owner ? owner : "100000000000000009", &r);
-            if (t)
-                fd_set_reply(&r, 200, json_deep_copy(t->obj));
-        }
+        ctl_post_thread(fd, body, &r);
     } else if (get && !strcmp(path, "/_fake/gateway")) {
         fd_set_reply(&r, 200, fdg_sessions(fd->gw));
     } else if (get && !strcmp(path, "/_fake/channels")) {
@@ -176,29 +269,7 @@ enum MHD_Result fd_control(fake_discord *fd, struct MHD_Connection *c, const cha
             json_array_append_new(arr, json_deep_copy(fd->chans[i]->obj));
         fd_set_reply(&r, 200, arr);
     } else if (post && !strcmp(path, "/_fake/channels")) {
-        const char *id = json_string_value(json_object_get(body, "id"));
-        const char *g = json_string_value(json_object_get(body, "guildId"));
-        char nid[24];
-        if (id)
-            snprintf(nid, sizeof nid, "%s", id);
-        else
-            snprintf(nid, sizeof nid, "%llu", (unsigned long long)fd_next_id(fd));
-        if (!json_is_object(body) || (id && !fd_is_snowflake(id)) || fd_chan_by_id(fd, nid) ||
-            (g && strcmp(g, fd->guild))) {
-            fd_err_reply(&r, 400, 0,
-                         "need a JSON object; id must be a new snowflake; guildId "
-                         "must be the fake's guild");
-        } else {
-            json_t *spec = json_deep_copy(body);
-            if (!json_object_get(spec, "name"))
-                json_object_set_new(spec, "name", json_string("general"));
-            json_t *obj = fd_channel_from(fd, spec, nid, &r);
-            json_decref(spec);
-            if (obj && fd_chan_add(fd, nid, obj))
-                fd_set_reply(&r, 200, json_deep_copy(obj));
-            else if (obj)
-                json_decref(obj);
-        }
+        ctl_post_channel(fd, body, &r);
     } else if (post && !strcmp(path, "/_fake/users")) {
         json_t *bot = json_object_get(body, "bot");
         if (fd_add_user_locked(fd, json_string_value(json_object_get(body, "token")),
@@ -228,50 +299,9 @@ enum MHD_Result fd_control(fake_discord *fd, struct MHD_Connection *c, const cha
         fd_clear_faults_locked(fd);
         fd_set_reply(&r, 200, json_pack("{s:b}", "ok", 1));
     } else if (post && !strcmp(path, "/_fake/fail-rate")) {
-        double rate = json_number_value(json_object_get(body, "rate"));
-        if (rate < 0 || rate > 1) {
-            fd_err_reply(&r, 400, 0, "rate must be between 0 and 1");
-        } else {
-            json_t *seed = json_object_get(body, "seed");
-            fd->fail_rate = rate;
-            fd->rng =
-                seed ? (uint64_t)json_integer_value(seed) * 2654435761u + 1 : 88172645463325252ull;
-            double ra = json_number_value(json_object_get(body, "retryAfter"));
-            fd->fail_retry_after = ra > 0 ? ra : 0.05;
-            fd_set_reply(&r, 200, json_pack("{s:b}", "ok", 1));
-        }
+        ctl_fail_rate(fd, body, &r);
     } else if (post && !strcmp(path, "/_fake/roles")) {
-        /* {id, name?, permissions (decimal string or integer), members?: [user ids]} */
-        const char *id = json_string_value(json_object_get(body, "id"));
-        const char *name = json_string_value(json_object_get(body, "name"));
-        json_t *pv = json_object_get(body, "permissions");
-        json_t *members = json_object_get(body, "members");
-        if (!id || !fd_is_snowflake(id) || (!json_is_string(pv) && !json_is_integer(pv)) ||
-            (members && !json_is_array(members))) {
-            fd_err_reply(&r, 400, 0, "need id (a snowflake), permissions, members?: [user ids]");
-        } else {
-            char perms[24];
-            snprintf(perms, sizeof perms, "%llu", (unsigned long long)fd_perm_value(pv));
-            json_array_append_new(
-                fd->roles, json_pack("{s:s, s:s, s:s, s:i, s:i, s:b, s:b, s:b, s:i}", "id", id,
-                                     "name", name ? name : "role", "permissions", perms, "position",
-                                     (int)json_array_size(fd->roles) + 1, "color", 0, "hoist", 0,
-                                     "managed", 0, "mentionable", 0, "flags", 0));
-            size_t i;
-            json_t *m;
-            json_array_foreach(members, i, m) {
-                const char *uid = json_string_value(m);
-                if (!uid)
-                    continue;
-                json_t *arr = json_object_get(fd->member_roles, uid);
-                if (!arr) {
-                    arr = json_array();
-                    json_object_set_new(fd->member_roles, uid, arr);
-                }
-                json_array_append_new(arr, json_string(id));
-            }
-            fd_set_reply(&r, 200, json_pack("{s:b}", "ok", 1));
-        }
+        ctl_post_role(fd, body, &r);
     } else if (post && !strcmp(path, "/_fake/rate-limit")) {
         int limit = (int)json_integer_value(json_object_get(body, "limit"));
         double win = json_number_value(json_object_get(body, "windowSec"));

@@ -241,6 +241,35 @@ static fd_msg *nonce_hit(fd_chan *ch, const char *author, const char *nonce)
     return NULL;
 }
 
+/* allowed_mentions as Discord checks it: 1 when valid, else 0 with r filled. */
+static int allowed_mentions_ok(json_t *allowed, reply *r)
+{
+    json_t *parse = json_object_get(allowed, "parse");
+    int parse_users = 0;
+    size_t i;
+    json_t *v;
+    json_array_foreach(parse, i, v) {
+        const char *s = json_string_value(v);
+        if (!s || (strcmp(s, "users") && strcmp(s, "roles") && strcmp(s, "everyone"))) {
+            fd_form_error(r, "allowed_mentions.parse", "BASE_TYPE_CHOICES",
+                          "Value must be one of ('roles', 'users', 'everyone').");
+            return 0;
+        }
+        parse_users |= !strcmp(s, "users");
+    }
+    if (parse_users && json_array_size(json_object_get(allowed, "users")) > 0) {
+        fd_form_error(r, "allowed_mentions", "MESSAGE_ALLOWED_MENTIONS_PARSE_EXCLUSIVE",
+                      "parse:[\"users\"] and users: [ids] are mutually exclusive.");
+        return 0;
+    }
+    if (json_array_size(json_object_get(allowed, "users")) > 100) {
+        fd_form_error(r, "allowed_mentions.users", "BASE_TYPE_MAX_LENGTH",
+                      "Must be 100 or fewer in length.");
+        return 0;
+    }
+    return 1;
+}
+
 void fd_api_post_message(fake_discord *fd, fd_chan *ch, const char *user, json_t *body, reply *r)
 {
     if (!fd->no_perm &&
@@ -289,33 +318,10 @@ void fd_api_post_message(fake_discord *fd, fd_chan *ch, const char *user, json_t
         }
     }
     json_t *allowed = json_object_get(body, "allowed_mentions");
-    if (allowed && !json_is_null(allowed)) {
-        json_t *parse = json_object_get(allowed, "parse");
-        int parse_users = 0;
-        size_t i;
-        json_t *v;
-        json_array_foreach(parse, i, v) {
-            const char *s = json_string_value(v);
-            if (!s || (strcmp(s, "users") && strcmp(s, "roles") && strcmp(s, "everyone"))) {
-                fd_form_error(r, "allowed_mentions.parse", "BASE_TYPE_CHOICES",
-                              "Value must be one of ('roles', 'users', 'everyone').");
-                return;
-            }
-            parse_users |= !strcmp(s, "users");
-        }
-        if (parse_users && json_array_size(json_object_get(allowed, "users")) > 0) {
-            fd_form_error(r, "allowed_mentions", "MESSAGE_ALLOWED_MENTIONS_PARSE_EXCLUSIVE",
-                          "parse:[\"users\"] and users: [ids] are mutually exclusive.");
-            return;
-        }
-        if (json_array_size(json_object_get(allowed, "users")) > 100) {
-            fd_form_error(r, "allowed_mentions.users", "BASE_TYPE_MAX_LENGTH",
-                          "Must be 100 or fewer in length.");
-            return;
-        }
-    } else {
+    if (json_is_null(allowed))
         allowed = NULL;
-    }
+    if (allowed && !allowed_mentions_ok(allowed, r))
+        return;
     if (nonce_s && json_is_true(json_object_get(body, "enforce_nonce"))) {
         fd_msg *hit = nonce_hit(ch, user, nonce_s);
         if (hit && hit->obj) {

@@ -341,12 +341,12 @@ static void api_edit_or_delete(fake_discord *fd, const char *method, const char 
     fd_set_reply(r, 200, json_deep_copy(m->obj));
 }
 
-/* The routes a gateway client (OpenClaw's Discord plugin) needs beyond
- * channels and messages. 1 when handled (r set), 0 when not this route. */
-static int api_more(fake_discord *fd, const char *method, const char *path, const char *tmpl,
-                    const char *user, json_t *body, reply *r)
+/* The gateway URL, users, the application and its commands, the guild,
+ * its roles and members: 1 when the request was one of these (r filled). */
+static int api_guild(fake_discord *fd, const char *method, const char *path, const char *tmpl,
+                     const char *user, json_t *body, reply *r)
 {
-    char a[32], b[32], e[128];
+    char a[32], b[32];
     if (!strcmp(tmpl, "GET /gateway/bot")) {
         gateway_info(fd, 1, r);
     } else if (!strcmp(tmpl, "GET /users/@me")) {
@@ -398,8 +398,20 @@ static int api_more(fake_discord *fd, const char *method, const char *path, cons
         for (size_t i = 0; i < fd->n_users; i++)
             json_array_append_new(arr, fd_member_json(fd, fd->users[i].id, 1));
         fd_set_reply(r, 200, arr);
-    } else if (!strcmp(tmpl, "GET /channels/{id}/messages/{id}") &&
-               sscanf(path, "/channels/%23[0-9]/messages/%23[0-9]", a, b) == 2) {
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+/* A channel's message by id, edits, reactions, typing, threads: 1 when the
+ * request was one of these (r filled). */
+static int api_channel_more(fake_discord *fd, const char *method, const char *path,
+                            const char *tmpl, const char *user, json_t *body, reply *r)
+{
+    char a[32], b[32], e[128];
+    if (!strcmp(tmpl, "GET /channels/{id}/messages/{id}") &&
+        sscanf(path, "/channels/%23[0-9]/messages/%23[0-9]", a, b) == 2) {
         fd_chan *ch = fd_chan_by_id(fd, a);
         fd_msg *m = ch ? fd_msg_by_id(ch, b) : NULL;
         if (!ch)
@@ -470,6 +482,15 @@ static int api_more(fake_discord *fd, const char *method, const char *path, cons
         return 0;
     }
     return 1;
+}
+
+/* The routes a gateway client (OpenClaw's Discord plugin) needs beyond
+ * channels and messages. 1 when handled (r set), 0 when not this route. */
+static int api_more(fake_discord *fd, const char *method, const char *path, const char *tmpl,
+                    const char *user, json_t *body, reply *r)
+{
+    return api_guild(fd, method, path, tmpl, user, body, r) ||
+           api_channel_more(fd, method, path, tmpl, user, body, r);
 }
 
 /* Route bucket window; 1 when the request may go on. Adds headers. */
@@ -634,6 +655,52 @@ static void latency_wait(fake_discord *fd)
     pthread_mutex_unlock(&fd->lat_mu);
 }
 
+/* An injected 429: its bucket named by a hash of the route template. */
+static void rate_limit_fault(reply *r, const char *tmpl, double ra, int global)
+{
+    unsigned h = 2166136261u;
+    for (const char *p = tmpl; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    char bucket[16];
+    snprintf(bucket, sizeof bucket, "%08x", h);
+    fd_rate_limited(r, ra, global, bucket);
+}
+
+/* A fault that strikes after the request was carried out: r replaced (500,
+ * an unexpected shape) or answered late; 1 when the connection is dropped
+ * instead. */
+static int fault_after(fake_discord *fd, int fault, long delay, reply *r)
+{
+    if (fault == FD_FAULT_500_AFTER) {
+        r->n_hdr = 0;
+        fd_err_reply(r, 500, 0, "500: Internal Server Error");
+    } else if (fault == FD_FAULT_DROP_AFTER) {
+        return 1;
+    } else if (fault == FD_FAULT_SHAPE_AFTER && r->status == 200) {
+        int was_array = r->body ? json_is_array(r->body) : r->text && r->text[0] == '[';
+        r->n_hdr = 0;
+        fd_set_reply(r, 200,
+                     was_array ? json_pack("{s:b}", "unexpected", 1)
+                               : json_pack("[s]", "unexpected"));
+    } else if (fault == FD_FAULT_DELAY_AFTER) {
+        delay_locked(fd, delay);
+        return fd->stopping;
+    }
+    return 0;
+}
+
+/* The client's TCP port into the request's record: it tells connections
+ * apart (reuse checks). */
+static void record_client_port(json_t *rec, struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
+        json_object_set_new(
+            rec, "clientPort",
+            json_integer(ntohs(((const struct sockaddr_in *)ci->client_addr)->sin_port)));
+}
+
 enum MHD_Result fd_api(fake_discord *fd, struct MHD_Connection *c, const char *method,
                        const char *path, fd_req *rq)
 {
@@ -685,13 +752,7 @@ enum MHD_Result fd_api(fake_discord *fd, struct MHD_Connection *c, const char *m
     if (rec && !json_object_get(rec, "authUserId"))
         json_object_set_new(rec, "authUserId", json_null());
     if (rec) {
-        /* The client's TCP port tells connections apart (reuse checks). */
-        const union MHD_ConnectionInfo *ci =
-            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-        if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
-            json_object_set_new(
-                rec, "clientPort",
-                json_integer(ntohs(((const struct sockaddr_in *)ci->client_addr)->sin_port)));
+        record_client_port(rec, c);
         json_array_append(fd->requests, rec);
         pthread_cond_broadcast(&fd->cond);
     }
@@ -699,15 +760,7 @@ enum MHD_Result fd_api(fake_discord *fd, struct MHD_Connection *c, const char *m
     int drop = 0;
     switch (fault) {
     case FD_FAULT_429:
-    case FD_FAULT_GLOBAL_429: {
-        unsigned h = 2166136261u;
-        for (const char *p = tmpl; *p; p++)
-            h = (h ^ (unsigned char)*p) * 16777619u;
-        char bucket[16];
-        snprintf(bucket, sizeof bucket, "%08x", h);
-        fd_rate_limited(&r, ra, fault == FD_FAULT_GLOBAL_429, bucket);
-        break;
-    }
+    case FD_FAULT_GLOBAL_429: rate_limit_fault(&r, tmpl, ra, fault == FD_FAULT_GLOBAL_429); break;
     case FD_FAULT_500: fd_err_reply(&r, 500, 0, "500: Internal Server Error"); break;
     case FD_FAULT_403: fd_err_reply(&r, 403, 50013, "Missing Permissions"); break;
     case FD_FAULT_DROP: drop = 1; break;
@@ -719,22 +772,7 @@ enum MHD_Result fd_api(fake_discord *fd, struct MHD_Connection *c, const char *m
             break;
         }
         api_process(fd, c, method, path, tmpl, major, user, body, &r);
-        if (fault == FD_FAULT_500_AFTER) {
-            r.n_hdr = 0;
-            fd_err_reply(&r, 500, 0, "500: Internal Server Error");
-        } else if (fault == FD_FAULT_DROP_AFTER) {
-            drop = 1;
-        } else if (fault == FD_FAULT_SHAPE_AFTER && r.status == 200) {
-            int was_array = r.body ? json_is_array(r.body) : r.text && r.text[0] == '[';
-            r.n_hdr = 0;
-            fd_set_reply(&r, 200,
-                         was_array ? json_pack("{s:b}", "unexpected", 1)
-                                   : json_pack("[s]", "unexpected"));
-        } else if (fault == FD_FAULT_DELAY_AFTER) {
-            delay_locked(fd, delay);
-            if (fd->stopping)
-                drop = 1;
-        }
+        drop = fault_after(fd, fault, delay, &r);
         break;
     }
     if (rec) {

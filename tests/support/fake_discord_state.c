@@ -286,21 +286,13 @@ fd_chan *fd_chan_add(fake_discord *fd, const char *id, json_t *obj)
     return ch;
 }
 
-/* Store a message and dispatch MESSAGE_CREATE to the bots that see the
- * channel. extra_mentions: user ids mentioned besides <@id> in content
- * (borrowed, may be NULL). */
-fd_msg *fd_msg_add(fake_discord *fd, fd_chan *ch, const char *author, const char *content,
-                   json_t *nonce, json_t *allowed, json_t *extra_mentions)
+/* Who content pings, as Discord: <@id>/<@!id> users as allowed_mentions
+ * permits (never from inside code), plus extra_mentions; each with its
+ * member object. A new array (NULL when out of memory); *everyone: 1 when
+ * @everyone/@here pings (only when allowed). */
+static json_t *mentions_of(fake_discord *fd, const char *content, json_t *allowed,
+                           json_t *extra_mentions, int *everyone)
 {
-    if (fd_grow((void **)&ch->msgs, &ch->cap, ch->n, sizeof *ch->msgs))
-        return NULL;
-    uint64_t id = fd_next_id(fd);
-    char ids[24], ts[48];
-    snprintf(ids, sizeof ids, "%llu", (unsigned long long)id);
-    fd_iso_now(ts, sizeof ts);
-
-    /* Who is pinged: <@id>/<@!id> users as allowed_mentions permits;
-     * @everyone/@here only when allowed. */
     json_t *parse = json_object_get(allowed, "parse");
     json_t *users = json_object_get(allowed, "users");
     int parse_users = !allowed, parse_everyone = !allowed;
@@ -362,9 +354,29 @@ fd_msg *fd_msg_add(fake_discord *fd, fd_chan *ch, const char *author, const char
     json_array_foreach(mentions, i, v)
         json_object_set_new(v, "member",
                             fd_member_json(fd, json_string_value(json_object_get(v, "id")), 0));
-    int everyone = parse_everyone && (strstr(plain, "@everyone") || strstr(plain, "@here"));
+    *everyone = parse_everyone && (strstr(plain, "@everyone") || strstr(plain, "@here"));
     free(plain);
 
+    return mentions;
+}
+
+/* Store a message and dispatch MESSAGE_CREATE to the bots that see the
+ * channel. extra_mentions: user ids mentioned besides <@id> in content
+ * (borrowed, may be NULL). */
+fd_msg *fd_msg_add(fake_discord *fd, fd_chan *ch, const char *author, const char *content,
+                   json_t *nonce, json_t *allowed, json_t *extra_mentions)
+{
+    if (fd_grow((void **)&ch->msgs, &ch->cap, ch->n, sizeof *ch->msgs))
+        return NULL;
+    uint64_t id = fd_next_id(fd);
+    char ids[24], ts[48];
+    snprintf(ids, sizeof ids, "%llu", (unsigned long long)id);
+    fd_iso_now(ts, sizeof ts);
+
+    int everyone = 0;
+    json_t *mentions = mentions_of(fd, content, allowed, extra_mentions, &everyone);
+    if (!mentions)
+        return NULL;
     json_t *obj = json_pack("{s:s, s:i, s:s, s:s, s:o, s:s, s:s, s:b, s:b, s:b, s:o, s:[], s:[]}",
                             "id", ids, "type", 0, "channel_id", ch->id, "guild_id", fd->guild,
                             "author", fd_user_json(fd, author), "content", content, "timestamp", ts,
