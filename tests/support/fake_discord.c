@@ -90,7 +90,7 @@ int fake_discord_start(const fake_discord_options *o, fake_discord **out, char *
     memset(&def, 0, sizeof def);
     if (!o)
         o = &def;
-    if (o->port < 0 || o->port > 65535 || (o->guild_id && !fd_is_snowflake(o->guild_id)) ||
+    if (o->port < 0 || o->port > 65535 || (o->guild_id && !dg_snowflake_valid(o->guild_id)) ||
         o->heartbeat_ms < 0) {
         snprintf(err, err_len,
                  "fake-discord: port must be 0..65535, guild a snowflake, "
@@ -217,7 +217,7 @@ int fake_discord_add_user(fake_discord *fd, const char *token, const char *user_
 int fake_discord_add_role(fake_discord *fd, const char *role_id, const char *name,
                           uint64_t permissions)
 {
-    if (!fd_is_snowflake(role_id))
+    if (!dg_snowflake_valid(role_id))
         return -1;
     char perms[24];
     snprintf(perms, sizeof perms, "%llu", (unsigned long long)permissions);
@@ -233,7 +233,7 @@ int fake_discord_add_role(fake_discord *fd, const char *role_id, const char *nam
 
 int fake_discord_grant_role(fake_discord *fd, const char *user_id, const char *role_id)
 {
-    if (!fd_is_snowflake(user_id) || !fd_is_snowflake(role_id))
+    if (!dg_snowflake_valid(user_id) || !dg_snowflake_valid(role_id))
         return -1;
     pthread_mutex_lock(&fd->mu);
     json_t *arr = json_object_get(fd->member_roles, user_id);
@@ -260,7 +260,7 @@ int fake_discord_set_overwrites(fake_discord *fd, const char *channel_id, const 
 
 int fake_discord_add_channel(fake_discord *fd, const char *id, const char *name, char *id_out)
 {
-    if (id && !fd_is_snowflake(id))
+    if (id && !dg_snowflake_valid(id))
         return -1;
     pthread_mutex_lock(&fd->mu);
     char nid[24];
@@ -443,7 +443,7 @@ json_t *fake_discord_channels(fake_discord *fd)
 int fake_discord_inject_message(fake_discord *fd, const char *channel_id, const char *author_id,
                                 const char *content, char *id_out)
 {
-    if (!fd_is_snowflake(author_id) || !content)
+    if (!dg_snowflake_valid(author_id) || !content)
         return -1;
     pthread_mutex_lock(&fd->mu);
     fd_chan *ch = fd_chan_by_id(fd, channel_id);
@@ -498,7 +498,7 @@ int fake_discord_add_thread(fake_discord *fd, const char *channel_id, const char
 int fake_discord_inject(fake_discord *fd, const char *channel_id, const char *author_id,
                         const char *content, const char *const *mentions, char *id_out)
 {
-    if (!fd_is_snowflake(author_id) || !content)
+    if (!dg_snowflake_valid(author_id) || !content)
         return -1;
     json_t *ms = json_array();
     for (size_t i = 0; mentions && mentions[i]; i++)

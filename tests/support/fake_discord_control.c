@@ -49,7 +49,7 @@ int fd_add_user_locked(fake_discord *fd, const char *token, const char *id, cons
                        int bot)
 {
     /* A human may come without a token (no API access, only a name). */
-    if ((bot && (!token || !*token)) || (token && !*token) || !fd_is_snowflake(id))
+    if ((bot && (!token || !*token)) || (token && !*token) || !dg_snowflake_valid(id))
         return -1;
     fd_user *u = token ? fd_user_by_token(fd, token) : fd_user_by_id(fd, id);
     if (u && !token && u->token)
@@ -102,7 +102,7 @@ static void ctl_post_message(fake_discord *fd, json_t *body, reply *r)
     json_t *mentions = json_object_get(body, "mentions");
     json_t *mk = json_object_get(body, "createThread");
     fd_chan *chan = fd_chan_by_id(fd, th ? th : ch);
-    if (!chan || !fd_is_snowflake(au) || !ct || (mentions && !json_is_array(mentions)) ||
+    if (!chan || !dg_snowflake_valid(au) || !ct || (mentions && !json_is_array(mentions)) ||
         (mk && !json_is_string(mk))) {
         fd_err_reply(r, 400, 0,
                      "need channelId or threadId (an existing channel or thread), "
@@ -136,7 +136,7 @@ static void ctl_post_thread(fake_discord *fd, json_t *body, reply *r)
     const char *mid = json_string_value(json_object_get(body, "messageId"));
     const char *owner = json_string_value(json_object_get(body, "ownerId"));
     fd_chan *chan = fd_chan_by_id(fd, ch);
-    if (!chan || (mid && !fd_msg_by_id(chan, mid)) || (owner && !fd_is_snowflake(owner))) {
+    if (!chan || (mid && !fd_msg_by_id(chan, mid)) || (owner && !dg_snowflake_valid(owner))) {
         fd_err_reply(r, 400, 0,
                      "need channelId (an existing text channel), name; messageId "
                      "(a message of it) and ownerId (snowflake) are optional");
@@ -158,7 +158,7 @@ static void ctl_post_channel(fake_discord *fd, json_t *body, reply *r)
         snprintf(nid, sizeof nid, "%s", id);
     else
         snprintf(nid, sizeof nid, "%llu", (unsigned long long)fd_next_id(fd));
-    if (!json_is_object(body) || (id && !fd_is_snowflake(id)) || fd_chan_by_id(fd, nid) ||
+    if (!json_is_object(body) || (id && !dg_snowflake_valid(id)) || fd_chan_by_id(fd, nid) ||
         (g && strcmp(g, fd->guild))) {
         fd_err_reply(r, 400, 0,
                      "need a JSON object; id must be a new snowflake; guildId "
@@ -201,7 +201,7 @@ static void ctl_post_role(fake_discord *fd, json_t *body, reply *r)
     const char *name = json_string_value(json_object_get(body, "name"));
     json_t *pv = json_object_get(body, "permissions");
     json_t *members = json_object_get(body, "members");
-    if (!id || !fd_is_snowflake(id) || (!json_is_string(pv) && !json_is_integer(pv)) ||
+    if (!id || !dg_snowflake_valid(id) || (!json_is_string(pv) && !json_is_integer(pv)) ||
         (members && !json_is_array(members))) {
         fd_err_reply(r, 400, 0, "need id (a snowflake), permissions, members?: [user ids]");
     } else {

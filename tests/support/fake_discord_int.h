@@ -23,6 +23,7 @@
 #include "fake_discord.h"
 #include "fake_discord_gateway.h"
 #include "http_server.h"
+#include "snowflake.h"
 #include "str_map.h"
 
 #define DISCORD_EPOCH_MS 1420070400000ull
@@ -139,7 +140,6 @@ typedef dg_http_body fd_req;
 int64_t fd_mono_ms(void);
 /* Room for one more of n elements in *arr (capacity *cap); 0 or -1. */
 int fd_grow(void **arr, size_t *cap, size_t n, size_t elem);
-int fd_is_snowflake(const char *s);
 uint64_t fd_next_id(fake_discord *fd);
 void fd_iso_now(char *out, size_t len);
 double fd_rand01(fake_discord *fd);

@@ -135,7 +135,7 @@ json_t *fd_channel_from(fake_discord *fd, json_t *body, const char *id, reply *r
         return NULL;
     }
     json_t *parent = json_object_get(body, "parent_id");
-    if (parent && !json_is_null(parent) && !fd_is_snowflake(json_string_value(parent))) {
+    if (parent && !json_is_null(parent) && !dg_snowflake_valid(json_string_value(parent))) {
         fd_form_error(r, "parent_id", "NUMBER_TYPE_COERCE", "Value is not snowflake.");
         return NULL;
     }
@@ -152,7 +152,7 @@ json_t *fd_channel_from(fake_discord *fd, json_t *body, const char *id, reply *r
         const char *oid = json_string_value(json_object_get(ow, "id"));
         json_t *ot = json_object_get(ow, "type");
         json_t *al = json_object_get(ow, "allow"), *de = json_object_get(ow, "deny");
-        int bad = !fd_is_snowflake(oid) || !json_is_integer(ot) ||
+        int bad = !dg_snowflake_valid(oid) || !json_is_integer(ot) ||
                   (json_integer_value(ot) != 0 && json_integer_value(ot) != 1) ||
                   (al && !json_is_string(al) && !json_is_integer(al)) ||
                   (de && !json_is_string(de) && !json_is_integer(de));
@@ -369,8 +369,8 @@ void fd_api_get_messages(fake_discord *fd, fd_chan *ch, const char *user, struct
             return;
         }
     }
-    if ((after && !fd_is_snowflake(after)) || (before && !fd_is_snowflake(before))) {
-        fd_form_error(r, after && !fd_is_snowflake(after) ? "after" : "before",
+    if ((after && !dg_snowflake_valid(after)) || (before && !dg_snowflake_valid(before))) {
+        fd_form_error(r, after && !dg_snowflake_valid(after) ? "after" : "before",
                       "NUMBER_TYPE_COERCE", "Value is not snowflake.");
         return;
     }

@@ -34,17 +34,6 @@ int fd_grow(void **arr, size_t *cap, size_t n, size_t elem)
     return 0;
 }
 
-int fd_is_snowflake(const char *s)
-{
-    if (!s || !*s || s[0] == '0')
-        return 0;
-    size_t n = 0;
-    for (const char *c = s; *c; c++, n++)
-        if (*c < '0' || *c > '9')
-            return 0;
-    return n < 20 || (n == 20 && strcmp(s, "18446744073709551615") <= 0);
-}
-
 uint64_t fd_next_id(fake_discord *fd)
 {
     struct timespec ts;
@@ -339,7 +328,7 @@ static json_t *mentions_of(fake_discord *fd, const char *content, json_t *allowe
     }
     json_array_foreach(extra_mentions, i, v) {
         const char *uid = json_string_value(v);
-        int dup = !fd_is_snowflake(uid);
+        int dup = !dg_snowflake_valid(uid);
         json_t *m;
         size_t k;
         json_array_foreach(mentions, k, m) {
