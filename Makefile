@@ -27,8 +27,10 @@
 #   make install      PREFIX, DESTDIR, PLUGIN_DIR honoured; make uninstall
 #
 # File layout conventions (the build globs, so adding a file needs no edit here):
-#   plugin/*.c hooks/*.c   -> build/dirigent.so (+ templates/*.md embedded)
-#   host/*.c (not ocgw*)   -> build/libochost.a; host/ocgw*.c -> build/ocgw
+#   plugin/*.c hooks/*.c   -> build/dirigent.so (+ templates/*.md embedded); plugin/
+#                             also as build/libdgplugin.a, whose members dirigent-ctl
+#                             takes (its config, views and cost report, no hook)
+#   host/och_*.c           -> build/libochost.a; host/ocgw*.c -> build/ocgw
 #   tests/check_*.c        -> one Check suite each, make_<name>_suite(), one runner
 #   tests/support/*.c      -> test helpers linked into the runner
 #   tests/plugins/*.c      -> fixture plugins build/tests/plugins/<name>.so
@@ -145,92 +147,135 @@ BASE_CFLAGS = -std=c11 -D_GNU_SOURCE -DDG_VERSION=\"$(VERSION)\" $(WARN) $(CFLAG
              -fPIC -fvisibility=hidden -pthread -I$(B)/gen $(PKG_CFLAGS) $(SANFLAGS)
 ALL_CFLAGS = $(PART_INC) $(BASE_CFLAGS)
 
-# Include paths per part: a part sees its own folder and the parts below
-# it, nothing else, so an include that points upwards (plugin/ using
-# hooks/, discord/ or store/ using plugin/, host/ using plugin/) fails the
-# build. discord/ and store/ sit side by side and see nothing of each other.
-# The host ABI (include/) is the host boundary: the core and the hooks see
-# it, and the host; the parts below the core do not (their status codes
-# are common/status.h), so an ABI include there fails the build too.
+# ---- the parts ---------------------------------------------------------------
+# One line per part: $(call part,<name>,<library>,<what it may include>[,<sources>]).
+# The name is the part's folder; the library (none: its objects are linked
+# as they are) is built from the folder's *.c, or from <sources> when the
+# folder holds more than the library. From these lines come each part's
+# include path (its own folder and what it may include, nothing else, so an
+# include that points upwards fails the build), its library rule, the
+# libraries a program links (in link order: a part's line comes after the
+# parts it includes, and every program links the libraries of what it
+# includes, transitively), and the folders of the size rule, of the
+# platform-name rule and of make coverage. Adding a part is adding its line.
+# The flags stamp leaves the include paths out: they are fixed by these
+# lines, and a stamp made for one part would be stale for the next.
+# include/ is the host ABI, no part: the core, the hooks, the host and the
+# tools see it; the parts below the core do not (their status codes are
+# common/status.h), so an ABI include there fails the build too.
 #   common/ <- http/ <- {discord/, slack/} <- chat/                  (libdgchat.a)
 #   {chat/, store/} <- plugin/ (+ include/) <- hooks/                 (dirigent.so)
 #   common/ <- http/ <- discord/ <- host/ (+ include/)               (libochost.a, ocgw)
 #   common/ <- http/ <- judge/ <- plugin/                            (the chair's judge)
 # http/ is the chat-platform clients' shared request core: discord/ and
-# slack/ see it, it sees neither. plugin/ and hooks/ see chat/ only, never
-# a platform's client (tools/ and the tests see discord/ and slack/ too:
-# the doctor asks Discord and Slack itself).
-# Tests see every part. The objects of a part get its list (below); the
-# flags stamp leaves the lists out (they are fixed here, and a stamp made
-# for one part would be stale for the next).
-INC_common  := -Icommon
-INC_http    := $(INC_common) -Ihttp
-INC_discord := $(INC_http) -Idiscord
-INC_store   := $(INC_common) -Istore
-INC_slack   := $(INC_http) -Islack
-INC_judge   := $(INC_http) -Ijudge
-INC_chat    := $(INC_common) -Idiscord -Islack -Ichat
-INC_plugin  := -Iinclude $(INC_common) -Ichat -Istore -Ijudge -Iplugin
-INC_hooks   := $(INC_plugin) -Ihooks
-INC_host    := -Iinclude $(INC_discord) -Islack -Ihost
-INC_servers := $(INC_common)
-INC_tools   := $(INC_plugin) -Idiscord -Islack -Itools
-INC_tests   := $(INC_hooks) -Ihttp -Idiscord -Ihost -Islack -Ijudge -Itests/support
-PART_INC     = $(INC_tests)
+# slack/ see it, it sees neither. discord/ and store/ sit side by side and
+# see nothing of each other. plugin/ and hooks/ see chat/ only, never a
+# platform's client (tools/ sees discord/ and slack/: the doctor asks
+# Discord and Slack itself). The tests see every part (below).
+PARTS :=
+define part_def
+$(foreach s,$(3),$(if $(filter $(s),$(PARTS) include),,$(error part $(1) may include $(s), which is no part declared above it)))
+PARTS += $(1)
+PART_$(1)_SEES := $(3)
+PART_$(1)_INC := $(foreach d,$(3) $(1),-I$(d))
+PART_$(1)_SRC := $(sort $(wildcard $(or $(4),$(1)/*.c)))
+PART_$(1)_OBJ := $$(PART_$(1)_SRC:%.c=$(B)/obj/%.o)
+PART_$(1)_LIB := $(if $(2),$(B)/$(2))
+$(B)/obj/$(1)/%.o: PART_INC = $$(PART_$(1)_INC)
+ifneq ($(2),)
+$(B)/$(2): $$(PART_$(1)_OBJ)
+	@mkdir -p $$(@D)
+	rm -f $$@ && ar rcs $$@ $$^
+endif
+endef
+part = $(eval $(call part_def,$(strip $(1)),$(strip $(2)),$(strip $(3)),$(strip $(4))))
+
+#          name     library         may include
+$(call part,common, libdgcommon.a,  )
+$(call part,http,   libdghttp.a,    common)
+$(call part,discord,libdgdiscord.a, common http)
+$(call part,slack,  libdgslack.a,   common http)
+$(call part,judge,  libdgjudge.a,   common http)
+$(call part,store,  libdgstore.a,   common)
+$(call part,chat,   libdgchat.a,    common discord slack)
+$(call part,plugin, libdgplugin.a,  include common chat store judge)
+$(call part,hooks,  ,               include common chat store judge plugin)
+$(call part,host,   libochost.a,    include common http discord slack,host/och_*.c)
+$(call part,servers,,               common)
+$(call part,tools,  ,               include common chat store judge plugin discord slack)
+
+# The parts a part includes, transitively, itself among them.
+part_closure = $(sort $(1) $(foreach p,$(1),$(call part_closure,$(filter-out include,$(PART_$(p)_SEES)))))
+# The libraries of the given parts and of all they include, in link order
+# (a library before those it uses: the reverse of the lines above).
+reverse = $(if $(1),$(call reverse,$(wordlist 2,$(words $(1)),$(1))) $(firstword $(1)))
+PARTS_TOP_DOWN := $(strip $(call reverse,$(PARTS)))
+part_libs = $(foreach p,$(filter $(call part_closure,$(1)),$(PARTS_TOP_DOWN)),$(PART_$(p)_LIB))
+
+# The folders of the size rule (scripts/check-length.sh): every part's, the
+# host ABI's and the tests' helpers, benches, fuzz targets and fixture plugins. The suites
+# themselves (tests/check_*.c and the fakes' mains beside them) are left
+# out: a suite file is one module's tests, each test a story whose length
+# is its steps; the build suite holds this list to every folder with C
+# files except that one.
+LENGTH_DIRS := include $(PARTS) tests/support tests/bench tests/fuzz tests/plugins tests/release
+LENGTH_EXEMPT := tests
+# The chat-platform clients and their request core; the parts that neither
+# are one nor include one themselves must not name them either
+# (scripts/check-platform-names.sh): they reach a platform through chat/.
+PLATFORM_PARTS := http discord slack
+PLATFORM_BLIND := $(strip $(foreach p,$(PARTS),$(if $(filter $(PLATFORM_PARTS),$(p) $(PART_$(p)_SEES)),,$(p))))
+
+# The tests see every part but the tools (tests/check_serve.c adds tools/).
+INC_tests := -Iinclude $(addprefix -I,$(filter-out tools,$(PARTS))) -Itests/support
+PART_INC = $(INC_tests)
 LDFLAGS_ALL = -pthread $(SANFLAGS) $(LDFLAGS)
 
-COMMON_SRC := $(sort $(wildcard common/*.c))
-COMMON_OBJ := $(COMMON_SRC:%.c=$(B)/obj/%.o)
-COMMON_LIB := $(B)/libdgcommon.a
-HTTP_SRC   := $(sort $(wildcard http/*.c))
-HTTP_OBJ   := $(HTTP_SRC:%.c=$(B)/obj/%.o)
-HTTP_LIB   := $(B)/libdghttp.a
-DISCORD_SRC := $(sort $(wildcard discord/*.c))
-DISCORD_OBJ := $(DISCORD_SRC:%.c=$(B)/obj/%.o)
-DISCORD_LIB := $(B)/libdgdiscord.a
-SLACK_SRC  := $(sort $(wildcard slack/*.c))
-SLACK_OBJ  := $(SLACK_SRC:%.c=$(B)/obj/%.o)
-SLACK_LIB  := $(B)/libdgslack.a
-JUDGE_SRC  := $(sort $(wildcard judge/*.c))
-JUDGE_OBJ  := $(JUDGE_SRC:%.c=$(B)/obj/%.o)
-JUDGE_LIB  := $(B)/libdgjudge.a
-CHAT_SRC   := $(sort $(wildcard chat/*.c))
-CHAT_OBJ   := $(CHAT_SRC:%.c=$(B)/obj/%.o)
-CHAT_LIB   := $(B)/libdgchat.a
-# What the core links for its chat platforms (the interface and each platform)
-# and its judge, all on http/'s request core.
-PLATFORM_LIBS := $(CHAT_LIB) $(DISCORD_LIB) $(SLACK_LIB) $(JUDGE_LIB) $(HTTP_LIB)
-STORE_SRC  := $(sort $(wildcard store/*.c))
-STORE_OBJ  := $(STORE_SRC:%.c=$(B)/obj/%.o)
-STORE_LIB  := $(B)/libdgstore.a
-PLUGIN_SRC := $(sort $(wildcard plugin/*.c hooks/*.c))
-PLUGIN_OBJ := $(PLUGIN_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/templates_embedded.o
-HOST_SRC   := $(sort $(filter-out host/ocgw%,$(wildcard host/*.c)))
-HOST_OBJ   := $(HOST_SRC:%.c=$(B)/obj/%.o)
+# dirigent.so: the core and the hooks, linked whole (the entry point is in
+# hooks/), and the libraries below them.
+PLUGIN_OBJ := $(PART_hooks_OBJ) $(PART_plugin_OBJ) $(B)/obj/gen/templates_embedded.o
+$(PART_plugin_LIB): $(B)/obj/gen/templates_embedded.o
+PLUGIN_LIBS := $(filter-out $(PART_plugin_LIB),$(call part_libs,hooks))
+# host/ holds the host core (libochost.a) and the reference gateway ocgw.
 OCGW_SRC   := $(sort $(wildcard host/ocgw*.c))
 OCGW_OBJ   := $(OCGW_SRC:%.c=$(B)/obj/%.o)
 # The gateway minus its main, linked into the test runner for the unit tests
 # of tests/check_ocgw.c (the linker takes only the members a suite uses).
 OCGW_LIB_OBJ := $(filter-out $(B)/obj/host/ocgw.o,$(OCGW_OBJ))
+# The test runner and the benches link every library.
+ALL_LIBS   := $(call part_libs,$(PARTS))
 TEST_SRC   := $(sort $(wildcard tests/check_*.c))
 TEST_OBJ   := $(TEST_SRC:%.c=$(B)/obj/%.o)
 SUPPORT_SRC:= $(sort $(wildcard tests/support/*.c))
 SUPPORT_OBJ:= $(SUPPORT_SRC:%.c=$(B)/obj/%.o)
 FIXTURE_SRC:= $(sort $(wildcard tests/plugins/*.c))
 FIXTURES   := $(FIXTURE_SRC:tests/plugins/%.c=$(B)/tests/plugins/%.so)
-SERVER_SRC := $(sort $(wildcard servers/*.c))
-SERVERS    := $(SERVER_SRC:servers/%.c=$(B)/%)
+SERVERS    := $(PART_servers_SRC:servers/%.c=$(B)/%)
 TEMPLATES  := $(sort $(wildcard templates/*.md))
-TOOLS_SRC  := $(sort $(wildcard tools/*.c))
-TOOLS_OBJ  := $(TOOLS_SRC:%.c=$(B)/obj/%.o)
+TOOLS_OBJ  := $(PART_tools_OBJ)
 BENCH_SRC  := $(sort $(wildcard tests/bench/*.c))
 BENCH_OBJ  := $(BENCH_SRC:%.c=$(B)/obj/%.o)
+
+# What make derives from the lines above, for the build suite and scripts.
+parts-list:
+	@$(foreach p,$(PARTS),echo '$(p) $(or $(notdir $(PART_$(p)_LIB)),-) $(PART_$(p)_INC)';)
+length-dirs:
+	@echo $(LENGTH_DIRS)
+length-exempt:
+	@echo $(LENGTH_EXEMPT)
+platform-blind:
+	@echo $(PLATFORM_BLIND)
+check-length:
+	sh scripts/check-length.sh $(LENGTH_DIRS)
+check-platform-names:
+	sh scripts/check-platform-names.sh $(PLATFORM_BLIND)
+.PHONY: parts-list length-dirs length-exempt platform-blind check-length check-platform-names
 
 .PHONY: all check check-openclaw compare demo demo-shared playground bench deps install uninstall clean manifest-check \
         fuzz fuzz-short fuzz-ci fuzz-build deps-fuzz check-faults check-model coverage package
 OPTIONAL := $(if $(OCGW_SRC),$(B)/ocgw) $(if $(wildcard tests/fake_discord_main.c),$(B)/fake-discord) \
             $(if $(wildcard tests/fake_slack_main.c),$(B)/fake-slack)
-all: $(B)/dirigent.so $(B)/libochost.a $(SLACK_LIB) $(OPTIONAL) $(SERVERS) $(B)/dirigent-ctl
+all: $(B)/dirigent.so $(PART_host_LIB) $(PART_slack_LIB) $(OPTIONAL) $(SERVERS) $(B)/dirigent-ctl
 
 # ---- generated sources -------------------------------------------------------
 # A generated file that depends on a *list* (of suites, benches, templates,
@@ -275,19 +320,7 @@ $(B)/obj/%.o: %.c $(FLAGS_STAMP)
 # Suites and benches are found by name, not through headers.
 $(B)/obj/tests/%.o: OBJ_EXTRA := -Wno-missing-prototypes
 
-$(B)/obj/common/%.o: PART_INC = $(INC_common)
-$(B)/obj/http/%.o: PART_INC = $(INC_http)
-$(B)/obj/discord/%.o: PART_INC = $(INC_discord)
-$(B)/obj/store/%.o: PART_INC = $(INC_store)
-$(B)/obj/slack/%.o: PART_INC = $(INC_slack)
-$(B)/obj/judge/%.o: PART_INC = $(INC_judge)
-$(B)/obj/chat/%.o: PART_INC = $(INC_chat)
-$(B)/obj/plugin/%.o: PART_INC = $(INC_plugin)
-$(B)/obj/hooks/%.o: PART_INC = $(INC_hooks)
-$(B)/obj/host/%.o: PART_INC = $(INC_host)
-$(B)/obj/servers/%.o: PART_INC = $(INC_servers)
-$(B)/obj/tools/%.o: PART_INC = $(INC_tools)
-$(B)/obj/gen/%.o: PART_INC = $(INC_plugin)
+$(B)/obj/gen/%.o: PART_INC = $(PART_plugin_INC)
 
 $(B)/obj/gen/templates_embedded.o: $(B)/gen/templates_embedded.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
@@ -303,68 +336,46 @@ $(B)/gen/benches.inc: $(BENCH_SRC) \
 $(B)/obj/tests/bench/bench_main.o: $(B)/gen/benches.inc
 
 # ---- products ----------------------------------------------------------------
-$(B)/dirigent.so: $(PLUGIN_OBJ) $(STORE_LIB) $(PLATFORM_LIBS) $(COMMON_LIB)
-	$(CC) -shared -o $@ $(PLUGIN_OBJ) $(STORE_LIB) $(PLATFORM_LIBS) $(COMMON_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) -Wl,--no-undefined -Wl,-z,defs
+$(B)/dirigent.so: $(PLUGIN_OBJ) $(PLUGIN_LIBS)
+	$(CC) -shared -o $@ $(PLUGIN_OBJ) $(PLUGIN_LIBS) $(LDFLAGS_ALL) $(PKG_LIBS) -Wl,--no-undefined -Wl,-z,defs
 	@ex=$$($(NM) -D --defined-only $@ | awk '{print $$3}' | grep -vE '^(_init|_fini|_edata|_end|__bss_start$(GCOV_EXPORTS))$$' | sort -u | tr '\n' ' '); \
 	  [ "$$ex" = "oc_plugin_entry " ] || { echo "dirigent.so exports more than oc_plugin_entry: $$ex"; rm -f $@; exit 1; }
 
-$(B)/libochost.a: $(HOST_OBJ)
-	@mkdir -p $(@D)
-	rm -f $@ && ar rcs $@ $^
-
-$(DISCORD_LIB): $(DISCORD_OBJ)
-	@mkdir -p $(@D)
-	rm -f $@ && ar rcs $@ $^
-
-$(STORE_LIB): $(STORE_OBJ)
-	@mkdir -p $(@D)
-	rm -f $@ && ar rcs $@ $^
-
-$(SLACK_LIB): $(SLACK_OBJ)
-	@mkdir -p $(@D)
-	rm -f $@ && ar rcs $@ $^
-
-$(JUDGE_LIB): $(JUDGE_OBJ)
-	@mkdir -p $(@D)
-	rm -f $@ && ar rcs $@ $^
-
-$(CHAT_LIB): $(CHAT_OBJ)
-	@mkdir -p $(@D)
-	rm -f $@ && ar rcs $@ $^
-
-$(COMMON_LIB): $(COMMON_OBJ)
-	@mkdir -p $(@D)
-	rm -f $@ && ar rcs $@ $^
-
-$(HTTP_LIB): $(HTTP_OBJ)
-	@mkdir -p $(@D)
-	rm -f $@ && ar rcs $@ $^
+# A program: its objects, then the libraries (LINK_LIBS, set per program).
+LINK = $(CC) -o $@ $(filter %.o,$^) $(LINK_LIBS) $(LDFLAGS_ALL) $(PKG_LIBS)
 
 # ocgw's agent bots use the same Discord REST client as the plugin.
-$(B)/ocgw: $(OCGW_OBJ) $(DISCORD_LIB) $(SLACK_LIB) $(B)/libochost.a $(HTTP_LIB) $(COMMON_LIB)
-	$(CC) -o $@ $(OCGW_OBJ) $(DISCORD_LIB) $(SLACK_LIB) $(B)/libochost.a $(HTTP_LIB) $(COMMON_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) -ldl -lm
+$(B)/ocgw: LINK_LIBS = $(call part_libs,host)
+$(B)/ocgw: $(OCGW_OBJ) $(call part_libs,host)
+	$(LINK) -ldl -lm
 
-FAKE_DISCORD_OBJ := $(patsubst %.c,$(B)/obj/%.o,tests/support/fake_discord.c \
-                    tests/support/fake_discord_gateway.c tests/support/ws_server.c \
-                    tests/support/ws_frame.c tests/support/ws_accept.c)
-$(B)/fake-discord: $(B)/obj/tests/fake_discord_main.o $(FAKE_DISCORD_OBJ) $(COMMON_LIB)
-	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -lm
+# The fake Discord: REST (fake_discord*.c) and its gateway (fake_discord_gateway.c).
+FAKE_DISCORD_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(sort $(wildcard tests/support/fake_discord*.c)) \
+                    tests/support/ws_server.c tests/support/ws_frame.c tests/support/ws_accept.c)
+$(B)/fake-discord: LINK_LIBS = $(PART_common_LIB)
+$(B)/fake-discord: $(B)/obj/tests/fake_discord_main.o $(FAKE_DISCORD_OBJ) $(PART_common_LIB)
+	$(LINK) -lm
 
 # The fake Slack: Web API (fake_slack*.c) and Socket Mode (fake_slack_socket.c).
 FAKE_SLACK_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(sort $(wildcard tests/support/fake_slack*.c)) \
                   tests/support/ws_server.c tests/support/ws_frame.c tests/support/ws_accept.c)
-$(B)/fake-slack: $(B)/obj/tests/fake_slack_main.o $(FAKE_SLACK_OBJ) $(COMMON_LIB)
-	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -lm
+$(B)/fake-slack: LINK_LIBS = $(PART_common_LIB)
+$(B)/fake-slack: $(B)/obj/tests/fake_slack_main.o $(FAKE_SLACK_OBJ) $(PART_common_LIB)
+	$(LINK) -lm
 
 # The operator's CLI: the plugin's store code over a read-only connection.
-$(B)/dirigent-ctl: $(TOOLS_OBJ) $(PLUGIN_OBJ) $(STORE_LIB) $(PLATFORM_LIBS) $(COMMON_LIB)
-	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -lm
+# It links the core as a library, so it takes the members it uses (config,
+# views, cost report) and none of the hooks.
+$(B)/dirigent-ctl: LINK_LIBS = $(call part_libs,tools)
+$(B)/dirigent-ctl: $(TOOLS_OBJ) $(call part_libs,tools)
+	$(LINK) -lm
 
 # A static pattern: the server objects are then no intermediate files that
 # make deletes after a build (and rebuilds on the next `make`).
 ifneq ($(SERVERS),)
-$(SERVERS): $(B)/%: $(B)/obj/servers/%.o $(COMMON_LIB)
-	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -lm
+$(SERVERS): LINK_LIBS = $(call part_libs,servers)
+$(SERVERS): $(B)/%: $(B)/obj/servers/%.o $(call part_libs,servers)
+	$(LINK) -lm
 endif
 
 $(B)/tests/plugins/%.so: tests/plugins/%.c include/openclaw/plugin.h $(FLAGS_STAMP)
@@ -376,8 +387,9 @@ $(B)/tests/plugins/%.so: tests/plugins/%.c include/openclaw/plugin.h $(FLAGS_STA
 # The allocation functions are wrapped (tests/support/failalloc.h) so that
 # suites can make one allocation fail and reach the out-of-memory branches.
 WRAP_ALLOC := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=strndup
-$(B)/check_all: $(B)/obj/tests/check_main.o $(TEST_OBJ:$(B)/obj/tests/check_main.o=) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libocgw.a $(B)/libochost.a $(STORE_LIB) $(PLATFORM_LIBS) $(COMMON_LIB)
-	$(CC) -o $@ $(filter %.o,$^) $(B)/libocgw.a $(B)/libochost.a $(STORE_LIB) $(PLATFORM_LIBS) $(COMMON_LIB) $(LDFLAGS_ALL) $(WRAP_ALLOC) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
+$(B)/check_all: LINK_LIBS = $(B)/libocgw.a $(ALL_LIBS)
+$(B)/check_all: $(B)/obj/tests/check_main.o $(TEST_OBJ:$(B)/obj/tests/check_main.o=) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libocgw.a $(ALL_LIBS)
+	$(LINK) $(WRAP_ALLOC) $(CHECK_LIBS) -ldl -lm
 
 # dirigent-ctl serve's code in the test runner too (tests/check_serve.c),
 # which sees tools/ for its header.
@@ -390,10 +402,11 @@ $(B)/libocgw.a: $(OCGW_LIB_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
-$(B)/bench: $(BENCH_OBJ) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(B)/libochost.a $(STORE_LIB) $(PLATFORM_LIBS) $(COMMON_LIB)
-	$(CC) -o $@ $(filter %.o,$^) $(B)/libochost.a $(STORE_LIB) $(PLATFORM_LIBS) $(COMMON_LIB) $(LDFLAGS_ALL) $(PKG_LIBS) $(CHECK_LIBS) -ldl -lm
+$(B)/bench: LINK_LIBS = $(ALL_LIBS)
+$(B)/bench: $(BENCH_OBJ) $(SUPPORT_OBJ) $(PLUGIN_OBJ) $(ALL_LIBS)
+	$(LINK) $(CHECK_LIBS) -ldl -lm
 
-TEST_DEPS := $(B)/check_all $(B)/dirigent.so $(B)/libochost.a $(OPTIONAL) $(SERVERS) $(FIXTURES) \
+TEST_DEPS := $(B)/check_all $(B)/dirigent.so $(PART_host_LIB) $(OPTIONAL) $(SERVERS) $(FIXTURES) \
              $(B)/dirigent-ctl
 
 # CK_FORK stays on (crash capture, per-test timeouts); CHECK_SUITE=<name> runs one.
@@ -511,7 +524,7 @@ coverage: deps-ok
 	find build-cov -name '*.gcda' -delete 2>/dev/null || true
 	$(MAKE) COVERAGE=1 test-deps
 	-env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL DG_BUILD_DIR=build-cov DG_COVERAGE=1 ./build-cov/check_all
-	sh scripts/coverage.sh build-cov plugin store hooks host servers common http discord slack judge chat
+	sh scripts/coverage.sh build-cov $(PARTS)
 
 test-deps: deps-ok $(TEST_DEPS)
 .PHONY: test-deps
@@ -599,14 +612,14 @@ define fuzz_plugin_target
 $(B)/obj/tests/fuzz/$(1).o: tests/fuzz/fuzz_plugin.c $(FLAGS_STAMP)
 	@mkdir -p $$(@D)
 	$$(CC) $$(ALL_CFLAGS) -DFZ_KIND="'$(2)'" -DFZ_NAME='"$(3)"' -MMD -MP -c $$< -o $$@
-$(B)/fuzz/$(1): $(B)/obj/tests/fuzz/$(1).o $(FUZZ_HOST_OBJ) $(PLUGIN_OBJ) $(STORE_LIB) $(PLATFORM_LIBS) $(COMMON_LIB)
+$(B)/fuzz/$(1): $(B)/obj/tests/fuzz/$(1).o $(FUZZ_HOST_OBJ) $(PLUGIN_OBJ) $(PLUGIN_LIBS)
 	@mkdir -p $$(@D)
 	$$(FUZZ_LINK)
 endef
 $(foreach h,$(FUZZ_HOOKS),$(eval $(call fuzz_plugin_target,hook_$(h),h,$(h))))
 $(foreach t,$(FUZZ_TOOLS),$(eval $(call fuzz_plugin_target,$(subst -,_,tool_$(t)),t,$(t))))
 
-$(FUZZ_UNITS:%=$(B)/fuzz/%): $(B)/fuzz/%: $(B)/obj/tests/fuzz/fuzz_%.o $(FUZZ_SUPPORT) $(PLUGIN_OBJ) $(STORE_LIB) $(PLATFORM_LIBS) $(COMMON_LIB)
+$(FUZZ_UNITS:%=$(B)/fuzz/%): $(B)/fuzz/%: $(B)/obj/tests/fuzz/fuzz_%.o $(FUZZ_SUPPORT) $(PLUGIN_OBJ) $(PLUGIN_LIBS)
 	@mkdir -p $(@D)
 	$(FUZZ_LINK)
 endif

@@ -21,22 +21,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "buf.h"
 #include "ocgw.h"
-#include "snowflake.h"
 
-#define MAX_BACKOFF_MS 5000L
-
-/* Polling state of one served channel (not persisted: rebuilt from the
- * cursors at start). */
-struct ocgw_chan_rt {
-    char *id;
-    int64_t next_ms;   /* next poll / learn attempt */
-    long backoff_ms;   /* after failures; 0 when healthy */
-    unsigned rot;      /* which member agent's token polls */
-    int64_t polled_ms; /* start of the latest successful poll (0: none yet) */
-    char queued[32];   /* highest id queued ("" = none; a Slack ts too) */
-};
 
 static volatile sig_atomic_t g_stop;
 static ocgw *g_self; /* for the REST client's log callback */
@@ -45,29 +31,6 @@ static void on_signal(int sig)
 {
     (void)sig;
     g_stop = 1;
-}
-
-/* ---- ids ------------------------------------------------------------------------------------ */
-
-static struct ocgw_chan_rt *rt_of(ocgw *g, const char *id)
-{
-    for (size_t i = 0; i < g->n_rt; i++)
-        if (!strcmp(g->rt[i].id, id))
-            return &g->rt[i];
-    if (dg_grow(&g->rt, &g->cap_rt, g->n_rt, sizeof *g->rt, 8))
-        return NULL;
-    struct ocgw_chan_rt *r = &g->rt[g->n_rt++];
-    memset(r, 0, sizeof *r);
-    r->id = strdup(id);
-    return r;
-}
-
-static void rt_failed(ocgw *g, struct ocgw_chan_rt *r, int64_t now)
-{
-    r->backoff_ms = r->backoff_ms ? r->backoff_ms * 2 : g->cfg.poll_ms;
-    if (r->backoff_ms > MAX_BACKOFF_MS)
-        r->backoff_ms = MAX_BACKOFF_MS;
-    r->next_ms = now + r->backoff_ms;
 }
 
 /* ---- REST client plumbing ------------------------------------------------------------------------- */
@@ -111,443 +74,6 @@ static int make_slack_client(ocgw *g, const char *name, const char *token, ocgw_
     if (rc)
         snprintf(err, n, "slack client for %s: %s", name, e);
     return rc;
-}
-
-/* ---- channels ------------------------------------------------------------------------------------ */
-
-/* Configured channels into the state (first start) and their runtime. */
-static void install_channels(ocgw *g)
-{
-    json_t *chs = ocgw_state_obj(&g->st, "channels");
-    for (size_t i = 0; i < g->cfg.n_channels; i++) {
-        const ocgw_chan_cfg *c = &g->cfg.channels[i];
-        json_t *ch = json_object_get(chs, c->id);
-        if (!ch) {
-            ch = json_pack("{s:b, s:b, s:n}", "learned", 0, "pending", 0, "cursor");
-            json_object_set_new(chs, c->id, ch);
-        }
-        json_t *ags = json_array();
-        for (size_t k = 0; k < c->n_agents; k++)
-            json_array_append_new(ags, json_string(c->agents[k]));
-        json_object_set_new(ch, "agents", ags); /* the config is authoritative */
-        json_object_set_new(ch, "alias", json_string(c->alias));
-        if (c->watch)
-            json_object_set_new(ch, "watch", json_true());
-        else
-            json_object_del(ch, "watch");
-        if (c->parent_id)
-            json_object_set_new(ch, "parentId", json_string(c->parent_id));
-        else
-            json_object_del(ch, "parentId");
-    }
-}
-
-/* 1 when the channel's overwrites deny @everyone (the guild's id) VIEW_CHANNEL:
- * a private channel, as the plugin's discussion channels are. */
-static int denies_everyone(const ocgw *g, const json_t *channel)
-{
-    size_t i;
-    json_t *ow;
-    json_array_foreach(json_object_get(channel, "permission_overwrites"), i, ow) {
-        const char *oid = json_string_value(json_object_get(ow, "id"));
-        json_t *deny = json_object_get(ow, "deny");
-        unsigned long long d = json_is_string(deny) ? strtoull(json_string_value(deny), NULL, 10)
-                                                    : (unsigned long long)json_integer_value(deny);
-        if (oid && g->cfg.guild_id && !strcmp(oid, g->cfg.guild_id) && (d & DG_PERM_VIEW_CHANNEL))
-            return 1;
-    }
-    return 0;
-}
-
-/* The agents that see a served channel, said in the transcript, and the
- * channel read from its start: a channel new to the gateway. */
-static void serve_learned(ocgw *g, const char *id, json_t *ch, json_t *ags, int priv)
-{
-    char list[256] = "";
-    size_t i;
-    json_t *v;
-    json_array_foreach(ags, i, v)
-        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
-                 json_string_value(v));
-    json_object_set_new(ch, "agents", ags);
-    json_object_set_new(ch, "pending", json_false());
-    json_object_set_new(ch, "cursor", json_string("0")); /* new to us: read from its start */
-    ocgw_state_save(&g->st);
-    ocgw_say(g, "[gateway] serving #%s (%s, %s): seen by %s", ocgw_chan_label(g, id), id,
-             priv ? "private" : "public", *list ? list : "nobody");
-}
-
-/* A learned Slack channel: conversations.info and .members with the token
- * of the agent that learned it, else of any local agent that can read it
- * (a private channel answers channel_not_found to a non-member); the
- * agents that see it are its members, as Slack sends a bot the messages
- * of the channels it is in. */
-static void resolve_learned_slack(ocgw *g, const char *id, json_t *ch, struct ocgw_chan_rt *r,
-                                  int64_t now)
-{
-    const char *by = json_string_value(json_object_get(ch, "learnedBy"));
-    json_t *info = NULL, *members = NULL;
-    int any_retry = 0;
-    for (size_t k = 0; k <= g->cfg.n_agents && !info; k++) {
-        const ocgw_agent *a = k == 0 ? ocgw_agent_by_id(&g->cfg, by) : &g->cfg.agents[k - 1];
-        if (!a || !a->local || !a->sc || (k > 0 && by && !strcmp(a->id, by)))
-            continue;
-        ocgw_slack_err e;
-        int rc = ocgw_slack_channel(a->sc, id, &info, &members, &e);
-        ocgw_rest(g, e.attempts);
-        any_retry |= rc != OC_OK && e.retryable;
-    }
-    if (!info) {
-        if (any_retry) {
-            rt_failed(g, r, now);
-            return;
-        }
-        och_log(g->host, OC_LOG_WARN, OCGW_SOURCE,
-                "channel %s: none of the agents can read it; not served", id);
-        json_object_set_new(ch, "pending", json_false());
-        json_object_set_new(ch, "agents", json_array());
-        ocgw_state_save(&g->st);
-        return;
-    }
-    const char *name = json_string_value(json_object_get(info, "name"));
-    if (name)
-        json_object_set_new(ch, "name", json_string(name));
-    json_t *ags = json_array();
-    for (size_t k = 0; k < g->cfg.n_agents; k++) {
-        size_t i;
-        json_t *u;
-        json_array_foreach(members, i, u)
-            if (json_is_string(u) && !strcmp(json_string_value(u), g->cfg.agents[k].user_id)) {
-                json_array_append_new(ags, json_string(g->cfg.agents[k].id));
-                break;
-            }
-    }
-    int priv = json_is_true(json_object_get(info, "is_private"));
-    json_decref(info);
-    json_decref(members);
-    serve_learned(g, id, ch, ags, priv);
-}
-
-/* GET /channels/{id} for a learned channel: its name, thread parent and the
- * agents that can see it (a private channel: the members its overwrites
- * allow VIEW_CHANNEL; else every agent). */
-static void resolve_learned(ocgw *g, const char *id, json_t *ch, int64_t now)
-{
-    struct ocgw_chan_rt *r = rt_of(g, id);
-    if (!r || now < r->next_ms)
-        return;
-    if (g->cfg.slack) {
-        resolve_learned_slack(g, id, ch, r, now);
-        return;
-    }
-    const char *by = json_string_value(json_object_get(ch, "learnedBy"));
-    json_t *obj = NULL;
-    int any_retry = 0;
-    for (size_t k = 0; k <= g->cfg.n_agents && !obj; k++) {
-        const ocgw_agent *a = k == 0 ? ocgw_agent_by_id(&g->cfg, by) : &g->cfg.agents[k - 1];
-        if (!a || !a->local || (k > 0 && by && !strcmp(a->id, by)))
-            continue;
-        char path[64];
-        snprintf(path, sizeof path, "/channels/%s", id);
-        dg_discord_err e;
-        int rc = dg_discord_request(a->dc, "GET", path, NULL, 1, &obj, &e);
-        ocgw_rest(g, e.attempts);
-        if (rc != OC_OK) {
-            json_decref(obj);
-            obj = NULL;
-            any_retry |= e.retryable;
-        }
-    }
-    if (!obj) {
-        if (any_retry) {
-            rt_failed(g, r, now);
-            return;
-        }
-        och_log(g->host, OC_LOG_WARN, OCGW_SOURCE,
-                "channel %s: none of the agents can read it; not served", id);
-        json_object_set_new(ch, "pending", json_false());
-        json_object_set_new(ch, "agents", json_array());
-        ocgw_state_save(&g->st);
-        return;
-    }
-    const char *name = json_string_value(json_object_get(obj, "name"));
-    if (name)
-        json_object_set_new(ch, "name", json_string(name));
-    json_int_t type = json_integer_value(json_object_get(obj, "type"));
-    const char *parent = json_string_value(json_object_get(obj, "parent_id"));
-    if ((type == 10 || type == 11 || type == 12) && parent)
-        json_object_set_new(ch, "parentId", json_string(parent));
-    int priv = denies_everyone(g, obj);
-    size_t i;
-    json_t *ow;
-    json_t *ows = json_object_get(obj, "permission_overwrites");
-    json_t *ags = json_array();
-    for (size_t k = 0; k < g->cfg.n_agents; k++) {
-        const ocgw_agent *a = &g->cfg.agents[k];
-        int sees = !priv;
-        json_array_foreach(ows, i, ow) {
-            const char *oid = json_string_value(json_object_get(ow, "id"));
-            json_t *allow = json_object_get(ow, "allow");
-            unsigned long long al = json_is_string(allow)
-                                        ? strtoull(json_string_value(allow), NULL, 10)
-                                        : (unsigned long long)json_integer_value(allow);
-            if (oid && !strcmp(oid, a->user_id) && (al & DG_PERM_VIEW_CHANNEL))
-                sees = 1;
-        }
-        if (sees)
-            json_array_append_new(ags, json_string(a->id));
-    }
-    json_decref(obj);
-    serve_learned(g, id, ch, ags, priv);
-}
-
-/*
- * A gateway that runs only some agents (gateway.runOnly) learns the
- * channels another gateway's agents open (a discussion) from the guild's
- * channel list: their tool results never reach it, and ocgw has no gateway
- * websocket to be told. Only private channels (@everyone denied the view,
- * as a discussion is): a public channel is served when the config lists it,
- * as on a gateway that runs every agent (the archive index, a public channel
- * of the moderator's, would otherwise wake agents the config never gave
- * it). Every ten poll intervals (at least 1 s), with a
- * local agent's token; a channel new to the state is learnt like one from a
- * tool result (resolve_learned then finds who sees it, and a channel none
- * of the local agents sees is not polled).
- */
-static void discover_channels(ocgw *g, int64_t now)
-{
-    long every = g->cfg.poll_ms * 10 > 1000 ? g->cfg.poll_ms * 10 : 1000;
-    if (!g->cfg.split || !g->cfg.guild_id || now < g->discover_ms)
-        return;
-    g->discover_ms = now + every;
-    const ocgw_agent *a = NULL;
-    for (size_t k = 0; k < g->cfg.n_agents && !a; k++)
-        if (g->cfg.agents[(g->discover_rot + k) % g->cfg.n_agents].local)
-            a = &g->cfg.agents[(g->discover_rot + k) % g->cfg.n_agents];
-    g->discover_rot++;
-    if (!a)
-        return;
-    char path[64];
-    snprintf(path, sizeof path, "/guilds/%s/channels", g->cfg.guild_id);
-    json_t *arr = NULL;
-    dg_discord_err e;
-    int rc = dg_discord_request(a->dc, "GET", path, NULL, 1, &arr, &e);
-    ocgw_rest(g, e.attempts);
-    if (rc != OC_OK || !json_is_array(arr)) {
-        och_log(g->host, OC_LOG_DEBUG, OCGW_SOURCE,
-                "listing the guild's channels with %s's "
-                "token failed (%s); trying again later",
-                a->id, rc ? e.message : "not an array");
-        json_decref(arr);
-        return;
-    }
-    json_t *chs = ocgw_state_obj(&g->st, "channels");
-    size_t i;
-    json_t *c;
-    json_array_foreach(arr, i, c) {
-        const char *id = json_string_value(json_object_get(c, "id"));
-        json_int_t type = json_integer_value(json_object_get(c, "type"));
-        if (id && type == 0 && !json_object_get(chs, id) && denies_everyone(g, c))
-            ocgw_learn_channel(g, id, NULL, NULL);
-    }
-    json_decref(arr);
-}
-
-/* First start: a configured channel is read from its latest message on
- * (or from its start with fromStart). */
-static void init_cursor(ocgw *g, const char *id, json_t *ch, int64_t now)
-{
-    const ocgw_chan_cfg *c = ocgw_chan_cfg_by_id(&g->cfg, id);
-    struct ocgw_chan_rt *r = rt_of(g, id);
-    if (!r || now < r->next_ms)
-        return;
-    if (c && c->from_start) {
-        json_object_set_new(ch, "cursor", json_string("0"));
-        ocgw_state_save(&g->st);
-        return;
-    }
-    const ocgw_agent *a = ocgw_chan_reader(&g->cfg, ch, 0);
-    if (!a)
-        return;
-    if (g->cfg.slack) {
-        char latest[32];
-        ocgw_slack_err se;
-        int src = ocgw_slack_latest(a->sc, id, latest, sizeof latest, &se);
-        ocgw_rest(g, se.attempts);
-        if (src != OC_OK) {
-            och_log(g->host, OC_LOG_WARN, OCGW_SOURCE,
-                    "channel %s: cannot read its latest message (%s); retrying", id, se.message);
-            rt_failed(g, r, now);
-            return;
-        }
-        json_object_set_new(ch, "cursor", json_string(latest));
-        r->backoff_ms = 0;
-        ocgw_state_save(&g->st);
-        return;
-    }
-    dg_discord_message *msgs = NULL;
-    size_t n = 0;
-    dg_discord_err e;
-    int rc = dg_discord_get_messages(a->dc, id, NULL, 1, &msgs, &n, &e);
-    ocgw_rest(g, e.attempts);
-    if (rc != OC_OK) {
-        och_log(g->host, OC_LOG_WARN, OCGW_SOURCE,
-                "channel %s: cannot read its latest message "
-                "(%s); retrying",
-                id, e.message);
-        rt_failed(g, r, now);
-        return;
-    }
-    json_object_set_new(ch, "cursor", json_string(n ? msgs[n - 1].id : "0"));
-    dg_discord_messages_free(msgs, n);
-    r->backoff_ms = 0;
-    ocgw_state_save(&g->st);
-}
-
-static void enqueue(ocgw *g, ocgw_msg *m)
-{
-    if (dg_grow(&g->queue, &g->cap_queue, g->n_queue, sizeof *g->queue, 32)) {
-        ocgw_msg_free(m);
-        return;
-    }
-    g->queue[g->n_queue++] = *m;
-    memset(m, 0, sizeof *m);
-}
-
-/* One poll of a Slack channel (ocgw_slack_poll): its new messages, thread
- * replies included, up to the bound that read makes safe. */
-static void poll_slack(ocgw *g, const char *id, struct ocgw_chan_rt *r, const ocgw_agent *a,
-                       const char *after, int64_t now)
-{
-    ocgw_msg *msgs = NULL;
-    size_t n = 0;
-    char bound[32];
-    ocgw_slack_err e;
-    int rc = ocgw_slack_poll(a->sc, id, after, &msgs, &n, bound, sizeof bound, &e);
-    ocgw_rest(g, e.attempts);
-    if (rc != OC_OK) {
-        if (!e.retryable)
-            r->rot++; /* this agent cannot read it: try another member's token */
-        och_log(g->host, e.retryable ? OC_LOG_DEBUG : OC_LOG_WARN, OCGW_SOURCE,
-                "poll of #%s with %s's token failed: %s", ocgw_chan_label(g, id), a->id, e.message);
-        rt_failed(g, r, now);
-        return;
-    }
-    r->backoff_ms = 0;
-    r->next_ms = now + g->cfg.poll_ms;
-    r->polled_ms = now;
-    int64_t found = ocgw_now_ms();
-    for (size_t i = 0; i < n; i++) {
-        msgs[i].queued_ms = found;
-        enqueue(g, &msgs[i]);
-    }
-    free(msgs);
-    if (ocgw_id_cmp(bound, after) > 0)
-        snprintf(r->queued, sizeof r->queued, "%s", bound);
-}
-
-static void poll_channel(ocgw *g, const char *id, json_t *ch, int64_t now)
-{
-    struct ocgw_chan_rt *r = rt_of(g, id);
-    if (!r || now < r->next_ms)
-        return;
-    const ocgw_agent *a = ocgw_chan_reader(&g->cfg, ch, r->rot);
-    if (!a)
-        return; /* none of its agents runs here: another gateway serves it */
-    const char *cur = json_string_value(json_object_get(ch, "cursor"));
-    const char *after = (*r->queued && ocgw_id_cmp(r->queued, cur) > 0) ? r->queued : cur;
-    if (g->cfg.slack) {
-        poll_slack(g, id, r, a, after, now);
-        return;
-    }
-    /* "0" (from the start): ask for messages after 1, below every real id */
-    if (!strcmp(after, "0"))
-        after = "1";
-    dg_discord_message *msgs = NULL;
-    size_t n = 0;
-    dg_discord_err e;
-    int rc = dg_discord_get_messages(a->dc, id, after, 100, &msgs, &n, &e);
-    ocgw_rest(g, e.attempts);
-    if (rc != OC_OK) {
-        if (!e.retryable)
-            r->rot++; /* this agent cannot read it: try another member's token */
-        och_log(g->host, e.retryable ? OC_LOG_DEBUG : OC_LOG_WARN, OCGW_SOURCE,
-                "poll of #%s with %s's token failed: %s", ocgw_chan_label(g, id), a->id, e.message);
-        rt_failed(g, r, now);
-        return;
-    }
-    r->backoff_ms = 0;
-    r->next_ms = now + g->cfg.poll_ms;
-    r->polled_ms = now;            /* at or before the request left: a safe lower bound */
-    int64_t found = ocgw_now_ms(); /* after every message of the page was posted */
-    for (size_t i = 0; i < n; i++) {
-        if (dg_snowflake_cmp(msgs[i].id, after) <= 0)
-            continue;
-        ocgw_msg m;
-        ocgw_msg_from_discord(g, &msgs[i], &m);
-        m.queued_ms = found;
-        enqueue(g, &m);
-        snprintf(r->queued, sizeof r->queued, "%s", msgs[i].id);
-    }
-    if (n == 100)
-        r->next_ms = now; /* more are waiting */
-    dg_discord_messages_free(msgs, n);
-}
-
-/*
- * True when every other healthy served channel was polled after m was
- * found: a message posted earlier elsewhere (a smaller id) is then queued
- * too, so the smallest id is the next one posted and the transcript shows
- * messages in the order they were posted. A channel that fails (backing
- * off) or cannot be polled does not hold the others back for long: after
- * four poll intervals m goes anyway.
- */
-static int others_polled_since(ocgw *g, const ocgw_msg *m, int64_t now)
-{
-    if (now - m->queued_ms >= 4 * g->cfg.poll_ms)
-        return 1;
-    const char *own = ocgw_chan_key(g, m);
-    json_t *chs = ocgw_state_obj(&g->st, "channels");
-    const char *id;
-    json_t *ch;
-    json_object_foreach(chs, id, ch) {
-        /* A channel learnt a moment ago (a discussion just opened) counts
-         * too: its kickoff may be older than m. One nobody sees does not. */
-        if (!strcmp(id, own) ||
-            (!json_is_true(json_object_get(ch, "pending")) && !ocgw_chan_reader(&g->cfg, ch, 0)))
-            continue;
-        struct ocgw_chan_rt *r = rt_of(g, id);
-        if (r && !r->backoff_ms && r->polled_ms < m->queued_ms)
-            return 0;
-    }
-    return 1;
-}
-
-/* The queued message with the smallest id, skipping those already
- * processed, once it is surely the next one posted (others_polled_since);
- * 1 when *out was filled. */
-static int dequeue(ocgw *g, ocgw_msg *out, int64_t now)
-{
-    json_t *chs = ocgw_state_obj(&g->st, "channels");
-    while (g->n_queue) {
-        size_t best = 0;
-        for (size_t i = 1; i < g->n_queue; i++)
-            if (ocgw_id_cmp(g->queue[i].id, g->queue[best].id) < 0)
-                best = i;
-        if (!others_polled_since(g, &g->queue[best], now))
-            return 0;
-        ocgw_msg m = g->queue[best];
-        g->queue[best] = g->queue[--g->n_queue];
-        const char *key = ocgw_chan_key(g, &m);
-        const char *cur = json_string_value(json_object_get(json_object_get(chs, key), "cursor"));
-        if (cur && ocgw_id_cmp(m.id, cur) <= 0) {
-            ocgw_msg_free(&m);
-            continue;
-        }
-        *out = m;
-        return 1;
-    }
-    return 0;
 }
 
 /* ---- totals ------------------------------------------------------------------------------------------ */
@@ -924,7 +450,7 @@ static int load_plugins(ocgw *g, int check_only)
 /* The channels installed, gateway_start dispatched, and the start told. */
 static void start_gateway(ocgw *g)
 {
-    install_channels(g);
+    ocgw_install_channels(g);
     ocgw_state_save(&g->st);
     json_t *ev = json_object();
     och_hook_dispatch(g->host, "gateway_start", ev, NULL, NULL);
@@ -962,10 +488,10 @@ static int prepare_channels(ocgw *g, int64_t now)
     int cursors_ready = 1;
     json_object_foreach(chs, id, ch) {
         if (json_is_true(json_object_get(ch, "pending")))
-            resolve_learned(g, id, ch, now);
+            ocgw_resolve_learned(g, id, ch, now);
         else if ((json_is_null(json_object_get(ch, "cursor")) || !json_object_get(ch, "cursor")) &&
                  ocgw_chan_reader(&g->cfg, ch, 0)) {
-            init_cursor(g, id, ch, now);
+            ocgw_init_cursor(g, id, ch, now);
             if (!json_is_string(json_object_get(ch, "cursor")))
                 cursors_ready = 0;
         }
@@ -984,7 +510,7 @@ static int handle_next(ocgw *g, int64_t now, int cursors_ready, int *busy)
         *busy = 1;
     } else {
         ocgw_msg m;
-        if (dequeue(g, &m, now)) {
+        if (ocgw_dequeue(g, &m, now)) {
             ocgw_begin_message(g, &m);
             ocgw_msg_free(&m);
             rc = ocgw_process_inflight(g);
@@ -1005,7 +531,7 @@ static void poll_channels(ocgw *g, int64_t now)
             break;
         if (!json_is_true(json_object_get(ch, "pending")) &&
             json_is_string(json_object_get(ch, "cursor")))
-            poll_channel(g, id, ch, now);
+            ocgw_poll_channel(g, id, ch, now);
     }
 }
 
@@ -1057,7 +583,7 @@ static int run_gateway(ocgw *g, ocgw_expect *ex)
         int64_t now = ocgw_now_ms();
         int busy = 0;
         int cursors_ready = prepare_channels(g, now);
-        discover_channels(g, now);
+        ocgw_discover_channels(g, now);
         if (g_stop)
             break;
         if (now >= retry_at && handle_next(g, now, cursors_ready, &busy) == 1)

@@ -3,6 +3,10 @@
  * files (not installed, not for embedders; they use ochost.h).
  *
  *   ocgw.c           main: CLI, life cycle, the loop (poll, process, humans)
+ *   ocgw_channels.c  the served channels: configured, learned (resolved to
+ *                    their members), discovered with gateway.runOnly
+ *   ocgw_poll.c      reading them: cursors, back-off, one poll into the
+ *                    queue, the queue's next message in posting order
  *   ocgw_config.c    host config (OpenClaw-shaped plugins + discord, agents,
  *                    humans, channels, gateway) with ${ENV} expansion
  *   ocgw_scenario.c  scripted models (per-agent scenario files), human
@@ -27,7 +31,8 @@
  *   ocgw_util.c      small helpers
  *
  * Calls point one way (no file calls back into a file that calls it):
- * ocgw.c on top; ocgw_expect.c -> ocgw_run.c -> ocgw_services.c;
+ * ocgw.c on top; ocgw_channels.c -> ocgw_poll.c -> ocgw_services.c;
+ * ocgw_expect.c -> ocgw_run.c -> ocgw_services.c;
  * ocgw_config.c -> ocgw_scenario.c; below them ocgw_lookup.c and
  * ocgw_state.c -> ocgw_util.c; ocgw_slack_chan.c -> ocgw_slack.c beside
  * them; then the host core (ochost.h), discord/ and http/.
@@ -285,7 +290,16 @@ json_t *ocgw_msg_to_json(const ocgw_msg *m);
 /* Back from the journal; 0 or -1. */
 int ocgw_msg_from_json(const json_t *j, ocgw_msg *out);
 
-struct ocgw_chan_rt; /* per-channel polling state (ocgw.c), not persisted */
+/* Polling state of one served channel (ocgw_poll.c; not persisted: rebuilt
+ * from the cursors at start). */
+struct ocgw_chan_rt {
+    char *id;
+    int64_t next_ms;   /* next poll / learn attempt */
+    long backoff_ms;   /* after failures; 0 when healthy */
+    unsigned rot;      /* which member agent's token polls */
+    int64_t polled_ms; /* start of the latest successful poll (0: none yet) */
+    char queued[32];   /* highest id queued ("" = none; a Slack ts too) */
+};
 
 struct ocgw {
     ocgw_config cfg;
@@ -445,6 +459,30 @@ int ocgw_slack_channel(ocgw_slack *sc, const char *channel_id, json_t **info, js
  * its metadata; *ts_out (may be NULL) gets the new ts, malloc'd. */
 int ocgw_slack_post(ocgw_slack *sc, const char *channel_id, const char *thread_ts, const char *text,
                     const char *nonce, char **ts_out, ocgw_slack_err *e);
+
+/* ---- the served channels (ocgw_channels.c) and reading them (ocgw_poll.c) ---- */
+
+/* Configured channels into the state (first start) and their runtime. */
+void ocgw_install_channels(ocgw *g);
+/* A learned channel (state entry ch, "pending" until resolved): its
+ * members asked from the platform once due; then served or dropped. */
+void ocgw_resolve_learned(ocgw *g, const char *id, json_t *ch, int64_t now);
+/* gateway.runOnly: list the guild's channels when due and learn the new
+ * private ones some agent sees. */
+void ocgw_discover_channels(ocgw *g, int64_t now);
+/* The polling state of channel id, made on first use (NULL when out of
+ * memory); owned by g. */
+struct ocgw_chan_rt *ocgw_rt_of(ocgw *g, const char *id);
+/* A failed poll of r: back off (doubling, at most 5 s). */
+void ocgw_rt_failed(ocgw *g, struct ocgw_chan_rt *r, int64_t now);
+/* First start: a configured channel is read from its latest message on
+ * (or from its start with fromStart). */
+void ocgw_init_cursor(ocgw *g, const char *id, json_t *ch, int64_t now);
+/* One poll of channel id when due: its new messages into g's queue. */
+void ocgw_poll_channel(ocgw *g, const char *id, json_t *ch, int64_t now);
+/* The queued message next posted into *out (the caller frees it with
+ * ocgw_msg_free); 1 when filled, 0 when none is surely next yet. */
+int ocgw_dequeue(ocgw *g, ocgw_msg *out, int64_t now);
 
 /* ---- --expect (ocgw_expect.c) ------------------------------------------------------ */
 

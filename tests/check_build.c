@@ -692,24 +692,132 @@ END_TEST
  * *out gets what it printed (malloc'd). */
 static int length_check(const char *const *args, char **out)
 {
-    const char *argv[16] = {"sh", "scripts/check-length.sh"};
+    const char *argv[48] = {"sh", "scripts/check-length.sh"};
     int n = 2;
-    for (const char *const *a = args; *a && n < 15; a++)
+    for (const char *const *a = args; *a && n < 47; a++)
         argv[n++] = *a;
     argv[n] = NULL;
     return run_capture(argv, out);
 }
 
+/* The words of `make -s <target>` (one line), split in place: fills
+ * words[] (at most max) and returns their count; *text is the line
+ * (malloc'd), which the words point into. */
+static int make_words(const char *target, char **text, const char **words, int max)
+{
+    const char *args[] = {"-s", target, NULL};
+    *text = make_run(0, args);
+    int n = 0;
+    char *save = NULL;
+    for (char *w = strtok_r(*text, " \n", &save); w && n < max; w = strtok_r(NULL, " \n", &save))
+        words[n++] = w;
+    return n;
+}
+
 START_TEST(the_size_rule_holds)
 {
-    /* No function in plugin/ store/ hooks/ discord/ over 100 lines, no
-     * file over 1,000, unless it says why it must be one piece;
+    /* No function in the folders of LENGTH_DIRS over 100 lines, no file
+     * over 1,000, unless it says why it must be one piece;
      * scripts/length-allow.txt names those still being split. */
-    const char *args[] = {NULL};
+    char *text;
+    const char *args[40];
+    int n = make_words("length-dirs", &text, args, 39);
+    ck_assert_msg(n > 0, "make length-dirs printed no folder");
+    args[n] = NULL;
     char *out = NULL;
     int st = length_check(args, &out);
     ck_assert_msg(st == 0, "scripts/check-length.sh (status %d):\n%s", st, out);
     free(out);
+    free(text);
+}
+END_TEST
+
+/* Does dir (relative to the top folder) hold a .c or .h file itself? */
+static int holds_c(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int found = 0;
+    for (struct dirent *e; !found && (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        found = n > 2 && e->d_name[n - 2] == '.' &&
+                (e->d_name[n - 1] == 'c' || e->d_name[n - 1] == 'h');
+    }
+    closedir(d);
+    return found;
+}
+
+/* Is dir in words, or below one of them? */
+static int covered_by(const char *dir, const char *const *words, int n)
+{
+    for (int i = 0; i < n; i++) {
+        size_t k = strlen(words[i]);
+        if (strncmp(dir, words[i], k) == 0 && (dir[k] == '\0' || dir[k] == '/'))
+            return 1;
+    }
+    return 0;
+}
+
+/* Every folder under dir (depth-first) that holds C files and is neither
+ * covered by dirs[] nor exactly one of exempt[]: appended to bad. */
+static void uncovered_c_folders(const char *dir, const char *const *dirs, int nd,
+                                const char *const *exempt, int ne, char *bad, size_t cap)
+{
+    if (holds_c(dir) && !covered_by(dir, dirs, nd)) {
+        int ok = 0;
+        for (int i = 0; i < ne; i++)
+            ok |= strcmp(dir, exempt[i]) == 0;
+        if (!ok)
+            snprintf(bad + strlen(bad), cap - strlen(bad), "%s ", dir);
+    }
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.' || strncmp(e->d_name, "build", 5) == 0 ||
+            strcmp(e->d_name, "node_modules") == 0)
+            continue;
+        char sub[1024];
+        snprintf(sub, sizeof sub, "%s%s%s", strcmp(dir, ".") ? dir : "",
+                 strcmp(dir, ".") ? "/" : "", e->d_name);
+        struct stat sb;
+        if (lstat(sub, &sb) == 0 && S_ISDIR(sb.st_mode))
+            uncovered_c_folders(sub, dirs, nd, exempt, ne, bad, cap);
+    }
+    closedir(d);
+}
+
+START_TEST(the_size_rule_covers_every_c_folder)
+{
+    /* A folder the rule does not read grows unseen, so its list is the
+     * Makefile's parts plus the tests' helpers; a folder with C files
+     * outside it fails here, except the suites' own folder (tests/, its
+     * files only), whose exemption the Makefile states with its reason. */
+    char *dtext, *etext;
+    const char *dirs[32], *exempt[8];
+    int nd = make_words("length-dirs", &dtext, dirs, 32);
+    int ne = make_words("length-exempt", &etext, exempt, 8);
+    char bad[2048] = "";
+    uncovered_c_folders(".", dirs, nd, exempt, ne, bad, sizeof bad);
+    ck_assert_msg(!bad[0],
+                  "folders with C files the size rule does not check: %s(add the part's line "
+                  "to the Makefile, or the folder to LENGTH_DIRS)",
+                  bad);
+    char *mk = read_text("Makefile");
+    char *at = strstr(mk, "\nLENGTH_EXEMPT := ");
+    ck_assert_msg(at, "Makefile: no LENGTH_EXEMPT line");
+    /* The exemption's reason: the comment right above LENGTH_DIRS. */
+    char *why = strstr(mk, "# The folders of the size rule");
+    ck_assert_msg(why && why < at && strstr(why, "left\n# out:"),
+                  "Makefile: the size rule's exemption says no reason above LENGTH_DIRS");
+    for (int i = 0; i < ne; i++)
+        ck_assert_msg(strcmp(exempt[i], "tests") == 0,
+                      "LENGTH_EXEMPT names %s; only the suites' folder (tests) is exempt",
+                      exempt[i]);
+    free(mk);
+    free(dtext);
+    free(etext);
 }
 END_TEST
 
@@ -781,28 +889,37 @@ START_TEST(the_size_rule_names_each_offender)
 }
 END_TEST
 
-/* scripts/check-platform-names.sh with args (NULL-terminated) run in dir
- * (NULL: here); its output in *out (malloc'd). */
-static int platform_names_check(const char *dir, char **out)
+/* scripts/check-platform-names.sh with the folders dirs (space-separated)
+ * run in dir (NULL: here); its output in *out (malloc'd). */
+static int platform_names_check(const char *dir, const char *dirs, char **out)
 {
     char script[4096];
     ck_assert_ptr_nonnull(getcwd(script, sizeof script - 40));
     strcat(script, "/scripts/check-platform-names.sh");
     char cmd[8192];
-    snprintf(cmd, sizeof cmd, "cd '%s' && sh '%s'", dir ? dir : ".", script);
+    snprintf(cmd, sizeof cmd, "cd '%s' && sh '%s' %s", dir ? dir : ".", script, dirs);
     const char *argv[] = {"sh", "-c", cmd, NULL};
     return run_capture(argv, out);
 }
 
 START_TEST(the_core_names_no_platform_client)
 {
-    /* plugin/, hooks/ and store/ reach a chat platform through chat/chat.h
-     * only (the include paths keep the headers out; this keeps the names
-     * out too, declarations of one's own included). */
+    /* The parts that neither are a platform's client nor include one
+     * (plugin/, hooks/, store/ among them) reach a chat platform through
+     * chat/chat.h only (the include paths keep the headers out; this keeps
+     * the names out too, declarations of one's own included). */
+    const char *args[] = {"-s", "platform-blind", NULL};
+    char *dirs = make_run(0, args);
+    dirs[strcspn(dirs, "\n")] = '\0';
+    static const char *const core[] = {"plugin", "hooks", "store"};
+    for (size_t i = 0; i < sizeof core / sizeof *core; i++)
+        ck_assert_msg(has_word(dirs, core[i]), "make platform-blind leaves out %s: %s", core[i],
+                      dirs);
     char *out = NULL;
-    int st = platform_names_check(NULL, &out);
-    ck_assert_msg(st == 0, "scripts/check-platform-names.sh (status %d):\n%s", st, out);
+    int st = platform_names_check(NULL, dirs, &out);
+    ck_assert_msg(st == 0, "scripts/check-platform-names.sh %s (status %d):\n%s", dirs, st, out);
     free(out);
+    free(dirs);
 }
 END_TEST
 
@@ -823,7 +940,7 @@ START_TEST(the_platform_rule_names_each_offender)
     fprintf(f, "#define LIMIT DG_DISCORD_MAX_CONTENT\n");
     fclose(f);
     char *out = NULL;
-    ck_assert_int_eq(platform_names_check(tmp, &out), 1);
+    ck_assert_int_eq(platform_names_check(tmp, "plugin hooks store", &out), 1);
     ck_assert_msg(strstr(out, "plugin/a.c:2:#include \"slack.h\""), "%s", out);
     ck_assert_msg(strstr(out, "plugin/a.c:4:"), "%s", out);
     ck_assert_msg(strstr(out, "store/b.h:1:"), "%s", out);
@@ -835,6 +952,147 @@ START_TEST(the_platform_rule_names_each_offender)
     free(plugin);
     free(store);
     free(tmp);
+}
+END_TEST
+
+/* The line of `make -s parts-list` for part ("<name> <library|-> -I...",
+ * malloc'd), or a failed test. */
+static char *part_line(const char *list, const char *part)
+{
+    char key[64];
+    snprintf(key, sizeof key, "%s ", part);
+    for (const char *p = list; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (strncmp(p, key, strlen(key)) == 0)
+            return strndup(p, strcspn(p, "\n"));
+    ck_abort_msg("make parts-list has no part %s:\n%s", part, list);
+    return NULL;
+}
+
+/* Does a part's line give it the include path -I<folder>? */
+static int sees(const char *line, const char *folder)
+{
+    char flag[80];
+    snprintf(flag, sizeof flag, "-I%s", folder);
+    return has_word(line, flag);
+}
+
+START_TEST(include_paths_follow_the_parts)
+{
+    /* The Makefile derives each part's include path from its line; what a
+     * part may never see is fixed here, so a line that lets a part look
+     * upwards fails this test before it can be used. */
+    const char *args[] = {"-s", "parts-list", NULL};
+    char *list = make_run(0, args);
+    static const char *const below_host[] = {"common", "http",  "discord", "slack",
+                                             "judge",  "store", "chat"};
+    static const char *const top[] = {"hooks", "host", "servers", "tools"};
+    static const char *const parts[] = {"common", "http",   "discord", "slack", "judge",   "store",
+                                        "chat",   "plugin", "hooks",   "host",  "servers", "tools"};
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
+        char *line = part_line(list, parts[i]);
+        ck_assert_msg(sees(line, parts[i]), "part %s does not see its own folder: %s", parts[i],
+                      line);
+        /* Nothing sees the parts at the top but themselves. */
+        for (size_t t = 0; t < sizeof top / sizeof *top; t++)
+            ck_assert_msg(strcmp(parts[i], top[t]) == 0 || !sees(line, top[t]),
+                          "part %s sees %s, which sits above it: %s", parts[i], top[t], line);
+        free(line);
+    }
+    for (size_t i = 0; i < sizeof below_host / sizeof *below_host; i++) {
+        char *line = part_line(list, below_host[i]);
+        ck_assert_msg(!sees(line, "include") && !sees(line, "plugin"),
+                      "part %s sits below the host boundary but sees the ABI or the core: %s",
+                      below_host[i], line);
+        free(line);
+    }
+    /* The store knows no platform and no judge; the core and the hooks
+     * reach a platform through chat/ only; the two clients see nothing of
+     * each other; common/ sees nothing else. */
+    static const char *const never[][2] = {
+        {"store", "chat"},    {"store", "discord"},  {"store", "slack"},  {"store", "http"},
+        {"store", "judge"},   {"plugin", "discord"}, {"plugin", "slack"}, {"plugin", "http"},
+        {"hooks", "discord"}, {"hooks", "slack"},    {"hooks", "http"},   {"discord", "slack"},
+        {"slack", "discord"}, {"common", "http"},    {"common", "store"}, {"http", "discord"}};
+    for (size_t i = 0; i < sizeof never / sizeof *never; i++) {
+        char *line = part_line(list, never[i][0]);
+        ck_assert_msg(!sees(line, never[i][1]), "part %s sees %s: %s", never[i][0], never[i][1],
+                      line);
+        free(line);
+    }
+    free(list);
+}
+END_TEST
+
+START_TEST(an_upward_include_fails_to_compile)
+{
+    /* The include paths at work: a file of a part that includes a header
+     * of a part above it does not compile with the part's flags, while one
+     * of a part below it does. */
+    const char *args[] = {"-s", "parts-list", NULL};
+    char *list = make_run(0, args);
+    char *tmp = tu_mkdtemp();
+    char *src = tu_path(tmp, "probe.c");
+    static const char *const cases[][3] = {
+        /* part, header above it (must fail), header below it (must compile) */
+        {"store", "dirigent.h", "status.h"},     {"store", "openclaw/plugin.h", "status.h"},
+        {"chat", "dirigent.h", "discord.h"},     {"discord", "chat.h", "http_client.h"},
+        {"common", "http_client.h", "status.h"}, {"plugin", "discord.h", "chat.h"},
+        {"plugin", "hooks_int.h", "dirigent.h"}, {"http", "discord.h", "status.h"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *line = part_line(list, cases[i][0]);
+        for (int up = 1; up >= 0; up--) {
+            char text[200];
+            snprintf(text, sizeof text, "#include \"%s\"\nint probe;\n", cases[i][up ? 1 : 2]);
+            ck_assert_int_eq(tu_write_file(src, text), 0);
+            char cmd[2048];
+            /* The flags after the name and the library; pkg-config's for
+             * the headers that include jansson or libcurl. */
+            const char *flags = strchr(strchr(line, ' ') + 1, ' ');
+            snprintf(cmd, sizeof cmd,
+                     "cc -std=c11 -D_GNU_SOURCE -fsyntax-only %s $(pkg-config --cflags jansson "
+                     "libcurl 2>/dev/null) '%s'",
+                     flags ? flags : "", src);
+            const char *argv[] = {"sh", "-c", cmd, NULL};
+            char *out = NULL;
+            int st = run_capture(argv, &out);
+            if (up)
+                ck_assert_msg(st != 0 && strstr(out, cases[i][1]),
+                              "part %s compiled an include of %s (above it), status %d: %s",
+                              cases[i][0], cases[i][1], st, out);
+            else
+                ck_assert_msg(st == 0, "part %s could not include %s (below it), status %d: %s",
+                              cases[i][0], cases[i][2], st, out);
+            free(out);
+        }
+        free(line);
+    }
+    free(src);
+    tu_rmtree(tmp);
+    free(tmp);
+    free(list);
+}
+END_TEST
+
+START_TEST(dirigent_ctl_links_no_hook)
+{
+    /* dirigent-ctl takes the core as a library: the members it uses
+     * (config, views, cost report), never the hooks nor the plugin's
+     * entry point, which only the host calls. */
+    char path[600];
+    snprintf(path, sizeof path, "%s/dirigent-ctl", tu_build_dir());
+    const char *argv[] = {"nm", path, NULL};
+    char *out = NULL;
+    int st = run_capture(argv, &out);
+    ck_assert_msg(st == 0, "nm %s (status %d): %.300s", path, st, out);
+    ck_assert_msg(strstr(out, " dg_store_open_readonly\n"), "nm %s shows no store symbol: %.300s",
+                  path, out);
+    static const char *const hooks[] = {" dg_hook_", " oc_plugin_entry\n"};
+    for (size_t i = 0; i < sizeof hooks / sizeof *hooks; i++) {
+        char *at = strstr(out, hooks[i]);
+        ck_assert_msg(!at, "dirigent-ctl links hooks' code: %.*s", (int)strcspn(at ? at : "", "\n"),
+                      at ? at : "");
+    }
+    free(out);
 }
 END_TEST
 
@@ -854,7 +1112,11 @@ Suite *make_build_suite(void)
     tcase_add_test(tc, valgrind_runs_every_suite_but_the_excused);
     tcase_add_test(tc, fuzz_targets_are_the_manifest_hooks_and_tools);
     tcase_add_test(tc, the_size_rule_holds);
+    tcase_add_test(tc, the_size_rule_covers_every_c_folder);
     tcase_add_test(tc, the_size_rule_names_each_offender);
+    tcase_add_test(tc, include_paths_follow_the_parts);
+    tcase_add_test(tc, an_upward_include_fails_to_compile);
+    tcase_add_test(tc, dirigent_ctl_links_no_hook);
     tcase_add_test(tc, the_core_names_no_platform_client);
     tcase_add_test(tc, the_platform_rule_names_each_offender);
     suite_add_tcase(s, tc);

@@ -447,84 +447,82 @@ static void check_no_reply(doctor *d)
 
 /* ---- the database ------------------------------------------------------------------ */
 
-static void check_database(doctor *d)
+/* The PostgreSQL store of storeUrl: reachable, and dirigent's or empty. */
+static void check_store_url(doctor *d)
 {
     char err[1024] = "";
     dg_store *st = NULL;
-    if (d->cfg.store_url) {
-        int rc = dg_store_open_readonly(d->cfg.store_url, &st, err, sizeof err);
-        dg_store_close(st);
-        if (rc == OC_OK || rc == OC_ERR_UNSUPPORTED)
-            doctor_say(
-                d, rc == OC_OK ? DOCTOR_OK : DOCTOR_WARN,
-                rc == OC_OK ? "database: the PostgreSQL store "
-                              "is reachable and holds dirigent's tables"
-                            : err,
-                rc == OC_OK
-                    ? NULL
-                    : "start the plugin of this version once, or use the matching dirigent-ctl");
-        else
-            doctor_sayf(d, DOCTOR_WARN,
-                        "make sure the database is reachable and holds dirigent's tables "
-                        "or none",
-                        "database: %s (a new empty database is set up at the first "
-                        "start)",
-                        err);
+    int rc = dg_store_open_readonly(d->cfg.store_url, &st, err, sizeof err);
+    dg_store_close(st);
+    if (rc == OC_OK || rc == OC_ERR_UNSUPPORTED)
+        doctor_say(d, rc == OC_OK ? DOCTOR_OK : DOCTOR_WARN,
+                   rc == OC_OK ? "database: the PostgreSQL store "
+                                 "is reachable and holds dirigent's tables"
+                               : err,
+                   rc == OC_OK
+                       ? NULL
+                       : "start the plugin of this version once, or use the matching dirigent-ctl");
+    else
+        doctor_sayf(d, DOCTOR_WARN,
+                    "make sure the database is reachable and holds dirigent's tables "
+                    "or none",
+                    "database: %s (a new empty database is set up at the first "
+                    "start)",
+                    err);
+}
+
+/* dbPath names an existing file sb: a regular file we may write, empty or
+ * dirigent's database. */
+static void check_db_file(doctor *d, const char *path, const struct stat *sb)
+{
+    char err[1024] = "";
+    dg_store *st = NULL;
+    if (!S_ISREG(sb->st_mode)) {
+        doctor_sayf(d, DOCTOR_ERROR, "point dbPath at a file (it may not exist yet)",
+                    "database: dbPath %s is not a regular file", path);
         return;
     }
-    const char *path = d->cfg.db_path;
-    struct stat sb;
-    if (stat(path, &sb) == 0) {
-        if (!S_ISREG(sb.st_mode)) {
-            doctor_sayf(d, DOCTOR_ERROR, "point dbPath at a file (it may not exist yet)",
-                        "database: dbPath %s is not a regular file", path);
-            return;
-        }
-        if (access(path, R_OK | W_OK) != 0) {
-            doctor_sayf(d, DOCTOR_ERROR,
-                        "give the gateway's user read and write access to it, or choose "
-                        "another dbPath",
-                        "database: dbPath %s is not writable (%s)", path, strerror(errno));
-            return;
-        }
-        if (sb.st_size == 0) {
-            doctor_sayf(d, DOCTOR_OK, NULL,
-                        "database: dbPath %s is an empty file: set up at the first "
-                        "start",
-                        path);
-            return;
-        }
-        int rc = dg_store_open_readonly(path, &st, err, sizeof err);
-        dg_store_close(st);
-        if (rc == OC_OK)
-            doctor_sayf(d, DOCTOR_OK, NULL, "database: dbPath %s is dirigent's database, writable",
-                        path);
-        else if (rc == OC_ERR_UNSUPPORTED)
-            doctor_sayf(d, DOCTOR_WARN,
-                        "start the plugin of this version once (it migrates an older file) "
-                        "or use the newer one's dirigent-ctl",
-                        "database: %s", err);
-        else
-            doctor_sayf(d, DOCTOR_ERROR,
-                        "choose a dbPath of its own for the plugin (it never writes into "
-                        "another application's file)",
-                        "database: dbPath %s holds another "
-                        "application's data, not dirigent's (%s)",
-                        path,
-                        rc == OC_ERR_INVALID ? "a SQLite database without the plugin's stamp and "
-                                               "tables"
-                                             : "not a SQLite database");
-        return;
-    }
-    if (errno != ENOENT && errno != ENOTDIR) {
+    if (access(path, R_OK | W_OK) != 0) {
         doctor_sayf(d, DOCTOR_ERROR,
-                    "give the gateway's user access to the folder, or choose another "
-                    "dbPath",
-                    "database: dbPath %s cannot be examined (%s)", path, strerror(errno));
+                    "give the gateway's user read and write access to it, or choose "
+                    "another dbPath",
+                    "database: dbPath %s is not writable (%s)", path, strerror(errno));
         return;
     }
-    /* Not there yet: the nearest folder that exists must let us create it
-     * (the plugin creates the missing folders, mode 0700). */
+    if (sb->st_size == 0) {
+        doctor_sayf(d, DOCTOR_OK, NULL,
+                    "database: dbPath %s is an empty file: set up at the first "
+                    "start",
+                    path);
+        return;
+    }
+    int rc = dg_store_open_readonly(path, &st, err, sizeof err);
+    dg_store_close(st);
+    if (rc == OC_OK)
+        doctor_sayf(d, DOCTOR_OK, NULL, "database: dbPath %s is dirigent's database, writable",
+                    path);
+    else if (rc == OC_ERR_UNSUPPORTED)
+        doctor_sayf(d, DOCTOR_WARN,
+                    "start the plugin of this version once (it migrates an older file) "
+                    "or use the newer one's dirigent-ctl",
+                    "database: %s", err);
+    else
+        doctor_sayf(d, DOCTOR_ERROR,
+                    "choose a dbPath of its own for the plugin (it never writes into "
+                    "another application's file)",
+                    "database: dbPath %s holds another "
+                    "application's data, not dirigent's (%s)",
+                    path,
+                    rc == OC_ERR_INVALID ? "a SQLite database without the plugin's stamp and "
+                                           "tables"
+                                         : "not a SQLite database");
+}
+
+/* dbPath does not exist yet: the nearest folder that exists must let the
+ * plugin create it (it creates the missing folders, mode 0700). */
+static void check_db_folder(doctor *d, const char *path)
+{
+    struct stat sb;
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", path);
     for (;;) {
@@ -552,6 +550,28 @@ static void check_database(doctor *d)
                     "database: dbPath %s does not exist yet; it is created at the "
                     "first start (%s is writable)",
                     path, dir);
+}
+
+static void check_database(doctor *d)
+{
+    if (d->cfg.store_url) {
+        check_store_url(d);
+        return;
+    }
+    const char *path = d->cfg.db_path;
+    struct stat sb;
+    if (stat(path, &sb) == 0) {
+        check_db_file(d, path, &sb);
+        return;
+    }
+    if (errno != ENOENT && errno != ENOTDIR) {
+        doctor_sayf(d, DOCTOR_ERROR,
+                    "give the gateway's user access to the folder, or choose another "
+                    "dbPath",
+                    "database: dbPath %s cannot be examined (%s)", path, strerror(errno));
+        return;
+    }
+    check_db_folder(d, path);
 }
 
 /* ---- the store a config names ------------------------------------------------------- */

@@ -387,25 +387,11 @@ static void check_guild(doctor *d, const char *g, bot *mod, bot *agents, size_t 
     json_decref(roles);
 }
 
-void doctor_check_discord(doctor *d)
+/* Each agent's bot: bound to a Discord account whose token works (its
+ * client into agents[k].api, NULL when it cannot be used). */
+static void check_agent_tokens(doctor *d, bot *agents)
 {
     const dg_config *c = &d->cfg;
-    if (!doctor_host_resolves(d, "Discord", "discord.apiBase", c->discord_api_base)) {
-        doctor_say(d, DOCTOR_WARN,
-                   "Discord: the tokens, channels and permissions are not checked (the API "
-                   "host does not resolve)",
-                   "fix the name resolution, then run the doctor again");
-        return;
-    }
-    bot mod = {.who = "moderator", .user_id = c->moderator_user_id};
-    mod.api = check_token(d, "moderator",
-                          getenv("DIRIGENT_MODERATOR_TOKEN") && *getenv("DIRIGENT_MODERATOR_TOKEN")
-                              ? "env DIRIGENT_MODERATOR_TOKEN"
-                              : "discord.moderatorToken / env DIRIGENT_MODERATOR_TOKEN",
-                          c->moderator_token, c->moderator_user_id, 1);
-    bot *agents = calloc(c->n_agents ? c->n_agents : 1, sizeof *agents);
-    if (!agents)
-        return;
     json_t *accounts = doctor_at(d->root, "channels", "discord", "accounts", NULL);
     for (size_t k = 0; k < c->n_agents; k++) {
         agents[k].who = c->agents[k].agent_id;
@@ -429,66 +415,93 @@ void doctor_check_discord(doctor *d)
                         json_string_value(json_object_get(json_object_get(accounts, acc), "token")),
                         agents[k].user_id, 0);
     }
+}
+
+/* The guilds (discord.guildId and those OpenClaw's Discord plugin is
+ * configured for; a guild with a channels map limits the check to those
+ * channels) and the archive channel, asked with the moderator's token. */
+static void check_guilds(doctor *d, bot *mod, bot *agents)
+{
+    const dg_config *c = &d->cfg;
+    json_t *guilds = doctor_at(d->root, "channels", "discord", "guilds", NULL);
+    json_t *seen = json_object();
+    if (c->discord_guild_id) {
+        json_object_set_new(seen, c->discord_guild_id, json_true());
+        check_guild(d, c->discord_guild_id, mod, agents, c->n_agents,
+                    doctor_at(guilds, c->discord_guild_id, "channels", NULL, NULL));
+    } else {
+        doctor_say(d, DOCTOR_WARN,
+                   "discussions: discord.guildId is not set: discuss-callback's "
+                   "channel creation is refused",
+                   "set discord.guildId to your server's id to "
+                   "enable discussions");
+    }
+    const char *gid;
+    json_t *gv;
+    json_object_foreach(guilds, gid, gv) {
+        if (json_object_get(seen, gid))
+            continue;
+        if (doctor_is_placeholder(gid))
+            continue; /* an error already, offline */
+        if (!dg_snowflake_valid(gid)) {
+            doctor_sayf(d, DOCTOR_ERROR, "write the server's id (a snowflake) as the key",
+                        "channels.discord.guilds: key \"%s\" is not a guild id (OpenClaw does not "
+                        "substitute ${VAR} in keys)",
+                        gid);
+            continue;
+        }
+        json_object_set_new(seen, gid, json_true());
+        check_guild(d, gid, mod, agents, c->n_agents, json_object_get(gv, "channels"));
+    }
+    json_decref(seen);
+    if (c->archive_channel_id) {
+        char path[96];
+        dg_discord_err e;
+        snprintf(path, sizeof path, "/channels/%s", c->archive_channel_id);
+        json_t *ch = get(mod->api, path, &e);
+        if (!ch)
+            doctor_sayf(d, DOCTOR_ERROR,
+                        "allow the moderator bot View Channel and Send Messages "
+                        "there, or correct discussion.archiveChannelId",
+                        "discussion."
+                        "archiveChannelId %s: the moderator cannot see it: %s",
+                        c->archive_channel_id, e.message);
+        else
+            doctor_sayf(d, DOCTOR_OK, NULL,
+                        "discussion.archiveChannelId %s: visible to the "
+                        "moderator",
+                        c->archive_channel_id);
+        json_decref(ch);
+    }
+}
+
+void doctor_check_discord(doctor *d)
+{
+    const dg_config *c = &d->cfg;
+    if (!doctor_host_resolves(d, "Discord", "discord.apiBase", c->discord_api_base)) {
+        doctor_say(d, DOCTOR_WARN,
+                   "Discord: the tokens, channels and permissions are not checked (the API "
+                   "host does not resolve)",
+                   "fix the name resolution, then run the doctor again");
+        return;
+    }
+    bot mod = {.who = "moderator", .user_id = c->moderator_user_id};
+    mod.api = check_token(d, "moderator",
+                          getenv("DIRIGENT_MODERATOR_TOKEN") && *getenv("DIRIGENT_MODERATOR_TOKEN")
+                              ? "env DIRIGENT_MODERATOR_TOKEN"
+                              : "discord.moderatorToken / env DIRIGENT_MODERATOR_TOKEN",
+                          c->moderator_token, c->moderator_user_id, 1);
+    bot *agents = calloc(c->n_agents ? c->n_agents : 1, sizeof *agents);
+    if (!agents)
+        return;
+    check_agent_tokens(d, agents);
     if (!mod.api) {
         doctor_say(d, DOCTOR_WARN,
                    "channels and permissions: not checked (they are asked with the "
                    "moderator's token, which could not be used)",
                    "fix what the moderator's line above says, then run the doctor again");
     } else {
-        /* The guilds: discord.guildId and those OpenClaw's Discord plugin
-         * is configured for; a guild with a channels map limits the check
-         * to those channels. */
-        json_t *guilds = doctor_at(d->root, "channels", "discord", "guilds", NULL);
-        json_t *seen = json_object();
-        if (c->discord_guild_id) {
-            json_object_set_new(seen, c->discord_guild_id, json_true());
-            check_guild(d, c->discord_guild_id, &mod, agents, c->n_agents,
-                        doctor_at(guilds, c->discord_guild_id, "channels", NULL, NULL));
-        } else {
-            doctor_say(d, DOCTOR_WARN,
-                       "discussions: discord.guildId is not set: discuss-callback's "
-                       "channel creation is refused",
-                       "set discord.guildId to your server's id to "
-                       "enable discussions");
-        }
-        const char *gid;
-        json_t *gv;
-        json_object_foreach(guilds, gid, gv) {
-            if (json_object_get(seen, gid))
-                continue;
-            if (doctor_is_placeholder(gid))
-                continue; /* an error already, offline */
-            if (!dg_snowflake_valid(gid)) {
-                doctor_sayf(
-                    d, DOCTOR_ERROR, "write the server's id (a snowflake) as the key",
-                    "channels.discord.guilds: key \"%s\" is not a guild id (OpenClaw does not "
-                    "substitute ${VAR} in keys)",
-                    gid);
-                continue;
-            }
-            json_object_set_new(seen, gid, json_true());
-            check_guild(d, gid, &mod, agents, c->n_agents, json_object_get(gv, "channels"));
-        }
-        json_decref(seen);
-        if (c->archive_channel_id) {
-            char path[96];
-            dg_discord_err e;
-            snprintf(path, sizeof path, "/channels/%s", c->archive_channel_id);
-            json_t *ch = get(mod.api, path, &e);
-            if (!ch)
-                doctor_sayf(d, DOCTOR_ERROR,
-                            "allow the moderator bot View Channel and Send Messages "
-                            "there, or correct discussion.archiveChannelId",
-                            "discussion."
-                            "archiveChannelId %s: the moderator cannot see it: %s",
-                            c->archive_channel_id, e.message);
-            else
-                doctor_sayf(d, DOCTOR_OK, NULL,
-                            "discussion.archiveChannelId %s: visible to the "
-                            "moderator",
-                            c->archive_channel_id);
-            json_decref(ch);
-        }
+        check_guilds(d, &mod, agents);
     }
     for (size_t k = 0; k < c->n_agents; k++) {
         dg_discord_free(agents[k].api);

@@ -151,6 +151,135 @@ static oc_hook_fn hook_named(tth *h, const char *name)
     return NULL;
 }
 
+/* 10,000 channels x 8 agents: every agent joins, one human message wakes
+ * each channel (the first agent holds the turn). Fills ctx[], keys[] and
+ * vals[] (malloc'd strings, freed by the caller) and m; -1 on a failure. */
+static int resolve_open_channels(tth *h, oc_hook_fn fn, json_t *event, long scopes, char **ctx,
+                                 char **keys, int *vals, dg_map *m)
+{
+    for (long c = 0; c < scopes; c++) {
+        char ch[24], key[128], id[24];
+        channel_of(c, ch, sizeof ch);
+        for (int a = 0; a < AGENTS; a++) {
+            long i = c * AGENTS + a;
+            tth_session_key(key, sizeof key, NAMES[a], ch, NULL);
+            if (asprintf(&ctx[i],
+                         "{\"agentId\":\"%s\",\"sessionKey\":\"%s\",\"channelId\":\"%s\","
+                         "\"messageProvider\":\"discord\",\"workspaceDir\":\"/srv/agents/%s\"}",
+                         NAMES[a], key, ch, NAMES[a]) < 0)
+                return -1;
+            keys[i] = strdup(key);
+            vals[i] = a;
+            dg_map_put(m, keys[i], &vals[i]);
+            int sink = 0;
+            if (hook_once(h, ctx[i], fn, event, &sink) != OC_OK)
+                return -1;
+        }
+        snprintf(id, sizeof id, "6%017ld", c);
+        if (tth_msg(h, ch, NULL, id, TTH_HUMAN_UID, 0, "wake up", NULL) != OC_OK)
+            return -1;
+    }
+    return 0;
+}
+
+/* A closed discussion channel with the same 8 agents: every session is
+ * seen once (recorded, routed to the no-reply model) before timing; their
+ * ctx into closed_ctx[] (new references, the caller drops them). */
+static int resolve_closed_channel(tth *h, oc_hook_fn fn, json_t *event, json_t **closed_ctx)
+{
+    dg_plugin *p = tth_plugin(h);
+    const char *closed_ch = "399999999999999999";
+    const char *parts[AGENTS - 1];
+    char *order[AGENTS];
+    for (int a = 0; a < AGENTS; a++) {
+        order[a] = (char *)NAMES[a];
+        if (a)
+            parts[a - 1] = NAMES[a];
+    }
+    dg_discussion d = {
+        .discussion_channel_id = (char *)closed_ch,
+        .origin_channel_id = "300000000000000001",
+        .initiator_agent_id = (char *)NAMES[0],
+        .initiator_session_key = "agent:x",
+        .initiator_session_id = "sid",
+        .initiator_workspace = "/tmp/ws",
+        .discuss_guide = "bench",
+        .status = DG_DISCUSSION_ACTIVE,
+        .created_at_ms = dg_now_ms(p),
+        .turn_order = order,
+        .n_turn_order = AGENTS,
+    };
+    int64_t id = 0;
+    if (dg_store_begin(p->store) != OC_OK)
+        return -1;
+    if (dg_store_discussion_insert(p->store, &d, &id) != OC_OK ||
+        dg_turns_prefill_discussion(p->turns, closed_ch, NAMES[0], parts, AGENTS - 1,
+                                    dg_now_ms(p)) != OC_OK ||
+        dg_store_discussion_close(p->store, id, "plans/d.md", dg_now_ms(p)) != OC_OK ||
+        dg_turns_close_channel(p->turns, closed_ch, dg_now_ms(p)) != OC_OK) {
+        dg_store_rollback(p->store);
+        return -1;
+    }
+    if (dg_store_commit(p->store) != OC_OK)
+        return -1;
+    for (int a = 0; a < AGENTS; a++) {
+        char key[128];
+        tth_session_key(key, sizeof key, NAMES[a], closed_ch, NULL);
+        closed_ctx[a] = json_pack("{s:s, s:s, s:s, s:s, s:s}", "agentId", NAMES[a], "sessionKey",
+                                  key, "channelId", closed_ch, "messageProvider", "discord",
+                                  "workspaceDir", "/srv/a");
+        int sink0 = 0;
+        if (!closed_ctx[a] || hook_parsed(h, closed_ctx[a], fn, event, &sink0) != OC_OK)
+            return -1;
+    }
+    return 0;
+}
+
+/* The n sessions' parsed ctx, ctx text and keys, and the arrays. */
+static void free_sessions(long n, json_t **pctx, char **ctx, char **keys)
+{
+    for (long i = 0; i < n; i++) {
+        json_decref(pctx[i]);
+        free(ctx[i]);
+        free(keys[i]);
+    }
+    free(pctx);
+    free(ctx);
+    free(keys);
+}
+
+/* The samples of bench_resolve, sorted in place, as lines and rows. */
+static void resolve_report(double *tb, double *th, double *tc, long samples, long overrides,
+                           double *tbt, double *tht, long tsamples)
+{
+    bench_sort(tb, samples);
+    bench_sort(th, samples);
+    bench_sort(tc, samples);
+    bench_sort(tbt, tsamples);
+    bench_sort(tht, tsamples);
+    double b50 = bench_pct(tb, samples, 0.50), b99 = bench_pct(tb, samples, 0.99);
+    double h50 = bench_pct(th, samples, 0.50), h99 = bench_pct(th, samples, 0.99);
+    double c50 = bench_pct(tc, samples, 0.50), c99 = bench_pct(tc, samples, 0.99);
+    printf("before_model_resolve (ctx pre-parsed, as the ABI passes it): open channel p50 %.2f "
+           "us  p99 %.2f us (%ld samples, %.0f%% swapped); closed channel p50 %.2f us  p99 "
+           "%.2f us\n",
+           h50 / 1e3, h99 / 1e3, samples, 100.0 * overrides / (double)samples, c50 / 1e3,
+           c99 / 1e3);
+    printf("baseline (decode + hash lookup, pre-parsed): p50 %.2f us  p99 %.2f us\n", b50 / 1e3,
+           b99 / 1e3);
+    double w50 = bench_pct(tht, tsamples, 0.50), w99 = bench_pct(tht, tsamples, 0.99);
+    double f50 = bench_pct(tbt, tsamples, 0.50), f99 = bench_pct(tbt, tsamples, 0.99);
+    printf("the whole hook call (ctx text in, decision out): p50 %.2f us  p99 %.2f us; floor "
+           "(parse + field reads + hash lookup): p50 %.2f us  p99 %.2f us (%ld samples)\n",
+           w50 / 1e3, w99 / 1e3, f50 / 1e3, f99 / 1e3, tsamples);
+    bench_row("resolve decision, open channel", "us", h50 / 1e3, h99 / 1e3, "decode+hash",
+              b50 / 1e3, b99 / 1e3, h50 / b50, h99 / b99, 0, 3.0);
+    bench_row("resolve decision, closed channel", "us", c50 / 1e3, c99 / 1e3, "open chan",
+              h50 / 1e3, h99 / 1e3, c50 / h50, c99 / h99, 0, 1.2);
+    bench_row("hook call, JSON in, decision out", "us", w50 / 1e3, w99 / 1e3, "parse+reads+hash",
+              f50 / 1e3, f99 / 1e3, w50 / f50, w99 / f99, 0, 1.8);
+}
+
 static int bench_resolve(tth *h, long scopes, long samples)
 {
     oc_hook_fn fn = hook_named(h, "before_model_resolve");
@@ -168,83 +297,14 @@ static int bench_resolve(tth *h, long scopes, long samples)
     dg_map_init(&m);
     json_t *event = json_pack("{s:s}", "prompt", "what next?");
 
-    /* 10,000 channels x 8 agents: every agent joins, one human message
-     * wakes each channel (the first agent holds the turn). */
     double t0 = now_ns();
-    for (long c = 0; c < scopes; c++) {
-        char ch[24], key[128], id[24];
-        channel_of(c, ch, sizeof ch);
-        for (int a = 0; a < AGENTS; a++) {
-            long i = c * AGENTS + a;
-            tth_session_key(key, sizeof key, NAMES[a], ch, NULL);
-            if (asprintf(&ctx[i],
-                         "{\"agentId\":\"%s\",\"sessionKey\":\"%s\",\"channelId\":\"%s\","
-                         "\"messageProvider\":\"discord\",\"workspaceDir\":\"/srv/agents/%s\"}",
-                         NAMES[a], key, ch, NAMES[a]) < 0)
-                return -1;
-            keys[i] = strdup(key);
-            vals[i] = a;
-            dg_map_put(&m, keys[i], &vals[i]);
-            int sink = 0;
-            if (hook_once(h, ctx[i], fn, event, &sink) != OC_OK)
-                return -1;
-        }
-        snprintf(id, sizeof id, "6%017ld", c);
-        if (tth_msg(h, ch, NULL, id, TTH_HUMAN_UID, 0, "wake up", NULL) != OC_OK)
-            return -1;
-    }
+    if (resolve_open_channels(h, fn, event, scopes, ctx, keys, vals, &m))
+        return -1;
     printf("setup: %ld scopes x %d agents in %.1f s\n", scopes, AGENTS, (now_ns() - t0) / 1e9);
 
-    /* A closed discussion channel with the same 8 agents: every session
-     * is seen once (recorded, routed to the no-reply model) before timing. */
-    dg_plugin *p = tth_plugin(h);
-    const char *closed_ch = "399999999999999999";
-    json_t *closed_ctx[AGENTS];
-    {
-        const char *parts[AGENTS - 1];
-        char *order[AGENTS];
-        for (int a = 0; a < AGENTS; a++) {
-            order[a] = (char *)NAMES[a];
-            if (a)
-                parts[a - 1] = NAMES[a];
-        }
-        dg_discussion d = {
-            .discussion_channel_id = (char *)closed_ch,
-            .origin_channel_id = "300000000000000001",
-            .initiator_agent_id = (char *)NAMES[0],
-            .initiator_session_key = "agent:x",
-            .initiator_session_id = "sid",
-            .initiator_workspace = "/tmp/ws",
-            .discuss_guide = "bench",
-            .status = DG_DISCUSSION_ACTIVE,
-            .created_at_ms = dg_now_ms(p),
-            .turn_order = order,
-            .n_turn_order = AGENTS,
-        };
-        int64_t id = 0;
-        if (dg_store_begin(p->store) != OC_OK)
-            return -1;
-        if (dg_store_discussion_insert(p->store, &d, &id) != OC_OK ||
-            dg_turns_prefill_discussion(p->turns, closed_ch, NAMES[0], parts, AGENTS - 1,
-                                        dg_now_ms(p)) != OC_OK ||
-            dg_store_discussion_close(p->store, id, "plans/d.md", dg_now_ms(p)) != OC_OK ||
-            dg_turns_close_channel(p->turns, closed_ch, dg_now_ms(p)) != OC_OK) {
-            dg_store_rollback(p->store);
-            return -1;
-        }
-        if (dg_store_commit(p->store) != OC_OK)
-            return -1;
-        for (int a = 0; a < AGENTS; a++) {
-            char key[128];
-            tth_session_key(key, sizeof key, NAMES[a], closed_ch, NULL);
-            closed_ctx[a] = json_pack("{s:s, s:s, s:s, s:s, s:s}", "agentId", NAMES[a],
-                                      "sessionKey", key, "channelId", closed_ch, "messageProvider",
-                                      "discord", "workspaceDir", "/srv/a");
-            int sink0 = 0;
-            if (!closed_ctx[a] || hook_parsed(h, closed_ctx[a], fn, event, &sink0) != OC_OK)
-                return -1;
-        }
-    }
+    json_t *closed_ctx[AGENTS] = {0};
+    if (resolve_closed_channel(h, fn, event, closed_ctx))
+        return -1;
     /* The ctx of every session parsed once, before timing. */
     json_t **pctx = calloc((size_t)n_sessions, sizeof *pctx);
     double *tc = malloc((size_t)samples * sizeof *tc);
@@ -297,47 +357,13 @@ static int bench_resolve(tth *h, long scopes, long samples)
         tbt[i] = b - a;
         tht[i] = now_ns() - b;
     }
-    bench_sort(tb, samples);
-    bench_sort(th, samples);
-    bench_sort(tc, samples);
-    bench_sort(tbt, tsamples);
-    bench_sort(tht, tsamples);
-    double b50 = bench_pct(tb, samples, 0.50), b99 = bench_pct(tb, samples, 0.99);
-    double h50 = bench_pct(th, samples, 0.50), h99 = bench_pct(th, samples, 0.99);
-    double c50 = bench_pct(tc, samples, 0.50), c99 = bench_pct(tc, samples, 0.99);
-    printf("before_model_resolve (ctx pre-parsed, as the ABI passes it): open channel p50 %.2f "
-           "us  p99 %.2f us (%ld samples, %.0f%% swapped); closed channel p50 %.2f us  p99 "
-           "%.2f us\n",
-           h50 / 1e3, h99 / 1e3, samples, 100.0 * overrides / (double)samples, c50 / 1e3,
-           c99 / 1e3);
-    printf("baseline (decode + hash lookup, pre-parsed): p50 %.2f us  p99 %.2f us\n", b50 / 1e3,
-           b99 / 1e3);
-    double w50 = bench_pct(tht, tsamples, 0.50), w99 = bench_pct(tht, tsamples, 0.99);
-    double f50 = bench_pct(tbt, tsamples, 0.50), f99 = bench_pct(tbt, tsamples, 0.99);
-    printf("the whole hook call (ctx text in, decision out): p50 %.2f us  p99 %.2f us; floor "
-           "(parse + field reads + hash lookup): p50 %.2f us  p99 %.2f us (%ld samples)\n",
-           w50 / 1e3, w99 / 1e3, f50 / 1e3, f99 / 1e3, tsamples);
-    bench_row("resolve decision, open channel", "us", h50 / 1e3, h99 / 1e3, "decode+hash",
-              b50 / 1e3, b99 / 1e3, h50 / b50, h99 / b99, 0, 3.0);
-    bench_row("resolve decision, closed channel", "us", c50 / 1e3, c99 / 1e3, "open chan",
-              h50 / 1e3, h99 / 1e3, c50 / h50, c99 / h99, 0, 1.2);
-    bench_row("hook call, JSON in, decision out", "us", w50 / 1e3, w99 / 1e3, "parse+reads+hash",
-              f50 / 1e3, f99 / 1e3, w50 / f50, w99 / f99, 0, 1.8);
+    resolve_report(tb, th, tc, samples, overrides, tbt, tht, tsamples);
     for (int a = 0; a < AGENTS; a++)
         json_decref(closed_ctx[a]);
-    for (long i = 0; i < n_sessions; i++)
-        json_decref(pctx[i]);
-    free(pctx);
+    free_sessions(n_sessions, pctx, ctx, keys);
     free(tc);
     free(tbt);
     free(tht);
-
-    for (long i = 0; i < n_sessions; i++) {
-        free(ctx[i]);
-        free(keys[i]);
-    }
-    free(ctx);
-    free(keys);
     free(vals);
     free(tb);
     free(th);

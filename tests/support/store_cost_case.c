@@ -43,9 +43,9 @@ static void run(dg_store *st, const char *sk, const char *id, const char *ch, in
     ck_assert_int_eq(dg_store_cost_run(st, &r), DG_OK);
 }
 
-void store_cost_case_run(dg_store *st)
+/* Runs of two channels over two days, their verdicts and token usage. */
+static void record_runs(dg_store *st)
 {
-    ck_assert_int_eq(dg_store_begin(st), DG_OK);
     run(st, "s1", "r1", "100", 10 * DAY + 5, DG_COST_GRANTED);
     /* A later hook claimed it: no model call after all; a lower verdict
      * afterwards does not lower it. */
@@ -65,7 +65,12 @@ void store_cost_case_run(dg_store *st)
     dg_cost_run bad = {.session_key = "s1", .run_id = "", .channel_id = "100"};
     ck_assert_int_eq(dg_store_cost_run(st, &bad), DG_ERR_INVALID);
     ck_assert_int_eq(dg_store_cost_usage(st, &u, "m", -1, 0, 0), DG_ERR_INVALID);
+}
 
+/* The sums and the per-day rows, whole and filtered by channel, scope and
+ * time. */
+static void check_sums(dg_store *st)
+{
     dg_cost_totals t;
     dg_cost_filter all = {0};
     ck_assert_int_eq(dg_store_cost_sum(st, &all, &t), DG_OK);
@@ -102,13 +107,25 @@ void store_cost_case_run(dg_store *st)
     ck_assert_int_eq(dg_store_cost_rows(st, &ch, collect, &conv), DG_OK);
     ck_assert_int_eq(conv.n, 1);
     ck_assert_str_eq(conv.line[0], "100 10  1/0/0/1 0");
-    ck_assert_int_eq(dg_store_cost_human(st, "100", "~conv", &t.last_ms), DG_OK);
-    ck_assert_int_eq(t.last_ms, 0);
+}
+
+/* The latest human message of a scope only moves forward. */
+static void check_human_marks(dg_store *st)
+{
+    int64_t last_ms = -1;
+    ck_assert_int_eq(dg_store_cost_human(st, "100", "~conv", &last_ms), DG_OK);
+    ck_assert_int_eq(last_ms, 0);
     ck_assert_int_eq(dg_store_cost_set_human(st, "100", "~conv", 10 * DAY + 9), DG_OK);
     ck_assert_int_eq(dg_store_cost_set_human(st, "100", "~conv", 10 * DAY + 8), DG_OK);
-    ck_assert_int_eq(dg_store_cost_human(st, "100", "~conv", &t.last_ms), DG_OK);
-    ck_assert_int_eq(t.last_ms, 10 * DAY + 9);
-    /* The judge's calls (store_judge.h): summed apart, pruned with the runs. */
+    ck_assert_int_eq(dg_store_cost_human(st, "100", "~conv", &last_ms), DG_OK);
+    ck_assert_int_eq(last_ms, 10 * DAY + 9);
+}
+
+/* The judge's calls (store_judge.h): summed apart, pruned with the runs. */
+static void check_judge_and_prune(dg_store *st)
+{
+    dg_cost_filter all = {0};
+    dg_cost_totals t;
     dg_judge_call jc = {.channel_id = "100",
                         .scope = "~conv",
                         .source = "openai:m",
@@ -145,5 +162,14 @@ void store_cost_case_run(dg_store *st)
     ck_assert_int_eq(t.runs, 3);
     ck_assert_int_eq(dg_store_judge_sum(st, &all, &jt), DG_OK);
     ck_assert_int_eq(jt.calls, 1);
+}
+
+void store_cost_case_run(dg_store *st)
+{
+    ck_assert_int_eq(dg_store_begin(st), DG_OK);
+    record_runs(st);
+    check_sums(st);
+    check_human_marks(st);
+    check_judge_and_prune(st);
     ck_assert_int_eq(dg_store_commit(st), DG_OK);
 }

@@ -9,7 +9,8 @@
 //   A. probe turn (fixture plugin bridge_probe.so through the same bridge):
 //      tool context, hook context and results, appendSystemContext reaching
 //      the model, host calls from the plugin's threads, clean one-shot stop.
-//   B. the discussion story (dirigent.so), issue 7 item 3:
+//   B. the discussion story (dirigent.so), the path a user takes: open a
+//      discussion, let the agents take turns in it, close it with a result:
 //      1. planner in the work channel calls discord_channel_create in
 //         discussion mode -> fake Discord: private channel + kickoff;
 //      2. reviewer's first turn after the kickoff holds the turn (real
