@@ -1,7 +1,8 @@
 /*
  * entry.c -- the exported entry point, init and shutdown.
  *
- * The top of the plugin: init builds the core with one call (dg_core_new)
+ * The top of the plugin: init turns the host's oc_host_api into the core's
+ * host-call table (host_api.h), builds the core with one call (dg_core_new)
  * and registers the hooks and tools through it; shutdown frees the core.
  */
 #include <stdio.h>
@@ -10,7 +11,7 @@
 #include "log_level.h"
 #include "status.h"
 #include "core.h"
-#include "host_sessions.h"
+#include "host_api.h"
 #include "register.h"
 
 /* The parts below the host boundary return dg_status and log at
@@ -56,11 +57,12 @@ const oc_plugin *oc_plugin_entry(void)
     return &dirigent_plugin;
 }
 
-/* The hooks, then the tools (abi-v1: only during init). Init thread. */
-static int attach_handlers(dg_plugin *p, char *err, size_t err_len)
+/* The hooks, then the tools (abi-v1: only during init); ctx is the host's
+ * oc_host_api. Init thread. */
+static int attach_handlers(dg_plugin *p, void *ctx, char *err, size_t err_len)
 {
-    p->host_sessions = dg_host_sessions;
-    int rc = dg_register_hooks(p);
+    const oc_host_api *api = ctx;
+    int rc = dg_register_hooks(p, api);
     if (rc) {
         snprintf(err, err_len, "dirigent: the host refused a hook registration (%s)",
                  oc_status_name(rc));
@@ -68,7 +70,7 @@ static int attach_handlers(dg_plugin *p, char *err, size_t err_len)
     }
     if ((rc = dg_config_require_no_reply(&p->cfg, p->claim_hooks, err, err_len)))
         return rc;
-    if ((rc = dg_register_tools(p)))
+    if ((rc = dg_register_tools(p, api)))
         snprintf(err, err_len, "dirigent: the host refused a tool registration (%s)",
                  oc_status_name(rc));
     return rc;
@@ -87,8 +89,13 @@ static int dg_init(const oc_host_api *api, const json_t *config, void **state, c
         snprintf(err, err_len, "dirigent: init needs a place to store its state");
         return OC_ERR_INVALID;
     }
+    *state = NULL;
+    dg_host_calls host;
+    int rc = dg_host_calls_from_api(api, &host, err, err_len);
+    if (rc != DG_OK)
+        return rc;
     dg_plugin *p = NULL;
-    int rc = dg_core_new(api, config, attach_handlers, &p, err, err_len);
+    rc = dg_core_new(&host, config, attach_handlers, (void *)api, &p, err, err_len);
     *state = p;
     return rc;
 }

@@ -283,7 +283,7 @@ DG_SETTLED_HANDLER(settled_reply_payload_sending, dg_hook_reply_payload_sending)
 DG_SETTLED_HANDLER(settled_model_call_ended, dg_hook_model_call_ended)
 DG_SETTLED_HANDLER(settled_llm_output, dg_hook_llm_output)
 
-int dg_register_hooks(dg_plugin *p)
+int dg_register_hooks(dg_plugin *p, const oc_host_api *api)
 {
     static const struct {
         const char *name;
@@ -306,7 +306,7 @@ int dg_register_hooks(dg_plugin *p)
     size_t n_core = 5, n_claim = 2, refused = 0;
     p->claim_hooks = 0;
     for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++) {
-        int rc = p->api->on(p->api->host, hooks[i].name, hooks[i].fn, DG_HOOK_PRIORITY);
+        int rc = api->on(api->host, hooks[i].name, hooks[i].fn, DG_HOOK_PRIORITY);
         if (rc == OC_ERR_INVALID && i >= n_core + n_claim) {
             dg_log(p, OC_LOG_INFO,
                    "hooks: the host has no %s hook; the cost ledger counts runs and "

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "host_sessions.h"
 #include "tools.h"
 
 const char dg_tool_discuss_callback_schema[] =

@@ -65,12 +65,12 @@ static const oc_tool discussion_list_tool = {
     .execute = settled_discussion_list,
 };
 
-int dg_register_tools(dg_plugin *p)
+int dg_register_tools(dg_plugin *p, const oc_host_api *api)
 {
     const oc_tool *tools[] = {&channel_create_tool, &discuss_callback_tool, &discussion_status_tool,
                               &discussion_list_tool};
     for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++) {
-        int rc = p->api->register_tool(p->api->host, tools[i]);
+        int rc = api->register_tool(api->host, tools[i]);
         if (rc != OC_OK) {
             dg_log(p, OC_LOG_ERROR, "the host refused tool %s (%s)", tools[i]->name,
                    oc_status_name(rc));

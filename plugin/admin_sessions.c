@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "discuss.h"
-#include "openclaw/plugin.h"
 #include "status.h"
 #include "templates.h"
 
@@ -44,25 +43,16 @@ static void reply(const dg_plugin *p, const char *name, const dg_tpl_vars *vars,
     free(text);
 }
 
-static void list_sessions(dg_plugin *p, const char *channel_id, dg_session_refs *out)
-{
-    memset(out, 0, sizeof *out);
-    if (p->host_sessions)
-        p->host_sessions(p, channel_id, out);
-    else
-        out->unavailable = 1;
-}
-
 void dg_admin_rotate(dg_plugin *p, const char *channel_id, const char *thread_id, char *msg,
                      size_t msg_len)
 {
     dg_tpl_vars v = {.scope = scope_words(p, thread_id)};
-    if (!OC_HOST_API_HAS(p->api, session_reset)) {
+    if (!p->host.session_reset) {
         reply(p, "admin_rotate_unsupported.md", &v, msg, msg_len);
         return;
     }
     dg_session_refs list;
-    list_sessions(p, channel_id, &list);
+    dg_host_sessions(p, channel_id, &list);
     if (list.unavailable) {
         dg_session_refs_release(&list);
         reply(p, "admin_rotate_unavailable.md", &v, msg, msg_len);
@@ -73,7 +63,7 @@ void dg_admin_rotate(dg_plugin *p, const char *channel_id, const char *thread_id
         const dg_session_ref *s = &list.v[i];
         if (!in_scope(p, s, thread_id))
             continue;
-        int rc = p->api->session_reset(p->api->host, s->session_key);
+        int rc = p->host.session_reset(p->host.ctx, s->session_key);
         if (rc == DG_OK) {
             done++;
         } else if (rc != DG_ERR_NOT_FOUND) {
@@ -95,7 +85,7 @@ void dg_admin_cancel(dg_plugin *p, const char *channel_id, const char *thread_id
                      const char *speaker_agent, char *msg, size_t msg_len)
 {
     dg_tpl_vars v = {.scope = scope_words(p, thread_id), .speaker = speaker_agent};
-    if (!OC_HOST_API_HAS(p->api, run_abort)) {
+    if (!p->host.run_abort) {
         reply(p, "admin_cancel_unsupported.md", &v, msg, msg_len);
         return;
     }
@@ -104,7 +94,7 @@ void dg_admin_cancel(dg_plugin *p, const char *channel_id, const char *thread_id
         return;
     }
     dg_session_refs list;
-    list_sessions(p, channel_id, &list);
+    dg_host_sessions(p, channel_id, &list);
     if (list.unavailable) {
         dg_session_refs_release(&list);
         reply(p, "admin_cancel_unavailable.md", &v, msg, msg_len);
@@ -116,7 +106,7 @@ void dg_admin_cancel(dg_plugin *p, const char *channel_id, const char *thread_id
         const dg_session_ref *s = &list.v[i];
         if (!s->agent_id || strcmp(s->agent_id, speaker_agent) != 0 || !in_scope(p, s, thread_id))
             continue;
-        int rc = p->api->run_abort(p->api->host, s->session_key);
+        int rc = p->host.run_abort(p->host.ctx, s->session_key);
         if (rc == DG_OK) {
             aborted++;
         } else if (rc != DG_ERR_NOT_FOUND) {

@@ -7,7 +7,6 @@
  * nothing running. The entry point (hooks/entry.c) calls it from init.
  */
 #include "turns_judge.h"
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,34 +29,13 @@
 #define DG_VERSION "0.0.0"
 #endif
 
-/* Size of an oc_host_api that carries every function this plugin calls. */
-#define HOST_API_MIN_SIZE (offsetof(oc_host_api, log) + sizeof(((oc_host_api *)0)->log))
-
-static int check_host(const oc_host_api *api, char *err, size_t err_len)
+/* The calls every host has (host_calls.h); the others are optional. */
+static int check_host(const dg_host_calls *host, char *err, size_t err_len)
 {
-    if (!api) {
-        snprintf(err, err_len, "dirigent: the host passed no oc_host_api");
-        return DG_ERR_INVALID;
-    }
-    if (api->abi_major != OC_ABI_MAJOR) {
+    if (!host || !host->log || !host->sessions || !host->session_patch) {
         snprintf(err, err_len,
-                 "dirigent: host ABI major %u is not supported; this plugin speaks ABI %d.%d "
-                 "(a host of major %d is needed)",
-                 (unsigned)api->abi_major, OC_ABI_MAJOR, OC_ABI_MINOR, OC_ABI_MAJOR);
-        return DG_ERR_UNSUPPORTED;
-    }
-    if (api->struct_size < HOST_API_MIN_SIZE) {
-        snprintf(err, err_len,
-                 "dirigent: host oc_host_api is %u bytes, at least %zu are needed; the host was "
-                 "built against a broken header",
-                 (unsigned)api->struct_size, (size_t)HOST_API_MIN_SIZE);
-        return DG_ERR_UNSUPPORTED;
-    }
-    if (!api->register_tool || !api->on || !api->session_patch || !api->sessions_list ||
-        !api->log) {
-        snprintf(err, err_len,
-                 "dirigent: the host's oc_host_api has a NULL function (register_tool, on, "
-                 "session_patch, sessions_list and log are all required)");
+                 "dirigent: the host-call table lacks log, sessions or session_patch "
+                 "(all three are required)");
         return DG_ERR_INVALID;
     }
     return DG_OK;
@@ -152,11 +130,11 @@ static void log_ready(dg_plugin *p)
                "once a token is configured");
 }
 
-int dg_core_new(const oc_host_api *api, const json_t *config, dg_core_attach_fn attach,
-                dg_plugin **out, char *err, size_t err_len)
+int dg_core_new(const dg_host_calls *host, const json_t *config, dg_core_attach_fn attach,
+                void *attach_ctx, dg_plugin **out, char *err, size_t err_len)
 {
     *out = NULL;
-    int rc = check_host(api, err, err_len);
+    int rc = check_host(host, err, err_len);
     if (rc)
         return rc;
 
@@ -165,7 +143,7 @@ int dg_core_new(const oc_host_api *api, const json_t *config, dg_core_attach_fn 
         snprintf(err, err_len, "dirigent: out of memory");
         return DG_ERR_NOMEM;
     }
-    p->api = api;
+    p->host = *host;
     dg_set_clock(p, NULL, NULL);
     pthread_mutex_init(&p->inflight_mu, NULL);
     if ((rc = dg_log_queue_new(&p->logq)) || !(p->closed_seen = dg_seen_set_new())) {
@@ -219,7 +197,7 @@ int dg_core_new(const oc_host_api *api, const json_t *config, dg_core_attach_fn 
         snprintf(err, err_len, "dirigent: the judge could not start (%s)", dg_status_name(rc));
         goto fail;
     }
-    if ((rc = attach(p, err, err_len)))
+    if ((rc = attach(p, attach_ctx, err, err_len)))
         goto fail;
     if (p->chat && (rc = dg_outbox_start_on(p, p->chat, NULL, &p->outbox, err, err_len)))
         goto fail;

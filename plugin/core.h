@@ -13,20 +13,22 @@
 #include "dirigent.h"
 
 /* Registers the caller's hooks and tools once the core's parts exist and
- * before its threads start. DG_OK, or the host's refusal with err filled
- * in. Called once, on the init thread. */
-typedef int (*dg_core_attach_fn)(dg_plugin *p, char *err, size_t err_len);
+ * before its threads start; ctx is dg_core_new's attach_ctx. DG_OK, or the
+ * host's refusal with err filled in. Called once, on the init thread. */
+typedef int (*dg_core_attach_fn)(dg_plugin *p, void *ctx, char *err, size_t err_len);
 
 /*
- * Check the host's oc_host_api, parse config, then build templates, store,
+ * Take the host-call table (copied into p->host; its ctx must outlive the
+ * instance), parse config, then build templates, store,
  * Discord client and turn engine, call attach, and start the outbox
  * dispatcher and the turn timeouts. On DG_OK *out is the new instance
  * (freed by dg_core_free); on an error *out is NULL, err names the field
  * or step that failed, and nothing is left running. err must hold at
  * least one byte. Thread: the host's init.
  */
-int dg_core_new(const oc_host_api *api, const json_t *config, dg_core_attach_fn attach,
-                dg_plugin **out, char *err, size_t err_len) __attribute__((warn_unused_result));
+int dg_core_new(const dg_host_calls *host, const json_t *config, dg_core_attach_fn attach,
+                void *attach_ctx, dg_plugin **out, char *err, size_t err_len)
+    __attribute__((warn_unused_result));
 
 /* Stop the plugin's threads and free everything of p; NULL is fine.
  * Thread: the host's shutdown (or a failed init). */

@@ -16,6 +16,7 @@
 #include "status.h"
 #include "config.h"
 #include "log_defer.h"
+#include "host_calls.h"
 
 typedef struct dg_store dg_store;
 typedef struct dg_templates dg_templates;
@@ -23,7 +24,6 @@ typedef struct dg_chat dg_chat;
 typedef struct dg_outbox dg_outbox;
 typedef struct dg_turns dg_turns;
 typedef struct dg_seen_set dg_seen_set;
-struct dg_session_refs; /* discuss.h */
 typedef struct dg_summary_rules dg_summary_rules;
 
 /* Injectable clock (tests move time by hand). Milliseconds since the epoch. */
@@ -33,8 +33,9 @@ typedef int64_t (*dg_clock_fn)(void *clock_state);
 typedef struct dg_log_queue dg_log_queue;
 
 typedef struct dg_plugin {
-    const oc_host_api *api; /* borrowed from the host until shutdown */
-    dg_log_queue *logq;     /* lines of threads that must not call the host */
+    dg_host_calls host; /* the only way to the host (host_calls.h); set by
+                           dg_core_new, read-only afterwards */
+    dg_log_queue *logq; /* lines of threads that must not call the host */
     dg_config cfg;
     dg_store *store;
     dg_templates *templates;
@@ -63,11 +64,6 @@ typedef struct dg_plugin {
                                  the store is asked on every call */
     dg_summary_rules *summary_rules; /* discussion.summaryTemplate's headings (summary.h);
                                  NULL: none configured. Read-only after init */
-    /* The host's sessions of a channel as plain values (the core reads no
-     * JSON): set by the entry point (hooks/host_sessions.c); NULL in
-     * hand-built plugins, then every list is unavailable. out is released
-     * with dg_session_refs_release. Any thread, no plugin lock held. */
-    void (*host_sessions)(struct dg_plugin *p, const char *channel_id, struct dg_session_refs *out);
 } dg_plugin;
 
 /* The moderator's client on platform (borrowed from p), NULL when that

@@ -62,6 +62,20 @@ void dg_session_refs_release(dg_session_refs *r)
     memset(r, 0, sizeof *r);
 }
 
+void dg_host_sessions(dg_plugin *p, const char *channel_id, dg_session_refs *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!p->host.sessions) {
+        out->unavailable = 1;
+        return;
+    }
+    if (p->host.sessions(p->host.ctx, channel_id, out) == DG_ERR_INVALID)
+        dg_log(p, OC_LOG_WARN,
+               "sessions: host sessions_list(%s) did not return an array; "
+               "taken as no sessions",
+               channel_id);
+}
+
 /* ---- in-transaction helpers for other areas ----------------------------- */
 
 int dg_discuss_lookup_locked(dg_store *st, const char *channel_id, dg_discussion *d)

@@ -113,9 +113,9 @@ typedef struct dg_callback_result {
 
 void dg_callback_result_clear(dg_callback_result *r);
 
-/* The host's sessions of the caller's channel as plain values: the tool
- * handler asks the host (sessions_list) and decodes its JSON, the core
- * reads no JSON. Strings borrowed for the call; agent_id may be NULL. */
+/* The host's sessions of a channel as plain values: the host-call table
+ * decodes the host's JSON (hooks/host_calls.c), the core reads none.
+ * Strings borrowed for the call; agent_id may be NULL. */
 typedef struct dg_session_ref {
     const char *session_key;
     const char *agent_id;
@@ -133,6 +133,13 @@ typedef struct dg_session_refs {
 /* Free what r holds (v, and owner through release); r is then empty.
  * NULL-safe. Any thread. */
 void dg_session_refs_release(dg_session_refs *r);
+
+/* The host's sessions of channel_id (entries of other channels left out)
+ * into *out through p->host.sessions; release it with
+ * dg_session_refs_release. Unavailable when the host could not list them
+ * or p has no such call; an answer that is no list is logged and taken as
+ * no sessions. A thread that may call the host (host_calls.h). */
+void dg_host_sessions(dg_plugin *p, const char *channel_id, dg_session_refs *out);
 
 /*
  * discuss-callback(summaryPath). Statuses in this order: caller's channel
@@ -157,7 +164,7 @@ int dg_discuss_callback(dg_plugin *p, const dg_caller *caller, const char *summa
  * Re-drive effects a crash left undone: session overrides recorded but not
  * applied are applied with session_patch and marked. Also forgets stored
  * tool-call results older than 30 days. The lead calls it at
- * init after the store is open and the host api is set (outbox rows are
+ * init after the store is open and the host-call table is set (outbox rows are
  * re-sent by the outbox itself). Thread: init.
  */
 void dg_discuss_resume(dg_plugin *p);

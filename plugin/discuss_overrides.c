@@ -31,7 +31,7 @@ size_t discuss_apply_pending(dg_plugin *p)
              * channel's runs are claimed: nothing to switch, the row is done. */
             int prc = !p->cfg.no_reply_provider
                           ? DG_OK
-                          : p->api->session_patch(p->api->host, keys[i], p->cfg.no_reply_provider,
+                          : p->host.session_patch(p->host.ctx, keys[i], p->cfg.no_reply_provider,
                                                   p->cfg.no_reply_model);
             if (prc == DG_OK) {
                 done[i] = 1;
@@ -64,7 +64,7 @@ size_t discuss_apply_pending(dg_plugin *p)
 
 void dg_discuss_resume(dg_plugin *p)
 {
-    if (!p || !p->store || !p->api)
+    if (!p || !p->store || !p->host.session_patch)
         return;
     size_t n = discuss_apply_pending(p);
     if (n)
@@ -115,7 +115,7 @@ void dg_discuss_session_seen(dg_plugin *p, const char *session_key, const char *
     }
     int prc = !p->cfg.no_reply_provider
                   ? DG_OK
-                  : p->api->session_patch(p->api->host, session_key, p->cfg.no_reply_provider,
+                  : p->host.session_patch(p->host.ctx, session_key, p->cfg.no_reply_provider,
                                           p->cfg.no_reply_model);
     if (prc != DG_OK) {
         dg_log(p, OC_LOG_WARN, "discussion: session_patch(%s) failed (%s); retried later",

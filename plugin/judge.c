@@ -90,7 +90,7 @@ static int pick_source(dg_judge *j)
     dg_plugin *p = j->p;
     const dg_config *c = &p->cfg;
     if (c->judge_source == DG_JUDGE_HOST) {
-        if (!p->api || !OC_HOST_API_HAS(p->api, decide)) {
+        if (!p->host.decide) {
             dg_log(p, OC_LOG_ERROR,
                    "judge: judge.source is \"host\" but this host has no decide (ABI 1.2 "
                    "decision models); running without a judge (today's order)");

@@ -18,34 +18,17 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* The host's decision model (ABI 1.2): the request, the call, the answer
- * read like any untrusted input. */
+/* The host's decision model (ABI 1.2), through the host-call table (which
+ * reads the answer like any untrusted input). */
 static int ask_host(dg_judge *j, const char *const *labels, size_t n, const char *context,
                     dgj_answer *a, char *err, size_t err_len)
 {
-    json_t *list = json_array();
-    for (size_t i = 0; list && i < n; i++)
-        if (json_array_append_new(list, json_string(labels[i])) != 0) {
-            json_decref(list);
-            list = NULL;
-        }
-    json_t *req =
-        list ? json_pack("{s:s, s:o, s:s, s:I}", "question", DGJ_QUESTION, "labels", list,
-                         "context", context, "timeoutMs", (json_int_t)j->p->cfg.judge_timeout_ms)
-             : NULL;
-    if (!req) {
-        snprintf(err, err_len, "judge: out of memory");
-        return DG_ERR_NOMEM;
-    }
-    json_t *answer = NULL;
-    int rc = j->p->api->decide(j->p->api->host, req, &answer);
-    json_decref(req);
-    if (rc == OC_OK)
-        rc = dgj_parse_answer(answer, labels, n, a, err, err_len);
-    else
-        snprintf(err, err_len, "judge: the host's decide answered %s", oc_status_name(rc));
-    json_decref(answer);
-    return rc == OC_ERR_UNSUPPORTED ? DG_ERR_UNSUPPORTED : rc;
+    dg_host_question q = {.question = DGJ_QUESTION,
+                          .labels = labels,
+                          .n_labels = n,
+                          .context = context,
+                          .timeout_ms = j->p->cfg.judge_timeout_ms};
+    return j->p->host.decide(j->p->host.ctx, &q, a, err, err_len);
 }
 
 static void log_fallback_once(dg_judge *j, dg_judge_cause cause, const char *detail)

@@ -1,5 +1,5 @@
 /*
- * log.c -- logging through the host.
+ * log.c -- logging through the host (its table's log, host_calls.h).
  *
  * Why lines are sometimes queued: a host may run its own code on one
  * thread only and relay a host call made on another thread to it, blocking
@@ -46,7 +46,7 @@ struct dg_log_queue {
 /* Hand one line to the host. The calling thread holds no plugin lock. */
 static void deliver(const dg_plugin *p, int level, const char *text)
 {
-    p->api->log(p->api->host, level, text);
+    p->host.log(p->host.ctx, level, text);
 }
 
 /* Pops every queued line and delivers it, the queue unlocked while the
@@ -182,7 +182,7 @@ static int enqueue(const dg_plugin *p, int level, const char *text)
 
 void dg_log(const dg_plugin *p, int level, const char *fmt, ...)
 {
-    if (!p || !p->api || !p->api->log)
+    if (!p || !p->host.log)
         return;
     char buf[2048];
     va_list ap;

@@ -1038,6 +1038,7 @@ START_TEST(test_rotate_and_cancel_on_an_abi_1_0_host)
 {
     host_sessions();
     H.api.struct_size = (uint32_t)offsetof(oc_host_api, session_reset);
+    tth_restart(&H); /* the plugin reads what its host has at init */
     join3(CH1, NULL);
     human_says(CH1, NULL, "hello");
     admin_says(CH1, NULL, "!dirigent rotate", NULL);
@@ -1161,8 +1162,8 @@ END_TEST
  *  - turns_admin.c:turns_admin_locked (turns_message_scope, scope lookups, the
  *    close's rc): a store statement failing on a cached page (the
  *    engine answers from its mirror; see check_turn_hooks.c, kind (a)).
- *  - admin_sessions.c:list_sessions (no host_sessions): the hooks always
- *    set it (hooks/entry.c); only a hand-built dg_plugin lacks it.
+ *  - discuss.c:dg_host_sessions (no sessions call): the entry point's table
+ *    always has it (hooks/host_api.c); only a hand-built dg_plugin lacks it.
  */
 
 /* A command is answered by the moderator: in a channel with one agent

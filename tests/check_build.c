@@ -1096,6 +1096,63 @@ START_TEST(dirigent_ctl_links_no_hook)
 }
 END_TEST
 
+/* scripts/check-host-boundary.sh run in dir (NULL: here); its output in
+ * *out (malloc'd). */
+static int host_boundary_check(const char *dir, char **out)
+{
+    char script[4096];
+    ck_assert_ptr_nonnull(getcwd(script, sizeof script - 40));
+    strcat(script, "/scripts/check-host-boundary.sh");
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "cd '%s' && sh '%s'", dir ? dir : ".", script);
+    const char *argv[] = {"sh", "-c", cmd, NULL};
+    return run_capture(argv, out);
+}
+
+START_TEST(the_core_calls_the_host_through_its_table)
+{
+    /* plugin/ reaches the host through dg_plugin.host only; the entry point
+     * (hooks/) alone holds the oc_host_api. */
+    char *out = NULL;
+    int st = host_boundary_check(NULL, &out);
+    ck_assert_msg(st == 0, "scripts/check-host-boundary.sh (status %d):\n%s", st, out);
+    free(out);
+}
+END_TEST
+
+START_TEST(the_host_rule_names_each_offender)
+{
+    char *tmp = tu_mkdtemp();
+    char *plugin = tu_path(tmp, "plugin"), *hooks = tu_path(tmp, "hooks");
+    ck_assert_int_eq(mkdir(plugin, 0755), 0);
+    ck_assert_int_eq(mkdir(hooks, 0755), 0);
+    char *a = tu_path(plugin, "a.c"), *b = tu_path(plugin, "b.h"), *c = tu_path(hooks, "c.c");
+    ck_assert_int_eq(tu_write_file(a, "int f(dg_plugin *p) { return p->host.run_abort(0, 0); }\n"
+                                      "const char *base = cfg->slack_api_base;\n"
+                                      "int g(dg_plugin *p) { return p->api->run_abort(0, 0); }\n"
+                                      "int h(dg_judge *j) { return j->p->api != NULL; }\n"),
+                     0);
+    ck_assert_int_eq(tu_write_file(b, "#define HAS(p) OC_HOST_API_HAS(p.api, decide)\n"), 0);
+    ck_assert_int_eq(tu_write_file(c, "int k(const oc_host_api *api) { return api->log != 0; }\n"),
+                     0);
+    char *out = NULL;
+    ck_assert_int_eq(host_boundary_check(tmp, &out), 1);
+    ck_assert_msg(strstr(out, "plugin/a.c:3:") && strstr(out, "plugin/a.c:4:"), "%s", out);
+    ck_assert_msg(strstr(out, "plugin/b.h:1:"), "%s", out);
+    ck_assert_msg(!strstr(out, "a.c:1:") && !strstr(out, "a.c:2:") && !strstr(out, "c.c"), "%s",
+                  out);
+    free(out);
+    /* Without the offenders the check passes; hooks/ holds the api freely. */
+    ck_assert_int_eq(tu_write_file(a, "int f(dg_plugin *p) { return p->host.run_abort(0, 0); }\n"),
+                     0);
+    ck_assert_int_eq(unlink(b), 0);
+    ck_assert_int_eq(host_boundary_check(tmp, &out), 0);
+    free(out);
+    tu_rmtree(tmp);
+    free(a), free(b), free(c), free(plugin), free(hooks), free(tmp);
+}
+END_TEST
+
 Suite *make_build_suite(void)
 {
     Suite *s = suite_create("build");
@@ -1120,5 +1177,9 @@ Suite *make_build_suite(void)
     tcase_add_test(tc, the_core_names_no_platform_client);
     tcase_add_test(tc, the_platform_rule_names_each_offender);
     suite_add_tcase(s, tc);
+    TCase *boundary = tcase_create("boundary");
+    tcase_add_test(boundary, the_core_calls_the_host_through_its_table);
+    tcase_add_test(boundary, the_host_rule_names_each_offender);
+    suite_add_tcase(s, boundary);
     return s;
 }

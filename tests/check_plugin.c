@@ -19,6 +19,7 @@
 #include "openclaw/plugin.h"
 #include "core.h"
 #include "dirigent.h"
+#include "discuss.h"
 #include "store.h"
 #include "testutil.h"
 
@@ -386,6 +387,66 @@ START_TEST(test_host_of_other_major_refused)
 }
 END_TEST
 
+/* A table of the test's own in place of the host's oc_host_api. */
+static void table_log(void *ctx, int level, const char *text)
+{
+    (void)ctx;
+    th_log(NULL, level, text);
+}
+
+static int table_sessions(void *ctx, const char *channel_id, dg_session_refs *out)
+{
+    (void)ctx, (void)channel_id;
+    memset(out, 0, sizeof *out);
+    return DG_ERR_INVALID; /* as for an answer that is no list */
+}
+
+static int table_patch(void *ctx, const char *key, const char *provider, const char *model)
+{
+    (void)ctx, (void)key, (void)provider, (void)model;
+    return DG_OK;
+}
+
+static int table_attach(dg_plugin *p, void *ctx, char *err, size_t err_len)
+{
+    (void)p, (void)err, (void)err_len;
+    *(int *)ctx = 1;
+    return DG_OK;
+}
+
+START_TEST(test_core_runs_on_a_host_table_of_its_own)
+{
+    /* The core needs no oc_host_api: a table without a required call is
+     * refused by name before anything is built; a whole one runs the core,
+     * whose lines and host calls go through it. */
+    char *db = tu_path(dir, "t.db");
+    json_t *cfg = config_with(db, NULL);
+    char err[512] = "";
+    int attached = 0;
+    dg_plugin *p = NULL;
+    dg_host_calls table = {.log = table_log, .sessions = table_sessions};
+    ck_assert_int_eq(dg_core_new(&table, cfg, table_attach, &attached, &p, err, sizeof err),
+                     DG_ERR_INVALID);
+    ck_assert_msg(strstr(err, "lacks log, sessions or session_patch"), "%s", err);
+    ck_assert_ptr_null(p);
+    ck_assert(!attached && !exists(db));
+    table.session_patch = table_patch;
+    ck_assert_msg(dg_core_new(&table, cfg, table_attach, &attached, &p, err, sizeof err) == DG_OK,
+                  "%s", err);
+    ck_assert(attached);
+    ck_assert_msg(strstr(H.logs.text ? H.logs.text : "", "ready"), "%s",
+                  H.logs.text ? H.logs.text : "");
+    dg_session_refs refs;
+    dg_host_sessions(p, "42", &refs);
+    ck_assert(!refs.unavailable && refs.n == 0);
+    ck_assert(strstr(H.logs.text, "sessions_list(42) did not return an array"));
+    dg_session_refs_release(&refs);
+    dg_core_free(p);
+    json_decref(cfg);
+    free(db);
+}
+END_TEST
+
 START_TEST(test_host_refusals_fail_init_cleanly)
 {
     /* A host table without a function, no place for the state, or a host
@@ -589,6 +650,7 @@ Suite *make_plugin_suite(void)
     tcase_add_test(tc, test_token_never_logged);
     tcase_add_test(tc, test_host_of_other_major_refused);
     tcase_add_test(tc, test_host_refusals_fail_init_cleanly);
+    tcase_add_test(tc, test_core_runs_on_a_host_table_of_its_own);
     tcase_add_test(tc, test_init_shutdown_cycles);
     tcase_add_test(tc, test_tiny_err_buffer_is_safe);
     suite_add_tcase(s, tc);

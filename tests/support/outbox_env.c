@@ -25,10 +25,10 @@ static void append(obe *e, int level, const char *prefix, const char *msg)
     pthread_mutex_unlock(&e->log_mu);
 }
 
-/* oc_host_api.log: host is the obe. */
-static void host_log(oc_host *host, int level, const char *message)
+/* The host-call table's log: ctx is the obe. */
+static void host_log(void *ctx, int level, const char *message)
 {
-    append((obe *)host, level, "", message);
+    append(ctx, level, "", message);
 }
 
 /* The client's own lines, unscrubbed. */
@@ -54,12 +54,8 @@ int obe_open_on(obe *e, const char *base_url, const char *db_path, const dg_chat
     int slack = tune && tune->platform == DG_PLATFORM_SLACK;
     memset(e, 0, sizeof *e);
     pthread_mutex_init(&e->log_mu, NULL);
-    e->api.abi_major = OC_ABI_MAJOR;
-    e->api.abi_minor = OC_ABI_MINOR;
-    e->api.struct_size = sizeof e->api;
-    e->api.host = (oc_host *)e;
-    e->api.log = host_log;
-    e->p.api = &e->api;
+    e->p.host.ctx = e;
+    e->p.host.log = host_log;
     dg_set_clock(&e->p, NULL, NULL);
     e->p.cfg.moderator_token = strdup(slack ? OBE_SLACK_TOKEN : OBE_TOKEN);
     e->p.cfg.moderator_user_id = strdup(slack ? OBE_SLACK_MOD_ID : OBE_MOD_ID);

@@ -1,7 +1,7 @@
 /*
  * outbox_env.h -- a hand-built dg_plugin for the outbox suites and the
  * outbox benchmark: a store file, a Discord client pointed at a fake, and a
- * test oc_host_api whose log keeps every line (to look for the token).
+ * test host-call table whose log keeps every line (to look for the token).
  */
 #ifndef DG_OUTBOX_ENV_H
 #define DG_OUTBOX_ENV_H
@@ -17,8 +17,8 @@
 #define OBE_SLACK_MOD_ID "UOBXMOD1"
 
 typedef struct obe {
-    oc_host_api api; /* log only; other functions NULL */
-    dg_plugin p;     /* store + chat client; outbox left to the test */
+    dg_plugin p; /* store + chat client; its host table logs only (other calls NULL);
+                    outbox left to the test */
     pthread_mutex_t log_mu;
     char *log; /* every line: "<level> <text>\n"; owned */
     size_t log_len;

@@ -55,7 +55,8 @@ typedef struct tth {
     char last_patch[256];
     json_t *sessions; /* what sessions_list answers: array */
     /* ABI 1.1 (a test makes the host a 1.0 one by setting api.struct_size to
-     * offsetof(oc_host_api, session_reset)): the keys reset / aborted, in
+     * offsetof(oc_host_api, session_reset), then tth_restart: the plugin
+     * reads the host's table at init): the keys reset / aborted, in
      * call order, each followed by '\n'; run_abort answers abort_status. */
     char resets[1024], aborts[1024];
     int abort_status;
