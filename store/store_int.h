@@ -9,7 +9,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include "status.h" /* the status codes (DG_OK, OC_ERR_*): the one include of it in store/ */
+#include "status.h" /* the status codes (DG_OK, DG_ERR_*) */
 #include "store_records.h"
 #include "store.h"
 #include "store_db.h"
@@ -31,7 +31,7 @@ struct dg_stmt {
     struct dg_pg_stmt *pg;
     /* A bind since the last reset could not copy its value (out of memory):
      * the parameter would run as NULL, so dg_step refuses to run it
-     * (DG_NOMEM) instead of writing or matching a NULL. */
+     * (DG_ERR_NOMEM) instead of writing or matching a NULL. */
     int bind_failed;
 };
 
