@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "status.h"
+#include "must_check.h"
 
 typedef enum dg_platform {
     DG_PLATFORM_DISCORD = 1,
@@ -74,8 +75,7 @@ typedef struct dg_chat_err {
  * DG_ERR_NOMEM. *out is owned by the caller: dg_chat_free(). No request is
  * made.
  */
-int dg_chat_new(const dg_chat_options *o, dg_chat **out, char *err, size_t err_len)
-    __attribute__((warn_unused_result));
+int dg_chat_new(const dg_chat_options *o, dg_chat **out, char *err, size_t err_len) DG_MUST_CHECK;
 
 /* Free the client; no call may be running on it. NULL is fine. */
 void dg_chat_free(dg_chat *c);
@@ -163,8 +163,8 @@ typedef struct dg_chat_post_spec {
  * new message's id (Slack: its ts), or the earlier message's when the key
  * found one.
  */
-int dg_chat_post(dg_chat *c, const dg_chat_post_spec *p, char *message_id, dg_chat_err *err)
-    __attribute__((warn_unused_result));
+int dg_chat_post(dg_chat *c, const dg_chat_post_spec *p, char *message_id,
+                 dg_chat_err *err) DG_MUST_CHECK;
 
 /*
  * Whether the moderator's post carrying key is among the channel's (or the
@@ -173,8 +173,7 @@ int dg_chat_post(dg_chat *c, const dg_chat_post_spec *p, char *message_id, dg_ch
  * itself (Discord's nonce) and keeps no key to search.
  */
 int dg_chat_find_by_key(dg_chat *c, const char *channel_id, const char *thread_id, const char *key,
-                        int *found, char *message_id, dg_chat_err *err)
-    __attribute__((warn_unused_result));
+                        int *found, char *message_id, dg_chat_err *err) DG_MUST_CHECK;
 
 /* ---- rooms -------------------------------------------------------------------------- */
 
@@ -191,14 +190,14 @@ typedef struct dg_chat_room_spec {
 /* Create it. On DG_OK room_id (DG_CHAT_ID_MAX bytes) has its id. Not
  * repeated once the request may have reached the platform: after a lost
  * answer, dg_chat_room_find. */
-int dg_chat_room_create(dg_chat *c, const dg_chat_room_spec *spec, char *room_id, dg_chat_err *err)
-    __attribute__((warn_unused_result));
+int dg_chat_room_create(dg_chat *c, const dg_chat_room_spec *spec, char *room_id,
+                        dg_chat_err *err) DG_MUST_CHECK;
 
 /* The newest room named name whose topic holds topic_needle (NULL: any;
  * Slack keeps no topic here and names are unique there, so the name
  * decides). *found 1 and room_id its id, else *found 0. */
 int dg_chat_room_find(dg_chat *c, const char *name, const char *topic_needle, int *found,
-                      char *room_id, dg_chat_err *err) __attribute__((warn_unused_result));
+                      char *room_id, dg_chat_err *err) DG_MUST_CHECK;
 
 /* Make sure every member of spec is in room_id, a room made with spec
  * whose creation may have ended early (a crash between Slack's
@@ -206,20 +205,18 @@ int dg_chat_room_find(dg_chat *c, const char *name, const char *topic_needle, in
  * again (one already in is fine); on Discord the members come with the
  * room's creation itself, so there is nothing to do. */
 int dg_chat_room_admit(dg_chat *c, const char *room_id, const dg_chat_room_spec *spec,
-                       dg_chat_err *err) __attribute__((warn_unused_result));
+                       dg_chat_err *err) DG_MUST_CHECK;
 
 /* Remove a room the moderator made (Discord: deleted; Slack: archived,
  * which bots can do and deleting they cannot). */
-int dg_chat_room_remove(dg_chat *c, const char *room_id, dg_chat_err *err)
-    __attribute__((warn_unused_result));
+int dg_chat_room_remove(dg_chat *c, const char *room_id, dg_chat_err *err) DG_MUST_CHECK;
 
 /* ---- users -------------------------------------------------------------------------- */
 
 /* The user's handle and display name, cut to fit; display "" when the
  * user has none. DG_ERR_NOT_FOUND: no such user (not retryable). */
 int dg_chat_user_names(dg_chat *c, const char *user_id, char *handle, size_t handle_len,
-                       char *display, size_t display_len, dg_chat_err *err)
-    __attribute__((warn_unused_result));
+                       char *display, size_t display_len, dg_chat_err *err) DG_MUST_CHECK;
 
 /* ---- pipelined posts ---------------------------------------------------------------- */
 
@@ -233,8 +230,7 @@ int dg_chat_user_names(dg_chat *c, const char *user_id, char *handle, size_t han
 typedef struct dg_chat_pipe dg_chat_pipe;
 typedef struct dg_chat_prepared dg_chat_prepared;
 
-int dg_chat_pipe_new(dg_chat *c, size_t cap, dg_chat_pipe **out)
-    __attribute__((warn_unused_result));
+int dg_chat_pipe_new(dg_chat *c, size_t cap, dg_chat_pipe **out) DG_MUST_CHECK;
 void dg_chat_pipe_free(dg_chat_pipe *p);
 
 /* A post made ready ahead of its turn (checked, its request built), so the
@@ -242,14 +238,14 @@ void dg_chat_pipe_free(dg_chat_pipe *p);
  * transport's. *out is the caller's until dg_chat_pipe_submit takes it; an
  * unused one goes with dg_chat_post_free. */
 int dg_chat_post_prepare(dg_chat *c, const dg_chat_post_spec *spec, dg_chat_prepared **out,
-                         dg_chat_err *err) __attribute__((warn_unused_result));
+                         dg_chat_err *err) DG_MUST_CHECK;
 void dg_chat_post_free(dg_chat_prepared *post);
 
 /* Start a prepared post identified by tag; the pipe takes post in every
  * case (freed here when refused: pipe full, err says so). DG_OK: its
  * result comes from dg_chat_pipe_run. */
-int dg_chat_pipe_submit(dg_chat_pipe *p, uint64_t tag, dg_chat_prepared *post, dg_chat_err *err)
-    __attribute__((warn_unused_result));
+int dg_chat_pipe_submit(dg_chat_pipe *p, uint64_t tag, dg_chat_prepared *post,
+                        dg_chat_err *err) DG_MUST_CHECK;
 
 /* A post that ended. */
 typedef struct dg_chat_done {

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "dirigent.h"
+#include "must_check.h"
 
 /*
  * Queue content for target: a channel id, or a thread (chat.h's post
@@ -25,12 +26,11 @@
  * target or mention of no platform) or DG_ERR_IO.
  */
 int dg_outbox_enqueue(dg_store *st, const char *target, const char *content,
-                      const char *const *mention_ids, size_t n_mentions, int64_t now_ms)
-    __attribute__((warn_unused_result));
+                      const char *const *mention_ids, size_t n_mentions,
+                      int64_t now_ms) DG_MUST_CHECK;
 
 /* Start the dispatcher thread (init). Returns DG_OK or a negative status. */
-int dg_outbox_start(dg_plugin *p, dg_outbox **out, char *err, size_t err_len)
-    __attribute__((warn_unused_result));
+int dg_outbox_start(dg_plugin *p, dg_outbox **out, char *err, size_t err_len) DG_MUST_CHECK;
 
 /* Wake the dispatcher after a commit that enqueued rows. Any thread; ob may
  * be NULL (no Discord configured: rows wait for a later start). Never blocks. */
@@ -77,11 +77,11 @@ typedef struct dg_outbox_options {
  * outlive it; o may be NULL. Needs p->store. *out is owned by the caller:
  * dg_outbox_stop(). Thread: init. */
 int dg_outbox_start_on(dg_plugin *p, dg_chat *chat, const dg_outbox_options *o, dg_outbox **out,
-                       char *err, size_t err_len) __attribute__((warn_unused_result));
+                       char *err, size_t err_len) DG_MUST_CHECK;
 
 /* dg_outbox_start_on with p->chat. */
 int dg_outbox_start_opts(dg_plugin *p, const dg_outbox_options *o, dg_outbox **out, char *err,
-                         size_t err_len) __attribute__((warn_unused_result));
+                         size_t err_len) DG_MUST_CHECK;
 
 /*
  * Wait until the dispatcher has found nothing pending (every row sent or
@@ -109,8 +109,7 @@ void dg_outbox_get_stats(dg_outbox *ob, dg_outbox_stats *out);
  * dg_outbox_parts_free(*parts, *n). Returns DG_OK, DG_ERR_INVALID (not
  * UTF-8, limit 0) or DG_ERR_NOMEM.
  */
-int dg_outbox_split(const char *content, size_t limit, char ***parts, size_t *n)
-    __attribute__((warn_unused_result));
+int dg_outbox_split(const char *content, size_t limit, char ***parts, size_t *n) DG_MUST_CHECK;
 void dg_outbox_parts_free(char **parts, size_t n);
 
 #endif

@@ -16,6 +16,7 @@
 #include "chat.h"
 #include "outbox.h"
 #include "store_outbox.h"
+#include "must_check.h"
 
 #define OUTBOX_NONCE_BYTES 12 /* 24 hex characters, within Discord's 25 */
 #define OUTBOX_MAX_MENTIONS 100
@@ -154,7 +155,7 @@ void outbox_chans_sweep(dg_outbox *ob);
 void outbox_discover(dg_outbox *ob);
 /* Load the next rows of c after its cursor. DG_OK (maybe none) or the
  * store's status; on error c is unchanged. */
-int outbox_refill(dg_outbox *ob, outbox_chan *c) __attribute__((warn_unused_result));
+int outbox_refill(dg_outbox *ob, outbox_chan *c) DG_MUST_CHECK;
 /* Read the next rows of each channel in flight, while it flies. */
 void outbox_refill_ahead(dg_outbox *ob);
 

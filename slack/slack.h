@@ -58,6 +58,7 @@
 
 #include <stddef.h>
 #include "status.h"
+#include "must_check.h"
 
 typedef struct dg_slack dg_slack;
 
@@ -126,8 +127,8 @@ int dg_slack_check_token(const char *token, char *why, size_t why_len);
  * never the token) or DG_ERR_NOMEM. *out is owned by the caller:
  * dg_slack_free(). No request is made. Any thread.
  */
-int dg_slack_new(const dg_slack_options *o, dg_slack **out, char *err, size_t err_len)
-    __attribute__((warn_unused_result));
+int dg_slack_new(const dg_slack_options *o, dg_slack **out, char *err,
+                 size_t err_len) DG_MUST_CHECK;
 
 /* Free the client. No call may be running on it. NULL is fine. */
 void dg_slack_free(dg_slack *s);
@@ -195,8 +196,7 @@ typedef struct dg_slack_identity {
     char user[128];
 } dg_slack_identity;
 
-int dg_slack_auth_test(dg_slack *s, dg_slack_identity *out, dg_slack_err *err)
-    __attribute__((warn_unused_result));
+int dg_slack_auth_test(dg_slack *s, dg_slack_identity *out, dg_slack_err *err) DG_MUST_CHECK;
 
 /* A user (users.info; scope users:read). Strings cut to fit. */
 typedef struct dg_slack_user {
@@ -208,8 +208,8 @@ typedef struct dg_slack_user {
     char bot_id[DG_SLACK_ID_LEN];
 } dg_slack_user;
 
-int dg_slack_user_info(dg_slack *s, const char *user_id, dg_slack_user *out, dg_slack_err *err)
-    __attribute__((warn_unused_result));
+int dg_slack_user_info(dg_slack *s, const char *user_id, dg_slack_user *out,
+                       dg_slack_err *err) DG_MUST_CHECK;
 
 /* A post. All borrowed for the call. */
 typedef struct dg_slack_post_spec {
@@ -232,8 +232,8 @@ typedef struct dg_slack_posted {
  * be NULL) says where. Never repeated once it may have reached Slack: on
  * DG_ERR_IO with a key, ask dg_slack_find_by_key before posting again.
  */
-int dg_slack_post(dg_slack *s, const dg_slack_post_spec *p, dg_slack_posted *out, dg_slack_err *err)
-    __attribute__((warn_unused_result));
+int dg_slack_post(dg_slack *s, const dg_slack_post_spec *p, dg_slack_posted *out,
+                  dg_slack_err *err) DG_MUST_CHECK;
 
 /* How far dg_slack_find_by_key looks back. Zero: default. */
 typedef struct dg_slack_find_opts {
@@ -256,8 +256,7 @@ typedef struct dg_slack_find_opts {
  */
 int dg_slack_find_by_key(dg_slack *s, const char *channel_id, const char *thread_ts,
                          const char *key, const dg_slack_find_opts *opts, int *found,
-                         dg_slack_posted *out, dg_slack_err *err)
-    __attribute__((warn_unused_result));
+                         dg_slack_posted *out, dg_slack_err *err) DG_MUST_CHECK;
 
 /*
  * A private channel with the given members: conversations.create
@@ -271,7 +270,7 @@ int dg_slack_find_by_key(dg_slack *s, const char *channel_id, const char *thread
  */
 int dg_slack_create_private_channel(dg_slack *s, const char *name, const char *const *member_ids,
                                     size_t n_members, char *channel_id, char *name_out,
-                                    dg_slack_err *err) __attribute__((warn_unused_result));
+                                    dg_slack_err *err) DG_MUST_CHECK;
 
 /* A channel as Slack describes it. */
 typedef struct dg_slack_channel {
@@ -285,7 +284,7 @@ typedef struct dg_slack_channel {
 /* conversations.info (scope channels:read, groups:read for a private one).
  * A private channel the moderator is not in is channel_not_found. */
 int dg_slack_channel_info(dg_slack *s, const char *channel_id, dg_slack_channel *out,
-                          dg_slack_err *err) __attribute__((warn_unused_result));
+                          dg_slack_err *err) DG_MUST_CHECK;
 
 /*
  * The private channel named name (after dg_slack_sanitize_channel_name)
@@ -297,16 +296,15 @@ int dg_slack_channel_info(dg_slack *s, const char *channel_id, dg_slack_channel 
  * be NULL) when there is one, else *found 0.
  */
 int dg_slack_find_private_channel(dg_slack *s, const char *name, int *found, dg_slack_channel *out,
-                                  dg_slack_err *err) __attribute__((warn_unused_result));
+                                  dg_slack_err *err) DG_MUST_CHECK;
 
 /* conversations.invite (scope groups:write or channels:manage); members
  * already in are fine. */
 int dg_slack_invite(dg_slack *s, const char *channel_id, const char *const *member_ids,
-                    size_t n_members, dg_slack_err *err) __attribute__((warn_unused_result));
+                    size_t n_members, dg_slack_err *err) DG_MUST_CHECK;
 
 /* conversations.archive: the channel is closed for good. An archived one
  * is fine (already_archived -> DG_OK). */
-int dg_slack_archive(dg_slack *s, const char *channel_id, dg_slack_err *err)
-    __attribute__((warn_unused_result));
+int dg_slack_archive(dg_slack *s, const char *channel_id, dg_slack_err *err) DG_MUST_CHECK;
 
 #endif

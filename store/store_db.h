@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "status.h"
+#include "must_check.h"
 
 typedef struct dg_stmt dg_stmt;
 
@@ -68,6 +69,6 @@ void dg_reset(dg_stmt *s);
  * reset it, and say how it went: DG_OK when it finished (DG_DONE), else
  * DG_ERR_IO (a row, a failure, a bind or step out of memory;
  * dg_store_errmsg() says why). Rows written: dg_store_changes() after it. */
-int dg_store_run(dg_stmt *s) __attribute__((warn_unused_result));
+int dg_store_run(dg_stmt *s) DG_MUST_CHECK;
 
 #endif

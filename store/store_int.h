@@ -14,6 +14,7 @@
 #include "store.h"
 #include "store_db.h"
 #include "store_transitions.h"
+#include "must_check.h"
 
 /* "Dirg" in the database header: PRAGMA application_id of our files. */
 #define DG_APPLICATION_ID 0x44697267
