@@ -34,6 +34,7 @@
 #include "turns_engine_test.h"
 #include "agent_names.h"
 #include "buf.h"
+#include "lock_owner.h"
 #include "discuss.h"
 #include "outbox.h"
 #include "silent.h"
@@ -277,7 +278,8 @@ struct dg_turns {
     dg_plugin *p;
     _Atomic unsigned anon_runs; /* runs of a host without run ids, numbered for the ledger */
     pthread_mutex_t wmu;        /* one engine writer at a time (turns_txn_begin ..
-                                    turns_txn_finish) */
+                                    turns_txn_finish): turns_writer_lock */
+    dg_lock_owner wmu_owner;    /* the thread holding wmu */
     pthread_rwlock_t lock;      /* the mirror: readers vs. the writer */
     /* The channel change log (turns_inval): inval_mu guards the ring;
      * inval_seq counts entries ever logged, inval_seen those applied. */
@@ -327,10 +329,13 @@ struct dg_turns {
 };
 
 /* The writer (turns_txn_begin .. turns_txn_finish) is held by this thread:
- * what the "Writer held" of the calls below asserts. The mutex is not
- * recursive, so a trylock that fails means it is held (by this thread,
- * for every caller that keeps the rule). */
-#define TURNS_ASSERT_WRITER(t) assert(pthread_mutex_trylock(&(t)->wmu) != 0)
+ * what the "Writer held" of the calls below asserts. The owner is checked,
+ * not the mutex: a trylock would pass while another thread held it. */
+#define TURNS_ASSERT_WRITER(t) assert(dg_lock_owner_is_self(&(t)->wmu_owner))
+
+/* Take and release the writer mutex, keeping its owner (turns_engine.c). */
+void turns_writer_lock(dg_turns *t);
+void turns_writer_unlock(dg_turns *t);
 
 /* ---- turns_engine.c: transactions -------------------------------------- */
 
