@@ -59,10 +59,34 @@ typedef struct dg_chat_options {
     void *log_state;
 } dg_chat_options;
 
+/* What kind of failure a call met, whatever the platform: the core acts
+ * on this, never on a platform's HTTP status or code. */
+typedef enum dg_chat_err_kind {
+    DG_CHAT_ERR_NONE = 0,   /* no failure */
+    DG_CHAT_ERR_AUTH,       /* the platform refuses the moderator's token itself (wrong,
+                               revoked, expired, the app removed): no call passes until an
+                               operator fixes it */
+    DG_CHAT_ERR_PERMISSION, /* the token is good but lacks a right or scope for this call
+                               or room (not a member, a missing permission) */
+    DG_CHAT_ERR_RATE,       /* rate-limited past the call's bound: retry_after_ms */
+    DG_CHAT_ERR_GONE,       /* the room, thread, message or user does not exist (deleted,
+                               archived, never was) */
+    DG_CHAT_ERR_TRANSIENT,  /* no usable answer: transport, timeout, the platform failing,
+                               shutdown's abort; the same call may pass later */
+    DG_CHAT_ERR_INVALID,    /* the request itself is refused (a bad field, a taken name,
+                               too long), here or by the platform */
+    DG_CHAT_ERR_LOCAL,      /* out of memory, or nothing this platform does: not asked */
+} dg_chat_err_kind;
+
+/* "auth", "permission", "rate", "gone", "transient", "invalid", "local";
+ * "none" for DG_CHAT_ERR_NONE. Static. */
+const char *dg_chat_err_kind_name(dg_chat_err_kind kind);
+
 /* What went wrong, filled by every call that takes one (may be NULL). */
 typedef struct dg_chat_err {
-    long http_status;    /* last HTTP status; 0: none (local or transport) */
-    char code[64];       /* the platform's own code ("50013", "missing_scope"), "" */
+    dg_chat_err_kind kind;
+    char code[64];       /* the platform's own code ("50013", "missing_scope"), "": for
+                            messages, never compared above chat/ */
     int retryable;       /* 1: the same call may succeed later */
     long retry_after_ms; /* rate-limited beyond the call's bound: wait this long */
     int attempts;        /* HTTP requests made by the call */
@@ -84,6 +108,10 @@ dg_platform dg_chat_platform(const dg_chat *c);
 
 /* "discord", "slack"; "unknown" otherwise. Static. */
 const char *dg_platform_name(dg_platform platform);
+
+/* The platform's name for people: "Discord", "Slack"; "an unknown platform"
+ * otherwise. Static. */
+const char *dg_platform_title(dg_platform platform);
 
 /* Abort switch for shutdown: on=1 ends transfers and waits within about
  * 50 ms and fails later calls at once (DG_ERR_IO, retryable); on=0 lets

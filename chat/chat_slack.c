@@ -24,12 +24,41 @@ typedef struct s_client {
     int identified; /* auth.test ran: find_by_key sees only the moderator's posts */
 } s_client;
 
-static void copy_err(dg_chat_err *to, const dg_slack_err *from)
+static int listed(const char *const *codes, const char *code)
+{
+    for (; *codes; codes++)
+        if (!strcmp(*codes, code))
+            return 1;
+    return 0;
+}
+
+/* The kind of a failure Slack answered. Slack says most refusals with HTTP
+ * 200 and a code: the token's own codes are an auth failure, whatever the
+ * method; a missing room, thread, message or user (or an archived room) is
+ * gone; the other refusals the client calls denied lack a permission. */
+static dg_chat_err_kind kind_of(int rc, const dg_slack_err *e)
+{
+    static const char *const auth[] = {"not_authed",    "invalid_auth",  "account_inactive",
+                                       "token_revoked", "token_expired", NULL};
+    static const char *const gone[] = {"channel_not_found", "thread_not_found", "message_not_found",
+                                       "user_not_found",    "is_archived",      NULL};
+    if (listed(auth, e->error))
+        return DG_CHAT_ERR_AUTH;
+    if (listed(gone, e->error))
+        return DG_CHAT_ERR_GONE;
+    if (e->http_status == 429 || e->retry_after_ms > 0 ||
+        (e->http_status == 200 && !strcmp(e->error, "ratelimited")))
+        return DG_CHAT_ERR_RATE;
+    return dg_chat_kind_of_status(rc, e->retryable);
+}
+
+/* A failed call's error (rc its status) as chat.h says it. */
+static void copy_err(dg_chat_err *to, int rc, const dg_slack_err *from)
 {
     if (!to)
         return;
     memset(to, 0, sizeof *to);
-    to->http_status = from->http_status;
+    to->kind = kind_of(rc, from);
     snprintf(to->code, sizeof to->code, "%s", from->error);
     to->retryable = from->retryable;
     to->retry_after_ms = from->retry_after_ms;
@@ -119,7 +148,7 @@ static int identify(s_client *c, dg_chat_err *err)
     memset(&e, 0, sizeof e);
     int rc = dg_slack_auth_test(c->s, &me, &e);
     if (rc != DG_OK) {
-        copy_err(err, &e);
+        copy_err(err, rc, &e);
         return rc;
     }
     pthread_mutex_lock(&c->mu);
@@ -140,7 +169,7 @@ static int s_find_by_key(void *impl, const char *channel_id, const char *thread_
     memset(&e, 0, sizeof e);
     rc = dg_slack_find_by_key(c->s, channel_id, thread_id, key, NULL, found, &where, &e);
     if (rc != DG_OK) {
-        copy_err(err, &e);
+        copy_err(err, rc, &e);
         return rc;
     }
     if (*found && message_id)
@@ -182,7 +211,7 @@ static int post_once(s_client *c, const s_prepared *p, char *message_id, dg_chat
     memset(&e, 0, sizeof e);
     int rc = dg_slack_post(c->s, &ps, &where, &e);
     if (rc != DG_OK) {
-        copy_err(err, &e);
+        copy_err(err, rc, &e);
         return rc;
     }
     if (message_id)
@@ -241,7 +270,7 @@ static int s_room_create(void *impl, const dg_chat_room_spec *spec, char *room_i
         snprintf(room_id, DG_CHAT_ID_MAX, "%s", id);
         return DG_OK;
     }
-    copy_err(err, &e);
+    copy_err(err, rc, &e);
     if (id[0]) {
         /* Made, but the members could not be invited: nothing half-made
          * stays behind. */
@@ -267,7 +296,7 @@ static int s_room_find(void *impl, const char *name, const char *topic_needle, i
     memset(&e, 0, sizeof e);
     int rc = dg_slack_find_private_channel(c->s, name, found, &ch, &e);
     if (rc != DG_OK) {
-        copy_err(err, &e);
+        copy_err(err, rc, &e);
         return rc;
     }
     if (*found)
@@ -282,7 +311,7 @@ static int s_room_remove(void *impl, const char *room_id, dg_chat_err *err)
     memset(&e, 0, sizeof e);
     int rc = dg_slack_archive(c->s, room_id, &e);
     if (rc != DG_OK)
-        copy_err(err, &e);
+        copy_err(err, rc, &e);
     return rc;
 }
 
@@ -294,7 +323,7 @@ static int s_room_admit(void *impl, const char *room_id, const dg_chat_room_spec
     memset(&e, 0, sizeof e);
     int rc = dg_slack_invite(c->s, room_id, spec->member_ids, spec->n_members, &e);
     if (rc != DG_OK)
-        copy_err(err, &e);
+        copy_err(err, rc, &e);
     return rc;
 }
 
@@ -307,7 +336,7 @@ static int s_user_names(void *impl, const char *user_id, char *handle, size_t ha
     memset(&e, 0, sizeof e);
     int rc = dg_slack_user_info(c->s, user_id, &u, &e);
     if (rc != DG_OK) {
-        copy_err(err, &e);
+        copy_err(err, rc, &e);
         return rc;
     }
     snprintf(handle, handle_len, "%s", u.name);

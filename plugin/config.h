@@ -195,6 +195,11 @@ int dg_config_require_no_reply(const dg_config *cfg, int claim_hooks, char *err,
 /* Free what dg_config_parse allocated; safe on a zeroed struct. */
 void dg_config_free(dg_config *cfg);
 
+/* Where the operator sets platform's moderator token, for a message asking
+ * them to fix it ("discord.moderatorToken (or env ...)"). Static; any
+ * thread. */
+const char *dg_config_token_home(dg_platform platform);
+
 /* Agent by id / by Discord user id; borrowed pointers into cfg, NULL if none. */
 const dg_agent_cfg *dg_config_agent(const dg_config *cfg, const char *agent_id);
 /* The agent whose Discord or Slack user id is user_id, or NULL. */

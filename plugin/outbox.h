@@ -3,9 +3,9 @@
  *
  * A message the plugin owes is a row written in the same SQLite transaction
  * as the state change that owes it (dg_outbox_enqueue inside the caller's
- * dg_store_begin/commit). After commit the caller kicks the dispatcher,
- * which posts rows to Discord in order per channel with a stable nonce
- * (enforce_nonce), so a resend after a crash never duplicates.
+ * dg_store_begin/commit). After commit the caller kicks the dispatcher of
+ * the rows' platform, which posts them in order per channel with a stable
+ * key, so a resend after a crash never duplicates.
  */
 #ifndef DG_OUTBOX_H
 #define DG_OUTBOX_H
@@ -33,25 +33,27 @@ int dg_outbox_enqueue(dg_store *st, const char *target, const char *content,
 int dg_outbox_start(dg_plugin *p, dg_outbox **out, char *err, size_t err_len) DG_MUST_CHECK;
 
 /* Wake the dispatcher after a commit that enqueued rows. Any thread; ob may
- * be NULL (no Discord configured: rows wait for a later start). Never blocks. */
+ * be NULL (no moderator on that platform configured: rows wait for a later
+ * start). Never blocks. */
 void dg_outbox_kick(dg_outbox *ob);
 
 /* Wake every dispatcher of p (one per platform with a moderator): the
  * caller's commit may have queued rows for any of them. Any thread. */
 void dg_outbox_kick_all(dg_plugin *p);
 
-/* Stop and join the dispatcher; returns within about 2 s even when Discord
- * hangs (in-flight transfer abandoned, its row stays unsent). NULL is fine. */
+/* Stop and join the dispatcher; returns within about 2 s even when the
+ * platform hangs (in-flight transfer abandoned, its row stays unsent). NULL is fine. */
 void dg_outbox_stop(dg_outbox *ob);
 
 /* ---- notes and tuning ------------------------------------------------------------ */
 
-/* A 401 (Discord refuses the moderator token) is not the row's fault: no row
- * is failed, every send is held for 10 minutes (a bad token is not retried
- * in a loop), and the rows go out once a valid token is in place. */
+/* A refused token (the chat client's DG_CHAT_ERR_AUTH) is not the row's
+ * fault: no row is failed,
+ * every send of that platform is held for 10 minutes (a bad token is not
+ * retried in a loop), and the rows go out once a valid token is in place. */
 
 /* Note on dg_outbox_stop: to end a hanging transfer it switches on the abort
- * of p->chat (dg_chat_set_abort), which also ends other threads' calls
+ * of the dispatcher's chat client (dg_chat_set_abort), which also ends other threads' calls
  * in flight, and switches it off again after the join. Shutdown only. */
 
 /* Tuning of the dispatcher; zero fields take the defaults. */
@@ -59,7 +61,7 @@ typedef struct dg_outbox_options {
     long backoff_base_ms; /* first wait after a failed send; default 1000 */
     long backoff_max_ms;  /* cap of the doubling waits; default 60000 */
     int max_attempts;     /* retryable failed sends before a row is failed for good;
-                              default 0: no limit (a Discord outage of any length
+                              default 0: no limit (a platform outage of any length
                               loses nothing; only refusals fail a row) */
     size_t batch;         /* pending rows of a channel read from the store at
                               a time; default 64 */
