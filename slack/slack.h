@@ -307,4 +307,70 @@ int dg_slack_invite(dg_slack *s, const char *channel_id, const char *const *memb
  * is fine (already_archived -> DG_OK). */
 int dg_slack_archive(dg_slack *s, const char *channel_id, dg_slack_err *err) DG_MUST_CHECK;
 
+/* ---- keyed posts and the pipe (pipe.c) ----------------------------------------- */
+
+/* auth.test once per client, so dg_slack_find_by_key passes over other
+ * authors' messages; later calls return DG_OK at once. */
+int dg_slack_identify(dg_slack *s, dg_slack_err *err) DG_MUST_CHECK;
+
+/*
+ * Post p once: when it may have reached Slack already (maybe_posted: an
+ * earlier attempt's answer was lost, or a process died after sending it)
+ * and it carries a key, the moderator's message with that key is looked
+ * for first and, found, is the answer; else p is posted. Slack has no
+ * nonce: this lookup is what keeps a resend from showing twice. *out (may
+ * be NULL) says where on DG_OK.
+ */
+int dg_slack_post_once(dg_slack *s, const dg_slack_post_spec *p, int maybe_posted,
+                       dg_slack_posted *out, dg_slack_err *err) DG_MUST_CHECK;
+
+/* A post's own copy for the pipe (dg_slack_post_once's arguments). */
+typedef struct dg_slack_job dg_slack_job;
+
+/* Copy p (checked by the caller) into *out, owned by the caller until
+ * dg_slack_pipe_submit takes it (else dg_slack_job_free). DG_OK or
+ * DG_ERR_NOMEM. */
+int dg_slack_job_new(const dg_slack_post_spec *p, int maybe_posted,
+                     dg_slack_job **out) DG_MUST_CHECK;
+void dg_slack_job_free(dg_slack_job *job);
+
+/*
+ * Posts on worker threads: Slack answers each post on its own and the
+ * client is thread-safe, so up to 8 go at once (a caller that needs order,
+ * as the outbox within a channel, keeps one of that order in flight). The
+ * thread that owns the pipe submits and collects; dg_slack_pipe_wakeup
+ * may be called from any thread. *out owned by the caller:
+ * dg_slack_pipe_free(), which ends the posts under way first (the client's
+ * abort switch or time bound ends them). cap: 1..256 posts submitted and
+ * not yet collected. s must outlive the pipe.
+ */
+typedef struct dg_slack_pipe dg_slack_pipe;
+
+int dg_slack_pipe_new(dg_slack *s, size_t cap, dg_slack_pipe **out) DG_MUST_CHECK;
+void dg_slack_pipe_free(dg_slack_pipe *p);
+
+/* Start job (dg_slack_post_once) identified by tag. The pipe takes job in
+ * every case (freed here when refused: the pipe full, err says so). */
+int dg_slack_pipe_submit(dg_slack_pipe *p, uint64_t tag, dg_slack_job *job,
+                         dg_slack_err *err) DG_MUST_CHECK;
+
+/* A post that ended. */
+typedef struct dg_slack_done {
+    uint64_t tag;
+    int rc;                   /* as dg_slack_post_once */
+    char ts[DG_SLACK_TS_LEN]; /* DG_OK: the message's ts */
+    dg_slack_err err;
+} dg_slack_done;
+
+/* Posts submitted and not yet collected. */
+size_t dg_slack_pipe_busy(const dg_slack_pipe *p);
+
+/* Collect ended posts into done (room for cap): returns as soon as one or
+ * more ended, or 0 after wait_ms, after a wakeup, or at once when nothing
+ * is in flight. */
+size_t dg_slack_pipe_run(dg_slack_pipe *p, long wait_ms, dg_slack_done *done);
+
+/* Make a dg_slack_pipe_run in progress return early. Any thread. */
+void dg_slack_pipe_wakeup(dg_slack_pipe *p);
+
 #endif
