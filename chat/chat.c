@@ -25,11 +25,43 @@ struct dg_chat_prepared {
     void *impl;
 };
 
+const char *dg_chat_err_kind_name(dg_chat_err_kind kind)
+{
+    switch (kind) {
+    case DG_CHAT_ERR_NONE: return "none";
+    case DG_CHAT_ERR_AUTH: return "auth";
+    case DG_CHAT_ERR_PERMISSION: return "permission";
+    case DG_CHAT_ERR_RATE: return "rate";
+    case DG_CHAT_ERR_GONE: return "gone";
+    case DG_CHAT_ERR_TRANSIENT: return "transient";
+    case DG_CHAT_ERR_INVALID: return "invalid";
+    case DG_CHAT_ERR_LOCAL: return "local";
+    }
+    return "unknown";
+}
+
+dg_chat_err_kind dg_chat_kind_of_status(int rc, int retryable)
+{
+    if (rc == DG_OK)
+        return DG_CHAT_ERR_NONE;
+    if (retryable)
+        return DG_CHAT_ERR_TRANSIENT;
+    switch (rc) {
+    case DG_ERR_DENIED: return DG_CHAT_ERR_PERMISSION;
+    case DG_ERR_NOT_FOUND: return DG_CHAT_ERR_GONE;
+    case DG_ERR_INVALID:
+    case DG_ERR_CONFLICT: return DG_CHAT_ERR_INVALID;
+    case DG_ERR_IO: return DG_CHAT_ERR_TRANSIENT;
+    }
+    return DG_CHAT_ERR_LOCAL;
+}
+
 int dg_chat_refuse(dg_chat_err *err, int rc, const char *fmt, ...)
 {
     if (!err)
         return rc;
     memset(err, 0, sizeof *err);
+    err->kind = dg_chat_kind_of_status(rc, 0);
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err->message, sizeof err->message, fmt, ap);
@@ -86,6 +118,15 @@ void dg_chat_free(dg_chat *c)
         return;
     c->m->free(c->impl);
     free(c);
+}
+
+const char *dg_platform_title(dg_platform platform)
+{
+    switch (platform) {
+    case DG_PLATFORM_DISCORD: return "Discord";
+    case DG_PLATFORM_SLACK: return "Slack";
+    }
+    return "an unknown platform";
 }
 
 dg_platform dg_chat_platform(const dg_chat *c)

@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "status.h"
+#include "must_check.h"
 
 typedef enum dg_platform {
     DG_PLATFORM_DISCORD = 1,
@@ -58,10 +59,34 @@ typedef struct dg_chat_options {
     void *log_state;
 } dg_chat_options;
 
+/* What kind of failure a call met, whatever the platform: the core acts
+ * on this, never on a platform's HTTP status or code. */
+typedef enum dg_chat_err_kind {
+    DG_CHAT_ERR_NONE = 0,   /* no failure */
+    DG_CHAT_ERR_AUTH,       /* the platform refuses the moderator's token itself (wrong,
+                               revoked, expired, the app removed): no call passes until an
+                               operator fixes it */
+    DG_CHAT_ERR_PERMISSION, /* the token is good but lacks a right or scope for this call
+                               or room (not a member, a missing permission) */
+    DG_CHAT_ERR_RATE,       /* rate-limited past the call's bound: retry_after_ms */
+    DG_CHAT_ERR_GONE,       /* the room, thread, message or user does not exist (deleted,
+                               archived, never was) */
+    DG_CHAT_ERR_TRANSIENT,  /* no usable answer: transport, timeout, the platform failing,
+                               shutdown's abort; the same call may pass later */
+    DG_CHAT_ERR_INVALID,    /* the request itself is refused (a bad field, a taken name,
+                               too long), here or by the platform */
+    DG_CHAT_ERR_LOCAL,      /* out of memory, or nothing this platform does: not asked */
+} dg_chat_err_kind;
+
+/* "auth", "permission", "rate", "gone", "transient", "invalid", "local";
+ * "none" for DG_CHAT_ERR_NONE. Static. */
+const char *dg_chat_err_kind_name(dg_chat_err_kind kind);
+
 /* What went wrong, filled by every call that takes one (may be NULL). */
 typedef struct dg_chat_err {
-    long http_status;    /* last HTTP status; 0: none (local or transport) */
-    char code[64];       /* the platform's own code ("50013", "missing_scope"), "" */
+    dg_chat_err_kind kind;
+    char code[64];       /* the platform's own code ("50013", "missing_scope"), "": for
+                            messages, never compared above chat/ */
     int retryable;       /* 1: the same call may succeed later */
     long retry_after_ms; /* rate-limited beyond the call's bound: wait this long */
     int attempts;        /* HTTP requests made by the call */
@@ -74,8 +99,7 @@ typedef struct dg_chat_err {
  * DG_ERR_NOMEM. *out is owned by the caller: dg_chat_free(). No request is
  * made.
  */
-int dg_chat_new(const dg_chat_options *o, dg_chat **out, char *err, size_t err_len)
-    __attribute__((warn_unused_result));
+int dg_chat_new(const dg_chat_options *o, dg_chat **out, char *err, size_t err_len) DG_MUST_CHECK;
 
 /* Free the client; no call may be running on it. NULL is fine. */
 void dg_chat_free(dg_chat *c);
@@ -84,6 +108,10 @@ dg_platform dg_chat_platform(const dg_chat *c);
 
 /* "discord", "slack"; "unknown" otherwise. Static. */
 const char *dg_platform_name(dg_platform platform);
+
+/* The platform's name for people: "Discord", "Slack"; "an unknown platform"
+ * otherwise. Static. */
+const char *dg_platform_title(dg_platform platform);
 
 /* Abort switch for shutdown: on=1 ends transfers and waits within about
  * 50 ms and fails later calls at once (DG_ERR_IO, retryable); on=0 lets
@@ -163,8 +191,8 @@ typedef struct dg_chat_post_spec {
  * new message's id (Slack: its ts), or the earlier message's when the key
  * found one.
  */
-int dg_chat_post(dg_chat *c, const dg_chat_post_spec *p, char *message_id, dg_chat_err *err)
-    __attribute__((warn_unused_result));
+int dg_chat_post(dg_chat *c, const dg_chat_post_spec *p, char *message_id,
+                 dg_chat_err *err) DG_MUST_CHECK;
 
 /*
  * Whether the moderator's post carrying key is among the channel's (or the
@@ -173,8 +201,7 @@ int dg_chat_post(dg_chat *c, const dg_chat_post_spec *p, char *message_id, dg_ch
  * itself (Discord's nonce) and keeps no key to search.
  */
 int dg_chat_find_by_key(dg_chat *c, const char *channel_id, const char *thread_id, const char *key,
-                        int *found, char *message_id, dg_chat_err *err)
-    __attribute__((warn_unused_result));
+                        int *found, char *message_id, dg_chat_err *err) DG_MUST_CHECK;
 
 /* ---- rooms -------------------------------------------------------------------------- */
 
@@ -191,14 +218,14 @@ typedef struct dg_chat_room_spec {
 /* Create it. On DG_OK room_id (DG_CHAT_ID_MAX bytes) has its id. Not
  * repeated once the request may have reached the platform: after a lost
  * answer, dg_chat_room_find. */
-int dg_chat_room_create(dg_chat *c, const dg_chat_room_spec *spec, char *room_id, dg_chat_err *err)
-    __attribute__((warn_unused_result));
+int dg_chat_room_create(dg_chat *c, const dg_chat_room_spec *spec, char *room_id,
+                        dg_chat_err *err) DG_MUST_CHECK;
 
 /* The newest room named name whose topic holds topic_needle (NULL: any;
  * Slack keeps no topic here and names are unique there, so the name
  * decides). *found 1 and room_id its id, else *found 0. */
 int dg_chat_room_find(dg_chat *c, const char *name, const char *topic_needle, int *found,
-                      char *room_id, dg_chat_err *err) __attribute__((warn_unused_result));
+                      char *room_id, dg_chat_err *err) DG_MUST_CHECK;
 
 /* Make sure every member of spec is in room_id, a room made with spec
  * whose creation may have ended early (a crash between Slack's
@@ -206,20 +233,18 @@ int dg_chat_room_find(dg_chat *c, const char *name, const char *topic_needle, in
  * again (one already in is fine); on Discord the members come with the
  * room's creation itself, so there is nothing to do. */
 int dg_chat_room_admit(dg_chat *c, const char *room_id, const dg_chat_room_spec *spec,
-                       dg_chat_err *err) __attribute__((warn_unused_result));
+                       dg_chat_err *err) DG_MUST_CHECK;
 
 /* Remove a room the moderator made (Discord: deleted; Slack: archived,
  * which bots can do and deleting they cannot). */
-int dg_chat_room_remove(dg_chat *c, const char *room_id, dg_chat_err *err)
-    __attribute__((warn_unused_result));
+int dg_chat_room_remove(dg_chat *c, const char *room_id, dg_chat_err *err) DG_MUST_CHECK;
 
 /* ---- users -------------------------------------------------------------------------- */
 
 /* The user's handle and display name, cut to fit; display "" when the
  * user has none. DG_ERR_NOT_FOUND: no such user (not retryable). */
 int dg_chat_user_names(dg_chat *c, const char *user_id, char *handle, size_t handle_len,
-                       char *display, size_t display_len, dg_chat_err *err)
-    __attribute__((warn_unused_result));
+                       char *display, size_t display_len, dg_chat_err *err) DG_MUST_CHECK;
 
 /* ---- pipelined posts ---------------------------------------------------------------- */
 
@@ -233,8 +258,7 @@ int dg_chat_user_names(dg_chat *c, const char *user_id, char *handle, size_t han
 typedef struct dg_chat_pipe dg_chat_pipe;
 typedef struct dg_chat_prepared dg_chat_prepared;
 
-int dg_chat_pipe_new(dg_chat *c, size_t cap, dg_chat_pipe **out)
-    __attribute__((warn_unused_result));
+int dg_chat_pipe_new(dg_chat *c, size_t cap, dg_chat_pipe **out) DG_MUST_CHECK;
 void dg_chat_pipe_free(dg_chat_pipe *p);
 
 /* A post made ready ahead of its turn (checked, its request built), so the
@@ -242,14 +266,14 @@ void dg_chat_pipe_free(dg_chat_pipe *p);
  * transport's. *out is the caller's until dg_chat_pipe_submit takes it; an
  * unused one goes with dg_chat_post_free. */
 int dg_chat_post_prepare(dg_chat *c, const dg_chat_post_spec *spec, dg_chat_prepared **out,
-                         dg_chat_err *err) __attribute__((warn_unused_result));
+                         dg_chat_err *err) DG_MUST_CHECK;
 void dg_chat_post_free(dg_chat_prepared *post);
 
 /* Start a prepared post identified by tag; the pipe takes post in every
  * case (freed here when refused: pipe full, err says so). DG_OK: its
  * result comes from dg_chat_pipe_run. */
-int dg_chat_pipe_submit(dg_chat_pipe *p, uint64_t tag, dg_chat_prepared *post, dg_chat_err *err)
-    __attribute__((warn_unused_result));
+int dg_chat_pipe_submit(dg_chat_pipe *p, uint64_t tag, dg_chat_prepared *post,
+                        dg_chat_err *err) DG_MUST_CHECK;
 
 /* A post that ended. */
 typedef struct dg_chat_done {

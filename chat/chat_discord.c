@@ -14,12 +14,31 @@
 
 #include "discord.h"
 
-static void copy_err(dg_chat_err *to, const dg_discord_err *from)
+/* The kind of a failure Discord answered: by the HTTP status Discord gives
+ * each (401 the token, 403 a permission, 404 an unknown channel, message or
+ * user, 429 a rate limit), else by whether it may pass later. */
+static dg_chat_err_kind kind_of(int rc, const dg_discord_err *e)
+{
+    switch (e->http_status) {
+    case 401: return DG_CHAT_ERR_AUTH;
+    case 403: return DG_CHAT_ERR_PERMISSION;
+    case 404: return DG_CHAT_ERR_GONE;
+    case 429: return DG_CHAT_ERR_RATE;
+    }
+    if (e->retry_after_ms > 0)
+        return DG_CHAT_ERR_RATE;
+    if (e->http_status >= 400 && e->http_status < 500 && !e->retryable)
+        return DG_CHAT_ERR_INVALID;
+    return dg_chat_kind_of_status(rc, e->retryable);
+}
+
+/* A failed call's error (rc its status) as chat.h says it. */
+static void copy_err(dg_chat_err *to, int rc, const dg_discord_err *from)
 {
     if (!to)
         return;
     memset(to, 0, sizeof *to);
-    to->http_status = from->http_status;
+    to->kind = kind_of(rc, from);
     if (from->discord_code)
         snprintf(to->code, sizeof to->code, "%d", from->discord_code);
     to->retryable = from->retryable;
@@ -87,7 +106,7 @@ static int d_post(void *impl, const dg_chat_post_spec *p, char *message_id, dg_c
                                 p->mention_ids, p->n_mentions, p->key, message_id ? &id : NULL, &e);
     take_id(message_id, id);
     if (rc != DG_OK)
-        copy_err(err, &e);
+        copy_err(err, rc, &e);
     return rc;
 }
 
@@ -106,7 +125,7 @@ static int d_room_create(void *impl, const dg_chat_room_spec *spec, char *room_i
     int rc = dg_discord_create_private_channel(impl, &s, &id, &e);
     take_id(room_id, id);
     if (rc != DG_OK)
-        copy_err(err, &e);
+        copy_err(err, rc, &e);
     return rc;
 }
 
@@ -120,7 +139,7 @@ static int d_room_find(void *impl, const char *name, const char *topic_needle, i
     *found = rc == DG_OK && id;
     take_id(room_id, id);
     if (rc != DG_OK)
-        copy_err(err, &e);
+        copy_err(err, rc, &e);
     return rc;
 }
 
@@ -135,7 +154,7 @@ static int d_room_remove(void *impl, const char *room_id, dg_chat_err *err)
     memset(&e, 0, sizeof e);
     int rc = dg_discord_request(impl, "DELETE", path, NULL, 1, NULL, &e);
     if (rc != DG_OK)
-        copy_err(err, &e);
+        copy_err(err, rc, &e);
     return rc;
 }
 
@@ -158,7 +177,7 @@ static int d_user_names(void *impl, const char *user_id, char *handle, size_t ha
     memset(&e, 0, sizeof e);
     int rc = dg_discord_get_user_names(impl, user_id, handle, handle_len, display, display_len, &e);
     if (rc != DG_OK)
-        copy_err(err, &e);
+        copy_err(err, rc, &e);
     return rc;
 }
 
@@ -207,7 +226,7 @@ static int d_post_prepare(void *impl, const dg_chat_post_spec *spec, void **post
                                      &dp, &e);
     *post = dp;
     if (rc != DG_OK)
-        copy_err(err, &e);
+        copy_err(err, rc, &e);
     return rc;
 }
 
@@ -223,7 +242,7 @@ static int d_pipe_submit(void *pipe, uint64_t tag, void *post, dg_chat_err *err)
     memset(&e, 0, sizeof e);
     int rc = dg_discord_pipe_submit(p->pipe, tag, post, &e);
     if (rc != DG_OK)
-        copy_err(err, &e);
+        copy_err(err, rc, &e);
     return rc;
 }
 
@@ -246,7 +265,7 @@ static size_t d_pipe_run(void *pipe, long wait_ms, dg_chat_done *done)
         take_id(o->message_id, d->message_id);
         d->message_id = NULL;
         if (d->rc != DG_OK)
-            copy_err(&o->err, &d->err);
+            copy_err(&o->err, d->rc, &d->err);
     }
     return n;
 }

@@ -51,7 +51,14 @@ int dg_chat_slack_open(const dg_chat_options *o, void **impl, char *err, size_t 
 extern const dg_chat_methods dg_chat_discord_methods;
 extern const dg_chat_methods dg_chat_slack_methods;
 
-/* Fill err (may be NULL) for a refusal made before any request. Returns rc. */
+/* The kind of a failure known only by its status (a refusal made before any
+ * request, a platform answer no table names): DG_CHAT_ERR_TRANSIENT when
+ * retryable or DG_ERR_IO, else by the status (DENIED: permission,
+ * NOT_FOUND: gone, INVALID and CONFLICT: invalid, the rest: local). */
+dg_chat_err_kind dg_chat_kind_of_status(int rc, int retryable);
+
+/* Fill err (may be NULL) for a refusal made before any request, its kind
+ * from rc. Returns rc. */
 int dg_chat_refuse(dg_chat_err *err, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

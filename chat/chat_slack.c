@@ -4,32 +4,58 @@
  * Slack has no nonce: a post's key travels in its metadata, and a post
  * whose earlier attempt may have reached Slack (spec.maybe_posted) is
  * looked up by that key in the channel's recent history before it is sent
- * again. Rooms are private channels (created, then the members invited);
- * bots cannot delete a channel, so removing one archives it. The pipe runs
- * its posts on worker threads, several at once.
+ * again (dg_slack_post_once). Rooms are private channels (created, then the
+ * members invited); bots cannot delete a channel, so removing one archives
+ * it. The pipe is slack/'s (worker threads, several posts at once): this
+ * file only translates its ends into chat.h's.
  */
 #include "chat_int.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "slack.h"
 
 typedef struct s_client {
     dg_slack *s;
-    pthread_mutex_t mu;
-    int identified; /* auth.test ran: find_by_key sees only the moderator's posts */
 } s_client;
 
-static void copy_err(dg_chat_err *to, const dg_slack_err *from)
+static int listed(const char *const *codes, const char *code)
+{
+    for (; *codes; codes++)
+        if (!strcmp(*codes, code))
+            return 1;
+    return 0;
+}
+
+/* The kind of a failure Slack answered. Slack says most refusals with HTTP
+ * 200 and a code: the token's own codes are an auth failure, whatever the
+ * method; a missing room, thread, message or user (or an archived room) is
+ * gone; the other refusals the client calls denied lack a permission. */
+static dg_chat_err_kind kind_of(int rc, const dg_slack_err *e)
+{
+    static const char *const auth[] = {"not_authed",    "invalid_auth",  "account_inactive",
+                                       "token_revoked", "token_expired", NULL};
+    static const char *const gone[] = {"channel_not_found", "thread_not_found", "message_not_found",
+                                       "user_not_found",    "is_archived",      NULL};
+    if (listed(auth, e->error))
+        return DG_CHAT_ERR_AUTH;
+    if (listed(gone, e->error))
+        return DG_CHAT_ERR_GONE;
+    if (e->http_status == 429 || e->retry_after_ms > 0 ||
+        (e->http_status == 200 && !strcmp(e->error, "ratelimited")))
+        return DG_CHAT_ERR_RATE;
+    return dg_chat_kind_of_status(rc, e->retryable);
+}
+
+/* A failed call's error (rc its status) as chat.h says it. */
+static void copy_err(dg_chat_err *to, int rc, const dg_slack_err *from)
 {
     if (!to)
         return;
     memset(to, 0, sizeof *to);
-    to->http_status = from->http_status;
+    to->kind = kind_of(rc, from);
     snprintf(to->code, sizeof to->code, "%s", from->error);
     to->retryable = from->retryable;
     to->retry_after_ms = from->retry_after_ms;
@@ -62,7 +88,6 @@ int dg_chat_slack_open(const dg_chat_options *o, void **impl, char *err, size_t 
         free(c);
         return rc;
     }
-    pthread_mutex_init(&c->mu, NULL);
     *impl = c;
     return DG_OK;
 }
@@ -73,7 +98,6 @@ static void s_free(void *impl)
     if (!c)
         return;
     dg_slack_free(c->s);
-    pthread_mutex_destroy(&c->mu);
     free(c);
 }
 
@@ -106,41 +130,18 @@ static int s_check_room_name(const char *name, char *why, size_t why_len)
     return DG_OK;
 }
 
-/* Run auth.test once, so find_by_key counts only the moderator's posts. */
-static int identify(s_client *c, dg_chat_err *err)
-{
-    pthread_mutex_lock(&c->mu);
-    int done = c->identified;
-    pthread_mutex_unlock(&c->mu);
-    if (done)
-        return DG_OK;
-    dg_slack_identity me;
-    dg_slack_err e;
-    memset(&e, 0, sizeof e);
-    int rc = dg_slack_auth_test(c->s, &me, &e);
-    if (rc != DG_OK) {
-        copy_err(err, &e);
-        return rc;
-    }
-    pthread_mutex_lock(&c->mu);
-    c->identified = 1;
-    pthread_mutex_unlock(&c->mu);
-    return DG_OK;
-}
-
 static int s_find_by_key(void *impl, const char *channel_id, const char *thread_id, const char *key,
                          int *found, char *message_id, dg_chat_err *err)
 {
     s_client *c = impl;
-    int rc = identify(c, err);
-    if (rc != DG_OK)
-        return rc;
     dg_slack_posted where;
     dg_slack_err e;
     memset(&e, 0, sizeof e);
-    rc = dg_slack_find_by_key(c->s, channel_id, thread_id, key, NULL, found, &where, &e);
+    int rc = dg_slack_identify(c->s, &e);
+    if (rc == DG_OK)
+        rc = dg_slack_find_by_key(c->s, channel_id, thread_id, key, NULL, found, &where, &e);
     if (rc != DG_OK) {
-        copy_err(err, &e);
+        copy_err(err, rc, &e);
         return rc;
     }
     if (*found && message_id)
@@ -148,52 +149,16 @@ static int s_find_by_key(void *impl, const char *channel_id, const char *thread_
     return DG_OK;
 }
 
-/* A post's own copy (the pipe keeps it until it is sent). */
-typedef struct s_prepared {
-    char *channel_id, *thread_id, *text, *key;
-    int maybe_posted;
-} s_prepared;
-
 static void s_post_free(void *post)
 {
-    s_prepared *p = post;
-    if (!p)
-        return;
-    free(p->channel_id);
-    free(p->thread_id);
-    free(p->text);
-    free(p->key);
-    free(p);
+    dg_slack_job_free(post);
 }
 
-/* Post p, or find the earlier attempt's message by its key first. */
-static int post_once(s_client *c, const s_prepared *p, char *message_id, dg_chat_err *err)
+/* Check spec for a post as Slack takes it (DG_OK, or DG_ERR_INVALID with the
+ * rule in err), and say it as slack/ does into *ps (borrowing spec). */
+static int check_post(s_client *c, const dg_chat_post_spec *spec, dg_slack_post_spec *ps,
+                      dg_chat_err *err)
 {
-    if (p->key && p->maybe_posted) {
-        int found = 0;
-        int rc = s_find_by_key(c, p->channel_id, p->thread_id, p->key, &found, message_id, err);
-        if (rc != DG_OK || found)
-            return rc;
-    }
-    dg_slack_post_spec ps = {
-        .channel_id = p->channel_id, .thread_ts = p->thread_id, .text = p->text, .key = p->key};
-    dg_slack_posted where;
-    dg_slack_err e;
-    memset(&e, 0, sizeof e);
-    int rc = dg_slack_post(c->s, &ps, &where, &e);
-    if (rc != DG_OK) {
-        copy_err(err, &e);
-        return rc;
-    }
-    if (message_id)
-        snprintf(message_id, DG_CHAT_ID_MAX, "%s", where.ts);
-    return DG_OK;
-}
-
-static int s_post_prepare(void *impl, const dg_chat_post_spec *spec, void **post, dg_chat_err *err)
-{
-    s_client *c = impl;
-    *post = NULL;
     char why[200];
     if (!spec->channel_id || !dg_slack_channel_id_valid(spec->channel_id))
         return dg_chat_refuse(err, DG_ERR_INVALID, "post: channel_id '%s' is no Slack channel id",
@@ -206,26 +171,42 @@ static int s_post_prepare(void *impl, const dg_chat_post_spec *spec, void **post
     if (spec->key && (!*spec->key || strlen(spec->key) >= DG_CHAT_KEY_MAX))
         return dg_chat_refuse(err, DG_ERR_INVALID, "post: key must be 1 to %d bytes",
                               DG_CHAT_KEY_MAX - 1);
-    s_prepared *p = calloc(1, sizeof *p);
-    if (!p || !(p->channel_id = strdup(spec->channel_id)) || !(p->text = strdup(spec->text)) ||
-        (spec->thread_id && !(p->thread_id = strdup(spec->thread_id))) ||
-        (spec->key && !(p->key = strdup(spec->key)))) {
-        s_post_free(p);
+    *ps = (dg_slack_post_spec){.channel_id = spec->channel_id,
+                               .thread_ts = spec->thread_id,
+                               .text = spec->text,
+                               .key = spec->key};
+    return DG_OK;
+}
+
+static int s_post_prepare(void *impl, const dg_chat_post_spec *spec, void **post, dg_chat_err *err)
+{
+    *post = NULL;
+    dg_slack_post_spec ps;
+    int rc = check_post(impl, spec, &ps, err);
+    if (rc != DG_OK)
+        return rc;
+    dg_slack_job *job = NULL;
+    if (dg_slack_job_new(&ps, spec->maybe_posted, &job) != DG_OK)
         return dg_chat_refuse(err, DG_ERR_NOMEM, "post: out of memory");
-    }
-    p->maybe_posted = spec->maybe_posted;
-    *post = p;
+    *post = job;
     return DG_OK;
 }
 
 static int s_post_now(void *impl, const dg_chat_post_spec *spec, char *message_id, dg_chat_err *err)
 {
-    void *p = NULL;
-    int rc = s_post_prepare(impl, spec, &p, err);
+    s_client *c = impl;
+    dg_slack_post_spec ps;
+    int rc = check_post(c, spec, &ps, err);
     if (rc != DG_OK)
         return rc;
-    rc = post_once(impl, p, message_id, err);
-    s_post_free(p);
+    dg_slack_posted where;
+    dg_slack_err e;
+    memset(&e, 0, sizeof e);
+    rc = dg_slack_post_once(c->s, &ps, spec->maybe_posted, &where, &e);
+    if (rc != DG_OK)
+        copy_err(err, rc, &e);
+    else if (message_id)
+        snprintf(message_id, DG_CHAT_ID_MAX, "%s", where.ts);
     return rc;
 }
 
@@ -241,7 +222,7 @@ static int s_room_create(void *impl, const dg_chat_room_spec *spec, char *room_i
         snprintf(room_id, DG_CHAT_ID_MAX, "%s", id);
         return DG_OK;
     }
-    copy_err(err, &e);
+    copy_err(err, rc, &e);
     if (id[0]) {
         /* Made, but the members could not be invited: nothing half-made
          * stays behind. */
@@ -267,7 +248,7 @@ static int s_room_find(void *impl, const char *name, const char *topic_needle, i
     memset(&e, 0, sizeof e);
     int rc = dg_slack_find_private_channel(c->s, name, found, &ch, &e);
     if (rc != DG_OK) {
-        copy_err(err, &e);
+        copy_err(err, rc, &e);
         return rc;
     }
     if (*found)
@@ -282,7 +263,7 @@ static int s_room_remove(void *impl, const char *room_id, dg_chat_err *err)
     memset(&e, 0, sizeof e);
     int rc = dg_slack_archive(c->s, room_id, &e);
     if (rc != DG_OK)
-        copy_err(err, &e);
+        copy_err(err, rc, &e);
     return rc;
 }
 
@@ -294,7 +275,7 @@ static int s_room_admit(void *impl, const char *room_id, const dg_chat_room_spec
     memset(&e, 0, sizeof e);
     int rc = dg_slack_invite(c->s, room_id, spec->member_ids, spec->n_members, &e);
     if (rc != DG_OK)
-        copy_err(err, &e);
+        copy_err(err, rc, &e);
     return rc;
 }
 
@@ -307,7 +288,7 @@ static int s_user_names(void *impl, const char *user_id, char *handle, size_t ha
     memset(&e, 0, sizeof e);
     int rc = dg_slack_user_info(c->s, user_id, &u, &e);
     if (rc != DG_OK) {
-        copy_err(err, &e);
+        copy_err(err, rc, &e);
         return rc;
     }
     snprintf(handle, handle_len, "%s", u.name);
@@ -315,181 +296,79 @@ static int s_user_names(void *impl, const char *user_id, char *handle, size_t ha
     return DG_OK;
 }
 
-/* ---- pipe: posts on worker threads ---------------------------------------------------- */
-
-/* The client is thread-safe and Slack answers each post on its own, so up
- * to SLACK_PIPE_WORKERS posts go at once (the outbox keeps one per channel
- * in flight, which keeps each channel's order). Each worker takes the
- * oldest queued post; the driving thread collects the ends. */
-#define SLACK_PIPE_WORKERS 8
-
-typedef struct s_job {
-    uint64_t tag;
-    s_prepared *post;
-} s_job;
+/* ---- pipe: slack/'s, its ends translated ------------------------------------------- */
 
 typedef struct s_pipe {
-    s_client *c;
-    size_t cap;
-    pthread_mutex_t mu;
-    pthread_cond_t work_cv; /* a job queued, or stop */
-    pthread_cond_t done_cv; /* CLOCK_MONOTONIC: a post ended, or a wakeup */
-    s_job *q;               /* ring of qn queued jobs from qhead (cap) */
-    size_t qhead, qn;
-    dg_chat_done *d; /* ring of dn ended posts from dhead (cap) */
-    size_t dhead, dn;
-    size_t busy; /* submitted and not yet returned by s_pipe_run */
-    int stop, woken;
-    pthread_t workers[SLACK_PIPE_WORKERS];
-    size_t n_workers;
+    dg_slack_pipe *pipe;
+    dg_slack_done *done; /* cap ends, as dg_slack_pipe_run fills them */
 } s_pipe;
 
-static void *s_worker(void *arg)
-{
-    s_pipe *p = arg;
-    pthread_mutex_lock(&p->mu);
-    for (;;) {
-        while (!p->stop && !p->qn)
-            pthread_cond_wait(&p->work_cv, &p->mu);
-        if (p->stop)
-            break;
-        s_job job = p->q[p->qhead];
-        p->qhead = (p->qhead + 1) % p->cap;
-        p->qn--;
-        pthread_mutex_unlock(&p->mu);
-        dg_chat_done end;
-        memset(&end, 0, sizeof end);
-        end.tag = job.tag;
-        end.rc = post_once(p->c, job.post, end.message_id, &end.err);
-        s_post_free(job.post);
-        pthread_mutex_lock(&p->mu);
-        p->d[(p->dhead + p->dn++) % p->cap] = end;
-        pthread_cond_signal(&p->done_cv);
-    }
-    pthread_mutex_unlock(&p->mu);
-    return NULL;
-}
-
-static void s_pipe_free(void *pipe);
-
-static int s_pipe_new(void *impl, size_t cap, void **out)
-{
-    *out = NULL;
-    if (cap < 1 || cap > 256)
-        return DG_ERR_INVALID;
-    s_pipe *p = calloc(1, sizeof *p);
-    if (!p)
-        return DG_ERR_NOMEM;
-    p->c = impl;
-    p->cap = cap;
-    pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->work_cv, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&p->done_cv, &ca);
-    pthread_condattr_destroy(&ca);
-    size_t want = cap < SLACK_PIPE_WORKERS ? cap : SLACK_PIPE_WORKERS;
-    if (!(p->q = calloc(cap, sizeof *p->q)) || !(p->d = calloc(cap, sizeof *p->d))) {
-        s_pipe_free(p);
-        return DG_ERR_NOMEM;
-    }
-    while (p->n_workers < want && pthread_create(&p->workers[p->n_workers], NULL, s_worker, p) == 0)
-        p->n_workers++;
-    if (!p->n_workers) {
-        s_pipe_free(p);
-        return DG_ERR_NOMEM;
-    }
-    *out = p;
-    return DG_OK;
-}
-
-/* Stop the workers (a post under way ends first: the client's abort
- * switch or its time bound ends it), then free what is left. */
 static void s_pipe_free(void *pipe)
 {
     s_pipe *p = pipe;
     if (!p)
         return;
-    pthread_mutex_lock(&p->mu);
-    p->stop = 1;
-    pthread_cond_broadcast(&p->work_cv);
-    pthread_mutex_unlock(&p->mu);
-    for (size_t i = 0; i < p->n_workers; i++)
-        pthread_join(p->workers[i], NULL);
-    for (size_t i = 0; p->q && i < p->qn; i++)
-        s_post_free(p->q[(p->qhead + i) % p->cap].post);
-    pthread_cond_destroy(&p->work_cv);
-    pthread_cond_destroy(&p->done_cv);
-    pthread_mutex_destroy(&p->mu);
-    free(p->q);
-    free(p->d);
+    dg_slack_pipe_free(p->pipe);
+    free(p->done);
     free(p);
+}
+
+static int s_pipe_new(void *impl, size_t cap, void **out)
+{
+    s_client *c = impl;
+    *out = NULL;
+    s_pipe *p = calloc(1, sizeof *p);
+    if (!p)
+        return DG_ERR_NOMEM;
+    int rc = dg_slack_pipe_new(c->s, cap, &p->pipe);
+    if (rc == DG_OK && !(p->done = calloc(cap, sizeof *p->done)))
+        rc = DG_ERR_NOMEM;
+    if (rc != DG_OK) {
+        s_pipe_free(p);
+        return rc;
+    }
+    *out = p;
+    return DG_OK;
 }
 
 static int s_pipe_submit(void *pipe, uint64_t tag, void *post, dg_chat_err *err)
 {
     s_pipe *p = pipe;
-    pthread_mutex_lock(&p->mu);
-    if (p->busy == p->cap) {
-        pthread_mutex_unlock(&p->mu);
-        s_post_free(post);
-        return dg_chat_refuse(err, DG_ERR_IO, "pipe: %zu posts in flight already (its capacity)",
-                              p->cap);
-    }
-    p->q[(p->qhead + p->qn++) % p->cap] = (s_job){.tag = tag, .post = post};
-    p->busy++;
-    pthread_cond_signal(&p->work_cv);
-    pthread_mutex_unlock(&p->mu);
-    return DG_OK;
+    dg_slack_err e;
+    memset(&e, 0, sizeof e);
+    int rc = dg_slack_pipe_submit(p->pipe, tag, post, &e);
+    if (rc != DG_OK)
+        copy_err(err, rc, &e);
+    return rc;
 }
 
 static size_t s_pipe_busy(const void *pipe)
 {
-    s_pipe *p = (s_pipe *)pipe;
-    pthread_mutex_lock(&p->mu);
-    size_t n = p->busy;
-    pthread_mutex_unlock(&p->mu);
-    return n;
+    const s_pipe *p = pipe;
+    return dg_slack_pipe_busy(p->pipe);
 }
 
 static size_t s_pipe_run(void *pipe, long wait_ms, dg_chat_done *done)
 {
     s_pipe *p = pipe;
-    pthread_mutex_lock(&p->mu);
-    if (!p->busy) {
-        p->woken = 0;
-        pthread_mutex_unlock(&p->mu);
-        return 0;
+    size_t n = dg_slack_pipe_run(p->pipe, wait_ms, p->done);
+    for (size_t i = 0; i < n; i++) {
+        const dg_slack_done *d = &p->done[i];
+        dg_chat_done *o = &done[i];
+        memset(o, 0, sizeof *o);
+        o->tag = d->tag;
+        o->rc = d->rc;
+        snprintf(o->message_id, sizeof o->message_id, "%s", d->ts);
+        if (d->rc != DG_OK)
+            copy_err(&o->err, d->rc, &d->err);
     }
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    long ms = wait_ms > 0 ? wait_ms : 0;
-    until.tv_sec += ms / 1000;
-    until.tv_nsec += (ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
-    int rc = 0;
-    while (!p->dn && !p->woken && rc == 0)
-        rc = pthread_cond_timedwait(&p->done_cv, &p->mu, &until);
-    p->woken = 0;
-    size_t n = 0;
-    for (; p->dn; n++, p->dn--, p->dhead = (p->dhead + 1) % p->cap)
-        done[n] = p->d[p->dhead];
-    p->busy -= n;
-    pthread_mutex_unlock(&p->mu);
     return n;
 }
 
 static void s_pipe_wakeup(void *pipe)
 {
     s_pipe *p = pipe;
-    pthread_mutex_lock(&p->mu);
-    p->woken = 1;
-    pthread_cond_signal(&p->done_cv);
-    pthread_mutex_unlock(&p->mu);
+    dg_slack_pipe_wakeup(p->pipe);
 }
 
 const dg_chat_methods dg_chat_slack_methods = {

@@ -7,6 +7,7 @@
 #define DG_BUF_H
 
 #include <stddef.h>
+#include "must_check.h"
 
 /* A NUL-terminated string that grows as it is appended to. Start from
  * {0}; s is NULL until the first append. The owner frees s (free or
@@ -19,10 +20,10 @@ typedef struct dg_buf {
 
 /* Append n bytes of add (which may hold NULs) and keep s NUL-terminated.
  * 0, or -1 when out of memory (b unchanged). */
-int dg_buf_add(dg_buf *b, const char *add, size_t n) __attribute__((warn_unused_result));
+int dg_buf_add(dg_buf *b, const char *add, size_t n) DG_MUST_CHECK;
 
 /* Append a NUL-terminated string. 0 or -1 as dg_buf_add. */
-int dg_buf_adds(dg_buf *b, const char *add) __attribute__((warn_unused_result));
+int dg_buf_adds(dg_buf *b, const char *add) DG_MUST_CHECK;
 
 /* Free b->s and reset b to empty. */
 void dg_buf_free(dg_buf *b);
@@ -32,8 +33,7 @@ void dg_buf_free(dg_buf *b);
  * the first n in use. When n == *cap the capacity doubles (or becomes
  * first). 0, or -1 when out of memory: the array and *cap unchanged, still
  * the caller's to free. */
-int dg_grow(void *arrayp, size_t *cap, size_t n, size_t elem, size_t first)
-    __attribute__((warn_unused_result));
+int dg_grow(void *arrayp, size_t *cap, size_t n, size_t elem, size_t first) DG_MUST_CHECK;
 
 /* The n strings of parts (NULL ones skipped) one after another into out,
  * cut after cap - 1 bytes as snprintf cuts; out always NUL-terminated
@@ -43,7 +43,6 @@ size_t dg_str_join(char *out, size_t cap, const char *const *parts, size_t n);
 
 /* printf into a new string (malloc'd, the caller frees); NULL when out of
  * memory. */
-char *dg_sprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
-__attribute__((warn_unused_result));
+char *dg_sprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2))) DG_MUST_CHECK;
 
 #endif

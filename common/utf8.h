@@ -8,6 +8,7 @@
 #define DG_UTF8_H
 
 #include <stddef.h>
+#include "must_check.h"
 
 /* Code points of s: the bytes that are no continuation byte (so a
  * malformed byte counts as one). */
@@ -43,6 +44,6 @@ size_t dg_utf8_char_start(const char *s, size_t i);
  * when out of memory): a sequence cut short at the end goes, any other
  * malformed byte becomes '?'.
  */
-char *dg_utf8_valid_copy(const char *s) __attribute__((warn_unused_result));
+char *dg_utf8_valid_copy(const char *s) DG_MUST_CHECK;
 
 #endif

@@ -46,6 +46,7 @@
 #include "log_level.h"
 #include "status.h"
 #include "snowflake.h"
+#include "must_check.h"
 
 typedef struct dg_discord dg_discord;
 
@@ -95,8 +96,8 @@ typedef struct dg_discord_err {
  * option, named in err) or DG_ERR_NOMEM. *out is owned by the caller:
  * dg_discord_free(). Any thread.
  */
-int dg_discord_new(const dg_discord_options *o, dg_discord **out, char *err, size_t err_len)
-    __attribute__((warn_unused_result));
+int dg_discord_new(const dg_discord_options *o, dg_discord **out, char *err,
+                   size_t err_len) DG_MUST_CHECK;
 
 /* Free the client. No call may be running on it (abort and join first).
  * NULL is fine. */
@@ -141,8 +142,7 @@ typedef struct dg_discord_channel_spec {
  * connections, 429 and 5xx are. Any thread.
  */
 int dg_discord_create_private_channel(dg_discord *d, const dg_discord_channel_spec *spec,
-                                      char **channel_id, dg_discord_err *err)
-    __attribute__((warn_unused_result));
+                                      char **channel_id, dg_discord_err *err) DG_MUST_CHECK;
 
 /*
  * GET /guilds/{guild}/channels, then the newest text channel (type 0) named
@@ -154,8 +154,8 @@ int dg_discord_create_private_channel(dg_discord *d, const dg_discord_channel_sp
  * thread.
  */
 int dg_discord_find_channel(dg_discord *d, const char *guild_id, const char *name,
-                            const char *topic_needle, char **channel_id, dg_discord_err *err)
-    __attribute__((warn_unused_result));
+                            const char *topic_needle, char **channel_id,
+                            dg_discord_err *err) DG_MUST_CHECK;
 
 /*
  * POST /channels/{channel_id}/messages with
@@ -170,8 +170,7 @@ int dg_discord_find_channel(dg_discord *d, const char *guild_id, const char *nam
  */
 int dg_discord_post_message(dg_discord *d, const char *channel_id, const char *content,
                             const char *const *mention_ids, size_t n_mentions, const char *nonce,
-                            char **message_id, dg_discord_err *err)
-    __attribute__((warn_unused_result));
+                            char **message_id, dg_discord_err *err) DG_MUST_CHECK;
 
 /* One message as read back. Every string is owned by the array. */
 typedef struct dg_discord_message {
@@ -192,8 +191,8 @@ typedef struct dg_discord_message {
  * caller: dg_discord_messages_free(*msgs, *n). Any thread.
  */
 int dg_discord_get_messages(dg_discord *d, const char *channel_id, const char *after_id, int limit,
-                            dg_discord_message **msgs, size_t *n, dg_discord_err *err)
-    __attribute__((warn_unused_result));
+                            dg_discord_message **msgs, size_t *n,
+                            dg_discord_err *err) DG_MUST_CHECK;
 
 void dg_discord_messages_free(dg_discord_message *msgs, size_t n);
 
@@ -205,7 +204,7 @@ void dg_discord_messages_free(dg_discord_message *msgs, size_t n);
  */
 int dg_discord_get_user_names(dg_discord *d, const char *user_id, char *username,
                               size_t username_len, char *global_name, size_t global_len,
-                              dg_discord_err *err) __attribute__((warn_unused_result));
+                              dg_discord_err *err) DG_MUST_CHECK;
 
 /*
  * Any other request, with the same rate limiting and retries. method
@@ -216,8 +215,7 @@ int dg_discord_get_user_names(dg_discord *d, const char *user_id, char *username
  * the caller decrefs. Any thread.
  */
 int dg_discord_request(dg_discord *d, const char *method, const char *path, const json_t *body,
-                       int idempotent, json_t **response, dg_discord_err *err)
-    __attribute__((warn_unused_result));
+                       int idempotent, json_t **response, dg_discord_err *err) DG_MUST_CHECK;
 
 /*
  * Pipelined posts: up to `cap` message posts in flight at once
@@ -233,8 +231,7 @@ int dg_discord_request(dg_discord *d, const char *method, const char *path, cons
  */
 typedef struct dg_discord_pipe dg_discord_pipe;
 
-int dg_discord_pipe_new(dg_discord *d, size_t cap, dg_discord_pipe **out)
-    __attribute__((warn_unused_result));
+int dg_discord_pipe_new(dg_discord *d, size_t cap, dg_discord_pipe **out) DG_MUST_CHECK;
 void dg_discord_pipe_free(dg_discord_pipe *p);
 
 /* Start a post identified by tag (arguments as dg_discord_post_message,
@@ -242,8 +239,7 @@ void dg_discord_pipe_free(dg_discord_pipe *p);
  * post was refused at once (bad argument, pipe full: err says why). */
 int dg_discord_pipe_post(dg_discord_pipe *p, uint64_t tag, const char *channel_id,
                          const char *content, const char *const *mention_ids, size_t n_mentions,
-                         const char *nonce, dg_discord_err *err)
-    __attribute__((warn_unused_result));
+                         const char *nonce, dg_discord_err *err) DG_MUST_CHECK;
 
 /*
  * A post made ready ahead of its turn: body built and checked, URL and
@@ -259,15 +255,14 @@ typedef struct dg_discord_post dg_discord_post;
 
 int dg_discord_post_prepare(const dg_discord *d, const char *channel_id, const char *content,
                             const char *const *mention_ids, size_t n_mentions, const char *nonce,
-                            dg_discord_post **out, dg_discord_err *err)
-    __attribute__((warn_unused_result));
+                            dg_discord_post **out, dg_discord_err *err) DG_MUST_CHECK;
 void dg_discord_post_free(dg_discord_post *post);
 
 /* Start a prepared post identified by tag. The pipe takes post in every
  * case (freed here when refused: pipe full, err says so). DG_OK: its
  * result comes from dg_discord_pipe_run. */
 int dg_discord_pipe_submit(dg_discord_pipe *p, uint64_t tag, dg_discord_post *post,
-                           dg_discord_err *err) __attribute__((warn_unused_result));
+                           dg_discord_err *err) DG_MUST_CHECK;
 
 /* A post that ended. message_id (DG_OK only) is owned by the receiver. */
 typedef struct dg_discord_done {

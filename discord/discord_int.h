@@ -30,6 +30,7 @@
 #include "discord.h"
 #include "http_client.h"
 #include "str_map.h"
+#include "must_check.h"
 
 /* Rate-limit state of one route (method + template + major id). */
 typedef struct dgd_route {
@@ -158,8 +159,7 @@ char *dgd_dump_checked(json_t *j, int bad);
  * call's time bound, the abort switch). json: the body or NULL, not taken.
  * *response (when response is not NULL): the answer, the caller decrefs. */
 int dgd_do_request(dg_discord *d, const char *method, const char *path, const char *json,
-                   int idempotent, json_t **response, dg_discord_err *e)
-    __attribute__((warn_unused_result));
+                   int idempotent, json_t **response, dg_discord_err *e) DG_MUST_CHECK;
 
 /* GET path and check the answer's shape: a JSON value of type want
  * (JSON_ARRAY or JSON_OBJECT). *out: the answer, the caller decrefs; NULL
@@ -186,7 +186,7 @@ static inline int dgd_get_json(dg_discord *d, const char *what, const char *path
  * the caller frees). Returns DG_OK or the error set in err. Shared by
  * dg_discord_post_message and the pipe (pipe.c). */
 int dgd_post_body(const char *channel_id, const char *content, const char *const *mention_ids,
-                  size_t n_mentions, const char *nonce, char **json, dg_discord_err *err)
-    __attribute__((warn_unused_result));
+                  size_t n_mentions, const char *nonce, char **json,
+                  dg_discord_err *err) DG_MUST_CHECK;
 
 #endif

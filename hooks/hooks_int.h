@@ -11,6 +11,7 @@
 #include "utf8.h"
 #include "scope.h"
 #include "turns_engine.h"
+#include "must_check.h"
 
 /* Priority our handlers register with (higher runs first). */
 #define DG_HOOK_PRIORITY 50
@@ -77,8 +78,8 @@ typedef struct dg_hook_session {
     char err[160];
 } dg_hook_session;
 
-int dg_hook_decode_session(const dg_config *cfg, const json_t *ctx, dg_hook_session *out)
-    __attribute__((warn_unused_result));
+int dg_hook_decode_session(const dg_config *cfg, const json_t *ctx,
+                           dg_hook_session *out) DG_MUST_CHECK;
 
 /*
  * The session of an outbound hook (message_sending, reply_payload_sending).
@@ -90,7 +91,7 @@ int dg_hook_decode_session(const dg_config *cfg, const json_t *ctx, dg_hook_sess
  * Same returns as dg_hook_decode_session.
  */
 int dg_hook_decode_outbound(const dg_config *cfg, const json_t *event, const json_t *ctx,
-                            dg_hook_session *out) __attribute__((warn_unused_result));
+                            dg_hook_session *out) DG_MUST_CHECK;
 
 /*
  * The agent session a message_received report is for: from ctx.sessionKey
@@ -100,8 +101,8 @@ int dg_hook_decode_outbound(const dg_config *cfg, const json_t *event, const jso
  * (no key, a DM or another shape), -1 when ctx.sessionKey is not a string
  * (out->err says so).
  */
-int dg_hook_decode_recipient(const dg_config *cfg, const json_t *ctx, dg_hook_session *out)
-    __attribute__((warn_unused_result));
+int dg_hook_decode_recipient(const dg_config *cfg, const json_t *ctx,
+                             dg_hook_session *out) DG_MUST_CHECK;
 
 /*
  * The run id of a hook call: event.runId, else ctx.runId, else (with

@@ -9,6 +9,7 @@
 
 #include "openclaw/plugin.h"
 #include "host_calls.h"
+#include "must_check.h"
 
 /*
  * Check api (its major, its size, its required functions) and fill *out
@@ -18,7 +19,7 @@
  * DG_OK, or DG_ERR_INVALID / DG_ERR_UNSUPPORTED with err saying what is
  * wrong. Init thread.
  */
-int dg_host_calls_from_api(const oc_host_api *api, dg_host_calls *out, char *err, size_t err_len)
-    __attribute__((warn_unused_result));
+int dg_host_calls_from_api(const oc_host_api *api, dg_host_calls *out, char *err,
+                           size_t err_len) DG_MUST_CHECK;
 
 #endif

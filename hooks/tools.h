@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include "dirigent.h"
 #include "discuss.h"
+#include "must_check.h"
 
 /* The tools' execute functions (oc_tool_fn). state is the dg_plugin.
  * Any host thread, several at once. */
@@ -48,8 +49,8 @@ void dg_tool_caller(const json_t *ctx, dg_caller *out);
  * OC_ERR_INVALID with a sentence naming the key and the accepted ones, or
  * OC_OK. Also refuses params that are not an object.
  */
-int dg_tool_check_keys(const json_t *params, const char *const *allowed, char *err, size_t err_len)
-    __attribute__((warn_unused_result));
+int dg_tool_check_keys(const json_t *params, const char *const *allowed, char *err,
+                       size_t err_len) DG_MUST_CHECK;
 
 /*
  * Optional string param `key`: absent or JSON null -> *out NULL, OC_OK; a
@@ -57,6 +58,6 @@ int dg_tool_check_keys(const json_t *params, const char *const *allowed, char *e
  * OC_ERR_INVALID naming the key.
  */
 int dg_tool_opt_string(const json_t *params, const char *key, const char **out, char *err,
-                       size_t err_len) __attribute__((warn_unused_result));
+                       size_t err_len) DG_MUST_CHECK;
 
 #endif

@@ -21,6 +21,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "must_check.h"
 
 #define DGH_MAX_BODY (8u << 20) /* answers larger than this are refused */
 #define DGH_POLL_MS 50          /* abort latency of a transfer in flight */
@@ -115,7 +116,7 @@ void dgh_limits_pick(dgh_limits *out, const dgh_limits *given, const dgh_limits 
  * or DG_ERR_NOMEM with nothing made (h, *mu and *cond untouched). What is
  * made here is h's: dgh_destroy frees it. */
 int dgh_init(dgh_client *h, const dgh_limits *lim, dgh_log_fn log, void *log_state,
-             pthread_mutex_t *mu, pthread_cond_t *cond) __attribute__((warn_unused_result));
+             pthread_mutex_t *mu, pthread_cond_t *cond) DG_MUST_CHECK;
 
 /* Free what dgh_init and dgh_set_endpoint made: the idle handles and the
  * pool, the lock and condition, the base URL, the header list (its lines
@@ -157,8 +158,8 @@ void dgh_log(dgh_client *h, int level, const char *fmt, ...) __attribute__((form
  * of every request (n lines, copied in order; the caller wipes its own
  * copy of a secret one). The copies are h's: dgh_destroy frees them. Once,
  * before the first request. DG_OK, or DG_ERR_NOMEM with h unchanged. */
-int dgh_set_endpoint(dgh_client *h, const char *base, const char *const *lines, size_t n)
-    __attribute__((warn_unused_result));
+int dgh_set_endpoint(dgh_client *h, const char *base, const char *const *lines,
+                     size_t n) DG_MUST_CHECK;
 
 /* An answer's body: NUL-terminated once anything came (s is NULL
  * before). Start from {0}; the owner frees s (dgh_body_free). */

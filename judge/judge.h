@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
+#include "must_check.h"
 
 /* The label that ends the round instead of naming an agent. */
 #define DGJ_NOBODY "nobody"
@@ -74,7 +75,7 @@ size_t dgj_labels(const dgj_evidence *ev, const char *labels[DGJ_MAX_LABELS]);
 /* The evidence as plain text (malloc'd, the caller frees; NULL when out
  * of memory): the candidates with their roles, then the last messages,
  * each cut to DGJ_MESSAGE_CHARS characters (UTF-8 kept whole). */
-char *dgj_context(const dgj_evidence *ev) __attribute__((warn_unused_result));
+char *dgj_context(const dgj_evidence *ev) DG_MUST_CHECK;
 
 /* A judge's answer. */
 typedef struct dgj_answer {
@@ -95,7 +96,7 @@ typedef struct dgj_answer {
  * undefined).
  */
 int dgj_parse_answer(const json_t *o, const char *const *labels, size_t n, dgj_answer *out,
-                     char *err, size_t err_len) __attribute__((warn_unused_result));
+                     char *err, size_t err_len) DG_MUST_CHECK;
 
 /*
  * An OpenAI-compatible chat completion's body (len bytes, need not be
@@ -106,14 +107,13 @@ int dgj_parse_answer(const json_t *o, const char *const *labels, size_t n, dgj_a
  * with err saying what was wrong.
  */
 int dgj_parse_chat_completion(const char *body, size_t len, const char *const *labels, size_t n,
-                              dgj_answer *out, char *err, size_t err_len)
-    __attribute__((warn_unused_result));
+                              dgj_answer *out, char *err, size_t err_len) DG_MUST_CHECK;
 
 /* The request body of a chat completion asking model the question with
  * labels and context (a NEW json_t the caller decrefs; NULL when out of
  * memory). */
 json_t *dgj_chat_request(const char *model, const char *const *labels, size_t n,
-                         const char *context) __attribute__((warn_unused_result));
+                         const char *context) DG_MUST_CHECK;
 
 /* ---- judge_openai.c: the OpenAI-compatible client ---- */
 
@@ -131,8 +131,7 @@ typedef void (*dgj_log_fn)(void *log_state, int level, const char *message);
  * init failed).
  */
 int dgj_openai_new(const char *base_url, const char *model, const char *api_key, dgj_log_fn log,
-                   void *log_state, dgj_openai **out, char *err, size_t err_len)
-    __attribute__((warn_unused_result));
+                   void *log_state, dgj_openai **out, char *err, size_t err_len) DG_MUST_CHECK;
 
 /* Stop every request in flight (they fail within about 50 ms) and refuse
  * new ones: before dgj_openai_free while another thread may ask. */
@@ -152,7 +151,7 @@ void dgj_openai_free(dgj_openai *c);
  * thread: never a hook thread.
  */
 int dgj_openai_ask(dgj_openai *c, const char *const *labels, size_t n, const char *context,
-                   long timeout_ms, dgj_answer *out, int64_t *latency_ms, char *err, size_t err_len)
-    __attribute__((warn_unused_result));
+                   long timeout_ms, dgj_answer *out, int64_t *latency_ms, char *err,
+                   size_t err_len) DG_MUST_CHECK;
 
 #endif

@@ -593,6 +593,15 @@ static int rule_moderator_token(const dg_config_key *k, const json_t *v, dg_conf
     return DG_OK;
 }
 
+const char *dg_config_token_home(dg_platform platform)
+{
+    switch (platform) {
+    case DG_PLATFORM_DISCORD: return "discord.moderatorToken (or env DIRIGENT_MODERATOR_TOKEN)";
+    case DG_PLATFORM_SLACK: return "env DIRIGENT_SLACK_MODERATOR_TOKEN";
+    }
+    return "the moderator's token";
+}
+
 /* summaryDir names a folder inside every initiator's workspace, so it must
  * stay relative and below it. */
 static int rule_summary_dir(const dg_config_key *k, const json_t *v, dg_config *c, char *err,

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <jansson.h>
 #include "chat.h" /* dg_platform */
+#include "must_check.h"
 
 typedef enum dg_session_policy { DG_POLICY_CHANNEL = 0, DG_POLICY_THREAD = 1 } dg_session_policy;
 
@@ -180,8 +181,7 @@ const dg_config_key *dg_config_keys(size_t *n);
  * On success *out owns its strings: release with dg_config_free().
  * Thread: init only.
  */
-int dg_config_parse(const json_t *json, dg_config *out, char *err, size_t err_len)
-    __attribute__((warn_unused_result));
+int dg_config_parse(const json_t *json, dg_config *out, char *err, size_t err_len) DG_MUST_CHECK;
 
 /*
  * The no-reply pair on this host: a host with claim hooks (claim_hooks 1)
@@ -189,11 +189,16 @@ int dg_config_parse(const json_t *json, dg_config *out, char *err, size_t err_le
  * noReplyModel, which must then be set. DG_OK, or DG_ERR_INVALID with a
  * sentence naming the fields in err. Any thread.
  */
-int dg_config_require_no_reply(const dg_config *cfg, int claim_hooks, char *err, size_t err_len)
-    __attribute__((warn_unused_result));
+int dg_config_require_no_reply(const dg_config *cfg, int claim_hooks, char *err,
+                               size_t err_len) DG_MUST_CHECK;
 
 /* Free what dg_config_parse allocated; safe on a zeroed struct. */
 void dg_config_free(dg_config *cfg);
+
+/* Where the operator sets platform's moderator token, for a message asking
+ * them to fix it ("discord.moderatorToken (or env ...)"). Static; any
+ * thread. */
+const char *dg_config_token_home(dg_platform platform);
 
 /* Agent by id / by Discord user id; borrowed pointers into cfg, NULL if none. */
 const dg_agent_cfg *dg_config_agent(const dg_config *cfg, const char *agent_id);

@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include "dirigent.h"
+#include "must_check.h"
 
 /* Registers the caller's hooks and tools once the core's parts exist and
  * before its threads start; ctx is dg_core_new's attach_ctx. DG_OK, or the
@@ -27,8 +28,7 @@ typedef int (*dg_core_attach_fn)(dg_plugin *p, void *ctx, char *err, size_t err_
  * least one byte. Thread: the host's init.
  */
 int dg_core_new(const dg_host_calls *host, const json_t *config, dg_core_attach_fn attach,
-                void *attach_ctx, dg_plugin **out, char *err, size_t err_len)
-    __attribute__((warn_unused_result));
+                void *attach_ctx, dg_plugin **out, char *err, size_t err_len) DG_MUST_CHECK;
 
 /* Stop the plugin's threads and free everything of p; NULL is fine.
  * Thread: the host's shutdown (or a failed init). */

@@ -35,6 +35,7 @@
 #include "config.h"
 #include "store.h"
 #include "store_cost.h"
+#include "must_check.h"
 
 typedef struct dg_cost_report dg_cost_report;
 

@@ -17,6 +17,7 @@
 #include "config.h"
 #include "log_defer.h"
 #include "host_calls.h"
+#include "must_check.h"
 
 typedef struct dg_store dg_store;
 typedef struct dg_templates dg_templates;
@@ -124,11 +125,11 @@ void dg_log(const dg_plugin *p, int level, const char *fmt, ...)
  * hand their lines to the host directly. Declared in log_defer.h.
  */
 /* The queue of p (p->logq): DG_OK or DG_ERR_NOMEM. Init thread. */
-int dg_log_queue_new(dg_log_queue **out) __attribute__((warn_unused_result));
+int dg_log_queue_new(dg_log_queue **out) DG_MUST_CHECK;
 
 /* Start the pump (once; later calls do nothing). DG_OK or DG_ERR_NOMEM.
  * Called by the first hook or tool call after init. */
-int dg_log_pump_start(dg_plugin *p) __attribute__((warn_unused_result));
+int dg_log_pump_start(dg_plugin *p) DG_MUST_CHECK;
 
 /* Stop the pump, deliver what is left from the calling thread and free the
  * queue (p->logq = NULL). After every other plugin thread has ended.

@@ -37,6 +37,7 @@
 #include <stdint.h>
 #include "dirigent.h"
 #include "store_records.h" /* dg_discussion, dg_discussion_status, dg_discussion_clear */
+#include "must_check.h"
 
 /* "active" / "closed" / "none". Static string. */
 const char *dg_discussion_status_name(dg_discussion_status s);
@@ -86,7 +87,7 @@ dg_platform dg_discuss_platform(const dg_caller *caller, const dg_channel_reques
  * nesting check. Any thread.
  */
 int dg_discuss_validate(dg_plugin *p, const dg_caller *caller, const dg_channel_request *req,
-                        char *err, size_t err_len) __attribute__((warn_unused_result));
+                        char *err, size_t err_len) DG_MUST_CHECK;
 
 /*
  * discord_channel_create: validate, create the private channel over REST
@@ -100,8 +101,7 @@ int dg_discuss_validate(dg_plugin *p, const dg_caller *caller, const dg_channel_
  * blocks for the REST call (bounded by discord.timeoutMs and retries).
  */
 int dg_discuss_create_channel(dg_plugin *p, const dg_caller *caller, const dg_channel_request *req,
-                              dg_channel_created *out, char *err, size_t err_len)
-    __attribute__((warn_unused_result));
+                              dg_channel_created *out, char *err, size_t err_len) DG_MUST_CHECK;
 
 /* Result of a successful discuss-callback; owned strings. */
 typedef struct dg_callback_result {
@@ -158,7 +158,7 @@ void dg_host_sessions(dg_plugin *p, const char *channel_id, dg_session_refs *out
  */
 int dg_discuss_callback(dg_plugin *p, const dg_caller *caller, const char *summary_path,
                         const dg_session_refs *sessions, dg_callback_result *out, char *err,
-                        size_t err_len) __attribute__((warn_unused_result));
+                        size_t err_len) DG_MUST_CHECK;
 
 /*
  * Re-drive effects a crash left undone: session overrides recorded but not
@@ -186,8 +186,7 @@ void dg_discuss_session_seen(dg_plugin *p, const char *session_key, const char *
  * ACTIVE / CLOSED, or a negative dg_status on a store error. If d is not
  * NULL and the channel is a discussion, *d is filled (caller clears it).
  */
-int dg_discuss_lookup_locked(dg_store *st, const char *channel_id, dg_discussion *d)
-    __attribute__((warn_unused_result));
+int dg_discuss_lookup_locked(dg_store *st, const char *channel_id, dg_discussion *d) DG_MUST_CHECK;
 
 /*
  * Closed-notice bookkeeping for the turn path, inside the
@@ -200,7 +199,7 @@ int dg_discuss_lookup_locked(dg_store *st, const char *channel_id, dg_discussion
  */
 int dg_discuss_claim_closed_notice_locked(dg_store *st, const char *channel_id,
                                           const char *message_id, int64_t now_ms,
-                                          int64_t cooldown_ms) __attribute__((warn_unused_result));
+                                          int64_t cooldown_ms) DG_MUST_CHECK;
 
 /*
  * The discussion timers, applied by the turn sweeper once a
@@ -235,8 +234,8 @@ void dg_discuss_sweep(dg_plugin *p);
  * Any thread.
  */
 int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id, const char *summary_path,
-                                  int64_t now_ms, int *closed, char *msg, size_t msg_len)
-    __attribute__((warn_unused_result));
+                                  int64_t now_ms, int *closed, char *msg,
+                                  size_t msg_len) DG_MUST_CHECK;
 
 /*
  * Where the initiator is asked to write the summary of d (the summary path
@@ -245,7 +244,6 @@ int dg_discuss_admin_close_locked(dg_plugin *p, const char *channel_id, const ch
  * the caller frees; NULL when out of memory. Inside the caller's store
  * transaction. Any thread.
  */
-char *dg_discuss_suggested_path_locked(const dg_plugin *p, const dg_discussion *d)
-    __attribute__((warn_unused_result));
+char *dg_discuss_suggested_path_locked(const dg_plugin *p, const dg_discussion *d) DG_MUST_CHECK;
 
 #endif

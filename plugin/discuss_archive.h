@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include "dirigent.h"
 #include "discuss.h"
+#include "must_check.h"
 
 /*
  * Queue the index line of d, closing at closed_ms with end_status
@@ -21,7 +22,6 @@
  * dg_status otherwise (the caller rolls back). Any thread.
  */
 int dg_discuss_archive_locked(dg_plugin *p, const dg_discussion *d, const char *end_status,
-                              const char *summary_path, int64_t closed_ms)
-    __attribute__((warn_unused_result));
+                              const char *summary_path, int64_t closed_ms) DG_MUST_CHECK;
 
 #endif

@@ -319,7 +319,7 @@ static int make_channel(dg_plugin *p, dg_chat *chat, const dg_caller *caller,
                         const dg_chat_room_spec *spec, const char *needle, char **channel_id,
                         char *err, size_t err_len)
 {
-    const char *pname = dg_chat_platform(chat) == DG_PLATFORM_SLACK ? "Slack" : "Discord";
+    const char *pname = dg_platform_title(dg_chat_platform(chat));
     dg_chat_err derr;
     memset(&derr, 0, sizeof derr);
     *channel_id = NULL;
@@ -354,14 +354,16 @@ static int make_channel(dg_plugin *p, dg_chat *chat, const dg_caller *caller,
         return dg_fail(err, err_len, DG_ERR_NOMEM, "out of memory");
     }
     if (rc != DG_OK) {
-        dg_log(p, OC_LOG_WARN, "discord_channel_create '%s' by %s failed: %s (HTTP %ld)", req->name,
-               caller->agent_id, derr.message, derr.http_status);
-        return dg_fail(err, err_len, rc, "%s refused to create channel '%s' (HTTP %ld): %s%s",
-                       pname, req->name, derr.http_status, derr.message,
-                       derr.http_status == 403 ? "; the moderator bot lacks a permission in "
-                                                 "the guild (Manage Channels), ask the operator"
-                       : derr.retryable        ? "; this may pass if you try again later"
-                                               : "");
+        const char *kind = dg_chat_err_kind_name(derr.kind);
+        dg_log(p, OC_LOG_WARN, "discord_channel_create '%s' by %s failed on %s (%s): %s", req->name,
+               caller->agent_id, pname, kind, derr.message);
+        return dg_fail(err, err_len, rc, "%s refused to create channel '%s' (%s): %s%s", pname,
+                       req->name, kind, derr.message,
+                       derr.kind == DG_CHAT_ERR_PERMISSION
+                           ? "; the moderator lacks a permission to create channels there, ask "
+                             "the operator"
+                       : derr.retryable ? "; this may pass if you try again later"
+                                        : "");
     }
     return DG_OK;
 }

@@ -39,6 +39,7 @@
 #include "turns.h"
 #include "turns_engine.h"
 #include "utf8.h"
+#include "must_check.h"
 
 /* Overrides re-driven per batch (bounded memory; loops while progressing). */
 #define OVERRIDE_BATCH 256
@@ -81,12 +82,12 @@ void discuss_archive_closed(dg_plugin *p, const char *channel_id);
 char *discuss_mentions_of(const dg_config *cfg, dg_platform pf, char *const *agents, size_t n);
 
 /* "<#id>", malloc'd, the caller frees; NULL out of memory. */
-char *discuss_channel_ref(const char *id) __attribute__((warn_unused_result));
+char *discuss_channel_ref(const char *id) DG_MUST_CHECK;
 
 /* {summaryPreview} of a result: the preview (summary.h) under a line that
  * says what it is, "" when previewChars is 0 or the file is blank. The
  * caller frees; NULL when out of memory or unreadable. */
-char *discuss_preview_of(const dg_plugin *p, int fd) __attribute__((warn_unused_result));
+char *discuss_preview_of(const dg_plugin *p, int fd) DG_MUST_CHECK;
 
 /* ---- discuss_ledger.c -------------------------------------------------- */
 
@@ -112,11 +113,9 @@ void discuss_undo_unfinished(dg_plugin *p);
  * ocgw repeats it at once). */
 #define UNFINISHED_GRACE_MS (10LL * 60 * 1000)
 
-int discuss_idem_lookup(dg_plugin *p, const discuss_idem *ic, dg_tool_call_row *row)
-    __attribute__((warn_unused_result));
+int discuss_idem_lookup(dg_plugin *p, const discuss_idem *ic, dg_tool_call_row *row) DG_MUST_CHECK;
 
-int discuss_inflight_claim(dg_plugin *p, const discuss_idem *ic)
-    __attribute__((warn_unused_result));
+int discuss_inflight_claim(dg_plugin *p, const discuss_idem *ic) DG_MUST_CHECK;
 
 void discuss_inflight_release(dg_plugin *p, const discuss_idem *ic);
 

@@ -13,6 +13,7 @@
 #include "store.h"
 #include "store_cost.h"
 #include "turn_view.h"
+#include "must_check.h"
 
 /* One discussion with what a reader shows of it. Owned: clear it. */
 typedef struct dg_discussion_info {
@@ -34,8 +35,7 @@ void dg_discussion_infos_free(dg_discussion_info *v, size_t n);
  * the channel is not a discussion channel.
  */
 int dg_discussion_info_load_locked(dg_store *st, const dg_config *cfg, const char *channel_id,
-                                   int64_t now_ms, dg_discussion_info *out)
-    __attribute__((warn_unused_result));
+                                   int64_t now_ms, dg_discussion_info *out) DG_MUST_CHECK;
 
 /*
  * discussion_status. Which discussion: discussion_id > 0, else channel_id,
@@ -47,8 +47,8 @@ int dg_discussion_info_load_locked(dg_store *st, const dg_config *cfg, const cha
  * clears). Any tool thread.
  */
 int dg_discuss_status(dg_plugin *p, const dg_caller *caller, int64_t discussion_id,
-                      const char *channel_id, dg_discussion_info *out, char *err, size_t err_len)
-    __attribute__((warn_unused_result));
+                      const char *channel_id, dg_discussion_info *out, char *err,
+                      size_t err_len) DG_MUST_CHECK;
 
 /*
  * discussion_list: the discussions the caller initiated or was invited to,
@@ -57,8 +57,8 @@ int dg_discuss_status(dg_plugin *p, const dg_caller *caller, int64_t discussion_
  * DG_ERR_DENIED without an agent in the context. Any tool thread.
  */
 int dg_discuss_list(dg_plugin *p, const dg_caller *caller, size_t offset, size_t limit,
-                    dg_discussion_info **out, size_t *n, int *more, char *err, size_t err_len)
-    __attribute__((warn_unused_result));
+                    dg_discussion_info **out, size_t *n, int *more, char *err,
+                    size_t err_len) DG_MUST_CHECK;
 
 /* 1 when agent_id is the initiator or a participant of d. */
 int dg_discussion_has_member(const dg_discussion *d, const char *agent_id);

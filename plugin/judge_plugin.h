@@ -20,6 +20,7 @@
 #include "dirigent.h"
 #include "judge.h"
 #include "judge_policy.h"
+#include "must_check.h"
 
 typedef struct dg_judge dg_judge;
 
@@ -48,8 +49,8 @@ typedef int (*dg_judge_apply_fn)(void *ud, const dg_judge_result *res);
  * name and the plugin runs with today's order. The worker starts here.
  * DG_OK or DG_ERR_NOMEM / DG_ERR_INTERNAL (no thread). Thread: init.
  */
-int dg_judge_new(dg_plugin *p, dg_judge_apply_fn apply, void *apply_ud, dg_judge **out)
-    __attribute__((warn_unused_result));
+int dg_judge_new(dg_plugin *p, dg_judge_apply_fn apply, void *apply_ud,
+                 dg_judge **out) DG_MUST_CHECK;
 
 /* Stop the worker (a question in flight is aborted or runs out its
  * timeout) and join it; idempotent, NULL is fine. Thread: shutdown, before
@@ -87,8 +88,7 @@ typedef struct dg_judge_question {
 /* Queue q for the worker: scope_key is being decided from now on (a
  * question already open for it is replaced: its answer will be dropped).
  * *seq gets its number. DG_OK or DG_ERR_NOMEM (nothing queued). */
-int dg_judge_ask(dg_judge *j, const dg_judge_question *q, uint64_t *seq)
-    __attribute__((warn_unused_result));
+int dg_judge_ask(dg_judge *j, const dg_judge_question *q, uint64_t *seq) DG_MUST_CHECK;
 
 /* 1 while scope_key is being decided (a question queued or in flight
  * whose verdict is not applied yet). */

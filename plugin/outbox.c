@@ -4,10 +4,12 @@
  *
  * A row is sent in order within its channel (a row that keeps failing
  * holds back the later rows of its channel, never of other channels),
- * marked sent with Discord's id, retried with back-off, failed for good
- * with the reason (logged at error level). Every send carries the row's
- * nonce with enforce_nonce, so sending again a row that Discord accepted
- * just before a crash returns the first message instead of a duplicate.
+ * marked sent with the platform's message id, retried with back-off,
+ * failed for good with the reason (logged at error level). Every send
+ * carries the row's key (Discord: a nonce with enforce_nonce, so a resend
+ * returns the first message; Slack: looked up in the channel before a row
+ * that may have gone out is sent again), so sending again a row the
+ * platform accepted just before a crash makes no duplicate.
  * The dispatcher never holds the store lock during HTTP. Discovery runs
  * every OUTBOX_DISCOVER_EVERY_MS as well as on kicks: rows another instance
  * sharing the store queued are found without a kick of this one.
@@ -106,7 +108,7 @@ static size_t take_answers(dg_outbox *ob, long wait_ms)
 }
 
 /* While posts fly: the posts just queued go on the wire first; recording
- * what was decided and reading ahead then run while Discord works on them,
+ * what was decided and reading ahead then run while the platform works on them,
  * off the path from one answer to the next post (on one channel that path
  * is the whole rate). Then wait for answers, at most until `next` or the
  * batch is due. */
@@ -204,9 +206,9 @@ static void *dispatcher(void *arg)
             next = ob->dec_retry_at;
         idle_wait(ob, pass_no, next);
     }
-    /* What Discord decided is recorded before the thread ends (one try:
-     * a row the store still refuses goes out again at the next start, with
-     * its nonce). */
+    /* What the platform decided is recorded before the thread ends (one
+     * try: a row the store still refuses goes out again at the next start,
+     * under its key). */
     if (ob->n_dec && ob->dec_retry_at <= outbox_mono_ms())
         outbox_flush(ob);
     outbox_leases_release(ob, ob->chans, ob->n_chans); /* the next holder need not wait */
@@ -346,12 +348,12 @@ void dg_outbox_stop(dg_outbox *ob)
     dg_chat_set_abort(ob->chat, 0);
     for (size_t i = 0; i < ob->n_dec; i++) {
         dg_log(ob->p, OC_LOG_ERROR,
-               "outbox: moderator message %lld was %s by Discord but never recorded (the "
+               "outbox: moderator message %lld was %s by %s but never recorded (the "
                "store kept failing); it stays pending and is posted again at the next "
-               "start with the same nonce (Discord returns the first message within its "
-               "nonce window)",
+               "start under the same key, which keeps %s from showing it twice",
                (long long)ob->dec[i].row_id,
-               ob->dec[i].oc == OUTBOX_SENT ? "accepted" : "refused for good");
+               ob->dec[i].oc == OUTBOX_SENT ? "accepted" : "refused for good",
+               dg_platform_title(ob->platform), dg_platform_title(ob->platform));
         free(ob->dec[i].detail);
     }
     free(ob->dec);

@@ -3,9 +3,9 @@
  *
  * A message the plugin owes is a row written in the same SQLite transaction
  * as the state change that owes it (dg_outbox_enqueue inside the caller's
- * dg_store_begin/commit). After commit the caller kicks the dispatcher,
- * which posts rows to Discord in order per channel with a stable nonce
- * (enforce_nonce), so a resend after a crash never duplicates.
+ * dg_store_begin/commit). After commit the caller kicks the dispatcher of
+ * the rows' platform, which posts them in order per channel with a stable
+ * key, so a resend after a crash never duplicates.
  */
 #ifndef DG_OUTBOX_H
 #define DG_OUTBOX_H
@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "dirigent.h"
+#include "must_check.h"
 
 /*
  * Queue content for target: a channel id, or a thread (chat.h's post
@@ -25,33 +26,34 @@
  * target or mention of no platform) or DG_ERR_IO.
  */
 int dg_outbox_enqueue(dg_store *st, const char *target, const char *content,
-                      const char *const *mention_ids, size_t n_mentions, int64_t now_ms)
-    __attribute__((warn_unused_result));
+                      const char *const *mention_ids, size_t n_mentions,
+                      int64_t now_ms) DG_MUST_CHECK;
 
 /* Start the dispatcher thread (init). Returns DG_OK or a negative status. */
-int dg_outbox_start(dg_plugin *p, dg_outbox **out, char *err, size_t err_len)
-    __attribute__((warn_unused_result));
+int dg_outbox_start(dg_plugin *p, dg_outbox **out, char *err, size_t err_len) DG_MUST_CHECK;
 
 /* Wake the dispatcher after a commit that enqueued rows. Any thread; ob may
- * be NULL (no Discord configured: rows wait for a later start). Never blocks. */
+ * be NULL (no moderator on that platform configured: rows wait for a later
+ * start). Never blocks. */
 void dg_outbox_kick(dg_outbox *ob);
 
 /* Wake every dispatcher of p (one per platform with a moderator): the
  * caller's commit may have queued rows for any of them. Any thread. */
 void dg_outbox_kick_all(dg_plugin *p);
 
-/* Stop and join the dispatcher; returns within about 2 s even when Discord
- * hangs (in-flight transfer abandoned, its row stays unsent). NULL is fine. */
+/* Stop and join the dispatcher; returns within about 2 s even when the
+ * platform hangs (in-flight transfer abandoned, its row stays unsent). NULL is fine. */
 void dg_outbox_stop(dg_outbox *ob);
 
 /* ---- notes and tuning ------------------------------------------------------------ */
 
-/* A 401 (Discord refuses the moderator token) is not the row's fault: no row
- * is failed, every send is held for 10 minutes (a bad token is not retried
- * in a loop), and the rows go out once a valid token is in place. */
+/* A refused token (the chat client's DG_CHAT_ERR_AUTH) is not the row's
+ * fault: no row is failed,
+ * every send of that platform is held for 10 minutes (a bad token is not
+ * retried in a loop), and the rows go out once a valid token is in place. */
 
 /* Note on dg_outbox_stop: to end a hanging transfer it switches on the abort
- * of p->chat (dg_chat_set_abort), which also ends other threads' calls
+ * of the dispatcher's chat client (dg_chat_set_abort), which also ends other threads' calls
  * in flight, and switches it off again after the join. Shutdown only. */
 
 /* Tuning of the dispatcher; zero fields take the defaults. */
@@ -59,7 +61,7 @@ typedef struct dg_outbox_options {
     long backoff_base_ms; /* first wait after a failed send; default 1000 */
     long backoff_max_ms;  /* cap of the doubling waits; default 60000 */
     int max_attempts;     /* retryable failed sends before a row is failed for good;
-                              default 0: no limit (a Discord outage of any length
+                              default 0: no limit (a platform outage of any length
                               loses nothing; only refusals fail a row) */
     size_t batch;         /* pending rows of a channel read from the store at
                               a time; default 64 */
@@ -77,11 +79,11 @@ typedef struct dg_outbox_options {
  * outlive it; o may be NULL. Needs p->store. *out is owned by the caller:
  * dg_outbox_stop(). Thread: init. */
 int dg_outbox_start_on(dg_plugin *p, dg_chat *chat, const dg_outbox_options *o, dg_outbox **out,
-                       char *err, size_t err_len) __attribute__((warn_unused_result));
+                       char *err, size_t err_len) DG_MUST_CHECK;
 
 /* dg_outbox_start_on with p->chat. */
 int dg_outbox_start_opts(dg_plugin *p, const dg_outbox_options *o, dg_outbox **out, char *err,
-                         size_t err_len) __attribute__((warn_unused_result));
+                         size_t err_len) DG_MUST_CHECK;
 
 /*
  * Wait until the dispatcher has found nothing pending (every row sent or
@@ -109,8 +111,7 @@ void dg_outbox_get_stats(dg_outbox *ob, dg_outbox_stats *out);
  * dg_outbox_parts_free(*parts, *n). Returns DG_OK, DG_ERR_INVALID (not
  * UTF-8, limit 0) or DG_ERR_NOMEM.
  */
-int dg_outbox_split(const char *content, size_t limit, char ***parts, size_t *n)
-    __attribute__((warn_unused_result));
+int dg_outbox_split(const char *content, size_t limit, char ***parts, size_t *n) DG_MUST_CHECK;
 void dg_outbox_parts_free(char **parts, size_t n);
 
 #endif

@@ -1,7 +1,7 @@
 /*
- * outbox_enqueue.c -- splitting a message into Discord-sized parts and
- * queueing them, inside the caller's store transaction, one row and one
- * nonce per part.
+ * outbox_enqueue.c -- splitting a message into parts of its platform's
+ * text limit and queueing them, inside the caller's store transaction, one
+ * row and one key per part.
  */
 #include "outbox_int.h"
 
@@ -34,7 +34,7 @@ void dg_outbox_parts_free(char **parts, size_t n)
 
 static int push_part(char ***parts, size_t *n, size_t *cap, const char *s, size_t len)
 {
-    /* Line breaks at either end of a part carry nothing (Discord trims them). */
+    /* Line breaks at either end of a part carry nothing (the platforms trim them). */
     while (len && (*s == '\n' || *s == '\r')) {
         s++;
         len--;

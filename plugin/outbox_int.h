@@ -16,10 +16,11 @@
 #include "chat.h"
 #include "outbox.h"
 #include "store_outbox.h"
+#include "must_check.h"
 
 #define OUTBOX_NONCE_BYTES 12 /* 24 hex characters, within Discord's 25 */
 #define OUTBOX_MAX_MENTIONS 100
-#define OUTBOX_HOLD_401_MS (10L * 60 * 1000) /* pause of all sending after a refused token */
+#define OUTBOX_HOLD_AUTH_MS (10L * 60 * 1000) /* pause of all sending after a refused token */
 
 /* Rows read from the store per channel at a time (dg_outbox_options.batch
  * overrides), ids per discovery page, and sent rows per mark statement.
@@ -41,16 +42,16 @@
 typedef enum outbox_outcome { OUTBOX_SENT, OUTBOX_RETRY, OUTBOX_FAILED } outbox_outcome;
 
 /*
- * A row Discord decided (sent or failed for good) whose mark is not in the store
+ * A row its platform decided (sent or failed for good) whose mark is not in the store
  * yet: waiting for its batch, or refused by the store (then its channel is
  * held: nothing more of it is sent until the batch is recorded). It is never posted again by this process; a crash
- * before the batch commits posts it again at the next start with the same
- * nonce, and Discord returns the first message.
+ * before the batch commits posts it again at the next start under the same
+ * key, which keeps the platform from showing it twice.
  */
 typedef struct outbox_decided {
     int64_t row_id;
     outbox_outcome oc;
-    char *detail; /* sent: Discord's message id; failed: the reason. Owned */
+    char *detail; /* sent: the platform's message id; failed: the reason. Owned */
     char channel_id[24];
     int failures;  /* store refusals so far (drives the back-off) */
     int64_t since; /* monotonic ms at the decision */
@@ -115,8 +116,8 @@ struct dg_outbox {
                               by its key before it is sent) */
     int need_disc;         /* rows may exist beyond disc_after */
     int64_t disc_retry_at; /* monotonic ms: discovery failed, try again then */
-    int64_t hold_until;    /* monotonic ms: nothing is sent before (401) */
-    int token_ok;          /* Discord accepted a post of this dispatcher */
+    int64_t hold_until;    /* monotonic ms: nothing is sent before (a refused token) */
+    int token_ok;          /* the platform accepted a post of this dispatcher */
     int64_t next_prune;    /* monotonic ms of the next retention round */
     int64_t next_disc;     /* monotonic ms of the next timed discovery */
 };
@@ -154,7 +155,7 @@ void outbox_chans_sweep(dg_outbox *ob);
 void outbox_discover(dg_outbox *ob);
 /* Load the next rows of c after its cursor. DG_OK (maybe none) or the
  * store's status; on error c is unchanged. */
-int outbox_refill(dg_outbox *ob, outbox_chan *c) __attribute__((warn_unused_result));
+int outbox_refill(dg_outbox *ob, outbox_chan *c) DG_MUST_CHECK;
 /* Read the next rows of each channel in flight, while it flies. */
 void outbox_refill_ahead(dg_outbox *ob);
 
@@ -166,7 +167,7 @@ int outbox_lease_ok(dg_outbox *ob, outbox_chan *c, int64_t now, int64_t *next);
 /* Give up the leases this instance holds on v[0..n) (best effort). */
 void outbox_leases_release(dg_outbox *ob, outbox_chan *const *v, size_t n);
 
-/* ---- outbox_record.c: what Discord decided, recorded in the store ---- */
+/* ---- outbox_record.c: what the platform decided, recorded in the store ---- */
 
 /* Keep a decision about the head row of c until its batch is recorded;
  * detail is taken over (owned). */

@@ -5,8 +5,9 @@
  * a post when less than half is left; another instance polls the channel
  * and takes it over once the lease ran out (its holder died), reloading the
  * channel's pending rows from the store. A row whose post was in flight
- * when its holder died is posted again by the next holder with the same
- * nonce (Discord returns the first message).
+ * when its holder died is posted again by the next holder under the same
+ * key (Discord returns the first message; on Slack the key is looked up
+ * first).
  */
 #include "outbox_int.h"
 

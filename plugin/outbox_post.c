@@ -1,5 +1,5 @@
 /*
- * outbox_post.c -- posting rows to Discord through the pipe, oldest first
+ * outbox_post.c -- posting rows to their platform through the pipe, oldest first
  * across channels and in order within each, and what each answer means:
  * sent, retried with back-off (Retry-After honoured), failed for good, or
  * every send held after a refused token.
@@ -129,22 +129,30 @@ void outbox_on_done(dg_outbox *ob, dg_chat_done *d)
         return; /* aborted by shutdown: the row stays as it was */
     dg_chat_err *e = &d->err;
     int attempts = row->attempts + 1;
-    if (e->http_status == 401) {
+    const char *platform = dg_platform_title(ob->platform);
+    if (e->kind == DG_CHAT_ERR_AUTH) {
         /* The token, not this message: keep every row, stop asking. */
         record_retry(ob, row, e->message); /* best effort: the hold bounds it */
         row->attempts = attempts;
-        ob->hold_until = outbox_mono_ms() + OUTBOX_HOLD_401_MS;
+        ob->hold_until = outbox_mono_ms() + OUTBOX_HOLD_AUTH_MS;
         dg_log(p, OC_LOG_ERROR,
-               "outbox: Discord refuses the moderator token (%s); no moderator message is "
-               "sent for the next %ld minutes. Fix discord.moderatorToken (or env "
-               "DIRIGENT_MODERATOR_TOKEN) and restart: the messages wait, none is lost",
-               e->message, OUTBOX_HOLD_401_MS / 60000);
+               "outbox: %s refuses the moderator token (%s); no moderator message is "
+               "sent to %s for the next %ld minutes. Fix %s and restart: the messages "
+               "wait, none is lost",
+               platform, e->message, platform, OUTBOX_HOLD_AUTH_MS / 60000,
+               dg_config_token_home(ob->platform));
         return;
     }
     if (!e->retryable || (ob->o.max_attempts > 0 && attempts >= ob->o.max_attempts)) {
         char reason[700];
-        snprintf(reason, sizeof reason, "%s%s", e->message,
-                 e->retryable ? " (gave up after the last allowed attempt)" : "");
+        if (e->retryable)
+            snprintf(reason, sizeof reason, "%s (gave up after the last allowed attempt)",
+                     e->message);
+        else if (e->kind == DG_CHAT_ERR_GONE)
+            snprintf(reason, sizeof reason, "the channel is gone on %s: %s", platform, e->message);
+        else
+            snprintf(reason, sizeof reason, "%s refused it (%s): %s", platform,
+                     dg_chat_err_kind_name(e->kind), e->message);
         dg_log(p, OC_LOG_ERROR,
                "outbox: moderator message %lld (part %d/%d) for channel %s failed for good "
                "after %d attempt%s: %s",
@@ -191,7 +199,7 @@ int64_t outbox_post_due(dg_outbox *ob)
     int64_t now = outbox_mono_ms(), next = INT64_MAX;
     if (ob->hold_until > now)
         return ob->hold_until;
-    /* Until Discord has accepted the token once, one post at a time: a
+    /* Until the platform has accepted the token once, one post at a time: a
      * wrong token costs one refused request, not one per channel. */
     size_t cap = ob->token_ok ? (size_t)ob->o.max_inflight : 1;
     size_t busy = dg_chat_pipe_busy(ob->pipe);

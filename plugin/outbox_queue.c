@@ -194,7 +194,7 @@ int outbox_refill(dg_outbox *ob, outbox_chan *c)
 
 /* Read the next rows of each channel whose last loaded row is the one in
  * flight, while it flies: the store's read is then off the path from
- * Discord's answer to the next post. A failure is only logged
+ * the platform's answer to the next post. A failure is only logged
  * here: outbox_post_due reads again when the row is needed. */
 void outbox_refill_ahead(dg_outbox *ob)
 {

@@ -1,13 +1,13 @@
 /*
- * outbox_record.c -- recording what Discord decided about rows (sent with
- * its message id, or failed for good with the reason), in batches.
+ * outbox_record.c -- recording what the platform decided about rows (sent
+ * with its message id, or failed for good with the reason), in batches.
  *
- * A row whose outcome Discord decided but the store could not record (disk
- * full, read-only file, any store error) is remembered in memory and never
- * posted again by this process; recording is retried with the same
- * back-off as a failing Discord, and its channel is held meanwhile. Only a
- * restart before the store recovers posts it again, and then its nonce
- * makes Discord return the first message.
+ * A row whose outcome the platform decided but the store could not record
+ * (disk full, read-only file, any store error) is remembered in memory and
+ * never posted again by this process; recording is retried with the same
+ * back-off as a failing platform, and its channel is held meanwhile. Only a
+ * restart before the store recovers posts it again, and then its key keeps
+ * the platform from showing it twice.
  */
 #include "outbox_int.h"
 
@@ -86,13 +86,14 @@ void outbox_flush(dg_outbox *ob)
             if (c)
                 c->held = 1;
             dg_log(p, OC_LOG_ERROR,
-                   "outbox: moderator message %lld for channel %s was %s by Discord but the "
+                   "outbox: moderator message %lld for channel %s was %s by %s but the "
                    "store could not record it (%s, %d time%s); it is kept in memory and not "
                    "sent again, and recording is tried again in about %ld ms. Check free disk "
                    "space and that the store %s is writable",
                    (long long)d->row_id, d->channel_id,
-                   d->oc == OUTBOX_SENT ? "accepted" : "refused for good", dg_status_name(rc),
-                   d->failures, d->failures == 1 ? "" : "s", outbox_backoff(ob, d->failures),
+                   d->oc == OUTBOX_SENT ? "accepted" : "refused for good",
+                   dg_platform_title(ob->platform), dg_status_name(rc), d->failures,
+                   d->failures == 1 ? "" : "s", outbox_backoff(ob, d->failures),
                    dg_store_where(p->store));
         }
         ob->dec_retry_at = outbox_mono_ms() + outbox_backoff(ob, worst);

@@ -33,6 +33,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "must_check.h"
 
 typedef struct dg_workspace_file {
     int fd;         /* open O_RDONLY at offset 0; the caller closes it */
@@ -47,8 +48,7 @@ typedef struct dg_workspace_file {
  * and *out = {-1, NULL, 0}. Any thread; no global state.
  */
 int dg_workspace_open(const char *workspace, const char *path, int64_t max_bytes,
-                      dg_workspace_file *out, char *err, size_t err_len)
-    __attribute__((warn_unused_result));
+                      dg_workspace_file *out, char *err, size_t err_len) DG_MUST_CHECK;
 
 /* Close the fd and free rel_path of f; safe on a failed/zeroed result. */
 void dg_workspace_file_close(dg_workspace_file *f);
@@ -59,6 +59,6 @@ void dg_workspace_file_close(dg_workspace_file *f);
  * climbs above the start, the path is absolute, or out of memory
  * (*escapes set to 1 for the `..` case). "" for a path that is only dots.
  */
-char *dg_path_normalise(const char *rel, int *escapes) __attribute__((warn_unused_result));
+char *dg_path_normalise(const char *rel, int *escapes) DG_MUST_CHECK;
 
 #endif

@@ -34,6 +34,7 @@
 #include <stddef.h>
 #include "config.h"
 #include "store_records.h" /* dg_scope, DG_SCOPE_ID_MAX, DG_SCOPE_KEY_MAX */
+#include "must_check.h"
 
 /* "thread:" + 8 characters + NUL */
 #define DG_SCOPE_LABEL_MAX 16
@@ -58,8 +59,8 @@ typedef struct dg_scope_event {
  * Scope of ev under policy into *out. Returns DG_OK, or DG_ERR_INVALID when
  * channel_id is missing/too long or a root is too long.
  */
-int dg_scope_derive(dg_session_policy policy, const dg_scope_event *ev, dg_scope *out)
-    __attribute__((warn_unused_result));
+int dg_scope_derive(dg_session_policy policy, const dg_scope_event *ev,
+                    dg_scope *out) DG_MUST_CHECK;
 
 /*
  * NIP-10 canonical root of tags: a tag counts only with 4+ parts, parts[0]
@@ -87,7 +88,7 @@ char *dg_scope_label(const dg_scope *s, char buf[DG_SCOPE_LABEL_MAX]);
 char *dg_scope_key(const dg_scope *s, char buf[DG_SCOPE_KEY_MAX]);
 
 /* Parse a key made by dg_scope_key back. DG_OK or DG_ERR_INVALID. */
-int dg_scope_from_key(const char *key, dg_scope *out) __attribute__((warn_unused_result));
+int dg_scope_from_key(const char *key, dg_scope *out) DG_MUST_CHECK;
 
 /* 1 when a and b name the same scope. */
 int dg_scope_equal(const dg_scope *a, const dg_scope *b);

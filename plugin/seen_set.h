@@ -9,12 +9,13 @@
 #define DG_SEEN_SET_H
 
 #include <stddef.h>
+#include "must_check.h"
 
 typedef struct dg_seen_set dg_seen_set;
 
 /* New empty set, or NULL when out of memory. Owned by the caller:
  * dg_seen_set_free(). Any thread. */
-dg_seen_set *dg_seen_set_new(void) __attribute__((warn_unused_result));
+dg_seen_set *dg_seen_set_new(void) DG_MUST_CHECK;
 
 /* Free the set and its copies of the keys. NULL is fine. No other call may
  * run on it. */

@@ -13,6 +13,7 @@
 #define DG_STATE_DIR_H
 
 #include <stddef.h>
+#include "must_check.h"
 
 /*
  * The base for relative paths (see above): *out is a malloc'd absolute
@@ -20,12 +21,11 @@
  * ("the folder of OPENCLAW_CONFIG_PATH", ...). Returns DG_OK or a negative
  * dg_status with err. Thread: init only (reads the environment and cwd).
  */
-int dg_state_dir_base(char **out, const char **from, char *err, size_t err_len)
-    __attribute__((warn_unused_result));
+int dg_state_dir_base(char **out, const char **from, char *err, size_t err_len) DG_MUST_CHECK;
 
 /* path when absolute, else base/path (a leading "./" dropped): malloc'd,
  * the caller frees; NULL when out of memory. */
-char *dg_state_dir_join(const char *base, const char *path) __attribute__((warn_unused_result));
+char *dg_state_dir_join(const char *base, const char *path) DG_MUST_CHECK;
 
 /*
  * Make db_path's folder ready: db_path itself must not be a folder (refused
@@ -36,8 +36,8 @@ char *dg_state_dir_join(const char *base, const char *path) __attribute__((warn_
  * DG_ERR_INVALID or DG_ERR_IO with a sentence naming the folder and errno's
  * text, DG_ERR_NOMEM. Thread: init only.
  */
-int dg_state_dir_prepare_db(const char *db_path, char **created, char *err, size_t err_len)
-    __attribute__((warn_unused_result));
+int dg_state_dir_prepare_db(const char *db_path, char **created, char *err,
+                            size_t err_len) DG_MUST_CHECK;
 
 /* Remove the empty folders dg_state_dir_prepare_db created for db_path, from its
  * parent up to `created` (best effort; NULL does nothing). */

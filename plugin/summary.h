@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "paths.h"
+#include "must_check.h"
 
 /* The headings a summary must contain, read from discussion.summaryTemplate. */
 typedef struct dg_summary_rules dg_summary_rules;
@@ -28,8 +29,8 @@ typedef struct dg_summary_rules dg_summary_rules;
  * unreadable, oversize file or one without a heading is an init error
  * naming discussion.summaryTemplate, the path and the rule. Init only.
  */
-int dg_summary_rules_load(const char *path, dg_summary_rules **out, char *err, size_t err_len)
-    __attribute__((warn_unused_result));
+int dg_summary_rules_load(const char *path, dg_summary_rules **out, char *err,
+                          size_t err_len) DG_MUST_CHECK;
 void dg_summary_rules_free(dg_summary_rules *r);
 
 /* The template's text as the kickoff shows it ({summaryTemplate}); borrowed,
@@ -42,7 +43,7 @@ const char *dg_summary_rules_text(const dg_summary_rules *r);
  * naming every missing heading, or DG_ERR_IO. Any thread.
  */
 int dg_summary_check_headings(const dg_summary_rules *r, int fd, const char *path, char *err,
-                              size_t err_len) __attribute__((warn_unused_result));
+                              size_t err_len) DG_MUST_CHECK;
 
 /*
  * The first `chars` characters (UTF-8 code points) of the file at fd, read
@@ -53,12 +54,12 @@ int dg_summary_check_headings(const dg_summary_rules *r, int fd, const char *pat
  * frees ("" when chars is 0 or the file is blank); NULL when out of memory
  * or unreadable. Any thread.
  */
-char *dg_summary_preview(int fd, long chars) __attribute__((warn_unused_result));
+char *dg_summary_preview(int fd, long chars) DG_MUST_CHECK;
 
 /* "<dir>/<channel_name>.md" (channel_name NULL: "<dir>/<channel_id>.md").
  * A new string the caller frees; NULL when out of memory. */
-char *dg_summary_suggested_path(const char *dir, const char *channel_name, const char *channel_id)
-    __attribute__((warn_unused_result));
+char *dg_summary_suggested_path(const char *dir, const char *channel_name,
+                                const char *channel_id) DG_MUST_CHECK;
 
 /*
  * Open a summary the way discuss-callback names it: a relative path without
@@ -68,14 +69,12 @@ char *dg_summary_suggested_path(const char *dir, const char *channel_name, const
  * dg_workspace_open otherwise. Any thread.
  */
 int dg_summary_open(const char *workspace, const char *dir, const char *path, int64_t max_bytes,
-                    dg_workspace_file *out, char *err, size_t err_len)
-    __attribute__((warn_unused_result));
+                    dg_workspace_file *out, char *err, size_t err_len) DG_MUST_CHECK;
 
 /* DG_OK when the summary in fd has at least one character that is not
  * white space (a summary of blanks says nothing), else DG_ERR_INVALID with
  * a sentence naming path, or DG_ERR_IO. Reads fd from its current offset
  * (an opened file: its start) to its end. Any thread. */
-int dg_summary_check_text(int fd, const char *path, char *err, size_t err_len)
-    __attribute__((warn_unused_result));
+int dg_summary_check_text(int fd, const char *path, char *err, size_t err_len) DG_MUST_CHECK;
 
 #endif

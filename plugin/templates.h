@@ -13,6 +13,7 @@
 #define DG_TEMPLATES_H
 
 #include <stddef.h>
+#include "must_check.h"
 
 /* One embedded template; the generated table ends with {NULL, NULL}. */
 typedef struct dg_embedded_template {
@@ -74,8 +75,7 @@ typedef struct dg_tpl_vars {
 
 /* Load the embedded set, then overrides from dir (may be NULL); validate all
  * placeholders. *out owned by caller: dg_templates_free(). Init only. */
-int dg_templates_load(const char *dir, dg_templates **out, char *err, size_t err_len)
-    __attribute__((warn_unused_result));
+int dg_templates_load(const char *dir, dg_templates **out, char *err, size_t err_len) DG_MUST_CHECK;
 void dg_templates_free(dg_templates *t);
 
 /* Raw text of a template by file name; borrowed until free; NULL if none.
@@ -84,14 +84,14 @@ const char *dg_templates_get(const dg_templates *t, const char *name);
 
 /* Rendered text; a new malloc'd string the caller frees; NULL for an unknown
  * name or out of memory. Any thread. */
-char *dg_templates_render(const dg_templates *t, const char *name, const dg_tpl_vars *vars)
-    __attribute__((warn_unused_result));
+char *dg_templates_render(const dg_templates *t, const char *name,
+                          const dg_tpl_vars *vars) DG_MUST_CHECK;
 
 /* As dg_templates_render, without the line breaks at the end: for a text
  * that is one part of a message (a command reply after its prefix).
  * Caller frees; NULL as dg_templates_render. Any thread. */
-char *dg_templates_render_trim(const dg_templates *t, const char *name, const dg_tpl_vars *vars)
-    __attribute__((warn_unused_result));
+char *dg_templates_render_trim(const dg_templates *t, const char *name,
+                               const dg_tpl_vars *vars) DG_MUST_CHECK;
 
 /*
  * Placeholder rule: `{word}` where word is
@@ -108,7 +108,7 @@ char *dg_templates_render_trim(const dg_templates *t, const char *name, const dg
  * Check one template text: DG_OK, or DG_ERR_INVALID with a sentence naming
  * `name` and the unknown placeholder in err. Any thread.
  */
-int dg_templates_check_text(const char *name, const char *text, char *err, size_t err_len)
-    __attribute__((warn_unused_result));
+int dg_templates_check_text(const char *name, const char *text, char *err,
+                            size_t err_len) DG_MUST_CHECK;
 
 #endif

@@ -179,6 +179,18 @@ static void warm_channel(const dg_turns *t, const char *channel_id, uint64_t h)
     __builtin_prefetch(&r->wait_pos);
 }
 
+void turns_writer_lock(dg_turns *t)
+{
+    pthread_mutex_lock(&t->wmu);
+    dg_lock_owner_take(&t->wmu_owner);
+}
+
+void turns_writer_unlock(dg_turns *t)
+{
+    dg_lock_owner_drop(&t->wmu_owner);
+    pthread_mutex_unlock(&t->wmu);
+}
+
 /* Start a change: the writer mutex, then a store transaction; the mirror
  * is brought up to date with changes made outside the engine. DG_OK or
  * DG_ERR_IO (nothing held then). With a channel, its map slot is asked for
@@ -188,7 +200,7 @@ static int begin_locked(dg_turns *t, const char *channel_id)
 {
     uint64_t h = channel_id ? dg_map_prefetch(&t->chans, channel_id) : 0;
     if (dg_store_begin(t->p->store) != DG_OK) {
-        pthread_mutex_unlock(&t->wmu);
+        turns_writer_unlock(t);
         return DG_ERR_IO;
     }
     if (channel_id)
@@ -200,13 +212,13 @@ static int begin_locked(dg_turns *t, const char *channel_id)
 
 int turns_txn_begin_for(dg_turns *t, const char *channel_id)
 {
-    pthread_mutex_lock(&t->wmu);
+    turns_writer_lock(t);
     return begin_locked(t, channel_id);
 }
 
 int turns_txn_begin(dg_turns *t)
 {
-    pthread_mutex_lock(&t->wmu);
+    turns_writer_lock(t);
     return begin_locked(t, NULL);
 }
 
@@ -230,7 +242,7 @@ int turns_txn_finish(dg_turns *t, int rc)
     if (rc == DG_OK && wrote > atomic_load(&t->applied))
         atomic_store(&t->applied, wrote);
     if (rc == DG_OK && t->n_pending == 0) {
-        pthread_mutex_unlock(&t->wmu); /* nothing to publish */
+        turns_writer_unlock(t); /* nothing to publish */
         return DG_OK;
     }
     pthread_rwlock_wrlock(&t->lock);
@@ -242,7 +254,7 @@ int turns_txn_finish(dg_turns *t, int rc)
     }
     t->n_pending = 0;
     pthread_rwlock_unlock(&t->lock);
-    pthread_mutex_unlock(&t->wmu);
+    turns_writer_unlock(t);
     return rc;
 }
 
@@ -251,7 +263,7 @@ void turns_txn_finish_read(dg_turns *t)
 {
     TURNS_ASSERT_WRITER(t);
     dg_store_rollback(t->p->store);
-    pthread_mutex_unlock(&t->wmu);
+    turns_writer_unlock(t);
 }
 
 /* Publish st as r's state once the transaction commits. */

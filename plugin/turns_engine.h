@@ -29,15 +29,11 @@
 #include "dirigent.h"
 #include "scope.h"
 #include "turns.h"
-
-/* A call whose status must not be dropped: its failure means the change
- * did not happen (or, inside the caller's transaction, that it must be
- * rolled back). */
-#define DG_TURNS_MUST_USE __attribute__((warn_unused_result))
+#include "must_check.h"
 
 /* Create the engine of p (p->store, p->cfg must be set). *out owned by the
  * caller: dg_turns_free. Prunes old dedup rows. Thread: init. */
-int dg_turns_new(dg_plugin *p, dg_turns **out) DG_TURNS_MUST_USE;
+int dg_turns_new(dg_plugin *p, dg_turns **out) DG_MUST_CHECK;
 
 /* Free the engine (stopping its thread first); NULL is fine. Thread:
  * shutdown. */
@@ -96,8 +92,7 @@ typedef struct dg_turn_session {
  * Returns DG_OK (a duplicate is OK too), DG_ERR_INVALID (missing field,
  * err says which) or DG_ERR_IO.
  */
-int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err,
-                    size_t err_len) DG_TURNS_MUST_USE;
+int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err_len) DG_MUST_CHECK;
 
 /*
  * Awaiting the wake message (turns.h). When a change
@@ -165,7 +160,7 @@ typedef struct dg_turn_verdict {
  * says no_reply = 0).
  */
 int dg_turns_resolve_run(dg_turns *t, const dg_turn_session *s, const char *run_id,
-                         dg_turn_verdict *v) DG_TURNS_MUST_USE;
+                         dg_turn_verdict *v) DG_MUST_CHECK;
 
 /* Verdict of before_agent_reply. */
 typedef struct dg_turn_claim {
@@ -195,7 +190,7 @@ typedef struct dg_turn_claim {
  * queued before the turn moved and is held back the same way.
  */
 int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id, const char *prompt,
-                   dg_turn_claim *out) DG_TURNS_MUST_USE;
+                   dg_turn_claim *out) DG_MUST_CHECK;
 
 /*
  * message_sending and reply_payload_sending: *cancel = 1 with a reason
@@ -206,7 +201,7 @@ int dg_turns_claim(dg_turns *t, const dg_turn_session *s, const char *run_id, co
  */
 int dg_turns_check_outbound(dg_turns *t, const dg_turn_session *s, const char *run_id,
                             const char *content, int *cancel, char *reason,
-                            size_t reason_len) DG_TURNS_MUST_USE;
+                            size_t reason_len) DG_MUST_CHECK;
 
 /*
  * *managed = 1 when the channel of session s is managed by the turn
@@ -215,7 +210,7 @@ int dg_turns_check_outbound(dg_turns *t, const dg_turn_session *s, const char *r
  * like every decision. DG_OK or a negative status (then *managed = 0).
  * Error notices are cancelled there (dg_turns_check_error_notice).
  */
-int dg_turns_channel_managed(dg_turns *t, const dg_turn_session *s, int *managed) DG_TURNS_MUST_USE;
+int dg_turns_channel_managed(dg_turns *t, const dg_turn_session *s, int *managed) DG_MUST_CHECK;
 
 /*
  * message_sending and reply_payload_sending, for a text the host marked as
@@ -228,7 +223,7 @@ int dg_turns_channel_managed(dg_turns *t, const dg_turn_session *s, int *managed
  */
 int dg_turns_check_error_notice(dg_turns *t, const dg_turn_session *s, const char *hook,
                                 const char *field, const char *text, int *cancel, char *reason,
-                                size_t reason_len) DG_TURNS_MUST_USE;
+                                size_t reason_len) DG_MUST_CHECK;
 
 /*
  * message_sending: *cancel = 1 with a reason when the message must not go
@@ -236,7 +231,7 @@ int dg_turns_check_error_notice(dg_turns *t, const dg_turn_session *s, const cha
  * scope). content may be NULL. Returns DG_OK or a negative status.
  */
 int dg_turns_check_send(dg_turns *t, const dg_turn_session *s, const char *content, int *cancel,
-                        char *reason, size_t reason_len) DG_TURNS_MUST_USE;
+                        char *reason, size_t reason_len) DG_MUST_CHECK;
 
 /*
  * agent_end: classify the run (silent.h) and, if it held the turn, advance
@@ -249,7 +244,7 @@ int dg_turns_check_send(dg_turns *t, const dg_turn_session *s, const char *conte
  * (a repeat is OK too) or a negative status.
  */
 int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id, const char *output,
-                     long tool_calls, int success) DG_TURNS_MUST_USE;
+                     long tool_calls, int success) DG_MUST_CHECK;
 
 /* ---- Discussion channels (called INSIDE the caller's store transaction) ---- */
 
@@ -268,7 +263,7 @@ int dg_turns_run_end(dg_turns *t, const dg_turn_session *s, const char *run_id, 
  * thread (the writer's transaction).
  */
 int dg_turns_usage(dg_turns *t, const dg_turn_session *s, const char *run_id, const char *model,
-                   int64_t calls, int64_t tokens_in, int64_t tokens_out) DG_TURNS_MUST_USE;
+                   int64_t calls, int64_t tokens_in, int64_t tokens_out) DG_MUST_CHECK;
 
 /*
  * Make channel_id a discussion channel: mode "discussion" with
@@ -284,8 +279,7 @@ int dg_turns_usage(dg_turns *t, const dg_turn_session *s, const char *run_id, co
  * Any thread.
  */
 int dg_turns_prefill_discussion(dg_turns *t, const char *channel_id, const char *initiator_agent_id,
-                                const char *const *order, size_t n,
-                                int64_t now_ms) DG_TURNS_MUST_USE;
+                                const char *const *order, size_t n, int64_t now_ms) DG_MUST_CHECK;
 
 /*
  * Close channel_id for good: mode "closed". From then on nothing in the
@@ -294,7 +288,7 @@ int dg_turns_prefill_discussion(dg_turns *t, const char *channel_id, const char 
  * (handled by the hooks). Idempotent. Must be called inside an open store
  * transaction. Returns DG_OK, DG_ERR_INVALID or DG_ERR_IO. Any thread.
  */
-int dg_turns_close_channel(dg_turns *t, const char *channel_id, int64_t now_ms) DG_TURNS_MUST_USE;
+int dg_turns_close_channel(dg_turns *t, const char *channel_id, int64_t now_ms) DG_MUST_CHECK;
 
 /*
  * The origin channel of a closed discussion is woken with the result: its
@@ -307,6 +301,6 @@ int dg_turns_close_channel(dg_turns *t, const char *channel_id, int64_t now_ms) 
  * (empty ids, a full order) or DG_ERR_IO. Any thread.
  */
 int dg_turns_wake_with_result(dg_turns *t, const char *origin_channel_id,
-                              const char *initiator_agent_id, int64_t now_ms) DG_TURNS_MUST_USE;
+                              const char *initiator_agent_id, int64_t now_ms) DG_MUST_CHECK;
 
 #endif

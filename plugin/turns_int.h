@@ -34,6 +34,7 @@
 #include "turns_engine_test.h"
 #include "agent_names.h"
 #include "buf.h"
+#include "lock_owner.h"
 #include "discuss.h"
 #include "outbox.h"
 #include "silent.h"
@@ -46,6 +47,7 @@
 #include "str_map.h"
 #include "admin_sessions.h"
 #include "store_transitions.h"
+#include "must_check.h"
 
 /* The turn-timeout sweeper looks for speakers out of time this often
  * (real time; the turn clock itself is dg_now_ms). */
@@ -276,7 +278,8 @@ struct dg_turns {
     dg_plugin *p;
     _Atomic unsigned anon_runs; /* runs of a host without run ids, numbered for the ledger */
     pthread_mutex_t wmu;        /* one engine writer at a time (turns_txn_begin ..
-                                    turns_txn_finish) */
+                                    turns_txn_finish): turns_writer_lock */
+    dg_lock_owner wmu_owner;    /* the thread holding wmu */
     pthread_rwlock_t lock;      /* the mirror: readers vs. the writer */
     /* The channel change log (turns_inval): inval_mu guards the ring;
      * inval_seq counts entries ever logged, inval_seen those applied. */
@@ -325,31 +328,30 @@ struct dg_turns {
     dg_agent_names *names; /* agents' Discord names, for mentions in text */
 };
 
-/* A call whose status must not be dropped: a failure there means the
- * change under way must be rolled back (or its caller told). */
-#define TURNS_MUST_USE __attribute__((warn_unused_result))
-
 /* The writer (turns_txn_begin .. turns_txn_finish) is held by this thread:
- * what the "Writer held" of the calls below asserts. The mutex is not
- * recursive, so a trylock that fails means it is held (by this thread,
- * for every caller that keeps the rule). */
-#define TURNS_ASSERT_WRITER(t) assert(pthread_mutex_trylock(&(t)->wmu) != 0)
+ * what the "Writer held" of the calls below asserts. The owner is checked,
+ * not the mutex: a trylock would pass while another thread held it. */
+#define TURNS_ASSERT_WRITER(t) assert(dg_lock_owner_is_self(&(t)->wmu_owner))
+
+/* Take and release the writer mutex, keeping its owner (turns_engine.c). */
+void turns_writer_lock(dg_turns *t);
+void turns_writer_unlock(dg_turns *t);
 
 /* ---- turns_engine.c: transactions -------------------------------------- */
 
 /* Start a change: the writer mutex, then a store transaction; the mirror
  * is brought up to date with changes made outside the engine. DG_OK or
  * DG_ERR_IO (nothing held then). */
-int turns_txn_begin(dg_turns *t) TURNS_MUST_USE;
+int turns_txn_begin(dg_turns *t) DG_MUST_CHECK;
 
 /* turns_txn_begin for a change of channel_id: its map slot is asked for
  * before the store takes the write lock, its records right after
  * (warm_channel). */
-int turns_txn_begin_for(dg_turns *t, const char *channel_id) TURNS_MUST_USE;
+int turns_txn_begin_for(dg_turns *t, const char *channel_id) DG_MUST_CHECK;
 
 /* End a change: commit when rc is DG_OK, else roll back; returns the
  * change's status (a failed commit's). The writer is released. */
-int turns_txn_finish(dg_turns *t, int rc) TURNS_MUST_USE;
+int turns_txn_finish(dg_turns *t, int rc) DG_MUST_CHECK;
 
 /* End a change that only read. The writer is released. */
 void turns_txn_finish_read(dg_turns *t);
@@ -357,17 +359,17 @@ void turns_txn_finish_read(dg_turns *t);
 /* Publish st as r's state once the transaction commits. Writer held.
  * DG_ERR_INTERNAL when one change touches more than TURNS_MAX_PENDING
  * scopes. */
-int turns_install(dg_turns *t, turns_scope *r, const dg_turn_state *st) TURNS_MUST_USE;
+int turns_install(dg_turns *t, turns_scope *r, const dg_turn_state *st) DG_MUST_CHECK;
 
 /* Write r's new state st with why it changed (cause: a sentence for the
  * operator's view, dirigent-ctl why; store_transitions.h). Writer held. */
 int turns_save_scope(dg_turns *t, turns_scope *r, const dg_turn_state *st, int64_t now,
-                     const char *cause) TURNS_MUST_USE;
+                     const char *cause) DG_MUST_CHECK;
 
 /* turns_save_scope for a change message_id caused (NULL: none): its
  * transition is kept in the message's dedup mark. Writer held. */
 int turns_save_scope_for(dg_turns *t, turns_scope *r, const dg_turn_state *st, int64_t now,
-                         const char *cause, const char *message_id) TURNS_MUST_USE;
+                         const char *cause, const char *message_id) DG_MUST_CHECK;
 
 /* Log a change of channel_id made outside an engine writer (the discussion
  * entry points), with the agent that awaits a wake message there once it
@@ -394,27 +396,27 @@ int turns_member_pos(const turns_chan *c, const char *agent_id);
 
 /* c's record of channel_id, loaded from the store (or created) when the
  * mirror lacks it. Writer held. */
-int turns_chan_get(dg_turns *t, const char *channel_id, turns_chan **out) TURNS_MUST_USE;
+int turns_chan_get(dg_turns *t, const char *channel_id, turns_chan **out) DG_MUST_CHECK;
 
 /* Record the platform of channel_id's row (it must exist or is made a
  * normal one) when it is Slack's; Discord's is the rows' default. Inside
  * the caller's transaction. */
-int turns_channel_platform(dg_store *st, const char *channel_id, int64_t now) TURNS_MUST_USE;
+int turns_channel_platform(dg_store *st, const char *channel_id, int64_t now) DG_MUST_CHECK;
 
 /* Write c's channel row. Writer held. */
-int turns_chan_save(dg_turns *t, turns_chan *c, int64_t now) TURNS_MUST_USE;
+int turns_chan_save(dg_turns *t, turns_chan *c, int64_t now) DG_MUST_CHECK;
 
 /* The record of scope sc of channel c, loaded or created. Writer held. */
 int turns_scope_get(dg_turns *t, turns_chan *c, const dg_scope *sc,
-                    turns_scope **out) TURNS_MUST_USE;
+                    turns_scope **out) DG_MUST_CHECK;
 
 /* The scope channel-level sessions act in (scope.h). Writer held. */
-int turns_follow_scope(dg_turns *t, turns_chan *c, turns_scope **out) TURNS_MUST_USE;
+int turns_follow_scope(dg_turns *t, turns_chan *c, turns_scope **out) DG_MUST_CHECK;
 
 /* Reload channel_id's records in place from the database (other: another
  * instance changed them). Writer held. DG_OK or an error (the caller then
  * drops the whole mirror). */
-int turns_refresh_channel(dg_turns *t, const char *channel_id, int other) TURNS_MUST_USE;
+int turns_refresh_channel(dg_turns *t, const char *channel_id, int other) DG_MUST_CHECK;
 
 /* 1 when a and b are equal strings or both NULL. */
 int turns_same_str(const char *a, const char *b);
@@ -422,7 +424,7 @@ int turns_same_str(const char *a, const char *b);
 /* The session record of s, made (and the agent made a member) when new or
  * stale. Writer held. */
 int turns_session_prepare(dg_turns *t, const dg_turn_session *s, int64_t now,
-                          turns_sess **out) TURNS_MUST_USE;
+                          turns_sess **out) DG_MUST_CHECK;
 
 /* The session record of s and its scope when the mirror has them up to
  * date, else NULL (a writer must prepare it). Mirror read lock held. */
@@ -431,7 +433,7 @@ turns_sess *turns_session_lookup_locked(dg_turns *t, const dg_turn_session *s, t
 /* The scope message m belongs to, and whether it is a top-level message
  * under policy "thread" (it opens a thread of its own). */
 int turns_message_scope(const dg_turns *t, const dg_turn_message *m, dg_scope *sc,
-                        int *top_level) TURNS_MUST_USE;
+                        int *top_level) DG_MUST_CHECK;
 
 /* A growing list of scope records (pointers into the mirror), freed with
  * free(v). */
@@ -461,30 +463,30 @@ int turns_budget_is_tokens(dg_budget_kind k);
 /* The first budget of r's channel that its ledger shows reached at now
  * (hit->kind DG_BUDGET_NONE: none). Writer held. */
 int turns_budget_reached(dg_turns *t, turns_scope *r, int64_t now,
-                         turns_budget_hit *hit) TURNS_MUST_USE;
+                         turns_budget_hit *hit) DG_MUST_CHECK;
 
 /* Latch the breaker of hit in r (saved and installed) and queue its one
  * notice (budget.md). Writer held. */
 int turns_budget_trip(dg_turns *t, turns_scope *r, const turns_budget_hit *hit, int64_t now,
-                      int *kick) TURNS_MUST_USE;
+                      int *kick) DG_MUST_CHECK;
 
 /* turns_budget_reached, then turns_budget_trip when one is: nothing when
  * the breaker already holds r. Writer held. */
-int turns_budget_check(dg_turns *t, turns_scope *r, int64_t now, int *kick) TURNS_MUST_USE;
+int turns_budget_check(dg_turns *t, turns_scope *r, int64_t now, int *kick) DG_MUST_CHECK;
 
 /* As turns_budget_reached and turns_budget_check, the token budgets only
  * when tokens_only is set. Writer held. */
 int turns_budget_reached_of(dg_turns *t, turns_scope *r, int64_t now, int tokens_only,
-                            turns_budget_hit *hit) TURNS_MUST_USE;
+                            turns_budget_hit *hit) DG_MUST_CHECK;
 int turns_budget_check_of(dg_turns *t, turns_scope *r, int64_t now, int tokens_only,
-                          int *kick) TURNS_MUST_USE;
+                          int *kick) DG_MUST_CHECK;
 
 /* 1 when member pos may run although a breaker holds r: a discussion's
  * initiator, asked to wrap up. Mirror lock or writer held. */
 int turns_budget_exempt(const turns_scope *r, int pos);
 
 /* Lift r's breaker when its window ended by now. Writer held. */
-int turns_budget_lift_due(dg_turns *t, turns_scope *r, int64_t now) TURNS_MUST_USE;
+int turns_budget_lift_due(dg_turns *t, turns_scope *r, int64_t now) DG_MUST_CHECK;
 
 /* 1 when a breaker holds st at now (its window, if any, not over yet).
  * Any thread (reads st only). */
@@ -493,11 +495,11 @@ int turns_budget_holds(const dg_turn_state *st, int64_t now);
 /* Record the decision verdict for run_id (NULL: the host gives none; a
  * ledger id is made up) of session s in scope r. Writer held. */
 int turns_cost_record(dg_turns *t, const turns_scope *r, const dg_turn_session *s,
-                      const char *run_id, dg_cost_verdict verdict, int64_t now) TURNS_MUST_USE;
+                      const char *run_id, dg_cost_verdict verdict, int64_t now) DG_MUST_CHECK;
 
 /* A human message in r at now: per-human-message budgets count from it.
  * Writer held. */
-int turns_cost_human(dg_turns *t, const turns_scope *r, int64_t now) TURNS_MUST_USE;
+int turns_cost_human(dg_turns *t, const turns_scope *r, int64_t now) DG_MUST_CHECK;
 
 /* 1 when channel_id has a per-human-message budget (the mark is then kept). */
 int turns_budget_per_message(const dg_turns *t, const char *channel_id);
@@ -550,7 +552,7 @@ void turns_reply_target(const char *channel, const char *thread, char *out, size
  * speaker awaits; nothing when the turn did not move or a budget holds
  * the scope. Writer mutex held (txn). */
 int turns_hand_open_question(dg_turns *t, turns_scope *r, const dg_rule_ctx *x, dg_turn_state *next,
-                             int from, int64_t now, int *kick) TURNS_MUST_USE;
+                             int from, int64_t now, int *kick) DG_MUST_CHECK;
 
 /* Where the moderator posts for scope r of channel after a human's
  * message m: under a channel-wide scope (sessionPolicy "channel", which
@@ -565,7 +567,7 @@ int turns_post_where_written(turns_scope *r, const char *channel, const dg_turn_
  * none) to channel in the change's transaction; *kick = 1 when queued.
  * Writer held. */
 int turns_enqueue(dg_turns *t, const char *channel, const char *content, const char *mention,
-                  int64_t now, int *kick) TURNS_MUST_USE;
+                  int64_t now, int *kick) DG_MUST_CHECK;
 
 /* Record a message of scope r that came in at now (writer held);
  * only_text: not when nothing of it can be recognised (a moderator's bare
@@ -596,13 +598,13 @@ int turns_answers_before_owed_reply(const turns_scope *r, const dg_rule_ctx *x, 
  * not wanted) gets the wake fingerprint of the text. Writer held. */
 int turns_render_and_enqueue(dg_turns *t, const char *name, const dg_tpl_vars *vars,
                              const char *channel, const char *mention, int64_t now, int *kick,
-                             char *fp, size_t fp_cap) TURNS_MUST_USE;
+                             char *fp, size_t fp_cap) DG_MUST_CHECK;
 
 /* A moderator message mentioning uid is still owed (pending in the outbox)
  * at target (a channel, or a thread: chat.h): it wakes that agent when it
  * arrives, so another mention now would only repeat it. *yes. Writer held
  * (txn). */
-int turns_mention_owed(dg_turns *t, const char *target, const char *uid, int *yes) TURNS_MUST_USE;
+int turns_mention_owed(dg_turns *t, const char *target, const char *uid, int *yes) DG_MUST_CHECK;
 
 /* The moderator messages fx owes for r's change to next, queued; next
  * records what they arm (a wait for the wake message). Writer held. */
@@ -610,9 +612,9 @@ int turns_mention_owed(dg_turns *t, const char *target, const char *uid, int *ye
  * by the order (turns_judge.h); turns_queue_effects_chosen is for a change
  * a person chose (an admin command): no judge, an open question dropped. */
 int turns_queue_effects_chosen(dg_turns *t, turns_scope *r, const dg_rule_effects *fx,
-                               dg_turn_state *next, int64_t now, int *kick) TURNS_MUST_USE;
+                               dg_turn_state *next, int64_t now, int *kick) DG_MUST_CHECK;
 int turns_queue_effects(dg_turns *t, turns_scope *r, const dg_rule_effects *fx, dg_turn_state *next,
-                        int64_t now, int *kick) TURNS_MUST_USE;
+                        int64_t now, int *kick) DG_MUST_CHECK;
 
 /* ---- turns_members.c --------------------------------------------------- */
 

@@ -11,6 +11,7 @@
 
 #include "turns_int.h"
 #include "judge_plugin.h"
+#include "must_check.h"
 
 /* The reason a run is claimed with while its scope is being decided. */
 #define TURNS_JUDGE_REASON "the chair is deciding who speaks next"
@@ -26,7 +27,7 @@
  * Writer held.
  */
 int turns_judge_intercept(dg_turns *t, turns_scope *r, dg_rule_effects *fx,
-                          dg_turn_state *next) TURNS_MUST_USE;
+                          dg_turn_state *next) DG_MUST_CHECK;
 
 /* 1 while r is being decided: its agents' runs are claimed with no effect
  * on the turn. Mirror lock or writer held. */

@@ -308,7 +308,7 @@ static void evict_idle(dg_turns *t, int64_t now)
     pthread_rwlock_unlock(&t->lock);
     if (!e.n && e.dormant <= t->dormant_max && !over)
         return;
-    pthread_mutex_lock(&t->wmu);
+    turns_writer_lock(t);
     pthread_rwlock_wrlock(&t->lock);
     if (!e.n && e.dormant <= t->dormant_max) {
         /* Nothing may leave (channel scopes, or awake ones) yet the mirror
@@ -316,7 +316,7 @@ static void evict_idle(dg_turns *t, int64_t now)
          * scopes, or every ingest would walk the whole map again. */
         set_evict_at(t);
         pthread_rwlock_unlock(&t->lock);
-        pthread_mutex_unlock(&t->wmu);
+        turns_writer_unlock(t);
         return;
     }
     if (e.dormant > t->dormant_max && (e.ages = malloc(e.dormant * sizeof *e.ages))) {
@@ -337,7 +337,7 @@ static void evict_idle(dg_turns *t, int64_t now)
         dg_map_each(&t->scopes, unmark_evict, NULL); /* out of memory: next time */
     set_evict_at(t);
     pthread_rwlock_unlock(&t->lock);
-    pthread_mutex_unlock(&t->wmu);
+    turns_writer_unlock(t);
 }
 
 /* After an ingest: a mirror past its bound is trimmed at once, not at the
@@ -354,11 +354,11 @@ void turns_evict_if_over(dg_turns *t, int64_t now)
 
 void dg_turns_set_dormant_max(dg_turns *t, size_t n)
 {
-    pthread_mutex_lock(&t->wmu);
+    turns_writer_lock(t);
     pthread_rwlock_wrlock(&t->lock);
     t->dormant_max = t->evict_at = n ? n : TURNS_DORMANT_MAX;
     pthread_rwlock_unlock(&t->lock);
-    pthread_mutex_unlock(&t->wmu);
+    turns_writer_unlock(t);
 }
 
 /* One pass: every awake scope whose speaker is out of time moves on. */

@@ -58,6 +58,7 @@
 
 #include <stddef.h>
 #include "status.h"
+#include "must_check.h"
 
 typedef struct dg_slack dg_slack;
 
@@ -126,8 +127,8 @@ int dg_slack_check_token(const char *token, char *why, size_t why_len);
  * never the token) or DG_ERR_NOMEM. *out is owned by the caller:
  * dg_slack_free(). No request is made. Any thread.
  */
-int dg_slack_new(const dg_slack_options *o, dg_slack **out, char *err, size_t err_len)
-    __attribute__((warn_unused_result));
+int dg_slack_new(const dg_slack_options *o, dg_slack **out, char *err,
+                 size_t err_len) DG_MUST_CHECK;
 
 /* Free the client. No call may be running on it. NULL is fine. */
 void dg_slack_free(dg_slack *s);
@@ -195,8 +196,7 @@ typedef struct dg_slack_identity {
     char user[128];
 } dg_slack_identity;
 
-int dg_slack_auth_test(dg_slack *s, dg_slack_identity *out, dg_slack_err *err)
-    __attribute__((warn_unused_result));
+int dg_slack_auth_test(dg_slack *s, dg_slack_identity *out, dg_slack_err *err) DG_MUST_CHECK;
 
 /* A user (users.info; scope users:read). Strings cut to fit. */
 typedef struct dg_slack_user {
@@ -208,8 +208,8 @@ typedef struct dg_slack_user {
     char bot_id[DG_SLACK_ID_LEN];
 } dg_slack_user;
 
-int dg_slack_user_info(dg_slack *s, const char *user_id, dg_slack_user *out, dg_slack_err *err)
-    __attribute__((warn_unused_result));
+int dg_slack_user_info(dg_slack *s, const char *user_id, dg_slack_user *out,
+                       dg_slack_err *err) DG_MUST_CHECK;
 
 /* A post. All borrowed for the call. */
 typedef struct dg_slack_post_spec {
@@ -232,8 +232,8 @@ typedef struct dg_slack_posted {
  * be NULL) says where. Never repeated once it may have reached Slack: on
  * DG_ERR_IO with a key, ask dg_slack_find_by_key before posting again.
  */
-int dg_slack_post(dg_slack *s, const dg_slack_post_spec *p, dg_slack_posted *out, dg_slack_err *err)
-    __attribute__((warn_unused_result));
+int dg_slack_post(dg_slack *s, const dg_slack_post_spec *p, dg_slack_posted *out,
+                  dg_slack_err *err) DG_MUST_CHECK;
 
 /* How far dg_slack_find_by_key looks back. Zero: default. */
 typedef struct dg_slack_find_opts {
@@ -256,8 +256,7 @@ typedef struct dg_slack_find_opts {
  */
 int dg_slack_find_by_key(dg_slack *s, const char *channel_id, const char *thread_ts,
                          const char *key, const dg_slack_find_opts *opts, int *found,
-                         dg_slack_posted *out, dg_slack_err *err)
-    __attribute__((warn_unused_result));
+                         dg_slack_posted *out, dg_slack_err *err) DG_MUST_CHECK;
 
 /*
  * A private channel with the given members: conversations.create
@@ -271,7 +270,7 @@ int dg_slack_find_by_key(dg_slack *s, const char *channel_id, const char *thread
  */
 int dg_slack_create_private_channel(dg_slack *s, const char *name, const char *const *member_ids,
                                     size_t n_members, char *channel_id, char *name_out,
-                                    dg_slack_err *err) __attribute__((warn_unused_result));
+                                    dg_slack_err *err) DG_MUST_CHECK;
 
 /* A channel as Slack describes it. */
 typedef struct dg_slack_channel {
@@ -285,7 +284,7 @@ typedef struct dg_slack_channel {
 /* conversations.info (scope channels:read, groups:read for a private one).
  * A private channel the moderator is not in is channel_not_found. */
 int dg_slack_channel_info(dg_slack *s, const char *channel_id, dg_slack_channel *out,
-                          dg_slack_err *err) __attribute__((warn_unused_result));
+                          dg_slack_err *err) DG_MUST_CHECK;
 
 /*
  * The private channel named name (after dg_slack_sanitize_channel_name)
@@ -297,16 +296,81 @@ int dg_slack_channel_info(dg_slack *s, const char *channel_id, dg_slack_channel 
  * be NULL) when there is one, else *found 0.
  */
 int dg_slack_find_private_channel(dg_slack *s, const char *name, int *found, dg_slack_channel *out,
-                                  dg_slack_err *err) __attribute__((warn_unused_result));
+                                  dg_slack_err *err) DG_MUST_CHECK;
 
 /* conversations.invite (scope groups:write or channels:manage); members
  * already in are fine. */
 int dg_slack_invite(dg_slack *s, const char *channel_id, const char *const *member_ids,
-                    size_t n_members, dg_slack_err *err) __attribute__((warn_unused_result));
+                    size_t n_members, dg_slack_err *err) DG_MUST_CHECK;
 
 /* conversations.archive: the channel is closed for good. An archived one
  * is fine (already_archived -> DG_OK). */
-int dg_slack_archive(dg_slack *s, const char *channel_id, dg_slack_err *err)
-    __attribute__((warn_unused_result));
+int dg_slack_archive(dg_slack *s, const char *channel_id, dg_slack_err *err) DG_MUST_CHECK;
+
+/* ---- keyed posts and the pipe (pipe.c) ----------------------------------------- */
+
+/* auth.test once per client, so dg_slack_find_by_key passes over other
+ * authors' messages; later calls return DG_OK at once. */
+int dg_slack_identify(dg_slack *s, dg_slack_err *err) DG_MUST_CHECK;
+
+/*
+ * Post p once: when it may have reached Slack already (maybe_posted: an
+ * earlier attempt's answer was lost, or a process died after sending it)
+ * and it carries a key, the moderator's message with that key is looked
+ * for first and, found, is the answer; else p is posted. Slack has no
+ * nonce: this lookup is what keeps a resend from showing twice. *out (may
+ * be NULL) says where on DG_OK.
+ */
+int dg_slack_post_once(dg_slack *s, const dg_slack_post_spec *p, int maybe_posted,
+                       dg_slack_posted *out, dg_slack_err *err) DG_MUST_CHECK;
+
+/* A post's own copy for the pipe (dg_slack_post_once's arguments). */
+typedef struct dg_slack_job dg_slack_job;
+
+/* Copy p (checked by the caller) into *out, owned by the caller until
+ * dg_slack_pipe_submit takes it (else dg_slack_job_free). DG_OK or
+ * DG_ERR_NOMEM. */
+int dg_slack_job_new(const dg_slack_post_spec *p, int maybe_posted,
+                     dg_slack_job **out) DG_MUST_CHECK;
+void dg_slack_job_free(dg_slack_job *job);
+
+/*
+ * Posts on worker threads: Slack answers each post on its own and the
+ * client is thread-safe, so up to 8 go at once (a caller that needs order,
+ * as the outbox within a channel, keeps one of that order in flight). The
+ * thread that owns the pipe submits and collects; dg_slack_pipe_wakeup
+ * may be called from any thread. *out owned by the caller:
+ * dg_slack_pipe_free(), which ends the posts under way first (the client's
+ * abort switch or time bound ends them). cap: 1..256 posts submitted and
+ * not yet collected. s must outlive the pipe.
+ */
+typedef struct dg_slack_pipe dg_slack_pipe;
+
+int dg_slack_pipe_new(dg_slack *s, size_t cap, dg_slack_pipe **out) DG_MUST_CHECK;
+void dg_slack_pipe_free(dg_slack_pipe *p);
+
+/* Start job (dg_slack_post_once) identified by tag. The pipe takes job in
+ * every case (freed here when refused: the pipe full, err says so). */
+int dg_slack_pipe_submit(dg_slack_pipe *p, uint64_t tag, dg_slack_job *job,
+                         dg_slack_err *err) DG_MUST_CHECK;
+
+/* A post that ended. */
+typedef struct dg_slack_done {
+    uint64_t tag;
+    int rc;                   /* as dg_slack_post_once */
+    char ts[DG_SLACK_TS_LEN]; /* DG_OK: the message's ts */
+    dg_slack_err err;
+} dg_slack_done;
+
+/* Posts submitted and not yet collected. */
+size_t dg_slack_pipe_busy(const dg_slack_pipe *p);
+
+/* Collect ended posts into done (room for cap): returns as soon as one or
+ * more ended, or 0 after wait_ms, after a wakeup, or at once when nothing
+ * is in flight. */
+size_t dg_slack_pipe_run(dg_slack_pipe *p, long wait_ms, dg_slack_done *done);
+
+/* Make a dg_slack_pipe_run in progress return early. Any thread. */
+void dg_slack_pipe_wakeup(dg_slack_pipe *p);
 
 #endif

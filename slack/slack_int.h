@@ -26,6 +26,7 @@
 #include "http_client.h"
 #include "slack.h"
 #include "str_map.h"
+#include "must_check.h"
 
 #define DGS_MAX_429_PER_CALL 16  /* a server answering 429 forever still ends */
 #define DGS_MAX_WAIT_MS 3600000L /* longest Retry-After believed */
@@ -69,8 +70,7 @@ int dgs_fail(dg_slack_err *e, int rc, long http, int retryable, const char *fmt,
 
 /* Append "&key=value" (percent-encoded; the first without '&') to a
  * form body. 0, or -1 out of memory. */
-int dgs_form_add(dg_buf *form, const char *key, const char *value)
-    __attribute__((warn_unused_result));
+int dgs_form_add(dg_buf *form, const char *key, const char *value) DG_MUST_CHECK;
 
 /*
  * Call a Web API method with a form body under every rule (pacing, 429s,
@@ -82,7 +82,7 @@ int dgs_form_add(dg_buf *form, const char *key, const char *value)
  * *answer is NULL.
  */
 int dgs_call(dg_slack *s, const char *method, const char *pace_channel, const char *form,
-             int idempotent, json_t **answer, dg_slack_err *e) __attribute__((warn_unused_result));
+             int idempotent, json_t **answer, dg_slack_err *e) DG_MUST_CHECK;
 
 /* The pace-key table's free callback (dg_map_each). */
 void dgs_pace_free(void *val, void *unused);

@@ -504,28 +504,21 @@ int dg_store_opened_version(const dg_store *st)
     return st->opened_version;
 }
 
-/* The calling thread, as lock_owner keeps it (pthread_t is an integer or
- * a pointer on the systems this builds for). */
-static uintptr_t self_id(void)
-{
-    return (uintptr_t)pthread_self();
-}
-
 void dg_store_lock(dg_store *st)
 {
     pthread_mutex_lock(&st->lock);
-    atomic_store_explicit(&st->lock_owner, self_id(), memory_order_relaxed);
+    dg_lock_owner_take(&st->lock_owner);
 }
 
 void dg_store_unlock(dg_store *st)
 {
-    atomic_store_explicit(&st->lock_owner, 0, memory_order_relaxed);
+    dg_lock_owner_drop(&st->lock_owner);
     pthread_mutex_unlock(&st->lock);
 }
 
 int dg_store_held(const dg_store *st)
 {
-    return atomic_load_explicit(&st->lock_owner, memory_order_relaxed) == self_id();
+    return dg_lock_owner_is_self(&st->lock_owner);
 }
 
 dg_stmt *dg_store_stmt(dg_store *st, const char *sql)

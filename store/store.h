@@ -25,13 +25,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "must_check.h"
 
 typedef struct dg_store dg_store;
-
-/* On a function whose status the caller must look at (a failed write,
- * an open that did not happen), as jansson marks its constructors:
- * ignoring it is a compile error under -Werror. */
-#define DG_MUST_CHECK __attribute__((warn_unused_result))
 
 /* Schema version this build writes; older databases are migrated forward. */
 int dg_store_schema_version(void);

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "store.h"
+#include "must_check.h"
 
 typedef enum dg_cost_verdict {
     DG_COST_UNDECIDED = 0, /* usage reported before any decision was recorded */

@@ -52,14 +52,14 @@ void dg_bind_text_borrowed(dg_stmt *s, int idx, const char *text)
 int dg_step(dg_stmt *s)
 {
     if (s->bind_failed)
-        return DG_NOMEM;
+        return DG_ERR_NOMEM;
     if (!s->lite)
         return dg_pg_step(s);
     int rc = sqlite3_step(s->lite);
     return rc == SQLITE_ROW     ? DG_ROW
            : rc == SQLITE_DONE  ? DG_DONE
-           : rc == SQLITE_NOMEM ? DG_NOMEM
-                                : DG_ERR;
+           : rc == SQLITE_NOMEM ? DG_ERR_NOMEM
+                                : DG_ERR_IO;
 }
 
 int64_t dg_col_int64(dg_stmt *s, int col)

@@ -23,15 +23,21 @@
 
 #include <stdint.h>
 
+#include "status.h"
+#include "must_check.h"
+
 typedef struct dg_stmt dg_stmt;
 
-/* dg_step results. */
-enum {
-    DG_ROW = 1,   /* a row is ready: read it with dg_col_* */
-    DG_DONE = 0,  /* no (more) rows; a write finished */
-    DG_ERR = -1,  /* failed: dg_store_errmsg() says why */
-    DG_NOMEM = -2 /* out of memory (also a marker callers use in loops) */
+/* What dg_step returns besides a failure's status. The two lie outside the
+ * statuses (which are DG_OK and negative), as SQLite keeps SQLITE_ROW=100
+ * apart from its error codes: a step result handed on as a status, or a
+ * status read as a step result, cannot pass for the other. */
+enum dg_step_result {
+    DG_ROW = 100, /* a row is ready: read it with dg_col_* */
+    DG_DONE = 101 /* no (more) rows; a write finished */
 };
+_Static_assert((int)DG_ROW > (int)DG_OK && (int)DG_DONE > (int)DG_OK,
+               "step results lie above every status");
 
 /* Bind parameter idx (1-based). Text is copied (NULL binds SQL NULL). */
 void dg_bind_int64(dg_stmt *s, int idx, int64_t v);
@@ -41,7 +47,9 @@ void dg_bind_text(dg_stmt *s, int idx, const char *text);
  * caller keeps text alive until the statement has run (hot paths). */
 void dg_bind_text_borrowed(dg_stmt *s, int idx, const char *text);
 
-/* Run (first call) or advance. */
+/* Run (first call) or advance: DG_ROW, DG_DONE, or a status: DG_ERR_IO
+ * (the statement failed: dg_store_errmsg() says why) or DG_ERR_NOMEM (out
+ * of memory, in the backend or in a bind since the last reset). */
 int dg_step(dg_stmt *s);
 
 /* Columns of the current row (0-based). Text is borrowed until the next
@@ -61,6 +69,6 @@ void dg_reset(dg_stmt *s);
  * reset it, and say how it went: DG_OK when it finished (DG_DONE), else
  * DG_ERR_IO (a row, a failure, a bind or step out of memory;
  * dg_store_errmsg() says why). Rows written: dg_store_changes() after it. */
-int dg_store_run(dg_stmt *s) __attribute__((warn_unused_result));
+int dg_store_run(dg_stmt *s) DG_MUST_CHECK;
 
 #endif

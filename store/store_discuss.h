@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include "store.h"
 #include "store_records.h"
+#include "must_check.h"
 
 /* Insert d (id ignored; status must be ACTIVE; platform NULL: "discord")
  * with its members; the new row id goes to *id. DG_ERR_CONFLICT when the

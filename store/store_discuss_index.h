@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include "store_records.h"
 #include "store.h"
+#include "must_check.h"
 
 /* Record the channel name of discussion id (NULL: none). */
 int dg_store_discussion_set_name(dg_store *st, int64_t id, const char *name) DG_MUST_CHECK;

@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "store.h"
+#include "must_check.h"
 
 /* This store's instance id (hex, stable while it is open). Borrowed. */
 const char *dg_store_instance(const dg_store *st);

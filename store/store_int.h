@@ -9,11 +9,13 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include "status.h" /* the status codes (DG_OK, OC_ERR_*): the one include of it in store/ */
+#include "status.h" /* the status codes (DG_OK, DG_ERR_*) */
+#include "lock_owner.h"
 #include "store_records.h"
 #include "store.h"
 #include "store_db.h"
 #include "store_transitions.h"
+#include "must_check.h"
 
 /* "Dirg" in the database header: PRAGMA application_id of our files. */
 #define DG_APPLICATION_ID 0x44697267
@@ -31,7 +33,7 @@ struct dg_stmt {
     struct dg_pg_stmt *pg;
     /* A bind since the last reset could not copy its value (out of memory):
      * the parameter would run as NULL, so dg_step refuses to run it
-     * (DG_NOMEM) instead of writing or matching a NULL. */
+     * (DG_ERR_NOMEM) instead of writing or matching a NULL. */
     int bind_failed;
 };
 
@@ -44,10 +46,10 @@ struct dg_stmt {
 #define DG_STATE_FIELDS 16
 
 struct dg_store {
-    sqlite3 *db;                 /* SQLite backend; NULL on PostgreSQL */
-    struct dg_pg *pg;            /* PostgreSQL backend; NULL on SQLite */
-    pthread_mutex_t lock;        /* held for the length of a transaction */
-    atomic_uintptr_t lock_owner; /* the thread holding it (dg_store_lock), 0 none */
+    sqlite3 *db;              /* SQLite backend; NULL on PostgreSQL */
+    struct dg_pg *pg;         /* PostgreSQL backend; NULL on SQLite */
+    pthread_mutex_t lock;     /* held for the length of a transaction */
+    dg_lock_owner lock_owner; /* the thread holding it (dg_store_lock) */
     int opened_version;
     char *where;                    /* dg_store_where: the path, or "PostgreSQL user@host/db" */
     sqlite3_int64 changes_at_begin; /* sqlite3_total_changes at dg_store_begin */

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include "store.h"
 #include "store_cost.h"
+#include "must_check.h"
 
 /* One judge call. */
 typedef struct dg_judge_call {

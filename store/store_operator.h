@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include "store_records.h"
 #include "store.h"
+#include "must_check.h"
 
 /*
  * Open path read-only (a SQLite file, or a postgresql:// url: then the

@@ -195,7 +195,7 @@ static int collect(dg_stmt *s, dg_outbox_row **rows, size_t *n)
     int rc;
     while ((rc = dg_step(s)) == DG_ROW) {
         if (dg_grow(&out, &cap, cnt, sizeof *out, 16)) {
-            rc = DG_NOMEM;
+            rc = DG_ERR_NOMEM;
             break;
         }
         dg_outbox_row *r = &out[cnt++];
@@ -217,14 +217,14 @@ static int collect(dg_stmt *s, dg_outbox_row **rows, size_t *n)
         r->thread_id = dg_store_col_dup(s, 14);
         if (!r->channel_id || !r->content || !r->mentions || !r->nonce ||
             (!r->thread_id && !dg_col_null(s, 14))) {
-            rc = DG_NOMEM;
+            rc = DG_ERR_NOMEM;
             break;
         }
     }
     dg_reset(s);
     if (rc != DG_DONE) {
         dg_outbox_rows_free(out, cnt);
-        return rc == DG_NOMEM ? DG_ERR_NOMEM : DG_ERR_IO;
+        return rc; /* a status: the step failed, or out of memory */
     }
     *rows = out;
     *n = cnt;
@@ -246,7 +246,7 @@ int dg_store_outbox_discover(dg_store *st, int64_t after_id, size_t max, dg_outb
     int rc;
     while ((rc = dg_step(s)) == DG_ROW) {
         if (dg_grow(&refs, &cap, cnt, sizeof *refs, 64)) {
-            rc = DG_NOMEM;
+            rc = DG_ERR_NOMEM;
             break;
         }
         const char *c = dg_col_text(s, 1);
@@ -259,7 +259,7 @@ int dg_store_outbox_discover(dg_store *st, int64_t after_id, size_t max, dg_outb
     dg_reset(s);
     if (rc != DG_DONE) {
         free(refs);
-        return rc == DG_NOMEM ? DG_ERR_NOMEM : DG_ERR_IO;
+        return rc; /* a status: the step failed, or out of memory */
     }
     *out = refs;
     *n = cnt;

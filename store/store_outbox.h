@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "store.h"
+#include "must_check.h"
 
 typedef enum dg_outbox_state {
     DG_OUTBOX_PENDING = 0,

@@ -570,7 +570,7 @@ int dg_pg_step(dg_stmt *stmt)
             keep_error(pg, p ? PQresultErrorMessage(p) : PQerrorMessage(pg->conn));
         PQclear(p);
         if (!ok)
-            return DG_ERR;
+            return DG_ERR_IO;
         s->epoch = pg->epoch;
     }
     s->res =
@@ -578,7 +578,7 @@ int dg_pg_step(dg_stmt *stmt)
     ExecStatusType t = s->res ? PQresultStatus(s->res) : PGRES_FATAL_ERROR;
     if (t != PGRES_TUPLES_OK && t != PGRES_COMMAND_OK) {
         keep_error(pg, s->res ? PQresultErrorMessage(s->res) : PQerrorMessage(pg->conn));
-        return DG_ERR;
+        return DG_ERR_IO;
     }
     s->changes = 0;
     if (strncmp(PQcmdStatus(s->res), "SELECT", 6) != 0) {

@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "store.h"
+#include "must_check.h"
 
 typedef enum dg_tool_call_state {
     DG_TOOL_CALL_NONE = 0,    /* never seen */

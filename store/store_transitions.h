@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "store.h"
+#include "must_check.h"
 
 #define DG_TRANSITIONS_KEEP 32
 

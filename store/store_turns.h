@@ -39,6 +39,7 @@
 #include <stdint.h>
 #include "store.h"
 #include "store_records.h"
+#include "must_check.h"
 
 /*
  * Where a member stands in its channel's turn order. The host shows which

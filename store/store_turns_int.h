@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "store_int.h"
+#include "must_check.h"
 
 /*
  * The state columns of turn_ledger, DG_STATE_FIELDS of them, in the order
@@ -38,19 +39,18 @@ extern const char dg_sql_turns_window[];
 /* A write of channel_id's turn state ended with rc: on DG_OK the channel
  * is logged for the other instances sharing the store (store_instances.h);
  * returns that outcome, else rc. */
-int dg_store_turns_logged(dg_store *st, const char *channel_id, int rc)
-    __attribute__((warn_unused_result));
+int dg_store_turns_logged(dg_store *st, const char *channel_id, int rc) DG_MUST_CHECK;
 
 /* INSERT ... ON CONFLICT DO NOTHING of (a, b, now_ms) with sql; *fresh
  * says whether the row is new (the first claim wins). Strings borrowed
  * until it returns. */
 int dg_store_turns_claim_pair(dg_store *st, const char *sql, const char *a, const char *b,
-                              int64_t now_ms, int *fresh) __attribute__((warn_unused_result));
+                              int64_t now_ms, int *fresh) DG_MUST_CHECK;
 
 /* A DELETE whose only parameter is a cut-off time; *removed (may be NULL)
  * gets the rows deleted. */
-int dg_store_turns_prune_before(dg_store *st, const char *sql, int64_t before_ms, long *removed)
-    __attribute__((warn_unused_result));
+int dg_store_turns_prune_before(dg_store *st, const char *sql, int64_t before_ms,
+                                long *removed) DG_MUST_CHECK;
 
 
 /* The kept fields of t (but `active`) in DG_STATE_COLS' order into f, and
@@ -61,11 +61,10 @@ void dg_store_turns_state_bind(dg_stmt *s, int idx, const int64_t f[DG_STATE_FIE
 /* Fold the states carried by the marks of channel_id's window into their
  * rows and clear them from those marks only (a claim whose hint knows no
  * state is carried below the window). */
-int dg_store_turns_fold_window(dg_store *st, const char *channel_id)
-    __attribute__((warn_unused_result));
+int dg_store_turns_fold_window(dg_store *st, const char *channel_id) DG_MUST_CHECK;
 
 /* Fold every channel whose marks carry a state (those older than
  * before_ms only when before_ms > 0). SQLite; DG_OK at once on PostgreSQL. */
-int dg_store_turns_fold_before(dg_store *st, int64_t before_ms) __attribute__((warn_unused_result));
+int dg_store_turns_fold_before(dg_store *st, int64_t before_ms) DG_MUST_CHECK;
 
 #endif

@@ -282,8 +282,8 @@ START_TEST(embedded_templates_keep_every_character)
                                    "    return strcmp(dg_embedded_templates[0].name, \"x.md\") != 0"
                                    " || dg_embedded_templates[1].name != NULL;\n}\n"),
                      0);
-    const char *cc[] = {"cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-Iplugin",
-                        "-o", bin,        gen,     mainc,     NULL};
+    const char *cc[] = {"cc",       "-std=c11", "-Wall", "-Wextra", "-Werror", "-Iplugin",
+                        "-Icommon", "-o",       bin,     gen,       mainc,     NULL};
     char *junk = tu_path(tmp, "cc.out");
     int rc = run_to(cc, junk, err);
     size_t n;

@@ -647,11 +647,9 @@ START_TEST(refused_token_holds_every_row)
     usleep(500 * 1000);
     ck_assert_uint_eq(fake_discord_request_count(o->fd), 1);
     ck_assert(obe_log_has(&o->e, "401"));
-    int64_t pending = 0;
-    ck_assert_int_eq(dg_store_begin(o->e.p.store), OC_OK);
-    ck_assert_int_eq(dg_store_outbox_count(o->e.p.store, DG_OUTBOX_PENDING, &pending), OC_OK);
-    ck_assert_int_eq(dg_store_commit(o->e.p.store), OC_OK);
-    ck_assert_int_eq(pending, 3);
+    ck_assert(obe_log_has(&o->e, "Discord refuses the moderator token"));
+    ck_assert(obe_log_has(&o->e, "Fix discord.moderatorToken"));
+    ck_assert_int_eq(obe_count(&o->e, DG_OUTBOX_PENDING), 3);
     /* The operator fixes the token and restarts. */
     dg_outbox_stop(o->e.p.outbox);
     o->e.p.outbox = NULL;
@@ -660,6 +658,26 @@ START_TEST(refused_token_holds_every_row)
     wait_idle(o, 10000);
     ck_assert_uint_eq(fake_discord_message_count(o->fd, o->chan), 2);
     ck_assert_uint_eq(fake_discord_message_count(o->fd, o->chan2), 1);
+    oenv_close(o);
+}
+END_TEST
+
+START_TEST(gone_channel_fails_for_good_naming_the_platform)
+{
+    /* A channel deleted on Discord: its row fails for good after one
+     * request, saying the channel is gone there; other channels go on. */
+    oenv *o = oenv_open(NULL);
+    const char *gone = "910000000000000999";
+    enqueue(o, gone, "nobody will read this", NULL, 0);
+    enqueue(o, o->chan, "fine here", NULL, 0);
+    oenv_start(o, NULL);
+    wait_idle(o, 10000);
+    char *why = obe_failed_reason(&o->e, gone);
+    ck_assert_msg(why && strstr(why, "the channel is gone on Discord"), "%s", why ? why : "(none)");
+    free(why);
+    ck_assert(obe_log_has(&o->e, "the channel is gone on Discord"));
+    ck_assert_uint_eq(fake_discord_request_count(o->fd), 2); /* one each, not retried */
+    ck_assert_uint_eq(fake_discord_message_count(o->fd, o->chan), 1);
     oenv_close(o);
 }
 END_TEST
@@ -987,15 +1005,6 @@ static int64_t test_clock(void *unused)
     return test_clock_ms;
 }
 
-static int64_t count_state(obe *e, dg_outbox_state state)
-{
-    int64_t n = 0;
-    ck_assert_int_eq(dg_store_begin(e->p.store), OC_OK);
-    ck_assert_int_eq(dg_store_outbox_count(e->p.store, state, &n), OC_OK);
-    ck_assert_int_eq(dg_store_commit(e->p.store), OC_OK);
-    return n;
-}
-
 static void claim_notice(obe *e, const char *chan, const char *msg, int64_t at)
 {
     int claimed = 0;
@@ -1043,16 +1052,16 @@ START_TEST(sent_rows_and_notice_marks_pruned_after_retention)
     test_clock_ms = now - 30 * day;
     enqueue(o, o->chan2, "owed for a month", NULL, 0);
     test_clock_ms = now;
-    ck_assert_int_eq(count_state(&o->e, DG_OUTBOX_SENT), 3);
+    ck_assert_int_eq(obe_count(&o->e, DG_OUTBOX_SENT), 3);
 
     /* A restart runs the first retention round before the first pass. */
     dg_outbox_stop(o->e.p.outbox);
     o->e.p.outbox = NULL;
     oenv_start(o, NULL);
-    for (int i = 0; i < 2000 && count_state(&o->e, DG_OUTBOX_SENT) > 1; i++)
+    for (int i = 0; i < 2000 && obe_count(&o->e, DG_OUTBOX_SENT) > 1; i++)
         usleep(5 * 1000);
-    ck_assert_int_eq(count_state(&o->e, DG_OUTBOX_SENT), 1);
-    ck_assert_int_eq(count_state(&o->e, DG_OUTBOX_PENDING), 1);
+    ck_assert_int_eq(obe_count(&o->e, DG_OUTBOX_SENT), 1);
+    ck_assert_int_eq(obe_count(&o->e, DG_OUTBOX_PENDING), 1);
     size_t n = 0;
     dg_outbox_row *rows = rows_of(&o->e, o->chan, &n);
     ck_assert_uint_eq(n, 1);
@@ -1493,6 +1502,7 @@ static Suite *outbox_suite(const char *name, int on_pg)
     tcase_add_test(tc, outage_longer_than_any_attempt_count_loses_nothing);
     tcase_add_test(tc, refused_token_holds_every_row);
     tcase_add_loop_test(tc, forbidden_fails_for_good_and_unblocks, 0, 2);
+    tcase_add_test(tc, gone_channel_fails_for_good_naming_the_platform);
     tcase_add_loop_test(tc, rate_limited_then_once, 0, 2);
     tcase_add_test(tc, rate_limit_on_one_route_does_not_stall_others);
     tcase_add_test(tc, unsent_rows_sent_on_start);

@@ -276,6 +276,67 @@ START_TEST(a_row_slack_refuses_fails_alone)
 }
 END_TEST
 
+/* Wait until the log has needle (the dispatcher answered), at most 10 s. */
+static int log_shows(senv *s, const char *needle)
+{
+    for (int i = 0; i < 500; i++) {
+        if (obe_log_has(&s->e, needle))
+            return 1;
+        usleep(20 * 1000);
+    }
+    return 0;
+}
+
+START_TEST(refused_token_holds_every_row)
+{
+    /* Slack refuses a revoked token with HTTP 200 and invalid_auth: the
+     * token, not the message, so the rows stay pending (nothing failed, no
+     * request per row) and go out after a restart with a token Slack takes. */
+    senv *s = senv_open();
+    fake_slack_user_spec mod = {
+        .user_id = OBE_SLACK_MOD_ID, .token = "xoxb-0000-0000-TheTokenNowValid", .bot = 1};
+    ck_assert_int_eq(fake_slack_add_user(s->fs, &mod), 0);
+    start(s, 16);
+    enqueue(s, s->work, "first");
+    enqueue(s, s->work, "second");
+    enqueue(s, s->ops, "other channel");
+    ck_assert(log_shows(s, "Slack refuses the moderator token"));
+    ck_assert(obe_log_has(&s->e, "DIRIGENT_SLACK_MODERATOR_TOKEN"));
+    ck_assert_uint_le(fake_slack_request_count(s->fs, "chat.postMessage"), 1);
+    ck_assert_int_eq(obe_count(&s->e, DG_OUTBOX_PENDING), 3);
+    /* The operator fixes the token and restarts. */
+    dg_outbox_stop(s->e.p.outbox);
+    s->e.p.outbox = NULL;
+    mod.token = OBE_SLACK_TOKEN;
+    ck_assert_int_eq(fake_slack_add_user(s->fs, &mod), 0);
+    start(s, 16);
+    ck_assert_int_eq(dg_outbox_wait_idle(s->e.p.outbox, 10000), OC_OK);
+    ck_assert_uint_eq(fake_slack_message_count(s->fs, s->work), 2);
+    ck_assert_uint_eq(fake_slack_message_count(s->fs, s->ops), 1);
+    senv_close(s);
+}
+END_TEST
+
+START_TEST(gone_channel_fails_for_good_naming_the_platform)
+{
+    /* A channel Slack does not know (deleted, or never shared with the
+     * app): its row fails for good, saying the channel is gone on Slack. */
+    senv *s = senv_open();
+    start(s, 16);
+    enqueue(s, "CGONE0001", "nobody will read this");
+    enqueue(s, s->work, "fine here");
+    ck_assert_int_eq(dg_outbox_wait_idle(s->e.p.outbox, 10000), OC_OK);
+    char *why = obe_failed_reason(&s->e, "CGONE0001");
+    ck_assert_msg(why && strstr(why, "the channel is gone on Slack") &&
+                      strstr(why, "channel_not_found"),
+                  "%s", why ? why : "(none)");
+    free(why);
+    ck_assert(obe_log_has(&s->e, "the channel is gone on Slack"));
+    ck_assert_uint_eq(fake_slack_message_count(s->fs, s->work), 1);
+    senv_close(s);
+}
+END_TEST
+
 /* Two gateways on one store: the one holding a channel's lease stops
  * renewing it after Slack stored its post and before the row was marked.
  * The instance that takes the channel over looks the row's key up before
@@ -350,6 +411,8 @@ Suite *make_outbox_slack_suite(void)
     tcase_add_loop_test(tc, kill_between_post_and_mark_posts_once, 0, 2);
     tcase_add_test(tc, row_left_unsent_by_a_stop_is_posted_once_at_the_start);
     tcase_add_test(tc, a_row_slack_refuses_fails_alone);
+    tcase_add_test(tc, refused_token_holds_every_row);
+    tcase_add_test(tc, gone_channel_fails_for_good_naming_the_platform);
     tcase_add_test(tc, channel_taken_over_from_a_lapsed_instance_posts_once);
     suite_add_tcase(s, tc);
     return s;

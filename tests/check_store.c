@@ -139,6 +139,31 @@ START_TEST(test_pragmas_are_set)
 }
 END_TEST
 
+/* A step's row and end lie outside the statuses, and a failed step says
+ * which status it is: no result of dg_step can pass for the other kind. */
+START_TEST(test_step_results_and_statuses_are_disjoint)
+{
+    ck_assert_int_ne(DG_ROW, DG_DONE);
+    for (int v = -1000; v <= 1000; v++)
+        if (strcmp(dg_status_name(v), "OC_UNKNOWN") != 0) {
+            ck_assert_int_ne(v, DG_ROW);
+            ck_assert_int_ne(v, DG_DONE);
+        }
+    char *path = tu_path(dir, "codes.db");
+    dg_store *st = NULL;
+    char err[256];
+    ck_assert_int_eq(dg_store_open(path, &st, err, sizeof err), OC_OK);
+    ck_assert_int_eq(dg_store_begin(st), OC_OK);
+    dg_stmt *s = dg_store_stmt(st, "SELECT abs(-9223372036854775807 - 1)");
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(dg_step(s), DG_ERR_IO); /* integer overflow: fails when run */
+    dg_reset(s);
+    dg_store_rollback(st);
+    dg_store_close(st);
+    free(path);
+}
+END_TEST
+
 START_TEST(test_reopen_keeps_data_and_version)
 {
     char *path = tu_path(dir, "re.db");
@@ -1155,6 +1180,7 @@ Suite *make_store_suite(void)
     int n = dg_store_schema_version();
     tcase_add_test(tc, test_fresh_database_is_created_at_current_version);
     tcase_add_test(tc, test_pragmas_are_set);
+    tcase_add_test(tc, test_step_results_and_statuses_are_disjoint);
     tcase_add_test(tc, test_cost_ledger);
     tcase_add_test(tc, test_reopen_keeps_data_and_version);
     tcase_add_test(tc, test_close_leaves_other_descriptors_alone);

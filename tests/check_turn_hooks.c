@@ -9,12 +9,15 @@
  * the message side of discussion channels.
  */
 #include <check.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "openclaw/plugin.h"
@@ -34,6 +37,7 @@
 #include "turns.h"
 #include "turns_engine.h"
 #include "turns_engine_test.h"
+#include "turns_int.h" /* the writer and its assertion */
 
 #define CH1 "300000000000000001"
 #define CH2 "300000000000000002"
@@ -2437,6 +2441,44 @@ END_TEST
  *      that is an operator's choice no suite makes.
  */
 
+static void *take_writer_and_leave(void *arg)
+{
+    turns_writer_lock(arg);
+    return NULL;
+}
+
+/* "Writer held" asks which thread holds the writer: the holder passes, a
+ * thread calling while another holds it aborts (a trylock would pass it). */
+START_TEST(test_writer_assertion_names_the_holding_thread)
+{
+    dg_turns *t = calloc(1, sizeof *t);
+    ck_assert_ptr_nonnull(t);
+    pthread_mutex_init(&t->wmu, NULL);
+    turns_writer_lock(t);
+    TURNS_ASSERT_WRITER(t);
+    turns_writer_unlock(t);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0)
+            dup2(null, 2); /* the assertion's own line is expected */
+        pthread_t other;
+        if (pthread_create(&other, NULL, take_writer_and_leave, t) != 0 ||
+            pthread_join(other, NULL) != 0)
+            _exit(2);
+        TURNS_ASSERT_WRITER(t);
+        _exit(0);
+    }
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT,
+                  "a writer held by another thread passed the assertion (status %d)", status);
+    pthread_mutex_destroy(&t->wmu);
+    free(t);
+}
+END_TEST
+
 static Suite *turn_hooks_suite(const char *name, int on_pg)
 {
     Suite *s = suite_create(name);
@@ -2512,6 +2554,12 @@ static Suite *turn_hooks_suite(const char *name, int on_pg)
         tcase_add_test(fs, test_timeout_waits_for_a_failing_store);
         tcase_add_loop_test(fs, test_read_fault_sweep_changes_nothing_half_way, 0, 2);
         suite_add_tcase(s, fs);
+    }
+
+    if (!on_pg) {
+        TCase *wr = tcase_create("writer");
+        tcase_add_test(wr, test_writer_assertion_names_the_holding_thread);
+        suite_add_tcase(s, wr);
     }
 
     TCase *nc = tcase_create("no_cooldown");

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "config.h"
+#include "must_check.h"
 
 /*
  * Run the doctor with dirigent-ctl's argv; argv[cmd] is "doctor". Prints
@@ -24,8 +25,7 @@ int dg_ctl_doctor_main(int argc, char **argv, int cmd);
  * folder) into *cfg: release with dg_config_free (zeroed on failure).
  * OC_OK, or a negative oc_status with the reason in err. Main thread.
  */
-int dg_ctl_config_load(const char *file, dg_config *cfg, char *err, size_t err_len)
-    __attribute__((warn_unused_result));
+int dg_ctl_config_load(const char *file, dg_config *cfg, char *err, size_t err_len) DG_MUST_CHECK;
 
 /*
  * The store of the plugin a config file names (FILE, or "-" for stdin),
@@ -34,7 +34,6 @@ int dg_ctl_config_load(const char *file, dg_config *cfg, char *err, size_t err_l
  * path or the postgresql:// url; caller frees). OC_OK, or a negative
  * oc_status with the reason in err. Main thread.
  */
-int dg_ctl_config_store(const char *file, char **store, char *err, size_t err_len)
-    __attribute__((warn_unused_result));
+int dg_ctl_config_store(const char *file, char **store, char *err, size_t err_len) DG_MUST_CHECK;
 
 #endif

@@ -11,6 +11,7 @@
 
 #include "outbox.h"
 #include "store.h"
+#include "store_outbox.h"
 
 static void append(obe *e, int level, const char *prefix, const char *msg)
 {
@@ -151,4 +152,31 @@ int obe_child_args(int fd, char *url, size_t url_len, char *chan, size_t chan_le
     snprintf(url, url_len, "%s", buf);
     snprintf(chan, chan_len, "%s", c);
     return 0;
+}
+
+int64_t obe_count(obe *e, dg_outbox_state state)
+{
+    int64_t n = 0;
+    if (dg_store_begin(e->p.store) != DG_OK)
+        return -1;
+    int rc = dg_store_outbox_count(e->p.store, state, &n);
+    if (dg_store_commit(e->p.store) != DG_OK || rc != DG_OK)
+        return -1;
+    return n;
+}
+
+char *obe_failed_reason(obe *e, const char *chan)
+{
+    dg_outbox_row *rows = NULL;
+    size_t n = 0;
+    if (dg_store_begin(e->p.store) != DG_OK)
+        return NULL;
+    int rc = dg_store_outbox_list(e->p.store, chan, &rows, &n);
+    if (dg_store_commit(e->p.store) != DG_OK || rc != DG_OK)
+        return NULL;
+    char *why = n == 1 && rows[0].state == DG_OUTBOX_FAILED && rows[0].last_error
+                    ? strdup(rows[0].last_error)
+                    : NULL;
+    dg_outbox_rows_free(rows, n);
+    return why;
 }

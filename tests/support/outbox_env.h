@@ -8,8 +8,10 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 #include "dirigent.h"
 #include "chat.h"
+#include "store_outbox.h" /* dg_outbox_state */
 
 #define OBE_TOKEN "mod-Tok3n.SECRET-value"                     /* the moderator's token in tests */
 #define OBE_MOD_ID "900000000000000001"                        /* its user id */
@@ -47,6 +49,15 @@ char *obe_log_text(obe *e);
 
 /* 1 when some log line contains needle. */
 int obe_log_has(obe *e, const char *needle);
+
+/* How many rows of e's store are in state, in a transaction of its own;
+ * -1 when the store fails. */
+int64_t obe_count(obe *e, dg_outbox_state state);
+
+/* The reason of the one row of chan when it failed for good: malloc'd,
+ * caller frees; NULL when chan holds another number of rows, or its row is
+ * not failed. */
+char *obe_failed_reason(obe *e, const char *chan);
 
 /* A crash test's child learns the fake's URL and its channel from its
  * parent on fd, as "URL\nCHANNEL\n" (the parent forks before any thread
