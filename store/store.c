@@ -607,6 +607,14 @@ static int reset_stale_readers(dg_store *st)
     return n;
 }
 
+/* The main database's data version into *dv; 1 when read. NULL names the
+ * main database (sqlite3_file_control) without SQLite comparing schema
+ * names: asked at every begin and commit. */
+static int data_version(dg_store *st, unsigned *dv)
+{
+    return sqlite3_file_control(st->db, NULL, SQLITE_FCNTL_DATA_VERSION, dv) == SQLITE_OK;
+}
+
 int dg_store_begin(dg_store *st)
 {
     dg_store_lock(st);
@@ -631,10 +639,7 @@ int dg_store_begin(dg_store *st)
         st->txn_write = 1;
         st->txn_hinted = 0;
         unsigned dv = 0;
-        st->txn_alone =
-            st->alone_known &&
-            sqlite3_file_control(st->db, "main", SQLITE_FCNTL_DATA_VERSION, &dv) == SQLITE_OK &&
-            dv == st->alone_dv;
+        st->txn_alone = st->alone_known && data_version(st, &dv) && dv == st->alone_dv;
         if (!st->txn_alone) {
             st->alone_epoch++; /* what callers knew of the marks may be stale */
             st->log_known = 0; /* and the change log too */
@@ -711,9 +716,7 @@ int dg_store_commit(dg_store *st)
      * another connection committed (store_instances.c, changes_since). */
     if (ok && st->txn_seq > st->head_seen)
         st->head_seen = st->txn_seq;
-    st->dv_known = ok && st->db &&
-                   sqlite3_file_control(st->db, "main", SQLITE_FCNTL_DATA_VERSION,
-                                        &st->dv_after_commit) == SQLITE_OK;
+    st->dv_known = ok && st->db && data_version(st, &st->dv_after_commit);
     /* Still alone after this commit if it was when the transaction began
      * or looked (store_int.h, alone_dv). */
     st->alone_known =
@@ -760,8 +763,7 @@ void dg_store_rollback(dg_store *st)
         if (st->txn_hinted)
             st->alone_epoch++;
         unsigned dv = 0;
-        st->alone_known = alone && sqlite3_file_control(st->db, "main", SQLITE_FCNTL_DATA_VERSION,
-                                                        &dv) == SQLITE_OK;
+        st->alone_known = alone && data_version(st, &dv);
         st->alone_dv = dv;
     }
     /* A read transaction (dg_store_begin_read) wrote nothing: what the
