@@ -528,7 +528,8 @@ int dg_store_held(const dg_store *st)
     return atomic_load_explicit(&st->lock_owner, memory_order_relaxed) == self_id();
 }
 
-dg_stmt *dg_store_stmt(dg_store *st, const char *sql)
+/* dg_store_stmt, its bindings cleared when clear. */
+static dg_stmt *stmt_get(dg_store *st, const char *sql, int clear)
 {
     DG_ASSERT_IN_TXN(st);
     /* An I/O error or a full disk in one statement makes SQLite roll the
@@ -551,7 +552,8 @@ dg_stmt *dg_store_stmt(dg_store *st, const char *sql)
             c->bind_failed = 0;
             if (c->lite) {
                 sqlite3_reset(c->lite);
-                sqlite3_clear_bindings(c->lite);
+                if (clear)
+                    sqlite3_clear_bindings(c->lite);
             } else {
                 dg_pg_reset(c);
             }
@@ -573,6 +575,16 @@ dg_stmt *dg_store_stmt(dg_store *st, const char *sql)
     /* More distinct statements than slots: a build-time design error. Never
      * evict, since a caller may still be stepping an older statement. */
     return NULL;
+}
+
+dg_stmt *dg_store_stmt(dg_store *st, const char *sql)
+{
+    return stmt_get(st, sql, 1);
+}
+
+dg_stmt *dg_store_stmt_all_bound(dg_store *st, const char *sql)
+{
+    return stmt_get(st, sql, 0);
 }
 
 void dg_store_bind_text(dg_stmt *s, int idx, const char *text)
@@ -622,7 +634,7 @@ int dg_store_begin(dg_store *st)
     if (st->pg) {
         ok = dg_pg_begin(st) == DG_OK; /* sets txn_head */
     } else {
-        dg_stmt *s = dg_store_stmt(st, "BEGIN IMMEDIATE");
+        dg_stmt *s = dg_store_stmt_all_bound(st, "BEGIN IMMEDIATE");
         ok = s && dg_step(s) == DG_DONE;
         /* A read left on a row is a defect of its caller, but it must not
          * make the store refuse every write from then on: reset, once more. */
@@ -707,7 +719,7 @@ int dg_store_commit(dg_store *st)
     } else if (st->pg) {
         ok = dg_pg_commit(st) == DG_OK;
     } else {
-        dg_stmt *s = dg_store_stmt(st, "COMMIT"); /* NULL when SQLite rolled back */
+        dg_stmt *s = dg_store_stmt_all_bound(st, "COMMIT"); /* NULL when SQLite rolled back */
         ok = s && dg_step(s) == DG_DONE;
     }
     st->in_txn = 0;

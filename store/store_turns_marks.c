@@ -75,9 +75,11 @@ static int pending_write(dg_store *st, int at_commit)
      * it pushes no state towards the fold. */
     if (plain && p->counted && p->hint && p->hint->epoch == st->alone_epoch)
         p->hint->since_snap--;
-    dg_stmt *s = dg_store_stmt(st, p->has_tr ? SQL_SEEN_PUT_TR
-                                   : plain   ? SQL_SEEN_PUT_PLAIN
-                                             : SQL_SEEN_PUT);
+    /* Every parameter is bound below but a transition's state columns
+     * when it carries none: those are cleared to NULL. */
+    const char *sql = p->has_tr ? SQL_SEEN_PUT_TR : plain ? SQL_SEEN_PUT_PLAIN : SQL_SEEN_PUT;
+    dg_stmt *s =
+        p->has_tr && !p->has_snap ? dg_store_stmt(st, sql) : dg_store_stmt_all_bound(st, sql);
     int rc = DG_ERR_IO;
     if (s) {
         dg_bind_text_borrowed(s, 1, p->channel);
