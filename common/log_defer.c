@@ -42,16 +42,27 @@ static void set_defer_depth(intptr_t d)
         pthread_setspecific(defer_key, (void *)d);
 }
 
+/* Add delta to the calling thread's depth, never below 0: one
+ * pthread_once and one read of the key for both (every store transaction
+ * passes here twice). */
+static void add_defer_depth(intptr_t delta)
+{
+    pthread_once(&defer_once, defer_key_make);
+    if (!defer_key_ok)
+        return;
+    intptr_t d = (intptr_t)pthread_getspecific(defer_key) + delta;
+    if (d >= 0)
+        pthread_setspecific(defer_key, (void *)d);
+}
+
 void dg_log_defer_begin(void)
 {
-    set_defer_depth(defer_depth() + 1);
+    add_defer_depth(1);
 }
 
 void dg_log_defer_end(void)
 {
-    intptr_t d = defer_depth();
-    if (d > 0)
-        set_defer_depth(d - 1);
+    add_defer_depth(-1);
 }
 
 void dg_log_own_thread(void)

@@ -24,7 +24,8 @@ typedef struct dg_map {
     size_t n;
 } dg_map;
 
-/* FNV-1a 64 of a NUL-terminated string. */
+/* A 64-bit hash of a NUL-terminated string (in memory only: the function
+ * may change between builds, so never store it). */
 uint64_t dg_map_hash(const char *key);
 
 /* Zeroed map; nothing to allocate until the first put. */

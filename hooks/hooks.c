@@ -59,8 +59,14 @@ int dg_hook_foreign(const dg_config *cfg, const json_t *ctx)
     const char *prov = dg_json_str(ctx, "messageProvider");
     if (prov && *prov)
         return !managed_provider(cfg, prov, strlen(prov));
+    return dg_hook_foreign_of(cfg, NULL, dg_json_str(ctx, "sessionKey"));
+}
+
+int dg_hook_foreign_of(const dg_config *cfg, const char *prov, const char *key)
+{
+    if (prov && *prov)
+        return !managed_provider(cfg, prov, strlen(prov));
     /* "agent:<id>:<provider>:<kind>:...": the provider of a channel session. */
-    const char *key = dg_json_str(ctx, "sessionKey");
     if (key && strncmp(key, "agent:", 6) == 0) {
         const char *p = strchr(key + 6, ':');
         const char *q = p ? strchr(p + 1, ':') : NULL;
@@ -158,18 +164,19 @@ int dg_hook_decode_session(const dg_config *cfg, const json_t *ctx, dg_hook_sess
     return dg_hook_unmanaged_channel(cfg, out->s.channel_id) ? 0 : 1;
 }
 
-int dg_hook_decode_recipient(const dg_config *cfg, const json_t *ctx, dg_hook_session *out)
+int dg_hook_decode_recipient(const dg_config *cfg, const json_t *session_key, dg_hook_session *out)
 {
-    memset(out, 0, sizeof *out);
     const char *key = NULL;
-    if (dg_json_opt_str(ctx, "sessionKey", &key)) {
+    if (dg_json_str_member(session_key, &key)) {
         snprintf(out->err, sizeof out->err,
                  "ctx.sessionKey is not a string; the host must pass "
                  "the session key as a JSON string");
         return -1;
     }
-    if (!key || strncmp(key, "agent:", 6) != 0 || key_is_dm(key) ||
-        !key_field(key, "agent:", out->agent, sizeof out->agent) ||
+    if (!key || strncmp(key, "agent:", 6) != 0)
+        return 0; /* no agent session: nothing per agent (out untouched) */
+    memset(out, 0, sizeof *out);
+    if (key_is_dm(key) || !key_field(key, "agent:", out->agent, sizeof out->agent) ||
         !key_channel(key, out->channel, sizeof out->channel))
         return 0; /* no agent session in a channel: nothing per agent */
     key_field(key, ":thread:", out->thread, sizeof out->thread);

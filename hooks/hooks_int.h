@@ -29,6 +29,10 @@ int dg_hook_message_sending(void *state, const json_t *event, const json_t *ctx,
  * answered with nothing. */
 int dg_hook_foreign(const dg_config *cfg, const json_t *ctx);
 
+/* The same from those members already read (NULL: absent or not a
+ * string): prov, ctx.messageProvider; key, ctx.sessionKey. */
+int dg_hook_foreign_of(const dg_config *cfg, const char *prov, const char *key);
+
 /* 1 when channel_id has the shape of a platform cfg has no section for (a
  * Slack channel under a Discord-only config): not ours, whatever the
  * context says. 0 for a managed platform's id or one of no known shape. */
@@ -95,13 +99,14 @@ int dg_hook_decode_outbound(const dg_config *cfg, const json_t *event, const jso
 
 /*
  * The agent session a message_received report is for: from ctx.sessionKey
- * alone (agent:<id>:discord:channel:<c>[:thread:<t>]; the plugin config
- * binds no accounts to agents, so ctx.accountId is not read). Returns 1
- * with out->s set (strings point into ctx or *out), 0 when there is none
- * (no key, a DM or another shape), -1 when ctx.sessionKey is not a string
- * (out->err says so).
+ * alone (session_key: that member, NULL when absent), of the shape
+ * agent:<id>:discord:channel:<c>[:thread:<t>] (the plugin config binds no
+ * accounts to agents, so ctx.accountId is not read). Returns 1 with out->s
+ * set (strings point into ctx or *out), 0 when there is none (no key, a DM
+ * or another shape; out->s is then not to be read), -1 when
+ * ctx.sessionKey is not a string (out->err says so).
  */
-int dg_hook_decode_recipient(const dg_config *cfg, const json_t *ctx,
+int dg_hook_decode_recipient(const dg_config *cfg, const json_t *session_key,
                              dg_hook_session *out) DG_MUST_CHECK;
 
 /*

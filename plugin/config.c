@@ -26,6 +26,7 @@
 #include "json_keys.h"
 #include "secret_shape.h"
 #include "snowflake.h"
+#include "str_map.h"
 #include "paths.h"
 #include "state_dir.h"
 #include "store.h"
@@ -239,6 +240,8 @@ static int parse_agent(const char *id, const json_t *val, dg_config *c, char *er
                        "config: \"agents.%s\" needs \"discordUserId\" (its Discord bot user), "
                        "\"slackUserId\" (its Slack app's bot user) or both",
                        id);
+    a->discord_user_hash = a->discord_user_id ? dg_map_hash(a->discord_user_id) : 0;
+    a->slack_user_hash = a->slack_user_id ? dg_map_hash(a->slack_user_id) : 0;
     return DG_OK;
 }
 
@@ -931,10 +934,14 @@ const dg_agent_cfg *dg_config_agent_by_user(const dg_config *cfg, const char *us
 {
     if (!user_id)
         return NULL;
-    for (size_t i = 0; i < cfg->n_agents; i++)
-        if (same_id(cfg->agents[i].discord_user_id, user_id) ||
-            same_id(cfg->agents[i].slack_user_id, user_id))
-            return &cfg->agents[i];
+    /* Equal ids have equal hashes: a string compare only where they match. */
+    uint64_t h = dg_map_hash(user_id);
+    for (size_t i = 0; i < cfg->n_agents; i++) {
+        const dg_agent_cfg *a = &cfg->agents[i];
+        if ((a->discord_user_hash == h && same_id(a->discord_user_id, user_id)) ||
+            (a->slack_user_hash == h && same_id(a->slack_user_id, user_id)))
+            return a;
+    }
     return NULL;
 }
 

@@ -12,6 +12,7 @@
 #define DG_CONFIG_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <jansson.h>
 #include "chat.h" /* dg_platform */
 #include "must_check.h"
@@ -23,6 +24,9 @@ typedef struct dg_agent_cfg {
     char *discord_user_id; /* snowflake; NULL: the agent is on Slack only */
     char *slack_user_id;   /* U... (upper case); NULL: the agent is on Discord only */
     char *role;            /* agents.<id>.role: one line the judge is shown; NULL: none */
+    /* dg_map_hash of discord_user_id / slack_user_id (0 without one): every
+     * message's sender is looked up among the agents by these first. */
+    uint64_t discord_user_hash, slack_user_hash;
 } dg_agent_cfg;
 
 /* judge.source: who the chair asks who speaks next. */

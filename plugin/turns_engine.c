@@ -205,6 +205,8 @@ static int begin_locked(dg_turns *t, const char *channel_id)
     }
     if (channel_id)
         warm_channel(t, channel_id, h);
+    t->txn_chan_id = channel_id;
+    t->txn_chan_hash = h;
     sync_changes(t);
     sync_store(t);
     return DG_OK;
@@ -232,6 +234,7 @@ int turns_txn_begin(dg_turns *t)
 int turns_txn_finish(dg_turns *t, int rc)
 {
     TURNS_ASSERT_WRITER(t);
+    t->txn_chan_id = NULL;
     int64_t wrote = dg_store_txn_change_seq(t->p->store);
     if (rc == DG_OK)
         rc = dg_store_commit(t->p->store);
@@ -262,6 +265,7 @@ int turns_txn_finish(dg_turns *t, int rc)
 void turns_txn_finish_read(dg_turns *t)
 {
     TURNS_ASSERT_WRITER(t);
+    t->txn_chan_id = NULL;
     dg_store_rollback(t->p->store);
     turns_writer_unlock(t);
 }

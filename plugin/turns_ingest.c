@@ -583,6 +583,9 @@ int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err
                  m->message_id ? m->message_id : "(no id)", m->channel_id, dg_status_name(rc),
                  dg_store_errmsg(t->p->store));
     int failed = rc;
+    /* Past the mirror's bound? Read while the writer is held (every change
+     * of the mirror holds it), so without the mirror's lock. */
+    int over = t->scopes.n > t->evict_at;
     rc = turns_txn_finish(t, rc);
     if (rc != DG_OK && !failed)
         snprintf(err, err_len,
@@ -593,7 +596,7 @@ int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err
         kick = 1;
     if (rc == DG_OK && kick)
         dg_outbox_kick_all(t->p);
-    if (rc == DG_OK)
+    if (rc == DG_OK && (over || oa.cmd != DG_ADMIN_NONE)) /* a command's reply may add scopes */
         turns_evict_if_over(t, now);
     return rc;
 }

@@ -293,6 +293,11 @@ struct dg_turns {
                                     the start: a scope loaded afresh may have been
                                     moved there (turns_scope.moved_elsewhere). Writer
                                     mutex. */
+    /* The channel id a change was begun for (turns_txn_begin_for) and its
+     * hash, so turns_chan_get of that same id hashes it no more: NULL
+     * outside such a change. Writer mutex. */
+    const char *txn_chan_id;
+    uint64_t txn_chan_hash;
     struct {
         turns_scope *r;
         dg_turn_state st;

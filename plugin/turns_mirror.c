@@ -77,7 +77,8 @@ int turns_member_pos(const turns_chan *c, const char *agent_id)
 int turns_chan_get(dg_turns *t, const char *channel_id, turns_chan **out)
 {
     TURNS_ASSERT_WRITER(t);
-    *out = dg_map_get(&t->chans, channel_id);
+    uint64_t h = channel_id == t->txn_chan_id ? t->txn_chan_hash : dg_map_hash(channel_id);
+    *out = dg_map_get_hashed(&t->chans, channel_id, h);
     if (*out)
         return DG_OK;
     dg_turn_channel_row row;

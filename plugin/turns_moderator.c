@@ -139,15 +139,21 @@ static void wake_fingerprint(const char *text, char *out, size_t cap)
  * links, custom emoji: a host renders them its own way), trimmed, at most
  * cap - 1 bytes cut on a character boundary; "" when nothing is left.
  */
-static void message_fingerprint(const char *text, char *out, size_t cap)
+static size_t message_fingerprint(const char *text, char *out, size_t cap)
 {
     const char *best = NULL;
     size_t best_len = 0;
     const char *p = text ? text : "";
     while (*p) {
         const char *seg = p;
-        while (*p && *p != '\n' && *p != '\r' && !(*p == '<' && strchr(p, '>')))
+        /* To the line's end or a markup span "<...>" (a '<' with no '>'
+         * after it is text): strcspn, not a loop per character. */
+        for (;;) {
+            p += strcspn(p, "\n\r<");
+            if (*p != '<' || strchr(p, '>'))
+                break;
             p++;
+        }
         const char *end = p;
         while (seg < end && (*seg == ' ' || *seg == '\t'))
             seg++;
@@ -171,6 +177,7 @@ static void message_fingerprint(const char *text, char *out, size_t cap)
     if (n)
         memcpy(out, best, n);
     out[n] = '\0';
+    return n;
 }
 
 void turns_recent_push(turns_scope *r, const char *content, int author, int only_text, int human,
@@ -178,10 +185,10 @@ void turns_recent_push(turns_scope *r, const char *content, int author, int only
 {
     turns_recent *m = &r->recent[r->recent_head % TURNS_RECENT_MAX];
     char fp[sizeof m->fp];
-    message_fingerprint(content, fp, sizeof fp);
-    if (only_text && !fp[0])
+    size_t n = message_fingerprint(content, fp, sizeof fp);
+    if (only_text && !n)
         return;
-    memcpy(m->fp, fp, sizeof fp);
+    memcpy(m->fp, fp, n + 1); /* what follows the '\0' is never read */
     m->author = author;
     m->human = human;
     m->at_ms = now;

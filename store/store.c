@@ -521,7 +521,8 @@ int dg_store_held(const dg_store *st)
     return dg_lock_owner_is_self(&st->lock_owner);
 }
 
-dg_stmt *dg_store_stmt(dg_store *st, const char *sql)
+/* dg_store_stmt, its bindings cleared when clear. */
+static dg_stmt *stmt_get(dg_store *st, const char *sql, int clear)
 {
     DG_ASSERT_IN_TXN(st);
     /* An I/O error or a full disk in one statement makes SQLite roll the
@@ -544,7 +545,8 @@ dg_stmt *dg_store_stmt(dg_store *st, const char *sql)
             c->bind_failed = 0;
             if (c->lite) {
                 sqlite3_reset(c->lite);
-                sqlite3_clear_bindings(c->lite);
+                if (clear)
+                    sqlite3_clear_bindings(c->lite);
             } else {
                 dg_pg_reset(c);
             }
@@ -566,6 +568,16 @@ dg_stmt *dg_store_stmt(dg_store *st, const char *sql)
     /* More distinct statements than slots: a build-time design error. Never
      * evict, since a caller may still be stepping an older statement. */
     return NULL;
+}
+
+dg_stmt *dg_store_stmt(dg_store *st, const char *sql)
+{
+    return stmt_get(st, sql, 1);
+}
+
+dg_stmt *dg_store_stmt_all_bound(dg_store *st, const char *sql)
+{
+    return stmt_get(st, sql, 0);
 }
 
 void dg_store_bind_text(dg_stmt *s, int idx, const char *text)
@@ -600,6 +612,14 @@ static int reset_stale_readers(dg_store *st)
     return n;
 }
 
+/* The main database's data version into *dv; 1 when read. NULL names the
+ * main database (sqlite3_file_control) without SQLite comparing schema
+ * names: asked at every begin and commit. */
+static int data_version(dg_store *st, unsigned *dv)
+{
+    return sqlite3_file_control(st->db, NULL, SQLITE_FCNTL_DATA_VERSION, dv) == SQLITE_OK;
+}
+
 int dg_store_begin(dg_store *st)
 {
     dg_store_lock(st);
@@ -607,7 +627,7 @@ int dg_store_begin(dg_store *st)
     if (st->pg) {
         ok = dg_pg_begin(st) == DG_OK; /* sets txn_head */
     } else {
-        dg_stmt *s = dg_store_stmt(st, "BEGIN IMMEDIATE");
+        dg_stmt *s = dg_store_stmt_all_bound(st, "BEGIN IMMEDIATE");
         ok = s && dg_step(s) == DG_DONE;
         /* A read left on a row is a defect of its caller, but it must not
          * make the store refuse every write from then on: reset, once more. */
@@ -624,10 +644,7 @@ int dg_store_begin(dg_store *st)
         st->txn_write = 1;
         st->txn_hinted = 0;
         unsigned dv = 0;
-        st->txn_alone =
-            st->alone_known &&
-            sqlite3_file_control(st->db, "main", SQLITE_FCNTL_DATA_VERSION, &dv) == SQLITE_OK &&
-            dv == st->alone_dv;
+        st->txn_alone = st->alone_known && data_version(st, &dv) && dv == st->alone_dv;
         if (!st->txn_alone) {
             st->alone_epoch++; /* what callers knew of the marks may be stale */
             st->log_known = 0; /* and the change log too */
@@ -695,7 +712,7 @@ int dg_store_commit(dg_store *st)
     } else if (st->pg) {
         ok = dg_pg_commit(st) == DG_OK;
     } else {
-        dg_stmt *s = dg_store_stmt(st, "COMMIT"); /* NULL when SQLite rolled back */
+        dg_stmt *s = dg_store_stmt_all_bound(st, "COMMIT"); /* NULL when SQLite rolled back */
         ok = s && dg_step(s) == DG_DONE;
     }
     st->in_txn = 0;
@@ -704,9 +721,7 @@ int dg_store_commit(dg_store *st)
      * another connection committed (store_instances.c, changes_since). */
     if (ok && st->txn_seq > st->head_seen)
         st->head_seen = st->txn_seq;
-    st->dv_known = ok && st->db &&
-                   sqlite3_file_control(st->db, "main", SQLITE_FCNTL_DATA_VERSION,
-                                        &st->dv_after_commit) == SQLITE_OK;
+    st->dv_known = ok && st->db && data_version(st, &st->dv_after_commit);
     /* Still alone after this commit if it was when the transaction began
      * or looked (store_int.h, alone_dv). */
     st->alone_known =
@@ -753,8 +768,7 @@ void dg_store_rollback(dg_store *st)
         if (st->txn_hinted)
             st->alone_epoch++;
         unsigned dv = 0;
-        st->alone_known = alone && sqlite3_file_control(st->db, "main", SQLITE_FCNTL_DATA_VERSION,
-                                                        &dv) == SQLITE_OK;
+        st->alone_known = alone && data_version(st, &dv);
         st->alone_dv = dv;
     }
     /* A read transaction (dg_store_begin_read) wrote nothing: what the

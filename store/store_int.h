@@ -159,6 +159,11 @@ void dg_store_unlock(dg_store *st);
  */
 dg_stmt *dg_store_stmt(dg_store *st, const char *sql);
 
+/* The same without clearing the bindings, for a caller that binds every
+ * parameter of sql (or sql has none): a parameter left unbound would keep
+ * the value of the statement's previous use. */
+dg_stmt *dg_store_stmt_all_bound(dg_store *st, const char *sql);
+
 /* Bind a C string, NULL as SQL NULL (a copy is bound). */
 void dg_store_bind_text(dg_stmt *s, int idx, const char *text);
 

@@ -56,9 +56,15 @@ static const char SQL_SEEN_PUT_TR[] =
 
 void dg_store_turns_pending_drop(dg_store *st)
 {
-    free(st->pending.strings);
-    free(st->pending.snap_post);
-    memset(&st->pending, 0, sizeof st->pending);
+    struct dg_pending_mark *p = &st->pending;
+    free(p->strings);
+    free(p->snap_post);
+    /* Not the whole mark (some 450 bytes, twice a message): every other
+     * field is written before it is read, the message's by the claim that
+     * sets `set`, the transition's with has_tr, the state's with has_snap. */
+    p->set = p->has_tr = p->has_snap = p->newest = p->counted = 0;
+    p->strings = p->snap_post = NULL;
+    p->hint = NULL;
 }
 
 /* The pending mark, written now. at_commit: nothing can attach to it any
@@ -75,9 +81,11 @@ static int pending_write(dg_store *st, int at_commit)
      * it pushes no state towards the fold. */
     if (plain && p->counted && p->hint && p->hint->epoch == st->alone_epoch)
         p->hint->since_snap--;
-    dg_stmt *s = dg_store_stmt(st, p->has_tr ? SQL_SEEN_PUT_TR
-                                   : plain   ? SQL_SEEN_PUT_PLAIN
-                                             : SQL_SEEN_PUT);
+    /* Every parameter is bound below but a transition's state columns
+     * when it carries none: those are cleared to NULL. */
+    const char *sql = p->has_tr ? SQL_SEEN_PUT_TR : plain ? SQL_SEEN_PUT_PLAIN : SQL_SEEN_PUT;
+    dg_stmt *s =
+        p->has_tr && !p->has_snap ? dg_store_stmt(st, sql) : dg_store_stmt_all_bound(st, sql);
     int rc = DG_ERR_IO;
     if (s) {
         dg_bind_text_borrowed(s, 1, p->channel);

@@ -1,10 +1,12 @@
 /*
  * check_common.c -- the helpers of common/ every part shares: UTF-8
  * counting, checking, decoding and cutting; the growable string buffer and
- * dg_sprintf; the "only these keys" rule; the HTTP request body bound.
+ * dg_sprintf; the "only these keys" rule; the HTTP request body bound;
+ * the string map's hash.
  */
 #include <check.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +15,7 @@
 #include "http_server.h"
 #include "json_keys.h"
 #include "md_code.h"
+#include "str_map.h"
 #include "utf8.h"
 
 START_TEST(test_edit_distance)
@@ -177,6 +180,45 @@ START_TEST(test_str_join_cuts_as_snprintf)
 }
 END_TEST
 
+/* The map's hash reads whole words and ends on an overlapping last word:
+ * every byte of keys of every length up to 40 changes it, as does the
+ * length alone (a key and its prefix), and a map of ids that differ only
+ * in their last digits finds each of them. */
+START_TEST(test_map_hash_sees_every_byte)
+{
+    char key[41], other[41];
+    for (size_t len = 0; len <= 40; len++) {
+        for (size_t i = 0; i < len; i++)
+            key[i] = (char)('0' + i % 10);
+        key[len] = '\0';
+        uint64_t h = dg_map_hash(key);
+        for (size_t i = 0; i < len; i++) {
+            memcpy(other, key, len + 1);
+            other[i] = (char)(other[i] == 'x' ? 'y' : 'x');
+            ck_assert_msg(dg_map_hash(other) != h, "byte %zu of a %zu-byte key", i, len);
+        }
+        if (len)
+            ck_assert_msg(dg_map_hash(key + 1) != h, "a %zu-byte key and its tail", len);
+        memcpy(other, key, len + 1);
+        other[len ? len - 1 : 0] = '\0';
+        if (len)
+            ck_assert_msg(dg_map_hash(other) != h, "a %zu-byte key and its prefix", len);
+    }
+    dg_map m;
+    dg_map_init(&m);
+    static char ids[2000][24];
+    for (int i = 0; i < 2000; i++) {
+        snprintf(ids[i], sizeof ids[i], "1450000000000%06d", i);
+        ck_assert_int_eq(dg_map_put(&m, ids[i], ids[i]), 0);
+    }
+    ck_assert_uint_eq(m.n, 2000);
+    for (int i = 0; i < 2000; i++)
+        ck_assert_ptr_eq(dg_map_get(&m, ids[i]), ids[i]);
+    ck_assert_ptr_null(dg_map_get(&m, "1450000000000002000"));
+    dg_map_clear(&m);
+}
+END_TEST
+
 START_TEST(test_unknown_key)
 {
     static const char *const allowed[] = {"a", "b", NULL};
@@ -226,6 +268,7 @@ Suite *make_common_suite(void)
     tcase_add_test(tc, test_buf_grows_and_sprintf);
     tcase_add_test(tc, test_grow_doubles_and_refuses_cleanly);
     tcase_add_test(tc, test_str_join_cuts_as_snprintf);
+    tcase_add_test(tc, test_map_hash_sees_every_byte);
     tcase_add_test(tc, test_unknown_key);
     tcase_add_test(tc, test_http_body_bound);
     suite_add_tcase(s, tc);
