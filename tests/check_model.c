@@ -1534,9 +1534,8 @@ static void check_finished(model *m, const char *name, const char *id, const cha
 }
 
 /* A killed creation nobody repeated and that was never recorded: its
- * channel archived without a post in it, the origin told. (The notice does
- * not mention planner yet: the saga's intent does not record the
- * initiator; the transcript says whether it did.) */
+ * channel archived without a post in it, the origin told with planner's
+ * mention. */
 static void check_undone(model *m, const char *name, const char *killed_in)
 {
     char room[16];
@@ -1565,12 +1564,12 @@ static void check_undone(model *m, const char *name, const char *killed_in)
        !told       ? "not told"
        : mentioned ? "told, planner mentioned"
                    : "told, planner not mentioned");
-    if (!archived || posts || !told)
+    if (!archived || posts || !mentioned)
         flag(m, F_CREATION,
              "%s (killed in %s, not repeated) left half-made: channel %s %s with %zu posts in "
              "it; the origin %s",
              name, killed_in, room, archived ? "archived" : "not archived", posts,
-             told ? "told" : "not told");
+             !told ? "not told" : "told without a mention of planner");
 }
 
 static void crash_create(model *m, const step *s)
