@@ -70,9 +70,11 @@
  *    origin told); never served half-made.
  *  - nudge: a restart after which the moderator's owed posts reach the
  *    channels while the agents' apps are still away (never reported, never
- *    run, as Slack's Socket Mode does not replay them): a speaker whose
- *    hand-off was lost so, with no run of it queued or in flight, is
- *    mentioned again within turn.nudgeSec + 2 s unless the turn moved.
+ *    run, as Slack's Socket Mode does not replay them; in half of them for
+ *    turn.nudgeSec + 10 s, losing what the moderator posts meanwhile): a
+ *    speaker whose hand-off was lost so, with no run of it queued or in
+ *    flight, is mentioned again within turn.nudgeSec + 2 s of the apps'
+ *    return unless the turn moved.
  * The sweeper thread applies the same timers as the direct pass after each
  * clock move (dg_turns_sweep_now); both are exactly-once through the store,
  * so results do not depend on its timing. Every hook is called from the
@@ -168,7 +170,9 @@ typedef enum step_kind {
                        and restarts; b=1: the host repeats the call, 0: nobody does */
     S_APPS_AWAY     /* a restart, after which the moderator's owed posts reach the
                        channels while the agents' apps are still away (never reported,
-                       never run); the clock moves nudgeSec + 2 s a second at a time */
+                       never run); a=1: they stay away nudgeSec + 10 s (what the moderator
+                       posts meanwhile is lost too); then the clock moves nudgeSec + 2 s
+                       a second at a time */
 } step_kind;
 
 enum { OUT_PASS, OUT_SPEAK, OUT_FAIL, OUT_INFLIGHT };
@@ -1684,7 +1688,7 @@ static int mentioned_since(model *m, int ch, int a, int64_t after)
     return found;
 }
 
-static void apps_away(model *m)
+static void apps_away(model *m, int away_s)
 {
     check_due(m, now_ms(m) + 2000);
     advance_raw(m, 1000);
@@ -1697,6 +1701,21 @@ static void apps_away(model *m)
     for (int ch = 0; ch < N_CH; ch++)
         if (owed[ch] >= 0)
             grants[ch] = m->grants[owed[ch]][ch];
+    /* While the apps stay away, what the moderator posts is lost too. */
+    for (int sec = 1; sec <= away_s; sec++) {
+        clock_step(m, 1000);
+        int more[N_CH] = {-1, -1, -1};
+        int64_t at[N_CH] = {0};
+        lose_owed_posts(m, more, at);
+        for (int ch = 0; ch < N_CH; ch++)
+            if (owed[ch] >= 0 && mentioned_since(m, ch, owed[ch], after[ch])) {
+                tr(m, "      (%s's nudge in %s is lost as well: the apps are still away)",
+                   AG[owed[ch]], CH_NAME[ch]);
+                after[ch] = m->delivered_upto;
+            }
+    }
+    if (away_s)
+        tr(m, "      (the agents' apps are back, %d s after the restart)", away_s + 1);
     for (int sec = 1; sec <= NUDGE_SEC + 2; sec++) {
         clock_step(m, 1000);
         for (int ch = 0; ch < N_CH; ch++) {
@@ -1707,7 +1726,7 @@ static void apps_away(model *m)
             member_name(m, ch, speaker_of(m, ch, &n, NULL), name, sizeof name);
             if (mentioned_since(m, ch, a, after[ch])) {
                 tr(m, "      %s nudged in %s %d s after its hand-off was lost", AG[a], CH_NAME[ch],
-                   sec);
+                   away_s + sec);
                 owed[ch] = -1;
             } else if (agent_by_name(name) != a || m->s[a][ch].qn || m->s[a][ch].inflight ||
                        m->grants[a][ch] != grants[ch]) {
@@ -1721,8 +1740,10 @@ static void apps_away(model *m)
         if (owed[ch] >= 0)
             flag(m, F_NUDGE,
                  "%s holds the turn in %s; its hand-off reached the channel after a restart but "
-                 "never its session, and no nudge came within %d s (turn.nudgeSec %d)",
-                 AG[owed[ch]], CH_NAME[ch], (int)((now_ms(m) - lost_at) / 1000), NUDGE_SEC);
+                 "never its session (the apps away %d s), and no nudge came within %d s "
+                 "(turn.nudgeSec %d)",
+                 AG[owed[ch]], CH_NAME[ch], away_s + 1, (int)((now_ms(m) - lost_at) / 1000),
+                 NUDGE_SEC);
 }
 
 /* ---- the steps ---------------------------------------------------------------------- */
@@ -1930,9 +1951,9 @@ static void do_step(model *m, const step *s)
         check_new_rows(m, -1);
         break;
     case S_APPS_AWAY:
-        tr(m, "t=%ld restart; the moderator's owed posts go out before the agents' apps are back",
-           t);
-        apps_away(m);
+        tr(m, "t=%ld restart; the moderator's owed posts go out before the agents' apps are back%s",
+           t, s->a ? " (they stay away 31 s)" : "");
+        apps_away(m, s->a ? NUDGE_SEC + 10 : 0);
         break;
     }
 }
@@ -2219,6 +2240,7 @@ static void generate_slack(scenario *sc, uint64_t seed)
             s->b = (unsigned char)chance(&z, 50);
         } else {
             s->kind = S_APPS_AWAY;
+            s->a = (unsigned char)chance(&z, 50);
         }
     }
 }
@@ -2509,6 +2531,29 @@ END_TEST
  * #work, which planner and reviewer read; planner's run is granted,
  * reviewer's claimed; planner passes, and the hand-off to reviewer goes out
  * after a restart while the apps are away. */
+static void replay(const scenario *sc);
+
+/* The same hand-off lost after a restart, and the agents' apps away longer
+ * than turn.nudgeSec (OpenClaw's Slack apps reconnect 80-210 s after a
+ * gateway's start): the nudge is lost as well, and the speaker must be
+ * mentioned again once they are back, not left to turn.timeoutSec. */
+START_TEST(regression_nudge_lost_while_the_apps_are_away)
+{
+    static const scenario sc = {{3, 0, 0},
+                                5,
+                                {
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 0, 0},
+                                    {S_RUN, 0, 0, OUT_INFLIGHT, 0, 0, 0, 0},
+                                    {S_RUN, 0, 1, OUT_PASS, 0, 0, 0, 0},
+                                    {S_FINISH, 0, 0, OUT_PASS, 0, 0, 0, 0},
+                                    {S_APPS_AWAY, 0, 0, 1, 0, 0, 0, 0},
+                                },
+                                1,
+                                0};
+    replay(&sc);
+}
+END_TEST
+
 START_TEST(model_nudge_check_fires)
 {
     static const scenario sc = {{3, 0, 0},
@@ -3288,6 +3333,7 @@ Suite *make_model_suite(void)
     tcase_add_test(fires, model_creation_check_fires);
     suite_add_tcase(s, fires);
     TCase *reg = tcase_create("regression");
+    tcase_add_test(reg, regression_nudge_lost_while_the_apps_are_away);
     tcase_add_test(reg, regression_mention_of_non_reader_freezes);
     tcase_add_test(reg, regression_waits_on_non_reader);
     tcase_add_test(reg, regression_restart_in_the_same_millisecond);
