@@ -156,17 +156,17 @@ static int record_plain(dg_plugin *p, const discuss_idem *ic, const char *channe
 
 /* Record the intent of ic before the REST call, so that a repeat after a
  * crash knows the channel may exist already; a discussion's intent notes
- * its origin and name, so that one nobody repeats is found and undone
- * (discuss_unfinished.c). */
+ * its origin, name and initiator (agent id), so that one nobody repeats is
+ * found and undone and its initiator told (discuss_unfinished.c). */
 static int record_intent(dg_plugin *p, const discuss_idem *ic, const dg_channel_request *req,
-                         char *err, size_t err_len)
+                         const char *initiator, char *err, size_t err_len)
 {
     if (dg_store_begin(p->store) != DG_OK)
         return dg_fail(err, err_len, DG_ERR_IO, "the plugin's state store is busy or failing");
     int rc = dg_store_tool_call_intent(p->store, ic->tool, ic->call_id, ic->fp, dg_now_ms(p));
     if (rc == DG_OK && req->callback_channel_id)
         rc = dg_store_tool_call_note(p->store, ic->tool, ic->call_id, ic->fp, NULL,
-                                     req->callback_channel_id, req->name);
+                                     req->callback_channel_id, req->name, initiator);
     rc = dg_store_end(p->store, rc);
     if (rc != DG_OK)
         return dg_fail(err, err_len, rc == DG_ERR_CONFLICT ? DG_ERR_CONFLICT : DG_ERR_IO,
@@ -184,8 +184,8 @@ static int record_made(dg_plugin *p, const discuss_idem *ic, const char *channel
 {
     if (dg_store_begin(p->store) != DG_OK)
         return dg_fail(err, err_len, DG_ERR_IO, "the plugin's state store is busy or failing");
-    int rc =
-        dg_store_tool_call_note(p->store, ic->tool, ic->call_id, ic->fp, channel_id, NULL, NULL);
+    int rc = dg_store_tool_call_note(p->store, ic->tool, ic->call_id, ic->fp, channel_id, NULL,
+                                     NULL, NULL);
     rc = dg_store_end(p->store, rc);
     if (rc != DG_OK)
         return dg_fail(err, err_len, DG_ERR_IO,
@@ -479,7 +479,7 @@ static int create_channel(dg_plugin *p, const dg_caller *caller, const dg_channe
     if (rc == DG_OK && topic_with_marker(req, ic, &topic, &needle) != DG_OK)
         rc = dg_fail(err, err_len, DG_ERR_NOMEM, "out of memory");
     if (rc == DG_OK && ic && !ic->recovering)
-        rc = record_intent(p, ic, req, err, err_len);
+        rc = record_intent(p, ic, req, caller->agent_id, err, err_len);
     if (rc == DG_OK) {
         dg_chat_room_spec spec = {
             .name = req->name,

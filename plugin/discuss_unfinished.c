@@ -36,22 +36,41 @@ static int find_channel(dg_plugin *p, dg_chat *chat, const dg_tool_call_pending 
     return rc;
 }
 
-/* Forget the intent and tell the origin, in one transaction. */
+/* The initiator's mention on the origin's platform: "" when the intent
+ * names none (a row from before the initiator was noted) or that agent has
+ * no id there. Malloc'd, the caller frees; NULL out of memory. */
+static char *initiator_mention(dg_plugin *p, const dg_tool_call_pending *e)
+{
+    if (!e->row.initiator)
+        return strdup("");
+    char *const agents[] = {e->row.initiator};
+    return discuss_mentions_of(&p->cfg, dg_platform_of_channel(e->row.origin_channel_id), agents,
+                               1);
+}
+
+/* Forget the intent and tell the origin, mentioning the initiator, in one
+ * transaction. */
 static int forget_and_tell(dg_plugin *p, const dg_tool_call_pending *e, const char *shown,
                            int *kick)
 {
-    if (dg_store_begin(p->store) != DG_OK)
+    char *mention = initiator_mention(p, e);
+    if (!mention)
+        return DG_ERR_NOMEM;
+    if (dg_store_begin(p->store) != DG_OK) {
+        free(mention);
         return DG_ERR_IO;
+    }
     int rc = dg_store_tool_call_forget(p->store, TOOL_CREATE, e->call_id, e->fingerprint);
     char *text = NULL;
     if (rc == DG_OK) {
-        dg_tpl_vars v = {.discussionChannel = shown};
+        dg_tpl_vars v = {.discussionChannel = shown, .initiatorMention = mention};
         text = dg_templates_render(p->templates, "creation_undone.md", &v);
         rc = text ? dg_outbox_enqueue(p->store, e->row.origin_channel_id, text, NULL, 0,
                                       dg_now_ms(p))
                   : DG_ERR_NOMEM;
     }
     free(text);
+    free(mention);
     rc = dg_store_end(p->store, rc);
     if (rc == DG_OK)
         *kick = 1;

@@ -144,7 +144,7 @@ static const struct {
                   "summaryPath"},
     {"command_hint.md", "command"},
     {"open_question.md", "agentMention agent question"},
-    {"creation_undone.md", "discussionChannel"},
+    {"creation_undone.md", "initiatorMention discussionChannel"},
     {"session_model_channel.md", ""},
     {"session_model_thread.md", ""},
     /* Replies to `!dirigent` commands (after the reply prefix). */

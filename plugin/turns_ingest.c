@@ -193,6 +193,8 @@ static int arm_nudge_locked(dg_turns *t, const dg_turn_session *rs, int64_t now)
         return rc;
     if (pos >= 0 && pos < DG_TURN_MAX_MEMBERS && !atomic_load(&r->reached_ms[pos]))
         atomic_store(&r->reached_ms[pos], now);
+    if (pos != DG_NOBODY && pos == r->nudged_pos)
+        r->nudge_seen = 1; /* its nudge, or a later message, reached it */
     const dg_turn_state *st = turns_staged(t, r);
     dg_rule_ctx x;
     turns_make_ctx(t, r->chan, &x);

@@ -222,6 +222,12 @@ struct turns_scope {
     int64_t nudged_seq;    /* (one millisecond can hold two turns, of one speaker
                               too; a human's or agent's message makes a new one,
                               the moderator's never does) */
+    int nudge_seen;        /* writer mutex: a message reached nudged_pos's session
+                              since its nudge; until then the nudge is repeated
+                              every turn.nudgeSec (the mention may have been lost
+                              with the speaker's app away), nudge_repeats times
+                              so far (bounded, turns_nudge.c) */
+    int nudge_repeats;
     /* When a message reached member i's session with no run of it started
      * since (0: none): a turn that moves to i later waits turn.nudgeSec
      * from then, not from the move, since the host already had that

@@ -10,6 +10,12 @@
  */
 #include "turns_int.h"
 
+/* A nudge that reaches no session of the speaker is repeated at most this
+ * often per turn (2 minutes at the default turn.nudgeSec): the mentions
+ * may reach sessions of another scope (a thread scope whose posts land at
+ * the top level), and then none would ever count as seen. */
+#define NUDGE_REPEATS_MAX 5
+
 void turns_nudge_run_began(turns_scope *r, int pos, int granted)
 {
     if (pos < 0 || pos >= DG_TURN_MAX_MEMBERS)
@@ -105,7 +111,7 @@ static int stalled(dg_turns *t, turns_scope *r, int64_t now, int64_t nudge_ms, i
         sp != atomic_load(&r->wait_pos) || sp == atomic_load(&r->run_pos) ||
         now - atomic_load(&r->wait_ms) < nudge_ms ||
         (r->nudged_change == st->last_change_ms && r->nudged_pos == sp &&
-         r->nudged_seq == st->msg_seq))
+         r->nudged_seq == st->msg_seq && (r->nudge_seen || r->nudge_repeats >= NUDGE_REPEATS_MAX)))
         return 0;
     int64_t window = x.timeout_ms > 0 ? x.timeout_ms : TURNS_WAKE_FP_MAX_MS;
     return !turns_reply_owed(st, sp, window, now);
@@ -135,15 +141,24 @@ static int nudge_scope(dg_turns *t, turns_scope *r, int64_t now, int64_t nudge_m
     rc = turns_queue_effects(t, r, &fx, &unchanged, now, kick);
     if (rc != DG_OK)
         return rc;
+    int again = r->nudged_change == r->st.last_change_ms && r->nudged_pos == pos &&
+                r->nudged_seq == r->st.msg_seq;
+    r->nudge_repeats = again ? r->nudge_repeats + 1 : 0;
     r->nudged_change = r->st.last_change_ms;
     r->nudged_pos = pos;
     r->nudged_seq = r->st.msg_seq;
-    atomic_store(&r->wait_pos, DG_NOBODY);
+    /* Still armed: a nudge that reaches no session of the speaker (its app
+     * is away, as after a restart before the agents' apps reconnect) is
+     * repeated turn.nudgeSec after it left the outbox; one that reaches it
+     * is the turn's last (nudge_seen). */
+    r->nudge_seen = 0;
+    atomic_store(&r->wait_ms, now);
     char label[DG_SCOPE_LABEL_MAX];
     dg_log(t->p, OC_LOG_INFO,
            "turns: %s holds the turn in channel %s (%s), and no run of it "
            "started within turn.nudgeSec (%lds) of the message that reached it (the host may "
-           "have dropped that message); the moderator mentions it, once for this turn",
+           "have dropped that message); the moderator mentions it, once for this turn unless "
+           "the mention reaches no session of it",
            r->chan->members[pos], r->chan->id, dg_scope_label(&r->scope, label),
            (long)t->p->cfg.turn_nudge_sec);
     return DG_OK;

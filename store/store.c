@@ -60,6 +60,7 @@ const char *const dg_schema_steps[] = {
     dg_schema_v18_cost,
     dg_schema_v19_platform,
     dg_schema_v20_judge,
+    dg_schema_v21_tool_call_initiator,
 };
 const int dg_schema_nsteps = (int)(sizeof dg_schema_steps / sizeof dg_schema_steps[0]);
 

@@ -306,6 +306,7 @@ extern const char dg_schema_v17_command_hints[];
 extern const char dg_schema_v18_cost[];
 extern const char dg_schema_v19_platform[];
 extern const char dg_schema_v20_judge[];
+extern const char dg_schema_v21_tool_call_initiator[];
 
 /* The cost ledger's filter (store_cost.h) in SQL, for a table with
  * channel_id, scope and at_ms: ?1 channel, ?2 scope, ?3 since, ?4 until

@@ -27,6 +27,13 @@ const char dg_schema_v5_tool_calls[] = "CREATE TABLE tool_calls ("
                                        "  CHECK ((state = 'done') = (done_at_ms IS NOT NULL))"
                                        ") WITHOUT ROWID;";
 
+/*
+ * Migration v20 -> v21: the agent that started a discussion's creation, so
+ * that the notice of one undone can mention it.
+ */
+const char dg_schema_v21_tool_call_initiator[] =
+    "ALTER TABLE tool_calls ADD COLUMN initiator TEXT;";
+
 void dg_tool_call_row_clear(dg_tool_call_row *r)
 {
     if (!r)
@@ -34,6 +41,7 @@ void dg_tool_call_row_clear(dg_tool_call_row *r)
     free(r->channel_id);
     free(r->origin_channel_id);
     free(r->summary_path);
+    free(r->initiator);
     memset(r, 0, sizeof *r);
 }
 
@@ -154,12 +162,13 @@ int dg_store_tool_calls_prune(dg_store *st, int64_t before_ms, long *removed)
 static const char SQL_NOTE[] =
     "UPDATE tool_calls SET channel_id = COALESCE(?, channel_id),"
     " origin_channel_id = COALESCE(?, origin_channel_id),"
-    " summary_path = COALESCE(?, summary_path)"
+    " summary_path = COALESCE(?, summary_path), initiator = COALESCE(?, initiator)"
     " WHERE tool = ? AND call_id = ? AND fingerprint = ? AND state = 'pending'";
 
 int dg_store_tool_call_note(dg_store *st, const char *tool, const char *call_id,
                             const char *fingerprint, const char *channel_id,
-                            const char *origin_channel_id, const char *summary_path)
+                            const char *origin_channel_id, const char *summary_path,
+                            const char *initiator)
 {
     DG_ASSERT_IN_TXN(st);
     dg_stmt *s = dg_store_stmt(st, SQL_NOTE);
@@ -168,9 +177,10 @@ int dg_store_tool_call_note(dg_store *st, const char *tool, const char *call_id,
     dg_store_bind_text(s, 1, channel_id);
     dg_store_bind_text(s, 2, origin_channel_id);
     dg_store_bind_text(s, 3, summary_path);
-    dg_store_bind_text(s, 4, tool);
-    dg_store_bind_text(s, 5, call_id);
-    dg_store_bind_text(s, 6, fingerprint);
+    dg_store_bind_text(s, 4, initiator);
+    dg_store_bind_text(s, 5, tool);
+    dg_store_bind_text(s, 6, call_id);
+    dg_store_bind_text(s, 7, fingerprint);
     if (dg_store_run(s) != DG_OK)
         return DG_ERR_IO;
     return dg_store_changes(st) == 1 ? DG_OK : DG_ERR_NOT_FOUND;
@@ -187,8 +197,8 @@ void dg_tool_call_pending_free(dg_tool_call_pending *v, size_t n)
 }
 
 static const char SQL_UNFINISHED[] =
-    "SELECT call_id, fingerprint, channel_id, origin_channel_id, summary_path FROM tool_calls"
-    " WHERE tool = ? AND state = 'pending' AND started_at_ms < ?"
+    "SELECT call_id, fingerprint, channel_id, origin_channel_id, summary_path, initiator"
+    " FROM tool_calls WHERE tool = ? AND state = 'pending' AND started_at_ms < ?"
     " AND origin_channel_id IS NOT NULL ORDER BY started_at_ms LIMIT ?";
 
 int dg_store_tool_calls_unfinished(dg_store *st, const char *tool, int64_t before_ms, size_t max,
@@ -213,9 +223,11 @@ int dg_store_tool_calls_unfinished(dg_store *st, const char *tool, int64_t befor
         e->row.channel_id = dg_store_col_dup(s, 2);
         e->row.origin_channel_id = dg_store_col_dup(s, 3);
         e->row.summary_path = dg_store_col_dup(s, 4);
+        e->row.initiator = dg_store_col_dup(s, 5);
         if (!e->call_id || !e->fingerprint || !e->row.origin_channel_id ||
             (!dg_col_null(s, 2) && !e->row.channel_id) ||
-            (!dg_col_null(s, 4) && !e->row.summary_path))
+            (!dg_col_null(s, 4) && !e->row.summary_path) ||
+            (!dg_col_null(s, 5) && !e->row.initiator))
             rc = DG_ERR_NOMEM;
     }
     if (rc == DG_OK && *n < max && step != DG_DONE)

@@ -33,13 +33,16 @@ typedef enum dg_tool_call_state {
 
 /* A recorded result. Which fields a tool fills is the tool's business:
  * discord_channel_create: channel_id, discussion_id (0 in plain mode);
- * discuss-callback: all four. Strings owned: dg_tool_call_row_clear(). */
+ * discuss-callback: the first four. initiator is only noted on a pending
+ * row (dg_store_tool_call_note) and read by dg_store_tool_calls_unfinished.
+ * Strings owned: dg_tool_call_row_clear(). */
 typedef struct dg_tool_call_row {
     dg_tool_call_state state;
     char *channel_id;
     int64_t discussion_id;
     char *origin_channel_id;
     char *summary_path;
+    char *initiator; /* agent id */
 } dg_tool_call_row;
 
 /* Free the strings of r and zero it; safe on a zeroed struct. */
@@ -61,14 +64,16 @@ int dg_store_tool_call_done(dg_store *st, const char *tool, const char *call_id,
                             int64_t now_ms) DG_MUST_CHECK;
 
 /* On a pending row: what its effect has reached so far (a NULL argument
- * keeps the stored value). discord_channel_create notes the origin channel
- * and the requested name with its intent (origin_channel_id, summary_path)
+ * keeps the stored value). discord_channel_create notes the origin channel,
+ * the requested name and the calling agent with its intent
+ * (origin_channel_id, summary_path, initiator)
  * and the channel's id once the platform made it (channel_id), so that a
  * creation nobody repeats can be found and undone (dg_store_tool_calls_
  * unfinished). DG_ERR_NOT_FOUND when no pending row has that key. */
 int dg_store_tool_call_note(dg_store *st, const char *tool, const char *call_id,
                             const char *fingerprint, const char *channel_id,
-                            const char *origin_channel_id, const char *summary_path) DG_MUST_CHECK;
+                            const char *origin_channel_id, const char *summary_path,
+                            const char *initiator) DG_MUST_CHECK;
 
 /* A pending row found by dg_store_tool_calls_unfinished. Strings owned:
  * dg_tool_call_pending_free(). */

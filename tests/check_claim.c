@@ -1308,6 +1308,34 @@ START_TEST(test_handoff_that_never_arrived_is_nudged)
 }
 END_TEST
 
+/* The same hand-off, and the nudges never reach bravo's session either
+ * (its bot away longer than turn.nudgeSec, as OpenClaw's Slack apps after a
+ * gateway's start): each is repeated turn.nudgeSec after it left the
+ * outbox, five times at most for the turn. */
+START_TEST(test_nudge_that_never_arrived_is_repeated_five_times)
+{
+    join_abc();
+    deliver_all(TTH_HUMAN_UID, 0, ASK);
+    claim_body = ASK;
+    ck_assert_int_eq(claim(TTH_ALPHA, "a1"), 0);
+    ck_assert_int_eq(claim(TTH_BRAVO, "b1"), 1);
+    ck_assert_int_eq(end_run(TTH_ALPHA, "a1", "NO_REPLY"), OC_OK);
+    claim_body = "hello";
+    int before = tth_outbox_count(&H, CH1);
+    for (int i = 1; i <= 6; i++) {
+        outbox_sent();
+        ck_assert_int_eq(sweep_after(19 * 1000), before + i - 1);
+        ck_assert_int_eq(sweep_after(1000), before + i);
+        char *c = tth_outbox_content(&H, CH1, before + i - 1, NULL);
+        ck_assert_str_eq(c, "<@" TTH_BRAVO_UID ">");
+        free(c);
+    }
+    outbox_sent();
+    ck_assert_int_eq(sweep_after(120 * 1000), before + 6);
+    ck_assert_int_eq(peek().speaker, 1);
+}
+END_TEST
+
 START_TEST(test_no_nudge_when_turned_off)
 {
     tth_free(&H);
@@ -1510,6 +1538,7 @@ Suite *make_claim_suite(void)
     tcase_add_test(nudge, test_speaker_whose_run_never_came_is_nudged_once);
     tcase_add_test(nudge, test_speaker_with_a_run_under_way_is_not_nudged);
     tcase_add_test(nudge, test_no_nudge_when_turned_off);
+    tcase_add_test(nudge, test_nudge_that_never_arrived_is_repeated_five_times);
     tcase_add_test(nudge, test_handoff_that_never_arrived_is_nudged);
     TCase *err = add_tcase(s, "error_payload", setup);
     tcase_add_test(err, test_error_payload_of_the_speaker_is_cancelled);

@@ -1745,6 +1745,51 @@ START_TEST(test_create_repeat_recovers_lost_channel)
 }
 END_TEST
 
+/* The answer of the channel's creation is lost and nobody repeats the call
+ * (OpenClaw does not replay a run's tool call): once the grace has passed
+ * (the intent aged here) the sweeper deletes the channel the attempt made
+ * and tells the origin, mentioning the initiator. */
+START_TEST(test_create_not_repeated_is_undone_and_the_initiator_told)
+{
+    plugin_start();
+    char route[128];
+    snprintf(route, sizeof route, "POST /guilds/%s/channels", fake_discord_guild_id(fd));
+    ck_assert_int_eq(fake_discord_add_fault(fd, route, FD_FAULT_DROP_AFTER, 1, 0, 0), 0);
+    json_t *ctx = ctx_call("planner", ORIGIN, "run-9:0:0"), *res;
+    char *params = discussion_params("csm-undone");
+    ck_assert_int_eq(tool("discord_channel_create", params, ctx, &res), OC_ERR_IO);
+    json_decref(res);
+    ck_assert_int_eq(count_rows("discussions"), 0);
+    ck_assert_int_eq(count_rows("tool_calls WHERE state = 'pending'"), 1);
+    json_t *chans = fake_discord_channels(fd);
+    ck_assert_uint_eq(json_array_size(chans), 2); /* work and the lost one */
+    char lost[32];
+    snprintf(lost, sizeof lost, "%s",
+             json_string_value(json_object_get(json_array_get(chans, 1), "id")));
+    json_decref(chans);
+    ck_assert_int_eq(dg_store_begin(P->store), OC_OK);
+    dg_stmt *age =
+        dg_store_stmt(P->store, "UPDATE tool_calls SET started_at_ms = started_at_ms - 660000");
+    ck_assert_ptr_nonnull(age);
+    ck_assert_int_eq(dg_store_run(age), DG_OK);
+    ck_assert_int_eq(dg_store_commit(P->store), OC_OK);
+    ck_assert_int_eq(fake_discord_wait_messages(fd, ORIGIN, 1, WAIT_MS), 0);
+    json_t *told = fake_discord_messages(fd, ORIGIN);
+    ck_assert_uint_eq(json_array_size(told), 1);
+    const char *text = json_string_value(json_object_get(json_array_get(told, 0), "content"));
+    ck_assert_msg(strstr(text, "removed again") && strstr(text, "<@" PLANNER_ID ">"),
+                  "the origin was told without mentioning planner: %s", text);
+    json_decref(told);
+    chans = fake_discord_channels(fd);
+    ck_assert_uint_eq(json_array_size(chans), 1); /* the lost one deleted */
+    json_decref(chans);
+    ck_assert_int_eq(count_rows("tool_calls"), 0);
+    plugin_stop();
+    json_decref(ctx);
+    free(params);
+}
+END_TEST
+
 /* A first attempt that Discord refused made nothing: the repeat looks,
  * finds nothing, and creates the channel once. */
 START_TEST(test_create_repeat_after_refusal_creates_once)
@@ -2972,6 +3017,7 @@ static Suite *discuss_suite(const char *name, int on_pg)
     tcase_add_test(tc, test_create_repeat_returns_first_result);
     tcase_add_test(tc, test_create_plain_repeat_and_other_ids);
     tcase_add_test(tc, test_create_repeat_recovers_lost_channel);
+    tcase_add_test(tc, test_create_not_repeated_is_undone_and_the_initiator_told);
     tcase_add_test(tc, test_create_repeat_after_refusal_creates_once);
     tcase_add_test(tc, test_create_repeat_with_a_full_topic);
     tcase_add_test(tc, test_create_repeat_while_running_is_refused);

@@ -57,6 +57,24 @@
  *    be applied (judge_idle) before its next hook call or clock move, so
  *    the judge's wall-clock time never moves the host's clock and needs no
  *    longer bounds.
+ *  - creation: in the Slack-flavoured sequences (a Slack moderator on the
+ *    fake Slack, tests/support/fake_slack.c, beside the Discord channels),
+ *    planner opens a discussion from Slack's #work and the gateway is killed
+ *    (-9) while Slack holds the answer of conversations.create,
+ *    conversations.invite or the kickoff's chat.postMessage; after the
+ *    restart the host repeats the call or nobody does (then the clock moves
+ *    past the plugin's 10-minute grace). The discussion must finish with
+ *    the one channel the first attempt made (not archived, the three agents
+ *    and the moderator in it, the kickoff posted once) or be undone (no
+ *    discussion row, the channel archived with nothing posted in it, the
+ *    origin told); never served half-made.
+ *  - nudge: a restart after which the moderator's owed posts reach the
+ *    channels while the agents' apps are still away (never reported, never
+ *    run, as Slack's Socket Mode does not replay them; in half of them for
+ *    turn.nudgeSec + 10 s, losing what the moderator posts meanwhile): a
+ *    speaker whose hand-off was lost so, with no run of it queued or in
+ *    flight, is mentioned again within turn.nudgeSec + 2 s of the apps'
+ *    return unless the turn moved.
  * The sweeper thread applies the same timers as the direct pass after each
  * clock move (dg_turns_sweep_now); both are exactly-once through the store,
  * so results do not depend on its timing. Every hook is called from the
@@ -66,7 +84,8 @@
  * MODEL_SEQUENCES=1 the sequence seed itself), MODEL_KNOWN_FREEZE=1 skips
  * the liveness checks (and the freeze's regression tests), MODEL_KNOWN=
  * <kind>[,<kind>] skips other properties by name (see KIND_NAME),
- * MODEL_JUDGE=0 turns the judge off in every sequence,
+ * MODEL_JUDGE=0 turns the judge off in every sequence, MODEL_SLACK=0 the
+ * Slack-flavoured steps (killed creations, apps away after a restart),
  * MODEL_GATEWAYS=2 plays a fifth of the sequences on two gateways sharing
  * the store (make check-model sets it; make check's short run keeps to one,
  * where main's two-gateway findings below do not fail it),
@@ -76,18 +95,25 @@
  * MODEL_SEED reproduces the original run), with every property checked.
  */
 #include <check.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
 #include "openclaw/plugin.h"
+#include "discuss.h"
+#include "fake_slack.h"
+#include "outbox.h"
 #include "scope.h"
 #include "store.h"
+#include "store_discuss.h"
 #include "store_outbox.h"
 #include "testutil.h"
 #include "judge_int.h"
@@ -137,7 +163,16 @@ typedef enum step_kind {
     S_ADVANCE, /* the clock moves n seconds (then one sweeper pass) */
     S_RESTART, /* plugin shutdown and init on the same store, a second passing
                   before and after it (n=1: the clock stands still) */
-    S_SETTLE   /* the host runs everything queued, fairly; n=seed of the outcomes */
+    S_SETTLE,  /* the host runs everything queued, fairly; n=seed of the outcomes */
+    /* A sequence with an S_CRASH_CREATE has a Slack moderator too (uses_slack): */
+    S_CRASH_CREATE, /* planner opens a discussion from the Slack channel; the gateway is
+                       killed (-9) while Slack holds the answer of call a (CREATE_CALLS)
+                       and restarts; b=1: the host repeats the call, 0: nobody does */
+    S_APPS_AWAY     /* a restart, after which the moderator's owed posts reach the
+                       channels while the agents' apps are still away (never reported,
+                       never run); a=1: they stay away nudgeSec + 10 s (what the moderator
+                       posts meanwhile is lost too); then the clock moves nudgeSec + 2 s
+                       a second at a time */
 } step_kind;
 
 enum { OUT_PASS, OUT_SPEAK, OUT_FAIL, OUT_INFLIGHT };
@@ -188,24 +223,29 @@ typedef enum fail_kind {
     F_HOOK,     /* a hook answered an error */
     F_BUDGET,   /* more granted runs than the budget, or one while its breaker holds */
     F_JUDGE,    /* a verdict of a healthy judge not followed, or a fallback not today's order */
+    F_CREATION, /* a killed creation neither finished with its first channel nor undone */
+    F_NUDGE,    /* a speaker whose hand-off never reached it is not nudged in turn.nudgeSec */
     F_KINDS
 } fail_kind;
 static const char *const KIND_NAME[F_KINDS] = {"none",        "liveness",     "waits-on-non-reader",
                                                "one-speaker", "admin-answer", "duplicate",
                                                "loop-guard",  "restart",      "hook",
-                                               "budget",      "judge-choice"};
+                                               "budget",      "judge-choice", "creation",
+                                               "nudge"};
 
 /* Sabotage (only the suite's own "checks can fail" tests set it): break the
  * host or the config on purpose so that each check is seen to fire. */
 typedef enum sabotage {
     SAB_NONE,
-    SAB_GRANT_CLAIMED, /* the host runs a claimed agent anyway */
-    SAB_NO_LOOP_GUARD, /* turn.maxAgentMessages 1000, the model still expects 5 */
-    SAB_NO_ADMINS,     /* alice is not in `admins`, the model still expects answers */
-    SAB_DOUBLE_POST,   /* every moderator row is queued twice */
-    SAB_RESTART_LOSES, /* the turn tables lose their rows across a restart */
-    SAB_NO_BUDGET,     /* budget.turnsPerHumanMessage 1000, the model still expects 4 */
-    SAB_JUDGE_MISHEARD /* the model expects another agent than the judge answered */
+    SAB_GRANT_CLAIMED,  /* the host runs a claimed agent anyway */
+    SAB_NO_LOOP_GUARD,  /* turn.maxAgentMessages 1000, the model still expects 5 */
+    SAB_NO_ADMINS,      /* alice is not in `admins`, the model still expects answers */
+    SAB_DOUBLE_POST,    /* every moderator row is queued twice */
+    SAB_RESTART_LOSES,  /* the turn tables lose their rows across a restart */
+    SAB_NO_BUDGET,      /* budget.turnsPerHumanMessage 1000, the model still expects 4 */
+    SAB_JUDGE_MISHEARD, /* the model expects another agent than the judge answered */
+    SAB_NO_NUDGE,       /* turn.nudgeSec 0, the model still expects the nudge */
+    SAB_SAGA_LOST       /* a killed creation's saga rows are lost before the restart */
 } sabotage;
 static sabotage SAB = SAB_NONE;
 
@@ -337,6 +377,15 @@ typedef struct model {
     char judge_said[64]; /* and the label it answered ("" when none) */
     dg_judge_apply_fn real_apply;
     void *real_apply_ud;
+    /* The Slack flavour (scenario.slack): the fake Slack, its channel where
+     * the agents and alice are, planner's workspace, the creations so far,
+     * and what runs while the gateway is down (a killed creation). */
+    fake_slack *fs;
+    char slack_work[16];
+    char *slack_ws;
+    int creations;
+    void (*while_down)(struct model *m, tth *h);
+    const char *down_method;
 } model;
 
 /* Verdicts checked over the whole run, by what decide did (the judge's
@@ -1237,6 +1286,10 @@ static void restart(model *m, int which)
         tth_stop_plugin(h);
         lose_turn_rows(m);
         tth_restart(h);
+    } else if (m->while_down) {
+        tth_stop_plugin(h);
+        m->while_down(m, h);
+        tth_restart(h);
     } else {
         tth_restart(h);
     }
@@ -1275,6 +1328,422 @@ static void restart(model *m, int which)
         for (int a = 0; a < N_AG; a++)
             m->s[a][ch].superseded = 1;
     }
+}
+
+/* ---- the Slack flavour: a killed creation, apps away after a restart ------------------- */
+
+#define SLACK_MOD_ID "U0MODERATR"
+#define SLACK_MOD_TOKEN "xoxb-model-moderator"
+#define SLACK_ALICE "U0ALICE01"
+static const char *const AG_SLACK[N_AG] = {"U0PLANR1", "U0REVWR2", "U0CODER3"};
+#define AGENTS_SLACK_JSON                                                                          \
+    "{\"planner\":{\"discordUserId\":\"110000000000000001\",\"slackUserId\":\"U0PLANR1\"},"        \
+    "\"reviewer\":{\"discordUserId\":\"110000000000000002\",\"slackUserId\":\"U0REVWR2\"},"        \
+    "\"coder\":{\"discordUserId\":\"110000000000000003\",\"slackUserId\":\"U0CODER3\"}}"
+
+/* The Slack calls of a discussion's creation, in order (the kickoff's post
+ * is the outbox's). */
+static const char *const CREATE_CALLS[] = {"conversations.create", "conversations.invite",
+                                           "chat.postMessage"};
+#define N_CREATE_CALLS 3
+/* discuss_int.h: a creation nobody repeats within this long is undone. */
+#define UNDO_GRACE_MS (10LL * 60 * 1000)
+static const char *const CREATE_PARTS[] = {"reviewer", "coder"};
+
+/* Start the fake Slack with the moderator, the three agents and alice in
+ * one channel; the plugin's config members for it after extra (malloc'd,
+ * the caller frees). */
+static char *slack_start(model *m, const char *extra)
+{
+    char err[256];
+    ck_assert_msg(fake_slack_start(NULL, &m->fs, err, sizeof err) == 0, "%s", err);
+    fake_slack_user_spec mod = {
+        .user_id = SLACK_MOD_ID, .name = "moderator", .token = SLACK_MOD_TOKEN, .bot = 1};
+    ck_assert_int_eq(fake_slack_add_user(m->fs, &mod), 0);
+    for (int a = 0; a < N_AG; a++) {
+        fake_slack_user_spec u = {.user_id = AG_SLACK[a], .name = AG[a], .bot = 1};
+        ck_assert_int_eq(fake_slack_add_user(m->fs, &u), 0);
+    }
+    fake_slack_user_spec alice = {.user_id = SLACK_ALICE, .name = "alice"};
+    ck_assert_int_eq(fake_slack_add_user(m->fs, &alice), 0);
+    const char *members[] = {SLACK_MOD_ID, AG_SLACK[0], AG_SLACK[1],
+                             AG_SLACK[2],  SLACK_ALICE, NULL};
+    ck_assert_int_eq(fake_slack_add_channel(m->fs, NULL, "work", 0, members, m->slack_work), 0);
+    setenv("DIRIGENT_SLACK_MODERATOR_TOKEN", SLACK_MOD_TOKEN, 1);
+    m->slack_ws = tu_mkdtemp();
+    char *with = NULL;
+    ck_assert_int_ge(asprintf(&with,
+                              "%s,\"slack\":{\"moderatorUserId\":\"" SLACK_MOD_ID
+                              "\",\"apiBase\":\"%s\"}",
+                              extra, fake_slack_url(m->fs)),
+                     0);
+    return with;
+}
+
+/* 1 when sc kills a creation: the plugin gets a Slack moderator on the
+ * fake Slack. */
+static int uses_slack(const scenario *sc)
+{
+    for (int i = 0; i < sc->n; i++)
+        if (sc->s[i].kind == S_CRASH_CREATE)
+            return 1;
+    return 0;
+}
+
+/* After the plugin is freed. */
+static void slack_stop(model *m)
+{
+    if (!m->fs)
+        return;
+    fake_slack_stop(m->fs);
+    m->fs = NULL;
+    unsetenv("DIRIGENT_SLACK_MODERATOR_TOKEN");
+    tu_rmtree(m->slack_ws);
+    free(m->slack_ws);
+    m->slack_ws = NULL;
+}
+
+static void creation_names(int k, char call_id[32], char name[32])
+{
+    snprintf(call_id, 32, "model-create-%d", k);
+    snprintf(name, 32, "plan-%d", k);
+}
+
+/* planner opens discussion k (reviewer and coder) from the Slack channel,
+ * with a toolCallId, so that a repeat is the same call. */
+static int create_as_planner(model *m, tth *h, int k, dg_channel_created *made, char *err,
+                             size_t err_len)
+{
+    char key[128], call_id[32], name[32];
+    creation_names(k, call_id, name);
+    tth_session_key(key, sizeof key, "planner", m->slack_work, NULL);
+    dg_caller planner = {.agent_id = "planner",
+                         .session_key = key,
+                         .session_id = "s-planner",
+                         .workspace_dir = m->slack_ws,
+                         .channel_id = m->slack_work,
+                         .tool_call_id = call_id};
+    dg_channel_request req = {.name = name,
+                              .participants = CREATE_PARTS,
+                              .n_participants = 2,
+                              .callback_channel_id = m->slack_work,
+                              .discuss_guide = "Plan the release; one page."};
+    memset(made, 0, sizeof *made);
+    return dg_discuss_create_channel(tth_plugin(h), &planner, &req, made, err, err_len);
+}
+
+static void lose_saga_rows(model *m)
+{
+    char *path = NULL;
+    ck_assert_int_ge(asprintf(&path, "%s/dirigent.db", m->h.dir), 0);
+    sqlite3 *db = NULL;
+    if (sqlite3_open(path, &db) == SQLITE_OK) {
+        sqlite3_busy_timeout(db, 5000);
+        sqlite3_exec(db, "DELETE FROM tool_calls", NULL, NULL, NULL);
+    }
+    sqlite3_close(db);
+    free(path);
+}
+
+/* While h's gateway is down (restart's while_down): a gateway on its state
+ * (a child process) starts creation m->creations and is killed (-9) while
+ * Slack holds the answer of m->down_method. */
+static void creation_killed(model *m, tth *h)
+{
+    size_t before = fake_slack_request_count(m->fs, m->down_method);
+    ck_assert_int_eq(
+        fake_slack_add_fault(m->fs, m->down_method, FS_FAULT_DELAY_AFTER, 1, 0, 60000, NULL), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        alarm(60); /* never outlive a failed test */
+        tth_restart(h);
+        dg_channel_created made;
+        char err[512];
+        (void)create_as_planner(m, h, m->creations, &made, err, sizeof err);
+        for (;;)
+            pause();
+    }
+    int reached = 0;
+    for (int i = 0; i < 3000 && !reached; i++) {
+        reached = fake_slack_request_count(m->fs, m->down_method) > before;
+        if (!reached)
+            sleep_ms(10);
+    }
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    fake_slack_clear_faults(m->fs);
+    ck_assert_msg(reached && WIFSIGNALED(status), "%s never reached Slack (child status %d)",
+                  m->down_method, status);
+    if (SAB == SAB_SAGA_LOST)
+        lose_saga_rows(m);
+}
+
+/* The clock moves ms (liveness checked first, as a step's advance does). */
+static void clock_step(model *m, int64_t ms)
+{
+    check_due(m, now_ms(m) + ms);
+    advance_raw(m, ms);
+    for (int ch = 0; ch < N_CH; ch++)
+        for (int a = 0; a < N_AG; a++)
+            if (now_ms(m) - m->s[a][ch].grant_change_ms >= (int64_t)TIMEOUT_SEC * 1000)
+                m->s[a][ch].superseded = 1;
+    check_new_rows(m, -1);
+}
+
+/* A killed creation finished: with one channel, named name (and id when
+ * the repeat answered one), not archived, the three agents and the
+ * moderator in it, its kickoff posted once. */
+static void check_finished(model *m, const char *name, const char *id, const char *killed_in,
+                           size_t creates_before)
+{
+    char room[16];
+    if (fake_slack_channel_by_name(m->fs, name, room) != 0) {
+        flag(m, F_CREATION, "%s (killed in %s) finished without a channel of that name", name,
+             killed_in);
+        return;
+    }
+    size_t made = fake_slack_request_count(m->fs, "conversations.create") - creates_before;
+    ck_assert_int_eq(dg_outbox_wait_idle(tth_plugin(&m->h)->slack_outbox, 10000), OC_OK);
+    json_t *ch = fake_slack_channel(m->fs, room);
+    unsigned in = 0;
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(ch, "members"), i, v) {
+        for (int a = 0; a < N_AG; a++)
+            in |= strcmp(json_string_value(v), AG_SLACK[a]) == 0 ? 1u << a : 0;
+        in |= strcmp(json_string_value(v), SLACK_MOD_ID) == 0 ? 8u : 0;
+    }
+    int archived = json_is_true(json_object_get(ch, "is_archived"));
+    json_decref(ch);
+    json_t *msgs = fake_slack_messages(m->fs, room);
+    const char *kickoff = json_string_value(json_object_get(json_array_get(msgs, 0), "text"));
+    int kickoffs = 0;
+    json_array_foreach(msgs, i, v) {
+        kickoffs += kickoff && strcmp(json_string_value(json_object_get(v, "text")), kickoff) == 0;
+    }
+    int is_kickoff = kickoff && strstr(kickoff, "[Discussion Started]") != NULL;
+    json_decref(msgs);
+    tr(m, "      %s finished in %s: members %#x of 0xf, kickoff posted %d times%s", name, room, in,
+       kickoffs, archived ? ", archived" : "");
+    if ((id && strcmp(id, room) != 0) || made != 1 || archived || in != 0xf || !is_kickoff ||
+        kickoffs != 1)
+        flag(m, F_CREATION,
+             "%s (killed in %s) finished half-made: channel %s (the repeat answered %s), %zu "
+             "channels made, members %#x of 0xf (planner 1, reviewer 2, coder 4, moderator 8), "
+             "%s, first message %s, kickoff posted %d times",
+             name, killed_in, room, id ? id : "-", made, in, archived ? "archived" : "not archived",
+             is_kickoff ? "the kickoff" : "no kickoff", kickoffs);
+}
+
+/* A killed creation nobody repeated and that was never recorded: its
+ * channel archived without a post in it, the origin told with planner's
+ * mention. */
+static void check_undone(model *m, const char *name, const char *killed_in)
+{
+    char room[16];
+    if (fake_slack_channel_by_name(m->fs, name, room) != 0) {
+        tr(m, "      %s: no channel was made", name);
+        return;
+    }
+    json_t *ch = fake_slack_channel(m->fs, room);
+    int archived = json_is_true(json_object_get(ch, "is_archived"));
+    json_decref(ch);
+    size_t posts = fake_slack_message_count(m->fs, room);
+    json_t *work = fake_slack_messages(m->fs, m->slack_work);
+    int told = 0, mentioned = 0;
+    size_t i;
+    json_t *v;
+    json_array_foreach(work, i, v) {
+        const char *t = json_string_value(json_object_get(v, "text"));
+        if (t && strstr(t, room) && strstr(t, "removed again")) {
+            told = 1;
+            mentioned |= strstr(t, "<@U0PLANR1>") != NULL;
+        }
+    }
+    json_decref(work);
+    tr(m, "      %s undone: %s %s, %zu posts in it, the origin %s", name, room,
+       archived ? "archived" : "not archived", posts,
+       !told       ? "not told"
+       : mentioned ? "told, planner mentioned"
+                   : "told, planner not mentioned");
+    if (!archived || posts || !mentioned)
+        flag(m, F_CREATION,
+             "%s (killed in %s, not repeated) left half-made: channel %s %s with %zu posts in "
+             "it; the origin %s",
+             name, killed_in, room, archived ? "archived" : "not archived", posts,
+             !told ? "not told" : "told without a mention of planner");
+}
+
+static void crash_create(model *m, const step *s)
+{
+    const char *killed_in = CREATE_CALLS[s->a % N_CREATE_CALLS];
+    int k = ++m->creations;
+    char call_id[32], name[32];
+    creation_names(k, call_id, name);
+    size_t creates = fake_slack_request_count(m->fs, "conversations.create");
+    check_due(m, now_ms(m) + 2000);
+    advance_raw(m, 1000);
+    m->down_method = killed_in;
+    m->while_down = creation_killed;
+    restart(m, 0);
+    m->while_down = NULL;
+    advance_raw(m, 1000);
+    check_new_rows(m, -1);
+    if (s->b) {
+        dg_channel_created made;
+        char err[512] = "";
+        if (create_as_planner(m, &m->h, k, &made, err, sizeof err) != OC_OK)
+            flag(m, F_CREATION, "the repeat of %s's creation (killed in %s) failed: %s", name,
+                 killed_in, err);
+        else
+            check_finished(m, name, made.channel_id, killed_in, creates);
+        dg_channel_created_clear(&made);
+        return;
+    }
+    /* Nobody repeats it (OpenClaw does not replay a run's tool call): past
+     * the plugin's grace for a repeat. */
+    clock_step(m, UNDO_GRACE_MS + 60000);
+    ck_assert_int_eq(dg_outbox_wait_idle(tth_plugin(&m->h)->slack_outbox, 10000), OC_OK);
+    char room[16];
+    int64_t id = 0;
+    dg_discussion_status st = DG_DISCUSSION_NONE;
+    if (fake_slack_channel_by_name(m->fs, name, room) == 0) {
+        dg_plugin *p = tth_plugin(&m->h);
+        ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
+        int rc = dg_store_discussion_probe(p->store, room, &id, &st);
+        dg_store_rollback(p->store);
+        ck_assert_int_eq(rc, OC_OK);
+    }
+    if (id)
+        check_finished(m, name, NULL, killed_in, creates);
+    else
+        check_undone(m, name, killed_in);
+}
+
+/* The agent whose hand-off (a bare mention) row is, when the row's channel
+ * is one of the model's and that agent holds its turn there with no run of
+ * it queued or in flight (nothing else would move it); else -1. */
+static int stalled_by(model *m, const dg_outbox_row *row, int *ch_out)
+{
+    int ch = chan_index(row->channel_id), a = mentioned_agent(row->content);
+    *ch_out = ch;
+    if (ch < 0 || a < 0 || !(m->sc->reads[ch] & (1u << a)) || !managed_now(m, ch) ||
+        budget_holds(m, ch) || m->s[a][ch].qn || m->s[a][ch].inflight)
+        return -1;
+    int n = 0;
+    char name[64];
+    int sp = speaker_of(m, ch, &n, NULL);
+    member_name(m, ch, sp, name, sizeof name);
+    return agent_by_name(name) == a ? a : -1;
+}
+
+/* The moderator's posts not yet delivered reach their channels, and no
+ * agent's session gets them. owed[ch]: the speaker a hand-off of ch was
+ * lost for (-1: none), after[ch] its row. */
+static void lose_owed_posts(model *m, int owed[N_CH], int64_t after[N_CH])
+{
+    dg_outbox_row *rows;
+    size_t n;
+    outbox_all(m, &rows, &n);
+    dg_plugin *p = tth_plugin(&m->h);
+    for (size_t i = 0; i < n; i++) {
+        if (rows[i].id <= m->delivered_upto)
+            continue;
+        m->delivered_upto = rows[i].id;
+        int ch;
+        int a = stalled_by(m, &rows[i], &ch);
+        if (ch < 0)
+            continue;
+        tr(m, "      moderator's post reaches %s, no agent's session: \"%.80s\"", CH_NAME[ch],
+           rows[i].content);
+        char sent_id[32];
+        snprintf(sent_id, sizeof sent_id, "9%017lld", (long long)rows[i].id);
+        ck_assert_int_eq(dg_store_begin(p->store), OC_OK);
+        ck_assert_int_eq(dg_store_outbox_mark_sent(p->store, rows[i].id, sent_id, now_ms(m)),
+                         OC_OK);
+        ck_assert_int_eq(dg_store_commit(p->store), OC_OK);
+        if (!bare_mention(rows[i].content))
+            m->agent_posts[ch] = 0;
+        if (a >= 0) {
+            owed[ch] = a;
+            after[ch] = rows[i].id;
+        }
+    }
+    dg_outbox_rows_free(rows, n);
+}
+
+/* A moderator row of ch after row `after` that mentions agent a. */
+static int mentioned_since(model *m, int ch, int a, int64_t after)
+{
+    dg_outbox_row *rows;
+    size_t n;
+    outbox_all(m, &rows, &n);
+    int found = 0;
+    for (size_t i = 0; i < n && !found; i++)
+        found = rows[i].id > after && strcmp(rows[i].channel_id, CH[ch]) == 0 &&
+                mentioned_agent(rows[i].content) == a;
+    dg_outbox_rows_free(rows, n);
+    return found;
+}
+
+static void apps_away(model *m, int away_s)
+{
+    check_due(m, now_ms(m) + 2000);
+    advance_raw(m, 1000);
+    restart(m, 0);
+    advance_raw(m, 1000);
+    check_new_rows(m, -1);
+    int owed[N_CH] = {-1, -1, -1}, grants[N_CH] = {0};
+    int64_t after[N_CH] = {0}, lost_at = now_ms(m);
+    lose_owed_posts(m, owed, after);
+    for (int ch = 0; ch < N_CH; ch++)
+        if (owed[ch] >= 0)
+            grants[ch] = m->grants[owed[ch]][ch];
+    /* While the apps stay away, what the moderator posts is lost too. */
+    for (int sec = 1; sec <= away_s; sec++) {
+        clock_step(m, 1000);
+        int more[N_CH] = {-1, -1, -1};
+        int64_t at[N_CH] = {0};
+        lose_owed_posts(m, more, at);
+        for (int ch = 0; ch < N_CH; ch++)
+            if (owed[ch] >= 0 && mentioned_since(m, ch, owed[ch], after[ch])) {
+                tr(m, "      (%s's nudge in %s is lost as well: the apps are still away)",
+                   AG[owed[ch]], CH_NAME[ch]);
+                after[ch] = m->delivered_upto;
+            }
+    }
+    if (away_s)
+        tr(m, "      (the agents' apps are back, %d s after the restart)", away_s + 1);
+    for (int sec = 1; sec <= NUDGE_SEC + 2; sec++) {
+        clock_step(m, 1000);
+        for (int ch = 0; ch < N_CH; ch++) {
+            int a = owed[ch], n = 0;
+            if (a < 0)
+                continue;
+            char name[64];
+            member_name(m, ch, speaker_of(m, ch, &n, NULL), name, sizeof name);
+            if (mentioned_since(m, ch, a, after[ch])) {
+                tr(m, "      %s nudged in %s %d s after its hand-off was lost", AG[a], CH_NAME[ch],
+                   away_s + sec);
+                owed[ch] = -1;
+            } else if (agent_by_name(name) != a || m->s[a][ch].qn || m->s[a][ch].inflight ||
+                       m->grants[a][ch] != grants[ch]) {
+                tr(m, "      (%s: the turn moved, or %s has a run, before a nudge was due)",
+                   CH_NAME[ch], AG[a]);
+                owed[ch] = -1;
+            }
+        }
+    }
+    for (int ch = 0; ch < N_CH; ch++)
+        if (owed[ch] >= 0)
+            flag(m, F_NUDGE,
+                 "%s holds the turn in %s; its hand-off reached the channel after a restart but "
+                 "never its session (the apps away %d s), and no nudge came within %d s "
+                 "(turn.nudgeSec %d)",
+                 AG[owed[ch]], CH_NAME[ch], away_s + 1, (int)((now_ms(m) - lost_at) / 1000),
+                 NUDGE_SEC);
 }
 
 /* ---- the steps ---------------------------------------------------------------------- */
@@ -1440,17 +1909,10 @@ static void do_step(model *m, const step *s)
         deliver_all(m, s->n);
         check_new_rows(m, -1);
         break;
-    case S_ADVANCE: {
+    case S_ADVANCE:
         tr(m, "t=%ld advance %u s", t, s->n);
-        check_due(m, now_ms(m) + (int64_t)s->n * 1000);
-        advance_raw(m, (int64_t)s->n * 1000);
-        for (int ch = 0; ch < N_CH; ch++)
-            for (int a = 0; a < N_AG; a++)
-                if (now_ms(m) - m->s[a][ch].grant_change_ms >= (int64_t)TIMEOUT_SEC * 1000)
-                    m->s[a][ch].superseded = 1;
-        check_new_rows(m, -1);
+        clock_step(m, (int64_t)s->n * 1000);
         break;
-    }
     case S_RESTART:
         /* A restart takes time: the clock moves a second (in the same
          * millisecond a state written after it can lose to one written
@@ -1475,6 +1937,23 @@ static void do_step(model *m, const step *s)
         check_new_rows(m, -1);
         if (m->liveness_on)
             check_waits(m);
+        break;
+    case S_CRASH_CREATE:
+        tr(m,
+           "t=%ld planner opens a discussion from Slack's #work; the gateway is killed (-9) "
+           "while Slack holds the answer of %s, and restarts; %s",
+           t, CREATE_CALLS[s->a % N_CREATE_CALLS],
+           s->b ? "the host repeats the call" : "nobody repeats the call");
+        if (m->fs)
+            crash_create(m, s);
+        else
+            tr(m, "      (no Slack in this sequence)");
+        check_new_rows(m, -1);
+        break;
+    case S_APPS_AWAY:
+        tr(m, "t=%ld restart; the moderator's owed posts go out before the agents' apps are back%s",
+           t, s->a ? " (they stay away 31 s)" : "");
+        apps_away(m, s->a ? NUDGE_SEC + 10 : 0);
         break;
     }
 }
@@ -1554,7 +2033,7 @@ static char *config_extra(void)
                  "%s\"turn\":{\"timeoutSec\":%d,\"nudgeSec\":%d,"
                  "\"maxAgentMessages\":%d},\"budget\":{\"turnsPerHumanMessage\":%d}",
                  SAB == SAB_NO_ADMINS ? "" : "\"admins\":[\"210000000000000001\"],", TIMEOUT_SEC,
-                 NUDGE_SEC, max,
+                 SAB == SAB_NO_NUDGE ? 0 : NUDGE_SEC, max,
                  SAB == SAB_NO_BUDGET || SAB == SAB_NO_LOOP_GUARD ? 1000 : BUDGET_TURNS),
         0);
     return extra;
@@ -1573,6 +2052,12 @@ static void play(model *m, const scenario *sc, int transcript, int liveness_on, 
     m->want = want;
     m->stop_at_first = 1;
     char *extra = config_extra();
+    int slack = uses_slack(sc);
+    if (slack) {
+        char *with = slack_start(m, extra);
+        free(extra);
+        extra = with;
+    }
     if (sc->judge) {
         char *with = NULL;
         ck_assert_int_ge(asprintf(&with, "%s,\"judge\":{\"source\":\"host\",\"timeoutMs\":%d}",
@@ -1582,7 +2067,7 @@ static void play(model *m, const scenario *sc, int transcript, int liveness_on, 
         free(with);
         judge_wrap(m);
     } else {
-        tth_start_agents(&m->h, "channel", AGENTS_JSON, extra, 0);
+        tth_start_agents(&m->h, "channel", slack ? AGENTS_SLACK_JSON : AGENTS_JSON, extra, 0);
     }
     /* A fixed, realistic epoch (run ids older than a week of wall time are forgotten at init). */
     atomic_store(&m->h.now_ms, ((int64_t)time(NULL) / 3600) * 3600 * 1000);
@@ -1604,6 +2089,8 @@ static void play(model *m, const scenario *sc, int transcript, int liveness_on, 
     if (sc->judge)
         tr(m, "   the judge is on (judge.source \"host\", timeoutMs %d, minConfidence 0.5)",
            JUDGE_TIMEOUT_MS);
+    if (slack)
+        tr(m, "   a Slack moderator too: the fake Slack's #work holds the three agents and alice");
     int states = env_int("MODEL_STATES", 0);
     for (int i = 0; i < sc->n && !done(m); i++) {
         m->cur_step = i;
@@ -1620,6 +2107,7 @@ static void play(model *m, const scenario *sc, int transcript, int liveness_on, 
     if (sc->gateways == 2)
         tth_free(&m->h2);
     tth_free(&m->h);
+    slack_stop(m);
 }
 
 /* ---- the generator -------------------------------------------------------------------- */
@@ -1632,6 +2120,8 @@ static unsigned gen_drop(uint64_t *x)
             d |= 1u << a;
     return d;
 }
+
+static void generate_slack(scenario *sc, uint64_t seed);
 
 static void generate(scenario *sc, uint64_t seed)
 {
@@ -1714,6 +2204,44 @@ static void generate(scenario *sc, uint64_t seed)
         static const unsigned char does[] = {J_LABEL,  J_LABEL,  J_LABEL, J_LABEL,   J_NOBODY,
                                              J_NOBODY, J_UNSURE, J_FAIL,  J_TIMEOUT, J_SLOW};
         sc->s[i].jd = (unsigned char)(does[rnd(&y, sizeof does)] | rnd(&y, 3) << 3);
+    }
+    generate_slack(sc, seed);
+}
+
+/* The Slack flavour from a stream of its own (the steps above stay what the
+ * seed named before): in three tenths of the one-gateway sequences without the
+ * judge (MODEL_SLACK=0 turns it off), two to four killed creations or
+ * restarts with the agents' apps away (mostly right after a pass), at random
+ * points. */
+static void generate_slack(scenario *sc, uint64_t seed)
+{
+    uint64_t z = seed ^ 0x736c61636bULL;
+    int slack = chance(&z, 30) && sc->gateways == 1 && !sc->judge && env_int("MODEL_SLACK", 1);
+    int extra = slack ? 2 + (int)rnd(&z, 3) : 0;
+    for (int k = 0; k < extra && sc->n < MAX_STEPS; k++) {
+        int at = (int)rnd(&z, (unsigned)sc->n + 1);
+        int crash = chance(&z, 40);
+        /* The apps away mostly right after a pass where two or more read,
+         * which hands the turn on. */
+        for (int j = 0, pick = chance(&z, 80); !crash && pick && j < sc->n; j++) {
+            const step *r = &sc->s[(at + j) % sc->n];
+            if (r->kind == S_RUN && r->a == OUT_PASS && __builtin_popcount(sc->reads[r->ch]) >= 2) {
+                at = (at + j) % sc->n + 1;
+                break;
+            }
+        }
+        memmove(&sc->s[at + 1], &sc->s[at], sizeof sc->s[0] * (size_t)(sc->n - at));
+        sc->n++;
+        step *s = &sc->s[at];
+        memset(s, 0, sizeof *s);
+        if (crash) {
+            s->kind = S_CRASH_CREATE;
+            s->a = (unsigned char)rnd(&z, N_CREATE_CALLS);
+            s->b = (unsigned char)chance(&z, 50);
+        } else {
+            s->kind = S_APPS_AWAY;
+            s->a = (unsigned char)chance(&z, 50);
+        }
     }
 }
 
@@ -1818,8 +2346,9 @@ static void shrink(scenario *sc, fail_kind k, int liveness_on)
 /* The scenario as C source of a literal step list (for a regression test). */
 static void print_literal(FILE *f, const scenario *sc)
 {
-    static const char *const kinds[] = {"S_HUMAN",   "S_ADMIN",   "S_RUN",     "S_FINISH",
-                                        "S_DELIVER", "S_ADVANCE", "S_RESTART", "S_SETTLE"};
+    static const char *const kinds[] = {"S_HUMAN",        "S_ADMIN",    "S_RUN",     "S_FINISH",
+                                        "S_DELIVER",      "S_ADVANCE",  "S_RESTART", "S_SETTLE",
+                                        "S_CRASH_CREATE", "S_APPS_AWAY"};
     fprintf(f, "    static const scenario sc = {{%u, %u, %u}, %d, {\n", sc->reads[0], sc->reads[1],
             sc->reads[2], sc->n);
     for (int i = 0; i < sc->n; i++) {
@@ -1994,6 +2523,72 @@ END_TEST
 START_TEST(model_judge_check_fires)
 {
     sabotaged(SAB_JUDGE_MISHEARD, F_JUDGE);
+}
+END_TEST
+
+/* The nudge check on a literal sequence (random ones reach an owed
+ * hand-off at a restart too rarely for sabotaged()'s 150): alice asks
+ * #work, which planner and reviewer read; planner's run is granted,
+ * reviewer's claimed; planner passes, and the hand-off to reviewer goes out
+ * after a restart while the apps are away. */
+static void replay(const scenario *sc);
+
+/* The same hand-off lost after a restart, and the agents' apps away longer
+ * than turn.nudgeSec (OpenClaw's Slack apps reconnect 80-210 s after a
+ * gateway's start): the nudge is lost as well, and the speaker must be
+ * mentioned again once they are back, not left to turn.timeoutSec. */
+START_TEST(regression_nudge_lost_while_the_apps_are_away)
+{
+    static const scenario sc = {{3, 0, 0},
+                                5,
+                                {
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 0, 0},
+                                    {S_RUN, 0, 0, OUT_INFLIGHT, 0, 0, 0, 0},
+                                    {S_RUN, 0, 1, OUT_PASS, 0, 0, 0, 0},
+                                    {S_FINISH, 0, 0, OUT_PASS, 0, 0, 0, 0},
+                                    {S_APPS_AWAY, 0, 0, 1, 0, 0, 0, 0},
+                                },
+                                1,
+                                0};
+    replay(&sc);
+}
+END_TEST
+
+START_TEST(model_nudge_check_fires)
+{
+    static const scenario sc = {{3, 0, 0},
+                                5,
+                                {
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 0, 0},
+                                    {S_RUN, 0, 0, OUT_INFLIGHT, 0, 0, 0, 0},
+                                    {S_RUN, 0, 1, OUT_PASS, 0, 0, 0, 0},
+                                    {S_FINISH, 0, 0, OUT_PASS, 0, 0, 0, 0},
+                                    {S_APPS_AWAY, 0, 0, 0, 0, 0, 0, 0},
+                                },
+                                1,
+                                0};
+    model m;
+    SAB = SAB_NO_NUDGE;
+    play(&m, &sc, 1, 1, F_NUDGE);
+    SAB = SAB_NONE;
+    int fired = m.found[F_NUDGE] != F_NONE;
+    if (!fired)
+        fprintf(stderr, "%s", m.tr ? m.tr : "");
+    free(m.tr);
+    ck_assert_msg(fired, "the nudge check did not fire with turn.nudgeSec 0");
+    play(&m, &sc, 1, 1, F_NONE);
+    int intact = m.first == F_NONE;
+    fprintf(stderr, "%s", m.tr ? m.tr : "");
+    free(m.tr);
+    ck_assert_msg(intact, "the sequence fails on the intact plugin too");
+    fprintf(stderr,
+            "model: the nudge check fires with turn.nudgeSec 0, not on the intact plugin\n");
+}
+END_TEST
+
+START_TEST(model_creation_check_fires)
+{
+    sabotaged(SAB_SAGA_LOST, F_CREATION);
 }
 END_TEST
 
@@ -2734,8 +3329,11 @@ Suite *make_model_suite(void)
     tcase_add_test(fires, model_restart_check_fires);
     tcase_add_test(fires, model_budget_check_fires);
     tcase_add_test(fires, model_judge_check_fires);
+    tcase_add_test(fires, model_nudge_check_fires);
+    tcase_add_test(fires, model_creation_check_fires);
     suite_add_tcase(s, fires);
     TCase *reg = tcase_create("regression");
+    tcase_add_test(reg, regression_nudge_lost_while_the_apps_are_away);
     tcase_add_test(reg, regression_mention_of_non_reader_freezes);
     tcase_add_test(reg, regression_waits_on_non_reader);
     tcase_add_test(reg, regression_restart_in_the_same_millisecond);

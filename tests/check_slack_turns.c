@@ -661,7 +661,7 @@ END_TEST
 /* The same crash, and the host never repeats the call (OpenClaw does not
  * replay a run's tool call after a restart): after the grace the channel
  * the dead attempt made is archived, the intent forgotten, and #work told;
- * nothing half-made stays. */
+ * nothing half-made stays; the notice mentions the initiator. */
 START_TEST(test_slack_creation_killed_and_not_repeated_is_undone)
 {
     const char *method = KILLED_IN[_i];
@@ -683,7 +683,9 @@ START_TEST(test_slack_creation_killed_and_not_repeated_is_undone)
     json_t *work = fake_slack_messages(FS, WORK);
     ck_assert_uint_eq(json_array_size(work), in_work + 1);
     const char *text = json_string_value(json_object_get(json_array_get(work, in_work), "text"));
-    ck_assert_msg(strstr(text, room) && strstr(text, "removed again"), "%s", text);
+    ck_assert_msg(strstr(text, room) && strstr(text, "removed again") &&
+                      strstr(text, "<@" ALPHA_ID ">"),
+                  "the origin was told without mentioning alpha: %s", text);
     json_decref(work);
     ck_assert(tth_log_has(&H, "was not repeated within 600 s"));
     tu_rmtree(ws);

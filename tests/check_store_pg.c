@@ -72,6 +72,8 @@
     " DROP COLUMN budget_until_ms;"
 /* And v20's judge ledger. */
 #define UNDO_V20_JUDGE "DROP TABLE judge_calls;"
+/* And v21's initiator of a creation. */
+#define UNDO_V21_INITIATOR "ALTER TABLE tool_calls DROP COLUMN initiator;"
 /* And v19's platform and thread columns. */
 #define UNDO_V19_PLATFORM                                                                          \
     "ALTER TABLE outbox DROP COLUMN platform, DROP COLUMN thread_id;"                              \
@@ -172,16 +174,16 @@ START_TEST(v10_outbox_migrates_with_its_rows)
 {
     char *url = pgs_fresh_url();
     dg_store_close(open_ok(url));
-    ck_assert_int_eq(
-        pgs_exec(url,
-                 "ALTER TABLE outbox DROP CONSTRAINT outbox_state_check, ADD "
-                 "CONSTRAINT outbox_state_check CHECK (state IN (0, 1, 2));"
-                 "DROP INDEX outbox_channel;"
-                 "CREATE INDEX outbox_pending ON outbox(channel_id, id)"
-                 " WHERE state = 0;" UNDO_V20_JUDGE UNDO_V19_PLATFORM UNDO_V18_COST UNDO_V17_HINTS
-                     UNDO_V16_MEMBERS UNDO_V15_SEEN UNDO_V14_LEDGER UNDO_V13_LEDGER UNDO_V13_LOG
-                 "UPDATE dg_schema_version SET version = 10"),
-        0);
+    ck_assert_int_eq(pgs_exec(url,
+                              "ALTER TABLE outbox DROP CONSTRAINT outbox_state_check, ADD "
+                              "CONSTRAINT outbox_state_check CHECK (state IN (0, 1, 2));"
+                              "DROP INDEX outbox_channel;"
+                              "CREATE INDEX outbox_pending ON outbox(channel_id, id)"
+                              " WHERE state = 0;" UNDO_V21_INITIATOR UNDO_V20_JUDGE
+                                  UNDO_V19_PLATFORM UNDO_V18_COST UNDO_V17_HINTS UNDO_V16_MEMBERS
+                                      UNDO_V15_SEEN UNDO_V14_LEDGER UNDO_V13_LEDGER UNDO_V13_LOG
+                              "UPDATE dg_schema_version SET version = 10"),
+                     0);
     ck_assert_int_eq(
         pgs_exec(url,
                  "INSERT INTO outbox(id, channel_id, content, mentions, nonce, part, parts, state,"
@@ -237,9 +239,9 @@ START_TEST(v18_rows_are_discords_after_migration)
 {
     char *url = pgs_fresh_url();
     dg_store_close(open_ok(url));
-    ck_assert_int_eq(
-        pgs_exec(url, UNDO_V20_JUDGE UNDO_V19_PLATFORM "UPDATE dg_schema_version SET version = 18"),
-        0);
+    ck_assert_int_eq(pgs_exec(url, UNDO_V21_INITIATOR UNDO_V20_JUDGE UNDO_V19_PLATFORM
+                              "UPDATE dg_schema_version SET version = 18"),
+                     0);
     ck_assert_int_eq(pgs_exec(url, store_platform_v18_rows), 0);
     dg_store *st = open_ok(url);
     ck_assert_int_eq(dg_store_opened_version(st), 18);
@@ -808,7 +810,7 @@ START_TEST(schema_steps_refused_by_the_server)
                   "%s", err);
     /* 2. At v9 (before turn_transitions and v11's outbox CHECK); the role
      * may create tables and owns the tables later steps alter (outbox,
-     * turn_ledger, turn_members, discussions, turn_channels) but may not
+     * turn_ledger, turn_members, discussions, turn_channels, tool_calls) but may not
      * write the version: the new table and the altered CHECK are rolled
      * back with the rest. */
     char *u2 = pgs_fresh_url();
@@ -819,17 +821,19 @@ START_TEST(schema_steps_refused_by_the_server)
                      "CONSTRAINT outbox_state_check, ADD CONSTRAINT "
                      "outbox_state_check CHECK (state IN (0, 1, 2));"
                      "DROP INDEX outbox_channel; CREATE INDEX outbox_pending ON "
-                     "outbox(channel_id, id) WHERE state = 0;" UNDO_V20_JUDGE UNDO_V19_PLATFORM
-                         UNDO_V18_COST UNDO_V17_HINTS UNDO_V16_MEMBERS UNDO_V15_SEEN UNDO_V14_LEDGER
-                             UNDO_V13_LEDGER "UPDATE dg_schema_version SET version = 9"),
+                     "outbox(channel_id, id) WHERE state = 0;" UNDO_V21_INITIATOR UNDO_V20_JUDGE
+                         UNDO_V19_PLATFORM UNDO_V18_COST UNDO_V17_HINTS UNDO_V16_MEMBERS
+                             UNDO_V15_SEEN UNDO_V14_LEDGER UNDO_V13_LEDGER
+                     "UPDATE dg_schema_version SET version = 9"),
         0);
     snprintf(sql, sizeof sql,
              "GRANT USAGE, CREATE ON SCHEMA %s TO %s; GRANT SELECT ON ALL "
              "TABLES IN SCHEMA %s TO %s; ALTER TABLE %s.outbox OWNER TO %s; ALTER TABLE "
              "%s.turn_ledger OWNER TO %s; ALTER TABLE %s.turn_members OWNER TO %s; ALTER TABLE "
-             "%s.discussions OWNER TO %s; ALTER TABLE %s.turn_channels OWNER TO %s",
+             "%s.discussions OWNER TO %s; ALTER TABLE %s.turn_channels OWNER TO %s; ALTER TABLE "
+             "%s.tool_calls OWNER TO %s",
              schema_of(u2), role, schema_of(u2), role, schema_of(u2), role, schema_of(u2), role,
-             schema_of(u2), role, schema_of(u2), role, schema_of(u2), role);
+             schema_of(u2), role, schema_of(u2), role, schema_of(u2), role, schema_of(u2), role);
     ck_assert_int_eq(pgs_exec(pgs_url(), sql), 0);
     char *m2 = url_as(u2, role);
     ck_assert_int_eq(dg_store_open(m2, &st, err, sizeof err), OC_ERR_IO);

@@ -24,14 +24,14 @@ void store_saga_case_run(dg_store *st)
     ck_assert_int_eq(dg_store_tool_call_intent(st, TOOL, "call-1", "00000000000000aa", 1000),
                      DG_OK);
     ck_assert_int_eq(dg_store_tool_call_note(st, TOOL, "call-1", "00000000000000aa", NULL,
-                                             "C0WORK0001", "release-plan"),
+                                             "C0WORK0001", "release-plan", "alpha"),
                      DG_OK);
     /* A plain channel's intent notes no origin: never undone. */
     ck_assert_int_eq(dg_store_tool_call_intent(st, TOOL, "call-2", "00000000000000bb", 1000),
                      DG_OK);
     /* No pending row of that key: nothing noted. */
     ck_assert_int_eq(
-        dg_store_tool_call_note(st, TOOL, "call-9", "00000000000000aa", "C1", NULL, NULL),
+        dg_store_tool_call_note(st, TOOL, "call-9", "00000000000000aa", "C1", NULL, NULL, NULL),
         DG_ERR_NOT_FOUND);
     ck_assert_int_eq(dg_store_commit(st), DG_OK);
 
@@ -47,18 +47,20 @@ void store_saga_case_run(dg_store *st)
     ck_assert_ptr_null(v[0].row.channel_id);
     ck_assert_str_eq(v[0].row.origin_channel_id, "C0WORK0001");
     ck_assert_str_eq(v[0].row.summary_path, "release-plan");
+    ck_assert_str_eq(v[0].row.initiator, "alpha");
     dg_tool_call_pending_free(v, n);
 
     /* The channel made: its id joins what was noted. */
     ck_assert_int_eq(dg_store_begin(st), DG_OK);
-    ck_assert_int_eq(
-        dg_store_tool_call_note(st, TOOL, "call-1", "00000000000000aa", "C0ROOM0001", NULL, NULL),
-        DG_OK);
+    ck_assert_int_eq(dg_store_tool_call_note(st, TOOL, "call-1", "00000000000000aa", "C0ROOM0001",
+                                             NULL, NULL, NULL),
+                     DG_OK);
     ck_assert_int_eq(dg_store_commit(st), DG_OK);
     unfinished(st, 2000, &v, &n);
     ck_assert_uint_eq(n, 1);
     ck_assert_str_eq(v[0].row.channel_id, "C0ROOM0001");
     ck_assert_str_eq(v[0].row.summary_path, "release-plan");
+    ck_assert_str_eq(v[0].row.initiator, "alpha");
     dg_tool_call_pending_free(v, n);
 
     /* Forgotten: gone; a done row is not forgotten. */

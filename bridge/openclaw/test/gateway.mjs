@@ -32,7 +32,7 @@ import path from 'node:path';
 import { spawn } from 'node:child_process';
 import {
   getJson, postJson, waitFor, sleep, makeChecks, makeChildren, offlineEnv, modelEntry, writeConfig,
-  freePort, speakersByMessage, costLedger,
+  freePort, speakersByMessage, costLedger, makeOpenclawCli,
 } from './lib.mjs';
 
 const opt = {};
@@ -455,25 +455,8 @@ await stopGateway(); // and wait for it: its files are removed next
 // The installed package's dirigent-ctl, run by the bridge with the config
 // OpenClaw resolved: the doctor against the fake Discord, then the store the
 // story left behind.
-function openclawCli(args, extraEnv = {}) {
-  return new Promise((resolve) => {
-    const out = [];
-    const child = spawn(NODE, [OPENCLAW, ...args], {
-      cwd: home, stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, ...offlineEnv, ...exampleEnv, ...extraEnv },
-    });
-    children.push(child);
-    child.stdout.on('data', (b) => out.push(b));
-    child.stderr.on('data', (b) => out.push(b));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 240_000);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      const text = Buffer.concat(out).toString('utf8');
-      fs.appendFileSync(path.join(opt.work, 'openclaw-dirigent.log'), `$ openclaw ${args.join(' ')}\n${text}\n`);
-      resolve({ code, text });
-    });
-  });
-}
+const openclawCli = makeOpenclawCli({ node: NODE, openclaw: OPENCLAW, home, env: { ...process.env, ...offlineEnv, ...exampleEnv },
+  children, logFile: path.join(opt.work, 'openclaw-dirigent.log') });
 const hasLine = (text, level, needle) => text.split('\n').some((l) => l.startsWith(`${level} `) && l.includes(needle));
 const tokensIn = (text) => [MOD, ...Object.values(AGENTS)].filter((u) => text.includes(u.token)).map((u) => u.token);
 

@@ -175,6 +175,26 @@ export function speakersByMessage(reqs) {
 // model_call_ended when its harness runs it in isolation, so per agent: every
 // call the model saw but the continuations, and at most all of them.
 // Returns {ok, detail, claimed}.
+// `openclaw <args>` as an operator runs it (cwd home, env the stage's), its
+// output appended to logFile; resolves to { code, text } (stdout and stderr),
+// killed after 4 minutes. The child joins children (cleanup).
+export function makeOpenclawCli({ node, openclaw, home, env, children, logFile }) {
+  return (args, extraEnv = {}) => new Promise((resolve) => {
+    const out = [];
+    const child = spawn(node, [openclaw, ...args], { cwd: home, stdio: ['ignore', 'pipe', 'pipe'], env: { ...env, ...extraEnv } });
+    children.push(child);
+    child.stdout.on('data', (b) => out.push(b));
+    child.stderr.on('data', (b) => out.push(b));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 240_000);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      const text = Buffer.concat(out).toString('utf8');
+      fs.appendFileSync(logFile, `$ openclaw ${args.join(' ')}\n${text}\n`);
+      resolve({ code, text });
+    });
+  });
+}
+
 export function costLedger(dbFile, reqs) {
   let rows = null, err = '';
   try {
