@@ -655,7 +655,8 @@ int turns_member_leave(dg_turns *t, turns_scope *r, int pos, dg_member_standing 
  * human @mentioned it; its account never reported a message there, nor did
  * it run there) while `asking` (a member, or DG_NOBODY) is deciding a run:
  * when the host reports messages per agent, it cannot read the channel and
- * leaves the order now, so the scope does not wait on it. Writer held.
+ * leaves the order now, so the scope does not wait on it; so does each next
+ * speaker of that kind, the last member left too. Writer held.
  */
 int turns_drop_unreachable_speaker(dg_turns *t, turns_scope *r, int asking, int64_t now, int *kick);
 

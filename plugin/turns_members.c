@@ -189,12 +189,17 @@ int turns_drop_unreachable_speaker(dg_turns *t, turns_scope *r, int asking, int6
     if (!atomic_load(&t->per_agent) || c->mode != DG_MODE_NORMAL ||
         now - turns_staged(t, r)->last_change_ms < TURNS_UNREACHED_GRACE_MS)
         return DG_OK;
-    /* Each pass takes one member out of the order: bounded. */
+    /* Each pass takes one member out of the order: bounded. The next
+     * speaker the host never showed receiving the channel either (a human
+     * @mentioned both) leaves too, also when it is the last one left: a
+     * reader that joins later (its first run) would find it holding the
+     * turn, for another grace, with the humans waiting since the mention. */
     for (int guard = 0; guard < DG_TURN_MAX_MEMBERS; guard++) {
         dg_rule_ctx x;
         turns_make_ctx(t, c, &x);
         const dg_turn_state *st = turns_staged(t, r);
-        int sp = st->active && dg_rule_managed(&x) ? dg_rule_speaker(st, &x) : DG_NOBODY;
+        int sp =
+            st->active && (guard > 0 || dg_rule_managed(&x)) ? dg_rule_speaker(st, &x) : DG_NOBODY;
         if (sp == DG_NOBODY || sp == asking || c->standing[sp] != DG_MEMBER_NEW)
             return DG_OK;
         int rc = unreachable_leaves(t, r, sp, asking, now, kick);

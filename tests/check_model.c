@@ -2717,6 +2717,31 @@ START_TEST(regression_two_gateways_silent_run_before_a_message_taken_in_elsewher
 }
 END_TEST
 
+/* Only planner reads #work; alice asks, then @mentions reviewer and coder,
+ * which cannot read it, and the clock jumps 30 s: the sweep finds reviewer
+ * unreached and takes it out, and coder, named by the same message and
+ * reached by none either, leaves with it, though it is the last member
+ * left. It stayed and held the turn when planner's first run joined the
+ * order, another 10 s of grace past her first question's deadline
+ * (MODEL_SEED=6094984 MODEL_SEQUENCES=1). */
+START_TEST(regression_non_readers_mentioned_together_leave_together)
+{
+    static const scenario sc = {{1, 0, 0},
+                                6,
+                                {
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 0, 5},
+                                    {S_ADVANCE, 2, 0, 0, 0, 0, 10, 17},
+                                    {S_ADVANCE, 0, 0, 0, 0, 0, 10, 1},
+                                    {S_HUMAN, 0, 0, 6, 0, 0, 0, 3},
+                                    {S_ADVANCE, 1, 0, 0, 0, 0, 30, 18},
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 0, 9},
+                                },
+                                1,
+                                1};
+    replay(&sc);
+}
+END_TEST
+
 Suite *make_model_suite(void)
 {
     Suite *s = suite_create("model");
@@ -2768,6 +2793,7 @@ Suite *make_model_suite(void)
     tcase_add_test(reg, regression_admin_wake_of_non_reader_near_a_deadline);
     tcase_add_test(reg, regression_held_back_runs_of_the_only_reader_are_nudged);
     tcase_add_test(reg, regression_judge_does_not_end_the_round_over_an_open_question);
+    tcase_add_test(reg, regression_non_readers_mentioned_together_leave_together);
     suite_add_tcase(s, reg);
     return s;
 }
