@@ -419,10 +419,35 @@ static int claim_apply(dg_turns *t, claim_run *cr, dg_turn_claim *out, int64_t n
     return rc;
 }
 
+/* A run claimed because another agent holds the turn, while a message is
+ * still owed a granted run and nothing watches the speaker (no wait armed
+ * for it, no run of it under way): the turn may have come to the speaker
+ * with no move that arms the stall nudge, when this run's agent joined the
+ * order and made it a managed one after the message reached the speaker,
+ * not yet a member then. If the host dropped that message, the speaker is
+ * mentioned after turn.nudgeSec instead of waiting out turn.timeoutSec.
+ * Writer held. */
+static void arm_unwatched_speaker(dg_turns *t, const claim_run *cr, int64_t now)
+{
+    turns_scope *r = cr->r;
+    const dg_turn_state *st = turns_staged(t, r);
+    if (cr->why != CLAIM_NOT_SPEAKER || !cr->e->configured || t->p->cfg.turn_nudge_sec <= 0 ||
+        !st->active || !dg_rule_managed(&cr->x) || !atomic_load(&r->unanswered_ms))
+        return;
+    int sp = dg_rule_speaker(st, &cr->x);
+    if (sp == DG_NOBODY || sp == cr->e->pos || atomic_load(&r->run_pos) == sp ||
+        atomic_load(&r->wait_pos) == sp)
+        return;
+    atomic_store(&r->wait_ms, now);
+    atomic_store(&r->wait_pos, sp);
+}
+
 /* What the session's run is judged by later (agent_end, its texts), and
  * the stall nudge's watch: a run held back for one that follows (for a
  * newer message, or for the reply still on its way) arms it, so the
- * speaker is mentioned if the host never starts that one. Writer held. */
+ * speaker is mentioned if the host never starts that one; another
+ * agent's run claimed for the speaker's turn may arm it too
+ * (arm_unwatched_speaker). Writer held. */
 static void claim_record(dg_turns *t, const claim_run *cr, const dg_turn_claim *out, int64_t now)
 {
     turns_sess *e = cr->e;
@@ -432,6 +457,7 @@ static void claim_record(dg_turns *t, const claim_run *cr, const dg_turn_claim *
     atomic_store(&e->granted, out->claimed ? 0 : 1);
     if (e->configured)
         turns_nudge_run_began(r, e->pos, !out->claimed);
+    arm_unwatched_speaker(t, cr, now);
     int64_t nudge_ms = (int64_t)t->p->cfg.turn_nudge_sec * 1000;
     if ((cr->why == CLAIM_STALE || cr->why == CLAIM_BEFORE_REPLY) && nudge_ms > 0) {
         /* The run that follows is for a message that came in before this

@@ -2717,6 +2717,48 @@ START_TEST(regression_two_gateways_silent_run_before_a_message_taken_in_elsewher
 }
 END_TEST
 
+/* After a restart, alice asks #lab (planner and coder read it) and the
+ * host drops planner's copy; she then types `!dirigent`. Planner's first
+ * run there is for the command (held back, and it joins the order alone);
+ * coder's run for her question makes the order a managed one with planner
+ * holding the turn, a turn no move gave it, so no wait was armed, and her
+ * question reached planner before it was a member. Claimed for planner's
+ * turn, coder's run arms the stall nudge for planner (MODEL_SEED=403224150
+ * MODEL_SEQUENCES=1; seed 5, sequence 1067). */
+START_TEST(regression_speaker_made_by_a_joining_agent_is_nudged)
+{
+    static const scenario sc = {{0, 0, 5},
+                                3,
+                                {
+                                    {S_RESTART, 0, 1, 0, 0, 0, 0, 1},
+                                    {S_HUMAN, 2, 0, 0, 0, 0, 1, 4},
+                                    {S_ADMIN, 2, 0, 8, 0, 1, 0, 2},
+                                },
+                                1,
+                                1};
+    replay(&sc);
+}
+END_TEST
+
+/* The same with `!dirigent close` before the question, both dropped for
+ * planner: planner's only run is for the moderator's answer, and coder's
+ * runs make it the speaker (MODEL_SEED=590023005 MODEL_SEQUENCES=1; seed
+ * 2, sequence 857). */
+START_TEST(regression_speaker_made_by_a_joining_agent_is_nudged_after_a_command)
+{
+    static const scenario sc = {{5, 0, 0},
+                                3,
+                                {
+                                    {S_ADMIN, 0, 0, 12, 0, 1, 1, 9},
+                                    {S_ADVANCE, 0, 0, 0, 0, 0, 1, 19},
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 1, 17},
+                                },
+                                1,
+                                1};
+    replay(&sc);
+}
+END_TEST
+
 /* Only planner reads #work; alice asks, then @mentions reviewer and coder,
  * which cannot read it, and the clock jumps 30 s: the sweep finds reviewer
  * unreached and takes it out, and coder, named by the same message and
@@ -2793,6 +2835,8 @@ Suite *make_model_suite(void)
     tcase_add_test(reg, regression_admin_wake_of_non_reader_near_a_deadline);
     tcase_add_test(reg, regression_held_back_runs_of_the_only_reader_are_nudged);
     tcase_add_test(reg, regression_judge_does_not_end_the_round_over_an_open_question);
+    tcase_add_test(reg, regression_speaker_made_by_a_joining_agent_is_nudged);
+    tcase_add_test(reg, regression_speaker_made_by_a_joining_agent_is_nudged_after_a_command);
     tcase_add_test(reg, regression_non_readers_mentioned_together_leave_together);
     suite_add_tcase(s, reg);
     return s;
