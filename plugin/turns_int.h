@@ -220,6 +220,11 @@ struct turns_scope {
     int64_t nudged_seq;    /* (one millisecond can hold two turns, of one speaker
                               too; a human's or agent's message makes a new one,
                               the moderator's never does) */
+    int nudges;            /* how often the turn nudged was nudged (writer mutex) ... */
+    int nudge_again;       /* ... and 1 when it may be once more: a run of its speaker
+                        held back for the run of a newer message started after the
+                        nudge, and the host may have dropped the nudge as well
+                        (turns_nudge_held_after_nudge) */
     /* When a message reached member i's session with no run of it started
      * since (0: none): a turn that moves to i later waits turn.nudgeSec
      * from then, not from the move, since the host already had that
@@ -675,6 +680,12 @@ void turns_evict_if_over(dg_turns *t, int64_t now);
  * and any wait for it ends. pos DG_NOBODY: nothing. Any thread, with the
  * mirror's read lock or the writer mutex held (atomics only). */
 void turns_nudge_run_began(turns_scope *r, int pos, int granted);
+
+/* A run of member pos of r, whose state is st, was held back for the run of
+ * a newer message that should follow: if r's turn was nudged already, the
+ * host may have dropped the nudge as well as that message, and the turn may
+ * be nudged once more (at most twice a turn). Writer held. */
+void turns_nudge_held_after_nudge(turns_scope *r, const dg_turn_state *st, int pos);
 
 /* The run of member pos that went on in r ended. Writer mutex held. */
 void turns_nudge_run_ended(turns_scope *r, int pos, int64_t now);

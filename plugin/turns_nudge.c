@@ -5,8 +5,10 @@
  * earlier run, "reply-operation-active"), and then nothing else would
  * move the conversation until turn.timeoutSec passes the speaker over, or
  * for ever without one. After turn.nudgeSec the moderator mentions the
- * speaker once per turn: a new message, which the host runs. Records and
- * locking: turns_int.h, turns_engine.c.
+ * speaker once per turn: a new message, which the host runs; once more when
+ * a run of the speaker held back for a newer message's run starts after
+ * the mention (that run may never come: the host may have dropped the
+ * mention too). Records and locking: turns_int.h, turns_engine.c.
  */
 #include "turns_int.h"
 
@@ -21,6 +23,19 @@ void turns_nudge_run_began(turns_scope *r, int pos, int granted)
     atomic_store(&r->unanswered_ms, 0);
     int waited = pos;
     atomic_compare_exchange_strong(&r->wait_pos, &waited, DG_NOBODY);
+}
+
+/* 1 when r's turn with speaker sp in state st is the one nudged last. */
+static int nudged_turn(const turns_scope *r, const dg_turn_state *st, int sp)
+{
+    return r->nudged_change == st->last_change_ms && r->nudged_pos == sp &&
+           r->nudged_seq == st->msg_seq;
+}
+
+void turns_nudge_held_after_nudge(turns_scope *r, const dg_turn_state *st, int pos)
+{
+    if (pos != DG_NOBODY && nudged_turn(r, st, pos) && r->nudges == 1)
+        r->nudge_again = 1;
 }
 
 void turns_nudge_run_ended(turns_scope *r, int pos, int64_t now)
@@ -104,8 +119,7 @@ static int stalled(dg_turns *t, turns_scope *r, int64_t now, int64_t nudge_ms, i
     if (r->chan->mode == DG_MODE_CLOSED || !st->active || sp == DG_NOBODY || st->budget ||
         sp != atomic_load(&r->wait_pos) || sp == atomic_load(&r->run_pos) ||
         now - atomic_load(&r->wait_ms) < nudge_ms ||
-        (r->nudged_change == st->last_change_ms && r->nudged_pos == sp &&
-         r->nudged_seq == st->msg_seq))
+        (nudged_turn(r, st, sp) && r->nudges > r->nudge_again))
         return 0;
     int64_t window = x.timeout_ms > 0 ? x.timeout_ms : TURNS_WAKE_FP_MAX_MS;
     return !turns_reply_owed(st, sp, window, now);
@@ -135,6 +149,12 @@ static int nudge_scope(dg_turns *t, turns_scope *r, int64_t now, int64_t nudge_m
     rc = turns_queue_effects(t, r, &fx, &unchanged, now, kick);
     if (rc != DG_OK)
         return rc;
+    if (nudged_turn(r, &r->st, pos)) {
+        r->nudges++;
+    } else {
+        r->nudges = 1;
+        r->nudge_again = 0;
+    }
     r->nudged_change = r->st.last_change_ms;
     r->nudged_pos = pos;
     r->nudged_seq = r->st.msg_seq;

@@ -2784,6 +2784,29 @@ START_TEST(regression_non_readers_mentioned_together_leave_together)
 }
 END_TEST
 
+/* Alice @mentions planner in #work (planner and coder read it), then asks
+ * a question whose copy the host drops for planner; after turn.nudgeSec the
+ * moderator mentions planner, and that copy is dropped too. Planner's run
+ * for her first message starts only then and is held back for the newer
+ * message's run, which never comes: the hold arms the wait, and the turn,
+ * nudged once already, gets one more mention (MODEL_SEED=202176073
+ * MODEL_SEQUENCES=1; seed 2, sequence 1588). */
+START_TEST(regression_hold_after_a_dropped_nudge_is_nudged_again)
+{
+    static const scenario sc = {{5, 0, 0},
+                                4,
+                                {
+                                    {S_HUMAN, 0, 0, 1, 0, 0, 0, 5},
+                                    {S_HUMAN, 0, 0, 0, 0, 4, 1, 1},
+                                    {S_ADVANCE, 1, 0, 0, 0, 0, 21, 10},
+                                    {S_DELIVER, 1, 0, 0, 0, 0, 1, 2},
+                                },
+                                1,
+                                1};
+    replay(&sc);
+}
+END_TEST
+
 Suite *make_model_suite(void)
 {
     Suite *s = suite_create("model");
@@ -2838,6 +2861,7 @@ Suite *make_model_suite(void)
     tcase_add_test(reg, regression_speaker_made_by_a_joining_agent_is_nudged);
     tcase_add_test(reg, regression_speaker_made_by_a_joining_agent_is_nudged_after_a_command);
     tcase_add_test(reg, regression_non_readers_mentioned_together_leave_together);
+    tcase_add_test(reg, regression_hold_after_a_dropped_nudge_is_nudged_again);
     suite_add_tcase(s, reg);
     return s;
 }
