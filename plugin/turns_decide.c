@@ -770,6 +770,15 @@ static int run_end_locked(dg_turns *t, const dg_turn_session *s, const char *run
      * (msg_seq counts from 0 here), since such a message is newer than the
      * run. */
     int saw_latest = seen < 0 ? r->st.msg_seq == 0 : seen == r->st.msg_seq;
+    /* A run under way when an admin's `wake` gave its agent the turn
+     * again answered the turn before: silent, it passes nothing (the run
+     * for the wake's mention follows; the nudge or a timeout if it never
+     * does). */
+    int before_wake = fresh->pos != DG_NOBODY && r->run_before_wake == fresh->pos;
+    if (before_wake)
+        r->run_before_wake = DG_NOBODY;
+    if (before_wake && granted != 0 && outcome == DG_RUN_SILENT)
+        saw_latest = 0;
     dg_rule_ctx x;
     turns_make_ctx(t, c, &x);
     dg_rule_effects fx;

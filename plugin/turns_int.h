@@ -220,11 +220,17 @@ struct turns_scope {
     int64_t nudged_seq;    /* (one millisecond can hold two turns, of one speaker
                               too; a human's or agent's message makes a new one,
                               the moderator's never does) */
-    int nudges;            /* how often the turn nudged was nudged (writer mutex) ... */
-    int nudge_again;       /* ... and 1 when it may be once more: a run of its speaker
-                        held back for the run of a newer message started after the
-                        nudge, and the host may have dropped the nudge as well
-                        (turns_nudge_held_after_nudge) */
+    /* How often the turn nudged was nudged, and nudge_again 1 when it may be
+     * once more: a run of its speaker held back for the run of a newer
+     * message started after the nudge, and the host may have dropped the
+     * nudge as well (turns_nudge_held_after_nudge). Writer mutex. */
+    int nudges;
+    int nudge_again;
+    /* The member whose granted run was under way when an admin's command
+     * gave it the turn with a mention (`wake`), DG_NOBODY: none. That run
+     * answered the turn before: its silence passes nothing, the run for
+     * the mention follows (run_end_locked). Writer mutex. */
+    int run_before_wake;
     /* When a message reached member i's session with no run of it started
      * since (0: none): a turn that moves to i later waits turn.nudgeSec
      * from then, not from the move, since the host already had that

@@ -176,6 +176,7 @@ int turns_scope_get(dg_turns *t, turns_chan *c, const dg_scope *sc, turns_scope 
     r->nudged_seq = -1;
     r->nudges = 0;
     r->nudge_again = 0;
+    r->run_before_wake = DG_NOBODY;
     int rc = dg_store_turns_scope_load(t->p->store, sc, &r->st, &r->post_channel);
     if (rc != DG_OK && rc != DG_ERR_NOT_FOUND) {
         turns_free_scope(r, NULL);

@@ -2807,6 +2807,28 @@ START_TEST(regression_hold_after_a_dropped_nudge_is_nudged_again)
 }
 END_TEST
 
+/* Alice asks #ops (reviewer and coder read it) and coder's run for it is
+ * granted and goes on; she then types `!dirigent wake @coder`. That run
+ * ends silent after the wake's reply reached coder: it answered the turn
+ * before, so it passes nothing, and coder's run for the reply counts; it
+ * passed the turn the wake gave and the judge ended the round, so nobody
+ * answered the wake (MODEL_SEED=921843490 MODEL_SEQUENCES=1; seed 3,
+ * sequence 938). */
+START_TEST(regression_silence_of_a_run_from_before_a_wake_is_no_pass)
+{
+    static const scenario sc = {{0, 6, 0},
+                                3,
+                                {
+                                    {S_HUMAN, 1, 0, 0, 0, 0, 0, 12},
+                                    {S_RUN, 1, 2, 3, 0, 0, 0, 19},
+                                    {S_ADMIN, 1, 0, 11, 0, 2, 0, 10},
+                                },
+                                1,
+                                1};
+    replay(&sc);
+}
+END_TEST
+
 Suite *make_model_suite(void)
 {
     Suite *s = suite_create("model");
@@ -2862,6 +2884,7 @@ Suite *make_model_suite(void)
     tcase_add_test(reg, regression_speaker_made_by_a_joining_agent_is_nudged_after_a_command);
     tcase_add_test(reg, regression_non_readers_mentioned_together_leave_together);
     tcase_add_test(reg, regression_hold_after_a_dropped_nudge_is_nudged_again);
+    tcase_add_test(reg, regression_silence_of_a_run_from_before_a_wake_is_no_pass);
     suite_add_tcase(s, reg);
     return s;
 }
