@@ -72,13 +72,13 @@ static int decide(dg_turns *t, const dg_turn_session *s, decide_fn fn, void *out
 static int unconfirmed_speaker(const dg_turns *t, const turns_scope *r, int pos, int64_t now)
 {
     const turns_chan *c = r->chan;
-    if (c->mode != DG_MODE_NORMAL || !r->st.active || pos == DG_NOBODY ||
-        now - r->st.last_change_ms < TURNS_UNREACHED_GRACE_MS)
+    if (c->mode != DG_MODE_NORMAL || !r->st.active || pos == DG_NOBODY)
         return 0;
     dg_rule_ctx x;
     turns_make_ctx(t, c, &x);
     int sp = dg_rule_managed(&x) ? dg_rule_speaker(&r->st, &x) : DG_NOBODY;
-    return sp != DG_NOBODY && sp != pos && c->standing[sp] == DG_MEMBER_NEW;
+    return sp != DG_NOBODY && sp != pos && c->standing[sp] == DG_MEMBER_NEW &&
+           now - turns_unreached_since(c, &r->st, sp) >= TURNS_UNREACHED_GRACE_MS;
 }
 
 /* Before a decision for s: a speaker of its scope that the host never

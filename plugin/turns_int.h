@@ -116,9 +116,14 @@ typedef struct turns_chan {
     int n; /* members */
     char *members[DG_TURN_MAX_MEMBERS];
     unsigned char standing[DG_TURN_MAX_MEMBERS]; /* dg_member_standing of each */
-    uint64_t present;                            /* members that are configured agents and in the
+    /* When each member entered the order as DG_MEMBER_NEW (a human's mention
+     * of it), 0: unknown (loaded from the store, changed by another
+     * instance): the message that mentioned it went unreported to it since
+     * (turns_unreached_since). In memory only; set with standing. */
+    int64_t new_since[DG_TURN_MAX_MEMBERS];
+    uint64_t present;                          /* members that are configured agents and in the
                                     order (standing below DG_MEMBER_LEFT) */
-    uint32_t member_hash[DG_TURN_MAX_MEMBERS];   /* of each name, set with present:
+    uint32_t member_hash[DG_TURN_MAX_MEMBERS]; /* of each name, set with present:
                                     turns_member_pos compares these first (each name
                                     is an allocation of its own, a cache miss) */
     int initiator_pos;
@@ -670,6 +675,12 @@ int turns_member_leave(dg_turns *t, turns_scope *r, int pos, dg_member_standing 
  * speaker of that kind, the last member left too. Writer held.
  */
 int turns_drop_unreachable_speaker(dg_turns *t, turns_scope *r, int asking, int64_t now, int *kick);
+
+/* Since when r's member pos, never shown receiving the channel, has been
+ * owed a report of a message there: when it got the turn (state st), or
+ * earlier when the message that mentioned it came before. Mirror lock or
+ * writer held. */
+int64_t turns_unreached_since(const turns_chan *c, const dg_turn_state *st, int pos);
 
 /* r's state as the change under way has it (pending), else as published.
  * Writer held. */

@@ -265,10 +265,13 @@ int turns_refresh_channel(dg_turns *t, const char *channel_id, int other)
     }
     if (rc == DG_OK) {
         pthread_rwlock_wrlock(&t->lock);
+        int had = c->n;
         for (int i = 0; i < c->n; i++)
             free(c->members[i]);
         c->n = 0;
         for (size_t i = 0; i < row.n_members && i < DG_TURN_MAX_MEMBERS; i++) {
+            if (c->n >= had || c->standing[c->n] != row.standing[i])
+                c->new_since[c->n] = 0; /* changed elsewhere: since when is unknown */
             c->standing[c->n] = row.standing[i];
             c->members[c->n++] = row.members[i];
             row.members[i] = NULL;

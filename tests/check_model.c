@@ -2829,6 +2829,30 @@ START_TEST(regression_silence_of_a_run_from_before_a_wake_is_no_pass)
 }
 END_TEST
 
+/* Only planner reads #work. Alice asks, planner's run for it is granted
+ * and goes on, and she @mentions planner and coder, which cannot read it;
+ * 51 s later planner's run speaks to her first message and the moderator
+ * hands her open question to coder. Coder was @mentioned 51 s before and
+ * no message reached it since: it is unreached at once, not 10 s after it
+ * got the turn, and planner's run for her question is granted
+ * (MODEL_SEED=728548398 MODEL_SEQUENCES=1; seed 4, sequence 638). */
+START_TEST(regression_non_reader_mentioned_long_before_its_turn_is_unreached_at_once)
+{
+    static const scenario sc = {{1, 0, 0},
+                                5,
+                                {
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 0, 10},
+                                    {S_RUN, 0, 0, 3, 0, 0, 0, 17},
+                                    {S_HUMAN, 0, 0, 5, 0, 0, 0, 4},
+                                    {S_ADVANCE, 0, 0, 0, 0, 0, 21, 1},
+                                    {S_ADVANCE, 2, 0, 0, 0, 0, 30, 11},
+                                },
+                                1,
+                                1};
+    replay(&sc);
+}
+END_TEST
+
 Suite *make_model_suite(void)
 {
     Suite *s = suite_create("model");
@@ -2885,6 +2909,7 @@ Suite *make_model_suite(void)
     tcase_add_test(reg, regression_non_readers_mentioned_together_leave_together);
     tcase_add_test(reg, regression_hold_after_a_dropped_nudge_is_nudged_again);
     tcase_add_test(reg, regression_silence_of_a_run_from_before_a_wake_is_no_pass);
+    tcase_add_test(reg, regression_non_reader_mentioned_long_before_its_turn_is_unreached_at_once);
     suite_add_tcase(s, reg);
     return s;
 }
