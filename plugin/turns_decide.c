@@ -784,6 +784,18 @@ static int run_end_locked(dg_turns *t, const dg_turn_session *s, const char *run
     dg_rule_effects fx;
     dg_rule_effects_init(&fx);
     dg_turn_state next = *turns_staged(t, r); /* a budget's breaker may have latched above */
+    /* A run from before this instance (seen unknown) cannot tell a message
+     * that came after it started and before this instance did either:
+     * silent, the speaker's such run passes nothing, and the stall nudge
+     * mentions it if no run of it follows; the scope does not rest on a
+     * message that silence may never have seen. */
+    if (seen < 0 && saw_latest && granted != 0 && outcome == DG_RUN_SILENT &&
+        fresh->pos != DG_NOBODY && t->p->cfg.turn_nudge_sec > 0 && next.active &&
+        dg_rule_speaker(&next, &x) == fresh->pos) {
+        saw_latest = 0;
+        atomic_store(&r->wait_ms, now);
+        atomic_store(&r->wait_pos, fresh->pos);
+    }
     dg_rule_on_run_end(&next, &x, fresh->pos, outcome, saw_latest, granted, now, &fx);
     if (granted != 0 && outcome == DG_RUN_SPOKE && !saw_latest &&
         (rc = turns_hand_open_question(t, r, &x, &next, fresh->pos, now, kick)))

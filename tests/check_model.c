@@ -2853,6 +2853,30 @@ START_TEST(regression_non_reader_mentioned_long_before_its_turn_is_unreached_at_
 }
 END_TEST
 
+/* Alice asks #lab (planner and reviewer read it) and reviewer's run for it
+ * is granted and goes on; she asks again, and the plugin restarts. The run
+ * ends silent in the new instance, which cannot tell whether it saw her
+ * second message: its silence passes nothing, and the stall nudge armed at
+ * the start mentions reviewer. It passed, the judge ended the round and
+ * her second message was never answered (MODEL_SEED=544056469
+ * MODEL_SEQUENCES=1; seed 5, sequence 1094). */
+START_TEST(regression_silence_of_a_run_across_a_restart_after_a_message_is_no_pass)
+{
+    static const scenario sc = {{0, 0, 3},
+                                5,
+                                {
+                                    {S_HUMAN, 2, 0, 0, 0, 0, 0, 5},
+                                    {S_RUN, 2, 1, 3, 0, 0, 0, 4},
+                                    {S_HUMAN, 2, 0, 0, 0, 0, 0, 17},
+                                    {S_RESTART, 2, 1, 0, 0, 0, 0, 4},
+                                    {S_ADVANCE, 0, 0, 0, 0, 0, 1, 2},
+                                },
+                                1,
+                                1};
+    replay(&sc);
+}
+END_TEST
+
 Suite *make_model_suite(void)
 {
     Suite *s = suite_create("model");
@@ -2910,6 +2934,7 @@ Suite *make_model_suite(void)
     tcase_add_test(reg, regression_hold_after_a_dropped_nudge_is_nudged_again);
     tcase_add_test(reg, regression_silence_of_a_run_from_before_a_wake_is_no_pass);
     tcase_add_test(reg, regression_non_reader_mentioned_long_before_its_turn_is_unreached_at_once);
+    tcase_add_test(reg, regression_silence_of_a_run_across_a_restart_after_a_message_is_no_pass);
     suite_add_tcase(s, reg);
     return s;
 }
