@@ -476,7 +476,6 @@ static void claim_record(dg_turns *t, const claim_run *cr, const dg_turn_claim *
             atomic_store(&r->wait_ms, since);
             atomic_store(&r->wait_pos, e->pos);
         }
-        turns_nudge_held_after_nudge(r, turns_staged(t, r), e->pos);
     }
 }
 

@@ -226,9 +226,9 @@ struct turns_scope {
                               too; a human's or agent's message makes a new one,
                               the moderator's never does) */
     /* How often the turn nudged was nudged, and nudge_again 1 when it may be
-     * once more: a run of its speaker held back for the run of a newer
-     * message started after the nudge, and the host may have dropped the
-     * nudge as well (turns_nudge_held_after_nudge). Writer mutex. */
+     * once more: the nudge reached its speaker's session, and the host may
+     * have dropped it as well (turns_nudge_reached_after_nudge). Writer
+     * mutex. */
     int nudges;
     int nudge_again;
     /* The member whose granted run was under way when an admin's command
@@ -698,11 +698,11 @@ void turns_evict_if_over(dg_turns *t, int64_t now);
  * mirror's read lock or the writer mutex held (atomics only). */
 void turns_nudge_run_began(turns_scope *r, int pos, int granted);
 
-/* A run of member pos of r, whose state is st, was held back for the run of
- * a newer message that should follow: if r's turn was nudged already, the
- * host may have dropped the nudge as well as that message, and the turn may
- * be nudged once more (at most twice a turn). Writer held. */
-void turns_nudge_held_after_nudge(turns_scope *r, const dg_turn_state *st, int pos);
+/* A moderator's message reached the session of member pos of r, r's
+ * speaker in state st: if r's turn was nudged already, that was the nudge
+ * (or one after it), and if the host dropped it too, the turn may be nudged
+ * once more (at most twice a turn). Writer held. */
+void turns_nudge_reached_after_nudge(turns_scope *r, const dg_turn_state *st, int pos);
 
 /* The run of member pos that went on in r ended. Writer mutex held. */
 void turns_nudge_run_ended(turns_scope *r, int pos, int64_t now);

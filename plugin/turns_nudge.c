@@ -6,9 +6,9 @@
  * move the conversation until turn.timeoutSec passes the speaker over, or
  * for ever without one. After turn.nudgeSec the moderator mentions the
  * speaker once per turn: a new message, which the host runs; once more when
- * a run of the speaker held back for a newer message's run starts after
- * the mention (that run may never come: the host may have dropped the
- * mention too). Records and locking: turns_int.h, turns_engine.c.
+ * the mention reached the speaker's session and still no run of it starts
+ * (the host may have dropped the mention too). Records and locking:
+ * turns_int.h, turns_engine.c.
  */
 #include "turns_int.h"
 
@@ -32,7 +32,7 @@ static int nudged_turn(const turns_scope *r, const dg_turn_state *st, int sp)
            r->nudged_seq == st->msg_seq;
 }
 
-void turns_nudge_held_after_nudge(turns_scope *r, const dg_turn_state *st, int pos)
+void turns_nudge_reached_after_nudge(turns_scope *r, const dg_turn_state *st, int pos)
 {
     if (pos != DG_NOBODY && nudged_turn(r, st, pos) && r->nudges == 1)
         r->nudge_again = 1;

@@ -2789,7 +2789,8 @@ END_TEST
  * moderator mentions planner, and that copy is dropped too. Planner's run
  * for her first message starts only then and is held back for the newer
  * message's run, which never comes: the hold arms the wait, and the turn,
- * nudged once already, gets one more mention (MODEL_SEED=202176073
+ * nudged once already, gets one more mention, since the first reached
+ * planner's session and no run of it followed (MODEL_SEED=202176073
  * MODEL_SEQUENCES=1; seed 2, sequence 1588). */
 START_TEST(regression_hold_after_a_dropped_nudge_is_nudged_again)
 {
@@ -2877,6 +2878,29 @@ START_TEST(regression_silence_of_a_run_across_a_restart_after_a_message_is_no_pa
 }
 END_TEST
 
+/* The shrunk sequence of MODEL_SEED=202176073 after the fix above: alice
+ * @mentions reviewer, which cannot read #work, and planner's copy is
+ * dropped; the sweep finds reviewer unreached and planner, holding the
+ * turn, is nudged at once, and that mention is dropped too. It reached
+ * planner's session and no run followed: planner is mentioned once more
+ * (MODEL_SEED=202176073 MODEL_SEQUENCES=1; seed 2, sequence 1588). */
+START_TEST(regression_dropped_nudge_is_nudged_again)
+{
+    static const scenario sc = {{5, 0, 0},
+                                5,
+                                {
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 0, 5},
+                                    {S_ADVANCE, 0, 0, 0, 0, 0, 59, 2},
+                                    {S_HUMAN, 0, 0, 2, 0, 0, 1, 1},
+                                    {S_ADVANCE, 1, 0, 0, 0, 0, 21, 10},
+                                    {S_DELIVER, 1, 0, 0, 0, 0, 1, 2},
+                                },
+                                1,
+                                1};
+    replay(&sc);
+}
+END_TEST
+
 Suite *make_model_suite(void)
 {
     Suite *s = suite_create("model");
@@ -2935,6 +2959,7 @@ Suite *make_model_suite(void)
     tcase_add_test(reg, regression_silence_of_a_run_from_before_a_wake_is_no_pass);
     tcase_add_test(reg, regression_non_reader_mentioned_long_before_its_turn_is_unreached_at_once);
     tcase_add_test(reg, regression_silence_of_a_run_across_a_restart_after_a_message_is_no_pass);
+    tcase_add_test(reg, regression_dropped_nudge_is_nudged_again);
     suite_add_tcase(s, reg);
     return s;
 }
