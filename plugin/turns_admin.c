@@ -616,6 +616,11 @@ static int admin_commit(dg_turns *t, admin_run *a)
         *a->kick = 1;
     else if (a->mention)
         a->next.awaiting = 0; /* the reply that would wake it is not posted */
+    /* The agent the reply wakes may be running already, for the turn before:
+     * that run's silence is no answer to this one. */
+    if (queued && a->changes && a->next.active && a->next.handoff != DG_NOBODY &&
+        atomic_load(&r->run_pos) == a->next.handoff)
+        r->run_before_wake = a->next.handoff;
     if (rc == DG_OK)
         rc = turns_queue_effects_chosen(t, r, &a->fx, &a->next, a->now, a->kick);
     if (rc == DG_OK && a->changes)

@@ -72,13 +72,13 @@ static int decide(dg_turns *t, const dg_turn_session *s, decide_fn fn, void *out
 static int unconfirmed_speaker(const dg_turns *t, const turns_scope *r, int pos, int64_t now)
 {
     const turns_chan *c = r->chan;
-    if (c->mode != DG_MODE_NORMAL || !r->st.active || pos == DG_NOBODY ||
-        now - r->st.last_change_ms < TURNS_UNREACHED_GRACE_MS)
+    if (c->mode != DG_MODE_NORMAL || !r->st.active || pos == DG_NOBODY)
         return 0;
     dg_rule_ctx x;
     turns_make_ctx(t, c, &x);
     int sp = dg_rule_managed(&x) ? dg_rule_speaker(&r->st, &x) : DG_NOBODY;
-    return sp != DG_NOBODY && sp != pos && c->standing[sp] == DG_MEMBER_NEW;
+    return sp != DG_NOBODY && sp != pos && c->standing[sp] == DG_MEMBER_NEW &&
+           now - turns_unreached_since(c, &r->st, sp) >= TURNS_UNREACHED_GRACE_MS;
 }
 
 /* Before a decision for s: a speaker of its scope that the host never
@@ -419,10 +419,35 @@ static int claim_apply(dg_turns *t, claim_run *cr, dg_turn_claim *out, int64_t n
     return rc;
 }
 
+/* A run claimed because another agent holds the turn, while a message is
+ * still owed a granted run and nothing watches the speaker (no wait armed
+ * for it, no run of it under way): the turn may have come to the speaker
+ * with no move that arms the stall nudge, when this run's agent joined the
+ * order and made it a managed one after the message reached the speaker,
+ * not yet a member then. If the host dropped that message, the speaker is
+ * mentioned after turn.nudgeSec instead of waiting out turn.timeoutSec.
+ * Writer held. */
+static void arm_unwatched_speaker(dg_turns *t, const claim_run *cr, int64_t now)
+{
+    turns_scope *r = cr->r;
+    const dg_turn_state *st = turns_staged(t, r);
+    if (cr->why != CLAIM_NOT_SPEAKER || !cr->e->configured || t->p->cfg.turn_nudge_sec <= 0 ||
+        !st->active || !dg_rule_managed(&cr->x) || !atomic_load(&r->unanswered_ms))
+        return;
+    int sp = dg_rule_speaker(st, &cr->x);
+    if (sp == DG_NOBODY || sp == cr->e->pos || atomic_load(&r->run_pos) == sp ||
+        atomic_load(&r->wait_pos) == sp)
+        return;
+    atomic_store(&r->wait_ms, now);
+    atomic_store(&r->wait_pos, sp);
+}
+
 /* What the session's run is judged by later (agent_end, its texts), and
  * the stall nudge's watch: a run held back for one that follows (for a
  * newer message, or for the reply still on its way) arms it, so the
- * speaker is mentioned if the host never starts that one. Writer held. */
+ * speaker is mentioned if the host never starts that one; another
+ * agent's run claimed for the speaker's turn may arm it too
+ * (arm_unwatched_speaker). Writer held. */
 static void claim_record(dg_turns *t, const claim_run *cr, const dg_turn_claim *out, int64_t now)
 {
     turns_sess *e = cr->e;
@@ -432,6 +457,7 @@ static void claim_record(dg_turns *t, const claim_run *cr, const dg_turn_claim *
     atomic_store(&e->granted, out->claimed ? 0 : 1);
     if (e->configured)
         turns_nudge_run_began(r, e->pos, !out->claimed);
+    arm_unwatched_speaker(t, cr, now);
     int64_t nudge_ms = (int64_t)t->p->cfg.turn_nudge_sec * 1000;
     if ((cr->why == CLAIM_STALE || cr->why == CLAIM_BEFORE_REPLY) && nudge_ms > 0) {
         /* The run that follows is for a message that came in before this
@@ -743,11 +769,32 @@ static int run_end_locked(dg_turns *t, const dg_turn_session *s, const char *run
      * (msg_seq counts from 0 here), since such a message is newer than the
      * run. */
     int saw_latest = seen < 0 ? r->st.msg_seq == 0 : seen == r->st.msg_seq;
+    /* A run under way when an admin's `wake` gave its agent the turn
+     * again answered the turn before: silent, it passes nothing (the run
+     * for the wake's mention follows; the nudge or a timeout if it never
+     * does). */
+    int before_wake = fresh->pos != DG_NOBODY && r->run_before_wake == fresh->pos;
+    if (before_wake)
+        r->run_before_wake = DG_NOBODY;
+    if (before_wake && granted != 0 && outcome == DG_RUN_SILENT)
+        saw_latest = 0;
     dg_rule_ctx x;
     turns_make_ctx(t, c, &x);
     dg_rule_effects fx;
     dg_rule_effects_init(&fx);
     dg_turn_state next = *turns_staged(t, r); /* a budget's breaker may have latched above */
+    /* A run from before this instance (seen unknown) cannot tell a message
+     * that came after it started and before this instance did either:
+     * silent, the speaker's such run passes nothing, and the stall nudge
+     * mentions it if no run of it follows; the scope does not rest on a
+     * message that silence may never have seen. */
+    if (seen < 0 && saw_latest && granted != 0 && outcome == DG_RUN_SILENT &&
+        fresh->pos != DG_NOBODY && t->p->cfg.turn_nudge_sec > 0 && next.active &&
+        dg_rule_speaker(&next, &x) == fresh->pos) {
+        saw_latest = 0;
+        atomic_store(&r->wait_ms, now);
+        atomic_store(&r->wait_pos, fresh->pos);
+    }
     dg_rule_on_run_end(&next, &x, fresh->pos, outcome, saw_latest, granted, now, &fx);
     if (granted != 0 && outcome == DG_RUN_SPOKE && !saw_latest &&
         (rc = turns_hand_open_question(t, r, &x, &next, fresh->pos, now, kick)))

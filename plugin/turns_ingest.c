@@ -182,7 +182,7 @@ static int deliver_locked(dg_turns *t, const dg_turn_session *rs)
  * reached it), when that run ends; the host may drop a message that reaches
  * a busy session. The sweeper mentions it if none starts within
  * turn.nudgeSec (turns_scope.wait_pos). Read only. Writer held. */
-static int arm_nudge_locked(dg_turns *t, const dg_turn_session *rs, int64_t now)
+static int arm_nudge_locked(dg_turns *t, const dg_turn_session *rs, int from_moderator, int64_t now)
 {
     if (t->p->cfg.turn_nudge_sec <= 0)
         return DG_OK;
@@ -201,6 +201,8 @@ static int arm_nudge_locked(dg_turns *t, const dg_turn_session *rs, int64_t now)
     if (st->active && dg_rule_speaker(st, &x) == pos) {
         atomic_store(&r->wait_ms, now);
         atomic_store(&r->wait_pos, pos);
+        if (from_moderator) /* the nudge itself, perhaps, dropped as well */
+            turns_nudge_reached_after_nudge(r, st, pos);
     }
     return DG_OK;
 }
@@ -577,7 +579,8 @@ int dg_turns_ingest(dg_turns *t, const dg_turn_message *m, char *err, size_t err
     /* An admin command is answered by the moderator, not by a run. Best
      * effort: the nudge is a safety net, the message is recorded anyway. */
     if (rc == DG_OK && m->recipient && cmd == DG_ADMIN_NONE)
-        (void)arm_nudge_locked(t, m->recipient, now);
+        (void)arm_nudge_locked(t, m->recipient,
+                               kind == DG_SENDER_MODERATOR || kind == DG_SENDER_HANDOFF, now);
     if (rc)
         snprintf(err, err_len,
                  "message_received: could not record message %s of channel %s "

@@ -118,9 +118,14 @@ typedef struct turns_chan {
     int n; /* members */
     char *members[DG_TURN_MAX_MEMBERS];
     unsigned char standing[DG_TURN_MAX_MEMBERS]; /* dg_member_standing of each */
-    uint64_t present;                            /* members that are configured agents and in the
+    /* When each member entered the order as DG_MEMBER_NEW (a human's mention
+     * of it), 0: unknown (loaded from the store, changed by another
+     * instance): the message that mentioned it went unreported to it since
+     * (turns_unreached_since). In memory only; set with standing. */
+    int64_t new_since[DG_TURN_MAX_MEMBERS];
+    uint64_t present;                          /* members that are configured agents and in the
                                     order (standing below DG_MEMBER_LEFT) */
-    uint32_t member_hash[DG_TURN_MAX_MEMBERS];   /* of each name, set with present:
+    uint32_t member_hash[DG_TURN_MAX_MEMBERS]; /* of each name, set with present:
                                     turns_member_pos compares these first (each name
                                     is an allocation of its own, a cache miss) */
     int initiator_pos;
@@ -222,12 +227,21 @@ struct turns_scope {
     int64_t nudged_seq;    /* (one millisecond can hold two turns, of one speaker
                               too; a human's or agent's message makes a new one,
                               the moderator's never does) */
-    int nudge_seen;        /* writer mutex: a message reached nudged_pos's session
-                              since its nudge; until then the nudge is repeated
-                              every turn.nudgeSec (the mention may have been lost
-                              with the speaker's app away), nudge_repeats times
-                              so far (bounded, turns_nudge.c) */
-    int nudge_repeats;
+    /* The nudges of the turn nudged last (nudged_*): how many were posted,
+     * nudge_seen 1 when a message reached the speaker's session since the
+     * last one, and nudge_again the count allowed once one reached it (the
+     * host may have dropped the nudge as well as the message before it:
+     * one more, turns_nudge_reached_after_nudge). A nudge that reaches no
+     * session is repeated every turn.nudgeSec (the speaker's app may be
+     * away), a bounded number of times (turns_nudge.c). Writer mutex. */
+    int nudges;
+    int nudge_seen;
+    int nudge_again;
+    /* The member whose granted run was under way when an admin's command
+     * gave it the turn with a mention (`wake`), DG_NOBODY: none. That run
+     * answered the turn before: its silence passes nothing, the run for
+     * the mention follows (run_end_locked). Writer mutex. */
+    int run_before_wake;
     /* When a message reached member i's session with no run of it started
      * since (0: none): a turn that moves to i later waits turn.nudgeSec
      * from then, not from the move, since the host already had that
@@ -668,9 +682,16 @@ int turns_member_leave(dg_turns *t, turns_scope *r, int pos, dg_member_standing 
  * human @mentioned it; its account never reported a message there, nor did
  * it run there) while `asking` (a member, or DG_NOBODY) is deciding a run:
  * when the host reports messages per agent, it cannot read the channel and
- * leaves the order now, so the scope does not wait on it. Writer held.
+ * leaves the order now, so the scope does not wait on it; so does each next
+ * speaker of that kind, the last member left too. Writer held.
  */
 int turns_drop_unreachable_speaker(dg_turns *t, turns_scope *r, int asking, int64_t now, int *kick);
+
+/* Since when r's member pos, never shown receiving the channel, has been
+ * owed a report of a message there: when it got the turn (state st), or
+ * earlier when the message that mentioned it came before. Mirror lock or
+ * writer held. */
+int64_t turns_unreached_since(const turns_chan *c, const dg_turn_state *st, int pos);
 
 /* r's state as the change under way has it (pending), else as published.
  * Writer held. */
@@ -687,6 +708,12 @@ void turns_evict_if_over(dg_turns *t, int64_t now);
  * and any wait for it ends. pos DG_NOBODY: nothing. Any thread, with the
  * mirror's read lock or the writer mutex held (atomics only). */
 void turns_nudge_run_began(turns_scope *r, int pos, int granted);
+
+/* A moderator's message reached the session of member pos of r, r's
+ * speaker in state st: if r's turn was nudged already, that was the nudge
+ * (or one after it), and if the host dropped it too, the turn may be nudged
+ * once more (at most twice a turn). Writer held. */
+void turns_nudge_reached_after_nudge(turns_scope *r, const dg_turn_state *st, int pos);
 
 /* The run of member pos that went on in r ended. Writer mutex held. */
 void turns_nudge_run_ended(turns_scope *r, int pos, int64_t now);

@@ -45,6 +45,8 @@ static int set_standing(dg_turns *t, turns_chan *c, int pos, dg_member_standing 
     if (rc != DG_OK)
         return rc;
     pthread_rwlock_wrlock(&t->lock);
+    if (standing == DG_MEMBER_NEW && c->standing[pos] != DG_MEMBER_NEW)
+        c->new_since[pos] = dg_now_ms(t->p);
     c->standing[pos] = (unsigned char)standing;
     turns_recompute_present(t, c);
     pthread_rwlock_unlock(&t->lock);
@@ -90,6 +92,7 @@ static int member_append(dg_turns *t, turns_chan *c, const char *agent_id,
     pthread_rwlock_wrlock(&t->lock);
     c->members[c->n] = dup;
     c->standing[c->n] = (unsigned char)standing;
+    c->new_since[c->n] = standing == DG_MEMBER_NEW ? now : 0;
     c->n++;
     turns_recompute_present(t, c);
     pthread_rwlock_unlock(&t->lock);
@@ -183,19 +186,32 @@ static int unreachable_leaves(dg_turns *t, turns_scope *r, int sp, int asking, i
     return turns_member_leave(t, r, sp, DG_MEMBER_LEFT, asking, now, cause, kick);
 }
 
+int64_t turns_unreached_since(const turns_chan *c, const dg_turn_state *st, int pos)
+{
+    int64_t since = st->last_change_ms;
+    if (pos >= 0 && pos < c->n && c->new_since[pos] && c->new_since[pos] < since)
+        since = c->new_since[pos];
+    return since;
+}
+
 int turns_drop_unreachable_speaker(dg_turns *t, turns_scope *r, int asking, int64_t now, int *kick)
 {
     turns_chan *c = r->chan;
-    if (!atomic_load(&t->per_agent) || c->mode != DG_MODE_NORMAL ||
-        now - turns_staged(t, r)->last_change_ms < TURNS_UNREACHED_GRACE_MS)
+    if (!atomic_load(&t->per_agent) || c->mode != DG_MODE_NORMAL)
         return DG_OK;
-    /* Each pass takes one member out of the order: bounded. */
+    /* Each pass takes one member out of the order: bounded. The next
+     * speaker the host never showed receiving the channel either (a human
+     * @mentioned both) leaves too, also when it is the last one left: a
+     * reader that joins later (its first run) would find it holding the
+     * turn, for another grace, with the humans waiting since the mention. */
     for (int guard = 0; guard < DG_TURN_MAX_MEMBERS; guard++) {
         dg_rule_ctx x;
         turns_make_ctx(t, c, &x);
         const dg_turn_state *st = turns_staged(t, r);
-        int sp = st->active && dg_rule_managed(&x) ? dg_rule_speaker(st, &x) : DG_NOBODY;
-        if (sp == DG_NOBODY || sp == asking || c->standing[sp] != DG_MEMBER_NEW)
+        int sp =
+            st->active && (guard > 0 || dg_rule_managed(&x)) ? dg_rule_speaker(st, &x) : DG_NOBODY;
+        if (sp == DG_NOBODY || sp == asking || c->standing[sp] != DG_MEMBER_NEW ||
+            (guard == 0 && now - turns_unreached_since(c, st, sp) < TURNS_UNREACHED_GRACE_MS))
             return DG_OK;
         int rc = unreachable_leaves(t, r, sp, asking, now, kick);
         if (rc != DG_OK)

@@ -175,8 +175,10 @@ int turns_scope_get(dg_turns *t, turns_chan *c, const dg_scope *sc, turns_scope 
     r->nudged_change = -1;
     r->nudged_pos = DG_NOBODY;
     r->nudged_seq = -1;
+    r->nudges = 0;
     r->nudge_seen = 0;
-    r->nudge_repeats = 0;
+    r->nudge_again = 0;
+    r->run_before_wake = DG_NOBODY;
     int rc = dg_store_turns_scope_load(t->p->store, sc, &r->st, &r->post_channel);
     if (rc != DG_OK && rc != DG_ERR_NOT_FOUND) {
         turns_free_scope(r, NULL);
@@ -265,10 +267,13 @@ int turns_refresh_channel(dg_turns *t, const char *channel_id, int other)
     }
     if (rc == DG_OK) {
         pthread_rwlock_wrlock(&t->lock);
+        int had = c->n;
         for (int i = 0; i < c->n; i++)
             free(c->members[i]);
         c->n = 0;
         for (size_t i = 0; i < row.n_members && i < DG_TURN_MAX_MEMBERS; i++) {
+            if (c->n >= had || c->standing[c->n] != row.standing[i])
+                c->new_since[c->n] = 0; /* changed elsewhere: since when is unknown */
             c->standing[c->n] = row.standing[i];
             c->members[c->n++] = row.members[i];
             row.members[i] = NULL;

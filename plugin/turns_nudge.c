@@ -5,8 +5,10 @@
  * earlier run, "reply-operation-active"), and then nothing else would
  * move the conversation until turn.timeoutSec passes the speaker over, or
  * for ever without one. After turn.nudgeSec the moderator mentions the
- * speaker once per turn: a new message, which the host runs. Records and
- * locking: turns_int.h, turns_engine.c.
+ * speaker once per turn: a new message, which the host runs; once more when
+ * the mention reached the speaker's session and still no run of it starts
+ * (the host may have dropped the mention too). Records and locking:
+ * turns_int.h, turns_engine.c.
  */
 #include "turns_int.h"
 
@@ -27,6 +29,21 @@ void turns_nudge_run_began(turns_scope *r, int pos, int granted)
     atomic_store(&r->unanswered_ms, 0);
     int waited = pos;
     atomic_compare_exchange_strong(&r->wait_pos, &waited, DG_NOBODY);
+}
+
+/* 1 when r's turn with speaker sp in state st is the one nudged last. */
+static int nudged_turn(const turns_scope *r, const dg_turn_state *st, int sp)
+{
+    return r->nudged_change == st->last_change_ms && r->nudged_pos == sp &&
+           r->nudged_seq == st->msg_seq;
+}
+
+void turns_nudge_reached_after_nudge(turns_scope *r, const dg_turn_state *st, int pos)
+{
+    /* One more nudge once one reached the speaker: the host may have
+     * dropped it too. Only once a turn. */
+    if (pos != DG_NOBODY && nudged_turn(r, st, pos) && !r->nudge_again)
+        r->nudge_again = r->nudges;
 }
 
 void turns_nudge_run_ended(turns_scope *r, int pos, int64_t now)
@@ -110,8 +127,8 @@ static int stalled(dg_turns *t, turns_scope *r, int64_t now, int64_t nudge_ms, i
     if (r->chan->mode == DG_MODE_CLOSED || !st->active || sp == DG_NOBODY || st->budget ||
         sp != atomic_load(&r->wait_pos) || sp == atomic_load(&r->run_pos) ||
         now - atomic_load(&r->wait_ms) < nudge_ms ||
-        (r->nudged_change == st->last_change_ms && r->nudged_pos == sp &&
-         r->nudged_seq == st->msg_seq && (r->nudge_seen || r->nudge_repeats >= NUDGE_REPEATS_MAX)))
+        (nudged_turn(r, st, sp) &&
+         (r->nudge_seen ? r->nudges > r->nudge_again : r->nudges > NUDGE_REPEATS_MAX)))
         return 0;
     int64_t window = x.timeout_ms > 0 ? x.timeout_ms : TURNS_WAKE_FP_MAX_MS;
     return !turns_reply_owed(st, sp, window, now);
@@ -141,24 +158,27 @@ static int nudge_scope(dg_turns *t, turns_scope *r, int64_t now, int64_t nudge_m
     rc = turns_queue_effects(t, r, &fx, &unchanged, now, kick);
     if (rc != DG_OK)
         return rc;
-    int again = r->nudged_change == r->st.last_change_ms && r->nudged_pos == pos &&
-                r->nudged_seq == r->st.msg_seq;
-    r->nudge_repeats = again ? r->nudge_repeats + 1 : 0;
+    if (nudged_turn(r, &r->st, pos)) {
+        r->nudges++;
+    } else {
+        r->nudges = 1;
+        r->nudge_again = 0;
+    }
     r->nudged_change = r->st.last_change_ms;
     r->nudged_pos = pos;
     r->nudged_seq = r->st.msg_seq;
     /* Still armed: a nudge that reaches no session of the speaker (its app
      * is away, as after a restart before the agents' apps reconnect) is
-     * repeated turn.nudgeSec after it left the outbox; one that reaches it
-     * is the turn's last (nudge_seen). */
+     * repeated turn.nudgeSec after it left the outbox; once one reached it
+     * (nudge_seen), one more at most (stalled). */
     r->nudge_seen = 0;
     atomic_store(&r->wait_ms, now);
     char label[DG_SCOPE_LABEL_MAX];
     dg_log(t->p, OC_LOG_INFO,
            "turns: %s holds the turn in channel %s (%s), and no run of it "
            "started within turn.nudgeSec (%lds) of the message that reached it (the host may "
-           "have dropped that message); the moderator mentions it, once for this turn unless "
-           "the mention reaches no session of it",
+           "have dropped that message); the moderator mentions it (twice a turn at most once a "
+           "mention reached its session)",
            r->chan->members[pos], r->chan->id, dg_scope_label(&r->scope, label),
            (long)t->p->cfg.turn_nudge_sec);
     return DG_OK;

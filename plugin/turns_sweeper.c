@@ -84,13 +84,13 @@ static void collect_unreached(void *val, void *arg)
     const turns_scope *r = val;
     due_list *d = arg;
     const turns_chan *c = r->chan;
-    if (d->nomem || !r->st.active || c->mode != DG_MODE_NORMAL ||
-        d->now - r->st.last_change_ms < TURNS_UNREACHED_MS)
+    if (d->nomem || !r->st.active || c->mode != DG_MODE_NORMAL)
         return;
     dg_rule_ctx x;
     turns_make_ctx(d->t, c, &x);
     int sp = dg_rule_managed(&x) ? dg_rule_speaker(&r->st, &x) : DG_NOBODY;
-    if (sp == DG_NOBODY || c->standing[sp] != DG_MEMBER_NEW)
+    if (sp == DG_NOBODY || c->standing[sp] != DG_MEMBER_NEW ||
+        d->now - turns_unreached_since(c, &r->st, sp) < TURNS_UNREACHED_MS)
         return;
     if (dg_grow(&d->v, &d->cap, d->n, sizeof *d->v, 16)) {
         d->nomem = 1;
@@ -115,7 +115,7 @@ static int drop_unreached(dg_turns *t, const dg_scope *sc)
     turns_chan *c;
     turns_scope *r = NULL;
     int kick = 0, rc = load_scope(t, sc, &c, &r);
-    if (rc == DG_OK && now - r->st.last_change_ms >= TURNS_UNREACHED_MS)
+    if (rc == DG_OK) /* it checks the time again, under the writer */
         rc = turns_drop_unreachable_speaker(t, r, DG_NOBODY, now, &kick);
     rc = turns_txn_finish(t, rc);
     if (rc == DG_OK && kick)

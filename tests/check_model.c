@@ -3312,6 +3312,162 @@ START_TEST(regression_two_gateways_silent_run_before_a_message_taken_in_elsewher
 }
 END_TEST
 
+/* After a restart, alice asks #lab (planner and coder read it) and the
+ * host drops planner's copy; she then types `!dirigent`. Planner's first
+ * run there is for the command (held back, and it joins the order alone);
+ * coder's run for her question makes the order a managed one with planner
+ * holding the turn, a turn no move gave it, so no wait was armed, and her
+ * question reached planner before it was a member. Claimed for planner's
+ * turn, coder's run arms the stall nudge for planner (MODEL_SEED=403224150
+ * MODEL_SEQUENCES=1; seed 5, sequence 1067). */
+START_TEST(regression_speaker_made_by_a_joining_agent_is_nudged)
+{
+    static const scenario sc = {{0, 0, 5},
+                                3,
+                                {
+                                    {S_RESTART, 0, 1, 0, 0, 0, 0, 1},
+                                    {S_HUMAN, 2, 0, 0, 0, 0, 1, 4},
+                                    {S_ADMIN, 2, 0, 8, 0, 1, 0, 2},
+                                },
+                                1,
+                                1};
+    replay(&sc);
+}
+END_TEST
+
+/* The same with `!dirigent close` before the question, both dropped for
+ * planner: planner's only run is for the moderator's answer, and coder's
+ * runs make it the speaker (MODEL_SEED=590023005 MODEL_SEQUENCES=1; seed
+ * 2, sequence 857). */
+START_TEST(regression_speaker_made_by_a_joining_agent_is_nudged_after_a_command)
+{
+    static const scenario sc = {{5, 0, 0},
+                                3,
+                                {
+                                    {S_ADMIN, 0, 0, 12, 0, 1, 1, 9},
+                                    {S_ADVANCE, 0, 0, 0, 0, 0, 1, 19},
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 1, 17},
+                                },
+                                1,
+                                1};
+    replay(&sc);
+}
+END_TEST
+
+/* Only planner reads #work; alice asks, then @mentions reviewer and coder,
+ * which cannot read it, and the clock jumps 30 s: the sweep finds reviewer
+ * unreached and takes it out, and coder, named by the same message and
+ * reached by none either, leaves with it, though it is the last member
+ * left. It stayed and held the turn when planner's first run joined the
+ * order, another 10 s of grace past her first question's deadline
+ * (MODEL_SEED=6094984 MODEL_SEQUENCES=1). */
+START_TEST(regression_non_readers_mentioned_together_leave_together)
+{
+    static const scenario sc = {{1, 0, 0},
+                                6,
+                                {
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 0, 5},
+                                    {S_ADVANCE, 2, 0, 0, 0, 0, 10, 17},
+                                    {S_ADVANCE, 0, 0, 0, 0, 0, 10, 1},
+                                    {S_HUMAN, 0, 0, 6, 0, 0, 0, 3},
+                                    {S_ADVANCE, 1, 0, 0, 0, 0, 30, 18},
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 0, 9},
+                                },
+                                1,
+                                1};
+    replay(&sc);
+}
+END_TEST
+
+/* Alice @mentions planner in #work (planner and coder read it), then asks
+ * a question whose copy the host drops for planner; after turn.nudgeSec the
+ * moderator mentions planner, and that copy is dropped too. Planner's run
+ * for her first message starts only then and is held back for the newer
+ * message's run, which never comes: the hold arms the wait, and the turn,
+ * nudged once already, gets one more mention, since the first reached
+ * planner's session and no run of it followed (MODEL_SEED=202176073
+ * MODEL_SEQUENCES=1; seed 2, sequence 1588). */
+START_TEST(regression_hold_after_a_dropped_nudge_is_nudged_again)
+{
+    static const scenario sc = {{5, 0, 0},
+                                4,
+                                {
+                                    {S_HUMAN, 0, 0, 1, 0, 0, 0, 5},
+                                    {S_HUMAN, 0, 0, 0, 0, 4, 1, 1},
+                                    {S_ADVANCE, 1, 0, 0, 0, 0, 21, 10},
+                                    {S_DELIVER, 1, 0, 0, 0, 0, 1, 2},
+                                },
+                                1,
+                                1};
+    replay(&sc);
+}
+END_TEST
+
+/* Only planner reads #work. Alice asks, planner's run for it is granted
+ * and goes on, and she @mentions planner and coder, which cannot read it;
+ * 51 s later planner's run speaks to her first message and the moderator
+ * hands her open question to coder. Coder was @mentioned 51 s before and
+ * no message reached it since: it is unreached at once, not 10 s after it
+ * got the turn, and planner's run for her question is granted
+ * (MODEL_SEED=728548398 MODEL_SEQUENCES=1; seed 4, sequence 638). */
+START_TEST(regression_non_reader_mentioned_long_before_its_turn_is_unreached_at_once)
+{
+    static const scenario sc = {{1, 0, 0},
+                                5,
+                                {
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 0, 10},
+                                    {S_RUN, 0, 0, 3, 0, 0, 0, 17},
+                                    {S_HUMAN, 0, 0, 5, 0, 0, 0, 4},
+                                    {S_ADVANCE, 0, 0, 0, 0, 0, 21, 1},
+                                    {S_ADVANCE, 2, 0, 0, 0, 0, 30, 11},
+                                },
+                                1,
+                                1};
+    replay(&sc);
+}
+END_TEST
+
+/* Alice asks #lab (planner and reviewer read it) and reviewer's run for it
+ * is granted and goes on; she asks again, and the plugin restarts. The run
+ * ends silent in the new instance, which cannot tell whether it saw her
+ * second message: its silence passes nothing, and the stall nudge armed at
+ * the start mentions reviewer. It passed, the judge ended the round and
+ * her second message was never answered. The seed's whole sequence
+ * (MODEL_SEED=544056469 MODEL_SEQUENCES=1; seed 5, sequence 1094): its
+ * shrunk step list does not fix how the in-flight run ends (the last
+ * settle draws it from the clock), and with that run speaking it is the
+ * open case of a speaking run across a restart (docs/behaviour.md). */
+START_TEST(regression_silence_of_a_run_across_a_restart_after_a_message_is_no_pass)
+{
+    scenario sc;
+    generate(&sc, seq_seed(544056469ULL, 0));
+    replay(&sc);
+}
+END_TEST
+
+/* The shrunk sequence of MODEL_SEED=202176073 after the fix above: alice
+ * @mentions reviewer, which cannot read #work, and planner's copy is
+ * dropped; the sweep finds reviewer unreached and planner, holding the
+ * turn, is nudged at once, and that mention is dropped too. It reached
+ * planner's session and no run followed: planner is mentioned once more
+ * (MODEL_SEED=202176073 MODEL_SEQUENCES=1; seed 2, sequence 1588). */
+START_TEST(regression_dropped_nudge_is_nudged_again)
+{
+    static const scenario sc = {{5, 0, 0},
+                                5,
+                                {
+                                    {S_HUMAN, 0, 0, 0, 0, 0, 0, 5},
+                                    {S_ADVANCE, 0, 0, 0, 0, 0, 59, 2},
+                                    {S_HUMAN, 0, 0, 2, 0, 0, 1, 1},
+                                    {S_ADVANCE, 1, 0, 0, 0, 0, 21, 10},
+                                    {S_DELIVER, 1, 0, 0, 0, 0, 1, 2},
+                                },
+                                1,
+                                1};
+    replay(&sc);
+}
+END_TEST
+
 Suite *make_model_suite(void)
 {
     Suite *s = suite_create("model");
@@ -3366,6 +3522,13 @@ Suite *make_model_suite(void)
     tcase_add_test(reg, regression_admin_wake_of_non_reader_near_a_deadline);
     tcase_add_test(reg, regression_held_back_runs_of_the_only_reader_are_nudged);
     tcase_add_test(reg, regression_judge_does_not_end_the_round_over_an_open_question);
+    tcase_add_test(reg, regression_speaker_made_by_a_joining_agent_is_nudged);
+    tcase_add_test(reg, regression_speaker_made_by_a_joining_agent_is_nudged_after_a_command);
+    tcase_add_test(reg, regression_non_readers_mentioned_together_leave_together);
+    tcase_add_test(reg, regression_hold_after_a_dropped_nudge_is_nudged_again);
+    tcase_add_test(reg, regression_non_reader_mentioned_long_before_its_turn_is_unreached_at_once);
+    tcase_add_test(reg, regression_silence_of_a_run_across_a_restart_after_a_message_is_no_pass);
+    tcase_add_test(reg, regression_dropped_nudge_is_nudged_again);
     suite_add_tcase(s, reg);
     return s;
 }
